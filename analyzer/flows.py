@@ -1,0 +1,218 @@
+"""TCP connections and UDP flows, and TCP reassembly per direction.
+
+Every reassembled byte keeps the packet that carried it (``OffsetMap``), so frames
+decoded above know their first and last packet.  Bytes are handed to the connection's
+application session in stream order and are not kept here (bounded memory); the
+packet map lets any later view re-read them from the capture.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Protocol
+
+from .model import C2S, S2C, Connection, OffsetMap
+from .packet import ACK, FIN, RST, SYN
+
+WELL_KNOWN_SERVER_PORTS = {80, 443, 8080, 8443, 8000, 8008, 8888, 3000, 4433, 5000, 9000, 53, 853, 1080}
+
+
+class AppSession(Protocol):
+    """What a connection hands its reassembled bytes to (see analyzer.sessions)."""
+
+    def data(self, direction: int, data: bytes, offset: int, packet: int) -> None: ...
+
+    def gap(self, direction: int, offset: int, length: int, packet: int) -> None: ...
+
+    def end(self) -> None: ...
+
+
+def _signed32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - 0x100000000 if x & 0x80000000 else x
+
+
+class TcpDirection:
+    """Reassembly of one direction of a TCP connection."""
+
+    __slots__ = ("dir", "isn", "next", "pending", "pending_bytes", "map", "fin_off", "acked",
+                 "tail", "tail_start", "flow", "max_pending", "syn_seq")
+
+    TAIL = 16384  # delivered bytes kept to tell identical from different retransmissions
+
+    def __init__(self, flow: "TcpFlow", direction: int, max_pending: int):
+        self.flow = flow
+        self.dir = direction
+        self.isn: int | None = None  # sequence number of stream offset 0
+        self.next = 0  # next expected stream offset
+        self.pending: list = []  # heap of (offset, -len, packet, data)
+        self.pending_bytes = 0
+        self.map = OffsetMap()
+        self.fin_off: int | None = None
+        self.acked = 0  # highest offset the peer acknowledged
+        self.tail = bytearray()
+        self.tail_start = 0
+        self.max_pending = max_pending
+        self.syn_seq: int | None = None
+
+    def offset_of(self, seq: int) -> int:
+        return self.next + _signed32(seq - self.isn - self.next)
+
+    def segment(self, seq: int, flags: int, data: bytes, pkt: int) -> None:
+        if self.isn is None:
+            self.isn = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq
+        if flags & SYN:
+            self.syn_seq = seq
+            seq = (seq + 1) & 0xFFFFFFFF
+        n = len(data)
+        off = self.offset_of(seq) if (n or flags & FIN) else 0
+        if flags & FIN and self.fin_off is None:
+            self.fin_off = off + n
+        if not n:
+            return
+        end = off + n
+        if off < 0:  # bytes before the first one seen (capture started mid-stream)
+            if end <= 0:
+                return
+            data = data[-off:]
+            off = 0
+        nxt = self.next
+        if end <= nxt:
+            self._retransmission(off, data, pkt)
+            return
+        if off < nxt:
+            self._retransmission(off, data[: nxt - off], pkt)
+            data = data[nxt - off :]
+            off = nxt
+        if off == nxt:
+            self._deliver(off, data, pkt)
+            if self.pending:
+                self._drain()
+        else:
+            heapq.heappush(self.pending, (off, -len(data), pkt, data))
+            self.pending_bytes += len(data)
+            if self.acked > self.next or self.pending_bytes > self.max_pending:
+                self.force_gap(pkt)
+
+    def _retransmission(self, off: int, data: bytes, pkt: int) -> None:
+        st = self.flow.conn.stats[self.dir]
+        if len(data) <= 1 and off == self.next - 1:
+            return  # keep-alive
+        st.retransmissions += 1
+        st.retransmitted_bytes += len(data)
+        ts = self.tail_start
+        a, b = max(off, ts), min(off + len(data), ts + len(self.tail))
+        if a < b and self.tail[a - ts : b - ts] != data[a - off : b - off]:
+            self.flow.conn.notes.append(
+                f"packet {pkt}: retransmitted {DIRS[self.dir]} bytes {a}..{b} differ from the original; the first copy is kept"
+            )
+
+    def _deliver(self, off: int, data: bytes, pkt: int) -> None:
+        self.map.add(off, pkt)
+        self.next = off + len(data)
+        tail = self.tail
+        tail += data
+        if len(tail) > self.TAIL:
+            cut = len(tail) - self.TAIL
+            del tail[:cut]
+            self.tail_start += cut
+        self.flow.deliver(self.dir, data, off, pkt)
+
+    def _drain(self) -> None:
+        pend = self.pending
+        while pend and pend[0][0] <= self.next:
+            off, _, pkt, data = heapq.heappop(pend)
+            self.pending_bytes -= len(data)
+            end = off + len(data)
+            if end <= self.next:
+                self._retransmission(off, data, pkt)
+                continue
+            if off < self.next:
+                data = data[self.next - off :]
+                off = self.next
+            self._deliver(off, data, pkt)
+
+    def ack(self, ack_off: int) -> None:
+        if ack_off > self.acked:
+            self.acked = ack_off
+            if self.pending and ack_off > self.next:
+                self.force_gap(self.pending[0][2])
+
+    def force_gap(self, pkt: int) -> None:
+        """Declare the bytes before the first pending segment lost by the capture."""
+        if not self.pending:
+            return
+        start = self.next
+        first = self.pending[0][0]
+        length = first - start
+        st = self.flow.conn.stats[self.dir]
+        st.gaps += 1
+        st.gap_bytes += length
+        self.flow.conn.notes.append(
+            f"packet {self.pending[0][2]}: {length} bytes missing from the capture in {DIRS[self.dir]} at stream offset {start}"
+        )
+        self.next = first
+        self.tail.clear()
+        self.tail_start = first
+        self.flow.gap(self.dir, start, length, self.pending[0][2])
+        self._drain()
+
+    def finish(self) -> None:
+        while self.pending:
+            self.force_gap(self.pending[0][2])
+
+
+DIRS = ("client→server", "server→client")
+
+
+class TcpFlow:
+    """One TCP connection: two directions and the application session."""
+
+    __slots__ = ("conn", "dirs", "app", "client_key", "closed", "syn_seen")
+
+    def __init__(self, conn: Connection, client_key: tuple, max_pending: int):
+        self.conn = conn
+        self.client_key = client_key  # (src, sport) of the client
+        self.dirs = (TcpDirection(self, C2S, max_pending), TcpDirection(self, S2C, max_pending))
+        self.app: AppSession | None = None
+        self.closed = False
+        self.syn_seen = False
+
+    def deliver(self, direction: int, data: bytes, offset: int, pkt: int) -> None:
+        if self.app is not None:
+            self.app.data(direction, data, offset, pkt)
+
+    def gap(self, direction: int, offset: int, length: int, pkt: int) -> None:
+        if self.app is not None:
+            self.app.gap(direction, offset, length, pkt)
+
+    def finish(self) -> None:
+        for d in self.dirs:
+            d.finish()
+        if self.app is not None:
+            self.app.end()
+
+
+class UdpFlow:
+    __slots__ = ("conn", "client_key", "app")
+
+    def __init__(self, conn: Connection, client_key: tuple):
+        self.conn = conn
+        self.client_key = client_key
+        self.app = None
+
+
+def choose_client(sport: int, dport: int, flags: int | None) -> bool:
+    """True if the sender of the first packet seen is the client."""
+    if flags is not None:
+        if flags & SYN and not flags & ACK:
+            return True
+        if flags & SYN and flags & ACK:
+            return False
+    s_srv = sport in WELL_KNOWN_SERVER_PORTS or sport < 1024
+    d_srv = dport in WELL_KNOWN_SERVER_PORTS or dport < 1024
+    if s_srv != d_srv:
+        return d_srv
+    return True  # the first sender
+
+
+__all__ = ["TcpFlow", "TcpDirection", "UdpFlow", "AppSession", "choose_client", "FIN", "RST", "SYN", "ACK"]

@@ -1,0 +1,242 @@
+"""The timeline model every protocol fills and every view reads.
+
+- ``Connection``: one TCP connection or UDP flow (QUIC connection), its endpoints,
+  handshake facts (``tls``/``quic``), protocol, phase times and statistics.
+- ``Exchange``: one request and its response (or one pushed response).
+- ``Frame``: one protocol frame (HTTP/2, SPDY, QUIC, HTTP/3, HTTP/1 message, TLS record).
+- ``Analysis``: the whole capture: packet index, connections, exchanges, frames.
+
+Times are float epoch seconds, each the timestamp of the packet that carried the byte in
+question; packet numbers are 1-based in file order, as Wireshark numbers them.
+Directions: 0 = client to server ("c2s"), 1 = server to client ("s2c").
+"""
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+C2S, S2C = 0, 1
+DIRECTION_NAMES = ("c2s", "s2c")
+
+
+class OffsetMap:
+    """Map from byte offsets of one directional stream to the packets that carried them.
+
+    ``add(offset, packet)`` is called for each chunk in increasing offset order; lookups
+    are O(log n).  Used by TCP reassembly (stream offset -> segment) and by TLS
+    (plaintext offset -> packet that completed the record)."""
+
+    __slots__ = ("starts", "packets")
+
+    def __init__(self):
+        self.starts = array("q")
+        self.packets = array("i")
+
+    def add(self, offset: int, packet: int) -> None:
+        if self.packets and self.packets[-1] == packet:
+            return  # same packet continues
+        self.starts.append(offset)
+        self.packets.append(packet)
+
+    def packet_at(self, offset: int) -> int:
+        i = bisect_right(self.starts, offset) - 1
+        return self.packets[i] if i >= 0 else (self.packets[0] if self.packets else 0)
+
+    def packets_between(self, start: int, end: int) -> list[int]:
+        """Packets that carried bytes [start, end)."""
+        i = max(bisect_right(self.starts, start) - 1, 0)
+        j = bisect_right(self.starts, max(end - 1, start))
+        out: list[int] = []
+        for p in self.packets[i:j]:
+            if not out or out[-1] != p:
+                out.append(p)
+        return out
+
+
+@dataclass(slots=True)
+class TlsInfo:
+    version: str | None = None
+    cipher_suite: str | None = None
+    cipher_suite_id: int | None = None
+    sni: str | None = None
+    alpn: str | None = None  # selected
+    alpn_offered: list[str] = field(default_factory=list)
+    npn: str | None = None
+    resumed: bool = False
+    hello_retry: bool = False
+    certificate_subject: str | None = None
+    client_random: bytes | None = None
+    decrypted: bool = False
+    reason: str | None = None  # why not decrypted
+    client_hello_time: float | None = None
+    server_hello_time: float | None = None
+    client_finished_time: float | None = None
+    server_finished_time: float | None = None
+    records: int = 0
+    record_overhead: list[int] = field(default_factory=lambda: [0, 0])
+
+
+@dataclass(slots=True)
+class QuicInfo:
+    version: str | None = None
+    sni: str | None = None
+    alpn: str | None = None
+    scid: str | None = None
+    dcid: str | None = None
+    decrypted: bool = False
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class DirStats:
+    packets: int = 0
+    bytes: int = 0  # on the wire (original frame length)
+    payload: int = 0  # TCP/UDP payload
+    retransmissions: int = 0
+    retransmitted_bytes: int = 0
+    gaps: int = 0
+    gap_bytes: int = 0
+
+
+@dataclass(slots=True)
+class Connection:
+    id: int
+    transport: str  # tcp | udp
+    client: tuple[str, int]
+    server: tuple[str, int]
+    start: float = 0.0
+    end: float = 0.0
+    first_packet: int = 0
+    last_packet: int = 0
+    protocol: str | None = None  # http/1.1, h2, h2c, spdy/3.1, h3, tls, quic, gquic, dns …
+    tls: TlsInfo | None = None
+    quic: QuicInfo | None = None
+    connect_start: float | None = None  # SYN (or first QUIC Initial)
+    connect_end: float | None = None  # ACK of SYN/ACK (or handshake done)
+    tls_start: float | None = None
+    tls_end: float | None = None
+    rtt: float | None = None  # handshake RTT SYN -> SYN/ACK -> ACK
+    stats: list[DirStats] = field(default_factory=lambda: [DirStats(), DirStats()])
+    notes: list[str] = field(default_factory=list)  # decoding problems, with packet numbers
+    closed: str | None = None  # fin | rst | None
+
+    @property
+    def label(self) -> str:
+        c, s = self.client, self.server
+        fmt = lambda a: f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
+        return f"{fmt(c)} → {fmt(s)}"
+
+
+@dataclass(slots=True)
+class Frame:
+    packet: int  # where the frame completes (where tshark shows it)
+    first_packet: int
+    time: float
+    connection: int
+    direction: int
+    protocol: str
+    stream_id: int | None
+    type: str
+    flags: int = 0
+    length: int = 0  # payload length as the frame header states it
+    headers: list[tuple[str, str]] | None = None
+    fields: dict[str, Any] | None = None
+    offset: int = -1  # offset of the frame in its directional (plaintext) stream
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Exchange:
+    id: int
+    connection: int
+    protocol: str
+    stream_id: int | None = None
+    method: str | None = None
+    url: str | None = None
+    scheme: str | None = None
+    authority: str | None = None
+    path: str | None = None
+    status: int | None = None
+    pushed: bool = False
+    push_parent: int | None = None  # stream id of the stream that pushed it
+    priority: dict | None = None
+    request_headers: list[tuple[str, str]] = field(default_factory=list)
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    request_header_bytes_wire: int = 0
+    request_header_bytes_decoded: int = 0
+    response_header_bytes_wire: int = 0
+    response_header_bytes_decoded: int = 0
+    request_body_bytes: int = 0
+    response_body_bytes: int = 0  # on the wire (after transfer framing, before content decoding)
+    response_body_decoded_bytes: int | None = None
+    content_type: str | None = None
+    content_encoding: str | None = None
+    request_start: float | None = None
+    request_end: float | None = None
+    response_start: float | None = None
+    response_end: float | None = None
+    request_start_packet: int | None = None
+    request_end_packet: int | None = None
+    response_start_packet: int | None = None
+    response_end_packet: int | None = None
+    reset: str | None = None  # error code name of RST_STREAM / RESET_STREAM
+    error: str | None = None
+    frames: int = 0
+
+    def header(self, name: str, response: bool = True) -> str | None:
+        name = name.lower()
+        for k, v in self.response_headers if response else self.request_headers:
+            if k.lower() == name:
+                return v
+        return None
+
+
+class PacketIndex:
+    """Compact per-packet arrays (no object per packet)."""
+
+    __slots__ = ("ts", "offset", "caplen", "origlen", "linktype", "conn", "proto", "interface")
+
+    def __init__(self):
+        self.ts = array("d")
+        self.offset = array("q")
+        self.caplen = array("I")
+        self.origlen = array("I")
+        self.linktype = array("i")
+        self.conn = array("i")  # connection id or -1
+        self.proto = array("B")  # index into PROTO_NAMES, refined by dissectors
+        self.interface = array("H")
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def time(self, packet: int) -> float:
+        return self.ts[packet - 1]
+
+
+# Names for PacketIndex.proto: the highest layer seen in the packet
+PROTO_NAMES = ["?", "ETH", "IPv4", "IPv6", "TCP", "UDP", "TLS", "HTTP", "HTTP2", "SPDY", "QUIC", "HTTP3", "gQUIC", "DNS", "ICMP", "ARP"]
+PROTO_CODE = {n: i for i, n in enumerate(PROTO_NAMES)}
+
+
+@dataclass
+class Analysis:
+    path: str
+    index: PacketIndex
+    connections: list[Connection] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    undecoded: dict[str, int] = field(default_factory=dict)  # reason -> packets
+    capture_format: str = ""
+    compression: str = ""
+    keylog: Any = None
+    maps: dict = field(default_factory=dict)  # (conn id, direction) -> OffsetMap of TCP payload
+
+    @property
+    def packets(self) -> int:
+        return len(self.index)
+
+    def time(self, packet: int) -> float:
+        return self.index.ts[packet - 1]

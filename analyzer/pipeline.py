@@ -1,0 +1,207 @@
+"""One streaming pass over a capture: packet index, flows, reassembly, sessions.
+
+``analyze(path, keylogs=[...])`` returns an ``Analysis``.  Nothing per packet is kept but
+a few numbers in the packet index; packet bytes are re-read on demand through
+``analyzer.capture.PacketSource``.
+"""
+from __future__ import annotations
+
+import os
+import time as _time
+from typing import Callable
+
+from .capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
+from .flows import TcpFlow, UdpFlow, choose_client
+from .keylog import KeyLog, load_keylog
+from .model import PROTO_CODE, Analysis, Connection, PacketIndex
+from .packet import ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoder, addr_str
+from .sessions import Context
+
+P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
+P_DNS = PROTO_CODE["DNS"]
+
+Progress = Callable[[int, int, int], None]  # (packets, bytes read, total bytes)
+
+
+def analyze(
+    path: str,
+    keylogs: list[str] | None = None,
+    keylog: KeyLog | None = None,
+    progress: Progress | None = None,
+    limits: dict | None = None,
+) -> Analysis:
+    """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture."""
+    if keylog is None:
+        keylog = load_keylog(keylogs)
+    index = PacketIndex()
+    an = Analysis(path=path, index=index, keylog=keylog)
+    info = CaptureInfo()
+    ctx = Context(an, keylog, limits)
+    max_pending = ctx.limits["tcp_pending_bytes"]
+    decoder = Decoder()
+    flows: dict[tuple, TcpFlow | UdpFlow] = {}
+    conns = an.connections
+    undecoded = an.undecoded
+    secrets_seen = 0
+
+    ts_a, off_a, cap_a, orig_a = index.ts.append, index.offset.append, index.caplen.append, index.origlen.append
+    lt_a, conn_a, proto_a, if_a = index.linktype.append, index.conn.append, index.proto.append, index.interface.append
+    try:
+        total = os.path.getsize(path)
+    except OSError:
+        total = 0
+    last_progress = _time.monotonic()
+    pkt = 0
+    for rec in read_capture(path, info):
+        pkt += 1
+        ts = rec.ts
+        ts_a(ts)
+        off_a(rec.offset)
+        cap_a(rec.caplen)
+        orig_a(rec.origlen)
+        lt_a(rec.linktype)
+        if_a(rec.interface)
+        if len(info.secrets) > secrets_seen:  # pcapng DSB before this packet
+            for stype, data in info.secrets[secrets_seen:]:
+                if stype == DSB_TLS_KEYLOG:
+                    keylog.add_text(data.decode("utf-8", "replace"), "pcapng secrets block")
+            secrets_seen = len(info.secrets)
+        if progress is not None and not pkt & 0x3FFF:
+            now = _time.monotonic()
+            if now - last_progress > 0.1:
+                last_progress = now
+                progress(pkt, rec.offset, total)
+        d = decoder.decode(rec.linktype, rec.data)
+        if d is None:  # IPv4 fragment held for reassembly
+            conn_a(-1)
+            proto_a(P_IPV4)
+            continue
+        if type(d) is str:
+            undecoded[d] = undecoded.get(d, 0) + 1
+            conn_a(-1)
+            proto_a(0)
+            continue
+        proto = d.proto
+        if proto == PROTO_TCP:
+            key = (d.src, d.sport, d.dst, d.dport)
+            flow = flows.get(key)
+            if flow is None:
+                rkey = (d.dst, d.dport, d.src, d.sport)
+                flow = flows.get(rkey)
+            flags = d.flags
+            if flow is not None and flags & SYN and not flags & ACK and flow.client_key == (d.src, d.sport):
+                cd = flow.dirs[0]
+                if cd.syn_seq is not None and cd.syn_seq != d.seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
+                    flow.finish()  # port reused: a new connection
+                    flows.pop(key, None)
+                    flows.pop((d.dst, d.dport, d.src, d.sport), None)
+                    flow = None
+            if flow is None:
+                is_client = choose_client(d.sport, d.dport, flags)
+                if is_client:
+                    ckey, ca, sa = (d.src, d.sport), (addr_str(d.src), d.sport), (addr_str(d.dst), d.dport)
+                else:
+                    ckey, ca, sa = (d.dst, d.dport), (addr_str(d.dst), d.dport), (addr_str(d.src), d.sport)
+                conn = Connection(id=len(conns), transport="tcp", client=ca, server=sa, start=ts, first_packet=pkt)
+                conns.append(conn)
+                flow = TcpFlow(conn, ckey, max_pending)
+                flow.app = ctx.sniffer(conn)
+                flows[key] = flow
+            conn = flow.conn
+            direction = 0 if flow.client_key == (d.src, d.sport) else 1
+            st = conn.stats[direction]
+            st.packets += 1
+            st.bytes += rec.origlen
+            plen = len(d.payload)
+            st.payload += plen
+            conn.end = ts
+            conn.last_packet = pkt
+            conn_a(conn.id)
+            proto_a(P_TCP)
+            if flags & SYN:
+                if not flags & ACK:
+                    if conn.connect_start is None:
+                        conn.connect_start = ts
+                else:
+                    flow.syn_seen = True  # SYN/ACK: the client's next ACK ends the handshake
+            elif direction == 0 and flow.syn_seen and conn.connect_end is None and flags & ACK:
+                conn.connect_end = ts
+                if conn.connect_start is not None:
+                    conn.rtt = ts - conn.connect_start
+            if flags & (FIN | RST):
+                if flags & RST:
+                    conn.closed = "rst"
+                    flow.closed = True
+                elif conn.closed is None:
+                    conn.closed = "fin"
+                if flags & FIN and flow.dirs[1 - direction].fin_off is not None:
+                    flow.closed = True
+            dr = flow.dirs[direction]
+            if flags & ACK:
+                rev = flow.dirs[1 - direction]
+                if rev.isn is not None:
+                    rev.ack(rev.offset_of(d.ack))
+            dr.segment(d.seq, flags, d.payload, pkt)
+        elif proto == PROTO_UDP:
+            key = (d.src, d.sport, d.dst, d.dport)
+            flow = flows.get(key)
+            if flow is None:
+                flow = flows.get((d.dst, d.dport, d.src, d.sport))
+            if flow is None:
+                conn = Connection(id=len(conns), transport="udp", client=(addr_str(d.src), d.sport), server=(addr_str(d.dst), d.dport), start=ts, first_packet=pkt)
+                if choose_client(d.sport, d.dport, None) is False:
+                    conn.client, conn.server = conn.server, conn.client
+                    flow = UdpFlow(conn, (d.dst, d.dport))
+                else:
+                    flow = UdpFlow(conn, (d.src, d.sport))
+                conns.append(conn)
+                flows[key] = flow
+                flow.app = _udp_session(ctx, conn, d.sport, d.dport, d.payload)
+            conn = flow.conn
+            direction = 0 if flow.client_key == (d.src, d.sport) else 1
+            st = conn.stats[direction]
+            st.packets += 1
+            st.bytes += rec.origlen
+            st.payload += len(d.payload)
+            conn.end = ts
+            conn.last_packet = pkt
+            conn_a(conn.id)
+            proto_a(P_UDP)
+            if flow.app is not None:
+                flow.app.datagram(direction, d.payload, pkt)
+        else:
+            conn_a(-1)
+            proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))
+    for flow in flows.values():
+        if isinstance(flow, TcpFlow):
+            flow.finish()
+        elif flow.app is not None:
+            flow.app.end()
+    an.warnings.extend(info.warnings)
+    an.warnings.extend(keylog.warnings)
+    if decoder.defrag.pending:
+        an.warnings.append(f"{len(decoder.defrag.pending)} IPv4 datagrams left incomplete (fragments missing)")
+    an.capture_format = info.format
+    an.compression = info.compression
+    an.interfaces = info.interfaces  # type: ignore[attr-defined]
+    an.maps = {(c.conn.id, i): c.dirs[i].map for c in flows.values() if isinstance(c, TcpFlow) for i in (0, 1)}
+    if progress is not None:
+        progress(pkt, total, total)
+    return an
+
+
+def _udp_session(ctx: Context, conn: Connection, sport: int, dport: int, payload):
+    if sport == 53 or dport == 53 or sport == 5353 or dport == 5353:
+        conn.protocol = "dns"
+        return ctx.make("dns", conn) if "dns" in ctx_kinds() else None
+    if payload and (payload[0] & 0x80 or (payload[0] & 0x40)) and len(payload) >= 20:
+        return ctx.make("quic", conn)
+    if sport in (443, 4433, 8443) or dport in (443, 4433, 8443):
+        return ctx.make("quic", conn)
+    return None
+
+
+def ctx_kinds():
+    from .sessions import KINDS
+
+    return KINDS

@@ -1,0 +1,179 @@
+"""Application sessions: what a connection's reassembled bytes (TCP) or datagrams (UDP)
+are handed to.  A session adapts a sans-IO dissector from ``dissectors/`` to the timeline
+model: it feeds the dissector bytes with the packet that carried them, and turns the
+dissector's frames and events into ``Frame`` and ``Exchange`` objects through ``Context``.
+
+Byte-stream session interface (TCP, and TLS plaintext)::
+
+    data(direction, data, offset, packet)   # in-order bytes of one direction
+    gap(direction, offset, length, packet)  # bytes the capture lost
+    end()                                   # end of capture / connection
+
+Datagram session interface (UDP)::
+
+    datagram(direction, data, packet)
+    end()
+
+Sessions are found by kind in ``KINDS``; a kind whose module is missing falls back to
+``RawSession`` so that the pipeline never depends on every dissector being present.
+"""
+from __future__ import annotations
+
+import importlib
+
+from ..model import PROTO_CODE, Analysis, Connection, Exchange, Frame
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+HTTP_METHODS = (b"GET ", b"POST ", b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS ", b"PATCH ", b"CONNECT ", b"TRACE ", b"PRI ")
+
+# kind -> (module, class).  Byte-stream kinds take (ctx, conn, **kw); datagram kinds too.
+KINDS = {
+    "tls": ("analyzer.sessions.tls", "TlsSession"),
+    "http1": ("analyzer.sessions.http1", "Http1Session"),
+    "h2": ("analyzer.sessions.http2", "H2Session"),
+    "spdy": ("analyzer.sessions.spdy", "SpdySession"),
+    "quic": ("analyzer.sessions.quic", "QuicSession"),
+}
+
+DEFAULT_LIMITS = {
+    "tcp_pending_bytes": 64 << 20,  # out-of-order bytes held per direction before a gap is declared
+    "spdy_header_block": 1 << 20,  # decompressed bytes per SPDY header block
+    "hpack_header_list": 1 << 20,  # decoded header list size (HPACK, QPACK)
+    "http1_header_bytes": 1 << 20,  # HTTP/1.x header section size
+    "http1_header_count": 1000,
+    "body_decoded_bytes": 64 << 20,  # Content-Encoding decoding cap per body
+    "quic_stream_buffer": 16 << 20,  # out-of-order bytes per QUIC stream
+    "continuation_frames": 1000,  # CONTINUATION frames per header block
+}
+
+
+class Context:
+    """What sessions may touch: the analysis being built, the key log, the limits."""
+
+    def __init__(self, analysis: Analysis, keylog, limits: dict | None = None):
+        self.analysis = analysis
+        self.keylog = keylog
+        self.limits = dict(DEFAULT_LIMITS, **(limits or {}))
+        self.ts = analysis.index.ts
+        self.proto = analysis.index.proto
+        self.shared: dict = {}  # per-capture state shared between sessions (e.g. QUIC CIDs)
+
+    def time(self, packet: int) -> float:
+        return self.ts[packet - 1]
+
+    def set_proto(self, packet: int, name: str) -> None:
+        code = PROTO_CODE[name]
+        if code > self.proto[packet - 1] or name in ("HTTP2", "SPDY", "HTTP", "HTTP3"):
+            self.proto[packet - 1] = code
+
+    def add_frame(self, frame: Frame, proto: str | None = None) -> Frame:
+        self.analysis.frames.append(frame)
+        if proto:
+            self.set_proto(frame.packet, proto)
+        return frame
+
+    def new_exchange(self, conn: Connection, protocol: str, stream_id: int | None = None) -> Exchange:
+        ex = Exchange(id=len(self.analysis.exchanges) + 1, connection=conn.id, protocol=protocol, stream_id=stream_id)
+        self.analysis.exchanges.append(ex)
+        return ex
+
+    def note(self, conn: Connection, msg: str) -> None:
+        conn.notes.append(msg)
+
+    def make(self, kind: str, conn: Connection, **kw):
+        mod, cls = KINDS[kind]
+        try:
+            klass = getattr(importlib.import_module(mod), cls)
+        except (ImportError, AttributeError):
+            return RawSession(self, conn)
+        return klass(self, conn, **kw)
+
+    def sniffer(self, conn: Connection, tls_inside: bool = False) -> "Sniffer":
+        return Sniffer(self, conn, tls_inside)
+
+
+class RawSession:
+    """Bytes of a protocol wirefall does not dissect: counted, not decoded."""
+
+    def __init__(self, ctx: Context, conn: Connection, **kw):
+        self.ctx = ctx
+        self.conn = conn
+
+    def data(self, direction, data, offset, packet):
+        pass
+
+    def gap(self, direction, offset, length, packet):
+        pass
+
+    def datagram(self, direction, data, packet):
+        pass
+
+    def end(self):
+        pass
+
+
+def sniff_stream(head: bytes, direction: int) -> str | None:
+    """Guess the protocol of a byte stream from its first bytes; None = need more."""
+    if not head:
+        return None
+    b0 = head[0]
+    if len(head) < 3:
+        return None
+    if b0 == 0x16 and head[1] == 3 and head[2] <= 4:
+        return "tls"
+    if b0 & 0x80 and len(head) >= 3 and head[2] == 1 and direction == 0 and b0 != 0x80:
+        return "tls"  # SSLv2-compatible ClientHello
+    if b0 == 0x80 and head[1] in (2, 3) and len(head) >= 4:
+        return "spdy"
+    if head.startswith(H2_PREFACE[: len(head)]):
+        return "h2" if len(head) >= len(H2_PREFACE) else None
+    if head.startswith(b"HTTP/1.") or any(head.startswith(m) for m in HTTP_METHODS):
+        return "http1"
+    if len(head) < 8 and any(m.startswith(head) for m in HTTP_METHODS + (b"HTTP/1.",)):
+        return None
+    if b0 in (0x14, 0x15, 0x17) and head[1] == 3:
+        return "tls"  # capture started mid-connection
+    return "raw"
+
+
+class Sniffer:
+    """Holds the first bytes of a stream until the protocol is known, then hands
+    everything to the right session and steps aside."""
+
+    def __init__(self, ctx: Context, conn: Connection, tls_inside: bool = False, alpn: str | None = None):
+        self.ctx = ctx
+        self.conn = conn
+        self.tls_inside = tls_inside
+        self.held: list[tuple] = []
+        self.head = [b"", b""]
+        self.target = None
+
+    def _decide(self, kind: str):
+        if kind == "raw":
+            self.target = RawSession(self.ctx, self.conn)
+        else:
+            self.target = self.ctx.make(kind, self.conn, **({"cleartext": not self.tls_inside} if kind in ("h2", "spdy") else {}))
+        for ev in self.held:
+            getattr(self.target, ev[0])(*ev[1:])
+        self.held = []
+
+    def data(self, direction, data, offset, packet):
+        if self.target is not None:
+            return self.target.data(direction, data, offset, packet)
+        self.held.append(("data", direction, data, offset, packet))
+        if len(self.head[direction]) < 64:
+            self.head[direction] += bytes(data[:64])
+        kind = sniff_stream(self.head[direction], direction)
+        if kind is not None:
+            self._decide(kind)
+
+    def gap(self, direction, offset, length, packet):
+        if self.target is not None:
+            return self.target.gap(direction, offset, length, packet)
+        self.held.append(("gap", direction, offset, length, packet))
+
+    def end(self):
+        if self.target is None:
+            h = self.head[0] or self.head[1]
+            self._decide(sniff_stream(h + b"\0\0\0\0", 0) or "raw" if h else "raw")
+        self.target.end()
