@@ -1,0 +1,143 @@
+"""The public JSON form of the model (docs/JSON.md).  Field names are stable and
+snake_case; every command's ``--json`` and the JSON/HAR exports are built from these."""
+from __future__ import annotations
+
+from typing import Any
+
+from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame
+
+SCHEMA_VERSION = 1
+
+
+def _ep(a: tuple[str, int]) -> str:
+    return f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
+
+
+def connection_dict(c: Connection) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "id": c.id,
+        "transport": c.transport,
+        "client": _ep(c.client),
+        "server": _ep(c.server),
+        "protocol": c.protocol,
+        "start": c.start,
+        "end": c.end,
+        "first_packet": c.first_packet,
+        "last_packet": c.last_packet,
+        "packets": [c.stats[0].packets, c.stats[1].packets],
+        "bytes": [c.stats[0].bytes, c.stats[1].bytes],
+        "payload_bytes": [c.stats[0].payload, c.stats[1].payload],
+        "retransmissions": [c.stats[0].retransmissions, c.stats[1].retransmissions],
+        "gaps": [c.stats[0].gaps, c.stats[1].gaps],
+        "connect_start": c.connect_start,
+        "connect_end": c.connect_end,
+        "tls_start": c.tls_start,
+        "tls_end": c.tls_end,
+        "rtt": c.rtt,
+        "closed": c.closed,
+        "tls": None,
+        "quic": None,
+        "notes": list(c.notes),
+    }
+    if c.tls is not None:
+        t = c.tls
+        d["tls"] = {
+            "version": t.version,
+            "cipher_suite": t.cipher_suite,
+            "sni": t.sni,
+            "alpn": t.alpn,
+            "alpn_offered": list(t.alpn_offered),
+            "resumed": t.resumed,
+            "decrypted": t.decrypted,
+            "reason": t.reason,
+        }
+    if c.quic is not None:
+        q = c.quic
+        d["quic"] = {"version": q.version, "sni": q.sni, "alpn": q.alpn, "decrypted": q.decrypted, "reason": q.reason}
+    return d
+
+
+def exchange_dict(e: Exchange, with_headers: bool = True) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "id": e.id,
+        "connection": e.connection,
+        "protocol": e.protocol,
+        "stream_id": e.stream_id,
+        "method": e.method,
+        "url": e.url,
+        "status": e.status,
+        "pushed": e.pushed,
+        "push_parent": e.push_parent,
+        "priority": e.priority,
+        "content_type": e.content_type,
+        "content_encoding": e.content_encoding,
+        "request_start": e.request_start,
+        "request_end": e.request_end,
+        "response_start": e.response_start,
+        "response_end": e.response_end,
+        "request_start_packet": e.request_start_packet,
+        "request_end_packet": e.request_end_packet,
+        "response_start_packet": e.response_start_packet,
+        "response_end_packet": e.response_end_packet,
+        "request_header_bytes_wire": e.request_header_bytes_wire,
+        "request_header_bytes_decoded": e.request_header_bytes_decoded,
+        "response_header_bytes_wire": e.response_header_bytes_wire,
+        "response_header_bytes_decoded": e.response_header_bytes_decoded,
+        "request_body_bytes": e.request_body_bytes,
+        "response_body_bytes": e.response_body_bytes,
+        "response_body_decoded_bytes": e.response_body_decoded_bytes,
+        "reset": e.reset,
+        "error": e.error,
+    }
+    if with_headers:
+        d["request_headers"] = [[k, v] for k, v in e.request_headers]
+        d["response_headers"] = [[k, v] for k, v in e.response_headers]
+    return d
+
+
+def frame_dict(f: Frame) -> dict[str, Any]:
+    return {
+        "packet": f.packet,
+        "first_packet": f.first_packet,
+        "time": f.time,
+        "connection": f.connection,
+        "direction": DIRECTION_NAMES[f.direction],
+        "protocol": f.protocol,
+        "stream_id": f.stream_id,
+        "type": f.type,
+        "flags": f.flags,
+        "length": f.length,
+        "headers": [[k, v] for k, v in f.headers] if f.headers is not None else None,
+        "fields": _plain(f.fields) if f.fields else None,
+        "error": f.error,
+    }
+
+
+def _plain(v: Any) -> Any:
+    """Make a value JSON-plain (bytes as hex, tuples as lists)."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).hex()
+    return v
+
+
+def summary_dict(an: Analysis) -> dict[str, Any]:
+    first = an.index.ts[0] if len(an.index) else None
+    last = an.index.ts[-1] if len(an.index) else None
+    return {
+        "version": SCHEMA_VERSION,
+        "file": an.path,
+        "format": an.capture_format,
+        "compression": an.compression or None,
+        "packets": an.packets,
+        "first_time": first,
+        "last_time": last,
+        "duration": (last - first) if first is not None else 0.0,
+        "bytes": int(sum(an.index.origlen)),
+        "undecoded": dict(an.undecoded),
+        "warnings": list(an.warnings),
+        "connections": [connection_dict(c) for c in an.connections],
+    }
