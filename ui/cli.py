@@ -1,0 +1,334 @@
+"""The ``wirefall`` command.
+
+Every subcommand imports only what it uses: ``wirefall summary`` never loads Textual,
+Plotly or Dash.  Errors are one line on stderr and an exit code (2 for a file that is not
+a capture or a bad argument); ``--debug`` shows the traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _fmt_time(t: float | None, t0: float) -> str:
+    return "" if t is None else f"{t - t0:.6f}"
+
+
+def _progress_printer(enabled: bool):
+    if not enabled:
+        return None
+    start = time.monotonic()
+
+    def cb(packets: int, done: int, total: int) -> None:
+        if time.monotonic() - start < 0.5:
+            return
+        pct = f"{100 * done / total:5.1f}%" if total else ""
+        sys.stderr.write(f"\r  reading: {packets:>10,} packets {pct}")
+        if total and done >= total:
+            sys.stderr.write("\r" + " " * 50 + "\r")
+        sys.stderr.flush()
+
+    return cb
+
+
+def load(args) -> "Analysis":  # noqa: F821
+    from analyzer.pipeline import analyze
+
+    an = analyze(args.file, keylogs=args.keylog, progress=_progress_printer(sys.stderr.isatty() and not getattr(args, "json", False)))
+    for w in an.warnings:
+        print(f"wirefall: warning: {w}", file=sys.stderr)
+    return an
+
+
+def _filter(args):
+    from analyzer.filter import FilterError, compile_filter
+
+    try:
+        return compile_filter(getattr(args, "filter", None) or "")
+    except FilterError as e:
+        raise UsageError(f"bad filter: {e}") from None
+
+
+def _dump(obj) -> None:
+    json.dump(obj, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _table(rows: list[list], headers: list[str], right: set[int] = frozenset()) -> str:
+    widths = [len(h) for h in headers]
+    srows = [["" if v is None else str(v) for v in r] for r in rows]
+    for r in srows:
+        for i, v in enumerate(r):
+            widths[i] = max(widths[i], len(v))
+    def line(vals):
+        return "  ".join(v.rjust(widths[i]) if i in right else v.ljust(widths[i]) for i, v in enumerate(vals)).rstrip()
+    out = [line(headers), line(["-" * w for w in widths])]
+    out += [line(r) for r in srows]
+    return "\n".join(out)
+
+
+def cmd_summary(args) -> int:
+    from analyzer.jsonout import summary_dict
+
+    an = load(args)
+    d = summary_dict(an)
+    if args.json:
+        _dump(d)
+        return 0
+    print(f"{an.path}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
+          f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {len(an.exchanges)} requests")
+    if an.undecoded:
+        print("undecoded packets: " + ", ".join(f"{n} ({r})" for r, n in sorted(an.undecoded.items())))
+    t0 = d["first_time"] or 0.0
+    rows = []
+    for c in d["connections"]:
+        tls = c["tls"] or {}
+        quic = c["quic"] or {}
+        dec = ""
+        if c["tls"]:
+            dec = "decrypted" if tls.get("decrypted") else f"not decrypted: {tls.get('reason') or '?'}"
+        elif c["quic"]:
+            dec = "decrypted" if quic.get("decrypted") else f"not decrypted: {quic.get('reason') or '?'}"
+        rows.append([c["id"], c["transport"], c["client"], c["server"], c["protocol"] or "",
+                     f"{c['packets'][0]}/{c['packets'][1]}", f"{c['bytes'][0]}/{c['bytes'][1]}",
+                     f"{c['start'] - t0:.3f}", f"{c['end'] - t0:.3f}", tls.get("sni") or quic.get("sni") or "", dec])
+    print(_table(rows, ["id", "proto", "client", "server", "protocol", "packets c/s", "bytes c/s", "start", "end", "sni", "tls"], {0, 5, 6, 7, 8}))
+    return 0
+
+
+def cmd_packets(args) -> int:
+    an = load(args)
+    from analyzer.capture import PacketSource
+    from analyzer.detail import packet_rows
+
+    src = PacketSource(args.file)
+    pred = _filter(args)
+    try:
+        rows = packet_rows(an, src, 1, an.packets + 1)
+        if args.json:
+            out = []
+            for r in rows:
+                d = {"packet": r[0], "time": an.index.ts[r[0] - 1], "relative_time": r[1], "source": r[2], "destination": r[3],
+                     "protocol": r[4], "length": r[5], "info": r[6], "connection": an.index.conn[r[0] - 1] if an.index.conn[r[0] - 1] >= 0 else None}
+                if pred(d):
+                    out.append(d)
+            _dump(out)
+        else:
+            w = sys.stdout.write
+            for r in rows:
+                d = {"packet": r[0], "source": r[2], "destination": r[3], "protocol": r[4], "length": r[5], "info": r[6]}
+                if pred(d):
+                    w(f"{r[0]:>7} {r[1]:>11.6f} {r[2]:>22} → {r[3]:<22} {r[4]:<7} {r[5]:>6} {r[6]}\n")
+    finally:
+        src.close()
+    return 0
+
+
+def cmd_frames(args) -> int:
+    from analyzer.jsonout import frame_dict
+
+    an = load(args)
+    pred = _filter(args)
+    frames = [f for f in an.frames if pred(f)]
+    frames.sort(key=lambda f: (f.packet, f.offset))
+    if args.json:
+        _dump([frame_dict(f) for f in frames])
+        return 0
+    t0 = an.index.ts[0] if an.packets else 0.0
+    w = sys.stdout.write
+    for f in frames:
+        hdr = ""
+        if f.headers:
+            hdr = " " + " ".join(f"{k}: {v}" for k, v in f.headers[:6]) + (" …" if len(f.headers) > 6 else "")
+        sid = "" if f.stream_id is None else f.stream_id
+        w(f"{f.packet:>7} {f.time - t0:>11.6f} c{f.connection:<4} {'→' if f.direction == 0 else '←'} {f.protocol:<8} {sid!s:>6} {f.type:<16} "
+          f"{f.flags:#04x} {f.length:>7}{hdr}{'  [' + f.error + ']' if f.error else ''}\n")
+    return 0
+
+
+def cmd_requests(args) -> int:
+    from analyzer.jsonout import exchange_dict
+
+    an = load(args)
+    pred = _filter(args)
+    exs = [e for e in an.exchanges if pred(e)]
+    exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
+    if args.json:
+        _dump([exchange_dict(e) for e in exs])
+        return 0
+    t0 = an.index.ts[0] if an.packets else 0.0
+    rows = []
+    for e in exs:
+        ms = lambda a, b: "" if a is None or b is None else f"{(b - a) * 1000:.1f}"
+        rows.append([e.connection, e.protocol, "" if e.stream_id is None else e.stream_id, ("push " if e.pushed else "") + (e.method or ""),
+                     e.status or (e.reset and "RST") or "", _fmt_time(e.request_start if e.request_start is not None else e.response_start, t0),
+                     ms(e.request_start, e.response_start), ms(e.response_start, e.response_end), e.response_body_bytes, e.url or ""])
+    print(_table(rows, ["conn", "protocol", "stream", "method", "status", "start", "ttfb ms", "recv ms", "bytes", "url"], {0, 2, 5, 6, 7, 8}))
+    return 0
+
+
+def cmd_stats(args) -> int:
+    from analyzer import stats
+
+    an = load(args)
+    st = stats.compute(an)
+    if args.json:
+        _dump(stats.to_dict(st) if hasattr(stats, "to_dict") else st)
+    else:
+        print(stats.render_text(st))
+    return 0
+
+
+def cmd_export(args) -> int:
+    from analyzer.export import export
+
+    an = load(args)
+    export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_crosscheck(args) -> int:
+    from analyzer.oracle import crosscheck
+
+    problems = crosscheck(args.file, args.keylog or [])
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} disagreements with tshark", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_tui(args) -> int:
+    from ui.tui import run
+
+    return run(args.file, args.keylog or []) or 0
+
+
+def cmd_web(args) -> int:
+    from ui.web import run
+
+    return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port) or 0
+
+
+def cmd_compare(args) -> int:
+    from analyzer.compare import main as compare_main
+
+    return compare_main(args) or 0
+
+
+def cmd_lab(args) -> int:
+    from analyzer.lab import main as lab_main
+
+    return lab_main(args) or 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
+    common.add_argument("--debug", action="store_true", help="show tracebacks")
+    p = argparse.ArgumentParser(prog="wirefall", description="Protocol analyzer and waterfall visualiser for SPDY, HTTP/2, HTTP/1.x, QUIC and HTTP/3 captures.",
+                                epilog="`wirefall FILE` opens the terminal UI on FILE.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name, func, help, json_=True, filt=False, file=True):
+        sp = sub.add_parser(name, parents=[common], help=help, description=help)
+        if file:
+            sp.add_argument("file", metavar="FILE", help="pcap or pcapng capture (optionally gzip/xz/bzip2/zstd compressed)")
+        if json_:
+            sp.add_argument("--json", action="store_true", help="JSON output (docs/JSON.md)")
+        if filt:
+            sp.add_argument("--filter", "-Y", metavar="EXPR", help='display filter, e.g. \'stream == 5 && type == "HEADERS"\'')
+        sp.set_defaults(func=func)
+        return sp
+
+    add("summary", cmd_summary, "capture totals and one row per connection")
+    add("packets", cmd_packets, "Wireshark-style packet list", filt=True)
+    add("frames", cmd_frames, "one row per protocol frame (HTTP/2, SPDY, QUIC, HTTP/3, TLS records, HTTP/1 messages)", filt=True)
+    add("requests", cmd_requests, "one row per request/response exchange", filt=True)
+    add("stats", cmd_stats, "packet, byte and header-compression statistics")
+    sp = add("export", cmd_export, "export the waterfall (png, svg, html) or data (har, json, qlog)", json_=False)
+    sp.add_argument("-o", "--output", required=True, metavar="OUT")
+    sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")
+    sp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
+    add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
+    add("tui", cmd_tui, "open the terminal UI", json_=False)
+    sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
+    sp.add_argument("files", nargs="*", metavar="FILE")
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=8050)
+    sp.set_defaults(func=cmd_web)
+    sp = sub.add_parser("compare", parents=[common], help="compare two captures of the same page")
+    sp.add_argument("a", metavar="A")
+    sp.add_argument("b", metavar="B")
+    sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
+    sp.add_argument("--force", action="store_true")
+    sp.set_defaults(func=cmd_compare)
+    sp = sub.add_parser("lab", parents=[common], help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3")
+    sp.add_argument("--protocols", default="h1,spdy,h2,h3")
+    sp.add_argument("--rtt", type=float, nargs="*", default=[0.0])
+    sp.add_argument("--loss", type=float, nargs="*", default=[0.0])
+    sp.add_argument("--rate", type=float, default=None)
+    sp.add_argument("--runs", type=int, default=1)
+    sp.add_argument("--page", default=None)
+    sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")
+    sp.set_defaults(func=cmd_lab)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `wirefall FILE [--keylog K]` opens the TUI
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is not None and first not in COMMANDS and os.path.exists(first):
+        argv = ["tui"] + argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    debug = getattr(args, "debug", False)
+    from analyzer.capture import CaptureError
+
+    try:
+        return args.func(args) or 0
+    except CaptureError as e:
+        print(f"wirefall: {e}", file=sys.stderr)
+        return 2
+    except UsageError as e:
+        print(f"wirefall: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except KeyboardInterrupt:
+        print("wirefall: interrupted", file=sys.stderr)
+        return 130
+    except ModuleNotFoundError as e:
+        if debug:
+            raise
+        print(f"wirefall: {args.command}: not available in this build ({e.name} missing)", file=sys.stderr)
+        return 2
+    except Exception as e:  # never a traceback unless asked
+        if debug:
+            raise
+        print(f"wirefall: error: {e.__class__.__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
