@@ -1,0 +1,656 @@
+"""The waterfall: one model of what every view draws (TUI, web app, PNG/SVG/HTML export,
+compare), built once from the timeline model.
+
+``build(analysis, group_by=None, color_by="content")`` returns a ``Waterfall``:
+
+- ``rows``: one ``Row`` per ``Exchange`` in start order (or grouped by connection), each
+  with its ``phases`` ``(name, start, end)`` in epoch seconds taken from packet times:
+  ``dns`` (the lookup in the capture that answered with the connection's server address),
+  ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
+  (request_start→request_end), ``wait`` (request_end→response_start) and ``receive``
+  (response_start→response_end).  dns/connect/tls are drawn only on the first exchange of
+  a connection (WebPageTest convention).
+- content classes and colours in the WebPageTest convention, a protocol badge, markers
+  (push, priority, reset, flow-control stall, retransmission, gap) and hover lines.
+- ``milestones``: first packet, first byte of the HTML, last byte of the last response
+  (page load time as seen on the wire).
+
+Nothing here imports plotly; ``ui/figures.py`` draws a ``Waterfall``.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Analysis, Connection, Exchange, Frame
+
+PHASES = ("dns", "connect", "tls", "send", "wait", "receive")
+PHASE_LABELS = {
+    "dns": "DNS lookup",
+    "connect": "Initial connection",
+    "tls": "TLS negotiation",
+    "send": "Request sent",
+    "wait": "Waiting (TTFB)",
+    "receive": "Content download",
+}
+CONTENT_CLASSES = ("html", "css", "script", "image", "font", "other")
+
+# WebPageTest's waterfall palette (www/waterfall.inc): connection phases and, per content
+# class, (light = waiting for the first byte, dark = downloading).
+PHASE_COLORS = {"dns": "#30969e", "connect": "#ff9d42", "tls": "#d566df"}
+CONTENT_COLORS = {
+    "html": ("#82b5fc", "#2d6fd1"),
+    "css": ("#b2ea94", "#5aa830"),
+    "script": ("#fec584", "#e58a1f"),
+    "image": ("#c4a7e7", "#8b5ccc"),
+    "font": ("#ff7a6b", "#d9331f"),
+    "other": ("#c4c4c4", "#8c8c8c"),
+}
+# Colours for colour-by-connection (light, dark) — cycled.
+CONNECTION_COLORS = [
+    ("#9ecae1", "#3182bd"), ("#fdae6b", "#e6550d"), ("#a1d99b", "#31a354"), ("#bcbddc", "#756bb1"),
+    ("#fc9272", "#de2d26"), ("#c7e9c0", "#238b45"), ("#fdd0a2", "#d94801"), ("#d9d9d9", "#636363"),
+    ("#c6dbef", "#08519c"), ("#fbb4b9", "#c51b8a"),
+]
+BADGES = {
+    "http/1.0": "HTTP/1.0", "http/1.1": "HTTP/1.1", "h2": "h2", "h2c": "h2c", "spdy/2": "SPDY/2",
+    "spdy/3": "SPDY/3", "spdy/3.1": "SPDY/3.1", "h3": "h3", "h3-29": "h3-29", "quic": "QUIC", "gquic": "gQUIC",
+}
+MARKER_KINDS = ("push", "priority", "reset", "stall", "retransmission", "gap")
+
+_EXT_CLASS = {
+    "html": "html", "htm": "html", "xhtml": "html", "css": "css", "js": "script", "mjs": "script",
+    "png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image", "avif": "image",
+    "svg": "image", "ico": "image", "bmp": "image", "woff": "font", "woff2": "font", "ttf": "font",
+    "otf": "font", "eot": "font",
+}
+_GAP_NOTE = re.compile(r"packet (\d+): (\d+) bytes missing from the capture in (client→server|server→client)")
+_RETX_NOTE = re.compile(r"packet (\d+): retransmitted")
+
+
+def content_class(content_type: str | None, url: str | None = None) -> str:
+    """WebPageTest's request classes from the MIME type, else the URL's extension."""
+    ct = (content_type or "").split(";", 1)[0].strip().lower()
+    if ct:
+        if "html" in ct:
+            return "html"
+        if ct == "text/css":
+            return "css"
+        if "javascript" in ct or "ecmascript" in ct or ct in ("application/x-js", "text/jscript"):
+            return "script"
+        if ct.startswith("image/"):
+            return "image"
+        if ct.startswith("font/") or "font" in ct or ct in ("application/vnd.ms-fontobject",):
+            return "font"
+    if url:
+        path = url.split("?", 1)[0].split("#", 1)[0]
+        ext = path.rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+        if ext in _EXT_CLASS:
+            return _EXT_CLASS[ext]
+    return "other"
+
+
+@dataclass(slots=True)
+class Marker:
+    kind: str  # one of MARKER_KINDS
+    time: float
+    label: str
+    packet: int | None = None
+
+
+@dataclass(slots=True)
+class Milestone:
+    name: str  # first_packet | html_first_byte | page_load
+    label: str
+    time: float
+    packet: int | None = None
+
+
+@dataclass(slots=True)
+class DnsLookup:
+    name: str
+    query_time: float
+    query_packet: int
+    response_time: float | None
+    response_packet: int | None
+    addresses: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # qname and the CNAME chain
+    rcode: str | None = None
+    used_by: int | None = None  # connection id whose first row shows this lookup
+
+
+@dataclass(slots=True)
+class Row:
+    index: int
+    exchange: int
+    connection: int
+    connection_label: str
+    protocol: str
+    badge: str
+    method: str | None
+    url: str
+    status: int | None
+    content_class: str
+    content_type: str | None
+    start: float
+    end: float
+    phases: list[tuple[str, float, float]]
+    colors: dict[str, str]
+    markers: list[Marker] = field(default_factory=list)
+    first_of_connection: bool = False
+    pushed: bool = False
+    push_parent_row: int | None = None
+    stream_id: int | None = None
+    packets: dict[str, int | None] = field(default_factory=dict)
+    sizes: dict[str, int | None] = field(default_factory=dict)
+    hover: list[str] = field(default_factory=list)
+
+    def phase(self, name: str) -> tuple[float, float] | None:
+        for n, a, b in self.phases:
+            if n == name:
+                return a, b
+        return None
+
+
+@dataclass
+class Waterfall:
+    rows: list[Row]
+    t0: float  # first packet of the capture
+    t_end: float  # last packet of the capture
+    milestones: list[Milestone]
+    group_by: str | None = None
+    color_by: str = "content"
+    connections: dict[int, str] = field(default_factory=dict)  # id -> label
+    dns: list[DnsLookup] = field(default_factory=list)
+    title: str = ""
+
+    def milestone(self, name: str) -> Milestone | None:
+        return next((m for m in self.milestones if m.name == name), None)
+
+    @property
+    def page_load_time(self) -> float | None:
+        m = self.milestone("page_load")
+        return None if m is None else m.time - self.t0
+
+    def page(self, start: int, count: int) -> list[Row]:
+        """Rows ``start``..``start+count`` (for views that page through thousands of rows)."""
+        return self.rows[max(start, 0) : max(start, 0) + max(count, 0)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t0": self.t0,
+            "t_end": self.t_end,
+            "group_by": self.group_by,
+            "color_by": self.color_by,
+            "milestones": [{"name": m.name, "label": m.label, "time": m.time, "packet": m.packet} for m in self.milestones],
+            "dns": [{"name": d.name, "query_time": d.query_time, "query_packet": d.query_packet, "response_time": d.response_time,
+                     "response_packet": d.response_packet, "addresses": d.addresses, "names": d.names, "rcode": d.rcode,
+                     "used_by": d.used_by} for d in self.dns],
+            "rows": [
+                {
+                    "index": r.index, "exchange": r.exchange, "connection": r.connection, "protocol": r.protocol,
+                    "badge": r.badge, "method": r.method, "url": r.url, "status": r.status,
+                    "content_class": r.content_class, "content_type": r.content_type, "start": r.start, "end": r.end,
+                    "phases": [{"name": n, "start": a, "end": b} for n, a, b in r.phases],
+                    "markers": [{"kind": m.kind, "time": m.time, "label": m.label, "packet": m.packet} for m in r.markers],
+                    "first_of_connection": r.first_of_connection, "pushed": r.pushed, "push_parent_row": r.push_parent_row,
+                    "stream_id": r.stream_id, "packets": r.packets, "sizes": r.sizes,
+                }
+                for r in self.rows
+            ],
+        }
+
+
+# ---------------------------------------------------------------------------------- DNS
+
+
+def dns_lookups(an: Analysis) -> list[DnsLookup]:
+    """DNS lookups in the capture: from ``dns`` frames when the DNS session is registered,
+    else by re-reading the (few) packets of port-53 flows and decoding them here."""
+    msgs: list[tuple[int, float, int, dict]] = []  # (conn, time, packet, fields)
+    for f in an.frames:
+        if f.protocol == "dns" and f.fields:
+            msgs.append((f.connection, f.time, f.packet, dict(f.fields, response=f.type == "RESPONSE")))
+    if not msgs:
+        msgs = _read_dns_packets(an)
+    pending: dict[tuple[int, int, str | None], tuple[float, int]] = {}
+    out: list[DnsLookup] = []
+    for conn, t, pkt, fl in sorted(msgs, key=lambda m: m[2]):
+        key = (conn, fl.get("id"), fl.get("qname"))
+        if not fl.get("response"):
+            pending.setdefault(key, (t, pkt))
+            continue
+        q = pending.pop(key, None)
+        answers = fl.get("answers") or []
+        addrs = [a[3] for a in answers if a[1] in ("A", "AAAA")]
+        names = [fl.get("qname") or ""] + [a[3] for a in answers if a[1] == "CNAME"]
+        out.append(DnsLookup(
+            name=fl.get("qname") or "", query_time=q[0] if q else t, query_packet=q[1] if q else pkt,
+            response_time=t, response_packet=pkt, addresses=addrs, names=names, rcode=fl.get("rcode"),
+        ))
+    for (conn, _id, name), (t, pkt) in pending.items():  # unanswered queries
+        out.append(DnsLookup(name=name or "", query_time=t, query_packet=pkt, response_time=None, response_packet=None))
+    out.sort(key=lambda d: d.query_packet)
+    return out
+
+
+def _read_dns_packets(an: Analysis) -> list[tuple[int, float, int, dict]]:
+    dns_conns = {c.id for c in an.connections if c.protocol == "dns"}
+    if not dns_conns or not len(an.index):
+        return []
+    from dissectors import dns as dnsd
+
+    from .capture import PacketSource
+    from .packet import Decoder
+
+    idx = an.index
+    src = PacketSource(an.path)
+    dec = Decoder()
+    out = []
+    try:
+        conn_arr = idx.conn
+        for i in range(len(idx)):
+            if conn_arr[i] not in dns_conns:
+                continue
+            d = dec.decode(idx.linktype[i], src.read(idx.offset[i], idx.caplen[i]))
+            if d is None or isinstance(d, str) or not d.payload:
+                continue
+            m = dnsd.parse(d.payload)
+            if m.error and not m.questions:
+                continue
+            out.append((conn_arr[i], idx.ts[i], i + 1, {
+                "id": m.id, "qname": m.qname, "qtype": m.qtype, "rcode": m.rcode, "response": m.response,
+                "answers": [[a.name, a.type, a.ttl, a.value] for a in m.answers],
+            }))
+    except OSError:
+        pass
+    finally:
+        src.close()
+    return out
+
+
+def _host_of(conn: Connection, exchanges: list[Exchange]) -> str | None:
+    if conn.tls is not None and conn.tls.sni:
+        return conn.tls.sni
+    if conn.quic is not None and conn.quic.sni:
+        return conn.quic.sni
+    for e in exchanges:
+        if e.authority:
+            return e.authority.rsplit(":", 1)[0] if not e.authority.endswith("]") else e.authority
+    return None
+
+
+def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> DnsLookup | None:
+    """The lookup that gave this connection its server address: answered before the
+    connection started, its addresses include the server's, the name (or CNAME chain)
+    equal to the host when known; the latest such lookup wins."""
+    start = conn.connect_start if conn.connect_start is not None else conn.start
+    addr = conn.server[0]
+    best = None
+    for d in lookups:
+        if d.response_time is None or d.response_time > start + 1e-9:
+            continue
+        by_addr = addr in d.addresses
+        by_name = host is not None and host.lower() in (n.lower() for n in d.names)
+        if by_addr or (by_name and not d.addresses):
+            if best is None or (by_name, d.response_time) >= (host is not None and host.lower() in (n.lower() for n in best.names), best.response_time):
+                best = d
+    if best is None:
+        return None
+    # the lookup started with the first query for the same name (A, AAAA, HTTPS in parallel)
+    first_q = min((d.query_time for d in lookups if d.name == best.name and d.query_time <= best.query_time and best.query_time - d.query_time < 1.0),
+                  default=best.query_time)
+    if first_q < best.query_time:
+        best = DnsLookup(best.name, first_q, best.query_packet, best.response_time, best.response_packet, best.addresses, best.names, best.rcode)
+    return best
+
+
+# ------------------------------------------------------------------------ markers helpers
+
+_RESET_TYPES = {"RST_STREAM", "RESET_STREAM", "STOP_SENDING", "CANCEL_PUSH"}
+_PRIORITY_TYPES = {"PRIORITY", "PRIORITY_UPDATE"}
+_BLOCKED_TYPES = {"BLOCKED", "DATA_BLOCKED", "STREAM_DATA_BLOCKED", "STREAMS_BLOCKED", "STREAMS_BLOCKED_BIDI", "STREAMS_BLOCKED_UNI"}
+_WINDOW_TYPES = {"WINDOW_UPDATE"}
+_SETTINGS_INITIAL_WINDOW = {"SETTINGS_INITIAL_WINDOW_SIZE", "INITIAL_WINDOW_SIZE", "7", 7, 4, "4"}
+
+
+def _field(f: Frame, *names, default=None):
+    fl = f.fields or {}
+    for n in names:
+        if n in fl and fl[n] is not None:
+            return fl[n]
+    return default
+
+
+def _initial_window(f: Frame, protocol: str) -> int | None:
+    s = _field(f, "settings")
+    items: list = []
+    if isinstance(s, dict):
+        items = list(s.items())
+    elif isinstance(s, list):
+        items = [tuple(x[:2]) if isinstance(x, (list, tuple)) else (x.get("id") or x.get("name"), x.get("value")) for x in s
+                 if isinstance(x, (list, tuple, dict))]
+    for k, v in items:
+        key = k if not isinstance(k, str) else k.upper()
+        spdy = protocol.startswith("spdy")
+        if (spdy and key in (7, "7", "SETTINGS_INITIAL_WINDOW_SIZE", "INITIAL_WINDOW_SIZE")) or (
+            not spdy and key in (4, "4", "SETTINGS_INITIAL_WINDOW_SIZE", "INITIAL_WINDOW_SIZE")):
+            try:
+                return int(v)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | None, int, float, float | None, int]]:
+    """Flow-control stalls of one HTTP/2 or SPDY/3+ connection: (stream id or None for the
+    connection window, direction of the blocked sender, start, end, packet).  A stall starts
+    when a DATA frame leaves the sender's window at zero and ends at the receiver's next
+    WINDOW_UPDATE for that window.  QUIC/H3 BLOCKED frames are reported as they are."""
+    out: list[tuple[int | None, int, float, float | None, int]] = []
+    spdy = protocol.startswith("spdy")
+    if spdy and protocol == "spdy/2":
+        return out  # SPDY/2 has no flow control
+    conn_window = [65535, 65535]  # credit the sender in direction d has (connection level)
+    init = [65535, 65535]  # initial stream window for a sender in direction d
+    stream_window: dict[tuple[int, int], int] = {}
+    open_stall: dict[tuple[int | None, int], tuple[float, int]] = {}
+    conn_level = not spdy or protocol == "spdy/3.1"
+    for f in frames:
+        t = f.type
+        if t == "SETTINGS":
+            v = _initial_window(f, protocol)
+            if v is not None:
+                d = 1 - f.direction  # settings bound the peer's sending
+                delta = v - init[d]
+                init[d] = v
+                for (sd, sid) in list(stream_window):
+                    if sd == d:
+                        stream_window[(sd, sid)] += delta
+        elif t == "DATA" and f.stream_id is not None:
+            d = f.direction
+            n = f.length
+            key = (d, f.stream_id)
+            stream_window[key] = stream_window.get(key, init[d]) - n
+            if conn_level:
+                conn_window[d] -= n
+            if stream_window[key] <= 0 and (f.stream_id, d) not in open_stall:
+                open_stall[(f.stream_id, d)] = (f.time, f.packet)
+            if conn_level and conn_window[d] <= 0 and (None, d) not in open_stall:
+                open_stall[(None, d)] = (f.time, f.packet)
+        elif t in _WINDOW_TYPES:
+            inc = _field(f, "increment", "window_size_increment", "delta_window_size", "delta", default=None)
+            try:
+                inc = int(inc) if inc is not None else None
+            except (TypeError, ValueError):
+                inc = None
+            if inc is None:
+                continue
+            d = 1 - f.direction  # the update credits the peer's sending
+            sid = f.stream_id or 0
+            if sid == 0:
+                conn_window[d] += inc
+                k = (None, d)
+            else:
+                stream_window[(d, sid)] = stream_window.get((d, sid), init[d]) + inc
+                k = (sid, d)
+            st = open_stall.pop(k, None)
+            if st is not None:
+                out.append((k[0], d, st[0], f.time, st[1]))
+        elif t in _BLOCKED_TYPES:
+            out.append((f.stream_id if t == "STREAM_DATA_BLOCKED" else None, f.direction, f.time, None, f.packet))
+    for (sid, d), (t0, pkt) in open_stall.items():
+        out.append((sid, d, t0, None, pkt))
+    return out
+
+
+def connection_loss_events(an: Analysis, conn: Connection) -> list[tuple[str, float, int, str]]:
+    """Retransmissions and capture gaps on a connection: (kind, time, packet, text)."""
+    out = []
+    for n in conn.notes:
+        m = _GAP_NOTE.match(n)
+        if m:
+            pkt = int(m.group(1))
+            if 0 < pkt <= len(an.index):
+                out.append(("gap", an.time(pkt), pkt, f"{m.group(2)} bytes lost ({m.group(3)})"))
+            continue
+        m = _RETX_NOTE.match(n)
+        if m:
+            pkt = int(m.group(1))
+            if 0 < pkt <= len(an.index):
+                out.append(("retransmission", an.time(pkt), pkt, "retransmission (bytes differ)"))
+    # Per-packet retransmission lists, when the flow layer keeps them
+    # (DirStats.retransmission_packets: packet numbers).
+    for d, st in enumerate(conn.stats):
+        for pkt in getattr(st, "retransmission_packets", ()) or ():
+            if 0 < pkt <= len(an.index):
+                out.append(("retransmission", an.time(pkt), pkt, "retransmission " + ("c→s" if d == 0 else "s→c")))
+    out.sort(key=lambda x: x[2])
+    return out
+
+
+# ---------------------------------------------------------------------------------- build
+
+
+def _exchange_start(e: Exchange) -> float | None:
+    for t in (e.request_start, e.request_end, e.response_start, e.response_end):
+        if t is not None:
+            return t
+    return None
+
+
+def _exchange_end(e: Exchange) -> float | None:
+    for t in (e.response_end, e.response_start, e.request_end, e.request_start):
+        if t is not None:
+            return t
+    return None
+
+
+def _ms(a: float | None, b: float | None) -> str:
+    return "" if a is None or b is None else f"{(b - a) * 1000:.1f} ms"
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    if n < 1024:
+        return f"{n} B"
+    if n < 1 << 20:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+def _tls_span(conn: Connection) -> tuple[float | None, float | None]:
+    if conn.tls_start is not None:
+        return conn.tls_start, conn.tls_end
+    t = conn.tls
+    if t is None or t.client_hello_time is None:
+        return None, None
+    ends = [x for x in (t.client_finished_time, t.server_finished_time) if x is not None]
+    return t.client_hello_time, (max(ends) if ends else None)
+
+
+def build(an: Analysis, group_by: str | None = None, color_by: str = "content", dns: bool = True) -> Waterfall:
+    """Build the waterfall of ``an``.  ``group_by="connection"`` orders rows by connection
+    (in order of first use), then start; ``color_by="connection"`` colours the waiting and
+    receiving bars by connection instead of by content class."""
+    conns = {c.id: c for c in an.connections}
+    t0 = an.index.ts[0] if len(an.index) else 0.0
+    t_end = an.index.ts[-1] if len(an.index) else 0.0
+
+    exs = [e for e in an.exchanges if _exchange_start(e) is not None]
+    exs.sort(key=lambda e: (_exchange_start(e), e.id))
+    by_conn: dict[int, list[Exchange]] = {}
+    for e in exs:
+        by_conn.setdefault(e.connection, []).append(e)
+    if group_by == "connection":
+        order = {cid: i for i, cid in enumerate(by_conn)}
+        exs.sort(key=lambda e: (order[e.connection], _exchange_start(e), e.id))
+    first_of_conn = {lst[0].id for lst in by_conn.values()}
+    conn_color = {cid: CONNECTION_COLORS[i % len(CONNECTION_COLORS)] for i, cid in enumerate(by_conn)}
+
+    lookups = dns_lookups(an) if dns else []
+    dns_for: dict[int, DnsLookup] = {}
+    if lookups:
+        used: set[int] = set()
+        for cid in sorted(by_conn, key=lambda c: (conns[c].start if c in conns else 0.0)):
+            c = conns.get(cid)
+            if c is None:
+                continue
+            d = match_dns(lookups, c, _host_of(c, by_conn[cid]))
+            if d is not None and d.response_packet not in used:
+                used.add(d.response_packet)
+                dns_for[cid] = d
+                for orig in lookups:
+                    if orig.response_packet == d.response_packet:
+                        orig.used_by = cid
+
+    # frames by (connection) for markers, only for connections with exchanges
+    frames_by_conn: dict[int, list[Frame]] = {}
+    for f in an.frames:
+        if f.connection in by_conn:
+            frames_by_conn.setdefault(f.connection, []).append(f)
+    stalls_by_conn: dict[int, list] = {}
+    loss_by_conn: dict[int, list] = {}
+    for cid, fl in frames_by_conn.items():
+        proto = (conns[cid].protocol if cid in conns else None) or by_conn[cid][0].protocol
+        if proto in ("h2", "h2c") or proto.startswith("spdy") or proto in ("h3", "h3-29", "quic"):
+            stalls_by_conn[cid] = flow_control_stalls(fl, proto)
+    for cid in by_conn:
+        if cid in conns:
+            loss_by_conn[cid] = connection_loss_events(an, conns[cid])
+
+    rows: list[Row] = []
+    row_of: dict[tuple[int, int | None], int] = {}
+    for e in exs:
+        c = conns.get(e.connection)
+        start = _exchange_start(e)
+        end = _exchange_end(e)
+        phases: list[tuple[str, float, float]] = []
+        first = e.id in first_of_conn
+        if first and c is not None:
+            d = dns_for.get(c.id)
+            if d is not None and d.response_time is not None:
+                phases.append(("dns", d.query_time, d.response_time))
+            if c.connect_start is not None and c.connect_end is not None and c.connect_end >= c.connect_start:
+                phases.append(("connect", c.connect_start, c.connect_end))
+            ts, te = _tls_span(c)
+            if ts is not None and te is not None:
+                if c.connect_end is not None and ts < c.connect_end:
+                    ts = c.connect_end  # QUIC: handshake is already the connect phase
+                if te > ts:
+                    phases.append(("tls", ts, te))
+        if e.request_start is not None and e.request_end is not None:
+            phases.append(("send", e.request_start, e.request_end))
+        wait_from = e.request_end if e.request_end is not None else e.request_start
+        if wait_from is not None and e.response_start is not None and e.response_start >= wait_from:
+            phases.append(("wait", wait_from, e.response_start))
+        if e.response_start is not None and e.response_end is not None:
+            phases.append(("receive", e.response_start, e.response_end))
+        if phases:
+            start = min(start, min(p[1] for p in phases))
+            end = max(end, max(p[2] for p in phases))
+        ctype = e.content_type or e.header("content-type")
+        cls = content_class(ctype, e.url or e.path)
+        light, dark = conn_color.get(e.connection, CONNECTION_COLORS[0]) if color_by == "connection" else CONTENT_COLORS[cls]
+        colors = dict(PHASE_COLORS, send=light, wait=light, receive=dark)
+        url = e.url or (e.path or "")
+        label = c.label if c is not None else f"connection {e.connection}"
+        row = Row(
+            index=len(rows), exchange=e.id, connection=e.connection, connection_label=label, protocol=e.protocol,
+            badge=BADGES.get(e.protocol, e.protocol.upper()), method=e.method, url=url, status=e.status,
+            content_class=cls, content_type=ctype, start=start, end=end, phases=phases, colors=colors,
+            first_of_connection=first, pushed=e.pushed, stream_id=e.stream_id,
+            packets={"request_start": e.request_start_packet, "request_end": e.request_end_packet,
+                     "response_start": e.response_start_packet, "response_end": e.response_end_packet},
+            sizes={"request_headers_wire": e.request_header_bytes_wire, "request_headers_decoded": e.request_header_bytes_decoded,
+                   "response_headers_wire": e.response_header_bytes_wire, "response_headers_decoded": e.response_header_bytes_decoded,
+                   "request_body": e.request_body_bytes, "response_body": e.response_body_bytes,
+                   "response_body_decoded": e.response_body_decoded_bytes},
+        )
+        if not e.pushed:
+            row_of.setdefault((e.connection, e.stream_id), row.index)
+        _markers(row, e, frames_by_conn.get(e.connection, ()), stalls_by_conn.get(e.connection, ()), loss_by_conn.get(e.connection, ()))
+        rows.append(row)
+
+    for r, e in zip(rows, exs):
+        if e.pushed and e.push_parent is not None:
+            r.push_parent_row = row_of.get((e.connection, e.push_parent))
+        r.hover = _hover(r, e, conns.get(e.connection))
+
+    milestones = []
+    if len(an.index):
+        milestones.append(Milestone("first_packet", "First packet", t0, 1))
+    html = next((r for r, e in sorted(zip(rows, exs), key=lambda x: x[0].start)
+                 if r.content_class == "html" and e.response_start is not None), None)
+    if html is not None:
+        e = next(x for x in exs if x.id == html.exchange)
+        milestones.append(Milestone("html_first_byte", "First byte of the HTML", e.response_start, e.response_start_packet))
+    ends = [(e.response_end, e.response_end_packet) for e in exs if e.response_end is not None]
+    if ends:
+        t, p = max(ends, key=lambda x: x[0])
+        milestones.append(Milestone("page_load", "Last byte of the last response", t, p))
+    title = an.path.rsplit("/", 1)[-1]
+    return Waterfall(rows=rows, t0=t0, t_end=t_end, milestones=milestones, group_by=group_by, color_by=color_by,
+                     connections={cid: (conns[cid].label if cid in conns else str(cid)) for cid in by_conn},
+                     dns=lookups, title=title)
+
+
+def _markers(row: Row, e: Exchange, frames, stalls, losses) -> None:
+    lo, hi = row.start, row.end
+    sid = e.stream_id
+    if e.pushed:
+        t = e.response_start if e.response_start is not None else row.start
+        pkt = e.response_start_packet
+        for f in frames:
+            if f.type == "PUSH_PROMISE" and _field(f, "promised_stream_id", "promised_stream", "push_id") == sid:
+                t, pkt = f.time, f.packet
+                break
+        row.markers.append(Marker("push", t, f"pushed by stream {e.push_parent}" if e.push_parent is not None else "pushed", pkt))
+    if e.priority:
+        txt = ", ".join(f"{k}={v}" for k, v in e.priority.items())
+        row.markers.append(Marker("priority", row.phase("send")[0] if row.phase("send") else row.start, f"priority {txt}",
+                                  e.request_start_packet))
+    if sid is not None:
+        for f in frames:
+            if f.stream_id != sid:
+                continue
+            if f.type in _PRIORITY_TYPES and lo <= f.time <= hi:
+                row.markers.append(Marker("priority", f.time, f"{f.type} " + ", ".join(f"{k}={v}" for k, v in (f.fields or {}).items()), f.packet))
+            elif f.type in _RESET_TYPES or (f.type == "SYN_REPLY" and False):
+                code = _field(f, "error_code", "status", "code", default=e.reset)
+                row.markers.append(Marker("reset", f.time, f"{f.type} {code or ''}".strip(), f.packet))
+    if e.reset and not any(m.kind == "reset" for m in row.markers):
+        row.markers.append(Marker("reset", row.end, f"reset {e.reset}", e.response_end_packet))
+    for s_sid, d, t0, t1, pkt in stalls:
+        if (s_sid is None or s_sid == sid) and lo <= t0 <= hi:
+            who = "server" if d == 1 else "client"
+            what = "connection" if s_sid is None else "stream"
+            dur = f", {(t1 - t0) * 1000:.1f} ms" if t1 is not None else ""
+            row.markers.append(Marker("stall", t0, f"flow control: {who} blocked by the {what} window{dur}", pkt))
+    for kind, t, pkt, text in losses:
+        if lo <= t <= hi:
+            row.markers.append(Marker(kind, t, text, pkt))
+    row.markers.sort(key=lambda m: m.time)
+
+
+def _hover(r: Row, e: Exchange, c: Connection | None) -> list[str]:
+    lines = [f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip()]
+    lines.append(f"{r.badge} · connection {r.connection} ({r.connection_label})" + (f" · stream {r.stream_id}" if r.stream_id is not None else ""))
+    st = f"status {r.status}" if r.status is not None else ("reset " + e.reset if e.reset else "no response")
+    lines.append(f"{st} · {r.content_type or r.content_class}" + (f" · {e.content_encoding}" if e.content_encoding else ""))
+    s = r.sizes
+    body = _fmt_bytes(s["response_body"]) + (f" ({_fmt_bytes(s['response_body_decoded'])} decoded)" if s.get("response_body_decoded") is not None else "")
+    lines.append(f"body {body} · headers req {s['request_headers_wire']}/{s['request_headers_decoded']} B, "
+                 f"resp {s['response_headers_wire']}/{s['response_headers_decoded']} B (wire/decoded)")
+    for n, a, b in r.phases:
+        lines.append(f"{PHASE_LABELS[n]}: {(b - a) * 1000:.1f} ms")
+    if r.start is not None and r.end is not None:
+        lines.append(f"total {(r.end - r.start) * 1000:.1f} ms")
+    for m in r.markers[:8]:
+        lines.append(f"⚑ {m.label}" + (f" (packet {m.packet})" if m.packet else ""))
+    if len(r.markers) > 8:
+        lines.append(f"⚑ … {len(r.markers) - 8} more")
+    return lines

@@ -1,0 +1,141 @@
+"""Sans-IO DNS message decoder (RFC 1035), just enough for the waterfall's DNS phase:
+the question, the flags and the A / AAAA / CNAME answers.
+
+Written by hand rather than with dpkt.dns because dpkt raises on many malformed or
+truncated messages and allocates an object per record; here a bad message gives a
+``DnsMessage`` with ``error`` set and whatever was decoded before the fault.
+Name decompression is bounded (pointer hops and name length).
+"""
+from __future__ import annotations
+
+import ipaddress
+import struct
+from dataclasses import dataclass, field
+
+TYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV", 41: "OPT", 64: "SVCB", 65: "HTTPS"}
+RCODE_NAMES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+
+MAX_POINTER_HOPS = 64
+MAX_NAME = 255
+MAX_RECORDS = 512
+
+_HDR = struct.Struct("!HHHHHH")
+_RR = struct.Struct("!HHIH")
+_Q = struct.Struct("!HH")
+
+
+class DnsError(ValueError):
+    pass
+
+
+@dataclass(slots=True)
+class DnsAnswer:
+    name: str
+    type: str
+    ttl: int
+    value: str  # address for A/AAAA, target name for CNAME, hex otherwise
+
+
+@dataclass(slots=True)
+class DnsMessage:
+    id: int = 0
+    response: bool = False
+    opcode: int = 0
+    rcode: str = "NOERROR"
+    questions: list[tuple[str, str]] = field(default_factory=list)
+    answers: list[DnsAnswer] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def qname(self) -> str | None:
+        return self.questions[0][0] if self.questions else None
+
+    @property
+    def qtype(self) -> str | None:
+        return self.questions[0][1] if self.questions else None
+
+    def addresses(self) -> list[str]:
+        return [a.value for a in self.answers if a.type in ("A", "AAAA")]
+
+
+def _name(buf: bytes, pos: int) -> tuple[str, int]:
+    """Decode a (possibly compressed) name at pos; return (name, position after it)."""
+    labels: list[str] = []
+    end = -1
+    hops = 0
+    total = 0
+    n = len(buf)
+    while True:
+        if pos >= n:
+            raise DnsError("name runs past the end of the message")
+        ln = buf[pos]
+        if ln & 0xC0 == 0xC0:
+            if pos + 1 >= n:
+                raise DnsError("truncated compression pointer")
+            if end < 0:
+                end = pos + 2
+            hops += 1
+            if hops > MAX_POINTER_HOPS:
+                raise DnsError("compression pointer loop")
+            pos = ((ln & 0x3F) << 8) | buf[pos + 1]
+            continue
+        if ln & 0xC0:
+            raise DnsError(f"unknown label type {ln:#x}")
+        pos += 1
+        if ln == 0:
+            break
+        if pos + ln > n:
+            raise DnsError("label runs past the end of the message")
+        total += ln + 1
+        if total > MAX_NAME:
+            raise DnsError("name longer than 255 bytes")
+        labels.append(buf[pos : pos + ln].decode("ascii", "replace"))
+        pos += ln
+    return ".".join(labels), (end if end >= 0 else pos)
+
+
+def parse(data: bytes) -> DnsMessage:
+    """Decode one DNS message (UDP payload; for TCP strip the 2-byte length first).
+    Never raises: problems are reported in ``DnsMessage.error``."""
+    buf = bytes(data)
+    msg = DnsMessage()
+    if len(buf) < 12:
+        msg.error = "message shorter than the 12-byte header"
+        return msg
+    ident, flags, qd, an, ns, ar = _HDR.unpack_from(buf, 0)
+    msg.id = ident
+    msg.response = bool(flags & 0x8000)
+    msg.opcode = (flags >> 11) & 0xF
+    msg.rcode = RCODE_NAMES.get(flags & 0xF, str(flags & 0xF))
+    pos = 12
+    try:
+        for _ in range(min(qd, MAX_RECORDS)):
+            name, pos = _name(buf, pos)
+            if pos + 4 > len(buf):
+                raise DnsError("truncated question")
+            qtype, _qclass = _Q.unpack_from(buf, pos)
+            pos += 4
+            msg.questions.append((name, TYPE_NAMES.get(qtype, str(qtype))))
+        for _ in range(min(an, MAX_RECORDS)):
+            name, pos = _name(buf, pos)
+            if pos + 10 > len(buf):
+                raise DnsError("truncated resource record")
+            rtype, _rclass, ttl, rdlen = _RR.unpack_from(buf, pos)
+            pos += 10
+            if pos + rdlen > len(buf):
+                raise DnsError("record data runs past the end of the message")
+            rdata = buf[pos : pos + rdlen]
+            tname = TYPE_NAMES.get(rtype, str(rtype))
+            if rtype == 1 and rdlen == 4:
+                value = str(ipaddress.IPv4Address(rdata))
+            elif rtype == 28 and rdlen == 16:
+                value = str(ipaddress.IPv6Address(rdata))
+            elif rtype == 5:
+                value = _name(buf, pos)[0]
+            else:
+                value = rdata.hex()
+            msg.answers.append(DnsAnswer(name, tname, ttl, value))
+            pos += rdlen
+    except DnsError as e:
+        msg.error = str(e)
+    return msg
