@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""Serve the lab test page over one or more protocols and capture a real client loading it.
+
+For each protocol: start the server on 127.0.0.1 (throwaway self-signed cert made
+with openssl), start `tcpdump -i lo -U -w ... port P`, load the page, stop
+everything by PID (also on failure or Ctrl-C) and keep the capture (pcapng, via
+editcap), the key log and, for Chromium, its NetLog (gzip'd) as timing truth.
+
+  h1   nginx, TLS, ALPN http/1.1 only          client: headless Chromium
+  h2   nginx, TLS, `listen ... ssl http2`       client: headless Chromium
+  h3   aioquic (scripts/lab/h3_server.py)       client: headless Chromium, QUIC forced
+  h1c  nginx, cleartext HTTP/1.1                client: curl (one keep-alive connection)
+  h2c  nghttpd --no-tls                         client: nghttp -ans (prior knowledge)
+
+    .venv/bin/python scripts/lab/serve_and_capture.py -o sample_captures/page \
+        [--protocols h2,h1,h3] [--count 12] [--keep-workdir]
+
+Writes OUT/page-<proto>.pcapng, .keys (TLS protocols), .netlog.json.gz (Chromium),
+.server.log (server's own request log) and OUT/manifest.json (protocol, files, tool
+versions, page). Must run as root (tcpdump on lo); Chromium runs with --no-sandbox.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "page"))
+import generate as page  # noqa: E402  (scripts/lab/page/generate.py)
+
+# tool -> Debian package
+TOOLS = {
+    "tcpdump": "tcpdump", "editcap": "wireshark-common", "openssl": "openssl",
+    "nginx": "nginx", "chromium": "chromium", "nghttpd": "nghttp2-server",
+    "nghttp": "nghttp2-client", "curl": "curl", "cjpeg": "libjpeg-turbo-progs",
+}
+NEEDS = {
+    "h1": ["nginx", "chromium"], "h2": ["nginx", "chromium"], "h3": ["chromium"],
+    "h1c": ["nginx", "curl"], "h2c": ["nghttpd", "nghttp"],
+}
+COMMON = ["tcpdump", "editcap", "openssl", "cjpeg"]
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--default-browser-check=false",
+    "--disable-default-apps", "--disable-extensions", "--ignore-certificate-errors",
+    "--net-log-capture-mode=Default",
+]
+
+
+def die(msg: str) -> None:
+    raise SystemExit(f"serve_and_capture: {msg}")
+
+
+def check_tools(protocols: list[str]) -> dict:
+    need = list(COMMON)
+    for p in protocols:
+        need += [t for t in NEEDS[p] if t not in need]
+    missing = [t for t in need if not shutil.which(t)]
+    if missing:
+        die("missing tools: " + ", ".join(f"{t} (apt-get install {TOOLS[t]})" for t in missing))
+    if "h3" in protocols:
+        try:
+            import aioquic  # noqa: F401
+        except ImportError:
+            die("h3 needs the aioquic Python package (pip install aioquic, or run with the project's .venv)")
+    if os.geteuid() != 0:
+        die("run as root: tcpdump must capture on lo")
+    return {t: shutil.which(t) for t in need}
+
+
+def tool_versions(tools: dict) -> dict:
+    cmds = {
+        "tcpdump": ["tcpdump", "--version"], "editcap": ["editcap", "--version"],
+        "openssl": ["openssl", "version"], "nginx": ["nginx", "-v"],
+        "chromium": ["chromium", "--version"], "nghttpd": ["nghttpd", "--version"],
+        "nghttp": ["nghttp", "--version"], "curl": ["curl", "--version"], "cjpeg": ["cjpeg", "-version"],
+    }
+    out = {}
+    for t in tools:
+        try:
+            r = subprocess.run(cmds[t], capture_output=True, text=True, timeout=20)
+            lines = [ln for ln in (r.stdout + r.stderr).splitlines()
+                     if ln.strip() and "unexpected operator" not in ln and "Running as user" not in ln]
+            out[t] = lines[0].strip() if lines else "?"
+        except Exception as e:  # noqa: BLE001
+            out[t] = f"? ({e})"
+    out["python"] = sys.version.split()[0]
+    try:
+        import aioquic
+        out["aioquic"] = aioquic.__version__
+    except ImportError:
+        pass
+    return out
+
+
+def free_port(kind=socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Procs:
+    """Every process we start; stopped by PID (its own process group) at the end."""
+
+    def __init__(self):
+        self.procs: list[tuple[str, subprocess.Popen, int]] = []
+
+    def start(self, name, cmd, stop_sig=signal.SIGTERM, **kw) -> subprocess.Popen:
+        p = subprocess.Popen(cmd, start_new_session=True, **kw)
+        self.procs.append((name, p, stop_sig))
+        return p
+
+    def stop(self, p: subprocess.Popen, timeout=5.0) -> None:
+        for i, (name, q, sig) in enumerate(self.procs):
+            if q is p:
+                self._stop_one(q, sig, timeout)
+                del self.procs[i]
+                return
+
+    @staticmethod
+    def _stop_one(p, sig, timeout):
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, sig)
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)  # our child's own group (start_new_session)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+            except ProcessLookupError:
+                pass
+        # leftovers of that process's group (e.g. Chromium helpers)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop_all(self):
+        while self.procs:
+            name, p, sig = self.procs.pop()
+            self._stop_one(p, sig, 5.0)
+
+
+def wait_port(port: int, udp=False, proc=None, timeout=10.0) -> None:
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if proc is not None and proc.poll() is not None:
+            die(f"server exited early (rc {proc.returncode})")
+        if udp:
+            r = subprocess.run(["ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True)
+            if r.stdout.strip():
+                return
+        else:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                return
+            except OSError:
+                pass
+        time.sleep(0.1)
+    die(f"nothing listening on port {port} after {timeout}s")
+
+
+def make_cert(d: Path) -> tuple[Path, Path, str]:
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "7", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    der = subprocess.run(["openssl", "x509", "-in", str(cert), "-pubkey", "-noout"], check=True,
+                         capture_output=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=der, check=True,
+                         capture_output=True).stdout
+    spki = base64.b64encode(hashlib.sha256(der).digest()).decode()
+    return cert, key, spki
+
+
+def nginx_conf(d: Path, site: Path, port: int, mode: str, cert: Path, key: Path) -> Path:
+    listen = {"h1": "ssl", "h2": "ssl http2", "h1c": ""}[mode]
+    tls = (f"ssl_certificate {cert};\n    ssl_certificate_key {key};\n"
+           "    ssl_protocols TLSv1.2 TLSv1.3;\n") if mode != "h1c" else ""
+    conf = d / f"nginx-{mode}.conf"
+    conf.write_text(f"""
+user root;
+worker_processes 1;
+daemon off;
+pid {d}/nginx-{mode}.pid;
+error_log {d}/nginx-{mode}.error.log info;
+events {{ worker_connections 64; }}
+http {{
+  types {{ text/html html; text/css css; application/javascript js; image/jpeg jpg;
+          image/png png; application/json json; }}
+  default_type application/octet-stream;
+  log_format lab '$connection $connection_requests "$request" $status $body_bytes_sent $server_protocol';
+  access_log {d}/nginx-{mode}.access.log lab;
+  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;
+  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  sendfile off; gzip off; etag off; server_tokens off; keepalive_timeout 30;
+  server {{
+    listen 127.0.0.1:{port} {listen};
+    server_name localhost;
+    {tls}
+    root {site};
+    index index.html;
+  }}
+}}
+""")
+    return conf
+
+
+class Lab:
+    def __init__(self, out: Path, work: Path, count: int):
+        self.out, self.work, self.count = out, work, count
+        self.procs = Procs()
+        self.site = work / "site"
+        self.page = page.build(self.site, count)
+        self.cert, self.key, self.spki = make_cert(work)
+
+    # ------------------------------------------------------------------ capture
+    def tcpdump(self, name: str, port: int, udp: bool) -> tuple[subprocess.Popen, Path]:
+        pcap = self.work / f"{name}.pcap"
+        err = open(self.work / f"{name}.tcpdump.log", "w+")
+        p = self.procs.start("tcpdump", ["tcpdump", "-i", "lo", "-U", "-s", "0", "-w", str(pcap),
+                                         "udp" if udp else "tcp", "port", str(port)],
+                             stop_sig=signal.SIGINT, stdout=subprocess.DEVNULL, stderr=err)
+        t0 = time.time()
+        while time.time() - t0 < 10:
+            err.seek(0)
+            if "listening on" in err.read():
+                return p, pcap
+            if p.poll() is not None:
+                die(f"tcpdump exited: {(self.work / f'{name}.tcpdump.log').read_text()}")
+            time.sleep(0.05)
+        die("tcpdump did not start listening")
+
+    def finish_capture(self, name: str, td: subprocess.Popen, pcap: Path) -> Path:
+        time.sleep(0.5)  # let the last FIN/CONNECTION_CLOSE reach the capture
+        self.procs.stop(td)
+        dst = self.out / f"{name}.pcapng"
+        subprocess.run(["editcap", "-F", "pcapng", str(pcap), str(dst)], check=True)
+        return dst
+
+    # ------------------------------------------------------------------ clients
+    def chromium(self, name: str, url: str, extra: list[str]) -> dict:
+        keys = self.out / f"{name}.keys"
+        keys.unlink(missing_ok=True)
+        netlog = self.work / f"{name}.netlog.json"
+        profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=self.work))
+        env = dict(os.environ, SSLKEYLOGFILE=str(keys))
+        cmd = ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--log-net-log={netlog}",
+               *extra, "--dump-dom", url]
+        outf = open(self.work / f"{name}.dom.html", "w")
+        errf = open(self.work / f"{name}.chromium.log", "w")
+        p = self.procs.start("chromium", cmd, stdout=outf, stderr=errf, env=env)
+        try:
+            p.wait(90)
+        except subprocess.TimeoutExpired:
+            self.procs.stop(p)
+            die(f"{name}: chromium did not finish in 90 s")
+        self.procs.stop(p)  # helpers left in its group, if any
+        dom = (self.work / f"{name}.dom.html").read_text()
+        if "wirefall test page" not in dom:
+            die(f"{name}: chromium did not load the page (see {self.work / (name + '.chromium.log')})")
+        gz = self.out / f"{name}.netlog.json.gz"
+        with open(netlog, "rb") as f, gzip.GzipFile(gz, "wb", mtime=0) as g:
+            shutil.copyfileobj(f, g)
+        return {"client": "chromium", "command": " ".join(cmd[:-2] + ["--dump-dom", url]),
+                "keys": keys.name, "netlog": gz.name, "dom_has_config": bool(re.search(r"features: \d+", dom))}
+
+    # ------------------------------------------------------------------ protocols
+    def run_nginx_chromium(self, proto: str) -> dict:
+        name = f"page-{proto}"
+        port = free_port()
+        conf = nginx_conf(self.work, self.site, port, proto, self.cert, self.key)
+        srv = self.procs.start("nginx", ["nginx", "-c", str(conf), "-e", str(self.work / f"nginx-{proto}.stderr")],
+                               stop_sig=signal.SIGQUIT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(port, proc=srv)
+        td, pcap = self.tcpdump(name, port, udp=False)
+        info = self.chromium(name, f"https://127.0.0.1:{port}/", [])
+        cap = self.finish_capture(name, td, pcap)
+        self.procs.stop(srv)
+        shutil.copy(self.work / f"nginx-{proto}.access.log", self.out / f"{name}.server.log")
+        return {**info, "server": "nginx", "port": port, "capture": cap.name, "server_log": f"{name}.server.log"}
+
+    def run_h3(self) -> dict:
+        name = "page-h3"
+        port = free_port(socket.SOCK_DGRAM)
+        slog = self.out / f"{name}.server.log"
+        slog.unlink(missing_ok=True)
+        srv_keys = self.work / "h3-server.keys"
+        srv = self.procs.start("h3_server", [sys.executable, str(HERE / "h3_server.py"), "--root", str(self.site),
+                                             "--cert", str(self.cert), "--key", str(self.key), "--port", str(port),
+                                             "--secrets-log", str(srv_keys), "--request-log", str(slog)],
+                               stdout=open(self.work / "h3_server.log", "w"), stderr=subprocess.STDOUT)
+        wait_port(port, udp=True, proc=srv)
+        td, pcap = self.tcpdump(name, port, udp=True)
+        origin = f"127.0.0.1:{port}"
+        info = self.chromium(name, f"https://{origin}/", [
+            "--enable-quic", f"--origin-to-force-quic-on={origin}",
+            f"--ignore-certificate-errors-spki-list={self.spki}"])
+        cap = self.finish_capture(name, td, pcap)
+        self.procs.stop(srv)
+        keys = self.out / info["keys"]
+        if not keys.exists() or "CLIENT_TRAFFIC_SECRET_0" not in keys.read_text():
+            # Chromium did not log QUIC secrets: fall back to the server's log (same secrets)
+            shutil.copy(srv_keys, keys)
+            info["keys_from"] = "aioquic server secrets_log_file"
+        return {**info, "server": "scripts/lab/h3_server.py (aioquic)", "port": port, "capture": cap.name,
+                "server_log": slog.name}
+
+    def run_h1c(self) -> dict:
+        name = "page-h1c"
+        port = free_port()
+        conf = nginx_conf(self.work, self.site, port, "h1c", self.cert, self.key)
+        srv = self.procs.start("nginx", ["nginx", "-c", str(conf), "-e", str(self.work / "nginx-h1c.stderr")],
+                               stop_sig=signal.SIGQUIT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(port, proc=srv)
+        td, pcap = self.tcpdump(name, port, udp=False)
+        urls = [f"http://127.0.0.1:{port}{p}" for p in page.request_paths(self.count)]
+        cmd = ["curl", "-sS", "--http1.1", "-o", "/dev/null", "-w", "%{http_code} %{url_effective}\\n"]
+        for u in urls[1:]:
+            cmd += [u, "-o", "/dev/null"]
+        cmd.insert(len(cmd) - 2 * (len(urls) - 1), urls[0])  # page first, then its resources
+        p = self.procs.start("curl", cmd, stdout=open(self.work / "curl.log", "w"), stderr=subprocess.STDOUT)
+        p.wait(60)
+        self.procs.stop(p)
+        cap = self.finish_capture(name, td, pcap)
+        self.procs.stop(srv)
+        shutil.copy(self.work / "nginx-h1c.access.log", self.out / f"{name}.server.log")
+        return {"client": "curl", "command": " ".join(cmd), "server": "nginx", "port": port,
+                "capture": cap.name, "server_log": f"{name}.server.log"}
+
+    def run_h2c(self) -> dict:
+        name = "page-h2c"
+        port = free_port()
+        srv = self.procs.start("nghttpd", ["nghttpd", "--no-tls", "-a", "127.0.0.1", "-d", str(self.site),
+                                           str(port)], stdout=open(self.work / "nghttpd.log", "w"),
+                               stderr=subprocess.STDOUT)
+        wait_port(port, proc=srv)
+        td, pcap = self.tcpdump(name, port, udp=False)
+        cmd = ["nghttp", "-ans", f"http://127.0.0.1:{port}/index.html"]
+        log = self.out / f"{name}.client.log"
+        p = self.procs.start("nghttp", cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        p.wait(60)
+        self.procs.stop(p)
+        cap = self.finish_capture(name, td, pcap)
+        self.procs.stop(srv)
+        return {"client": "nghttp", "command": " ".join(cmd), "server": "nghttpd --no-tls", "port": port,
+                "capture": cap.name, "client_log": log.name}
+
+    def run(self, proto: str) -> dict:
+        if proto in ("h1", "h2"):
+            r = self.run_nginx_chromium(proto)
+        elif proto == "h3":
+            r = self.run_h3()
+        elif proto == "h1c":
+            r = self.run_h1c()
+        else:
+            r = self.run_h2c()
+        cap = self.out / r["capture"]
+        r.update(protocol=proto, capture_bytes=cap.stat().st_size)
+        return r
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Capture real clients loading the lab test page")
+    ap.add_argument("-o", "--out", type=Path, required=True)
+    ap.add_argument("--protocols", default="h2,h1,h3", help="comma list of h1,h2,h3,h1c,h2c (default h2,h1,h3)")
+    ap.add_argument("--count", type=int, default=12, help="sub-resources on the page (default 12)")
+    ap.add_argument("--keep-workdir", action="store_true")
+    a = ap.parse_args(argv)
+    protos = [p.strip() for p in a.protocols.split(",") if p.strip()]
+    bad = [p for p in protos if p not in NEEDS]
+    if bad:
+        die(f"unknown protocol(s) {bad}; choose from {list(NEEDS)}")
+    tools = check_tools(protos)
+    a.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="wirefall-lab-"))
+    os.chmod(work, 0o755)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    lab = None
+    manifest_path = a.out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    try:
+        lab = Lab(a.out, work, a.count)
+        manifest.update(tools=tool_versions(tools), page={k: lab.page[k] for k in ("count", "seed", "requests", "files")},
+                        host=os.uname().release)
+        manifest.setdefault("runs", {})
+        for proto in protos:
+            print(f"[{proto}] ...", flush=True)
+            r = lab.run(proto)
+            r["made"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            manifest["runs"][proto] = r
+            print(f"[{proto}] {r['capture']} {r['capture_bytes']} bytes", flush=True)
+            manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    except KeyboardInterrupt:
+        print("interrupted; stopping processes", file=sys.stderr)
+        return 130
+    finally:
+        if lab is not None:
+            lab.procs.stop_all()
+        if a.keep_workdir:
+            print(f"workdir kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
