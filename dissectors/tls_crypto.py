@@ -153,6 +153,14 @@ def suite_params(cs: int | None) -> SuiteParams | None:
     return None
 
 
+def _camellia():
+    try:
+        from cryptography.hazmat.decrepit.ciphers.algorithms import Camellia
+    except ImportError:  # older cryptography
+        Camellia = algorithms.Camellia
+    return Camellia
+
+
 def _aead(params: SuiteParams, key: bytes):
     if params.cipher == "AES-GCM":
         return AESGCM(key)
@@ -249,7 +257,7 @@ class Tls12RecordDecryptor:
         self.tag_len = params.tag_len
         self.aead = _aead(params, key) if params.tag_len else None
         self.iv_int = int.from_bytes(iv, "big") if params.cipher == "CHACHA20-POLY1305" else 0
-        self.algo = {"AES-CBC": algorithms.AES, "CAMELLIA-CBC": algorithms.Camellia}.get(params.cipher)
+        self.algo = algorithms.AES if params.cipher == "AES-CBC" else _camellia() if params.cipher == "CAMELLIA-CBC" else None
 
     def _ad(self, ctype: int, version: int, length: int) -> bytes:
         return self.seq.to_bytes(8, "big") + bytes((ctype, version >> 8, version & 0xFF)) + length.to_bytes(2, "big")

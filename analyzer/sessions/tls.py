@@ -1,0 +1,525 @@
+"""TLS over a TCP connection: record-level timeline, handshake facts, decryption with key
+logs, and hand-off of the decrypted application bytes to the inner session.
+
+Frames (``Frame.protocol == "tls"``), one per TLS record, at the packet carrying the
+record's last byte (``first_packet``: its first byte); ``Frame.type`` is the record's
+content type as the receiver sees it: ``HANDSHAKE``, ``CHANGE_CIPHER_SPEC``, ``ALERT``,
+``APPLICATION_DATA``, ``HEARTBEAT`` (a decrypted TLS 1.3 record shows its inner type; an
+undecrypted one ``APPLICATION_DATA``, as on the wire), or ``SSLV2_CLIENT_HELLO``.
+``Frame.length`` is the record length from its header, ``Frame.offset`` the TCP stream offset
+of its header.  ``Frame.fields``: ``version`` (record-layer version name), ``encrypted``,
+``decrypted``, ``messages`` (handshake message names when readable), ``alert``
+(``"fatal: handshake_failure"``) when readable, ``plaintext`` (decrypted bytes),
+``early_data`` for 0-RTT records.
+
+Times in ``TlsInfo``: ``client_hello_time`` is the packet carrying the ClientHello's first
+byte; ``server_hello_time`` and the ``*_finished_time`` the packets carrying the last byte of
+those messages.  Without keys, TLS 1.2 Finished records are still recognised (the first
+record after ChangeCipherSpec); for TLS 1.3 the client Finished is estimated as the client's
+first encrypted record after the ServerHello and the server Finished as the server's last
+record before it.  ``conn.tls_start`` = ClientHello time, ``conn.tls_end`` = the later Finished.
+
+``TlsInfo.record_overhead[d]``: bytes of application-data records in direction d that are not
+application plaintext (5-byte header, explicit nonce, tag/MAC, padding, TLS 1.3 content type);
+exact when decrypted, from the cipher suite otherwise (CBC assumes minimal padding).
+
+``decrypted`` is True when any record was decrypted; ``reason`` says why nothing (or not
+everything) was: "no key for this client random", "unsupported cipher suite X", "gap in the
+stream at offset N", "decryption failed at record N (packet P)", "no ClientHello in the capture".
+Decrypted application bytes go to the inner session with the packet of the record's last byte;
+the plaintext offset -> packet maps are kept in ``ctx.shared["tls_plaintext_maps"][(conn id, dir)]``.
+"""
+from __future__ import annotations
+
+from dissectors import tls as T
+from dissectors.tls_crypto import (
+    DecryptError,
+    Tls13RecordDecryptor,
+    suite_params,
+    tls12_decryptors,
+)
+from ..model import Frame, OffsetMap, TlsInfo
+
+MAX_PENDING_RECORDS = 256  # records held while their keys depend on a ServerHello not yet seen
+MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
+
+_TYPE_NAMES = T.CONTENT_TYPES
+_VNAME_CACHE: dict[int, str] = {}
+
+
+def _vname(v: int) -> str:
+    s = _VNAME_CACHE.get(v)
+    if s is None:
+        s = _VNAME_CACHE[v] = T.version_name(v) or "?"
+    return s
+
+
+class TlsSession:
+    def __init__(self, ctx, conn, **kw):
+        self.ctx = ctx
+        self.conn = conn
+        self.info = conn.tls = conn.tls or TlsInfo()
+        if conn.protocol is None:
+            conn.protocol = "tls"
+        self.readers = (T.RecordReader(), T.RecordReader())
+        self.hs = (T.HandshakeReader(), T.HandshakeReader())
+        self.hs_start = [0, 0]  # packet of the first byte of the handshake message being assembled
+        self.dec: list = [None, None]  # current read state per direction
+        self.next_dec: list = [None, None]  # TLS 1.2: state that takes over at ChangeCipherSpec
+        self.app_secret: list = [None, None]  # TLS 1.3: traffic secret 0 per direction
+        self.enc = [False, False]  # records in this direction are protected
+        self.lost = [False, False]  # decryption stopped in this direction (gap/failure)
+        self.pending: list = []  # (direction, record) waiting for the ServerHello
+        self.ch: dict | None = None
+        self.sh: dict | None = None
+        self.version: int | None = None
+        self.tls13 = False
+        self.params = None
+        self.early = False  # TLS 1.3 client offered 0-RTT; client records before its handshake keys
+        self.early_dec = None
+        self.hs_dec0 = None  # TLS 1.3 client handshake read state (while 0-RTT may be in flight)
+        self.etm = False
+        self.master: bytes | None = None
+        self.keys_wanted = False
+        self.inner = None
+        self.pt_off = [0, 0]
+        self.nrec = 0
+        self.last_s2c_packet = 0
+        self.after_ccs = [False, False]  # TLS 1.2, no keys: next handshake record is Finished
+        maps = ctx.shared.setdefault("tls_plaintext_maps", {})
+        self.maps = (OffsetMap(), OffsetMap())
+        maps[(conn.id, 0)], maps[(conn.id, 1)] = self.maps
+
+    # ------------------------------------------------------------ byte-stream interface
+
+    def data(self, direction, data, offset, packet):
+        for rec in self.readers[direction].feed(data, offset, packet):
+            self._record(direction, rec)
+
+    def gap(self, direction, offset, length, packet):
+        self.readers[direction].gap(offset, length)
+        if not self.lost[direction]:
+            self.lost[direction] = True
+            if self.dec[direction] is not None or self.next_dec[direction] is not None:
+                self._reason(f"gap in the stream at offset {offset}")
+            if self.inner is not None:
+                self.inner.gap(direction, self.pt_off[direction], length, packet)
+            self.dec[direction] = self.next_dec[direction] = None
+
+    def end(self):
+        pend, self.pending = self.pending, []
+        for d, rec in pend:
+            self._record(d, rec, flushing=True)
+        info = self.info
+        if self.ch is None and info.reason is None:
+            info.reason = "no ClientHello in the capture"
+        elif self.sh is None and info.reason is None and not info.decrypted:
+            info.reason = "no ServerHello in the capture"
+        if info.reason is None and not info.decrypted:
+            info.reason = "no encrypted records"
+        self._finish_times()
+        if self.inner is not None:
+            self.inner.end()
+
+    # ------------------------------------------------------------ records
+
+    def _reason(self, msg: str) -> None:
+        if self.info.reason is None:
+            self.info.reason = msg
+
+    def _record(self, d: int, rec: T.Record, flushing: bool = False) -> None:
+        rtype = rec.type
+        info = self.info
+        if rec.sslv2:
+            self._frame(d, rec, "SSLV2_CLIENT_HELLO", {"version": "SSL 2.0", "encrypted": False, "messages": ["CLIENT_HELLO"]})
+            info.records += 1
+            ch = T.parse_sslv2_client_hello(rec.body)
+            self._client_hello(ch, rec.first_packet, rec.packet)
+            return
+        # TLS 1.3 0-RTT (or anything protected) before the ServerHello: wait for the keys
+        if d == 0 and rtype == T.APPLICATION_DATA and self.sh is None and self.ch is not None and not flushing:
+            if len(self.pending) < MAX_PENDING_RECORDS:
+                self.pending.append((d, rec))
+                return
+        info.records += 1
+        self.nrec += 1
+        encrypted = self.enc[d] and (rtype == T.APPLICATION_DATA if self.tls13 else rtype != T.CCS)
+        if d == 0 and self.early and rtype == T.APPLICATION_DATA and not self.enc[0]:
+            encrypted = True
+        fields = {"version": _vname(rec.version), "encrypted": encrypted}
+        if d == 1:
+            self.last_s2c_packet = rec.packet
+        if not encrypted:
+            self._plain(d, rec, rtype, rec.body, fields)
+            return
+        dec = self.dec[d]
+        pt = None
+        inner_type = rtype
+        early = False
+        if dec is not None and not self.lost[d]:
+            try:
+                if self.tls13:
+                    inner_type, pt = self._dec13(d, rec)
+                    early = dec is self.early_dec and self.dec[d] is dec
+                else:
+                    pt = dec.decrypt(rtype, rec.version, rec.body)
+            except _Skip:
+                fields["early_data"] = True
+                fields["decrypted"] = False
+                self._frame(d, rec, "APPLICATION_DATA", fields)
+                self._overhead_estimate(d, rec)
+                return
+            except DecryptError:
+                self._reason(f"decryption failed at record {self.nrec} (packet {rec.packet})")
+                self.ctx.note(self.conn, f"packet {rec.packet}: TLS record {self.nrec} did not decrypt ({DIR[d]}); decryption stopped in this direction")
+                self.lost[d] = True
+                self.dec[d] = None
+        if pt is None:
+            fields["decrypted"] = False
+            self._no_key_record(d, rec, rtype)
+            self._frame(d, rec, _TYPE_NAMES.get(rtype, str(rtype)), fields)
+            return
+        info.decrypted = True
+        fields["decrypted"] = True
+        fields["plaintext"] = len(pt)
+        if early or (self.tls13 and d == 0 and self.dec[0] is self.early_dec and self.early_dec is not None):
+            fields["early_data"] = True
+        self._plain(d, rec, inner_type, pt, fields)
+
+    def _dec13(self, d: int, rec: T.Record):
+        hdr = bytes((rec.type, rec.version >> 8, rec.version & 0xFF, len(rec.body) >> 8, len(rec.body) & 0xFF))
+        dec = self.dec[d]
+        if d == 0 and self.early and self.hs_dec0 is not None:
+            # 0-RTT phase: early keys (if logged), else the client handshake keys; records that
+            # fit neither are rejected early data the server skipped too (RFC 8446 4.2.10).
+            for cand in (dec, self.hs_dec0) if dec is not self.hs_dec0 else (dec,):
+                if cand is None:
+                    continue
+                try:
+                    r = cand.decrypt(hdr, rec.body)
+                except DecryptError:
+                    continue
+                if cand is self.hs_dec0:
+                    self.dec[0] = cand
+                    self.early = False
+                return r
+            raise _Skip
+        return dec.decrypt(hdr, rec.body)
+
+    def _plain(self, d: int, rec: T.Record, ctype: int, body, fields: dict) -> None:
+        name = _TYPE_NAMES.get(ctype, str(ctype))
+        if ctype == T.HANDSHAKE:
+            hs = self.hs[d]
+            if not hs.buf:
+                self.hs_start[d] = rec.first_packet
+            msgs = hs.feed(body)
+            if hs.error:
+                self.ctx.note(self.conn, f"packet {rec.packet}: {hs.error}")
+                hs.error = None
+            fields["messages"] = [T.HANDSHAKE_TYPES.get(t, str(t)) for t, _ in msgs]
+            frame = self._frame(d, rec, name, fields)
+            start = self.hs_start[d]
+            for t, b in msgs:
+                self._message(d, t, b, start, rec, frame)
+                start = rec.first_packet
+            if hs.buf:
+                self.hs_start[d] = start if msgs else self.hs_start[d]
+            return
+        if ctype == T.CCS:
+            self._frame(d, rec, name, fields)
+            if not self.tls13 and self.sh is not None:
+                self.enc[d] = True
+                self.after_ccs[d] = True
+                if self.next_dec[d] is not None and not self.lost[d]:
+                    self.dec[d] = self.next_dec[d]
+                    self.next_dec[d] = None
+            return
+        if ctype == T.ALERT:
+            a = T.parse_alert(body)
+            if "error" not in a:
+                fields["alert"] = f"{a['level']}: {a['description']}"
+            self._frame(d, rec, name, fields)
+            return
+        if ctype == T.APPLICATION_DATA:
+            self._frame(d, rec, name, fields)
+            if fields.get("encrypted"):
+                self.info.record_overhead[d] += 5 + len(rec.body) - len(body)
+                if self.tls13 and d == 0 and self.info.client_finished_time is None and not fields.get("early_data"):
+                    pass
+            if body:
+                self._deliver(d, body, rec.packet)
+            return
+        self._frame(d, rec, name, fields)
+
+    def _no_key_record(self, d: int, rec: T.Record, rtype: int) -> None:
+        """Timeline facts from a record we cannot read."""
+        info = self.info
+        if not self.tls13:
+            if self.after_ccs[d] and rtype == T.HANDSHAKE:  # TLS 1.2 Finished
+                self.after_ccs[d] = False
+                self._finished(d, rec.packet)
+            elif rtype == T.APPLICATION_DATA:
+                self._overhead_estimate(d, rec)
+            return
+        if rtype != T.APPLICATION_DATA:
+            return
+        if d == 0 and info.client_finished_time is None and self.sh is not None and not self.early:
+            info.client_finished_time = self.ctx.time(rec.packet)
+            if info.server_finished_time is None and self.last_s2c_packet:
+                info.server_finished_time = self.ctx.time(self.last_s2c_packet)
+        else:
+            self._overhead_estimate(d, rec)
+
+    def _overhead_estimate(self, d: int, rec: T.Record) -> None:
+        p = self.params
+        if p is None:
+            return
+        if p.tls13:
+            ov = p.tag_len + 1
+        elif p.tag_len:
+            ov = p.tag_len + (0 if p.cipher == "CHACHA20-POLY1305" else 8)
+        else:
+            ov = (p.block if self.version and self.version >= 0x0302 else 0) + p.mac_len + 1
+        self.info.record_overhead[d] += 5 + min(ov, len(rec.body))
+
+    def _frame(self, d: int, rec: T.Record, type_: str, fields: dict) -> Frame:
+        f = Frame(
+            packet=rec.packet,
+            first_packet=rec.first_packet,
+            time=self.ctx.ts[rec.packet - 1],
+            connection=self.conn.id,
+            direction=d,
+            protocol="tls",
+            stream_id=None,
+            type=type_,
+            length=len(rec.body) if not rec.sslv2 else len(rec.body) - 2,
+            fields=fields,
+            offset=rec.offset,
+        )
+        return self.ctx.add_frame(f, "TLS")
+
+    # ------------------------------------------------------------ application data
+
+    def _deliver(self, d: int, data: bytes, packet: int) -> None:
+        if self.inner is None:
+            self.inner = self._make_inner()
+        self.maps[d].add(self.pt_off[d], packet)
+        off = self.pt_off[d]
+        self.pt_off[d] += len(data)
+        self.inner.data(d, data, off, packet)
+
+    def _make_inner(self):
+        proto = self.info.alpn or self.info.npn
+        ctx, conn = self.ctx, self.conn
+        if proto == "h2":
+            return ctx.make("h2", conn, cleartext=False)
+        if proto in ("http/1.1", "http/1.0"):
+            return ctx.make("http1", conn)
+        if proto and proto.startswith("spdy/"):
+            return ctx.make("spdy", conn, cleartext=False)
+        return ctx.sniffer(conn, tls_inside=True)
+
+    # ------------------------------------------------------------ handshake
+
+    def _message(self, d: int, t: int, body: bytes, start_packet: int, rec: T.Record, frame: Frame) -> None:
+        ctx, info = self.ctx, self.info
+        if t == T.HS_CLIENT_HELLO and d == 0:
+            ch = T.parse_client_hello(body)
+            if "error" in ch:
+                frame.error = ch["error"]
+                ctx.note(self.conn, f"packet {rec.packet}: {ch['error']}")
+            self._client_hello(ch, start_packet, rec.packet)
+        elif t == T.HS_SERVER_HELLO and d == 1:
+            sh = T.parse_server_hello(body)
+            if "error" in sh:
+                frame.error = sh["error"]
+                ctx.note(self.conn, f"packet {rec.packet}: {sh['error']}")
+            self._server_hello(sh, rec.packet)
+        elif t == T.HS_ENCRYPTED_EXTENSIONS and d == 1:
+            ee = T.parse_encrypted_extensions(body)
+            if ee.get("alpn"):
+                self._set_alpn(ee["alpn"])
+            if self.early and not ee.get("early_data"):
+                pass  # 0-RTT rejected: client records that fail the early keys are skipped
+        elif t == T.HS_CERTIFICATE and d == 1:
+            if info.certificate_subject is None:
+                c = T.parse_certificate(body, self.tls13)
+                if c.get("subject"):
+                    info.certificate_subject = c["subject"]
+                elif c.get("error") and c["certificates"]:
+                    ctx.note(self.conn, f"packet {rec.packet}: {c['error']}")
+        elif t == T.HS_NEW_SESSION_TICKET and d == 1 and not self.tls13:
+            nst = T.parse_new_session_ticket(body)
+            if nst.get("ticket") and self.master:
+                self._cache("tls12_tickets", nst["ticket"], self.master)
+        elif t == T.HS_FINISHED:
+            self._finished(d, rec.packet)
+            if self.tls13 and not self.lost[d]:
+                sec = self.app_secret[d]
+                if sec is not None:
+                    self.dec[d] = Tls13RecordDecryptor(self.params, sec)
+                elif self.dec[d] is not None:
+                    self._reason("no key for this client random")  # traffic secret not logged
+                    self.dec[d] = None
+                self.enc[d] = True
+        elif t == T.HS_END_OF_EARLY_DATA and d == 0:
+            self.early = False
+            self.dec[0] = self.hs_dec0
+        elif t == T.HS_KEY_UPDATE and self.tls13:
+            dec = self.dec[d]
+            if dec is not None:
+                self.dec[d] = dec.next_generation()
+            fields = frame.fields
+            if body:
+                fields["key_update"] = "update_requested" if body[0] == 1 else "update_not_requested"
+        elif t == T.HS_NEXT_PROTOCOL and d == 0:
+            p = T.parse_next_protocol(body)
+            if p:
+                info.npn = p
+                if not info.alpn:
+                    self.conn.protocol = p
+
+    def _finished(self, d: int, packet: int) -> None:
+        info = self.info
+        tm = self.ctx.time(packet)
+        if d == 0:
+            if info.client_finished_time is None:
+                info.client_finished_time = tm
+        elif info.server_finished_time is None:
+            info.server_finished_time = tm
+        self._finish_times()
+
+    def _finish_times(self) -> None:
+        info, conn = self.info, self.conn
+        if info.client_hello_time is not None:
+            conn.tls_start = info.client_hello_time
+        ends = [t for t in (info.client_finished_time, info.server_finished_time) if t is not None]
+        if ends:
+            conn.tls_end = max(ends)
+
+    def _set_alpn(self, alpn: str) -> None:
+        self.info.alpn = alpn
+        self.conn.protocol = alpn
+
+    def _client_hello(self, ch: dict, first_packet: int, packet: int) -> None:
+        info = self.info
+        if self.ch is not None:  # second ClientHello after a HelloRetryRequest (or renegotiation)
+            if self.ch.get("random") is None:
+                self.ch = ch
+            return
+        self.ch = ch
+        info.client_random = ch.get("random")
+        info.sni = ch.get("sni")
+        info.alpn_offered = list(ch.get("alpn") or [])
+        info.client_hello_time = self.ctx.time(first_packet)
+        self.conn.tls_start = info.client_hello_time
+        self.early = bool(ch.get("early_data"))
+
+    def _server_hello(self, sh: dict, packet: int) -> None:
+        info, ctx = self.info, self.ctx
+        if sh.get("hello_retry"):
+            info.hello_retry = True
+            return
+        if self.sh is not None:
+            return  # renegotiation: keep the first handshake's facts
+        self.sh = sh
+        info.server_hello_time = ctx.time(packet)
+        v = sh.get("version")
+        self.version = v
+        info.version = T.version_name(v)
+        cs = sh.get("cipher_suite")
+        info.cipher_suite_id = cs
+        info.cipher_suite = T.suite_name(cs)
+        self.tls13 = v is not None and (v == 0x0304 or v >> 8 == 0x7F)
+        if sh.get("alpn"):
+            self._set_alpn(sh["alpn"])
+        ch = self.ch or {}
+        if self.tls13:
+            info.resumed = bool(sh.get("pre_shared_key"))
+        else:
+            sid = sh.get("session_id") or b""
+            info.resumed = bool(sid) and sid == ch.get("session_id")
+        if not self.tls13 or not self.early:
+            self.early = False
+        self._setup_keys(sh)
+        # 0-RTT records held until now
+        if self.pending:
+            pend, self.pending = self.pending, []
+            for d, rec in pend:
+                self._record(d, rec, flushing=True)
+
+    def _setup_keys(self, sh: dict) -> None:
+        info, kl = self.info, self.ctx.keylog
+        cr = info.client_random
+        cs = sh.get("cipher_suite")
+        self.params = params = suite_params(cs)
+        if self.tls13:
+            self.enc[1] = True
+            self.enc[0] = True if not self.early else False
+            if params is None or not params.tls13:
+                self._reason(f"unsupported cipher suite {T.suite_name(cs)}")
+                return
+            if cr is None or kl is None:
+                self._reason("no key for this client random")
+                return
+            g = kl.get
+            chs, shs = g("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr), g("SERVER_HANDSHAKE_TRAFFIC_SECRET", cr)
+            self.app_secret = [g("CLIENT_TRAFFIC_SECRET_0", cr), g("SERVER_TRAFFIC_SECRET_0", cr)]
+            if shs is None and chs is None:
+                self._reason("no key for this client random")
+                return
+            self.dec[1] = Tls13RecordDecryptor(params, shs) if shs else None
+            hs0 = Tls13RecordDecryptor(params, chs) if chs else None
+            if self.early:
+                ets = g("CLIENT_EARLY_TRAFFIC_SECRET", cr)
+                self.early_dec = Tls13RecordDecryptor(params, ets) if ets else None
+                self.hs_dec0 = hs0
+                self.dec[0] = self.early_dec or hs0
+                self.enc[0] = True
+            else:
+                self.dec[0] = hs0
+            if shs is None or chs is None:
+                self._reason("no key for this client random")
+            return
+        if params is None:
+            self._reason(f"unsupported cipher suite {T.suite_name(cs)}")
+            return
+        if self.version is None or self.version < 0x0301:
+            self._reason(f"unsupported version {T.version_name(self.version)}")
+            return
+        master = None
+        if cr is not None and kl is not None:
+            master = kl.get("CLIENT_RANDOM", cr)
+        ch = self.ch or {}
+        if master is None and info.resumed:
+            master = self._cached("tls12_sessions", sh.get("session_id"))
+        if master is None and ch.get("session_ticket"):
+            master = self._cached("tls12_tickets", ch["session_ticket"])
+            if master is not None:
+                info.resumed = True
+        if master is None:
+            self._reason("no key for this client random")
+            return
+        self.master = master
+        if sh.get("session_id"):
+            self._cache("tls12_sessions", sh["session_id"], master)
+        etm = bool(ch.get("encrypt_then_mac")) and bool(sh.get("encrypt_then_mac"))
+        c, s = tls12_decryptors(master, cr, sh["random"], params, self.version, etm)
+        self.next_dec = [c, s]
+
+    def _cache(self, name: str, key: bytes, master: bytes) -> None:
+        cache = self.ctx.shared.setdefault(name, {})
+        if len(cache) < MAX_SESSION_CACHE:
+            cache[bytes(key)] = master
+
+    def _cached(self, name: str, key) -> bytes | None:
+        if not key:
+            return None
+        return self.ctx.shared.get(name, {}).get(bytes(key))
+
+
+class _Skip(Exception):
+    """Internal: a 0-RTT record the server rejected (no key fits)."""
+
+
+DIR = ("client→server", "server→client")
