@@ -1,0 +1,921 @@
+"""Per-packet detail, decoded on demand from the capture file (not hot).
+
+- ``packet_bytes(source, analysis, n)``: the captured bytes of packet ``n`` (1-based).
+- ``packet_detail(analysis, source, n) -> list[Node]``: the Wireshark-like tree of one
+  packet: frame, link (Ethernet / Linux cooked v1, v2 / BSD loopback / raw IP), IPv4 or
+  IPv6, TCP or UDP (decoded with dpkt, which is fine for one packet), then the protocol
+  frames the analysis placed on this packet (TLS records, HTTP/1, HTTP/2, SPDY, QUIC,
+  HTTP/3) with their fields and decoded headers.
+- ``packet_row`` / ``packet_rows``: the packet list columns (No., Time, Source,
+  Destination, Protocol, Length, Info), with an Info column like Wireshark's.
+- ``hexdump(data)``: hex + ASCII lines.
+
+Every ``Node`` carries the byte range it covers in the packet (``start``, ``end``; -1 when
+it has none, e.g. decrypted content) for highlighting, and, where Wireshark has one, the
+display-filter field name (``abbrev``) with the value formatted as ``tshark -T json``
+prints it, so that tests can compare the tree with tshark field by field.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+import dpkt
+
+from .model import PROTO_NAMES, Analysis, Frame
+from .packet import LINKTYPE_NAMES, Decoder
+
+__all__ = ["Node", "packet_bytes", "packet_detail", "packet_row", "packet_rows", "hexdump", "frames_on_packet",
+           "frame_summary", "flag_names", "PROTO_DISPLAY"]
+
+
+@dataclass(slots=True)
+class Node:
+    label: str
+    children: list["Node"] = field(default_factory=list)
+    start: int = -1  # byte range in the packet bytes, [start, end)
+    end: int = -1
+    abbrev: str | None = None  # Wireshark display-filter field name, when there is one
+    value: Any = None  # the value as tshark -T json prints it
+
+    def add(self, label: str, start: int = -1, end: int = -1, abbrev: str | None = None, value: Any = None) -> "Node":
+        n = Node(label, [], start, end, abbrev, value)
+        self.children.append(n)
+        return n
+
+    def walk(self) -> Iterable["Node"]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def find(self, abbrev: str) -> "Node | None":
+        for n in self.walk():
+            if n.abbrev == abbrev:
+                return n
+        return None
+
+
+def _leaf(parent: Node, name: str, value: Any, start: int, end: int, abbrev: str | None = None, shown: str | None = None) -> Node:
+    return parent.add(f"{name}: {shown if shown is not None else value}", start, end, abbrev, value)
+
+
+# ---------------------------------------------------------------- bytes and hex dump
+
+def packet_bytes(source, analysis: Analysis, n: int) -> bytes:
+    """Captured bytes of packet ``n`` (1-based), read from the file by offset."""
+    idx = analysis.index
+    if not 1 <= n <= len(idx):
+        return b""
+    try:
+        return source.read(idx.offset[n - 1], idx.caplen[n - 1])
+    except OSError:
+        return b""
+
+
+def _printable(b: int) -> str:
+    return chr(b) if 0x20 <= b < 0x7F else "."
+
+
+def hexdump(data: bytes, width: int = 16) -> list[str]:
+    """Lines exactly like ``tshark -x``: ``0000  16 03 01 00 …   ................``.
+    Byte i of a line is at column 6 + 3*i (hex) and 6 + 3*width + 2 + i (ASCII)."""
+    out = []
+    for off in range(0, len(data), width):
+        chunk = data[off : off + width]
+        hx = " ".join(f"{b:02x}" for b in chunk)
+        out.append(f"{off:04x}  {hx:<{width * 3 - 1}}   {''.join(_printable(b) for b in chunk)}")
+    return out
+
+
+# ---------------------------------------------------------------- packet -> frames index
+
+def _frame_index(analysis: Analysis) -> dict[int, list[int]]:
+    """Lazy index from packet number to the analysis frames on it, built once (and
+    again if frames were added since, e.g. while loading).
+
+    A frame is on every packet from ``first_packet`` to ``packet`` that belongs to the
+    frame's connection (a DATA frame spread over 40 segments shows on each of them)."""
+    cache = analysis.__dict__.get("_wf_frame_index")
+    if cache is not None and cache[0] == len(analysis.frames):
+        return cache[1]
+    by_packet: dict[int, list[int]] = {}
+    conn_of = analysis.index.conn
+    npk = len(conn_of)
+    for i, fr in enumerate(analysis.frames):
+        last = fr.packet
+        first = fr.first_packet or last
+        if first > last:
+            first, last = last, first
+        by_packet.setdefault(last, []).append(i)
+        if first < last:
+            for p in range(max(first, 1), min(last, npk + 1)):
+                if conn_of[p - 1] == fr.connection:
+                    by_packet.setdefault(p, []).append(i)
+    for lst in by_packet.values():
+        lst.sort()
+    analysis.__dict__["_wf_frame_index"] = (len(analysis.frames), by_packet)
+    return by_packet
+
+
+def frames_on_packet(analysis: Analysis, n: int, completing_only: bool = False) -> list[Frame]:
+    by_packet = _frame_index(analysis)
+    frs = [analysis.frames[i] for i in by_packet.get(n, ())]
+    if completing_only:
+        frs = [f for f in frs if f.packet == n]
+    return frs
+
+
+# ---------------------------------------------------------------- protocol names and flags
+
+PROTO_DISPLAY = {
+    "h2": "HTTP2", "h2c": "HTTP2", "http/1.1": "HTTP", "http/1.0": "HTTP", "http/0.9": "HTTP",
+    "spdy/2": "SPDY", "spdy/3": "SPDY", "spdy/3.1": "SPDY", "h3": "HTTP3", "h3-29": "HTTP3",
+    "quic": "QUIC", "gquic": "GQUIC", "tls": "TLS", "dns": "DNS",
+}
+_APP_RANK = {"TLS": 1, "QUIC": 1, "GQUIC": 2, "HTTP": 3, "HTTP2": 3, "SPDY": 3, "HTTP3": 3, "DNS": 3}
+
+H2_FLAGS = {
+    "DATA": ((0x1, "END_STREAM"), (0x8, "PADDED")),
+    "HEADERS": ((0x1, "END_STREAM"), (0x4, "END_HEADERS"), (0x8, "PADDED"), (0x20, "PRIORITY")),
+    "SETTINGS": ((0x1, "ACK"),),
+    "PING": ((0x1, "ACK"),),
+    "PUSH_PROMISE": ((0x4, "END_HEADERS"), (0x8, "PADDED")),
+    "CONTINUATION": ((0x4, "END_HEADERS"),),
+}
+SPDY_FLAGS = {
+    "SYN_STREAM": ((0x1, "FLAG_FIN"), (0x2, "FLAG_UNIDIRECTIONAL")),
+    "SYN_REPLY": ((0x1, "FLAG_FIN"),),
+    "HEADERS": ((0x1, "FLAG_FIN"),),
+    "DATA": ((0x1, "FLAG_FIN"), (0x2, "FLAG_COMPRESS")),
+    "SETTINGS": ((0x1, "FLAG_SETTINGS_CLEAR_SETTINGS"),),
+}
+
+
+def flag_names(fr: Frame) -> str:
+    table = None
+    if fr.protocol in ("h2", "h2c"):
+        table = H2_FLAGS.get(fr.type)
+    elif fr.protocol.startswith("spdy"):
+        table = SPDY_FLAGS.get(fr.type)
+    if not table:
+        return ""
+    return "|".join(name for bit, name in table if fr.flags & bit)
+
+
+def _tls_name(analysis: Analysis, conn_id: int) -> str:
+    try:
+        c = analysis.connections[conn_id]
+    except IndexError:
+        return "TLS"
+    v = c.tls.version if c.tls is not None else None
+    if v:
+        v = v.replace(" ", "")
+        if v.upper().startswith("TLS"):
+            return "TLSv" + v[3:].lstrip("v") if not v[3:].startswith("v") else "TLS" + v[3:]
+        return v
+    return "TLS"
+
+
+def frame_proto_name(analysis: Analysis, fr: Frame) -> str:
+    name = PROTO_DISPLAY.get(fr.protocol, fr.protocol.upper())
+    if name == "TLS":
+        return _tls_name(analysis, fr.connection)
+    return name
+
+
+def _hdr(headers, name: str) -> str | None:
+    for k, v in headers or ():
+        if k == name:
+            return v
+    return None
+
+
+def frame_summary(fr: Frame) -> str:
+    """One frame in the Info column: ``HEADERS[1]: GET /``, ``DATA[3]``, ``Client Hello``."""
+    f = fr.fields or {}
+    name = fr.type
+    if fr.protocol == "tls":
+        name = f.get("summary") or f.get("handshake_type") or fr.type.replace("_", " ").title()
+        return str(name)
+    if fr.protocol.startswith("http/"):
+        if f.get("start_line"):
+            return str(f["start_line"])
+        if f.get("method"):
+            return f"{f['method']} {f.get('target') or f.get('path') or ''} {fr.protocol.upper()}".strip()
+        if f.get("status") is not None:
+            return f"{fr.protocol.upper()} {f['status']} {f.get('reason', '')}".strip()
+        return name
+    s = f"{name}[{fr.stream_id}]" if fr.stream_id is not None else name
+    if fr.headers:
+        m, p, st = _hdr(fr.headers, ":method"), _hdr(fr.headers, ":path"), _hdr(fr.headers, ":status")
+        if m:
+            s += f": {m} {p or ''}".rstrip()
+        elif st:
+            s += f": {st}"
+    if fr.error:
+        s += " [error]"
+    return s
+
+
+# ---------------------------------------------------------------- link / IP / transport
+
+ETHERTYPES = {0x0800: "IPv4", 0x86DD: "IPv6", 0x0806: "ARP", 0x8100: "802.1Q Virtual LAN"}
+IP_PROTOS = {6: "TCP", 17: "UDP", 1: "ICMP", 58: "ICMPv6", 2: "IGMP", 41: "IPv6", 47: "GRE", 50: "ESP", 132: "SCTP"}
+SLL_PKTTYPES = {0: "Unicast to us", 1: "Broadcast", 2: "Multicast", 3: "Unicast to another host", 4: "Sent by us"}
+
+
+def _mac(b: bytes) -> str:
+    return ":".join(f"{x:02x}" for x in b)
+
+
+def _link(node_list: list[Node], linktype: int, data: bytes) -> tuple[int, int | None]:
+    """Add the link-layer node; return (offset of the network header, ethertype or None)."""
+    n = len(data)
+    if linktype == 1 and n >= 14:
+        et = struct.unpack_from("!H", data, 12)[0]
+        node = Node(f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}", [], 0, 14)
+        _leaf(node, "Destination", _mac(data[0:6]), 0, 6, "eth.dst")
+        _leaf(node, "Source", _mac(data[6:12]), 6, 12, "eth.src")
+        off = 14
+        while et in (0x8100, 0x88A8, 0x9100) and n >= off + 4:
+            tci, et2 = struct.unpack_from("!HH", data, off)
+            vl = node.add(f"802.1Q Virtual LAN, PRI: {tci >> 13}, ID: {tci & 0xFFF}", off - 2, off + 4)
+            _leaf(vl, "ID", tci & 0xFFF, off, off + 2, "vlan.id", shown=str(tci & 0xFFF))
+            et = et2
+            off += 4
+        _leaf(node, "Type", f"0x{et:04x}", off - 2, off, "eth.type", shown=f"{ETHERTYPES.get(et, 'Unknown')} (0x{et:04x})")
+        node.end = off
+        node_list.append(node)
+        return off, et
+    if linktype == 113 and n >= 16:
+        pkttype, hatype, halen = struct.unpack_from("!HHH", data, 0)
+        et = struct.unpack_from("!H", data, 14)[0]
+        node = Node("Linux cooked capture v1", [], 0, 16)
+        _leaf(node, "Packet type", str(pkttype), 0, 2, "sll.pkttype", shown=f"{SLL_PKTTYPES.get(pkttype, 'Unknown')} ({pkttype})")
+        _leaf(node, "Link-layer address type", str(hatype), 2, 4, "sll.hatype")
+        _leaf(node, "Link-layer address length", str(halen), 4, 6, "sll.halen")
+        if halen == 6:
+            _leaf(node, "Source", _mac(data[6:12]), 6, 12, "sll.src.eth")
+        _leaf(node, "Protocol", f"0x{et:04x}", 14, 16, "sll.etype", shown=f"{ETHERTYPES.get(et, 'Unknown')} (0x{et:04x})")
+        node_list.append(node)
+        return 16, et
+    if linktype == 276 and n >= 20:
+        et, _res, ifindex, hatype, pkttype, halen = struct.unpack_from("!HHIHBB", data, 0)
+        node = Node("Linux cooked capture v2", [], 0, 20)
+        _leaf(node, "Protocol", f"0x{et:04x}", 0, 2, "sll.etype", shown=f"{ETHERTYPES.get(et, 'Unknown')} (0x{et:04x})")
+        _leaf(node, "Interface index", str(ifindex), 4, 8, "sll.ifindex")
+        _leaf(node, "Link-layer address type", str(hatype), 8, 10, "sll.hatype")
+        _leaf(node, "Packet type", str(pkttype), 10, 11, "sll.pkttype", shown=f"{SLL_PKTTYPES.get(pkttype, 'Unknown')} ({pkttype})")
+        _leaf(node, "Link-layer address length", str(halen), 11, 12, "sll.halen")
+        if halen == 6:
+            _leaf(node, "Source", _mac(data[12:18]), 12, 18, "sll.src.eth")
+        node_list.append(node)
+        return 20, et
+    if linktype in (0, 108) and n >= 4:
+        fam = int.from_bytes(data[:4], "big" if linktype == 108 else "little")
+        if linktype == 0 and fam > 0xFFFF:
+            fam = int.from_bytes(data[:4], "big")
+        node = Node(f"Null/Loopback, Family: {'IP' if fam == 2 else 'IPv6' if fam in (10, 24, 28, 30) else fam}", [], 0, 4)
+        _leaf(node, "Family", str(fam), 0, 4, "null.family")
+        node_list.append(node)
+        return 4, 0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else None
+    if linktype in (101, 228, 229, 12, 14) and n:
+        node_list.append(Node(f"Raw packet data ({LINKTYPE_NAMES.get(linktype, linktype)})", [], 0, 0))
+        v = data[0] >> 4
+        return 0, 0x0800 if v == 4 else 0x86DD if v == 6 else None
+    node_list.append(Node(f"Unsupported or truncated link layer (link type {linktype}, {n} bytes)", [], 0, n))
+    return n, None
+
+
+def _ipv4(out: list[Node], data: bytes, off: int):
+    try:
+        ip = dpkt.ip.IP(data[off:])
+    except (dpkt.UnpackError, ValueError, IndexError, struct.error) as e:
+        out.append(Node(f"Internet Protocol Version 4 [malformed: {e.__class__.__name__}]", [], off, len(data)))
+        return None
+    hl = ip.hl * 4
+    src, dst = socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst)
+    node = Node(f"Internet Protocol Version 4, Src: {src}, Dst: {dst}", [], off, off + hl)
+    _leaf(node, "Version", "4", off, off + 1, "ip.version")
+    _leaf(node, "Header Length", str(hl), off, off + 1, "ip.hdr_len", shown=f"{hl} bytes ({ip.hl})")
+    _leaf(node, "Differentiated Services Field", f"0x{ip.tos:02x}", off + 1, off + 2, "ip.dsfield")
+    _leaf(node, "Total Length", str(ip.len), off + 2, off + 4, "ip.len")
+    _leaf(node, "Identification", f"0x{ip.id:04x}", off + 4, off + 6, "ip.id", shown=f"0x{ip.id:04x} ({ip.id})")
+    fo = struct.unpack_from("!H", data, off + 6)[0]
+    flags = fo >> 13
+    names = ", ".join(n for b, n in ((2, "Don't fragment"), (1, "More fragments")) if flags & b)
+    _leaf(node, "Flags", f"0x{flags:02x}", off + 6, off + 7, "ip.flags", shown=f"0x{flags:x}{', ' + names if names else ''}")
+    _leaf(node, "Fragment Offset", str((fo & 0x1FFF) * 8), off + 6, off + 8, "ip.frag_offset")
+    _leaf(node, "Time to Live", str(ip.ttl), off + 8, off + 9, "ip.ttl")
+    _leaf(node, "Protocol", str(ip.p), off + 9, off + 10, "ip.proto", shown=f"{IP_PROTOS.get(ip.p, 'Unknown')} ({ip.p})")
+    _leaf(node, "Header Checksum", f"0x{ip.sum:04x}", off + 10, off + 12, "ip.checksum")
+    _leaf(node, "Source Address", src, off + 12, off + 16, "ip.src")
+    _leaf(node, "Destination Address", dst, off + 16, off + 20, "ip.dst")
+    out.append(node)
+    end = off + ip.len if hl <= ip.len <= len(data) - off else len(data)
+    frag = bool(fo & 0x3FFF)
+    return ip.p, off + hl, end, src, dst, frag
+
+
+def _ipv6(out: list[Node], data: bytes, off: int):
+    if len(data) < off + 40:
+        out.append(Node("Internet Protocol Version 6 [truncated]", [], off, len(data)))
+        return None
+    vfc, plen, nxt, hlim = struct.unpack_from("!IHBB", data, off)
+    src, dst = socket.inet_ntop(socket.AF_INET6, data[off + 8 : off + 24]), socket.inet_ntop(socket.AF_INET6, data[off + 24 : off + 40])
+    node = Node(f"Internet Protocol Version 6, Src: {src}, Dst: {dst}", [], off, off + 40)
+    _leaf(node, "Version", "6", off, off + 1, "ipv6.version")
+    _leaf(node, "Traffic Class", f"0x{(vfc >> 20) & 0xFF:08x}", off, off + 2, "ipv6.tclass", shown=f"0x{(vfc >> 20) & 0xFF:02x}")
+    _leaf(node, "Flow Label", f"0x{vfc & 0xFFFFF:06x}", off + 1, off + 4, "ipv6.flow")
+    _leaf(node, "Payload Length", str(plen), off + 4, off + 6, "ipv6.plen")
+    _leaf(node, "Next Header", str(nxt), off + 6, off + 7, "ipv6.nxt", shown=f"{IP_PROTOS.get(nxt, 'Unknown')} ({nxt})")
+    _leaf(node, "Hop Limit", str(hlim), off + 7, off + 8, "ipv6.hlim")
+    _leaf(node, "Source Address", src, off + 8, off + 24, "ipv6.src")
+    _leaf(node, "Destination Address", dst, off + 24, off + 40, "ipv6.dst")
+    out.append(node)
+    p = off + 40
+    end = min(p + plen, len(data)) if plen else len(data)
+    frag = False
+    while nxt in (0, 43, 60, 51, 44) and p + 8 <= end:
+        h = data[p]
+        if nxt == 44:
+            frag = bool(struct.unpack_from("!H", data, p + 2)[0] & 0xFFF9)
+            node.add(f"Fragment Header for IPv6{' (fragment)' if frag else ''}", p, p + 8)
+            hl = 8
+        else:
+            hl = (data[p + 1] + 2) * 4 if nxt == 51 else (data[p + 1] + 1) * 8
+            node.add(f"IPv6 extension header {nxt}, length {hl}", p, p + hl)
+        nxt = h
+        p += hl
+    node.end = p
+    return nxt, p, end, src, dst, frag
+
+
+_TCP_FLAG_BITS = ((0x100, "AE"), (0x80, "CWR"), (0x40, "ECE"), (0x20, "URG"), (0x10, "ACK"), (0x08, "PSH"), (0x04, "RST"), (0x02, "SYN"), (0x01, "FIN"))
+_INFO_FLAGS = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"), (0x100, "AE"))
+
+
+def _tcp_options(opts: bytes) -> list[tuple[int, bytes, int]]:
+    """(kind, value, offset-in-options) for each TCP option."""
+    out = []
+    i = 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind in (0, 1):
+            out.append((kind, b"", i))
+            i += 1
+            continue
+        if i + 1 >= len(opts):
+            break
+        ln = opts[i + 1]
+        if ln < 2:
+            break
+        out.append((kind, opts[i + 2 : i + ln], i))
+        i += ln
+    return out
+
+
+class _TcpState:
+    """Per connection and direction: the base sequence number (for relative numbers as
+    Wireshark shows them) and the window scale shift, found by scanning the first packets
+    of the connection once."""
+
+    __slots__ = ("base", "wscale", "syn_seen")
+
+    def __init__(self):
+        self.base: list[int | None] = [None, None]
+        self.wscale: list[int | None] = [None, None]  # None: SYN without WS option
+        self.syn_seen = [False, False]
+
+
+def _tcp_state(analysis: Analysis, source, conn_id: int) -> _TcpState | None:
+    cache = analysis.__dict__.setdefault("_wf_tcp_state", {})
+    st = cache.get(conn_id)
+    if st is not None:
+        return st
+    try:
+        conn = analysis.connections[conn_id]
+    except IndexError:
+        return None
+    st = _TcpState()
+    idx = analysis.index
+    dec = Decoder()
+    p = conn.first_packet
+    scanned = 0
+    seen_dirs = set()
+    while p and p <= conn.last_packet and scanned < 64:
+        if idx.conn[p - 1] == conn_id:
+            scanned += 1
+            data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
+            d = dec.decode(idx.linktype[p - 1], data)
+            if d is not None and type(d) is not str and d.proto == 6:
+                di = 0 if (_ep(d.src, d.sport) == conn.client) else 1
+                if st.base[di] is None:
+                    if d.flags & 0x02:
+                        st.base[di] = d.seq
+                        st.syn_seen[di] = True
+                        if d.l3_off >= 0:
+                            try:
+                                for kind, val, _ in _tcp_options(_raw_tcp_header(data, d)[20:]):
+                                    if kind == 3 and val:
+                                        st.wscale[di] = val[0]
+                            except IndexError:
+                                pass
+                    else:
+                        st.base[di] = (d.seq - 1) & 0xFFFFFFFF
+                    seen_dirs.add(di)
+                if len(seen_dirs) == 2:
+                    break
+        p += 1
+    cache[conn_id] = st
+    return st
+
+
+def _ep(packed: bytes, port: int) -> tuple[str, int]:
+    return (socket.inet_ntop(socket.AF_INET if len(packed) == 4 else socket.AF_INET6, packed), port)
+
+
+def _raw_tcp_header(data: bytes, d) -> bytes:
+    """The TCP header bytes of a packet decoded by ``analyzer.packet.Decoder``."""
+    off = d.l3_off
+    off += (data[off] & 15) * 4 if d.ipver == 4 else 40  # IPv6 extension headers: rare on SYNs
+    hl = (data[off + 12] >> 4) * 4
+    return data[off : off + hl]
+
+
+def _rel(x: int, base: int | None) -> int:
+    return (x - base) & 0xFFFFFFFF if base is not None else x
+
+
+def _window(st: _TcpState | None, direction: int, flags: int, win: int) -> int:
+    if st is None or flags & 0x02:
+        return win
+    if st.syn_seen[0] and st.syn_seen[1]:
+        a, b = st.wscale[0], st.wscale[1]
+        if a is not None and b is not None:
+            return win << st.wscale[direction]
+        return win
+    return win
+
+
+def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, p: int, end: int, src: str, dst: str) -> tuple[str, int] | None:
+    try:
+        tcp = dpkt.tcp.TCP(data[p:end])
+    except (dpkt.UnpackError, ValueError, IndexError, struct.error) as e:
+        out.append(Node(f"Transmission Control Protocol [malformed: {e.__class__.__name__}]", [], p, end))
+        return None
+    hl = tcp.off * 4
+    plen = max(end - p - hl, 0)
+    conn_id = analysis.index.conn[n - 1]
+    st = _tcp_state(analysis, source, conn_id) if conn_id >= 0 else None
+    direction = 0
+    if conn_id >= 0:
+        c = analysis.connections[conn_id]
+        direction = 0 if (src, tcp.sport) == tuple(c.client) else 1
+    flags = tcp.flags | ((data[p + 12] & 1) << 8)
+    base = st.base[direction] if st else None
+    rbase = st.base[1 - direction] if st else None
+    seq = _rel(tcp.seq, base)
+    ack = _rel(tcp.ack, rbase) if flags & 0x10 else 0
+    nxt = seq + plen + (1 if flags & 0x03 else 0)
+    win = _window(st, direction, flags, tcp.win)
+    label = f"Transmission Control Protocol, Src Port: {tcp.sport}, Dst Port: {tcp.dport}, Seq: {seq}"
+    if flags & 0x10:
+        label += f", Ack: {ack}"
+    label += f", Len: {plen}"
+    node = Node(label, [], p, p + hl)
+    _leaf(node, "Source Port", str(tcp.sport), p, p + 2, "tcp.srcport")
+    _leaf(node, "Destination Port", str(tcp.dport), p + 2, p + 4, "tcp.dstport")
+    if conn_id >= 0:
+        node.add(f"[Connection: {conn_id}]")
+    _leaf(node, "[TCP Segment Len]", str(plen), -1, -1, "tcp.len")
+    _leaf(node, "Sequence Number", str(seq), p + 4, p + 8, "tcp.seq", shown=f"{seq}    (relative sequence number)" if base is not None else None)
+    _leaf(node, "Sequence Number (raw)", str(tcp.seq), p + 4, p + 8, "tcp.seq_raw")
+    _leaf(node, "[Next Sequence Number]", str(nxt), -1, -1, "tcp.nxtseq")
+    _leaf(node, "Acknowledgment Number", str(ack), p + 8, p + 12, "tcp.ack")
+    _leaf(node, "Acknowledgment number (raw)", str(tcp.ack), p + 8, p + 12, "tcp.ack_raw")
+    _leaf(node, "Header Length", str(hl), p + 12, p + 13, "tcp.hdr_len", shown=f"{hl} bytes ({tcp.off})")
+    fnames = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
+    fl = _leaf(node, "Flags", f"0x{flags:04x}", p + 12, p + 14, "tcp.flags", shown=f"0x{flags:03x} ({fnames})")
+    for b, nm in _TCP_FLAG_BITS:
+        fl.add(f"{nm}: {'Set' if flags & b else 'Not set'}", p + 12, p + 14)
+    _leaf(node, "Window", str(tcp.win), p + 14, p + 16, "tcp.window_size_value")
+    _leaf(node, "[Calculated window size]", str(win), -1, -1, "tcp.window_size")
+    _leaf(node, "Checksum", f"0x{tcp.sum:04x}", p + 16, p + 18, "tcp.checksum")
+    _leaf(node, "Urgent Pointer", str(tcp.urp), p + 18, p + 20, "tcp.urgent_pointer")
+    opts = data[p + 20 : p + hl]
+    if opts:
+        on = node.add(f"Options: ({len(opts)} bytes)", p + 20, p + hl)
+        for kind, val, o in _tcp_options(opts):
+            s = p + 20 + o
+            e = s + (1 if kind in (0, 1) else 2 + len(val))
+            if kind == 2 and len(val) == 2:
+                v = struct.unpack("!H", val)[0]
+                on.add(f"Maximum segment size: {v} bytes", s, e, "tcp.options.mss_val", str(v))
+            elif kind == 3 and val:
+                on.add(f"Window scale: {val[0]} (multiply by {1 << val[0]})", s, e, "tcp.options.wscale.shift", str(val[0]))
+            elif kind == 8 and len(val) == 8:
+                tv, te = struct.unpack("!II", val)
+                t = on.add(f"Timestamps: TSval {tv}, TSecr {te}", s, e)
+                t.add(f"Timestamp value: {tv}", s + 2, s + 6, "tcp.options.timestamp.tsval", str(tv))
+                t.add(f"Timestamp echo reply: {te}", s + 6, s + 10, "tcp.options.timestamp.tsecr", str(te))
+            elif kind == 4:
+                on.add("SACK permitted", s, e)
+            elif kind == 5:
+                on.add(f"SACK: {' '.join(str(_rel(x, rbase)) for x in struct.unpack(f'!{len(val) // 4}I', val[: len(val) // 4 * 4]))}", s, e)
+            elif kind == 1:
+                on.add("No-Operation (NOP)", s, e)
+            elif kind == 0:
+                on.add("End of Option List (EOL)", s, e)
+            else:
+                on.add(f"Option kind {kind}, length {len(val) + 2}", s, e)
+    if plen:
+        node.add(f"TCP payload ({plen} bytes)", p + hl, p + hl + plen)
+    out.append(node)
+    return ("tcp", p + hl)
+
+
+def _udp_node(out: list[Node], data: bytes, p: int, end: int) -> tuple[str, int] | None:
+    if end - p < 8:
+        out.append(Node("User Datagram Protocol [truncated]", [], p, end))
+        return None
+    sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, p)
+    node = Node(f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}", [], p, p + 8)
+    _leaf(node, "Source Port", str(sport), p, p + 2, "udp.srcport")
+    _leaf(node, "Destination Port", str(dport), p + 2, p + 4, "udp.dstport")
+    _leaf(node, "Length", str(ulen), p + 4, p + 6, "udp.length")
+    _leaf(node, "Checksum", f"0x{csum:04x}", p + 6, p + 8, "udp.checksum")
+    plen = (min(ulen, end - p) if ulen >= 8 else end - p) - 8
+    if plen > 0:
+        node.add(f"UDP payload ({plen} bytes)", p + 8, p + 8 + plen)
+    out.append(node)
+    return ("udp", p + 8)
+
+
+# ---------------------------------------------------------------- protocol frames
+
+def _value_nodes(parent: Node, key: str, v: Any, depth: int = 0) -> None:
+    if depth > 6:
+        parent.add(f"{key}: …")
+        return
+    if isinstance(v, dict):
+        n = parent.add(f"{key}")
+        for k2, v2 in v.items():
+            _value_nodes(n, str(k2), v2, depth + 1)
+    elif isinstance(v, (list, tuple)) and v and all(isinstance(x, (dict, list, tuple)) for x in v):
+        n = parent.add(f"{key} ({len(v)})")
+        for i, x in enumerate(v[:500]):
+            if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str):
+                _value_nodes(n, x[0], x[1], depth + 1)
+            else:
+                _value_nodes(n, f"[{i}]", x, depth + 1)
+    elif isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        parent.add(f"{key}: {b[:32].hex()}{'…' if len(b) > 32 else ''} ({len(b)} bytes)")
+    else:
+        s = str(v)
+        parent.add(f"{key}: {s if len(s) <= 400 else s[:400] + '…'}")
+
+
+def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_rel: int | None, plen: int,
+                 tls_records: list[tuple[int, int]]) -> tuple[int, int]:
+    """Byte range of a frame within packet n, when it can be placed: frames of a
+    cleartext TCP stream (TLS records, h2c, HTTP/1, SPDY without TLS) by their stream
+    offset; decrypted frames by the TLS record(s) that carried them on this packet."""
+    if payload_off < 0 or seq_rel is None or fr.offset < 0:
+        return (-1, -1)
+    try:
+        conn = analysis.connections[fr.connection]
+    except IndexError:
+        return (-1, -1)
+    cleartext = fr.protocol == "tls" or conn.tls is None
+    if conn.transport != "tcp":
+        return (-1, -1)
+    if cleartext:
+        # stream offset 0 is relative sequence number 1
+        seg_start = seq_rel - 1
+        s = max(fr.offset, seg_start)
+        e = min(fr.offset + 9 + fr.length if fr.protocol in ("h2", "h2c") else fr.offset + max(fr.length, 1), seg_start + plen)
+        if fr.protocol == "tls":
+            e = min(fr.offset + 5 + fr.length, seg_start + plen)
+        if e <= s:
+            return (-1, -1)
+        return (payload_off + s - seg_start, payload_off + e - seg_start)
+    if tls_records:
+        return (tls_records[0][0], tls_records[-1][1])
+    return (-1, -1)
+
+
+def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
+    pname = frame_proto_name(analysis, fr)
+    summ = frame_summary(fr)
+    fl = flag_names(fr)
+    label = f"{pname}: {summ}"
+    if fr.packet != fr.first_packet and fr.first_packet:
+        label += f" [packets {fr.first_packet}–{fr.packet}]"
+    node = Node(label, [], rng[0], rng[1])
+    node.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
+    node.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
+    if fr.stream_id is not None:
+        node.add(f"Stream Identifier: {fr.stream_id}", abbrev="wirefall.stream", value=fr.stream_id)
+    node.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
+    if fr.flags or fl:
+        node.add(f"Flags: 0x{fr.flags:02x}{' (' + fl + ')' if fl else ''}", abbrev="wirefall.flags", value=fr.flags)
+    node.add(f"Length: {fr.length}", abbrev="wirefall.length", value=fr.length)
+    if fr.first_packet and fr.first_packet != fr.packet:
+        node.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
+    if fr.error:
+        node.add(f"[Error: {fr.error}]")
+    if fr.headers:
+        hn = node.add(f"Header list ({len(fr.headers)} headers)")
+        for k, v in fr.headers:
+            hn.add(f"{k}: {v}")
+    for k, v in (fr.fields or {}).items():
+        _value_nodes(node, k, v)
+    return node
+
+
+# ---------------------------------------------------------------- the tree
+
+def _fmt_time(ts: float) -> str:
+    try:
+        return datetime.fromtimestamp(ts, timezone.utc).strftime("%b %d, %Y %H:%M:%S.%f UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"{ts:.6f}"
+
+
+def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
+    """The detail tree of packet ``number``.  Never raises on bad packet bytes."""
+    idx = analysis.index
+    if not 1 <= number <= len(idx):
+        return [Node(f"No packet {number}")]
+    data = packet_bytes(source, analysis, number)
+    i = number - 1
+    ts, caplen, origlen = idx.ts[i], idx.caplen[i], idx.origlen[i]
+    lt = idx.linktype[i]
+    iface = idx.interface[i]
+    out: list[Node] = []
+    fr_node = Node(f"Frame {number}: {origlen} bytes on wire ({origlen * 8} bits), {caplen} bytes captured ({caplen * 8} bits) on interface {iface}", [], 0, len(data))
+    _leaf(fr_node, "Interface id", str(iface), -1, -1, "frame.interface_id")
+    _leaf(fr_node, "Encapsulation type", LINKTYPE_NAMES.get(lt, str(lt)), -1, -1, None, shown=f"{LINKTYPE_NAMES.get(lt, 'Unknown')} (link type {lt})")
+    _leaf(fr_node, "Arrival Time", _fmt_time(ts), -1, -1)
+    _leaf(fr_node, "Epoch Arrival Time", f"{ts:.9f}", -1, -1, "frame.time_epoch", shown=f"{ts:.6f} seconds")
+    prev = idx.ts[i - 1] if i else ts
+    _leaf(fr_node, "Time delta from previous captured frame", f"{ts - prev:.9f}", -1, -1, "frame.time_delta", shown=f"{ts - prev:.6f} seconds")
+    _leaf(fr_node, "Time since reference or first frame", f"{ts - idx.ts[0]:.9f}", -1, -1, "frame.time_relative", shown=f"{ts - idx.ts[0]:.6f} seconds")
+    _leaf(fr_node, "Frame Number", str(number), -1, -1, "frame.number")
+    _leaf(fr_node, "Frame Length", str(origlen), -1, -1, "frame.len", shown=f"{origlen} bytes ({origlen * 8} bits)")
+    _leaf(fr_node, "Capture Length", str(caplen), -1, -1, "frame.cap_len", shown=f"{caplen} bytes ({caplen * 8} bits)")
+    out.append(fr_node)
+    try:
+        _transport_and_frames(out, analysis, source, number, data, lt)
+    except Exception as e:  # bad input never raises: show what broke instead
+        out.append(Node(f"[Malformed packet: {e.__class__.__name__}: {e}]"))
+    protos = []
+    for n in out[1:]:
+        word = n.label.split(",")[0].split(":")[0].split(" [")[0].split(" (")[0]
+        protos.append(_SHORT.get(word, word.lower()))
+    fr_node.add(f"[Protocols in frame: {':'.join(protos)}]")
+    return out
+
+
+_SHORT = {"Ethernet II": "eth", "Linux cooked capture v1": "sll", "Linux cooked capture v2": "sll", "Null/Loopback": "null",
+          "Internet Protocol Version 4": "ip", "Internet Protocol Version 6": "ipv6", "Transmission Control Protocol": "tcp",
+          "User Datagram Protocol": "udp"}
+
+
+def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: int, data: bytes, lt: int) -> None:
+    off, et = _link(out, lt, data)
+    if et == 0x0800:
+        r = _ipv4(out, data, off)
+    elif et == 0x86DD:
+        r = _ipv6(out, data, off)
+    else:
+        if et is not None and off < len(data):
+            out.append(Node(f"Data ({len(data) - off} bytes), ethertype 0x{et:04x}", [], off, len(data)))
+        return
+    if r is None:
+        return
+    proto, p, end, src, dst, frag = r
+    if frag:
+        out.append(Node(f"Fragmented IP protocol ({IP_PROTOS.get(proto, proto)}), {end - p} bytes; see the reassembled datagram", [], p, end))
+        proto = -1
+    payload_off = -1
+    seq_rel = None
+    plen = 0
+    if proto == 6:
+        t = _tcp_node(out, analysis, source, number, data, p, end, src, dst)
+        if t is not None:
+            payload_off = t[1]
+            plen = max(end - payload_off, 0)
+            sn = out[-1].find("tcp.seq")
+            seq_rel = int(sn.value) if sn is not None else None
+    elif proto == 17:
+        t = _udp_node(out, data, p, end)
+        if t is not None:
+            payload_off = t[1]
+    elif proto >= 0:
+        out.append(Node(f"{IP_PROTOS.get(proto, 'IP protocol ' + str(proto))} ({end - p} bytes)", [], p, end))
+    frames = frames_on_packet(analysis, number)
+    if not frames:
+        return
+    # Group frames by protocol family, TLS records first (outer), then the rest.
+    tls_ranges: list[tuple[int, int]] = []
+    groups: dict[str, Node] = {}
+    for fr in frames:
+        rng = _frame_range(analysis, fr, number, payload_off, seq_rel, plen, [])
+        if fr.protocol == "tls" and rng[0] >= 0:
+            tls_ranges.append(rng)
+    for fr in frames:
+        rng = _frame_range(analysis, fr, number, payload_off, seq_rel, plen, tls_ranges)
+        if proto == 17 and fr.protocol in ("quic", "gquic") and payload_off >= 0:
+            rng = (payload_off, end)
+        pname = frame_proto_name(analysis, fr)
+        g = groups.get(pname)
+        if g is None:
+            g = groups[pname] = Node(_group_label(pname), [], -1, -1)
+            out.append(g)
+        g.children.append(_frame_node(analysis, fr, rng))
+        if rng[0] >= 0:
+            g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
+            g.end = max(g.end, rng[1])
+    for pname, g in groups.items():
+        if len(g.children) == 1:
+            g.label = f"{g.label}: {g.children[0].label.split(': ', 1)[-1]}"
+        else:
+            g.label = f"{g.label} ({len(g.children)} frames)"
+
+
+def _group_label(pname: str) -> str:
+    return {
+        "HTTP2": "HyperText Transfer Protocol 2", "HTTP": "Hypertext Transfer Protocol", "SPDY": "SPDY",
+        "HTTP3": "Hypertext Transfer Protocol Version 3", "QUIC": "QUIC IETF", "GQUIC": "GQUIC (Google QUIC)",
+    }.get(pname, "Transport Layer Security" if pname.startswith("TLS") else pname)
+
+
+# ---------------------------------------------------------------- packet list rows
+
+class _RowCtx:
+    __slots__ = ("decoder",)
+
+    def __init__(self):
+        self.decoder = Decoder()
+
+
+def packet_row(analysis: Analysis, source, n: int, _ctx: _RowCtx | None = None) -> tuple[int, float, str, str, str, int, str]:
+    """``(no, time, source, destination, protocol, length, info)`` for packet ``n``.
+    Time is a float, seconds since the first packet, as Wireshark's default column."""
+    idx = analysis.index
+    i = n - 1
+    t0 = idx.ts[0] if len(idx) else 0.0
+    tm = idx.ts[i] - t0
+    length = idx.origlen[i]
+    data = source.read(idx.offset[i], idx.caplen[i])
+    ctx = _ctx or _RowCtx()
+    lt = idx.linktype[i]
+    d = _decode_row(data, lt)
+    if type(d) is str:
+        return (n, tm, "", "", PROTO_NAMES[idx.proto[i]] if idx.proto[i] else LINKTYPE_NAMES.get(lt, "?"), length, d)
+    ipver, src, dst, proto, frag, l4 = d
+    frames = frames_on_packet(analysis, n)
+    pcol = PROTO_NAMES[idx.proto[i]] or "?"
+    if frames:
+        best, rank = None, -1
+        for fr in frames:
+            nm = frame_proto_name(analysis, fr)
+            r = _APP_RANK.get(nm[:3] if nm.startswith("TLS") else nm, 2)
+            if r >= rank:
+                best, rank = nm, r
+        pcol = best or pcol
+    if frag:
+        return (n, tm, src, dst, "IPv4", length, f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, proto)} {proto}, off={frag - 1})")
+    if proto == 6 and l4 is not None:
+        sport, dport, seq, ack, hl, flags, win, plen, opts = l4
+        conn_id = idx.conn[i]
+        st = _tcp_state(analysis, source, conn_id) if conn_id >= 0 else None
+        direction = 0
+        if st is not None:
+            c = analysis.connections[conn_id]
+            direction = 0 if (src, sport) == tuple(c.client) else 1
+        if frames:
+            done = [fr for fr in frames if fr.packet == n]
+            if done:
+                info = ", ".join(frame_summary(fr) for fr in done)
+                return (n, tm, src, dst, pcol, length, info)
+            pcol = "TCP"
+            info_extra = " [continuation of " + frame_summary(frames[0]) + "]"
+        else:
+            info_extra = ""
+        fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
+        base = st.base[direction] if st else None
+        rbase = st.base[1 - direction] if st else None
+        info = f"{sport} → {dport} [{fl}] Seq={_rel(seq, base)}"
+        if flags & 0x10:
+            info += f" Ack={_rel(ack, rbase)}"
+        info += f" Win={_window(st, direction, flags, win)} Len={plen}"
+        for kind, val, _ in _tcp_options(opts):
+            if kind == 2 and len(val) == 2:
+                info += f" MSS={struct.unpack('!H', val)[0]}"
+            elif kind == 4:
+                info += " SACK_PERM"
+            elif kind == 8 and len(val) == 8:
+                tv, te = struct.unpack("!II", val)
+                info += f" TSval={tv} TSecr={te}"
+            elif kind == 3 and val:
+                info += f" WS={1 << val[0]}"
+        return (n, tm, src, dst, pcol if frames else "TCP", length, info + info_extra)
+    if proto == 17 and l4 is not None:
+        sport, dport, ulen = l4
+        if frames:
+            done = [fr for fr in frames if fr.packet == n] or frames
+            return (n, tm, src, dst, pcol, length, ", ".join(frame_summary(fr) for fr in done[:12]) + (" …" if len(done) > 12 else ""))
+        info = f"{sport} → {dport} Len={max(ulen - 8, 0)}"
+        return (n, tm, src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", length, info)
+    return (n, tm, src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), length, f"IP protocol {IP_PROTOS.get(proto, proto)}")
+
+
+def _decode_row(data: bytes, lt: int):
+    """Minimal struct decode for a list row: (ipver, src, dst, proto, frag, l4) or a reason."""
+    n = len(data)
+    off = 0
+    if lt == 1:
+        if n < 14:
+            return "Ethernet header truncated"
+        et = struct.unpack_from("!H", data, 12)[0]
+        off = 14
+        while et in (0x8100, 0x88A8, 0x9100) and n >= off + 4:
+            et = struct.unpack_from("!H", data, off + 2)[0]
+            off += 4
+    elif lt == 113:
+        if n < 16:
+            return "Linux cooked header truncated"
+        et, off = struct.unpack_from("!H", data, 14)[0], 16
+    elif lt == 276:
+        if n < 20:
+            return "Linux cooked v2 header truncated"
+        et, off = struct.unpack_from("!H", data, 0)[0], 20
+    elif lt in (0, 108):
+        if n < 4:
+            return "loopback header truncated"
+        fam = int.from_bytes(data[:4], "big" if lt == 108 else "little")
+        if lt == 0 and fam > 0xFFFF:
+            fam = int.from_bytes(data[:4], "big")
+        et, off = (0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else fam), 4
+    elif lt in (101, 228, 229, 12, 14):
+        if not n:
+            return "empty packet"
+        et = 0x0800 if data[0] >> 4 == 4 else 0x86DD if data[0] >> 4 == 6 else -1
+    else:
+        return f"unsupported link type {lt}"
+    frag = 0
+    if et == 0x0800:
+        if n < off + 20:
+            return "IPv4 header truncated"
+        ihl = (data[off] & 15) * 4
+        total, fo = struct.unpack_from("!H2xH", data, off + 2)
+        proto = data[off + 9]
+        src, dst = socket.inet_ntoa(data[off + 12 : off + 16]), socket.inet_ntoa(data[off + 16 : off + 20])
+        end = off + total if ihl <= total and off + total <= n else n
+        if fo & 0x3FFF:
+            frag = (fo & 0x1FFF) * 8 + 1
+        p = off + ihl
+        ipver = 4
+    elif et == 0x86DD:
+        if n < off + 40:
+            return "IPv6 header truncated"
+        plen = struct.unpack_from("!H", data, off + 4)[0]
+        proto = data[off + 6]
+        src = socket.inet_ntop(socket.AF_INET6, data[off + 8 : off + 24])
+        dst = socket.inet_ntop(socket.AF_INET6, data[off + 24 : off + 40])
+        p = off + 40
+        end = min(p + plen, n) if plen else n
+        while proto in (0, 43, 60, 51, 44) and p + 8 <= end:
+            if proto == 44 and struct.unpack_from("!H", data, p + 2)[0] & 0xFFF9:
+                frag = (struct.unpack_from("!H", data, p + 2)[0] & 0xFFF8) + 1
+            hl = 8 if proto == 44 else (data[p + 1] + 2) * 4 if proto == 51 else (data[p + 1] + 1) * 8
+            proto = data[p]
+            p += hl
+        ipver = 6
+    else:
+        return ETHERTYPES.get(et, f"ethertype 0x{et & 0xFFFF:04x}")
+    l4 = None
+    if frag:
+        return (ipver, src, dst, proto, frag, None)
+    if proto == 6 and end - p >= 20:
+        sport, dport, seq, ack, doff, flags, win = struct.unpack_from("!HHIIBBH", data, p)
+        hl = (doff >> 4) * 4
+        l4 = (sport, dport, seq, ack, hl, flags | ((doff & 1) << 8), win, max(end - p - hl, 0), data[p + 20 : p + hl])
+    elif proto == 17 and end - p >= 8:
+        l4 = struct.unpack_from("!HHH", data, p)
+    return (ipver, src, dst, proto, 0, l4)
+
+
+def packet_rows(analysis: Analysis, source, start: int, stop: int) -> list[tuple]:
+    """Rows for packets ``start`` .. ``stop - 1`` (1-based), read sequentially."""
+    ctx = _RowCtx()
+    stop = min(stop, len(analysis.index) + 1)
+    return [packet_row(analysis, source, n, ctx) for n in range(max(start, 1), stop)]
