@@ -1,0 +1,443 @@
+"""Exports of an ``Analysis``: waterfall images (png, svg), offline HTML, HAR 1.2, the JSON
+model and qlog.
+
+``export(analysis, out_path, fmt=None, force=False, include_sensitive=False)`` picks the
+format from the extension (or ``fmt``); files are written atomically (temporary file in
+the same folder, then rename) and an existing file is never replaced unless ``force``.
+
+- HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/): one entry per exchange,
+  ``timings`` from the waterfall phases (−1 where the phase does not apply or is unknown;
+  ``connect`` includes ``ssl`` as the spec asks), ``startedDateTime`` the first byte of the
+  entry's first phase with microseconds, and ``_``-prefixed extensions: ``_protocol``,
+  ``_connection``, ``_stream_id``, ``_priority``, ``_push_parent``, ``_pushed``,
+  ``_packets`` (packet numbers of the first/last request/response bytes),
+  ``_header_bytes_wire``/``_header_bytes_decoded`` (``{"request", "response"}``),
+  ``_reset``, ``_content_class``.  Cookie, Set-Cookie, Authorization and
+  Proxy-Authorization are left out unless ``include_sensitive``.
+- JSON: ``{"format": "wirefall-model", "version", "summary", "exchanges", "frames",
+  "waterfall", "stats"}`` from ``analyzer.jsonout`` (connection/exchange/frame dicts).
+- qlog: draft-ietf-quic-qlog main schema 0.3 (JSON, what qvis loads): one trace per QUIC
+  connection seen from the network (``vantage_point`` ``network``, ``flow`` ``client``:
+  client→server packets are ``transport:packet_sent``, server→client ones
+  ``transport:packet_received``), packet headers and frames re-decoded with the QUIC
+  dissector (``dissectors.quic``) and the capture's key log, plus ``http:frame_created`` /
+  ``http:frame_parsed`` from the HTTP/3 frames of the model.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from .model import Analysis, Exchange
+
+FORMATS = ("png", "svg", "html", "har", "json", "qlog")
+SENSITIVE = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
+QUIC_PROTOCOLS = ("h3", "h3-29", "quic")
+HTTP_VERSION = {"http/1.0": "HTTP/1.0", "http/1.1": "HTTP/1.1", "h2": "h2", "h2c": "h2c", "spdy/2": "spdy/2",
+                "spdy/3": "spdy/3", "spdy/3.1": "spdy/3.1", "h3": "h3", "h3-29": "h3-29"}
+
+
+class ExportError(ValueError):
+    pass
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("wirefall")
+    except Exception:  # noqa: BLE001 - not installed
+        return "0"
+
+
+def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
+           include_sensitive: bool = False, group_by: str | None = None) -> str:
+    """Write ``analysis`` to ``out_path``; returns the format written."""
+    fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if os.path.exists(out_path) and not force:
+        raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
+    if fmt in ("png", "svg", "html"):
+        from ui import figures
+
+        from .waterfall import build
+
+        fig = figures.waterfall_figure(build(analysis, group_by=group_by))
+        data = figures.to_image(fig, fmt) if fmt != "html" else _html(fig)
+    elif fmt == "har":
+        data = _dumps(har(analysis, include_sensitive=include_sensitive))
+    elif fmt == "json":
+        data = _dumps(model_json(analysis))
+    else:
+        data = _dumps(qlog(analysis))
+    write_atomic(out_path, data, force=force)
+    return fmt
+
+
+def _html(fig) -> bytes:
+    return fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def write_atomic(path: str, data: bytes, force: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder.  Without
+    ``force`` the final step is a hard link, which fails if ``path`` appeared meanwhile."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".wirefall-", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        if force:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
+            except OSError:  # file systems without hard links
+                if os.path.exists(path):
+                    raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
+                os.replace(tmp, path)
+                return
+            os.unlink(tmp)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ----------------------------------------------------------------------------------- HAR
+
+
+def iso_time(t: float) -> str:
+    return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _headers(hs: list[tuple[str, str]], include_sensitive: bool) -> list[dict]:
+    return [{"name": k, "value": v} for k, v in hs if include_sensitive or k.lower() not in SENSITIVE]
+
+
+def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]:
+    if not include_sensitive:
+        return []
+    out = []
+    for k, v in e.response_headers if response else e.request_headers:
+        kl = k.lower()
+        if not response and kl == "cookie":
+            for part in v.split(";"):
+                if "=" in part:
+                    n, _, val = part.strip().partition("=")
+                    out.append({"name": n, "value": val})
+        elif response and kl == "set-cookie":
+            first = v.split(";", 1)[0]
+            n, _, val = first.strip().partition("=")
+            c = {"name": n, "value": val}
+            for attr in v.split(";")[1:]:
+                an_, _, av = attr.strip().partition("=")
+                a = an_.lower()
+                if a in ("path", "domain"):
+                    c[a] = av
+                elif a == "httponly":
+                    c["httpOnly"] = True
+                elif a == "secure":
+                    c["secure"] = True
+            out.append(c)
+    return out
+
+
+def _ms(a: float | None, b: float | None) -> float:
+    return round((b - a) * 1000.0, 6)
+
+
+def har_timings(row) -> tuple[float, dict[str, float], float]:
+    """(start, HAR timings, total ms) of a waterfall row.  blocked = time inside the entry
+    not covered by a phase (e.g. between the TLS handshake and the request), or −1."""
+    ph = {n: (a, b) for n, a, b in row.phases}
+    t = {"blocked": -1.0, "dns": -1.0, "connect": -1.0, "send": 0.0, "wait": 0.0, "receive": 0.0, "ssl": -1.0}
+    if "dns" in ph:
+        t["dns"] = _ms(*ph["dns"])
+    if "connect" in ph:
+        t["connect"] = _ms(*ph["connect"])
+    if "tls" in ph:
+        t["ssl"] = _ms(*ph["tls"])
+        t["connect"] = (t["connect"] if t["connect"] >= 0 else 0.0) + t["ssl"]  # HAR: connect includes ssl
+    for n in ("send", "wait", "receive"):
+        if n in ph:
+            t[n] = _ms(*ph[n])
+    total = _ms(row.start, row.end)
+    covered = sum(v for k, v in t.items() if k not in ("blocked", "ssl") and v > 0)
+    rest = round(total - covered, 6)
+    if rest > 0.0005:
+        t["blocked"] = rest
+    return row.start, t, round(sum(v for k, v in t.items() if k != "ssl" and v > 0), 6)
+
+
+def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
+    from .waterfall import build
+
+    wf = build(an)
+    conns = {c.id: c for c in an.connections}
+    exs = {e.id: e for e in an.exchanges}
+    entries = []
+    for row in wf.rows:
+        e = exs[row.exchange]
+        c = conns.get(e.connection)
+        start, timings, total = har_timings(row)
+        url = e.url or ""
+        try:
+            qs = [{"name": k, "value": v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
+        except ValueError:
+            qs = []
+        ver = HTTP_VERSION.get(e.protocol, e.protocol)
+        ctype = e.content_type or e.header("content-type") or ""
+        size = e.response_body_decoded_bytes if e.response_body_decoded_bytes is not None else e.response_body_bytes
+        content: dict[str, Any] = {"size": size, "mimeType": ctype}
+        if e.response_body_decoded_bytes is not None:
+            content["compression"] = e.response_body_decoded_bytes - e.response_body_bytes
+        entry: dict[str, Any] = {
+            "pageref": "page_1",
+            "startedDateTime": iso_time(start),
+            "time": total,
+            "request": {
+                "method": e.method or ("GET" if e.pushed else ""),
+                "url": url,
+                "httpVersion": ver,
+                "cookies": _cookies(e, False, include_sensitive),
+                "headers": _headers(e.request_headers, include_sensitive),
+                "queryString": qs,
+                "headersSize": e.request_header_bytes_wire if (e.request_header_bytes_wire or e.request_headers) else -1,
+                "bodySize": e.request_body_bytes,
+            },
+            "response": {
+                "status": e.status if e.status is not None else 0,
+                "statusText": "",
+                "httpVersion": ver,
+                "cookies": _cookies(e, True, include_sensitive),
+                "headers": _headers(e.response_headers, include_sensitive),
+                "content": content,
+                "redirectURL": e.header("location") or "",
+                "headersSize": e.response_header_bytes_wire if (e.response_header_bytes_wire or e.response_headers) else -1,
+                "bodySize": e.response_body_bytes if e.response_start is not None else -1,
+            },
+            "cache": {},
+            "timings": timings,
+            "connection": str(e.connection),
+            "_protocol": e.protocol,
+            "_connection": e.connection,
+            "_stream_id": e.stream_id,
+            "_priority": e.priority,
+            "_pushed": e.pushed,
+            "_push_parent": e.push_parent,
+            "_packets": dict(row.packets),
+            "_header_bytes_wire": {"request": e.request_header_bytes_wire, "response": e.response_header_bytes_wire},
+            "_header_bytes_decoded": {"request": e.request_header_bytes_decoded, "response": e.response_header_bytes_decoded},
+            "_content_class": row.content_class,
+            "_exchange": e.id,
+        }
+        if e.reset:
+            entry["_reset"] = e.reset
+        if c is not None:
+            entry["serverIPAddress"] = c.server[0]
+        entries.append(entry)
+    first = wf.t0 if len(an.index) else 0.0
+    pl = wf.page_load_time
+    html = wf.milestone("html_first_byte")
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "wirefall", "version": _version()},
+            "pages": [{
+                "startedDateTime": iso_time(first),
+                "id": "page_1",
+                "title": os.path.basename(an.path),
+                "pageTimings": {"onContentLoad": -1, "onLoad": round(pl * 1000.0, 3) if pl is not None else -1,
+                                "_firstByte": round((html.time - first) * 1000.0, 3) if html else -1},
+            }],
+            "entries": entries,
+            "comment": "timings from packet times of the capture (wirefall)",
+        }
+    }
+
+
+# ---------------------------------------------------------------------------------- JSON
+
+
+def model_json(an: Analysis) -> dict[str, Any]:
+    from . import stats as _stats
+    from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, summary_dict
+    from .waterfall import build
+
+    return {
+        "format": "wirefall-model",
+        "version": SCHEMA_VERSION,
+        "summary": summary_dict(an),
+        "exchanges": [exchange_dict(e) for e in an.exchanges],
+        "frames": [frame_dict(f) for f in an.frames],
+        "waterfall": build(an).to_dict(),
+        "stats": _stats.to_dict(_stats.compute(an)),
+    }
+
+
+# ---------------------------------------------------------------------------------- qlog
+
+_QLOG_PTYPE = {"Initial": "initial", "Handshake": "handshake", "0-RTT": "0RTT", "1-RTT": "1RTT", "Retry": "retry",
+               "Version Negotiation": "version_negotiation"}
+
+
+def _qframe(fr) -> dict[str, Any]:
+    t = fr.type.lower()
+    d: dict[str, Any] = {"frame_type": t}
+    if fr.stream_id is not None:
+        d["stream_id"] = fr.stream_id
+    if t in ("stream", "crypto"):
+        d["offset"] = max(fr.offset, 0)
+        d["length"] = fr.length
+        if t == "stream":
+            d["fin"] = bool(fr.fin)
+    elif t == "padding":
+        d["length"] = fr.length
+    fl = fr.fields or {}
+    if t == "ack":
+        ranges = fl.get("ranges")
+        if ranges:
+            d["acked_ranges"] = [[int(a), int(b)] if a != b else [int(a)] for a, b in
+                                 (sorted(r) if isinstance(r, (list, tuple)) and len(r) == 2 else (r, r) for r in ranges)]
+        elif "largest_acknowledged" in fl:
+            d["acked_ranges"] = [[int(fl["largest_acknowledged"])]]
+        if "ack_delay" in fl:  # ms, with the default ack_delay_exponent 3 (raw value kept)
+            d["ack_delay"] = round(int(fl["ack_delay"]) * 8 / 1000.0, 3)
+            d["_ack_delay_raw"] = fl["ack_delay"]
+    else:
+        for k, v in fl.items():
+            if k in ("data",):
+                continue
+            if k == "frame_type":
+                k = "trigger_frame_type"
+            d[k] = v.hex() if isinstance(v, (bytes, bytearray)) else (list(v) if isinstance(v, tuple) else v)
+        if t == "connection_close":
+            d["error_space"] = "application" if fl.get("application") else "transport"
+            if "reason" in fl and isinstance(fl["reason"], (bytes, bytearray)):
+                d["reason"] = bytes(fl["reason"]).decode("utf-8", "replace")
+    return d
+
+
+def _quic_packets(an: Analysis, conn) -> list | None:
+    """Re-decode the QUIC packets of one UDP connection (header facts and, with keys,
+    frames) with the QUIC dissector.  None when the dissector is unavailable."""
+    try:
+        from dissectors.quic import QuicConnectionDissector
+    except ImportError:
+        return None
+    from .capture import PacketSource
+    from .packet import Decoder
+
+    kl = an.keylog
+    secret = (lambda label, cr: kl.get(label, cr)) if kl is not None else None
+    dis = QuicConnectionDissector(secret=secret)
+    idx = an.index
+    src = PacketSource(an.path)
+    dec = Decoder()
+    out = []
+    cl = (conn.client[0], conn.client[1])
+    try:
+        for i in range(conn.first_packet - 1, min(conn.last_packet, len(idx))):
+            if idx.conn[i] != conn.id:
+                continue
+            d = dec.decode(idx.linktype[i], src.read(idx.offset[i], idx.caplen[i]))
+            if d is None or isinstance(d, str):
+                continue
+            from .packet import addr_str
+
+            direction = 0 if (addr_str(d.src), d.sport) == cl else 1
+            try:
+                pkts = dis.datagram(direction, d.payload, i + 1)
+            except Exception as ex:  # noqa: BLE001 - bad input never stops an export
+                conn_note = f"qlog: packet {i + 1}: {ex.__class__.__name__}"
+                out.append((i + 1, idx.ts[i], direction, len(d.payload), [], conn_note))
+                continue
+            dis.pop_events()
+            out.append((i + 1, idx.ts[i], direction, len(d.payload), pkts, None))
+    finally:
+        src.close()
+    return out
+
+
+def qlog(an: Analysis) -> dict[str, Any]:
+    traces = []
+    h3_frames: dict[int, list] = {}
+    for f in an.frames:
+        if f.protocol in ("h3", "h3-29"):
+            h3_frames.setdefault(f.connection, []).append(f)
+    for c in an.connections:
+        if c.transport != "udp" or not (c.quic is not None or c.protocol in QUIC_PROTOCOLS or c.protocol is None):
+            continue  # (gQUIC has no qlog schema; DNS and other UDP are not QUIC)
+        ref = c.start * 1000.0
+        events: list[dict] = []
+        pkts = _quic_packets(an, c)
+        odcid = None
+        for pnum, ts, direction, size, qps, err in pkts or []:
+            rel = round(ts * 1000.0 - ref, 6)
+            if err is not None:
+                continue
+            events.append({"time": rel, "name": "transport:datagram_" + ("sent" if direction == 0 else "received"),
+                           "data": {"count": len(qps), "raw": [{"length": size}], "_packet": pnum}})
+            for qp in qps:
+                hdr: dict[str, Any] = {"packet_type": _QLOG_PTYPE.get(qp.type, "unknown")}
+                if qp.pn is not None:
+                    hdr["packet_number"] = qp.pn
+                if qp.version is not None and qp.type not in ("1-RTT",):
+                    hdr["version"] = f"{qp.version:08x}"
+                if qp.dcid is not None:
+                    hdr["dcid"] = bytes(qp.dcid).hex()
+                if qp.scid is not None:
+                    hdr["scid"] = bytes(qp.scid).hex()
+                if odcid is None and direction == 0 and qp.type == "Initial":
+                    odcid = bytes(qp.dcid).hex()
+                data: dict[str, Any] = {"header": hdr, "raw": {"length": qp.size}, "_packet": pnum}
+                if qp.frames:
+                    data["frames"] = [_qframe(fr) for fr in qp.frames]
+                if qp.error:
+                    data["_error"] = qp.error
+                events.append({"time": rel, "name": "transport:packet_" + ("sent" if direction == 0 else "received"), "data": data})
+        for f in h3_frames.get(c.id, []):
+            fr: dict[str, Any] = {"frame_type": f.type.lower()}
+            if f.headers is not None:
+                fr["headers"] = [{"name": k, "value": v} for k, v in f.headers]
+            events.append({"time": round(f.time * 1000.0 - ref, 6),
+                           "name": "http:frame_created" if f.direction == 0 else "http:frame_parsed",
+                           "data": {"stream_id": f.stream_id, "length": f.length, "frame": fr, "_packet": f.packet}})
+        if c.quic is None and c.protocol is None and not any(
+                ev["name"].startswith("transport:packet") and ev["data"]["header"]["packet_type"] != "unknown" for ev in events):
+            continue  # not QUIC after all
+        events.sort(key=lambda ev: ev["time"])
+        if odcid is None and c.quic is not None:
+            odcid = c.quic.dcid
+        trace = {
+            "title": f"connection {c.id} {c.label}",
+            "description": f"{c.protocol or 'quic'} from {os.path.basename(an.path)}",
+            "vantage_point": {"name": "wirefall", "type": "network", "flow": "client"},
+            "common_fields": {"ODCID": odcid or "", "reference_time": ref, "time_format": "relative",
+                              "protocol_type": ["QUIC", "HTTP3"]},
+            "events": events,
+        }
+        traces.append(trace)
+    return {
+        "qlog_version": "0.3",
+        "qlog_format": "JSON",
+        "title": f"wirefall {os.path.basename(an.path)}",
+        "description": "QUIC and HTTP/3 events from a packet capture, network vantage point",
+        "traces": traces,
+    }

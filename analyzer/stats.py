@@ -1,0 +1,379 @@
+"""Statistics of a capture, per protocol and per connection, from the timeline model.
+
+``compute(analysis) -> Stats``; ``to_dict(stats)`` is the ``wirefall stats --json`` form;
+``render_text(stats)`` the tables ``wirefall stats`` prints.
+
+Every pair ``[c2s, s2c]`` is client→server, server→client.  Header bytes: ``wire`` is what
+the header block took on the wire (compressed: HPACK, QPACK, SPDY zlib; for HTTP/1 the
+header section as sent), ``decoded`` the header list as text (name + value per header as the
+dissector counts it); ``reduction`` = 1 − wire/decoded.  ``first``/``rest`` split the first
+header block of each connection (per direction) from the later ones: the compression
+dictionary (zlib for SPDY, the HPACK/QPACK dynamic table) only pays off after the first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Analysis, Connection, Exchange
+
+STATS_VERSION = 1
+FRAME_HEADER_BYTES = {"h2": 9, "h2c": 9, "spdy/2": 8, "spdy/3": 8, "spdy/3.1": 8}
+
+
+@dataclass
+class Block:
+    """One set of numbers: the capture, one protocol or one connection."""
+
+    name: str
+    connections: int = 0
+    packets: list[int] = field(default_factory=lambda: [0, 0])
+    bytes: list[int] = field(default_factory=lambda: [0, 0])
+    payload: list[int] = field(default_factory=lambda: [0, 0])
+    tls_record_overhead: list[int] = field(default_factory=lambda: [0, 0])
+    framing_overhead: list[int] | None = None  # None where the protocol's framing is not known
+    frames: int = 0
+    retransmissions: list[int] = field(default_factory=lambda: [0, 0])
+    retransmitted_bytes: list[int] = field(default_factory=lambda: [0, 0])
+    gaps: list[int] = field(default_factory=lambda: [0, 0])
+    requests: int = 0
+    pushes: int = 0
+    resets: int = 0
+    # header bytes: [wire, decoded] for request/response, all and first/rest blocks
+    req_headers: list[int] = field(default_factory=lambda: [0, 0])
+    resp_headers: list[int] = field(default_factory=lambda: [0, 0])
+    req_headers_first: list[int] = field(default_factory=lambda: [0, 0])
+    resp_headers_first: list[int] = field(default_factory=lambda: [0, 0])
+    req_headers_rest: list[int] = field(default_factory=lambda: [0, 0])
+    resp_headers_rest: list[int] = field(default_factory=lambda: [0, 0])
+    request_body: int = 0
+    response_body: list[int] = field(default_factory=lambda: [0, 0])  # [encoded, decoded]
+    max_streams_in_flight: int = 0
+    ttfb: float | None = None
+    page_load_time: float | None = None
+    first_time: float | None = None
+    last_time: float | None = None
+    endpoints: str | None = None  # connections only
+    protocol: str | None = None  # connections only
+
+
+@dataclass
+class Stats:
+    file: str
+    capture: Block
+    protocols: dict[str, Block]
+    connections: list[Block]
+    packets_total: int = 0
+    bytes_total: int = 0
+    duration: float = 0.0
+
+
+def _add2(a: list[int], b) -> None:
+    a[0] += b[0]
+    a[1] += b[1]
+
+
+def _reduction(pair: list[int]) -> float | None:
+    wire, dec = pair
+    return None if dec <= 0 else 1.0 - wire / dec
+
+
+def _start(e: Exchange) -> float | None:
+    return next((t for t in (e.request_start, e.request_end, e.response_start, e.response_end) if t is not None), None)
+
+
+def _end(e: Exchange) -> float | None:
+    return next((t for t in (e.response_end, e.response_start, e.request_end, e.request_start) if t is not None), None)
+
+
+def max_in_flight(exs: list[Exchange]) -> int:
+    """Most exchanges open at once (from request start to response end)."""
+    ev = []
+    for e in exs:
+        a, b = _start(e), _end(e)
+        if a is None:
+            continue
+        ev.append((a, 1))
+        ev.append((b if b is not None else a, -1))
+    ev.sort(key=lambda x: (x[0], -x[1]))  # starts before ends at the same instant
+    cur = best = 0
+    for _, d in ev:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+def conn_protocol(c: Connection, exs: list[Exchange]) -> str:
+    if exs:
+        return exs[0].protocol
+    if c.protocol:
+        return c.protocol
+    if c.tls is not None:
+        return "tls"
+    return c.transport
+
+
+def _fill_exchanges(b: Block, exs: list[Exchange]) -> None:
+    for e in exs:
+        if e.pushed:
+            b.pushes += 1
+        else:
+            b.requests += 1
+        if e.reset:
+            b.resets += 1
+        _add2(b.req_headers, (e.request_header_bytes_wire, e.request_header_bytes_decoded))
+        _add2(b.resp_headers, (e.response_header_bytes_wire, e.response_header_bytes_decoded))
+        b.request_body += e.request_body_bytes
+        b.response_body[0] += e.response_body_bytes
+        b.response_body[1] += e.response_body_bytes if e.response_body_decoded_bytes is None else e.response_body_decoded_bytes
+
+
+def _first_rest(b: Block, exs: list[Exchange]) -> None:
+    """Split header bytes of one connection's exchanges into first block / rest."""
+    reqs = sorted((e for e in exs if e.request_header_bytes_decoded or e.request_header_bytes_wire),
+                  key=lambda e: (e.request_start if e.request_start is not None else float("inf"), e.id))
+    resps = sorted((e for e in exs if e.response_header_bytes_decoded or e.response_header_bytes_wire),
+                   key=lambda e: (e.response_start if e.response_start is not None else float("inf"), e.id))
+    for i, e in enumerate(reqs):
+        _add2(b.req_headers_first if i == 0 else b.req_headers_rest, (e.request_header_bytes_wire, e.request_header_bytes_decoded))
+    for i, e in enumerate(resps):
+        _add2(b.resp_headers_first if i == 0 else b.resp_headers_rest, (e.response_header_bytes_wire, e.response_header_bytes_decoded))
+
+
+def _fill_connection(b: Block, c: Connection) -> None:
+    b.connections += 1
+    for d in (0, 1):
+        s = c.stats[d]
+        b.packets[d] += s.packets
+        b.bytes[d] += s.bytes
+        b.payload[d] += s.payload
+        b.retransmissions[d] += s.retransmissions
+        b.retransmitted_bytes[d] += s.retransmitted_bytes
+        b.gaps[d] += s.gaps
+    if c.tls is not None:
+        _add2(b.tls_record_overhead, c.tls.record_overhead)
+    b.first_time = c.start if b.first_time is None else min(b.first_time, c.start)
+    b.last_time = c.end if b.last_time is None else max(b.last_time, c.end)
+
+
+def compute(an: Analysis) -> Stats:
+    idx = an.index
+    t0 = idx.ts[0] if len(idx) else None
+    exs_by_conn: dict[int, list[Exchange]] = {}
+    for e in an.exchanges:
+        exs_by_conn.setdefault(e.connection, []).append(e)
+    framing: dict[int, list[int]] = {}
+    frames_n: dict[int, int] = {}
+    for f in an.frames:
+        frames_n[f.connection] = frames_n.get(f.connection, 0) + 1
+        hb = (f.fields or {}).get("header_bytes") if f.fields else None
+        if hb is None:
+            hb = FRAME_HEADER_BYTES.get(f.protocol)
+        if hb is not None:
+            fr = framing.setdefault(f.connection, [0, 0])
+            fr[f.direction] += int(hb)
+
+    cap = Block(name="capture")
+    protos: dict[str, Block] = {}
+    conns: list[Block] = []
+    for c in an.connections:
+        exs = exs_by_conn.get(c.id, [])
+        proto = conn_protocol(c, exs)
+        cb = Block(name=f"connection {c.id}", endpoints=c.label, protocol=proto)
+        _fill_connection(cb, c)
+        _fill_exchanges(cb, exs)
+        _first_rest(cb, exs)
+        cb.frames = frames_n.get(c.id, 0)
+        if c.id in framing:
+            cb.framing_overhead = list(framing[c.id])
+        cb.max_streams_in_flight = max_in_flight(exs)
+        firsts = [e for e in exs if e.response_start is not None]
+        if firsts:
+            e = min(firsts, key=lambda e: (_start(e), e.id))
+            base = c.connect_start if c.connect_start is not None else c.start
+            cb.ttfb = e.response_start - base
+        ends = [e.response_end for e in exs if e.response_end is not None]
+        if ends:
+            cb.page_load_time = max(ends) - (c.connect_start if c.connect_start is not None else c.start)
+        conns.append(cb)
+        pb = protos.setdefault(proto, Block(name=proto))
+        for blk in (cap, pb):
+            _fill_connection(blk, c)
+            _fill_exchanges(blk, exs)
+            for k in ("req_headers_first", "resp_headers_first", "req_headers_rest", "resp_headers_rest"):
+                _add2(getattr(blk, k), getattr(cb, k))
+            blk.frames += cb.frames
+            if cb.framing_overhead is not None:
+                if blk.framing_overhead is None:
+                    blk.framing_overhead = [0, 0]
+                _add2(blk.framing_overhead, cb.framing_overhead)
+    by_proto: dict[str, list[Exchange]] = {}
+    for c, cb in zip(an.connections, conns):
+        by_proto.setdefault(cb.protocol or "", []).extend(exs_by_conn.get(c.id, []))
+    for pname, pb in protos.items():
+        pexs = by_proto.get(pname, [])
+        pb.max_streams_in_flight = max_in_flight(pexs)
+        _times(pb, pexs, t0)
+    cap.max_streams_in_flight = max_in_flight(an.exchanges)
+    _times(cap, an.exchanges, t0)
+    dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
+    return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
+                 bytes_total=int(sum(idx.origlen)), duration=dur)
+
+
+def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
+    """Capture/protocol level: TTFB = first response byte of the first exchange measured from
+    the first packet of the capture (navigation as the wire sees it: DNS, connect, TLS
+    included); page load = last byte of the last response from the first packet."""
+    if t0 is None:
+        return
+    firsts = [e for e in exs if e.response_start is not None and _start(e) is not None]
+    if firsts:
+        e = min(firsts, key=lambda e: (_start(e), e.id))
+        b.ttfb = e.response_start - t0
+    ends = [e.response_end for e in exs if e.response_end is not None]
+    if ends:
+        b.page_load_time = max(ends) - t0
+
+
+# ------------------------------------------------------------------------------- output
+
+
+def _hdr_dict(pair: list[int]) -> dict[str, Any]:
+    r = _reduction(pair)
+    return {"wire": pair[0], "decoded": pair[1], "reduction": None if r is None else round(r, 4)}
+
+
+def block_dict(b: Block) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": b.name}
+    if b.endpoints is not None:
+        d["endpoints"] = b.endpoints
+        d["protocol"] = b.protocol
+    d.update({
+        "connections": b.connections,
+        "packets": b.packets,
+        "bytes": b.bytes,
+        "payload_bytes": b.payload,
+        "tls_record_overhead": b.tls_record_overhead,
+        "framing_overhead": b.framing_overhead,
+        "frames": b.frames,
+        "retransmissions": b.retransmissions,
+        "retransmitted_bytes": b.retransmitted_bytes,
+        "gaps": b.gaps,
+        "requests": b.requests,
+        "pushes": b.pushes,
+        "resets": b.resets,
+        "headers": {
+            "request": _hdr_dict(b.req_headers),
+            "response": _hdr_dict(b.resp_headers),
+            "request_first": _hdr_dict(b.req_headers_first),
+            "request_rest": _hdr_dict(b.req_headers_rest),
+            "response_first": _hdr_dict(b.resp_headers_first),
+            "response_rest": _hdr_dict(b.resp_headers_rest),
+        },
+        "request_body_bytes": b.request_body,
+        "response_body_bytes": {"encoded": b.response_body[0], "decoded": b.response_body[1]},
+        "max_streams_in_flight": b.max_streams_in_flight,
+        "ttfb": b.ttfb,
+        "page_load_time": b.page_load_time,
+    })
+    return d
+
+
+def to_dict(st: Stats) -> dict[str, Any]:
+    return {
+        "version": STATS_VERSION,
+        "file": st.file,
+        "packets": st.packets_total,
+        "bytes": st.bytes_total,
+        "duration": st.duration,
+        "capture": block_dict(st.capture),
+        "protocols": {k: block_dict(v) for k, v in sorted(st.protocols.items())},
+        "connections": [block_dict(b) for b in st.connections],
+    }
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def _pair(p: list[int] | None) -> str:
+    return "-" if p is None else f"{p[0]:,} / {p[1]:,}"
+
+
+def _pct(pair: list[int]) -> str:
+    r = _reduction(pair)
+    return "-" if r is None else f"{r * 100:.1f}%"
+
+
+def _ms(t: float | None) -> str:
+    return "-" if t is None else f"{t * 1000:.1f} ms"
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]], right: set[int]) -> str:
+    widths = [len(h) for h in headers]
+    for r in rows:
+        for i, v in enumerate(r):
+            widths[i] = max(widths[i], len(v))
+
+    def line(vals):
+        return "  ".join(v.rjust(widths[i]) if i in right else v.ljust(widths[i]) for i, v in enumerate(vals)).rstrip()
+
+    out = [title, line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
+    return "\n".join(out)
+
+
+def render_text(st: Stats) -> str:
+    c = st.capture
+    parts = []
+    parts.append(
+        f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s; "
+        f"{c.connections} connections, {c.requests} requests, {c.pushes} pushed, {c.resets} reset; "
+        f"max {c.max_streams_in_flight} in flight; TTFB {_ms(c.ttfb)}, page load {_ms(c.page_load_time)} (from the first packet)"
+    )
+    order = sorted(st.protocols.values(), key=lambda b: (-b.requests, b.name))
+    rows = []
+    for b in order + [c]:
+        rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
+                     _pair(b.packets), _pair(b.bytes), _pair(b.payload), _pair(b.tls_record_overhead),
+                     _pair(b.framing_overhead), _pair(b.retransmissions), _ms(b.ttfb), _ms(b.page_load_time)])
+    parts.append(_table("Traffic (client→server / server→client)",
+                        ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans", "TTFB", "load"],
+                        rows, set(range(1, 12))))
+    rows = []
+    for b in order + [c]:
+        if not (b.req_headers[1] or b.resp_headers[1] or b.req_headers[0] or b.resp_headers[0]):
+            continue
+        name = b.name if b is not c else "all"
+        for label, allp, first, rest in (("request", b.req_headers, b.req_headers_first, b.req_headers_rest),
+                                         ("response", b.resp_headers, b.resp_headers_first, b.resp_headers_rest)):
+            rows.append([name, label, _n(allp[0]), _n(allp[1]), _pct(allp), _pair(first), _pct(first), _pair(rest), _pct(rest)])
+    if rows:
+        parts.append(_table("Header bytes (wire = compressed on the wire, decoded = as text; saved = 1 − wire/decoded)",
+                            ["protocol", "", "wire", "decoded", "saved", "first block w/d", "saved", "later blocks w/d", "saved"],
+                            rows, {2, 3, 4, 5, 6, 7, 8}))
+    rows = []
+    for b in order + [c]:
+        if not (b.response_body[0] or b.request_body):
+            continue
+        enc, dec = b.response_body
+        rows.append([b.name if b is not c else "all", _n(b.request_body), _n(enc), _n(dec),
+                     "-" if not dec else f"{(1 - enc / dec) * 100:.1f}%"])
+    if rows:
+        parts.append(_table("Bodies (response encoded = as transferred, decoded = after Content-Encoding)",
+                            ["protocol", "request", "response encoded", "decoded", "saved"], rows, {1, 2, 3, 4}))
+    rows = []
+    dns = [b for b in st.connections if b.protocol == "dns"]
+    for b in st.connections:
+        if b.protocol == "dns":
+            continue
+        rows.append([b.name.split()[-1], b.protocol or "", b.endpoints or "", _pair(b.packets), _pair(b.bytes),
+                     _pair(b.tls_record_overhead), _pair(b.framing_overhead), _pair(b.retransmissions), _pair(b.gaps),
+                     str(b.requests), str(b.pushes), str(b.max_streams_in_flight), _ms(b.ttfb)])
+    if rows:
+        parts.append(_table("Connections",
+                            ["id", "protocol", "endpoints", "packets", "wire bytes", "TLS overhead", "framing", "retrans", "gaps",
+                             "reqs", "push", "max inflight", "TTFB"], rows, {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
+    if dns:
+        parts.append(f"({len(dns)} DNS flows not listed; see --json)")
+    return "\n\n".join(parts)
