@@ -1,0 +1,438 @@
+"""QUIC / HTTP/3 / gQUIC session: UDP datagrams of one QUIC connection -> model.
+
+``QuicSession(ctx, conn)`` receives ``datagram(direction, data, packet)`` and ``end()``.
+The first datagram decides IETF QUIC (``dissectors.quic`` + ``dissectors.http3``) or
+Google QUIC (``dissectors.gquic``).
+
+Model output
+- ``conn.quic`` (QuicInfo: version "1" / "2" / "draft-29" / "Q043", sni, alpn, scid and
+  dcid of the client's first Initial as hex, decrypted, reason), ``conn.protocol``
+  ("h3", "h3-29", ... from the negotiated ALPN, else "quic"; "gquic").
+- Phases: ``connect_start`` = first client Initial; ``tls_start`` = packet completing the
+  ClientHello; ``tls_end`` = client Finished (Handshake packet) or, without Handshake
+  keys, the client's first 1-RTT packet; ``connect_end`` = ``tls_end`` (the client may send
+  requests from then on; HANDSHAKE_DONE arrives one RTT later and is kept in stats);
+  ``rtt`` = first client Initial -> first server long-header packet.
+- Frames: every QUIC frame as ``Frame(protocol="quic", type="STREAM"|"ACK"|...,
+  fields={packet_number, packet_type, frame_type, offset, fin, ...})``; a packet that
+  could not be decrypted as one ``Frame(type="PROTECTED", error=reason)``; Retry and
+  Version Negotiation packets as ``RETRY`` / ``VERSION_NEGOTIATION`` frames.  HTTP/3
+  frames as ``Frame(protocol="h3")`` with first/last packet; gQUIC packets as
+  ``Frame(protocol="gquic", type="PACKET"|"CHLO"|"REJ"|"SHLO"...)``.
+- Exchanges for HTTP/3 requests and pushes, like HTTP/2.
+- Per-connection statistics the model has no field for: ``ctx.shared["quic_stats"][conn.id]``
+  (packets, ACK-only packets, undecrypted packets, retransmitted STREAM/CRYPTO bytes, key
+  updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts + SHA-256).
+- Connection IDs: ``ctx.shared["quic_cids"]`` maps every connection ID seen (both ends,
+  NEW_CONNECTION_ID included) to its session; ``route(ctx, payload)`` finds the session
+  (and direction) of a datagram arriving on a new 4-tuple (migration, NAT rebinding).
+"""
+from __future__ import annotations
+
+import hashlib
+
+from dissectors import quic as dq
+from dissectors.gquic import GquicDissector, is_gquic
+from dissectors.http3 import Http3Dissector
+from dissectors.quic_crypto import SUITES
+
+from ..model import Frame, QuicInfo
+
+H3_ALPN = ("h3",)
+
+
+def route(ctx, payload) -> tuple["QuicSession", int] | None:
+    """Session and direction for a datagram whose DCID is a known connection ID."""
+    cids = ctx.shared.get("quic_cids")
+    if not cids or not payload:
+        return None
+    b0 = payload[0]
+    if b0 & 0x80:
+        if len(payload) < 6:
+            return None
+        dl = payload[5]
+        hit = cids.get(bytes(payload[6 : 6 + dl]))
+    else:
+        hit = None
+        for ln in ctx.shared.get("quic_cid_lengths", ()):
+            hit = cids.get(bytes(payload[1 : 1 + ln]))
+            if hit:
+                break
+    if hit is None:
+        return None
+    session, owner = hit  # owner: the endpoint (direction) that chose the CID
+    return session, 1 - owner
+
+
+class QuicSession:
+    def __init__(self, ctx, conn, **kw):
+        self.ctx = ctx
+        self.conn = conn
+        self.kind: str | None = None
+        self.q: dq.QuicConnectionDissector | None = None
+        self.g: GquicDissector | None = None
+        self.h3: Http3Dissector | None = None
+        self.app_alpn: str | None = None
+        self.exchanges: dict[int, object] = {}  # request stream id -> Exchange
+        self.pushes: dict[int, object] = {}  # push id -> Exchange
+        self.first_1rtt = [None, None]
+        self.first_long = [None, None]
+        self.spin_last = [None, None]
+        self.spin_pn = [-1, -1]
+        self.spin_edges: list[list[float]] = [[], []]
+        self.stream_hash: dict = {}
+        self.reason_1rtt: str | None = None
+        self.decrypted_1rtt = False
+        cs = ctx.shared.setdefault("quic_stats", {})
+        self.stats = cs[conn.id] = {}
+        ctx.shared.setdefault("quic_cids", {})
+        ctx.shared.setdefault("quic_cid_lengths", set())
+        self.known_cids: set = set()
+        conn.quic = QuicInfo()
+
+    # -- datagrams ----------------------------------------------------------------------
+    def datagram(self, direction, data, packet):
+        if self.kind is None:
+            kind = dq.looks_like_quic(data)
+            if kind is None and is_gquic(data):
+                kind = "gquic"
+            if kind is None:
+                return  # wait for a datagram that looks like QUIC
+            self.kind = kind
+            if kind == "gquic":
+                self.g = GquicDissector()
+                self.conn.protocol = "gquic"
+            else:
+                kl = self.ctx.keylog
+                self.q = dq.QuicConnectionDissector(kl.get if kl is not None else None, self.ctx.limits["quic_stream_buffer"])
+                self.conn.protocol = "quic"
+        try:
+            if self.kind == "gquic":
+                self._gquic(direction, data, packet)
+            else:
+                self._ietf(direction, data, packet)
+        except Exception as e:  # bad input never stops the capture
+            self.conn.notes.append(f"packet {packet}: QUIC decoding error {e.__class__.__name__}: {e}")
+
+    def _ietf(self, direction, data, packet):
+        ctx = self.ctx
+        conn = self.conn
+        t = ctx.time(packet)
+        q = self.q
+        cid = conn.id
+        add = ctx.add_frame
+        for qp in q.datagram(direction, data, packet):
+            ptype = qp.type
+            if ptype in (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION):
+                if self.first_long[direction] is None:
+                    self.first_long[direction] = t
+                    if direction == 1 and conn.connect_start is not None and conn.rtt is None:
+                        conn.rtt = t - conn.connect_start
+                if ptype == dq.INITIAL and direction == 0 and conn.connect_start is None:
+                    conn.connect_start = t
+                    info = conn.quic
+                    info.version = dq.version_name(qp.version)
+                    info.dcid = bytes(qp.dcid).hex()
+                    info.scid = bytes(qp.scid or b"").hex()
+            if ptype in (dq.RETRY, dq.VERSION_NEGOTIATION):
+                fields = {"packet_type": ptype, "dcid": bytes(qp.dcid).hex(), "scid": bytes(qp.scid or b"").hex()}
+                if ptype == dq.RETRY:
+                    fields["token_length"] = len(qp.token or b"")
+                    fields["integrity_valid"] = qp.retry_valid
+                else:
+                    fields["versions"] = [dq.version_name(v) for v in qp.versions or []]
+                add(Frame(packet, packet, t, cid, direction, "quic", None, "RETRY" if ptype == dq.RETRY else "VERSION_NEGOTIATION",
+                          length=qp.size, fields=fields, error=qp.error), "QUIC")
+                self._cids()
+                continue
+            if ptype == dq.ONE_RTT:
+                if self.first_1rtt[direction] is None:
+                    self.first_1rtt[direction] = (packet, t)
+                if qp.frames:
+                    self.decrypted_1rtt = True
+                elif qp.error and self.reason_1rtt is None:
+                    self.reason_1rtt = qp.error
+                if qp.spin is not None and qp.pn is not None and qp.pn > self.spin_pn[direction]:
+                    self.spin_pn[direction] = qp.pn
+                    if self.spin_last[direction] is not None and qp.spin != self.spin_last[direction]:
+                        self.spin_edges[direction].append(t)
+                    self.spin_last[direction] = qp.spin
+            if not qp.frames:
+                add(Frame(packet, packet, t, cid, direction, "quic", None, "PROTECTED", length=qp.size,
+                          fields={"packet_type": ptype, "packet_number": qp.pn, "version": dq.version_name(qp.version)},
+                          error=qp.error or "no frames"), "QUIC")
+                if qp.error:
+                    conn.notes.append(f"packet {packet}: {qp.error}")
+                continue
+            base = {"packet_type": ptype, "packet_number": qp.pn}
+            if qp.key_phase is not None:
+                base["key_phase"] = qp.key_phase
+            for f in qp.frames:
+                fields = dict(base)
+                fields["frame_type"] = f.code
+                if f.offset >= 0:
+                    fields["offset"] = f.offset
+                if f.type == "STREAM":
+                    fields["fin"] = f.fin
+                if f.fields:
+                    fields.update(f.fields)
+                add(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, f.type, length=f.length,
+                          fields=fields, offset=f.offset, error=f.error), "QUIC")
+            if qp.error:
+                conn.notes.append(f"packet {packet}: {qp.error}")
+        self._events(q.pop_events())
+        if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
+            self._cids()
+
+    def _cids(self):
+        cids = self.ctx.shared["quic_cids"]
+        lens = self.ctx.shared["quic_cid_lengths"]
+        for owner in (0, 1):
+            for c in self.q.dirs[owner].cids:
+                if c not in self.known_cids:
+                    self.known_cids.add(c)
+                    cids.setdefault(bytes(c), (self, owner))
+                    lens.add(len(c))
+
+    # -- events: TLS, streams ---------------------------------------------------------------
+    def _events(self, events):
+        conn = self.conn
+        ctx = self.ctx
+        for ev in events:
+            kind = ev[0]
+            if kind == "stream":
+                _, d, sid, off, data, fin, packet = ev
+                h = self.stream_hash.get((d, sid))
+                if h is None:
+                    h = self.stream_hash[(d, sid)] = [0, hashlib.sha256()]
+                h[0] += len(data)
+                h[1].update(data)
+                if self.h3 is None and self.app_alpn is None:
+                    offered = getattr(self, "_alpn_offered", None) or []
+                    if offered and all(a == "h3" or a.startswith("h3-") for a in offered):
+                        self._set_alpn(offered[0])  # EncryptedExtensions not decoded: the client offered only HTTP/3
+                if self.h3 is not None:
+                    self._h3(self.h3.stream_data(d, sid, data, packet, fin))
+            elif kind == "tls":
+                _, d, epoch, mtype, info, first, packet = ev
+                info_q = conn.quic
+                if mtype == 1 and d == 0:
+                    if conn.tls_start is None:
+                        conn.tls_start = ctx.time(packet)
+                    if info.get("sni") and not info_q.sni:
+                        info_q.sni = info["sni"]
+                    if info.get("error"):
+                        conn.notes.append(f"packet {packet}: {info['error']}")
+                    self._alpn_offered = info.get("alpn") or []
+                elif mtype == 2 and d == 1 and info.get("error"):
+                    conn.notes.append(f"packet {packet}: {info['error']}")
+                elif mtype == 8 and d == 1:
+                    alpn = info.get("alpn")
+                    if isinstance(alpn, list):
+                        alpn = alpn[0] if alpn else None
+                    if alpn:
+                        self._set_alpn(alpn)
+                elif mtype == 20 and d == 0 and epoch == 2:
+                    t = ctx.time(packet)
+                    conn.tls_end = t
+                    conn.connect_end = t
+                    self.stats["client_finished_packet"] = packet
+                elif mtype == 20 and d == 1:
+                    self.stats["server_finished_packet"] = packet
+                ctx.add_frame(Frame(packet, first, ctx.time(packet), conn.id, d, "quic", None, "TLS_" + info.get("name", "?").upper(),
+                                    length=info.get("length", 0), fields={"epoch": ("Initial", "0-RTT", "Handshake", "1-RTT")[epoch]},
+                                    error=info.get("error")))
+            elif kind == "reset":
+                _, d, sid, code, final, packet = ev
+                if self.h3 is not None:
+                    self.h3.stream_reset(d, sid)
+                    ex = self.exchanges.get(sid)
+                    if ex is not None and ex.reset is None:
+                        ex.reset = f"0x{code:x}"
+            elif kind == "stop_sending":
+                _, d, sid, code, packet = ev
+                ex = self.exchanges.get(sid)
+                if ex is not None and ex.error is None:
+                    ex.error = f"STOP_SENDING 0x{code:x}"
+
+    def _set_alpn(self, alpn: str):
+        conn = self.conn
+        conn.quic.alpn = alpn
+        self.app_alpn = alpn
+        if alpn == "h3" or alpn.startswith("h3-"):
+            conn.protocol = alpn
+            if self.h3 is None:
+                self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"])
+
+    # -- HTTP/3 ---------------------------------------------------------------------------
+    def _h3(self, frames):
+        ctx = self.ctx
+        conn = self.conn
+        proto = conn.protocol
+        for f in frames:
+            t = ctx.time(f.packet)
+            fields = dict(f.fields) if f.fields else {}
+            if f.push_id is not None:
+                fields["push_id"] = f.push_id
+            fields["stream_type"] = self.h3.stream_types.get((f.direction, f.stream_id), "request")
+            ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", f.stream_id, f.type, length=f.length,
+                                headers=f.headers, fields=fields, error=f.error), "HTTP3")
+            sid = f.stream_id
+            if f.type == "HEADERS":
+                if f.stream_id & 3 == 0:
+                    ex = self.exchanges.get(sid)
+                    if ex is None:
+                        ex = self.exchanges[sid] = ctx.new_exchange(conn, proto, sid)
+                    self._on_headers(ex, f, sid)
+                elif f.push_id is not None:
+                    ex = self.pushes.get(f.push_id)
+                    if ex is None:
+                        ex = self.pushes[f.push_id] = ctx.new_exchange(conn, proto, sid)
+                        ex.pushed = True
+                    ex.stream_id = sid
+                    self._on_headers(ex, f, sid, push=True)
+            elif f.type == "PUSH_PROMISE" and f.push_id is not None:
+                ex = self.pushes.get(f.push_id)
+                if ex is None:
+                    ex = self.pushes[f.push_id] = ctx.new_exchange(conn, proto, None)
+                ex.pushed = True
+                ex.push_parent = sid
+                self._request_headers(ex, f)
+            elif f.type == "DATA":
+                ex = self.exchanges.get(sid) if sid & 3 == 0 else self.pushes.get(f.push_id)
+                if ex is None:
+                    continue
+                ex.frames += 1
+                if f.direction == 0:
+                    ex.request_body_bytes += f.length
+                    ex.request_end, ex.request_end_packet = t, f.packet
+                else:
+                    ex.response_body_bytes += f.length
+                    ex.response_end, ex.response_end_packet = t, f.packet
+                    if ex.response_start is None:
+                        ex.response_start, ex.response_start_packet = ctx.time(f.first_packet), f.first_packet
+            elif f.type == "PRIORITY_UPDATE" and not fields.get("push"):
+                ex = self.exchanges.get(fields.get("prioritized_element_id"))
+                if ex is not None:
+                    ex.priority = {"urgency_incremental": fields.get("priority_field_value")}
+        if self.h3.errors:
+            for p, msg in self.h3.errors:
+                conn.notes.append(f"packet {p}: {msg}")
+            self.h3.errors.clear()
+
+    def _request_headers(self, ex, f):
+        ctx = self.ctx
+        ex.request_headers = f.headers or []
+        ex.request_header_bytes_wire += f.length
+        ex.request_header_bytes_decoded += f.decoded_size
+        hd = dict(ex.request_headers)
+        ex.method = hd.get(":method")
+        ex.scheme = hd.get(":scheme")
+        ex.authority = hd.get(":authority") or hd.get("host")
+        ex.path = hd.get(":path")
+        if ex.scheme and ex.authority:
+            ex.url = f"{ex.scheme}://{ex.authority}{ex.path or ''}"
+        if hd.get("priority") and ex.priority is None:
+            ex.priority = {"urgency_incremental": hd["priority"]}
+        if ex.request_start is None:
+            ex.request_start, ex.request_start_packet = ctx.time(f.first_packet), f.first_packet
+        ex.request_end, ex.request_end_packet = ctx.time(f.packet), f.packet
+        if f.error and not ex.error:
+            ex.error = f.error
+
+    def _on_headers(self, ex, f, sid, push=False):
+        ctx = self.ctx
+        ex.frames += 1
+        if f.direction == 0 and not push:
+            if not ex.request_headers:
+                self._request_headers(ex, f)
+            else:  # trailers
+                ex.request_end, ex.request_end_packet = ctx.time(f.packet), f.packet
+            return
+        if ex.response_start is None:
+            ex.response_start, ex.response_start_packet = ctx.time(f.first_packet), f.first_packet
+        ex.response_end, ex.response_end_packet = ctx.time(f.packet), f.packet
+        ex.response_header_bytes_wire += f.length
+        ex.response_header_bytes_decoded += f.decoded_size
+        hd = dict(f.headers or [])
+        status = hd.get(":status")
+        if status is not None and (ex.status is None or ex.status < 200):
+            try:
+                ex.status = int(status)
+            except ValueError:
+                ex.error = ex.error or f"bad :status {status!r}"
+            ex.response_headers = f.headers or []
+            ex.content_type = hd.get("content-type")
+            ex.content_encoding = hd.get("content-encoding")
+        elif status is None and ex.response_headers:
+            ex.response_headers = ex.response_headers + (f.headers or [])  # trailers
+        if f.error and not ex.error:
+            ex.error = f.error
+
+    # -- gQUIC ----------------------------------------------------------------------------
+    def _gquic(self, direction, data, packet):
+        ctx = self.ctx
+        conn = self.conn
+        g = self.g
+        gp = g.datagram(direction, data, packet)
+        t = ctx.time(packet)
+        if conn.connect_start is None and direction == 0:
+            conn.connect_start = t
+        fields = {"packet_number": gp.pn, "encrypted": gp.encrypted, "version": gp.version,
+                  "cid": gp.cid.hex() if gp.cid else None, "public_flags": gp.flags}
+        if gp.versions:
+            fields["versions"] = gp.versions
+        ctx.add_frame(Frame(packet, packet, t, conn.id, direction, "gquic", None, "PUBLIC_RESET" if gp.reset else "PACKET",
+                            length=gp.size, fields=fields, error=gp.error), "gQUIC")
+        for tag, tags in gp.messages:
+            ctx.add_frame(Frame(packet, packet, t, conn.id, direction, "gquic", 1, tag, fields=dict(tags)), "gQUIC")
+            if tag == "SHLO" and conn.connect_end is None:
+                conn.connect_end = t
+        info = conn.quic
+        info.version = g.version
+        info.dcid = g.cid.hex() if g.cid else None
+        info.sni = g.sni
+        info.decrypted = False
+        info.reason = "gQUIC uses QUIC-Crypto; only the unencrypted handshake is shown"
+        if gp.error:
+            conn.notes.append(f"packet {packet}: {gp.error}")
+
+    # -- end --------------------------------------------------------------------------------
+    def end(self):
+        conn = self.conn
+        st = self.stats
+        if self.kind == "gquic":
+            g = self.g
+            st.update({"kind": "gquic", "uaid": g.uaid, "messages": [(d, p, tag) for d, p, tag, _ in g.messages]})
+            return
+        if self.q is None:
+            if conn.protocol is None:
+                conn.protocol = None
+            return
+        q = self.q
+        if self.h3 is not None:
+            try:
+                self._h3(self.h3.finish())
+            except Exception as e:
+                conn.notes.append(f"HTTP/3 end-of-capture decoding error: {e}")
+        info = conn.quic
+        info.decrypted = self.decrypted_1rtt
+        if not self.decrypted_1rtt:
+            reasons = [q.dirs[d].reasons[e] for e in (3, 2) for d in (0, 1) if q.dirs[d].reasons[e]]
+            info.reason = self.reason_1rtt or (reasons[0] if reasons else ("no 1-RTT packets" if self.first_1rtt == [None, None] else None))
+        if info.sni is None and q.hello.get("sni"):
+            info.sni = q.hello.get("sni")
+        if conn.tls_end is None and self.first_1rtt[0] is not None and conn.connect_start is not None:
+            conn.tls_end = conn.connect_end = self.first_1rtt[0][1]
+        if q.suite is not None:
+            st["cipher_suite"] = SUITES.get(q.suite, (None, None, f"0x{q.suite:04x}"))[2]
+        st.update({k: list(v) for k, v in q.stats.items()})
+        st["retry"] = q.retry_count
+        st["handshake_done_packet"] = q.handshake_done_packet
+        samples = []
+        for edges in self.spin_edges:
+            samples.extend(b - a for a, b in zip(edges, edges[1:]))
+        st["spin_rtt_samples"] = samples
+        st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].hexdigest()} for (d, sid), h in self.stream_hash.items()}
+        if self.h3 is not None:
+            st["h3_stream_types"] = {f"{d}:{sid}": k for (d, sid), k in self.h3.stream_types.items()}

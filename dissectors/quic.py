@@ -1,0 +1,786 @@
+"""IETF QUIC dissector (RFC 8999/9000/9001/9221/9369, drafts 21-34), sans-IO.
+
+One ``QuicConnectionDissector`` per QUIC connection.  It is fed UDP payloads with the
+direction (0 = client to server) and the number of the packet that carried them, and
+returns ``QuicPacket`` objects (header facts, decrypted ``QuicFrame`` list, or the reason
+the packet could not be decrypted).  Side results are queued as events (``pop_events``):
+
+- ``("tls", direction, epoch, msg_type, info, first_packet, packet)`` a TLS handshake
+  message reassembled from CRYPTO frames (``info`` is a dict: client_random, sni, alpn...)
+- ``("stream", direction, stream_id, offset, data, fin, packet)`` STREAM data in order
+- ``("reset", direction, stream_id, error_code, final_size, packet)``
+- ``("stop_sending", direction, stream_id, error_code, packet)``
+- ``("keys", direction, epoch, ok, reason)`` the first time keys of an epoch are tried
+
+Headers and frames are parsed here by hand: aioquic's ``pull_quic_header`` rejects draft
+versions and raises on malformed input, and its frame handling lives inside the stateful
+``QuicConnection`` (it acts on frames instead of returning them).  aioquic's C ``Buffer``
+is used for the variable-length integers.  Keys come from ``quic_crypto``.
+"""
+from __future__ import annotations
+
+import heapq
+
+from aioquic.buffer import Buffer, BufferReadError
+
+from . import quic_crypto as qc
+from .quic_crypto import DecryptError, PacketKeys
+
+INITIAL, ZERO_RTT, HANDSHAKE, RETRY, ONE_RTT, VERSION_NEGOTIATION = "Initial", "0-RTT", "Handshake", "Retry", "1-RTT", "Version Negotiation"
+# long-header type bits -> packet type
+_TYPES_V1 = (INITIAL, ZERO_RTT, HANDSHAKE, RETRY)
+_TYPES_V2 = (RETRY, INITIAL, ZERO_RTT, HANDSHAKE)
+EPOCH = {INITIAL: 0, ZERO_RTT: 1, HANDSHAKE: 2, ONE_RTT: 3}
+SPACE = {INITIAL: 0, HANDSHAKE: 1, ZERO_RTT: 2, ONE_RTT: 2}
+
+FRAME_NAMES = {
+    0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x04: "RESET_STREAM", 0x05: "STOP_SENDING",
+    0x06: "CRYPTO", 0x07: "NEW_TOKEN", 0x10: "MAX_DATA", 0x11: "MAX_STREAM_DATA", 0x12: "MAX_STREAMS",
+    0x13: "MAX_STREAMS", 0x14: "DATA_BLOCKED", 0x15: "STREAM_DATA_BLOCKED", 0x16: "STREAMS_BLOCKED",
+    0x17: "STREAMS_BLOCKED", 0x18: "NEW_CONNECTION_ID", 0x19: "RETIRE_CONNECTION_ID", 0x1A: "PATH_CHALLENGE",
+    0x1B: "PATH_RESPONSE", 0x1C: "CONNECTION_CLOSE", 0x1D: "CONNECTION_CLOSE", 0x1E: "HANDSHAKE_DONE",
+    0x30: "DATAGRAM", 0x31: "DATAGRAM", 0xAF: "ACK_FREQUENCY", 0x1F: "IMMEDIATE_ACK",
+}
+for _t in range(0x08, 0x10):
+    FRAME_NAMES[_t] = "STREAM"
+
+TLS_MSG = {1: "ClientHello", 2: "ServerHello", 4: "NewSessionTicket", 5: "EndOfEarlyData", 8: "EncryptedExtensions",
+           11: "Certificate", 13: "CertificateRequest", 15: "CertificateVerify", 20: "Finished", 24: "KeyUpdate"}
+HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+MAX_CRYPTO_BUFFER = 1 << 20  # bytes of one CRYPTO stream held (out of order or incomplete message)
+MAX_HELD_PACKETS = 256  # packets held while waiting for keys (e.g. Handshake before ServerHello)
+
+SECRET_LABELS = {  # (epoch, direction) -> key-log label
+    (1, 0): "CLIENT_EARLY_TRAFFIC_SECRET",
+    (2, 0): "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+    (2, 1): "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+    (3, 0): "CLIENT_TRAFFIC_SECRET_0",
+    (3, 1): "SERVER_TRAFFIC_SECRET_0",
+}
+
+
+def version_name(v: int | None) -> str | None:
+    if v is None:
+        return None
+    if v == qc.VERSION_1:
+        return "1"
+    if v == qc.VERSION_2:
+        return "2"
+    if v & 0xFFFFFF00 == 0xFF000000:
+        return f"draft-{v & 0xFF}"
+    if v & 0x0F0F0F0F == 0x0A0A0A0A:
+        return f"grease-0x{v:08x}"
+    b = v.to_bytes(4, "big")
+    if b[:1] in (b"Q", b"T") and b[1:].isdigit():
+        return b.decode()
+    return f"0x{v:08x}"
+
+
+def looks_like_quic(data) -> str | None:
+    """'ietf', 'gquic' or None from the first bytes of a UDP payload (RFC 8999 invariants)."""
+    if len(data) < 7:
+        return None
+    b0 = data[0]
+    if b0 & 0x80:
+        v = bytes(data[1:5])
+        if v[:1] in (b"Q", b"T") and v[1:4].isdigit():
+            return "gquic"  # Q046+ / T0xx use a long header
+        if data[5] > 20:
+            return None
+        return "ietf"
+    if b0 & 0x40:
+        return "ietf"  # short header
+    if b0 & 0x08 and b0 & 0x01 and len(data) >= 13 and data[9:10] in (b"Q", b"T") and bytes(data[10:13]).isdigit():
+        return "gquic"  # Q043 and older public header with CID and version
+    return None
+
+
+class QuicFrame:
+    __slots__ = ("type", "code", "stream_id", "offset", "length", "fin", "fields", "data", "error")
+
+    def __init__(self, ftype: str, code: int, stream_id=None, offset=-1, length=0, fin=False, fields=None, data=None):
+        self.type = ftype
+        self.code = code
+        self.stream_id = stream_id
+        self.offset = offset
+        self.length = length
+        self.fin = fin
+        self.fields = fields
+        self.data = data
+        self.error: str | None = None
+
+    def __repr__(self):
+        return f"<{self.type} sid={self.stream_id} off={self.offset} len={self.length}>"
+
+
+class QuicPacket:
+    __slots__ = ("direction", "packet", "type", "version", "dcid", "scid", "pn", "key_phase", "spin",
+                 "size", "frames", "error", "token", "retry_valid", "versions", "ack_eliciting")
+
+    def __init__(self, direction, packet, ptype, version=None, dcid=b"", scid=None):
+        self.direction = direction
+        self.packet = packet
+        self.type = ptype
+        self.version = version
+        self.dcid = dcid
+        self.scid = scid
+        self.pn: int | None = None
+        self.key_phase: int | None = None
+        self.spin: int | None = None
+        self.size = 0
+        self.frames: list[QuicFrame] = []
+        self.error: str | None = None
+        self.token: bytes | None = None
+        self.retry_valid: bool | None = None
+        self.versions: list[int] | None = None
+        self.ack_eliciting = False
+
+    def __repr__(self):
+        return f"<QuicPacket {self.type} pn={self.pn} frames={self.frames} error={self.error}>"
+
+
+class Reassembler:
+    """In-order delivery of one byte stream (CRYPTO or STREAM) from offset-tagged chunks.
+    ``add`` returns the chunks that became deliverable as (offset, data, packet)."""
+
+    __slots__ = ("next", "pending", "pending_bytes", "limit", "dup_bytes", "final", "fin_sent", "seq", "overflow")
+
+    def __init__(self, limit: int):
+        self.next = 0
+        self.pending: list = []
+        self.pending_bytes = 0
+        self.limit = limit
+        self.dup_bytes = 0  # bytes received again (retransmissions)
+        self.final: int | None = None
+        self.fin_sent = False
+        self.seq = 0
+        self.overflow = False
+
+    def add(self, offset: int, data, packet: int) -> list:
+        end = offset + len(data)
+        out = []
+        if end <= self.next:
+            self.dup_bytes += len(data)
+            return out
+        if offset < self.next:
+            self.dup_bytes += self.next - offset
+            data = data[self.next - offset :]
+            offset = self.next
+        if offset == self.next:
+            out.append((offset, data, packet))
+            self.next = end
+            while self.pending and self.pending[0][0] <= self.next:
+                o, _, d, p = heapq.heappop(self.pending)
+                self.pending_bytes -= len(d)
+                e = o + len(d)
+                if e <= self.next:
+                    self.dup_bytes += len(d)
+                    continue
+                if o < self.next:
+                    self.dup_bytes += self.next - o
+                    d = d[self.next - o :]
+                    o = self.next
+                out.append((o, d, p))
+                self.next = e
+        else:
+            if self.pending_bytes + len(data) > self.limit:
+                self.overflow = True
+                return out
+            self.seq += 1
+            heapq.heappush(self.pending, (offset, self.seq, bytes(data), packet))
+            self.pending_bytes += len(data)
+        return out
+
+
+class _Dir:
+    """Per-direction protection state."""
+
+    __slots__ = ("largest", "keys", "reasons", "prev", "cur_first_pn", "key_updates", "crypto", "tlsbuf", "cids")
+
+    def __init__(self):
+        self.largest = [-1, -1, -1]  # per packet-number space
+        self.keys: list[PacketKeys | None] = [None, None, None, None]  # per epoch
+        self.reasons: list[str | None] = [None, None, None, None]
+        self.prev: PacketKeys | None = None  # 1-RTT keys of the previous key phase
+        self.cur_first_pn = 0
+        self.key_updates = 0
+        self.crypto = [None, None, None, None]  # Reassembler per epoch
+        self.tlsbuf = [None, None, None, None]  # (bytearray, first packet) per epoch
+        self.cids: set[bytes] = set()  # connection IDs this endpoint chose (SCIDs, NEW_CONNECTION_ID)
+
+
+class QuicConnectionDissector:
+    """Sans-IO dissector of one QUIC connection (both directions)."""
+
+    def __init__(self, secret=None, stream_limit: int = 16 << 20, tls=None):
+        """``secret(label, client_random) -> bytes | None`` looks up key-log secrets;
+        ``tls`` is a module with parse_client_hello/parse_server_hello/parse_encrypted_extensions
+        (dissectors.tls) or None to import it lazily."""
+        self.secret = secret or (lambda label, cr: None)
+        self.stream_limit = stream_limit
+        self.dirs = (_Dir(), _Dir())
+        self.version: int | None = None
+        self.odcid: bytes | None = None  # DCID of the client's first Initial
+        self.initial_dcid: bytes | None = None  # DCID the Initial keys come from
+        self.rekey_initial = False  # Retry or Version Negotiation seen: next client Initial sets keys
+        self.client_random: bytes | None = None
+        self.suite: int | None = None
+        self.early_suite: int | None = None
+        self.hello: dict = {}
+        self.streams: dict[tuple[int, int], Reassembler] = {}
+        self.events: list = []
+        self.held: list = []  # (direction, packet bytes, pcap packet, ptype, ...) waiting for keys
+        self.handshake_done_packet: int | None = None
+        self.retry_count = 0
+        self.stats = {"packets": [0, 0], "ack_only": [0, 0], "undecrypted": [0, 0], "stream_dup_bytes": [0, 0],
+                      "crypto_dup_bytes": [0, 0], "key_updates": [0, 0], "padding_bytes": [0, 0]}
+        self._tls = tls
+
+    # -- public -----------------------------------------------------------------------
+    def pop_events(self) -> list:
+        ev, self.events = self.events, []
+        return ev
+
+    def datagram(self, direction: int, data, packet: int) -> list[QuicPacket]:
+        data = bytes(data)
+        out: list[QuicPacket] = []
+        pos = 0
+        n = len(data)
+        while pos < n:
+            b0 = data[pos]
+            if b0 == 0 and not any(data[pos:]):
+                break  # datagram padding after the last packet
+            try:
+                qp, end = self._packet(direction, data, pos, packet)
+            except (IndexError, ValueError, BufferReadError) as e:
+                qp = QuicPacket(direction, packet, "?", self.version)
+                qp.error = f"malformed packet header ({e.__class__.__name__})"
+                qp.size = n - pos
+                out.append(qp)
+                break
+            if qp is not None:
+                out.append(qp)
+            if end <= pos:
+                break
+            pos = end
+        return out
+
+    # -- packets ----------------------------------------------------------------------
+    def _packet(self, direction, data, pos, packet):
+        b0 = data[pos]
+        n = len(data)
+        d = self.dirs[direction]
+        if b0 & 0x80:
+            version = int.from_bytes(data[pos + 1 : pos + 5], "big")
+            p = pos + 5
+            dl = data[p]
+            if dl > 20 and version in (qc.VERSION_1, qc.VERSION_2):
+                raise ValueError("DCID longer than 20 bytes")
+            dcid = data[p + 1 : p + 1 + dl]
+            p += 1 + dl
+            sl = data[p]
+            scid = data[p + 1 : p + 1 + sl]
+            p += 1 + sl
+            if p > n:
+                raise IndexError("truncated long header")
+            if version == 0:
+                qp = QuicPacket(direction, packet, VERSION_NEGOTIATION, 0, dcid, scid)
+                qp.versions = [int.from_bytes(data[i : i + 4], "big") for i in range(p, n - 3, 4)]
+                qp.size = n - pos
+                self.rekey_initial = True
+                return qp, n
+            if not qc.is_supported(version):
+                qp = QuicPacket(direction, packet, "Long", version, dcid, scid)
+                qp.error = f"unsupported QUIC version {version_name(version)}"
+                qp.size = n - pos
+                return qp, n
+            types = _TYPES_V2 if version == qc.VERSION_2 else _TYPES_V1
+            ptype = types[(b0 >> 4) & 3]
+            if self.version is None:
+                self.version = version
+            if scid:
+                d.cids.add(scid)
+            qp = QuicPacket(direction, packet, ptype, version, dcid, scid)
+            if ptype == RETRY:
+                qp.token = data[p : n - 16]
+                qp.size = n - pos
+                odcid = self.odcid or b""
+                qp.retry_valid = qc.check_retry(version, odcid, data[pos:n])
+                if qp.retry_valid is False:
+                    qp.error = "Retry integrity tag does not match the original DCID"
+                self.retry_count += 1
+                self.rekey_initial = True
+                self.dirs[1].cids.discard(scid)
+                self.dirs[1].cids.add(scid)
+                return qp, n
+            buf = Buffer(data=data[p : min(n, p + 16 + 8 + 4096)]) if ptype == INITIAL else None
+            if ptype == INITIAL:
+                tl = buf.pull_uint_var()
+                p += buf.tell()
+                qp.token = data[p : p + tl]
+                p += tl
+            length, p = _varint(data, p)
+            pn_off = p
+            end = p + length
+            if end > n:
+                qp.error = f"packet length {length} runs past the end of the datagram"
+                end = n
+            if ptype == INITIAL and direction == 0:
+                if self.odcid is None:
+                    self.odcid = dcid
+                if self.initial_dcid is None or self.rekey_initial:
+                    if self.rekey_initial or self.version != version:
+                        self.version = version
+                    self._set_initial(version, dcid)
+                    self.rekey_initial = False
+        else:
+            ptype = ONE_RTT
+            dl = self._short_dcid_len(direction, data, pos)
+            qp = QuicPacket(direction, packet, ptype, self.version, None, None)
+            if dl is None:
+                qp.error = "short header with unknown connection ID length (connection start not captured)"
+                qp.size = n - pos
+                self._count(direction, qp)
+                return qp, n
+            qp.dcid = data[pos + 1 : pos + 1 + dl]
+            qp.spin = (b0 >> 5) & 1
+            pn_off = pos + 1 + dl
+            end = n
+        qp.size = end - pos
+        pkt = data[pos:end]
+        self._decrypt(direction, qp, pkt, pn_off - pos, packet)
+        self._count(direction, qp)
+        return qp, end
+
+    def _count(self, direction, qp):
+        st = self.stats
+        st["packets"][direction] += 1
+        if qp.error and not qp.frames:
+            st["undecrypted"][direction] += 1
+        elif qp.frames and all(f.code in (0x02, 0x03, 0x00) for f in qp.frames):
+            st["ack_only"][direction] += 1
+
+    def _short_dcid_len(self, direction, data, pos) -> int | None:
+        # the receiver's connection IDs: for client->server packets those the server chose
+        cids = self.dirs[1 - direction].cids
+        if not cids:
+            return None
+        lens = {len(c) for c in cids}
+        if len(lens) == 1:
+            return lens.pop()
+        for ln in sorted(lens, reverse=True):
+            if data[pos + 1 : pos + 1 + ln] in cids:
+                return ln
+        return max(lens)
+
+    def _set_initial(self, version, dcid):
+        keys = qc.initial_keys(version, bytes(dcid))
+        self.initial_dcid = dcid
+        for i in (0, 1):
+            di = self.dirs[i]
+            di.keys[0] = keys[i] if keys else None
+            di.reasons[0] = None if keys else f"no Initial salt for version {version_name(version)}"
+            if keys:
+                di.largest[0] = -1 if di.largest[0] < 0 else di.largest[0]
+
+    def _keys(self, direction, epoch) -> PacketKeys | None:
+        d = self.dirs[direction]
+        k = d.keys[epoch]
+        if k is not None or epoch == 0:
+            return k
+        label = SECRET_LABELS.get((epoch, direction))
+        if label is None:
+            d.reasons[epoch] = "server does not send 0-RTT packets"
+            return None
+        if self.client_random is None:
+            d.reasons[epoch] = "client random unknown (ClientHello not captured)"
+            return None
+        secret = self.secret(label, self.client_random)
+        if secret is None:
+            d.reasons[epoch] = f"no {label} in the key log for this client random"
+            return None
+        suite = self.suite if epoch != 1 else (self.early_suite or self.suite)
+        if suite is None and epoch != 1:
+            d.reasons[epoch] = "cipher suite unknown (ServerHello not decoded yet)"
+            return None
+        version = self.version or qc.VERSION_1
+        if epoch == 1 and suite is None:
+            k = PacketKeys(0x1301 if len(secret) == 32 else 0x1302, secret, version)
+        else:
+            if suite not in qc.SUITES:
+                d.reasons[epoch] = f"cipher suite 0x{suite:04x} is not a QUIC suite"
+                return None
+            k = PacketKeys(suite, secret, version)
+        d.keys[epoch] = k
+        d.reasons[epoch] = None
+        self.events.append(("keys", direction, epoch, True, None))
+        return k
+
+    def _decrypt(self, direction, qp: QuicPacket, pkt: bytes, pn_off: int, packet: int, held=False):
+        epoch = EPOCH[qp.type]
+        space = SPACE[qp.type]
+        d = self.dirs[direction]
+        keys = self._keys(direction, epoch)
+        if keys is None:
+            reason = d.reasons[epoch] or "no keys"
+            if not held and epoch >= 2 and self.client_random is not None and self.suite is None and len(self.held) < MAX_HELD_PACKETS:
+                pass  # keys may come with a later ServerHello; shown as undecrypted nonetheless
+            qp.error = qp.error or f"cannot decrypt {qp.type} packet: {reason}"
+            return
+        try:
+            tpn, pn_len, header = keys.unprotect_header(pkt, pn_off)
+        except DecryptError as e:
+            qp.error = f"cannot decrypt {qp.type} packet: {e}"
+            return
+        pn = qc.decode_packet_number(tpn, pn_len, d.largest[space])
+        qp.pn = pn
+        payload = pkt[len(header):]
+        if epoch == 3:
+            phase = (header[0] >> 2) & 1
+            qp.key_phase = phase
+            if phase != keys.phase:
+                if d.prev is not None and d.prev.phase == phase and pn < d.cur_first_pn:
+                    use = d.prev
+                else:
+                    use = keys.next_phase()
+                try:
+                    plain = use.decrypt(payload, header, pn)
+                except DecryptError as e:
+                    qp.error = f"cannot decrypt 1-RTT packet (key phase {phase}): {e}"
+                    return
+                if use is not d.prev:
+                    d.prev = keys
+                    d.keys[3] = use
+                    d.cur_first_pn = pn
+                    d.key_updates += 1
+                    self.stats["key_updates"][direction] += 1
+            else:
+                try:
+                    plain = keys.decrypt(payload, header, pn)
+                except DecryptError as e:
+                    qp.error = f"cannot decrypt 1-RTT packet: {e}"
+                    return
+        else:
+            try:
+                plain = keys.decrypt(payload, header, pn)
+            except DecryptError as e:
+                if epoch == 1 and self.early_suite is None:
+                    plain = self._try_early_suites(direction, payload, header, pn)
+                    if plain is None:
+                        qp.error = f"cannot decrypt 0-RTT packet: {e}"
+                        return
+                elif epoch == 0 and direction == 0 and qp.dcid != self.initial_dcid:
+                    # a client Initial of a new connection attempt on this flow
+                    self._set_initial(qp.version, qp.dcid)
+                    return self._decrypt(direction, qp, pkt, pn_off, packet, held)
+                else:
+                    qp.error = f"cannot decrypt {qp.type} packet: {e}"
+                    return
+            if epoch == 1:
+                self.early_suite = d.keys[1].suite
+        if pn > d.largest[space]:
+            d.largest[space] = pn
+        self._frames(direction, qp, plain, epoch, packet)
+
+    def _try_early_suites(self, direction, payload, header, pn):
+        secret = self.secret("CLIENT_EARLY_TRAFFIC_SECRET", self.client_random)
+        for suite in (0x1301, 0x1302, 0x1303):
+            if qc.SUITES[suite][0]().digest_size != len(secret):
+                continue
+            k = PacketKeys(suite, secret, self.version or qc.VERSION_1)
+            try:
+                plain = k.decrypt(payload, header, pn)
+            except DecryptError:
+                continue
+            self.dirs[direction].keys[1] = k
+            self.early_suite = suite
+            return plain
+        return None
+
+    # -- frames -----------------------------------------------------------------------
+    def _frames(self, direction, qp: QuicPacket, plain: bytes, epoch: int, packet: int):
+        buf = Buffer(data=plain)
+        n = len(plain)
+        frames = qp.frames
+        pull = buf.pull_uint_var
+        try:
+            while buf.tell() < n:
+                start = buf.tell()
+                t = pull()
+                if t == 0:
+                    i = start + 1
+                    while i < n and plain[i] == 0:
+                        i += 1
+                    buf.seek(i)
+                    frames.append(QuicFrame("PADDING", 0, length=i - start))
+                    self.stats["padding_bytes"][direction] += i - start
+                    continue
+                if 0x08 <= t <= 0x0F:
+                    sid = pull()
+                    off = pull() if t & 0x04 else 0
+                    ln = pull() if t & 0x02 else n - buf.tell()
+                    p = buf.tell()
+                    if p + ln > n:
+                        raise BufferReadError("STREAM data runs past the packet")
+                    data = plain[p : p + ln]
+                    buf.seek(p + ln)
+                    fin = bool(t & 1)
+                    f = QuicFrame("STREAM", t, sid, off, ln, fin, None, data)
+                    frames.append(f)
+                    self._stream(direction, sid, off, data, fin, packet, f)
+                    continue
+                if t in (0x02, 0x03):
+                    largest = pull()
+                    delay = pull()
+                    count = pull()
+                    first = pull()
+                    ranges = [(largest - first, largest)]
+                    smallest = largest - first
+                    for _ in range(count):
+                        gap = pull()
+                        rl = pull()
+                        hi = smallest - gap - 2
+                        smallest = hi - rl
+                        ranges.append((smallest, hi))
+                    fields = {"largest_acknowledged": largest, "ack_delay": delay, "ack_range_count": count, "ranges": ranges}
+                    if t == 3:
+                        fields["ecn"] = (pull(), pull(), pull())
+                    frames.append(QuicFrame("ACK", t, fields=fields))
+                    continue
+                if t == 0x06:
+                    off = pull()
+                    ln = pull()
+                    p = buf.tell()
+                    if p + ln > n:
+                        raise BufferReadError("CRYPTO data runs past the packet")
+                    data = plain[p : p + ln]
+                    buf.seek(p + ln)
+                    f = QuicFrame("CRYPTO", 6, None, off, ln, False, None, data)
+                    frames.append(f)
+                    self._crypto(direction, epoch, off, data, packet, f)
+                    continue
+                if t == 0x01:
+                    frames.append(QuicFrame("PING", 1))
+                elif t == 0x04:
+                    sid, code, final = pull(), pull(), pull()
+                    frames.append(QuicFrame("RESET_STREAM", 4, sid, fields={"error_code": code, "final_size": final}))
+                    self._reset(direction, sid, code, final, packet)
+                elif t == 0x05:
+                    sid, code = pull(), pull()
+                    frames.append(QuicFrame("STOP_SENDING", 5, sid, fields={"error_code": code}))
+                    self.events.append(("stop_sending", direction, sid, code, packet))
+                elif t == 0x07:
+                    ln = pull()
+                    tok = buf.pull_bytes(ln)
+                    frames.append(QuicFrame("NEW_TOKEN", 7, length=ln, fields={"token": tok.hex()}))
+                elif t == 0x10:
+                    frames.append(QuicFrame("MAX_DATA", t, fields={"maximum_data": pull()}))
+                elif t == 0x11:
+                    sid = pull()
+                    frames.append(QuicFrame("MAX_STREAM_DATA", t, sid, fields={"maximum_stream_data": pull()}))
+                elif t in (0x12, 0x13):
+                    frames.append(QuicFrame("MAX_STREAMS", t, fields={"maximum_streams": pull(), "bidi": t == 0x12}))
+                elif t == 0x14:
+                    frames.append(QuicFrame("DATA_BLOCKED", t, fields={"limit": pull()}))
+                elif t == 0x15:
+                    sid = pull()
+                    frames.append(QuicFrame("STREAM_DATA_BLOCKED", t, sid, fields={"limit": pull()}))
+                elif t in (0x16, 0x17):
+                    frames.append(QuicFrame("STREAMS_BLOCKED", t, fields={"limit": pull(), "bidi": t == 0x16}))
+                elif t == 0x18:
+                    seq, rpt = pull(), pull()
+                    cl = buf.pull_uint8()
+                    cid = buf.pull_bytes(cl)
+                    token = buf.pull_bytes(16)
+                    self.dirs[direction].cids.add(cid)
+                    frames.append(QuicFrame("NEW_CONNECTION_ID", t, fields={"sequence": seq, "retire_prior_to": rpt, "connection_id": cid.hex(), "reset_token": token.hex()}))
+                elif t == 0x19:
+                    frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull()}))
+                elif t in (0x1A, 0x1B):
+                    frames.append(QuicFrame(FRAME_NAMES[t], t, fields={"data": buf.pull_bytes(8).hex()}))
+                elif t in (0x1C, 0x1D):
+                    code = pull()
+                    ftype = pull() if t == 0x1C else None
+                    rl = pull()
+                    reason = buf.pull_bytes(rl).decode("utf-8", "replace")
+                    fields = {"error_code": code, "reason": reason, "application": t == 0x1D}
+                    if ftype is not None:
+                        fields["frame_type"] = ftype
+                    frames.append(QuicFrame("CONNECTION_CLOSE", t, fields=fields))
+                elif t == 0x1E:
+                    frames.append(QuicFrame("HANDSHAKE_DONE", t))
+                    if self.handshake_done_packet is None:
+                        self.handshake_done_packet = packet
+                elif t in (0x30, 0x31):
+                    ln = pull() if t == 0x31 else n - buf.tell()
+                    data = buf.pull_bytes(ln)
+                    frames.append(QuicFrame("DATAGRAM", t, length=ln, data=data))
+                elif t == 0xAF:  # ACK_FREQUENCY (draft-ietf-quic-ack-frequency)
+                    frames.append(QuicFrame("ACK_FREQUENCY", t, fields={"sequence": pull(), "threshold": pull(), "max_ack_delay": pull(), "reordering": pull()}))
+                elif t == 0x1F:
+                    frames.append(QuicFrame("IMMEDIATE_ACK", t))
+                else:
+                    f = QuicFrame(f"UNKNOWN_0x{t:x}", t, length=n - buf.tell())
+                    f.error = f"unknown frame type 0x{t:x}; rest of the packet not decoded"
+                    frames.append(f)
+                    qp.error = f.error
+                    break
+        except BufferReadError:
+            f = QuicFrame("MALFORMED", -1, length=n - start)
+            f.error = "frame truncated or malformed"
+            frames.append(f)
+            qp.error = f.error
+        qp.ack_eliciting = any(f.code not in (0, 2, 3, 0x1C, 0x1D) for f in frames)
+
+    # -- CRYPTO and TLS -----------------------------------------------------------------
+    def _crypto(self, direction, epoch, off, data, packet, frame):
+        d = self.dirs[direction]
+        r = d.crypto[epoch]
+        if r is None:
+            r = d.crypto[epoch] = Reassembler(MAX_CRYPTO_BUFFER)
+        before = r.dup_bytes
+        chunks = r.add(off, data, packet)
+        self.stats["crypto_dup_bytes"][direction] += r.dup_bytes - before
+        if r.overflow:
+            frame.error = "CRYPTO data out of order beyond the buffer limit"
+        for _o, chunk, p in chunks:
+            tb = d.tlsbuf[epoch]
+            if tb is None:
+                tb = d.tlsbuf[epoch] = [bytearray(), p]
+            if not tb[0]:
+                tb[1] = p
+            tb[0] += chunk
+            self._tls_messages(direction, epoch, tb, p)
+
+    def _tls_messages(self, direction, epoch, tb, packet):
+        buf = tb[0]
+        while len(buf) >= 4:
+            mlen = int.from_bytes(buf[1:4], "big")
+            if mlen > MAX_CRYPTO_BUFFER:
+                self.events.append(("tls", direction, epoch, -1, {"error": "TLS message too long"}, tb[1], packet))
+                buf.clear()
+                return
+            if len(buf) < 4 + mlen:
+                return
+            mtype = buf[0]
+            body = bytes(buf[4 : 4 + mlen])
+            first = tb[1]
+            del buf[: 4 + mlen]
+            tb[1] = packet
+            info = self._tls_message(direction, epoch, mtype, body)
+            self.events.append(("tls", direction, epoch, mtype, info, first, packet))
+
+    def _tls_module(self):
+        if self._tls is None:
+            try:
+                from . import tls as tlsmod  # the TLS helper's handshake parsers
+            except Exception:
+                tlsmod = False
+            self._tls = tlsmod
+        return self._tls or None
+
+    def _tls_message(self, direction, epoch, mtype, body) -> dict:
+        info: dict = {"name": TLS_MSG.get(mtype, f"handshake_{mtype}"), "length": len(body)}
+        tlsmod = self._tls_module()
+        try:
+            if mtype == 1 and len(body) >= 34:
+                if self.client_random is None:
+                    self.client_random = body[2:34]
+                info["client_random"] = body[2:34]
+                if tlsmod is not None and hasattr(tlsmod, "parse_client_hello"):
+                    info.update(_as_dict(tlsmod.parse_client_hello(body)))
+                self.hello.update({k: v for k, v in info.items() if k in ("sni", "alpn_offered", "alpn", "transport_parameters")})
+            elif mtype == 2 and len(body) >= 38:
+                rnd = body[2:34]
+                sl = body[34]
+                suite = int.from_bytes(body[35 + sl : 37 + sl], "big")
+                info["hello_retry"] = rnd == HRR_RANDOM
+                info["cipher_suite"] = suite
+                if tlsmod is not None and hasattr(tlsmod, "parse_server_hello"):
+                    info.update(_as_dict(tlsmod.parse_server_hello(body)))
+                    suite = info.get("cipher_suite_id", info.get("cipher_suite", suite))
+                    if not isinstance(suite, int):
+                        suite = int.from_bytes(body[35 + sl : 37 + sl], "big")
+                        info["cipher_suite"] = suite
+                self.suite = suite
+                self.hello["cipher_suite"] = suite
+            elif mtype == 8 and tlsmod is not None and hasattr(tlsmod, "parse_encrypted_extensions"):
+                info.update(_as_dict(tlsmod.parse_encrypted_extensions(body)))
+                if info.get("alpn"):
+                    self.hello["alpn_selected"] = info["alpn"]
+            elif mtype == 8:
+                alpn = _alpn_from_extensions(body)
+                if alpn:
+                    info["alpn"] = alpn
+                    self.hello["alpn_selected"] = alpn
+        except Exception as e:  # a bad handshake message must not stop the connection
+            info["error"] = f"{info['name']} not decoded: {e.__class__.__name__}: {e}"
+        return info
+
+    # -- STREAM ---------------------------------------------------------------------------
+    def _stream(self, direction, sid, off, data, fin, packet, frame):
+        key = (direction, sid)
+        r = self.streams.get(key)
+        if r is None:
+            r = self.streams[key] = Reassembler(self.stream_limit)
+        if fin:
+            r.final = off + len(data)
+        before = r.dup_bytes
+        chunks = r.add(off, data, packet)
+        self.stats["stream_dup_bytes"][direction] += r.dup_bytes - before
+        if r.overflow and frame is not None and frame.error is None:
+            frame.error = "STREAM data out of order beyond quic_stream_buffer; stream not reassembled"
+        ev = self.events
+        for o, chunk, p in chunks:
+            ev.append(("stream", direction, sid, o, chunk, r.final is not None and o + len(chunk) >= r.final, p))
+        if r.final is not None and r.next >= r.final and not r.fin_sent:
+            r.fin_sent = True
+            if not chunks:
+                ev.append(("stream", direction, sid, r.next, b"", True, packet))
+
+    def _reset(self, direction, sid, code, final, packet):
+        r = self.streams.get((direction, sid))
+        if r is not None:
+            r.pending.clear()
+            r.pending_bytes = 0
+            r.fin_sent = True
+        self.events.append(("reset", direction, sid, code, final, packet))
+
+
+def _varint(data, p: int) -> tuple[int, int]:
+    b = data[p]
+    ln = 1 << (b >> 6)
+    v = b & 0x3F
+    for i in range(1, ln):
+        v = (v << 8) | data[p + i]
+    if p + ln > len(data):
+        raise IndexError("truncated variable-length integer")
+    return v, p + ln
+
+
+def _as_dict(obj) -> dict:
+    if obj is None:
+        return {}
+    if isinstance(obj, dict):
+        return dict(obj)
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: getattr(obj, k) for k in obj.__dataclass_fields__}
+    if hasattr(obj, "__slots__"):
+        return {k: getattr(obj, k, None) for k in obj.__slots__}
+    return dict(vars(obj))
+
+
+def _alpn_from_extensions(body: bytes) -> str | None:
+    """ALPN (type 16) from EncryptedExtensions, used only until dissectors.tls exists."""
+    if len(body) < 2:
+        return None
+    end = 2 + int.from_bytes(body[:2], "big")
+    p = 2
+    while p + 4 <= min(end, len(body)):
+        et = int.from_bytes(body[p : p + 2], "big")
+        el = int.from_bytes(body[p + 2 : p + 4], "big")
+        if et == 16 and el >= 3:
+            n = body[p + 6]
+            return body[p + 7 : p + 7 + n].decode("ascii", "replace")
+        p += 4 + el
+    return None
