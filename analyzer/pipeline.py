@@ -29,8 +29,13 @@ def analyze(
     keylog: KeyLog | None = None,
     progress: Progress | None = None,
     limits: dict | None = None,
+    tcp_session: Callable | None = None,
 ) -> Analysis:
-    """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture."""
+    """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture.
+
+    ``tcp_session(ctx, conn)``, if given, makes the session that receives each TCP
+    connection's reassembled bytes instead of the protocol sniffer (raw stream export,
+    tests)."""
     if keylog is None:
         keylog = load_keylog(keylogs)
     index = PacketIndex()
@@ -105,7 +110,7 @@ def analyze(
                 conn = Connection(id=len(conns), transport="tcp", client=ca, server=sa, start=ts, first_packet=pkt)
                 conns.append(conn)
                 flow = TcpFlow(conn, ckey, max_pending)
-                flow.app = ctx.sniffer(conn)
+                flow.app = tcp_session(ctx, conn) if tcp_session else ctx.sniffer(conn)
                 flows[key] = flow
             conn = flow.conn
             direction = 0 if flow.client_key == (d.src, d.sport) else 1
