@@ -235,7 +235,7 @@ class Lab:
     def tcpdump(self, name: str, port: int, udp: bool) -> tuple[subprocess.Popen, Path]:
         pcap = self.work / f"{name}.pcap"
         err = open(self.work / f"{name}.tcpdump.log", "w+")
-        p = self.procs.start("tcpdump", ["tcpdump", "-i", "lo", "-U", "-s", "0", "-w", str(pcap),
+        p = self.procs.start("tcpdump", ["tcpdump", "-i", "lo", "--immediate-mode", "-B", "131072", "-U", "-s", "0", "-w", str(pcap),
                                          "udp" if udp else "tcp", "port", str(port)],
                              stop_sig=signal.SIGINT, stdout=subprocess.DEVNULL, stderr=err)
         t0 = time.time()
@@ -251,6 +251,12 @@ class Lab:
     def finish_capture(self, name: str, td: subprocess.Popen, pcap: Path) -> Path:
         time.sleep(0.5)  # let the last FIN/CONNECTION_CLOSE reach the capture
         self.procs.stop(td)
+        # tcpdump's exit report: nothing may be dropped. (On lo "received by filter" counts each
+        # packet twice, outgoing and incoming copies; libpcap keeps one, so it is not compared.)
+        log = (self.work / f"{name}.tcpdump.log").read_text()
+        m = {k: int(v) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)", log)}
+        if "captured" not in m or m.get("dropped by kernel", 0):
+            die(f"{name}: tcpdump lost packets: {m}")
         dst = self.out / f"{name}.pcapng"
         subprocess.run(["editcap", "-F", "pcapng", str(pcap), str(dst)], check=True)
         return dst
