@@ -1,0 +1,502 @@
+"""SPDY session: ``dissectors.spdy.SpdyConnection`` output -> model ``Frame``s and ``Exchange``s.
+
+Version: over TLS from the negotiated ALPN/NPN protocol (``conn.tls.alpn`` / ``.npn``);
+in cleartext from the first control frame's version field.  SPDY/3 and 3.1 share version 3
+on the wire: a cleartext session is reported ``spdy/3`` until a session-level WINDOW_UPDATE
+(stream 0) shows it is ``spdy/3.1``; then the connection, and the frames and exchanges
+already made for it, are relabelled ``spdy/3.1``.
+
+One ``Frame`` per SPDY frame at the packet of its last byte (``first_packet``: first byte).
+Frame.fields by type: SYN_STREAM ``associated_stream_id``, ``priority`` (0 = highest; 2 bits
+in v2, 3 bits in v3), ``slot`` (v3), ``unidirectional``; frames with a header block
+``header_bytes_wire`` (compressed block, as in the frame), ``header_bytes_raw`` (inflated
+name/value block, length fields included), ``header_bytes_decoded`` (sum of name + value
+lengths), ``first_block`` (the block that started its direction's zlib stream: the one the
+dictionary helps most); SYN_REPLY/HEADERS from the server may carry ``associated_content``
+(parsed ``X-Associated-Content``: [{"url", "priority"}]) and ``subresources`` (``X-Subresources``
+hints); RST_STREAM ``status``/``status_name``; SETTINGS ``clear_settings``, ``settings``
+[{id, name, flags, persist_value, persisted, value}]; PING ``ping_id``; GOAWAY
+``last_good_stream_id`` (+ v3 ``status``/``status_name``); WINDOW_UPDATE
+``window_size_increment``, ``window`` (the window it reopened), ``stall_duration`` (seconds the
+sender had been blocked on it, if it had); CREDENTIAL ``slot``, ``proof_length``,
+``certificate_lengths``; DATA ``window_stream`` / ``window_connection`` (the sender's windows
+left after it; connection = SPDY/3.1 session window) and ``stalled`` ("stream" |
+"connection") when it exhausted one, ``compressed`` (v2 COMPRESS flag).
+
+Exchange per stream (client SYN_STREAMs, and server SYN_STREAMs = pushes with ``pushed`` and
+``push_parent`` = Associated-To stream id, or, lacking one, the stream whose
+``X-Associated-Content`` listed the URL):
+- method/url/scheme/authority/path/status from v3 ``:method :path :host :scheme :status`` or
+  v2 ``method url scheme host status`` (a v2 ``url`` may be absolute);
+- request_start/end: first byte of the SYN_STREAM, last byte of the client frame with FIN;
+  for a push both are the server's SYN_STREAM;
+- response_start: first byte of the SYN_REPLY (push: of the SYN_STREAM if it carries a status,
+  else of the first HEADERS/DATA); response_end: last byte of the server frame with FIN (or
+  the RST_STREAM, whose status name goes to ``reset``);
+- header bytes by the direction they travelled: ``request_header_bytes_*`` = client blocks,
+  ``response_header_bytes_*`` = server blocks (a pushed SYN_STREAM counts as response);
+  ``*_wire`` = compressed block bytes, ``*_decoded`` = sum of name + value lengths;
+- priority ``{"priority": p, "lowest": 3 (v2) | 7 (v3)}`` (+ ``slot`` v3);
+- flow control (v3): each sender's stream windows (initial 64 KiB, SETTINGS
+  INITIAL_WINDOW_SIZE from the receiver resizes them) and, in 3.1, session windows (64 KiB)
+  are followed; a DATA frame that exhausts one is flagged and noted, an overrun is an error.
+"""
+from __future__ import annotations
+
+import re
+
+from dissectors.spdy import (
+    FLAG_FIN,
+    GOAWAY,
+    HEADERS,
+    RST_STREAM,
+    SETTINGS,
+    SETTINGS_INITIAL_WINDOW_SIZE,
+    SYN_REPLY,
+    SYN_STREAM,
+    WINDOW_UPDATE,
+    SpdyConnection,
+    SpdyFrame,
+)
+
+from ..model import Connection, Exchange, Frame, OffsetMap
+
+DEFAULT_WINDOW = 64 * 1024
+DIR_NAMES = ("client→server", "server→client")
+REQUEST_NAMES = {":method", ":path", ":host", ":scheme", "method", "url", "host", "scheme"}
+
+try:  # optional: decoded body sizes, as the HTTP sessions count them
+    from ..content import BodyDecoder
+except ImportError:  # pragma: no cover
+    BodyDecoder = None
+
+
+def parse_associated_content(value: str) -> list[dict]:
+    """``X-Associated-Content`` (mod_spdy / App Engine form): comma-separated, optionally
+    double-quoted URLs, each optionally followed by ``:priority``."""
+    out = []
+    for m in re.finditer(r'\s*(?:"([^"]*)"|([^,\s]+))\s*(?::\s*(\d+))?\s*(?:,|$)', value):
+        url = m.group(1) if m.group(1) is not None else m.group(2)
+        if url:
+            item = {"url": url}
+            if m.group(3) is not None:
+                item["priority"] = int(m.group(3))
+            out.append(item)
+    return out
+
+
+def _url_path(url: str) -> str:
+    m = re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*(/.*)?$", url)
+    if m:
+        return m.group(1) or "/"
+    return url
+
+
+class _Stream:
+    __slots__ = ("ex", "req_done", "resp_done", "window", "stall_since", "body", "last_s2c")
+
+    def __init__(self, ex: Exchange):
+        self.ex = ex
+        self.req_done = False
+        self.resp_done = False
+        self.window = [DEFAULT_WINDOW, DEFAULT_WINDOW]  # send windows of client, server
+        self.stall_since: list = [None, None]
+        self.body = None
+        self.last_s2c = 0
+
+
+class SpdySession:
+    def __init__(self, ctx, conn: Connection, cleartext: bool = True, **kw):
+        self.ctx = ctx
+        self.conn = conn
+        self.cleartext = cleartext
+        self.dis = SpdyConnection(header_limit=ctx.limits.get("spdy_header_block", 1 << 20))
+        self.maps = [OffsetMap(), OffsetMap()]
+        self.started = [False, False]
+        self.proto: str | None = None
+        self.version_known = False  # from ALPN/NPN, or 3.1 seen
+        if not cleartext and conn.tls is not None:
+            p = conn.tls.alpn or conn.tls.npn
+            if p and p.startswith("spdy/"):
+                self.proto = p
+                self.version_known = True
+        self.streams: dict[int, _Stream] = {}
+        self.frames: list[Frame] = []
+        self.exchanges: list[Exchange] = []
+        self.initial_window = [DEFAULT_WINDOW, DEFAULT_WINDOW]  # for streams sent by client, server
+        self.session_window = [DEFAULT_WINDOW, DEFAULT_WINDOW]
+        self.session_stall_since: list = [None, None]
+        self.promised: dict[str, int] = {}  # X-Associated-Content URL/path -> parent stream
+        self.body_cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
+        if self.proto:
+            conn.protocol = self.proto
+
+    # -- byte-stream interface
+    def data(self, direction, data, offset, packet):
+        if not self.started[direction]:
+            self.started[direction] = True
+            self.dis.set_offset(direction, offset)
+        self.maps[direction].add(offset, packet)
+        for f in self.dis.receive(direction, data):
+            self._frame(direction, f, packet)
+
+    def gap(self, direction, offset, length, packet):
+        if not self.started[direction]:
+            self.started[direction] = True
+            self.dis.set_offset(direction, offset)
+        self.maps[direction].add(offset, packet)
+        self.conn.notes.append(f"packet {packet}: {length} bytes lost by the capture ({DIR_NAMES[direction]}), SPDY framing resynchronised")
+        for f in self.dis.gap(direction, length):
+            self._frame(direction, f, packet)
+
+    def end(self):
+        for d in (0, 1):
+            dd = self.dis.dirs[d]
+            if dd.data_frame is not None or dd.buf:
+                self.conn.notes.append(f"SPDY: capture ends inside a frame ({DIR_NAMES[d]})")
+        for st in self.streams.values():
+            if st.body is not None:
+                self._finish_body(st)
+
+    # -- helpers
+    def _set_proto(self, proto: str):
+        if proto == self.proto:
+            return
+        self.proto = proto
+        self.conn.protocol = proto
+        for fr in self.frames:
+            fr.protocol = proto
+        for ex in self.exchanges:
+            ex.protocol = proto
+
+    def _pkt(self, direction: int, offset: int) -> int:
+        return self.maps[direction].packet_at(offset)
+
+    def _stream(self, sid: int) -> _Stream | None:
+        return self.streams.get(sid)
+
+    def _new_stream(self, sid: int) -> _Stream:
+        ex = self.ctx.new_exchange(self.conn, self.proto or "spdy/3", sid)
+        self.exchanges.append(ex)
+        st = _Stream(ex)
+        st.window = [self.initial_window[0], self.initial_window[1]]
+        self.streams[sid] = st
+        return st
+
+    # -- frames
+    def _frame(self, direction: int, f: SpdyFrame, packet: int):
+        ctx = self.ctx
+        if self.proto is None:
+            v = f.version or self.dis.version
+            self._set_proto("spdy/2" if v == 2 else "spdy/3")
+        first = self._pkt(direction, f.offset)
+        last = self._pkt(direction, f.end - 1) if f.end > f.offset else first
+        if last > packet or last == 0:
+            last = packet
+        fields = dict(f.fields) if f.fields else {}
+        if f.type_code in (SYN_STREAM, SYN_REPLY, HEADERS):
+            fields["header_bytes_wire"] = f.block_wire
+            fields["header_bytes_raw"] = f.block_raw
+            fields["header_bytes_decoded"] = f.block_decoded
+        fr = Frame(
+            packet=last,
+            first_packet=first,
+            time=ctx.time(last),
+            connection=self.conn.id,
+            direction=direction,
+            protocol=self.proto,
+            stream_id=f.stream_id,
+            type=f.type,
+            flags=f.flags,
+            length=f.length,
+            headers=f.headers,
+            fields=fields or None,
+            offset=f.offset,
+            error=f.error,
+        )
+        if f.error:
+            self.conn.notes.append(f"packet {last}: SPDY {f.type}" + (f" stream {f.stream_id}" if f.stream_id is not None else "") + f": {f.error}")
+        ctx.add_frame(fr, "SPDY")
+        self.frames.append(fr)
+        t = f.type_code
+        if t is None:
+            self._data(direction, f, fr)
+        elif t == SYN_STREAM:
+            self._syn_stream(direction, f, fr)
+        elif t in (SYN_REPLY, HEADERS):
+            self._headers(direction, f, fr)
+        elif t == RST_STREAM:
+            st = self._stream(f.stream_id)
+            if st is not None:
+                ex = st.ex
+                ex.frames += 1
+                ex.reset = (f.fields or {}).get("status_name")
+                if not st.resp_done:
+                    st.resp_done = True
+                    if ex.response_end is None or direction == 1:
+                        ex.response_end = fr.time
+                        ex.response_end_packet = fr.packet
+                if st.body is not None:
+                    self._finish_body(st)
+        elif t == SETTINGS:
+            self._settings(direction, f)
+        elif t == WINDOW_UPDATE:
+            self._window_update(direction, f, fr)
+        elif t == GOAWAY:
+            pass
+
+    def _apply_headers(self, ex: Exchange, headers, request: bool):
+        if request:
+            ex.request_headers.extend(headers)
+        else:
+            ex.response_headers.extend(headers)
+        for k, v in headers:
+            k = k.lower()
+            if k in (":method", "method"):
+                ex.method = v
+            elif k in (":path", "url"):
+                if "://" in v:
+                    m = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://([^/]*)", v)
+                    if m:
+                        ex.scheme = ex.scheme or m.group(1)
+                        ex.authority = ex.authority or m.group(2)
+                ex.path = _url_path(v)
+            elif k in (":host", "host"):
+                ex.authority = v
+            elif k in (":scheme", "scheme"):
+                ex.scheme = v
+            elif k in (":status", "status"):
+                try:
+                    ex.status = int(v.split(" ", 1)[0])
+                except ValueError:
+                    pass
+            elif k == "content-type" and not request:
+                ex.content_type = v
+            elif k == "content-encoding" and not request:
+                ex.content_encoding = v
+        if ex.path is not None and ex.url is None or (ex.path is not None and ex.authority and ex.url and "://" not in ex.url):
+            ex.url = f"{ex.scheme or ('http' if self.cleartext else 'https')}://{ex.authority}{ex.path}" if ex.authority else ex.path
+
+    def _syn_stream(self, direction: int, f: SpdyFrame, fr: Frame):
+        sid = f.stream_id
+        fl = f.fields or {}
+        if sid in self.streams:
+            self.conn.notes.append(f"packet {fr.packet}: SYN_STREAM reuses stream id {sid}")
+        st = self._new_stream(sid)
+        ex = st.ex
+        ex.frames += 1
+        v = f.version or 3
+        ex.priority = {"priority": fl.get("priority"), "lowest": 3 if v == 2 else 7}
+        if v >= 3:
+            ex.priority["slot"] = fl.get("slot", 0)
+        headers = f.headers or []
+        if f.error and ex.error is None:
+            ex.error = f.error
+        if direction == 0:
+            self._apply_headers(ex, headers, True)
+            ex.request_header_bytes_wire += f.block_wire
+            ex.request_header_bytes_decoded += f.block_decoded
+            ex.request_start = self.ctx.time(fr.first_packet)
+            ex.request_start_packet = fr.first_packet
+            if f.flags & FLAG_FIN or fl.get("unidirectional"):
+                st.req_done = True
+                ex.request_end = fr.time
+                ex.request_end_packet = fr.packet
+            return
+        # server-initiated stream: a push
+        ex.pushed = True
+        assoc = fl.get("associated_stream_id") or 0
+        req = [(k, val) for k, val in headers if k.lower() in REQUEST_NAMES]
+        resp = [(k, val) for k, val in headers if k.lower() not in REQUEST_NAMES]
+        self._apply_headers(ex, req, True)
+        self._apply_headers(ex, resp, False)
+        if not assoc:
+            for key in (ex.url, ex.path):
+                if key in self.promised:
+                    assoc = self.promised[key]
+                    break
+        ex.push_parent = assoc or None
+        ex.response_header_bytes_wire += f.block_wire
+        ex.response_header_bytes_decoded += f.block_decoded
+        st.req_done = True
+        ex.request_start = self.ctx.time(fr.first_packet)
+        ex.request_start_packet = fr.first_packet
+        ex.request_end = fr.time
+        ex.request_end_packet = fr.packet
+        if ex.status is not None:
+            ex.response_start = ex.request_start
+            ex.response_start_packet = fr.first_packet
+        st.last_s2c = fr.packet
+        if f.flags & FLAG_FIN:
+            self._response_end(st, fr)
+
+    def _headers(self, direction: int, f: SpdyFrame, fr: Frame):
+        st = self._stream(f.stream_id)
+        if st is None:
+            self.conn.notes.append(f"packet {fr.packet}: {f.type} for unknown stream {f.stream_id}")
+            return
+        ex = st.ex
+        ex.frames += 1
+        if f.error and ex.error is None:
+            ex.error = f.error
+        headers = f.headers or []
+        if direction == 0:
+            self._apply_headers(ex, headers, True)
+            ex.request_header_bytes_wire += f.block_wire
+            ex.request_header_bytes_decoded += f.block_decoded
+            if f.flags & FLAG_FIN:
+                st.req_done = True
+                ex.request_end = fr.time
+                ex.request_end_packet = fr.packet
+            return
+        self._apply_headers(ex, headers, False)
+        ex.response_header_bytes_wire += f.block_wire
+        ex.response_header_bytes_decoded += f.block_decoded
+        if ex.response_start is None:
+            ex.response_start = self.ctx.time(fr.first_packet)
+            ex.response_start_packet = fr.first_packet
+        st.last_s2c = fr.packet
+        for k, v in headers:
+            kl = k.lower()
+            if kl == "x-associated-content":
+                items = parse_associated_content(v)
+                fr.fields = dict(fr.fields or {}, associated_content=items)
+                for it in items:
+                    self.promised[it["url"]] = f.stream_id
+                    self.promised.setdefault(_url_path(it["url"]), f.stream_id)
+            elif kl == "x-subresources":
+                hints = [h.strip().strip('"') for h in v.split(",") if h.strip()]
+                fr.fields = dict(fr.fields or {}, subresources=hints)
+        if f.flags & FLAG_FIN:
+            self._response_end(st, fr)
+
+    def _data(self, direction: int, f: SpdyFrame, fr: Frame):
+        st = self._stream(f.stream_id)
+        n = f.length
+        self._flow(direction, f, fr, st)
+        if st is None:
+            self.conn.notes.append(f"packet {fr.packet}: DATA for unknown stream {f.stream_id}")
+            return
+        ex = st.ex
+        ex.frames += 1
+        if direction == 0:
+            ex.request_body_bytes += n
+            if f.flags & FLAG_FIN:
+                st.req_done = True
+                ex.request_end = fr.time
+                ex.request_end_packet = fr.packet
+            return
+        if ex.response_start is None:
+            ex.response_start = self.ctx.time(fr.first_packet)
+            ex.response_start_packet = fr.first_packet
+        ex.response_body_bytes += n
+        st.last_s2c = fr.packet
+        if BodyDecoder is not None and n and not (f.fields or {}).get("compressed"):
+            if st.body is None:
+                st.body = BodyDecoder(ex.content_encoding, self.body_cap)
+            if f.data is not None:
+                st.body.feed(f.data)
+        if f.flags & FLAG_FIN:
+            self._response_end(st, fr)
+
+    def _response_end(self, st: _Stream, fr: Frame):
+        ex = st.ex
+        st.resp_done = True
+        ex.response_end = fr.time
+        ex.response_end_packet = fr.packet
+        if st.body is not None:
+            self._finish_body(st)
+        elif ex.response_body_decoded_bytes is None and ex.response_body_bytes == 0:
+            ex.response_body_decoded_bytes = 0
+
+    def _finish_body(self, st: _Stream):
+        b = st.body
+        st.body = None
+        ex = st.ex
+        ex.response_body_decoded_bytes = b.finish()
+        if b.capped:
+            self.conn.notes.append(f"stream {ex.stream_id}: decoded body reached the {b.cap}-byte limit; size counted up to it")
+
+    # -- flow control (SPDY/3, 3.1)
+    def _v3(self) -> bool:
+        return self.proto != "spdy/2" and (self.dis.version or 3) >= 3
+
+    def _session_fc(self) -> bool:
+        return self.proto == "spdy/3.1"
+
+    def _flow(self, direction: int, f: SpdyFrame, fr: Frame, st: _Stream | None):
+        if not self._v3():
+            return
+        n = f.length
+        fields = dict(fr.fields or {})
+        stalled = None
+        new_stall = None
+        if st is not None:
+            w = st.window[direction] - n
+            st.window[direction] = w
+            fields["window_stream"] = w
+            if w < 0:
+                fr.error = (fr.error + "; " if fr.error else "") + f"stream flow-control window overrun by {-w} bytes"
+                self.conn.notes.append(f"packet {fr.packet}: stream {f.stream_id}: {DIR_NAMES[direction]} DATA overruns the stream window by {-w} bytes")
+            if w <= 0 and n:
+                stalled = "stream"
+                if st.stall_since[direction] is None:
+                    st.stall_since[direction] = fr.time
+                    new_stall = "stream"
+        sw = self.session_window[direction] - n
+        self.session_window[direction] = sw
+        if self._session_fc():
+            fields["window_connection"] = sw
+        if sw <= 0 and n and self._session_fc():
+            stalled = stalled or "connection"
+            if self.session_stall_since[direction] is None:
+                self.session_stall_since[direction] = fr.time
+                new_stall = new_stall or "session"
+            if sw < 0:
+                fr.error = (fr.error + "; " if fr.error else "") + f"session flow-control window overrun by {-sw} bytes"
+                self.conn.notes.append(f"packet {fr.packet}: stream {f.stream_id}: {DIR_NAMES[direction]} DATA overruns the session window by {-sw} bytes")
+        if stalled:
+            fields["stalled"] = stalled
+        if new_stall:
+            self.conn.notes.append(
+                f"packet {fr.packet}: stream {f.stream_id}: {DIR_NAMES[direction]} {new_stall} flow-control window exhausted (sender blocked until WINDOW_UPDATE)"
+            )
+        fr.fields = fields or None
+
+    def _settings(self, direction: int, f: SpdyFrame):
+        for e in (f.fields or {}).get("settings", ()):
+            if e["id"] == SETTINGS_INITIAL_WINDOW_SIZE and not e["persisted"]:
+                # the receiver (sender of SETTINGS) sets the window of the other side's streams
+                other = 1 - direction
+                delta = e["value"] - self.initial_window[other]
+                self.initial_window[other] = e["value"]
+                if self._v3():
+                    for st in self.streams.values():
+                        st.window[other] += delta
+
+    def _window_update(self, direction: int, f: SpdyFrame, fr: Frame):
+        inc = (f.fields or {}).get("window_size_increment", 0)
+        other = 1 - direction  # the window reopened is the peer's send window
+        fields = dict(fr.fields or {})
+        if f.stream_id == 0:
+            if self.proto != "spdy/3.1" and self.proto != "spdy/2":
+                if self.cleartext or not self.version_known:
+                    self._set_proto("spdy/3.1")
+                    fr.protocol = "spdy/3.1"
+            self.session_window[other] += inc
+            fields["window"] = self.session_window[other]
+            since = self.session_stall_since[other]
+            if since is not None and self.session_window[other] > 0:
+                fields["stall_duration"] = fr.time - since
+                self.session_stall_since[other] = None
+        else:
+            st = self._stream(f.stream_id)
+            if st is not None:
+                st.ex.frames += 1
+                st.window[other] += inc
+                fields["window"] = st.window[other]
+                since = st.stall_since[other]
+                if since is not None and st.window[other] > 0:
+                    fields["stall_duration"] = fr.time - since
+                    st.stall_since[other] = None
+        fr.fields = fields or None
