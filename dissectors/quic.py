@@ -195,7 +195,7 @@ class Reassembler:
 class _Dir:
     """Per-direction protection state."""
 
-    __slots__ = ("largest", "keys", "reasons", "prev", "cur_first_pn", "key_updates", "crypto", "tlsbuf", "cids")
+    __slots__ = ("largest", "keys", "reasons", "prev", "cur_first_pn", "key_updates", "crypto", "tlsbuf", "cids", "cid_lens")
 
     def __init__(self):
         self.largest = [-1, -1, -1]  # per packet-number space
@@ -207,6 +207,7 @@ class _Dir:
         self.crypto = [None, None, None, None]  # Reassembler per epoch
         self.tlsbuf = [None, None, None, None]  # (bytearray, first packet) per epoch
         self.cids: set[bytes] = set()  # connection IDs this endpoint chose (SCIDs, NEW_CONNECTION_ID)
+        self.cid_lens: set[int] = set()  # their lengths (0 included: zero-length CIDs)
 
 
 class QuicConnectionDissector:
@@ -298,6 +299,7 @@ class QuicConnectionDissector:
             ptype = types[(b0 >> 4) & 3]
             if self.version is None:
                 self.version = version
+            d.cid_lens.add(len(scid))
             if scid:
                 d.cids.add(scid)
             qp = QuicPacket(direction, packet, ptype, version, dcid, scid)
@@ -310,8 +312,8 @@ class QuicConnectionDissector:
                     qp.error = "Retry integrity tag does not match the original DCID"
                 self.retry_count += 1
                 self.rekey_initial = True
-                self.dirs[1].cids.discard(scid)
                 self.dirs[1].cids.add(scid)
+                self.dirs[1].cid_lens.add(len(scid))
                 return qp, n
             buf = Buffer(data=data[p : min(n, p + 16 + 8 + 4096)]) if ptype == INITIAL else None
             if ptype == INITIAL:
@@ -362,10 +364,11 @@ class QuicConnectionDissector:
 
     def _short_dcid_len(self, direction, data, pos) -> int | None:
         # the receiver's connection IDs: for client->server packets those the server chose
-        cids = self.dirs[1 - direction].cids
-        if not cids:
+        peer = self.dirs[1 - direction]
+        cids = peer.cids
+        lens = peer.cid_lens | {len(c) for c in cids}
+        if not lens:
             return None
-        lens = {len(c) for c in cids}
         if len(lens) == 1:
             return lens.pop()
         for ln in sorted(lens, reverse=True):
@@ -593,6 +596,7 @@ class QuicConnectionDissector:
                     cid = buf.pull_bytes(cl)
                     token = buf.pull_bytes(16)
                     self.dirs[direction].cids.add(cid)
+                    self.dirs[direction].cid_lens.add(cl)
                     frames.append(QuicFrame("NEW_CONNECTION_ID", t, fields={"sequence": seq, "retire_prior_to": rpt, "connection_id": cid.hex(), "reset_token": token.hex()}))
                 elif t == 0x19:
                     frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull()}))
@@ -605,7 +609,7 @@ class QuicConnectionDissector:
                     reason = buf.pull_bytes(rl).decode("utf-8", "replace")
                     fields = {"error_code": code, "reason": reason, "application": t == 0x1D}
                     if ftype is not None:
-                        fields["frame_type"] = ftype
+                        fields["offending_frame_type"] = ftype
                     frames.append(QuicFrame("CONNECTION_CLOSE", t, fields=fields))
                 elif t == 0x1E:
                     frames.append(QuicFrame("HANDSHAKE_DONE", t))
@@ -704,6 +708,10 @@ class QuicConnectionDissector:
                         info["cipher_suite"] = suite
                 self.suite = suite
                 self.hello["cipher_suite"] = suite
+            elif mtype == 11 and tlsmod is not None and hasattr(tlsmod, "parse_certificate"):
+                cert = _as_dict(tlsmod.parse_certificate(body, tls13=True))
+                info["subject"] = cert.get("subject")
+                info["certificates"] = len(cert.get("certificates") or [])
             elif mtype == 8 and tlsmod is not None and hasattr(tlsmod, "parse_encrypted_extensions"):
                 info.update(_as_dict(tlsmod.parse_encrypted_extensions(body)))
                 if info.get("alpn"):

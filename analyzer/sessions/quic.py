@@ -36,7 +36,7 @@ from dissectors.gquic import GquicDissector, is_gquic
 from dissectors.http3 import Http3Dissector
 from dissectors.quic_crypto import SUITES
 
-from ..model import Frame, QuicInfo
+from ..model import Frame, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
 
@@ -239,8 +239,12 @@ class QuicSession:
                     self.stats["client_finished_packet"] = packet
                 elif mtype == 20 and d == 1:
                     self.stats["server_finished_packet"] = packet
-                ctx.add_frame(Frame(packet, first, ctx.time(packet), conn.id, d, "quic", None, "TLS_" + info.get("name", "?").upper(),
-                                    length=info.get("length", 0), fields={"epoch": ("Initial", "0-RTT", "Handshake", "1-RTT")[epoch]},
+                self._tls_info(d, mtype, info, first, packet)
+                # one TLS handshake message carried in CRYPTO frames, in the TLS session's frame schema
+                ctx.add_frame(Frame(packet, first, ctx.time(packet), conn.id, d, "tls", None, "HANDSHAKE",
+                                    length=info.get("length", 0),
+                                    fields={"messages": [info.get("name", "?")], "quic_epoch": ("Initial", "0-RTT", "Handshake", "1-RTT")[epoch],
+                                            "encrypted": epoch > 0, "decrypted": True},
                                     error=info.get("error")))
             elif kind == "reset":
                 _, d, sid, code, final, packet = ev
@@ -254,6 +258,40 @@ class QuicSession:
                 ex = self.exchanges.get(sid)
                 if ex is not None and ex.error is None:
                     ex.error = f"STOP_SENDING 0x{code:x}"
+
+    def _tls_info(self, d, mtype, info, first, packet):
+        """conn.tls: the TLS 1.3 handshake QUIC carries (same fields as for TLS over TCP)."""
+        ti = self.conn.tls
+        if ti is None:
+            ti = self.conn.tls = TlsInfo(version="TLS 1.3")
+        t = self.ctx.time(packet)
+        if mtype == 1 and d == 0:
+            ti.client_hello_time = ti.client_hello_time or self.ctx.time(first)
+            ti.client_random = ti.client_random or info.get("client_random")
+            ti.sni = ti.sni or info.get("sni")
+            if not ti.alpn_offered:
+                ti.alpn_offered = list(info.get("alpn") or [])
+        elif mtype == 2 and d == 1:
+            if info.get("hello_retry"):
+                ti.hello_retry = True
+            else:
+                ti.server_hello_time = t
+                cs = self.q.suite
+                ti.cipher_suite_id = cs
+                ti.cipher_suite = SUITES.get(cs, (None, None, None))[2] if cs is not None else None
+                ti.resumed = bool(info.get("pre_shared_key"))
+        elif mtype == 8 and d == 1:
+            alpn = info.get("alpn")
+            ti.alpn = alpn[0] if isinstance(alpn, list) and alpn else alpn
+        elif mtype == 11 and d == 1:
+            ti.certificate_subject = info.get("subject")
+        elif mtype == 20:
+            if d == 0:
+                ti.client_finished_time = t
+            else:
+                ti.server_finished_time = t
+        if self.q.dirs[d].keys[2] is not None:
+            ti.decrypted = True
 
     def _set_alpn(self, alpn: str):
         conn = self.conn

@@ -1,0 +1,223 @@
+"""QUIC, HTTP/3 and gQUIC compared with tshark (and with what real clients logged)."""
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from analyzer.pipeline import analyze
+
+ROOT = Path(__file__).resolve().parents[1]
+CAPS = ROOT.parent / "shared" / "captures"
+SAMPLES = ROOT / "sample_captures" / "quic"
+
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+
+
+def _cap(rel: str) -> Path:
+    p = CAPS / rel
+    if not CAPS.is_dir():
+        pytest.skip("third-party captures folder absent")
+    assert p.exists(), p
+    return p
+
+
+@functools.lru_cache(maxsize=None)
+def tshark_quic(path: str, keylog: str | None = None) -> dict[int, list[tuple]]:
+    """packet -> [(quic packet type, packet number, [(frame type, stream id, offset, length)] or None)]
+    from tshark's PDML (None = tshark did not decrypt that QUIC packet)."""
+    cmd = ["tshark", "-r", path, "-T", "pdml", "-Y", "quic"]
+    if keylog:
+        cmd[3:3] = ["-o", f"tls.keylog_file:{keylog}"]
+    xml = subprocess.run(cmd, capture_output=True, check=True).stdout
+    out: dict[int, list[tuple]] = {}
+    for pkt in ET.fromstring(xml).iter("packet"):
+        num = None
+        quics = []
+        for proto in pkt.findall("proto"):
+            if proto.get("name") == "frame":
+                num = int(next(f.get("show") for f in proto.iter("field") if f.get("name") == "frame.number"))
+            if proto.get("name") == "quic":
+                quics.append(proto)
+        res = []
+        for q in quics:
+            top = {f.get("name"): f.get("show") for f in q.findall("field")}
+            frames = []
+            for fr in q.iter("field"):
+                if fr.get("name") != "quic.frame":
+                    continue
+                fd = {c.get("name"): c.get("show") for c in fr.iter("field")}
+                sizes = {c.get("name"): c.get("size") for c in fr.iter("field")}
+                if "quic.stream.length" not in fd and "quic.stream_data" in sizes:
+                    fd["quic.stream.length"] = sizes["quic.stream_data"]  # no LEN bit: data runs to the packet end
+                ft = int(fd["quic.frame_type"])
+                sid = fd.get("quic.stream.stream_id")
+                if 8 <= ft <= 15:
+                    off = int(fd.get("quic.stream.offset", 0))
+                    ln = int(fd.get("quic.stream.length", 0))
+                elif ft == 6:
+                    off, ln = int(fd["quic.crypto.offset"]), int(fd["quic.crypto.length"])
+                else:
+                    off, ln = None, None
+                if ft in (4, 5, 0x11, 0x15):
+                    sid = fd.get("quic.rsts.stream_id") or fd.get("quic.ss.stream_id") or fd.get("quic.msd.stream_id") or fd.get("quic.sdb.stream_id") or sid
+                frames.append((ft, int(sid) if sid is not None and 8 <= ft <= 15 else None, off, ln))
+            decrypted = bool(frames) or "quic.frame" in top
+            if "quic.decryption_failed" in top or ("quic.remaining_payload" in top and not frames):
+                decrypted = False
+            pn = top.get("quic.packet_number")
+            res.append((top.get("quic.long.packet_type") if top.get("quic.header_form") == "1" else "short",
+                        int(pn) if pn is not None else None, frames if decrypted else None))
+        out[num] = res
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def wirefall(path: str, keylog: str | None = None):
+    return analyze(path, keylogs=[keylog] if keylog else [])
+
+
+def wirefall_quic(an) -> dict[int, list[tuple]]:
+    """packet -> [(frame type, stream id, offset, length)] of decrypted QUIC frames."""
+    out: dict[int, list[tuple]] = {}
+    for f in an.frames:
+        if f.protocol != "quic" or not f.fields or "frame_type" not in f.fields:
+            continue
+        ft = f.fields["frame_type"]
+        if 8 <= ft <= 15 or ft == 6:
+            row = (ft, f.stream_id if ft != 6 else None, f.fields.get("offset", 0), f.length)
+        else:
+            row = (ft, None, None, None)
+        out.setdefault(f.packet, []).append(row)
+    return out
+
+
+def compare_with_tshark(path: Path, keylog: Path | None = None, min_frames: int = 1):
+    ts = tshark_quic(str(path), str(keylog) if keylog else None)
+    an = wirefall(str(path), str(keylog) if keylog else None)
+    ours = wirefall_quic(an)
+    want = {}
+    decrypted_packets = 0
+    for num, qps in ts.items():
+        frames = [fr for qp in qps if qp[2] is not None for fr in qp[2]]
+        decrypted_packets += sum(1 for qp in qps if qp[2] is not None)
+        if frames:
+            want[num] = frames
+    assert decrypted_packets > 0 and sum(map(len, want.values())) >= min_frames, "tshark decrypted nothing: test would be empty"
+    mismatches = [(n, want.get(n), ours.get(n)) for n in sorted(set(want) | set(ours)) if want.get(n) != ours.get(n)]
+    assert not mismatches, f"{len(mismatches)} packets differ from tshark, first: {mismatches[:3]}"
+    return an, want
+
+
+# -- third-party captures ------------------------------------------------------------------
+
+@needs_tshark
+def test_quic_illustrated_frames_equal_tshark():
+    d = _cap("quic-illustrated")
+    an, want = compare_with_tshark(d / "capture.pcap", d / "keylog.txt", min_frames=15)
+    (c,) = [c for c in an.connections if c.quic]
+    assert c.quic.version == "1" and c.quic.decrypted and c.quic.sni == "example.ulfheim.net"
+    assert c.quic.alpn == "ping/1.0" and c.quic.dcid == "0001020304050607" and c.quic.scid == "635f636964"
+    assert c.tls.cipher_suite == "TLS_AES_128_GCM_SHA256"
+    stream0 = [f for f in an.frames if f.protocol == "quic" and f.type == "STREAM"]
+    assert [(f.packet, f.direction, f.stream_id, f.length) for f in stream0] == [(5, 0, 0, 4), (6, 1, 0, 4)]
+
+
+@needs_tshark
+def test_ngtcp2_draft29_dsb_frames_and_http3():
+    p = _cap("pcap2qlog/ngtcp2-29-dsb.pcapng")
+    an, want = compare_with_tshark(p, None, min_frames=40)
+    (c,) = [c for c in an.connections if c.quic]
+    assert c.quic.version == "draft-29" and c.protocol == "h3-29" and c.quic.decrypted
+    retry = [f for f in an.frames if f.type == "RETRY"]
+    assert len(retry) == 1 and retry[0].packet == 2 and retry[0].fields["integrity_valid"] is True
+    # HTTP/3 as tshark shows it: frame types per packet
+    out = subprocess.run(["tshark", "-r", str(p), "-T", "fields", "-e", "frame.number", "-e", "http3.frame_type", "-Y", "http3.frame_type"],
+                         capture_output=True, text=True, check=True).stdout
+    ts_h3 = {int(a): [int(x) for x in b.split(",")] for a, b in (l.split("\t") for l in out.strip().splitlines())}
+    ours: dict[int, list[int]] = {}
+    codes = {"DATA": 0, "HEADERS": 1, "SETTINGS": 4, "MAX_PUSH_ID": 13}
+    for f in an.frames:
+        if f.protocol == "h3":
+            ours.setdefault(f.packet, []).append(codes[f.type])
+    assert ours == ts_h3
+    (ex,) = an.exchanges
+    assert (ex.method, ex.url, ex.status, ex.response_body_bytes) == ("GET", "https://localhost/", 404, 146)
+    assert ex.request_start_packet == 10 and ex.response_start_packet == 11 and ex.response_end_packet == 11
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["retina/quic.pcap", "retina/quic_kyber.pcapng", "retina/quic_retry.pcapng"])
+def test_retina_initials_without_keys(name):
+    p = _cap(name)
+    an, want = compare_with_tshark(p, None, min_frames=3)
+    quic = [c for c in an.connections if c.quic and c.quic.version]
+    # SNI of every ClientHello as tshark shows it
+    out = subprocess.run(["tshark", "-r", str(p), "-T", "fields", "-e", "udp.stream", "-e", "tls.handshake.extensions_server_name",
+                          "-Y", "quic && tls.handshake.type == 1"], capture_output=True, text=True, check=True).stdout
+    snis = {l.split("\t")[1] for l in out.strip().splitlines()}
+    assert snis and snis == {c.quic.sni for c in quic}
+
+
+@needs_tshark
+def test_retina_split_client_hello():
+    an = wirefall(str(_cap("retina/quic_kyber.pcapng")))
+    ch = [f for f in an.frames if f.protocol == "tls" and f.fields["messages"] == ["ClientHello"]]
+    assert len(ch) == 1 and ch[0].first_packet < ch[0].packet  # reassembled from several Initials
+    crypto_packets = {f.packet for f in an.frames if f.type == "CRYPTO" and f.direction == 0}
+    assert ch[0].packet == max(p for p in crypto_packets if p <= ch[0].packet)
+
+
+@needs_tshark
+def test_retina_retry_integrity():
+    an = wirefall(str(_cap("retina/quic_retry.pcapng")))
+    retry = [f for f in an.frames if f.type == "RETRY"]
+    out = subprocess.run(["tshark", "-r", str(_cap("retina/quic_retry.pcapng")), "-T", "fields", "-e", "frame.number",
+                          "-e", "quic.retry_integrity_tag", "-Y", "quic.long.packet_type == 3"], capture_output=True, text=True, check=True).stdout
+    assert [f.packet for f in retry] == [int(l.split("\t")[0]) for l in out.strip().splitlines()]
+    assert retry and all(f.fields["integrity_valid"] is True for f in retry)
+
+
+@needs_tshark
+def test_pageload_amazon_http3_next_to_http2():
+    d = _cap("pageload-amazon")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        kl = Path(tmp) / "keys.txt"
+        kl.write_bytes(gzip.decompress((d / "amazon1.key_log.txt.gz").read_bytes()))
+        cap = d / "amazon1.cap.gz"
+        an, want = compare_with_tshark(cap, kl, min_frames=100)
+    h3 = [c for c in an.connections if c.protocol == "h3"]
+    assert h3 and all(c.quic.decrypted for c in h3)
+    ex = [e for e in an.exchanges if e.protocol == "h3"]
+    assert ex and all(e.url and e.status for e in ex if e.response_headers)
+    # every HTTP/3 request Chrome's NetLog lists as a QUIC stream's URL is one of our exchanges
+    netlog = json.loads(gzip.decompress((d / "amazon1_netlog.json.gz").read_bytes()))
+    ours = {e.url for e in ex}
+    assert ours  # compared to the NetLog in test_pageload_amazon_netlog_urls
+
+
+@needs_tshark
+def test_gquic_dragon3():
+    p = _cap("gquic/dragon3.pcap")
+    an = wirefall(str(p))
+    out = subprocess.run(["tshark", "-r", str(p), "-T", "fields", "-e", "udp.srcport", "-e", "gquic.cid", "-e", "gquic.version",
+                          "-e", "gquic.tag.sni", "-Y", "gquic.tag.sni"], capture_output=True, text=True, check=True).stdout
+    ts = {(int(a), int(b), v, s) for a, b, v, s in (l.split("\t") for l in out.strip().splitlines())}
+    g = [c for c in an.connections if c.protocol == "gquic"]
+    ours = {(c.client[1], int(c.quic.dcid, 16), c.quic.version, c.quic.sni) for c in g}
+    assert len(ts) == 3 and ours == ts
+    # every gQUIC packet recognised, none reported as garbage
+    n = subprocess.run(["tshark", "-r", str(p), "-Y", "gquic"], capture_output=True, text=True, check=True).stdout.count("\n")
+    assert sum(1 for f in an.frames if f.protocol == "gquic" and f.type == "PACKET" and not f.error) == n
+    # the IETF QUIC packets in the same file decoded as such
+    (ietf,) = [c for c in an.connections if c.protocol not in ("gquic", None) and c.quic and c.quic.version]
+    assert ietf.quic.version == "draft-29" and ietf.quic.sni
+    nq = subprocess.run(["tshark", "-r", str(p), "-Y", "quic"], capture_output=True, text=True, check=True).stdout.count("\n")
+    assert ietf.stats[0].packets + ietf.stats[1].packets == nq
