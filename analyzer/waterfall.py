@@ -358,8 +358,13 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
     stream_window: dict[tuple[int, int], int] = {}
     open_stall: dict[tuple[int | None, int], tuple[float, int]] = {}
     conn_level = not spdy or protocol == "spdy/3.1"
+    quic = protocol in ("h3", "h3-29", "quic")  # QUIC: the sender says so in *_BLOCKED frames
     for f in frames:
         t = f.type
+        if quic:
+            if t in _BLOCKED_TYPES and f.protocol == "quic":
+                out.append((f.stream_id if t == "STREAM_DATA_BLOCKED" else None, f.direction, f.time, None, f.packet))
+            continue
         if t == "SETTINGS":
             v = _initial_window(f, protocol)
             if v is not None:
