@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from collections import Counter, defaultdict
@@ -22,7 +23,8 @@ import pytest
 
 from conftest import ROOT, SAMPLES, need_tool, run_tool
 
-PAGE = SAMPLES / "page"
+# WIREFALL_LAB_PAGE=DIR checks another serve_and_capture.py output directory the same way
+PAGE = Path(os.environ.get("WIREFALL_LAB_PAGE", SAMPLES / "page"))
 LAB = ROOT / "scripts" / "lab"
 
 
@@ -66,9 +68,10 @@ def expected() -> list[tuple[str, str, int, int]]:
     return out
 
 
-def tshark_json(cap: Path, keys: Path, display_filter: str, layers: str) -> list[dict]:
+def tshark_json(cap: Path, keys: Path | None, display_filter: str, layers: str, extra: tuple = ()) -> list[dict]:
     need_tool("tshark")
-    out = run_tool("tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", display_filter,
+    opts = ("-o", f"tls.keylog_file:{keys}") if keys is not None and keys.exists() else ()
+    out = run_tool("tshark", "-r", str(cap), *opts, *extra, "-Y", display_filter,
                    "-T", "json", "--no-duplicate-keys", "-J", layers)
     return [p["_source"]["layers"] for p in json.loads(out)]
 
@@ -110,9 +113,8 @@ def find(tree, key):
     return None
 
 
-def test_h1_sample_has_every_resource():
-    cap, keys, run = sample("h1")
-    port = str(run["port"])
+def h1_exchanges(cap: Path, keys: Path | None, port: str) -> tuple[list, set]:
+    """(method, uri, status, content-length) per response, paired by tshark's http.request_in; TCP streams used."""
     by_frame, got, conns = {}, [], set()
     for L in tshark_json(cap, keys, "http.request", "frame tcp http"):
         assert L["tcp"]["tcp.dstport"] == port
@@ -125,12 +127,16 @@ def test_h1_sample_has_every_resource():
         for h in as_list(L.get("http")):
             if find(h, "http.response.code"):
                 method, uri = by_frame.pop(find(h, "http.request_in"))
-                # tshark reassembles the body: http.file_data is the whole entity, as text or hex bytes
-                body = find(h, "http.file_data") or ""
-                declared = int(find(h, "http.content_length"))
-                got.append((method, uri, int(find(h, "http.response.code")), declared))
-                assert body, f"no body for {uri}"
+                # tshark shows a response once its whole body is reassembled (http.file_data)
+                assert find(h, "http.file_data"), f"no body for {uri}"
+                got.append((method, uri, int(find(h, "http.response.code")), int(find(h, "http.content_length"))))
     assert by_frame == {}, f"requests without a response: {by_frame}"
+    return got, conns
+
+
+def test_h1_sample_has_every_resource():
+    cap, keys, run = sample("h1")
+    got, conns = h1_exchanges(cap, keys, str(run["port"]))
     assert sorted(got) == expected()
     # Chromium spreads an HTTP/1.1 page over several connections (at most 6 per host)
     assert 1 < len(conns) <= 6
@@ -138,15 +144,23 @@ def test_h1_sample_has_every_resource():
     assert len(server_conns) == len(conns)
 
 
+def test_h1c_sample_has_every_resource():
+    cap, _, run = sample("h1c")
+    got, conns = h1_exchanges(cap, None, str(run["port"]))
+    assert sorted(got) == expected()
+    assert len(conns) == 1  # curl reuses one keep-alive connection
+    served = [ln.split('"')[1].split()[1] for ln in (PAGE / run["server_log"]).read_text().splitlines()]
+    assert served == generate.request_paths(manifest()["page"]["count"])  # in the order curl was given
+
+
 # ------------------------------------------------------------------ HTTP/2
 
-def test_h2_sample_has_every_resource():
-    cap, keys, run = sample("h2")
-    port = str(run["port"])
+def h2_exchanges(cap: Path, keys: Path | None, port: str, extra: tuple = ()) -> tuple[list, set, set]:
+    """(method, path, status, DATA payload bytes) per stream from tshark's HPACK-decoded HEADERS."""
     heads: dict[tuple, dict] = defaultdict(dict)
     data: Counter = Counter()
     conns = set()
-    for L in tshark_json(cap, keys, "http2", "tcp http2"):
+    for L in tshark_json(cap, keys, "http2", "tcp http2", extra):
         conn = L["tcp"]["tcp.stream"]
         for h2 in as_list(L.get("http2")):
             for fr in as_list(h2.get("http2.stream")) if isinstance(h2, dict) else []:
@@ -158,12 +172,27 @@ def test_h2_sample_has_every_resource():
                     for hd in as_list(fr.get("http2.header")):
                         heads[conn, sid][hd["http2.header.name"]] = hd.get("http2.header.value", "")
                 elif fr.get("http2.type") == "0":
-                    assert L["tcp"]["tcp.srcport"] == port  # Chromium sends no request bodies here
+                    assert L["tcp"]["tcp.srcport"] == port  # no request bodies on this page
                     data[conn, sid] += int(fr["http2.length"]) - int(fr.get("http2.pad_length", 0))
     got = [(h[":method"], h[":path"], int(h[":status"]), data[k]) for k, h in heads.items()]
+    return got, conns, {sid for _, sid in heads}
+
+
+def test_h2_sample_has_every_resource():
+    cap, keys, run = sample("h2")
+    got, conns, sids = h2_exchanges(cap, keys, str(run["port"]))
     assert sorted(got) == expected()
     assert len(conns) == 1  # one HTTP/2 connection carries the whole page
-    assert all(sid % 2 == 1 for _, sid in heads)
+    assert all(sid % 2 == 1 for sid in sids)
+
+
+def test_h2c_sample_has_every_resource():
+    cap, _, run = sample("h2c")
+    got, conns, sids = h2_exchanges(cap, None, str(run["port"]), tuple(run["tshark"].split()))
+    # nghttp -a asks for the page by the URI it was given, /index.html
+    want = sorted(("GET", "/index.html" if p == "/" else p, st, n) for _, p, st, n in expected())
+    assert sorted(got) == want
+    assert len(conns) == 1 and all(sid % 2 == 1 for sid in sids)
 
 
 # ------------------------------------------------------------------ HTTP/3

@@ -338,10 +338,9 @@ class Lab:
         wait_port(port, proc=srv)
         td, pcap = self.tcpdump(name, port, udp=False)
         urls = [f"http://127.0.0.1:{port}{p}" for p in page.request_paths(self.count)]
-        cmd = ["curl", "-sS", "--http1.1", "-o", "/dev/null", "-w", "%{http_code} %{url_effective}\\n"]
-        for u in urls[1:]:
+        cmd = ["curl", "-sS", "--http1.1", "-w", "%{http_code} %{url_effective}\\n"]
+        for u in urls:  # page first, then its resources, one after another on one keep-alive connection
             cmd += [u, "-o", "/dev/null"]
-        cmd.insert(len(cmd) - 2 * (len(urls) - 1), urls[0])  # page first, then its resources
         p = self.procs.start("curl", cmd, stdout=open(self.work / "curl.log", "w"), stderr=subprocess.STDOUT)
         p.wait(60)
         self.procs.stop(p)
@@ -367,7 +366,8 @@ class Lab:
         cap = self.finish_capture(name, td, pcap)
         self.procs.stop(srv)
         return {"client": "nghttp", "command": " ".join(cmd), "server": "nghttpd --no-tls", "port": port,
-                "capture": cap.name, "client_log": log.name}
+                "capture": cap.name, "client_log": log.name,
+                "tshark": f"-d tcp.port=={port},http2"}  # prior-knowledge h2c on a random port
 
     def run(self, proto: str) -> dict:
         if proto in ("h1", "h2"):
@@ -408,8 +408,12 @@ def main(argv=None) -> int:
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     try:
         lab = Lab(a.out, work, a.count)
-        manifest.update(tools=tool_versions(tools), page={k: lab.page[k] for k in ("count", "seed", "requests", "files")},
-                        host=os.uname().release)
+        page_info = {k: lab.page[k] for k in ("count", "seed", "requests", "files")}
+        if manifest.get("page") != page_info:  # earlier runs in OUT served another page: start afresh
+            manifest = {}
+        manifest["page"] = page_info
+        manifest.setdefault("tools", {}).update(tool_versions(tools))
+        manifest["host_kernel"] = os.uname().release
         manifest.setdefault("runs", {})
         for proto in protos:
             print(f"[{proto}] ...", flush=True)
