@@ -84,6 +84,10 @@ class QuicSession:
         self.reason_1rtt: str | None = None
         self.decrypted_1rtt = False
         cs = ctx.shared.setdefault("quic_stats", {})
+        try:  # until the model has a field for it (asked for in the QUIC report)
+            ctx.analysis.quic_stats = cs
+        except AttributeError:
+            pass
         self.stats = cs[conn.id] = {}
         ctx.shared.setdefault("quic_cids", {})
         ctx.shared.setdefault("quic_cid_lengths", set())
