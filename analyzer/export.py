@@ -177,6 +177,10 @@ def har_timings(row) -> tuple[float, dict[str, float], float]:
     for n in ("send", "wait", "receive"):
         if n in ph:
             t[n] = _ms(*ph[n])
+    if "send" in ph and "receive" in ph and ph["send"][1] > ph["receive"][0]:
+        # the response began before the request ended (early response to an upload):
+        # HAR phases are sequential, so send stops where receiving starts
+        t["send"] = max(_ms(ph["send"][0], ph["receive"][0]), 0.0)
     total = _ms(row.start, row.end)
     covered = sum(v for k, v in t.items() if k not in ("blocked", "ssl") and v > 0)
     rest = round(total - covered, 6)

@@ -547,9 +547,11 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
                     ts = c.connect_end  # QUIC: handshake is already the connect phase
                 if te > ts:
                     phases.append(("tls", ts, te))
-        if e.request_start is not None and e.request_end is not None:
+        # a pushed response has no request on the wire: its "request" is the promise, so
+        # it waits from the promise to the first response byte and sends nothing
+        if e.request_start is not None and e.request_end is not None and not e.pushed:
             phases.append(("send", e.request_start, e.request_end))
-        wait_from = e.request_end if e.request_end is not None else e.request_start
+        wait_from = e.request_end if e.request_end is not None and not e.pushed else e.request_start
         if wait_from is not None and e.response_start is not None and e.response_start >= wait_from:
             phases.append(("wait", wait_from, e.response_start))
         if e.response_start is not None and e.response_end is not None:

@@ -1,0 +1,394 @@
+"""Exports: HAR 1.2 (schema, one entry per exchange, the model's times, the same times as
+``wirefall requests --json``), JSON, qlog (packet events against tshark), PNG/SVG (one bar
+per request, looked at), offline HTML in headless Chromium, atomic no-clobber writes."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import pytest
+
+from analyzer import export as ex
+from analyzer import waterfall
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from wf_fixture import make_analysis  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "captures"
+SAMPLES = ROOT / "sample_captures"
+SCHEMA = json.loads((Path(__file__).parent / "data" / "har-1.2.schema.json").read_text())
+SAMPLE_SET = [  # (capture, key log) of each protocol
+    ("page/page-h1.pcapng", "page/page-h1.keys"),
+    ("page/page-h2.pcapng", "page/page-h2.keys"),
+    ("page/page-h3.pcapng", "page/page-h3.keys"),
+    ("spdy/spdy3.1-tls.pcap", "spdy/spdy3.1-tls.keys"),
+    ("spdy/spdy2-plain.pcap", None),
+]
+
+
+def _tshark(*args: str) -> str:
+    out = subprocess.run(["tshark", *args], capture_output=True, text=True, timeout=300, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-500:]
+    return out.stdout
+
+
+_cache: dict = {}
+
+
+def _sample(cap: str, keys: str | None):
+    from analyzer.pipeline import analyze
+
+    p = SAMPLES / cap
+    if not p.exists():
+        pytest.skip(f"{cap} not present")
+    if cap not in _cache:
+        _cache[cap] = analyze(str(p), keylogs=[str(SAMPLES / keys)] if keys else [])
+    an = _cache[cap]
+    if not an.exchanges:
+        pytest.skip(f"{cap}: no exchanges dissected yet")
+    return p, an
+
+
+def _validate_har(h):
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft7Validator(SCHEMA).validate(h)
+
+
+def _parse_iso(s: str) -> float:
+    return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def _har_times(entry) -> dict[str, float]:
+    """Model times back from startedDateTime and the timings (HAR order: blocked, dns,
+    connect (includes ssl), send, wait, receive)."""
+    t = entry["timings"]
+    start = _parse_iso(entry["startedDateTime"])
+    pre = sum(max(t[k], 0) for k in ("blocked", "dns", "connect")) / 1000.0
+    rs = start + pre
+    re_ = rs + t["send"] / 1000.0
+    ps = re_ + t["wait"] / 1000.0
+    return {"request_start": rs, "request_end": re_, "response_start": ps, "response_end": ps + t["receive"] / 1000.0}
+
+
+# ---------------------------------------------------------------------------------- HAR
+
+
+def test_har_handmade_schema_times_sensitive():
+    an = make_analysis()
+    h = ex.har(an)
+    _validate_har(h)
+    entries = h["log"]["entries"]
+    assert len(entries) == len(an.exchanges)
+    exs = {e.id: e for e in an.exchanges}
+    for en in entries:
+        e = exs[en["_exchange"]]
+        for k, v in _har_times(en).items():
+            assert v == pytest.approx(getattr(e, k), abs=2e-6), (e.id, k)
+        assert en["time"] == pytest.approx(sum(v for k, v in en["timings"].items() if k != "ssl" and v > 0), abs=1e-6)
+        names = {x["name"].lower() for x in en["request"]["headers"] + en["response"]["headers"]}
+        assert not names & {"cookie", "set-cookie", "authorization"}
+    first = entries[0]
+    assert first["timings"]["dns"] == pytest.approx(8.0, abs=1e-3) and first["timings"]["ssl"] == pytest.approx(49.0, abs=1e-3)
+    assert first["timings"]["connect"] == pytest.approx(20.0 + 49.0, abs=1e-3)  # connect includes ssl
+    assert entries[1]["timings"]["dns"] == -1 and entries[2]["timings"]["connect"] == -1
+    pushed = next(en for en in entries if en["_pushed"])
+    assert pushed["_push_parent"] == 1 and pushed["_stream_id"] == 2 and pushed["_protocol"] == "h2"
+    assert first["response"]["content"] == {"size": 60000, "mimeType": "text/html; charset=utf-8", "compression": 40000}
+    s = ex.har(an, include_sensitive=True)
+    _validate_har(s)
+    e0 = s["log"]["entries"][0]
+    assert {"name": "sid", "value": "secret"} in e0["request"]["cookies"]
+    assert e0["response"]["cookies"][0] == {"name": "a", "value": "b", "path": "/"}
+    # a broken HAR is caught by the schema (the check is not vacuous)
+    import jsonschema
+
+    bad = json.loads(json.dumps(h))
+    del bad["log"]["entries"][0]["timings"]["wait"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, SCHEMA)
+
+
+@pytest.mark.parametrize("cap,keys", SAMPLE_SET)
+def test_har_sample_matches_requests_json(cap, keys, tmp_path):
+    p, an = _sample(cap, keys)
+    out = tmp_path / "x.har"
+    ex.export(an, str(out))
+    h = json.loads(out.read_text())
+    _validate_har(h)
+    cmd = [sys.executable, "-m", "ui.cli", "requests", str(p), "--json"] + (["--keylog", str(SAMPLES / keys)] if keys else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300, env=dict(os.environ, SSLKEYLOGFILE=""))
+    assert r.returncode == 0, r.stderr
+    reqs = {d["id"]: d for d in json.loads(r.stdout)}
+    entries = h["log"]["entries"]
+    assert sorted(en["_exchange"] for en in entries) == sorted(reqs) and entries
+    for en in entries:
+        d = reqs[en["_exchange"]]
+        assert en["request"]["url"] == (d["url"] or "")
+        assert en["response"]["status"] == (d["status"] or 0)
+        assert en["_stream_id"] == d["stream_id"]
+        got = _har_times(en)
+        for k in ("request_start", "request_end", "response_start", "response_end"):
+            if d[k] is None or (k == "request_end" and (d["pushed"] or (d["response_start"] or 1e18) < d[k])):
+                continue  # HAR has no request end for a push, nor for a request still sending when the response starts
+            if True:
+                assert got[k] == pytest.approx(d[k], abs=2e-6), (en["_exchange"], k)
+        assert en["_packets"]["response_end"] == d["response_end_packet"]
+    # and the packets the HAR names carry those times in tshark's view
+    pk = {}
+    for line in _tshark("-r", str(p), "-T", "fields", "-e", "frame.number", "-e", "frame.time_epoch").splitlines():
+        a, b = line.split("\t")
+        pk[int(a)] = float(b)
+    for en in entries:
+        d = reqs[en["_exchange"]]
+        if d["response_end_packet"]:
+            assert pk[d["response_end_packet"]] == pytest.approx(d["response_end"], abs=1e-6)
+
+
+# --------------------------------------------------------------------------- JSON, writes
+
+
+def test_json_export_versioned_and_no_clobber(tmp_path):
+    an = make_analysis()
+    out = tmp_path / "m.json"
+    assert ex.export(an, str(out)) == "json"
+    d = json.loads(out.read_text())
+    assert d["format"] == "wirefall-model" and isinstance(d["version"], int)
+    assert len(d["exchanges"]) == 7 and len(d["frames"]) == len(an.frames)
+    assert len(d["waterfall"]["rows"]) == 7 and d["stats"]["capture"]["requests"] == 6
+    before = out.read_bytes()
+    with pytest.raises(FileExistsError):
+        ex.export(an, str(out))
+    with pytest.raises(FileExistsError):
+        ex.export(an, str(out), fmt="har")
+    assert out.read_bytes() == before
+    ex.export(an, str(out), fmt="har", force=True)
+    assert json.loads(out.read_text())["log"]["version"] == "1.2"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]  # no temporary files left
+    with pytest.raises(ValueError):
+        ex.export(an, str(tmp_path / "x.bmp"))
+
+
+# ---------------------------------------------------------------------------------- qlog
+
+QUIC_TYPES = {"0": "initial", "1": "0RTT", "2": "handshake", "3": "retry"}
+
+
+def _tshark_quic_packets(path: Path, keys: Path | None) -> dict[int, list[tuple[str, int | None]]]:
+    args = ["-r", str(path), "-Y", "quic", "-T", "fields", "-E", "separator=\t", "-e", "frame.number", "-e", "quic.header_form",
+            "-e", "quic.long.packet_type", "-e", "quic.packet_number", "-e", "quic.fixed_bit"]
+    if keys:
+        args += ["-o", f"tls.keylog_file:{keys}"]
+    res = {}
+    for line in _tshark(*args).splitlines():
+        num, forms, ltypes, pns, fixed = (line.split("\t") + ["", "", "", ""])[:5]
+        lt = iter(ltypes.split(",") if ltypes else [])
+        fx = fixed.split(",") if fixed else []
+        # a "short header" with the fixed bit clear is tshark reading the zero padding
+        # after coalesced packets (RFC 9000 12.2) as a packet; it is not one
+        types = [QUIC_TYPES.get(next(lt, "?"), "?") if f in ("1", "True") else "1RTT" for i, f in enumerate(forms.split(","))
+                 if f and not (f in ("0", "False") and i < len(fx) and fx[i] in ("0", "False"))]
+        pnl = [int(x) for x in pns.split(",") if x] if pns else []
+        res[int(num)] = [(t, pnl[i] if len(pnl) == len(types) else None) for i, t in enumerate(types)]
+    return res
+
+
+@pytest.mark.parametrize("cap,keys", [
+    ("quic-illustrated/capture.pcap", "quic-illustrated/keylog.txt"),
+    ("sample:page/page-h3.pcapng", "sample:page/page-h3.keys"),
+])
+def test_qlog_packet_events_match_tshark(cap, keys, tmp_path):
+    from analyzer.pipeline import analyze
+
+    base = SAMPLES if cap.startswith("sample:") else SHARED
+    p, k = base / cap.split(":")[-1], base / keys.split(":")[-1]
+    if not p.exists():
+        pytest.skip(f"{p} not present")
+    an = analyze(str(p), keylogs=[str(k)])
+    out = tmp_path / "x.qlog"
+    ex.export(an, str(out))
+    q = json.loads(out.read_text())
+    assert q["qlog_version"] == "0.3" and q["traces"]
+    got: dict[int, list] = {}
+    for tr in q["traces"]:
+        assert tr["vantage_point"]["type"] == "network"
+        times = [e["time"] for e in tr["events"]]
+        assert times == sorted(times)
+        for e in tr["events"]:
+            if e["name"] in ("transport:packet_sent", "transport:packet_received"):
+                h = e["data"]["header"]
+                got.setdefault(e["data"]["_packet"], []).append((h["packet_type"], h.get("packet_number")))
+    truth = _tshark_quic_packets(p, k)
+    assert set(got) == set(truth) and truth
+    pn_checked = 0
+    for num, pkts in truth.items():
+        assert [t for t, _ in got[num]] == [t for t, _ in pkts], num
+        for (_, a), (_, b) in zip(got[num], pkts):
+            if b is not None:
+                assert a == b, num
+                pn_checked += 1
+    assert pn_checked >= len(truth)  # every packet's number was decrypted by both
+    # qlog times are the packets' times relative to the connection start
+    tr = q["traces"][0]
+    first = next(e for e in tr["events"] if e["name"] == "transport:packet_sent")
+    assert first["time"] == 0.0
+
+
+# ------------------------------------------------------------------------- images, HTML
+
+
+def _png_pixels(data: bytes):
+    """Minimal PNG decoder (8-bit RGB/RGBA, non-interlaced) -> (w, h, rows of bytes, bpp)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        ln, typ = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + ln]
+        if typ == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and ctype in (2, 6) and interlace == 0
+            bpp = 3 if ctype == 2 else 4
+        elif typ == b"IDAT":
+            idat += body
+        pos += 12 + ln
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, rows, bpp
+
+
+def _bar_points(svg: str) -> list[list[tuple[float, float]]]:
+    """Per bar trace of a Plotly SVG: the (y centre, width) of each drawn bar path."""
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    root = ET.fromstring(svg)
+    traces = []
+    for g in root.iter("{http://www.w3.org/2000/svg}g"):
+        if "bars" in (g.get("class") or "").split() and "trace" in (g.get("class") or "").split():
+            pts = []
+            for path in g.iterfind(".//s:g[@class='point']/s:path", ns):
+                d = path.get("d") or ""
+                nums = [float(x) for x in d.replace("M", " ").replace("V", " ").replace("H", " ").replace("Z", " ").replace(",", " ").split()]
+                if len(nums) >= 5:  # M x0,y0 V y1 H x1 V y0 Z
+                    x0, y0, y1, x1 = nums[0], nums[1], nums[2], nums[3]
+                    pts.append(((y0 + y1) / 2, abs(x1 - x0)))
+            traces.append(pts)
+    return traces
+
+
+@pytest.fixture(scope="module")
+def image_server():
+    if not Path("/usr/bin/chromium").exists() and not os.environ.get("BROWSER_PATH"):
+        pytest.skip("no Chromium for kaleido")
+    from ui import figures
+
+    with figures.image_server():
+        yield
+
+
+def _check_svg(svg: str, wf) -> None:
+    traces = _bar_points(svg)
+    present = [ph for ph in waterfall.PHASES if any(r.phase(ph) for r in wf.rows)]
+    assert len(traces) == len(present)
+    for ph, pts in zip(present, traces):
+        assert len(pts) == sum(1 for r in wf.rows if r.phase(ph)), ph
+        assert all(w > 0 for _, w in pts)
+    # one row of bars per request: the bars' vertical centres give exactly one band per row
+    centres = sorted({round(y, 1) for pts in traces for y, _ in pts})
+    assert len(centres) == len(wf.rows)
+
+
+def test_svg_png_handmade_one_bar_per_request(image_server, tmp_path):
+    an = make_analysis()
+    wf = waterfall.build(an)
+    svg_path, png_path = tmp_path / "w.svg", tmp_path / "w.png"
+    ex.export(an, str(svg_path))
+    ex.export(an, str(png_path))
+    _check_svg(svg_path.read_text(), wf)
+    w, h, rows, bpp = _png_pixels(png_path.read_bytes())
+    assert w == 1400 and h >= 360
+    want = {cls: bytes.fromhex(waterfall.CONTENT_COLORS[cls][1][1:]) for cls in ("html", "css", "script", "image", "font")}
+    counts = {cls: sum(r.count(c) for r in rows) for cls, c in want.items()}  # byte-run hits (approximate pixel count)
+    for cls, n in counts.items():
+        assert n > 50, (cls, counts)
+    if os.environ.get("WIREFALL_KEEP_IMAGES"):
+        shutil.copy(png_path, os.environ["WIREFALL_KEEP_IMAGES"])
+
+
+@pytest.mark.parametrize("cap,keys", SAMPLE_SET)
+def test_svg_sample_one_bar_per_request(cap, keys, image_server, tmp_path):
+    p, an = _sample(cap, keys)
+    wf = waterfall.build(an)
+    out = tmp_path / "w.svg"
+    ex.export(an, str(out))
+    _check_svg(out.read_text(), wf)
+    assert len(wf.rows) == len(an.exchanges)
+
+
+def test_html_offline_in_headless_chromium(tmp_path):
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("chromium not installed")
+    an = make_analysis()
+    out = tmp_path / "w.html"
+    ex.export(an, str(out))
+    html = out.read_text()
+    assert "<script src=\"http" not in html  # plotly.js inlined
+    ctl = tmp_path / "ctl.html"
+    ctl.write_text("<html><body><script>console.error('control');</script></body></html>")
+
+    def run(page: Path):
+        r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
+                            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+                           capture_output=True, text=True, timeout=120)
+        return r.stdout, [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln]
+
+    _, ctl_console = run(ctl)
+    assert any("control" in ln for ln in ctl_console)  # the console is seen
+    dom, console = run(out)
+    assert console == []
+    assert dom.count('class="trace bars"') == 6  # dns, connect, tls, send, wait, receive drawn
+    assert dom.count('class="point"') >= 7 * 4
+
+
+def test_many_rows_use_webgl_and_stay_fast():
+    import time
+
+    from ui import figures
+
+    an = make_analysis(n_extra_rows=5000)
+    t = time.monotonic()
+    wf = waterfall.build(an)
+    fig = figures.waterfall_figure(wf)
+    elapsed = time.monotonic() - t
+    assert len(wf.rows) == 5007
+    kinds = {tr.type for tr in fig.data if tr.x is not None and len([x for x in tr.x if x is not None])}
+    assert "bar" not in kinds and "scattergl" in kinds
+    segs = sum(len([x for x in tr.x if x is not None]) // 2 for tr in fig.data if tr.type == "scattergl" and tr.mode == "lines")
+    assert segs == sum(len(r.phases) for r in wf.rows)
+    assert elapsed < 10
