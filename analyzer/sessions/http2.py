@@ -1,0 +1,387 @@
+"""HTTP/2 session: ``dissectors.http2.H2Connection`` output -> model ``Frame``s and ``Exchange``s.
+
+One ``Frame`` per HTTP/2 frame (protocol ``h2`` over TLS, ``h2c`` in cleartext), at the
+packet that carried its last byte.  A header block split over HEADERS + CONTINUATION has its
+decoded headers on the frame that ends it (END_HEADERS), as Wireshark shows them.
+
+Frame.fields by type: DATA ``pad_length``, ``window_connection``/``window_stream`` (the
+sender's remaining flow-control windows after it), ``stalled`` ("connection" | "stream"
+when the frame exhausted a window); HEADERS ``exclusive``/``depends_on``/``weight``
+(weight 1..256), PUSH_PROMISE ``promised_stream_id``; frames that end a header block
+``header_bytes_wire`` / ``header_bytes_decoded`` / ``header_bytes_hpack`` and
+``hpack_state = "unknown"`` when the HPACK state was not seen from the start; RST_STREAM and
+GOAWAY ``error_code``/``error`` (name), GOAWAY ``last_stream_id``/``debug_data``; SETTINGS
+``settings`` {name: value} or ``ack``; PING ``opaque``/``ack``; WINDOW_UPDATE ``increment``,
+``window``; ALTSVC ``origin``/``alt_svc``; ORIGIN ``origins``; PRIORITY_UPDATE
+``prioritized_stream_id``/``priority_field_value``.
+
+Exchange per stream (client streams, and promised streams with ``pushed``):
+- request_start / request_end: first byte of the request HEADERS, last byte of the frame
+  with END_STREAM (client); for a pushed stream both are the PUSH_PROMISE frame's packets;
+- response_start: first byte of the first server HEADERS on the stream (an 1xx counts);
+  response_end: last byte of the server frame with END_STREAM, or of the last server frame
+  of a stream that was reset (then ``reset`` holds the error name);
+- header bytes: sum over all the stream's header blocks (1xx, trailers included) of the
+  HPACK block bytes (``*_wire``) and of name + value lengths (``*_decoded``);
+- response_headers: the final (non-1xx) response header block, in wire order;
+- priority: ``{"exclusive", "depends_on", "weight"}`` from HEADERS / PRIORITY frames and
+  ``{"urgency", "incremental"}`` from the RFC 9218 ``priority`` header or PRIORITY_UPDATE.
+"""
+from __future__ import annotations
+
+import base64
+
+from dissectors.http2 import (
+    CONTINUATION,
+    DATA,
+    GOAWAY,
+    HEADERS,
+    PRIORITY,
+    PRIORITY_UPDATE,
+    PUSH_PROMISE,
+    RST_STREAM,
+    H2Connection,
+    H2Frame,
+)
+
+from ..content import BodyDecoder
+from ..model import Connection, Exchange, Frame
+
+
+def parse_priority_header(value: str) -> dict:
+    """RFC 9218 Priority field value (``u=3, i``) -> {"urgency", "incremental"}."""
+    out: dict = {}
+    for item in value.split(","):
+        k, _, v = item.strip().partition("=")
+        k = k.strip()
+        if k == "u":
+            try:
+                u = int(v)
+                if 0 <= u <= 7:
+                    out["urgency"] = u
+            except ValueError:
+                pass
+        elif k == "i":
+            out["incremental"] = v.strip() in ("", "?1")
+    return out
+
+
+class _Stream:
+    __slots__ = ("ex", "body", "req_done", "resp_done", "last_s2c", "pending_end")
+
+    def __init__(self, ex: Exchange):
+        self.ex = ex
+        self.body: BodyDecoder | None = None
+        self.req_done = False
+        self.resp_done = False
+        self.last_s2c: int | None = None  # packet of the last server frame
+        self.pending_end = [False, False]  # END_STREAM on a HEADERS whose block is not finished
+
+
+class H2Session:
+    """Byte-stream session for HTTP/2 (see analyzer.sessions for the interface).
+
+    ``cleartext``: h2c (True) or h2 inside TLS (False).  ``upgrade``: the HTTP/1.1 exchange
+    that upgraded to h2c (it becomes stream 1) and ``settings`` the client's decoded
+    HTTP2-Settings payload.  ``mid_stream``: the capture starts inside the connection.
+    """
+
+    def __init__(self, ctx, conn: Connection, cleartext: bool = True, upgrade: Exchange | None = None,
+                 settings: bytes | str | None = None, mid_stream: bool = False, **kw):
+        self.ctx = ctx
+        self.conn = conn
+        self.proto = "h2c" if cleartext else "h2"
+        self.scheme = "http" if cleartext else "https"
+        conn.protocol = self.proto
+        self.h2 = H2Connection(mid_stream=mid_stream, max_header_list=ctx.limits.get("hpack_header_list", 1 << 20),
+                               max_continuation=ctx.limits.get("continuation_frames", 1000))
+        self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
+        self.streams: dict[int, _Stream] = {}
+        self.priorities: dict[int, dict] = {}  # priority info seen before the stream's request
+        self.notes_seen = 0
+        self.goaway: int | None = None
+        if upgrade is not None:
+            upgrade.protocol = self.proto
+            upgrade.stream_id = 1
+            st = _Stream(upgrade)
+            st.req_done = True
+            self.streams[1] = st
+            if settings:
+                if isinstance(settings, str):
+                    settings = settings.strip()
+                    try:
+                        settings = base64.urlsafe_b64decode(settings + "=" * (-len(settings) % 4))
+                    except ValueError:
+                        settings = b""
+                self.h2.apply_upgrade_settings(settings)
+
+    # -- session interface ----------------------------------------------------------------
+    def data(self, direction, data, offset, packet):
+        for f in self.h2.receive(direction, data, packet, offset):
+            self._frame(f)
+        self._notes()
+
+    def gap(self, direction, offset, length, packet):
+        self.h2.gap(direction, length, packet)
+        self._notes()
+
+    def end(self):
+        for sid, st in self.streams.items():
+            ex = st.ex
+            if st.body is not None:
+                self._finish_body(st)
+            if not st.resp_done and ex.response_end is None and st.last_s2c is not None:
+                ex.response_end_packet = st.last_s2c
+                ex.response_end = self.ctx.time(st.last_s2c)
+                if ex.error is None and ex.reset is None:
+                    ex.error = "response incomplete at the end of the capture"
+            elif not st.resp_done and ex.response_start is None and ex.error is None and ex.reset is None:
+                ex.error = "no response in the capture"
+        self._notes()
+
+    # -- internals ------------------------------------------------------------------------
+    def _notes(self):
+        notes = self.h2.notes
+        if len(notes) > self.notes_seen:
+            self.conn.notes.extend(notes[self.notes_seen:])
+            self.notes_seen = len(notes)
+
+    def _stream(self, sid: int, create: bool = True) -> _Stream | None:
+        st = self.streams.get(sid)
+        if st is None and create:
+            ex = self.ctx.new_exchange(self.conn, self.proto, sid)
+            ex.scheme = self.scheme
+            st = self.streams[sid] = _Stream(ex)
+            pr = self.priorities.pop(sid, None)
+            if pr:
+                ex.priority = pr
+        return st
+
+    def _set_priority(self, sid: int, info: dict):
+        st = self.streams.get(sid)
+        if st is not None:
+            st.ex.priority = dict(st.ex.priority or {}, **info)
+        else:
+            self.priorities[sid] = dict(self.priorities.get(sid) or {}, **info)
+
+    def _frame(self, f: H2Frame):
+        ctx = self.ctx
+        fields = dict(f.fields) if f.fields else {}
+        fr = Frame(
+            packet=f.packet,
+            first_packet=f.first_packet,
+            time=ctx.time(f.packet),
+            connection=self.conn.id,
+            direction=f.direction,
+            protocol=self.proto,
+            stream_id=f.stream_id,
+            type=f.name,
+            flags=f.flags,
+            length=f.length,
+            headers=f.headers,
+            fields=fields or None,
+            offset=f.offset,
+            error=f.error,
+        )
+        if f.block_headers is not None or f.block_start is not None:
+            fields["header_bytes_wire"] = f.block_wire
+            fields["header_bytes_decoded"] = f.block_decoded
+            fields["header_bytes_hpack"] = f.block_hpack_size
+            fr.fields = fields
+        ctx.add_frame(fr, "HTTP2")
+        f.model = fr
+        if f.block_parts:
+            for part in f.block_parts:
+                if part is not f and part.model is not None:
+                    part.model.headers = part.headers
+                    part.model = None
+        t = f.type
+        sid = f.stream_id
+        if t == DATA:
+            st = self._stream(sid)
+            ex = st.ex
+            ex.frames += 1
+            if f.direction == 0:
+                ex.request_body_bytes += f.data_length
+                if f.flags & 1:
+                    self._request_end(st, f)
+            else:
+                if ex.response_start is None:
+                    ex.response_start = ctx.time(f.first_packet)
+                    ex.response_start_packet = f.first_packet
+                ex.response_body_bytes += f.data_length
+                st.last_s2c = f.packet
+                if f.data_length:
+                    if st.body is None:
+                        st.body = BodyDecoder(ex.content_encoding, self.cap)
+                    st.body.feed(f.data)
+                if f.flags & 1:
+                    self._response_end(st, f)
+        elif t in (HEADERS, PUSH_PROMISE, CONTINUATION):
+            first = f.block_start or (f if t != CONTINUATION else None)
+            if t == HEADERS:
+                st = self._stream(sid)
+                st.ex.frames += 1
+                if f.direction == 0 and st.ex.request_start is None:
+                    st.ex.request_start = ctx.time(f.first_packet)
+                    st.ex.request_start_packet = f.first_packet
+                if f.direction == 1:
+                    if st.ex.response_start is None:
+                        st.ex.response_start = ctx.time(f.first_packet)
+                        st.ex.response_start_packet = f.first_packet
+                    st.last_s2c = f.packet
+                if "weight" in f.fields:
+                    self._set_priority(sid, {k: f.fields[k] for k in ("exclusive", "depends_on", "weight")})
+                if f.flags & 1:
+                    st.pending_end[f.direction] = True
+            elif t == PUSH_PROMISE:
+                st = self._stream(sid)
+                st.ex.frames += 1
+            else:
+                st = self.streams.get(sid)
+                if st is not None:
+                    st.ex.frames += 1
+                    if f.direction == 1:
+                        st.last_s2c = f.packet
+            if f.block_headers is not None and first is not None:
+                self._block(first, f)
+        elif t == RST_STREAM:
+            st = self._stream(sid, create=False)
+            if st is not None:
+                ex = st.ex
+                ex.frames += 1
+                if ex.reset is None:
+                    ex.reset = f.fields.get("error")
+                    who = "client" if f.direction == 0 else "server"
+                    ex.error = ex.error or f"stream reset by the {who}: {ex.reset}"
+                if not st.resp_done:
+                    if st.last_s2c is not None and ex.response_end is None:
+                        ex.response_end_packet = st.last_s2c
+                        ex.response_end = ctx.time(st.last_s2c)
+                    st.resp_done = True
+                    if st.body is not None:
+                        self._finish_body(st)
+        elif t == PRIORITY:
+            self._set_priority(sid, {k: f.fields[k] for k in ("exclusive", "depends_on", "weight") if k in f.fields})
+        elif t == PRIORITY_UPDATE:
+            v = f.fields.get("priority_field_value")
+            psid = f.fields.get("prioritized_stream_id")
+            if v is not None and psid:
+                self._set_priority(psid, dict(parse_priority_header(v), priority_update=v))
+        elif t == GOAWAY:
+            last = f.fields.get("last_stream_id")
+            if last is not None and f.direction == 1:
+                self.goaway = last
+                for s, st in self.streams.items():
+                    if s > last and s % 2 == 1 and not st.resp_done and st.ex.error is None:
+                        st.ex.error = f"not processed: GOAWAY last stream {last} ({f.fields.get('error')})"
+
+    def _block(self, first: H2Frame, f: H2Frame):
+        """A complete header block: ``first`` is its HEADERS / PUSH_PROMISE, ``f`` its last frame."""
+        ctx = self.ctx
+        hdrs = f.block_headers or []
+        if first.type == PUSH_PROMISE:
+            prom = first.fields.get("promised_stream_id")
+            if not prom:
+                return
+            st = self._stream(prom)
+            ex = st.ex
+            ex.pushed = True
+            ex.push_parent = first.stream_id
+            ex.request_start = ctx.time(first.first_packet)
+            ex.request_start_packet = first.first_packet
+            ex.request_end = ctx.time(f.packet)
+            ex.request_end_packet = f.packet
+            st.req_done = True
+            self._request_headers(ex, hdrs, f)
+            return
+        st = self._stream(first.stream_id)
+        ex = st.ex
+        if f.direction == 0:
+            if ex.request_headers and not ex.pushed:
+                # trailers
+                ex.request_header_bytes_wire += f.block_wire
+                ex.request_header_bytes_decoded += f.block_decoded
+            else:
+                self._request_headers(ex, hdrs, f)
+        else:
+            ex.response_header_bytes_wire += f.block_wire
+            ex.response_header_bytes_decoded += f.block_decoded
+            status = None
+            for k, v in hdrs:
+                if k == ":status":
+                    try:
+                        status = int(v)
+                    except ValueError:
+                        pass
+                    break
+            if status is not None and not (100 <= status < 200 and status != 101) and ex.status is None:
+                ex.status = status
+                ex.response_headers = list(hdrs)
+                for k, v in hdrs:
+                    if k == "content-type" and ex.content_type is None:
+                        ex.content_type = v
+                    elif k == "content-encoding" and ex.content_encoding is None:
+                        ex.content_encoding = v
+            elif status is not None and 100 <= status < 200 and ex.status is None:
+                pass  # informational
+        if st.pending_end[f.direction]:
+            st.pending_end[f.direction] = False
+            if f.direction == 0:
+                self._request_end(st, f)
+            else:
+                self._response_end(st, f)
+
+    def _request_headers(self, ex: Exchange, hdrs, f: H2Frame):
+        ex.request_headers = list(hdrs)
+        ex.request_header_bytes_wire += f.block_wire
+        ex.request_header_bytes_decoded += f.block_decoded
+        host = None
+        for k, v in hdrs:
+            if k == ":method":
+                ex.method = v
+            elif k == ":scheme":
+                ex.scheme = v
+            elif k == ":authority":
+                ex.authority = v
+            elif k == ":path":
+                ex.path = v
+            elif k == "host":
+                host = v
+            elif k == "priority":
+                p = parse_priority_header(v)
+                if p:
+                    ex.priority = dict(ex.priority or {}, **p)
+        if ex.authority is None:
+            ex.authority = host
+        if ex.method == "CONNECT" and ex.path is None:
+            ex.url = ex.authority
+        elif ex.authority is not None or ex.path is not None:
+            ex.url = f"{ex.scheme or self.scheme}://{ex.authority or ''}{ex.path or ''}"
+
+    def _request_end(self, st: _Stream, f: H2Frame):
+        ex = st.ex
+        st.req_done = True
+        ex.request_end = self.ctx.time(f.packet)
+        ex.request_end_packet = f.packet
+
+    def _response_end(self, st: _Stream, f: H2Frame):
+        ex = st.ex
+        st.resp_done = True
+        ex.response_end = self.ctx.time(f.packet)
+        ex.response_end_packet = f.packet
+        if st.body is not None:
+            self._finish_body(st)
+        elif ex.response_body_decoded_bytes is None and ex.response_body_bytes == 0:
+            ex.response_body_decoded_bytes = 0
+
+    def _finish_body(self, st: _Stream):
+        b = st.body
+        st.body = None
+        ex = st.ex
+        ex.response_body_decoded_bytes = b.finish()
+        if b.capped:
+            self.conn.notes.append(f"stream {ex.stream_id}: decoded body reached the {b.cap}-byte limit; size counted up to it")
+            ex.error = ex.error or "decoded body size capped"
+        elif b.error:
+            self.conn.notes.append(f"stream {ex.stream_id}: body: {b.error}")

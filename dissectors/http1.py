@@ -1,0 +1,515 @@
+"""HTTP/1.0 and HTTP/1.1 (RFC 9112) sans-IO dissector.
+
+``H1Connection.receive(direction, data, packet, offset)`` is fed each direction's in-order
+bytes with the packet that carried them and returns events:
+
+- ``H1Head``: a request or response head (start line + header fields), with its size on the
+  wire (``wire``: start line, fields, CRLFs, as sent) and its first / last packets;
+- ``H1Body``: some body payload bytes (after chunked decoding), to be counted or decoded;
+- ``H1End``: end of a message body: payload bytes, wire bytes (with chunk framing), chunks,
+  trailers, first / last packet; sent for every message that has a body (possibly empty);
+- ``H1Switch``: the connection leaves HTTP/1 (101 Switching Protocols, a 2xx answer to
+  CONNECT): the bytes of both directions after the switch point, with their packets, are
+  in ``pending[direction]`` as (data, offset, packet) chunks; later bytes are not parsed.
+
+Message framing follows RFC 9112 section 6: responses to HEAD, 1xx, 204 and 304 have no body;
+Transfer-Encoding chunked, then Content-Length, otherwise a response body runs to the end of
+the connection (close-delimited) and a request has none.  Pipelined requests are queued so
+each response knows its request.  After a request that asks to Upgrade (or a CONNECT) the
+client direction is held until the response says whether the protocol changes.
+
+Parsed by hand: no maintained sans-IO HTTP/1 library gives byte offsets per message and
+tolerates the malformed traffic an analyser must keep going through (h11 raises and stops).
+Bad input never raises: the direction is marked (``notes``) and its bytes are skipped.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+MAX_HEAD = 1 << 20
+MAX_FIELDS = 1000
+MAX_CHUNK_LINE = 4096
+
+REQUEST, RESPONSE = 0, 1
+
+
+@dataclass(slots=True)
+class H1Head:
+    direction: int
+    offset: int  # stream offset of the first byte of the start line
+    first_packet: int
+    packet: int  # packet of the last byte of the head (the blank line)
+    wire: int  # bytes of the head on the wire
+    version: str  # "HTTP/1.1"
+    headers: list[tuple[str, str]]
+    method: str | None = None  # requests
+    target: str | None = None
+    status: int | None = None  # responses
+    reason: str | None = None
+    request: "H1Head | None" = None  # for a response: the request it answers (None if not seen)
+    body: str = "none"  # none | length | chunked | close | tunnel
+    content_length: int | None = None
+    error: str | None = None
+
+    @property
+    def is_request(self) -> bool:
+        return self.method is not None
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+
+@dataclass(slots=True)
+class H1Body:
+    direction: int
+    head: H1Head
+    data: bytes
+    packet: int
+
+
+@dataclass(slots=True)
+class H1End:
+    direction: int
+    head: H1Head
+    payload: int  # body bytes after removing chunk framing
+    wire: int  # body bytes on the wire (chunk sizes and CRLFs included)
+    first_packet: int
+    packet: int  # packet of the body's last byte (the head's packet for an empty body)
+    offset: int  # stream offset of the first body byte
+    chunks: int = 0
+    trailers: list[tuple[str, str]] = field(default_factory=list)
+    complete: bool = True  # False: the connection or the capture ended first
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class H1Switch:
+    protocol: str  # "h2c", "websocket", "tunnel", or the Upgrade token
+    request: H1Head
+    response: H1Head
+    pending: tuple[list, list]  # per direction: [(data, offset, packet), ...] after the switch
+
+
+class _Dir:
+    __slots__ = ("buf", "base", "starts", "packets", "state", "head", "remaining", "chunk_state",
+                 "body_payload", "body_wire", "body_first", "body_last", "body_offset", "chunks",
+                 "trailers", "dead", "hold", "version")
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.base = 0
+        self.starts: list[int] = []
+        self.packets: list[int] = []
+        self.state = "head"  # head | length | chunked | close | switched
+        self.head: H1Head | None = None
+        self.remaining = 0
+        self.chunk_state = "size"  # size | data | crlf | trailer
+        self.body_payload = 0
+        self.body_wire = 0
+        self.body_first = 0
+        self.body_last = 0
+        self.body_offset = 0
+        self.chunks = 0
+        self.trailers: list[tuple[str, str]] = []
+        self.dead = False
+        self.hold = False  # client waits for the answer to an Upgrade / CONNECT
+        self.version = None
+
+    def packet_at(self, off: int) -> int:
+        s = self.starts
+        for i in range(len(s) - 1, -1, -1):
+            if s[i] <= off:
+                return self.packets[i]
+        return self.packets[0] if self.packets else 0
+
+    def consume(self, n: int) -> None:
+        if n <= 0:
+            return
+        del self.buf[:n]
+        self.base += n
+        s = self.starts
+        i = 0
+        while i + 1 < len(s) and s[i + 1] <= self.base:
+            i += 1
+        if i:
+            del s[:i]
+            del self.packets[:i]
+
+    def chunks_from(self, start: int = 0) -> list:
+        """Buffered bytes from buffer index ``start`` as (data, offset, packet) pieces."""
+        out = []
+        s, p = self.starts, self.packets
+        pos = start
+        n = len(self.buf)
+        while pos < n:
+            off = self.base + pos
+            i = len(s) - 1
+            while i > 0 and s[i] > off:
+                i -= 1
+            nxt = s[i + 1] - self.base if i + 1 < len(s) else n
+            nxt = min(max(nxt, pos + 1), n)
+            out.append((bytes(self.buf[pos:nxt]), off, p[i] if p else 0))
+            pos = nxt
+        return out
+
+
+def _parse_fields(lines: list[bytes]) -> tuple[list[tuple[str, str]], str | None]:
+    out: list[tuple[str, str]] = []
+    err = None
+    for line in lines:
+        if not line:
+            continue
+        if line[:1] in (b" ", b"\t") and out:  # obsolete line folding
+            k, v = out[-1]
+            out[-1] = (k, v + " " + line.strip().decode("latin-1"))
+            continue
+        k, sep, v = line.partition(b":")
+        if not sep:
+            err = err or f"header line without a colon: {line[:40]!r}"
+            continue
+        out.append((k.strip().decode("latin-1"), v.strip().decode("latin-1")))
+        if len(out) > MAX_FIELDS:
+            err = f"more than {MAX_FIELDS} header fields"
+            break
+    return out, err
+
+
+class H1Connection:
+    """Sans-IO HTTP/1.x decoder for both directions of one connection."""
+
+    def __init__(self, max_head: int = MAX_HEAD, max_fields: int = MAX_FIELDS):
+        self.dirs = (_Dir(), _Dir())
+        self.requests: deque[H1Head] = deque()  # requests waiting for their response
+        self.max_head = max_head
+        self.max_fields = max_fields
+        self.notes: list[str] = []
+        self.switched: H1Switch | None = None
+        self.upgrade_request: H1Head | None = None
+
+    # -- input -------------------------------------------------------------------------
+    def receive(self, direction: int, data: bytes, packet: int, offset: int | None = None) -> list:
+        d = self.dirs[direction]
+        if not data or d.dead or self.switched is not None:
+            return []
+        if offset is not None and not d.buf:
+            d.base = offset
+        if not d.packets or d.packets[-1] != packet:
+            d.starts.append(d.base + len(d.buf))
+            d.packets.append(packet)
+        d.buf += data
+        out: list = []
+        self._run(direction, out)
+        return out
+
+    def gap(self, direction: int, length: int, packet: int) -> list:
+        """Bytes lost: a body with known length just loses them, anything else goes dead."""
+        d = self.dirs[direction]
+        out: list = []
+        if self.switched is not None or d.dead:
+            return out
+        if d.state == "length" and not d.buf and length <= d.remaining:
+            d.remaining -= length
+            d.body_wire += length
+            d.body_payload += length
+            d.base += length
+            if d.remaining == 0:
+                self._end_body(direction, d, out, packet)
+            return out
+        if d.state == "close":
+            d.body_wire += length
+            d.body_payload += length
+            d.base += len(d.buf) + length
+            d.buf.clear()
+            return out
+        self.notes.append(f"packet {packet}: {length} bytes lost in direction {direction}; HTTP/1 parsing of this direction stops")
+        d.dead = True
+        return out
+
+    def end(self) -> list:
+        """End of the connection / capture: close-delimited bodies end, others are cut."""
+        out: list = []
+        if self.switched is not None:
+            return out
+        for direction, d in enumerate(self.dirs):
+            if d.dead or d.head is None:
+                continue
+            if d.state == "close":
+                self._end_body(direction, d, out, d.body_last or d.head.packet)
+            elif d.state in ("length", "chunked"):
+                self._end_body(direction, d, out, d.body_last or d.head.packet, complete=False)
+        for direction, d in enumerate(self.dirs):
+            if d.hold and d.buf and not d.dead:  # upgrade never answered: parse what was held
+                d.hold = False
+                self._run(direction, out)
+        return out
+
+    # -- parsing -------------------------------------------------------------------------
+    def _run(self, direction: int, out: list) -> None:
+        d = self.dirs[direction]
+        while d.buf and not d.dead and self.switched is None:
+            if d.state == "head":
+                if d.hold:
+                    return
+                if not self._head(direction, d, out):
+                    return
+            elif d.state == "length":
+                n = min(d.remaining, len(d.buf))
+                self._body_bytes(direction, d, 0, n, n, out)
+                d.remaining -= n
+                d.consume(n)
+                if d.remaining == 0:
+                    self._end_body(direction, d, out, d.body_last)
+            elif d.state == "chunked":
+                if not self._chunked(direction, d, out):
+                    return
+            elif d.state == "close":
+                n = len(d.buf)
+                self._body_bytes(direction, d, 0, n, n, out)
+                d.consume(n)
+            else:
+                return
+
+    def _body_bytes(self, direction, d: _Dir, start: int, n: int, wire: int, out: list) -> None:
+        """Body bytes buf[0:wire] are consumed; buf[start:start+n] of them are payload."""
+        if wire:
+            last = d.packet_at(d.base + wire - 1)
+            if d.body_wire == 0:
+                d.body_first = d.packet_at(d.base)
+            d.body_last = last
+            d.body_wire += wire
+        if n:
+            d.body_payload += n
+            out.append(H1Body(direction, d.head, bytes(d.buf[start : start + n]), d.body_last))
+
+    def _head(self, direction: int, d: _Dir, out: list) -> bool:
+        buf = d.buf
+        # tolerate CRLFs between messages (RFC 9112 section 2.2)
+        k = 0
+        while k < len(buf) and buf[k] in (13, 10):
+            k += 1
+        if k:
+            d.consume(k)
+            if not buf:
+                return False
+        end = buf.find(b"\r\n\r\n")
+        sep = 4
+        if end < 0:
+            end = buf.find(b"\n\n")
+            sep = 2
+        if end < 0:
+            if len(buf) > self.max_head:
+                self._die(direction, d, f"HTTP/1 head longer than {self.max_head} bytes")
+            elif len(buf) >= 8 and not self._looks_like_start(direction, bytes(buf[:16])):
+                self._die(direction, d, f"not an HTTP/1 message start: {bytes(buf[:24])!r}")
+            return False
+        wire = end + sep
+        lines = bytes(buf[:end]).replace(b"\r\n", b"\n").split(b"\n")
+        start = lines[0].decode("latin-1")
+        first_packet = d.packet_at(d.base)
+        packet = d.packet_at(d.base + wire - 1)
+        hdrs, err = _parse_fields(lines[1:])
+        h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err)
+        parts = start.split(" ", 2)
+        if start.startswith("HTTP/"):
+            if len(parts) < 2 or not parts[1][:3].isdigit():
+                self._die(direction, d, f"bad status line {start[:60]!r}")
+                return False
+            h.version = parts[0]
+            h.status = int(parts[1][:3])
+            h.reason = parts[2] if len(parts) > 2 else ""
+            if direction == 0:
+                h.error = h.error or "response sent by the client"
+        else:
+            if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+                self._die(direction, d, f"bad request line {start[:60]!r}")
+                return False
+            h.method, h.target, h.version = parts
+            if direction == 1:
+                h.error = h.error or "request sent by the server"
+        if h.error:
+            self.notes.append(f"packet {packet}: {h.error}")
+        d.consume(wire)
+        d.version = d.version or h.version
+        d.head = h
+        out.append(h)
+        if h.is_request:
+            self._request_framing(direction, d, h, out)
+        else:
+            self._response_framing(direction, d, h, out)
+        return True
+
+    @staticmethod
+    def _looks_like_start(direction: int, b: bytes) -> bool:
+        if b.startswith(b"HTTP/"):
+            return True
+        sp = b.find(b" ")
+        return 0 < sp <= 12 and b[:sp].isalpha() and b[:sp].isupper()
+
+    def _die(self, direction: int, d: _Dir, msg: str) -> None:
+        self.notes.append(f"packet {d.packet_at(d.base)}: {msg}; HTTP/1 parsing of this direction stops")
+        d.dead = True
+        d.buf.clear()
+
+    def _framing(self, h: H1Head) -> None:
+        te = h.header("transfer-encoding")
+        cl = None
+        for k, v in h.headers:
+            if k.lower() == "content-length":
+                try:
+                    n = int(v.split(",")[0].strip())
+                    if n < 0:
+                        raise ValueError
+                except ValueError:
+                    h.error = h.error or f"bad Content-Length {v!r}"
+                    continue
+                if cl is not None and n != cl:
+                    h.error = h.error or "conflicting Content-Length values"
+                if cl is None:
+                    cl = n
+        if te is not None and te.lower().split(",")[-1].strip() == "chunked":
+            h.body = "chunked"
+        elif cl is not None:
+            h.body = "length"
+            h.content_length = cl
+        else:
+            h.body = "unknown"
+
+    def _request_framing(self, direction: int, d: _Dir, h: H1Head, out: list) -> None:
+        self._framing(h)
+        if h.body == "unknown":
+            h.body = "none"
+        self.requests.append(h)
+        upgrade = h.header("upgrade")
+        conn_hdr = (h.header("connection") or "").lower()
+        if h.method == "CONNECT" or (upgrade and "upgrade" in conn_hdr):
+            d.hold = True  # wait for the answer before parsing more client bytes
+            self.upgrade_request = h
+        self._start_body(direction, d, h, out)
+
+    def _response_framing(self, direction: int, d: _Dir, h: H1Head, out: list) -> None:
+        st = h.status
+        req = self.requests[0] if self.requests else None
+        h.request = req
+        if 100 <= st < 200:
+            if st == 101 and req is not None and req is self.upgrade_request:
+                self.requests.popleft()
+                proto = (h.header("upgrade") or req.header("upgrade") or "").strip()
+                self._switch(proto.lower() if proto else "unknown", req, h)
+                return
+            h.body = "none"  # interim: the request keeps waiting
+            return
+        if req is not None:
+            self.requests.popleft()
+        self._framing(h)
+        if req is not None and req.method == "HEAD" or st in (204, 304):
+            h.body = "none"
+        elif req is not None and req.method == "CONNECT" and 200 <= st < 300:
+            self._switch("tunnel", req, h)
+            return
+        elif h.body == "unknown":
+            h.body = "close"
+        if req is not None and req is self.upgrade_request:
+            self.upgrade_request = None  # upgrade refused: go on parsing the client's bytes
+            c = self.dirs[0]
+            c.hold = False
+        self._start_body(direction, d, h, out)
+        if req is not None and not self.dirs[0].hold and self.dirs[0].buf and self.dirs[0].state == "head":
+            self._run(0, out)
+
+    def _start_body(self, direction: int, d: _Dir, h: H1Head, out: list) -> None:
+        d.body_payload = d.body_wire = d.chunks = 0
+        d.body_first = d.body_last = h.packet
+        d.body_offset = d.base
+        d.trailers = []
+        if h.body == "none" or (h.body == "length" and h.content_length == 0):
+            if h.body == "length":
+                self._end_body(direction, d, out, h.packet)
+            d.state = "head"
+            return
+        if h.body == "length":
+            d.state = "length"
+            d.remaining = h.content_length
+        elif h.body == "chunked":
+            d.state = "chunked"
+            d.chunk_state = "size"
+        else:
+            d.state = "close"
+
+    def _end_body(self, direction: int, d: _Dir, out: list, packet: int, complete: bool = True) -> None:
+        h = d.head
+        e = H1End(direction, h, d.body_payload, d.body_wire, d.body_first if d.body_wire else h.packet,
+                  packet if d.body_wire else h.packet, d.body_offset, d.chunks, d.trailers, complete)
+        if not complete:
+            e.error = "body incomplete: the connection or the capture ended first"
+        out.append(e)
+        d.state = "head"
+
+    def _chunked(self, direction: int, d: _Dir, out: list) -> bool:
+        buf = d.buf
+        while buf:
+            cs = d.chunk_state
+            if cs == "size":
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > MAX_CHUNK_LINE:
+                        self._die(direction, d, "chunk size line too long")
+                    return False
+                line = bytes(buf[:nl]).split(b";", 1)[0].strip()
+                try:
+                    size = int(line, 16)
+                except ValueError:
+                    self._die(direction, d, f"bad chunk size {line[:20]!r}")
+                    return False
+                self._body_bytes(direction, d, 0, 0, nl + 1, out)
+                d.consume(nl + 1)
+                if size == 0:
+                    d.chunk_state = "trailer"
+                else:
+                    d.chunks += 1
+                    d.remaining = size
+                    d.chunk_state = "data"
+            elif cs == "data":
+                n = min(d.remaining, len(buf))
+                self._body_bytes(direction, d, 0, n, n, out)
+                d.consume(n)
+                d.remaining -= n
+                if d.remaining == 0:
+                    d.chunk_state = "crlf"
+            elif cs == "crlf":
+                if len(buf) < 2 and buf[:1] == b"\r":
+                    return False
+                k = 2 if buf[:2] == b"\r\n" else (1 if buf[:1] == b"\n" else 0)
+                if k == 0:
+                    d.head.error = d.head.error or "chunk data not followed by CRLF"
+                if k:
+                    self._body_bytes(direction, d, 0, 0, k, out)
+                    d.consume(k)
+                d.chunk_state = "size"
+            else:  # trailer section: lines until an empty one
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > self.max_head:
+                        self._die(direction, d, "trailer section too long")
+                    return False
+                line = bytes(buf[:nl]).rstrip(b"\r")
+                self._body_bytes(direction, d, 0, 0, nl + 1, out)
+                d.consume(nl + 1)
+                if line:
+                    t, _ = _parse_fields([line])
+                    d.trailers.extend(t)
+                else:
+                    self._end_body(direction, d, out, d.body_last)
+                    return True
+        return False
+
+    def _switch(self, proto: str, req: H1Head, resp: H1Head) -> None:
+        c, s = self.dirs
+        self.switched = H1Switch(proto, req, resp, (c.chunks_from(), s.chunks_from()))
+        for d in self.dirs:
+            d.state = "switched"
+            d.buf.clear()

@@ -1,0 +1,719 @@
+"""HTTP/2 (RFC 9113) sans-IO dissector.
+
+``H2Connection`` is fed the in-order bytes of each direction of one connection together
+with the packet that carried them (``receive(direction, data, packet)``) and returns the
+frames those bytes completed, as ``H2Frame`` objects.  It never opens files or sockets.
+
+What it does beyond splitting frames:
+
+- the client connection preface is recognised and skipped (direction 0);
+- header blocks (HEADERS / PUSH_PROMISE + CONTINUATION) are reassembled and decoded with
+  the ``hpack`` library, one decoder per direction; SETTINGS_HEADER_TABLE_SIZE sent by an
+  endpoint raises the table size its decoder accepts; a failing block is marked
+  (``H2Frame.error``) and decoding goes on;
+- wire and decoded sizes per header block: ``block_wire`` (header block fragment bytes, no
+  padding / priority fields), ``block_decoded`` (sum of name + value lengths, as the bytes an
+  HTTP/1 message would carry without ": " and CRLF) and ``block_hpack_size`` (RFC 7541
+  section 4.1 size: + 32 per entry);
+- flow control: the connection window and each stream's send window of both senders are
+  tracked (initial window from SETTINGS, WINDOW_UPDATE increments); a DATA frame that
+  exhausts a window gets ``fields["stalled"] = "connection" | "stream"``, one that overruns
+  it is marked with an error;
+- RST_STREAM / GOAWAY error codes by name, SETTINGS by name, PRIORITY fields, ALTSVC, ORIGIN,
+  PRIORITY_UPDATE (RFC 9218) fields; unknown types are kept as ``UNKNOWN_0xNN``;
+- a stream that does not start with a frame boundary (capture started after the preface,
+  or bytes lost by the capture) is resynchronised: the dissector searches the first offset
+  where two consecutive plausible frame headers (known type, valid flags, length within
+  SETTINGS_MAX_FRAME_SIZE, stream id allowed for the type) chain; header blocks decoded
+  after that are marked ``hpack_state = "unknown"`` because the dynamic table was not seen
+  from its start.
+
+The frame layout is parsed by hand with ``struct`` (the 9-byte header is trivial, and
+``hyperframe`` raises on the malformed and unknown frames a protocol analyser must keep);
+HPACK is the ``hpack`` library.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import hpack
+from hpack.exceptions import HPACKError
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+ALTSVC, ORIGIN, PRIORITY_UPDATE = 0x0A, 0x0C, 0x10
+
+FRAME_NAMES = {
+    0x0: "DATA",
+    0x1: "HEADERS",
+    0x2: "PRIORITY",
+    0x3: "RST_STREAM",
+    0x4: "SETTINGS",
+    0x5: "PUSH_PROMISE",
+    0x6: "PING",
+    0x7: "GOAWAY",
+    0x8: "WINDOW_UPDATE",
+    0x9: "CONTINUATION",
+    0xA: "ALTSVC",
+    0xB: "BLOCKED",  # draft-ietf-httpbis-http2-16 (Wireshark still knows it)
+    0xC: "ORIGIN",
+    0x10: "PRIORITY_UPDATE",
+}
+
+FLAG_END_STREAM = 0x1
+FLAG_ACK = 0x1
+FLAG_END_HEADERS = 0x4
+FLAG_PADDED = 0x8
+FLAG_PRIORITY = 0x20
+
+# flags each type defines (others must be ignored, but a resync candidate using them is suspicious)
+VALID_FLAGS = {
+    DATA: 0x09,
+    HEADERS: 0x2D,
+    PRIORITY: 0,
+    RST_STREAM: 0,
+    SETTINGS: 0x01,
+    PUSH_PROMISE: 0x0C,
+    PING: 0x01,
+    GOAWAY: 0,
+    WINDOW_UPDATE: 0,
+    CONTINUATION: 0x04,
+    ALTSVC: 0,
+    ORIGIN: 0,
+    PRIORITY_UPDATE: 0,
+}
+STREAM_ZERO = {SETTINGS, PING, GOAWAY, ORIGIN, PRIORITY_UPDATE}
+STREAM_NONZERO = {DATA, HEADERS, PRIORITY, RST_STREAM, PUSH_PROMISE, CONTINUATION}
+FIXED_LENGTH = {PRIORITY: 5, RST_STREAM: 4, PING: 8, WINDOW_UPDATE: 4}
+
+ERROR_NAMES = {
+    0x0: "NO_ERROR",
+    0x1: "PROTOCOL_ERROR",
+    0x2: "INTERNAL_ERROR",
+    0x3: "FLOW_CONTROL_ERROR",
+    0x4: "SETTINGS_TIMEOUT",
+    0x5: "STREAM_CLOSED",
+    0x6: "FRAME_SIZE_ERROR",
+    0x7: "REFUSED_STREAM",
+    0x8: "CANCEL",
+    0x9: "COMPRESSION_ERROR",
+    0xA: "CONNECT_ERROR",
+    0xB: "ENHANCE_YOUR_CALM",
+    0xC: "INADEQUATE_SECURITY",
+    0xD: "HTTP_1_1_REQUIRED",
+}
+
+SETTINGS_NAMES = {
+    0x1: "HEADER_TABLE_SIZE",
+    0x2: "ENABLE_PUSH",
+    0x3: "MAX_CONCURRENT_STREAMS",
+    0x4: "INITIAL_WINDOW_SIZE",
+    0x5: "MAX_FRAME_SIZE",
+    0x6: "MAX_HEADER_LIST_SIZE",
+    0x8: "ENABLE_CONNECT_PROTOCOL",
+    0x9: "NO_RFC7540_PRIORITIES",
+    0x10: "TLS_RENEG_PERMITTED",  # MS-HTTP2E
+}
+
+DEFAULT_WINDOW = 65535
+MAX_WINDOW = 0x7FFFFFFF
+DEFAULT_MAX_FRAME = 16384
+MAX_HEADER_BLOCK = 1 << 20  # assembled header block bytes (HEADERS + CONTINUATION) before giving up
+MAX_CONTINUATION = 1000
+RESYNC_SCAN = 1 << 20  # bytes scanned for a frame boundary before the direction is given up
+
+_HDR = struct.Struct(">BHBBI")  # length hi byte, length lo 16, type, flags, stream id
+
+
+def error_name(code: int) -> str:
+    return ERROR_NAMES.get(code, f"UNKNOWN_0x{code:x}")
+
+
+def frame_name(t: int) -> str:
+    return FRAME_NAMES.get(t) or f"UNKNOWN_0x{t:02x}"
+
+
+@dataclass(slots=True)
+class H2Frame:
+    """One HTTP/2 frame as it was on the wire."""
+
+    direction: int
+    type: int
+    flags: int
+    stream_id: int
+    length: int  # payload length from the frame header
+    offset: int  # stream offset of the first header byte (plaintext stream for h2 over TLS)
+    first_packet: int
+    packet: int  # packet that carried the last byte
+    fields: dict[str, Any] = field(default_factory=dict)
+    headers: list[tuple[str, str]] | None = None  # decoded header list when this frame ends a block
+    block_wire: int = 0  # header block bytes (for the frame that ends the block: whole block)
+    block_decoded: int = 0
+    block_hpack_size: int = 0
+    data_length: int = 0  # DATA payload without padding
+    data: bytes | None = None  # DATA payload without padding (not kept by the session)
+    block_start: "H2Frame | None" = None  # for the frame that ends a header block: the HEADERS / PUSH_PROMISE
+    block_parts: "list[H2Frame] | None" = None  # for the frame that ends a block: all its frames, in order
+    block_headers: list[tuple[str, str]] | None = None  # for the frame that ends a block: the whole list
+    fragment: int = 0  # header block fragment bytes in this frame
+    model: Any = None  # free for the session (its Frame for this one)
+    pad_length: int = 0
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return frame_name(self.type)
+
+
+def _int_end(b: bytes, i: int, prefix: int) -> tuple[int, int]:
+    """HPACK integer at ``i`` with an N-bit prefix: (value, offset after it)."""
+    mask = (1 << prefix) - 1
+    v = b[i] & mask
+    i += 1
+    if v < mask:
+        return v, i
+    m = 0
+    while True:
+        c = b[i]
+        i += 1
+        v += (c & 0x7F) << m
+        m += 7
+        if not c & 0x80 or m > 63:
+            return v, i
+
+
+def _str_end(b: bytes, i: int) -> int:
+    n, i = _int_end(b, i, 7)
+    return i + n
+
+
+def hpack_field_ends(block: bytes) -> list[int]:
+    """End offset of each header field representation in an HPACK block (RFC 7541 s6).
+
+    Only the integer and string-length prefixes are read; the ``hpack`` library decodes the
+    block, this tells in which frame of a HEADERS + CONTINUATION sequence each field ended
+    (the library does not expose offsets).  Stops at a truncated representation."""
+    ends: list[int] = []
+    i, n = 0, len(block)
+    try:
+        while i < n:
+            c = block[i]
+            if c & 0x80:  # indexed
+                _, i = _int_end(block, i, 7)
+            elif c & 0x40:  # literal with incremental indexing
+                idx, i = _int_end(block, i, 6)
+                if idx == 0:
+                    i = _str_end(block, i)
+                i = _str_end(block, i)
+            elif c & 0x20:  # dynamic table size update: no field
+                _, i = _int_end(block, i, 5)
+                continue
+            else:  # literal without indexing / never indexed
+                idx, i = _int_end(block, i, 4)
+                if idx == 0:
+                    i = _str_end(block, i)
+                i = _str_end(block, i)
+            if i > n:
+                break
+            ends.append(i)
+    except IndexError:
+        pass
+    return ends
+
+    @property
+    def end_stream(self) -> bool:
+        return self.type in (DATA, HEADERS) and bool(self.flags & FLAG_END_STREAM)
+
+
+class _PacketRuns:
+    """Packets of the bytes buffered in one direction: (start offset, packet) runs."""
+
+    __slots__ = ("starts", "packets")
+
+    def __init__(self):
+        self.starts: list[int] = []
+        self.packets: list[int] = []
+
+    def add(self, offset: int, packet: int) -> None:
+        if self.packets and self.packets[-1] == packet:
+            return
+        self.starts.append(offset)
+        self.packets.append(packet)
+
+    def at(self, offset: int) -> int:
+        s = self.starts
+        # few runs are buffered at a time: linear from the end is fastest
+        for i in range(len(s) - 1, -1, -1):
+            if s[i] <= offset:
+                return self.packets[i]
+        return self.packets[0] if self.packets else 0
+
+    def drop_before(self, offset: int) -> None:
+        s = self.starts
+        i = 0
+        while i + 1 < len(s) and s[i + 1] <= offset:
+            i += 1
+        if i:
+            del s[:i]
+            del self.packets[:i]
+
+
+class _Direction:
+    __slots__ = ("buf", "base", "runs", "preface", "sync", "decoder", "hpack_unknown", "hpack_failed",
+                 "block", "block_parts", "block_frames", "block_stream", "block_first", "block_type", "max_frame",
+                 "dead", "scanned")
+
+    def __init__(self, need_preface: bool):
+        self.buf = bytearray()
+        self.base = 0  # stream offset of buf[0]
+        self.runs = _PacketRuns()
+        self.preface = need_preface  # still expecting the client preface
+        self.sync = True  # at a frame boundary
+        self.decoder = hpack.Decoder()  # decodes the header blocks this direction sends
+        self.hpack_unknown = False
+        self.hpack_failed = False
+        self.block: bytearray | None = None  # header block being assembled
+        self.block_parts: list[H2Frame] = []
+        self.block_frames = 0
+        self.block_stream = 0
+        self.block_first: H2Frame | None = None
+        self.block_type = 0
+        self.max_frame = DEFAULT_MAX_FRAME  # what the peer allows this direction to send
+        self.dead = False
+        self.scanned = 0
+
+
+class _Window:
+    """Send windows of one sender: its connection window and each stream's."""
+
+    __slots__ = ("conn", "streams", "initial")
+
+    def __init__(self):
+        self.conn = DEFAULT_WINDOW
+        self.streams: dict[int, int] = {}
+        self.initial = DEFAULT_WINDOW  # SETTINGS_INITIAL_WINDOW_SIZE of the receiver
+
+    def stream(self, sid: int) -> int:
+        w = self.streams.get(sid)
+        if w is None:
+            w = self.streams[sid] = self.initial
+        return w
+
+
+class H2Connection:
+    """Sans-IO HTTP/2 decoder for both directions of one connection.
+
+    ``client_preface``: direction 0 starts with the 24-byte preface (False after an
+    HTTP/1.1 Upgrade when the preface is fed anyway, it is still recognised).
+    ``mid_stream``: the capture starts somewhere inside the connection; resynchronise.
+    """
+
+    def __init__(self, mid_stream: bool = False, max_header_list: int = 1 << 20,
+                 max_continuation: int = MAX_CONTINUATION):
+        self.dirs = (_Direction(not mid_stream), _Direction(False))
+        self.windows = (_Window(), _Window())  # by sender direction
+        self.max_header_list = max_header_list
+        self.max_continuation = max_continuation
+        self.notes: list[str] = []  # "packet N: ..." decoding problems
+        self.settings = ({}, {})  # last SETTINGS values sent by each direction
+        self.pending_settings: tuple[list, list] = ([], [])  # SETTINGS awaiting ACK, per sender
+        if mid_stream:
+            for d in self.dirs:
+                d.sync = False
+                d.hpack_unknown = True
+        for d in self.dirs:
+            d.decoder.max_header_list_size = max_header_list
+
+    # -- input ----------------------------------------------------------------------
+    def receive(self, direction: int, data: bytes, packet: int, offset: int | None = None) -> list[H2Frame]:
+        d = self.dirs[direction]
+        if d.dead or not data:
+            return []
+        if offset is not None and not d.buf:
+            d.base = offset
+        d.runs.add(d.base + len(d.buf), packet)
+        d.buf += data
+        return self._parse(direction, d)
+
+    def gap(self, direction: int, length: int, packet: int) -> None:
+        """``length`` bytes of this direction were lost: drop the partial frame, resync."""
+        d = self.dirs[direction]
+        if d.buf or d.block is not None or length:
+            self.notes.append(f"packet {packet}: {length} bytes lost in direction {direction}; HTTP/2 resynchronising, HPACK state unknown from here")
+        d.base += len(d.buf) + length
+        d.buf.clear()
+        d.runs = _PacketRuns()
+        d.sync = False
+        d.preface = False
+        d.hpack_unknown = True
+        d.block = None
+        d.block_first = None
+
+    def apply_upgrade_settings(self, payload: bytes) -> None:
+        """The client's HTTP2-Settings header (h2c upgrade): SETTINGS sent by direction 0."""
+        for i in range(0, len(payload) - 5, 6):
+            ident, value = struct.unpack_from(">HI", payload, i)
+            self._setting(0, ident, value, acked=True)
+
+    # -- framing ----------------------------------------------------------------------
+    def _parse(self, direction: int, d: _Direction) -> list[H2Frame]:
+        out: list[H2Frame] = []
+        buf = d.buf
+        pos = 0
+        n = len(buf)
+        if d.preface:
+            k = min(n, len(PREFACE))
+            if buf[:k] != PREFACE[:k]:
+                self.notes.append(f"packet {d.runs.at(d.base)}: client stream does not start with the HTTP/2 preface; resynchronising")
+                d.preface = False
+                d.sync = False
+                d.hpack_unknown = True
+            elif n < len(PREFACE):
+                return out
+            else:
+                pos = len(PREFACE)
+                d.preface = False
+        while not d.dead:
+            if not d.sync:
+                p = self._resync(d, buf, pos)
+                if p is None:
+                    # keep the tail that may still hold a frame header start
+                    keep = min(n - pos, 9 + 9 + d.max_frame)
+                    d.scanned += max(0, n - pos - keep)
+                    if d.scanned > RESYNC_SCAN:
+                        d.dead = True
+                        self.notes.append(f"packet {d.runs.at(d.base + n - 1)}: no HTTP/2 frame boundary found in direction {direction}; giving up")
+                        buf.clear()
+                        return out
+                    pos = n - keep
+                    break
+                if p > pos:
+                    self.notes.append(f"packet {d.runs.at(d.base + p)}: HTTP/2 resynchronised after skipping {p - pos} bytes in direction {direction}")
+                pos = p
+                d.sync = True
+                d.scanned = 0
+            if n - pos < 9:
+                break
+            hi, lo, t, flags, sid = _HDR.unpack_from(buf, pos)
+            length = (hi << 16) | lo
+            end = pos + 9 + length
+            if end > n:
+                if length > (1 << 24):  # cannot happen (24 bits), kept for clarity
+                    d.sync = False
+                break
+            off = d.base + pos
+            f = H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, d.runs.at(off), d.runs.at(d.base + end - 1))
+            if sid & 0x80000000:
+                f.fields["reserved_bit"] = 1
+            try:
+                with memoryview(buf) as mv:
+                    payload = mv[pos + 9 : end].tobytes()
+                self._frame(d, f, payload)
+            except (struct.error, IndexError, ValueError) as e:  # malformed payload
+                f.error = f.error or f"malformed {f.name} frame: {e}"
+            if f.error:
+                self.notes.append(f"packet {f.packet}: {f.error}")
+            out.append(f)
+            pos = end
+        if pos:
+            del buf[:pos]
+            d.base += pos
+            d.runs.drop_before(d.base)
+        return out
+
+    def _plausible(self, d: _Direction, buf, pos: int) -> int | None:
+        """End of a plausible frame at ``pos`` (may lie beyond the buffer), or None."""
+        if len(buf) - pos < 9:
+            return None
+        hi, lo, t, flags, sid = _HDR.unpack_from(buf, pos)
+        length = (hi << 16) | lo
+        if t not in VALID_FLAGS or flags & ~VALID_FLAGS[t] & 0xFF:
+            return None
+        if sid & 0x80000000 or length > max(d.max_frame, DEFAULT_MAX_FRAME):
+            return None
+        if t in STREAM_ZERO and sid:
+            return None
+        if t in STREAM_NONZERO and not sid:
+            return None
+        if t in FIXED_LENGTH and length != FIXED_LENGTH[t]:
+            return None
+        if t == SETTINGS and (length % 6 or (flags & FLAG_ACK and length)):
+            return None
+        if t == GOAWAY and length < 8:
+            return None
+        if t == CONTINUATION:
+            return None  # a block's middle: its HEADERS is lost anyway
+        return pos + 9 + length
+
+    def _resync(self, d: _Direction, buf, pos: int) -> int | None:
+        n = len(buf)
+        for p in range(pos, n - 8):
+            e = self._plausible(d, buf, p)
+            if e is None:
+                continue
+            if e + 9 <= n:
+                if self._plausible(d, buf, e) is not None:
+                    return p
+                continue
+            if e == n:
+                return p  # frame ends exactly with the data so far
+            if e > n and n - p >= 9 + 16:
+                return None if n - p < 2 * 9 + d.max_frame else p  # wait for more to confirm
+            return None
+        return None
+
+    # -- frame payloads -------------------------------------------------------------------
+    def _frame(self, d: _Direction, f: H2Frame, p: bytes) -> None:
+        t = f.type
+        fl = f.fields
+        direction = f.direction
+        if d.block is not None and t != CONTINUATION:
+            f.error = f"{f.name} frame inside a header block of stream {d.block_stream} (CONTINUATION expected)"
+            self._finish_block(d, f, failed="interrupted by another frame")
+            return
+        if t == DATA:
+            pad = 0
+            body = p
+            if f.flags & FLAG_PADDED:
+                pad = p[0]
+                if pad >= len(p):
+                    f.error = "DATA padding exceeds the frame payload"
+                    pad = max(len(p) - 1, 0)
+                body = p[1 : len(p) - pad]
+                fl["pad_length"] = pad
+            f.pad_length = pad
+            f.data_length = len(body)
+            f.data = body
+            self._flow(f)
+        elif t in (HEADERS, PUSH_PROMISE):
+            pad = 0
+            i = 0
+            if f.flags & FLAG_PADDED:
+                pad = p[0]
+                i = 1
+                fl["pad_length"] = pad
+            if t == HEADERS and f.flags & FLAG_PRIORITY:
+                dep, w = struct.unpack_from(">IB", p, i)
+                fl["exclusive"] = bool(dep >> 31)
+                fl["depends_on"] = dep & 0x7FFFFFFF
+                fl["weight"] = w + 1
+                i += 5
+            if t == PUSH_PROMISE:
+                (prom,) = struct.unpack_from(">I", p, i)
+                fl["promised_stream_id"] = prom & 0x7FFFFFFF
+                i += 4
+            if i + pad > len(p):
+                f.error = f"{f.name} padding exceeds the frame payload"
+                pad = max(len(p) - i, 0)
+            f.pad_length = pad
+            frag = p[i : len(p) - pad]
+            f.fragment = len(frag)
+            d.block = bytearray(frag)
+            d.block_parts = [f]
+            d.block_frames = 0
+            d.block_stream = f.stream_id
+            d.block_first = f
+            d.block_type = t
+            if f.flags & FLAG_END_HEADERS:
+                self._finish_block(d, f)
+        elif t == CONTINUATION:
+            if d.block is None or f.stream_id != d.block_stream:
+                f.error = "CONTINUATION without a header block in progress" if d.block is None else \
+                    f"CONTINUATION on stream {f.stream_id} inside the header block of stream {d.block_stream}"
+                if d.block is not None:
+                    self._finish_block(d, f, failed="interrupted")
+                return
+            d.block_frames += 1
+            if len(d.block) + len(p) > MAX_HEADER_BLOCK or d.block_frames > self.max_continuation:
+                self._finish_block(d, f, failed="header block exceeds the limit (CONTINUATION flood?)")
+                return
+            d.block += p
+            f.fragment = len(p)
+            d.block_parts.append(f)
+            if f.flags & FLAG_END_HEADERS:
+                self._finish_block(d, f)
+        elif t == PRIORITY:
+            dep, w = struct.unpack_from(">IB", p, 0)
+            fl["exclusive"] = bool(dep >> 31)
+            fl["depends_on"] = dep & 0x7FFFFFFF
+            fl["weight"] = w + 1
+            if f.length != 5:
+                f.error = f"PRIORITY frame of length {f.length} (5 expected)"
+        elif t == RST_STREAM:
+            (code,) = struct.unpack_from(">I", p, 0)
+            fl["error_code"] = code
+            fl["error"] = error_name(code)
+            if f.length != 4:
+                f.error = f"RST_STREAM frame of length {f.length} (4 expected)"
+            for w in self.windows:
+                w.streams.pop(f.stream_id, None)
+        elif t == SETTINGS:
+            if f.flags & FLAG_ACK:
+                fl["ack"] = True
+                if f.length:
+                    f.error = "SETTINGS ACK with a payload"
+                # the peer acknowledges the oldest pending SETTINGS sent by the other direction
+                pend = self.pending_settings[1 - direction]
+                if pend:
+                    for ident, value in pend.pop(0):
+                        self._setting(1 - direction, ident, value, acked=True)
+                return
+            if f.length % 6:
+                f.error = f"SETTINGS frame length {f.length} is not a multiple of 6"
+            items = []
+            st = {}
+            for i in range(0, len(p) - 5, 6):
+                ident, value = struct.unpack_from(">HI", p, i)
+                items.append((ident, value))
+                st[SETTINGS_NAMES.get(ident, f"0x{ident:x}")] = value
+                self._setting(direction, ident, value, acked=False)
+            fl["settings"] = st
+            self.settings[direction].update(st)
+            self.pending_settings[direction].append(items)
+        elif t == PUSH_PROMISE:
+            pass  # handled above
+        elif t == PING:
+            fl["opaque"] = bytes(p[:8]).hex()
+            if f.flags & FLAG_ACK:
+                fl["ack"] = True
+            if f.length != 8:
+                f.error = f"PING frame of length {f.length} (8 expected)"
+        elif t == GOAWAY:
+            last, code = struct.unpack_from(">II", p, 0)
+            fl["last_stream_id"] = last & 0x7FFFFFFF
+            fl["error_code"] = code
+            fl["error"] = error_name(code)
+            if len(p) > 8:
+                fl["debug_data"] = bytes(p[8:256]).decode("utf-8", "replace")
+        elif t == WINDOW_UPDATE:
+            (inc,) = struct.unpack_from(">I", p, 0)
+            inc &= 0x7FFFFFFF
+            fl["increment"] = inc
+            if f.length != 4:
+                f.error = f"WINDOW_UPDATE frame of length {f.length} (4 expected)"
+            if inc == 0:
+                f.error = "WINDOW_UPDATE with an increment of 0"
+            # the receiver (this direction) opens the other direction's send window
+            w = self.windows[1 - direction]
+            if f.stream_id == 0:
+                w.conn += inc
+                fl["window"] = w.conn
+            else:
+                w.streams[f.stream_id] = w.stream(f.stream_id) + inc
+                fl["window"] = w.streams[f.stream_id]
+        elif t == ALTSVC:
+            (olen,) = struct.unpack_from(">H", p, 0)
+            fl["origin"] = bytes(p[2 : 2 + olen]).decode("latin-1")
+            fl["alt_svc"] = bytes(p[2 + olen :]).decode("latin-1")
+        elif t == ORIGIN:
+            origins = []
+            i = 0
+            while i + 2 <= len(p):
+                (ln,) = struct.unpack_from(">H", p, i)
+                origins.append(bytes(p[i + 2 : i + 2 + ln]).decode("latin-1"))
+                i += 2 + ln
+            fl["origins"] = origins
+        elif t == PRIORITY_UPDATE:
+            (sid,) = struct.unpack_from(">I", p, 0)
+            fl["prioritized_stream_id"] = sid & 0x7FFFFFFF
+            fl["priority_field_value"] = bytes(p[4:]).decode("latin-1")
+        else:
+            fl["unknown_type"] = t
+
+    def _setting(self, direction: int, ident: int, value: int, acked: bool) -> None:
+        """Apply a setting sent by ``direction`` (it governs what the peer sends it)."""
+        peer = 1 - direction
+        if ident == 0x1:  # HEADER_TABLE_SIZE: the decoder of what the peer sends
+            dec = self.dirs[peer].decoder
+            # accept the larger of old and new until the ACK (either may be in force meanwhile)
+            dec.max_allowed_table_size = value if acked else max(value, dec.max_allowed_table_size)
+        elif ident == 0x4 and value <= MAX_WINDOW:  # INITIAL_WINDOW_SIZE: the peer's stream send windows
+            w = self.windows[peer]
+            delta = value - w.initial
+            if delta:
+                for sid in w.streams:
+                    w.streams[sid] += delta
+                w.initial = value
+        elif ident == 0x5 and 16384 <= value < (1 << 24):
+            self.dirs[peer].max_frame = value
+
+    def _flow(self, f: H2Frame) -> None:
+        w = self.windows[f.direction]
+        n = f.length  # padding counts against flow control
+        w.conn -= n
+        sw = w.stream(f.stream_id) - n
+        w.streams[f.stream_id] = sw
+        f.fields["window_connection"] = w.conn
+        f.fields["window_stream"] = sw
+        if w.conn < 0 or sw < 0:
+            if not self.dirs[f.direction].hpack_unknown:  # windows are unknown after a resync
+                f.error = f.error or f"DATA exceeds the flow-control window ({'connection' if w.conn < 0 else 'stream'} window {min(w.conn, sw)})"
+        elif w.conn == 0 or sw == 0:
+            f.fields["stalled"] = "connection" if w.conn == 0 else "stream"
+        if f.flags & FLAG_END_STREAM:
+            w.streams.pop(f.stream_id, None)
+
+    def _finish_block(self, d: _Direction, f: H2Frame, failed: str | None = None) -> None:
+        block = d.block or b""
+        first = d.block_first
+        d.block = None
+        d.block_first = None
+        f.block_wire = len(block)
+        f.block_start = first
+        parts = d.block_parts if d.block_parts and d.block_parts[-1] is f else [f]
+        d.block_parts = []
+        f.block_parts = parts
+        if first is not None and first is not f:
+            f.fields["block_stream"] = d.block_stream
+            f.fields["block_first_offset"] = first.offset
+        if failed:
+            f.error = f.error or f"header block of stream {d.block_stream}: {failed}"
+            d.hpack_failed = True
+            return
+        if d.hpack_unknown:
+            f.fields["hpack_state"] = "unknown"
+        try:
+            hdrs = d.decoder.decode(bytes(block), raw=True)
+        except HPACKError as e:
+            f.error = f.error or f"HPACK: {type(e).__name__}: {e}"
+            d.hpack_failed = True
+            f.headers = []
+            f.block_headers = []
+            return
+        except Exception as e:  # noqa: BLE001 - the library must not stop the analysis
+            f.error = f.error or f"HPACK: {type(e).__name__}: {e}"
+            d.hpack_failed = True
+            f.headers = []
+            f.block_headers = []
+            return
+        if d.hpack_failed:
+            f.fields["hpack_state"] = "unknown"
+        out = []
+        dec = 0
+        for name, value in hdrs:
+            dec += len(name) + len(value)
+            out.append((name.decode("latin-1"), value.decode("latin-1")))
+        f.block_headers = out
+        f.block_decoded = dec
+        f.block_hpack_size = dec + 32 * len(out)
+        if len(parts) == 1:
+            f.headers = out
+            return
+        # each field belongs to the frame its representation ended in (as Wireshark shows it)
+        ends = hpack_field_ends(bytes(block))
+        if len(ends) != len(out):
+            f.headers = out
+            for part in parts[:-1]:
+                part.headers = []
+            return
+        k = 0
+        limit = 0
+        for part in parts:
+            limit += part.fragment
+            part.headers = []
+            while k < len(out) and (ends[k] <= limit or part is f):
+                part.headers.append(out[k])
+                k += 1
