@@ -412,3 +412,21 @@ def test_garbage_never_raises():
         sc.receive(rnd.randint(0, 1), bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 300))))
     sc.gap(0, 100)
     sc.receive(0, _syn(5, b"\x78\xbb junk"))
+
+
+def test_gaps_resynchronise():
+    """Bytes lost inside a DATA payload: framing goes on; lost inside a control frame: the
+    next control frame is found again and header blocks are marked (zlib out of step)."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, DICT_V3)
+    blk = lambda p: comp.compress(_nv3(p)) + comp.flush(zlib.Z_SYNC_FLUSH)
+    s1, s3, s5 = (_syn(i, blk([(b":path", p)])) for i, p in ((1, b"/a"), (3, b"/b"), (5, b"/c")))
+    d1 = bytes([0, 0, 0, 1, 1, 0, 0, 100]) + b"x" * 100
+    ping = bytes([0x80, 3, 0, 6, 0, 0, 0, 4, 0, 0, 0, 9])
+    sc = SpdyConnection()
+    out = sc.receive(0, s1 + d1[:50]) + sc.gap(0, 30) + sc.receive(0, d1[80:] + s3[:5])
+    out += sc.gap(0, 10) + sc.receive(0, s3[15:] + ping + s5)
+    assert [(f.type, f.stream_id, f.offset) for f in out] == [
+        ("SYN_STREAM", 1, 0), ("DATA", 1, len(s1)), ("PING", None, len(s1) + len(d1) + len(s3)),
+        ("SYN_STREAM", 5, len(s1) + len(d1) + len(s3) + len(ping))]
+    assert out[0].headers == [(":path", "/a")] and "lost" in out[1].error
+    assert out[3].headers is None and "out of step" in out[3].error

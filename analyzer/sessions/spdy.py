@@ -230,7 +230,11 @@ class SpdySession:
             if st is not None:
                 ex = st.ex
                 ex.frames += 1
-                ex.reset = (f.fields or {}).get("status_name")
+                name = (f.fields or {}).get("status_name")
+                if st.req_done and st.resp_done:  # a late reset (e.g. answering a WINDOW_UPDATE): not the outcome
+                    self.conn.notes.append(f"packet {fr.packet}: RST_STREAM {name} on stream {f.stream_id} after it completed")
+                else:
+                    ex.reset = name
                 if not st.resp_done:
                     st.resp_done = True
                     if ex.response_end is None or direction == 1:
