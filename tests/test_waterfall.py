@@ -300,3 +300,23 @@ def test_stats_http1_vs_spdy_header_reduction():
     assert ps.req_headers_rest[0] / ps.req_headers_rest[1] < ps.req_headers_first[0] / ps.req_headers_first[1]
     txt = stats.render_text(ss)
     assert "Header bytes" in txt
+
+
+def test_flow_control_stalls_agree_with_spdy_session():
+    """Our window bookkeeping (SETTINGS, DATA, WINDOW_UPDATE) finds the same stalls, with
+    the same durations, as the SPDY session's own per-WINDOW_UPDATE ``stall_duration``."""
+    f, keys, an = _analyze_sample("spdy/spdy3.1-tls.pcap")
+    frames = [x for x in an.frames if x.connection == 0 and x.protocol.startswith("spdy")]
+    mine = {(s[4], round(s[3] - s[2], 6)) for s in waterfall.flow_control_stalls(frames, "spdy/3.1") if s[3] is not None}
+    theirs = {(x.packet, round(x.fields["stall_duration"], 6)) for x in frames
+              if x.type == "WINDOW_UPDATE" and (x.fields or {}).get("stall_duration") is not None}
+    if not theirs:
+        pytest.skip("SPDY session reports no stall_duration")
+    ends = {}
+    for s in waterfall.flow_control_stalls(frames, "spdy/3.1"):
+        if s[3] is not None:
+            pk = next(x.packet for x in frames if x.type == "WINDOW_UPDATE" and x.time == s[3] and
+                      ((x.stream_id or None) == s[0] or (s[0] is None and not x.stream_id)))
+            ends[pk] = round(s[3] - s[2], 6)
+    assert ends == {p: d for p, d in theirs}
+    assert len(mine) == len(theirs) >= 2

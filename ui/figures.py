@@ -165,9 +165,13 @@ def to_image(fig, fmt: str, width: int | None = None, height: int | None = None,
     """PNG or SVG bytes through kaleido 1.x (uses the persistent server when one runs)."""
     import plotly.io as pio
 
+    import warnings
+
     if os.path.exists("/usr/bin/chromium") and not os.environ.get("BROWSER_PATH"):
         os.environ["BROWSER_PATH"] = "/usr/bin/chromium"
-    return pio.to_image(fig, format=fmt, width=width, height=height, scale=scale)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+        return pio.to_image(fig, format=fmt, width=width, height=height, scale=scale)
 
 
 def write_image(fig, path: str, fmt: str | None = None, width: int | None = None, height: int | None = None, scale: float | None = None) -> None:
