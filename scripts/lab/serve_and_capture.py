@@ -403,6 +403,7 @@ def main(argv=None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIGINT ignored)
     lab = None
     manifest_path = a.out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -426,12 +427,20 @@ def main(argv=None) -> int:
         print("interrupted; stopping processes", file=sys.stderr)
         return 130
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if lab is not None:
             lab.procs.stop_all()
         if a.keep_workdir:
             print(f"workdir kept: {work}", file=sys.stderr)
         else:
-            shutil.rmtree(work, ignore_errors=True)
+            # a signal landing inside Popen() after fork leaves a short-lived helper (openssl, cjpeg)
+            # we hold no handle to; it may still write into the workdir, so remove it until it stays gone
+            for _ in range(30):
+                shutil.rmtree(work, ignore_errors=True)
+                time.sleep(0.1)
+                if not work.exists():
+                    break
     return 0
 
 
