@@ -420,6 +420,13 @@ def qlog(an: Analysis) -> dict[str, Any]:
             fr: dict[str, Any] = {"frame_type": f.type.lower()}
             if f.headers is not None:
                 fr["headers"] = [{"name": k, "value": v} for k, v in f.headers]
+            fl = f.fields or {}
+            if f.type == "SETTINGS":
+                sd = fl["settings"] if isinstance(fl.get("settings"), dict) else {k: v for k, v in fl.items() if k != "stream_type"}
+                fr["settings"] = [{"name": str(k).lower(), "value": v} for k, v in sd.items()]
+            for k in ("push_id", "error_code", "prioritized_element_id", "priority_field_value"):
+                if k in fl:
+                    fr[k] = fl[k]
             events.append({"time": round(f.time * 1000.0 - ref, 6),
                            "name": "http:frame_created" if f.direction == 0 else "http:frame_parsed",
                            "data": {"stream_id": f.stream_id, "length": f.length, "frame": fr, "_packet": f.packet}})
