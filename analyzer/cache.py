@@ -1,0 +1,262 @@
+"""A disk cache of analysed captures, so that opening a capture again is instant.
+
+``analyze_cached(path, keylogs)`` returns ``(analysis, hit)``.  The cache key is the
+SHA-256 of
+
+- the capture file's bytes,
+- the bytes of each key log that ``analyze`` would read (the ``--keylog`` files, or
+  ``$SSLKEYLOGFILE`` when none is given), each hashed on its own, and
+- a fingerprint of the analyser's own source (``analyzer/`` and ``dissectors/``), so that
+  a newer wirefall never serves an analysis made by older code.
+
+The value is the ``Analysis`` pickled (protocol 5) and zstd-compressed, in
+``$XDG_CACHE_HOME/wirefall`` (default ``~/.cache/wirefall``), a folder of mode 0700 that
+must belong to the current user (anything else is not trusted: unpickling runs code).
+
+Key material is never stored: the ``KeyLog`` is dropped from the analysis before
+pickling (a loaded analysis has ``keylog = None``), and as a second line of defence the
+pickled bytes are searched for every secret of the key logs (raw and hex) — if one is
+found, nothing is written.  Entries are written atomically; the cache is kept under
+``MAX_BYTES`` by removing the least recently used entries.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from .model import Analysis
+
+CACHE_VERSION = 1
+MAX_BYTES = 2 << 30  # whole cache folder
+MAX_ENTRY_BYTES = 1 << 30  # one compressed entry
+SUFFIX = ".wfa.zst"
+_CHUNK = 1 << 20
+_code_fp: str | None = None
+
+
+def cache_dir(create: bool = True) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    d = Path(base) / "wirefall"
+    if create:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d
+
+
+def _trusted(d: Path) -> bool:
+    try:
+        st = d.stat()
+    except OSError:
+        return False
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    if st.st_mode & 0o022:  # writable by others: someone could plant a pickle
+        try:
+            os.chmod(d, 0o700)
+        except OSError:
+            return False
+    return True
+
+
+def file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(_CHUNK)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def code_fingerprint() -> str:
+    """SHA-256 over the analyser's Python sources (names and bytes)."""
+    global _code_fp
+    if _code_fp is None:
+        h = hashlib.sha256(f"wirefall-cache-{CACHE_VERSION}".encode())
+        root = Path(__file__).resolve().parent.parent
+        for pkg in ("analyzer", "dissectors"):
+            for p in sorted((root / pkg).rglob("*.py")):
+                try:
+                    data = p.read_bytes()
+                except OSError:
+                    continue
+                h.update(str(p.relative_to(root)).encode() + b"\0" + hashlib.sha256(data).digest())
+        _code_fp = h.hexdigest()
+    return _code_fp
+
+
+def keylog_paths(keylogs: list[str] | None) -> list[str]:
+    """The key log files ``analyze(path, keylogs)`` reads (mirrors ``load_keylog``)."""
+    if keylogs:
+        return list(keylogs)
+    env = os.environ.get("SSLKEYLOGFILE")
+    return [env] if env and os.path.exists(env) else []
+
+
+def cache_key(path: str, keylogs: list[str] | None = None) -> str:
+    h = hashlib.sha256()
+    h.update(code_fingerprint().encode())
+    h.update(b"capture\0" + file_digest(path).encode())
+    for k in keylog_paths(keylogs):
+        try:
+            h.update(b"keylog\0" + file_digest(k).encode())
+        except OSError:
+            h.update(b"keylog-unreadable\0")
+    return h.hexdigest()
+
+
+def _secrets(keylog) -> list[bytes]:
+    # KeyLog keeps its secrets private; reading them here only to make sure none ends up
+    # on disk.
+    store = getattr(keylog, "_secrets", None) or {}
+    return [bytes(v) for v in store.values()]
+
+
+def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
+    for s in secrets:
+        if len(s) < 16:
+            continue
+        if s in blob or s.hex().encode() in blob or s.hex().upper().encode() in blob:
+            return True
+    return False
+
+
+def dumps(an: Analysis) -> bytes:
+    """The compressed, key-free serialisation of ``an``."""
+    import zstandard
+
+    kl = an.keylog
+    extra = {k: v for k, v in an.__dict__.items() if k.startswith("_wf_")}  # derived indexes
+    try:
+        an.keylog = None
+        for k in extra:
+            del an.__dict__[k]
+        raw = pickle.dumps(an, protocol=5)
+    finally:
+        an.keylog = kl
+        an.__dict__.update(extra)
+    if kl is not None and _contains_secret(raw, _secrets(kl)):
+        raise ValueError("analysis holds key material; not cached")
+    return zstandard.ZstdCompressor(level=3, threads=-1).compress(raw)
+
+
+def loads(blob: bytes) -> Analysis:
+    import zstandard
+
+    raw = zstandard.ZstdDecompressor().decompressobj().decompress(blob)
+    an = pickle.loads(raw)
+    if not isinstance(an, Analysis):
+        raise ValueError("not an analysis")
+    return an
+
+
+def load(key: str) -> Analysis | None:
+    d = cache_dir(create=False)
+    p = d / (key + SUFFIX)
+    if not p.exists() or not _trusted(d):
+        return None
+    try:
+        st = p.stat()
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return None
+        an = loads(p.read_bytes())
+        os.utime(p)  # least recently used eviction
+        return an
+    except Exception:  # noqa: BLE001 - a broken entry is a miss
+        try:
+            p.unlink()
+        except OSError:
+            pass
+        return None
+
+
+def store(key: str, an: Analysis) -> bool:
+    """Write ``an`` under ``key``; False if it was not cached (too big, key material, I/O)."""
+    try:
+        blob = dumps(an)
+    except Exception:  # noqa: BLE001 - unpicklable parts or key material: just do not cache
+        return False
+    if len(blob) > MAX_ENTRY_BYTES:
+        return False
+    try:
+        d = cache_dir()
+        if not _trusted(d):
+            return False
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, d / (key + SUFFIX))
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        prune(d)
+        return True
+    except OSError:
+        return False
+
+
+def prune(d: Path | None = None, max_bytes: int = MAX_BYTES) -> None:
+    d = d or cache_dir(create=False)
+    try:
+        entries = [(p.stat().st_mtime, p.stat().st_size, p) for p in d.glob("*" + SUFFIX)]
+    except OSError:
+        return
+    total = sum(s for _, s, _ in entries)
+    for _, size, p in sorted(entries):
+        if total <= max_bytes:
+            break
+        try:
+            p.unlink()
+            total -= size
+        except OSError:
+            pass
+
+
+def clear() -> int:
+    n = 0
+    for p in cache_dir(create=False).glob("*" + SUFFIX):
+        try:
+            p.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callable | None = None,
+                   use_cache: bool = True, analyze: Callable | None = None) -> tuple[Analysis, bool]:
+    """``analyze(path, keylogs)`` through the cache.  Returns ``(analysis, from_cache)``.
+
+    An analysis from the cache has ``path`` set to ``path`` (the same bytes may have been
+    opened under another name) and no key log."""
+    if analyze is None:
+        from .pipeline import analyze
+    key = None
+    if use_cache:
+        try:
+            key = cache_key(path, keylogs)
+        except OSError:
+            key = None
+        if key is not None:
+            t = time.monotonic()
+            an = load(key)
+            if an is not None:
+                an.path = path
+                if progress is not None:
+                    size = os.path.getsize(path)
+                    progress(an.packets, size, size)
+                an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
+                return an, True
+    an = analyze(path, keylogs=keylogs, progress=progress)
+    if key is not None:
+        store(key, an)
+    return an, False

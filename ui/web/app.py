@@ -1,0 +1,457 @@
+"""The Dash app: layout and callbacks.  Each callback is a plain function of
+``(state, *inputs)`` (module level, named ``cb_*``) so tests can call it directly;
+``create_app`` binds them to the app's ``WebState``.
+"""
+from __future__ import annotations
+
+
+import dash
+from dash import Input, Output, State, dash_table, dcc, html, no_update
+
+from . import views
+from .state import UploadError, WebState, fmt_size
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 0; background: #fafafa; color: #222; }
+header { display: flex; flex-wrap: wrap; gap: 12px; align-items: center; padding: 8px 14px; background: #263238; color: #eee; }
+header h1 { font-size: 20px; margin: 0 10px 0 0; }
+#capture { min-width: 420px; color: #222; }
+.status { font-size: 13px; }
+.status.error, .error { color: #b71c1c; font-weight: 600; }
+.hint { color: #666; font-style: italic; padding: 6px; }
+.uploads { display: flex; gap: 10px; align-items: center; padding: 6px 14px; background: #eceff1; flex-wrap: wrap; font-size: 13px; }
+.upload { border: 1px dashed #78909c; border-radius: 5px; padding: 6px 12px; cursor: pointer; background: #fff; }
+.bar { display: flex; gap: 10px; align-items: center; flex-wrap: wrap; padding: 6px 0; font-size: 13px; }
+.bar .Select, .bar .dash-dropdown { min-width: 180px; }
+.filter-dd { min-width: 170px; }
+#filter-expr { width: 360px; font-family: monospace; }
+.tabpane { padding: 6px 14px; }
+table.kv td.k { color: #555; padding-right: 12px; white-space: nowrap; vertical-align: top; }
+table.headers, table.grid { border-collapse: collapse; font-size: 12px; }
+table.headers td, table.grid td, table.grid th, table.headers th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; }
+table.headers td.v { font-family: monospace; word-break: break-all; }
+.cols { display: flex; gap: 18px; flex-wrap: wrap; }
+.cols .col { flex: 1 1 420px; min-width: 0; }
+.detail { background: #fff; border: 1px solid #ddd; padding: 8px 12px; margin-top: 8px; }
+.tree { font-family: monospace; font-size: 12px; background: #fff; border: 1px solid #ddd; padding: 6px; }
+.tree-children { margin-left: 16px; }
+.hex { font-size: 12px; background: #fff; border: 1px solid #ddd; padding: 6px; }
+button { cursor: pointer; }
+"""
+
+INDEX = """<!DOCTYPE html>
+<html>
+  <head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}<style>""" + CSS + """</style></head>
+  <body>{%app_entry%}<footer>{%config%}{%scripts%}{%renderer%}</footer></body>
+</html>"""
+
+# The browser checks an upload's size before sending it; a file over the limit is not
+# sent and the server answers with a message (the server checks again).
+SIZE_CHECK_JS = """
+function(contents, filename, limits) {
+    if (!contents) { return window.dash_clientside.no_update; }
+    var name = Array.isArray(filename) ? filename[0] : filename;
+    var c = Array.isArray(contents) ? contents[0] : contents;
+    var i = c.indexOf(',');
+    var size = Math.floor((c.length - i - 1) * 3 / 4);
+    if (size > limits['__KIND__']) { return {error: 'too_large', name: name, size: size}; }
+    return {contents: c, name: name, size: size};
+}
+"""
+
+
+def _err(ex: Exception, what: str = ""):
+    return html.Div(f"{what}{ex.__class__.__name__}: {ex}" if not isinstance(ex, UploadError) else str(ex), className="error")
+
+
+def _ready(state: WebState, cid):
+    e = state.get(cid)
+    return e if e is not None and e.status == "done" else None
+
+
+# ------------------------------------------------------------------------- callbacks
+
+
+def cb_poll(state: WebState, _n, current, old_options, old_version, old_status):
+    """Capture list, current capture, status line and progress (dcc.Interval)."""
+    entries = state.list()
+    options = [{"label": e.label(), "value": e.id} for e in entries]
+    if current is None or state.get(current) is None:
+        current = entries[0].id if entries else None
+        value = current
+    else:
+        value = no_update
+    e = state.get(current)
+    if e is None:
+        status = html.Span("No capture open. Upload one (with its key log) below.", className="status")
+        prog, pstyle = 0, {"display": "none"}
+        version = None
+    else:
+        status = html.Span(views.entry_text(e, e.status_text()), className="status error" if e.status == "error" else "status",
+                           id="status-text")
+        prog = round(100 * e.fraction)
+        pstyle = {"display": "inline-block", "width": "160px"} if e.status in ("queued", "running") else {"display": "none"}
+        version = f"{e.id}:{e.status}"
+    others = sum(1 for x in entries if x.status in ("queued", "running") and x.id != current)
+    if others:
+        status = html.Span([status, html.Span(f"  ({others} more being analysed)", className="status")])
+    out_options = options if options != old_options else no_update
+    return (out_options, value, status, prog, pstyle, version if version != old_version else no_update,
+            out_options, out_options)
+
+
+def cb_stage(state: WebState, kind: str, data, limits):
+    """A checked upload (``{contents, name, size}`` or ``{error, name, size}``) → staged file."""
+    if not data:
+        return no_update, no_update, no_update
+    limit = (limits or {}).get(kind, state.upload_limit if kind == "capture" else state.keylog_limit)
+    name = data.get("name") or "upload"
+    if data.get("error") == "too_large":
+        what = "capture" if kind == "capture" else "key log"
+        msg = (f"{name} is {fmt_size(int(data.get('size') or 0))}: too large. The limit for a {what} upload is {fmt_size(limit)}; "
+               f"open larger captures from the command line (wirefall web FILE).")
+        return None, html.Span(msg, className="error"), None
+    try:
+        st = state.stage_upload(kind, name, data.get("contents"))
+    except UploadError as ex:
+        return None, _err(ex), None
+    label = "capture" if kind == "capture" else "key log"
+    return st, html.Span(f"{label}: {st['name']} ({fmt_size(st['size'])})", className="status"), None
+
+
+def cb_open(state: WebState, n_clicks, staged_capture, staged_keylog):
+    """"Analyse" → a new capture entry analysed in the background, selected."""
+    if not n_clicks:
+        return no_update, no_update
+    try:
+        e = state.open_staged((staged_capture or {}).get("token"), (staged_keylog or {}).get("token"))
+    except UploadError as ex:
+        return no_update, _err(ex)
+    kl = f" with key log {e.keylog_names[0]}" if e.keylog_names else " (no key log)"
+    return e.id, html.Span(f"opened {e.name}{kl} as {e.id}", className="status", id="open-done")
+
+
+def cb_filter_options(state: WebState, cid, version, trigger=None):
+    e = _ready(state, cid)
+    if e is None:
+        return [], [], [], [], [], [], [], []
+    o = views.filter_options(e)
+    reset = [] if trigger in (None, "capture") else no_update
+    return o["protocol"], o["connection"], o["content"], o["status"], reset, reset, reset, reset
+
+
+def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr):
+    """The waterfall figure of what the filters select, the filter error, the count."""
+    import plotly.graph_objects as go
+
+    e = state.get(cid)
+    if e is None or e.status != "done":
+        fig = go.Figure()
+        msg = "No capture open" if e is None else (views.entry_text(e, e.status_text()))
+        fig.add_annotation(text=msg, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15))
+        fig.update_layout(template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
+        return fig, "", ""
+    try:
+        v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
+        fig = views.figure(v, title=e.name)
+    except Exception as ex:  # noqa: BLE001
+        return go.Figure(), _err(ex, "cannot draw the waterfall: "), ""
+    err = ""
+    if v.error:
+        expr = v.expr or ""
+        caret = " " * (max(v.error_column, 1) - 1) + "^"
+        err = html.Div([html.Span("filter error: " + v.error, className="error"), html.Pre(f"{expr}\n{caret}", className="error")],
+                       id="filter-error-msg")
+    count = f"{len(v.waterfall.rows)} of {v.total} requests"
+    return fig, err, count
+
+
+def cb_xrange(state: WebState, relayout, previous):
+    r = views.x_range_from_relayout(relayout, previous)
+    return r if r != previous else no_update
+
+
+def cb_select(state: WebState, click, cid, protocols, connections, contents, statuses, expr, trigger=None):
+    """Click on a bar → the request detail panel."""
+    e = _ready(state, cid)
+    if e is None or trigger == "capture":
+        return None, views.request_detail(e, None) if e else html.Div()
+    try:
+        v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
+        xid = views.exchange_from_click(v, click)
+        return xid, views.request_detail(e, xid)
+    except Exception as ex:  # noqa: BLE001
+        return None, _err(ex, "cannot show the request: ")
+
+
+def cb_connections(state: WebState, cid, version, tab):
+    if tab != "connections":
+        return no_update, no_update, no_update
+    e = _ready(state, cid)
+    if e is None:
+        return views._empty_fig("Connections", "no capture analysed"), [], []
+    try:
+        return views.connections_figure(e), views.connection_rows(e), views.connection_notes(e)
+    except Exception as ex:  # noqa: BLE001
+        return views._empty_fig("Connections", str(ex)), [], [html.Li(_err(ex))]
+
+
+def cb_stats(state: WebState, cid, version, tab):
+    if tab != "stats":
+        return (no_update,) * 7
+    e = _ready(state, cid)
+    if e is None:
+        empty = views._empty_fig("", "no capture analysed")
+        return html.Div(), empty, empty, empty, empty, empty, []
+    try:
+        summary = views._kv_table(views.stats_summary(e), "grid")
+        return (summary, views.bytes_by_protocol_figure(e), views.bytes_by_content_figure(e), views.header_compression_figure(e),
+                views.traffic_figure(e), views.in_flight_figure(e), views.header_compression_rows(e))
+    except Exception as ex:  # noqa: BLE001
+        empty = views._empty_fig("", str(ex))
+        return _err(ex, "statistics failed: "), empty, empty, empty, empty, empty, []
+
+
+def cb_packets(state: WebState, cid, version, tab, page_current, page_size, goto, trigger=None):
+    """One page of the packet list (server-side paging); "go to packet" picks the page."""
+    if tab != "packets":
+        return no_update, no_update, no_update
+    e = _ready(state, cid)
+    if e is None:
+        return [], 1, 0
+    size = int(page_size or views.PAGE_SIZE)
+    page = int(page_current or 0)
+    if trigger == "capture":
+        page = 0
+    if trigger == "packet-goto" and goto:
+        try:
+            page = (int(goto) - 1) // size
+        except (TypeError, ValueError):
+            pass
+    try:
+        rows, pages = views.packet_page(e, page, size)
+    except Exception as ex:  # noqa: BLE001
+        return [{"no": 0, "info": f"cannot read packets: {ex}"}], 1, 0
+    return rows, pages, min(max(page, 0), pages - 1)
+
+
+def cb_packet_detail(state: WebState, cid, active_cell, goto, data, trigger=None):
+    e = _ready(state, cid)
+    if e is None:
+        return html.Div()
+    number = None
+    if trigger == "packet-goto" and goto:
+        number = goto
+    elif active_cell and data:
+        r = active_cell.get("row")
+        if r is not None and 0 <= r < len(data):
+            number = data[r].get("no")
+    try:
+        return views.packet_detail_view(e, number)
+    except Exception as ex:  # noqa: BLE001
+        return _err(ex, f"cannot decode packet {number}: ")
+
+
+def cb_compare(state: WebState, n_clicks, a, b):
+    if not views.compare_available():
+        return views.compare_view(None, None)
+    if not n_clicks:
+        return html.Div("Pick capture A and capture B, then press Compare.", className="hint")
+    return views.compare_view(_ready(state, a), _ready(state, b))
+
+
+def cb_export(state: WebState, fmt, cid, protocols, connections, contents, statuses, expr, xrange):
+    e = _ready(state, cid)
+    if e is None:
+        return no_update, html.Span("nothing to export: no analysed capture", className="error")
+    try:
+        v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
+        data, name = views.export_bytes(e, v, fmt, xrange)
+    except Exception as ex:  # noqa: BLE001
+        return no_update, _err(ex, f"{fmt.upper()} export failed: ")
+    return dcc.send_bytes(data, name), html.Span(f"{name}: {fmt_size(len(data))}", className="status", id="export-done")
+
+
+# ------------------------------------------------------------------------------ layout
+
+
+def _dd(id_, placeholder, multi=True):
+    return dcc.Dropdown(id=id_, options=[], value=[], multi=multi, placeholder=placeholder, className="filter-dd")
+
+
+def layout(state: WebState):
+    limits = {"capture": state.upload_limit, "keylog": state.keylog_limit}
+    upload_style = {}
+    return html.Div([
+        html.Header([
+            html.H1("wirefall"),
+            dcc.Dropdown(id="capture", options=[], value=None, clearable=False, placeholder="capture", style={"minWidth": "420px"}),
+            html.Progress(id="progress", max=100, value=0, style={"display": "none"}),
+            html.Div(id="status"),
+        ]),
+        html.Div([
+            dcc.Upload(id="up-capture", children=html.Div(["Upload a capture (pcap / pcapng, ≤ ", fmt_size(state.upload_limit), ")"]),
+                       className="upload", style=upload_style, multiple=False),
+            html.Span(id="up-capture-msg"),
+            dcc.Upload(id="up-keylog", children=html.Div("Upload its key log (optional)"), className="upload", style=upload_style,
+                       multiple=False),
+            html.Span(id="up-keylog-msg"),
+            html.Button("Analyse upload", id="btn-open"),
+            html.Span(id="open-msg"),
+        ], className="uploads"),
+        dcc.Tabs(id="tabs", value="waterfall", children=[
+            dcc.Tab(label="Waterfall", value="waterfall", children=html.Div([
+                html.Div([
+                    _dd("f-protocol", "protocol"), _dd("f-connection", "connection"), _dd("f-content", "content type"),
+                    _dd("f-status", "status"),
+                    dcc.Input(id="filter-expr", type="text", debounce=True, placeholder='filter, e.g. status >= 400 || url contains "css"'),
+                    html.Span(id="shown-count", className="status"),
+                ], className="bar"),
+                html.Div(id="filter-error"),
+                html.Div([html.Span("Export what is shown: ")] +
+                         [html.Button(f.upper(), id=f"export-{f}") for f in views.EXPORT_FORMATS] +
+                         [html.Span(id="export-msg")], className="bar"),
+                dcc.Loading(dcc.Graph(id="waterfall", config={"displaylogo": False, "scrollZoom": False,
+                                                              "modeBarButtonsToRemove": ["select2d", "lasso2d"]}),
+                            type="dot", delay_show=400),
+                html.Div(id="request-detail"),
+            ], className="tabpane")),
+            dcc.Tab(label="Connections", value="connections", children=html.Div([
+                dcc.Graph(id="conn-fig", config={"displaylogo": False}),
+                dash_table.DataTable(id="conn-table", columns=[{"name": n, "id": i} for i, n in views.CONNECTION_COLUMNS],
+                                     data=[], page_size=50, sort_action="native", filter_action="native",
+                                     style_table={"overflowX": "auto"}, style_cell={"fontSize": 12, "fontFamily": "monospace",
+                                                                                    "textAlign": "left", "maxWidth": 340,
+                                                                                    "overflow": "hidden", "textOverflow": "ellipsis"}),
+                html.H4("Notes and warnings"), html.Ul(id="conn-notes"),
+            ], className="tabpane")),
+            dcc.Tab(label="Statistics", value="stats", children=html.Div([
+                html.Div(id="stats-summary"),
+                html.Div([html.Div(dcc.Graph(id="st-proto"), className="col"), html.Div(dcc.Graph(id="st-content"), className="col")],
+                         className="cols"),
+                dcc.Graph(id="st-headers"),
+                dash_table.DataTable(id="st-headers-table", data=[], columns=[
+                    {"name": n, "id": i} for i, n in (("connection", "connection"), ("protocol", "protocol"), ("endpoints", "endpoints"),
+                                                      ("req_wire", "req. wire"), ("req_decoded", "req. decoded"), ("req_reduction", "req. reduction"),
+                                                      ("resp_wire", "resp. wire"), ("resp_decoded", "resp. decoded"),
+                                                      ("resp_reduction", "resp. reduction"), ("rest_reduction", "reduction after the first block"))],
+                    page_size=30, style_cell={"fontSize": 12, "textAlign": "left"}),
+                dcc.Graph(id="st-traffic"),
+                dcc.Graph(id="st-inflight"),
+            ], className="tabpane")),
+            dcc.Tab(label="Packets", value="packets", children=html.Div([
+                html.Div([html.Span("Go to packet "), dcc.Input(id="packet-goto", type="number", min=1, debounce=True)], className="bar"),
+                dash_table.DataTable(id="packets", columns=[{"name": n, "id": i} for i, n in views.PACKET_COLUMNS], data=[],
+                                     page_action="custom", page_current=0, page_size=views.PAGE_SIZE, page_count=1,
+                                     style_table={"overflowX": "auto"},
+                                     style_cell={"fontSize": 12, "fontFamily": "monospace", "textAlign": "left", "maxWidth": 700,
+                                                 "overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
+                                     style_data_conditional=[{"if": {"state": "active"}, "backgroundColor": "#cfe8fc"}]),
+                html.Div(id="packet-detail"),
+            ], className="tabpane")),
+            dcc.Tab(label="Compare", value="compare", children=html.Div([
+                html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=[], style={"minWidth": "360px"}),
+                          html.Span("B"), dcc.Dropdown(id="compare-b", options=[], style={"minWidth": "360px"}),
+                          html.Button("Compare", id="btn-compare")], className="bar"),
+                html.Div(id="compare-out"),
+            ], className="tabpane")),
+        ]),
+        dcc.Interval(id="poll", interval=600),
+        dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="limits", data=limits),
+        dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
+        dcc.Download(id="download"),
+    ])
+
+
+def _trigger() -> str | None:
+    t = dash.ctx.triggered_id
+    return t if isinstance(t, str) else None
+
+
+def _named(name: str, f):
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+def create_app(state: WebState) -> dash.Dash:
+    app = dash.Dash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")
+    app.index_string = INDEX
+    # a callback request carries at most one upload (base64: 4/3 of the size) plus a little
+    app.server.config["MAX_CONTENT_LENGTH"] = max(state.upload_limit, state.keylog_limit) * 4 // 3 + (8 << 20)
+    app.layout = _named("serve_layout", lambda: layout(state))
+    S = state
+
+    def bind(f):
+        return _named(f.__name__, lambda *args: f(S, *args))
+
+    app.callback(
+        Output("capture", "options"), Output("capture", "value"), Output("status", "children"), Output("progress", "value"),
+        Output("progress", "style"), Output("version", "data"), Output("compare-a", "options"), Output("compare-b", "options"),
+        Input("poll", "n_intervals"), State("capture", "value"), State("capture", "options"), State("version", "data"),
+        State("status", "children"),
+    )(bind(cb_poll))
+
+    for kind in ("capture", "keylog"):
+        app.clientside_callback(
+            SIZE_CHECK_JS.replace("function(contents, filename, limits, kind)", "function(contents, filename, limits)")
+            .replace("limits['__KIND__']", f"limits['{kind}']"),
+            Output(f"up-{kind}-ok", "data"), Input(f"up-{kind}", "contents"), State(f"up-{kind}", "filename"), State("limits", "data"),
+            prevent_initial_call=True,
+        )
+        app.callback(
+            Output(f"staged-{kind}", "data"), Output(f"up-{kind}-msg", "children"), Output(f"up-{kind}-ok", "data", allow_duplicate=True),
+            Input(f"up-{kind}-ok", "data"), State("limits", "data"), prevent_initial_call=True,
+        )(_named(f"cb_stage_{kind}", lambda d, lim, k=kind: cb_stage(S, k, d, lim)))
+
+    app.callback(
+        Output("capture", "value", allow_duplicate=True), Output("open-msg", "children"),
+        Input("btn-open", "n_clicks"), State("staged-capture", "data"), State("staged-keylog", "data"), prevent_initial_call=True,
+    )(bind(cb_open))
+
+    app.callback(
+        Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
+        Output("f-protocol", "value"), Output("f-connection", "value"), Output("f-content", "value"), Output("f-status", "value"),
+        Input("capture", "value"), Input("version", "data"),
+    )(_named("cb_filter_options", lambda cid, ver: cb_filter_options(S, cid, ver, _trigger())))
+
+    filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
+               Input("filter-expr", "value")]
+    app.callback(
+        Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"),
+        Input("capture", "value"), Input("version", "data"), *filters,
+    )(bind(cb_waterfall))
+    app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), prevent_initial_call=True)(
+        bind(cb_xrange))
+    app.callback(
+        Output("selected", "data"), Output("request-detail", "children"),
+        Input("waterfall", "clickData"), Input("capture", "value"), *[State(i.component_id, i.component_property) for i in filters],
+    )(_named("cb_select", lambda click, cid, *f: cb_select(S, click, cid, *f, trigger=_trigger())))
+
+    app.callback(Output("conn-fig", "figure"), Output("conn-table", "data"), Output("conn-notes", "children"),
+                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_connections))
+    app.callback(Output("stats-summary", "children"), Output("st-proto", "figure"), Output("st-content", "figure"),
+                 Output("st-headers", "figure"), Output("st-traffic", "figure"), Output("st-inflight", "figure"),
+                 Output("st-headers-table", "data"),
+                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_stats))
+    app.callback(Output("packets", "data"), Output("packets", "page_count"), Output("packets", "page_current"),
+                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("packets", "page_current"),
+                 Input("packets", "page_size"), Input("packet-goto", "value"))(
+        _named("cb_packets", lambda *a: cb_packets(S, *a, trigger=_trigger())))
+    app.callback(Output("packet-detail", "children"),
+                 Input("capture", "value"), Input("packets", "active_cell"), Input("packet-goto", "value"), State("packets", "data"))(
+        _named("cb_packet_detail", lambda *a: cb_packet_detail(S, *a, trigger=_trigger())))
+    app.callback(Output("compare-out", "children"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
+                 State("compare-b", "value"))(bind(cb_compare))
+    app.callback(
+        Output("download", "data"), Output("export-msg", "children"),
+        *[Input(f"export-{f}", "n_clicks") for f in views.EXPORT_FORMATS],
+        State("capture", "value"), *[State(i.component_id, i.component_property) for i in filters], State("xrange", "data"),
+        prevent_initial_call=True,
+    )(_named("cb_export", lambda *a: cb_export(S, (_trigger() or "export-png").split("-", 1)[1], *a[len(views.EXPORT_FORMATS):])))
+    return app
+
+
+def address(host: str, port: int) -> str:
+    h = f"[{host}]" if ":" in host else host
+    return f"http://{h}:{port}/"
+

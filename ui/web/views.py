@@ -1,0 +1,789 @@
+"""What the dashboard shows, as plain functions of an analysed capture (no Dash app, no
+request context): the filtered waterfall and its figure, the selected request, the
+connection table, statistics figures, packet pages and detail trees, comparison and
+exports.  The callbacks in ``ui.web.app`` only route to these; tests call them directly.
+
+The waterfall figure comes from ``ui.figures.waterfall_figure`` (the shared builder) and
+is only adapted to the page (responsive width, zoom on the time axis only).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import json
+import math
+import re
+from typing import Any
+
+from dash import dcc, html
+
+from analyzer.model import DIRECTION_NAMES, Analysis, Exchange
+from analyzer.waterfall import PHASE_LABELS, Waterfall
+
+from .state import Entry
+
+PAGE_SIZE = 100
+STATUS_BUCKETS = ("1xx", "2xx", "3xx", "4xx", "5xx", "none")
+EXPORT_FORMATS = ("png", "svg", "html", "har", "json")
+MAX_FRAMES_SHOWN = 400
+MAX_HEX_BYTES = 65535
+
+
+# ------------------------------------------------------------------------- waterfall
+
+
+def waterfall_of(entry: Entry) -> Waterfall:
+    from analyzer.waterfall import build
+
+    return entry.memo(("waterfall",), lambda: build(entry.analysis))
+
+
+def filter_options(entry: Entry) -> dict[str, list[dict]]:
+    """Options of the protocol / connection / content / status filters of a capture."""
+    wf = waterfall_of(entry)
+    protos = sorted({r.protocol for r in wf.rows})
+    conns = sorted({r.connection for r in wf.rows})
+    classes = sorted({r.content_class for r in wf.rows})
+    buckets = sorted({status_bucket(r.status) for r in wf.rows}, key=STATUS_BUCKETS.index)
+    return {
+        "protocol": [{"label": p, "value": p} for p in protos],
+        "connection": [{"label": f"{c}: {wf.connections.get(c, '')}", "value": c} for c in conns],
+        "content": [{"label": c, "value": c} for c in classes],
+        "status": [{"label": b if b != "none" else "no response", "value": b} for b in buckets],
+    }
+
+
+def status_bucket(status: int | None) -> str:
+    if status is None:
+        return "none"
+    b = f"{status // 100}xx"
+    return b if b in STATUS_BUCKETS else "none"
+
+
+@dataclasses.dataclass
+class View:
+    waterfall: Waterfall  # the rows shown, re-indexed 0..n-1
+    total: int  # rows before filtering
+    error: str | None = None  # filter expression error (shown next to the input)
+    error_column: int | None = None
+    expr: str = ""
+
+    @property
+    def exchange_ids(self) -> list[int]:
+        return [r.exchange for r in self.waterfall.rows]
+
+
+def _norm(v) -> tuple:
+    if v is None or v == "":
+        return ()
+    if isinstance(v, (list, tuple)):
+        return tuple(v)
+    return (v,)
+
+
+def filtered_view(entry: Entry, protocols=None, connections=None, contents=None, statuses=None, expr: str | None = None) -> View:
+    key = ("view", _norm(protocols), _norm(connections), _norm(contents), _norm(statuses), (expr or "").strip())
+    return entry.memo(key, lambda: _filtered_view(entry, *key[1:]))
+
+
+def _filtered_view(entry: Entry, protocols, connections, contents, statuses, expr) -> View:
+    from analyzer.filter import FilterError, compile_filter
+
+    wf = waterfall_of(entry)
+    an: Analysis = entry.analysis
+    rows = wf.rows
+    if protocols:
+        rows = [r for r in rows if r.protocol in protocols]
+    if connections:
+        cs = {int(c) for c in connections}
+        rows = [r for r in rows if r.connection in cs]
+    if contents:
+        rows = [r for r in rows if r.content_class in contents]
+    if statuses:
+        rows = [r for r in rows if status_bucket(r.status) in statuses]
+    err, col = None, None
+    if expr:
+        try:
+            pred = compile_filter(expr)
+        except FilterError as e:
+            err, col = f"{e.message} at column {e.column}", e.column
+        else:
+            exs = {e.id: e for e in an.exchanges}
+            rows = [r for r in rows if _safe(pred, exs.get(r.exchange))]
+    return View(subset(wf, rows), total=len(wf.rows), error=err, error_column=col, expr=expr)
+
+
+def _safe(pred, obj) -> bool:
+    if obj is None:
+        return False
+    try:
+        return bool(pred(obj))
+    except Exception:  # noqa: BLE001 - a predicate that cannot evaluate a row does not match it
+        return False
+
+
+def subset(wf: Waterfall, rows) -> Waterfall:
+    """A waterfall of some of ``wf``'s rows, re-indexed from 0 (push arrows kept when both
+    ends are shown)."""
+    if len(rows) == len(wf.rows):
+        return wf
+    new_index = {r.index: i for i, r in enumerate(rows)}
+    out = [dataclasses.replace(r, index=i, push_parent_row=new_index.get(r.push_parent_row) if r.push_parent_row is not None else None)
+           for i, r in enumerate(rows)]
+    shown = {r.connection for r in out}
+    return dataclasses.replace(wf, rows=out, connections={k: v for k, v in wf.connections.items() if k in shown})
+
+
+def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False):
+    """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
+    time axis only (the request axis is fixed), ``uirevision`` so that a re-render keeps
+    the zoom."""
+    from ui.figures import waterfall_figure
+
+    fig = waterfall_figure(view.waterfall, title=title)
+    if not view.waterfall.rows:
+        fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
+                           x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
+    if x_range and len(x_range) == 2 and all(isinstance(v, (int, float)) for v in x_range):
+        fig.update_xaxes(range=list(x_range), autorange=False)
+    if not for_export:
+        fig.update_layout(width=None, autosize=True, dragmode="zoom", uirevision=title or "waterfall",
+                          clickmode="event", hoverlabel=dict(align="left", font=dict(family="monospace", size=11)))
+        fig.update_yaxes(fixedrange=True)
+    return fig
+
+
+def x_range_from_relayout(relayout: dict | None, previous: list | None = None) -> list | None:
+    """The time-axis range the user zoomed to (``None`` after a reset)."""
+    if not relayout:
+        return previous
+    if relayout.get("xaxis.autorange") or relayout.get("autosize"):
+        return None if relayout.get("xaxis.autorange") else previous
+    if "xaxis.range[0]" in relayout and "xaxis.range[1]" in relayout:
+        return [float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])]
+    if isinstance(relayout.get("xaxis.range"), list):
+        return [float(v) for v in relayout["xaxis.range"][:2]]
+    return previous
+
+
+def exchange_from_click(view: View, click: dict | None) -> int | None:
+    """The exchange id of the clicked bar or marker (``y`` is the row index; bars also
+    carry the exchange id as ``customdata``)."""
+    if not click or not click.get("points"):
+        return None
+    p = click["points"][0]
+    cd = p.get("customdata")
+    ids = set(view.exchange_ids)
+    if isinstance(cd, (int, float)) and int(cd) in ids:
+        return int(cd)
+    y = p.get("y")
+    if isinstance(y, (int, float)):
+        i = int(round(y))
+        if 0 <= i < len(view.waterfall.rows):
+            return view.waterfall.rows[i].exchange
+    return None
+
+
+# ------------------------------------------------------------------- selected request
+
+
+def _ms(t: float | None, t0: float) -> str:
+    return "" if t is None else f"{(t - t0) * 1000:.3f}"
+
+
+def exchange_frames(an: Analysis, e: Exchange) -> list:
+    """The frames of an exchange: its stream's frames, or for HTTP/1 (no streams) the
+    connection's HTTP frames between its first request byte and last response byte."""
+    if e.stream_id is not None:
+        return [f for f in an.frames if f.connection == e.connection and f.stream_id == e.stream_id]
+    lo = e.request_start_packet or 0
+    hi = e.response_end_packet or e.request_end_packet or lo
+    return [f for f in an.frames if f.connection == e.connection and lo <= f.packet <= hi and f.protocol.startswith("http")]
+
+
+def _kv_table(rows, cls="kv", header=None):
+    body = [html.Tr([html.Td(str(k), className="k"), html.Td("" if v is None else str(v), className="v")]) for k, v in rows]
+    head = [html.Thead(html.Tr([html.Th(h) for h in header]))] if header else []
+    return html.Table(head + [html.Tbody(body)], className=cls)
+
+
+def request_detail(entry: Entry, exchange_id: int | None):
+    """Headers both ways, timing breakdown, frames and packet numbers of one exchange."""
+    an: Analysis = entry.analysis
+    e = next((x for x in an.exchanges if x.id == exchange_id), None) if an is not None else None
+    if e is None:
+        return html.Div("Click a bar of the waterfall to see its request and response.", className="hint")
+    wf = waterfall_of(entry)
+    row = next((r for r in wf.rows if r.exchange == e.id), None)
+    t0 = wf.t0
+    conn = next((c for c in an.connections if c.id == e.connection), None)
+    title = f"{e.method or ('PUSH' if e.pushed else '')} {e.url or e.path or ''}".strip()
+    facts = [
+        ("status", e.status if e.status is not None else ("reset " + e.reset if e.reset else "no response")),
+        ("protocol", e.protocol),
+        ("connection", f"{e.connection} ({conn.label})" if conn else e.connection),
+        ("stream", e.stream_id),
+        ("content type", e.content_type),
+        ("content encoding", e.content_encoding),
+        ("response body", f"{e.response_body_bytes} bytes on the wire"
+         + (f", {e.response_body_decoded_bytes} decoded" if e.response_body_decoded_bytes is not None else "")),
+        ("request body", f"{e.request_body_bytes} bytes"),
+        ("request headers", f"{e.request_header_bytes_wire} bytes on the wire, {e.request_header_bytes_decoded} decoded"),
+        ("response headers", f"{e.response_header_bytes_wire} bytes on the wire, {e.response_header_bytes_decoded} decoded"),
+    ]
+    if e.pushed:
+        facts.append(("pushed by stream", e.push_parent))
+    if e.priority:
+        facts.append(("priority", ", ".join(f"{k}={v}" for k, v in e.priority.items())))
+    if e.error:
+        facts.append(("error", e.error))
+    packets = [
+        ("request", "first byte", e.request_start_packet, _ms(e.request_start, t0)),
+        ("request", "last byte", e.request_end_packet, _ms(e.request_end, t0)),
+        ("response", "first byte", e.response_start_packet, _ms(e.response_start, t0)),
+        ("response", "last byte", e.response_end_packet, _ms(e.response_end, t0)),
+    ]
+    timing = []
+    if row is not None:
+        for n, a, b in row.phases:
+            timing.append(html.Tr([html.Td(PHASE_LABELS[n]), html.Td(f"{(a - t0) * 1000:.3f}"), html.Td(f"{(b - a) * 1000:.3f}")]))
+        timing.append(html.Tr([html.Td("total", className="k"), html.Td(f"{(row.start - t0) * 1000:.3f}"),
+                               html.Td(f"{(row.end - row.start) * 1000:.3f}")]))
+    frames = exchange_frames(an, e)
+    frame_rows = [html.Tr([html.Td(f.packet), html.Td(f.first_packet if f.first_packet != f.packet else ""),
+                           html.Td(_ms(f.time, t0)), html.Td(DIRECTION_NAMES[f.direction]), html.Td(f.type),
+                           html.Td(f"0x{f.flags:02x}" if f.flags else ""), html.Td(f.length), html.Td(f.error or "")])
+                  for f in frames[:MAX_FRAMES_SHOWN]]
+    more = [html.P(f"… {len(frames) - MAX_FRAMES_SHOWN} more frames")] if len(frames) > MAX_FRAMES_SHOWN else []
+    markers = []
+    if row is not None and row.markers:
+        markers = [html.H4("Events"), html.Ul([html.Li(m.label + (f" (packet {m.packet})" if m.packet else "")) for m in row.markers[:50]])]
+    return html.Div([
+        html.H3(title, id="detail-title"),
+        _kv_table(facts),
+        html.Div([
+            html.Div([html.H4("Request headers"), _kv_table(e.request_headers, "headers", ["name", "value"])],
+                     className="col", id="detail-request-headers"),
+            html.Div([html.H4("Response headers"), _kv_table(e.response_headers, "headers", ["name", "value"])],
+                     className="col", id="detail-response-headers"),
+        ], className="cols"),
+        html.Div([
+            html.Div([html.H4("Timing (ms from the first packet)"),
+                      html.Table([html.Thead(html.Tr([html.Th("phase"), html.Th("start"), html.Th("duration")])), html.Tbody(timing)],
+                                 className="grid", id="detail-timing")], className="col"),
+            html.Div([html.H4("Packets"),
+                      html.Table([html.Thead(html.Tr([html.Th("message"), html.Th("byte"), html.Th("packet"), html.Th("ms")])),
+                                  html.Tbody([html.Tr([html.Td(a), html.Td(b), html.Td(c if c is not None else ""), html.Td(d)])
+                                              for a, b, c, d in packets])], className="grid", id="detail-packets")], className="col"),
+        ], className="cols"),
+        *markers,
+        html.H4(f"Frames ({len(frames)})"),
+        html.Table([html.Thead(html.Tr([html.Th(h) for h in ("packet", "from packet", "ms", "dir", "type", "flags", "length", "error")])),
+                    html.Tbody(frame_rows)], className="grid", id="detail-frames"),
+        *more,
+    ], className="detail")
+
+
+# ------------------------------------------------------------------------ connections
+
+
+def connection_rows(entry: Entry) -> list[dict]:
+    an: Analysis = entry.analysis
+    t0 = an.index.ts[0] if len(an.index) else 0.0
+    exs: dict[int, int] = {}
+    for e in an.exchanges:
+        exs[e.connection] = exs.get(e.connection, 0) + 1
+    out = []
+    for c in an.connections:
+        t, q = c.tls, c.quic
+        dur = lambda a, b: round((b - a) * 1000, 3) if a is not None and b is not None else None  # noqa: E731
+        out.append({
+            "id": c.id, "protocol": c.protocol or "", "transport": c.transport,
+            "client": c.label.split(" → ")[0], "server": c.label.split(" → ")[1],
+            "start_ms": round((c.start - t0) * 1000, 3), "duration_ms": round((c.end - c.start) * 1000, 3),
+            "connect_ms": dur(c.connect_start, c.connect_end), "tls_ms": dur(c.tls_start, c.tls_end),
+            "rtt_ms": round(c.rtt * 1000, 3) if c.rtt is not None else None,
+            "version": (t.version if t else None) or (q.version if q else None) or "",
+            "cipher": t.cipher_suite if t and t.cipher_suite else "",
+            "sni": (t.sni if t else None) or (q.sni if q else None) or "",
+            "alpn": (t.alpn if t else None) or (q.alpn if q else None) or "",
+            "alpn_offered": ", ".join(t.alpn_offered) if t else "",
+            "resumed": "yes" if t and t.resumed else "",
+            "decrypted": ("yes" if (t and t.decrypted) or (q and q.decrypted) else
+                          ("no: " + ((t.reason if t else None) or (q.reason if q else None) or "no key")) if (t or q) else ""),
+            "packets": f"{c.stats[0].packets} / {c.stats[1].packets}",
+            "bytes": f"{c.stats[0].bytes} / {c.stats[1].bytes}",
+            "requests": exs.get(c.id, 0),
+            "closed": c.closed or "",
+            "notes": len(c.notes),
+        })
+    return out
+
+
+CONNECTION_COLUMNS = [
+    ("id", "id"), ("protocol", "protocol"), ("transport", "transport"), ("client", "client"), ("server", "server"),
+    ("start_ms", "start ms"), ("duration_ms", "duration ms"), ("connect_ms", "connect ms"), ("tls_ms", "TLS/QUIC ms"),
+    ("rtt_ms", "RTT ms"), ("version", "TLS/QUIC version"), ("cipher", "cipher suite"), ("sni", "SNI"), ("alpn", "ALPN"),
+    ("alpn_offered", "ALPN offered"), ("resumed", "resumed"), ("decrypted", "decrypted"), ("packets", "packets c→s / s→c"),
+    ("bytes", "bytes c→s / s→c"), ("requests", "requests"), ("closed", "closed"), ("notes", "notes"),
+]
+
+
+def connections_figure(entry: Entry):
+    """Handshake phases per connection: TCP connect, TLS/QUIC handshake, then the rest of
+    the connection's life."""
+    import plotly.graph_objects as go
+
+    an: Analysis = entry.analysis
+    t0 = an.index.ts[0] if len(an.index) else 0.0
+    conns = [c for c in an.connections if c.protocol != "dns"][:300]
+    fig = go.Figure()
+    spans = {"connection": [], "connect": [], "tls": []}
+    for c in conns:
+        y = f"{c.id}: {c.protocol or c.transport} {c.label}"
+        spans["connection"].append((y, c.start, c.end))
+        if c.connect_start is not None and c.connect_end is not None:
+            spans["connect"].append((y, c.connect_start, c.connect_end))
+        if c.tls_start is not None and c.tls_end is not None:
+            spans["tls"].append((y, c.tls_start, c.tls_end))
+    colors = {"connection": "#c4c4c4", "connect": "#ff9d42", "tls": "#d566df"}
+    names = {"connection": "connection open", "connect": "TCP connect", "tls": "TLS / QUIC handshake"}
+    for k, items in spans.items():
+        if not items:
+            continue
+        fig.add_trace(go.Bar(orientation="h", y=[y for y, _, _ in items], base=[(a - t0) * 1000 for _, a, _ in items],
+                             x=[max((b - a) * 1000, 0.05) for _, a, b in items], name=names[k], marker_color=colors[k],
+                             width=0.6 if k == "connection" else 0.4,
+                             hovertemplate=names[k] + ": %{x:.3f} ms from %{base:.3f} ms<extra>%{y}</extra>"))
+    fig.update_layout(barmode="overlay", template="plotly_white", height=max(220, 80 + 26 * len(conns)),
+                      margin=dict(l=10, r=10, t=40, b=40), xaxis_title="ms from the first packet",
+                      yaxis=dict(autorange="reversed", automargin=True, tickfont=dict(family="monospace", size=10)),
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom"), title="Connections and handshakes")
+    return fig
+
+
+def connection_notes(entry: Entry) -> list:
+    an: Analysis = entry.analysis
+    items = []
+    for c in an.connections:
+        for n in c.notes[:50]:
+            items.append(html.Li(f"connection {c.id}: {entry_text(entry, n)}"))
+    for w in an.warnings[:100]:
+        items.append(html.Li(f"capture: {entry_text(entry, w)}"))
+    return items
+
+
+def entry_text(entry: Entry, text: str) -> str:
+    """A message with the private upload paths replaced by the uploaded file names."""
+    if entry.origin == "upload":
+        text = text.replace(entry.path, entry.name)
+        for p, n in zip(entry.keylogs, entry.keylog_names):
+            text = text.replace(p, n)
+    return text
+
+
+# -------------------------------------------------------------------------- statistics
+
+
+def stats_of(entry: Entry):
+    from analyzer import stats
+
+    return entry.memo(("stats",), lambda: stats.compute(entry.analysis))
+
+
+def _empty_fig(title: str, text: str):
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
+    fig.update_layout(title=title, template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
+    return fig
+
+
+def bytes_by_protocol_figure(entry: Entry):
+    import plotly.graph_objects as go
+
+    st = stats_of(entry)
+    names = sorted(st.protocols)
+    if not names:
+        return _empty_fig("Bytes by protocol", "no connections")
+    fig = go.Figure([
+        go.Bar(x=names, y=[st.protocols[n].bytes[0] for n in names], name="client → server"),
+        go.Bar(x=names, y=[st.protocols[n].bytes[1] for n in names], name="server → client"),
+    ])
+    fig.update_layout(barmode="group", title="Bytes on the wire by protocol", template="plotly_white", height=340,
+                      yaxis_title="bytes", margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+def content_bytes(entry: Entry) -> dict[str, list[int]]:
+    """content class -> [responses, body bytes on the wire, decoded body bytes]."""
+    wf = waterfall_of(entry)
+    exs = {e.id: e for e in entry.analysis.exchanges}
+    out: dict[str, list[int]] = {}
+    for r in wf.rows:
+        e = exs[r.exchange]
+        v = out.setdefault(r.content_class, [0, 0, 0])
+        v[0] += 1
+        v[1] += e.response_body_bytes
+        v[2] += e.response_body_decoded_bytes if e.response_body_decoded_bytes is not None else e.response_body_bytes
+    return out
+
+
+def bytes_by_content_figure(entry: Entry):
+    import plotly.graph_objects as go
+
+    from analyzer.waterfall import CONTENT_COLORS
+
+    cb = content_bytes(entry)
+    if not cb:
+        return _empty_fig("Bytes by content type", "no responses")
+    names = sorted(cb)
+    fig = go.Figure([
+        go.Bar(x=names, y=[cb[n][1] for n in names], name="body on the wire", marker_color=[CONTENT_COLORS.get(n, ("", "#888"))[1] for n in names],
+               customdata=[cb[n][0] for n in names], hovertemplate="%{x}: %{y} bytes in %{customdata} responses<extra>wire</extra>"),
+        go.Bar(x=names, y=[cb[n][2] for n in names], name="decoded", marker_color=[CONTENT_COLORS.get(n, ("#ccc", ""))[0] for n in names]),
+    ])
+    fig.update_layout(barmode="group", title="Response bytes by content type", template="plotly_white", height=340,
+                      yaxis_title="bytes", margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+def header_compression_rows(entry: Entry) -> list[dict]:
+    st = stats_of(entry)
+    rows = []
+    for b in st.connections:
+        if not (b.req_headers[1] or b.resp_headers[1]):
+            continue
+        red = lambda p: f"{100 * (1 - p[0] / p[1]):.1f}%" if p[1] else ""  # noqa: E731
+        rows.append({"connection": b.name.replace("connection ", ""), "protocol": b.protocol or "", "endpoints": b.endpoints or "",
+                     "req_wire": b.req_headers[0], "req_decoded": b.req_headers[1], "req_reduction": red(b.req_headers),
+                     "resp_wire": b.resp_headers[0], "resp_decoded": b.resp_headers[1], "resp_reduction": red(b.resp_headers),
+                     "rest_reduction": red([b.req_headers_rest[0] + b.resp_headers_rest[0], b.req_headers_rest[1] + b.resp_headers_rest[1]])})
+    return rows
+
+
+def header_compression_figure(entry: Entry):
+    import plotly.graph_objects as go
+
+    rows = header_compression_rows(entry)
+    if not rows:
+        return _empty_fig("Header compression per connection", "no header blocks")
+    x = [f"{r['connection']} ({r['protocol']})" for r in rows]
+    fig = go.Figure([
+        go.Bar(x=x, y=[r["req_decoded"] for r in rows], name="request headers decoded", marker_color="#9ecae1"),
+        go.Bar(x=x, y=[r["req_wire"] for r in rows], name="request headers on the wire", marker_color="#3182bd",
+               customdata=[r["req_reduction"] for r in rows], hovertemplate="%{y} bytes (reduction %{customdata})<extra></extra>"),
+        go.Bar(x=x, y=[r["resp_decoded"] for r in rows], name="response headers decoded", marker_color="#fdae6b"),
+        go.Bar(x=x, y=[r["resp_wire"] for r in rows], name="response headers on the wire", marker_color="#e6550d",
+               customdata=[r["resp_reduction"] for r in rows], hovertemplate="%{y} bytes (reduction %{customdata})<extra></extra>"),
+    ])
+    fig.update_layout(barmode="group", title="Header compression per connection", template="plotly_white", height=360,
+                      yaxis_title="bytes", xaxis_title="connection", margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+def traffic_series(an: Analysis, bins: int = 200) -> tuple[list[float], list[int], list[int], float]:
+    """Packets and bytes per time bin: (bin starts in ms, packets, bytes, bin width in ms)."""
+    ts = an.index.ts
+    if not len(ts):
+        return [], [], [], 0.0
+    t0, t1 = ts[0], max(ts)
+    span = max(t1 - t0, 1e-6)
+    width = span / bins
+    # round the bin width to 1/2/5 × 10^k seconds
+    e = 10 ** math.floor(math.log10(width))
+    width = next(m * e for m in (1, 2, 5, 10) if m * e >= width)
+    n = int(span / width) + 1
+    pk, by = [0] * n, [0] * n
+    orig = an.index.origlen
+    for i, t in enumerate(ts):
+        k = min(max(int((t - t0) / width), 0), n - 1)
+        pk[k] += 1
+        by[k] += orig[i]
+    return [k * width * 1000 for k in range(n)], pk, by, width * 1000
+
+
+def traffic_figure(entry: Entry):
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    xs, pk, by, w = traffic_series(entry.analysis)
+    if not xs:
+        return _empty_fig("Packets and bytes over time", "no packets")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Bar(x=[x + w / 2 for x in xs], y=by, width=w, name=f"bytes per {w:g} ms", marker_color="#6baed6"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=[x + w / 2 for x in xs], y=pk, name=f"packets per {w:g} ms", mode="lines", line=dict(color="#d94801", shape="hv")),
+                  secondary_y=True)
+    fig.update_layout(title="Packets and bytes over time", template="plotly_white", height=340, margin=dict(l=10, r=10, t=50, b=40),
+                      xaxis_title="ms from the first packet", bargap=0)
+    fig.update_yaxes(title_text="bytes", secondary_y=False)
+    fig.update_yaxes(title_text="packets", secondary_y=True)
+    return fig
+
+
+def in_flight_series(an: Analysis) -> tuple[list[float], list[int]]:
+    """Streams (exchanges) in flight over time as a step function: (ms, count) after each
+    change.  An exchange is in flight from its first request byte to its last response
+    byte."""
+    t0 = an.index.ts[0] if len(an.index) else 0.0
+    ev = []
+    for e in an.exchanges:
+        a = e.request_start if e.request_start is not None else e.response_start
+        b = e.response_end if e.response_end is not None else (e.request_end or a)
+        if a is None:
+            continue
+        ev.append((a, 1))
+        ev.append((max(b, a), -1))
+    ev.sort(key=lambda x: (x[0], -x[1]))
+    xs, ys, cur = [0.0], [0], 0
+    for t, d in ev:
+        cur += d
+        ms = (t - t0) * 1000
+        if xs and xs[-1] == ms:
+            ys[-1] = cur
+        else:
+            xs.append(ms)
+            ys.append(cur)
+    return xs, ys
+
+
+def in_flight_figure(entry: Entry):
+    import plotly.graph_objects as go
+
+    an = entry.analysis
+    fig = go.Figure()
+    by_conn: dict[str, list] = {}
+    for e in an.exchanges:
+        by_conn.setdefault(e.protocol, []).append(e)
+    xs, ys = in_flight_series(an)
+    if len(xs) <= 1:
+        return _empty_fig("Streams in flight", "no requests")
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(shape="hv", color="#31a354"), fill="tozeroy", name="all"))
+    fig.update_layout(title=f"Streams in flight over time (max {max(ys)})", template="plotly_white", height=320,
+                      xaxis_title="ms from the first packet", yaxis_title="requests in flight", margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
+    st = stats_of(entry)
+    cap = st.capture
+    ms = lambda t: f"{t * 1000:.1f} ms" if t is not None else ""  # noqa: E731
+    return [
+        ("packets", f"{st.packets_total:,}"), ("bytes", f"{st.bytes_total:,}"), ("duration", ms(st.duration)),
+        ("connections", cap.connections), ("requests", cap.requests), ("pushes", cap.pushes), ("resets", cap.resets),
+        ("max streams in flight", cap.max_streams_in_flight), ("TTFB (first response byte)", ms(cap.ttfb)),
+        ("page load (last response byte)", ms(cap.page_load_time)),
+        ("retransmissions c→s / s→c", f"{cap.retransmissions[0]} / {cap.retransmissions[1]}"),
+    ]
+
+
+# ----------------------------------------------------------------------------- packets
+
+
+PACKET_COLUMNS = [("no", "No."), ("time", "Time"), ("source", "Source"), ("destination", "Destination"),
+                  ("protocol", "Protocol"), ("length", "Length"), ("info", "Info")]
+
+
+def packet_page(entry: Entry, page: int, page_size: int = PAGE_SIZE) -> tuple[list[dict], int]:
+    """One page of the packet list (0-based page) and the number of pages."""
+    from analyzer.detail import packet_rows
+
+    an = entry.analysis
+    n = an.packets
+    pages = max(1, math.ceil(n / page_size))
+    page = min(max(int(page or 0), 0), pages - 1)
+    start = page * page_size + 1
+    rows = entry.memo(("packets", page, page_size), lambda: packet_rows(an, entry.source, start, start + page_size), keep=48)
+    return [{"no": r[0], "time": f"{r[1]:.6f}", "source": r[2], "destination": r[3], "protocol": r[4], "length": r[5], "info": r[6]}
+            for r in rows], pages
+
+
+def _tree(nodes, depth: int = 0):
+    """The detail tree as nested <details>; the top level open, like Wireshark's pane."""
+    out = []
+    for nd in nodes:
+        if nd.children:
+            out.append(html.Details([html.Summary(nd.label), html.Div(_tree(nd.children, depth + 1), className="tree-children")],
+                                    open=depth == 0, title=nd.abbrev or ""))
+        else:
+            out.append(html.Div(nd.label, className="tree-leaf", title=nd.abbrev or ""))
+    return out
+
+
+def packet_detail_view(entry: Entry, number: int | None):
+    from analyzer.detail import hexdump, packet_bytes, packet_detail
+
+    an = entry.analysis
+    if not number:
+        return html.Div("Select a packet to see its detail.", className="hint")
+    number = int(number)
+    if not 1 <= number <= an.packets:
+        return html.Div(f"There is no packet {number} (the capture has {an.packets}).", className="error")
+    nodes = packet_detail(an, entry.source, number)
+    data = packet_bytes(entry.source, an, number)[:MAX_HEX_BYTES]
+    return html.Div([
+        html.H4(f"Packet {number}", id="packet-detail-title"),
+        html.Div(_tree(nodes), className="tree"),
+        html.Pre("\n".join(hexdump(data)), className="hex"),
+    ])
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def compare_available() -> bool:
+    try:
+        return importlib.util.find_spec("analyzer.compare") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def compare_view(a: Entry | None, b: Entry | None):
+    """The comparison of two captures (analyzer.compare): the page table in the SPDY
+    whitepaper's form, the side-by-side waterfall (ui.compare_figure) when it exists, and
+    the matched / unmatched requests."""
+    if not compare_available():
+        return html.Div("Comparison is not available in this version of wirefall (analyzer.compare is missing).",
+                        className="error", id="compare-unavailable")
+    if a is None or b is None or a.analysis is None or b.analysis is None:
+        return html.Div("Pick two analysed captures.", className="error")
+    try:
+        mod = importlib.import_module("analyzer.compare")
+        res = mod.compare(a.analysis, b.analysis)
+    except Exception as ex:  # noqa: BLE001 - shown in the page
+        return html.Div(f"comparison failed: {ex.__class__.__name__}: {ex}", className="error")
+    if not isinstance(res, dict):
+        return html.Pre(str(res)[:20000])
+    parts: list = [html.H3(f"A = {a.name}    B = {b.name}")]
+    for w in res.get("warnings") or ():
+        parts.append(html.Div("warning: " + str(w), className="error"))
+    page = res.get("page")
+    if isinstance(page, dict):
+        labels = dict(getattr(mod, "PAGE_ROWS", ()))
+        fmt = getattr(mod, "_fmt", lambda k, v: _plainstr(v))
+        rows = []
+        for k, v in page.items():
+            if isinstance(v, dict):
+                sp = v.get("speedup")
+                d = v.get("diff")
+                rows.append(html.Tr([html.Td(labels.get(k, k)), html.Td(fmt(k, v.get("a"))), html.Td(fmt(k, v.get("b"))),
+                                     html.Td("–" if d is None else fmt(k, d)), html.Td("–" if sp is None else f"{100 * sp:.1f} %")]))
+            else:
+                rows.append(html.Tr([html.Td(labels.get(k, k)), html.Td(_plainstr(v), colSpan=4)]))
+        parts += [html.H4("Page"), html.Table([html.Thead(html.Tr([html.Th(h) for h in ("", "A", "B", "B − A", "speedup (A − B) / A")])),
+                                               html.Tbody(rows)], className="grid", id="compare-page")]
+    try:
+        from ui.compare_figure import compare_figure
+
+        fig = compare_figure(a.analysis, b.analysis, res)
+        fig.update_layout(width=None, autosize=True)
+        parts.append(dcc.Graph(id="compare-fig", figure=fig, config={"displaylogo": False}))
+    except Exception:  # noqa: BLE001 - the tables alone still compare
+        pass
+    ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"  # noqa: E731
+    matched = res.get("matched")
+    if isinstance(matched, list):
+        mode = "URL" if res.get("match_mode") == "url" else "path and query"
+        head = ["url", "status A", "status B", "start A ms", "start B ms", "TTFB A ms", "TTFB B ms", "duration A ms", "duration B ms",
+                "bytes A", "bytes B"]
+        body = []
+        for m in matched[:2000]:
+            x, y = m.get("a", {}), m.get("b", {})
+            body.append(html.Tr([html.Td(m.get("url"))] + [html.Td(v) for v in (
+                x.get("status"), y.get("status"), ms(x.get("start")), ms(y.get("start")), ms(x.get("ttfb")), ms(y.get("ttfb")),
+                ms(x.get("duration")), ms(y.get("duration")), x.get("bytes"), y.get("bytes"))]))
+        parts += [html.H4(f"Matched requests ({len(matched)}, by {mode})"),
+                  html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], className="grid", id="compare-matched")]
+    for key, title in (("only_a", "Only in A"), ("only_b", "Only in B")):
+        items = res.get(key)
+        if isinstance(items, list):
+            parts.append(html.H4(f"{title} ({len(items)})"))
+            if items:
+                parts.append(_records_table(items, id=f"compare-{key}"))
+    return html.Div(parts, id="compare-result")
+
+
+def _plainstr(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, default=str)
+    return "" if v is None else str(v)
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix or "value": d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        kk = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict):
+            out.update(_flatten(v, kk))
+        else:
+            out[kk] = v
+    return out
+
+
+def _records_table(items: list, id: str):
+    recs = [_flatten(x) for x in items[:2000]]
+    cols: list[str] = []
+    for r in recs:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    return html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])),
+                       html.Tbody([html.Tr([html.Td(_plainstr(r.get(c))) for c in cols]) for r in recs])], className="grid", id=id)
+
+
+# ------------------------------------------------------------------------------ export
+
+
+def safe_stem(name: str) -> str:
+    stem = name.replace("\\", "/").rsplit("/", 1)[-1]
+    for ext in (".gz", ".xz", ".bz2", ".zst"):
+        if stem.endswith(ext):
+            stem = stem[: -len(ext)]
+    stem = re.sub(r"\.(pcapng|pcap|cap)$", "", stem)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._")
+    return stem or "capture"
+
+
+def export_bytes(entry: Entry, view: View, fmt: str, x_range: list | None = None) -> tuple[bytes, str]:
+    """The bytes and file name of an export of what is shown: the filtered (and zoomed)
+    waterfall as png/svg/html, or the filtered requests as HAR / wirefall JSON."""
+    from analyzer import export as ex
+    from ui import figures
+
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}")
+    stem = safe_stem(entry.name)
+    shown = set(view.exchange_ids)
+    if fmt in ("png", "svg", "html"):
+        fig = figure(view, title=entry.name, x_range=x_range, for_export=True)
+        if fmt == "html":
+            data = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
+        else:
+            data = figures.to_image(fig, fmt)
+        return data, f"{stem}-waterfall.{fmt}"
+    an = entry.analysis
+    if fmt == "har":
+        doc = ex.har(an)
+        log = doc["log"]
+        log["entries"] = [e for e in log["entries"] if e.get("_exchange") in shown]
+        for p in log.get("pages", []):
+            p["title"] = entry.name
+        if view.expr or len(shown) != view.total:
+            log["comment"] = log.get("comment", "") + f"; {len(shown)} of {view.total} requests shown" + (f", filter: {view.expr}" if view.expr else "")
+    else:
+        doc = ex.model_json(an)
+        doc["summary"]["file"] = entry.name
+        conn_streams = {(e.connection, e.stream_id) for e in an.exchanges if e.id in shown}
+        conns = {c for c, _ in conn_streams}
+        doc["exchanges"] = [e for e in doc["exchanges"] if e["id"] in shown]
+        doc["frames"] = [f for f in doc["frames"] if f["connection"] in conns and
+                         (f["stream_id"] in (None, 0) or (f["connection"], f["stream_id"]) in conn_streams)]
+        doc["waterfall"] = view.waterfall.to_dict()
+        doc["view"] = {"filter": view.expr or None, "exchanges": sorted(shown), "shown": len(shown), "total": view.total}
+    return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8"), f"{stem}.{fmt}"
