@@ -1,0 +1,321 @@
+"""TLS: record layer, handshake facts and decryption, checked against tshark on the same
+captures (third-party ones in ../shared/captures, and loopback captures made by
+scripts/make_tls_captures.sh with openssl s_server/s_client, curl and nghttpd)."""
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import analyzer.sessions.tls as tls_session
+from analyzer.pipeline import analyze
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "captures"
+SAMPLES = ROOT / "sample_captures" / "tls"
+
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+
+
+def shared(*parts) -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("third-party captures folder absent")
+    return SHARED.joinpath(*parts)
+
+
+def tshark(*args: str) -> str:
+    r = subprocess.run(["tshark", *args], capture_output=True, text=True, check=True)
+    return r.stdout
+
+
+# ------------------------------------------------------------------ wirefall side
+
+
+class Collector:
+    """Stands in for the inner session: keeps the decrypted bytes per direction and checks
+    that the plaintext offsets are contiguous."""
+
+    def __init__(self, conn, store):
+        self.buf = store.setdefault(conn.id, [bytearray(), bytearray()])
+        self.packets = store.setdefault(("packets", conn.id), [[], []])
+
+    def data(self, direction, data, offset, packet):
+        assert offset == len(self.buf[direction]), "plaintext offsets must be contiguous"
+        self.buf[direction] += data
+        self.packets[direction].append(packet)
+
+    def gap(self, *a):
+        pass
+
+    def end(self):
+        pass
+
+
+def run(cap: Path, keylogs: list[Path] | None, monkeypatch=None):
+    """Analyse; returns (Analysis, {conn id: [c2s bytes, s2c bytes]})."""
+    store: dict = {}
+    orig = tls_session.TlsSession._make_inner
+    tls_session.TlsSession._make_inner = lambda self: Collector(self.conn, store)
+    try:
+        an = analyze(str(cap), keylogs=[str(k) for k in keylogs or []])
+    finally:
+        tls_session.TlsSession._make_inner = orig
+    return an, store
+
+
+# ------------------------------------------------------------------ tshark side
+
+
+def tshark_streams(cap: Path) -> dict[int, tuple[int, int]]:
+    """tcp.stream -> (client port, server port), from the packets carrying a ClientHello."""
+    out = {}
+    for line in tshark("-r", str(cap), "-Y", "tcp && tls.handshake.type == 1", "-T", "fields", "-e", "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.dstport").splitlines():
+        s, sp, dp = line.split("\t")
+        out.setdefault(int(s), (int(sp), int(dp)))
+    return out
+
+
+def tshark_follow_tls(cap: Path, keylog: Path, stream: int, client_port: int) -> tuple[bytes, bytes]:
+    """Decrypted bytes per direction from ``-z follow,tls,raw``.  Lines without a leading tab
+    belong to "Node 0"; tshark 4.0 names Node 0 by address:port, which tells its direction."""
+    text = tshark("-r", str(cap), "-o", f"tls.keylog_file:{keylog}", "-q", "-z", f"follow,tls,raw,{stream}")
+    m = re.search(r"^Node 0: .*:(\d+)$", text, re.M)
+    node0_is_client = m is not None and int(m.group(1)) == client_port
+    c2s, s2c = bytearray(), bytearray()
+    body = text.split("=" * 67)[1] if text.count("=" * 67) >= 2 else ""
+    for line in body.splitlines():
+        if not line or line.startswith(("Follow:", "Filter:", "Node ")):
+            continue
+        tab = line.startswith("\t")
+        data = bytes.fromhex(line.strip())
+        if tab != node0_is_client:
+            c2s += data
+        else:
+            s2c += data
+    return bytes(c2s), bytes(s2c)
+
+
+def conn_by_ports(an, cport: int, sport: int):
+    for c in an.connections:
+        if c.transport == "tcp" and c.client[1] == cport and c.server[1] == sport:
+            return c
+    return None
+
+
+def check_follow_equal(cap: Path, keylog: Path, keylogs_for_wirefall=None, streams=None) -> int:
+    """Every TLS stream tshark sees: wirefall's decrypted bytes == tshark's, both directions.
+    Returns the number of plaintext bytes compared (so callers can require > 0)."""
+    an, store = run(cap, keylogs_for_wirefall or [keylog])
+    compared = 0
+    smap = tshark_streams(cap)
+    assert smap, "tshark found no ClientHello"
+    for s, (cp, sp) in sorted(smap.items()):
+        if streams is not None and s not in streams:
+            continue
+        conn = conn_by_ports(an, cp, sp)
+        assert conn is not None, f"stream {s}: no connection {cp}->{sp}"
+        want_c, want_s = tshark_follow_tls(cap, keylog, s, cp)
+        got = store.get(conn.id, [b"", b""])
+        assert bytes(got[0]) == want_c, f"stream {s} c2s: {len(got[0])} bytes vs tshark {len(want_c)}"
+        assert bytes(got[1]) == want_s, f"stream {s} s2c: {len(got[1])} bytes vs tshark {len(want_s)}"
+        if want_c or want_s:
+            assert conn.tls.decrypted, f"stream {s}: not marked decrypted ({conn.tls.reason})"
+        compared += len(want_c) + len(want_s)
+    return compared
+
+
+# ------------------------------------------------------------------ third-party captures
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["tls12", "tls13"])
+def test_illustrated_decrypts_like_tshark(name):
+    cap, key = shared(name, "capture.pcap"), shared(name, "keylog.txt")
+    assert check_follow_equal(cap, key) > 0
+    an, store = run(cap, [key])
+    (conn,) = [c for c in an.connections if c.tls]
+    assert bytes(store[conn.id][0]) == b"ping" and bytes(store[conn.id][1]) == b"pong"
+    info = conn.tls
+    assert info.sni == "example.ulfheim.net"
+    assert info.certificate_subject and "CN=example.ulfheim.net" in info.certificate_subject
+    assert info.reason is None and info.decrypted
+    assert conn.tls_start == info.client_hello_time and conn.tls_end is not None and conn.tls_end > conn.tls_start
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["tls12", "tls13"])
+def test_illustrated_records_like_tshark(name):
+    """One frame per record, at the packet tshark shows it in, with tshark's record length and
+    content type (decrypted TLS 1.3 records: tshark's inner content type)."""
+    cap, key = shared(name, "capture.pcap"), shared(name, "keylog.txt")
+    an, _ = run(cap, [key])
+    ours = [(f.packet, f.length) for f in an.frames if f.protocol == "tls"]
+    rows = tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tls", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=;",
+                  "-e", "frame.number", "-e", "tls.record.length").splitlines()
+    theirs = []
+    for r in rows:
+        num, lens = r.split("\t")
+        theirs += [(int(num), int(x)) for x in lens.split(";")]
+    assert ours == theirs and len(ours) >= 10
+
+
+@needs_tshark
+def test_retina_cipher_suites_like_tshark():
+    cap = shared("retina", "tls_ciphers.pcap")
+    an, store = run(cap, [])
+    rows = tshark("-r", str(cap), "-Y", "tls.handshake.type == 2", "-T", "fields", "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tls.handshake.ciphersuite").splitlines()
+    assert len(rows) == 73
+    for r in rows:
+        sp, cp, cs = r.split("\t")
+        conn = conn_by_ports(an, int(cp), int(sp))
+        assert conn is not None and conn.tls is not None, f"connection {cp}->{sp} not recognised as TLS"
+        assert conn.tls.cipher_suite_id == int(cs, 16), (cp, cs)
+        assert not conn.tls.decrypted
+        assert conn.tls.reason in ("no key for this client random",) or conn.tls.reason.startswith("unsupported cipher suite "), conn.tls.reason
+        assert not conn.notes, conn.notes
+    assert not store  # nothing decrypted
+
+
+def _amazon():
+    cap = shared("pageload-amazon", "amazon1.cap.gz")
+    key = shared("pageload-amazon", "amazon1.key_log.txt.gz")
+    return cap, key
+
+
+@pytest.fixture(scope="module")
+def amazon(tmp_path_factory):
+    cap, key = _amazon()
+    d = tmp_path_factory.mktemp("amazon")
+    (d / "amazon1.cap").write_bytes(gzip.decompress(cap.read_bytes()))
+    (d / "keys.txt").write_bytes(gzip.decompress(key.read_bytes()))
+    return d / "amazon1.cap", d / "keys.txt"
+
+
+@needs_tshark
+def test_amazon_sni_alpn_like_tshark(amazon):
+    cap, key = amazon
+    an, _ = run(cap, [key])
+    ch = tshark("-r", str(cap), "-Y", "tcp && tls.handshake.type == 1", "-T", "fields", "-E", "aggregator=,", "-e", "tcp.srcport", "-e", "tcp.dstport",
+                "-e", "tls.handshake.extensions_server_name", "-e", "tls.handshake.extensions_alpn_str").splitlines()
+    # selected ALPN: ServerHello (TLS 1.2) or EncryptedExtensions (TLS 1.3, visible decrypted)
+    sh = tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tcp && (tls.handshake.type == 2 || tls.handshake.type == 8)",
+                "-T", "fields", "-E", "aggregator=,", "-e", "tcp.srcport", "-e", "tcp.dstport",
+                "-e", "tls.handshake.extensions_alpn_str", "-e", "tls.handshake.ciphersuite").splitlines()
+    selected: dict = {}
+    for r in sh:
+        sp, cp, alpn, cs = r.split("\t")
+        d = selected.setdefault((int(cp), int(sp)), {"alpn": "", "cs": None})
+        d["alpn"] = d["alpn"] or alpn
+        d["cs"] = d["cs"] or (cs and int(cs, 16))
+    assert len(selected) >= 5
+    for (cp, sp), d in selected.items():
+        conn = conn_by_ports(an, cp, sp)
+        assert (conn.tls.alpn or "") == d["alpn"]
+        assert conn.tls.cipher_suite_id == d["cs"]
+        assert conn.protocol == (d["alpn"] or "tls")
+        assert conn.tls.decrypted and conn.tls.reason is None
+
+
+@needs_tshark
+def test_amazon_decrypts_like_tshark(amazon):
+    cap, key = amazon
+    smap = tshark_streams(cap)
+    streams = sorted(smap)[:4]
+    assert check_follow_equal(cap, key, streams=set(streams)) > 10000
+
+
+# ------------------------------------------------------------------ our loopback captures
+
+
+def sample_names():
+    return sorted(p.stem for p in SAMPLES.glob("*.pcap"))
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", sample_names())
+def test_sample_decrypts_like_tshark(name):
+    cap, key = SAMPLES / f"{name}.pcap", SAMPLES / f"{name}.keys"
+    assert check_follow_equal(cap, key) > 0
+    an, _ = run(cap, [key])
+    for c in an.connections:
+        if c.tls is not None:
+            assert c.tls.decrypted and c.tls.reason is None, (c.id, c.tls.reason)
+            assert not c.notes, c.notes
+
+
+def _frames(an, conn):
+    return [f for f in an.frames if f.protocol == "tls" and f.connection == conn.id]
+
+
+@needs_tshark
+def test_samples_handshake_facts():
+    """What the tools did (per scripts/make_tls_captures.sh) and tshark sees, wirefall sees."""
+    def load(name):
+        cap, key = SAMPLES / f"{name}.pcap", SAMPLES / f"{name}.keys"
+        an, store = run(cap, [key])
+        return cap, key, an, store, [c for c in an.connections if c.tls]
+
+    # HelloRetryRequest
+    cap, key, an, _, (c,) = load("tls13_hrr")
+    hrr = tshark("-r", str(cap), "-Y", "tls.handshake.random == cf:21:ad:74:e5:9a:61:11:be:1d:8c:02:1e:65:b8:91:c2:a2:11:16:7a:bb:8c:5e:07:9e:09:e2:c8:a8:33:9c", "-T", "fields", "-e", "frame.number")
+    assert hrr.strip() and c.tls.hello_retry and c.tls.version == "TLS 1.3"
+    # KeyUpdate: same records as tshark, and both directions updated
+    cap, key, an, _, (c,) = load("tls13_keyupdate")
+    theirs = [int(x) for x in tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tls.handshake.type == 24", "-T", "fields", "-e", "frame.number").split()]
+    ours = [f for f in _frames(an, c) if f.fields.get("key_update")]
+    assert [f.packet for f in ours] == theirs and len(theirs) >= 3
+    assert {f.direction for f in ours} == {0, 1}
+    # 0-RTT: the early data line decrypted and flagged
+    cap, key, an, store, conns = load("tls13_0rtt")
+    early = [f for f in an.frames if f.protocol == "tls" and f.fields.get("early_data") and f.fields.get("decrypted")]
+    assert early and bytes(store[conns[1].id][0]).startswith(b"early data GET\n")
+    assert conns[1].tls.resumed and not conns[0].tls.resumed
+    # resumption
+    for name, n in (("tls12_resumed_sessionid", 6), ("tls12_resumed_ticket", 2), ("tls13_resumed", 2)):
+        cap, key, an, _, conns = load(name)
+        assert [c.tls.resumed for c in conns] == [False] + [True] * (n - 1), name
+        assert all(c.tls.certificate_subject for c in conns[:1])
+    # encrypt-then-MAC and extended master secret: as negotiated in the hellos tshark shows
+    for name in ("tls12_cbc_sha1_etm", "tls12_cbc_sha1_noetm", "tls12_noems", "tls12_aes128gcm"):
+        cap = SAMPLES / f"{name}.pcap"
+        exts = tshark("-r", str(cap), "-Y", "tls.handshake.type == 2", "-T", "fields", "-e", "tls.handshake.extension.type").split(",")
+        exts = {int(x) for x in ",".join(exts).replace("\n", ",").split(",") if x.strip()}
+        assert (22 in exts) == ("etm" in name and "noetm" not in name), name
+        assert (23 in exts) == (name != "tls12_noems"), name
+    # ALPN from curl / nghttpd
+    for name, alpn in (("curl_http11", "http/1.1"), ("curl_h2_nghttpd", "h2")):
+        cap, key, an, _, (c,) = load(name)
+        assert c.tls.alpn == alpn and c.protocol == alpn and alpn in c.tls.alpn_offered
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["tls12_resumed_sessionid", "tls12_resumed_ticket"])
+def test_resumption_with_only_the_first_master_secret(name, tmp_path):
+    """Key log holding only the full handshake's CLIENT_RANDOM: the resumed connection is
+    decrypted through the session id / ticket, as tshark does."""
+    cap, key = SAMPLES / f"{name}.pcap", SAMPLES / f"{name}.keys"
+    first = [ln for ln in key.read_text().splitlines() if ln.startswith("CLIENT_RANDOM")][:1]
+    k = tmp_path / "first.keys"
+    k.write_text("\n".join(first) + "\n")
+    assert check_follow_equal(cap, k) > 0
+    an, store = run(cap, [k])
+    last = [c for c in an.connections if c.tls][-1]
+    assert last.tls.resumed and last.tls.decrypted and store[last.id][1]
+
+
+@needs_tshark
+def test_no_keys_gives_timeline_and_reason():
+    cap = SAMPLES / "tls13_aes128gcm.pcap"
+    an, store = run(cap, [])
+    (c,) = [c for c in an.connections if c.tls]
+    assert not store and not c.tls.decrypted and c.tls.reason == "no key for this client random"
+    rows = tshark("-r", str(cap), "-Y", "tls", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=;", "-e", "frame.number", "-e", "tls.record.length").splitlines()
+    theirs = [(int(n), int(x)) for n, ls in (r.split("\t") for r in rows) for x in ls.split(";")]
+    assert [(f.packet, f.length) for f in _frames(an, c)] == theirs
+    # TLS 1.3 without keys: the client's first encrypted record (its Finished) ends the handshake
+    fin = tshark("-r", str(cap), "-o", f"tls.keylog_file:{SAMPLES / 'tls13_aes128gcm.keys'}", "-Y", "tls.handshake.type == 20", "-T", "fields", "-e", "frame.time_epoch").split()
+    assert c.tls_end == pytest.approx(max(float(x) for x in fin), abs=1e-6)
