@@ -349,7 +349,7 @@ def render_text(st: Stats) -> str:
                                          ("response", b.resp_headers, b.resp_headers_first, b.resp_headers_rest)):
             rows.append([name, label, _n(allp[0]), _n(allp[1]), _pct(allp), _pair(first), _pct(first), _pair(rest), _pct(rest)])
     if rows:
-        parts.append(_table("Header bytes (wire = compressed on the wire, decoded = as text; saved = 1 − wire/decoded)",
+        parts.append(_table("Header bytes (wire = header block on the wire; decoded = header names + values; saved = 1 − wire/decoded, negative = framing costs more than it saves)",
                             ["protocol", "", "wire", "decoded", "saved", "first block w/d", "saved", "later blocks w/d", "saved"],
                             rows, {2, 3, 4, 5, 6, 7, 8}))
     rows = []
