@@ -53,7 +53,8 @@ def connection_dict(c: Connection) -> dict[str, Any]:
         }
     if c.quic is not None:
         q = c.quic
-        d["quic"] = {"version": q.version, "sni": q.sni, "alpn": q.alpn, "decrypted": q.decrypted, "reason": q.reason}
+        d["quic"] = {"version": q.version, "sni": q.sni, "alpn": q.alpn, "scid": q.scid, "dcid": q.dcid,
+                     "decrypted": q.decrypted, "reason": q.reason}
     return d
 
 

@@ -233,6 +233,8 @@ class Analysis:
     compression: str = ""
     keylog: Any = None
     maps: dict = field(default_factory=dict)  # (conn id, direction) -> OffsetMap of TCP payload
+    quic_stats: dict = field(default_factory=dict)  # conn id -> QUIC statistics (analyzer/sessions/quic.py)
+    interfaces: list = field(default_factory=list)  # pcap/pcapng interfaces (analyzer.capture.Interface)
 
     @property
     def packets(self) -> int:

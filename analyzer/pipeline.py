@@ -15,7 +15,7 @@ from .flows import TcpFlow, UdpFlow, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
 from .packet import ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoder, addr_str
-from .sessions import Context
+from .sessions import KINDS, Context
 
 P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
 P_DNS = PROTO_CODE["DNS"]
@@ -152,6 +152,14 @@ def analyze(
             flow = flows.get(key)
             if flow is None:
                 flow = flows.get((d.dst, d.dport, d.src, d.sport))
+            if flow is None and "quic_cids" in ctx.shared:
+                hit = _quic_route(ctx, d.payload)
+                if hit is not None:  # a known QUIC connection on a new path (migration, NAT rebinding)
+                    session, direction = hit
+                    flow = UdpFlow(session.conn, (d.src, d.sport) if direction == 0 else (d.dst, d.dport))
+                    flow.app = session
+                    flows[key] = flow
+                    session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(d.src)}:{d.sport} → {addr_str(d.dst)}:{d.dport}")
             if flow is None:
                 conn = Connection(id=len(conns), transport="udp", client=(addr_str(d.src), d.sport), server=(addr_str(d.dst), d.dport), start=ts, first_packet=pkt)
                 if choose_client(d.sport, d.dport, None) is False:
@@ -186,9 +194,10 @@ def analyze(
     an.warnings.extend(keylog.warnings)
     if decoder.defrag.pending:
         an.warnings.append(f"{len(decoder.defrag.pending)} IPv4 datagrams left incomplete (fragments missing)")
+    an.quic_stats = ctx.shared.get("quic_stats", {})
     an.capture_format = info.format
     an.compression = info.compression
-    an.interfaces = info.interfaces  # type: ignore[attr-defined]
+    an.interfaces = info.interfaces
     an.maps = {(c.conn.id, i): c.dirs[i].map for c in flows.values() if isinstance(c, TcpFlow) for i in (0, 1)}
     if progress is not None:
         progress(pkt, total, total)
@@ -196,17 +205,26 @@ def analyze(
 
 
 def _udp_session(ctx: Context, conn: Connection, sport: int, dport: int, payload):
-    if sport == 53 or dport == 53 or sport == 5353 or dport == 5353:
+    if sport in (53, 5353) or dport in (53, 5353):
         conn.protocol = "dns"
-        return ctx.make("dns", conn) if "dns" in ctx_kinds() else None
-    if payload and (payload[0] & 0x80 or (payload[0] & 0x40)) and len(payload) >= 20:
+        return ctx.make("dns", conn) if "dns" in KINDS else None
+    try:
+        from dissectors.quic import looks_like_quic
+    except ImportError:
+        looks_like_quic = None
+    if looks_like_quic is not None and looks_like_quic(payload) is not None:
         return ctx.make("quic", conn)
-    if sport in (443, 4433, 8443) or dport in (443, 4433, 8443):
+    if sport in QUIC_PORTS or dport in QUIC_PORTS:
         return ctx.make("quic", conn)
     return None
 
 
-def ctx_kinds():
-    from .sessions import KINDS
+QUIC_PORTS = (443, 4433, 8443)
 
-    return KINDS
+
+def _quic_route(ctx: Context, payload):
+    try:
+        from .sessions.quic import route
+    except ImportError:
+        return None
+    return route(ctx, payload)

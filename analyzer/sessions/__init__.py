@@ -33,6 +33,7 @@ KINDS = {
     "h2": ("analyzer.sessions.http2", "H2Session"),
     "spdy": ("analyzer.sessions.spdy", "SpdySession"),
     "quic": ("analyzer.sessions.quic", "QuicSession"),
+    "dns": ("analyzer.sessions.dns", "DnsSession"),
 }
 
 DEFAULT_LIMITS = {
