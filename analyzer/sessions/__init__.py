@@ -147,7 +147,10 @@ class Sniffer:
         self.tls_inside = tls_inside
         self.held: list[tuple] = []
         self.head = [b"", b""]
+        self.held_bytes = 0
         self.target = None
+
+    MAX_HELD = 256 * 1024  # bytes held while the client has not spoken
 
     def _decide(self, kind: str):
         if kind == "raw":
@@ -162,9 +165,16 @@ class Sniffer:
         if self.target is not None:
             return self.target.data(direction, data, offset, packet)
         self.held.append(("data", direction, data, offset, packet))
+        self.held_bytes += len(data)
         if len(self.head[direction]) < 64:
             self.head[direction] += bytes(data[:64])
-        kind = sniff_stream(self.head[direction], direction)
+        # The client's first bytes decide; a server that speaks first (an h2c server's
+        # SETTINGS, a banner) decides only when its bytes are unmistakable.
+        kind = sniff_stream(self.head[0], 0) if self.head[0] else None
+        if kind is None and self.head[1]:
+            k1 = sniff_stream(self.head[1], 1)
+            if k1 in ("tls", "http1", "spdy") or self.held_bytes > self.MAX_HELD:
+                kind = k1
         if kind is not None:
             self._decide(kind)
 
@@ -175,6 +185,8 @@ class Sniffer:
 
     def end(self):
         if self.target is None:
-            h = self.head[0] or self.head[1]
-            self._decide(sniff_stream(h + b"\0\0\0\0", 0) or "raw" if h else "raw")
+            kind = sniff_stream(self.head[0], 0) if self.head[0] else None
+            if kind is None and self.head[1]:
+                kind = sniff_stream(self.head[1], 1)
+            self._decide(kind or "raw")
         self.target.end()
