@@ -183,6 +183,11 @@ def _tls_name(analysis: Analysis, conn_id: int) -> str:
 def frame_proto_name(analysis: Analysis, fr: Frame) -> str:
     name = PROTO_DISPLAY.get(fr.protocol, fr.protocol.upper())
     if name == "TLS":
+        f = fr.fields or {}
+        if f.get("messages") == ["CLIENT_HELLO"] and f.get("version"):
+            # before the ServerHello Wireshark names the record-layer version
+            v = str(f["version"]).replace(" ", "")
+            return "TLSv1" if v == "TLS1.0" else v.replace("TLS", "TLSv")
         return _tls_name(analysis, fr.connection)
     return name
 
@@ -194,13 +199,22 @@ def _hdr(headers, name: str) -> str | None:
     return None
 
 
+def _title(name: Any) -> str:
+    """CLIENT_HELLO -> Client Hello (Wireshark's wording)."""
+    return " ".join(w.capitalize() for w in str(name).replace("_", " ").split())
+
+
 def frame_summary(fr: Frame) -> str:
     """One frame in the Info column: ``HEADERS[1]: GET /``, ``DATA[3]``, ``Client Hello``."""
     f = fr.fields or {}
     name = fr.type
     if fr.protocol == "tls":
-        name = f.get("summary") or f.get("handshake_type") or fr.type.replace("_", " ").title()
-        return str(name)
+        msgs = f.get("messages")
+        if msgs and isinstance(msgs, (list, tuple)):
+            return ", ".join(_title(m) for m in msgs)
+        if f.get("encrypted") and not f.get("decrypted") and fr.type == "HANDSHAKE":
+            return "Encrypted Handshake Message"
+        return _title(fr.type)
     if fr.protocol.startswith("http/"):
         if f.get("start_line"):
             return str(f["start_line"])
@@ -610,6 +624,34 @@ def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_re
     return (-1, -1)
 
 
+H2_TYPES = {"DATA": 0, "HEADERS": 1, "PRIORITY": 2, "RST_STREAM": 3, "SETTINGS": 4, "PUSH_PROMISE": 5, "PING": 6,
+            "GOAWAY": 7, "WINDOW_UPDATE": 8, "CONTINUATION": 9, "ALTSVC": 10, "ORIGIN": 12, "PRIORITY_UPDATE": 16}
+
+
+def _h2_node(node: Node, fr: Frame) -> Node:
+    """An HTTP/2 frame with Wireshark's field names (http2.*)."""
+    fl = flag_names(fr)
+    node.add(f"Length: {fr.length}", abbrev="http2.length", value=str(fr.length))
+    t = H2_TYPES.get(fr.type)
+    node.add(f"Type: {fr.type} ({t if t is not None else '?'})", abbrev="http2.type", value=str(t) if t is not None else fr.type)
+    node.add(f"Flags: 0x{fr.flags:02x}{' (' + fl + ')' if fl else ''}", abbrev="http2.flags", value=f"0x{fr.flags:02x}")
+    node.add(f"Stream Identifier: {fr.stream_id}", abbrev="http2.streamid", value=str(fr.stream_id))
+    node.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
+    if fr.first_packet and fr.first_packet != fr.packet:
+        node.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
+    if fr.error:
+        node.add(f"[Error: {fr.error}]")
+    if fr.headers:
+        hn = node.add(f"Header list ({len(fr.headers)} headers)")
+        for k, v in fr.headers:
+            h = hn.add(f"Header: {k}: {v}")
+            h.add(f"Name: {k}", abbrev="http2.header.name", value=k)
+            h.add(f"Value: {v}", abbrev="http2.header.value", value=v)
+    for k, v in (fr.fields or {}).items():
+        _value_nodes(node, k, v)
+    return node
+
+
 def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     pname = frame_proto_name(analysis, fr)
     summ = frame_summary(fr)
@@ -618,6 +660,8 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     if fr.packet != fr.first_packet and fr.first_packet:
         label += f" [packets {fr.first_packet}–{fr.packet}]"
     node = Node(label, [], rng[0], rng[1])
+    if fr.protocol in ("h2", "h2c"):
+        return _h2_node(node, fr)
     node.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
     node.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
     if fr.stream_id is not None:
@@ -739,7 +783,14 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
         if g is None:
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
-        g.children.append(_frame_node(analysis, fr, rng))
+        fn = _frame_node(analysis, fr, rng)
+        if fr.packet != number:
+            # only part of this frame is here; Wireshark shows it where it completes, and so
+            # do the field names (abbrev) — this node is for reading, not for comparing
+            fn.label += f" [continued: completes in packet {fr.packet}]"
+            for x in fn.walk():
+                x.abbrev = None
+        g.children.append(fn)
         if rng[0] >= 0:
             g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
             g.end = max(g.end, rng[1])
@@ -803,6 +854,9 @@ def packet_row(analysis: Analysis, source, n: int, _ctx: _RowCtx | None = None) 
             direction = 0 if (src, sport) == tuple(c.client) else 1
         if frames:
             done = [fr for fr in frames if fr.packet == n]
+            if any(fr.protocol != "tls" for fr in done):
+                # decrypted application frames replace the TLS records in the Info column (as in Wireshark)
+                done = [fr for fr in done if fr.protocol != "tls" or fr.type not in ("APPLICATION_DATA",)]
             if done:
                 info = ", ".join(frame_summary(fr) for fr in done)
                 return (n, tm, src, dst, pcol, length, info)

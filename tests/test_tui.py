@@ -177,3 +177,348 @@ def test_packet_bytes_equal_tshark_hex():
     for n in range(1, an.packets + 1):
         assert hexdump(packet_bytes(src, an, n)) == [ln.rstrip() for ln in blocks[n - 1]] or \
             [ln.rstrip() for ln in hexdump(packet_bytes(src, an, n))] == [ln.rstrip() for ln in blocks[n - 1]], n
+
+
+@needs_tshark
+def test_tls_rows_info_equal_tshark_with_keys():
+    path = _path("shared:tls13/capture.pcap")
+    keys = path.parent / "keylog.txt"
+    an = _analysis(path, [keys])
+    src = PacketSource(str(path))
+    out = subprocess.run([TSHARK, "-r", str(path), "-o", f"tls.keylog_file:{keys}", "-T", "fields", "-E", "separator=\t",
+                          "-e", "_ws.col.Protocol", "-e", "_ws.col.Info"], capture_output=True, text=True, check=True).stdout.splitlines()
+    rows = packet_rows(an, src, 1, an.packets + 1)
+    tls_rows = 0
+    for row, line in zip(rows, out):
+        proto, info = line.split("\t", 1)
+        if proto.startswith("TLS"):
+            assert (row[4], row[6]) == (proto, info), row[0]
+            tls_rows += 1
+    assert tls_rows == 7
+
+
+# ------------------------------------------------------------------ HTTP/2 detail vs tshark
+
+def _h2_sample():
+    p = SAMPLES / "page" / "page-h2.pcapng"
+    if not p.exists():
+        pytest.skip("sample_captures/page/page-h2.pcapng not present")
+    return p, p.parent / "page-h2.keys"
+
+
+H2_FIELDS = ("http2.type", "http2.streamid", "http2.length", "http2.flags", "http2.header.name", "http2.header.value")
+
+
+@needs_tshark
+def test_h2_detail_fields_equal_tshark():
+    path, keys = _h2_sample()
+    an = _analysis(path, [keys])
+    src = PacketSource(str(path))
+    ts = _tshark_json(path, ["-o", f"tls.keylog_file:{keys}"])
+    checked = headers = 0
+    for n in range(1, an.packets + 1):
+        layers = ts[n - 1]["_source"]["layers"]
+        if "http2" not in layers:
+            continue
+        want = _flatten(layers["http2"] if isinstance(layers["http2"], dict) else {"x": layers["http2"]}, {})
+        got: dict = {}
+        for root in packet_detail(an, src, n):
+            for node in root.walk():
+                if node.abbrev in H2_FIELDS:
+                    got.setdefault(node.abbrev, []).append(node.value)
+        for f in H2_FIELDS:
+            assert got.get(f, []) == want.get(f, []), f"packet {n} {f}"
+        checked += 1
+        headers += len(want.get("http2.header.name", []))
+    assert checked >= 30 and headers >= 100
+
+
+# ------------------------------------------------------------------ the TUI (Textual pilot)
+
+from ui.tui.app import FollowScreen, HelpScreen, TextScreen, WirefallApp  # noqa: E402
+from ui.tui.widgets import HexView, PacketList, WaterfallView, format_packet_row  # noqa: E402
+
+
+def _sync(fn):
+    """Run an async test without an asyncio pytest plugin."""
+    import asyncio
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        return asyncio.run(fn(*a, **kw))
+
+    return wrapper
+
+
+async def _open(pilot, app):
+    for _ in range(300):
+        await pilot.pause(0.05)
+        if app.loaded or app.load_error:
+            break
+    await pilot.pause(0.05)
+
+
+def _tshark_fields(path, fields, extra=()):
+    out = subprocess.run([TSHARK, "-r", str(path), *extra, "-T", "fields", "-E", "separator=\t", *sum([["-e", f] for f in fields], [])],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return [dict(zip(fields, ln.split("\t"))) for ln in out]
+
+
+@needs_tshark
+@_sync
+async def test_tui_packet_list_and_moving_match_tshark():
+    path = shared("tls13/capture.pcap")
+    keys = path.parent / "keylog.txt"
+    want = _tshark_fields(path, ["frame.number", "frame.len", "ip.src", "ip.dst", "_ws.col.Protocol", "_ws.col.Info"], ["-o", f"tls.keylog_file:{keys}"])
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _open(pilot, app)
+        assert app.loaded and app.load_error is None
+        pl = app.query_one(PacketList)
+        assert pl.count == len(want) == 22
+        lines = pl.visible_lines()
+        assert len(lines) >= 10
+        for line, w in zip(lines, want):
+            cols = line.split()
+            assert cols[0] == w["frame.number"] and cols[2] == w["ip.src"] and cols[3] == w["ip.dst"]
+            assert f" {w['frame.len']} " in line
+            if w["_ws.col.Protocol"].startswith("TLS"):
+                assert cols[4] == w["_ws.col.Protocol"] and line.endswith(w["_ws.col.Info"])
+        await pilot.press("down", "down", "down", "down")
+        assert pl.current_packet == 5
+        from textual.widgets import Tree
+
+        tree = app.query_one("#detail", Tree)
+        labels = [c.label.plain for c in tree.root.children]
+        assert labels[0].startswith(f"Frame 5: {want[4]['frame.len']} bytes on wire")
+        assert labels[2] == f"Internet Protocol Version 4, Src: {want[4]['ip.src']}, Dst: {want[4]['ip.dst']}"
+        assert any(lb.startswith("Transport Layer Security: Client Hello") for lb in labels)
+        await pilot.press("end")
+        assert pl.current_packet == 22
+        await pilot.press("home", "pagedown")
+        assert pl.current_packet > 10
+        # the bytes pane shows tshark's hex dump of the selected packet
+        hexlines = subprocess.run([TSHARK, "-r", str(path), "-x", "-Y", f"frame.number=={pl.current_packet}"], capture_output=True, text=True).stdout.strip().splitlines()
+        assert [ln.rstrip() for ln in app.query_one(HexView).lines()] == [ln.rstrip() for ln in hexlines]
+
+
+@needs_tshark
+@_sync
+async def test_tui_h2_packet_detail_and_bytes_highlight():
+    path, keys = _h2_sample()
+    hdr_pkts = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.type==1 && http2.streamid==1"])]
+    first = hdr_pkts[0]
+    names = _flatten(_tshark_json(path, ["-o", f"tls.keylog_file:{keys}", "-Y", f"frame.number=={first}"])[0]["_source"]["layers"], {})
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 60)) as pilot:
+        await _open(pilot, app)
+        pl = app.query_one(PacketList)
+        assert pl.select_packet(first)
+        await pilot.pause(0.05)
+        assert "HEADERS[1]: GET /" in pl.visible_lines()[pl.cursor - pl.scroll_offset.y]
+        await pilot.press("enter")  # to the detail tree
+        from textual.widgets import Tree
+
+        tree = app.query_one("#detail", Tree)
+        assert app.focused is tree
+        h2 = [c for c in tree.root.children if c.label.plain.startswith("HyperText Transfer Protocol 2")]
+        assert h2, [c.label.plain for c in tree.root.children]
+        texts = []
+
+        def walk(t):
+            texts.append(t.label.plain)
+            for c in t.children:
+                walk(c)
+
+        walk(h2[0])
+        pairs = list(zip(names["http2.header.name"], names["http2.header.value"]))
+        assert len(pairs) >= 10
+        for k, v in pairs:
+            assert f"Header: {k}: {v}" in texts
+        # select the IPv4 source address field: its 4 bytes are highlighted in the bytes pane
+        ip = tree.root.children[2]
+        ip.expand()
+        await pilot.pause(0.05)
+        src_node = next(c for c in ip.children if c.label.plain.startswith("Source Address"))
+        tree.move_cursor(src_node)
+        await pilot.pause(0.05)
+        hv = app.query_one(HexView)
+        a, b = hv.hl
+        assert b - a == 4
+        data = hv.data
+        assert ".".join(str(x) for x in data[a:b]) == names["ip.src"][0]
+        # a decrypted HTTP/2 frame highlights the TLS record(s) that carried it
+        fr = h2[0].children[0] if h2[0].children else h2[0]
+        tree.move_cursor(fr)
+        await pilot.pause(0.05)
+        a, b = hv.hl
+        assert a >= 54 and data[a] == 0x17 and b <= len(data)  # TLS application_data record header
+
+
+@needs_tshark
+@_sync
+async def test_tui_filter_matches_tshark_and_reports_errors():
+    path, keys = _h2_sample()
+    want = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.type==1"])]
+    want_s1 = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.streamid==1"])]
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _open(pilot, app)
+        await pilot.press("f")
+        inp = app.query_one("#filter")
+        assert app.focused is inp
+        await pilot.press(*'type == "HEADERS"', "enter")
+        pl = app.query_one(PacketList)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if pl.count != app.an.packets:
+                break
+        assert list(pl.packets) == want
+        assert all(" HTTP2 " in ln for ln in pl.visible_lines())
+        await pilot.press("f")
+        inp.value = "stream == 1 && protocol == \"h2\""
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if list(pl.packets) != want:
+                break
+        assert list(pl.packets) == want_s1
+        # a bad expression: marked invalid with the column, the list unchanged, no crash
+        await pilot.press("f")
+        inp.value = "status >= "
+        await pilot.pause(0.05)
+        assert inp.has_class("-invalid")
+        status = str(app.query_one("#status").render())
+        assert "column 11" in status or "column" in status
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert list(pl.packets) == want_s1
+        inp.value = ""
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert pl.count == app.an.packets
+
+
+@needs_tshark
+@_sync
+async def test_tui_waterfall_zoom_and_request_view():
+    path, keys = _h2_sample()
+    reqs = _tshark_fields(path, ["frame.number", "http2.streamid", "http2.headers.method", "http2.headers.path"],
+                          ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.headers.method"])
+    resp = {}
+
+    def streams(o):  # every HTTP/2 frame object of tshark's JSON: (stream id, :status)
+        if isinstance(o, dict):
+            if "http2.streamid" in o:
+                st = _flatten(o, {}).get("http2.headers.status")
+                if st:
+                    resp[o["http2.streamid"]] = st[0]
+            for v in o.values():
+                streams(v)
+        elif isinstance(o, list):
+            for v in o:
+                streams(v)
+
+    streams(_tshark_json(path, ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.headers.status"]))
+    assert len(resp) == 13
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _open(pilot, app)
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        wv = app.query_one(WaterfallView)
+        assert app.focused is wv
+        assert wv.count == len(reqs) == 13
+        paths = sorted(r["http2.headers.path"] for r in reqs)
+        assert sorted(r.url.split("59833", 1)[-1] for r in wv.rows) == paths
+        for i in range(wv.count):
+            label = wv.label_text(wv.rows[i])
+            st = resp[str(wv.rows[i].stream_id)]
+            assert label.rstrip().endswith(st)
+            assert wv.bar_text(i).strip(), f"row {i} draws no bar"
+        axis = str(app.query_one("#wf-axis").render())
+        assert "0ms" in axis
+        full = wv.v1 - wv.v0
+        await pilot.press("down", "down", "down", "plus")
+        assert abs((wv.v1 - wv.v0) - full / 2) < 1e-5
+        await pilot.press("plus")
+        assert abs((wv.v1 - wv.v0) - full / 4) < 1e-5
+        r = wv.rows[3]
+        assert wv.v0 <= (r.start + r.end) / 2 <= wv.v1  # zoom keeps the selected request in view
+        v0 = wv.v0
+        await pilot.press("right")
+        assert wv.v0 > v0 or wv.v1 == wv.t1
+        await pilot.press("0")
+        assert (wv.v0, wv.v1) == (wv.t0, wv.t1)
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, TextScreen)
+        body = app.screen.body.plain
+        e = app.exchange(r.exchange)
+        assert r.url in body and f"status {resp[str(r.stream_id)]}" in body
+        assert "Request headers" in body and ":path: " + r.url.split("59833", 1)[-1] in body
+        assert "Waiting (TTFB)" in body and "Frames of this stream" in body and "HEADERS[" in body
+        await pilot.press("escape")
+        assert not isinstance(app.screen, TextScreen)
+
+
+@needs_tshark
+@_sync
+async def test_tui_follow_stream_equals_tshark_frames():
+    path, keys = _h2_sample()
+    rows = _tshark_fields(path, ["frame.number", "http2.type", "http2.streamid"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.streamid==3"])
+    want = []
+    for r in rows:
+        for t, s in zip(r["http2.type"].split(","), r["http2.streamid"].split(",")):
+            if s == "3":
+                want.append((int(r["frame.number"]), int(t)))
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _open(pilot, app)
+        pl = app.query_one(PacketList)
+        pl.select_packet(want[0][0])
+        await pilot.press("F")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, FollowScreen)
+        from analyzer.detail import H2_TYPES
+
+        got = [(it[2], H2_TYPES[it[0].split("→" if "→" in it[0] else "←")[1].split()[1].split("[")[0].rstrip(":")])
+               for it in app.screen.items if it[0].lstrip()[:1].isdigit()]
+        assert got == want
+        frame_lines = [i for i, it in enumerate(app.screen.items) if it[0].lstrip()[:1].isdigit()]
+        await pilot.press(*["down"] * frame_lines[1], "enter")  # jump to the second frame's packet
+        await pilot.pause(0.1)
+        assert pl.current_packet == want[1][0]
+
+
+@_sync
+async def test_tui_help_and_quit():
+    path = shared("tls13/capture.pcap")
+    app = WirefallApp(str(path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, app)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        from ui.tui.app import HELP
+
+        for key in ("q", "?", "/", "F", "+ / -", "enter", "ctrl+f"):
+            assert key in HELP
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("q")
+        await pilot.pause(0.1)
+    assert app.return_code in (0, None)
+
+
+@_sync
+async def test_tui_bad_capture_is_a_notice_not_a_crash(tmp_path):
+    bad = tmp_path / "not-a-capture.pcap"
+    bad.write_bytes(b"hello, this is not a capture\n" * 10)
+    app = WirefallApp(str(bad))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, app)
+        assert app.load_error and "not a capture file" in app.load_error
+        assert "error:" in str(app.query_one("#status").render())
+        await pilot.press("down", "2", "question_mark", "escape")
+    assert app.return_code in (0, None)

@@ -1,0 +1,808 @@
+"""The wirefall terminal UI (Textual): Packets, Waterfall, Connections, Statistics,
+Follow stream, a display-filter bar and search.  See ``HELP`` for every key."""
+from __future__ import annotations
+
+import re
+import time
+from functools import partial
+
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
+
+from .widgets import (DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TextList, WaterfallView, fmt_ms,
+                      packet_header_text, proto_style)
+
+HELP = """\
+[b]wirefall — keys[/b]
+
+[b]Everywhere[/b]
+  q / ctrl+c        quit
+  ?                 this help
+  1 2 3 4           Packets / Waterfall / Connections / Statistics tab
+  ctrl+f or f       focus the display-filter bar (Enter applies, Esc leaves, empty clears)
+  /                 search the current list (Enter finds; n next, N previous)
+  tab / shift+tab   move between panes
+  escape            close a dialog, leave the filter or search bar
+
+[b]Lists (packets, waterfall, connections, follow)[/b]
+  ↑ ↓ / k j         previous / next line        mouse click: select, double-click: open
+  PgUp PgDn space   page up / down              mouse wheel: scroll
+  Home End / g G    first / last line
+  enter             open (packet → detail tree; request → request view; connection → follow)
+
+[b]Packets[/b]
+  F                 follow the stream (frames of the selected packet's stream, or its connection)
+  d / b             focus the detail tree / the bytes pane
+  in the tree       ↑ ↓ select a field (its bytes are highlighted), → ← expand / collapse
+
+[b]Waterfall[/b]
+  + / -             zoom in (around the selected request) / out
+  ← → / h l         pan the time axis
+  0                 whole capture
+  enter             request view: headers both ways, timing, sizes, frames of the stream
+  F                 follow the request's stream
+
+[b]Display filter[/b] (same language as the CLI)
+  stream == 1 && type == "HEADERS"     url contains "css"     status >= 400
+  protocol == "h2"     method in {"GET" "HEAD"}     connection == 3     packet > 100
+  Packets: fields of the frames on a packet, plus source, destination, info, length.
+  Waterfall: fields of requests.  Connections: fields of connections.
+"""
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Static(HELP, id="help-text")
+
+
+class TextScreen(ModalScreen):
+    """A scrollable page of text (the request view)."""
+
+    BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("F", "follow", "Follow stream")]
+
+    def __init__(self, title: str, body: Text, follow=None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.follow = follow
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            with VerticalScroll(id="dialog-body"):
+                yield Static(self.body, id="dialog-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#dialog-body").focus()
+
+    def action_follow(self) -> None:
+        if self.follow is not None:
+            self.dismiss()
+            self.follow()
+
+
+class FollowScreen(ModalScreen):
+    """The decoded frames of one stream (or connection) in order; Enter jumps to the packet."""
+
+    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+
+    def __init__(self, title: str, items: list) -> None:
+        super().__init__()
+        self.title_text = title
+        self.items = items
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield TextList(id="follow-list")
+
+    def on_mount(self) -> None:
+        lst = self.query_one(TextList)
+        lst.set_items(self.items)
+        lst.focus()
+
+    @on(LineList.Chosen, "#follow-list")
+    def _jump(self, ev: LineList.Chosen) -> None:
+        pkt = ev.widget.value(ev.index)
+        if isinstance(pkt, int):
+            self.dismiss(pkt)
+
+
+class WirefallApp(App):
+    TITLE = "wirefall"
+    CSS = """
+    Screen { layout: vertical; }
+    #filter { height: 3; }
+    #filter.-invalid { border: tall $error; }
+    #filter.-valid { border: tall $success; }
+    #search { height: 3; display: none; }
+    #search.-shown { display: block; }
+    #status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
+    #progress { height: 1; }
+    #progress.-done { display: none; }
+    TabbedContent { height: 1fr; }
+    TabPane { padding: 0; }
+    #packets-pane { height: 1fr; }
+    #packet-header { height: 1; background: #303030; color: #ffffff; text-style: bold; }
+    #packet-list { height: 1fr; min-height: 5; }
+    #lower { height: 45%; }
+    #detail { width: 1fr; border-top: solid #404040; }
+    #bytes { width: 76; border-top: solid #404040; border-left: solid #404040; }
+    #wf-axis { height: 1; background: #303030; color: #c0c0c0; }
+    #wf-list { height: 1fr; overflow-x: hidden; }
+    #wf-legend { height: 1; color: #a0a0a0; }
+    #connections { height: 1fr; }
+    #stats-scroll { height: 1fr; }
+    #stats { width: auto; }
+    #dialog { width: 92%; height: 90%; border: thick $accent; background: $surface; }
+    #dialog-title { height: 1; background: $accent; padding: 0 1; }
+    #dialog-body { height: 1fr; }
+    #follow-list { height: 1fr; }
+    HelpScreen, TextScreen, FollowScreen { align: center middle; }
+    #help-box { width: 90; height: 90%; border: thick $accent; background: $surface; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("ctrl+f,f", "focus_filter", "Filter"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "search_next(1)", "Next", show=False),
+        Binding("N", "search_next(-1)", "Prev", show=False),
+        Binding("F", "follow", "Follow"),
+        Binding("1", "tab('packets')", "Packets", show=False),
+        Binding("2", "tab('waterfall')", "Waterfall", show=False),
+        Binding("3", "tab('connections')", "Connections", show=False),
+        Binding("4", "tab('statistics')", "Statistics", show=False),
+        Binding("d", "focus_detail", "Detail", show=False),
+        Binding("b", "focus_bytes", "Bytes", show=False),
+        Binding("escape", "escape", "Back", show=False),
+    ]
+
+    def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None) -> None:
+        super().__init__()
+        self.path = path
+        self.keylogs = list(keylogs or [])
+        self.an = analysis
+        self.source = None
+        self.wf = None
+        self.loaded = False
+        self.load_error: str | None = None
+        self.search_text = ""
+        self._exchange_of: dict | None = None
+        self.sub_title = path
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Input(placeholder="display filter — e.g. stream == 1 && type == \"HEADERS\"   (f to focus, Enter to apply)", id="filter")
+        yield Input(placeholder="search (Enter finds, n / N next / previous)", id="search")
+        yield ProgressBar(total=100, show_eta=False, id="progress")
+        with TabbedContent(initial="packets", id="tabs"):
+            with TabPane("Packets", id="packets"):
+                with Vertical(id="packets-pane"):
+                    yield Static(packet_header_text(), id="packet-header")
+                    yield PacketList(id="packet-list")
+                    with Horizontal(id="lower"):
+                        yield Tree("Packet", id="detail")
+                        yield HexView(id="bytes")
+            with TabPane("Waterfall", id="waterfall"):
+                yield Static("", id="wf-axis")
+                yield WaterfallView(id="wf-list")
+                yield Static(self._legend(), id="wf-legend")
+            with TabPane("Connections", id="connections-tab"):
+                yield DataTable(id="connections", cursor_type="row", zebra_stripes=True)
+            with TabPane("Statistics", id="statistics"):
+                with VerticalScroll(id="stats-scroll"):
+                    yield Static("", id="stats")
+        yield Static("loading…", id="status")
+        yield Footer()
+
+    @staticmethod
+    def _legend() -> Text:
+        from analyzer.waterfall import CONTENT_COLORS, PHASE_COLORS, PHASE_LABELS
+
+        t = Text(" ")
+        for k, c in PHASE_COLORS.items():
+            t.append("█ ", style=c)
+            t.append(PHASE_LABELS[k] + "  ")
+        for k, (light, dark) in CONTENT_COLORS.items():
+            t.append("█", style=light)
+            t.append("█ ", style=dark)
+            t.append(k + "  ")
+        t.append("(light: waiting, dark: receiving)  +/- zoom  ←/→ pan  0 reset  enter open")
+        return t
+
+    def on_mount(self) -> None:
+        self.query_one("#detail", Tree).show_root = False
+        self.query_one("#packet-list").focus()
+        if self.an is not None:
+            self._loaded(self.an, 0.0)
+        else:
+            self.load()
+
+    # ------------------------------------------------------------ loading
+    @work(thread=True, exclusive=True, group="load")
+    def load(self) -> None:
+        from analyzer.pipeline import analyze
+
+        t = time.monotonic()
+
+        def progress(packets: int, done: int, total: int) -> None:
+            self.call_from_thread(self._progress, packets, done, total)
+
+        try:
+            an = analyze(self.path, self.keylogs, progress=progress)
+        except Exception as e:  # CaptureError and anything else: a notice, never a crash
+            msg = str(e) or e.__class__.__name__
+            self.call_from_thread(self._load_failed, msg)
+            return
+        self.call_from_thread(self._loaded, an, time.monotonic() - t)
+
+    def _progress(self, packets: int, done: int, total: int) -> None:
+        bar = self.query_one("#progress", ProgressBar)
+        if total:
+            bar.update(total=total, progress=min(done, total))
+        self.query_one("#status", Static).update(f"loading {self.path}: {packets:,} packets…")
+
+    def _load_failed(self, msg: str) -> None:
+        self.load_error = msg
+        self.query_one("#progress").add_class("-done")
+        self.query_one("#status", Static).update(Text(f"error: {msg}", style="bold red"))
+        self.notify(msg, title="Cannot open capture", severity="error", timeout=30)
+
+    def _loaded(self, an, seconds: float) -> None:
+        from analyzer.capture import PacketSource
+        from analyzer.detail import _RowCtx, packet_row
+
+        self.an = an
+        self.source = PacketSource(self.path)
+        rctx = _RowCtx()
+        self.row_fn = lambda n: packet_row(an, self.source, n, rctx)
+        self.query_one("#progress").add_class("-done")
+        pl = self.query_one(PacketList)
+        pl.set_packets(range(1, an.packets + 1), self.row_fn)
+        self._fill_waterfall()
+        self._fill_connections()
+        self._fill_stats()
+        self.loaded = True
+        self._status()
+        for w in an.warnings[:5]:
+            self.notify(w, title="Capture warning", severity="warning", timeout=10)
+        if an.packets:
+            pl.move_to(0)
+
+    def _status(self, extra: str = "") -> None:
+        an = self.an
+        if an is None:
+            return
+        pl = self.query_one(PacketList)
+        shown = f"{pl.count:,} of {an.packets:,} packets shown" if pl.count != an.packets else f"{an.packets:,} packets"
+        dec = sum(1 for c in an.connections if (c.tls and c.tls.decrypted) or (c.quic and c.quic.decrypted))
+        msg = f"{shown} · {len(an.connections)} connections ({dec} decrypted) · {len(an.exchanges)} requests · {len(an.frames):,} frames"
+        if extra:
+            msg += " · " + extra
+        self.query_one("#status", Static).update(msg)
+
+    # ------------------------------------------------------------ packets tab
+    @on(LineList.Moved, "#packet-list")
+    def _packet_moved(self, ev: LineList.Moved) -> None:
+        n = ev.widget.packet_at(ev.index)
+        if n is not None:
+            self.show_packet(n)
+
+    @on(LineList.Chosen, "#packet-list")
+    def _packet_chosen(self, ev: LineList.Chosen) -> None:
+        self.query_one("#detail", Tree).focus()
+
+    def show_packet(self, n: int) -> None:
+        from analyzer.detail import packet_bytes, packet_detail
+
+        an, src = self.an, self.source
+        tree = self.query_one("#detail", Tree)
+        tree.clear()
+        try:
+            nodes = packet_detail(an, src, n)
+            data = packet_bytes(src, an, n)
+        except Exception as e:  # never crash on a packet
+            tree.root.add_leaf(f"cannot decode packet {n}: {e}")
+            return
+        last_layers = len(nodes)
+
+        def add(parent, node, expand: bool) -> None:
+            if node.children:
+                t = parent.add(node.label, data=node, expand=expand)
+                for c in node.children:
+                    add(t, c, False)
+            else:
+                parent.add_leaf(node.label, data=node)
+
+        for i, node in enumerate(nodes):
+            # expand the protocol layers above TCP/UDP, as one usually wants to see them
+            add(tree.root, node, expand=i >= 4 and i == last_layers - 1 or i > 4)
+        self.query_one(HexView).show(data)
+        self.current_nodes = nodes
+
+    @on(Tree.NodeHighlighted, "#detail")
+    def _node_highlighted(self, ev: Tree.NodeHighlighted) -> None:
+        node = ev.node.data
+        hv = self.query_one(HexView)
+        if node is not None and node.start >= 0:
+            hv.highlight(node.start, node.end)
+        else:
+            hv.highlight(-1, -1)
+
+    def action_focus_detail(self) -> None:
+        self.query_one("#detail", Tree).focus()
+
+    def action_focus_bytes(self) -> None:
+        self.query_one(HexView).focus()
+
+    # ------------------------------------------------------------ waterfall tab
+    def _fill_waterfall(self, keep: set[int] | None = None) -> None:
+        try:
+            from analyzer.waterfall import build
+
+            self.wf = build(self.an)
+        except Exception as e:
+            self.wf = None
+            self.notify(f"waterfall: {e}", severity="error")
+            return
+        rows = self.wf.rows if keep is None else [r for r in self.wf.rows if r.exchange in keep]
+        t0 = self.wf.t0
+        t1 = max([self.wf.t_end] + [r.end for r in rows if r.end is not None])
+        self.query_one(WaterfallView).set_rows(rows, t0, t1)
+
+    @on(WaterfallView.Zoomed)
+    def _zoomed(self) -> None:
+        wv = self.query_one(WaterfallView)
+        self.query_one("#wf-axis", Static).update(wv.axis_text())
+
+    def on_resize(self) -> None:
+        if self.wf is not None:
+            self.call_after_refresh(self._zoomed)
+
+    @on(LineList.Chosen, "#wf-list")
+    def _request_chosen(self, ev: LineList.Chosen) -> None:
+        wv = ev.widget
+        r = wv.rows[ev.index]
+        self.open_request(r)
+
+    def exchange(self, ex_id: int):
+        for e in self.an.exchanges:
+            if e.id == ex_id:
+                return e
+        return None
+
+    def open_request(self, r) -> None:
+        e = self.exchange(r.exchange)
+        if e is None:
+            return
+        self.push_screen(TextScreen(f"Request {r.index + 1}: {r.method or ''} {r.url}", request_text(self.an, e, r),
+                                    follow=partial(self.follow_stream, e.connection, e.stream_id, e)))
+
+    # ------------------------------------------------------------ connections / statistics
+    def _fill_connections(self, keep: set[int] | None = None) -> None:
+        dt = self.query_one("#connections", DataTable)
+        dt.clear(columns=True)
+        dt.add_columns("id", "transport", "client", "server", "protocol", "packets c/s", "bytes c/s", "start", "duration",
+                       "SNI", "TLS / QUIC", "requests", "notes")
+        an = self.an
+        t0 = an.index.ts[0] if an.packets else 0.0
+        nreq: dict[int, int] = {}
+        for e in an.exchanges:
+            nreq[e.connection] = nreq.get(e.connection, 0) + 1
+        for c in an.connections:
+            if keep is not None and c.id not in keep:
+                continue
+            sec = c.tls or c.quic
+            if sec is None:
+                dec = ""
+            else:
+                dec = (getattr(sec, "version", None) or "") + (" decrypted" if sec.decrypted else f" not decrypted: {sec.reason or '?'}")
+            sni = (c.tls.sni if c.tls else None) or (c.quic.sni if c.quic else None) or ""
+            dt.add_row(str(c.id), c.transport, f"{c.client[0]}:{c.client[1]}", f"{c.server[0]}:{c.server[1]}", c.protocol or "",
+                       f"{c.stats[0].packets}/{c.stats[1].packets}", f"{c.stats[0].bytes}/{c.stats[1].bytes}",
+                       f"{c.start - t0:.3f}", fmt_ms(c.end - c.start), sni, dec.strip(), str(nreq.get(c.id, 0)), str(len(c.notes)),
+                       key=str(c.id))
+
+    @on(DataTable.RowSelected, "#connections")
+    def _connection_chosen(self, ev: DataTable.RowSelected) -> None:
+        cid = int(ev.row_key.value)
+        self.follow_stream(cid, None, None, whole_connection=True)
+
+    def _fill_stats(self) -> None:
+        try:
+            from analyzer.stats import compute, render_text
+
+            st = compute(self.an)
+            text = Text(render_text(st))
+            text.append("\n\n")
+            text.append_text(stats_bars(st))
+        except Exception as e:
+            text = Text(f"statistics unavailable: {e.__class__.__name__}: {e}", style="red")
+        self.query_one("#stats", Static).update(text)
+
+    # ------------------------------------------------------------ follow stream
+    def action_follow(self) -> None:
+        if not self.loaded:
+            return
+        tab = self.query_one(TabbedContent).active
+        if tab == "waterfall":
+            wv = self.query_one(WaterfallView)
+            if wv.count:
+                e = self.exchange(wv.rows[wv.cursor].exchange)
+                if e is not None:
+                    self.follow_stream(e.connection, e.stream_id, e)
+            return
+        if tab == "connections-tab":
+            dt = self.query_one("#connections", DataTable)
+            if dt.row_count:
+                cid = int(dt.coordinate_to_cell_key(dt.cursor_coordinate).row_key.value)
+                self.follow_stream(cid, None, None, whole_connection=True)
+            return
+        n = self.query_one(PacketList).current_packet
+        if n is None:
+            return
+        from analyzer.detail import frames_on_packet
+
+        frs = frames_on_packet(self.an, n)
+        with_stream = [f for f in frs if f.stream_id is not None and f.protocol not in ("tls", "quic")]
+        if with_stream:
+            f = with_stream[-1]
+            self.follow_stream(f.connection, f.stream_id, None)
+        else:
+            cid = self.an.index.conn[n - 1]
+            if cid >= 0:
+                self.follow_stream(cid, None, None, whole_connection=True)
+            else:
+                self.notify("this packet belongs to no connection", severity="warning")
+
+    def follow_stream(self, cid: int, stream_id, ex, whole_connection: bool = False) -> None:
+        items = follow_items(self.an, cid, stream_id, ex, whole_connection)
+        c = self.an.connections[cid]
+        what = f"connection {cid}" if whole_connection or stream_id is None else f"stream {stream_id} of connection {cid}"
+        title = f"Follow {what}: {c.label} ({c.protocol or c.transport}) — {sum(1 for i in items if isinstance(i[2], int))} frames; enter jumps to the packet"
+        self.push_screen(FollowScreen(title, items), self._jump_to_packet)
+
+    def _jump_to_packet(self, pkt) -> None:
+        if isinstance(pkt, int):
+            self.query_one(TabbedContent).active = "packets"
+            pl = self.query_one(PacketList)
+            if not pl.select_packet(pkt):
+                self.notify(f"packet {pkt} is hidden by the filter", severity="warning")
+            pl.focus()
+
+    # ------------------------------------------------------------ filter
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, ev: Input.Changed) -> None:
+        from analyzer.filter import FilterError, compile_filter
+
+        inp = ev.input
+        inp.remove_class("-invalid", "-valid")
+        if not ev.value.strip():
+            return
+        try:
+            compile_filter(ev.value)
+            inp.add_class("-valid")
+            self._status()
+        except FilterError as e:
+            inp.add_class("-invalid")
+            self.query_one("#status", Static).update(Text(f"filter: column {e.column}: {e.message}", style="bold red"))
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, ev: Input.Submitted) -> None:
+        if not self.loaded:
+            return
+        self.apply_filter(ev.value)
+
+    def apply_filter(self, expr: str) -> None:
+        from analyzer.filter import FilterError, compile_filter
+
+        expr = expr.strip()
+        tab = self.query_one(TabbedContent).active
+        if not expr:
+            self.query_one(PacketList).set_packets(range(1, self.an.packets + 1), self.row_fn)
+            self._fill_waterfall()
+            self._fill_connections()
+            self._status("filter cleared")
+            self.query_one(PacketList).focus()
+            return
+        try:
+            pred = compile_filter(expr)
+        except FilterError as e:
+            self.notify(f"column {e.column}: {e.message}", title="Bad filter", severity="error")
+            return
+        if tab == "waterfall":
+            keep = {e.id for e in self.an.exchanges if _safe(pred, e)}
+            self._fill_waterfall(keep)
+            self._status(f"waterfall: {len(keep)} requests match")
+            self.query_one(WaterfallView).focus()
+        elif tab == "connections-tab":
+            from analyzer.jsonout import connection_dict
+
+            keep = {c.id for c in self.an.connections if _safe(pred, c) or _safe(pred, connection_dict(c))}
+            self._fill_connections(keep)
+            self._status(f"{len(keep)} connections match")
+        else:
+            self.query_one("#status", Static).update(f"filtering {self.an.packets:,} packets…")
+            self._filter_packets(expr)
+
+    @work(thread=True, exclusive=True, group="filter")
+    def _filter_packets(self, expr: str) -> None:
+        from analyzer.filter import compile_filter
+
+        pred = compile_filter(expr)
+        matches = filter_packets(self.an, self.source, pred, expr)
+        self.call_from_thread(self._packets_filtered, matches, expr)
+
+    def _packets_filtered(self, matches, expr: str) -> None:
+        pl = self.query_one(PacketList)
+        cur = pl.current_packet
+        pl.set_packets(matches, self.row_fn)
+        if cur is not None and not pl.select_packet(cur):
+            if pl.count:
+                pl.move_to(0)
+        elif pl.count and cur is None:
+            pl.move_to(0)
+        if not pl.count:
+            self.query_one("#detail", Tree).clear()
+            self.query_one(HexView).show(b"")
+        self._status(f"filter: {expr}")
+        pl.focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    # ------------------------------------------------------------ search
+    def action_search(self) -> None:
+        s = self.query_one("#search", Input)
+        s.add_class("-shown")
+        s.focus()
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, ev: Input.Submitted) -> None:
+        self.search_text = ev.value
+        ev.input.remove_class("-shown")
+        self._focused_list().focus()
+        self.action_search_next(1, from_current=True)
+
+    def _focused_list(self) -> LineList:
+        tab = self.query_one(TabbedContent).active
+        if tab == "waterfall":
+            return self.query_one(WaterfallView)
+        return self.query_one(PacketList)
+
+    def action_search_next(self, direction: int = 1, from_current: bool = False) -> None:
+        if not self.search_text or not self.loaded:
+            return
+        lst = self._focused_list()
+        needle = self.search_text.lower()
+        start = lst.cursor + (0 if from_current else direction)
+        deadline = time.monotonic() + 2.0
+        i = start
+        while 0 <= i < lst.count:
+            if needle in lst.cached_line(i)[0].lower() if not isinstance(lst, WaterfallView) else needle in lst.label_text(lst.rows[i]).lower():
+                lst.move_to(i)
+                self._status(f"found {self.search_text!r}")
+                return
+            i += direction
+            if time.monotonic() > deadline:
+                lst.move_to(i)
+                self.notify("search: still not found after 2 s; press n to continue from here", severity="warning")
+                return
+        self.notify(f"{self.search_text!r} not found", severity="warning")
+
+    # ------------------------------------------------------------ misc
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_tab(self, name: str) -> None:
+        tc = self.query_one(TabbedContent)
+        tc.active = {"connections": "connections-tab"}.get(name, name)
+        target = {"packets": "#packet-list", "waterfall": "#wf-list", "connections": "#connections", "statistics": "#stats-scroll"}[name]
+        self.query_one(target).focus()
+        if name == "waterfall":
+            self.call_after_refresh(self._zoomed)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, ev) -> None:
+        if ev.pane.id == "waterfall":
+            self.call_after_refresh(self._zoomed)
+
+    def action_escape(self) -> None:
+        f = self.focused
+        if isinstance(f, Input):
+            f.remove_class("-shown") if f.id == "search" else None
+            self._focused_list().focus()
+
+    def on_unmount(self) -> None:
+        if self.source is not None:
+            self.source.close()
+
+
+def _safe(pred, obj) -> bool:
+    try:
+        return bool(pred(obj))
+    except Exception:
+        return False
+
+
+_ROW_FIELDS = re.compile(r"\b(source|destination|src|dst|info|length|len|time)\b")
+
+
+def filter_packets(an, source, pred, expr: str):
+    """Packet numbers matching ``pred``.  Each packet is a dict with ``packet``,
+    ``connection``, ``protocol`` (the list column name and the protocols of its frames) and,
+    as lists, the ``type``, ``stream_id``, ``direction``, ``flags``, ``length`` of the frames on
+    it and the ``method``/``url``/``status``/``authority`` of their requests; the packet-list
+    columns (source, destination, info, length) are read from the file only when the
+    expression names them."""
+    from array import array
+
+    from analyzer.detail import _RowCtx, _frame_index, frame_proto_name, packet_row
+    from analyzer.model import PROTO_NAMES
+
+    by_packet = _frame_index(an)
+    frames = an.frames
+    ex_of: dict = {}
+    for e in an.exchanges:
+        ex_of.setdefault((e.connection, e.stream_id), e)
+    need_row = bool(_ROW_FIELDS.search(expr))
+    rctx = _RowCtx()
+    out = array("i")
+    conn = an.index.conn
+    proto = an.index.proto
+    for n in range(1, an.packets + 1):
+        frs = [frames[i] for i in by_packet.get(n, ()) if frames[i].packet == n]  # as Wireshark: where the frame completes
+        d = {"packet": n, "connection": conn[n - 1] if conn[n - 1] >= 0 else None}
+        protos = [PROTO_NAMES[proto[n - 1]]]
+        if frs:
+            types, sids, dirs, flags, lens = [], [], [], [], []
+            methods, urls, statuses, auths = [], [], [], []
+            for f in frs:
+                protos.append(f.protocol)
+                protos.append(frame_proto_name(an, f))
+                types.append(f.type)
+                dirs.append(("c2s", "s2c")[f.direction])
+                flags.append(f.flags)
+                lens.append(f.length)
+                if f.stream_id is not None:
+                    sids.append(f.stream_id)
+                    e = ex_of.get((f.connection, f.stream_id))
+                    if e is not None:
+                        methods.append(e.method)
+                        urls.append(e.url)
+                        statuses.append(e.status)
+                        auths.append(e.authority)
+            d.update(type=types, stream_id=sids or None, direction=dirs, flags=flags, length=lens,
+                     method=[m for m in methods if m] or None, url=[u for u in urls if u] or None,
+                     status=[s for s in statuses if s is not None] or None, authority=[a for a in auths if a] or None)
+        if need_row:
+            r = packet_row(an, source, n, rctx)
+            d.update(source=r[2], destination=r[3], info=r[6], time=r[1])
+            d["length"] = r[5]
+            protos.append(r[4])
+        d["protocol"] = protos
+        if _safe(pred, d):
+            out.append(n)
+    return out
+
+
+def follow_items(an, cid: int, stream_id, ex, whole_connection: bool) -> list:
+    """Lines of the Follow view: one per frame (value = its packet) with its headers and
+    fields indented below."""
+    from analyzer.detail import flag_names, frame_summary
+
+    t0 = an.index.ts[0] if an.packets else 0.0
+    items: list = []
+    frs = [f for f in an.frames if f.connection == cid and (whole_connection or stream_id is None or f.stream_id == stream_id)]
+    if ex is not None and stream_id is None and not whole_connection:
+        lo = ex.request_start_packet or 0
+        hi = ex.response_end_packet or an.packets
+        frs = [f for f in frs if lo <= f.packet <= hi]
+    frs.sort(key=lambda f: (f.packet, f.offset))
+    for f in frs:
+        arrow = "→" if f.direction == 0 else "←"
+        fl = flag_names(f)
+        st = Style(color="#87d7ff") if f.direction == 0 else Style(color="#ffd787")
+        if f.error:
+            st = ERROR_STYLE
+        sid = f" stream {f.stream_id}" if f.stream_id is not None else ""
+        line = f"{f.time - t0:10.6f}  #{f.packet:<7} {arrow} {f.protocol:<8} {frame_summary(f)}{sid}  len {f.length}" + (f"  [{fl}]" if fl else "")
+        if f.error:
+            line += f"  ERROR: {f.error}"
+        items.append((line, st, f.packet))
+        for k, v in f.headers or ():
+            items.append((f"{'':32}{k}: {v}", DEFAULT_STYLE, f.packet))
+    if not items:
+        items.append(("no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)", DEFAULT_STYLE, None))
+    return items
+
+
+def request_text(an, e, r) -> Text:
+    """The request view: request and response headers, timing breakdown, sizes, frames."""
+    from analyzer.waterfall import PHASE_LABELS
+
+    t0 = an.index.ts[0] if an.packets else 0.0
+    t = Text()
+    c = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
+
+    def h(title: str) -> None:
+        t.append(f"\n{title}\n", style="bold underline")
+
+    t.append(f"{e.method or ''} {e.url or e.path or ''}\n", style="bold")
+    t.append(f"{e.protocol}  status {e.status if e.status is not None else '-'}  connection {e.connection}"
+             + (f" ({c.label})" if c else "") + (f"  stream {e.stream_id}" if e.stream_id is not None else "")
+             + ("  pushed" if e.pushed else "") + (f"  reset {e.reset}" if e.reset else "") + "\n")
+    if e.error:
+        t.append(f"error: {e.error}\n", style="red")
+    h("Timing (ms since the first packet; packet numbers in brackets)")
+    for label, tm, pk in (("request start", e.request_start, e.request_start_packet), ("request end", e.request_end, e.request_end_packet),
+                          ("response start", e.response_start, e.response_start_packet), ("response end", e.response_end, e.response_end_packet)):
+        t.append(f"  {label:<16}{(tm - t0) * 1000:>12.3f} ms  [{pk}]\n" if tm is not None else f"  {label:<16}{'-':>12}\n")
+    for name, a, b in r.phases:
+        t.append(f"  {PHASE_LABELS.get(name, name):<24}{(b - a) * 1000:>10.3f} ms\n", style=r.colors.get(name) or "")
+    if r.start is not None and r.end is not None:
+        t.append(f"  {'total':<24}{(r.end - r.start) * 1000:>10.3f} ms\n", style="bold")
+    h("Sizes (bytes)")
+    t.append(f"  request headers   wire {e.request_header_bytes_wire}  decoded {e.request_header_bytes_decoded}\n")
+    t.append(f"  response headers  wire {e.response_header_bytes_wire}  decoded {e.response_header_bytes_decoded}\n")
+    t.append(f"  request body      {e.request_body_bytes}\n")
+    t.append(f"  response body     {e.response_body_bytes} on the wire"
+             + (f", {e.response_body_decoded_bytes} decoded" if e.response_body_decoded_bytes is not None else "")
+             + (f" ({e.content_encoding})" if e.content_encoding else "") + (f"  {e.content_type}" if e.content_type else "") + "\n")
+    h(f"Request headers ({len(e.request_headers)})")
+    for k, v in e.request_headers:
+        t.append(f"  {k}: ", style="#87d7ff")
+        t.append(f"{v}\n")
+    h(f"Response headers ({len(e.response_headers)})")
+    for k, v in e.response_headers:
+        t.append(f"  {k}: ", style="#ffd787")
+        t.append(f"{v}\n")
+    if r.markers:
+        h("Markers")
+        for m in r.markers:
+            t.append(f"  {m.kind}: {m.label}" + (f" (packet {m.packet})" if m.packet else "") + "\n")
+    items = follow_items(an, e.connection, e.stream_id, e, False)
+    h(f"Frames of this stream ({sum(1 for i in items if i[1] is not DEFAULT_STYLE)})")
+    for line, st, _ in items[:2000]:
+        t.append(line + "\n", style=st)
+    if len(items) > 2000:
+        t.append(f"… {len(items) - 2000} more lines (F: follow stream)\n")
+    return t
+
+
+def stats_bars(st) -> Text:
+    """Small bar charts: wire bytes per protocol, header bytes saved per connection."""
+    t = Text()
+    t.append("Wire bytes per protocol\n", style="bold underline")
+    blocks = sorted(st.protocols.values(), key=lambda b: -(b.bytes[0] + b.bytes[1]))
+    top = max([b.bytes[0] + b.bytes[1] for b in blocks] + [1])
+    for b in blocks:
+        tot = b.bytes[0] + b.bytes[1]
+        n = round(tot / top * 50)
+        t.append(f"  {b.name:<10}")
+        t.append("█" * n, style=proto_style(b.name.upper() if b.name != "h2" else "HTTP2"))
+        t.append(f" {tot:,}\n")
+    rows = [b for b in st.connections if b.req_headers[1] or b.resp_headers[1]]
+    if rows:
+        t.append("\nHeader compression per connection (saved = 1 − wire/decoded; ▇ request, ▇ response)\n", style="bold underline")
+        for b in rows:
+            t.append(f"  {b.name.split()[-1]:>4} {(b.protocol or ''):<9}")
+            for pair, color in ((b.req_headers, "#87d7ff"), (b.resp_headers, "#ffd787")):
+                w, d = pair
+                saved = (1 - w / d) if d else 0.0
+                n = max(0, round(saved * 25))
+                t.append("▇" * n + " " * (25 - n), style=color)
+                t.append(f" {saved * 100:5.1f}%  ")
+            t.append("\n")
+    return t

@@ -1,0 +1,511 @@
+"""Line-API widgets of the TUI: they render only the lines on screen, so a list of a
+million packets paints as fast as a list of ten (Textual's DataTable builds every row
+up front: ~30 s for 100 k rows)."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+# Protocol column colours (foreground; Wireshark's colouring rules adapted to a terminal)
+PROTO_STYLES = {
+    "TCP": Style(color="#b0a8e0"),
+    "UDP": Style(color="#7fb2ff"),
+    "DNS": Style(color="#5fafff"),
+    "TLS": Style(color="#d7a0ff"),
+    "HTTP": Style(color="#8ae234", bold=True),
+    "HTTP2": Style(color="#4ec94e", bold=True),
+    "SPDY": Style(color="#f0c040", bold=True),
+    "QUIC": Style(color="#4dd0e1"),
+    "GQUIC": Style(color="#26a69a"),
+    "HTTP3": Style(color="#00e5ff", bold=True),
+    "ICMP": Style(color="#ff8787"),
+}
+DEFAULT_STYLE = Style(color="#c0c0c0")
+ERROR_STYLE = Style(color="#ff5f5f", bold=True)
+CURSOR_STYLE = Style(bgcolor="#264f78", color="#ffffff", bold=True)
+HEADER_STYLE = Style(bold=True, color="#ffffff", bgcolor="#303030")
+
+
+def proto_style(proto: str) -> Style:
+    if proto.startswith("TLS"):
+        return PROTO_STYLES["TLS"]
+    return PROTO_STYLES.get(proto, DEFAULT_STYLE)
+
+
+PACKET_COLUMNS = (("No.", 7, True), ("Time", 11, True), ("Source", 24, False), ("Destination", 24, False),
+                  ("Protocol", 8, False), ("Length", 6, True))
+
+
+def _cell(text: str, width: int, right: bool) -> str:
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return text.rjust(width) if right else text.ljust(width)
+
+
+def packet_header_text() -> str:
+    return " ".join(_cell(name, w, r) for name, w, r in PACKET_COLUMNS) + " Info"
+
+
+def format_packet_row(row: tuple) -> str:
+    no, tm, src, dst, proto, length, info = row
+    vals = (str(no), f"{tm:.6f}", src, dst, proto, str(length))
+    return " ".join(_cell(v, w, r) for v, (_, w, r) in zip(vals, PACKET_COLUMNS)) + " " + info
+
+
+class LineList(ScrollView, can_focus=True):
+    """A cursor over ``count`` lines, each rendered on demand by ``line_text(i)`` and
+    cached (bounded).  Subclasses give the text and style of a line."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("home,g", "first", "First", show=False),
+        Binding("end,G", "last", "Last", show=False),
+        Binding("enter", "choose", "Open", show=False),
+    ]
+
+    class Moved(Message):
+        def __init__(self, widget: "LineList", index: int) -> None:
+            super().__init__()
+            self.widget = widget
+            self.index = index
+
+        @property
+        def control(self) -> "LineList":
+            return self.widget
+
+    class Chosen(Message):
+        def __init__(self, widget: "LineList", index: int) -> None:
+            super().__init__()
+            self.widget = widget
+            self.index = index
+
+        @property
+        def control(self) -> "LineList":
+            return self.widget
+
+    CACHE = 4096
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.count = 0
+        self.cursor = 0
+        self.content_width = 200
+        self._cache: OrderedDict[int, tuple[str, Style]] = OrderedDict()
+
+    # -- to override
+    def line(self, i: int) -> tuple[str, Style]:
+        return (str(i), DEFAULT_STYLE)
+
+    # -- data
+    def set_count(self, count: int, keep_cursor: bool = False) -> None:
+        self.count = count
+        self._cache.clear()
+        if not keep_cursor or self.cursor >= count:
+            self.cursor = 0
+        self.virtual_size = Size(self.content_width, count)
+        self.refresh()
+
+    def invalidate(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def cached_line(self, i: int) -> tuple[str, Style]:
+        v = self._cache.get(i)
+        if v is None:
+            try:
+                v = self.line(i)
+            except Exception as e:  # a bad packet never breaks the list
+                v = (f"[cannot render line {i}: {e.__class__.__name__}: {e}]", ERROR_STYLE)
+            self._cache[i] = v
+            if len(self._cache) > self.CACHE:
+                self._cache.popitem(last=False)
+        return v
+
+    def render_line(self, y: int) -> Strip:
+        sx, sy = self.scroll_offset
+        i = sy + y
+        width = self.size.width
+        if i >= self.count:
+            return Strip.blank(width)
+        text, style = self.cached_line(i)
+        if i == self.cursor:
+            style = style + CURSOR_STYLE if self.has_focus else style + Style(bgcolor="#3a3a3a")
+        seg = text[sx : sx + width]
+        return Strip([Segment(seg.ljust(width), style)], width)
+
+    # -- cursor
+    def move_to(self, index: int, notify: bool = True) -> None:
+        if not self.count:
+            return
+        index = max(0, min(self.count - 1, index))
+        old = self.cursor
+        self.cursor = index
+        h = max(self.scrollable_content_region.height, 1)
+        if index < self.scroll_offset.y:
+            self.scroll_to(y=index, animate=False)
+        elif index >= self.scroll_offset.y + h:
+            self.scroll_to(y=index - h + 1, animate=False)
+        self.refresh_lines(old)
+        self.refresh_lines(index)
+        if notify:
+            self.post_message(self.Moved(self, index))
+
+    def refresh_lines(self, i: int) -> None:
+        y = i - self.scroll_offset.y
+        if 0 <= y < self.size.height:
+            self.refresh(self.size.region.__class__(0, y, self.size.width, 1))
+
+    def action_cursor(self, delta: int) -> None:
+        self.move_to(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.move_to(self.cursor + direction * max(self.scrollable_content_region.height - 1, 1))
+
+    def action_first(self) -> None:
+        self.move_to(0)
+
+    def action_last(self) -> None:
+        self.move_to(self.count - 1)
+
+    def action_choose(self) -> None:
+        if self.count:
+            self.post_message(self.Chosen(self, self.cursor))
+
+    def on_click(self, event) -> None:
+        i = self.scroll_offset.y + event.y
+        if 0 <= i < self.count:
+            self.move_to(i)
+            if event.chain >= 2:
+                self.action_choose()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def visible_lines(self) -> list[str]:
+        """The text of the lines on screen (for tests and the tmux check)."""
+        y0 = self.scroll_offset.y
+        return [self.cached_line(i)[0] for i in range(y0, min(self.count, y0 + self.scrollable_content_region.height))]
+
+
+class PacketList(LineList):
+    """The packet list.  ``packets`` is the sequence of packet numbers shown (all, or the
+    filtered ones); rows come from ``row_fn(n)`` (``analyzer.detail.packet_row``)."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.packets: Sequence[int] = range(0)
+        self.row_fn: Callable[[int], tuple] | None = None
+
+    def set_packets(self, packets: Sequence[int], row_fn: Callable[[int], tuple], keep: int | None = None) -> None:
+        self.packets = packets
+        self.row_fn = row_fn
+        self.content_width = 240
+        self.set_count(len(packets))
+        if keep is not None:
+            self.select_packet(keep, notify=False)
+
+    def packet_at(self, i: int) -> int | None:
+        return self.packets[i] if 0 <= i < len(self.packets) else None
+
+    @property
+    def current_packet(self) -> int | None:
+        return self.packet_at(self.cursor)
+
+    def select_packet(self, n: int, notify: bool = True) -> bool:
+        from bisect import bisect_left
+
+        pk = self.packets
+        if isinstance(pk, range):
+            i = n - pk.start if pk.start <= n < pk.stop else -1
+        else:
+            i = bisect_left(pk, n)
+            if i >= len(pk) or pk[i] != n:
+                i = -1
+        if i < 0:
+            return False
+        self.move_to(i, notify)
+        return True
+
+    def row(self, i: int) -> tuple:
+        return self.row_fn(self.packets[i])  # type: ignore[misc]
+
+    def line(self, i: int) -> tuple[str, Style]:
+        row = self.row(i)
+        st = proto_style(row[4])
+        if "[error]" in row[6] or "Malformed" in row[6]:
+            st = ERROR_STYLE
+        return format_packet_row(row), st
+
+
+class HexView(ScrollView):
+    """Hex + ASCII dump (tshark -x layout) with one highlighted byte range."""
+
+    WIDTH = 16
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.data = b""
+        self.hl = (-1, -1)
+        self.title_text = ""
+
+    def show(self, data: bytes, hl: tuple[int, int] = (-1, -1)) -> None:
+        self.data = data
+        self.hl = hl
+        self.virtual_size = Size(6 + self.WIDTH * 4 + 2, (len(data) + self.WIDTH - 1) // self.WIDTH)
+        self.refresh()
+
+    def highlight(self, start: int, end: int) -> None:
+        self.hl = (start, end)
+        if start >= 0:
+            line = start // self.WIDTH
+            if not (self.scroll_offset.y <= line < self.scroll_offset.y + self.size.height):
+                self.scroll_to(y=max(line - 1, 0), animate=False)
+        self.refresh()
+
+    def line_text(self, li: int) -> Text:
+        from analyzer.detail import _printable
+
+        off = li * self.WIDTH
+        chunk = self.data[off : off + self.WIDTH]
+        t = Text(f"{off:04x}  ", style="#808080")
+        a, b = self.hl
+        hl_style = "bold #000000 on #e5c07b"
+        for j, byte in enumerate(chunk):
+            st = hl_style if a <= off + j < b else "#d0d0d0"
+            t.append(f"{byte:02x}", style=st)
+            t.append(" ", style=hl_style if a <= off + j < b - 1 and j < len(chunk) - 1 else "")
+        t.append("   " * (self.WIDTH - len(chunk)) + "  ")
+        for j, byte in enumerate(chunk):
+            t.append(_printable(byte), style=hl_style if a <= off + j < b else "#a0a0a0")
+        return t
+
+    def render_line(self, y: int) -> Strip:
+        li = self.scroll_offset.y + y
+        width = self.size.width
+        if li * self.WIDTH >= len(self.data):
+            return Strip.blank(width)
+        segs = list(self.line_text(li).render(self.app.console))
+        return Strip(segs).crop_extend(self.scroll_offset.x, self.scroll_offset.x + width, None)
+
+    def lines(self) -> list[str]:
+        return [self.line_text(i).plain for i in range((len(self.data) + self.WIDTH - 1) // self.WIDTH)]
+
+
+# ---------------------------------------------------------------- waterfall
+
+EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def bar_cells(phases, colors: dict, v0: float, v1: float, width: int) -> list[tuple[str, str | None]]:
+    """Cells of one waterfall bar: (character, colour) per cell, phases scaled from the
+    time window [v0, v1] to ``width`` cells; a phase shorter than a cell still shows as a
+    partial block (left eighths), so nothing that happened disappears when zoomed out."""
+    cells: list[tuple[str, str | None]] = [(" ", None)] * width
+    span = (v1 - v0) or 1e-9
+    for name, a, b in phases:
+        x0 = (a - v0) / span * width
+        x1 = (b - v0) / span * width
+        if x1 < 0 or x0 >= width:
+            continue
+        c0 = max(int(x0), 0)
+        c1 = min(int(x1) + 1, width)
+        color = colors.get(name)
+        for c in range(c0, c1):
+            cov = min(x1, c + 1) - max(x0, c)
+            if cov <= 0 and not (c == c0 and x1 - x0 < 1e-9 + 1 / 8):
+                continue
+            k = max(1, min(8, int(cov * 8 + 0.999)))
+            old = cells[c]
+            if old[0] == "█" and k < 8:
+                continue  # do not thin a cell another phase fills
+            cells[c] = (EIGHTHS[k], color)
+    return cells
+
+
+def nice_step(span: float, cells: int, min_cells: int = 12) -> float:
+    """A 1-2-5 tick step (seconds) giving labels at least ``min_cells`` apart."""
+    if span <= 0 or cells <= 0:
+        return 1.0
+    raw = span * min_cells / cells
+    import math
+
+    e = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * e >= raw:
+            return m * e
+    return 10 * e
+
+
+def fmt_ms(t: float) -> str:
+    ms = t * 1000
+    if abs(ms) >= 10000:
+        return f"{ms / 1000:.1f}s"
+    if abs(ms) >= 100 or ms == int(ms):
+        return f"{ms:.0f}ms"
+    return f"{ms:.1f}ms"
+
+
+class WaterfallView(LineList):
+    """One row per request: index, method and URL, protocol, status, then the phase bar
+    scaled to the visible time window; + / - zoom around the cursor's request, ← / → pan,
+    0 resets."""
+
+    BINDINGS = LineList.BINDINGS + [
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
+        Binding("minus,underscore", "zoom(2)", "Zoom out"),
+        Binding("left,h", "pan(-0.2)", "Pan left"),
+        Binding("right,l", "pan(0.2)", "Pan right"),
+        Binding("0", "reset_zoom", "Reset zoom"),
+    ]
+    LABEL = 44
+
+    class Zoomed(Message):
+        pass
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.rows: list = []
+        self.t0 = 0.0
+        self.t1 = 1.0
+        self.v0 = 0.0
+        self.v1 = 1.0
+
+    def set_rows(self, rows: list, t0: float, t1: float) -> None:
+        self.rows = rows
+        if t1 <= t0:
+            t1 = t0 + 1e-3
+        self.t0, self.t1 = t0, t1
+        self.v0, self.v1 = t0, t1
+        self.content_width = 0  # the bars scale to the width: no horizontal scrolling
+        self.set_count(len(rows))
+        self.post_message(self.Zoomed())
+
+    @property
+    def bar_width(self) -> int:
+        return max(self.size.width - self.LABEL - 8 - 5 - 2, 10)
+
+    def label_text(self, r) -> str:
+        what = f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip()
+        st = str(r.status) if r.status is not None else "-"
+        return f"{r.index + 1:>4} {_cell(what, self.LABEL - 5, False)} {_cell(r.badge, 8, False)}{st:>4} "
+
+    def line(self, i: int):
+        r = self.rows[i]
+        return self.label_text(r), DEFAULT_STYLE
+
+    def render_line(self, y: int) -> Strip:
+        i = self.scroll_offset.y + y
+        width = self.size.width
+        if i >= self.count:
+            return Strip.blank(width)
+        r = self.rows[i]
+        label = self.label_text(r)
+        base = Style(color="#d0d0d0")
+        if r.status is not None and r.status >= 400 or getattr(r, "markers", None) and any(m.kind == "reset" for m in r.markers):
+            base = Style(color="#ff8787")
+        if i == self.cursor:
+            base = base + (CURSOR_STYLE if self.has_focus else Style(bgcolor="#3a3a3a"))
+        segs = [Segment(label, base), Segment("│", Style(color="#606060"))]
+        bw = max(width - len(label) - 2, 1)
+        cells = bar_cells(r.phases, r.colors, self.v0, self.v1, bw)
+        run_c, run_t = None, []
+        bg = base.bgcolor if i == self.cursor else None
+        for ch, col in cells:
+            if col != run_c and run_t:
+                segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+                run_t = []
+            run_c = col
+            run_t.append(ch)
+        if run_t:
+            segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+        segs.append(Segment("│", Style(color="#606060")))
+        return Strip(segs).crop_extend(0, width, None)
+
+    def axis_text(self) -> str:
+        """The time axis above the bars: tick labels in ms since the first packet."""
+        width = self.size.width or 120
+        label = " " * (len(self.label_text(self.rows[0])) if self.rows else self.LABEL + 14)
+        bw = max(width - len(label) - 2, 1)
+        step = nice_step(self.v1 - self.v0, bw)
+        axis = [" "] * bw
+        import math
+
+        t = math.ceil((self.v0 - self.t0) / step) * step + self.t0
+        while t <= self.v1:
+            x = int((t - self.v0) / (self.v1 - self.v0) * bw)
+            s = "┊" + fmt_ms(t - self.t0)
+            if x + len(s) <= bw:
+                axis[x : x + len(s)] = list(s)
+            t += step
+        return label + " " + "".join(axis)
+
+    def action_zoom(self, factor: float) -> None:
+        span = (self.v1 - self.v0) * factor
+        full = self.t1 - self.t0
+        span = min(max(span, 1e-6), full)
+        if self.rows:
+            r = self.rows[self.cursor]
+            c = (r.start + r.end) / 2 if factor < 1 else (self.v0 + self.v1) / 2
+        else:
+            c = (self.v0 + self.v1) / 2
+        self.v0 = max(self.t0, c - span / 2)
+        self.v1 = self.v0 + span
+        if self.v1 > self.t1:
+            self.v1 = self.t1
+            self.v0 = self.v1 - span
+        self.refresh()
+        self.post_message(self.Zoomed())
+
+    def action_pan(self, frac: float) -> None:
+        span = self.v1 - self.v0
+        d = span * frac
+        d = max(self.t0 - self.v0, min(d, self.t1 - self.v1))
+        self.v0 += d
+        self.v1 += d
+        self.refresh()
+        self.post_message(self.Zoomed())
+
+    def action_reset_zoom(self) -> None:
+        self.v0, self.v1 = self.t0, self.t1
+        self.refresh()
+        self.post_message(self.Zoomed())
+
+    def bar_text(self, i: int) -> str:
+        """The characters of row i's bar as drawn now (for tests)."""
+        return "".join(ch for ch, _ in bar_cells(self.rows[i].phases, self.rows[i].colors, self.v0, self.v1,
+                                                 max(self.size.width - len(self.label_text(self.rows[i])) - 2, 1)))
+
+
+class TextList(LineList):
+    """A list of precomputed (text, style) lines with an optional value per line."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.items: list[tuple[str, Style, object]] = []
+
+    def set_items(self, items: list[tuple[str, Style, object]]) -> None:
+        self.items = items
+        self.content_width = max((len(t) for t, _, _ in items[:5000]), default=80) + 2
+        self.set_count(len(items))
+
+    def line(self, i: int) -> tuple[str, Style]:
+        t, s, _ = self.items[i]
+        return t, s
+
+    def value(self, i: int):
+        return self.items[i][2] if 0 <= i < len(self.items) else None
