@@ -505,8 +505,10 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
             if c is None:
                 continue
             d = match_dns(lookups, c, _host_of(c, by_conn[cid]))
-            if d is not None and d.response_packet not in used:
-                used.add(d.response_packet)
+            # one lookup (A, AAAA, HTTPS queries sent together) is drawn once, on the
+            # first connection it served
+            if d is not None and (d.name, d.query_time) not in used:
+                used.add((d.name, d.query_time))
                 dns_for[cid] = d
                 for orig in lookups:
                     if orig.response_packet == d.response_packet:

@@ -115,11 +115,11 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
             fig.add_annotation(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
                                showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor=MARKER_SYMBOLS["push"][1], text="")
 
-    for ms in wf.milestones:
+    for k, ms in enumerate(wf.milestones):
         x = (ms.time - t0) * 1000.0
         fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper",
                       line=dict(color=MILESTONE_COLORS.get(ms.name, "#444"), width=1.5, dash="dot"))
-        fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False, textangle=-30,
+        fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False, textangle=-30, yshift=(k % 2) * 22,
                            text=f"{ms.label} {x:.0f} ms", font=dict(size=10, color=MILESTONE_COLORS.get(ms.name, "#444")))
 
     # bands per connection when grouped
