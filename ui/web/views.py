@@ -202,10 +202,11 @@ def exchange_frames(an: Analysis, e: Exchange) -> list:
     return [f for f in an.frames if f.connection == e.connection and lo <= f.packet <= hi and f.protocol.startswith("http")]
 
 
-def _kv_table(rows, cls="kv", header=None):
+def _kv_table(rows, cls="kv", header=None, id=None):
     body = [html.Tr([html.Td(str(k), className="k"), html.Td("" if v is None else str(v), className="v")]) for k, v in rows]
     head = [html.Thead(html.Tr([html.Th(h) for h in header]))] if header else []
-    return html.Table(head + [html.Tbody(body)], className=cls)
+    kw = {"id": id} if id else {}
+    return html.Table(head + [html.Tbody(body)], className=cls, **kw)
 
 
 def request_detail(entry: Entry, exchange_id: int | None):
@@ -263,10 +264,10 @@ def request_detail(entry: Entry, exchange_id: int | None):
         html.H3(title, id="detail-title"),
         _kv_table(facts),
         html.Div([
-            html.Div([html.H4("Request headers"), _kv_table(e.request_headers, "headers", ["name", "value"])],
-                     className="col", id="detail-request-headers"),
-            html.Div([html.H4("Response headers"), _kv_table(e.response_headers, "headers", ["name", "value"])],
-                     className="col", id="detail-response-headers"),
+            html.Div([html.H4("Request headers"), _kv_table(e.request_headers, "headers", ["name", "value"], id="detail-request-headers")],
+                     className="col"),
+            html.Div([html.H4("Response headers"), _kv_table(e.response_headers, "headers", ["name", "value"], id="detail-response-headers")],
+                     className="col"),
         ], className="cols"),
         html.Div([
             html.Div([html.H4("Timing (ms from the first packet)"),

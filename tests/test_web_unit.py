@@ -1,0 +1,622 @@
+"""Web dashboard callbacks, called directly (no browser), checked against tshark on the same
+captures, or against what the real server logged (HTTP/3: tshark 4.0 does not decode
+QPACK headers, so page-h3's truth is the aioquic server's request log).
+
+Also: the analysis cache (hits, no key material on disk), uploads (limits, bad files,
+private folder removed on close), background analysis (a slow capture does not block
+the callbacks), errors shown as messages."""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import shutil
+import stat
+import subprocess
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "sample_captures" / "page"
+H2, H2K = PAGE / "page-h2.pcapng", PAGE / "page-h2.keys"
+H3, H3K = PAGE / "page-h3.pcapng", PAGE / "page-h3.keys"
+
+pytestmark = pytest.mark.skipif(not H2.exists(), reason="sample captures missing")
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    monkeypatch.delenv("SSLKEYLOGFILE", raising=False)
+
+
+def _tshark(*args) -> str:
+    return subprocess.run(["tshark", *args], capture_output=True, text=True, check=True).stdout
+
+
+def _as_list(v):
+    return v if isinstance(v, list) else ([] if v is None else [v])
+
+
+_H2_CACHE: dict = {}
+
+
+def tshark_h2(path: Path, keys: Path) -> list[dict]:
+    """HTTP/2 frames as tshark decodes them: packet, time, stream, type, flags, length, headers."""
+    if path in _H2_CACHE:
+        return _H2_CACHE[path]
+    out = _tshark("-r", str(path), "-o", f"tls.keylog_file:{keys}", "-Y", "http2", "-T", "json", "--no-duplicate-keys",
+                  "-J", "frame http2")
+    frames = []
+    for p in json.loads(out):
+        lay = p["_source"]["layers"]
+        num = int(lay["frame"]["frame.number"])
+        t = float(lay["frame"]["frame.time_epoch"])
+        for h in _as_list(lay.get("http2")):
+            for s in _as_list(h.get("http2.stream")):
+                if "http2.type" not in s:
+                    continue
+                hs = [(x["http2.header.name"], x.get("http2.header.value", "")) for x in _as_list(s.get("http2.header"))]
+                frames.append({"packet": num, "time": t, "stream": int(s["http2.streamid"]), "type": int(s["http2.type"]),
+                               "flags": int(s["http2.flags"], 16), "length": int(s["http2.length"]), "headers": hs})
+    _H2_CACHE[path] = frames
+    return frames
+
+
+def tshark_requests(path: Path, keys: Path) -> dict[int, dict]:
+    """stream id -> {method, path, status, request headers, response headers} from tshark."""
+    req: dict[int, dict] = {}
+    for f in tshark_h2(path, keys):
+        if f["type"] != 1 or not f["headers"]:
+            continue
+        d = dict(f["headers"])
+        if ":method" in d:
+            req.setdefault(f["stream"], {})
+            req[f["stream"]].update(method=d[":method"], path=d.get(":path"), request_headers=f["headers"], request_packet=f["packet"])
+        elif ":status" in d and f["stream"] in req:
+            req[f["stream"]].update(status=int(d[":status"]), response_headers=f["headers"],
+                                    content_type=d.get("content-type"))
+    return req
+
+
+@pytest.fixture(scope="module")
+def state():
+    from ui.web import WebState
+
+    st = WebState(use_cache=False)
+    yield st
+    st.close()
+
+
+@pytest.fixture(scope="module")
+def h2(state):
+    e = state.add_file(str(H2), [str(H2K)], name="page-h2.pcapng")
+    state.wait(e.id)
+    assert e.status == "done", e.error
+    return e
+
+
+@pytest.fixture(scope="module")
+def h3(state):
+    e = state.add_file(str(H3), [str(H3K)], name="page-h3.pcapng")
+    state.wait(e.id)
+    assert e.status == "done", e.error
+    return e
+
+
+def _rows_of(fig) -> dict[int, str]:
+    """Row index -> tick label of the waterfall figure (one row per request)."""
+    ys = set()
+    for tr in fig.data:
+        if tr.type == "bar":
+            ys.update(int(y) for y in tr.y)
+    labels = dict(zip(fig.layout.yaxis.tickvals or (), fig.layout.yaxis.ticktext or ()))
+    return {y: labels.get(y, "") for y in sorted(ys)}
+
+
+def _text(component) -> str:
+    """All text of a Dash component tree."""
+    out = []
+
+    def walk(c):
+        if c is None:
+            return
+        if isinstance(c, (str, int, float)):
+            out.append(str(c))
+            return
+        if isinstance(c, (list, tuple)):
+            for x in c:
+                walk(x)
+            return
+        walk(getattr(c, "children", None))
+
+    walk(component)
+    return "\n".join(out)
+
+
+def _table_pairs(component, table_id: str) -> list[tuple[str, str]]:
+    """(name, value) rows of the html.Table with ``id`` inside ``component``."""
+    found = []
+
+    def walk(c):
+        if isinstance(c, (list, tuple)):
+            for x in c:
+                walk(x)
+            return
+        if getattr(c, "id", None) == table_id:
+            found.append(c)
+            return
+        ch = getattr(c, "children", None)
+        if ch is not None and not isinstance(ch, str):
+            walk(ch)
+
+    walk(component)
+    assert found, f"no table {table_id}"
+    rows = []
+    for part in found[0].children:
+        if type(part).__name__ == "Tbody":
+            for tr in part.children:
+                cells = [td.children for td in tr.children]
+                rows.append(tuple(str(x) for x in cells[:2]))
+    return rows
+
+
+# ---------------------------------------------------------------------- waterfall
+
+
+@needs_tshark
+def test_waterfall_one_row_per_request_as_tshark(state, h2):
+    from ui.web.app import cb_waterfall
+
+    truth = tshark_requests(H2, H2K)
+    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], [], [], "")
+    rows = _rows_of(fig)
+    assert err == ""
+    assert len(truth) == 13
+    assert len(rows) == len(truth), (rows, truth)
+    assert count == f"{len(truth)} of {len(truth)} requests"
+    # the tick labels name each request's path; same multiset of paths as tshark
+    paths = sorted(lbl.split(":59833", 1)[1] for lbl in rows.values())
+    assert paths == sorted(r["path"] for r in truth.values())
+    # hover text of every bar names the URL, status and protocol
+    for tr in fig.data:
+        if tr.type == "bar":
+            for h in tr.hovertext:
+                assert "https://127.0.0.1:59833/" in h and "status 200" in h and "h2" in h
+
+
+@needs_tshark
+def test_filters_match_tshark(state, h2):
+    from ui.web.app import cb_waterfall
+
+    truth = tshark_requests(H2, H2K)
+    # filter expression (the CLI's language) against tshark's own filter
+    n_css = len(_tshark("-r", str(H2), "-o", f"tls.keylog_file:{H2K}", "-Y", 'http2.headers.path contains "css"',
+                        "-T", "fields", "-e", "frame.number").split())
+    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], [], [], 'url contains "css"')
+    assert err == "" and len(_rows_of(fig)) == n_css == 2
+    # content type: images are the responses whose content-type tshark shows as image/*
+    n_img = sum(1 for r in truth.values() if (r.get("content_type") or "").startswith("image/"))
+    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], ["image"], [], "")
+    assert len(_rows_of(fig)) == n_img > 0
+    # status and protocol and connection
+    fig, *_ = cb_waterfall(state, h2.id, "v", ["h2"], [0], [], ["2xx"], "")
+    assert len(_rows_of(fig)) == sum(1 for r in truth.values() if 200 <= r["status"] < 300)
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], ["4xx"], "")
+    assert len(_rows_of(fig)) == sum(1 for r in truth.values() if 400 <= r["status"] < 500) == 0
+
+
+def test_filter_error_shows_column(state, h2):
+    from analyzer.filter import FilterError, compile_filter
+    from ui.web.app import cb_waterfall
+
+    expr = 'status >= && url contains "x"'
+    with pytest.raises(FilterError) as ei:
+        compile_filter(expr)
+    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], [], [], expr)
+    text = _text(err)
+    assert f"at column {ei.value.column}" in text
+    assert expr + "\n" + " " * (ei.value.column - 1) + "^" in text
+    assert count == "13 of 13 requests"  # the other filters still apply, the bad expression does not hide rows
+
+
+@needs_tshark
+def test_click_shows_headers_as_tshark(state, h2):
+    from ui.web.app import cb_select, cb_waterfall
+
+    truth = tshark_requests(H2, H2K)
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "")
+    rows = _rows_of(fig)
+    for y in (0, 6, len(rows) - 1):
+        bar = next(tr for tr in fig.data if tr.type == "bar" and y in list(tr.y))
+        i = list(bar.y).index(y)
+        click = {"points": [{"x": bar.base[i], "y": y, "customdata": bar.customdata[i]}]}
+        xid, detail = cb_select(state, click, h2.id, [], [], [], [], "")
+        e = next(x for x in h2.analysis.exchanges if x.id == xid)
+        t = truth[e.stream_id]
+        assert _table_pairs(detail, "detail-request-headers") == [tuple(h) for h in t["request_headers"]]
+        assert _table_pairs(detail, "detail-response-headers") == [tuple(h) for h in t["response_headers"]]
+        pk = dict(((a, b), c) for a, b, c, *_ in [tuple(str(x.children) for x in tr.children)
+                                                    for tr in _find(detail, "detail-packets").children[1].children])
+        assert pk[("request", "first byte")] == str(t["request_packet"])
+        # frames of the stream: same packets and types as tshark's frames of that stream
+        tf = [(f["packet"], f["type"]) for f in tshark_h2(H2, H2K) if f["stream"] == e.stream_id]
+        names = {0: "DATA", 1: "HEADERS", 2: "PRIORITY", 3: "RST_STREAM", 5: "PUSH_PROMISE", 8: "WINDOW_UPDATE", 9: "CONTINUATION"}
+        ours = [(int(tr.children[0].children), tr.children[4].children) for tr in _find(detail, "detail-frames").children[1].children]
+        assert ours == [(p, names[ty]) for p, ty in tf]
+
+
+def _find(component, id_):
+    if getattr(component, "id", None) == id_:
+        return component
+    ch = getattr(component, "children", None)
+    for c in ch if isinstance(ch, (list, tuple)) else ([ch] if ch is not None and not isinstance(ch, str) else []):
+        r = _find(c, id_)
+        if r is not None:
+            return r
+    return None
+
+
+def test_click_on_marker_or_nothing(state, h2):
+    from ui.web.app import cb_select
+
+    xid, detail = cb_select(state, {"points": [{"x": 1.0, "y": 3}]}, h2.id, [], [], [], [], "")  # a marker: no customdata
+    assert xid is not None and "Request headers" in _text(detail)
+    xid, detail = cb_select(state, None, h2.id, [], [], [], [], "")
+    assert xid is None and "Click a bar" in _text(detail)
+
+
+def test_zoom_range_kept_for_export():
+    from ui.web.app import cb_xrange
+
+    assert cb_xrange(None, {"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None) == [90.5, 140.0]
+    assert cb_xrange(None, {"xaxis.autorange": True}, [1, 2]) is None
+
+
+# ---------------------------------------------------------------- other tabs
+
+
+@needs_tshark
+def test_connections_tab_as_tshark(state, h2):
+    from ui.web.app import cb_connections
+
+    fig, rows, notes = cb_connections(state, h2.id, "v", "connections")
+    out = _tshark("-r", str(H2), "-o", f"tls.keylog_file:{H2K}", "-Y", "tls.handshake.type == 2", "-T", "fields",
+                  "-e", "tcp.dstport", "-e", "tls.handshake.ciphersuite", "-e", "tls.handshake.extensions.supported_version",
+                  "-e", "tls.handshake.extensions_alpn_str")
+    sh = {}
+    for line in out.splitlines():
+        port, cs, ver, alpn = line.split("\t")
+        sh[int(port)] = (int(cs, 0), int(ver, 0), alpn)
+    conv = _tshark("-r", str(H2), "-T", "fields", "-e", "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.dstport")
+    streams = {}
+    for line in conv.splitlines():
+        s, a, b = line.split("\t")
+        streams.setdefault(int(s), (int(a), int(b)))
+    assert len(rows) == len(streams) == 2
+    by_port = {int(r["client"].rsplit(":", 1)[1]): r for r in rows}
+    assert set(by_port) == {a for a, b in streams.values()}
+    for port, (cs, ver, alpn) in sh.items():
+        r = by_port[port]
+        conn = next(c for c in h2.analysis.connections if c.client[1] == port)
+        assert conn.tls.cipher_suite_id == cs and r["cipher"] == conn.tls.cipher_suite == "TLS_AES_128_GCM_SHA256"
+        assert r["version"] == {0x0304: "TLS 1.3", 0x0303: "TLS 1.2"}[ver]
+        assert r["alpn"] == alpn
+        assert r["decrypted"] == "yes"
+    # handshake phases drawn for both connections
+    names = {tr.name for tr in fig.data}
+    assert {"TCP connect", "TLS / QUIC handshake"} <= names
+
+
+@needs_tshark
+def test_statistics_tab_as_tshark(state, h2):
+    from ui.web import views
+    from ui.web.app import cb_stats
+
+    summary, proto, content, headers, traffic, inflight, hrows = cb_stats(state, h2.id, "v", "stats")
+    lines = _tshark("-r", str(H2), "-T", "fields", "-e", "tcp.dstport", "-e", "frame.len").split("\n")
+    c2s = sum(int(b) for a, b in (x.split("\t") for x in lines if x) if a == "59833")
+    s2c = sum(int(b) for a, b in (x.split("\t") for x in lines if x) if a != "59833")
+    bars = {tr.name: dict(zip(tr.x, tr.y)) for tr in proto.data}
+    assert bars["client → server"]["h2"] == c2s and bars["server → client"]["h2"] == s2c
+    # packets and bytes over time add up to the capture's totals
+    tr_bytes = next(tr for tr in traffic.data if tr.type == "bar")
+    tr_pk = next(tr for tr in traffic.data if tr.type == "scatter")
+    assert sum(tr_bytes.y) == c2s + s2c and sum(tr_pk.y) == len([x for x in lines if x])
+    # header compression per connection: wire bytes = HEADERS payloads minus the 5 priority bytes (tshark's frames)
+    tf = tshark_h2(H2, H2K)
+    reqs = sum(f["length"] - (5 if f["flags"] & 0x20 else 0) for f in tf if f["type"] == 1 and any(k == ":method" for k, _ in f["headers"]))
+    resps = sum(f["length"] - (5 if f["flags"] & 0x20 else 0) for f in tf if f["type"] == 1 and any(k == ":status" for k, _ in f["headers"]))
+    row = next(r for r in hrows if r["connection"] == "0")
+    assert (row["req_wire"], row["resp_wire"]) == (reqs, resps)
+    # streams in flight: from tshark, a stream is in flight from its request HEADERS to its last frame with END_STREAM
+    first, last = {}, {}
+    for f in tf:
+        if f["stream"] == 0:
+            continue
+        if f["type"] == 1 and any(k == ":method" for k, _ in f["headers"]):
+            first.setdefault(f["stream"], f["time"])
+        if f["type"] in (0, 1) and f["flags"] & 1 and f["packet"] != 0:
+            last[f["stream"]] = f["time"]
+    ev = sorted([(first[s], 1) for s in first] + [(last[s], -1) for s in first], key=lambda x: (x[0], -x[1]))
+    cur = best = 0
+    for _, d in ev:
+        cur += d
+        best = max(best, cur)
+    xs, ys = views.in_flight_series(h2.analysis)
+    assert max(ys) == best
+    # bytes by content type: per class, the sum of DATA payloads tshark shows for those streams
+    data_by_stream = defaultdict(int)
+    for f in tf:
+        if f["type"] == 0:
+            data_by_stream[f["stream"]] += f["length"]
+    truth = tshark_requests(H2, H2K)
+    imgs = sum(data_by_stream[s] for s, r in truth.items() if (r.get("content_type") or "").startswith("image/"))
+    wire = next(tr for tr in content.data if tr.name == "body on the wire")
+    assert dict(zip(wire.x, wire.y))["image"] == imgs
+    assert "13" in _text(summary)
+
+
+@needs_tshark
+def test_packets_tab_pages_as_tshark(state, h2):
+    from ui.web.app import cb_packet_detail, cb_packets
+
+    out = _tshark("-r", str(H2), "-T", "fields", "-e", "frame.number", "-e", "frame.time_relative", "-e", "ip.src", "-e", "ip.dst",
+                  "-e", "frame.len")
+    truth = [line.split("\t") for line in out.splitlines()]
+    rows, pages, cur = cb_packets(state, h2.id, "v", "packets", 0, 20, None)
+    assert pages == math.ceil(len(truth) / 20) and cur == 0 and len(rows) == 20
+    rows3, _, cur3 = cb_packets(state, h2.id, "v", "packets", 3, 20, None)
+    assert cur3 == 3 and len(rows3) == len(truth) - 60
+    for r in rows + rows3:
+        n, t, src, dst, ln = truth[r["no"] - 1]
+        assert (r["no"], r["source"], r["destination"], r["length"]) == (int(n), src, dst, int(ln))
+        assert abs(float(r["time"]) - float(t)) < 2e-6
+    # go to packet 45: its page, and its detail with the same bytes as tshark -x
+    rows, pages, cur = cb_packets(state, h2.id, "v", "packets", 0, 20, 45, trigger="packet-goto")
+    assert cur == 2 and any(r["no"] == 45 for r in rows)
+    d = cb_packet_detail(state, h2.id, None, 45, rows, trigger="packet-goto")
+    pre = [c for c in d.children if type(c).__name__ == "Pre"][0].children.splitlines()
+    tx = [l for l in _tshark("-r", str(H2), "-x", "-Y", "frame.number == 45").splitlines() if l[:4].strip() and l[4:6] == "  "]
+    assert pre == [l.rstrip() for l in tx[: len(pre)]] and len(pre) == len(tx)
+    assert "Frame 45:" in _text(d)
+    # picking a cell of the table shows that row's packet
+    d = cb_packet_detail(state, h2.id, {"row": 1, "column": 0}, None, rows, trigger="packets")
+    assert f"Packet {rows[1]['no']}" in _text(d)
+    # out of range
+    assert "no packet" in _text(cb_packet_detail(state, h2.id, None, 10_000, rows, trigger="packet-goto")).lower()
+
+
+def _server_log_h3() -> list[dict]:
+    return [json.loads(line) for line in (PAGE / "page-h3.server.log").read_text().splitlines() if line.strip()]
+
+
+@needs_tshark
+def test_compare_tab(state, h2, h3):
+    from ui.web.app import cb_compare
+    from ui.web.views import compare_available
+
+    if not compare_available():
+        out = cb_compare(state, 1, h2.id, h3.id)
+        assert "not available" in _text(out)
+        return
+    out = cb_compare(state, 1, h2.id, h3.id)
+    text = _text(out)
+    paths_h2 = sorted(r["path"] for r in tshark_requests(H2, H2K).values())
+    paths_h3 = sorted(r["path"] for r in _server_log_h3())
+    common = len(paths_h2) if paths_h2 == paths_h3 else None
+    assert common == 13
+    assert f"Matched requests ({common}" in text
+    tbl = _find(out, "compare-matched")
+    assert sorted(str(tr.children[0].children).split(":", 2)[-1].split("/", 1)[-1] for tr in tbl.children[1].children) == \
+        sorted(p.lstrip("/") for p in paths_h2)
+    assert "Only in A (0)" in text and "Only in B (0)" in text
+
+
+# ------------------------------------------------------------------------- exports
+
+
+@needs_tshark
+def test_exports_of_what_is_shown(state, h2):
+    from ui.web.app import cb_export
+
+    truth = tshark_requests(H2, H2K)
+    dl, msg = cb_export(state, "har", h2.id, [], [], [], [], "", None)
+    har = json.loads(base64.b64decode(dl["content"]))
+    assert dl["filename"] == "page-h2.har"
+    assert sorted(e["request"]["url"].split(":59833", 1)[1] for e in har["log"]["entries"]) == sorted(r["path"] for r in truth.values())
+    dl, msg = cb_export(state, "har", h2.id, [], [], ["css"], [], "", None)
+    har = json.loads(base64.b64decode(dl["content"]))
+    css = sorted(r["path"] for r in truth.values() if (r.get("content_type") or "") == "text/css")
+    assert sorted(e["request"]["url"].split(":59833", 1)[1] for e in har["log"]["entries"]) == css
+    assert {e["response"]["status"] for e in har["log"]["entries"]} == {200}
+    dl, msg = cb_export(state, "json", h2.id, [], [], [], [], 'url contains "js/"', None)
+    doc = json.loads(base64.b64decode(dl["content"]))
+    js = sorted(r["path"] for r in truth.values() if "js/" in r["path"])
+    assert sorted(e["url"].split(":59833", 1)[1] for e in doc["exchanges"]) == js
+    assert doc["view"]["shown"] == len(js) and doc["view"]["total"] == 13 and len(doc["waterfall"]["rows"]) == len(js)
+    streams = {e["stream_id"] for e in doc["exchanges"]}
+    assert doc["frames"] and all(f["stream_id"] in streams or f["stream_id"] in (0, None) for f in doc["frames"])
+    dl, msg = cb_export(state, "html", h2.id, [], [], [], [], "", [90.0, 140.0])
+    page = base64.b64decode(dl["content"]).decode()
+    assert "plotly" in page.lower() and "vendor.js" in page
+    assert '"range":[90.0,140.0]' in page.replace(" ", "")  # the zoom the user chose
+    assert dl["filename"] == "page-h2-waterfall.html"
+
+
+# ------------------------------------------------------------------------- uploads
+
+
+def _data_url(data: bytes) -> str:
+    return "data:application/octet-stream;base64," + base64.b64encode(data).decode()
+
+
+def test_uploads_checked_and_private(tmp_path):
+    from ui.web import WebState
+    from ui.web.app import cb_open, cb_stage
+
+    st = WebState(upload_limit=200_000, keylog_limit=10_000, use_cache=False)
+    try:
+        big = H2.read_bytes()  # 421 kB > 200 kB
+        # the browser's own check found it too large: a message, nothing staged
+        staged, msg, _ = cb_stage(st, "capture", {"error": "too_large", "name": "page-h2.pcapng", "size": len(big)}, None)
+        assert staged is None and "too large" in _text(msg) and "195.3 kB" in _text(msg)
+        # and the server checks again if the browser did not
+        staged, msg, _ = cb_stage(st, "capture", {"contents": _data_url(big), "name": "page-h2.pcapng"}, None)
+        assert staged is None and "limit" in _text(msg)
+        staged, msg, _ = cb_stage(st, "capture", {"contents": _data_url(b"GIF89a not a capture"), "name": "x.pcap"}, None)
+        assert staged is None and "not a pcap or pcapng capture" in _text(msg)
+        staged, msg, _ = cb_stage(st, "capture", {"contents": "data:;base64,@@@@", "name": "x.pcap"}, None)
+        assert staged is None and "base64" in _text(msg)
+        staged, msg, _ = cb_stage(st, "keylog", {"contents": _data_url(b"hello world\n"), "name": "k.txt"}, None)
+        assert staged is None and "not a key log" in _text(msg)
+        xid, msg = cb_open(st, 1, None, None)
+        assert "upload a capture first" in _text(msg)
+        # a name that looks like a path is only a name
+        small = (PAGE / "page-h3.pcapng").read_bytes()
+        st.upload_limit = 1 << 20
+        staged, msg, _ = cb_stage(st, "capture", {"contents": _data_url(small), "name": "../../etc/passwd"}, None)
+        key, kmsg, _ = cb_stage(st, "keylog", {"contents": _data_url(H3K.read_bytes()), "name": "page-h3.keys"}, None)
+        assert staged["name"] == "passwd" and key["name"] == "page-h3.keys"
+        d = Path(st.tmpdir)
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700
+        assert sorted(p.suffix for p in d.iterdir()) == [".cap", ".keys"] and all(p.name.startswith("upload-") for p in d.iterdir())
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in d.iterdir())
+        xid, msg = cb_open(st, 1, staged, key)
+        e = st.wait(xid)
+        assert e.status == "done" and e.name == "passwd" and e.keylog_names == ["page-h3.keys"]
+        log = _server_log_h3()
+        assert sorted((x.method, x.path, x.status) for x in e.analysis.exchanges) == sorted((r["method"], r["path"], r["status"]) for r in log)
+    finally:
+        st.close()
+    assert not d.exists()
+
+
+def test_bad_capture_is_a_message_and_others_keep_working(tmp_path):
+    from ui.web import WebState
+    from ui.web.app import cb_poll, cb_waterfall
+
+    bad = tmp_path / "broken.pcap"
+    bad.write_bytes(b"\xd4\xc3\xb2\xa1" + b"\x02\x00\x04\x00" + b"\xff" * 7)  # a pcap header cut short
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a capture at all\n")
+    st = WebState(use_cache=False)
+    try:
+        a = st.add_file(str(bad))
+        b = st.add_file(str(junk))
+        c = st.add_file(str(H2), [str(H2K)])
+        for x in (a, b, c):
+            st.wait(x.id)
+        assert b.status == "error" and b.error
+        opts, value, status, *_ = cb_poll(st, 1, b.id, None, None, None)
+        assert "error" in status.className and b.error in _text(status)
+        assert any("(error)" in o["label"] for o in opts)
+        fig, err, cnt = cb_waterfall(st, b.id, "v", [], [], [], [], "")
+        assert b.error in fig.layout.annotations[0].text
+        fig, err, cnt = cb_waterfall(st, c.id, "v", [], [], [], [], "")
+        assert cnt == "13 of 13 requests"
+    finally:
+        st.close()
+
+
+def test_background_analysis_does_not_block_callbacks():
+    """A capture that takes long to analyse: callbacks answer at once with its progress."""
+    import time
+
+    from analyzer.pipeline import analyze
+    from ui.web import WebState
+    from ui.web.app import cb_poll, cb_waterfall
+
+    gate = threading.Event()
+    started = threading.Event()
+
+    def slow_analyze(path, keylogs=None, progress=None):
+        progress(1000, 100, 400)
+        started.set()
+        gate.wait(20)
+        return analyze(path, keylogs=keylogs, progress=progress)
+
+    st = WebState(use_cache=False, analyze=slow_analyze)
+    try:
+        e = st.add_file(str(H2), [str(H2K)], name="slow.pcapng")
+        assert started.wait(10)
+        t = time.monotonic()
+        opts, value, status, prog, pstyle, version, *_ = cb_poll(st, 1, None, None, None, None)
+        fig, err, cnt = cb_waterfall(st, e.id, "v", [], [], [], [], "")
+        assert time.monotonic() - t < 1.0
+        assert "analysing" in _text(status) and prog == 25 and pstyle["display"] != "none" and version == f"{e.id}:running"
+        assert "analysing" in fig.layout.annotations[0].text
+        gate.set()
+        st.wait(e.id)
+        opts, value, status, prog, pstyle, version, *_ = cb_poll(st, 2, e.id, opts, version, None)
+        assert version == f"{e.id}:done" and pstyle["display"] == "none" and "13 requests" in _text(status)
+    finally:
+        gate.set()
+        st.close()
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def test_cache_hit_same_model_and_no_key_material(tmp_path, monkeypatch):
+    from analyzer import cache
+    from analyzer.jsonout import exchange_dict, frame_dict, summary_dict
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    a, hit = cache.analyze_cached(str(H2), [str(H2K)])
+    assert not hit and a.keylog is not None
+    b, hit = cache.analyze_cached(str(H2), [str(H2K)])
+    assert hit and b.keylog is None
+    assert [exchange_dict(e) for e in a.exchanges] == [exchange_dict(e) for e in b.exchanges]
+    assert [frame_dict(f) for f in a.frames] == [frame_dict(f) for f in b.frames]
+    assert summary_dict(a) == summary_dict(b)
+    d = cache.cache_dir()
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    files = list(d.glob("*" + cache.SUFFIX))
+    assert len(files) == 1
+    import zstandard
+
+    raw = zstandard.ZstdDecompressor().decompressobj().decompress(files[0].read_bytes())
+    for line in H2K.read_text().split("\n"):
+        if line.strip() and not line.startswith("#"):
+            secret = line.split()[2]
+            assert secret.lower().encode() not in raw.lower() and bytes.fromhex(secret) not in raw
+    # another key log (here: none) is another entry; a copy of the capture under another name is a hit
+    c, hit = cache.analyze_cached(str(H2), [])
+    assert not hit and not c.exchanges
+    cp = tmp_path / "copy.pcapng"
+    cp.write_bytes(H2.read_bytes())
+    d2, hit = cache.analyze_cached(str(cp), [str(H2K)])
+    assert hit and d2.path == str(cp) and len(d2.exchanges) == 13
+    # a damaged entry is a miss (and is replaced)
+    for f in d.glob("*" + cache.SUFFIX):
+        f.write_bytes(b"garbage")
+    e, hit = cache.analyze_cached(str(H2), [str(H2K)])
+    assert not hit and len(e.exchanges) == 13
+
+
+def test_cache_refuses_key_material(tmp_path, monkeypatch):
+    from analyzer import cache
+    from analyzer.pipeline import analyze
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    an = analyze(str(H2), keylogs=[str(H2K)])
+    secret = next(iter(an.keylog._secrets.values()))
+    an.warnings.append("leak " + secret.hex())  # as if some layer had kept a secret in the model
+    assert not cache.store("k" * 64, an)
+    assert not list(cache.cache_dir().glob("*" + cache.SUFFIX))
+    an.warnings.pop()
+    assert cache.store("k" * 64, an)
+    assert an.keylog is not None  # the caller's analysis keeps its key log
+
+
+def test_run_rejects_missing_file(capsys):
+    from ui.web import run
+
+    assert run(["/nonexistent/x.pcap"]) == 2
+    assert "no such file" in capsys.readouterr().err
