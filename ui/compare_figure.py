@@ -58,9 +58,9 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=list(range(n)),
                      ticktext=[(l if len(l) <= 60 else "…" + l[-59:]) for l in labels], tickfont=dict(size=10, family="monospace"),
                      automargin=True, range=[n - 0.5, -0.5] if n else None, row=1, col=1)
-    fig.update_layout(barmode="overlay", template="plotly_white", width=width, height=max(360, 160 + 20 * n),
+    fig.update_layout(barmode="overlay", template="plotly_white", width=width, height=max(420, 220 + 20 * n),
                       title=dict(text=f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}", x=0.01),
-                      legend=dict(orientation="h", y=-0.08), margin=dict(l=10, r=10, t=80, b=60))
+                      legend=dict(orientation="h", y=-0.22, yanchor="top"), margin=dict(l=10, r=10, t=80, b=110))
     return fig
 
 
