@@ -99,6 +99,8 @@ class TcpDirection:
             return  # keep-alive
         st.retransmissions += 1
         st.retransmitted_bytes += len(data)
+        if len(st.retransmission_packets) < st.MAX_LISTED:
+            st.retransmission_packets.append(pkt)
         ts = self.tail_start
         a, b = max(off, ts), min(off + len(data), ts + len(self.tail))
         if a < b and self.tail[a - ts : b - ts] != data[a - off : b - off]:

@@ -98,6 +98,9 @@ class DirStats:
     retransmitted_bytes: int = 0
     gaps: int = 0
     gap_bytes: int = 0
+    retransmission_packets: list[int] = field(default_factory=list)  # first MAX_LISTED of them
+
+    MAX_LISTED = 2000
 
 
 @dataclass(slots=True)

@@ -192,7 +192,8 @@ def cmd_export(args) -> int:
     from analyzer.export import export
 
     an = load(args)
-    export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive)
+    kw = {"group_by": args.group_by} if args.group_by else {}
+    export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive, **kw)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
@@ -260,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")
     sp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
+    sp.add_argument("--group-by", choices=["connection"], help="group waterfall rows by connection")
     add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
     add("tui", cmd_tui, "open the terminal UI", json_=False)
     sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
@@ -306,7 +308,15 @@ def main(argv: list[str] | None = None) -> int:
     except CaptureError as e:
         print(f"wirefall: {e}", file=sys.stderr)
         return 2
-    except UsageError as e:
+    except (UsageError, FileExistsError) as e:
+        print(f"wirefall: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        if e.__class__.__name__ not in ("ExportError", "FilterError"):
+            if debug:
+                raise
+            print(f"wirefall: error: {e.__class__.__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+            return 1
         print(f"wirefall: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
