@@ -245,6 +245,12 @@ def test_sample_decrypts_like_tshark(name):
         if c.tls is not None:
             assert c.tls.decrypted and c.tls.reason is None, (c.id, c.tls.reason)
             assert not c.notes, c.notes
+    # one frame per record, where tshark shows it, with its length
+    ours = sorted((f.packet, f.offset, f.length) for f in an.frames if f.protocol == "tls")
+    rows = tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tls", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=;",
+                  "-e", "frame.number", "-e", "tls.record.length").splitlines()
+    theirs = [(int(n), int(x)) for n, ls in (r.split("\t") for r in rows) for x in ls.split(";")]
+    assert [(p, ln) for p, _, ln in ours] == theirs
 
 
 def _frames(an, conn):
@@ -383,3 +389,33 @@ def test_mangled_captures_never_raise(tmp_path):
         c = next(c for c in an.connections if c.tls)
         failures += c.tls.reason is not None and c.tls.reason.startswith("decryption failed at record")
     assert failures > 0  # some flips hit ciphertext, and say so
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["tls13_aes128gcm", "tls13_hrr", "tls12_cbc_sha1_etm", "tls12_resumed_ticket", "tls13_0rtt", "curl_h2_nghttpd"])
+def test_sample_handshake_times_like_tshark(name):
+    """ClientHello / ServerHello / Finished times per connection = the times of the packets
+    where tshark shows those messages (the last ServerHello after a HelloRetryRequest)."""
+    cap, key = SAMPLES / f"{name}.pcap", SAMPLES / f"{name}.keys"
+    an, _ = run(cap, [key])
+    rows = tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tls.handshake", "-T", "fields", "-E", "aggregator=,",
+                  "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "frame.time_epoch", "-e", "tls.handshake.type").splitlines()
+    seen: dict = {}
+    for r in rows:
+        sp, dp, t, types = r.split("\t")
+        for ty in types.split(","):
+            seen.setdefault((int(sp), int(dp), int(ty)), []).append(float(t))
+    n = 0
+    for c in an.connections:
+        if not c.tls:
+            continue
+        cp, sp = c.client[1], c.server[1]
+        info = c.tls
+        assert info.client_hello_time == pytest.approx(seen[(cp, sp, 1)][0], abs=1e-6)
+        assert info.server_hello_time == pytest.approx(seen[(sp, cp, 2)][-1], abs=1e-6)
+        assert info.client_finished_time == pytest.approx(seen[(cp, sp, 20)][0], abs=1e-6)
+        assert info.server_finished_time == pytest.approx(seen[(sp, cp, 20)][0], abs=1e-6)
+        assert c.tls_start == info.client_hello_time
+        assert c.tls_end == max(info.client_finished_time, info.server_finished_time)
+        n += 1
+    assert n >= 1

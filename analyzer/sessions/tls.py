@@ -139,6 +139,7 @@ class TlsSession:
         # TLS 1.3 0-RTT (or anything protected) before the ServerHello: wait for the keys
         if d == 0 and rtype == T.APPLICATION_DATA and self.sh is None and self.ch is not None and not flushing:
             if len(self.pending) < MAX_PENDING_RECORDS:
+                rec.body = bytes(rec.body)  # do not pin the packet buffer
                 self.pending.append((d, rec))
                 return
         info.records += 1
@@ -244,8 +245,6 @@ class TlsSession:
             self._frame(d, rec, name, fields)
             if fields.get("encrypted"):
                 self.info.record_overhead[d] += 5 + len(rec.body) - len(body)
-                if self.tls13 and d == 0 and self.info.client_finished_time is None and not fields.get("early_data"):
-                    pass
             if body:
                 self._deliver(d, body, rec.packet)
             return
@@ -339,8 +338,7 @@ class TlsSession:
             ee = T.parse_encrypted_extensions(body)
             if ee.get("alpn"):
                 self._set_alpn(ee["alpn"])
-            if self.early and not ee.get("early_data"):
-                pass  # 0-RTT rejected: client records that fail the early keys are skipped
+            # (0-RTT rejected when ee lacks early_data: _dec13 skips client records no key fits)
         elif t == T.HS_CERTIFICATE and d == 1:
             if info.certificate_subject is None:
                 c = T.parse_certificate(body, self.tls13)
