@@ -94,10 +94,10 @@ def cmd_summary(args) -> int:
         tls = c["tls"] or {}
         quic = c["quic"] or {}
         dec = ""
-        if c["tls"]:
-            dec = "decrypted" if tls.get("decrypted") else f"not decrypted: {tls.get('reason') or '?'}"
-        elif c["quic"]:
+        if c["quic"]:
             dec = "decrypted" if quic.get("decrypted") else f"not decrypted: {quic.get('reason') or '?'}"
+        elif c["tls"]:
+            dec = "decrypted" if tls.get("decrypted") else f"not decrypted: {tls.get('reason') or '?'}"
         rows.append([c["id"], c["transport"], c["client"], c["server"], c["protocol"] or "",
                      f"{c['packets'][0]}/{c['packets'][1]}", f"{c['bytes'][0]}/{c['bytes'][1]}",
                      f"{c['start'] - t0:.3f}", f"{c['end'] - t0:.3f}", tls.get("sni") or quic.get("sni") or "", dec])

@@ -64,6 +64,10 @@ def route(ctx, payload) -> tuple["QuicSession", int] | None:
     return session, 1 - owner
 
 
+def ctx_has_no_keys(ctx) -> bool:
+    return ctx.keylog is None or len(ctx.keylog) == 0
+
+
 class QuicSession:
     def __init__(self, ctx, conn, **kw):
         self.ctx = ctx
@@ -462,6 +466,8 @@ class QuicSession:
         if not self.decrypted_1rtt:
             reasons = [q.dirs[d].reasons[e] for e in (3, 2) for d in (0, 1) if q.dirs[d].reasons[e]]
             info.reason = self.reason_1rtt or (reasons[0] if reasons else ("no 1-RTT packets" if self.first_1rtt == [None, None] else None))
+            if info.reason is None:
+                info.reason = "no key for this client random" if ctx_has_no_keys(self.ctx) else "1-RTT keys not found in the key log"
         if info.sni is None and q.hello.get("sni"):
             info.sni = q.hello.get("sni")
         if conn.tls_end is None and self.first_1rtt[0] is not None and conn.connect_start is not None:
