@@ -163,21 +163,71 @@ def test_illustrated_records_like_tshark(name):
     assert ours == theirs and len(ours) >= 10
 
 
-@needs_tshark
-def test_retina_cipher_suites_like_tshark():
-    cap = shared("retina", "tls_ciphers.pcap")
-    an, store = run(cap, [])
-    rows = tshark("-r", str(cap), "-Y", "tls.handshake.type == 2", "-T", "fields", "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tls.handshake.ciphersuite").splitlines()
-    assert len(rows) == 73
+def _retina_rows(cap):
+    rows = tshark("-r", str(cap), "-Y", "tls.handshake.type == 2", "-T", "fields", "-e", "tcp.srcport", "-e", "tcp.dstport",
+                  "-e", "tls.handshake.ciphersuite").splitlines()
+    ssl2 = {int(x) for x in tshark("-r", str(cap), "-Y", "tls.record.version == 0x0002", "-T", "fields", "-e", "tcp.srcport").split()}
+    return rows, ssl2
+
+
+def _check_retina(an, rows, only):
+    n = 0
     for r in rows:
         sp, cp, cs = r.split("\t")
+        if not only(int(cp)):
+            continue
         conn = conn_by_ports(an, int(cp), int(sp))
         assert conn is not None and conn.tls is not None, f"connection {cp}->{sp} not recognised as TLS"
         assert conn.tls.cipher_suite_id == int(cs, 16), (cp, cs)
         assert not conn.tls.decrypted
-        assert conn.tls.reason in ("no key for this client random",) or conn.tls.reason.startswith("unsupported cipher suite "), conn.tls.reason
+        assert conn.tls.reason == "no key for this client random" or conn.tls.reason.startswith("unsupported cipher suite "), conn.tls.reason
         assert not conn.notes, conn.notes
+        n += 1
+    return n
+
+
+@needs_tshark
+def test_retina_cipher_suites_like_tshark():
+    cap = shared("retina", "tls_ciphers.pcap")
+    an, store = run(cap, [])
+    rows, ssl2 = _retina_rows(cap)
+    assert len(rows) == 73 and len(ssl2) == 3
+    assert _check_retina(an, rows, lambda cp: cp not in ssl2) == 70
     assert not store  # nothing decrypted
+
+
+@needs_tshark
+def test_retina_sslv2_hello_session(monkeypatch):
+    """The 3 connections that open with an SSLv2-compatible ClientHello (first byte 0x80, which
+    sniff_stream leaves to SPDY): the TLS session handles them once it is chosen."""
+    import analyzer.sessions as S
+
+    orig = S.sniff_stream
+
+    def sniff(head, direction):
+        if len(head) >= 5 and head[0] & 0x80 and head[2] == 1 and head[3] == 3 and direction == 0:
+            return "tls"
+        return orig(head, direction)
+
+    monkeypatch.setattr(S, "sniff_stream", sniff)
+    cap = shared("retina", "tls_ciphers.pcap")
+    an, _ = run(cap, [])
+    rows, ssl2 = _retina_rows(cap)
+    assert _check_retina(an, rows, lambda cp: cp in ssl2) == 3
+    for c in an.connections:
+        if c.client[1] in ssl2:
+            f = [f for f in an.frames if f.connection == c.id][0]
+            assert f.type == "SSLV2_CLIENT_HELLO" and c.tls.client_random is not None
+
+
+@needs_tshark
+def test_retina_sslv2_hello_recognised_by_pipeline():
+    """Needs sniff_stream (analyzer/sessions/__init__.py) to tell an SSLv2-compatible hello
+    (0x80 LEN 0x01 0x03 ..) from a SPDY control frame (0x80 0x02|0x03 TYPE)."""
+    cap = shared("retina", "tls_ciphers.pcap")
+    an, _ = run(cap, [])
+    rows, ssl2 = _retina_rows(cap)
+    assert _check_retina(an, rows, lambda cp: cp in ssl2) == 3
 
 
 def _amazon():
