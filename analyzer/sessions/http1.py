@@ -161,15 +161,17 @@ class Http1Session:
             ex.response_start_packet = h.first_packet
         ex.response_header_bytes_wire += h.wire
         ex.response_header_bytes_decoded += sum(len(k) + len(v) for k, v in h.headers)
-        interim = 100 <= h.status < 200
         upgrade_h2c = h.status == 101 and (h.header("upgrade") or "").strip().lower() == "h2c"
+        # 1xx are interim, except a 101 that ends HTTP (websocket...); an h2c 101 is interim:
+        # the final response comes on HTTP/2 stream 1
+        interim = 100 <= h.status < 200 and (h.status != 101 or upgrade_h2c)
         fields = {"status": h.status, "reason": h.reason, "version": h.version, "exchange": ex.id}
         if interim:
             fields["interim"] = True
         self._frame(h.packet, h.first_packet, 1, "RESPONSE", h.wire, h.offset, h.headers, fields, h.error)
         if h.error and ex.error is None:
             ex.error = h.error
-        if interim and not (h.status == 101 and not upgrade_h2c):
+        if interim:
             return
         ex.status = h.status
         ex.response_headers = h.headers
