@@ -2,6 +2,7 @@
 # Regenerate sample_captures/tls/: small TLS captures made on loopback by real tools
 # (openssl s_server/s_client, curl, nghttp/nghttpd), each with the key log the client wrote.
 #   scripts/make_tls_captures.sh [OUTDIR]        (needs root for tcpdump on lo)
+#   ONLY="tls12_npn tls13_hrr" scripts/make_tls_captures.sh   # remake only these
 # One capture per cipher family / feature; every file is NAME.pcap + NAME.keys.
 set -euo pipefail
 
@@ -27,6 +28,8 @@ printf 'early data GET\n' > early.txt
 PORT=24430
 SRV=(-cert cert.pem -key key.pem -quiet)
 
+want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
 start_capture() {  # name port
     tcpdump -i lo -w "$OUT/$1.pcap" -U -s 0 "tcp port $2" >/dev/null 2>&1 &
     TCPDUMP=$!
@@ -45,6 +48,7 @@ stop_capture() {
 www_get() {
     local name=$1 sargs=$2 cargs=$3
     PORT=$((PORT + 1))
+    want "$name" || return 0
     rm -f "$OUT/$name.keys"
     start_capture "$name" "$PORT"
     (cd www && exec openssl s_server -accept "$PORT" -WWW -naccept 1 -cert ../cert.pem -key ../key.pem -quiet $sargs) >/dev/null 2>&1 &
@@ -97,6 +101,7 @@ OPENSSL_CONF=$WORK/noems.cnf www_get tls12_noems "" "-tls1_2 -cipher ECDHE-RSA-A
 resume_reconnect() {  # name server-args client-args
     local name=$1
     PORT=$((PORT + 1))
+    want "$name" || return 0
     rm -f "$OUT/$name.keys"
     start_capture "$name" "$PORT"
     openssl s_server -accept "$PORT" -www -naccept 6 "${SRV[@]}" $2 >/dev/null 2>&1 &
@@ -116,6 +121,7 @@ resume_reconnect tls12_resumed_sessionid "-no_ticket" "-tls1_2 -cipher ECDHE-RSA
 resume_two() {  # name server-args client1-args client2-args
     local name=$1
     PORT=$((PORT + 1))
+    want "$name" || return 0
     rm -f "$OUT/$name.keys" sess.pem
     start_capture "$name" "$PORT"
     (cd www && exec openssl s_server -accept "$PORT" -WWW -naccept 2 -cert ../cert.pem -key ../key.pem -quiet $2) >/dev/null 2>&1 &
@@ -138,6 +144,7 @@ resume_two tls13_resumed "" "-tls1_3" "-tls1_3"
 # what it receives; its stdin stays open and silent), the client sends one line each time.
 PORT=$((PORT + 1))
 name=tls13_0rtt
+if want "$name"; then
 rm -f "$OUT/$name.keys" sess.pem
 start_capture "$name" "$PORT"
 sleep 6 | openssl s_server -accept "$PORT" -naccept 2 "${SRV[@]}" -early_data >/dev/null 2>&1 &
@@ -152,11 +159,13 @@ sleep 0.3
 wait "$spid" 2>/dev/null || true
 stop_capture
 echo "$name: $(stat -c %s "$OUT/$name.pcap") bytes"
+fi
 
 # KeyUpdate: s_client's interactive commands "k" (update) and "K" (update, request the peer's)
 # against s_server -rev (echoes each line reversed), so both directions change keys.
 PORT=$((PORT + 1))
 name=tls13_keyupdate
+if want "$name"; then
 rm -f "$OUT/$name.keys"
 start_capture "$name" "$PORT"
 openssl s_server -accept "$PORT" -rev -naccept 1 "${SRV[@]}" >/dev/null 2>&1 &
@@ -169,11 +178,13 @@ sleep 0.5
 wait "$spid" 2>/dev/null || true
 stop_capture
 echo "$name: $(stat -c %s "$OUT/$name.pcap") bytes"
+fi
 
 # curl (HTTP/1.1 ALPN, SSLKEYLOGFILE) against s_server -WWW, and curl --http2 against nghttpd (h2
 # ALPN; nghttp 1.52 itself writes no key log)
 PORT=$((PORT + 1))
 name=curl_http11
+if want "$name"; then
 rm -f "$OUT/$name.keys"
 start_capture "$name" "$PORT"
 (cd www && exec openssl s_server -accept "$PORT" -WWW -naccept 1 -alpn http/1.1 -cert ../cert.pem -key ../key.pem -quiet) >/dev/null 2>&1 &
@@ -184,9 +195,11 @@ SSLKEYLOGFILE=$OUT/$name.keys curl -sk --http1.1 -o /dev/null https://127.0.0.1:
 wait "$spid" 2>/dev/null || true
 stop_capture
 echo "$name: $(stat -c %s "$OUT/$name.pcap") bytes"
+fi
 
 PORT=$((PORT + 1))
 name=curl_h2_nghttpd
+if want "$name"; then
 rm -f "$OUT/$name.keys"
 start_capture "$name" "$PORT"
 nghttpd -d www "$PORT" key.pem cert.pem </dev/null >/dev/null 2>&1 &
@@ -199,3 +212,9 @@ kill "$spid" 2>/dev/null || true
 wait "$spid" 2>/dev/null || true
 stop_capture
 echo "$name: $(stat -c %s "$OUT/$name.pcap") bytes"
+fi
+
+# TLS 1.2 protocol negotiation seen in the clear (ALPN in the ServerHello) and NPN (the
+# client's choice travels in the encrypted NextProtocol handshake message)
+www_get tls12_alpn "-alpn http/1.1" "-tls1_2 -alpn http/1.1"
+www_get tls12_npn  "-nextprotoneg http/1.1" "-tls1_2 -nextprotoneg http/1.1"

@@ -342,6 +342,12 @@ def test_samples_handshake_facts():
         exts = {int(x) for x in ",".join(exts).replace("\n", ",").split(",") if x.strip()}
         assert (22 in exts) == ("etm" in name and "noetm" not in name), name
         assert (23 in exts) == (name != "tls12_noems"), name
+    # TLS 1.2: ALPN in the ServerHello; NPN chosen in the encrypted NextProtocol message
+    cap, key, an, _, (c,) = load("tls12_alpn")
+    assert c.tls.alpn == "http/1.1" and c.tls.alpn_offered == ["http/1.1"] and c.protocol == "http/1.1"
+    cap, key, an, _, (c,) = load("tls12_npn")
+    npn = tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tls.handshake.type == 67", "-T", "fields", "-e", "tls.handshake.npn_selected_protocol").strip()
+    assert npn == "http/1.1" and c.tls.npn == npn and c.tls.alpn is None and c.protocol == npn
     # ALPN from curl / nghttpd
     for name, alpn in (("curl_http11", "http/1.1"), ("curl_h2_nghttpd", "h2")):
         cap, key, an, _, (c,) = load(name)
