@@ -522,3 +522,55 @@ async def test_tui_bad_capture_is_a_notice_not_a_crash(tmp_path):
         assert "error:" in str(app.query_one("#status").render())
         await pilot.press("down", "2", "question_mark", "escape")
     assert app.return_code in (0, None)
+
+
+# ------------------------------------------------------------------ snapshots (pytest-textual-snapshot)
+
+try:
+    import pytest_textual_snapshot  # noqa: F401
+
+    HAVE_SNAP = True
+except ImportError:  # the plugin is optional
+    HAVE_SNAP = False
+
+needs_snap = pytest.mark.skipif(not HAVE_SNAP, reason="pytest-textual-snapshot not installed")
+SNAP_SIZE = (160, 48)
+
+
+def _snap_app(monkeypatch):
+    path, keys = _h2_sample()
+    monkeypatch.chdir(ROOT)
+    rel, krel = str(path.relative_to(ROOT)), str(keys.relative_to(ROOT))
+    return WirefallApp(rel, [krel], analysis=analyze(rel, [krel]))  # relative: no machine path on screen
+
+
+@needs_snap
+def test_snapshot_packets_h2_detail(snap_compare, monkeypatch):
+    app = _snap_app(monkeypatch)
+
+    async def before(pilot):
+        pl = app.query_one(PacketList)
+        pl.select_packet(25)
+        await pilot.pause()
+        await pilot.press("enter", "down", "down", "down", "down", "down")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=before)
+
+
+@needs_snap
+def test_snapshot_waterfall_zoomed(snap_compare, monkeypatch):
+    app = _snap_app(monkeypatch)
+    assert snap_compare(app, terminal_size=SNAP_SIZE, press=["2", "down", "down", "down", "down", "down", "down", "plus"])
+
+
+@needs_snap
+def test_snapshot_request_view(snap_compare, monkeypatch):
+    app = _snap_app(monkeypatch)
+    assert snap_compare(app, terminal_size=SNAP_SIZE, press=["2", "down", "enter"])
+
+
+@needs_snap
+def test_snapshot_connections_and_statistics(snap_compare, monkeypatch):
+    app = _snap_app(monkeypatch)
+    assert snap_compare(app, terminal_size=SNAP_SIZE, press=["4"])

@@ -136,19 +136,19 @@ class WirefallApp(App):
     #packet-list { height: 1fr; min-height: 5; }
     #lower { height: 45%; }
     #detail { width: 1fr; border-top: solid #404040; }
-    #bytes { width: 76; border-top: solid #404040; border-left: solid #404040; }
+    #bytes { width: 80; border-top: solid #404040; border-left: solid #404040; }
     #wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #wf-list { height: 1fr; overflow-x: hidden; }
     #wf-legend { height: 1; color: #a0a0a0; }
     #connections { height: 1fr; }
     #stats-scroll { height: 1fr; }
     #stats { width: auto; }
-    #dialog { width: 92%; height: 90%; border: thick $accent; background: $surface; }
+    #dialog { width: 92%; height: 90%; border: round $accent; background: $surface; }
     #dialog-title { height: 1; background: $accent; padding: 0 1; }
     #dialog-body { height: 1fr; }
     #follow-list { height: 1fr; }
     HelpScreen, TextScreen, FollowScreen { align: center middle; }
-    #help-box { width: 90; height: 90%; border: thick $accent; background: $surface; padding: 0 1; }
+    #help-box { width: 112; height: 90%; border: round $accent; background: $surface; padding: 0 1; }
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -177,7 +177,7 @@ class WirefallApp(App):
         self.loaded = False
         self.load_error: str | None = None
         self.search_text = ""
-        self._exchange_of: dict | None = None
+        self.stats_text: Text | None = None
         self.sub_title = path
 
     # ------------------------------------------------------------ layout
@@ -245,6 +245,22 @@ class WirefallApp(App):
             msg = str(e) or e.__class__.__name__
             self.call_from_thread(self._load_failed, msg)
             return
+        # the heavy derived views are built here, off the UI thread
+        self.call_from_thread(self.query_one("#status", Static).update, f"{an.packets:,} packets read; building views…")
+        from analyzer.detail import _frame_index
+
+        _frame_index(an)
+        self.wf, err = build_waterfall(an)
+        if err:
+            self.call_from_thread(self.notify, f"waterfall: {err}", severity="error")
+        self.stats_text = stats_text(an)
+        # The analysis lives as long as the app: keep the cyclic garbage collector from
+        # walking its millions of objects on every collection (pauses of hundreds of ms
+        # between key presses on a 1 M-packet capture otherwise).
+        import gc
+
+        gc.collect()
+        gc.freeze()
         self.call_from_thread(self._loaded, an, time.monotonic() - t)
 
     def _progress(self, packets: int, done: int, total: int) -> None:
@@ -348,13 +364,11 @@ class WirefallApp(App):
 
     # ------------------------------------------------------------ waterfall tab
     def _fill_waterfall(self, keep: set[int] | None = None) -> None:
-        try:
-            from analyzer.waterfall import build
-
-            self.wf = build(self.an)
-        except Exception as e:
-            self.wf = None
-            self.notify(f"waterfall: {e}", severity="error")
+        if self.wf is None:
+            self.wf, err = build_waterfall(self.an)
+            if err:
+                self.notify(f"waterfall: {err}", severity="error")
+        if self.wf is None:
             return
         rows = self.wf.rows if keep is None else [r for r in self.wf.rows if r.exchange in keep]
         t0 = self.wf.t0
@@ -420,16 +434,9 @@ class WirefallApp(App):
         self.follow_stream(cid, None, None, whole_connection=True)
 
     def _fill_stats(self) -> None:
-        try:
-            from analyzer.stats import compute, render_text
-
-            st = compute(self.an)
-            text = Text(render_text(st))
-            text.append("\n\n")
-            text.append_text(stats_bars(st))
-        except Exception as e:
-            text = Text(f"statistics unavailable: {e.__class__.__name__}: {e}", style="red")
-        self.query_one("#stats", Static).update(text)
+        if self.stats_text is None:
+            self.stats_text = stats_text(self.an)
+        self.query_one("#stats", Static).update(self.stats_text)
 
     # ------------------------------------------------------------ follow stream
     def action_follow(self) -> None:
@@ -629,6 +636,29 @@ class WirefallApp(App):
             self.source.close()
 
 
+def build_waterfall(an):
+    """``(Waterfall or None, error message or None)``."""
+    try:
+        from analyzer.waterfall import build
+
+        return build(an), None
+    except Exception as e:  # a bug there must not take the packet list down
+        return None, f"{e.__class__.__name__}: {e}"
+
+
+def stats_text(an) -> Text:
+    try:
+        from analyzer.stats import compute, render_text
+
+        st = compute(an)
+        text = Text(render_text(st))
+        text.append("\n\n")
+        text.append_text(stats_bars(st))
+        return text
+    except Exception as e:
+        return Text(f"statistics unavailable: {e.__class__.__name__}: {e}", style="red")
+
+
 def _safe(pred, obj) -> bool:
     try:
         return bool(pred(obj))
@@ -795,7 +825,12 @@ def stats_bars(st) -> Text:
         t.append(f" {tot:,}\n")
     rows = [b for b in st.connections if b.req_headers[1] or b.resp_headers[1]]
     if rows:
-        t.append("\nHeader compression per connection (saved = 1 − wire/decoded; ▇ request, ▇ response)\n", style="bold underline")
+        t.append("\nHeader compression per connection", style="bold underline")
+        t.append(" (saved = 1 − wire/decoded; ")
+        t.append("▇ request", style="#87d7ff")
+        t.append(", ")
+        t.append("▇ response", style="#ffd787")
+        t.append(")\n")
         for b in rows:
             t.append(f"  {b.name.split()[-1]:>4} {(b.protocol or ''):<9}")
             for pair, color in ((b.req_headers, "#87d7ff"), (b.resp_headers, "#ffd787")):

@@ -152,15 +152,23 @@ class LineList(ScrollView, can_focus=True):
         index = max(0, min(self.count - 1, index))
         old = self.cursor
         self.cursor = index
-        h = max(self.scrollable_content_region.height, 1)
-        if index < self.scroll_offset.y:
-            self.scroll_to(y=index, animate=False)
-        elif index >= self.scroll_offset.y + h:
-            self.scroll_to(y=index - h + 1, animate=False)
+        self._scroll_to_cursor()
+        if not self.scrollable_content_region.height:
+            self.call_after_refresh(self._scroll_to_cursor)  # not laid out yet
         self.refresh_lines(old)
         self.refresh_lines(index)
         if notify:
             self.post_message(self.Moved(self, index))
+
+    def _scroll_to_cursor(self) -> None:
+        h = self.scrollable_content_region.height
+        if h <= 0:
+            return
+        index = self.cursor
+        if index < self.scroll_offset.y:
+            self.scroll_to(y=index, animate=False)
+        elif index >= self.scroll_offset.y + h:
+            self.scroll_to(y=index - h + 1, animate=False)
 
     def refresh_lines(self, i: int) -> None:
         y = i - self.scroll_offset.y

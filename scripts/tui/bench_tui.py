@@ -1,0 +1,139 @@
+"""Benchmark of the TUI on a large capture: time to the first painted screen and time per key.
+
+    .venv/bin/python scripts/tui/bench_tui.py [CAPTURE] [--packets N] [--keylog K]
+
+Without CAPTURE it builds one of N packets (default 1,000,000) in /tmp by repeating the
+packets of ../shared/captures/pageload-amazon/amazon1.cap.gz with shifted timestamps (the
+repetitions look like retransmissions to TCP; what is measured here is the list, not the
+dissection).  Analysis time is reported separately: the TUI shows a progress bar while it
+runs.  Targets (issue 8): first screen <= 1 s after the analysis, each key <= 100 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import os
+import struct
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def build_capture(out: str, n: int) -> None:
+    src = ROOT.parent / "shared" / "captures" / "pageload-amazon" / "amazon1.cap.gz"
+    data = gzip.open(src).read()
+    e = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    pkts = []
+    p = 24
+    while p + 16 <= len(data):
+        sec, usec, cap, orig = struct.unpack_from(e + "IIII", data, p)
+        pkts.append((sec, usec, cap, orig, data[p + 16 : p + 16 + cap]))
+        p += 16 + cap
+    span = pkts[-1][0] - pkts[0][0] + 1
+    with open(out, "wb") as f:
+        f.write(data[:24])
+        i = 0
+        rep = 0
+        while i < n:
+            for sec, usec, cap, orig, body in pkts:
+                if i >= n:
+                    break
+                f.write(struct.pack(e + "IIII", sec + rep * span, usec, cap, orig) + body)
+                i += 1
+            rep += 1
+
+
+async def bench(path: str, keylogs: list[str]) -> None:
+    from analyzer.pipeline import analyze
+    from ui.tui.app import WirefallApp
+    from ui.tui.widgets import PacketList, WaterfallView
+
+    t = time.perf_counter()
+    an = analyze(path, keylogs)
+    print(f"analysis: {an.packets:,} packets, {len(an.connections):,} connections, {len(an.frames):,} frames in {time.perf_counter() - t:.2f} s")
+    # as the app's loading worker does: derived views and gc.freeze() off the UI thread
+    import gc
+
+    from analyzer.detail import _frame_index
+
+    t = time.perf_counter()
+    _frame_index(an)
+    gc.collect()
+    gc.freeze()
+    print(f"frame index + gc.freeze: {time.perf_counter() - t:.2f} s (in the loading worker)")
+    t = time.perf_counter()
+    app = WirefallApp(path, keylogs, analysis=an)
+    async with app.run_test(size=(200, 60)) as pilot:
+        pl = app.query_one(PacketList)
+        await pilot.pause()
+        first = time.perf_counter() - t
+        lines = pl.visible_lines()
+        print(f"first screen: {first * 1000:.0f} ms ({len(lines)} rows painted; first: {lines[0][:80] if lines else '-'})")
+        worst = {}
+        # the work of the first screen without Textual's own start-up: fill every tab from
+        # the analysis and paint the visible packet rows
+        k = time.perf_counter()
+        app._loaded(an, 0.0)
+        for y in range(pl.scrollable_content_region.height):
+            pl.render_line(y)
+        fill = time.perf_counter() - k
+        print(f"first screen work (fill tabs + paint rows, without Textual start-up): {fill * 1000:.0f} ms")
+        for key, times in (("down", 50), ("pagedown", 20), ("up", 20), ("end", 1), ("home", 1), ("pageup", 5)):
+            ms = []
+            for _ in range(times):
+                k = time.perf_counter()
+                await pilot.press(key)
+                await pilot.pause()
+                ms.append((time.perf_counter() - k) * 1000)
+            print(f"pilot key {key:<9} mean {sum(ms) / len(ms):6.1f} ms   worst {max(ms):6.1f} ms   (packet {pl.current_packet})")
+        # The pilot's round trip above includes its own idle waits (~150 ms even on a
+        # 22-packet capture); the work a key costs is: move the cursor, paint every visible
+        # line (new lines are rendered from the file), decode the detail tree and bytes.
+        h = pl.scrollable_content_region.height
+        for name, step in (("down", 1), ("pagedown", h), ("end", pl.count), ("pageup", -h), ("home", -pl.count)):
+            ms = []
+            for _ in range(20 if abs(step) < pl.count else 1):
+                k = time.perf_counter()
+                pl.move_to(pl.cursor + step, notify=False)
+                for y in range(h):
+                    pl.render_line(y)
+                app.show_packet(pl.current_packet)
+                ms.append((time.perf_counter() - k) * 1000)
+            worst[name] = max(ms)
+            print(f"work of {name:<9} mean {sum(ms) / len(ms):6.2f} ms   worst {max(ms):6.2f} ms   (packet {pl.current_packet})")
+        k = time.perf_counter()
+        await pilot.press("2")
+        await pilot.pause()
+        wv = app.query_one(WaterfallView)
+        print(f"waterfall tab: {(time.perf_counter() - k) * 1000:.1f} ms ({wv.count:,} rows)")
+        for key in ("plus", "plus", "right", "minus"):
+            k = time.perf_counter()
+            await pilot.press(key)
+            await pilot.pause()
+            print(f"waterfall key {key:<6} {(time.perf_counter() - k) * 1000:6.1f} ms")
+        ok = fill <= 1.0 and all(v <= 100 for k, v in worst.items() if k in ("down", "pagedown", "end", "pageup", "home"))
+        print("targets met" if ok else "targets NOT met")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("capture", nargs="?")
+    ap.add_argument("--packets", type=int, default=1_000_000)
+    ap.add_argument("--keylog", action="append", default=[])
+    a = ap.parse_args()
+    path = a.capture
+    if path is None:
+        path = f"/tmp/wirefall-bench-{a.packets}.pcap"
+        if not os.path.exists(path):
+            t = time.perf_counter()
+            build_capture(path, a.packets)
+            print(f"built {path} ({os.path.getsize(path) / 1e6:.0f} MB) in {time.perf_counter() - t:.1f} s")
+    asyncio.run(bench(path, a.keylog))
+
+
+if __name__ == "__main__":
+    main()
