@@ -475,3 +475,21 @@ def test_sample_handshake_times_like_tshark(name):
         assert c.tls_end == max(info.client_finished_time, info.server_finished_time)
         n += 1
     assert n >= 1
+
+
+@needs_tshark
+def test_capture_starting_mid_connection(tmp_path):
+    """Handshake cut off (editcap keeps the packets after it): every record still becomes a
+    frame where tshark shows one, none is read as plaintext, and the reason says why."""
+    src, key = SAMPLES / "tls12_aes128gcm.pcap", SAMPLES / "tls12_aes128gcm.keys"
+    first_app = tshark("-r", str(src), "-Y", "tls.record.content_type == 23 && tls.record.length > 9000", "-T", "fields", "-e", "frame.number").split()[0]
+    cap = tmp_path / "mid.pcap"
+    subprocess.run(["editcap", "-r", str(src), str(cap), f"{first_app}-1000"], check=True, capture_output=True)
+    an, store = run(cap, [key])
+    (c,) = [c for c in an.connections if c.tls]
+    assert c.tls.reason == "no ClientHello in the capture" and not store
+    frames = [f for f in an.frames if f.protocol == "tls"]
+    assert all(f.fields["encrypted"] and "alert" not in f.fields for f in frames)
+    rows = tshark("-r", str(cap), "-Y", "tls", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=;", "-e", "frame.number", "-e", "tls.record.length").splitlines()
+    theirs = [(int(n), int(x)) for n, ls in (r.split("\t") for r in rows) for x in ls.split(";")]
+    assert [(f.packet, f.length) for f in frames] == theirs and len(theirs) >= 3

@@ -144,6 +144,10 @@ class TlsSession:
                 return
         info.records += 1
         self.nrec += 1
+        if self.nrec == 1 and self.ch is None and not (rtype == T.HANDSHAKE and len(rec.body) and rec.body[0] in (1, 2)):
+            # capture started inside the connection: records are protected, keys unknowable
+            self.enc[0] = self.enc[1] = True
+            self.ctx.note(self.conn, f"packet {rec.first_packet}: TLS connection already under way when the capture starts")
         encrypted = self.enc[d] and (rtype == T.APPLICATION_DATA if self.tls13 else rtype != T.CCS)
         if d == 0 and self.early and rtype == T.APPLICATION_DATA and not self.enc[0]:
             encrypted = True
@@ -237,7 +241,7 @@ class TlsSession:
             return
         if ctype == T.ALERT:
             a = T.parse_alert(body)
-            if "error" not in a:
+            if len(body) == 2:
                 fields["alert"] = f"{a['level']}: {a['description']}"
             self._frame(d, rec, name, fields)
             return
