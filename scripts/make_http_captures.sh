@@ -123,6 +123,19 @@ curl -s -o /dev/null --max-time 1 -H 'Connection: Upgrade' -H 'Upgrade: websocke
   -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "http://127.0.0.1:$P6/ws" || true
 stopcap
 
+# --- 7. h2 over TLS 1.3 (ALPN h2): the Node client/server of 4 (push, resets, GOAWAY...) over TLS
+#        (node --tls-keylog), and curl --http2 to nghttpd (SSLKEYLOGFILE); nghttp writes no key log
+P7=18087
+P7b=18088
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 30 -subj /CN=localhost 2>/dev/null
+nghttpd -d "$doc" $P7b "$work/key.pem" "$work/cert.pem" >/dev/null 2>&1 & pids+=($!)
+sleep 0.5
+rm -f "$out/h2-tls.keys" "$out/h2-tls.client.jsonl"
+cap "$work/h2-tls.pcap" $P7 $P7b
+node --tls-keylog="$out/h2-tls.keys" "$here/http/node_h2.js" $P7 "$out/h2-tls.client.jsonl" "$work/key.pem" "$work/cert.pem"
+SSLKEYLOGFILE="$out/h2-tls.keys" curl -sk -o /dev/null -o /dev/null --http2 "https://127.0.0.1:$P7b/lorem.txt" "https://127.0.0.1:$P7b/a.txt" || true
+stopcap
+
 cat "$work/tcpdump.err" >&2
 for f in "$work"/*.pcap; do cp "$f" "$out/"; done
 ls -l "$out"

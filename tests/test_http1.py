@@ -238,3 +238,51 @@ def test_h2c_upgrade_request_becomes_stream_1():
         assert [f.packet for f in an.frames if f.connection == ex.connection and f.stream_id == 1 and f.type == "HEADERS"
                 and f.direction == 1] == [int(resp[0][0])]
         assert an.connections[ex.connection].protocol == "h2c"
+
+
+# -- Content-Encoding sizes (analyzer.content): bodies compressed by the reference libraries ------------
+def _pieces(b, n=777):
+    return [b[i : i + n] for i in range(0, len(b), n)]
+
+
+def test_content_decoded_sizes_and_bombs():
+    import gzip as gz
+    import os
+    import zlib
+
+    import brotli
+    import zstandard
+
+    from analyzer.content import decoded_size
+
+    raw = os.urandom(3000) * 40 + b"tail"
+    cases = {
+        "gzip": gz.compress(raw),
+        "x-gzip": gz.compress(raw),
+        "deflate": zlib.compress(raw),
+        "br": brotli.compress(raw),
+        "zstd": zstandard.ZstdCompressor().compress(raw),
+        "gzip, br": brotli.compress(gz.compress(raw)),
+        "identity": raw,
+    }
+    for enc, body in cases.items():
+        d = decoded_size(enc, _pieces(body))
+        assert (d.result, d.capped, d.error, d.wire) == (len(raw), False, None, len(body)), enc
+    raw_deflate = zlib.compressobj(wbits=-15)
+    rd = raw_deflate.compress(raw) + raw_deflate.flush()
+    assert decoded_size("deflate", _pieces(rd)).result == len(raw)  # raw deflate, as some servers send
+    assert decoded_size("gzip", [gz.compress(raw) + gz.compress(raw)]).result == 2 * len(raw)  # two members
+    # bombs: 96 MiB of zeros stop at the cap, counted, marked
+    zeros = b"\0" * (96 << 20)
+    for enc, body in (("gzip", gz.compress(zeros, 9)), ("br", brotli.compress(zeros, quality=5)),
+                      ("zstd", zstandard.ZstdCompressor().compress(zeros))):
+        d = decoded_size(enc, _pieces(body, 65536), cap=8 << 20)
+        assert d.capped and d.result == 8 << 20, enc
+    del zeros
+    # broken and unknown codings are marked, never raised
+    d = decoded_size("gzip", [b"definitely not gzip"])
+    assert d.error and d.result == 0
+    d = decoded_size("br", [brotli.compress(raw)[:-20]])
+    assert d.error and "truncated" in d.error
+    d = decoded_size("compress", [b"x"])
+    assert d.result is None and "compress" in d.error

@@ -31,7 +31,7 @@ H2C = {  # capture -> port tshark must decode as http2 (prior knowledge); None: 
 
 
 def _tls_cases():
-    cases = []
+    cases = [(HTTP / "h2-tls.pcap", [HTTP / "h2-tls.keys"])]
     if (PAGE / "page-h2.pcapng").exists():
         cases.append((PAGE / "page-h2.pcapng", [PAGE / "page-h2.keys"]))
     if (TLS / "curl_h2_nghttpd.pcap").exists():
@@ -281,11 +281,15 @@ def test_node_rst_goaway_push_priority_fields():
     assert resets == {"/reset": "INTERNAL_ERROR", "/slow": "CANCEL"}
 
 
-def test_node_exchanges_match_client_log():
+@pytest.mark.parametrize("name,keys,port", [("h2c-node", None, 18084), ("h2-tls", "h2-tls.keys", 18087)])
+def test_node_exchanges_match_client_log(name, keys, port):
     """Status, body sizes (wire and after Content-Encoding), resets as Node's client logged them."""
-    an = analyze(str(HTTP / "h2c-node.pcap"))
-    log = [json.loads(x) for x in (HTTP / "h2c-node.client.jsonl").read_text().splitlines()]
-    by_stream = {e.stream_id: e for e in an.exchanges}
+    an = analyze(str(HTTP / f"{name}.pcap"), keylogs=[str(HTTP / keys)] if keys else None)
+    log = [json.loads(x) for x in (HTTP / f"{name}.client.jsonl").read_text().splitlines()]
+    conn = [c.id for c in an.connections if c.server[1] == port]
+    assert len(conn) == 1
+    assert an.connections[conn[0]].protocol == ("h2" if keys else "h2c")
+    by_stream = {e.stream_id: e for e in an.exchanges if e.connection == conn[0]}
     assert len(log) == len(by_stream) == 12
     for rec in log:
         ex = by_stream[rec["stream"]]
@@ -302,9 +306,9 @@ def test_node_exchanges_match_client_log():
         assert ex.response_body_bytes == rec["body"]
         if rec.get("decoded") is not None:
             assert ex.response_body_decoded_bytes == rec["decoded"]
-    post = [e for e in an.exchanges if e.method == "POST"][0]
+    post = [e for e in by_stream.values() if e.method == "POST"][0]
     assert post.request_body_bytes == 50000
-    assert [e.response_body_decoded_bytes for e in an.exchanges if e.content_encoding] == [94500, 94500, 94500]
+    assert [e.response_body_decoded_bytes for e in by_stream.values() if e.content_encoding] == [94500, 94500, 94500]
 
 
 def test_header_block_sizes_match_tshark():

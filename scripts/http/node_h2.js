@@ -2,7 +2,9 @@
 // scripts/make_http_captures.sh to capture frames the other tools do not send on demand:
 // server push, RST_STREAM from either side, trailers, PRIORITY flags, a request body,
 // gzip / br / deflate bodies, PING, GOAWAY with an error code.
-// Usage: node node_h2.js PORT LOGFILE   (the client writes one JSON line per response to LOGFILE)
+// Usage: node [--tls-keylog=KEYS] node_h2.js PORT LOGFILE [KEY.pem CERT.pem]
+// (the client writes one JSON line per response to LOGFILE; with a key and certificate both
+// ends speak h2 over TLS, and --tls-keylog writes the secrets)
 'use strict';
 const http2 = require('http2');
 const zlib = require('zlib');
@@ -14,7 +16,8 @@ const text = Buffer.from('wirefall HTTP/2 sample body line, compressible and rep
 const big = Buffer.alloc(200 * 1024, 'x');
 for (let i = 0; i < big.length; i += 97) big[i] = 65 + (i % 26);
 
-const server = http2.createServer();
+const tls = process.argv[4] ? { key: fs.readFileSync(process.argv[4]), cert: fs.readFileSync(process.argv[5]) } : null;
+const server = tls ? http2.createSecureServer(tls) : http2.createServer();
 server.on('stream', (stream, headers) => {
   const path = headers[':path'];
   stream.on('error', () => {});
@@ -90,7 +93,7 @@ function request(client, headers, opts, body) {
 }
 
 server.listen(port, '127.0.0.1', async () => {
-  const client = http2.connect(`http://127.0.0.1:${port}`);
+  const client = http2.connect(`${tls ? 'https' : 'http'}://127.0.0.1:${port}`, tls ? { rejectUnauthorized: false } : {});
   client.on('error', () => {});
   client.on('stream', (ps, rh) => {
     const chunks = [];
