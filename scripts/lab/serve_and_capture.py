@@ -11,6 +11,12 @@ editcap), the key log and, for Chromium, its NetLog (gzip'd) as timing truth.
   h3   aioquic (scripts/lab/h3_server.py)       client: headless Chromium, QUIC forced
   h1c  nginx, cleartext HTTP/1.1                client: curl (one keep-alive connection)
   h2c  nghttpd --no-tls                         client: nghttp -ans (prior knowledge)
+  spdy node spdy 4.0.2 server (scripts/spdy)    client: scripts/spdy/client.js --page 1 (spdy/3.1, TLS)
+
+`wirefall lab` (analyzer/lab.py) drives the same `Lab` class across network namespaces
+(analyzer/labnet.py) instead of loopback: a `net` object says where the server listens
+(net.server_host), which interface tcpdump watches (net.iface) and wraps each client and
+server command (net.client_cmd / net.server_cmd, `ip netns exec NS ...`).
 
     .venv/bin/python scripts/lab/serve_and_capture.py -o sample_captures/page \
         [--protocols h2,h1,h3] [--count 12] [--keep-workdir]
@@ -46,13 +52,15 @@ import generate as page  # noqa: E402  (scripts/lab/page/generate.py)
 TOOLS = {
     "tcpdump": "tcpdump", "editcap": "wireshark-common", "openssl": "openssl",
     "nginx": "nginx", "chromium": "chromium", "nghttpd": "nghttp2-server",
-    "nghttp": "nghttp2-client", "curl": "curl", "cjpeg": "libjpeg-turbo-progs",
+    "nghttp": "nghttp2-client", "curl": "curl", "cjpeg": "libjpeg-turbo-progs", "node": "nodejs",
+    "ss": "iproute2",
 }
+SPDY_DIR = HERE.parent / "spdy"
 NEEDS = {
     "h1": ["nginx", "chromium"], "h2": ["nginx", "chromium"], "h3": ["chromium"],
-    "h1c": ["nginx", "curl"], "h2c": ["nghttpd", "nghttp"],
+    "h1c": ["nginx", "curl"], "h2c": ["nghttpd", "nghttp"], "spdy": ["node"],
 }
-COMMON = ["tcpdump", "editcap", "openssl", "cjpeg"]
+COMMON = ["tcpdump", "editcap", "openssl", "cjpeg", "ss"]
 CHROMIUM_FLAGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run", "--default-browser-check=false",
@@ -65,13 +73,15 @@ def die(msg: str) -> None:
     raise SystemExit(f"serve_and_capture: {msg}")
 
 
-def check_tools(protocols: list[str]) -> dict:
-    need = list(COMMON)
+def check_tools(protocols: list[str], extra: list[str] = ()) -> dict:
+    need = list(COMMON) + [t for t in extra if t not in COMMON]
     for p in protocols:
         need += [t for t in NEEDS[p] if t not in need]
     missing = [t for t in need if not shutil.which(t)]
     if missing:
         die("missing tools: " + ", ".join(f"{t} (apt-get install {TOOLS[t]})" for t in missing))
+    if "spdy" in protocols and not (SPDY_DIR / "node_modules" / "spdy").is_dir():
+        die(f"spdy needs the npm spdy package: cd {SPDY_DIR} && npm ci")
     if "h3" in protocols:
         try:
             import aioquic  # noqa: F401
@@ -88,9 +98,13 @@ def tool_versions(tools: dict) -> dict:
         "openssl": ["openssl", "version"], "nginx": ["nginx", "-v"],
         "chromium": ["chromium", "--version"], "nghttpd": ["nghttpd", "--version"],
         "nghttp": ["nghttp", "--version"], "curl": ["curl", "--version"], "cjpeg": ["cjpeg", "-version"],
+        "node": ["node", "--version"], "ss": ["ss", "--version"], "ip": ["ip", "-V"], "tc": ["tc", "-V"],
+        "ethtool": ["ethtool", "--version"],
     }
     out = {}
     for t in tools:
+        if t not in cmds:
+            continue
         try:
             r = subprocess.run(cmds[t], capture_output=True, text=True, timeout=20)
             lines = [ln for ln in (r.stdout + r.stderr).splitlines()
@@ -104,7 +118,29 @@ def tool_versions(tools: dict) -> dict:
         out["aioquic"] = aioquic.__version__
     except ImportError:
         pass
+    if "node" in tools:
+        try:
+            out["npm spdy"] = json.loads((SPDY_DIR / "node_modules/spdy/package.json").read_text())["version"]
+            out["npm spdy-transport"] = json.loads(
+                (SPDY_DIR / "node_modules/spdy-transport/package.json").read_text())["version"]
+        except (OSError, ValueError, KeyError):
+            pass
     return out
+
+
+class Loopback:
+    """Everything on 127.0.0.1, captured on lo (the standalone script's default)."""
+    server_host = "127.0.0.1"
+    iface = "lo"
+    kind = "loopback"
+
+    @staticmethod
+    def client_cmd(cmd: list[str]) -> list[str]:
+        return cmd
+
+    @staticmethod
+    def server_cmd(cmd: list[str]) -> list[str]:
+        return cmd
 
 
 def free_port(kind=socket.SOCK_STREAM) -> int:
@@ -157,21 +193,16 @@ class Procs:
             self._stop_one(p, sig, 5.0)
 
 
-def wait_port(port: int, udp=False, proc=None, timeout=10.0) -> None:
+def wait_port(port: int, udp=False, proc=None, timeout=10.0, net=Loopback) -> None:
+    """Wait until a socket listens on the port where the server runs (ss in the server's namespace)."""
     t0 = time.time()
     while time.time() - t0 < timeout:
         if proc is not None and proc.poll() is not None:
             die(f"server exited early (rc {proc.returncode})")
-        if udp:
-            r = subprocess.run(["ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True)
-            if r.stdout.strip():
-                return
-        else:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                return
-            except OSError:
-                pass
+        r = subprocess.run(net.server_cmd(["ss", "-Hlun" if udp else "-Hltn", f"sport = :{port}"]),
+                           capture_output=True, text=True)
+        if r.stdout.strip():
+            return
         time.sleep(0.1)
     die(f"nothing listening on port {port} after {timeout}s")
 
@@ -180,7 +211,7 @@ def make_cert(d: Path) -> tuple[Path, Path, str]:
     cert, key = d / "cert.pem", d / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                     "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "7", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:10.77.0.2"],
                    check=True, capture_output=True)
     der = subprocess.run(["openssl", "x509", "-in", str(cert), "-pubkey", "-noout"], check=True,
                          capture_output=True).stdout
@@ -190,7 +221,7 @@ def make_cert(d: Path) -> tuple[Path, Path, str]:
     return cert, key, spki
 
 
-def nginx_conf(d: Path, site: Path, port: int, mode: str, cert: Path, key: Path) -> Path:
+def nginx_conf(d: Path, site: Path, port: int, mode: str, cert: Path, key: Path, host="127.0.0.1") -> Path:
     listen = {"h1": "ssl", "h2": "ssl http2", "h1c": ""}[mode]
     tls = (f"ssl_certificate {cert};\n    ssl_certificate_key {key};\n"
            "    ssl_protocols TLSv1.2 TLSv1.3;\n") if mode != "h1c" else ""
@@ -212,7 +243,7 @@ http {{
   uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
   sendfile off; gzip off; etag off; server_tokens off; keepalive_timeout 30;
   server {{
-    listen 127.0.0.1:{port} {listen};
+    listen {host}:{port} {listen};
     server_name localhost;
     {tls}
     root {site};
@@ -223,20 +254,49 @@ http {{
     return conf
 
 
+def page_of(site: Path) -> dict:
+    """The manifest of a page directory: its page.json (generate.py) or, for a page made
+    elsewhere, the same-origin paths its index.html references (what the clients fetch)."""
+    pj = site / "page.json"
+    if pj.exists():
+        return json.loads(pj.read_text())
+    html = (site / "index.html").read_text(errors="replace")
+    reqs = ["/"]
+    for m in re.finditer(r'(?:href|src)="(/[^"]*)"|fetch\("(/[^"]*)"', html):
+        p = m.group(1) or m.group(2)
+        if p not in reqs:
+            reqs.append(p)
+    files = []
+    for f in sorted(site.rglob("*")):
+        if f.is_file():
+            d = f.read_bytes()
+            files.append({"path": "/" + f.relative_to(site).as_posix(), "bytes": len(d),
+                          "sha256": hashlib.sha256(d).hexdigest()})
+    return {"count": len(reqs) - 1, "seed": None, "requests": reqs, "files": files}
+
+
 class Lab:
-    def __init__(self, out: Path, work: Path, count: int):
+    def __init__(self, out: Path, work: Path, count: int, net=Loopback, site: Path | None = None,
+                 procs: Procs | None = None, linger: float = 0.5):
         self.out, self.work, self.count = out, work, count
-        self.procs = Procs()
-        self.site = work / "site"
-        self.page = page.build(self.site, count)
+        self.net = net
+        self.linger = linger  # wait after the client ends, so the last FIN/CONNECTION_CLOSE is captured
+        self.procs = procs or Procs()
+        if site is None:
+            self.site = work / "site"
+            self.page = page.build(self.site, count)
+        else:
+            self.site = Path(site).resolve()
+            self.page = page_of(self.site)
         self.cert, self.key, self.spki = make_cert(work)
 
     # ------------------------------------------------------------------ capture
     def tcpdump(self, name: str, port: int, udp: bool) -> tuple[subprocess.Popen, Path]:
         pcap = self.work / f"{name}.pcap"
         err = open(self.work / f"{name}.tcpdump.log", "w+")
-        p = self.procs.start("tcpdump", ["tcpdump", "-i", "lo", "--immediate-mode", "-B", "131072", "-U", "-s", "0", "-w", str(pcap),
-                                         "udp" if udp else "tcp", "port", str(port)],
+        p = self.procs.start("tcpdump", self.net.client_cmd(
+                             ["tcpdump", "-i", self.net.iface, "--immediate-mode", "-B", "131072", "-U", "-s", "0",
+                              "-w", str(pcap), "udp" if udp else "tcp", "port", str(port)]),
                              stop_sig=signal.SIGINT, stdout=subprocess.DEVNULL, stderr=err)
         t0 = time.time()
         while time.time() - t0 < 10:
@@ -249,7 +309,7 @@ class Lab:
         die("tcpdump did not start listening")
 
     def finish_capture(self, name: str, td: subprocess.Popen, pcap: Path) -> Path:
-        time.sleep(0.5)  # let the last FIN/CONNECTION_CLOSE reach the capture
+        time.sleep(self.linger)  # let the last FIN/CONNECTION_CLOSE reach the capture
         self.procs.stop(td)
         # tcpdump's exit report: nothing may be dropped. (On lo "received by filter" counts each
         # packet twice, outgoing and incoming copies; libpcap keeps one, so it is not compared.)
@@ -268,8 +328,8 @@ class Lab:
         netlog = self.work / f"{name}.netlog.json"
         profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=self.work))
         env = dict(os.environ, SSLKEYLOGFILE=str(keys))
-        cmd = ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--log-net-log={netlog}",
-               *extra, "--dump-dom", url]
+        cmd = self.net.client_cmd(["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                                   f"--log-net-log={netlog}", *extra, "--dump-dom", url])
         outf = open(self.work / f"{name}.dom.html", "w")
         errf = open(self.work / f"{name}.chromium.log", "w")
         p = self.procs.start("chromium", cmd, stdout=outf, stderr=errf, env=env)
@@ -279,12 +339,14 @@ class Lab:
             self.procs.stop(p)
             die(f"{name}: chromium did not finish in 90 s")
         self.procs.stop(p)  # helpers left in its group, if any
+        shutil.rmtree(profile, ignore_errors=True)
         dom = (self.work / f"{name}.dom.html").read_text()
-        if "wirefall test page" not in dom:
+        if ("wirefall test page" if self.page.get("seed") is not None else "<html") not in dom:
             die(f"{name}: chromium did not load the page (see {self.work / (name + '.chromium.log')})")
         gz = self.out / f"{name}.netlog.json.gz"
         with open(netlog, "rb") as f, gzip.GzipFile(gz, "wb", mtime=0) as g:
             shutil.copyfileobj(f, g)
+        netlog.unlink(missing_ok=True)
         return {"client": "chromium", "command": " ".join(cmd[:-2] + ["--dump-dom", url]),
                 "keys": keys.name, "netlog": gz.name, "dom_has_config": bool(re.search(r"features: \d+", dom))}
 
@@ -292,12 +354,14 @@ class Lab:
     def run_nginx_chromium(self, proto: str) -> dict:
         name = f"page-{proto}"
         port = free_port()
-        conf = nginx_conf(self.work, self.site, port, proto, self.cert, self.key)
-        srv = self.procs.start("nginx", ["nginx", "-c", str(conf), "-e", str(self.work / f"nginx-{proto}.stderr")],
+        conf = nginx_conf(self.work, self.site, port, proto, self.cert, self.key, self.net.server_host)
+        (self.work / f"nginx-{proto}.access.log").unlink(missing_ok=True)
+        srv = self.procs.start("nginx", self.net.server_cmd(
+                               ["nginx", "-c", str(conf), "-e", str(self.work / f"nginx-{proto}.stderr")]),
                                stop_sig=signal.SIGQUIT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(port, proc=srv)
+        wait_port(port, proc=srv, net=self.net)
         td, pcap = self.tcpdump(name, port, udp=False)
-        info = self.chromium(name, f"https://127.0.0.1:{port}/", [])
+        info = self.chromium(name, f"https://{self.net.server_host}:{port}/", [])
         cap = self.finish_capture(name, td, pcap)
         self.procs.stop(srv)
         shutil.copy(self.work / f"nginx-{proto}.access.log", self.out / f"{name}.server.log")
@@ -309,13 +373,16 @@ class Lab:
         slog = self.out / f"{name}.server.log"
         slog.unlink(missing_ok=True)
         srv_keys = self.work / "h3-server.keys"
-        srv = self.procs.start("h3_server", [sys.executable, str(HERE / "h3_server.py"), "--root", str(self.site),
-                                             "--cert", str(self.cert), "--key", str(self.key), "--port", str(port),
-                                             "--secrets-log", str(srv_keys), "--request-log", str(slog)],
+        srv_keys.unlink(missing_ok=True)
+        srv = self.procs.start("h3_server", self.net.server_cmd(
+                               [sys.executable, str(HERE / "h3_server.py"), "--root", str(self.site),
+                                "--cert", str(self.cert), "--key", str(self.key), "--port", str(port),
+                                "--host", self.net.server_host,
+                                "--secrets-log", str(srv_keys), "--request-log", str(slog)]),
                                stdout=open(self.work / "h3_server.log", "w"), stderr=subprocess.STDOUT)
-        wait_port(port, udp=True, proc=srv)
+        wait_port(port, udp=True, proc=srv, net=self.net)
         td, pcap = self.tcpdump(name, port, udp=True)
-        origin = f"127.0.0.1:{port}"
+        origin = f"{self.net.server_host}:{port}"
         info = self.chromium(name, f"https://{origin}/", [
             "--enable-quic", f"--origin-to-force-quic-on={origin}",
             f"--ignore-certificate-errors-spki-list={self.spki}"])
@@ -332,16 +399,19 @@ class Lab:
     def run_h1c(self) -> dict:
         name = "page-h1c"
         port = free_port()
-        conf = nginx_conf(self.work, self.site, port, "h1c", self.cert, self.key)
-        srv = self.procs.start("nginx", ["nginx", "-c", str(conf), "-e", str(self.work / "nginx-h1c.stderr")],
+        conf = nginx_conf(self.work, self.site, port, "h1c", self.cert, self.key, self.net.server_host)
+        (self.work / "nginx-h1c.access.log").unlink(missing_ok=True)
+        srv = self.procs.start("nginx", self.net.server_cmd(
+                               ["nginx", "-c", str(conf), "-e", str(self.work / "nginx-h1c.stderr")]),
                                stop_sig=signal.SIGQUIT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(port, proc=srv)
+        wait_port(port, proc=srv, net=self.net)
         td, pcap = self.tcpdump(name, port, udp=False)
-        urls = [f"http://127.0.0.1:{port}{p}" for p in page.request_paths(self.count)]
+        urls = [f"http://{self.net.server_host}:{port}{p}" for p in self.page["requests"]]
         cmd = ["curl", "-sS", "--http1.1", "-w", "%{http_code} %{url_effective}\\n"]
         for u in urls:  # page first, then its resources, one after another on one keep-alive connection
             cmd += [u, "-o", "/dev/null"]
-        p = self.procs.start("curl", cmd, stdout=open(self.work / "curl.log", "w"), stderr=subprocess.STDOUT)
+        p = self.procs.start("curl", self.net.client_cmd(cmd), stdout=open(self.work / "curl.log", "w"),
+                             stderr=subprocess.STDOUT)
         p.wait(60)
         self.procs.stop(p)
         cap = self.finish_capture(name, td, pcap)
@@ -353,14 +423,14 @@ class Lab:
     def run_h2c(self) -> dict:
         name = "page-h2c"
         port = free_port()
-        srv = self.procs.start("nghttpd", ["nghttpd", "--no-tls", "-a", "127.0.0.1", "-d", str(self.site),
-                                           str(port)], stdout=open(self.work / "nghttpd.log", "w"),
-                               stderr=subprocess.STDOUT)
-        wait_port(port, proc=srv)
+        srv = self.procs.start("nghttpd", self.net.server_cmd(
+                               ["nghttpd", "--no-tls", "-a", self.net.server_host, "-d", str(self.site), str(port)]),
+                               stdout=open(self.work / "nghttpd.log", "w"), stderr=subprocess.STDOUT)
+        wait_port(port, proc=srv, net=self.net)
         td, pcap = self.tcpdump(name, port, udp=False)
-        cmd = ["nghttp", "-ans", f"http://127.0.0.1:{port}/index.html"]
+        cmd = ["nghttp", "-ans", f"http://{self.net.server_host}:{port}/index.html"]
         log = self.out / f"{name}.client.log"
-        p = self.procs.start("nghttp", cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        p = self.procs.start("nghttp", self.net.client_cmd(cmd), stdout=open(log, "w"), stderr=subprocess.STDOUT)
         p.wait(60)
         self.procs.stop(p)
         cap = self.finish_capture(name, td, pcap)
@@ -369,8 +439,55 @@ class Lab:
                 "capture": cap.name, "client_log": log.name,
                 "tshark": f"-d tcp.port=={port},http2"}  # prior-knowledge h2c on a random port
 
+    def run_spdy(self) -> dict:
+        """SPDY/3.1 over TLS (ALPN spdy/3.1): npm spdy server serving the page's files, the
+        spdy-transport client loading it like a browser (scripts/spdy/client.js --page 1);
+        key log from `node --tls-keylog`, each side's header blocks logged by scripts/spdy/hooks.js."""
+        name = "page-spdy"
+        port = free_port()
+        keys = self.out / f"{name}.keys"
+        slog, clog = self.out / f"{name}.server.jsonl", self.out / f"{name}.client.jsonl"
+        for f in (keys, slog, clog):
+            f.unlink(missing_ok=True)
+        srv = self.procs.start("spdy-server", self.net.server_cmd(
+                               ["node", "server.js", "--root", str(self.site), "--host", self.net.server_host,
+                                "--port", str(port), "--version", "3.1", "--key", str(self.key), "--cert", str(self.cert),
+                                "--log", str(slog)]),
+                               cwd=SPDY_DIR, stdout=open(self.work / "spdy-server.log", "w"), stderr=subprocess.STDOUT)
+        wait_port(port, proc=srv, net=self.net)
+        td, pcap = self.tcpdump(name, port, udp=False)
+        cmd = ["node", f"--tls-keylog={keys}", "client.js", "--host", self.net.server_host, "--port", str(port),
+               "--version", "3.1", "--tls", "1", "--page", "1", "--log", str(clog)]
+        out = self.work / f"{name}.client.out"
+        p = self.procs.start("spdy-client", self.net.client_cmd(cmd), cwd=SPDY_DIR, stdout=open(out, "w"),
+                             stderr=subprocess.STDOUT)
+        try:
+            p.wait(120)
+        except subprocess.TimeoutExpired:
+            self.procs.stop(p)
+            die(f"{name}: spdy client did not finish in 120 s")
+        self.procs.stop(p)
+        cap = self.finish_capture(name, td, pcap)
+        self.procs.stop(srv)
+        loaded = []
+        for ln in out.read_text().splitlines():
+            try:
+                loaded.append(json.loads(ln))
+            except ValueError:
+                pass
+        got = sorted(r["path"] for r in loaded if r.get("status") == 200)
+        if p.returncode or got != sorted(self.page["requests"]):
+            die(f"{name}: spdy client did not load the page (rc {p.returncode}; see {out})")
+        shutil.copy(out, self.out / f"{name}.client.log")
+        return {"client": "scripts/spdy/client.js (spdy-transport)", "command": " ".join(cmd),
+                "server": "scripts/spdy/server.js --root (npm spdy)", "port": port, "capture": cap.name,
+                "keys": keys.name, "server_log": slog.name, "client_log": f"{name}.client.log",
+                "header_logs": [clog.name, slog.name]}
+
     def run(self, proto: str) -> dict:
-        if proto in ("h1", "h2"):
+        if proto == "spdy":
+            r = self.run_spdy()
+        elif proto in ("h1", "h2"):
             r = self.run_nginx_chromium(proto)
         elif proto == "h3":
             r = self.run_h3()

@@ -1,8 +1,11 @@
 'use strict'
 // SPDY server (npm spdy 4.0.2 / spdy-transport 3.0.0) for wirefall's sample captures.
-// node server.js --port P --version 2|3|3.1 [--key K --cert C] --log FILE
+// node server.js --port P --version 2|3|3.1 [--key K --cert C] --log FILE [--host H]
+//                 [--root DIR]   (serve the files of DIR, e.g. the lab page of scripts/lab/page/generate.py,
+//                                 instead of the built-in page of resources.js)
 const spdy = require('spdy')
 const fs = require('fs')
+const pathlib = require('path')
 const hooks = require('./hooks.js')
 const { R, PUSHED, body, page } = require('./resources.js')
 
@@ -10,6 +13,31 @@ const args = {}
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].slice(2)] = process.argv[i + 1]
 const version = args.version || '3.1'
 const log = hooks.install('server', args.log || 'server.jsonl')
+
+const TYPES = { '.html': 'text/html', '.css': 'text/css', '.js': 'application/javascript', '.jpg': 'image/jpeg',
+  '.png': 'image/png', '.json': 'application/json' }
+
+// Static files of --root (what nginx and the aioquic server do for the other protocols)
+function staticHandler (req, res) {
+  let path = decodeURIComponent(req.url.split('?')[0])
+  if (path.endsWith('/')) path += 'index.html'
+  const root = pathlib.resolve(args.root)
+  const file = pathlib.resolve(root, '.' + path)
+  req.resume()
+  req.on('end', () => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !file.startsWith(root + pathlib.sep)) {
+      res.writeHead(404, { 'content-length': 0 }); res.end(); return
+    }
+    fs.readFile(file, (err, b) => {
+      if (err) { res.writeHead(404, { 'content-length': 0 }); res.end(); return }
+      res.writeHead(200, {
+        'content-type': TYPES[pathlib.extname(file)] || 'application/octet-stream',
+        'content-length': b.length
+      })
+      res.end(req.method === 'HEAD' ? undefined : b)
+    })
+  })
+}
 
 function handler (req, res) {
   const path = req.url.split('?')[0]
@@ -64,6 +92,6 @@ if (args.key) {
   opts.key = fs.readFileSync(args.key)
   opts.cert = fs.readFileSync(args.cert)
 }
-const server = spdy.createServer(opts, handler)
-server.listen(+args.port, '127.0.0.1', () => console.log('listening', args.port, version, args.key ? 'tls' : 'plain'))
+const server = spdy.createServer(opts, args.root ? staticHandler : handler)
+server.listen(+args.port, args.host || '127.0.0.1', () => console.log('listening', args.port, version, args.key ? 'tls' : 'plain'))
 process.on('SIGTERM', () => { log.close(() => process.exit(0)) })

@@ -1,0 +1,336 @@
+"""``wirefall lab``: the same page over HTTP/1.1, SPDY/3.1, HTTP/2 and HTTP/3, from real servers
+and clients, under set RTT, loss and rate, captured with keys, decoded and compared.
+
+A thin orchestrator. The servers, clients and capture of one page load are
+``scripts/lab/serve_and_capture.py``'s ``Lab`` (imported from the checkout: the lab needs the
+checkout's scripts, page generator and npm packages anyway); the network conditions are
+``analyzer/labnet.py`` (namespaces, veth or TUN relay, tbf, probes); decoding is
+``analyzer.pipeline.analyze`` and the tables are ``analyzer.compare``.
+
+RUNS_DIR/
+  manifest.json                     conditions (asked and measured), every run and its files
+  compare.txt, compare.json         every protocol against HTTP/1.1, per condition (means over runs)
+  <condition>/run<k>/page-<p>.*     capture (pcapng), key log, NetLog / client+server logs
+  <condition>/run<k>/compare-<p>-vs-h1.txt   the request-by-request comparison of that run
+"""
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+REPO = Path(__file__).resolve().parents[1]
+LAB_DIR = REPO / "scripts" / "lab"
+PROTOCOLS = ("h1", "spdy", "h2", "h3")
+SCHEMA = "wirefall-lab/1"
+EXTRA_TOOLS = ["ip", "tc", "ethtool"]
+EXTRA_PACKAGES = {"ip": "iproute2", "tc": "iproute2", "ethtool": "ethtool"}
+
+
+class LabError(Exception):
+    pass
+
+
+def _scripts():
+    """scripts/lab/serve_and_capture.py as a module (scripts/ is not an installed package)."""
+    name = "wirefall_lab_serve_and_capture"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = LAB_DIR / "serve_and_capture.py"
+    if not path.exists():
+        raise LabError(f"{path} not found: `wirefall lab` runs from a wirefall checkout")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def condition_id(rtt: float, loss: float, rate: float | None) -> str:
+    return f"rtt{rtt:g}ms-loss{loss:g}pct" + (f"-rate{rate:g}mbit" if rate else "")
+
+
+def loss_in_force(asked_pct: float, measured_pct: float | None, n: int) -> bool:
+    """Measured loss within 4 standard deviations (binomial, n probes) plus one probe of the set value."""
+    if measured_pct is None:
+        return False
+    p = asked_pct / 100
+    tol = 4 * (p * (1 - p) / max(n, 1)) ** 0.5 + 1 / max(n, 1)
+    return abs(measured_pct / 100 - p) <= tol
+
+
+def rtt_in_force(asked_ms: float, measured_ms: float | None) -> bool:
+    """Median TCP connect time within max(1.5 ms, 15 %) of the set RTT."""
+    return measured_ms is not None and abs(measured_ms - asked_ms) <= max(1.5, 0.15 * asked_ms)
+
+
+def check_requests(an, requests: list[str]) -> dict:
+    """Every path the page needs, as a decoded request with status 200 (pushes do not count)."""
+    got: dict[str, list] = {}
+    for e in an.exchanges:
+        if e.pushed or not e.url:
+            continue
+        got.setdefault(urlsplit(e.url).path or "/", []).append(e.status)
+    missing = [p for p in requests if p not in got]
+    not_ok = {p: got[p] for p in requests if p in got and 200 not in got[p]}
+    return {"expected": len(requests), "decoded": sum(len(v) for v in got.values()),
+            "status_200": sum(1 for p in requests if 200 in got.get(p, [])),
+            "missing": missing, "not_200": not_ok, "ok": not missing and not not_ok}
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.fmean(xs) if xs else None
+
+
+def summarise(conditions: list[dict], runs: list[dict], protos: list[str], baseline: str) -> dict:
+    """Per condition: each protocol's page figures averaged over runs, and every protocol against
+    the baseline (the whitepaper's A/B/difference/speedup with A = baseline)."""
+    from .compare import PAGE_ROWS
+
+    out = []
+    for c in conditions:
+        rs = [r for r in runs if r["condition"] == c["id"] and r.get("figures")]
+        prot = {}
+        for p in protos:
+            fs = [r["figures"] for r in rs if r["protocol"] == p]
+            prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
+                       "mean": {k: _mean([f[k] for f in fs]) for k, _ in PAGE_ROWS}}
+        vs = {}
+        base = prot.get(baseline, {}).get("mean", {})
+        for p in protos:
+            if p == baseline:
+                continue
+            vs[p] = {}
+            for k, _ in PAGE_ROWS:
+                a, b = base.get(k), prot[p]["mean"].get(k)
+                vs[p][k] = {"a": a, "b": b, "diff": None if a is None or b is None else b - a,
+                            "speedup": None if k.endswith("compression") or not a or b is None else (a - b) / a}
+        out.append({"id": c["id"], "rtt_ms": c["rtt_ms"], "loss_pct": c["loss_pct"], "rate_mbit": c["rate_mbit"],
+                    "measured": c.get("measured"), "protocols": prot, "vs_baseline": vs,
+                    "pairs": [r["compare"] for r in rs if r.get("compare")]})
+    return {"schema": SCHEMA, "baseline": baseline, "protocols": protos, "conditions": out}
+
+
+def _fmt(key: str, v) -> str:
+    from .compare import _fmt as cfmt
+
+    if isinstance(v, float) and key not in ("page_load_time",) and not key.endswith("compression"):
+        return f"{v:,.0f}" if v.is_integer() else f"{v:,.1f}"  # a count averaged over runs
+    return cfmt(key, v)
+
+
+def render_summary(s: dict) -> str:
+    from .compare import PAGE_ROWS
+
+    protos, base = s["protocols"], s["baseline"]
+    lines = [f"wirefall lab: every protocol against {base} (means over runs; speedup = ({base} − X) / {base})", ""]
+    # the whitepaper's form: one row per condition, page load time per protocol and speedup
+    head = ["condition", "runs"] + [f"{p} PLT (s)" if p == base else f"{p} PLT (s) / speedup" for p in protos]
+    rows = [head]
+    for c in s["conditions"]:
+        m = c.get("measured") or {}
+        cell = [f"rtt {c['rtt_ms']:g} ms, loss {c['loss_pct']:g} %" + (f", {c['rate_mbit']:g} Mbit/s" if c["rate_mbit"] else ""),
+                str(max((c["protocols"][p]["runs"] for p in protos), default=0))]
+        for p in protos:
+            v = c["protocols"][p]["mean"]["page_load_time"]
+            if p == base:
+                cell.append(_fmt("page_load_time", v))
+            else:
+                sp = c["vs_baseline"][p]["page_load_time"]["speedup"]
+                cell.append(f"{_fmt('page_load_time', v)} / " + ("–" if sp is None else f"{100 * sp:.1f} %"))
+        rows.append(cell)
+    w = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    for i, r in enumerate(rows):
+        lines.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, len(r))]))
+        if i == 0:
+            lines.append("  ".join("-" * x for x in w))
+    for c in s["conditions"]:
+        m = c.get("measured") or {}
+        lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms', '–')} ms, loss c2s {m.get('loss_c2s_pct', '–')} %, "
+                      f"s2c {m.get('loss_s2c_pct', '–')} % ({m.get('udp_sent', 0)} UDP probes)"]
+        head = [""] + protos + [f"speedup {p}" for p in protos if p != base]
+        rows = [head]
+        for k, label in PAGE_ROWS:
+            r = [label] + [_fmt(k, c["protocols"][p]["mean"][k]) for p in protos]
+            for p in protos:
+                if p != base:
+                    sp = c["vs_baseline"][p][k]["speedup"]
+                    r.append("–" if sp is None else f"{100 * sp:.1f} %")
+            rows.append(r)
+        w = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        for i, r in enumerate(rows):
+            lines.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, len(r))]))
+            if i == 0:
+                lines.append("  ".join("-" * x for x in w))
+    return "\n".join(lines) + "\n"
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print) -> dict:
+    """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
+    from .compare import compare, page_figures, render_text
+    from .labnet import LabNet
+    from .pipeline import analyze
+
+    sac = _scripts()
+    if os.geteuid() != 0:
+        raise LabError("run as root: the lab makes network namespaces and captures with tcpdump")
+    missing = [t for t in EXTRA_TOOLS if not shutil.which(t)]
+    if missing:
+        raise LabError("missing tools: " + ", ".join(f"{t} (apt-get install {EXTRA_PACKAGES[t]})" for t in missing))
+    try:
+        tools = sac.check_tools(list(protos), extra=EXTRA_TOOLS)
+    except SystemExit as e:  # the script's die()
+        raise LabError(str(e).replace("serve_and_capture: ", "")) from None
+    out.mkdir(parents=True, exist_ok=True)
+    baseline = "h1" if "h1" in protos else protos[0]
+    work = Path(tempfile.mkdtemp(prefix="wirefall-lab-"))
+    os.chmod(work, 0o755)
+    procs = sac.Procs()
+    net = LabNet(procs)
+    manifest: dict = {}
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIGINT ignored)
+    try:
+        lab = sac.Lab(out, work, count, net=net, site=Path(page_dir) if page_dir else None, procs=procs)
+        page = {k: lab.page.get(k) for k in ("count", "seed", "requests", "files")}
+        manifest = {
+            "schema": SCHEMA,
+            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "command": "wirefall lab " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["lab"] else None,
+            "protocols": list(protos), "baseline": baseline, "runs_per_condition": runs,
+            "page": page, "page_dir": str(page_dir) if page_dir else None,
+            "tools": sac.tool_versions(list(tools) + EXTRA_TOOLS), "host_kernel": os.uname().release,
+            "conditions": [], "runs": [],
+        }
+        for ci, (rtt, loss) in enumerate([(r, lo) for r in rtts for lo in losses]):
+            cid = condition_id(rtt, loss, rate)
+            log(f"[{cid}] setting up the link", flush=True)
+            cond = {"id": cid, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "seed": ci + 1}
+            cond["link"] = net.up(rtt, loss, rate, ci + 1, work)
+            m = net.measure(work)
+            cond["measured"] = m
+            cond["rtt_in_force"] = rtt_in_force(rtt, m.get("rtt_ms"))
+            n = m.get("udp_sent", 0)
+            cond["loss_in_force"] = (loss_in_force(loss, m.get("loss_c2s_pct"), n)
+                                     and loss_in_force(loss, m.get("loss_s2c_pct"), m.get("udp_received_by_server") or 0))
+            log(f"[{cid}] measured RTT {m.get('rtt_ms')} ms (asked {rtt:g}), loss c2s {m.get('loss_c2s_pct')} % "
+                f"s2c {m.get('loss_s2c_pct')} % (asked {loss:g})", flush=True)
+            manifest["conditions"].append(cond)
+            if not cond["rtt_in_force"]:
+                raise LabError(f"{cid}: measured RTT {m.get('rtt_ms')} ms is not the {rtt:g} ms asked for")
+            if not cond["loss_in_force"]:
+                log(f"[{cid}] warning: measured loss is far from {loss:g} % (recorded in the manifest)", flush=True)
+            for k in range(1, runs + 1):
+                rdir = out / cid / f"run{k}"
+                rdir.mkdir(parents=True, exist_ok=True)
+                lab.out = rdir
+                lab.linger = max(0.5, 3 * rtt / 1000)
+                order = list(protos[(k - 1) % len(protos):]) + list(protos[:(k - 1) % len(protos)])  # rotate
+                analyses = {}
+                for p in order:
+                    t0 = time.time()
+                    r = lab.run(p)
+                    rec = {"protocol": p, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "run": k,
+                           "condition": cid, "dir": str(rdir.relative_to(out)),
+                           "made": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           "files": {x: r[x] for x in ("capture", "keys", "netlog", "server_log", "client_log")
+                                     if r.get(x)}, **{x: r[x] for x in ("client", "server", "command", "port", "keys_from")
+                                                      if x in r}}
+                    keys = [str(rdir / r["keys"])] if r.get("keys") else []
+                    an = analyze(str(rdir / r["capture"]), keylogs=keys + list(keylogs or []))
+                    rec["decode"] = check_requests(an, page["requests"])
+                    rec["figures"] = page_figures(an)
+                    analyses[p] = an
+                    manifest["runs"].append(rec)
+                    d = rec["decode"]
+                    log(f"[{cid} run {k}] {p}: {d['status_200']}/{d['expected']} requests 200, page load "
+                        f"{rec['figures']['page_load_time'] or 0:.3f} s, {rec['figures']['connections']} connection(s) "
+                        f"({time.time() - t0:.1f} s)", flush=True)
+                    if not d["ok"]:
+                        log(f"[{cid} run {k}] {p}: warning: missing {d['missing']} not 200 {d['not_200']}", flush=True)
+                    _write_json(out / "manifest.json", manifest)
+                if baseline in analyses:
+                    for p in protos:
+                        if p == baseline or p not in analyses:
+                            continue
+                        res = compare(analyses[baseline], analyses[p])
+                        (rdir / f"compare-{p}-vs-{baseline}.txt").write_text(render_text(res) + "\n")
+                        rec = next(x for x in manifest["runs"] if x["condition"] == cid and x["run"] == k and x["protocol"] == p)
+                        rec["compare"] = {"run": k, "protocol": p, "file": f"{rdir.relative_to(out)}/compare-{p}-vs-{baseline}.txt",
+                                          "match_mode": res["match_mode"], "matched": len(res["matched"]),
+                                          "only_a": len(res["only_a"]), "only_b": len(res["only_b"]),
+                                          "page": res["page"], "warnings": res["warnings"]}
+                analyses.clear()
+            cond["relay_counters"] = net.relay_stats()
+            net.down()
+            s = summarise(manifest["conditions"], manifest["runs"], list(protos), baseline)
+            _write_json(out / "compare.json", s)
+            (out / "compare.txt").write_text(render_summary(s))
+            _write_json(out / "manifest.json", manifest)
+        return manifest
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        procs.stop_all()
+        net.down()
+        for _ in range(30):
+            shutil.rmtree(work, ignore_errors=True)
+            time.sleep(0.05)
+            if not work.exists():
+                break
+        for s_, h in old.items():
+            signal.signal(s_, h)
+
+
+def main(args) -> int:
+    """``wirefall lab`` (called from ui/cli.py)."""
+    protos = [p.strip() for p in (args.protocols or "").split(",") if p.strip()]
+    bad = [p for p in protos if p not in PROTOCOLS]
+    if bad or not protos:
+        print(f"wirefall: lab: unknown protocol(s) {bad}; choose from {','.join(PROTOCOLS)}", file=sys.stderr)
+        return 2
+    rtts = args.rtt or [0.0]
+    losses = args.loss or [0.0]
+    if any(r < 0 or r > 10_000 for r in rtts) or any(lo < 0 or lo >= 50 for lo in losses) \
+            or (args.rate is not None and args.rate <= 0) or args.runs < 1:
+        print("wirefall: lab: need 0 ≤ RTT ≤ 10000 ms, 0 ≤ loss < 50 %, rate > 0, runs ≥ 1", file=sys.stderr)
+        return 2
+    if args.page and not (Path(args.page) / "index.html").is_file():
+        print(f"wirefall: lab: {args.page} has no index.html", file=sys.stderr)
+        return 2
+    out = Path(args.output)
+    try:
+        run_lab(protos, rtts, losses, args.rate, args.runs, args.page, out, keylogs=args.keylog or [])
+    except LabError as e:
+        print(f"wirefall: lab: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("wirefall: lab: interrupted; every process stopped, namespaces removed", file=sys.stderr)
+        return 130
+    except SystemExit as e:  # serve_and_capture's die(): one run failed
+        print(f"wirefall: lab: {e}", file=sys.stderr)
+        return 1
+    print((out / "compare.txt").read_text())
+    print(f"wrote {out / 'manifest.json'}, {out / 'compare.txt'}, {out / 'compare.json'}", file=sys.stderr)
+    return 0
