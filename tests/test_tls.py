@@ -493,3 +493,25 @@ def test_capture_starting_mid_connection(tmp_path):
     rows = tshark("-r", str(cap), "-Y", "tls", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=;", "-e", "frame.number", "-e", "tls.record.length").splitlines()
     theirs = [(int(n), int(x)) for n, ls in (r.split("\t") for r in rows) for x in ls.split(";")]
     assert [(f.packet, f.length) for f in frames] == theirs and len(theirs) >= 3
+
+
+@needs_tshark
+def test_wrong_key_says_which_record(tmp_path):
+    """A key log with a wrong master secret: decryption fails at the client Finished, the
+    first protected record, in the packet tshark (with the right key) shows it in."""
+    cap, key = SAMPLES / "tls12_aes128gcm.pcap", SAMPLES / "tls12_aes128gcm.keys"
+    bad = []
+    for ln in key.read_text().splitlines():
+        if ln.startswith("CLIENT_RANDOM"):
+            label, cr, secret = ln.split()
+            ln = f"{label} {cr} {'00' * (len(secret) // 2)}"
+        bad.append(ln)
+    k = tmp_path / "bad.keys"
+    k.write_text("\n".join(bad) + "\n")
+    an, store = run(cap, [k])
+    (c,) = [c for c in an.connections if c.tls]
+    fin = tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tls.handshake.type == 20", "-T", "fields", "-e", "frame.number").split()[0]
+    m = re.fullmatch(r"decryption failed at record (\d+) \(packet (\d+)\)", c.tls.reason or "")
+    assert m and m.group(2) == fin, c.tls.reason
+    assert not store and not c.tls.decrypted
+    assert all("00000000" not in n for n in c.notes)  # no secrets in notes

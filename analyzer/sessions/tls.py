@@ -179,6 +179,8 @@ class TlsSession:
                 self.ctx.note(self.conn, f"packet {rec.packet}: TLS record {self.nrec} did not decrypt ({DIR[d]}); decryption stopped in this direction")
                 self.lost[d] = True
                 self.dec[d] = None
+                if self.inner is not None:  # the rest of this direction will not arrive
+                    self.inner.gap(d, self.pt_off[d], len(rec.body), rec.packet)
         if pt is None:
             fields["decrypted"] = False
             self._no_key_record(d, rec, rtype)
