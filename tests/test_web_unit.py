@@ -620,3 +620,42 @@ def test_run_rejects_missing_file(capsys):
 
     assert run(["/nonexistent/x.pcap"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_wirefall_web_serves_and_cleans_up(tmp_path):
+    """``wirefall web FILE`` binds 127.0.0.1, prints its address, serves the page and the
+    capture, and removes its private upload folder when stopped (SIGTERM)."""
+    import signal
+    import socket
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, TMPDIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from ui.cli import main; sys.exit(main(sys.argv[1:]))",
+                          "web", str(H2), "--keylog", str(H2K), "--port", str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT))
+    try:
+        line = p.stdout.readline()
+        assert line.startswith(f"wirefall web: serving on http://127.0.0.1:{port}/"), line
+        body = ""
+        for _ in range(100):
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert "<title>wirefall</title>" in body and "dash_renderer" in body
+        # listening on loopback only (state 0A = LISTEN, local address 127.0.0.1)
+        conns = [c for c in Path("/proc/net/tcp").read_text().splitlines()[1:] if f":{port:04X} " in c and c.split()[3] == "0A"]
+        assert conns and all(c.split()[1].startswith("0100007F:") for c in conns)
+        folders = [d for d in tmp_path.iterdir() if d.name.startswith("wirefall-web-")]
+        assert len(folders) == 1 and stat.S_IMODE(folders[0].stat().st_mode) == 0o700
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(20)
+    assert rc == 0
+    assert not [d for d in tmp_path.iterdir() if d.name.startswith("wirefall-web-")]

@@ -49,6 +49,11 @@ def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: 
     for f in files:
         state.add_file(os.path.abspath(f), keylogs=[os.path.abspath(k) for k in keylogs or []], name=f)
     app = create_app(state)
+    _ = state.tmpdir  # the private upload folder exists from the start; removed below when the app stops
+    if not debug:
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     if threading.current_thread() is threading.main_thread():
         def _term(signum, frame):  # SIGTERM: leave through the finally below
             raise SystemExit(0)

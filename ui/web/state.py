@@ -127,7 +127,8 @@ class WebState:
         self._analyze = analyze  # for tests: a stand-in for analyzer.pipeline.analyze
         self.entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
-        self._n = 0
+        self._n = 0  # captures: c1, c2 …
+        self._uploads = 0  # upload files: upload-1, upload-2 …
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="wirefall-analyse")
         self._tmpdir: str | None = None
         self._staged: dict[str, tuple[str, str, str, int]] = {}  # token -> (kind, path, name, size)
@@ -238,8 +239,8 @@ class WebState:
             if kl.add_text(text, "upload") == 0:
                 raise UploadError(f"{name} is not a key log: no CLIENT_RANDOM or *_SECRET lines (NSS key log format)")
         with self._lock:
-            self._n += 1
-            n = self._n
+            self._uploads += 1
+            n = self._uploads
         path = os.path.join(self.tmpdir, f"upload-{n}.{'cap' if kind == 'capture' else 'keys'}")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
