@@ -17,6 +17,7 @@ prints it, so that tests can compare the tree with tshark field by field.
 """
 from __future__ import annotations
 
+import re
 import socket
 import struct
 from bisect import bisect_right
@@ -136,7 +137,7 @@ PROTO_DISPLAY = {
     "spdy/2": "SPDY", "spdy/3": "SPDY", "spdy/3.1": "SPDY", "h3": "HTTP3", "h3-29": "HTTP3",
     "quic": "QUIC", "gquic": "GQUIC", "tls": "TLS", "dns": "DNS",
 }
-_APP_RANK = {"TLS": 1, "QUIC": 1, "GQUIC": 2, "HTTP": 3, "HTTP2": 3, "SPDY": 3, "HTTP3": 3, "DNS": 3}
+_APP_RANK = {"TLS": 1, "QUIC": 2, "GQUIC": 2, "HTTP": 3, "HTTP2": 3, "SPDY": 3, "HTTP3": 3, "DNS": 3}
 
 H2_FLAGS = {
     "DATA": ((0x1, "END_STREAM"), (0x8, "PADDED")),
@@ -199,9 +200,15 @@ def _hdr(headers, name: str) -> str | None:
     return None
 
 
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
 def _title(name: Any) -> str:
-    """CLIENT_HELLO -> Client Hello (Wireshark's wording)."""
-    return " ".join(w.capitalize() for w in str(name).replace("_", " ").split())
+    """CLIENT_HELLO or ClientHello -> Client Hello (Wireshark's wording)."""
+    s = str(name)
+    if "_" not in s and not s.isupper():
+        s = _CAMEL.sub(" ", s)
+    return " ".join(w.capitalize() for w in s.replace("_", " ").split())
 
 
 def frame_summary(fr: Frame) -> str:
@@ -624,6 +631,8 @@ def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_re
     return (-1, -1)
 
 
+SPDY_TYPES = {"SYN_STREAM": 1, "SYN_REPLY": 2, "RST_STREAM": 3, "SETTINGS": 4, "NOOP": 5, "PING": 6, "GOAWAY": 7,
+              "HEADERS": 8, "WINDOW_UPDATE": 9, "CREDENTIAL": 10}  # control frames; DATA frames have no type
 H2_TYPES = {"DATA": 0, "HEADERS": 1, "PRIORITY": 2, "RST_STREAM": 3, "SETTINGS": 4, "PUSH_PROMISE": 5, "PING": 6,
             "GOAWAY": 7, "WINDOW_UPDATE": 8, "CONTINUATION": 9, "ALTSVC": 10, "ORIGIN": 12, "PRIORITY_UPDATE": 16}
 
@@ -663,7 +672,10 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     if fr.protocol in ("h2", "h2c"):
         return _h2_node(node, fr)
     node.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
-    node.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
+    if fr.protocol.startswith("spdy") and fr.type in SPDY_TYPES:
+        node.add(f"Type: {fr.type} ({SPDY_TYPES[fr.type]})", abbrev="spdy.type", value=str(SPDY_TYPES[fr.type]))
+    else:
+        node.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
     if fr.stream_id is not None:
         node.add(f"Stream Identifier: {fr.stream_id}", abbrev="wirefall.stream", value=fr.stream_id)
     node.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
@@ -790,12 +802,30 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             fn.label += f" [continued: completes in packet {fr.packet}]"
             for x in fn.walk():
                 x.abbrev = None
-        g.children.append(fn)
+        parent = g
+        if fr.protocol == "quic":
+            # one node per QUIC packet of the datagram (coalesced Initial/Handshake/1-RTT)
+            f = fr.fields or {}
+            key = (f.get("packet_type"), f.get("packet_number"))
+            last = g.children[-1] if g.children else None
+            if last is None or getattr(last, "value", None) != key:
+                head = ", ".join(x for x in (str(key[0]) if key[0] else "", f"PKN: {key[1]}" if key[1] is not None else "") if x)
+                last = Node(f"QUIC packet: {head or '?'}", [], rng[0], rng[1], None, key)
+                if key[1] is not None:
+                    last.add(f"Packet Number: {key[1]}", abbrev="quic.packet_number", value=str(key[1]))
+                g.children.append(last)
+            parent = last
+            if f.get("frame_type") is not None:
+                fn.children.insert(0, Node(f"Frame Type: {fr.type} ({f['frame_type']:#x})", [], -1, -1, "quic.frame_type", str(f["frame_type"])))
+        parent.children.append(fn)
         if rng[0] >= 0:
             g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
             g.end = max(g.end, rng[1])
     for pname, g in groups.items():
-        if len(g.children) == 1:
+        if pname == "QUIC":
+            nf = sum(len(c.children) - 1 for c in g.children)
+            g.label = f"{g.label} ({len(g.children)} QUIC packet{'s' if len(g.children) != 1 else ''}, {nf} frames)"
+        elif len(g.children) == 1:
             g.label = f"{g.label}: {g.children[0].label.split(': ', 1)[-1]}"
         else:
             g.label = f"{g.label} ({len(g.children)} frames)"
@@ -836,7 +866,7 @@ def packet_row(analysis: Analysis, source, n: int, _ctx: _RowCtx | None = None) 
     pcol = PROTO_NAMES[idx.proto[i]] or "?"
     if frames:
         best, rank = None, -1
-        for fr in frames:
+        for fr in ([f for f in frames if f.packet == n] or frames):
             nm = frame_proto_name(analysis, fr)
             r = _APP_RANK.get(nm[:3] if nm.startswith("TLS") else nm, 2)
             if r >= rank:
@@ -886,10 +916,46 @@ def packet_row(analysis: Analysis, source, n: int, _ctx: _RowCtx | None = None) 
         sport, dport, ulen = l4
         if frames:
             done = [fr for fr in frames if fr.packet == n] or frames
-            return (n, tm, src, dst, pcol, length, ", ".join(frame_summary(fr) for fr in done[:12]) + (" …" if len(done) > 12 else ""))
+            return (n, tm, src, dst, pcol, length, _datagram_info(done))
         info = f"{sport} → {dport} Len={max(ulen - 8, 0)}"
         return (n, tm, src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", length, info)
     return (n, tm, src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), length, f"IP protocol {IP_PROTOS.get(proto, proto)}")
+
+
+def _datagram_info(frames: list[Frame]) -> str:
+    """Info of a UDP packet with frames: per QUIC packet ``Initial, PKN: 0, CRYPTO, PADDING``
+    (as Wireshark; repeated frame types collapse to one), then the HTTP/3 frames."""
+    parts: list[str] = []
+    cur = None
+    names: list[str] = []
+    apps: list[str] = []
+    for fr in frames:
+        if fr.protocol in ("quic", "gquic"):
+            f = fr.fields or {}
+            key = (f.get("packet_type"), f.get("packet_number"))
+            if key != cur:
+                if names:
+                    parts.append(", ".join(names))
+                cur = key
+                head = []
+                if key[0]:
+                    head.append(str(key[0]))
+                if key[1] is not None:
+                    head.append(f"PKN: {key[1]}")
+                names = [", ".join(head)] if head else []
+            nm = f"{fr.type}({fr.stream_id})" if fr.type == "STREAM" and fr.stream_id is not None else fr.type
+            if not names or names[-1] != nm:
+                names.append(nm)
+        elif fr.protocol != "tls":
+            apps.append(frame_summary(fr))
+    if names:
+        parts.append(", ".join(names))
+    info = ", ".join(parts)
+    if apps:
+        info += (", " if info else "") + ", ".join(apps[:12]) + (" …" if len(apps) > 12 else "")
+    if not info:
+        info = ", ".join(frame_summary(fr) for fr in frames[:12])
+    return info
 
 
 def _decode_row(data: bytes, lt: int):

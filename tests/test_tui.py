@@ -574,3 +574,53 @@ def test_snapshot_request_view(snap_compare, monkeypatch):
 def test_snapshot_connections_and_statistics(snap_compare, monkeypatch):
     app = _snap_app(monkeypatch)
     assert snap_compare(app, terminal_size=SNAP_SIZE, press=["4"])
+
+
+@needs_tshark
+def test_quic_detail_packet_numbers_and_frame_types_equal_tshark():
+    path = SAMPLES / "quic" / "aioquic-h3.pcap"
+    if not path.exists():
+        pytest.skip("sample_captures/quic/aioquic-h3.pcap not present")
+    keys = path.with_suffix(".keys")
+    an = _analysis(path, [keys])
+    src = PacketSource(str(path))
+    want = _tshark_fields(path, ["quic.packet_number", "quic.frame_type"], ["-o", f"tls.keylog_file:{keys}", "-E", "occurrence=a"])
+    assert len(want) == an.packets
+    checked = frames = 0
+    for n in range(1, an.packets + 1):
+        w = want[n - 1]
+        if not w["quic.frame_type"]:
+            continue
+        got: dict = {}
+        for root in packet_detail(an, src, n):
+            for node in root.walk():
+                if node.abbrev in ("quic.packet_number", "quic.frame_type"):
+                    got.setdefault(node.abbrev, []).append(node.value)
+        assert got.get("quic.packet_number") == w["quic.packet_number"].split(","), n
+        assert got.get("quic.frame_type") == w["quic.frame_type"].split(","), n
+        checked += 1
+        frames += len(got["quic.frame_type"])
+    assert checked >= 100 and frames >= 300
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["spdy3-plain", "spdy3-tls"])
+def test_spdy_detail_control_frame_types_equal_tshark(name):
+    path = SAMPLES / "spdy" / f"{name}.pcap"
+    if not path.exists():
+        pytest.skip(f"{path.name} not present")
+    keys = path.with_suffix(".keys")
+    extra = ["-o", f"tls.keylog_file:{keys}"] if keys.exists() else []
+    an = _analysis(path, [keys] if keys.exists() else [])
+    src = PacketSource(str(path))
+    port = an.connections[0].server[1]
+    # tshark's SPDY dissector (spdy/3) needs "decode as"; over TLS, via the TLS port table
+    extra += ["-d", f"tcp.port=={port},spdy"] if not keys.exists() else ["-d", f"tls.port=={port},spdy"]
+    want = _tshark_fields(path, ["spdy.type"], extra + ["-E", "occurrence=a"])
+    checked = 0
+    for n in range(1, an.packets + 1):
+        w = [x for x in want[n - 1]["spdy.type"].split(",") if x]
+        got = [node.value for root in packet_detail(an, src, n) for node in root.walk() if node.abbrev == "spdy.type"]
+        assert got == w, n
+        checked += bool(w)
+    assert checked >= 10
