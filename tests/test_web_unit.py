@@ -659,3 +659,57 @@ def test_wirefall_web_serves_and_cleans_up(tmp_path):
         rc = p.wait(20)
     assert rc == 0
     assert not [d for d in tmp_path.iterdir() if d.name.startswith("wirefall-web-")]
+
+
+AMAZON = ROOT.parent / "shared" / "captures" / "pageload-amazon"
+
+
+@needs_tshark
+def test_uploaded_third_party_page_load(tmp_path):
+    """A real Chrome page load (www.amazon.com: h2 and h3, gzip-compressed capture and key
+    log) uploaded through the page: the HTTP/2 rows are tshark's HTTP/2 requests."""
+    import gzip
+
+    from ui.web import WebState
+    from ui.web.app import cb_open, cb_select, cb_stage, cb_waterfall
+
+    if not AMAZON.exists():
+        pytest.skip("third-party captures not present")
+    cap, keys = AMAZON / "amazon1.cap.gz", AMAZON / "amazon1.key_log.txt.gz"
+    plain_keys = tmp_path / "amazon.keys"
+    plain_keys.write_bytes(gzip.decompress(keys.read_bytes()))
+    out = _tshark("-r", str(cap), "-o", f"tls.keylog_file:{plain_keys}", "-Y", "http2.type == 1", "-T", "fields",
+                  "-e", "http2.headers.method", "-e", "http2.headers.path", "-e", "http2.headers.authority", "-E", "occurrence=a")
+    truth = []
+    for line in out.splitlines():
+        m, pth, auth = line.split("\t")
+        for a, b, c in zip(m.split(","), pth.split(","), auth.split(",")):
+            if a:
+                truth.append((a, f"https://{c}{b}"))
+    st = WebState(use_cache=False)
+    try:
+        staged, msg, _ = cb_stage(st, "capture", {"contents": _data_url(cap.read_bytes()), "name": cap.name}, None)
+        key, kmsg, _ = cb_stage(st, "keylog", {"contents": _data_url(keys.read_bytes()), "name": keys.name}, None)
+        assert staged and key, (_text(msg), _text(kmsg))
+        xid, _ = cb_open(st, 1, staged, key)
+        e = st.wait(xid)
+        assert e.status == "done", e.error
+        fig, err, cnt = cb_waterfall(st, xid, "v", ["h2"], [], [], [], "")
+        rows = _rows_of(fig)
+        assert len(truth) == 9 and len(rows) == len(truth)
+        shown = sorted((x.method, x.url) for x in e.analysis.exchanges if x.protocol == "h2")
+        assert shown == sorted(truth)
+        # the POST: click its row, read its request headers (same as tshark's)
+        post = next(r for r in fig.data if r.type == "bar")
+        for tr in fig.data:
+            if tr.type != "bar":
+                continue
+            for y, cd in zip(tr.y, tr.customdata):
+                if next(x for x in e.analysis.exchanges if x.id == cd).method == "POST":
+                    post = (y, cd)
+        xid2, detail = cb_select(st, {"points": [{"y": post[0], "customdata": post[1]}]}, xid, ["h2"], [], [], [], "")
+        tpost = [f["headers"] for f in tshark_h2(cap, plain_keys) if f["type"] == 1 and (":method", "POST") in f["headers"]]
+        assert len(tpost) == 1
+        assert _table_pairs(detail, "detail-request-headers") == [tuple(h) for h in tpost[0]]
+    finally:
+        st.close()

@@ -232,6 +232,8 @@ class WebState:
             from analyzer.keylog import KeyLog
 
             kl = KeyLog()
+            if data[:2] == b"\x1f\x8b":  # gzip-compressed key log (as KeyLog.add_file reads them)
+                data = _gunzip(data, limit, name)
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
@@ -271,6 +273,19 @@ class WebState:
             d, self._tmpdir = self._tmpdir, None
         if d is not None:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def _gunzip(data: bytes, limit: int, name: str) -> bytes:
+    import zlib
+
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error:
+        raise UploadError(f"{name}: broken gzip data") from None
+    if len(out) > limit:
+        raise UploadError(f"{name}: more than {fmt_size(limit)} once decompressed")
+    return out
 
 
 def _display_name(filename: Any) -> str:
