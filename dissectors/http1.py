@@ -271,6 +271,18 @@ class H1Connection:
                 n = len(d.buf)
                 self._body_bytes(direction, d, 0, n, n, out)
                 d.consume(n)
+            elif d.state == "resync":
+                buf = d.buf
+                best = -1
+                for tok in self._STARTS:
+                    k = buf.find(b"\n" + tok)
+                    if k >= 0 and (best < 0 or k < best):
+                        best = k
+                if best < 0:
+                    d.consume(max(0, len(buf) - 16))
+                    return
+                d.consume(best + 1)
+                d.state = "head"
             else:
                 return
 
@@ -305,7 +317,7 @@ class H1Connection:
             if len(buf) > self.max_head:
                 self._die(direction, d, f"HTTP/1 head longer than {self.max_head} bytes")
             elif len(buf) >= 8 and not self._looks_like_start(direction, bytes(buf[:16])):
-                self._die(direction, d, f"not an HTTP/1 message start: {bytes(buf[:24])!r}")
+                return self._resync(direction, d, f"not an HTTP/1 message start: {bytes(buf[:24])!r}")
             return False
         wire = end + sep
         lines = bytes(buf[:end]).replace(b"\r\n", b"\n").split(b"\n")
@@ -317,8 +329,7 @@ class H1Connection:
         parts = start.split(" ", 2)
         if start.startswith("HTTP/"):
             if len(parts) < 2 or not parts[1][:3].isdigit():
-                self._die(direction, d, f"bad status line {start[:60]!r}")
-                return False
+                return self._resync(direction, d, f"bad status line {start[:60]!r}")
             h.version = parts[0]
             h.status = int(parts[1][:3])
             h.reason = parts[2] if len(parts) > 2 else ""
@@ -326,8 +337,7 @@ class H1Connection:
                 h.error = h.error or "response sent by the client"
         else:
             if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-                self._die(direction, d, f"bad request line {start[:60]!r}")
-                return False
+                return self._resync(direction, d, f"bad request line {start[:60]!r}")
             h.method, h.target, h.version = parts
             if direction == 1:
                 h.error = h.error or "request sent by the server"
@@ -349,6 +359,27 @@ class H1Connection:
             return True
         sp = b.find(b" ")
         return 0 < sp <= 12 and b[:sp].isalpha() and b[:sp].isupper()
+
+    _STARTS = (b"HTTP/1.", b"GET ", b"POST ", b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS ", b"PATCH ", b"CONNECT ", b"TRACE ")
+
+    def _resync(self, direction: int, d: _Dir, msg: str) -> bool:
+        """Skip to the next line that starts like a message (bounded work, no raising)."""
+        buf = d.buf
+        best = -1
+        for tok in self._STARTS:
+            k = buf.find(b"\n" + tok, 0)
+            if k >= 0 and (best < 0 or k < best):
+                best = k
+        pkt = d.packet_at(d.base)
+        if best >= 0:
+            self.notes.append(f"packet {pkt}: {msg}; skipped {best + 1} bytes to the next HTTP/1 message")
+            d.consume(best + 1)
+            return True
+        keep = min(len(buf), 16)
+        self.notes.append(f"packet {pkt}: {msg}; skipping bytes until an HTTP/1 message starts")
+        d.consume(len(buf) - keep)
+        d.state = "resync"
+        return False
 
     def _die(self, direction: int, d: _Dir, msg: str) -> None:
         self.notes.append(f"packet {d.packet_at(d.base)}: {msg}; HTTP/1 parsing of this direction stops")
@@ -462,9 +493,12 @@ class H1Connection:
                 line = bytes(buf[:nl]).split(b";", 1)[0].strip()
                 try:
                     size = int(line, 16)
+                    if size < 0:
+                        raise ValueError
                 except ValueError:
-                    self._die(direction, d, f"bad chunk size {line[:20]!r}")
-                    return False
+                    self._end_body(direction, d, out, d.body_last, complete=False)
+                    d.head.error = d.head.error or f"bad chunk size {line[:20]!r}"
+                    return self._resync(direction, d, f"bad chunk size {line[:20]!r}")
                 self._body_bytes(direction, d, 0, 0, nl + 1, out)
                 d.consume(nl + 1)
                 if size == 0:

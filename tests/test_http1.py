@@ -286,3 +286,81 @@ def test_content_decoded_sizes_and_bombs():
     assert d.error and "truncated" in d.error
     d = decoded_size("compress", [b"x"])
     assert d.result is None and "compress" in d.error
+
+
+_NGX = {}
+
+
+def _nginx_streams():
+    if not _NGX:
+        out = subprocess.run(["tshark", "-n", "-r", str(HTTP / "http1-nginx.pcap"), "-q", "-z", "follow,tcp,raw,0"],
+                             capture_output=True, text=True, check=True).stdout
+        c, s = bytearray(), bytearray()
+        for line in out.splitlines():
+            if not line or line.startswith(("=", "Follow", "Filter", "Node")):
+                continue
+            (s if line.startswith("\t") else c).extend(bytes.fromhex(line.strip()))
+        _NGX["c"], _NGX["s"] = bytes(c), bytes(s)
+    return _NGX["c"], _NGX["s"]
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 1), st.floats(0, 1), st.integers(0, 255)), max_size=10),
+       st.integers(20, 700))
+def test_damaged_http1_streams_never_raise(damage, step):
+    from analyzer.model import Analysis, Connection, PacketIndex
+    from analyzer.sessions import Context
+    from analyzer.sessions.http1 import Http1Session
+
+    c, s = _nginx_streams()
+    assert c.startswith(b"GET ") and s.startswith(b"HTTP/1.1 ")
+    bufs = [bytearray(c), bytearray(s)]
+    for d, where, val in damage:
+        bufs[d][int(where * (len(bufs[d]) - 1))] = val
+    idx = PacketIndex()
+    for i in range(10):
+        idx.ts.append(1.0 + i)
+        idx.proto.append(0)
+    an = Analysis(path="-", index=idx)
+    conn = Connection(id=0, transport="tcp", client=("127.0.0.1", 1), server=("127.0.0.1", 2))
+    an.connections.append(conn)
+    sess = Http1Session(Context(an, None), conn)
+    offs = [0, 0]
+    for i in range(0, max(map(len, bufs)), step):
+        for d in (0, 1):
+            piece = bytes(bufs[d][i : i + step])
+            if piece:
+                sess.data(d, piece, offs[d], 1 + (i // step) % 9)
+                offs[d] += len(piece)
+    sess.end()
+    assert an.exchanges
+    if not damage:
+        assert [e.status for e in an.exchanges] == [200, 200, 200, 200, 404]
+
+
+def test_http1_resyncs_after_garbage():
+    """A damaged request line and a capture starting mid-body: parsing picks up at the next message."""
+    from analyzer.model import Analysis, Connection, PacketIndex
+    from analyzer.sessions import Context
+    from analyzer.sessions.http1 import Http1Session
+
+    c, s = _nginx_streams()
+    idx = PacketIndex()
+    idx.ts.extend([1.0, 2.0, 3.0])
+    idx.proto.extend([0, 0, 0])
+    an = Analysis(path="-", index=idx)
+    conn = Connection(id=0, transport="tcp", client=("127.0.0.1", 1), server=("127.0.0.1", 2))
+    an.connections.append(conn)
+    sess = Http1Session(Context(an, None), conn)
+    first_resp_end = s.index(b"HTTP/1.1", 10)  # the server stream starts inside the first response's body
+    sess.data(0, b"\x00\x01garbage\r\n" + c[c.index(b"GET ", 4):], 0, 1)
+    sess.data(1, s[first_resp_end - 7:], 0, 2)
+    sess.end()
+    paths = [e.path for e in an.exchanges if e.method]
+    assert paths == ["/css/s2.css", "/lorem.txt", "/img/i1.png", "/missing"]
+    assert [e.status for e in an.exchanges if e.method] == [200, 200, 200, 404]
+    assert any("skipped" in n for n in conn.notes)

@@ -448,3 +448,62 @@ def test_gap_then_resync_and_bad_hpack_block_goes_on():
 
 def h2_frames_of(client):
     return H2Connection().receive(0, client, 1)
+
+
+# -- bad input never raises: real streams with random damage, through dissector and session ------------
+def _ctx(npackets=10):
+    from analyzer.model import Analysis, Connection, PacketIndex
+    from analyzer.sessions import Context
+
+    idx = PacketIndex()
+    for i in range(npackets):
+        idx.ts.append(1000.0 + i)
+    an = Analysis(path="-", index=idx)
+    for i in range(npackets):
+        idx.proto.append(0)
+    conn = Connection(id=0, transport="tcp", client=("127.0.0.1", 1), server=("127.0.0.1", 2))
+    an.connections.append(conn)
+    return Context(an, None), conn
+
+
+_NODE = {}
+
+
+def _node_streams():
+    if not _NODE:
+        _NODE["c"], _NODE["s"] = _follow(HTTP / "h2c-node.pcap", 18084, 0)
+    return _NODE["c"], _NODE["s"]
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 1), st.floats(0, 1), st.integers(0, 255)), min_size=1, max_size=12),
+       st.integers(200, 3000), st.booleans())
+def test_damaged_h2_streams_never_raise(damage, step, gap):
+    from analyzer.sessions.http2 import H2Session
+
+    c, s = _node_streams()
+    bufs = [bytearray(c), bytearray(s)]
+    for d, where, val in damage:
+        b = bufs[d]
+        b[int(where * (len(b) - 1))] = val
+    ctx, conn = _ctx()
+    sess = H2Session(ctx, conn, cleartext=True)
+    offs = [0, 0]
+    for i in range(0, max(len(bufs[0]), len(bufs[1])), step):
+        for d in (0, 1):
+            piece = bytes(bufs[d][i : i + step])
+            if piece:
+                if gap and d == 1 and i == step:
+                    sess.gap(d, offs[d], len(piece), 2)
+                else:
+                    sess.data(d, piece, offs[d], 1 + (i // step) % 9)
+                offs[d] += len(piece)
+    sess.end()
+    frames = ctx.analysis.frames
+    assert frames  # the undamaged start at least was decoded
+    for f in frames:
+        assert isinstance(f.type, str) and f.packet >= 1
