@@ -555,9 +555,6 @@ def in_flight_figure(entry: Entry):
 
     an = entry.analysis
     fig = go.Figure()
-    by_conn: dict[str, list] = {}
-    for e in an.exchanges:
-        by_conn.setdefault(e.protocol, []).append(e)
     xs, ys = in_flight_series(an)
     if len(xs) <= 1:
         return _empty_fig("Streams in flight", "no requests")
