@@ -1,0 +1,276 @@
+"""`wirefall lab` (analyzer/lab.py, analyzer/labnet.py, scripts/lab, scripts/spdy).
+
+- the relay's delay line: delay, order, seeded loss, bounded queue (unit, deterministic);
+- the link the lab builds: RTT and loss measured across the namespaces by the kernel's own TCP
+  connects and UDP probes, and the relay's counters;
+- one real lab run (default conditions, all four protocols, through the CLI): every resource of the
+  page is a 200 request in each capture -- for wirefall AND for the outside truth: tshark's
+  http / http2 / spdy dissectors (decrypting with the run's key log), the aioquic server's request
+  log for HTTP/3 (tshark 4.0 has no QPACK) and the spdy client's log; body sizes equal the page's
+  files; the manifest has its schema and the comparison table every row.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from conftest import ROOT
+from analyzer.labnet import DelayLine
+from test_samples import as_list, h1_exchanges, h2_exchanges, tshark_json
+
+PROTOS = ["h1", "spdy", "h2", "h3"]
+
+
+# ------------------------------------------------------------------ delay line (unit)
+
+def test_delay_line_delays_each_packet_exactly_and_keeps_order():
+    d = DelayLine(delay=0.05, loss=0.0, seed=1)
+    for i in range(10):
+        assert d.offer(1.0 + i * 0.001, bytes([i]))
+    assert d.due(1.0499) == []                      # nothing before its time
+    assert d.due(1.05) == [b"\x00"]                 # the first exactly at t + delay
+    assert d.next_due() == pytest.approx(1.051)
+    assert d.due(1.0545) == [bytes([i]) for i in range(1, 5)]
+    assert d.due(10.0) == [bytes([i]) for i in range(5, 10)]
+    assert d.stats() == {"offered": 10, "dropped": 0, "overflow": 0, "delivered": 10, "queued": 0}
+
+
+def test_delay_line_loss_is_seeded_and_at_the_set_rate():
+    def pattern(seed, n=20000, loss=0.02):
+        d = DelayLine(0.0, loss, seed, limit=n)
+        return [d.offer(0.0, b"x") for _ in range(n)], d
+
+    a, da = pattern(7)
+    b, _ = pattern(7)
+    c, _ = pattern(8)
+    assert a == b                 # same seed, same drops
+    assert a != c                 # another seed, other drops
+    # the drop decision is the seeded RNG's k-th draw, nothing else
+    rng = random.Random(7)
+    assert a == [not (rng.random() < 0.02) for _ in range(20000)]
+    n, p = 20000, 0.02
+    assert abs(da.dropped - n * p) <= 4 * (n * p * (1 - p)) ** 0.5
+    assert da.delivered == 0 and len(da.due(0.0)) == n - da.dropped
+
+
+def test_delay_line_is_bounded():
+    d = DelayLine(1.0, 0.0, 1, limit=5)
+    assert [d.offer(0.0, b"x") for _ in range(8)] == [True] * 5 + [False] * 3
+    assert d.stats()["overflow"] == 3 and d.stats()["queued"] == 5
+    with pytest.raises(ValueError):
+        DelayLine(0.0, 1.0, 1)
+
+
+def test_conditions_checks():
+    from analyzer.lab import loss_in_force, rtt_in_force
+
+    assert rtt_in_force(100, 101.0) and rtt_in_force(0, 0.02) and not rtt_in_force(100, 120) and not rtt_in_force(20, None)
+    assert loss_in_force(1, 1.0, 200) and loss_in_force(0, 0.0, 200) and not loss_in_force(0, 2.0, 200)
+    assert not loss_in_force(1, 10.0, 200)
+
+
+# ------------------------------------------------------------------ real runs (root, tools)
+
+def _need_lab(protos=PROTOS):
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root (namespaces, tcpdump)")
+    tools = ["ip", "tc", "ethtool", "tcpdump", "editcap", "openssl", "cjpeg", "ss"]
+    for p in protos:
+        tools += {"h1": ["nginx", "chromium"], "h2": ["nginx", "chromium"], "h3": ["chromium"], "spdy": ["node"]}[p]
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"missing tools: {missing}")
+    if "spdy" in protos and not (ROOT / "scripts" / "spdy" / "node_modules" / "spdy").is_dir():
+        pytest.skip("scripts/spdy/node_modules absent (npm ci)")
+
+
+def _netns_names() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {ln.split()[0] for ln in out.splitlines() if ln.strip()}
+
+
+def test_relay_link_has_the_set_rtt_and_loss(tmp_path):
+    _need_lab([])
+    from analyzer.labnet import LabNet
+
+    from analyzer.lab import _scripts
+
+    procs = _scripts().Procs()
+    net = LabNet(procs, tag=f"t{os.getpid()}")
+    try:
+        info = net.up(40.0, 10.0, None, seed=3, workdir=tmp_path)
+        assert info["link"] == "tun+relay" and info["mtu"] == 1500
+        assert info["offloads"].get("generic-segmentation-offload") == "off"
+        assert {net.client_ns, net.server_ns} <= _netns_names()
+        m = net.measure(tmp_path, connects=10, udp=300)
+        counters = net.relay_stats()
+    finally:
+        procs.stop_all()
+        net.down()
+    # kernel TCP connect = one RTT: 2 × 20 ms one-way delay (+ a little relay time)
+    assert 40.0 <= m["rtt_ms"] <= 44.0, m
+    # the relay's own counters: 10 % of what it was offered, each way (4 sigma)
+    for d in ("c2s", "s2c"):
+        c = counters[d]
+        assert c["offered"] >= 300 and c["overflow"] == 0
+        assert abs(c["dropped"] - 0.1 * c["offered"]) <= 4 * (c["offered"] * 0.09) ** 0.5 + 1, c
+    # and what the probes saw, one way each
+    assert abs(m["loss_c2s_pct"] - 10) <= 4 * 100 * (0.09 / 300) ** 0.5 + 1, m
+    assert {net.client_ns, net.server_ns}.isdisjoint(_netns_names())   # namespaces removed
+
+
+@pytest.fixture(scope="module")
+def lab_run(tmp_path_factory):
+    """One real `wirefall lab` run through the CLI, default conditions, all four protocols."""
+    _need_lab(PROTOS)
+    out = tmp_path_factory.mktemp("lab") / "runs"
+    before = _netns_names()
+    r = subprocess.run([sys.executable, "-m", "ui.cli", "lab", "--protocols", ",".join(PROTOS), "-o", str(out)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert _netns_names() <= before, "namespaces left behind"
+    return out, json.loads((out / "manifest.json").read_text()), r.stdout
+
+
+def _expected(manifest) -> list[tuple]:
+    size = {f["path"]: f["bytes"] for f in manifest["page"]["files"]}
+    size["/"] = size["/index.html"]
+    return sorted(("GET", p, 200, size[p]) for p in manifest["page"]["requests"])
+
+
+MANIFEST_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "created", "protocols", "baseline", "runs_per_condition", "page", "tools", "conditions", "runs"],
+    "properties": {
+        "schema": {"const": "wirefall-lab/1"},
+        "protocols": {"type": "array", "items": {"enum": PROTOS}},
+        "page": {"type": "object", "required": ["count", "seed", "requests", "files"],
+                 "properties": {"requests": {"type": "array", "minItems": 2, "items": {"type": "string", "pattern": "^/"}},
+                                "files": {"type": "array", "items": {"type": "object", "required": ["path", "bytes", "sha256"]}}}},
+        "tools": {"type": "object", "required": ["tcpdump", "chromium", "nginx", "node", "python"]},
+        "conditions": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "required": ["id", "rtt_ms", "loss_pct", "rate_mbit", "seed", "link", "measured", "rtt_in_force", "loss_in_force"],
+            "properties": {
+                "rtt_ms": {"type": "number", "minimum": 0}, "loss_pct": {"type": "number", "minimum": 0},
+                "rate_mbit": {"type": ["number", "null"]},
+                "link": {"type": "object", "required": ["link", "mtu", "offloads", "client_ns", "server_ns"]},
+                "measured": {"type": "object", "required": ["rtt_ms", "udp_sent", "udp_echoed", "loss_c2s_pct", "loss_s2c_pct"],
+                             "properties": {"rtt_ms": {"type": "number"}, "udp_sent": {"type": "integer", "minimum": 1}}},
+            }}},
+        "runs": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "required": ["protocol", "rtt_ms", "loss_pct", "rate_mbit", "run", "condition", "dir", "files", "decode", "figures"],
+            "properties": {
+                "protocol": {"enum": PROTOS}, "run": {"type": "integer", "minimum": 1},
+                "files": {"type": "object", "required": ["capture", "keys"]},
+                "decode": {"type": "object", "required": ["expected", "status_200", "missing", "ok"]},
+                "figures": {"type": "object", "required": ["page_load_time", "connections", "requests"]},
+            }}},
+    },
+}
+
+
+def test_lab_manifest_schema(lab_run):
+    jsonschema = pytest.importorskip("jsonschema")
+    out, m, _ = lab_run
+    jsonschema.validate(m, MANIFEST_SCHEMA)
+    assert [r["protocol"] for r in m["runs"]] == PROTOS and m["baseline"] == "h1"
+    c = m["conditions"][0]
+    assert (c["rtt_ms"], c["loss_pct"], c["rate_mbit"], c["link"]["link"]) == (0.0, 0.0, None, "veth")
+    assert c["rtt_in_force"] and c["loss_in_force"] and c["measured"]["udp_echoed"] == c["measured"]["udp_sent"]
+    for r in m["runs"]:
+        for f in r["files"].values():
+            assert (out / r["dir"] / f).stat().st_size > 0, f
+        assert r["files"]["capture"].endswith(".pcapng")
+    # the page is the generator's (scripts/lab/page/generate.py, count 12)
+    assert len(m["page"]["requests"]) == 13 and m["page"]["requests"][0] == "/"
+
+
+def _wirefall(cap: Path, keys: Path) -> list[tuple]:
+    from analyzer.pipeline import analyze
+
+    an = analyze(str(cap), keylogs=[str(keys)])
+    return sorted((e.method, urlsplit(e.url).path, e.status, e.response_body_bytes) for e in an.exchanges if not e.pushed)
+
+
+def _spdy_tshark(cap: Path, keys: Path) -> list[tuple]:
+    heads: dict[tuple, dict] = defaultdict(dict)
+    data: Counter = Counter()
+    for L in tshark_json(cap, keys, "spdy", "tcp spdy"):
+        conn = L["tcp"]["tcp.stream"]
+        for fr in as_list(L.get("spdy")):
+            sid = int(fr.get("spdy.streamid", 0))
+            if fr.get("spdy.control_bit") == "1" and fr.get("spdy.type") in ("1", "2"):  # SYN_STREAM, SYN_REPLY
+                for h in as_list(fr.get("spdy.header")):
+                    heads[conn, sid][h["spdy.header.name"]] = h.get("spdy.header.value", "")
+            elif fr.get("spdy.control_bit") == "0":
+                data[conn, sid] += int(fr["spdy.length"])
+    return sorted((h[":method"], h[":path"], int(h[":status"].split()[0]), data[k]) for k, h in heads.items())
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_lab_capture_has_every_resource_as_200(lab_run, proto):
+    out, m, _ = lab_run
+    run = next(r for r in m["runs"] if r["protocol"] == proto)
+    d = out / run["dir"]
+    cap, keys = d / run["files"]["capture"], d / run["files"]["keys"]
+    want = _expected(m)
+    assert run["decode"]["ok"] and run["decode"]["status_200"] == len(want)
+    # wirefall: method, path, status and body bytes of every request
+    assert _wirefall(cap, keys) == want
+    # the outside truth for the same capture
+    if proto == "h1":
+        got, conns = h1_exchanges(cap, keys, str(run["port"]))
+        assert sorted(got) == want and 1 < len(conns) <= 6
+    elif proto == "h2":
+        got, conns, _ = h2_exchanges(cap, keys, str(run["port"]))
+        assert sorted(got) == want and len(conns) == 1
+    elif proto == "spdy":
+        assert _spdy_tshark(cap, keys) == want
+        client = [json.loads(ln) for ln in (d / run["files"]["client_log"]).read_text().splitlines() if ln.startswith("{")]
+        assert sorted(("GET", c["path"], c["status"], c["bytes"]) for c in client) == want
+    else:  # h3: the aioquic server's own log of what it answered
+        log = [json.loads(ln) for ln in (d / run["files"]["server_log"]).read_text().splitlines() if ln.strip()]
+        assert sorted((r["method"], r["path"], r["status"], r["bytes"]) for r in log) == want
+
+
+def test_lab_comparison_table_has_every_row(lab_run):
+    from analyzer.compare import PAGE_ROWS
+
+    out, m, stdout = lab_run
+    s = json.loads((out / "compare.json").read_text())
+    assert s["baseline"] == "h1" and s["protocols"] == PROTOS
+    (c,) = s["conditions"]
+    assert set(c["vs_baseline"]) == {"spdy", "h2", "h3"}
+    for p in PROTOS:
+        assert c["protocols"][p]["runs"] == 1
+        mean = c["protocols"][p]["mean"]
+        assert set(mean) == {k for k, _ in PAGE_ROWS}
+        assert mean["requests"] == 13 and mean["page_load_time"] > 0
+        run = next(r for r in m["runs"] if r["protocol"] == p)
+        assert mean["connections"] == run["figures"]["connections"]
+    assert c["protocols"]["h1"]["mean"]["connections"] > 1
+    assert all(c["protocols"][p]["mean"]["connections"] == 1 for p in ("spdy", "h2", "h3"))
+    for p in ("spdy", "h2", "h3"):
+        v = c["vs_baseline"][p]["page_load_time"]
+        assert v["speedup"] == pytest.approx((v["a"] - v["b"]) / v["a"])
+        # the per-run comparison matched every request of the page by path
+        (pair,) = [x for x in c["pairs"] if x["protocol"] == p]
+        assert pair["matched"] == 13 and pair["only_a"] == 0 and pair["only_b"] == 0
+        assert (out / pair["file"]).exists()
+    text = (out / "compare.txt").read_text()
+    assert text in stdout  # the table is printed too
+    for _, label in PAGE_ROWS:
+        assert label in text
+    for p in PROTOS:
+        assert f"{p} PLT" in text
