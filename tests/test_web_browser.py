@@ -51,7 +51,8 @@ def server(tmp_path_factory):
 
     from ui.web import WebState, create_app
 
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg"))
+    old_cache = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg"))  # a private cache for this test
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     # a small upload limit so that "too large" can be tried with a small file
     st = WebState(upload_limit=1_000_000)
@@ -64,6 +65,10 @@ def server(tmp_path_factory):
     srv.shutdown()
     th.join(10)
     st.close()
+    if old_cache is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old_cache
 
 
 @pytest.fixture(scope="module")
