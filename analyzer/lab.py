@@ -69,7 +69,8 @@ def loss_in_force(asked_pct: float, measured_pct: float | None, n: int) -> bool:
 
 
 def rtt_in_force(asked_ms: float, measured_ms: float | None) -> bool:
-    """Median TCP connect time within max(1.5 ms, 15 %) of the set RTT."""
+    """Shortest TCP connect time (the path's RTT without queueing or CPU stalls) within
+    max(1.5 ms, 15 %) of the set RTT."""
     return measured_ms is not None and abs(measured_ms - asked_ms) <= max(1.5, 0.15 * asked_ms)
 
 
@@ -156,7 +157,7 @@ def render_summary(s: dict) -> str:
             lines.append("  ".join("-" * x for x in w))
     for c in s["conditions"]:
         m = c.get("measured") or {}
-        lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms', '–')} ms, loss c2s {m.get('loss_c2s_pct', '–')} %, "
+        lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms_min', '–')} ms (min; median {m.get('rtt_ms', '–')}), loss c2s {m.get('loss_c2s_pct', '–')} %, "
                       f"s2c {m.get('loss_s2c_pct', '–')} % ({m.get('udp_sent', 0)} UDP probes)"]
         head = [""] + protos + [f"speedup {p}" for p in protos if p != base]
         rows = [head]
@@ -229,16 +230,18 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
             cond = {"id": cid, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "seed": ci + 1}
             cond["link"] = net.up(rtt, loss, rate, ci + 1, work)
             m = net.measure(work)
+            if not rtt_in_force(rtt, m.get("rtt_ms_min")):  # once more, in case the host was busy
+                m = net.measure(work)
             cond["measured"] = m
-            cond["rtt_in_force"] = rtt_in_force(rtt, m.get("rtt_ms"))
+            cond["rtt_in_force"] = rtt_in_force(rtt, m.get("rtt_ms_min"))
             n = m.get("udp_sent", 0)
             cond["loss_in_force"] = (loss_in_force(loss, m.get("loss_c2s_pct"), n)
                                      and loss_in_force(loss, m.get("loss_s2c_pct"), m.get("udp_received_by_server") or 0))
-            log(f"[{cid}] measured RTT {m.get('rtt_ms')} ms (asked {rtt:g}), loss c2s {m.get('loss_c2s_pct')} % "
+            log(f"[{cid}] measured RTT {m.get('rtt_ms_min')}/{m.get('rtt_ms')} ms min/median (asked {rtt:g}), loss c2s {m.get('loss_c2s_pct')} % "
                 f"s2c {m.get('loss_s2c_pct')} % (asked {loss:g})", flush=True)
             manifest["conditions"].append(cond)
             if not cond["rtt_in_force"]:
-                raise LabError(f"{cid}: measured RTT {m.get('rtt_ms')} ms is not the {rtt:g} ms asked for")
+                raise LabError(f"{cid}: measured RTT {m.get('rtt_ms_min')} ms is not the {rtt:g} ms asked for")
             if not cond["loss_in_force"]:
                 log(f"[{cid}] warning: measured loss is far from {loss:g} % (recorded in the manifest)", flush=True)
             for k in range(1, runs + 1):
