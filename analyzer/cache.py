@@ -111,10 +111,8 @@ def cache_key(path: str, keylogs: list[str] | None = None) -> str:
 
 
 def _secrets(keylog) -> list[bytes]:
-    # KeyLog keeps its secrets private; reading them here only to make sure none ends up
-    # on disk.
-    store = getattr(keylog, "_secrets", None) or {}
-    return [bytes(v) for v in store.values()]
+    # read only to make sure none ends up on disk
+    return [bytes(v) for v in keylog.secret_values()] if hasattr(keylog, "secret_values") else []
 
 
 def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:

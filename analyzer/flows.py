@@ -181,17 +181,37 @@ class TcpFlow:
 
     def deliver(self, direction: int, data: bytes, offset: int, pkt: int) -> None:
         if self.app is not None:
-            self.app.data(direction, data, offset, pkt)
+            try:
+                self.app.data(direction, data, offset, pkt)
+            except Exception as e:  # noqa: BLE001 - see app_failed
+                app_failed(self, e, pkt)
 
     def gap(self, direction: int, offset: int, length: int, pkt: int) -> None:
         if self.app is not None:
-            self.app.gap(direction, offset, length, pkt)
+            try:
+                self.app.gap(direction, offset, length, pkt)
+            except Exception as e:  # noqa: BLE001
+                app_failed(self, e, pkt)
 
     def finish(self) -> None:
         for d in self.dirs:
             d.finish()
         if self.app is not None:
-            self.app.end()
+            try:
+                self.app.end()
+            except Exception as e:  # noqa: BLE001
+                app_failed(self, e, self.conn.last_packet)
+
+
+def app_failed(flow, e: Exception, pkt: int) -> None:
+    """Last line of defence: a session or dissector raised on bad input (a bug — the
+    dissectors are meant to mark bad input, not raise).  The capture goes on: frames
+    already decoded stay, this connection's decoding stops and its notes say where and
+    why.  The message names the exception type and its first words only (no payload)."""
+    msg = str(e).replace("\n", " ")[:120]
+    flow.conn.notes.append(f"packet {pkt}: decoding of this connection stopped on an internal error "
+                           f"({type(e).__name__}: {msg}); frames before it are kept")
+    flow.app = None
 
 
 class UdpFlow:
@@ -214,6 +234,9 @@ def choose_client(sport: int, dport: int, flags: int | None) -> bool:
     d_srv = dport in WELL_KNOWN_SERVER_PORTS or dport < 1024
     if s_srv != d_srv:
         return d_srv
+    s_eph, d_eph = sport >= 32768, dport >= 32768  # ephemeral (client) port ranges
+    if s_eph != d_eph:
+        return s_eph
     return True  # the first sender
 
 

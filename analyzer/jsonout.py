@@ -50,6 +50,16 @@ def connection_dict(c: Connection) -> dict[str, Any]:
             "resumed": t.resumed,
             "decrypted": t.decrypted,
             "reason": t.reason,
+            "cipher_suite_id": t.cipher_suite_id,
+            "hello_retry": t.hello_retry,
+            "npn": t.npn,
+            "certificate_subject": t.certificate_subject,
+            "records": t.records,
+            "record_overhead": list(t.record_overhead),
+            "client_hello_time": t.client_hello_time,
+            "server_hello_time": t.server_hello_time,
+            "client_finished_time": t.client_finished_time,
+            "server_finished_time": t.server_finished_time,
         }
     if c.quic is not None:
         q = c.quic

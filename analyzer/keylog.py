@@ -36,6 +36,10 @@ class KeyLog:
     def get(self, label: str, client_random: bytes) -> bytes | None:
         return self._secrets.get((label, bytes(client_random)))
 
+    def secret_values(self) -> list[bytes]:
+        """Every secret held (for leak checks before anything is written out)."""
+        return list(self._secrets.values())
+
     def has_client(self, client_random: bytes) -> bool:
         cr = bytes(client_random)
         return any(k[1] == cr for k in self._secrets)

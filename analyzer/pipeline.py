@@ -11,7 +11,7 @@ import time as _time
 from typing import Callable
 
 from .capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
-from .flows import TcpFlow, UdpFlow, choose_client
+from .flows import TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
 from .packet import ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoder, addr_str
@@ -181,7 +181,10 @@ def analyze(
             conn_a(conn.id)
             proto_a(P_UDP)
             if flow.app is not None:
-                flow.app.datagram(direction, d.payload, pkt)
+                try:
+                    flow.app.datagram(direction, d.payload, pkt)
+                except Exception as e:  # noqa: BLE001 - a dissector bug must not stop the capture
+                    app_failed(flow, e, pkt)
         else:
             conn_a(-1)
             proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))
@@ -189,7 +192,10 @@ def analyze(
         if isinstance(flow, TcpFlow):
             flow.finish()
         elif flow.app is not None:
-            flow.app.end()
+            try:
+                flow.app.end()
+            except Exception as e:  # noqa: BLE001
+                app_failed(flow, e, flow.conn.last_packet)
     an.warnings.extend(info.warnings)
     an.warnings.extend(keylog.warnings)
     if decoder.defrag.pending:
@@ -199,6 +205,8 @@ def analyze(
     an.compression = info.compression
     an.interfaces = info.interfaces
     an.maps = {(c.conn.id, i): c.dirs[i].map for c in flows.values() if isinstance(c, TcpFlow) for i in (0, 1)}
+    for (cid, d), m in ctx.shared.get("tls_plaintext_maps", {}).items():
+        an.maps[(cid, d, "tls")] = m  # decrypted offset -> packet that completed the record
     if progress is not None:
         progress(pkt, total, total)
     return an

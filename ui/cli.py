@@ -41,9 +41,15 @@ def _progress_printer(enabled: bool):
 
 
 def load(args) -> "Analysis":  # noqa: F821
-    from analyzer.pipeline import analyze
+    progress = _progress_printer(sys.stderr.isatty() and not getattr(args, "json", False))
+    if getattr(args, "cache", False):
+        from analyzer.cache import analyze_cached
 
-    an = analyze(args.file, keylogs=args.keylog, progress=_progress_printer(sys.stderr.isatty() and not getattr(args, "json", False)))
+        an, _hit = analyze_cached(args.file, args.keylog, progress=progress)
+    else:
+        from analyzer.pipeline import analyze
+
+        an = analyze(args.file, keylogs=args.keylog, progress=progress)
     for w in an.warnings:
         print(f"wirefall: warning: {w}", file=sys.stderr)
     return an
@@ -217,7 +223,8 @@ def cmd_tui(args) -> int:
 def cmd_web(args) -> int:
     from ui.web import run
 
-    return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port) or 0
+    limit = int(args.upload_limit * 1048576) if args.upload_limit else None
+    return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port, upload_limit=limit, use_cache=not args.no_cache) or 0
 
 
 def cmd_compare(args) -> int:
@@ -236,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
+    common.add_argument("--cache", action="store_true", help="reuse (or store) the analysis in the zstd cache ($XDG_CACHE_HOME/wirefall); no key material is stored")
     p = argparse.ArgumentParser(prog="wirefall", description="Protocol analyzer and waterfall visualiser for SPDY, HTTP/2, HTTP/1.x, QUIC and HTTP/3 captures.",
                                 epilog="`wirefall FILE` opens the terminal UI on FILE.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -268,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("files", nargs="*", metavar="FILE")
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8050)
+    sp.add_argument("--upload-limit", type=float, metavar="MB", help="largest upload accepted (default 200 MB)")
+    sp.add_argument("--no-cache", action="store_true", help="do not use the analysis cache")
     sp.set_defaults(func=cmd_web)
     sp = sub.add_parser("compare", parents=[common], help="compare two captures of the same page")
     sp.add_argument("a", metavar="A")

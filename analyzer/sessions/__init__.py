@@ -124,6 +124,8 @@ def sniff_stream(head: bytes, direction: int) -> str | None:
         return "tls"
     if b0 & 0x80 and len(head) >= 3 and head[2] == 1 and direction == 0 and b0 != 0x80:
         return "tls"  # SSLv2-compatible ClientHello
+    if direction == 0 and len(head) >= 5 and b0 & 0x80 and head[2] == 1 and head[3] == 3:
+        return "tls"  # SSLv2-compatible ClientHello offering SSL 3 / TLS (not a SPDY frame)
     if b0 == 0x80 and head[1] in (2, 3) and len(head) >= 4:
         return "spdy"
     if head.startswith(H2_PREFACE[: len(head)]):
@@ -134,7 +136,26 @@ def sniff_stream(head: bytes, direction: int) -> str | None:
         return None
     if b0 in (0x14, 0x15, 0x17) and head[1] == 3:
         return "tls"  # capture started mid-connection
+    if direction == 0 and looks_like_h2_frames(head):
+        return "h2-mid"  # capture started inside an h2c connection
     return "raw"
+
+
+def looks_like_h2_frames(head: bytes) -> bool:
+    """Plausible chained HTTP/2 frame headers from the first bytes of a stream."""
+    pos, seen = 0, 0
+    while pos + 9 <= len(head):
+        length = int.from_bytes(head[pos : pos + 3], "big")
+        ftype, sid = head[pos + 3], int.from_bytes(head[pos + 5 : pos + 9], "big")
+        if ftype > 0x10 or length > 1 << 14 or sid & 0x80000000:
+            return False
+        if ftype in (4, 6, 7) and sid != 0 or ftype in (0, 1, 2, 3, 5, 9) and sid == 0:
+            return False
+        if ftype == 4 and length % 6 or ftype == 6 and length != 8 or ftype == 8 and length != 4 or ftype == 3 and length != 4:
+            return False
+        seen += 1
+        pos += 9 + length
+    return seen >= 2 or (seen == 1 and pos == len(head))
 
 
 class Sniffer:
@@ -155,6 +176,8 @@ class Sniffer:
     def _decide(self, kind: str):
         if kind == "raw":
             self.target = RawSession(self.ctx, self.conn)
+        elif kind == "h2-mid":
+            self.target = self.ctx.make("h2", self.conn, cleartext=not self.tls_inside, mid_stream=True)
         else:
             self.target = self.ctx.make(kind, self.conn, **({"cleartext": not self.tls_inside} if kind in ("h2", "spdy") else {}))
         for ev in self.held:
@@ -166,8 +189,8 @@ class Sniffer:
             return self.target.data(direction, data, offset, packet)
         self.held.append(("data", direction, data, offset, packet))
         self.held_bytes += len(data)
-        if len(self.head[direction]) < 64:
-            self.head[direction] += bytes(data[:64])
+        if len(self.head[direction]) < 256:
+            self.head[direction] += bytes(data[:256])
         # The client's first bytes decide; a server that speaks first (an h2c server's
         # SETTINGS, a banner) decides only when its bytes are unmistakable.
         kind = sniff_stream(self.head[0], 0) if self.head[0] else None
