@@ -654,7 +654,10 @@ class QuicConnectionDissector:
             if not tb[0]:
                 tb[1] = p
             tb[0] += chunk
-            self._tls_messages(direction, epoch, tb, p)
+            # a message completes in the datagram that made its bytes deliverable (the one that
+            # filled the hole), which is where tshark shows it, not where its last byte in
+            # stream order arrived (Chrome sends CRYPTO frames out of order)
+            self._tls_messages(direction, epoch, tb, packet)
 
     def _tls_messages(self, direction, epoch, tb, packet):
         buf = tb[0]

@@ -75,6 +75,8 @@ def available_captures() -> list[tuple[Path, Path | None]]:
 
 def encode(target: str, ops: list[tuple]) -> bytes:
     nh = HEADERS[target]
+    if nh == 0:  # one message, no framing
+        return bytes(ops[0][-1]) if ops else b""
     out = bytearray()
     for op in ops:
         *hdr, data = op
@@ -340,7 +342,7 @@ def small_captures(max_packets: int = 40) -> list[tuple[str, bytes, str | None]]
             raw = gzip.decompress(raw)
         raw = head_packets(raw, max_packets)
         kt = keys.read_text() if keys is not None else None
-        res.append((cap.name, raw, kt))
+        res.append((f"{cap.parent.name}/{cap.name}", raw, kt))
     return res
 
 

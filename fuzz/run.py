@@ -41,7 +41,7 @@ def write_seeds(target: str, d: Path) -> int:
     if target in ("capture", "pipeline"):
         for i, (name, raw, keys) in enumerate(corpus.small_captures(24 if target == "pipeline" else 12)):
             blob = bytes([i]) + raw if target == "pipeline" else raw
-            (d / f"seed-{name}").write_bytes(blob)
+            (d / f"seed-{name.replace('/', '_')}").write_bytes(blob)
             n += 1
         return n
     for i, ops in enumerate(corpus.seeds()[target]):
@@ -53,7 +53,8 @@ def write_seeds(target: str, d: Path) -> int:
     return n
 
 
-def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, rss_mb: int, max_len: int) -> None:
+def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, rss_mb: int, max_len: int,
+             keep_going: bool = False) -> None:
     """Run libFuzzer on one target in this process (does not return normally)."""
     import atheris
 
@@ -69,7 +70,27 @@ def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, 
     keys = [k for _, _, k in corpus.small_captures(1)] if target == "pipeline" else []
     tmp = Path("/dev/shm" if os.path.isdir("/dev/shm") else workdir) / f"wirefall-fuzz-{os.getpid()}.pcap"
 
+    seen: set = set()
+
     def one(data: bytes) -> None:
+        if not keep_going:
+            return _one(data)
+        try:
+            _one(data)
+        except Exception as e:  # keep fuzzing past a known bug: record each distinct crash site once
+            import hashlib
+            import traceback
+
+            tb = traceback.extract_tb(e.__traceback__)
+            site = f"{type(e).__name__} at " + " < ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(tb[-3:]))
+            if site not in seen:
+                seen.add(site)
+                h = hashlib.sha1(data).hexdigest()
+                (workdir / target / f"crash-{h}").write_bytes(data)
+                print(f"WIREFALL CRASH {site}: {e!r:.200} input=crash-{h}", flush=True)
+                traceback.print_exc()
+
+    def _one(data: bytes) -> None:
         if target == "capture":
             tmp.write_bytes(data)
             try:
@@ -105,7 +126,8 @@ def parse_log(text: str) -> dict:
     return {
         "inputs": n,
         "seconds": int(runs[-1][1]) if runs else None,
-        "crashes": len(re.findall(r"==\d+== ERROR: libFuzzer: deadly signal|Uncaught Python exception", text)),
+        "crashes": len(re.findall(r"==\d+== ERROR: libFuzzer: deadly signal|Uncaught Python exception|^WIREFALL CRASH", text, re.M)),
+        "crash_sites": re.findall(r"^WIREFALL CRASH (.*?): ", text, re.M),
         "hangs": len(re.findall(r"ERROR: libFuzzer: timeout", text)),
         "oom": len(re.findall(r"ERROR: libFuzzer: out-of-memory", text)),
         "peak_rss_mb": max(rss) if rss else None,
@@ -123,11 +145,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rss-mb", type=int, default=2048, help="memory limit per target process")
     ap.add_argument("--max-len", type=int, default=0, help="max input size (0: 16 KiB, 64 KiB for capture/pipeline)")
     ap.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
+    ap.add_argument("--stop-on-crash", action="store_true",
+                    help="stop a target at its first exception (default: record each distinct crash site once and go on)")
     ap.add_argument("--summary", type=Path, help="write the per-target figures as JSON here")
     a = ap.parse_args(argv)
     if a.target and not a.all:
         ml = a.max_len or (65536 if a.target in ("capture", "pipeline") else 16384)
-        fuzz_one(a.target, a.runs, a.seconds, a.workdir, a.timeout, a.rss_mb, ml)
+        fuzz_one(a.target, a.runs, a.seconds, a.workdir, a.timeout, a.rss_mb, ml, keep_going=not a.stop_on_crash)
         return 0
     if not a.all:
         ap.error("--target or --all")
@@ -140,6 +164,8 @@ def main(argv=None) -> int:
                "--timeout", str(a.timeout), "--rss-mb", str(a.rss_mb), "--workdir", str(a.workdir)]
         if a.max_len:
             cmd += ["--max-len", str(a.max_len)]
+        if a.stop_on_crash:
+            cmd.append("--stop-on-crash")
         t0 = time.monotonic()
         with open(log, "w") as f:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -149,12 +175,14 @@ def main(argv=None) -> int:
         results[t] = r
         print(f"{t:12s} inputs={r['inputs']:>9} crashes={r['crashes']} hangs={r['hangs']} oom={r['oom']} "
               f"peak_rss={r['peak_rss_mb']}MB rc={rc} wall={r['wall']}s", flush=True)
+        for site in r["crash_sites"]:
+            print(f"{'':12s} crash: {site}", flush=True)
         if a.summary:
             a.summary.write_text(json.dumps(results, indent=1))
     total = sum(r["inputs"] for r in results.values())
     print(f"total inputs {total}; crashes {sum(r['crashes'] for r in results.values())}; "
           f"hangs {sum(r['hangs'] for r in results.values())}", flush=True)
-    return 1 if any(r["rc"] for r in results.values()) else 0
+    return 1 if any(r["rc"] or r["crashes"] or r["hangs"] or r["oom"] for r in results.values()) else 0
 
 
 if __name__ == "__main__":
