@@ -261,10 +261,43 @@ class _PacketRuns:
             del self.packets[:i]
 
 
+class _CountingTable(hpack.table.HeaderTable):
+    """The hpack library's dynamic table, counting insertions so that a header block whose
+    bytes and table state were seen before is not decoded again (h2load-style traffic repeats
+    identical, fully indexed blocks tens of thousands of times)."""
+
+    def __init__(self):
+        super().__init__()
+        self.generation = 0
+
+    def add(self, name, value):
+        self.generation += 1
+        return super().add(name, value)
+
+    def state(self) -> tuple:
+        return (self.generation, self.maxsize, self._current_size, len(self.dynamic_entries))
+
+
+# hpack logs every decoded field at DEBUG level; the calls alone cost a quarter of HPACK
+# decoding time, so the module's logger is replaced by one that drops DEBUG at once.
+class _QuietLog:
+    def debug(self, *a, **k):
+        pass
+
+    def __getattr__(self, name):
+        import logging
+
+        return getattr(logging.getLogger("hpack.hpack"), name)
+
+
+hpack.hpack.log = _QuietLog()
+HPACK_CACHE_ENTRIES = 512
+
+
 class _Direction:
     __slots__ = ("buf", "base", "runs", "preface", "sync", "decoder", "hpack_unknown", "hpack_failed",
                  "block", "block_parts", "block_frames", "block_stream", "block_first", "block_type", "max_frame",
-                 "dead", "scanned")
+                 "dead", "scanned", "hcache")
 
     def __init__(self, need_preface: bool):
         self.buf = bytearray()
@@ -273,6 +306,8 @@ class _Direction:
         self.preface = need_preface  # still expecting the client preface
         self.sync = True  # at a frame boundary
         self.decoder = hpack.Decoder()  # decodes the header blocks this direction sends
+        self.decoder.header_table = _CountingTable()
+        self.hcache: dict[tuple, tuple] = {}  # (block, table state) -> (headers, decoded size)
         self.hpack_unknown = False
         self.hpack_failed = False
         self.block: bytearray | None = None  # header block being assembled
@@ -675,8 +710,24 @@ class H2Connection:
             return
         if d.hpack_unknown:
             f.fields["hpack_state"] = "unknown"
+        block = bytes(block)
+        table = d.decoder.header_table
+        before = table.state()
+        hit = d.hcache.get((block, before))
+        if hit is not None and not d.hpack_failed:
+            out, dec = hit
+            f.block_headers = out
+            f.block_decoded = dec
+            f.block_hpack_size = dec + 32 * len(out)
+            if len(parts) == 1:
+                f.headers = out
+                return
+            hdrs = None
+        else:
+            hdrs = ()
         try:
-            hdrs = d.decoder.decode(bytes(block), raw=True)
+            if hdrs is not None:
+                hdrs = d.decoder.decode(block, raw=True)
         except HPACKError as e:
             f.error = f.error or f"HPACK: {type(e).__name__}: {e}"
             d.hpack_failed = True
@@ -691,14 +742,21 @@ class H2Connection:
             return
         if d.hpack_failed:
             f.fields["hpack_state"] = "unknown"
-        out = []
-        dec = 0
-        for name, value in hdrs:
-            dec += len(name) + len(value)
-            out.append((name.decode("latin-1"), value.decode("latin-1")))
-        f.block_headers = out
-        f.block_decoded = dec
-        f.block_hpack_size = dec + 32 * len(out)
+        if hdrs is not None:
+            out = []
+            dec = 0
+            for name, value in hdrs:
+                dec += len(name) + len(value)
+                out.append((name.decode("latin-1"), value.decode("latin-1")))
+            f.block_headers = out
+            f.block_decoded = dec
+            f.block_hpack_size = dec + 32 * len(out)
+            if table.state() == before and not d.hpack_failed:  # the block left the table as it was
+                if len(d.hcache) >= HPACK_CACHE_ENTRIES:
+                    d.hcache.clear()
+                d.hcache[(block, before)] = (out, dec)
+        else:
+            out = f.block_headers
         if len(parts) == 1:
             f.headers = out
             return
