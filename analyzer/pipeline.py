@@ -30,12 +30,15 @@ def analyze(
     progress: Progress | None = None,
     limits: dict | None = None,
     tcp_session: Callable | None = None,
+    on_start: Callable[[Analysis], None] | None = None,
 ) -> Analysis:
     """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture.
 
     ``tcp_session(ctx, conn)``, if given, makes the session that receives each TCP
     connection's reassembled bytes instead of the protocol sniffer (raw stream export,
-    tests)."""
+    tests).  ``on_start(analysis)`` receives the Analysis before the first packet, so a view
+    can show packets while the pass goes on (the index only grows; connections, frames and
+    exchanges are appended)."""
     if keylog is None:
         keylog = load_keylog(keylogs)
     index = PacketIndex()
@@ -43,7 +46,7 @@ def analyze(
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
     max_pending = ctx.limits["tcp_pending_bytes"]
-    decoder = Decoder()
+    decoder = Decoder(ctx.limits.get("ipv4_fragment_datagrams", 1024), ctx.limits.get("ipv4_fragment_bytes", 32 << 20))
     flows: dict[tuple, TcpFlow | UdpFlow] = {}
     conns = an.connections
     undecoded = an.undecoded
@@ -56,6 +59,8 @@ def analyze(
     except OSError:
         total = 0
     last_progress = _time.monotonic()
+    if on_start is not None:
+        on_start(an)
     pkt = 0
     for rec in read_capture(path, info):
         pkt += 1
@@ -200,6 +205,8 @@ def analyze(
     an.warnings.extend(keylog.warnings)
     if decoder.defrag.pending:
         an.warnings.append(f"{len(decoder.defrag.pending)} IPv4 datagrams left incomplete (fragments missing)")
+    if decoder.defrag.dropped:
+        an.warnings.append(f"{decoder.defrag.dropped} IPv4 datagrams dropped from fragment reassembly (ipv4_fragment_datagrams / ipv4_fragment_bytes limits, oversized or overlapping fragments)")
     an.quic_stats = ctx.shared.get("quic_stats", {})
     an.capture_format = info.format
     an.compression = info.compression
