@@ -451,3 +451,34 @@ def test_garbage_ip_headers_counted(tmp_path):
     an = analyze(str(p))
     assert an.undecoded == {"IPv4 header truncated": 1}
     assert len(an.connections) == 1
+
+
+def test_reordered_with_wireshark_tools(tmp_path):
+    """Segments moved out of order with editcap + mergecap -a, then put back with reordercap:
+    both files reassemble to tshark's streams of the original."""
+    for tool in ("editcap", "mergecap", "reordercap"):
+        need_tool(tool)
+    src = shared("pageload-amazon/amazon1.cap.gz")
+    out = run_tool("tshark", "-r", str(src), "-Y", "tcp.len > 1000", "-T", "fields", "-e", "frame.number")
+    k = int(out.split()[len(out.split()) // 3])
+    n = capinfos_count(src)
+    parts = [(1, k - 1), (k + 1, k + 3), (k, k), (k + 4, n)]  # packet k arrives after the next three
+    files = []
+    for i, (a, b) in enumerate(parts):
+        f = tmp_path / f"p{i}.pcap"
+        subprocess.run(["editcap", "-r", str(src), str(f), f"{a}-{b}"], check=True)
+        files.append(str(f))
+    shuffled = tmp_path / "shuffled.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(shuffled), *files], check=True)
+    fixed = tmp_path / "fixed.pcap"
+    subprocess.run(["reordercap", str(shuffled), str(fixed)], check=True, capture_output=True)
+    an0, s0 = analyze_collect(src)
+    for p in (shuffled, fixed):
+        an, sessions = analyze_collect(p)
+        assert an.packets == n
+        tcp0 = [c for c in an0.connections if c.transport == "tcp"]
+        tcp1 = [c for c in an.connections if c.transport == "tcp"]
+        assert [c.client for c in tcp0] == [c.client for c in tcp1]
+        for c0, c1 in zip(tcp0, tcp1):
+            assert s0[c0.id].bufs == sessions[c1.id].bufs
+        assert compare_follow(p, an, sessions, limit=5) > 0
