@@ -62,34 +62,55 @@ def endpoint_str(packed: bytes, port: int) -> str:
 
 
 class Defragmenter:
-    """IPv4 fragment reassembly, bounded in datagrams held and bytes per datagram."""
+    """IPv4 fragment reassembly, bounded in datagrams held, bytes per datagram and bytes
+    held in all (a flood of first fragments or of overlapping fragments cannot grow it;
+    the oldest datagram goes first and is counted in ``dropped``)."""
 
-    def __init__(self, max_datagrams: int = 1024, max_size: int = 65535 + 1500):
+    def __init__(self, max_datagrams: int = 1024, max_size: int = 65535 + 1500, max_bytes: int = 32 << 20):
         self.pending: dict[tuple, dict] = {}
         self.max_datagrams = max_datagrams
         self.max_size = max_size
+        self.max_bytes = max_bytes
+        self.held = 0  # fragment bytes held in all pending datagrams
         self.dropped = 0
 
+    def _drop(self, key) -> None:
+        ent = self.pending.pop(key, None)
+        if ent is not None:
+            self.held -= ent["bytes"]
+            self.dropped += 1
+
     def add(self, key: tuple, offset: int, more: bool, data: bytes) -> bytes | None:
+        if offset + len(data) > self.max_size:
+            self._drop(key)
+            return None
         ent = self.pending.get(key)
         if ent is None:
             if len(self.pending) >= self.max_datagrams:
-                self.pending.pop(next(iter(self.pending)))  # oldest goes
-                self.dropped += 1
-            ent = self.pending[key] = {"parts": {}, "total": None}
-        if offset + len(data) > self.max_size:
-            self.pending.pop(key, None)
-            self.dropped += 1
+                self._drop(next(iter(self.pending)))  # oldest goes
+            ent = self.pending[key] = {"parts": {}, "total": None, "bytes": 0}
+        parts = ent["parts"]
+        old = parts.get(offset)
+        n = len(data) - (len(old) if old is not None else 0)
+        parts[offset] = data
+        ent["bytes"] += n
+        self.held += n
+        if ent["bytes"] > 2 * self.max_size:  # overlapping fragments piling up: not a datagram
+            self._drop(key)
             return None
-        ent["parts"][offset] = data
+        while self.held > self.max_bytes and self.pending:
+            oldest = next(iter(self.pending))
+            self._drop(oldest)
+            if oldest == key:
+                return None
         if not more:
             ent["total"] = offset + len(data)
         total = ent["total"]
-        if total is None:
-            return None
+        if total is None or ent["bytes"] < total:
+            return None  # cannot be complete yet (no rebuild per fragment: no quadratic work)
         out = bytearray()
-        for off in sorted(ent["parts"]):
-            part = ent["parts"][off]
+        for off in sorted(parts):
+            part = parts[off]
             if off > len(out):
                 return None  # hole
             out[off:] = b""
@@ -97,12 +118,13 @@ class Defragmenter:
         if len(out) < total:
             return None
         del self.pending[key]
+        self.held -= ent["bytes"]
         return bytes(out[:total])
 
 
 class Decoder:
-    def __init__(self):
-        self.defrag = Defragmenter()
+    def __init__(self, frag_datagrams: int = 1024, frag_bytes: int = 32 << 20):
+        self.defrag = Defragmenter(max_datagrams=frag_datagrams, max_bytes=frag_bytes)
 
     def decode(self, linktype: int, data: bytes) -> Decoded | str | None:
         """Decode one frame.  Returns Decoded, a reason string, or None for an IPv4
