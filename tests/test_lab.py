@@ -121,7 +121,7 @@ def test_relay_link_has_the_set_rtt_and_loss(tmp_path):
     # the relay's own counters: 10 % of what it was offered, each way (4 sigma)
     for d in ("c2s", "s2c"):
         c = counters[d]
-        assert c["offered"] >= 300 and c["overflow"] == 0
+        assert c["offered"] >= (300 if d == "c2s" else 200) and c["overflow"] == 0  # echoes of what arrived
         assert abs(c["dropped"] - 0.1 * c["offered"]) <= 4 * (c["offered"] * 0.09) ** 0.5 + 1, c
     # and what the probes saw, one way each
     assert abs(m["loss_c2s_pct"] - 10) <= 4 * 100 * (0.09 / 300) ** 0.5 + 1, m
