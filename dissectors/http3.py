@@ -31,6 +31,93 @@ SETTINGS_NAMES = {
 STREAM_TYPES = {0x00: "control", 0x01: "push", 0x02: "qpack_encoder", 0x03: "qpack_decoder"}
 MAX_FRAME_PAYLOAD = 1 << 20  # payload bytes buffered for non-DATA frames (headers are capped separately)
 MAX_PENDING_BLOCKS = 1000  # header blocks waiting for peer SETTINGS or encoder instructions
+# pylsqpack decodes a whole header block into memory and has no header-list limit, so a block
+# of N one-byte references to a large dynamic-table entry (a QPACK bomb) would cost N times
+# the entry.  Before decoding, a block's decoded size is bounded from its field lines and the
+# largest entry the encoder stream inserted (tracked below); a block whose bound exceeds
+# QPACK_DECODE_FACTOR x the header-list limit is not decoded (its frame is marked).
+QPACK_DECODE_FACTOR = 16
+STATIC_ENTRY_MAX = 128  # largest RFC 9204 Appendix A entry (name + value) is under 100 bytes
+
+
+def _qint(buf, p: int, n: int):
+    """QPACK/HPACK prefixed integer at buf[p] with an n-bit prefix: (value, next) or None."""
+    if p >= len(buf):
+        return None
+    m = (1 << n) - 1
+    v = buf[p] & m
+    p += 1
+    if v < m:
+        return v, p
+    shift = 0
+    while p < len(buf):
+        b = buf[p]
+        p += 1
+        v += (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, p
+        if shift > 62:
+            raise ValueError("QPACK integer too long")
+    return None
+
+
+def _qstr(buf, p: int, n: int):
+    """String literal with its H bit just above an n-bit length prefix: (decoded size bound, next) or None."""
+    if p >= len(buf):
+        return None
+    huff = buf[p] & (1 << n)
+    r = _qint(buf, p, n)
+    if r is None or r[1] + r[0] > len(buf):
+        return None
+    ln, q = r
+    return (ln * 8 // 5 + 1 if huff else ln), q + ln
+
+
+def block_size_bound(block, max_entry: int) -> int:
+    """Upper bound of the decoded header-list size (name + value + 32 per field) of one QPACK
+    field section, given the largest dynamic-table entry; stops early past 2^40."""
+    r = _qint(block, 0, 8)
+    r = r and _qint(block, r[1], 7)
+    if r is None:
+        return 0
+    p, total = r[1], 0
+    while p < len(block) and total < 1 << 40:
+        b = block[p]
+        if b & 0x80:  # indexed field line (T: static)
+            r = _qint(block, p, 6)
+            if r is None:
+                break
+            total += STATIC_ENTRY_MAX if b & 0x40 else max_entry
+            p = r[1]
+        elif b & 0x40:  # literal with name reference
+            r = _qint(block, p, 4)
+            v = r and _qstr(block, r[1], 7)
+            if not v:
+                break
+            total += (STATIC_ENTRY_MAX if b & 0x10 else max_entry) + v[0]
+            p = v[1]
+        elif b & 0x20:  # literal with literal name
+            nm = _qstr(block, p, 3)
+            v = nm and _qstr(block, nm[1], 7)
+            if not v:
+                break
+            total += nm[0] + v[0] + 32
+            p = v[1]
+        elif b & 0x10:  # indexed field line with post-base index
+            r = _qint(block, p, 4)
+            if r is None:
+                break
+            total += max_entry
+            p = r[1]
+        else:  # literal with post-base name reference
+            r = _qint(block, p, 3)
+            v = r and _qstr(block, r[1], 7)
+            if not v:
+                break
+            total += max_entry + v[0]
+            p = v[1]
+    return total
 
 
 def is_grease(v: int) -> bool:
@@ -100,6 +187,9 @@ class Http3Dissector:
         self.pending_encoder: list[list] = [[], []]  # encoder bytes waiting for the receiver's SETTINGS
         self.pending_blocks: list[list] = [[], []]  # (frame, block) waiting for SETTINGS
         self.blocked: dict[tuple[int, int], H3Frame] = {}
+        self.blocked_blocks: dict[tuple[int, int], bytes] = {}
+        self.max_entry = [32, 32]  # largest dynamic-table entry inserted by each direction's encoder (bound)
+        self.enc_rest = [b"", b""]  # an encoder instruction split across chunks
         self.stream_types: dict[tuple[int, int], str] = {}
         self.errors: list[tuple[int, str]] = []  # (packet, message)
         self.out: list[H3Frame] = []
@@ -142,6 +232,7 @@ class Http3Dissector:
             except Exception:
                 pass
             self.blocked.pop((direction, stream_id), None)
+            self.blocked_blocks.pop((direction, stream_id), None)
 
     def finish(self) -> list[H3Frame]:
         """End of capture: decode what waited for SETTINGS with defaults, report the rest."""
@@ -158,6 +249,7 @@ class Http3Dissector:
             f.error = "header block still blocked on QPACK encoder instructions at the end of the capture"
             self.out.append(f)
         self.blocked.clear()
+        self.blocked_blocks.clear()
         out, self.out = self.out, []
         return out
 
@@ -323,13 +415,18 @@ class Http3Dissector:
             self.pending_encoder[d].append((data, packet))
             return
         try:
+            self._scan_encoder(d, data)
             unblocked = dec.feed_encoder(data)
-        except EncoderStreamError as e:
+        except (EncoderStreamError, ValueError) as e:
             self.errors.append((packet, f"QPACK encoder stream error: {e}"))
             return
         for sid in unblocked:
             f = self.blocked.pop((d, sid), None)
+            block = self.blocked_blocks.pop((d, sid), b"")
             if f is None:
+                continue
+            if self._too_big(d, f, block):
+                self.out.append(f)
                 continue
             try:
                 _, headers = dec.resume_header(sid)
@@ -340,7 +437,51 @@ class Http3Dissector:
             self._set_headers(f, headers)
             self.out.append(f)
 
+    def _scan_encoder(self, d, data: bytes) -> None:
+        """Track the largest entry the encoder stream of direction d inserts (RFC 9204 §4.3)."""
+        buf = self.enc_rest[d] + data if self.enc_rest[d] else data
+        p, n = 0, len(buf)
+        cap = self.max_header_list * QPACK_DECODE_FACTOR
+        while p < n:
+            b = buf[p]
+            if b & 0x80:  # insert with name reference (T: static)
+                r = _qint(buf, p, 6)
+                v = r and _qstr(buf, r[1], 7)
+                if not v:
+                    break
+                size = (STATIC_ENTRY_MAX if b & 0x40 else self.max_entry[d]) + v[0] + 32
+            elif b & 0x40:  # insert with literal name
+                nm = _qstr(buf, p, 5)
+                v = nm and _qstr(buf, nm[1], 7)
+                if not v:
+                    break
+                size = nm[0] + v[0] + 32
+            else:  # set dynamic table capacity (001) / duplicate (000)
+                v = _qint(buf, p, 5)
+                if v is None:
+                    break
+                size = 0
+            self.max_entry[d] = max(self.max_entry[d], min(size, 1 << 20))
+            p = v[1]
+        rest = buf[p:]
+        if len(rest) > cap:  # an instruction longer than any entry can be: stop tracking, assume the worst
+            self.max_entry[d] = 1 << 20
+            rest = b""
+        self.enc_rest[d] = bytes(rest)
+
+    def _too_big(self, d, f: H3Frame, block: bytes) -> bool:
+        limit = self.max_header_list * QPACK_DECODE_FACTOR
+        bound = block_size_bound(block, self.max_entry[d])
+        if bound > limit:
+            f.error = (f"QPACK header block of {len(block)} bytes could decode to {bound} bytes "
+                       f"(over {QPACK_DECODE_FACTOR} x the {self.max_header_list}-byte header list limit); not decoded")
+            return True
+        return False
+
     def _headers(self, d, sid, f: H3Frame, block: bytes):
+        if self._too_big(d, f, block):
+            self.out.append(f)
+            return
         dec = self.decoders[d]
         if dec is None:
             if block[:1] == b"\0" or not block:  # Required Insert Count 0: static table only
@@ -362,6 +503,7 @@ class Http3Dissector:
             _, headers = dec.feed_header(sid, block)
         except StreamBlocked:
             self.blocked[(d, sid)] = f
+            self.blocked_blocks[(d, sid)] = bytes(block)
             return
         except (DecompressionFailed, DecoderStreamError) as e:
             f.error = f"QPACK: {e.__class__.__name__}: {e}"

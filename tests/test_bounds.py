@@ -580,3 +580,30 @@ def test_body_cap_from_ctx_limits_reaches_sessions():
     for mod in ("http1", "http2", "spdy"):
         src = (ROOT / "analyzer" / "sessions" / f"{mod}.py").read_text()
         assert 'limits.get("body_decoded_bytes"' in src or "limits['body_decoded_bytes']" in src or 'limits["body_decoded_bytes"]' in src, mod
+
+
+def test_qpack_bomb_is_not_decoded_and_stream_goes_on():
+    """N one-byte references to one 60 KB dynamic entry (pylsqpack's own Encoder makes them):
+    without the pre-decode bound this costs N x 60 KB; the block is marked, the DATA after it
+    and a normal block on the next stream still decode."""
+    from pylsqpack import Encoder
+
+    from dissectors.http3 import Http3Dissector
+
+    enc = Encoder()
+    enc.apply_settings(max_table_capacity=1 << 20, blocked_streams=16)
+    encs, bomb = enc.encode(0, [(b":status", b"200")] + [(b"x-big", b"A" * 60000)] * 20000)
+    _, normal = enc.encode(4, [(b":status", b"204")])
+    assert len(bomb) < 100_000
+    h = Http3Dissector()
+    settings = _h3_varint(0x01) + _h3_varint(1 << 20) + _h3_varint(0x07) + _h3_varint(16)
+    with peak_memory() as m:
+        h.stream_data(0, 2, _h3_varint(0) + _h3_frame(4, settings), 1)  # client control: QPACK capacity 1 MiB
+        h.stream_data(1, 3, _h3_varint(0) + _h3_frame(4, b""), 2)  # server control
+        h.stream_data(1, 7, _h3_varint(2) + encs, 3)  # server QPACK encoder stream
+        out = h.stream_data(1, 0, _h3_frame(1, bomb) + _h3_frame(0, b"ok"), 4, fin=True)
+        out2 = h.stream_data(1, 4, _h3_frame(1, normal), 5, fin=True)
+    assert m.peak < 32 << 20
+    assert [f.type for f in out] == ["HEADERS", "DATA"]
+    assert out[0].error and "not decoded" in out[0].error and out[1].error is None
+    assert out2[0].error is None and out2[0].headers == [(":status", "204")]
