@@ -52,6 +52,9 @@ def load(args) -> "Analysis":  # noqa: F821
         an = analyze(args.file, keylogs=args.keylog, progress=progress)
     for w in an.warnings:
         print(f"wirefall: warning: {w}", file=sys.stderr)
+    import gc
+
+    gc.freeze()  # the model lives to the end of the command: no collection need walk it again
     return an
 
 

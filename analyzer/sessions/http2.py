@@ -119,6 +119,8 @@ class H2Session:
     def data(self, direction, data, offset, packet):
         for f in self.h2.receive(direction, data, packet, offset):
             self._frame(f)
+            if f.block_parts is not None:  # a block's last frame lists itself: break the cycle so
+                f.block_parts = f.block_start = None  # refcounting frees it (no cyclic GC work)
         self._notes()
 
     def gap(self, direction, offset, length, packet):
