@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
     sp.add_argument("--force", action="store_true")
     sp.set_defaults(func=cmd_compare)
-    sp = sub.add_parser("lab", parents=[common], help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3")
+    sp = sub.add_parser("lab", parents=[common], help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)")
     sp.add_argument("--protocols", default="h1,spdy,h2,h3")
     sp.add_argument("--rtt", type=float, nargs="*", default=[0.0])
     sp.add_argument("--loss", type=float, nargs="*", default=[0.0])
