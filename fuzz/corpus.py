@@ -395,8 +395,11 @@ def record_offsets(raw: bytes) -> list[int]:
     return offs
 
 
-def analyze_bytes(raw: bytes, keys: str | None = None, limits: dict | None = None):
-    """Run the whole pipeline on capture bytes (written to a private temp file)."""
+def analyze_bytes(raw: bytes, keys: str | None = None, limits: dict | None = None, keep: bool = False):
+    """Run the whole pipeline on capture bytes (written to a private temp file).  With
+    ``keep`` the file stays while the returned Analysis lives (views re-read packets)."""
+    import weakref
+
     from analyzer.keylog import KeyLog
     from analyzer.pipeline import analyze
 
@@ -405,9 +408,22 @@ def analyze_bytes(raw: bytes, keys: str | None = None, limits: dict | None = Non
         kl.add_text(keys, "fuzz")
     d = "/dev/shm" if os.path.isdir("/dev/shm") else None
     fd, path = tempfile.mkstemp(suffix=".pcap", dir=d)
+    done = False
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
-        return analyze(path, keylog=kl, limits=limits)
+        an = analyze(path, keylog=kl, limits=limits)
+        if keep:
+            weakref.finalize(an, _unlink, path)
+            done = True
+        return an
     finally:
+        if not done:
+            _unlink(path)
+
+
+def _unlink(path: str) -> None:
+    try:
         os.unlink(path)
+    except OSError:
+        pass

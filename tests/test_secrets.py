@@ -1,0 +1,302 @@
+"""Secrets: key-log contents never reach an output, and HAR leaves out credentials.
+
+Every secret of the sample key logs (and of the pcapng Decryption Secrets Block of the
+ngtcp2 capture) is searched for — as lower- and upper-case hex, raw bytes and base64 — in
+everything wirefall writes: the CLI's stdout/stderr (``--debug`` too) for every command,
+HAR / JSON / qlog / HTML / SVG / PNG exports, the zstd analysis cache, connection notes,
+warnings and error messages.  The search itself is checked to work (a planted secret is
+found).  Cookie / Set-Cookie / Authorization values come from tshark on the same capture
+(made with curl and nginx, ``scripts/robustness/make_secret_captures.sh``).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SAMPLES = ROOT / "sample_captures"
+SHARED = ROOT.parent / "shared" / "captures"
+
+from fuzz import corpus  # noqa: E402
+
+KEYED = [
+    ("secrets/cookies-h2.pcap", "secrets/cookies-h2.keys"),
+    ("quic/aioquic-h3.pcap", "quic/aioquic-h3.keys"),
+    ("tls/tls12_aes128gcm.pcap", "tls/tls12_aes128gcm.keys"),
+    ("spdy/spdy3.1-tls.pcap", "spdy/spdy3.1-tls.keys"),
+    ("tls/tls13_keyupdate.pcap", "tls/tls13_keyupdate.keys"),
+]
+
+
+def _secrets_of(text: str) -> list[bytes]:
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and not line.startswith("#"):
+            out.append(bytes.fromhex(parts[2]))
+    return out
+
+
+def _forms(secret: bytes) -> list[bytes]:
+    h = secret.hex()
+    return [secret, h.encode(), h.upper().encode(), base64.b64encode(secret), base64.b64encode(secret).rstrip(b"=")[:40],
+            h[:32].encode()]  # a half of the hex too: no partial leak either
+
+
+def leaks(blob: bytes | str, secrets: list[bytes]) -> list[str]:
+    if isinstance(blob, str):
+        blob = blob.encode("utf-8", "surrogateescape")
+    low = blob.lower()
+    found = []
+    for s in secrets:
+        for f in _forms(s):
+            if f in blob or (f.isascii() and f.lower() in low and len(f) >= 32):
+                found.append(s.hex()[:16] + "…")
+                break
+    return found
+
+
+def _keyed(rel_cap: str, rel_keys: str) -> tuple[Path, Path]:
+    c, k = SAMPLES / rel_cap, SAMPLES / rel_keys
+    if not c.exists() or not k.exists():
+        pytest.skip(f"{rel_cap} missing")
+    return c, k
+
+
+def test_leak_search_finds_a_planted_secret():
+    c, k = _keyed(*KEYED[0])
+    secrets = _secrets_of(k.read_text())
+    assert len(secrets) >= 4
+    s = secrets[0]
+    assert leaks(b"note: " + s.hex().encode(), secrets)
+    assert leaks(b"x" + s.hex().upper().encode(), secrets)
+    assert leaks(b"\x00" + s + b"\x00", secrets)
+    assert leaks(base64.b64encode(s), secrets)
+    assert not leaks(b"nothing here", secrets)
+
+
+@pytest.mark.parametrize("rel_cap,rel_keys", KEYED)
+def test_analysis_and_exports_hold_no_key_material(rel_cap, rel_keys, tmp_path):
+    from analyzer import cache
+    from analyzer.export import har, model_json, qlog
+    from analyzer.jsonout import dumps
+
+    c, k = _keyed(rel_cap, rel_keys)
+    secrets = _secrets_of(k.read_text())
+    an = corpus.analyze_bytes(c.read_bytes(), k.read_text(), keep=True)
+    # decryption really happened (the test would be empty otherwise)
+    assert any(f.protocol not in ("tls", "quic") for f in an.frames) or rel_cap.startswith("tls/"), "nothing decrypted"
+    if rel_cap.startswith("tls/"):
+        assert any((f.fields or {}).get("decrypted") for f in an.frames), "nothing decrypted"
+    texts = {
+        "notes": "\n".join(n for conn in an.connections for n in conn.notes),
+        "warnings": "\n".join(an.warnings),
+        "model_json": dumps(model_json(an)),
+        "har": json.dumps(har(an)),
+        "har_sensitive": json.dumps(har(an, include_sensitive=True)),
+        "qlog": json.dumps(qlog(an)),
+        "frames_repr": repr(an.frames),
+        "connections_repr": repr(an.connections),
+    }
+    for name, blob in texts.items():
+        assert not leaks(blob, secrets), f"{rel_cap}: key material in {name}"
+    # the cache: stored blob decompressed holds none; the pickled analysis without the key log neither
+    blob = cache.dumps(an)
+    import zstandard
+
+    raw = zstandard.ZstdDecompressor().decompressobj().decompress(blob)
+    assert not leaks(raw, secrets), f"{rel_cap}: key material in the cache entry"
+    kl, an.keylog = an.keylog, None
+    try:
+        assert not leaks(pickle.dumps(an), secrets)
+    finally:
+        an.keylog = kl
+
+
+def test_cache_refuses_an_analysis_carrying_a_secret():
+    from analyzer import cache
+
+    c, k = _keyed(*KEYED[0])
+    an = corpus.analyze_bytes(c.read_bytes(), k.read_text())
+    secret = an.keylog.secret_values()[0]
+    an.connections[0].notes.append(f"packet 1: debug {bytes(secret).hex()}")
+    with pytest.raises(ValueError):
+        cache.dumps(an)
+    assert cache.store("0" * 64, an) is False
+
+
+def test_pcapng_dsb_secrets_stay_out_of_outputs():
+    from analyzer.capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
+    from analyzer.export import har, model_json, qlog
+    from analyzer.jsonout import dumps
+    from analyzer.pipeline import analyze
+
+    p = SHARED / "pcap2qlog" / "ngtcp2-29-dsb.pcapng"
+    if not p.exists():
+        pytest.skip("ngtcp2 DSB capture not present")
+    info = CaptureInfo()
+    for _ in read_capture(str(p), info):
+        pass
+    secrets = [s for t, d in info.secrets if t == DSB_TLS_KEYLOG for s in _secrets_of(d.decode())]
+    assert len(secrets) >= 4
+    an = analyze(str(p), keylogs=[])
+    assert any(f.protocol.startswith("h3") for f in an.frames), "the DSB keys were not used"
+    for name, blob in {"json": dumps(model_json(an)), "har": json.dumps(har(an, include_sensitive=True)),
+                       "qlog": json.dumps(qlog(an)), "notes": repr([c.notes for c in an.connections]),
+                       "warnings": repr(an.warnings)}.items():
+        assert not leaks(blob, secrets), f"DSB secret in {name}"
+
+
+def test_malformed_key_log_lines_are_not_echoed():
+    from analyzer.keylog import KeyLog
+
+    secret = bytes(range(48))
+    cr = bytes(range(100, 132))
+    bad = "\n".join([
+        f"CLIENT_RANDOM {cr.hex()} {secret.hex()} extra",  # too many fields
+        f"CLIENT_RANDOM {cr.hex()[:-1]}Z {secret.hex()}",  # not hex
+        f"CLIENT_RANDOM {cr.hex()} {secret.hex()}00",  # wrong length
+        f"CLIENT_TRAFFIC_SECRET_0 {cr.hex()}",  # too few
+    ])
+    kl = KeyLog()
+    kl.add_text(bad, "test.keys")
+    assert len(kl.warnings) == 4
+    assert not leaks("\n".join(kl.warnings), [secret])
+    assert all(cr.hex() not in w for w in kl.warnings)
+
+
+# ------------------------------------------------------------------ the CLI, every command
+
+def _cli(args, env, cwd):
+    return subprocess.run([sys.executable, "-m", "ui.cli", *args], capture_output=True, env=env, cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("rel_cap,rel_keys", [KEYED[0], KEYED[1]])
+def test_cli_outputs_hold_no_key_material(rel_cap, rel_keys, tmp_path):
+    c, k = _keyed(rel_cap, rel_keys)
+    secrets = _secrets_of(k.read_text())
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), SSLKEYLOGFILE="", PYTHONPATH=str(ROOT))
+    kargs = ["--keylog", str(k), "--debug", "--cache"]
+    runs = {}
+    for cmd in (["summary", "--json"], ["summary"], ["packets"], ["frames", "--json"], ["frames"], ["requests", "--json"],
+                ["requests"], ["stats", "--json"], ["stats"]):
+        r = _cli([cmd[0], *kargs, *cmd[1:], str(c)], env, ROOT)
+        assert r.returncode == 0, (cmd, r.stderr[-500:])
+        runs[" ".join(cmd)] = r.stdout + r.stderr
+    assert b"GET" in runs["requests"] or b"/" in runs["requests"]
+    outs = []
+    for fmt in ("har", "json", "qlog", "html", "svg") + (("png",) if rel_cap == KEYED[0][0] else ()):
+        o = tmp_path / f"out.{fmt}"
+        r = _cli(["export", *kargs, "-o", str(o), "--include-sensitive", str(c)], env, ROOT)
+        assert r.returncode == 0 and o.exists(), (fmt, r.stderr[-500:])
+        runs[f"export {fmt} (stdout/stderr)"] = r.stdout + r.stderr
+        outs.append(o)
+    for name, blob in runs.items():
+        assert not leaks(blob, secrets), f"key material in `wirefall {name}` output"
+    for o in outs:
+        assert not leaks(o.read_bytes(), secrets), f"key material in {o.name}"
+    # cache files (zstd): decompressed
+    import zstandard
+
+    cached = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert cached, "--cache stored nothing"
+    for p in cached:
+        data = p.read_bytes()
+        try:
+            data = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        except zstandard.ZstdError:
+            pass
+        assert not leaks(data, secrets), f"key material in cache file {p.name}"
+
+
+def test_cli_error_on_bad_key_log_names_no_secret(tmp_path):
+    c, k = _keyed(*KEYED[0])
+    lines = k.read_text().splitlines()
+    secrets = _secrets_of(k.read_text())
+    bad = tmp_path / "bad.keys"
+    bad.write_text("\n".join(ln + " trailing" for ln in lines) + "\n" + "\n".join(ln[:-3] + "zzz" for ln in lines))
+    env = dict(os.environ, SSLKEYLOGFILE="", PYTHONPATH=str(ROOT))
+    r = _cli(["requests", "--keylog", str(bad), "--debug", str(c)], env, ROOT)
+    assert not leaks(r.stdout + r.stderr, secrets)
+    # wrong keys: decryption fails, the notes say so without the key
+    wrong = tmp_path / "wrong.keys"
+    wrong.write_text("\n".join(f"{ln.split()[0]} {ln.split()[1]} {'ab' * (len(ln.split()[2]) // 2)}" for ln in lines if len(ln.split()) == 3))
+    r = _cli(["summary", "--json", "--keylog", str(wrong), "--debug", str(c)], env, ROOT)
+    assert r.returncode == 0
+    assert not leaks(r.stdout + r.stderr, secrets + [bytes([0xAB]) * 32, bytes([0xAB]) * 48])
+
+
+# ------------------------------------------------------------------ HAR and credentials
+
+def _tshark_fields(cap: Path, keys: Path | None, *fields) -> list[list[str]]:
+    if not shutil.which("tshark"):
+        pytest.skip("tshark not installed")
+    args = ["tshark", "-r", str(cap), "-T", "fields"] + (["-o", f"tls.keylog_file:{keys}"] if keys else [])
+    for f in fields:
+        args += ["-e", f]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
+    return [ln.split("\t") for ln in out.splitlines() if ln.strip("\t")]
+
+
+def _credentials(cap: Path, keys: Path | None) -> dict[str, str]:
+    """Cookie, Authorization and Set-Cookie values as tshark decodes them."""
+    pre = "http" if keys is None else "http2.headers"
+    rows = _tshark_fields(cap, keys, f"{pre}.cookie", f"{pre}.authorization", f"{pre}.set_cookie")
+    got = {}
+    for r in rows:
+        for name, v in zip(("cookie", "authorization", "set-cookie"), r):
+            if v:
+                got[name] = v
+    return got
+
+
+@pytest.mark.parametrize("rel_cap,rel_keys", [("secrets/cookies-h1.pcap", None), ("secrets/cookies-h2.pcap", "secrets/cookies-h2.keys")])
+def test_har_leaves_out_cookie_set_cookie_authorization(rel_cap, rel_keys, tmp_path):
+    from analyzer.export import har
+
+    cap = SAMPLES / rel_cap
+    keys = SAMPLES / rel_keys if rel_keys else None
+    if not cap.exists():
+        pytest.skip("secrets sample missing")
+    creds = _credentials(cap, keys)
+    assert set(creds) == {"cookie", "authorization", "set-cookie"}, creds
+    an = corpus.analyze_bytes(cap.read_bytes(), keys.read_text() if keys else None, keep=True)
+    h = har(an)
+    entries = h["log"]["entries"]
+    assert entries, "no HAR entries"
+    blob = json.dumps(h)
+    for name, value in creds.items():
+        assert value not in blob and value.split(";")[0] not in blob, f"{name} in default HAR"
+        assert value.split("=", 1)[-1].split(";")[0] not in blob
+    for e in entries:
+        names = {x["name"].lower() for x in e["request"]["headers"]} | {x["name"].lower() for x in e["response"]["headers"]}
+        assert not names & {"cookie", "set-cookie", "authorization"}
+        assert e["request"]["cookies"] == [] and e["response"]["cookies"] == []
+    # the rest of the headers are there (the HAR is not just empty)
+    assert any(x["name"].lower() in ("user-agent",) for e in entries for x in e["request"]["headers"])
+    # asked for: all three, equal to tshark's values
+    hs = har(an, include_sensitive=True)
+    req = {x["name"].lower(): x["value"] for e in hs["log"]["entries"] for x in e["request"]["headers"]}
+    resp = {x["name"].lower(): x["value"] for e in hs["log"]["entries"] for x in e["response"]["headers"]}
+    assert req["cookie"] == creds["cookie"] and req["authorization"] == creds["authorization"]
+    assert resp["set-cookie"] == creds["set-cookie"]
+    ck = hs["log"]["entries"][0]["request"]["cookies"]
+    assert ck == [{"name": "wf_client", "value": "COOKIE-fedcba9876543210"}]
+    # and the CLI: default export leaves them out, --include-sensitive keeps them
+    env = dict(os.environ, SSLKEYLOGFILE="", PYTHONPATH=str(ROOT))
+    kargs = ["--keylog", str(keys)] if keys else []
+    o1, o2 = tmp_path / "a.har", tmp_path / "b.har"
+    assert _cli(["export", *kargs, "-o", str(o1), str(cap)], env, ROOT).returncode == 0
+    assert _cli(["export", *kargs, "--include-sensitive", "-o", str(o2), str(cap)], env, ROOT).returncode == 0
+    assert b"COOKIE-fedcba9876543210" not in o1.read_bytes() and b"SETCOOKIE-0123456789abcdef" not in o1.read_bytes()
+    assert b"YWxpY2U6QVVUSC13b25kZXJsYW5k" not in o1.read_bytes()
+    assert b"COOKIE-fedcba9876543210" in o2.read_bytes() and b"SETCOOKIE-0123456789abcdef" in o2.read_bytes()
