@@ -59,7 +59,7 @@ DICT_V2 = (
 )
 
 # SPDY/3 header dictionary (1423 bytes, Adler-32 0xe3c6a7c2): draft-mbelshe-httpbis-spdy-00
-# section 2.6.10.1 (/work/shared/specs), byte for byte.
+# section 2.6.10.1 (../shared/specs beside the repository), byte for byte.
 DICT_V3 = (
     b"\x00\x00\x00\x07options\x00\x00\x00\x04head\x00\x00\x00\x04post\x00\x00\x00"
     b"\x03put\x00\x00\x00\x06delete\x00\x00\x00\x05trace\x00\x00\x00\x06accept\x00"
