@@ -9,6 +9,11 @@
 - ``packet_row`` / ``packet_rows``: the packet list columns (No., Time, Source,
   Destination, Protocol, Length, Info), with an Info column like Wireshark's.
 - ``hexdump(data)``: hex + ASCII lines.
+- ``decrypted_tls(analysis, source, n)``: the plaintext of the TLS records that complete on
+  packet ``n`` (Wireshark's "Decrypted TLS" tabs), decrypted again on demand: the analysis
+  keeps only numbers per decrypted record (``analysis.tls_records``, see
+  ``analyzer.sessions.tls``); the record is re-read from the capture through its TCP
+  segments and opened with the key named there, looked up in ``analysis.keylog``.
 
 Every ``Node`` carries the byte range it covers in the packet (``start``, ``end``; -1 when
 it has none, e.g. decrypted content) for highlighting, and, where Wireshark has one, the
@@ -31,7 +36,7 @@ from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder
 
 __all__ = ["Node", "packet_bytes", "packet_detail", "packet_row", "packet_rows", "hexdump", "frames_on_packet",
-           "frame_summary", "flag_names", "PROTO_DISPLAY"]
+           "frame_summary", "flag_names", "PROTO_DISPLAY", "decrypted_tls", "tls_records_on_packet", "DecryptedRecord"]
 
 
 @dataclass(slots=True)
@@ -42,6 +47,7 @@ class Node:
     end: int = -1
     abbrev: str | None = None  # Wireshark display-filter field name, when there is one
     value: Any = None  # the value as tshark -T json prints it
+    source: int = 0  # which bytes start/end refer to: 0 the packet, k the k-th decrypted record on it
 
     def add(self, label: str, start: int = -1, end: int = -1, abbrev: str | None = None, value: Any = None) -> "Node":
         n = Node(label, [], start, end, abbrev, value)
@@ -1039,3 +1045,226 @@ def packet_rows(analysis: Analysis, source, start: int, stop: int) -> list[tuple
     ctx = _RowCtx()
     stop = min(stop, len(analysis.index) + 1)
     return [packet_row(analysis, source, n, ctx) for n in range(max(start, 1), stop)]
+
+
+# ---------------------------------------------------------------- decrypted TLS (on demand)
+
+MAX_RECORD_SCAN = 20000  # packets scanned to re-read one record's segments
+DEC_CACHE = 64  # record decryptors (derived keys) kept per analysis
+
+
+@dataclass(slots=True)
+class DecryptedRecord:
+    """One decrypted TLS record on a packet: where it is, and its plaintext (``data``) or why
+    it could not be decrypted again (``error``)."""
+
+    connection: int
+    direction: int
+    index: int  # row in analysis.tls_records[(connection, direction)]
+    offset: int  # TCP stream offset of the record header
+    length: int  # ciphertext length
+    ctype: int  # content type (TLS 1.3: the inner one)
+    pt_offset: int  # offset in the decrypted stream (application data), else -1
+    pt_length: int
+    data: bytes = b""
+    error: str | None = None
+
+    @property
+    def title(self) -> str:
+        return f"Decrypted TLS ({self.pt_length} bytes)"
+
+
+_CTYPE_NAMES = {20: "Change Cipher Spec", 21: "Alert", 22: "Handshake", 23: "Application Data", 24: "Heartbeat"}
+
+
+def tls_records_on_packet(analysis: Analysis, n: int) -> list[tuple[int, int, int]]:
+    """``(connection, direction, row)`` of the decrypted TLS records whose last byte is in
+    packet ``n`` (where Wireshark shows their "Decrypted TLS" tab), in stream order.  Cheap:
+    numbers only; safe while the analysis is still growing."""
+    recs = analysis.__dict__.get("tls_records")
+    if not recs or not 1 <= n <= len(analysis.index):
+        return []
+    cid = analysis.index.conn[n - 1]
+    if cid < 0:
+        return []
+    out = []
+    cache = analysis.__dict__.setdefault("_wf_tls_rec_idx", {})
+    for d in (0, 1):
+        tab = recs.get((cid, d))
+        if tab is None:
+            continue
+        done, by_pkt = cache.get((cid, d), (0, None))
+        k = len(tab.packet)  # snapshot: rows below k are complete in every array
+        if by_pkt is None or done < k:
+            by_pkt = by_pkt if by_pkt is not None else {}
+            pk = tab.packet
+            for i in range(done, k):
+                by_pkt.setdefault(pk[i], []).append(i)
+            cache[(cid, d)] = (k, by_pkt)
+        for i in by_pkt.get(n, ()):
+            out.append((cid, d, i))
+    out.sort(key=lambda t: (t[1], recs[(t[0], t[1])].offset[t[2]]))
+    return out
+
+
+def decrypted_tls(analysis: Analysis, source, n: int) -> list[DecryptedRecord]:
+    """The decrypted TLS records that complete on packet ``n``, each decrypted again from
+    the capture.  Never raises: a record that cannot be re-read or re-opened carries an
+    ``error`` (key log gone, e.g. an analysis loaded from the cache; segments missing)."""
+    out: list[DecryptedRecord] = []
+    recs = analysis.__dict__.get("tls_records") or {}
+    for cid, d, i in tls_records_on_packet(analysis, n):
+        tab = recs[(cid, d)]
+        if not tab.pt_length[i]:
+            continue  # an empty record (TLS 1.0 1/n-1 split): no tab, as in Wireshark
+        r = DecryptedRecord(cid, d, i, tab.offset[i], tab.length[i], tab.ctype[i], tab.pt_offset[i], tab.pt_length[i])
+        try:
+            pt = _redecrypt(analysis, source, cid, d, tab, i)
+            if isinstance(pt, str):
+                r.error = pt
+            elif len(pt) != r.pt_length:
+                r.error = f"decrypted again to {len(pt)} bytes, not {r.pt_length}"
+            else:
+                r.data = pt
+        except Exception as e:  # noqa: BLE001 - bad input never raises
+            r.error = f"{e.__class__.__name__}: {e}"
+        out.append(r)
+    return out
+
+
+def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end: int, p0: int, p1: int) -> bytes | str:
+    """Bytes [start, end) of direction ``d`` of TCP connection ``cid``, re-read from the
+    segments in packets ``p0``..``p1`` (the first copy of each byte wins, as in reassembly)."""
+    idx = analysis.index
+    try:
+        conn = analysis.connections[cid]
+    except IndexError:
+        return "no such connection"
+    st = _tcp_state(analysis, source, cid)
+    base = st.base[d] if st else None
+    if base is None:
+        return "the connection's first segments are not in the capture"
+    want = end - start
+    buf = bytearray(want)
+    have = bytearray(want)  # 1 where filled
+    filled = 0
+    dec = Decoder()
+    client = tuple(conn.client)
+    conn_of = idx.conn
+    p0 = max(p0, 1)
+    p1 = min(p1, len(conn_of))
+    if p1 - p0 > MAX_RECORD_SCAN:
+        return f"record spread over more than {MAX_RECORD_SCAN} packets"
+    for p in range(p0, p1 + 1):
+        if conn_of[p - 1] != cid:
+            continue
+        data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
+        x = dec.decode(idx.linktype[p - 1], data)
+        if x is None or type(x) is str or x.proto != 6 or not len(x.payload):
+            continue
+        if ((_ep(x.src, x.sport) == client) != (d == 0)):
+            continue
+        seq = x.seq + 1 if x.flags & 0x02 else x.seq
+        rel = (seq - base - 1) & 0xFFFFFFFF
+        rel -= start
+        if rel >= 0x80000000:
+            rel -= 0x100000000
+        off = start + rel  # stream offset of the payload's first byte, unwrapped near start
+        pl = bytes(x.payload)
+        a, b = max(off, start), min(off + len(pl), end)
+        for j in range(a, b):
+            k = j - start
+            if not have[k]:
+                have[k] = 1
+                buf[k] = pl[j - off]
+                filled += 1
+        if filled == want:
+            return bytes(buf)
+    return f"{want - filled} of the record's {want} bytes are not in the capture"
+
+
+def _record_decryptor(analysis: Analysis, tab, d: int, key: int):
+    from collections import OrderedDict
+
+    from analyzer.sessions.tls import KEY_APP, KEY_EARLY, KEY_HANDSHAKE
+    from dissectors.tls_crypto import Tls13RecordDecryptor, suite_params, tls12_decryptors
+
+    cache = analysis.__dict__.get("_wf_tls_dec")
+    if cache is None:
+        cache = analysis.__dict__["_wf_tls_dec"] = OrderedDict()
+    ck = (id(tab.ref), d, key)
+    hit = cache.get(ck)
+    if hit is not None and hit[0] is tab.ref:
+        cache.move_to_end(ck)
+        return hit[1]
+    ref, kl = tab.ref, analysis.keylog
+    if kl is None:
+        return "no key log with this analysis"
+    params = suite_params(ref.cipher_suite)
+    if params is None:
+        return "unsupported cipher suite"
+    if ref.tls13:
+        side = "CLIENT" if d == 0 else "SERVER"
+        gens = 0
+        if key == KEY_HANDSHAKE:
+            label = f"{side}_HANDSHAKE_TRAFFIC_SECRET"
+        elif key == KEY_EARLY:
+            label = "CLIENT_EARLY_TRAFFIC_SECRET"
+        else:
+            label, gens = f"{side}_TRAFFIC_SECRET_0", key - KEY_APP
+        secret = kl.get(label, ref.client_random) if ref.client_random else None
+        if secret is None:
+            return f"{label} not in the key log"
+        dec = Tls13RecordDecryptor(params, secret)
+        for _ in range(gens):
+            dec = dec.next_generation()
+        val = (dec, None)
+    else:
+        master = kl.get("CLIENT_RANDOM", ref.master_random) if ref.master_random else None
+        if master is None:
+            return "master secret not in the key log"
+        c, s = tls12_decryptors(master, ref.client_random, ref.server_random, params, ref.version, ref.etm)
+        dec = (c, s)[d]
+        val = (dec, dec.iv)  # the key block IV (TLS 1.0 CBC chains from it)
+    cache[ck] = (ref, val)
+    if len(cache) > DEC_CACHE:
+        cache.popitem(last=False)
+    return val
+
+
+def _redecrypt(analysis: Analysis, source, cid: int, d: int, tab, i: int) -> bytes | str:
+    from dissectors.tls_crypto import DecryptError
+
+    got = _record_decryptor(analysis, tab, d, tab.key[i])
+    if isinstance(got, str):
+        return got
+    dec, iv0 = got
+    off, ln = tab.offset[i], tab.length[i]
+    seq = tab.seq[i]
+    chained = iv0 is not None and dec.params.cipher.endswith("CBC") and dec.version < 0x0302 and seq > 0
+    # TLS 1.0 CBC: the IV is the previous record's last ciphertext block (before its MAC
+    # with encrypt-then-MAC)
+    back = 16 + (dec.mac_len if chained and dec.etm else 0)
+    start = off - back if chained else off
+    p0 = tab.first_packet[i]
+    if chained and i > 0 and tab.offset[i - 1] + 5 + tab.length[i - 1] == off and tab.seq[i - 1] == seq - 1:
+        p0 = min(p0, tab.first_packet[i - 1])
+    elif chained:
+        return "the previous record (CBC IV) was not decrypted"
+    raw = _stream_bytes(analysis, source, cid, d, start, off + 5 + ln, p0, tab.packet[i])
+    if isinstance(raw, str):
+        return raw
+    if chained:
+        prev, raw = raw[:16], raw[back:]
+    hdr, body = raw[:5], raw[5:]
+    dec.seq = seq
+    try:
+        if iv0 is None:  # TLS 1.3
+            _ctype, pt = dec.decrypt(hdr, body)
+        else:
+            if dec.params.cipher.endswith("CBC") and dec.version < 0x0302:
+                dec.iv = prev if chained else iv0
+            pt = dec.decrypt(hdr[0], (hdr[1] << 8) | hdr[2], body)
+    except DecryptError as e:
+        return f"does not decrypt again ({e})"
+    return pt

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -733,3 +734,84 @@ async def test_tui_search_finds_what_tshark_finds():
         assert pl.current_packet == want[1]
         await pilot.press("N")
         assert pl.current_packet == want[0]
+
+
+# ------------------------------------------------------------------ decrypted TLS vs tshark -x
+
+def _tshark_data_sources(path: Path, keys: Path) -> list[list[tuple[str, bytes]]]:
+    """``tshark -x`` per packet: [(source name, bytes)], e.g. ("Frame", …), ("Decrypted TLS", …).
+    A packet with one source has no title line; packets are separated by a blank line."""
+    out = subprocess.run([TSHARK, "-r", str(path), "-o", f"tls.keylog_file:{keys}", "-x"], capture_output=True, text=True, check=True).stdout
+    pkts = []
+    for block in out.split("\n\n"):
+        if not block.strip():
+            continue
+        srcs: list = []
+        cur = None
+        for ln in block.splitlines():
+            if re.match(r"^[0-9a-f]{4,}  ", ln):
+                if cur is None:
+                    cur = ["Frame", bytearray()]
+                    srcs.append(cur)
+                cur[1] += bytes.fromhex(ln.split("  ", 1)[1][:47].replace(" ", ""))
+            elif ln.strip():
+                cur = [ln.split(" (")[0], bytearray()]
+                srcs.append(cur)
+        pkts.append([(a, bytes(b)) for a, b in srcs])
+    return pkts
+
+
+DECRYPT_CASES = [
+    "sample_captures/tls/tls10_cbc_sha1.pcap",  # CBC IV chained from the previous record (encrypt-then-MAC)
+    "sample_captures/tls/tls11_cbc_sha1.pcap",
+    "sample_captures/tls/tls12_cbc_sha256_noetm.pcap",
+    "sample_captures/tls/tls12_aes128ccm.pcap",
+    "sample_captures/tls/tls12_chacha20.pcap",
+    "sample_captures/tls/tls12_resumed_sessionid.pcap",  # master secret of a resumed session
+    "sample_captures/tls/tls13_keyupdate.pcap",  # traffic secret generations
+    "sample_captures/tls/tls13_0rtt.pcap",  # early data key
+    "sample_captures/page/page-h2.pcapng",
+    "sample_captures/spdy/spdy3.1-tls.pcap",
+    "shared:tls12/capture.pcap",
+    "shared:tls13/capture.pcap",
+]
+
+
+@needs_tshark
+@pytest.mark.parametrize("spec", DECRYPT_CASES)
+def test_decrypted_tls_bytes_equal_tshark(spec):
+    """Every "Decrypted TLS" block tshark prints equals the record wirefall decrypts again
+    on demand (from the capture and the key log), packet by packet, byte by byte."""
+    from analyzer.detail import decrypted_tls
+
+    path = _path(spec)
+    keys = sorted(path.parent.glob(path.name.split(".pcap")[0] + "*.keys")) or [path.parent / "keylog.txt"]
+    an = analyze(str(path), [str(keys[0])])
+    src = PacketSource(str(path))
+    want = _tshark_data_sources(path, keys[0])
+    assert len(want) == an.packets
+    records = 0
+    for n in range(1, an.packets + 1):
+        w = [b for name, b in want[n - 1] if name == "Decrypted TLS"]
+        got = decrypted_tls(an, src, n)
+        assert [r.error for r in got if r.error] == [], n
+        assert [r.data for r in got] == w, f"packet {n}"
+        assert [r.title for r in got] == [f"Decrypted TLS ({len(b)} bytes)" for b in w]
+        records += len(w)
+    assert records >= 5
+    # only numbers are kept per record: no plaintext in the analysis
+    for tab in an.tls_records.values():
+        assert all(not isinstance(getattr(tab, s), (bytes, bytearray)) for s in tab.__slots__ if s != "ref")
+
+
+def test_decrypted_tls_without_key_log_is_an_error_not_a_crash():
+    from analyzer.detail import decrypted_tls
+
+    path = SAMPLES / "tls" / "tls13_aes128gcm.pcap"
+    if not path.exists():
+        pytest.skip("sample absent")
+    an = analyze(str(path), [str(path.with_suffix(".keys"))])
+    an.keylog = None  # as an analysis loaded from the cache
+    src = PacketSource(str(path))
+    errs = [r.error for n in range(1, an.packets + 1) for r in decrypted_tls(an, src, n)]
+    assert errs and all(e == "no key log with this analysis" for e in errs)

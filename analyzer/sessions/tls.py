@@ -28,6 +28,14 @@ everything) was: "no key for this client random", "unsupported cipher suite X", 
 stream at offset N", "decryption failed at record N (packet P)", "no ClientHello in the capture".
 Decrypted application bytes go to the inner session with the packet of the record's last byte;
 the plaintext offset -> packet maps are kept in ``ctx.shared["tls_plaintext_maps"][(conn id, dir)]``.
+
+Every decrypted record is also listed, as numbers only (no plaintext: bounded memory), in
+``ctx.shared["tls_records"][(conn id, dir)]`` (a ``TlsRecords``; the same dict is reachable as
+``analysis.tls_records``): its packet, TCP stream offset and length, plaintext offset and
+length, content type, and which key and record sequence number decrypted it, so that a view
+can re-read the record from the capture and decrypt it again (``analyzer.detail.decrypted_tls``).
+The key is named, never stored: ``TlsKeyRef`` holds the client random (and, for TLS 1.2, the
+server random and the client random whose master secret applies) to look up in the key log.
 """
 from __future__ import annotations
 
@@ -38,10 +46,68 @@ from dissectors.tls_crypto import (
     suite_params,
     tls12_decryptors,
 )
+from array import array
+
 from ..model import Frame, OffsetMap, TlsInfo
 
 MAX_PENDING_RECORDS = 256  # records held while their keys depend on a ServerHello not yet seen
 MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
+
+# TlsRecords.key codes: which key decrypted a record
+KEY_TLS12 = 0  # TLS 1.0-1.2 key block (from the master secret)
+KEY_HANDSHAKE = 1  # TLS 1.3 [CLIENT|SERVER]_HANDSHAKE_TRAFFIC_SECRET
+KEY_EARLY = 2  # TLS 1.3 CLIENT_EARLY_TRAFFIC_SECRET
+KEY_APP = 3  # TLS 1.3 [CLIENT|SERVER]_TRAFFIC_SECRET_0; KEY_APP + n after n KeyUpdates
+
+
+class TlsKeyRef:
+    """Where a connection's keys come from (names and public values only, no secret)."""
+
+    __slots__ = ("tls13", "version", "cipher_suite", "etm", "client_random", "server_random", "master_random")
+
+    def __init__(self):
+        self.tls13 = False
+        self.version = 0
+        self.cipher_suite = 0
+        self.etm = False
+        self.client_random: bytes | None = None
+        self.server_random: bytes | None = None
+        self.master_random: bytes | None = None  # TLS 1.2: client random of the CLIENT_RANDOM line
+
+
+class TlsRecords:
+    """The decrypted records of one direction of a connection, one row per record across
+    compact arrays (appended by the analysis, possibly while a view reads: read
+    ``len(packet)`` first, the other arrays are at least as long)."""
+
+    __slots__ = ("ref", "offset", "length", "first_packet", "packet", "pt_offset", "pt_length", "seq", "key", "ctype")
+
+    def __init__(self, ref: TlsKeyRef):
+        self.ref = ref
+        self.offset = array("q")  # TCP stream offset of the 5-byte record header
+        self.length = array("I")  # record body length (ciphertext)
+        self.first_packet = array("i")  # packet of the record's first byte
+        self.pt_offset = array("q")  # offset in the decrypted stream (application data), else -1
+        self.pt_length = array("I")  # plaintext length
+        self.seq = array("q")  # record sequence number under its key
+        self.key = array("H")  # KEY_* code
+        self.ctype = array("B")  # content type (TLS 1.3: the inner type)
+        self.packet = array("i")  # packet of the record's last byte (appended last)
+
+    def __len__(self) -> int:
+        return len(self.packet)
+
+    def add(self, offset, length, first_packet, packet, pt_offset, pt_length, seq, key, ctype) -> None:
+        self.offset.append(offset)
+        self.length.append(length)
+        self.first_packet.append(first_packet)
+        self.pt_offset.append(pt_offset)
+        self.pt_length.append(pt_length)
+        self.seq.append(seq)
+        self.key.append(key)
+        self.ctype.append(ctype)
+        self.packet.append(packet)
+
 
 _TYPE_NAMES = T.CONTENT_TYPES
 _VNAME_CACHE: dict[int, str] = {}
@@ -80,12 +146,17 @@ class TlsSession:
         self.hs_dec0 = None  # TLS 1.3 client handshake read state (while 0-RTT may be in flight)
         self.etm = False
         self.master: bytes | None = None
+        self.master_cr: bytes | None = None
         self.keys_wanted = False
         self.inner = None
         self.pt_off = [0, 0]
         self.nrec = 0
         self.last_s2c_packet = 0
         self.after_ccs = [False, False]  # TLS 1.2, no keys: next handshake record is Finished
+        self.ref = TlsKeyRef()
+        self.rtab: tuple | None = None  # (TlsRecords, TlsRecords), made at the first decrypted record
+        self.key_codes: dict = {}  # id(decryptor) -> (decryptor, KEY_* code)
+        self.used = None  # the decryptor that opened the last TLS 1.3 record
         maps = ctx.shared.setdefault("tls_plaintext_maps", {})
         self.maps = (OffsetMap(), OffsetMap())
         maps[(conn.id, 0)], maps[(conn.id, 1)] = self.maps
@@ -189,6 +260,8 @@ class TlsSession:
         info.decrypted = True
         fields["decrypted"] = True
         fields["plaintext"] = len(pt)
+        used = self.used if self.tls13 else dec
+        self._note_record(d, rec, used, inner_type, len(pt))
         if early or (self.tls13 and d == 0 and self.dec[0] is self.early_dec and self.early_dec is not None):
             fields["early_data"] = True
         self._plain(d, rec, inner_type, pt, fields)
@@ -209,9 +282,34 @@ class TlsSession:
                 if cand is self.hs_dec0:
                     self.dec[0] = cand
                     self.early = False
+                self.used = cand
                 return r
             raise _Skip
+        self.used = dec
         return dec.decrypt(hdr, rec.body)
+
+    def _note_record(self, d: int, rec: T.Record, used, ctype: int, pt_len: int) -> None:
+        """List a decrypted record in ``ctx.shared["tls_records"]`` (numbers only)."""
+        if used is None:
+            return
+        tab = self.rtab
+        if tab is None:
+            shared = self.ctx.shared
+            recs = shared.get("tls_records")
+            if recs is None:
+                recs = shared["tls_records"] = {}
+                self.ctx.analysis.__dict__["tls_records"] = recs
+            tab = self.rtab = (TlsRecords(self.ref), TlsRecords(self.ref))
+            recs[(self.conn.id, 0)], recs[(self.conn.id, 1)] = tab
+        code = self.key_codes.get(id(used))
+        key = code[1] if code is not None else KEY_TLS12
+        pt_off = self.pt_off[d] if ctype == T.APPLICATION_DATA and pt_len else -1
+        tab[d].add(rec.offset, len(rec.body), rec.first_packet, rec.packet, pt_off, pt_len, used.seq - 1, key, ctype)
+
+    def _tag(self, dec, code: int):
+        if dec is not None:
+            self.key_codes[id(dec)] = (dec, code)
+        return dec
 
     def _plain(self, d: int, rec: T.Record, ctype: int, body, fields: dict) -> None:
         name = _TYPE_NAMES.get(ctype, str(ctype))
@@ -361,7 +459,7 @@ class TlsSession:
             if self.tls13 and not self.lost[d]:
                 sec = self.app_secret[d]
                 if sec is not None:
-                    self.dec[d] = Tls13RecordDecryptor(self.params, sec)
+                    self.dec[d] = self._tag(Tls13RecordDecryptor(self.params, sec), KEY_APP)
                 elif self.dec[d] is not None:
                     self._reason("no key for this client random")  # traffic secret not logged
                     self.dec[d] = None
@@ -372,7 +470,8 @@ class TlsSession:
         elif t == T.HS_KEY_UPDATE and self.tls13:
             dec = self.dec[d]
             if dec is not None:
-                self.dec[d] = dec.next_generation()
+                old = self.key_codes.get(id(dec))
+                self.dec[d] = self._tag(dec.next_generation(), (old[1] if old else KEY_APP) + 1)
             fields = frame.fields
             if body:
                 fields["key_update"] = "update_requested" if body[0] == 1 else "update_not_requested"
@@ -472,11 +571,13 @@ class TlsSession:
             if shs is None and chs is None:
                 self._reason("no key for this client random")
                 return
-            self.dec[1] = Tls13RecordDecryptor(params, shs) if shs else None
-            hs0 = Tls13RecordDecryptor(params, chs) if chs else None
+            ref = self.ref
+            ref.tls13, ref.version, ref.cipher_suite, ref.client_random = True, self.version, cs, cr
+            self.dec[1] = self._tag(Tls13RecordDecryptor(params, shs), KEY_HANDSHAKE) if shs else None
+            hs0 = self._tag(Tls13RecordDecryptor(params, chs), KEY_HANDSHAKE) if chs else None
             if self.early:
                 ets = g("CLIENT_EARLY_TRAFFIC_SECRET", cr)
-                self.early_dec = Tls13RecordDecryptor(params, ets) if ets else None
+                self.early_dec = self._tag(Tls13RecordDecryptor(params, ets), KEY_EARLY) if ets else None
                 self.hs_dec0 = hs0
                 self.dec[0] = self.early_dec or hs0
                 self.enc[0] = True
@@ -492,34 +593,40 @@ class TlsSession:
             self._reason(f"unsupported version {T.version_name(self.version)}")
             return
         master = None
+        master_cr = cr
         if cr is not None and kl is not None:
             master = kl.get("CLIENT_RANDOM", cr)
         ch = self.ch or {}
         if master is None and info.resumed:
-            master = self._cached("tls12_sessions", sh.get("session_id"))
+            master, master_cr = self._cached("tls12_sessions", sh.get("session_id"))
         if master is None and ch.get("session_ticket"):
-            master = self._cached("tls12_tickets", ch["session_ticket"])
+            master, master_cr = self._cached("tls12_tickets", ch["session_ticket"])
             if master is not None:
                 info.resumed = True
         if master is None:
             self._reason("no key for this client random")
             return
         self.master = master
+        self.master_cr = master_cr
         if sh.get("session_id"):
             self._cache("tls12_sessions", sh["session_id"], master)
         etm = bool(ch.get("encrypt_then_mac")) and bool(sh.get("encrypt_then_mac"))
         c, s = tls12_decryptors(master, cr, sh["random"], params, self.version, etm)
         self.next_dec = [c, s]
+        ref = self.ref
+        ref.version, ref.cipher_suite, ref.etm = self.version, cs, etm and params.cipher.endswith("CBC")
+        ref.client_random, ref.server_random, ref.master_random = cr, sh["random"], master_cr
 
     def _cache(self, name: str, key: bytes, master: bytes) -> None:
         cache = self.ctx.shared.setdefault(name, {})
         if len(cache) < MAX_SESSION_CACHE:
-            cache[bytes(key)] = master
+            cache[bytes(key)] = (master, self.master_cr or self.info.client_random)
 
-    def _cached(self, name: str, key) -> bytes | None:
+    def _cached(self, name: str, key) -> tuple[bytes | None, bytes | None]:
+        """(master secret, client random of the key-log line it came from) or (None, None)."""
         if not key:
-            return None
-        return self.ctx.shared.get(name, {}).get(bytes(key))
+            return None, None
+        return self.ctx.shared.get(name, {}).get(bytes(key)) or (None, None)
 
 
 class _Skip(Exception):
