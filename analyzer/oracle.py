@@ -197,28 +197,74 @@ SPDY_TYPES = {1: "SYN_STREAM", 2: "SYN_REPLY", 3: "RST_STREAM", 4: "SETTINGS", 5
 SPDY_NO_STREAM = ("SETTINGS", "PING", "GOAWAY", "NOOP")  # tshark shows no stream id on these
 
 
+def _spdy_unit(s: dict) -> dict | None:
+    """One SPDY frame of tshark's JSON as a dict (None: not a frame)."""
+    if not isinstance(s, dict) or "spdy.length" not in s:
+        return None
+    control = str(_first(s.get("spdy.control_bit"))) == "1"
+    t = str(_first(s.get("spdy.type")))
+    typ = (SPDY_TYPES.get(int(t), f"UNKNOWN_{t}") if t.isdigit() else "?") if control else "DATA"
+    sid = _first(s.get("spdy.streamid"))
+    assoc = _first(s.get("spdy.associated.streamid"))
+    prio = _first(s.get("spdy.priority"))
+    hdrs = None
+    if "spdy.header" in s:
+        hdrs = [(str(_first(h.get("spdy.header.name"))), str(_first(h.get("spdy.header.value"))))
+                for h in _as_list(s["spdy.header"]) if isinstance(h, dict)]
+    tree = s.get("spdy.header_block_tree")
+    num = _first(tree.get("spdy.numheaders")) if isinstance(tree, dict) else None
+    return {
+        "type": typ,
+        "stream_id": int(sid) if sid is not None else None,
+        "flags": int(str(_first(s.get("spdy.flags"))), 16),
+        "length": int(_first(s["spdy.length"])),
+        "associated": int(assoc) if assoc is not None else None,
+        "priority": int(prio) if prio is not None else None,
+        "headers": hdrs,
+        "numheaders": int(num) if num is not None else None,
+    }
+
+
 def _spdy_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
     out = []
     for s in _as_list(layers.get("spdy")):
-        if not isinstance(s, dict) or "spdy.length" not in s:
+        d = _spdy_unit(s)
+        if d is None:
             continue
-        control = str(_first(s.get("spdy.control_bit"))) == "1"
-        t = str(_first(s.get("spdy.type")))
-        typ = (SPDY_TYPES.get(int(t), f"UNKNOWN_{t}") if t.isdigit() else "?") if control else "DATA"
-        sid = _first(s.get("spdy.streamid"))
-        assoc = _first(s.get("spdy.associated.streamid"))
-        prio = _first(s.get("spdy.priority"))
-        key = (typ, int(sid) if sid is not None else None, int(str(_first(s.get("spdy.flags"))), 16),
-               int(_first(s["spdy.length"])), int(assoc) if assoc is not None else None,
-               int(prio) if prio is not None else None)
-        hdrs = None
-        if "spdy.header" in s:
-            hdrs = [(str(_first(h.get("spdy.header.name"))), str(_first(h.get("spdy.header.value"))))
-                    for h in _as_list(s["spdy.header"]) if isinstance(h, dict)]
-        elif "spdy.header_block_tree" in s:
+        key = (d["type"], d["stream_id"], d["flags"], d["length"], d["associated"], d["priority"])
+        hdrs = d["headers"]
+        if hdrs is None and d["numheaders"] is not None:
             hdrs = []  # tshark counted the header list but shows no entry: wirefall must show none
-        out.append(TFrame(num, ts, {}, typ, hdrs, key))
+        out.append(TFrame(num, ts, {}, d["type"], hdrs, key))
     return out
+
+
+def spdy_tshark_frames(path: str, keylogs: Iterable[str] | None = None, port: int | None = None,
+                       tshark: str = "tshark") -> list[dict]:
+    """Every SPDY frame tshark dissects, in packet order, as dicts: packet, first_packet (first
+    packet of the PDU reassembled from several segments/records, for the first frame of a
+    packet), type, stream_id, flags, length, associated, priority, headers, numheaders.
+    ``port``: cleartext SPDY server port (tshark has no heuristic for it)."""
+    args = ["-o", "spdy.assemble_data_frames:FALSE"]
+    if port is not None:
+        args += ["-d", f"tcp.port=={port},spdy"]
+    out = run_tshark(path, args + ["-Y", "spdy", "-T", "json", "--no-duplicate-keys"], keylogs, tshark)
+    frames = []
+    for pkt in (json.loads(out) if out.strip() else []):
+        layers = pkt["_source"]["layers"]
+        num = int(_first(layers["frame"]["frame.number"]))
+        seg = (layers.get("tcp.segments") or {}).get("tcp.segment") or (layers.get("tls.segments") or {}).get("tls.segment")
+        first_of_first = int(_first(seg)) if seg else num
+        i = 0
+        for s in _as_list(layers.get("spdy")):
+            d = _spdy_unit(s)
+            if d is None:
+                continue
+            d["packet"] = num
+            d["first_packet"] = first_of_first if i == 0 else num
+            frames.append(d)
+            i += 1
+    return frames
 
 
 def _spdy_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
@@ -424,6 +470,18 @@ register(Spec(
 #   set aside (nginx's own log is the truth in tests/test_http1.py);
 # - an HTTP/1.1 ``Upgrade: h2c`` exchange: the 101 and the upgraded request are HTTP/1.1 on the
 #   wire and compared; the response to it comes as HTTP/2 on stream 1 (compared as http2).
+def _h1_lines(v) -> list[tuple[str, str]]:
+    """tshark's header lines ("Name: value\\r\\n") as (name, value) pairs."""
+    out = []
+    for line in _as_list(v):
+        line = str(line)
+        if line.endswith("\r\n"):
+            line = line[:-2]
+        name, _, value = line.partition(":")
+        out.append((name, value.strip(" \t")))
+    return out
+
+
 def _h1_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
     out = []
     ports = _ports(layers)
@@ -435,9 +493,11 @@ def _h1_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
         code = _find(u, "http.response.code")
         if meth is not None:
             uri = _find(u, "http.request.uri")
-            out.append(TFrame(num, ts, {"fin": fin}, "REQUEST", None, ("REQUEST", str(_first(meth)), str(_first(uri))), ports))
+            hdrs = _h1_lines(u.get("http.request.line"))
+            out.append(TFrame(num, ts, {"fin": fin}, "REQUEST", hdrs, ("REQUEST", str(_first(meth)), str(_first(uri))), ports))
         elif code is not None:
-            out.append(TFrame(num, ts, {"fin": fin}, "RESPONSE", None, ("RESPONSE", int(_first(code))), ports))
+            hdrs = _h1_lines(u.get("http.response.line"))
+            out.append(TFrame(num, ts, {"fin": fin}, "RESPONSE", hdrs, ("RESPONSE", int(_first(code))), ports))
     return out
 
 
@@ -500,7 +560,7 @@ def _h1_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
                     continue
                 pkt = at[0]
         key = ("REQUEST", fl.get("method"), fl.get("target")) if f.type == "REQUEST" else ("RESPONSE", fl.get("status"))
-        out.append(Entry(pkt, key, f, check_headers=False))
+        out.append(Entry(pkt, key, f))
     out.sort(key=lambda e: (e.packet, e.frame.direction, e.frame.offset))
     return out, aside
 
@@ -532,7 +592,7 @@ def _h1_decode_as(an: Analysis) -> list[str]:
 
 register(Spec(
     name="http1", layer="http", unit=None, protocols=("http/1.0", "http/1.1"), fields={}, type_field="",
-    type_name=str, layers=("tcp",), extract=_h1_extract, entries=_h1_entries, limits=_h1_limits,
+    type_name=str, headers=("http.request.line", "", ""), layers=("tcp",), extract=_h1_extract, entries=_h1_entries, limits=_h1_limits,
     decode_as=_h1_decode_as, fmt=lambda k: " ".join(str(x) for x in k),
 ))
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import zlib
 from collections import Counter
 from functools import lru_cache
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.oracle import spdy_tshark_frames
 from analyzer.pipeline import analyze
 from dissectors.spdy import DICT_V2, DICT_V3, SpdyConnection
 
@@ -67,43 +67,11 @@ def wf_frames(an):
 
 @lru_cache(maxsize=None)
 def tshark(name):
-    """Every SPDY frame tshark dissects: dicts in packet order."""
+    """Every SPDY frame tshark dissects: dicts in packet order (analyzer.oracle, shared with
+    ``wirefall crosscheck``)."""
     pcap, keys = _paths(name)
     port = CAPTURES[name][0]
-    cmd = ["tshark", "-r", str(pcap), "-o", "spdy.assemble_data_frames:FALSE", "-T", "json", "--no-duplicate-keys", "-Y", "spdy"]
-    if keys:
-        cmd += ["-o", f"tls.keylog_file:{keys}"]
-    else:
-        cmd += ["-d", f"tcp.port=={port},spdy"]
-    out = subprocess.run(cmd, capture_output=True, check=True, timeout=120).stdout
-    frames = []
-    for pkt in json.loads(out):
-        layers = pkt["_source"]["layers"]
-        num = int(layers["frame"]["frame.number"])
-        sp = layers["spdy"]
-        # a PDU reassembled from several segments/records: the packets that carried it
-        seg = (layers.get("tcp.segments") or {}).get("tcp.segment") or (layers.get("tls.segments") or {}).get("tls.segment")
-        first_of_first = int(seg[0] if isinstance(seg, list) else seg) if seg else num
-        for i, s in enumerate(sp if isinstance(sp, list) else [sp]):
-            control = s.get("spdy.control_bit") == "1"
-            typ = TYPE_NAMES.get(int(s["spdy.type"]), "?") if control else "DATA"
-            hdrs = s.get("spdy.header")
-            if hdrs is not None:
-                hdrs = [(h["spdy.header.name"], h["spdy.header.value"]) for h in (hdrs if isinstance(hdrs, list) else [hdrs])]
-            sid = s.get("spdy.streamid")
-            frames.append({
-                "packet": num,
-                "first_packet": first_of_first if i == 0 else num,
-                "type": typ,
-                "stream_id": int(sid) if sid is not None else None,
-                "flags": int(s["spdy.flags"], 16),
-                "length": int(s["spdy.length"]),
-                "associated": int(s["spdy.associated.streamid"]) if "spdy.associated.streamid" in s else None,
-                "priority": int(s["spdy.priority"]) if "spdy.priority" in s else None,
-                "headers": hdrs,
-                "numheaders": int(s["spdy.header_block_tree"]["spdy.numheaders"]) if "spdy.header_block_tree" in s else None,
-            })
-    return frames
+    return spdy_tshark_frames(str(pcap), [str(keys)] if keys else None, None if keys else port)
 
 
 def mine(f):
