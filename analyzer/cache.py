@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -185,17 +184,9 @@ def store(key: str, an: Analysis) -> bool:
         d = cache_dir()
         if not _trusted(d):
             return False
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, d / (key + SUFFIX))
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        from .export import write_atomic
+
+        write_atomic(str(d / (key + SUFFIX)), blob, force=True)
         prune(d)
         return True
     except OSError:

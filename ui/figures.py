@@ -12,7 +12,6 @@ PNG/SVG); above it they become WebGL ``Scattergl`` line segments, which draw on 
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import contextmanager
 from typing import Iterable
 
@@ -206,15 +205,7 @@ def write_images(items: Iterable[tuple[object, str]]) -> None:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".wirefall-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from analyzer.export import write_atomic
+
+    write_atomic(path, data, force=True)
+
