@@ -20,7 +20,6 @@ Nothing here imports plotly; ``ui/figures.py`` draws a ``Waterfall``.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -7,7 +7,6 @@ a capture or a bad argument); ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -40,7 +39,7 @@ def _progress_printer(enabled: bool):
     return cb
 
 
-def load(args) -> "Analysis":  # noqa: F821
+def load(args):
     progress = _progress_printer(sys.stderr.isatty() and not getattr(args, "json", False))
     if getattr(args, "cache", False):
         from analyzer.cache import analyze_cached
