@@ -300,3 +300,209 @@ def test_har_leaves_out_cookie_set_cookie_authorization(rel_cap, rel_keys, tmp_p
     assert b"COOKIE-fedcba9876543210" not in o1.read_bytes() and b"SETCOOKIE-0123456789abcdef" not in o1.read_bytes()
     assert b"YWxpY2U6QVVUSC13b25kZXJsYW5k" not in o1.read_bytes()
     assert b"COOKIE-fedcba9876543210" in o2.read_bytes() and b"SETCOOKIE-0123456789abcdef" in o2.read_bytes()
+
+
+# ------------------------------------------------------------------ web app rules
+
+WEB_CAP = SAMPLES / "secrets" / "cookies-h2.pcap"
+WEB_KEYS = SAMPLES / "secrets" / "cookies-h2.keys"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> list[str]:
+    """Local addresses (hex, as /proc/net/tcp{,6} show them) listening on ``port``."""
+    out = []
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for c in Path(f).read_text().splitlines()[1:]:
+            cols = c.split()
+            if cols[1].endswith(f":{port:04X}") and cols[3] == "0A":
+                out.append(cols[1].split(":")[0])
+    return out
+
+
+class _Server:
+    def __init__(self, tmp_path, *extra):
+        import time
+        import urllib.request
+
+        self.port = _free_port()
+        env = dict(os.environ, TMPDIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONUNBUFFERED="1",
+                   SSLKEYLOGFILE="", PYTHONPATH=str(ROOT))
+        self.p = subprocess.Popen([sys.executable, "-m", "ui.cli", "web", str(WEB_CAP), "--keylog", str(WEB_KEYS),
+                                   "--port", str(self.port), "--upload-limit", "1", *extra],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
+        self.base = f"http://127.0.0.1:{self.port}"
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(self.base + "/", timeout=5).read()
+                return
+            except OSError:
+                if self.p.poll() is not None:
+                    raise RuntimeError(self.p.stderr.read()[-500:])
+                time.sleep(0.1)
+        raise RuntimeError("web server did not start")
+
+    def stop(self):
+        import signal
+
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            out, err = self.p.communicate()
+        return out + err
+
+
+def _need_web():
+    if not (ROOT / "ui" / "web" / "__init__.py").exists():
+        pytest.skip("web app not present")
+    if not WEB_CAP.exists():
+        pytest.skip("secrets sample missing")
+
+
+def test_web_binds_loopback_by_default_and_refuses_big_and_stray_requests(tmp_path):
+    """Default bind is 127.0.0.1 only; a POST larger than the upload limits (here 1 MB capture, 16 MB
+    key log, as base64) is refused by the
+    server before a callback runs (413); paths that try to leave the app's routes never
+    return a file; no key material in anything the server sent or logged."""
+    import urllib.error
+    import urllib.request
+
+    _need_web()
+    srv = _Server(tmp_path)
+    try:
+        addrs = _listening(srv.port)
+        assert addrs and all(a in ("0100007F", "00000000000000000000000001000000") for a in addrs), addrs
+        big = b'{"output":"x","inputs":[{"id":"up-capture","property":"contents","value":"data:;base64,' + b"A" * (40 << 20) + b'"}]}'
+        req = urllib.request.Request(srv.base + "/_dash-update-component", data=big, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as ei:
+            urllib.request.urlopen(req, timeout=30)
+        assert ei.value.code == 413
+        secret_file = tmp_path / "not-served.txt"
+        secret_file.write_text("TOP-SECRET-NOT-SERVED")
+        rel = os.path.relpath(secret_file, "/")
+        bodies = []
+        for path in (f"/{secret_file}", f"/../../../../{rel}", f"/assets/../../../../{rel}", f"/_dash-component-suites/../../../../../{rel}",
+                     f"/_dash-component-suites/dash/..%2f..%2f..%2f..%2f..%2f..%2f{rel}", "/etc/passwd", f"/_dash-layout?file={secret_file}",
+                     f"/{WEB_KEYS}", "/_dash-component-suites/dash/../../../../../../etc/passwd"):
+            try:
+                bodies.append(urllib.request.urlopen(srv.base + path, timeout=10).read())
+            except urllib.error.HTTPError as e:
+                bodies.append(e.read())
+        for b in bodies:
+            assert b"TOP-SECRET-NOT-SERVED" not in b and b"root:x:0:0" not in b
+        secrets = _secrets_of(WEB_KEYS.read_text())
+        layout = urllib.request.urlopen(srv.base + "/_dash-layout", timeout=10).read()
+        assert not leaks(layout + b"".join(bodies), secrets)
+    finally:
+        log = srv.stop()
+    assert not leaks(log, _secrets_of(WEB_KEYS.read_text()))
+
+
+def test_web_host_option_binds_what_was_asked(tmp_path):
+    _need_web()
+    srv = _Server(tmp_path, "--host", "0.0.0.0")
+    try:
+        assert _listening(srv.port) == ["00000000"]
+    finally:
+        srv.stop()
+
+
+HOSTILE_NAMES = ["../../../../tmp/wf-evil-{}.pcap", "/tmp/wf-evil-{}.pcap", "..\\..\\wf-evil-{}.pcap", "wf-evil-{}\x00.pcap",
+                 "C:\\Windows\\wf-evil-{}.pcap", "~/wf-evil-{}.pcap", "wf-evil-{}/" + "x" * 300, "$(touch wf-evil-{})"]
+
+
+def test_web_upload_names_are_never_paths(tmp_path, monkeypatch):
+    import secrets as _s
+
+    _need_web()
+    from ui.web import WebState
+
+    monkeypatch.chdir(tmp_path)
+    st = WebState(upload_limit=1 << 20, use_cache=False)
+    try:
+        data = "data:application/octet-stream;base64," + base64.b64encode(WEB_CAP.read_bytes()).decode()
+        for pattern in HOSTILE_NAMES:
+            tag = _s.token_hex(4)
+            name = pattern.format(tag)
+            staged = st.stage_upload("capture", name, data)
+            kind, path, shown, size = st._staged[staged["token"]]
+            assert Path(path).parent == Path(st.tmpdir) and Path(path).name.startswith("upload-")
+            assert "/" not in shown and "\\" not in shown and "\x00" not in shown and len(shown) <= 120
+            # nothing named after the upload appeared anywhere we can look
+            for d in (Path("/tmp"), tmp_path, Path.home(), Path(st.tmpdir)):
+                assert not [p for p in d.glob(f"*wf-evil-{tag}*")], (name, d)
+        assert {p.suffix for p in Path(st.tmpdir).iterdir()} == {".cap"}
+    finally:
+        st.close()
+
+
+def test_web_reads_only_named_and_uploaded_files(tmp_path, monkeypatch):
+    """Drive every callback with hostile ids (paths, '..', other users' files) and record every
+    file the process opens: only the named capture and key log, the private upload folder,
+    the cache folder and Python's own modules are touched."""
+    import builtins
+    import io
+
+    _need_web()
+    from ui.web import WebState
+    from ui.web import app as A
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    opened: list[str] = []
+    real_open, real_os_open, real_io_open = builtins.open, os.open, io.open
+
+    def spy_open(file, *a, **kw):
+        if isinstance(file, (str, bytes, os.PathLike)):
+            opened.append(os.fsdecode(file))
+        return real_open(file, *a, **kw)
+
+    def spy_os_open(file, *a, **kw):
+        opened.append(os.fsdecode(file))
+        return real_os_open(file, *a, **kw)
+
+    st = WebState(upload_limit=1 << 20, use_cache=True)
+    try:
+        e = st.add_file(str(WEB_CAP), keylogs=[str(WEB_KEYS)], name="cookies-h2.pcap")
+        st.wait(e.id)
+        monkeypatch.setattr(builtins, "open", spy_open)
+        monkeypatch.setattr(io, "open", spy_open)
+        monkeypatch.setattr(os, "open", spy_os_open)
+        hostile = ["/etc/passwd", "../../etc/passwd", str(WEB_KEYS), str(tmp_path / "x.pcap"), "0", "", None, e.id]
+        for cid in hostile:
+            for call in (lambda: A.cb_filter_options(st, cid, 1),
+                         lambda: A.cb_waterfall(st, cid, 1, None, None, None, None, ""),
+                         lambda: A.cb_connections(st, cid, 1, "connections"),
+                         lambda: A.cb_stats(st, cid, 1, "stats"),
+                         lambda: A.cb_packets(st, cid, 1, "packets", 0, 20, None),
+                         lambda: A.cb_packet_detail(st, cid, {"row": 0}, None, [{"no": 1}]),
+                         lambda: A.cb_compare(st, 1, cid, e.id),
+                         lambda: A.cb_open(st, 1, {"token": cid, "name": "x"}, {"token": "/etc/passwd"})):
+                try:
+                    call()
+                except Exception:  # noqa: BLE001 - a rejected id may raise in Dash's PreventUpdate etc.; the point is what was opened
+                    pass
+    finally:
+        monkeypatch.undo()
+        st.close()
+    allowed = (str(WEB_CAP), str(WEB_KEYS), str(tmp_path / "cache"), tempfile_dir(), sys.prefix, sys.base_prefix, str(ROOT / "ui"),
+               str(ROOT / "analyzer"), str(ROOT / "dissectors"), "/usr/lib/python3", "/usr/share/zoneinfo", "/dev/")
+    bad = sorted({p for p in opened if not os.path.abspath(p).startswith(allowed)})
+    assert not bad, bad
+    assert str(WEB_CAP) in opened, "the spy saw no read of the named capture: the callbacks did not run"
+    assert not [p for p in opened if "passwd" in p or p.endswith("x.pcap")]
+
+
+def tempfile_dir() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()
