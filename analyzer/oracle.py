@@ -176,7 +176,7 @@ register(Spec(
     layer="http2",
     unit="http2.stream",
     protocols=("h2", "h2c"),
-    fields={"stream_id": "http2.streamid", "length": "http2.length"},
+    fields={"stream_id": "http2.streamid", "length": "http2.length", "flags": "http2.flags"},
     type_field="http2.type",
     type_name=_h2_type,
     skip=lambda u: "http2.type" not in u,  # the connection preface ("http2.magic")
@@ -301,8 +301,26 @@ register(Spec(
 
 # -- QUIC ------------------------------------------------------------------------------------
 # Per packet, the decrypted QUIC frames of every QUIC packet in the datagram (coalesced ones in
-# order): frame type, stream id (STREAM), offset and length (STREAM, CRYPTO), padding length.
+# order): frame type, stream id (STREAM), offset and length (STREAM, CRYPTO), padding length,
+# and one detail of the control frames (largest acknowledged of ACK, stream id of RESET_STREAM /
+# STOP_SENDING / MAX_STREAM_DATA / STREAM_DATA_BLOCKED, the limits of MAX_DATA / MAX_STREAM_DATA /
+# MAX_STREAMS, the sequence of NEW/RETIRE_CONNECTION_ID, CONNECTION_CLOSE's error code).
 # A packet tshark did not decrypt has no frames, so the decrypted-packet sets are compared too.
+# (ft, tshark fields, wirefall: frame -> values)
+_QUIC_DETAIL: dict[int, tuple[tuple[str, ...], Callable[[Frame], tuple]]] = {}
+for _ft in (2, 3):
+    _QUIC_DETAIL[_ft] = (("quic.ack.largest_acknowledged",), lambda f: (f.fields.get("largest_acknowledged"),))
+_QUIC_DETAIL[4] = (("quic.rsts.stream_id", "quic.rsts.final_size"), lambda f: (f.stream_id, f.fields.get("final_size")))
+_QUIC_DETAIL[5] = (("quic.ss.stream_id",), lambda f: (f.stream_id,))
+_QUIC_DETAIL[0x10] = (("quic.md.maximum_data",), lambda f: (f.fields.get("maximum_data"),))
+_QUIC_DETAIL[0x11] = (("quic.msd.stream_id", "quic.msd.maximum_stream_data"), lambda f: (f.stream_id, f.fields.get("maximum_stream_data")))
+for _ft in (0x12, 0x13):
+    _QUIC_DETAIL[_ft] = (("quic.ms.max_streams",), lambda f: (f.fields.get("maximum_streams"),))
+_QUIC_DETAIL[0x15] = (("quic.sdb.stream_id",), lambda f: (f.stream_id,))
+_QUIC_DETAIL[0x18] = (("quic.nci.sequence",), lambda f: (f.fields.get("sequence"),))
+_QUIC_DETAIL[0x19] = (("quic.rci.sequence",), lambda f: (f.fields.get("sequence"),))
+_QUIC_DETAIL[0x1C] = (("quic.cc.error_code",), lambda f: (f.fields.get("error_code"),))
+_QUIC_DETAIL[0x1D] = (("quic.cc.error_code.app",), lambda f: (f.fields.get("error_code"),))
 def _quic_name(ft: int) -> str:
     from dissectors.quic import FRAME_NAMES
 
@@ -331,7 +349,11 @@ def _quic_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
                 off, ln = int(_first(fd["quic.crypto.offset"])), int(_first(fd["quic.crypto.length"]))
             elif ft == 0:
                 ln = int(_first(fd.get("quic.padding_length", 0)))
-            out.append(TFrame(num, ts, {}, _quic_name(ft), None, (ft, sid, off, ln)))
+            det = None
+            if ft in _QUIC_DETAIL:
+                det = tuple(int(str(_first(_find(fd, k))), 0) if _find(fd, k) is not None else None
+                            for k in _QUIC_DETAIL[ft][0])
+            out.append(TFrame(num, ts, {}, _quic_name(ft), None, (ft, sid, off, ln, det)))
     return out
 
 
@@ -349,13 +371,16 @@ def _quic_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
             key = (ft, None, None, f.length)
         else:
             key = (ft, None, None, None)
-        out.append(Entry(f.packet, key, f, check_headers=False))
+        det = _QUIC_DETAIL[ft][1](f) if ft in _QUIC_DETAIL else None
+        out.append(Entry(f.packet, key + (det,), f, check_headers=False))
     return out, {}
 
 
 def _quic_fmt(k: tuple) -> str:
-    ft, sid, off, ln = k
+    ft, sid, off, ln, det = k
     s = _quic_name(ft) + f"(0x{ft:x}"
+    if det is not None:
+        s += f", {det}"
     if sid is not None:
         s += f", stream={sid}"
     if off is not None:
@@ -632,12 +657,20 @@ def run_tshark(path: str, args: list[str], keylogs: Iterable[str] | None = None,
             os.unlink(keyfile)
 
 
+def _norm(v) -> str:
+    """tshark's number ("5", "0x04") as a decimal string, anything else as it is."""
+    try:
+        return str(int(str(v), 0))
+    except ValueError:
+        return str(v)
+
+
 def _default_extract(spec: Spec, layers: dict, num: int, ts: float) -> list[TFrame]:
     frames = []
     for u in _units(layers.get(spec.layer), spec.unit):
         if spec.skip(u):
             continue
-        vals = {k: str(_first(u.get(v))) for k, v in spec.fields.items()}
+        vals = {k: _norm(_first(u.get(v))) for k, v in spec.fields.items()}
         t = spec.type_name(str(_first(u.get(spec.type_field))))
         hdrs = None
         if spec.headers is not None:
