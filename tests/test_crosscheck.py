@@ -3,7 +3,7 @@
 For every capture in sample_captures/ (key log ``X.keys`` beside ``X.pcap*`` or named in
 sample_captures/README.md) and every third-party capture in ../shared/captures/ (key logs per
 its README; ngtcp2-29-dsb carries its keys inside), ``crosscheck_report`` compares per packet
-HTTP/2, SPDY, QUIC, HTTP/3, TLS-record and HTTP/1.x frames with tshark 4.0's dissection.
+HTTP/2, SPDY, QUIC, HTTP/3, gQUIC, TLS-record and HTTP/1.x frames with tshark 4.0's dissection.
 Asserted per protocol: no disagreement; the number of frames compared equals the number tshark
 shows and the number wirefall shows; every protocol wirefall finds on a connection is one tshark
 shows frames for (so no capture passes on an empty result). What tshark is known to get wrong or
@@ -59,7 +59,7 @@ ALLOWED_ASIDE = {
 
 # connection protocol (as wirefall names it) -> Specs that must then compare > 0 frames
 PROTO_SPECS = {"h2": ["http2"], "h2c": ["http2"], "spdy/2": ["spdy"], "spdy/3": ["spdy"], "spdy/3.1": ["spdy"],
-               "h3": ["quic", "http3"], "h3-29": ["quic", "http3"], "quic": ["quic"],
+               "h3": ["quic", "http3"], "h3-29": ["quic", "http3"], "quic": ["quic"], "gquic": ["gquic"],
                "http/1.0": ["http1"], "http/1.1": ["http1"]}
 
 
