@@ -106,13 +106,18 @@ def _frame_index(analysis: Analysis) -> dict[int, list[int]]:
 
     A frame is on every packet from ``first_packet`` to ``packet`` that belongs to the
     frame's connection (a DATA frame spread over 40 segments shows on each of them)."""
+    frames = analysis.frames
+    nfr = len(frames)  # snapshot: the loader may be appending
     cache = analysis.__dict__.get("_wf_frame_index")
-    if cache is not None and cache[0] == len(analysis.frames):
+    if cache is not None and cache[0] == nfr:
         return cache[1]
-    by_packet: dict[int, list[int]] = {}
+    # incremental: frames are only ever appended, so index the new ones (indices grow, the
+    # lists stay sorted)
+    done, by_packet = (cache[0], cache[1]) if cache is not None and cache[0] < nfr else (0, {})
     conn_of = analysis.index.conn
     npk = len(conn_of)
-    for i, fr in enumerate(analysis.frames):
+    for i in range(done, nfr):
+        fr = frames[i]
         last = fr.packet
         first = fr.first_packet or last
         if first > last:
@@ -122,9 +127,7 @@ def _frame_index(analysis: Analysis) -> dict[int, list[int]]:
             for p in range(max(first, 1), min(last, npk + 1)):
                 if conn_of[p - 1] == fr.connection:
                     by_packet.setdefault(p, []).append(i)
-    for lst in by_packet.values():
-        lst.sort()
-    analysis.__dict__["_wf_frame_index"] = (len(analysis.frames), by_packet)
+    analysis.__dict__["_wf_frame_index"] = (nfr, by_packet)
     return by_packet
 
 
@@ -421,13 +424,13 @@ class _TcpState:
 
 def _tcp_state(analysis: Analysis, source, conn_id: int) -> _TcpState | None:
     cache = analysis.__dict__.setdefault("_wf_tcp_state", {})
-    st = cache.get(conn_id)
-    if st is not None:
-        return st
+    hit = cache.get(conn_id)
     try:
         conn = analysis.connections[conn_id]
     except IndexError:
         return None
+    if hit is not None and (hit[1] is None or hit[1] == conn.last_packet):
+        return hit[0]  # complete, or nothing new since (the capture is still being read)
     st = _TcpState()
     idx = analysis.index
     dec = Decoder()
@@ -458,7 +461,9 @@ def _tcp_state(analysis: Analysis, source, conn_id: int) -> _TcpState | None:
                 if len(seen_dirs) == 2:
                     break
         p += 1
-    cache[conn_id] = st
+    # scan again later only if it may be incomplete because the capture is still being read
+    complete = len(seen_dirs) == 2 or scanned >= 64
+    cache[conn_id] = (st, None if complete else conn.last_packet)
     return st
 
 
@@ -786,6 +791,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
     if not frames:
         return
     # Group frames by protocol family, TLS records first (outer), then the rest.
+    dec_recs = _decrypted_rows(analysis, number) if proto == 6 else []
     tls_ranges: list[tuple[int, int]] = []
     groups: dict[str, Node] = {}
     for fr in frames:
@@ -802,6 +808,10 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
         fn = _frame_node(analysis, fr, rng)
+        if dec_recs and fr.packet == number:
+            _place_in_decrypted(analysis, fr, fn, dec_recs)
+        elif fr.protocol in ("h2", "h2c") and rng[0] >= 0 and fr.packet == number and conn_is_clear(analysis, fr):
+            _h2_field_ranges(fn, 0, rng[0], rng[1])
         if fr.packet != number:
             # only part of this frame is here; Wireshark shows it where it completes, and so
             # do the field names (abbrev) — this node is for reading, not for comparing
@@ -835,6 +845,62 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             g.label = f"{g.label}: {g.children[0].label.split(': ', 1)[-1]}"
         else:
             g.label = f"{g.label} ({len(g.children)} frames)"
+
+
+def conn_is_clear(analysis: Analysis, fr: Frame) -> bool:
+    try:
+        return analysis.connections[fr.connection].tls is None
+    except IndexError:
+        return False
+
+
+def _decrypted_rows(analysis: Analysis, n: int) -> list[tuple[int, int, int, int, int, int]]:
+    """The records of packet n that have a "Decrypted TLS" bytes tab, numbered from 1 as
+    the tabs: ``(tab, connection, direction, stream offset, pt offset, pt length)``."""
+    recs = analysis.__dict__.get("tls_records") or {}
+    out = []
+    for cid, d, i in tls_records_on_packet(analysis, n):
+        tab = recs[(cid, d)]
+        if tab.pt_length[i]:
+            out.append((len(out) + 1, cid, d, tab.offset[i], tab.pt_offset[i], tab.pt_length[i]))
+    return out
+
+
+_FRAME_HEADER = {"h2": 9, "h2c": 9, "spdy/2": 8, "spdy/3": 8, "spdy/3.1": 8}
+
+
+def _place_in_decrypted(analysis: Analysis, fr: Frame, fn: Node, rows) -> None:
+    """Point a frame's node at its bytes in the "Decrypted TLS" tab of the record carrying
+    them on this packet (a TLS record node gets a child for its whole plaintext)."""
+    if fr.protocol == "tls":
+        for k, cid, d, off, _pto, ptl in rows:
+            if (cid, d, off) == (fr.connection, fr.direction, fr.offset):
+                fn.children.append(Node(f"[Decrypted TLS: {ptl} bytes, bytes tab {k}]", [], 0, ptl, None, None, k))
+        return
+    if fr.offset < 0:
+        return
+    a = fr.offset
+    b = a + _FRAME_HEADER.get(fr.protocol, 0) + max(fr.length, 1)
+    for k, cid, d, _off, pto, ptl in rows:
+        if (cid, d) != (fr.connection, fr.direction) or pto < 0:
+            continue
+        s, e = max(a, pto), min(b, pto + ptl)
+        if s < e:
+            fn.source, fn.start, fn.end = k, s - pto, e - pto
+            if fr.protocol in ("h2", "h2c") and s == a:
+                _h2_field_ranges(fn, k, fn.start, fn.end)
+            return
+
+
+def _h2_field_ranges(fn: Node, source: int, start: int, end: int) -> None:
+    """Byte ranges of the HTTP/2 frame header fields, the frame starting at ``start``."""
+    if end - start < 9:
+        return
+    spans = {"http2.length": (0, 3), "http2.type": (3, 4), "http2.flags": (4, 5), "http2.streamid": (5, 9)}
+    for c in fn.children:
+        if c.abbrev in spans:
+            a, b = spans[c.abbrev]
+            c.source, c.start, c.end = source, start + a, start + b
 
 
 def _group_label(pname: str) -> str:

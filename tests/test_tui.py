@@ -354,12 +354,34 @@ async def test_tui_h2_packet_detail_and_bytes_highlight():
         assert b - a == 4
         data = hv.data
         assert ".".join(str(x) for x in data[a:b]) == names["ip.src"][0]
-        # a decrypted HTTP/2 frame highlights the TLS record(s) that carried it
+        assert hv.current == 0 and len(hv.sources) == 2  # Frame, Decrypted TLS
+        # a decrypted HTTP/2 frame: the bytes pane switches to the "Decrypted TLS" tab (as
+        # Wireshark does) whose bytes are tshark's, and highlights the frame in them
+        dec = [b for name, b in _tshark_data_sources(path, keys)[first - 1] if name == "Decrypted TLS"]
         fr = h2[0].children[0] if h2[0].children else h2[0]
         tree.move_cursor(fr)
         await pilot.pause(0.05)
+        assert hv.current == 1 and hv.data == dec[0]
+        assert hv.sources[1][0] == f"Decrypted TLS ({len(dec[0])} bytes)"
+        assert "Decrypted TLS" in str(app.query_one("#bytes-tabs").render())
         a, b = hv.hl
-        assert a >= 54 and data[a] == 0x17 and b <= len(data)  # TLS application_data record header
+        frame_len = int(names["http2.length"][0])
+        assert b - a == 9 + frame_len and int.from_bytes(hv.data[a : a + 3], "big") == frame_len and hv.data[a + 3] == 1
+        # its Stream Identifier field: 4 bytes of the frame header
+        fr.expand()
+        await pilot.pause(0.05)
+        sid = next(c for c in fr.children if c.label.plain.startswith("Stream Identifier"))
+        tree.move_cursor(sid)
+        await pilot.pause(0.05)
+        a2, b2 = hv.hl
+        assert (a2, b2) == (a + 5, a + 9) and int.from_bytes(hv.data[a2:b2], "big") == 1
+        # a header (no bytes of its own) lights up its frame; x goes back to the packet's bytes
+        hdr = next(c for c in fr.children if c.label.plain.startswith("Header list"))
+        tree.move_cursor(hdr)
+        await pilot.pause(0.05)
+        assert hv.hl == (a, b)
+        await pilot.press("x")
+        assert hv.current == 0 and hv.data == data
 
 
 @needs_tshark
@@ -815,3 +837,155 @@ def test_decrypted_tls_without_key_log_is_an_error_not_a_crash():
     src = PacketSource(str(path))
     errs = [r.error for n in range(1, an.packets + 1) for r in decrypted_tls(an, src, n)]
     assert errs and all(e == "no key log with this analysis" for e in errs)
+
+
+@needs_tshark
+@_sync
+async def test_tui_rows_while_loading(monkeypatch):
+    """The packet list shows rows as soon as packets are read: the loader is held after 40
+    packets; the rows shown then are tshark's (No., source, destination, length) and the
+    same as after loading; keys move and open packets meanwhile; loading then completes
+    with the cursor where it was."""
+    import threading
+
+    import analyzer.pipeline as P
+
+    path, keys = _h2_sample()
+    gate = threading.Event()
+    real = P.read_capture
+
+    def held(p, info=None):
+        for i, rec in enumerate(real(p, info)):
+            if i == 40:
+                gate.wait(60)
+            yield rec
+
+    monkeypatch.setattr(P, "read_capture", held)
+    want = _tshark_fields(path, ["frame.number", "ip.src", "ip.dst", "frame.len"], ["-o", f"tls.keylog_file:{keys}"])
+    app = WirefallApp(str(path), [str(keys)])
+    try:
+        async with app.run_test(size=(200, 50)) as pilot:
+            pl = app.query_one(PacketList)
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if pl.count >= 39:
+                    break
+            # packets 1..40 were read; the 40th may still be getting frames: 39 shown
+            assert not app.loaded and pl.count == 39
+            assert not app.query_one("#progress").has_class("-done")
+            early = [pl.cached_line(i)[0] for i in range(pl.count)]
+            for line, w in zip(early, want):
+                cols = line.split()
+                assert (cols[0], cols[2], cols[3], cols[5]) == (w["frame.number"], w["ip.src"], w["ip.dst"], w["frame.len"])
+            assert any(" HTTP2 " in ln for ln in early) and any(" TLSv1.3 " in ln for ln in early)
+            await pilot.press("down", "down", "down", "down")
+            assert pl.current_packet == 5 and not app.loaded
+            from textual.widgets import Tree
+
+            tree = app.query_one("#detail", Tree)
+            assert tree.root.children[0].label.plain.startswith(f"Frame 5: {want[4]['frame.len']} bytes on wire")
+            await pilot.press("end")
+            assert pl.current_packet == 39
+            gate.set()
+            await _open(pilot, app)
+            assert app.loaded and pl.count == len(want) == app.an.packets
+            assert pl.current_packet == 39  # the cursor stayed
+            assert [pl.cached_line(i)[0] for i in range(39)] == early  # rows drawn while loading were right
+    finally:
+        gate.set()
+
+
+@needs_tshark
+@_sync
+async def test_tui_filter_bar_filters_the_current_tab_only():
+    """One filter bar, labelled with what it filters; each tab keeps its own filter."""
+    path, keys = _h2_sample()
+    kl = ["-o", f"tls.keylog_file:{keys}"]
+    want_pk = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], kl + ["-Y", "http2.type==1"])]
+    paths = [r["http2.headers.path"] for r in _tshark_fields(path, ["http2.headers.path"], kl + ["-Y", "http2.headers.method"])]
+    css = sorted(p for p in paths if "css" in p)
+    assert len(paths) == 13 and len(css) == 2
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _open(pilot, app)
+        label = app.query_one("#filter-label")
+        inp = app.query_one("#filter")
+        pl = app.query_one(PacketList)
+        wv = app.query_one(WaterfallView)
+        assert str(label.render()) == "Filter packets:"
+        await pilot.press("f", *'type == "HEADERS"', "enter")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if pl.count != app.an.packets:
+                break
+        assert list(pl.packets) == want_pk
+        await pilot.press("2")
+        await pilot.pause(0.05)
+        assert str(label.render()) == "Filter requests:" and inp.value == ""
+        assert wv.count == 13  # the packet filter does not touch the waterfall
+        await pilot.press("f", *'url contains "css"', "enter")
+        await pilot.pause(0.05)
+        assert sorted("/" + r.url.split("://", 1)[-1].split("/", 1)[-1] for r in wv.rows) == css
+        assert list(pl.packets) == want_pk  # nor the waterfall filter the packets
+        await pilot.press("1")
+        await pilot.pause(0.05)
+        assert str(label.render()) == "Filter packets:" and inp.value == 'type == "HEADERS"'
+        await pilot.press("3")
+        await pilot.pause(0.05)
+        assert str(label.render()) == "Filter connections:" and inp.value == ""
+        await pilot.press("4")
+        await pilot.pause(0.05)
+        assert str(label.render()) == "Filter: —" and inp.disabled
+        await pilot.press("2")
+        await pilot.pause(0.05)
+        assert inp.value == 'url contains "css"' and wv.count == 2
+        await pilot.press("f")
+        inp.value = ""
+        await pilot.press("enter")
+        await pilot.pause(0.05)
+        assert wv.count == 13 and list(pl.packets) == want_pk  # cleared here only
+
+
+@needs_tshark
+@_sync
+async def test_tui_waterfall_groups_by_connection_as_tshark_streams():
+    """``c`` groups the waterfall by connection: each group is the requests tshark sees on
+    one TCP stream, in order of first use, each in start order; ``c`` again ungroups."""
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    if not path.exists():
+        pytest.skip("page-h1 sample absent")
+    keys = path.with_suffix(".keys")
+    rows = _tshark_fields(path, ["frame.number", "tcp.stream", "http.request.uri"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http.request"])
+    streams: dict = {}
+    for r in rows:  # tshark's requests in packet order, grouped by stream in order of first use
+        streams.setdefault(r["tcp.stream"], []).append(r["http.request.uri"])
+    want = [u for s in streams.values() for u in s]
+    assert len(streams) >= 4 and len(want) == 13
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _open(pilot, app)
+        await pilot.press("2")
+        await pilot.pause(0.05)
+        wv = app.query_one(WaterfallView)
+        by_start = [r.exchange for r in wv.rows]
+        await pilot.press("c")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if wv.group_by == "connection":
+                break
+        assert wv.group_by == "connection"
+        got = ["/" + r.url.split("://", 1)[-1].split("/", 1)[-1] for r in wv.rows]
+        assert got == want
+        # one bracket per connection, with its id, as the connections tab numbers them
+        conn_of = [r.connection for r in wv.rows]
+        groups = [conn_of[0]] + [c for a, c in zip(conn_of, conn_of[1:]) if c != a]
+        assert len(groups) == len(set(groups)) == len(streams)
+        for i, r in enumerate(wv.rows):
+            lab = wv.label_text(r)
+            assert lab[0] in "┌│└─" and lab[1:4].strip() == str(r.connection)
+            first = i == 0 or conn_of[i - 1] != r.connection
+            assert (lab[0] in "┌─") == first
+        assert "conn" in str(app.query_one("#wf-axis").render())
+        await pilot.press("c")
+        await pilot.pause(0.1)
+        assert wv.group_by is None and [r.exchange for r in wv.rows] == by_start

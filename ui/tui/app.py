@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
-from .widgets import (DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TextList, WaterfallView, fmt_ms,
+from .widgets import (DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
                       packet_header_text, proto_style)
 
 HELP = """\
@@ -25,7 +25,8 @@ HELP = """\
   q / ctrl+c        quit
   ?                 this help
   1 2 3 4           Packets / Waterfall / Connections / Statistics tab
-  ctrl+f or f       focus the display-filter bar (Enter applies, Esc leaves, empty clears)
+  ctrl+f or f       focus the display-filter bar; it filters the current tab, as its label
+                    says (Enter applies, Esc leaves, empty clears this tab's filter)
   /                 search the current list (Enter finds; n next, N previous)
   tab / shift+tab   move between panes
   escape            close a dialog, leave the filter or search bar
@@ -39,12 +40,14 @@ HELP = """\
 [b]Packets[/b]
   F                 follow the stream (frames of the selected packet's stream, or its connection)
   d / b             focus the detail tree / the bytes pane
+  x                 bytes pane: next source (Frame, then each Decrypted TLS record on the packet)
   in the tree       ↑ ↓ select a field (its bytes are highlighted), → ← expand / collapse
 
 [b]Waterfall[/b]
   + / -             zoom in (around the selected request) / out
   ← → / h l         pan the time axis
   0                 whole capture
+  c                 group the rows by connection (bracket and connection id in front) / by start time
   enter             request view: headers both ways, timing, sizes, frames of the stream
   F                 follow the request's stream
 
@@ -54,6 +57,15 @@ HELP = """\
   Packets: fields of the frames on a packet, plus source, destination, info, length.
   Waterfall: fields of requests.  Connections: fields of connections.
 """
+
+
+# The filter bar filters the active tab: (label, placeholder) per tab
+FILTER_SCOPES = {
+    "packets": ("Filter packets:", 'e.g. stream == 1 && type == "HEADERS"   (f to focus, Enter applies to the packet list)'),
+    "waterfall": ("Filter requests:", 'e.g. status >= 400 || url contains "css"   (Enter applies to the waterfall)'),
+    "connections-tab": ("Filter connections:", 'e.g. protocol == "h2"   (Enter applies to the connections)'),
+    "statistics": ("Filter: —", "the statistics cover the whole capture (no filter on this tab)"),
+}
 
 
 class HelpScreen(ModalScreen):
@@ -121,7 +133,9 @@ class WirefallApp(App):
     TITLE = "wirefall"
     CSS = """
     Screen { layout: vertical; }
-    #filter { height: 3; }
+    #filter-bar { height: 3; }
+    #filter-label { width: auto; height: 3; padding: 1 1 0 1; background: $panel; text-style: bold; }
+    #filter { width: 1fr; height: 3; }
     #filter.-invalid { border: tall $error; }
     #filter.-valid { border: tall $success; }
     #search { height: 3; display: none; }
@@ -136,7 +150,9 @@ class WirefallApp(App):
     #packet-list { height: 1fr; min-height: 5; }
     #lower { height: 45%; }
     #detail { width: 1fr; border-top: solid #404040; }
-    #bytes { width: 80; border-top: solid #404040; border-left: solid #404040; }
+    #bytes-pane { width: 80; border-top: solid #404040; border-left: solid #404040; }
+    #bytes-tabs { height: 1; background: #262626; }
+    #bytes { height: 1fr; }
     #wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #wf-list { height: 1fr; overflow-x: hidden; }
     #wf-legend { height: 1; color: #a0a0a0; }
@@ -164,6 +180,7 @@ class WirefallApp(App):
         Binding("4", "tab('statistics')", "Statistics", show=False),
         Binding("d", "focus_detail", "Detail", show=False),
         Binding("b", "focus_bytes", "Bytes", show=False),
+        Binding("x", "bytes_tab", "Bytes tab", show=False),
         Binding("escape", "escape", "Back", show=False),
     ]
 
@@ -177,13 +194,19 @@ class WirefallApp(App):
         self.loaded = False
         self.load_error: str | None = None
         self.search_text = ""
+        self.filters: dict[str, str] = {}  # active filter per tab (the bar filters the current tab)
+        self.wf_keep: set[int] | None = None  # requests kept by the waterfall's filter
+        self.wf_group: str | None = None  # waterfall grouping: None (by start) or "connection"
+        self.wf_by: dict = {}  # group_by -> built Waterfall
         self.stats_text: Text | None = None
         self.sub_title = path
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Input(placeholder="display filter — e.g. stream == 1 && type == \"HEADERS\"   (f to focus, Enter to apply)", id="filter")
+        with Horizontal(id="filter-bar"):
+            yield Static(FILTER_SCOPES["packets"][0], id="filter-label")
+            yield Input(placeholder=FILTER_SCOPES["packets"][1], id="filter")
         yield Input(placeholder="search (Enter finds, n / N next / previous)", id="search")
         yield ProgressBar(total=100, show_eta=False, id="progress")
         with TabbedContent(initial="packets", id="tabs"):
@@ -193,7 +216,9 @@ class WirefallApp(App):
                     yield PacketList(id="packet-list")
                     with Horizontal(id="lower"):
                         yield Tree("Packet", id="detail")
-                        yield HexView(id="bytes")
+                        with Vertical(id="bytes-pane"):
+                            yield TabLine("bytes", id="bytes-tabs")
+                            yield HexView(id="bytes")
             with TabPane("Waterfall", id="waterfall"):
                 yield Static("", id="wf-axis")
                 yield WaterfallView(id="wf-list")
@@ -218,7 +243,7 @@ class WirefallApp(App):
             t.append("█", style=light)
             t.append("█ ", style=dark)
             t.append(k + "  ")
-        t.append("(light: waiting, dark: receiving)  +/- zoom  ←/→ pan  0 reset  enter open")
+        t.append("(light: waiting, dark: receiving)  +/- zoom  ←/→ pan  0 reset  c group by connection  enter open")
         return t
 
     def on_mount(self) -> None:
@@ -239,8 +264,20 @@ class WirefallApp(App):
         def progress(packets: int, done: int, total: int) -> None:
             self.call_from_thread(self._progress, packets, done, total)
 
+        def started(an) -> None:
+            # the Analysis before its first packet: the packet list shows rows as they are
+            # read (a compressed capture is decompressed for random access here, off the UI thread)
+            from analyzer.capture import PacketSource
+
+            src = PacketSource(self.path)
+            try:
+                src.read(0, 1)
+            except OSError:
+                return
+            self.call_from_thread(self._started, an, src)
+
         try:
-            an = analyze(self.path, self.keylogs, progress=progress)
+            an = analyze(self.path, self.keylogs, progress=progress, on_start=started)
         except Exception as e:  # CaptureError and anything else: a notice, never a crash
             msg = str(e) or e.__class__.__name__
             self.call_from_thread(self._load_failed, msg)
@@ -264,10 +301,53 @@ class WirefallApp(App):
         self.call_from_thread(self._loaded, an, time.monotonic() - t)
 
     def _progress(self, packets: int, done: int, total: int) -> None:
+        if self.loaded:
+            return
         bar = self.query_one("#progress", ProgressBar)
         if total:
             bar.update(total=total, progress=min(done, total))
-        self.query_one("#status", Static).update(f"loading {self.path}: {packets:,} packets…")
+        self.query_one("#status", Static).update(f"loading {self.path}: {packets:,} packets… (the list grows as they are read)")
+
+    # rows while loading ------------------------------------------------------
+    GROW_EVERY = 0.25  # seconds between packet-list updates while loading
+
+    def _started(self, an, source) -> None:
+        """The analysis has begun: show its packets as they arrive (the index arrays only
+        grow; a row is shown once its packet is fully indexed)."""
+        from analyzer.detail import _RowCtx, packet_row
+
+        if self.loaded:
+            source.close()
+            return
+        self.an = an
+        self.source = source
+        rctx = _RowCtx()
+        self.row_fn = lambda n: packet_row(an, source, n, rctx)
+        pl = self.query_one(PacketList)
+        pl.set_packets(range(1, 1), self.row_fn)
+        self._grow_timer = self.set_interval(self.GROW_EVERY, self._grow)
+
+    def _ready_packets(self) -> int:
+        """Packets whose index entries are all written (lengths snapshot: the loader appends
+        ``ts`` first and ``proto`` last, and may still be adding frames to the newest one)."""
+        idx = self.an.index
+        return max(min(len(idx.proto), len(idx.conn), len(idx.ts)) - 1, 0)
+
+    def _grow(self) -> None:
+        if self.loaded or self.an is None:
+            return
+        pl = self.query_one(PacketList)
+        if pl.packets is not None and not isinstance(pl.packets, range):
+            return  # a filtered list stays as it is until loading ends
+        n = self._ready_packets()
+        was = pl.count
+        if n == was:
+            return
+        pl.grow(n)
+        if not was and n:
+            pl.move_to(0)
+        elif pl.current_packet is not None:
+            self.show_packet_if_changed(pl.current_packet)
 
     def _load_failed(self, msg: str) -> None:
         self.load_error = msg
@@ -279,22 +359,32 @@ class WirefallApp(App):
         from analyzer.capture import PacketSource
         from analyzer.detail import _RowCtx, packet_row
 
-        self.an = an
-        self.source = PacketSource(self.path)
-        rctx = _RowCtx()
-        self.row_fn = lambda n: packet_row(an, self.source, n, rctx)
-        self.query_one("#progress").add_class("-done")
+        timer = getattr(self, "_grow_timer", None)
+        if timer is not None:
+            timer.stop()
         pl = self.query_one(PacketList)
-        pl.set_packets(range(1, an.packets + 1), self.row_fn)
+        keep = pl.current_packet if self.an is an and pl.count else None
+        if self.source is None or self.an is not an:
+            if self.source is not None:
+                self.source.close()
+            self.source = PacketSource(self.path)
+            rctx = _RowCtx()
+            self.row_fn = lambda n: packet_row(an, self.source, n, rctx)
+        self.an = an
+        self.query_one("#progress").add_class("-done")
+        self.loaded = True
+        pl.set_packets(range(1, an.packets + 1), self.row_fn)  # rows drawn while loading are drawn again
         self._fill_waterfall()
         self._fill_connections()
         self._fill_stats()
-        self.loaded = True
         self._status()
         for w in an.warnings[:5]:
             self.notify(w, title="Capture warning", severity="warning", timeout=10)
-        if an.packets:
+        if an.packets and (keep is None or not pl.select_packet(keep)):
             pl.move_to(0)
+        elif keep is not None:
+            self._shown_packet = None
+            self.show_packet(keep)  # frames decoded since it was first shown
 
     def _status(self, extra: str = "") -> None:
         an = self.an
@@ -319,8 +409,21 @@ class WirefallApp(App):
     def _packet_chosen(self, ev: LineList.Chosen) -> None:
         self.query_one("#detail", Tree).focus()
 
+    def show_packet_if_changed(self, n: int) -> None:
+        """While loading: show the packet again if frames were added on it since."""
+        from analyzer.detail import frames_on_packet
+
+        k = len(frames_on_packet(self.an, n))
+        if getattr(self, "_shown_packet", None) != (n, k):
+            self.show_packet(n)
+
     def show_packet(self, n: int) -> None:
-        from analyzer.detail import packet_bytes, packet_detail
+        from analyzer.detail import frames_on_packet, packet_bytes, packet_detail
+
+        try:
+            self._shown_packet = (n, len(frames_on_packet(self.an, n)))
+        except Exception:  # noqa: BLE001
+            self._shown_packet = None
 
         an, src = self.an, self.source
         tree = self.query_one("#detail", Tree)
@@ -344,17 +447,44 @@ class WirefallApp(App):
         for i, node in enumerate(nodes):
             # expand the protocol layers above TCP/UDP, as one usually wants to see them
             add(tree.root, node, expand=i >= 4 and i == last_layers - 1 or i > 4)
-        self.query_one(HexView).show(data)
+        sources = [(f"Frame ({len(data)} bytes)", data, None)]
+        try:
+            from analyzer.detail import decrypted_tls
+
+            sources += [(r.title, r.data, r.error) for r in decrypted_tls(an, src, n)]
+        except Exception as e:  # noqa: BLE001 - the packet's own bytes still show
+            sources.append(("Decrypted TLS", b"", f"{e.__class__.__name__}: {e}"))
+        self.query_one(HexView).show_sources(sources)
         self.current_nodes = nodes
 
     @on(Tree.NodeHighlighted, "#detail")
     def _node_highlighted(self, ev: Tree.NodeHighlighted) -> None:
-        node = ev.node.data
+        # a field without bytes of its own highlights those of the nearest enclosing node
+        # that has some (a header of a decrypted HTTP/2 frame: the frame)
+        # (not up to a top-level layer: "[TCP Segment Len]" does not light up the TCP header)
+        tnode = ev.node
+        node = tnode.data
+        up = tnode.parent
+        while node is not None and node.start < 0 and up is not None and up.data is not None and up.parent is not None \
+                and up.parent.data is not None:
+            if up.data.start >= 0:
+                node = up.data
+                break
+            up = up.parent
         hv = self.query_one(HexView)
         if node is not None and node.start >= 0:
+            if node.source != hv.current:
+                hv.select_source(node.source)
             hv.highlight(node.start, node.end)
         else:
             hv.highlight(-1, -1)
+
+    @on(HexView.SourceChanged)
+    def _bytes_source_changed(self, ev: HexView.SourceChanged) -> None:
+        self.query_one("#bytes-tabs", TabLine).update(ev.view.tabs_text())
+
+    def action_bytes_tab(self) -> None:
+        self.query_one(HexView).next_source()
 
     def action_focus_detail(self) -> None:
         self.query_one("#detail", Tree).focus()
@@ -363,17 +493,49 @@ class WirefallApp(App):
         self.query_one(HexView).focus()
 
     # ------------------------------------------------------------ waterfall tab
-    def _fill_waterfall(self, keep: set[int] | None = None) -> None:
+    def _fill_waterfall(self, keep: set[int] | None = None, keep_view: bool = False) -> None:
         if self.wf is None:
-            self.wf, err = build_waterfall(self.an)
+            self.wf, err = build_waterfall(self.an, self.wf_group)
             if err:
                 self.notify(f"waterfall: {err}", severity="error")
         if self.wf is None:
             return
+        self.wf_by[self.wf_group] = self.wf
         rows = self.wf.rows if keep is None else [r for r in self.wf.rows if r.exchange in keep]
         t0 = self.wf.t0
         t1 = max([self.wf.t_end] + [r.end for r in rows if r.end is not None])
-        self.query_one(WaterfallView).set_rows(rows, t0, t1)
+        self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view)
+
+    @on(WaterfallView.GroupToggled)
+    def _group_toggled(self) -> None:
+        if not self.loaded:
+            return
+        group = None if self.wf_group == "connection" else "connection"
+        if group in self.wf_by:
+            self._set_group(group, self.wf_by[group], None)
+        else:
+            self.query_one("#status", Static).update("grouping the waterfall by connection…")
+            self._build_grouped(group)
+
+    @work(thread=True, exclusive=True, group="waterfall")
+    def _build_grouped(self, group) -> None:
+        wf, err = build_waterfall(self.an, group)
+        self.call_from_thread(self._set_group, group, wf, err)
+
+    def _set_group(self, group, wf, err) -> None:
+        if wf is None:
+            self.notify(f"waterfall: {err}", severity="error")
+            return
+        wv = self.query_one(WaterfallView)
+        cur = wv.rows[wv.cursor].exchange if wv.count else None
+        self.wf_group, self.wf = group, wf
+        self._fill_waterfall(self.wf_keep, keep_view=True)
+        if cur is not None:
+            for i, r in enumerate(wv.rows):
+                if r.exchange == cur:
+                    wv.move_to(i)
+                    break
+        self._status("waterfall grouped by connection (c: by start time)" if group else "waterfall by start time (c: group by connection)")
 
     @on(WaterfallView.Zoomed)
     def _zoomed(self) -> None:
@@ -512,33 +674,48 @@ class WirefallApp(App):
         self.apply_filter(ev.value)
 
     def apply_filter(self, expr: str) -> None:
+        """Filter the active tab (only it: each tab keeps its own filter)."""
         from analyzer.filter import FilterError, compile_filter
 
         expr = expr.strip()
         tab = self.query_one(TabbedContent).active
+        if tab == "statistics":
+            self.notify("the statistics tab has no filter", severity="warning")
+            return
         if not expr:
-            self.query_one(PacketList).set_packets(range(1, self.an.packets + 1), self.row_fn)
-            self._fill_waterfall()
-            self._fill_connections()
-            self._status("filter cleared")
-            self.query_one(PacketList).focus()
+            self.filters.pop(tab, None)
+            if tab == "waterfall":
+                self.wf_keep = None
+                self._fill_waterfall()
+                self.query_one(WaterfallView).focus()
+            elif tab == "connections-tab":
+                self._fill_connections()
+                self.query_one("#connections").focus()
+            else:
+                pl = self.query_one(PacketList)
+                pl.set_packets(range(1, self.an.packets + 1), self.row_fn, keep=pl.current_packet)
+                pl.focus()
+            self._status(f"{FILTER_SCOPES[tab][0].split()[1].rstrip(':')}: filter cleared")
             return
         try:
             pred = compile_filter(expr)
         except FilterError as e:
             self.notify(f"column {e.column}: {e.message}", title="Bad filter", severity="error")
             return
+        self.filters[tab] = expr
         if tab == "waterfall":
             keep = {e.id for e in self.an.exchanges if _safe(pred, e)}
+            self.wf_keep = keep
             self._fill_waterfall(keep)
-            self._status(f"waterfall: {len(keep)} requests match")
+            self._status(f"waterfall: {len(keep)} requests match {expr}")
             self.query_one(WaterfallView).focus()
         elif tab == "connections-tab":
             from analyzer.jsonout import connection_dict
 
             keep = {c.id for c in self.an.connections if _safe(pred, c) or _safe(pred, connection_dict(c))}
             self._fill_connections(keep)
-            self._status(f"{len(keep)} connections match")
+            self._status(f"connections: {len(keep)} match {expr}")
+            self.query_one("#connections").focus()
         else:
             self.query_one("#status", Static).update(f"filtering {self.an.packets:,} packets…")
             self._filter_packets(expr)
@@ -624,6 +801,16 @@ class WirefallApp(App):
     def _tab_activated(self, ev) -> None:
         if ev.pane.id == "waterfall":
             self.call_after_refresh(self._zoomed)
+        self._filter_scope(ev.pane.id)
+
+    def _filter_scope(self, tab: str) -> None:
+        """Label the filter bar with what it filters, and show that tab's filter."""
+        label, placeholder = FILTER_SCOPES.get(tab, FILTER_SCOPES["packets"])
+        self.query_one("#filter-label", Static).update(label)
+        inp = self.query_one("#filter", Input)
+        inp.placeholder = placeholder
+        inp.disabled = tab == "statistics"
+        inp.value = self.filters.get(tab, "")
 
     def action_escape(self) -> None:
         f = self.focused
@@ -636,12 +823,12 @@ class WirefallApp(App):
             self.source.close()
 
 
-def build_waterfall(an):
+def build_waterfall(an, group_by: str | None = None):
     """``(Waterfall or None, error message or None)``."""
     try:
         from analyzer.waterfall import build
 
-        return build(an), None
+        return build(an, group_by=group_by), None
     except Exception as e:  # a bug there must not take the packet list down
         return None, f"{e.__class__.__name__}: {e}"
 

@@ -14,6 +14,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widgets import Static
 
 # Protocol column colours (foreground; Wireshark's colouring rules adapted to a terminal)
 PROTO_STYLES = {
@@ -227,6 +228,14 @@ class PacketList(LineList):
         if keep is not None:
             self.select_packet(keep, notify=False)
 
+    def grow(self, n: int) -> None:
+        """While loading: the list now holds packets 1..n; the cursor stays, rows on screen
+        are drawn again (a packet's frames may have been decoded since)."""
+        self.packets = range(1, n + 1)
+        self.count = n
+        self.virtual_size = Size(self.content_width, n)
+        self.invalidate()
+
     def packet_at(self, i: int) -> int | None:
         return self.packets[i] if 0 <= i < len(self.packets) else None
 
@@ -260,22 +269,74 @@ class PacketList(LineList):
         return format_packet_row(row), st
 
 
-class HexView(ScrollView):
-    """Hex + ASCII dump (tshark -x layout) with one highlighted byte range."""
+class HexView(ScrollView, can_focus=True):
+    """Hex + ASCII dump (tshark -x layout) with one highlighted byte range, over several
+    byte sources as Wireshark's tabs below its bytes pane: the packet ("Frame"), then one
+    "Decrypted TLS" source per decrypted record completing on it.  ``x`` (or a click on the
+    tab line above) shows the next source."""
 
     WIDTH = 16
+
+    class SourceChanged(Message):
+        def __init__(self, view: "HexView") -> None:
+            super().__init__()
+            self.view = view
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self.data = b""
         self.hl = (-1, -1)
         self.title_text = ""
+        self.sources: list[tuple[str, bytes, str | None]] = [("Frame (0 bytes)", b"", None)]
+        self.current = 0
 
     def show(self, data: bytes, hl: tuple[int, int] = (-1, -1)) -> None:
-        self.data = data
+        """One source: the packet's bytes."""
+        self.show_sources([(f"Frame ({len(data)} bytes)", data, None)], hl=hl)
+
+    def show_sources(self, sources: list[tuple[str, bytes, str | None]], current: int = 0, hl: tuple[int, int] = (-1, -1)) -> None:
+        """``sources``: (title, bytes, error or None); the first is the packet."""
+        self.sources = sources or [("Frame (0 bytes)", b"", None)]
+        self.current = -1
+        self.select_source(current, hl)
+
+    def select_source(self, k: int, hl: tuple[int, int] = (-1, -1)) -> None:
+        k = max(0, min(k, len(self.sources) - 1))
+        changed = k != self.current
+        self.current = k
+        self.data = self.sources[k][1]
         self.hl = hl
-        self.virtual_size = Size(6 + self.WIDTH * 4 + 2, (len(data) + self.WIDTH - 1) // self.WIDTH)
+        if changed:
+            self.virtual_size = Size(6 + self.WIDTH * 4 + 2, max((len(self.data) + self.WIDTH - 1) // self.WIDTH, 1))
+            self.scroll_to(y=0, animate=False)
+            self.post_message(self.SourceChanged(self))
         self.refresh()
+
+    def next_source(self) -> None:
+        self.select_source((self.current + 1) % len(self.sources))
+
+    def tabs_text(self) -> Text:
+        t = Text()
+        for i, (title, _, err) in enumerate(self.sources):
+            if i:
+                t.append(" │ ", style="#606060")
+            st = "bold #000000 on #87afd7" if i == self.current else ("#ff8787" if err else "#c0c0c0")
+            t.append(f" {title}{' [!]' if err else ''} ", style=st)
+        if len(self.sources) > 1:
+            t.append("   x: next", style="#808080")
+        return t
+
+    def tab_at(self, x: int) -> int | None:
+        """The source whose title is at column x of ``tabs_text()``."""
+        pos = 0
+        for i, (title, _, err) in enumerate(self.sources):
+            if i:
+                pos += 3
+            w = len(title) + 2 + (4 if err else 0)
+            if pos <= x < pos + w:
+                return i
+            pos += w
+        return None
 
     def highlight(self, start: int, end: int) -> None:
         self.hl = (start, end)
@@ -305,13 +366,31 @@ class HexView(ScrollView):
     def render_line(self, y: int) -> Strip:
         li = self.scroll_offset.y + y
         width = self.size.width
+        err = self.sources[self.current][2] if self.sources else None
+        if err and li == 0:
+            return Strip([Segment(f"cannot show: {err}"[:width].ljust(width), ERROR_STYLE)], width)
         if li * self.WIDTH >= len(self.data):
             return Strip.blank(width)
         segs = list(self.line_text(li).render(self.app.console))
         return Strip(segs).crop_extend(self.scroll_offset.x, self.scroll_offset.x + width, None)
 
     def lines(self) -> list[str]:
+        """The hex dump of the current source (as ``tshark -x`` prints it)."""
         return [self.line_text(i).plain for i in range((len(self.data) + self.WIDTH - 1) // self.WIDTH)]
+
+
+class TabLine(Static):
+    """The titles of the bytes pane's sources; a click selects one."""
+
+    def __init__(self, view_id: str, **kw) -> None:
+        super().__init__("", **kw)
+        self.view_id = view_id
+
+    def on_click(self, event) -> None:
+        hv = self.app.query_one(f"#{self.view_id}", HexView)
+        k = hv.tab_at(event.x)
+        if k is not None:
+            hv.select_source(k)
 
 
 # ---------------------------------------------------------------- waterfall
@@ -379,11 +458,15 @@ class WaterfallView(LineList):
         Binding("left,h", "pan(-0.2)", "Pan left"),
         Binding("right,l", "pan(0.2)", "Pan right"),
         Binding("0", "reset_zoom", "Reset zoom"),
+        Binding("c", "group", "Group by connection"),
     ]
     LABEL = 44
 
     class Zoomed(Message):
         pass
+
+    class GroupToggled(Message):
+        """``c``: the app rebuilds the rows grouped by connection (or not)."""
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
@@ -392,16 +475,33 @@ class WaterfallView(LineList):
         self.t1 = 1.0
         self.v0 = 0.0
         self.v1 = 1.0
+        self.group_by: str | None = None
+        self.glyph: dict[int, str] = {}  # exchange -> connection bracket when grouped
 
-    def set_rows(self, rows: list, t0: float, t1: float) -> None:
+    def set_rows(self, rows: list, t0: float, t1: float, group_by: str | None = None, keep_view: bool = False) -> None:
+        """``group_by="connection"``: rows come ordered by connection (analyzer.waterfall.build);
+        each row then starts with a bracket and the connection id."""
+        old = (self.v0, self.v1)
         self.rows = rows
         if t1 <= t0:
             t1 = t0 + 1e-3
         self.t0, self.t1 = t0, t1
         self.v0, self.v1 = t0, t1
+        if keep_view and t0 <= old[0] < old[1] <= t1:
+            self.v0, self.v1 = old
+        self.group_by = group_by
+        self.glyph = {}
+        if group_by == "connection":
+            for i, r in enumerate(rows):
+                first = i == 0 or rows[i - 1].connection != r.connection
+                last = i == len(rows) - 1 or rows[i + 1].connection != r.connection
+                self.glyph[r.exchange] = "─" if first and last else "┌" if first else "└" if last else "│"
         self.content_width = 0  # the bars scale to the width: no horizontal scrolling
         self.set_count(len(rows))
         self.post_message(self.Zoomed())
+
+    def action_group(self) -> None:
+        self.post_message(self.GroupToggled())
 
     @property
     def bar_width(self) -> int:
@@ -410,6 +510,9 @@ class WaterfallView(LineList):
     def label_text(self, r) -> str:
         what = f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip()
         st = str(r.status) if r.status is not None else "-"
+        g = self.glyph.get(r.exchange) if self.group_by else None
+        if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter
+            return f"{g}{r.connection:>3} {r.index + 1:>4} {_cell(what, self.LABEL - 10, False)} {_cell(r.badge, 8, False)}{st:>4} "
         return f"{r.index + 1:>4} {_cell(what, self.LABEL - 5, False)} {_cell(r.badge, 8, False)}{st:>4} "
 
     def line(self, i: int):
@@ -447,7 +550,9 @@ class WaterfallView(LineList):
     def axis_text(self) -> str:
         """The time axis above the bars: tick labels in ms since the first packet."""
         width = self.size.width or 120
-        label = " " * (len(self.label_text(self.rows[0])) if self.rows else self.LABEL + 14)
+        n = len(self.label_text(self.rows[0])) if self.rows else self.LABEL + 14
+        head = "conn    # request" if self.group_by == "connection" else "   # request"
+        label = head[:n].ljust(n)
         bw = max(width - len(label) - 2, 1)
         step = nice_step(self.v1 - self.v0, bw)
         axis = [" "] * bw
