@@ -58,9 +58,15 @@ class Context:
         self.ts = analysis.index.ts
         self.proto = analysis.index.proto
         self.shared: dict = {}  # per-capture state shared between sessions (e.g. QUIC CIDs)
+        self._tp = 0  # last packet asked for, and its time: frames of one packet share one float
+        self._tv = 0.0
 
     def time(self, packet: int) -> float:
-        return self.ts[packet - 1]
+        if packet == self._tp:
+            return self._tv
+        t = self._tv = self.ts[packet - 1]
+        self._tp = packet
+        return t
 
     def set_proto(self, packet: int, name: str) -> None:
         code = PROTO_CODE[name]

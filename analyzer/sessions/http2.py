@@ -169,22 +169,10 @@ class H2Session:
     def _frame(self, f: H2Frame):
         ctx = self.ctx
         fields = dict(f.fields) if f.fields else {}
-        fr = Frame(
-            packet=f.packet,
-            first_packet=f.first_packet,
-            time=ctx.time(f.packet),
-            connection=self.conn.id,
-            direction=f.direction,
-            protocol=self.proto,
-            stream_id=f.stream_id,
-            type=f.name,
-            flags=f.flags,
-            length=f.length,
-            headers=f.headers,
-            fields=fields or None,
-            offset=f.offset,
-            error=f.error,
-        )
+        # positional (the hot path): packet, first_packet, time, connection, direction, protocol,
+        # stream_id, type, flags, length, headers, fields, offset, error
+        fr = Frame(f.packet, f.first_packet, ctx.time(f.packet), self.conn.id, f.direction, self.proto,
+                   f.stream_id, f.name, f.flags, f.length, f.headers, fields or None, f.offset, f.error)
         if f.block_headers is not None or f.block_start is not None:
             fields["header_bytes_wire"] = f.block_wire
             fields["header_bytes_decoded"] = f.block_decoded
@@ -319,7 +307,7 @@ class H2Session:
                     break
             if status is not None and not (100 <= status < 200 and status != 101) and ex.status is None:
                 ex.status = status
-                ex.response_headers = list(hdrs)
+                ex.response_headers = hdrs if type(hdrs) is list else list(hdrs)  # shared, as above
                 for k, v in hdrs:
                     if k == "content-type" and ex.content_type is None:
                         ex.content_type = v
@@ -335,7 +323,9 @@ class H2Session:
                 self._response_end(st, f)
 
     def _request_headers(self, ex: Exchange, hdrs, f: H2Frame):
-        ex.request_headers = list(hdrs)
+        # the decoded list is shared with the frame (and with identical blocks: HPACK cache);
+        # nothing mutates header lists once decoded
+        ex.request_headers = hdrs if type(hdrs) is list else list(hdrs)
         ex.request_header_bytes_wire += f.block_wire
         ex.request_header_bytes_decoded += f.block_decoded
         host = None
