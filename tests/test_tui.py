@@ -569,8 +569,8 @@ needs_snap = pytest.mark.skipif(not HAVE_SNAP, reason="pytest-textual-snapshot n
 SNAP_SIZE = (160, 48)
 
 
-def _snap_app(monkeypatch):
-    path, keys = _h2_sample()
+def _snap_app(monkeypatch, sample=None):
+    path, keys = _h2_sample() if sample is None else (SAMPLES / sample, (SAMPLES / sample).with_suffix(".keys"))
     monkeypatch.chdir(ROOT)
     rel, krel = str(path.relative_to(ROOT)), str(keys.relative_to(ROOT))
     return WirefallApp(rel, [krel], analysis=analyze(rel, [krel]))  # relative: no machine path on screen
@@ -585,6 +585,41 @@ def test_snapshot_packets_h2_detail(snap_compare, monkeypatch):
         pl.select_packet(25)
         await pilot.pause()
         await pilot.press("enter", "down", "down", "down", "down", "down")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=before)
+
+
+@needs_snap
+def test_snapshot_decrypted_tls_bytes_tab(snap_compare, monkeypatch):
+    """Packet 25's HTTP/2 HEADERS frame selected: the bytes pane shows its Decrypted TLS tab."""
+    app = _snap_app(monkeypatch)
+
+    async def before(pilot):
+        from textual.widgets import Tree
+
+        app.query_one(PacketList).select_packet(25)
+        await pilot.pause()
+        await pilot.press("enter")
+        tree = app.query_one("#detail", Tree)
+        h2 = next(c for c in tree.root.children if c.label.plain.startswith("HyperText Transfer Protocol 2"))
+        tree.move_cursor(h2.children[0])
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=before)
+
+
+@needs_snap
+def test_snapshot_waterfall_grouped_by_connection(snap_compare, monkeypatch):
+    app = _snap_app(monkeypatch, "page/page-h1.pcapng")
+
+    async def before(pilot):
+        await pilot.press("2", "c")
+        wv = app.query_one(WaterfallView)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if wv.group_by == "connection":
+                break
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SNAP_SIZE, run_before=before)
