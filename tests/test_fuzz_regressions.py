@@ -79,3 +79,28 @@ def test_h2c_server_settings_kept_when_capture_ends_before_client_preface():
     want = [(f.packet, f.type) for f in full.frames if f.packet <= 4]
     assert want == [(4, "SETTINGS")]
     assert [(f.packet, f.type) for f in cut.frames] == want
+
+
+def test_quic_tls_message_completes_where_tshark_shows_it():
+    """Found by test_nothing_lost_truncated: Chrome sends its ClientHello's CRYPTO frames out
+    of order across two datagrams; the message is complete only with the second one, which
+    is where tshark shows it — it used to be stamped with the first (and a capture cut after
+    packet 1 then 'lost' a frame that had never been decodable)."""
+    import shutil
+    import subprocess
+
+    cap = ROOT / "sample_captures" / "page" / "page-h3.pcapng"
+    keys = ROOT / "sample_captures" / "page" / "page-h3.keys"
+    if not cap.exists() or not shutil.which("tshark"):
+        pytest.skip("page-h3 sample or tshark missing")
+    raw = corpus.head_packets(cap.read_bytes(), 40)
+    an = corpus.analyze_bytes(raw, keys.read_text())
+    out = subprocess.run(["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-c", "40", "-Y", "tls.handshake.type",
+                          "-T", "fields", "-e", "frame.number", "-e", "tls.handshake.type"], capture_output=True, text=True, timeout=120).stdout
+    want = []
+    for line in out.splitlines():
+        num, types = line.split("\t")
+        want += [(int(num), int(t)) for t in types.split(",")]
+    names = {1: "ClientHello", 2: "ServerHello", 8: "EncryptedExtensions", 11: "Certificate", 15: "CertificateVerify", 20: "Finished", 4: "NewSessionTicket"}
+    got = [(f.packet, f.fields["messages"][0]) for f in an.frames if f.protocol == "tls" and f.type == "HANDSHAKE"]
+    assert want and got[: len(want)] == [(p, names[t]) for p, t in want]
