@@ -40,7 +40,12 @@ def _progress_printer(enabled: bool):
 
 
 def load(args):
+    import gc
+
     progress = _progress_printer(sys.stderr.isatty() and not getattr(args, "json", False))
+    # no cyclic collection between the pass (which pauses it) and the freeze below: the first
+    # one after it would walk the whole model once more
+    gc.disable()
     if getattr(args, "cache", False):
         from analyzer.cache import analyze_cached
 
@@ -51,9 +56,8 @@ def load(args):
         an = analyze(args.file, keylogs=args.keylog, progress=progress)
     for w in an.warnings:
         print(f"wirefall: warning: {w}", file=sys.stderr)
-    import gc
-
     gc.freeze()  # the model lives to the end of the command: no collection need walk it again
+    gc.enable()
     return an
 
 
