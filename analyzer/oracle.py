@@ -76,8 +76,9 @@ class Spec:
     display_filter: str | None = None  # defaults to the layer name
     args: tuple[str, ...] = ()  # tshark preferences this protocol needs (harmless to the others)
     layers: tuple[str, ...] = ()  # further JSON layers the extractor reads (e.g. "tcp")
-    # custom tshark side: (layers of one packet, packet number, time) -> frames
-    extract: Callable[[dict, int, float], list[TFrame]] | None = None
+    # custom tshark side: (layers of one packet, packet number, time, state across packets) -> frames
+    extract: Callable[[dict, int, float, dict], list[TFrame]] | None = None
+    every_packet: bool = False  # call extract on every packet of the output, not only those with the layer
     # custom wirefall side: (analysis, tshark frames) -> (entries, {reason: frames set aside})
     entries: Callable[[Analysis, list[TFrame]], tuple[list[Entry], dict[str, int]]] | None = None
     # tshark frames set aside by a documented limitation: (analysis, tshark frames) -> (kept, {reason: n})
@@ -152,6 +153,13 @@ def _conn_of(an: Analysis, f: Frame):
     return an.connections[f.connection]
 
 
+# tshark's TCP reassembly by default stops at data it takes for a retransmission after a hole
+# (a segment lost before the capture point, then resent): with loss it shows no frame of the
+# rest of that direction. Reassembling out-of-order segments is what a receiver does, and it
+# is how wirefall's TCP layer delivers bytes; every TCP-based Spec asks for it.
+TCP_ARGS = ("-o", "tcp.reassemble_out_of_order:TRUE")
+
+
 # -- HTTP/2 ----------------------------------------------------------------------------------
 def _h2_type(v: str) -> str:
     from dissectors.http2 import frame_name
@@ -182,6 +190,7 @@ register(Spec(
     skip=lambda u: "http2.type" not in u,  # the connection preface ("http2.magic")
     headers=("http2.header", "http2.header.name", "http2.header.value"),
     decode_as=_h2_decode_as,
+    args=TCP_ARGS,
 ))
 
 
@@ -225,7 +234,7 @@ def _spdy_unit(s: dict) -> dict | None:
     }
 
 
-def _spdy_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
+def _spdy_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
     out = []
     for s in _as_list(layers.get("spdy")):
         d = _spdy_unit(s)
@@ -293,7 +302,7 @@ def _spdy_decode_as(an: Analysis) -> list[str]:
 register(Spec(
     name="spdy", layer="spdy", unit=None, protocols=("spdy/2", "spdy/3", "spdy/3.1"), fields={},
     type_field="spdy.type", type_name=str, headers=("spdy.header", "spdy.header.name", "spdy.header.value"),
-    decode_as=_spdy_decode_as, args=("-o", "spdy.assemble_data_frames:FALSE"),
+    decode_as=_spdy_decode_as, args=("-o", "spdy.assemble_data_frames:FALSE") + TCP_ARGS,
     extract=_spdy_extract, entries=_spdy_entries,
     fmt=lambda k: f"{k[0]}(stream={k[1]}, flags=0x{k[2]:x}, length={k[3]}, assoc={k[4]}, prio={k[5]})",
 ))
@@ -327,7 +336,7 @@ def _quic_name(ft: int) -> str:
     return FRAME_NAMES.get(ft, f"0x{ft:x}")
 
 
-def _quic_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
+def _quic_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
     out = []
     for q in _as_list(layers.get("quic")):
         if not isinstance(q, dict):
@@ -403,7 +412,7 @@ register(Spec(
 GQUIC_MESSAGES = ("CHLO", "REJ", "SHLO")
 
 
-def _gquic_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
+def _gquic_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
     out = []
     for g in _as_list(layers.get("gquic")):
         if not isinstance(g, dict) or "gquic.puflags" not in g:
@@ -450,43 +459,102 @@ register(Spec(
 
 # -- HTTP/3 ----------------------------------------------------------------------------------
 # tshark 4.0 neither decodes QPACK (headers are not compared here; tests/test_quic.py checks
-# them against the clients' logs) nor reassembles an HTTP/3 frame whose bytes span several
-# STREAM frames: it shows no frame at all for those (neither where it starts nor where it
-# ends). Such wirefall frames (first byte in another packet than the last) are set aside and
-# counted; every frame that lies inside one STREAM frame is compared by type and length.
+# them against the clients' logs) nor reassembles HTTP/3 over QUIC streams:
+# - an HTTP/3 frame whose bytes span several STREAM frames is not shown at all (neither where
+#   it starts nor where it ends): such wirefall frames (first byte in another packet than the
+#   last) are set aside and counted; every frame inside one STREAM frame is compared by type
+#   and length, at its packet;
+# - a STREAM frame that repeats bytes already received (a retransmission) is dissected again,
+#   and one that arrives before earlier bytes of its stream (out of order) is parsed as if it
+#   began with a frame header, giving duplicate or invented frames. In a packet holding such a
+#   STREAM frame (found from tshark's own QUIC layer, per stream and direction), wirefall's
+#   frames must be among tshark's; tshark's others there are set aside and counted.
+_H3_SPAN = "HTTP/3 frame spanning STREAM frames (tshark 4.0 does not reassemble them)"
+_H3_REDO = "HTTP/3 frames tshark parses from a retransmitted or out-of-order STREAM frame"
+
+
 def _h3_name(code: int) -> str:
     from dissectors.http3 import FRAME_TYPES, is_grease
 
     return FRAME_TYPES.get(code) or ("GREASE" if is_grease(code) else f"UNKNOWN_0x{code:x}")
 
 
-def _h3_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
+def _h3_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
+    # STREAM frames of this packet: in order (starting where the stream's bytes so far end)?
+    ports = _ports(layers)
+    nxt = state.setdefault("next", {})
+    clean = True
+    for q in _as_list(layers.get("quic")):
+        if not isinstance(q, dict):
+            continue
+        for fd in _as_list(q.get("quic.frame")):
+            if not isinstance(fd, dict) or not 8 <= int(_first(fd.get("quic.frame_type", -1))) <= 15:
+                continue
+            sid = int(_first(fd.get("quic.stream.stream_id")))
+            off = int(_first(fd.get("quic.stream.offset", 0)))
+            if "quic.stream.length" in fd:
+                ln = int(_first(fd["quic.stream.length"]))
+            else:
+                data = _first(fd.get("quic.stream_data")) or ""
+                ln = (len(data) + 1) // 3 if data else 0
+            k = (ports, sid)
+            have = nxt.get(k, 0)
+            if off != have:
+                clean = False
+            if off <= have:
+                nxt[k] = max(have, off + ln)
     out = []
     for u in _as_list(layers.get("http3")):
         if not isinstance(u, dict):
             continue
         for t, ln in zip(_as_list(u.get("http3.frame_type")), _as_list(u.get("http3.frame_length"))):
             name = _h3_name(int(str(t), 0))
-            out.append(TFrame(num, ts, {}, name, None, (name, int(ln))))
+            out.append(TFrame(num, ts, {"clean": clean}, name, None, (name, int(ln)), ports))
     return out
 
 
-def _h3_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
-    out, aside = [], {}
+def _h3_wirefall(an: Analysis) -> tuple[list[Frame], int]:
+    keep, span = [], 0
     for f in an.frames:
-        if f.protocol not in ("h3", "h3-29") or f.type.startswith("STREAM_TYPE"):
+        if f.protocol not in ("h3", "h3-29"):
             continue
         if f.first_packet != f.packet:
-            r = "HTTP/3 frame spanning STREAM frames (tshark 4.0 does not reassemble them)"
-            aside[r] = aside.get(r, 0) + 1
-            continue
-        out.append(Entry(f.packet, (f.type, f.length), f, check_headers=False))
-    return out, aside
+            span += 1
+        else:
+            keep.append(f)
+    return keep, span
+
+
+def _h3_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
+    keep, span = _h3_wirefall(an)
+    return [Entry(f.packet, (f.type, f.length), f, check_headers=False) for f in keep], ({_H3_SPAN: span} if span else {})
+
+
+def _h3_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict[str, int]]:
+    dirty = {t.packet for t in tframes if not t.values.get("clean", True)}
+    if not dirty:
+        return tframes, {}
+    mine: dict[int, list[tuple]] = {}
+    for f in _h3_wirefall(an)[0]:
+        if f.packet in dirty:
+            mine.setdefault(f.packet, []).append((f.type, f.length))
+    kept, n = [], 0
+    for t in tframes:
+        if t.packet in dirty:
+            want = mine.get(t.packet, [])
+            if want and want[0] == t.key:  # the frames wirefall shows there, in order
+                want.pop(0)
+            else:
+                n += 1
+                continue
+        kept.append(t)
+    return kept, ({_H3_REDO: n} if n else {})
 
 
 register(Spec(
     name="http3", layer="http3", unit=None, protocols=("h3", "h3-29"), fields={}, type_field="http3.frame_type",
-    type_name=str, extract=_h3_extract, entries=_h3_entries, fmt=lambda k: f"{k[0]}(length={k[1]})",
+    type_name=str, layers=("quic", "udp"), extract=_h3_extract, every_packet=True, entries=_h3_entries,
+    limits=_h3_limits, fmt=lambda k: f"{k[0]}(length={k[1]})",
 ))
 
 
@@ -497,7 +565,7 @@ register(Spec(
 TLS_TYPES = {20: "CHANGE_CIPHER_SPEC", 21: "ALERT", 22: "HANDSHAKE", 23: "APPLICATION_DATA", 24: "HEARTBEAT"}
 
 
-def _tls_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
+def _tls_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
     out = []
     for u in _as_list(layers.get("tls")):
         if not isinstance(u, dict):
@@ -529,7 +597,7 @@ def _tls_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
 
 register(Spec(
     name="tls", layer="tls", unit=None, protocols=("tls",), fields={}, type_field="tls.record.content_type",
-    type_name=str, extract=_tls_extract, entries=_tls_entries, fmt=lambda k: f"{k[0]}(length={k[1]})",
+    type_name=str, extract=_tls_extract, entries=_tls_entries, args=TCP_ARGS, fmt=lambda k: f"{k[0]}(length={k[1]})",
 ))
 
 
@@ -559,7 +627,7 @@ def _h1_lines(v) -> list[tuple[str, str]]:
     return out
 
 
-def _h1_extract(layers: dict, num: int, ts: float) -> list[TFrame]:
+def _h1_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
     out = []
     ports = _ports(layers)
     fin = _tcp_fin(layers)
@@ -670,7 +738,7 @@ def _h1_decode_as(an: Analysis) -> list[str]:
 register(Spec(
     name="http1", layer="http", unit=None, protocols=("http/1.0", "http/1.1"), fields={}, type_field="",
     type_name=str, headers=("http.request.line", "", ""), layers=("tcp",), extract=_h1_extract, entries=_h1_entries, limits=_h1_limits,
-    decode_as=_h1_decode_as, fmt=lambda k: " ".join(str(x) for x in k),
+    decode_as=_h1_decode_as, args=TCP_ARGS, fmt=lambda k: " ".join(str(x) for x in k),
 ))
 
 
@@ -735,15 +803,16 @@ def _default_extract(spec: Spec, layers: dict, num: int, ts: float) -> list[TFra
 
 def _extract(spec: Spec, packets: list[dict]) -> list[TFrame]:
     frames: list[TFrame] = []
+    state: dict = {}  # the extractor's memory across the packets of one capture
     for pkt in packets:
         layers = pkt.get("_source", {}).get("layers", {})
-        if spec.layer not in layers:
+        if spec.layer not in layers and not (spec.every_packet and spec.extract is not None):
             continue
         fr = layers.get("frame", {})
         num = int(_first(fr.get("frame.number")))
         ts = float(_first(fr.get("frame.time_epoch")))
         if spec.extract is not None:
-            frames += spec.extract(layers, num, ts)
+            frames += spec.extract(layers, num, ts, state)
         else:
             frames += _default_extract(spec, layers, num, ts)
     return frames
@@ -753,10 +822,12 @@ def tshark_packets(path: str, specs: list[Spec], keylogs=None, extra_args: list[
                    tshark: str = "tshark") -> list[dict]:
     """tshark's JSON packets holding any of ``specs``' layers (one run for all of them)."""
     args = list(extra_args or [])
-    for s in specs:
-        for a in s.args:
-            if a not in args or a == "-o":
-                args.append(a)
+    pairs = set(zip(args[::2], args[1::2]))
+    for s in specs:  # (option, value) pairs, each once
+        for pair in zip(s.args[::2], s.args[1::2]):
+            if pair not in pairs:
+                pairs.add(pair)
+                args += pair
     layers = ["frame"]
     for s in specs:
         for lay in (s.layer, *s.layers):
