@@ -52,7 +52,8 @@ SHARED_CASES = {
 
 # the only reasons a Spec may set frames aside (documented tshark 4.0 limitations)
 ALLOWED_ASIDE = {
-    "HTTP/3 frame spanning STREAM frames (tshark 4.0 does not reassemble them)",
+    oracle._H3_SPAN,
+    oracle._H3_REDO,
     oracle._H1_CLOSE,
     oracle._H1_HEAD,
 }
@@ -95,6 +96,21 @@ def _shared_cases() -> list[tuple[str, Path, list[Path]]]:
 
 CASES = _sample_cases() + _shared_cases()
 
+# Lossy TCP captures (sample_captures/lossy/, made through wirefall lab's loss relay): where a
+# segment arrives before an earlier lost one, analyzer/flows.py keeps each byte's arrival packet,
+# so a record/frame whose last byte came early is placed at that packet, while tshark (and the
+# receiving application) has it only at the packet that fills the hole. Same frames, same count,
+# other packets: xfail (strict) until flows.py delivers drained bytes at the filling packet.
+TCP_OUT_OF_ORDER = {"lossy/page-h1.pcapng", "lossy/page-h2.pcapng", "lossy/page-spdy.pcapng"}
+_OOO_REASON = ("flows.py places bytes that arrived out of order at their own packet, not at the packet that "
+               "filled the hole (where tshark and the receiver see them)")
+
+
+def _params():
+    for rel, path, keys in CASES:
+        marks = [pytest.mark.xfail(strict=True, reason=_OOO_REASON)] if rel in TCP_OUT_OF_ORDER else []
+        yield pytest.param(rel, path, keys, marks=marks, id=rel)
+
 
 def test_every_sample_capture_is_a_case():
     """A new sample capture is picked up automatically; ones with keys get their key log."""
@@ -129,7 +145,7 @@ def _check(an, report):
     return total
 
 
-@pytest.mark.parametrize("rel,path,keys", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("rel,path,keys", list(_params()))
 def test_crosscheck_agrees_with_tshark(rel, path, keys):
     if rel.startswith("shared/") and not SHARED.is_dir():
         pytest.skip("third-party captures folder absent")
@@ -138,6 +154,34 @@ def test_crosscheck_agrees_with_tshark(rel, path, keys):
     an = analyze(str(path), keylogs=keys)
     report = crosscheck_report(str(path), keys, analysis=an)
     _check(an, report)
+
+
+@pytest.mark.parametrize("rel", sorted(TCP_OUT_OF_ORDER))
+def test_lossy_tcp_same_frames_only_placement_differs(rel):
+    """Until the flows.py fix: on the lossy TCP captures wirefall shows exactly tshark's frames
+    (same keys, same numbers of each), only some at the packet where their last byte arrived
+    instead of the packet that filled the hole before it, which is always earlier."""
+    path = SAMPLES / rel
+    if not path.exists():
+        pytest.skip(f"{rel} absent")
+    keys = [str(path.with_suffix(".keys"))]
+    an = analyze(str(path), keylogs=keys)
+    specs = [oracle.PROTOCOLS[n] for n in oracle.PROTOCOLS]
+    extra = [a for s in specs for a in s.decode_as(an)]
+    packets = oracle.tshark_packets(str(path), specs, keys, extra)
+    moved = 0
+    for s in specs:
+        tf = oracle._extract(s, packets)
+        if s.limits is not None:
+            tf, _ = s.limits(an, tf)
+        entries = s.entries(an, tf)[0] if s.entries else oracle._default_entries(s, an)
+        theirs = sorted(((t.key if t.key is not None else (t.type,) + tuple(t.values[k] for k in s.fields)), t.packet) for t in tf)
+        mine = sorted((e.key, e.packet) for e in entries)
+        assert [k for k, _ in mine] == [k for k, _ in theirs], s.name
+        for (k, a), (_, b) in zip(mine, theirs):
+            assert a <= b, (s.name, k, a, b)  # wirefall early, never late
+            moved += a < b
+    assert moved > 0  # the capture does hold out-of-order deliveries
 
 
 # -- what the comparison covers on particular captures (numbers from tshark) ---------------------
@@ -174,6 +218,16 @@ def test_http3_frames_inside_one_stream_frame_compared():
     spanning = [f for f in an.frames if f.protocol == "h3" and f.first_packet != f.packet]
     assert h3.matched >= 15 and sum(h3.set_aside.values()) == len(spanning) > 0
     assert r["quic"].matched > 300
+
+
+def test_http3_retransmitted_stream_frames_set_aside_by_tshark_only():
+    """Lossy HTTP/3: tshark shows a retransmitted control-stream SETTINGS (and frames parsed from
+    out-of-order STREAM data) again; wirefall shows each frame once, where it first arrived."""
+    an, r = _report("lossy/page-h3.pcapng", [SAMPLES / "lossy" / "page-h3.keys"])
+    h3 = r["http3"]
+    assert h3.set_aside.get(oracle._H3_REDO, 0) > 0 and h3.problems == []
+    assert h3.matched == h3.wirefall_frames >= 40
+    assert [f.type for f in an.frames if f.protocol == "h3" and f.direction == 0].count("SETTINGS") == 1
 
 
 # -- sensitivity: one altered field is reported, at its packet --------------------------------------
