@@ -66,7 +66,11 @@ class TlsInfo:
     npn: str | None = None
     resumed: bool = False
     hello_retry: bool = False
-    certificate_subject: str | None = None
+    # the server certificate's subject (RFC 4514) is a property: the DER is kept and parsed on
+    # first use, because loading cryptography.x509 costs ~18 ms of every run's start-up and
+    # most commands never show the subject
+    _subject: str | None = None
+    _cert_der: bytes | None = None
     client_random: bytes | None = None
     decrypted: bool = False
     reason: str | None = None  # why not decrypted
@@ -76,6 +80,29 @@ class TlsInfo:
     server_finished_time: float | None = None
     records: int = 0
     record_overhead: list[int] = field(default_factory=lambda: [0, 0])
+
+    @property
+    def certificate_subject(self) -> str | None:
+        if self._subject is None and self._cert_der is not None:
+            from dissectors.tls import certificate_subject
+
+            der, self._cert_der = self._cert_der, None
+            self._subject = certificate_subject(der)
+        return self._subject
+
+    @certificate_subject.setter
+    def certificate_subject(self, value: str | None) -> None:
+        self._subject = value
+        self._cert_der = None
+
+    def set_certificate(self, der: bytes) -> None:
+        """The server's first certificate (DER); its subject is parsed when asked for."""
+        self._subject = None
+        self._cert_der = bytes(der)
+
+    @property
+    def has_certificate(self) -> bool:
+        return self._subject is not None or self._cert_der is not None
 
 
 @dataclass(slots=True)

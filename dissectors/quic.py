@@ -712,9 +712,10 @@ class QuicConnectionDissector:
                 self.suite = suite
                 self.hello["cipher_suite"] = suite
             elif mtype == 11 and tlsmod is not None and hasattr(tlsmod, "parse_certificate"):
-                cert = _as_dict(tlsmod.parse_certificate(body, tls13=True))
-                info["subject"] = cert.get("subject")
+                cert = _as_dict(tlsmod.parse_certificate(body, tls13=True, subject=False))  # subject: on demand
                 info["certificates"] = len(cert.get("certificates") or [])
+                if cert.get("certificates"):
+                    info["certificate_der"] = cert["certificates"][0]
             elif mtype == 8 and tlsmod is not None and hasattr(tlsmod, "parse_encrypted_extensions"):
                 info.update(_as_dict(tlsmod.parse_encrypted_extensions(body)))
                 if info.get("alpn"):

@@ -328,9 +328,20 @@ def parse_encrypted_extensions(body) -> dict:
     return d
 
 
-def parse_certificate(body, tls13: bool = False) -> dict:
+def certificate_subject(der: bytes) -> str | None:
+    """RFC 4514 subject of a DER certificate (``cryptography.x509``), None if unparseable."""
+    try:
+        from cryptography import x509
+
+        return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+    except Exception:  # noqa: BLE001 - any bad DER must not stop decoding
+        return None
+
+
+def parse_certificate(body, tls13: bool = False, subject: bool = True) -> dict:
     """Certificate message: ``certificates`` (DER list) and ``subject`` of the first one
-    (RFC 4514 string via ``cryptography.x509``), ``error`` if malformed."""
+    (RFC 4514 string via ``cryptography.x509``), ``error`` if malformed.  ``subject=False``
+    leaves the subject unparsed (None): callers that keep the DER parse it when needed."""
     d: dict = {"certificates": [], "subject": None}
     try:
         b = _Buf(body)
@@ -343,7 +354,7 @@ def parse_certificate(body, tls13: bool = False) -> dict:
                 lst.vec(2)
     except (_Short, ValueError, IndexError):
         d["error"] = "malformed Certificate"
-    if d["certificates"]:
+    if d["certificates"] and subject:
         try:
             from cryptography import x509
 

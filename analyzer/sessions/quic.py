@@ -292,7 +292,10 @@ class QuicSession:
             alpn = info.get("alpn")
             ti.alpn = alpn[0] if isinstance(alpn, list) and alpn else alpn
         elif mtype == 11 and d == 1:
-            ti.certificate_subject = info.get("subject")
+            if info.get("certificate_der"):
+                ti.set_certificate(info["certificate_der"])
+            else:
+                ti.certificate_subject = info.get("subject")
         elif mtype == 20:
             if d == 0:
                 ti.client_finished_time = t

@@ -444,12 +444,12 @@ class TlsSession:
                 self._set_alpn(ee["alpn"])
             # (0-RTT rejected when ee lacks early_data: _dec13 skips client records no key fits)
         elif t == T.HS_CERTIFICATE and d == 1:
-            if info.certificate_subject is None:
-                c = T.parse_certificate(body, self.tls13)
-                if c.get("subject"):
-                    info.certificate_subject = c["subject"]
-                elif c.get("error") and c["certificates"]:
-                    ctx.note(self.conn, f"packet {rec.packet}: {c['error']}")
+            if not info.has_certificate:
+                # the subject is parsed when asked for (TlsInfo.certificate_subject); an
+                # unparseable first certificate then gives None without a note
+                c = T.parse_certificate(body, self.tls13, subject=False)
+                if c["certificates"]:
+                    info.set_certificate(c["certificates"][0])
         elif t == T.HS_NEW_SESSION_TICKET and d == 1 and not self.tls13:
             nst = T.parse_new_session_ticket(body)
             if nst.get("ticket") and self.master:
