@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator, NamedTuple
 
 CHUNK = 1 << 20
+UNKNOWN_INTERFACE = 0xFFFF  # Record.interface of a packet naming an interface no IDB declared
 
 
 class CaptureError(Exception):
@@ -269,7 +270,8 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             else:
                 info.warnings.append(f"packet {number}: unknown interface {iid}")
                 itf = Interface(-1)
-            caplen = min(caplen, blen - 32)
+                iid = UNKNOWN_INTERFACE  # the index keeps 16 bits per packet
+            caplen = max(0, min(caplen, blen - 32))  # a block shorter than its header: no data
             start = p + 28
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
             yield Record(ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid)
@@ -277,14 +279,14 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             (origlen,) = struct.unpack_from(endian + "I", buf, p + 8)
             number += 1
             itf = ifaces[0] if ifaces else Interface(-1)
-            caplen = min(origlen, blen - 16, itf.snaplen or origlen)
+            caplen = max(0, min(origlen, blen - 16, itf.snaplen or origlen))
             start = p + 12
             yield Record(0.0, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], 0)
         elif btype_i == 2:  # obsolete Packet Block
             iid, _drops, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "HHIIII", buf, p + 8)
             number += 1
             itf = ifaces[iid] if iid < len(ifaces) else Interface(-1)
-            caplen = min(caplen, blen - 32)
+            caplen = max(0, min(caplen, blen - 32))
             start = p + 28
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
             yield Record(ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid)
