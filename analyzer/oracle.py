@@ -6,11 +6,13 @@
 frames wirefall shows, frames matched, header lists compared, frames set aside by a
 documented tshark limitation), so a caller can tell "agree" from "nothing compared".
 
-Per packet, the ordered list of each protocol's frame keys is compared (HTTP/2: stream id,
-type, length; SPDY: type, stream id, flags, length, associated id, priority; QUIC: frame type,
-stream id, offset, length; HTTP/3: type, length; TLS: record content type, length; HTTP/1.x:
-request method + target / response status), then the decoded header list (name, value) of
-every frame that carries headers (HTTP/2, SPDY/3, SPDY/3.1).
+Per packet, the ordered list of each protocol's frame keys is compared (HTTP/2: type, stream
+id, length, flags; SPDY: type, stream id, flags, length, associated id, priority; QUIC: frame
+type, stream id, offset, length and one control-frame detail; HTTP/3: type, length; gQUIC:
+public header and clear-text CHLO/REJ/SHLO; TLS: record content type, length; HTTP/1.x:
+request method + target / response status, at the packet of the message's last byte), then
+the decoded header list (name, value) of every frame that carries headers (HTTP/2, SPDY/3,
+SPDY/3.1, HTTP/1.x).
 
 tshark is run once per capture through ``subprocess`` with ``-T json --no-duplicate-keys
 -J "frame <layers>"`` rather than through pyshark: pyshark drives the same tshark but builds
