@@ -3,6 +3,7 @@ Follow stream, a display-filter bar and search.  See ``HELP`` for every key."""
 from __future__ import annotations
 
 import re
+import sys
 import time
 from functools import partial
 
@@ -58,6 +59,8 @@ HELP = """\
   Waterfall: fields of requests.  Connections: fields of connections.
 """
 
+
+LOAD_SWITCH_INTERVAL = 0.001  # seconds (Python's default 0.005) while the loader thread runs
 
 # The filter bar filters the active tab: (label, placeholder) per tab
 FILTER_SCOPES = {
@@ -276,12 +279,20 @@ class WirefallApp(App):
                 return
             self.call_from_thread(self._started, an, src)
 
+        # The loader holds the GIL between bytecode switches; a shorter switch interval lets
+        # the UI thread in sooner, so keys answer while the capture is read (measured with
+        # scripts/tui/bench_tui.py --loading)
+        switch = sys.getswitchinterval()
+        if LOAD_SWITCH_INTERVAL:
+            sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
         try:
             an = analyze(self.path, self.keylogs, progress=progress, on_start=started)
         except Exception as e:  # CaptureError and anything else: a notice, never a crash
             msg = str(e) or e.__class__.__name__
             self.call_from_thread(self._load_failed, msg)
             return
+        finally:
+            sys.setswitchinterval(switch)
         # the heavy derived views are built here, off the UI thread
         self.call_from_thread(self.query_one("#status", Static).update, f"{an.packets:,} packets read; building views…")
         from analyzer.detail import _frame_index
