@@ -86,7 +86,7 @@ class TcpDirection:
         if off == nxt:
             self._deliver(off, data, pkt)
             if self.pending:
-                self._drain()
+                self._drain(pkt)
         else:
             heapq.heappush(self.pending, (off, -len(data), pkt, data))
             self.pending_bytes += len(data)
@@ -108,7 +108,11 @@ class TcpDirection:
                 f"packet {pkt}: retransmitted {DIRS[self.dir]} bytes {a}..{b} differ from the original; the first copy is kept"
             )
 
-    def _deliver(self, off: int, data: bytes, pkt: int) -> None:
+    def _deliver(self, off: int, data: bytes, pkt: int, ready: int | None = None) -> None:
+        """``pkt`` carried the bytes (kept in the packet map); ``ready`` is the packet at which
+        they became readable in order — later than ``pkt`` for bytes that arrived before a
+        hole was filled.  Sessions place frames at ``ready``, as tshark and the receiving
+        application see them."""
         self.map.add(off, pkt)
         self.next = off + len(data)
         tail = self.tail
@@ -117,9 +121,9 @@ class TcpDirection:
             cut = len(tail) - self.TAIL
             del tail[:cut]
             self.tail_start += cut
-        self.flow.deliver(self.dir, data, off, pkt)
+        self.flow.deliver(self.dir, data, off, pkt if ready is None else ready)
 
-    def _drain(self) -> None:
+    def _drain(self, ready: int | None = None) -> None:
         pend = self.pending
         while pend and pend[0][0] <= self.next:
             off, _, pkt, data = heapq.heappop(pend)
@@ -131,13 +135,13 @@ class TcpDirection:
             if off < self.next:
                 data = data[self.next - off :]
                 off = self.next
-            self._deliver(off, data, pkt)
+            self._deliver(off, data, pkt, None if ready is None else max(ready, pkt))
 
-    def ack(self, ack_off: int) -> None:
+    def ack(self, ack_off: int, pkt: int | None = None) -> None:
         if ack_off > self.acked:
             self.acked = ack_off
             if self.pending and ack_off > self.next:
-                self.force_gap(self.pending[0][2])
+                self.force_gap(self.pending[0][2] if pkt is None else pkt)
 
     def force_gap(self, pkt: int) -> None:
         """Declare the bytes before the first pending segment lost by the capture."""
@@ -156,7 +160,7 @@ class TcpDirection:
         self.tail.clear()
         self.tail_start = first
         self.flow.gap(self.dir, start, length, self.pending[0][2])
-        self._drain()
+        self._drain(pkt)
 
     def finish(self) -> None:
         while self.pending:

@@ -168,7 +168,7 @@ def _analyze(
             if flags & ACK:
                 rev = flow.dirs[1 - direction]
                 if rev.isn is not None:
-                    rev.ack(rev.offset_of(d.ack))
+                    rev.ack(rev.offset_of(d.ack), pkt)
             dr.segment(d.seq, flags, d.payload, pkt)
         elif proto == PROTO_UDP:
             key = (d.src, d.sport, d.dst, d.dport)

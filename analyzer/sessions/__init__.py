@@ -217,5 +217,7 @@ class Sniffer:
             kind = sniff_stream(self.head[0], 0) if self.head[0] else None
             if kind is None and self.head[1]:
                 kind = sniff_stream(self.head[1], 1)
+                if kind == "raw" and not self.head[0] and looks_like_h2_frames(self.head[1]):
+                    kind = "h2"  # an h2c server's SETTINGS; the capture ended before the client's preface
             self._decide(kind or "raw")
         self.target.end()
