@@ -215,12 +215,24 @@ def cmd_export(args) -> int:
 
 
 def cmd_crosscheck(args) -> int:
-    from analyzer.oracle import crosscheck
+    from analyzer.oracle import MAX_REPORTED, crosscheck_report
 
-    problems = crosscheck(args.file, args.keylog or [])
-    for p in problems:
+    report = crosscheck_report(args.file, args.keylog or [])
+    problems = [p for r in report.values() for p in r.problems]
+    for p in problems[:MAX_REPORTED]:
         print(p)
-    print(f"{len(problems)} disagreements with tshark", file=sys.stderr)
+    if len(problems) > MAX_REPORTED:
+        print(f"... {len(problems) - MAX_REPORTED} more disagreements")
+    rows = [[r.name, r.tshark_frames, r.wirefall_frames, r.matched, r.headers_compared,
+             ", ".join(f"{n} {k}" for k, n in r.set_aside.items()), len(r.problems)]
+            for r in report.values() if r.tshark_frames or r.wirefall_frames or r.problems]
+    print(_table(rows, ["protocol", "tshark", "wirefall", "matched", "headers", "set aside (tshark limits)", "disagreements"], {1, 2, 3, 4, 6}),
+          file=sys.stderr)
+    compared = sum(r.matched for r in report.values())
+    print(f"{len(problems)} disagreements with tshark; {compared} frames compared", file=sys.stderr)
+    if not compared:
+        print("wirefall: crosscheck compared nothing (no frame of a known protocol on either side)", file=sys.stderr)
+        return 1
     return 1 if problems else 0
 
 
