@@ -468,9 +468,10 @@ class RecordReader:
     the records completed by these bytes.  After a gap (``gap()``) or a malformed header the
     reader looks for the next plausible record header (``resync``) and counts what it skipped."""
 
-    __slots__ = ("buf", "start", "chunks", "error", "skipped", "first", "lost")
+    __slots__ = ("buf", "start", "chunks", "error", "skipped", "first", "lost", "want")
 
     def __init__(self):
+        self.want = 0  # bytes the buffered record needs before parsing is worth trying again
         self.buf = bytearray()
         self.start = 0  # stream offset of buf[0]
         self.chunks: list[tuple[int, int]] = []  # (stream offset, packet) of chunks in buf
@@ -488,6 +489,7 @@ class RecordReader:
         return pk
 
     def gap(self, offset: int, length: int) -> None:
+        self.want = 0
         self.buf.clear()
         self.chunks.clear()
         self.start = offset + length
@@ -498,6 +500,15 @@ class RecordReader:
             self.gap(self.start + len(self.buf), offset - self.start - len(self.buf))
         out: list[Record] = []
         buf = self.buf
+        if self.want:
+            # a record is still incomplete (MTU-sized segments of a 16 KB record): buffer
+            # these bytes and parse only once the record can be whole
+            self.chunks.append((offset, packet))
+            buf += data
+            if len(buf) < self.want:
+                return out
+            self.want = 0
+            data = b""
         if not buf and not self.lost:
             # fast path: records wholly inside this chunk need no copy into the buffer
             mv = memoryview(data)
@@ -520,8 +531,9 @@ class RecordReader:
             offset += p
         if not buf:
             self.start = offset
-        self.chunks.append((offset, packet))
-        buf += data
+        if data:
+            self.chunks.append((offset, packet))
+            buf += data
         p = 0
         n = len(buf)
         while True:
@@ -556,6 +568,7 @@ class RecordReader:
                 p += 1
                 continue
             if n - p - 5 < ln:
+                self.want = 5 + ln  # the record starts at buf[0] once the bytes before it are cut
                 break
             off = self.start + p
             out.append(Record(t, buf[p + 1] << 8 | buf[p + 2], bytes(buf[p + 5 : p + 5 + ln]), off, self._packet_at(off), packet))

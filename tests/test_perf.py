@@ -96,3 +96,43 @@ def test_decoder_matches_tshark(cap):
             assert (d.sport, d.dport, len(d.payload)) == (int(usp), int(udp_), int(ulen) - 8), num
         checked += 1
     assert checked >= len(out) // 2
+
+
+# -- TLS record reader: buffering an incomplete record must not change what is read -------
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([20, 21, 22, 23, 24]), st.integers(0, 3000)), min_size=1, max_size=12),
+       st.lists(st.integers(1, 2000), min_size=1, max_size=40), st.integers(0, 2**31))
+def test_tls_records_do_not_depend_on_segmentation(recs, cuts, seed):
+    import random
+
+    from dissectors.tls import RecordReader
+
+    stream = b"".join(bytes([t, 3, 3, n >> 8, n & 0xFF]) + random.Random(seed + i).randbytes(n) for i, (t, n) in enumerate(recs))
+
+    def read(chunks):
+        r = RecordReader()
+        out, off = [], 0
+        for pkt, c in enumerate(chunks, 1):
+            out += [(x.type, x.version, bytes(x.body), x.offset, x.packet) for x in r.feed(c, off, pkt)]
+            off += len(c)
+        return out, r.error, r.skipped
+
+    pieces, pos, i = [], 0, 0
+    while pos < len(stream):
+        n = cuts[i % len(cuts)]
+        pieces.append(stream[pos : pos + n])
+        pos += n
+        i += 1
+    whole, err, skipped = read([stream])
+    chopped, err2, skipped2 = read(pieces)
+    assert [r[:4] for r in chopped] == [r[:4] for r in whole]
+    assert (err, skipped) == (err2, skipped2)
+    # each record completes in the piece holding its last byte
+    ends = []
+    pos = 0
+    for k, p in enumerate(pieces, 1):
+        pos += len(p)
+        ends.append(pos)
+    for typ, ver, body, off, pkt in chopped:
+        last = off + 5 + len(body) - 1
+        assert pkt == next(k for k, e in enumerate(ends, 1) if e > last)
