@@ -129,11 +129,16 @@ class _Zstd:
         self.sink = _Sink()
         self.w = zstandard.ZstdDecompressor().stream_writer(self.sink, write_size=STEP, write_return_read=True)
 
+    # An RLE block is 4 bytes on the wire and up to 128 KiB decoded, so one input byte can
+    # become 32 KiB: pieces of PIECE bytes keep each step's output near 1 MiB, and the cap
+    # check between pieces stops a bomb before it costs memory.
+    PIECE = 32
+
     def feed(self, data: bytes):
-        # feed small input pieces so each step's output stays bounded (zstd expands at most
-        # ~32000:1 per block; the cap check between pieces stops a bomb)
-        for i in range(0, len(data), 1024):
-            self.w.write(data[i : i + 1024])
+        mv = memoryview(data)
+        piece = self.PIECE
+        for i in range(0, len(mv), piece):
+            self.w.write(mv[i : i + piece])
             if self.sink.chunks:
                 chunks, self.sink.chunks = self.sink.chunks, []
                 yield from chunks

@@ -158,7 +158,8 @@ class _Dir:
         return out
 
 
-def _parse_fields(lines: list[bytes]) -> tuple[list[tuple[str, str]], str | None]:
+def _parse_fields(lines: list[bytes], max_fields: int = 0) -> tuple[list[tuple[str, str]], str | None]:
+    max_fields = max_fields or MAX_FIELDS
     out: list[tuple[str, str]] = []
     err = None
     for line in lines:
@@ -172,10 +173,10 @@ def _parse_fields(lines: list[bytes]) -> tuple[list[tuple[str, str]], str | None
         if not sep:
             err = err or f"header line without a colon: {line[:40]!r}"
             continue
-        out.append((k.strip().decode("latin-1"), v.strip().decode("latin-1")))
-        if len(out) > MAX_FIELDS:
-            err = f"more than {MAX_FIELDS} header fields"
+        if len(out) >= max_fields:
+            err = f"more than {max_fields} header fields; the rest are not kept"
             break
+        out.append((k.strip().decode("latin-1"), v.strip().decode("latin-1")))
     return out, err
 
 
@@ -324,7 +325,12 @@ class H1Connection:
         start = lines[0].decode("latin-1")
         first_packet = d.packet_at(d.base)
         packet = d.packet_at(d.base + wire - 1)
-        hdrs, err = _parse_fields(lines[1:])
+        hdrs, err = _parse_fields(lines[1:], self.max_fields)
+        if wire > self.max_head:
+            err = err or f"head of {wire} bytes, longer than {self.max_head} bytes"
+            self.notes.append(f"packet {packet}: HTTP/1 head of {wire} bytes is longer than {self.max_head} bytes; decoded anyway")
+        elif err and err.startswith("more than"):
+            self.notes.append(f"packet {packet}: HTTP/1 head has {err}")
         h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err)
         parts = start.split(" ", 2)
         if start.startswith("HTTP/"):

@@ -292,6 +292,7 @@ class _QuietLog:
 
 hpack.hpack.log = _QuietLog()
 HPACK_CACHE_ENTRIES = 512
+MAX_PENDING_SETTINGS = 256  # unacknowledged SETTINGS frames remembered per sender
 
 
 class _Direction:
@@ -607,7 +608,12 @@ class H2Connection:
                 self._setting(direction, ident, value, acked=False)
             fl["settings"] = st
             self.settings[direction].update(st)
-            self.pending_settings[direction].append(items)
+            pend = self.pending_settings[direction]
+            pend.append(items)
+            if len(pend) > MAX_PENDING_SETTINGS:  # a SETTINGS flood: keep the newest only
+                del pend[0]
+                if f.error is None:
+                    f.error = f"more than {MAX_PENDING_SETTINGS} SETTINGS frames await acknowledgement (flood); the oldest are dropped"
         elif t == PUSH_PROMISE:
             pass  # handled above
         elif t == PING:
