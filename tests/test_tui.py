@@ -357,7 +357,8 @@ async def test_tui_h2_packet_detail_and_bytes_highlight():
         assert hv.current == 0 and len(hv.sources) == 2  # Frame, Decrypted TLS
         # a decrypted HTTP/2 frame: the bytes pane switches to the "Decrypted TLS" tab (as
         # Wireshark does) whose bytes are tshark's, and highlights the frame in them
-        dec = [b for name, b in _tshark_data_sources(path, keys)[first - 1] if name == "Decrypted TLS"]
+        srcs = _tshark_data_sources(path, keys)
+        dec = [b for name, b in srcs[first - 1] if name == "Decrypted TLS"]
         fr = h2[0].children[0] if h2[0].children else h2[0]
         tree.move_cursor(fr)
         await pilot.pause(0.05)
@@ -382,6 +383,16 @@ async def test_tui_h2_packet_detail_and_bytes_highlight():
         assert hv.hl == (a, b)
         await pilot.press("x")
         assert hv.current == 0 and hv.data == data
+        # a packet completing several records: one tab each, as tshark's data sources; the
+        # tab line shows the current one with its position when they do not all fit
+        many = max(range(1, app.an.packets + 1), key=lambda n: sum(1 for name, _ in srcs[n - 1] if name == "Decrypted TLS"))
+        want_many = [b for name, b in srcs[many - 1] if name == "Decrypted TLS"]
+        assert len(want_many) >= 4
+        pl.select_packet(many)
+        await pilot.pause(0.05)
+        assert [b for _, b, _ in hv.sources[1:]] == want_many
+        await pilot.press("x", "x")
+        assert hv.current == 2 and f"Decrypted TLS 3/{len(want_many) + 1}" in str(app.query_one("#bytes-tabs").render())
 
 
 @needs_tshark
@@ -948,7 +959,9 @@ async def test_tui_filter_bar_filters_the_current_tab_only():
         pl = app.query_one(PacketList)
         wv = app.query_one(WaterfallView)
         assert str(label.render()) == "Filter packets:"
-        await pilot.press("f", *'type == "HEADERS"', "enter")
+        await pilot.press("f")
+        inp.value = 'type == "HEADERS"'
+        await pilot.press("enter")
         for _ in range(100):
             await pilot.pause(0.05)
             if pl.count != app.an.packets:
@@ -958,7 +971,9 @@ async def test_tui_filter_bar_filters_the_current_tab_only():
         await pilot.pause(0.05)
         assert str(label.render()) == "Filter requests:" and inp.value == ""
         assert wv.count == 13  # the packet filter does not touch the waterfall
-        await pilot.press("f", *'url contains "css"', "enter")
+        await pilot.press("f")
+        inp.value = 'url contains "css"'
+        await pilot.press("enter")
         await pilot.pause(0.05)
         assert sorted("/" + r.url.split("://", 1)[-1].split("/", 1)[-1] for r in wv.rows) == css
         assert list(pl.packets) == want_pk  # nor the waterfall filter the packets

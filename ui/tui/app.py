@@ -492,7 +492,8 @@ class WirefallApp(App):
 
     @on(HexView.SourceChanged)
     def _bytes_source_changed(self, ev: HexView.SourceChanged) -> None:
-        self.query_one("#bytes-tabs", TabLine).update(ev.view.tabs_text())
+        tl = self.query_one("#bytes-tabs", TabLine)
+        tl.update(ev.view.tabs_text(tl.size.width or 78))
 
     def action_bytes_tab(self) -> None:
         self.query_one(HexView).next_source()

@@ -315,7 +315,23 @@ class HexView(ScrollView, can_focus=True):
     def next_source(self) -> None:
         self.select_source((self.current + 1) % len(self.sources))
 
-    def tabs_text(self) -> Text:
+    def tabs_text(self, width: int | None = None) -> Text:
+        """The source titles; when they do not fit in ``width``, only the current one with
+        its position ("Decrypted TLS 2/5 (16384 bytes)")."""
+        full = self._tabs_full()
+        if width is None or len(full.plain) <= width:
+            self.compact = False
+            return full
+        self.compact = True
+        title, _, err = self.sources[self.current]
+        name, _, rest = title.partition(" (")
+        t = Text()
+        t.append(f" {name} {self.current + 1}/{len(self.sources)}" + (f" ({rest}" if rest else "") + (" [!]" if err else "") + " ",
+                 style="bold #000000 on #87afd7")
+        t.append("   x / click: next", style="#808080")
+        return t
+
+    def _tabs_full(self) -> Text:
         t = Text()
         for i, (title, _, err) in enumerate(self.sources):
             if i:
@@ -327,7 +343,9 @@ class HexView(ScrollView, can_focus=True):
         return t
 
     def tab_at(self, x: int) -> int | None:
-        """The source whose title is at column x of ``tabs_text()``."""
+        """The source whose title is at column x of ``tabs_text()`` (compact: the next one)."""
+        if getattr(self, "compact", False):
+            return (self.current + 1) % len(self.sources)
         pos = 0
         for i, (title, _, err) in enumerate(self.sources):
             if i:
