@@ -1221,8 +1221,10 @@ def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end:
     p1 = min(p1, len(conn_of))
     if p1 - p0 > MAX_RECORD_SCAN:
         return f"record spread over more than {MAX_RECORD_SCAN} packets"
-    for p in range(p0, p1 + 1):
-        if conn_of[p - 1] != cid:
+    m = analysis.maps.get((cid, d))  # stream offset -> carrier packet (complete after loading)
+    extra = [p for p in m.packets_between(start, end) if not p0 <= p <= p1] if m is not None else []
+    for p in [*range(p0, p1 + 1), *extra]:  # bytes that came before a hole was filled: their carriers
+        if not 1 <= p <= len(conn_of) or conn_of[p - 1] != cid:
             continue
         data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
         x = dec.decode(idx.linktype[p - 1], data)
