@@ -226,7 +226,7 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
     """``analyze(path, keylogs)`` through the cache.  Returns ``(analysis, from_cache)``.
 
     An analysis from the cache has ``path`` set to ``path`` (the same bytes may have been
-    opened under another name) and no key log."""
+    opened under another name) and the key log re-read from ``keylogs`` (never from the cache)."""
     if analyze is None:
         from .pipeline import analyze
     key = None
@@ -240,6 +240,9 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
             an = load(key)
             if an is not None:
                 an.path = path
+                from .keylog import load_keylog
+
+                an.keylog = load_keylog(keylogs)  # in memory only: lets views re-decrypt on demand
                 if progress is not None:
                     size = os.path.getsize(path)
                     progress(an.packets, size, size)
