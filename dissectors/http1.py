@@ -334,7 +334,7 @@ class H1Connection:
         h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err)
         parts = start.split(" ", 2)
         if start.startswith("HTTP/"):
-            if len(parts) < 2 or not parts[1][:3].isdigit():
+            if len(parts) < 2 or not (parts[1][:3].isascii() and parts[1][:3].isdigit()):
                 return self._resync(direction, d, f"bad status line {start[:60]!r}")
             h.version = parts[0]
             h.status = int(parts[1][:3])

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import fuzz.profiles  # noqa: F401  (registers --hypothesis-profile=long)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "captures"
 SAMPLES = ROOT / "sample_captures"

@@ -45,6 +45,8 @@ DEFAULT_LIMITS = {
     "body_decoded_bytes": 64 << 20,  # Content-Encoding decoding cap per body
     "quic_stream_buffer": 16 << 20,  # out-of-order bytes per QUIC stream
     "continuation_frames": 1000,  # CONTINUATION frames per header block
+    "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
+    "ipv4_fragment_bytes": 32 << 20,  # bytes held in IPv4 fragments
 }
 
 
