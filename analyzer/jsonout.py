@@ -166,6 +166,7 @@ from json.encoder import encode_basestring as _estr  # the C version when availa
 _INF = float("inf")
 _NL = ["\n" + " " * i for i in range(64)]
 _CHUNK = 1 << 16
+_SHAPES: dict[tuple, list[str]] = {}  # (level, *keys) -> text before each value, then the closing
 
 
 def _fstr(o: float) -> str:
@@ -237,18 +238,26 @@ def _enc(o, level: int, out: list) -> None:
         if not o:
             out.append("{}")
             return
-        lv = level + 1
-        nl = _NL[lv] if lv < 64 else "\n" + " " * lv
-        sep = "," + nl
-        out.append("{" + nl)
-        first = True
-        for k, x in o.items():
-            ks = _estr(k) if type(k) is str else _key(k)
-            if first:
-                first = False
-                out.append(ks + ": ")
-            else:
-                out.append(sep + ks + ": ")
+        # the text before each value depends only on the keys and the level: the model's
+        # dicts come in a few shapes, so it is made once per shape (str keys only: a shape
+        # must not be shared by keys that are equal but encode differently, like 1 and True)
+        shape = (level, *o)
+        pre = _SHAPES.get(shape)
+        if pre is None:
+            lv = level + 1
+            nl = _NL[lv] if lv < 64 else "\n" + " " * lv
+            pre = []
+            for k in o:
+                pre.append(("," if pre else "{") + nl + (_estr(k) if type(k) is str else _key(k)) + ": ")
+            pre.append((_NL[level] if level < 64 else "\n" + " " * level) + "}")
+            if all(type(k) is str for k in o):
+                if len(_SHAPES) >= 1024:
+                    _SHAPES.clear()
+                _SHAPES[shape] = pre
+        i = 0
+        for x in o.values():
+            out.append(pre[i])
+            i += 1
             tx = type(x)
             if tx is str:
                 out.append(_estr(x))
@@ -259,8 +268,8 @@ def _enc(o, level: int, out: list) -> None:
             elif tx is float:
                 out.append(_fstr(x))
             else:
-                _enc(x, lv, out)
-        out.append((_NL[level] if level < 64 else "\n" + " " * level) + "}")
+                _enc(x, level + 1, out)
+        out.append(pre[-1])
     elif isinstance(o, str):
         out.append(_estr(o))
     elif isinstance(o, int):
