@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "benchmarks" / "corpus"
+CORPUS = Path(os.environ.get("WF_BENCH_CORPUS") or ROOT / "benchmarks" / "corpus")  # or --corpus
 SHARED = ROOT.parent / "shared" / "captures"
 PY = sys.executable
 sys.path.insert(0, str(ROOT))
@@ -253,10 +253,12 @@ def make_spdy(name: str, count: int, mtu: bool = True) -> tuple[Path, Path]:
 def amazon() -> tuple[Path, Path] | None:
     cap = SHARED / "pageload-amazon" / "amazon1.cap.gz"
     kgz = SHARED / "pageload-amazon" / "amazon1.key_log.txt.gz"
+    plain, keys = CORPUS / "amazon1.pcap", CORPUS / "amazon1.keys"
+    if plain.exists() and keys.exists():
+        return plain, keys
     if not cap.exists():
         return None
     CORPUS.mkdir(parents=True, exist_ok=True)
-    plain, keys = CORPUS / "amazon1.pcap", CORPUS / "amazon1.keys"
     if not plain.exists():  # tshark reads gzip too, but give every tool the same plain file
         plain.write_bytes(gzip.decompress(cap.read_bytes()))
         keys.write_bytes(gzip.decompress(kgz.read_bytes()))
@@ -328,7 +330,10 @@ def _best(cmd: list[str], repeat: int, env=None) -> dict:
     return best
 
 
-WIREFALL = str(ROOT / ".venv" / "bin" / "wirefall")
+# the wirefall of this interpreter's environment, importing the code of this tree (ROOT):
+# running bench.py from a clean export (git archive HEAD) measures exactly that commit
+WIREFALL = str(Path(sys.executable).parent / "wirefall")
+WF_ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
 def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: int, repeat: int | None = None) -> dict:
@@ -339,12 +344,12 @@ def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: in
     _warm(cap)
     res = {"name": name, "file": str(cap.relative_to(ROOT)) if cap.is_relative_to(ROOT) else cap.name, "packets": n, "mb": size_mb,
            "tshark_fields": fields}
-    wf = _best([WIREFALL, "requests", str(cap), "--keylog", str(keys), "--json"], repeat)
+    wf = _best([WIREFALL, "requests", str(cap), "--keylog", str(keys), "--json"], repeat, env=WF_ENV)
     ts = _best(["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-T", "fields", *(x for f in fields for x in ("-e", f))], repeat)
     res["wirefall"], res["tshark"] = wf, ts
     # reopening from the analysis cache (--cache): the second `summary --cache` of the file
     with tempfile.TemporaryDirectory() as cd:
-        env = dict(os.environ, XDG_CACHE_HOME=cd)
+        env = dict(WF_ENV, XDG_CACHE_HOME=cd)
         cmd = [WIREFALL, "summary", str(cap), "--keylog", str(keys), "--cache", "--json"]
         run_measured(cmd, env=env)
         res["cache_reopen"] = _best(cmd, max(repeat, 2), env=env)
@@ -409,7 +414,11 @@ def main() -> int:
     ap.add_argument("--pyshark-packets", type=int, default=3000)
     ap.add_argument("--repeat", type=int, help="runs per tool (default: 5 below 5 MB, 3 below 100 MB, else 1)")
     ap.add_argument("--json", metavar="OUT")
+    ap.add_argument("--corpus", metavar="DIR", help="corpus folder (default benchmarks/corpus of this tree)")
     args = ap.parse_args()
+    global CORPUS
+    if args.corpus:
+        CORPUS = Path(args.corpus).resolve()
     # an installed wirefall runs from compiled bytecode; an editable checkout under
     # PYTHONDONTWRITEBYTECODE would compile every module on every run (~0.12 s)
     subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "analyzer"), str(ROOT / "dissectors"), str(ROOT / "ui")],
@@ -422,7 +431,8 @@ def main() -> int:
     for name, cap, keys, fields in corpus:
         print(f"measuring {name} …", file=sys.stderr)
         results.append(bench_one(name, cap, keys, fields, args.pyshark_packets, args.repeat))
-    print(f"wirefall {subprocess.run(['git', '-C', str(ROOT), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()}, "
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"wirefall {rev or os.environ.get('WF_BENCH_REV', ROOT.name)} ({ROOT}), "
           f"{subprocess.run(['tshark', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f} at the end\n")
     print_table(results)
