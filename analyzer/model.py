@@ -104,6 +104,14 @@ class TlsInfo:
     def has_certificate(self) -> bool:
         return self._subject is not None or self._cert_der is not None
 
+    def __getstate__(self):  # pickled (analysis cache) with the subject resolved: reopening
+        self.certificate_subject  # a cached analysis never loads cryptography.x509
+        return tuple(getattr(self, n) for n in self.__slots__)
+
+    def __setstate__(self, state) -> None:
+        for n, v in zip(self.__slots__, state):
+            object.__setattr__(self, n, v)
+
 
 @dataclass(slots=True)
 class QuicInfo:
