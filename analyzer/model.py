@@ -273,6 +273,7 @@ class Analysis:
     maps: dict = field(default_factory=dict)  # (conn id, direction) -> OffsetMap of TCP payload
     quic_stats: dict = field(default_factory=dict)  # conn id -> QUIC statistics (analyzer/sessions/quic.py)
     tls_records: dict = field(default_factory=dict)  # (conn, dir) -> decrypted records as numbers (analyzer.detail re-decrypts)
+    quic_packets: dict = field(default_factory=dict)  # (conn, dir) -> decrypted QUIC packets as numbers (analyzer.detail re-decrypts)
     interfaces: list = field(default_factory=list)  # pcap/pcapng interfaces (analyzer.capture.Interface)
 
     @property
