@@ -1045,3 +1045,287 @@ async def test_tui_waterfall_groups_by_connection_as_tshark_streams():
         await pilot.press("c")
         await pilot.pause(0.1)
         assert wv.group_by is None and [r.exchange for r in wv.rows] == by_start
+
+
+# ------------------------------------------------------------------ compare view (ui/tui/compare.py)
+
+from textual.widgets import DataTable, Input  # noqa: E402
+
+from ui.tui.compare import CompareDialog, CompareScreen, CompareWaterfall  # noqa: E402
+
+PAGE = SAMPLES / "page"
+
+
+def _page(name: str) -> tuple[Path, Path]:
+    return PAGE / f"{name}.pcapng", PAGE / f"{name}.keys"
+
+
+def _page_urls() -> list[str]:
+    """The page's requests as the capture lab wrote them (manifest.json)."""
+    return json.loads((PAGE / "manifest.json").read_text())["page"]["requests"]
+
+
+def _tshark_request_starts(name: str) -> dict[str, list[float]] | None:
+    """path -> times (s from the first packet) of the packets where tshark shows the
+    requests (HTTP/1 request line, HTTP/2 HEADERS, SPDY SYN_STREAM); None where tshark 4.0
+    cannot give them (HTTP/3: no QPACK)."""
+    path, keys = _page(name)
+    opt = ["-o", f"tls.keylog_file:{keys}", "-E", "aggregator=\x1f"]
+    out: dict[str, list[float]] = {}
+    if name == "page-h1":
+        for r in _tshark_fields(path, ["frame.time_relative", "http.request.uri"], opt + ["-Y", "http.request"]):
+            out.setdefault(r["http.request.uri"], []).append(float(r["frame.time_relative"]))
+    elif name == "page-h2":
+        for r in _tshark_fields(path, ["frame.time_relative", "http2.headers.path"], opt + ["-Y", "http2.headers.method"]):
+            for p in r["http2.headers.path"].split("\x1f"):
+                out.setdefault(p, []).append(float(r["frame.time_relative"]))
+    elif name == "page-spdy":
+        for r in _tshark_fields(path, ["frame.time_relative", "spdy.header.name", "spdy.header.value"], opt + ["-Y", "spdy.type == 1"]):
+            for k, v in zip(r["spdy.header.name"].split("\x1f"), r["spdy.header.value"].split("\x1f")):
+                if k == ":path":
+                    out.setdefault(v, []).append(float(r["frame.time_relative"]))
+    else:
+        return None
+    return out
+
+
+def _num(s: str):
+    s = s.replace(",", "").replace(" %", "").replace(" pt", "").strip()
+    return None if s == "–" else float(s)
+
+
+async def _open_compare(pilot, app) -> CompareScreen:
+    for _ in range(300):
+        await pilot.pause(0.05)
+        scr = app.screen
+        if isinstance(scr, CompareScreen) and (scr.loaded or scr.error):
+            break
+    await pilot.pause(0.05)
+    assert isinstance(app.screen, CompareScreen)
+    return app.screen
+
+
+def _check_compare_screen(scr: CompareScreen, res: dict, tshark_a, tshark_b) -> None:
+    """The table shows compare()'s numbers; every URL of the page is one matched row; request
+    starts equal tshark's request packets' times."""
+    from analyzer.compare import PAGE_ROWS
+
+    dt = scr.query_one("#cmp-page", DataTable)
+    assert dt.row_count == len(PAGE_ROWS)
+    for i, (key, label) in enumerate(PAGE_ROWS):
+        cells = [str(c) for c in dt.get_row_at(i)]
+        assert cells[0] == label
+        p = res["page"][key]
+        pct = key.endswith("compression")
+        for txt, v, kind in ((cells[1], p["a"], "v"), (cells[2], p["b"], "v"), (cells[3], p["diff"], "v"), (cells[4], p["speedup"], "s")):
+            got = _num(txt)
+            if v is None:
+                assert got is None, (label, txt)
+                continue
+            assert got is not None, (label, txt, v)
+            if kind == "s" or pct:
+                assert abs(got - 100 * v) <= 0.05 + 1e-9, (label, txt, v)
+            elif isinstance(v, float):
+                assert abs(got - v) <= 0.0005 + 1e-9, (label, txt, v)
+            else:
+                assert got == v, (label, txt, v)
+    assert res["page"]["requests"]["a"] == res["page"]["requests"]["b"] == len(_page_urls())
+    rq = scr.query_one("#cmp-requests", DataTable)
+    rows = [[str(c) for c in rq.get_row_at(i)] for i in range(rq.row_count)]
+    urls = [r[0] for r in rows]
+    assert sorted(urls) == sorted(_page_urls())  # each URL of the page once, all matched (no A only / B only rows)
+    assert len(res["matched"]) == len(_page_urls()) and not res["only_a"] and not res["only_b"]
+    for r, m in zip(rows, res["matched"]):
+        assert r[0] == m["url"]
+        a, b, d = m["a"], m["b"], m["diff"]
+        for col, v in ((3, a["start"]), (4, b["start"]), (5, d["start"]), (6, a["ttfb"]), (7, b["ttfb"]), (8, d["ttfb"]),
+                       (9, a["duration"]), (10, b["duration"]), (11, d["duration"])):
+            assert abs(_num(r[col]) - 1000 * v) <= 0.05 + 1e-9, (r[0], REQ_COL(col), r[col], v)
+        assert (_num(r[12]), _num(r[13]), _num(r[14])) == (a["bytes"], b["bytes"], d["bytes"])
+        for col, truth in ((3, tshark_a), (4, tshark_b)):
+            if truth is not None:
+                times = truth[r[0]]
+                assert len(times) == 1 and abs(_num(r[col]) - 1000 * times[0]) <= 0.051, (r[0], r[col], times)
+    warn = str(scr.query_one("#cmp-warnings").render())
+    assert f"match mode: {res['match_mode']}" in warn
+    for w in res["warnings"]:
+        assert w in warn
+
+
+def REQ_COL(i: int) -> str:
+    from ui.tui.compare import REQUEST_COLUMNS
+
+    return REQUEST_COLUMNS[i]
+
+
+def _check_bars(wv: CompareWaterfall, res: dict) -> int:
+    """Each side's bar covers the column of that side's request start (ms from its own first
+    packet on the shared ms-per-column scale) and reaches its response end; returns the
+    number of sides checked."""
+    checked = 0
+    bw = wv.side_width
+    for i, m in enumerate(res["matched"]):
+        assert wv.rows[i].label == m["url"]
+        for side, bar in zip(("a", "b"), wv.bar_texts(i)):
+            assert len(bar) == bw
+            s = m[side]["start"]
+            e = s + (m[side]["duration"] or 0.0)
+            if not (wv.v0 <= s < wv.v1):
+                continue
+            col = wv.column(s)
+            assert bar[col] != " ", (m["url"], side, col, bar)
+            first = len(bar) - len(bar.lstrip())
+            assert first <= col, (m["url"], side)
+            if e < wv.v1:
+                last = len(bar.rstrip()) - 1
+                assert last >= wv.column(e) - 1, (m["url"], side, last, wv.column(e))
+            checked += 1
+    return checked
+
+
+async def _check_waterfall_tab(pilot, scr: CompareScreen, res: dict) -> None:
+    await pilot.press("2")
+    await pilot.pause(0.1)
+    wv = scr.query_one(CompareWaterfall)
+    assert scr.app.focused is wv
+    assert wv.count == len(res["matched"]) + len(res["only_a"]) + len(res["only_b"])
+    assert (wv.v0, wv.v1) == (0.0, wv.full)
+    # the window covers both pages to their last response, each from its own first packet
+    ends = [m[s]["start"] + m[s]["duration"] for m in res["matched"] for s in "ab" if m[s]["duration"] is not None]
+    assert wv.full >= max(ends) - 1e-9
+    assert _check_bars(wv, res) == 2 * len(res["matched"])
+    axis = str(scr.query_one("#cmp-wf-axis").render())
+    half = wv.side_width
+    left, right = axis[wv.LABEL + 1: wv.LABEL + 1 + half], axis[wv.LABEL + 2 + half: wv.LABEL + 2 + 2 * half]
+    assert left == right and left.startswith("┊0ms")  # one scale for both sides
+    head = str(scr.query_one("#cmp-wf-head").render())
+    assert res["a"]["protocols"][0] in head and res["b"]["protocols"][0] in head
+    full = wv.full
+    await pilot.press("down", "down", "down", "plus")
+    assert abs((wv.v1 - wv.v0) - full / 2) < 1e-9
+    await pilot.press("plus")
+    assert abs((wv.v1 - wv.v0) - full / 4) < 1e-9
+    m = res["matched"][3]
+    assert wv.v0 <= m["a"]["start"] <= wv.v1  # zoom keeps the selected row's request (A's at least) in view
+    if abs(m["b"]["start"] - m["a"]["start"]) < (wv.v1 - wv.v0) / 2:
+        assert wv.v0 <= m["b"]["start"] <= wv.v1
+    assert _check_bars(wv, res) >= 1
+    v0 = wv.v0
+    await pilot.press("right")
+    assert wv.v0 > v0 or abs(wv.v1 - wv.full) < 1e-12
+    _check_bars(wv, res)
+    await pilot.press("0")
+    assert (wv.v0, wv.v1) == (0.0, full)
+    await pilot.press("enter")
+    await pilot.pause(0.1)
+    assert isinstance(scr.app.screen, TextScreen)
+    body = scr.app.screen.body.plain
+    m = res["matched"][3]
+    assert body.count("Request headers") == 2 and m["a"]["url"] in body and m["b"]["url"] in body
+    await pilot.press("escape")
+    assert scr.app.screen is scr
+
+
+@needs_tshark
+@_sync
+async def test_tui_compare_h1_h2_from_cli_option():
+    """`wirefall tui page-h1 --compare page-h2`: table = compare()'s figures, request starts
+    = tshark's request packets, bars at each side's request start."""
+    from analyzer.compare import compare
+
+    (pa, ka), (pb, kb) = _page("page-h1"), _page("page-h2")
+    res = compare(_analysis(pa, [ka]), _analysis(pb, [ka, kb]))
+    app = WirefallApp(str(pa), [str(ka)], compare=str(pb), keylogs_b=[str(kb)])
+    async with app.run_test(size=(160, 48)) as pilot:
+        scr = await _open_compare(pilot, app)
+        assert scr.error is None and scr.loaded
+        _check_compare_screen(scr, res, _tshark_request_starts("page-h1"), _tshark_request_starts("page-h2"))
+        await _check_waterfall_tab(pilot, scr, res)
+        await pilot.press("escape")
+        await _open(pilot, app)
+        # A read by the compare view is the main view's capture (not read twice)
+        assert app.loaded and app.an is scr.an_a and app.query_one(PacketList).count == app.an.packets
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", ["page-spdy", "page-h3"])
+@_sync
+async def test_tui_compare_key_opens_second_capture(name):
+    """Key C in the TUI asks for capture B and its key log, then compares."""
+    from analyzer.compare import compare
+
+    (pa, ka), (pb, kb) = _page("page-h2"), _page(name)
+    res = compare(_analysis(pa, [ka]), _analysis(pb, [ka, kb]))
+    app = WirefallApp(str(pa), [str(ka)])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _open(pilot, app)
+        await pilot.press("C")
+        await pilot.pause(0.05)
+        assert isinstance(app.screen, CompareDialog)
+        app.screen.query_one("#cmp-path", Input).value = str(pb) + ".missing"
+        await pilot.press("enter")
+        await pilot.press("enter")
+        await pilot.pause(0.05)
+        assert isinstance(app.screen, CompareDialog)
+        assert "no such file" in str(app.screen.query_one("#cmp-dialog-error").render())
+        app.screen.query_one("#cmp-path", Input).value = str(pb)
+        app.screen.query_one("#cmp-keylog", Input).value = str(kb)
+        app.screen.query_one("#cmp-keylog", Input).focus()
+        await pilot.press("enter")
+        scr = await _open_compare(pilot, app)
+        assert scr.error is None and scr.an_a is app.an  # A is the loaded capture
+        _check_compare_screen(scr, res, _tshark_request_starts("page-h2"), _tshark_request_starts(name))
+        await _check_waterfall_tab(pilot, scr, res)
+
+
+@_sync
+async def test_tui_compare_bad_capture_is_a_notice(tmp_path):
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"\xd4\xc3\xb2\xa1garbage")
+    pa, ka = _page("page-h1")
+    app = WirefallApp(str(pa), [str(ka)], compare=str(bad))
+    async with app.run_test(size=(160, 48)) as pilot:
+        scr = await _open_compare(pilot, app)
+        assert scr.error and "cannot open B" in scr.error
+        assert "error:" in str(scr.query_one("#cmp-status").render())
+        await pilot.press("escape")
+        await _open(pilot, app)
+        assert app.loaded and app.an.packets > 0  # A was read and is shown
+    app = WirefallApp(str(bad), [], compare=str(pa))
+    async with app.run_test(size=(160, 48)) as pilot:
+        scr = await _open_compare(pilot, app)
+        assert scr.error and "cannot open A" in scr.error
+        await pilot.press("escape")
+        await pilot.pause(0.05)
+        assert app.load_error
+
+
+def _snap_compare_app(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (pa, ka), (pb, kb) = _page("page-h1"), _page("page-h2")
+    rel = lambda p: str(p.relative_to(ROOT))  # noqa: E731 - no machine path on screen
+    return WirefallApp(rel(pa), [rel(ka)], compare=rel(pb), keylogs_b=[rel(kb)])
+
+
+async def _snap_wait(pilot):
+    app = pilot.app
+    for _ in range(300):
+        await pilot.pause(0.05)
+        if isinstance(app.screen, CompareScreen) and app.screen.loaded and app.loaded:
+            break
+    await pilot.pause()
+
+
+@needs_snap
+def test_snapshot_compare_table(snap_compare, monkeypatch):
+    assert snap_compare(_snap_compare_app(monkeypatch), terminal_size=SNAP_SIZE, run_before=_snap_wait)
+
+
+@needs_snap
+def test_snapshot_compare_waterfalls(snap_compare, monkeypatch):
+    async def before(pilot):
+        await _snap_wait(pilot)
+        await pilot.press("2", "down", "down", "down")
+        await pilot.pause()
+
+    assert snap_compare(_snap_compare_app(monkeypatch), terminal_size=SNAP_SIZE, run_before=before)

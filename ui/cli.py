@@ -239,7 +239,7 @@ def cmd_crosscheck(args) -> int:
 def cmd_tui(args) -> int:
     from ui.tui import run
 
-    return run(args.file, args.keylog or []) or 0
+    return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or []) or 0
 
 
 def cmd_web(args) -> int:
@@ -293,7 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
     sp.add_argument("--group-by", choices=["connection"], help="group waterfall rows by connection")
     add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
-    add("tui", cmd_tui, "open the terminal UI", json_=False)
+    sp = add("tui", cmd_tui, "open the terminal UI", json_=False)
+    sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")
+    sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
     sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
     sp.add_argument("files", nargs="*", metavar="FILE")
     sp.add_argument("--host", default="127.0.0.1")

@@ -1,12 +1,14 @@
 """The wirefall terminal UI.  ``run(path, keylogs)`` opens a capture (``wirefall FILE``,
-``wirefall tui FILE --keylog K``)."""
+``wirefall tui FILE --keylog K``); ``compare=B`` (``wirefall tui A --compare B
+[--keylog-b KB]``) opens the compare view of A against B (B is read with A's key logs and
+``keylogs_b``)."""
 from __future__ import annotations
 
 
-def run(path: str, keylogs: list[str] | None = None) -> int:
+def run(path: str, keylogs: list[str] | None = None, compare: str | None = None, keylogs_b: list[str] | None = None) -> int:
     from .app import WirefallApp
 
-    app = WirefallApp(path, keylogs or [])
+    app = WirefallApp(path, keylogs or [], compare=compare, keylogs_b=keylogs_b or [])
     app.run()
     return 1 if app.load_error else 0
 

@@ -31,6 +31,9 @@ HELP = """\
   /                 search the current list (Enter finds; n next, N previous)
   tab / shift+tab   move between panes
   escape            close a dialog, leave the filter or search bar
+  C                 compare with a second capture (asks for its path and key log;
+                    `wirefall tui A --compare B` opens it directly): page table, matched
+                    requests, side-by-side waterfalls (1 / 2 switch, + - ← → 0 zoom and pan)
 
 [b]Lists (packets, waterfall, connections, follow)[/b]
   ↑ ↓ / k j         previous / next line        mouse click: select, double-click: open
@@ -41,7 +44,7 @@ HELP = """\
 [b]Packets[/b]
   F                 follow the stream (frames of the selected packet's stream, or its connection)
   d / b             focus the detail tree / the bytes pane
-  x                 bytes pane: next source (Frame, then each Decrypted TLS record on the packet)
+  x                 bytes pane: next source (Frame, then each Decrypted TLS record / QUIC packet on the packet)
   in the tree       ↑ ↓ select a field (its bytes are highlighted), → ← expand / collapse
 
 [b]Waterfall[/b]
@@ -184,13 +187,17 @@ class WirefallApp(App):
         Binding("d", "focus_detail", "Detail", show=False),
         Binding("b", "focus_bytes", "Bytes", show=False),
         Binding("x", "bytes_tab", "Bytes tab", show=False),
+        Binding("C", "compare", "Compare", show=False),
         Binding("escape", "escape", "Back", show=False),
     ]
 
-    def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None) -> None:
+    def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
+                 keylogs_b: list[str] | None = None) -> None:
         super().__init__()
         self.path = path
         self.keylogs = list(keylogs or [])
+        self.compare_b = compare  # capture B of `wirefall tui A --compare B`
+        self.keylogs_b = list(keylogs_b or [])
         self.an = analysis
         self.source = None
         self.wf = None
@@ -254,12 +261,38 @@ class WirefallApp(App):
         self.query_one("#packet-list").focus()
         if self.an is not None:
             self._loaded(self.an, 0.0)
+        elif self.compare_b:
+            self.query_one("#status", Static).update(f"loading {self.path} in the compare view…")
         else:
             self.load()
+        if self.compare_b:
+            self.open_compare(self.compare_b, self.keylogs_b)
+
+    # ------------------------------------------------------------ compare (ui/tui/compare.py)
+    def action_compare(self) -> None:
+        from .compare import CompareDialog
+
+        self.push_screen(CompareDialog(self.path), lambda r: r and self.open_compare(*r))
+
+    def open_compare(self, path_b: str, keylogs_b: list[str]) -> None:
+        """The compare screen of this capture (A) against ``path_b``; A is read there unless
+        it is loaded already, and handed back to this view once read."""
+        from .compare import CompareScreen
+
+        mine = self.an if self.loaded else None
+        self.push_screen(CompareScreen(self.path, self.keylogs, path_b, keylogs_b, analysis_a=mine,
+                                       on_a=None if mine is not None or self.an is not None else self._compare_read_a))
+
+    def _compare_read_a(self, an) -> None:
+        if isinstance(an, str):
+            self._load_failed(an)
+        elif not self.loaded and self.an is None:
+            self.load(an)
 
     # ------------------------------------------------------------ loading
     @work(thread=True, exclusive=True, group="load")
-    def load(self) -> None:
+    def load(self, an=None) -> None:
+        """Read the capture (``an``: already read, by the compare view: only the views are built)."""
         from analyzer.pipeline import analyze
 
         t = time.monotonic()
@@ -286,7 +319,8 @@ class WirefallApp(App):
         if LOAD_SWITCH_INTERVAL:
             sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
         try:
-            an = analyze(self.path, self.keylogs, progress=progress, on_start=started)
+            if an is None:
+                an = analyze(self.path, self.keylogs, progress=progress, on_start=started)
         except Exception as e:  # CaptureError and anything else: a notice, never a crash
             msg = str(e) or e.__class__.__name__
             self.call_from_thread(self._load_failed, msg)
@@ -465,6 +499,12 @@ class WirefallApp(App):
             sources += [(r.title, r.data, r.error) for r in decrypted_tls(an, src, n)]
         except Exception as e:  # noqa: BLE001 - the packet's own bytes still show
             sources.append(("Decrypted TLS", b"", f"{e.__class__.__name__}: {e}"))
+        try:  # one tab per decrypted QUIC packet of the datagram (after the TLS tabs: none on UDP)
+            from analyzer.detail import decrypted_quic
+
+            sources += [(r.title, r.data, r.error) for r in decrypted_quic(an, src, n)]
+        except Exception as e:  # noqa: BLE001
+            sources.append(("Decrypted QUIC", b"", f"{e.__class__.__name__}: {e}"))
         self.query_one(HexView).show_sources(sources)
         self.current_nodes = nodes
 

@@ -1,0 +1,614 @@
+"""The TUI's compare view: two captures of the same page side by side (issue 10).
+
+``CompareScreen`` loads both captures in a worker thread (progress bar), then shows
+``analyzer.compare.compare(A, B)``:
+
+- *Table* tab: the page-level table in the SPDY whitepaper's form (``PAGE_ROWS``: A, B,
+  B − A and the speedup (A − B) / A), the matched requests with both sides' start, time to
+  first byte, duration and bytes and the differences, the only-A / only-B rows, the match
+  mode and the warnings.
+- *Waterfalls* tab: one row per matched URL (then the only-A / only-B rows), A's bar on the
+  left and B's on the right, drawn with the TUI waterfall's eighth-block cells
+  (``widgets.bar_cells``).  Each side is on its own capture's time axis from its first
+  packet; both use the same window of offsets, hence the same ms per column, so bars
+  compare directly.  + / - zoom (around the selected row), ← / → pan, 0 resets, as in the
+  Waterfall tab; Enter opens both requests' views.
+
+``CompareDialog`` asks for capture B (and an optional key log) from inside the TUI (key C).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from functools import partial
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.strip import Strip
+from textual.widgets import Button, DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane
+
+from .widgets import CURSOR_STYLE, DEFAULT_STYLE, LineList, _cell, bar_cells, fmt_ms, nice_step
+
+NONE = "–"
+
+
+# ---------------------------------------------------------------- formatting
+def fmt_page(key: str, v) -> str:
+    """A page-table value as ``render_text`` prints it (compression in %, times in s)."""
+    from analyzer.compare import _fmt
+
+    return _fmt(key, v)
+
+
+def fmt_page_diff(key: str, d) -> str:
+    if d is None:
+        return NONE
+    if key.endswith("compression"):
+        return f"{100 * d:+.1f} pt"
+    if isinstance(d, float):
+        return f"{d:+.3f}"
+    return f"{d:+,}"
+
+
+def fmt_speedup(s) -> str:
+    return NONE if s is None else f"{100 * s:.1f} %"
+
+
+def fmt_ms1(v) -> str:
+    """Seconds → ms with 0.1 ms resolution."""
+    return NONE if v is None else f"{1000 * v:.1f}"
+
+
+def fmt_dms(v) -> str:
+    return NONE if v is None else f"{1000 * v:+.1f}"
+
+
+def fmt_bytes(v) -> str:
+    return NONE if v is None else f"{v:,}"
+
+
+def fmt_dbytes(v) -> str:
+    return NONE if v is None else f"{v:+,}"
+
+
+def page_rows(res: dict) -> list[tuple[str, str, str, str, str]]:
+    """The page table: (label, A, B, B − A, speedup) per ``PAGE_ROWS`` entry."""
+    from analyzer.compare import PAGE_ROWS
+
+    out = []
+    for key, label in PAGE_ROWS:
+        p = res["page"][key]
+        out.append((label, fmt_page(key, p["a"]), fmt_page(key, p["b"]), fmt_page_diff(key, p["diff"]), fmt_speedup(p["speedup"])))
+    return out
+
+
+REQUEST_COLUMNS = ("url", "proto A", "proto B", "start A", "start B", "Δ start", "ttfb A", "ttfb B", "Δ ttfb",
+                   "dur A", "dur B", "Δ dur", "bytes A", "bytes B", "Δ bytes")
+URL_WIDTH = 40
+
+
+def _short(url: str, width: int = URL_WIDTH) -> str:
+    return url if len(url) <= width else "…" + url[-(width - 1):]
+
+
+def request_rows(res: dict) -> list[tuple[str, ...]]:
+    """Matched requests (times in ms since each capture's first packet), then only-A and
+    only-B rows (the other side's cells empty)."""
+    from analyzer.compare import normalise_url
+
+    rows = []
+    for m in res["matched"]:
+        a, b, d = m["a"], m["b"], m["diff"]
+        rows.append((_short(m["url"]), a["protocol"] or "", b["protocol"] or "", fmt_ms1(a["start"]), fmt_ms1(b["start"]),
+                     fmt_dms(d["start"]), fmt_ms1(a["ttfb"]), fmt_ms1(b["ttfb"]), fmt_dms(d["ttfb"]), fmt_ms1(a["duration"]),
+                     fmt_ms1(b["duration"]), fmt_dms(d["duration"]), fmt_bytes(a["bytes"]), fmt_bytes(b["bytes"]), fmt_dbytes(d["bytes"])))
+    for e in res["only_a"]:
+        rows.append((_short("A only: " + normalise_url(e["url"])), e["protocol"] or "", "", fmt_ms1(e["start"]), "", "",
+                     fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), "", ""))
+    for e in res["only_b"]:
+        rows.append((_short("B only: " + normalise_url(e["url"])), "", e["protocol"] or "", "", fmt_ms1(e["start"]), "",
+                     "", fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), ""))
+    return rows
+
+
+def match_line(res: dict) -> str:
+    how = "URL (scheme, host, port, path and query)" if res["match_mode"] == "url" else "path and query"
+    return (f"{len(res['matched'])} requests matched by {how} ({100 * res['match_share']:.0f} %), "
+            f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B")
+
+
+# ---------------------------------------------------------------- side-by-side waterfall
+class CompareRow:
+    __slots__ = ("label", "a", "b", "kind")
+
+    def __init__(self, label: str, a, b, kind: str) -> None:
+        self.label = label
+        self.a = a  # analyzer.waterfall.Row of capture A (or None)
+        self.b = b
+        self.kind = kind  # matched | only_a | only_b
+
+
+def compare_rows(res: dict, wf_a, wf_b) -> list[CompareRow]:
+    """One row per matched pair (in A's start order, as ``compare`` lists them), then the
+    only-A and only-B requests."""
+    from analyzer.compare import normalise_url
+
+    by_a = {r.exchange: r for r in wf_a.rows} if wf_a is not None else {}
+    by_b = {r.exchange: r for r in wf_b.rows} if wf_b is not None else {}
+    rows = [CompareRow(m["url"], by_a.get(m["a"]["exchange"]), by_b.get(m["b"]["exchange"]), "matched") for m in res["matched"]]
+    rows += [CompareRow("A only: " + normalise_url(e["url"]), by_a.get(e["exchange"]), None, "only_a") for e in res["only_a"]]
+    rows += [CompareRow("B only: " + normalise_url(e["url"]), None, by_b.get(e["exchange"]), "only_b") for e in res["only_b"]]
+    return rows
+
+
+class CompareWaterfall(LineList):
+    """Rows of two waterfalls side by side.  The view window ``[v0, v1]`` is in seconds from
+    each capture's own first packet (``ta0`` / ``tb0``), the same for both halves, so one
+    column is the same number of ms on both sides."""
+
+    BINDINGS = LineList.BINDINGS + [
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
+        Binding("minus,underscore", "zoom(2)", "Zoom out"),
+        Binding("left,h", "pan(-0.2)", "Pan left"),
+        Binding("right,l", "pan(0.2)", "Pan right"),
+        Binding("0", "reset_zoom", "Reset zoom"),
+    ]
+    LABEL = 36  # "nnn " + URL
+
+    class Zoomed(Message):
+        pass
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.rows: list[CompareRow] = []
+        self.ta0 = 0.0
+        self.tb0 = 0.0
+        self.full = 1.0
+        self.v0 = 0.0
+        self.v1 = 1.0
+
+    def set_rows(self, rows: list[CompareRow], ta0: float, tb0: float) -> None:
+        self.rows = rows
+        self.ta0, self.tb0 = ta0, tb0
+        ends = [r.a.end - ta0 for r in rows if r.a is not None] + [r.b.end - tb0 for r in rows if r.b is not None]
+        self.full = max(ends + [1e-3])
+        self.v0, self.v1 = 0.0, self.full
+        self.content_width = 0
+        self.set_count(len(rows))
+        self.post_message(self.Zoomed())
+
+    # geometry -------------------------------------------------------------
+    @property
+    def side_width(self) -> int:
+        """Cells of each side's bar area."""
+        w = self.size.width or 160
+        return max((w - self.LABEL - 3) // 2, 5)
+
+    def label_text(self, i: int) -> str:
+        r = self.rows[i]
+        return f"{i + 1:>3} {_cell(r.label, self.LABEL - 4, False)}"
+
+    def column(self, rel: float) -> int:
+        """The bar cell (0-based, within a side) where ``rel`` seconds from that side's first
+        packet falls in the current window."""
+        return int((rel - self.v0) / ((self.v1 - self.v0) or 1e-9) * self.side_width)
+
+    def side_cells(self, row, t0: float):
+        bw = self.side_width
+        if row is None:
+            return [(" ", None)] * bw
+        return bar_cells(row.phases, row.colors, t0 + self.v0, t0 + self.v1, bw)
+
+    def bar_texts(self, i: int) -> tuple[str, str]:
+        """The characters of row i's A and B bars as drawn now (for tests)."""
+        r = self.rows[i]
+        return ("".join(c for c, _ in self.side_cells(r.a, self.ta0)), "".join(c for c, _ in self.side_cells(r.b, self.tb0)))
+
+    def line(self, i: int):
+        a, b = self.bar_texts(i)
+        return f"{self.label_text(i)}│{a}│{b}│", DEFAULT_STYLE
+
+    def render_line(self, y: int) -> Strip:
+        i = self.scroll_offset.y + y
+        width = self.size.width
+        if i >= self.count:
+            return Strip.blank(width)
+        r = self.rows[i]
+        base = Style(color="#d0d0d0") if r.kind == "matched" else Style(color="#d7af5f", italic=True)
+        if i == self.cursor:
+            base = base + (CURSOR_STYLE if self.has_focus else Style(bgcolor="#3a3a3a"))
+        bg = base.bgcolor if i == self.cursor else None
+        sep = Style(color="#606060")
+        segs = [Segment(self.label_text(i), base), Segment("│", sep)]
+        for row, t0 in ((r.a, self.ta0), (r.b, self.tb0)):
+            run_c, run_t = None, []
+            for ch, col in self.side_cells(row, t0):
+                if col != run_c and run_t:
+                    segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+                    run_t = []
+                run_c = col
+                run_t.append(ch)
+            if run_t:
+                segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+            segs.append(Segment("│", sep))
+        return Strip(segs).crop_extend(0, width, None)
+
+    def axis_text(self) -> str:
+        """Tick labels (ms from each capture's first packet) above both halves."""
+        bw = self.side_width
+        step = nice_step(self.v1 - self.v0, bw)
+        axis = [" "] * bw
+        t = math.ceil(self.v0 / step - 1e-9) * step
+        while t <= self.v1 + 1e-12:
+            x = self.column(t)
+            s = "┊" + fmt_ms(t)
+            if 0 <= x and x + len(s) <= bw:
+                axis[x : x + len(s)] = list(s)
+            t += step
+        half = "".join(axis)
+        return "  # request".ljust(self.LABEL) + " " + half + " " + half
+
+    def head_text(self, name_a: str, name_b: str) -> Text:
+        bw = self.side_width
+        t = Text(" " * (self.LABEL + 1))
+        t.append(_cell(name_a, bw, False), style="bold #87d7ff")
+        t.append(" ")
+        t.append(_cell(name_b, bw, False), style="bold #ffd787")
+        return t
+
+    # zoom / pan (as WaterfallView) -------------------------------------------
+    REQUEST_PHASES = ("send", "wait", "receive")
+
+    def _request_spans(self, i: int) -> list[tuple[float, float]]:
+        """Row i's request phases (request sent to last byte) per side, in seconds from that
+        side's first packet (the connection set-up drawn on a row is left out)."""
+        r = self.rows[i]
+        out = []
+        for row, t0 in ((r.a, self.ta0), (r.b, self.tb0)):
+            if row is None:
+                continue
+            ph = [(a, b) for name, a, b in row.phases if name in self.REQUEST_PHASES] or [(row.start, row.end)]
+            out.append((min(a for a, _ in ph) - t0, max(b for _, b in ph) - t0))
+        return out
+
+    def action_zoom(self, factor: float) -> None:
+        """Zoom in around the selected row: both sides' requests when they fit in the new
+        window, else A's (B's on a B-only row); zoom out around the window's centre."""
+        span = min(max((self.v1 - self.v0) * factor, 1e-6), self.full)
+        c = (self.v0 + self.v1) / 2
+        if factor < 1 and self.rows:
+            spans = self._request_spans(self.cursor)
+            if spans:
+                lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+                if hi - lo > span:
+                    lo, hi = spans[0]
+                c = (lo + hi) / 2
+        self.v0 = max(0.0, c - span / 2)
+        self.v1 = self.v0 + span
+        if self.v1 > self.full:
+            self.v1 = self.full
+            self.v0 = self.v1 - span
+        self._changed()
+
+    def action_pan(self, frac: float) -> None:
+        d = (self.v1 - self.v0) * frac
+        d = max(-self.v0, min(d, self.full - self.v1))
+        self.v0 += d
+        self.v1 += d
+        self._changed()
+
+    def action_reset_zoom(self) -> None:
+        self.v0, self.v1 = 0.0, self.full
+        self._changed()
+
+    def _changed(self) -> None:
+        self.invalidate()
+        self.post_message(self.Zoomed())
+
+    def on_resize(self) -> None:
+        self.invalidate()
+        self.post_message(self.Zoomed())
+
+
+# ---------------------------------------------------------------- dialog
+class CompareDialog(ModalScreen):
+    """Asks for capture B and an optional key log; dismisses with ``(path, [keylog])``."""
+
+    DEFAULT_CSS = """
+    CompareDialog { align: center middle; }
+    #cmp-dialog { width: 100; height: auto; border: round $accent; background: $surface; padding: 0 1; }
+    #cmp-dialog Input { margin: 0 0 1 0; }
+    #cmp-dialog-error { color: $error; height: auto; }
+    #cmp-dialog-buttons { height: 3; align: right middle; }
+    """
+    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
+
+    def __init__(self, path_a: str) -> None:
+        super().__init__()
+        self.path_a = path_a
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="cmp-dialog"):
+            yield Static(Text(f"Compare {self.path_a} (A) with capture B", style="bold"))
+            yield Static("capture B (pcap / pcapng, optionally compressed):")
+            yield Input(placeholder="path of capture B", id="cmp-path")
+            yield Static("key log for B (optional; A's key logs are used too):")
+            yield Input(placeholder="path of an SSLKEYLOGFILE", id="cmp-keylog")
+            yield Static("", id="cmp-dialog-error")
+            with Horizontal(id="cmp-dialog-buttons"):
+                yield Button("Compare", variant="primary", id="cmp-ok")
+                yield Button("Cancel", id="cmp-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#cmp-path", Input).focus()
+
+    @on(Input.Submitted, "#cmp-path")
+    def _path_entered(self) -> None:
+        self.query_one("#cmp-keylog", Input).focus()
+
+    @on(Input.Submitted, "#cmp-keylog")
+    @on(Button.Pressed, "#cmp-ok")
+    def _submit(self) -> None:
+        path = os.path.expanduser(self.query_one("#cmp-path", Input).value.strip())
+        keylog = os.path.expanduser(self.query_one("#cmp-keylog", Input).value.strip())
+        err = self.query_one("#cmp-dialog-error", Static)
+        if not path:
+            err.update("enter the path of capture B")
+            self.query_one("#cmp-path", Input).focus()
+            return
+        if not os.path.isfile(path):
+            err.update(f"no such file: {path}")
+            self.query_one("#cmp-path", Input).focus()
+            return
+        if keylog and not os.path.isfile(keylog):
+            err.update(f"no such key log: {keylog}")
+            self.query_one("#cmp-keylog", Input).focus()
+            return
+        self.dismiss((path, [keylog] if keylog else []))
+
+    @on(Button.Pressed, "#cmp-cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+
+# ---------------------------------------------------------------- the screen
+class CompareScreen(Screen):
+    """Capture A against capture B.  ``analysis_a`` / ``analysis_b``: analyses already made
+    (the app's own capture, tests); the others are read in a worker thread.  ``on_a``: called
+    on the UI thread with A's analysis (or an error message) once read, so the app behind
+    can show A without reading it again."""
+
+    DEFAULT_CSS = """
+    CompareScreen { layout: vertical; }
+    #cmp-title { height: auto; background: $panel; padding: 0 1; }
+    #cmp-progress { height: 1; }
+    #cmp-progress.-done { display: none; }
+    #cmp-tabs { height: 1fr; }
+    #cmp-scroll { height: 1fr; }
+    #cmp-page, #cmp-requests { height: auto; width: auto; margin: 0 0 1 0; }
+    .cmp-caption { height: 1; text-style: bold; padding: 0 1; }
+    #cmp-warnings { height: auto; color: $warning; padding: 0 1; }
+    #cmp-wf-head, #cmp-wf-axis { height: 1; background: #303030; color: #c0c0c0; }
+    #cmp-wf { height: 1fr; overflow-x: hidden; }
+    #cmp-wf-legend { height: 1; color: #a0a0a0; }
+    #cmp-status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("escape", "close", "Back"),
+        Binding("1", "show('cmp-table-tab')", "Table"),
+        Binding("2", "show('cmp-wf-tab')", "Waterfalls"),
+        # the main view's keys have no meaning here (they would act on the screen below)
+        Binding("F,f,ctrl+f,slash,n,N,d,b,x,C,3,4", "nothing", show=False),
+    ]
+
+    def __init__(self, path_a: str, keylogs_a: list[str] | None, path_b: str, keylogs_b: list[str] | None,
+                 analysis_a=None, analysis_b=None, on_a=None) -> None:
+        super().__init__()
+        self.path_a, self.path_b = path_a, path_b
+        self.keylogs_a = list(keylogs_a or [])
+        self.keylogs_b = list(keylogs_b or [])
+        self.an_a, self.an_b = analysis_a, analysis_b
+        self.on_a = on_a
+        self.res: dict | None = None
+        self.loaded = False
+        self.error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(f"A: {self.path_a}\nB: {self.path_b}", id="cmp-title")
+        yield ProgressBar(total=200, show_eta=False, id="cmp-progress")
+        with TabbedContent(initial="cmp-table-tab", id="cmp-tabs"):
+            with TabPane("Table", id="cmp-table-tab"):
+                with VerticalScroll(id="cmp-scroll"):
+                    yield Static("Page (speedup = (A − B) / A, as the SPDY whitepaper defines it)", classes="cmp-caption")
+                    yield DataTable(id="cmp-page", cursor_type="row", zebra_stripes=True)
+                    yield Static("Requests (ms from each capture's first packet)", id="cmp-req-caption", classes="cmp-caption")
+                    yield DataTable(id="cmp-requests", cursor_type="row", zebra_stripes=True)
+                    yield Static("", id="cmp-warnings")
+            with TabPane("Waterfalls", id="cmp-wf-tab"):
+                yield Static("", id="cmp-wf-head")
+                yield Static("", id="cmp-wf-axis")
+                yield CompareWaterfall(id="cmp-wf")
+                yield Static(self._legend(), id="cmp-wf-legend")
+        yield Static("loading…", id="cmp-status")
+        yield Footer()
+
+    @staticmethod
+    def _legend() -> Text:
+        from analyzer.waterfall import CONTENT_COLORS, PHASE_COLORS, PHASE_LABELS
+
+        t = Text(" ")
+        for k, c in PHASE_COLORS.items():
+            t.append("█ ", style=c)
+            t.append(PHASE_LABELS[k] + "  ")
+        for k, (light, dark) in CONTENT_COLORS.items():
+            t.append("█", style=light)
+            t.append("█ ", style=dark)
+            t.append(k + "  ")
+        t.append("(light: waiting, dark: receiving)  one scale for both sides  enter: both requests")
+        return t
+
+    def on_mount(self) -> None:
+        self.sub_title = f"compare {self.path_a} | {self.path_b}"
+        self.load()
+
+    # loading ----------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="compare")
+    def load(self) -> None:
+        from analyzer.compare import compare
+        from analyzer.pipeline import analyze
+        from analyzer.waterfall import build
+
+        t = time.monotonic()
+
+        def progress(side: int, name: str, packets: int, done: int, total: int) -> None:
+            self.app.call_from_thread(self._progress, side, name, packets, done, total)
+
+        an_a = self.an_a
+        if an_a is None:
+            try:
+                an_a = analyze(self.path_a, self.keylogs_a, progress=partial(progress, 0, "A"))
+            except Exception as e:  # CaptureError and anything else: a notice, never a crash
+                self.app.call_from_thread(self._failed, "A", self.path_a, str(e) or e.__class__.__name__)
+                return
+            self.app.call_from_thread(self._a_ready, an_a)
+        an_b = self.an_b
+        if an_b is None:
+            try:
+                an_b = analyze(self.path_b, self.keylogs_a + self.keylogs_b, progress=partial(progress, 1, "B"))
+            except Exception as e:
+                self.app.call_from_thread(self._failed, "B", self.path_b, str(e) or e.__class__.__name__)
+                return
+        self.app.call_from_thread(self._set_status, "comparing…")
+        try:
+            res = compare(an_a, an_b)
+            wf_a, wf_b = build(an_a), build(an_b)
+        except Exception as e:  # a bug there must not take the TUI down
+            self.app.call_from_thread(self._failed, "", "", f"compare: {e.__class__.__name__}: {e}")
+            return
+        self.app.call_from_thread(self._loaded, an_a, an_b, res, wf_a, wf_b, time.monotonic() - t)
+
+    def _progress(self, side: int, name: str, packets: int, done: int, total: int) -> None:
+        if self.loaded:
+            return
+        if total:
+            self.query_one("#cmp-progress", ProgressBar).update(total=200, progress=100 * side + min(100.0, 100 * done / total))
+        self._set_status(f"loading {name}: {self.path_a if side == 0 else self.path_b}: {packets:,} packets…")
+
+    def _a_ready(self, an) -> None:
+        self.an_a = an
+        if self.on_a is not None:
+            self.on_a(an)
+
+    def _set_status(self, msg) -> None:
+        self.query_one("#cmp-status", Static).update(msg)
+
+    def _failed(self, side: str, path: str, msg: str) -> None:
+        self.error = f"cannot open {side} ({path}): {msg}" if side else msg
+        self.query_one("#cmp-progress").add_class("-done")
+        self._set_status(Text(f"error: {self.error}", style="bold red"))
+        self.notify(self.error, title="Compare", severity="error", timeout=30)
+        if side == "A" and self.on_a is not None:
+            self.on_a(msg)
+
+    def _loaded(self, an_a, an_b, res, wf_a, wf_b, seconds: float) -> None:
+        self.an_a, self.an_b, self.res = an_a, an_b, res
+        self.loaded = True
+        self.query_one("#cmp-progress").add_class("-done")
+        pa = ", ".join(res["a"]["protocols"]) or "-"
+        pb = ", ".join(res["b"]["protocols"]) or "-"
+        self.name_a = f"A: {os.path.basename(self.path_a)} ({pa})"
+        self.name_b = f"B: {os.path.basename(self.path_b)} ({pb})"
+        title = Text()
+        title.append("A: ", style="bold #87d7ff")
+        title.append(f"{self.path_a} ({pa}, {an_a.packets:,} packets)\n")
+        title.append("B: ", style="bold #ffd787")
+        title.append(f"{self.path_b} ({pb}, {an_b.packets:,} packets)\n")
+        title.append(match_line(res))
+        self.query_one("#cmp-title", Static).update(title)
+
+        dt = self.query_one("#cmp-page", DataTable)
+        dt.clear(columns=True)
+        dt.add_column("", key="label")
+        for k in ("A", "B", "B − A", "speedup"):
+            dt.add_column(Text(k, justify="right"), key=k)
+        for key_label, row in zip(res["page"], page_rows(res)):
+            dt.add_row(row[0], *(Text(v, justify="right") for v in row[1:]), key=key_label)
+
+        rq = self.query_one("#cmp-requests", DataTable)
+        rq.clear(columns=True)
+        for i, c in enumerate(REQUEST_COLUMNS):
+            rq.add_column(Text(c, justify="left" if i < 3 else "right"), key=c)
+        for row in request_rows(res):
+            style = "" if not row[0].startswith(("A only: ", "B only: ")) else "italic #d7af5f"
+            rq.add_row(*(Text(v, style=style, justify="left" if i < 3 else "right") for i, v in enumerate(row)))
+        self.query_one("#cmp-req-caption", Static).update(
+            f"Requests — {match_line(res)} (ms from each capture's first packet; Δ = B − A)")
+        warn = "\n".join(f"⚠ {w}" for w in res["warnings"]) or "no warnings"
+        self.query_one("#cmp-warnings", Static).update(f"match mode: {res['match_mode']}\n{warn}")
+
+        wv = self.query_one(CompareWaterfall)
+        ta0 = an_a.index.ts[0] if an_a.packets else 0.0
+        tb0 = an_b.index.ts[0] if an_b.packets else 0.0
+        wv.set_rows(compare_rows(res, wf_a, wf_b), ta0, tb0)
+        self.seconds = seconds
+        self._set_status(f"{match_line(res)}" + "".join(f" · ⚠ {w}" for w in res["warnings"])
+                         + " · 1 table  2 waterfalls  esc back")
+        if self.query_one(TabbedContent).active == "cmp-wf-tab":
+            wv.focus()
+        else:
+            dt.focus()
+
+    # keys -------------------------------------------------------------------
+    def action_close(self) -> None:
+        self.dismiss()
+
+    def action_nothing(self) -> None:
+        pass
+
+    def action_show(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        self._focus_tab(tab)
+
+    @on(TabbedContent.TabActivated, "#cmp-tabs")
+    def _tab_activated(self, ev) -> None:
+        self._focus_tab(ev.pane.id)
+
+    def _focus_tab(self, tab: str) -> None:
+        if tab == "cmp-wf-tab":
+            self.query_one(CompareWaterfall).focus()
+            self.call_after_refresh(self._zoomed)
+        else:
+            self.query_one("#cmp-page").focus()
+
+    @on(CompareWaterfall.Zoomed)
+    def _zoomed(self) -> None:
+        wv = self.query_one(CompareWaterfall)
+        if not self.loaded:
+            return
+        self.query_one("#cmp-wf-head", Static).update(wv.head_text(self.name_a, self.name_b))
+        self.query_one("#cmp-wf-axis", Static).update(wv.axis_text())
+
+    @on(LineList.Chosen, "#cmp-wf")
+    def _row_chosen(self, ev: LineList.Chosen) -> None:
+        from .app import TextScreen, request_text
+
+        r = ev.widget.rows[ev.index]
+        body = Text()
+        for name, an, row in (("A", self.an_a, r.a), ("B", self.an_b, r.b)):
+            body.append(f"━━ {name}: {an.path} ━━\n", style="bold reverse")
+            e = next((x for x in an.exchanges if row is not None and x.id == row.exchange), None)
+            if e is None:
+                body.append("(no matching request in this capture)\n\n")
+                continue
+            body.append_text(request_text(an, e, row))
+            body.append("\n")
+        self.app.push_screen(TextScreen(f"Compare row {ev.index + 1}: {r.label}", body))
