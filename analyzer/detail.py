@@ -14,6 +14,10 @@
   keeps only numbers per decrypted record (``analysis.tls_records``, see
   ``analyzer.sessions.tls``); the record is re-read from the capture through its TCP
   segments and opened with the key named there, looked up in ``analysis.keylog``.
+- ``decrypted_quic(analysis, source, n)``: the plaintext of each decrypted QUIC packet in the
+  datagram of packet ``n`` (Wireshark's "Decrypted QUIC" tabs), decrypted again on demand from
+  the numbers in ``analysis.quic_packets`` (see ``analyzer.sessions.quic``); the QUIC and
+  HTTP/3 frame nodes of the tree point into these tabs (``Node.source``).
 
 Every ``Node`` carries the byte range it covers in the packet (``start``, ``end``; -1 when
 it has none, e.g. decrypted content) for highlighting, and, where Wireshark has one, the
@@ -36,7 +40,8 @@ from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder
 
 __all__ = ["Node", "packet_bytes", "packet_detail", "packet_row", "packet_rows", "hexdump", "frames_on_packet",
-           "frame_summary", "flag_names", "PROTO_DISPLAY", "decrypted_tls", "tls_records_on_packet", "DecryptedRecord"]
+           "frame_summary", "flag_names", "PROTO_DISPLAY", "decrypted_tls", "tls_records_on_packet", "DecryptedRecord",
+           "decrypted_quic", "quic_packets_on_packet", "DecryptedQuic"]
 
 
 @dataclass(slots=True)
@@ -794,14 +799,26 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
     dec_recs = _decrypted_rows(analysis, number) if proto == 6 else []
     tls_ranges: list[tuple[int, int]] = []
     groups: dict[str, Node] = {}
+    # QUIC: the datagram's decrypted packets, one "Decrypted QUIC" bytes tab each (numbered
+    # from 1, after the packet's own bytes): (packet type, packet number) -> (tab, packet)
+    qdec = _quic_tabs(analysis, source, number) if proto == 17 and payload_off >= 0 else {}
+    qseen: dict = {}  # QUIC packet -> frames placed so far
+    qframes = 0
+    spans: list = []  # STREAM data in the tabs: (direction, stream, stream offset, length, tab, position, packet)
     for fr in frames:
         rng = _frame_range(analysis, fr, number, payload_off, seq_rel, plen, [])
         if fr.protocol == "tls" and rng[0] >= 0:
             tls_ranges.append(rng)
     for fr in frames:
         rng = _frame_range(analysis, fr, number, payload_off, seq_rel, plen, tls_ranges)
+        qhit = None
         if proto == 17 and fr.protocol in ("quic", "gquic") and payload_off >= 0:
             rng = (payload_off, end)
+            if fr.protocol == "quic":
+                f = fr.fields or {}
+                qhit = qdec.get((f.get("packet_type"), f.get("packet_number")))
+                if qhit is not None:  # the QUIC packet's own bytes in the datagram
+                    rng = (payload_off + qhit[1].offset, payload_off + qhit[1].offset + qhit[1].length)
         pname = frame_proto_name(analysis, fr)
         g = groups.get(pname)
         if g is None:
@@ -812,6 +829,8 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             _place_in_decrypted(analysis, fr, fn, dec_recs)
         elif fr.protocol in ("h2", "h2c") and rng[0] >= 0 and fr.packet == number and conn_is_clear(analysis, fr):
             _h2_field_ranges(fn, 0, rng[0], rng[1])
+        elif fr.protocol.startswith("h3") and spans:
+            _place_h3(fr, fn, spans)
         if fr.packet != number:
             # only part of this frame is here; Wireshark shows it where it completes, and so
             # do the field names (abbrev) — this node is for reading, not for comparing
@@ -829,22 +848,84 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                 last = Node(f"QUIC packet: {head or '?'}", [], rng[0], rng[1], None, key)
                 if key[1] is not None:
                     last.add(f"Packet Number: {key[1]}", abbrev="quic.packet_number", value=str(key[1]))
+                if qhit is not None:
+                    k, r = qhit
+                    if r.error:
+                        last.add(f"[Decrypted QUIC: not decrypted again: {r.error}]")
+                    else:
+                        last.add(f"[Decrypted QUIC: {len(r.data)} bytes, bytes tab {k}]", 0, len(r.data)).source = k
                 g.children.append(last)
             parent = last
+            qframes += 1
             if f.get("frame_type") is not None:
                 fn.children.insert(0, Node(f"Frame Type: {fr.type} ({f['frame_type']:#x})", [], -1, -1, "quic.frame_type", str(f["frame_type"])))
+            if qhit is not None:
+                # the frame's bytes in its packet's "Decrypted QUIC" tab
+                k, r = qhit
+                j = qseen[key] = qseen.get(key, -1) + 1
+                a, b = r.frame_span(j)
+                if a >= 0:
+                    fn.source, fn.start, fn.end = k, a, b
+                    if fr.type == "STREAM" and fr.offset >= 0 and b - fr.length >= a:
+                        spans.append((fr.direction, fr.stream_id, fr.offset, fr.length, k, b - fr.length, r))
         parent.children.append(fn)
         if rng[0] >= 0:
             g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
             g.end = max(g.end, rng[1])
     for pname, g in groups.items():
         if pname == "QUIC":
-            nf = sum(len(c.children) - 1 for c in g.children)
+            nf = qframes
             g.label = f"{g.label} ({len(g.children)} QUIC packet{'s' if len(g.children) != 1 else ''}, {nf} frames)"
         elif len(g.children) == 1:
             g.label = f"{g.label}: {g.children[0].label.split(': ', 1)[-1]}"
         else:
             g.label = f"{g.label} ({len(g.children)} frames)"
+
+
+def _quic_tabs(analysis: Analysis, source, n: int) -> dict:
+    """(packet type, packet number) -> (bytes tab number, DecryptedQuic) for the decrypted
+    QUIC packets of the datagram in packet n (tabs after the packet's own bytes)."""
+    try:
+        rows = decrypted_quic(analysis, source, n)
+    except Exception:  # noqa: BLE001 - the tree still shows without the tabs
+        return {}
+    return {(r.packet_type, r.pn): (k, r) for k, r in enumerate(rows, 1)}
+
+
+def _h3_header_len(fr: Frame, data: bytes, pos: int) -> int:
+    """Length of an HTTP/3 frame header (type and length varints): read from the decrypted
+    bytes when they hold it (``pos`` >= 0), else the shortest encodings of its type and length."""
+    if 0 <= pos < len(data):
+        p = pos
+        for _ in range(2):
+            if p >= len(data):
+                break
+            p += 1 << (data[p] >> 6)
+        else:
+            return p - pos
+    from dissectors.http3 import FRAME_TYPES
+
+    code = next((c for c, nm in FRAME_TYPES.items() if nm == fr.type), 0x21)
+    return _vlen(code) + _vlen(fr.length)
+
+
+def _vlen(v: int) -> int:
+    return 1 if v < 0x40 else 2 if v < 0x4000 else 4 if v < 0x40000000 else 8
+
+
+def _place_h3(fr: Frame, fn: Node, spans: list) -> None:
+    """Point an HTTP/3 frame's node at its bytes in the "Decrypted QUIC" tab of the STREAM
+    frame carrying them in this datagram (the first one that does)."""
+    if fr.offset < 0:
+        return
+    for d, sid, off, ln, k, pos, r in spans:
+        if (d, sid) != (fr.direction, fr.stream_id):
+            continue
+        hl = _h3_header_len(fr, r.data, pos + fr.offset - off if off <= fr.offset < off + ln else -1)
+        s, e = max(fr.offset, off), min(fr.offset + hl + fr.length, off + ln)
+        if s < e:
+            fn.source, fn.start, fn.end = k, pos + s - off, pos + e - off
+            return
 
 
 def conn_is_clear(analysis: Analysis, fr: Frame) -> bool:
@@ -1336,3 +1417,182 @@ def _redecrypt(analysis: Analysis, source, cid: int, d: int, tab, i: int) -> byt
     except DecryptError as e:
         return f"does not decrypt again ({e})"
     return pt
+
+
+# ---------------------------------------------------------------- decrypted QUIC (on demand)
+
+QUIC_EPOCH_NAMES = ("Initial", "0-RTT", "Handshake", "1-RTT")
+QUIC_AEAD_TAG = 16  # every QUIC AEAD (AES-GCM, ChaCha20-Poly1305) has a 16-byte tag
+
+
+@dataclass(slots=True)
+class DecryptedQuic:
+    """One decrypted QUIC packet of a datagram: where it is, and its plaintext (``data``, the
+    frames after the header, as Wireshark's "Decrypted QUIC" tab) or why it could not be
+    decrypted again (``error``)."""
+
+    connection: int
+    direction: int
+    index: int  # row in analysis.quic_packets[(connection, direction)]
+    offset: int  # position of the QUIC packet in the UDP payload
+    length: int  # its length on the wire
+    hdr_len: int  # header length up to and including the packet number
+    epoch: int
+    pn: int
+    data: bytes = b""
+    error: str | None = None
+    starts: list = field(default_factory=list)  # position of each QUIC frame in ``data``
+
+    @property
+    def pt_length(self) -> int:
+        return max(self.length - self.hdr_len - QUIC_AEAD_TAG, 0)
+
+    @property
+    def packet_type(self) -> str:
+        return QUIC_EPOCH_NAMES[self.epoch]
+
+    @property
+    def title(self) -> str:
+        return f"Decrypted QUIC ({self.pt_length} bytes)"
+
+    def frame_span(self, j: int) -> tuple[int, int]:
+        """Bytes of the j-th QUIC frame in ``data`` ((-1, -1) if unknown)."""
+        if not self.data or not 0 <= j < len(self.starts):
+            return (-1, -1)
+        return (self.starts[j], self.starts[j + 1] if j + 1 < len(self.starts) else len(self.data))
+
+
+def quic_packets_on_packet(analysis: Analysis, n: int) -> list[tuple[int, int, int]]:
+    """``(connection, direction, row)`` of the decrypted QUIC packets in the datagram of
+    capture packet ``n``, in datagram order.  Cheap: numbers only; safe while loading."""
+    recs = analysis.__dict__.get("quic_packets")
+    if not recs or not 1 <= n <= len(analysis.index):
+        return []
+    cid = analysis.index.conn[n - 1]
+    if cid < 0:
+        return []
+    out = []
+    cache = analysis.__dict__.setdefault("_wf_quic_pkt_idx", {})
+    for d in (0, 1):
+        tab = recs.get((cid, d))
+        if tab is None:
+            continue
+        done, by_pkt = cache.get((cid, d), (0, None))
+        k = len(tab.packet)  # snapshot: rows below k are complete in every array
+        if by_pkt is None or done < k:
+            by_pkt = by_pkt if by_pkt is not None else {}
+            pk = tab.packet
+            for i in range(done, k):
+                by_pkt.setdefault(pk[i], []).append(i)
+            cache[(cid, d)] = (k, by_pkt)
+        for i in by_pkt.get(n, ()):
+            out.append((cid, d, i))
+    out.sort(key=lambda t: recs[(t[0], t[1])].offset[t[2]])
+    return out
+
+
+def decrypted_quic(analysis: Analysis, source, n: int) -> list[DecryptedQuic]:
+    """The decrypted QUIC packets of the datagram in packet ``n``, each decrypted again from
+    the capture: the datagram is re-read, the keys re-derived (Initial: from the DCID;
+    others: from ``analysis.keylog`` by the connection's client random and the secrets'
+    labels) and the packet opened again.  Never raises: a packet that cannot be re-read or
+    re-opened carries an ``error`` (e.g. no key log with an analysis loaded from the cache)."""
+    cache = analysis.__dict__.get("_wf_quic_last")
+    rows = quic_packets_on_packet(analysis, n)
+    if cache is not None and cache[0] == n and cache[1] == len(rows) and cache[3] is analysis.keylog:
+        return cache[2]
+    out: list[DecryptedQuic] = []
+    recs = analysis.__dict__.get("quic_packets") or {}
+    payload: bytes | str | None = None
+    for cid, d, i in rows:
+        tab = recs[(cid, d)]
+        r = DecryptedQuic(cid, d, i, tab.offset[i], tab.length[i], tab.hdr_len[i], tab.epoch(i), tab.pn[i])
+        try:
+            if payload is None:
+                payload = _udp_payload(analysis, source, n)
+            pt = payload if isinstance(payload, str) else _quic_redecrypt(analysis, payload, tab, d, i)
+            if isinstance(pt, str):
+                r.error = pt
+            elif len(pt) != r.pt_length:
+                r.error = f"decrypted again to {len(pt)} bytes, not {r.pt_length}"
+            else:
+                from dissectors.quic import frame_starts
+
+                r.data = pt
+                r.starts = frame_starts(pt, r.epoch)
+        except Exception as e:  # noqa: BLE001 - bad input never raises
+            r.error = f"{e.__class__.__name__}: {e}"
+        out.append(r)
+    analysis.__dict__["_wf_quic_last"] = (n, len(rows), out, analysis.keylog)
+    return out
+
+
+def _udp_payload(analysis: Analysis, source, n: int) -> bytes | str:
+    idx = analysis.index
+    data = packet_bytes(source, analysis, n)
+    x = Decoder().decode(idx.linktype[n - 1], data)
+    if x is None:
+        return "the datagram is IP-fragmented; its fragments are not re-read"
+    if type(x) is str or x.proto != 17:
+        return f"not a UDP datagram ({x if type(x) is str else x.proto})"
+    return bytes(x.payload)
+
+
+def _quic_keys(analysis: Analysis, tab, d: int, key: int):
+    """PacketKeys for row key ``key`` of ``tab`` in direction ``d`` (cached), or a reason."""
+    from collections import OrderedDict
+
+    from dissectors import quic_crypto as qc
+    from dissectors.quic import SECRET_LABELS
+
+    cache = analysis.__dict__.get("_wf_quic_dec")
+    if cache is None:
+        cache = analysis.__dict__["_wf_quic_dec"] = OrderedDict()
+    ck = (id(tab.keys), d, key)
+    hit = cache.get(ck)
+    if hit is not None and hit[0] is tab.keys and hit[2] is analysis.keylog:
+        cache.move_to_end(ck)
+        return hit[1]
+    epoch, version, suite, dcid, gen, cr = tab.keys[key]
+    if epoch == 0:
+        keys = qc.initial_keys(version, dcid)
+        val = keys[d] if keys else f"no Initial salt for QUIC version 0x{version:08x}"
+    else:
+        label = SECRET_LABELS.get((epoch, d))
+        kl = analysis.keylog
+        if label is None:
+            val = "no key for this epoch and direction"
+        elif kl is None:
+            val = "no key log with this analysis"
+        else:
+            secret = kl.get(label, cr) if cr else None
+            if secret is None:
+                val = f"{label} not in the key log"
+            else:
+                val = qc.PacketKeys(suite, secret, version)
+                for _ in range(gen):
+                    val = val.next_phase()
+    cache[ck] = (tab.keys, val, analysis.keylog)
+    if len(cache) > DEC_CACHE:
+        cache.popitem(last=False)
+    return val
+
+
+def _quic_redecrypt(analysis: Analysis, payload: bytes, tab, d: int, i: int) -> bytes | str:
+    from dissectors.quic_crypto import DecryptError
+
+    off, ln, hl = tab.offset[i], tab.length[i], tab.hdr_len[i]
+    if off + ln > len(payload):
+        return f"the datagram has {len(payload)} bytes; the packet ends at {off + ln}"
+    keys = _quic_keys(analysis, tab, d, tab.key[i])
+    if isinstance(keys, str):
+        return keys
+    pkt = payload[off : off + ln]
+    pn_len = tab.pn_len(i)
+    try:
+        _tpn, got_len, header = keys.unprotect_header(pkt, hl - pn_len)
+        if got_len != pn_len:
+            return f"header protection removed to a {got_len}-byte packet number, not {pn_len}"
+        return keys.decrypt(pkt[hl:], header, tab.pn[i])
+    except DecryptError as e:
+        return f"does not decrypt again ({e})"

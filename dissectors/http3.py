@@ -126,7 +126,7 @@ def is_grease(v: int) -> bool:
 
 class H3Frame:
     __slots__ = ("direction", "stream_id", "type", "code", "length", "first_packet", "packet", "headers",
-                 "fields", "error", "push_id", "decoded_size")
+                 "fields", "error", "push_id", "decoded_size", "offset")
 
     def __init__(self, direction, stream_id, code, length, first_packet, packet):
         self.direction = direction
@@ -141,6 +141,7 @@ class H3Frame:
         self.error: str | None = None
         self.push_id: int | None = None
         self.decoded_size = 0
+        self.offset = -1  # QUIC stream offset of the frame's first byte (its type)
 
     def __repr__(self):
         return f"<H3 {self.type} sid={self.stream_id} len={self.length} pk={self.first_packet}-{self.packet}>"
@@ -170,7 +171,7 @@ class _Stream:
         self.cur: H3Frame | None = None  # frame whose payload is being read
         self.need = 0  # payload bytes still to come for cur
         self.payload: bytearray | None = None
-        self.first = 0
+        self.first = 0  # packet of the first byte of the frame header being read
         self.done = False
         self.skip = False  # rest of the stream is ignored
         self.bytes = 0
@@ -257,6 +258,7 @@ class Http3Dissector:
     def _feed(self, d, sid, st: _Stream, mv: memoryview, packet: int):
         pos = 0
         n = len(mv)
+        base = st.bytes - n  # stream offset of mv[0]
         while pos < n and not st.skip:
             if st.kind is None:  # unidirectional stream type
                 before = len(st.head)
@@ -301,6 +303,8 @@ class Http3Dissector:
                 continue
             # frame header: type and length varints
             before = len(st.head)
+            if not before:
+                st.first = packet  # the header may complete in a later chunk
             st.head += mv[pos : pos + 16]
             r = _varint(st.head, 0)
             r2 = _varint(st.head, r[1]) if r is not None else None
@@ -313,8 +317,8 @@ class Http3Dissector:
             length, hend = r2
             pos += hend - before
             st.head.clear()
-            first = packet
-            f = H3Frame(d, sid, code, length, first, packet)
+            f = H3Frame(d, sid, code, length, st.first, packet)
+            f.offset = base + pos - hend  # the header began ``before`` bytes back, in an earlier chunk
             if st.kind == "push":
                 f.push_id = st.push_id
             st.cur = f

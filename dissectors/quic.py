@@ -7,7 +7,9 @@ the packet could not be decrypted).  Side results are queued as events (``pop_ev
 
 - ``("tls", direction, epoch, msg_type, info, first_packet, packet)`` a TLS handshake
   message reassembled from CRYPTO frames (``info`` is a dict: client_random, sni, alpn...)
-- ``("stream", direction, stream_id, offset, data, fin, packet)`` STREAM data in order
+- ``("stream", direction, stream_id, offset, data, fin, packet)`` STREAM data in order;
+  ``packet`` is where the bytes became readable in order (bytes that waited for a hole to
+  be filled are readable at the filling packet)
 - ``("reset", direction, stream_id, error_code, final_size, packet)``
 - ``("stop_sending", direction, stream_id, error_code, packet)``
 - ``("keys", direction, epoch, ok, reason)`` the first time keys of an epoch are tried
@@ -115,7 +117,8 @@ class QuicFrame:
 
 class QuicPacket:
     __slots__ = ("direction", "packet", "type", "version", "dcid", "scid", "pn", "key_phase", "spin",
-                 "size", "frames", "error", "token", "retry_valid", "versions", "ack_eliciting")
+                 "size", "frames", "error", "token", "retry_valid", "versions", "ack_eliciting",
+                 "offset", "hdr_len", "pn_len", "keys", "starts")
 
     def __init__(self, direction, packet, ptype, version=None, dcid=b"", scid=None):
         self.direction = direction
@@ -134,6 +137,12 @@ class QuicPacket:
         self.retry_valid: bool | None = None
         self.versions: list[int] | None = None
         self.ack_eliciting = False
+        # where the packet is and what opened it (for decrypting it again on demand):
+        self.offset = 0  # position of the packet in its UDP payload
+        self.hdr_len = 0  # header length up to and including the packet number; 0: not decrypted
+        self.pn_len = 0
+        self.keys: PacketKeys | None = None  # the keys that decrypted it
+        self.starts: list[int] | None = None  # position of each frame in the plaintext
 
     def __repr__(self):
         return f"<QuicPacket {self.type} pn={self.pn} frames={self.frames} error={self.error}>"
@@ -260,6 +269,7 @@ class QuicConnectionDissector:
                 out.append(qp)
                 break
             if qp is not None:
+                qp.offset = pos
                 out.append(qp)
             if end <= pos:
                 break
@@ -438,6 +448,7 @@ class QuicConnectionDissector:
         pn = qc.decode_packet_number(tpn, pn_len, d.largest[space])
         qp.pn = pn
         payload = pkt[len(header):]
+        used = keys
         if epoch == 3:
             phase = (header[0] >> 2) & 1
             qp.key_phase = phase
@@ -451,6 +462,7 @@ class QuicConnectionDissector:
                 except DecryptError as e:
                     qp.error = f"cannot decrypt 1-RTT packet (key phase {phase}): {e}"
                     return
+                used = use
                 if use is not d.prev:
                     d.prev = keys
                     d.keys[3] = use
@@ -472,6 +484,7 @@ class QuicConnectionDissector:
                     if plain is None:
                         qp.error = f"cannot decrypt 0-RTT packet: {e}"
                         return
+                    used = d.keys[1]
                 elif epoch == 0 and direction == 0 and qp.dcid != self.initial_dcid:
                     # a client Initial of a new connection attempt on this flow
                     self._set_initial(qp.version, qp.dcid)
@@ -483,6 +496,9 @@ class QuicConnectionDissector:
                 self.early_suite = d.keys[1].suite
         if pn > d.largest[space]:
             d.largest[space] = pn
+        qp.hdr_len = len(header)
+        qp.pn_len = pn_len
+        qp.keys = used
         self._frames(direction, qp, plain, epoch, packet)
 
     def _try_early_suites(self, direction, payload, header, pn):
@@ -506,9 +522,12 @@ class QuicConnectionDissector:
         n = len(plain)
         frames = qp.frames
         pull = buf.pull_uint_var
+        starts = qp.starts = []  # frames are contiguous: frame i is plain[starts[i]:starts[i + 1]]
+        mark = starts.append
         try:
             while buf.tell() < n:
                 start = buf.tell()
+                mark(start)
                 t = pull()
                 if t == 0:
                     i = start + 1
@@ -743,8 +762,10 @@ class QuicConnectionDissector:
         if r.overflow and frame is not None and frame.error is None:
             frame.error = "STREAM data out of order beyond quic_stream_buffer; stream not reassembled"
         ev = self.events
-        for o, chunk, p in chunks:
-            ev.append(("stream", direction, sid, o, chunk, r.final is not None and o + len(chunk) >= r.final, p))
+        # bytes that waited for a hole to be filled are readable from the filling packet on
+        # (where tshark and the receiving application see them, as for TCP and CRYPTO)
+        for o, chunk, _carrier in chunks:
+            ev.append(("stream", direction, sid, o, chunk, r.final is not None and o + len(chunk) >= r.final, packet))
         if r.final is not None and r.next >= r.final and not r.fin_sent:
             r.fin_sent = True
             if not chunks:
@@ -757,6 +778,17 @@ class QuicConnectionDissector:
             r.pending_bytes = 0
             r.fin_sent = True
         self.events.append(("reset", direction, sid, code, final, packet))
+
+
+def frame_starts(plain: bytes, epoch: int = 3) -> list[int]:
+    """Position of each frame in a decrypted packet payload, as the dissector splits it
+    (consecutive PADDING bytes are one frame; frame i ends where frame i + 1 starts, the
+    last at the end).  Parsed by a throwaway dissector, for views that decrypt one packet
+    again on demand (no TLS parsing; its stream state is dropped)."""
+    q = QuicConnectionDissector(tls=False)
+    qp = QuicPacket(0, 0, ONE_RTT if epoch == 3 else INITIAL)
+    q._frames(0, qp, bytes(plain), epoch, 0)
+    return list(qp.starts or [])
 
 
 def _varint(data, p: int) -> tuple[int, int]:

@@ -122,15 +122,17 @@ class DecryptError(Exception):
 class PacketKeys:
     """AEAD + header-protection keys of one direction and epoch (and key phase)."""
 
-    __slots__ = ("suite", "secret", "version", "aead", "iv", "hp_key", "_hp", "chacha", "phase")
+    __slots__ = ("suite", "secret", "version", "aead", "iv", "hp_key", "_hp", "chacha", "phase", "gen", "dcid")
 
-    def __init__(self, suite: int, secret: bytes, version: int, hp_key: bytes | None = None, phase: int = 0):
+    def __init__(self, suite: int, secret: bytes, version: int, hp_key: bytes | None = None, phase: int = 0, gen: int = 0):
         hash_fn, klen, _ = SUITES[suite]
         lk, liv, lhp, _ = _labels(version)
         self.suite = suite
         self.secret = secret
         self.version = version
         self.phase = phase
+        self.gen = gen  # key updates since the traffic secret 0 (1-RTT)
+        self.dcid: bytes | None = None  # Initial keys: the Destination Connection ID they come from
         key = hkdf_expand_label(hash_fn, secret, lk, b"", klen)
         self.iv = int.from_bytes(hkdf_expand_label(hash_fn, secret, liv, b"", 12), "big")
         self.hp_key = hp_key if hp_key is not None else hkdf_expand_label(hash_fn, secret, lhp, b"", klen)
@@ -147,7 +149,7 @@ class PacketKeys:
         hash_fn = SUITES[self.suite][0]
         ku = _labels(self.version)[3]
         secret = hkdf_expand_label(hash_fn, self.secret, ku, b"", hash_fn().digest_size)
-        return PacketKeys(self.suite, secret, self.version, self.hp_key, self.phase ^ 1)
+        return PacketKeys(self.suite, secret, self.version, self.hp_key, self.phase ^ 1, self.gen + 1)
 
     def mask(self, sample: bytes) -> bytes:
         if self.chacha:
@@ -191,7 +193,10 @@ def initial_keys(version: int, dcid: bytes) -> tuple[PacketKeys, PacketKeys] | N
     initial_secret = hkdf_extract(h, salt, dcid)
     c = hkdf_expand_label(h, initial_secret, b"client in", b"", 32)
     s = hkdf_expand_label(h, initial_secret, b"server in", b"", 32)
-    return PacketKeys(0x1301, c, version), PacketKeys(0x1301, s, version)
+    keys = PacketKeys(0x1301, c, version), PacketKeys(0x1301, s, version)
+    for k in keys:
+        k.dcid = bytes(dcid)
+    return keys
 
 
 def check_retry(version: int, odcid: bytes, packet: bytes) -> bool | None:

@@ -23,6 +23,15 @@ Model output
 - Per-connection statistics the model has no field for: ``ctx.shared["quic_stats"][conn.id]``
   (packets, ACK-only packets, undecrypted packets, retransmitted STREAM/CRYPTO bytes, key
   updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts + SHA-256).
+- Every decrypted QUIC packet is listed, as numbers only (no plaintext, no secret: bounded
+  memory), in ``ctx.shared["quic_packets"][(conn id, dir)]`` (a ``QuicPackets``; the same dict
+  is ``analysis.quic_packets``): its capture packet, position and length in the UDP payload,
+  header length (up to the packet number) and packet-number length, full packet number,
+  epoch, key phase, and which key opened it (``QuicPackets.keys``: epoch, version, suite,
+  Initial DCID, key-update generation, client random — the public values that name the
+  key), so a view can re-read the datagram and decrypt the packet again
+  (``analyzer.detail.decrypted_quic``, the "Decrypted QUIC" bytes tabs).
+  HTTP/3 frames carry ``Frame.offset`` = the QUIC stream offset of their first byte.
 - Connection IDs: ``ctx.shared["quic_cids"]`` maps every connection ID seen (both ends,
   NEW_CONNECTION_ID included) to its session; ``route(ctx, payload)`` finds the session
   (and direction) of a datagram arriving on a new 4-tuple (migration, NAT rebinding).
@@ -30,6 +39,7 @@ Model output
 from __future__ import annotations
 
 import hashlib
+from array import array
 
 from dissectors import quic as dq
 from dissectors.gquic import GquicDissector, is_gquic
@@ -39,6 +49,34 @@ from dissectors.quic_crypto import SUITES
 from ..model import Frame, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
+
+
+class QuicPackets:
+    """The decrypted QUIC packets of one direction of a connection, one row per packet
+    across compact arrays (appended by the analysis, possibly while a view reads: read
+    ``len(packet)`` first, the other arrays are at least as long).  ``keys`` lists the keys
+    used, each as ``(epoch, version, suite, initial dcid, generation, client random)``."""
+
+    __slots__ = ("keys", "offset", "length", "hdr_len", "pn", "flags", "key", "packet")
+
+    def __init__(self, keys: list):
+        self.keys = keys  # shared by both directions of the connection
+        self.offset = array("I")  # position of the QUIC packet in the UDP payload
+        self.length = array("I")  # its length (header + protected payload + tag)
+        self.hdr_len = array("H")  # header length up to and including the packet number
+        self.pn = array("q")  # full (reconstructed) packet number
+        self.flags = array("B")  # epoch | (pn length - 1) << 2 | key phase << 4
+        self.key = array("H")  # index in ``keys``
+        self.packet = array("i")  # capture packet carrying it (appended last)
+
+    def __len__(self) -> int:
+        return len(self.packet)
+
+    def epoch(self, i: int) -> int:
+        return self.flags[i] & 3
+
+    def pn_len(self, i: int) -> int:
+        return ((self.flags[i] >> 2) & 3) + 1
 
 
 def route(ctx, payload) -> tuple["QuicSession", int] | None:
@@ -96,6 +134,8 @@ class QuicSession:
         ctx.shared.setdefault("quic_cids", {})
         ctx.shared.setdefault("quic_cid_lengths", set())
         self.known_cids: set = set()
+        self.ptab = None  # (QuicPackets, QuicPackets) once a packet is decrypted
+        self.key_index: dict = {}  # id(PacketKeys) -> (PacketKeys, index in QuicPackets.keys)
         conn.quic = QuicInfo()
 
     # -- datagrams ----------------------------------------------------------------------
@@ -131,6 +171,8 @@ class QuicSession:
         add = ctx.add_frame
         for qp in q.datagram(direction, data, packet):
             ptype = qp.type
+            if qp.hdr_len:
+                self._note_packet(direction, qp, packet)
             if ptype in (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION):
                 if self.first_long[direction] is None:
                     self.first_long[direction] = t
@@ -191,6 +233,40 @@ class QuicSession:
         self._events(q.pop_events())
         if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
             self._cids()
+
+    def _note_packet(self, d, qp, packet):
+        """List a decrypted packet in ``ctx.shared["quic_packets"]`` (numbers only)."""
+        tab = self.ptab
+        if tab is None:
+            shared = self.ctx.shared
+            recs = shared.get("quic_packets")
+            if recs is None:
+                recs = shared["quic_packets"] = {}
+                self.ctx.analysis.__dict__["quic_packets"] = recs
+            keys: list = []
+            tab = self.ptab = (QuicPackets(keys), QuicPackets(keys))
+            recs[(self.conn.id, 0)], recs[(self.conn.id, 1)] = tab
+        k = qp.keys
+        hit = self.key_index.get(id(k))
+        if hit is None or hit[0] is not k:
+            epoch = dq.EPOCH[qp.type]
+            cr = self.q.client_random if epoch else None
+            entry = (epoch, k.version, k.suite, k.dcid or b"", k.gen, bytes(cr) if cr else b"")
+            keys = tab[0].keys
+            try:
+                idx = keys.index(entry)
+            except ValueError:
+                idx = len(keys)
+                keys.append(entry)
+            hit = self.key_index[id(k)] = (k, idx)
+        t = tab[d]
+        t.offset.append(qp.offset)
+        t.length.append(qp.size)
+        t.hdr_len.append(qp.hdr_len)
+        t.pn.append(qp.pn)
+        t.flags.append(dq.EPOCH[qp.type] | (qp.pn_len - 1) << 2 | (qp.key_phase or 0) << 4)
+        t.key.append(hit[1])
+        t.packet.append(packet)
 
     def _cids(self):
         cids = self.ctx.shared["quic_cids"]
@@ -325,7 +401,7 @@ class QuicSession:
                 fields["push_id"] = f.push_id
             fields["stream_type"] = self.h3.stream_types.get((f.direction, f.stream_id), "request")
             ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", f.stream_id, f.type, length=f.length,
-                                headers=f.headers, fields=fields, error=f.error), "HTTP3")
+                                headers=f.headers, fields=fields, offset=f.offset, error=f.error), "HTTP3")
             sid = f.stream_id
             if f.type == "HEADERS":
                 if f.stream_id & 3 == 0:
