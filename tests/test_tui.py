@@ -397,6 +397,70 @@ async def test_tui_h2_packet_detail_and_bytes_highlight():
 
 @needs_tshark
 @_sync
+async def test_tui_h3_packet_decrypted_quic_tab_and_frame_highlight():
+    """page-h3: a decrypted HTTP/3 packet's bytes pane has a "Decrypted QUIC" tab equal to
+    tshark's; selecting its HTTP/3 HEADERS frame switches to that tab and highlights exactly
+    tshark's HTTP/3 frame (type .. end of payload), a QUIC STREAM frame tshark's quic.frame
+    bytes; the QUIC packet itself lights up its bytes in the packet."""
+    path = SAMPLES / "page" / "page-h3.pcapng"
+    keys = SAMPLES / "page" / "page-h3.keys"
+    kopt = ["-o", f"tls.keylog_file:{keys}"]
+    n = int(_tshark_fields(path, ["frame.number"], [*kopt, "-Y", "http3.frame_type == 1"])[0]["frame.number"])
+    layers = _tshark_json(path, [*kopt, "-x", "-Y", f"frame.number=={n}"])[0]["_source"]["layers"]
+    h3 = layers["http3"] if isinstance(layers["http3"], list) else [layers["http3"]]
+    hdr = next(x for x in h3 if str(x.get("http3.frame_type")) == "1")
+    want_span = (hdr["http3.frame_type_raw"][1], hdr["http3.frame_length_raw"][1] + hdr["http3.frame_length_raw"][2] + int(hdr["http3.frame_length"]))
+    q = layers["quic"] if isinstance(layers["quic"], dict) else layers["quic"][-1]
+    qf, qr = q["quic.frame"], q["quic.frame_raw"]
+    qf, qr = (qf, qr) if isinstance(qf, list) else ([qf], [qr])
+    stream_raw = next(bytes.fromhex(r[0]) for f, r in zip(qf, qr) if "quic.stream.stream_id" in f)
+    dec = [b for name, b in _tshark_data_sources(path, keys)[n - 1] if name == "Decrypted QUIC"]
+    assert len(dec) == 1 and len(stream_raw) > 4
+    app = WirefallApp(str(path), [str(keys)])
+    async with app.run_test(size=(200, 60)) as pilot:
+        await _open(pilot, app)
+        pl = app.query_one(PacketList)
+        assert pl.select_packet(n)
+        await pilot.pause(0.05)
+        await pilot.press("enter")
+        from textual.widgets import Tree
+
+        tree = app.query_one("#detail", Tree)
+        hv = app.query_one(HexView)
+        assert hv.current == 0 and [t for t, _, _ in hv.sources] == [f"Frame ({len(hv.data)} bytes)", f"Decrypted QUIC ({len(dec[0])} bytes)"]
+        assert hv.sources[1][1] == dec[0] and hv.sources[1][2] is None
+        groups = {c.label.plain.split(":")[0].split(" (")[0]: c for c in tree.root.children}
+        g3 = groups["Hypertext Transfer Protocol Version 3"]
+        g3.expand()
+        await pilot.pause(0.05)
+        node = next(c for c in g3.children if "HEADERS" in c.label.plain)
+        tree.move_cursor(node)
+        await pilot.pause(0.05)
+        assert hv.current == 1 and hv.data == dec[0]
+        assert "Decrypted QUIC" in str(app.query_one("#bytes-tabs").render())
+        assert hv.hl == want_span and hv.data[want_span[0] : want_span[1]].hex() == hdr["http3.frame_type_raw"][0] + \
+            hdr["http3.frame_length_raw"][0] + hdr["http3.frame_payload_raw"][0]
+        # a QUIC STREAM frame: tshark's quic.frame bytes
+        gq = groups["QUIC IETF"]
+        gq.expand()
+        await pilot.pause(0.05)
+        pk = gq.children[-1]
+        pk.expand()
+        await pilot.pause(0.05)
+        st = next(c for c in pk.children if c.label.plain.startswith("QUIC: STREAM"))
+        tree.move_cursor(st)
+        await pilot.pause(0.05)
+        a, b = hv.hl
+        assert hv.current == 1 and hv.data[a:b] == stream_raw
+        # the QUIC packet node: its bytes in the packet (back to the Frame tab)
+        tree.move_cursor(pk)
+        await pilot.pause(0.05)
+        a, b = hv.hl
+        assert hv.current == 0 and hv.data[a:b].hex() == (layers["quic_raw"][0] if isinstance(layers["quic_raw"][0], str) else layers["quic_raw"][-1][0])
+
+
+@needs_tshark
+@_sync
 async def test_tui_filter_matches_tshark_and_reports_errors():
     path, keys = _h2_sample()
     want = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.type==1"])]
