@@ -155,7 +155,7 @@ def cmd_frames(args) -> int:
     an = load(args)
     pred = _filter(args)
     frames = [f for f in an.frames if pred(f)]
-    frames.sort(key=lambda f: (f.packet, f.offset))
+    frames.sort(key=lambda f: f.packet)  # stable: frames of one packet stay in the order they were decoded
     if args.json:
         _dump(frame_dict(f) for f in frames)
         return 0
