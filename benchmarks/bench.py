@@ -336,7 +336,8 @@ WIREFALL = str(Path(sys.executable).parent / "wirefall")
 WF_ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
-def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: int, repeat: int | None = None) -> dict:
+def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: int, repeat: int | None = None,
+              pyshark_s: float = 60.0) -> dict:
     size_mb = cap.stat().st_size / 1e6
     n = packet_count(cap)
     if repeat is None:
@@ -353,20 +354,44 @@ def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: in
         cmd = [WIREFALL, "summary", str(cap), "--keylog", str(keys), "--cache", "--json"]
         run_measured(cmd, env=env)
         res["cache_reopen"] = _best(cmd, max(repeat, 2), env=env)
-    # pyshark on the first pyshark_n packets, extrapolated to the whole file
-    code = ("import pyshark,sys,time\n"
+    # pyshark on its first pyshark_n packets (or what it reads in pyshark_s seconds),
+    # extrapolated to the whole file by packet count
+    code = ("import pyshark,sys\n"
             f"c=pyshark.FileCapture({str(cap)!r}, override_prefs={{'tls.keylog_file': {str(keys)!r}}}, keep_packets=False)\n"
             "n=0\n"
             "for p in c:\n"
             "    n+=1\n"
             "    _=[l.layer_name for l in p.layers]\n"
+            "    if n % 50 == 0: print(n, flush=True)\n"
             f"    if n>={pyshark_n}: break\n"
-            "c.close()\n"
-            "print(n)\n")
+            "print(n, flush=True)\n"
+            "c.close()\n")
     t = time.monotonic()
-    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=3600)
-    wall = time.monotonic() - t
-    done = int(out.stdout.strip() or 0)
+    p = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    done, wall = 0, 0.0
+    fd = p.stdout.fileno()
+    os.set_blocking(fd, False)
+    buf = ""
+    while True:
+        try:
+            buf += os.read(fd, 65536).decode()
+        except BlockingIOError:
+            pass
+        *lines, buf = buf.split("\n")
+        for line in lines:
+            if line.strip().isdigit():
+                done, wall = int(line), time.monotonic() - t
+        if p.poll() is not None:
+            os.set_blocking(fd, True)
+            rest = (buf + p.stdout.read().decode()).split()
+            if rest and rest[-1].isdigit():
+                done, wall = int(rest[-1]), time.monotonic() - t
+            break
+        if time.monotonic() - t > pyshark_s:
+            os.killpg(p.pid, signal.SIGTERM)  # pyshark and the tshark it started (own session)
+            p.wait()
+            break
+        time.sleep(0.05)
     res["pyshark"] = {"wall": wall * (n / done) if done else None, "measured_packets": done, "measured_wall": wall}
     for k in ("wirefall", "tshark"):
         r = res[k]
@@ -412,6 +437,7 @@ def main() -> int:
     ap.add_argument("--big", action="store_true", help="also make and measure a >= 1 M-packet capture")
     ap.add_argument("--only", help="comma-separated capture names")
     ap.add_argument("--pyshark-packets", type=int, default=3000)
+    ap.add_argument("--pyshark-seconds", type=float, default=60.0, help="stop pyshark after this long and extrapolate")
     ap.add_argument("--repeat", type=int, help="runs per tool (default: 5 below 5 MB, 3 below 100 MB, else 1)")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--corpus", metavar="DIR", help="corpus folder (default benchmarks/corpus of this tree)")
@@ -430,7 +456,7 @@ def main() -> int:
     results = []
     for name, cap, keys, fields in corpus:
         print(f"measuring {name} …", file=sys.stderr)
-        results.append(bench_one(name, cap, keys, fields, args.pyshark_packets, args.repeat))
+        results.append(bench_one(name, cap, keys, fields, args.pyshark_packets, args.repeat, args.pyshark_seconds))
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"wirefall {rev or os.environ.get('WF_BENCH_REV', ROOT.name)} ({ROOT}), "
           f"{subprocess.run(['tshark', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}, {os.cpu_count()} CPUs, "
