@@ -515,6 +515,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
 
     # frames by (connection) for markers, only for connections with exchanges
     frames_by_conn: dict[int, list[Frame]] = {}
+    markers_by_conn: dict[int, tuple[dict, list]] = {}
     for f in an.frames:
         if f.connection in by_conn:
             frames_by_conn.setdefault(f.connection, []).append(f)
@@ -580,7 +581,10 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         )
         if not e.pushed:
             row_of.setdefault((e.connection, e.stream_id), row.index)
-        _markers(row, e, frames_by_conn.get(e.connection, ()), stalls_by_conn.get(e.connection, ()), loss_by_conn.get(e.connection, ()))
+        mf = markers_by_conn.get(e.connection)
+        if mf is None:
+            mf = markers_by_conn[e.connection] = _marker_frames(frames_by_conn.get(e.connection, ()))
+        _markers(row, e, mf, stalls_by_conn.get(e.connection, ()), loss_by_conn.get(e.connection, ()))
         rows.append(row)
 
     for r, e in zip(rows, exs):
@@ -606,13 +610,27 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
                      dns=lookups, title=title)
 
 
-def _markers(row: Row, e: Exchange, frames, stalls, losses) -> None:
+def _marker_frames(frames) -> tuple[dict, list]:
+    """A connection's marker frames by stream id, and its PUSH_PROMISEs (file order), made
+    once per connection: scanning every frame for every exchange was quadratic."""
+    by_sid: dict = {}
+    pushes: list = []
+    for f in frames:
+        if f.type == "PUSH_PROMISE":
+            pushes.append(f)
+        if f.type in _PRIORITY_TYPES or f.type in _RESET_TYPES:
+            by_sid.setdefault(f.stream_id, []).append(f)
+    return by_sid, pushes
+
+
+def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, losses) -> None:
+    by_sid, pushes = marker_frames
     lo, hi = row.start, row.end
     sid = e.stream_id
     if e.pushed:
         t = e.response_start if e.response_start is not None else row.start
         pkt = e.response_start_packet
-        for f in frames:
+        for f in pushes:
             if f.type == "PUSH_PROMISE" and _field(f, "promised_stream_id", "promised_stream", "push_id") == sid:
                 t, pkt = f.time, f.packet
                 break
@@ -622,7 +640,7 @@ def _markers(row: Row, e: Exchange, frames, stalls, losses) -> None:
         row.markers.append(Marker("priority", row.phase("send")[0] if row.phase("send") else row.start, f"priority {txt}",
                                   e.request_start_packet))
     if sid is not None:
-        for f in frames:
+        for f in by_sid.get(sid, ()):
             if f.stream_id != sid:
                 continue
             if f.type in _PRIORITY_TYPES and lo <= f.time <= hi:
