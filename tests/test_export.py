@@ -7,14 +7,13 @@ import datetime as dt
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-import zlib
 from pathlib import Path
 
 import pytest
+from pngutil import png_pixels
 
 from analyzer import export as ex
 from analyzer import waterfall
@@ -245,44 +244,6 @@ def test_qlog_packet_events_match_tshark(cap, keys, tmp_path):
 # ------------------------------------------------------------------------- images, HTML
 
 
-def _png_pixels(data: bytes):
-    """Minimal PNG decoder (8-bit RGB/RGBA, non-interlaced) -> (w, h, rows of bytes, bpp)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, w = 8, b"", 0
-    while pos < len(data):
-        ln, typ = struct.unpack(">I4s", data[pos : pos + 8])
-        body = data[pos + 8 : pos + 8 + ln]
-        if typ == b"IHDR":
-            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and ctype in (2, 6) and interlace == 0
-            bpp = 3 if ctype == 2 else 4
-        elif typ == b"IDAT":
-            idat += body
-        pos += 12 + ln
-    raw = zlib.decompress(idat)
-    stride = w * bpp
-    rows, prev = [], bytearray(stride)
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = prev[i]
-            c = prev[i - bpp] if i >= bpp else 0
-            if f == 1:
-                line[i] = (line[i] + a) & 255
-            elif f == 2:
-                line[i] = (line[i] + b) & 255
-            elif f == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        prev = line
-    return w, h, rows, bpp
-
-
 def _bar_points(svg: str) -> list[list[tuple[float, float]]]:
     """Per bar trace of a Plotly SVG: the (y centre, width) of each drawn bar path."""
     ns = {"s": "http://www.w3.org/2000/svg"}
@@ -330,7 +291,7 @@ def test_svg_png_handmade_one_bar_per_request(image_server, tmp_path):
     ex.export(an, str(svg_path))
     ex.export(an, str(png_path))
     _check_svg(svg_path.read_text(), wf)
-    w, h, rows, bpp = _png_pixels(png_path.read_bytes())
+    w, h, rows, bpp = png_pixels(png_path.read_bytes())
     assert w == 1400 and h >= 360
     want = {cls: bytes.fromhex(waterfall.CONTENT_COLORS[cls][1][1:]) for cls in ("html", "css", "script", "image", "font")}
     counts = {cls: sum(r.count(c) for r in rows) for cls, c in want.items()}  # byte-run hits (approximate pixel count)

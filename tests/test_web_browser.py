@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 import threading
-import zlib
 from pathlib import Path
 
 import pytest
+from pngutil import png_pixels
 
 from test_web_unit import H2, H2K, H3, H3K, _server_log_h3, tshark_requests
 
@@ -122,46 +121,6 @@ def _pick(pg, dropdown_id: str, text: str) -> None:
     pg.keyboard.type(text)
     pg.keyboard.press("Enter")
     pg.keyboard.press("Escape")
-
-
-def _png_pixels(data: bytes) -> tuple[int, int, list[bytes], int]:
-    """Width, height, rows of RGB(A) bytes, bytes per pixel — a small PNG decoder
-    (8-bit RGB/RGBA, non-interlaced: what Chromium/kaleido write)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, w = 8, b"", None
-    while pos < len(data):
-        ln, typ = struct.unpack(">I4s", data[pos : pos + 8])
-        body = data[pos + 8 : pos + 8 + ln]
-        if typ == b"IHDR":
-            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and ctype in (2, 6) and interlace == 0
-            bpp = 3 if ctype == 2 else 4
-        elif typ == b"IDAT":
-            idat += body
-        pos += 12 + ln
-    raw = zlib.decompress(idat)
-    stride = w * bpp
-    rows, prev = [], bytes(stride)
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = prev[i]
-            c = prev[i - bpp] if i >= bpp else 0
-            if f == 1:
-                line[i] = (line[i] + a) & 255
-            elif f == 2:
-                line[i] = (line[i] + b) & 255
-            elif f == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else (b if pb <= pc else c))) & 255
-        rows.append(bytes(line))
-        prev = bytes(line)
-    return w, h, rows, bpp
 
 
 def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
@@ -276,7 +235,7 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     dl.value.save_as(str(path))
     assert dl.value.suggested_filename == "page-h3-waterfall.png"
     shutil.copy(path, shots / "11-downloaded.png")
-    w, h, rows, bpp = _png_pixels(path.read_bytes())
+    w, h, rows, bpp = png_pixels(path.read_bytes())
     assert w >= 700 and h >= 360
     # the bars are drawn in the waterfall palette: the "script" and "image" download colours
     colours = {bytes.fromhex(c) for c in ("e58a1f", "8b5ccc", "5aa830")}
