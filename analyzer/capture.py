@@ -41,6 +41,9 @@ class Record(NamedTuple):
     interface: int
 
 
+_tuple_new = tuple.__new__  # Record without NamedTuple's Python-level __new__ (once per packet)
+
+
 @dataclass
 class Interface:
     linktype: int
@@ -215,7 +218,7 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
             return
         start = b.pos + 16
         data = b.buf[start : start + caplen]
-        yield Record(sec + frac * resol, caplen, origlen, linktype, b.base + start, data, 0)
+        yield _tuple_new(Record, (sec + frac * resol, caplen, origlen, linktype, b.base + start, data, 0))
         b.pos = start + caplen
 
 
@@ -274,14 +277,14 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             caplen = max(0, min(caplen, blen - 32))  # a block shorter than its header: no data
             start = p + 28
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
-            yield Record(ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid)
+            yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid))
         elif btype_i == 3:  # Simple Packet Block: interface 0, no timestamp
             (origlen,) = struct.unpack_from(endian + "I", buf, p + 8)
             number += 1
             itf = ifaces[0] if ifaces else Interface(-1)
             caplen = max(0, min(origlen, blen - 16, itf.snaplen or origlen))
             start = p + 12
-            yield Record(0.0, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], 0)
+            yield _tuple_new(Record, (0.0, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], 0))
         elif btype_i == 2:  # obsolete Packet Block
             iid, _drops, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "HHIIII", buf, p + 8)
             number += 1
@@ -289,7 +292,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             caplen = max(0, min(caplen, blen - 32))
             start = p + 28
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
-            yield Record(ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid)
+            yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid))
         elif btype_i == 1:  # Interface Description Block
             linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, p + 8)
             itf = Interface(linktype, snaplen)
