@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import zlib
 
-try:
-    import brotli  # type: ignore
-except ImportError:  # pragma: no cover - declared dependency
-    brotli = None
-try:
-    import zstandard  # type: ignore
-except ImportError:  # pragma: no cover - declared dependency
-    zstandard = None
+import importlib
+from functools import lru_cache
+
+
+@lru_cache(maxsize=None)
+def _lib(name: str):
+    """brotli / zstandard, imported on the first body that needs them (start-up stays small)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - declared dependencies
+        return None
 
 STEP = 64 * 1024  # largest piece of decoded output held at once
 DEFAULT_CAP = 64 << 20
@@ -91,7 +94,7 @@ class _Zlib:
 
 class _Brotli:
     def __init__(self):
-        self.obj = brotli.Decompressor()
+        self.obj = _lib("brotli").Decompressor()
 
     def feed(self, data: bytes):
         obj = self.obj
@@ -127,7 +130,7 @@ class _Sink:
 class _Zstd:
     def __init__(self):
         self.sink = _Sink()
-        self.w = zstandard.ZstdDecompressor().stream_writer(self.sink, write_size=STEP, write_return_read=True)
+        self.w = _lib("zstandard").ZstdDecompressor().stream_writer(self.sink, write_size=STEP, write_return_read=True)
 
     # An RLE block is 4 bytes on the wire and up to 128 KiB decoded, so one input byte can
     # become 32 KiB: pieces of PIECE bytes keep each step's output near 1 MiB, and the cap
@@ -152,9 +155,9 @@ class _Zstd:
 def _stage(coding: str):
     if coding in ("gzip", "x-gzip", "deflate"):
         return _Zlib(coding)
-    if coding == "br" and brotli is not None:
+    if coding == "br" and _lib("brotli") is not None:
         return _Brotli()
-    if coding == "zstd" and zstandard is not None:
+    if coding == "zstd" and _lib("zstandard") is not None:
         return _Zstd()
     return None
 
