@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 import socket
 import struct
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
@@ -993,14 +992,7 @@ def _group_label(pname: str) -> str:
 
 # ---------------------------------------------------------------- packet list rows
 
-class _RowCtx:
-    __slots__ = ("decoder",)
-
-    def __init__(self):
-        self.decoder = Decoder()
-
-
-def packet_row(analysis: Analysis, source, n: int, _ctx: _RowCtx | None = None) -> tuple[int, float, str, str, str, int, str]:
+def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str, str, int, str]:
     """``(no, time, source, destination, protocol, length, info)`` for packet ``n``.
     Time is a float, seconds since the first packet, as Wireshark's default column."""
     idx = analysis.index
@@ -1009,7 +1001,6 @@ def packet_row(analysis: Analysis, source, n: int, _ctx: _RowCtx | None = None) 
     tm = idx.ts[i] - t0
     length = idx.origlen[i]
     data = source.read(idx.offset[i], idx.caplen[i])
-    ctx = _ctx or _RowCtx()
     lt = idx.linktype[i]
     d = _decode_row(data, lt)
     if type(d) is str:
@@ -1189,9 +1180,8 @@ def _decode_row(data: bytes, lt: int):
 
 def packet_rows(analysis: Analysis, source, start: int, stop: int) -> list[tuple]:
     """Rows for packets ``start`` .. ``stop - 1`` (1-based), read sequentially."""
-    ctx = _RowCtx()
     stop = min(stop, len(analysis.index) + 1)
-    return [packet_row(analysis, source, n, ctx) for n in range(max(start, 1), stop)]
+    return [packet_row(analysis, source, n) for n in range(max(start, 1), stop)]
 
 
 # ---------------------------------------------------------------- decrypted TLS (on demand)
@@ -1224,18 +1214,18 @@ class DecryptedRecord:
 _CTYPE_NAMES = {20: "Change Cipher Spec", 21: "Alert", 22: "Handshake", 23: "Application Data", 24: "Heartbeat"}
 
 
-def tls_records_on_packet(analysis: Analysis, n: int) -> list[tuple[int, int, int]]:
-    """``(connection, direction, row)`` of the decrypted TLS records whose last byte is in
-    packet ``n`` (where Wireshark shows their "Decrypted TLS" tab), in stream order.  Cheap:
-    numbers only; safe while the analysis is still growing."""
-    recs = analysis.__dict__.get("tls_records")
+def _rows_on_packet(analysis: Analysis, n: int, attr: str) -> tuple[dict | None, list[tuple[int, int, int]]]:
+    """``(connection, direction, row)`` of the rows of ``analysis.<attr>`` (per-direction
+    tables with a ``packet`` array) that belong to capture packet ``n``, through a
+    packet → rows index grown incrementally (safe while the analysis is still loading)."""
+    recs = analysis.__dict__.get(attr)
     if not recs or not 1 <= n <= len(analysis.index):
-        return []
+        return recs, []
     cid = analysis.index.conn[n - 1]
     if cid < 0:
-        return []
+        return recs, []
     out = []
-    cache = analysis.__dict__.setdefault("_wf_tls_rec_idx", {})
+    cache = analysis.__dict__.setdefault(f"_wf_{attr}_idx", {})
     for d in (0, 1):
         tab = recs.get((cid, d))
         if tab is None:
@@ -1250,6 +1240,14 @@ def tls_records_on_packet(analysis: Analysis, n: int) -> list[tuple[int, int, in
             cache[(cid, d)] = (k, by_pkt)
         for i in by_pkt.get(n, ()):
             out.append((cid, d, i))
+    return recs, out
+
+
+def tls_records_on_packet(analysis: Analysis, n: int) -> list[tuple[int, int, int]]:
+    """``(connection, direction, row)`` of the decrypted TLS records whose last byte is in
+    packet ``n`` (where Wireshark shows their "Decrypted TLS" tab), in stream order.  Cheap:
+    numbers only; safe while the analysis is still growing."""
+    recs, out = _rows_on_packet(analysis, n, "tls_records")
     out.sort(key=lambda t: (t[1], recs[(t[0], t[1])].offset[t[2]]))
     return out
 
@@ -1465,28 +1463,7 @@ class DecryptedQuic:
 def quic_packets_on_packet(analysis: Analysis, n: int) -> list[tuple[int, int, int]]:
     """``(connection, direction, row)`` of the decrypted QUIC packets in the datagram of
     capture packet ``n``, in datagram order.  Cheap: numbers only; safe while loading."""
-    recs = analysis.__dict__.get("quic_packets")
-    if not recs or not 1 <= n <= len(analysis.index):
-        return []
-    cid = analysis.index.conn[n - 1]
-    if cid < 0:
-        return []
-    out = []
-    cache = analysis.__dict__.setdefault("_wf_quic_pkt_idx", {})
-    for d in (0, 1):
-        tab = recs.get((cid, d))
-        if tab is None:
-            continue
-        done, by_pkt = cache.get((cid, d), (0, None))
-        k = len(tab.packet)  # snapshot: rows below k are complete in every array
-        if by_pkt is None or done < k:
-            by_pkt = by_pkt if by_pkt is not None else {}
-            pk = tab.packet
-            for i in range(done, k):
-                by_pkt.setdefault(pk[i], []).append(i)
-            cache[(cid, d)] = (k, by_pkt)
-        for i in by_pkt.get(n, ()):
-            out.append((cid, d, i))
+    recs, out = _rows_on_packet(analysis, n, "quic_packets")
     out.sort(key=lambda t: recs[(t[0], t[1])].offset[t[2]])
     return out
 

@@ -359,15 +359,14 @@ class WirefallApp(App):
     def _started(self, an, source) -> None:
         """The analysis has begun: show its packets as they arrive (the index arrays only
         grow; a row is shown once its packet is fully indexed)."""
-        from analyzer.detail import _RowCtx, packet_row
+        from analyzer.detail import packet_row
 
         if self.loaded:
             source.close()
             return
         self.an = an
         self.source = source
-        rctx = _RowCtx()
-        self.row_fn = lambda n: packet_row(an, source, n, rctx)
+        self.row_fn = lambda n: packet_row(an, source, n)
         pl = self.query_one(PacketList)
         pl.set_packets(range(1, 1), self.row_fn)
         self._grow_timer = self.set_interval(self.GROW_EVERY, self._grow)
@@ -402,7 +401,7 @@ class WirefallApp(App):
 
     def _loaded(self, an, seconds: float) -> None:
         from analyzer.capture import PacketSource
-        from analyzer.detail import _RowCtx, packet_row
+        from analyzer.detail import packet_row
 
         timer = getattr(self, "_grow_timer", None)
         if timer is not None:
@@ -413,8 +412,7 @@ class WirefallApp(App):
             if self.source is not None:
                 self.source.close()
             self.source = PacketSource(self.path)
-            rctx = _RowCtx()
-            self.row_fn = lambda n: packet_row(an, self.source, n, rctx)
+            self.row_fn = lambda n: packet_row(an, self.source, n)
         self.an = an
         self.query_one("#progress").add_class("-done")
         self.loaded = True
@@ -917,7 +915,7 @@ def filter_packets(an, source, pred, expr: str):
     expression names them."""
     from array import array
 
-    from analyzer.detail import _RowCtx, _frame_index, frame_proto_name, packet_row
+    from analyzer.detail import _frame_index, frame_proto_name, packet_row
     from analyzer.model import PROTO_NAMES
 
     by_packet = _frame_index(an)
@@ -926,7 +924,6 @@ def filter_packets(an, source, pred, expr: str):
     for e in an.exchanges:
         ex_of.setdefault((e.connection, e.stream_id), e)
     need_row = bool(_ROW_FIELDS.search(expr))
-    rctx = _RowCtx()
     out = array("i")
     conn = an.index.conn
     proto = an.index.proto
@@ -956,7 +953,7 @@ def filter_packets(an, source, pred, expr: str):
                      method=[m for m in methods if m] or None, url=[u for u in urls if u] or None,
                      status=[s for s in statuses if s is not None] or None, authority=[a for a in auths if a] or None)
         if need_row:
-            r = packet_row(an, source, n, rctx)
+            r = packet_row(an, source, n)
             d.update(source=r[2], destination=r[3], info=r[6], time=r[1])
             d["length"] = r[5]
             protos.append(r[4])
