@@ -101,6 +101,30 @@ class Context:
         return Sniffer(self, conn, tls_inside)
 
 
+def finish_body(conn: Connection, ex: Exchange, body) -> None:
+    """Close a response's ``analyzer.content.BodyDecoder``: the decoded size goes on the
+    exchange; a cap reached or a decoding error is noted (HTTP/2, SPDY, HTTP/3 streams)."""
+    ex.response_body_decoded_bytes = body.finish()
+    if body.capped:
+        conn.notes.append(f"stream {ex.stream_id}: decoded body reached the {body.cap}-byte limit; size counted up to it")
+        ex.error = ex.error or "decoded body size capped"
+    elif body.error:
+        conn.notes.append(f"stream {ex.stream_id}: body: {body.error}")
+
+
+def end_response(conn: Connection, st, time: float, packet: int) -> None:
+    """The last byte of a stream's response arrived (``st`` has ``ex``, ``body``, ``resp_done``)."""
+    ex = st.ex
+    st.resp_done = True
+    ex.response_end = time
+    ex.response_end_packet = packet
+    if st.body is not None:
+        body, st.body = st.body, None
+        finish_body(conn, ex, body)
+    elif ex.response_body_decoded_bytes is None and ex.response_body_bytes == 0:
+        ex.response_body_decoded_bytes = 0
+
+
 class RawSession:
     """Bytes of a protocol wirefall does not dissect: counted, not decoded."""
 

@@ -45,6 +45,7 @@ from dissectors.http2 import (
 )
 
 from ..content import BodyDecoder
+from . import end_response, finish_body
 from ..model import Connection, Exchange, Frame
 
 
@@ -357,23 +358,9 @@ class H2Session:
         ex.request_end = self.ctx.time(f.packet)
         ex.request_end_packet = f.packet
 
-    def _response_end(self, st: _Stream, f: H2Frame):
-        ex = st.ex
-        st.resp_done = True
-        ex.response_end = self.ctx.time(f.packet)
-        ex.response_end_packet = f.packet
-        if st.body is not None:
-            self._finish_body(st)
-        elif ex.response_body_decoded_bytes is None and ex.response_body_bytes == 0:
-            ex.response_body_decoded_bytes = 0
+    def _response_end(self, st: _Stream, f):
+        end_response(self.conn, st, self.ctx.time(f.packet), f.packet)
 
     def _finish_body(self, st: _Stream):
-        b = st.body
-        st.body = None
-        ex = st.ex
-        ex.response_body_decoded_bytes = b.finish()
-        if b.capped:
-            self.conn.notes.append(f"stream {ex.stream_id}: decoded body reached the {b.cap}-byte limit; size counted up to it")
-            ex.error = ex.error or "decoded body size capped"
-        elif b.error:
-            self.conn.notes.append(f"stream {ex.stream_id}: body: {b.error}")
+        body, st.body = st.body, None
+        finish_body(self.conn, st.ex, body)

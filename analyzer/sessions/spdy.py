@@ -59,6 +59,7 @@ from dissectors.spdy import (
     SpdyFrame,
 )
 
+from . import end_response, finish_body
 from ..model import Connection, Exchange, Frame, OffsetMap
 
 DEFAULT_WINDOW = 64 * 1024
@@ -403,23 +404,12 @@ class SpdySession:
         if f.flags & FLAG_FIN:
             self._response_end(st, fr)
 
-    def _response_end(self, st: _Stream, fr: Frame):
-        ex = st.ex
-        st.resp_done = True
-        ex.response_end = fr.time
-        ex.response_end_packet = fr.packet
-        if st.body is not None:
-            self._finish_body(st)
-        elif ex.response_body_decoded_bytes is None and ex.response_body_bytes == 0:
-            ex.response_body_decoded_bytes = 0
+    def _response_end(self, st: _Stream, fr):
+        end_response(self.conn, st, fr.time, fr.packet)
 
     def _finish_body(self, st: _Stream):
-        b = st.body
-        st.body = None
-        ex = st.ex
-        ex.response_body_decoded_bytes = b.finish()
-        if b.capped:
-            self.conn.notes.append(f"stream {ex.stream_id}: decoded body reached the {b.cap}-byte limit; size counted up to it")
+        body, st.body = st.body, None
+        finish_body(self.conn, st.ex, body)
 
     # -- flow control (SPDY/3, 3.1)
     def _v3(self) -> bool:
