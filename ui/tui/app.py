@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
-from .widgets import (DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
+from .widgets import (waterfall_legend, DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
                       packet_header_text, proto_style)
 
 HELP = """\
@@ -243,18 +243,7 @@ class WirefallApp(App):
 
     @staticmethod
     def _legend() -> Text:
-        from analyzer.waterfall import CONTENT_COLORS, PHASE_COLORS, PHASE_LABELS
-
-        t = Text(" ")
-        for k, c in PHASE_COLORS.items():
-            t.append("█ ", style=c)
-            t.append(PHASE_LABELS[k] + "  ")
-        for k, (light, dark) in CONTENT_COLORS.items():
-            t.append("█", style=light)
-            t.append("█ ", style=dark)
-            t.append(k + "  ")
-        t.append("(light: waiting, dark: receiving)  +/- zoom  ←/→ pan  0 reset  c group by connection  enter open")
-        return t
+        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c group by connection  enter open")
 
     def on_mount(self) -> None:
         self.query_one("#detail", Tree).show_root = False

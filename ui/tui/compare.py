@@ -35,7 +35,7 @@ from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widgets import Button, DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane
 
-from .widgets import CURSOR_STYLE, DEFAULT_STYLE, LineList, _cell, bar_cells, fmt_ms, nice_step
+from .widgets import CURSOR_STYLE, DEFAULT_STYLE, LineList, _cell, bar_cells, cell_segments, fmt_ms, nice_step, waterfall_legend
 
 NONE = "–"
 
@@ -229,15 +229,7 @@ class CompareWaterfall(LineList):
         sep = Style(color="#606060")
         segs = [Segment(self.label_text(i), base), Segment("│", sep)]
         for row, t0 in ((r.a, self.ta0), (r.b, self.tb0)):
-            run_c, run_t = None, []
-            for ch, col in self.side_cells(row, t0):
-                if col != run_c and run_t:
-                    segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
-                    run_t = []
-                run_c = col
-                run_t.append(ch)
-            if run_t:
-                segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+            segs += cell_segments(self.side_cells(row, t0), bg)
             segs.append(Segment("│", sep))
         return Strip(segs).crop_extend(0, width, None)
 
@@ -443,18 +435,7 @@ class CompareScreen(Screen):
 
     @staticmethod
     def _legend() -> Text:
-        from analyzer.waterfall import CONTENT_COLORS, PHASE_COLORS, PHASE_LABELS
-
-        t = Text(" ")
-        for k, c in PHASE_COLORS.items():
-            t.append("█ ", style=c)
-            t.append(PHASE_LABELS[k] + "  ")
-        for k, (light, dark) in CONTENT_COLORS.items():
-            t.append("█", style=light)
-            t.append("█ ", style=dark)
-            t.append(k + "  ")
-        t.append("(light: waiting, dark: receiving)  one scale for both sides  enter: both requests")
-        return t
+        return waterfall_legend("one scale for both sides  enter: both requests")
 
     def on_mount(self) -> None:
         self.sub_title = f"compare {self.path_a} | {self.path_b}"

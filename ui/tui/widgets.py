@@ -416,6 +416,37 @@ class TabLine(Static):
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 
 
+def cell_segments(cells, bg) -> list[Segment]:
+    """``bar_cells`` output as Segments, one per run of the same colour."""
+    segs: list[Segment] = []
+    run_c, run_t = None, []
+    for ch, col in cells:
+        if col != run_c and run_t:
+            segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+            run_t = []
+        run_c = col
+        run_t.append(ch)
+    if run_t:
+        segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+    return segs
+
+
+def waterfall_legend(keys: str) -> Text:
+    """The phase and content-class colours of the waterfall, then the view's keys."""
+    from analyzer.waterfall import CONTENT_COLORS, PHASE_COLORS, PHASE_LABELS
+
+    t = Text(" ")
+    for k, c in PHASE_COLORS.items():
+        t.append("█ ", style=c)
+        t.append(PHASE_LABELS[k] + "  ")
+    for k, (light, dark) in CONTENT_COLORS.items():
+        t.append("█", style=light)
+        t.append("█ ", style=dark)
+        t.append(k + "  ")
+    t.append("(light: waiting, dark: receiving)  " + keys)
+    return t
+
+
 def bar_cells(phases, colors: dict, v0: float, v1: float, width: int) -> list[tuple[str, str | None]]:
     """Cells of one waterfall bar: (character, colour) per cell, phases scaled from the
     time window [v0, v1] to ``width`` cells; a phase shorter than a cell still shows as a
@@ -552,16 +583,7 @@ class WaterfallView(LineList):
         segs = [Segment(label, base), Segment("│", Style(color="#606060"))]
         bw = max(width - len(label) - 2, 1)
         cells = bar_cells(r.phases, r.colors, self.v0, self.v1, bw)
-        run_c, run_t = None, []
-        bg = base.bgcolor if i == self.cursor else None
-        for ch, col in cells:
-            if col != run_c and run_t:
-                segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
-                run_t = []
-            run_c = col
-            run_t.append(ch)
-        if run_t:
-            segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+        segs += cell_segments(cells, base.bgcolor if i == self.cursor else None)
         segs.append(Segment("│", Style(color="#606060")))
         return Strip(segs).crop_extend(0, width, None)
 
