@@ -115,8 +115,13 @@ def test_relay_link_has_the_set_rtt_and_loss(tmp_path):
     finally:
         procs.stop_all()
         net.down()
-    # kernel TCP connect = one RTT: 2 × 20 ms one-way delay (+ a little relay time)
-    assert 40.0 <= m["rtt_ms"] <= 44.0, m
+    # kernel TCP connect = one RTT: 2 × 20 ms one-way delay (+ a little relay time). The
+    # shortest connect is what the lab checks (rtt_in_force); at 10 % loss a lost SYN or
+    # SYN/ACK costs a 1 s retransmission, so the median of 10 connects can land on one.
+    from analyzer.lab import rtt_in_force
+
+    assert m["rtt_ms_min"] >= 40.0 and rtt_in_force(40.0, m["rtt_ms_min"]), m
+    assert m["rtt_ms"] >= 40.0, m
     # the relay's own counters: 10 % of what it was offered, each way (4 sigma)
     for d in ("c2s", "s2c"):
         c = counters[d]
