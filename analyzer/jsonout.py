@@ -68,7 +68,10 @@ def connection_dict(c: Connection) -> dict[str, Any]:
     return d
 
 
-def exchange_dict(e: Exchange, with_headers: bool = True) -> dict[str, Any]:
+def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False) -> dict[str, Any]:
+    """``shared=True`` (for ``dump`` only) leaves the header lists as ``Shared`` markers:
+    decoders share one list between identical header blocks, and ``dump`` writes its text
+    once per list instead of once per exchange."""
     d: dict[str, Any] = {
         "id": e.id,
         "connection": e.connection,
@@ -101,12 +104,18 @@ def exchange_dict(e: Exchange, with_headers: bool = True) -> dict[str, Any]:
         "error": e.error,
     }
     if with_headers:
-        d["request_headers"] = [[k, v] for k, v in e.request_headers]
-        d["response_headers"] = [[k, v] for k, v in e.response_headers]
+        if shared:
+            d["request_headers"] = Shared(e.request_headers)
+            d["response_headers"] = Shared(e.response_headers)
+        else:
+            d["request_headers"] = [[k, v] for k, v in e.request_headers]
+            d["response_headers"] = [[k, v] for k, v in e.response_headers]
     return d
 
 
-def frame_dict(f: Frame) -> dict[str, Any]:
+def frame_dict(f: Frame, shared: bool = False) -> dict[str, Any]:
+    """``shared``: as in ``exchange_dict``."""
+    h = f.headers
     return {
         "packet": f.packet,
         "first_packet": f.first_packet,
@@ -118,7 +127,7 @@ def frame_dict(f: Frame) -> dict[str, Any]:
         "type": f.type,
         "flags": f.flags,
         "length": f.length,
-        "headers": [[k, v] for k, v in f.headers] if f.headers is not None else None,
+        "headers": None if h is None else Shared(h) if shared else [[k, v] for k, v in h],
         "fields": _plain(f.fields) if f.fields else None,
         "error": f.error,
     }
@@ -167,6 +176,34 @@ _INF = float("inf")
 _NL = ["\n" + " " * i for i in range(64)]
 _CHUNK = 1 << 16
 _SHAPES: dict[tuple, list[str]] = {}  # (level, *keys) -> text before each value, then the closing
+
+
+class Shared:
+    """A header list (name, value pairs) written as ``[[name, value], ...]``.  Decoders hand
+    the same list object to every identical header block (HPACK/QPACK caches, h2load-style
+    traffic repeats a block tens of thousands of times), so ``dump`` makes its text once
+    per (list, nesting level) and reuses it."""
+
+    __slots__ = ("src",)
+
+    def __init__(self, src):
+        self.src = src
+
+
+_memo: dict[tuple[int, int], tuple[Any, str]] = {}  # (id(list), level) -> (list, text), one dump
+
+
+def _shared(o: Shared, level: int, out: list) -> None:
+    src = o.src
+    key = (id(src), level)
+    hit = _memo.get(key)
+    if hit is None or hit[0] is not src:
+        part: list[str] = []
+        _enc([[k, v] for k, v in src], level, part)
+        if len(_memo) >= 4096:  # bounded: unique header lists are not worth keeping
+            _memo.clear()
+        hit = _memo[key] = (src, "".join(part))
+    out.append(hit[1])
 
 
 def _fstr(o: float) -> str:
@@ -254,22 +291,23 @@ def _enc(o, level: int, out: list) -> None:
                 if len(_SHAPES) >= 1024:
                     _SHAPES.clear()
                 _SHAPES[shape] = pre
-        i = 0
-        for x in o.values():
-            out.append(pre[i])
-            i += 1
+        app = out.append
+        for p, x in zip(pre, o.values()):
             tx = type(x)
             if tx is str:
-                out.append(_estr(x))
+                app(p + _estr(x))
             elif tx is int:
-                out.append(int.__repr__(x))
+                app(p + int.__repr__(x))
             elif x is None:
-                out.append("null")
+                app(p + "null")
             elif tx is float:
-                out.append(_fstr(x))
+                app(p + (float.__repr__(x) if x - x == 0.0 else _fstr(x)))
             else:
+                app(p)
                 _enc(x, level + 1, out)
         out.append(pre[-1])
+    elif t is Shared:
+        _shared(o, level, out)
     elif isinstance(o, str):
         out.append(_estr(o))
     elif isinstance(o, int):
@@ -287,7 +325,10 @@ def _enc(o, level: int, out: list) -> None:
 def dumps(obj) -> str:
     """``json.dumps(obj, indent=1, ensure_ascii=False)``, faster."""
     out: list[str] = []
-    _enc(obj, 0, out)
+    try:
+        _enc(obj, 0, out)
+    finally:
+        _memo.clear()
     return "".join(out)
 
 
@@ -301,12 +342,15 @@ def dump(obj, fp) -> None:
     write = fp.write
     out: list[str] = []
     n = 0
-    for x in obj:
-        out.append(",\n " if n else "[\n ")
-        n += 1
-        _enc(x, 1, out)
-        if len(out) > 4096:
-            write("".join(out))
-            out.clear()
+    try:
+        for x in obj:
+            out.append(",\n " if n else "[\n ")
+            n += 1
+            _enc(x, 1, out)
+            if len(out) > 4096:
+                write("".join(out))
+                out.clear()
+    finally:
+        _memo.clear()
     out.append("\n]" if n else "[]")
     write("".join(out))

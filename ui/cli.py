@@ -157,7 +157,7 @@ def cmd_frames(args) -> int:
     frames = [f for f in an.frames if pred(f)]
     frames.sort(key=lambda f: f.packet)  # stable: frames of one packet stay in the order they were decoded
     if args.json:
-        _dump(frame_dict(f) for f in frames)
+        _dump(frame_dict(f, shared=True) for f in frames)
         return 0
     t0 = an.index.ts[0] if an.packets else 0.0
     w = sys.stdout.write
@@ -179,7 +179,7 @@ def cmd_requests(args) -> int:
     exs = [e for e in an.exchanges if pred(e)]
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
     if args.json:
-        _dump(exchange_dict(e) for e in exs)
+        _dump(exchange_dict(e, shared=True) for e in exs)
         return 0
     t0 = an.index.ts[0] if an.packets else 0.0
     rows = []
