@@ -9,7 +9,8 @@ SHA-256 of
 - a fingerprint of the analyser's own source (``analyzer/`` and ``dissectors/``), so that
   a newer wirefall never serves an analysis made by older code.
 
-The value is the ``Analysis`` pickled (protocol 5) and zstd-compressed, in
+The value is the ``Analysis`` pickled (protocol 5) and zstd-compressed in two frames (the
+summary-sized part, then frames, requests and maps, unpacked on first use), in
 ``$XDG_CACHE_HOME/wirefall`` (default ``~/.cache/wirefall``), a folder of mode 0700 that
 must belong to the current user (anything else is not trusted: unpickling runs code).
 
@@ -30,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .model import Analysis
+from .model import LAZY_FIELDS, Analysis
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: head and body in two zstd frames, the body unpacked on first use
 MAX_BYTES = 2 << 30  # whole cache folder
 MAX_ENTRY_BYTES = 1 << 30  # one compressed entry
 SUFFIX = ".wfa.zst"
@@ -164,40 +165,88 @@ def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
     return False
 
 
+MAGIC = b"WFA2"
+
+
 def dumps(an: Analysis) -> bytes:
-    """The compressed, key-free serialisation of ``an``."""
+    """The compressed, key-free serialisation of ``an``: two zstd frames, the analysis
+    without its bulky parts (``LAZY_FIELDS``: frames, exchanges, offset maps, decrypted
+    record lists) and those parts, so that reopening reads the first at once and the
+    second only when a view asks for them."""
     import zstandard
 
     kl = an.keylog
+    for name in LAZY_FIELDS:  # an analysis that came from the cache has them still packed
+        getattr(an, name)
     extra = {k: v for k, v in an.__dict__.items() if k.startswith("_wf_")}  # derived indexes
+    body = {name: an.__dict__[name] for name in LAZY_FIELDS if name in an.__dict__}
     try:
         an.keylog = None
-        for k in extra:
+        for k in (*extra, *body):
             del an.__dict__[k]
-        raw = pickle.dumps(an, protocol=5)
+        raw_head = pickle.dumps(an, protocol=5)
+        raw_body = pickle.dumps(body, protocol=5)
     finally:
         an.keylog = kl
         an.__dict__.update(extra)
-    if kl is not None and _contains_secret(raw, _secrets(kl)):
-        raise ValueError("analysis holds key material; not cached")
-    return zstandard.ZstdCompressor(level=3, threads=-1).compress(raw)
+        an.__dict__.update(body)
+    if kl is not None:
+        secrets = _secrets(kl)
+        if _contains_secret(raw_head, secrets) or _contains_secret(raw_body, secrets):
+            raise ValueError("analysis holds key material; not cached")
+    z = zstandard.ZstdCompressor(level=3, threads=-1, write_checksum=True)
+    head = z.compress(raw_head)
+    return MAGIC + len(head).to_bytes(8, "little") + head + z.compress(raw_body)
 
 
-def loads(blob: bytes) -> Analysis:
+def unpack(blob: bytes) -> tuple[bytes, bytes]:
+    """The two pickles of a ``dumps`` blob, decompressed (head, body)."""
     import zstandard
 
-    raw = zstandard.ZstdDecompressor().decompressobj().decompress(blob)
+    if blob[:4] != MAGIC:
+        raise ValueError("not a wirefall cache entry")
+    n = int.from_bytes(blob[4:12], "little")
+    d = zstandard.ZstdDecompressor()
+    return d.decompress(blob[12 : 12 + n]), d.decompressobj().decompress(blob[12 + n :])
+
+
+def _unpickle(raw: bytes):
     # unpickling builds hundreds of thousands of objects at once: the cyclic collector would
     # run over and over on them (1.9 s → 0.9 s for 300 k frames without it); none are garbage
     enabled = gc.isenabled()
     gc.disable()
     try:
-        an = pickle.loads(raw)
+        return pickle.loads(raw)
     finally:
         if enabled:
             gc.enable()
+
+
+def loads(blob: bytes) -> Analysis:
+    """An analysis from ``dumps``; its LAZY_FIELDS are unpacked on first use."""
+    import zstandard
+
+    if blob[:4] != MAGIC:
+        raise ValueError("not a wirefall cache entry")
+    n = int.from_bytes(blob[4:12], "little")
+    head, body = blob[12 : 12 + n], blob[12 + n :]
+    an = _unpickle(zstandard.ZstdDecompressor().decompress(head))
     if not isinstance(an, Analysis):
         raise ValueError("not an analysis")
+
+    def load_body() -> dict:
+        try:
+            parts = _unpickle(zstandard.ZstdDecompressor().decompressobj().decompress(body))
+            if not isinstance(parts, dict):
+                raise ValueError("not an analysis body")
+        except Exception as e:  # noqa: BLE001 - damaged after the head was read: say so, keep the rest
+            an.warnings.append(f"cached analysis: frames and requests unreadable ({type(e).__name__}); "
+                               "open the capture without --cache to analyse it again")
+            parts = {}
+        fresh = Analysis(path="", index=an.index)
+        return {name: parts.get(name, getattr(fresh, name)) for name in LAZY_FIELDS}
+
+    an.__dict__["_wf_lazy"] = load_body
     return an
 
 

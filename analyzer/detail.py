@@ -937,7 +937,7 @@ def conn_is_clear(analysis: Analysis, fr: Frame) -> bool:
 def _decrypted_rows(analysis: Analysis, n: int) -> list[tuple[int, int, int, int, int, int]]:
     """The records of packet n that have a "Decrypted TLS" bytes tab, numbered from 1 as
     the tabs: ``(tab, connection, direction, stream offset, pt offset, pt length)``."""
-    recs = analysis.__dict__.get("tls_records") or {}
+    recs = getattr(analysis, "tls_records", None) or {}
     out = []
     for cid, d, i in tls_records_on_packet(analysis, n):
         tab = recs[(cid, d)]
@@ -1218,7 +1218,7 @@ def _rows_on_packet(analysis: Analysis, n: int, attr: str) -> tuple[dict | None,
     """``(connection, direction, row)`` of the rows of ``analysis.<attr>`` (per-direction
     tables with a ``packet`` array) that belong to capture packet ``n``, through a
     packet → rows index grown incrementally (safe while the analysis is still loading)."""
-    recs = analysis.__dict__.get(attr)
+    recs = getattr(analysis, attr, None)
     if not recs or not 1 <= n <= len(analysis.index):
         return recs, []
     cid = analysis.index.conn[n - 1]
@@ -1257,7 +1257,7 @@ def decrypted_tls(analysis: Analysis, source, n: int) -> list[DecryptedRecord]:
     the capture.  Never raises: a record that cannot be re-read or re-opened carries an
     ``error`` (key log gone, e.g. an analysis loaded from the cache; segments missing)."""
     out: list[DecryptedRecord] = []
-    recs = analysis.__dict__.get("tls_records") or {}
+    recs = getattr(analysis, "tls_records", None) or {}
     for cid, d, i in tls_records_on_packet(analysis, n):
         tab = recs[(cid, d)]
         if not tab.pt_length[i]:
@@ -1479,7 +1479,7 @@ def decrypted_quic(analysis: Analysis, source, n: int) -> list[DecryptedQuic]:
     if cache is not None and cache[0] == n and cache[1] == len(rows) and cache[3] is analysis.keylog:
         return cache[2]
     out: list[DecryptedQuic] = []
-    recs = analysis.__dict__.get("quic_packets") or {}
+    recs = getattr(analysis, "quic_packets", None) or {}
     payload: bytes | str | None = None
     for cid, d, i in rows:
         tab = recs[(cid, d)]

@@ -253,6 +253,9 @@ class PacketIndex:
         return self.ts[packet - 1]
 
 
+# Analysis fields an analysis from the cache loads on first use (see Analysis.__getattr__)
+LAZY_FIELDS = ("frames", "exchanges", "maps", "tls_records", "quic_packets")
+
 # Names for PacketIndex.proto: the highest layer seen in the packet
 PROTO_NAMES = ["?", "ETH", "IPv4", "IPv6", "TCP", "UDP", "TLS", "HTTP", "HTTP2", "SPDY", "QUIC", "HTTP3", "gQUIC", "DNS", "ICMP", "ARP"]
 PROTO_CODE = {n: i for i, n in enumerate(PROTO_NAMES)}
@@ -279,6 +282,18 @@ class Analysis:
     @property
     def packets(self) -> int:
         return len(self.index)
+
+    def __getattr__(self, name: str):
+        # Reached only for attributes not set.  An analysis reopened from the cache
+        # (analyzer.cache) comes without its bulky parts (LAZY_FIELDS); the first use of one
+        # decompresses and unpickles them all, so a summary never pays for 300 k frames.
+        if name in LAZY_FIELDS:
+            load = self.__dict__.pop("_wf_lazy", None)
+            if load is not None:
+                self.__dict__.update(load())
+                if name in self.__dict__:
+                    return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def time(self, packet: int) -> float:
         return self.index.ts[packet - 1]

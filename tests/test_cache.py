@@ -26,3 +26,38 @@ def test_digest_memo_follows_content(tmp_path, monkeypatch):
         fh.write(b"\0")
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert cache.file_digest(str(f)) == "x" and calls == [str(f)]
+
+
+def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, monkeypatch):
+    """A cache hit reads the summary part only; frames, requests, maps and decrypted-record
+    lists come back, equal to a fresh analysis, when first asked for.  A body damaged on disk
+    costs those parts (with a warning), never the summary and never a traceback."""
+    from pathlib import Path
+
+    from analyzer.jsonout import exchange_dict, frame_dict, summary_dict
+    from analyzer.model import LAZY_FIELDS
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = Path(__file__).resolve().parents[1] / "sample_captures" / "http"
+    cap, keys = str(root / "h2-tls.pcap"), [str(root / "h2-tls.keys")]
+    fresh, hit = cache.analyze_cached(cap, keys)
+    assert not hit and fresh.exchanges and fresh.frames and fresh.tls_records
+    again, hit = cache.analyze_cached(cap, keys)
+    assert hit
+    assert not any(name in again.__dict__ for name in LAZY_FIELDS)  # still packed
+    assert summary_dict(again) == summary_dict(fresh)
+    assert not any(name in again.__dict__ for name in LAZY_FIELDS)  # a summary needs none of them
+    assert [exchange_dict(e) for e in again.exchanges] == [exchange_dict(e) for e in fresh.exchanges]
+    assert all(name in again.__dict__ for name in LAZY_FIELDS)  # one use unpacked them all
+    assert [frame_dict(f) for f in again.frames] == [frame_dict(f) for f in fresh.frames]
+    assert sorted(again.maps) == sorted(fresh.maps) and sorted(again.tls_records) == sorted(fresh.tls_records)
+    for k, m in fresh.maps.items():
+        assert list(again.maps[k].starts) == list(m.starts) and list(again.maps[k].packets) == list(m.packets)
+
+    blob = cache.dumps(fresh)
+    n = int.from_bytes(blob[4:12], "little")
+    damaged = blob[: 12 + n + 20] + bytes(b ^ 0xFF for b in blob[12 + n + 20 : 12 + n + 60]) + blob[12 + n + 60 :]
+    broken = cache.loads(damaged)
+    assert summary_dict(broken)["connections"] == summary_dict(fresh)["connections"]
+    assert broken.exchanges == [] and broken.frames == [] and broken.maps == {}
+    assert any("unreadable" in w for w in broken.warnings)
