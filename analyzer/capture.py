@@ -201,7 +201,20 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
     hdr = struct.Struct(endian + "IIII")
     unpack = hdr.unpack_from
     number = 0
+    new = _tuple_new
     while True:
+        # every record wholly in the buffer, without a need() call each (the common case)
+        buf, pos, base = b.buf, b.pos, b.base
+        n = len(buf)
+        while pos + 16 <= n:
+            sec, frac, caplen, origlen = unpack(buf, pos)
+            end = pos + 16 + caplen
+            if end > n or caplen > 0x4000000:
+                break
+            number += 1
+            yield new(Record, (sec + frac * resol, caplen, origlen, linktype, base + pos + 16, buf[pos + 16 : end], 0))
+            pos = end
+        b.pos = pos
         if not b.need(16):
             if len(b.buf) - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "record header incomplete")
@@ -237,7 +250,28 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
     endian = "<"
     ifaces: list[Interface] = []
     number = 0
+    epb = {"<": struct.Struct("<7I").unpack_from, ">": struct.Struct(">7I").unpack_from}
+    new = _tuple_new
     while True:
+        # Enhanced Packet Blocks wholly in the buffer, without a need() call each (the
+        # common case); anything else, or anything odd, takes the general path below
+        if ifaces:
+            unpack = epb[endian]
+            buf, pos, base = b.buf, b.pos, b.base
+            n = len(buf)
+            nif = len(ifaces)
+            while pos + 28 <= n:
+                btype_i, blen, iid, tshi, tslo, caplen, origlen = unpack(buf, pos)
+                if btype_i != 6 or blen < 32 or blen & 3 or blen > 0x4000000 or pos + blen > n or iid >= nif:
+                    break
+                number += 1
+                itf = ifaces[iid]
+                if caplen > blen - 32:
+                    caplen = blen - 32
+                yield new(Record, (((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset, caplen, origlen, itf.linktype,
+                                   base + pos + 28, buf[pos + 28 : pos + 28 + caplen], iid))
+                pos += blen
+            b.pos = pos
         if not b.need(12):
             if len(b.buf) - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "block header incomplete")
