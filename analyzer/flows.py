@@ -64,7 +64,12 @@ class TcpDirection:
             self.syn_seq = seq
             seq = (seq + 1) & 0xFFFFFFFF
         n = len(data)
-        off = self.offset_of(seq) if (n or flags & FIN) else 0
+        if n or flags & FIN:
+            nxt = self.next  # offset_of(seq), inlined
+            x = (seq - self.isn - nxt) & 0xFFFFFFFF
+            off = nxt + (x - 0x100000000 if x & 0x80000000 else x)
+        else:
+            off = 0
         if flags & FIN and self.fin_off is None:
             self.fin_off = off + n
         if not n:
@@ -113,7 +118,10 @@ class TcpDirection:
         they became readable in order — later than ``pkt`` for bytes that arrived before a
         hole was filled.  Sessions place frames at ``ready``, as tshark and the receiving
         application see them."""
-        self.map.add(off, pkt)
+        m = self.map  # map.add(off, pkt), inlined (once per segment)
+        if not m.packets or m.packets[-1] != pkt:
+            m.starts.append(off)
+            m.packets.append(pkt)
         self.next = off + len(data)
         tail = self.tail
         tail += data
@@ -184,9 +192,10 @@ class TcpFlow:
         self.syn_seen = False
 
     def deliver(self, direction: int, data: bytes, offset: int, pkt: int) -> None:
-        if self.app is not None:
+        app = self.app
+        if app is not None:
             try:
-                self.app.data(direction, data, offset, pkt)
+                app.data(direction, data, offset, pkt)
             except Exception as e:  # noqa: BLE001 - see app_failed
                 app_failed(self, e, pkt)
 

@@ -15,7 +15,7 @@ from .capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
 from .flows import TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
-from .packet import ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoder, addr_str
+from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoder, addr_str
 from .sessions import KINDS, Context
 
 P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
@@ -99,19 +99,35 @@ def _analyze(
             if now - last_progress > 0.1:
                 last_progress = now
                 progress(pkt, roff, total)
-        d = decoder.decode(linktype, rdata)
-        if d is None:  # IPv4 fragment held for reassembly
-            conn_a(-1)
-            proto_a(P_IPV4)
-            continue
-        if type(d) is str:
-            undecoded[d] = undecoded.get(d, 0) + 1
-            conn_a(-1)
-            proto_a(0)
-            continue
-        proto = d.proto
-        if proto == PROTO_TCP:
-            _, src, dst, _, sport, dport, payload, seq, ackno, flags, _, _ = d
+        # Ethernet + IPv4 (no options) + TCP, the bulk of most captures: Decoder.decode's own
+        # fast path, inlined (no call, no Decoded tuple); everything else goes through decode()
+        tcp = False
+        n = len(rdata)
+        if linktype == 1 and n >= 54 and rdata[23] == 6 and rdata[14] == 0x45:
+            etype, _, iptotal, _, frag, _, src, dst, sport, dport, seq, ackno, doff, flags, _ = _ETH_IP4_TCP(rdata, 0)
+            end = 14 + iptotal if iptotal >= 20 else n
+            if end > n:
+                end = n
+            if etype == 0x0800 and not frag & 0x3FFF and doff >= 0x50 and end >= 54:
+                payload = rdata[34 + (doff >> 4) * 4 : end]
+                flags |= (doff & 1) << 8
+                tcp = True
+        if not tcp:
+            d = decoder.decode(linktype, rdata)
+            if d is None:  # IPv4 fragment held for reassembly
+                conn_a(-1)
+                proto_a(P_IPV4)
+                continue
+            if type(d) is str:
+                undecoded[d] = undecoded.get(d, 0) + 1
+                conn_a(-1)
+                proto_a(0)
+                continue
+            proto = d.proto
+            if proto == PROTO_TCP:
+                _, src, dst, _, sport, dport, payload, seq, ackno, flags, _, _ = d
+                tcp = True
+        if tcp:
             key = (src, sport, dst, dport)
             flow = flows.get(key)
             if flow is None:
@@ -119,21 +135,25 @@ def _analyze(
                 flow = flows.get(rkey)
             if flow is not None and flags & SYN and not flags & ACK and flow.client_key == (src, sport):
                 cd = flow.dirs[0]
-                if cd.syn_seq is not None and cd.syn_seq != d.seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
+                if cd.syn_seq is not None and cd.syn_seq != seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
                     flow.finish()  # port reused: a new connection
                     flows.pop(key, None)
-                    flows.pop((d.dst, d.dport, d.src, d.sport), None)
+                    flows.pop((dst, dport, src, sport), None)
                     flow = None
             if flow is None:
-                is_client = choose_client(d.sport, d.dport, flags)
+                is_client = choose_client(sport, dport, flags)
                 if is_client:
-                    ckey, ca, sa = (d.src, d.sport), (addr_str(d.src), d.sport), (addr_str(d.dst), d.dport)
+                    ckey, ca, sa = (src, sport), (addr_str(src), sport), (addr_str(dst), dport)
                 else:
-                    ckey, ca, sa = (d.dst, d.dport), (addr_str(d.dst), d.dport), (addr_str(d.src), d.sport)
+                    ckey, ca, sa = (dst, dport), (addr_str(dst), dport), (addr_str(src), sport)
                 conn = Connection(id=len(conns), transport="tcp", client=ca, server=sa, start=ts, first_packet=pkt)
                 conns.append(conn)
                 flow = TcpFlow(conn, ckey, max_pending)
-                flow.app = tcp_session(ctx, conn) if tcp_session else ctx.sniffer(conn)
+                if tcp_session:
+                    flow.app = tcp_session(ctx, conn)
+                else:
+                    flow.app = ctx.sniffer(conn)
+                    flow.app.owner = flow
                 flows[key] = flow
             conn = flow.conn
             ck = flow.client_key

@@ -202,6 +202,7 @@ class Sniffer:
         self.head = [b"", b""]
         self.held_bytes = 0
         self.target = None
+        self.owner = None  # the flow whose ``app`` this is: once decided, the target takes its place
 
     MAX_HELD = 256 * 1024  # bytes held while the client has not spoken
 
@@ -215,6 +216,8 @@ class Sniffer:
         for ev in self.held:
             getattr(self.target, ev[0])(*ev[1:])
         self.held = []
+        if self.owner is not None and self.owner.app is self:
+            self.owner.app = self.target  # no call through the sniffer per segment from here on
 
     def data(self, direction, data, offset, packet):
         if self.target is not None:
