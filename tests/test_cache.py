@@ -54,10 +54,20 @@ def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, mo
     for k, m in fresh.maps.items():
         assert list(again.maps[k].starts) == list(m.starts) and list(again.maps[k].packets) == list(m.packets)
 
+    assert list(again.index.ts) == list(fresh.index.ts) and list(again.index.offset) == list(fresh.index.offset)
+    assert list(again.index.proto) == list(fresh.index.proto) and list(again.index.conn) == list(fresh.index.conn)
     blob = cache.dumps(fresh)
-    n = int.from_bytes(blob[4:12], "little")
-    damaged = blob[: 12 + n + 20] + bytes(b ^ 0xFF for b in blob[12 + n + 20 : 12 + n + 60]) + blob[12 + n + 60 :]
+    _, _, body = cache._parts(blob)
+    b = len(blob) - len(body)  # where the body starts
+    damaged = blob[: b + 20] + bytes(x ^ 0xFF for x in blob[b + 20 : b + 60]) + blob[b + 60 :]
     broken = cache.loads(damaged)
     assert summary_dict(broken)["connections"] == summary_dict(fresh)["connections"]
     assert broken.exchanges == [] and broken.frames == [] and broken.maps == {}
     assert any("unreadable" in w for w in broken.warnings)
+    for cut in (len(blob) - len(body) - 10, 30):  # cut inside the index or the head: a miss, not a traceback
+        try:
+            cache.loads(blob[:cut])
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"a cache entry cut at {cut} loaded")
