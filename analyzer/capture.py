@@ -13,17 +13,22 @@ A reader is an iterator of ``Record`` tuples:
 """
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator, NamedTuple
 
 CHUNK = 1 << 20
+_READ_ERRORS: tuple = (EOFError, OSError)  # what reading a (compressed) capture may raise
+
+
+def _lzma():
+    global _READ_ERRORS
+    import lzma
+
+    _READ_ERRORS = (EOFError, OSError, lzma.LZMAError)
+    return lzma
 UNKNOWN_INTERFACE = 0xFFFF  # Record.interface of a packet naming an interface no IDB declared
 
 
@@ -102,11 +107,16 @@ def open_decompressed(path: str) -> tuple[BinaryIO, str]:
     head = raw.read(8)
     raw.seek(0)
     comp = _sniff_compression(head)
+    # the decompressors are imported when a capture needs one (start-up of every other run)
     if comp == "gzip":
+        import gzip
+
         return gzip.GzipFile(fileobj=raw), comp
     if comp == "xz":
-        return lzma.LZMAFile(raw), comp
+        return _lzma().LZMAFile(raw), comp
     if comp == "bzip2":
+        import bz2
+
         return bz2.BZ2File(raw), comp
     if comp == "zstd":
         import zstandard
@@ -142,7 +152,7 @@ class _Buf:
         while have < n:
             try:
                 chunk = self.f.read(max(CHUNK, n - have))
-            except (EOFError, OSError, lzma.LZMAError) as e:  # truncated compressed stream
+            except _READ_ERRORS as e:  # truncated compressed stream
                 self.eof = True
                 self.error = str(e) or e.__class__.__name__
                 break
@@ -167,7 +177,7 @@ def read_capture(path: str, info: CaptureInfo | None = None) -> Iterator[Record]
     info.compression = comp
     try:
         head = f.read(4)
-    except (OSError, EOFError, lzma.LZMAError) as e:
+    except _READ_ERRORS as e:
         raise CaptureError(f"{path}: cannot read ({comp or 'plain'}): {e}") from None
     if head in PCAP_MAGICS:
         info.format = "pcap"
@@ -370,12 +380,14 @@ class PacketSource:
         if self._fd is None:
             f, comp = open_decompressed(self.path)
             if comp:
+                import tempfile
+
                 fd, tmp = tempfile.mkstemp(prefix="wirefall-", suffix=".cap")
                 with os.fdopen(fd, "wb") as out:
                     while True:
                         try:
                             chunk = f.read(CHUNK)
-                        except (EOFError, OSError, lzma.LZMAError):
+                        except _READ_ERRORS:
                             break
                         if not chunk:
                             break

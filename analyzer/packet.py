@@ -9,7 +9,6 @@ packet could not be decoded.
 """
 from __future__ import annotations
 
-import socket
 import struct
 from typing import NamedTuple
 
@@ -62,7 +61,11 @@ _new = tuple.__new__  # Decoded without the namedtuple's Python-level __new__
 
 
 def addr_str(packed: bytes) -> str:
-    return socket.inet_ntop(socket.AF_INET if len(packed) == 4 else socket.AF_INET6, packed)
+    if len(packed) == 4:
+        return "%d.%d.%d.%d" % tuple(packed)
+    import socket  # IPv6 text form (zero compression); imported only when a capture has IPv6
+
+    return socket.inet_ntop(socket.AF_INET6, packed)
 
 
 def endpoint_str(packed: bytes, port: int) -> str:
