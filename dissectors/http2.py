@@ -245,6 +245,8 @@ class _PacketRuns:
 
     def at(self, offset: int) -> int:
         s = self.starts
+        if len(s) == 1 and s[0] <= offset:  # the usual case: one record's bytes buffered
+            return self.packets[0]
         # few runs are buffered at a time: linear from the end is fastest
         for i in range(len(s) - 1, -1, -1):
             if s[i] <= offset:
@@ -412,6 +414,7 @@ class H2Connection:
             else:
                 pos = len(PREFACE)
                 d.preface = False
+        mv = None
         while not d.dead:
             if not d.sync:
                 p = self._resync(d, buf, pos)
@@ -422,6 +425,8 @@ class H2Connection:
                     if d.scanned > RESYNC_SCAN:
                         d.dead = True
                         self.notes.append(f"packet {d.runs.at(d.base + n - 1)}: no HTTP/2 frame boundary found in direction {direction}; giving up")
+                        if mv is not None:
+                            mv.release()
                         buf.clear()
                         return out
                     pos = n - keep
@@ -445,15 +450,17 @@ class H2Connection:
             if sid & 0x80000000:
                 f.fields["reserved_bit"] = 1
             try:
-                with memoryview(buf) as mv:
-                    payload = mv[pos + 9 : end].tobytes()
-                self._frame(d, f, payload)
+                if mv is None:
+                    mv = memoryview(buf)  # one view for the loop, released before buf changes size
+                self._frame(d, f, mv[pos + 9 : end].tobytes())
             except (struct.error, IndexError, ValueError) as e:  # malformed payload
                 f.error = f.error or f"malformed {f.name} frame: {e}"
             if f.error:
                 self.notes.append(f"packet {f.packet}: {f.error}")
             out.append(f)
             pos = end
+        if mv is not None:
+            mv.release()
         if pos:
             del buf[:pos]
             d.base += pos

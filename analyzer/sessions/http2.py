@@ -40,13 +40,16 @@ from dissectors.http2 import (
     PRIORITY_UPDATE,
     PUSH_PROMISE,
     RST_STREAM,
+    FRAME_NAMES,
     H2Connection,
     H2Frame,
 )
 
 from ..content import BodyDecoder
 from . import end_response, finish_body
-from ..model import Connection, Exchange, Frame
+from ..model import PROTO_CODE, Connection, Exchange, Frame
+
+P_HTTP2 = PROTO_CODE["HTTP2"]
 
 
 def parse_priority_header(value: str) -> dict:
@@ -97,6 +100,8 @@ class H2Session:
         self.h2 = H2Connection(mid_stream=mid_stream, max_header_list=ctx.limits.get("hpack_header_list", 1 << 20),
                                max_continuation=ctx.limits.get("continuation_frames", 1000))
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
+        self.frames_append = ctx.analysis.frames.append
+        self.pkt_proto = ctx.proto
         self.streams: dict[int, _Stream] = {}
         self.priorities: dict[int, dict] = {}  # priority info seen before the stream's request
         self.notes_seen = 0
@@ -169,17 +174,19 @@ class H2Session:
 
     def _frame(self, f: H2Frame):
         ctx = self.ctx
-        fields = dict(f.fields) if f.fields else {}
+        # the dissector is done with f.fields (nothing else reads them): the model takes the dict
+        fields = f.fields
         # positional (the hot path): packet, first_packet, time, connection, direction, protocol,
         # stream_id, type, flags, length, headers, fields, offset, error
         fr = Frame(f.packet, f.first_packet, ctx.time(f.packet), self.conn.id, f.direction, self.proto,
-                   f.stream_id, f.name, f.flags, f.length, f.headers, fields or None, f.offset, f.error)
+                   f.stream_id, FRAME_NAMES.get(f.type) or f.name, f.flags, f.length, f.headers, fields or None, f.offset, f.error)
         if f.block_headers is not None or f.block_start is not None:
             fields["header_bytes_wire"] = f.block_wire
             fields["header_bytes_decoded"] = f.block_decoded
             fields["header_bytes_hpack"] = f.block_hpack_size
             fr.fields = fields
-        ctx.add_frame(fr, "HTTP2")
+        self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined
+        self.pkt_proto[f.packet - 1] = P_HTTP2
         f.model = fr
         if f.block_parts:
             for part in f.block_parts:
