@@ -571,7 +571,9 @@ class RecordReader:
                 self.want = 5 + ln  # the record starts at buf[0] once the bytes before it are cut
                 break
             off = self.start + p
-            out.append(Record(t, buf[p + 1] << 8 | buf[p + 2], bytes(buf[p + 5 : p + 5 + ln]), off, self._packet_at(off), packet))
+            with memoryview(buf) as v:  # one copy of the body (a bytearray slice, then bytes, is two)
+                body = v[p + 5 : p + 5 + ln].tobytes()
+            out.append(Record(t, buf[p + 1] << 8 | buf[p + 2], body, off, self._packet_at(off), packet))
             p += 5 + ln
             self.first = False
         if p:

@@ -205,7 +205,7 @@ class Tls13RecordDecryptor:
     def decrypt(self, header: bytes, body) -> tuple[int, bytes]:
         nonce = (self.iv ^ self.seq).to_bytes(12, "big")
         try:
-            pt = self.aead.decrypt(nonce, bytes(body), header)
+            pt = self.aead.decrypt(nonce, body, header)  # bytes or a view: no copy of the record
         except (InvalidTag, ValueError):
             raise DecryptError("bad record tag") from None
         self.seq += 1
