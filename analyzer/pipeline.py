@@ -64,6 +64,7 @@ def _analyze(
     max_pending = ctx.limits["tcp_pending_bytes"]
     decoder = Decoder(ctx.limits.get("ipv4_fragment_datagrams", 1024), ctx.limits.get("ipv4_fragment_bytes", 32 << 20))
     flows: dict[tuple, TcpFlow | UdpFlow] = {}
+    tcp_dirs: dict[tuple, tuple] = {}  # (src, sport, dst, dport) of a TCP packet -> (flow, direction)
     conns = an.connections
     undecoded = an.undecoded
     secrets_seen = 0
@@ -129,18 +130,20 @@ def _analyze(
                 tcp = True
         if tcp:
             key = (src, sport, dst, dport)
-            flow = flows.get(key)
-            if flow is None:
-                rkey = (dst, dport, src, sport)
-                flow = flows.get(rkey)
-            if flow is not None and flags & SYN and not flags & ACK and flow.client_key == (src, sport):
-                cd = flow.dirs[0]
-                if cd.syn_seq is not None and cd.syn_seq != seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
-                    flow.finish()  # port reused: a new connection
-                    flows.pop(key, None)
-                    flows.pop((dst, dport, src, sport), None)
-                    flow = None
-            if flow is None:
+            hit = tcp_dirs.get(key)
+            if hit is not None:
+                flow, direction = hit
+                if flags & SYN and not flags & ACK and direction == 0:
+                    cd = flow.dirs[0]
+                    if cd.syn_seq is not None and cd.syn_seq != seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
+                        flow.finish()  # port reused: a new connection
+                        rkey = (dst, dport, src, sport)
+                        flows.pop(key, None)
+                        flows.pop(rkey, None)
+                        tcp_dirs.pop(key, None)
+                        tcp_dirs.pop(rkey, None)
+                        hit = None
+            if hit is None:
                 is_client = choose_client(sport, dport, flags)
                 if is_client:
                     ckey, ca, sa = (src, sport), (addr_str(src), sport), (addr_str(dst), dport)
@@ -155,9 +158,14 @@ def _analyze(
                     flow.app = ctx.sniffer(conn)
                     flow.app.owner = flow
                 flows[key] = flow
+                direction = 0 if is_client else 1
+                rkey = (dst, dport, src, sport)
+                if rkey == key:  # a connection to itself: its client's address is both keys
+                    direction = 0
+                else:
+                    tcp_dirs[rkey] = (flow, 1 - direction)
+                tcp_dirs[key] = (flow, direction)
             conn = flow.conn
-            ck = flow.client_key
-            direction = 0 if ck[1] == sport and ck[0] == src else 1
             st = conn.stats[direction]
             st.packets += 1
             st.bytes += origlen

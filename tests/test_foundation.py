@@ -346,6 +346,22 @@ def test_mergecap_two_captures(tmp_path):
     assert compare_follow(out, an, sessions) > 0
 
 
+def test_port_reuse_is_two_connections_as_in_tshark():
+    """One 4-tuple, two TCP connections (sample_captures/tcp-port-reuse.pcap, made by
+    scripts/make_tcp_samples.sh): every packet belongs to the connection tshark's tcp.stream
+    puts it in, and both requests are found."""
+    p = SAMPLES / "tcp-port-reuse.pcap"
+    an = analyze(str(p))
+    assert our_convs(an, "tcp") == tshark_convs(p, "tcp")
+    out = run_tool("tshark", "-r", str(p), "-T", "fields", "-e", "frame.number", "-e", "tcp.stream")
+    theirs = {int(n): int(s) for n, s in (ln.split("\t") for ln in out.splitlines() if ln.strip())}
+    ours = {i + 1: c for i, c in enumerate(an.index.conn)}
+    assert set(theirs.values()) == {0, 1} and len(ours) == len(theirs)
+    pairs = {(ours[n], theirs[n]) for n in theirs}
+    assert len(pairs) == 2 and len({a for a, _ in pairs}) == 2, f"packets grouped differently: {sorted(pairs)}"
+    assert [(e.connection, e.method, e.status) for e in an.exchanges] == [(0, "GET", 200), (1, "GET", 200)]
+
+
 # ---------------------------------------------------------------- loss and reordering
 
 
