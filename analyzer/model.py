@@ -12,6 +12,7 @@ Directions: 0 = client to server ("c2s"), 1 = server to client ("s2c").
 """
 from __future__ import annotations
 
+import threading
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -255,6 +256,7 @@ class PacketIndex:
 
 # Analysis fields an analysis from the cache loads on first use (see Analysis.__getattr__)
 LAZY_FIELDS = ("frames", "exchanges", "maps", "tls_records", "quic_packets")
+_LAZY_LOCK = threading.Lock()
 
 # Names for PacketIndex.proto: the highest layer seen in the packet
 PROTO_NAMES = ["?", "ETH", "IPv4", "IPv6", "TCP", "UDP", "TLS", "HTTP", "HTTP2", "SPDY", "QUIC", "HTTP3", "gQUIC", "DNS", "ICMP", "ARP"]
@@ -287,12 +289,14 @@ class Analysis:
         # Reached only for attributes not set.  An analysis reopened from the cache
         # (analyzer.cache) comes without its bulky parts (LAZY_FIELDS); the first use of one
         # decompresses and unpickles them all, so a summary never pays for 300 k frames.
-        if name in LAZY_FIELDS:
-            load = self.__dict__.pop("_wf_lazy", None)
-            if load is not None:
-                self.__dict__.update(load())
-                if name in self.__dict__:
-                    return self.__dict__[name]
+        if name in LAZY_FIELDS and "_wf_lazy" in self.__dict__:
+            with _LAZY_LOCK:  # views read from several threads (the web app's callbacks)
+                load = self.__dict__.get("_wf_lazy")
+                if load is not None and name not in self.__dict__:
+                    self.__dict__.update(load())
+                    del self.__dict__["_wf_lazy"]
+            if name in self.__dict__:
+                return self.__dict__[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def time(self, packet: int) -> float:

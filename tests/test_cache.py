@@ -71,3 +71,37 @@ def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, mo
             pass
         else:
             raise AssertionError(f"a cache entry cut at {cut} loaded")
+
+
+def test_reopened_analysis_unpacks_once_under_concurrent_readers(tmp_path, monkeypatch):
+    """The web app reads one analysis from several callback threads: each gets the frames,
+    and the body is unpacked once."""
+    import threading
+    from pathlib import Path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = Path(__file__).resolve().parents[1] / "sample_captures" / "http"
+    cap, keys = str(root / "h2-tls.pcap"), [str(root / "h2-tls.keys")]
+    fresh, _ = cache.analyze_cached(cap, keys)
+    for _ in range(5):
+        an, hit = cache.analyze_cached(cap, keys)
+        assert hit
+        load, calls = an.__dict__["_wf_lazy"], []
+        an.__dict__["_wf_lazy"] = lambda: calls.append(1) or load()
+        got, errors = [], []
+        barrier = threading.Barrier(8)
+
+        def read(name):
+            try:
+                barrier.wait()
+                got.append(len(getattr(an, name)))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=read, args=("frames" if i % 2 else "exchanges",)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and calls == [1]
+        assert sorted(got) == sorted([len(fresh.frames)] * 4 + [len(fresh.exchanges)] * 4)
