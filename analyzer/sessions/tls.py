@@ -48,7 +48,9 @@ from dissectors.tls_crypto import (
 )
 from array import array
 
-from ..model import Frame, OffsetMap, TlsInfo
+from ..model import PROTO_CODE, Frame, OffsetMap, TlsInfo
+
+P_TLS = PROTO_CODE["TLS"]
 
 MAX_PENDING_RECORDS = 256  # records held while their keys depend on a ServerHello not yet seen
 MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
@@ -128,6 +130,8 @@ class TlsSession:
         if conn.protocol is None:
             conn.protocol = "tls"
         self.readers = (T.RecordReader(), T.RecordReader())
+        self.frames_append = ctx.analysis.frames.append
+        self.pkt_proto = ctx.proto
         self.hs = (T.HandshakeReader(), T.HandshakeReader())
         self.hs_start = [0, 0]  # packet of the first byte of the handshake message being assembled
         self.dec: list = [None, None]  # current read state per direction
@@ -386,20 +390,16 @@ class TlsSession:
         self.info.record_overhead[d] += 5 + min(ov, len(rec.body))
 
     def _frame(self, d: int, rec: T.Record, type_: str, fields: dict) -> Frame:
-        f = Frame(
-            packet=rec.packet,
-            first_packet=rec.first_packet,
-            time=self.ctx.ts[rec.packet - 1],
-            connection=self.conn.id,
-            direction=d,
-            protocol="tls",
-            stream_id=None,
-            type=type_,
-            length=len(rec.body) if not rec.sslv2 else len(rec.body) - 2,
-            fields=fields,
-            offset=rec.offset,
-        )
-        return self.ctx.add_frame(f, "TLS")
+        # positional (once per record): packet, first_packet, time, connection, direction,
+        # protocol, stream_id, type, flags, length, headers, fields, offset, error
+        pk = rec.packet
+        f = Frame(pk, rec.first_packet, self.ctx.ts[pk - 1], self.conn.id, d, "tls", None, type_, 0,
+                  len(rec.body) if not rec.sslv2 else len(rec.body) - 2, None, fields, rec.offset, None)
+        self.frames_append(f)  # ctx.add_frame(f, "TLS"), inlined: TLS marks a packet no higher layer has
+        proto = self.pkt_proto
+        if proto[pk - 1] < P_TLS:
+            proto[pk - 1] = P_TLS
+        return f
 
     # ------------------------------------------------------------ application data
 
