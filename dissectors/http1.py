@@ -180,6 +180,10 @@ def _parse_fields(lines: list[bytes], max_fields: int = 0) -> tuple[list[tuple[s
     return out, err
 
 
+HEAD_CACHE_ENTRIES = 256  # parsed heads remembered per connection (bounded: 256 x 8 KiB)
+HEAD_CACHE_BYTES = 8192  # larger heads are parsed every time
+
+
 class H1Connection:
     """Sans-IO HTTP/1.x decoder for both directions of one connection."""
 
@@ -190,6 +194,7 @@ class H1Connection:
         self.max_fields = max_fields
         self.notes: list[str] = []
         self.switched: H1Switch | None = None
+        self.head_cache: dict[bytes, tuple] = {}  # head bytes -> (start line, header list, error)
         self.upgrade_request: H1Head | None = None
 
     # -- input -------------------------------------------------------------------------
@@ -321,11 +326,20 @@ class H1Connection:
                 return self._resync(direction, d, f"not an HTTP/1 message start: {bytes(buf[:24])!r}")
             return False
         wire = end + sep
-        lines = bytes(buf[:end]).replace(b"\r\n", b"\n").split(b"\n")
-        start = lines[0].decode("latin-1")
+        raw = bytes(buf[:end])
+        # load generators and keep-alive clients repeat identical heads: parse each once
+        # (the header list is shared, like HPACK's; nothing changes a decoded list)
+        hit = self.head_cache.get(raw)
+        if hit is None:
+            lines = raw.replace(b"\r\n", b"\n").split(b"\n")
+            hit = (lines[0].decode("latin-1"), *_parse_fields(lines[1:], self.max_fields))
+            if len(raw) <= HEAD_CACHE_BYTES:
+                if len(self.head_cache) >= HEAD_CACHE_ENTRIES:
+                    self.head_cache.clear()
+                self.head_cache[raw] = hit
+        start, hdrs, err = hit
         first_packet = d.packet_at(d.base)
         packet = d.packet_at(d.base + wire - 1)
-        hdrs, err = _parse_fields(lines[1:], self.max_fields)
         if wire > self.max_head:
             err = err or f"head of {wire} bytes, longer than {self.max_head} bytes"
             self.notes.append(f"packet {packet}: HTTP/1 head of {wire} bytes is longer than {self.max_head} bytes; decoded anyway")
