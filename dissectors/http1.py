@@ -51,17 +51,25 @@ class H1Head:
     body: str = "none"  # none | length | chunked | close | tunnel
     content_length: int | None = None
     error: str | None = None
+    names: dict | None = field(default=None, repr=False, compare=False)  # lower-case name -> first value
 
     @property
     def is_request(self) -> bool:
         return self.method is not None
 
     def header(self, name: str) -> str | None:
-        name = name.lower()
-        for k, v in self.headers:
-            if k.lower() == name:
-                return v
-        return None
+        """The first value of the field ``name`` (case-insensitive)."""
+        ix = self.names
+        if ix is None:
+            ix = self.names = _names(self.headers)
+        return ix.get(name.lower())
+
+
+def _names(headers: list[tuple[str, str]]) -> dict[str, str]:
+    ix: dict[str, str] = {}
+    for k, v in headers:
+        ix.setdefault(k.lower(), v)
+    return ix
 
 
 @dataclass(slots=True)
@@ -332,12 +340,13 @@ class H1Connection:
         hit = self.head_cache.get(raw)
         if hit is None:
             lines = raw.replace(b"\r\n", b"\n").split(b"\n")
-            hit = (lines[0].decode("latin-1"), *_parse_fields(lines[1:], self.max_fields))
+            hdrs, err = _parse_fields(lines[1:], self.max_fields)
+            hit = (lines[0].decode("latin-1"), hdrs, err, _names(hdrs))
             if len(raw) <= HEAD_CACHE_BYTES:
                 if len(self.head_cache) >= HEAD_CACHE_ENTRIES:
                     self.head_cache.clear()
                 self.head_cache[raw] = hit
-        start, hdrs, err = hit
+        start, hdrs, err, names = hit
         first_packet = d.packet_at(d.base)
         packet = d.packet_at(d.base + wire - 1)
         if wire > self.max_head:
@@ -345,7 +354,7 @@ class H1Connection:
             self.notes.append(f"packet {packet}: HTTP/1 head of {wire} bytes is longer than {self.max_head} bytes; decoded anyway")
         elif err and err.startswith("more than"):
             self.notes.append(f"packet {packet}: HTTP/1 head has {err}")
-        h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err)
+        h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err, names=names)
         parts = start.split(" ", 2)
         if start.startswith("HTTP/"):
             if len(parts) < 2 or not (parts[1][:3].isascii() and parts[1][:3].isdigit()):

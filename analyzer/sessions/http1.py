@@ -80,9 +80,10 @@ class Http1Session:
             self.notes_seen = len(n)
 
     def _frame(self, packet, first_packet, direction, type_, length, offset, headers=None, fields=None, error=None):
-        fr = Frame(packet=packet, first_packet=first_packet, time=self.ctx.time(packet), connection=self.conn.id,
-                   direction=direction, protocol=self.proto or "http/1.1", stream_id=None, type=type_, flags=0,
-                   length=length, headers=headers, fields=fields, offset=offset, error=error)
+        # positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
+        # flags, length, headers, fields, offset, error
+        fr = Frame(packet, first_packet, self.ctx.time(packet), self.conn.id, direction, self.proto or "http/1.1", None,
+                   type_, 0, length, headers, fields, offset, error)
         self.ctx.add_frame(fr, "HTTP")
         return fr
 
