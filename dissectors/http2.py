@@ -35,6 +35,7 @@ HPACK is the ``hpack`` library.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,13 +246,10 @@ class _PacketRuns:
 
     def at(self, offset: int) -> int:
         s = self.starts
-        if len(s) == 1 and s[0] <= offset:  # the usual case: one record's bytes buffered
-            return self.packets[0]
-        # few runs are buffered at a time: linear from the end is fastest
-        for i in range(len(s) - 1, -1, -1):
-            if s[i] <= offset:
-                return self.packets[i]
-        return self.packets[0] if self.packets else 0
+        if not s:
+            return 0
+        i = bisect_right(s, offset) - 1  # starts only grow
+        return self.packets[i] if i >= 0 else self.packets[0]
 
     def drop_before(self, offset: int) -> None:
         s = self.starts
