@@ -25,6 +25,7 @@ Bad input never raises: the direction is marked (``notes``) and its bytes are sk
 from __future__ import annotations
 
 from collections import deque
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 MAX_HEAD = 1 << 20
@@ -130,10 +131,10 @@ class _Dir:
 
     def packet_at(self, off: int) -> int:
         s = self.starts
-        for i in range(len(s) - 1, -1, -1):
-            if s[i] <= off:
-                return self.packets[i]
-        return self.packets[0] if self.packets else 0
+        if not s:
+            return 0
+        i = bisect_right(s, off) - 1  # starts only grow
+        return self.packets[i] if i >= 0 else self.packets[0]
 
     def consume(self, n: int) -> None:
         if n <= 0:
