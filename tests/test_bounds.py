@@ -413,6 +413,8 @@ def _dns_fragments(n_dgrams: int, first_only: bool):
     import dpkt
 
     payloads = [ops[0][0] for ops in corpus.seeds()["dns"]]
+    if not payloads and not (ROOT.parent / "shared" / "captures").is_dir():
+        pytest.skip("the DNS messages come from ../shared/captures, not present")
     msg = max(payloads, key=len)
     pkts = []
     for ident in range(n_dgrams):
