@@ -20,16 +20,17 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator, NamedTuple
 
 CHUNK = 1 << 20
+UNKNOWN_INTERFACE = 0xFFFF  # Record.interface of a packet naming an interface no IDB declared
 _READ_ERRORS: tuple = (EOFError, OSError)  # what reading a (compressed) capture may raise
 
 
 def _lzma():
+    """The lzma module, imported on first use; from then on its errors count as read errors."""
     global _READ_ERRORS
     import lzma
 
     _READ_ERRORS = (EOFError, OSError, lzma.LZMAError)
     return lzma
-UNKNOWN_INTERFACE = 0xFFFF  # Record.interface of a packet naming an interface no IDB declared
 
 
 class CaptureError(Exception):

@@ -15,7 +15,7 @@ import pytest
 
 from analyzer.capture import CaptureError, read_capture
 from analyzer.pipeline import analyze
-from conftest import ROOT, SAMPLES, SHARED, need_tool, run_tool, shared
+from conftest import ROOT, SAMPLES, need_tool, run_tool, shared
 
 SHARED_CAPTURES = [
     "tls12/capture.pcap",

@@ -88,7 +88,6 @@ class Http1Session:
         return fr
 
     def _events(self, events):
-        ctx = self.ctx
         for ev in events:
             if type(ev) is H1Head:
                 if self.proto is None:
