@@ -65,6 +65,7 @@ def _analyze(
     decoder = Decoder(ctx.limits.get("ipv4_fragment_datagrams", 1024), ctx.limits.get("ipv4_fragment_bytes", 32 << 20))
     flows: dict[tuple, TcpFlow | UdpFlow] = {}
     tcp_dirs: dict[tuple, tuple] = {}  # (src, sport, dst, dport) of a TCP packet -> (flow, direction)
+    retired: list[TcpFlow] = []  # connections ended by a new one on the same ports
     conns = an.connections
     undecoded = an.undecoded
     secrets_seen = 0
@@ -137,6 +138,7 @@ def _analyze(
                     cd = flow.dirs[0]
                     if cd.syn_seq is not None and cd.syn_seq != seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
                         flow.finish()  # port reused: a new connection
+                        retired.append(flow)  # its offset maps still go into the analysis
                         rkey = (dst, dport, src, sport)
                         flows.pop(key, None)
                         flows.pop(rkey, None)
@@ -263,7 +265,7 @@ def _analyze(
     an.capture_format = info.format
     an.compression = info.compression
     an.interfaces = info.interfaces
-    an.maps = {(c.conn.id, i): c.dirs[i].map for c in flows.values() if isinstance(c, TcpFlow) for i in (0, 1)}
+    an.maps = {(c.conn.id, i): c.dirs[i].map for c in (*retired, *flows.values()) if isinstance(c, TcpFlow) for i in (0, 1)}
     for (cid, d), m in ctx.shared.get("tls_plaintext_maps", {}).items():
         an.maps[(cid, d, "tls")] = m  # decrypted offset -> packet that completed the record
     if progress is not None:

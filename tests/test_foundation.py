@@ -360,6 +360,11 @@ def test_port_reuse_is_two_connections_as_in_tshark():
     pairs = {(ours[n], theirs[n]) for n in theirs}
     assert len(pairs) == 2 and len({a for a, _ in pairs}) == 2, f"packets grouped differently: {sorted(pairs)}"
     assert [(e.connection, e.method, e.status) for e in an.exchanges] == [(0, "GET", 200), (1, "GET", 200)]
+    # both connections keep their byte -> packet maps (the detail view reads them), each
+    # naming only its own packets
+    assert sorted(an.maps) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for (cid, _), m in an.maps.items():
+        assert m.packets and all(ours[p] == cid for p in m.packets)
 
 
 # ---------------------------------------------------------------- loss and reordering
