@@ -1393,3 +1393,31 @@ def test_snapshot_compare_waterfalls(snap_compare, monkeypatch):
         await pilot.pause()
 
     assert snap_compare(_snap_compare_app(monkeypatch), terminal_size=SNAP_SIZE, run_before=before)
+
+
+@_sync
+async def test_tui_cache_reopens_without_analysing_again(tmp_path, monkeypatch):
+    """`wirefall tui FILE --cache`: the first opening analyses and stores, the second shows the
+    same packets and requests from the cache without running the analysis."""
+    import analyzer.pipeline
+    from ui import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path, keys = _h2_sample()
+    seen = {}
+    monkeypatch.setattr("ui.tui.run", lambda *a, **kw: seen.update(kw) or 0)
+    assert cli.main(["tui", str(path), "--keylog", str(keys), "--cache"]) == 0 and seen["use_cache"] is True
+    assert cli.main([str(path), "--keylog", str(keys)]) == 0 and seen["use_cache"] is False
+
+    real, calls = analyzer.pipeline.analyze, []
+    monkeypatch.setattr(analyzer.pipeline, "analyze", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    shown = []
+    for _ in range(2):
+        app = WirefallApp(str(path), [str(keys)], use_cache=True)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await _open(pilot, app)
+            assert app.loaded and app.load_error is None
+            pl = app.query_one(PacketList)
+            shown.append((pl.count, pl.visible_lines(), len(app.an.exchanges), len(app.an.frames)))
+    assert calls == [1]  # analysed once, then read from the cache
+    assert shown[0] == shown[1] and shown[0][0] == 75 and shown[0][2] == 13

@@ -239,7 +239,7 @@ def cmd_crosscheck(args) -> int:
 def cmd_tui(args) -> int:
     from ui.tui import run
 
-    return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or []) or 0
+    return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache) or 0
 
 
 def cmd_web(args) -> int:

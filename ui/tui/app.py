@@ -13,6 +13,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
@@ -192,9 +193,10 @@ class WirefallApp(App):
     ]
 
     def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
-                 keylogs_b: list[str] | None = None) -> None:
+                 keylogs_b: list[str] | None = None, use_cache: bool = False) -> None:
         super().__init__()
         self.path = path
+        self.use_cache = use_cache  # --cache: reopen the analysis from analyzer.cache, store it after a miss
         self.keylogs = list(keylogs or [])
         self.compare_b = compare  # capture B of `wirefall tui A --compare B`
         self.keylogs_b = list(keylogs_b or [])
@@ -308,7 +310,14 @@ class WirefallApp(App):
         if LOAD_SWITCH_INTERVAL:
             sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
         try:
-            if an is None:
+            if an is None and self.use_cache:
+                from analyzer.cache import analyze_cached
+
+                # a hit shows its rows once the views below are built (the rows' Info column
+                # needs the frame index; built on the UI thread it would block it)
+                an, _hit = analyze_cached(self.path, self.keylogs, progress=progress,
+                                          analyze=lambda p, keylogs, progress: analyze(p, keylogs, progress=progress, on_start=started))
+            elif an is None:
                 an = analyze(self.path, self.keylogs, progress=progress, on_start=started)
         except Exception as e:  # CaptureError and anything else: a notice, never a crash
             msg = str(e) or e.__class__.__name__
@@ -435,7 +444,10 @@ class WirefallApp(App):
     def _packet_moved(self, ev: LineList.Moved) -> None:
         n = ev.widget.packet_at(ev.index)
         if n is not None:
-            self.show_packet(n)
+            try:
+                self.show_packet(n)
+            except NoMatches:  # a move still queued while the app shuts down: nothing to show it in
+                pass
 
     @on(LineList.Chosen, "#packet-list")
     def _packet_chosen(self, ev: LineList.Chosen) -> None:
