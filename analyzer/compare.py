@@ -241,6 +241,12 @@ def main(args) -> int:
 
     from .pipeline import analyze
 
+    if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
+        from .cache import analyze_cached
+
+        def analyze(path, keylogs):  # noqa: F811
+            return analyze_cached(path, keylogs)[0]
+
     a = analyze(args.a, keylogs=args.keylog)
     b = analyze(args.b, keylogs=(args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
     for an in (a, b):

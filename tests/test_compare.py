@@ -118,3 +118,19 @@ def test_cli_json_and_svg(tmp_path):
 
     bars = re.findall(r'<g class="point"><path d="M[^"]+"', svg)
     assert len(bars) >= 2 * 13  # at least one bar per request on each side
+
+
+def test_cli_cache_reads_both_captures_from_the_analysis_cache(tmp_path):
+    """`wirefall compare A B --cache`: both analyses are stored on the first run and read back on
+    the second, with the same comparison."""
+    import os
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    cmd = [sys.executable, "-m", "ui.cli", "compare", str(PAGE / "page-h1.pcapng"), str(PAGE / "page-h2.pcapng"),
+           "--keylog", str(PAGE / "page-h1.keys"), "--keylog-b", str(PAGE / "page-h2.keys"), "--json", "--cache"]
+    runs = [subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr
+    entries = list((tmp_path / "xdg" / "wirefall").glob("*.wfa.zst"))
+    assert len(entries) == 2  # A and B
+    assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
+    assert json.loads(runs[0].stdout)["matched"]
