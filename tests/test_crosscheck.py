@@ -266,3 +266,21 @@ def test_dropped_frame_is_reported():
     an.frames.remove(victim)
     problems = crosscheck(str(path), keys, protocols=["quic"], analysis=an)
     assert len(problems) == 1 and problems[0].startswith(f"packet {victim.packet}: quic frames differ")
+
+
+def test_cli_crosscheck_with_cache_agrees_and_stores(tmp_path):
+    """`wirefall crosscheck FILE --cache`: the analysis goes through the cache (stored on the
+    first run, read on the second) and both runs report the same agreement with tshark."""
+    import os
+    import subprocess
+    import sys
+
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed")
+    page = ROOT / "sample_captures" / "page"
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    cmd = [sys.executable, "-m", "ui.cli", "crosscheck", str(page / "page-h2.pcapng"), "--keylog", str(page / "page-h2.keys"), "--cache"]
+    runs = [subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
+    assert len(list((tmp_path / "xdg" / "wirefall").glob("*.wfa.zst"))) == 1
+    assert runs[0].stderr == runs[1].stderr and "0 disagreements with tshark; 155 frames compared" in runs[1].stderr

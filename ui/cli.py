@@ -217,7 +217,8 @@ def cmd_export(args) -> int:
 def cmd_crosscheck(args) -> int:
     from analyzer.oracle import MAX_REPORTED, crosscheck_report
 
-    report = crosscheck_report(args.file, args.keylog or [])
+    # --cache: the analysis may come from the cache (its key includes this code's fingerprint)
+    report = crosscheck_report(args.file, args.keylog or [], analysis=load(args) if args.cache else None)
     problems = [p for r in report.values() for p in r.problems]
     for p in problems[:MAX_REPORTED]:
         print(p)
