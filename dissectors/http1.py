@@ -24,8 +24,8 @@ Bad input never raises: the direction is marked (``notes``) and its bytes are sk
 """
 from __future__ import annotations
 
-from collections import deque
 from bisect import bisect_right
+from collections import deque
 from dataclasses import dataclass, field
 
 MAX_HEAD = 1 << 20
@@ -203,7 +203,7 @@ class H1Connection:
         self.max_fields = max_fields
         self.notes: list[str] = []
         self.switched: H1Switch | None = None
-        self.head_cache: dict[bytes, tuple] = {}  # head bytes -> (start line, header list, error)
+        self.head_cache: dict[bytes, tuple] = {}  # head bytes -> (start line, header list, error, name index)
         self.upgrade_request: H1Head | None = None
 
     # -- input -------------------------------------------------------------------------
