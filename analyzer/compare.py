@@ -239,13 +239,13 @@ def main(args) -> int:
     """``wirefall compare A B`` (called from ui/cli.py)."""
     import json
 
-    from .pipeline import analyze
-
     if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
         from .cache import analyze_cached
 
-        def analyze(path, keylogs):  # noqa: F811
+        def analyze(path, keylogs):
             return analyze_cached(path, keylogs)[0]
+    else:
+        from .pipeline import analyze
 
     a = analyze(args.a, keylogs=args.keylog)
     b = analyze(args.b, keylogs=(args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
