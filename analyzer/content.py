@@ -6,7 +6,9 @@ Content-Encoding chain decodes to: gzip / x-gzip, deflate (zlib, or raw deflate 
 servers send), br (``brotli``), zstd (``zstandard``), identity.  Decompression is streaming
 and bounded: every step produces at most ``STEP`` bytes at a time, output is counted and
 dropped, and decoding stops once ``cap`` decoded bytes were produced (``capped``), so a
-decompression bomb costs at most ``cap`` bytes of work and ``STEP`` bytes of memory.
+decompression bomb costs at most ``cap`` bytes of work and ``STEP`` bytes of memory.  A body
+with no content coding (or only ``identity``) is counted, not decoded, so the cap does not
+apply to it: its decoded size is its size on the wire.
 
 A stacked encoding (``Content-Encoding: gzip, br``) is undone right to left.  A body that
 does not decode is marked (``error``) with the size decoded so far; an unknown coding gives
@@ -197,8 +199,8 @@ class BodyDecoder:
         self.wire += len(data)
         if self.stages is None or self.capped or (self.error and self.stages):
             return
-        if not self.stages:
-            self._count(len(data))
+        if not self.stages:  # no content coding: nothing is decoded, so nothing to bound
+            self.decoded += len(data)
             return
         try:
             self._push(0, data, final=False)

@@ -573,6 +573,27 @@ def test_body_cap_from_ctx_limits_reaches_sessions():
         assert 'limits.get("body_decoded_bytes"' in src or "limits['body_decoded_bytes']" in src or 'limits["body_decoded_bytes"]' in src, mod
 
 
+def test_body_cap_bounds_decoding_only_not_identity_bodies():
+    """The cap bounds content-decoding work. A body with no content coding is counted, not
+    decoded: its size is its wire size whatever the cap, and a large one must not stop the
+    connection (it did: the cap's internal stop escaped and ended the connection's decoding).
+    Real capture: nghttpd h2 over TLS with gzip/br/deflate bodies and identity bodies of up to
+    204,800 bytes, analysed with a 20-byte cap."""
+    from analyzer.pipeline import analyze
+
+    http = ROOT / "sample_captures" / "http"
+    an = analyze(str(http / "h2-tls.pcap"), keylogs=[str(http / "h2-tls.keys")], limits={"body_decoded_bytes": 20})
+    notes = [n for c in an.connections for n in c.notes]
+    assert not any("internal error" in n for n in notes), notes
+    coded = [e for e in an.exchanges if e.content_encoding]
+    plain = [e for e in an.exchanges if not e.content_encoding and e.response_body_bytes > 20]
+    assert coded and all(e.response_body_decoded_bytes == 20 and e.error == "decoded body size capped" for e in coded)
+    assert len(plain) >= 3 and max(e.response_body_bytes for e in plain) == 204800
+    assert all(e.response_body_decoded_bytes == e.response_body_bytes and (e.error or "").find("capped") < 0 for e in plain)
+    full = analyze(str(http / "h2-tls.pcap"), keylogs=[str(http / "h2-tls.keys")])
+    assert [e.status for e in an.exchanges] == [e.status for e in full.exchanges]  # nothing else lost
+
+
 def test_qpack_bomb_is_not_decoded_and_stream_goes_on():
     """N one-byte references to one 60 KB dynamic entry (pylsqpack's own Encoder makes them):
     without the pre-decode bound this costs N x 60 KB; the block is marked, the DATA after it
