@@ -311,6 +311,9 @@ def test_fuzz_pipeline_mutated_capture(i, data):
         except CaptureError:
             pytest.fail("a capture with damaged packet bytes was refused")
     assert len(an.index.ts) == len(offs)
+    # damage is marked where it is met, never by the last line of defence (a session raising)
+    stopped = [n for c in an.connections for n in c.notes if "internal error" in n]
+    assert not stopped, stopped[:3]
 
 
 @fuzz_settings(25)
