@@ -353,3 +353,25 @@ def test_many_rows_use_webgl_and_stay_fast():
     segs = sum(len([x for x in tr.x if x is not None]) // 2 for tr in fig.data if tr.type == "scattergl" and tr.mode == "lines")
     assert segs == sum(len(r.phases) for r in wf.rows)
     assert elapsed < 10
+
+
+def test_image_rendering_outside_a_server_is_isolated_and_bounded(tmp_path, monkeypatch):
+    """Without an image server the figure is rendered in a child process: the same bars, and
+    a rendering that does not finish in IMAGE_TIMEOUT is killed and reported, never a hang."""
+    import time
+
+    if not Path("/usr/bin/chromium").exists() and not os.environ.get("BROWSER_PATH"):
+        pytest.skip("no Chromium for kaleido")
+    from ui import figures
+
+    monkeypatch.setattr(figures, "_server", [False])  # as a command with no image server (this module may run one)
+    an = make_analysis()
+    wf = waterfall.build(an)
+    svg_path = tmp_path / "w.svg"
+    ex.export(an, str(svg_path))
+    _check_svg(svg_path.read_text(), wf)
+    monkeypatch.setattr(figures, "IMAGE_TIMEOUT", 0.05)  # shorter than the child's own start-up
+    t = time.monotonic()
+    with pytest.raises(figures.ImageError, match=r"did not finish within .* \(2 attempts\)"):
+        ex.export(an, str(tmp_path / "late.svg"))
+    assert time.monotonic() - t < 30 and not (tmp_path / "late.svg").exists()

@@ -160,22 +160,79 @@ def write_html(fig, path: str) -> None:
     _atomic_write(path, html.encode("utf-8"))
 
 
+IMAGE_TIMEOUT = 120.0  # seconds for one rendering (a cold kaleido/Chromium start is ~4 s)
+IMAGE_ATTEMPTS = 2
+
+
+class ImageError(RuntimeError):
+    """kaleido/Chromium did not render the image (it failed, or did not finish in time)."""
+
+
 def to_image(fig, fmt: str, width: int | None = None, height: int | None = None, scale: float | None = None) -> bytes:
-    """PNG or SVG bytes through kaleido 1.x (uses the persistent server when one runs)."""
-    import plotly.io as pio
-
-    import warnings
-
+    """PNG or SVG bytes through kaleido 1.x.  With the persistent server of ``image_server``
+    the figure is rendered in this process; otherwise in a child process of its own, killed
+    (with the Chromium it started) if it does not finish in ``IMAGE_TIMEOUT`` seconds and tried
+    once more: Chromium has been seen to hang on start-up, and an export must end either way."""
     if os.path.exists("/usr/bin/chromium") and not os.environ.get("BROWSER_PATH"):
         os.environ["BROWSER_PATH"] = "/usr/bin/chromium"
+    if _server[0]:
+        return _render(fig, fmt, width, height, scale)
+    return _render_isolated(fig, fmt, width, height, scale)
+
+
+def _render(fig, fmt, width, height, scale) -> bytes:
+    import warnings
+
+    import plotly.io as pio
+
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The kopts argument is ignored")
         return pio.to_image(fig, format=fmt, width=width, height=height, scale=scale)
 
 
+_CHILD = """
+import json, sys
+import plotly.io as pio
+from ui.figures import _render
+a = json.loads(sys.argv[1])
+sys.stdout.buffer.write(_render(pio.from_json(sys.stdin.read()), a["fmt"], a["width"], a["height"], a["scale"]))
+"""
+
+
+def _render_isolated(fig, fmt, width, height, scale) -> bytes:
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    args = json.dumps({"fmt": fmt, "width": width, "height": height, "scale": scale})
+    spec = fig.to_json().encode()
+    why = ""
+    for _ in range(IMAGE_ATTEMPTS):
+        p = subprocess.Popen([sys.executable, "-c", _CHILD, args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env, start_new_session=True)  # its own group: Chromium too
+        try:
+            out, err = p.communicate(spec, timeout=IMAGE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            why = f"kaleido/Chromium did not finish within {IMAGE_TIMEOUT:.0f} s"
+            continue
+        if p.returncode == 0 and out:
+            return out
+        lines = err.decode(errors="replace").strip().splitlines()
+        raise ImageError(f"{fmt.upper()} rendering failed: {lines[-1] if lines else f'exit code {p.returncode}'}")
+    raise ImageError(f"{fmt.upper()} rendering failed: {why} ({IMAGE_ATTEMPTS} attempts)")
+
+
 def write_image(fig, path: str, fmt: str | None = None, width: int | None = None, height: int | None = None, scale: float | None = None) -> None:
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower() or "png"
     _atomic_write(path, to_image(fig, fmt, width, height, scale))
+
+
+_server = [False]  # an image_server() is running in this process
 
 
 @contextmanager
@@ -187,9 +244,11 @@ def image_server():
     if os.path.exists("/usr/bin/chromium") and not os.environ.get("BROWSER_PATH"):
         os.environ["BROWSER_PATH"] = "/usr/bin/chromium"
     kaleido.start_sync_server(silence_warnings=True)
+    _server[0] = True
     try:
         yield
     finally:
+        _server[0] = False
         kaleido.stop_sync_server(silence_warnings=True)
 
 
