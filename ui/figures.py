@@ -160,7 +160,7 @@ def write_html(fig, path: str) -> None:
     _atomic_write(path, html.encode("utf-8"))
 
 
-IMAGE_TIMEOUT = 120.0  # seconds for one rendering (a cold kaleido/Chromium start is ~4 s)
+IMAGE_TIMEOUT = 60.0  # seconds for one rendering (a cold kaleido/Chromium start takes ~3 s)
 IMAGE_ATTEMPTS = 2
 
 
