@@ -261,7 +261,6 @@ def _analyze(
     if decoder.defrag.dropped:
         an.warnings.append(f"{decoder.defrag.dropped} IPv4 datagrams dropped from fragment reassembly (ipv4_fragment_datagrams / ipv4_fragment_bytes limits, oversized or overlapping fragments)")
     an.quic_stats = ctx.shared.get("quic_stats", {})
-    an.quic_packets = ctx.shared.get("quic_packets", {})
     an.capture_format = info.format
     an.compression = info.compression
     an.interfaces = info.interfaces

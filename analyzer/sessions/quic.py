@@ -24,8 +24,7 @@ Model output
   (packets, ACK-only packets, undecrypted packets, retransmitted STREAM/CRYPTO bytes, key
   updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts + SHA-256).
 - Every decrypted QUIC packet is listed, as numbers only (no plaintext, no secret: bounded
-  memory), in ``ctx.shared["quic_packets"][(conn id, dir)]`` (a ``QuicPackets``; the same dict
-  is ``analysis.quic_packets``): its capture packet, position and length in the UDP payload,
+  memory), in ``analysis.quic_packets[(conn id, dir)]`` (a ``QuicPackets``): its capture packet, position and length in the UDP payload,
   header length (up to the packet number) and packet-number length, full packet number,
   epoch, key phase, and which key opened it (``QuicPackets.keys``: epoch, version, suite,
   Initial DCID, key-update generation, client random — the public values that name the
@@ -235,16 +234,12 @@ class QuicSession:
             self._cids()
 
     def _note_packet(self, d, qp, packet):
-        """List a decrypted packet in ``ctx.shared["quic_packets"]`` (numbers only)."""
+        """List a decrypted packet in ``analysis.quic_packets`` (numbers only)."""
         tab = self.ptab
         if tab is None:
-            shared = self.ctx.shared
-            recs = shared.get("quic_packets")
-            if recs is None:
-                recs = shared["quic_packets"] = {}
-                self.ctx.analysis.__dict__["quic_packets"] = recs
             keys: list = []
             tab = self.ptab = (QuicPackets(keys), QuicPackets(keys))
+            recs = self.ctx.analysis.quic_packets  # seen by views at once, while the pass goes on
             recs[(self.conn.id, 0)], recs[(self.conn.id, 1)] = tab
         k = qp.keys
         hit = self.key_index.get(id(k))

@@ -30,8 +30,7 @@ Decrypted application bytes go to the inner session with the packet of the recor
 the plaintext offset -> packet maps are kept in ``ctx.shared["tls_plaintext_maps"][(conn id, dir)]``.
 
 Every decrypted record is also listed, as numbers only (no plaintext: bounded memory), in
-``ctx.shared["tls_records"][(conn id, dir)]`` (a ``TlsRecords``; the same dict is reachable as
-``analysis.tls_records``): its packet, TCP stream offset and length, plaintext offset and
+``analysis.tls_records[(conn id, dir)]`` (a ``TlsRecords``): its packet, TCP stream offset and length, plaintext offset and
 length, content type, and which key and record sequence number decrypted it, so that a view
 can re-read the record from the capture and decrypt it again (``analyzer.detail.decrypted_tls``).
 The key is named, never stored: ``TlsKeyRef`` holds the client random (and, for TLS 1.2, the
@@ -293,17 +292,13 @@ class TlsSession:
         return dec.decrypt(hdr, rec.body)
 
     def _note_record(self, d: int, rec: T.Record, used, ctype: int, pt_len: int) -> None:
-        """List a decrypted record in ``ctx.shared["tls_records"]`` (numbers only)."""
+        """List a decrypted record in ``analysis.tls_records`` (numbers only)."""
         if used is None:
             return
         tab = self.rtab
         if tab is None:
-            shared = self.ctx.shared
-            recs = shared.get("tls_records")
-            if recs is None:
-                recs = shared["tls_records"] = {}
-                self.ctx.analysis.__dict__["tls_records"] = recs
             tab = self.rtab = (TlsRecords(self.ref), TlsRecords(self.ref))
+            recs = self.ctx.analysis.tls_records  # seen by views at once, while the pass goes on
             recs[(self.conn.id, 0)], recs[(self.conn.id, 1)] = tab
         code = self.key_codes.get(id(used))
         key = code[1] if code is not None else KEY_TLS12
