@@ -35,7 +35,8 @@ from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widgets import Button, DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane
 
-from .widgets import CURSOR_STYLE, DEFAULT_STYLE, LineList, _cell, bar_cells, cell_segments, fmt_ms, nice_step, waterfall_legend
+from .widgets import (CURSOR_STYLE, DEFAULT_STYLE, ZOOM_BINDINGS, LineList, _cell, bar_cells, cell_segments, fmt_ms, nice_step,
+                      waterfall_legend)
 
 NONE = "–"
 
@@ -154,13 +155,7 @@ class CompareWaterfall(LineList):
     each capture's own first packet (``ta0`` / ``tb0``), the same for both halves, so one
     column is the same number of ms on both sides."""
 
-    BINDINGS = LineList.BINDINGS + [
-        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
-        Binding("minus,underscore", "zoom(2)", "Zoom out"),
-        Binding("left,h", "pan(-0.2)", "Pan left"),
-        Binding("right,l", "pan(0.2)", "Pan right"),
-        Binding("0", "reset_zoom", "Reset zoom"),
-    ]
+    BINDINGS = LineList.BINDINGS + ZOOM_BINDINGS
     LABEL = 36  # "nnn " + URL
 
     class Zoomed(Message):

@@ -496,19 +496,22 @@ def fmt_ms(t: float) -> str:
     return f"{ms:.1f}ms"
 
 
+# the time-axis keys of the waterfall and of the compare view's side-by-side waterfalls
+ZOOM_BINDINGS = [
+    Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
+    Binding("minus,underscore", "zoom(2)", "Zoom out"),
+    Binding("left,h", "pan(-0.2)", "Pan left"),
+    Binding("right,l", "pan(0.2)", "Pan right"),
+    Binding("0", "reset_zoom", "Reset zoom"),
+]
+
+
 class WaterfallView(LineList):
     """One row per request: index, method and URL, protocol, status, then the phase bar
     scaled to the visible time window; + / - zoom around the cursor's request, ← / → pan,
     0 resets."""
 
-    BINDINGS = LineList.BINDINGS + [
-        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
-        Binding("minus,underscore", "zoom(2)", "Zoom out"),
-        Binding("left,h", "pan(-0.2)", "Pan left"),
-        Binding("right,l", "pan(0.2)", "Pan right"),
-        Binding("0", "reset_zoom", "Reset zoom"),
-        Binding("c", "group", "Group by connection"),
-    ]
+    BINDINGS = LineList.BINDINGS + ZOOM_BINDINGS + [Binding("c", "group", "Group by connection")]
     LABEL = 44
 
     class Zoomed(Message):
