@@ -28,6 +28,8 @@ HTTP/2 or SPDY on arbitrary ports), and -- in comments and in ``Spec.limits`` --
 """
 from __future__ import annotations
 
+import bisect
+
 import gzip
 import json
 import os
@@ -471,8 +473,9 @@ register(Spec(
 #   began with a frame header, giving duplicate or invented frames. In a packet holding such a
 #   STREAM frame (found from tshark's own QUIC layer, per stream and direction), wirefall's
 #   frames must be among tshark's; tshark's others there are set aside and counted.
-_H3_SPAN = "HTTP/3 frame spanning STREAM frames (tshark 4.0 does not reassemble them)"
+_H3_SPAN = "HTTP/3 frame spanning STREAM frames or cut by the capture's end (tshark 4.0 does not reassemble them)"
 _H3_REDO = "HTTP/3 frames tshark parses from a retransmitted or out-of-order STREAM frame"
+_H3_INSIDE = "HTTP/3 frame headers tshark reads from inside a frame that spans STREAM frames"
 
 
 def _h3_name(code: int) -> str:
@@ -486,6 +489,7 @@ def _h3_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
     ports = _ports(layers)
     nxt = state.setdefault("next", {})
     clean = True
+    starts = []  # (stream id, offset) of each STREAM frame in the packet
     for q in _as_list(layers.get("quic")):
         if not isinstance(q, dict):
             continue
@@ -499,6 +503,7 @@ def _h3_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
             else:
                 data = _first(fd.get("quic.stream_data")) or ""
                 ln = (len(data) + 1) // 3 if data else 0
+            starts.append((sid, off))
             k = (ports, sid)
             have = nxt.get(k, 0)
             if off != have:
@@ -511,7 +516,47 @@ def _h3_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
             continue
         for t, ln in zip(_as_list(u.get("http3.frame_type")), _as_list(u.get("http3.frame_length"))):
             name = _h3_name(int(str(t), 0))
-            out.append(TFrame(num, ts, {"clean": clean}, name, None, (name, int(ln)), ports))
+            out.append(TFrame(num, ts, {"clean": clean, "starts": starts}, name, None, (name, int(ln)), ports))
+    return out
+
+
+def _varint_len(v: int) -> int:
+    return 1 if v < 1 << 6 else 2 if v < 1 << 14 else 4 if v < 1 << 30 else 8
+
+
+def _h3_inside(an: Analysis, tframes: list[TFrame]) -> set[int]:
+    """Packets with a STREAM frame whose data begins strictly inside an HTTP/3 frame that
+    wirefall reassembled across STREAM frames (same connection, direction and stream).
+    tshark 4.0 can lose its place in such a stream (aioquic sends a HEADERS frame's type byte
+    alone in one STREAM frame) and then reads a frame header from the middle of a DATA frame."""
+    from dissectors.http3 import FRAME_TYPES
+
+    codes = {v: k for k, v in FRAME_TYPES.items()}
+    spans: dict[tuple, list[tuple[int, int]]] = {}
+    for f in an.frames:
+        if f.protocol in ("h3", "h3-29") and f.first_packet != f.packet and f.offset >= 0:
+            code = codes.get(f.type)
+            if code is None and f.type.startswith("UNKNOWN_0x"):
+                code = int(f.type[10:], 16)
+            end = f.offset + (8 if code is None else _varint_len(code)) + _varint_len(f.length) + f.length
+            spans.setdefault((f.connection, f.direction, f.stream_id), []).append((f.offset, end))
+    if not spans:
+        return set()
+    for v in spans.values():
+        v.sort()
+    out = set()
+    for t in tframes:
+        cid = an.index.conn[t.packet - 1] if 0 < t.packet <= an.packets else -1
+        if cid < 0 or t.packet in out or not t.ports:
+            continue
+        direction = 0 if t.ports[0] == an.connections[cid].client[1] else 1
+        for sid, off in t.values.get("starts", ()):
+            v = spans.get((cid, direction, sid))
+            if v:
+                i = bisect.bisect_left(v, (off, off)) - 1
+                if i >= 0 and v[i][0] < off < v[i][1]:
+                    out.add(t.packet)
+                    break
     return out
 
 
@@ -520,7 +565,7 @@ def _h3_wirefall(an: Analysis) -> tuple[list[Frame], int]:
     for f in an.frames:
         if f.protocol not in ("h3", "h3-29"):
             continue
-        if f.first_packet != f.packet:
+        if f.first_packet != f.packet or (f.error or "").startswith("capture ends"):  # cut by the capture's end: spans on
             span += 1
         else:
             keep.append(f)
@@ -534,23 +579,31 @@ def _h3_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
 
 def _h3_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict[str, int]]:
     dirty = {t.packet for t in tframes if not t.values.get("clean", True)}
+    inside = _h3_inside(an, tframes) - dirty
+    dirty |= inside
     if not dirty:
         return tframes, {}
     mine: dict[int, list[tuple]] = {}
     for f in _h3_wirefall(an)[0]:
         if f.packet in dirty:
             mine.setdefault(f.packet, []).append((f.type, f.length))
-    kept, n = [], 0
+    kept, n, m = [], 0, 0
     for t in tframes:
         if t.packet in dirty:
             want = mine.get(t.packet, [])
             if want and want[0] == t.key:  # the frames wirefall shows there, in order
                 want.pop(0)
+            elif t.packet in inside:
+                m += 1
+                continue
             else:
                 n += 1
                 continue
         kept.append(t)
-    return kept, ({_H3_REDO: n} if n else {})
+    aside = {_H3_REDO: n} if n else {}
+    if m:
+        aside[_H3_INSIDE] = m
+    return kept, aside
 
 
 register(Spec(

@@ -296,6 +296,7 @@ class Http3Dissector:
                 take = min(st.need, n - pos)
                 if st.payload is not None:
                     st.payload += mv[pos : pos + take]
+                st.cur.packet = packet  # the last packet with its bytes, should the capture end here
                 pos += take
                 st.need -= take
                 if st.need == 0:
