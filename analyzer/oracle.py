@@ -703,6 +703,7 @@ def _h1_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
 
 _H1_CLOSE = "close-delimited response: tshark completes it only at a FIN it shows (never over TLS)"
 _H1_HEAD = "responses after a pipelined HEAD (tshark takes the next response as the HEAD's body)"
+_H1_CUT = "messages whose body the connection's or the capture's end cuts (tshark shows only reassembled ones)"
 
 
 def _h1_pipelined_head(an: Analysis) -> dict[int, int]:
@@ -751,6 +752,9 @@ def _h1_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
         pkt = f.packet
         body = None if fl.get("interim") else bodies.get((fl.get("exchange"), f.direction))
         if body is not None:
+            if (body.fields or {}).get("incomplete"):
+                aside[_H1_CUT] = aside.get(_H1_CUT, 0) + 1
+                continue
             pkt = max(pkt, body.packet)
             if (body.fields or {}).get("framing") == "close":
                 sport, dport = (c.server[1], c.client[1]) if f.direction == 1 else (c.client[1], c.server[1])
