@@ -152,7 +152,9 @@ class _Buf:
         have = len(rest)
         while have < n:
             try:
-                chunk = self.f.read(max(CHUNK, n - have))
+                # at most 4 chunks per read: a damaged length field claiming 64 MiB must not make
+                # read() allocate 64 MiB before the end of a small file is found
+                chunk = self.f.read(min(max(CHUNK, n - have), 4 * CHUNK))
             except _READ_ERRORS as e:  # truncated compressed stream
                 self.eof = True
                 self.error = str(e) or e.__class__.__name__

@@ -152,3 +152,28 @@ def test_pcapng_block_shorter_than_its_header():
     assert len(an.index.ts) >= 1 and an.index.caplen[0] == 0
     assert an.warnings  # the garbage after it is reported, not raised
     assert blen > 20
+
+
+def test_damaged_length_field_does_not_allocate_what_it_claims(tmp_path):
+    """hypothesis, test_fuzz_capture_reader: zero bytes inserted after a pcap header shifted
+    the records, and one record header then claimed a 64 MiB packet (the largest accepted).
+    Reading it made ``read()`` allocate the whole 64 MiB before the end of the 10 KB file was
+    found: 67 MB traced for one input. Reads are now at most 4 MiB at a time."""
+    import struct
+    import tracemalloc
+
+    from analyzer.capture import CaptureInfo, read_capture
+
+    raw = NGINX.read_bytes()
+    blob = raw[:24] + struct.pack("<IIII", 0, 0, 0x3FFFFF0, 0x3FFFFF0) + raw[24:]  # claims 64 MiB - 16
+    path = tmp_path / "claims.pcap"
+    path.write_bytes(blob)
+    info = CaptureInfo()
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in read_capture(str(path), info))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == 0 and any("64 MiB" in w or "expected" in w for w in info.warnings), info.warnings
+    assert peak < 16 << 20, peak
