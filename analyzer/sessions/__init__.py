@@ -20,6 +20,7 @@ Sessions are found by kind in ``KINDS``; a kind whose module is missing falls ba
 from __future__ import annotations
 
 import importlib
+import re
 
 from ..model import PROTO_CODE, Analysis, Connection, Exchange, Frame
 
@@ -173,6 +174,28 @@ def sniff_stream(head: bytes, direction: int) -> str | None:
     return "raw"
 
 
+_TLS_HDR = re.compile(rb"[\x14-\x17]\x03[\x01-\x04]")  # content type 20-23, version 3.1-3.4
+_TLS_MAX_RECORD = (1 << 14) + 2048
+TLS_MID_SCAN = 2 * (5 + _TLS_MAX_RECORD) + 8  # room for one whole record and the next header
+
+
+def tls_record_chain(buf: bytes) -> bool:
+    """A capture that starts inside a TLS record: somewhere in ``buf`` a record header whose
+    record ends where another record header begins (or exactly at the end of ``buf``)."""
+    n = len(buf)
+    for m in _TLS_HDR.finditer(buf):
+        p = m.start()
+        if p + 5 > n:
+            break
+        ln = buf[p + 3] << 8 | buf[p + 4]
+        if not 0 < ln <= _TLS_MAX_RECORD:
+            continue
+        q = p + 5 + ln
+        if q == n or (q + 3 <= n and _TLS_HDR.match(buf, q)):
+            return True
+    return False
+
+
 def looks_like_h2_frames(head: bytes) -> bool:
     """Plausible chained HTTP/2 frame headers from the first bytes of a stream."""
     pos, seen = 0, 0
@@ -202,6 +225,7 @@ class Sniffer:
         self.head = [b"", b""]
         self.held_bytes = 0
         self.target = None
+        self.scan: list[bytearray] | None = None  # per direction, the first bytes searched for TLS record headers
         self.owner = None  # the flow whose ``app`` this is: once decided, the target takes its place
 
     MAX_HELD = 256 * 1024  # bytes held while the client has not spoken
@@ -222,8 +246,11 @@ class Sniffer:
     def data(self, direction, data, offset, packet):
         if self.target is not None:
             return self.target.data(direction, data, offset, packet)
-        self.held.append(("data", direction, data, offset, packet))
+        ev = ("data", direction, data, offset, packet)
+        self.held.append(ev)
         self.held_bytes += len(data)
+        if self.scan is not None:
+            self._scan_add(ev)
         if len(self.head[direction]) < 256:
             self.head[direction] += bytes(data[:256])
         # The client's first bytes decide; a server that speaks first (an h2c server's
@@ -233,13 +260,51 @@ class Sniffer:
             k1 = sniff_stream(self.head[1], 1)
             if k1 in ("tls", "http1", "spdy") or self.held_bytes > self.MAX_HELD:
                 kind = k1
+        if kind == "raw":
+            kind = self._raw_or_tls(final=False)
         if kind is not None:
             self._decide(kind)
+
+    def _raw_or_tls(self, final: bool) -> str | None:
+        """Bytes no protocol recognised from their start: TLS if either direction holds a
+        chain of record headers (the capture began inside a record), else raw once each
+        direction has held enough bytes to show one (None: hold on)."""
+        if self.scan is None:
+            self.scan = [bytearray(), bytearray()]
+            self.scanned = [0, 0]
+            self.scan_end = [False, False]  # full, or a gap: bytes on either side of it do not chain
+            for ev in self.held:
+                self._scan_add(ev)
+        enough = True
+        for d in (0, 1):
+            buf = self.scan[d]
+            if len(buf) >= self.scanned[d] + 2048 or (final or self.scan_end[d]) and len(buf) > self.scanned[d]:
+                self.scanned[d] = len(buf)  # scan again only once 2 KB more have come
+                if tls_record_chain(bytes(buf)):
+                    return "tls"
+            if not self.scan_end[d]:
+                enough = False
+        return "raw" if enough or final or self.held_bytes > self.MAX_HELD else None
+
+    def _scan_add(self, ev: tuple) -> None:
+        d = ev[1]
+        if self.scan_end[d]:
+            return
+        if ev[0] != "data":
+            self.scan_end[d] = True
+            return
+        buf = self.scan[d]
+        buf += ev[2][: TLS_MID_SCAN - len(buf)]
+        if len(buf) >= TLS_MID_SCAN:
+            self.scan_end[d] = True
 
     def gap(self, direction, offset, length, packet):
         if self.target is not None:
             return self.target.gap(direction, offset, length, packet)
-        self.held.append(("gap", direction, offset, length, packet))
+        ev = ("gap", direction, offset, length, packet)
+        self.held.append(ev)
+        if self.scan is not None:
+            self._scan_add(ev)
 
     def end(self):
         if self.target is None:
@@ -248,5 +313,7 @@ class Sniffer:
                 kind = sniff_stream(self.head[1], 1)
                 if kind == "raw" and not self.head[0] and looks_like_h2_frames(self.head[1]):
                     kind = "h2"  # an h2c server's SETTINGS; the capture ended before the client's preface
-            self._decide(kind or "raw")
+            if kind in (None, "raw"):
+                kind = self._raw_or_tls(final=True)
+            self._decide(kind)
         self.target.end()

@@ -191,6 +191,10 @@ class TlsSession:
             info.reason = "no ServerHello in the capture"
         if info.reason is None and not info.decrypted:
             info.reason = "no encrypted records"
+        for d, r in enumerate(self.readers):
+            if r.skipped:  # the capture began inside a record, or a gap / bad header broke the chain
+                self.ctx.note(self.conn, f"TLS {DIR[d]}: {r.skipped} bytes outside records skipped "
+                                         f"while looking for record boundaries ({r.error or 'after a gap'})")
         self._finish_times()
         if self.inner is not None:
             self.inner.end()

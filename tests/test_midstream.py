@@ -1,0 +1,84 @@
+"""Captures that start after their connections did (tcpdump started late, a ring buffer's later
+file): made here by dropping a real capture's first packets with editcap. What wirefall finds
+in the cut capture is compared with what tshark finds in the whole one, where tshark has the
+connection's start and so the true record boundaries."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from analyzer import oracle
+from analyzer.pipeline import analyze
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_captures"
+SHARED = ROOT.parent / "shared" / "captures"
+
+pytestmark = pytest.mark.skipif(shutil.which("tshark") is None or shutil.which("editcap") is None,
+                                reason="tshark and editcap needed")
+
+
+def _cut_head(src: Path, first: int, tmp_path: Path) -> Path:
+    out = tmp_path / f"from{first}.pcapng"
+    subprocess.run(["editcap", "-r", str(src), str(out), f"{first}-999999999"], check=True)
+    return out
+
+
+def _tshark_records(path: Path) -> dict[int, list[tuple]]:
+    """packet -> [(record type, length)] of the TLS records tshark shows ending there (no keys:
+    outer record types, as wirefall shows records it cannot decrypt)."""
+    out = oracle.run_tshark(str(path), ["-T", "json", "--no-duplicate-keys", "-J", "frame tcp tls"])
+    recs: dict[int, list[tuple]] = {}
+    for pkt in json.loads(out):
+        lay = pkt["_source"]["layers"]
+        num = int(lay["frame"]["frame.number"])
+        for t in oracle._tls_extract(lay, num, 0.0, {}):
+            recs.setdefault(num, []).append(t.key)
+    return recs
+
+
+CASES = [(SAMPLES / "page" / "page-h1.pcapng", (20, 45, 60, 75)), (SAMPLES / "page" / "page-spdy.pcapng", (30, 50)),
+         (SAMPLES / "http" / "h2-tls.pcap", (10, 40, 70)), (SHARED / "pageload-amazon" / "amazon1.cap.gz", (100, 300))]
+
+
+@pytest.mark.parametrize("src,firsts", CASES, ids=[c[0].name for c in CASES])
+def test_tls_records_found_in_a_capture_that_starts_mid_record(src, firsts, tmp_path):
+    """In each direction wirefall finds the records that begin after the cut (a chain of record
+    headers marks the first boundary); they are tshark's records of the whole capture, the same
+    packet, type and length, less at most the one record the cut splits."""
+    if not src.exists():
+        pytest.skip(f"{src} absent")
+    full = _tshark_records(src)
+    mid_seen = 0
+    for first in firsts:
+        an = analyze(str(_cut_head(src, first, tmp_path)))
+        mine: dict[tuple, list[tuple]] = {}
+        for f in an.frames:
+            if f.protocol == "tls" and not (f.fields and "quic_epoch" in f.fields):
+                mine.setdefault((f.connection, f.direction), []).append((f.packet + first - 1, f.type, f.length))
+        assert mine, first
+        for (cid, d), recs in mine.items():
+            c = an.connections[cid]
+            ports = (c.client[1], c.server[1]) if d == 0 else (c.server[1], c.client[1])
+            # tshark's records of the whole capture in this direction, from the cut on
+            theirs = [(p, *k) for p, ks in sorted(full.items()) if p >= first for k in ks
+                      if _ports(src, p) == ports]
+            assert recs in (theirs, theirs[1:]), (first, cid, d, recs[:3], theirs[:3])
+            mid_seen += any("already under way" in n for n in c.notes)
+    assert mid_seen, "no cut fell inside a connection"
+
+
+_PORTS: dict[Path, dict[int, tuple[int, int]]] = {}
+
+
+def _ports(src: Path, packet: int) -> tuple[int, int] | None:
+    """(source, destination) TCP port of a packet of the whole capture, from tshark."""
+    if src not in _PORTS:
+        out = oracle.run_tshark(str(src), ["-T", "fields", "-e", "frame.number", "-e", "tcp.srcport", "-e", "tcp.dstport"])
+        rows = (ln.split("\t") for ln in out.splitlines())
+        _PORTS[src] = {int(r[0]): (int(r[1]), int(r[2])) for r in rows if len(r) == 3 and r[1]}
+    return _PORTS[src].get(packet)
