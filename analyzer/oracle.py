@@ -641,18 +641,56 @@ def _tls_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]
     return out
 
 
+_TLS_MID = ("TLS records of a connection the capture joined mid-stream, where tshark guesses other record boundaries "
+            "(tests/test_midstream.py checks wirefall's against tshark's on the whole capture)")
+
+
+def _tls_mid_conns(an: Analysis) -> set[int]:
+    """TLS connections whose start the capture missed: tshark finds their records only from
+    where its per-segment guess lands on a record header, wirefall from a chain of headers."""
+    return {c.id for c in an.connections if c.tls is not None and c.tls.reason == "no ClientHello in the capture"}
+
+
 def _tls_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
-    out = []
+    mid = _tls_mid_conns(an)
+    shown = {t.packet for t in tframes} if mid else set()
+    out, n = [], 0
     for f in an.frames:
         if f.protocol != "tls" or (f.fields and "quic_epoch" in f.fields):
             continue
+        if f.connection in mid and f.packet not in shown:  # tshark shows no record there
+            n += 1
+            continue
         out.append(Entry(f.packet, (f.type, f.length), f, check_headers=False))
-    return out, {}
+    return out, ({_TLS_MID: n} if n else {})
+
+
+def _tls_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict[str, int]]:
+    mid = _tls_mid_conns(an)
+    if not mid:
+        return tframes, {}
+    mine: dict[int, list[tuple]] = {}
+    for f in an.frames:
+        if f.connection in mid and f.protocol == "tls":
+            mine.setdefault(f.packet, []).append((f.type, f.length))
+    theirs: dict[int, list[tuple]] = {}
+    for t in tframes:
+        theirs.setdefault(t.packet, []).append(t.key)
+    conn = an.index.conn
+    kept, n = [], 0
+    for t in tframes:
+        p = t.packet
+        if 0 < p <= an.packets and conn[p - 1] in mid and theirs[p] != mine.get(p, []):
+            n += 1  # the two disagree on this packet's records: set aside, both sides
+            continue
+        kept.append(t)
+    return kept, ({_TLS_MID: n} if n else {})
 
 
 register(Spec(
     name="tls", layer="tls", unit=None, protocols=("tls",), fields={}, type_field="tls.record.content_type",
-    type_name=str, extract=_tls_extract, entries=_tls_entries, args=TCP_ARGS, fmt=lambda k: f"{k[0]}(length={k[1]})",
+    type_name=str, extract=_tls_extract, entries=_tls_entries, limits=_tls_limits, args=TCP_ARGS,
+    fmt=lambda k: f"{k[0]}(length={k[1]})",
 ))
 
 

@@ -36,11 +36,16 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import hpack
-from hpack.exceptions import HPACKError
+from hpack.exceptions import HPACKDecodingError
+from hpack.huffman_table import decode_huffman
+from hpack.table import HeaderTable
+
+STATIC_TABLE = HeaderTable.STATIC_TABLE  # RFC 7541 Appendix A, as (name, value) bytes
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -191,6 +196,93 @@ def _str_end(b: bytes, i: int) -> int:
     return i + n
 
 
+class LenientHpack:
+    """HPACK decoding when the dynamic table's earlier entries are unknown: a capture that
+    starts inside a connection, lost bytes, or a block that failed.  The ``hpack`` library
+    cannot serve here: a reference to an entry it lacks raises part-way through the block,
+    after some of the block's insertions, and the table is wrong from then on.  So this is
+    written by hand (RFC 7541 section 6; strings through the library's Huffman decoder).
+
+    Entries inserted since are known, newest first: dynamic index 62 is the newest, so an
+    index within them names the same entry the encoder meant (the real table still holds it,
+    or the encoder could not refer to it), and one beyond them is unknown and shown as
+    ``<unknown>``, as Wireshark shows it.  Eviction is therefore never needed to stay right:
+    the entries are only bounded in bytes, oldest dropped first."""
+
+    UNKNOWN = b"<unknown>"
+    MAX_BYTES = 1 << 20
+
+    __slots__ = ("entries", "size", "max_header_list")
+
+    def __init__(self, max_header_list: int):
+        self.entries: deque[tuple[bytes, bytes]] = deque()
+        self.size = 0
+        self.max_header_list = max_header_list
+
+    def _field(self, idx: int) -> tuple[bytes, bytes] | None:
+        if idx <= 0:
+            raise ValueError("header field index 0")
+        if idx <= len(STATIC_TABLE):
+            return STATIC_TABLE[idx - 1]
+        idx -= len(STATIC_TABLE) + 1
+        return self.entries[idx] if idx < len(self.entries) else None
+
+    @staticmethod
+    def _str(b: bytes, i: int) -> tuple[bytes, int]:
+        n, j = _int_end(b, i, 7)
+        if j + n > len(b):
+            raise ValueError("string beyond the end of the header block")
+        s = b[j : j + n]
+        return (decode_huffman(s) if b[i] & 0x80 else s), j + n
+
+    def decode(self, block: bytes) -> tuple[list[tuple[bytes, bytes]], int]:
+        """(fields, how many of them have an unknown name); ValueError if the block is malformed."""
+        out: list[tuple[bytes, bytes]] = []
+        unknown = total = i = 0
+        n = len(block)
+        try:
+            while i < n:
+                c = block[i]
+                if c & 0x80:  # indexed field
+                    idx, i = _int_end(block, i, 7)
+                    hit = self._field(idx)
+                    if hit is None:
+                        hit = (self.UNKNOWN, b"")
+                    out.append(hit)
+                elif c & 0x20 and not c & 0x40:  # dynamic table size update
+                    size, i = _int_end(block, i, 5)
+                    if size == 0:
+                        self.entries.clear()  # the real table is empty now
+                        self.size = 0
+                    continue
+                else:  # literal: with incremental indexing (6-bit prefix), without / never (4-bit)
+                    incr = bool(c & 0x40)
+                    idx, i = _int_end(block, i, 6 if incr else 4)
+                    if idx:
+                        hit = self._field(idx)
+                        name = hit[0] if hit is not None else self.UNKNOWN
+                    else:
+                        name, i = self._str(block, i)
+                    value, i = self._str(block, i)
+                    out.append((name, value))
+                    if incr:
+                        self.entries.appendleft((name, value))
+                        self.size += len(name) + len(value) + 32
+                        while self.size > self.MAX_BYTES:
+                            a, b = self.entries.pop()
+                            self.size -= len(a) + len(b) + 32
+                name = out[-1][0]
+                unknown += name is self.UNKNOWN  # an unknown entry, or one inserted with an unknown name
+                total += len(name) + len(out[-1][1]) + 32
+                if total > self.max_header_list:
+                    raise ValueError(f"header list exceeds {self.max_header_list} bytes")
+        except IndexError:
+            raise ValueError("header block ends inside a field") from None
+        except HPACKDecodingError as e:
+            raise ValueError(f"Huffman: {e}") from None
+        return out, unknown
+
+
 def hpack_field_ends(block: bytes) -> list[int]:
     """End offset of each header field representation in an HPACK block (RFC 7541 s6).
 
@@ -296,7 +388,7 @@ MAX_PENDING_SETTINGS = 256  # unacknowledged SETTINGS frames remembered per send
 
 
 class _Direction:
-    __slots__ = ("buf", "base", "runs", "preface", "sync", "decoder", "hpack_unknown", "hpack_failed",
+    __slots__ = ("buf", "base", "runs", "preface", "sync", "decoder", "hpack_unknown", "hpack_failed", "lenient",
                  "block", "block_parts", "block_frames", "block_stream", "block_first", "block_type", "max_frame",
                  "dead", "scanned", "hcache")
 
@@ -311,6 +403,7 @@ class _Direction:
         self.hcache: dict[tuple, tuple] = {}  # (block, table state) -> (headers, decoded size)
         self.hpack_unknown = False
         self.hpack_failed = False
+        self.lenient: LenientHpack | None = None  # decodes once the table's earlier entries are unknown
         self.block: bytearray | None = None  # header block being assembled
         self.block_parts: list[H2Frame] = []
         self.block_frames = 0
@@ -385,6 +478,7 @@ class H2Connection:
         d.sync = False
         d.preface = False
         d.hpack_unknown = True
+        d.lenient = None  # entries the lost bytes inserted are unknown: known entries start again
         d.block = None
         d.block_first = None
 
@@ -717,42 +811,49 @@ class H2Connection:
             f.fields["block_first_offset"] = first.offset
         if failed:
             f.error = f.error or f"header block of stream {d.block_stream}: {failed}"
-            d.hpack_failed = True
+            d.hpack_failed = True  # its insertions are lost: lenient decoding from here on
+            d.lenient = None
             return
-        if d.hpack_unknown:
-            f.fields["hpack_state"] = "unknown"
         block = bytes(block)
-        table = d.decoder.header_table
-        before = table.state()
-        hit = d.hcache.get((block, before))
-        if hit is not None and not d.hpack_failed:
-            out, dec = hit
-            f.block_headers = out
-            f.block_decoded = dec
-            f.block_hpack_size = dec + 32 * len(out)
-            if len(parts) == 1:
-                f.headers = out
-                return
-            hdrs = None
-        else:
-            hdrs = ()
-        try:
-            if hdrs is not None:
-                hdrs = d.decoder.decode(block, raw=True)
-        except HPACKError as e:
-            f.error = f.error or f"HPACK: {type(e).__name__}: {e}"
-            d.hpack_failed = True
-            f.headers = []
-            f.block_headers = []
-            return
-        except Exception as e:  # noqa: BLE001 - the library must not stop the analysis
-            f.error = f.error or f"HPACK: {type(e).__name__}: {e}"
-            d.hpack_failed = True
-            f.headers = []
-            f.block_headers = []
-            return
-        if d.hpack_failed:
+        table = before = None
+        if d.hpack_unknown or d.hpack_failed:
+            # the table's earlier entries are unknown: decode what can be known
             f.fields["hpack_state"] = "unknown"
+            if d.lenient is None:
+                d.lenient = LenientHpack(d.decoder.max_header_list_size)
+            try:
+                hdrs, unknown = d.lenient.decode(block)
+            except ValueError as e:
+                f.error = f.error or f"HPACK: {e}"
+                d.lenient = None  # the block's later insertions are lost: known entries start again
+                f.headers = []
+                f.block_headers = []
+                return
+            if unknown:
+                f.fields["hpack_unknown_fields"] = unknown
+        else:
+            table = d.decoder.header_table
+            before = table.state()
+            hit = d.hcache.get((block, before))
+            if hit is not None:
+                out, dec = hit
+                f.block_headers = out
+                f.block_decoded = dec
+                f.block_hpack_size = dec + 32 * len(out)
+                if len(parts) == 1:
+                    f.headers = out
+                    return
+                hdrs = None
+            else:
+                try:
+                    hdrs = d.decoder.decode(block, raw=True)
+                except Exception as e:  # noqa: BLE001 - HPACKError, or the library failing: never stop the analysis
+                    f.error = f.error or f"HPACK: {type(e).__name__}: {e}"
+                    d.hpack_failed = True  # the table may hold part of this block: lenient from here on
+                    d.lenient = None
+                    f.headers = []
+                    f.block_headers = []
+                    return
         if hdrs is not None:
             out = []
             dec = 0
@@ -762,7 +863,7 @@ class H2Connection:
             f.block_headers = out
             f.block_decoded = dec
             f.block_hpack_size = dec + 32 * len(out)
-            if table.state() == before and not d.hpack_failed:  # the block left the table as it was
+            if table is not None and table.state() == before:  # the block left the table as it was
                 if len(d.hcache) >= HPACK_CACHE_ENTRIES:
                     d.hcache.clear()
                 d.hcache[(block, before)] = (out, dec)

@@ -249,6 +249,10 @@ class HeaderInflater:
                 total += len(z.decompress(z.unconsumed_tail, _INFLATE_CHUNK))
             return None, f"header block inflates beyond {self.limit} bytes (cap); discarded"
         except zlib.error as e:
+            if self.blocks == 1 and not (len(block) >= 2 and block[0] & 0x0F == 8 and (block[0] << 8 | block[1]) % 31 == 0):
+                # the first block has no zlib header (RFC 1950): the stream began before the capture did
+                self.broken = "header compression context unknown: the zlib stream began before the capture"
+                return None, self.broken
             self.broken = f"zlib stream unusable since header block {self.blocks}: {e}"
             return None, f"zlib error: {e}"
 

@@ -507,3 +507,44 @@ def test_damaged_h2_streams_never_raise(damage, step, gap):
     assert frames  # the undamaged start at least was decoded
     for f in frames:
         assert isinstance(f.type, str) and f.packet >= 1
+
+
+# -- HPACK from the middle of a connection ------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAMES = st.sampled_from([b"x-a", b"x-b", b"cookie", b"user-agent", b":path", b"accept", b"x-long-name-" + b"n" * 40])
+_VALUES = st.binary(min_size=0, max_size=60)
+_BLOCKS = st.lists(st.lists(st.tuples(_NAMES, _VALUES), min_size=1, max_size=8), min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BLOCKS, st.integers(0, 29), st.sampled_from([256, 4096]))
+def test_lenient_hpack_is_never_wrong_from_the_middle(lists, start, table_size):
+    """Blocks made by the ``hpack`` library's encoder (indexing, eviction, Huffman), decoded from
+    block ``start`` on as a capture that began there would: every field is the one encoded, or
+    "<unknown>" where it refers to an entry inserted before the start (a literal keeps its value).
+    From block 0, everything is known."""
+    import hpack
+
+    from dissectors.http2 import LenientHpack
+
+    enc = hpack.Encoder()
+    enc.header_table_size = table_size
+    blocks = [enc.encode(h) for h in lists]
+    start = min(start, len(blocks) - 1)
+    dec = LenientHpack(1 << 20)
+    for i in range(start, len(blocks)):
+        got, unknown = dec.decode(blocks[i])
+        want = lists[i]
+        assert len(got) == len(want)
+        n = 0
+        for (gn, gv), (wn, wv) in zip(got, want):
+            if gn == b"<unknown>":
+                n += 1
+                assert gv in (b"", wv)
+            else:
+                assert (gn, gv) == (wn, wv)
+        assert n == unknown
+        if start == 0:
+            assert unknown == 0

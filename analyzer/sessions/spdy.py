@@ -116,6 +116,8 @@ class SpdySession:
         self.started = [False, False]
         self.proto: str | None = None
         self.version_known = False  # from ALPN/NPN, or 3.1 seen
+        self.proto_guessed = False  # set from no version field (DATA frames first)
+        self.unknown_noted: set[int] = set()  # streams noted as having no SYN_STREAM in the capture
         if not cleartext and conn.tls is not None:
             p = conn.tls.alpn or conn.tls.npn
             if p and p.startswith("spdy/"):
@@ -187,9 +189,12 @@ class SpdySession:
     # -- frames
     def _frame(self, direction: int, f: SpdyFrame, packet: int):
         ctx = self.ctx
-        if self.proto is None:
+        if self.proto is None or self.proto_guessed and f.version:
+            # the first control frame's version names the session; a capture that starts
+            # inside one may show DATA frames (no version) first: guessed, and put right later
             v = f.version or self.dis.version
             self._set_proto("spdy/2" if v == 2 else "spdy/3")
+            self.proto_guessed = v is None
         first = self._pkt(direction, f.offset)
         last = self._pkt(direction, f.end - 1) if f.end > f.offset else first
         if last > packet or last == 0:
@@ -338,7 +343,7 @@ class SpdySession:
     def _headers(self, direction: int, f: SpdyFrame, fr: Frame):
         st = self._stream(f.stream_id)
         if st is None:
-            self.conn.notes.append(f"packet {fr.packet}: {f.type} for unknown stream {f.stream_id}")
+            self._unknown_stream(fr, f)
             return
         ex = st.ex
         ex.frames += 1
@@ -375,12 +380,19 @@ class SpdySession:
         if f.flags & FLAG_FIN:
             self._response_end(st, fr)
 
+    def _unknown_stream(self, fr: Frame, f: SpdyFrame) -> None:
+        """A frame of a stream whose SYN_STREAM is not in the capture: noted once per stream (a
+        capture that starts inside a download would otherwise note every DATA frame)."""
+        if f.stream_id not in self.unknown_noted and len(self.unknown_noted) < 1000:
+            self.unknown_noted.add(f.stream_id)
+            self.conn.notes.append(f"packet {fr.packet}: {f.type} for stream {f.stream_id}, whose SYN_STREAM is not in the capture")
+
     def _data(self, direction: int, f: SpdyFrame, fr: Frame):
         st = self._stream(f.stream_id)
         n = f.length
         self._flow(direction, f, fr, st)
         if st is None:
-            self.conn.notes.append(f"packet {fr.packet}: DATA for unknown stream {f.stream_id}")
+            self._unknown_stream(fr, f)
             return
         ex = st.ex
         ex.frames += 1
