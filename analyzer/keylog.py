@@ -40,6 +40,10 @@ class KeyLog:
         """Every secret held (for leak checks before anything is written out)."""
         return list(self._secrets.values())
 
+    def client_randoms(self, label: str) -> list[bytes]:
+        """Client randoms with a secret of this label, in the order the key log gave them."""
+        return [cr for (lb, cr) in self._secrets if lb == label]
+
     def has_client(self, client_random: bytes) -> bool:
         cr = bytes(client_random)
         return any(k[1] == cr for k in self._secrets)

@@ -370,8 +370,33 @@ def _quic_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame
     return out
 
 
+_QUIC_TRIAL = ("frames of a QUIC connection whose start the capture missed, in packets wirefall decrypts and tshark "
+               "does not: keys found by trying the key log's secrets, Initial keys from a later client Initial "
+               "(tests/test_midstream.py checks them against tshark on the whole capture)")
+
+
+def _quic_trial_conns(an: Analysis) -> set[int]:
+    """QUIC connections whose first packet in the capture is not the client's first Initial."""
+    from .sessions.quic import TRIAL_NOTE
+
+    late = {c.id for c in an.connections if c.transport == "udp" and any(TRIAL_NOTE in n for n in c.notes)}
+    first = {c.id: c.first_packet for c in an.connections if c.transport == "udp" and c.quic is not None}
+    for f in an.frames:
+        if f.protocol == "quic" and first.get(f.connection) == f.packet:
+            if f.direction != 0 or (f.fields or {}).get("packet_type") != "Initial":
+                late.add(f.connection)
+            del first[f.connection]
+    return late
+
+
 def _quic_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
     out = []
+    trial = _quic_trial_conns(an)
+    shown: dict[int, list] = {}
+    if trial:
+        for t in tframes:
+            shown.setdefault(t.packet, []).append(t.key)
+    aside = 0
     for f in an.frames:
         if f.protocol != "quic" or not f.fields or "frame_type" not in f.fields:
             continue
@@ -386,7 +411,19 @@ def _quic_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
             key = (ft, None, None, None)
         det = _QUIC_DETAIL[ft][1](f) if ft in _QUIC_DETAIL else None
         out.append(Entry(f.packet, key + (det,), f, check_headers=False))
-    return out, {}
+    if trial:  # drop, and count, what tshark could not decrypt: whole packets, or some of a datagram's packets
+        kept = []
+        want = {p: list(ks) for p, ks in shown.items()}
+        for e in out:
+            if e.frame.connection in trial:
+                w = want.get(e.packet)
+                if not w or w[0] != e.key:
+                    aside += 1
+                    continue
+                w.pop(0)
+            kept.append(e)
+        out = kept
+    return out, ({_QUIC_TRIAL: aside} if aside else {})
 
 
 def _quic_fmt(k: tuple) -> str:
@@ -574,7 +611,15 @@ def _h3_wirefall(an: Analysis) -> tuple[list[Frame], int]:
 
 def _h3_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
     keep, span = _h3_wirefall(an)
-    return [Entry(f.packet, (f.type, f.length), f, check_headers=False) for f in keep], ({_H3_SPAN: span} if span else {})
+    aside = {_H3_SPAN: span} if span else {}
+    trial = _quic_trial_conns(an)
+    if trial:  # HTTP/3 frames in packets tshark could not decrypt
+        shown = {t.packet for t in tframes}
+        n = sum(1 for f in keep if f.connection in trial and f.packet not in shown)
+        keep = [f for f in keep if f.connection not in trial or f.packet in shown]
+        if n:
+            aside[_QUIC_TRIAL] = n
+    return [Entry(f.packet, (f.type, f.length), f, check_headers=False) for f in keep], aside
 
 
 def _h3_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict[str, int]]:

@@ -243,6 +243,11 @@ def _analyze(
                     flow.app.datagram(direction, d.payload, pkt)
                 except Exception as e:  # noqa: BLE001 - a dissector bug must not stop the capture
                     app_failed(flow, e, pkt)
+                if getattr(flow.app, "flip_request", False):  # the session found the roles reversed
+                    flow.app.flip_request = False
+                    flow.client_key = (d.dst, d.dport) if flow.client_key == (d.src, d.sport) else (d.src, d.sport)
+                    conn.client, conn.server = conn.server, conn.client
+                    conn.stats.reverse()
         else:
             conn_a(-1)
             proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))

@@ -222,11 +222,17 @@ class _Dir:
 class QuicConnectionDissector:
     """Sans-IO dissector of one QUIC connection (both directions)."""
 
-    def __init__(self, secret=None, stream_limit: int = 16 << 20, tls=None):
+    def __init__(self, secret=None, stream_limit: int = 16 << 20, tls=None, candidates=None):
         """``secret(label, client_random) -> bytes | None`` looks up key-log secrets;
+        ``candidates(label) -> [client_random]`` lists the key log's client randoms having a
+        secret of that label (for a connection whose handshake the capture missed);
         ``tls`` is a module with parse_client_hello/parse_server_hello/parse_encrypted_extensions
         (dissectors.tls) or None to import it lazily."""
         self.secret = secret or (lambda label, cr: None)
+        self.candidates = candidates or (lambda label: [])
+        self.trials = [0, 0]  # packets tried against the whole key log, per direction
+        self.trial_cost = 0  # AEAD attempts spent on it
+        self.flipped: int | None = None  # packet at which the endpoints' roles turned out reversed
         self.stream_limit = stream_limit
         self.dirs = (_Dir(), _Dir())
         self.version: int | None = None
@@ -271,6 +277,7 @@ class QuicConnectionDissector:
             if qp is not None:
                 qp.offset = pos
                 out.append(qp)
+                direction = qp.direction  # the roles may have turned out reversed (see _find_dcid_len)
             if end <= pos:
                 break
             pos = end
@@ -350,6 +357,10 @@ class QuicConnectionDissector:
             dl = self._short_dcid_len(direction, data, pos)
             qp = QuicPacket(direction, packet, ptype, self.version, None, None)
             if dl is None:
+                dl = self._find_dcid_len(direction, data, pos, packet)
+                if dl is not None and self.flipped == packet:
+                    direction = qp.direction = 1 - direction  # its sender is the other role
+            if dl is None:
                 qp.error = "short header with unknown connection ID length (connection start not captured)"
                 qp.size = n - pos
                 self._count(direction, qp)
@@ -361,7 +372,7 @@ class QuicConnectionDissector:
         qp.size = end - pos
         pkt = data[pos:end]
         self._decrypt(direction, qp, pkt, pn_off - pos, packet)
-        self._count(direction, qp)
+        self._count(qp.direction, qp)  # (the roles may have turned out reversed)
         return qp, end
 
     def _count(self, direction, qp):
@@ -385,6 +396,97 @@ class QuicConnectionDissector:
             if data[pos + 1 : pos + 1 + ln] in cids:
                 return ln
         return max(lens)
+
+    TRIAL_PACKETS = 3  # packets per direction tried against every key-log secret
+    TRIAL_BUDGET = 4096  # AEAD attempts per connection, whatever the key log's size
+    TRIAL_DCID_LENS = (8, 0, 16, 20, 4, 5, 10, 12, 14, 18, 1, 2, 3, 6, 7, 9, 11, 13, 15, 17, 19)
+
+    def _find_dcid_len(self, direction, data, pos, packet) -> int | None:
+        """A 1-RTT packet whose connection ID length is unknown (the capture missed the
+        connection's start): the length is found with the packet's keys, see ``_trial``."""
+        if self.client_random is not None and (self.suite is None or self._keys(direction, 3) is None):
+            return None
+        hit = self._trial(direction, data[pos:], [1 + dl for dl in self.TRIAL_DCID_LENS], 3, packet)
+        if hit is None:
+            return None
+        dl = hit - 1
+        peer = self.dirs[1 - self._role(direction, packet)]
+        peer.cid_lens.add(dl)
+        if dl:  # a zero-length connection ID identifies nothing
+            peer.cids.add(bytes(data[pos + 1 : pos + 1 + dl]))
+        return dl
+
+    def _role(self, direction: int, packet: int) -> int:
+        return 1 - direction if self.flipped == packet else direction
+
+    def _trial(self, direction, pkt, pn_offs, epoch, packet) -> int | None:
+        """The capture missed the connection's start: without the ClientHello, which key-log
+        secret protects this packet is unknown (and, for a short header, where its packet
+        number starts).  Each candidate (client random, cipher suite, key phase, packet-number
+        offset) is tried on it; only the right one passes the AEAD check.  The sender's role is
+        a guess too (the first sender was taken for the client): its own label is tried first,
+        then the other role's, which swaps the directions.  Returns the packet-number offset."""
+        searching = self.client_random is None  # (once the secret is known, trying lengths is cheap)
+        if not searching:
+            tries = [(direction, self.client_random)]
+        else:
+            if self.trials[direction] >= self.TRIAL_PACKETS or self.trial_cost >= self.TRIAL_BUDGET:
+                return None
+            self.trials[direction] += 1
+            tries = [(r, cr) for r in (direction, 1 - direction) for cr in self.candidates(SECRET_LABELS.get((epoch, r), ""))]
+        version = self.version or qc.VERSION_1
+        for role, cr in tries:
+            label = SECRET_LABELS.get((epoch, role))
+            secret = self.secret(label, cr) if label else None
+            if not secret:
+                continue
+            known = self.dirs[direction].keys[epoch] if role == direction and cr == self.client_random else None
+            suites = (known.suite,) if known else (self.suite,) if self.suite is not None else \
+                (0x1301, 0x1303) if len(secret) == 32 else (0x1302,) if len(secret) == 48 else ()
+            for suite in suites:
+                if suite not in qc.SUITES:
+                    continue
+                k0 = known or PacketKeys(suite, secret, version)
+                for pn_off in pn_offs:
+                    try:
+                        tpn, pn_len, header = k0.unprotect_header(pkt, pn_off)
+                    except DecryptError:
+                        continue
+                    if header[0] & (0x0C if header[0] & 0x80 else 0x18):
+                        continue  # reserved bits set: not this key or offset (RFC 9000 17.2, 17.3.1)
+                    keys = [k0]
+                    if epoch == 3:  # key updates before the capture began: the phase bit tells which
+                        phase = (header[0] >> 2) & 1
+                        keys = [k0, k0.next_phase().next_phase()] if phase == k0.phase else [k0.next_phase()]
+                    for k in keys:
+                        for m in range(4 if pn_len <= 2 else 1):  # the full number may have wrapped
+                            pn = tpn + (m << (8 * pn_len))
+                            if searching:
+                                self.trial_cost += 1
+                                if self.trial_cost > self.TRIAL_BUDGET:
+                                    return None
+                            try:
+                                k.decrypt(pkt[len(header):], header, pn)
+                            except DecryptError:
+                                continue
+                            if role != direction:  # the other role sent it: swap what each direction holds
+                                self.dirs = (self.dirs[1], self.dirs[0])
+                                for v in self.stats.values():
+                                    v.reverse()
+                                self.trials.reverse()
+                                self.flipped = packet
+                            d = self.dirs[role]
+                            if self.client_random is None:
+                                self.client_random = cr
+                                self.suite = suite
+                                self.events.append(("trial_keys", role, packet))
+                            if k is not known:
+                                d.keys[epoch] = k  # (for 1-RTT: the key phase in use when the capture began)
+                                d.reasons[epoch] = None
+                            space = 1 if epoch == 2 else 2
+                            d.largest[space] = max(d.largest[space], pn - 1)
+                            return pn_off
+        return None
 
     def _set_initial(self, version, dcid):
         keys = qc.initial_keys(version, bytes(dcid))
@@ -434,6 +536,12 @@ class QuicConnectionDissector:
         space = SPACE[qp.type]
         d = self.dirs[direction]
         keys = self._keys(direction, epoch)
+        if keys is None and epoch >= 2 and self.client_random is None and self.candidates is not None:
+            if self._trial(direction, pkt, [pn_off], epoch, packet) is not None:
+                if self.flipped == packet:
+                    direction = qp.direction = 1 - direction
+                    d = self.dirs[direction]
+                keys = self._keys(direction, epoch)
         if keys is None:
             reason = d.reasons[epoch] or "no keys"
             if not held and epoch >= 2 and self.client_random is not None and self.suite is None and len(self.held) < MAX_HELD_PACKETS:

@@ -291,9 +291,9 @@ def test_quic_stream_buffer_from_ctx_limits():
     seen = []
     orig = sq.dq.QuicConnectionDissector.__init__
 
-    def spy(self, secret=None, stream_limit=16 << 20, tls=None):
+    def spy(self, secret=None, stream_limit=16 << 20, tls=None, candidates=None):
         seen.append(stream_limit)
-        orig(self, secret, stream_limit, tls)
+        orig(self, secret, stream_limit, tls, candidates)
 
     sq.dq.QuicConnectionDissector.__init__ = spy
     try:

@@ -59,6 +59,7 @@ ALLOWED_ASIDE = {
     oracle._H1_HEAD,
     oracle._H1_CUT,
     oracle._TLS_MID,
+    oracle._QUIC_TRIAL,
 }
 
 # connection protocol (as wirefall names it) -> Specs that must then compare > 0 frames

@@ -82,3 +82,71 @@ def _ports(src: Path, packet: int) -> tuple[int, int] | None:
         rows = (ln.split("\t") for ln in out.splitlines())
         _PORTS[src] = {int(r[0]): (int(r[1]), int(r[2])) for r in rows if len(r) == 3 and r[1]}
     return _PORTS[src].get(packet)
+
+
+QUIC_CASES = [(SAMPLES / "quic" / "aioquic-h3.pcap", SAMPLES / "quic" / "aioquic-h3.keys", (60, 200)),
+              (SAMPLES / "quic" / "page-h3.pcapng", SAMPLES / "quic" / "page-h3.keys", (20, 40)),
+              (SHARED / "pageload-amazon" / "amazon1.cap.gz", SHARED / "pageload-amazon" / "amazon1.key_log.txt.gz", (300, 500))]
+
+
+@pytest.mark.parametrize("src,keys,firsts", QUIC_CASES, ids=[c[0].name for c in QUIC_CASES])
+def test_quic_decrypted_in_a_capture_that_starts_mid_connection(src, keys, firsts, tmp_path):
+    """Without the handshake, the 1-RTT secret and the connection ID length are found by trying
+    the key log's secrets on a packet (the AEAD tag tells the right one), and the client/server
+    roles by which label's secret opened it. Every QUIC frame wirefall then shows is the frame
+    tshark shows in the same packet of the whole capture (where tshark has the handshake), and
+    it shows frames for nearly every packet tshark does."""
+    from analyzer.oracle import PROTOCOLS, TFrame, _quic_entries, tshark_frames
+    from analyzer.sessions.quic import TRIAL_NOTE
+
+    if not src.exists():
+        pytest.skip(f"{src} absent")
+    full = tshark_frames(str(src), PROTOCOLS["quic"], [str(keys)])
+    tried = 0
+    for first in firsts:
+        an = analyze(str(_cut_head(src, first, tmp_path)), keylogs=[str(keys)])
+        theirs: dict[int, list] = {}
+        shifted = []
+        for t in full:
+            if t.packet >= first:
+                p = t.packet - first + 1
+                theirs.setdefault(p, []).append(t.key)
+                shifted.append(TFrame(p, t.time, t.values, t.type, t.headers, t.key, t.ports))
+        mine: dict[int, list] = {}
+        for e in _quic_entries(an, shifted)[0]:
+            mine.setdefault(e.packet, []).append(e.key)
+        assert mine, first
+        for p, ks in mine.items():
+            assert ks == theirs.get(p), (first, p, ks[:3], theirs.get(p, [])[:3])
+        assert len(mine) >= 0.95 * len(theirs), (first, len(mine), len(theirs))
+        for c in an.connections:
+            if any(TRIAL_NOTE in n for n in c.notes):
+                tried += 1
+                full_c = [x for x in an.connections if x.id == c.id][0]
+                assert full_c.protocol  # named
+    assert tried, "no cut fell inside a QUIC connection"
+
+
+def test_quic_key_trials_are_bounded_by_a_budget(tmp_path):
+    """A big key log none of whose secrets fits (say, a browser's whole day of secrets and a
+    capture of another host): trying them costs at most TRIAL_BUDGET AEAD attempts per
+    connection, and no wrong secret is ever taken (the AEAD tag refuses all of them)."""
+    import os
+
+    import dpkt
+
+    from dissectors.quic import QuicConnectionDissector
+
+    cut = _cut_head(SAMPLES / "quic" / "aioquic-h3.pcap", 60, tmp_path)
+    fake = {os.urandom(32): os.urandom(32) for _ in range(3000)}
+    q = QuicConnectionDissector(lambda label, cr: fake.get(cr), candidates=lambda label: list(fake))
+    first = None
+    with open(cut, "rb") as fh:
+        for n, (_, buf) in enumerate(dpkt.pcapng.Reader(fh), 1):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            udp = ip.data
+            if first is None:
+                first = (ip.src, udp.sport)
+            q.datagram(0 if (ip.src, udp.sport) == first else 1, bytes(udp.data), n)
+    assert 0 < q.trial_cost <= QuicConnectionDissector.TRIAL_BUDGET + 1
+    assert q.client_random is None and q.flipped is None

@@ -110,8 +110,15 @@ def compare_with_tshark(path: Path, keylog: Path | None = None, min_frames: int 
         if frames:
             want[num] = frames
     assert decrypted_packets > 0 and sum(map(len, want.values())) >= min_frames, "tshark decrypted nothing: test would be empty"
-    mismatches = [(n, want.get(n), ours.get(n)) for n in sorted(set(want) | set(ours)) if want.get(n) != ours.get(n)]
+    # connections whose handshake is not in the capture: wirefall finds their keys by trying the
+    # key log's secrets (the AEAD tag confirms them), tshark does not decrypt them at all
+    from analyzer.sessions.quic import TRIAL_NOTE
+
+    trial = {c.id for c in an.connections if any(TRIAL_NOTE in n for n in c.notes)}
+    late = {n for n in ours if n not in want and an.index.conn[n - 1] in trial}
+    mismatches = [(n, want.get(n), ours.get(n)) for n in sorted(set(want) | set(ours)) if want.get(n) != ours.get(n) and n not in late]
     assert not mismatches, f"{len(mismatches)} packets differ from tshark, first: {mismatches[:3]}"
+    an.trial_packets = late
     return an, want
 
 
@@ -193,6 +200,13 @@ def test_pageload_amazon_http3_next_to_http2():
         kl.write_bytes(gzip.decompress((d / "amazon1.key_log.txt.gz").read_bytes()))
         cap = d / "amazon1.cap.gz"
         an, want = compare_with_tshark(cap, kl, min_frames=100)
+    # one QUIC connection to Google was opened before the capture began (keep-alive PINGs only):
+    # its keys are found by trying the key log's secrets, which tshark does not do
+    from analyzer.sessions.quic import TRIAL_NOTE
+
+    (late,) = [c for c in an.connections if any(TRIAL_NOTE in n for n in c.notes)]
+    assert late.quic.decrypted and len(an.trial_packets) == late.stats[0].packets + late.stats[1].packets == 6
+    assert {f.type for f in an.frames if f.connection == late.id} <= {"PING", "PADDING", "ACK"}
     h3 = [c for c in an.connections if c.protocol == "h3"]
     assert h3 and all(c.quic.decrypted for c in h3)
     ex = [e for e in an.exchanges if e.protocol == "h3"]

@@ -105,6 +105,9 @@ def ctx_has_no_keys(ctx) -> bool:
     return ctx.keylog is None or len(ctx.keylog) == 0
 
 
+TRIAL_NOTE = "1-RTT keys found by trying the key log's secrets (the connection's handshake is not in the capture)"
+
+
 class QuicSession:
     def __init__(self, ctx, conn, **kw):
         self.ctx = ctx
@@ -124,6 +127,7 @@ class QuicSession:
         self.stream_hash: dict = {}
         self.reason_1rtt: str | None = None
         self.decrypted_1rtt = False
+        self.flip_request = False  # the pipeline swaps client and server, then clears it
         cs = ctx.shared.setdefault("quic_stats", {})
         try:  # until the model has a field for it (asked for in the QUIC report)
             ctx.analysis.quic_stats = cs
@@ -151,7 +155,10 @@ class QuicSession:
                 self.conn.protocol = "gquic"
             else:
                 kl = self.ctx.keylog
-                self.q = dq.QuicConnectionDissector(kl.get if kl is not None else None, self.ctx.limits["quic_stream_buffer"])
+                claimed = self.ctx.shared.setdefault("claimed_client_randoms", set())
+                self.q = dq.QuicConnectionDissector(
+                    kl.get if kl is not None else None, self.ctx.limits["quic_stream_buffer"],
+                    candidates=(lambda label: [cr for cr in kl.client_randoms(label) if cr not in claimed]) if kl is not None else None)
                 self.conn.protocol = "quic"
         try:
             if self.kind == "gquic":
@@ -168,7 +175,11 @@ class QuicSession:
         q = self.q
         cid = conn.id
         add = ctx.add_frame
-        for qp in q.datagram(direction, data, packet):
+        pkts = q.datagram(direction, data, packet)
+        if q.flipped == packet and not self.flip_request:
+            self._flip(packet)
+        for qp in pkts:
+            direction = qp.direction  # the dissector may have found the endpoints' roles reversed
             ptype = qp.type
             if qp.hdr_len:
                 self._note_packet(direction, qp, packet)
@@ -233,6 +244,24 @@ class QuicSession:
         if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
             self._cids()
 
+    def _flip(self, packet: int) -> None:
+        """The first sender was taken for the client, and the key log says it is the server
+        (a capture that starts inside the connection): what was kept per direction so far is
+        swapped here, and the pipeline swaps the connection's endpoints, statistics and flow."""
+        self.flip_request = True
+        for name in ("first_1rtt", "first_long", "spin_last", "spin_pn", "spin_edges"):
+            getattr(self, name).reverse()
+        cid = self.conn.id
+        frames = self.ctx.analysis.frames
+        for i in range(len(frames) - 1, -1, -1):  # the few frames already listed for its packets
+            f = frames[i]
+            if f.packet < self.conn.first_packet:
+                break
+            if f.connection == cid:
+                f.direction = 1 - f.direction
+        self.ctx.note(self.conn, f"packet {packet}: client and server swapped: the key log's secrets show "
+                                 f"{self.conn.server[0]}:{self.conn.server[1]} is the client")
+
     def _note_packet(self, d, qp, packet):
         """List a decrypted packet in ``analysis.quic_packets`` (numbers only)."""
         tab = self.ptab
@@ -268,7 +297,7 @@ class QuicSession:
         lens = self.ctx.shared["quic_cid_lengths"]
         for owner in (0, 1):
             for c in self.q.dirs[owner].cids:
-                if c not in self.known_cids:
+                if c and c not in self.known_cids:  # (a zero-length CID would route every datagram here)
                     self.known_cids.add(c)
                     cids.setdefault(bytes(c), (self, owner))
                     lens.add(len(c))
@@ -318,6 +347,8 @@ class QuicSession:
                     self.stats["client_finished_packet"] = packet
                 elif mtype == 20 and d == 1:
                     self.stats["server_finished_packet"] = packet
+                if mtype == 1 and info.get("client_random"):  # not a candidate for connections whose handshake is missing
+                    ctx.shared.setdefault("claimed_client_randoms", set()).add(bytes(info["client_random"]))
                 self._tls_info(d, mtype, info, first, packet)
                 # one TLS handshake message carried in CRYPTO frames, in the TLS session's frame schema
                 ctx.add_frame(Frame(packet, first, ctx.time(packet), conn.id, d, "tls", None, "HANDSHAKE",
@@ -332,6 +363,9 @@ class QuicSession:
                     ex = self.exchanges.get(sid)
                     if ex is not None and ex.reset is None:
                         ex.reset = f"0x{code:x}"
+            elif kind == "trial_keys":
+                _, d, packet = ev
+                ctx.note(conn, f"packet {packet}: {TRIAL_NOTE}")
             elif kind == "stop_sending":
                 _, d, sid, code, packet = ev
                 ex = self.exchanges.get(sid)

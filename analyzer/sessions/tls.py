@@ -511,6 +511,8 @@ class TlsSession:
             return
         self.ch = ch
         info.client_random = ch.get("random")
+        if info.client_random:  # not a candidate for connections whose handshake is missing
+            self.ctx.shared.setdefault("claimed_client_randoms", set()).add(bytes(info.client_random))
         info.sni = ch.get("sni")
         info.alpn_offered = list(ch.get("alpn") or [])
         info.client_hello_time = self.ctx.time(first_packet)
