@@ -80,6 +80,7 @@ def _analyze(
     if on_start is not None:
         on_start(an)
     pkt = 0
+    cut_short = first_cut = 0
     for rec in read_capture(path, info):
         pkt += 1
         ts, caplen, origlen, linktype, roff, rdata, iface = rec  # one unpack, not seven lookups
@@ -87,6 +88,10 @@ def _analyze(
         off_a(roff)
         cap_a(caplen)
         orig_a(origlen)
+        if caplen < origlen:  # cut by the snap length: the rest of its bytes are not in the file
+            if not cut_short:
+                first_cut = pkt
+            cut_short += 1
         lt_a(linktype)
         if_a(iface)
         if len(info.secrets) > secrets_seen:  # pcapng DSB before this packet
@@ -260,6 +265,9 @@ def _analyze(
             except Exception as e:  # noqa: BLE001
                 app_failed(flow, e, flow.conn.last_packet)
     an.warnings.extend(info.warnings)
+    if cut_short:
+        an.warnings.append(f"{cut_short} packets (the first: packet {first_cut}) hold fewer bytes than were sent (snap length): "
+                           f"their missing payload is a gap in its stream, and decoding resumes at the next frame boundary found")
     an.warnings.extend(keylog.warnings)
     if decoder.defrag.pending:
         an.warnings.append(f"{len(decoder.defrag.pending)} IPv4 datagrams left incomplete (fragments missing)")

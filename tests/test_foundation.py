@@ -503,3 +503,21 @@ def test_reordered_with_wireshark_tools(tmp_path):
         for c0, c1 in zip(tcp0, tcp1):
             assert s0[c0.id].bufs == sessions[c1.id].bufs
         assert compare_follow(p, an, sessions, limit=5) > 0
+
+
+def test_snap_length_cut_packets_are_counted_like_tshark(tmp_path):
+    """A capture made with a snap length (tcpdump -s 600): the packets holding fewer bytes than
+    were sent are counted in one warning naming the first, the same packets tshark marks
+    (frame.cap_len < frame.len); the missing payload is a gap, not garbage frames."""
+    need_tool("editcap")
+    need_tool("tshark")
+    src = SAMPLES / "http" / "h2c-nghttp.pcap"
+    cut = tmp_path / "snap600.pcapng"
+    subprocess.run(["editcap", "-s", "600", str(src), str(cut)], check=True)
+    out = subprocess.run(["tshark", "-r", str(cut), "-T", "fields", "-e", "frame.number", "-Y", "frame.cap_len < frame.len"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    an = analyze(str(cut))
+    (w,) = [w for w in an.warnings if "snap length" in w]
+    assert len(out) > 10 and w.startswith(f"{len(out)} packets (the first: packet {out[0]})")
+    assert not any(f.type.startswith("UNKNOWN") for f in an.frames)
+    assert analyze(str(src)).warnings == []
