@@ -353,6 +353,26 @@ def test_http3_frame_cut_by_the_capture_end_lasts_to_its_last_stream_bytes():
         assert seen + missing == f.length, f
 
 
+def _agrees_when_cut(rel: str, keys: str | None, packets: str, tmp_path) -> int:
+    """Keep only ``packets`` (editcap's "A-B") of a sample; the rest must agree with tshark frame
+    by frame, nothing outside the documented limits set aside. Returns header lists compared."""
+    import subprocess
+
+    if shutil.which("editcap") is None:
+        pytest.skip("editcap not installed")
+    keys = [str(SAMPLES / keys)] if keys else []
+    cut = tmp_path / f"{packets}.pcapng"
+    subprocess.run(["editcap", "-r", str(SAMPLES / rel), str(cut), packets], check=True)
+    an = analyze(str(cut), keylogs=keys)
+    report = crosscheck_report(str(cut), keys, analysis=an)
+    for name, r in report.items():
+        assert r.problems == [], (packets, name, r.problems[:3])
+        assert set(r.set_aside) <= ALLOWED_ASIDE, (packets, name, r.set_aside)
+        assert r.matched == r.tshark_frames == r.wirefall_frames, (packets, name, r)
+    assert sum(r.matched for r in report.values()) > 0, packets
+    return sum(r.headers_compared for r in report.values())
+
+
 CUTS = [("page/page-h1.pcapng", "page/page-h1.keys", (30, 60, 90)), ("page/page-h2.pcapng", "page/page-h2.keys", (30, 60, 90)),
         ("page/page-spdy.pcapng", "page/page-spdy.keys", (30, 60, 90)), ("page/page-h3.pcapng", "page/page-h3.keys", (30, 60, 90)),
         ("http/h2c-nghttp.pcap", None, (40, 100)), ("http/http1-nginx.pcap", None, (10, 20)), ("spdy/spdy3-plain.pcap", None, (40, 100))]
@@ -362,21 +382,8 @@ CUTS = [("page/page-h1.pcapng", "page/page-h1.keys", (30, 60, 90)), ("page/page-
 def test_captures_cut_short_agree_with_tshark(rel, keys, cuts, tmp_path):
     """A capture stopped early (tcpdump -c N, a ring buffer) cuts frames and bodies at its end:
     every sample cut after N packets must still agree with tshark, frame by frame."""
-    import subprocess
-
-    if shutil.which("editcap") is None:
-        pytest.skip("editcap not installed")
-    keys = [str(SAMPLES / keys)] if keys else []
     for n in cuts:
-        cut = tmp_path / f"cut{n}.pcapng"
-        subprocess.run(["editcap", "-r", str(SAMPLES / rel), str(cut), f"1-{n}"], check=True)
-        an = analyze(str(cut), keylogs=keys)
-        report = crosscheck_report(str(cut), keys, analysis=an)
-        for name, r in report.items():
-            assert r.problems == [], (n, name, r.problems[:3])
-            assert set(r.set_aside) <= ALLOWED_ASIDE, (n, name, r.set_aside)
-            assert r.matched == r.tshark_frames == r.wirefall_frames, (n, name, r)
-        assert sum(r.matched for r in report.values()) > 0
+        _agrees_when_cut(rel, keys, f"1-{n}", tmp_path)
 
 
 HEAD_CUTS = [("http/h2c-nghttp.pcap", None, (10, 40)), ("http/h2c-node.pcap", None, (10, 40)),
@@ -391,22 +398,6 @@ def test_captures_started_late_agree_with_tshark(rel, keys, firsts, tmp_path):
     editcap): HTTP/2 header blocks decode as far as the entries inserted since allow, the rest
     "<unknown>" as tshark shows it; a SPDY session is named by its first control frame even when
     DATA comes first; TLS records are found mid-stream. Every frame and header list is compared."""
-    import subprocess
-
-    if shutil.which("editcap") is None:
-        pytest.skip("editcap not installed")
-    keys = [str(SAMPLES / keys)] if keys else []
-    headers = 0
-    for first in firsts:
-        cut = tmp_path / f"from{first}.pcapng"
-        subprocess.run(["editcap", "-r", str(SAMPLES / rel), str(cut), f"{first}-999999999"], check=True)
-        an = analyze(str(cut), keylogs=keys)
-        report = crosscheck_report(str(cut), keys, analysis=an)
-        for name, r in report.items():
-            assert r.problems == [], (first, name, r.problems[:3])
-            assert set(r.set_aside) <= ALLOWED_ASIDE, (first, name, r.set_aside)
-            assert r.matched == r.tshark_frames == r.wirefall_frames, (first, name, r)
-            headers += r.headers_compared
-        assert sum(r.matched for r in report.values()) > 0, first
+    headers = sum(_agrees_when_cut(rel, keys, f"{first}-999999999", tmp_path) for first in firsts)
     if rel.startswith("http/h2c"):
         assert headers > 0  # header lists from a table whose start is unknown were compared
