@@ -29,7 +29,6 @@ HTTP/2 or SPDY on arbitrary ports), and -- in comments and in ``Spec.limits`` --
 from __future__ import annotations
 
 import bisect
-
 import gzip
 import json
 import os
@@ -557,25 +556,17 @@ def _h3_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
     return out
 
 
-def _varint_len(v: int) -> int:
-    return 1 if v < 1 << 6 else 2 if v < 1 << 14 else 4 if v < 1 << 30 else 8
-
-
 def _h3_inside(an: Analysis, tframes: list[TFrame]) -> set[int]:
     """Packets with a STREAM frame whose data begins strictly inside an HTTP/3 frame that
     wirefall reassembled across STREAM frames (same connection, direction and stream).
     tshark 4.0 can lose its place in such a stream (aioquic sends a HEADERS frame's type byte
     alone in one STREAM frame) and then reads a frame header from the middle of a DATA frame."""
-    from dissectors.http3 import FRAME_TYPES
+    from .detail import _h3_header_len
 
-    codes = {v: k for k, v in FRAME_TYPES.items()}
     spans: dict[tuple, list[tuple[int, int]]] = {}
     for f in an.frames:
         if f.protocol in ("h3", "h3-29") and f.first_packet != f.packet and f.offset >= 0:
-            code = codes.get(f.type)
-            if code is None and f.type.startswith("UNKNOWN_0x"):
-                code = int(f.type[10:], 16)
-            end = f.offset + (8 if code is None else _varint_len(code)) + _varint_len(f.length) + f.length
+            end = f.offset + _h3_header_len(f, b"", -1) + f.length
             spans.setdefault((f.connection, f.direction, f.stream_id), []).append((f.offset, end))
     if not spans:
         return set()
