@@ -536,7 +536,7 @@ class QuicConnectionDissector:
         space = SPACE[qp.type]
         d = self.dirs[direction]
         keys = self._keys(direction, epoch)
-        if keys is None and epoch >= 2 and self.client_random is None and self.candidates is not None:
+        if keys is None and epoch >= 2 and self.client_random is None:  # the handshake is not in the capture
             if self._trial(direction, pkt, [pn_off], epoch, packet) is not None:
                 if self.flipped == packet:
                     direction = qp.direction = 1 - direction

@@ -105,7 +105,7 @@ def ctx_has_no_keys(ctx) -> bool:
     return ctx.keylog is None or len(ctx.keylog) == 0
 
 
-TRIAL_NOTE = "1-RTT keys found by trying the key log's secrets (the connection's handshake is not in the capture)"
+TRIAL_NOTE = "keys found by trying the key log's secrets (the connection's ClientHello is not in the capture)"
 
 
 class QuicSession:
