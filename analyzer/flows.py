@@ -148,8 +148,27 @@ class TcpDirection:
     def ack(self, ack_off: int, pkt: int | None = None) -> None:
         if ack_off > self.acked:
             self.acked = ack_off
-            if self.pending and ack_off > self.next:
-                self.force_gap(self.pending[0][2] if pkt is None else pkt)
+            if ack_off > self.next:
+                if self.pending:
+                    self.force_gap(self.pending[0][2] if pkt is None else pkt)
+                elif pkt is not None and self.next and ack_off > self.next + 1:
+                    # the peer acknowledges bytes the capture never showed, and none came after
+                    # them: they are lost now, not when (if ever) later bytes arrive, so that the
+                    # session knows before it reads what the peer sent in reply (a lost
+                    # WINDOW_UPDATE must not make the next DATA frames look like an overrun).
+                    # One byte more is a FIN (seen or not), not data.
+                    self._trailing_gap(ack_off - 1 if self.fin_off is not None and self.fin_off == ack_off - 1 else ack_off, pkt)
+
+    def _trailing_gap(self, upto: int, pkt: int) -> None:
+        start = self.next
+        st = self.flow.conn.stats[self.dir]
+        st.gaps += 1
+        st.gap_bytes += upto - start
+        self.flow.conn.notes.append(f"packet {pkt}: {upto - start} bytes missing from the capture in {DIRS[self.dir]} at stream offset {start}")
+        self.next = upto
+        self.tail.clear()
+        self.tail_start = upto
+        self.flow.gap(self.dir, start, upto - start, pkt)
 
     def force_gap(self, pkt: int) -> None:
         """Declare the bytes before the first pending segment lost by the capture."""

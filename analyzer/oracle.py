@@ -1002,6 +1002,21 @@ class Result:
     problems: list[str] = field(default_factory=list)
 
 
+_GAP = ("frames after bytes missing from the capture in their direction (tshark's TCP reassembly waits for the "
+        "missing bytes and shows nothing more there; wirefall resynchronises)")
+def _tcp_gaps(an: Analysis) -> dict[tuple[int, int], int]:
+    """(connection, direction) -> packet of the first bytes the capture lost, from the notes."""
+    from .waterfall import _GAP_NOTE  # the note analyzer/flows.py writes for a gap
+
+    out: dict[tuple[int, int], int] = {}
+    for c in an.connections:
+        for n in c.notes:
+            m = _GAP_NOTE.match(n)
+            if m:
+                out.setdefault((c.id, 0 if m.group(3) == "client→server" else 1), int(m.group(1)))
+    return out
+
+
 def _compare(an: Analysis, tframes: list[TFrame], spec: Spec) -> Result:
     res = Result(spec.name)
     if spec.limits is not None:
@@ -1014,6 +1029,13 @@ def _compare(an: Analysis, tframes: list[TFrame], spec: Spec) -> Result:
             res.set_aside[k] = res.set_aside.get(k, 0) + v
     else:
         entries = _default_entries(spec, an)
+    gaps = _tcp_gaps(an)
+    if gaps:  # wirefall's frames after a gap where tshark shows none: set aside, counted
+        shown = {t.packet for t in tframes}
+        kept = [e for e in entries if not (e.packet not in shown and e.packet >= gaps.get((e.frame.connection, e.frame.direction), 1 << 62))]
+        if len(kept) != len(entries):
+            res.set_aside[_GAP] = res.set_aside.get(_GAP, 0) + len(entries) - len(kept)
+            entries = kept
     res.tshark_frames = len(tframes)
     res.wirefall_frames = len(entries)
     wf: dict[int, list[Entry]] = {}

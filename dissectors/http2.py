@@ -788,9 +788,12 @@ class H2Connection:
         w.streams[f.stream_id] = sw
         f.fields["window_connection"] = w.conn
         f.fields["window_stream"] = sw
-        if w.conn < 0 or sw < 0:
-            if not self.dirs[f.direction].hpack_unknown:  # windows are unknown after a resync
-                f.error = f.error or f"DATA exceeds the flow-control window ({'connection' if w.conn < 0 else 'stream'} window {min(w.conn, sw)})"
+        if self.dirs[0].hpack_unknown or self.dirs[1].hpack_unknown:
+            # bytes lost either way (the receiver's WINDOW_UPDATEs among them), or a capture that
+            # starts inside the connection: the windows are unknown, so neither overrun nor stall
+            f.fields["window_state"] = "unknown"
+        elif w.conn < 0 or sw < 0:
+            f.error = f.error or f"DATA exceeds the flow-control window ({'connection' if w.conn < 0 else 'stream'} window {min(w.conn, sw)})"
         elif w.conn == 0 or sw == 0:
             f.fields["stalled"] = "connection" if w.conn == 0 else "stream"
         if f.flags & FLAG_END_STREAM:
