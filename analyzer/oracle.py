@@ -687,40 +687,54 @@ def _tls_mid_conns(an: Analysis) -> set[int]:
     return {c.id for c in an.connections if c.tls is not None and c.tls.reason == "no ClientHello in the capture"}
 
 
+def _tls_no_sh_conns(an: Analysis) -> set[int]:
+    return {c.id for c in an.connections if c.tls is not None and any("ServerHello not in the capture" in n for n in c.notes)}
+
+
 def _tls_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
-    mid = _tls_mid_conns(an)
-    shown = {t.packet for t in tframes} if mid else set()
-    out, n = [], 0
+    mid, no_sh = _tls_mid_conns(an), _tls_no_sh_conns(an)
+    shown = {t.packet for t in tframes} if mid or no_sh else set()
+    out, aside = [], {}
     for f in an.frames:
         if f.protocol != "tls" or (f.fields and "quic_epoch" in f.fields):
             continue
-        if f.connection in mid and f.packet not in shown:  # tshark shows no record there
-            n += 1
+        if f.packet not in shown and (f.connection in mid or f.connection in no_sh):  # tshark shows no record there
+            why = _TLS_MID if f.connection in mid else _TLS_NO_SH
+            aside[why] = aside.get(why, 0) + 1
             continue
         out.append(Entry(f.packet, (f.type, f.length), f, check_headers=False))
-    return out, ({_TLS_MID: n} if n else {})
+    return out, aside
+
+
+_TLS_NO_SH = ("TLS records wirefall decrypts though the ServerHello is not in the capture (same record lengths; "
+              "tshark, not knowing the cipher suite, shows them as APPLICATION_DATA)")
 
 
 def _tls_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict[str, int]]:
-    mid = _tls_mid_conns(an)
-    if not mid:
+    mid, no_sh = _tls_mid_conns(an), _tls_no_sh_conns(an)
+    if not mid and not no_sh:
         return tframes, {}
     mine: dict[int, list[tuple]] = {}
     for f in an.frames:
-        if f.connection in mid and f.protocol == "tls":
+        if (f.connection in mid or f.connection in no_sh) and f.protocol == "tls" and not (f.fields and "quic_epoch" in f.fields):
             mine.setdefault(f.packet, []).append((f.type, f.length))
     theirs: dict[int, list[tuple]] = {}
     for t in tframes:
         theirs.setdefault(t.packet, []).append(t.key)
     conn = an.index.conn
-    kept, n = [], 0
+    kept, aside = [], {}
     for t in tframes:
         p = t.packet
-        if 0 < p <= an.packets and conn[p - 1] in mid and theirs[p] != mine.get(p, []):
-            n += 1  # the two disagree on this packet's records: set aside, both sides
+        c = conn[p - 1] if 0 < p <= an.packets else -1
+        if c in mid and theirs[p] != mine.get(p, []):
+            aside[_TLS_MID] = aside.get(_TLS_MID, 0) + 1  # the two disagree on this packet's records
+            continue
+        if c in no_sh and theirs[p] != mine.get(p, []) and [k[1] for k in theirs[p]] == [k[1] for k in mine.get(p, [])] \
+                and all(k[0] in ("APPLICATION_DATA", "CHANGE_CIPHER_SPEC") for k in theirs[p]):
+            aside[_TLS_NO_SH] = aside.get(_TLS_NO_SH, 0) + 1  # same records, tshark could not open them
             continue
         kept.append(t)
-    return kept, ({_TLS_MID: n} if n else {})
+    return kept, aside
 
 
 register(Spec(

@@ -515,3 +515,34 @@ def test_wrong_key_says_which_record(tmp_path):
     assert m and m.group(2) == fin, c.tls.reason
     assert not store and not c.tls.decrypted
     assert all("00000000" not in n for n in c.notes)  # no secrets in notes
+
+
+@pytest.mark.parametrize("name", ["tls13_aes128gcm", "tls13_chacha20", "tls13_aes256gcm", "tls13_hrr"])
+def test_tls13_server_hello_lost_by_the_capture(name, tmp_path):
+    """The packet holding the ServerHello dropped by the capture: the client's records are still
+    decrypted (TLS 1.3 client secrets need no server random), with the cipher suite of the
+    HelloRetryRequest or, without one, the suite whose key opens the client's first protected
+    record. The suite is the one tshark reads in the whole capture's ServerHello, and the records
+    agree with tshark's on the capture without it."""
+    from analyzer.oracle import crosscheck_report
+
+    if shutil.which("editcap") is None or shutil.which("tshark") is None:
+        pytest.skip("editcap and tshark needed")
+    src = SAMPLES / f"{name}.pcap"
+    keys = [str(SAMPLES / f"{name}.keys")]
+    out = subprocess.run(["tshark", "-r", str(src), "-Y", "tls.handshake.type==2", "-T", "fields", "-e", "frame.number",
+                          "-e", "tls.handshake.ciphersuite"], capture_output=True, text=True, check=True).stdout.split("\n")
+    sh_packet, suite = out[-2].split("\t") if out[-1] == "" else out[-1].split("\t")
+    cut = tmp_path / "no-sh.pcapng"
+    subprocess.run(["editcap", str(src), str(cut), sh_packet], check=True)
+    an = analyze(str(cut), keylogs=keys)
+    (c,) = [c for c in an.connections if c.tls]
+    assert c.tls.cipher_suite_id == int(suite, 0) and c.tls.version == "TLS 1.3"
+    assert any("ServerHello not in the capture" in n for n in c.notes)
+    client = [f for f in an.frames if f.protocol == "tls" and f.direction == 0 and (f.fields or {}).get("decrypted")]
+    assert len(client) >= 2  # the client's Finished and its request
+    from analyzer.oracle import _TLS_NO_SH
+
+    r = crosscheck_report(str(cut), keys, analysis=an)["tls"]
+    assert r.problems == [] and r.matched + r.set_aside.get(_TLS_NO_SH, 0) >= len(client) + 1  # + the ClientHello
+    assert set(r.set_aside) <= {_TLS_NO_SH}

@@ -139,6 +139,8 @@ class TlsSession:
         self.enc = [False, False]  # records in this direction are protected
         self.lost = [False, False]  # decryption stopped in this direction (gap/failure)
         self.pending: list = []  # (direction, record) waiting for the ServerHello
+        self.hrr_suite: int | None = None  # the HelloRetryRequest's cipher suite
+        self.sh_missing_tried = False
         self.ch: dict | None = None
         self.sh: dict | None = None
         self.version: int | None = None
@@ -181,6 +183,8 @@ class TlsSession:
             self.dec[direction] = self.next_dec[direction] = None
 
     def end(self):
+        if self.sh is None and self.pending:
+            self._server_hello_missing(self.pending[0][1].packet)
         pend, self.pending = self.pending, []
         for d, rec in pend:
             self._record(d, rec, flushing=True)
@@ -214,6 +218,8 @@ class TlsSession:
             ch = T.parse_sslv2_client_hello(rec.body)
             self._client_hello(ch, rec.first_packet, rec.packet)
             return
+        if d == 1 and rtype == T.APPLICATION_DATA and self.sh is None and self.ch is not None and self.pending:
+            self._server_hello_missing(rec.packet)  # protected server records, and no ServerHello: it was lost
         # TLS 1.3 0-RTT (or anything protected) before the ServerHello: wait for the keys
         if d == 0 and rtype == T.APPLICATION_DATA and self.sh is None and self.ch is not None and not flushing:
             if len(self.pending) < MAX_PENDING_RECORDS:
@@ -523,6 +529,7 @@ class TlsSession:
         info, ctx = self.info, self.ctx
         if sh.get("hello_retry"):
             info.hello_retry = True
+            self.hrr_suite = sh.get("cipher_suite")  # the ServerHello must name the same (RFC 8446 4.1.4)
             return
         if self.sh is not None:
             return  # renegotiation: keep the first handshake's facts
@@ -551,6 +558,44 @@ class TlsSession:
             pend, self.pending = self.pending, []
             for d, rec in pend:
                 self._record(d, rec, flushing=True)
+
+    def _server_hello_missing(self, packet: int) -> None:
+        """The client sent protected records and the ServerHello is not in the capture (a
+        dropped packet): TLS 1.3, whose client secrets the key log holds without the server's
+        random.  The cipher suite is the HelloRetryRequest's, else the one (among those whose
+        hash fits the secret's length) whose key opens the client's first held record: its AEAD
+        tag tells.  The records held are then decrypted as usual."""
+        if self.sh_missing_tried:
+            return
+        self.sh_missing_tried = True
+        cr, kl = self.info.client_random, self.ctx.keylog
+        chs = kl.get("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr) if cr is not None and kl is not None else None
+        if chs is None or self.early:
+            return  # (held records may be 0-RTT data: not these keys)
+        rec = self.pending[0][1]
+        hdr = bytes((rec.type, rec.version >> 8, rec.version & 0xFF, len(rec.body) >> 8, len(rec.body) & 0xFF))
+        suites = [self.hrr_suite] if self.hrr_suite else [0x1301, 0x1303] if len(chs) == 32 else [0x1302] if len(chs) == 48 else []
+        for cs in suites:
+            params = suite_params(cs)
+            if params is None or not params.tls13:
+                continue
+            try:
+                Tls13RecordDecryptor(params, chs).decrypt(hdr, rec.body)
+            except DecryptError:
+                continue
+            sh = self.sh = {"version": 0x0304, "cipher_suite": cs, "random": None}
+            info = self.info
+            self.version = 0x0304
+            info.version = T.version_name(0x0304)
+            info.cipher_suite_id, info.cipher_suite = cs, T.suite_name(cs)
+            self.tls13 = True
+            self._setup_keys(sh)
+            how = "the HelloRetryRequest's" if self.hrr_suite else "found by decrypting the client's first protected record"
+            self.ctx.note(self.conn, f"packet {packet}: ServerHello not in the capture; TLS 1.3 assumed, cipher suite {info.cipher_suite} ({how})")
+            pend, self.pending = self.pending, []
+            for d, r in pend:
+                self._record(d, r, flushing=True)
+            return
 
     def _setup_keys(self, sh: dict) -> None:
         info, kl = self.info, self.ctx.keylog
