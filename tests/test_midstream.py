@@ -150,3 +150,36 @@ def test_quic_key_trials_are_bounded_by_a_budget(tmp_path):
             q.datagram(0 if (ip.src, udp.sport) == first else 1, bytes(udp.data), n)
     assert 0 < q.trial_cost <= QuicConnectionDissector.TRIAL_BUDGET + 1
     assert q.client_random is None and q.flipped is None
+
+
+@pytest.mark.parametrize("rel,step", [("http/h2-tls.pcap", 23), ("page/page-spdy.pcapng", 7), ("page/page-h1.pcapng", 7)])
+def test_tls_decryption_resumes_after_packets_the_capture_lost(rel, step, tmp_path):
+    """Every ``step``-th packet deleted: after each gap the number of TLS records lost is
+    unknown, so the next record numbers are tried until one opens the next record. Every record
+    wirefall decrypts after a gap is the record tshark decrypts in the same packet of the whole
+    capture (same inner type and length), and most records after the gaps are decrypted."""
+    src = SAMPLES / rel
+    keys = [str(src.with_suffix(".keys"))]
+    n = int(oracle.run_tshark(str(src), ["-T", "fields", "-e", "frame.number"]).split()[-1])
+    dropped = list(range(step, n + 1, step))
+    out = tmp_path / "dropped.pcapng"
+    subprocess.run(["editcap", str(src), str(out), *map(str, dropped)], check=True)
+    orig = [p for p in range(1, n + 1) if p not in set(dropped)]  # packet in the cut -> packet in the whole
+    an = analyze(str(out), keylogs=keys)
+    full: dict[int, list[tuple]] = {}
+    spec = oracle.PROTOCOLS["tls"]
+    for t in oracle.tshark_frames(str(src), spec, keys, spec.decode_as(an)):  # (TLS on the servers' ports)
+        full.setdefault(t.packet, []).append(t.key)
+    gap = {}
+    for c in an.connections:
+        for note in c.notes:
+            if "missing from the capture" in note:
+                d = 0 if "client→server" in note else 1
+                gap.setdefault((c.id, d), int(note.split()[1].rstrip(":")))
+    after = [f for f in an.frames if f.protocol == "tls" and (f.connection, f.direction) in gap and f.packet > gap[(f.connection, f.direction)]]
+    opened = [f for f in after if (f.fields or {}).get("decrypted")]
+    assert gap and len(opened) >= 0.5 * len(after) > 0, (len(opened), len(after))
+    for f in opened:  # tshark shows it where its last byte came (wirefall: where it could be read, once a hole was given up)
+        last = an.maps[(f.connection, f.direction)].packet_at(f.offset + 5 + f.length - 1)
+        assert (f.type, f.length) in full.get(orig[last - 1], []), (f.packet, last, orig[last - 1], f.type, f.length)
+    assert any("decryption resumed" in n for c in an.connections for n in c.notes)

@@ -52,6 +52,8 @@ from ..model import PROTO_CODE, Frame, OffsetMap, TlsInfo
 P_TLS = PROTO_CODE["TLS"]
 
 MAX_PENDING_RECORDS = 256  # records held while their keys depend on a ServerHello not yet seen
+MAX_LOST_RECORDS = 64  # record numbers tried after a gap (each one AEAD / MAC check on one record)
+RESUME_RECORDS = 3  # records tried that way before decryption stays stopped in that direction
 MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
 
 # TlsRecords.key codes: which key decrypted a record
@@ -138,6 +140,7 @@ class TlsSession:
         self.app_secret: list = [None, None]  # TLS 1.3: traffic secret 0 per direction
         self.enc = [False, False]  # records in this direction are protected
         self.lost = [False, False]  # decryption stopped in this direction (gap/failure)
+        self.resume: list = [None, None]  # (decryptor, records left to try) after a gap, per direction
         self.pending: list = []  # (direction, record) waiting for the ServerHello
         self.hrr_suite: int | None = None  # the HelloRetryRequest's cipher suite
         self.sh_missing_tried = False
@@ -176,10 +179,14 @@ class TlsSession:
         self.readers[direction].gap(offset, length)
         if not self.lost[direction]:
             self.lost[direction] = True
-            if self.dec[direction] is not None or self.next_dec[direction] is not None:
+            dec = self.dec[direction]
+            if dec is not None or self.next_dec[direction] is not None:
                 self._reason(f"gap in the stream at offset {offset}")
             if self.inner is not None:
                 self.inner.gap(direction, self.pt_off[direction], length, packet)
+                self.pt_off[direction] += length  # (what the lost records held: unknown, this much at most)
+            if dec is not None and self.next_dec[direction] is None:
+                self.resume[direction] = (dec, RESUME_RECORDS)  # the record numbers lost are unknown: see _resume
             self.dec[direction] = self.next_dec[direction] = None
 
     def end(self):
@@ -241,6 +248,8 @@ class TlsSession:
         if not encrypted:
             self._plain(d, rec, rtype, rec.body, fields)
             return
+        if self.lost[d] and self.resume[d] is not None:
+            self._resume(d, rec)
         dec = self.dec[d]
         pt = None
         inner_type = rtype
@@ -278,6 +287,32 @@ class TlsSession:
         if early or (self.tls13 and d == 0 and self.dec[0] is self.early_dec and self.early_dec is not None):
             fields["early_data"] = True
         self._plain(d, rec, inner_type, pt, fields)
+
+    def _resume(self, d: int, rec: T.Record) -> None:
+        """The first protected record after bytes the capture lost: how many records those held
+        is unknown, and with it this record's sequence number (in the nonce, or the MAC).  The
+        next MAX_LOST_RECORDS numbers are tried; the one that opens it resumes decryption
+        (wirefall goes on where tshark stops).  A few records are tried before giving up."""
+        dec, left = self.resume[d]
+        base = dec.seq
+        hdr = bytes((rec.type, rec.version >> 8, rec.version & 0xFF, len(rec.body) >> 8, len(rec.body) & 0xFF))
+        for k in range(MAX_LOST_RECORDS + 1):
+            dec.seq = base + k
+            try:
+                if self.tls13:
+                    dec.decrypt(hdr, rec.body)
+                else:
+                    dec.decrypt(rec.type, rec.version, rec.body)
+            except DecryptError:
+                continue
+            dec.seq = base + k  # decrypted again by the usual path
+            self.dec[d] = dec
+            self.lost[d] = False
+            self.resume[d] = None
+            self.ctx.note(self.conn, f"packet {rec.packet}: TLS decryption resumed {DIR[d]} ({k} records lost before this one)")
+            return
+        dec.seq = base
+        self.resume[d] = (dec, left - 1) if left > 1 else None
 
     def _dec13(self, d: int, rec: T.Record):
         hdr = bytes((rec.type, rec.version >> 8, rec.version & 0xFF, len(rec.body) >> 8, len(rec.body) & 0xFF))
