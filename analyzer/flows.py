@@ -35,7 +35,7 @@ class TcpDirection:
     """Reassembly of one direction of a TCP connection."""
 
     __slots__ = ("dir", "isn", "next", "pending", "pending_bytes", "map", "fin_off", "acked",
-                 "tail", "tail_start", "flow", "max_pending", "syn_seq")
+                 "tail", "tail_start", "flow", "max_pending", "syn_seq", "unseen_acked")
 
     TAIL = 16384  # delivered bytes kept to tell identical from different retransmissions
 
@@ -53,6 +53,7 @@ class TcpDirection:
         self.tail_start = 0
         self.max_pending = max_pending
         self.syn_seq: int | None = None
+        self.unseen_acked: int | None = None  # packet whose ACK covered bytes not seen (yet)
 
     def offset_of(self, seq: int) -> int:
         return self.next + _signed32(seq - self.isn - self.next)
@@ -148,16 +149,14 @@ class TcpDirection:
     def ack(self, ack_off: int, pkt: int | None = None) -> None:
         if ack_off > self.acked:
             self.acked = ack_off
-            if ack_off > self.next:
-                if self.pending:
-                    self.force_gap(self.pending[0][2] if pkt is None else pkt)
-                elif pkt is not None and self.next and ack_off > self.next + 1:
-                    # the peer acknowledges bytes the capture never showed, and none came after
-                    # them: they are lost now, not when (if ever) later bytes arrive, so that the
-                    # session knows before it reads what the peer sent in reply (a lost
-                    # WINDOW_UPDATE must not make the next DATA frames look like an overrun).
-                    # One byte more is a FIN (seen or not), not data.
-                    self._trailing_gap(ack_off - 1 if self.fin_off is not None and self.fin_off == ack_off - 1 else ack_off, pkt)
+            if self.pending and ack_off > self.next:
+                self.force_gap(self.pending[0][2] if pkt is None else pkt)
+            elif ack_off > self.next + 1 and pkt is not None and self.next:
+                # the peer acknowledges bytes the capture has not shown, and none came after them:
+                # lost by the capture, or merely captured after the ACK (reordered). They are a
+                # gap only if nothing fills them before the connection ends (see finish); one
+                # byte more is a FIN, not data
+                self.unseen_acked = pkt
 
     def _trailing_gap(self, upto: int, pkt: int) -> None:
         start = self.next
@@ -192,6 +191,10 @@ class TcpDirection:
     def finish(self) -> None:
         while self.pending:
             self.force_gap(self.pending[0][2])
+        if self.unseen_acked is not None:  # acknowledged, never seen: lost by the capture
+            upto = min(self.acked, self.fin_off) if self.fin_off is not None else self.acked - 1  # (less a FIN)
+            if upto > self.next:
+                self._trailing_gap(upto, self.unseen_acked)
 
 
 DIRS = ("client→server", "server→client")

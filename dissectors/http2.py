@@ -448,6 +448,7 @@ class H2Connection:
         self.max_continuation = max_continuation
         self.notes: list[str] = []  # "packet N: ..." decoding problems
         self.settings = ({}, {})  # last SETTINGS values sent by each direction
+        self.overruns: tuple[list, list] = ([], [])  # (DATA frame, message) per sender, told at the end
         self.pending_settings: tuple[list, list] = ([], [])  # SETTINGS awaiting ACK, per sender
         if mid_stream:
             for d in self.dirs:
@@ -467,8 +468,16 @@ class H2Connection:
         d.buf += data
         return self._parse(direction, d)
 
+    def take_overruns(self) -> list[tuple[H2Frame, str]]:
+        """DATA frames that exceeded a flow-control window, with no gap in the capture that
+        could hide the WINDOW_UPDATE that allowed them (asked once, when the connection ends)."""
+        out = self.overruns[0] + self.overruns[1]
+        self.overruns = ([], [])
+        return sorted(out, key=lambda x: x[0].packet)
+
     def gap(self, direction: int, length: int, packet: int) -> None:
         """``length`` bytes of this direction were lost: drop the partial frame, resync."""
+        self.overruns[1 - direction].clear()  # the lost bytes may have opened the peer's windows
         d = self.dirs[direction]
         if d.buf or d.block is not None or length:
             self.notes.append(f"packet {packet}: {length} bytes lost in direction {direction}; HTTP/2 resynchronising, HPACK state unknown from here")
@@ -793,7 +802,11 @@ class H2Connection:
             # starts inside the connection: the windows are unknown, so neither overrun nor stall
             f.fields["window_state"] = "unknown"
         elif w.conn < 0 or sw < 0:
-            f.error = f.error or f"DATA exceeds the flow-control window ({'connection' if w.conn < 0 else 'stream'} window {min(w.conn, sw)})"
+            # an overrun, or a WINDOW_UPDATE of the peer's that the capture lost and TCP has not
+            # shown missing yet (bytes acknowledged but unseen are a gap only at the end): told
+            # by take_overruns() when the connection ends, unless a gap came first
+            if len(self.overruns[f.direction]) < MAX_PENDING_SETTINGS * 4:
+                self.overruns[f.direction].append((f, f"DATA exceeds the flow-control window ({'connection' if w.conn < 0 else 'stream'} window {min(w.conn, sw)})"))
         elif w.conn == 0 or sw == 0:
             f.fields["stalled"] = "connection" if w.conn == 0 else "stream"
         if f.flags & FLAG_END_STREAM:

@@ -548,3 +548,31 @@ def test_lenient_hpack_is_never_wrong_from_the_middle(lists, start, table_size):
         assert n == unknown
         if start == 0:
             assert unknown == 0
+
+
+def test_flow_control_overrun_reported_at_the_end_unless_a_gap_could_hide_the_window_update():
+    """The client's WINDOW_UPDATE frames cut out of a real client stream: the server's DATA then
+    exceeds its windows. With no gap that could have held them, the overruns are reported when
+    the connection ends (take_overruns); once the client direction has lost bytes, they are not."""
+    path = HTTP / "h2c-nghttp.pcap"
+    client, server = _follow(path, 18081, 0)
+    kept, pos = bytearray(client[:24]), 24  # the preface, then frame by frame
+    while pos + 9 <= len(client):
+        ln = int.from_bytes(client[pos : pos + 3], "big")
+        if client[pos + 3] != 8:  # not WINDOW_UPDATE
+            kept += client[pos : pos + 9 + ln]
+        pos += 9 + ln
+    for lose_client_bytes in (False, True):
+        h2 = H2Connection()
+        h2.receive(0, bytes(kept), 1)
+        h2.receive(1, server[: len(server) // 2], 2)
+        if lose_client_bytes:
+            h2.gap(0, 13, 3)
+        frames = h2.receive(1, server[len(server) // 2 :], 4)
+        over = h2.take_overruns()
+        assert not any(f.error for f in frames if f.type == 0)  # not while reading: the end tells
+        if lose_client_bytes:
+            assert over == []  # the lost client bytes may have held them all
+        else:
+            assert over and all(f.type == 0 and "flow-control window" in m for f, m in over)
+            assert h2.take_overruns() == []

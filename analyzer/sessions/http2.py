@@ -134,6 +134,10 @@ class H2Session:
         self._notes()
 
     def end(self):
+        for f, msg in self.h2.take_overruns():
+            if f.model is not None:
+                f.model.error = f.model.error or msg
+            self.conn.notes.append(f"packet {f.packet}: {msg}")
         for sid, st in self.streams.items():
             ex = st.ex
             if st.body is not None:
