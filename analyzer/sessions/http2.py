@@ -125,6 +125,7 @@ class H2Session:
     def data(self, direction, data, offset, packet):
         for f in self.h2.receive(direction, data, packet, offset):
             self._frame(f)
+            f.data = None  # consumed (a frame the dissector keeps, an overrun's, must not pin it)
             if f.block_parts is not None:  # a block's last frame lists itself: break the cycle so
                 f.block_parts = f.block_start = None  # refcounting frees it (no cyclic GC work)
         self._notes()
