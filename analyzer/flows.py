@@ -158,7 +158,9 @@ class TcpDirection:
                 # byte more is a FIN, not data
                 self.unseen_acked = pkt
 
-    def _trailing_gap(self, upto: int, pkt: int) -> None:
+    def _lost(self, upto: int, pkt: int) -> None:
+        """Bytes from ``next`` to ``upto`` are not in the capture: counted, noted at ``pkt``, and
+        the session told; the stream goes on at ``upto``."""
         start = self.next
         st = self.flow.conn.stats[self.dir]
         st.gaps += 1
@@ -173,19 +175,7 @@ class TcpDirection:
         """Declare the bytes before the first pending segment lost by the capture."""
         if not self.pending:
             return
-        start = self.next
-        first = self.pending[0][0]
-        length = first - start
-        st = self.flow.conn.stats[self.dir]
-        st.gaps += 1
-        st.gap_bytes += length
-        self.flow.conn.notes.append(
-            f"packet {self.pending[0][2]}: {length} bytes missing from the capture in {DIRS[self.dir]} at stream offset {start}"
-        )
-        self.next = first
-        self.tail.clear()
-        self.tail_start = first
-        self.flow.gap(self.dir, start, length, self.pending[0][2])
+        self._lost(self.pending[0][0], self.pending[0][2])
         self._drain(pkt)
 
     def finish(self) -> None:
@@ -194,7 +184,7 @@ class TcpDirection:
         if self.unseen_acked is not None:  # acknowledged, never seen: lost by the capture
             upto = min(self.acked, self.fin_off) if self.fin_off is not None else self.acked - 1  # (less a FIN)
             if upto > self.next:
-                self._trailing_gap(upto, self.unseen_acked)
+                self._lost(upto, self.unseen_acked)
 
 
 DIRS = ("client→server", "server→client")
