@@ -361,8 +361,10 @@ class H2Session:
             ex.authority = host
         if ex.method == "CONNECT" and ex.path is None:
             ex.url = ex.authority
-        elif ex.authority is not None or ex.path is not None:
-            ex.url = f"{ex.scheme or self.scheme}://{ex.authority or ''}{ex.path or ''}"
+        elif ex.authority is not None:
+            ex.url = f"{ex.scheme or self.scheme}://{ex.authority}{ex.path or ''}"
+        elif ex.path is not None:
+            ex.url = ex.path  # no :authority seen (a capture that starts inside the connection): as HTTP/1 and SPDY do
 
     def _request_end(self, st: _Stream, f: H2Frame):
         ex = st.ex
