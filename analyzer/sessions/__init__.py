@@ -260,15 +260,16 @@ class Sniffer:
             k1 = sniff_stream(self.head[1], 1)
             if k1 in ("tls", "http1", "spdy") or self.held_bytes > self.MAX_HELD:
                 kind = k1
-        if kind == "raw":
+        if kind == "raw" and self.conn.connect_start is None:  # no SYN: the capture may have begun mid-record
             kind = self._raw_or_tls(final=False)
         if kind is not None:
             self._decide(kind)
 
     def _raw_or_tls(self, final: bool) -> str | None:
-        """Bytes no protocol recognised from their start: TLS if either direction holds a
-        chain of record headers (the capture began inside a record), else raw once each
-        direction has held enough bytes to show one (None: hold on)."""
+        """Bytes no protocol recognised from their start, in a connection whose SYN the capture
+        did not show: TLS if either direction holds a chain of record headers (the capture began
+        inside a record), else raw once each direction has held enough bytes to show one (None:
+        hold on).  With the SYN seen, the first bytes are the stream's own and decide at once."""
         if self.scan is None:
             self.scan = [bytearray(), bytearray()]
             self.scanned = [0, 0]
@@ -313,7 +314,7 @@ class Sniffer:
                 kind = sniff_stream(self.head[1], 1)
                 if kind == "raw" and not self.head[0] and looks_like_h2_frames(self.head[1]):
                     kind = "h2"  # an h2c server's SETTINGS; the capture ended before the client's preface
-            if kind in (None, "raw"):
+            if kind in (None, "raw") and self.conn.connect_start is None:
                 kind = self._raw_or_tls(final=True)
-            self._decide(kind)
+            self._decide(kind or "raw")
         self.target.end()
