@@ -19,6 +19,8 @@ length-prefixed structures (RFC 8446 / RFC 5246); we decode them with ``struct``
 """
 from __future__ import annotations
 
+import re
+
 from .tls_suites import CIPHER_SUITES
 
 # Record content types
@@ -463,6 +465,32 @@ class Record:
         return f"<Record {CONTENT_TYPES.get(self.type, self.type)} len={len(self.body)} off={self.offset} pkts={self.first_packet}-{self.packet}>"
 
 
+_RECORD_HEADER = re.compile(rb"[\x14-\x18]\x03[\x00-\x04]")  # content type 20-24, version 3.0-3.4
+
+
+def record_chain(buf, p: int = 0) -> tuple[int, bool]:
+    """Position in ``buf`` (from ``p``) of the next plausible record header: a content type,
+    version 3.x and a length within the limit, followed by another such header or the end of the
+    data.  ``(pos, True)``; else ``(pos, False)`` where pos is where to wait for more bytes (a
+    header whose record runs past the data cannot be told yet).  Used after a gap, and when a
+    capture begins inside a record."""
+    n = len(buf)
+    for m in _RECORD_HEADER.finditer(buf, p):  # (two headers cannot overlap: no match is lost)
+        q = m.start()
+        if q + 5 > n:
+            break
+        ln = buf[q + 3] << 8 | buf[q + 4]
+        if 0 < ln <= MAX_RECORD:
+            e = q + 5 + ln
+            if e == n:
+                return q, True
+            if e + 3 > n:
+                return q, False  # cannot tell yet
+            if _RECORD_HEADER.match(buf, e):
+                return q, True
+    return max(p, n - 4), False
+
+
 class RecordReader:
     """One direction of a TLS byte stream -> records.  ``feed(data, offset, packet)`` returns
     the records completed by these bytes.  After a gap (``gap()``) or a malformed header the
@@ -591,22 +619,4 @@ class RecordReader:
         return out
 
     def _resync(self, p: int) -> tuple[int, bool]:
-        """Position in buf of the next plausible record header (a content type, version 3.x,
-        a length within the limit, followed by another such header or the end of the data):
-        ``(pos, True)``; else ``(pos, False)`` where pos is where to wait for more bytes."""
-        buf = self.buf
-        n = len(buf)
-        while p + 5 <= n:
-            t = buf[p]
-            if 20 <= t <= 24 and buf[p + 1] == 3 and buf[p + 2] <= 4:
-                ln = buf[p + 3] << 8 | buf[p + 4]
-                if 0 < ln <= MAX_RECORD:
-                    q = p + 5 + ln
-                    if q == n:
-                        return p, True
-                    if q + 3 > n:
-                        return p, False  # cannot tell yet
-                    if 20 <= buf[q] <= 24 and buf[q + 1] == 3 and buf[q + 2] <= 4:
-                        return p, True
-            p += 1
-        return p, False
+        return record_chain(self.buf, p)

@@ -20,7 +20,6 @@ Sessions are found by kind in ``KINDS``; a kind whose module is missing falls ba
 from __future__ import annotations
 
 import importlib
-import re
 
 from ..model import PROTO_CODE, Analysis, Connection, Exchange, Frame
 
@@ -174,27 +173,22 @@ def sniff_stream(head: bytes, direction: int) -> str | None:
     return "raw"
 
 
-_TLS_HDR = re.compile(rb"[\x14-\x17]\x03[\x01-\x04]")  # content type 20-23, version 3.1-3.4
-_TLS_MAX_RECORD = (1 << 14) + 2048
-TLS_MID_SCAN = 2 * (5 + _TLS_MAX_RECORD) + 8  # room for one whole record and the next header
+TLS_MID_SCAN = 2 * (5 + (1 << 14) + 2048) + 8  # room for one whole record (dissectors.tls.MAX_RECORD) and the next header
 
 
 def tls_record_chain(buf: bytes) -> bool:
     """A capture that starts inside a TLS record: somewhere in ``buf`` a record header whose
     record ends where another record header begins (or exactly at the end of ``buf``)."""
-    n = len(buf)
-    for m in _TLS_HDR.finditer(buf):
-        p = m.start()
-        if p + 5 > n:
-            break
-        ln = buf[p + 3] << 8 | buf[p + 4]
-        if not 0 < ln <= _TLS_MAX_RECORD:
-            continue
-        q = p + 5 + ln
-        if q == n or (q + 3 <= n and _TLS_HDR.match(buf, q)):
-            return True
-    return False
+    from dissectors.tls import record_chain  # (the TLS reader's own resynchronisation)
 
+    p = 0
+    while True:
+        q, found = record_chain(buf, p)
+        if found:
+            return True
+        if q + 5 > len(buf):
+            return False
+        p = q + 1  # a header whose record runs past these bytes: look further
 
 def looks_like_h2_frames(head: bytes) -> bool:
     """Plausible chained HTTP/2 frame headers from the first bytes of a stream."""
