@@ -688,7 +688,9 @@ def _tls_mid_conns(an: Analysis) -> set[int]:
 
 
 def _tls_no_sh_conns(an: Analysis) -> set[int]:
-    return {c.id for c in an.connections if c.tls is not None and any("ServerHello not in the capture" in n for n in c.notes)}
+    from .sessions.tls import NO_SERVER_HELLO
+
+    return {c.id for c in an.connections if c.tls is not None and any(NO_SERVER_HELLO in n for n in c.notes)}
 
 
 def _tls_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:

@@ -410,14 +410,12 @@ class QuicConnectionDissector:
         if hit is None:
             return None
         dl = hit - 1
-        peer = self.dirs[1 - self._role(direction, packet)]
+        role = 1 - direction if self.flipped == packet else direction  # the sender, once the roles were put right
+        peer = self.dirs[1 - role]
         peer.cid_lens.add(dl)
         if dl:  # a zero-length connection ID identifies nothing
             peer.cids.add(bytes(data[pos + 1 : pos + 1 + dl]))
         return dl
-
-    def _role(self, direction: int, packet: int) -> int:
-        return 1 - direction if self.flipped == packet else direction
 
     def _trial(self, direction, pkt, pn_offs, epoch, packet) -> int | None:
         """The capture missed the connection's start: without the ClientHello, which key-log

@@ -52,6 +52,7 @@ from ..model import PROTO_CODE, Frame, OffsetMap, TlsInfo
 P_TLS = PROTO_CODE["TLS"]
 
 MAX_PENDING_RECORDS = 256  # records held while their keys depend on a ServerHello not yet seen
+NO_SERVER_HELLO = "ServerHello not in the capture"  # noted when the client's records are decrypted without it
 MAX_LOST_RECORDS = 64  # record numbers tried after a gap (each one AEAD / MAC check on one record)
 RESUME_RECORDS = 3  # records tried that way before decryption stays stopped in that direction
 MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
@@ -295,7 +296,7 @@ class TlsSession:
         (wirefall goes on where tshark stops).  A few records are tried before giving up."""
         dec, left = self.resume[d]
         base = dec.seq
-        hdr = bytes((rec.type, rec.version >> 8, rec.version & 0xFF, len(rec.body) >> 8, len(rec.body) & 0xFF))
+        hdr = _header(rec)
         for k in range(MAX_LOST_RECORDS + 1):
             dec.seq = base + k
             try:
@@ -315,7 +316,7 @@ class TlsSession:
         self.resume[d] = (dec, left - 1) if left > 1 else None
 
     def _dec13(self, d: int, rec: T.Record):
-        hdr = bytes((rec.type, rec.version >> 8, rec.version & 0xFF, len(rec.body) >> 8, len(rec.body) & 0xFF))
+        hdr = _header(rec)
         dec = self.dec[d]
         if d == 0 and self.early and self.hs_dec0 is not None:
             # 0-RTT phase: early keys (if logged), else the client handshake keys; records that
@@ -608,7 +609,7 @@ class TlsSession:
         if chs is None or self.early:
             return  # (held records may be 0-RTT data: not these keys)
         rec = self.pending[0][1]
-        hdr = bytes((rec.type, rec.version >> 8, rec.version & 0xFF, len(rec.body) >> 8, len(rec.body) & 0xFF))
+        hdr = _header(rec)
         suites = [self.hrr_suite] if self.hrr_suite else [0x1301, 0x1303] if len(chs) == 32 else [0x1302] if len(chs) == 48 else []
         for cs in suites:
             params = suite_params(cs)
@@ -626,7 +627,7 @@ class TlsSession:
             self.tls13 = True
             self._setup_keys(sh)
             how = "the HelloRetryRequest's" if self.hrr_suite else "found by decrypting the client's first protected record"
-            self.ctx.note(self.conn, f"packet {packet}: ServerHello not in the capture; TLS 1.3 assumed, cipher suite {info.cipher_suite} ({how})")
+            self.ctx.note(self.conn, f"packet {packet}: {NO_SERVER_HELLO}; TLS 1.3 assumed, cipher suite {info.cipher_suite} ({how})")
             pend, self.pending = self.pending, []
             for d, r in pend:
                 self._record(d, r, flushing=True)
@@ -708,6 +709,12 @@ class TlsSession:
         if not key:
             return None, None
         return self.ctx.shared.get(name, {}).get(bytes(key)) or (None, None)
+
+
+def _header(rec: T.Record) -> bytes:
+    """The record's 5-byte header (TLS 1.3's additional data), rebuilt from its fields."""
+    n = len(rec.body)
+    return bytes((rec.type, rec.version >> 8, rec.version & 0xFF, n >> 8, n & 0xFF))
 
 
 class _Skip(Exception):
