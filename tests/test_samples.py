@@ -174,7 +174,7 @@ def h2_exchanges(cap: Path, keys: Path | None, port: str, extra: tuple = ()) -> 
                 elif fr.get("http2.type") == "0":
                     assert L["tcp"]["tcp.srcport"] == port  # no request bodies on this page
                     data[conn, sid] += int(fr["http2.length"]) - int(fr.get("http2.pad_length", 0))
-    got = [(h[":method"], h[":path"], int(h[":status"]), data[k]) for k, h in heads.items()]
+    got = [(h.get(":method"), h.get(":path"), int(h[":status"]) if ":status" in h else None, data[k]) for k, h in heads.items()]
     return got, conns, {sid for _, sid in heads}
 
 
