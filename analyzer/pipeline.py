@@ -265,6 +265,7 @@ def _analyze(
             except Exception as e:  # noqa: BLE001
                 app_failed(flow, e, flow.conn.last_packet)
     an.warnings.extend(info.warnings)
+    ctx.report_budgets()
     if cut_short:
         an.warnings.append(f"{cut_short} packets (the first: packet {first_cut}) hold fewer bytes than were sent (snap length): "
                            f"their missing payload is a gap in its stream, and decoding resumes at the next frame boundary found")

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import importlib
 
+from dissectors.budget import Budget
+
 from ..model import PROTO_CODE, Analysis, Connection, Exchange, Frame
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -48,6 +50,9 @@ DEFAULT_LIMITS = {
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
     "ipv4_fragment_bytes": 32 << 20,  # bytes held in IPv4 fragments
 }
+# Budgets (docs/ROBUSTNESS.md): a key NAME in DEFAULT_LIMITS caps one connection's use, and
+# NAME + "_capture" the whole capture's; ``Context.budget(NAME, conn)`` hands out the pair.
+CAPTURE_SUFFIX = "_capture"
 
 
 class Context:
@@ -62,6 +67,41 @@ class Context:
         self.shared: dict = {}  # per-capture state shared between sessions (e.g. QUIC CIDs)
         self._tp = 0  # last packet asked for, and its time: frames of one packet share one float
         self._tv = 0.0
+        self._budgets: dict[tuple[str, int], Budget] = {}  # (name, conn id or 0 for the capture)
+
+    def budget(self, name: str, conn: Connection | None = None) -> Budget:
+        """The budget ``name`` of ``conn`` (charging the capture's too), or the capture's.
+        Caps come from ``limits[name]`` (per connection) and ``limits[name + "_capture"]``."""
+        key = (name, conn.id if conn is not None else 0)
+        b = self._budgets.get(key)
+        if b is None:
+            top = self._budgets.get((name, 0))
+            if top is None:
+                cap = self.limits.get(name + CAPTURE_SUFFIX, self.limits.get(name, 1 << 62))
+                top = self._budgets[(name, 0)] = Budget(name, cap)
+            b = top if conn is None else top.child(self.limits.get(name, top.cap))
+            self._budgets[key] = b
+        return b
+
+    def report_budgets(self) -> None:
+        """At the end of the pass: each budget that refused work says so once, on its
+        connection (a note) and for the capture (a warning), and ``analysis.budgets_hit``
+        lists them as data ({name: [conn ids]}, 0 for the capture)."""
+        conns = {c.id: c for c in self.analysis.connections}
+        hit: dict[str, list[int]] = {}
+        for (name, cid), b in sorted(self._budgets.items()):
+            if not b.hit:
+                continue
+            hit.setdefault(name, []).append(cid)
+            if cid == 0:
+                self.analysis.warnings.append(
+                    f"budget {name} for the capture ({b.cap} units) ran out: later work of this kind was not "
+                    f"done on any connection (raise it with --limit {name}{CAPTURE_SUFFIX}=N)")
+            elif cid in conns:
+                conns[cid].notes.append(
+                    f"budget {name} ({b.cap} units per connection) ran out: {b.refused} units were not decoded "
+                    f"(raise it with --limit {name}=N)")
+        self.analysis.budgets_hit = hit
 
     def time(self, packet: int) -> float:
         if packet == self._tp:
