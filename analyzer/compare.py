@@ -8,7 +8,6 @@ URL finds fewer pairs than matching by path and query, the latter is used and sa
 """
 from __future__ import annotations
 
-import sys
 from collections import defaultdict, deque
 from typing import Any
 from urllib.parse import urlsplit
@@ -233,40 +232,3 @@ def render_text(res: dict[str, Any]) -> str:
     for wmsg in res["warnings"]:
         out.append(f"warning: {wmsg}")
     return "\n".join(out)
-
-
-def main(args) -> int:
-    """``wirefall compare A B`` (called from ui/cli.py)."""
-    import json
-
-    if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
-        from .cache import analyze_cached
-
-        def analyze(path, keylogs):
-            return analyze_cached(path, keylogs)[0]
-    else:
-        from .pipeline import analyze
-
-    a = analyze(args.a, keylogs=args.keylog)
-    b = analyze(args.b, keylogs=(args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
-    for an in (a, b):
-        for w in an.warnings:
-            print(f"wirefall: warning: {w}", file=sys.stderr)
-    res = compare(a, b)
-    if args.output:
-        from .export import write_atomic
-
-        from ui.compare_figure import compare_figure, figure_bytes
-
-        fig = compare_figure(a, b, res)
-        fmt = args.output.rsplit(".", 1)[-1].lower()
-        write_atomic(args.output, figure_bytes(fig, fmt), force=args.force)
-        print(f"wrote {args.output}", file=sys.stderr)
-    if args.json:
-        json.dump(res, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print(render_text(res))
-    for wmsg in res["warnings"]:
-        print(f"wirefall: warning: {wmsg}", file=sys.stderr)
-    return 0

@@ -54,22 +54,22 @@ def _version() -> str:
         return "0"
 
 
+IMAGE_FORMATS = ("png", "svg", "html")
+DATA_FORMATS = ("har", "json", "qlog")
+
+
 def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
            include_sensitive: bool = False, group_by: str | None = None) -> str:
-    """Write ``analysis`` to ``out_path``; returns the format written."""
+    """Write ``analysis`` to ``out_path`` as data (HAR, model JSON, qlog); returns the format
+    written.  Images are drawn by the UI layer: ``ui.exports.export`` takes every format."""
     fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt in IMAGE_FORMATS:
+        raise ExportError(f"{fmt} is an image: ui.exports.export draws it")
     if os.path.exists(out_path) and not force:
         raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
-    if fmt in ("png", "svg", "html"):
-        from ui import figures
-
-        from .waterfall import build
-
-        fig = figures.waterfall_figure(build(analysis, group_by=group_by))
-        data = figures.to_image(fig, fmt) if fmt != "html" else _html(fig)
-    elif fmt == "har":
+    if fmt == "har":
         data = _dumps(har(analysis, include_sensitive=include_sensitive))
     elif fmt == "json":
         data = _dumps(model_json(analysis))
@@ -77,10 +77,6 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
         data = _dumps(qlog(analysis))
     write_atomic(out_path, data, force=force)
     return fmt
-
-
-def _html(fig) -> bytes:
-    return fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
 
 
 def _dumps(obj: Any) -> bytes:

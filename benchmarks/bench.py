@@ -77,7 +77,7 @@ def _stop(p: subprocess.Popen, sig=signal.SIGTERM) -> None:
 class Net:
     """Where a corpus capture is made: loopback (tcpdump sees GSO-coalesced ~8 KB segments)
     or two network namespaces joined by a veth pair with MTU 1500 and GSO/TSO/GRO off
-    (analyzer.labnet.LabNet), so packet counts are those of a real network."""
+    (lab.net.LabNet), so packet counts are those of a real network."""
 
     RATE_MBIT = 400  # tbf on the veth ends: tcpdump on a busy 2-core host keeps up (no kernel drops)
 
@@ -88,7 +88,7 @@ class Net:
 
     def __enter__(self):
         if self.mtu:
-            from analyzer.labnet import LabNet
+            from lab.net import LabNet
 
             if not shutil.which("ethtool"):
                 sys.exit("bench: ethtool is missing (Debian: ethtool)")

@@ -17,6 +17,7 @@ from pngutil import png_pixels
 
 from analyzer import export as ex
 from analyzer import waterfall
+from ui.exports import export as export_any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wf_fixture import make_analysis  # noqa: E402
@@ -288,8 +289,8 @@ def test_svg_png_handmade_one_bar_per_request(image_server, tmp_path):
     an = make_analysis()
     wf = waterfall.build(an)
     svg_path, png_path = tmp_path / "w.svg", tmp_path / "w.png"
-    ex.export(an, str(svg_path))
-    ex.export(an, str(png_path))
+    export_any(an, str(svg_path))
+    export_any(an, str(png_path))
     _check_svg(svg_path.read_text(), wf)
     w, h, rows, bpp = png_pixels(png_path.read_bytes())
     assert w == 1400 and h >= 360
@@ -306,7 +307,7 @@ def test_svg_sample_one_bar_per_request(cap, keys, image_server, tmp_path):
     p, an = _sample(cap, keys)
     wf = waterfall.build(an)
     out = tmp_path / "w.svg"
-    ex.export(an, str(out))
+    export_any(an, str(out))
     _check_svg(out.read_text(), wf)
     assert len(wf.rows) == len(an.exchanges)
 
@@ -317,7 +318,7 @@ def test_html_offline_in_headless_chromium(tmp_path):
         pytest.skip("chromium not installed")
     an = make_analysis()
     out = tmp_path / "w.html"
-    ex.export(an, str(out))
+    export_any(an, str(out))
     html = out.read_text()
     assert "<script src=\"http" not in html  # plotly.js inlined
     ctl = tmp_path / "ctl.html"
@@ -368,10 +369,10 @@ def test_image_rendering_outside_a_server_is_isolated_and_bounded(tmp_path, monk
     an = make_analysis()
     wf = waterfall.build(an)
     svg_path = tmp_path / "w.svg"
-    ex.export(an, str(svg_path))
+    export_any(an, str(svg_path))
     _check_svg(svg_path.read_text(), wf)
     monkeypatch.setattr(figures, "IMAGE_TIMEOUT", 0.05)  # shorter than the child's own start-up
     t = time.monotonic()
     with pytest.raises(figures.ImageError, match=r"did not finish within .* \(2 attempts\)"):
-        ex.export(an, str(tmp_path / "late.svg"))
+        export_any(an, str(tmp_path / "late.svg"))
     assert time.monotonic() - t < 30 and not (tmp_path / "late.svg").exists()

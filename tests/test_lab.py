@@ -1,4 +1,4 @@
-"""`wirefall lab` (analyzer/lab.py, analyzer/labnet.py, scripts/lab, scripts/spdy).
+"""`wirefall lab` (lab/run.py, lab/net.py, scripts/lab, scripts/spdy).
 
 - the relay's delay line: delay, order, seeded loss, bounded queue (unit, deterministic);
 - the link the lab builds: RTT and loss measured across the namespaces by the kernel's own TCP
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import ROOT
-from analyzer.labnet import DelayLine
+from lab.net import DelayLine
 from test_samples import as_list, h1_exchanges, h2_exchanges, tshark_json
 
 PROTOS = ["h1", "spdy", "h2", "h3"]
@@ -70,7 +70,7 @@ def test_delay_line_is_bounded():
 
 
 def test_conditions_checks():
-    from analyzer.lab import loss_in_force, rtt_in_force
+    from lab.run import loss_in_force, rtt_in_force
 
     assert rtt_in_force(100, 101.0) and rtt_in_force(0, 0.02) and not rtt_in_force(100, 120) and not rtt_in_force(20, None)
     assert loss_in_force(1, 1.0, 200) and loss_in_force(0, 0.0, 200) and not loss_in_force(0, 2.0, 200)
@@ -99,9 +99,9 @@ def _netns_names() -> set[str]:
 
 def test_relay_link_has_the_set_rtt_and_loss(tmp_path):
     _need_lab([])
-    from analyzer.labnet import LabNet
+    from lab.net import LabNet
 
-    from analyzer.lab import _scripts
+    from lab.run import _scripts
 
     procs = _scripts().Procs()
     net = LabNet(procs, tag=f"t{os.getpid()}")
@@ -118,7 +118,7 @@ def test_relay_link_has_the_set_rtt_and_loss(tmp_path):
     # kernel TCP connect = one RTT: 2 × 20 ms one-way delay (+ a little relay time). The
     # shortest connect is what the lab checks (rtt_in_force); at 10 % loss a lost SYN or
     # SYN/ACK costs a 1 s retransmission, so the median of 10 connects can land on one.
-    from analyzer.lab import rtt_in_force
+    from lab.run import rtt_in_force
 
     assert m["rtt_ms_min"] >= 40.0 and rtt_in_force(40.0, m["rtt_ms_min"]), m
     assert m["rtt_ms"] >= 40.0, m

@@ -205,7 +205,7 @@ def cmd_stats(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from analyzer.export import export
+    from ui.exports import export
 
     an = load(args)
     kw = {"group_by": args.group_by} if args.group_by else {}
@@ -251,13 +251,44 @@ def cmd_web(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from analyzer.compare import main as compare_main
+    import json
 
-    return compare_main(args) or 0
+    from analyzer.compare import compare, render_text
+
+    if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
+        from analyzer.cache import analyze_cached
+
+        def analyze(path, keylogs):
+            return analyze_cached(path, keylogs)[0]
+    else:
+        from analyzer.pipeline import analyze
+
+    a = analyze(args.a, keylogs=args.keylog)
+    b = analyze(args.b, keylogs=(args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
+    for an in (a, b):
+        for w in an.warnings:
+            print(f"wirefall: warning: {w}", file=sys.stderr)
+    res = compare(a, b)
+    if args.output:
+        from analyzer.export import write_atomic
+        from ui.compare_figure import compare_figure, figure_bytes
+
+        fig = compare_figure(a, b, res)
+        fmt = args.output.rsplit(".", 1)[-1].lower()
+        write_atomic(args.output, figure_bytes(fig, fmt), force=args.force)
+        print(f"wrote {args.output}", file=sys.stderr)
+    if args.json:
+        json.dump(res, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(render_text(res))
+    for wmsg in res["warnings"]:
+        print(f"wirefall: warning: {wmsg}", file=sys.stderr)
+    return 0
 
 
 def cmd_lab(args) -> int:
-    from analyzer.lab import main as lab_main
+    from lab.run import main as lab_main
 
     return lab_main(args) or 0
 

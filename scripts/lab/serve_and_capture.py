@@ -13,8 +13,8 @@ editcap), the key log and, for Chromium, its NetLog (gzip'd) as timing truth.
   h2c  nghttpd --no-tls                         client: nghttp -ans (prior knowledge)
   spdy node spdy 4.0.2 server (scripts/spdy)    client: scripts/spdy/client.js --page 1 (spdy/3.1, TLS)
 
-`wirefall lab` (analyzer/lab.py) drives the same `Lab` class across network namespaces
-(analyzer/labnet.py) instead of loopback: a `net` object says where the server listens
+`wirefall lab` (lab/run.py) drives the same `Lab` class across network namespaces
+(lab/net.py) instead of loopback: a `net` object says where the server listens
 (net.server_host), which interface tcpdump watches (net.iface) and wraps each client and
 server command (net.client_cmd / net.server_cmd, `ip netns exec NS ...`).
 

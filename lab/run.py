@@ -4,7 +4,7 @@ and clients, under set RTT, loss and rate, captured with keys, decoded and compa
 A thin orchestrator. The servers, clients and capture of one page load are
 ``scripts/lab/serve_and_capture.py``'s ``Lab`` (imported from the checkout: the lab needs the
 checkout's scripts, page generator and npm packages anyway); the network conditions are
-``analyzer/labnet.py`` (namespaces, veth or TUN relay, tbf, probes); decoding is
+``lab/net.py`` (namespaces, veth or TUN relay, tbf, probes); decoding is
 ``analyzer.pipeline.analyze`` and the tables are ``analyzer.compare``.
 
 RUNS_DIR/
@@ -96,7 +96,7 @@ def _mean(xs):
 def summarise(conditions: list[dict], runs: list[dict], protos: list[str], baseline: str) -> dict:
     """Per condition: each protocol's page figures averaged over runs, and every protocol against
     the baseline (the whitepaper's A/B/difference/speedup with A = baseline)."""
-    from .compare import PAGE_ROWS
+    from analyzer.compare import PAGE_ROWS
 
     out = []
     for c in conditions:
@@ -123,7 +123,7 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
 
 
 def _fmt(key: str, v) -> str:
-    from .compare import _fmt as cfmt
+    from analyzer.compare import _fmt as cfmt
 
     if isinstance(v, float) and key not in ("page_load_time",) and not key.endswith("compression"):
         return f"{v:,.0f}" if v.is_integer() else f"{v:,.1f}"  # a count averaged over runs
@@ -131,7 +131,7 @@ def _fmt(key: str, v) -> str:
 
 
 def render_summary(s: dict) -> str:
-    from .compare import PAGE_ROWS
+    from analyzer.compare import PAGE_ROWS
 
     protos, base = s["protocols"], s["baseline"]
     lines = [f"wirefall lab: every protocol against {base} (means over runs; speedup = ({base} − X) / {base})", ""]
@@ -184,9 +184,9 @@ def _write_json(path: Path, obj) -> None:
 
 def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print) -> dict:
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
-    from .compare import compare, page_figures, render_text
-    from .labnet import LabNet
-    from .pipeline import analyze
+    from analyzer.compare import compare, page_figures, render_text
+    from .net import LabNet
+    from analyzer.pipeline import analyze
 
     sac = _scripts()
     if os.geteuid() != 0:

@@ -12,7 +12,7 @@ packets a real network would carry.
     client ns  wf-lab-c-<pid>: <link>  10.77.0.1  (browser / spdy client, tcpdump)
     server ns  wf-lab-s-<pid>: <link>  10.77.0.2  (nginx, node spdy, aioquic)
 
-Entry points run as child processes (``python -m analyzer.labnet relay|echo|probe ...``) so
+Entry points run as child processes (``python -m lab.net relay|echo|probe ...``) so
 that the lab stops each by PID. Nothing here touches any interface outside the lab's own
 namespaces (only the TUN devices, which are created in the root namespace and moved at once).
 """
@@ -266,7 +266,7 @@ class LabNet:
                 pass
             log = open(os.path.join(str(workdir), "relay.log"), "w")
             self.relay = self.procs.start("relay", [
-                sys.executable, "-m", "analyzer.labnet", "relay", "--tun-a", self.client_if, "--tun-b", self.server_if,
+                sys.executable, "-m", "lab.net", "relay", "--tun-a", self.client_if, "--tun-b", self.server_if,
                 "--delay-ms", str(rtt_ms / 2), "--loss-pct", str(loss_pct), "--seed", str(seed),
                 "--stats", self.relay_stats_path], stdout=subprocess.PIPE, stderr=log, text=True)
             line = self.relay.stdout.readline()
@@ -310,14 +310,14 @@ class LabNet:
 
     def measure(self, workdir, connects=20, udp=200) -> dict:
         """RTT by TCP connect timing and loss by UDP echo probes, across the lab's link."""
-        echo = self.procs.start("echo", self.server_cmd([sys.executable, "-m", "analyzer.labnet", "echo",
+        echo = self.procs.start("echo", self.server_cmd([sys.executable, "-m", "lab.net", "echo",
                                                          "--host", SERVER_IP, "--port", str(PROBE_PORT)]),
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             if echo.stdout.readline().strip() != "ready":
                 raise RuntimeError("probe echo server did not start")
             # space the probes so they do not queue behind each other at a low rate
-            r = subprocess.run(self.client_cmd([sys.executable, "-m", "analyzer.labnet", "probe", "--host", SERVER_IP,
+            r = subprocess.run(self.client_cmd([sys.executable, "-m", "lab.net", "probe", "--host", SERVER_IP,
                                                 "--port", str(PROBE_PORT), "--connects", str(connects),
                                                 "--udp", str(udp), "--spacing-ms", "5"]),
                                capture_output=True, text=True, timeout=120)
@@ -351,7 +351,7 @@ class LabNet:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analyzer.labnet")
+    ap = argparse.ArgumentParser(prog="python -m lab.net")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("relay")
     r.add_argument("--tun-a", required=True)

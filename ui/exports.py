@@ -1,0 +1,35 @@
+"""Every export format in one call: data formats (HAR, model JSON, qlog) are written by
+``analyzer.export``; images (PNG, SVG, offline HTML) are drawn here by ``ui.figures``,
+so the core never imports the UI."""
+from __future__ import annotations
+
+import os
+
+from analyzer.export import FORMATS, IMAGE_FORMATS, ExportError, write_atomic
+from analyzer.export import export as export_data
+from analyzer.model import Analysis
+
+
+def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
+           include_sensitive: bool = False, group_by: str | None = None) -> str:
+    """Write ``analysis`` to ``out_path``; returns the format written."""
+    fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt not in IMAGE_FORMATS:
+        return export_data(analysis, out_path, fmt=fmt, force=force, include_sensitive=include_sensitive)
+    if os.path.exists(out_path) and not force:
+        raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
+    from analyzer.waterfall import build
+
+    from . import figures
+
+    fig = figures.waterfall_figure(build(analysis, group_by=group_by))
+    data = figures.to_image(fig, fmt) if fmt != "html" else html_bytes(fig)
+    write_atomic(out_path, data, force=force)
+    return fmt
+
+
+def html_bytes(fig) -> bytes:
+    """An offline HTML page of a Plotly figure (plotly.js inlined)."""
+    return fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
