@@ -32,8 +32,9 @@ import struct
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from datetime import datetime, UTC
+from typing import Any
+from collections.abc import Iterable
 
 import dpkt
 
@@ -48,24 +49,24 @@ __all__ = ["Node", "packet_bytes", "packet_detail", "packet_row", "packet_rows",
 @dataclass(slots=True)
 class Node:
     label: str
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
     start: int = -1  # byte range in the packet bytes, [start, end)
     end: int = -1
     abbrev: str | None = None  # Wireshark display-filter field name, when there is one
     value: Any = None  # the value as tshark -T json prints it
     source: int = 0  # which bytes start/end refer to: 0 the packet, k the k-th decrypted record on it
 
-    def add(self, label: str, start: int = -1, end: int = -1, abbrev: str | None = None, value: Any = None) -> "Node":
+    def add(self, label: str, start: int = -1, end: int = -1, abbrev: str | None = None, value: Any = None) -> Node:
         n = Node(label, [], start, end, abbrev, value)
         self.children.append(n)
         return n
 
-    def walk(self) -> Iterable["Node"]:
+    def walk(self) -> Iterable[Node]:
         yield self
         for c in self.children:
             yield from c.walk()
 
-    def find(self, abbrev: str) -> "Node | None":
+    def find(self, abbrev: str) -> Node | None:
         for n in self.walk():
             if n.abbrev == abbrev:
                 return n
@@ -730,7 +731,7 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
 
 def _fmt_time(ts: float) -> str:
     try:
-        return datetime.fromtimestamp(ts, timezone.utc).strftime("%b %d, %Y %H:%M:%S.%f UTC")
+        return datetime.fromtimestamp(ts, UTC).strftime("%b %d, %Y %H:%M:%S.%f UTC")
     except (OverflowError, OSError, ValueError):
         return f"{ts:.6f}"
 

@@ -34,9 +34,7 @@ def main() -> int:
             p = subprocess.Popen([str(ROOT / ".venv" / "bin" / "wirefall"), cmd, str(cap), "--keylog", str(keys), "--json"],
                                  stdout=subprocess.PIPE)
             n = 0
-            for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
-                if cmd == "summary":  # the file path differs between checkouts; nothing else
-                    pass
+            for chunk in iter(lambda p=p: p.stdout.read(1 << 20), b""):
                 h.update(chunk)
                 n += len(chunk)
             rc = p.wait()

@@ -17,7 +17,7 @@ from __future__ import annotations
 class Budget:
     __slots__ = ("name", "cap", "used", "parent", "hit", "refused")
 
-    def __init__(self, name: str, cap: int, parent: "Budget | None" = None) -> None:
+    def __init__(self, name: str, cap: int, parent: Budget | None = None) -> None:
         self.name = name
         self.cap = cap
         self.used = 0
@@ -25,7 +25,7 @@ class Budget:
         self.hit = False  # this budget (or its parent) refused work at least once
         self.refused = 0  # units of work refused
 
-    def child(self, cap: int) -> "Budget":
+    def child(self, cap: int) -> Budget:
         """A budget of ``cap`` that also charges this one (a connection within a capture)."""
         return Budget(self.name, cap, self)
 

@@ -141,10 +141,10 @@ class PacketKeys:
         self._hp = None if self.chacha else Cipher(algorithms.AES(self.hp_key), modes.ECB()).encryptor()
 
     @classmethod
-    def from_secret(cls, suite: int, secret: bytes, version: int) -> "PacketKeys":
+    def from_secret(cls, suite: int, secret: bytes, version: int) -> PacketKeys:
         return cls(suite, secret, version)
 
-    def next_phase(self) -> "PacketKeys":
+    def next_phase(self) -> PacketKeys:
         """Keys after a key update (RFC 9001 6): new AEAD key and IV, same HP key."""
         hash_fn = SUITES[self.suite][0]
         ku = _labels(self.version)[3]

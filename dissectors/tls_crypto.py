@@ -199,7 +199,7 @@ class Tls13RecordDecryptor:
         self.seq = 0
         self.tag_len = params.tag_len
 
-    def next_generation(self) -> "Tls13RecordDecryptor":
+    def next_generation(self) -> Tls13RecordDecryptor:
         return Tls13RecordDecryptor(self.params, tls13_next_secret(self.secret, self.params))
 
     def decrypt(self, header: bytes, body) -> tuple[int, bytes]:

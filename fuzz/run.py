@@ -39,7 +39,7 @@ def write_seeds(target: str, d: Path) -> int:
     d.mkdir(parents=True, exist_ok=True)
     n = 0
     if target in ("capture", "pipeline"):
-        for i, (name, raw, keys) in enumerate(corpus.small_captures(24 if target == "pipeline" else 12)):
+        for i, (name, raw, _keys) in enumerate(corpus.small_captures(24 if target == "pipeline" else 12)):
             blob = bytes([i]) + raw if target == "pipeline" else raw
             (d / f"seed-{name.replace('/', '_')}").write_bytes(blob)
             n += 1

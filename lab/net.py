@@ -199,7 +199,7 @@ def probe_main(a) -> int:
         u.settimeout(max(0.01, deadline - time.time()))
         try:
             d = u.recv(64)
-        except (socket.timeout, BlockingIOError):
+        except (TimeoutError, BlockingIOError):
             break
         echoed += 1
         server_max = max(server_max, struct.unpack(">I", d[:4])[0])

@@ -217,7 +217,7 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
         page = {k: lab.page.get(k) for k in ("count", "seed", "requests", "files")}
         manifest = {
             "schema": SCHEMA,
-            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": "wirefall lab " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["lab"] else None,
             "protocols": list(protos), "baseline": baseline, "runs_per_condition": runs,
             "page": page, "page_dir": str(page_dir) if page_dir else None,
@@ -256,7 +256,7 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                     r = lab.run(p)
                     rec = {"protocol": p, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "run": k,
                            "condition": cid, "dir": str(rdir.relative_to(out)),
-                           "made": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           "made": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                            "files": {x: r[x] for x in ("capture", "keys", "netlog", "server_log", "client_log")
                                      if r.get(x)}, **{x: r[x] for x in ("client", "server", "command", "port", "keys_from")
                                                       if x in r}}

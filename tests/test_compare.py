@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from analyzer.compare import compare, normalise_url, page_figures
+from analyzer.compare import compare, normalise_url
 from analyzer.pipeline import analyze
 from conftest import ROOT, SAMPLES, run_tool
 

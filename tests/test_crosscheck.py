@@ -174,7 +174,7 @@ def test_lossy_tcp_out_of_order_bytes_placed_at_the_filling_packet(rel):
         m = an.maps.get((f.connection, f.direction, "tls")) or an.maps.get((f.connection, f.direction))
         if m is not None and m.packet_at(f.offset) > f.packet:
             raise AssertionError(f"frame at packet {f.packet} starts with a byte carried later, by {m.packet_at(f.offset)}")
-    for (cid, d), m in [(k, v) for k, v in an.maps.items() if len(k) == 2]:
+    for (_cid, _d), m in [(k, v) for k, v in an.maps.items() if len(k) == 2]:
         pk = list(m.packets)
         early += sum(1 for a, b in zip(pk, pk[1:]) if b < a)  # a later offset carried by an earlier packet
     assert early > 0
@@ -261,7 +261,7 @@ def test_one_altered_frame_is_reported(rel, keys, spec, pick, mutate):
     # where tshark shows it: HTTP/1 messages end with their body
     problems = crosscheck(str(path), keys, protocols=[spec], analysis=an2)
     assert len(problems) == 1, problems
-    assert problems[0].startswith(f"packet ") and f" {spec} " in problems[0]
+    assert problems[0].startswith("packet ") and f" {spec} " in problems[0]
 
 
 def test_dropped_frame_is_reported():

@@ -130,9 +130,9 @@ def test_tls_records_do_not_depend_on_segmentation(recs, cuts, seed):
     # each record completes in the piece holding its last byte
     ends = []
     pos = 0
-    for k, p in enumerate(pieces, 1):
+    for _k, p in enumerate(pieces, 1):
         pos += len(p)
         ends.append(pos)
-    for typ, ver, body, off, pkt in chopped:
+    for _typ, _ver, body, off, pkt in chopped:
         last = off + 5 + len(body) - 1
         assert pkt == next(k for k, e in enumerate(ends, 1) if e > last)

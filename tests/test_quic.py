@@ -28,7 +28,7 @@ def _cap(rel: str) -> Path:
     return p
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tshark_quic(path: str, keylog: str | None = None) -> dict[int, list[tuple]]:
     """packet -> [(quic packet type, packet number, [(frame type, stream id, offset, length)] or None)]
     from tshark's PDML (None = tshark did not decrypt that QUIC packet)."""
@@ -78,7 +78,7 @@ def tshark_quic(path: str, keylog: str | None = None) -> dict[int, list[tuple]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def wirefall(path: str, keylog: str | None = None):
     return analyze(path, keylogs=[keylog] if keylog else [])
 

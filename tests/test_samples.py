@@ -10,7 +10,6 @@ decoded with pylsqpack. Chromium's NetLog for the same load must agree.
 """
 from __future__ import annotations
 
-import gzip
 import importlib.util
 import json
 import os

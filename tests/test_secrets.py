@@ -341,7 +341,7 @@ class _Server:
                 return
             except OSError:
                 if self.p.poll() is not None:
-                    raise RuntimeError(self.p.stderr.read()[-500:])
+                    raise RuntimeError(self.p.stderr.read()[-500:]) from None
                 time.sleep(0.1)
         raise RuntimeError("web server did not start")
 
@@ -455,7 +455,7 @@ def test_web_reads_only_named_and_uploaded_files(tmp_path, monkeypatch):
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     opened: list[str] = []
-    real_open, real_os_open, real_io_open = builtins.open, os.open, io.open
+    real_open, real_os_open = builtins.open, os.open
 
     def spy_open(file, *a, **kw):
         if isinstance(file, (str, bytes, os.PathLike)):

@@ -17,7 +17,7 @@ import json
 import shutil
 import zlib
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -52,7 +52,7 @@ def _paths(name):
     return pcap, (keys if keys.exists() else None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def wf(name, limit=None):
     pcap, keys = _paths(name)
     an = analyze(str(pcap), keylogs=[str(keys)] if keys else [], limits={"spdy_header_block": limit} if limit else None)
@@ -65,7 +65,7 @@ def wf_frames(an):
     return fr
 
 
-@lru_cache(maxsize=None)
+@cache
 def tshark(name):
     """Every SPDY frame tshark dissects: dicts in packet order (analyzer.oracle, shared with
     ``wirefall crosscheck``)."""

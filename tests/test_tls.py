@@ -255,6 +255,12 @@ def test_amazon_sni_alpn_like_tshark(amazon):
     sh = tshark("-r", str(cap), "-o", f"tls.keylog_file:{key}", "-Y", "tcp && (tls.handshake.type == 2 || tls.handshake.type == 8)",
                 "-T", "fields", "-E", "aggregator=,", "-e", "tcp.srcport", "-e", "tcp.dstport",
                 "-e", "tls.handshake.extensions_alpn_str", "-e", "tls.handshake.ciphersuite").splitlines()
+    offered = 0
+    for r in ch:  # every ClientHello's SNI is the connection's, as tshark reads it
+        cp, sp, sni, _alpn = r.split("\t")
+        assert (conn_by_ports(an, int(cp), int(sp)).tls.sni or "") == sni
+        offered += 1
+    assert offered >= 5
     selected: dict = {}
     for r in sh:
         sp, cp, alpn, cs = r.split("\t")

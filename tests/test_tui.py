@@ -242,7 +242,7 @@ def test_h2_detail_fields_equal_tshark():
 # ------------------------------------------------------------------ the TUI (Textual pilot)
 
 from ui.tui.app import FollowScreen, HelpScreen, TextScreen, WirefallApp  # noqa: E402
-from ui.tui.widgets import HexView, PacketList, WaterfallView, format_packet_row  # noqa: E402
+from ui.tui.widgets import HexView, PacketList, WaterfallView  # noqa: E402
 
 
 def _sync(fn):
@@ -562,7 +562,6 @@ async def test_tui_waterfall_zoom_and_request_view():
         await pilot.pause(0.1)
         assert isinstance(app.screen, TextScreen)
         body = app.screen.body.plain
-        e = app.exchange(r.exchange)
         assert r.url in body and f"status {resp[str(r.stream_id)]}" in body
         assert "Request headers" in body and ":path: " + r.url.split("59833", 1)[-1] in body
         assert "Waiting (TTFB)" in body and "Frames of this stream" in body and "HEADERS[" in body

@@ -161,7 +161,7 @@ class Procs:
         return p
 
     def stop(self, p: subprocess.Popen, timeout=5.0) -> None:
-        for i, (name, q, sig) in enumerate(self.procs):
+        for i, (_name, q, sig) in enumerate(self.procs):
             if q is p:
                 self._stop_one(q, sig, timeout)
                 del self.procs[i]
@@ -536,7 +536,7 @@ def main(argv=None) -> int:
         for proto in protos:
             print(f"[{proto}] ...", flush=True)
             r = lab.run(proto)
-            r["made"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            r["made"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             manifest["runs"][proto] = r
             print(f"[{proto}] {r['capture']} {r['capture_bytes']} bytes", flush=True)
             manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")

@@ -25,7 +25,7 @@ for i, p in enumerate(pkts):
 a = (time.perf_counter() - t) / N * 1e6
 k = PacketKeys(0x1301, secret, 1)
 t = time.perf_counter()
-for i, p in enumerate(pkts):
+for p in pkts:
     tpn, pl, hdr = k.unprotect_header(p, 9)
     k.decrypt(p[len(hdr):], hdr, tpn)
 b = (time.perf_counter() - t) / N * 1e6

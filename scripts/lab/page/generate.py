@@ -191,7 +191,7 @@ def _html(res: list[dict]) -> bytes:
     h.append("</main>")
     h += [f"<script src=\"{r['path']}\"></script>" for r in js]
     for r in jsn:
-        h.append("<script>fetch(\"%s\", {mode: \"cors\", credentials: \"same-origin\"})"
+        h.append("<script>fetch(\"%s\", {mode: \"cors\", credentials: \"same-origin\"})"  # noqa: UP031  (a JavaScript template)
                  ".then(function (r) { return r.json(); })"
                  ".then(function (d) { document.getElementById(\"config\").textContent = "
                  "\"features: \" + d.features.length; });</script>" % r["path"])
