@@ -36,3 +36,17 @@ def run_tool(*args: str) -> str:
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed: {out.stderr[-500:]}")
     return out.stdout
+
+
+# The fast tier: tests named in tests/slow.txt, and whole files that drive browsers or the lab,
+# are marked ``slow`` (deselect with -m "not slow").
+SLOW_FILES = {"test_lab.py", "test_web_browser.py"}
+_SLOW = {ln.strip() for ln in (ROOT / "tests" / "slow.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath))
+        name = f"tests/{path.name}::{item.originalname or item.name}"
+        if path.name in SLOW_FILES or name in _SLOW or item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
