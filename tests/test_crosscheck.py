@@ -7,7 +7,7 @@ HTTP/2, SPDY, QUIC, HTTP/3, gQUIC, TLS-record and HTTP/1.x frames with tshark 4.
 Asserted per protocol: no disagreement; the number of frames compared equals the number tshark
 shows and the number wirefall shows; every protocol wirefall finds on a connection is one tshark
 shows frames for (so no capture passes on an empty result). What tshark is known to get wrong or
-cannot show is set aside by the Spec (analyzer/oracle.py) and only those named reasons are
+cannot show is set aside by the Spec (oracle/crosscheck.py) and only those named reasons are
 accepted here.
 
 Sensitivity: altering one field of one wirefall frame per protocol makes crosscheck report
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import oracle
-from analyzer.oracle import crosscheck, crosscheck_report
+from oracle import crosscheck as oracle
+from oracle.crosscheck import crosscheck, crosscheck_report
 from analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.oracle import PROTOCOLS, compare, crosscheck, tshark_frames
+from oracle.crosscheck import PROTOCOLS, compare, crosscheck, tshark_frames
 from analyzer.pipeline import analyze
 from dissectors.http2 import H2Connection, frame_name
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import oracle
+from oracle import crosscheck as oracle
 from analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def test_quic_decrypted_in_a_capture_that_starts_mid_connection(src, keys, first
     roles by which label's secret opened it. Every QUIC frame wirefall then shows is the frame
     tshark shows in the same packet of the whole capture (where tshark has the handshake), and
     it shows frames for nearly every packet tshark does."""
-    from analyzer.oracle import PROTOCOLS, TFrame, _quic_entries, tshark_frames
+    from oracle.crosscheck import PROTOCOLS, TFrame, _quic_entries, tshark_frames
     from analyzer.sessions.quic import TRIAL_NOTE
 
     if not src.exists():

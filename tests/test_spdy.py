@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.oracle import spdy_tshark_frames
+from oracle.crosscheck import spdy_tshark_frames
 from analyzer.pipeline import analyze
 from dissectors.spdy import DICT_V2, DICT_V3, SpdyConnection
 
@@ -67,7 +67,7 @@ def wf_frames(an):
 
 @cache
 def tshark(name):
-    """Every SPDY frame tshark dissects: dicts in packet order (analyzer.oracle, shared with
+    """Every SPDY frame tshark dissects: dicts in packet order (oracle.crosscheck, shared with
     ``wirefall crosscheck``)."""
     pcap, keys = _paths(name)
     port = CAPTURES[name][0]

@@ -530,7 +530,7 @@ def test_tls13_server_hello_lost_by_the_capture(name, tmp_path):
     HelloRetryRequest or, without one, the suite whose key opens the client's first protected
     record. The suite is the one tshark reads in the whole capture's ServerHello, and the records
     agree with tshark's on the capture without it."""
-    from analyzer.oracle import crosscheck_report
+    from oracle.crosscheck import crosscheck_report
 
     if shutil.which("editcap") is None or shutil.which("tshark") is None:
         pytest.skip("editcap and tshark needed")
@@ -547,7 +547,7 @@ def test_tls13_server_hello_lost_by_the_capture(name, tmp_path):
     assert any("ServerHello not in the capture" in n for n in c.notes)
     client = [f for f in an.frames if f.protocol == "tls" and f.direction == 0 and (f.fields or {}).get("decrypted")]
     assert len(client) >= 2  # the client's Finished and its request
-    from analyzer.oracle import _TLS_NO_SH
+    from oracle.crosscheck import _TLS_NO_SH
 
     r = crosscheck_report(str(cut), keys, analysis=an)["tls"]
     assert r.problems == [] and r.matched + r.set_aside.get(_TLS_NO_SH, 0) >= len(client) + 1  # + the ClientHello

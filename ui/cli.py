@@ -215,7 +215,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_crosscheck(args) -> int:
-    from analyzer.oracle import MAX_REPORTED, crosscheck_report
+    from oracle.crosscheck import MAX_REPORTED, crosscheck_report
 
     # --cache: the analysis may come from the cache (its key includes this code's fingerprint)
     report = crosscheck_report(args.file, args.keylog or [], analysis=load(args) if args.cache else None)

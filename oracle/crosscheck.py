@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from .model import Analysis, Frame
+from analyzer.model import Analysis, Frame
 
 MAX_REPORTED = 500
 
@@ -377,7 +377,7 @@ _QUIC_TRIAL = ("frames of a QUIC connection whose start the capture missed, in p
 
 def _quic_trial_conns(an: Analysis) -> set[int]:
     """QUIC connections whose first packet in the capture is not the client's first Initial."""
-    from .sessions.quic import TRIAL_NOTE
+    from analyzer.sessions.quic import TRIAL_NOTE
 
     late = {c.id for c in an.connections if c.transport == "udp" and any(TRIAL_NOTE in n for n in c.notes)}
     first = {c.id: c.first_packet for c in an.connections if c.transport == "udp" and c.quic is not None}
@@ -562,7 +562,7 @@ def _h3_inside(an: Analysis, tframes: list[TFrame]) -> set[int]:
     wirefall reassembled across STREAM frames (same connection, direction and stream).
     tshark 4.0 can lose its place in such a stream (aioquic sends a HEADERS frame's type byte
     alone in one STREAM frame) and then reads a frame header from the middle of a DATA frame."""
-    from .detail import _h3_header_len
+    from analyzer.detail import _h3_header_len
 
     spans: dict[tuple, list[tuple[int, int]]] = {}
     for f in an.frames:
@@ -689,7 +689,7 @@ def _tls_mid_conns(an: Analysis) -> set[int]:
 
 
 def _tls_no_sh_conns(an: Analysis) -> set[int]:
-    from .sessions.tls import NO_SERVER_HELLO
+    from analyzer.sessions.tls import NO_SERVER_HELLO
 
     return {c.id for c in an.connections if c.tls is not None and any(NO_SERVER_HELLO in n for n in c.notes)}
 
@@ -1023,7 +1023,7 @@ _GAP = ("frames after bytes missing from the capture in their direction (tshark'
         "missing bytes and shows nothing more there; wirefall resynchronises)")
 def _tcp_gaps(an: Analysis) -> dict[tuple[int, int], int]:
     """(connection, direction) -> packet of the first bytes the capture lost, from the notes."""
-    from .waterfall import _GAP_NOTE  # the note analyzer/flows.py writes for a gap
+    from analyzer.waterfall import _GAP_NOTE  # the note analyzer/flows.py writes for a gap
 
     out: dict[tuple[int, int], int] = {}
     for c in an.connections:
@@ -1096,7 +1096,7 @@ def crosscheck_report(path: str, keylogs: list[str] | None = None, protocols: It
                       analysis: Analysis | None = None, tshark: str = "tshark") -> dict[str, Result]:
     """Per protocol: counts and disagreements between wirefall and tshark on ``path``."""
     if analysis is None:
-        from .pipeline import analyze
+        from analyzer.pipeline import analyze
 
         analysis = analyze(path, keylogs=keylogs)
     specs = [PROTOCOLS[n] for n in (protocols or list(PROTOCOLS))]
