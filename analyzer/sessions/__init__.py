@@ -49,6 +49,10 @@ DEFAULT_LIMITS = {
     "continuation_frames": 1000,  # CONTINUATION frames per header block
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
     "ipv4_fragment_bytes": 32 << 20,  # bytes held in IPv4 fragments
+    "header_decoded_bytes": 64 << 20,  # decoded header bytes (name + value + 32 per field) per connection
+    "header_decoded_bytes_capture": 256 << 20,
+    "quic_frames_listed": 10_000,  # data-free QUIC frames listed one by one per connection (then counted)
+    "quic_frames_listed_capture": 100_000,
 }
 # Budgets (docs/ROBUSTNESS.md): a key NAME in DEFAULT_LIMITS caps one connection's use, and
 # NAME + "_capture" the whole capture's; ``Context.budget(NAME, conn)`` hands out the pair.
