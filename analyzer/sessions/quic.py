@@ -182,7 +182,7 @@ class QuicSession:
         q = self.q
         cid = conn.id
         add = ctx.add_frame
-        agg = None  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
+        agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
             self._flip(packet)
@@ -237,27 +237,18 @@ class QuicSession:
                 base["key_phase"] = qp.key_phase
             listed = self.listed
             for f in qp.frames:
-                cnt = f.count
-                if (f.forbidden or f.type in COUNTABLE and f.error is None) and (listed.hit or not listed.take(cnt)):
-                    # past the budget: one Frame per frame type, packet type and direction in
-                    # this datagram, counting the frames it stands for (a flood costs bytes)
-                    key = (direction, ptype, f.type)
-                    hit = agg.get(key) if agg is not None else None
-                    if hit is not None:
-                        hit.fields["count"] += cnt
-                        hit.length += f.length
-                        continue
-                    if agg is None:
-                        agg = {}
-                    if not self.agg_noted:
-                        self.agg_noted = True
-                        ctx.note(conn, f"packet {packet}: {AGG_NOTE}")
-                    fields = dict(base, frame_type=f.code, count=cnt)
-                    if f.fields:
-                        fields.update(f.fields)
-                    agg[key] = add(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, f.type, length=f.length,
-                                         fields=fields, offset=f.offset, error=f.error), "QUIC")
-                    continue
+                cnt, rest = f.count, 0
+                if f.forbidden or f.type in COUNTABLE and f.error is None:
+                    single = 0 if listed.hit else min(cnt, listed.room())
+                    if single:
+                        listed.take(single)
+                    if single < cnt:
+                        rest = cnt - single
+                        listed.take(rest)  # refused: the budget is marked and counts them
+                        if not single:
+                            self._count(f, rest, direction, ptype, base, packet, t, agg)
+                            continue
+                    cnt = single
                 fields = dict(base)
                 fields["frame_type"] = f.code
                 if f.offset >= 0:
@@ -270,11 +261,32 @@ class QuicSession:
                           fields=fields, offset=f.offset, error=f.error), "QUIC")
                 for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
                     add(Frame(packet, packet, t, cid, direction, "quic", None, f.type, fields=dict(fields)), "QUIC")
+                if rest:
+                    self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
         self._events(q.pop_events())
         if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
             self._cids()
+
+    def _count(self, f, cnt, direction, ptype, base, packet, t, agg) -> None:
+        """Past the budget ``quic_frames_listed``: ``cnt`` data-free frames like ``f`` are one
+        Frame per frame type, packet type and direction in this datagram, whose fields.count
+        says how many it stands for (a flood costs bytes, not a Frame each)."""
+        key = (direction, ptype, f.type)
+        hit = agg.get(key)
+        if hit is not None:
+            hit.fields["count"] += cnt
+            hit.length += f.length
+            return
+        if not self.agg_noted:
+            self.agg_noted = True
+            self.ctx.note(self.conn, f"packet {packet}: {AGG_NOTE}")
+        fields = dict(base, frame_type=f.code, count=cnt)
+        if f.fields:
+            fields.update(f.fields)
+        agg[key] = self.ctx.add_frame(Frame(packet, packet, t, self.conn.id, direction, "quic", f.stream_id, f.type,
+                                            length=f.length, fields=fields, offset=f.offset, error=f.error), "QUIC")
 
     def _flip(self, packet: int) -> None:
         """The first sender was taken for the client, and the key log says it is the server
