@@ -10,6 +10,7 @@ to, and tshark (which derives Initial keys too) confirms the STREAM frames in In
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -35,17 +36,28 @@ def _cli(cmd: str, pcap: Path, keys: Path | None) -> tuple[object, str, float, i
 
     args = [sys.executable, "-m", "ui.cli", cmd, str(pcap), "--json"] + (["--keylog", str(keys)] if keys else [])
     out = pcap.with_suffix(f".{cmd}.json")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.monotonic()
-    with open(out, "wb") as fh:
-        p = subprocess.run(args, stdout=fh, stderr=subprocess.PIPE, cwd=ROOT, preexec_fn=cap, timeout=TIMEOUT,
-                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    dt = time.monotonic() - t
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    assert p.returncode == 0, p.stderr.decode()[-2000:]
-    assert b"Traceback" not in p.stderr
+    with open(out, "wb") as fh, open(out.with_suffix(".err"), "wb+") as eh:
+        p = subprocess.Popen(args, stdout=fh, stderr=eh, cwd=ROOT, preexec_fn=cap,
+                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        while True:  # (os.wait4: this child's own peak RSS)
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t > TIMEOUT:
+                p.kill()
+                p.wait()
+                raise AssertionError(f"{cmd} {pcap.name}: no result in {TIMEOUT} s")
+            time.sleep(0.05)
+        p.returncode = code = os.waitstatus_to_exitcode(status)
+        dt = time.monotonic() - t
+        eh.seek(0)
+        err = eh.read()
+    assert code == 0, err.decode()[-2000:]
+    assert b"Traceback" not in err
+    rss = ru.ru_maxrss
     data = json.loads(out.read_bytes())
-    return data, p.stderr.decode(), dt, (rss if rss > before else 0) // 1024
+    return data, err.decode(), dt, rss // 1024
 
 
 def _write(tmp_path: Path, name: str, built) -> tuple[Path, Path]:
@@ -66,8 +78,9 @@ def sample_requests(tmp_path_factory):
     pcap, keys = d / "s.pcap", d / "s.keys"
     shutil.copy(qi.SAMPLE_PCAP, pcap)
     shutil.copy(qi.SAMPLE_KEYS, keys)
-    reqs, _, _, _ = _cli("requests", pcap, keys)
+    reqs, _, _, rss = _cli("requests", pcap, keys)
     assert len(reqs) >= 5 and all(e["status"] == 200 for e in reqs)
+    assert 10 < rss < 200  # (the peak RSS the tests bound is measured)
     return [_req_key(e) for e in reqs]
 
 
@@ -101,7 +114,7 @@ def test_stream_frames_in_initial_packets_never_reach_http3(tmp_path, sample_req
         out = subprocess.run(["tshark", "-r", str(pcap), "-Y", "ip.addr==10.99.0.11 && quic.long.packet_type == 0",
                               "-T", "fields", "-e", "quic.stream.stream_id"], capture_output=True, text=True, timeout=120).stdout
         assert sum(len(x.split(",")) for x in out.split()) == len(streams)
-    assert dt < 30 and rss < 400
+    assert dt < 30 and rss < 200
 
 
 # ---------------------------------------------------------------- finding 2b: budget of decoded header bytes
@@ -112,7 +125,7 @@ def _per_block(refs: int) -> tuple[int, int]:
     whole = sum(len(k) + len(v) + 32 for k, v in [(":method", "GET"), (":scheme", "https"), (":path", "/"),
                                                    (":authority", "hostile.example")]) + refs * (5 + qi.BIG_ENTRY + 32)
     bound = block_size_bound(qi.DYN_PREFIX + qi.REQUEST_HEAD + b"\x80" * refs, 5 + qi.BIG_ENTRY + 32)
-    assert bound >= whole and STATIC_ENTRY_MAX
+    assert whole <= bound <= whole + 4 * STATIC_ENTRY_MAX
     return whole, bound
 
 
@@ -149,7 +162,7 @@ def test_qpack_bomb_over_1rtt_is_bounded_by_the_header_budget(tmp_path, sample_r
     assert sum(len(json.dumps(e)) for e in reqs) < 16 * pcap.stat().st_size
     notes = [x for x in _notes(pcap, keys, 1) if "header_decoded_bytes" in x]
     assert len(notes) == 1
-    assert dt < 30 and rss < 600
+    assert dt < 30 and rss < 200
 
 
 def test_qpack_bombs_on_many_connections_share_the_capture_budget(tmp_path, sample_requests):
@@ -169,7 +182,7 @@ def test_qpack_bombs_on_many_connections_share_the_capture_budget(tmp_path, samp
     got = [sum(1 for e in reqs if e["connection"] == c and e["request_headers"]) for c in range(1, 13)]
     assert got == expect and got[0] == per_conn and got[-1] == 0
     assert err.count("budget header_decoded_bytes for the capture") == 1
-    assert dt < 40 and rss < 600
+    assert dt < 40 and rss < 200
 
 
 def test_qpack_bomb_that_crashed_pylsqpack_is_contained(tmp_path, sample_requests):
@@ -184,7 +197,7 @@ def test_qpack_bomb_that_crashed_pylsqpack_is_contained(tmp_path, sample_request
     assert len(json.dumps(frames)) < 16 * pcap.stat().st_size
     reqs, _, _, _ = _cli("requests", pcap, keys)
     _sample_survives(reqs, sample_requests)
-    assert dt < 30 and rss < 600
+    assert dt < 30 and rss < 200
 
 
 # ---------------------------------------------------------------- finding 11: strings pylsqpack cuts
@@ -266,7 +279,6 @@ def test_ping_flood_costs_bytes_not_hundreds_per_frame(tmp_path, sample_requests
     else:
         sent = nbytes // 1200 * 1200
     assert sum((f["fields"] or {}).get("count", 1) for f in pings) == sent
-    single = [f for f in pings if "count" not in f["fields"]]
     data_free = [f for f in frames if f["connection"] == 1 and f["protocol"] == "quic" and "count" not in f["fields"]
                  and f["type"] not in ("STREAM", "CRYPTO", "DATAGRAM")]  # (PADDING too, in tiny packets)
     assert len(data_free) == DEFAULT_LIMITS["quic_frames_listed"]
@@ -278,7 +290,7 @@ def test_ping_flood_costs_bytes_not_hundreds_per_frame(tmp_path, sample_requests
     assert len(notes) == 2 and "fields.count" in notes[0] and f"{counted} units" in notes[1]
     reqs, _, _, _ = _cli("requests", pcap, keys)
     _sample_survives(reqs, sample_requests)
-    assert dt < 40 and rss < 400
+    assert dt < 40 and rss < 200
 
 
 def test_ack_ranges_listed_are_capped(tmp_path, sample_requests):
@@ -291,4 +303,4 @@ def test_ack_ranges_listed_are_capped(tmp_path, sample_requests):
     assert all(f["fields"]["ack_range_count"] == 590 and len(f["fields"]["ranges"]) == 65 for f in acks)
     assert acks[0]["fields"]["ranges"][:3] == [[10_000, 10_000], [9998, 9998], [9996, 9996]]
     assert len(json.dumps(frames)) <= 10 * pcap.stat().st_size
-    assert dt < 30 and rss < 400
+    assert dt < 30 and rss < 200
