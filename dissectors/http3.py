@@ -64,60 +64,127 @@ def _qint(buf, p: int, n: int):
 
 def _qstr(buf, p: int, n: int):
     """String literal with its H bit just above an n-bit length prefix: (decoded size bound, next) or None."""
-    if p >= len(buf):
+    r = _qlit(buf, p, n)
+    if r is None:
         return None
-    huff = buf[p] & (1 << n)
-    r = _qint(buf, p, n)
-    if r is None or r[1] + r[0] > len(buf):
-        return None
-    ln, q = r
+    ln, huff, q = r
     return (ln * 8 // 5 + 1 if huff else ln), q + ln
 
 
-def block_size_bound(block, max_entry: int) -> int:
-    """Upper bound of the decoded header-list size (name + value + 32 per field) of one QPACK
-    field section, given the largest dynamic-table entry; stops early past 2^40."""
+def _qlit(buf, p: int, n: int):
+    """String literal: (encoded length, Huffman?, position of its bytes) or None if cut."""
+    if p >= len(buf):
+        return None
+    huff = bool(buf[p] & (1 << n))
+    r = _qint(buf, p, n)
+    if r is None or r[1] + r[0] > len(buf):
+        return None
+    return r[0], huff, r[1]
+
+
+LSQPACK_MAX_STRLEN = 0xFFFF  # ls-qpack (pylsqpack) keeps name and value lengths in 16 bits
+
+
+def literal_length(buf, lit) -> int:
+    """Exact decoded length of a string literal ``(encoded length, huffman, position)``; a
+    Huffman string is decoded (by hpack's decoder) only if it could be longer than ls-qpack
+    represents (the shortest Huffman code is 5 bits)."""
+    ln, huff, p = lit
+    if not huff or ln * 8 // 5 <= LSQPACK_MAX_STRLEN:
+        return ln if not huff else min(ln * 8 // 5, LSQPACK_MAX_STRLEN)
+    from hpack.huffman_table import decode_huffman  # (the same Huffman code as HPACK, RFC 9204 §4.1.2)
+
+    try:
+        return len(decode_huffman(bytes(buf[p : p + ln])))
+    except Exception:
+        return ln * 8 // 5  # not valid Huffman: pylsqpack refuses it anyway
+
+
+# field line kinds (RFC 9204 §4.5.2-4.5.6)
+INDEXED, INDEXED_POST, LITERAL_REF, LITERAL_POST, LITERAL = range(5)
+
+
+def field_lines(block):
+    """Parse one QPACK field section: ((encoded Required Insert Count, sign, delta base),
+    [(kind, static, index, name literal or None, value literal or None)], complete) where a
+    literal is ``(encoded length, huffman, position)``; stops at the first malformed line."""
     r = _qint(block, 0, 8)
-    r = r and _qint(block, r[1], 7)
-    if r is None:
-        return 0
-    p, total = r[1], 0
-    while p < len(block) and total < 1 << 40:
+    r2 = r and _qint(block, r[1], 7)
+    if r2 is None:
+        return None, [], False
+    prefix = (r[0], bool(block[r[1]] & 0x80), r2[0])
+    p, out = r2[1], []
+    n = len(block)
+    while p < n:
         b = block[p]
         if b & 0x80:  # indexed field line (T: static)
             r = _qint(block, p, 6)
             if r is None:
-                break
-            total += STATIC_ENTRY_MAX if b & 0x40 else max_entry
+                return prefix, out, False
+            out.append((INDEXED, bool(b & 0x40), r[0], None, None))
             p = r[1]
         elif b & 0x40:  # literal with name reference
             r = _qint(block, p, 4)
-            v = r and _qstr(block, r[1], 7)
+            v = r and _qlit(block, r[1], 7)
             if not v:
-                break
-            total += (STATIC_ENTRY_MAX if b & 0x10 else max_entry) + v[0]
-            p = v[1]
+                return prefix, out, False
+            out.append((LITERAL_REF, bool(b & 0x10), r[0], None, v))
+            p = v[2] + v[0]
         elif b & 0x20:  # literal with literal name
-            nm = _qstr(block, p, 3)
-            v = nm and _qstr(block, nm[1], 7)
+            nm = _qlit(block, p, 3)
+            v = nm and _qlit(block, nm[2] + nm[0], 7)
             if not v:
-                break
-            total += nm[0] + v[0] + 32
-            p = v[1]
+                return prefix, out, False
+            out.append((LITERAL, False, None, nm, v))
+            p = v[2] + v[0]
         elif b & 0x10:  # indexed field line with post-base index
             r = _qint(block, p, 4)
             if r is None:
-                break
-            total += max_entry
+                return prefix, out, False
+            out.append((INDEXED_POST, False, r[0], None, None))
             p = r[1]
         else:  # literal with post-base name reference
             r = _qint(block, p, 3)
-            v = r and _qstr(block, r[1], 7)
+            v = r and _qlit(block, r[1], 7)
             if not v:
-                break
-            total += max_entry + v[0]
-            p = v[1]
+                return prefix, out, False
+            out.append((LITERAL_POST, False, r[0], None, v))
+            p = v[2] + v[0]
+    return prefix, out, True
+
+
+def _bound(lit) -> int:
+    return lit[0] * 8 // 5 + 1 if lit[1] else lit[0]
+
+
+def block_size_bound(block, max_entry: int) -> int:
+    """Upper bound of the decoded header-list size (name + value + 32 per field) of one QPACK
+    field section, given the largest dynamic-table entry."""
+    total = 0
+    for kind, static, _i, name, value in field_lines(block)[1]:
+        if kind == LITERAL:
+            total += _bound(name) + _bound(value) + 32
+        elif kind == INDEXED or kind == INDEXED_POST:
+            total += STATIC_ENTRY_MAX if static else max_entry
+        else:
+            total += (STATIC_ENTRY_MAX if static else max_entry) + _bound(value)
     return total
+
+
+def required_insert_count(enc: int, max_entries: int, total_inserts: int) -> int | None:
+    """RFC 9204 §4.5.1.1: the Required Insert Count from its encoded form (None: invalid)."""
+    if enc == 0:
+        return 0
+    full = 2 * max_entries
+    if full == 0 or enc > full:
+        return None
+    max_value = total_inserts + max_entries
+    ric = (max_value // full) * full + enc - 1
+    if ric > max_value:
+        if ric <= full:
+            return None
+        ric -= full
+    return ric if ric > 0 else None
 
 
 def is_grease(v: int) -> bool:
@@ -126,7 +193,7 @@ def is_grease(v: int) -> bool:
 
 class H3Frame:
     __slots__ = ("direction", "stream_id", "type", "code", "length", "first_packet", "packet", "headers",
-                 "fields", "error", "push_id", "decoded_size", "offset")
+                 "fields", "error", "push_id", "decoded_size", "offset", "cut")
 
     def __init__(self, direction, stream_id, code, length, first_packet, packet):
         self.direction = direction
@@ -142,6 +209,7 @@ class H3Frame:
         self.push_id: int | None = None
         self.decoded_size = 0
         self.offset = -1  # QUIC stream offset of the frame's first byte (its type)
+        self.cut: dict | None = None  # field line -> (name, value length) pylsqpack would return cut
 
     def __repr__(self):
         return f"<H3 {self.type} sid={self.stream_id} len={self.length} pk={self.first_packet}-{self.packet}>"
@@ -180,8 +248,11 @@ class _Stream:
 class Http3Dissector:
     """Both directions of one HTTP/3 connection."""
 
-    def __init__(self, max_header_list: int = 1 << 20):
+    def __init__(self, max_header_list: int = 1 << 20, budget=None):
+        """``budget``: a ``dissectors.budget.Budget`` of decoded header bytes (name + value +
+        32 per field) for the connection (``header_decoded_bytes``); None: unlimited."""
         self.max_header_list = max_header_list
+        self.budget = budget
         self.streams: dict[tuple[int, int], _Stream] = {}
         self.settings: list[dict | None] = [None, None]  # SETTINGS sent by each direction
         self.decoders: list[Decoder | None] = [None, None]  # decoder of header blocks sent in direction d
@@ -190,6 +261,11 @@ class Http3Dissector:
         self.blocked: dict[tuple[int, int], H3Frame] = {}
         self.blocked_blocks: dict[tuple[int, int], bytes] = {}
         self.max_entry = [32, 32]  # largest dynamic-table entry inserted by each direction's encoder (bound)
+        # what pylsqpack cannot represent: entries (absolute index) with a name or value over
+        # 65 535 bytes, as (name length or None, value length or None), per direction
+        self.inserts = [0, 0]  # entries each direction's encoder stream inserted (as scanned)
+        self.oversize: list[dict[int, tuple]] = [{}, {}]
+        self.table_cap = [0, 0]  # the decoder's maximum table capacity (for Required Insert Count)
         self.enc_rest = [b"", b""]  # an encoder instruction split across chunks
         self.stream_types: dict[tuple[int, int], str] = {}
         self.errors: list[tuple[int, str]] = []  # (packet, message)
@@ -402,8 +478,9 @@ class Http3Dissector:
             return
         cap = receiver_settings.get("QPACK_MAX_TABLE_CAPACITY", 0)
         blocked = max(receiver_settings.get("QPACK_BLOCKED_STREAMS", 0), 16)
+        self.table_cap[d] = min(cap, 1 << 20)
         try:
-            self.decoders[d] = Decoder(min(cap, 1 << 20), min(blocked, 1 << 16))
+            self.decoders[d] = Decoder(self.table_cap[d], min(blocked, 1 << 16))
         except Exception as e:
             self.errors.append((0, f"QPACK decoder not created: {e}"))
             return
@@ -443,43 +520,102 @@ class Http3Dissector:
             self.out.append(f)
 
     def _scan_encoder(self, d, data: bytes) -> None:
-        """Track the largest entry the encoder stream of direction d inserts (RFC 9204 §4.3)."""
+        """Track, for the encoder stream of direction d (RFC 9204 §4.3), the largest entry it
+        inserts, how many it inserted, and which have a name or value over 65 535 bytes."""
         buf = self.enc_rest[d] + data if self.enc_rest[d] else data
         p, n = 0, len(buf)
         cap = self.max_header_list * QPACK_DECODE_FACTOR
+        over = self.oversize[d]
         while p < n:
             b = buf[p]
+            name_len = None  # (None: not over the ls-qpack limit, or not known to be)
             if b & 0x80:  # insert with name reference (T: static)
                 r = _qint(buf, p, 6)
-                v = r and _qstr(buf, r[1], 7)
+                v = r and _qlit(buf, r[1], 7)
                 if not v:
                     break
-                size = (STATIC_ENTRY_MAX if b & 0x40 else self.max_entry[d]) + v[0] + 32
+                size = (STATIC_ENTRY_MAX if b & 0x40 else self.max_entry[d]) + _bound(v) + 32
+                if not b & 0x40:
+                    name_len = over.get(self.inserts[d] - 1 - r[0], (None,))[0]
             elif b & 0x40:  # insert with literal name
-                nm = _qstr(buf, p, 5)
-                v = nm and _qstr(buf, nm[1], 7)
+                nm = _qlit(buf, p, 5)
+                v = nm and _qlit(buf, nm[2] + nm[0], 7)
                 if not v:
                     break
-                size = nm[0] + v[0] + 32
+                size = _bound(nm) + _bound(v) + 32
+                if _bound(nm) > LSQPACK_MAX_STRLEN:
+                    name_len = literal_length(buf, nm)
             else:  # set dynamic table capacity (001) / duplicate (000)
                 v = _qint(buf, p, 5)
                 if v is None:
                     break
                 size = 0
+                if not b & 0x20:  # duplicate: a copy of an entry, oversized or not
+                    src = over.get(self.inserts[d] - 1 - v[0])
+                    if src is not None:
+                        over[self.inserts[d]] = src
+                    self.inserts[d] += 1
+                p = v[1]
+                continue
+            value_len = literal_length(buf, v) if _bound(v) > LSQPACK_MAX_STRLEN else None
+            if (name_len or 0) > LSQPACK_MAX_STRLEN or (value_len or 0) > LSQPACK_MAX_STRLEN:
+                over[self.inserts[d]] = (name_len if (name_len or 0) > LSQPACK_MAX_STRLEN else None,
+                                         value_len if (value_len or 0) > LSQPACK_MAX_STRLEN else None)
+            self.inserts[d] += 1
             self.max_entry[d] = max(self.max_entry[d], min(size, 1 << 20))
-            p = v[1]
+            p = v[2] + v[0]
         rest = buf[p:]
         if len(rest) > cap:  # an instruction longer than any entry can be: stop tracking, assume the worst
             self.max_entry[d] = 1 << 20
             rest = b""
         self.enc_rest[d] = bytes(rest)
 
+    def _unrepresentable(self, d, block) -> tuple[str | None, dict]:
+        """What pylsqpack cannot decode whole in this block: (a reason not to decode it, e.g.
+        a literal over 65 535 bytes, which pylsqpack refuses; or None) and {field line index:
+        (name length, value length)} for references to entries it would return cut."""
+        prefix, lines, _ = field_lines(block)
+        refs: dict = {}
+        if prefix is None:
+            return None, refs
+        over = self.oversize[d]
+        base = None
+        if over:
+            ric = required_insert_count(prefix[0], self.table_cap[d] // 32, self.inserts[d])
+            if ric is not None:
+                base = ric - prefix[2] - 1 if prefix[1] else ric + prefix[2]
+        for i, (kind, static, idx, name, value) in enumerate(lines):
+            for what, lit in (("name", name), ("value", value)):
+                if lit is not None and _bound(lit) > LSQPACK_MAX_STRLEN:
+                    ln = literal_length(block, lit)
+                    if ln > LSQPACK_MAX_STRLEN:
+                        return (f"QPACK: field line {i + 1} has a {ln}-byte {what}; pylsqpack cannot represent strings "
+                                f"over {LSQPACK_MAX_STRLEN} bytes; header block not decoded"), refs
+            if base is None or static or kind == LITERAL:
+                continue
+            ent = over.get(base + idx if kind in (INDEXED_POST, LITERAL_POST) else base - 1 - idx)
+            if ent is not None:
+                refs[i] = ent if kind in (INDEXED, INDEXED_POST) else (ent[0], None)
+        return None, refs
+
     def _too_big(self, d, f: H3Frame, block: bytes) -> bool:
+        """Not to be decoded: it could decode beyond QPACK_DECODE_FACTOR x the header-list
+        limit, the connection's (or capture's) budget of decoded header bytes has no room for
+        it, or it holds a string pylsqpack cannot represent.  Marks the frame."""
         limit = self.max_header_list * QPACK_DECODE_FACTOR
         bound = block_size_bound(block, self.max_entry[d])
         if bound > limit:
             f.error = (f"QPACK header block of {len(block)} bytes could decode to {bound} bytes "
                        f"(over {QPACK_DECODE_FACTOR} x the {self.max_header_list}-byte header list limit); not decoded")
+            return True
+        b = self.budget
+        if b is not None and (b.hit or b.room() < bound):
+            b.take(bound)  # (refused: counted, and the budget says so at the end)
+            f.error = f"QPACK header block not decoded: budget {b.name} ran out"
+            return True
+        why, f.cut = self._unrepresentable(d, block)
+        if why:
+            f.error = why
             return True
         return False
 
@@ -526,5 +662,21 @@ class Http3Dissector:
                 f.error = f"header list larger than {self.max_header_list} bytes; truncated"
                 break
             out.append((k.decode("latin-1"), v.decode("latin-1")))
+        if self.budget is not None:  # what pylsqpack decoded, all of it
+            self.budget.charge(sum(len(k) + len(v) + 32 for k, v in headers))
+        cut = f.cut
+        if cut:  # fields pylsqpack returned shorter than the entries they refer to
+            marked = []
+            for i, (nl, vl) in sorted(cut.items()):
+                if i < len(headers) and (nl is not None and len(headers[i][0]) != nl or vl is not None and len(headers[i][1]) != vl):
+                    marked.append(i)
+            if marked:
+                i = marked[0]
+                nl, vl = cut[i]
+                what = f"value of {vl} bytes cut to {len(headers[i][1])}" if vl is not None and len(headers[i][1]) != vl \
+                    else f"name of {nl} bytes cut to {len(headers[i][0])}"
+                f.error = (f"QPACK: field {i + 1}: {what} by pylsqpack (string lengths over {LSQPACK_MAX_STRLEN} bytes "
+                           f"wrap); {len(marked)} field{'s' if len(marked) > 1 else ''} not shown whole")
+                f.fields = dict(f.fields or {}, qpack_truncated_fields=marked)
         f.headers = out
         f.decoded_size = sum(len(k) + len(v) for k, v in out)

@@ -51,6 +51,13 @@ TLS_MSG = {1: "ClientHello", 2: "ServerHello", 4: "NewSessionTicket", 5: "EndOfE
 HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
 MAX_CRYPTO_BUFFER = 1 << 20  # bytes of one CRYPTO stream held (out of order or incomplete message)
 MAX_HELD_PACKETS = 256  # packets held while waiting for keys (e.g. Handshake before ServerHello)
+MAX_ACK_RANGES = 64  # ACK ranges listed per ACK frame (``ack_range_count`` says how many it had)
+# RFC 9000 §12.4 Table 3: the only frames an Initial or Handshake packet may carry; 0-RTT
+# packets may carry any frame but these.  Anyone can derive Initial keys, so a frame that its
+# packet type forbids is shown (marked PROTOCOL_VIOLATION) but its data and effects go nowhere.
+ALLOWED_IN_HANDSHAKE = frozenset((0x00, 0x01, 0x02, 0x03, 0x06, 0x1C))
+FORBIDDEN_IN_0RTT = frozenset((0x02, 0x03, 0x06, 0x07, 0x19, 0x1B, 0x1E))
+EPOCH_NAMES = (INITIAL, ZERO_RTT, HANDSHAKE, ONE_RTT)
 
 SECRET_LABELS = {  # (epoch, direction) -> key-log label
     (1, 0): "CLIENT_EARLY_TRAFFIC_SECRET",
@@ -98,7 +105,7 @@ def looks_like_quic(data) -> str | None:
 
 
 class QuicFrame:
-    __slots__ = ("type", "code", "stream_id", "offset", "length", "fin", "fields", "data", "error")
+    __slots__ = ("type", "code", "stream_id", "offset", "length", "fin", "fields", "data", "error", "count", "forbidden")
 
     def __init__(self, ftype: str, code: int, stream_id=None, offset=-1, length=0, fin=False, fields=None, data=None):
         self.type = ftype
@@ -110,6 +117,8 @@ class QuicFrame:
         self.fields = fields
         self.data = data
         self.error: str | None = None
+        self.count = 1  # a run of consecutive PING frames is one QuicFrame (its positions are in ``starts``)
+        self.forbidden = False  # its packet type may not carry it (RFC 9000 §12.4): its data went nowhere
 
     def __repr__(self):
         return f"<{self.type} sid={self.stream_id} off={self.offset} len={self.length}>"
@@ -249,7 +258,10 @@ class QuicConnectionDissector:
         self.handshake_done_packet: int | None = None
         self.retry_count = 0
         self.stats = {"packets": [0, 0], "ack_only": [0, 0], "undecrypted": [0, 0], "stream_dup_bytes": [0, 0],
-                      "crypto_dup_bytes": [0, 0], "key_updates": [0, 0], "padding_bytes": [0, 0]}
+                      "crypto_dup_bytes": [0, 0], "key_updates": [0, 0], "padding_bytes": [0, 0],
+                      "forbidden_frames": [0, 0]}
+        # frames their packet type forbids (RFC 9000 §12.4): (frame type, packet type) -> [count, first packet]
+        self.violations: dict[tuple[str, str], list[int]] = {}
         self._tls = tls
 
     # -- public -----------------------------------------------------------------------
@@ -630,6 +642,7 @@ class QuicConnectionDissector:
         pull = buf.pull_uint_var
         starts = qp.starts = []  # frames are contiguous: frame i is plain[starts[i]:starts[i + 1]]
         mark = starts.append
+        allowed = ALLOWED_IN_HANDSHAKE if epoch in (0, 2) else None
         try:
             while buf.tell() < n:
                 start = buf.tell()
@@ -643,6 +656,22 @@ class QuicConnectionDissector:
                     frames.append(QuicFrame("PADDING", 0, length=i - start))
                     self.stats["padding_bytes"][direction] += i - start
                     continue
+                if t == 0x01 and plain[start] == 0x01:
+                    # a run of 1-byte PINGs is one QuicFrame with a count (a flood costs a byte
+                    # each here); each PING's position is still listed in ``starts``
+                    i = start + 1
+                    while i < n and plain[i] == 0x01:
+                        i += 1
+                    if i > start + 1:
+                        starts.extend(range(start + 1, i))
+                        buf.seek(i)
+                    f = QuicFrame("PING", 1)
+                    f.count = i - start
+                    frames.append(f)
+                    continue
+                # a frame its packet type forbids is decoded for display, but its data and
+                # effects (stream bytes, resets, connection IDs...) go nowhere
+                ok = t in allowed if allowed is not None else not (epoch == 1 and t in FORBIDDEN_IN_0RTT)
                 if 0x08 <= t <= 0x0F:
                     sid = pull()
                     off = pull() if t & 0x04 else 0
@@ -653,29 +682,29 @@ class QuicConnectionDissector:
                     data = plain[p : p + ln]
                     buf.seek(p + ln)
                     fin = bool(t & 1)
-                    f = QuicFrame("STREAM", t, sid, off, ln, fin, None, data)
+                    f = QuicFrame("STREAM", t, sid, off, ln, fin, None, data if ok else None)
                     frames.append(f)
-                    self._stream(direction, sid, off, data, fin, packet, f)
-                    continue
-                if t in (0x02, 0x03):
+                    if ok:
+                        self._stream(direction, sid, off, data, fin, packet, f)
+                elif t in (0x02, 0x03):
                     largest = pull()
                     delay = pull()
                     count = pull()
                     first = pull()
                     ranges = [(largest - first, largest)]
                     smallest = largest - first
-                    for _ in range(count):
+                    for i in range(count):
                         gap = pull()
                         rl = pull()
-                        hi = smallest - gap - 2
-                        smallest = hi - rl
-                        ranges.append((smallest, hi))
+                        if i < MAX_ACK_RANGES:
+                            hi = smallest - gap - 2
+                            smallest = hi - rl
+                            ranges.append((smallest, hi))
                     fields = {"largest_acknowledged": largest, "ack_delay": delay, "ack_range_count": count, "ranges": ranges}
                     if t == 3:
                         fields["ecn"] = (pull(), pull(), pull())
                     frames.append(QuicFrame("ACK", t, fields=fields))
-                    continue
-                if t == 0x06:
+                elif t == 0x06:
                     off = pull()
                     ln = pull()
                     p = buf.tell()
@@ -683,20 +712,22 @@ class QuicConnectionDissector:
                         raise BufferReadError("CRYPTO data runs past the packet")
                     data = plain[p : p + ln]
                     buf.seek(p + ln)
-                    f = QuicFrame("CRYPTO", 6, None, off, ln, False, None, data)
+                    f = QuicFrame("CRYPTO", 6, None, off, ln, False, None, data if ok else None)
                     frames.append(f)
-                    self._crypto(direction, epoch, off, data, packet, f)
-                    continue
-                if t == 0x01:
-                    frames.append(QuicFrame("PING", 1))
+                    if ok:
+                        self._crypto(direction, epoch, off, data, packet, f)
+                elif t == 0x01:
+                    frames.append(QuicFrame("PING", 1))  # (a PING type in a longer encoding)
                 elif t == 0x04:
                     sid, code, final = pull(), pull(), pull()
                     frames.append(QuicFrame("RESET_STREAM", 4, sid, fields={"error_code": code, "final_size": final}))
-                    self._reset(direction, sid, code, final, packet)
+                    if ok:
+                        self._reset(direction, sid, code, final, packet)
                 elif t == 0x05:
                     sid, code = pull(), pull()
                     frames.append(QuicFrame("STOP_SENDING", 5, sid, fields={"error_code": code}))
-                    self.events.append(("stop_sending", direction, sid, code, packet))
+                    if ok:
+                        self.events.append(("stop_sending", direction, sid, code, packet))
                 elif t == 0x07:
                     ln = pull()
                     tok = buf.pull_bytes(ln)
@@ -720,8 +751,9 @@ class QuicConnectionDissector:
                     cl = buf.pull_uint8()
                     cid = buf.pull_bytes(cl)
                     token = buf.pull_bytes(16)
-                    self.dirs[direction].cids.add(cid)
-                    self.dirs[direction].cid_lens.add(cl)
+                    if ok:
+                        self.dirs[direction].cids.add(cid)
+                        self.dirs[direction].cid_lens.add(cl)
                     frames.append(QuicFrame("NEW_CONNECTION_ID", t, fields={"sequence": seq, "retire_prior_to": rpt, "connection_id": cid.hex(), "reset_token": token.hex()}))
                 elif t == 0x19:
                     frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull()}))
@@ -738,12 +770,12 @@ class QuicConnectionDissector:
                     frames.append(QuicFrame("CONNECTION_CLOSE", t, fields=fields))
                 elif t == 0x1E:
                     frames.append(QuicFrame("HANDSHAKE_DONE", t))
-                    if self.handshake_done_packet is None:
+                    if ok and self.handshake_done_packet is None:
                         self.handshake_done_packet = packet
                 elif t in (0x30, 0x31):
                     ln = pull() if t == 0x31 else n - buf.tell()
                     data = buf.pull_bytes(ln)
-                    frames.append(QuicFrame("DATAGRAM", t, length=ln, data=data))
+                    frames.append(QuicFrame("DATAGRAM", t, length=ln, data=data if ok else None))
                 elif t == 0xAF:  # ACK_FREQUENCY (draft-ietf-quic-ack-frequency)
                     frames.append(QuicFrame("ACK_FREQUENCY", t, fields={"sequence": pull(), "threshold": pull(), "max_ack_delay": pull(), "reordering": pull()}))
                 elif t == 0x1F:
@@ -754,12 +786,27 @@ class QuicConnectionDissector:
                     frames.append(f)
                     qp.error = f.error
                     break
+                if not ok:
+                    self._forbidden(direction, frames[-1], EPOCH_NAMES[epoch], packet)
         except BufferReadError:
             f = QuicFrame("MALFORMED", -1, length=n - start)
             f.error = "frame truncated or malformed"
             frames.append(f)
             qp.error = f.error
         qp.ack_eliciting = any(f.code not in (0, 2, 3, 0x1C, 0x1D) for f in frames)
+
+    def _forbidden(self, direction, f: QuicFrame, ptype: str, packet: int) -> None:
+        """A frame that its packet type may not carry (RFC 9000 §12.4): marked, counted per
+        (frame type, packet type) for one note per connection; its data went nowhere."""
+        self.stats["forbidden_frames"][direction] += 1
+        f.forbidden = True
+        v = self.violations.get((f.type, ptype))
+        if v is None:
+            msg = (f"{f.type} frame not allowed in {'an' if ptype[0] in 'AEIOU' else 'a'} {ptype} packet "
+                   f"(PROTOCOL_VIOLATION, RFC 9000 §12.4): not passed on")
+            v = self.violations[(f.type, ptype)] = [0, packet, msg]  # (one message string for all of them)
+        v[0] += 1
+        f.error = v[2]
 
     # -- CRYPTO and TLS -----------------------------------------------------------------
     def _crypto(self, direction, epoch, off, data, packet, frame):

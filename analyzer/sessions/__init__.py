@@ -49,10 +49,15 @@ DEFAULT_LIMITS = {
     "continuation_frames": 1000,  # CONTINUATION frames per header block
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
     "ipv4_fragment_bytes": 32 << 20,  # bytes held in IPv4 fragments
+    "header_decoded_bytes": 64 << 20,  # decoded header bytes (name + value + 32 per field) per connection
+    "header_decoded_bytes_capture": 256 << 20,
+    "quic_frames_listed": 10_000,  # data-free QUIC frames listed one by one per connection (then counted)
+    "quic_frames_listed_capture": 100_000,
 }
 # Budgets (docs/ROBUSTNESS.md): a key NAME in DEFAULT_LIMITS caps one connection's use, and
 # NAME + "_capture" the whole capture's; ``Context.budget(NAME, conn)`` hands out the pair.
 CAPTURE_SUFFIX = "_capture"
+CAPTURE_ID = -1  # the capture's budgets, apart from connection 0's (connection ids start at 0)
 
 
 class Context:
@@ -67,18 +72,18 @@ class Context:
         self.shared: dict = {}  # per-capture state shared between sessions (e.g. QUIC CIDs)
         self._tp = 0  # last packet asked for, and its time: frames of one packet share one float
         self._tv = 0.0
-        self._budgets: dict[tuple[str, int], Budget] = {}  # (name, conn id or 0 for the capture)
+        self._budgets: dict[tuple[str, int], Budget] = {}  # (name, conn id or CAPTURE_ID)
 
     def budget(self, name: str, conn: Connection | None = None) -> Budget:
         """The budget ``name`` of ``conn`` (charging the capture's too), or the capture's.
         Caps come from ``limits[name]`` (per connection) and ``limits[name + "_capture"]``."""
-        key = (name, conn.id if conn is not None else 0)
+        key = (name, conn.id if conn is not None else CAPTURE_ID)
         b = self._budgets.get(key)
         if b is None:
-            top = self._budgets.get((name, 0))
+            top = self._budgets.get((name, CAPTURE_ID))
             if top is None:
                 cap = self.limits.get(name + CAPTURE_SUFFIX, self.limits.get(name, 1 << 62))
-                top = self._budgets[(name, 0)] = Budget(name, cap)
+                top = self._budgets[(name, CAPTURE_ID)] = Budget(name, cap)
             b = top if conn is None else top.child(self.limits.get(name, top.cap))
             self._budgets[key] = b
         return b
@@ -86,14 +91,14 @@ class Context:
     def report_budgets(self) -> None:
         """At the end of the pass: each budget that refused work says so once, on its
         connection (a note) and for the capture (a warning), and ``analysis.budgets_hit``
-        lists them as data ({name: [conn ids]}, 0 for the capture)."""
+        lists them as data ({name: [conn ids]}, CAPTURE_ID (-1) for the capture)."""
         conns = {c.id: c for c in self.analysis.connections}
         hit: dict[str, list[int]] = {}
         for (name, cid), b in sorted(self._budgets.items()):
             if not b.hit:
                 continue
             hit.setdefault(name, []).append(cid)
-            if cid == 0:
+            if cid == CAPTURE_ID:
                 self.analysis.warnings.append(
                     f"budget {name} for the capture ({b.cap} units) ran out: later work of this kind was not "
                     f"done on any connection (raise it with --limit {name}{CAPTURE_SUFFIX}=N)")

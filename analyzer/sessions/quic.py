@@ -105,6 +105,11 @@ def ctx_has_no_keys(ctx) -> bool:
     return ctx.keylog is None or len(ctx.keylog) == 0
 
 
+# Frames that carry no data: past the budget ``quic_frames_listed`` (per connection and per
+# capture), the frames of one type in one datagram are listed as one Frame with fields.count.
+COUNTABLE = frozenset(dq.FRAME_NAMES.values()) - {"STREAM", "CRYPTO", "DATAGRAM"}  # (and frames marked forbidden)
+AGG_NOTE = ("budget quic_frames_listed reached: from here on the data-free frames (PING, PADDING, ACK...) of one type "
+            "in one datagram are listed as one frame whose fields.count says how many it stands for")
 TRIAL_NOTE = "keys found by trying the key log's secrets (the connection's ClientHello is not in the capture)"
 
 
@@ -139,6 +144,8 @@ class QuicSession:
         self.known_cids: set = set()
         self.ptab = None  # (QuicPackets, QuicPackets) once a packet is decrypted
         self.key_index: dict = {}  # id(PacketKeys) -> (PacketKeys, index in QuicPackets.keys)
+        self.listed = ctx.budget("quic_frames_listed", conn)  # data-free frames listed one by one
+        self.agg_noted = False
         conn.quic = QuicInfo()
 
     # -- datagrams ----------------------------------------------------------------------
@@ -175,6 +182,7 @@ class QuicSession:
         q = self.q
         cid = conn.id
         add = ctx.add_frame
+        agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
             self._flip(packet)
@@ -227,7 +235,20 @@ class QuicSession:
             base = {"packet_type": ptype, "packet_number": qp.pn}
             if qp.key_phase is not None:
                 base["key_phase"] = qp.key_phase
+            listed = self.listed
             for f in qp.frames:
+                cnt, rest = f.count, 0
+                if f.forbidden or f.type in COUNTABLE and f.error is None:
+                    single = 0 if listed.hit else min(cnt, listed.room())
+                    if single:
+                        listed.take(single)
+                    if single < cnt:
+                        rest = cnt - single
+                        listed.take(rest)  # refused: the budget is marked and counts them
+                        if not single:
+                            self._count(f, rest, direction, ptype, base, packet, t, agg)
+                            continue
+                    cnt = single
                 fields = dict(base)
                 fields["frame_type"] = f.code
                 if f.offset >= 0:
@@ -238,11 +259,34 @@ class QuicSession:
                     fields.update(f.fields)
                 add(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, f.type, length=f.length,
                           fields=fields, offset=f.offset, error=f.error), "QUIC")
+                for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
+                    add(Frame(packet, packet, t, cid, direction, "quic", None, f.type, fields=dict(fields)), "QUIC")
+                if rest:
+                    self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
         self._events(q.pop_events())
         if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
             self._cids()
+
+    def _count(self, f, cnt, direction, ptype, base, packet, t, agg) -> None:
+        """Past the budget ``quic_frames_listed``: ``cnt`` data-free frames like ``f`` are one
+        Frame per frame type, packet type and direction in this datagram, whose fields.count
+        says how many it stands for (a flood costs bytes, not a Frame each)."""
+        key = (direction, ptype, f.type)
+        hit = agg.get(key)
+        if hit is not None:
+            hit.fields["count"] += cnt
+            hit.length += f.length
+            return
+        if not self.agg_noted:
+            self.agg_noted = True
+            self.ctx.note(self.conn, f"packet {packet}: {AGG_NOTE}")
+        fields = dict(base, frame_type=f.code, count=cnt)
+        if f.fields:
+            fields.update(f.fields)
+        agg[key] = self.ctx.add_frame(Frame(packet, packet, t, self.conn.id, direction, "quic", f.stream_id, f.type,
+                                            length=f.length, fields=fields, offset=f.offset, error=f.error), "QUIC")
 
     def _flip(self, packet: int) -> None:
         """The first sender was taken for the client, and the key log says it is the server
@@ -416,7 +460,8 @@ class QuicSession:
         if alpn == "h3" or alpn.startswith("h3-"):
             conn.protocol = alpn
             if self.h3 is None:
-                self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"])
+                self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
+                                         budget=self.ctx.budget("header_decoded_bytes", conn))
 
     # -- HTTP/3 ---------------------------------------------------------------------------
     def _h3(self, frames):
@@ -583,6 +628,11 @@ class QuicSession:
         if q.suite is not None:
             st["cipher_suite"] = SUITES.get(q.suite, (None, None, f"0x{q.suite:04x}"))[2]
         st.update({k: list(v) for k, v in q.stats.items()})
+        if q.violations:  # frames their packet type forbids: one note per connection
+            first = min(v[1] for v in q.violations.values())
+            what = ", ".join(f"{v[0]} {ft} in {pt}" for (ft, pt), v in sorted(q.violations.items()))
+            conn.notes.append(f"packet {first}: frames their packet type may not carry (PROTOCOL_VIOLATION, RFC 9000 §12.4): "
+                              f"{what}; shown, their data not passed on")
         st["retry"] = q.retry_count
         st["handshake_done_packet"] = q.handshake_done_packet
         samples = []
