@@ -104,7 +104,8 @@ class Context:
                     f"done on any connection (raise it with --limit {name}{CAPTURE_SUFFIX}=N)")
             elif cid in conns:
                 conns[cid].notes.append(
-                    f"budget {name} ({b.cap} units per connection) ran out: {b.refused} units were not decoded "
+                    f"budget {name} ({b.cap} units per connection) ran out: {b.refused} units of work over it were refused "
+                    f"(the notes above say what was left undecoded or counted instead) "
                     f"(raise it with --limit {name}=N)")
         self.analysis.budgets_hit = hit
 
