@@ -34,7 +34,6 @@ packets") is not an issue.
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,25 +171,16 @@ def decryption_next_step(reason: str, keys: bool | None) -> str:
     return NEXT_NO_KEYLOG if keys is False else "check that the key log belongs to this capture"
 
 
-_memo: dict[int, tuple[Any, int, Completeness]] = {}
-
-
 def compute(an: Analysis) -> Completeness:
-    """The completeness of ``an`` (memoised: the same object while the analysis lives and its
-    exchange and connection lists keep their length)."""
-    key = id(an)
-    hit = _memo.get(key)
-    stamp = len(an.exchanges) * 1000003 + len(an.connections)
-    if hit is not None and hit[0]() is an and hit[1] == stamp:
-        return hit[2]
-    c = _compute(an)
-    try:
-        ref = weakref.ref(an, lambda _r, k=key: _memo.pop(k, None))
-    except TypeError:
-        return c
-    if len(_memo) > 64:
-        _memo.clear()
-    _memo[key] = (ref, stamp, c)
+    """The completeness of ``an``, computed once: kept on the analysis (``_completeness``;
+    an analysis cached after this holds it in its summary-sized part, so that reopening it
+    needs not unpack the requests again)."""
+    d = getattr(an, "__dict__", None)
+    c = d.get("_completeness") if d is not None else None
+    if c is None:
+        c = _compute(an)
+        if d is not None:
+            d["_completeness"] = c
     return c
 
 

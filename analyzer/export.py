@@ -338,13 +338,14 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
 def model_json(an: Analysis) -> dict[str, Any]:
     from . import stats as _stats
     from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, summary_dict
-    from .waterfall import build
+    from .waterfall import build, page_of
 
+    page = page_of(an)
     return {
         "format": "wirefall-model",
         "version": SCHEMA_VERSION,
         "summary": summary_dict(an),
-        "exchanges": [exchange_dict(e) for e in an.exchanges],
+        "exchanges": [exchange_dict(e, page=page) for e in an.exchanges],
         "frames": [frame_dict(f) for f in an.frames],
         "waterfall": build(an).to_dict(),
         "stats": _stats.to_dict(_stats.compute(an)),

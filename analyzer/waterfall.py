@@ -846,6 +846,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         why = page.background.get(r.exchange)
         if why is not None:
             r.background, r.background_reason = True, why
+            r.hover.append(f"background, not the page's: {why}")
     milestones = []
     if len(an.index):
         milestones.append(Milestone("first_packet", "First packet", t0, 1))
