@@ -333,20 +333,48 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     if exs is None:
         exs = [e for e in an.exchanges if _exchange_start(e) is not None]
         exs.sort(key=lambda e: (_exchange_start(e), e.id))
+    # per connection: a link-local endpoint; per exchange, in one pass over its request
+    # headers: origin, host, Referer's and Origin's origins, Sec-Fetch-Dest
+    ll_conn: dict[int, str | None] = {}
+    facts: dict[int, tuple[str | None, str | None, str | None, str | None, str | None]] = {}
+    browser = False
     link_local: dict[int, str] = {}
     for e in exs:
-        c = conns.get(e.connection)
-        if c is not None:
-            addr = c.server[0] if _link_local(c.server[0]) else c.client[0] if _link_local(c.client[0]) else None
-            if addr is not None:
-                link_local[e.id] = BG_LINK_LOCAL.format(addr=addr)
+        cid = e.connection
+        c = conns.get(cid)
+        if cid not in ll_conn:
+            ll_conn[cid] = None if c is None else (
+                c.server[0] if _link_local(c.server[0]) else c.client[0] if _link_local(c.client[0]) else None)
+        if ll_conn[cid] is not None:
+            link_local[e.id] = BG_LINK_LOCAL.format(addr=ll_conn[cid])
+        ref = org = dest = None
+        for k, v in e.request_headers:
+            kl = k.lower()
+            if kl == "referer" and ref is None:
+                ref = v
+            elif kl == "origin" and org is None:
+                org = v
+            elif kl == "sec-fetch-dest" and dest is None:
+                dest = v
+        if ref is not None or org is not None or dest is not None:
+            browser = True
+        o = _origin(e.url)
+        facts[e.id] = (o, o.split("://", 1)[1] if o is not None else _ex_host(e, c), _origin(ref),
+                       _origin(org) if org and org != "null" else None, dest)
     cands = [e for e in exs if e.id not in link_local and not e.pushed] or [e for e in exs if not e.pushed]
     if not cands:
         return _page_bounds(an, Page(None, [], [], None, None, None, None, {}), exs)
     if len(cands) == len(exs) and link_local and any(x.id in link_local for x in cands):
         link_local = {}  # the document is link-local itself: rule 1 is off
-    docs = [e for e in cands if _is_document(e)]
-    doc = next((e for e in docs if e.response_start is not None), docs[0] if docs else None)
+
+    def is_document(e: Exchange) -> bool:
+        dest = facts[e.id][4]
+        if dest is not None:  # the browser says what it fetches
+            return dest.strip().lower() == "document"
+        return content_class(e.content_type or e.header("content-type"), e.url or e.path) == "html"
+
+    doc = next((e for e in cands if e.response_start is not None and is_document(e)), None) or next(
+        (e for e in cands if is_document(e)), None)
     if doc is None:
         first_conn = min({e.connection for e in cands}, key=lambda cid: (conns[cid].start if cid in conns else 0.0, cid))
         doc = next(e for e in cands if e.connection == first_conn)
@@ -354,15 +382,16 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
         link_local = {}
     page: set[int] = {doc.id}
     origins: list[str] = []
+    origin_set: set[str] = set()
     hosts: set[str] = set()
     pconns: set[int] = set()
 
     def add(e: Exchange) -> None:
         page.add(e.id)
-        o = _origin(e.url)
-        if o is not None and o not in origins:
+        o, h = facts[e.id][:2]
+        if o is not None and o not in origin_set:
+            origin_set.add(o)
             origins.append(o)
-        h = _ex_host(e, conns.get(e.connection))
         if h is not None:
             hosts.add(h)
         pconns.add(e.connection)
@@ -393,16 +422,12 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
         add(prev)
         target, dstart = prev, _exchange_start(prev)
     undecided = [e for e in exs if e.id not in page and e.id not in link_local]
-    refs: dict[int, tuple[str | None, str | None]] = {}
-    for e in undecided:
-        org = e.header("origin", response=False)
-        refs[e.id] = (_origin(e.header("referer", response=False)), _origin(org) if org and org != "null" else None)
     for _ in range(_MAX_LINK_PASSES):
         rest = []
         for e in undecided:
-            ref, org = refs[e.id]
-            if (ref is not None and ref in origins) or (org is not None and org in origins) or e.connection in pconns or (
-                    ref is None and org is None and _ex_host(e, conns.get(e.connection)) in hosts):
+            _o, host, ref, org, _d = facts[e.id]
+            if (ref is not None and ref in origin_set) or (org is not None and org in origin_set) or e.connection in pconns or (
+                    ref is None and org is None and host in hosts):
                 add(e)
             else:
                 rest.append(e)
@@ -412,9 +437,8 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     ends = [t for e in exs if e.id in page for t in (_exchange_end(e),) if t is not None]
     tied_end = max(ends) if ends else None
     background = dict(link_local)
-    browser = any(e.header(h, response=False) is not None for e in exs for h in ("referer", "origin", "sec-fetch-dest"))
     for e in undecided:
-        ref, org = refs[e.id]
+        _o, _h, ref, org, _d = facts[e.id]
         if ref is not None or org is not None:
             background[e.id] = BG_FOREIGN_REFERER.format(origin=ref or org)
         elif not browser:
