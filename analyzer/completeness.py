@@ -174,13 +174,19 @@ def decryption_next_step(reason: str, keys: bool | None) -> str:
 def compute(an: Analysis) -> Completeness:
     """The completeness of ``an``, computed once: kept on the analysis (``_completeness``;
     an analysis cached after this holds it in its summary-sized part, so that reopening it
-    needs not unpack the requests again)."""
+    needs not unpack the requests again).  Computed again if the analysis changed since
+    (connections, warnings, or — when loaded — exchanges added or removed)."""
     d = getattr(an, "__dict__", None)
-    c = d.get("_completeness") if d is not None else None
-    if c is None:
-        c = _compute(an)
-        if d is not None:
-            d["_completeness"] = c
+    if d is None:
+        return _compute(an)
+    hit = d.get("_completeness")
+    loaded = d.get("exchanges")  # an analysis reopened from the cache: not unpacked yet
+    if hit is not None:
+        (nc, nw, ne), c = hit
+        if nc == len(an.connections) and nw == len(an.warnings) and (loaded is None or ne == len(loaded)):
+            return c
+    c = _compute(an)
+    d["_completeness"] = ((len(an.connections), len(an.warnings), len(an.exchanges)), c)
     return c
 
 
