@@ -169,7 +169,7 @@ class Waterfall:
     connections: dict[int, str] = field(default_factory=dict)  # id -> label
     dns: list[DnsLookup] = field(default_factory=list)
     title: str = ""
-    page: Page | None = None  # the page apart from background traffic (page_of)
+    page_info: Page | None = None  # the page apart from background traffic (page_of)
     completeness: str | None = None  # analyzer.completeness.headline: the images' subtitle
 
     def milestone(self, name: str) -> Milestone | None:
@@ -179,7 +179,8 @@ class Waterfall:
     def page_start(self) -> float:
         """Where the page's load starts: the first packet, or — when background traffic comes
         first — the first packet that is not background's (``Page.start``)."""
-        return self.page.start if self.page is not None and self.page.start is not None else self.t0
+        p = self.page_info
+        return p.start if p is not None and p.start is not None else self.t0
 
     @property
     def page_load_time(self) -> float | None:
@@ -197,7 +198,7 @@ class Waterfall:
             "group_by": self.group_by,
             "color_by": self.color_by,
             "milestones": [{"name": m.name, "label": m.label, "time": m.time, "packet": m.packet} for m in self.milestones],
-            "page": self.page.to_dict() if self.page is not None else None,
+            "page": self.page_info.to_dict() if self.page_info is not None else None,
             "completeness": self.completeness,
             "dns": [{"name": d.name, "query_time": d.query_time, "query_packet": d.query_packet, "response_time": d.response_time,
                      "response_packet": d.response_packet, "addresses": d.addresses, "names": d.names, "rcode": d.rcode,
@@ -892,7 +893,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
 
     return Waterfall(rows=rows, t0=t0, t_end=t_end, milestones=milestones, group_by=group_by, color_by=color_by,
                      connections={cid: (conns[cid].label if cid in conns else str(cid)) for cid in by_conn},
-                     dns=lookups, title=title, page=page, completeness=headline(an))
+                     dns=lookups, title=title, page_info=page, completeness=headline(an))
 
 
 def _marker_frames(frames) -> tuple[dict, list]:

@@ -270,13 +270,14 @@ def test_amazon_page_load_has_no_background():
             seen.add(a)
     assert referers and all(referers)
     assert not any(r.background for r in wf.rows)
-    doc = next(e for e in an.exchanges if e.id == wf.page.document)
+    doc = next(e for e in an.exchanges if e.id == wf.page_info.document)
     assert doc.url == "https://www.amazon.com/" and doc.header("sec-fetch-dest", response=False) == "document"
     # the page load is the last response byte of all the requests, as before
     assert wf.milestone("page_load").time == max(e.response_end for e in an.exchanges if e.response_end is not None)
     assert wf.page_start == wf.t0
     # the DNS lookups to the link-local resolver (169.254.169.254:53) still draw
     assert any(n == "dns" for r in wf.rows for n, _, _ in r.phases)
+    assert wf.page(0, 3) == wf.rows[:3]  # the views' paging method is still there
 
 
 def test_merged_metadata_traffic_is_background_and_page_load_unchanged(tmp_path):
