@@ -212,6 +212,9 @@ def dumps(an: Analysis) -> bytes:
     kl = an.keylog
     for name in LAZY_FIELDS:  # an analysis that came from the cache has them still packed
         getattr(an, name)
+    from . import completeness
+
+    completeness.compute(an)  # kept in the summary-sized part: `summary --cache` unpacks no request
     extra = {k: v for k, v in an.__dict__.items() if k.startswith("_wf_")}  # derived indexes
     body = {name: an.__dict__[name] for name in LAZY_FIELDS if name in an.__dict__}
     index = an.index

@@ -185,18 +185,46 @@ def har_timings(row) -> tuple[float, dict[str, float], float]:
     return row.start, t, round(sum(v for k, v in t.items() if k != "ssl" and v > 0), 6)
 
 
+def har_url(e: Exchange, c) -> str | None:
+    """The entry's absolute URL (HAR: "absolute URL of the request"): the exchange's, or —
+    when the capture gave only the path (no :authority / Host seen) — the path on the
+    connection's origin (scheme from TLS/QUIC, host from the SNI, else the server address).
+    None when not even the path is known (a response without its request)."""
+    url = e.url or e.path
+    if not url:
+        return None
+    if "://" in url or not url.startswith("/"):
+        return url
+    scheme = e.scheme or ("https" if c is not None and (c.tls is not None or c.quic is not None) else "http")
+    host = e.authority
+    if not host and c is not None:
+        sni = (c.tls.sni if c.tls is not None else None) or (c.quic.sni if c.quic is not None else None)
+        a, port = c.server
+        a = f"[{a}]" if ":" in a else a
+        host = (sni or a) + ("" if (scheme, port) in (("https", 443), ("http", 80)) else f":{port}")
+    return f"{scheme}://{host}{url}" if host else None
+
+
 def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
+    """HAR 1.2 (docs/JSON.md "HAR"): entries sorted by ``startedDateTime``; an exchange
+    without a URL (a response whose request the capture did not show) goes to
+    ``log._orphans`` instead, in the same shape; ``log.comment`` and each entry's
+    ``comment`` say what the capture does not show (analyzer.completeness), entries of
+    background traffic carry ``_background`` and ``_background_reason``."""
+    from . import completeness as _completeness
     from .waterfall import build
 
     wf = build(an)
+    comp = _completeness.compute(an)
     conns = {c.id: c for c in an.connections}
     exs = {e.id: e for e in an.exchanges}
     entries = []
+    orphans = []
     for row in wf.rows:
         e = exs[row.exchange]
         c = conns.get(e.connection)
         start, timings, total = har_timings(row)
-        url = e.url or ""
+        url = har_url(e, c) or ""
         try:
             qs = [{"name": k, "value": v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
         except ValueError:
@@ -251,25 +279,53 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             entry["_reset"] = e.reset
         if c is not None:
             entry["serverIPAddress"] = c.server[0]
-        entries.append(entry)
-    first = wf.t0 if len(an.index) else 0.0
+        entry["_background"] = row.background
+        if row.background:
+            entry["_background_reason"] = row.background_reason
+        notes = [x for x in (_completeness.entry_comment(comp, e),
+                             f"background traffic, not the page's: {row.background_reason}" if row.background else None,
+                             f"URL completed from the connection ({url}): the capture shows only the path" if url and url != (e.url or e.path) else None)
+                 if x]
+        if notes:
+            entry["comment"] = "; ".join(notes)
+        if row.background:
+            entry.pop("pageref")  # not the page's: HAR viewers show it outside the page
+        if url:
+            entries.append(entry)
+        else:
+            entry.pop("pageref", None)
+            orphans.append(entry)
+    in_rows = {r.exchange for r in wf.rows}
+    for e in an.exchanges:  # no time at all: not drawn, but not lost either
+        if e.id not in in_rows:
+            orphans.append({"_exchange": e.id, "_connection": e.connection, "_protocol": e.protocol, "_stream_id": e.stream_id,
+                            "comment": "no packet time for this exchange in the capture"})
+    entries.sort(key=lambda en: en["startedDateTime"])  # stable: rows in start order, same-microsecond ties kept
+    first = wf.page_start if len(an.index) else 0.0
     pl = wf.page_load_time
     html = wf.milestone("html_first_byte")
-    return {
-        "log": {
-            "version": "1.2",
-            "creator": {"name": "wirefall", "version": _version()},
-            "pages": [{
-                "startedDateTime": iso_time(first),
-                "id": "page_1",
-                "title": os.path.basename(an.path),
-                "pageTimings": {"onContentLoad": -1, "onLoad": round(pl * 1000.0, 3) if pl is not None else -1,
-                                "_firstByte": round((html.time - first) * 1000.0, 3) if html else -1},
-            }],
-            "entries": entries,
-            "comment": "timings from packet times of the capture (wirefall)",
-        }
+    headline = comp.summary
+    n_bg = sum(1 for r in wf.rows if r.background)
+    page_comment = f"{n_bg} background request{'s' * (n_bg != 1)} in the capture are not the page's (_background)" if n_bg else None
+    page: dict[str, Any] = {
+        "startedDateTime": iso_time(first),
+        "id": "page_1",
+        "title": os.path.basename(an.path),
+        "pageTimings": {"onContentLoad": -1, "onLoad": round(pl * 1000.0, 3) if pl is not None else -1,
+                        "_firstByte": round((html.time - first) * 1000.0, 3) if html else -1},
     }
+    if page_comment:
+        page["comment"] = page_comment
+    log: dict[str, Any] = {
+        "version": "1.2",
+        "creator": {"name": "wirefall", "version": _version()},
+        "pages": [page],
+        "entries": entries,
+        "comment": f"{headline}. Timings from packet times of the capture (wirefall)",
+        "_complete": comp.complete,
+        "_orphans": orphans,
+    }
+    return {"log": log}
 
 
 # ---------------------------------------------------------------------------------- JSON
@@ -278,13 +334,14 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
 def model_json(an: Analysis) -> dict[str, Any]:
     from . import stats as _stats
     from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, summary_dict
-    from .waterfall import build
+    from .waterfall import build, page_of
 
+    page = page_of(an)
     return {
         "format": "wirefall-model",
         "version": SCHEMA_VERSION,
         "summary": summary_dict(an),
-        "exchanges": [exchange_dict(e) for e in an.exchanges],
+        "exchanges": [exchange_dict(e, page=page) for e in an.exchanges],
         "frames": [frame_dict(f) for f in an.frames],
         "waterfall": build(an).to_dict(),
         "stats": _stats.to_dict(_stats.compute(an)),

@@ -68,10 +68,12 @@ def connection_dict(c: Connection) -> dict[str, Any]:
     return d
 
 
-def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False) -> dict[str, Any]:
+def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, page=None) -> dict[str, Any]:
     """``shared=True`` (for ``dump`` only) leaves the header lists as ``Shared`` markers:
     decoders share one list between identical header blocks, and ``dump`` writes its text
-    once per list instead of once per exchange."""
+    once per list instead of once per exchange.  With ``page`` (``analyzer.waterfall.page_of``)
+    the dict says whether the exchange is background traffic: ``background``,
+    ``background_reason``."""
     d: dict[str, Any] = {
         "id": e.id,
         "connection": e.connection,
@@ -103,6 +105,10 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False) 
         "reset": e.reset,
         "error": e.error,
     }
+    if page is not None:
+        why = page.background.get(e.id)
+        d["background"] = why is not None
+        d["background_reason"] = why
     if with_headers:
         if shared:
             d["request_headers"] = Shared(e.request_headers)
@@ -160,7 +166,14 @@ def summary_dict(an: Analysis) -> dict[str, Any]:
         "undecoded": dict(an.undecoded),
         "warnings": list(an.warnings),
         "connections": [connection_dict(c) for c in an.connections],
+        "completeness": _completeness(an),
     }
+
+
+def _completeness(an: Analysis) -> dict[str, Any]:
+    from . import completeness
+
+    return completeness.to_dict(completeness.compute(an))
 
 
 # -- fast writer ---------------------------------------------------------------------------

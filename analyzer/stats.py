@@ -66,6 +66,8 @@ class Stats:
     packets_total: int = 0
     bytes_total: int = 0
     duration: float = 0.0
+    completeness: Any = None  # analyzer.completeness.Completeness
+    background_requests: int = 0  # requests not the page's (analyzer.waterfall.page_of)
 
 
 def _add2(a: list[int], b) -> None:
@@ -215,16 +217,25 @@ def compute(an: Analysis) -> Stats:
         pb.max_streams_in_flight = max_in_flight(pexs)
         _times(pb, pexs, t0)
     cap.max_streams_in_flight = max_in_flight(an.exchanges)
-    _times(cap, an.exchanges, t0)
+    # the capture's TTFB and page load count the page, not background traffic beside it
+    from . import completeness
+    from .waterfall import page_of
+
+    page = page_of(an)
+    page_exs = [e for e in an.exchanges if e.id not in page.background] if page.background else an.exchanges
+    _times(cap, page_exs, page.start if page.start is not None else t0)
     dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
-                 bytes_total=int(sum(idx.origlen)), duration=dur)
+                 bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
+                 background_requests=len(page.background))
 
 
 def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
     """Capture/protocol level: TTFB = first response byte of the first exchange measured from
     the first packet of the capture (navigation as the wire sees it: DNS, connect, TLS
-    included); page load = last byte of the last response from the first packet."""
+    included); page load = last byte of the last response from the first packet.  For the
+    capture block, the page's exchanges from the page's first packet (background traffic
+    apart: analyzer.waterfall.page_of)."""
     if t0 is None:
         return
     firsts = [e for e in exs if e.response_start is not None and _start(e) is not None]
@@ -281,6 +292,8 @@ def block_dict(b: Block) -> dict[str, Any]:
 
 
 def to_dict(st: Stats) -> dict[str, Any]:
+    from . import completeness
+
     return {
         "version": STATS_VERSION,
         "file": st.file,
@@ -290,6 +303,8 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "capture": block_dict(st.capture),
         "protocols": {k: block_dict(v) for k, v in sorted(st.protocols.items())},
         "connections": [block_dict(b) for b in st.connections],
+        "background_requests": st.background_requests,
+        "completeness": completeness.to_dict(st.completeness) if st.completeness is not None else None,
     }
 
 
@@ -329,7 +344,10 @@ def render_text(st: Stats) -> str:
     parts.append(
         f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s; "
         f"{c.connections} connections, {c.requests} requests, {c.pushes} pushed, {c.resets} reset; "
-        f"max {c.max_streams_in_flight} in flight; TTFB {_ms(c.ttfb)}, page load {_ms(c.page_load_time)} (from the first packet)"
+        f"max {c.max_streams_in_flight} in flight; TTFB {_ms(c.ttfb)}, page load {_ms(c.page_load_time)} "
+        f"(from the {'page' + chr(39) + 's ' if st.background_requests else ''}first packet)"
+        + (f"; {st.background_requests} background request{'s' * (st.background_requests != 1)} not counted in the page"
+           if st.background_requests else "")
     )
     order = sorted(st.protocols.values(), key=lambda b: (-b.requests, b.name))
     rows = []
@@ -376,4 +394,8 @@ def render_text(st: Stats) -> str:
                              "reqs", "push", "max inflight", "TTFB"], rows, {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
     if dns:
         parts.append(f"({len(dns)} DNS flows not listed; see --json)")
+    if st.completeness is not None:
+        from . import completeness
+
+        parts.append("Completeness\n" + "\n".join(completeness.render_text(st.completeness)))
     return "\n\n".join(parts)

@@ -13,12 +13,15 @@ compare), built once from the timeline model.
 - content classes and colours in the WebPageTest convention, a protocol badge, markers
   (push, priority, reset, flow-control stall, retransmission, gap) and hover lines.
 - ``milestones``: first packet, first byte of the HTML, last byte of the last response
-  (page load time as seen on the wire).
+  (page load time as seen on the wire) — of the page's requests only: ``page_of`` tells the
+  page apart from background traffic in the same capture (rows keep ``background`` and its
+  ``background_reason``; the rule is in ``page_of``'s docstring and docs/JSON.md).
 
 Nothing here imports plotly; ``ui/figures.py`` draws a ``Waterfall``.
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,6 +148,8 @@ class Row:
     packets: dict[str, int | None] = field(default_factory=dict)
     sizes: dict[str, int | None] = field(default_factory=dict)
     hover: list[str] = field(default_factory=list)
+    background: bool = False  # not the page's (page_of): drawn, but outside the page's milestones
+    background_reason: str | None = None
 
     def phase(self, name: str) -> tuple[float, float] | None:
         for n, a, b in self.phases:
@@ -164,14 +169,23 @@ class Waterfall:
     connections: dict[int, str] = field(default_factory=dict)  # id -> label
     dns: list[DnsLookup] = field(default_factory=list)
     title: str = ""
+    page_info: Page | None = None  # the page apart from background traffic (page_of)
+    completeness: str | None = None  # analyzer.completeness.headline: the images' subtitle
 
     def milestone(self, name: str) -> Milestone | None:
         return next((m for m in self.milestones if m.name == name), None)
 
     @property
+    def page_start(self) -> float:
+        """Where the page's load starts: the first packet, or — when background traffic comes
+        first — the first packet that is not background's (``Page.start``)."""
+        p = self.page_info
+        return p.start if p is not None and p.start is not None else self.t0
+
+    @property
     def page_load_time(self) -> float | None:
         m = self.milestone("page_load")
-        return None if m is None else m.time - self.t0
+        return None if m is None else m.time - self.page_start
 
     def page(self, start: int, count: int) -> list[Row]:
         """Rows ``start``..``start+count`` (for views that page through thousands of rows)."""
@@ -184,6 +198,8 @@ class Waterfall:
             "group_by": self.group_by,
             "color_by": self.color_by,
             "milestones": [{"name": m.name, "label": m.label, "time": m.time, "packet": m.packet} for m in self.milestones],
+            "page": self.page_info.to_dict() if self.page_info is not None else None,
+            "completeness": self.completeness,
             "dns": [{"name": d.name, "query_time": d.query_time, "query_packet": d.query_packet, "response_time": d.response_time,
                      "response_packet": d.response_packet, "addresses": d.addresses, "names": d.names, "rcode": d.rcode,
                      "used_by": d.used_by} for d in self.dns],
@@ -196,10 +212,267 @@ class Waterfall:
                     "markers": [{"kind": m.kind, "time": m.time, "label": m.label, "packet": m.packet} for m in r.markers],
                     "first_of_connection": r.first_of_connection, "pushed": r.pushed, "push_parent_row": r.push_parent_row,
                     "stream_id": r.stream_id, "packets": r.packets, "sizes": r.sizes,
+                    "background": r.background, "background_reason": r.background_reason,
                 }
                 for r in self.rows
             ],
         }
+
+
+# ------------------------------------------------------------------------- the page
+
+# Link-local addresses (169.254.0.0/16, fe80::/10): cloud metadata servers and VM agents
+# (their HTTP long-polls run beside every page load captured on a cloud VM), never a page.
+BG_LINK_LOCAL = "link-local address {addr} (metadata server or VM agent, not the page)"
+BG_FOREIGN_REFERER = "Referer/Origin from another origin ({origin})"
+BG_BEFORE_DOCUMENT = "started before the page's document and not tied to it"
+BG_AFTER_PAGE = "started after the page's last response and not tied to it"
+_DEFAULT_PORT = {"http": "80", "https": "443"}
+_MAX_LINK_PASSES = 8  # fixpoint passes of the Referer/connection/host rule (each O(requests))
+_MAX_REDIRECTS = 20
+
+
+@dataclass
+class Page:
+    """The page a capture loads, apart from background traffic (see ``page_of``)."""
+
+    document: int | None  # exchange id of the page's document (None: no request at all)
+    redirects: list[int]  # exchange ids of the redirects that led to the document, first first
+    origins: list[str]  # origins of the page's requests (scheme://host[:port])
+    start: float | None  # the first packet that is not background traffic's
+    start_packet: int | None
+    end: float | None  # last byte of the page's last response
+    end_packet: int | None
+    background: dict[int, str]  # exchange id -> why it is not the page's
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"document": self.document, "redirects": list(self.redirects), "origins": list(self.origins),
+                "start": self.start, "start_packet": self.start_packet, "end": self.end, "end_packet": self.end_packet,
+                "background": len(self.background)}
+
+
+def _link_local(addr: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(addr.split("%", 1)[0])
+    except ValueError:
+        return False
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_link_local
+
+
+def _origin(url: str | None) -> str | None:
+    """scheme://host[:port] of an absolute URL, lower case, default port left out."""
+    if not url or "://" not in url:
+        return None
+    scheme, _, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1].lower()
+    scheme = scheme.lower()
+    if not netloc or not scheme.isascii():
+        return None
+    host, sep, port = netloc.rpartition(":")
+    if sep and not host.endswith("]") and "]" in port:  # [v6] without a port
+        host, port = netloc, ""
+    if sep and port == _DEFAULT_PORT.get(scheme):
+        netloc = host
+    return f"{scheme}://{netloc}"
+
+
+def _ex_host(e: Exchange, c: Connection | None) -> str | None:
+    o = _origin(e.url)
+    if o is not None:
+        return o.split("://", 1)[1]
+    if e.authority:
+        return e.authority.lower()
+    if c is not None:
+        sni = (c.tls.sni if c.tls is not None else None) or (c.quic.sni if c.quic is not None else None)
+        if sni:
+            return sni.lower()
+        a = c.server[0]
+        return f"[{a}]:{c.server[1]}" if ":" in a else f"{a}:{c.server[1]}"
+    return None
+
+
+def _is_document(e: Exchange) -> bool:
+    if e.pushed:
+        return False
+    dest = e.header("sec-fetch-dest", response=False)
+    if dest is not None:  # the browser says what it fetches
+        return dest.strip().lower() == "document"
+    return content_class(e.content_type or e.header("content-type"), e.url or e.path) == "html"
+
+
+def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
+    """The page of a capture, told apart from unrelated traffic captured with it.
+
+    Requests are taken in start order (first known byte).  The rule:
+
+    1. *Link-local*: a request on a connection with an endpoint in 169.254.0.0/16 or
+       fe80::/10 (a cloud metadata server, a VM agent's long-poll) is background — unless
+       the document itself is link-local, in which case this rule is off.
+    2. *The document*: the first request (not pushed, not link-local) that is a document —
+       request header ``Sec-Fetch-Dest: document``, or else a response that is HTML
+       (Content-Type, or the URL's extension) — preferring one with a response; with none,
+       the first request on the earliest connection.  Redirects that led to it (an earlier
+       3xx whose Location resolves to the document's URL, followed back) are the page's too.
+    3. *Tied to the page* (repeated until nothing changes): a request whose ``Referer`` or
+       ``Origin`` is one of the page's origins, or that shares a connection with a page
+       request, or — having neither header — goes to a host of the page; its origin, host
+       and connection then belong to the page.
+    4. *The rest*, in start order: a request with a Referer/Origin from another origin is
+       background.  If the capture shows a browser (some request carries ``Referer``,
+       ``Origin`` or ``Sec-Fetch-Dest``), one that started before the document (a long-poll
+       already open) is background, one that starts before the page's last tied response
+       ends is the page's (no header ties it, its timing does) and any later one is
+       background; without a browser (curl, h2load, nghttp: no such header anywhere) nothing
+       tells a page apart and every remaining request is the page's.
+
+    ``start`` is the first packet of the capture unless background traffic comes first:
+    then the first packet of a connection that is not background-only.  ``end`` is the last
+    byte of the page's last response (the page load milestone)."""
+    conns = {c.id: c for c in an.connections}
+    if exs is None:
+        exs = [e for e in an.exchanges if _exchange_start(e) is not None]
+        exs.sort(key=lambda e: (_exchange_start(e), e.id))
+    # per connection: a link-local endpoint; per exchange, in one pass over its request
+    # headers: origin, host, Referer's and Origin's origins, Sec-Fetch-Dest
+    ll_conn: dict[int, str | None] = {}
+    facts: dict[int, tuple[str | None, str | None, str | None, str | None, str | None]] = {}
+    browser = False
+    link_local: dict[int, str] = {}
+    for e in exs:
+        cid = e.connection
+        c = conns.get(cid)
+        if cid not in ll_conn:
+            ll_conn[cid] = None if c is None else (
+                c.server[0] if _link_local(c.server[0]) else c.client[0] if _link_local(c.client[0]) else None)
+        if ll_conn[cid] is not None:
+            link_local[e.id] = BG_LINK_LOCAL.format(addr=ll_conn[cid])
+        ref = org = dest = None
+        for k, v in e.request_headers:
+            kl = k.lower()
+            if kl == "referer" and ref is None:
+                ref = v
+            elif kl == "origin" and org is None:
+                org = v
+            elif kl == "sec-fetch-dest" and dest is None:
+                dest = v
+        if ref is not None or org is not None or dest is not None:
+            browser = True
+        o = _origin(e.url)
+        facts[e.id] = (o, o.split("://", 1)[1] if o is not None else _ex_host(e, c), _origin(ref),
+                       _origin(org) if org and org != "null" else None, dest)
+    cands = [e for e in exs if e.id not in link_local and not e.pushed] or [e for e in exs if not e.pushed]
+    if not cands:
+        return _page_bounds(an, Page(None, [], [], None, None, None, None, {}), exs)
+    if len(cands) == len(exs) and link_local and any(x.id in link_local for x in cands):
+        link_local = {}  # the document is link-local itself: rule 1 is off
+
+    def is_document(e: Exchange) -> bool:
+        dest = facts[e.id][4]
+        if dest is not None:  # the browser says what it fetches
+            return dest.strip().lower() == "document"
+        return content_class(e.content_type or e.header("content-type"), e.url or e.path) == "html"
+
+    doc = next((e for e in cands if e.response_start is not None and is_document(e)), None) or next(
+        (e for e in cands if is_document(e)), None)
+    if doc is None:
+        first_conn = min({e.connection for e in cands}, key=lambda cid: (conns[cid].start if cid in conns else 0.0, cid))
+        doc = next(e for e in cands if e.connection == first_conn)
+    if doc.id in link_local:
+        link_local = {}
+    page: set[int] = {doc.id}
+    origins: list[str] = []
+    origin_set: set[str] = set()
+    hosts: set[str] = set()
+    pconns: set[int] = set()
+
+    def add(e: Exchange) -> None:
+        page.add(e.id)
+        o, h = facts[e.id][:2]
+        if o is not None and o not in origin_set:
+            origin_set.add(o)
+            origins.append(o)
+        if h is not None:
+            hosts.add(h)
+        pconns.add(e.connection)
+
+    add(doc)
+    # redirects that led to the document
+    redirects: list[int] = []
+    from urllib.parse import urljoin
+
+    target, dstart = doc, _exchange_start(doc)
+    for _ in range(_MAX_REDIRECTS):
+        if not target.url:
+            break
+        prev = None
+        for e in exs:
+            if _exchange_start(e) >= _exchange_start(target):
+                break
+            loc = e.header("location") if e.status is not None and 300 <= e.status < 400 else None
+            if loc and e.id not in page and e.id not in link_local:
+                try:
+                    if urljoin(e.url or "", loc).split("#", 1)[0] == target.url.split("#", 1)[0]:
+                        prev = e
+                except ValueError:
+                    continue
+        if prev is None:
+            break
+        redirects.insert(0, prev.id)
+        add(prev)
+        target, dstart = prev, _exchange_start(prev)
+    undecided = [e for e in exs if e.id not in page and e.id not in link_local]
+    for _ in range(_MAX_LINK_PASSES):
+        rest = []
+        for e in undecided:
+            _o, host, ref, org, _d = facts[e.id]
+            if (ref is not None and ref in origin_set) or (org is not None and org in origin_set) or e.connection in pconns or (
+                    ref is None and org is None and host in hosts):
+                add(e)
+            else:
+                rest.append(e)
+        if len(rest) == len(undecided):
+            break
+        undecided = rest
+    ends = [t for e in exs if e.id in page for t in (_exchange_end(e),) if t is not None]
+    tied_end = max(ends) if ends else None
+    background = dict(link_local)
+    for e in undecided:
+        _o, _h, ref, org, _d = facts[e.id]
+        if ref is not None or org is not None:
+            background[e.id] = BG_FOREIGN_REFERER.format(origin=ref or org)
+        elif not browser:
+            page.add(e.id)
+        elif _exchange_start(e) < dstart:
+            background[e.id] = BG_BEFORE_DOCUMENT
+        elif tied_end is not None and _exchange_start(e) <= tied_end:
+            page.add(e.id)
+        else:
+            background[e.id] = BG_AFTER_PAGE
+    return _page_bounds(an, Page(doc.id, redirects, origins, None, None, None, None, background), exs)
+
+
+def _page_bounds(an: Analysis, p: Page, exs: list[Exchange]) -> Page:
+    idx = an.index
+    n = len(idx)
+    if n:
+        p.start, p.start_packet = idx.ts[0], 1
+        if p.background:
+            all_bg: dict[int, bool] = {}
+            for e in an.exchanges:
+                all_bg[e.connection] = all_bg.get(e.connection, True) and e.id in p.background
+            bg_conns = {cid for cid, v in all_bg.items() if v}
+            if bg_conns:
+                conn = idx.conn
+                for i in range(n):
+                    if conn[i] not in bg_conns:
+                        p.start, p.start_packet = idx.ts[i], i + 1
+                        break
+    ends = [(e.response_end, e.response_end_packet) for e in exs if e.response_end is not None and e.id not in p.background]
+    if ends:
+        p.end, p.end_packet = max(ends, key=lambda x: x[0])
+    return p
 
 
 # ---------------------------------------------------------------------------------- DNS
@@ -592,22 +865,35 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
             r.push_parent_row = row_of.get((e.connection, e.push_parent))
         r.hover = _hover(r, e, conns.get(e.connection))
 
+    # the page apart from background traffic: milestones count the page only
+    page = page_of(an, sorted(exs, key=lambda e: (_exchange_start(e), e.id)) if group_by == "connection" else exs)
+    for r in rows:
+        why = page.background.get(r.exchange)
+        if why is not None:
+            r.background, r.background_reason = True, why
+            r.hover.append(f"background, not the page's: {why}")
     milestones = []
     if len(an.index):
         milestones.append(Milestone("first_packet", "First packet", t0, 1))
-    html = next((r for r, e in sorted(zip(rows, exs), key=lambda x: x[0].start)
-                 if r.content_class == "html" and e.response_start is not None), None)
+        if page.start is not None and page.start > t0:
+            milestones.append(Milestone("page_start", "Page start (first packet not background)", page.start, page.start_packet))
+    doc = next((e for e in exs if e.id == page.document), None)
+    html = None
+    if doc is not None and doc.response_start is not None and _is_document(doc):
+        html = doc
+    else:
+        html = next((e for r, e in sorted(zip(rows, exs), key=lambda x: x[0].start)
+                     if r.content_class == "html" and e.response_start is not None and not r.background), None)
     if html is not None:
-        e = next(x for x in exs if x.id == html.exchange)
-        milestones.append(Milestone("html_first_byte", "First byte of the HTML", e.response_start, e.response_start_packet))
-    ends = [(e.response_end, e.response_end_packet) for e in exs if e.response_end is not None]
-    if ends:
-        t, p = max(ends, key=lambda x: x[0])
-        milestones.append(Milestone("page_load", "Last byte of the last response", t, p))
+        milestones.append(Milestone("html_first_byte", "First byte of the HTML", html.response_start, html.response_start_packet))
+    if page.end is not None:
+        milestones.append(Milestone("page_load", "Last byte of the last response", page.end, page.end_packet))
     title = an.path.rsplit("/", 1)[-1]
+    from .completeness import headline
+
     return Waterfall(rows=rows, t0=t0, t_end=t_end, milestones=milestones, group_by=group_by, color_by=color_by,
                      connections={cid: (conns[cid].label if cid in conns else str(cid)) for cid in by_conn},
-                     dns=lookups, title=title)
+                     dns=lookups, title=title, page_info=page, completeness=headline(an))
 
 
 def _marker_frames(frames) -> tuple[dict, list]:

@@ -102,6 +102,9 @@ def cmd_summary(args) -> int:
         return 0
     print(f"{an.path}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
           f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {len(an.exchanges)} requests")
+    from analyzer import completeness
+
+    print("\n".join(completeness.render_text(completeness.compute(an))))
     if an.undecoded:
         print("undecoded packets: " + ", ".join(f"{n} ({r})" for r, n in sorted(an.undecoded.items())))
     t0 = d["first_time"] or 0.0
@@ -173,13 +176,15 @@ def cmd_frames(args) -> int:
 
 def cmd_requests(args) -> int:
     from analyzer.jsonout import exchange_dict
+    from analyzer.waterfall import page_of
 
     an = load(args)
     pred = _filter(args)
     exs = [e for e in an.exchanges if pred(e)]
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
     if args.json:
-        _dump(exchange_dict(e, shared=True) for e in exs)
+        page = page_of(an)
+        _dump(exchange_dict(e, shared=True, page=page) for e in exs)
         return 0
     t0 = an.index.ts[0] if an.packets else 0.0
     rows = []

@@ -65,7 +65,8 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         hover = ["<br>".join([PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms"] + r.hover) for r, a, b in sel]
         if not use_gl:
             fig.add_trace(go.Bar(
-                orientation="h", base=base, x=dur, y=ys, name=PHASE_LABELS[ph], marker=dict(color=colors, line=dict(width=0)),
+                orientation="h", base=base, x=dur, y=ys, name=PHASE_LABELS[ph],
+                marker=dict(color=colors, line=dict(width=0), opacity=[0.35 if r.background else 1.0 for r, _, _ in sel]),
                 hovertext=hover, hoverinfo="text", width=0.72, legendgroup=ph,
                 customdata=[r.exchange for r, _, _ in sel],
             ))
@@ -139,10 +140,18 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
 
     show_labels = n <= max_labels
     height = max(360, min(60 + 140 + ROW_PX * n, 16000))
+    head = title if title is not None else (wf.title or "waterfall")
+    if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
+        import html as _html
+
+        col = "#2ca02c" if wf.completeness.startswith("Complete") else "#d62728"
+        n_bg = sum(1 for r in rows if r.background)
+        extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
+        head = f"{head}<br><span style='font-size:12px;color:{col}'>{_html.escape(wf.completeness + extra)}</span>"
     fig.update_layout(
-        title=dict(text=title if title is not None else (wf.title or "waterfall"), x=0.01),
+        title=dict(text=head, x=0.01),
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",
-        hovermode="closest", margin=dict(l=10, r=10, t=110, b=40),
+        hovermode="closest", margin=dict(l=10, r=10, t=130 if wf.completeness else 110, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0, xanchor="left", font=dict(size=10), bgcolor="rgba(255,255,255,0.7)"),
         xaxis=dict(title="ms from the first packet", rangemode="tozero", side="top" if n > 40 else "bottom", zeroline=False),
         yaxis=dict(autorange="reversed", tickmode="array" if show_labels else "auto",

@@ -1,0 +1,393 @@
+"""What the capture does not show: one completeness summary per capture and per connection,
+computed once from the model, that every view states (``wirefall summary``/``stats``, the
+waterfall images' subtitle, the HAR's comments, and — through ``headline`` — the TUI and web
+app status lines).  A waterfall of an incomplete capture must never read as a complete one.
+
+``compute(analysis) -> Completeness`` (memoised per analysis), ``headline(analysis)`` one
+line, ``to_dict(c)`` the ``completeness`` object of ``--json`` (docs/JSON.md),
+``render_text(c)`` the lines ``summary``/``stats`` print, ``entry_comment(c, exchange)``
+what the HAR says of one request.
+
+What counts as missing (each an ``Issue`` with its kind, connection (None: the capture),
+count and the next step for the user):
+
+- ``joined_midway``: a TCP connection whose SYN the capture did not show, or a QUIC
+  connection without a client Initial: it was opened before the capture started; count =
+  its requests (their header compression state, the TLS handshake and earlier requests
+  are not in the capture).
+- ``unknown_fields``: requests with a field the capture cannot give: no URL (neither URL nor
+  path: a response without its request; a path without authority is not counted, its
+  origin is the connection's), no method (a response without its request), no
+  status (a request without its response, not reset), or a header name or value
+  ``<unknown>`` (HPACK/QPACK entries inserted before the capture); count = such requests.
+- ``bytes_lost``: bytes the flow layer declared missing (its notes "packet N: B bytes missing
+  from the capture in … at stream offset O", read as they are written); count = bytes.
+- ``not_decrypted``: TLS or QUIC connections with protected data not decrypted; the reason is
+  ``conn.tls.reason`` / ``conn.quic.reason``; count = the connection's packets.
+- ``budget``: a budget of ``analysis.budgets_hit`` ran out (connection 0 there = the capture).
+- ``capture_damaged``: the capture's own warnings (truncated file, corrupt block, snap length,
+  fragments missing), except the budget warnings already counted.
+
+A TLS/QUIC connection with nothing protected to decrypt ("no encrypted records", "no 1-RTT
+packets") is not an issue.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Analysis, Connection, Exchange
+
+UNKNOWN = "<unknown>"
+_GAP_NOTE = re.compile(r"packet (\d+): (\d+) bytes missing from the capture in (\S+) at stream offset (\d+)")
+_NOTHING_TO_DECRYPT = ("no encrypted records", "no 1-RTT packets")
+
+NEXT_MIDWAY = ("start the capture before the page load, and make the browser open new connections "
+               "(quit it first, or use a fresh profile) so no connection predates the capture")
+NEXT_LOST = ("the capture dropped packets: capture on the client with a larger buffer (tcpdump -B 16384) "
+             "and without a snap length (-s 0)")
+NEXT_NO_KEYLOG = "pass --keylog FILE: the key log (SSLKEYLOGFILE) the browser wrote during this capture"
+NEXT_WRONG_KEYLOG = ("this key log holds no secret for these connections: pass the key log written during "
+                     "this capture (SSLKEYLOGFILE set before the browser started)")
+NEXT_UNKNOWN_KEYLOG = ("pass --keylog FILE with the key log written during this capture (a key log given holds "
+                       "no secret for these connections)")
+
+
+@dataclass(slots=True)
+class Issue:
+    kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged
+    connection: int | None  # None: the capture as a whole
+    count: int  # requests (joined_midway, unknown_fields), bytes (bytes_lost), packets (not_decrypted), 1
+    detail: str  # what is missing, in words
+    next_step: str  # what the user can do about it
+
+
+@dataclass(slots=True)
+class ConnectionCompleteness:
+    id: int
+    requests: int = 0
+    joined_midway: bool = False
+    unknown_requests: int = 0  # requests with any unknown field
+    unknown_url: int = 0
+    unknown_method: int = 0
+    unknown_status: int = 0
+    unknown_headers: int = 0
+    bytes_lost: int = 0
+    gaps: int = 0
+    not_decrypted: str | None = None  # the reason, when protected data was not decrypted
+    budgets: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not (self.joined_midway or self.unknown_requests or self.bytes_lost or self.gaps
+                    or self.not_decrypted or self.budgets)
+
+
+@dataclass
+class Completeness:
+    complete: bool
+    connections: int
+    requests: int
+    joined_midway: list[int]  # connection ids
+    requests_on_joined: int  # requests on those connections
+    requests_unknown: int  # requests with any unknown field
+    unknown_url: int
+    unknown_method: int
+    unknown_status: int
+    unknown_headers: int
+    bytes_lost: int
+    gaps: int
+    not_decrypted: dict[int, str]  # connection id -> reason
+    budgets_hit: dict[str, list[int]]  # as analysis.budgets_hit (0: the capture)
+    warnings: list[str]  # the capture's own (damaged, truncated…), budgets apart
+    issues: list[Issue]
+    per_connection: dict[int, ConnectionCompleteness]  # only connections with something missing
+    unknown_exchanges: dict[int, list[str]] = field(default_factory=dict)  # exchange id -> what is unknown
+
+    @property
+    def summary(self) -> str:
+        return _headline(self)
+
+
+# ------------------------------------------------------------------------------ compute
+
+
+def unknown_fields(e: Exchange) -> list[str]:
+    """What the capture does not give of one exchange: ``url`` (neither URL nor path),
+    ``method``, ``status``, ``headers`` (an ``<unknown>`` name or value)."""
+    out = []
+    if not e.url and not e.path:
+        out.append("url")
+    if not e.method and not e.pushed:
+        out.append("method")
+    if e.status is None and not e.reset:
+        out.append("status")
+    for hs in (e.request_headers, e.response_headers):
+        if any(k == UNKNOWN or v == UNKNOWN for k, v in hs):
+            out.append("headers")
+            break
+    return out
+
+
+def _joined_midway(c: Connection) -> str | None:
+    if c.connect_start is not None:
+        return None
+    if c.transport == "tcp":
+        return "no SYN seen"
+    if c.quic is not None or (c.protocol or "") in ("h3", "h3-29", "quic", "gquic"):
+        return "no QUIC handshake seen"
+    return None
+
+
+def _not_decrypted(c: Connection) -> str | None:
+    info = c.quic if c.quic is not None else c.tls
+    if info is None or info.decrypted:
+        return None
+    reason = info.reason or "not decrypted"
+    if reason in _NOTHING_TO_DECRYPT:
+        return None
+    return reason
+
+
+def decryption_next_step(reason: str, keys: bool | None) -> str:
+    """The next step for a connection not decrypted for ``reason``; ``keys``: a key log with
+    secrets was given (None: not known, e.g. an analysis from the cache)."""
+    r = reason.lower()
+    if "start not captured" in r or "already under way" in r:
+        return NEXT_MIDWAY
+    if "no key" in r or "in the key log" in r:
+        return NEXT_NO_KEYLOG if keys is False else NEXT_WRONG_KEYLOG if keys else NEXT_UNKNOWN_KEYLOG
+    if "clienthello" in r or "under way" in r:
+        return "the TLS handshake predates the capture: " + NEXT_MIDWAY
+    if "serverhello" in r or "gap" in r:
+        return "the capture lost handshake or record bytes: " + NEXT_LOST
+    if "decryption failed" in r:
+        return "the key log's secret does not open this connection: pass the key log written during this capture"
+    if "quic-crypto" in r:
+        return "gQUIC's QUIC-Crypto cannot be decrypted from a key log; only its unencrypted handshake is shown"
+    if "unsupported" in r:
+        return "wirefall cannot decrypt this cipher suite or version"
+    return NEXT_NO_KEYLOG if keys is False else "check that the key log belongs to this capture"
+
+
+def compute(an: Analysis) -> Completeness:
+    """The completeness of ``an``, computed once: kept on the analysis (``_completeness``;
+    an analysis cached after this holds it in its summary-sized part, so that reopening it
+    needs not unpack the requests again).  Computed again if the analysis changed since
+    (connections, warnings, or — when loaded — exchanges added or removed)."""
+    d = getattr(an, "__dict__", None)
+    if d is None:
+        return _compute(an)
+    hit = d.get("_completeness")
+    loaded = d.get("exchanges")  # an analysis reopened from the cache: not unpacked yet
+    if hit is not None:
+        (nc, nw, ne), c = hit
+        if nc == len(an.connections) and nw == len(an.warnings) and (loaded is None or ne == len(loaded)):
+            return c
+    c = _compute(an)
+    d["_completeness"] = ((len(an.connections), len(an.warnings), len(an.exchanges)), c)
+    return c
+
+
+def _compute(an: Analysis) -> Completeness:
+    kl = an.keylog
+    keys = None if kl is None else len(kl) > 0
+    per: dict[int, ConnectionCompleteness] = {}
+    reqs_by_conn: dict[int, int] = {}
+    unknown_ex: dict[int, list[str]] = {}
+    tot = dict(url=0, method=0, status=0, headers=0)
+    for e in an.exchanges:
+        reqs_by_conn[e.connection] = reqs_by_conn.get(e.connection, 0) + 1
+        u = unknown_fields(e)
+        if not u:
+            continue
+        unknown_ex[e.id] = u
+        cc = per.setdefault(e.connection, ConnectionCompleteness(e.connection))
+        cc.unknown_requests += 1
+        for k in u:
+            tot[k] += 1
+            setattr(cc, "unknown_" + k, getattr(cc, "unknown_" + k) + 1)
+    issues: list[Issue] = []
+    joined: list[int] = []
+    not_dec: dict[int, str] = {}
+    lost = gaps = 0
+    conn_ids = set()
+    for c in an.connections:
+        conn_ids.add(c.id)
+        n_req = reqs_by_conn.get(c.id, 0)
+        why = _joined_midway(c)
+        reason = _not_decrypted(c)
+        c_lost = c_gaps = 0
+        for n in c.notes:
+            m = _GAP_NOTE.match(n)
+            if m:
+                c_lost += int(m.group(2))
+                c_gaps += 1
+        if not (why or reason or c_lost or c.id in per):
+            continue
+        cc = per.setdefault(c.id, ConnectionCompleteness(c.id))
+        cc.requests = n_req
+        if why:
+            cc.joined_midway = True
+            joined.append(c.id)
+            issues.append(Issue("joined_midway", c.id, n_req, f"connection {c.id} ({c.label}) joined mid-way ({why}): "
+                                f"{n_req} request{'s' * (n_req != 1)} seen, earlier ones and its handshake are not in the capture",
+                                NEXT_MIDWAY))
+        if cc.unknown_requests:
+            what = ", ".join(f"{getattr(cc, 'unknown_' + k)} without {'a known ' if k != 'headers' else 'all '}{k}"
+                             for k in ("url", "method", "status", "headers") if getattr(cc, "unknown_" + k))
+            step = (NEXT_MIDWAY if cc.joined_midway else
+                    "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends")
+            issues.append(Issue("unknown_fields", c.id, cc.unknown_requests,
+                                f"connection {c.id}: {cc.unknown_requests} request{'s' * (cc.unknown_requests != 1)} with unknown fields ({what})",
+                                step))
+        if c_lost or c_gaps:
+            cc.bytes_lost, cc.gaps = c_lost, c_gaps
+            lost += c_lost
+            gaps += c_gaps
+            issues.append(Issue("bytes_lost", c.id, c_lost, f"connection {c.id}: {c_lost} bytes lost by the capture in {c_gaps} gap{'s' * (c_gaps != 1)}",
+                                NEXT_LOST))
+        if reason:
+            cc.not_decrypted = reason
+            not_dec[c.id] = reason
+            pk = c.stats[0].packets + c.stats[1].packets
+            issues.append(Issue("not_decrypted", c.id, pk, f"connection {c.id} ({(c.tls and c.tls.sni) or (c.quic and c.quic.sni) or c.label}) "
+                                f"not decrypted: {reason}", decryption_next_step(reason, keys)))
+    # requests of exchanges whose connection is not in the list (hand-built models)
+    for cid, cc in per.items():
+        if cid not in conn_ids and cc.unknown_requests:
+            cc.requests = reqs_by_conn.get(cid, 0)
+            issues.append(Issue("unknown_fields", cid, cc.unknown_requests,
+                                f"connection {cid}: {cc.unknown_requests} requests with unknown fields", "capture the whole page load"))
+    budgets = {k: list(v) for k, v in (getattr(an, "budgets_hit", None) or {}).items()}
+    for name, cids in sorted(budgets.items()):
+        for cid in cids:
+            if cid == 0:
+                issues.append(Issue("budget", None, 1, f"budget {name} for the capture ran out: later work of this kind was not done",
+                                    f"raise it with --limit {name}_capture=N"))
+            else:
+                per.setdefault(cid, ConnectionCompleteness(cid, requests=reqs_by_conn.get(cid, 0))).budgets.append(name)
+                issues.append(Issue("budget", cid, 1, f"connection {cid}: budget {name} ran out: part of it was not decoded",
+                                    f"raise it with --limit {name}=N"))
+    warns = [w for w in an.warnings if not w.startswith("budget ")]
+    for w in warns:
+        issues.append(Issue("capture_damaged", None, 1, w, _warning_next_step(w)))
+    n_joined_req = sum(reqs_by_conn.get(cid, 0) for cid in joined)
+    return Completeness(
+        complete=not issues, connections=len(an.connections), requests=len(an.exchanges), joined_midway=joined,
+        requests_on_joined=n_joined_req, requests_unknown=len(unknown_ex), unknown_url=tot["url"],
+        unknown_method=tot["method"], unknown_status=tot["status"], unknown_headers=tot["headers"], bytes_lost=lost,
+        gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
+        per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex)
+
+
+def _warning_next_step(w: str) -> str:
+    wl = w.lower()
+    if "snap length" in wl:
+        return "capture without a snap length (tcpdump -s 0)"
+    if "truncated" in wl or "corrupt" in wl or "stopped reading" in wl:
+        return "the capture file is cut short or damaged: stop the capture cleanly (tcpdump flushes on exit) and copy it whole"
+    if "key log" in wl:
+        return "check the key log file"
+    return "see the warning"
+
+
+# ------------------------------------------------------------------------------- output
+
+
+def _kb(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1 << 20:
+        return f"{n / 1024:.0f} KB"
+    return f"{n / (1 << 20):.1f} MB"
+
+
+def _pl(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _headline(c: Completeness) -> str:
+    if c.complete:
+        return (f"Complete: {_pl(c.connections, 'connection')} seen from the start, {_pl(c.requests, 'request')} "
+                "with every field known, no bytes lost, nothing left encrypted")
+    parts = []
+    if c.joined_midway:
+        s = f"{_pl(len(c.joined_midway), 'connection')} joined mid-way"
+        if c.unknown_url:
+            s += f" ({_pl(c.unknown_url, 'request')} with unknown URL)"
+        parts.append(s)
+    elif c.unknown_url:
+        parts.append(f"{_pl(c.unknown_url, 'request')} with unknown URL")
+    other = c.requests_unknown - c.unknown_url if c.unknown_url else c.requests_unknown
+    if other > 0:
+        parts.append(f"{_pl(other, 'request')} with unknown fields")
+    if c.bytes_lost:
+        parts.append(f"{_kb(c.bytes_lost)} lost")
+    if c.not_decrypted:
+        parts.append(f"{_pl(len(c.not_decrypted), 'connection')} not decrypted")
+    if c.budgets_hit:
+        parts.append(f"{_pl(len(c.budgets_hit), 'budget')} ran out")
+    if c.warnings:
+        parts.append(f"capture damaged ({_pl(len(c.warnings), 'warning')})")
+    return "Incomplete: " + ", ".join(parts)
+
+
+def headline(an: Analysis) -> str:
+    """One line for status bars and image subtitles: "Complete: …" or "Incomplete: …"."""
+    return _headline(compute(an))
+
+
+def to_dict(c: Completeness) -> dict[str, Any]:
+    """The ``completeness`` object of ``summary --json`` and ``stats --json`` (docs/JSON.md)."""
+    return {
+        "complete": c.complete,
+        "headline": _headline(c),
+        "connections": c.connections,
+        "requests": c.requests,
+        "joined_midway": list(c.joined_midway),
+        "requests_on_joined": c.requests_on_joined,
+        "requests_unknown": c.requests_unknown,
+        "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers},
+        "bytes_lost": c.bytes_lost,
+        "gaps": c.gaps,
+        "not_decrypted": {str(k): v for k, v in c.not_decrypted.items()},
+        "budgets_hit": {k: list(v) for k, v in c.budgets_hit.items()},
+        "warnings": list(c.warnings),
+        "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step}
+                   for i in c.issues],
+        "per_connection": [
+            {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
+             "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers},
+             "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets)}
+            for p in c.per_connection.values()
+        ],
+    }
+
+
+def render_text(c: Completeness, limit: int = 20) -> list[str]:
+    """The headline, then one line per issue (at most ``limit``) with its next step."""
+    out = [_headline(c)]
+    for i in c.issues[:limit]:
+        out.append(f"  - {i.detail}; next: {i.next_step}")
+    if len(c.issues) > limit:
+        out.append(f"  - … {len(c.issues) - limit} more (--json lists them all)")
+    return out
+
+
+def entry_comment(c: Completeness, e: Exchange) -> str | None:
+    """What the HAR entry of ``e`` should say of its completeness, or None."""
+    parts = []
+    u = c.unknown_exchanges.get(e.id)
+    if u:
+        parts.append("unknown in the capture: " + ", ".join(u))
+    p = c.per_connection.get(e.connection)
+    if p is not None:
+        if p.joined_midway:
+            parts.append("its connection was opened before the capture started")
+        if p.bytes_lost:
+            parts.append(f"its connection lost {p.bytes_lost} bytes in the capture")
+        if p.not_decrypted:
+            parts.append(f"its connection was not decrypted ({p.not_decrypted})")
+    return "; ".join(parts) if parts else None

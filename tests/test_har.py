@@ -1,0 +1,144 @@
+"""A valid HAR 1.2 on every capture: each sample capture (with its key log) and each shared
+third-party capture (with its key logs) exports a HAR that validates against
+tests/data/har-1.2.schema.json (written from the HAR 1.2 specification), with its entries sorted
+by startedDateTime, an absolute URL on every entry, every exchange in ``entries`` or
+``log._orphans`` exactly once, and pageTimings from the page's milestones.  An orphan response
+(the request before the capture, a VM agent's connection joined mid-way) goes to
+``log._orphans`` — tshark sees the same response without its request — and the page's onLoad
+does not move when unrelated traffic is merged in."""
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES, SHARED, run_tool
+
+from analyzer import export as ex
+from analyzer.pipeline import analyze
+from analyzer.waterfall import build
+
+jsonschema = pytest.importorskip("jsonschema")
+SCHEMA = json.loads((Path(__file__).parent / "data" / "har-1.2.schema.json").read_text())
+VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+sys.path.insert(0, str(ROOT / "scripts" / "background"))
+import metadata_merge  # noqa: E402
+
+
+def _captures() -> list[tuple[str, list[str]]]:
+    out = []
+    for p in sorted(SAMPLES.rglob("*")):
+        if p.suffix in (".pcap", ".pcapng"):
+            k = p.with_suffix(".keys")
+            out.append((str(p.relative_to(ROOT)), [str(k.relative_to(ROOT))] if k.exists() else []))
+    if SHARED.exists():
+        for p in sorted(SHARED.rglob("*")):
+            if p.is_file() and (".pcap" in p.name or p.name.endswith((".cap", ".cap.gz"))):
+                keys = sorted(str(k) for k in p.parent.iterdir() if "key" in k.name.lower())
+                out.append((str(p), keys))
+    return out
+
+
+CAPTURES = _captures()
+
+
+def _ts(s: str) -> float:
+    return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.parametrize("cap,keys", CAPTURES, ids=[Path(c).name for c, _ in CAPTURES])
+def test_har_of_every_capture_is_valid(cap, keys, monkeypatch):
+    monkeypatch.delenv("SSLKEYLOGFILE", raising=False)
+    path = cap if os.path.isabs(cap) else str(ROOT / cap)
+    an = analyze(path, keylogs=[k if os.path.isabs(k) else str(ROOT / k) for k in keys])
+    h = json.loads(json.dumps(ex.har(an), allow_nan=False))
+    errors = sorted(VALIDATOR.iter_errors(h), key=lambda e: list(e.absolute_path))
+    assert not errors, [f"{list(e.absolute_path)}: {e.message[:200]}" for e in errors[:5]]
+    log = h["log"]
+    entries = log["entries"]
+    assert [e["startedDateTime"] for e in entries] == sorted(e["startedDateTime"] for e in entries)
+    assert all("://" in e["request"]["url"] for e in entries)
+    ids = [e["_exchange"] for e in entries] + [o["_exchange"] for o in log["_orphans"]]
+    assert sorted(ids) == sorted(e.id for e in an.exchanges)  # each exchange once, none lost
+    wf = build(an)
+    page = log["pages"][0]
+    pl = wf.page_load_time
+    assert page["pageTimings"]["onLoad"] == (round(pl * 1000.0, 3) if pl is not None else -1)
+    assert page["pageTimings"]["onContentLoad"] == -1
+    if len(an.index):
+        assert _ts(page["startedDateTime"]) == pytest.approx(wf.page_start, abs=1e-6)
+    for e in entries:
+        assert ("pageref" in e) == (not e["_background"])
+    assert log["_complete"] == log["comment"].startswith("Complete")
+
+
+def test_schema_is_not_vacuous():
+    an = analyze(str(SAMPLES / "page" / "page-h2.pcapng"), keylogs=[str(SAMPLES / "page" / "page-h2.keys")])
+    h = ex.har(an)
+    VALIDATOR.validate(h)
+    for damage in (
+        lambda l: l["entries"][0]["request"].__setitem__("url", ""),  # an entry without a URL
+        lambda l: l["entries"][0]["request"].__setitem__("url", "/css/main.css"),  # not absolute
+        lambda l: l["pages"][0].pop("pageTimings"),
+        lambda l: l["entries"][0]["timings"].__setitem__("wait", -1),
+        lambda l: l["entries"][0]["response"].__setitem__("status", "200"),
+        lambda l: l["entries"][0].__setitem__("startedDateTime", "yesterday"),
+        lambda l: l["entries"][0]["request"].pop("headersSize"),
+        lambda l: l["entries"][0].__setitem__("notInHar", 1),  # custom fields start with "_"
+    ):
+        bad = copy.deepcopy(h)
+        damage(bad["log"])
+        with pytest.raises(jsonschema.ValidationError):
+            VALIDATOR.validate(bad)
+
+
+def test_orphan_response_goes_to_log_orphans(tmp_path):
+    page = SAMPLES / "page" / "page-h2.pcapng"
+    keys = SAMPLES / "page" / "page-h2.keys"
+    out = tmp_path / "orphan.pcapng"
+    metadata_merge.make(str(page), str(SAMPLES / "http" / "http1-node.pcap"), str(out), orphan=True)
+    # tshark: one HTTP response on an agent's connection that shows no request at all
+    rows = run_tool("tshark", "-r", str(out), "-Y", "http && ip.addr == 169.254.169.254", "-T", "fields",
+                    "-e", "tcp.stream", "-e", "http.request", "-e", "http.response.code").splitlines()
+    with_request = {ln.split("\t")[0] for ln in rows if ln.split("\t")[1]}
+    orphan_codes = [int(c) for s, _, c in (ln.split("\t") for ln in rows) if c and s not in with_request]
+    assert len(orphan_codes) == 1
+    an = analyze(str(out), keylogs=[str(keys)])
+    h = ex.har(an)
+    VALIDATOR.validate(h)
+    orphans = h["log"]["_orphans"]
+    assert [o["response"]["status"] for o in orphans] == orphan_codes
+    o = orphans[0]
+    assert o["request"]["url"] == "" and o["_background"] and "pageref" not in o
+    assert "unknown in the capture: url, method" in o["comment"] and "opened before the capture" in o["comment"]
+    assert not any(e["request"]["url"] == "" for e in h["log"]["entries"])
+    assert h["log"]["comment"].startswith("Incomplete: 1 connection joined mid-way (1 request with unknown URL)")
+    assert h["log"]["_complete"] is False
+    # the page's onLoad and its entries are those of the page sample alone
+    base = ex.har(analyze(str(page), keylogs=[str(keys)]))
+    assert h["log"]["pages"][0]["pageTimings"] == base["log"]["pages"][0]["pageTimings"]
+    assert h["log"]["pages"][0]["startedDateTime"] == base["log"]["pages"][0]["startedDateTime"]
+    mine = [e for e in h["log"]["entries"] if not e["_background"]]
+    assert [e["request"]["url"] for e in mine] == [e["request"]["url"] for e in base["log"]["entries"]]
+    assert len(h["log"]["entries"]) - len(mine) == 3  # the agent's three requests with their URL
+
+
+def test_path_only_url_completed_from_the_connection(tmp_path):
+    """A capture that shows only the path (HTTP/1 without Host, here openssl s_client): the
+    entry's URL is the path on the connection's origin, and its comment says so."""
+    cap = SAMPLES / "tls" / "tls13_aes128gcm.pcap"
+    an = analyze(str(cap), keylogs=[str(cap.with_suffix(".keys"))])
+    e = an.exchanges[0]
+    assert e.url and "://" not in e.url
+    c = an.connections[e.connection]
+    h = ex.har(an)
+    VALIDATOR.validate(h)
+    en = h["log"]["entries"][0]
+    host = c.tls.sni or c.server[0]
+    assert en["request"]["url"] == f"https://{host}:{c.server[1]}{e.url}"
+    assert "URL completed from the connection" in en["comment"]
