@@ -24,7 +24,7 @@ count and the next step for the user):
   from the capture in … at stream offset O", read as they are written); count = bytes.
 - ``not_decrypted``: TLS or QUIC connections with protected data not decrypted; the reason is
   ``conn.tls.reason`` / ``conn.quic.reason``; count = the connection's packets.
-- ``budget``: a budget of ``analysis.budgets_hit`` ran out (connection 0 there = the capture).
+- ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture).
 - ``capture_damaged``: the capture's own warnings (truncated file, corrupt block, snap length,
   fragments missing), except the budget warnings already counted.
 
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Analysis, Connection, Exchange
+from .sessions import CAPTURE_ID
 
 UNKNOWN = "<unknown>"
 _GAP_NOTE = re.compile(r"packet (\d+): (\d+) bytes missing from the capture in (\S+) at stream offset (\d+)")
@@ -99,7 +100,7 @@ class Completeness:
     bytes_lost: int
     gaps: int
     not_decrypted: dict[int, str]  # connection id -> reason
-    budgets_hit: dict[str, list[int]]  # as analysis.budgets_hit (0: the capture)
+    budgets_hit: dict[str, list[int]]  # as analysis.budgets_hit (CAPTURE_ID, -1: the capture)
     warnings: list[str]  # the capture's own (damaged, truncated…), budgets apart
     issues: list[Issue]
     per_connection: dict[int, ConnectionCompleteness]  # only connections with something missing
@@ -263,7 +264,7 @@ def _compute(an: Analysis) -> Completeness:
     budgets = {k: list(v) for k, v in (getattr(an, "budgets_hit", None) or {}).items()}
     for name, cids in sorted(budgets.items()):
         for cid in cids:
-            if cid == 0:
+            if cid == CAPTURE_ID:
                 issues.append(Issue("budget", None, 1, f"budget {name} for the capture ran out: later work of this kind was not done",
                                     f"raise it with --limit {name}_capture=N"))
             else:
