@@ -172,14 +172,15 @@ def cmd_frames(args) -> int:
 
 
 def cmd_requests(args) -> int:
-    from analyzer.jsonout import exchange_dict
+    from analyzer.jsonout import exchange_dict, phases_dicts
 
     an = load(args)
     pred = _filter(args)
     exs = [e for e in an.exchanges if pred(e)]
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
     if args.json:
-        _dump(exchange_dict(e, shared=True) for e in exs)
+        ph = phases_dicts(an)
+        _dump(exchange_dict(e, shared=True, phases=ph.get(e.id)) for e in exs)
         return 0
     t0 = an.index.ts[0] if an.packets else 0.0
     rows = []

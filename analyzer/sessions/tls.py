@@ -34,8 +34,9 @@ sessions the packet of a request's or response's first byte (``request_start``,
 ``response_start``), where the record-completion packet only tells when it became readable.
 
 Floods of identical records stay small: past ``AGGREGATE_AFTER`` record frames on a
-connection, a record identical to the connection's previous record frame (direction, type,
-length, fields, no handshake message, no error) is counted on that frame
+connection, a record shorter than ``AGGREGATE_BELOW`` bytes, not decrypted, and identical to
+the connection's previous record frame (direction, type, length, fields, no handshake
+message, no error) is counted on that frame
 (``fields["count"]``: the frame stands for that many consecutive identical records;
 ``first_packet`` is the first one's, ``packet`` and ``time`` the last one's) instead of
 adding a frame.
@@ -68,6 +69,7 @@ MAX_LOST_RECORDS = 64  # record numbers tried after a gap (each one AEAD / MAC c
 RESUME_RECORDS = 3  # records tried that way before decryption stays stopped in that direction
 MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
 AGGREGATE_AFTER = 4096  # record frames per connection before identical consecutive ones are counted on one frame
+AGGREGATE_BELOW = 256  # ... if shorter than this (a Frame costs ~400 bytes) and not decrypted
 
 # TlsRecords.key codes: which key decrypted a record
 KEY_TLS12 = 0  # TLS 1.0-1.2 key block (from the master secret)
@@ -455,7 +457,7 @@ class TlsSession:
             proto[pk - 1] = P_TLS
         length = len(rec.body) if not rec.sslv2 else len(rec.body) - 2
         self.nframes += 1
-        if self.nframes > AGGREGATE_AFTER and not fields.get("messages"):
+        if self.nframes > AGGREGATE_AFTER and length < AGGREGATE_BELOW and not fields.get("messages") and not fields.get("decrypted"):
             # a flood of identical records (e.g. a million one-byte records): counted on the
             # previous frame, a few bytes per record instead of a Frame and its dict
             key = (d, type_, length, fields)
