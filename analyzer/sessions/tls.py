@@ -28,8 +28,10 @@ everything) was: "no key for this client random", "unsupported cipher suite X", 
 stream at offset N", "decryption failed at record N (packet P)", "no ClientHello in the capture".
 Decrypted application bytes go to the inner session with the packet of the record's last byte;
 the plaintext offset -> packet maps are kept in ``ctx.shared["tls_plaintext_maps"][(conn id, dir)]``.
-The packets that carried each plaintext byte on the wire (the first TCP segment of its record)
-are kept in ``ctx.shared["tls_wire_maps"]`` the same way: ``wire_packet`` gives the inner
+The packets that carried each plaintext byte on the wire (the first TCP segment of its record,
+from the TCP carrier map ``ctx.shared["tcp_maps"]``: a segment that arrived before a hole was
+filled carried its bytes, though they became readable later) are kept in
+``ctx.shared["tls_wire_maps"]`` the same way: ``wire_packet`` gives the inner
 sessions the packet of a request's or response's first byte (``request_start``,
 ``response_start``), where the record-completion packet only tells when it became readable.
 
@@ -183,6 +185,7 @@ class TlsSession:
         maps = ctx.shared.setdefault("tls_plaintext_maps", {})
         self.maps = (OffsetMap(), OffsetMap())
         maps[(conn.id, 0)], maps[(conn.id, 1)] = self.maps
+        self.tcp_maps = ctx.shared.get("tcp_maps", {})
         wire = ctx.shared.setdefault("tls_wire_maps", {})
         self.wire = (OffsetMap(), OffsetMap())  # plaintext offset -> packet of its record's first byte
         wire[(conn.id, 0)], wire[(conn.id, 1)] = self.wire
@@ -415,7 +418,8 @@ class TlsSession:
             if fields.get("encrypted"):
                 self.info.record_overhead[d] += 5 + len(rec.body) - len(body)
             if body:
-                self._deliver(d, body, rec.packet, rec.first_packet)
+                tcp = self.tcp_maps.get(self.conn.id)  # the packet that carried the record's first byte
+                self._deliver(d, body, rec.packet, tcp[d].packet_at(rec.offset) if tcp is not None else rec.first_packet)
             return
         self._frame(d, rec, name, fields)
 
@@ -752,11 +756,18 @@ class TlsSession:
 def wire_packet(ctx, conn, direction: int, offset: int, packet: int) -> int:
     """The packet that carried, on the wire, the byte at ``offset`` of a connection's
     application stream: inside TLS the first TCP segment of the record holding that plaintext
-    byte (``packet``, the packet that completed the record, is when it became readable);
-    ``packet`` itself in cleartext, where it already carried the byte."""
-    maps = ctx.shared.get("tls_wire_maps")
+    byte, in cleartext the TCP segment that carried it (its first copy).  ``packet`` — the one
+    at which the byte became readable: the record's last segment, or the segment that filled a
+    hole before it — when the capture's maps do not tell."""
+    if offset < 0:
+        return packet
+    sh = ctx.shared
+    maps = sh.get("tls_wire_maps")
     m = maps.get((conn.id, direction)) if maps is not None else None
-    if m is None or offset < 0 or not m.packets:
+    if m is None:
+        tcp = sh.get("tcp_maps", {}).get(conn.id)
+        m = tcp[direction] if tcp is not None else None
+    if m is None or not m.packets:
         return packet
     return m.packet_at(offset)
 
