@@ -49,7 +49,8 @@ CONTENT_CLASSES = ("html", "css", "script", "image", "font", "other")
 
 # WebPageTest's waterfall palette (www/waterfall.inc): connection phases and, per content
 # class, (light = waiting for the first byte, dark = downloading).
-PHASE_COLORS = {"blocked": "#e3e3e3", "dns": "#30969e", "connect": "#ff9d42", "tls": "#d566df"}
+PHASE_COLORS = {"dns": "#30969e", "connect": "#ff9d42", "tls": "#d566df"}
+BLOCKED_COLOR = "#e3e3e3"  # queued / stalled (in every row's colours; the TUI legend names only the phases above)
 CONTENT_COLORS = {
     "html": ("#82b5fc", "#2d6fd1"),
     "css": ("#b2ea94", "#5aa830"),
@@ -652,7 +653,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         ctype = e.content_type or e.header("content-type")
         cls = content_class(ctype, e.url or e.path)
         light, dark = conn_color.get(e.connection, CONNECTION_COLORS[0]) if color_by == "connection" else CONTENT_COLORS[cls]
-        colors = dict(PHASE_COLORS, send=light, wait=light, receive=dark)
+        colors = dict(PHASE_COLORS, blocked=BLOCKED_COLOR, send=light, wait=light, receive=dark)
         url = e.url or (e.path or "")
         label = c.label if c is not None else f"connection {e.connection}"
         row = Row(

@@ -287,7 +287,7 @@ def test_every_request_phases_add_up_to_its_total_in_json_and_har(name):
 
 def test_requests_json_carries_phases_and_headers_end():
     cmd = [sys.executable, "-m", "ui.cli", "requests", str(PAGE / "page-h2.pcapng"), "--json", "--keylog", str(PAGE / "page-h2.keys")]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300, env=dict(os.environ, SSLKEYLOGFILE="", PYTHONPATH=str(ROOT)))
+    r = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT, timeout=300, env=dict(os.environ, SSLKEYLOGFILE="", PYTHONPATH=str(ROOT)))
     assert r.returncode == 0, r.stderr
     reqs = json.loads(r.stdout)
     assert reqs
@@ -304,7 +304,7 @@ def test_requests_json_carries_phases_and_headers_end():
 def _tshark_dns(cap: Path) -> dict[int, tuple[str, float, set[str]]]:
     out = subprocess.run(["tshark", "-r", str(cap), "-Y", "dns.flags.response == 1", "-T", "fields", "-E", "separator=\t",
                           "-e", "frame.number", "-e", "frame.time_epoch", "-e", "dns.qry.name", "-e", "dns.a", "-e", "dns.aaaa"],
-                         capture_output=True, text=True, timeout=300, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}).stdout
+                         check=False, capture_output=True, text=True, timeout=300, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}).stdout
     res = {}
     for line in out.splitlines():
         f = (line.split("\t") + [""] * 5)[:5]
@@ -386,7 +386,7 @@ def test_one_million_one_byte_records_cost_little_memory_and_output_stays_linear
     n = 1_000_000
     cap = _hostile().record_flood(str(tmp_path / "flood.pcap"), n)
     size = os.path.getsize(cap)
-    r = subprocess.run([sys.executable, "-c", _FLOOD_CHILD, cap], capture_output=True, text=True, timeout=300, cwd=ROOT,
+    r = subprocess.run([sys.executable, "-c", _FLOOD_CHILD, cap], check=False, capture_output=True, text=True, timeout=300, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 0, r.stderr[-2000:]  # (a MemoryError under the 512 MB address-space limit before)
     got = json.loads(r.stdout)

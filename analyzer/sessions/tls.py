@@ -457,8 +457,7 @@ class TlsSession:
     def _frame(self, d: int, rec: T.Record, type_: str, fields: dict) -> Frame:
         pk = rec.packet
         proto = self.pkt_proto
-        if proto[pk - 1] < P_TLS:  # ctx.add_frame(f, "TLS"), inlined: TLS marks a packet no higher layer has
-            proto[pk - 1] = P_TLS
+        proto[pk - 1] = max(proto[pk - 1], P_TLS)  # ctx.add_frame(f, "TLS"), inlined: TLS marks a packet no higher layer has
         length = len(rec.body) if not rec.sslv2 else len(rec.body) - 2
         self.nframes += 1
         if self.nframes > AGGREGATE_AFTER and length < AGGREGATE_BELOW and not fields.get("messages") and not fields.get("decrypted"):
