@@ -154,35 +154,20 @@ def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]
     return out
 
 
-def _ms(a: float | None, b: float | None) -> float:
-    return round((b - a) * 1000.0, 6)
-
-
 def har_timings(row) -> tuple[float, dict[str, float], float]:
-    """(start, HAR timings, total ms) of a waterfall row.  blocked = time inside the entry
-    not covered by a phase (e.g. between the TLS handshake and the request), or −1."""
-    ph = {n: (a, b) for n, a, b in row.phases}
-    t = {"blocked": -1.0, "dns": -1.0, "connect": -1.0, "send": 0.0, "wait": 0.0, "receive": 0.0, "ssl": -1.0}
-    if "dns" in ph:
-        t["dns"] = _ms(*ph["dns"])
-    if "connect" in ph:
-        t["connect"] = _ms(*ph["connect"])
-    if "tls" in ph:
-        t["ssl"] = _ms(*ph["tls"])
-        t["connect"] = (t["connect"] if t["connect"] >= 0 else 0.0) + t["ssl"]  # HAR: connect includes ssl
-    for n in ("send", "wait", "receive"):
-        if n in ph:
-            t[n] = _ms(*ph[n])
-    if "send" in ph and "receive" in ph and ph["send"][1] > ph["receive"][0]:
-        # the response began before the request ended (early response to an upload):
-        # HAR phases are sequential, so send stops where receiving starts
-        t["send"] = max(_ms(ph["send"][0], ph["receive"][0]), 0.0)
-    total = _ms(row.start, row.end)
-    covered = sum(v for k, v in t.items() if k not in ("blocked", "ssl") and v > 0)
-    rest = round(total - covered, 6)
-    if rest > 0.0005:
-        t["blocked"] = rest
-    return row.start, t, round(sum(v for k, v in t.items() if k != "ssl" and v > 0), 6)
+    """(start, HAR timings, total ms) of a waterfall row.  The row's phases are sequential
+    and cover it (``waterfall.exchange_phases``): ``blocked`` is its queued/stalled time,
+    ``connect`` includes ``ssl`` (HAR 1.2), −1 where a phase does not apply; blocked, dns,
+    connect, send, wait and receive add up to ``time`` (each boundary rounded to the µs once)."""
+    from .waterfall import phase_totals
+
+    tot = phase_totals(row)
+    ms = lambda n: -1.0 if tot[n] is None else tot[n] / 1000.0
+    t = {"blocked": ms("blocked"), "dns": ms("dns"), "connect": -1.0, "send": max(ms("send"), 0.0),
+         "wait": max(ms("wait"), 0.0), "receive": max(ms("receive"), 0.0), "ssl": ms("tls")}
+    if tot["connect"] is not None or tot["tls"] is not None:
+        t["connect"] = ((tot["connect"] or 0) + (tot["tls"] or 0)) / 1000.0  # HAR: connect includes ssl
+    return row.start, t, tot["total"] / 1000.0
 
 
 def har_url(e: Exchange, c) -> str | None:
@@ -333,15 +318,16 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
 
 def model_json(an: Analysis) -> dict[str, Any]:
     from . import stats as _stats
-    from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, summary_dict
+    from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, phases_dicts, summary_dict
     from .waterfall import build, page_of
 
     page = page_of(an)
+    ph = phases_dicts(an)
     return {
         "format": "wirefall-model",
         "version": SCHEMA_VERSION,
         "summary": summary_dict(an),
-        "exchanges": [exchange_dict(e, page=page) for e in an.exchanges],
+        "exchanges": [exchange_dict(e, phases=ph.get(e.id), page=page) for e in an.exchanges],
         "frames": [frame_dict(f) for f in an.frames],
         "waterfall": build(an).to_dict(),
         "stats": _stats.to_dict(_stats.compute(an)),

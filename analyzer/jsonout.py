@@ -68,10 +68,28 @@ def connection_dict(c: Connection) -> dict[str, Any]:
     return d
 
 
-def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, page=None) -> dict[str, Any]:
+def phases_dicts(an: Analysis) -> dict[int, dict[str, Any]]:
+    """Exchange id -> its ``phases`` object (docs/JSON.md): the waterfall row's phases in
+    seconds (None where the row has none), ``start``/``end`` (epoch) and ``total``; the
+    phases add up to the total."""
+    from .waterfall import PHASES, phase_totals, phases_by_exchange
+
+    out = {}
+    for eid, ph in phases_by_exchange(an).items():
+        tot = phase_totals(ph)
+        d: dict[str, Any] = {"start": tot["start"], "end": tot["end"], "total": tot["total"] / 1e6}
+        for n in PHASES:
+            d[n] = None if tot[n] is None else tot[n] / 1e6
+        out[eid] = d
+    return out
+
+
+def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, phases: dict | None = None,
+                  page=None) -> dict[str, Any]:
     """``shared=True`` (for ``dump`` only) leaves the header lists as ``Shared`` markers:
     decoders share one list between identical header blocks, and ``dump`` writes its text
-    once per list instead of once per exchange.  With ``page`` (``analyzer.waterfall.page_of``)
+    once per list instead of once per exchange.  ``phases``: the exchange's entry of
+    ``phases_dicts`` (null when not given).  With ``page`` (``analyzer.waterfall.page_of``)
     the dict says whether the exchange is background traffic: ``background``,
     ``background_reason``."""
     d: dict[str, Any] = {
@@ -95,6 +113,9 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
         "request_end_packet": e.request_end_packet,
         "response_start_packet": e.response_start_packet,
         "response_end_packet": e.response_end_packet,
+        "response_headers_end": e.response_headers_end,
+        "response_headers_end_packet": e.response_headers_end_packet,
+        "phases": phases,
         "request_header_bytes_wire": e.request_header_bytes_wire,
         "request_header_bytes_decoded": e.request_header_bytes_decoded,
         "response_header_bytes_wire": e.response_header_bytes_wire,

@@ -220,6 +220,11 @@ class Exchange:
     request_end_packet: int | None = None
     response_start_packet: int | None = None
     response_end_packet: int | None = None
+    # when the response headers (the block ``response_headers`` holds) became readable: the
+    # packet that completed their last byte's TLS record (or frame); response_start is the
+    # packet that carried their first byte on the wire
+    response_headers_end: float | None = None
+    response_headers_end_packet: int | None = None
     reset: str | None = None  # error code name of RST_STREAM / RESET_STREAM
     error: str | None = None
     frames: int = 0

@@ -62,6 +62,7 @@ def _analyze(
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
     max_pending = ctx.limits["tcp_pending_bytes"]
+    tcp_maps = ctx.shared.setdefault("tcp_maps", {})  # conn id -> per-direction stream offset -> carrier packet
     decoder = Decoder(ctx.limits.get("ipv4_fragment_datagrams", 1024), ctx.limits.get("ipv4_fragment_bytes", 32 << 20))
     flows: dict[tuple, TcpFlow | UdpFlow] = {}
     tcp_dirs: dict[tuple, tuple] = {}  # (src, sport, dst, dport) of a TCP packet -> (flow, direction)
@@ -159,6 +160,7 @@ def _analyze(
                 conn = Connection(id=len(conns), transport="tcp", client=ca, server=sa, start=ts, first_packet=pkt)
                 conns.append(conn)
                 flow = TcpFlow(conn, ckey, max_pending)
+                tcp_maps[conn.id] = (flow.dirs[0].map, flow.dirs[1].map)  # carrier packets, for sessions.tls.wire_packet
                 if tcp_session:
                     flow.app = tcp_session(ctx, conn)
                 else:

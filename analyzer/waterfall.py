@@ -5,11 +5,21 @@ compare), built once from the timeline model.
 
 - ``rows``: one ``Row`` per ``Exchange`` in start order (or grouped by connection), each
   with its ``phases`` ``(name, start, end)`` in epoch seconds taken from packet times:
-  ``dns`` (the lookup in the capture that answered with the connection's server address),
-  ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
-  (request_start→request_end), ``wait`` (request_end→response_start) and ``receive``
-  (response_start→response_end).  dns/connect/tls are drawn only on the first exchange of
-  a connection (WebPageTest convention).
+  ``dns`` (the lookup in the capture for the connection's host — its SNI, else the
+  request's Host/:authority — whose answer holds the connection's server address and that
+  ended before the connection began; one lookup is charged to one connection, the first to
+  use it), ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
+  (request_start→request_end), ``wait`` (request_end→response_start: the first response
+  byte's packet on the wire) and ``receive`` (response_start→response_end).  dns/connect/tls
+  are drawn only on the first exchange of a connection (WebPageTest convention).
+  The phases are sequential and cover the row from ``start`` to ``end`` exactly: where two
+  overlap on the wire (a request sent before the handshake ended — TLS False Start, 0-RTT,
+  QUIC — or a response that began before the request ended) the earlier phase ends where the
+  later one begins, and time no phase covers is ``blocked`` (queued/stalled: between the DNS
+  answer and the connection's first packet, between the handshake and the request).  A
+  capture cannot show when the browser queued a request, so a row begins at its first packet
+  (DNS query, SYN/Initial, or the request's first byte).  ``phase_totals(row)`` gives each
+  phase's total; they add up to the row's total.
 - content classes and colours in the WebPageTest convention, a protocol badge, markers
   (push, priority, reset, flow-control stall, retransmission, gap) and hover lines.
 - ``milestones``: first packet, first byte of the HTML, last byte of the last response
@@ -28,8 +38,9 @@ from typing import Any
 
 from .model import Analysis, Connection, Exchange, Frame
 
-PHASES = ("dns", "connect", "tls", "send", "wait", "receive")
+PHASES = ("blocked", "dns", "connect", "tls", "send", "wait", "receive")
 PHASE_LABELS = {
+    "blocked": "Queued / stalled",
     "dns": "DNS lookup",
     "connect": "Initial connection",
     "tls": "TLS negotiation",
@@ -42,6 +53,7 @@ CONTENT_CLASSES = ("html", "css", "script", "image", "font", "other")
 # WebPageTest's waterfall palette (www/waterfall.inc): connection phases and, per content
 # class, (light = waiting for the first byte, dark = downloading).
 PHASE_COLORS = {"dns": "#30969e", "connect": "#ff9d42", "tls": "#d566df"}
+BLOCKED_COLOR = "#e3e3e3"  # queued / stalled (in every row's colours; the TUI legend names only the phases above)
 CONTENT_COLORS = {
     "html": ("#82b5fc", "#2d6fd1"),
     "css": ("#b2ea94", "#5aa830"),
@@ -554,20 +566,33 @@ def _host_of(conn: Connection, exchanges: list[Exchange]) -> str | None:
     return None
 
 
+def _host_name(host: str | None) -> str | None:
+    """The name in a Host / :authority / SNI value (port and IPv6 brackets taken off)."""
+    if not host:
+        return None
+    h = host.strip().lower()
+    if h.startswith("["):
+        return None  # an address, never looked up
+    h = h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+    return h.rstrip(".") or None
+
+
 def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> DnsLookup | None:
-    """The lookup that gave this connection its server address: answered before the
-    connection started, its addresses include the server's, the name (or CNAME chain)
-    equal to the host when known; the latest such lookup wins."""
+    """The lookup that gave this connection its server address: the queried name is the
+    connection's host (SNI, else Host/:authority), the answer holds the server's address and
+    it arrived before the connection's first packet; the latest such lookup wins.  Without a
+    host name no lookup is charged (an address alone does not say which name was asked)."""
+    name = _host_name(host)
+    if name is None:
+        return None
     start = conn.connect_start if conn.connect_start is not None else conn.start
     addr = conn.server[0]
     best = None
     for d in lookups:
         if d.response_time is None or d.response_time > start + 1e-9:
             continue
-        by_addr = addr in d.addresses
-        by_name = host is not None and host.lower() in (n.lower() for n in d.names)
-        if by_addr or (by_name and not d.addresses):
-            if best is None or (by_name, d.response_time) >= (host is not None and host.lower() in (n.lower() for n in best.names), best.response_time):
+        if addr in d.addresses and (d.name or "").lower().rstrip(".") == name:
+            if best is None or d.response_time >= best.response_time:
                 best = d
     if best is None:
         return None
@@ -749,6 +774,115 @@ def _tls_span(conn: Connection) -> tuple[float | None, float | None]:
     return t.client_hello_time, (max(ends) if ends else None)
 
 
+def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup | None = None) -> list[tuple[str, float, float]]:
+    """The phases of one exchange's row, sequential and contiguous (see the module doc):
+    ``conn`` (and its ``dns`` lookup) for the first exchange of a connection, which also
+    draws the connection's phases."""
+    raw: list[tuple[str, float, float]] = []
+    c = conn
+    if c is not None:
+        if dns is not None and dns.response_time is not None:
+            raw.append(("dns", dns.query_time, dns.response_time))
+        if c.connect_start is not None and c.connect_end is not None and c.connect_end >= c.connect_start:
+            raw.append(("connect", c.connect_start, c.connect_end))
+        ts, te = _tls_span(c)
+        if ts is not None and te is not None:
+            if c.connect_end is not None and ts < c.connect_end:
+                ts = c.connect_end  # QUIC: handshake is already the connect phase
+            if te > ts:
+                raw.append(("tls", ts, te))
+    # a pushed response has no request on the wire: its "request" is the promise, so
+    # it waits from the promise to the first response byte and sends nothing
+    if e.request_start is not None and e.request_end is not None and not e.pushed:
+        raw.append(("send", e.request_start, e.request_end))
+    wait_from = e.request_end if e.request_end is not None and not e.pushed else e.request_start
+    if wait_from is not None and e.response_start is not None and e.response_start >= wait_from:
+        raw.append(("wait", wait_from, e.response_start))
+    if e.response_start is not None and e.response_end is not None:
+        raw.append(("receive", e.response_start, e.response_end))
+    start, end = _exchange_start(e), _exchange_end(e)
+    if not raw:
+        if start is None or end is None or end <= start:
+            return []
+        return [("wait" if e.response_start is None else "receive", start, end)]
+    out: list[tuple[str, float, float]] = []
+    for n, a, b in raw:
+        if out:
+            pn, pa, pb = out[-1]
+            a = max(a, pa)  # never before the previous phase began
+            if a < pb:  # overlap: the earlier phase ends where this one begins
+                if a > pa:
+                    out[-1] = (pn, pa, a)
+                else:
+                    out.pop()  # (cut to nothing)
+            elif a > pb:
+                out.append(("blocked", pb, a))
+        out.append((n, a, max(a, b)))
+    if start is not None and start < out[0][1]:
+        out.insert(0, ("blocked", start, out[0][1]))
+    if end is not None and end > out[-1][2]:  # e.g. a response that ended without a first byte seen
+        out.append(("wait" if e.response_start is None else "receive", out[-1][2], end))
+    return out
+
+
+def phase_totals(row) -> dict[str, Any]:
+    """Each phase's total in whole microseconds (``PHASES`` names; None where the row has no
+    such phase), ``start``/``end`` (epoch seconds) and ``total`` (µs) of a ``Row`` or of a
+    list of phases.  Every phase boundary is rounded to the microsecond once, so the phases
+    add up to the total exactly."""
+    phases = row.phases if isinstance(row, Row) else row
+    us = lambda t: round(t * 1e6)
+    tot: dict[str, Any] = {n: None for n in PHASES}
+    for n, a, b in phases:
+        tot[n] = (tot[n] or 0) + us(b) - us(a)
+    if isinstance(row, Row):
+        tot["start"], tot["end"] = row.start, row.end
+    else:
+        tot["start"], tot["end"] = (phases[0][1], phases[-1][2]) if phases else (None, None)
+    tot["total"] = us(tot["end"]) - us(tot["start"]) if phases else 0
+    return tot
+
+
+def _plan(an: Analysis, conns: dict, dns: bool = True):
+    """Exchanges with a time, in start order; per connection its exchanges; the first
+    exchange of each connection; the DNS lookup charged to each connection; all lookups."""
+    exs = [e for e in an.exchanges if _exchange_start(e) is not None]
+    exs.sort(key=lambda e: (_exchange_start(e), e.id))
+    by_conn: dict[int, list[Exchange]] = {}
+    for e in exs:
+        by_conn.setdefault(e.connection, []).append(e)
+    first_of_conn = {lst[0].id for lst in by_conn.values()}
+    lookups = dns_lookups(an) if dns else []
+    dns_for: dict[int, DnsLookup] = {}
+    if lookups:
+        used: set = set()
+        for cid in sorted(by_conn, key=lambda c: (conns[c].start if c in conns else 0.0)):
+            c = conns.get(cid)
+            if c is None:
+                continue
+            d = match_dns(lookups, c, _host_of(c, by_conn[cid]))
+            # one lookup (A, AAAA, HTTPS queries sent together) is charged once, to the
+            # first connection it served
+            if d is not None and (d.name, d.query_time) not in used:
+                used.add((d.name, d.query_time))
+                dns_for[cid] = d
+                for orig in lookups:
+                    if orig.response_packet == d.response_packet:
+                        orig.used_by = cid
+    return exs, by_conn, first_of_conn, dns_for, lookups
+
+
+def phases_by_exchange(an: Analysis, dns: bool = True) -> dict[int, list[tuple[str, float, float]]]:
+    """Exchange id -> its row's phases (``exchange_phases``), without building the rows."""
+    conns = {c.id: c for c in an.connections}
+    exs, _, first_of_conn, dns_for, _ = _plan(an, conns, dns)
+    out = {}
+    for e in exs:
+        c = conns.get(e.connection) if e.id in first_of_conn else None
+        out[e.id] = exchange_phases(e, c, dns_for.get(c.id) if c is not None else None)
+    return out
+
+
 def build(an: Analysis, group_by: str | None = None, color_by: str = "content", dns: bool = True) -> Waterfall:
     """Build the waterfall of ``an``.  ``group_by="connection"`` orders rows by connection
     (in order of first use), then start; ``color_by="connection"`` colours the waiting and
@@ -757,34 +891,11 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     t0 = an.index.ts[0] if len(an.index) else 0.0
     t_end = an.index.ts[-1] if len(an.index) else 0.0
 
-    exs = [e for e in an.exchanges if _exchange_start(e) is not None]
-    exs.sort(key=lambda e: (_exchange_start(e), e.id))
-    by_conn: dict[int, list[Exchange]] = {}
-    for e in exs:
-        by_conn.setdefault(e.connection, []).append(e)
+    exs, by_conn, first_of_conn, dns_for, lookups = _plan(an, conns, dns)
     if group_by == "connection":
         order = {cid: i for i, cid in enumerate(by_conn)}
         exs.sort(key=lambda e: (order[e.connection], _exchange_start(e), e.id))
-    first_of_conn = {lst[0].id for lst in by_conn.values()}
     conn_color = {cid: CONNECTION_COLORS[i % len(CONNECTION_COLORS)] for i, cid in enumerate(by_conn)}
-
-    lookups = dns_lookups(an) if dns else []
-    dns_for: dict[int, DnsLookup] = {}
-    if lookups:
-        used: set[int] = set()
-        for cid in sorted(by_conn, key=lambda c: (conns[c].start if c in conns else 0.0)):
-            c = conns.get(cid)
-            if c is None:
-                continue
-            d = match_dns(lookups, c, _host_of(c, by_conn[cid]))
-            # one lookup (A, AAAA, HTTPS queries sent together) is drawn once, on the
-            # first connection it served
-            if d is not None and (d.name, d.query_time) not in used:
-                used.add((d.name, d.query_time))
-                dns_for[cid] = d
-                for orig in lookups:
-                    if orig.response_packet == d.response_packet:
-                        orig.used_by = cid
 
     # frames by (connection) for markers, only for connections with exchanges
     frames_by_conn: dict[int, list[Frame]] = {}
@@ -808,36 +919,14 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         c = conns.get(e.connection)
         start = _exchange_start(e)
         end = _exchange_end(e)
-        phases: list[tuple[str, float, float]] = []
         first = e.id in first_of_conn
-        if first and c is not None:
-            d = dns_for.get(c.id)
-            if d is not None and d.response_time is not None:
-                phases.append(("dns", d.query_time, d.response_time))
-            if c.connect_start is not None and c.connect_end is not None and c.connect_end >= c.connect_start:
-                phases.append(("connect", c.connect_start, c.connect_end))
-            ts, te = _tls_span(c)
-            if ts is not None and te is not None:
-                if c.connect_end is not None and ts < c.connect_end:
-                    ts = c.connect_end  # QUIC: handshake is already the connect phase
-                if te > ts:
-                    phases.append(("tls", ts, te))
-        # a pushed response has no request on the wire: its "request" is the promise, so
-        # it waits from the promise to the first response byte and sends nothing
-        if e.request_start is not None and e.request_end is not None and not e.pushed:
-            phases.append(("send", e.request_start, e.request_end))
-        wait_from = e.request_end if e.request_end is not None and not e.pushed else e.request_start
-        if wait_from is not None and e.response_start is not None and e.response_start >= wait_from:
-            phases.append(("wait", wait_from, e.response_start))
-        if e.response_start is not None and e.response_end is not None:
-            phases.append(("receive", e.response_start, e.response_end))
+        phases = exchange_phases(e, c if first else None, dns_for.get(c.id) if first and c is not None else None)
         if phases:
-            start = min(start, min(p[1] for p in phases))
-            end = max(end, max(p[2] for p in phases))
+            start, end = phases[0][1], phases[-1][2]
         ctype = e.content_type or e.header("content-type")
         cls = content_class(ctype, e.url or e.path)
         light, dark = conn_color.get(e.connection, CONNECTION_COLORS[0]) if color_by == "connection" else CONTENT_COLORS[cls]
-        colors = dict(PHASE_COLORS, send=light, wait=light, receive=dark)
+        colors = dict(PHASE_COLORS, blocked=BLOCKED_COLOR, send=light, wait=light, receive=dark)
         url = e.url or (e.path or "")
         label = c.label if c is not None else f"connection {e.connection}"
         row = Row(

@@ -278,7 +278,7 @@ def _check_svg(svg: str, wf) -> None:
     present = [ph for ph in waterfall.PHASES if any(r.phase(ph) for r in wf.rows)]
     assert len(traces) == len(present)
     for ph, pts in zip(present, traces):
-        assert len(pts) == sum(1 for r in wf.rows if r.phase(ph)), ph
+        assert len(pts) == sum(1 for r in wf.rows for n, _, _ in r.phases if n == ph), ph  # (a row may be blocked twice)
         assert all(w > 0 for _, w in pts)
     # one row of bars per request: the bars' vertical centres give exactly one band per row
     centres = sorted({round(y, 1) for pts in traces for y, _ in pts})
@@ -334,7 +334,7 @@ def test_html_offline_in_headless_chromium(tmp_path):
     assert any("control" in ln for ln in ctl_console)  # the console is seen
     dom, console = run(out)
     assert console == []
-    assert dom.count('class="trace bars"') == 6  # dns, connect, tls, send, wait, receive drawn
+    assert dom.count('class="trace bars"') == 7  # blocked, dns, connect, tls, send, wait, receive drawn
     assert dom.count('class="point"') >= 7 * 4
 
 

@@ -175,7 +175,7 @@ def cmd_frames(args) -> int:
 
 
 def cmd_requests(args) -> int:
-    from analyzer.jsonout import exchange_dict
+    from analyzer.jsonout import exchange_dict, phases_dicts
     from analyzer.waterfall import page_of
 
     an = load(args)
@@ -184,7 +184,8 @@ def cmd_requests(args) -> int:
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
     if args.json:
         page = page_of(an)
-        _dump(exchange_dict(e, shared=True, page=page) for e in exs)
+        ph = phases_dicts(an)
+        _dump(exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs)
         return 0
     t0 = an.index.ts[0] if an.packets else 0.0
     rows = []

@@ -31,6 +31,7 @@ from dissectors.http1 import H1Body, H1Connection, H1End, H1Head
 from ..content import BodyDecoder
 from ..model import Connection, Exchange, Frame
 from . import RawSession
+from .tls import wire_packet
 
 
 class Http1Session:
@@ -131,8 +132,8 @@ class Http1Session:
         ex.request_headers = h.headers
         ex.request_header_bytes_wire = h.wire
         ex.request_header_bytes_decoded = sum(len(k) + len(v) for k, v in h.headers)
-        ex.request_start = ctx.time(h.first_packet)
-        ex.request_start_packet = h.first_packet
+        p = wire_packet(ctx, self.conn, 0, h.offset, h.first_packet)
+        ex.request_start, ex.request_start_packet = ctx.time(p), p
         ex.request_end = ctx.time(h.packet)
         ex.request_end_packet = h.packet
         host = h.header("host")
@@ -157,8 +158,8 @@ class Http1Session:
         ex = self._exchange_for_response(h)
         ex.frames += 1
         if ex.response_start is None:
-            ex.response_start = ctx.time(h.first_packet)
-            ex.response_start_packet = h.first_packet
+            p = wire_packet(ctx, self.conn, 1, h.offset, h.first_packet)
+            ex.response_start, ex.response_start_packet = ctx.time(p), p
         ex.response_header_bytes_wire += h.wire
         ex.response_header_bytes_decoded += sum(len(k) + len(v) for k, v in h.headers)
         upgrade_h2c = h.status == 101 and (h.header("upgrade") or "").strip().lower() == "h2c"
@@ -175,6 +176,7 @@ class Http1Session:
             return
         ex.status = h.status
         ex.response_headers = h.headers
+        ex.response_headers_end, ex.response_headers_end_packet = ctx.time(h.packet), h.packet
         ex.content_type = h.header("content-type")
         ex.content_encoding = h.header("content-encoding")
         if h.body in ("none", "tunnel") or h.status == 101 or (h.body == "length" and h.content_length == 0):

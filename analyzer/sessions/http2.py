@@ -47,6 +47,7 @@ from dissectors.http2 import (
 
 from ..content import BodyDecoder
 from . import end_response, finish_body
+from .tls import wire_packet
 from ..model import PROTO_CODE, Connection, Exchange, Frame
 
 P_HTTP2 = PROTO_CODE["HTTP2"]
@@ -210,8 +211,8 @@ class H2Session:
                     self._request_end(st, f)
             else:
                 if ex.response_start is None:
-                    ex.response_start = ctx.time(f.first_packet)
-                    ex.response_start_packet = f.first_packet
+                    p = wire_packet(ctx, self.conn, 1, f.offset, f.first_packet)
+                    ex.response_start, ex.response_start_packet = ctx.time(p), p
                 ex.response_body_bytes += f.data_length
                 st.last_s2c = f.packet
                 if f.data_length:
@@ -226,12 +227,12 @@ class H2Session:
                 st = self._stream(sid)
                 st.ex.frames += 1
                 if f.direction == 0 and st.ex.request_start is None:
-                    st.ex.request_start = ctx.time(f.first_packet)
-                    st.ex.request_start_packet = f.first_packet
+                    p = wire_packet(ctx, self.conn, 0, f.offset, f.first_packet)
+                    st.ex.request_start, st.ex.request_start_packet = ctx.time(p), p
                 if f.direction == 1:
                     if st.ex.response_start is None:
-                        st.ex.response_start = ctx.time(f.first_packet)
-                        st.ex.response_start_packet = f.first_packet
+                        p = wire_packet(ctx, self.conn, 1, f.offset, f.first_packet)
+                        st.ex.response_start, st.ex.response_start_packet = ctx.time(p), p
                     st.last_s2c = f.packet
                 if "weight" in f.fields:
                     self._set_priority(sid, {k: f.fields[k] for k in ("exclusive", "depends_on", "weight")})
@@ -291,8 +292,8 @@ class H2Session:
             ex = st.ex
             ex.pushed = True
             ex.push_parent = first.stream_id
-            ex.request_start = ctx.time(first.first_packet)
-            ex.request_start_packet = first.first_packet
+            p = wire_packet(ctx, self.conn, 1, first.offset, first.first_packet)
+            ex.request_start, ex.request_start_packet = ctx.time(p), p
             ex.request_end = ctx.time(f.packet)
             ex.request_end_packet = f.packet
             st.req_done = True
@@ -321,6 +322,7 @@ class H2Session:
             if status is not None and not (100 <= status < 200 and status != 101) and ex.status is None:
                 ex.status = status
                 ex.response_headers = hdrs if type(hdrs) is list else list(hdrs)  # shared, as above
+                ex.response_headers_end, ex.response_headers_end_packet = ctx.time(f.packet), f.packet
                 for k, v in hdrs:
                     if k == "content-type" and ex.content_type is None:
                         ex.content_type = v

@@ -561,6 +561,7 @@ class QuicSession:
             except ValueError:
                 ex.error = ex.error or f"bad :status {status!r}"
             ex.response_headers = f.headers or []
+            ex.response_headers_end, ex.response_headers_end_packet = ctx.time(f.packet), f.packet
             ex.content_type = hd.get("content-type")
             ex.content_encoding = hd.get("content-encoding")
         elif status is None and ex.response_headers:

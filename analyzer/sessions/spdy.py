@@ -60,6 +60,7 @@ from dissectors.spdy import (
 )
 
 from . import end_response, finish_body
+from .tls import wire_packet
 from ..model import Connection, Exchange, Frame, OffsetMap
 
 DEFAULT_WINDOW = 64 * 1024
@@ -306,8 +307,8 @@ class SpdySession:
             self._apply_headers(ex, headers, True)
             ex.request_header_bytes_wire += f.block_wire
             ex.request_header_bytes_decoded += f.block_decoded
-            ex.request_start = self.ctx.time(fr.first_packet)
-            ex.request_start_packet = fr.first_packet
+            p = wire_packet(self.ctx, self.conn, 0, fr.offset, fr.first_packet)
+            ex.request_start, ex.request_start_packet = self.ctx.time(p), p
             if f.flags & FLAG_FIN or fl.get("unidirectional"):
                 st.req_done = True
                 ex.request_end = fr.time
@@ -329,13 +330,14 @@ class SpdySession:
         ex.response_header_bytes_wire += f.block_wire
         ex.response_header_bytes_decoded += f.block_decoded
         st.req_done = True
-        ex.request_start = self.ctx.time(fr.first_packet)
-        ex.request_start_packet = fr.first_packet
+        p = wire_packet(self.ctx, self.conn, 1, fr.offset, fr.first_packet)
+        ex.request_start, ex.request_start_packet = self.ctx.time(p), p
         ex.request_end = fr.time
         ex.request_end_packet = fr.packet
         if ex.status is not None:
             ex.response_start = ex.request_start
-            ex.response_start_packet = fr.first_packet
+            ex.response_start_packet = p
+            ex.response_headers_end, ex.response_headers_end_packet = fr.time, fr.packet
         st.last_s2c = fr.packet
         if f.flags & FLAG_FIN:
             self._response_end(st, fr)
@@ -363,8 +365,10 @@ class SpdySession:
         ex.response_header_bytes_wire += f.block_wire
         ex.response_header_bytes_decoded += f.block_decoded
         if ex.response_start is None:
-            ex.response_start = self.ctx.time(fr.first_packet)
-            ex.response_start_packet = fr.first_packet
+            p = wire_packet(self.ctx, self.conn, 1, fr.offset, fr.first_packet)
+            ex.response_start, ex.response_start_packet = self.ctx.time(p), p
+        if ex.response_headers_end is None and ex.status is not None:
+            ex.response_headers_end, ex.response_headers_end_packet = fr.time, fr.packet
         st.last_s2c = fr.packet
         for k, v in headers:
             kl = k.lower()
@@ -404,8 +408,8 @@ class SpdySession:
                 ex.request_end_packet = fr.packet
             return
         if ex.response_start is None:
-            ex.response_start = self.ctx.time(fr.first_packet)
-            ex.response_start_packet = fr.first_packet
+            p = wire_packet(self.ctx, self.conn, 1, fr.offset, fr.first_packet)
+            ex.response_start, ex.response_start_packet = self.ctx.time(p), p
         ex.response_body_bytes += n
         st.last_s2c = fr.packet
         if BodyDecoder is not None and n and not (f.fields or {}).get("compressed"):

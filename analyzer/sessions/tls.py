@@ -28,6 +28,20 @@ everything) was: "no key for this client random", "unsupported cipher suite X", 
 stream at offset N", "decryption failed at record N (packet P)", "no ClientHello in the capture".
 Decrypted application bytes go to the inner session with the packet of the record's last byte;
 the plaintext offset -> packet maps are kept in ``ctx.shared["tls_plaintext_maps"][(conn id, dir)]``.
+The packets that carried each plaintext byte on the wire (the first TCP segment of its record,
+from the TCP carrier map ``ctx.shared["tcp_maps"]``: a segment that arrived before a hole was
+filled carried its bytes, though they became readable later) are kept in
+``ctx.shared["tls_wire_maps"]`` the same way: ``wire_packet`` gives the inner
+sessions the packet of a request's or response's first byte (``request_start``,
+``response_start``), where the record-completion packet only tells when it became readable.
+
+Floods of identical records stay small: past ``AGGREGATE_AFTER`` record frames on a
+connection, a record shorter than ``AGGREGATE_BELOW`` bytes, not decrypted, and identical to
+the connection's previous record frame (direction, type, length, fields, no handshake
+message, no error) is counted on that frame
+(``fields["count"]``: the frame stands for that many consecutive identical records;
+``first_packet`` is the first one's, ``packet`` and ``time`` the last one's) instead of
+adding a frame.
 
 Every decrypted record is also listed, as numbers only (no plaintext: bounded memory), in
 ``analysis.tls_records[(conn id, dir)]`` (a ``TlsRecords``): its packet, TCP stream offset and length, plaintext offset and
@@ -56,6 +70,8 @@ NO_SERVER_HELLO = "ServerHello not in the capture"  # noted when the client's re
 MAX_LOST_RECORDS = 64  # record numbers tried after a gap (each one AEAD / MAC check on one record)
 RESUME_RECORDS = 3  # records tried that way before decryption stays stopped in that direction
 MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
+AGGREGATE_AFTER = 4096  # record frames per connection before identical consecutive ones are counted on one frame
+AGGREGATE_BELOW = 256  # ... if shorter than this (a Frame costs ~400 bytes) and not decrypted
 
 # TlsRecords.key codes: which key decrypted a record
 KEY_TLS12 = 0  # TLS 1.0-1.2 key block (from the master secret)
@@ -169,6 +185,13 @@ class TlsSession:
         maps = ctx.shared.setdefault("tls_plaintext_maps", {})
         self.maps = (OffsetMap(), OffsetMap())
         maps[(conn.id, 0)], maps[(conn.id, 1)] = self.maps
+        self.tcp_maps = ctx.shared.get("tcp_maps", {})
+        wire = ctx.shared.setdefault("tls_wire_maps", {})
+        self.wire = (OffsetMap(), OffsetMap())  # plaintext offset -> packet of its record's first byte
+        wire[(conn.id, 0)], wire[(conn.id, 1)] = self.wire
+        self.nframes = 0  # record frames made (AGGREGATE_AFTER)
+        self.last_frame: Frame | None = None
+        self.last_key: tuple | None = None  # (direction, type, length, fields) of last_frame
 
     # ------------------------------------------------------------ byte-stream interface
 
@@ -395,7 +418,8 @@ class TlsSession:
             if fields.get("encrypted"):
                 self.info.record_overhead[d] += 5 + len(rec.body) - len(body)
             if body:
-                self._deliver(d, body, rec.packet)
+                tcp = self.tcp_maps.get(self.conn.id)  # the packet that carried the record's first byte
+                self._deliver(d, body, rec.packet, tcp[d].packet_at(rec.offset) if tcp is not None else rec.first_packet)
             return
         self._frame(d, rec, name, fields)
 
@@ -431,23 +455,40 @@ class TlsSession:
         self.info.record_overhead[d] += 5 + min(ov, len(rec.body))
 
     def _frame(self, d: int, rec: T.Record, type_: str, fields: dict) -> Frame:
+        pk = rec.packet
+        proto = self.pkt_proto
+        proto[pk - 1] = max(proto[pk - 1], P_TLS)  # ctx.add_frame(f, "TLS"), inlined: TLS marks a packet no higher layer has
+        length = len(rec.body) if not rec.sslv2 else len(rec.body) - 2
+        self.nframes += 1
+        if self.nframes > AGGREGATE_AFTER and length < AGGREGATE_BELOW and not fields.get("messages") and not fields.get("decrypted"):
+            # a flood of identical records (e.g. a million one-byte records): counted on the
+            # previous frame, a few bytes per record instead of a Frame and its dict
+            key = (d, type_, length, fields)
+            last = self.last_frame
+            if last is not None and key == self.last_key and last.error is None:
+                fl = last.fields
+                fl["count"] = fl.get("count", 1) + 1
+                last.packet = pk
+                last.time = self.ctx.ts[pk - 1]
+                return last
+            self.last_key = (d, type_, length, dict(fields))  # (a snapshot: the frame's own dict takes the count)
+        else:
+            self.last_key = None
         # positional (once per record): packet, first_packet, time, connection, direction,
         # protocol, stream_id, type, flags, length, headers, fields, offset, error
-        pk = rec.packet
         f = Frame(pk, rec.first_packet, self.ctx.ts[pk - 1], self.conn.id, d, "tls", None, type_, 0,
-                  len(rec.body) if not rec.sslv2 else len(rec.body) - 2, None, fields, rec.offset, None)
-        self.frames_append(f)  # ctx.add_frame(f, "TLS"), inlined: TLS marks a packet no higher layer has
-        proto = self.pkt_proto
-        if proto[pk - 1] < P_TLS:
-            proto[pk - 1] = P_TLS
+                  length, None, fields, rec.offset, None)
+        self.frames_append(f)
+        self.last_frame = f
         return f
 
     # ------------------------------------------------------------ application data
 
-    def _deliver(self, d: int, data: bytes, packet: int) -> None:
+    def _deliver(self, d: int, data: bytes, packet: int, first_packet: int) -> None:
         if self.inner is None:
             self.inner = self._make_inner()
         self.maps[d].add(self.pt_off[d], packet)
+        self.wire[d].add(self.pt_off[d], first_packet)
         off = self.pt_off[d]
         self.pt_off[d] += len(data)
         self.inner.data(d, data, off, packet)
@@ -709,6 +750,25 @@ class TlsSession:
         if not key:
             return None, None
         return self.ctx.shared.get(name, {}).get(bytes(key)) or (None, None)
+
+
+def wire_packet(ctx, conn, direction: int, offset: int, packet: int) -> int:
+    """The packet that carried, on the wire, the byte at ``offset`` of a connection's
+    application stream: inside TLS the first TCP segment of the record holding that plaintext
+    byte, in cleartext the TCP segment that carried it (its first copy).  ``packet`` — the one
+    at which the byte became readable: the record's last segment, or the segment that filled a
+    hole before it — when the capture's maps do not tell."""
+    if offset < 0:
+        return packet
+    sh = ctx.shared
+    maps = sh.get("tls_wire_maps")
+    m = maps.get((conn.id, direction)) if maps is not None else None
+    if m is None:
+        tcp = sh.get("tcp_maps", {}).get(conn.id)
+        m = tcp[direction] if tcp is not None else None
+    if m is None or not m.packets:
+        return packet
+    return m.packet_at(offset)
 
 
 def _header(rec: T.Record) -> bytes:
