@@ -45,6 +45,12 @@ DEFAULT_LIMITS = {
     "http1_header_bytes": 1 << 20,  # HTTP/1.x header section size
     "http1_header_count": 1000,
     "body_decoded_bytes": 64 << 20,  # Content-Encoding decoding cap per body
+    "decompress_bytes": 256 << 20,  # decompressed bytes per connection (all bodies, every coding stage)
+    "decompress_bytes_capture": 1 << 30,
+    "body_decoder_memory": 64 << 20,  # memory reserved by live body decoders (windows), given back at body end
+    "body_decoder_memory_capture": 256 << 20,
+    "body_held_bytes": 16 << 20,  # compressed bytes of bodies waiting for decoder memory
+    "body_held_bytes_capture": 64 << 20,
     "quic_stream_buffer": 16 << 20,  # out-of-order bytes per QUIC stream
     "continuation_frames": 1000,  # CONTINUATION frames per header block
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
@@ -72,13 +78,13 @@ class Context:
     def budget(self, name: str, conn: Connection | None = None) -> Budget:
         """The budget ``name`` of ``conn`` (charging the capture's too), or the capture's.
         Caps come from ``limits[name]`` (per connection) and ``limits[name + "_capture"]``."""
-        key = (name, conn.id if conn is not None else 0)
+        key = (name, conn.id if conn is not None else -1)  # -1: the capture (connection ids start at 0)
         b = self._budgets.get(key)
         if b is None:
-            top = self._budgets.get((name, 0))
+            top = self._budgets.get((name, -1))
             if top is None:
                 cap = self.limits.get(name + CAPTURE_SUFFIX, self.limits.get(name, 1 << 62))
-                top = self._budgets[(name, 0)] = Budget(name, cap)
+                top = self._budgets[(name, -1)] = Budget(name, cap)
             b = top if conn is None else top.child(self.limits.get(name, top.cap))
             self._budgets[key] = b
         return b
@@ -92,8 +98,8 @@ class Context:
         for (name, cid), b in sorted(self._budgets.items()):
             if not b.hit:
                 continue
-            hit.setdefault(name, []).append(cid)
-            if cid == 0:
+            hit.setdefault(name, []).append(max(cid, 0))
+            if cid < 0:
                 self.analysis.warnings.append(
                     f"budget {name} for the capture ({b.cap} units) ran out: later work of this kind was not "
                     f"done on any connection (raise it with --limit {name}{CAPTURE_SUFFIX}=N)")
@@ -145,7 +151,9 @@ def finish_body(conn: Connection, ex: Exchange, body) -> None:
     """Close a response's ``analyzer.content.BodyDecoder``: the decoded size goes on the
     exchange; a cap reached or a decoding error is noted (HTTP/2, SPDY, HTTP/3 streams)."""
     ex.response_body_decoded_bytes = body.finish()
-    if body.capped:
+    if getattr(body, "budget", None):  # said once per connection by Context.report_budgets
+        ex.error = ex.error or body.error
+    elif body.capped:
         conn.notes.append(f"stream {ex.stream_id}: decoded body reached the {body.cap}-byte limit; size counted up to it")
         ex.error = ex.error or "decoded body size capped"
     elif body.error:
