@@ -51,6 +51,7 @@ DEFAULT_LIMITS = {
     "body_decoder_memory_capture": 256 << 20,
     "body_held_bytes": 16 << 20,  # compressed bytes of bodies waiting for decoder memory
     "body_held_bytes_capture": 64 << 20,
+    "udp_plain_flows_capture": 10000,  # UDP flows no dissector reads modelled as connections; later ones are counted
     "quic_stream_buffer": 16 << 20,  # out-of-order bytes per QUIC stream
     "continuation_frames": 1000,  # CONTINUATION frames per header block
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
