@@ -47,22 +47,31 @@ def _ip(n: int) -> bytes:
     return socket.inet_aton(f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}")
 
 
-def eth_ip(src: bytes, dst: bytes, l4, proto: int) -> bytes:
-    ip = dpkt.ip.IP(src=src, dst=dst, p=proto, ttl=64, data=l4)
-    ip.len = 20 + len(bytes(l4))
-    return bytes(dpkt.ethernet.Ethernet(src=MAC_C, dst=MAC_S, type=dpkt.ethernet.ETH_TYPE_IP, data=ip))
+# Headers packed with struct, checksums with dpkt.in_cksum: dpkt's objects cost ~100 µs a
+# packet, too slow for the 100 k-packet inputs (the result is the same bytes).
+_ETH = MAC_S + MAC_C + b"\x08\x00"
+
+
+def eth_ip(src: bytes, dst: bytes, l4: bytes, proto: int) -> bytes:
+    hdr = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 0, 0x4000, 64, proto, 0, src, dst)
+    hdr = hdr[:10] + struct.pack(">H", dpkt.in_cksum(hdr)) + hdr[12:]
+    return _ETH + hdr + l4
+
+
+def _l4_sum(src: bytes, dst: bytes, proto: int, l4: bytes) -> int:
+    return dpkt.in_cksum(src + dst + struct.pack(">BBH", 0, proto, len(l4)) + l4)
 
 
 def tcp_packet(src: bytes, sport: int, dst: bytes, dport: int, seq: int, ack: int, flags: int, data: bytes = b"") -> bytes:
-    t = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags, win=65535, data=data)
-    t.off = 5
-    return eth_ip(src, dst, t, dpkt.ip.IP_PROTO_TCP)
+    t = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags, 65535, 0, 0) + data
+    t = t[:16] + struct.pack(">H", _l4_sum(src, dst, 6, t)) + t[18:]
+    return eth_ip(src, dst, t, 6)
 
 
 def udp_packet(src: bytes, sport: int, dst: bytes, dport: int, data: bytes) -> bytes:
-    u = dpkt.udp.UDP(sport=sport, dport=dport, data=data)
-    u.ulen = 8 + len(data)
-    return eth_ip(src, dst, u, dpkt.ip.IP_PROTO_UDP)
+    u = struct.pack(">HHHH", sport, dport, 8 + len(data), 0) + data
+    u = u[:6] + struct.pack(">H", _l4_sum(src, dst, 17, u) or 0xFFFF) + u[8:]
+    return eth_ip(src, dst, u, 17)
 
 
 class TcpConn:
