@@ -276,6 +276,21 @@ def _available(coding: str) -> bool:
     return False
 
 
+def _try_take(b, n: int) -> bool:
+    """``b.take(n)`` if ``b`` and its parents have room, else nothing (and, unlike ``take``,
+    not marked: room for a decoder may free later).  Walks the chain twice, no recursion:
+    this runs for every body and every step of output."""
+    x = b
+    while x is not None:
+        if x.hit or x.used + n > x.cap:
+            return False
+        x = x.parent
+    while b is not None:
+        b.used += n
+        b = b.parent
+    return True
+
+
 def _give_back(b, n: int) -> None:
     """Return ``n`` units of a reservation to budget ``b`` and its parents."""
     while b is not None:
@@ -338,6 +353,13 @@ class BodyDecoder:
             self.decoded += len(data)
             return
         try:
+            if self.stages is None and self.held is None and len(data) >= HEADER_BYTES:
+                self.held = data  # (read by _start; not copied, not charged)
+                started = self._start(force=False)
+                self.held = None
+                if started:
+                    self._push(0, data)
+                    return
             if self.stages is None:
                 if not self._hold(data) or len(self.held) < HEADER_BYTES or not self._start(force=False):
                     return
@@ -382,12 +404,11 @@ class BodyDecoder:
         """Keep compressed bytes until the decoders start; False: no room (not decoded)."""
         b = self.held_budget
         if b is not None:
-            if b.hit or b.room() < len(data):
+            if not _try_take(b, len(data)):
                 b.take(len(data))  # refused: the budget is marked hit for the end-of-pass report
                 self.budget = BUDGET_HELD
                 self._unknown(f"not decoded: budget {BUDGET_MEMORY} and {BUDGET_HELD} (decoders live at once)")
                 return False
-            b.take(len(data))
             self.held_reserved += len(data)
         if self.held is None:
             self.held = bytearray()
@@ -410,14 +431,13 @@ class BodyDecoder:
         mem = self.memory
         if mem is not None:
             need = sum(_memory(c, w) for c, w in zip(self.codings, windows))
-            if mem.room() < need and not force:
-                return False
+            if _try_take(mem, need):
+                self.mem_reserved = need
+            elif not force:
+                return False  # (forced, beyond the budget: freed before finish returns)
         ahead = sum(w for c, w in zip(self.codings, windows) if c == "br")
         if ahead:
             self._charge(ahead)  # a brotli decoder's first call works through a whole window
-        if mem is not None and mem.room() >= need:  # (forced, beyond it: freed before finish returns)
-            mem.take(need)
-            self.mem_reserved = need
         self.stages = [_stage(c, w) for c, w in zip(self.codings, windows)]
         return True
 
@@ -433,7 +453,7 @@ class BodyDecoder:
 
     def _charge(self, n: int) -> None:
         w = self.work
-        if w is not None and not w.take(n):
+        if w is not None and not _try_take(w, n) and not w.take(n):
             self.unknown = True
             self.budget = BUDGET_WORK
             self.error = self.error or f"decoded size unknown: budget {BUDGET_WORK}"

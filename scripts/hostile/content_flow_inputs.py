@@ -232,3 +232,21 @@ if __name__ == "__main__":
     for name, fn in ALL.items():
         p = fn(out / name)
         print(p, os.path.getsize(p))
+
+
+def many_connections(path, n: int = 2000, per_conn: int = 10) -> str:
+    """Not hostile: ``n`` keep-alive connections of ``per_conn`` gzip exchanges (8 KiB bodies,
+    FIN-closed), interleaved: a normal load for timing the flow table."""
+    import gzip
+
+    body = gzip.compress(b"".join(b"line %d of a normal body\n" % i for i in range(350)))
+    conns = []
+    for i in range(n):
+        c = TcpConn(i, cport=20000 + i % 40000).handshake()
+        for _ in range(per_conn):
+            c.send(0, REQUEST).send(1, response_head("gzip", len(body)) + body)
+        F = dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK
+        c.packets.append(tcp_packet(c.c, c.cport, c.s, c.sport, c.seq[0], c.seq[1], F))
+        c.packets.append(tcp_packet(c.s, c.sport, c.c, c.cport, c.seq[1], c.seq[0] + 1, F))
+        conns.append(c)
+    return write(path, _interleave(conns))
