@@ -89,15 +89,15 @@ def test_live_zstd_decoders_with_huge_windows_are_refused(tmp_path, normal):
 
 
 def test_live_zstd_decoders_share_a_bounded_memory_pool(tmp_path, normal):
-    """40 zstd bodies with the largest allowed window (8 MiB), all live at once: at most 256 MiB
+    """80 zstd bodies with the largest allowed window (8 MiB), all live at once: at most 256 MiB
     of decoders live (body_decoder_memory_capture); the bodies beyond it wait with their
     compressed bytes and are decoded at their end: every one is counted in full."""
-    out, _, rss, cpu, _ = run_measured("requests", H.zstd_streams(tmp_path / "z8.pcap", n=40, window_log=23, fill=8 << 20))
+    out, _, rss, cpu, _ = run_measured("requests", H.zstd_streams(tmp_path / "z8.pcap", n=80, window_log=23, fill=8 << 20))
     _normal_kept(out, normal)
     hostile = out[len(normal[0]):]
     # 64 RLE blocks of 128 KiB; the last one stays inside zstd (the frame never ends)
-    assert [e["response_body_decoded_bytes"] for e in hostile] == [63 << 17] * 40
-    assert rss < normal[1] + 256 + 100, rss  # 40 x 8.5 MiB = 340 MiB unbounded
+    assert [e["response_body_decoded_bytes"] for e in hostile] == [63 << 17] * 80
+    assert rss < normal[1] + 256 + 100, rss  # 80 x 8.5 MiB = 680 MiB unbounded
 
 
 def test_live_brotli_decoders_with_16_mib_windows_are_bounded(tmp_path, normal):
