@@ -32,7 +32,10 @@ def _signed32(x: int) -> int:
 
 
 class TcpDirection:
-    """Reassembly of one direction of a TCP connection."""
+    """Reassembly of one direction of a TCP connection.  Its buffers (the packet map, the
+    tail kept for retransmission checks, the out-of-order heap) are made by the first
+    segment with payload: a direction that carries none (a SYN flood, a port scan) costs
+    only this object's slots."""
 
     __slots__ = ("dir", "isn", "next", "pending", "pending_bytes", "map", "fin_off", "acked",
                  "tail", "tail_start", "flow", "max_pending", "syn_seq", "unseen_acked")
@@ -44,12 +47,12 @@ class TcpDirection:
         self.dir = direction
         self.isn: int | None = None  # sequence number of stream offset 0
         self.next = 0  # next expected stream offset
-        self.pending: list = []  # heap of (offset, -len, packet, data)
+        self.pending: list | None = None  # heap of (offset, -len, packet, data), once needed
         self.pending_bytes = 0
-        self.map = OffsetMap()
+        self.map: OffsetMap | None = None  # stream offset -> packet, from the first payload
         self.fin_off: int | None = None
         self.acked = 0  # highest offset the peer acknowledged
-        self.tail = bytearray()
+        self.tail: bytearray | None = None
         self.tail_start = 0
         self.max_pending = max_pending
         self.syn_seq: int | None = None
@@ -94,6 +97,8 @@ class TcpDirection:
             if self.pending:
                 self._drain(pkt)
         else:
+            if self.pending is None:
+                self.pending = []
             heapq.heappush(self.pending, (off, -len(data), pkt, data))
             self.pending_bytes += len(data)
             if self.acked > self.next or self.pending_bytes > self.max_pending:
@@ -108,8 +113,9 @@ class TcpDirection:
         if len(st.retransmission_packets) < st.MAX_LISTED:
             st.retransmission_packets.append(pkt)
         ts = self.tail_start
-        a, b = max(off, ts), min(off + len(data), ts + len(self.tail))
-        if a < b and self.tail[a - ts : b - ts] != data[a - off : b - off]:
+        tail = self.tail or b""
+        a, b = max(off, ts), min(off + len(data), ts + len(tail))
+        if a < b and tail[a - ts : b - ts] != data[a - off : b - off]:
             self.flow.conn.notes.append(
                 f"packet {pkt}: retransmitted {DIRS[self.dir]} bytes {a}..{b} differ from the original; the first copy is kept"
             )
@@ -120,6 +126,9 @@ class TcpDirection:
         hole was filled.  Sessions place frames at ``ready``, as tshark and the receiving
         application see them."""
         m = self.map  # map.add(off, pkt), inlined (once per segment)
+        if m is None:
+            m = self.map = OffsetMap()
+            self.tail = bytearray()
         if not m.packets or m.packets[-1] != pkt:
             m.starts.append(off)
             m.packets.append(pkt)
@@ -167,7 +176,8 @@ class TcpDirection:
         st.gap_bytes += upto - start
         self.flow.conn.notes.append(f"packet {pkt}: {upto - start} bytes missing from the capture in {DIRS[self.dir]} at stream offset {start}")
         self.next = upto
-        self.tail.clear()
+        if self.tail is not None:
+            self.tail.clear()
         self.tail_start = upto
         self.flow.gap(self.dir, start, upto - start, pkt)
 
@@ -191,20 +201,32 @@ DIRS = ("client→server", "server→client")
 
 
 class TcpFlow:
-    """One TCP connection: two directions and the application session."""
+    """One TCP connection: two directions and the application session.  With ``make`` the
+    session is made by ``make(flow)`` when the first byte or gap is delivered, so that a
+    connection that never carries payload holds no session (a sniffer with nothing to sniff
+    decides nothing)."""
 
-    __slots__ = ("conn", "dirs", "app", "client_key", "closed", "syn_seen")
+    __slots__ = ("conn", "dirs", "app", "client_key", "closed", "syn_seen", "make")
 
-    def __init__(self, conn: Connection, client_key: tuple, max_pending: int):
+    def __init__(self, conn: Connection, client_key: tuple, max_pending: int, make=None):
         self.conn = conn
         self.client_key = client_key  # (src, sport) of the client
         self.dirs = (TcpDirection(self, C2S, max_pending), TcpDirection(self, S2C, max_pending))
         self.app: AppSession | None = None
+        self.make = make
         self.closed = False
         self.syn_seen = False
 
+    def _app(self):
+        make, self.make = self.make, None
+        if make is not None:
+            self.app = make(self)
+        return self.app
+
     def deliver(self, direction: int, data: bytes, offset: int, pkt: int) -> None:
         app = self.app
+        if app is None and self.make is not None:
+            app = self._app()
         if app is not None:
             try:
                 app.data(direction, data, offset, pkt)
@@ -212,6 +234,8 @@ class TcpFlow:
                 app_failed(self, e, pkt)
 
     def gap(self, direction: int, offset: int, length: int, pkt: int) -> None:
+        if self.app is None and self.make is not None:
+            self._app()
         if self.app is not None:
             try:
                 self.app.gap(direction, offset, length, pkt)
@@ -240,12 +264,13 @@ def app_failed(flow, e: Exception, pkt: int) -> None:
 
 
 class UdpFlow:
-    __slots__ = ("conn", "client_key", "app")
+    __slots__ = ("conn", "client_key", "app", "lazy")
 
     def __init__(self, conn: Connection, client_key: tuple):
         self.conn = conn
         self.client_key = client_key
         self.app = None
+        self.lazy = False  # on a QUIC port: the QUIC session is made by the first QUIC-like datagram
 
 
 def choose_client(sport: int, dport: int, flags: int | None) -> bool:

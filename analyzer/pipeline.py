@@ -62,13 +62,31 @@ def _analyze(
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
     max_pending = ctx.limits["tcp_pending_bytes"]
-    tcp_maps = ctx.shared.setdefault("tcp_maps", {})  # conn id -> per-direction stream offset -> carrier packet
+    tcp_maps = ctx.shared.setdefault("tcp_maps", {})  # conn id -> its TcpDirections, whose .map gives offset -> carrier packet
     decoder = Decoder(ctx.limits.get("ipv4_fragment_datagrams", 1024), ctx.limits.get("ipv4_fragment_bytes", 32 << 20))
     flows: dict[tuple, TcpFlow | UdpFlow] = {}
-    tcp_dirs: dict[tuple, tuple] = {}  # (src, sport, dst, dport) of a TCP packet -> (flow, direction)
+    tcp_dirs: dict[tuple, object] = {}  # (src, sport, dst, dport) of a TCP packet -> its TcpDirection (.flow, .dir)
     retired: list[TcpFlow] = []  # connections ended by a new one on the same ports
     conns = an.connections
     undecoded = an.undecoded
+
+    names: dict = {}  # packed address -> text, shared by the connections of one host (bounded)
+
+    def addr(a) -> str:
+        t = names.get(a)
+        if t is None:
+            t = addr_str(a)
+            if len(names) < 65536:
+                names[a] = t
+        return t
+
+    plain_udp = ctx.budget("udp_plain_flows")  # UDP flows no dissector reads that get a connection
+
+    def new_sniffer(flow):
+        sn = ctx.sniffer(flow.conn)
+        sn.owner = flow
+        return sn
+
     secrets_seen = 0
 
     ts_a, off_a, cap_a, orig_a = index.ts.append, index.offset.append, index.caplen.append, index.origlen.append
@@ -139,7 +157,7 @@ def _analyze(
             key = (src, sport, dst, dport)
             hit = tcp_dirs.get(key)
             if hit is not None:
-                flow, direction = hit
+                flow, direction = hit.flow, hit.dir
                 if flags & SYN and not flags & ACK and direction == 0:
                     cd = flow.dirs[0]
                     if cd.syn_seq is not None and cd.syn_seq != seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
@@ -154,26 +172,25 @@ def _analyze(
             if hit is None:
                 is_client = choose_client(sport, dport, flags)
                 if is_client:
-                    ckey, ca, sa = (src, sport), (addr_str(src), sport), (addr_str(dst), dport)
+                    ckey, ca, sa = (src, sport), (addr(src), sport), (addr(dst), dport)
                 else:
-                    ckey, ca, sa = (dst, dport), (addr_str(dst), dport), (addr_str(src), sport)
+                    ckey, ca, sa = (dst, dport), (addr(dst), dport), (addr(src), sport)
                 conn = Connection(id=len(conns), transport="tcp", client=ca, server=sa, start=ts, first_packet=pkt)
                 conns.append(conn)
-                flow = TcpFlow(conn, ckey, max_pending)
-                tcp_maps[conn.id] = (flow.dirs[0].map, flow.dirs[1].map)  # carrier packets, for sessions.tls.wire_packet
                 if tcp_session:
+                    flow = TcpFlow(conn, ckey, max_pending)
                     flow.app = tcp_session(ctx, conn)
-                else:
-                    flow.app = ctx.sniffer(conn)
-                    flow.app.owner = flow
+                else:  # the sniffer is made by the first byte (none for a connection without payload)
+                    flow = TcpFlow(conn, ckey, max_pending, new_sniffer)
+                tcp_maps[conn.id] = flow.dirs  # their carrier maps (made at the first payload), for sessions.tls.wire_packet
                 flows[key] = flow
                 direction = 0 if is_client else 1
                 rkey = (dst, dport, src, sport)
                 if rkey == key:  # a connection to itself: its client's address is both keys
                     direction = 0
                 else:
-                    tcp_dirs[rkey] = (flow, 1 - direction)
-                tcp_dirs[key] = (flow, direction)
+                    tcp_dirs[rkey] = flow.dirs[1 - direction]
+                tcp_dirs[key] = flow.dirs[direction]
             conn = flow.conn
             st = conn.stats[direction]
             st.packets += 1
@@ -226,7 +243,13 @@ def _analyze(
                     flows[key] = flow
                     session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(d.src)}:{d.sport} → {addr_str(d.dst)}:{d.dport}")
             if flow is None:
-                conn = Connection(id=len(conns), transport="udp", client=(addr_str(d.src), d.sport), server=(addr_str(d.dst), d.dport), start=ts, first_packet=pkt)
+                kind = _udp_kind(d.sport, d.dport, d.payload)
+                if kind is None and not plain_udp.take(1):  # past udp_plain_flows_capture: counted, not modelled
+                    undecoded[PLAIN_UDP] = undecoded.get(PLAIN_UDP, 0) + 1
+                    conn_a(-1)
+                    proto_a(P_UDP)
+                    continue
+                conn = Connection(id=len(conns), transport="udp", client=(addr(d.src), d.sport), server=(addr(d.dst), d.dport), start=ts, first_packet=pkt)
                 if choose_client(d.sport, d.dport, None) is False:
                     conn.client, conn.server = conn.server, conn.client
                     flow = UdpFlow(conn, (d.dst, d.dport))
@@ -234,7 +257,12 @@ def _analyze(
                     flow = UdpFlow(conn, (d.src, d.sport))
                 conns.append(conn)
                 flows[key] = flow
-                flow.app = _udp_session(ctx, conn, d.sport, d.dport, d.payload)
+                if kind is not None:
+                    flow.app = ctx.make(kind, conn) if kind in KINDS else None
+                    if kind == "dns":
+                        conn.protocol = "dns"
+                elif d.sport in QUIC_PORTS or d.dport in QUIC_PORTS:
+                    flow.lazy = True  # a QUIC session once a datagram looks like QUIC
             conn = flow.conn
             direction = 0 if flow.client_key == (d.src, d.sport) else 1
             st = conn.stats[direction]
@@ -245,6 +273,9 @@ def _analyze(
             conn.last_packet = pkt
             conn_a(conn.id)
             proto_a(P_UDP)
+            if flow.lazy and flow.app is None and _quic_like(d.payload):
+                flow.lazy = False
+                flow.app = ctx.make("quic", conn)
             if flow.app is not None:
                 try:
                     flow.app.datagram(direction, d.payload, pkt)
@@ -280,7 +311,9 @@ def _analyze(
     an.capture_format = info.format
     an.compression = info.compression
     an.interfaces = info.interfaces
-    an.maps = {(c.conn.id, i): c.dirs[i].map for c in (*retired, *flows.values()) if isinstance(c, TcpFlow) for i in (0, 1)}
+    # (a direction that carried no payload has no map: analysis.maps.get gives None)
+    an.maps = {(c.conn.id, i): c.dirs[i].map for c in (*retired, *flows.values()) if isinstance(c, TcpFlow)
+               for i in (0, 1) if c.dirs[i].map is not None}
     for (cid, d), m in ctx.shared.get("tls_plaintext_maps", {}).items():
         an.maps[(cid, d, "tls")] = m  # decrypted offset -> packet that completed the record
     if progress is not None:
@@ -288,22 +321,29 @@ def _analyze(
     return an
 
 
-def _udp_session(ctx: Context, conn: Connection, sport: int, dport: int, payload):
+def _udp_kind(sport: int, dport: int, payload) -> str | None:
+    """The session a new UDP flow gets from its first datagram: "dns" by port, "quic" when it
+    looks like QUIC; None: no dissector reads it (yet: on a QUIC port, a later datagram that
+    looks like QUIC (or gQUIC) still makes a QUIC session, see ``_quic_like``)."""
     if sport in (53, 5353) or dport in (53, 5353):
-        conn.protocol = "dns"
-        return ctx.make("dns", conn) if "dns" in KINDS else None
+        return "dns"
     try:
         from dissectors.quic import looks_like_quic
     except ImportError:
-        looks_like_quic = None
-    if looks_like_quic is not None and looks_like_quic(payload) is not None:
-        return ctx.make("quic", conn)
-    if sport in QUIC_PORTS or dport in QUIC_PORTS:
-        return ctx.make("quic", conn)
-    return None
+        return None
+    return "quic" if looks_like_quic(payload) is not None else None
+
+
+def _quic_like(payload) -> bool:
+    """What QuicSession waits for before it decodes (IETF QUIC invariants or gQUIC)."""
+    from dissectors.gquic import is_gquic
+    from dissectors.quic import looks_like_quic
+
+    return looks_like_quic(payload) is not None or is_gquic(payload)
 
 
 QUIC_PORTS = (443, 4433, 8443)
+PLAIN_UDP = "UDP flow no dissector reads, past udp_plain_flows_capture (counted, not modelled)"
 
 
 def _quic_route(ctx: Context, payload):

@@ -107,7 +107,7 @@ class H1Switch:
 class _Dir:
     __slots__ = ("buf", "base", "starts", "packets", "state", "head", "remaining", "chunk_state",
                  "body_payload", "body_wire", "body_first", "body_last", "body_offset", "chunks",
-                 "trailers", "dead", "hold", "version")
+                 "trailers", "dead", "hold", "version", "scan", "lscan")
 
     def __init__(self):
         self.buf = bytearray()
@@ -128,6 +128,10 @@ class _Dir:
         self.dead = False
         self.hold = False  # client waits for the answer to an Upgrade / CONNECT
         self.version = None
+        # stream offsets up to which the buffer holds no end of head / no newline: a head or
+        # line arriving a byte per segment is searched once, not again per segment
+        self.scan = 0
+        self.lscan = 0
 
     def packet_at(self, off: int) -> int:
         s = self.starts
@@ -148,6 +152,14 @@ class _Dir:
         if i:
             del s[:i]
             del self.packets[:i]
+
+    def find_line(self) -> int:
+        """Index of the first newline in the buffer, or -1 (searching only new bytes)."""
+        buf = self.buf
+        nl = buf.find(b"\n", max(0, self.lscan - self.base))
+        if nl < 0:
+            self.lscan = self.base + len(buf)
+        return nl
 
     def chunks_from(self, start: int = 0) -> list:
         """Buffered bytes from buffer index ``start`` as (data, offset, packet) pieces."""
@@ -323,12 +335,16 @@ class H1Connection:
             d.consume(k)
             if not buf:
                 return False
-        end = buf.find(b"\r\n\r\n")
+        # only bytes after the previous search can hold the end (3 bytes of overlap): linear
+        # in the head's size however it was segmented
+        seen = d.scan - d.base
+        end = buf.find(b"\r\n\r\n", max(0, seen - 3))
         sep = 4
         if end < 0:
-            end = buf.find(b"\n\n")
+            end = buf.find(b"\n\n", max(0, seen - 1))
             sep = 2
         if end < 0:
+            d.scan = d.base + len(buf)
             if len(buf) > self.max_head:
                 self._die(direction, d, f"HTTP/1 head longer than {self.max_head} bytes")
             elif len(buf) >= 8 and not self._looks_like_start(direction, bytes(buf[:16])):
@@ -515,7 +531,7 @@ class H1Connection:
         while buf:
             cs = d.chunk_state
             if cs == "size":
-                nl = buf.find(b"\n")
+                nl = d.find_line()
                 if nl < 0:
                     if len(buf) > MAX_CHUNK_LINE:
                         self._die(direction, d, "chunk size line too long")
@@ -555,7 +571,7 @@ class H1Connection:
                     d.consume(k)
                 d.chunk_state = "size"
             else:  # trailer section: lines until an empty one
-                nl = buf.find(b"\n")
+                nl = d.find_line()
                 if nl < 0:
                     if len(buf) > self.max_head:
                         self._die(direction, d, "trailer section too long")

@@ -45,6 +45,13 @@ DEFAULT_LIMITS = {
     "http1_header_bytes": 1 << 20,  # HTTP/1.x header section size
     "http1_header_count": 1000,
     "body_decoded_bytes": 64 << 20,  # Content-Encoding decoding cap per body
+    "decompress_bytes": 256 << 20,  # decompressed bytes per connection (all bodies, every coding stage)
+    "decompress_bytes_capture": 1 << 30,
+    "body_decoder_memory": 64 << 20,  # memory reserved by live body decoders (windows), given back at body end
+    "body_decoder_memory_capture": 256 << 20,
+    "body_held_bytes": 16 << 20,  # compressed bytes of bodies waiting for decoder memory
+    "body_held_bytes_capture": 64 << 20,
+    "udp_plain_flows_capture": 10000,  # UDP flows no dissector reads modelled as connections; later ones are counted
     "quic_stream_buffer": 16 << 20,  # out-of-order bytes per QUIC stream
     "continuation_frames": 1000,  # CONTINUATION frames per header block
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
@@ -151,7 +158,9 @@ def finish_body(conn: Connection, ex: Exchange, body) -> None:
     """Close a response's ``analyzer.content.BodyDecoder``: the decoded size goes on the
     exchange; a cap reached or a decoding error is noted (HTTP/2, SPDY, HTTP/3 streams)."""
     ex.response_body_decoded_bytes = body.finish()
-    if body.capped:
+    if getattr(body, "budget", None):  # said once per connection by Context.report_budgets
+        ex.error = ex.error or body.error
+    elif body.capped:
         conn.notes.append(f"stream {ex.stream_id}: decoded body reached the {body.cap}-byte limit; size counted up to it")
         ex.error = ex.error or "decoded body size capped"
     elif body.error:

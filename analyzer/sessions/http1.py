@@ -185,7 +185,7 @@ class Http1Session:
                 ex.response_end_packet = h.packet
                 ex.response_body_decoded_bytes = 0
         else:
-            self.bodies[id(h)] = BodyDecoder(ex.content_encoding, self.cap)
+            self.bodies[id(h)] = BodyDecoder(ex.content_encoding, self.cap, ctx=ctx, conn=self.conn)
 
     def _end(self, e: H1End):
         ctx = self.ctx
@@ -201,11 +201,15 @@ class Http1Session:
             dec = self.bodies.pop(id(h), None)
             if dec is not None:
                 ex.response_body_decoded_bytes = dec.finish()
-                if dec.capped:
+                if dec.budget:  # said once per connection by Context.report_budgets
+                    ex.error = ex.error or dec.error
+                elif dec.capped:
                     self.conn.notes.append(f"packet {e.packet}: decoded body reached the {dec.cap}-byte limit; size counted up to it")
                     ex.error = ex.error or "decoded body size capped"
                 elif dec.error:
                     self.conn.notes.append(f"packet {e.packet}: body: {dec.error}")
+                    if dec.unknown:  # not decoded (unsupported, too many codings): the exchange says so
+                        ex.error = ex.error or dec.error
             else:
                 ex.response_body_decoded_bytes = e.payload
             self.orphans.pop(id(h), None)

@@ -419,7 +419,8 @@ class TlsSession:
                 self.info.record_overhead[d] += 5 + len(rec.body) - len(body)
             if body:
                 tcp = self.tcp_maps.get(self.conn.id)  # the packet that carried the record's first byte
-                self._deliver(d, body, rec.packet, tcp[d].packet_at(rec.offset) if tcp is not None else rec.first_packet)
+                m = tcp[d].map if tcp is not None else None
+                self._deliver(d, body, rec.packet, m.packet_at(rec.offset) if m is not None else rec.first_packet)
             return
         self._frame(d, rec, name, fields)
 
@@ -765,7 +766,7 @@ def wire_packet(ctx, conn, direction: int, offset: int, packet: int) -> int:
     m = maps.get((conn.id, direction)) if maps is not None else None
     if m is None:
         tcp = sh.get("tcp_maps", {}).get(conn.id)
-        m = tcp[direction] if tcp is not None else None
+        m = tcp[direction].map if tcp is not None else None
     if m is None or not m.packets:
         return packet
     return m.packet_at(offset)
