@@ -112,8 +112,9 @@ def open_decompressed(path: str) -> tuple[BinaryIO, str]:
     return raw, ""
 
 
-IN_CHUNK = 16 << 10  # compressed bytes given to a decompressor at a time (the precision of a damage report)
+IN_CHUNK = 16 << 10  # compressed bytes given to a decompressor at a time
 ZSTD_IN_CHUNK = 1 << 10  # zstandard's decompressobj has no output bound: 1 KiB of input makes at most 32 MiB
+FINE_STEP = 8  # input and output per call when the bytes just before a damage are recovered
 _MAGIC = {"gzip": MAGIC_GZIP, "xz": MAGIC_XZ, "bzip2": MAGIC_BZ2, "zstd": MAGIC_ZSTD}
 
 
@@ -124,9 +125,13 @@ class Inflate:
     damaged, and the buffered reader above them drops everything decompressed in that read
     (up to 4 MiB of packets before the damage); zstandard's stream reader ends a cut-short
     frame silently.  Here each library's incremental decompressor is fed ``IN_CHUNK`` bytes
-    at a time with an output bound, so every byte before the damage is delivered, and the
+    at a time with an output bound, so the bytes before the damage are delivered, and the
     damage is reported once, as data (``error``, ``error_offset``: compressed bytes read
-    when it was found, ``error_out``: decompressed bytes delivered before it).
+    when it was found, ``error_out``: decompressed bytes before it).  A decompressor that
+    raises loses the output of that call, so on damage the stream is decompressed once more
+    from its start up to that point, then ``FINE_STEP`` bytes at a time: what comes before
+    the damage matches what ``gzip -dc`` (xz, zstd) writes out, and more for bzip2, whose
+    tool drops a whole block whose checksum failed.
     Concatenated streams (``cat a.gz b.gz``) are read as one; null padding after a gzip or
     xz stream is skipped; other bytes after the last stream end reading with ``trailing``.
     """
@@ -139,7 +144,8 @@ class Inflate:
         except (OSError, AttributeError, io.UnsupportedOperation):
             self.size = 0
         self.fed = 0  # compressed bytes read from the file
-        self.out = 0  # decompressed bytes delivered
+        self.out = 0  # decompressed bytes delivered by read()
+        self.produced = 0  # decompressed bytes made (delivered, or waiting in _buf)
         self.error: str | None = None  # the stream is cut short or damaged (why and where)
         self.error_offset = 0
         self.error_out = 0
@@ -148,6 +154,8 @@ class Inflate:
         self._last = (0, 0)  # compressed range last given to the decompressor
         self._buf = b""  # decompressed bytes not yet delivered (zstd makes more than asked)
         self._done = False
+        self._redone = False
+        self._stream = (0, 0)  # (compressed offset, decompressed offset) where the current stream began
         self._errors: tuple = (EOFError, OSError, ValueError)
         self._d = self._new()
 
@@ -192,7 +200,7 @@ class Inflate:
         if self.error is None:
             self.error = why
             self.error_offset = self._last[1] if self._last[1] else self.fed
-            self.error_out = self.out + len(self._buf)  # every byte before the damage, delivered or not yet
+            self.error_out = self.produced  # every byte before the damage, delivered or not yet
 
     def _after_end(self, rest: bytes) -> None:
         """One stream ended: start the next one, if the file goes on with one."""
@@ -213,32 +221,30 @@ class Inflate:
                 self._done = True  # clean end of the last stream
                 return
             rest += more
+        at = self.fed - len(rest)
         if rest.startswith(magic):
             self._d = self._new()
-            self._pending = rest + self._pending
+            self._pending = rest
+            self._stream = (at, self.produced)
             return
         self._done = True
-        at = self.fed - len(rest) - len(self._pending)
         self.trailing = (f"{self.size - at if self.size else len(rest)} bytes after the end of the {self.comp} stream "
                          f"(compressed byte {at}) are not {self.comp} data; ignored")
 
     def _cut_short(self, what: str) -> str:
         return f"the file is cut short: it ends (compressed byte {self.fed}) inside the {what}, before the stream's end"
 
-    def _step(self, room: int) -> bytes:
+    def _step(self, room: int, step: int = IN_CHUNK) -> bytes:
+        """One decompressor call: at most ``room`` bytes out (zstd: from ``step`` bytes in)."""
         d = self._d
         if self.comp == "zstd":
-            data = self._input(ZSTD_IN_CHUNK)
+            data = self._input(min(step, ZSTD_IN_CHUNK))
             if not data:
                 self._fail(self._cut_short("zstd frame"))
                 return b""
             out = d.decompress(data)
-            if d.eof:
-                rest, self._pending = d.unused_data + self._pending, b""
-                self._after_end(rest)
-            return out
-        if self.comp == "gzip":
-            data = self._input(IN_CHUNK)
+        elif self.comp == "gzip":
+            data = self._input(step)
             if not data:
                 self._fail(self._cut_short("gzip stream"))
                 return b""
@@ -246,17 +252,22 @@ class Inflate:
             self._pending = d.unconsumed_tail + self._pending
         else:
             if d.needs_input:
-                data = self._input(IN_CHUNK)
+                data = self._input(step)
                 if not data:
                     self._fail(self._cut_short(f"{self.comp} stream"))
                     return b""
             else:
                 data = b""
             out = d.decompress(data, room)
+        self.produced += len(out)
         if d.eof:
             rest, self._pending = d.unused_data + self._pending, b""
             self._after_end(rest)
         return out
+
+    def _damaged(self, e: Exception) -> None:
+        lo, hi = self._last
+        self._fail(f"the {self.comp} stream is damaged in compressed bytes {lo}-{hi} ({str(e) or e.__class__.__name__})")
 
     def read(self, n: int = -1) -> bytes:
         """Up to ``n`` decompressed bytes (fewer only at the end); never raises."""
@@ -264,26 +275,61 @@ class Inflate:
             n = 1 << 62
         parts = []
         have = 0
-        if self._buf:
-            parts.append(self._buf[:n])
-            self._buf = self._buf[n:]
-            have = len(parts[0])
-            self.out += have
-        while have < n and not self._done:
-            try:
-                chunk = self._step(min(n - have, 4 * CHUNK))
-            except self._errors as e:
-                lo, hi = self._last
-                self._fail(f"the {self.comp} stream is damaged in compressed bytes {lo}-{hi} "
-                           f"({str(e) or e.__class__.__name__})")
+        while have < n:
+            if self._buf:
+                chunk, self._buf = self._buf[: n - have], self._buf[n - have :]
+            elif self._done:
                 break
-            if len(chunk) > n - have:
-                chunk, self._buf = chunk[: n - have], chunk[n - have :] + self._buf
-            if chunk:
-                parts.append(chunk)
-                have += len(chunk)
-                self.out += len(chunk)
+            else:
+                try:
+                    chunk = self._step(min(n - have, 4 * CHUNK))
+                except self._errors as e:
+                    self._recover(e)
+                    continue
+                if len(chunk) > n - have:
+                    chunk, self._buf = chunk[: n - have], chunk[n - have :]
+            parts.append(chunk)
+            have += len(chunk)
+        self.out += have
         return b"".join(parts)
+
+    def _recover(self, e: Exception) -> None:
+        if self._redone:
+            self._damaged(e)
+            return
+        self._redone = True
+        pending = self._buf
+        self._buf = b""
+        keep: list[bytes] = []
+        try:
+            self._redo_into(keep)
+        except self._errors as e2:
+            self._damaged(e2)
+        else:
+            if not self._done:
+                self._damaged(e)
+        self._buf = pending + b"".join(keep)
+
+    def _redo_into(self, keep: list[bytes]) -> None:
+        """The last call raised, losing its output: decompress the current stream again up to
+        where that call began, then FINE_STEP bytes at a time up to the damage (into ``keep``)."""
+        target = self.produced
+        start, out0 = self._stream
+        try:
+            self.raw.seek(start)
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            return
+        self.fed, self._pending, self.produced, self._d = start, b"", out0, self._new()
+        got = out0
+        while got < target and not self._done:  # as before, never past the point reached then
+            chunk = self._step(min(4 * CHUNK, target - got))
+            if got + len(chunk) > target:  # zstd makes what it makes
+                keep.append(chunk[target - got :])
+            got += len(chunk)
+        while not self._done:
+            chunk = self._step(FINE_STEP, FINE_STEP)
+            if chunk:
+                keep.append(chunk)
 
     def tell(self) -> int:
         return self.out
