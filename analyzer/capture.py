@@ -249,7 +249,8 @@ class Inflate:
                 self._fail(self._cut_short("gzip stream"))
                 return b""
             out = d.decompress(data, room)
-            self._pending = d.unconsumed_tail + self._pending
+            if not d.eof:  # at the end, unused_data holds what unconsumed_tail may hold too
+                self._pending = d.unconsumed_tail + self._pending
         else:
             if d.needs_input:
                 data = self._input(step)

@@ -6,14 +6,13 @@ every message name only labels, counts and line numbers.
 
 Key logs are hostile input too, and read within two budgets shared by every source of one
 ``KeyLog`` (``analyze(limits=...)`` keys, docs/ROBUSTNESS.md): ``keylog_bytes`` of text
-(after gzip decompression) and ``keylog_lines`` lines.  Files are read in 1 MiB steps, a
+(after gzip decompression) and ``keylog_lines`` lines.  Files (and texts) are read in 256 KiB steps, a
 gzip key log is inflated step by step (never whole), and lines that are not understood are
 counted, one warning per source ("N lines not understood, the first at line L"), never one
 per line.  So memory is the secrets kept (at most one per line read) plus one step.
 """
 from __future__ import annotations
 
-import io
 import os
 
 from dissectors.budget import Budget
@@ -32,7 +31,7 @@ LABELS = {
 KEYLOG_BYTES = 64 << 20  # key-log text read, all sources of one KeyLog together (limits["keylog_bytes"])
 KEYLOG_LINES = 1_000_000  # key-log lines read, likewise (limits["keylog_lines"])
 MAX_LINE = 4096  # a longer line cannot be a key log line (the longest is ~300 bytes): skipped unread
-STEP = 1 << 20  # bytes read from a file at a time
+STEP = 256 << 10  # bytes read at a time (a step of 2-byte lines is 128 Ki line objects)
 
 # why a line was skipped -> how the warning words it
 REASONS = {
@@ -127,24 +126,8 @@ class KeyLog:
         self._secrets[(label, crb)] = sb
         return True
 
-    def _take(self, n: int, source: str, lineno: int) -> bool:
-        """Charge one line of ``n`` bytes to the budgets; False (said once) when one ran out."""
-        if self.lines.take(1) and self.bytes.take(n):
-            return True
-        self._over(source, lineno)
-        return False
-
     def add_text(self, text: str, source: str = "key log") -> int:
-        added = 0
-        lineno = 0
-        for line in io.StringIO(text):  # one line at a time: no list of every line
-            lineno += 1
-            if not self._take(len(line), source, lineno):
-                break
-            if len(line) > MAX_LINE:
-                self._skip(source, lineno, "long")
-            elif self._line(line, lineno, source):
-                added += 1
+        added = self._read_lines(_Text(text), source)
         self.sources.append(source)
         return added
 
@@ -188,7 +171,7 @@ class KeyLog:
                     self._over(source, lineno + 1)
                     return added
                 break
-            self.bytes.take(len(chunk))
+            self.bytes.charge(len(chunk))  # a text step may encode to more bytes than it has characters
             lines = chunk.split(b"\n")
             tail = lines.pop()  # not ended yet (b"" if the chunk ended with a newline)
             if lines:
@@ -226,6 +209,19 @@ class KeyLog:
             elif line_ok(rest.decode("utf-8", "replace"), lineno, source):
                 added += 1
         return added
+
+
+class _Text:
+    """``read(n)`` over a str, encoded a step at a time (no second copy of an upload's text)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+
+    def read(self, n: int) -> bytes:
+        piece = self.text[self.pos : self.pos + n]
+        self.pos += len(piece)
+        return piece.encode("utf-8", "replace")
 
 
 def load_keylog(paths: list[str] | None, use_env: bool = True, limits: dict | None = None) -> KeyLog:
