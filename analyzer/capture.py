@@ -445,16 +445,20 @@ def _summarise(info: CaptureInfo, path: str, f) -> None:
 
 def _truncated(info: CaptureInfo, path: str, number: int, offset: int, what: str, b: _Buf) -> None:
     info.truncated = True
-    if b.error:  # a broken compressed stream: one warning for both, from _summarise
+    if getattr(b.f, "error", None):  # a broken compressed stream: one warning for both, from _summarise
         info._cut = (number, offset, what)
         return
-    info.warnings.append(f"{path}: capture truncated in packet {number} at file offset {offset}: {what}; {number - 1} complete packets read")
+    why = f" ({b.error})" if b.error else ""
+    info.warnings.append(f"{path}: capture truncated in packet {number} at file offset {offset}: {what}{why}; {number - 1} complete packets read")
 
 
-def _ended(info: CaptureInfo, b: _Buf, number: int) -> None:
-    """The file ended at a record boundary; a broken compressed stream still says so."""
-    if b.error:
+def _ended(info: CaptureInfo, path: str, b: _Buf, number: int) -> None:
+    """The file ended at a record boundary; a broken stream or an I/O error still says so."""
+    if getattr(b.f, "error", None):
         info._cut = (number + 1, b.base + b.pos, "nothing of it read")
+    elif b.error:
+        info.truncated = True
+        info.warnings.append(f"{path}: {b.error} at file offset {b.base + b.pos}; {number} complete packets read")
 
 
 # Timestamps a datetime can show (years 1-9999, a day's margin for time zones): pcapng's
@@ -502,7 +506,7 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
             if len(b.buf) - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "record header incomplete", b)
             else:
-                _ended(info, b, number)
+                _ended(info, path, b, number)
             return
         sec, frac, caplen, origlen = unpack(b.buf, b.pos)
         number += 1
@@ -564,7 +568,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             if len(b.buf) - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "block header incomplete", b)
             else:
-                _ended(info, b, number)
+                _ended(info, path, b, number)
             return
         p = b.pos
         btype = b.buf[p : p + 4]

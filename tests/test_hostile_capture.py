@@ -93,7 +93,7 @@ def test_broken_compressed_capture_keeps_every_packet_before_the_damage(inputs, 
     orig = (tmp_path / "padded.pcap").read_bytes()
     # outside truth: what the format's own tool decompresses; the bytes that agree with the
     # original before the damage hold these complete packets
-    told = subprocess.run([tool, "-dc"], stdin=open(path, "rb"), capture_output=True, timeout=60).stdout
+    told = subprocess.run([tool, "-dc"], input=path.read_bytes(), capture_output=True, timeout=60).stdout
     same = next((i for i, (a, b) in enumerate(zip(told, orig)) if a != b), min(len(told), len(orig)))
     before = complete_packets(orig[:same])
     assert before > 74  # the normal exchange, and filler after it, come before the damage
