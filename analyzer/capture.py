@@ -20,17 +20,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator, NamedTuple
 
 CHUNK = 1 << 20
-UNKNOWN_INTERFACE = 0xFFFF  # Record.interface of a packet naming an interface no IDB declared
-_READ_ERRORS: tuple = (EOFError, OSError)  # what reading a (compressed) capture may raise
-
-
-def _lzma():
-    """The lzma module, imported on first use; from then on its errors count as read errors."""
-    global _READ_ERRORS
-    import lzma
-
-    _READ_ERRORS = (EOFError, OSError, lzma.LZMAError)
-    return lzma
+UNKNOWN_INTERFACE = 0xFFFFFFFF  # Record.interface of a packet naming an interface no IDB declared
 
 
 class CaptureError(Exception):
@@ -70,6 +60,12 @@ class CaptureInfo:
     warnings: list[str] = field(default_factory=list)
     truncated: bool = False
     interface_stats: list[dict] = field(default_factory=list)
+    stream_error: str = ""  # the compressed stream is cut short or damaged: why and where
+    stream_error_offset: int = -1  # compressed bytes read when the damage was found
+    clamped_timestamps: dict[int, int] = field(default_factory=dict)  # interface -> packets whose time was clamped
+    _cut: tuple | None = None  # (packet, offset, what) where a broken compressed stream ended the capture
+    _unknown_iface: list | None = None  # [packets, first packet, first interface id] naming no declared interface
+    _clamped: dict = field(default_factory=dict)  # interface -> [packets, first packet, Interface] with clamped times
 
 
 MAGIC_GZIP = b"\x1f\x8b"
@@ -100,7 +96,10 @@ def _sniff_compression(head: bytes) -> str:
 
 
 def open_decompressed(path: str) -> tuple[BinaryIO, str]:
-    """Open ``path`` and undo any compression, chosen by magic bytes, not by name."""
+    """Open ``path`` and undo any compression, chosen by magic bytes, not by name.
+
+    A compressed file comes back as an ``Inflate`` stream: reads never raise, and a stream
+    that is cut short or damaged ends there with ``.error`` saying where it broke."""
     try:
         raw = open(path, "rb")
     except OSError as e:
@@ -108,29 +107,242 @@ def open_decompressed(path: str) -> tuple[BinaryIO, str]:
     head = raw.read(8)
     raw.seek(0)
     comp = _sniff_compression(head)
-    # the decompressors are imported when a capture needs one (start-up of every other run)
-    if comp == "gzip":
-        import gzip
+    if comp:
+        return Inflate(raw, comp), comp  # type: ignore[return-value]
+    return raw, ""
 
-        return gzip.GzipFile(fileobj=raw), comp
-    if comp == "xz":
-        return _lzma().LZMAFile(raw), comp
-    if comp == "bzip2":
-        import bz2
 
-        return bz2.BZ2File(raw), comp
-    if comp == "zstd":
+IN_CHUNK = 16 << 10  # compressed bytes given to a decompressor at a time
+ZSTD_IN_CHUNK = 1 << 10  # zstandard's decompressobj has no output bound: 1 KiB of input makes at most 32 MiB
+FINE_STEP = 8  # input and output per call when the bytes just before a damage are recovered
+_MAGIC = {"gzip": MAGIC_GZIP, "xz": MAGIC_XZ, "bzip2": MAGIC_BZ2, "zstd": MAGIC_ZSTD}
+
+
+class Inflate:
+    """Streaming decompression (gzip, xz, bzip2, zstd) with bounded output per read.
+
+    Why not ``gzip.GzipFile`` & co: they raise at the point where a stream is cut short or
+    damaged, and the buffered reader above them drops everything decompressed in that read
+    (up to 4 MiB of packets before the damage); zstandard's stream reader ends a cut-short
+    frame silently.  Here each library's incremental decompressor is fed ``IN_CHUNK`` bytes
+    at a time with an output bound, so the bytes before the damage are delivered, and the
+    damage is reported once, as data (``error``, ``error_offset``: compressed bytes read
+    when it was found, ``error_out``: decompressed bytes before it).  A decompressor that
+    raises loses the output of that call, so on damage the stream is decompressed once more
+    from its start up to that point, then ``FINE_STEP`` bytes at a time: what comes before
+    the damage matches what ``gzip -dc`` (xz, zstd) writes out, and more for bzip2, whose
+    tool drops a whole block whose checksum failed.
+    Concatenated streams (``cat a.gz b.gz``) are read as one; null padding after a gzip or
+    xz stream is skipped; other bytes after the last stream end reading with ``trailing``.
+    """
+
+    def __init__(self, raw: BinaryIO, comp: str):
+        self.raw = raw
+        self.comp = comp
+        try:
+            self.size = os.fstat(raw.fileno()).st_size
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            self.size = 0
+        self.fed = 0  # compressed bytes read from the file
+        self.out = 0  # decompressed bytes delivered by read()
+        self.produced = 0  # decompressed bytes made (delivered, or waiting in _buf)
+        self.error: str | None = None  # the stream is cut short or damaged (why and where)
+        self.error_offset = 0
+        self.error_out = 0
+        self.trailing: str | None = None  # bytes after the end of the last stream (ignored)
+        self._pending = b""  # compressed bytes read but not yet given to the decompressor
+        self._last = (0, 0)  # compressed range last given to the decompressor
+        self._buf = b""  # decompressed bytes not yet delivered (zstd makes more than asked)
+        self._done = False
+        self._redone = False
+        self._stream = (0, 0)  # (compressed offset, decompressed offset) where the current stream began
+        self._errors: tuple = (EOFError, OSError, ValueError)
+        self._d = self._new()
+
+    def _new(self):
+        c = self.comp
+        if c == "gzip":
+            import zlib
+
+            self._errors = (EOFError, OSError, ValueError, zlib.error)
+            return zlib.decompressobj(31)
+        if c == "xz":
+            import lzma
+
+            self._errors = (EOFError, OSError, ValueError, lzma.LZMAError)
+            return lzma.LZMADecompressor()
+        if c == "bzip2":
+            import bz2
+
+            return bz2.BZ2Decompressor()
         import zstandard
 
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(reader, CHUNK), comp  # type: ignore[arg-type]
-    return raw, ""
+        self._errors = (EOFError, OSError, ValueError, zstandard.ZstdError)
+        return zstandard.ZstdDecompressor().decompressobj()
+
+    def _input(self, n: int) -> bytes:
+        if self._pending:
+            data, self._pending = self._pending[:n], self._pending[n:]
+        else:
+            try:
+                data = self.raw.read(n)
+            except OSError as e:
+                self._fail(f"cannot read the file: {e.strerror or e}")
+                return b""
+            self.fed += len(data)
+        if data:
+            end = self.fed - len(self._pending)
+            self._last = (end - len(data), end)
+        return data
+
+    def _fail(self, why: str) -> None:
+        self._done = True
+        if self.error is None:
+            self.error = why
+            self.error_offset = self._last[1] if self._last[1] else self.fed
+            self.error_out = self.produced  # every byte before the damage, delivered or not yet
+
+    def _after_end(self, rest: bytes) -> None:
+        """One stream ended: start the next one, if the file goes on with one."""
+        magic = _MAGIC[self.comp]
+        while True:
+            if self.comp in ("gzip", "xz"):
+                rest = rest.lstrip(b"\0")  # padding, as gzip(1) and xz(1) accept it
+            if len(rest) >= len(magic) or (rest and not magic.startswith(rest)):
+                break
+            try:
+                more = self.raw.read(IN_CHUNK)
+            except OSError:
+                more = b""
+            self.fed += len(more)
+            if not more:
+                if rest:
+                    break
+                self._done = True  # clean end of the last stream
+                return
+            rest += more
+        at = self.fed - len(rest)
+        if rest.startswith(magic):
+            self._d = self._new()
+            self._pending = rest
+            self._stream = (at, self.produced)
+            return
+        self._done = True
+        self.trailing = (f"{self.size - at if self.size else len(rest)} bytes after the end of the {self.comp} stream "
+                         f"(compressed byte {at}) are not {self.comp} data; ignored")
+
+    def _cut_short(self, what: str) -> str:
+        return f"the file is cut short: it ends (compressed byte {self.fed}) inside the {what}, before the stream's end"
+
+    def _step(self, room: int, step: int = IN_CHUNK) -> bytes:
+        """One decompressor call: at most ``room`` bytes out (zstd: from ``step`` bytes in)."""
+        d = self._d
+        if self.comp == "zstd":
+            data = self._input(min(step, ZSTD_IN_CHUNK))
+            if not data:
+                self._fail(self._cut_short("zstd frame"))
+                return b""
+            out = d.decompress(data)
+        elif self.comp == "gzip":
+            data = self._input(step)
+            if not data:
+                self._fail(self._cut_short("gzip stream"))
+                return b""
+            out = d.decompress(data, room)
+            if not d.eof:  # at the end, unused_data holds what unconsumed_tail may hold too
+                self._pending = d.unconsumed_tail + self._pending
+        else:
+            if d.needs_input:
+                data = self._input(step)
+                if not data:
+                    self._fail(self._cut_short(f"{self.comp} stream"))
+                    return b""
+            else:
+                data = b""
+            out = d.decompress(data, room)
+        self.produced += len(out)
+        if d.eof:
+            rest, self._pending = d.unused_data + self._pending, b""
+            self._after_end(rest)
+        return out
+
+    def _damaged(self, e: Exception) -> None:
+        lo, hi = self._last
+        self._fail(f"the {self.comp} stream is damaged in compressed bytes {lo}-{hi} ({str(e) or e.__class__.__name__})")
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` decompressed bytes (fewer only at the end); never raises."""
+        if n is None or n < 0:
+            n = 1 << 62
+        parts = []
+        have = 0
+        while have < n:
+            if self._buf:
+                chunk, self._buf = self._buf[: n - have], self._buf[n - have :]
+            elif self._done:
+                break
+            else:
+                try:
+                    chunk = self._step(min(n - have, 4 * CHUNK))
+                except self._errors as e:
+                    self._recover(e)
+                    continue
+                if len(chunk) > n - have:
+                    chunk, self._buf = chunk[: n - have], chunk[n - have :]
+            parts.append(chunk)
+            have += len(chunk)
+        self.out += have
+        return b"".join(parts)
+
+    def _recover(self, e: Exception) -> None:
+        if self._redone:
+            self._damaged(e)
+            return
+        self._redone = True
+        pending = self._buf
+        self._buf = b""
+        keep: list[bytes] = []
+        try:
+            self._redo_into(keep)
+        except self._errors as e2:
+            self._damaged(e2)
+        else:
+            if not self._done:
+                self._damaged(e)
+        self._buf = pending + b"".join(keep)
+
+    def _redo_into(self, keep: list[bytes]) -> None:
+        """The last call raised, losing its output: decompress the current stream again up to
+        where that call began, then FINE_STEP bytes at a time up to the damage (into ``keep``)."""
+        target = self.produced
+        start, out0 = self._stream
+        try:
+            self.raw.seek(start)
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            return
+        self.fed, self._pending, self.produced, self._d = start, b"", out0, self._new()
+        got = out0
+        while got < target and not self._done:  # as before, never past the point reached then
+            chunk = self._step(min(4 * CHUNK, target - got))
+            if got + len(chunk) > target:  # zstd makes what it makes
+                keep.append(chunk[target - got :])
+            got += len(chunk)
+        while not self._done:
+            chunk = self._step(FINE_STEP, FINE_STEP)
+            if chunk:
+                keep.append(chunk)
+
+    def tell(self) -> int:
+        return self.out
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 class _Buf:
     """A forward-only buffered reader over a stream, tracking the absolute offset."""
 
-    __slots__ = ("f", "buf", "pos", "base", "eof")
+    __slots__ = ("f", "buf", "pos", "base", "eof", "error")
 
     def __init__(self, f: BinaryIO, initial: bytes = b""):
         self.f = f
@@ -138,6 +350,7 @@ class _Buf:
         self.pos = 0
         self.base = 0  # absolute offset of buf[0]
         self.eof = False
+        self.error: str | None = None  # why the file ended early (a broken compressed stream, an I/O error)
 
     def need(self, n: int) -> bool:
         """Make sure n bytes are available at pos; False at end of file."""
@@ -155,12 +368,12 @@ class _Buf:
                 # at most 4 chunks per read: a damaged length field claiming 64 MiB must not make
                 # read() allocate 64 MiB before the end of a small file is found
                 chunk = self.f.read(min(max(CHUNK, n - have), 4 * CHUNK))
-            except _READ_ERRORS as e:  # truncated compressed stream
-                self.eof = True
-                self.error = str(e) or e.__class__.__name__
-                break
+            except OSError as e:  # an I/O error on a plain file (Inflate never raises)
+                chunk = b""
+                self.error = f"cannot read the file: {e.strerror or e}"
             if not chunk:
                 self.eof = True
+                self.error = self.error or getattr(self.f, "error", None)
                 break
             parts.append(chunk)
             have += len(chunk)
@@ -172,34 +385,95 @@ def read_capture(path: str, info: CaptureInfo | None = None) -> Iterator[Record]
     """Yield every packet of the capture at ``path`` in file order.
 
     Raises CaptureError at once if the file is not a pcap/pcapng capture.  A truncated
-    file ends the iteration early with ``info.truncated`` set and a warning.
+    file (or a compressed one whose stream is cut short or damaged) ends the iteration
+    early with ``info.truncated`` set and one warning saying where.
     """
     if info is None:
         info = CaptureInfo()
     f, comp = open_decompressed(path)
     info.compression = comp
     try:
-        head = f.read(4)
-    except _READ_ERRORS as e:
-        raise CaptureError(f"{path}: cannot read ({comp or 'plain'}): {e}") from None
-    if head in PCAP_MAGICS:
-        info.format = "pcap"
-        yield from _read_pcap(f, head, info, path)
-    elif head == PCAPNG_SHB:
-        info.format = "pcapng"
-        yield from _read_pcapng(f, head, info, path)
-    else:
+        try:
+            head = f.read(4)
+        except OSError as e:
+            raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
+        err = getattr(f, "error", None)
+        if len(head) < 4 and err:
+            raise CaptureError(f"{path}: cannot read ({comp}): {err}, before the capture's first 4 bytes")
+        if head in PCAP_MAGICS:
+            info.format = "pcap"
+            yield from _read_pcap(f, head, info, path)
+        elif head == PCAPNG_SHB:
+            info.format = "pcapng"
+            yield from _read_pcapng(f, head, info, path)
+        else:
+            what = f"{comp}-compressed data" if comp else "data"
+            raise CaptureError(
+                f"{path}: not a capture file: expected pcap or pcapng (optionally gzip, xz, bzip2 or zstd compressed), found {what} starting {head.hex() or 'empty'}"
+            )
+    finally:
         f.close()
-        what = f"{comp}-compressed data" if comp else "data"
-        raise CaptureError(
-            f"{path}: not a capture file: expected pcap or pcapng (optionally gzip, xz, bzip2 or zstd compressed), found {what} starting {head.hex() or 'empty'}"
-        )
-    f.close()
+        _summarise(info, path, f)
 
 
-def _truncated(info: CaptureInfo, path: str, number: int, offset: int, what: str) -> None:
+def _summarise(info: CaptureInfo, path: str, f) -> None:
+    """The warnings a reader counts rather than repeats: once per capture (or interface)."""
+    err = getattr(f, "error", None)
+    if err:
+        info.truncated = True
+        info.stream_error = err
+        info.stream_error_offset = f.error_offset
+        number, offset, what = info._cut or (None, f.error_out, "")
+        where = ""
+        if number is not None:
+            where = f"; the capture ends inside packet {number} (decompressed offset {offset}: {what}), {number - 1} complete packets read"
+        info.warnings.append(f"{path}: {err}, after {f.error_out} decompressed bytes{where}")
+    elif getattr(f, "trailing", None):
+        info.warnings.append(f"{path}: {f.trailing}")
+    info._cut = None
+    if info._unknown_iface:
+        n, first, iid = info._unknown_iface
+        info.warnings.append(f"{n} packets name an interface no Interface Description Block declared (the first: "
+                             f"packet {first}, unknown interface {iid}); their link type is unknown")
+        info._unknown_iface = None
+    for iid, (n, first, itf) in sorted(info._clamped.items(), key=lambda kv: kv[0]):
+        info.clamped_timestamps[iid] = info.clamped_timestamps.get(iid, 0) + n
+        info.warnings.append(f"interface {iid}: {n} packet timestamps (the first: packet {first}) are outside the years "
+                             f"1-9999 (if_tsresol {itf.tsresol:g} s, if_tsoffset {itf.tsoffset} s); clamped to the nearest representable time")
+    info._clamped = {}
+
+
+def _truncated(info: CaptureInfo, path: str, number: int, offset: int, what: str, b: _Buf) -> None:
     info.truncated = True
-    info.warnings.append(f"{path}: capture truncated in packet {number} at file offset {offset}: {what}; {number - 1} complete packets read")
+    if getattr(b.f, "error", None):  # a broken compressed stream: one warning for both, from _summarise
+        info._cut = (number, offset, what)
+        return
+    why = f" ({b.error})" if b.error else ""
+    info.warnings.append(f"{path}: capture truncated in packet {number} at file offset {offset}: {what}{why}; {number - 1} complete packets read")
+
+
+def _ended(info: CaptureInfo, path: str, b: _Buf, number: int) -> None:
+    """The file ended at a record boundary; a broken stream or an I/O error still says so."""
+    if getattr(b.f, "error", None):
+        info._cut = (number + 1, b.base + b.pos, "nothing of it read")
+    elif b.error:
+        info.truncated = True
+        info.warnings.append(f"{path}: {b.error} at file offset {b.base + b.pos}; {number} complete packets read")
+
+
+# Timestamps a datetime can show (years 1-9999, a day's margin for time zones): pcapng's
+# 64-bit timestamps with any if_tsresol and if_tsoffset can go far beyond them
+TS_MIN = -62135596800.0 + 86400
+TS_MAX = 253402300799.0 - 86400
+
+
+def _clamp_ts(info: CaptureInfo, ts: float, iid: int, itf: Interface, number: int) -> float:
+    c = info._clamped.get(iid)
+    if c is None:
+        info._clamped[iid] = [1, number, itf]
+    else:
+        c[0] += 1
+    return TS_MIN if ts < TS_MIN else TS_MAX
 
 
 def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[Record]:
@@ -230,7 +504,9 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
         b.pos = pos
         if not b.need(16):
             if len(b.buf) - b.pos:
-                _truncated(info, path, number + 1, b.base + b.pos, "record header incomplete")
+                _truncated(info, path, number + 1, b.base + b.pos, "record header incomplete", b)
+            else:
+                _ended(info, path, b, number)
             return
         sec, frac, caplen, origlen = unpack(b.buf, b.pos)
         number += 1
@@ -240,7 +516,7 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
             return
         start = b.pos + 16
         if not b.need(16 + caplen):
-            _truncated(info, path, number, b.base + b.pos, f"{caplen} bytes of data expected")
+            _truncated(info, path, number, b.base + b.pos, f"{caplen} bytes of data expected", b)
             return
         start = b.pos + 16
         data = b.buf[start : start + caplen]
@@ -265,6 +541,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
     number = 0
     epb = {"<": struct.Struct("<7I").unpack_from, ">": struct.Struct(">7I").unpack_from}
     new = _tuple_new
+    ts_lo, ts_hi = TS_MIN, TS_MAX
     while True:
         # Enhanced Packet Blocks wholly in the buffer, without a need() call each (the
         # common case); anything else, or anything odd, takes the general path below
@@ -277,17 +554,21 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 btype_i, blen, iid, tshi, tslo, caplen, origlen = unpack(buf, pos)
                 if btype_i != 6 or blen < 32 or blen & 3 or blen > 0x4000000 or pos + blen > n or iid >= nif:
                     break
-                number += 1
                 itf = ifaces[iid]
+                ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
+                if not ts_lo <= ts <= ts_hi:
+                    break  # the general path clamps it and counts it
+                number += 1
                 if caplen > blen - 32:
                     caplen = blen - 32
-                yield new(Record, (((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset, caplen, origlen, itf.linktype,
-                                   base + pos + 28, buf[pos + 28 : pos + 28 + caplen], iid))
+                yield new(Record, (ts, caplen, origlen, itf.linktype, base + pos + 28, buf[pos + 28 : pos + 28 + caplen], iid))
                 pos += blen
             b.pos = pos
         if not b.need(12):
             if len(b.buf) - b.pos:
-                _truncated(info, path, number + 1, b.base + b.pos, "block header incomplete")
+                _truncated(info, path, number + 1, b.base + b.pos, "block header incomplete", b)
+            else:
+                _ended(info, path, b, number)
             return
         p = b.pos
         btype = b.buf[p : p + 4]
@@ -308,7 +589,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             info.warnings.append(f"{path}: corrupt pcapng block (type {btype_i:#x}, length {blen}) at file offset {b.base + p} after packet {number}; stopped reading")
             return
         if not b.need(blen):
-            _truncated(info, path, number + 1, b.base + p, f"block of {blen} bytes incomplete")
+            _truncated(info, path, number + 1, b.base + p, f"block of {blen} bytes incomplete", b)
             return
         p = b.pos
         buf = b.buf
@@ -318,12 +599,16 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             if iid < len(ifaces):
                 itf = ifaces[iid]
             else:
-                info.warnings.append(f"packet {number}: unknown interface {iid}")
+                if info._unknown_iface is None:
+                    info._unknown_iface = [0, number, iid]
+                info._unknown_iface[0] += 1
                 itf = Interface(-1)
-                iid = UNKNOWN_INTERFACE  # the index keeps 16 bits per packet
+                iid = UNKNOWN_INTERFACE
             caplen = max(0, min(caplen, blen - 32))  # a block shorter than its header: no data
             start = p + 28
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
+            if not TS_MIN <= ts <= TS_MAX:
+                ts = _clamp_ts(info, ts, iid, itf, number)
             yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid))
         elif btype_i == 3:  # Simple Packet Block: interface 0, no timestamp
             (origlen,) = struct.unpack_from(endian + "I", buf, p + 8)
@@ -339,6 +624,8 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             caplen = max(0, min(caplen, blen - 32))
             start = p + 28
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
+            if not TS_MIN <= ts <= TS_MAX:
+                ts = _clamp_ts(info, ts, iid, itf, number)
             yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid))
         elif btype_i == 1:  # Interface Description Block
             linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, p + 8)
@@ -367,55 +654,104 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
         b.pos = p + blen
 
 
+SPOOL_LIMIT = 4 << 30  # default temporary-disk budget for one compressed capture's random access
+SPOOL_ENV = "WIREFALL_SPOOL_LIMIT"  # overrides it: bytes, or a number with K, M or G
+
+
+def default_spool_limit() -> int:
+    """The temporary-disk budget for a compressed capture: ``$WIREFALL_SPOOL_LIMIT`` or 4 GiB."""
+    v = os.environ.get(SPOOL_ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    if not v:
+        return SPOOL_LIMIT
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(v[-1], 1)
+    try:
+        n = float(v[:-1] if mult > 1 else v) * mult
+    except ValueError:
+        return SPOOL_LIMIT
+    return int(n) if n >= 0 else SPOOL_LIMIT
+
+
+class SpoolLimitError(CaptureError, OSError):
+    """A compressed capture's packet lies beyond what may be decompressed to temporary disk."""
+
+
 class PacketSource:
     """Random access to packet bytes by (offset, caplen), for lazy detail.
 
-    Plain files are read with ``os.pread``.  A compressed capture is decompressed once,
-    on the first request, into a private temporary file that is removed on ``close``.
+    Plain files are read with ``os.pread``.  A compressed capture is decompressed into a
+    private temporary file (unlinked at once: nothing is left behind), and only as far as
+    the furthest packet asked for: a packet's offset comes from the analysis pass, so the
+    file never holds more than the pass read (plus one 1 MiB chunk), however much more the
+    compressed file would inflate to.  The file may not grow beyond ``spool_limit`` bytes
+    (``$WIREFALL_SPOOL_LIMIT``, default 4 GiB): a packet beyond it raises ``SpoolLimitError``
+    (a ``CaptureError``, also an ``OSError``) saying so.  Safe to share between threads.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, spool_limit: int | None = None):
         self.path = path
+        self.spool_limit = default_spool_limit() if spool_limit is None else spool_limit
         self._fd: int | None = None
-        self._tmp: str | None = None
+        self._src: Inflate | None = None  # the decompressor, while the spool is not complete
+        self.compressed = False
+        self.spooled = 0  # bytes in the temporary file
+        import threading
+
+        self._lock = threading.Lock()
 
     def _open(self) -> int:
-        if self._fd is None:
-            f, comp = open_decompressed(self.path)
-            if comp:
-                import tempfile
+        with self._lock:
+            if self._fd is None:
+                f, comp = open_decompressed(self.path)
+                if comp:
+                    import tempfile
 
-                fd, tmp = tempfile.mkstemp(prefix="wirefall-", suffix=".cap")
-                with os.fdopen(fd, "wb") as out:
-                    while True:
-                        try:
-                            chunk = f.read(CHUNK)
-                        except _READ_ERRORS:
-                            break
-                        if not chunk:
-                            break
-                        out.write(chunk)
-                f.close()
-                self._tmp = tmp
-                self._fd = os.open(tmp, os.O_RDONLY)
-            else:
-                f.close()
-                self._fd = os.open(self.path, os.O_RDONLY)
-        return self._fd
+                    fd, tmp = tempfile.mkstemp(prefix="wirefall-", suffix=".cap")
+                    os.unlink(tmp)  # the open descriptor keeps it until close
+                    self._src = f  # type: ignore[assignment]
+                    self.compressed = True
+                    self._fd = fd
+                else:
+                    f.close()
+                    self._fd = os.open(self.path, os.O_RDONLY)
+            return self._fd
+
+    def _spool_to(self, end: int) -> None:
+        with self._lock:
+            if end > self.spool_limit and self.spooled < end and self._src is not None:
+                raise SpoolLimitError(
+                    f"{self.path}: packet bytes up to decompressed offset {end} would take more than the "
+                    f"{self.spool_limit} bytes of temporary disk a compressed capture may use for random access "
+                    f"({SPOOL_ENV}); decompress the file first, or raise {SPOOL_ENV}")
+            while self.spooled < end and self._src is not None:
+                chunk = self._src.read(min(CHUNK, self.spool_limit - self.spooled))
+                if not chunk:  # the end of the stream (or its damage: the pass stopped there too)
+                    self._src.close()
+                    self._src = None
+                    break
+                fd, pos = self._fd, self.spooled
+                view = memoryview(chunk)
+                while view:
+                    n = os.pwrite(fd, view, pos)  # type: ignore[arg-type]
+                    view, pos = view[n:], pos + n
+                self.spooled = pos
 
     def read(self, offset: int, length: int) -> bytes:
-        return os.pread(self._open(), length, offset)
+        fd = self._open()
+        if self.compressed and offset + length > self.spooled:
+            self._spool_to(offset + length)
+        return os.pread(fd, length, offset)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if self._tmp:
-            try:
-                os.unlink(self._tmp)
-            except OSError:
-                pass
-            self._tmp = None
+        with self._lock:
+            if self._src is not None:
+                self._src.close()
+                self._src = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def __del__(self):
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

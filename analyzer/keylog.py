@@ -3,11 +3,19 @@
 Sources: ``--keylog FILE`` (repeatable), the ``SSLKEYLOGFILE`` environment variable as the
 default, and pcapng Decryption Secrets Blocks.  Secrets are never printed: ``repr`` and
 every message name only labels, counts and line numbers.
+
+Key logs are hostile input too, and read within two budgets shared by every source of one
+``KeyLog`` (``analyze(limits=...)`` keys, docs/ROBUSTNESS.md): ``keylog_bytes`` of text
+(after gzip decompression) and ``keylog_lines`` lines.  Files (and texts) are read in 256 KiB steps, a
+gzip key log is inflated step by step (never whole), and lines that are not understood are
+counted, one warning per source ("N lines not understood, the first at line L"), never one
+per line.  So memory is the secrets kept (at most one per line read) plus one step.
 """
 from __future__ import annotations
 
-import gzip
 import os
+
+from dissectors.budget import Budget
 
 LABELS = {
     "CLIENT_RANDOM",
@@ -20,18 +28,52 @@ LABELS = {
     "EARLY_EXPORTER_SECRET",
 }
 
+KEYLOG_BYTES = 64 << 20  # key-log text read, all sources of one KeyLog together (limits["keylog_bytes"])
+KEYLOG_LINES = 1_000_000  # key-log lines read, likewise (limits["keylog_lines"])
+MAX_LINE = 4096  # a longer line cannot be a key log line (the longest is ~300 bytes): skipped unread
+STEP = 256 << 10  # bytes read at a time (a step of 2-byte lines is 128 Ki line objects)
+
+# why a line was skipped -> how the warning words it
+REASONS = {
+    "malformed": "malformed: not LABEL CLIENT_RANDOM SECRET",
+    "hex": "with a value that is not hex",
+    "length": "with a value of the wrong length",
+    "long": f"longer than {MAX_LINE} bytes",
+}
+
 
 class KeyLog:
-    def __init__(self):
+    def __init__(self, limits: dict | None = None):
+        limits = limits or {}
         self._secrets: dict[tuple[str, bytes], bytes] = {}
-        self.warnings: list[str] = []
+        self._messages: list[str] = []  # one-off problems (unreadable file, broken gzip)
+        self._bad: dict[str, list] = {}  # source -> [lines skipped, first line, {reason: lines}]
+        self._cut: dict[str, str] = {}  # source -> why its end was not read (a budget)
         self.sources: list[str] = []
+        self.bytes = Budget("keylog_bytes", int(limits.get("keylog_bytes", KEYLOG_BYTES)))
+        self.lines = Budget("keylog_lines", int(limits.get("keylog_lines", KEYLOG_LINES)))
 
     def __repr__(self) -> str:
         return f"<KeyLog {len(self._secrets)} secrets from {len(self.sources)} sources>"
 
     def __len__(self) -> int:
         return len(self._secrets)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems met, at most a few per source, in the order the sources were read."""
+        out = list(self._messages)
+        for source, (n, first, why) in self._bad.items():
+            detail = ", ".join(f"{k} {REASONS[r]}" for r, k in why.items())
+            out.append(f"{source}: {n} lines not understood, the first at line {first} ({detail}); skipped")
+        for source, why in self._cut.items():
+            out.append(f"{source}: {why}")
+        return out
+
+    @property
+    def budgets_hit(self) -> list[str]:
+        """Names of the key-log budgets that ran out (typed form of the budget warnings)."""
+        return [b.name for b in (self.bytes, self.lines) if b.hit]
 
     def get(self, label: str, client_random: bytes) -> bytes | None:
         return self._secrets.get((label, bytes(client_random)))
@@ -48,50 +90,142 @@ class KeyLog:
         cr = bytes(client_random)
         return any(k[1] == cr for k in self._secrets)
 
+    def _skip(self, source: str, lineno: int, reason: str) -> None:
+        b = self._bad.get(source)
+        if b is None:
+            b = self._bad[source] = [0, lineno, {}]
+        b[0] += 1
+        b[2][reason] = b[2].get(reason, 0) + 1
+
+    def _over(self, source: str, lineno: int) -> None:
+        b = self.lines if self.lines.hit else self.bytes
+        self._cut.setdefault(source, f"key log budget {b.name} ({b.cap} {'lines' if b is self.lines else 'bytes'} for all key logs "
+                                     f"together) ran out: the rest, from line {lineno}, was not read (raise it with the "
+                                     f"limit {b.name}=N)")
+
+    def _line(self, line: str, lineno: int, source: str) -> bool:
+        """One line; True if it added a secret."""
+        line = line.strip()
+        if not line or line.startswith("#"):
+            return False
+        parts = line.split()
+        if len(parts) != 3:
+            self._skip(source, lineno, "malformed")
+            return False
+        label, cr, secret = parts
+        if label not in LABELS:
+            return False  # unknown labels are ignored
+        try:
+            crb, sb = bytes.fromhex(cr), bytes.fromhex(secret)
+        except ValueError:
+            self._skip(source, lineno, "hex")
+            return False
+        if len(crb) != 32 or len(sb) not in (32, 48, 64):
+            self._skip(source, lineno, "length")
+            return False
+        self._secrets[(label, crb)] = sb
+        return True
+
     def add_text(self, text: str, source: str = "key log") -> int:
-        added = 0
-        for lineno, line in enumerate(text.splitlines(), 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            parts = line.split()
-            if len(parts) != 3:
-                self.warnings.append(f"{source}: line {lineno}: malformed (expected LABEL CLIENT_RANDOM SECRET), skipped")
-                continue
-            label, cr, secret = parts
-            if label not in LABELS:
-                continue  # unknown labels are ignored
-            try:
-                crb, sb = bytes.fromhex(cr), bytes.fromhex(secret)
-            except ValueError:
-                self.warnings.append(f"{source}: line {lineno}: {label} has a value that is not hex, skipped")
-                continue
-            if len(crb) != 32 or len(sb) not in (32, 48, 64):
-                self.warnings.append(f"{source}: line {lineno}: {label} has a value of the wrong length, skipped")
-                continue
-            self._secrets[(label, crb)] = sb
-            added += 1
+        added = self._read_lines(_Text(text), source)
         self.sources.append(source)
         return added
 
     def add_file(self, path: str) -> int:
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
+            raw = open(path, "rb")  # noqa: SIM115 - closed below, after Inflate may have wrapped it
         except OSError as e:
-            self.warnings.append(f"{path}: cannot read key log: {e.strerror or e}")
+            self._messages.append(f"{path}: cannot read key log: {e.strerror or e}")
             return 0
-        if raw[:2] == b"\x1f\x8b":
-            try:
-                raw = gzip.decompress(raw)
-            except (OSError, EOFError):
-                self.warnings.append(f"{path}: key log is a broken gzip file")
-                return 0
-        return self.add_text(raw.decode("utf-8", "replace"), path)
+        f = raw
+        try:
+            if raw.read(2) == b"\x1f\x8b":
+                from .capture import Inflate
+
+                f = Inflate(raw, "gzip")  # step by step: an 11 MB gzip key log may inflate to 11 GB
+            raw.seek(0)
+            added = self._read_lines(f, path)
+        except OSError as e:
+            self._messages.append(f"{path}: cannot read key log: {e.strerror or e}")
+            added = 0
+        finally:
+            raw.close()
+        if getattr(f, "error", None):
+            self._messages.append(f"{path}: key log is a broken gzip file ({f.error}); the lines before the damage were read")
+        self.sources.append(path)
+        return added
+
+    def _read_lines(self, f, source: str) -> int:
+        """Lines of a file, in STEP reads: bytes charged as read, lines as ended."""
+        added = 0
+        lineno = 0
+        rest = b""  # a line not yet ended
+        skipping = False  # inside a line longer than MAX_LINE: dropped up to its newline
+        line_ok = self._line
+        while True:
+            room = self.bytes.room()
+            chunk = f.read(min(STEP, room)) if room else b""
+            if not chunk:
+                if not room and f.read(1):
+                    self.bytes.take(1)  # marks it hit
+                    self._over(source, lineno + 1)
+                    return added
+                break
+            self.bytes.charge(len(chunk))  # a text step may encode to more bytes than it has characters
+            lines = chunk.split(b"\n")
+            tail = lines.pop()  # not ended yet (b"" if the chunk ended with a newline)
+            if lines:
+                lines[0] = rest + lines[0]
+                if skipping:
+                    lines[0] = b"\0" * (MAX_LINE + 1)  # the end of an over-long line
+                rest, skipping = b"", False
+                allowed = self.lines.room()
+                if len(lines) > allowed:
+                    del lines[allowed:]
+                    self.lines.take(allowed + 1)  # marks it hit
+                else:
+                    self.lines.take(len(lines))
+                for line in lines:
+                    lineno += 1
+                    if not line:
+                        continue
+                    if len(line) > MAX_LINE:
+                        self._skip(source, lineno, "long")
+                    elif line_ok(line.decode("utf-8", "replace"), lineno, source):
+                        added += 1
+                if self.lines.hit:
+                    self._over(source, lineno + 1)
+                    return added
+            if not skipping:
+                rest += tail
+                if len(rest) > MAX_LINE:
+                    skipping, rest = True, b""
+        if rest or skipping:  # the last line, without a newline
+            lineno += 1
+            if not self.lines.take(1):
+                self._over(source, lineno)
+            elif skipping:
+                self._skip(source, lineno, "long")
+            elif line_ok(rest.decode("utf-8", "replace"), lineno, source):
+                added += 1
+        return added
 
 
-def load_keylog(paths: list[str] | None, use_env: bool = True) -> KeyLog:
-    kl = KeyLog()
+class _Text:
+    """``read(n)`` over a str, encoded a step at a time (no second copy of an upload's text)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+
+    def read(self, n: int) -> bytes:
+        piece = self.text[self.pos : self.pos + n]
+        self.pos += len(piece)
+        return piece.encode("utf-8", "replace")
+
+
+def load_keylog(paths: list[str] | None, use_env: bool = True, limits: dict | None = None) -> KeyLog:
+    kl = KeyLog(limits)
     for p in paths or []:
         kl.add_file(p)
     if not paths and use_env:

@@ -250,7 +250,7 @@ class PacketIndex:
         self.linktype = array("i")
         self.conn = array("i")  # connection id or -1
         self.proto = array("B")  # index into PROTO_NAMES, refined by dissectors
-        self.interface = array("H")
+        self.interface = array("I")  # pcapng interface ids are 32 bits (a capture may declare more than 65 535)
 
     def __len__(self) -> int:
         return len(self.ts)

@@ -56,7 +56,7 @@ def _analyze(
     can show packets while the pass goes on (the index only grows; connections, frames and
     exchanges are appended)."""
     if keylog is None:
-        keylog = load_keylog(keylogs)
+        keylog = load_keylog(keylogs, limits=limits)
     index = PacketIndex()
     an = Analysis(path=path, index=index, keylog=keylog)
     info = CaptureInfo()
