@@ -1,0 +1,128 @@
+"""``tls``: TLS records (TCP) and handshake messages (TCP, and QUIC's CRYPTO frames).
+
+Record fields come from wirefall's ``tls`` frames (one per record, on the packet that
+completes it, with the inner content type once decrypted); hello fields (version, cipher
+suites, server name, ALPN) are read again from the ClientHello/ServerHello bytes on demand
+(only for packets that carry a hello), or taken from the connection's TLS facts for QUIC.
+"""
+from __future__ import annotations
+
+from dissectors.tls import CONTENT_TYPES, HANDSHAKE_TYPES
+
+from ._util import frame_field as F, frames_present, label
+from .types import STRING, UINT, Protocol
+
+CONTENT_CODES = {v: k for k, v in CONTENT_TYPES.items()}
+HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
+VERSION_CODES = {"SSL 2.0": 0x0002, "SSL 3.0": 0x0300, "TLS 1.0": 0x0301, "TLS 1.1": 0x0302, "TLS 1.2": 0x0303, "TLS 1.3": 0x0304}
+
+
+def _is_tls(fr) -> bool:
+    return fr.protocol == "tls"
+
+
+def _is_record(fr) -> bool:
+    return fr.protocol == "tls" and not (fr.fields and "quic_epoch" in fr.fields)
+
+
+def _msg_codes(fr) -> list[int]:
+    out = []
+    for m in (fr.fields or {}).get("messages") or ():
+        c = HS_CODES.get(str(m).upper().replace("_", ""))
+        if c is None and str(m).isdigit():
+            c = int(m)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def _has_hs(fr) -> bool:
+    return fr.protocol == "tls" and bool(_msg_codes(fr))
+
+
+def _hellos(fr, ctx) -> list[tuple[int, dict]]:
+    """(type, parsed hello) for each ClientHello/ServerHello in the record ``fr``."""
+    codes = [c for c in _msg_codes(fr) if c in (1, 2)]
+    if not codes:
+        return []
+    key = ("tls_hello", id(fr))
+    if ctx is not None and key in ctx.cache:
+        return ctx.cache[key]
+    out: list[tuple[int, dict]] = []
+    if ctx is not None and _is_record(fr) and fr.offset >= 0 and fr.type != "SSLV2_CLIENT_HELLO":
+        from analyzer.detail import _stream_bytes
+        from dissectors.tls import parse_client_hello, parse_handshake_messages, parse_server_hello
+
+        raw = _stream_bytes(ctx.an, ctx.source, fr.connection, fr.direction, fr.offset, fr.offset + 5 + fr.length,
+                            fr.first_packet or fr.packet, fr.packet)
+        if isinstance(raw, bytes) and len(raw) > 5 and raw[0] == 22:
+            msgs, _ = parse_handshake_messages(raw[5:])
+            for t, body in msgs:
+                if t == 1:
+                    out.append((1, parse_client_hello(body)))
+                elif t == 2:
+                    out.append((2, parse_server_hello(body)))
+    if not out:  # QUIC, or a hello whose record wirefall cannot read again: the connection's facts
+        c = ctx.an.connections[fr.connection] if ctx is not None and 0 <= fr.connection < len(ctx.an.connections) else None
+        tls = c.tls if c is not None else None
+        quic = c.quic if c is not None else None
+        for t in codes:
+            if t == 1:
+                out.append((1, {"legacy_version": 0x0303, "sni": (tls and tls.sni) or (quic and quic.sni),
+                                "alpn": list(tls.alpn_offered) if tls else [], "cipher_suites": [], "partial": True}))
+            else:
+                out.append((2, {"legacy_version": 0x0303, "cipher_suite": tls.cipher_suite_id if tls else None,
+                                "alpn": tls.alpn if tls else None}))
+    if ctx is not None:
+        ctx.cache[key] = out
+    return out
+
+
+def _hs_version(fr, ctx):
+    return [h["legacy_version"] for _, h in _hellos(fr, ctx) if h.get("legacy_version") is not None]
+
+
+def _ciphersuite(fr, ctx):
+    out = []
+    for t, h in _hellos(fr, ctx):
+        if t == 1:
+            out.extend(h.get("cipher_suites") or ())
+        elif h.get("cipher_suite") is not None:
+            out.append(h["cipher_suite"])
+    return out
+
+
+def _sni(fr, ctx):
+    return [h["sni"] for t, h in _hellos(fr, ctx) if t == 1 and h.get("sni")]
+
+
+def _alpn(fr, ctx):
+    out = []
+    for t, h in _hellos(fr, ctx):
+        a = h.get("alpn")
+        out.extend(a if isinstance(a, list) else [a] if a else [])
+    return out
+
+
+def _version(fr, ctx):
+    v = (fr.fields or {}).get("version")
+    c = VERSION_CODES.get(str(v)) if v is not None else None
+    return [c] if c is not None else []
+
+
+PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshake messages in QUIC too)", frames_present("tls", _is_tls, "a TLS record or handshake message"), [
+    label("tls.record", _is_record, lambda fr, ctx: True, "a TLS record (over TCP)"),
+    F("tls.record.content_type", UINT, _is_record, lambda fr, ctx: [c] if (c := CONTENT_CODES.get(fr.type)) is not None else [],
+      "record content type (20 CCS, 21 alert, 22 handshake, 23 application data); the inner type once decrypted",
+      names=CONTENT_CODES),
+    F("tls.record.version", UINT, _is_record, _version, "record-layer version (0x0301 TLS 1.0 … 0x0303)"),
+    F("tls.record.length", UINT, _is_record, lambda fr, ctx: [fr.length], "record length"),
+    label("tls.handshake", _has_hs, lambda fr, ctx: True, "a handshake message"),
+    F("tls.handshake.type", UINT, _has_hs, lambda fr, ctx: _msg_codes(fr), "handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, 20 Finished…)",
+      names={v: k for k, v in HANDSHAKE_TYPES.items()}),
+    F("tls.handshake.version", UINT, _has_hs, _hs_version, "hello's legacy version (0x0303)"),
+    F("tls.handshake.ciphersuite", UINT, _has_hs, _ciphersuite, "cipher suites offered (ClientHello) or chosen (ServerHello)",
+      note="in QUIC, only the chosen suite (on the ServerHello) is known"),
+    F("tls.handshake.extensions_server_name", STRING, _has_hs, _sni, "server name (SNI) in the ClientHello"),
+    F("tls.handshake.extensions_alpn_str", STRING, _has_hs, _alpn, "ALPN protocols offered or selected"),
+])
