@@ -26,7 +26,9 @@ def _type(fr, ctx):
     return [c] if c is not None else []
 
 
-PROTOCOL = Protocol("http3", "HTTP/3", frames_present("http3", _is_h3, "an HTTP/3 frame"), [
+PROTOCOL = Protocol("http3", "HTTP/3", frames_present("http3", _is_h3, "an HTTP/3 frame ends here",
+                                                    note="tshark 4.0 shows an HTTP/3 frame where it begins (it does not reassemble frames "
+                                                         "spanning STREAM frames); wirefall where it ends, as for every other protocol"), [
     F("http3.frame_type", UINT, _is_h3, _type, "frame type (0 DATA, 1 HEADERS, 4 SETTINGS, 7 GOAWAY…)", names=TYPE_CODES,
       note="a GREASE frame's type is not kept by wirefall: it has no value here"),
     F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length"),

@@ -215,6 +215,12 @@ class PacketView:
         return self._frames
 
     @property
+    def spanning(self) -> list:
+        """Every analysis frame with a byte in this packet (those completing here too)."""
+        frames = self.ctx.frames
+        return [frames[i] for i in self.ctx.by_packet.get(self.n, ())]
+
+    @property
     def conn_id(self) -> int:
         return self.ctx.idx.conn[self.n - 1]
 

@@ -60,7 +60,7 @@ def parse_headers(payload: bytes, short_dcid_len: int | None) -> list[dict]:
                 p = q + ln
             else:
                 dcid = payload[p + 1 : p + 1 + short_dcid_len] if short_dcid_len else b""
-                out.append({"form": 0, "dcid": dcid})
+                out.append({"form": 0, "dcid": dcid, "coalesced": bool(out)})
                 break
     except IndexError:
         pass
@@ -81,8 +81,32 @@ def _is_quic(pv) -> bool:
     return pv.ctx.idx.proto[pv.n - 1] in _QUIC_CODES or any(fr.protocol == "quic" for fr in pv.frames)
 
 
+def _known_cids(pv) -> set[bytes]:
+    """Connection IDs the connection's endpoints gave (long headers, NEW_CONNECTION_ID)."""
+    c = pv.connection
+    key = ("quic_cids", c.id)
+    got = pv.ctx.cache.get(key)
+    if got is None:
+        got = set(_cid_lens(pv).get("cids", ()))
+        for hexcid in (c.quic.scid, c.quic.dcid):
+            try:
+                got.add(bytes.fromhex(hexcid or ""))
+            except ValueError:
+                pass
+        for fr in pv.ctx.frames:
+            if fr.connection == c.id and fr.type == "NEW_CONNECTION_ID" and fr.protocol == "quic":
+                try:
+                    got.add(bytes.fromhex((fr.fields or {}).get("connection_id") or ""))
+                except ValueError:
+                    pass
+        got.discard(b"")
+        pv.ctx.cache[key] = got
+    return got
+
+
 def _cid_lens(pv) -> dict:
-    """direction -> the CID length the peer chose (its long headers' SCID length)."""
+    """direction -> the CID length the peer chose (its long headers' SCID length); "cids":
+    the CIDs seen in those long headers."""
     from .packet import PacketView
 
     c = pv.connection
@@ -90,6 +114,7 @@ def _cid_lens(pv) -> dict:
     lens = pv.ctx.cache.get(key)
     if lens is None:
         lens = {}
+        cids: set = set()
         idx = pv.ctx.idx
         scanned = 0
         for p in range(c.first_packet, min(c.last_packet, len(idx)) + 1):
@@ -106,7 +131,9 @@ def _cid_lens(pv) -> dict:
             for h in parse_headers(pl, None):
                 if h["form"] == 1 and h["version"]:
                     lens[d] = len(h["scid"])
+                    cids.update((h["scid"], h["dcid"]))
                     break
+        lens["cids"] = cids
         pv.ctx.cache[key] = lens
     return lens
 
@@ -122,11 +149,11 @@ def headers(pv) -> list[dict]:
         pl = _payload(pv)
         if pl is None:
             return []
-        short = None
-        if pl and not pl[0] & 0x80:
-            d = pv.direction
-            short = _cid_lens(pv).get(1 - d) if d is not None else None
+        d = pv.direction
+        short = _cid_lens(pv).get(1 - d) if d is not None else None
         h = parse_headers(pl, short)
+        if h and h[-1]["form"] == 0 and h[-1]["coalesced"] and h[-1]["dcid"] and h[-1]["dcid"] not in _known_cids(pv):
+            h.pop()  # bytes after coalesced packets that name no connection ID of ours: padding (tshark stops there too)
         if len(cache) > 100000:
             cache.clear()
         cache[key] = h

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dissectors.tls import CONTENT_TYPES, HANDSHAKE_TYPES
 
-from ._util import frame_field as F, frames_present, label
-from .types import STRING, UINT, Protocol
+from ._util import frame_field as F, label
+from .types import PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 CONTENT_CODES = {v: k for k, v in CONTENT_TYPES.items()}
 HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
@@ -19,6 +19,15 @@ VERSION_CODES = {"SSL 2.0": 0x0002, "SSL 3.0": 0x0300, "TLS 1.0": 0x0301, "TLS 1
 
 def _is_tls(fr) -> bool:
     return fr.protocol == "tls"
+
+
+def _tls_present(pv) -> list:
+    """tshark shows TLS where a record ends, and also on the segment where a record that
+    spans segments begins (its header starts the TLS dissector there)."""
+    if any(fr.protocol == "tls" for fr in pv.frames):
+        return [True]
+    n = pv.n
+    return [True] if any(fr.first_packet == n and _is_record(fr) for fr in pv.spanning) else []
 
 
 def _is_record(fr) -> bool:
@@ -62,11 +71,19 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
                     out.append((1, parse_client_hello(body)))
                 elif t == 2:
                     out.append((2, parse_server_hello(body)))
-    if not out:  # QUIC, or a hello whose record wirefall cannot read again: the connection's facts
+    if not out and ctx is not None and not _is_record(fr) and 1 in codes and fr.direction == 0:
+        ch = _quic_client_hello(fr, ctx)
+        if ch is not None:
+            out.append((1, ch))
+            codes = [c for c in codes if c != 1]
+    if not out or any(t not in {x for x, _ in out} for t in codes):  # QUIC, or a hello wirefall cannot read again: the connection's facts
         c = ctx.an.connections[fr.connection] if ctx is not None and 0 <= fr.connection < len(ctx.an.connections) else None
         tls = c.tls if c is not None else None
         quic = c.quic if c is not None else None
+        have = {x for x, _ in out}
         for t in codes:
+            if t in have:
+                continue
             if t == 1:
                 out.append((1, {"legacy_version": 0x0303, "sni": (tls and tls.sni) or (quic and quic.sni),
                                 "alpn": list(tls.alpn_offered) if tls else [], "cipher_suites": [], "partial": True}))
@@ -76,6 +93,53 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
     if ctx is not None:
         ctx.cache[key] = out
     return out
+
+
+MAX_CRYPTO_SCAN = 8  # Initial packets read again for one ClientHello
+
+
+def _quic_client_hello(fr, ctx) -> dict | None:
+    """The ClientHello a QUIC connection's Initial CRYPTO frames carry, decrypted again from
+    the packets the message spans (analyzer.detail.decrypted_quic)."""
+    from analyzer.detail import decrypted_quic
+    from dissectors.tls import parse_client_hello
+    from .quic import _varint
+
+    idx = ctx.idx
+    chunks: dict[int, bytes] = {}
+    first, last = min(fr.first_packet or fr.packet, fr.packet), fr.packet
+    seen = 0
+    for p in range(max(first, 1), min(last, len(idx)) + 1):
+        if idx.conn[p - 1] != fr.connection:
+            continue
+        seen += 1
+        if seen > MAX_CRYPTO_SCAN:
+            break
+        for q in decrypted_quic(ctx.an, ctx.source, p):
+            if q.error or q.epoch != 0 or q.direction != 0:
+                continue
+            for j in range(len(q.starts)):
+                a, b = q.frame_span(j)
+                if a < 0 or q.data[a] != 0x06:
+                    continue
+                try:
+                    off, k = _varint(q.data, a + 1)
+                    ln, k = _varint(q.data, k)
+                except IndexError:
+                    continue
+                chunks.setdefault(off, q.data[k : k + ln])
+    buf = b""
+    while len(buf) in chunks:
+        c = chunks[len(buf)]
+        if not c:
+            break
+        buf += c
+    if len(buf) < 4 or buf[0] != 1:
+        return None
+    ln = int.from_bytes(buf[1:4], "big")
+    if len(buf) < 4 + ln:
+        return None
+    return parse_client_hello(buf[4 : 4 + ln])
 
 
 def _hs_version(fr, ctx):
@@ -110,7 +174,9 @@ def _version(fr, ctx):
     return [c] if c is not None else []
 
 
-PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshake messages in QUIC too)", frames_present("tls", _is_tls, "a TLS record or handshake message"), [
+PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshake messages in QUIC too)",
+                    Field("tls", PROTO_OPAQUE, _tls_present, "a TLS record or handshake message ends (or a record spanning segments begins)",
+                          frame=lambda fr: [True] if _is_tls(fr) else []), [
     label("tls.record", _is_record, lambda fr, ctx: True, "a TLS record (over TCP)"),
     F("tls.record.content_type", UINT, _is_record, lambda fr, ctx: [c] if (c := CONTENT_CODES.get(fr.type)) is not None else [],
       "record content type (20 CCS, 21 alert, 22 handshake, 23 application data); the inner type once decrypted",
