@@ -34,7 +34,27 @@ CAPTURES = {
     "aioquic-h3": (S / "quic/aioquic-h3.pcap", S / "quic/aioquic-h3.keys"),
     "tls13": (S / "tls/tls13_aes128gcm.pcap", S / "tls/tls13_aes128gcm.keys"),
     "h1-nginx": (S / "http/http1-nginx.pcap", None),
+    "crafted-dns": (None, None),  # scripts/filters/dns_sample.py: DNS over IPv4/IPv6 and an HTTP/1 exchange
 }
+_CRAFTED: dict[str, Path] = {}
+
+
+def _path(name: str) -> Path:
+    path = CAPTURES[name][0]
+    if path is None:
+        if name not in _CRAFTED:
+            sys.path.insert(0, str(ROOT / "scripts" / "filters"))
+            import dns_sample
+
+            d = Path(tempfile.mkdtemp(prefix="wirefall-filter-"))
+            import atexit
+            import shutil
+
+            atexit.register(shutil.rmtree, d, True)
+            (d / "dns.pcap").write_bytes(dns_sample.build())
+            _CRAFTED[name] = d / "dns.pcap"
+        path = _CRAFTED[name]
+    return path
 
 EXPRESSIONS = [
     # frame
@@ -145,8 +165,25 @@ EXPRESSIONS = [
     "quic.stream.stream_id == 0",
     "http3",
     "http3.frame_type == 1",
-    # dns
+    # dns (and ordinary IPv4/IPv6 fields on the crafted capture)
     "dns",
+    "dns.qry.name == \"www.example.test\"",
+    "dns.qry.name matches \"^MISSING\\\\.\"",
+    "dns.qry.type == 28",
+    "dns.a == 192.0.2.80",
+    "dns.aaaa == 2001:db8::/32",
+    "dns.flags.response == 1",
+    "dns.flags.rcode == 3",
+    "dns.cname contains \"cdn\"",
+    "dns.id == 0x2222",
+    "dns.count.answers > 1",
+    "ipv6.src == 2001:db8::10",
+    "ipv6.nxt == 17 && ipv6.hlim == 64",
+    "eth.src == 02:00:00:00:00:01",
+    "eth.dst == 02-00-00-00-00-02",
+    "ip.src == 192.0.2.10 and udp.dstport == 53",
+    "http.user_agent contains \"wirefall\"",
+    "frame.time_epoch >= 1700000000.05",
 ]
 
 # (capture, expression) -> why wirefall's packets differ from tshark 4.0's.  Kept few; each is
@@ -171,8 +208,8 @@ KNOWN: dict[tuple[str, str], str] = {
 def _analysis(name: str):
     from analyzer.pipeline import analyze
 
-    path, keys = CAPTURES[name]
-    return analyze(str(path), keylogs=[str(keys)] if keys else [])
+    keys = CAPTURES[name][1]
+    return analyze(str(_path(name)), keylogs=[str(keys)] if keys else [])
 
 
 def _tshark_args(an) -> list[str]:
@@ -190,7 +227,7 @@ def _tshark_args(an) -> list[str]:
 @lru_cache(maxsize=None)
 def _tshark(name: str) -> dict[str, list[int] | str]:
     """expression -> packet numbers tshark's -Y selects (or its error text), in one pass."""
-    path, keys = CAPTURES[name]
+    path, keys = _path(name), CAPTURES[name][1]
     with tempfile.TemporaryDirectory() as d:
         flt = Path(d) / "filters.txt"
         out = Path(d) / "out.txt"
@@ -219,7 +256,7 @@ def _wirefall(name: str, expr: str) -> list[int]:
     from analyzer.capture import PacketSource
 
     an = _analysis(name)
-    src = PacketSource(str(CAPTURES[name][0]))
+    src = PacketSource(str(_path(name)))
     try:
         return list(filter_packets(an, src, expr))
     finally:
