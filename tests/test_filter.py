@@ -292,3 +292,170 @@ def test_exceptions_are_few():
 
 def test_enough_expressions_and_captures():
     assert len(EXPRESSIONS) >= 60 and len(CAPTURES) >= 8
+
+
+@needs_tshark
+def test_the_lua_taps_select_what_tshark_y_selects():
+    """The one-pass harness above is itself checked against plain `tshark -Y`."""
+    name = "page-h2"
+    path, keys = _path(name), CAPTURES[name][1]
+    theirs = _tshark(name)
+    for expr in ("http2.streamid == 1", "tcp.flags.syn == 1 && tcp.flags.ack == 0", "tls.handshake.type == 1", "ip.addr != 127.0.0.1",
+                 "frame.number in {1..5, 10, 20..22}"):
+        out = subprocess.run(["tshark", "-n", "-r", str(path), "-o", f"tls.keylog_file:{keys}", *_tshark_args(_analysis(name)),
+                              "-Y", expr, "-T", "fields", "-e", "frame.number"], capture_output=True, text=True, check=True).stdout
+        assert [int(x) for x in out.split()] == theirs[expr], expr
+
+
+@needs_tshark
+def test_registered_fields_exist_in_tshark_with_the_same_type():
+    """Every field of analyzer/fields has tshark's name and a compatible type (tshark -G fields)."""
+    from analyzer import fields
+    from analyzer.fields import types as T
+
+    ft: dict[str, str] = {}
+    for line in subprocess.run(["tshark", "-G", "fields"], capture_output=True, text=True, check=True).stdout.splitlines():
+        cols = line.split("\t")
+        if cols[0] == "F" and len(cols) > 3:
+            ft.setdefault(cols[2], cols[3])
+        elif cols[0] == "P" and len(cols) > 2:
+            ft.setdefault(cols[2], "FT_PROTOCOL")
+    ok = {T.UINT: {"FT_UINT8", "FT_UINT16", "FT_UINT24", "FT_UINT32", "FT_UINT64", "FT_FRAMENUM", "FT_CHAR"},
+          T.INT: {"FT_INT8", "FT_INT16", "FT_INT32", "FT_INT64"}, T.BOOL: {"FT_BOOLEAN"},
+          T.FLOAT: {"FT_RELATIVE_TIME", "FT_DOUBLE", "FT_FLOAT"}, T.ABSTIME: {"FT_ABSOLUTE_TIME"},
+          T.STRING: {"FT_STRING", "FT_STRINGZ", "FT_UINT_STRING", "FT_STRINGZPAD"}, T.BYTES: {"FT_BYTES"}, T.ETHER: {"FT_ETHER"},
+          T.IPV4: {"FT_IPv4"}, T.IPV6: {"FT_IPv6"}, T.PROTO: {"FT_PROTOCOL"}, T.PROTO_OPAQUE: {"FT_PROTOCOL"}, T.NONE: {"FT_NONE"}}
+    bad = [f"{n}: ours {f.type}, tshark {ft.get(n, 'unknown')}" for n, f in fields.FIELDS.items() if ft.get(n) not in ok[f.type]]
+    assert not bad, bad
+    assert len(fields.FIELDS) >= 120
+
+
+def _cli(*args, expect=0):
+    r = subprocess.run([sys.executable, "-m", "ui.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == expect, (r.returncode, r.stderr[-2000:])
+    return r
+
+
+H2 = CAPTURES["page-h2"]
+
+
+def test_unknown_field_is_exit_2_with_the_closest_name():
+    for cmd in ("packets", "frames"):
+        r = _cli(cmd, str(H2[0]), "--keylog", str(H2[1]), "-Y", "tcp.prot == 443", expect=2)
+        assert "unknown field 'tcp.prot'" in r.stderr and "did you mean 'tcp.port'" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+    r = _cli("packets", str(H2[0]), "-Y", "nosuchfield == 3", expect=2)
+    assert "unknown field 'nosuchfield'" in r.stderr and "at column 1" in r.stderr
+    r = _cli("requests", str(H2[0]), "-Y", "tcp.port == 443", expect=2)
+    assert "tcp.port is a packet field" in r.stderr
+    r = _cli("packets", str(H2[0]), "-Y", "tcp.analysis.retransmission", expect=2)
+    assert "not yet supported" in r.stderr
+
+
+def test_errors_name_the_field_and_column():
+    for expr, words in [("http2.headers.status == abc", "'abc' is not a valid integer for http2.headers.status"),
+                        ("ip.addr == example.test", "not an IPv4 address"),
+                        ("ip.addr == fe80::1", "is an IPv6 address"),
+                        ("tcp.port contains 4", "is a number"),
+                        ("http2 == 3", "only be tested for presence"),
+                        ("frame.number in {1, 2", "expected '}'"), ("frame.number in {1..", "not a valid integer"),
+                        ('http2.headers.path matches "(a+)+$"', "exponential"),
+                        ('http2.headers.path matches "("', "bad regular expression"),
+                        ("tcp.port ==", "expected a value"),
+                        ("(tcp.port == 1", "expected ')'"),
+                        ("tcp.port[0:1] == 01", "cannot be sliced") if False else ("http2[0:1] == 01", "cannot be sliced")]:
+        with pytest.raises(FilterError) as ei:
+            compile_filter(expr, "packets")
+        assert words in ei.value.message, (expr, ei.value.message)
+        assert 1 <= ei.value.column <= len(expr) + 1
+    # what the issue reported as a syntax error is a filter
+    compile_filter("ip.addr == 10.20.0.3", "packets")
+    compile_filter("ip.addr == 10.0.0.0/8 || ipv6.addr == fe80::/10", "packets")
+
+
+def test_deep_nesting_is_a_bad_filter_not_a_recursion_error():
+    deep = ["(" * 5000 + "frame" + ")" * 5000, "!" * 5000 + "frame", "not " * 5000 + "frame",
+            "frame.len" + " + 1" * 5000 + " > 0", "-" * 1 + " -" * 5000 + " 1 < frame.len"]
+    for expr in deep:
+        with pytest.raises(FilterError) as ei:
+            compile_filter(expr, "packets")
+        assert "nested too deeply" in ei.value.message
+    r = _cli("packets", str(H2[0]), "-Y", "(" * 5000 + "frame" + ")" * 5000, expect=2)
+    assert "bad filter: nested too deeply" in r.stderr and "Traceback" not in r.stderr
+    # long but flat chains are fine (evaluated without recursion)
+    from analyzer.capture import PacketSource
+
+    an = _analysis("page-h2")
+    src = PacketSource(str(H2[0]))
+    try:
+        flat = " || ".join(f"frame.number == {i}" for i in range(1, 5001))
+        assert list(filter_packets(an, src, flat)) == list(range(1, an.packets + 1))
+        flat = " && ".join("tcp" for _ in range(5000))
+        assert len(filter_packets(an, src, flat)) == an.packets
+    finally:
+        src.close()
+
+
+@needs_tshark
+def test_packets_text_and_json_show_the_same_packets():
+    for expr in ("connection == 0", "http2.streamid == 1", "tcp.port == 443", ""):
+        args = ["packets", str(H2[0]), "--keylog", str(H2[1])] + (["-Y", expr] if expr else [])
+        text = [int(line.split()[0]) for line in _cli(*args).stdout.splitlines() if line.strip()]
+        js = [d["packet"] for d in json.loads(_cli(*args, "--json").stdout)]
+        assert text == js, expr
+        if expr == "connection == 0":
+            an = _analysis("page-h2")
+            assert js == [n for n in range(1, an.packets + 1) if an.index.conn[n - 1] == 0] and js
+        if expr == "http2.streamid == 1":
+            assert js == _tshark("page-h2")[expr]
+
+
+def test_wirefall_names_keep_working():
+    """The short names of frames, requests and connections, in every scope that had them."""
+    from analyzer.capture import PacketSource
+    from analyzer.jsonout import connection_dict
+
+    an = _analysis("page-h2")
+    src = PacketSource(str(H2[0]))
+    try:
+        same = [('stream == 1 && protocol == "h2"', "http2.streamid == 1"), ('type == "HEADERS"', "http2.type == 1"),
+                ("packet > 70", "frame.number > 70"), ("frame == 5", "frame.number == 5"), ("len > 1000", "frame.len > 1000"),
+                ('method == "GET"', 'http2.headers.method == "GET" || (http2.type == 0 && http2.streamid in {1..1000})')]
+        for short, ws in same[:5]:
+            assert list(filter_packets(an, src, short)) == list(filter_packets(an, src, ws)), short
+        assert filter_packets(an, src, 'method == "GET"')
+    finally:
+        src.close()
+    f = compile_filter('stream_id == 1 && type == "HEADERS"', "frames")
+    assert [x.packet for x in an.frames if f(x)] == [x.packet for x in an.frames if x.stream_id == 1 and x.type == "HEADERS"] != []
+    f = compile_filter("http2.streamid == 1 && http2.type == HEADERS", "frames")  # Wireshark's frame fields on frames
+    assert [x.packet for x in an.frames if f(x)] == [x.packet for x in an.frames if x.protocol == "h2" and x.stream_id == 1 and x.type == "HEADERS"]
+    f = compile_filter('status >= 400 || url contains "CSS"', "exchanges")
+    assert {e.id for e in an.exchanges if f(e)} == {e.id for e in an.exchanges if (e.status or 0) >= 400 or ".css" in (e.url or "").lower()} != set()
+    f = compile_filter('header.content-type contains "image"', "exchanges")
+    assert any(f(e) for e in an.exchanges)
+    f = compile_filter('protocol == "h2" && id == 1', "connections")
+    assert [c.id for c in an.connections if f(connection_dict(c))] == [c.id for c in an.connections if c.protocol == "h2" and c.id == 1]
+    f = compile_filter('method in {"GET" "HEAD"}')  # unscoped, on JSON dicts, as the TUI and web app used it
+    assert f({"method": "HEAD"}) and not f({"method": "POST"}) and not f({})
+    with pytest.raises(FilterError):
+        compile_filter("nosuch == 1")
+
+
+def test_packet_filter_reads_only_what_it_needs():
+    """A filter on index fields reads no packet bytes; frame-level ones none either."""
+    from analyzer.fields import packet as P
+
+    class Counting:
+        reads = 0
+
+        def read(self, off, n):
+            Counting.reads += 1
+            raise AssertionError("read")
+
+    an = _analysis("page-h2")
+    for expr in ("frame.number > 10 && frame.len < 100", "http2.streamid == 1", "tls.handshake.type == 2 || connection == 0"):
+        assert filter_packets(an, Counting(), expr) is not None
+    assert Counting.reads == 0
+    assert P.PacketView.__slots__

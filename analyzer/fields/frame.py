@@ -47,7 +47,7 @@ PROTOCOL = Protocol("frame", "every captured packet", P("frame", PROTO, lambda p
     P("frame.number", UINT, lambda pv: [pv.n], "packet number (1-based, file order)"),
     P("frame.time", ABSTIME, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1])], "arrival time; compare with \"2026-11-29 18:17:59\" or \"Nov 29, 2026 18:17:59.1\" (UTC)",
       note="a literal without a zone is read as UTC (tshark reads it in the local zone)"),
-    P("frame.time_epoch", ABSTIME, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1])], "arrival time, seconds since 1970"),
+    P("frame.time_epoch", FLOAT, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1])], "arrival time, seconds since 1970"),
     P("frame.time_relative", FLOAT, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1] - pv.ctx.t0)], "seconds since the first packet"),
     P("frame.time_delta", FLOAT, _delta, "seconds since the previous captured packet"),
     P("frame.len", UINT, lambda pv: [pv.ctx.idx.origlen[pv.n - 1]], "length on the wire"),

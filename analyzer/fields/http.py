@@ -4,7 +4,7 @@ response line's fields are on the packet of the message's last byte."""
 from __future__ import annotations
 
 from ._util import header_values
-from .types import NONE, PROTO_OPAQUE, STRING, UINT, Field, Protocol
+from .types import BOOL, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 
 def _is_h1(fr) -> bool:
@@ -73,8 +73,8 @@ def _hdr_int(name):
 
 
 PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("http", PROTO_OPAQUE, lambda fr: [True], "an HTTP/1.x message ends here"), [
-    _field("http.request", NONE, lambda fr: [True], "a request", only="REQUEST"),
-    _field("http.response", NONE, lambda fr: [True], "a response", only="RESPONSE"),
+    _field("http.request", BOOL, lambda fr: [1], "a request", only="REQUEST"),
+    _field("http.response", BOOL, lambda fr: [1], "a response", only="RESPONSE"),
     _field("http.request.method", STRING, _f("method"), "request method", only="REQUEST"),
     _field("http.request.uri", STRING, _f("target"), "request target as sent", only="REQUEST"),
     _field("http.request.version", STRING, _f("version"), "request version (HTTP/1.1)", only="REQUEST"),
