@@ -19,6 +19,9 @@ _u16 = struct.Struct("!H").unpack_from
 _tcp = struct.Struct("!HHIIBBHHH").unpack_from  # sport dport seq ack off flags win csum urp
 _udp = struct.Struct("!HHHH").unpack_from
 _ip4 = struct.Struct("!BBHHHBBH4s4s").unpack_from  # vihl tos total id frag ttl proto csum src dst
+# the common case in one unpack: Ethernet, IPv4 without options, then TCP (fixed header) or UDP
+_E4TCP = struct.Struct("!6s6sHBBHHHBBHIIHHIIBBHHH").unpack_from
+_E4UDP = struct.Struct("!6s6sHBBHHHBBHIIHHHH").unpack_from
 
 IPV6_EXT = (0, 43, 60, 51, 135, 139, 140, 44)
 
@@ -54,6 +57,27 @@ def decode_layers(linktype: int, data: bytes) -> Layers:
     n = len(data)
     etype = None
     off = 0
+    if linktype == 1 and n >= 42 and data[14] == 0x45 and data[12:14] == b"\x08\x00" and not data[20] & 0x3F and not data[21]:
+        # fast path (same result as below): Ethernet, IPv4 with a 20-byte header, not a fragment
+        proto = data[23]
+        if proto == 6 and n >= 54:
+            (dst, src, etype, vihl, tos, total, ident, frag, ttl, proto, csum, s4, d4,
+             sport, dport, seq, ack, doff, flags, win, tcsum, urp) = _E4TCP(data, 0)
+            hl = (doff >> 4) * 4
+            end = 14 + total if 20 <= total and 14 + total <= n else n
+            if hl >= 20 and end >= 34 + 20:
+                L.link, L.eth, L.ip = "eth", (dst, src, etype), (4, 20, tos, total, ident, frag, ttl, proto, csum, s4, d4)
+                L.ip_off, L.ip_end, L.proto, L.l4_end, L.tcp_off = 14, end, 6, end, 34
+                L.tcp = (sport, dport, seq, ack, hl, flags | ((doff & 1) << 8), win, tcsum, urp, max(end - 34 - hl, 0))
+                return L
+        elif proto == 17:
+            dst, src, etype, vihl, tos, total, ident, frag, ttl, proto, csum, s4, d4, sport, dport, ulen, ucsum = _E4UDP(data, 0)
+            end = 14 + total if 20 <= total and 14 + total <= n else n
+            if end >= 42:
+                L.link, L.eth, L.ip = "eth", (dst, src, etype), (4, 20, tos, total, ident, frag, ttl, proto, csum, s4, d4)
+                L.ip_off, L.ip_end, L.proto, L.l4_end, L.udp_off = 14, end, 17, end, 34
+                L.udp = (sport, dport, ulen, ucsum)
+                return L
     if linktype == 1:
         if n < 14:
             return L
@@ -153,6 +177,9 @@ class PacketContext:
         self.frames = an.frames
         self.by_packet = _frame_index(an)
         self.t0 = self.idx.ts[0] if len(self.idx) else 0.0
+        self.conns = an.connections
+        self._clients: dict[int, tuple] = {}
+        self.tcp_states: dict[int, Any] = {}
         self._streams: dict[int, int] | None = None
         self._ex: dict | None = None
         self.cache: dict[str, Any] = {}  # per-protocol memo (e.g. a connection's QUIC CID length)
@@ -170,6 +197,20 @@ class PacketContext:
             self._streams = s
         return self._streams.get(conn_id)
 
+    def client(self, conn_id: int) -> tuple[int, int] | None:
+        """The client endpoint of a connection as (address int, port), for directions."""
+        c = self._clients.get(conn_id)
+        if c is None:
+            import ipaddress
+
+            conn = self.conns[conn_id]
+            try:
+                c = (int(ipaddress.ip_address(conn.client[0])), conn.client[1])
+            except ValueError:
+                c = (-1, -1)
+            self._clients[conn_id] = c
+        return c
+
     def exchange(self, conn_id: int, stream_id):
         if self._ex is None:
             ex: dict = {}
@@ -180,7 +221,7 @@ class PacketContext:
 
 
 class PacketView:
-    __slots__ = ("ctx", "n", "_data", "_layers", "_frames", "_row", "_dir")
+    __slots__ = ("ctx", "n", "_data", "_layers", "_frames", "_row", "_dir", "_conn")
 
     def __init__(self, ctx: PacketContext, n: int):
         self.ctx = ctx
@@ -190,6 +231,7 @@ class PacketView:
         self._frames = None
         self._row = None
         self._dir = -1
+        self._conn = -1
 
     @property
     def data(self) -> bytes:
@@ -226,8 +268,11 @@ class PacketView:
 
     @property
     def connection(self):
-        c = self.ctx.idx.conn[self.n - 1]
-        return self.ctx.an.connections[c] if 0 <= c < len(self.ctx.an.connections) else None
+        if self._conn == -1:
+            c = self.ctx.idx.conn[self.n - 1]
+            conns = self.ctx.conns
+            self._conn = conns[c] if 0 <= c < len(conns) else None
+        return self._conn
 
     @property
     def row(self) -> tuple:
@@ -243,17 +288,15 @@ class PacketView:
         """0 (client to server) or 1 for a TCP/UDP packet of a connection, else None."""
         if self._dir == -1:
             self._dir = None
-            c = self.connection
+            c = self.ctx.idx.conn[self.n - 1]
             L = self.layers
             t = L.tcp or L.udp
-            if c is not None and t is not None:
-                from analyzer.packet import addr_str
-
-                if L.ip is not None:
-                    src = addr_str(L.ip[9].to_bytes(4, "big"))
-                elif L.ip6 is not None:
-                    src = addr_str(L.ip6[3].to_bytes(16, "big"))
-                else:
-                    return None
-                self._dir = 0 if (src, t[0]) == tuple(c.client) else 1
+            if c >= 0 and t is not None and c < len(self.ctx.conns):
+                ip = L.ip
+                src = ip[9] if ip is not None else L.ip6[3] if L.ip6 is not None else None
+                if src is not None:
+                    a, port = self.ctx.client(c)
+                    if type(src) is bytes:
+                        src = int.from_bytes(src, "big")
+                    self._dir = 0 if (src == a and t[0] == port) else 1
         return self._dir

@@ -32,11 +32,16 @@ def _payload(pv):
 
 def _state(pv):
     c = pv.conn_id
-    if c < 0 or pv.connection is None or pv.connection.transport != "tcp":
-        return None
-    from analyzer.detail import _tcp_state
+    states = pv.ctx.tcp_states
+    if c in states:
+        return states[c]
+    st = None
+    if c >= 0 and pv.connection is not None and pv.connection.transport == "tcp":
+        from analyzer.detail import _tcp_state
 
-    return _tcp_state(pv.ctx.an, pv.ctx.source, c)
+        st = _tcp_state(pv.ctx.an, pv.ctx.source, c)
+    states[c] = st
+    return st
 
 
 def _rel(pv, raw: int, other: bool) -> int:
