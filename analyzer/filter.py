@@ -77,7 +77,7 @@ _TOKEN = re.compile(
     (?P<str>r?"(?:[^"\\]|\\.)*")|
     (?P<char>'(?:[^'\\]|\\.[^']*)')|
     (?P<slice>\[[^\]]*\])|
-    (?P<op>===|!==|==|!=|~=|<=|>=|<|>|~|&&|\|\||&|!|\(|\)|\{|\}|,|\+|\*|/|%|-(?=\s))|
+    (?P<op>===|!==|==|!=|~=|<=|>=|<|>|~|&&|\|\||\^\^|&|!|\(|\)|\{|\}|,|\+|\*|/|%|-(?=\s))|
     (?P<word>[\w.:\-/]+)
     )""",
     re.X,
@@ -476,8 +476,8 @@ class _Parser:
 
     def or_(self):
         parts = [self.and_()]
-        while self.peek()[1] in ("||", "or", "xor"):
-            x = self.take()[1] == "xor"
+        while self.peek()[1] in ("||", "or", "xor", "^^"):
+            x = self.take()[1] in ("xor", "^^")
             right = self.and_()
             if x:
                 left = parts.pop() if len(parts) == 1 else _any_of(parts)
@@ -646,7 +646,7 @@ class _Parser:
             return (lambda g: lambda o: not g(o))(f) if negate_in else f
         if quant:
             self.error("expected a comparison after 'any'/'all'", (nk, nt, ncol))
-        if nk not in ("end",) and nt not in (")", "&&", "||", "and", "or", "xor"):
+        if nk not in ("end",) and nt not in (")", "&&", "||", "and", "or", "xor", "^^"):
             self.error(f"expected an operator after {left.name or 'the value'!r}", (nk, nt, ncol))
         return self.present(left)
 
@@ -798,7 +798,7 @@ class _Parser:
                         out.append(len(b))
                 return out
             return Val(lens, T.UINT, None, f"len({arg.name})", col)
-        if ft is not None and ft != T.STRING:
+        if name != "string" and ft is not None and ft != T.STRING:
             self.error(f"{name}() takes a string field, not {arg.name}", (None, name, col))
         conv = {"upper": str.upper, "lower": str.lower, "string": str}[name]
         return Val(lambda o: [conv(str(x)) for x in av(o)], T.STRING, None, f"{name}({arg.name})", col)

@@ -72,7 +72,9 @@ def _hdr_int(name):
     return fn
 
 
-PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("http", PROTO_OPAQUE, lambda fr: [True], "an HTTP/1.x message ends here"), [
+PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("http", PROTO_OPAQUE, lambda fr: [True], "an HTTP/1.x message ends here",
+                    note="tshark 4.0 shows responses after a pipelined HEAD one message late, and never completes a close-delimited "
+                         "response over TLS; wirefall shows each message where it ends"), [
     _field("http.request", BOOL, lambda fr: [1], "a request", only="REQUEST"),
     _field("http.response", BOOL, lambda fr: [1], "a response", only="RESPONSE"),
     _field("http.request.method", STRING, _f("method"), "request method", only="REQUEST"),

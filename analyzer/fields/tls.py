@@ -188,7 +188,7 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
       names={v: k for k, v in HANDSHAKE_TYPES.items()}),
     F("tls.handshake.version", UINT, _has_hs, _hs_version, "hello's legacy version (0x0303)"),
     F("tls.handshake.ciphersuite", UINT, _has_hs, _ciphersuite, "cipher suites offered (ClientHello) or chosen (ServerHello)",
-      note="in QUIC, only the chosen suite (on the ServerHello) is known"),
+      note="in QUIC the ClientHello's list is read from its Initial packets, decrypted again"),
     F("tls.handshake.extensions_server_name", STRING, _has_hs, _sni, "server name (SNI) in the ClientHello"),
     F("tls.handshake.extensions_alpn_str", STRING, _has_hs, _alpn, "ALPN protocols offered or selected"),
 ])
