@@ -22,12 +22,52 @@ def _is_tls(fr) -> bool:
 
 
 def _tls_present(pv) -> list:
-    """tshark shows TLS where a record ends, and also on the segment where a record that
-    spans segments begins (its header starts the TLS dissector there)."""
+    """tshark shows TLS where a record (or a handshake message in QUIC) ends, and also where
+    its dissector had to wait for more data: see ``_waiting``."""
     if any(fr.protocol == "tls" for fr in pv.frames):
         return [True]
-    n = pv.n
-    return [True] if any(fr.first_packet == n and _is_record(fr) for fr in pv.spanning) else []
+    return [True] if pv.n in _waiting(pv.ctx) else []
+
+
+def _waiting(ctx) -> set[int]:
+    """Packets without a TLS record or message ending in them on which tshark 4.0 still shows
+    an (empty) TLS layer: over TCP, where a record that spans packets begins, or, if its 5-byte
+    header is itself split, the packet with the header's last byte (the TLS dissector reads the
+    header there and asks TCP for the rest); in QUIC, each packet whose first CRYPTO frame of a
+    packet space continues that space's in-order data and extends it (the TLS dissector runs on
+    it, message complete or not; a packet of shuffled CRYPTO frames, as Chromium sends its
+    ClientHello, is held back until the message is whole)."""
+    got = ctx.cache.get("tls_waiting")
+    if got is not None:
+        return got
+    import heapq
+
+    got = set()
+    maps = ctx.an.maps
+    crypto: dict[tuple, list] = {}
+    for fr in ctx.frames:
+        if fr.protocol == "tls":
+            if _is_record(fr) and fr.offset >= 0 and (fr.first_packet or fr.packet) != fr.packet:
+                m = maps.get((fr.connection, fr.direction))
+                hdr_end = m.packet_at(fr.offset + 4) if m is not None else None
+                # the header split over two packets: where it ends; else where the record begins
+                got.add(hdr_end if hdr_end is not None and hdr_end != m.packet_at(fr.offset) else fr.first_packet)
+        elif fr.protocol == "quic" and fr.type == "CRYPTO" and fr.fields:
+            off = fr.fields.get("offset")
+            if not isinstance(off, int):
+                continue
+            # [contiguous end, pending (offset, end) heap, last packet seen, that packet in order]
+            st = crypto.setdefault((fr.connection, fr.direction, fr.fields.get("packet_type")), [0, [], 0, False])
+            if st[2] != fr.packet:  # the packet's first CRYPTO frame of this space: does it continue the data?
+                st[2], st[3] = fr.packet, off <= st[0]
+            heapq.heappush(st[1], (off, off + fr.length))
+            end = st[0]
+            while st[1] and st[1][0][0] <= st[0]:
+                st[0] = max(st[0], heapq.heappop(st[1])[1])
+            if st[0] > end and st[3]:
+                got.add(fr.packet)
+    ctx.cache["tls_waiting"] = got
+    return got
 
 
 def _is_record(fr) -> bool:
