@@ -352,7 +352,7 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
                 b = _hexbytes(s)
                 if len(b) == 4:
                     return (int.from_bytes(b, "big"), 0xFFFFFFFF)
-            raise _Bad(f"{s!r} is not an {'IPv4' if ftype == T.IPV4 else 'IPv6'} address (host names are not resolved)")
+            raise _Bad(f"{s!r} is not an {'IPv4' if ftype == T.IPV4 else 'IPv6'} address (host names are not resolved)") from None
         if (net.version == 4) != (ftype == T.IPV4):
             raise _Bad(f"{s!r} is an IPv{net.version} address, {f.name if f else 'the field'} an IPv{4 if ftype == T.IPV4 else 6} one")
         return (int(net.network_address), int(net.netmask))
@@ -967,7 +967,7 @@ class _Parser:
             if lo_hi is not None:
                 lo = self.literal_for(Lit(lo_hi[0], False, col), left, ">=", (kind, text, col))
                 hi = self.literal_for(Lit(lo_hi[1], False, col), left, "<=", (kind, text, col))
-                tests.append((lambda lo, hi: lambda x: _cmp(">=", x, lo) and _cmp("<=", x, hi))(lo, hi))
+                tests.append((lambda lo, hi: lambda x: _cmp(">=", x, lo) and _cmp("<=", x, hi))(lo, hi))  # noqa: B023 (bound by the outer lambda)
                 continue
             if kind == "str":
                 lit = Lit(_unescape(text[1:-1]) if not text.startswith("r") else text[2:-1], True, col)
@@ -1066,6 +1066,4 @@ def filter_packets(an, source, expr: str | Filter, progress: Callable[[int, int]
             out.append(n)
         if progress is not None and not n & 0xFFFF:
             progress(n, npk)
-        if len(ctx.cache) > 200000:
-            ctx.cache.clear()
     return out

@@ -8,7 +8,7 @@ import re
 from dissectors.http2 import FRAME_NAMES
 
 from ._util import frame_field as F, frames_present, header_values, label, to_int
-from .types import NONE, STRING, UINT, Field, Protocol
+from .types import STRING, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
 PSEUDO = {"path", "method", "status", "authority", "scheme", "protocol"}

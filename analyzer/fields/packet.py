@@ -221,7 +221,7 @@ class PacketContext:
 
 
 class PacketView:
-    __slots__ = ("ctx", "n", "_data", "_layers", "_frames", "_row", "_dir", "_conn")
+    __slots__ = ("ctx", "n", "_data", "_layers", "_frames", "_row", "_dir", "_conn", "memo")
 
     def __init__(self, ctx: PacketContext, n: int):
         self.ctx = ctx
@@ -232,6 +232,7 @@ class PacketView:
         self._row = None
         self._dir = -1
         self._conn = -1
+        self.memo = None  # per-packet results a protocol module keeps (e.g. QUIC headers)
 
     @property
     def data(self) -> bytes:

@@ -93,14 +93,24 @@ def _known_cids(pv) -> set[bytes]:
                 got.add(bytes.fromhex(hexcid or ""))
             except ValueError:
                 pass
-        for fr in pv.ctx.frames:
-            if fr.connection == c.id and fr.type == "NEW_CONNECTION_ID" and fr.protocol == "quic":
-                try:
-                    got.add(bytes.fromhex((fr.fields or {}).get("connection_id") or ""))
-                except ValueError:
-                    pass
+        got.update(_new_cids(pv.ctx).get(c.id, ()))
         got.discard(b"")
         pv.ctx.cache[key] = got
+    return got
+
+
+def _new_cids(ctx) -> dict[int, set[bytes]]:
+    """connection -> the IDs its NEW_CONNECTION_ID frames gave (one pass over the frames)."""
+    got = ctx.cache.get("quic_new_cids")
+    if got is None:
+        got = {}
+        for fr in ctx.frames:
+            if fr.type == "NEW_CONNECTION_ID" and fr.protocol == "quic":
+                try:
+                    got.setdefault(fr.connection, set()).add(bytes.fromhex((fr.fields or {}).get("connection_id") or ""))
+                except ValueError:
+                    pass
+        ctx.cache["quic_new_cids"] = got
     return got
 
 
@@ -142,9 +152,10 @@ def headers(pv) -> list[dict]:
     """The QUIC packet headers of this datagram (memoised on the view's context)."""
     if not _is_quic(pv):
         return []
-    key = ("quic_hdr", pv.n)
-    cache = pv.ctx.cache
-    h = cache.get(key)
+    memo = pv.memo
+    if memo is None:
+        memo = pv.memo = {}
+    h = memo.get("quic")
     if h is None:
         pl = _payload(pv)
         if pl is None:
@@ -154,9 +165,7 @@ def headers(pv) -> list[dict]:
         h = parse_headers(pl, short)
         if h and h[-1]["form"] == 0 and h[-1]["coalesced"] and h[-1]["dcid"] and h[-1]["dcid"] not in _known_cids(pv):
             h.pop()  # bytes after coalesced packets that name no connection ID of ours: padding (tshark stops there too)
-        if len(cache) > 100000:
-            cache.clear()
-        cache[key] = h
+        memo["quic"] = h
     return h
 
 

@@ -202,7 +202,7 @@ def _sni(fr, ctx):
 
 def _alpn(fr, ctx):
     out = []
-    for t, h in _hellos(fr, ctx):
+    for _, h in _hellos(fr, ctx):
         a = h.get("alpn")
         out.extend(a if isinstance(a, list) else [a] if a else [])
     return out

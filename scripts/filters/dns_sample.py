@@ -108,12 +108,31 @@ def packets() -> list[bytes]:
     return out
 
 
-def build() -> bytes:
+def build(pkts: list[bytes] | None = None) -> bytes:
     buf = io.BytesIO()
     w = dpkt.pcap.Writer(buf, linktype=1)
-    for i, p in enumerate(packets()):
+    for i, p in enumerate(packets() if pkts is None else pkts):
         w.writepkt(p, ts=1_700_000_000.0 + i * 0.01)
     return buf.getvalue()
+
+
+def mangled(seed: int = 1) -> bytes:
+    """Hostile input for the filters: the whole sample first (its HTTP/1 exchange intact), then
+    every packet cut at every length, then copies with random bytes changed (header lengths,
+    versions, ports, DNS counts…)."""
+    import random
+
+    rnd = random.Random(seed)
+    good = packets()
+    out = list(good)
+    for p in good:
+        out += [p[:k] for k in range(len(p))]
+    for _ in range(400):
+        p = bytearray(rnd.choice(good))
+        for _ in range(rnd.randint(1, 6)):
+            p[rnd.randrange(len(p))] = rnd.randrange(256)
+        out.append(bytes(p))
+    return build(out)
 
 
 if __name__ == "__main__":
