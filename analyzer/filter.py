@@ -544,8 +544,10 @@ class _Parser:
                 return self._short_obj(name, col)
             if f is not None:
                 what = "requests" if scope == "exchanges" else "connections"
-                raise FilterError(f"{name} is a packet field: this filter selects {what}, by wirefall's names "
-                                  f"({', '.join(_EXAMPLES[scope])} …; see docs/FILTERS.md); use the packet list for Wireshark fields", col, self.expr)
+                kind = "packet" if f.frame is None else "frame"
+                raise FilterError(f"{name} is a {kind} field: this filter selects {what}, by wirefall's names "
+                                  f"({', '.join(_EXAMPLES[scope])} …; see docs/FILTERS.md); Wireshark's fields filter "
+                                  f"the packet list (`packets -Y`){' and frames (`frames -Y`)' if kind == 'frame' else ''}", col, self.expr)
         else:
             if (top in short or name in short) and not (f is not None and "." in name):
                 return self._short_obj(name, col)
