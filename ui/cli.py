@@ -61,11 +61,13 @@ def load(args):
     return an
 
 
-def _filter(args):
+def _filter(args, scope: str | None = None):
+    """The -Y filter compiled for what the command lists (before the capture is read: a bad
+    filter fails at once, with the column and, for an unknown field, the closest name)."""
     from analyzer.filter import FilterError, compile_filter
 
     try:
-        return compile_filter(getattr(args, "filter", None) or "")
+        return compile_filter(getattr(args, "filter", None) or "", scope)
     except FilterError as e:
         raise UsageError(f"bad filter: {e}") from None
 
@@ -125,28 +127,27 @@ def cmd_summary(args) -> int:
 
 
 def cmd_packets(args) -> int:
+    # -Y filters packets with tshark's semantics (analyzer.filter.filter_packets); the text
+    # and JSON outputs list the same packets
+    pred = _filter(args, "packets")
     an = load(args)
     from analyzer.capture import PacketSource
-    from analyzer.detail import packet_rows
+    from analyzer.detail import packet_row
+    from analyzer.filter import filter_packets
 
     src = PacketSource(args.file)
-    pred = _filter(args)
     try:
-        rows = packet_rows(an, src, 1, an.packets + 1)
+        shown = filter_packets(an, src, pred)
+        rows = (packet_row(an, src, n) for n in shown)
         if args.json:
-            out = []
-            for r in rows:
-                d = {"packet": r[0], "time": an.index.ts[r[0] - 1], "relative_time": r[1], "source": r[2], "destination": r[3],
-                     "protocol": r[4], "length": r[5], "info": r[6], "connection": an.index.conn[r[0] - 1] if an.index.conn[r[0] - 1] >= 0 else None}
-                if pred(d):
-                    out.append(d)
-            _dump(out)
+            conn = an.index.conn
+            _dump({"packet": r[0], "time": an.index.ts[r[0] - 1], "relative_time": r[1], "source": r[2], "destination": r[3],
+                   "protocol": r[4], "length": r[5], "info": r[6], "connection": conn[r[0] - 1] if conn[r[0] - 1] >= 0 else None}
+                  for r in rows)
         else:
             w = sys.stdout.write
             for r in rows:
-                d = {"packet": r[0], "source": r[2], "destination": r[3], "protocol": r[4], "length": r[5], "info": r[6]}
-                if pred(d):
-                    w(f"{r[0]:>7} {r[1]:>11.6f} {r[2]:>22} → {r[3]:<22} {r[4]:<7} {r[5]:>6} {r[6]}\n")
+                w(f"{r[0]:>7} {r[1]:>11.6f} {r[2]:>22} → {r[3]:<22} {r[4]:<7} {r[5]:>6} {r[6]}\n")
     finally:
         src.close()
     return 0
@@ -155,8 +156,8 @@ def cmd_packets(args) -> int:
 def cmd_frames(args) -> int:
     from analyzer.jsonout import frame_dict
 
+    pred = _filter(args, "frames")
     an = load(args)
-    pred = _filter(args)
     frames = [f for f in an.frames if pred(f)]
     frames.sort(key=lambda f: f.packet)  # stable: frames of one packet stay in the order they were decoded
     if args.json:
@@ -178,8 +179,8 @@ def cmd_requests(args) -> int:
     from analyzer.jsonout import exchange_dict, phases_dicts
     from analyzer.waterfall import page_of
 
+    pred = _filter(args, "exchanges")
     an = load(args)
-    pred = _filter(args)
     exs = [e for e in an.exchanges if pred(e)]
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
     if args.json:

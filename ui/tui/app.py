@@ -2,7 +2,6 @@
 Follow stream, a display-filter bar and search.  See ``HELP`` for every key."""
 from __future__ import annotations
 
-import re
 import sys
 import time
 from functools import partial
@@ -59,7 +58,8 @@ HELP = """\
 [b]Display filter[/b] (same language as the CLI)
   stream == 1 && type == "HEADERS"     url contains "css"     status >= 400
   protocol == "h2"     method in {"GET" "HEAD"}     connection == 3     packet > 100
-  Packets: fields of the frames on a packet, plus source, destination, info, length.
+  Packets: Wireshark's fields (tcp.port == 443, http2.streamid == 1, dns …, docs/FILTERS.md)
+  and the fields of the frames on a packet, plus source, destination, info, length.
   Waterfall: fields of requests.  Connections: fields of connections.
 """
 
@@ -73,6 +73,8 @@ FILTER_SCOPES = {
     "connections-tab": ("Filter connections:", 'e.g. protocol == "h2"   (Enter applies to the connections)'),
     "statistics": ("Filter: —", "the statistics cover the whole capture (no filter on this tab)"),
 }
+# what the filter of each tab applies to (analyzer.filter.compile_filter's scope)
+FILTER_KIND = {"packets": "packets", "waterfall": "exchanges", "connections-tab": "connections"}
 
 
 class HelpScreen(ModalScreen):
@@ -711,7 +713,7 @@ class WirefallApp(App):
         if not ev.value.strip():
             return
         try:
-            compile_filter(ev.value)
+            compile_filter(ev.value, FILTER_KIND.get(self.query_one(TabbedContent).active))
             inp.add_class("-valid")
             self._status()
         except FilterError as e:
@@ -749,7 +751,7 @@ class WirefallApp(App):
             self._status(f"{FILTER_SCOPES[tab][0].split()[1].rstrip(':')}: filter cleared")
             return
         try:
-            pred = compile_filter(expr)
+            pred = compile_filter(expr, FILTER_KIND.get(tab))
         except FilterError as e:
             self.notify(f"column {e.column}: {e.message}", title="Bad filter", severity="error")
             return
@@ -775,7 +777,7 @@ class WirefallApp(App):
     def _filter_packets(self, expr: str) -> None:
         from analyzer.filter import compile_filter
 
-        pred = compile_filter(expr)
+        pred = compile_filter(expr, "packets")
         matches = filter_packets(self.an, self.source, pred, expr)
         self.call_from_thread(self._packets_filtered, matches, expr)
 
@@ -904,64 +906,12 @@ def _safe(pred, obj) -> bool:
         return False
 
 
-_ROW_FIELDS = re.compile(r"\b(source|destination|src|dst|info|length|len|time)\b")
-
-
 def filter_packets(an, source, pred, expr: str):
-    """Packet numbers matching ``pred``.  Each packet is a dict with ``packet``,
-    ``connection``, ``protocol`` (the list column name and the protocols of its frames) and,
-    as lists, the ``type``, ``stream_id``, ``direction``, ``flags``, ``length`` of the frames on
-    it and the ``method``/``url``/``status``/``authority`` of their requests; the packet-list
-    columns (source, destination, info, length) are read from the file only when the
-    expression names them."""
-    from array import array
+    """Packet numbers matching ``expr`` (``analyzer.filter.filter_packets``: Wireshark's
+    fields with tshark's semantics, and wirefall's names for the frames on a packet)."""
+    from analyzer.filter import filter_packets as matching
 
-    from analyzer.detail import _frame_index, frame_proto_name, packet_row
-    from analyzer.model import PROTO_NAMES
-
-    by_packet = _frame_index(an)
-    frames = an.frames
-    ex_of: dict = {}
-    for e in an.exchanges:
-        ex_of.setdefault((e.connection, e.stream_id), e)
-    need_row = bool(_ROW_FIELDS.search(expr))
-    out = array("i")
-    conn = an.index.conn
-    proto = an.index.proto
-    for n in range(1, an.packets + 1):
-        frs = [frames[i] for i in by_packet.get(n, ()) if frames[i].packet == n]  # as Wireshark: where the frame completes
-        d = {"packet": n, "connection": conn[n - 1] if conn[n - 1] >= 0 else None}
-        protos = [PROTO_NAMES[proto[n - 1]]]
-        if frs:
-            types, sids, dirs, flags, lens = [], [], [], [], []
-            methods, urls, statuses, auths = [], [], [], []
-            for f in frs:
-                protos.append(f.protocol)
-                protos.append(frame_proto_name(an, f))
-                types.append(f.type)
-                dirs.append(("c2s", "s2c")[f.direction])
-                flags.append(f.flags)
-                lens.append(f.length)
-                if f.stream_id is not None:
-                    sids.append(f.stream_id)
-                    e = ex_of.get((f.connection, f.stream_id))
-                    if e is not None:
-                        methods.append(e.method)
-                        urls.append(e.url)
-                        statuses.append(e.status)
-                        auths.append(e.authority)
-            d.update(type=types, stream_id=sids or None, direction=dirs, flags=flags, length=lens,
-                     method=[m for m in methods if m] or None, url=[u for u in urls if u] or None,
-                     status=[s for s in statuses if s is not None] or None, authority=[a for a in auths if a] or None)
-        if need_row:
-            r = packet_row(an, source, n)
-            d.update(source=r[2], destination=r[3], info=r[6], time=r[1])
-            d["length"] = r[5]
-            protos.append(r[4])
-        d["protocol"] = protos
-        if _safe(pred, d):
-            out.append(n)
-    return out
+    return matching(an, source, pred if getattr(pred, "scope", None) == "packets" else expr)
 
 
 def follow_items(an, cid: int, stream_id, ex, whole_connection: bool) -> list:

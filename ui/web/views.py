@@ -105,7 +105,7 @@ def _filtered_view(entry: Entry, protocols, connections, contents, statuses, exp
     err, col = None, None
     if expr:
         try:
-            pred = compile_filter(expr)
+            pred = compile_filter(expr, "exchanges")
         except FilterError as e:
             err, col = f"{e.message} at column {e.column}", e.column
         else:

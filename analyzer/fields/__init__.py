@@ -1,0 +1,54 @@
+"""The registry of display-filter fields: one module per protocol, each declaring
+``PROTOCOL = Protocol(name, description, present_field, [fields…])`` (see ``types.py``).
+
+``lookup(name)`` finds a field (or a protocol's own presence field) by its Wireshark name,
+including families named by prefix (``http2.headers.<name>``); ``unsupported(name)`` says
+why a known-but-unsupported name (``tcp.analysis.*``) cannot be used; ``names()`` lists every
+name for suggestions and docs.  The per-protocol modules are meant to move into each
+protocol's descriptor later: nothing here depends on which module a protocol lives in.
+"""
+from __future__ import annotations
+
+import importlib
+
+from .types import Field, Protocol
+
+MODULES = ("frame", "eth", "ip", "ipv6", "tcp", "udp", "tls", "http", "http2", "spdy", "quic", "http3", "dns")
+
+PROTOCOLS: dict[str, Protocol] = {}
+FIELDS: dict[str, Field] = {}
+
+
+def register(p: Protocol) -> None:
+    PROTOCOLS[p.name] = p
+    FIELDS[p.name] = p.present
+    for f in p.fields:
+        FIELDS[f.name] = f
+
+
+for _m in MODULES:
+    register(importlib.import_module(f"{__name__}.{_m}").PROTOCOL)
+
+
+def lookup(name: str) -> Field | None:
+    f = FIELDS.get(name)
+    if f is not None:
+        return f
+    for p in PROTOCOLS.values():
+        for prefix, factory in p.prefixes.items():
+            if name.startswith(prefix) and len(name) > len(prefix):
+                return factory(name[len(prefix):])
+    return None
+
+
+def unsupported(name: str) -> str | None:
+    for p in PROTOCOLS.values():
+        for prefix, why in p.unsupported_prefixes.items():
+            if name == prefix or name.startswith(prefix + "."):
+                return why
+    f = FIELDS.get(name)
+    return f.unsupported if f is not None and f.unsupported else None
+
+
+def names() -> list[str]:
+    return list(FIELDS)

@@ -1,0 +1,97 @@
+"""``http``: HTTP/1.x messages.  tshark shows a message (its headers and fields) on the
+packet where the whole message ends, body included; so does this filter: the request or
+response line's fields are on the packet of the message's last byte."""
+from __future__ import annotations
+
+from ._util import header_values
+from .types import BOOL, PROTO_OPAQUE, STRING, UINT, Field, Protocol
+
+
+def _is_h1(fr) -> bool:
+    return fr.protocol.startswith("http/") and fr.protocol[5:6].isdigit() and fr.type in ("REQUEST", "RESPONSE")
+
+
+def _messages_at(ctx) -> dict[int, list]:
+    """packet -> the HTTP/1 messages (their REQUEST/RESPONSE frame) that end there."""
+    m = ctx.cache.get("h1_at")
+    if m is None:
+        bodies = {}
+        heads = []
+        for f in ctx.frames:
+            if f.protocol.startswith("http/") and f.protocol[5:6].isdigit():
+                if f.type == "BODY" and f.fields:
+                    bodies[(f.connection, f.fields.get("exchange"), f.direction)] = f
+                elif f.type in ("REQUEST", "RESPONSE"):
+                    heads.append(f)
+        m = {}
+        for f in heads:
+            fl = f.fields or {}
+            pkt = f.packet
+            body = None if fl.get("interim") else bodies.get((f.connection, fl.get("exchange"), f.direction))
+            if body is not None:
+                pkt = max(pkt, body.packet)
+            m.setdefault(pkt, []).append(f)
+        ctx.cache["h1_at"] = m
+    return m
+
+
+def _field(name: str, type_: str, fn, desc: str, only: str | None = None, **kw) -> Field:
+    def match(fr):
+        return _is_h1(fr) and (only is None or fr.type == only)
+
+    def get(pv) -> list:
+        out: list = []
+        for fr in _messages_at(pv.ctx).get(pv.n, ()):
+            if match(fr):
+                out.extend(fn(fr))
+        return out
+
+    def frame(fr) -> list:
+        return list(fn(fr)) if match(fr) else []
+
+    return Field(name, type_, get, desc, frame=frame, **kw)
+
+
+def _f(key):
+    return lambda fr: [v] if (v := (fr.fields or {}).get(key)) is not None else []
+
+
+def _hdr(name):
+    return lambda fr: header_values(fr.headers, name)
+
+
+def _hdr_int(name):
+    def fn(fr):
+        out = []
+        for v in header_values(fr.headers, name):
+            try:
+                out.append(int(v.strip()))
+            except ValueError:
+                pass
+        return out
+    return fn
+
+
+PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("http", PROTO_OPAQUE, lambda fr: [True], "an HTTP/1.x message ends here",
+                    note="tshark 4.0 shows responses after a pipelined HEAD one message late, and never completes a close-delimited "
+                         "response over TLS; wirefall shows each message where it ends"), [
+    _field("http.request", BOOL, lambda fr: [1], "a request", only="REQUEST"),
+    _field("http.response", BOOL, lambda fr: [1], "a response", only="RESPONSE"),
+    _field("http.request.method", STRING, _f("method"), "request method", only="REQUEST"),
+    _field("http.request.uri", STRING, _f("target"), "request target as sent", only="REQUEST"),
+    _field("http.request.version", STRING, _f("version"), "request version (HTTP/1.1)", only="REQUEST"),
+    _field("http.response.version", STRING, _f("version"), "response version", only="RESPONSE"),
+    _field("http.response.code", UINT, _f("status"), "status code", only="RESPONSE"),
+    _field("http.response.phrase", STRING, _f("reason"), "reason phrase", only="RESPONSE"),
+    _field("http.host", STRING, _hdr("host"), "Host header", only="REQUEST"),
+    _field("http.user_agent", STRING, _hdr("user-agent"), "User-Agent header", only="REQUEST"),
+    _field("http.referer", STRING, _hdr("referer"), "Referer header", only="REQUEST"),
+    _field("http.cookie", STRING, _hdr("cookie"), "Cookie header", only="REQUEST"),
+    _field("http.server", STRING, _hdr("server"), "Server header", only="RESPONSE"),
+    _field("http.location", STRING, _hdr("location"), "Location header", only="RESPONSE"),
+    _field("http.set_cookie", STRING, _hdr("set-cookie"), "Set-Cookie header", only="RESPONSE"),
+    _field("http.content_type", STRING, _hdr("content-type"), "Content-Type header"),
+    _field("http.content_encoding", STRING, _hdr("content-encoding"), "Content-Encoding header"),
+    _field("http.content_length", UINT, _hdr_int("content-length"), "Content-Length header"),
+    _field("http.connection", STRING, _hdr("connection"), "Connection header"),
+])

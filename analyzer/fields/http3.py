@@ -1,0 +1,35 @@
+"""``http3``: HTTP/3 frames (QUIC streams), on the packet where the frame completes."""
+from __future__ import annotations
+
+import re
+
+from dissectors.http3 import FRAME_TYPES
+
+from ._util import frame_field as F, frames_present
+from .types import UINT, Protocol
+
+TYPE_CODES = {v: k for k, v in FRAME_TYPES.items()}
+TYPE_CODES["PRIORITY_UPDATE"] = 0xF0700
+
+
+def _is_h3(fr) -> bool:
+    return fr.protocol.startswith("h3")
+
+
+def _type(fr, ctx):
+    if fr.type == "PRIORITY_UPDATE":
+        return [0xF0701 if (fr.fields or {}).get("push") else 0xF0700]
+    c = TYPE_CODES.get(fr.type)
+    if c is None:
+        m = re.fullmatch(r"UNKNOWN_0x([0-9a-fA-F]+)", fr.type)
+        c = int(m.group(1), 16) if m else (fr.fields or {}).get("frame_type")
+    return [c] if c is not None else []
+
+
+PROTOCOL = Protocol("http3", "HTTP/3", frames_present("http3", _is_h3, "an HTTP/3 frame ends here",
+                                                    note="tshark 4.0 shows an HTTP/3 frame where it begins (it does not reassemble frames "
+                                                         "spanning STREAM frames); wirefall where it ends, as for every other protocol"), [
+    F("http3.frame_type", UINT, _is_h3, _type, "frame type (0 DATA, 1 HEADERS, 4 SETTINGS, 7 GOAWAY…)", names=TYPE_CODES,
+      note="a GREASE frame's type is not kept by wirefall: it has no value here"),
+    F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length"),
+])

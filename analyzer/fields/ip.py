@@ -1,0 +1,35 @@
+"""``ip``: IPv4 header."""
+from __future__ import annotations
+
+from ._util import packet_field as P
+from .types import BOOL, IPV4, PROTO, UINT, Protocol
+
+
+def _f(i):
+    def get(pv):
+        ip = pv.layers.ip
+        return [ip[i]] if ip is not None else []
+    return get
+
+
+def _bytes(pv):
+    L = pv.layers
+    return [pv.data[L.ip_off : L.ip_end]] if L.ip is not None else []
+
+
+PROTOCOL = Protocol("ip", "Internet Protocol version 4", P("ip", PROTO, _bytes, "the IPv4 datagram"), [
+    P("ip.addr", IPV4, lambda pv: [ip[9], ip[10]] if (ip := pv.layers.ip) else [], "source or destination address (CIDR: ip.addr == 10.0.0.0/8)"),
+    P("ip.src", IPV4, _f(9), "source address"),
+    P("ip.dst", IPV4, _f(10), "destination address"),
+    P("ip.proto", UINT, _f(7), "protocol (6 TCP, 17 UDP)", size=1),
+    P("ip.ttl", UINT, _f(6), "time to live", size=1),
+    P("ip.len", UINT, _f(3), "total length", size=2),
+    P("ip.id", UINT, _f(4), "identification", size=2),
+    P("ip.hdr_len", UINT, _f(1), "header length in bytes"),
+    P("ip.version", UINT, lambda pv: [4] if pv.layers.ip else [], "4"),
+    P("ip.dsfield", UINT, _f(2), "differentiated services byte", size=1),
+    P("ip.checksum", UINT, lambda pv: [ip[8]] if (ip := pv.layers.ip) else [], "header checksum", size=2),
+    P("ip.flags.df", BOOL, lambda pv: [(ip[5] >> 14) & 1] if (ip := pv.layers.ip) else [], "don't fragment"),
+    P("ip.flags.mf", BOOL, lambda pv: [(ip[5] >> 13) & 1] if (ip := pv.layers.ip) else [], "more fragments"),
+    P("ip.frag_offset", UINT, lambda pv: [(ip[5] & 0x1FFF) * 8] if (ip := pv.layers.ip) else [], "fragment offset in bytes"),
+])

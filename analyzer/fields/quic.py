@@ -1,0 +1,206 @@
+"""``quic``: QUIC (RFC 9000, v2, drafts) packet headers and frames.
+
+Header fields (version, connection IDs, long packet type) are read from the datagram itself,
+each coalesced QUIC packet in turn; a short header's destination CID length is the length
+of the source CID the peer gave in its long headers (as tshark learns it).  Frame fields come
+from wirefall's ``quic`` frames, so they exist only where the packet was decrypted (as in
+tshark)."""
+from __future__ import annotations
+
+from ._util import frame_field as F, packet_field as P
+from .types import BYTES, PROTO_OPAQUE, UINT, Field, Protocol
+
+V2 = 0x6B3343CF
+_V2_TYPES = {1: 0, 2: 1, 3: 2, 0: 3}  # v2 bits -> v1 packet type
+MAX_COALESCED = 16
+CID_SCAN = 256  # packets of a connection scanned for its CID lengths
+
+_QUIC_CODES = (10, 11)  # analyzer.model.PROTO_NAMES: QUIC, HTTP3
+
+
+def _varint(b, p: int) -> tuple[int, int]:
+    first = b[p]
+    ln = 1 << (first >> 6)
+    if p + ln > len(b):
+        raise IndexError
+    v = first & 0x3F
+    for i in range(1, ln):
+        v = (v << 8) | b[p + i]
+    return v, p + ln
+
+
+def parse_headers(payload: bytes, short_dcid_len: int | None) -> list[dict]:
+    """The header of each QUIC packet coalesced in one UDP payload."""
+    out: list[dict] = []
+    p, n = 0, len(payload)
+    try:
+        while p < n and len(out) < MAX_COALESCED:
+            b0 = payload[p]
+            if b0 & 0x80:
+                if p + 6 > n:
+                    break
+                ver = int.from_bytes(payload[p + 1 : p + 5], "big")
+                dl = payload[p + 5]
+                q = p + 6 + dl
+                dcid = payload[p + 6 : q]
+                sl = payload[q]
+                scid = payload[q + 1 : q + 1 + sl]
+                q += 1 + sl
+                if q > n:
+                    break
+                bits = (b0 >> 4) & 3
+                kind = _V2_TYPES[bits] if ver == V2 else bits
+                out.append({"form": 1, "version": ver, "bits": bits, "type": kind, "dcid": dcid, "scid": scid, "v2": ver == V2})
+                if ver == 0 or kind == 3:  # version negotiation, Retry: the rest of the datagram
+                    break
+                if kind == 0:
+                    tl, q = _varint(payload, q)
+                    q += tl
+                ln, q = _varint(payload, q)
+                p = q + ln
+            else:
+                dcid = payload[p + 1 : p + 1 + short_dcid_len] if short_dcid_len else b""
+                out.append({"form": 0, "dcid": dcid, "coalesced": bool(out)})
+                break
+    except IndexError:
+        pass
+    return out
+
+
+def _payload(pv) -> bytes | None:
+    L = pv.layers
+    if L.udp is None:
+        return None
+    return pv.data[L.udp_off + 8 : L.l4_end]
+
+
+def _is_quic(pv) -> bool:
+    c = pv.connection
+    if c is None or c.transport != "udp" or c.protocol == "gquic" or c.quic is None:
+        return False
+    return pv.ctx.idx.proto[pv.n - 1] in _QUIC_CODES or any(fr.protocol == "quic" for fr in pv.frames)
+
+
+def _known_cids(pv) -> set[bytes]:
+    """Connection IDs the connection's endpoints gave (long headers, NEW_CONNECTION_ID)."""
+    c = pv.connection
+    key = ("quic_cids", c.id)
+    got = pv.ctx.cache.get(key)
+    if got is None:
+        got = set(_cid_lens(pv).get("cids", ()))
+        for hexcid in (c.quic.scid, c.quic.dcid):
+            try:
+                got.add(bytes.fromhex(hexcid or ""))
+            except ValueError:
+                pass
+        got.update(_new_cids(pv.ctx).get(c.id, ()))
+        got.discard(b"")
+        pv.ctx.cache[key] = got
+    return got
+
+
+def _new_cids(ctx) -> dict[int, set[bytes]]:
+    """connection -> the IDs its NEW_CONNECTION_ID frames gave (one pass over the frames)."""
+    got = ctx.cache.get("quic_new_cids")
+    if got is None:
+        got = {}
+        for fr in ctx.frames:
+            if fr.type == "NEW_CONNECTION_ID" and fr.protocol == "quic":
+                try:
+                    got.setdefault(fr.connection, set()).add(bytes.fromhex((fr.fields or {}).get("connection_id") or ""))
+                except ValueError:
+                    pass
+        ctx.cache["quic_new_cids"] = got
+    return got
+
+
+def _cid_lens(pv) -> dict:
+    """direction -> the CID length the peer chose (its long headers' SCID length); "cids":
+    the CIDs seen in those long headers."""
+    from .packet import PacketView
+
+    c = pv.connection
+    key = ("quic_cid", c.id)
+    lens = pv.ctx.cache.get(key)
+    if lens is None:
+        lens = {}
+        cids: set = set()
+        idx = pv.ctx.idx
+        scanned = 0
+        for p in range(c.first_packet, min(c.last_packet, len(idx)) + 1):
+            if idx.conn[p - 1] != c.id:
+                continue
+            scanned += 1
+            if scanned > CID_SCAN or len(lens) == 2:
+                break
+            v = PacketView(pv.ctx, p)
+            d = v.direction
+            pl = _payload(v)
+            if d is None or pl is None or d in lens:
+                continue
+            for h in parse_headers(pl, None):
+                if h["form"] == 1 and h["version"]:
+                    lens[d] = len(h["scid"])
+                    cids.update((h["scid"], h["dcid"]))
+                    break
+        lens["cids"] = cids
+        pv.ctx.cache[key] = lens
+    return lens
+
+
+def headers(pv) -> list[dict]:
+    """The QUIC packet headers of this datagram (memoised on the view's context)."""
+    if not _is_quic(pv):
+        return []
+    memo = pv.memo
+    if memo is None:
+        memo = pv.memo = {}
+    h = memo.get("quic")
+    if h is None:
+        pl = _payload(pv)
+        if pl is None:
+            return []
+        d = pv.direction
+        short = _cid_lens(pv).get(1 - d) if d is not None else None
+        h = parse_headers(pl, short)
+        if h and h[-1]["form"] == 0 and h[-1]["coalesced"] and h[-1]["dcid"] and h[-1]["dcid"] not in _known_cids(pv):
+            h.pop()  # bytes after coalesced packets that name no connection ID of ours: padding (tshark stops there too)
+        memo["quic"] = h
+    return h
+
+
+def _hf(fn):
+    return lambda pv: [v for h in headers(pv) for v in fn(h)]
+
+
+def _is_qframe(fr) -> bool:
+    return fr.protocol == "quic"
+
+
+def _pn(pv) -> list:
+    out, seen = [], set()
+    for fr in pv.frames:
+        if fr.protocol == "quic":
+            f = fr.fields or {}
+            k = (f.get("packet_type"), f.get("packet_number"))
+            if k[1] is not None and k not in seen:
+                seen.add(k)
+                out.append(k[1])
+    return out
+
+
+PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [True] if headers(pv) else [], "a QUIC datagram"), [
+    P("quic.header_form", UINT, _hf(lambda h: [h["form"]]), "1 long header, 0 short header"),
+    P("quic.version", UINT, _hf(lambda h: [h["version"]] if h["form"] else []), "version of a long header (0x00000001)"),
+    P("quic.long.packet_type", UINT, _hf(lambda h: [h["bits"]] if h["form"] and h["version"] and not h["v2"] else []),
+      "long packet type (0 Initial, 1 0-RTT, 2 Handshake, 3 Retry)"),
+    P("quic.long.packet_type_v2", UINT, _hf(lambda h: [h["bits"]] if h["form"] and h["v2"] else []), "QUIC v2 long packet type bits"),
+    P("quic.dcid", BYTES, _hf(lambda h: [h["dcid"]] if h["dcid"] else []), "destination connection ID"),
+    P("quic.scid", BYTES, _hf(lambda h: [h["scid"]] if h["form"] and h.get("scid") else []), "source connection ID (long header)"),
+    Field("quic.short", "none", lambda pv: [True] if any(h["form"] == 0 for h in headers(pv)) else [], "a short-header packet"),
+    P("quic.packet_number", UINT, _pn, "packet number (decrypted packets)"),
+    F("quic.frame_type", UINT, _is_qframe, lambda fr, ctx: [t] if (t := (fr.fields or {}).get("frame_type")) is not None else [],
+      "frame type (0 PADDING, 1 PING, 2 ACK, 6 CRYPTO, 8..15 STREAM, 0x1c CONNECTION_CLOSE…)"),
+    F("quic.stream.stream_id", UINT, lambda fr: fr.protocol == "quic" and fr.type == "STREAM",
+      lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None else [], "stream ID of a STREAM frame"),
+])

@@ -1,0 +1,41 @@
+"""``spdy``: SPDY/2, 3 and 3.1 frames (over TLS with NPN/ALPN, or cleartext)."""
+from __future__ import annotations
+
+import re
+
+from dissectors.spdy import CONTROL_NAMES
+
+from ._util import frame_field as F, frames_present, label
+from .types import BOOL, STRING, UINT, Protocol
+
+TYPE_CODES = {v: k for k, v in CONTROL_NAMES.items()}
+TYPE_CODES["DATA"] = 0
+
+
+def _is_spdy(fr) -> bool:
+    return fr.protocol.startswith("spdy")
+
+
+def _type(fr, ctx):
+    c = TYPE_CODES.get(fr.type)
+    if c is None:
+        m = re.fullmatch(r"UNKNOWN_0x([0-9a-fA-F]+)", fr.type)
+        c = int(m.group(1), 16) if m else None
+    return [c] if c is not None else []
+
+
+_NO_STREAM = ("SETTINGS", "PING", "GOAWAY", "NOOP")  # tshark shows no stream id on these
+
+
+PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY frame"), [
+    F("spdy.streamid", UINT, _is_spdy, lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None and fr.type not in _NO_STREAM else [],
+      "stream identifier (not on SETTINGS, PING, GOAWAY, NOOP: tshark shows none there)"),
+    F("spdy.type", UINT, _is_spdy, _type, "frame type (0 DATA, 1 SYN_STREAM, 2 SYN_REPLY, 3 RST_STREAM, 4 SETTINGS, 6 PING, 7 GOAWAY, 8 HEADERS, 9 WINDOW_UPDATE)",
+      names=TYPE_CODES),
+    F("spdy.flags", UINT, _is_spdy, lambda fr, ctx: [fr.flags], "frame flags"),
+    F("spdy.flags.fin", BOOL, _is_spdy, lambda fr, ctx: [fr.flags & 1], "FLAG_FIN"),
+    F("spdy.length", UINT, _is_spdy, lambda fr, ctx: [fr.length], "frame length"),
+    label("spdy.header", _is_spdy, lambda fr, ctx: bool(fr.headers), "a decoded header"),
+    F("spdy.header.name", STRING, _is_spdy, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name"),
+    F("spdy.header.value", STRING, _is_spdy, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value"),
+])

@@ -1,0 +1,123 @@
+"""``tcp``: TCP header, with tshark's relative sequence numbers, calculated window and
+stream numbers.  ``tcp.analysis.*`` (retransmissions, duplicate ACKs…) is not provided yet."""
+from __future__ import annotations
+
+from ._util import packet_field as P
+from .types import BOOL, BYTES, PROTO, UINT, Protocol
+
+
+def _t(pv):
+    return pv.layers.tcp
+
+
+def _f(i):
+    def get(pv):
+        t = pv.layers.tcp
+        return [t[i]] if t is not None else []
+    return get
+
+
+def _bytes(pv):
+    L = pv.layers
+    return [pv.data[L.tcp_off : L.l4_end]] if L.tcp is not None else []
+
+
+def _payload(pv):
+    L = pv.layers
+    t = L.tcp
+    if t is None or not t[9]:
+        return []
+    return [pv.data[L.tcp_off + t[4] : L.l4_end]]
+
+
+def _state(pv):
+    c = pv.conn_id
+    states = pv.ctx.tcp_states
+    if c in states:
+        return states[c]
+    st = None
+    if c >= 0 and pv.connection is not None and pv.connection.transport == "tcp":
+        from analyzer.detail import _tcp_state
+
+        st = _tcp_state(pv.ctx.an, pv.ctx.source, c)
+    states[c] = st
+    return st
+
+
+def _rel(pv, raw: int, other: bool) -> int:
+    st = _state(pv)
+    d = pv.direction
+    if st is None or d is None:
+        return raw
+    base = st.base[1 - d if other else d]
+    return (raw - base) & 0xFFFFFFFF if base is not None else raw
+
+
+def _seq(pv):
+    t = _t(pv)
+    return [_rel(pv, t[2], False)] if t is not None else []
+
+
+def _ack(pv):
+    t = _t(pv)
+    if t is None:
+        return []
+    return [_rel(pv, t[3], True) if t[5] & 0x10 else t[3]]
+
+
+def _nxtseq(pv):
+    t = _t(pv)
+    if t is None:
+        return []
+    return [_rel(pv, t[2], False) + t[9] + (1 if t[5] & 0x03 else 0)]
+
+
+def _window(pv):
+    t = _t(pv)
+    if t is None:
+        return []
+    from analyzer.detail import _window as calc
+
+    d = pv.direction
+    return [calc(_state(pv), d, t[5], t[6]) if d is not None else t[6]]
+
+
+def _stream(pv):
+    if pv.layers.tcp is None:
+        return []
+    s = pv.ctx.stream_number(pv.conn_id)
+    return [s] if s is not None else []
+
+
+def _flag(bit):
+    def get(pv):
+        t = pv.layers.tcp
+        return [1 if t[5] & bit else 0] if t is not None else []
+    return get
+
+
+FLAGS = [("fin", 0x001, "FIN"), ("syn", 0x002, "SYN"), ("reset", 0x004, "RST"), ("push", 0x008, "PSH"), ("ack", 0x010, "ACK"),
+         ("urg", 0x020, "URG"), ("ece", 0x040, "ECN-Echo"), ("cwr", 0x080, "CWR"), ("ae", 0x100, "Accurate ECN (was NS)")]
+
+PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _bytes, "the TCP segment (header and payload)"), [
+    P("tcp.port", UINT, lambda pv: [t[0], t[1]] if (t := _t(pv)) else [], "source or destination port"),
+    P("tcp.srcport", UINT, _f(0), "source port", size=2),
+    P("tcp.dstport", UINT, _f(1), "destination port", size=2),
+    P("tcp.stream", UINT, _stream, "TCP conversation number, from 0 in order of first packet",
+      note="counted over wirefall's connections (a reused port after FIN/RST or a new ISN is a new one, as in tshark)"),
+    P("tcp.len", UINT, _f(9), "payload length"),
+    P("tcp.seq", UINT, _seq, "sequence number, relative to the connection's first"),
+    P("tcp.seq_raw", UINT, _f(2), "sequence number as sent", size=4),
+    P("tcp.ack", UINT, _ack, "acknowledgment number, relative (the raw value when ACK is not set)"),
+    P("tcp.ack_raw", UINT, _f(3), "acknowledgment number as sent", size=4),
+    P("tcp.nxtseq", UINT, _nxtseq, "next sequence number (relative)"),
+    P("tcp.hdr_len", UINT, _f(4), "header length in bytes"),
+    P("tcp.flags", UINT, _f(5), "flags (12 bits): tcp.flags & 0x02 is a SYN"),
+    *[P(f"tcp.flags.{n}", BOOL, _flag(b), f"{label} flag") for n, b, label in FLAGS],
+    P("tcp.flags.res", BOOL, lambda pv: [1 if t[5] & 0xE00 else 0] if (t := _t(pv)) else [], "reserved bits"),
+    P("tcp.window_size_value", UINT, _f(6), "window as sent", size=2),
+    P("tcp.window_size", UINT, _window, "calculated window (scaled by the SYNs' window scale)"),
+    P("tcp.checksum", UINT, _f(7), "checksum", size=2),
+    P("tcp.urgent_pointer", UINT, _f(8), "urgent pointer", size=2),
+    P("tcp.payload", BYTES, _payload, "payload bytes"),
+], unsupported_prefixes={"tcp.analysis": "tcp.analysis fields (retransmissions, duplicate ACKs, window problems) are not yet supported"})

@@ -1,0 +1,234 @@
+"""``tls``: TLS records (TCP) and handshake messages (TCP, and QUIC's CRYPTO frames).
+
+Record fields come from wirefall's ``tls`` frames (one per record, on the packet that
+completes it, with the inner content type once decrypted); hello fields (version, cipher
+suites, server name, ALPN) are read again from the ClientHello/ServerHello bytes on demand
+(only for packets that carry a hello), or taken from the connection's TLS facts for QUIC.
+"""
+from __future__ import annotations
+
+from dissectors.tls import CONTENT_TYPES, HANDSHAKE_TYPES
+
+from ._util import frame_field as F, label
+from .types import PROTO_OPAQUE, STRING, UINT, Field, Protocol
+
+CONTENT_CODES = {v: k for k, v in CONTENT_TYPES.items()}
+HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
+VERSION_CODES = {"SSL 2.0": 0x0002, "SSL 3.0": 0x0300, "TLS 1.0": 0x0301, "TLS 1.1": 0x0302, "TLS 1.2": 0x0303, "TLS 1.3": 0x0304}
+
+
+def _is_tls(fr) -> bool:
+    return fr.protocol == "tls"
+
+
+def _tls_present(pv) -> list:
+    """tshark shows TLS where a record (or a handshake message in QUIC) ends, and also where
+    its dissector had to wait for more data: see ``_waiting``."""
+    if any(fr.protocol == "tls" for fr in pv.frames):
+        return [True]
+    return [True] if pv.n in _waiting(pv.ctx) else []
+
+
+def _waiting(ctx) -> set[int]:
+    """Packets without a TLS record or message ending in them on which tshark 4.0 still shows
+    an (empty) TLS layer: over TCP, where a record that spans packets begins, or, if its 5-byte
+    header is itself split, the packet with the header's last byte (the TLS dissector reads the
+    header there and asks TCP for the rest); in QUIC, each packet whose first CRYPTO frame of a
+    packet space continues that space's in-order data and extends it (the TLS dissector runs on
+    it, message complete or not; a packet of shuffled CRYPTO frames, as Chromium sends its
+    ClientHello, is held back until the message is whole)."""
+    got = ctx.cache.get("tls_waiting")
+    if got is not None:
+        return got
+    import heapq
+
+    got = set()
+    maps = ctx.an.maps
+    crypto: dict[tuple, list] = {}
+    for fr in ctx.frames:
+        if fr.protocol == "tls":
+            if _is_record(fr) and fr.offset >= 0 and (fr.first_packet or fr.packet) != fr.packet:
+                m = maps.get((fr.connection, fr.direction))
+                hdr_end = m.packet_at(fr.offset + 4) if m is not None else None
+                # the header split over two packets: where it ends; else where the record begins
+                got.add(hdr_end if hdr_end is not None and hdr_end != m.packet_at(fr.offset) else fr.first_packet)
+        elif fr.protocol == "quic" and fr.type == "CRYPTO" and fr.fields:
+            off = fr.fields.get("offset")
+            if not isinstance(off, int):
+                continue
+            # [contiguous end, pending (offset, end) heap, last packet seen, that packet in order]
+            st = crypto.setdefault((fr.connection, fr.direction, fr.fields.get("packet_type")), [0, [], 0, False])
+            if st[2] != fr.packet:  # the packet's first CRYPTO frame of this space: does it continue the data?
+                st[2], st[3] = fr.packet, off <= st[0]
+            heapq.heappush(st[1], (off, off + fr.length))
+            end = st[0]
+            while st[1] and st[1][0][0] <= st[0]:
+                st[0] = max(st[0], heapq.heappop(st[1])[1])
+            if st[0] > end and st[3]:
+                got.add(fr.packet)
+    ctx.cache["tls_waiting"] = got
+    return got
+
+
+def _is_record(fr) -> bool:
+    return fr.protocol == "tls" and not (fr.fields and "quic_epoch" in fr.fields)
+
+
+def _msg_codes(fr) -> list[int]:
+    out = []
+    for m in (fr.fields or {}).get("messages") or ():
+        c = HS_CODES.get(str(m).upper().replace("_", ""))
+        if c is None and str(m).isdigit():
+            c = int(m)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def _has_hs(fr) -> bool:
+    return fr.protocol == "tls" and bool(_msg_codes(fr))
+
+
+def _hellos(fr, ctx) -> list[tuple[int, dict]]:
+    """(type, parsed hello) for each ClientHello/ServerHello in the record ``fr``."""
+    codes = [c for c in _msg_codes(fr) if c in (1, 2)]
+    if not codes:
+        return []
+    key = ("tls_hello", id(fr))
+    if ctx is not None and key in ctx.cache:
+        return ctx.cache[key]
+    out: list[tuple[int, dict]] = []
+    if ctx is not None and _is_record(fr) and fr.offset >= 0 and fr.type != "SSLV2_CLIENT_HELLO":
+        from analyzer.detail import _stream_bytes
+        from dissectors.tls import parse_client_hello, parse_handshake_messages, parse_server_hello
+
+        raw = _stream_bytes(ctx.an, ctx.source, fr.connection, fr.direction, fr.offset, fr.offset + 5 + fr.length,
+                            fr.first_packet or fr.packet, fr.packet)
+        if isinstance(raw, bytes) and len(raw) > 5 and raw[0] == 22:
+            msgs, _ = parse_handshake_messages(raw[5:])
+            for t, body in msgs:
+                if t == 1:
+                    out.append((1, parse_client_hello(body)))
+                elif t == 2:
+                    out.append((2, parse_server_hello(body)))
+    if not out and ctx is not None and not _is_record(fr) and 1 in codes and fr.direction == 0:
+        ch = _quic_client_hello(fr, ctx)
+        if ch is not None:
+            out.append((1, ch))
+            codes = [c for c in codes if c != 1]
+    if not out or any(t not in {x for x, _ in out} for t in codes):  # QUIC, or a hello wirefall cannot read again: the connection's facts
+        c = ctx.an.connections[fr.connection] if ctx is not None and 0 <= fr.connection < len(ctx.an.connections) else None
+        tls = c.tls if c is not None else None
+        quic = c.quic if c is not None else None
+        have = {x for x, _ in out}
+        for t in codes:
+            if t in have:
+                continue
+            if t == 1:
+                out.append((1, {"legacy_version": 0x0303, "sni": (tls and tls.sni) or (quic and quic.sni),
+                                "alpn": list(tls.alpn_offered) if tls else [], "cipher_suites": [], "partial": True}))
+            else:
+                out.append((2, {"legacy_version": 0x0303, "cipher_suite": tls.cipher_suite_id if tls else None,
+                                "alpn": tls.alpn if tls else None}))
+    if ctx is not None:
+        ctx.cache[key] = out
+    return out
+
+
+MAX_CRYPTO_SCAN = 8  # Initial packets read again for one ClientHello
+
+
+def _quic_client_hello(fr, ctx) -> dict | None:
+    """The ClientHello a QUIC connection's Initial CRYPTO frames carry, decrypted again from
+    the packets the message spans (analyzer.detail.decrypted_quic)."""
+    from analyzer.detail import decrypted_quic
+    from dissectors.tls import parse_client_hello
+    from .quic import _varint
+
+    idx = ctx.idx
+    chunks: dict[int, bytes] = {}
+    first, last = min(fr.first_packet or fr.packet, fr.packet), fr.packet
+    seen = 0
+    for p in range(max(first, 1), min(last, len(idx)) + 1):
+        if idx.conn[p - 1] != fr.connection:
+            continue
+        seen += 1
+        if seen > MAX_CRYPTO_SCAN:
+            break
+        for q in decrypted_quic(ctx.an, ctx.source, p):
+            if q.error or q.epoch != 0 or q.direction != 0:
+                continue
+            for j in range(len(q.starts)):
+                a, b = q.frame_span(j)
+                if a < 0 or q.data[a] != 0x06:
+                    continue
+                try:
+                    off, k = _varint(q.data, a + 1)
+                    ln, k = _varint(q.data, k)
+                except IndexError:
+                    continue
+                chunks.setdefault(off, q.data[k : k + ln])
+    buf = b""
+    while len(buf) in chunks:
+        c = chunks[len(buf)]
+        if not c:
+            break
+        buf += c
+    if len(buf) < 4 or buf[0] != 1:
+        return None
+    ln = int.from_bytes(buf[1:4], "big")
+    if len(buf) < 4 + ln:
+        return None
+    return parse_client_hello(buf[4 : 4 + ln])
+
+
+def _hs_version(fr, ctx):
+    return [h["legacy_version"] for _, h in _hellos(fr, ctx) if h.get("legacy_version") is not None]
+
+
+def _ciphersuite(fr, ctx):
+    out = []
+    for t, h in _hellos(fr, ctx):
+        if t == 1:
+            out.extend(h.get("cipher_suites") or ())
+        elif h.get("cipher_suite") is not None:
+            out.append(h["cipher_suite"])
+    return out
+
+
+def _sni(fr, ctx):
+    return [h["sni"] for t, h in _hellos(fr, ctx) if t == 1 and h.get("sni")]
+
+
+def _alpn(fr, ctx):
+    out = []
+    for _, h in _hellos(fr, ctx):
+        a = h.get("alpn")
+        out.extend(a if isinstance(a, list) else [a] if a else [])
+    return out
+
+
+def _version(fr, ctx):
+    v = (fr.fields or {}).get("version")
+    c = VERSION_CODES.get(str(v)) if v is not None else None
+    return [c] if c is not None else []
+
+
+PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshake messages in QUIC too)",
+                    Field("tls", PROTO_OPAQUE, _tls_present, "a TLS record or handshake message ends (or a record spanning segments begins)",
+                          frame=lambda fr: [True] if _is_tls(fr) else []), [
+    label("tls.record", _is_record, lambda fr, ctx: True, "a TLS record (over TCP)"),
+    F("tls.record.content_type", UINT, _is_record, lambda fr, ctx: [c] if (c := CONTENT_CODES.get(fr.type)) is not None else [],
+      "record content type (20 CCS, 21 alert, 22 handshake, 23 application data); the inner type once decrypted",
+      names=CONTENT_CODES),
+    F("tls.record.version", UINT, _is_record, _version, "record-layer version (0x0301 TLS 1.0 … 0x0303)"),
+    F("tls.record.length", UINT, _is_record, lambda fr, ctx: [fr.length], "record length"),
+    label("tls.handshake", _has_hs, lambda fr, ctx: True, "a handshake message"),
+    F("tls.handshake.type", UINT, _has_hs, lambda fr, ctx: _msg_codes(fr), "handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, 20 Finished…)",
+      names={v: k for k, v in HANDSHAKE_TYPES.items()}),
+    F("tls.handshake.version", UINT, _has_hs, _hs_version, "hello's legacy version (0x0303)"),
+    F("tls.handshake.ciphersuite", UINT, _has_hs, _ciphersuite, "cipher suites offered (ClientHello) or chosen (ServerHello)",
+      note="in QUIC the ClientHello's list is read from its Initial packets, decrypted again"),
+    F("tls.handshake.extensions_server_name", STRING, _has_hs, _sni, "server name (SNI) in the ClientHello"),
+    F("tls.handshake.extensions_alpn_str", STRING, _has_hs, _alpn, "ALPN protocols offered or selected"),
+])
