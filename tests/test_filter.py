@@ -209,7 +209,7 @@ EXPRESSIONS = [
 ]
 
 # (capture, expression) -> why wirefall's packets differ from tshark 4.0's.  Kept few; each is
-# a tshark 4.0 limitation analyzer/oracle.py documents (and the crosscheck sets aside) too.
+# a tshark 4.0 limitation oracle/crosscheck.py documents (and the crosscheck sets aside) too.
 _H3 = ("tshark 4.0 does not reassemble HTTP/3 frames that span STREAM frames: it shows http3 where such a frame begins "
        "(and reads frame headers from inside it); wirefall shows each frame where it ends, as for HTTP/2 (oracle: _H3_SPAN, _H3_INSIDE)")
 _HEAD = ("responses after a pipelined HEAD: tshark takes the next response for the HEAD's body and shows it one message late "
@@ -240,8 +240,8 @@ def _analysis(name: str):
 
 
 def _tshark_args(an) -> list[str]:
-    """The decode-as ports and preferences analyzer/oracle.py gives tshark for this capture."""
-    from analyzer.oracle import PROTOCOLS
+    """The decode-as ports and preferences oracle/crosscheck.py gives tshark for this capture."""
+    from oracle.crosscheck import PROTOCOLS
 
     args: list[str] = []
     for spec in PROTOCOLS.values():
