@@ -8,6 +8,8 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, dash_table, dcc, html, no_update
 
+from analyzer.safetext import html_text
+
 from . import views
 from .state import UploadError, WebState, fmt_size
 
@@ -148,7 +150,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
     if e is None or e.status != "done":
         fig = go.Figure()
         msg = "No capture open" if e is None else (views.entry_text(e, e.status_text()))
-        fig.add_annotation(text=msg, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15))
+        fig.add_annotation(text=html_text(msg), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15))
         fig.update_layout(template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
         return fig, "", ""
     try:
