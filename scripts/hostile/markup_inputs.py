@@ -50,7 +50,7 @@ BODY = b"<html><body>" + b"x" * 94 + b"</body></html>"  # 120 bytes
 
 def hostile_name(suffix: str = ".pcap") -> str:
     """A capture file name that carries an OSC 0 sequence and a bidi override."""
-    return "cap-\x1b]0;name-title\x07-\u202e<b>x</b>" + suffix
+    return "cap-\x1b]0;name-title\x07-\u202e<b>x" + suffix
 
 
 def _lat(s: str) -> bytes:

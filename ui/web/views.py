@@ -149,7 +149,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
     if x_range and len(x_range) == 2 and all(isinstance(v, (int, float)) for v in x_range):
         fig.update_xaxes(range=list(x_range), autorange=False)
     if not for_export:
-        fig.update_layout(width=None, autosize=True, dragmode="zoom", uirevision=title or "waterfall",
+        fig.update_layout(width=None, autosize=True, dragmode="zoom", uirevision=html_text(title or "waterfall"),
                           clickmode="event", hoverlabel=dict(align="left", font=dict(family="monospace", size=11)))
         fig.update_yaxes(fixedrange=True)
     return fig
