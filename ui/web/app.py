@@ -22,7 +22,7 @@ from dash import Input, Output, State, dash_table, dcc, html, no_update
 from analyzer.safetext import html_text, printable
 
 from . import views
-from .state import UploadError, WebState, fmt_size
+from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 0; background: #fafafa; color: #222; }
@@ -508,9 +508,12 @@ def install_upload_route(server, state: WebState) -> None:
         if kind not in ("capture", "keylog"):
             return jsonify(error="kind", message="unknown upload kind"), 404
         limit = state.upload_limit if kind == "capture" else state.keylog_limit
-        request.max_content_length = limit + 1  # this route only; callbacks keep the small server-wide cap
         name = unquote(request.headers.get("X-Wirefall-Name") or "upload")
         try:
+            if request.content_length is not None and request.content_length > limit:
+                raise state._too_large(kind, _display_name(name), request.content_length)  # before a byte is read
+            # this route only (callbacks keep the small server-wide cap); stage_stream counts the bytes itself
+            request.max_content_length = limit + UPLOAD_CHUNK
             st = state.stage_stream(kind, name, request.stream, length=request.content_length,
                                     replaces=request.args.get("replaces") or None)
         except UploadError as ex:
