@@ -107,6 +107,13 @@ def test_cli_text_outputs_hold_no_control_or_bidi_characters(capture, command):
         assert printable(str(capture)) in out and "http/1.1      2     2" in out
 
 
+def test_cli_compare_text_holds_no_control_characters(capture):
+    p = _cli("compare", capture, capture)
+    _clean(p.stdout)
+    _clean(p.stderr)
+    assert b"requests                               2        2" in p.stdout
+
+
 def test_cli_json_keeps_the_exact_values(capture):
     reqs = json.loads(_cli("requests", capture, "--json").stdout)
     assert sorted(r["url"] for r in reqs) == sorted([mi.NORMAL_URL, f"http://{mi.HOSTILE_HOST}{mi.HOSTILE_PATH}"])

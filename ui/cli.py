@@ -295,10 +295,31 @@ def cmd_web(args) -> int:
                limits=limits_of(args), upload_lifetime=args.upload_lifetime * 60.0) or 0
 
 
+class _PrintableText:
+    """A text stream whose writes go out through ``printable_lines`` (for commands whose
+    text another module prints: warnings and tables with captured URLs)."""
+
+    def __init__(self, f) -> None:
+        self._f = f
+
+    def write(self, s: str) -> int:
+        return self._f.write(printable_lines(s))
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
 def cmd_compare(args) -> int:
     from analyzer.compare import main as compare_main
 
-    return compare_main(args) or 0
+    out, err = sys.stdout, sys.stderr
+    sys.stderr = _PrintableText(err)
+    if not args.json:  # JSON: its escaping keeps the exact values safe
+        sys.stdout = _PrintableText(out)
+    try:
+        return compare_main(args) or 0
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def cmd_lab(args) -> int:
