@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable", "html_text", "UNSAFE"]
+__all__ = ["UNSAFE", "html_text", "printable", "printable_lines"]
 
 # every character ``printable`` escapes (a character class: tests use it to search outputs)
 UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"

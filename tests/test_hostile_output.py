@@ -31,9 +31,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
 
-import markup_inputs as mi  # noqa: E402
+import markup_inputs as mi
 
-from analyzer.safetext import UNSAFE, html_text, printable  # noqa: E402
+from analyzer.safetext import UNSAFE, html_text, printable
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -161,7 +161,7 @@ def test_limit_option_reaches_the_analysis_and_the_cache_key(capture, tmp_path):
         k0 = cache.cache_key(str(capture), [])
         k1 = cache.cache_key(str(capture), [], {"http1_header_bytes": 100})
         assert k0 != k1 and k1 == cache.cache_key(str(capture), [], {"http1_header_bytes": 100})
-        a, hit = cache.analyze_cached(str(capture), [], limits={"http1_header_bytes": 100})
+        _, hit = cache.analyze_cached(str(capture), [], limits={"http1_header_bytes": 100})
         b, hit2 = cache.analyze_cached(str(capture), [], limits={"http1_header_bytes": 100})
         c, hit3 = cache.analyze_cached(str(capture), [])
         assert (hit, hit2, hit3) == (False, True, False)
@@ -283,8 +283,7 @@ def test_figures_carry_no_markup_from_the_capture(capture):
     from analyzer.waterfall import build
     from ui.compare_figure import compare_figure
     from ui.figures import waterfall_figure
-    from ui.web import WebState
-    from ui.web import views
+    from ui.web import WebState, views
 
     an = analyze(str(capture))
     figs = {"waterfall": waterfall_figure(build(an), title=an.path), "compare": compare_figure(an, an, compare(an, an))}
