@@ -7,7 +7,9 @@ SHA-256 of
 - the bytes of each key log that ``analyze`` would read (the ``--keylog`` files, or
   ``$SSLKEYLOGFILE`` when none is given), each hashed on its own, and
 - a fingerprint of the analyser's own source (``analyzer/`` and ``dissectors/``), so that
-  a newer wirefall never serves an analysis made by older code.
+  a newer wirefall never serves an analysis made by older code, and
+- the ``limits`` given to ``analyze`` (``--limit NAME=N``), if any: an analysis made with
+  other budgets is another entry.
 
 The value is the ``Analysis`` in three parts (``dumps``): the summary-sized part pickled
 (protocol 5) and zstd-compressed, the packet index as raw arrays, and frames, requests and
@@ -142,9 +144,11 @@ def keylog_paths(keylogs: list[str] | None) -> list[str]:
     return [env] if env and os.path.exists(env) else []
 
 
-def cache_key(path: str, keylogs: list[str] | None = None) -> str:
+def cache_key(path: str, keylogs: list[str] | None = None, limits: dict | None = None) -> str:
     h = hashlib.sha256()
     h.update(code_fingerprint().encode())
+    if limits:  # none given: the key is the one of before --limit existed
+        h.update(b"limits\0" + json.dumps(sorted((str(k), int(v)) for k, v in limits.items())).encode())
     h.update(b"capture\0" + file_digest(path).encode())
     for k in keylog_paths(keylogs):
         try:
@@ -372,8 +376,8 @@ def clear() -> int:
 
 
 def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callable | None = None,
-                   use_cache: bool = True, analyze: Callable | None = None) -> tuple[Analysis, bool]:
-    """``analyze(path, keylogs)`` through the cache.  Returns ``(analysis, from_cache)``.
+                   use_cache: bool = True, analyze: Callable | None = None, limits: dict | None = None) -> tuple[Analysis, bool]:
+    """``analyze(path, keylogs, limits=limits)`` through the cache.  Returns ``(analysis, from_cache)``.
 
     An analysis from the cache has ``path`` set to ``path`` (the same bytes may have been
     opened under another name) and the key log re-read from ``keylogs`` (never from the cache)."""
@@ -382,7 +386,7 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
     key = None
     if use_cache:
         try:
-            key = cache_key(path, keylogs)
+            key = cache_key(path, keylogs, limits)
         except OSError:
             key = None
         if key is not None:
@@ -398,7 +402,7 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
                     progress(an.packets, size, size)
                 an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
                 return an, True
-    an = analyze(path, keylogs=keylogs, progress=progress)
+    an = analyze(path, keylogs=keylogs, progress=progress, **({"limits": limits} if limits else {}))
     if key is not None:
         store(key, an)
     return an, False

@@ -327,6 +327,7 @@ def _listening(port: int) -> list[str]:
 class _Server:
     def __init__(self, tmp_path, *extra):
         import time
+        import urllib.error
         import urllib.request
 
         self.port = _free_port()
@@ -339,6 +340,8 @@ class _Server:
         for _ in range(200):
             try:
                 urllib.request.urlopen(self.base + "/", timeout=5).read()
+                return
+            except urllib.error.HTTPError:  # it answers (403: not on loopback, it wants its access token)
                 return
             except OSError:
                 if self.p.poll() is not None:

@@ -712,3 +712,268 @@ def test_uploaded_third_party_page_load(tmp_path):
         assert _table_pairs(detail, "detail-request-headers") == [tuple(h) for h in tpost[0]]
     finally:
         st.close()
+
+
+# ------------------------------------------------------------ Host, Origin, token (issue 18)
+
+
+def _client(host="127.0.0.1", token=None, state=None, port=8050):
+    from ui.web import WebState, create_app
+
+    st = state or WebState(use_cache=False)
+    app = create_app(st, host=host, token=token, port=port)
+    return st, app.server.test_client()
+
+
+def test_host_and_origin_must_name_the_server():
+    """DNS rebinding: a page of rebind.attacker.example whose name now points at 127.0.0.1
+    sends Host and Origin rebind.attacker.example — refused, on every route."""
+    st, c = _client()
+    try:
+        for path in ("/", "/_dash-layout", "/_dash-dependencies"):
+            assert c.get(path, headers={"Host": "127.0.0.1:8050"}).status_code == 200, path
+            r = c.get(path, headers={"Host": "rebind.attacker.example:8050", "Origin": "http://rebind.attacker.example:8050"})
+            assert r.status_code == 403 and b"Host" in r.data, path
+        for host in ("localhost:8050", "127.0.0.1", "[::1]:8050", "LOCALHOST:8050"):
+            assert c.get("/", headers={"Host": host}).status_code == 200, host
+        # the right Host but a page of another site (its Origin): refused too, also for callbacks and uploads
+        for origin in ("http://rebind.attacker.example:8050", "null", "http://127.0.0.1.attacker.example"):
+            r = c.post("/_dash-update-component", json={}, headers={"Host": "127.0.0.1:8050", "Origin": origin})
+            assert r.status_code == 403 and b"Origin" in r.data, origin
+        r = c.post("/_wirefall/upload/capture", data=H3.read_bytes(), headers={"Host": "127.0.0.1:8050", "Origin": "http://evil.example"})
+        assert r.status_code == 403 and not list(Path(st.tmpdir).iterdir())
+        assert c.get("/", headers={"Host": "127.0.0.1:8050", "Origin": "http://localhost:8050"}).status_code == 200
+        assert c.get("/", headers={"Host": "10.1.2.3:8050"}).status_code == 403  # not served on that address
+    finally:
+        st.close()
+    # --host NAME: that name too (and still no other)
+    st, c = _client(host="wirefall.lan", token="t")
+    try:
+        assert c.get("/?token=t", headers={"Host": "wirefall.lan:8050"}).status_code == 302
+        assert c.get("/?token=t", headers={"Host": "rebind.attacker.example:8050"}).status_code == 403
+    finally:
+        st.close()
+
+
+def test_token_flow_on_a_non_loopback_host():
+    """``--host 0.0.0.0``: no request is answered without the token; ``?token=`` once sets an
+    HttpOnly SameSite=Strict cookie and redirects to the address without it (as Jupyter);
+    a wrong token or another server's cookie is refused; the Host check still holds."""
+    token = "s3cret-token"
+    st, c = _client(host="0.0.0.0", token=token, port=8123)
+    try:
+        h = {"Host": "192.0.2.7:8123"}  # any address of the machine
+        for path in ("/", "/_dash-layout", "/_dash-component-suites/dash/dash-renderer/build/dash_renderer.min.js"):
+            r = c.get(path, headers=h)
+            assert r.status_code == 403 and b"token" in r.data, path
+        assert c.get("/?token=wrong", headers=h).status_code == 403
+        r = c.get("/?token=" + token + "&x=1", headers=h)
+        assert r.status_code == 302 and r.headers["Location"].endswith("/?x=1")
+        cookie = r.headers["Set-Cookie"]
+        assert cookie.startswith(f"wirefall_token_8123={token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert c.get("/", headers=h).status_code == 200  # the test client keeps the cookie
+        assert c.post("/_dash-update-component", json={}, headers=h).status_code != 403
+        assert c.get("/", headers={"Host": "rebind.attacker.example:8123"}).status_code == 403
+    finally:
+        st.close()
+    st, c = _client(host="0.0.0.0", token=token, port=8123)
+    try:
+        c.set_cookie("wirefall_token_8123", "another-token", domain="192.0.2.7")
+        assert c.get("/", headers={"Host": "192.0.2.7:8123"}).status_code == 403
+    finally:
+        st.close()
+
+
+def test_wirefall_web_on_all_interfaces_prints_token_and_warning(tmp_path):
+    """``wirefall web --host 0.0.0.0``: the address with ``?token=``, a warning that decrypted
+    traffic is served to the network; without the token 403, with it the page."""
+    import http.cookiejar
+    import re
+    import signal
+    import socket
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, TMPDIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from ui.cli import main; sys.exit(main(sys.argv[1:]))",
+                          "web", str(H2), "--keylog", str(H2K), "--port", str(port), "--host", "0.0.0.0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT))
+    try:
+        line = p.stdout.readline()
+        m = re.match(rf"wirefall web: serving on http://0\.0\.0\.0:{port}/\?token=([A-Za-z0-9_-]{{43}})  ", line)
+        assert m, line
+        token = m.group(1)
+        warning = p.stderr.readline()
+        assert "warning" in warning and "decrypted traffic" in warning and "network" in warning, warning
+        base = f"http://127.0.0.1:{port}/"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base, timeout=5)
+                raise AssertionError("answered without the token")
+            except urllib.error.HTTPError as e:
+                assert e.code == 403
+                break
+            except urllib.error.URLError:
+                time.sleep(0.1)
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        body = opener.open(base + "?token=" + token, timeout=10).read().decode()  # redirected, with the cookie
+        assert "<title>wirefall</title>" in body
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(20)
+    assert rc == 0
+
+
+# --------------------------------------------------------------- uploads: route, lifetime, memory
+
+
+def test_upload_route_streams_to_disk_and_checks():
+    st, c = _client(state=None)
+    st.upload_limit = 1 << 20
+    try:
+        h = {"Host": "127.0.0.1:8050", "Content-Type": "application/octet-stream"}
+        r = c.post("/_wirefall/upload/capture", data=H3.read_bytes(), headers={**h, "X-Wirefall-Name": "..%2F..%2Fpage-h3.pcapng"})
+        j = r.get_json()
+        assert r.status_code == 200 and j["name"] == "page-h3.pcapng" and j["size"] == H3.stat().st_size, j
+        kind, path, name, size = st._staged[j["token"]]
+        assert Path(path).read_bytes() == H3.read_bytes()
+        # the page's callback then gets {token}: the server's own record is shown
+        staged, msg, _ = __import__("ui.web.app", fromlist=["cb_stage"]).cb_stage(st, "capture", {"token": j["token"], "name": "x"}, None)
+        assert staged == {"token": j["token"], "name": "page-h3.pcapng", "size": size} and "page-h3.pcapng" in _text(msg)
+        big = b"\xd4\xc3\xb2\xa1" + bytes(2 << 20)
+        j2 = c.post("/_wirefall/upload/capture", data=big, headers=h).get_json()
+        assert j2["error"] and "limit for a capture upload is 1.0 MB" in j2["message"]
+        j3 = c.post("/_wirefall/upload/capture", data=b"GIF89a", headers=h).get_json()
+        assert "not a pcap or pcapng capture" in j3["message"]
+        j4 = c.post("/_wirefall/upload/keylog", data=b"hello\n", headers=h).get_json()
+        assert "not a key log" in j4["message"]
+        j5 = c.post("/_wirefall/upload/keylog", data=H3K.read_bytes(), headers=h).get_json()
+        assert j5["size"] == H3K.stat().st_size
+        assert sorted(p.name for p in Path(st.tmpdir).iterdir()) == sorted([Path(path).name, Path(st._staged[j5["token"]][1]).name])
+        # a new upload replaces the page's previous one (unless it was opened)
+        j6 = c.post("/_wirefall/upload/capture?replaces=" + j["token"], data=H3.read_bytes(), headers=h).get_json()
+        assert st.staged(j["token"]) is None and not Path(path).exists() and st.staged(j6["token"])
+        assert c.post("/_wirefall/upload/other", data=b"x", headers=h).status_code == 404
+    finally:
+        st.close()
+
+
+def test_staged_uploads_are_deleted_after_their_lifetime(monkeypatch):
+    import time
+
+    from ui.web import WebState
+    from ui.web.app import cb_open, cb_poll, cb_stage
+
+    st = WebState(use_cache=False, upload_lifetime=1.0)
+    try:
+        a = st.stage_upload("capture", "a.pcapng", _data_url(H3.read_bytes()))
+        pa = Path(st._staged[a["token"]][1])
+        # replaced by the next upload of the page (cb_stage's previous): deleted at once
+        b = st.stage_upload("capture", "b.pcapng", _data_url(H3.read_bytes()), replaces=a["token"])
+        assert not pa.exists() and st.staged(a["token"]) is None
+        pb = Path(st._staged[b["token"]][1])
+        k = st.stage_upload("keylog", "k.keys", _data_url(H3K.read_bytes()))
+        pk = Path(st._staged[k["token"]][1])
+        xid, _ = cb_open(st, 1, b, k)
+        e = st.wait(xid)
+        assert e.status == "done"
+        c = st.stage_upload("capture", "c.pcapng", _data_url(H3.read_bytes()))  # never opened
+        pc = Path(st._staged[c["token"]][1])
+        # a page showing the opened capture keeps it (every poll uses it); the unopened one goes
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            cb_poll(st, 1, xid, None, None, None)
+            time.sleep(0.05)
+        assert not pc.exists() and st.staged(c["token"]) is None  # the sweeper thread did it
+        assert pb.exists() and pk.exists() and st.get(xid) is e
+        staged, msg, _ = cb_stage(st, "capture", {"token": c["token"], "name": "c.pcapng"}, None)
+        assert staged is None and "upload it again" in _text(msg)
+        # nobody looks at it any more: the entry and its files go too
+        end = time.monotonic() + 10
+        while pb.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        assert not pb.exists() and not pk.exists() and st.get(xid) is None and not list(Path(st.tmpdir).iterdir())
+        # a capture named on the command line is never deleted
+        f = st.add_file(str(H3), [str(H3K)])
+        st.wait(f.id)
+        assert st.sweep(time.monotonic() + 10_000) == [] and st.get(f.id) is f and H3.exists()
+    finally:
+        st.close()
+
+
+UPLOAD_SERVER = r'''
+import logging, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from werkzeug.serving import make_server
+from ui.web import WebState, create_app
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+st = WebState(upload_limit=int(sys.argv[1]), use_cache=False)
+srv = make_server("127.0.0.1", 0, create_app(st).server, threaded=True)
+print(srv.server_port, flush=True)
+try:
+    srv.serve_forever()
+finally:
+    st.close()
+'''
+
+
+def _vm(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def test_upload_memory_is_bounded(tmp_path):
+    """A 96 MB upload through the page's route: the server's peak RSS grows by a few MB (the
+    1 MiB steps), not by a multiple of the file (a data: URL through a callback: 190 MB took
+    1.27 GB).  The file on disk is the upload, byte for byte."""
+    import hashlib
+    import http.client
+    import sys
+
+    size = 96 << 20
+    src = tmp_path / "big.pcap"
+    h = hashlib.sha256()
+    with open(src, "wb") as f:
+        block = os.urandom(1 << 20)
+        head = b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00" + bytes(16)
+        f.write(head)
+        h.update(head)
+        left = size - len(head)
+        while left:
+            b = block[: min(left, len(block))]
+            f.write(b)
+            h.update(b)
+            left -= len(b)
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-c", UPLOAD_SERVER, str(size + (1 << 20))], stdout=subprocess.PIPE, text=True,
+                         env=env, cwd=str(ROOT))
+    try:
+        port = int(p.stdout.readline())
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        c.request("GET", "/")
+        c.getresponse().read()
+        base = _vm(p.pid, "VmRSS")
+        with open(src, "rb") as f:
+            c.request("POST", "/_wirefall/upload/capture", body=f,
+                      headers={"Content-Type": "application/octet-stream", "Content-Length": str(size), "X-Wirefall-Name": "big.pcap"})
+            r = c.getresponse()
+            answer = json.loads(r.read())
+        peak = _vm(p.pid, "VmHWM")
+        assert r.status == 200 and answer["size"] == size, answer
+        assert peak - base < 24 << 20, (base >> 20, peak >> 20)
+        staged = [d for d in tmp_path.iterdir() if d.name.startswith("wirefall-web-")][0] / "upload-1.cap"
+        h2 = hashlib.sha256()
+        with open(staged, "rb") as f:
+            for b in iter(lambda: f.read(1 << 20), b""):
+                h2.update(b)
+        assert h2.hexdigest() == h.hexdigest()
+    finally:
+        p.terminate()
+        p.wait(20)

@@ -11,11 +11,54 @@ import os
 import sys
 import time
 
+from analyzer.safetext import printable, printable_lines
+
 COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab")
 
 
 class UsageError(Exception):
     pass
+
+
+def limit_names() -> list[str]:
+    """What ``--limit NAME=N`` accepts: each budget's per-connection name and its
+    ``NAME_capture`` (``DEFAULT_LIMITS`` in analyzer/sessions/__init__.py)."""
+    from analyzer.sessions import CAPTURE_SUFFIX, DEFAULT_LIMITS
+
+    names = set(DEFAULT_LIMITS)
+    names |= {k + CAPTURE_SUFFIX for k in DEFAULT_LIMITS if not k.endswith(CAPTURE_SUFFIX)}
+    return sorted(names)
+
+
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_limit(text: str) -> tuple[str, int]:
+    """``NAME=N`` (N a whole number, optionally with k/M/G = 2**10/20/30) → (NAME, N)."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=N")
+    valid = limit_names()
+    if name not in valid:
+        raise argparse.ArgumentTypeError(f"unknown limit {name!r}; valid names: {', '.join(valid)}")
+    v = value.strip().replace("_", "")
+    mult = _UNITS.get(v[-1:].lower(), 1)
+    if mult != 1:
+        v = v[:-1]
+    try:
+        n = int(v) * mult
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: N must be a whole number (optionally with k, M or G)") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: N must not be negative")
+    return name, n
+
+
+def limits_of(args) -> dict | None:
+    """The ``--limit`` options as ``analyze(limits=...)`` takes them (None: the defaults)."""
+    pairs = getattr(args, "limit", None) or []
+    return dict(pairs) or None
 
 
 def _fmt_time(t: float | None, t0: float) -> str:
@@ -49,13 +92,13 @@ def load(args):
     if getattr(args, "cache", False):
         from analyzer.cache import analyze_cached
 
-        an, _hit = analyze_cached(args.file, args.keylog, progress=progress)
+        an, _hit = analyze_cached(args.file, args.keylog, progress=progress, limits=limits_of(args))
     else:
         from analyzer.pipeline import analyze
 
-        an = analyze(args.file, keylogs=args.keylog, progress=progress)
+        an = analyze(args.file, keylogs=args.keylog, progress=progress, limits=limits_of(args))
     for w in an.warnings:
-        print(f"wirefall: warning: {w}", file=sys.stderr)
+        print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
     gc.freeze()  # the model lives to the end of the command: no collection need walk it again
     gc.enable()
     return an
@@ -83,7 +126,7 @@ def _dump(obj) -> None:
 
 def _table(rows: list[list], headers: list[str], right: set[int] = frozenset()) -> str:
     widths = [len(h) for h in headers]
-    srows = [["" if v is None else str(v) for v in r] for r in rows]
+    srows = [["" if v is None else printable(v) for v in r] for r in rows]  # captured text: escapes, never raw controls
     for r in srows:
         for i, v in enumerate(r):
             widths[i] = max(widths[i], len(v))
@@ -102,13 +145,13 @@ def cmd_summary(args) -> int:
     if args.json:
         _dump(d)
         return 0
-    print(f"{an.path}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
+    print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
           f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {len(an.exchanges)} requests")
     from analyzer import completeness
 
     print("\n".join(completeness.render_text(completeness.compute(an))))
     if an.undecoded:
-        print("undecoded packets: " + ", ".join(f"{n} ({r})" for r, n in sorted(an.undecoded.items())))
+        print("undecoded packets: " + ", ".join(f"{n} ({printable(r)})" for r, n in sorted(an.undecoded.items())))
     t0 = d["first_time"] or 0.0
     rows = []
     for c in d["connections"]:
@@ -147,7 +190,7 @@ def cmd_packets(args) -> int:
         else:
             w = sys.stdout.write
             for r in rows:
-                w(f"{r[0]:>7} {r[1]:>11.6f} {r[2]:>22} → {r[3]:<22} {r[4]:<7} {r[5]:>6} {r[6]}\n")
+                w(f"{r[0]:>7} {r[1]:>11.6f} {printable(r[2]):>22} → {printable(r[3]):<22} {printable(r[4]):<7} {r[5]:>6} {printable(r[6])}\n")
     finally:
         src.close()
     return 0
@@ -168,10 +211,10 @@ def cmd_frames(args) -> int:
     for f in frames:
         hdr = ""
         if f.headers:
-            hdr = " " + " ".join(f"{k}: {v}" for k, v in f.headers[:6]) + (" …" if len(f.headers) > 6 else "")
+            hdr = " " + " ".join(f"{printable(k)}: {printable(v)}" for k, v in f.headers[:6]) + (" …" if len(f.headers) > 6 else "")
         sid = "" if f.stream_id is None else f.stream_id
-        w(f"{f.packet:>7} {f.time - t0:>11.6f} c{f.connection:<4} {'→' if f.direction == 0 else '←'} {f.protocol:<8} {sid!s:>6} {f.type:<16} "
-          f"{f.flags:#04x} {f.length:>7}{hdr}{'  [' + f.error + ']' if f.error else ''}\n")
+        w(f"{f.packet:>7} {f.time - t0:>11.6f} c{f.connection:<4} {'→' if f.direction == 0 else '←'} {printable(f.protocol):<8} {sid!s:>6} {printable(f.type):<16} "
+          f"{f.flags:#04x} {f.length:>7}{hdr}{'  [' + printable(f.error) + ']' if f.error else ''}\n")
     return 0
 
 
@@ -207,7 +250,7 @@ def cmd_stats(args) -> int:
     if args.json:
         _dump(stats.to_dict(st) if hasattr(stats, "to_dict") else st)
     else:
-        print(stats.render_text(st))
+        print(printable_lines(stats.render_text(st)))
     return 0
 
 
@@ -217,7 +260,7 @@ def cmd_export(args) -> int:
     an = load(args)
     kw = {"group_by": args.group_by} if args.group_by else {}
     export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive, **kw)
-    print(f"wrote {args.output}", file=sys.stderr)
+    print(f"wrote {printable(args.output)}", file=sys.stderr)
     return 0
 
 
@@ -225,10 +268,10 @@ def cmd_crosscheck(args) -> int:
     from oracle.crosscheck import MAX_REPORTED, crosscheck_report
 
     # --cache: the analysis may come from the cache (its key includes this code's fingerprint)
-    report = crosscheck_report(args.file, args.keylog or [], analysis=load(args) if args.cache else None)
+    report = crosscheck_report(args.file, args.keylog or [], analysis=load(args) if args.cache or limits_of(args) else None)
     problems = [p for r in report.values() for p in r.problems]
     for p in problems[:MAX_REPORTED]:
-        print(p)
+        print(printable(p))
     if len(problems) > MAX_REPORTED:
         print(f"... {len(problems) - MAX_REPORTED} more disagreements")
     rows = [[r.name, r.tshark_frames, r.wirefall_frames, r.matched, r.headers_compared,
@@ -247,31 +290,63 @@ def cmd_crosscheck(args) -> int:
 def cmd_tui(args) -> int:
     from ui.tui import run
 
-    return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache) or 0
+    return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache,
+               limits=limits_of(args)) or 0
 
 
 def cmd_web(args) -> int:
     from ui.web import run
 
     limit = int(args.upload_limit * 1048576) if args.upload_limit else None
-    return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port, upload_limit=limit, use_cache=not args.no_cache) or 0
+    return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port, upload_limit=limit, use_cache=not args.no_cache,
+               limits=limits_of(args), upload_lifetime=args.upload_lifetime * 60.0) or 0
+
+
+class _PrintableText:
+    """A text stream whose writes go out through ``printable_lines`` (for commands whose
+    text another module prints: warnings and tables with captured URLs)."""
+
+    def __init__(self, f) -> None:
+        self._f = f
+
+    def write(self, s: str) -> int:
+        return self._f.write(printable_lines(s))
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
 
 
 def cmd_compare(args) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stderr = _PrintableText(err)
+    if not args.json:  # JSON: its escaping keeps the exact values safe
+        sys.stdout = _PrintableText(out)
+    try:
+        return _compare(args)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _compare(args) -> int:
     import json
 
     from analyzer.compare import compare, render_text
+
+    limits = limits_of(args)
 
     if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
         from analyzer.cache import analyze_cached
 
         def analyze(path, keylogs):
-            return analyze_cached(path, keylogs)[0]
+            return analyze_cached(path, keylogs, limits=limits)[0]
     else:
-        from analyzer.pipeline import analyze
+        from analyzer.pipeline import analyze as _analyze
 
-    a = analyze(args.a, keylogs=args.keylog)
-    b = analyze(args.b, keylogs=(args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
+        def analyze(path, keylogs):
+            return _analyze(path, keylogs=keylogs, limits=limits)
+
+    a = analyze(args.a, args.keylog)
+    b = analyze(args.b, (args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
     for an in (a, b):
         for w in an.warnings:
             print(f"wirefall: warning: {w}", file=sys.stderr)
@@ -305,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     common.add_argument("--cache", action="store_true", help="reuse (or store) the analysis in the zstd cache ($XDG_CACHE_HOME/wirefall); no key material is stored")
+    common.add_argument("--limit", action="append", type=parse_limit, metavar="NAME=N",
+                        help="raise or lower one decoding budget (per connection, or NAME_capture for the whole capture); repeatable; "
+                             "an unknown NAME lists the valid ones")
     p = argparse.ArgumentParser(prog="wirefall", description="Protocol analyzer and waterfall visualiser for SPDY, HTTP/2, HTTP/1.x, QUIC and HTTP/3 captures.",
                                 epilog="`wirefall FILE` opens the terminal UI on FILE.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -337,10 +415,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
     sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
     sp.add_argument("files", nargs="*", metavar="FILE")
-    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on; anything but loopback serves decrypted traffic to the network and requires the access token printed at start")
     sp.add_argument("--port", type=int, default=8050)
     sp.add_argument("--upload-limit", type=float, metavar="MB", help="largest upload accepted (default 200 MB)")
     sp.add_argument("--no-cache", action="store_true", help="do not use the analysis cache")
+    sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
+                    help="delete a staged upload not opened for this many minutes (default 60)")
     sp.set_defaults(func=cmd_web)
     sp = sub.add_parser("compare", parents=[common], help="compare two captures of the same page")
     sp.add_argument("a", metavar="A")
@@ -379,18 +460,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except CaptureError as e:
-        print(f"wirefall: {e}", file=sys.stderr)
+        print(f"wirefall: {printable(e)}", file=sys.stderr)
         return 2
     except (UsageError, FileExistsError) as e:
-        print(f"wirefall: {e}", file=sys.stderr)
+        print(f"wirefall: {printable(e)}", file=sys.stderr)
         return 2
     except ValueError as e:
         if e.__class__.__name__ not in ("ExportError", "FilterError"):
             if debug:
                 raise
-            print(f"wirefall: error: {e.__class__.__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+            print(f"wirefall: error: {e.__class__.__name__}: {printable(e)} (run with --debug for the traceback)", file=sys.stderr)
             return 1
-        print(f"wirefall: {e}", file=sys.stderr)
+        print(f"wirefall: {printable(e)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         try:
@@ -409,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # never a traceback unless asked
         if debug:
             raise
-        print(f"wirefall: error: {e.__class__.__name__}: {e} (run with --debug for the traceback)", file=sys.stderr)
+        print(f"wirefall: error: {e.__class__.__name__}: {printable(e)} (run with --debug for the traceback)", file=sys.stderr)
         return 1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from analyzer.compare import normalise_url
 from analyzer.model import Analysis
+from analyzer.safetext import html_text
 from analyzer.waterfall import PHASE_LABELS, PHASES, build
 
 
@@ -32,8 +33,9 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
     wf_a, wf_b = build(a), build(b)
     labels, ya, yb = _row_order(res, wf_a, wf_b)
     n = len(labels)
-    name_a = f"A: {', '.join(res['a']['protocols']) or a.path}"
-    name_b = f"B: {', '.join(res['b']['protocols']) or b.path}"
+    # captured text (URLs, protocols, file names) as html_text: Plotly's label markup stays inert
+    name_a = html_text(f"A: {', '.join(res['a']['protocols']) or a.path}")
+    name_b = html_text(f"B: {', '.join(res['b']['protocols']) or b.path}")
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.02, subplot_titles=(name_a, name_b))
     xmax = 1.0
     for col, (wf, ymap) in enumerate(((wf_a, ya), (wf_b, yb)), start=1):
@@ -48,7 +50,8 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
                 orientation="h", base=[(s - t0) * 1000.0 for _, s, _ in sel], x=[max((e - s) * 1000.0, 0.3) for _, s, e in sel],
                 y=[ymap[r.exchange] for r, _, _ in sel], marker=dict(color=[r.colors[ph] for r, _, _ in sel], line=dict(width=0)),
                 name=PHASE_LABELS[ph], legendgroup=ph, showlegend=col == 1, width=0.7,
-                hovertext=["<br>".join([f"{PHASE_LABELS[ph]}: {(e - s) * 1000:.1f} ms"] + r.hover) for r, s, e in sel], hoverinfo="text",
+                hovertext=["<br>".join([f"{PHASE_LABELS[ph]}: {(e - s) * 1000:.1f} ms"] + [html_text(h) for h in r.hover]) for r, s, e in sel],
+                hoverinfo="text",
             ), row=1, col=col)
         pl = wf.page_load_time
         if pl is not None:
@@ -56,7 +59,7 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
                           annotation_text=f"page load {pl * 1000:.0f} ms", annotation_position="bottom right")
     fig.update_xaxes(range=[0, xmax * 1.05], title_text="ms from the capture's first packet", rangemode="tozero")
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=list(range(n)),
-                     ticktext=[(l if len(l) <= 60 else "…" + l[-59:]) for l in labels], tickfont=dict(size=10, family="monospace"),
+                     ticktext=[html_text(l if len(l) <= 60 else "…" + l[-59:]) for l in labels], tickfont=dict(size=10, family="monospace"),
                      automargin=True, range=[n - 0.5, -0.5] if n else None, row=1, col=1)
     fig.update_layout(barmode="overlay", template="plotly_white", width=width, height=max(420, 220 + 20 * n),
                       title=dict(text=f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}", x=0.01),

@@ -8,6 +8,11 @@ The figure has one trace per phase holding every row (not one shape per row): up
 ``GL_THRESHOLD`` rows these are horizontal ``Bar`` traces (one SVG path per bar, exact in
 PNG/SVG); above it they become WebGL ``Scattergl`` line segments, which draw on one canvas
 (no DOM node per row) and stay fast with tens of thousands of rows in the browser.
+
+Plotly reads HTML-like markup in every label (``<a href>``, ``<span style>``, ``<br>``,
+``<b>``…): each string that comes from a capture (URLs, headers, marker labels, the file
+name) goes through ``analyzer.safetext.html_text`` before it reaches a figure, so that it
+shows as the characters it is and makes no element.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import os
 from contextlib import contextmanager
 from typing import Iterable
 
+from analyzer.safetext import html_text
 from analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_LABELS, PHASES, Waterfall
 
 GL_THRESHOLD = 1500
@@ -37,7 +43,7 @@ def _short(url: str, n: int = 60) -> str:
 
 
 def row_label(r) -> str:
-    return f"{r.index + 1}. [{r.badge}] {_short(r.url or '(no URL)')}"
+    return html_text(f"{r.index + 1}. [{r.badge}] {_short(r.url or '(no URL)')}")
 
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, gl: bool | None = None,
@@ -62,7 +68,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
         ys = [r.index for r, _, _ in sel]
         colors = [r.colors[ph] for r, _, _ in sel]
-        hover = ["<br>".join([PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms"] + r.hover) for r, a, b in sel]
+        hover = ["<br>".join([PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms"] + [html_text(h) for h in r.hover]) for r, a, b in sel]
         if not use_gl:
             fig.add_trace(go.Bar(
                 orientation="h", base=base, x=dur, y=ys, name=PHASE_LABELS[ph],
@@ -106,7 +112,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
             fig.add_trace(tr(
                 x=[(m.time - t0) * 1000.0 for _, m in items], y=[r.index for r, _ in items], mode="markers", name=kind,
                 marker=dict(symbol=sym, size=9, color=col, line=dict(width=1.5, color=col)),
-                hovertext=[f"{m.label}" + (f" (packet {m.packet})" if m.packet else "") for _, m in items], hoverinfo="text",
+                hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in items], hoverinfo="text",
             ))
         # push arrows: from the pushing stream's row to the pushed row
         arrows = [(r, next((m for m in r.markers if m.kind == "push"), None)) for r in rows if r.pushed and r.push_parent_row is not None]
@@ -120,7 +126,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper",
                       line=dict(color=MILESTONE_COLORS.get(ms.name, "#444"), width=1.5, dash="dot"))
         fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False, textangle=-30, yshift=(k % 2) * 22,
-                           text=f"{ms.label} {x:.0f} ms", font=dict(size=10, color=MILESTONE_COLORS.get(ms.name, "#444")))
+                           text=f"{html_text(ms.label)} {x:.0f} ms", font=dict(size=10, color=MILESTONE_COLORS.get(ms.name, "#444")))
 
     # bands per connection when grouped
     if wf.group_by == "connection" and n:
@@ -140,14 +146,12 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
 
     show_labels = n <= max_labels
     height = max(360, min(60 + 140 + ROW_PX * n, 16000))
-    head = title if title is not None else (wf.title or "waterfall")
+    head = html_text(title if title is not None else (wf.title or "waterfall"))
     if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
-        import html as _html
-
         col = "#2ca02c" if wf.completeness.startswith("Complete") else "#d62728"
         n_bg = sum(1 for r in rows if r.background)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
-        head = f"{head}<br><span style='font-size:12px;color:{col}'>{_html.escape(wf.completeness + extra)}</span>"
+        head = f"{head}<br><span style='font-size:12px;color:{col}'>{html_text(wf.completeness + extra)}</span>"
     fig.update_layout(
         title=dict(text=head, x=0.01),
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",

@@ -16,6 +16,8 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
+from analyzer.safetext import printable, printable_lines
+
 from .widgets import (waterfall_legend, DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
                       packet_header_text, proto_style)
 
@@ -98,7 +100,7 @@ class TextScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(Text(printable(self.title_text), style="bold"), id="dialog-title")
             with VerticalScroll(id="dialog-body"):
                 yield Static(self.body, id="dialog-text")
 
@@ -123,7 +125,7 @@ class FollowScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(Text(printable(self.title_text), style="bold"), id="dialog-title")
             yield TextList(id="follow-list")
 
     def on_mount(self) -> None:
@@ -195,9 +197,10 @@ class WirefallApp(App):
     ]
 
     def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
-                 keylogs_b: list[str] | None = None, use_cache: bool = False) -> None:
+                 keylogs_b: list[str] | None = None, use_cache: bool = False, limits: dict | None = None) -> None:
         super().__init__()
         self.path = path
+        self.limits = dict(limits) if limits else None  # --limit NAME=N: analyze(limits=...)
         self.use_cache = use_cache  # --cache: reopen the analysis from analyzer.cache, store it after a miss
         self.keylogs = list(keylogs or [])
         self.compare_b = compare  # capture B of `wirefall tui A --compare B`
@@ -213,7 +216,7 @@ class WirefallApp(App):
         self.wf_group: str | None = None  # waterfall grouping: None (by start) or "connection"
         self.wf_by: dict = {}  # group_by -> built Waterfall
         self.stats_text: Text | None = None
-        self.sub_title = path
+        self.sub_title = printable(path)
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -255,7 +258,7 @@ class WirefallApp(App):
         if self.an is not None:
             self._loaded(self.an, 0.0)
         elif self.compare_b:
-            self.query_one("#status", Static).update(f"loading {self.path} in the compare view…")
+            self.query_one("#status", Static).update(Text(f"loading {printable(self.path)} in the compare view…"))
         else:
             self.load()
         if self.compare_b:
@@ -317,10 +320,11 @@ class WirefallApp(App):
 
                 # a hit shows its rows once the views below are built (the rows' Info column
                 # needs the frame index; built on the UI thread it would block it)
-                an, _hit = analyze_cached(self.path, self.keylogs, progress=progress,
-                                          analyze=lambda p, keylogs, progress: analyze(p, keylogs, progress=progress, on_start=started))
+                an, _hit = analyze_cached(self.path, self.keylogs, progress=progress, limits=self.limits,
+                                          analyze=lambda p, keylogs, progress, limits=None: analyze(p, keylogs, progress=progress,
+                                                                                                    on_start=started, limits=limits))
             elif an is None:
-                an = analyze(self.path, self.keylogs, progress=progress, on_start=started)
+                an = analyze(self.path, self.keylogs, progress=progress, on_start=started, limits=self.limits)
         except Exception as e:  # CaptureError and anything else: a notice, never a crash
             msg = str(e) or e.__class__.__name__
             self.call_from_thread(self._load_failed, msg)
@@ -334,7 +338,7 @@ class WirefallApp(App):
         _frame_index(an)
         self.wf, err = build_waterfall(an)
         if err:
-            self.call_from_thread(self.notify, f"waterfall: {err}", severity="error")
+            self.call_from_thread(self.notify, printable(f"waterfall: {err}"), severity="error", markup=False)
         self.stats_text = stats_text(an)
         # The analysis lives as long as the app: keep the cyclic garbage collector from
         # walking its millions of objects on every collection (pauses of hundreds of ms
@@ -351,7 +355,7 @@ class WirefallApp(App):
         bar = self.query_one("#progress", ProgressBar)
         if total:
             bar.update(total=total, progress=min(done, total))
-        self.query_one("#status", Static).update(f"loading {self.path}: {packets:,} packets… (the list grows as they are read)")
+        self.query_one("#status", Static).update(Text(f"loading {printable(self.path)}: {packets:,} packets… (the list grows as they are read)"))
 
     # rows while loading ------------------------------------------------------
     GROW_EVERY = 0.25  # seconds between packet-list updates while loading
@@ -396,8 +400,8 @@ class WirefallApp(App):
     def _load_failed(self, msg: str) -> None:
         self.load_error = msg
         self.query_one("#progress").add_class("-done")
-        self.query_one("#status", Static).update(Text(f"error: {msg}", style="bold red"))
-        self.notify(msg, title="Cannot open capture", severity="error", timeout=30)
+        self.query_one("#status", Static).update(Text(f"error: {printable(msg)}", style="bold red"))
+        self.notify(printable(msg), title="Cannot open capture", severity="error", timeout=30, markup=False)
 
     def _loaded(self, an, seconds: float) -> None:
         from analyzer.capture import PacketSource
@@ -422,7 +426,7 @@ class WirefallApp(App):
         self._fill_stats()
         self._status()
         for w in an.warnings[:5]:
-            self.notify(w, title="Capture warning", severity="warning", timeout=10)
+            self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
         if an.packets and (keep is None or not pl.select_packet(keep)):
             pl.move_to(0)
         elif keep is not None:
@@ -439,7 +443,7 @@ class WirefallApp(App):
         msg = f"{shown} · {len(an.connections)} connections ({dec} decrypted) · {len(an.exchanges)} requests · {len(an.frames):,} frames"
         if extra:
             msg += " · " + extra
-        self.query_one("#status", Static).update(msg)
+        self.query_one("#status", Static).update(Text(printable(msg)))
 
     # ------------------------------------------------------------ packets tab
     @on(LineList.Moved, "#packet-list")
@@ -478,17 +482,19 @@ class WirefallApp(App):
             nodes = packet_detail(an, src, n)
             data = packet_bytes(src, an, n)
         except Exception as e:  # never crash on a packet
-            tree.root.add_leaf(f"cannot decode packet {n}: {e}")
+            tree.root.add_leaf(Text(printable(f"cannot decode packet {n}: {e}")))
             return
         last_layers = len(nodes)
 
         def add(parent, node, expand: bool) -> None:
+            # a Text, not a str: Tree reads a str label as markup ("[link=…]" from a header would be live)
+            label = Text(printable(node.label))
             if node.children:
-                t = parent.add(node.label, data=node, expand=expand)
+                t = parent.add(label, data=node, expand=expand)
                 for c in node.children:
                     add(t, c, False)
             else:
-                parent.add_leaf(node.label, data=node)
+                parent.add_leaf(label, data=node)
 
         for i, node in enumerate(nodes):
             # expand the protocol layers above TCP/UDP, as one usually wants to see them
@@ -550,7 +556,7 @@ class WirefallApp(App):
         if self.wf is None:
             self.wf, err = build_waterfall(self.an, self.wf_group)
             if err:
-                self.notify(f"waterfall: {err}", severity="error")
+                self.notify(printable(f"waterfall: {err}"), severity="error", markup=False)
         if self.wf is None:
             return
         self.wf_by[self.wf_group] = self.wf
@@ -577,7 +583,7 @@ class WirefallApp(App):
 
     def _set_group(self, group, wf, err) -> None:
         if wf is None:
-            self.notify(f"waterfall: {err}", severity="error")
+            self.notify(printable(f"waterfall: {err}"), severity="error", markup=False)
             return
         wv = self.query_one(WaterfallView)
         cur = wv.rows[wv.cursor].exchange if wv.count else None
@@ -638,10 +644,11 @@ class WirefallApp(App):
             else:
                 dec = (getattr(sec, "version", None) or "") + (" decrypted" if sec.decrypted else f" not decrypted: {sec.reason or '?'}")
             sni = (c.tls.sni if c.tls else None) or (c.quic.sni if c.quic else None) or ""
-            dt.add_row(str(c.id), c.transport, f"{c.client[0]}:{c.client[1]}", f"{c.server[0]}:{c.server[1]}", c.protocol or "",
-                       f"{c.stats[0].packets}/{c.stats[1].packets}", f"{c.stats[0].bytes}/{c.stats[1].bytes}",
-                       f"{c.start - t0:.3f}", fmt_ms(c.end - c.start), sni, dec.strip(), str(nreq.get(c.id, 0)), str(len(c.notes)),
-                       key=str(c.id))
+            cells = (str(c.id), c.transport, f"{c.client[0]}:{c.client[1]}", f"{c.server[0]}:{c.server[1]}", c.protocol or "",
+                     f"{c.stats[0].packets}/{c.stats[1].packets}", f"{c.stats[0].bytes}/{c.stats[1].bytes}",
+                     f"{c.start - t0:.3f}", fmt_ms(c.end - c.start), sni, dec.strip(), str(nreq.get(c.id, 0)), str(len(c.notes)))
+            # Text cells: DataTable reads a str cell as markup; captured text (SNI, reasons) is shown as it is
+            dt.add_row(*(Text(printable(v)) for v in cells), key=str(c.id))
 
     @on(DataTable.RowSelected, "#connections")
     def _connection_chosen(self, ev: DataTable.RowSelected) -> None:
@@ -891,12 +898,12 @@ def stats_text(an) -> Text:
         from analyzer.stats import compute, render_text
 
         st = compute(an)
-        text = Text(render_text(st))
+        text = Text(printable_lines(render_text(st)))
         text.append("\n\n")
         text.append_text(stats_bars(st))
         return text
     except Exception as e:
-        return Text(f"statistics unavailable: {e.__class__.__name__}: {e}", style="red")
+        return Text(printable(f"statistics unavailable: {e.__class__.__name__}: {e}"), style="red")
 
 
 def _safe(pred, obj) -> bool:
@@ -937,9 +944,9 @@ def follow_items(an, cid: int, stream_id, ex, whole_connection: bool) -> list:
         line = f"{f.time - t0:10.6f}  #{f.packet:<7} {arrow} {f.protocol:<8} {frame_summary(f)}{sid}  len {f.length}" + (f"  [{fl}]" if fl else "")
         if f.error:
             line += f"  ERROR: {f.error}"
-        items.append((line, st, f.packet))
+        items.append((printable(line), st, f.packet))
         for k, v in f.headers or ():
-            items.append((f"{'':32}{k}: {v}", DEFAULT_STYLE, f.packet))
+            items.append((printable(f"{'':32}{k}: {v}"), DEFAULT_STYLE, f.packet))
     if not items:
         items.append(("no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)", DEFAULT_STYLE, None))
     return items
@@ -956,12 +963,13 @@ def request_text(an, e, r) -> Text:
     def h(title: str) -> None:
         t.append(f"\n{title}\n", style="bold underline")
 
-    t.append(f"{e.method or ''} {e.url or e.path or ''}\n", style="bold")
-    t.append(f"{e.protocol}  status {e.status if e.status is not None else '-'}  connection {e.connection}"
-             + (f" ({c.label})" if c else "") + (f"  stream {e.stream_id}" if e.stream_id is not None else "")
-             + ("  pushed" if e.pushed else "") + (f"  reset {e.reset}" if e.reset else "") + "\n")
+    P = printable  # every captured string below: escapes, never raw control characters
+    t.append(P(f"{e.method or ''} {e.url or e.path or ''}") + "\n", style="bold")
+    t.append(P(f"{e.protocol}  status {e.status if e.status is not None else '-'}  connection {e.connection}"
+               + (f" ({c.label})" if c else "") + (f"  stream {e.stream_id}" if e.stream_id is not None else "")
+               + ("  pushed" if e.pushed else "") + (f"  reset {e.reset}" if e.reset else "")) + "\n")
     if e.error:
-        t.append(f"error: {e.error}\n", style="red")
+        t.append(f"error: {P(e.error)}\n", style="red")
     h("Timing (ms since the first packet; packet numbers in brackets)")
     for label, tm, pk in (("request start", e.request_start, e.request_start_packet), ("request end", e.request_end, e.request_end_packet),
                           ("response start", e.response_start, e.response_start_packet), ("response end", e.response_end, e.response_end_packet)):
@@ -976,19 +984,19 @@ def request_text(an, e, r) -> Text:
     t.append(f"  request body      {e.request_body_bytes}\n")
     t.append(f"  response body     {e.response_body_bytes} on the wire"
              + (f", {e.response_body_decoded_bytes} decoded" if e.response_body_decoded_bytes is not None else "")
-             + (f" ({e.content_encoding})" if e.content_encoding else "") + (f"  {e.content_type}" if e.content_type else "") + "\n")
+             + (f" ({P(e.content_encoding)})" if e.content_encoding else "") + (f"  {P(e.content_type)}" if e.content_type else "") + "\n")
     h(f"Request headers ({len(e.request_headers)})")
     for k, v in e.request_headers:
-        t.append(f"  {k}: ", style="#87d7ff")
-        t.append(f"{v}\n")
+        t.append(f"  {P(k)}: ", style="#87d7ff")
+        t.append(f"{P(v)}\n")
     h(f"Response headers ({len(e.response_headers)})")
     for k, v in e.response_headers:
-        t.append(f"  {k}: ", style="#ffd787")
-        t.append(f"{v}\n")
+        t.append(f"  {P(k)}: ", style="#ffd787")
+        t.append(f"{P(v)}\n")
     if r.markers:
         h("Markers")
         for m in r.markers:
-            t.append(f"  {m.kind}: {m.label}" + (f" (packet {m.packet})" if m.packet else "") + "\n")
+            t.append(P(f"  {m.kind}: {m.label}" + (f" (packet {m.packet})" if m.packet else "")) + "\n")
     items = follow_items(an, e.connection, e.stream_id, e, False)
     h(f"Frames of this stream ({sum(1 for i in items if i[1] is not DEFAULT_STYLE)})")
     for line, st, _ in items[:2000]:
@@ -1007,7 +1015,7 @@ def stats_bars(st) -> Text:
     for b in blocks:
         tot = b.bytes[0] + b.bytes[1]
         n = round(tot / top * 50)
-        t.append(f"  {b.name:<10}")
+        t.append(f"  {printable(b.name):<10}")
         t.append("█" * n, style=proto_style(b.name.upper() if b.name != "h2" else "HTTP2"))
         t.append(f" {tot:,}\n")
     rows = [b for b in st.connections if b.req_headers[1] or b.resp_headers[1]]
@@ -1019,7 +1027,7 @@ def stats_bars(st) -> Text:
         t.append("▇ response", style="#ffd787")
         t.append(")\n")
         for b in rows:
-            t.append(f"  {b.name.split()[-1]:>4} {(b.protocol or ''):<9}")
+            t.append(f"  {printable(b.name.split()[-1]):>4} {printable(b.protocol or ''):<9}")
             for pair, color in ((b.req_headers, "#87d7ff"), (b.resp_headers, "#ffd787")):
                 w, d = pair
                 saved = (1 - w / d) if d else 0.0

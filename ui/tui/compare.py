@@ -35,6 +35,8 @@ from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widgets import Button, DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane
 
+from analyzer.safetext import printable
+
 from .widgets import (CURSOR_STYLE, DEFAULT_STYLE, ZOOM_BINDINGS, LineList, _cell, bar_cells, cell_segments, fmt_ms, nice_step,
                       waterfall_legend)
 
@@ -189,7 +191,7 @@ class CompareWaterfall(LineList):
 
     def label_text(self, i: int) -> str:
         r = self.rows[i]
-        return f"{i + 1:>3} {_cell(r.label, self.LABEL - 4, False)}"
+        return f"{i + 1:>3} {_cell(printable(r.label), self.LABEL - 4, False)}"
 
     def column(self, rel: float) -> int:
         """The bar cell (0-based, within a side) where ``rel`` seconds from that side's first
@@ -246,9 +248,9 @@ class CompareWaterfall(LineList):
     def head_text(self, name_a: str, name_b: str) -> Text:
         bw = self.side_width
         t = Text(" " * (self.LABEL + 1))
-        t.append(_cell(name_a, bw, False), style="bold #87d7ff")
+        t.append(_cell(printable(name_a), bw, False), style="bold #87d7ff")
         t.append(" ")
-        t.append(_cell(name_b, bw, False), style="bold #ffd787")
+        t.append(_cell(printable(name_b), bw, False), style="bold #ffd787")
         return t
 
     # zoom / pan (as WaterfallView) -------------------------------------------
@@ -324,7 +326,7 @@ class CompareDialog(ModalScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="cmp-dialog"):
-            yield Static(Text(f"Compare {self.path_a} (A) with capture B", style="bold"))
+            yield Static(Text(f"Compare {printable(self.path_a)} (A) with capture B", style="bold"))
             yield Static("capture B (pcap / pcapng, optionally compressed):")
             yield Input(placeholder="path of capture B", id="cmp-path")
             yield Static("key log for B (optional; A's key logs are used too):")
@@ -352,11 +354,11 @@ class CompareDialog(ModalScreen):
             self.query_one("#cmp-path", Input).focus()
             return
         if not os.path.isfile(path):
-            err.update(f"no such file: {path}")
+            err.update(Text(f"no such file: {printable(path)}"))
             self.query_one("#cmp-path", Input).focus()
             return
         if keylog and not os.path.isfile(keylog):
-            err.update(f"no such key log: {keylog}")
+            err.update(Text(f"no such key log: {printable(keylog)}"))
             self.query_one("#cmp-keylog", Input).focus()
             return
         self.dismiss((path, [keylog] if keylog else []))
@@ -410,7 +412,7 @@ class CompareScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(f"A: {self.path_a}\nB: {self.path_b}", id="cmp-title")
+        yield Static(Text(f"A: {printable(self.path_a)}\nB: {printable(self.path_b)}"), id="cmp-title")
         yield ProgressBar(total=200, show_eta=False, id="cmp-progress")
         with TabbedContent(initial="cmp-table-tab", id="cmp-tabs"):
             with TabPane("Table", id="cmp-table-tab"):
@@ -485,13 +487,14 @@ class CompareScreen(Screen):
             self.on_a(an)
 
     def _set_status(self, msg) -> None:
-        self.query_one("#cmp-status", Static).update(msg)
+        # a str is shown as it is (Static would read it as markup), captured text as escapes
+        self.query_one("#cmp-status", Static).update(Text(printable(msg)) if isinstance(msg, str) else msg)
 
     def _failed(self, side: str, path: str, msg: str) -> None:
         self.error = f"cannot open {side} ({path}): {msg}" if side else msg
         self.query_one("#cmp-progress").add_class("-done")
-        self._set_status(Text(f"error: {self.error}", style="bold red"))
-        self.notify(self.error, title="Compare", severity="error", timeout=30)
+        self._set_status(Text(f"error: {printable(self.error)}", style="bold red"))
+        self.notify(printable(self.error), title="Compare", severity="error", timeout=30, markup=False)
         if side == "A" and self.on_a is not None:
             self.on_a(msg)
 
@@ -505,9 +508,9 @@ class CompareScreen(Screen):
         self.name_b = f"B: {os.path.basename(self.path_b)} ({pb})"
         title = Text()
         title.append("A: ", style="bold #87d7ff")
-        title.append(f"{self.path_a} ({pa}, {an_a.packets:,} packets)\n")
+        title.append(printable(f"{self.path_a} ({pa}, {an_a.packets:,} packets)") + "\n")
         title.append("B: ", style="bold #ffd787")
-        title.append(f"{self.path_b} ({pb}, {an_b.packets:,} packets)\n")
+        title.append(printable(f"{self.path_b} ({pb}, {an_b.packets:,} packets)") + "\n")
         title.append(match_line(res))
         self.query_one("#cmp-title", Static).update(title)
 
@@ -517,7 +520,7 @@ class CompareScreen(Screen):
         for k in ("A", "B", "B − A", "speedup"):
             dt.add_column(Text(k, justify="right"), key=k)
         for key_label, row in zip(res["page"], page_rows(res)):
-            dt.add_row(row[0], *(Text(v, justify="right") for v in row[1:]), key=key_label)
+            dt.add_row(Text(printable(row[0])), *(Text(printable(v), justify="right") for v in row[1:]), key=key_label)
 
         rq = self.query_one("#cmp-requests", DataTable)
         rq.clear(columns=True)
@@ -525,11 +528,11 @@ class CompareScreen(Screen):
             rq.add_column(Text(c, justify="left" if i < 3 else "right"), key=c)
         for row in request_rows(res):
             style = "" if not row[0].startswith(("A only: ", "B only: ")) else "italic #d7af5f"
-            rq.add_row(*(Text(v, style=style, justify="left" if i < 3 else "right") for i, v in enumerate(row)))
+            rq.add_row(*(Text(printable(v), style=style, justify="left" if i < 3 else "right") for i, v in enumerate(row)))
         self.query_one("#cmp-req-caption", Static).update(
-            f"Requests — {match_line(res)} (ms from each capture's first packet; Δ = B − A)")
-        warn = "\n".join(f"⚠ {w}" for w in res["warnings"]) or "no warnings"
-        self.query_one("#cmp-warnings", Static).update(f"match mode: {res['match_mode']}\n{warn}")
+            Text(f"Requests — {match_line(res)} (ms from each capture's first packet; Δ = B − A)"))
+        warn = "\n".join(f"⚠ {printable(w)}" for w in res["warnings"]) or "no warnings"
+        self.query_one("#cmp-warnings", Static).update(Text(f"match mode: {res['match_mode']}\n{warn}"))
 
         wv = self.query_one(CompareWaterfall)
         ta0 = an_a.index.ts[0] if an_a.packets else 0.0
@@ -580,7 +583,7 @@ class CompareScreen(Screen):
         r = ev.widget.rows[ev.index]
         body = Text()
         for name, an, row in (("A", self.an_a, r.a), ("B", self.an_b, r.b)):
-            body.append(f"━━ {name}: {an.path} ━━\n", style="bold reverse")
+            body.append(f"━━ {name}: {printable(an.path)} ━━\n", style="bold reverse")
             e = next((x for x in an.exchanges if row is not None and x.id == row.exchange), None)
             if e is None:
                 body.append("(no matching request in this capture)\n\n")

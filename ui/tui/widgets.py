@@ -16,6 +16,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
+from analyzer.safetext import printable
+
 # Protocol column colours (foreground; Wireshark's colouring rules adapted to a terminal)
 PROTO_STYLES = {
     "TCP": Style(color="#b0a8e0"),
@@ -129,6 +131,8 @@ class LineList(ScrollView, can_focus=True):
                 v = self.line(i)
             except Exception as e:  # a bad packet never breaks the list
                 v = (f"[cannot render line {i}: {e.__class__.__name__}: {e}]", ERROR_STYLE)
+            # every list line reaches the terminal from here: captured text as escapes, never raw controls
+            v = (printable(v[0]), v[1])
             self._cache[i] = v
             if len(self._cache) > self.CACHE:
                 self._cache.popitem(last=False)
@@ -326,7 +330,7 @@ class HexView(ScrollView, can_focus=True):
         title, _, err = self.sources[self.current]
         name, _, rest = title.partition(" (")
         t = Text()
-        t.append(f" {name} {self.current + 1}/{len(self.sources)}" + (f" ({rest}" if rest else "") + (" [!]" if err else "") + " ",
+        t.append(printable(f" {name} {self.current + 1}/{len(self.sources)}" + (f" ({rest}" if rest else "") + (" [!]" if err else "") + " "),
                  style="bold #000000 on #87afd7")
         t.append("   x / click: next", style="#808080")
         return t
@@ -337,7 +341,7 @@ class HexView(ScrollView, can_focus=True):
             if i:
                 t.append(" │ ", style="#606060")
             st = "bold #000000 on #87afd7" if i == self.current else ("#ff8787" if err else "#c0c0c0")
-            t.append(f" {title}{' [!]' if err else ''} ", style=st)
+            t.append(printable(f" {title}{' [!]' if err else ''} "), style=st)
         if len(self.sources) > 1:
             t.append("   x: next", style="#808080")
         return t
@@ -386,7 +390,7 @@ class HexView(ScrollView, can_focus=True):
         width = self.size.width
         err = self.sources[self.current][2] if self.sources else None
         if err and li == 0:
-            return Strip([Segment(f"cannot show: {err}"[:width].ljust(width), ERROR_STYLE)], width)
+            return Strip([Segment(printable(f"cannot show: {err}")[:width].ljust(width), ERROR_STYLE)], width)
         if li * self.WIDTH >= len(self.data):
             return Strip.blank(width)
         segs = list(self.line_text(li).render(self.app.console))
@@ -560,7 +564,7 @@ class WaterfallView(LineList):
         return max(self.size.width - self.LABEL - 8 - 5 - 2, 10)
 
     def label_text(self, r) -> str:
-        what = f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip()
+        what = printable(f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip())
         st = str(r.status) if r.status is not None else "-"
         g = self.glyph.get(r.exchange) if self.group_by else None
         if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter

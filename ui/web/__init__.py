@@ -2,7 +2,10 @@
 
 ``run(files, keylogs=[...], host="127.0.0.1", port=8050)`` analyses the named captures
 in the background (through ``analyzer.cache``), serves the app and, when it stops,
-removes the uploads' temporary folder.
+removes the uploads' temporary folder.  On anything but a loopback address it wants a
+random access token (printed in its address at start) and warns that decrypted traffic
+is served to the network; on any address it answers only requests whose Host and Origin
+name it (``app.install_guard``).
 
 - ``state``: which captures exist (command line, uploads), background analysis, uploads
 - ``views``: what each tab shows, as plain functions of an analysed capture
@@ -20,10 +23,10 @@ from .state import DEFAULT_UPLOAD_LIMIT, WebState
 __all__ = ["run", "create_app", "WebState"]
 
 
-def create_app(state: WebState):
+def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None):
     from .app import create_app as _create
 
-    return _create(state)
+    return _create(state, host=host, token=token, port=port)
 
 
 def _limit_from_env(default: int) -> int:
@@ -35,9 +38,15 @@ def _limit_from_env(default: int) -> int:
 
 
 def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: str = "127.0.0.1", port: int = 8050,
-        upload_limit: int | None = None, use_cache: bool = True, debug: bool = False) -> int:
-    """Serve the dashboard until interrupted.  Returns a process exit status."""
-    from .app import address
+        upload_limit: int | None = None, use_cache: bool = True, debug: bool = False, limits: dict | None = None,
+        upload_lifetime: float | None = None, token: str | None = None) -> int:
+    """Serve the dashboard until interrupted.  Returns a process exit status.  ``limits``
+    go to ``analyze``; ``upload_lifetime``: seconds an unused upload is kept; ``token``: the
+    access token (made up when ``host`` is not loopback; none on loopback unless given)."""
+    import secrets
+
+    from .app import address, is_loopback
+    from .state import DEFAULT_UPLOAD_LIFETIME
 
     files = list(files or [])
     for f in files + list(keylogs or []):
@@ -45,10 +54,14 @@ def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: 
             print(f"wirefall web: {f}: no such file", file=sys.stderr)
             return 2
     limit = upload_limit if upload_limit is not None else _limit_from_env(DEFAULT_UPLOAD_LIMIT)
-    state = WebState(upload_limit=limit, use_cache=use_cache)
+    state = WebState(upload_limit=limit, use_cache=use_cache, limits=limits,
+                     upload_lifetime=DEFAULT_UPLOAD_LIFETIME if upload_lifetime is None else upload_lifetime)
     for f in files:
         state.add_file(os.path.abspath(f), keylogs=[os.path.abspath(k) for k in keylogs or []], name=f)
-    app = create_app(state)
+    local = is_loopback(host)
+    if token is None and not local:
+        token = secrets.token_urlsafe(32)
+    app = create_app(state, host=host, token=token, port=port)
     _ = state.tmpdir  # the private upload folder exists from the start; removed below when the app stops
     if not debug:
         import logging
@@ -59,7 +72,16 @@ def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: 
             raise SystemExit(0)
 
         signal.signal(signal.SIGTERM, _term)
-    print(f"wirefall web: serving on {address(host, port)}  (Ctrl-C to stop)", flush=True)
+    query = f"?token={token}" if token else ""
+    print(f"wirefall web: serving on {address(host, port)}{query}  (Ctrl-C to stop)", flush=True)
+    if not local:
+        if host.strip("[]") in ("0.0.0.0", "::", ""):
+            import socket
+
+            print(f"wirefall web: also {address(socket.gethostname(), port)}{query} and {address('127.0.0.1', port)}{query}", flush=True)
+        print(f"wirefall web: warning: listening on {host}, not on loopback: the decrypted traffic of these captures is served "
+              f"to the network; only a browser given the token above (in the address, then in a cookie) is answered",
+              file=sys.stderr, flush=True)
     try:
         app.run(host=host, port=port, debug=debug, dev_tools_ui=debug, dev_tools_props_check=debug)
     except KeyboardInterrupt:

@@ -1,15 +1,28 @@
 """The Dash app: layout and callbacks.  Each callback is a plain function of
 ``(state, *inputs)`` (module level, named ``cb_*``) so tests can call it directly;
 ``create_app`` binds them to the app's ``WebState``.
+
+The server answers only requests whose Host (and Origin, when the browser sends one) names
+an address it serves on — loopback names, and the ``--host`` value — so that a page of
+another site whose name was rebound to 127.0.0.1 gets 403 (DNS rebinding).  Served on
+anything but loopback it also wants the access token printed at start (``?token=…`` once,
+then an HttpOnly SameSite=Strict cookie), as Jupyter does.  Uploads are POSTed raw to
+``/_wirefall/upload/KIND`` and written to disk as they arrive.
 """
 from __future__ import annotations
 
+import ipaddress
+import secrets
+import socket
+from urllib.parse import unquote, urlencode, urlsplit
 
 import dash
 from dash import Input, Output, State, dash_table, dcc, html, no_update
 
+from analyzer.safetext import html_text, printable
+
 from . import views
-from .state import UploadError, WebState, fmt_size
+from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 0; background: #fafafa; color: #222; }
@@ -46,18 +59,28 @@ INDEX = """<!DOCTYPE html>
 </html>"""
 
 # The browser checks an upload's size before sending it; a file over the limit is not
-# sent and the server answers with a message (the server checks again).
+# sent and the server answers with a message (the server checks again).  A file within it
+# is POSTed as raw bytes to the upload route (not as a data: URL through a callback: the
+# server would hold it 4/3 times over, several times), and the callback gets the route's
+# answer ({token, name, size} or {error, message}).
+UPLOAD_ROUTE = "/_wirefall/upload/"
 SIZE_CHECK_JS = """
-function(contents, filename, limits) {
+function(contents, filename, limits, previous) {
     if (!contents) { return window.dash_clientside.no_update; }
     var name = Array.isArray(filename) ? filename[0] : filename;
     var c = Array.isArray(contents) ? contents[0] : contents;
     var i = c.indexOf(',');
     var size = Math.floor((c.length - i - 1) * 3 / 4);
     if (size > limits['__KIND__']) { return {error: 'too_large', name: name, size: size}; }
-    return {contents: c, name: name, size: size};
+    var prev = (previous && previous.token) ? previous.token : '';
+    return fetch(c).then(function (r) { return r.blob(); }).then(function (blob) {
+        return fetch('__ROUTE____KIND__?replaces=' + encodeURIComponent(prev), {
+            method: 'POST', body: blob, credentials: 'same-origin',
+            headers: {'Content-Type': 'application/octet-stream', 'X-Wirefall-Name': encodeURIComponent(name || 'upload')}});
+    }).then(function (r) { return r.json(); })
+      .catch(function (e) { return {error: 'failed', name: name, message: 'the upload failed: ' + e}; });
 }
-"""
+""".replace("__ROUTE__", UPLOAD_ROUTE)
 
 
 def _err(ex: Exception, what: str = ""):
@@ -100,22 +123,33 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status):
             out_options, out_options)
 
 
-def cb_stage(state: WebState, kind: str, data, limits):
-    """A checked upload (``{contents, name, size}`` or ``{error, name, size}``) → staged file."""
+def cb_stage(state: WebState, kind: str, data, limits, previous=None):
+    """An upload as the page reports it → the staged file and a message: ``{token}`` (the
+    upload route staged it), ``{error, name, size|message}``, or ``{contents, name}`` (a data:
+    URL, staged here; ``previous``: the page's staged upload of this kind, replaced)."""
     if not data:
         return no_update, no_update, no_update
     limit = (limits or {}).get(kind, state.upload_limit if kind == "capture" else state.keylog_limit)
-    name = data.get("name") or "upload"
+    name = printable(data.get("name") or "upload")
+    label = "capture" if kind == "capture" else "key log"
+    if data.get("token"):
+        st = state.staged(data["token"])
+        if st is None or st["kind"] != kind:
+            return None, html.Span(f"{name}: the upload was not found (deleted after {state.upload_lifetime / 60:g} minutes "
+                                   "unused?); upload it again", className="error"), None
+        st = {k: st[k] for k in ("token", "name", "size")}
+        return st, html.Span(f"{label}: {st['name']} ({fmt_size(st['size'])})", className="status"), None
+    if data.get("error") and data.get("error") != "too_large":
+        return None, html.Span(printable(data.get("message") or data["error"]), className="error"), None
     if data.get("error") == "too_large":
         what = "capture" if kind == "capture" else "key log"
         msg = (f"{name} is {fmt_size(int(data.get('size') or 0))}: too large. The limit for a {what} upload is {fmt_size(limit)}; "
                f"open larger captures from the command line (wirefall web FILE).")
         return None, html.Span(msg, className="error"), None
     try:
-        st = state.stage_upload(kind, name, data.get("contents"))
+        st = state.stage_upload(kind, name, data.get("contents"), replaces=(previous or {}).get("token"))
     except UploadError as ex:
         return None, _err(ex), None
-    label = "capture" if kind == "capture" else "key log"
     return st, html.Span(f"{label}: {st['name']} ({fmt_size(st['size'])})", className="status"), None
 
 
@@ -148,7 +182,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
     if e is None or e.status != "done":
         fig = go.Figure()
         msg = "No capture open" if e is None else (views.entry_text(e, e.status_text()))
-        fig.add_annotation(text=msg, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15))
+        fig.add_annotation(text=html_text(msg), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15))
         fig.update_layout(template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
         return fig, "", ""
     try:
@@ -373,11 +407,131 @@ def _named(name: str, f):
     return f
 
 
-def create_app(state: WebState) -> dash.Dash:
+def is_loopback(host: str) -> bool:
+    h = (host or "").strip().strip("[]").lower()
+    if h == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def allowed_hosts(host: str):
+    """A test of a request's Host (or Origin) name: the loopback names, the ``--host``
+    value, and — listening on every interface (0.0.0.0, ::) — any IP address and this
+    machine's own names (a rebound DNS name is none of these)."""
+    mine = {h.lower() for h in LOOPBACK_NAMES}
+    h = (host or "").strip().strip("[]").lower()
+    mine.add(h)
+    wildcard = h in WILDCARDS
+    if wildcard:
+        for n in (socket.gethostname(), socket.getfqdn()):
+            if n:
+                mine.add(n.lower())
+
+    def ok(name: str | None) -> bool:
+        if not name:
+            return False
+        name = name.lower().rstrip(".")
+        if name in mine:
+            return True
+        try:
+            ip = ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return wildcard or ip.is_loopback
+
+    return ok
+
+
+def _hostname(netloc: str) -> str | None:
+    try:
+        return urlsplit("//" + netloc).hostname
+    except ValueError:
+        return None
+
+
+def token_cookie(port: int | None) -> str:
+    return f"wirefall_token_{port}" if port else "wirefall_token"
+
+
+def install_guard(server, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> None:
+    """A Flask ``before_request`` hook on the Dash server: 403 unless the Host (and an Origin,
+    if sent) is an address it serves on; with a ``token``, 403 unless the request carries it
+    (cookie, or ``?token=`` — a GET with it is redirected to the same URL without it, the
+    cookie set: HttpOnly, SameSite=Strict)."""
+    from flask import Response, redirect, request
+
+    ok = allowed_hosts(host)
+    cookie = token_cookie(port)
+
+    def refuse(why: str):
+        return Response(f"wirefall web: {why}\n", status=403, mimetype="text/plain")
+
+    @server.before_request
+    def _guard():
+        if not ok(_hostname(request.host)):
+            return refuse("this server answers only to the addresses it listens on (Host header refused)")
+        origin = request.headers.get("Origin")
+        if origin is not None and not ok(_hostname(urlsplit(origin).netloc) if "://" in origin else None):
+            return refuse("requests from another site's page are refused (Origin header)")
+        if not token:
+            return None
+        got = request.cookies.get(cookie)
+        if got and secrets.compare_digest(got, token):
+            return None
+        q = request.args.get("token")
+        if q and secrets.compare_digest(q, token):
+            if request.method != "GET":
+                return None
+            args = request.args.to_dict(flat=False)
+            args.pop("token", None)
+            resp = redirect(request.path + ("?" + urlencode(args, doseq=True) if args else ""), code=302)
+            resp.set_cookie(cookie, token, httponly=True, samesite="Strict", path="/")
+            return resp
+        return refuse("this server wants its access token: open the address it printed at start (…/?token=…)")
+
+
+def install_upload_route(server, state: WebState) -> None:
+    """``POST /_wirefall/upload/KIND`` (raw bytes; the browser's file name URL-encoded in
+    ``X-Wirefall-Name``; ``?replaces=TOKEN``): written to the private folder as it arrives
+    (``WebState.stage_stream``).  Answers ``{token, name, size}`` or ``{error, message}``."""
+    from flask import jsonify, request
+
+    @server.route(UPLOAD_ROUTE + "<kind>", methods=["POST"])
+    def _upload(kind: str):
+        if kind not in ("capture", "keylog"):
+            return jsonify(error="kind", message="unknown upload kind"), 404
+        limit = state.upload_limit if kind == "capture" else state.keylog_limit
+        name = unquote(request.headers.get("X-Wirefall-Name") or "upload")
+        try:
+            if request.content_length is not None and request.content_length > limit:
+                raise state._too_large(kind, _display_name(name), request.content_length)  # before a byte is read
+            # this route only (callbacks keep the small server-wide cap); stage_stream counts the bytes itself
+            request.max_content_length = limit + UPLOAD_CHUNK
+            st = state.stage_stream(kind, name, request.stream, length=request.content_length,
+                                    replaces=request.args.get("replaces") or None)
+        except UploadError as ex:
+            return jsonify(error="refused", message=str(ex)), 200
+        except Exception as ex:  # noqa: BLE001 - a broken connection, a full disk: a message in the page
+            return jsonify(error="failed", message=f"the upload failed: {ex.__class__.__name__}: {ex}"), 200
+        return jsonify(st)
+
+
+CALLBACK_MAX_BYTES = 8 << 20  # a callback request (uploads go to the upload route)
+
+
+def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> dash.Dash:
     app = dash.Dash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")
     app.index_string = INDEX
-    # a callback request carries at most one upload (base64: 4/3 of the size) plus a little
-    app.server.config["MAX_CONTENT_LENGTH"] = max(state.upload_limit, state.keylog_limit) * 4 // 3 + (8 << 20)
+    app.server.config["MAX_CONTENT_LENGTH"] = CALLBACK_MAX_BYTES
+    install_guard(app.server, host=host, token=token, port=port)
+    install_upload_route(app.server, state)
     app.layout = _named("serve_layout", lambda: layout(state))
     S = state
 
@@ -393,15 +547,14 @@ def create_app(state: WebState) -> dash.Dash:
 
     for kind in ("capture", "keylog"):
         app.clientside_callback(
-            SIZE_CHECK_JS.replace("function(contents, filename, limits, kind)", "function(contents, filename, limits)")
-            .replace("limits['__KIND__']", f"limits['{kind}']"),
+            SIZE_CHECK_JS.replace("__KIND__", kind),
             Output(f"up-{kind}-ok", "data"), Input(f"up-{kind}", "contents"), State(f"up-{kind}", "filename"), State("limits", "data"),
-            prevent_initial_call=True,
+            State(f"staged-{kind}", "data"), prevent_initial_call=True,
         )
         app.callback(
             Output(f"staged-{kind}", "data"), Output(f"up-{kind}-msg", "children"), Output(f"up-{kind}-ok", "data", allow_duplicate=True),
-            Input(f"up-{kind}-ok", "data"), State("limits", "data"), prevent_initial_call=True,
-        )(_named(f"cb_stage_{kind}", lambda d, lim, k=kind: cb_stage(S, k, d, lim)))
+            Input(f"up-{kind}-ok", "data"), State("limits", "data"), State(f"staged-{kind}", "data"), prevent_initial_call=True,
+        )(_named(f"cb_stage_{kind}", lambda d, lim, prev, k=kind: cb_stage(S, k, d, lim, prev)))
 
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("open-msg", "children"),

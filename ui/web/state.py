@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 DEFAULT_UPLOAD_LIMIT = 200 * 1024 * 1024
 DEFAULT_KEYLOG_LIMIT = 16 * 1024 * 1024
+DEFAULT_UPLOAD_LIFETIME = 3600.0  # seconds an upload may go unused before it is deleted
+UPLOAD_CHUNK = 1 << 20
 CAPTURE_MAGICS = (
     b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",  # pcap
     b"\x0a\x0d\x0d\x0a",  # pcapng
@@ -60,6 +62,8 @@ class Entry:
     _source: Any = None
     _memo: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    last_used: float = field(default_factory=time.monotonic)  # by a callback (uploads are deleted when idle)
+    tokens: list = field(default_factory=list)  # staged uploads this entry was opened from
 
     @property
     def fraction(self) -> float:
@@ -68,6 +72,11 @@ class Entry:
         return min(self.done_bytes / self.total_bytes, 1.0) if self.total_bytes else 0.0
 
     def status_text(self) -> str:
+        from analyzer.safetext import printable
+
+        return printable(self._status_text())
+
+    def _status_text(self) -> str:
         if self.status == "queued":
             return f"{self.name}: waiting to be analysed"
         if self.status == "running":
@@ -79,8 +88,10 @@ class Entry:
         return f"{self.name}: {an.packets:,} packets, {len(an.connections)} connections, {len(an.exchanges)} requests ({how})"
 
     def label(self) -> str:
+        from analyzer.safetext import printable
+
         mark = {"queued": " (waiting)", "running": " (analysing…)", "error": " (error)"}.get(self.status, "")
-        return f"{self.id}: {self.name}{mark}"
+        return f"{self.id}: {printable(self.name)}{mark}"
 
     @property
     def source(self):
@@ -91,6 +102,9 @@ class Entry:
 
                 self._source = PacketSource(self.path)
             return self._source
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
 
     def memo(self, key, make: Callable[[], Any], keep: int = 24):
         """Per-capture memo of derived views (waterfall, stats, filtered views)."""
@@ -120,8 +134,11 @@ class WebState:
     """Captures, their background analysis and the upload folder of one app."""
 
     def __init__(self, upload_limit: int = DEFAULT_UPLOAD_LIMIT, keylog_limit: int = DEFAULT_KEYLOG_LIMIT,
-                 workers: int = 2, use_cache: bool = True, analyze: Callable | None = None):
+                 workers: int = 2, use_cache: bool = True, analyze: Callable | None = None,
+                 limits: dict | None = None, upload_lifetime: float = DEFAULT_UPLOAD_LIFETIME):
         self.upload_limit = upload_limit
+        self.limits = dict(limits) if limits else None  # --limit NAME=N: analyze(limits=...)
+        self.upload_lifetime = float(upload_lifetime)
         self.keylog_limit = keylog_limit
         self.use_cache = use_cache
         self._analyze = analyze  # for tests: a stand-in for analyzer.pipeline.analyze
@@ -132,6 +149,10 @@ class WebState:
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="wirefall-analyse")
         self._tmpdir: str | None = None
         self._staged: dict[str, tuple[str, str, str, int]] = {}  # token -> (kind, path, name, size)
+        self._used: dict[str, float] = {}  # token -> when it was staged or last opened (monotonic)
+        self._opened: set[str] = set()  # tokens of staged uploads an entry reads
+        self._sweeper: threading.Thread | None = None
+        self._stop = threading.Event()
         self.closed = False
 
     # ------------------------------------------------------------------ captures
@@ -152,7 +173,10 @@ class WebState:
         return e
 
     def get(self, eid: str | None) -> Entry | None:
-        return self.entries.get(eid) if eid else None
+        e = self.entries.get(eid) if eid else None
+        if e is not None:
+            e.touch()
+        return e
 
     def list(self) -> list[Entry]:
         return list(self.entries.values())
@@ -183,7 +207,7 @@ class WebState:
 
         try:
             an, hit = analyze_cached(e.path, keylogs=e.keylogs or None, progress=progress, use_cache=self.use_cache,
-                                     analyze=self._analyze)
+                                     analyze=self._analyze, limits=self.limits)
         except Exception as ex:  # noqa: BLE001 - a bad capture is a message in the page
             e.error = _error_text(ex, e)
             e.status = "error"
@@ -203,10 +227,18 @@ class WebState:
                 os.chmod(self._tmpdir, 0o700)
             return self._tmpdir
 
-    def stage_upload(self, kind: str, filename: str | None, contents: str | None) -> dict:
+    def _too_large(self, kind: str, name: str, size: int) -> UploadError:
+        limit = self.upload_limit if kind == "capture" else self.keylog_limit
+        return UploadError(f"{name} is {fmt_size(size)}; the limit for a {'capture' if kind == 'capture' else 'key log'} "
+                           f"upload is {fmt_size(limit)} (start the server with a larger --upload-limit, or name the file "
+                           f"on the command line)")
+
+    def stage_upload(self, kind: str, filename: str | None, contents: str | None, replaces: str | None = None) -> dict:
         """Decode one dcc.Upload ``contents`` (a data: URL) and keep it in the private folder.
         ``kind`` is "capture" or "keylog".  Returns ``{"token", "name", "size"}``; raises
-        ``UploadError`` with a message for the page."""
+        ``UploadError`` with a message for the page.  (The page itself sends the raw bytes
+        to ``/_wirefall/upload/KIND``, which ``stage_stream`` writes to disk as they come:
+        a data: URL is the file 4/3 times over, held in memory several times.)"""
         if kind not in ("capture", "keylog"):
             raise UploadError("unknown upload kind")
         name = _display_name(filename)
@@ -216,40 +248,91 @@ class WebState:
         b64 = contents.split(",", 1)[1]
         approx = len(b64) * 3 // 4
         if approx > limit + 2:
-            raise UploadError(f"{name} is {fmt_size(approx)}; the limit for a {'capture' if kind == 'capture' else 'key log'} "
-                              f"upload is {fmt_size(limit)} (start the server with a larger --upload-limit, or name the file "
-                              f"on the command line)")
+            raise self._too_large(kind, name, approx)
         try:
             data = base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError):
             raise UploadError(f"{name}: the upload is not valid base64 data") from None
-        if not data:
-            raise UploadError(f"{name}: the file is empty")
-        if kind == "capture":
-            if not any(data.startswith(m) for m in CAPTURE_MAGICS):
-                raise UploadError(f"{name} is not a pcap or pcapng capture (nor a gzip/xz/bzip2/zstd-compressed one)")
-        else:
-            from analyzer.keylog import KeyLog
+        import io
 
-            kl = KeyLog()
-            if data[:2] == b"\x1f\x8b":  # gzip-compressed key log (as KeyLog.add_file reads them)
-                data = _gunzip(data, limit, name)
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UploadError(f"{name} is not a key log (not text)") from None
-            if kl.add_text(text, "upload") == 0:
-                raise UploadError(f"{name} is not a key log: no CLIENT_RANDOM or *_SECRET lines (NSS key log format)")
+        return self.stage_stream(kind, filename, io.BytesIO(data), replaces=replaces)
+
+    def stage_stream(self, kind: str, filename: str | None, stream, length: int | None = None,
+                     replaces: str | None = None) -> dict:
+        """Write an upload read from ``stream`` (``read(n)``; the HTTP request body) into the
+        private folder in 1 MiB steps, never holding more of it than one step (a key log,
+        at most ``keylog_limit``, is read back to be checked).  ``length``: the size the
+        client announced, refused at once if over the limit.  ``replaces``: the token of the
+        page's previous upload of this kind, deleted now unless it was opened.  Returns
+        ``{"token", "name", "size"}``; raises ``UploadError`` with a message for the page."""
+        if kind not in ("capture", "keylog"):
+            raise UploadError("unknown upload kind")
+        name = _display_name(filename)
+        limit = self.upload_limit if kind == "capture" else self.keylog_limit
+        if length is not None and length > limit:
+            raise self._too_large(kind, name, length)
+        self.sweep()
         with self._lock:
             self._uploads += 1
             n = self._uploads
         path = os.path.join(self.tmpdir, f"upload-{n}.{'cap' if kind == 'capture' else 'keys'}")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        size = 0
+        head = b""
+        try:
+            with os.fdopen(fd, "wb") as f:
+                while True:
+                    chunk = stream.read(UPLOAD_CHUNK)
+                    if not chunk:
+                        break
+                    size += len(chunk)
+                    if size > limit:
+                        raise self._too_large(kind, name, length if length is not None and length > size else size)
+                    if len(head) < 16:
+                        head += chunk[: 16 - len(head)]
+                    f.write(chunk)
+            if not size:
+                raise UploadError(f"{name}: the file is empty")
+            if kind == "capture":
+                if not any(head.startswith(m) for m in CAPTURE_MAGICS):
+                    raise UploadError(f"{name} is not a pcap or pcapng capture (nor a gzip/xz/bzip2/zstd-compressed one)")
+            else:
+                _check_keylog(path, limit, name)
+        except BaseException:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            raise
         token = secrets.token_urlsafe(16)
-        self._staged[token] = (kind, path, name, len(data))
-        return {"token": token, "name": name, "size": len(data)}
+        with self._lock:
+            self._staged[token] = (kind, path, name, size)
+            self._used[token] = time.monotonic()
+        if replaces and replaces != token:
+            self.discard_staged(replaces, kind)
+        self._start_sweeper()
+        return {"token": token, "name": name, "size": size}
+
+    def staged(self, token: str | None) -> dict | None:
+        """``{"token", "kind", "name", "size"}`` of a staged upload (None if unknown or gone)."""
+        st = self._staged.get(token or "")
+        if st is None:
+            return None
+        return {"token": token, "kind": st[0], "name": st[2], "size": st[3]}
+
+    def discard_staged(self, token: str, kind: str | None = None) -> bool:
+        """Delete a staged upload that was not opened (a newer upload replaced it)."""
+        with self._lock:
+            st = self._staged.get(token)
+            if st is None or (kind is not None and st[0] != kind) or token in self._opened:
+                return False
+            del self._staged[token]
+            self._used.pop(token, None)
+        try:
+            os.unlink(st[1])
+        except OSError:
+            pass
+        return True
 
     def open_staged(self, capture_token: str, keylog_token: str | None = None) -> Entry:
         cap = self._staged.get(capture_token or "")
@@ -261,11 +344,68 @@ class WebState:
             if k is None or k[0] != "keylog":
                 raise UploadError("the key log upload was not found; upload it again")
             keylogs, knames = [k[1]], [k[2]]
-        return self.add_file(cap[1], keylogs=keylogs, name=cap[2], origin="upload", keylog_names=knames)
+        with self._lock:
+            now = time.monotonic()
+            for t in (capture_token, keylog_token):
+                if t:
+                    self._opened.add(t)
+                    self._used[t] = now
+        e = self.add_file(cap[1], keylogs=keylogs, name=cap[2], origin="upload", keylog_names=knames)
+        e.tokens = [t for t in (capture_token, keylog_token) if t]
+        return e
+
+    # ------------------------------------------------------------------ upload lifetime
+
+    def sweep(self, now: float | None = None) -> list[str]:
+        """Delete what has not been used for ``upload_lifetime`` seconds: staged uploads
+        never opened, and captures opened from uploads (their entry and files) that no
+        callback asked for since (a page showing one asks every poll).  Captures named on
+        the command line stay.  Returns the deleted paths."""
+        now = time.monotonic() if now is None else now
+        life = self.upload_lifetime
+        gone: list[str] = []
+        with self._lock:
+            for eid, e in list(self.entries.items()):
+                if e.origin == "upload" and e.status not in ("queued", "running") and now - e.last_used > life:
+                    del self.entries[eid]
+                    e.close()
+                    for t in getattr(e, "tokens", ()):
+                        self._opened.discard(t)
+                        self._used[t] = min(self._used.get(t, now), e.last_used)
+            in_use = {p for e in self.entries.values() for p in [e.path, *e.keylogs]}
+            for token, (kind, path, name, size) in list(self._staged.items()):
+                if token in self._opened or path in in_use:
+                    continue
+                if now - self._used.get(token, now) > life:
+                    del self._staged[token]
+                    self._used.pop(token, None)
+                    gone.append(path)
+        for p in gone:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        return gone
+
+    def _start_sweeper(self) -> None:
+        """A daemon thread that sweeps every ``min(60 s, lifetime / 4)`` (once there are uploads)."""
+        with self._lock:
+            if self._sweeper is not None or self.closed:
+                return
+            self._sweeper = threading.Thread(target=self._sweep_loop, name="wirefall-upload-sweeper", daemon=True)
+        self._sweeper.start()
+
+    def _sweep_loop(self) -> None:
+        while not self._stop.wait(max(0.05, min(60.0, self.upload_lifetime / 4))):
+            try:
+                self.sweep()
+            except Exception:  # noqa: BLE001 - never take the server down; try again next time
+                pass
 
     def close(self) -> None:
         """Stop background work and remove the upload folder (called when the app stops)."""
         self.closed = True
+        self._stop.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for e in self.entries.values():
             e.close()
@@ -273,6 +413,22 @@ class WebState:
             d, self._tmpdir = self._tmpdir, None
         if d is not None:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def _check_keylog(path: str, limit: int, name: str) -> None:
+    """Raise ``UploadError`` unless the file is an NSS key log (plain or gzip-compressed)."""
+    from analyzer.keylog import KeyLog
+
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if data[:2] == b"\x1f\x8b":  # gzip-compressed key log (as KeyLog.add_file reads them)
+        data = _gunzip(data, limit, name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UploadError(f"{name} is not a key log (not text)") from None
+    if KeyLog().add_text(text, "upload") == 0:
+        raise UploadError(f"{name} is not a key log: no CLIENT_RANDOM or *_SECRET lines (NSS key log format)")
 
 
 def _gunzip(data: bytes, limit: int, name: str) -> bytes:

@@ -19,6 +19,7 @@ from typing import Any
 from dash import dcc, html
 
 from analyzer.model import DIRECTION_NAMES, Analysis, Exchange
+from analyzer.safetext import html_text, printable
 from analyzer.waterfall import PHASE_LABELS, Waterfall
 
 from .state import Entry
@@ -148,7 +149,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
     if x_range and len(x_range) == 2 and all(isinstance(v, (int, float)) for v in x_range):
         fig.update_xaxes(range=list(x_range), autorange=False)
     if not for_export:
-        fig.update_layout(width=None, autosize=True, dragmode="zoom", uirevision=title or "waterfall",
+        fig.update_layout(width=None, autosize=True, dragmode="zoom", uirevision=html_text(title or "waterfall"),
                           clickmode="event", hoverlabel=dict(align="left", font=dict(family="monospace", size=11)))
         fig.update_yaxes(fixedrange=True)
     return fig
@@ -203,7 +204,8 @@ def exchange_frames(an: Analysis, e: Exchange) -> list:
 
 
 def _kv_table(rows, cls="kv", header=None, id=None):
-    body = [html.Tr([html.Td(str(k), className="k"), html.Td("" if v is None else str(v), className="v")]) for k, v in rows]
+    # Dash renders text, never markup; printable() shows control and bidi characters as escapes
+    body = [html.Tr([html.Td(printable(k), className="k"), html.Td("" if v is None else printable(v), className="v")]) for k, v in rows]
     head = [html.Thead(html.Tr([html.Th(h) for h in header]))] if header else []
     kw = {"id": id} if id else {}
     return html.Table(head + [html.Tbody(body)], className=cls, **kw)
@@ -219,7 +221,7 @@ def request_detail(entry: Entry, exchange_id: int | None):
     row = next((r for r in wf.rows if r.exchange == e.id), None)
     t0 = wf.t0
     conn = next((c for c in an.connections if c.id == e.connection), None)
-    title = f"{e.method or ('PUSH' if e.pushed else '')} {e.url or e.path or ''}".strip()
+    title = printable(f"{e.method or ('PUSH' if e.pushed else '')} {e.url or e.path or ''}".strip())
     facts = [
         ("status", e.status if e.status is not None else ("reset " + e.reset if e.reset else "no response")),
         ("protocol", e.protocol),
@@ -259,7 +261,7 @@ def request_detail(entry: Entry, exchange_id: int | None):
     more = [html.P(f"… {len(frames) - MAX_FRAMES_SHOWN} more frames")] if len(frames) > MAX_FRAMES_SHOWN else []
     markers = []
     if row is not None and row.markers:
-        markers = [html.H4("Events"), html.Ul([html.Li(m.label + (f" (packet {m.packet})" if m.packet else "")) for m in row.markers[:50]])]
+        markers = [html.H4("Events"), html.Ul([html.Li(printable(m.label) + (f" (packet {m.packet})" if m.packet else "")) for m in row.markers[:50]])]
     return html.Div([
         html.H3(title, id="detail-title"),
         _kv_table(facts),
@@ -319,6 +321,7 @@ def connection_rows(entry: Entry) -> list[dict]:
             "closed": c.closed or "",
             "notes": len(c.notes),
         })
+        out[-1] = {k: printable(v) if isinstance(v, str) else v for k, v in out[-1].items()}  # SNI, ALPN, reasons from the capture
     return out
 
 
@@ -342,7 +345,7 @@ def connections_figure(entry: Entry):
     fig = go.Figure()
     spans = {"connection": [], "connect": [], "tls": []}
     for c in conns:
-        y = f"{c.id}: {c.protocol or c.transport} {c.label}"
+        y = html_text(f"{c.id}: {c.protocol or c.transport} {c.label}")  # a Plotly label: no markup from the capture
         spans["connection"].append((y, c.start, c.end))
         if c.connect_start is not None and c.connect_end is not None:
             spans["connect"].append((y, c.connect_start, c.connect_end))
@@ -369,9 +372,9 @@ def connection_notes(entry: Entry) -> list:
     items = []
     for c in an.connections:
         for n in c.notes[:50]:
-            items.append(html.Li(f"connection {c.id}: {entry_text(entry, n)}"))
+            items.append(html.Li(f"connection {c.id}: {printable(entry_text(entry, n))}"))
     for w in an.warnings[:100]:
-        items.append(html.Li(f"capture: {entry_text(entry, w)}"))
+        items.append(html.Li(f"capture: {printable(entry_text(entry, w))}"))
     return items
 
 
@@ -397,8 +400,8 @@ def _empty_fig(title: str, text: str):
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
-    fig.update_layout(title=title, template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
+    fig.add_annotation(text=html_text(text), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
+    fig.update_layout(title=html_text(title), template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
     return fig
 
 
@@ -409,9 +412,10 @@ def bytes_by_protocol_figure(entry: Entry):
     names = sorted(st.protocols)
     if not names:
         return _empty_fig("Bytes by protocol", "no connections")
+    labels = [html_text(n) for n in names]
     fig = go.Figure([
-        go.Bar(x=names, y=[st.protocols[n].bytes[0] for n in names], name="client → server"),
-        go.Bar(x=names, y=[st.protocols[n].bytes[1] for n in names], name="server → client"),
+        go.Bar(x=labels, y=[st.protocols[n].bytes[0] for n in names], name="client → server"),
+        go.Bar(x=labels, y=[st.protocols[n].bytes[1] for n in names], name="server → client"),
     ])
     fig.update_layout(barmode="group", title="Bytes on the wire by protocol", template="plotly_white", height=340,
                       yaxis_title="bytes", margin=dict(l=10, r=10, t=50, b=40))
@@ -441,10 +445,11 @@ def bytes_by_content_figure(entry: Entry):
     if not cb:
         return _empty_fig("Bytes by content type", "no responses")
     names = sorted(cb)
+    labels = [html_text(n) for n in names]
     fig = go.Figure([
-        go.Bar(x=names, y=[cb[n][1] for n in names], name="body on the wire", marker_color=[CONTENT_COLORS.get(n, ("", "#888"))[1] for n in names],
+        go.Bar(x=labels, y=[cb[n][1] for n in names], name="body on the wire", marker_color=[CONTENT_COLORS.get(n, ("", "#888"))[1] for n in names],
                customdata=[cb[n][0] for n in names], hovertemplate="%{x}: %{y} bytes in %{customdata} responses<extra>wire</extra>"),
-        go.Bar(x=names, y=[cb[n][2] for n in names], name="decoded", marker_color=[CONTENT_COLORS.get(n, ("#ccc", ""))[0] for n in names]),
+        go.Bar(x=labels, y=[cb[n][2] for n in names], name="decoded", marker_color=[CONTENT_COLORS.get(n, ("#ccc", ""))[0] for n in names]),
     ])
     fig.update_layout(barmode="group", title="Response bytes by content type", template="plotly_white", height=340,
                       yaxis_title="bytes", margin=dict(l=10, r=10, t=50, b=40))
@@ -471,7 +476,7 @@ def header_compression_figure(entry: Entry):
     rows = header_compression_rows(entry)
     if not rows:
         return _empty_fig("Header compression per connection", "no header blocks")
-    x = [f"{r['connection']} ({r['protocol']})" for r in rows]
+    x = [html_text(f"{r['connection']} ({r['protocol']})") for r in rows]
     fig = go.Figure([
         go.Bar(x=x, y=[r["req_decoded"] for r in rows], name="request headers decoded", marker_color="#9ecae1"),
         go.Bar(x=x, y=[r["req_wire"] for r in rows], name="request headers on the wire", marker_color="#3182bd",
@@ -594,7 +599,8 @@ def packet_page(entry: Entry, page: int, page_size: int = PAGE_SIZE) -> tuple[li
     page = min(max(int(page or 0), 0), pages - 1)
     start = page * page_size + 1
     rows = entry.memo(("packets", page, page_size), lambda: packet_rows(an, entry.source, start, start + page_size), keep=48)
-    return [{"no": r[0], "time": f"{r[1]:.6f}", "source": r[2], "destination": r[3], "protocol": r[4], "length": r[5], "info": r[6]}
+    P = printable
+    return [{"no": r[0], "time": f"{r[1]:.6f}", "source": P(r[2]), "destination": P(r[3]), "protocol": P(r[4]), "length": r[5], "info": P(r[6])}
             for r in rows], pages
 
 
@@ -603,10 +609,10 @@ def _tree(nodes, depth: int = 0):
     out = []
     for nd in nodes:
         if nd.children:
-            out.append(html.Details([html.Summary(nd.label), html.Div(_tree(nd.children, depth + 1), className="tree-children")],
+            out.append(html.Details([html.Summary(printable(nd.label)), html.Div(_tree(nd.children, depth + 1), className="tree-children")],
                                     open=depth == 0, title=nd.abbrev or ""))
         else:
-            out.append(html.Div(nd.label, className="tree-leaf", title=nd.abbrev or ""))
+            out.append(html.Div(printable(nd.label), className="tree-leaf", title=nd.abbrev or ""))
     return out
 
 
@@ -656,7 +662,7 @@ def compare_view(a: Entry | None, b: Entry | None):
         return html.Pre(str(res)[:20000])
     parts: list = [html.H3(f"A = {a.name}    B = {b.name}")]
     for w in res.get("warnings") or ():
-        parts.append(html.Div("warning: " + str(w), className="error"))
+        parts.append(html.Div("warning: " + printable(w), className="error"))
     page = res.get("page")
     if isinstance(page, dict):
         labels = dict(getattr(mod, "PAGE_ROWS", ()))
@@ -689,7 +695,7 @@ def compare_view(a: Entry | None, b: Entry | None):
         body = []
         for m in matched[:2000]:
             x, y = m.get("a", {}), m.get("b", {})
-            body.append(html.Tr([html.Td(m.get("url"))] + [html.Td(v) for v in (
+            body.append(html.Tr([html.Td(printable(m.get("url")))] + [html.Td(v) for v in (
                 x.get("status"), y.get("status"), ms(x.get("start")), ms(y.get("start")), ms(x.get("ttfb")), ms(y.get("ttfb")),
                 ms(x.get("duration")), ms(y.get("duration")), x.get("bytes"), y.get("bytes"))]))
         parts += [html.H4(f"Matched requests ({len(matched)}, by {mode})"),
@@ -708,7 +714,7 @@ def _plainstr(v) -> str:
         return f"{v:.6g}"
     if isinstance(v, (dict, list)):
         return json.dumps(v, default=str)
-    return "" if v is None else str(v)
+    return "" if v is None else printable(v)
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
