@@ -146,7 +146,7 @@ def test_limit_option_reaches_the_analysis_and_the_cache_key(capture, tmp_path):
     err = p.stderr.decode()
     assert "unknown limit 'no_such_budget'" in err
     for name in DEFAULT_LIMITS:
-        assert name in err and f"{name}_capture" in err
+        assert name in err and (name.endswith("_capture") or f"{name}_capture" in err)
     _cli("requests", capture, "--limit", "http1_header_bytes=x", check_rc=2)
     # a head of 872 bytes over a 100-byte budget: the HTTP/1 dissector says so (it decodes it anyway)
     plain = json.loads(_cli("summary", capture, "--json").stdout)

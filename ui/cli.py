@@ -149,7 +149,7 @@ def cmd_summary(args) -> int:
           f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {len(an.exchanges)} requests")
     from analyzer import completeness
 
-    print("\n".join(completeness.render_text(completeness.compute(an))))
+    print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:
         print("undecoded packets: " + ", ".join(f"{n} ({printable(r)})" for r, n in sorted(an.undecoded.items())))
     t0 = d["first_time"] or 0.0

@@ -146,14 +146,14 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
 
     show_labels = n <= max_labels
     height = max(360, min(60 + 140 + ROW_PX * n, 16000))
-    head = html_text(title if title is not None else (wf.title or "waterfall"))
+    head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01)
     if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
         col = "#2ca02c" if wf.completeness.startswith("Complete") else "#d62728"
         n_bg = sum(1 for r in rows if r.background)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
-        head = f"{head}<br><span style='font-size:12px;color:{col}'>{html_text(wf.completeness + extra)}</span>"
+        head["subtitle"] = dict(text=html_text(wf.completeness + extra), font=dict(size=12, color=col))
     fig.update_layout(
-        title=dict(text=head, x=0.01),
+        title=head,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",
         hovermode="closest", margin=dict(l=10, r=10, t=130 if wf.completeness else 110, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0, xanchor="left", font=dict(size=10), bgcolor="rgba(255,255,255,0.7)"),
