@@ -140,13 +140,13 @@ def test_cli_errors_and_messages_escape_file_names(capture, tmp_path):
 
 def test_limit_option_reaches_the_analysis_and_the_cache_key(capture, tmp_path):
     from analyzer import cache
-    from analyzer.sessions import DEFAULT_LIMITS
+    from analyzer.sessions import CAPTURE_WIDE, DEFAULT_LIMITS
 
     p = _cli("summary", capture, "--limit", "no_such_budget=5", check_rc=2)
     err = p.stderr.decode()
     assert "unknown limit 'no_such_budget'" in err
     for name in DEFAULT_LIMITS:
-        assert name in err and (name.endswith("_capture") or f"{name}_capture" in err)
+        assert name in err and (name.endswith("_capture") or name in CAPTURE_WIDE or f"{name}_capture" in err)
     _cli("requests", capture, "--limit", "http1_header_bytes=x", check_rc=2)
     # a head of 872 bytes over a 100-byte budget: the HTTP/1 dissector says so (it decodes it anyway)
     plain = json.loads(_cli("summary", capture, "--json").stdout)

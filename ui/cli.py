@@ -23,10 +23,10 @@ class UsageError(Exception):
 def limit_names() -> list[str]:
     """What ``--limit NAME=N`` accepts: each budget's per-connection name and its
     ``NAME_capture`` (``DEFAULT_LIMITS`` in analyzer/sessions/__init__.py)."""
-    from analyzer.sessions import CAPTURE_SUFFIX, DEFAULT_LIMITS
+    from analyzer.sessions import CAPTURE_SUFFIX, CAPTURE_WIDE, DEFAULT_LIMITS
 
     names = set(DEFAULT_LIMITS)
-    names |= {k + CAPTURE_SUFFIX for k in DEFAULT_LIMITS if not k.endswith(CAPTURE_SUFFIX)}
+    names |= {k + CAPTURE_SUFFIX for k in DEFAULT_LIMITS if not k.endswith(CAPTURE_SUFFIX) and k not in CAPTURE_WIDE}
     return sorted(names)
 
 

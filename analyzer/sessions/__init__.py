@@ -60,10 +60,14 @@ DEFAULT_LIMITS = {
     "header_decoded_bytes_capture": 256 << 20,
     "quic_frames_listed": 10_000,  # data-free QUIC frames listed one by one per connection (then counted)
     "quic_frames_listed_capture": 100_000,
+    "keylog_bytes": 64 << 20,  # key-log text read, all key logs of one analysis together (analyzer/keylog.py)
+    "keylog_lines": 1_000_000,
 }
 # Budgets (docs/ROBUSTNESS.md): a key NAME in DEFAULT_LIMITS caps one connection's use, and
 # NAME + "_capture" the whole capture's; ``Context.budget(NAME, conn)`` hands out the pair.
 CAPTURE_SUFFIX = "_capture"
+# limits that are one per capture already (no NAME_capture form): the key logs are read once
+CAPTURE_WIDE = {"keylog_bytes", "keylog_lines"}
 CAPTURE_ID = -1  # the capture's budgets, apart from connection 0's (connection ids start at 0)
 
 
