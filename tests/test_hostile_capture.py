@@ -198,7 +198,7 @@ def test_gzip_key_log_bomb_is_read_within_its_byte_budget(tmp_path):
     r = ok(cli("requests", ci.TLS_CAPTURE, "--json", "--keylog", bomb, timeout=60))
     assert json.loads(r.stdout) == want  # the key log's real lines come first and are used
     assert warnings(r) == [f"wirefall: warning: {bomb}: key log budget keylog_bytes (67108864 bytes for all key logs "
-                           f"together) ran out: the rest, from line 6, was not read (raise it with the limit keylog_bytes=N)"]
+                           f"together) ran out: the rest, from line 6, was not read (raise it with --limit keylog_bytes=N)"]
 
 
 def test_junk_key_log_gives_one_counted_warning(tmp_path):
@@ -210,7 +210,7 @@ def test_junk_key_log_gives_one_counted_warning(tmp_path):
         f"wirefall: warning: {junk}: {1_000_000 - keylines} lines not understood, the first at line {keylines + 1} "
         f"({1_000_000 - keylines} malformed: not LABEL CLIENT_RANDOM SECRET); skipped",
         f"wirefall: warning: {junk}: key log budget keylog_lines (1000000 lines for all key logs together) ran out: "
-        f"the rest, from line 1000001, was not read (raise it with the limit keylog_lines=N)",
+        f"the rest, from line 1000001, was not read (raise it with --limit keylog_lines=N)",
     ]
 
 
