@@ -100,8 +100,8 @@ class KeyLog:
     def _over(self, source: str, lineno: int) -> None:
         b = self.lines if self.lines.hit else self.bytes
         self._cut.setdefault(source, f"key log budget {b.name} ({b.cap} {'lines' if b is self.lines else 'bytes'} for all key logs "
-                                     f"together) ran out: the rest, from line {lineno}, was not read (raise it with the "
-                                     f"limit {b.name}=N)")
+                                     f"together) ran out: the rest, from line {lineno}, was not read (raise it with "
+                                     f"--limit {b.name}=N)")
 
     def _line(self, line: str, lineno: int, source: str) -> bool:
         """One line; True if it added a secret."""
