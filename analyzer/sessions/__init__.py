@@ -49,6 +49,13 @@ DEFAULT_LIMITS = {
     "continuation_frames": 1000,  # CONTINUATION frames per header block
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once
     "ipv4_fragment_bytes": 32 << 20,  # bytes held in IPv4 fragments
+    # decoded header fields kept (HPACK, SPDY, QPACK), counted as RFC 7541 section 4.1 sizes:
+    # name + value + 32 per field; a block past the budget is kept undecoded and marked
+    "header_decoded_bytes": 64 << 20,
+    "header_decoded_bytes_capture": 256 << 20,
+    # decompression work (bytes inflated): SPDY header zlib, content-coded bodies
+    "decompress_bytes": 256 << 20,
+    "decompress_bytes_capture": 1 << 30,
 }
 # Budgets (docs/ROBUSTNESS.md): a key NAME in DEFAULT_LIMITS caps one connection's use, and
 # NAME + "_capture" the whole capture's; ``Context.budget(NAME, conn)`` hands out the pair.
@@ -67,18 +74,18 @@ class Context:
         self.shared: dict = {}  # per-capture state shared between sessions (e.g. QUIC CIDs)
         self._tp = 0  # last packet asked for, and its time: frames of one packet share one float
         self._tv = 0.0
-        self._budgets: dict[tuple[str, int], Budget] = {}  # (name, conn id or 0 for the capture)
+        self._budgets: dict[tuple[str, int | None], Budget] = {}  # (name, conn id or None for the capture)
 
     def budget(self, name: str, conn: Connection | None = None) -> Budget:
         """The budget ``name`` of ``conn`` (charging the capture's too), or the capture's.
         Caps come from ``limits[name]`` (per connection) and ``limits[name + "_capture"]``."""
-        key = (name, conn.id if conn is not None else 0)
+        key = (name, conn.id if conn is not None else None)  # (connection ids start at 0)
         b = self._budgets.get(key)
         if b is None:
-            top = self._budgets.get((name, 0))
+            top = self._budgets.get((name, None))
             if top is None:
                 cap = self.limits.get(name + CAPTURE_SUFFIX, self.limits.get(name, 1 << 62))
-                top = self._budgets[(name, 0)] = Budget(name, cap)
+                top = self._budgets[(name, None)] = Budget(name, cap)
             b = top if conn is None else top.child(self.limits.get(name, top.cap))
             self._budgets[key] = b
         return b
@@ -86,14 +93,14 @@ class Context:
     def report_budgets(self) -> None:
         """At the end of the pass: each budget that refused work says so once, on its
         connection (a note) and for the capture (a warning), and ``analysis.budgets_hit``
-        lists them as data ({name: [conn ids]}, 0 for the capture)."""
+        lists them as data ({name: [conn ids]}, None for the capture, first)."""
         conns = {c.id: c for c in self.analysis.connections}
-        hit: dict[str, list[int]] = {}
-        for (name, cid), b in sorted(self._budgets.items()):
+        hit: dict[str, list[int | None]] = {}
+        for (name, cid), b in sorted(self._budgets.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])):
             if not b.hit:
                 continue
             hit.setdefault(name, []).append(cid)
-            if cid == 0:
+            if cid is None:
                 self.analysis.warnings.append(
                     f"budget {name} for the capture ({b.cap} units) ran out: later work of this kind was not "
                     f"done on any connection (raise it with --limit {name}{CAPTURE_SUFFIX}=N)")
