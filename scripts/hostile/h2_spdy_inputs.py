@@ -186,16 +186,17 @@ def h2_frames(stream: bytes, start: int = 0) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def h2_frame_size_damage(client_port: int = 35274, nth_data: int = 10, direction: int = 1,
+def h2_frame_size_damage(client_port: int = 35274, nth: int = 10, direction: int = 1, frame_type: int = 0,
                          damage: bytes = b"\x7f\xff") -> tuple[bytes, dict]:
-    """The real h2c-nghttp capture with the first two length bytes of the ``nth_data``-th DATA
-    frame of one direction of one connection replaced by ``damage`` (length > 16384).
-    Returns (pcap, facts: the damaged frame's stream offset, true length, stream id, damaged length)."""
+    """The real h2c-nghttp capture with the first two length bytes of the ``nth`` frame of type
+    ``frame_type`` (with a payload) of one direction of one connection replaced by ``damage``
+    (a length > 16384).  Returns (pcap, facts: the damaged frame's stream offset, true length,
+    stream id, damaged length)."""
     packets = read_packets(H2C_SAMPLE)
     stream, where = _stream_of(packets, client_port, 18081, direction)
     frames = h2_frames(stream, len(PREFACE) if direction == 0 else 0)
-    data = [f for f in frames if f[2] == 0 and f[1] > 0]
-    off, length, _, sid = data[nth_data]
+    of_type = [f for f in frames if f[2] == frame_type and f[1] > 0]
+    off, length, _, sid = of_type[nth]
     for k, b in enumerate(damage):
         at = off + k
         for s, i, p in reversed(where):
@@ -255,28 +256,18 @@ def _reply(c) -> bytes:
 
 
 def spdy_bomb_connection(blocks: int, value_len: int = 1_000_000) -> list[tuple[int, bytes]]:
-    """SYN_STREAMs whose blocks each inflate to ``value_len`` + a little; the server answers each.
+    """Stream 1 and its answer, then ``blocks - 1`` SYN_STREAMs sent at once, whose blocks each
+    inflate to ``value_len`` + a little, then the server's answers to them (SYN_REPLY, DATA).
     The value ends each block, so after the first the inflater's 32 KB window holds only its
     bytes: the second block's compressed bytes decode the same way again and are repeated
     (compressing the value again for each block would take 10 ms a block)."""
     cc, sc = spdy_compressor(), spdy_compressor()
     extra = [(b"x-bomb", b"A" * value_len)]
-    first = _request(cc, 1, extra)
+    events = [(0, spdy_syn_stream(1, _request(cc, 1, extra))), (1, spdy_syn_reply(1, _reply(sc)) + spdy_data(1, b"ok"))]
     again = _request(cc, 3, extra)  # (every later block asks for /s3 too)
-    reply = _reply(sc)
-    reply_again = _reply(sc)
-    events = [(0, spdy_syn_stream(1, first)), (1, spdy_syn_reply(1, reply) + spdy_data(1, b"ok"))]
-    burst_c, burst_s = bytearray(), bytearray()
-    for i in range(1, blocks):
-        sid = 1 + 2 * i
-        burst_c += spdy_syn_stream(sid, again)
-        # the server's blocks are small: compressed one by one, as a server would
-        burst_s += spdy_syn_reply(sid, reply_again if i == 1 else _reply(sc)) + spdy_data(sid, b"ok")
-        if len(burst_c) >= 1 << 16:
-            events += [(0, bytes(burst_c)), (1, bytes(burst_s))]
-            burst_c, burst_s = bytearray(), bytearray()
-    if burst_c:
-        events += [(0, bytes(burst_c)), (1, bytes(burst_s))]
+    events.append((0, b"".join(spdy_syn_stream(1 + 2 * i, again) for i in range(1, blocks))))
+    # the server's blocks are small: compressed one by one, as a server would
+    events.append((1, b"".join(spdy_syn_reply(1 + 2 * i, _reply(sc)) + spdy_data(1 + 2 * i, b"ok") for i in range(1, blocks))))
     return events
 
 

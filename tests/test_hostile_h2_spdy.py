@@ -1,0 +1,345 @@
+"""Hostile HTTP/2 and SPDY input (issue 18, round 2): header budgets per connection and per
+capture, bounded SPDY header inflation, and HTTP/2 frames longer than the peer allows.
+
+Every input is built by ``scripts/hostile/h2_spdy_inputs.py`` from a real sample capture (its
+packets first, then crafted connections, or with two bytes changed), and read by the CLI in a
+subprocess (``python -m ui.cli requests FILE --json``) under an address-space cap and a
+timeout.  The outside truth: the sample capture's own exchanges, which must come out the same
+field by field, and the facts the builders put into the crafted connections (what each block
+holds, how large it is once decoded).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analyzer.sessions import DEFAULT_LIMITS  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("h2_spdy_inputs", ROOT / "scripts" / "hostile" / "h2_spdy_inputs.py")
+hostile = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hostile)
+
+AS_LIMIT = 1536 << 20  # address space of the CLI subprocess
+TIMEOUT = 60
+MIB = 1 << 20
+
+
+class Run:
+    def __init__(self, rc, out, err, seconds, maxrss):
+        self.rc, self.out, self.err, self.seconds, self.maxrss = rc, out, err, seconds, maxrss
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def cli(path: Path, cmd: str = "requests") -> Run:
+    """``python -m ui.cli CMD PATH --json`` with RLIMIT_AS = AS_LIMIT; its own peak RSS (wait4)."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+
+    out_path, err_path = path.with_suffix(f".{cmd}.json"), path.with_suffix(f".{cmd}.err")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    t0 = time.monotonic()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        p = subprocess.Popen([sys.executable, "-m", "ui.cli", cmd, str(path), "--json"], stdout=out, stderr=err,
+                             cwd=ROOT, env=env, preexec_fn=cap)
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > TIMEOUT:
+                p.kill()
+                p.wait()
+                pytest.fail(f"{path.name}: no answer in {TIMEOUT} s")
+            time.sleep(0.02)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.monotonic() - t0
+    return Run(p.returncode, out_path.read_bytes(), err_path.read_text(errors="replace"), seconds, usage.ru_maxrss << 10)
+
+
+def _sample_run(tmp_path: Path, sample: Path) -> list[dict]:
+    copy = tmp_path / sample.name
+    copy.write_bytes(sample.read_bytes())
+    r = cli(copy)
+    assert r.rc == 0, r.err
+    return r.json()
+
+
+def assert_sample_kept(got: list[dict], sample: list[dict]) -> None:
+    """The sample's exchanges (its connections come first, so their ids are the same) are
+    there unchanged, field by field."""
+    ids = {e["connection"] for e in sample}
+    mine = [e for e in got if e["connection"] in ids]
+    assert len(mine) == len(sample)
+    for a, b in zip(sample, mine):
+        assert a == b, {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+
+
+def _summary(path: Path) -> dict:
+    r = cli(path, "summary")
+    assert r.rc == 0, r.err
+    return r.json()
+
+
+def _units(pairs) -> int:
+    return sum(len(k) + len(v) + 32 for k, v in pairs)
+
+
+# ------------------------------------------------------------------ finding 2: HPACK
+
+
+def test_hpack_bomb_stops_at_the_connection_budget(tmp_path):
+    """597 KB of HPACK (one 4 KB entry indexed, then 2300 blocks of 250 references to it: 2.3 GB
+    of header lists) ran out of memory at 3.9 GB.  Now the blocks are decoded until the
+    connection's ``header_decoded_bytes`` budget, the rest are kept undecoded and marked, the
+    connection says so once, and the sample's exchanges are untouched."""
+    cap = tmp_path / "h2-hpack-bomb.pcap"
+    cap.write_bytes(hostile.h2_hpack_bomb(streams=2300))
+    r = cli(cap)
+    assert r.rc == 0, r.err
+    assert r.seconds < 30 and r.maxrss < 700 * MIB, (r.seconds, r.maxrss)
+    got = r.json()
+    assert_sample_kept(got, _sample_run(tmp_path, hostile.H2C_SAMPLE))
+
+    bomb = sorted((e for e in got if e["connection"] == 3), key=lambda e: e["stream_id"])
+    assert [e["stream_id"] for e in bomb] == list(range(1, 2 + 2 * 2300, 2))
+    big = ("x-big", "B" * 4000)
+    # what the builder's blocks hold, in RFC 7541 sizes (what the budget counts)
+    first = [(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "bomb"), big]
+    budget = DEFAULT_LIMITS["header_decoded_bytes"]
+    # stream 1 and its answer, then the requests of the first burst (~250 of them, in 64 KB)
+    used, decoded = _units(first) + _units([(":status", "200")]), 1
+    for i in range(2300):
+        block = _units([(":method", "GET"), (":scheme", "http"), (":path", f"/i{i}")] + [big] * 250)
+        if used + block > budget:
+            break
+        used += block
+        decoded += 1
+    assert 50 < decoded < 100
+    assert bomb[0]["request_headers"] == [list(h) for h in first] and bomb[0]["status"] == 200
+    for i, e in enumerate(bomb[1:decoded]):
+        assert e["request_headers"][:3] == [[":method", "GET"], [":scheme", "http"], [":path", f"/i{i}"]]
+        assert e["request_headers"][3:] == [list(big)] * 250
+        # (no :authority in these blocks; the answers came after the budget ran out: not decoded)
+        assert e["url"] == f"/i{i}" and e["method"] == "GET"
+        assert e["status"] is None and e["error"] == "header block not decoded: budget header_decoded_bytes ran out"
+    for e in bomb[decoded:]:
+        assert e["request_headers"] == [] and e["url"] is None and e["status"] is None
+        assert e["error"] == "header block not decoded: budget header_decoded_bytes ran out"
+        # (the block was decoded, for the HPACK table: its size is known)
+        assert e["request_header_bytes_decoded"] == 7 + 3 + 7 + 4 + 5 + len(f"/i{e['stream_id'] // 2 - 1}") + 250 * 4005
+    summary = _summary(cap)
+    notes = summary["connections"][3]["notes"]
+    assert [n for n in notes if "header_decoded_bytes" in n] == [n for n in notes if "budget" in n]
+    assert len(notes) == 1 and notes[0].startswith("budget header_decoded_bytes (67108864 units per connection) ran out")
+    for c in summary["connections"][:3]:
+        assert c["notes"] == []
+    assert summary["warnings"] == []  # the capture's budget was not reached
+
+
+def test_hpack_bombs_on_several_connections_stop_at_the_capture_budget(tmp_path):
+    """Five connections, each within its own budget's reach: the capture's budget stops them."""
+    n = 70
+    cap = tmp_path / "h2-hpack-bomb-5.pcap"
+    cap.write_bytes(hostile.h2_hpack_bomb(streams=n, conns=5))
+    r = cli(cap)
+    assert r.rc == 0, r.err
+    assert r.seconds < 30 and r.maxrss < 900 * MIB, (r.seconds, r.maxrss)
+    got = r.json()
+    assert_sample_kept(got, _sample_run(tmp_path, hostile.H2C_SAMPLE))
+    per_conn = []
+    for c in range(3, 8):
+        ex = [e for e in got if e["connection"] == c]
+        assert len(ex) == n + 1
+        for e in ex:  # a block is decoded whole, or not at all (and then the exchange says so)
+            assert len(e["request_headers"]) in (0, 5, 253) and len(e["response_headers"]) in (0, 1)
+            assert (e["error"] is None) == (len(e["request_headers"]) > 0 and e["status"] == 200)
+        per_conn.append(sum(_units(e["request_headers"]) + _units(e["response_headers"]) for e in ex))
+    conn_budget, capture_budget = DEFAULT_LIMITS["header_decoded_bytes"], DEFAULT_LIMITS["header_decoded_bytes_capture"]
+    assert all(u <= conn_budget for u in per_conn)
+    assert capture_budget - conn_budget < sum(per_conn) <= capture_budget
+    assert per_conn[-1] < per_conn[0]  # the last connection got what the capture had left
+    summary = _summary(cap)
+    assert len(summary["warnings"]) == 1 and summary["warnings"][0].startswith("budget header_decoded_bytes for the capture")
+
+
+# ------------------------------------------------------------------ finding 2: SPDY
+
+
+def test_spdy_header_bomb_stops_at_the_budgets(tmp_path):
+    """1.2 MB of SPDY (1200 zlib blocks of ~1 KB, each inflating to 1 MB) took 1.0 GB and more.
+    Blocks are decoded until ``header_decoded_bytes``, then only inflated (zlib kept in step)
+    until ``decompress_bytes``, after which that connection's zlib streams stop; framing and
+    DATA go on; the sample's exchanges are untouched."""
+    blocks = 1200
+    cap = tmp_path / "spdy-header-bomb.pcap"
+    cap.write_bytes(hostile.spdy_header_bomb(blocks=blocks))
+    r = cli(cap)
+    assert r.rc == 0, r.err
+    assert r.seconds < 30 and r.maxrss < 700 * MIB, (r.seconds, r.maxrss)
+    got = r.json()
+    assert_sample_kept(got, _sample_run(tmp_path, hostile.SPDY_SAMPLE))
+    bomb = sorted((e for e in got if e["connection"] == 1), key=lambda e: e["stream_id"])
+    assert [e["stream_id"] for e in bomb] == list(range(1, 2 * blocks, 2))
+    assert all(e["response_body_bytes"] == 2 for e in bomb)  # DATA "ok" on every stream, counted
+    value = ("x-bomb", "A" * 1_000_000)
+    msg_headers = "header block not decoded: budget header_decoded_bytes ran out"
+    msg_stopped = "header block not decoded: budget decompress_bytes ran out (header decompression stopped)"
+    req = [(":method", "GET"), (":path", "/s3"), (":host", "spdy.test"), (":scheme", "http"), (":version", "HTTP/1.1"), value]
+    resp = [(":status", "200 OK"), (":version", "HTTP/1.1"), ("content-type", "text/plain")]
+    # stream 1 and its answer, then the other requests, then their answers
+    decoded = (DEFAULT_LIMITS["header_decoded_bytes"] - _units(resp)) // _units(req)
+    assert 1 < decoded < 100
+    for e in bomb[:decoded]:
+        want = [list(h) for h in req]
+        want[1][1] = f"/s{min(e['stream_id'], 3)}"
+        assert e["request_headers"] == want and e["method"] == "GET"
+    assert bomb[0]["status"] == 200 and bomb[0]["content_type"] == "text/plain" and bomb[0]["error"] is None
+    for e in bomb[1:decoded]:  # their answers came after all the requests: decompression had stopped
+        assert e["status"] is None and e["response_headers"] == [] and e["error"] == msg_stopped
+    # then the blocks are only inflated (each ~1 MB of zlib output) until decompress_bytes runs out
+    raw = len(hostile._spdy3_nv([(k.encode(), v.encode()) for k, v in req]))
+    inflated = [e for e in bomb[decoded:] if e["error"] == msg_headers]  # (the first error an exchange meets)
+    stopped = [e for e in bomb[decoded:] if e["error"] == msg_stopped]
+    assert bomb[decoded:] == inflated + stopped
+    assert abs(decoded + len(inflated) - DEFAULT_LIMITS["decompress_bytes"] // raw) <= 1
+    assert len(stopped) > 900
+    for e in inflated + stopped:
+        assert e["request_headers"] == [] and e["method"] is None and e["status"] is None
+    notes = _summary(cap)["connections"][1]["notes"]
+    assert len([n for n in notes if "decompression stopped" in n]) <= 2  # once per direction
+    assert len([n for n in notes if n.startswith("budget ")]) == 2  # header_decoded_bytes, decompress_bytes
+    assert len(notes) <= 4, notes
+
+
+# ------------------------------------------------------------------ finding 4: one huge SPDY block
+
+
+def test_spdy_huge_header_block_is_not_inflated_to_the_end(tmp_path):
+    """A 16 MB SYN_STREAM block that inflates to 2.6 GB was inflated to the end (to keep zlib
+    in step): 120 s and more.  Now at most 16 MiB of it are inflated, the client's zlib stream
+    stops there (said once), its later blocks are marked; the server's blocks, the DATA and
+    the PINGs still decode."""
+    cap = tmp_path / "spdy-huge-block.pcap"
+    cap.write_bytes(hostile.spdy_huge_block())
+    assert cap.stat().st_size > 16 << 20
+    r = cli(cap)
+    assert r.rc == 0, r.err
+    assert r.seconds < 20 and r.maxrss < 400 * MIB, (r.seconds, r.maxrss)
+    got = r.json()
+    assert_sample_kept(got, _sample_run(tmp_path, hostile.SPDY_SAMPLE))
+    ex = {e["stream_id"]: e for e in got if e["connection"] == 1}
+    assert sorted(ex) == [1, 3, 5]
+    assert ex[1]["url"] == "http://spdy.test/s1" and ex[1]["error"] is None
+    for sid in (3, 5):
+        assert ex[sid]["request_headers"] == [] and ex[sid]["error"].startswith("header block")
+    for sid, body in ((1, b"one"), (3, b"three"), (5, b"five")):
+        e = ex[sid]
+        assert e["status"] == 200 and e["content_type"] == "text/plain" and e["response_body_bytes"] == len(body)
+    frames = [f for f in cli(cap, "frames").json() if f["connection"] == 1]
+    assert [(f["direction"], f["type"], f["stream_id"]) for f in frames] == [
+        ("c2s", "SYN_STREAM", 1), ("s2c", "SYN_REPLY", 1), ("s2c", "DATA", 1),
+        ("c2s", "SYN_STREAM", 3), ("s2c", "SYN_REPLY", 3), ("s2c", "DATA", 3),
+        ("c2s", "SYN_STREAM", 5), ("c2s", "PING", None), ("s2c", "SYN_REPLY", 5), ("s2c", "DATA", 5), ("s2c", "PING", None)]
+    assert [f["fields"].get("not_decoded") for f in frames if f["direction"] == "c2s" and f["type"] == "SYN_STREAM"] == \
+        [None, "spdy_header_block", "spdy_header_block"]
+    assert all(f["fields"].get("ping_id") == 7 for f in frames if f["type"] == "PING")
+    assert frames[3]["length"] == (1 << 24) - 1
+    notes = _summary(cap)["connections"][1]["notes"]
+    assert len(notes) == 1 and "header decompression stopped (client→server)" in notes[0], notes
+
+
+# ------------------------------------------------------------------ finding 11: frame length over the maximum
+
+
+def _frame_keys(frames, conn, direction):
+    return [(f["type"], f["stream_id"], f["flags"], f["length"], f["packet"]) for f in frames
+            if f["connection"] == conn and f["direction"] == direction]
+
+
+@pytest.mark.parametrize("client_port,direction,ftype,nth", [
+    (35274, 1, 0, 10),  # a DATA frame in the middle of the 300 KB response
+    (35264, 0, 1, 12),  # a request HEADERS frame: the HPACK state is unknown after it
+], ids=["data", "headers"])
+def test_frame_longer_than_max_frame_size_is_an_error_and_framing_resynchronises(tmp_path, client_port, direction, ftype, nth):
+    """Two damaged length bytes made a frame header announce 8 MB where SETTINGS_MAX_FRAME_SIZE
+    is 16384: the dissector waited for it to the end of the capture, and the rest of that
+    direction (260 KB) gave no frame and no note.  Now that header is a FRAME_SIZE_ERROR frame
+    with a note, framing resynchronises on the next frame, and every other frame and exchange
+    is the one of the undamaged capture."""
+    conn = {35264: 0, 35274: 1}[client_port]
+    dname = ("c2s", "s2c")[direction]
+    sample = cli(_copy(tmp_path, hostile.H2C_SAMPLE), "frames").json()
+    pcap, facts = _damage(client_port, direction, ftype, nth)
+    cap = tmp_path / "damaged.pcap"
+    cap.write_bytes(pcap)
+    r = cli(cap, "frames")
+    assert r.rc == 0, r.err
+    frames = r.json()
+    want, have = _frame_keys(sample, conn, dname), _frame_keys(frames, conn, dname)
+    assert len(want) == len(have)
+    bad = [i for i, (a, b) in enumerate(zip(want, have)) if a != b]
+    assert len(bad) == 1  # the damaged frame only, at its place
+    i = bad[0]
+    assert have[i][:2] == want[i][:2] and have[i][3] == facts["damaged_length"] > 16384
+    mine = [f for f in frames if f["connection"] == conn and f["direction"] == dname][i]
+    assert mine["error"].startswith(f"FRAME_SIZE_ERROR: frame length {facts['damaged_length']} exceeds the maximum frame size 16384")
+    assert mine["fields"]["max_frame_size"] == 16384 and mine["headers"] is None
+    # frames of the other connections and of the other direction: as in the undamaged capture
+    for c, d in ((0, "c2s"), (0, "s2c"), (1, "c2s"), (1, "s2c"), (2, "c2s"), (2, "s2c")):
+        if (c, d) != (conn, dname):
+            assert _frame_keys(frames, c, d) == _frame_keys(sample, c, d)
+    notes = _summary(cap)["connections"][conn]["notes"]
+    assert notes[0].startswith(f"packet {want[i][4]}: {('DATA', 'HEADERS')[ftype]} FRAME_SIZE_ERROR")
+    assert notes[1].endswith(f": HTTP/2 resynchronised after skipping {facts['length']} bytes in direction {direction}")
+    assert len(notes) == 2
+
+    ex_sample = {(e["connection"], e["stream_id"]): e for e in _sample_run(tmp_path, hostile.H2C_SAMPLE)}
+    ex = {(e["connection"], e["stream_id"]): e for e in cli(cap).json()}
+    assert ex.keys() == ex_sample.keys()
+    # ids number exchanges as they appear: the damaged request's appears with its response
+    renumbered = direction == 0
+    for key, a in ex_sample.items():
+        b = ex[key]
+        if renumbered:
+            a, b = dict(a, id=0), dict(b, id=0)
+        if key != (conn, facts["stream_id"]):
+            if direction == 1 or key[0] != conn or key[1] < facts["stream_id"]:
+                assert a == b
+            else:  # after the damaged request: HPACK references to entries of before are <unknown>
+                other = ("request_headers", "request_header_bytes_decoded", "url")
+                assert {k: v for k, v in a.items() if k not in other} == {k: v for k, v in b.items() if k not in other}
+                # an unknown :authority: the request is named by its path, as from the middle of a capture
+                assert b["url"] == a["url"] or b["url"].startswith("/") and a["url"].endswith(b["url"])
+                assert len(a["request_headers"]) == len(b["request_headers"])
+                for (wn, wv), (gn, gv) in zip(a["request_headers"], b["request_headers"]):
+                    assert (gn, gv) == (wn, wv) or gn == "<unknown>" and gv in ("", wv)
+        elif direction == 1:  # the damaged DATA frame's payload is not counted: all else is as it was
+            assert b["response_body_bytes"] == a["response_body_bytes"] - facts["length"]
+            assert {k: v for k, v in a.items() if not k.startswith("response_body")} == \
+                {k: v for k, v in b.items() if not k.startswith("response_body")}
+        else:  # the damaged request HEADERS: the request is unknown, its response is there
+            assert b["request_headers"] == [] and b["method"] is None
+            assert (b["status"], b["response_headers"], b["response_body_bytes"]) == \
+                (a["status"], a["response_headers"], a["response_body_bytes"])
+
+
+def _copy(tmp_path: Path, src: Path) -> Path:
+    dst = tmp_path / src.name
+    dst.write_bytes(src.read_bytes())
+    return dst
+
+
+def _damage(client_port, direction, ftype, nth):
+    return hostile.h2_frame_size_damage(client_port=client_port, nth=nth, direction=direction, frame_type=ftype)
