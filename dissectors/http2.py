@@ -34,8 +34,8 @@ What it does beyond splitting frames:
   the damage: waiting for up to 16 MB that never come would lose the rest of the stream);
 - decoded header fields are charged to a ``dissectors.budget.Budget`` (``header_budget``, in
   RFC 7541 section 4.1 sizes: name + value + 32 per field): a block decoded past it is kept
-  undecoded (``headers == []``, ``fields["not_decoded"]`` = the budget's name), while the
-  HPACK table still follows it, so that later blocks stay exact.
+  undecoded (``headers == []``, ``fields["not_decoded"]`` = the budget's name); as a budget
+  that ran out stays so, later blocks are not decoded at all (the table need not follow them).
 
 The frame layout is parsed by hand with ``struct`` (the 9-byte header is trivial, and
 ``hyperframe`` raises on the malformed and unknown frames a protocol analyser must keep);
@@ -903,6 +903,11 @@ class H2Connection:
             d.hpack_failed = True  # its insertions are lost: lenient decoding from here on
             d.lenient = None
             return
+        if self.header_budget is not None and self.header_budget.hit:
+            # it stays run out (dissectors.budget): no later block will be decoded, so the
+            # HPACK table need not be followed either (decoding is most of HTTP/2's time)
+            self._charge(f, parts, 0)
+            return
         block = bytes(block)
         table = before = None
         if d.hpack_unknown or d.hpack_failed:
@@ -952,16 +957,18 @@ class H2Connection:
             f.block_decoded = dec
             f.block_hpack_size = dec + 32 * len(hdrs)
             if not self._charge(f, parts, f.block_hpack_size):
-                return  # (the table followed the block all the same: later blocks stay exact)
+                return  # (decoded all the same: its size is known)
             strings = d.strings
             out = []
             for hf in hdrs:
                 pair = strings.get(hf)
                 if pair is None:
-                    pair = strings[hf] = (hf[0].decode("latin-1"), hf[1].decode("latin-1"))
-                    d.strings_bytes += len(hf[0]) + len(hf[1]) + 32
+                    pair = (hf[0].decode("latin-1"), hf[1].decode("latin-1"))
+                    if len(strings) < FIELD_STRINGS_ENTRIES:
+                        strings[hf] = pair
+                        d.strings_bytes += len(hf[0]) + len(hf[1]) + 32
                 out.append(pair)
-            if d.strings_bytes > FIELD_STRINGS_BYTES or len(strings) > FIELD_STRINGS_ENTRIES:
+            if d.strings_bytes > FIELD_STRINGS_BYTES or len(strings) >= FIELD_STRINGS_ENTRIES:
                 strings.clear()
                 d.strings_bytes = 0
             f.block_headers = out

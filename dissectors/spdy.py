@@ -28,7 +28,8 @@ It never opens files or sockets.
   direction's zlib stream is no longer inflated, and its later blocks are marked not decoded
   (``fields["not_decoded"]`` = the budget's name); framing and DATA go on.  Decoded fields
   kept are charged to ``header_budget`` (name + value + 32 per field, as HPACK counts them):
-  a block past it is marked the same way.  A zlib error leaves the inflater unusable: later
+  a block past it is marked the same way, and as a budget that ran out stays so, later blocks
+  are not even inflated.  A zlib error leaves the inflater unusable: later
   blocks of that direction are marked.
 - A value holding several NUL-separated values is split into several (name, value) pairs.
 - After a gap inside a DATA payload framing continues; a gap anywhere else loses the frame
@@ -150,6 +151,8 @@ RST_STATUS = {
 GOAWAY_STATUS = {0: "OK", 1: "PROTOCOL_ERROR", 11: "INTERNAL_ERROR"}
 
 DEFAULT_HEADER_LIMIT = 1 << 20
+FIELD_STRINGS_BYTES = 4 << 20  # decoded (name, value) pairs remembered per direction: bytes,
+FIELD_STRINGS_ENTRIES = 4096  # and values
 OVER_CAP_WORK = 16  # x the cap (at least 16 MiB): bytes inflated to keep an over-cap block's stream in step
 MAX_CONTROL_FRAME = 1 << 24  # the 24-bit length field's range: a control frame is buffered whole
 _INFLATE_IN = 1 << 16  # compressed bytes handed to zlib at once (its unconsumed tail is copied per call)
@@ -190,47 +193,50 @@ def dictionary(version: int) -> bytes:
 
 def parse_nv_block(raw: bytes, version: int, strings: dict | None = None) -> tuple[list[tuple[str, str]], int, str | None]:
     """Parse an inflated name/value block.  Returns (pairs, decoded size, error).  ``strings``
-    ((name, value) bytes -> pair, filled here) makes a pair that blocks repeat one object."""
+    (a pair's bytes as in the block -> its pairs, filled here) makes a pair that blocks repeat
+    one object in every list that holds it."""
     if version == 2:
-        st, w = _U16, 2
+        unpack, w = _U16.unpack_from, 2
     else:
-        st, w = _U32, 4
+        unpack, w = _U32.unpack_from, 4
     n = len(raw)
     if n < w:
         return [], 0, "header block shorter than its pair count"
-    (count,) = st.unpack_from(raw, 0)
+    (count,) = unpack(raw, 0)
     pos = w
     pairs: list[tuple[str, str]] = []
     decoded = 0
     for i in range(count):
+        start = pos
         if pos + w > n:
             return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        (nl,) = st.unpack_from(raw, pos)
-        pos += w
-        if pos + nl + w > n:
+        (nl,) = unpack(raw, pos)
+        pos += w + nl
+        if pos + w > n:
             return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        bname = raw[pos : pos + nl]
-        pos += nl
-        (vl,) = st.unpack_from(raw, pos)
+        (vl,) = unpack(raw, pos)
         pos += w
-        if pos + vl > n:
+        end = pos + vl
+        if end > n:
             return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        value = raw[pos : pos + vl]
-        pos += vl
         decoded += nl + vl
         if strings is not None:
-            hit = strings.get((bname, value))
+            key = raw[start:end]
+            hit = strings.get(key)
             if hit is not None:
-                pairs.extend(hit)
+                pairs += hit
+                pos = end
                 continue
-        name = bname.decode("utf-8", "replace")
+        name = raw[start + w : start + w + nl].decode("utf-8", "replace")
+        value = raw[pos:end]
+        pos = end
         if b"\0" in value:
             new = [(name, v.decode("utf-8", "replace")) for v in value.split(b"\0")]
         else:
             new = [(name, value.decode("utf-8", "replace"))]
-        pairs.extend(new)
-        if strings is not None:
-            strings[(bname, value)] = new
+        pairs += new
+        if strings is not None and len(strings) < FIELD_STRINGS_ENTRIES:
+            strings[key] = new
     err = None
     if pos != n:
         err = f"{n - pos} bytes after the last header pair"
@@ -302,10 +308,6 @@ class HeaderInflater:
                 return None, self.broken
             self.broken = f"zlib stream unusable since header block {self.blocks}: {e}"
             return None, f"zlib error: {e}"
-
-
-FIELD_STRINGS_BYTES = 4 << 20  # decoded (name, value) pairs remembered per direction: bytes,
-FIELD_STRINGS_ENTRIES = 4096  # and values
 
 
 class _Direction:
@@ -480,6 +482,15 @@ class SpdyConnection:
         inf = d.inflater
         if inf is None:
             inf = d.inflater = HeaderInflater(version, self.header_limit, self.decompress_budget)
+        b = self.header_budget
+        if b is not None and b.hit:
+            # it stays run out (dissectors.budget): no later block will be decoded, so there is
+            # no zlib stream to keep in step either
+            inf.blocks += 1
+            f.fields["first_block"] = inf.blocks == 1
+            f.error = f"header block not decoded: budget {b.name} ran out"
+            f.fields["not_decoded"] = b.name
+            return
         raw, err = inf.inflate(block)
         if raw is None:
             f.error = err
@@ -488,14 +499,13 @@ class SpdyConnection:
                 f.fields["not_decoded"] = inf.stopped
             return
         f.block_raw = len(raw)
-        if d.strings_bytes > FIELD_STRINGS_BYTES or len(d.strings) > FIELD_STRINGS_ENTRIES:
+        f.fields["first_block"] = inf.blocks == 1
+        if d.strings_bytes > FIELD_STRINGS_BYTES or len(d.strings) >= FIELD_STRINGS_ENTRIES:
             d.strings.clear()
             d.strings_bytes = 0
         pairs, decoded, err = parse_nv_block(raw, version, d.strings)
         d.strings_bytes += len(raw)  # (at most: the pairs it remembered)
         f.block_decoded = decoded
-        f.fields["first_block"] = inf.blocks == 1
-        b = self.header_budget
         if b is not None and not b.take(decoded + 32 * len(pairs)):
             f.error = f"header block not decoded: budget {b.name} ran out"
             f.fields["not_decoded"] = b.name

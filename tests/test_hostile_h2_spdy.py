@@ -137,8 +137,10 @@ def test_hpack_bomb_stops_at_the_connection_budget(tmp_path):
     for e in bomb[decoded:]:
         assert e["request_headers"] == [] and e["url"] is None and e["status"] is None
         assert e["error"] == "header block not decoded: budget header_decoded_bytes ran out"
-        # (the block was decoded, for the HPACK table: its size is known)
-        assert e["request_header_bytes_decoded"] == 7 + 3 + 7 + 4 + 5 + len(f"/i{e['stream_id'] // 2 - 1}") + 250 * 4005
+    # the block the budget ran out in was decoded: its size is known; later ones are not decoded
+    # at all (a budget that ran out stays so: no HPACK table to follow for them)
+    assert bomb[decoded]["request_header_bytes_decoded"] == 7 + 3 + 7 + 4 + 5 + len(f"/i{decoded - 1}") + 250 * 4005
+    assert all(e["request_header_bytes_decoded"] == 0 for e in bomb[decoded + 1:])
     summary = _summary(cap)
     notes = summary["connections"][3]["notes"]
     assert [n for n in notes if "header_decoded_bytes" in n] == [n for n in notes if "budget" in n]
@@ -177,11 +179,23 @@ def test_hpack_bombs_on_several_connections_stop_at_the_capture_budget(tmp_path)
 # ------------------------------------------------------------------ finding 2: SPDY
 
 
-def test_spdy_header_bomb_stops_at_the_budgets(tmp_path):
+SPDY_REQ = [(":method", "GET"), (":path", "/s3"), (":host", "spdy.test"), (":scheme", "http"), (":version", "HTTP/1.1")]
+SPDY_RESP = [(":status", "200 OK"), (":version", "HTTP/1.1"), ("content-type", "text/plain")]
+NOT_DECODED = "header block not decoded: budget {} ran out"
+
+
+def _spdy_bomb_exchanges(got, conn, blocks):
+    bomb = sorted((e for e in got if e["connection"] == conn), key=lambda e: e["stream_id"])
+    assert [e["stream_id"] for e in bomb] == list(range(1, 2 * blocks, 2))
+    assert all(e["response_body_bytes"] == 2 for e in bomb)  # DATA "ok" on every stream, counted
+    return bomb
+
+
+def test_spdy_header_bomb_stops_at_the_connection_budget(tmp_path):
     """1.2 MB of SPDY (1200 zlib blocks of ~1 KB, each inflating to 1 MB) took 1.0 GB and more.
-    Blocks are decoded until ``header_decoded_bytes``, then only inflated (zlib kept in step)
-    until ``decompress_bytes``, after which that connection's zlib streams stop; framing and
-    DATA go on; the sample's exchanges are untouched."""
+    Blocks are decoded until the connection's ``header_decoded_bytes``; after it, none is
+    decoded (nor inflated: a budget that ran out stays so); framing and DATA go on; the
+    connection says so once; the sample's exchanges are untouched."""
     blocks = 1200
     cap = tmp_path / "spdy-header-bomb.pcap"
     cap.write_bytes(hostile.spdy_header_bomb(blocks=blocks))
@@ -190,37 +204,84 @@ def test_spdy_header_bomb_stops_at_the_budgets(tmp_path):
     assert r.seconds < 30 and r.maxrss < 700 * MIB, (r.seconds, r.maxrss)
     got = r.json()
     assert_sample_kept(got, _sample_run(tmp_path, hostile.SPDY_SAMPLE))
-    bomb = sorted((e for e in got if e["connection"] == 1), key=lambda e: e["stream_id"])
-    assert [e["stream_id"] for e in bomb] == list(range(1, 2 * blocks, 2))
-    assert all(e["response_body_bytes"] == 2 for e in bomb)  # DATA "ok" on every stream, counted
-    value = ("x-bomb", "A" * 1_000_000)
-    msg_headers = "header block not decoded: budget header_decoded_bytes ran out"
-    msg_stopped = "header block not decoded: budget decompress_bytes ran out (header decompression stopped)"
-    req = [(":method", "GET"), (":path", "/s3"), (":host", "spdy.test"), (":scheme", "http"), (":version", "HTTP/1.1"), value]
-    resp = [(":status", "200 OK"), (":version", "HTTP/1.1"), ("content-type", "text/plain")]
+    bomb = _spdy_bomb_exchanges(got, 1, blocks)
+    req = SPDY_REQ + [("x-bomb", "A" * 1_000_000)]
     # stream 1 and its answer, then the other requests, then their answers
-    decoded = (DEFAULT_LIMITS["header_decoded_bytes"] - _units(resp)) // _units(req)
+    decoded = (DEFAULT_LIMITS["header_decoded_bytes"] - _units(SPDY_RESP)) // _units(req)
     assert 1 < decoded < 100
     for e in bomb[:decoded]:
         want = [list(h) for h in req]
         want[1][1] = f"/s{min(e['stream_id'], 3)}"
         assert e["request_headers"] == want and e["method"] == "GET"
     assert bomb[0]["status"] == 200 and bomb[0]["content_type"] == "text/plain" and bomb[0]["error"] is None
-    for e in bomb[1:decoded]:  # their answers came after all the requests: decompression had stopped
-        assert e["status"] is None and e["response_headers"] == [] and e["error"] == msg_stopped
-    # then the blocks are only inflated (each ~1 MB of zlib output) until decompress_bytes runs out
-    raw = len(hostile._spdy3_nv([(k.encode(), v.encode()) for k, v in req]))
-    inflated = [e for e in bomb[decoded:] if e["error"] == msg_headers]  # (the first error an exchange meets)
-    stopped = [e for e in bomb[decoded:] if e["error"] == msg_stopped]
-    assert bomb[decoded:] == inflated + stopped
-    assert abs(decoded + len(inflated) - DEFAULT_LIMITS["decompress_bytes"] // raw) <= 1
-    assert len(stopped) > 900
-    for e in inflated + stopped:
-        assert e["request_headers"] == [] and e["method"] is None and e["status"] is None
-    notes = _summary(cap)["connections"][1]["notes"]
-    assert len([n for n in notes if "decompression stopped" in n]) <= 2  # once per direction
-    assert len([n for n in notes if n.startswith("budget ")]) == 2  # header_decoded_bytes, decompress_bytes
-    assert len(notes) <= 4, notes
+    for e in bomb[1:]:
+        assert e["status"] is None and e["response_headers"] == [] and e["error"] == NOT_DECODED.format("header_decoded_bytes")
+    for e in bomb[decoded:]:
+        assert e["request_headers"] == [] and e["method"] is None
+    summary = _summary(cap)
+    notes = summary["connections"][1]["notes"]  # once, not per frame
+    assert len(notes) == 1 and notes[0].startswith("budget header_decoded_bytes (67108864 units per connection) ran out")
+    assert summary["warnings"] == []
+
+
+def test_spdy_header_bombs_on_several_connections_stop_at_the_capture_budget(tmp_path):
+    blocks, conns = 100, 3
+    cap = tmp_path / "spdy-header-bomb-3.pcap"
+    cap.write_bytes(hostile.spdy_header_bomb(blocks=blocks, conns=conns))
+    r = cli(cap)
+    assert r.rc == 0, r.err
+    assert r.seconds < 30 and r.maxrss < 700 * MIB, (r.seconds, r.maxrss)
+    got = r.json()
+    assert_sample_kept(got, _sample_run(tmp_path, hostile.SPDY_SAMPLE))
+    per_conn = []
+    for c in range(1, 1 + conns):
+        bomb = _spdy_bomb_exchanges(got, c, blocks)
+        n = len([e for e in bomb if e["request_headers"]])
+        assert all(e["request_headers"] for e in bomb[:n]) and not any(e["request_headers"] for e in bomb[n:])
+        per_conn.append(sum(_units(e["request_headers"]) + _units(e["response_headers"]) for e in bomb))
+    conn_budget, capture_budget = DEFAULT_LIMITS["header_decoded_bytes"], DEFAULT_LIMITS["header_decoded_bytes_capture"]
+    assert all(u <= conn_budget for u in per_conn)
+    assert capture_budget - _units(SPDY_REQ) - 1_000_040 < sum(per_conn) <= capture_budget
+    assert per_conn[-1] < per_conn[0]
+    summary = _summary(cap)
+    assert len(summary["warnings"]) == 1 and summary["warnings"][0].startswith("budget header_decoded_bytes for the capture")
+
+
+def test_spdy_decompression_stops_at_the_connection_and_capture_budgets(tmp_path):
+    """Blocks over the per-block cap (8 MB each from 8 KB) are not decoded but inflated, to keep
+    the zlib stream in step: that work is what ``decompress_bytes`` bounds, per connection and
+    per capture; past it the connection's zlib streams stop (said once per direction)."""
+    blocks, conns, value = 40, 5, 8_000_000
+    cap = tmp_path / "spdy-inflate-bomb.pcap"
+    cap.write_bytes(hostile.spdy_header_bomb(blocks=blocks, conns=conns, value_len=value))
+    assert cap.stat().st_size < 2 << 20
+    r = cli(cap)
+    assert r.rc == 0, r.err
+    assert r.seconds < 30 and r.maxrss < 500 * MIB, (r.seconds, r.maxrss)
+    got = r.json()
+    assert_sample_kept(got, _sample_run(tmp_path, hostile.SPDY_SAMPLE))
+    raw = len(hostile._spdy3_nv([(k.encode(), v.encode()) for k, v in SPDY_REQ] + [(b"x-bomb", b"A" * value)]))
+    over_cap = f"header block inflates beyond {DEFAULT_LIMITS['spdy_header_block']} bytes (cap); discarded"
+    stopped = "header block not decoded: budget decompress_bytes ran out (header decompression stopped)"
+    inflated = []
+    for c in range(1, 1 + conns):
+        bomb = _spdy_bomb_exchanges(got, c, blocks)
+        n = len([e for e in bomb if e["error"] == over_cap])
+        assert [e["error"] for e in bomb] == [over_cap] * n + [stopped] * (blocks - n)
+        assert all(e["request_headers"] == [] and e["status"] is None for e in bomb[1:])
+        inflated.append(n)
+    per_conn = DEFAULT_LIMITS["decompress_bytes"] // raw
+    assert inflated[:3] == [per_conn] * 3  # (the next one ran out part-way: not decoded either way)
+    assert sum(inflated) * raw <= DEFAULT_LIMITS["decompress_bytes_capture"] + 5 * raw
+    assert inflated[-1] < inflated[0]
+    summary = _summary(cap)
+    assert len(summary["warnings"]) == 1 and summary["warnings"][0].startswith("budget decompress_bytes for the capture")
+    for c, n in zip(summary["connections"][1:], inflated):
+        stops = [x for x in c["notes"] if "header decompression stopped" in x]
+        caps = [x for x in c["notes"] if x.endswith(over_cap)]  # (a frame over the per-block cap says so)
+        budgets = [x for x in c["notes"] if x.startswith("budget decompress_bytes")]
+        assert len(stops) <= 2 and len(caps) == n and len(budgets) == 1
+        assert len(c["notes"]) == len(stops) + len(caps) + len(budgets), c["notes"]
 
 
 # ------------------------------------------------------------------ finding 4: one huge SPDY block
@@ -343,3 +404,78 @@ def _copy(tmp_path: Path, src: Path) -> Path:
 
 def _damage(client_port, direction, ftype, nth):
     return hostile.h2_frame_size_damage(client_port=client_port, nth=nth, direction=direction, frame_type=ftype)
+
+
+# ------------------------------------------------------------------ the rules below the CLI (sans-IO)
+
+
+def test_max_frame_size_is_the_one_the_receiver_announced():
+    """RFC 9113 section 4.2 / 6.5.2: a frame may be as long as the receiver's
+    SETTINGS_MAX_FRAME_SIZE (16384 until it says more).  Over it: FRAME_SIZE_ERROR and the
+    next frame is found; within it, however long, the frame is read.  A capture that starts
+    inside a connection has not seen the SETTINGS: no length is called impossible there."""
+    import struct
+
+    from dissectors.http2 import H2Connection
+
+    h2frame = hostile.h2frame
+    ping = h2frame(6, 0, 0, struct.pack(">Q", 5))
+    data = h2frame(0, 0, 1, b"x" * 20000)
+    for announced in (None, 32768):
+        c = H2Connection()
+        server_settings = b"" if announced is None else struct.pack(">HI", 5, announced)
+        c.receive(1, h2frame(4, 0, 0, server_settings), 1)  # the server: what the client may send
+        frames = c.receive(0, hostile.PREFACE + h2frame(4, 0, 0, b"") + data + ping, 2)
+        names = [(f.name, f.length, f.error is None) for f in frames]
+        if announced:
+            assert names == [("SETTINGS", 0, True), ("DATA", 20000, True), ("PING", 8, True)]
+        else:
+            assert names == [("SETTINGS", 0, True), ("DATA", 20000, False), ("PING", 8, True)]
+            assert frames[1].unread and frames[1].error.startswith("FRAME_SIZE_ERROR") and frames[1].data_length == 0
+            assert any("resynchronised after skipping 20000 bytes" in n for n in c.notes)
+    c = H2Connection(mid_stream=True)  # (found from a chain of two frame headers, then read on)
+    frames = c.receive(0, ping + ping + data + ping, 1)
+    assert [(f.name, f.length, f.error) for f in frames] == [("PING", 8, None), ("PING", 8, None), ("DATA", 20000, None), ("PING", 8, None)]
+
+
+def test_the_end_of_a_capture_inside_a_frame_is_said():
+    """A frame the capture stopped inside of is told at the end (it was silent)."""
+    from analyzer.sessions.http2 import H2Session
+
+    from tests.test_http2 import _ctx
+
+    ctx, conn = _ctx()
+    s = H2Session(ctx, conn)
+    s.data(0, hostile.PREFACE + hostile.h2frame(4, 0, 0, b"") + hostile.h2frame(0, 0, 1, b"y" * 1000)[:509], 0, 1)
+    s.end()
+    assert [f.type for f in ctx.analysis.frames] == ["SETTINGS"]
+    assert conn.notes == ["HTTP/2: the capture ends inside a frame of 1009 bytes in direction 0 (509 of them seen)"]
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, (1 << 16) - 1, 1 << 16, (1 << 20) - 40, (1 << 20) - 20, 1 << 20, 3 << 20])
+def test_spdy_inflater_in_steps_gives_what_zlib_gives_in_one(size):
+    """The inflater feeds zlib at most 64 KB and asks at most 1 MiB at a time (bounded work per
+    step, and the budget checked between steps); the blocks it returns are zlib's, byte for
+    byte, up to the cap (1 MiB) and at it, and the stream stays in step after an over-cap block."""
+    import random
+    import zlib
+
+    from dissectors.budget import Budget
+    from dissectors.spdy import HeaderInflater, dictionary
+
+    rng = random.Random(size)
+    c = hostile.spdy_compressor()
+    inf = HeaderInflater(3, 1 << 20, Budget("decompress_bytes", 1 << 30))
+    one = zlib.decompressobj(zdict=dictionary(3))
+    for _ in range(3):
+        half = size // 2  # half compressible, half not: zlib's output comes in steps of both kinds
+        raw = bytes(rng.choice(b"ab\0") for _ in range(min(half, 4096))) * (half // 4096 + 1)
+        raw = raw[:half] + rng.randbytes(size - half)
+        block = c.compress(raw) + c.flush(zlib.Z_SYNC_FLUSH)
+        got, err = inf.inflate(block)
+        assert one.decompress(block) == raw
+        if size <= 1 << 20:
+            assert err is None and got == raw
+        else:
+            assert got is None and "cap" in err
+    assert inf.budget.used == 3 * size

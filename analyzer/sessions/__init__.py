@@ -52,7 +52,7 @@ DEFAULT_LIMITS = {
     # decoded header fields kept (HPACK, SPDY, QPACK), counted as RFC 7541 section 4.1 sizes:
     # name + value + 32 per field; a block past the budget is kept undecoded and marked
     "header_decoded_bytes": 64 << 20,
-    "header_decoded_bytes_capture": 256 << 20,
+    "header_decoded_bytes_capture": 128 << 20,
     # decompression work (bytes inflated): SPDY header zlib, content-coded bodies
     "decompress_bytes": 256 << 20,
     "decompress_bytes_capture": 1 << 30,

@@ -137,6 +137,35 @@ def h2_bomb_connection(streams: int, value_len: int = 4000, refs: int = 250) -> 
     return events, {"decoded_per_block": per_block, "streams": streams + 1}
 
 
+def h2_small_fields_connection(blocks: int, fields: int = 4000) -> list[tuple[int, bytes]]:
+    """Blocks of ``fields`` distinct small literal fields each (``x: NNNNN``, without indexing):
+    the most decoded fields (and Python objects) per input byte that HPACK allows once the
+    fields are all different (the same field repeated is one object)."""
+    events = [(0, PREFACE + h2frame(4, 0, 0, b"") + h2frame(4, 1, 0, b"")), (1, h2frame(4, 0, 0, b"") + h2frame(4, 1, 0, b""))]
+    k = 0
+    for i in range(blocks):
+        parts = [b"\x82\x86", _hpack_literal(4, b"/f%d" % i)]
+        for _ in range(fields):
+            parts.append(b"\x00\x01x\x05%05d" % (k % 100000))  # literal, new name "x", 5-digit value
+            k += 1
+        block = b"".join(parts)
+        frames = h2frame(1, 0x1, 1 + 2 * i, block[:16384])
+        for j in range(16384, len(block), 16384):
+            frames += h2frame(9, 0x4 if j + 16384 >= len(block) else 0, 1 + 2 * i, block[j : j + 16384])
+        events.append((0, frames))
+    return events
+
+
+def h2_small_fields(blocks: int = 400, conns: int = 1) -> bytes:
+    packets = read_packets(H2C_SAMPLE)
+    t = _after(packets)
+    for k in range(conns):
+        conn = tcp_connection(h2_small_fields_connection(blocks), 43001 + k, 18081, t)
+        packets += conn
+        t = _after(conn)
+    return write_pcap(packets)
+
+
 def h2_hpack_bomb(streams: int = 2300, conns: int = 1, value_len: int = 4000, refs: int = 250) -> bytes:
     """The real h2c-nghttp capture, then ``conns`` bomb connections (client ports 40001...)."""
     packets = read_packets(H2C_SAMPLE)
@@ -271,6 +300,28 @@ def spdy_bomb_connection(blocks: int, value_len: int = 1_000_000) -> list[tuple[
     return events
 
 
+def spdy_small_fields_connection(blocks: int, pairs: int = 60000) -> list[tuple[int, bytes]]:
+    """SYN_STREAMs each holding ``pairs`` distinct tiny pairs (``xNNNNN: ""``): zlib makes them
+    a few bits each, so this is the most Python objects per input byte SPDY allows."""
+    cc = spdy_compressor()
+    out = bytearray()
+    for i in range(blocks):
+        nv = [(b":method", b"GET"), (b":path", b"/f%d" % i), (b":host", b"spdy.test"), (b":scheme", b"http"),
+              (b":version", b"HTTP/1.1")] + [(b"x%06d" % (i * pairs + j), b"") for j in range(pairs)]
+        out += spdy_syn_stream(1 + 2 * i, cc.compress(_spdy3_nv(nv)) + cc.flush(zlib.Z_SYNC_FLUSH))
+    return [(0, bytes(out))]
+
+
+def spdy_small_fields(blocks: int = 60, conns: int = 1) -> bytes:
+    packets = read_packets(SPDY_SAMPLE)
+    t = _after(packets)
+    for k in range(conns):
+        conn = tcp_connection(spdy_small_fields_connection(blocks), 44001 + k, 18330, t)
+        packets += conn
+        t = _after(conn)
+    return write_pcap(packets)
+
+
 def spdy_header_bomb(blocks: int = 1200, conns: int = 1, value_len: int = 1_000_000) -> bytes:
     packets = read_packets(SPDY_SAMPLE)
     t = _after(packets)
@@ -350,6 +401,10 @@ BUILDERS = {
     "spdy-header-bomb.pcap": lambda: spdy_header_bomb(),
     "spdy-huge-block.pcap": lambda: spdy_huge_block(),
     "h2-frame-size-damage.pcap": lambda: h2_frame_size_damage()[0],
+    "h2-small-fields.pcap": lambda: h2_small_fields(),
+    "h2-small-fields-5conns.pcap": lambda: h2_small_fields(blocks=100, conns=5),
+    "spdy-small-fields.pcap": lambda: spdy_small_fields(),
+    "spdy-small-fields-5conns.pcap": lambda: spdy_small_fields(blocks=20, conns=5),
 }
 
 
