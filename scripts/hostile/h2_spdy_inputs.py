@@ -398,23 +398,61 @@ def spdy_huge_block(block_len: int = (1 << 24) - 1 - 10) -> bytes:
 BUILDERS = {
     "h2-hpack-bomb.pcap": lambda: h2_hpack_bomb(),
     "h2-hpack-bomb-5conns.pcap": lambda: h2_hpack_bomb(streams=70, conns=5),
-    "spdy-header-bomb.pcap": lambda: spdy_header_bomb(),
-    "spdy-huge-block.pcap": lambda: spdy_huge_block(),
-    "h2-frame-size-damage.pcap": lambda: h2_frame_size_damage()[0],
     "h2-small-fields.pcap": lambda: h2_small_fields(),
     "h2-small-fields-5conns.pcap": lambda: h2_small_fields(blocks=100, conns=5),
+    "h2-frame-size-damage.pcap": lambda: h2_frame_size_damage()[0],
+    "spdy-header-bomb.pcap": lambda: spdy_header_bomb(),
+    "spdy-header-bomb-3conns.pcap": lambda: spdy_header_bomb(blocks=100, conns=3),
+    "spdy-inflate-bomb-5conns.pcap": lambda: spdy_header_bomb(blocks=40, conns=5, value_len=8_000_000),
+    "spdy-huge-block.pcap": lambda: spdy_huge_block(),
     "spdy-small-fields.pcap": lambda: spdy_small_fields(),
     "spdy-small-fields-5conns.pcap": lambda: spdy_small_fields(blocks=20, conns=5),
 }
 
 
+def measure(path: Path, cmd: str, as_limit: int = 4 << 30, timeout: float = 300) -> tuple[int, float, int]:
+    """(exit code, wall seconds, peak RSS bytes) of ``python -m ui.cli CMD PATH --json``."""
+    import os
+    import resource
+    import subprocess
+    import time
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
+
+    t0 = time.monotonic()
+    with open(os.devnull, "wb") as null:
+        p = subprocess.Popen([sys.executable, "-m", "ui.cli", cmd, str(path), "--json"], stdout=null, stderr=null,
+                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), preexec_fn=cap)
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > timeout:
+                p.kill()
+                pid, status, usage = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.02)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, time.monotonic() - t0, usage.ru_maxrss << 10
+
+
 def main(argv: list[str]) -> int:
+    """``OUTDIR [--measure]``: write every input; with --measure, also the CLI's time and peak
+    RSS on each (summary and requests --json), per input byte, as docs/ROBUSTNESS.md shows them."""
     out = Path(argv[0] if argv else ".")
     out.mkdir(parents=True, exist_ok=True)
+    rows = []
     for name, build in BUILDERS.items():
         data = build()
         (out / name).write_bytes(data)
-        print(f"{out / name}: {len(data)} bytes")
+        print(f"{out / name}: {len(data)} bytes", flush=True)
+        if "--measure" in argv:
+            for cmd in ("summary", "requests"):
+                rc, secs, rss = measure(out / name, cmd)
+                rows.append((name, cmd, len(data), rc, secs, rss))
+                print(f"  {cmd}: exit {rc}, {secs:.2f} s, {rss / 2**20:.0f} MB peak RSS, "
+                      f"{secs / len(data) * 1e6:.2f} us/byte, {rss / len(data):.1f} RSS bytes/byte", flush=True)
     return 0
 
 
