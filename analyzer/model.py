@@ -280,7 +280,7 @@ class Analysis:
     tls_records: dict = field(default_factory=dict)  # (conn, dir) -> decrypted records as numbers (analyzer.detail re-decrypts)
     quic_packets: dict = field(default_factory=dict)  # (conn, dir) -> decrypted QUIC packets as numbers (analyzer.detail re-decrypts)
     interfaces: list = field(default_factory=list)  # pcap/pcapng interfaces (analyzer.capture.Interface)
-    budgets_hit: dict = field(default_factory=dict)  # budget name -> conn ids whose budget ran out (0: the capture's)
+    budgets_hit: dict = field(default_factory=dict)  # budget name -> conn ids whose budget ran out (None: the capture's)
 
     @property
     def packets(self) -> int:

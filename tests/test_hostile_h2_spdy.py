@@ -479,3 +479,21 @@ def test_spdy_inflater_in_steps_gives_what_zlib_gives_in_one(size):
         else:
             assert got is None and "cap" in err
     assert inf.budget.used == 3 * size
+
+
+def test_connection_0s_budget_is_not_the_captures():
+    """Connection ids start at 0: its budget once took the capture's place, so every later
+    connection's budget charged connection 0's and the capture's cap was the connection's."""
+    from analyzer.model import Connection
+    from tests.test_http2 import _ctx
+
+    ctx, conn0 = _ctx()
+    conn1 = Connection(id=1, transport="tcp", client=("127.0.0.1", 3), server=("127.0.0.1", 2))
+    ctx.analysis.connections.append(conn1)
+    b0, b1, top = ctx.budget("header_decoded_bytes", conn0), ctx.budget("header_decoded_bytes", conn1), ctx.budget("header_decoded_bytes")
+    assert b0 is not top and b1.parent is top and b0.parent is top
+    assert (b0.cap, top.cap) == (DEFAULT_LIMITS["header_decoded_bytes"], DEFAULT_LIMITS["header_decoded_bytes_capture"])
+    assert b0.take(b0.cap) and not b0.take(1) and b1.take(1)
+    ctx.report_budgets()
+    assert ctx.analysis.budgets_hit == {"header_decoded_bytes": [0]} and ctx.analysis.warnings == []
+    assert len(conn0.notes) == 1 and conn1.notes == []
