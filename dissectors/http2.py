@@ -26,7 +26,16 @@ What it does beyond splitting frames:
   where two consecutive plausible frame headers (known type, valid flags, length within
   SETTINGS_MAX_FRAME_SIZE, stream id allowed for the type) chain; header blocks decoded
   after that are marked ``hpack_state = "unknown"`` because the dynamic table was not seen
-  from its start.
+  from its start;
+- a frame header whose length exceeds the receiver's SETTINGS_MAX_FRAME_SIZE (16384 until
+  its SETTINGS say more) is a FRAME_SIZE_ERROR (RFC 9113 section 4.2): the frame is kept with
+  its header fields, the error and ``fields["max_frame_size"]``, its payload is not read
+  (``unread``), and framing resynchronises after its header as after a gap (its length may be
+  the damage: waiting for up to 16 MB that never come would lose the rest of the stream);
+- decoded header fields are charged to a ``dissectors.budget.Budget`` (``header_budget``, in
+  RFC 7541 section 4.1 sizes: name + value + 32 per field): a block decoded past it is kept
+  undecoded (``headers == []``, ``fields["not_decoded"]`` = the budget's name); as a budget
+  that ran out stays so, later blocks are not decoded at all (the table need not follow them).
 
 The frame layout is parsed by hand with ``struct`` (the 9-byte header is trivial, and
 ``hyperframe`` raises on the malformed and unknown frames a protocol analyser must keep);
@@ -41,6 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import hpack
+
+from dissectors.budget import Budget
 from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable
@@ -168,6 +179,7 @@ class H2Frame:
     model: Any = None  # free for the session (its Frame for this one)
     pad_length: int = 0
     error: str | None = None
+    unread: bool = False  # header only: its length was impossible (FRAME_SIZE_ERROR), payload not read
 
     @property
     def name(self) -> str:
@@ -384,13 +396,15 @@ class _QuietLog:
 
 hpack.hpack.log = _QuietLog()
 HPACK_CACHE_ENTRIES = 512
+FIELD_STRINGS_BYTES = 4 << 20  # decoded (name, value) pairs remembered per direction: bytes,
+FIELD_STRINGS_ENTRIES = 4096  # and pairs
 MAX_PENDING_SETTINGS = 256  # unacknowledged SETTINGS frames remembered per sender
 
 
 class _Direction:
     __slots__ = ("buf", "base", "runs", "preface", "sync", "decoder", "hpack_unknown", "hpack_failed", "lenient",
                  "block", "block_parts", "block_frames", "block_stream", "block_first", "block_type", "max_frame",
-                 "dead", "scanned", "hcache")
+                 "max_frame_known", "dead", "scanned", "hcache", "strings", "strings_bytes")
 
     def __init__(self, need_preface: bool):
         self.buf = bytearray()
@@ -401,6 +415,10 @@ class _Direction:
         self.decoder = hpack.Decoder()  # decodes the header blocks this direction sends
         self.decoder.header_table = _CountingTable()
         self.hcache: dict[tuple, tuple] = {}  # (block, table state) -> (headers, decoded size)
+        # (name, value) bytes -> the str pair made for them: a field that blocks repeat (a table
+        # reference costs one byte) is one object in every header list that holds it
+        self.strings: dict[tuple, tuple[str, str]] = {}
+        self.strings_bytes = 0
         self.hpack_unknown = False
         self.hpack_failed = False
         self.lenient: LenientHpack | None = None  # decodes once the table's earlier entries are unknown
@@ -411,6 +429,7 @@ class _Direction:
         self.block_first: H2Frame | None = None
         self.block_type = 0
         self.max_frame = DEFAULT_MAX_FRAME  # what the peer allows this direction to send
+        self.max_frame_known = True  # False while the peer's SETTINGS may have said more unseen (mid-stream)
         self.dead = False
         self.scanned = 0
 
@@ -441,8 +460,10 @@ class H2Connection:
     """
 
     def __init__(self, mid_stream: bool = False, max_header_list: int = 1 << 20,
-                 max_continuation: int = MAX_CONTINUATION):
+                 max_continuation: int = MAX_CONTINUATION, header_budget: Budget | None = None):
         self.dirs = (_Direction(not mid_stream), _Direction(False))
+        self.header_budget = header_budget  # decoded header fields kept, per connection (and capture)
+        self.budget_error = f"header block not decoded: budget {header_budget.name} ran out" if header_budget else ""
         self.windows = (_Window(), _Window())  # by sender direction
         self.max_header_list = max_header_list
         self.max_continuation = max_continuation
@@ -454,6 +475,7 @@ class H2Connection:
             for d in self.dirs:
                 d.sync = False
                 d.hpack_unknown = True
+                d.max_frame_known = False  # the SETTINGS that set it came before the capture
         for d in self.dirs:
             d.decoder.max_header_list_size = max_header_list
 
@@ -468,6 +490,18 @@ class H2Connection:
         d.buf += data
         return self._parse(direction, d)
 
+    def incomplete(self) -> list[tuple[int, int]]:
+        """Per direction, (frame size, bytes of it seen) of a frame the bytes so far began but did
+        not finish (asked at the end: the capture stopped inside it), or (0, 0)."""
+        out = []
+        for d in self.dirs:
+            buf = d.buf
+            if d.sync and not d.dead and len(buf) >= 9:
+                out.append((9 + int.from_bytes(buf[:3], "big"), len(buf)))
+            else:
+                out.append((0, 0))
+        return out
+
     def take_overruns(self) -> list[tuple[H2Frame, str]]:
         """DATA frames that exceeded a flow-control window, with no gap in the capture that
         could hide the WINDOW_UPDATE that allowed them (asked once, when the connection ends)."""
@@ -477,17 +511,24 @@ class H2Connection:
 
     def gap(self, direction: int, length: int, packet: int) -> None:
         """``length`` bytes of this direction were lost: drop the partial frame, resync."""
-        self.overruns[1 - direction].clear()  # the lost bytes may have opened the peer's windows
         d = self.dirs[direction]
         if d.buf or d.block is not None or length:
             self.notes.append(f"packet {packet}: {length} bytes lost in direction {direction}; HTTP/2 resynchronising, HPACK state unknown from here")
         d.base += len(d.buf) + length
         d.buf.clear()
         d.runs = _PacketRuns()
+        self._lose_place(direction, d)
+        if not self.settings[direction]:  # its first SETTINGS may have been lost: the peer's maximum is unknown
+            self.dirs[1 - direction].max_frame_known = False
+
+    def _lose_place(self, direction: int, d: _Direction) -> None:
+        """Bytes of this direction were not read (lost by the capture, or skipped after a frame
+        of impossible length): look for the next frame boundary; what they held is unknown."""
+        self.overruns[1 - direction].clear()  # they may have opened the peer's windows
         d.sync = False
         d.preface = False
         d.hpack_unknown = True
-        d.lenient = None  # entries the lost bytes inserted are unknown: known entries start again
+        d.lenient = None  # entries they inserted are unknown: known entries start again
         d.block = None
         d.block_first = None
 
@@ -542,9 +583,11 @@ class H2Connection:
             hi, lo, t, flags, sid = _HDR.unpack_from(buf, pos)
             length = (hi << 16) | lo
             end = pos + 9 + length
+            if length > d.max_frame and d.max_frame_known:
+                out.append(self._oversized(direction, d, pos, t, flags, sid, length))
+                pos += 9
+                continue
             if end > n:
-                if length > (1 << 24):  # cannot happen (24 bits), kept for clarity
-                    d.sync = False
                 break
             off = d.base + pos
             f = H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, d.runs.at(off), d.runs.at(d.base + end - 1))
@@ -556,7 +599,7 @@ class H2Connection:
                 self._frame(d, f, mv[pos + 9 : end].tobytes())
             except (struct.error, IndexError, ValueError) as e:  # malformed payload
                 f.error = f.error or f"malformed {f.name} frame: {e}"
-            if f.error:
+            if f.error and f.error != self.budget_error:  # (a budget says so once, at the end)
                 self.notes.append(f"packet {f.packet}: {f.error}")
             out.append(f)
             pos = end
@@ -567,6 +610,21 @@ class H2Connection:
             d.base += pos
             d.runs.drop_before(d.base)
         return out
+
+    def _oversized(self, direction: int, d: _Direction, pos: int, t: int, flags: int, sid: int, length: int) -> H2Frame:
+        """A frame header whose length exceeds what the receiver allows (RFC 9113 section 4.2:
+        FRAME_SIZE_ERROR).  Damage or a broken peer: either way its end is unknown, so the
+        frame is kept unread and framing resynchronises after its header (``_resync``)."""
+        off = d.base + pos
+        f = H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, d.runs.at(off), d.runs.at(off + 8))
+        f.unread = True
+        f.fields["max_frame_size"] = d.max_frame
+        f.error = f"FRAME_SIZE_ERROR: frame length {length} exceeds the maximum frame size {d.max_frame}; payload not read"
+        if d.block is not None:
+            self._finish_block(d, f, failed="interrupted by a frame of impossible length")
+        self.notes.append(f"packet {f.packet}: {f.name} {f.error}; HTTP/2 resynchronising in direction {direction}, HPACK state unknown from here")
+        self._lose_place(direction, d)
+        return f
 
     def _plausible(self, d: _Direction, buf, pos: int) -> int | None:
         """End of a plausible frame at ``pos`` (may lie beyond the buffer), or None."""
@@ -788,6 +846,7 @@ class H2Connection:
                 w.initial = value
         elif ident == 0x5 and 16384 <= value < (1 << 24):
             self.dirs[peer].max_frame = value
+            self.dirs[peer].max_frame_known = True
 
     def _flow(self, f: H2Frame) -> None:
         w = self.windows[f.direction]
@@ -812,6 +871,20 @@ class H2Connection:
         if f.flags & FLAG_END_STREAM:
             w.streams.pop(f.stream_id, None)
 
+    def _charge(self, f: H2Frame, parts: list[H2Frame], size: int) -> bool:
+        """Take ``size`` from the header budget; False (the block marked, kept undecoded) if it
+        has run out: decoded header lists kept on frames and exchanges are what a block of a few
+        bytes referring to large table entries multiplies."""
+        b = self.header_budget
+        if b is None or b.take(size):
+            return True
+        f.error = f.error or self.budget_error
+        f.fields["not_decoded"] = b.name
+        f.block_headers = []
+        for part in parts:
+            part.headers = []
+        return False
+
     def _finish_block(self, d: _Direction, f: H2Frame, failed: str | None = None) -> None:
         block = d.block or b""
         first = d.block_first
@@ -829,6 +902,11 @@ class H2Connection:
             f.error = f.error or f"header block of stream {d.block_stream}: {failed}"
             d.hpack_failed = True  # its insertions are lost: lenient decoding from here on
             d.lenient = None
+            return
+        if self.header_budget is not None and self.header_budget.hit:
+            # it stays run out (dissectors.budget): no later block will be decoded, so the
+            # HPACK table need not be followed either (decoding is most of HTTP/2's time)
+            self._charge(f, parts, 0)
             return
         block = bytes(block)
         table = before = None
@@ -853,9 +931,11 @@ class H2Connection:
             hit = d.hcache.get((block, before))
             if hit is not None:
                 out, dec = hit
-                f.block_headers = out
                 f.block_decoded = dec
                 f.block_hpack_size = dec + 32 * len(out)
+                if not self._charge(f, parts, f.block_hpack_size):
+                    return
+                f.block_headers = out
                 if len(parts) == 1:
                     f.headers = out
                     return
@@ -871,14 +951,27 @@ class H2Connection:
                     f.block_headers = []
                     return
         if hdrs is not None:
-            out = []
             dec = 0
             for name, value in hdrs:
                 dec += len(name) + len(value)
-                out.append((name.decode("latin-1"), value.decode("latin-1")))
-            f.block_headers = out
             f.block_decoded = dec
-            f.block_hpack_size = dec + 32 * len(out)
+            f.block_hpack_size = dec + 32 * len(hdrs)
+            if not self._charge(f, parts, f.block_hpack_size):
+                return  # (decoded all the same: its size is known)
+            strings = d.strings
+            out = []
+            for hf in hdrs:
+                pair = strings.get(hf)
+                if pair is None:
+                    pair = (hf[0].decode("latin-1"), hf[1].decode("latin-1"))
+                    if len(strings) < FIELD_STRINGS_ENTRIES:
+                        strings[hf] = pair
+                        d.strings_bytes += len(hf[0]) + len(hf[1]) + 32
+                out.append(pair)
+            if d.strings_bytes > FIELD_STRINGS_BYTES or len(strings) >= FIELD_STRINGS_ENTRIES:
+                strings.clear()
+                d.strings_bytes = 0
+            f.block_headers = out
             if table is not None and table.state() == before:  # the block left the table as it was
                 if len(d.hcache) >= HPACK_CACHE_ENTRIES:
                     d.hcache.clear()

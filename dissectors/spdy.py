@@ -21,8 +21,16 @@ It never opens files or sockets.
   separators: the bytes an HTTP/1 message would carry without ": " and CRLF).
   Inflated output per block is capped (``header_limit``); a block over the cap is marked and
   the rest of its input is still inflated (output discarded) so the zlib stream stays in
-  step and later blocks decode.  A zlib error leaves the inflater unusable: later blocks of
-  that direction are marked.
+  step and later blocks decode, up to ``OVER_CAP_WORK`` (16 x the cap, at least 16 MiB): a
+  block that inflates beyond that is no header block, and that direction's zlib stream is
+  not inflated further (later blocks ``fields["not_decoded"] = "spdy_header_block"``).  Inflating is work charged to ``decompress_budget`` (a
+  ``dissectors.budget.Budget``, bytes inflated, in bounded steps): once it runs out, that
+  direction's zlib stream is no longer inflated, and its later blocks are marked not decoded
+  (``fields["not_decoded"]`` = the budget's name); framing and DATA go on.  Decoded fields
+  kept are charged to ``header_budget`` (name + value + 32 per field, as HPACK counts them):
+  a block past it is marked the same way, and as a budget that ran out stays so, later blocks
+  are not even inflated.  A zlib error leaves the inflater unusable: later
+  blocks of that direction are marked.
 - A value holding several NUL-separated values is split into several (name, value) pairs.
 - After a gap inside a DATA payload framing continues; a gap anywhere else loses the frame
   boundary: the dissector resynchronises on the first offset where a plausible control frame
@@ -38,6 +46,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 from typing import Any
+
+from dissectors.budget import Budget
 
 # SPDY/2 header dictionary: the string of the SPDY/2 draft with its terminating NUL
 # (907 bytes, Adler-32 0xdfa251b2).  Source: Chromium net/spdy/spdy_protocol.h kV2Dictionary
@@ -141,8 +151,12 @@ RST_STATUS = {
 GOAWAY_STATUS = {0: "OK", 1: "PROTOCOL_ERROR", 11: "INTERNAL_ERROR"}
 
 DEFAULT_HEADER_LIMIT = 1 << 20
+FIELD_STRINGS_BYTES = 4 << 20  # decoded (name, value) pairs remembered per direction: bytes,
+FIELD_STRINGS_ENTRIES = 4096  # and values
+OVER_CAP_WORK = 16  # x the cap (at least 16 MiB): bytes inflated to keep an over-cap block's stream in step
 MAX_CONTROL_FRAME = 1 << 24  # the 24-bit length field's range: a control frame is buffered whole
-_INFLATE_CHUNK = 1 << 16
+_INFLATE_IN = 1 << 16  # compressed bytes handed to zlib at once (its unconsumed tail is copied per call)
+_INFLATE_OUT = 1 << 20  # inflated bytes asked of zlib at once
 
 _HDR = struct.Struct(">HHI")  # control: C|version, type, flags|length ; data: stream id (2 halves)
 _U32 = struct.Struct(">I")
@@ -177,40 +191,52 @@ def dictionary(version: int) -> bytes:
     return DICT_V2 if version == 2 else DICT_V3
 
 
-def parse_nv_block(raw: bytes, version: int) -> tuple[list[tuple[str, str]], int, str | None]:
-    """Parse an inflated name/value block.  Returns (pairs, decoded size, error)."""
+def parse_nv_block(raw: bytes, version: int, strings: dict | None = None) -> tuple[list[tuple[str, str]], int, str | None]:
+    """Parse an inflated name/value block.  Returns (pairs, decoded size, error).  ``strings``
+    (a pair's bytes as in the block -> its pairs, filled here) makes a pair that blocks repeat
+    one object in every list that holds it."""
     if version == 2:
-        st, w = _U16, 2
+        unpack, w = _U16.unpack_from, 2
     else:
-        st, w = _U32, 4
+        unpack, w = _U32.unpack_from, 4
     n = len(raw)
     if n < w:
         return [], 0, "header block shorter than its pair count"
-    (count,) = st.unpack_from(raw, 0)
+    (count,) = unpack(raw, 0)
     pos = w
     pairs: list[tuple[str, str]] = []
     decoded = 0
     for i in range(count):
+        start = pos
         if pos + w > n:
             return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        (nl,) = st.unpack_from(raw, pos)
-        pos += w
-        if pos + nl + w > n:
+        (nl,) = unpack(raw, pos)
+        pos += w + nl
+        if pos + w > n:
             return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        name = raw[pos : pos + nl].decode("utf-8", "replace")
-        pos += nl
-        (vl,) = st.unpack_from(raw, pos)
+        (vl,) = unpack(raw, pos)
         pos += w
-        if pos + vl > n:
+        end = pos + vl
+        if end > n:
             return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        value = raw[pos : pos + vl]
-        pos += vl
         decoded += nl + vl
+        if strings is not None:
+            key = raw[start:end]
+            hit = strings.get(key)
+            if hit is not None:
+                pairs += hit
+                pos = end
+                continue
+        name = raw[start + w : start + w + nl].decode("utf-8", "replace")
+        value = raw[pos:end]
+        pos = end
         if b"\0" in value:
-            for v in value.split(b"\0"):
-                pairs.append((name, v.decode("utf-8", "replace")))
+            new = [(name, v.decode("utf-8", "replace")) for v in value.split(b"\0")]
         else:
-            pairs.append((name, value.decode("utf-8", "replace")))
+            new = [(name, value.decode("utf-8", "replace"))]
+        pairs += new
+        if strings is not None and len(strings) < FIELD_STRINGS_ENTRIES:
+            strings[key] = new
     err = None
     if pos != n:
         err = f"{n - pos} bytes after the last header pair"
@@ -220,34 +246,61 @@ def parse_nv_block(raw: bytes, version: int) -> tuple[list[tuple[str, str]], int
 class HeaderInflater:
     """One direction's zlib stream of header blocks (kept across frames)."""
 
-    __slots__ = ("version", "limit", "z", "broken", "blocks")
+    __slots__ = ("version", "limit", "z", "broken", "blocks", "budget", "stopped")
 
-    def __init__(self, version: int, limit: int = DEFAULT_HEADER_LIMIT):
+    def __init__(self, version: int, limit: int = DEFAULT_HEADER_LIMIT, budget: Budget | None = None):
         self.version = version
         self.limit = limit
         self.z = zlib.decompressobj(zdict=dictionary(version))
         self.broken: str | None = None
         self.blocks = 0
+        self.budget = budget  # bytes inflated (decompression work)
+        self.stopped: str | None = None  # the budget or limit that stopped this zlib stream
 
     def inflate(self, block: bytes) -> tuple[bytes | None, str | None]:
-        """Inflate one block.  (raw, None) or (None, reason)."""
+        """Inflate one block.  (raw, None) or (None, reason).  Over the cap the rest of the block
+        is still inflated (output discarded), so that the zlib stream stays in step; every step
+        is charged to the budget, and once that runs out the stream stops (``stopped``)."""
         self.blocks += 1
         if self.broken:
             return None, self.broken
         z = self.z
+        limit = self.limit
+        work = max(OVER_CAP_WORK * limit, OVER_CAP_WORK << 20)
+        budget = self.budget
+        parts: list[bytes] = []
+        total = 0
         try:
-            out = z.decompress(block, self.limit + 1)
-            if len(out) <= self.limit and not z.unconsumed_tail:
-                return out, None
-            if len(out) <= self.limit:  # exactly at the limit with input left: look for more
-                more = z.decompress(z.unconsumed_tail, 1)
-                if not more and not z.unconsumed_tail:
-                    return out, None
-            # over the cap: keep the zlib stream in step, discard the output
-            total = len(out)
-            while z.unconsumed_tail:
-                total += len(z.decompress(z.unconsumed_tail, _INFLATE_CHUNK))
-            return None, f"header block inflates beyond {self.limit} bytes (cap); discarded"
+            for i in range(0, max(len(block), 1), _INFLATE_IN):
+                data = block[i : i + _INFLATE_IN]
+                while True:
+                    n = _INFLATE_OUT
+                    if budget is not None:
+                        room = budget.room()
+                        if room <= 0:
+                            budget.take(n)  # refused: the budget (and the capture's) knows it was hit
+                            self.stopped = budget.name
+                            self.broken = f"header block not decoded: budget {budget.name} ran out (header decompression stopped)"
+                            return None, self.broken
+                        n = min(n, room)
+                    piece = z.decompress(data, n)
+                    if budget is not None and piece:
+                        budget.charge(len(piece))
+                    total += len(piece)
+                    if total <= limit:
+                        parts.append(piece)
+                    elif parts:
+                        parts = []  # over the cap: only counted from here
+                    elif total > work:
+                        self.stopped = "spdy_header_block"
+                        self.broken = f"header block not decoded: a header block inflated beyond {work} bytes (header decompression stopped)"
+                        return None, f"header block inflates beyond {work} bytes; header decompression stopped in this direction"
+                    data = z.unconsumed_tail
+                    if not data and len(piece) < n:
+                        break  # (a full output buffer may leave output pending in zlib: ask again)
+            if total > limit:
+                return None, f"header block inflates beyond {limit} bytes (cap); discarded"
+            return b"".join(parts), None
         except zlib.error as e:
             if self.blocks == 1 and not (len(block) >= 2 and block[0] & 0x0F == 8 and (block[0] << 8 | block[1]) % 31 == 0):
                 # the first block has no zlib header (RFC 1950): the stream began before the capture did
@@ -258,7 +311,7 @@ class HeaderInflater:
 
 
 class _Direction:
-    __slots__ = ("pos", "buf", "data_frame", "data_left", "chunks", "lost", "inflater", "version")
+    __slots__ = ("pos", "buf", "data_frame", "data_left", "chunks", "lost", "inflater", "version", "strings", "strings_bytes")
 
     def __init__(self):
         self.pos = 0  # stream offset of buf[0] (or of the next byte when buf is empty)
@@ -269,13 +322,18 @@ class _Direction:
         self.lost = False  # frame boundary lost (gap): resynchronising
         self.inflater: HeaderInflater | None = None
         self.version: int | None = None
+        self.strings: dict = {}  # (name, value) bytes -> pairs, see parse_nv_block
+        self.strings_bytes = 0
 
 
 class SpdyConnection:
     """Both directions of one SPDY session (direction 0 = client to server)."""
 
-    def __init__(self, header_limit: int = DEFAULT_HEADER_LIMIT, start_offsets: tuple[int, int] = (0, 0), keep_data: bool = True):
+    def __init__(self, header_limit: int = DEFAULT_HEADER_LIMIT, start_offsets: tuple[int, int] = (0, 0), keep_data: bool = True,
+                 header_budget: Budget | None = None, decompress_budget: Budget | None = None):
         self.header_limit = header_limit
+        self.header_budget = header_budget  # decoded fields kept (name + value + 32 each)
+        self.decompress_budget = decompress_budget  # bytes inflated
         self.keep_data = keep_data  # hand DATA payloads over (bounded by the 24-bit frame length)
         self.dirs = [_Direction(), _Direction()]
         self.dirs[0].pos, self.dirs[1].pos = start_offsets
@@ -423,17 +481,36 @@ class SpdyConnection:
         f.block_wire = len(block)
         inf = d.inflater
         if inf is None:
-            inf = d.inflater = HeaderInflater(version, self.header_limit)
+            inf = d.inflater = HeaderInflater(version, self.header_limit, self.decompress_budget)
+        b = self.header_budget
+        if b is not None and b.hit:
+            # it stays run out (dissectors.budget): no later block will be decoded, so there is
+            # no zlib stream to keep in step either
+            inf.blocks += 1
+            f.fields["first_block"] = inf.blocks == 1
+            f.error = f"header block not decoded: budget {b.name} ran out"
+            f.fields["not_decoded"] = b.name
+            return
         raw, err = inf.inflate(block)
         if raw is None:
             f.error = err
             f.fields["first_block"] = inf.blocks == 1
+            if inf.stopped:
+                f.fields["not_decoded"] = inf.stopped
             return
         f.block_raw = len(raw)
-        pairs, decoded, err = parse_nv_block(raw, version)
-        f.headers = pairs
-        f.block_decoded = decoded
         f.fields["first_block"] = inf.blocks == 1
+        if d.strings_bytes > FIELD_STRINGS_BYTES or len(d.strings) >= FIELD_STRINGS_ENTRIES:
+            d.strings.clear()
+            d.strings_bytes = 0
+        pairs, decoded, err = parse_nv_block(raw, version, d.strings)
+        d.strings_bytes += len(raw)  # (at most: the pairs it remembered)
+        f.block_decoded = decoded
+        if b is not None and not b.take(decoded + 32 * len(pairs)):
+            f.error = f"header block not decoded: budget {b.name} ran out"
+            f.fields["not_decoded"] = b.name
+            return
+        f.headers = pairs
         if err:
             f.error = err
 

@@ -99,7 +99,8 @@ class H2Session:
         self.scheme = "http" if cleartext else "https"
         conn.protocol = self.proto
         self.h2 = H2Connection(mid_stream=mid_stream, max_header_list=ctx.limits.get("hpack_header_list", 1 << 20),
-                               max_continuation=ctx.limits.get("continuation_frames", 1000))
+                               max_continuation=ctx.limits.get("continuation_frames", 1000),
+                               header_budget=ctx.budget("header_decoded_bytes", conn))
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.frames_append = ctx.analysis.frames.append
         self.pkt_proto = ctx.proto
@@ -136,6 +137,9 @@ class H2Session:
         self._notes()
 
     def end(self):
+        for d, (size, held) in enumerate(self.h2.incomplete()):
+            if size:
+                self.conn.notes.append(f"HTTP/2: the capture ends inside a frame of {size} bytes in direction {d} ({held} of them seen)")
         for f, msg in self.h2.take_overruns():
             if f.model is not None:
                 f.model.error = f.model.error or msg
@@ -199,6 +203,8 @@ class H2Session:
                 if part is not f and part.model is not None:
                     part.model.headers = part.headers
                     part.model = None
+        if f.unread:
+            return  # a header of impossible length (FRAME_SIZE_ERROR): its type and stream may be damage too
         t = f.type
         sid = f.stream_id
         if t == DATA:
@@ -284,6 +290,7 @@ class H2Session:
         """A complete header block: ``first`` is its HEADERS / PUSH_PROMISE, ``f`` its last frame."""
         ctx = self.ctx
         hdrs = f.block_headers or []
+        not_decoded = f.fields.get("not_decoded")
         if first.type == PUSH_PROMISE:
             prom = first.fields.get("promised_stream_id")
             if not prom:
@@ -298,9 +305,13 @@ class H2Session:
             ex.request_end_packet = f.packet
             st.req_done = True
             self._request_headers(ex, hdrs, f)
+            if not_decoded:
+                ex.error = ex.error or f.error
             return
         st = self._stream(first.stream_id)
         ex = st.ex
+        if not_decoded:
+            ex.error = ex.error or f.error
         if f.direction == 0:
             if ex.request_headers and not ex.pushed:
                 # trailers

@@ -112,7 +112,10 @@ class SpdySession:
         self.ctx = ctx
         self.conn = conn
         self.cleartext = cleartext
-        self.dis = SpdyConnection(header_limit=ctx.limits.get("spdy_header_block", 1 << 20))
+        self.dis = SpdyConnection(header_limit=ctx.limits.get("spdy_header_block", 1 << 20),
+                                  header_budget=ctx.budget("header_decoded_bytes", conn),
+                                  decompress_budget=ctx.budget("decompress_bytes", conn))
+        self.stop_noted = [False, False]  # header decompression stopped by its budget: said once per direction
         self.maps = [OffsetMap(), OffsetMap()]
         self.started = [False, False]
         self.proto: str | None = None
@@ -221,7 +224,13 @@ class SpdySession:
             offset=f.offset,
             error=f.error,
         )
-        if f.error:
+        budget = f.fields.get("not_decoded") if f.fields else None
+        if budget in ("decompress_bytes", "spdy_header_block") and not self.stop_noted[direction]:
+            self.stop_noted[direction] = True  # the zlib stream of this direction stopped: said once
+            why = f"budget {budget} ran out" if budget == "decompress_bytes" else f"{f.error}"
+            self.conn.notes.append(f"packet {last}: SPDY header decompression stopped ({DIR_NAMES[direction]}): {why}; "
+                                   "this and later header blocks of this direction are not decoded, framing and DATA go on")
+        elif f.error and budget is None:  # (a budget says so once, at the end)
             self.conn.notes.append(f"packet {last}: SPDY {f.type}" + (f" stream {f.stream_id}" if f.stream_id is not None else "") + f": {f.error}")
         ctx.add_frame(fr, "SPDY")
         self.frames.append(fr)
