@@ -223,7 +223,7 @@ class H2Session:
                 st.last_s2c = f.packet
                 if f.data_length:
                     if st.body is None:
-                        st.body = BodyDecoder(ex.content_encoding, self.cap)
+                        st.body = BodyDecoder(ex.content_encoding, self.cap, ctx=self.ctx, conn=self.conn)
                     st.body.feed(f.data)
                 if f.flags & 1:
                     self._response_end(st, f)

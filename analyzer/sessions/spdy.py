@@ -423,7 +423,7 @@ class SpdySession:
         st.last_s2c = fr.packet
         if BodyDecoder is not None and n and not (f.fields or {}).get("compressed"):
             if st.body is None:
-                st.body = BodyDecoder(ex.content_encoding, self.body_cap)
+                st.body = BodyDecoder(ex.content_encoding, self.body_cap, ctx=self.ctx, conn=self.conn)
             if f.data is not None:
                 st.body.feed(f.data)
         if f.flags & FLAG_FIN:
