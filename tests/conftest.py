@@ -50,3 +50,17 @@ def pytest_collection_modifyitems(config, items):
         name = f"tests/{path.name}::{item.originalname or item.name}"
         if path.name in SLOW_FILES or name in _SLOW or item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+def vm_hwm_kb(pid: int | str = "self") -> int:
+    """A process's own peak RSS in KiB (``VmHWM``, per address space: it starts again at exec).
+    ``getrusage``/``wait4`` ``ru_maxrss`` would not do: Linux carries the pre-exec image's peak
+    over an exec, so a CLI started from a large pytest worker reports the worker's size."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for ln in f:
+                if ln.startswith("VmHWM:"):
+                    return int(ln.split()[1])
+    except OSError:
+        pass
+    return 0

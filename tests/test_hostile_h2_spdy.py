@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analyzer.sessions import DEFAULT_LIMITS  # noqa: E402
+from conftest import vm_hwm_kb  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("h2_spdy_inputs", ROOT / "scripts" / "hostile" / "h2_spdy_inputs.py")
 hostile = importlib.util.module_from_spec(_spec)
@@ -44,7 +45,7 @@ class Run:
 
 
 def cli(path: Path, cmd: str = "requests") -> Run:
-    """``python -m ui.cli CMD PATH --json`` with RLIMIT_AS = AS_LIMIT; its own peak RSS (wait4)."""
+    """``python -m ui.cli CMD PATH --json`` with RLIMIT_AS = AS_LIMIT; its own peak RSS (VmHWM, polled)."""
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
 
@@ -54,7 +55,9 @@ def cli(path: Path, cmd: str = "requests") -> Run:
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         p = subprocess.Popen([sys.executable, "-m", "ui.cli", cmd, str(path), "--json"], stdout=out, stderr=err,
                              cwd=ROOT, env=env, preexec_fn=cap)
+        peak = 0
         while True:
+            peak = max(peak, vm_hwm_kb(p.pid))  # (its own peak: see conftest.vm_hwm_kb)
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
@@ -65,7 +68,7 @@ def cli(path: Path, cmd: str = "requests") -> Run:
             time.sleep(0.02)
     p.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - t0
-    return Run(p.returncode, out_path.read_bytes(), err_path.read_text(errors="replace"), seconds, usage.ru_maxrss << 10)
+    return Run(p.returncode, out_path.read_bytes(), err_path.read_text(errors="replace"), seconds, peak << 10)
 
 
 def _sample_run(tmp_path: Path, sample: Path) -> list[dict]:

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scripts.hostile import quic_inputs as qi  # noqa: E402
+from conftest import vm_hwm_kb  # noqa: E402
 
 AS_CAP = 3 << 29  # 1.5 GB of address space for the CLI
 TIMEOUT = 60
@@ -40,7 +41,9 @@ def _cli(cmd: str, pcap: Path, keys: Path | None) -> tuple[object, str, float, i
     with open(out, "wb") as fh, open(out.with_suffix(".err"), "wb+") as eh:
         p = subprocess.Popen(args, stdout=fh, stderr=eh, cwd=ROOT, preexec_fn=cap,
                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-        while True:  # (os.wait4: this child's own peak RSS)
+        peak = 0
+        while True:  # (VmHWM polled: this child's own peak RSS, see conftest.vm_hwm_kb)
+            peak = max(peak, vm_hwm_kb(p.pid))
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
@@ -55,7 +58,7 @@ def _cli(cmd: str, pcap: Path, keys: Path | None) -> tuple[object, str, float, i
         err = eh.read()
     assert code == 0, err.decode()[-2000:]
     assert b"Traceback" not in err
-    rss = ru.ru_maxrss
+    rss = peak
     data = json.loads(out.read_bytes())
     return data, err.decode(), dt, rss // 1024
 

@@ -380,7 +380,7 @@ an = analyze(sys.argv[1])
 tls = [f for f in an.frames if f.protocol == "tls"]
 out = json.dumps([frame_dict(f) for f in an.frames])
 print(json.dumps({
-    "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "frames": len(an.frames), "tls_frames": len(tls),
+    "rss_kb": int([ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")][0].split()[1]), "frames": len(an.frames), "tls_frames": len(tls),
     "records": sum((f.fields or {}).get("count", 1) for f in tls), "json_bytes": len(out),
     "aggregated": [[f.first_packet, f.packet, f.fields["count"]] for f in tls if (f.fields or {}).get("count")][:3],
     "exchanges": [[e.url, e.status, e.response_body_bytes] for e in an.exchanges],
