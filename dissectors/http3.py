@@ -275,6 +275,7 @@ class Http3Dissector:
         self.lenient = lenient
         self.lq = (ql.LenientQpack(max_header_list), ql.LenientQpack(max_header_list)) if lenient else None
         self.lenient_blocked: list[list] = [[], []]  # lenient: (frame, block) ahead of the captured entries
+        self.lenient_held_bytes = 0  # their blocks' bytes, and the bytes of mid-stream streams not typed yet
         self.mid_streams: dict[tuple[int, int], int] = {}  # lenient: (d, sid) -> stream offset first seen
         self.inferred: set[tuple[int, int]] = set()  # lenient: unidirectional streams typed by their bytes
         # encoder-stream bytes per insertion, for charging header blocks: (inserts so far,
@@ -366,6 +367,7 @@ class Http3Dissector:
                 self.out.append(f)
         for d in (0, 1):
             held, self.lenient_blocked[d] = self.lenient_blocked[d], []
+            self.lenient_held_bytes -= sum(len(b) for _, b in held)
             for f, block in held:
                 self._lenient_headers(d, f, block, force=True)
         for (d, sid), st in self.streams.items():
@@ -422,6 +424,7 @@ class Http3Dissector:
                 if self.lenient:
                     self.lq[d].feed_encoder(mv[pos:])
                     held, self.lenient_blocked[d] = self.lenient_blocked[d], []
+                    self.lenient_held_bytes -= sum(len(b) for _, b in held)
                     for f, block in held:  # (in order; each blocks again if still ahead)
                         self._lenient_headers(d, f, block)
                     return
@@ -722,8 +725,11 @@ class Http3Dissector:
         except ql.Blocked:
             held = self.lenient_blocked[d]
             held.append((f, block))
-            if len(held) > MAX_PENDING_BLOCKS:
-                self._lenient_headers(d, *held.pop(0), force=True)
+            self.lenient_held_bytes += len(block)
+            while len(held) > MAX_PENDING_BLOCKS or self.lenient_held_bytes > self.LENIENT_HOLD:
+                hf, hb = held.pop(0)
+                self.lenient_held_bytes -= len(hb)
+                self._lenient_headers(d, hf, hb, force=True)
             return
         except (ql.QpackError, IndexError) as e:
             f.error = f"QPACK (lenient): header block not decoded: {e or 'cut short'}"
@@ -809,14 +815,19 @@ class Http3Dissector:
     # -- lenient: streams seen mid-stream -------------------------------------------------
     MID_HOLD = 64 << 10  # bytes of a mid-stream unidirectional stream held until its kind is known
     MID_CHUNKS = 16
+    LENIENT_HOLD = 4 << 20  # bytes held in all (blocked header blocks, untyped mid-stream streams)
 
     def _hold_mid(self, d, sid, st: _Stream, data: bytes, packet: int) -> None:
         st.held.append((data, packet))
+        self.lenient_held_bytes += len(data)
         taken = {k for (dd, s), k in self.stream_types.items() if dd == d}
         held = b"".join(x for x, _ in st.held)
         kind = infer_uni_kind(held, taken)
+        if kind is not None:
+            self.lenient_held_bytes -= len(held)
         if kind is None:
-            if len(held) > self.MID_HOLD or len(st.held) > self.MID_CHUNKS:
+            if len(held) > self.MID_HOLD or len(st.held) > self.MID_CHUNKS or self.lenient_held_bytes > self.LENIENT_HOLD:
+                self.lenient_held_bytes -= len(held)
                 st.held = None
                 st.skip = True
                 self.stream_types[(d, sid)] = "unknown_mid_stream"

@@ -26,9 +26,9 @@ What is known, and how:
   ``CAPACITY_GUESSES`` is followed in parallel and the one with the fewest inconsistencies
   (an encoded count beyond 2 x MaxEntries, a reference at or beyond the RIC, a re-pin) is
   used (ties: the first in the list).
-- A reference to an entry not captured is ``<unknown>`` (an indexed line gives name and
-  value ``<unknown>``; a literal with such a name reference gives the name ``<unknown>``
-  and the literal value), as ``LenientHpack`` and Wireshark show it.
+- A reference to an entry not captured is ``<unknown>``: an indexed line gives the name
+  ``<unknown>`` and an empty value, a literal with such a name reference the name
+  ``<unknown>`` and its literal value, as ``LenientHpack`` (and Wireshark) show them.
 
 Entries are bounded in bytes (oldest dropped first; a reference to a dropped one is
 ``<unknown>``).  Bytes of the encoder stream are tracked per captured entry so that a block
@@ -367,7 +367,7 @@ class LenientQpack:
                 else:
                     hit = self._entry(base, ric, start, base - 1 - idx if base is not None else None)
                     if hit is None:
-                        hit = (UNKNOWN, UNKNOWN)
+                        hit = (UNKNOWN, b"")
                         unknown += 1
             elif c & 0x40:  # literal with name reference
                 idx, p = _int(block, p, 4)
@@ -389,7 +389,7 @@ class LenientQpack:
                 idx, p = _int(block, p, 4)
                 hit = self._entry(base, ric, start, base + idx if base is not None else None)
                 if hit is None:
-                    hit = (UNKNOWN, UNKNOWN)
+                    hit = (UNKNOWN, b"")
                     unknown += 1
             else:  # literal with post-base name reference
                 idx, p = _int(block, p, 3)

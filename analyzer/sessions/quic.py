@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections import deque
 
 from dissectors import quic as dq
 from dissectors.gquic import GquicDissector, is_gquic
@@ -111,8 +112,10 @@ COUNTABLE = frozenset(dq.FRAME_NAMES.values()) - {"STREAM", "CRYPTO", "DATAGRAM"
 AGG_NOTE = ("budget quic_frames_listed reached: from here on the data-free frames (PING, PADDING, ACK...) of one type "
             "in one datagram are listed as one frame whose fields.count says how many it stands for")
 TRIAL_NOTE = "keys found by trying the key log's secrets (the connection's ClientHello is not in the capture)"
-# A connection joined mid-way has no ALPN: its stream bytes are held (up to these bounds)
-# until one shows the connection is HTTP/3 (dissectors.http3.h3_evidence), then replayed.
+# A connection joined mid-way has no ALPN: its latest stream bytes are held (up to these
+# bounds, the oldest dropped first) until a stream shows the connection is HTTP/3
+# (dissectors.http3.h3_evidence), then replayed; a stream whose first bytes were dropped is
+# then seen mid-stream, as if the capture had begun later.
 INFER_HOLD_BYTES = 1 << 20
 INFER_HOLD_EVENTS = 4096
 INFERRED_NOTE = ("HTTP/3 recognised by the shape of its streams ({why}); the ALPN was not seen (the handshake is not "
@@ -153,8 +156,9 @@ class QuicSession:
         self.ptab = None  # (QuicPackets, QuicPackets) once a packet is decrypted
         self.key_index: dict = {}  # id(PacketKeys) -> (PacketKeys, index in QuicPackets.keys)
         self.listed = ctx.budget("quic_frames_listed", conn)  # data-free frames listed one by one
-        self.infer_held: list | None = []  # stream events held until HTTP/3 is recognised (None: given up)
+        self.infer_held: deque | None = deque()  # stream events held until HTTP/3 is recognised (None: done)
         self.infer_bytes = 0
+        self.infer_dropped = 0  # bytes of held events dropped (the oldest, over the bounds)
         self.mid_rows: set = set()  # request streams seen mid-stream that have their row
         self.agg_noted = False
         conn.quic = QuicInfo()
@@ -447,10 +451,10 @@ class QuicSession:
         self.infer_bytes += len(data)
         why = h3_evidence(sid, off, data)
         if why is None:
-            if self.infer_bytes > INFER_HOLD_BYTES or len(held) > INFER_HOLD_EVENTS:
-                self.infer_held = None
-                self.ctx.note(self.conn, f"packet {packet}: streams not recognised as HTTP/3 in the first "
-                                         f"{self.infer_bytes} bytes (the ALPN was not seen); not decoded")
+            while held and (self.infer_bytes > INFER_HOLD_BYTES or len(held) > INFER_HOLD_EVENTS):
+                old = held.popleft()
+                self.infer_bytes -= len(old[4])
+                self.infer_dropped += len(old[4])
             return
         self.infer_held = None
         conn = self.conn
@@ -459,6 +463,9 @@ class QuicSession:
         self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
                                  budget=self.ctx.budget("header_decoded_bytes", conn), lenient=True)
         self.ctx.note(conn, f"packet {packet}: " + INFERRED_NOTE.format(why=why))
+        if self.infer_dropped:
+            self.ctx.note(conn, f"packet {packet}: {self.infer_dropped} bytes of stream data before it were not kept "
+                                f"(over {INFER_HOLD_BYTES} bytes held); their streams are shown as if seen mid-stream")
         for e in held:
             self._stream_h3(e)
 
@@ -471,7 +478,8 @@ class QuicSession:
             ex = self.exchanges[sid] = ctx.new_exchange(self.conn, self.conn.protocol, sid)
         if sid not in self.mid_rows:
             self.mid_rows.add(sid)
-            ex.error = ex.error or f"stream joined mid-stream at offset {off}: frames not parsed"
+            ex.error = ex.error or (f"stream joined mid-stream at offset {off}: frames not parsed (its bytes, HTTP/3 "
+                                    f"frame headers included, are counted as body)")
         t = ctx.time(packet)
         if d == 0:
             ex.request_body_bytes += len(data)
@@ -680,9 +688,10 @@ class QuicSession:
                 conn.protocol = None
             return
         q = self.q
-        if self.infer_held:
-            self.ctx.note(conn, f"packet {self.infer_held[0][6]}: streams not recognised as HTTP/3 (the ALPN was not "
-                                f"seen, and no stream opens like HTTP/3's); not decoded")
+        if self.infer_held or self.infer_dropped and self.infer_held is not None:
+            first = self.infer_held[0][6] if self.infer_held else self.conn.first_packet
+            self.ctx.note(conn, f"packet {first}: streams not recognised as HTTP/3 (the ALPN was not seen, and no "
+                                f"stream opens like HTTP/3's); not decoded")
             self.infer_held = None
         if self.h3 is not None:
             try:
