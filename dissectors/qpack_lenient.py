@@ -56,8 +56,8 @@ STATIC_TABLE = _static_table()
 assert len(STATIC_TABLE) == 99 and STATIC_TABLE[17] == (b":method", b"GET")
 
 # Capacities tried when neither SETTINGS nor a Set Dynamic Table Capacity instruction was
-# seen: aioquic's and many servers' 4096, Chromium's 64 KiB, then other powers of two.
-CAPACITY_GUESSES = (4096, 65536, 16384, 8192, 32768, 2048, 1024, 262144)
+# seen: aioquic's (and the RFC's example) 4096, Chromium's 64 KiB, then other powers of two.
+CAPACITY_GUESSES = (4096, 65536, 16384, 8192, 32768, 2048, 1024, 512, 256, 131072, 262144)
 MAX_BYTES = 1 << 20  # entries kept (name + value + 32 each); the oldest are dropped beyond
 MAX_CHARGE_POINTS = 1 << 16  # per-entry byte counts kept for charging (older ones merged)
 _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
@@ -298,18 +298,24 @@ class LenientQpack:
             return (self.set_capacity,) + tuple(c for c in CAPACITY_GUESSES if c > self.set_capacity)
         return CAPACITY_GUESSES
 
-    def _ric(self, enc: int, force: bool):
-        """(RIC as a virtual absolute index, start) under the most consistent capacity, or
-        (None, None) when the captured entries cannot be placed (none yet, or no block has
-        pinned them).  Raises ``Blocked`` (changing nothing) when the block refers beyond
-        the entries captured so far, unless ``force``: then the pin was low and is raised."""
+    def _ric(self, enc: int, force: bool) -> list:
+        """[(RIC as a virtual absolute index, start)] under the most consistent capacities
+        (all those as consistent as the best; none when the captured entries cannot be placed:
+        none yet, or no block has pinned them).  Raises ``Blocked`` (changing nothing) when the block refers beyond
+        the entries captured so far, unless ``force``: then the pin was low and is raised.
+
+        Inconsistencies, counted per capacity (``faults``): an encoded count it cannot
+        represent, a block that follows new insertions and does not refer to the newest (an
+        encoder inserts to refer; under a wrong MaxEntries the count decodes to another
+        window once it wraps), a raised pin.  The capacities with the fewest, this block's
+        included, are used."""
         cands = []
         for rank, cap in enumerate(self._capacities()):
             m = cap // 32
             full = 2 * m
             start = self.starts.get(cap)
             if full == 0 or enc > full:
-                cands.append((cap, rank, None, None, False))
+                cands.append((cap, rank, None, None, False, 1))
                 continue
             if start is None:
                 if not self.fresh or self.failed:
@@ -318,38 +324,45 @@ class LenientQpack:
                 ric = start + self.n
             else:
                 ric = required_insert_count(enc, m, start + self.n)
-            cands.append((cap, rank, ric, start, ric is not None and ric > start + self.n))
+            if ric is None:
+                cands.append((cap, rank, None, None, False, 1))
+                continue
+            blocked = ric > start + self.n
+            stale = bool(self.fresh) and ric < start + self.n
+            cands.append((cap, rank, ric, start, blocked, int(stale)))
         valid = [c for c in cands if c[2] is not None]
-        best = min(valid, key=lambda c: (self.faults.get(c[0], 0), c[1])) if valid else None
+        best = min(valid, key=lambda c: (self.faults.get(c[0], 0) + c[5] + c[4], c[1])) if valid else None
         if best is not None and best[4] and not force:
             raise Blocked
-        for cap, rank, ric, start, blocked in cands:
+        for cap, rank, ric, start, blocked, fault in cands:
+            self.faults[cap] = self.faults.get(cap, 0) + fault
             if ric is None:
-                self.faults[cap] = self.faults.get(cap, 0) + 1
                 continue
             if blocked:  # refers beyond the captured entries: the pin was low
                 start = ric - self.n
-                self.faults[cap] = self.faults.get(cap, 0) + 1
+                self.faults[cap] += 1
                 if best is not None and cap == best[0]:
                     self.repins += 1
             self.starts[cap] = start
         if best is None:
-            return None, None
-        return best[2], self.starts[best[0]]
+            return []
+        key = min(self.faults.get(c[0], 0) for c in valid)
+        return [(c[2] if not c[4] else self.starts[c[0]] + self.n, self.starts[c[0]])
+                for c in valid if self.faults.get(c[0], 0) == key]
 
     def decode(self, block, force: bool = False) -> tuple[list[tuple[bytes, bytes]], int, int | None]:
         """(fields, how many refer to entries not captured, RIC as a captured-entry count or
         None when unknown); QpackError / IndexError if the block is malformed; ``Blocked``
-        (see ``_ric``) unless ``force``."""
+        (see ``_ric``) unless ``force``.  A reference is resolved under every capacity as
+        consistent as the best: where they do not agree on the entry, it is ``<unknown>``."""
         enc, p = _int(block, 0, 8)
         sign = block[p] & 0x80
         delta, p = _int(block, p, 7)
-        ric, start = self._ric(enc, force) if enc else (0, None)
+        places = self._ric(enc, force) if enc else []
         if enc:
             self.fresh = 0
-        base = None
-        if ric and start is not None:
-            base = ric - delta - 1 if sign else ric + delta
+        # (RIC, start, Base) per candidate placing the captured entries
+        places = [(ric, start, ric - delta - 1 if sign else ric + delta) for ric, start in places if ric]
         out: list[tuple[bytes, bytes]] = []
         unknown = 0
         size = 0
@@ -365,7 +378,7 @@ class LenientQpack:
                         raise QpackError(f"static index {idx} beyond the table")
                     hit = st[idx]
                 else:
-                    hit = self._entry(base, ric, start, base - 1 - idx if base is not None else None)
+                    hit = self._resolve(places, idx, False)
                     if hit is None:
                         hit = (UNKNOWN, b"")
                         unknown += 1
@@ -377,7 +390,7 @@ class LenientQpack:
                         raise QpackError(f"static index {idx} beyond the table")
                     name = st[idx][0]
                 else:
-                    e = self._entry(base, ric, start, base - 1 - idx if base is not None else None)
+                    e = self._resolve(places, idx, False)
                     name = e[0] if e else UNKNOWN
                     unknown += e is None
                 hit = (name, value)
@@ -387,36 +400,36 @@ class LenientQpack:
                 hit = (name, value)
             elif c & 0x10:  # indexed, post-base
                 idx, p = _int(block, p, 4)
-                hit = self._entry(base, ric, start, base + idx if base is not None else None)
+                hit = self._resolve(places, idx, True)
                 if hit is None:
                     hit = (UNKNOWN, b"")
                     unknown += 1
             else:  # literal with post-base name reference
                 idx, p = _int(block, p, 3)
                 value, p = _str(block, p, 7, limit)
-                e = self._entry(base, ric, start, base + idx if base is not None else None)
+                e = self._resolve(places, idx, True)
                 unknown += e is None
                 hit = (e[0] if e else UNKNOWN, value)
             size += len(hit[0]) + len(hit[1]) + 32
             if size > limit:
                 raise QpackError(f"header list larger than {limit} bytes")
             out.append(hit)
-        return out, unknown, (ric - start if ric and start is not None else None)
+        counts = {ric - start for ric, start, _ in places}
+        return out, unknown, (counts.pop() if len(counts) == 1 else None)
 
-    def _entry(self, base, ric, start, a):
-        """The captured entry at virtual absolute index a, or None (not captured, dropped, or
-        the captured entries are not placed)."""
-        if a is None or start is None:
-            return None
-        if a >= ric or a < 0:
-            for cap, s in self.starts.items():  # a reference at or beyond the RIC: inconsistent
-                if s == start:
-                    self.faults[cap] = self.faults.get(cap, 0) + 1
-            return None
-        k = a - start
-        if self.dropped <= k < self.n:
-            return self.entries[k - self.dropped]
-        return None
+    def _resolve(self, places, idx: int, post: bool):
+        """The captured entry a dynamic reference names, if every placement agrees on it."""
+        hit = None
+        for ric, start, base in places:
+            a = base + idx if post else base - 1 - idx
+            if a >= ric:
+                return None  # (a reference at or beyond the RIC is malformed under this placement)
+            k = a - start
+            e = self.entries[k - self.dropped] if self.dropped <= k < self.n else None
+            if e is None or hit is not None and e != hit:
+                return None
+            hit = e
+        return hit
 
     def charge(self, count: int | None) -> int:
         """Encoder-stream bytes of the captured insertions a block with this RIC (as a
