@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .model import Analysis, Exchange
+from .stats import req_wire, resp_wire
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 LOW_MATCH = 0.5  # below this share of requests matched, warn that the pages differ
@@ -75,7 +76,7 @@ def _side(e: Exchange, t0: float) -> dict[str, Any]:
         "ttfb": ttfb,
         "duration": None if s is None or end is None else end - s,
         "bytes": e.response_body_bytes,
-        "header_bytes_wire": e.request_header_bytes_wire + e.response_header_bytes_wire,
+        "header_bytes_wire": req_wire(e) + resp_wire(e),  # (HTTP/3: QPACK encoder-stream bytes included)
         "pushed": e.pushed,
     }
 
@@ -93,7 +94,7 @@ def page_figures(an: Analysis) -> dict[str, Any]:
     those that carried at least one request; DNS and unrelated flows are left out)."""
     from .stats import compute
 
-    st = compute(an)
+    st = compute(an)  # (header bytes: for HTTP/3 with the QPACK encoder stream, see analyzer.stats)
     web = {e.connection for e in an.exchanges}
     conns = [c for c in an.connections if c.id in web]
     t0 = an.index.ts[0] if an.packets else 0.0
@@ -116,6 +117,8 @@ def page_figures(an: Analysis) -> dict[str, Any]:
         "response_header_bytes_decoded": resp_d,
         "request_header_compression": (1 - req_w / req_d) if req_d else None,
         "response_header_compression": (1 - resp_w / resp_d) if resp_d else None,
+        "request_qpack_encoder_bytes": cap.qpack_encoder[0],
+        "response_qpack_encoder_bytes": cap.qpack_encoder[1],
         "protocols": sorted({e.protocol for e in an.exchanges}),
     }
 
@@ -133,6 +136,8 @@ PAGE_ROWS = [
     ("request_header_bytes_decoded", "request header bytes (decoded)"),
     ("response_header_bytes_wire", "response header bytes (wire)"),
     ("response_header_bytes_decoded", "response header bytes (decoded)"),
+    ("request_qpack_encoder_bytes", "  of the request wire: QPACK encoder stream"),
+    ("response_qpack_encoder_bytes", "  of the response wire: QPACK encoder stream"),
     ("request_header_compression", "request header compression"),
     ("response_header_compression", "response header compression"),
 ]

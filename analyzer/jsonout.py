@@ -65,6 +65,8 @@ def connection_dict(c: Connection) -> dict[str, Any]:
         q = c.quic
         d["quic"] = {"version": q.version, "sni": q.sni, "alpn": q.alpn, "scid": q.scid, "dcid": q.dcid,
                      "decrypted": q.decrypted, "reason": q.reason}
+        if q.alpn_inferred:
+            d["quic"]["alpn_inferred"] = True
     return d
 
 
@@ -126,6 +128,9 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
         "reset": e.reset,
         "error": e.error,
     }
+    if e.protocol.startswith("h3"):
+        d["request_qpack_encoder_bytes"] = e.request_qpack_encoder_bytes
+        d["response_qpack_encoder_bytes"] = e.response_qpack_encoder_bytes
     if page is not None:
         why = page.background.get(e.id)
         d["background"] = why is not None

@@ -123,6 +123,7 @@ class QuicInfo:
     dcid: str | None = None
     decrypted: bool = False
     reason: str | None = None
+    alpn_inferred: bool = False  # HTTP/3 recognised by its streams, the ALPN not seen (capture joined mid-way)
 
 
 @dataclass(slots=True)
@@ -207,6 +208,10 @@ class Exchange:
     request_header_bytes_decoded: int = 0
     response_header_bytes_wire: int = 0
     response_header_bytes_decoded: int = 0
+    # HTTP/3: bytes of the sender's QPACK encoder stream (dynamic-table insertions) this
+    # request's / response's header blocks depend on and no earlier block was charged with
+    request_qpack_encoder_bytes: int = 0
+    response_qpack_encoder_bytes: int = 0
     request_body_bytes: int = 0
     response_body_bytes: int = 0  # on the wire (after transfer framing, before content decoding)
     response_body_decoded_bytes: int | None = None

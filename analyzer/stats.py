@@ -9,6 +9,11 @@ header section as sent), ``decoded`` the header list as text (name + value per h
 dissector counts it); ``reduction`` = 1 − wire/decoded.  ``first``/``rest`` split the first
 header block of each connection (per direction) from the later ones: the compression
 dictionary (zlib for SPDY, the HPACK/QPACK dynamic table) only pays off after the first.
+For HTTP/3, ``wire`` also counts the QPACK encoder stream: the dynamic-table insertions a
+header block depends on travel there, not in its HEADERS frame (each request or response is
+charged with the insertions below its Required Insert Count that no earlier block was:
+``Exchange.request_qpack_encoder_bytes``); ``qpack_encoder_bytes`` says how much of ``wire``
+that is.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ class Block:
     resp_headers_first: list[int] = field(default_factory=lambda: [0, 0])
     req_headers_rest: list[int] = field(default_factory=lambda: [0, 0])
     resp_headers_rest: list[int] = field(default_factory=lambda: [0, 0])
+    qpack_encoder: list[int] = field(default_factory=lambda: [0, 0])  # of the wire header bytes: [request, response]
     request_body: int = 0
     response_body: list[int] = field(default_factory=lambda: [0, 0])  # [encoded, decoded]
     max_streams_in_flight: int = 0
@@ -115,6 +121,16 @@ def conn_protocol(c: Connection, exs: list[Exchange]) -> str:
     return c.transport
 
 
+def req_wire(e: Exchange) -> int:
+    """Request header bytes on the wire: the header blocks, and for HTTP/3 the QPACK
+    encoder-stream bytes charged to them."""
+    return e.request_header_bytes_wire + e.request_qpack_encoder_bytes
+
+
+def resp_wire(e: Exchange) -> int:
+    return e.response_header_bytes_wire + e.response_qpack_encoder_bytes
+
+
 def _fill_exchanges(b: Block, exs: list[Exchange]) -> None:
     for e in exs:
         if e.pushed:
@@ -123,8 +139,9 @@ def _fill_exchanges(b: Block, exs: list[Exchange]) -> None:
             b.requests += 1
         if e.reset:
             b.resets += 1
-        _add2(b.req_headers, (e.request_header_bytes_wire, e.request_header_bytes_decoded))
-        _add2(b.resp_headers, (e.response_header_bytes_wire, e.response_header_bytes_decoded))
+        _add2(b.req_headers, (req_wire(e), e.request_header_bytes_decoded))
+        _add2(b.resp_headers, (resp_wire(e), e.response_header_bytes_decoded))
+        _add2(b.qpack_encoder, (e.request_qpack_encoder_bytes, e.response_qpack_encoder_bytes))
         b.request_body += e.request_body_bytes
         b.response_body[0] += e.response_body_bytes
         b.response_body[1] += e.response_body_bytes if e.response_body_decoded_bytes is None else e.response_body_decoded_bytes
@@ -132,14 +149,14 @@ def _fill_exchanges(b: Block, exs: list[Exchange]) -> None:
 
 def _first_rest(b: Block, exs: list[Exchange]) -> None:
     """Split header bytes of one connection's exchanges into first block / rest."""
-    reqs = sorted((e for e in exs if e.request_header_bytes_decoded or e.request_header_bytes_wire),
+    reqs = sorted((e for e in exs if e.request_header_bytes_decoded or req_wire(e)),
                   key=lambda e: (e.request_start if e.request_start is not None else float("inf"), e.id))
-    resps = sorted((e for e in exs if e.response_header_bytes_decoded or e.response_header_bytes_wire),
+    resps = sorted((e for e in exs if e.response_header_bytes_decoded or resp_wire(e)),
                    key=lambda e: (e.response_start if e.response_start is not None else float("inf"), e.id))
     for i, e in enumerate(reqs):
-        _add2(b.req_headers_first if i == 0 else b.req_headers_rest, (e.request_header_bytes_wire, e.request_header_bytes_decoded))
+        _add2(b.req_headers_first if i == 0 else b.req_headers_rest, (req_wire(e), e.request_header_bytes_decoded))
     for i, e in enumerate(resps):
-        _add2(b.resp_headers_first if i == 0 else b.resp_headers_rest, (e.response_header_bytes_wire, e.response_header_bytes_decoded))
+        _add2(b.resp_headers_first if i == 0 else b.resp_headers_rest, (resp_wire(e), e.response_header_bytes_decoded))
 
 
 def _fill_connection(b: Block, c: Connection) -> None:
@@ -281,6 +298,7 @@ def block_dict(b: Block) -> dict[str, Any]:
             "request_rest": _hdr_dict(b.req_headers_rest),
             "response_first": _hdr_dict(b.resp_headers_first),
             "response_rest": _hdr_dict(b.resp_headers_rest),
+            "qpack_encoder_bytes": list(b.qpack_encoder),
         },
         "request_body_bytes": b.request_body,
         "response_body_bytes": {"encoded": b.response_body[0], "decoded": b.response_body[1]},
@@ -367,7 +385,7 @@ def render_text(st: Stats) -> str:
                                          ("response", b.resp_headers, b.resp_headers_first, b.resp_headers_rest)):
             rows.append([name, label, _n(allp[0]), _n(allp[1]), _pct(allp), _pair(first), _pct(first), _pair(rest), _pct(rest)])
     if rows:
-        parts.append(_table("Header bytes (wire = header block on the wire; decoded = header names + values; saved = 1 − wire/decoded, negative = framing costs more than it saves)",
+        parts.append(_table("Header bytes (wire = header block on the wire, for HTTP/3 with the QPACK encoder-stream insertions it uses; decoded = header names + values; saved = 1 − wire/decoded, negative = framing costs more than it saves)",
                             ["protocol", "", "wire", "decoded", "saved", "first block w/d", "saved", "later blocks w/d", "saved"],
                             rows, {2, 3, 4, 5, 6, 7, 8}))
     rows = []

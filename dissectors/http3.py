@@ -12,10 +12,26 @@ instructions are fed to the decoder of their direction in stream order; a header
 that refers to entries not yet received is held (blocked) and returned once the encoder
 stream unblocks it.  The frame layer is parsed by hand: aioquic's ``H3Connection`` is an
 endpoint (it answers, enforces and raises), not a dissector of both directions.
+
+Each header block is charged (``H3Frame.table_bytes``) with the encoder-stream bytes of the
+insertions it depends on (those below its Required Insert Count) that no earlier block of
+its direction was charged with: the header bytes a request or response really cost.
+
+``lenient=True`` (a capture that joined the connection mid-way, see ``h3_evidence``):
+streams first seen at a stream offset > 0 began before the capture.  A unidirectional one
+has lost its type byte: its kind is inferred from its bytes (``infer_uni_kind``: control
+frames, encoder or decoder instructions; each kind once per direction), and header blocks
+are decoded by ``dissectors.qpack_lenient.LenientQpack`` (entries inserted before the
+capture are ``<unknown>``).  A request stream seen mid-stream cannot be framed (its frame
+boundaries are unknown): its bytes are counted (``mid_streams``), not parsed.
 """
 from __future__ import annotations
 
+from collections import deque
+
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
+
+from . import qpack_lenient as ql
 
 FRAME_TYPES = {
     0x00: "DATA", 0x01: "HEADERS", 0x03: "CANCEL_PUSH", 0x04: "SETTINGS", 0x05: "PUSH_PROMISE",
@@ -193,7 +209,7 @@ def is_grease(v: int) -> bool:
 
 class H3Frame:
     __slots__ = ("direction", "stream_id", "type", "code", "length", "first_packet", "packet", "headers",
-                 "fields", "error", "push_id", "decoded_size", "offset", "cut")
+                 "fields", "error", "push_id", "decoded_size", "offset", "cut", "table_bytes")
 
     def __init__(self, direction, stream_id, code, length, first_packet, packet):
         self.direction = direction
@@ -210,6 +226,7 @@ class H3Frame:
         self.decoded_size = 0
         self.offset = -1  # QUIC stream offset of the frame's first byte (its type)
         self.cut: dict | None = None  # field line -> (name, value length) pylsqpack would return cut
+        self.table_bytes = 0  # encoder-stream bytes charged to this header block (see the module docstring)
 
     def __repr__(self):
         return f"<H3 {self.type} sid={self.stream_id} len={self.length} pk={self.first_packet}-{self.packet}>"
@@ -230,7 +247,7 @@ def _varint(buf, p: int):
 
 
 class _Stream:
-    __slots__ = ("kind", "head", "push_id", "cur", "need", "payload", "first", "done", "skip", "bytes")
+    __slots__ = ("kind", "head", "push_id", "cur", "need", "payload", "first", "done", "skip", "bytes", "held")
 
     def __init__(self, kind):
         self.kind = kind  # request | control | push | qpack_encoder | qpack_decoder | unknown | None (type not read yet)
@@ -243,16 +260,29 @@ class _Stream:
         self.done = False
         self.skip = False  # rest of the stream is ignored
         self.bytes = 0
+        self.held: list | None = None  # lenient: (data, packet) of a mid-stream unidirectional stream not yet typed
 
 
 class Http3Dissector:
     """Both directions of one HTTP/3 connection."""
 
-    def __init__(self, max_header_list: int = 1 << 20, budget=None):
+    def __init__(self, max_header_list: int = 1 << 20, budget=None, lenient: bool = False):
         """``budget``: a ``dissectors.budget.Budget`` of decoded header bytes (name + value +
-        32 per field) for the connection (``header_decoded_bytes``); None: unlimited."""
+        32 per field) for the connection (``header_decoded_bytes``); None: unlimited.
+        ``lenient``: the capture joined the connection mid-way (module docstring)."""
         self.max_header_list = max_header_list
         self.budget = budget
+        self.lenient = lenient
+        self.lq = (ql.LenientQpack(max_header_list), ql.LenientQpack(max_header_list)) if lenient else None
+        self.lenient_blocked: list[list] = [[], []]  # lenient: (frame, block) ahead of the captured entries
+        self.lenient_held_bytes = 0  # their blocks' bytes, and the bytes of mid-stream streams not typed yet
+        self.mid_streams: dict[tuple[int, int], int] = {}  # lenient: (d, sid) -> stream offset first seen
+        self.inferred: set[tuple[int, int]] = set()  # lenient: unidirectional streams typed by their bytes
+        # encoder-stream bytes per insertion, for charging header blocks: (inserts so far,
+        # stream offset after that insertion), per direction; the bytes charged so far
+        self.enc_points: list[deque] = [deque(), deque()]
+        self.enc_charged = [0, 0]
+        self.enc_bytes = [0, 0]  # encoder-stream bytes seen per direction (type byte included)
         self.streams: dict[tuple[int, int], _Stream] = {}
         self.settings: list[dict | None] = [None, None]  # SETTINGS sent by each direction
         self.decoders: list[Decoder | None] = [None, None]  # decoder of header blocks sent in direction d
@@ -272,13 +302,26 @@ class Http3Dissector:
         self.out: list[H3Frame] = []
 
     # -- public ---------------------------------------------------------------------
-    def stream_data(self, direction: int, stream_id: int, data, packet: int, fin: bool = False) -> list[H3Frame]:
+    def stream_data(self, direction: int, stream_id: int, data, packet: int, fin: bool = False,
+                    offset: int = 0) -> list[H3Frame]:
+        """``offset``: the stream offset of ``data`` (only the first chunk's matters: on a
+        lenient dissector a stream first seen at offset > 0 began before the capture)."""
         st = self.streams.get((direction, stream_id))
         if st is None:
             kind = "request" if stream_id & 2 == 0 else None
             st = self.streams[(direction, stream_id)] = _Stream(kind)
+            if self.lenient and offset > 0:
+                st.bytes = offset
+                self.mid_streams[(direction, stream_id)] = offset
+                if kind == "request":
+                    st.skip = True  # frame boundaries unknown: counted, not parsed
+                else:
+                    st.kind = "mid"
+                    st.held = []
         st.bytes += len(data)
-        if not st.skip and data:
+        if st.held is not None and data and not st.skip:
+            self._hold_mid(direction, stream_id, st, bytes(data), packet)
+        elif not st.skip and data:
             try:
                 self._feed(direction, stream_id, st, memoryview(bytes(data)), packet)
             except Exception as e:  # never let bad input stop the connection
@@ -322,6 +365,17 @@ class Http3Dissector:
                 f.error = f"capture ends {st.need} bytes before the end of the {f.type} frame"
                 st.cur = None
                 self.out.append(f)
+        for d in (0, 1):
+            held, self.lenient_blocked[d] = self.lenient_blocked[d], []
+            self.lenient_held_bytes -= sum(len(b) for _, b in held)
+            for f, block in held:
+                self._lenient_headers(d, f, block, force=True)
+        for (d, sid), st in self.streams.items():
+            if st.held is not None:
+                st.held = None
+                st.skip = True
+                self.errors.append((0, f"stream {sid}: unidirectional stream seen mid-stream; its type could not be "
+                                       f"inferred from its bytes, not decoded"))
         for (d, sid), f in list(self.blocked.items()):
             f.error = "header block still blocked on QPACK encoder instructions at the end of the capture"
             self.out.append(f)
@@ -347,6 +401,8 @@ class Http3Dissector:
                 st.head.clear()
                 st.kind = STREAM_TYPES.get(t, "unknown")
                 self.stream_types[(d, sid)] = st.kind if st.kind != "unknown" else ("grease" if is_grease(t) else f"unknown_0x{t:x}")
+                if st.kind == "qpack_encoder":
+                    self.enc_bytes[d] += used
                 if st.kind == "unknown":
                     st.skip = True
                     return
@@ -364,7 +420,15 @@ class Http3Dissector:
                 st.head.clear()
                 continue
             if st.kind == "qpack_encoder":
-                self._encoder(d, bytes(mv[pos:]), packet)
+                self.enc_bytes[d] += n - pos
+                if self.lenient:
+                    self.lq[d].feed_encoder(mv[pos:])
+                    held, self.lenient_blocked[d] = self.lenient_blocked[d], []
+                    self.lenient_held_bytes -= sum(len(b) for _, b in held)
+                    for f, block in held:  # (in order; each blocks again if still ahead)
+                        self._lenient_headers(d, f, block)
+                    return
+                self._encoder(d, bytes(mv[pos:]), packet, base + pos)
                 return
             if st.kind == "qpack_decoder":
                 return  # decoder instructions (acknowledgements) are not needed to decode
@@ -485,19 +549,20 @@ class Http3Dissector:
             self.errors.append((0, f"QPACK decoder not created: {e}"))
             return
         enc, self.pending_encoder[d] = self.pending_encoder[d], []
-        for data, packet in enc:
-            self._encoder(d, data, packet)
+        for data, packet, off in enc:
+            self._encoder(d, data, packet, off)
         blocks, self.pending_blocks[d] = self.pending_blocks[d], []
         for f, block in blocks:
             self._headers(d, f.stream_id, f, block)
 
-    def _encoder(self, d, data: bytes, packet: int):
+    def _encoder(self, d, data: bytes, packet: int, off: int = 0):
+        """``off``: the encoder-stream offset of ``data``."""
         dec = self.decoders[d]
         if dec is None:
-            self.pending_encoder[d].append((data, packet))
+            self.pending_encoder[d].append((data, packet, off))
             return
         try:
-            self._scan_encoder(d, data)
+            self._scan_encoder(d, data, off)
             unblocked = dec.feed_encoder(data)
         except (EncoderStreamError, ValueError) as e:
             self.errors.append((packet, f"QPACK encoder stream error: {e}"))
@@ -517,12 +582,16 @@ class Http3Dissector:
                 self.out.append(f)
                 continue
             self._set_headers(f, headers)
+            self._charge(d, f, block)
             self.out.append(f)
 
-    def _scan_encoder(self, d, data: bytes) -> None:
+    def _scan_encoder(self, d, data: bytes, off: int = 0) -> None:
         """Track, for the encoder stream of direction d (RFC 9204 §4.3), the largest entry it
-        inserts, how many it inserted, and which have a name or value over 65 535 bytes."""
+        inserts, how many it inserted, which have a name or value over 65 535 bytes, and the
+        stream offset where each insertion ends (``off``: the stream offset of ``data``)."""
         buf = self.enc_rest[d] + data if self.enc_rest[d] else data
+        at = off - len(self.enc_rest[d])  # stream offset of buf[0]
+        points = self.enc_points[d]
         p, n = 0, len(buf)
         cap = self.max_header_list * QPACK_DECODE_FACTOR
         over = self.oversize[d]
@@ -555,6 +624,7 @@ class Http3Dissector:
                     if src is not None:
                         over[self.inserts[d]] = src
                     self.inserts[d] += 1
+                    points.append((self.inserts[d], at + v[1]))
                 p = v[1]
                 continue
             value_len = literal_length(buf, v) if _bound(v) > LSQPACK_MAX_STRLEN else None
@@ -564,6 +634,9 @@ class Http3Dissector:
             self.inserts[d] += 1
             self.max_entry[d] = max(self.max_entry[d], min(size, 1 << 20))
             p = v[2] + v[0]
+            points.append((self.inserts[d], at + p))
+        while len(points) > ql.MAX_CHARGE_POINTS:
+            points.popleft()  # (coarser charging of old insertions, never lost bytes: see _charge)
         rest = buf[p:]
         if len(rest) > cap:  # an instruction longer than any entry can be: stop tracking, assume the worst
             self.max_entry[d] = 1 << 20
@@ -619,7 +692,64 @@ class Http3Dissector:
             return True
         return False
 
+    def _charge(self, d, f: H3Frame, block: bytes) -> None:
+        """f.table_bytes: the encoder-stream bytes (up to the end of the last insertion below
+        the block's Required Insert Count) no earlier block of direction d was charged with."""
+        r = _qint(block, 0, 8)
+        if r is None or r[0] == 0:
+            return
+        ric = required_insert_count(r[0], self.table_cap[d] // 32, self.inserts[d])
+        if not ric:
+            return
+        end = None
+        pts = self.enc_points[d]
+        while pts and pts[0][0] <= ric:
+            end = pts.popleft()[1]
+        if end is not None and end > self.enc_charged[d]:
+            f.table_bytes = end - self.enc_charged[d]
+            self.enc_charged[d] = end
+
+    def _lenient_headers(self, d, f: H3Frame, block: bytes, force: bool = False) -> None:
+        """A header block of a connection joined mid-way: ``LenientQpack``.  A block that
+        refers beyond the entries captured so far waits (as a blocked stream does) for the
+        encoder stream; at the end of the capture it is decoded as it is (its pin raised)."""
+        b = self.budget
+        if b is not None and b.hit:
+            b.take(len(block))
+            f.error = f"QPACK header block not decoded: budget {b.name} ran out"
+            self.out.append(f)
+            return
+        lq = self.lq[d]
+        try:
+            headers, unknown, count = lq.decode(block, force)
+        except ql.Blocked:
+            held = self.lenient_blocked[d]
+            held.append((f, block))
+            self.lenient_held_bytes += len(block)
+            while len(held) > MAX_PENDING_BLOCKS or self.lenient_held_bytes > self.LENIENT_HOLD:
+                hf, hb = held.pop(0)
+                self.lenient_held_bytes -= len(hb)
+                self._lenient_headers(d, hf, hb, force=True)
+            return
+        except (ql.QpackError, IndexError) as e:
+            f.error = f"QPACK (lenient): header block not decoded: {e or 'cut short'}"
+            self.out.append(f)
+            return
+        if b is not None:
+            b.charge(sum(len(k) + len(v) + 32 for k, v in headers))
+        out = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+        f.headers = out
+        f.decoded_size = sum(len(k) + len(v) for k, v in out)
+        f.fields = dict(f.fields or {}, qpack_lenient=True)
+        if unknown:
+            f.fields["qpack_unknown_refs"] = unknown
+        f.table_bytes = lq.charge(count)
+        self.out.append(f)
+
     def _headers(self, d, sid, f: H3Frame, block: bytes):
+        if self.lenient:
+            self._lenient_headers(d, f, block)
+            return
         if self._too_big(d, f, block):
             self.out.append(f)
             return
@@ -651,6 +781,7 @@ class Http3Dissector:
             self.out.append(f)
             return
         self._set_headers(f, headers)
+        self._charge(d, f, block)
         self.out.append(f)
 
     def _set_headers(self, f: H3Frame, headers):
@@ -680,3 +811,106 @@ class Http3Dissector:
                 f.fields = dict(f.fields or {}, qpack_truncated_fields=marked)
         f.headers = out
         f.decoded_size = sum(len(k) + len(v) for k, v in out)
+
+    # -- lenient: streams seen mid-stream -------------------------------------------------
+    MID_HOLD = 64 << 10  # bytes of a mid-stream unidirectional stream held until its kind is known
+    MID_CHUNKS = 16
+    LENIENT_HOLD = 4 << 20  # bytes held in all (blocked header blocks, untyped mid-stream streams)
+
+    def _hold_mid(self, d, sid, st: _Stream, data: bytes, packet: int) -> None:
+        st.held.append((data, packet))
+        self.lenient_held_bytes += len(data)
+        taken = {k for (dd, s), k in self.stream_types.items() if dd == d}
+        held = b"".join(x for x, _ in st.held)
+        kind = infer_uni_kind(held, taken)
+        if kind is not None:
+            self.lenient_held_bytes -= len(held)
+        if kind is None:
+            if len(held) > self.MID_HOLD or len(st.held) > self.MID_CHUNKS or self.lenient_held_bytes > self.LENIENT_HOLD:
+                self.lenient_held_bytes -= len(held)
+                st.held = None
+                st.skip = True
+                self.stream_types[(d, sid)] = "unknown_mid_stream"
+                self.errors.append((packet, f"stream {sid}: unidirectional stream seen mid-stream; its type could not "
+                                            f"be inferred from its first {len(held)} bytes, not decoded"))
+            return
+        chunks, st.held = st.held, None
+        st.kind = kind
+        self.stream_types[(d, sid)] = kind
+        self.inferred.add((d, sid))
+        st.bytes -= len(held)  # replayed below, each chunk with its packet
+        for x, p in chunks:
+            st.bytes += len(x)
+            if not st.skip:
+                self._feed(d, sid, st, memoryview(x), p)
+
+
+CONTROL_MID_TYPES = frozenset({0x03, 0x07, 0x0D, 0xF0700, 0xF0701})
+
+
+def _looks_like_control(data) -> bool:
+    """HTTP/3 frames a control stream carries after its SETTINGS (CANCEL_PUSH, GOAWAY,
+    MAX_PUSH_ID, PRIORITY_UPDATE, reserved GREASE types), from a frame boundary: at least one
+    whole frame, every frame of a known control type, the last one possibly cut."""
+    p, n, whole = 0, len(data), 0
+    while p < n:
+        a = _varint(data, p)
+        b = _varint(data, a[1]) if a else None
+        if b is None:
+            return whole > 0
+        code, (length, q) = a[0], b
+        if code not in CONTROL_MID_TYPES and not is_grease(code):
+            return False
+        if length > 1 << 14:
+            return False
+        if q + length > n:
+            return whole > 0
+        if code in (0xF0700, 0xF0701):
+            r = _varint(data, q)
+            if r is None or r[1] > q + length or any(c < 0x20 or c > 0x7E for c in data[r[1] : q + length]):
+                return False
+        p = q + length
+        whole += 1
+    return whole > 0
+
+
+def infer_uni_kind(data, taken=()) -> str | None:
+    """The kind of a unidirectional stream seen from its middle (its type byte was before the
+    capture), from its bytes: ``control``, ``qpack_encoder`` or ``qpack_decoder``, when
+    exactly one of the kinds not ``taken`` yet in its direction reads them whole; None if
+    none does, or more than one (more bytes may tell)."""
+    fits = []
+    if "control" not in taken and _looks_like_control(data):
+        fits.append("control")
+    if "qpack_encoder" not in taken and ql.looks_like_encoder(data):
+        fits.append("qpack_encoder")
+    if "qpack_decoder" not in taken and ql.looks_like_decoder(data):
+        fits.append("qpack_decoder")
+    return fits[0] if len(fits) == 1 else None
+
+
+def h3_evidence(stream_id: int, offset: int, data) -> str | None:
+    """Why the bytes at the start of a QUIC stream are HTTP/3, or None (for a connection
+    whose ALPN the capture did not show; as Wireshark's heuristic dissectors do): a
+    client-initiated bidirectional stream opening with a whole HEADERS frame whose payload
+    reads as one QPACK field section, or a unidirectional stream opening with the control
+    type and a SETTINGS frame."""
+    if offset != 0 or not data:
+        return None
+    if stream_id & 3 == 0:
+        a = _varint(data, 0)
+        b = _varint(data, a[1]) if a else None
+        if b is None or a[0] != 0x01 or not 2 <= b[0] <= 1 << 16 or b[1] + b[0] > len(data):
+            return None
+        block = bytes(data[b[1] : b[1] + b[0]])
+        prefix, lines, complete = field_lines(block)
+        if prefix is None or not complete or not lines:
+            return None
+        return f"stream {stream_id} opens with a HEADERS frame ({b[0]} bytes, {len(lines)} QPACK field lines)"
+    if stream_id & 2:
+        a = _varint(data, 0)
+        b = _varint(data, a[1]) if a else None
+        c = _varint(data, b[1]) if b else None
+        if a and b and c and a[0] == 0x00 and b[0] == 0x04 and c[0] <= 1 << 12:
+            return f"unidirectional stream {stream_id} opens as a control stream with SETTINGS"
+    return None

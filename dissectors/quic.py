@@ -9,7 +9,8 @@ the packet could not be decrypted).  Side results are queued as events (``pop_ev
   message reassembled from CRYPTO frames (``info`` is a dict: client_random, sni, alpn...)
 - ``("stream", direction, stream_id, offset, data, fin, packet)`` STREAM data in order;
   ``packet`` is where the bytes became readable in order (bytes that waited for a hole to
-  be filled are readable at the filling packet)
+  be filled are readable at the filling packet); on a connection joined mid-way (keys found
+  by trial) a stream's first event may start at ``offset`` > 0
 - ``("reset", direction, stream_id, error_code, final_size, packet)``
 - ``("stop_sending", direction, stream_id, error_code, packet)``
 - ``("keys", direction, epoch, ok, reason)`` the first time keys of an epoch are tried
@@ -242,6 +243,10 @@ class QuicConnectionDissector:
         self.trials = [0, 0]  # packets tried against the whole key log, per direction
         self.trial_cost = 0  # AEAD attempts spent on it
         self.flipped: int | None = None  # packet at which the endpoints' roles turned out reversed
+        # keys found by trial: the capture joined the connection mid-way, so a stream first
+        # seen at offset N > 0 began before the capture and is delivered from N on (its
+        # "stream" events then start at offset N; bytes below N arriving later are duplicates)
+        self.joined_late = False
         self.stream_limit = stream_limit
         self.dirs = (_Dir(), _Dir())
         self.version: int | None = None
@@ -489,6 +494,7 @@ class QuicConnectionDissector:
                             if self.client_random is None:
                                 self.client_random = cr
                                 self.suite = suite
+                                self.joined_late = True
                                 self.events.append(("trial_keys", role, packet))
                             if k is not known:
                                 d.keys[epoch] = k  # (for 1-RTT: the key phase in use when the capture began)
@@ -907,6 +913,8 @@ class QuicConnectionDissector:
         r = self.streams.get(key)
         if r is None:
             r = self.streams[key] = Reassembler(self.stream_limit)
+            if self.joined_late and off > 0:
+                r.next = off  # began before the capture (see joined_late)
         if fin:
             r.final = off + len(data)
         before = r.dup_bytes

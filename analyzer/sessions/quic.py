@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import hashlib
 from array import array
+from collections import deque
 
 from dissectors import quic as dq
 from dissectors.gquic import GquicDissector, is_gquic
-from dissectors.http3 import Http3Dissector
+from dissectors.http3 import Http3Dissector, h3_evidence
 from dissectors.quic_crypto import SUITES
 
 from ..model import Frame, QuicInfo, TlsInfo
@@ -111,6 +112,16 @@ COUNTABLE = frozenset(dq.FRAME_NAMES.values()) - {"STREAM", "CRYPTO", "DATAGRAM"
 AGG_NOTE = ("budget quic_frames_listed reached: from here on the data-free frames (PING, PADDING, ACK...) of one type "
             "in one datagram are listed as one frame whose fields.count says how many it stands for")
 TRIAL_NOTE = "keys found by trying the key log's secrets (the connection's ClientHello is not in the capture)"
+# A connection joined mid-way has no ALPN: its latest stream bytes are held (up to these
+# bounds, the oldest dropped first) until a stream shows the connection is HTTP/3
+# (dissectors.http3.h3_evidence), then replayed; a stream whose first bytes were dropped is
+# then seen mid-stream, as if the capture had begun later.
+INFER_HOLD_BYTES = 1 << 20
+INFER_HOLD_EVENTS = 4096
+INFERRED_NOTE = ("HTTP/3 recognised by the shape of its streams ({why}); the ALPN was not seen (the handshake is not "
+                 "in the capture): QPACK entries inserted before the capture are shown as <unknown>")
+MID_NOTE = ("{n} request stream{s} seen mid-stream (begun before the capture): {streams}; their bytes are counted "
+            "on rows whose method, URL and status are unknown, not framed")
 
 
 class QuicSession:
@@ -145,6 +156,10 @@ class QuicSession:
         self.ptab = None  # (QuicPackets, QuicPackets) once a packet is decrypted
         self.key_index: dict = {}  # id(PacketKeys) -> (PacketKeys, index in QuicPackets.keys)
         self.listed = ctx.budget("quic_frames_listed", conn)  # data-free frames listed one by one
+        self.infer_held: deque | None = deque()  # stream events held until HTTP/3 is recognised (None: done)
+        self.infer_bytes = 0
+        self.infer_dropped = 0  # bytes of held events dropped (the oldest, over the bounds)
+        self.mid_rows: set = set()  # request streams seen mid-stream that have their row
         self.agg_noted = False
         conn.quic = QuicInfo()
 
@@ -360,11 +375,14 @@ class QuicSession:
                 h[0] += len(data)
                 h[1].update(data)
                 if self.h3 is None and self.app_alpn is None:
-                    offered = getattr(self, "_alpn_offered", None) or []
+                    offered = getattr(self, "_alpn_offered", None)
                     if offered and all(a == "h3" or a.startswith("h3-") for a in offered):
                         self._set_alpn(offered[0])  # EncryptedExtensions not decoded: the client offered only HTTP/3
+                    elif offered is None and self.q.joined_late and self.infer_held is not None:
+                        self._infer(ev)  # no handshake, no ALPN: HTTP/3 by the shape of its streams?
+                        continue
                 if self.h3 is not None:
-                    self._h3(self.h3.stream_data(d, sid, data, packet, fin))
+                    self._stream_h3(ev)
             elif kind == "tls":
                 _, d, epoch, mtype, info, first, packet = ev
                 info_q = conn.quic
@@ -415,6 +433,64 @@ class QuicSession:
                 ex = self.exchanges.get(sid)
                 if ex is not None and ex.error is None:
                     ex.error = f"STOP_SENDING 0x{code:x}"
+
+    def _stream_h3(self, ev) -> None:
+        _, d, sid, off, data, fin, packet = ev
+        h3 = self.h3
+        self._h3(h3.stream_data(d, sid, data, packet, fin, off))
+        if h3.lenient and sid & 2 == 0 and (d, sid) in h3.mid_streams:
+            self._mid_row(d, sid, off, data, packet)
+
+    def _infer(self, ev) -> None:
+        """Hold a stream event of a connection joined mid-way until a stream shows HTTP/3;
+        then the connection is HTTP/3 (``conn.quic.alpn_inferred``) and the held events are
+        replayed in order."""
+        _, d, sid, off, data, fin, packet = ev
+        held = self.infer_held
+        held.append(ev)
+        self.infer_bytes += len(data)
+        why = h3_evidence(sid, off, data)
+        if why is None:
+            while held and (self.infer_bytes > INFER_HOLD_BYTES or len(held) > INFER_HOLD_EVENTS):
+                old = held.popleft()
+                self.infer_bytes -= len(old[4])
+                self.infer_dropped += len(old[4])
+            return
+        self.infer_held = None
+        conn = self.conn
+        conn.protocol = "h3"
+        conn.quic.alpn_inferred = True
+        self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
+                                 budget=self.ctx.budget("header_decoded_bytes", conn), lenient=True)
+        self.ctx.note(conn, f"packet {packet}: " + INFERRED_NOTE.format(why=why))
+        if self.infer_dropped:
+            self.ctx.note(conn, f"packet {packet}: {self.infer_dropped} bytes of stream data before it were not kept "
+                                f"(over {INFER_HOLD_BYTES} bytes held); their streams are shown as if seen mid-stream")
+        for e in held:
+            self._stream_h3(e)
+
+    def _mid_row(self, d, sid, off, data, packet) -> None:
+        """A request stream seen mid-stream (lenient): its row, with what is known (the
+        bytes and times), method, URL and status unknown."""
+        ctx = self.ctx
+        ex = self.exchanges.get(sid)
+        if ex is None:
+            ex = self.exchanges[sid] = ctx.new_exchange(self.conn, self.conn.protocol, sid)
+        if sid not in self.mid_rows:
+            self.mid_rows.add(sid)
+            ex.error = ex.error or (f"stream joined mid-stream at offset {off}: frames not parsed (its bytes, HTTP/3 "
+                                    f"frame headers included, are counted as body)")
+        t = ctx.time(packet)
+        if d == 0:
+            ex.request_body_bytes += len(data)
+            if ex.request_start is None:
+                ex.request_start, ex.request_start_packet = t, packet
+            ex.request_end, ex.request_end_packet = t, packet
+        else:
+            ex.response_body_bytes += len(data)
+            if ex.response_start is None:
+                ex.response_start, ex.response_start_packet = t, packet
+            ex.response_end, ex.response_end_packet = t, packet
 
     def _tls_info(self, d, mtype, info, first, packet):
         """conn.tls: the TLS 1.3 handshake QUIC carries (same fields as for TLS over TCP)."""
@@ -523,6 +599,7 @@ class QuicSession:
         ctx = self.ctx
         ex.request_headers = f.headers or []
         ex.request_header_bytes_wire += f.length
+        ex.request_qpack_encoder_bytes += f.table_bytes
         ex.request_header_bytes_decoded += f.decoded_size
         hd = dict(ex.request_headers)
         ex.method = hd.get(":method")
@@ -547,12 +624,14 @@ class QuicSession:
                 self._request_headers(ex, f)
             else:  # trailers
                 ex.request_end, ex.request_end_packet = ctx.time(f.packet), f.packet
+                ex.request_qpack_encoder_bytes += f.table_bytes
             return
         if ex.response_start is None:
             ex.response_start, ex.response_start_packet = ctx.time(f.first_packet), f.first_packet
         ex.response_end, ex.response_end_packet = ctx.time(f.packet), f.packet
         ex.response_header_bytes_wire += f.length
         ex.response_header_bytes_decoded += f.decoded_size
+        ex.response_qpack_encoder_bytes += f.table_bytes
         hd = dict(f.headers or [])
         status = hd.get(":status")
         if status is not None and (ex.status is None or ex.status < 200):
@@ -610,6 +689,11 @@ class QuicSession:
                 conn.protocol = None
             return
         q = self.q
+        if self.infer_held or self.infer_dropped and self.infer_held is not None:
+            first = self.infer_held[0][6] if self.infer_held else self.conn.first_packet
+            self.ctx.note(conn, f"packet {first}: streams not recognised as HTTP/3 (the ALPN was not seen, and no "
+                                f"stream opens like HTTP/3's); not decoded")
+            self.infer_held = None
         if self.h3 is not None:
             try:
                 self._h3(self.h3.finish())
@@ -642,4 +726,18 @@ class QuicSession:
         st["spin_rtt_samples"] = samples
         st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].hexdigest()} for (d, sid), h in self.stream_hash.items()}
         if self.h3 is not None:
-            st["h3_stream_types"] = {f"{d}:{sid}": k for (d, sid), k in self.h3.stream_types.items()}
+            h3 = self.h3
+            st["h3_stream_types"] = {f"{d}:{sid}": k for (d, sid), k in h3.stream_types.items()}
+            enc = [h3.lq[d].fed for d in (0, 1)] if h3.lenient else list(h3.enc_bytes)
+            charged = [h3.lq[d].charged for d in (0, 1)] if h3.lenient else list(h3.enc_charged)
+            st["qpack_encoder_bytes"] = enc  # per direction: bytes of its QPACK encoder stream seen
+            st["qpack_encoder_bytes_charged"] = charged  # of which charged to header blocks
+            if h3.lenient:
+                st["h3_streams_inferred"] = sorted(f"{d}:{sid}" for d, sid in h3.inferred)
+                st["qpack_lenient"] = [{"inserted": h3.lq[d].n, "repins": h3.lq[d].repins, "failed": h3.lq[d].failed}
+                                       for d in (0, 1)]
+                mids = sorted(sid for (d, sid) in h3.mid_streams if sid & 2 == 0)
+                if mids:
+                    ids = sorted(set(mids))
+                    self.ctx.note(conn, MID_NOTE.format(n=len(ids), s="s" * (len(ids) != 1),
+                                                        streams=", ".join(map(str, ids[:20])) + (" …" if len(ids) > 20 else "")))
