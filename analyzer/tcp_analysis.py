@@ -44,12 +44,16 @@ direction, past which tshark stops counting a FIN's sequence number) needs.
 """
 from __future__ import annotations
 
+import struct
 import threading
 from array import array
 from dataclasses import dataclass, field
 
 from .model import PROTO_CODE, Analysis
-from .packet import Decoder, IPV6_EXT
+from .packet import IPV6_EXT, Decoder
+
+_IP4_TCP = struct.Struct("!2xH2xH4x4s4sHHIIBBH").unpack_from  # IPv4 (no options) + TCP header
+_RAW = frozenset((101, 228, 12, 14))  # raw IP link types (IPv4 checked by the version nibble)
 
 M32 = 0xFFFFFFFF
 _HALF = 0x80000000
@@ -151,7 +155,7 @@ class _Flow:
     """One direction of a tshark conversation (tcp_flow_t + tcp_analyze_seq_flow_info_t)."""
 
     __slots__ = ("base_seq", "base_set", "win_scale", "window", "is_first_ack", "lastsegmentflags",
-                 "nextseq", "nextseqtime", "lastack", "lastacktime", "lastacklen", "maxseqtobeacked", "dupacknum",
+                 "nextseq", "nextseqtime", "lastack", "lastacktime", "maxseqtobeacked", "dupacknum",
                  "lastnondupack", "segs", "head", "pruned_at")
 
     def __init__(self):
@@ -165,9 +169,8 @@ class _Flow:
         self.nextseqtime = 0.0
         self.lastack = 0
         self.lastacktime = 0.0
-        self.lastacklen = 0
         self.maxseqtobeacked = 0
-        self.dupacknum = 0
+        self.dupacknum = 0  # guint32 in tshark: its -1 (after an ACKed unseen segment) counts as >= 2
         self.lastnondupack = 0
         # unacknowledged segments' next sequence numbers, oldest first (only their number matters)
         self.segs: list[int] = []
@@ -307,21 +310,15 @@ def _tcp_offset(data, d) -> int:
     return p
 
 
-def _reported_seglen(data, d, toff: int, hl: int) -> int:
-    """TCP payload length from the IP length fields (a snapped packet has fewer bytes)."""
+def _ip_end(data, d, flen: int) -> int:
+    """Where the IP datagram ends in the frame by its length field (tshark's reported
+    length: a snapped packet has fewer bytes; a zero length, as TSO writes, means the frame)."""
     off = d.l3_off
     if d.ipver == 4:
         total = (data[off + 2] << 8) | data[off + 3]
-        ihl = (data[off] & 15) * 4
-        if total < ihl:
-            return len(d.payload)
-        end = off + total
-    else:
-        plen = (data[off + 4] << 8) | data[off + 5]
-        if not plen:
-            return len(d.payload)
-        end = off + 40 + plen
-    return max(end - toff - hl, len(d.payload))
+        return off + total if total >= (data[off] & 15) * 4 else flen
+    plen = (data[off + 4] << 8) | data[off + 5]
+    return off + 40 + plen if plen else flen
 
 
 def _wscale(opts) -> int | None:
@@ -389,27 +386,49 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
             buf_at = off
             j = 0
         data = buf[j : j + ln]
-        try:
-            d = decode(lts[i], data)
-        except (IndexError, ValueError):  # noqa: PERF203 - a malformed header is skipped, not fatal
-            continue
-        if d is None or type(d) is str or d.proto != 6:
-            continue
+        flen = origlens[i]  # the frame's length on the wire: tshark's reported length
+        lt = lts[i]
+        # Ethernet or raw IP, IPv4 without options, not a fragment: the bulk of captures, in
+        # one unpack; everything else through Decoder (VLANs, cooked, IPv6, fragments)
+        l3 = 14 if lt == 1 else 0 if lt in _RAW else -1
+        if l3 >= 0 and ln >= l3 + 40 and data[l3] == 0x45 and data[l3 + 9] == 6 and (l3 == 0 or (data[12] == 8 and data[13] == 0)):
+            total, frag, src, dst, sport, dport, seq, ack, doff, flags, win = _IP4_TCP(data, l3)
+            if frag & 0x3FFF or doff < 0x50:
+                l3 = -1
+            else:
+                toff = l3 + 20
+                flags |= (doff & 1) << 8
+                end = l3 + total if total >= 20 else flen
+        else:
+            l3 = -1
+        if l3 < 0:
+            try:
+                d = decode(lt, data)
+            except (IndexError, ValueError):  # noqa: PERF203 - a malformed header is skipped, not fatal
+                continue
+            if d is None or type(d) is str or d.proto != 6:
+                continue
+            src, dst, sport, dport = d.src, d.dst, d.sport, d.dport
+            seq, ack, flags, win = d.seq, d.ack, d.flags, d.win
+            toff = _tcp_offset(data, d)
+            if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
+                toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
+            else:
+                doff = data[toff + 12]
+                end = _ip_end(data, d, flen)
+        hl = (doff >> 4) * 4
+        if end > flen:
+            end = flen
+        seglen = end - toff - hl
+        if seglen < 0:
+            continue  # shorter than its TCP header: tshark does not analyse it either
+        ws = None
+        if hl > 20:
+            opts = data[toff + 20 : toff + hl]
+            if b"\x03\x03" in opts:
+                ws = _wscale(opts)
         pkt = i + 1
         now = tss[i]
-        src, dst, sport, dport = d.src, d.dst, d.sport, d.dport
-        seq, ack, flags, win = d.seq, d.ack, d.flags, d.win
-        seglen = len(d.payload)
-        toff = _tcp_offset(data, d)
-        ws = None
-        if toff >= 0:
-            hl = (data[toff + 12] >> 4) * 4
-            if ln < origlens[i]:
-                seglen = _reported_seglen(data, d, toff, hl)
-            if hl > 20:
-                opts = data[toff + 20 : toff + hl]
-                if b"\x03\x03" in opts:
-                    ws = _wscale(opts)
         key = (src, sport, dst, dport)
         hit = state.get(key)
         if hit is None:
@@ -424,10 +443,9 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
         fwd, rev = (cv.a, cv.b) if di == 0 else (cv.b, cv.a)
         f = 0
         synack = flags & (_SYN | _ACK)
-        # a SYN on a known conversation: another ISN is a new conversation (ports reused); the
-        # same ISN (a retransmitted SYN) restores nextseq (tshark's issue 17616)
-        if synack == _SYN and fwd.base_set:
-            if seq != fwd.base_seq:
+        # a SYN on a known conversation with another ISN: a new conversation (ports reused)
+        if synack == _SYN and fwd.base_set and seq != fwd.base_seq:
+            if True:
                 cv = _Conv(len(convs))
                 convs.append(cv)
                 base.extend((-1, -1))
@@ -435,9 +453,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
                 state[(dst, dport, src, sport)] = (cv, 1)
                 di = 0
                 fwd, rev = cv.a, cv.b
-            else:
-                fwd.nextseq = fwd.maxseqtobeacked
-            f |= F_REUSED_PORTS
+                f |= F_REUSED_PORTS
         elif synack == (_SYN | _ACK) and fwd.base_set and seq != fwd.base_seq:
             fwd.base_seq = seq
             f |= F_REUSED_PORTS
@@ -503,14 +519,12 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
                 f |= F_SPURIOUS_RETRANSMISSION
             else:
                 t = now - rev.lastacktime
-                if not_adv and rev.dupacknum >= 2 and rla == seq and 0 <= t < _FAST_RT_WINDOW:
+                if not_adv and (rev.dupacknum >= 2 or rev.dupacknum == -1) and rla == seq and 0 <= t < _FAST_RT_WINDOW:
                     f |= F_FAST_RETRANSMISSION
                 else:
                     t = now - fwd.nextseqtime
                     thres = cv.first_rtt or _OOO_DEFAULT
-                    if not_adv and 0 <= t < thres and (nextseq != ((seq + seglen + (1 if synfin else 0)) & M32) or fwd.lastacklen == 0):
-                        # the second case: an out-of-order segment closing a series of them, all
-                        # after a pure ACK (tshark's issue 17214)
+                    if not_adv and 0 <= t < thres and nextseq != ((seq + seglen + (1 if synfin else 0)) & M32):
                         f |= F_OUT_OF_ORDER
                     elif not_adv:
                         f |= F_RETRANSMISSION
@@ -526,8 +540,6 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
                 if synfin:
                     nxt = (nxt + 1) & M32
                 fwd.segs.append(nxt)
-        if not nextseq or ((nextseq + (1 if synfin else 0) - nxt) & M32) >= _HALF:
-            fwd.lastacklen = seglen  # the length of the segment that moved the highest sequence number
         zwp = f & F_ZERO_WINDOW_PROBE
         if not nextseq or ((nextseq - nxt) & M32) >= _HALF:
             if not zwp:
