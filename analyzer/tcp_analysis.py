@@ -102,7 +102,6 @@ NAMES: dict[int, str] = {
 FIELDS: dict[str, int] = {name: bit for bit, name in NAMES.items()}
 FIELDS["tcp.analysis.retransmission"] = F_RETRANSMISSION | F_FAST_RETRANSMISSION | F_SPURIOUS_RETRANSMISSION
 FIELDS["tcp.analysis.flags"] = F_ANY
-FIELDS["tcp.analysis"] = F_ANY  # the [SEQ/ACK analysis] node (tshark also shows it for RTT/bytes in flight)
 
 # Expert items as Wireshark's tree shows them: bit -> (severity, text)
 EXPERT: dict[int, tuple[str, str]] = {
@@ -197,6 +196,8 @@ class TcpAnalysis:
     fwd: bytearray = field(default_factory=bytearray)  # packet -> 0: sent by the conversation's "a" side
     wshift: array = field(default_factory=lambda: array("b"))  # packet -> window shift in Info (-1: none)
     base: array = field(default_factory=lambda: array("q"))  # 2 per conversation: a's, b's base seq (-1: unset)
+    rtt: array = field(default_factory=lambda: array("d"))  # per conversation: initial RTT (SYN -> first ACK), 0: none
+    rtt_at: array = field(default_factory=lambda: array("i"))  # per conversation: the packet that measured it
     packets: int = 0  # packets analysed so far
     _state: dict = field(default_factory=dict, repr=False)  # 4-tuple -> (conv, dir) to go on with
     _convs: list = field(default_factory=list, repr=False)
@@ -216,7 +217,7 @@ class TcpAnalysis:
         if not 0 < n <= len(self.flags):
             return set()
         f = self.flags[n - 1]
-        return {name for name, m in FIELDS.items() if f & m and name != "tcp.analysis"}
+        return {name for name, m in FIELDS.items() if f & m}
 
     def info_prefix(self, n: int) -> str:
         """The text tshark puts before the TCP Info of packet ``n`` ('' when none)."""
@@ -245,6 +246,16 @@ class TcpAnalysis:
         bs, br = self.base[2 * c + d], self.base[2 * c + 1 - d]
         return ((seq - bs) & M32 if bs >= 0 else None), ((ack - br) & M32 if br >= 0 else None)
 
+    def initial_rtt(self, n: int) -> float | None:
+        """The conversation's initial RTT as tshark shows it on packet ``n`` (from the packet
+        that measured it on), or None."""
+        if not 0 < n <= len(self.conv):
+            return None
+        c = self.conv[n - 1]
+        if c < 0 or not self.rtt_at[c] or n < self.rtt_at[c]:
+            return None
+        return self.rtt[c]
+
     def window(self, n: int, raw: int) -> int:
         """The window tshark shows for packet ``n`` (scaled when the scale is known)."""
         if not 0 < n <= len(self.wshift):
@@ -256,7 +267,7 @@ class TcpAnalysis:
         """Packets per flag field name (tshark's field semantics), over the capture or one
         connection (``conn``: wirefall's connection id; ``conn_ids``: the PacketIndex.conn
         array)."""
-        out = {name: 0 for name in FIELDS if name != "tcp.analysis"}
+        out = {name: 0 for name in FIELDS}
         per_bit: dict[int, int] = {}
         fl = self.flags
         if conn is None:
@@ -269,7 +280,7 @@ class TcpAnalysis:
                     per_bit[f] = per_bit.get(f, 0) + 1
         for f, k in per_bit.items():
             for name, m in FIELDS.items():
-                if f & m and name != "tcp.analysis":
+                if f & m:
                     out[name] += k
         return out
 
@@ -277,16 +288,21 @@ class TcpAnalysis:
 _LOCK = threading.Lock()
 
 
-def tcp_analysis(analysis: Analysis, source) -> TcpAnalysis:
-    """The TCP analysis of ``analysis`` (computed on first use, then cached; packets added
-    since the last call — a capture still loading — are analysed on the next call)."""
+def tcp_analysis(analysis: Analysis, source, upto: int | None = None) -> TcpAnalysis:
+    """The TCP analysis of ``analysis`` (computed on first use, then cached).  The pass is
+    sequential, so a packet's flags depend only on the packets before it: with ``upto`` the
+    pass goes at least to packet ``upto`` (a packet list showing its first rows does not wait
+    for the whole capture); later calls go on from there, as they do for packets added since
+    (a capture still loading)."""
     with _LOCK:
         ta = analysis.__dict__.get("_wf_tcp_analysis")
         if ta is None:
             ta = TcpAnalysis()
             analysis.__dict__["_wf_tcp_analysis"] = ta
-        if ta.packets < len(analysis.index):
-            _run(analysis, source, ta)
+        npk = len(analysis.index)
+        stop = npk if upto is None else min(npk, max(upto, ta.packets))
+        if ta.packets < stop:
+            _run(analysis, source, ta, stop)
         return ta
 
 
@@ -342,7 +358,7 @@ def _wscale(opts) -> int | None:
     return None
 
 
-def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
+def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
     idx = analysis.index
     npk = len(idx)
     start = ta.packets
@@ -371,7 +387,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
     buf_at = 0
     read = source.read
     ntcp = len(tcp_conn)
-    for i in range(start, npk):
+    for i in range(start, stop):
         c = conn_of[i]
         if c >= 0:
             if c >= ntcp or not tcp_conn[c]:
@@ -386,6 +402,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
             buf_at = off
             j = 0
         data = buf[j : j + ln]
+        ln = len(data)  # fewer than captured if the file ends early
         flen = origlens[i]  # the frame's length on the wire: tshark's reported length
         lt = lts[i]
         # Ethernet or raw IP, IPv4 without options, not a fragment: the bulk of captures, in
@@ -410,12 +427,15 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
                 continue
             src, dst, sport, dport = d.src, d.dst, d.sport, d.dport
             seq, ack, flags, win = d.seq, d.ack, d.flags, d.win
-            toff = _tcp_offset(data, d)
-            if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
-                toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
-            else:
-                doff = data[toff + 12]
-                end = _ip_end(data, d, flen)
+            try:
+                toff = _tcp_offset(data, d)
+                if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
+                    toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
+                else:
+                    doff = data[toff + 12]
+                    end = _ip_end(data, d, flen)
+            except IndexError:
+                continue
         hl = (doff >> 4) * 4
         if end > flen:
             end = flen
@@ -435,6 +455,8 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
             cv = _Conv(len(convs))
             convs.append(cv)
             base.extend((-1, -1))
+            ta.rtt.append(0.0)
+            ta.rtt_at.append(0)
             state[key] = (cv, 0)
             state[(dst, dport, src, sport)] = (cv, 1)
             di = 0
@@ -449,6 +471,8 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
                 cv = _Conv(len(convs))
                 convs.append(cv)
                 base.extend((-1, -1))
+                ta.rtt.append(0.0)
+                ta.rtt_at.append(0)
                 state[key] = (cv, 0)
                 state[(dst, dport, src, sport)] = (cv, 1)
                 di = 0
@@ -524,7 +548,9 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
                 else:
                     t = now - fwd.nextseqtime
                     thres = cv.first_rtt or _OOO_DEFAULT
-                    if not_adv and 0 <= t < thres and nextseq != ((seq + seglen + (1 if synfin else 0)) & M32):
+                    # tshark compares unsigned nanoseconds: a negative time is a huge one
+                    soon = (0 <= t < thres) if thres > 0 else (t >= 0 or t < thres)
+                    if not_adv and soon and nextseq != ((seq + seglen + (1 if synfin else 0)) & M32):
                         f |= F_OUT_OF_ORDER
                     elif not_adv:
                         f |= F_RETRANSMISSION
@@ -570,6 +596,9 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
         if synack == _ACK:
             if cv.mru_syn and not cv.first_rtt:
                 cv.first_rtt = now - cv.mru_syn
+                if cv.first_rtt:
+                    ta.rtt[cv.index] = cv.first_rtt
+                    ta.rtt_at[cv.index] = pkt
             fwd.is_first_ack = False
         ws_out[i] = fwd.win_scale if not flags & _SYN and fwd.win_scale >= 0 else -1
         if ws is not None:
@@ -587,7 +616,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis) -> None:
             base[2 * ci + 1 - di] = rev.base_seq
         if f:
             flags_out[i] = f
-    ta.packets = npk
+    ta.packets = stop
 
 
 def _prune(flow: _Flow, ack: int, pkt: int) -> None:
@@ -623,10 +652,10 @@ def stats(analysis: Analysis, source=None) -> dict:
             d[f] = d.get(f, 0) + 1
 
     def expand(hist: dict[int, int]) -> dict[str, int]:
-        out = {name: 0 for name in FIELDS if name != "tcp.analysis"}
+        out = {name: 0 for name in FIELDS}
         for f, k in hist.items():
             for name, m in FIELDS.items():
-                if f & m and name != "tcp.analysis":
+                if f & m:
                     out[name] += k
         return out
 
