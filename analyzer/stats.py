@@ -66,6 +66,7 @@ class Stats:
     packets_total: int = 0
     bytes_total: int = 0
     duration: float = 0.0
+    tcp_analysis: dict | None = None  # analyzer.tcp_analysis.stats(): packets per tcp.analysis.* flag
 
 
 def _add2(a: list[int], b) -> None:
@@ -217,8 +218,10 @@ def compute(an: Analysis) -> Stats:
     cap.max_streams_in_flight = max_in_flight(an.exchanges)
     _times(cap, an.exchanges, t0)
     dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
+    from .tcp_analysis import stats_or_none
+
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
-                 bytes_total=int(sum(idx.origlen)), duration=dur)
+                 bytes_total=int(sum(idx.origlen)), duration=dur, tcp_analysis=stats_or_none(an))
 
 
 def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
@@ -290,6 +293,7 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "capture": block_dict(st.capture),
         "protocols": {k: block_dict(v) for k, v in sorted(st.protocols.items())},
         "connections": [block_dict(b) for b in st.connections],
+        **({"tcp_analysis": st.tcp_analysis} if st.tcp_analysis is not None else {}),
     }
 
 
@@ -376,4 +380,8 @@ def render_text(st: Stats) -> str:
                              "reqs", "push", "max inflight", "TTFB"], rows, {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
     if dns:
         parts.append(f"({len(dns)} DNS flows not listed; see --json)")
+    if st.tcp_analysis and st.tcp_analysis["capture"]["tcp.analysis.flags"]:
+        from .tcp_analysis import render_text as tcp_text
+
+        parts.append(tcp_text(st.tcp_analysis))
     return "\n\n".join(parts)

@@ -631,8 +631,8 @@ def _prune(flow: _Flow, ack: int, pkt: int) -> None:
 
 def stats(analysis: Analysis, source=None) -> dict:
     """Counts of packets per ``tcp.analysis.*`` flag, for the capture and per TCP connection
-    (wirefall's connection ids; connections without flags are left out):
-    ``{"capture": {field: n}, "connections": {conn_id: {field: n}}}``."""
+    (wirefall's connection ids, as strings: JSON keys; connections without flags are left
+    out): ``{"capture": {field: n}, "connections": {"conn_id": {field: n}}}``."""
     own = source is None
     if own:
         from .capture import PacketSource
@@ -663,7 +663,21 @@ def stats(analysis: Analysis, source=None) -> dict:
     for hist in per_conn.values():
         for f, k in hist.items():
             total[f] = total.get(f, 0) + k
-    return {"capture": expand(total), "connections": {c: expand(h) for c, h in sorted(per_conn.items()) if c >= 0}}
+    return {"capture": expand(total), "connections": {str(c): expand(h) for c, h in sorted(per_conn.items()) if c >= 0}}
+
+
+def stats_or_none(analysis: Analysis) -> dict | None:
+    """``stats()`` reading the capture at ``analysis.path``, or None when it cannot be read
+    (an analysis built in memory, a file gone since)."""
+    import os
+
+    if not analysis.path or not os.path.isfile(analysis.path):
+        return None
+    try:
+        return stats(analysis)
+    except (OSError, ValueError, EOFError) as e:  # the capture changed or went away under us
+        analysis.warnings.append(f"TCP analysis statistics not computed: {e.__class__.__name__}: {e}")
+        return None
 
 
 _SHORT = (
