@@ -596,6 +596,7 @@ def _seq_ack_node(node: Node, ta, n: int) -> None:
         return
     sa = node.add("[SEQ/ACK analysis]", abbrev="tcp.analysis", value="")
     if rtt is not None:
+        rtt = round(rtt, 6)  # a difference of float epoch times: microseconds are what is exact
         sa.add(f"[iRTT: {rtt:.9f} seconds]", abbrev="tcp.analysis.initial_rtt", value=f"{rtt:.9f}")
     if not f:
         return
