@@ -121,6 +121,11 @@ EXPERT: dict[int, tuple[str, str]] = {
     F_ZERO_WINDOW_PROBE_ACK: ("Note", "ACK to a TCP Zero Window Probe"),
 }
 
+# Wireshark's default colouring rules that TCP decides (/usr/share/wireshark/colorfilters, in
+# their order; the first that matches wins): name -> (foreground, background)
+BAD_TCP = F_ANY & ~(F_WINDOW_UPDATE | F_KEEP_ALIVE | F_KEEP_ALIVE_ACK)
+COLOURS = {"Bad TCP": ("#f78787", "#12272e"), "TCP RST": ("#fffc9c", "#a40000"), "TCP SYN/FIN": ("#12272e", "#a0a0a0")}
+
 # Info column: tshark prepends each marker in this order (tcp_print_sequence_number_analysis),
 # so the last one prepended is shown first
 _PREPEND_ORDER = (
@@ -195,6 +200,7 @@ class TcpAnalysis:
     conv: array = field(default_factory=lambda: array("i"))  # packet -> tshark conversation index, -1
     fwd: bytearray = field(default_factory=bytearray)  # packet -> 0: sent by the conversation's "a" side
     wshift: array = field(default_factory=lambda: array("b"))  # packet -> window shift in Info (-1: none)
+    tcp_flags: array = field(default_factory=lambda: array("H"))  # packet -> TCP header flags (0: not analysed)
     base: array = field(default_factory=lambda: array("q"))  # 2 per conversation: a's, b's base seq (-1: unset)
     rtt: array = field(default_factory=lambda: array("d"))  # per conversation: initial RTT (SYN -> first ACK), 0: none
     rtt_at: array = field(default_factory=lambda: array("i"))  # per conversation: the packet that measured it
@@ -245,6 +251,20 @@ class TcpAnalysis:
         d = self.fwd[n - 1]
         bs, br = self.base[2 * c + d], self.base[2 * c + 1 - d]
         return ((seq - bs) & M32 if bs >= 0 else None), ((ack - br) & M32 if br >= 0 else None)
+
+    def colour_rule(self, n: int) -> str | None:
+        """The Wireshark colouring rule TCP gives packet ``n`` ("Bad TCP", "TCP RST",
+        "TCP SYN/FIN", see ``COLOURS``), or None (the protocol's own rule applies)."""
+        if not 0 < n <= len(self.tcp_flags):
+            return None
+        if self.flags[n - 1] & BAD_TCP:
+            return "Bad TCP"
+        t = self.tcp_flags[n - 1]
+        if t & _RST:
+            return "TCP RST"
+        if t & (_SYN | _FIN):
+            return "TCP SYN/FIN"
+        return None
 
     def initial_rtt(self, n: int) -> float | None:
         """The conversation's initial RTT as tshark shows it on packet ``n`` (from the packet
@@ -367,10 +387,11 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         if c.transport == "tcp":
             tcp_conn[c.id] = 1
     P_IPV4 = PROTO_CODE["IPv4"]
-    flags_out, conv_out, fwd_out, ws_out = ta.flags, ta.conv, ta.fwd, ta.wshift
+    flags_out, conv_out, fwd_out, ws_out, tf_out = ta.flags, ta.conv, ta.fwd, ta.wshift, ta.tcp_flags
     grow = npk - len(flags_out)
     if grow > 0:
         flags_out.frombytes(bytes(2 * grow))
+        tf_out.frombytes(bytes(2 * grow))
         conv_out.extend(array("i", [-1]) * grow)
         fwd_out.extend(bytes(grow))
         ws_out.extend(array("b", [-1]) * grow)
@@ -609,6 +630,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
             elif flags & _ACK and rev.win_scale == -2:
                 fwd.win_scale = -2
         ci = cv.index
+        tf_out[i] = flags | 0x8000  # (bit 15: analysed, so that a packet without flags is not 0)
         conv_out[i] = ci
         fwd_out[i] = di
         base[2 * ci + di] = fwd.base_seq

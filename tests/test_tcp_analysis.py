@@ -144,6 +144,26 @@ def test_every_flag_on_the_hand_built_scenarios(made):
     assert got.count(("/", 200)) == 3 and ("/big", 200) in got, got
 
 
+@needs_tshark
+def test_colour_rules_equal_wiresharks_default_rules(made):
+    """Bad TCP, TCP RST, TCP SYN/FIN as Wireshark's default colouring rules select them
+    (their filters, run by tshark), for the packet list to colour RST and damaged segments."""
+    from analyzer.tcp_analysis import COLOURS
+
+    p = made["scenarios"]
+    an, src, ta, _ = _load(p)
+    rules = {"Bad TCP": "tcp.analysis.flags && !tcp.analysis.window_update && !tcp.analysis.keep_alive && !tcp.analysis.keep_alive_ack",
+             "TCP RST": "tcp.flags.reset eq 1", "TCP SYN/FIN": "tcp.flags & 0x02 || tcp.flags.fin == 1"}
+    want: dict[int, str] = {}
+    for name, flt in rules.items():  # the first rule that matches wins
+        out = subprocess.run(["tshark", "-n", "-r", str(p), "-Y", flt, "-T", "fields", "-e", "frame.number"], capture_output=True,
+                             text=True, check=True).stdout.split()
+        for n in map(int, out):
+            want.setdefault(n, name)
+    got = {n: ta.colour_rule(n) for n in range(1, an.packets + 1) if ta.colour_rule(n)}
+    assert got == want and set(got.values()) == set(COLOURS)
+
+
 def test_flag_table():
     assert len(set(NAMES.values())) == len(NAMES) == 15
     assert all(n.startswith("tcp.analysis.") for n in FIELDS)
