@@ -1,6 +1,6 @@
 """TCP sequence analysis as Wireshark does it: retransmissions, duplicate ACKs, windows.
 
-``tcp_analysis(analysis, source) -> TcpAnalysis`` re-reads the TCP headers of the capture
+``tcp_analysis(analysis, source, upto=None) -> TcpAnalysis`` re-reads the TCP headers of the capture
 once (through the packet index: offsets and link types; ``analyzer.packet.Decoder`` decodes
 link, IP and TCP headers) and runs the per-segment rules of Wireshark's
 ``tcp_analyze_sequence_number`` (epan/dissectors/packet-tcp.c) with tshark 4.0's default
@@ -15,6 +15,10 @@ order of checks:
   (two or more duplicate ACKs asking for this sequence number within 20 ms), out-of-order
   (arrived within the connection's initial RTT, or 3 ms without one, of the highest segment
   and not exactly filling up to it), retransmission.
+
+Where tshark 4.0.17 differs from later packet-tcp.c, this follows 4.0.17 (checked packet by
+packet, see docs/TCP_ANALYSIS.md): ACKed unseen jumps with ``LT_SEQ``, a retransmitted SYN is
+no port reuse, the duplicate-ACK counter is unsigned (its -1 counts as >= 2).
 
 Conversations are tshark's: by 4-tuple, a new one when a SYN on a known 4-tuple carries
 another initial sequence number than the conversation's (tshark's "port numbers reused").
@@ -34,8 +38,9 @@ recomputes it on first use):
 - for the Info column: per packet the tshark conversation (``conv``), its direction
   (``fwd``) and the window shift tshark applied (``wshift``), per conversation the base
   sequence numbers (``base``) for relative sequence numbers;
-- ``counts(conn_id=None)`` / ``stats(analysis)``: counts per flag name, per connection
-  (wirefall's connection ids) and for the capture.
+- ``counts(conn_ids, conn)`` / ``stats(analysis)``: counts per flag name, per connection
+  (wirefall's connection ids) and for the capture;
+- ``colour_rule(n)``: Wireshark's default colouring rule for TCP (Bad TCP, TCP RST, TCP SYN/FIN).
 
 Not computed (they need the unacknowledged-segment list's timing, not flags): acks_frame,
 ack_rtt, bytes_in_flight, push_bytes_sent, rto; nor MPTCP or TCP Fast Open analysis.  The
@@ -488,17 +493,16 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         synack = flags & (_SYN | _ACK)
         # a SYN on a known conversation with another ISN: a new conversation (ports reused)
         if synack == _SYN and fwd.base_set and seq != fwd.base_seq:
-            if True:
-                cv = _Conv(len(convs))
-                convs.append(cv)
-                base.extend((-1, -1))
-                ta.rtt.append(0.0)
-                ta.rtt_at.append(0)
-                state[key] = (cv, 0)
-                state[(dst, dport, src, sport)] = (cv, 1)
-                di = 0
-                fwd, rev = cv.a, cv.b
-                f |= F_REUSED_PORTS
+            cv = _Conv(len(convs))
+            convs.append(cv)
+            base.extend((-1, -1))
+            ta.rtt.append(0.0)
+            ta.rtt_at.append(0)
+            state[key] = (cv, 0)
+            state[(dst, dport, src, sport)] = (cv, 1)
+            di = 0
+            fwd, rev = cv.a, cv.b
+            f |= F_REUSED_PORTS
         elif synack == (_SYN | _ACK) and fwd.base_set and seq != fwd.base_seq:
             fwd.base_seq = seq
             f |= F_REUSED_PORTS

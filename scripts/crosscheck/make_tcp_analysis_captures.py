@@ -236,7 +236,7 @@ def scenarios(dst) -> Path:
     u.send(0, SYN, opts=_opts_syn(2))
     u.send(1, SYN | ACK, opts=_opts_syn(2), dt=0.001)
     u.send(0, ACK, dt=0.001)
-    for i in range(10_010):
+    for _ in range(10_010):
         u.send(0, ACK, b"0123456789", dt=0.0001)
     fin = u.send(0, FIN | ACK, dt=0.001)
     u.send(0, FIN | ACK, seq=fin, dt=0.3)
