@@ -40,6 +40,14 @@ import dpkt
 
 from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder
+from .tcp_analysis import EXPERT as TA_EXPERT
+from .tcp_analysis import F_DUPLICATE_ACK as TA_DUPLICATE_ACK
+from .tcp_analysis import F_FAST_RETRANSMISSION as TA_FAST_RETRANSMISSION
+from .tcp_analysis import F_RETRANSMISSION as TA_RETRANSMISSION
+from .tcp_analysis import F_SPURIOUS_RETRANSMISSION as TA_SPURIOUS_RETRANSMISSION
+from .tcp_analysis import NAMES as TA_NAMES
+from .tcp_analysis import TREE_ORDER as TA_TREE_ORDER
+from .tcp_analysis import tcp_analysis
 
 __all__ = ["Node", "packet_bytes", "packet_detail", "packet_row", "packet_rows", "hexdump", "frames_on_packet",
            "frame_summary", "flag_names", "PROTO_DISPLAY", "decrypted_tls", "tls_records_on_packet", "DecryptedRecord",
@@ -504,17 +512,6 @@ def _rel(x: int, base: int | None) -> int:
     return (x - base) & 0xFFFFFFFF if base is not None else x
 
 
-def _window(st: _TcpState | None, direction: int, flags: int, win: int) -> int:
-    if st is None or flags & 0x02:
-        return win
-    if st.syn_seen[0] and st.syn_seen[1]:
-        a, b = st.wscale[0], st.wscale[1]
-        if a is not None and b is not None:
-            return win << st.wscale[direction]
-        return win
-    return win
-
-
 def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, p: int, end: int, src: str, dst: str) -> tuple[str, int] | None:
     try:
         tcp = dpkt.tcp.TCP(data[p:end])
@@ -524,18 +521,15 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     hl = tcp.off * 4
     plen = max(end - p - hl, 0)
     conn_id = analysis.index.conn[n - 1]
-    st = _tcp_state(analysis, source, conn_id) if conn_id >= 0 else None
-    direction = 0
-    if conn_id >= 0:
-        c = analysis.connections[conn_id]
-        direction = 0 if (src, tcp.sport) == tuple(c.client) else 1
+    ta = tcp_analysis(analysis, source, n)
     flags = tcp.flags | ((data[p + 12] & 1) << 8)
-    base = st.base[direction] if st else None
-    rbase = st.base[1 - direction] if st else None
-    seq = _rel(tcp.seq, base)
-    ack = _rel(tcp.ack, rbase) if flags & 0x10 else 0
+    rs, ra = ta.relative(n, tcp.seq, tcp.ack)
+    base = None if rs is None else (tcp.seq - rs) & 0xFFFFFFFF
+    rbase = None if ra is None else (tcp.ack - ra) & 0xFFFFFFFF
+    seq = tcp.seq if rs is None else rs
+    ack = (tcp.ack if ra is None else ra) if flags & 0x10 else 0
     nxt = seq + plen + (1 if flags & 0x03 else 0)
-    win = _window(st, direction, flags, tcp.win)
+    win = ta.window(n, tcp.win)
     label = f"Transmission Control Protocol, Src Port: {tcp.sport}, Dst Port: {tcp.dport}, Seq: {seq}"
     if flags & 0x10:
         label += f", Ack: {ack}"
@@ -586,10 +580,53 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
                 on.add("End of Option List (EOL)", s, e)
             else:
                 on.add(f"Option kind {kind}, length {len(val) + 2}", s, e)
+    _seq_ack_node(node, ta, n)
     if plen:
         node.add(f"TCP payload ({plen} bytes)", p + hl, p + hl + plen)
     out.append(node)
     return ("tcp", p + hl)
+
+
+def _seq_ack_node(node: Node, ta, n: int) -> None:
+    """Wireshark's "[SEQ/ACK analysis]": the initial RTT, the analysis flags as expert items
+    and the duplicate ACK's number and frame (analyzer.tcp_analysis; tshark's field names)."""
+    f = ta.flags[n - 1] if 0 < n <= len(ta.flags) else 0
+    rtt = ta.initial_rtt(n)
+    if not f and rtt is None:
+        return
+    sa = node.add("[SEQ/ACK analysis]", abbrev="tcp.analysis", value="")
+    if rtt is not None:
+        rtt = round(rtt, 6)  # a difference of float epoch times: microseconds are what is exact
+        sa.add(f"[iRTT: {rtt:.9f} seconds]", abbrev="tcp.analysis.initial_rtt", value=f"{rtt:.9f}")
+    if not f:
+        return
+    fl = sa.add("[TCP Analysis Flags]", abbrev="tcp.analysis.flags", value="")
+    dup = ta.dupack.get(n)
+    for bit in TA_TREE_ORDER:
+        if not f & bit:
+            continue
+        if bit == TA_DUPLICATE_ACK:
+            fl.add("[This is a TCP duplicate ack]", abbrev="tcp.analysis.duplicate_ack", value="")
+            continue
+        sev, text = TA_EXPERT[bit]
+        e = fl.add(f"[Expert Info ({sev}/Sequence): {text}]")
+        e.add(f"[{text}]", abbrev=TA_NAMES[bit], value="")
+        e.add(f"[Severity level: {sev}]")
+        e.add("[Group: Sequence]")
+        if bit in (TA_FAST_RETRANSMISSION, TA_SPURIOUS_RETRANSMISSION):  # tshark adds the retransmission item too
+            sev, text = TA_EXPERT[TA_RETRANSMISSION]
+            e = fl.add(f"[Expert Info ({sev}/Sequence): {text}]")
+            e.add(f"[{text}]", abbrev=TA_NAMES[TA_RETRANSMISSION], value="")
+            e.add(f"[Severity level: {sev}]")
+            e.add("[Group: Sequence]")
+    if dup is not None:
+        num, frame = dup
+        sa.add(f"[Duplicate ACK #: {num}]", abbrev="tcp.analysis.duplicate_ack_num", value=str(num))
+        d = sa.add(f"[Duplicate to the ACK in frame: {frame}]", abbrev="tcp.analysis.duplicate_ack_frame", value=str(frame))
+        e = d.add(f"[Expert Info (Note/Sequence): Duplicate ACK (#{num})]")
+        e.add(f"[Duplicate ACK (#{num})]", abbrev="tcp.analysis.duplicate_ack", value="")
+        e.add("[Severity level: Note]")
+        e.add("[Group: Sequence]")
 
 
 def _udp_node(out: list[Node], data: bytes, p: int, end: int) -> tuple[str, int] | None:
@@ -809,6 +846,14 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
     elif proto >= 0:
         out.append(Node(f"{IP_PROTOS.get(proto, 'IP protocol ' + str(proto))} ({end - p} bytes)", [], p, end))
     frames = frames_on_packet(analysis, number)
+    if frames and proto == 6 and payload_off >= 0:
+        # frames that complete later are on this packet only if it carries their bytes: not on
+        # a pure ACK, nor on the peer's segments between the frame's first and last packet
+        cid = analysis.index.conn[number - 1]
+        sp = out[-1].find("tcp.srcport")
+        if cid >= 0 and sp is not None:
+            direction = 0 if (src, int(sp.value)) == tuple(analysis.connections[cid].client) else 1
+            frames = [fr for fr in frames if fr.packet == number or (plen and fr.direction == direction)]
     if not frames:
         return
     # Group frames by protocol family, TLS records first (outer), then the rest.
@@ -1038,11 +1083,9 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
     if proto == 6 and l4 is not None:
         sport, dport, seq, ack, hl, flags, win, plen, opts = l4
         conn_id = idx.conn[i]
-        st = _tcp_state(analysis, source, conn_id) if conn_id >= 0 else None
-        direction = 0
-        if st is not None:
-            c = analysis.connections[conn_id]
-            direction = 0 if (src, sport) == tuple(c.client) else 1
+        ta = tcp_analysis(analysis, source, n)
+        prefix = ta.info_prefix(n)  # "[TCP Retransmission] " … as tshark puts before the Info
+        info_extra = ""
         if frames:
             done = [fr for fr in frames if fr.packet == n]
             if any(fr.protocol != "tls" for fr in done):
@@ -1050,18 +1093,22 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
                 done = [fr for fr in done if fr.protocol != "tls" or fr.type not in ("APPLICATION_DATA",)]
             if done:
                 info = ", ".join(frame_summary(fr) for fr in done)
-                return (n, tm, src, dst, pcol, length, info)
-            pcol = "TCP"
-            info_extra = " [continuation of " + frame_summary(frames[0]) + "]"
-        else:
-            info_extra = ""
+                return (n, tm, src, dst, pcol, length, prefix + info)
+            if plen and conn_id >= 0:
+                # a segment carrying part of a frame that completes later; a pure ACK (or the
+                # peer's segment) between the frame's first and last packet carries none of it
+                c = analysis.connections[conn_id]
+                direction = 0 if (src, sport) == tuple(c.client) else 1
+                own = [fr for fr in frames if fr.direction == direction]
+                if own:
+                    info_extra = " [continuation of " + frame_summary(own[0]) + "]"
         fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
-        base = st.base[direction] if st else None
-        rbase = st.base[1 - direction] if st else None
-        info = f"{sport} → {dport} [{fl}] Seq={_rel(seq, base)}"
+        rs, ra = ta.relative(n, seq, ack)
+        info = f"{prefix}{sport} → {dport} [{fl}] Seq={seq if rs is None else rs}"
         if flags & 0x10:
-            info += f" Ack={_rel(ack, rbase)}"
-        info += f" Win={_window(st, direction, flags, win)} Len={plen}"
+            info += f" Ack={ack if ra is None else ra}"
+        info += f" Win={ta.window(n, win)} Len={plen}"
+        rbase = None if ra is None else (ack - ra) & 0xFFFFFFFF
         for kind, val, _ in _tcp_options(opts):
             if kind == 2 and len(val) == 2:
                 info += f" MSS={struct.unpack('!H', val)[0]}"
@@ -1071,8 +1118,12 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
                 tv, te = struct.unpack("!II", val)
                 info += f" TSval={tv} TSecr={te}"
             elif kind == 3 and val:
-                info += f" WS={1 << val[0]}"
-        return (n, tm, src, dst, pcol if frames else "TCP", length, info + info_extra)
+                info += f" WS={1 << min(val[0], 14)}"
+            elif kind == 5 and len(val) >= 8:
+                for k in range(0, len(val) // 8 * 8, 8):
+                    le, re_ = struct.unpack_from("!II", val, k)
+                    info += f" SLE={_rel(le, rbase)} SRE={_rel(re_, rbase)}"
+        return (n, tm, src, dst, "TCP", length, info + info_extra)
     if proto == 17 and l4 is not None:
         sport, dport, ulen = l4
         if frames:

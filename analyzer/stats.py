@@ -74,6 +74,7 @@ class Stats:
     duration: float = 0.0
     completeness: Any = None  # analyzer.completeness.Completeness
     background_requests: int = 0  # requests not the page's (analyzer.waterfall.page_of)
+    tcp_analysis: dict | None = None  # analyzer.tcp_analysis.stats(): packets per tcp.analysis.* flag
 
 
 def _add2(a: list[int], b) -> None:
@@ -175,7 +176,7 @@ def _fill_connection(b: Block, c: Connection) -> None:
     b.last_time = c.end if b.last_time is None else max(b.last_time, c.end)
 
 
-def compute(an: Analysis) -> Stats:
+def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     idx = an.index
     t0 = idx.ts[0] if len(idx) else None
     exs_by_conn: dict[int, list[Exchange]] = {}
@@ -242,9 +243,12 @@ def compute(an: Analysis) -> Stats:
     page_exs = [e for e in an.exchanges if e.id not in page.background] if page.background else an.exchanges
     _times(cap, page_exs, page.start if page.start is not None else t0)
     dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
+    from .tcp_analysis import stats_or_none
+
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
-                 background_requests=len(page.background))
+                 background_requests=len(page.background),
+                 tcp_analysis=stats_or_none(an) if tcp_analysis else None)
 
 
 def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
@@ -323,6 +327,7 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "connections": [block_dict(b) for b in st.connections],
         "background_requests": st.background_requests,
         "completeness": completeness.to_dict(st.completeness) if st.completeness is not None else None,
+        **({"tcp_analysis": st.tcp_analysis} if st.tcp_analysis is not None else {}),
     }
 
 
@@ -412,6 +417,10 @@ def render_text(st: Stats) -> str:
                              "reqs", "push", "max inflight", "TTFB"], rows, {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
     if dns:
         parts.append(f"({len(dns)} DNS flows not listed; see --json)")
+    if st.tcp_analysis and st.tcp_analysis["capture"]["tcp.analysis.flags"]:
+        from .tcp_analysis import render_text as tcp_text
+
+        parts.append(tcp_text(st.tcp_analysis))
     if st.completeness is not None:
         from . import completeness
 

@@ -246,7 +246,7 @@ def cmd_stats(args) -> int:
     from analyzer import stats
 
     an = load(args)
-    st = stats.compute(an)
+    st = stats.compute(an, tcp_analysis=True)  # (the TCP analysis re-reads the packet headers: only here and in the TUI)
     if args.json:
         _dump(stats.to_dict(st) if hasattr(stats, "to_dict") else st)
     else:

@@ -897,7 +897,7 @@ def stats_text(an) -> Text:
     try:
         from analyzer.stats import compute, render_text
 
-        st = compute(an)
+        st = compute(an, tcp_analysis=True)
         text = Text(printable_lines(render_text(st)))
         text.append("\n\n")
         text.append_text(stats_bars(st))

@@ -393,7 +393,7 @@ def entry_text(entry: Entry, text: str) -> str:
 def stats_of(entry: Entry):
     from analyzer import stats
 
-    return entry.memo(("stats",), lambda: stats.compute(entry.analysis))
+    return entry.memo(("stats",), lambda: stats.compute(entry.analysis, tcp_analysis=True))
 
 
 def _empty_fig(title: str, text: str):

@@ -1,0 +1,727 @@
+"""TCP sequence analysis as Wireshark does it: retransmissions, duplicate ACKs, windows.
+
+``tcp_analysis(analysis, source, upto=None) -> TcpAnalysis`` re-reads the TCP headers of the capture
+once (through the packet index: offsets and link types; ``analyzer.packet.Decoder`` decodes
+link, IP and TCP headers) and runs the per-segment rules of Wireshark's
+``tcp_analyze_sequence_number`` (epan/dissectors/packet-tcp.c) with tshark 4.0's default
+preferences (``tcp.analyze_sequence_numbers: TRUE``, ``tcp.fastrt_supersedes_ooo: TRUE``,
+``tcp.default_window_scaling: Not known``, ``tcp.relative_sequence_numbers: TRUE``), in its
+order of checks:
+
+  port reuse (a SYN on a known 4-tuple), zero window probe, zero window, previous segment
+  not captured, keep-alive, window update, window full, keep-alive ACK, zero window probe
+  ACK, duplicate ACK (with its number and the frame it duplicates), ACKed unseen segment,
+  then — for segments with data, SYN or FIN — spurious retransmission, fast retransmission
+  (two or more duplicate ACKs asking for this sequence number within 20 ms), out-of-order
+  (arrived within the connection's initial RTT, or 3 ms without one, of the highest segment
+  and not exactly filling up to it), retransmission.
+
+Where tshark 4.0.17 differs from later packet-tcp.c, this follows 4.0.17 (checked packet by
+packet, see docs/TCP_ANALYSIS.md): ACKed unseen jumps with ``LT_SEQ``, a retransmitted SYN is
+no port reuse, the duplicate-ACK counter is unsigned (its -1 counts as >= 2).
+
+Conversations are tshark's: by 4-tuple, a new one when a SYN on a known 4-tuple carries
+another initial sequence number than the conversation's (tshark's "port numbers reused").
+All sequence arithmetic is modulo 2^32 as in C (``GT_SEQ`` and friends).
+
+Result (cached on the analysis, ``analysis.__dict__["_wf_tcp_analysis"]``; ``_wf_`` fields
+are derived indexes the analysis cache does not pickle, so reopening a cached analysis
+recomputes it on first use):
+
+- ``flags``: ``array('H')``, one entry per packet (index ``n - 1``), bits ``F_*`` below (0 for
+  packets without flags and for non-TCP packets);
+- ``FIELDS``: tshark field name -> bit mask; a packet has field ``name`` iff
+  ``flags[n - 1] & FIELDS[name]`` (``tcp.analysis.retransmission`` is set on fast and
+  spurious retransmissions too, as tshark's expert items are; ``tcp.analysis.flags`` on any);
+- ``dupack``: packet -> ``(tcp.analysis.duplicate_ack_num, tcp.analysis.duplicate_ack_frame)``;
+- ``info_prefix(n)``: the Info column prefix tshark prints (``[TCP Dup ACK 110#3] ``, …);
+- for the Info column: per packet the tshark conversation (``conv``), its direction
+  (``fwd``) and the window shift tshark applied (``wshift``), per conversation the base
+  sequence numbers (``base``) for relative sequence numbers;
+- ``counts(conn_ids, conn)`` / ``stats(analysis)``: counts per flag name, per connection
+  (wirefall's connection ids) and for the capture;
+- ``colour_rule(n)``: Wireshark's default colouring rule for TCP (Bad TCP, TCP RST, TCP SYN/FIN).
+
+Not computed (they need the unacknowledged-segment list's timing, not flags): acks_frame,
+ack_rtt, bytes_in_flight, push_bytes_sent, rto; nor MPTCP or TCP Fast Open analysis.  The
+list's length is followed only as far as its cap (10 000 unacknowledged segments per
+direction, past which tshark stops counting a FIN's sequence number) needs.
+"""
+from __future__ import annotations
+
+import struct
+import threading
+from array import array
+from dataclasses import dataclass, field
+
+from .model import PROTO_CODE, Analysis
+from .packet import IPV6_EXT, Decoder
+
+_IP4_TCP = struct.Struct("!2xH2xH4x4s4sHHIIBBH").unpack_from  # IPv4 (no options) + TCP header
+_RAW = frozenset((101, 228, 12, 14))  # raw IP link types (IPv4 checked by the version nibble)
+
+M32 = 0xFFFFFFFF
+_HALF = 0x80000000
+
+# TCP header flag bits
+_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+
+# analysis flag bits (tshark's TCP_A_*), one uint16 per packet
+F_RETRANSMISSION = 1 << 0
+F_FAST_RETRANSMISSION = 1 << 1
+F_SPURIOUS_RETRANSMISSION = 1 << 2
+F_OUT_OF_ORDER = 1 << 3
+F_LOST_SEGMENT = 1 << 4
+F_ACK_LOST_SEGMENT = 1 << 5
+F_DUPLICATE_ACK = 1 << 6
+F_ZERO_WINDOW = 1 << 7
+F_ZERO_WINDOW_PROBE = 1 << 8
+F_ZERO_WINDOW_PROBE_ACK = 1 << 9
+F_WINDOW_FULL = 1 << 10
+F_KEEP_ALIVE = 1 << 11
+F_KEEP_ALIVE_ACK = 1 << 12
+F_WINDOW_UPDATE = 1 << 13
+F_REUSED_PORTS = 1 << 14
+F_ANY = (1 << 15) - 1
+
+# bit -> tshark field name (the flag's own field)
+NAMES: dict[int, str] = {
+    F_RETRANSMISSION: "tcp.analysis.retransmission",
+    F_FAST_RETRANSMISSION: "tcp.analysis.fast_retransmission",
+    F_SPURIOUS_RETRANSMISSION: "tcp.analysis.spurious_retransmission",
+    F_OUT_OF_ORDER: "tcp.analysis.out_of_order",
+    F_LOST_SEGMENT: "tcp.analysis.lost_segment",
+    F_ACK_LOST_SEGMENT: "tcp.analysis.ack_lost_segment",
+    F_DUPLICATE_ACK: "tcp.analysis.duplicate_ack",
+    F_ZERO_WINDOW: "tcp.analysis.zero_window",
+    F_ZERO_WINDOW_PROBE: "tcp.analysis.zero_window_probe",
+    F_ZERO_WINDOW_PROBE_ACK: "tcp.analysis.zero_window_probe_ack",
+    F_WINDOW_FULL: "tcp.analysis.window_full",
+    F_KEEP_ALIVE: "tcp.analysis.keep_alive",
+    F_KEEP_ALIVE_ACK: "tcp.analysis.keep_alive_ack",
+    F_WINDOW_UPDATE: "tcp.analysis.window_update",
+    F_REUSED_PORTS: "tcp.analysis.reused_ports",
+}
+
+# field name -> mask: the packet has the field iff flags & mask (one lookup for a filter)
+FIELDS: dict[str, int] = {name: bit for bit, name in NAMES.items()}
+FIELDS["tcp.analysis.retransmission"] = F_RETRANSMISSION | F_FAST_RETRANSMISSION | F_SPURIOUS_RETRANSMISSION
+FIELDS["tcp.analysis.flags"] = F_ANY
+
+# Expert items as Wireshark's tree shows them: bit -> (severity, text)
+EXPERT: dict[int, tuple[str, str]] = {
+    F_REUSED_PORTS: ("Note", "A new tcp session is started with the same ports as an earlier session in this trace"),
+    F_RETRANSMISSION: ("Note", "This frame is a (suspected) retransmission"),
+    F_FAST_RETRANSMISSION: ("Note", "This frame is a (suspected) fast retransmission"),
+    F_SPURIOUS_RETRANSMISSION: ("Note", "This frame is a (suspected) spurious retransmission"),
+    F_OUT_OF_ORDER: ("Warning", "This frame is a (suspected) out-of-order segment"),
+    F_LOST_SEGMENT: ("Warning", "Previous segment(s) not captured (common at capture start)"),
+    F_ACK_LOST_SEGMENT: ("Warning", "ACKed segment that wasn't captured (common at capture start)"),
+    F_WINDOW_UPDATE: ("Chat", "TCP window update"),
+    F_WINDOW_FULL: ("Warning", "TCP window specified by the receiver is now completely full"),
+    F_KEEP_ALIVE: ("Note", "TCP keep-alive segment"),
+    F_KEEP_ALIVE_ACK: ("Note", "ACK to a TCP keep-alive segment"),
+    F_ZERO_WINDOW_PROBE: ("Note", "TCP Zero Window Probe"),
+    F_ZERO_WINDOW: ("Warning", "TCP Zero Window segment"),
+    F_ZERO_WINDOW_PROBE_ACK: ("Note", "ACK to a TCP Zero Window Probe"),
+}
+
+# Wireshark's default colouring rules that TCP decides (/usr/share/wireshark/colorfilters, in
+# their order; the first that matches wins): name -> (foreground, background)
+BAD_TCP = F_ANY & ~(F_WINDOW_UPDATE | F_KEEP_ALIVE | F_KEEP_ALIVE_ACK)
+COLOURS = {"Bad TCP": ("#f78787", "#12272e"), "TCP RST": ("#fffc9c", "#a40000"), "TCP SYN/FIN": ("#12272e", "#a0a0a0")}
+
+# Info column: tshark prepends each marker in this order (tcp_print_sequence_number_analysis),
+# so the last one prepended is shown first
+_PREPEND_ORDER = (
+    (F_REUSED_PORTS, "[TCP Port numbers reused] "),
+    (F_RETRANSMISSION, "[TCP Retransmission] "),
+    (F_FAST_RETRANSMISSION, "[TCP Fast Retransmission] "),
+    (F_SPURIOUS_RETRANSMISSION, "[TCP Spurious Retransmission] "),
+    (F_OUT_OF_ORDER, "[TCP Out-Of-Order] "),
+    (F_LOST_SEGMENT, "[TCP Previous segment not captured] "),
+    (F_ACK_LOST_SEGMENT, "[TCP ACKed unseen segment] "),
+    (F_WINDOW_UPDATE, "[TCP Window Update] "),
+    (F_WINDOW_FULL, "[TCP Window Full] "),
+    (F_KEEP_ALIVE, "[TCP Keep-Alive] "),
+    (F_KEEP_ALIVE_ACK, "[TCP Keep-Alive ACK] "),
+    (F_DUPLICATE_ACK, None),  # "[TCP Dup ACK <frame>#<num>] "
+    (F_ZERO_WINDOW_PROBE, "[TCP ZeroWindowProbe] "),
+    (F_ZERO_WINDOW, "[TCP ZeroWindow] "),
+    (F_ZERO_WINDOW_PROBE_ACK, "[TCP ZeroWindowProbeAck] "),
+)
+# the order the tree lists the expert items in (the same calls)
+TREE_ORDER = tuple(b for b, _ in _PREPEND_ORDER)
+
+MAX_UNACKED = 10_000  # TCP_MAX_UNACKED_SEGMENTS: tshark keeps at most this many per direction
+_PRUNE_EVERY = 1_000  # exact recount of a full unacked list at most once per this many of its packets
+_CHUNK = 1 << 20
+_FAST_RT_WINDOW = 0.020  # fast retransmission: within 20 ms of the last duplicate ACK
+_OOO_DEFAULT = 0.003  # out-of-order threshold without an initial RTT: 3 ms
+
+
+class _Flow:
+    """One direction of a tshark conversation (tcp_flow_t + tcp_analyze_seq_flow_info_t)."""
+
+    __slots__ = ("base_seq", "base_set", "win_scale", "window", "is_first_ack", "lastsegmentflags",
+                 "nextseq", "nextseqtime", "lastack", "lastacktime", "maxseqtobeacked", "dupacknum",
+                 "lastnondupack", "segs", "head", "pruned_at")
+
+    def __init__(self):
+        self.base_seq = 0
+        self.base_set = False
+        self.win_scale = -1  # -1 unknown, -2 no scaling, else the shift
+        self.window = M32  # last raw window seen (G_MAXUINT32 before any)
+        self.is_first_ack = False
+        self.lastsegmentflags = 0
+        self.nextseq = 0  # highest next sequence number seen (0: none, as tshark)
+        self.nextseqtime = 0.0
+        self.lastack = 0
+        self.lastacktime = 0.0
+        self.maxseqtobeacked = 0
+        self.dupacknum = 0  # guint32 in tshark: its -1 (after an ACKed unseen segment) counts as >= 2
+        self.lastnondupack = 0
+        # unacknowledged segments' next sequence numbers, oldest first (only their number matters)
+        self.segs: list[int] = []
+        self.head = 0
+        self.pruned_at = -_PRUNE_EVERY
+
+
+class _Conv:
+    __slots__ = ("a", "b", "mru_syn", "first_rtt", "index")
+
+    def __init__(self, index: int):
+        self.a = _Flow()  # the flow of the conversation's first packet's sender
+        self.b = _Flow()
+        self.mru_syn = 0.0  # time of the most recent SYN (0: none)
+        self.first_rtt = 0.0  # SYN -> first ACK (0: not yet)
+        self.index = index
+
+
+@dataclass
+class TcpAnalysis:
+    flags: array = field(default_factory=lambda: array("H"))
+    dupack: dict = field(default_factory=dict)  # packet -> (dup ack number, frame it duplicates)
+    conv: array = field(default_factory=lambda: array("i"))  # packet -> tshark conversation index, -1
+    fwd: bytearray = field(default_factory=bytearray)  # packet -> 0: sent by the conversation's "a" side
+    wshift: array = field(default_factory=lambda: array("b"))  # packet -> window shift in Info (-1: none)
+    tcp_flags: array = field(default_factory=lambda: array("H"))  # packet -> TCP header flags (0: not analysed)
+    base: array = field(default_factory=lambda: array("q"))  # 2 per conversation: a's, b's base seq (-1: unset)
+    rtt: array = field(default_factory=lambda: array("d"))  # per conversation: initial RTT (SYN -> first ACK), 0: none
+    rtt_at: array = field(default_factory=lambda: array("i"))  # per conversation: the packet that measured it
+    packets: int = 0  # packets analysed so far
+    _state: dict = field(default_factory=dict, repr=False)  # 4-tuple -> (conv, dir) to go on with
+    _convs: list = field(default_factory=list, repr=False)
+    _decoder: Decoder | None = field(default=None, repr=False)
+
+    def has(self, n: int, name: str) -> bool:
+        """Whether packet ``n`` has tshark field ``name`` (``tcp.analysis.*``)."""
+        m = FIELDS.get(name)
+        if m is None:
+            if name in ("tcp.analysis.duplicate_ack_num", "tcp.analysis.duplicate_ack_frame"):
+                return n in self.dupack
+            return False
+        return 0 < n <= len(self.flags) and bool(self.flags[n - 1] & m)
+
+    def fields(self, n: int) -> set[str]:
+        """The ``tcp.analysis.*`` flag fields packet ``n`` has, as tshark would show them."""
+        if not 0 < n <= len(self.flags):
+            return set()
+        f = self.flags[n - 1]
+        return {name for name, m in FIELDS.items() if f & m}
+
+    def info_prefix(self, n: int) -> str:
+        """The text tshark puts before the TCP Info of packet ``n`` ('' when none)."""
+        if not 0 < n <= len(self.flags):
+            return ""
+        f = self.flags[n - 1]
+        if not f:
+            return ""
+        out = ""
+        for bit, text in _PREPEND_ORDER:
+            if f & bit:
+                if text is None:
+                    num, frame = self.dupack.get(n, (0, 0))
+                    text = f"[TCP Dup ACK {frame}#{num}] "
+                out = text + out
+        return out
+
+    def relative(self, n: int, seq: int, ack: int) -> tuple[int | None, int | None]:
+        """Relative (seq, ack) of packet ``n`` as tshark shows them, or None where unknown."""
+        if not 0 < n <= len(self.conv):
+            return None, None
+        c = self.conv[n - 1]
+        if c < 0:
+            return None, None
+        d = self.fwd[n - 1]
+        bs, br = self.base[2 * c + d], self.base[2 * c + 1 - d]
+        return ((seq - bs) & M32 if bs >= 0 else None), ((ack - br) & M32 if br >= 0 else None)
+
+    def colour_rule(self, n: int) -> str | None:
+        """The Wireshark colouring rule TCP gives packet ``n`` ("Bad TCP", "TCP RST",
+        "TCP SYN/FIN", see ``COLOURS``), or None (the protocol's own rule applies)."""
+        if not 0 < n <= len(self.tcp_flags):
+            return None
+        if self.flags[n - 1] & BAD_TCP:
+            return "Bad TCP"
+        t = self.tcp_flags[n - 1]
+        if t & _RST:
+            return "TCP RST"
+        if t & (_SYN | _FIN):
+            return "TCP SYN/FIN"
+        return None
+
+    def initial_rtt(self, n: int) -> float | None:
+        """The conversation's initial RTT as tshark shows it on packet ``n`` (from the packet
+        that measured it on), or None."""
+        if not 0 < n <= len(self.conv):
+            return None
+        c = self.conv[n - 1]
+        if c < 0 or not self.rtt_at[c] or n < self.rtt_at[c]:
+            return None
+        return self.rtt[c]
+
+    def window(self, n: int, raw: int) -> int:
+        """The window tshark shows for packet ``n`` (scaled when the scale is known)."""
+        if not 0 < n <= len(self.wshift):
+            return raw
+        s = self.wshift[n - 1]
+        return raw << s if s > 0 else raw
+
+    def counts(self, conn_ids=None, conn: int | None = None) -> dict[str, int]:
+        """Packets per flag field name (tshark's field semantics), over the capture or one
+        connection (``conn``: wirefall's connection id; ``conn_ids``: the PacketIndex.conn
+        array)."""
+        out = {name: 0 for name in FIELDS}
+        per_bit: dict[int, int] = {}
+        fl = self.flags
+        if conn is None:
+            for f in fl:
+                if f:
+                    per_bit[f] = per_bit.get(f, 0) + 1
+        else:
+            for i, f in enumerate(fl):
+                if f and conn_ids[i] == conn:
+                    per_bit[f] = per_bit.get(f, 0) + 1
+        for f, k in per_bit.items():
+            for name, m in FIELDS.items():
+                if f & m:
+                    out[name] += k
+        return out
+
+
+_LOCK = threading.Lock()
+
+
+def tcp_analysis(analysis: Analysis, source, upto: int | None = None) -> TcpAnalysis:
+    """The TCP analysis of ``analysis`` (computed on first use, then cached).  The pass is
+    sequential, so a packet's flags depend only on the packets before it: with ``upto`` the
+    pass goes at least to packet ``upto`` (a packet list showing its first rows does not wait
+    for the whole capture); later calls go on from there, as they do for packets added since
+    (a capture still loading)."""
+    with _LOCK:
+        ta = analysis.__dict__.get("_wf_tcp_analysis")
+        if ta is None:
+            ta = TcpAnalysis()
+            analysis.__dict__["_wf_tcp_analysis"] = ta
+        npk = len(analysis.index)
+        stop = npk if upto is None else min(npk, max(upto, ta.packets))
+        if ta.packets < stop:
+            _run(analysis, source, ta, stop)
+        return ta
+
+
+def _tcp_offset(data, d) -> int:
+    """Offset of the TCP header of a packet ``Decoder`` decoded (-1 for a reassembled datagram)."""
+    off = d.l3_off
+    if off < 0:
+        return -1
+    if d.ipver == 4:
+        return off + (data[off] & 15) * 4
+    nxt = data[off + 6]
+    p = off + 40
+    while nxt in IPV6_EXT or nxt == 44:
+        if nxt == 44:
+            nxt = data[p]
+            p += 8
+            continue
+        hl = (data[p + 1] + 2) * 4 if nxt == 51 else (data[p + 1] + 1) * 8
+        nxt = data[p]
+        p += hl
+    return p
+
+
+def _ip_end(data, d, flen: int) -> int:
+    """Where the IP datagram ends in the frame by its length field (tshark's reported
+    length: a snapped packet has fewer bytes; a zero length, as TSO writes, means the frame)."""
+    off = d.l3_off
+    if d.ipver == 4:
+        total = (data[off + 2] << 8) | data[off + 3]
+        return off + total if total >= (data[off] & 15) * 4 else flen
+    plen = (data[off + 4] << 8) | data[off + 5]
+    return off + 40 + plen if plen else flen
+
+
+def _wscale(opts) -> int | None:
+    """The shift of a Window Scale option (capped at 14 as RFC 7323 and tshark do)."""
+    i, n = 0, len(opts)
+    while i < n:
+        k = opts[i]
+        if k == 0:
+            return None
+        if k == 1:
+            i += 1
+            continue
+        if i + 1 >= n:
+            return None
+        ln = opts[i + 1]
+        if ln < 2:
+            return None
+        if k == 3 and ln == 3 and i + 2 < n:
+            return min(opts[i + 2], 14)
+        i += ln
+    return None
+
+
+def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
+    idx = analysis.index
+    npk = len(idx)
+    start = ta.packets
+    tcp_conn = bytearray(len(analysis.connections) + 1)
+    for c in analysis.connections:
+        if c.transport == "tcp":
+            tcp_conn[c.id] = 1
+    P_IPV4 = PROTO_CODE["IPv4"]
+    flags_out, conv_out, fwd_out, ws_out, tf_out = ta.flags, ta.conv, ta.fwd, ta.wshift, ta.tcp_flags
+    grow = npk - len(flags_out)
+    if grow > 0:
+        flags_out.frombytes(bytes(2 * grow))
+        tf_out.frombytes(bytes(2 * grow))
+        conv_out.extend(array("i", [-1]) * grow)
+        fwd_out.extend(bytes(grow))
+        ws_out.extend(array("b", [-1]) * grow)
+    dupack = ta.dupack
+    state = ta._state
+    convs = ta._convs
+    base = ta.base
+    dec = ta._decoder
+    if dec is None:
+        dec = ta._decoder = Decoder()
+    decode = dec.decode
+    conn_of, offs, caplens, origlens, lts, protos, tss = idx.conn, idx.offset, idx.caplen, idx.origlen, idx.linktype, idx.proto, idx.ts
+    buf = b""
+    buf_at = 0
+    read = source.read
+    ntcp = len(tcp_conn)
+    for i in range(start, stop):
+        c = conn_of[i]
+        if c >= 0:
+            if c >= ntcp or not tcp_conn[c]:
+                continue
+        elif protos[i] != P_IPV4:
+            continue  # only IPv4 fragments held for reassembly are worth feeding the decoder
+        off = offs[i]
+        ln = caplens[i]
+        j = off - buf_at
+        if j < 0 or j + ln > len(buf):
+            buf = read(off, max(_CHUNK, ln))
+            buf_at = off
+            j = 0
+        data = buf[j : j + ln]
+        ln = len(data)  # fewer than captured if the file ends early
+        flen = origlens[i]  # the frame's length on the wire: tshark's reported length
+        lt = lts[i]
+        # Ethernet or raw IP, IPv4 without options, not a fragment: the bulk of captures, in
+        # one unpack; everything else through Decoder (VLANs, cooked, IPv6, fragments)
+        l3 = 14 if lt == 1 else 0 if lt in _RAW else -1
+        if l3 >= 0 and ln >= l3 + 40 and data[l3] == 0x45 and data[l3 + 9] == 6 and (l3 == 0 or (data[12] == 8 and data[13] == 0)):
+            total, frag, src, dst, sport, dport, seq, ack, doff, flags, win = _IP4_TCP(data, l3)
+            if frag & 0x3FFF or doff < 0x50:
+                l3 = -1
+            else:
+                toff = l3 + 20
+                flags |= (doff & 1) << 8
+                end = l3 + total if total >= 20 else flen
+        else:
+            l3 = -1
+        if l3 < 0:
+            try:
+                d = decode(lt, data)
+            except (IndexError, ValueError):  # noqa: PERF203 - a malformed header is skipped, not fatal
+                continue
+            if d is None or type(d) is str or d.proto != 6:
+                continue
+            src, dst, sport, dport = d.src, d.dst, d.sport, d.dport
+            seq, ack, flags, win = d.seq, d.ack, d.flags, d.win
+            try:
+                toff = _tcp_offset(data, d)
+                if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
+                    toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
+                else:
+                    doff = data[toff + 12]
+                    end = _ip_end(data, d, flen)
+            except IndexError:
+                continue
+        hl = (doff >> 4) * 4
+        if end > flen:
+            end = flen
+        seglen = end - toff - hl
+        if seglen < 0:
+            continue  # shorter than its TCP header: tshark does not analyse it either
+        ws = None
+        if hl > 20:
+            opts = data[toff + 20 : toff + hl]
+            if b"\x03\x03" in opts:
+                ws = _wscale(opts)
+        pkt = i + 1
+        now = tss[i]
+        key = (src, sport, dst, dport)
+        hit = state.get(key)
+        if hit is None:
+            cv = _Conv(len(convs))
+            convs.append(cv)
+            base.extend((-1, -1))
+            ta.rtt.append(0.0)
+            ta.rtt_at.append(0)
+            state[key] = (cv, 0)
+            state[(dst, dport, src, sport)] = (cv, 1)
+            di = 0
+        else:
+            cv, di = hit
+        fwd, rev = (cv.a, cv.b) if di == 0 else (cv.b, cv.a)
+        f = 0
+        synack = flags & (_SYN | _ACK)
+        # a SYN on a known conversation with another ISN: a new conversation (ports reused)
+        if synack == _SYN and fwd.base_set and seq != fwd.base_seq:
+            cv = _Conv(len(convs))
+            convs.append(cv)
+            base.extend((-1, -1))
+            ta.rtt.append(0.0)
+            ta.rtt_at.append(0)
+            state[key] = (cv, 0)
+            state[(dst, dport, src, sport)] = (cv, 1)
+            di = 0
+            fwd, rev = cv.a, cv.b
+            f |= F_REUSED_PORTS
+        elif synack == (_SYN | _ACK) and fwd.base_set and seq != fwd.base_seq:
+            fwd.base_seq = seq
+            f |= F_REUSED_PORTS
+
+        # ---- tcp_analyze_sequence_number
+        if not fwd.base_set:
+            fwd.base_seq = seq if flags & _SYN else (seq - 1) & M32
+            fwd.base_set = True
+        if not rev.base_set and flags & _ACK:
+            rev.base_seq = (ack - 1) & M32
+            rev.base_set = True
+        nextseq = fwd.nextseq
+        noflag = not flags & (_SYN | _FIN | _RST)
+        while True:  # one pass; "break" is tshark's goto finished_fwd
+            if seglen == 1 and seq == nextseq and rev.window == 0:
+                f |= F_ZERO_WINDOW_PROBE
+                break
+            if win == 0 and noflag:
+                f |= F_ZERO_WINDOW
+            if nextseq and ((nextseq - seq) & M32) >= _HALF and not flags & _RST:
+                f |= F_LOST_SEGMENT
+            if seglen <= 1 and seq == ((nextseq - 1) & M32) and noflag:
+                f |= F_KEEP_ALIVE
+            if seglen == 0 and noflag and seq == nextseq and ack == fwd.lastack:
+                if win and win != fwd.window:
+                    f |= F_WINDOW_UPDATE
+            if seglen > 0 and rev.win_scale != -1 and noflag:
+                sh = 0 if rev.is_first_ack or rev.win_scale == -2 else rev.win_scale
+                if ((seq + seglen) & M32) == ((rev.lastack + ((rev.window << sh) & M32)) & M32):
+                    f |= F_WINDOW_FULL
+            if seglen == 0 and noflag and seq == nextseq and ack == fwd.lastack:
+                if win and win == fwd.window and rev.lastsegmentflags & F_KEEP_ALIVE:
+                    f |= F_KEEP_ALIVE_ACK
+                    break
+                if win == 0 and fwd.window == 0 and rev.lastsegmentflags & F_ZERO_WINDOW_PROBE:
+                    f |= F_ZERO_WINDOW_PROBE_ACK
+                    break
+                if win and win == fwd.window:
+                    fwd.dupacknum = 1 if fwd.dupacknum == -1 else fwd.dupacknum + 1
+                    f |= F_DUPLICATE_ACK
+                    dupack[pkt] = (fwd.dupacknum, fwd.lastnondupack)
+            break
+        # finished_fwd:
+        if ack != fwd.lastack:
+            fwd.lastnondupack = pkt
+            fwd.dupacknum = 0
+        rmax = rev.maxseqtobeacked
+        if rmax and flags & _ACK and ((rmax - ack) & M32) >= _HALF:
+            if ((rmax - rev.nextseq) & M32) >= _HALF:  # LT_SEQ(max, nextseq): jump to nextseq
+                rev.maxseqtobeacked = rev.nextseq
+                f |= F_ACK_LOST_SEGMENT
+            else:
+                if rev.dupacknum == 0:
+                    f |= F_ACK_LOST_SEGMENT
+                rev.dupacknum = -1
+        synfin = flags & (_SYN | _FIN)
+        if (seglen > 0 or synfin) and not f & F_KEEP_ALIVE:
+            not_adv = bool(nextseq) and ((seq - nextseq) & M32) >= _HALF
+            if seglen > 1 and ((nextseq - 1) & M32) == seq:
+                not_adv = False
+            rla = rev.lastack
+            if seglen > 0 and rla and (((seq + seglen) - rla) & M32 == 0 or ((seq + seglen) - rla) & M32 >= _HALF):
+                f |= F_SPURIOUS_RETRANSMISSION
+            else:
+                t = now - rev.lastacktime
+                if not_adv and (rev.dupacknum >= 2 or rev.dupacknum == -1) and rla == seq and 0 <= t < _FAST_RT_WINDOW:
+                    f |= F_FAST_RETRANSMISSION
+                else:
+                    t = now - fwd.nextseqtime
+                    thres = cv.first_rtt or _OOO_DEFAULT
+                    # tshark compares unsigned nanoseconds: a negative time is a huge one
+                    soon = (0 <= t < thres) if thres > 0 else (t >= 0 or t < thres)
+                    if not_adv and soon and nextseq != ((seq + seglen + (1 if synfin else 0)) & M32):
+                        f |= F_OUT_OF_ORDER
+                    elif not_adv:
+                        f |= F_RETRANSMISSION
+        # finished_checking_retransmission_type:
+        nxt = (seq + seglen) & M32
+        if seglen or synfin:
+            segs = fwd.segs
+            cnt = len(segs) - fwd.head
+            if cnt >= MAX_UNACKED and pkt - fwd.pruned_at >= _PRUNE_EVERY:
+                _prune(fwd, rev.lastack, pkt)
+                cnt = len(fwd.segs)
+            if cnt < MAX_UNACKED:
+                if synfin:
+                    nxt = (nxt + 1) & M32
+                fwd.segs.append(nxt)
+        zwp = f & F_ZERO_WINDOW_PROBE
+        if not nextseq or ((nextseq - nxt) & M32) >= _HALF:
+            if not zwp:
+                fwd.nextseq = nxt
+                fwd.nextseqtime = now
+        if seq == fwd.maxseqtobeacked or not fwd.maxseqtobeacked:
+            if not zwp:
+                fwd.maxseqtobeacked = fwd.nextseq
+        fwd.window = win
+        fwd.lastack = ack
+        fwd.lastacktime = now
+        fwd.lastsegmentflags = f
+        # the segments this ACK covers leave the reverse list (oldest first; the rest when it fills)
+        rs = rev.segs
+        h = rev.head
+        nrs = len(rs)
+        while h < nrs and ((ack - rs[h]) & M32) < _HALF:  # not GT_SEQ(nextseq, ack): acknowledged
+            h += 1
+        if h > 4096 and h * 2 > nrs:
+            del rs[:h]
+            h = 0
+        rev.head = h
+        # ---- after the analysis (dissect_tcp): SYN bookkeeping, initial RTT, options
+        if flags & _SYN:
+            if not flags & _ACK:
+                cv.mru_syn = now
+            fwd.is_first_ack = True
+        if synack == _ACK:
+            if cv.mru_syn and not cv.first_rtt:
+                cv.first_rtt = now - cv.mru_syn
+                if cv.first_rtt:
+                    ta.rtt[cv.index] = cv.first_rtt
+                    ta.rtt_at[cv.index] = pkt
+            fwd.is_first_ack = False
+        ws_out[i] = fwd.win_scale if not flags & _SYN and fwd.win_scale >= 0 else -1
+        if ws is not None:
+            fwd.win_scale = ws
+        if flags & _SYN:  # verify_tcp_window_scaling
+            if fwd.win_scale == -1:
+                fwd.win_scale = rev.win_scale = -2
+            elif flags & _ACK and rev.win_scale == -2:
+                fwd.win_scale = -2
+        ci = cv.index
+        tf_out[i] = flags | 0x8000  # (bit 15: analysed, so that a packet without flags is not 0)
+        conv_out[i] = ci
+        fwd_out[i] = di
+        base[2 * ci + di] = fwd.base_seq
+        if rev.base_set:
+            base[2 * ci + 1 - di] = rev.base_seq
+        if f:
+            flags_out[i] = f
+    ta.packets = stop
+
+
+def _prune(flow: _Flow, ack: int, pkt: int) -> None:
+    """Recount a full unacknowledged list: drop every segment ``ack`` covers, not only the
+    oldest ones (a retransmission appended late may be covered already)."""
+    flow.segs = [x for x in flow.segs[flow.head :] if ((ack - x) & M32) >= _HALF]  # GT_SEQ(x, ack)
+    flow.head = 0
+    flow.pruned_at = pkt
+
+
+# ------------------------------------------------------------------ statistics
+
+def stats(analysis: Analysis, source=None) -> dict:
+    """Counts of packets per ``tcp.analysis.*`` flag, for the capture and per TCP connection
+    (wirefall's connection ids, as strings: JSON keys; connections without flags are left
+    out): ``{"capture": {field: n}, "connections": {"conn_id": {field: n}}}``."""
+    own = source is None
+    if own:
+        from .capture import PacketSource
+
+        source = PacketSource(analysis.path)
+    try:
+        ta = tcp_analysis(analysis, source)
+    finally:
+        if own:
+            source.close()
+    conn_of = analysis.index.conn
+    per_conn: dict[int, dict[int, int]] = {}
+    for i, f in enumerate(ta.flags):
+        if f:
+            c = conn_of[i]
+            d = per_conn.setdefault(c, {})
+            d[f] = d.get(f, 0) + 1
+
+    def expand(hist: dict[int, int]) -> dict[str, int]:
+        out = {name: 0 for name in FIELDS}
+        for f, k in hist.items():
+            for name, m in FIELDS.items():
+                if f & m:
+                    out[name] += k
+        return out
+
+    total: dict[int, int] = {}
+    for hist in per_conn.values():
+        for f, k in hist.items():
+            total[f] = total.get(f, 0) + k
+    return {"capture": expand(total), "connections": {str(c): expand(h) for c, h in sorted(per_conn.items()) if c >= 0}}
+
+
+def stats_or_none(analysis: Analysis) -> dict | None:
+    """``stats()`` reading the capture at ``analysis.path``, or None when it cannot be read
+    (an analysis built in memory, a file gone since)."""
+    import os
+
+    if not analysis.path or not os.path.isfile(analysis.path):
+        return None
+    try:
+        return stats(analysis)
+    except (OSError, ValueError, EOFError) as e:  # the capture changed or went away under us
+        analysis.warnings.append(f"TCP analysis statistics not computed: {e.__class__.__name__}: {e}")
+        return None
+
+
+_SHORT = (
+    ("tcp.analysis.retransmission", "retrans"), ("tcp.analysis.fast_retransmission", "fast"),
+    ("tcp.analysis.spurious_retransmission", "spurious"), ("tcp.analysis.out_of_order", "ooo"),
+    ("tcp.analysis.lost_segment", "lost"), ("tcp.analysis.ack_lost_segment", "ack unseen"),
+    ("tcp.analysis.duplicate_ack", "dup ack"), ("tcp.analysis.zero_window", "zero win"),
+    ("tcp.analysis.window_full", "win full"), ("tcp.analysis.window_update", "win upd"),
+    ("tcp.analysis.keep_alive", "keep-alive"),
+)
+
+
+def render_text(st: dict) -> str:
+    """The ``wirefall stats`` table of ``stats()``: one row per connection with flags, then all."""
+    rows = [[str(c), *(str(d[k]) for k, _ in _SHORT)] for c, d in st["connections"].items()]
+    rows.append(["all", *(str(st["capture"][k]) for k, _ in _SHORT)])
+    headers = ["conn", *(s for _, s in _SHORT)]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda vals: "  ".join(v.rjust(widths[i]) for i, v in enumerate(vals))  # noqa: E731
+    return "\n".join(["TCP analysis (packets per tcp.analysis flag, as tshark counts them)", line(headers),
+                      line(["-" * w for w in widths]), *(line(r) for r in rows)])
