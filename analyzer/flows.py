@@ -59,7 +59,10 @@ class TcpDirection:
         self.unseen_acked: int | None = None  # packet whose ACK covered bytes not seen (yet)
 
     def offset_of(self, seq: int) -> int:
-        return self.next + _signed32(seq - self.isn - self.next)
+        """Stream offset of ``seq`` (inlined where it runs per packet; asked once ``isn`` is set)."""
+        isn = self.isn
+        assert isn is not None
+        return self.next + _signed32(seq - isn - self.next)
 
     def segment(self, seq: int, flags: int, data: bytes, pkt: int) -> None:
         if self.isn is None:
@@ -126,14 +129,14 @@ class TcpDirection:
         hole was filled.  Sessions place frames at ``ready``, as tshark and the receiving
         application see them."""
         m = self.map  # map.add(off, pkt), inlined (once per segment)
-        if m is None:
+        tail = self.tail
+        if m is None or tail is None:  # both made at the first payload
             m = self.map = OffsetMap()
-            self.tail = bytearray()
+            tail = self.tail = bytearray()
         if not m.packets or m.packets[-1] != pkt:
             m.starts.append(off)
             m.packets.append(pkt)
         self.next = off + len(data)
-        tail = self.tail
         tail += data
         if len(tail) > self.TAIL:
             cut = len(tail) - self.TAIL
