@@ -81,11 +81,11 @@ class _Zlib:
 
     def __init__(self, coding: str):
         self.coding = coding
-        self.obj = None
+        self.obj: zlib._Decompress | None = None
         self.head = b""
         self.done = False
 
-    def _new(self, first: bytes):
+    def _new(self, first: bytes) -> zlib._Decompress:
         if self.coding in ("gzip", "x-gzip"):
             return zlib.decompressobj(31)
         # deflate: RFC 9110 says zlib format; raw deflate is common in the wild
@@ -315,7 +315,8 @@ class BodyDecoder:
         self.unknown = False  # decoded size not known (unsupported coding, too many, budget)
         self.budget: str | None = None  # the budget that stopped decoding (said once per connection)
         self.stages: list | None = None  # live decoders (undoing right to left) once started
-        self.held: bytearray | None = None  # compressed bytes waiting for the decoders
+        # compressed bytes waiting for the decoders (feed's own bytes while _start reads them)
+        self.held: bytes | bytearray | None = None
         self.mem_reserved = self.held_reserved = 0
         codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
         codings = [c for c in codings if c != "identity"]
@@ -361,7 +362,8 @@ class BodyDecoder:
                     self._push(0, data)
                     return
             if self.stages is None:
-                if not self._hold(data) or len(self.held) < HEADER_BYTES or not self._start(force=False):
+                held = self._hold(data)
+                if held is None or len(held) < HEADER_BYTES or not self._start(force=False):
                     return
                 data = self._unhold()
             self._push(0, data)
@@ -379,6 +381,7 @@ class BodyDecoder:
                 if self.stages is None:  # still held: decoded now (one such body at a time)
                     self._start(force=True)
                     self._push(0, self._unhold())
+                assert self.stages is not None  # made by _start(force=True) (once per body)
                 for i, st in enumerate(self.stages):
                     for out in st.finish():
                         self._paid(st, len(out))
@@ -400,20 +403,21 @@ class BodyDecoder:
         self.error = self.error or f"{short(self.encoding)}: {type(e).__name__}: {short(str(e))}"
         self._close()
 
-    def _hold(self, data: bytes) -> bool:
-        """Keep compressed bytes until the decoders start; False: no room (not decoded)."""
+    def _hold(self, data: bytes) -> bytes | bytearray | None:
+        """Keep compressed bytes until the decoders start: the bytes held, None when there is
+        no room (not decoded)."""
         b = self.held_budget
         if b is not None:
             if not _try_take(b, len(data)):
                 b.take(len(data))  # refused: the budget is marked hit for the end-of-pass report
                 self.budget = BUDGET_HELD
                 self._unknown(f"not decoded: budget {BUDGET_MEMORY} and {BUDGET_HELD} (decoders live at once)")
-                return False
+                return None
             self.held_reserved += len(data)
         if self.held is None:
             self.held = bytearray()
         self.held += data
-        return True
+        return self.held
 
     def _unhold(self) -> bytes:
         data = bytes(self.held or b"")
@@ -467,10 +471,12 @@ class BodyDecoder:
             raise _Stop
 
     def _push(self, i: int, data: bytes) -> None:
-        if i == len(self.stages):
+        stages = self.stages
+        assert stages is not None  # pushes follow _start (one attribute read fewer than before)
+        if i == len(stages):
             self._count(len(data))
             return
-        st = self.stages[i]
+        st = stages[i]
         for out in st.feed(data):
             self._paid(st, len(out))
             self._push(i + 1, out)

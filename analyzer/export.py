@@ -131,7 +131,7 @@ def _headers(hs: list[tuple[str, str]], include_sensitive: bool) -> list[dict]:
 def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]:
     if not include_sensitive:
         return []
-    out = []
+    out: list[dict] = []
     for k, v in e.response_headers if response else e.request_headers:
         kl = k.lower()
         if not response and kl == "cookie":
@@ -142,7 +142,7 @@ def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]
         elif response and kl == "set-cookie":
             first = v.split(";", 1)[0]
             n, _, val = first.strip().partition("=")
-            c = {"name": n, "value": val}
+            c: dict[str, str | bool] = {"name": n, "value": val}
             for attr in v.split(";")[1:]:
                 an_, _, av = attr.strip().partition("=")
                 a = an_.lower()
@@ -395,7 +395,8 @@ def _quic_packets(an: Analysis, conn) -> list | None:
     idx = an.index
     src = PacketSource(an.path)
     dec = Decoder()
-    out = []
+    # (packet, time, direction, UDP payload bytes, QUIC packets, note when they would not decode)
+    out: list[tuple[int, float, int, int, list, str | None]] = []
     cl = (conn.client[0], conn.client[1])
     try:
         for i in range(conn.first_packet - 1, min(conn.last_packet, len(idx))):

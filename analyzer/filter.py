@@ -42,7 +42,7 @@ import ipaddress
 import re
 import time as _time
 from array import array
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from analyzer import fields as _fields
 from analyzer.fields import types as T
@@ -104,7 +104,7 @@ class FilterError(ValueError):
 
 
 def _tokenize(expr: str) -> list[tuple[str, str, int]]:
-    out = []
+    out: list[tuple[str, str, int]] = []
     pos = 0
     n = len(expr)
     while pos < n:
@@ -115,6 +115,7 @@ def _tokenize(expr: str) -> list[tuple[str, str, int]]:
             col = pos + 1 + (len(expr[pos:]) - len(expr[pos:].lstrip()))
             raise FilterError(f"unexpected character {expr[col - 1]!r}", col, expr)
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         text = m.group(kind)
         col = m.start(kind) + 1
         if kind == "word" and text.lower() in _KEYWORDS:
@@ -198,7 +199,7 @@ def _loose(op: str, a: Any, b: Any) -> bool:
     return False
 
 
-def _known_short() -> dict[str, set[str]]:
+def _known_short() -> dict[str | None, set[str]]:
     from dataclasses import fields as dfields
 
     from analyzer.model import Connection, Exchange, Frame
@@ -236,12 +237,10 @@ def _unescape(body: str) -> str:
             i += 1
             continue
         d = body[i + 1]
-        if d == "x" and re.match(r"[0-9a-fA-F]{1,2}", body[i + 2 : i + 4]):
-            m = re.match(r"[0-9a-fA-F]{1,2}", body[i + 2 : i + 4])
+        if d == "x" and (m := re.match(r"[0-9a-fA-F]{1,2}", body[i + 2 : i + 4])):
             out.append(chr(int(m.group(0), 16)))
             i += 2 + len(m.group(0))
-        elif d in "01234567" and re.match(r"[0-7]{1,3}", body[i + 1 : i + 4]):
-            m = re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])
+        elif d in "01234567" and (m := re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])):
             out.append(chr(int(m.group(0), 8) & 0xFF))
             i += 1 + len(m.group(0))
         elif d == "u" and re.match(r"[0-9a-fA-F]{4}", body[i + 2 : i + 6]):
@@ -322,9 +321,9 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
         s = _unescape(s)
     if ftype in (T.UINT, T.INT, T.BOOL):
         if f is not None and f.names:
-            for k, v in f.names.items():
+            for k, named in f.names.items():
                 if k.lower() == s.lower():
-                    return v
+                    return named
         if ftype == T.BOOL and s.lower() in ("true", "false"):
             return 1 if s.lower() == "true" else 0
         v = _parse_int(s)
@@ -338,10 +337,10 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
             return float(s)
         raise _Bad(f"{s!r} is not a number")
     if ftype == T.ABSTIME:
-        v = _parse_time(s)
-        if v is None:
+        t = _parse_time(s)
+        if t is None:
             raise _Bad(f"{s!r} is not a time (use \"2026-11-29 18:17:59\", \"Nov 29, 2026 18:17:59.5\" or epoch seconds)")
-        return v
+        return t
     if ftype == T.STRING:
         return s
     if ftype in (T.IPV4, T.IPV6):
@@ -457,7 +456,7 @@ class _Parser:
         self.i += 1
         return t
 
-    def error(self, msg: str, tok=None):
+    def error(self, msg: str, tok=None) -> NoReturn:
         tok = tok or self.peek()
         raise FilterError(msg, tok[2], self.expr)
 
@@ -725,7 +724,7 @@ class _Parser:
 
     def lit_numeric(self, v: Val) -> Val:
         if isinstance(v, _LitVal):
-            x = _parse_int(v.lit.text)
+            x: int | float | None = _parse_int(v.lit.text)
             if x is None:
                 try:
                     x = float(v.lit.text)
@@ -802,7 +801,8 @@ class _Parser:
             return Val(lens, T.UINT, None, f"len({arg.name})", col)
         if name != "string" and ft is not None and ft != T.STRING:
             self.error(f"{name}() takes a string field, not {arg.name}", (None, name, col))
-        conv = {"upper": str.upper, "lower": str.lower, "string": str}[name]
+        convs: dict[str, Callable[[str], str]] = {"upper": str.upper, "lower": str.lower, "string": str}
+        conv = convs[name]
         return Val(lambda o: [conv(str(x)) for x in av(o)], T.STRING, None, f"{name}({arg.name})", col)
 
     # -- comparisons
@@ -885,6 +885,7 @@ class _Parser:
             if op == "!=":  # all_ne: !(a == b) over a present field
                 return lambda o: bool(xs := lv(o)) and all(one(x) for x in xs)
             return lambda o: any(one(x) for x in lv(o))
+        assert rv is not None  # no literal on the right: its values (once per filter, not per packet)
         lt, rt = left.ftype, right.ftype
 
         def pair(o2, x, y):
@@ -948,7 +949,7 @@ class _Parser:
         self.take()
         if isinstance(left, _LitVal):
             self.error(f"expected a field name, not {left.lit.text!r}", (None, None, left.lit.col))
-        tests = []
+        tests: list[Callable[[Any], bool]] = []
         while self.peek()[1] != "}":
             tok = self.peek()
             if tok[0] == "end":

@@ -19,9 +19,18 @@ WELL_KNOWN_SERVER_PORTS = {80, 443, 8080, 8443, 8000, 8008, 8888, 3000, 4433, 50
 class AppSession(Protocol):
     """What a connection hands its reassembled bytes to (see analyzer.sessions)."""
 
-    def data(self, direction: int, data: bytes, offset: int, packet: int) -> None: ...
+    def data(self, direction: int, data: bytes | memoryview, offset: int, packet: int) -> None: ...
 
     def gap(self, direction: int, offset: int, length: int, packet: int) -> None: ...
+
+    def end(self) -> None: ...
+
+
+class DatagramSession(Protocol):
+    """What a UDP flow hands its datagrams to (see analyzer.sessions).  A session that finds
+    client and server reversed sets ``flip_request`` (QUIC), which the pipeline clears."""
+
+    def datagram(self, direction: int, data: bytes | memoryview, packet: int) -> None: ...
 
     def end(self) -> None: ...
 
@@ -59,9 +68,12 @@ class TcpDirection:
         self.unseen_acked: int | None = None  # packet whose ACK covered bytes not seen (yet)
 
     def offset_of(self, seq: int) -> int:
-        return self.next + _signed32(seq - self.isn - self.next)
+        """Stream offset of ``seq`` (inlined where it runs per packet; asked once ``isn`` is set)."""
+        isn = self.isn
+        assert isn is not None
+        return self.next + _signed32(seq - isn - self.next)
 
-    def segment(self, seq: int, flags: int, data: bytes, pkt: int) -> None:
+    def segment(self, seq: int, flags: int, data: bytes | memoryview, pkt: int) -> None:
         if self.isn is None:
             self.isn = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq
         if flags & SYN:
@@ -104,7 +116,7 @@ class TcpDirection:
             if self.acked > self.next or self.pending_bytes > self.max_pending:
                 self.force_gap(pkt)
 
-    def _retransmission(self, off: int, data: bytes, pkt: int) -> None:
+    def _retransmission(self, off: int, data: bytes | memoryview, pkt: int) -> None:
         st = self.flow.conn.stats[self.dir]
         if len(data) <= 1 and off == self.next - 1:
             return  # keep-alive
@@ -120,20 +132,20 @@ class TcpDirection:
                 f"packet {pkt}: retransmitted {DIRS[self.dir]} bytes {a}..{b} differ from the original; the first copy is kept"
             )
 
-    def _deliver(self, off: int, data: bytes, pkt: int, ready: int | None = None) -> None:
+    def _deliver(self, off: int, data: bytes | memoryview, pkt: int, ready: int | None = None) -> None:
         """``pkt`` carried the bytes (kept in the packet map); ``ready`` is the packet at which
         they became readable in order — later than ``pkt`` for bytes that arrived before a
         hole was filled.  Sessions place frames at ``ready``, as tshark and the receiving
         application see them."""
         m = self.map  # map.add(off, pkt), inlined (once per segment)
-        if m is None:
+        tail = self.tail
+        if m is None or tail is None:  # both made at the first payload
             m = self.map = OffsetMap()
-            self.tail = bytearray()
+            tail = self.tail = bytearray()
         if not m.packets or m.packets[-1] != pkt:
             m.starts.append(off)
             m.packets.append(pkt)
         self.next = off + len(data)
-        tail = self.tail
         tail += data
         if len(tail) > self.TAIL:
             cut = len(tail) - self.TAIL
@@ -223,7 +235,7 @@ class TcpFlow:
             self.app = make(self)
         return self.app
 
-    def deliver(self, direction: int, data: bytes, offset: int, pkt: int) -> None:
+    def deliver(self, direction: int, data: bytes | memoryview, offset: int, pkt: int) -> None:
         app = self.app
         if app is None and self.make is not None:
             app = self._app()
@@ -269,7 +281,7 @@ class UdpFlow:
     def __init__(self, conn: Connection, client_key: tuple):
         self.conn = conn
         self.client_key = client_key
-        self.app = None
+        self.app: DatagramSession | None = None
         self.lazy = False  # on a QUIC port: the QUIC session is made by the first QUIC-like datagram
 
 
@@ -290,4 +302,4 @@ def choose_client(sport: int, dport: int, flags: int | None) -> bool:
     return True  # the first sender
 
 
-__all__ = ["TcpFlow", "TcpDirection", "UdpFlow", "AppSession", "choose_client", "FIN", "RST", "SYN", "ACK"]
+__all__ = ["TcpFlow", "TcpDirection", "UdpFlow", "AppSession", "DatagramSession", "choose_client", "FIN", "RST", "SYN", "ACK"]

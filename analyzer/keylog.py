@@ -14,8 +14,12 @@ per line.  So memory is the secrets kept (at most one per line read) plus one st
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, BinaryIO
 
 from dissectors.budget import Budget
+
+if TYPE_CHECKING:
+    from .capture import Inflate
 
 LABELS = {
     "CLIENT_RANDOM",
@@ -137,7 +141,7 @@ class KeyLog:
         except OSError as e:
             self._messages.append(f"{path}: cannot read key log: {e.strerror or e}")
             return 0
-        f = raw
+        f: BinaryIO | Inflate = raw
         try:
             if raw.read(2) == b"\x1f\x8b":
                 from .capture import Inflate
@@ -150,8 +154,9 @@ class KeyLog:
             added = 0
         finally:
             raw.close()
-        if getattr(f, "error", None):
-            self._messages.append(f"{path}: key log is a broken gzip file ({f.error}); the lines before the damage were read")
+        err = getattr(f, "error", None)
+        if err:
+            self._messages.append(f"{path}: key log is a broken gzip file ({err}); the lines before the damage were read")
         self.sources.append(path)
         return added
 

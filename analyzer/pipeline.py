@@ -12,10 +12,10 @@ import time as _time
 from typing import Callable
 
 from .capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
-from .flows import TcpFlow, UdpFlow, app_failed, choose_client
+from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
-from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoder, addr_str
+from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str
 from .sessions import KINDS, Context
 
 P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
@@ -64,8 +64,12 @@ def _analyze(
     max_pending = ctx.limits["tcp_pending_bytes"]
     tcp_maps = ctx.shared.setdefault("tcp_maps", {})  # conn id -> its TcpDirections, whose .map gives offset -> carrier packet
     decoder = Decoder(ctx.limits.get("ipv4_fragment_datagrams", 1024), ctx.limits.get("ipv4_fragment_bytes", 32 << 20))
+    # every flow, in the order of its first packet (finished in that order), by (IP protocol,
+    # 4-tuple of its first packet): a UDP flow on the addresses and ports of a TCP connection
+    # is a flow of its own (it once met the TCP flow here and stopped the pass)
     flows: dict[tuple, TcpFlow | UdpFlow] = {}
-    tcp_dirs: dict[tuple, object] = {}  # (src, sport, dst, dport) of a TCP packet -> its TcpDirection (.flow, .dir)
+    udp_flows: dict[tuple, UdpFlow] = {}  # (src, sport, dst, dport) of a UDP datagram -> its flow
+    tcp_dirs: dict[tuple, TcpDirection] = {}  # (src, sport, dst, dport) of a TCP packet -> its TcpDirection (.flow, .dir)
     retired: list[TcpFlow] = []  # connections ended by a new one on the same ports
     conns = an.connections
     undecoded = an.undecoded
@@ -100,6 +104,10 @@ def _analyze(
         on_start(an)
     pkt = 0
     cut_short = first_cut = 0
+    # the loop's variables, typed once (annotations cost nothing at run time): d is the
+    # decoded packet of the slow path, set in every iteration that reaches the UDP/other branch
+    d: Decoded
+    payload: bytes | memoryview
     for rec in read_capture(path, info):
         pkt += 1
         ts, caplen, origlen, linktype, roff, rdata, iface = rec  # one unpack, not seven lookups
@@ -139,16 +147,17 @@ def _analyze(
                 flags |= (doff & 1) << 8
                 tcp = True
         if not tcp:
-            d = decoder.decode(linktype, rdata)
-            if d is None:  # IPv4 fragment held for reassembly
+            dd = decoder.decode(linktype, rdata)
+            if dd is None:  # IPv4 fragment held for reassembly
                 conn_a(-1)
                 proto_a(P_IPV4)
                 continue
-            if type(d) is str:
-                undecoded[d] = undecoded.get(d, 0) + 1
+            if isinstance(dd, str):  # (narrows the type; type(dd) is str could not exclude subclasses)
+                undecoded[dd] = undecoded.get(dd, 0) + 1
                 conn_a(-1)
                 proto_a(0)
                 continue
+            d = dd
             proto = d.proto
             if proto == PROTO_TCP:
                 _, src, dst, _, sport, dport, payload, seq, ackno, flags, _, _ = d
@@ -164,8 +173,8 @@ def _analyze(
                         flow.finish()  # port reused: a new connection
                         retired.append(flow)  # its offset maps still go into the analysis
                         rkey = (dst, dport, src, sport)
-                        flows.pop(key, None)
-                        flows.pop(rkey, None)
+                        flows.pop((PROTO_TCP, key), None)
+                        flows.pop((PROTO_TCP, rkey), None)
                         tcp_dirs.pop(key, None)
                         tcp_dirs.pop(rkey, None)
                         hit = None
@@ -183,7 +192,7 @@ def _analyze(
                 else:  # the sniffer is made by the first byte (none for a connection without payload)
                     flow = TcpFlow(conn, ckey, max_pending, new_sniffer)
                 tcp_maps[conn.id] = flow.dirs  # their carrier maps (made at the first payload), for sessions.tls.wire_packet
-                flows[key] = flow
+                flows[(PROTO_TCP, key)] = flow
                 direction = 0 if is_client else 1
                 rkey = (dst, dport, src, sport)
                 if rkey == key:  # a connection to itself: its client's address is both keys
@@ -231,18 +240,18 @@ def _analyze(
             dr.segment(seq, flags, payload, pkt)
         elif proto == PROTO_UDP:
             key = (d.src, d.sport, d.dst, d.dport)
-            flow = flows.get(key)
-            if flow is None:
-                flow = flows.get((d.dst, d.dport, d.src, d.sport))
-            if flow is None and "quic_cids" in ctx.shared:
+            uflow = udp_flows.get(key)
+            if uflow is None:
+                uflow = udp_flows.get((d.dst, d.dport, d.src, d.sport))
+            if uflow is None and "quic_cids" in ctx.shared:
                 hit = _quic_route(ctx, d.payload)
                 if hit is not None:  # a known QUIC connection on a new path (migration, NAT rebinding)
                     session, direction = hit
-                    flow = UdpFlow(session.conn, (d.src, d.sport) if direction == 0 else (d.dst, d.dport))
-                    flow.app = session
-                    flows[key] = flow
+                    uflow = UdpFlow(session.conn, (d.src, d.sport) if direction == 0 else (d.dst, d.dport))
+                    uflow.app = session
+                    udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
                     session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(d.src)}:{d.sport} → {addr_str(d.dst)}:{d.dport}")
-            if flow is None:
+            if uflow is None:
                 kind = _udp_kind(d.sport, d.dport, d.payload)
                 if kind is None and not plain_udp.take(1):  # past udp_plain_flows_capture: counted, not modelled
                     undecoded[PLAIN_UDP] = undecoded.get(PLAIN_UDP, 0) + 1
@@ -252,19 +261,19 @@ def _analyze(
                 conn = Connection(id=len(conns), transport="udp", client=(addr(d.src), d.sport), server=(addr(d.dst), d.dport), start=ts, first_packet=pkt)
                 if choose_client(d.sport, d.dport, None) is False:
                     conn.client, conn.server = conn.server, conn.client
-                    flow = UdpFlow(conn, (d.dst, d.dport))
+                    uflow = UdpFlow(conn, (d.dst, d.dport))
                 else:
-                    flow = UdpFlow(conn, (d.src, d.sport))
+                    uflow = UdpFlow(conn, (d.src, d.sport))
                 conns.append(conn)
-                flows[key] = flow
+                udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
                 if kind is not None:
-                    flow.app = ctx.make(kind, conn) if kind in KINDS else None
+                    uflow.app = ctx.make(kind, conn) if kind in KINDS else None
                     if kind == "dns":
                         conn.protocol = "dns"
                 elif d.sport in QUIC_PORTS or d.dport in QUIC_PORTS:
-                    flow.lazy = True  # a QUIC session once a datagram looks like QUIC
-            conn = flow.conn
-            direction = 0 if flow.client_key == (d.src, d.sport) else 1
+                    uflow.lazy = True  # a QUIC session once a datagram looks like QUIC
+            conn = uflow.conn
+            direction = 0 if uflow.client_key == (d.src, d.sport) else 1
             st = conn.stats[direction]
             st.packets += 1
             st.bytes += origlen
@@ -273,30 +282,30 @@ def _analyze(
             conn.last_packet = pkt
             conn_a(conn.id)
             proto_a(P_UDP)
-            if flow.lazy and flow.app is None and _quic_like(d.payload):
-                flow.lazy = False
-                flow.app = ctx.make("quic", conn)
-            if flow.app is not None:
+            if uflow.lazy and uflow.app is None and _quic_like(d.payload):
+                uflow.lazy = False
+                uflow.app = ctx.make("quic", conn)
+            if uflow.app is not None:
                 try:
-                    flow.app.datagram(direction, d.payload, pkt)
+                    uflow.app.datagram(direction, d.payload, pkt)
                 except Exception as e:  # noqa: BLE001 - a dissector bug must not stop the capture
-                    app_failed(flow, e, pkt)
-                if getattr(flow.app, "flip_request", False):  # the session found the roles reversed
-                    flow.app.flip_request = False
-                    flow.client_key = (d.dst, d.dport) if flow.client_key == (d.src, d.sport) else (d.src, d.sport)
+                    app_failed(uflow, e, pkt)
+                if getattr(uflow.app, "flip_request", False):  # the session found the roles reversed
+                    setattr(uflow.app, "flip_request", False)  # noqa: B010 - an attribute of the QUIC session only
+                    uflow.client_key = (d.dst, d.dport) if uflow.client_key == (d.src, d.sport) else (d.src, d.sport)
                     conn.client, conn.server = conn.server, conn.client
                     conn.stats.reverse()
         else:
             conn_a(-1)
             proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))
-    for flow in flows.values():
-        if isinstance(flow, TcpFlow):
-            flow.finish()
-        elif flow.app is not None:
+    for fl in flows.values():
+        if isinstance(fl, TcpFlow):
+            fl.finish()
+        elif fl.app is not None:
             try:
-                flow.app.end()
+                fl.app.end()
             except Exception as e:  # noqa: BLE001
-                app_failed(flow, e, flow.conn.last_packet)
+                app_failed(fl, e, fl.conn.last_packet)
     an.warnings.extend(info.warnings)
     ctx.report_budgets()
     if cut_short:

@@ -346,6 +346,12 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     if exs is None:
         exs = [e for e in an.exchanges if _exchange_start(e) is not None]
         exs.sort(key=lambda e: (_exchange_start(e), e.id))
+
+    def start_of(e: Exchange) -> float:
+        t = _exchange_start(e)
+        assert t is not None  # every caller's exs holds only exchanges with a start (as above)
+        return t
+
     # per connection: a link-local endpoint; per exchange, in one pass over its request
     # headers: origin, host, Referer's and Origin's origins, Sec-Fetch-Dest
     ll_conn: dict[int, str | None] = {}
@@ -414,13 +420,13 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     redirects: list[int] = []
     from urllib.parse import urljoin
 
-    target, dstart = doc, _exchange_start(doc)
+    target, dstart = doc, start_of(doc)
     for _ in range(_MAX_REDIRECTS):
         if not target.url:
             break
         prev = None
         for e in exs:
-            if _exchange_start(e) >= _exchange_start(target):
+            if start_of(e) >= start_of(target):
                 break
             loc = e.header("location") if e.status is not None and 300 <= e.status < 400 else None
             if loc and e.id not in page and e.id not in link_local:
@@ -433,7 +439,7 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
             break
         redirects.insert(0, prev.id)
         add(prev)
-        target, dstart = prev, _exchange_start(prev)
+        target, dstart = prev, start_of(prev)
     undecided = [e for e in exs if e.id not in page and e.id not in link_local]
     for _ in range(_MAX_LINK_PASSES):
         rest = []
@@ -456,9 +462,9 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
             background[e.id] = BG_FOREIGN_REFERER.format(origin=ref or org)
         elif not browser:
             page.add(e.id)
-        elif _exchange_start(e) < dstart:
+        elif start_of(e) < dstart:
             background[e.id] = BG_BEFORE_DOCUMENT
-        elif tied_end is not None and _exchange_start(e) <= tied_end:
+        elif tied_end is not None and start_of(e) <= tied_end:
             page.add(e.id)
         else:
             background[e.id] = BG_AFTER_PAGE
@@ -499,7 +505,7 @@ def dns_lookups(an: Analysis) -> list[DnsLookup]:
             msgs.append((f.connection, f.time, f.packet, dict(f.fields, response=f.type == "RESPONSE")))
     if not msgs:
         msgs = _read_dns_packets(an)
-    pending: dict[tuple[int, int, str | None], tuple[float, int]] = {}
+    pending: dict[tuple[int, int | None, str | None], tuple[float, int]] = {}
     out: list[DnsLookup] = []
     for conn, t, pkt, fl in sorted(msgs, key=lambda m: m[2]):
         key = (conn, fl.get("id"), fl.get("qname"))
@@ -588,12 +594,14 @@ def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> D
     start = conn.connect_start if conn.connect_start is not None else conn.start
     addr = conn.server[0]
     best = None
+    best_t = 0.0  # best's response time
     for d in lookups:
-        if d.response_time is None or d.response_time > start + 1e-9:
+        rt = d.response_time
+        if rt is None or rt > start + 1e-9:
             continue
         if addr in d.addresses and (d.name or "").lower().rstrip(".") == name:
-            if best is None or d.response_time >= best.response_time:
-                best = d
+            if best is None or rt >= best_t:
+                best, best_t = d, rt
     if best is None:
         return None
     # the lookup started with the first query for the same name (A, AAAA, HTTPS in parallel)
@@ -692,6 +700,7 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
                 continue
             d = 1 - f.direction  # the update credits the peer's sending
             sid = f.stream_id or 0
+            k: tuple[int | None, int]
             if sid == 0:
                 conn_window[d] += inc
                 k = (None, d)
@@ -703,8 +712,8 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
                 out.append((k[0], d, st[0], f.time, st[1]))
         elif t in _BLOCKED_TYPES:
             out.append((f.stream_id if t == "STREAM_DATA_BLOCKED" else None, f.direction, f.time, None, f.packet))
-    for (sid, d), (t0, pkt) in open_stall.items():
-        out.append((sid, d, t0, None, pkt))
+    for (stalled, d), (t0, pkt) in open_stall.items():
+        out.append((stalled, d, t0, None, pkt))
     return out
 
 
@@ -919,6 +928,8 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         c = conns.get(e.connection)
         start = _exchange_start(e)
         end = _exchange_end(e)
+        # _plan keeps the exchanges with a known time: their first and last known times exist
+        assert start is not None and end is not None
         first = e.id in first_of_conn
         phases = exchange_phases(e, c if first else None, dns_for.get(c.id) if first and c is not None else None)
         if phases:
@@ -1012,7 +1023,8 @@ def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, lo
         row.markers.append(Marker("push", t, f"pushed by stream {e.push_parent}" if e.push_parent is not None else "pushed", pkt))
     if e.priority:
         txt = ", ".join(f"{k}={v}" for k, v in e.priority.items())
-        row.markers.append(Marker("priority", row.phase("send")[0] if row.phase("send") else row.start, f"priority {txt}",
+        send = row.phase("send")
+        row.markers.append(Marker("priority", send[0] if send else row.start, f"priority {txt}",
                                   e.request_start_packet))
     if sid is not None:
         for f in by_sid.get(sid, ()):

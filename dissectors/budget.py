@@ -42,14 +42,14 @@ class Budget:
         if self.hit or n > self.room():
             self.hit = True
             self.refused += n
-            b = self.parent
+            b: Budget | None = self.parent
             while b is not None:
                 if n > b.cap - b.used:
                     b.hit = True
                     b.refused += n
                 b = b.parent
             return False
-        b: Budget | None = self
+        b = self
         while b is not None:
             b.used += n
             b = b.parent

@@ -94,7 +94,7 @@ def _name(buf: bytes, pos: int) -> tuple[str, int]:
     return ".".join(labels), (end if end >= 0 else pos)
 
 
-def parse(data: bytes) -> DnsMessage:
+def parse(data: bytes | bytearray | memoryview) -> DnsMessage:
     """Decode one DNS message (UDP payload; for TCP strip the 2-byte length first).
     Never raises: problems are reported in ``DnsMessage.error``."""
     buf = bytes(data)

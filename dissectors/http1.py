@@ -96,6 +96,12 @@ class H1End:
     error: str | None = None
 
 
+# _Dir.head before the first head of a direction: the body states (length, chunked, close)
+# are entered only after a head is parsed, so code that frames a body always sees a real one
+# and needs no None check per segment
+_NO_HEAD = H1Head(0, 0, 0, 0, 0, "", [])
+
+
 @dataclass(slots=True)
 class H1Switch:
     protocol: str  # "h2c", "websocket", "tunnel", or the Upgrade token
@@ -115,7 +121,7 @@ class _Dir:
         self.starts: list[int] = []
         self.packets: list[int] = []
         self.state = "head"  # head | length | chunked | close | switched
-        self.head: H1Head | None = None
+        self.head: H1Head = _NO_HEAD  # the message being framed
         self.remaining = 0
         self.chunk_state = "size"  # size | data | crlf | trailer
         self.body_payload = 0
@@ -187,8 +193,8 @@ def _parse_fields(lines: list[bytes], max_fields: int = 0) -> tuple[list[tuple[s
         if not line:
             continue
         if line[:1] in (b" ", b"\t") and out:  # obsolete line folding
-            k, v = out[-1]
-            out[-1] = (k, v + " " + line.strip().decode("latin-1"))
+            name, value = out[-1]
+            out[-1] = (name, value + " " + line.strip().decode("latin-1"))
             continue
         k, sep, v = line.partition(b":")
         if not sep:
@@ -263,7 +269,7 @@ class H1Connection:
         if self.switched is not None:
             return out
         for direction, d in enumerate(self.dirs):
-            if d.dead or d.head is None:
+            if d.dead or d.head is _NO_HEAD:
                 continue
             if d.state == "close":
                 self._end_body(direction, d, out, d.body_last or d.head.packet)
@@ -470,6 +476,7 @@ class H1Connection:
 
     def _response_framing(self, direction: int, d: _Dir, h: H1Head, out: list) -> None:
         st = h.status
+        assert st is not None  # _head sets the status of every response (once per message)
         req = self.requests[0] if self.requests else None
         h.request = req
         if 100 <= st < 200:

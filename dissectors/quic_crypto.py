@@ -152,10 +152,11 @@ class PacketKeys:
         return PacketKeys(self.suite, secret, self.version, self.hp_key, self.phase ^ 1, self.gen + 1)
 
     def mask(self, sample: bytes) -> bytes:
-        if self.chacha:
+        hp = self._hp
+        if hp is None:  # ChaCha20: the mask's cipher depends on the sample (None iff self.chacha)
             enc = Cipher(algorithms.ChaCha20(self.hp_key, sample), mode=None).encryptor()
             return enc.update(b"\0\0\0\0\0")
-        return self._hp.update(sample)
+        return hp.update(sample)
 
     def unprotect_header(self, data, pn_offset: int) -> tuple[int, int, bytes]:
         """Remove header protection of the packet ``data`` (the packet alone, not the

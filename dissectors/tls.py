@@ -182,7 +182,7 @@ def parse_handshake_messages(buf) -> tuple[list[tuple[int, bytes]], bytes]:
 
 
 def _parse_extensions(b: _Buf) -> list[tuple[int, bytes]]:
-    exts = []
+    exts: list[tuple[int, bytes]] = []
     if b.left() == 0:
         return exts
     e = b.sub(2)
@@ -217,11 +217,11 @@ def _apply_hello_extensions(d: dict, exts, client: bool) -> None:
         if t == EXT_SERVER_NAME and client and data:
             d["sni"] = _sni(data)
         elif t == EXT_ALPN:
-            lst = _alpn_list(data)
+            protos = _alpn_list(data)
             if client:
-                d["alpn"] = lst
+                d["alpn"] = protos
             else:
-                d["alpn"] = lst[0] if lst else None
+                d["alpn"] = protos[0] if protos else None
         elif t == EXT_SUPPORTED_VERSIONS:
             if client:
                 b = _Buf(data)
@@ -250,10 +250,10 @@ def _apply_hello_extensions(d: dict, exts, client: bool) -> None:
                 d["npn"] = True
             else:
                 b = _Buf(data)
-                lst = []
+                npn: list[str] = []
                 while b.left():
-                    lst.append(b.vec(1).decode("ascii", "replace"))
-                d["npn"] = lst
+                    npn.append(b.vec(1).decode("ascii", "replace"))
+                d["npn"] = npn
         elif t == EXT_EXTENDED_MASTER_SECRET:
             d["extended_master_secret"] = True
         elif t == EXT_ENCRYPT_THEN_MAC:

@@ -252,7 +252,9 @@ class Tls12RecordDecryptor:
         self.iv = iv
         self.mac_key = mac_key
         self.etm = etm
-        self.mac = params.mac
+        # HMAC hash of the CBC/NULL paths; suite_params names one for every such suite, and
+        # AEAD suites (the only ones without) never reach an HMAC
+        self.mac: str = params.mac or ""
         self.mac_len = params.mac_len
         self.tag_len = params.tag_len
         self.aead = _aead(params, key) if params.tag_len else None
@@ -308,7 +310,9 @@ class Tls12RecordDecryptor:
         else:
             iv, ct = self.iv, enc
             self.iv = enc[-bs:]  # TLS 1.0: the last ciphertext block chains into the next record
-        d = Cipher(self.algo(self.key), modes.CBC(iv)).decryptor()
+        algo = self.algo
+        assert algo is not None  # a CBC suite: AES or Camellia (suite_params), set in __init__
+        d = Cipher(algo(self.key), modes.CBC(iv)).decryptor()
         pt = d.update(ct) + d.finalize()
         pad = pt[-1]
         if pad + 1 > len(pt) or pt[-1 - pad : -1].count(pad) != pad:

@@ -239,9 +239,9 @@ class LabNet:
         self.server_host = SERVER_IP
         self.client_host = CLIENT_IP
         self.iface = self.client_if  # where the capture is taken (client side, like a browser's host)
-        self.relay = None
-        self.relay_stats_path = None
-        self.kind = None
+        self.relay: subprocess.Popen | None = None
+        self.relay_stats_path: str | None = None
+        self.kind: str | None = None  # "veth" or "tun+relay" once up
         self.made: list[str] = []
 
     # commands run inside a namespace (``ip netns exec`` execs the command: same PID)
@@ -269,6 +269,7 @@ class LabNet:
                 sys.executable, "-m", "lab.net", "relay", "--tun-a", self.client_if, "--tun-b", self.server_if,
                 "--delay-ms", str(rtt_ms / 2), "--loss-pct", str(loss_pct), "--seed", str(seed),
                 "--stats", self.relay_stats_path], stdout=subprocess.PIPE, stderr=log, text=True)
+            assert self.relay.stdout is not None  # stdout=PIPE
             line = self.relay.stdout.readline()
             if line.strip() != "ready":
                 raise RuntimeError(f"relay did not start (see {log.name})")
@@ -333,8 +334,11 @@ class LabNet:
             return None
         self.procs.stop(self.relay)
         self.relay = None
+        path = self.relay_stats_path  # set with the relay
+        if path is None:
+            return None
         try:
-            with open(self.relay_stats_path) as f:
+            with open(path) as f:
                 return json.load(f)
         except (OSError, ValueError):
             return None

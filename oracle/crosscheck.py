@@ -48,7 +48,7 @@ MAX_REPORTED = 500
 class TFrame:
     packet: int
     time: float
-    values: dict[str, str]
+    values: dict[str, Any]  # tshark's field values (text or lists), or a spec's own facts
     type: str
     headers: list[tuple[str, str]] | None = None
     key: tuple | None = None  # comparison key (custom specs); None = (type, *values)
@@ -287,6 +287,7 @@ def _spdy_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
             continue
         fl = f.fields or {}
         v2 = f.protocol == "spdy/2"
+        key: tuple
         if v2 and f.type != "DATA":
             key = (f.type, None, f.flags, f.length, None, None)
         else:
@@ -321,19 +322,25 @@ register(Spec(
 # A packet tshark did not decrypt has no frames, so the decrypted-packet sets are compared too.
 # (ft, tshark fields, wirefall: frame -> values)
 _QUIC_DETAIL: dict[int, tuple[tuple[str, ...], Callable[[Frame], tuple]]] = {}
+
+
+def _fl(f: Frame) -> dict[str, Any]:
+    return f.fields or {}
+
+
 for _ft in (2, 3):
-    _QUIC_DETAIL[_ft] = (("quic.ack.largest_acknowledged",), lambda f: (f.fields.get("largest_acknowledged"),))
-_QUIC_DETAIL[4] = (("quic.rsts.stream_id", "quic.rsts.final_size"), lambda f: (f.stream_id, f.fields.get("final_size")))
+    _QUIC_DETAIL[_ft] = (("quic.ack.largest_acknowledged",), lambda f: (_fl(f).get("largest_acknowledged"),))
+_QUIC_DETAIL[4] = (("quic.rsts.stream_id", "quic.rsts.final_size"), lambda f: (f.stream_id, _fl(f).get("final_size")))
 _QUIC_DETAIL[5] = (("quic.ss.stream_id",), lambda f: (f.stream_id,))
-_QUIC_DETAIL[0x10] = (("quic.md.maximum_data",), lambda f: (f.fields.get("maximum_data"),))
-_QUIC_DETAIL[0x11] = (("quic.msd.stream_id", "quic.msd.maximum_stream_data"), lambda f: (f.stream_id, f.fields.get("maximum_stream_data")))
+_QUIC_DETAIL[0x10] = (("quic.md.maximum_data",), lambda f: (_fl(f).get("maximum_data"),))
+_QUIC_DETAIL[0x11] = (("quic.msd.stream_id", "quic.msd.maximum_stream_data"), lambda f: (f.stream_id, _fl(f).get("maximum_stream_data")))
 for _ft in (0x12, 0x13):
-    _QUIC_DETAIL[_ft] = (("quic.ms.max_streams",), lambda f: (f.fields.get("maximum_streams"),))
+    _QUIC_DETAIL[_ft] = (("quic.ms.max_streams",), lambda f: (_fl(f).get("maximum_streams"),))
 _QUIC_DETAIL[0x15] = (("quic.sdb.stream_id",), lambda f: (f.stream_id,))
-_QUIC_DETAIL[0x18] = (("quic.nci.sequence",), lambda f: (f.fields.get("sequence"),))
-_QUIC_DETAIL[0x19] = (("quic.rci.sequence",), lambda f: (f.fields.get("sequence"),))
-_QUIC_DETAIL[0x1C] = (("quic.cc.error_code",), lambda f: (f.fields.get("error_code"),))
-_QUIC_DETAIL[0x1D] = (("quic.cc.error_code.app",), lambda f: (f.fields.get("error_code"),))
+_QUIC_DETAIL[0x18] = (("quic.nci.sequence",), lambda f: (_fl(f).get("sequence"),))
+_QUIC_DETAIL[0x19] = (("quic.rci.sequence",), lambda f: (_fl(f).get("sequence"),))
+_QUIC_DETAIL[0x1C] = (("quic.cc.error_code",), lambda f: (_fl(f).get("error_code"),))
+_QUIC_DETAIL[0x1D] = (("quic.cc.error_code.app",), lambda f: (_fl(f).get("error_code"),))
 def _quic_name(ft: int) -> str:
     from dissectors.quic import FRAME_NAMES
 
@@ -401,6 +408,7 @@ def _quic_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
         if f.protocol != "quic" or not f.fields or "frame_type" not in f.fields:
             continue
         ft = f.fields["frame_type"]
+        key: tuple
         if 8 <= ft <= 15:
             key = (ft, f.stream_id, f.fields.get("offset", 0), f.length)
         elif ft == 6:
@@ -483,7 +491,7 @@ def _gquic_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
             cid = fl.get("cid") if fl.get("public_flags", 0) & 0x08 else None
             # the version flag: "version present" from the client, version negotiation from the server
             ver = fl.get("version") if fl.get("public_flags", 0) & 0x01 and f.direction == 0 else None
-            key = ("PACKET", fl.get("public_flags"), int(cid, 16) if cid else None, ver, fl.get("packet_number"))
+            key: tuple = ("PACKET", fl.get("public_flags"), int(cid, 16) if cid else None, ver, fl.get("packet_number"))
         elif f.type in GQUIC_MESSAGES:
             key = (f.type, fl.get("SNI"), fl.get("VER"))
         else:
@@ -580,10 +588,10 @@ def _h3_inside(an: Analysis, tframes: list[TFrame]) -> set[int]:
             continue
         direction = 0 if t.ports[0] == an.connections[cid].client[1] else 1
         for sid, off in t.values.get("starts", ()):
-            v = spans.get((cid, direction, sid))
-            if v:
-                i = bisect.bisect_left(v, (off, off)) - 1
-                if i >= 0 and v[i][0] < off < v[i][1]:
+            sp = spans.get((cid, direction, sid))
+            if sp:
+                i = bisect.bisect_left(sp, (off, off)) - 1
+                if i >= 0 and sp[i][0] < off < sp[i][1]:
                     out.add(t.packet)
                     break
     return out
@@ -697,7 +705,8 @@ def _tls_no_sh_conns(an: Analysis) -> set[int]:
 def _tls_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
     mid, no_sh = _tls_mid_conns(an), _tls_no_sh_conns(an)
     shown = {t.packet for t in tframes} if mid or no_sh else set()
-    out, aside = [], {}
+    out: list[Entry] = []
+    aside: dict[str, int] = {}
     for f in an.frames:
         if f.protocol != "tls" or (f.fields and "quic_epoch" in f.fields):
             continue
@@ -723,9 +732,11 @@ def _tls_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict
             mine.setdefault(f.packet, []).append((f.type, f.length))
     theirs: dict[int, list[tuple]] = {}
     for t in tframes:
+        assert t.key is not None  # _tls_extract gives every record its key
         theirs.setdefault(t.packet, []).append(t.key)
     conn = an.index.conn
-    kept, aside = [], {}
+    kept: list[TFrame] = []
+    aside: dict[str, int] = {}
     for t in tframes:
         p = t.packet
         c = conn[p - 1] if 0 < p <= an.packets else -1
@@ -803,15 +814,15 @@ def _h1_pipelined_head(an: Analysis) -> dict[int, int]:
     for f in an.frames:
         if f.protocol.startswith("http/1") and f.type in ("REQUEST", "RESPONSE"):
             by_conn.setdefault(f.connection, []).append(f)
-    out = {}
+    out: dict[int, int] = {}
     for cid, frs in by_conn.items():
         reqs = [f for f in frs if f.type == "REQUEST"]
         for i, r in enumerate(reqs):
-            if r.fields.get("method") != "HEAD":
+            if _fl(r).get("method") != "HEAD":
                 continue
-            ex = r.fields.get("exchange")
+            ex = _fl(r).get("exchange")
             # pipelined: another request was sent before this HEAD's response began
-            resp = [f for f in frs if f.type == "RESPONSE" and f.fields.get("exchange") == ex]
+            resp = [f for f in frs if f.type == "RESPONSE" and _fl(f).get("exchange") == ex]
             if not resp:
                 continue
             later = [q for q in reqs[i + 1:] if q.first_packet <= resp[0].first_packet]
@@ -826,7 +837,7 @@ def _h1_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
     for t in tframes:
         if t.values.get("fin") and t.ports:
             fins.setdefault(t.ports, []).append(t.packet)
-    bodies: dict[tuple[int, int], Frame] = {}
+    bodies: dict[tuple[int | None, int], Frame] = {}  # (exchange id, direction) -> body frame
     for f in an.frames:
         if f.protocol.startswith("http/1") and f.type == "BODY" and f.fields:
             bodies[(f.fields.get("exchange"), f.direction)] = f

@@ -39,6 +39,11 @@ def header_field(suffix: str) -> Field | None:
     headers path, method, status, authority, scheme; ``_`` stands for ``-``)."""
     if not re.fullmatch(r"[a-z0-9_]+", suffix):
         return None
+    return _header_field(suffix)
+
+
+def _header_field(suffix: str) -> Field:
+    """``header_field`` for a suffix known to be valid."""
     name = (":" + suffix) if suffix in PSEUDO else suffix.replace("_", "-")
     if suffix in NUMERIC_HEADERS:
         def fn(fr, ctx):
@@ -57,6 +62,6 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.header.value", STRING, _is_h2, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value"),
     F("http2.headers.weight", UINT, _is_h2, _weight(False), "priority weight as sent (0..255)"),
     F("http2.headers.weight_real", UINT, _is_h2, _weight(True), "priority weight (1..256)"),
-    *[header_field(s) for s in ("path", "method", "status", "authority", "scheme", "content_type", "content_length",
+    *[_header_field(s) for s in ("path", "method", "status", "authority", "scheme", "content_type", "content_length",
                                "user_agent", "server", "cookie", "set_cookie", "referer", "location", "content_encoding")],
 ], prefixes={"http2.headers.": header_field})

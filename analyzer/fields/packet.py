@@ -178,7 +178,7 @@ class PacketContext:
         self.by_packet = _frame_index(an)
         self.t0 = self.idx.ts[0] if len(self.idx) else 0.0
         self.conns = an.connections
-        self._clients: dict[int, tuple] = {}
+        self._clients: dict[int, tuple[int, int]] = {}
         self.tcp_states: dict[int, Any] = {}
         self._streams: dict[int, int] | None = None
         self._ex: dict | None = None
@@ -197,7 +197,7 @@ class PacketContext:
             self._streams = s
         return self._streams.get(conn_id)
 
-    def client(self, conn_id: int) -> tuple[int, int] | None:
+    def client(self, conn_id: int) -> tuple[int, int]:
         """The client endpoint of a connection as (address int, port), for directions."""
         c = self._clients.get(conn_id)
         if c is None:
@@ -226,12 +226,12 @@ class PacketView:
     def __init__(self, ctx: PacketContext, n: int):
         self.ctx = ctx
         self.n = n
-        self._data = None
-        self._layers = None
-        self._frames = None
-        self._row = None
-        self._dir = -1
-        self._conn = -1
+        self._data: bytes | None = None
+        self._layers: Layers | None = None
+        self._frames: list | None = None
+        self._row: tuple | None = None
+        self._dir: int | None = -1  # -1: not worked out yet
+        self._conn: Any = -1  # -1: not looked up yet, then the Connection or None
         self.memo = None  # per-packet results a protocol module keeps (e.g. QUIC headers)
 
     @property

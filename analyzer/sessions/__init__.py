@@ -20,6 +20,7 @@ Sessions are found by kind in ``KINDS``; a kind whose module is missing falls ba
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from dissectors.budget import Budget
 
@@ -277,7 +278,7 @@ class Sniffer:
         self.held: list[tuple] = []
         self.head = [b"", b""]
         self.held_bytes = 0
-        self.target = None
+        self.target: Any = None  # the session the bytes go to once decided (any session class)
         self.scan: list[bytearray] | None = None  # per direction, the first bytes searched for TLS record headers
         self.owner = None  # the flow whose ``app`` this is: once decided, the target takes its place
 
@@ -302,8 +303,9 @@ class Sniffer:
         ev = ("data", direction, data, offset, packet)
         self.held.append(ev)
         self.held_bytes += len(data)
-        if self.scan is not None:
-            self._scan_add(ev)
+        scan = self.scan
+        if scan is not None:
+            self._scan_add(scan, ev)
         if len(self.head[direction]) < 256:
             self.head[direction] += bytes(data[:256])
         # The client's first bytes decide; a server that speaks first (an h2c server's
@@ -323,15 +325,16 @@ class Sniffer:
         did not show: TLS if either direction holds a chain of record headers (the capture began
         inside a record), else raw once each direction has held enough bytes to show one (None:
         hold on).  With the SYN seen, the first bytes are the stream's own and decide at once."""
-        if self.scan is None:
-            self.scan = [bytearray(), bytearray()]
+        scan = self.scan
+        if scan is None:
+            scan = self.scan = [bytearray(), bytearray()]
             self.scanned = [0, 0]
             self.scan_end = [False, False]  # full, or a gap: bytes on either side of it do not chain
             for ev in self.held:
-                self._scan_add(ev)
+                self._scan_add(scan, ev)
         enough = True
         for d in (0, 1):
-            buf = self.scan[d]
+            buf = scan[d]
             if len(buf) >= self.scanned[d] + 2048 or (final or self.scan_end[d]) and len(buf) > self.scanned[d]:
                 self.scanned[d] = len(buf)  # scan again only once 2 KB more have come
                 if tls_record_chain(bytes(buf)):
@@ -340,14 +343,14 @@ class Sniffer:
                 enough = False
         return "raw" if enough or final or self.held_bytes > self.MAX_HELD else None
 
-    def _scan_add(self, ev: tuple) -> None:
+    def _scan_add(self, scan: list[bytearray], ev: tuple) -> None:
         d = ev[1]
         if self.scan_end[d]:
             return
         if ev[0] != "data":
             self.scan_end[d] = True
             return
-        buf = self.scan[d]
+        buf = scan[d]
         buf += ev[2][: TLS_MID_SCAN - len(buf)]
         if len(buf) >= TLS_MID_SCAN:
             self.scan_end[d] = True
@@ -357,8 +360,9 @@ class Sniffer:
             return self.target.gap(direction, offset, length, packet)
         ev = ("gap", direction, offset, length, packet)
         self.held.append(ev)
-        if self.scan is not None:
-            self._scan_add(ev)
+        scan = self.scan
+        if scan is not None:
+            self._scan_add(scan, ev)
 
     def end(self):
         if self.target is None:

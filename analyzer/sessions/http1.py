@@ -165,7 +165,9 @@ class Http1Session:
         upgrade_h2c = h.status == 101 and (h.header("upgrade") or "").strip().lower() == "h2c"
         # 1xx are interim, except a 101 that ends HTTP (websocket...); an h2c 101 is interim:
         # the final response comes on HTTP/2 stream 1
-        interim = 100 <= h.status < 200 and (h.status != 101 or upgrade_h2c)
+        st = h.status
+        assert st is not None  # the dissector sets the status of every response (once per message)
+        interim = 100 <= st < 200 and (st != 101 or upgrade_h2c)
         fields = {"status": h.status, "reason": h.reason, "version": h.version, "exchange": ex.id}
         if interim:
             fields["interim"] = True

@@ -466,8 +466,8 @@ class TlsSession:
             # previous frame, a few bytes per record instead of a Frame and its dict
             key = (d, type_, length, fields)
             last = self.last_frame
-            if last is not None and key == self.last_key and last.error is None:
-                fl = last.fields
+            # (a frame made here always has its fields dict: the last test narrows the type)
+            if last is not None and key == self.last_key and last.error is None and (fl := last.fields) is not None:
                 fl["count"] = fl.get("count", 1) + 1
                 last.packet = pk
                 last.time = self.ctx.ts[pk - 1]
@@ -556,6 +556,7 @@ class TlsSession:
                 old = self.key_codes.get(id(dec))
                 self.dec[d] = self._tag(dec.next_generation(), (old[1] if old else KEY_APP) + 1)
             fields = frame.fields
+            assert fields is not None  # the record's frame, made by _frame with a dict
             if body:
                 fields["key_update"] = "update_requested" if body[0] == 1 else "update_not_requested"
         elif t == T.HS_NEXT_PROTOCOL and d == 0:
