@@ -9,7 +9,9 @@ from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame
 SCHEMA_VERSION = 1
 
 
-def _ep(a: tuple[str, int]) -> str:
+def _ep(a: tuple[str, int]) -> str | None:
+    if not a[0]:
+        return None  # not known (a browser log names no client port: analyzer.browserlog)
     return f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
 
 
@@ -125,6 +127,8 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
         "response_body_decoded_bytes": e.response_body_decoded_bytes,
         "reset": e.reset,
         "error": e.error,
+        "browser": e.browser,
+        "sources": e.sources,
     }
     if page is not None:
         why = page.background.get(e.id)
@@ -188,6 +192,8 @@ def summary_dict(an: Analysis) -> dict[str, Any]:
         "warnings": list(an.warnings),
         "connections": [connection_dict(c) for c in an.connections],
         "completeness": _completeness(an),
+        "source": getattr(an, "source", "capture"),
+        "browser": getattr(an, "browser", None),
     }
 
 

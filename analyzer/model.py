@@ -164,7 +164,7 @@ class Connection:
     @property
     def label(self) -> str:
         c, s = self.client, self.server
-        fmt = lambda a: f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
+        fmt = lambda a: "?" if not a[0] else f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
         return f"{fmt(c)} → {fmt(s)}"
 
 

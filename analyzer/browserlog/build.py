@@ -99,10 +99,9 @@ def to_analysis(log: BrowserLog) -> Analysis:
         if ts:
             c.start, c.end = min(ts), max(ts)
     not_sent = len(log.requests) - len(sent)
+    # requests that never reached the network (served from a cache, failed or cancelled
+    # before sending) are not exchanges: a capture of the same load would not show them
     an.browser = {"logs": [summary(log, sent=len(sent), not_sent=not_sent)], "pages": list(log.pages)}
-    if not_sent:
-        an.warnings.append(f"{not_sent} request{'s' * (not_sent != 1)} of the {log.kind} never reached the network "
-                           f"(served from a cache, failed or cancelled before sending): not shown")
     return an
 
 

@@ -176,6 +176,8 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
     job_quic: dict[int, int] = {}
     h2_sock: dict[int, int] = {}  # HTTP2_SESSION -> SOCKET
     h2_stream: dict[int, tuple[int, int]] = {}  # job -> (session, stream id)
+    h2_data: dict[tuple[int, int], int] = {}  # (session, stream) -> DATA payload bytes received
+    quic_data: dict[tuple[int, int], int] = {}  # (session, stream) -> HTTP/3 DATA payload bytes received
     req_quic: dict[int, int] = {}  # URL_REQUEST -> QUIC_SESSION
     socks: dict[int, LogConnection] = {}
     quics: dict[int, LogConnection] = {}
@@ -322,6 +324,10 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
                 dep, st = _dep(p), integer(p.get("stream_id"))
                 if dep is not None and st is not None:
                     h2_stream[dep] = (sid, st)
+            elif etype == "HTTP2_SESSION_RECV_DATA":
+                st, n = integer(p.get("stream_id")), integer(p.get("size"))
+                if st is not None and n is not None and n >= 0:
+                    h2_data[(sid, st)] = h2_data.get((sid, st), 0) + n
         elif sname == "QUIC_SESSION":
             c = quics.get(sid)
             if c is None:
@@ -339,6 +345,10 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
                 c.scid = text(p.get("source_connection_id"), 80)
             elif etype == "QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE" and c.connect_end is None:
                 c.connect_end = t
+            elif etype == "HTTP3_DATA_FRAME_RECEIVED":
+                st, n = integer(p.get("stream_id")), integer(p.get("payload_length"))
+                if st is not None and n is not None and n >= 0:
+                    quic_data[(sid, st)] = quic_data.get((sid, st), 0) + n
     log.skipped += bad
     if bad:
         log.warnings.append(f"NetLog: {bad} malformed events left out")
@@ -355,6 +365,8 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
             q = job_quic.get(job)
         if q is not None and q in quics:
             conn = quics[q]
+            if r.stream_id is not None and (q, r.stream_id) in quic_data:
+                r.response_body_bytes = quic_data[(q, r.stream_id)]
         elif job is not None:
             sess = job_h2.get(job)
             sock = job_sock.get(job)
@@ -363,6 +375,7 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
                 hs = h2_stream.get(job)
                 if hs is not None:
                     r.stream_id = hs[1]
+                    r.response_body_bytes = h2_data.get(hs)
             if sock is not None and sock in socks:
                 conn = socks[sock]
                 if sess is not None:
