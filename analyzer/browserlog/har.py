@@ -225,10 +225,12 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | Non
     key = en.get("connection")
     if key is None or isinstance(key, bool):
         key = en.get("_socket")
+    group = False
     if isinstance(key, (str, int)) and not isinstance(key, bool) and str(key):
         ck = f"{ip or host}|{key}"
-    else:
+    else:  # Playwright, Firefox: no connection id; one group per server (and protocol)
         ck = f"{ip or host}|{port}|{r.protocol or ''}" if (ip or host) else None
+        group = True
     if wirefall:
         r.extra = {k: en[k] for k in ("_exchange", "_connection", "_stream_id", "_pushed", "_push_parent", "_priority",
                                       "_header_bytes_wire", "_header_bytes_decoded", "_reset") if k in en}
@@ -247,7 +249,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | Non
         c = log.connections.get(ck)
         if c is None:
             c = log.connections[ck] = LogConnection(ck, transport, server=(ip, port) if ip and port else None, host=host,
-                                                    protocol=r.protocol)
+                                                    protocol=r.protocol, group=group)
         if c.connect_start is None and r.connect_start is not None:
             c.connect_start, c.connect_end = r.connect_start, r.connect_end
             c.tls_start, c.tls_end = r.ssl_start, r.ssl_end

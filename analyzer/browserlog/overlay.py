@@ -124,8 +124,10 @@ def _tls_end(c: Connection) -> float | None:
     return max(ends) if ends else None
 
 
-def match_connections(an: Analysis, log: BrowserLog) -> dict[str, int]:
-    out: dict[str, int] = {}
+def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
+    """Log connection key -> the wire connection ids it may be: one, or — for a log that
+    does not tell its connections apart (``LogConnection.group``) — all to its server."""
+    out: dict[str, list[int]] = {}
     taken: set[int] = set()
     by_tuple: dict[tuple, list[Connection]] = {}
     by_server: dict[tuple, list[Connection]] = {}
@@ -154,6 +156,13 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, int]:
     for lc in order:
         t = lc.connect_start
         c = None
+        if lc.group:
+            sv = _ep(lc.server)
+            cands = (by_server.get((lc.transport, sv), []) or by_server.get((None, sv), [])) if sv is not None else [
+                x for x in an.connections if lc.host and ((x.tls and x.tls.sni) or (x.quic and x.quic.sni) or "").lower() == lc.host.lower()]
+            if cands:
+                out[lc.key] = [x.id for x in cands]
+            continue
         cl, sv = _ep(lc.client), _ep(lc.server)
         if cl is not None and sv is not None:
             c = nearest(by_tuple.get((lc.transport, cl, sv), []), t)
@@ -174,7 +183,7 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, int]:
             cands = [x for x in an.connections if ((x.tls and x.tls.sni) or (x.quic and x.quic.sni) or "").lower() == h]
             c = nearest(cands, t)
         if c is not None:
-            out[lc.key] = c.id
+            out[lc.key] = [c.id]
             taken.add(c.id)
     return out
 
@@ -194,7 +203,8 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
     sent = [r for r in log.requests if r.sent]
     sent.sort(key=lambda r: (_t_log(r) or 0.0, r.id))
     for r in sent:
-        wc = cmap.get(r.connection) if r.connection else None
+        pool_ids = cmap.get(r.connection) if r.connection else None
+        wc = pool_ids[0] if pool_ids and len(pool_ids) == 1 else None
         e = None
         how = ""
         if wc is not None and r.stream_id is not None:
@@ -203,7 +213,7 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
                     not x.method or not r.method or x.method == r.method):
                 e, how = x, "connection+stream"
         if e is None:
-            pool = by_conn.get(wc, []) if wc is not None else an.exchanges
+            pool = [x for i in pool_ids for x in by_conn.get(i, ())] if pool_ids else an.exchanges
             tl = _t_log(r)
             best = None
             for x in pool:
@@ -216,17 +226,18 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
                     continue
                 tw = _t_wire(x)
                 dt = abs(tw - tl) if tw is not None and tl is not None else float("inf")
-                if wc is None and dt > TOLERANCE:
+                if not pool_ids and dt > TOLERANCE:
                     continue
                 key = (fit, dt)
                 if best is None or key < best[0]:
                     best = (key, x)
             if best is not None:
                 e = best[1]
-                how = ("connection+" if wc is not None else "") + ("url+time" if best[0][0] == 0 else "time")
+                how = ("connection+" if wc is not None else "server+" if pool_ids else "") + (
+                    "url+time" if best[0][0] == 0 else "time")
         if e is None:
-            why = ("its connection is not in the capture" if r.connection and wc is None and r.connection in log.connections
-                   else "no exchange on its connection fits" if wc is not None else "no exchange in the capture fits")
+            why = ("its connection is not in the capture" if r.connection and not pool_ids and r.connection in log.connections
+                   else "no exchange on its connection fits" if pool_ids else "no exchange in the capture fits")
             unmatched.append({"id": r.id, "method": r.method, "url": r.url, "reason": why})
             continue
         matched.add(e.id)
@@ -237,13 +248,13 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
         first_of.setdefault(e.connection, e.id)
     offs: dict[str, list[float]] = {k: [] for k in OFFSET_POINTS}
     durs: dict[str, list[float]] = {k: [] for k in DURATIONS}
-    lconn_of = {cmap[k]: log.connections[k] for k in cmap}
+    lconn_of = {v[0]: log.connections[k] for k, v in cmap.items() if len(v) == 1}
     for r, e, how in pairs:
         src = dict(e.sources or {})
         _fill(e, r, src, filled)
         src["match_by"] = how
         if how.endswith("time") and "url" not in how:
-            src["match"] = "inferred"  # the capture knows no URL of it: matched on its connection by time alone
+            src["match"] = "inferred"  # the capture knows no URL of it: matched by connection and time alone
         for f in ("priority_name", "initiator"):
             if getattr(r, "priority" if f == "priority_name" else f) is not None:
                 src[f] = "browser"
@@ -280,6 +291,7 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
         "kind": log.kind, "file": log.path, "creator": log.creator, "requests": len(log.requests), "sent": len(sent),
         "matched": len(pairs), "unmatched": len(unmatched), "unmatched_requests": unmatched[:MAX_LISTED],
         "wire_only": len(an.exchanges) - len(matched), "connections_matched": len(cmap), "connections": len(log.connections),
+        "not_sent": len(log.requests) - len(sent),
         "filled": filled, "offsets": {k: _stats(v) for k, v in offs.items()}, "durations": {k: _stats(v) for k, v in durs.items()},
         "skipped": log.skipped, "warnings": list(log.warnings),
     }

@@ -42,6 +42,7 @@ class LogConnection:
     scid: str | None = None
     dcid: str | None = None
     resumed: bool | None = None
+    group: bool = False  # the log does not tell its connections apart (a HAR without "connection"): all to one server
 
 
 @dataclass(slots=True)
