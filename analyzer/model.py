@@ -304,6 +304,14 @@ class Analysis:
     def packets(self) -> int:
         return len(self.index)
 
+    @property
+    def start_time(self) -> float:
+        """Where relative times start: the first packet; for a browser log (no packets), its
+        first connection's start (0.0 when it has none)."""
+        if len(self.index):
+            return self.index.ts[0]
+        return min((t for c in self.connections for t in (c.connect_start, c.start) if t), default=0.0)
+
     def __getattr__(self, name: str):
         # Reached only for attributes not set.  An analysis reopened from the cache
         # (analyzer.cache) comes without its bulky parts (LAZY_FIELDS); the first use of one

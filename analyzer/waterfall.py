@@ -892,9 +892,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     t0 = an.index.ts[0] if len(an.index) else 0.0
     t_end = an.index.ts[-1] if len(an.index) else 0.0
     if not len(an.index) and an.connections:  # a browser log (no packets): its first and last times
-        ts = [t for c in an.connections for t in (c.connect_start, c.start, c.end) if t]
-        if ts:
-            t0, t_end = min(ts), max(ts)
+        t0, t_end = an.start_time, max((c.end for c in an.connections), default=0.0)
 
     exs, by_conn, first_of_conn, dns_for, lookups = _plan(an, conns, dns)
     if group_by == "connection":

@@ -199,7 +199,7 @@ def cmd_requests(args) -> int:
         ph = phases_dicts(an)
         _dump(exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs)
         return 0
-    t0 = an.index.ts[0] if an.packets else min((c.start for c in an.connections if c.start), default=0.0)
+    t0 = an.start_time
     rows = []
     for e in exs:
         ms = lambda a, b: "" if a is None or b is None else f"{(b - a) * 1000:.1f}"

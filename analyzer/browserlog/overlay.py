@@ -14,8 +14,9 @@ Matching, most certain first:
    the same stream id (HTTP/2, HTTP/3) when both sides know it; else the unmatched exchange
    on that connection (or, when the log's connection was not matched, on any connection,
    within ``TOLERANCE`` seconds) with the same method and URL nearest in time, an exchange
-   whose URL the capture does not know (None, or ``<unknown>`` in it: HPACK/QPACK entries
-   the capture never saw) matching any URL after exact ones.
+   whose URL the capture does not know (None, ``<unknown>`` in it: HPACK/QPACK entries the
+   capture never saw, or only a path: the authority was such an entry) matching any URL
+   with that path after exact ones.
 
 Filled from the log where the wire lacks them: the URL (scheme, authority, path), the
 method, the status, header lists holding ``<unknown>``, the content type.  Added to every
@@ -75,7 +76,7 @@ def _norm_url(u: str | None) -> str | None:
 
 def _wire_url(e: Exchange) -> str | None:
     """The exchange's URL if the capture knows all of it (else None: any log URL may match)."""
-    if e.url and UNKNOWN not in e.url:
+    if e.url and UNKNOWN not in e.url and "://" in e.url:
         return _norm_url(e.url)
     return None
 
@@ -306,8 +307,9 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
 
 
 def _fill(e: Exchange, r: LogRequest, src: dict, filled: dict) -> None:
-    url_unknown = not e.url or UNKNOWN in e.url
-    if url_unknown and r.url:
+    # no URL, a part of it unknown, or only its path (the capture lost the :authority/Host)
+    url_unknown = not e.url or UNKNOWN in e.url or "://" not in e.url
+    if url_unknown and r.url and "://" in r.url:
         e.url = r.url
         try:
             u = urlsplit(r.url)

@@ -45,7 +45,7 @@ def read(path: str, limits: dict | None = None) -> BrowserLog:
 
 
 def _traces(s: str, path: str, log: BrowserLog, max_events: int) -> list[dict]:
-    st = s.lstrip()
+    st = s.lstrip(" \t\r\n\ufeff")  # not str.lstrip(): it takes the RS byte for whitespace
     if st.startswith("\x1e"):
         recs = st.split("\x1e")[1:]
         header = None
