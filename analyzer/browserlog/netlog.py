@@ -37,12 +37,13 @@ _SEP = re.compile(r"\s*(,|\])\s*")
 MAX_EVENTS = 20_000_000  # limits["browserlog_events"]
 
 
-def load_json(path: str, limit: int | None = None) -> dict:
+def load_json(path: str, limit: int | None = None, max_events: int = MAX_EVENTS) -> dict:
     """The NetLog at ``path`` as a dict (``constants``, ``events``, ``cut``: None or why the
     events end early), compressed or not, cut short or not.  Raises ``BrowserLogError``."""
     text_, _comp, warnings = read_text(path, **({"limit": limit} if limit else {}))
-    d = parse(text_, path)
+    d = parse(text_, path, max_events)
     d["warnings"] = warnings + d.get("warnings", [])
+    d["compression"] = _comp
     return d
 
 
@@ -145,8 +146,8 @@ def _status_line(line: str) -> int | None:
 
 def read(path: str, limits: dict | None = None) -> BrowserLog:
     lim = limits or {}
-    d = load_json(path, limit=lim.get("browserlog_bytes"))
-    log = BrowserLog("netlog", path, creator="Chromium NetLog")
+    d = load_json(path, limit=lim.get("browserlog_bytes"), max_events=lim.get("browserlog_events", MAX_EVENTS))
+    log = BrowserLog("netlog", path, creator="Chromium NetLog", compression=d.get("compression", ""))
     log.warnings.extend(d.get("warnings", []))
     fill(log, d["constants"], d["events"])
     return log
