@@ -448,6 +448,18 @@ def test_web_opens_a_netlog():
         assert err == "" and count == "13 of 13 requests"
         client = create_app(st).server.test_client()
         assert client.get("/").status_code == 200
+        # an uploaded HAR (uncompressed JSON) is taken as a capture is
+        import base64
+
+        raw = gzip.decompress((PAGE / "pw-h2.har.gz").read_bytes())
+        tok = st.stage_upload("capture", "devtools.har", "data:application/json;base64," + base64.b64encode(raw).decode())
+        up = st.open_staged(tok["token"])
+        st.wait(up.id)
+        assert up.status == "done" and up.analysis.source == "har" and len(up.analysis.exchanges) == 13
+        from ui.web.state import UploadError
+
+        with pytest.raises(UploadError, match="nor a HAR"):
+            st.stage_upload("capture", "x.json", "data:application/json;base64," + base64.b64encode(b'{"a": 1}').decode())
     finally:
         st.close()
 

@@ -227,7 +227,11 @@ class WebState:
             raise UploadError(f"{name}: the file is empty")
         if kind == "capture":
             if not any(data.startswith(m) for m in CAPTURE_MAGICS):
-                raise UploadError(f"{name} is not a pcap or pcapng capture (nor a gzip/xz/bzip2/zstd-compressed one)")
+                from analyzer.browserlog.detect import sniff  # a HAR, NetLog or qlog opens as a capture does
+
+                if sniff(data[:65536]) is None:
+                    raise UploadError(f"{name} is not a pcap or pcapng capture (nor a gzip/xz/bzip2/zstd-compressed one), "
+                                      "nor a HAR, Chrome NetLog or qlog")
         else:
             from analyzer.keylog import KeyLog
 
