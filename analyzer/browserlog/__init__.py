@@ -16,7 +16,7 @@ it in one line, exit code 2).
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .detect import BrowserLogError, kind_of
 

@@ -146,14 +146,16 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
             e.reset = x["_reset"]
         hb = x.get("_header_bytes_decoded")
         if isinstance(hb, dict):
-            e.request_header_bytes_decoded = hb.get("request") if isinstance(hb.get("request"), int) else 0
-            e.response_header_bytes_decoded = hb.get("response") if isinstance(hb.get("response"), int) else 0
+            rq, rs = hb.get("request"), hb.get("response")
+            e.request_header_bytes_decoded = rq if isinstance(rq, int) else 0
+            e.response_header_bytes_decoded = rs if isinstance(rs, int) else 0
     e.browser = record(r, log)
-    src = {}
-    for f, v in (("url", e.url), ("method", e.method), ("status", e.status), ("stream_id", e.stream_id),
+    src: dict[str, str] = {}
+    val: object
+    for f, val in (("url", e.url), ("method", e.method), ("status", e.status), ("stream_id", e.stream_id),
                  ("request_start", e.request_start), ("request_end", e.request_end), ("response_start", e.response_start),
                  ("response_end", e.response_end), ("priority_name", r.priority), ("initiator", r.initiator)):
-        if v is not None:
+        if val is not None:
             src[f] = "browser"
     if e.request_headers or e.response_headers:
         src["headers"] = "browser"

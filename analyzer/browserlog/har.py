@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .detect import BrowserLogError, read_text
-from .records import (BrowserLog, LogConnection, LogRequest, integer, nonneg, num, protocol_name, sane_epoch,
+from .records import (BrowserLog, obj, LogConnection, LogRequest, integer, nonneg, protocol_name, sane_epoch,
                       strip_brackets, text)
 
 MAX_ENTRIES = 1_000_000  # limits["browserlog_entries"]
@@ -50,7 +50,7 @@ def parse_time(v: Any) -> float | None:
         else:
             return None
     if d.tzinfo is None:
-        d = d.replace(tzinfo=_dt.timezone.utc)
+        d = d.replace(tzinfo=_dt.UTC)
     try:
         return sane_epoch(d.timestamp())
     except (OverflowError, OSError, ValueError):
@@ -116,9 +116,8 @@ def fill(log: BrowserLog, d: Any, max_entries: int = MAX_ENTRIES) -> None:
             if not isinstance(p, dict):
                 continue
             start = parse_time(p.get("startedDateTime"))
-            pt = p.get("pageTimings") if isinstance(p.get("pageTimings"), dict) else {}
-            ms = lambda k: nonneg(pt.get(k))
-            ocl, ol = ms("onContentLoad"), ms("onLoad")
+            pt = obj(p.get("pageTimings"))
+            ocl, ol = nonneg(pt.get("onContentLoad")), nonneg(pt.get("onLoad"))
             log.pages.append({"id": text(p.get("id"), 200), "title": text(p.get("title"), 500), "start": start,
                               "on_content_load": None if ocl is None or start is None else start + ocl / 1000.0,
                               "on_load": None if ol is None or start is None else start + ol / 1000.0})
@@ -152,7 +151,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | Non
     r = LogRequest(id=str(i), method=text(req.get("method"), 40) or None, url=url, start=start)
     st = integer(resp.get("status"))
     r.status = st if st is not None and 0 < st < 1000 else None
-    tm = en.get("timings") if isinstance(en.get("timings"), dict) else {}
+    tm = obj(en.get("timings"))
     ms = lambda k: nonneg(tm.get(k))
     t = start
     blocked, dns, connect, ssl = ms("blocked"), ms("dns"), ms("connect"), ms("ssl")
@@ -193,7 +192,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | Non
     r.request_body_bytes = bs if bs is not None and bs >= 0 else None
     bs = integer(resp.get("bodySize"))
     r.response_body_bytes = bs if bs is not None and bs >= 0 else None
-    content = resp.get("content") if isinstance(resp.get("content"), dict) else {}
+    content = obj(resp.get("content"))
     cs = integer(content.get("size"))
     r.response_body_decoded_bytes = cs if cs is not None and cs >= 0 else None
     mt = text(content.get("mimeType"), 200)
@@ -226,6 +225,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | Non
     if key is None or isinstance(key, bool):
         key = en.get("_socket")
     group = False
+    ck: str | None
     if isinstance(key, (str, int)) and not isinstance(key, bool) and str(key):
         ck = f"{ip or host}|{key}"
     else:  # Playwright, Firefox: no connection id; one group per server (and protocol)

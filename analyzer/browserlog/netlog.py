@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from .detect import BrowserLogError, read_text
 from .records import BrowserLog, LogConnection, LogRequest, integer, num, split_host_port, text
@@ -216,7 +217,7 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
                     if err is not None and err < 0 and r.error is None:
                         r.error = neterr.get(err, str(err))
             elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_BEGIN" and isinstance(p.get("url"), str):
-                n = redirects.get(sid, 0)
+                n: int = redirects.get(sid, 0)
                 redirects[sid] = n + 1
                 start, prio = alive.get(sid, (t, None))
                 if r is not None:  # a redirect: the new job starts now
@@ -263,23 +264,23 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
                     r.protocol = "h2"
                 r.request_headers = hs
             elif etype == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS":
-                hs = p.get("headers")
-                if isinstance(hs, list) and hs and isinstance(hs[0], str):
-                    st = _status_line(hs[0])
+                rh = p.get("headers")
+                if isinstance(rh, list) and rh and isinstance(rh[0], str):
+                    st = _status_line(rh[0])
                     if st is not None and (st >= 200 or r.status is None):
                         if st >= 200 or r.response_start is None:
                             r.response_start = t
                         r.status = st
-                        r.response_headers = _header_list(hs[1:])
+                        r.response_headers = _header_list(rh[1:])
                         ct = next((v for k, v in r.response_headers if k.lower() == "content-type"), None)
                         r.content_type = ct.split(";")[0].strip() if ct else None
             elif etype == "HTTP_TRANSACTION_READ_BODY" and phase == "PHASE_END":
                 if r.response_start is not None:
                     r.response_end = t
             elif etype == "URL_REQUEST_JOB_FILTERED_BYTES_READ":
-                n = integer(p.get("byte_count"))
-                if n is not None and n > 0:
-                    r.response_body_decoded_bytes = (r.response_body_decoded_bytes or 0) + n
+                nb = integer(p.get("byte_count"))
+                if nb is not None and nb > 0:
+                    r.response_body_decoded_bytes = (r.response_body_decoded_bytes or 0) + nb
             elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_END":
                 err = integer(p.get("net_error"))
                 if err is not None and err < 0:
@@ -326,9 +327,9 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
                 if dep is not None and st is not None:
                     h2_stream[dep] = (sid, st)
             elif etype == "HTTP2_SESSION_RECV_DATA":
-                st, n = integer(p.get("stream_id")), integer(p.get("size"))
-                if st is not None and n is not None and n >= 0:
-                    h2_data[(sid, st)] = h2_data.get((sid, st), 0) + n
+                st, sz = integer(p.get("stream_id")), integer(p.get("size"))
+                if st is not None and sz is not None and sz >= 0:
+                    h2_data[(sid, st)] = h2_data.get((sid, st), 0) + sz
         elif sname == "QUIC_SESSION":
             c = quics.get(sid)
             if c is None:
@@ -347,9 +348,9 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
             elif etype == "QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE" and c.connect_end is None:
                 c.connect_end = t
             elif etype == "HTTP3_DATA_FRAME_RECEIVED":
-                st, n = integer(p.get("stream_id")), integer(p.get("payload_length"))
-                if st is not None and n is not None and n >= 0:
-                    quic_data[(sid, st)] = quic_data.get((sid, st), 0) + n
+                st, sz = integer(p.get("stream_id")), integer(p.get("payload_length"))
+                if st is not None and sz is not None and sz >= 0:
+                    quic_data[(sid, st)] = quic_data.get((sid, st), 0) + sz
     log.skipped += bad
     if bad:
         log.warnings.append(f"NetLog: {bad} malformed events left out")
@@ -373,10 +374,10 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
             sock = job_sock.get(job)
             if sess is not None:
                 sock = h2_sock.get(sess, sock)
-                hs = h2_stream.get(job)
-                if hs is not None:
-                    r.stream_id = hs[1]
-                    r.response_body_bytes = h2_data.get(hs)
+                ss = h2_stream.get(job)
+                if ss is not None:
+                    r.stream_id = ss[1]
+                    r.response_body_bytes = h2_data.get(ss)
             if sock is not None and sock in socks:
                 conn = socks[sock]
                 if sess is not None:

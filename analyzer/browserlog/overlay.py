@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 from ..model import Analysis, Connection, Exchange
 from .build import record
-from .records import BrowserLog, LogConnection, LogRequest
+from .records import BrowserLog, LogRequest
 
 TOLERANCE = 10.0  # seconds between a log request and a wire exchange on unmatched connections
 UNKNOWN = "<unknown>"
@@ -132,12 +132,12 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
     taken: set[int] = set()
     by_tuple: dict[tuple, list[Connection]] = {}
     by_server: dict[tuple, list[Connection]] = {}
-    for c in an.connections:
-        cl, sv = _ep(c.client), _ep(c.server)
-        by_tuple.setdefault((c.transport, cl, sv), []).append(c)
-        by_server.setdefault((c.transport, sv), []).append(c)
+    for wc in an.connections:
+        cl, sv = _ep(wc.client), _ep(wc.server)
+        by_tuple.setdefault((wc.transport, cl, sv), []).append(wc)
+        by_server.setdefault((wc.transport, sv), []).append(wc)
         if sv is not None:
-            by_server.setdefault((None, sv), []).append(c)
+            by_server.setdefault((None, sv), []).append(wc)
     # the connections that carried requests of the log come first (a HAR connection is
     # matched by time: the busy ones should not lose their wire connection to a preconnect)
     users: dict[str, int] = {}
@@ -156,7 +156,7 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
 
     for lc in order:
         t = lc.connect_start
-        c = None
+        c: Connection | None = None
         if lc.group:
             sv = _ep(lc.server)
             cands = (by_server.get((lc.transport, sv), []) or by_server.get((None, sv), [])) if sv is not None else [
@@ -176,7 +176,8 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
             cands = by_server.get((lc.transport, sv), []) or by_server.get((None, sv), [])
             if t is None and len(cands) > 1:
                 # no handshake in the log (a connection opened before it): the one in use at its first request
-                first = min((_t_log(r) for r in log.requests if r.connection == lc.key and _t_log(r) is not None), default=None)
+                ts = [t for t in (_t_log(r) for r in log.requests if r.connection == lc.key) if t is not None]
+                first = min(ts) if ts else None
                 cands = [x for x in cands if first is not None and x.start <= first <= (x.end or x.start)]
             c = nearest(cands, t)
         if c is None and cl is None and sv is None and lc.host:
@@ -194,10 +195,10 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
     conns = {c.id: c for c in an.connections}
     by_conn: dict[int, list[Exchange]] = {}
     by_stream: dict[tuple[int, int], Exchange] = {}
-    for e in an.exchanges:
-        by_conn.setdefault(e.connection, []).append(e)
-        if e.stream_id is not None and not e.pushed:
-            by_stream.setdefault((e.connection, e.stream_id), e)
+    for x in an.exchanges:
+        by_conn.setdefault(x.connection, []).append(x)
+        if x.stream_id is not None and not x.pushed:
+            by_stream.setdefault((x.connection, x.stream_id), x)
     matched: set[int] = set()
     pairs: list[tuple[LogRequest, Exchange, str]] = []
     unmatched: list[dict] = []
@@ -206,13 +207,13 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
     for r in sent:
         pool_ids = cmap.get(r.connection) if r.connection else None
         wc = pool_ids[0] if pool_ids and len(pool_ids) == 1 else None
-        e = None
+        e: Exchange | None = None
         how = ""
         if wc is not None and r.stream_id is not None:
-            x = by_stream.get((wc, r.stream_id))
-            if x is not None and x.id not in matched and _url_fits(x, r) is not None and (
-                    not x.method or not r.method or x.method == r.method):
-                e, how = x, "connection+stream"
+            hit = by_stream.get((wc, r.stream_id))
+            if hit is not None and hit.id not in matched and _url_fits(hit, r) is not None and (
+                    not hit.method or not r.method or hit.method == r.method):
+                e, how = hit, "connection+stream"
         if e is None:
             pool = [x for i in pool_ids for x in by_conn.get(i, ())] if pool_ids else an.exchanges
             tl = _t_log(r)

@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from .detect import BrowserLogError, read_text
-from .records import BrowserLog, LogConnection, LogRequest, integer, num, strip_brackets, text
+from .records import BrowserLog, obj, LogConnection, LogRequest, integer, num, strip_brackets, text
 
 MAX_EVENTS = 20_000_000
 
@@ -79,8 +79,7 @@ def _traces(s: str, path: str, log: BrowserLog, max_events: int) -> list[dict]:
         if header is None:
             raise BrowserLogError(f"{path}: qlog JSON-SEQ without its header record")
         log.creator = _creator(header)
-        tr = header.get("trace") if isinstance(header.get("trace"), dict) else {}
-        tr = dict(tr)
+        tr: dict = dict(header["trace"]) if isinstance(header.get("trace"), dict) else {}
         tr["events"] = events
         return [tr]
     try:
@@ -114,12 +113,12 @@ def _creator(d: dict) -> str:
     tr = d.get("trace") if isinstance(d.get("trace"), dict) else None
     if tr is None and isinstance(d.get("traces"), list) and d["traces"] and isinstance(d["traces"][0], dict):
         tr = d["traces"][0]
-    vp = tr.get("vantage_point") if isinstance(tr, dict) and isinstance(tr.get("vantage_point"), dict) else {}
+    vp: dict = tr["vantage_point"] if isinstance(tr, dict) and isinstance(tr.get("vantage_point"), dict) else {}
     name = text(vp.get("name"), 80) or text(d.get("title"), 80)
     return f"{name + ' ' if name else ''}qlog {ver}"
 
 
-def _event(e: Any, fields: list[str] | None) -> tuple[float | None, str | None, dict]:
+def _event(e: Any, fields: list[str] | None) -> tuple[float | None, str | None, dict[str, Any]]:
     """(time ms as written, "category:event", data) of one event in any of the forms."""
     if isinstance(e, list) and fields:
         e = dict(zip(fields, e))
@@ -139,9 +138,9 @@ def _event(e: Any, fields: list[str] | None) -> tuple[float | None, str | None, 
 
 
 def _trace(log: BrowserLog, idx: int, tr: dict) -> None:
-    cf = tr.get("common_fields") if isinstance(tr.get("common_fields"), dict) else {}
-    cfg = tr.get("configuration") if isinstance(tr.get("configuration"), dict) else {}
-    vp = tr.get("vantage_point") if isinstance(tr.get("vantage_point"), dict) else {}
+    cf: dict = tr["common_fields"] if isinstance(tr.get("common_fields"), dict) else {}
+    cfg: dict = tr["configuration"] if isinstance(tr.get("configuration"), dict) else {}
+    vp: dict = tr["vantage_point"] if isinstance(tr.get("vantage_point"), dict) else {}
     role = text(vp.get("type"), 20) or "client"
     if role == "network":
         role = "client" if text(vp.get("flow"), 20) != "server" else "server"
@@ -199,7 +198,7 @@ def _trace(log: BrowserLog, idx: int, tr: dict) -> None:
                     c.connect_start = t
             elif ev in ("packet_sent", "packet_received"):
                 sent = ev == "packet_sent"
-                hdr = data.get("header") if isinstance(data.get("header"), dict) else {}
+                hdr = obj(data.get("header"))
                 ptype = text(hdr.get("packet_type"), 20)
                 for k in ("scid", "dcid"):
                     v = text(hdr.get(k), 80)
@@ -226,21 +225,21 @@ def _trace(log: BrowserLog, idx: int, tr: dict) -> None:
                         elif f.get("fin") is True:
                             fin_recv[sid] = t
             elif ev == "version_information" and c.quic_version is None:
-                v = integer(data.get("chosen_version"))
-                c.quic_version = {1: "RFCv1", 0x6B3343CF: "RFCv2"}.get(v, None if v is None else f"0x{v:08x}")
+                ver = integer(data.get("chosen_version"))
+                c.quic_version = None if ver is None else {1: "RFCv1", 0x6B3343CF: "RFCv2"}.get(ver, f"0x{ver:08x}")
         elif cat in ("http", "h3"):
             if ev not in ("frame_created", "frame_parsed"):
                 continue
             sid = integer(data.get("stream_id"))
-            fr = data.get("frame") if isinstance(data.get("frame"), dict) else {}
+            fr = obj(data.get("frame"))
             ft = fr.get("frame_type")
             if sid is None or sid & 0x2:
                 continue
             from_client = (ev == "frame_created") == client_side
             if ft == "headers":
-                hs = [(text(h.get("name"), 8192), text(h.get("value"), 1 << 16)) for h in fr.get("headers", ()) if isinstance(h, dict)] \
+                pairs = [(text(h.get("name"), 8192), text(h.get("value"), 1 << 16)) for h in fr.get("headers", ()) if isinstance(h, dict)] \
                     if isinstance(fr.get("headers"), list) else []
-                hs = [(k, v) for k, v in hs if k is not None and v is not None]
+                hs: list[tuple[str, str]] = [(k, v) for k, v in pairs if k is not None and v is not None]
                 r = streams.get(sid)
                 if from_client:
                     if r is None:

@@ -101,6 +101,11 @@ class BrowserLog:
 # -- small typed readers: a log is outside input, every field may be of any type ---------
 
 
+def obj(v: Any) -> dict:
+    """``v`` if it is a JSON object, else an empty one."""
+    return v if isinstance(v, dict) else {}
+
+
 def num(v: Any) -> float | None:
     """A finite number, or None (bools, strings, NaN and infinities are not times)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):

@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +63,7 @@ def _version(pkg: str) -> str:
     return version(pkg)
 
 
-def run(lab: "sc.Lab", out: Path, proto: str) -> dict:
+def run(lab: sc.Lab, out: Path, proto: str) -> dict:
     name = f"pw-{proto}"
     port = sc.free_port()
     conf = sc.nginx_conf(lab.work, lab.site, port, proto, lab.cert, lab.key)
