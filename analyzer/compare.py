@@ -97,7 +97,7 @@ def page_figures(an: Analysis) -> dict[str, Any]:
     st = compute(an)  # (header bytes: for HTTP/3 with the QPACK encoder stream, see analyzer.stats)
     web = {e.connection for e in an.exchanges}
     conns = [c for c in an.connections if c.id in web]
-    t0 = an.index.ts[0] if an.packets else 0.0
+    t0 = an.start_time
     ends = [e.response_end or e.response_start for e in an.exchanges if (e.response_end or e.response_start)]
     cap = st.capture
     req_w, req_d = cap.req_headers
@@ -151,8 +151,7 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
         p2, oa2, ob2 = _match(ea, eb, False)
         if len(p2) > len(pairs):
             pairs, only_a, only_b, mode = p2, oa2, ob2, "path"
-    ta = a.index.ts[0] if a.packets else 0.0
-    tb = b.index.ts[0] if b.packets else 0.0
+    ta, tb = a.start_time, b.start_time
     matched = []
     for x, y in pairs:
         sa, sb = _side(x, ta), _side(y, tb)

@@ -27,6 +27,10 @@ count and the next step for the user):
 - ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture).
 - ``capture_damaged``: the capture's own warnings (truncated file, corrupt block, snap length,
   fragments missing), except the budget warnings already counted.
+- ``no_packets``: the analysis comes from a browser log opened alone (``Analysis.source``
+  har, netlog or qlog: analyzer.browserlog), which holds no packet; count = its requests.
+  Handshakes and decryption are then not the log's to show: no ``joined_midway`` or
+  ``not_decrypted`` issue is made from its connections.
 
 A TLS/QUIC connection with nothing protected to decrypt ("no encrypted records", "no 1-RTT
 packets") is not an issue.
@@ -43,6 +47,7 @@ from .sessions import CAPTURE_ID
 UNKNOWN = "<unknown>"
 _GAP_NOTE = re.compile(r"packet (\d+): (\d+) bytes missing from the capture in (\S+) at stream offset (\d+)")
 _NOTHING_TO_DECRYPT = ("no encrypted records", "no 1-RTT packets")
+NO_PACKETS = {"har": "a HAR", "netlog": "a Chrome NetLog", "qlog": "a qlog"}
 
 NEXT_MIDWAY = ("start the capture before the page load, and make the browser open new connections "
                "(quit it first, or use a fresh profile) so no connection predates the capture")
@@ -57,7 +62,7 @@ NEXT_UNKNOWN_KEYLOG = ("pass --keylog FILE with the key log written during this 
 
 @dataclass(slots=True)
 class Issue:
-    kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged
+    kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged | no_packets
     connection: int | None  # None: the capture as a whole
     count: int  # requests (joined_midway, unknown_fields), bytes (bytes_lost), packets (not_decrypted), 1
     detail: str  # what is missing, in words
@@ -214,11 +219,16 @@ def _compute(an: Analysis) -> Completeness:
     not_dec: dict[int, str] = {}
     lost = gaps = 0
     conn_ids = set()
+    source = getattr(an, "source", "capture") or "capture"
+    if source != "capture":
+        issues.append(Issue("no_packets", None, len(an.exchanges), f"no packets: from {NO_PACKETS.get(source, source)}, "
+                            "the browser's own log (times as the browser saw them; no packet, frame or byte on the wire)",
+                            f"open the capture of the same load, and lay this log over it with --{source} FILE"))
     for c in an.connections:
         conn_ids.add(c.id)
         n_req = reqs_by_conn.get(c.id, 0)
-        why = _joined_midway(c)
-        reason = _not_decrypted(c)
+        why = _joined_midway(c) if source == "capture" else None
+        reason = _not_decrypted(c) if source == "capture" else None
         c_lost = c_gaps = 0
         for n in c.notes:
             m = _GAP_NOTE.match(n)
@@ -332,6 +342,9 @@ def _headline(c: Completeness) -> str:
         parts.append(f"{_pl(len(c.budgets_hit), 'budget')} ran out")
     if c.warnings:
         parts.append(f"capture damaged ({_pl(len(c.warnings), 'warning')})")
+    nop = next((i for i in c.issues if i.kind == "no_packets"), None)
+    if nop is not None:
+        parts.insert(0, nop.detail.split(",", 1)[0])
     return "Incomplete: " + ", ".join(parts)
 
 

@@ -9,7 +9,9 @@ from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame
 SCHEMA_VERSION = 1
 
 
-def _ep(a: tuple[str, int]) -> str:
+def _ep(a: tuple[str, int]) -> str | None:
+    if not a[0]:
+        return None  # not known (a browser log names no client port: analyzer.browserlog)
     return f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
 
 
@@ -127,6 +129,8 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
         "response_body_decoded_bytes": e.response_body_decoded_bytes,
         "reset": e.reset,
         "error": e.error,
+        "browser": e.browser,
+        "sources": e.sources,
     }
     if e.protocol.startswith("h3"):
         d["request_qpack_encoder_bytes"] = e.request_qpack_encoder_bytes
@@ -193,6 +197,8 @@ def summary_dict(an: Analysis) -> dict[str, Any]:
         "warnings": list(an.warnings),
         "connections": [connection_dict(c) for c in an.connections],
         "completeness": _completeness(an),
+        "source": getattr(an, "source", "capture"),
+        "browser": getattr(an, "browser", None),
     }
 
 

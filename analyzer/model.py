@@ -165,7 +165,7 @@ class Connection:
     @property
     def label(self) -> str:
         c, s = self.client, self.server
-        fmt = lambda a: f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
+        fmt = lambda a: "?" if not a[0] else f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
         return f"{fmt(c)} → {fmt(s)}"
 
 
@@ -233,6 +233,12 @@ class Exchange:
     reset: str | None = None  # error code name of RST_STREAM / RESET_STREAM
     error: str | None = None
     frames: int = 0
+    # a browser log's own record of this request (analyzer.browserlog: a HAR, NetLog or qlog
+    # opened alone, or laid over the capture): its phase times, priority name, initiator and
+    # the browser-minus-wire offsets; None when no log was given (docs/JSON.md "browser")
+    browser: dict | None = None
+    # where each filled field came from ("wire", "browser", "inferred"); None: all from the wire
+    sources: dict | None = None
 
     def header(self, name: str, response: bool = True) -> str | None:
         name = name.lower()
@@ -291,10 +297,25 @@ class Analysis:
     quic_packets: dict = field(default_factory=dict)  # (conn, dir) -> decrypted QUIC packets as numbers (analyzer.detail re-decrypts)
     interfaces: list = field(default_factory=list)  # pcap/pcapng interfaces (analyzer.capture.Interface)
     budgets_hit: dict = field(default_factory=dict)  # budget name -> conn ids whose budget ran out (-1: the capture's)
+    # what the analysis was made from: "capture", or a browser log opened alone ("har",
+    # "netlog", "qlog": no packets; analyzer.browserlog)
+    source: str = "capture"
+    # the browser logs behind or over this analysis (analyzer.browserlog): {"logs": [one
+    # summary per log: kind, path, matched and unmatched requests, offsets], "pages": [page
+    # timings: onContentLoad, onLoad]}; None when there is none
+    browser: dict | None = None
 
     @property
     def packets(self) -> int:
         return len(self.index)
+
+    @property
+    def start_time(self) -> float:
+        """Where relative times start: the first packet; for a browser log (no packets), its
+        first connection's start (0.0 when it has none)."""
+        if len(self.index):
+            return self.index.ts[0]
+        return min((t for c in self.connections for t in (c.connect_start, c.start) if t), default=0.0)
 
     def __getattr__(self, name: str):
         # Reached only for attributes not set.  An analysis reopened from the cache

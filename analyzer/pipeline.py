@@ -29,7 +29,18 @@ def analyze(*args, **kw) -> Analysis:
     paused for the pass: the model holds millions of tracked objects that live to the end,
     and its generational collections walked them again and again (a quarter of the CPU time
     on many-request captures).  The pass runs a young-generation collection itself every
-    4096 packets, so the cycles some dissectors make still go while memory stays bounded."""
+    4096 packets, so the cycles some dissectors make still go while memory stays bounded.
+
+    A browser log (HAR, Chrome NetLog, qlog; chosen by content) is read into the same model
+    instead, without packets (``analyzer.browserlog``): every view opens it as a capture."""
+    path = args[0] if args else kw.get("path")
+    if isinstance(path, str):
+        from .browserlog.detect import kind_of
+
+        if kind_of(path) is not None:
+            from .browserlog import open_log
+
+            return open_log(path, limits=kw.get("limits"), progress=kw.get("progress"))
     on = gc.isenabled()
     gc.disable()
     try:

@@ -162,6 +162,7 @@ class Row:
     hover: list[str] = field(default_factory=list)
     background: bool = False  # not the page's (page_of): drawn, but outside the page's milestones
     background_reason: str | None = None
+    browser: dict | None = None  # the browser log's record of the request (Exchange.browser), for a browser bar
 
     def phase(self, name: str) -> tuple[float, float] | None:
         for n, a, b in self.phases:
@@ -899,6 +900,8 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     conns = {c.id: c for c in an.connections}
     t0 = an.index.ts[0] if len(an.index) else 0.0
     t_end = an.index.ts[-1] if len(an.index) else 0.0
+    if not len(an.index) and an.connections:  # a browser log (no packets): its first and last times
+        t0, t_end = an.start_time, max((c.end for c in an.connections), default=0.0)
 
     exs, by_conn, first_of_conn, dns_for, lookups = _plan(an, conns, dns)
     if group_by == "connection":
@@ -944,7 +947,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
             index=len(rows), exchange=e.id, connection=e.connection, connection_label=label, protocol=e.protocol,
             badge=BADGES.get(e.protocol, e.protocol.upper()), method=e.method, url=url, status=e.status,
             content_class=cls, content_type=ctype, start=start, end=end, phases=phases, colors=colors,
-            first_of_connection=first, pushed=e.pushed, stream_id=e.stream_id,
+            first_of_connection=first, pushed=e.pushed, stream_id=e.stream_id, browser=e.browser,
             packets={"request_start": e.request_start_packet, "request_end": e.request_end_packet,
                      "response_start": e.response_start_packet, "response_end": e.response_end_packet},
             sizes={"request_headers_wire": e.request_header_bytes_wire, "request_headers_decoded": e.request_header_bytes_decoded,

@@ -97,11 +97,22 @@ def load(args):
         from analyzer.pipeline import analyze
 
         an = analyze(args.file, keylogs=args.keylog, progress=progress, limits=limits_of(args))
+    _overlay(an, args)
     for w in an.warnings:
         print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
     gc.freeze()  # the model lives to the end of the command: no collection need walk it again
     gc.enable()
     return an
+
+
+def _overlay(an, args) -> None:
+    """--har/--netlog/--qlog: lay each browser log over the capture (analyzer.browserlog)."""
+    logs = [(k, f) for k in ("har", "netlog", "qlog") for f in (getattr(args, k, None) or [])]
+    if logs:
+        from analyzer.browserlog import overlay
+
+        for kind, path in logs:
+            overlay(an, path, kind=kind)
 
 
 def _filter(args, scope: str | None = None):
@@ -231,7 +242,7 @@ def cmd_requests(args) -> int:
         ph = phases_dicts(an)
         _dump(exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs)
         return 0
-    t0 = an.index.ts[0] if an.packets else 0.0
+    t0 = an.start_time
     rows = []
     for e in exs:
         ms = lambda a, b: "" if a is None or b is None else f"{(b - a) * 1000:.1f}"
@@ -383,6 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--limit", action="append", type=parse_limit, metavar="NAME=N",
                         help="raise or lower one decoding budget (per connection, or NAME_capture for the whole capture); repeatable; "
                              "an unknown NAME lists the valid ones")
+    for kind, what in (("har", "a HAR 1.2"), ("netlog", "a Chrome NetLog"), ("qlog", "a qlog")):
+        common.add_argument(f"--{kind}", action="append", metavar="FILE",
+                            help=f"lay {what} of the same load over the capture: its requests matched to the wire's, "
+                                 "URLs the capture lacks filled in, browser-minus-wire offsets per phase; repeatable")
     p = argparse.ArgumentParser(prog="wirefall", description="Protocol analyzer and waterfall visualiser for SPDY, HTTP/2, HTTP/1.x, QUIC and HTTP/3 captures.",
                                 epilog="`wirefall FILE` opens the terminal UI on FILE.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -390,7 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name, func, help, json_=True, filt=False, file=True):
         sp = sub.add_parser(name, parents=[common], help=help, description=help)
         if file:
-            sp.add_argument("file", metavar="FILE", help="pcap or pcapng capture (optionally gzip/xz/bzip2/zstd compressed)")
+            sp.add_argument("file", metavar="FILE", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog), "
+                                                         "optionally gzip/xz/bzip2/zstd compressed")
         if json_:
             sp.add_argument("--json", action="store_true", help="JSON output (docs/JSON.md)")
         if filt:

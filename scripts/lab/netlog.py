@@ -10,8 +10,7 @@ keeps it next to each capture as timing truth.
 """
 from __future__ import annotations
 
-import gzip
-import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,15 +35,15 @@ class NetlogRequest:
 
 
 def load(path: str | Path) -> dict:
-    p = Path(path)
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt") as f:
-        text = f.read()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        # a NetLog cut short (browser killed) lacks the closing "]}"
-        return json.loads(text.rstrip().rstrip(",") + "]}")
+    """The NetLog as a dict (``constants``, ``events``), through wirefall's reader
+    (analyzer/browserlog/netlog.py: compressed or not, chosen by content; a log cut short
+    by a killed browser, anywhere, read to its last whole event)."""
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:  # run as a script from the checkout
+        sys.path.insert(0, root)
+    from analyzer.browserlog.netlog import load_json
+
+    return load_json(str(path))
 
 
 def requests(path: str | Path, origin: str | None = None) -> list[NetlogRequest]:

@@ -288,14 +288,18 @@ class WebState:
                     size += len(chunk)
                     if size > limit:
                         raise self._too_large(kind, name, length if length is not None and length > size else size)
-                    if len(head) < 16:
-                        head += chunk[: 16 - len(head)]
+                    if len(head) < 65536:  # (a capture's magic; a browser log is sniffed from its start)
+                        head += chunk[: 65536 - len(head)]
                     f.write(chunk)
             if not size:
                 raise UploadError(f"{name}: the file is empty")
             if kind == "capture":
                 if not any(head.startswith(m) for m in CAPTURE_MAGICS):
-                    raise UploadError(f"{name} is not a pcap or pcapng capture (nor a gzip/xz/bzip2/zstd-compressed one)")
+                    from analyzer.browserlog.detect import sniff  # a HAR, NetLog or qlog opens as a capture does
+
+                    if sniff(head) is None:
+                        raise UploadError(f"{name} is not a pcap or pcapng capture (nor a gzip/xz/bzip2/zstd-compressed one), "
+                                          "nor a HAR, Chrome NetLog or qlog")
             else:
                 _check_keylog(path, limit, name)
         except BaseException:

@@ -1,0 +1,163 @@
+"""A ``BrowserLog`` as the timeline model: an ``Analysis`` with connections and exchanges
+and a ``PacketIndex`` of zero packets, so that the waterfall, statistics, exports and
+compare read a HAR, NetLog or qlog as they read a capture.  Fields the log does not give
+stay None (a HAR names no client port: the connection's client is ``("", 0)``, shown as
+unknown; no log gives packet numbers); ``Analysis.source`` says which log it was."""
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from ..model import Analysis, Connection, Exchange, PacketIndex, QuicInfo, TlsInfo
+from .records import BrowserLog, LogConnection, LogRequest
+
+UNKNOWN_ADDR = ("", 0)
+TIME_FIELDS = ("start", "dns_start", "dns_end", "connect_start", "connect_end", "ssl_start", "ssl_end",
+               "send_start", "send_end", "response_start", "response_end")
+KIND_NAME = {"har": "a HAR", "netlog": "a Chrome NetLog", "qlog": "a qlog"}
+
+
+def _d(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def phases(r: LogRequest) -> dict[str, float | None]:
+    """The browser's own phases in seconds (HAR's names and order; None: not in the log)."""
+    first = next((t for t in (r.dns_start, r.connect_start, r.send_start) if t is not None), None)
+    return {"blocked": _d(r.start, first), "dns": _d(r.dns_start, r.dns_end), "connect": _d(r.connect_start, r.connect_end),
+            "ssl": _d(r.ssl_start, r.ssl_end), "send": _d(r.send_start, r.send_end), "wait": _d(r.send_end, r.response_start),
+            "receive": _d(r.response_start, r.response_end)}
+
+
+def record(r: LogRequest, log: BrowserLog) -> dict:
+    """The ``browser`` object of an exchange (docs/JSON.md): what the log says of the request."""
+    return {
+        "source": log.kind, "file": log.path, "id": r.id, "url": r.url, "method": r.method, "status": r.status,
+        "protocol": r.protocol, "stream_id": r.stream_id, "priority": r.priority, "initiator": r.initiator,
+        "initiator_type": r.initiator_type, "resource_type": r.resource_type, "cache": r.cache, "error": r.error,
+        "times": {k: getattr(r, k) for k in TIME_FIELDS}, "phases": phases(r), "offsets": None, "durations": None,
+    }
+
+
+def _suite_name(cid: int | None) -> str | None:
+    if cid is None:
+        return None
+    try:
+        from dissectors.tls import suite_name
+
+        return suite_name(cid)
+    except Exception:  # noqa: BLE001 - a name is a nicety
+        return None
+
+
+def to_analysis(log: BrowserLog) -> Analysis:
+    an = Analysis(path=log.path, index=PacketIndex(), capture_format=log.kind, compression=log.compression)
+    an.source = log.kind
+    an.warnings.extend(log.warnings)
+    sent = [r for r in log.requests if r.sent and (r.send_start is not None or r.response_start is not None)]
+    first_t: dict[str, float] = {}
+    for r in sent:
+        t = r.start if r.start is not None else r.send_start
+        if r.connection is not None and t is not None:
+            first_t[r.connection] = min(first_t.get(r.connection, t), t)
+    conns: list[LogConnection] = sorted(
+        log.connections.values(),
+        key=lambda c: (c.connect_start if c.connect_start is not None else first_t.get(c.key, float("inf")), c.key))
+    cid: dict[str, int] = {}
+    model_conns: dict[int, Connection] = {}
+    why = f"not a capture: {KIND_NAME.get(log.kind, log.kind)} holds no TLS record"
+    for i, lc in enumerate(conns):
+        c = Connection(i, lc.transport, lc.client or UNKNOWN_ADDR, lc.server or UNKNOWN_ADDR, protocol=lc.protocol,
+                       connect_start=lc.connect_start, connect_end=lc.connect_end, tls_start=lc.tls_start, tls_end=lc.tls_end)
+        if lc.transport == "udp":
+            c.quic = QuicInfo(version=lc.quic_version, sni=lc.host, alpn=lc.alpn, scid=lc.scid, dcid=lc.dcid,
+                              decrypted=False, reason=why.replace("TLS record", "QUIC packet"))
+        elif lc.tls_version or lc.alpn or lc.tls_end is not None:
+            c.tls = TlsInfo(version=lc.tls_version, cipher_suite=lc.cipher_suite or _suite_name(lc.cipher_suite_id),
+                            cipher_suite_id=lc.cipher_suite_id, sni=lc.host, alpn=lc.alpn, resumed=bool(lc.resumed),
+                            decrypted=False, reason=why)
+        cid[lc.key] = i
+        model_conns[i] = c
+        an.connections.append(c)
+    sent.sort(key=lambda r: (r.send_start if r.send_start is not None else r.response_start, r.id))
+    for n, r in enumerate(sent, 1):
+        if r.connection in cid:
+            conn = cid[r.connection]
+        else:  # a request the log ties to no connection: one of its own, endpoints unknown
+            conn = len(an.connections)
+            c = Connection(conn, "udp" if r.protocol in ("h3", "h3-29") else "tcp", UNKNOWN_ADDR, UNKNOWN_ADDR, protocol=r.protocol)
+            an.connections.append(c)
+            model_conns[conn] = c
+        e = exchange(n, conn, r, log)
+        an.exchanges.append(e)
+        c = model_conns[conn]
+        if c.protocol is None:
+            c.protocol = e.protocol
+    for c in an.connections:
+        ts = [t for t in (c.connect_start, c.connect_end, c.tls_end) if t is not None]
+        ts += [t for e in an.exchanges if e.connection == c.id
+               for t in (e.request_start, e.response_end, e.response_start) if t is not None]
+        if ts:
+            c.start, c.end = min(ts), max(ts)
+    not_sent = len(log.requests) - len(sent)
+    # requests that never reached the network (served from a cache, failed or cancelled
+    # before sending) are not exchanges: a capture of the same load would not show them
+    an.browser = {"logs": [summary(log, sent=len(sent), not_sent=not_sent)], "pages": list(log.pages)}
+    return an
+
+
+def summary(log: BrowserLog, **kw) -> dict:
+    return {"kind": log.kind, "file": log.path, "creator": log.creator, "requests": len(log.requests),
+            "skipped": log.skipped, "warnings": list(log.warnings), **kw}
+
+
+def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
+    e = Exchange(id=n, connection=conn, protocol=r.protocol or "http/1.1", stream_id=r.stream_id, method=r.method,
+                 url=r.url, status=r.status, pushed=r.pushed)
+    if r.url:
+        try:
+            u = urlsplit(r.url)
+            e.scheme = u.scheme or None
+            e.authority = u.netloc or None
+            e.path = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        except ValueError:
+            pass
+    e.request_headers = list(r.request_headers)
+    e.response_headers = list(r.response_headers)
+    e.request_header_bytes_wire = r.request_header_bytes or 0
+    e.response_header_bytes_wire = r.response_header_bytes or 0
+    e.request_body_bytes = r.request_body_bytes or 0
+    e.response_body_bytes = r.response_body_bytes or 0
+    e.response_body_decoded_bytes = r.response_body_decoded_bytes
+    e.content_type = r.content_type
+    for k, v in e.response_headers:
+        if k.lower() == "content-encoding":
+            e.content_encoding = v
+            break
+    e.request_start, e.request_end = r.send_start, r.send_end
+    e.response_start, e.response_end = r.response_start, r.response_end
+    e.response_headers_end = r.response_start
+    x = r.extra
+    if x:  # wirefall's own HAR: what it wrote of the exchange
+        if isinstance(x.get("_priority"), dict):
+            e.priority = x["_priority"]
+        if isinstance(x.get("_push_parent"), int):
+            e.push_parent = x["_push_parent"]
+        if isinstance(x.get("_reset"), str):
+            e.reset = x["_reset"]
+        hb = x.get("_header_bytes_decoded")
+        if isinstance(hb, dict):
+            rq, rs = hb.get("request"), hb.get("response")
+            e.request_header_bytes_decoded = rq if isinstance(rq, int) else 0
+            e.response_header_bytes_decoded = rs if isinstance(rs, int) else 0
+    e.browser = record(r, log)
+    src: dict[str, str] = {}
+    val: object
+    for f, val in (("url", e.url), ("method", e.method), ("status", e.status), ("stream_id", e.stream_id),
+                 ("request_start", e.request_start), ("request_end", e.request_end), ("response_start", e.response_start),
+                 ("response_end", e.response_end), ("priority_name", r.priority), ("initiator", r.initiator)):
+        if val is not None:
+            src[f] = "browser"
+    if e.request_headers or e.response_headers:
+        src["headers"] = "browser"
+    e.sources = src
+    return e

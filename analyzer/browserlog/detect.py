@@ -1,0 +1,112 @@
+"""Which browser log a file holds, chosen by content, never by name; and its text, read
+through the capture reader's decompression (gzip, xz, bzip2, zstd by magic bytes) within a
+size budget.
+
+- HAR 1.2: a JSON object whose ``log`` holds ``entries`` (Chrome DevTools, Firefox,
+  WebPageTest, Playwright, wirefall's own export).
+- Chrome NetLog: a JSON object opening with ``constants`` (``logEventTypes``) then
+  ``events``; a NetLog cut off before its closing brackets (a crashed browser) still counts.
+- qlog: JSON (``qlog_version`` and ``traces``, as aioquic writes it) or JSON-SEQ (records
+  after an RS byte 0x1e, as quiche and ngtcp2 write it; RFC 7464).
+
+``kind_of(path)`` reads at most ``SNIFF_BYTES`` decompressed bytes and returns ``"har"``,
+``"netlog"``, ``"qlog"`` or None (a capture, or anything else: the capture reader then says
+what it is).  ``read_text(path, limit)`` returns the whole text.
+"""
+from __future__ import annotations
+
+import re
+
+from ..capture import CaptureError, open_decompressed
+
+SNIFF_BYTES = 64 << 10
+DEFAULT_MAX_BYTES = 512 << 20  # decompressed text of one log (limits["browserlog_bytes"])
+_READ = 1 << 20
+
+# the keys that name each kind, looked for in the first SNIFF_BYTES (a HAR's "log" key may
+# come after its pages/entries in other writers' key order, so the HAR test is on its keys)
+_NETLOG = re.compile(rb'"(?:logEventTypes|logEventPhase|logSourceType)"\s*:')
+_QLOG = re.compile(rb'"qlog_(?:version|format)"\s*:')
+_HAR_LOG = re.compile(rb'"log"\s*:\s*\{')
+_HAR_KEYS = re.compile(rb'"(?:entries|creator|pages|startedDateTime)"\s*:')
+
+
+class BrowserLogError(CaptureError):
+    """A file that is a browser log (or says it is one) but cannot be read as one."""
+
+
+def sniff(head: bytes) -> str | None:
+    """The kind of log whose first decompressed bytes are ``head`` (None: not a browser log)."""
+    h = head.lstrip(b"\xef\xbb\xbf \t\r\n")  # BOM, whitespace
+    if h.startswith(b"\x1e"):
+        return "qlog" if _QLOG.search(h[:SNIFF_BYTES]) else None
+    if not h.startswith(b"{"):
+        return None
+    if _NETLOG.search(h):
+        return "netlog"
+    if _QLOG.search(h):
+        return "qlog"
+    if _HAR_LOG.search(h) and _HAR_KEYS.search(h):
+        return "har"
+    return None
+
+
+_CAPTURE_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
+
+
+def kind_of(path: str) -> str | None:
+    """``"har"``, ``"netlog"``, ``"qlog"``, or None for anything else (captures included:
+    their first 4 bytes are enough to tell, so a capture costs one small read)."""
+    f, _comp = open_decompressed(path)
+    try:
+        try:
+            head = f.read(4)
+            if head in _CAPTURE_MAGICS or not head:
+                return None
+            head += f.read(SNIFF_BYTES - 4)
+        except OSError as e:
+            raise CaptureError(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        f.close()
+    return sniff(head)
+
+
+def read_text(path: str, limit: int = DEFAULT_MAX_BYTES) -> tuple[str, str, list[str]]:
+    """(text, compression, warnings) of the log at ``path``: at most ``limit`` decompressed
+    bytes (more raises ``BrowserLogError``: the JSON parser would hold several times that in
+    memory); a compressed stream cut short gives the text before the cut and a warning (a
+    NetLog reader then keeps the events before it)."""
+    f, comp = open_decompressed(path)
+    parts: list[bytes] = []
+    n = 0
+    warnings: list[str] = []
+    try:
+        while True:
+            try:
+                b = f.read(_READ)
+            except OSError as e:
+                raise BrowserLogError(f"{path}: cannot read: {e.strerror or e}") from None
+            if not b:
+                break
+            n += len(b)
+            if n > limit:
+                raise BrowserLogError(f"{path}: browser log larger than {limit >> 20} MiB once decompressed "
+                                      f"(raise it with limits['browserlog_bytes'])")
+            parts.append(b)
+        err = getattr(f, "error", None)
+        if err:
+            warnings.append(f"{comp} stream damaged: {err}; read the {n} bytes before it")
+    finally:
+        f.close()
+    raw = b"".join(parts)
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if err := getattr(f, "error", None):  # a cut inside a multi-byte character
+            text = raw[: e.start].decode("utf-8", "replace")
+        else:
+            text = raw.decode("utf-8", "replace")
+            warnings.append(f"not valid UTF-8 at byte {e.start}: undecodable bytes replaced")
+    return text, comp, warnings

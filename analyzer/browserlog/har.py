@@ -1,0 +1,263 @@
+"""HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) as a ``BrowserLog``: Chrome and
+Firefox DevTools exports, WebPageTest, Playwright's ``record_har_path`` and wirefall's own
+export (whose ``_``-extensions — ``_exchange``, ``_connection``, ``_stream_id``,
+``_protocol``, ``_priority``, ``_pushed`` — are read back, so that a capture exported to HAR
+reads back as the same requests).
+
+Times: ``startedDateTime`` (ISO 8601, any offset) is the request's start; the ``timings``
+follow in the spec's order — blocked, dns, connect (which includes ssl), send, wait,
+receive; −1 (or absent) is "does not apply" and adds nothing.  So ``send_start`` = start +
+blocked + dns + connect, ``response_start`` (headers received) = send_end + wait,
+``response_end`` = that + receive.  A HAR gives no client port and no packet: connections
+are named by the entry's ``connection`` (Chrome: its socket id; WebPageTest ``_socket``)
+with ``serverIPAddress`` and the URL's port (or ``_server_port``/``_serverPort``).
+Entries served from a cache (``_fromCache``, ``cache.beforeRequest`` hit with no timings)
+or that failed before sending (status 0 with ``_error``) did not reach the network.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from .detect import BrowserLogError, read_text
+from .records import (BrowserLog, obj, LogConnection, LogRequest, integer, nonneg, protocol_name, sane_epoch,
+                      strip_brackets, text)
+
+MAX_ENTRIES = 1_000_000  # limits["browserlog_entries"]
+
+
+def parse_time(v: Any) -> float | None:
+    """ISO 8601 date-time -> epoch seconds (a time without offset is taken as UTC)."""
+    if not isinstance(v, str) or not (10 <= len(v) <= 64):
+        return None
+    s = v.strip()
+    if s.endswith(("Z", "z")):
+        s = s[:-1] + "+00:00"
+    try:
+        d = _dt.datetime.fromisoformat(s)
+    except ValueError:
+        # fromisoformat (3.11) takes 1-6 fraction digits in most forms; cut longer fractions
+        if "." in s:
+            head, _, frac = s.partition(".")
+            digits = "".join(ch for ch in frac[:9] if ch.isdigit())
+            rest = frac[len(digits):]
+            try:
+                d = _dt.datetime.fromisoformat(f"{head}.{digits[:6].ljust(6, '0')}{rest}")
+            except ValueError:
+                return None
+        else:
+            return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_dt.UTC)
+    try:
+        return sane_epoch(d.timestamp())
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _headers(v: Any) -> list[tuple[str, str]]:
+    out = []
+    if isinstance(v, list):
+        for h in v:
+            if isinstance(h, dict):
+                k, x = h.get("name"), h.get("value")
+                if isinstance(k, str) and isinstance(x, (str, int, float)) and not isinstance(x, bool):
+                    out.append((k[:8192], str(x)[:1 << 16]))
+    return out
+
+
+def _initiator(v: Any) -> tuple[str | None, str | None]:
+    """(initiator, its type): Chrome ``{"type": "parser", "url": …}`` (or a stack), WebPageTest a URL."""
+    if isinstance(v, str):
+        return v[:2048] or None, None
+    if isinstance(v, dict):
+        typ = text(v.get("type"), 40)
+        url = text(v.get("url"), 2048)
+        if url is None:
+            st = v.get("stack")
+            frames = st.get("callFrames") if isinstance(st, dict) else None
+            if isinstance(frames, list):
+                url = next((text(f.get("url"), 2048) for f in frames if isinstance(f, dict) and f.get("url")), None)
+        return url, typ
+    return None, None
+
+
+def read(path: str, limits: dict | None = None) -> BrowserLog:
+    lim = limits or {}
+    s, comp, warnings = read_text(path, **({"limit": lim["browserlog_bytes"]} if lim.get("browserlog_bytes") else {}))
+    try:
+        d = json.loads(s)
+    except RecursionError:
+        raise BrowserLogError(f"{path}: HAR nested too deeply to read") from None
+    except ValueError as e:
+        raise BrowserLogError(f"{path}: HAR is not valid JSON ({e})") from None
+    log = BrowserLog("har", path, compression=comp)
+    log.warnings.extend(warnings)
+    fill(log, d, lim.get("browserlog_entries", MAX_ENTRIES))
+    return log
+
+
+def fill(log: BrowserLog, d: Any, max_entries: int = MAX_ENTRIES) -> None:
+    if not isinstance(d, dict) or not isinstance(d.get("log"), dict):
+        raise BrowserLogError(f"{log.path}: not a HAR: no \"log\" object")
+    hl = d["log"]
+    entries = hl.get("entries")
+    if not isinstance(entries, list):
+        raise BrowserLogError(f"{log.path}: not a HAR: log.entries is not a list")
+    cr = hl.get("creator")
+    if isinstance(cr, dict):
+        log.creator = " ".join(x for x in (text(cr.get("name"), 80), text(cr.get("version"), 40)) if x) or None
+    wirefall = (log.creator or "").startswith("wirefall")
+    pages = hl.get("pages")
+    if isinstance(pages, list):
+        for p in pages:
+            if not isinstance(p, dict):
+                continue
+            start = parse_time(p.get("startedDateTime"))
+            pt = obj(p.get("pageTimings"))
+            ocl, ol = nonneg(pt.get("onContentLoad")), nonneg(pt.get("onLoad"))
+            log.pages.append({"id": text(p.get("id"), 200), "title": text(p.get("title"), 500), "start": start,
+                              "on_content_load": None if ocl is None or start is None else start + ocl / 1000.0,
+                              "on_load": None if ol is None or start is None else start + ol / 1000.0})
+    if len(entries) > max_entries:
+        log.warnings.append(f"HAR has {len(entries)} entries; read the first {max_entries} (limits['browserlog_entries'])")
+        entries = entries[:max_entries]
+    bad = 0
+    for i, en in enumerate(entries):
+        r = _entry(log, i, en, wirefall)
+        if r is None:
+            bad += 1
+            continue
+        log.requests.append(r)
+    log.skipped += bad
+    if bad:
+        log.warnings.append(f"HAR: {bad} malformed entries left out")
+
+
+def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | None:
+    if not isinstance(en, dict):
+        return None
+    req, resp = en.get("request"), en.get("response")
+    if not isinstance(req, dict):
+        return None
+    if not isinstance(resp, dict):
+        resp = {}
+    start = parse_time(en.get("startedDateTime"))
+    url = text(req.get("url"))
+    if start is None or not url:
+        return None
+    r = LogRequest(id=str(i), method=text(req.get("method"), 40) or None, url=url, start=start)
+    st = integer(resp.get("status"))
+    r.status = st if st is not None and 0 < st < 1000 else None
+    tm = obj(en.get("timings"))
+    ms = lambda k: nonneg(tm.get(k))
+    t = start
+    blocked, dns, connect, ssl = ms("blocked"), ms("dns"), ms("connect"), ms("ssl")
+    send, wait, receive = ms("send"), ms("wait"), ms("receive")
+    if blocked is not None:
+        t += blocked / 1000.0
+    if dns is not None:
+        r.dns_start, t = t, t + dns / 1000.0
+        r.dns_end = t
+    if connect is not None:
+        r.connect_start, t = t, t + connect / 1000.0
+        r.connect_end = t
+        if ssl is not None and ssl <= connect:
+            r.ssl_start, r.ssl_end = t - ssl / 1000.0, t
+            r.connect_end = r.ssl_start  # HAR: connect includes ssl; the model's connect is TCP (or QUIC) alone
+    r.send_start = t
+    if send is not None:
+        t += send / 1000.0
+    r.send_end = t
+    seen = r.status is not None or (integer(resp.get("bodySize")) or -1) > 0
+    if seen:  # a response came (status 0 with no body: none did; its wait, if any, ran to the end)
+        if wait is not None:
+            t += wait / 1000.0
+        r.response_start = t
+        if receive is not None:
+            t += receive / 1000.0
+        r.response_end = t
+    r.request_headers = _headers(req.get("headers"))
+    r.response_headers = _headers(resp.get("headers"))
+    hv = text(resp.get("httpVersion"), 40) or text(req.get("httpVersion"), 40)
+    r.protocol = protocol_name(en.get("_protocol")) if wirefall else None
+    r.protocol = r.protocol or protocol_name(hv) or protocol_name(en.get("_protocol"))
+    hs = integer(req.get("headersSize"))
+    r.request_header_bytes = hs if hs is not None and hs >= 0 else None
+    hs = integer(resp.get("headersSize"))
+    r.response_header_bytes = hs if hs is not None and hs >= 0 else None
+    bs = integer(req.get("bodySize"))
+    r.request_body_bytes = bs if bs is not None and bs >= 0 else None
+    bs = integer(resp.get("bodySize"))
+    r.response_body_bytes = bs if bs is not None and bs >= 0 else None
+    content = obj(resp.get("content"))
+    cs = integer(content.get("size"))
+    r.response_body_decoded_bytes = cs if cs is not None and cs >= 0 else None
+    mt = text(content.get("mimeType"), 200)
+    r.content_type = mt.split(";")[0].strip() or None if mt else None
+    pr = en.get("_priority")
+    r.priority = text(pr, 40) if isinstance(pr, str) else None
+    r.initiator, r.initiator_type = _initiator(en.get("_initiator"))
+    r.initiator_type = r.initiator_type or text(en.get("_initiator_type"), 40)
+    r.resource_type = text(en.get("_resourceType"), 80) or text(en.get("_request_type"), 80)
+    err = en.get("_error") or resp.get("_error") or resp.get("_failureText")
+    r.error = text(err, 500) if err else None
+    fc = en.get("_fromCache") or (en.get("_cached") if isinstance(en.get("_cached"), str) else None)
+    r.cache = text(fc, 40) if isinstance(fc, str) else None
+    # did it reach the network?  a cache hit, a failure before sending or a request with no
+    # time at all (all timings −1) did not
+    if r.cache or (r.status is None and r.error) or (send is None and wait is None and receive is None and connect is None):
+        r.sent = False
+    # the connection: Chrome "connection" (socket id), WebPageTest _socket; server address and port
+    ip = strip_brackets(en.get("serverIPAddress")) or strip_brackets(en.get("_ip_addr"))
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = parts.hostname
+        scheme = parts.scheme
+    except ValueError:
+        port, host, scheme = None, None, ""
+    sp = integer(en.get("_server_port")) or integer(en.get("_serverPort"))
+    port = sp if sp and 0 < sp < 65536 else port or {"https": 443, "http": 80}.get(scheme)
+    key = en.get("connection")
+    if key is None or isinstance(key, bool):
+        key = en.get("_socket")
+    group = False
+    ck: str | None
+    if isinstance(key, (str, int)) and not isinstance(key, bool) and str(key):
+        ck = f"{ip or host}|{key}"
+    else:  # Playwright, Firefox: no connection id; one group per server (and protocol)
+        ck = f"{ip or host}|{port}|{r.protocol or ''}" if (ip or host) else None
+        group = True
+    if wirefall:
+        r.extra = {k: en[k] for k in ("_exchange", "_connection", "_stream_id", "_pushed", "_push_parent", "_priority",
+                                      "_header_bytes_wire", "_header_bytes_decoded", "_reset") if k in en}
+        sid = integer(en.get("_stream_id"))
+        r.stream_id = sid
+        r.pushed = en.get("_pushed") is True
+        r.priority = None
+    else:
+        sid = integer(en.get("_http2_stream_id")) if en.get("_http2_stream_id") not in (None, 0, "0") else None
+        r.stream_id = sid
+    if r.protocol in ("h3", "h3-29", "quic", "gquic"):
+        transport = "udp"
+    else:
+        transport = "tcp"
+    if ck is not None and r.sent:
+        c = log.connections.get(ck)
+        if c is None:
+            c = log.connections[ck] = LogConnection(ck, transport, server=(ip, port) if ip and port else None, host=host,
+                                                    protocol=r.protocol, group=group)
+        if c.connect_start is None and r.connect_start is not None:
+            c.connect_start, c.connect_end = r.connect_start, r.connect_end
+            c.tls_start, c.tls_end = r.ssl_start, r.ssl_end
+        sec = en.get("_securityDetails")
+        if isinstance(sec, dict) and c.tls_version is None:
+            c.tls_version = text(sec.get("protocol"), 40)
+            c.cipher_suite = text(sec.get("cipher"), 80)
+        if c.tls_version is None and isinstance(en.get("_tls_version"), str):
+            c.tls_version = text(en.get("_tls_version"), 40)
+        r.connection = ck
+    return r

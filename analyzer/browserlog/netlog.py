@@ -1,0 +1,410 @@
+"""Chromium's NetLog (``--log-net-log=FILE``, chrome://net-export) as a ``BrowserLog``.
+
+A NetLog is ``{"constants": {...}, "events": [{...}, ...]}``: every event names its source
+(a URL_REQUEST, an HTTP_STREAM_JOB, a SOCKET, an HTTP2_SESSION, a QUIC_SESSION …) by id and
+type, its type and phase by the numbers ``constants`` maps to names, and its time in
+milliseconds of Chromium's TimeTicks (``constants.timeTickOffset`` makes them epoch
+milliseconds).  Chromium writes one event a line and the closing ``]}`` only when logging
+stops: a browser that crashed or was killed leaves a log cut anywhere, even inside an event.
+``load_json`` reads such a log to its last whole event (``json.JSONDecoder.raw_decode`` one
+event at a time — a hand-written loop around the standard parser, because no JSON library
+reads a document that never closes).
+
+What each request's record holds (``LogRequest``): URL_REQUEST_START_JOB gives method, URL
+(a redirect starts a new job on the same source: a new record), initiator and request type;
+REQUEST_ALIVE and URL_REQUEST_SET_PRIORITY the priority; HTTP_TRANSACTION_SEND_REQUEST the
+send phase, its *_SEND_REQUEST_HEADERS event the request headers (and for QUIC the stream
+id); HTTP_TRANSACTION_READ_RESPONSE_HEADERS the status and response headers (response
+start); the last HTTP_TRANSACTION_READ_BODY the end.  The connection: the request's
+HTTP_STREAM_JOB bound to a SOCKET (TCP_CONNECT's local and remote address, SSL_CONNECT),
+or to an HTTP2_SESSION on a socket (HTTP2_SESSION_SEND_HEADERS names the job and the
+stream id), or the request bound to a QUIC_SESSION (its packets' self and peer address).
+A request without *_SEND_REQUEST_HEADERS never reached the network (a cache hit, a DNS
+failure): ``sent`` is False.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from collections.abc import Iterator
+
+from .detect import BrowserLogError, read_text
+from .records import BrowserLog, LogConnection, LogRequest, integer, num, split_host_port, text
+
+_CONSTANTS = re.compile(r'\s*\{\s*"constants"\s*:\s*')
+_EVENTS = re.compile(r'\s*,\s*"events"\s*:\s*\[\s*')
+_SEP = re.compile(r"\s*(,|\])\s*")
+MAX_EVENTS = 20_000_000  # limits["browserlog_events"]
+
+
+def load_json(path: str, limit: int | None = None, max_events: int = MAX_EVENTS) -> dict:
+    """The NetLog at ``path`` as a dict (``constants``, ``events``, ``cut``: None or why the
+    events end early), compressed or not, cut short or not.  Raises ``BrowserLogError``."""
+    text_, _comp, warnings = read_text(path, **({"limit": limit} if limit else {}))
+    d = parse(text_, path, max_events)
+    d["warnings"] = warnings + d.get("warnings", [])
+    d["compression"] = _comp
+    return d
+
+
+def parse(s: str, path: str = "NetLog", max_events: int = MAX_EVENTS) -> dict:
+    try:
+        d = json.loads(s)
+    except RecursionError:
+        raise BrowserLogError(f"{path}: NetLog nested too deeply to read") from None
+    except ValueError:
+        d = None
+    if isinstance(d, dict):
+        if not isinstance(d.get("constants"), dict) or not isinstance(d.get("events"), list):
+            raise BrowserLogError(f"{path}: not a NetLog: no constants and events")
+        ev = d["events"]
+        warnings = []
+        if len(ev) > max_events:
+            warnings.append(f"NetLog has {len(ev)} events; read the first {max_events} (limits['browserlog_events'])")
+            ev = ev[:max_events]
+        return {"constants": d["constants"], "events": ev, "cut": None, "warnings": warnings}
+    # cut short: read the constants, then one event at a time to the last whole one
+    dec = json.JSONDecoder()
+    m = _CONSTANTS.match(s)
+    if not m:
+        raise BrowserLogError(f"{path}: not a NetLog (JSON that does not open with \"constants\")")
+    try:
+        constants, pos = dec.raw_decode(s, m.end())
+    except (ValueError, RecursionError):
+        raise BrowserLogError(f"{path}: NetLog cut off inside its constants: no event can be named") from None
+    if not isinstance(constants, dict):
+        raise BrowserLogError(f"{path}: NetLog constants are not an object")
+    m = _EVENTS.match(s, pos)
+    if not m:
+        raise BrowserLogError(f"{path}: NetLog has no events after its constants")
+    pos = m.end()
+    events: list = []
+    cut = None
+    n = len(s)
+    while pos < n:
+        if s[pos] == "]":
+            break
+        try:
+            e, pos = dec.raw_decode(s, pos)
+        except RecursionError:
+            cut = f"event {len(events) + 1} nested too deeply"
+            break
+        except ValueError:
+            cut = f"cut off after {len(events)} events (at byte {pos} of {n}): the browser did not close the log"
+            break
+        events.append(e)
+        if len(events) >= max_events:
+            cut = f"{max_events} events read (limits['browserlog_events']); the rest left out"
+            break
+        m = _SEP.match(s, pos)
+        if not m:
+            cut = f"cut off after {len(events)} events (at byte {pos} of {n}): the browser did not close the log"
+            break
+        pos = m.end()
+        if m.group(1) == "]":
+            break
+    else:
+        cut = f"cut off after {len(events)} events: the browser did not close the log"
+    return {"constants": constants, "events": events, "cut": cut, "warnings": [f"NetLog {cut}"] if cut else []}
+
+
+def _names(c: Any) -> dict[int, str]:
+    if not isinstance(c, dict):
+        return {}
+    return {v: k for k, v in c.items() if isinstance(v, int) and not isinstance(v, bool) and isinstance(k, str)}
+
+
+def _dep(p: dict) -> int | None:
+    d = p.get("source_dependency")
+    return integer(d.get("id")) if isinstance(d, dict) else None
+
+
+def _header_list(v: Any) -> list[tuple[str, str]]:
+    """NetLog headers: ``["name: value", ...]`` (HTTP/2, QUIC: ``":method: GET"``)."""
+    out: list[tuple[str, str]] = []
+    if isinstance(v, dict):  # older logs: {"name": "value"}
+        return [(k, x) for k, x in v.items() if isinstance(k, str) and isinstance(x, str)]
+    if not isinstance(v, list):
+        return out
+    for h in v:
+        if not isinstance(h, str):
+            continue
+        start = 1 if h.startswith(":") else 0
+        i = h.find(":", start)
+        if i < 0:
+            continue
+        out.append((h[:i], h[i + 1:].lstrip(" ")))
+    return out
+
+
+def _status_line(line: str) -> int | None:
+    parts = line.split()
+    if len(parts) >= 2 and parts[1].isdigit() and len(parts[1]) == 3:
+        return int(parts[1])
+    return None
+
+
+def read(path: str, limits: dict | None = None) -> BrowserLog:
+    lim = limits or {}
+    d = load_json(path, limit=lim.get("browserlog_bytes"), max_events=lim.get("browserlog_events", MAX_EVENTS))
+    log = BrowserLog("netlog", path, creator="Chromium NetLog", compression=d.get("compression", ""))
+    log.warnings.extend(d.get("warnings", []))
+    fill(log, d["constants"], d["events"])
+    return log
+
+
+def fill(log: BrowserLog, constants: dict, events: list) -> None:
+    ev = _names(constants.get("logEventTypes"))
+    src = _names(constants.get("logSourceType"))
+    ph = _names(constants.get("logEventPhase"))
+    if not ev or not src:
+        raise BrowserLogError(f"{log.path}: NetLog constants name no event or source types")
+    neterr = _names(constants.get("netError"))
+    client_info = constants.get("clientInfo")
+    if isinstance(client_info, dict) and isinstance(client_info.get("version"), str):
+        log.creator = f"Chromium {client_info['version'][:40]} NetLog"
+    off = num(constants.get("timeTickOffset"))
+    if off is None:
+        log.warnings.append("NetLog without timeTickOffset: times are Chromium ticks, not wall-clock time")
+        off = 0.0
+
+    reqs: dict[int, LogRequest] = {}  # URL_REQUEST source -> its current record
+    alive: dict[int, tuple[float, str | None]] = {}  # URL_REQUEST -> (REQUEST_ALIVE begin, priority)
+    redirects: dict[int, int] = {}
+    job_of: dict[int, int] = {}  # URL_REQUEST -> HTTP_STREAM_JOB
+    job_sock: dict[int, int] = {}  # job -> SOCKET
+    job_h2: dict[int, int] = {}  # job -> HTTP2_SESSION
+    job_quic: dict[int, int] = {}
+    h2_sock: dict[int, int] = {}  # HTTP2_SESSION -> SOCKET
+    h2_stream: dict[int, tuple[int, int]] = {}  # job -> (session, stream id)
+    h2_data: dict[tuple[int, int], int] = {}  # (session, stream) -> DATA payload bytes received
+    quic_data: dict[tuple[int, int], int] = {}  # (session, stream) -> HTTP/3 DATA payload bytes received
+    req_quic: dict[int, int] = {}  # URL_REQUEST -> QUIC_SESSION
+    socks: dict[int, LogConnection] = {}
+    quics: dict[int, LogConnection] = {}
+    h2_alpn: dict[int, str] = {}
+    bad = 0
+    for e in events:
+        if not isinstance(e, dict):
+            bad += 1
+            continue
+        s = e.get("source")
+        if not isinstance(s, dict):
+            bad += 1
+            continue
+        sid, stype = integer(s.get("id")), integer(s.get("type"))
+        t_raw = num(e.get("time")) if not isinstance(e.get("time"), str) else integer(e.get("time"))
+        etype = ev.get(integer(e.get("type")) or -1)
+        if sid is None or stype is None or t_raw is None or etype is None:
+            bad += 1
+            continue
+        t = (t_raw + off) / 1000.0
+        sname = src.get(stype, "")
+        phase = ph.get(integer(e.get("phase")) or 0, "PHASE_NONE")
+        p = e.get("params")
+        if not isinstance(p, dict):
+            p = {}
+        if sname == "URL_REQUEST":
+            r = reqs.get(sid)
+            if etype == "REQUEST_ALIVE":
+                if phase == "PHASE_BEGIN":
+                    alive[sid] = (t, text(p.get("priority"), 40))
+                elif phase == "PHASE_END" and r is not None:
+                    if r.response_end is None and r.response_start is not None:
+                        r.response_end = t
+                    err = integer(p.get("net_error"))
+                    if err is not None and err < 0 and r.error is None:
+                        r.error = neterr.get(err, str(err))
+            elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_BEGIN" and isinstance(p.get("url"), str):
+                n: int = redirects.get(sid, 0)
+                redirects[sid] = n + 1
+                start, prio = alive.get(sid, (t, None))
+                if r is not None:  # a redirect: the new job starts now
+                    start, prio = t, r.priority
+                r = reqs[sid] = LogRequest(id=str(sid) if n == 0 else f"{sid}.{n}", method=text(p.get("method"), 40),
+                                           url=text(p.get("url")), start=start, priority=prio, sent=False,
+                                           initiator=text(p.get("initiator"), 2048), resource_type=text(p.get("request_type"), 80))
+                if r.initiator == "not an origin":
+                    r.initiator = None
+                log.requests.append(r)
+            elif r is None:
+                if etype == "HTTP_STREAM_REQUEST_BOUND_TO_JOB" and _dep(p) is not None:
+                    job_of[sid] = _dep(p)  # type: ignore[assignment]
+                continue
+            elif etype == "URL_REQUEST_SET_PRIORITY":
+                r.priority = text(p.get("priority"), 40) or r.priority
+            elif etype == "HTTP_STREAM_REQUEST_BOUND_TO_JOB":
+                if _dep(p) is not None:
+                    job_of[sid] = _dep(p)  # type: ignore[assignment]
+            elif etype == "HTTP_STREAM_REQUEST_BOUND_TO_QUIC_SESSION":
+                if _dep(p) is not None:
+                    req_quic[sid] = _dep(p)  # type: ignore[assignment]
+            elif etype == "HTTP_TRANSACTION_SEND_REQUEST":
+                if phase == "PHASE_BEGIN":
+                    r.send_start = t
+                elif phase == "PHASE_END":
+                    r.send_end = t
+            elif etype in ("HTTP_TRANSACTION_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_HTTP2_SEND_REQUEST_HEADERS",
+                           "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_SPDY_SEND_REQUEST_HEADERS"):
+                r.sent = True
+                if r.send_start is None:
+                    r.send_start = t
+                hs = _header_list(p.get("headers"))
+                if etype == "HTTP_TRANSACTION_SEND_REQUEST_HEADERS":
+                    line = text(p.get("line"), 8192) or ""
+                    r.protocol = "http/1.0" if line.rstrip().endswith("HTTP/1.0") else "http/1.1"
+                elif etype == "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS":
+                    r.protocol = "h3"
+                    r.stream_id = integer(p.get("quic_stream_id"))
+                    u = integer(p.get("quic_priority_urgency"))
+                    if u is not None:
+                        r.extra["urgency"] = u
+                else:
+                    r.protocol = "h2"
+                r.request_headers = hs
+            elif etype == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS":
+                rh = p.get("headers")
+                if isinstance(rh, list) and rh and isinstance(rh[0], str):
+                    st = _status_line(rh[0])
+                    if st is not None and (st >= 200 or r.status is None):
+                        if st >= 200 or r.response_start is None:
+                            r.response_start = t
+                        r.status = st
+                        r.response_headers = _header_list(rh[1:])
+                        ct = next((v for k, v in r.response_headers if k.lower() == "content-type"), None)
+                        r.content_type = ct.split(";")[0].strip() if ct else None
+            elif etype == "HTTP_TRANSACTION_READ_BODY" and phase == "PHASE_END":
+                if r.response_start is not None:
+                    r.response_end = t
+            elif etype == "URL_REQUEST_JOB_FILTERED_BYTES_READ":
+                nb = integer(p.get("byte_count"))
+                if nb is not None and nb > 0:
+                    r.response_body_decoded_bytes = (r.response_body_decoded_bytes or 0) + nb
+            elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_END":
+                err = integer(p.get("net_error"))
+                if err is not None and err < 0:
+                    r.error = neterr.get(err, str(err))
+        elif sname == "HTTP_STREAM_JOB":
+            dep = _dep(p)
+            if dep is None:
+                continue
+            if etype == "SOCKET_POOL_BOUND_TO_SOCKET":
+                job_sock[sid] = dep
+            elif etype in ("HTTP2_SESSION_POOL_IMPORTED_SESSION_FROM_SOCKET", "HTTP2_SESSION_POOL_FOUND_EXISTING_SESSION",
+                           "HTTP2_SESSION_POOL_CREATED_SESSION_FROM_SOCKET"):
+                job_h2[sid] = dep
+            elif etype == "QUIC_SESSION_POOL_USE_EXISTING_SESSION":
+                job_quic[sid] = dep
+        elif sname == "SOCKET":
+            c = socks.get(sid)
+            if c is None:
+                c = socks[sid] = LogConnection(f"socket {sid}", "tcp")
+            if etype == "TCP_CONNECT":
+                if phase == "PHASE_BEGIN":
+                    c.connect_start = t
+                elif phase == "PHASE_END":
+                    c.connect_end = t
+                    c.client = split_host_port(p.get("local_address"))
+                    c.server = split_host_port(p.get("remote_address"))
+            elif etype == "SSL_CONNECT":
+                if phase == "PHASE_BEGIN":
+                    c.tls_start = t
+                elif phase == "PHASE_END" and integer(p.get("net_error")) is None:
+                    c.tls_end = t
+                    c.tls_version = text(p.get("version"), 40)
+                    c.cipher_suite_id = integer(p.get("cipher_suite"))
+                    c.alpn = text(p.get("next_proto"), 40) or None
+                    c.resumed = p.get("is_resumed") if isinstance(p.get("is_resumed"), bool) else None
+        elif sname == "HTTP2_SESSION":
+            if etype == "HTTP2_SESSION_INITIALIZED":
+                dep = _dep(p)
+                if dep is not None:
+                    h2_sock[sid] = dep
+                h2_alpn[sid] = text(p.get("protocol"), 20) or "h2"
+            elif etype == "HTTP2_SESSION_SEND_HEADERS":
+                dep, st = _dep(p), integer(p.get("stream_id"))
+                if dep is not None and st is not None:
+                    h2_stream[dep] = (sid, st)
+            elif etype == "HTTP2_SESSION_RECV_DATA":
+                st, sz = integer(p.get("stream_id")), integer(p.get("size"))
+                if st is not None and sz is not None and sz >= 0:
+                    h2_data[(sid, st)] = h2_data.get((sid, st), 0) + sz
+        elif sname == "QUIC_SESSION":
+            c = quics.get(sid)
+            if c is None:
+                c = quics[sid] = LogConnection(f"quic session {sid}", "udp", protocol="h3", alpn="h3")
+            if etype == "QUIC_SESSION" and phase == "PHASE_BEGIN":
+                c.connect_start = t
+                c.host = text(p.get("host"), 300)
+                c.dcid = text(p.get("connection_id"), 80)
+            elif etype == "QUIC_SESSION_PACKET_RECEIVED" and c.client is None:
+                c.client = split_host_port(p.get("self_address"))
+                c.server = split_host_port(p.get("peer_address"))
+            elif etype == "QUIC_SESSION_VERSION_NEGOTIATED" and c.quic_version is None:
+                c.quic_version = text(p.get("version"), 40)
+            elif etype == "QUIC_SESSION_UNAUTHENTICATED_PACKET_HEADER_RECEIVED" and c.scid is None:
+                c.scid = text(p.get("source_connection_id"), 80)
+            elif etype == "QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE" and c.connect_end is None:
+                c.connect_end = t
+            elif etype == "HTTP3_DATA_FRAME_RECEIVED":
+                st, sz = integer(p.get("stream_id")), integer(p.get("payload_length"))
+                if st is not None and sz is not None and sz >= 0:
+                    quic_data[(sid, st)] = quic_data.get((sid, st), 0) + sz
+    log.skipped += bad
+    if bad:
+        log.warnings.append(f"NetLog: {bad} malformed events left out")
+    # bind each request to its connection
+    used: dict[str, LogConnection] = {}
+    first_on: dict[str, LogRequest] = {}
+    srcid = lambda r: int(r.id.split(".", 1)[0])
+    for r in log.requests:
+        sid = srcid(r)
+        conn = None
+        q = req_quic.get(sid)
+        job = job_of.get(sid)
+        if q is None and job is not None:
+            q = job_quic.get(job)
+        if q is not None and q in quics:
+            conn = quics[q]
+            if r.stream_id is not None and (q, r.stream_id) in quic_data:
+                r.response_body_bytes = quic_data[(q, r.stream_id)]
+        elif job is not None:
+            sess = job_h2.get(job)
+            sock = job_sock.get(job)
+            if sess is not None:
+                sock = h2_sock.get(sess, sock)
+                ss = h2_stream.get(job)
+                if ss is not None:
+                    r.stream_id = ss[1]
+                    r.response_body_bytes = h2_data.get(ss)
+            if sock is not None and sock in socks:
+                conn = socks[sock]
+                if sess is not None:
+                    conn.protocol = "h2"
+        if conn is None:
+            continue
+        r.connection = conn.key
+        used[conn.key] = conn
+        if r.sent and conn.key not in first_on:
+            first_on[conn.key] = r
+            if conn.connect_start is not None and r.start is not None and conn.connect_start >= r.start - 0.001:
+                r.connect_start, r.connect_end = conn.connect_start, conn.connect_end
+                if conn.tls_end is not None:
+                    r.ssl_start, r.ssl_end = conn.tls_start, conn.tls_end
+    for c in list(socks.values()) + list(quics.values()):
+        if c.server is None:
+            continue  # never connected (a name that did not resolve, a refused connection)
+        if c.protocol is None:
+            c.protocol = {"h2": "h2", "http/1.1": "http/1.1"}.get(c.alpn or "", None)
+        log.connections[c.key] = c
+    for r in log.requests:
+        if r.connection is not None and r.connection not in log.connections:
+            r.connection = None
+        c = log.connections.get(r.connection) if r.connection else None
+        if r.protocol is None and c is not None:
+            r.protocol = c.protocol
+
+
+def iter_requests(log: BrowserLog) -> Iterator[LogRequest]:
+    return iter(log.requests)
