@@ -110,13 +110,14 @@ def explain_view(e, shown: int | None = None, total: int | None = None):
     if shown == 0:
         lines.append(html.Div(printable(views.entry_text(e, explain.empty_text(an, shown, total or 0))), className="empty-why",
                               id="empty-why", style={"fontWeight": 600}))
-    if rs:
+    rest = rs[1:] if shown == 0 and rs else rs  # the first reason is the empty view's line already
+    if rest:
         from analyzer.completeness import headline
 
         lines.append(html.Div(printable(views.entry_text(e, headline(an))), id="headline"))
         lines.append(html.Ul([html.Li([printable(views.entry_text(e, explain.reason_text(r, False))),
                                        html.Span(" — next: " + printable(r.next_step), className="next") if r.next_step else ""])
-                              for r in rs[:5]]))
+                              for r in rest[:5]]))
     if not lines:
         return None
     return html.Div(lines, className="explain", id="explain-box")
@@ -157,9 +158,10 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
         if e.status == "done" and e.analysis is not None:
             from ui import explain
 
-            b = explain.banner(e.analysis, limit=1)
-            if b:
-                text += " · " + printable(views.entry_text(e, b))
+            from analyzer.completeness import headline
+
+            if explain.reasons(e.analysis):  # the headline; the waterfall tab's box says why and what next
+                text += " · " + printable(views.entry_text(e, headline(e.analysis)))
         status = html.Span(text, className="status error" if e.status == "error" else "status", id="status-text")
         prog = round(100 * e.fraction)
         pstyle = {"display": "inline-block", "width": "160px"} if e.status in ("queued", "running") else {"display": "none"}
@@ -253,10 +255,19 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         if not shown:
             from ui import explain
 
-            text = html_text(views.entry_text(e, explain.empty_text(e.analysis, 0, v.total)))
+            import textwrap
+
+            rs = explain.reasons(e.analysis)
+            short = (f"no request matches the filters ({v.total} in the capture)" if v.total else
+                     "no requests: " + explain.reason_text(rs[0], False) if rs else explain.empty_text(e.analysis, 0, 0))
+            text = "<br>".join(html_text(ln) for ln in textwrap.wrap(views.entry_text(e, short), 90)[:4])
             anns = list(fig.layout.annotations or ())
-            if anns:  # figure()'s own "no requests …" replaced by the reason
-                anns[-1].text = text
+            mine = [a for a in anns if str(a.text or "").startswith("no request")]
+            for a in mine:  # figure()'s own "no requests in this capture" replaced by the reason
+                a.text = text
+            if not mine:
+                fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
+            else:
                 fig.layout.annotations = anns
         row = next((r for r in v.waterfall.rows if r.exchange == selected), None) if selected is not None else None
         if row is not None:
