@@ -148,7 +148,8 @@ async def test_small_screen_layout(size):
         await _open(pilot, app)
         w, h = size
         # the first-run hint names the tabs
-        assert _shown(app, "#hint") and _text(app, "#hint") == HINT and "1 Packets  2 Waterfall" in HINT
+        assert _shown(app, "#hint") and _text(app, "#hint") == HINT and "1 Packets 2 Waterfall" in HINT
+        assert len(HINT) + 2 <= w  # whole, padding included
         tree, bp = app.query_one("#detail"), app.query_one("#bytes-pane")
         assert tree.size.width >= w // 2 - 2 and bp.size.width <= w // 2 + 2
         hv = app.query_one(HexView)

@@ -75,7 +75,7 @@ HELP = """\
   hit …) and what to do next; `wirefall summary FILE` lists every such issue.
 """
 
-HINT = "Tabs: 1 Packets  2 Waterfall  3 Connections  4 Statistics · f filter · / search · C compare · ? help · q quit"
+HINT = "Tabs: 1 Packets 2 Waterfall 3 Connections 4 Statistics · ? help · f filter"  # fits 80 columns
 
 
 class DetailTree(Tree):
@@ -526,7 +526,12 @@ class WirefallApp(App):
         wv = self.query_one(WaterfallView)
         total = len(self.an.exchanges)
         n = wv.count
-        text = explain.empty_text(self.an, n, total) if not n else None
+        text = None
+        if not n:
+            rs = explain.reasons(self.an)
+            # the reason; its next step is on the notice line above the status bar
+            text = ("no requests: " + explain.reason_text(rs[0], False) + " (next step: the line above the status bar)"
+                    if rs and not total else explain.empty_text(self.an, n, total))
         note = self.query_one("#wf-note", Static)
         note.set_class(not text, "-none")
         note.update(Text(printable(text or ""), style="bold"))
