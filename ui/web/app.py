@@ -106,7 +106,7 @@ def explain_view(e, shown: int | None = None, total: int | None = None):
         return None
     an = e.analysis
     rs = explain.reasons(an)
-    lines = []
+    lines: list = []
     if shown == 0:
         lines.append(html.Div(printable(views.entry_text(e, explain.empty_text(an, shown, total or 0))), className="empty-why",
                               id="empty-why", style={"fontWeight": 600}))
@@ -297,13 +297,13 @@ def cb_url_in(state: WebState, pathname, search):
     cid = q.get("capture")
     cap = cid if cid and state.get(cid) is not None else no_update
     tab = q.get("tab") if q.get("tab") in TABS else no_update
-    xr = no_update
+    xr: object = no_update
     try:
         if "x0" in q and "x1" in q:
             xr = [float(q["x0"]), float(q["x1"])]
     except ValueError:
         pass
-    sel = no_update
+    sel: object = no_update
     if q.get("sel", "").isdigit():
         sel = int(q["sel"])
     pkt = int(q["pkt"]) if q.get("pkt", "").isdigit() else no_update
@@ -336,7 +336,7 @@ def cb_packet_link(state: WebState, clicks):
     t = dash.ctx.triggered_id
     if not isinstance(t, dict) or not any(clicks or ()):
         return no_update, no_update
-    return "packets", int(t.get("n"))
+    return "packets", int(t.get("n") or 0)
 
 
 def cb_clear_messages(state: WebState, *_):
