@@ -210,7 +210,7 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     big.write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(1_200_000))
     pg.set_input_files("#up-capture input[type=file]", str(big))
     pg.wait_for_selector("#up-capture-msg .error")
-    assert "too large" in pg.inner_text("#up-capture-msg") and "976.6 kB" in pg.inner_text("#up-capture-msg")
+    assert "too large" in pg.inner_text("#up-capture-msg") and "976.6 KiB" in pg.inner_text("#up-capture-msg")
     pg.screenshot(path=str(shots / "08-upload-too-large.png"))
     pg.set_input_files("#up-capture input[type=file]", str(H3))
     pg.wait_for_function("() => document.querySelector('#up-capture-msg').innerText.includes('page-h3.pcapng')")

@@ -174,7 +174,7 @@ def test_waterfall_one_row_per_request_as_tshark(state, h2):
     from ui.web.app import cb_waterfall
 
     truth = tshark_requests(H2, H2K)
-    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], [], [], "")
+    fig, err, count, _why = cb_waterfall(state, h2.id, "v", [], [], [], [], "")
     rows = _rows_of(fig)
     assert err == ""
     assert len(truth) == 13
@@ -198,11 +198,11 @@ def test_filters_match_tshark(state, h2):
     # filter expression (the CLI's language) against tshark's own filter
     n_css = len(_tshark("-r", str(H2), "-o", f"tls.keylog_file:{H2K}", "-Y", 'http2.headers.path contains "css"',
                         "-T", "fields", "-e", "frame.number").split())
-    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], [], [], 'url contains "css"')
+    fig, err, count, _why = cb_waterfall(state, h2.id, "v", [], [], [], [], 'url contains "css"')
     assert err == "" and len(_rows_of(fig)) == n_css == 2
     # content type: images are the responses whose content-type tshark shows as image/*
     n_img = sum(1 for r in truth.values() if (r.get("content_type") or "").startswith("image/"))
-    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], ["image"], [], "")
+    fig, err, count, _why = cb_waterfall(state, h2.id, "v", [], [], ["image"], [], "")
     assert len(_rows_of(fig)) == n_img > 0
     # status and protocol and connection
     fig, *_ = cb_waterfall(state, h2.id, "v", ["h2"], [0], [], ["2xx"], "")
@@ -218,7 +218,7 @@ def test_filter_error_shows_column(state, h2):
     expr = 'status >= && url contains "x"'
     with pytest.raises(FilterError) as ei:
         compile_filter(expr)
-    fig, err, count = cb_waterfall(state, h2.id, "v", [], [], [], [], expr)
+    fig, err, count, _why = cb_waterfall(state, h2.id, "v", [], [], [], [], expr)
     text = _text(err)
     assert f"at column {ei.value.column}" in text
     assert expr + "\n" + " " * (ei.value.column - 1) + "^" in text
@@ -241,13 +241,16 @@ def test_click_shows_headers_as_tshark(state, h2):
         t = truth[e.stream_id]
         assert _table_pairs(detail, "detail-request-headers") == [tuple(h) for h in t["request_headers"]]
         assert _table_pairs(detail, "detail-response-headers") == [tuple(h) for h in t["response_headers"]]
-        pk = dict(((a, b), c) for a, b, c, *_ in [tuple(str(x.children) for x in tr.children)
+        pk = dict(((a, b), c) for a, b, c, *_ in [tuple(_text(x.children) for x in tr.children)
                                                     for tr in _find(detail, "detail-packets").children[1].children])
+        # packet numbers are links to the Packets tab
+        link = _find(detail, {"type": "pkt", "n": t["request_packet"]})
+        assert link is not None and link.children == str(t["request_packet"])
         assert pk[("request", "first byte")] == str(t["request_packet"])
         # frames of the stream: same packets and types as tshark's frames of that stream
         tf = [(f["packet"], f["type"]) for f in tshark_h2(H2, H2K) if f["stream"] == e.stream_id]
         names = {0: "DATA", 1: "HEADERS", 2: "PRIORITY", 3: "RST_STREAM", 5: "PUSH_PROMISE", 8: "WINDOW_UPDATE", 9: "CONTINUATION"}
-        ours = [(int(tr.children[0].children), tr.children[4].children) for tr in _find(detail, "detail-frames").children[1].children]
+        ours = [(int(_text(tr.children[0].children)), tr.children[4].children) for tr in _find(detail, "detail-frames").children[1].children]
         assert ours == [(p, names[ty]) for p, ty in tf]
 
 
@@ -369,16 +372,16 @@ def test_packets_tab_pages_as_tshark(state, h2):
     out = _tshark("-r", str(H2), "-T", "fields", "-e", "frame.number", "-e", "frame.time_relative", "-e", "ip.src", "-e", "ip.dst",
                   "-e", "frame.len")
     truth = [line.split("\t") for line in out.splitlines()]
-    rows, pages, cur = cb_packets(state, h2.id, "v", "packets", 0, 20, None)
+    rows, pages, cur, _hl, _msg = cb_packets(state, h2.id, "v", "packets", 0, 20, None)
     assert pages == math.ceil(len(truth) / 20) and cur == 0 and len(rows) == 20
-    rows3, _, cur3 = cb_packets(state, h2.id, "v", "packets", 3, 20, None)
+    rows3, _, cur3, *_ = cb_packets(state, h2.id, "v", "packets", 3, 20, None)
     assert cur3 == 3 and len(rows3) == len(truth) - 60
     for r in rows + rows3:
         n, t, src, dst, ln = truth[r["no"] - 1]
         assert (r["no"], r["source"], r["destination"], r["length"]) == (int(n), src, dst, int(ln))
         assert abs(float(r["time"]) - float(t)) < 2e-6
     # go to packet 45: its page, and its detail with the same bytes as tshark -x
-    rows, pages, cur = cb_packets(state, h2.id, "v", "packets", 0, 20, 45, trigger="packet-goto")
+    rows, pages, cur, _hl, _msg = cb_packets(state, h2.id, "v", "packets", 0, 20, 45, trigger="packet-goto")
     assert cur == 2 and any(r["no"] == 45 for r in rows)
     d = cb_packet_detail(state, h2.id, None, 45, rows, trigger="packet-goto")
     pre = [c for c in d.children if type(c).__name__ == "Pre"][0].children.splitlines()
@@ -465,7 +468,7 @@ def test_uploads_checked_and_private(tmp_path):
         big = H2.read_bytes()  # 421 kB > 200 kB
         # the browser's own check found it too large: a message, nothing staged
         staged, msg, _ = cb_stage(st, "capture", {"error": "too_large", "name": "page-h2.pcapng", "size": len(big)}, None)
-        assert staged is None and "too large" in _text(msg) and "195.3 kB" in _text(msg)
+        assert staged is None and "too large" in _text(msg) and "195.3 KiB" in _text(msg)
         # and the server checks again if the browser did not
         staged, msg, _ = cb_stage(st, "capture", {"contents": _data_url(big), "name": "page-h2.pcapng"}, None)
         assert staged is None and "limit" in _text(msg)
@@ -516,9 +519,9 @@ def test_bad_capture_is_a_message_and_others_keep_working(tmp_path):
         opts, value, status, *_ = cb_poll(st, 1, b.id, None, None, None)
         assert "error" in status.className and b.error in _text(status)
         assert any("(error)" in o["label"] for o in opts)
-        fig, err, cnt = cb_waterfall(st, b.id, "v", [], [], [], [], "")
+        fig, err, cnt, _why = cb_waterfall(st, b.id, "v", [], [], [], [], "")
         assert b.error in fig.layout.annotations[0].text
-        fig, err, cnt = cb_waterfall(st, c.id, "v", [], [], [], [], "")
+        fig, err, cnt, _why = cb_waterfall(st, c.id, "v", [], [], [], [], "")
         assert cnt == "13 of 13 requests"
     finally:
         st.close()
@@ -547,7 +550,7 @@ def test_background_analysis_does_not_block_callbacks():
         assert started.wait(10)
         t = time.monotonic()
         opts, value, status, prog, pstyle, version, *_ = cb_poll(st, 1, None, None, None, None)
-        fig, err, cnt = cb_waterfall(st, e.id, "v", [], [], [], [], "")
+        fig, err, cnt, _why = cb_waterfall(st, e.id, "v", [], [], [], [], "")
         assert time.monotonic() - t < 1.0
         assert "analysing" in _text(status) and prog == 25 and pstyle["display"] != "none" and version == f"{e.id}:running"
         assert "analysing" in fig.layout.annotations[0].text
@@ -693,7 +696,7 @@ def test_uploaded_third_party_page_load(tmp_path):
         xid, _ = cb_open(st, 1, staged, key)
         e = st.wait(xid)
         assert e.status == "done", e.error
-        fig, err, cnt = cb_waterfall(st, xid, "v", ["h2"], [], [], [], "")
+        fig, err, cnt, _why = cb_waterfall(st, xid, "v", ["h2"], [], [], [], "")
         rows = _rows_of(fig)
         assert len(truth) == 9 and len(rows) == len(truth)
         shown = sorted((x.method, x.url) for x in e.analysis.exchanges if x.protocol == "h2")
@@ -847,7 +850,7 @@ def test_upload_route_streams_to_disk_and_checks():
         assert staged == {"token": j["token"], "name": "page-h3.pcapng", "size": size} and "page-h3.pcapng" in _text(msg)
         big = b"\xd4\xc3\xb2\xa1" + bytes(2 << 20)
         j2 = c.post("/_wirefall/upload/capture", data=big, headers=h).get_json()
-        assert j2["error"] and "limit for a capture upload is 1.0 MB" in j2["message"]
+        assert j2["error"] and "limit for a capture upload is 1.0 MiB" in j2["message"]
         j3 = c.post("/_wirefall/upload/capture", data=b"GIF89a", headers=h).get_json()
         assert "not a pcap or pcapng capture" in j3["message"]
         j4 = c.post("/_wirefall/upload/keylog", data=b"hello\n", headers=h).get_json()

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Stati
 from analyzer.safetext import printable, printable_lines
 
 from .widgets import (waterfall_legend, DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
-                      packet_header_text, proto_style)
+                      address_width, packet_header_text, proto_style)
 
 HELP = """\
 [b]wirefall — keys[/b]
@@ -32,6 +32,8 @@ HELP = """\
                     says (Enter applies, Esc leaves, empty clears this tab's filter)
   /                 search the current list (Enter finds; n next, N previous)
   tab / shift+tab   move between panes
+  < >               Packets: narrow / widen the bytes pane (the detail tree gets the rest)
+  [ ]               Packets: shorten / lengthen the packet list (the panes below get the rest)
   escape            close a dialog, leave the filter or search bar
   C                 compare with a second capture (asks for its path and key log;
                     `wirefall tui A --compare B` opens it directly): page table, matched
@@ -47,7 +49,8 @@ HELP = """\
   F                 follow the stream (frames of the selected packet's stream, or its connection)
   d / b             focus the detail tree / the bytes pane
   x                 bytes pane: next source (Frame, then each Decrypted TLS record / QUIC packet on the packet)
-  in the tree       ↑ ↓ select a field (its bytes are highlighted), → ← expand / collapse
+  in the tree       ↑ ↓ select a field (its bytes are highlighted), → expand, ← collapse (or go to
+                    the parent), space toggle
 
 [b]Waterfall[/b]
   + / -             zoom in (around the selected request) / out
@@ -63,7 +66,40 @@ HELP = """\
   Packets: Wireshark's fields (tcp.port == 443, http2.streamid == 1, dns …, docs/FILTERS.md)
   and the fields of the frames on a packet, plus source, destination, info, length.
   Waterfall: fields of requests.  Connections: fields of connections.
+
+[b]Search[/b] (/) looks in every column: packets: number, time, addresses, protocol, length, info;
+  waterfall: method, URL, status, content type, protocol, connection.
+
+[b]An empty or partial view[/b]: the line above the status bar says what the capture does not
+  show (no key log, a key log without these connections' secrets, a truncated file, a budget
+  hit …) and what to do next; `wirefall summary FILE` lists every such issue.
 """
+
+HINT = "Tabs: 1 Packets 2 Waterfall 3 Connections 4 Statistics · ? help · f filter"  # fits 80 columns
+
+
+class DetailTree(Tree):
+    """The packet-detail tree: → expands a field, ← collapses it (or moves to its parent)."""
+
+    BINDINGS = [Binding("right,l", "expand_node", "Expand", show=False), Binding("left,h", "collapse_node", "Collapse", show=False)]
+
+    def action_expand_node(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and not node.is_expanded:
+            node.expand()
+        elif node.children:
+            self.move_cursor(node.children[0])
+
+    def action_collapse_node(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and node.is_expanded:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
 
 
 LOAD_SWITCH_INTERVAL = 0.001  # seconds (Python's default 0.005) while the loader thread runs
@@ -160,22 +196,30 @@ class WirefallApp(App):
     #packet-header { height: 1; background: #303030; color: #ffffff; text-style: bold; }
     #packet-list { height: 1fr; min-height: 5; }
     #lower { height: 45%; }
-    #detail { width: 1fr; border-top: solid #404040; }
-    #bytes-pane { width: 80; border-top: solid #404040; border-left: solid #404040; }
+    #detail { width: 1fr; min-width: 16; border-top: solid #404040; }
+    #bytes-pane { width: 45%; max-width: 80; min-width: 41; border-top: solid #404040; border-left: solid #404040; }
+    #notice { height: auto; max-height: 3; background: #3a3000; color: #ffd787; padding: 0 1; }
+    #notice.-none { display: none; }
+    #hint { height: 1; background: #1c3040; color: #d0e8ff; padding: 0 1; }
+    #hint.-hidden { display: none; }
+    #wf-note { height: auto; max-height: 3; color: #ffd787; padding: 0 1; }
+    #wf-note.-none { display: none; }
     #bytes-tabs { height: 1; background: #262626; }
     #bytes { height: 1fr; }
     #wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #wf-list { height: 1fr; overflow-x: hidden; }
     #wf-legend { height: 1; color: #a0a0a0; }
     #connections { height: 1fr; }
-    #stats-scroll { height: 1fr; }
+    #stats-scroll { height: 1fr; overflow-x: auto; overflow-y: auto; }
     #stats { width: auto; }
     #dialog { width: 92%; height: 90%; border: round $accent; background: $surface; }
     #dialog-title { height: 1; background: $accent; padding: 0 1; }
     #dialog-body { height: 1fr; }
     #follow-list { height: 1fr; }
     HelpScreen, TextScreen, FollowScreen { align: center middle; }
-    #help-box { width: 112; height: 90%; border: round $accent; background: $surface; padding: 0 1; }
+    #help-box { width: 112; max-width: 100%; height: 90%; border: round $accent; background: $surface; padding: 0 1;
+                overflow-x: auto; }
+    #help-text { width: auto; }
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -194,6 +238,10 @@ class WirefallApp(App):
         Binding("x", "bytes_tab", "Bytes tab", show=False),
         Binding("C", "compare", "Compare", show=False),
         Binding("escape", "escape", "Back", show=False),
+        Binding("less_than_sign", "resize('bytes', -4)", "Narrow bytes", show=False),
+        Binding("greater_than_sign", "resize('bytes', 4)", "Widen bytes", show=False),
+        Binding("left_square_bracket", "resize('list', -2)", "Shorter list", show=False),
+        Binding("right_square_bracket", "resize('list', 2)", "Longer list", show=False),
     ]
 
     def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
@@ -224,7 +272,8 @@ class WirefallApp(App):
         with Horizontal(id="filter-bar"):
             yield Static(FILTER_SCOPES["packets"][0], id="filter-label")
             yield Input(placeholder=FILTER_SCOPES["packets"][1], id="filter")
-        yield Input(placeholder="search (Enter finds, n / N next / previous)", id="search")
+        yield Input(placeholder="search every column (Enter finds, n / N next / previous)", id="search")
+        yield Static(HINT, id="hint")
         yield ProgressBar(total=100, show_eta=False, id="progress")
         with TabbedContent(initial="packets", id="tabs"):
             with TabPane("Packets", id="packets"):
@@ -232,11 +281,12 @@ class WirefallApp(App):
                     yield Static(packet_header_text(), id="packet-header")
                     yield PacketList(id="packet-list")
                     with Horizontal(id="lower"):
-                        yield Tree("Packet", id="detail")
+                        yield DetailTree("Packet", id="detail")
                         with Vertical(id="bytes-pane"):
                             yield TabLine("bytes", id="bytes-tabs")
                             yield HexView(id="bytes")
             with TabPane("Waterfall", id="waterfall"):
+                yield Static("", id="wf-note", classes="-none")
                 yield Static("", id="wf-axis")
                 yield WaterfallView(id="wf-list")
                 yield Static(self._legend(), id="wf-legend")
@@ -245,6 +295,7 @@ class WirefallApp(App):
             with TabPane("Statistics", id="statistics"):
                 with VerticalScroll(id="stats-scroll"):
                     yield Static("", id="stats")
+        yield Static("", id="notice", classes="-none")
         yield Static("loading…", id="status")
         yield Footer()
 
@@ -420,11 +471,14 @@ class WirefallApp(App):
         self.an = an
         self.query_one("#progress").add_class("-done")
         self.loaded = True
+        pl.addr_width = address_width(an)
+        self.query_one("#packet-header", Static).update(packet_header_text(pl.addr_width))
         pl.set_packets(range(1, an.packets + 1), self.row_fn)  # rows drawn while loading are drawn again
         self._fill_waterfall()
         self._fill_connections()
         self._fill_stats()
         self._status()
+        self._notice()
         for w in an.warnings[:5]:
             self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
         if an.packets and (keep is None or not pl.select_packet(keep)):
@@ -439,11 +493,48 @@ class WirefallApp(App):
             return
         pl = self.query_one(PacketList)
         shown = f"{pl.count:,} of {an.packets:,} packets shown" if pl.count != an.packets else f"{an.packets:,} packets"
-        dec = sum(1 for c in an.connections if (c.tls and c.tls.decrypted) or (c.quic and c.quic.decrypted))
+        dec = sum(1 for c in an.connections if (c.quic or c.tls) is not None and (c.quic or c.tls).decrypted)
         msg = f"{shown} · {len(an.connections)} connections ({dec} decrypted) · {len(an.exchanges)} requests · {len(an.frames):,} frames"
         if extra:
             msg += " · " + extra
+        elif self.loaded:
+            from analyzer.completeness import headline
+
+            try:
+                msg += " · " + headline(an).split(":", 1)[0]  # Complete / Incomplete (the line above says why)
+            except Exception:  # noqa: BLE001
+                pass
         self.query_one("#status", Static).update(Text(printable(msg)))
+
+    def _notice(self) -> None:
+        """The line above the status bar: why the capture shows less than it holds, and the
+        next step (analyzer.completeness through ui.explain); hidden when it is complete."""
+        from ui import explain
+
+        note = self.query_one("#notice", Static)
+        b = explain.banner(self.an) if self.an is not None else None
+        note.set_class(not b, "-none")
+        note.update(Text(printable(b or "")))
+        self._wf_note()
+
+    def _wf_note(self) -> None:
+        """The waterfall's header line: why there is no row (or fewer than requests)."""
+        from ui import explain
+
+        if self.an is None or not self.loaded:
+            return
+        wv = self.query_one(WaterfallView)
+        total = len(self.an.exchanges)
+        n = wv.count
+        text = None
+        if not n:
+            rs = explain.reasons(self.an)
+            # the reason; its next step is on the notice line above the status bar
+            text = ("no requests: " + explain.reason_text(rs[0], False) + " (next step: the line above the status bar)"
+                    if rs and not total else explain.empty_text(self.an, n, total))
+        note = self.query_one("#wf-note", Static)
+        note.set_class(not text, "-none")
+        note.update(Text(printable(text or ""), style="bold"))
 
     # ------------------------------------------------------------ packets tab
     @on(LineList.Moved, "#packet-list")
@@ -457,7 +548,7 @@ class WirefallApp(App):
 
     @on(LineList.Chosen, "#packet-list")
     def _packet_chosen(self, ev: LineList.Chosen) -> None:
-        self.query_one("#detail", Tree).focus()
+        self.action_focus_detail()
 
     def show_packet_if_changed(self, n: int) -> None:
         """While loading: show the packet again if frames were added on it since."""
@@ -546,7 +637,10 @@ class WirefallApp(App):
         self.query_one(HexView).next_source()
 
     def action_focus_detail(self) -> None:
-        self.query_one("#detail", Tree).focus()
+        tree = self.query_one("#detail", Tree)
+        tree.focus()
+        if tree.cursor_node is None and tree.root.children:
+            tree.move_cursor(tree.root.children[0])
 
     def action_focus_bytes(self) -> None:
         self.query_one(HexView).focus()
@@ -564,6 +658,7 @@ class WirefallApp(App):
         t0 = self.wf.t0
         t1 = max([self.wf.t_end] + [r.end for r in rows if r.end is not None])
         self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view)
+        self._wf_note()
 
     @on(WaterfallView.GroupToggled)
     def _group_toggled(self) -> None:
@@ -635,14 +730,26 @@ class WirefallApp(App):
         nreq: dict[int, int] = {}
         for e in an.exchanges:
             nreq[e.connection] = nreq.get(e.connection, 0) + 1
+        try:
+            from analyzer.completeness import compute
+
+            comp = compute(an)
+        except Exception:  # noqa: BLE001
+            comp = None
         for c in an.connections:
             if keep is not None and c.id not in keep:
                 continue
-            sec = c.tls or c.quic
+            # QUIC first: a QUIC connection's TLS handshake info has no decryption reason of its own
+            sec = c.quic if c.quic is not None else c.tls
             if sec is None:
                 dec = ""
             else:
-                dec = (getattr(sec, "version", None) or "") + (" decrypted" if sec.decrypted else f" not decrypted: {sec.reason or '?'}")
+                ver = getattr(sec, "version", None) or (getattr(c.tls, "version", None) if c.tls else None) or ""
+                why = comp.not_decrypted.get(c.id) if comp is not None else None
+                if sec.decrypted:
+                    dec = f"{ver} decrypted"
+                else:
+                    dec = f"{ver} not decrypted: {why or sec.reason or 'no protected data'}"
             sni = (c.tls.sni if c.tls else None) or (c.quic.sni if c.quic else None) or ""
             cells = (str(c.id), c.transport, f"{c.client[0]}:{c.client[1]}", f"{c.server[0]}:{c.server[1]}", c.protocol or "",
                      f"{c.stats[0].packets}/{c.stats[1].packets}", f"{c.stats[0].bytes}/{c.stats[1].bytes}",
@@ -709,6 +816,8 @@ class WirefallApp(App):
             if not pl.select_packet(pkt):
                 self.notify(f"packet {pkt} is hidden by the filter", severity="warning")
             pl.focus()
+            # the list was hidden behind the dialog (or another tab): scroll once it is laid out again
+            self.call_after_refresh(pl._scroll_to_cursor)
 
     # ------------------------------------------------------------ filter
     @on(Input.Changed, "#filter")
@@ -819,6 +928,20 @@ class WirefallApp(App):
         self._focused_list().focus()
         self.action_search_next(1, from_current=True)
 
+    def _search_text(self, lst, i: int) -> str:
+        """What search looks in: every column of the line, untruncated."""
+        if isinstance(lst, WaterfallView):
+            r = lst.rows[i]
+            e = self.exchange(r.exchange)
+            parts = [lst.label_text(r)]
+            if e is not None:
+                parts += [e.method or "", e.url or e.path or "", str(e.status or ""), e.content_type or "", e.protocol or "",
+                          f"connection {e.connection}"]
+            return printable(" ".join(parts))
+        if isinstance(lst, PacketList):
+            return lst.search_text(i)
+        return lst.cached_line(i)[0]
+
     def _focused_list(self) -> LineList:
         tab = self.query_one(TabbedContent).active
         if tab == "waterfall":
@@ -834,7 +957,7 @@ class WirefallApp(App):
         deadline = time.monotonic() + 2.0
         i = start
         while 0 <= i < lst.count:
-            if needle in lst.cached_line(i)[0].lower() if not isinstance(lst, WaterfallView) else needle in lst.label_text(lst.rows[i]).lower():
+            if needle in self._search_text(lst, i).lower():
                 lst.move_to(i)
                 self._status(f"found {self.search_text!r}")
                 return
@@ -847,9 +970,36 @@ class WirefallApp(App):
 
     # ------------------------------------------------------------ misc
     def action_help(self) -> None:
+        self._hide_hint()
         self.push_screen(HelpScreen())
 
+    def _hide_hint(self) -> None:
+        self.query_one("#hint").add_class("-hidden")
+
+    def action_resize(self, pane: str, delta: int) -> None:
+        """Grow or shrink a pane of the Packets tab (< > the bytes pane, [ ] the packet list)."""
+        # the size asked for last (several presses before a refresh add up)
+        if pane == "bytes":
+            bp = self.query_one("#bytes-pane")
+            total = self.query_one("#lower").size.width or self.size.width
+            w = getattr(self, "_bytes_w", None) or bp.outer_size.width or 41
+            new = max(24, min(total - 16, w + delta))
+            self._bytes_w = new
+            bp.styles.max_width = None
+            bp.styles.min_width = None
+            bp.styles.width = new
+            self._status(f"bytes pane {new} columns (< > resize)")
+        else:
+            lower = self.query_one("#lower")
+            pane_h = self.query_one("#packets-pane").size.height or self.size.height
+            h = getattr(self, "_lower_h", None) or lower.outer_size.height or pane_h // 2
+            new = max(4, min(pane_h - 4, h - delta))
+            self._lower_h = new
+            lower.styles.height = new
+            self._status(f"packet list {max(pane_h - 1 - new, 0)} rows ([ ] resize)")
+
     def action_tab(self, name: str) -> None:
+        self._hide_hint()
         tc = self.query_one(TabbedContent)
         tc.active = {"connections": "connections-tab"}.get(name, name)
         target = {"packets": "#packet-list", "waterfall": "#wf-list", "connections": "#connections", "statistics": "#stats-scroll"}[name]

@@ -54,14 +54,39 @@ def _cell(text: str, width: int, right: bool) -> str:
     return text.rjust(width) if right else text.ljust(width)
 
 
-def packet_header_text() -> str:
-    return " ".join(_cell(name, w, r) for name, w, r in PACKET_COLUMNS) + " Info"
+ADDR_WIDTH = 24  # Source / Destination columns; 39 (a full IPv6 address) when the capture has one longer
 
 
-def format_packet_row(row: tuple) -> str:
+def _columns(addr_width: int | None):
+    if not addr_width or addr_width == ADDR_WIDTH:
+        return PACKET_COLUMNS
+    return tuple((n, addr_width if n in ("Source", "Destination") else w, r) for n, w, r in PACKET_COLUMNS)
+
+
+def address_width(an) -> int:
+    """The Source/Destination column width that shows every connection's address whole
+    (24, up to 39 for IPv6)."""
+    longest = 0
+    for c in getattr(an, "connections", ()) or ():
+        for ep in (c.client, c.server):
+            longest = max(longest, len(str(ep[0])))
+    return min(max(ADDR_WIDTH, longest), 39)
+
+
+def packet_header_text(addr_width: int | None = None) -> str:
+    return " ".join(_cell(name, w, r) for name, w, r in _columns(addr_width)) + " Info"
+
+
+def format_packet_row(row: tuple, addr_width: int | None = None) -> str:
     no, tm, src, dst, proto, length, info = row
     vals = (str(no), f"{tm:.6f}", src, dst, proto, str(length))
-    return " ".join(_cell(v, w, r) for v, (_, w, r) in zip(vals, PACKET_COLUMNS)) + " " + info
+    return " ".join(_cell(v, w, r) for v, (_, w, r) in zip(vals, _columns(addr_width))) + " " + info
+
+
+def packet_search_text(row: tuple) -> str:
+    """Every column of a packet row, untruncated (what search looks in)."""
+    no, tm, src, dst, proto, length, info = row
+    return f"{no} {tm:.6f} {src} {dst} {proto} {length} {info}"
 
 
 class LineList(ScrollView, can_focus=True):
@@ -223,6 +248,13 @@ class PacketList(LineList):
         super().__init__(*args, **kw)
         self.packets: Sequence[int] = range(0)
         self.row_fn: Callable[[int], tuple] | None = None
+        self.addr_width = ADDR_WIDTH
+
+    def search_text(self, i: int) -> str:
+        try:
+            return printable(packet_search_text(self.row(i)))
+        except Exception:  # noqa: BLE001
+            return self.cached_line(i)[0]
 
     def set_packets(self, packets: Sequence[int], row_fn: Callable[[int], tuple], keep: int | None = None) -> None:
         self.packets = packets
@@ -270,7 +302,7 @@ class PacketList(LineList):
         st = proto_style(row[4])
         if "[error]" in row[6] or "Malformed" in row[6]:
             st = ERROR_STYLE
-        return format_packet_row(row), st
+        return format_packet_row(row, self.addr_width), st
 
 
 class HexView(ScrollView, can_focus=True):
@@ -311,10 +343,21 @@ class HexView(ScrollView, can_focus=True):
         self.data = self.sources[k][1]
         self.hl = hl
         if changed:
-            self.virtual_size = Size(6 + self.WIDTH * 4 + 2, max((len(self.data) + self.WIDTH - 1) // self.WIDTH, 1))
+            self._size_lines()
             self.scroll_to(y=0, animate=False)
             self.post_message(self.SourceChanged(self))
         self.refresh()
+
+    def _size_lines(self) -> None:
+        self.virtual_size = Size(6 + self.WIDTH * 4 + 2, max((len(self.data) + self.WIDTH - 1) // self.WIDTH, 1))
+
+    def on_resize(self, event) -> None:
+        # 16 bytes a line (tshark -x) where they fit (72 columns), 8 in a narrow pane
+        w = 16 if event.size.width >= 72 else 8
+        if w != self.WIDTH:
+            self.WIDTH = w
+            self._size_lines()
+            self.refresh()
 
     def next_source(self) -> None:
         self.select_source((self.current + 1) % len(self.sources))

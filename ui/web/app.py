@@ -14,10 +14,10 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import socket
-from urllib.parse import unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 import dash
-from dash import Input, Output, State, dash_table, dcc, html, no_update
+from dash import ALL, Input, Output, State, dash_table, dcc, html, no_update
 
 from analyzer.safetext import html_text, printable
 
@@ -46,6 +46,16 @@ table.headers td.v { font-family: monospace; word-break: break-all; }
 .cols { display: flex; gap: 18px; flex-wrap: wrap; }
 .cols .col { flex: 1 1 420px; min-width: 0; }
 .detail { background: #fff; border: 1px solid #ddd; padding: 8px 12px; margin-top: 8px; }
+.wf-split { display: flex; gap: 10px; align-items: flex-start; }
+.wf-split .wf-main { flex: 1 1 60%; min-width: 0; }
+.wf-split .wf-side { flex: 0 0 38%; min-width: 0; position: sticky; top: 0; max-height: 100vh; overflow-y: auto; }
+.wf-split .wf-side.none { display: none; }
+@media (max-width: 900px) { .wf-split { flex-direction: column; } .wf-split .wf-side { position: static; max-height: none; flex-basis: auto; width: 100%; } }
+.explain { background: #fff8e1; border: 1px solid #ffcc80; color: #5d4037; padding: 6px 10px; margin: 6px 0; font-size: 13px; }
+.explain ul { margin: 4px 0 0 0; padding-left: 18px; }
+.explain .next { color: #33691e; }
+.newcomer { background: #e3f2fd; color: #0d47a1; font-size: 13px; padding: 5px 14px; }
+.pktlink { border: none; background: none; color: #1565c0; text-decoration: underline; padding: 0; font: inherit; }
 .tree { font-family: monospace; font-size: 12px; background: #fff; border: 1px solid #ddd; padding: 6px; }
 .tree-children { margin-left: 16px; }
 .hex { font-size: 12px; background: #fff; border: 1px solid #ddd; padding: 6px; }
@@ -87,6 +97,32 @@ def _err(ex: Exception, what: str = ""):
     return html.Div(f"{what}{ex.__class__.__name__}: {ex}" if not isinstance(ex, UploadError) else str(ex), className="error")
 
 
+def explain_view(e, shown: int | None = None, total: int | None = None):
+    """Why the capture shows less than it holds (ui.explain over analyzer.completeness), with
+    the next step; None when it is complete and something is shown."""
+    from ui import explain
+
+    if e is None or e.status != "done" or e.analysis is None:
+        return None
+    an = e.analysis
+    rs = explain.reasons(an)
+    lines: list = []
+    if shown == 0:
+        lines.append(html.Div(printable(views.entry_text(e, explain.empty_text(an, shown, total or 0))), className="empty-why",
+                              id="empty-why", style={"fontWeight": 600}))
+    rest = rs[1:] if shown == 0 and rs else rs  # the first reason is the empty view's line already
+    if rest:
+        from analyzer.completeness import headline
+
+        lines.append(html.Div(printable(views.entry_text(e, headline(an))), id="headline"))
+        lines.append(html.Ul([html.Li([printable(views.entry_text(e, explain.reason_text(r, False))),
+                                       html.Span(" — next: " + printable(r.next_step), className="next") if r.next_step else ""])
+                              for r in rest[:5]]))
+    if not lines:
+        return None
+    return html.Div(lines, className="explain", id="explain-box")
+
+
 def _ready(state: WebState, cid):
     e = state.get(cid)
     return e if e is not None and e.status == "done" else None
@@ -95,12 +131,20 @@ def _ready(state: WebState, cid):
 # ------------------------------------------------------------------------- callbacks
 
 
-def cb_poll(state: WebState, _n, current, old_options, old_version, old_status):
+def url_params(search: str | None) -> dict[str, str]:
+    """The page's state in its query string: capture, filter, tab, x0/x1 (zoom), sel (the
+    selected request), pkt (the packet gone to)."""
+    q = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
+    return {k: v[-1] for k, v in q.items() if v}
+
+
+def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, search=None):
     """Capture list, current capture, status line and progress (dcc.Interval)."""
     entries = state.list()
     options = [{"label": e.label(), "value": e.id} for e in entries]
     if current is None or state.get(current) is None:
-        current = entries[0].id if entries else None
+        want = url_params(search).get("capture")
+        current = want if want and state.get(want) is not None else (entries[0].id if entries else None)
         value = current
     else:
         value = no_update
@@ -110,8 +154,15 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status):
         prog, pstyle = 0, {"display": "none"}
         version = None
     else:
-        status = html.Span(views.entry_text(e, e.status_text()), className="status error" if e.status == "error" else "status",
-                           id="status-text")
+        text = views.entry_text(e, e.status_text())
+        if e.status == "done" and e.analysis is not None:
+            from ui import explain
+
+            from analyzer.completeness import headline
+
+            if explain.reasons(e.analysis):  # the headline; the waterfall tab's box says why and what next
+                text += " · " + printable(views.entry_text(e, headline(e.analysis)))
+        status = html.Span(text, className="status error" if e.status == "error" else "status", id="status-text")
         prog = round(100 * e.fraction)
         pstyle = {"display": "inline-block", "width": "160px"} if e.status in ("queued", "running") else {"display": "none"}
         version = f"{e.id}:{e.status}"
@@ -153,12 +204,21 @@ def cb_stage(state: WebState, kind: str, data, limits, previous=None):
     return st, html.Span(f"{label}: {st['name']} ({fmt_size(st['size'])})", className="status"), None
 
 
-def cb_open(state: WebState, n_clicks, staged_capture, staged_keylog):
-    """"Analyse" → a new capture entry analysed in the background, selected."""
+def cb_open(state: WebState, n_clicks, staged_capture, staged_keylog, cid_open=None):
+    """"Analyse" → a new capture entry analysed in the background, selected; pressed again
+    for the same uploads: that entry; a key log alone: the open capture analysed again with it."""
     if not n_clicks:
         return no_update, no_update
+    ct, kt = (staged_capture or {}).get("token"), (staged_keylog or {}).get("token")
+    again = state.opened_from(ct, kt)
+    if again is not None:
+        return again.id, html.Span(f"{again.name} is open already as {again.id}", className="status", id="open-done")
     try:
-        e = state.open_staged((staged_capture or {}).get("token"), (staged_keylog or {}).get("token"))
+        if not ct and kt and cid_open:
+            e = state.add_keylog(cid_open, kt)
+            return e.id, html.Span(f"{e.name} analysed again with key log {e.keylog_names[-1]} as {e.id}", className="status",
+                                   id="open-done")
+        e = state.open_staged(ct, kt)
     except UploadError as ex:
         return no_update, _err(ex)
     kl = f" with key log {e.keylog_names[0]}" if e.keylog_names else " (no key log)"
@@ -174,8 +234,9 @@ def cb_filter_options(state: WebState, cid, version, trigger=None):
     return o["protocol"], o["connection"], o["content"], o["status"], reset, reset, reset, reset
 
 
-def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr):
-    """The waterfall figure of what the filters select, the filter error, the count."""
+def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, selected=None, xrange=None):
+    """The waterfall figure of what the filters select (the zoom kept, the selected request's
+    row highlighted), the filter error, the count, and why rows are missing."""
     import plotly.graph_objects as go
 
     e = state.get(cid)
@@ -184,12 +245,36 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         msg = "No capture open" if e is None else (views.entry_text(e, e.status_text()))
         fig.add_annotation(text=html_text(msg), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15))
         fig.update_layout(template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
-        return fig, "", ""
+        return fig, "", "", None
     try:
         v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
-        fig = views.figure(v, title=e.name)
+        xr = xrange if isinstance(xrange, list) and len(xrange) == 2 else None
+        fig = views.figure(v, title=e.name, x_range=xr)
+        shown = len(v.waterfall.rows)
+        why = explain_view(e, shown, v.total)
+        if not shown:
+            from ui import explain
+
+            import textwrap
+
+            rs = explain.reasons(e.analysis)
+            short = (f"no request matches the filters ({v.total} in the capture)" if v.total else
+                     "no requests: " + explain.reason_text(rs[0], False) if rs else explain.empty_text(e.analysis, 0, 0))
+            text = "<br>".join(html_text(ln) for ln in textwrap.wrap(views.entry_text(e, short), 90)[:4])
+            anns = list(fig.layout.annotations or ())
+            mine = [a for a in anns if str(a.text or "").startswith("no request")]
+            for a in mine:  # figure()'s own "no requests in this capture" replaced by the reason
+                a.text = text
+            if not mine:
+                fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
+            else:
+                fig.layout.annotations = anns
+        row = next((r for r in v.waterfall.rows if r.exchange == selected), None) if selected is not None else None
+        if row is not None:
+            fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=row.index - 0.5, y1=row.index + 0.5,
+                          fillcolor="rgba(255, 193, 7, 0.28)", line=dict(color="#ff8f00", width=1), layer="below", name="selected")
     except Exception as ex:  # noqa: BLE001
-        return go.Figure(), _err(ex, "cannot draw the waterfall: "), ""
+        return go.Figure(), _err(ex, "cannot draw the waterfall: "), "", None
     err = ""
     if v.error:
         expr = v.expr or ""
@@ -197,7 +282,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         err = html.Div([html.Span("filter error: " + v.error, className="error"), html.Pre(f"{expr}\n{caret}", className="error")],
                        id="filter-error-msg")
     count = f"{len(v.waterfall.rows)} of {v.total} requests"
-    return fig, err, count
+    return fig, err, count, why
 
 
 def cb_xrange(state: WebState, relayout, previous):
@@ -205,14 +290,71 @@ def cb_xrange(state: WebState, relayout, previous):
     return r if r != previous else no_update
 
 
-def cb_select(state: WebState, click, cid, protocols, connections, contents, statuses, expr, trigger=None):
+def cb_url_in(state: WebState, pathname, search):
+    """The page opened (or reloaded) with a query string: the capture, filter, tab, zoom,
+    selected request and packet it names."""
+    q = url_params(search)
+    cid = q.get("capture")
+    cap = cid if cid and state.get(cid) is not None else no_update
+    tab = q.get("tab") if q.get("tab") in TABS else no_update
+    xr: object = no_update
+    try:
+        if "x0" in q and "x1" in q:
+            xr = [float(q["x0"]), float(q["x1"])]
+    except ValueError:
+        pass
+    sel: object = no_update
+    if q.get("sel", "").isdigit():
+        sel = int(q["sel"])
+    pkt = int(q["pkt"]) if q.get("pkt", "").isdigit() else no_update
+    return cap, q.get("filter", no_update), tab, xr, sel, pkt, True
+
+
+def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search):
+    """The page's state written to its query string (replaced, so that a reload keeps it)."""
+    if not ready:
+        return no_update
+    q = {}
+    if cid:
+        q["capture"] = cid
+    if expr:
+        q["filter"] = expr
+    if tab and tab != "waterfall":
+        q["tab"] = tab
+    if isinstance(xrange, list) and len(xrange) == 2:
+        q["x0"], q["x1"] = f"{xrange[0]:.6g}", f"{xrange[1]:.6g}"
+    if selected is not None:
+        q["sel"] = str(selected)
+    if goto:
+        q["pkt"] = str(goto)
+    new = "?" + urlencode(q) if q else ""
+    return new if new != (search or "") else no_update
+
+
+def cb_packet_link(state: WebState, clicks):
+    """A packet number in the request detail → the Packets tab at that packet."""
+    t = dash.ctx.triggered_id
+    if not isinstance(t, dict) or not any(clicks or ()):
+        return no_update, no_update
+    return "packets", int(t.get("n") or 0)
+
+
+def cb_clear_messages(state: WebState, *_):
+    """A new upload or Analyse: earlier error messages go."""
+    return ""
+
+
+def cb_select(state: WebState, click, cid, protocols, connections, contents, statuses, expr, trigger=None, selected=None):
     """Click on a bar → the request detail panel."""
     e = _ready(state, cid)
-    if e is None or trigger == "capture":
-        return None, views.request_detail(e, None) if e else html.Div()
+    if e is None:
+        return no_update if selected is not None else None, html.Div()
     try:
-        v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
-        xid = views.exchange_from_click(v, click)
+        if trigger == "waterfall" or (trigger is None and click is not None):
+            v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
+            xid = views.exchange_from_click(v, click)
+        else:  # the capture (re)loaded, or a selection from the URL
+            xid = selected if isinstance(selected, int) and any(x.id == selected for x in e.analysis.exchanges) else None
         return xid, views.request_detail(e, xid)
     except Exception as ex:  # noqa: BLE001
         return None, _err(ex, "cannot show the request: ")
@@ -246,27 +388,42 @@ def cb_stats(state: WebState, cid, version, tab):
         return _err(ex, "statistics failed: "), empty, empty, empty, empty, empty, []
 
 
-def cb_packets(state: WebState, cid, version, tab, page_current, page_size, goto, trigger=None):
-    """One page of the packet list (server-side paging); "go to packet" picks the page."""
+def cb_packets(state: WebState, cid, version, tab, page_current, page_size, goto, trigger=None, expr=None):
+    """One page of the packet list (server-side paging) of the packets the filter keeps;
+    "go to packet" picks its page and highlights its row."""
+    hl = [{"if": {"state": "active"}, "backgroundColor": "#cfe8fc"}]
     if tab != "packets":
-        return no_update, no_update, no_update
+        return no_update, no_update, no_update, no_update, no_update
     e = _ready(state, cid)
     if e is None:
-        return [], 1, 0
+        return [], 1, 0, hl, ""
     size = int(page_size or views.PAGE_SIZE)
     page = int(page_current or 0)
-    if trigger == "capture":
+    if trigger in ("capture", "packet-filter"):
         page = 0
-    if trigger == "packet-goto" and goto:
-        try:
-            page = (int(goto) - 1) // size
-        except (TypeError, ValueError):
-            pass
     try:
-        rows, pages = views.packet_page(e, page, size)
+        numbers, ferr = views.packet_numbers(e, expr)
     except Exception as ex:  # noqa: BLE001
-        return [{"no": 0, "info": f"cannot read packets: {ex}"}], 1, 0
-    return rows, pages, min(max(page, 0), pages - 1)
+        numbers, ferr = None, f"{ex.__class__.__name__}: {ex}"
+    msg = html.Span("filter error: " + printable(ferr), className="error", id="packet-filter-error") if ferr else (
+        html.Span(f"{len(numbers):,} of {e.analysis.packets:,} packets match", className="status", id="packet-filter-count")
+        if numbers is not None else "")
+    g = None
+    try:
+        g = int(goto) if goto else None
+    except (TypeError, ValueError):
+        g = None
+    if trigger == "packet-goto" and g:
+        i = views.packet_position(e, numbers, g)
+        if i is not None:
+            page = i // size
+    if g:
+        hl.append({"if": {"filter_query": f"{{no}} = {g}"}, "backgroundColor": "#ffe082", "fontWeight": "bold"})
+    try:
+        rows, pages = views.packet_page(e, page, size, numbers)
+    except Exception as ex:  # noqa: BLE001
+        return [{"no": 0, "info": f"cannot read packets: {ex}"}], 1, 0, hl, msg
+    return rows, pages, min(max(page, 0), pages - 1), hl, msg
 
 
 def cb_packet_detail(state: WebState, cid, active_cell, goto, data, trigger=None):
@@ -317,6 +474,7 @@ def layout(state: WebState):
     limits = {"capture": state.upload_limit, "keylog": state.keylog_limit}
     upload_style = {}
     return html.Div([
+        dcc.Location(id="url", refresh=False),
         html.Header([
             html.H1("wirefall"),
             dcc.Dropdown(id="capture", options=[], value=None, clearable=False, placeholder="capture", style={"minWidth": "420px"}),
@@ -330,9 +488,14 @@ def layout(state: WebState):
             dcc.Upload(id="up-keylog", children=html.Div("Upload its key log (optional)"), className="upload", style=upload_style,
                        multiple=False),
             html.Span(id="up-keylog-msg"),
-            html.Button("Analyse upload", id="btn-open"),
+            html.Button("Analyse upload", id="btn-open", title="analyse the uploaded capture with its key log; a key log alone: "
+                                                             "analyse the open capture again with it"),
             html.Span(id="open-msg"),
         ], className="uploads"),
+        html.Div("Waterfall: one bar per request, click one for its headers and packets · Connections: TCP/UDP connections and "
+                 "why any was not decrypted · Statistics: bytes, header compression, traffic · Packets: the packet list and "
+                 "each packet's fields · Compare: two captures side by side.  The state of the page is in its address: "
+                 "bookmark or reload it.", className="newcomer", id="newcomer"),
         dcc.Tabs(id="tabs", value="waterfall", children=[
             dcc.Tab(label="Waterfall", value="waterfall", children=html.Div([
                 html.Div([
@@ -342,13 +505,16 @@ def layout(state: WebState):
                     html.Span(id="shown-count", className="status"),
                 ], className="bar"),
                 html.Div(id="filter-error"),
+                html.Div(id="wf-explain"),
                 html.Div([html.Span("Export what is shown: ")] +
                          [html.Button(f.upper(), id=f"export-{f}") for f in views.EXPORT_FORMATS] +
                          [html.Span(id="export-msg")], className="bar"),
-                dcc.Loading(dcc.Graph(id="waterfall", config={"displaylogo": False, "scrollZoom": False,
-                                                              "modeBarButtonsToRemove": ["select2d", "lasso2d"]}),
-                            type="dot", delay_show=400),
-                html.Div(id="request-detail"),
+                html.Div([
+                    html.Div(dcc.Loading(dcc.Graph(id="waterfall", config={"displaylogo": False, "scrollZoom": False,
+                                                                           "modeBarButtonsToRemove": ["select2d", "lasso2d"]}),
+                                         type="dot", delay_show=400), className="wf-main"),
+                    html.Div(html.Div(id="request-detail"), className="wf-side none", id="detail-side"),
+                ], className="wf-split"),
             ], className="tabpane")),
             dcc.Tab(label="Connections", value="connections", children=html.Div([
                 dcc.Graph(id="conn-fig", config={"displaylogo": False}),
@@ -374,7 +540,10 @@ def layout(state: WebState):
                 dcc.Graph(id="st-inflight"),
             ], className="tabpane")),
             dcc.Tab(label="Packets", value="packets", children=html.Div([
-                html.Div([html.Span("Go to packet "), dcc.Input(id="packet-goto", type="number", min=1, debounce=True)], className="bar"),
+                html.Div([html.Span("Go to packet "), dcc.Input(id="packet-goto", type="number", min=1, debounce=True),
+                          dcc.Input(id="packet-filter", type="text", debounce=True, style={"width": "360px", "fontFamily": "monospace"},
+                                    placeholder='filter, e.g. tcp.port == 443 || http2.streamid == 1'),
+                          html.Span(id="packet-filter-msg")], className="bar"),
                 dash_table.DataTable(id="packets", columns=[{"name": n, "id": i} for i, n in views.PACKET_COLUMNS], data=[],
                                      page_action="custom", page_current=0, page_size=views.PAGE_SIZE, page_count=1,
                                      style_table={"overflowX": "auto"},
@@ -392,9 +561,20 @@ def layout(state: WebState):
         ]),
         dcc.Interval(id="poll", interval=600),
         dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="limits", data=limits),
+        dcc.Store(id="url-ready"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
         dcc.Download(id="download"),
     ])
+
+
+TABS = ("waterfall", "connections", "stats", "packets", "compare")
+
+
+def _side(out):
+    """cb_select's answer and the class of the panel beside the waterfall (hidden while no
+    request is selected: the waterfall has the whole width)."""
+    xid, detail = out
+    return xid, detail, "wf-side" if xid not in (None,) and xid is not no_update else "wf-side none"
 
 
 def _trigger() -> str | None:
@@ -526,10 +706,26 @@ def install_upload_route(server, state: WebState) -> None:
 CALLBACK_MAX_BYTES = 8 << 20  # a callback request (uploads go to the upload route)
 
 
+def install_compression(server) -> bool:
+    """gzip/brotli responses (Dash's JavaScript bundles are 6 MB uncompressed) with
+    flask-compress; False when it is not installed (the app still works, uncompressed)."""
+    try:
+        from flask_compress import Compress
+    except ImportError:
+        return False
+    server.config.setdefault("COMPRESS_MIMETYPES", ["text/html", "text/css", "text/javascript", "application/javascript",
+                                                    "application/json", "image/svg+xml"])
+    server.config.setdefault("COMPRESS_MIN_SIZE", 1024)
+    server.config.setdefault("COMPRESS_ALGORITHM", ["br", "gzip"])
+    Compress(server)
+    return True
+
+
 def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> dash.Dash:
     app = dash.Dash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")
     app.index_string = INDEX
     app.server.config["MAX_CONTENT_LENGTH"] = CALLBACK_MAX_BYTES
+    install_compression(app.server)
     install_guard(app.server, host=host, token=token, port=port)
     install_upload_route(app.server, state)
     app.layout = _named("serve_layout", lambda: layout(state))
@@ -542,8 +738,27 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("capture", "options"), Output("capture", "value"), Output("status", "children"), Output("progress", "value"),
         Output("progress", "style"), Output("version", "data"), Output("compare-a", "options"), Output("compare-b", "options"),
         Input("poll", "n_intervals"), State("capture", "value"), State("capture", "options"), State("version", "data"),
-        State("status", "children"),
+        State("status", "children"), State("url", "search"),
     )(bind(cb_poll))
+    app.callback(
+        Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
+        Output("xrange", "data", allow_duplicate=True), Output("selected", "data", allow_duplicate=True), Output("packet-goto", "value"),
+        Output("url-ready", "data"),
+        Input("url", "pathname"), State("url", "search"), prevent_initial_call="initial_duplicate",
+    )(bind(cb_url_in))
+    app.callback(
+        Output("url", "search"),
+        Input("capture", "value"), Input("filter-expr", "value"), Input("tabs", "value"), Input("xrange", "data"),
+        Input("selected", "data"), Input("packet-goto", "value"), Input("url-ready", "data"), State("url", "search"),
+        prevent_initial_call=True,
+    )(bind(cb_url_out))
+    app.callback(
+        Output("tabs", "value", allow_duplicate=True), Output("packet-goto", "value", allow_duplicate=True),
+        Input({"type": "pkt", "n": ALL}, "n_clicks"), prevent_initial_call=True,
+    )(bind(cb_packet_link))
+    for kind in ("capture", "keylog"):
+        app.callback(Output("open-msg", "children", allow_duplicate=True), Input(f"up-{kind}", "contents"),
+                     prevent_initial_call=True)(_named(f"cb_clear_{kind}", lambda *a: cb_clear_messages(S, *a)))
 
     for kind in ("capture", "keylog"):
         app.clientside_callback(
@@ -558,7 +773,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
 
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("open-msg", "children"),
-        Input("btn-open", "n_clicks"), State("staged-capture", "data"), State("staged-keylog", "data"), prevent_initial_call=True,
+        Input("btn-open", "n_clicks"), State("staged-capture", "data"), State("staged-keylog", "data"), State("capture", "value"),
+        prevent_initial_call=True,
     )(bind(cb_open))
 
     app.callback(
@@ -570,15 +786,16 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
                Input("filter-expr", "value")]
     app.callback(
-        Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"),
-        Input("capture", "value"), Input("version", "data"), *filters,
+        Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
+        Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
     )(bind(cb_waterfall))
     app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), prevent_initial_call=True)(
         bind(cb_xrange))
     app.callback(
-        Output("selected", "data"), Output("request-detail", "children"),
-        Input("waterfall", "clickData"), Input("capture", "value"), *[State(i.component_id, i.component_property) for i in filters],
-    )(_named("cb_select", lambda click, cid, *f: cb_select(S, click, cid, *f, trigger=_trigger())))
+        Output("selected", "data"), Output("request-detail", "children"), Output("detail-side", "className"),
+        Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
+        *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"),
+    )(_named("cb_select", lambda click, cid, _v, *f: _side(cb_select(S, click, cid, *f[:-1], trigger=_trigger(), selected=f[-1]))))
 
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "data"), Output("conn-notes", "children"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_connections))
@@ -587,9 +804,10 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  Output("st-headers-table", "data"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_stats))
     app.callback(Output("packets", "data"), Output("packets", "page_count"), Output("packets", "page_current"),
+                 Output("packets", "style_data_conditional"), Output("packet-filter-msg", "children"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("packets", "page_current"),
-                 Input("packets", "page_size"), Input("packet-goto", "value"))(
-        _named("cb_packets", lambda *a: cb_packets(S, *a, trigger=_trigger())))
+                 Input("packets", "page_size"), Input("packet-goto", "value"), Input("packet-filter", "value"))(
+        _named("cb_packets", lambda *a: cb_packets(S, *a[:-1], trigger=_trigger(), expr=a[-1])))
     app.callback(Output("packet-detail", "children"),
                  Input("capture", "value"), Input("packets", "active_cell"), Input("packet-goto", "value"), State("packets", "data"))(
         _named("cb_packet_detail", lambda *a: cb_packet_detail(S, *a, trigger=_trigger())))

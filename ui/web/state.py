@@ -36,8 +36,9 @@ class UploadError(ValueError):
 
 
 def fmt_size(n: int) -> str:
-    for unit in ("bytes", "kB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
+    """Binary units, named as such (1 MiB = 1,048,576 bytes)."""
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
             return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024.0
     return str(n)
@@ -82,7 +83,8 @@ class Entry:
         if self.status == "running":
             return f"{self.name}: analysing… {self.packets:,} packets, {100 * self.fraction:.0f}%"
         if self.status == "error":
-            return f"{self.name}: {self.error}"
+            err = self.error or ""
+            return err if err.startswith(self.name) else f"{self.name}: {err}"  # the message may name the file already
         an = self.analysis
         how = "from the cache" if self.from_cache else f"analysed in {self.seconds:.2f} s"
         return f"{self.name}: {an.packets:,} packets, {len(an.connections)} connections, {len(an.exchanges)} requests ({how})"
@@ -337,6 +339,33 @@ class WebState:
         except OSError:
             pass
         return True
+
+    def opened_from(self, capture_token: str | None, keylog_token: str | None) -> Entry | None:
+        """The entry already opened from these two staged uploads (Analyse pressed again)."""
+        want = [t for t in (capture_token, keylog_token) if t]
+        for e in self.entries.values():
+            if e.origin == "upload" and e.tokens == want:
+                return e
+        return None
+
+    def add_keylog(self, eid: str, keylog_token: str) -> Entry:
+        """The capture ``eid`` analysed again with the staged key log added to its own."""
+        e = self.entries.get(eid)
+        if e is None:
+            raise UploadError("no capture open to add the key log to")
+        k = self._staged.get(keylog_token or "")
+        if k is None or k[0] != "keylog":
+            raise UploadError("the key log upload was not found; upload it again")
+        with self._lock:
+            self._opened.add(keylog_token)
+            self._used[keylog_token] = time.monotonic()
+        n = self.add_file(e.path, keylogs=[*e.keylogs, k[1]], name=e.name, origin=e.origin,
+                          keylog_names=[*e.keylog_names, k[2]])
+        n.tokens = [t for t in (*(e.tokens[:1] if e.origin == "upload" else ()), keylog_token) if t]
+        if e.origin == "upload" and e.tokens:
+            with self._lock:
+                self._opened.add(e.tokens[0])
+        return n
 
     def open_staged(self, capture_token: str, keylog_token: str | None = None) -> Entry:
         cap = self._staged.get(capture_token or "")

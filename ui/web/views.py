@@ -211,6 +211,13 @@ def _kv_table(rows, cls="kv", header=None, id=None):
     return html.Table(head + [html.Tbody(body)], className=cls, **kw)
 
 
+def _pkt_link(n):
+    """A packet number that opens the packet in the Packets tab (app.cb_packet_link)."""
+    if not isinstance(n, int) or n <= 0:
+        return "" if n is None else str(n)
+    return html.Button(str(n), id={"type": "pkt", "n": n}, className="pktlink", title=f"show packet {n} in the Packets tab")
+
+
 def request_detail(entry: Entry, exchange_id: int | None):
     """Headers both ways, timing breakdown, frames and packet numbers of one exchange."""
     an: Analysis = entry.analysis
@@ -254,7 +261,7 @@ def request_detail(entry: Entry, exchange_id: int | None):
         timing.append(html.Tr([html.Td("total", className="k"), html.Td(f"{(row.start - t0) * 1000:.3f}"),
                                html.Td(f"{(row.end - row.start) * 1000:.3f}")]))
     frames = exchange_frames(an, e)
-    frame_rows = [html.Tr([html.Td(f.packet), html.Td(f.first_packet if f.first_packet != f.packet else ""),
+    frame_rows = [html.Tr([html.Td(_pkt_link(f.packet)), html.Td(_pkt_link(f.first_packet) if f.first_packet != f.packet else ""),
                            html.Td(_ms(f.time, t0)), html.Td(DIRECTION_NAMES[f.direction]), html.Td(f.type),
                            html.Td(f"0x{f.flags:02x}" if f.flags else ""), html.Td(f.length), html.Td(f.error or "")])
                   for f in frames[:MAX_FRAMES_SHOWN]]
@@ -277,7 +284,7 @@ def request_detail(entry: Entry, exchange_id: int | None):
                                  className="grid", id="detail-timing")], className="col"),
             html.Div([html.H4("Packets"),
                       html.Table([html.Thead(html.Tr([html.Th("message"), html.Th("byte"), html.Th("packet"), html.Th("ms")])),
-                                  html.Tbody([html.Tr([html.Td(a), html.Td(b), html.Td(c if c is not None else ""), html.Td(d)])
+                                  html.Tbody([html.Tr([html.Td(a), html.Td(b), html.Td(_pkt_link(c)), html.Td(d)])
                                               for a, b, c, d in packets])], className="grid", id="detail-packets")], className="col"),
         ], className="cols"),
         *markers,
@@ -524,8 +531,10 @@ def traffic_figure(entry: Entry):
                   secondary_y=True)
     fig.update_layout(title="Packets and bytes over time", template="plotly_white", height=340, margin=dict(l=10, r=10, t=50, b=40),
                       xaxis_title="ms from the first packet", bargap=0)
-    fig.update_yaxes(title_text="bytes", secondary_y=False)
-    fig.update_yaxes(title_text="packets", secondary_y=True)
+    # each axis its own round ticks from 0 (Plotly syncs a secondary axis's ticks to the first: −1.17, 5.01, 11.2)
+    fig.update_yaxes(title_text="bytes", secondary_y=False, rangemode="tozero", tickmode="auto")
+    fig.update_yaxes(title_text="packets", secondary_y=True, rangemode="tozero", tickmode="auto", showgrid=False)
+    fig.update_xaxes(rangemode="tozero")
     return fig
 
 
@@ -566,6 +575,8 @@ def in_flight_figure(entry: Entry):
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(shape="hv", color="#31a354"), fill="tozeroy", name="all"))
     fig.update_layout(title=f"Streams in flight over time (max {max(ys)})", template="plotly_white", height=320,
                       xaxis_title="ms from the first packet", yaxis_title="requests in flight", margin=dict(l=10, r=10, t=50, b=40))
+    fig.update_yaxes(rangemode="tozero", dtick=max(1, math.ceil(max(ys) / 8)))
+    fig.update_xaxes(rangemode="tozero")
     return fig
 
 
@@ -589,16 +600,46 @@ PACKET_COLUMNS = [("no", "No."), ("time", "Time"), ("source", "Source"), ("desti
                   ("protocol", "Protocol"), ("length", "Length"), ("info", "Info")]
 
 
-def packet_page(entry: Entry, page: int, page_size: int = PAGE_SIZE) -> tuple[list[dict], int]:
-    """One page of the packet list (0-based page) and the number of pages."""
-    from analyzer.detail import packet_rows
+def packet_numbers(entry: Entry, expr: str | None) -> tuple[list[int] | None, str | None]:
+    """The packets a display filter keeps (None: no filter) and the filter's error
+    (analyzer.filter: Wireshark's fields, as the CLI and the TUI)."""
+    expr = (expr or "").strip()
+    if not expr:
+        return None, None
+    from analyzer.filter import FilterError, compile_filter, filter_packets
+
+    try:
+        pred = compile_filter(expr, "packets")
+    except FilterError as e:
+        return None, f"column {e.column}: {e.message}"
+    nums = entry.memo(("packet-filter", expr), lambda: list(filter_packets(entry.analysis, entry.source, pred)), keep=48)
+    return nums, None
+
+
+def packet_position(entry: Entry, numbers: list[int] | None, n: int) -> int | None:
+    """Where packet ``n`` is in the list shown (None: not in it)."""
+    if numbers is None:
+        return n - 1 if 1 <= n <= entry.analysis.packets else None
+    from bisect import bisect_left
+
+    i = bisect_left(numbers, n)
+    return i if i < len(numbers) and numbers[i] == n else None
+
+
+def packet_page(entry: Entry, page: int, page_size: int = PAGE_SIZE, numbers: list[int] | None = None) -> tuple[list[dict], int]:
+    """One page of the packet list (0-based page) and the number of pages (``numbers``:
+    the packets a filter keeps)."""
+    from analyzer.detail import packet_row, packet_rows
 
     an = entry.analysis
-    n = an.packets
+    n = an.packets if numbers is None else len(numbers)
     pages = max(1, math.ceil(n / page_size))
     page = min(max(int(page or 0), 0), pages - 1)
     start = page * page_size + 1
-    rows = entry.memo(("packets", page, page_size), lambda: packet_rows(an, entry.source, start, start + page_size), keep=48)
+    if numbers is None:
+        rows = entry.memo(("packets", page, page_size), lambda: packet_rows(an, entry.source, start, start + page_size), keep=48)
+    else:
+        rows = [packet_row(an, entry.source, k) for k in numbers[page * page_size:(page + 1) * page_size]]
     P = printable
     return [{"no": r[0], "time": f"{r[1]:.6f}", "source": P(r[2]), "destination": P(r[3]), "protocol": P(r[4]), "length": r[5], "info": P(r[6])}
             for r in rows], pages
@@ -709,12 +750,25 @@ def compare_view(a: Entry | None, b: Entry | None):
     return html.Div(parts, id="compare-result")
 
 
-def _plainstr(v) -> str:
+_SECONDS_KEYS = ("start", "end", "ttfb", "duration", "time", "connect", "wait", "receive")
+
+
+def _plainstr(v, key: str = "") -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
+        last = key.rsplit(".", 1)[-1]
+        if any(last == k or last.endswith("_" + k) or last.startswith(k) for k in _SECONDS_KEYS):
+            return f"{1000 * v:.1f}"  # seconds → ms, as the matched table
         return f"{v:.6g}"
     if isinstance(v, (dict, list)):
-        return json.dumps(v, default=str)
+        return printable(json.dumps(v, default=str))
     return "" if v is None else printable(v)
+
+
+def _col_title(k: str) -> str:
+    last = k.rsplit(".", 1)[-1]
+    return f"{k} ms" if any(last == s or last.endswith("_" + s) or last.startswith(s) for s in _SECONDS_KEYS) else k
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -737,8 +791,8 @@ def _records_table(items: list, id: str):
         for k in r:
             if k not in cols:
                 cols.append(k)
-    return html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])),
-                       html.Tbody([html.Tr([html.Td(_plainstr(r.get(c))) for c in cols]) for r in recs])], className="grid", id=id)
+    return html.Table([html.Thead(html.Tr([html.Th(_col_title(c)) for c in cols])),
+                       html.Tbody([html.Tr([html.Td(_plainstr(r.get(c), c)) for c in cols]) for r in recs])], className="grid", id=id)
 
 
 # ------------------------------------------------------------------------------ export

@@ -1,0 +1,254 @@
+"""The web app as a newcomer meets it (issue 23), in headless Chromium (Playwright, as
+tests/test_web_browser.py): the status line and the waterfall say why nothing shows (a key
+log of other connections, a truncated file) and what to do; the page's state lives in its
+address (a reload keeps capture, filter, tab, zoom and selection); the selected bar is
+highlighted with its detail beside it; packet numbers open the packet; the Packets tab
+filters and highlights the packet gone to; the first load is compressed.  Screenshots go
+to /tmp/wirefall-shots/."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from analyzer.completeness import NEXT_WRONG_KEYLOG
+from test_web_unit import H2, H2K, tshark_requests
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "sample_captures" / "page"
+sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
+import ui_inputs  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run"]
+SHOTS = Path("/tmp/wirefall-shots")
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
+pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
+              pytest.mark.skipif(not H2.exists(), reason="sample captures missing")]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import logging
+
+    from werkzeug.serving import make_server
+
+    from ui.web import WebState, create_app
+
+    d = tmp_path_factory.mktemp("newcomer")
+    old_cache = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(d / "xdg")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    st = WebState(use_cache=False)
+    ids = {
+        "good": st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng").id,
+        "wrong": st.add_file(str(PAGE / "page-h3.pcapng"), [str(ui_inputs.wrong_keylog(d))], name="page-h3.pcapng").id,
+        "cut": st.add_file(str(ui_inputs.truncated(d)), [str(H2K)], name="truncated-page-h2.pcapng").id,
+    }
+    for i in ids.values():
+        st.wait(i, 60)
+    app = create_app(st)
+    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    yield st, f"http://127.0.0.1:{srv.server_port}/", ids
+    srv.shutdown()
+    th.join(10)
+    st.close()
+    if old_cache is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old_cache
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def pg(browser):
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    page.set_default_timeout(30_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    yield page
+    assert not errors, errors
+    ctx.close()
+
+
+def _shot(pg, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / name))
+
+
+def _wait_text(pg, sel: str, text: str) -> None:
+    pg.wait_for_function("([s, t]) => { const e = document.querySelector(s); return e && e.innerText.includes(t); }", arg=[sel, text])
+
+
+def _query(pg) -> dict:
+    from urllib.parse import parse_qs, urlsplit
+
+    return {k: v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
+
+
+def test_wrong_keylog_says_why_and_what_next(server, pg):
+    st, url, ids = server
+    an = st.get(ids["wrong"]).analysis
+    reason = an.connections[0].quic.reason  # the model's reason (what `wirefall summary` prints)
+    assert not an.exchanges and "no SERVER_TRAFFIC_SECRET_0" in reason
+    pg.goto(url + f"?capture={ids['wrong']}")
+    _wait_text(pg, "#wf-explain", "no requests")
+    why = pg.inner_text("#empty-why")
+    assert why.startswith("no requests: 1 connection not decrypted") and reason in why and NEXT_WRONG_KEYLOG in why
+    assert "1 connection not decrypted" in pg.inner_text("#status")  # the status line, not "0 requests" alone
+    pg.wait_for_function("() => [...document.querySelectorAll('#waterfall .annotation-text')].some(a => a.textContent.includes('no requests:'))")
+    ann = pg.locator("#waterfall .annotation-text").all_text_contents()
+    joined = " ".join(ann)
+    # the plot's own note (lines of ≤ 90 characters)
+    assert "no requests: 1 connection not" in joined and "SERVER_TRAFFIC_SECRET_0" in joined and "no requests in this capture" not in joined
+    _shot(pg, "web-wrong-keylog.png")
+
+
+def test_truncated_capture_warning_in_the_waterfall_tab(server, pg):
+    st, url, ids = server
+    an = st.get(ids["cut"]).analysis
+    assert any("truncated" in w for w in an.warnings) and an.exchanges
+    pg.goto(url + f"?capture={ids['cut']}")
+    _wait_text(pg, "#explain-box", "capture truncated in packet")
+    box = pg.inner_text("#explain-box")
+    assert "capture damaged (1 warning)" in box and "next: the capture file is cut short or damaged" in box
+    assert "truncated-page-h2.pcapng" in box  # the file's name, not the server's path
+    assert "capture damaged" in pg.inner_text("#status")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(an.exchanges))
+    _shot(pg, "web-truncated.png")
+
+
+def _bar_xy(pg, index: int):
+    return pg.evaluate("""i => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+        const L = gd._fullLayout, r = gd.getBoundingClientRect();
+        let best = null;
+        for (const tr of gd._fullData) { if (tr.type !== 'bar') continue;
+            tr.y.forEach((yy, k) => { if (yy === i && (!best || tr.x[k] > best[1])) best = [tr.base[k], tr.x[k]]; }); }
+        return [r.left + L._size.l + L.xaxis.l2p(best[0] + best[1] / 2), r.top + L._size.t + L.yaxis.l2p(i)]; }""", index)
+
+
+def test_state_in_the_url_survives_a_reload(server, pg):
+    st, url, ids = server
+    truth = tshark_requests(H2, H2K)
+    css = sum(1 for r in truth.values() if "css" in r["path"])
+    pg.goto(url + f"?capture={ids['good']}")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+    # click a bar: highlighted, its detail beside the waterfall, on screen
+    x, y = _bar_xy(pg, 2)
+    pg.mouse.click(x, y)
+    pg.wait_for_selector("#detail-title")
+    pg.wait_for_function("() => (document.querySelector('#waterfall .js-plotly-plot').layout.shapes || []).some(s => s.name === 'selected')")
+    shapes = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot').layout.shapes.filter(s => s.name === 'selected')")
+    assert len(shapes) == 1 and shapes[0]["y0"] == 1.5 and shapes[0]["y1"] == 2.5
+    box = pg.locator("#detail-side").bounding_box()
+    graph = pg.locator("#waterfall").bounding_box()
+    assert box["y"] < 1000 and box["x"] >= graph["x"] + graph["width"] - 5  # beside it, within the first screen
+    sel = _query(pg)["sel"]
+    title = pg.inner_text("#detail-title")
+    # a filter and a zoom
+    pg.fill("#filter-expr", 'url contains "css"')
+    pg.keyboard.press("Enter")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=css)
+    for attempt in range(3):  # as a person's box zoom (the figure may still be redrawn after the filter: again then)
+        pg.wait_for_timeout(300)
+        pg.evaluate("() => Plotly.relayout(document.querySelector('#waterfall .js-plotly-plot'), {'xaxis.range': [10, 60]})")
+        try:
+            pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'", timeout=5000)
+            break
+        except playwright_api.TimeoutError:
+            if attempt == 2:
+                raise
+    q = _query(pg)
+    assert q == {"capture": ids["good"], "filter": 'url contains "css"', "x0": "10", "x1": "60", "sel": sel}
+    # another filter keeps the zoom
+    pg.fill("#filter-expr", 'url contains "s"')
+    pg.keyboard.press("Enter")
+    pg.wait_for_function("() => new URLSearchParams(location.search).get('filter') === 'url contains \"s\"'")
+    pg.wait_for_timeout(800)
+    rng = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")
+    assert [round(v) for v in rng] == [10, 60]
+    # reload: the same capture, filter, zoom and selection
+    pg.reload()
+    pg.wait_for_selector("#detail-title")
+    assert pg.input_value("#filter-expr") == 'url contains "s"' and pg.inner_text("#detail-title") == title
+    pg.wait_for_function("() => { const gd = document.querySelector('#waterfall .js-plotly-plot');"
+                         " return gd && gd._fullLayout && gd._fullLayout.xaxis && Math.round(gd._fullLayout.xaxis.range[0]) === 10; }")
+    assert _query(pg)["x1"] == "60"
+
+
+def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
+    st, url, ids = server
+    truth = tshark_requests(H2, H2K)
+    pg.goto(url + f"?capture={ids['good']}")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+    x, y = _bar_xy(pg, 0)
+    pg.mouse.click(x, y)
+    pg.wait_for_selector("#detail-packets .pktlink")
+    link = pg.locator("#detail-packets .pktlink").first
+    n = int(link.inner_text())
+    link.click()
+    _wait_text(pg, "#packet-detail-title", f"Packet {n}")
+    assert _query(pg)["tab"] == "packets" and _query(pg)["pkt"] == str(n)
+    pg.wait_for_function("n => [...document.querySelectorAll('#packets td[data-dash-column=\"no\"]')].some(td => td.innerText.trim() === String(n))", arg=n)
+    bg = pg.evaluate("""n => { const td = [...document.querySelectorAll('#packets td[data-dash-column="no"]')]
+        .find(td => td.innerText.trim() === String(n)); return getComputedStyle(td).backgroundColor; }""", n)
+    assert bg == "rgb(255, 224, 130)"  # the row gone to is highlighted
+    # the Packets tab's own filter (Wireshark's fields, as tshark)
+    import shutil
+    import subprocess
+
+    if shutil.which("tshark"):
+        want = subprocess.run(["tshark", "-r", str(H2), "-Y", "tcp.srcport == 42682 && tcp.len > 0", "-T", "fields", "-e", "frame.number"],
+                              capture_output=True, text=True, check=True).stdout.split()
+        pg.fill("#packet-filter", "tcp.srcport == 42682 && tcp.len > 0")
+        pg.keyboard.press("Enter")
+        _wait_text(pg, "#packet-filter-msg", "packets match")
+        assert pg.inner_text("#packet-filter-msg").startswith(f"{len(want)} of")
+        shown = pg.locator("#packets td[data-dash-column='no']").all_inner_texts()
+        assert shown == want[: len(shown)] and shown
+        pg.fill("#packet-filter", "tcp.port ==")
+        pg.keyboard.press("Enter")
+        _wait_text(pg, "#packet-filter-msg", "filter error")
+
+
+def test_newcomer_line_and_compressed_first_load(server, browser):
+    st, url, ids = server
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    pg = ctx.new_page()
+    sizes: dict[str, int] = {}
+    encodings: dict[str, str] = {}
+
+    def on_response(r):
+        try:
+            sizes[r.url] = int(r.request.sizes()["responseBodySize"])
+            encodings[r.url] = r.headers.get("content-encoding", "")
+        except Exception:  # noqa: BLE001
+            pass
+
+    pg.on("response", on_response)
+    pg.goto(url + f"?capture={ids['good']}")
+    pg.wait_for_selector("#waterfall .ytick text")
+    text = pg.inner_text("#newcomer")
+    assert "Waterfall: one bar per request" in text and "Packets" in text
+    js = {u: n for u, n in sizes.items() if ".js" in u}
+    total = sum(sizes.values())
+    print(f"first load: {len(sizes)} responses, {total} bytes on the wire, {sum(js.values())} of JavaScript")
+    assert js and all(encodings[u] in ("br", "gzip") for u, n in js.items() if n > 2048)
+    assert total < 2_500_000  # 6.2 MB uncompressed before
+    ctx.close()
