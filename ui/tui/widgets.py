@@ -636,11 +636,12 @@ class WaterfallView(LineList):
 
         st = str(r.status) if r.status is not None else "-"
         g = self.glyph.get(r.exchange) if self.group_by else None
+        meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
+        n = self.LABEL - (15 if g is not None else 10)
+        what = printable((meth + " " if meth else "") + short_url(r.url, max(n - len(meth) - 1, 8)))
         if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter
-            what = printable(short_url(r.url, self.LABEL - 15))
-            return f"{g}{r.connection:>3} {r.index + 1:>4} {glyphs(r)} {_cell(what, self.LABEL - 15, False)} {_cell(r.badge, 8, False)}{st:>4} "
-        what = printable(short_url(r.url, self.LABEL - 10))
-        return f"{r.index + 1:>4} {glyphs(r)} {_cell(what, self.LABEL - 10, False)} {_cell(r.badge, 8, False)}{st:>4} "
+            return f"{g}{r.connection:>3} {r.index + 1:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
+        return f"{r.index + 1:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
 
     def line(self, i: int):
         r = self.rows[i]
