@@ -383,7 +383,8 @@ def test_html_export_in_chromium_has_no_live_markup(capture, tmp_path):
     assert (r["links"], r["svglinks"], r["styled"], r["scripts"], r["imgs"], r["pwned"]) == (0, 0, 0, 0, 0, "undefined"), r
     assert hover["labels"] >= 8 and (hover["links"], hover["styled"]) == (0, 0), hover
     # the markup is shown as the characters it is: in the row labels and the hover text
-    assert '<a href="https://attacker.exa' in r["svgtext"]
+    # (row labels elide the middle of host…path and pad with no-break spaces)
+    assert '<a href="https:/' in r["svgtext"].replace("\xa0", " ")
     assert "text/html" + printable(mi.LINK + mi.ESC_SEQS[2]) in hover["text"]  # the Content-Type line
     assert "GET " + printable(f"http://{mi.HOSTILE_HOST}{mi.HOSTILE_PATH}") in hover["text"]  # the URL line
     assert not errors, errors
