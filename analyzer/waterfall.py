@@ -1083,7 +1083,8 @@ def _order(rows: list[Row], sort: str, group_by: str | None) -> list[Row]:
 
 def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: dict) -> None:
     """``Row.chunks``: the bursts of packets that carried each response.  Multiplexed
-    protocols (HTTP/2, SPDY, HTTP/3) name the stream of every DATA frame; on HTTP/1 one
+    protocols name the stream of every frame: HTTP/2 and SPDY DATA frames (the packet that
+    completed each frame), QUIC STREAM frames for HTTP/3 (one per QUIC packet); on HTTP/1 one
     response at a time uses the connection, so its bytes are the server-to-client TCP
     segments (``analysis.maps[(conn, 1)]``) from its first to its last packet.  Linear in the
     frames and segments (one sort per connection)."""
@@ -1092,7 +1093,9 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
     data: dict[tuple[int, int], list[int]] = {}
     for cid, fl in frames_by_conn.items():
         for f in fl:
-            if f.direction == 1 and f.type == "DATA" and f.stream_id is not None and 0 < f.packet <= n_pk:
+            # QUIC: the STREAM frames (one per QUIC packet; an HTTP/3 DATA frame spans many)
+            if f.direction == 1 and f.stream_id is not None and 0 < f.packet <= n_pk and (
+                    (f.type == "STREAM" and f.protocol == "quic") or (f.type == "DATA" and f.protocol not in ("h3", "h3-29"))):
                 data.setdefault((cid, f.stream_id), []).append(f.packet)
     segs: dict[int, list[int]] = {}
     from bisect import bisect_left, bisect_right

@@ -287,7 +287,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                     showticklabels=nc <= 300, tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, fixedrange=True),
         yaxis3=dict(domain=list(y_tp) if track_px else [0, 0.001], automargin=False,
                     rangemode="tozero", tickfont=dict(size=9), nticks=4, zeroline=True, fixedrange=True, visible=bool(track_px),
-                    ticksuffix=" kB"),
+                    ticksuffix=" kB", ticklabelposition="inside top"),  # (outside, 0 kB would sit on the axis' 0 ms)
     )
     # the throughput track hangs on the bottom axis (xaxis2 matches the top one)
     for tr in fig.data:
