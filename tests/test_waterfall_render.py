@@ -171,8 +171,7 @@ def test_web_app_labels_never_overlap(samples, server):
                 for name, cid in ids.items():
                     st.wait(cid)
                     wf = waterfall.build(by_name[name][3])
-                    pg.evaluate("""v => { const el = document.querySelector('#capture'); }""", cid)
-                    _choose(pg, "#capture", name)
+                    _choose(pg, "#capture", f"{cid}: {name}")
                     pg.wait_for_function("""([n, conns]) => document.querySelectorAll('#waterfall .ytick text').length === n
                         && document.querySelectorAll('#waterfall .y2tick text').length === conns""",
                                          arg=[len(wf.rows), len(wf.connection_rows)])
@@ -192,10 +191,20 @@ def test_web_app_labels_never_overlap(samples, server):
 
 
 def _choose(pg, sel: str, label: str) -> None:
-    """Pick ``label`` in a Dash dropdown as a person would (click, type, Enter)."""
-    pg.click(f"{sel} .Select-control")
-    pg.keyboard.type(label)
-    pg.keyboard.press("Enter")
+    """Pick the option ``label`` in a Dash dropdown as a person would: open it, click the
+    option (the menu is drawn outside the dropdown; a focused dropdown opens on a second click)."""
+    pg.wait_for_function("t => !document.body.innerText.includes(t + ' (')", arg=label)  # analysed: its final label
+    for _ in range(4):
+        pg.keyboard.press("Escape")
+        pg.click(sel)
+        try:
+            pg.wait_for_selector("[role=option]", timeout=2_000)
+            pg.locator("[role=option]", has_text=label).first.click(timeout=5_000)
+            pg.wait_for_function("([s, t]) => document.querySelector(s).innerText.includes(t)", arg=[sel, label], timeout=5_000)
+            return
+        except Exception:  # noqa: BLE001 - the menu did not open or the choice did not take: again
+            continue
+    raise AssertionError(f"could not choose {label!r} in {sel}")
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
