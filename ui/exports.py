@@ -24,7 +24,7 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
 
     from . import figures
 
-    fig = figures.waterfall_figure(build(analysis, group_by=group_by, sort=sort))
+    fig = figures.waterfall_figure(build(analysis, group_by=group_by, sort=sort), hover=fmt == "html")  # (images: no hover text)
     data = figures.to_image(fig, fmt) if fmt != "html" else html_bytes(fig)
     write_atomic(out_path, data, force=force)
     return fmt

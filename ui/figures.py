@@ -34,6 +34,7 @@ LABEL_FONT = dict(size=10, family="DejaVu Sans Mono, monospace")
 MILESTONE_ROW_PX = 16
 MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728"}
 LEGEND_PX = 110  # room under the bottom axis for the legend (4 rows at 1280 px)
+MAX_ROWS_PX = 16000  # past 800 rows the request rows get thinner
 NARROWEST = 1200  # milestone labels are staggered for this figure width: wider only spreads them
 
 
@@ -53,37 +54,42 @@ def _ms(t: float, t0: float) -> float:
     return (t - t0) * 1000.0
 
 
-def _segments(items, use_gl: bool, go, name: str, width_px: float, legendgroup: str, showlegend: bool, hover=None):
+def _segments(items, use_gl: bool, go, name: str, width_px: float, legendgroup: str, showlegend: bool, hover=None, gl_cls=None):
     """One line trace per colour of (x0, x1, y, colour, hover) segments, None-separated."""
     by_color: dict[str, list] = {}
     for it in items:
         by_color.setdefault(it[3], []).append(it)
-    tr = go.Scattergl if use_gl else go.Scatter
+    tr = (gl_cls or go.Scattergl) if use_gl else go.Scatter
     out = []
     for k, (col, its) in enumerate(by_color.items()):
         xs, ys, tx = [], [], []
         for x0, x1, y, _c, h in its:
             xs += [x0, x1, None]
             ys += [y, y, None]
-            tx += [h, h, None]
+            if hover is not False:
+                tx += [h, h, None]
         out.append(tr(x=xs, y=ys, mode="lines", line=dict(color=col, width=width_px), name=name, legendgroup=legendgroup,
-                      showlegend=showlegend and k == 0, hovertext=tx, hoverinfo="text" if hover is None else hover,
-                      xaxis="x", yaxis="y2"))
+                      showlegend=showlegend and k == 0, hovertext=tx or None, hoverinfo="text" if hover is not False else "skip",
+                      xaxis="x", yaxis="y2", _validate=not use_gl))  # (validating 10 000 rows element by element takes seconds)
     return out
 
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, gl: bool | None = None,
-                     width: int = 1400, max_labels: int = 300, narrowest: int | None = None):
+                     width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
     labels staggered above so that none overlaps another (at ``narrowest`` px wide and
-    wider), the legend under everything.  Layout decisions: ui/waterfall_layout.py."""
+    wider), the legend under everything.  ``hover=False`` (static images) leaves out the
+    hover texts, most of a big figure's bytes.  Layout decisions: ui/waterfall_layout.py."""
     import plotly.graph_objects as go
 
     rows = wf.rows
     n = len(rows)
     use_gl = n > GL_THRESHOLD if gl is None else gl
+    # many rows: WebGL segments in the browser; in a static image one SVG path per colour
+    # (headless Chromium draws WebGL in software, several times slower)
+    gl_cls = go.Scattergl if hover else go.Scatter
     show_labels = n <= max_labels
     t0 = wf.t0
     end_ms = max((_ms(r.end, t0) for r in rows), default=0.0)
@@ -102,7 +108,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     # --- request rows: one trace per phase (bars, or WebGL segments above GL_THRESHOLD)
     colors_of = {r.index: L.phase_colors(r) for r in rows}
     swatch: list[tuple[str, str, str]] = []  # legend entries in fixed colours (a bar trace's own would show its first row's)
-    hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows}
+    hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
     for ph in PHASES:
         sel = [(r, a, b) for r in rows for (n_, a, b) in r.phases if n_ == ph]
         if not sel:
@@ -111,20 +117,20 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
         ys = [r.index for r, _, _ in sel]
         colors = [colors_of[r.index][ph] for r, _, _ in sel]
-        hover = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel]
-        fig.add_traces(_bars(go, use_gl, base, dur, ys, colors, hover, PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel],
-                             [r.exchange for r, _, _ in sel], legend_color=_legend_color(ph)))
+        tips = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel] if hover else None
+        fig.add_traces(_bars(go, use_gl, base, dur, ys, colors, tips, PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel],
+                             [r.exchange for r, _, _ in sel], legend_color=_legend_color(ph), gl_cls=gl_cls))
         swatch.append((PHASE_LABELS[ph] + (" (light: no byte)" if ph == "receive" else ""), _legend_color(ph), ph))
     # download chunks: the bursts of packets that carried each response (dark on the light download)
     sel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
     if sel:
         base = [_ms(a, t0) for _, a, _b, _k in sel]
         dur = [max((b - a) * 1000.0, min_w) for _, a, b, _k in sel]
-        hover = [f"{k} packet{'s' * (k != 1)} of the response at {_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms<br>" + hover_of[r.index]
-                 for r, a, b, k in sel]
+        tips = [f"{k} packet{'s' * (k != 1)} of the response at {_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms<br>" + hover_of[r.index]
+                for r, a, b, k in sel] if hover else None
         fig.add_traces(_bars(go, use_gl, base, dur, [r.index for r, *_ in sel], [colors_of[r.index]["chunk"] for r, *_ in sel],
-                            hover, "Download chunk", "chunk", [r.background for r, *_ in sel],
-                            [r.exchange for r, *_ in sel], legend_color="#555555"))
+                            tips, "Download chunk", "chunk", [r.background for r, *_ in sel],
+                            [r.exchange for r, *_ in sel], legend_color="#555555", gl_cls=gl_cls))
         swatch.append(("Download: packet burst", "#555555", "chunk"))
     for name, col, group in swatch:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(symbol="square", size=12, color=col),
@@ -141,7 +147,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
 
     # duration label right of each bar
     if show_labels and n:
-        tr = go.Scattergl if use_gl else go.Scatter
+        tr = gl_cls if use_gl else go.Scatter
         fig.add_trace(tr(x=[max(_ms(r.end, t0), _ms(r.start, t0) + min_w) for r in rows], y=[r.index for r in rows],
                          mode="text", text=[L.duration_text(r.duration) for r in rows], textposition="middle right",
                          textfont=dict(size=10, color="#333333", family=LABEL_FONT["family"]), showlegend=False,
@@ -153,7 +159,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
             items = [(r, m) for r in rows for m in r.markers if m.kind == kind]
             if not items:
                 continue
-            tr = go.Scattergl if use_gl else go.Scatter
+            tr = gl_cls if use_gl else go.Scatter
             fig.add_trace(tr(x=[_ms(m.time, t0) for _, m in items], y=[r.index for r, _ in items], mode="markers",
                              name=f"| {L.TICK_MEANING[kind]}",
                              marker=dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind],
@@ -189,7 +195,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                 continue
             items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, r.colors.get("receive", "#8c8c8c"),
                           html_text(f"#{ri + 1} {L.short_url(r.url, 60)} {L.duration_text(r.duration)}")))
-    for t in _segments(items, use_gl, go, "connection", seg_w, "conn", False):
+    for t in _segments(items, use_gl, go, "connection", seg_w, "conn", False, hover=None if hover else False, gl_cls=gl_cls):
         fig.add_trace(t)
 
     # --- the throughput track
@@ -214,7 +220,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     head_px = 34 + (20 if wf.completeness else 0)
     axis_top_px = 24
     mt = head_px + ms_rows * MILESTONE_ROW_PX + axis_top_px + 4
-    wf_px = max(ROW_PX * max(n, 1), 60) if n * ROW_PX <= 16000 else 16000
+    wf_px = min(max(ROW_PX * max(n, 1), 60), MAX_ROWS_PX)  # (past it, thinner rows)
     gap_px = 30
     conn_px = max(CONN_ROW_PX * max(nc, 1), 30) if nc * CONN_ROW_PX <= 4000 else 4000
     track_px = TRACK_PX if tp is not None else 0
@@ -302,14 +308,15 @@ def _legend_color(ph: str) -> str | None:
     return {"receive": "#8c8c8c", "wait": L.WAIT_COLOR, "send": L.SEND_COLOR, "blocked": L.BLOCKED_COLOR}.get(ph) or L.PHASE_COLORS.get(ph)
 
 
-def _bars(go, use_gl: bool, base, dur, ys, colors, hover, name: str, group: str, faded, exchanges, legend_color=None):
+def _bars(go, use_gl: bool, base, dur, ys, colors, hover, name: str, group: str, faded, exchanges, legend_color=None, gl_cls=None):
     """One trace of horizontal bars: ``Bar`` (SVG, exact in images) or, for many rows,
     WebGL line segments (one canvas, no DOM node per row) in one ``Scattergl`` with a colour
     per segment end."""
     if not use_gl:
         return [go.Bar(orientation="h", base=base, x=dur, y=ys, name=name,
                       marker=dict(color=colors, line=dict(width=0), opacity=[0.35 if f else 1.0 for f in faded]),
-                      hovertext=hover, hoverinfo="text", width=0.72, legendgroup=group, customdata=exchanges, showlegend=False)]
+                      hovertext=hover, hoverinfo="text" if hover else "skip", width=0.72, legendgroup=group, customdata=exchanges,
+                      showlegend=False)]
     by_color: dict[str, list[int]] = {}
     for i, c in enumerate(colors):
         by_color.setdefault(c, []).append(i)
@@ -319,9 +326,11 @@ def _bars(go, use_gl: bool, base, dur, ys, colors, hover, name: str, group: str,
         for i in idxs:
             xs += [base[i], base[i] + dur[i], None]
             yv += [ys[i], ys[i], None]
-            tx += [hover[i], hover[i], None]
-        out.append(go.Scattergl(x=xs, y=yv, mode="lines", line=dict(color=col, width=max(2, min(12, int(ROW_PX * 0.6)))),
-                                name=name, legendgroup=group, showlegend=False, hovertext=tx, hoverinfo="text"))
+            if hover:
+                tx += [hover[i], "", None]  # (the bar's start carries its text: half the bytes)
+        out.append((gl_cls or go.Scattergl)(x=xs, y=yv, mode="lines", line=dict(color=col, width=max(2, min(12, int(ROW_PX * 0.6)))),
+                                name=name, legendgroup=group, showlegend=False, hovertext=tx or None,
+                                hoverinfo="text" if hover else "skip", _validate=False))  # (many rows: validating them element by element takes seconds)
     return out
 
 

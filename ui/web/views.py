@@ -161,14 +161,14 @@ def subset(wf: Waterfall, rows) -> Waterfall:
                                connection_rows=conn_rows)
 
 
-def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False):
+def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True):
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
     time axis only (the request axis is fixed), ``uirevision`` so that a re-render keeps
     the zoom."""
     from ui.figures import waterfall_figure
 
     # milestone labels are staggered for the narrowest page (1200 px): a wider one only spreads them
-    fig = waterfall_figure(view.waterfall, title=title, narrowest=1200)
+    fig = waterfall_figure(view.waterfall, title=title, narrowest=1200, hover=not for_export or fmt_html)
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
@@ -791,7 +791,7 @@ def export_bytes(entry: Entry, view: View, fmt: str, x_range: list | None = None
     stem = safe_stem(entry.name)
     shown = set(view.exchange_ids)
     if fmt in ("png", "svg", "html"):
-        fig = figure(view, title=entry.name, x_range=x_range, for_export=True)
+        fig = figure(view, title=entry.name, x_range=x_range, for_export=True, fmt_html=fmt == "html")
         if fmt == "html":
             data = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
         else:
