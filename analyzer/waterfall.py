@@ -48,18 +48,24 @@ PHASE_LABELS = {
     "wait": "Waiting (TTFB)",
     "receive": "Content download",
 }
-CONTENT_CLASSES = ("html", "css", "script", "image", "font", "other")
+CONTENT_CLASSES = ("html", "css", "script", "image", "font", "video", "other")
 
-# WebPageTest's waterfall palette (www/waterfall.inc): connection phases and, per content
-# class, (light = waiting for the first byte, dark = downloading).
-PHASE_COLORS = {"dns": "#30969e", "connect": "#ff9d42", "tls": "#d566df"}
-BLOCKED_COLOR = "#e3e3e3"  # queued / stalled (in every row's colours; the TUI legend names only the phases above)
+# The waterfall palette (docs/WATERFALL.md), after WebPageTest's: the connection phases
+# (dns teal, connect orange, TLS purple), a colour of their own for sending the request and
+# for waiting for the first byte (TTFB), and per content class (light, dark): the download is
+# drawn light where no byte arrived and dark for each burst of packets that carried the
+# body (``Row.chunks``); without chunks the whole download is dark.
+PHASE_COLORS = {"dns": "#1f7c83", "connect": "#e58226", "tls": "#c141cd"}
+BLOCKED_COLOR = "#d3d3d3"  # queued / stalled
+SEND_COLOR = "#3f5ba9"  # request sent (indigo: never a content colour)
+WAIT_COLOR = "#7fe07f"  # waiting for the first byte (WebPageTest's light TTFB green)
 CONTENT_COLORS = {
     "html": ("#82b5fc", "#2d6fd1"),
-    "css": ("#b2ea94", "#5aa830"),
+    "css": ("#b2ea94", "#3f8f1f"),
     "script": ("#fec584", "#e58a1f"),
     "image": ("#c4a7e7", "#8b5ccc"),
     "font": ("#ff7a6b", "#d9331f"),
+    "video": ("#8ed8d8", "#168f8f"),
     "other": ("#c4c4c4", "#8c8c8c"),
 }
 # Colours for colour-by-connection (light, dark) — cycled.
@@ -73,12 +79,19 @@ BADGES = {
     "spdy/3": "SPDY/3", "spdy/3.1": "SPDY/3.1", "h3": "h3", "h3-29": "h3-29", "quic": "QUIC", "gquic": "gQUIC",
 }
 MARKER_KINDS = ("push", "priority", "reset", "stall", "retransmission", "gap")
+SORTS = ("start", "duration", "size", "host")  # build(sort=...): row order within a group
+GROUPS = ("connection", "host")  # build(group_by=...): rows grouped, groups in order of first use
+THROUGHPUT_BIN = 0.010  # seconds per bin of the throughput track (widened for long captures)
+MAX_THROUGHPUT_BINS = 4000
+CHUNK_GAP = 0.001  # packets of one response further apart than this start a new burst (Row.chunks)
+MAX_CHUNKS = 64  # bursts kept per row (the rest merged into the last one)
 
 _EXT_CLASS = {
     "html": "html", "htm": "html", "xhtml": "html", "css": "css", "js": "script", "mjs": "script",
     "png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image", "avif": "image",
     "svg": "image", "ico": "image", "bmp": "image", "woff": "font", "woff2": "font", "ttf": "font",
-    "otf": "font", "eot": "font",
+    "otf": "font", "eot": "font", "mp4": "video", "webm": "video", "m4s": "video", "m4v": "video", "mov": "video",
+    "ogv": "video",
 }
 _GAP_NOTE = re.compile(r"packet (\d+): (\d+) bytes missing from the capture in (client→server|server→client)")
 _RETX_NOTE = re.compile(r"packet (\d+): retransmitted")
@@ -98,6 +111,8 @@ def content_class(content_type: str | None, url: str | None = None) -> str:
             return "image"
         if ct.startswith("font/") or "font" in ct or ct in ("application/vnd.ms-fontobject",):
             return "font"
+        if ct.startswith("video/") or ct in ("application/vnd.apple.mpegurl", "application/dash+xml"):
+            return "video"
     if url:
         path = url.split("?", 1)[0].split("#", 1)[0]
         ext = path.rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
@@ -163,12 +178,48 @@ class Row:
     background: bool = False  # not the page's (page_of): drawn, but outside the page's milestones
     background_reason: str | None = None
     browser: dict | None = None  # the browser log's record of the request (Exchange.browser), for a browser bar
+    # bursts of the packets that carried the response's bytes: (first packet's time, last
+    # packet's time, packets); from the stream's DATA frames (HTTP/2, SPDY, HTTP/3) or the
+    # connection's server-to-client TCP segments between the response's first and last packet
+    chunks: list[tuple[float, float, int]] = field(default_factory=list)
+    host: str = ""  # the request's host (grouping, sorting, the label)
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
 
     def phase(self, name: str) -> tuple[float, float] | None:
         for n, a, b in self.phases:
             if n == name:
                 return a, b
         return None
+
+
+@dataclass(slots=True)
+class ConnectionRow:
+    """One row of the connection view: the connection's handshake phases (dns, connect, tls)
+    and its requests as segments (row index, start, end) coloured as their download."""
+
+    connection: int
+    label: str
+    protocol: str
+    start: float
+    end: float
+    phases: list[tuple[str, float, float]]
+    requests: list[tuple[int, float, float]]
+    background: bool = False
+
+
+@dataclass(slots=True)
+class Throughput:
+    """Bytes on the wire per ``bin`` seconds from ``t0``, each way (``down``: server to
+    client), from the packet index (frame lengths of the packets of TCP payload and
+    decrypted QUIC packets whose direction the analysis knows)."""
+
+    t0: float
+    bin: float
+    down: list[int]
+    up: list[int]
 
 
 @dataclass
@@ -184,6 +235,9 @@ class Waterfall:
     title: str = ""
     page_info: Page | None = None  # the page apart from background traffic (page_of)
     completeness: str | None = None  # analyzer.completeness.headline: the images' subtitle
+    sort: str = "start"
+    connection_rows: list[ConnectionRow] = field(default_factory=list)
+    throughput: Throughput | None = None
 
     def milestone(self, name: str) -> Milestone | None:
         return next((m for m in self.milestones if m.name == name), None)
@@ -209,6 +263,7 @@ class Waterfall:
             "t0": self.t0,
             "t_end": self.t_end,
             "group_by": self.group_by,
+            "sort": self.sort,
             "color_by": self.color_by,
             "milestones": [{"name": m.name, "label": m.label, "time": m.time, "packet": m.packet} for m in self.milestones],
             "page": self.page_info.to_dict() if self.page_info is not None else None,
@@ -226,6 +281,7 @@ class Waterfall:
                     "first_of_connection": r.first_of_connection, "pushed": r.pushed, "push_parent_row": r.push_parent_row,
                     "stream_id": r.stream_id, "packets": r.packets, "sizes": r.sizes,
                     "background": r.background, "background_reason": r.background_reason,
+                    "chunks": [{"start": a, "end": b, "packets": k} for a, b, k in r.chunks], "host": r.host,
                 }
                 for r in self.rows
             ],
@@ -893,10 +949,18 @@ def phases_by_exchange(an: Analysis, dns: bool = True) -> dict[int, list[tuple[s
     return out
 
 
-def build(an: Analysis, group_by: str | None = None, color_by: str = "content", dns: bool = True) -> Waterfall:
-    """Build the waterfall of ``an``.  ``group_by="connection"`` orders rows by connection
-    (in order of first use), then start; ``color_by="connection"`` colours the waiting and
-    receiving bars by connection instead of by content class."""
+def build(an: Analysis, group_by: str | None = None, color_by: str = "content", dns: bool = True,
+          sort: str | None = None) -> Waterfall:
+    """Build the waterfall of ``an``.  ``sort`` (``SORTS``): rows by start (default), by
+    duration or response size (largest first) or by host; ``group_by`` (``GROUPS``):
+    ``"connection"`` or ``"host"`` orders rows by group (groups in order of first use), then by
+    ``sort``; ``color_by="connection"`` colours the waiting and receiving bars by connection
+    instead of by content class."""
+    if sort not in (None, *SORTS):
+        raise ValueError(f"unknown sort {sort!r} (choose from {', '.join(SORTS)})")
+    if group_by not in (None, *GROUPS):
+        raise ValueError(f"unknown grouping {group_by!r} (choose from {', '.join(GROUPS)})")
+    sort = sort or "start"
     conns = {c.id: c for c in an.connections}
     t0 = an.index.ts[0] if len(an.index) else 0.0
     t_end = an.index.ts[-1] if len(an.index) else 0.0
@@ -904,9 +968,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         t0, t_end = an.start_time, max((c.end for c in an.connections), default=0.0)
 
     exs, by_conn, first_of_conn, dns_for, lookups = _plan(an, conns, dns)
-    if group_by == "connection":
-        order = {cid: i for i, cid in enumerate(by_conn)}
-        exs.sort(key=lambda e: (order[e.connection], _exchange_start(e), e.id))
+    by_start = list(exs)
     conn_color = {cid: CONNECTION_COLORS[i % len(CONNECTION_COLORS)] for i, cid in enumerate(by_conn)}
 
     # frames by (connection) for markers, only for connections with exchanges
@@ -940,7 +1002,8 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         ctype = e.content_type or e.header("content-type")
         cls = content_class(ctype, e.url or e.path)
         light, dark = conn_color.get(e.connection, CONNECTION_COLORS[0]) if color_by == "connection" else CONTENT_COLORS[cls]
-        colors = dict(PHASE_COLORS, blocked=BLOCKED_COLOR, send=light, wait=light, receive=dark)
+        colors = dict(PHASE_COLORS, blocked=BLOCKED_COLOR, send=SEND_COLOR, wait=light if color_by == "connection" else WAIT_COLOR,
+                      receive=dark, idle=light)
         url = e.url or (e.path or "")
         label = c.label if c is not None else f"connection {e.connection}"
         row = Row(
@@ -955,6 +1018,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
                    "request_body": e.request_body_bytes, "response_body": e.response_body_bytes,
                    "response_body_decoded": e.response_body_decoded_bytes},
         )
+        row.host = _ex_host(e, c) or ""
         if not e.pushed:
             row_of.setdefault((e.connection, e.stream_id), row.index)
         mf = markers_by_conn.get(e.connection)
@@ -969,7 +1033,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         r.hover = _hover(r, e, conns.get(e.connection))
 
     # the page apart from background traffic: milestones count the page only
-    page = page_of(an, sorted(exs, key=lambda e: (_exchange_start(e), e.id)) if group_by == "connection" else exs)
+    page = page_of(an, by_start)
     for r in rows:
         why = page.background.get(r.exchange)
         if why is not None:
@@ -994,9 +1058,151 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     title = an.path.rsplit("/", 1)[-1]
     from .completeness import headline
 
+    _chunks(an, rows, exs, frames_by_conn)
+    rows_by_start = list(rows)
+    rows = _order(rows, sort, group_by)
+    conn_rows = _connection_rows(rows_by_start)
     return Waterfall(rows=rows, t0=t0, t_end=t_end, milestones=milestones, group_by=group_by, color_by=color_by,
                      connections={cid: (conns[cid].label if cid in conns else str(cid)) for cid in by_conn},
-                     dns=lookups, title=title, page_info=page, completeness=headline(an))
+                     dns=lookups, title=title, page_info=page, completeness=headline(an), sort=sort,
+                     connection_rows=conn_rows, throughput=throughput(an))
+
+
+def _order(rows: list[Row], sort: str, group_by: str | None) -> list[Row]:
+    """Rows (built in start order) in display order, re-indexed (push_parent_row follows)."""
+    if sort == "start" and group_by is None:
+        return rows
+    keys = {
+        "start": lambda r: (r.start, r.exchange),
+        "duration": lambda r: (-(r.end - r.start), r.start, r.exchange),
+        "size": lambda r: (-(r.sizes.get("response_body") or 0), r.start, r.exchange),
+        "host": lambda r: (r.host, r.start, r.exchange),
+    }
+    key = keys[sort]
+    if group_by is not None:
+        gkey = (lambda r: r.connection) if group_by == "connection" else (lambda r: r.host)
+        first: dict = {}
+        for r in rows:  # start order: groups in order of first use
+            first.setdefault(gkey(r), len(first))
+        out = sorted(rows, key=lambda r: (first[gkey(r)], key(r)))
+    else:
+        out = sorted(rows, key=key)
+    new_index = {r.index: i for i, r in enumerate(out)}
+    for i, r in enumerate(out):
+        r.index = i
+        if r.push_parent_row is not None:
+            r.push_parent_row = new_index.get(r.push_parent_row)
+    return out
+
+
+def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: dict) -> None:
+    """``Row.chunks``: the bursts of packets that carried each response.  Multiplexed
+    protocols name the stream of every frame: HTTP/2 and SPDY DATA frames (the packet that
+    completed each frame), QUIC STREAM frames for HTTP/3 (one per QUIC packet); on HTTP/1 one
+    response at a time uses the connection, so its bytes are the server-to-client TCP
+    segments (``analysis.maps[(conn, 1)]``) from its first to its last packet.  Linear in the
+    frames and segments (one sort per connection)."""
+    ts = an.index.ts
+    n_pk = len(ts)
+    data: dict[tuple[int, int], list[int]] = {}
+    for cid, fl in frames_by_conn.items():
+        for f in fl:
+            # QUIC: the STREAM frames (one per QUIC packet; an HTTP/3 DATA frame spans many)
+            if f.direction == 1 and f.stream_id is not None and 0 < f.packet <= n_pk and (
+                    (f.type == "STREAM" and f.protocol == "quic") or (f.type == "DATA" and f.protocol not in ("h3", "h3-29"))):
+                data.setdefault((cid, f.stream_id), []).append(f.packet)
+    segs: dict[int, list[int]] = {}
+    from bisect import bisect_left, bisect_right
+
+    for r, e in zip(rows, exs):
+        lo, hi = e.response_start_packet, e.response_end_packet
+        pk: list[int] | None = None
+        if e.stream_id is not None and (e.connection, e.stream_id) in data:
+            pk = sorted(set(data[(e.connection, e.stream_id)]))
+        elif e.stream_id is None and lo is not None and hi is not None:
+            sl = segs.get(e.connection)
+            if sl is None:
+                m = an.maps.get((e.connection, 1)) if isinstance(an.maps, dict) else None
+                sl = segs[e.connection] = sorted(set(m.packets)) if m is not None else []
+            pk = sl[bisect_left(sl, lo): bisect_right(sl, hi)]
+        if not pk:
+            continue
+        if lo is not None:  # the first byte's packet, when a frame completed later
+            pk = [p for p in pk if p >= lo] or pk
+        out: list[tuple[float, float, int]] = []
+        for p in pk:
+            t = ts[p - 1]
+            if out and t - out[-1][1] <= CHUNK_GAP:
+                a, _b, k = out[-1]
+                out[-1] = (a, max(t, _b), k + 1)
+            elif len(out) >= MAX_CHUNKS:
+                a, _b, k = out[-1]
+                out[-1] = (a, max(t, _b), k + 1)
+            else:
+                out.append((t, t, 1))
+        r.chunks = out
+
+
+def _connection_rows(rows: list[Row]) -> list[ConnectionRow]:
+    """The connection view: one row per connection with exchanges, in order of first use
+    (``rows`` in start order; the segments name each request's display row)."""
+    out: dict[int, ConnectionRow] = {}
+    for r in rows:
+        cr = out.get(r.connection)
+        if cr is None:
+            cr = out[r.connection] = ConnectionRow(r.connection, r.connection_label, r.badge, r.start, r.end, [], [],
+                                                   background=True)
+        if r.first_of_connection:
+            cr.phases = [(n, a, b) for n, a, b in r.phases if n in ("dns", "connect", "tls")]
+        seg = r.phase("send") or r.phase("wait") or r.phase("receive")
+        a = seg[0] if seg else r.start
+        cr.requests.append((r.index, a, r.end))
+        cr.start, cr.end = min(cr.start, r.start), max(cr.end, r.end)
+        cr.background = cr.background and r.background
+    return list(out.values())
+
+
+def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None:
+    """Wire bytes per ``bin_s`` each way (``Throughput``), the bin widened (×2, ×5, ×10…) so
+    that a long capture has at most ``MAX_THROUGHPUT_BINS`` bins.  Direction comes from the
+    TCP segment maps and the decrypted QUIC packets; other packets are not counted."""
+    idx = an.index
+    n = len(idx)
+    if not n:
+        return None
+    way = bytearray(n)  # 0 unknown, 1 client→server, 2 server→client
+    maps = an.maps if isinstance(an.maps, dict) else {}
+    for key, m in maps.items():
+        if len(key) == 2 and key[1] in (0, 1):
+            d = key[1] + 1
+            for p in m.packets:
+                if 0 < p <= n:
+                    way[p - 1] = d
+    qp = an.quic_packets if isinstance(getattr(an, "quic_packets", None), dict) else {}
+    for (_cid, d), q in qp.items():
+        if d in (0, 1):
+            for p in q.packet:
+                if 0 < p <= n:
+                    way[p - 1] = d + 1
+    ts, orig = idx.ts, idx.origlen
+    t0 = ts[0]
+    span = max(max(ts) - t0, 0.0)
+    b = bin_s
+    for m in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000, 100000):
+        b = bin_s * m
+        if span / b < MAX_THROUGHPUT_BINS:
+            break
+    nb = int(span / b) + 1
+    down, up = [0] * nb, [0] * nb
+    for i in range(n):
+        w = way[i]
+        if w:
+            k = min(max(int((ts[i] - t0) / b), 0), nb - 1)
+            if w == 2:
+                down[k] += orig[i]
+            else:
+                up[k] += orig[i]
+    return Throughput(t0, b, down, up)
 
 
 def _marker_frames(frames) -> tuple[dict, list]:

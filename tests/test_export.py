@@ -276,7 +276,11 @@ def image_server():
 def _check_svg(svg: str, wf) -> None:
     traces = _bar_points(svg)
     present = [ph for ph in waterfall.PHASES if any(r.phase(ph) for r in wf.rows)]
-    assert len(traces) == len(present)
+    n_chunks = sum(len(r.chunks) for r in wf.rows)
+    assert len(traces) == len(present) + (1 if n_chunks else 0)  # the phases, then the download chunks
+    if n_chunks:
+        assert len(traces[-1]) == n_chunks and all(w > 0 for _, w in traces[-1])
+        traces = traces[:-1]
     for ph, pts in zip(present, traces):
         assert len(pts) == sum(1 for r in wf.rows for n, _, _ in r.phases if n == ph), ph  # (a row may be blocked twice)
         assert all(w > 0 for _, w in pts)
@@ -334,7 +338,7 @@ def test_html_offline_in_headless_chromium(tmp_path):
     assert any("control" in ln for ln in ctl_console)  # the console is seen
     dom, console = run(out)
     assert console == []
-    assert dom.count('class="trace bars"') == 7  # blocked, dns, connect, tls, send, wait, receive drawn
+    assert dom.count('class="trace bars"') == 7 + 1  # blocked, dns, connect, tls, send, wait, receive drawn; the chunks
     assert dom.count('class="point"') >= 7 * 4
 
 
@@ -351,8 +355,11 @@ def test_many_rows_use_webgl_and_stay_fast():
     assert len(wf.rows) == 5007
     kinds = {tr.type for tr in fig.data if tr.x is not None and len([x for x in tr.x if x is not None])}
     assert "bar" not in kinds and "scattergl" in kinds
-    segs = sum(len([x for x in tr.x if x is not None]) // 2 for tr in fig.data if tr.type == "scattergl" and tr.mode == "lines")
-    assert segs == sum(len(r.phases) for r in wf.rows)
+    on_rows = [tr for tr in fig.data if tr.type == "scattergl" and tr.mode == "lines" and tr.yaxis in (None, "y")]
+    segs = sum(len([x for x in tr.x if x is not None]) // 2 for tr in on_rows)
+    assert segs == sum(len(r.phases) + len(r.chunks) for r in wf.rows)  # each phase, each download chunk
+    conn = [tr for tr in fig.data if tr.yaxis == "y2"]  # the connection view: segments too, no shape per bar
+    assert conn and all(tr.type == "scattergl" for tr in conn) and not fig.layout.shapes or len(fig.layout.shapes) < 50
     assert elapsed < 10
 
 

@@ -86,7 +86,8 @@ def page(server):
 
 
 def _tick_labels(pg) -> list[str]:
-    return pg.locator("#waterfall .ytick text").all_text_contents()
+    # (the label column pads with no-break spaces: SVG collapses runs of spaces)
+    return [t.replace("\xa0", " ").strip() for t in pg.locator("#waterfall .ytick text").all_text_contents()]
 
 
 def _wait_rows(pg, n: int) -> None:
@@ -101,7 +102,7 @@ def _bar_point(pg, path_suffix: str) -> tuple[float, float]:
             const gd = document.querySelector('#waterfall .js-plotly-plot');
             const L = gd._fullLayout, r = gd.getBoundingClientRect();
             const vals = L.yaxis.tickvals, txt = L.yaxis.ticktext;
-            const y = vals[txt.findIndex(t => t.endsWith(suffix))];
+            const y = vals[txt.findIndex(t => t.replace(/\u00a0/g, ' ').trim().endsWith(suffix))];
             let best = null;
             for (const tr of gd._fullData) {
                 if (tr.type !== 'bar') continue;
@@ -221,10 +222,11 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     log = _server_log_h3()
     pg.wait_for_function("() => document.querySelector('#status').innerText.includes('page-h3.pcapng: ')")
     # the new capture's figure (page-h2 also has 13 rows: wait for the h3 badges)
-    pg.wait_for_function("""n => { const t = [...document.querySelectorAll('#waterfall .ytick text')].map(x => x.textContent);
-                                  return t.length === n && t.every(x => x.includes('[h3]')); }""", arg=len(log))
+    pg.wait_for_function("""n => { const t = [...document.querySelectorAll('#waterfall .ytick text')]
+                                      .map(x => x.textContent.replace(/\u00a0/g, ' '));
+                                  return t.length === n && t.every(x => x.includes(' h3 ')); }""", arg=len(log))
     assert sorted(t.split(":", 2)[-1].split("/", 1)[1] for t in _tick_labels(pg)) == sorted(r["path"].lstrip("/") for r in log)
-    assert all("[h3]" in t for t in _tick_labels(pg)), _tick_labels(pg)
+    assert all(" h3 " in t for t in _tick_labels(pg)), _tick_labels(pg)
     pg.screenshot(path=str(shots / "09-uploaded-h3.png"), full_page=True)
 
     # 7. compare the two
@@ -248,8 +250,10 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     shutil.copy(path, shots / "11-downloaded.png")
     w, h, rows, bpp = png_pixels(path.read_bytes())
     assert w >= 700 and h >= 360
-    # the bars are drawn in the waterfall palette: the "script" and "image" download colours
-    colours = {bytes.fromhex(c) for c in ("e58a1f", "8b5ccc", "5aa830")}
+    # the bars are drawn in the waterfall palette: the "script", "image" and "css" download colours
+    from analyzer.waterfall import CONTENT_COLORS
+
+    colours = {bytes.fromhex(CONTENT_COLORS[c][1][1:]) for c in ("script", "image", "css")}
     seen = set()
     for r in rows:
         for i in range(0, len(r), bpp):

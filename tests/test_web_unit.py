@@ -115,7 +115,8 @@ def _rows_of(fig) -> dict[int, str]:
     for tr in fig.data:
         if tr.type == "bar":
             ys.update(int(y) for y in tr.y)
-    labels = dict(zip(fig.layout.yaxis.tickvals or (), fig.layout.yaxis.ticktext or ()))
+    # (the label column pads with no-break spaces: SVG collapses runs of spaces)
+    labels = dict(zip(fig.layout.yaxis.tickvals or (), (t.replace("\xa0", " ").strip() for t in fig.layout.yaxis.ticktext or ())))
     return {y: labels.get(y, "") for y in sorted(ys)}
 
 

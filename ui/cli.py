@@ -270,6 +270,8 @@ def cmd_export(args) -> int:
 
     an = load(args)
     kw = {"group_by": args.group_by} if args.group_by else {}
+    if args.sort:
+        kw["sort"] = args.sort
     export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive, **kw)
     print(f"wrote {printable(args.output)}", file=sys.stderr)
     return 0
@@ -424,7 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")
     sp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
-    sp.add_argument("--group-by", choices=["connection"], help="group waterfall rows by connection")
+    sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
+    sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
     add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
     sp = add("tui", cmd_tui, "open the terminal UI", json_=False)
     sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")

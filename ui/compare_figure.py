@@ -8,6 +8,8 @@ from analyzer.model import Analysis
 from analyzer.safetext import html_text
 from analyzer.waterfall import PHASE_LABELS, PHASES, build
 
+from . import waterfall_layout as L
+
 
 def _row_order(res: dict, wf_a, wf_b) -> tuple[list[str], dict[int, int], dict[int, int]]:
     """Row labels and, per side, exchange id → row number (matched pairs share a row)."""
@@ -48,7 +50,7 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
                 continue
             fig.add_trace(go.Bar(
                 orientation="h", base=[(s - t0) * 1000.0 for _, s, _ in sel], x=[max((e - s) * 1000.0, 0.3) for _, s, e in sel],
-                y=[ymap[r.exchange] for r, _, _ in sel], marker=dict(color=[r.colors[ph] for r, _, _ in sel], line=dict(width=0)),
+                y=[ymap[r.exchange] for r, _, _ in sel], marker=dict(color=[L.phase_colors(r)[ph] for r, _, _ in sel], line=dict(width=0)),
                 name=PHASE_LABELS[ph], legendgroup=ph, showlegend=col == 1, width=0.7,
                 hovertext=["<br>".join([f"{PHASE_LABELS[ph]}: {(e - s) * 1000:.1f} ms"] + [html_text(h) for h in r.hover]) for r, s, e in sel],
                 hoverinfo="text",
@@ -59,7 +61,8 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
                           annotation_text=f"page load {pl * 1000:.0f} ms", annotation_position="bottom right")
     fig.update_xaxes(range=[0, xmax * 1.05], title_text="ms from the capture's first packet", rangemode="tozero")
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=list(range(n)),
-                     ticktext=[html_text(l if len(l) <= 60 else "…" + l[-59:]) for l in labels], tickfont=dict(size=10, family="monospace"),
+                     ticktext=[html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52) if l.startswith(("A only: ", "B only: "))
+                               else L.short_url(l, 60)) for l in labels], tickfont=dict(size=10, family="monospace"),
                      automargin=True, range=[n - 0.5, -0.5] if n else None, row=1, col=1)
     fig.update_layout(barmode="overlay", template="plotly_white", width=width, height=max(420, 220 + 20 * n),
                       title=dict(text=f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}", x=0.01),

@@ -11,7 +11,7 @@ from analyzer.model import Analysis
 
 
 def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
-           include_sensitive: bool = False, group_by: str | None = None) -> str:
+           include_sensitive: bool = False, group_by: str | None = None, sort: str | None = None) -> str:
     """Write ``analysis`` to ``out_path``; returns the format written."""
     fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
     if fmt not in FORMATS:
@@ -24,7 +24,7 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
 
     from . import figures
 
-    fig = figures.waterfall_figure(build(analysis, group_by=group_by))
+    fig = figures.waterfall_figure(build(analysis, group_by=group_by, sort=sort), hover=fmt == "html")  # (images: no hover text)
     data = figures.to_image(fig, fmt) if fmt != "html" else html_bytes(fig)
     write_atomic(out_path, data, force=force)
     return fmt

@@ -23,148 +23,315 @@ from typing import Iterable
 from analyzer.safetext import html_text
 from analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_LABELS, PHASES, Waterfall
 
+from . import waterfall_layout as L
+
 GL_THRESHOLD = 1500
 ROW_PX = 20
-MARKER_SYMBOLS = {
-    "push": ("triangle-right", "#1f77b4"),
-    "priority": ("diamond", "#6a3d9a"),
-    "reset": ("x", "#d62728"),
-    "stall": ("hourglass", "#b15928"),
-    "retransmission": ("circle-open", "#e31a1c"),
-    "gap": ("square-open", "#000000"),
-}
-MILESTONE_COLORS = {"first_packet": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728"}
+CONN_ROW_PX = 16
+TRACK_PX = 90  # the throughput track
+CHAR_PX = 6.1  # a 10 px monospace character (DejaVu Sans Mono: 6.02 px)
+LABEL_FONT = dict(size=10, family="DejaVu Sans Mono, monospace")
+MILESTONE_ROW_PX = 16
+MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728"}
+LEGEND_PX = 110  # room under the bottom axis for the legend (4 rows at 1280 px)
+MAX_ROWS_PX = 16000  # past 800 rows the request rows get thinner
+NARROWEST = 1200  # milestone labels are staggered for this figure width: wider only spreads them
 
 
 def _short(url: str, n: int = 60) -> str:
-    if "://" in url:
-        url = url.split("://", 1)[1]
-    return url if len(url) <= n else url[: n // 2 - 1] + "…" + url[-(n // 2) + 1 :]
+    return L.short_url(url, n)
+
+
+NBSP = "\u00a0"  # SVG text collapses runs of spaces: the label column pads with no-break spaces
 
 
 def row_label(r) -> str:
-    return html_text(f"{r.index + 1}. [{r.badge}] {_short(r.url or '(no URL)')}")
+    """The row's label column (number, marker glyphs, badge, host…path), escaped."""
+    return html_text(L.row_label(r)).replace(" ", NBSP)
+
+
+def _ms(t: float, t0: float) -> float:
+    return (t - t0) * 1000.0
+
+
+def _segments(items, use_gl: bool, go, name: str, width_px: float, legendgroup: str, showlegend: bool, hover=None, gl_cls=None):
+    """One line trace per colour of (x0, x1, y, colour, hover) segments, None-separated."""
+    by_color: dict[str, list] = {}
+    for it in items:
+        by_color.setdefault(it[3], []).append(it)
+    tr = (gl_cls or go.Scattergl) if use_gl else go.Scatter
+    out = []
+    for k, (col, its) in enumerate(by_color.items()):
+        xs, ys, tx = [], [], []
+        for x0, x1, y, _c, h in its:
+            xs += [x0, x1, None]
+            ys += [y, y, None]
+            if hover is not False:
+                tx += [h, h, None]
+        out.append(tr(x=xs, y=ys, mode="lines", line=dict(color=col, width=width_px), name=name, legendgroup=legendgroup,
+                      showlegend=showlegend and k == 0, hovertext=tx or None, hoverinfo="text" if hover is not False else "skip",
+                      xaxis="x", yaxis="y2", _validate=not use_gl))  # (validating 10 000 rows element by element takes seconds)
+    return out
 
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, gl: bool | None = None,
-                     width: int = 1400, max_labels: int = 300):
+                     width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
-    packet, one row per exchange (top to bottom in ``wf.rows`` order)."""
+    packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
+    connection view and the throughput track under it on the same time axis, the milestone
+    labels staggered above so that none overlaps another (at ``narrowest`` px wide and
+    wider), the legend under everything.  ``hover=False`` (static images) leaves out the
+    hover texts, most of a big figure's bytes.  Layout decisions: ui/waterfall_layout.py."""
     import plotly.graph_objects as go
 
     rows = wf.rows
     n = len(rows)
     use_gl = n > GL_THRESHOLD if gl is None else gl
+    # many rows: WebGL segments in the browser; in a static image one SVG path per colour
+    # (headless Chromium draws WebGL in software, several times slower)
+    gl_cls = go.Scattergl if hover else go.Scatter
+    show_labels = n <= max_labels
     t0 = wf.t0
-    span = max(((max((r.end for r in rows), default=t0) - t0) * 1000.0), 1.0)
-    min_w = span / 800.0  # bars shorter than this are widened to stay visible (hover shows the real time)
+    end_ms = max((_ms(r.end, t0) for r in rows), default=0.0)
+    tp = wf.throughput
+    span = max(end_ms, 1.0)
+    # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
+    label_chars = max((len(L.row_label(r)) for r in rows[:max_labels]), default=20) if show_labels else 8
+    ml, mr = int(label_chars * CHAR_PX + 16), 24
+    narrow = min(width, narrowest or NARROWEST)
+    plot_w = max(width - ml - mr, 200)
+    plot_w_narrow = max(narrow - ml - mr, 200)
+    xmax = span / max(1.0 - 64.0 / plot_w_narrow, 0.5)
+    min_w = xmax / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
     fig = go.Figure()
 
+    # --- request rows: one trace per phase (bars, or WebGL segments above GL_THRESHOLD)
+    colors_of = {r.index: L.phase_colors(r) for r in rows}
+    swatch: list[tuple[str, str, str]] = []  # legend entries in fixed colours (a bar trace's own would show its first row's)
+    hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
     for ph in PHASES:
         sel = [(r, a, b) for r in rows for (n_, a, b) in r.phases if n_ == ph]
         if not sel:
             continue
-        base = [(a - t0) * 1000.0 for _, a, _b in sel]
+        base = [_ms(a, t0) for _, a, _b in sel]
         dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
         ys = [r.index for r, _, _ in sel]
-        colors = [r.colors[ph] for r, _, _ in sel]
-        hover = ["<br>".join([PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms"] + [html_text(h) for h in r.hover]) for r, a, b in sel]
-        if not use_gl:
-            fig.add_trace(go.Bar(
-                orientation="h", base=base, x=dur, y=ys, name=PHASE_LABELS[ph],
-                marker=dict(color=colors, line=dict(width=0), opacity=[0.35 if r.background else 1.0 for r, _, _ in sel]),
-                hovertext=hover, hoverinfo="text", width=0.72, legendgroup=ph,
-                customdata=[r.exchange for r, _, _ in sel],
-            ))
-        else:
-            # one WebGL line trace per (phase, colour): segments separated by None
-            by_color: dict[str, list] = {}
-            for i, (r, a, b) in enumerate(sel):
-                by_color.setdefault(colors[i], []).append(i)
-            for k, (col, idxs) in enumerate(by_color.items()):
-                xs, yv, tx = [], [], []
-                for i in idxs:
-                    xs += [base[i], base[i] + dur[i], None]
-                    yv += [ys[i], ys[i], None]
-                    tx += [hover[i], hover[i], None]
-                fig.add_trace(go.Scattergl(
-                    x=xs, y=yv, mode="lines", line=dict(color=col, width=max(2, min(12, int(ROW_PX * 0.6)))),
-                    name=PHASE_LABELS[ph], legendgroup=ph, showlegend=k == 0, hovertext=tx, hoverinfo="text",
-                ))
+        colors = [colors_of[r.index][ph] for r, _, _ in sel]
+        tips = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel] if hover else None
+        fig.add_traces(_bars(go, use_gl, base, dur, ys, colors, tips, PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel],
+                             [r.exchange for r, _, _ in sel], legend_color=_legend_color(ph), gl_cls=gl_cls))
+        swatch.append((PHASE_LABELS[ph] + (" (light: no byte)" if ph == "receive" else ""), _legend_color(ph), ph))
+    # download chunks: the bursts of packets that carried each response (dark on the light download)
+    sel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
+    if sel:
+        base = [_ms(a, t0) for _, a, _b, _k in sel]
+        dur = [max((b - a) * 1000.0, min_w) for _, a, b, _k in sel]
+        tips = [f"{k} packet{'s' * (k != 1)} of the response at {_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms<br>" + hover_of[r.index]
+                for r, a, b, k in sel] if hover else None
+        fig.add_traces(_bars(go, use_gl, base, dur, [r.index for r, *_ in sel], [colors_of[r.index]["chunk"] for r, *_ in sel],
+                            tips, "Download chunk", "chunk", [r.background for r, *_ in sel],
+                            [r.exchange for r, *_ in sel], legend_color="#555555", gl_cls=gl_cls))
+        swatch.append(("Download: packet burst", "#555555", "chunk"))
+    for name, col, group in swatch:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(symbol="square", size=12, color=col),
+                                 legendgroup=group, showlegend=True, hoverinfo="skip"))
 
-    # content-class legend entries (the waiting/receiving colours)
+    # content-class legend entries (the download colours)
     if wf.color_by == "content":
         present = {r.content_class for r in rows}
         for cls in CONTENT_CLASSES:
             if cls in present:
-                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=cls,
+                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{cls} download",
                                          marker=dict(symbol="square", size=12, color=CONTENT_COLORS[cls][1]),
                                          legendgroup="class", showlegend=True, hoverinfo="skip"))
 
+    # duration label right of each bar
+    if show_labels and n:
+        tr = gl_cls if use_gl else go.Scatter
+        fig.add_trace(tr(x=[max(_ms(r.end, t0), _ms(r.start, t0) + min_w) for r in rows], y=[r.index for r in rows],
+                         mode="text", text=[L.duration_text(r.duration) for r in rows], textposition="middle right",
+                         textfont=dict(size=10, color="#333333", family=LABEL_FONT["family"]), showlegend=False,
+                         hoverinfo="skip", name="duration", cliponaxis=False))
+
     if markers:
-        by_kind: dict[str, list] = {}
-        for r in rows:
-            for m in r.markers:
-                by_kind.setdefault(m.kind, []).append((r, m))
-        for kind, items in by_kind.items():
-            sym, col = MARKER_SYMBOLS.get(kind, ("circle", "#333"))
-            tr = go.Scattergl if use_gl else go.Scatter
-            fig.add_trace(tr(
-                x=[(m.time - t0) * 1000.0 for _, m in items], y=[r.index for r, _ in items], mode="markers", name=kind,
-                marker=dict(symbol=sym, size=9, color=col, line=dict(width=1.5, color=col)),
-                hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in items], hoverinfo="text",
-            ))
+        # retransmissions and gaps: thin ticks on the rows they delayed
+        for kind in L.TICK_KINDS:
+            items = [(r, m) for r in rows for m in r.markers if m.kind == kind]
+            if not items:
+                continue
+            tr = gl_cls if use_gl else go.Scatter
+            fig.add_trace(tr(x=[_ms(m.time, t0) for _, m in items], y=[r.index for r, _ in items], mode="markers",
+                             name=f"| {L.TICK_MEANING[kind]}",
+                             marker=dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind],
+                                         line=dict(width=1.2, color=L.TICK_COLORS[kind])),
+                             hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in items],
+                             hoverinfo="text"))
+        # the label column's glyphs, explained in the legend
+        kinds = {m.kind for r in rows for m in r.markers}
+        for kind in L.GLYPH_KINDS:
+            if kind in kinds:
+                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{L.GLYPHS[kind]} {L.GLYPH_MEANING[kind]}",
+                                         marker=dict(size=1, color="rgba(0,0,0,0)"), legendgroup="glyphs", hoverinfo="skip"))
         # push arrows: from the pushing stream's row to the pushed row
         arrows = [(r, next((m for m in r.markers if m.kind == "push"), None)) for r in rows if r.pushed and r.push_parent_row is not None]
         for r, m in arrows[:300]:
-            x = ((m.time if m else r.start) - t0) * 1000.0
+            x = _ms(m.time if m else r.start, t0)
             fig.add_annotation(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
-                               showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor=MARKER_SYMBOLS["push"][1], text="")
+                               showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#1f77b4", text="")
 
-    for k, ms in enumerate(wf.milestones):
-        x = (ms.time - t0) * 1000.0
-        fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper",
-                      line=dict(color=MILESTONE_COLORS.get(ms.name, "#444"), width=1.5, dash="dot"))
-        fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False, textangle=-30, yshift=(k % 2) * 22,
-                           text=f"{html_text(ms.label)} {x:.0f} ms", font=dict(size=10, color=MILESTONE_COLORS.get(ms.name, "#444")))
+    # --- the connection view: handshake phases, then each request as a segment
+    crow = wf.connection_rows
+    nc = len(crow)
+    seg_w = max(2, int(CONN_ROW_PX * 0.6))
+    items = []
+    by_row = {r.index: r for r in rows}
+    for k, c in enumerate(crow):
+        for name, a, b in c.phases:
+            items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, L.PHASE_COLORS.get(name, "#999999"),
+                          html_text(f"connection {c.connection} ({c.label}): {PHASE_LABELS[name]} {(b - a) * 1000:.1f} ms")))
+        for ri, a, b in c.requests:
+            r = by_row.get(ri)
+            if r is None:
+                continue
+            items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, r.colors.get("receive", "#8c8c8c"),
+                          html_text(f"#{ri + 1} {L.short_url(r.url, 60)} {L.duration_text(r.duration)}")))
+    for t in _segments(items, use_gl, go, "connection", seg_w, "conn", False, hover=None if hover else False, gl_cls=gl_cls):
+        fig.add_trace(t)
 
-    # bands per connection when grouped
-    if wf.group_by == "connection" and n:
-        bands = []
-        cur, start = rows[0].connection, 0
-        for r in rows[1:] + [None]:
-            if r is None or r.connection != cur:
-                end = (r.index if r is not None else n) - 1
-                bands.append((cur, start, end))
-                if r is not None:
-                    cur, start = r.connection, r.index
-        if len(bands) <= 200:
-            for k, (cid, a, b) in enumerate(bands):
-                if k % 2:
-                    fig.add_shape(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
-                                  fillcolor="rgba(0,0,0,0.05)", line=dict(width=0), layer="below")
+    # --- the throughput track
+    if tp is not None and tp.down:
+        xs = [_ms(tp.t0, t0) + (k + 0.5) * tp.bin * 1000.0 for k in range(len(tp.down))]
+        unit = f"{tp.bin * 1000:g} ms"
+        fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.down], mode="lines", line=dict(color="#2d6fd1", width=1, shape="hv"),
+                                 fill="tozeroy", fillcolor="rgba(45,111,209,0.35)", name="▼ server→client",
+                                 xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>down</extra>"))
+        fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.up], mode="lines", line=dict(color="#e58226", width=1, shape="hv"),
+                                 name="▲ client→server", xaxis="x", yaxis="y3",
+                                 hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>up</extra>"))
 
-    show_labels = n <= max_labels
-    height = max(360, min(60 + 140 + ROW_PX * n, 16000))
-    head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01)
+    # --- vertical layout (pixels, top to bottom)
+    ms_items = []
+    for ms in wf.milestones:
+        x = _ms(ms.time, t0)
+        text = f"{ms.label} {x:.0f} ms"
+        ms_items.append((ms, x, text))
+    place = L.stagger([(x / xmax * plot_w_narrow, len(t) * CHAR_PX + 6) for _, x, t in ms_items], 0.0, float(plot_w_narrow))
+    ms_rows = max((rw for rw, _ in place), default=-1) + 1
+    head_px = 34 + (20 if wf.completeness else 0)
+    axis_top_px = 24
+    mt = head_px + ms_rows * MILESTONE_ROW_PX + axis_top_px + 4
+    wf_px = min(max(ROW_PX * max(n, 1), 60), MAX_ROWS_PX)  # (past it, thinner rows)
+    gap_px = 30
+    conn_px = max(CONN_ROW_PX * max(nc, 1), 30) if nc * CONN_ROW_PX <= 4000 else 4000
+    track_px = TRACK_PX if tp is not None else 0
+    n_legend = sum(1 for t in fig.data if t.showlegend is not False) 
+    longest = max((len(t.name or "") for t in fig.data if t.showlegend is not False), default=10)
+    per_row = max(int(plot_w_narrow // (44 + longest * 6.2)), 1)
+    mb = 48 + 22 * (-(-n_legend // per_row)) + 8
+    plot_h = wf_px + gap_px + conn_px + (gap_px + track_px if track_px else 0)
+    height = mt + plot_h + mb
+    y_tp = (0.0, track_px / plot_h) if track_px else (0.0, 0.0)
+    c_lo = (track_px + gap_px) / plot_h if track_px else 0.0
+    y_conn = (c_lo, c_lo + conn_px / plot_h)
+    y_wf = (1.0 - wf_px / plot_h, 1.0)
+
+    for (ms, x, text), (rw, anchor) in zip(ms_items, place):
+        col = MILESTONE_COLORS.get(ms.name, "#444444")
+        fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line=dict(color=col, width=1.5, dash="dot"))
+        fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor=anchor, showarrow=False,
+                           yshift=axis_top_px + rw * MILESTONE_ROW_PX, text=html_text(text), font=dict(LABEL_FONT, color=col),
+                           borderpad=0)
+    # section headings in the gaps
+    fig.add_annotation(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                       text=f"Connections ({nc}): handshake, then each request", font=dict(size=11, color="#444444"), yshift=2)
+    if track_px:
+        fig.add_annotation(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                           text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2)
+
+    # zebra rows, or bands per group when grouped
+    shapes = []
+    if wf.group_by in ("connection", "host") and n:
+        key = (lambda r: r.connection) if wf.group_by == "connection" else (lambda r: r.host)
+        bands, start = [], 0
+        for i in range(1, n + 1):
+            if i == n or key(rows[i]) != key(rows[start]):
+                bands.append((start, i - 1))
+                start = i
+        if len(bands) <= 300:
+            shapes = [(a, b) for k, (a, b) in enumerate(bands) if k % 2]
+    elif show_labels:
+        shapes = [(i, i) for i in range(1, n, 2)]
+    for a, b in shapes:
+        fig.add_shape(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
+                      fillcolor="rgba(0,0,0,0.045)", line=dict(width=0), layer="below")
+
+    head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01, y=1.0, yanchor="top", yref="container",
+                pad=dict(t=8))
     if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
         col = "#2ca02c" if wf.completeness.startswith("Complete") else "#d62728"
         n_bg = sum(1 for r in rows if r.background)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
         head["subtitle"] = dict(text=html_text(wf.completeness + extra), font=dict(size=12, color=col))
+    conn_labels = [html_text(f"{L.elide(c.label, label_chars - 9, 12)} {c.protocol[:8]}") for c in crow]
     fig.update_layout(
         title=head,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",
-        hovermode="closest", margin=dict(l=10, r=10, t=130 if wf.completeness else 110, b=40),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0, xanchor="left", font=dict(size=10), bgcolor="rgba(255,255,255,0.7)"),
-        xaxis=dict(title="ms from the first packet", rangemode="tozero", side="top" if n > 40 else "bottom", zeroline=False),
-        yaxis=dict(autorange="reversed", tickmode="array" if show_labels else "auto",
+        hovermode="closest", margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False),
+        legend=dict(orientation="h", traceorder="normal", yanchor="top", y=-44.0 / plot_h, x=0.0, xanchor="left", font=dict(size=10),
+                    bgcolor="rgba(255,255,255,0)", tracegroupgap=2),
+        xaxis=dict(range=[0, xmax], side="top", zeroline=False, anchor="y", showline=True, linecolor="#bbbbbb", ticks="outside",
+                   ticksuffix=" ms", tickfont=dict(size=10)),
+        xaxis2=dict(matches="x", anchor="y3", side="bottom", title=dict(text="ms from the first packet",
+                    font=dict(size=11), standoff=4), showgrid=False, zeroline=False, tickfont=dict(size=10), ticksuffix=" ms"),
+        yaxis=dict(domain=list(y_wf), autorange=False, tickmode="array" if show_labels else "auto",
                    tickvals=[r.index for r in rows] if show_labels else None,
-                   ticktext=[row_label(r) for r in rows] if show_labels else None,
-                   tickfont=dict(size=10, family="monospace"), automargin=True, showgrid=False, zeroline=False,
-                   range=[n - 0.5, -0.5] if n else None),
+                   ticktext=[row_label(r) for r in rows] if show_labels else None, showticklabels=show_labels,
+                   tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False,
+                   range=[n - 0.5, -0.5] if n else [0.5, -0.5]),
+        yaxis2=dict(domain=list(y_conn), autorange=False, range=[max(nc, 1) - 0.5, -0.5], tickmode="array",
+                    tickvals=list(range(nc)) if nc <= 300 else None, ticktext=conn_labels if nc <= 300 else None,
+                    showticklabels=nc <= 300, tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, fixedrange=True),
+        yaxis3=dict(domain=list(y_tp) if track_px else [0, 0.001], automargin=False,
+                    rangemode="tozero", tickfont=dict(size=9), nticks=4, zeroline=True, fixedrange=True, visible=bool(track_px),
+                    ticksuffix=" kB", ticklabelposition="inside top"),  # (outside, 0 kB would sit on the axis' 0 ms)
     )
+    # the throughput track hangs on the bottom axis (xaxis2 matches the top one)
+    for tr in fig.data:
+        if getattr(tr, "yaxis", None) == "y3":
+            tr.xaxis = "x2"
+    fig.layout.yaxis3.anchor = "x2"
+    fig.layout.yaxis2.anchor = "x"
     return fig
+
+
+def _legend_color(ph: str) -> str | None:
+    return {"receive": "#8c8c8c", "wait": L.WAIT_COLOR, "send": L.SEND_COLOR, "blocked": L.BLOCKED_COLOR}.get(ph) or L.PHASE_COLORS.get(ph)
+
+
+def _bars(go, use_gl: bool, base, dur, ys, colors, hover, name: str, group: str, faded, exchanges, legend_color=None, gl_cls=None):
+    """One trace of horizontal bars: ``Bar`` (SVG, exact in images) or, for many rows,
+    WebGL line segments (one canvas, no DOM node per row) in one ``Scattergl`` with a colour
+    per segment end."""
+    if not use_gl:
+        return [go.Bar(orientation="h", base=base, x=dur, y=ys, name=name,
+                      marker=dict(color=colors, line=dict(width=0), opacity=[0.35 if f else 1.0 for f in faded]),
+                      hovertext=hover, hoverinfo="text" if hover else "skip", width=0.72, legendgroup=group, customdata=exchanges,
+                      showlegend=False)]
+    by_color: dict[str, list[int]] = {}
+    for i, c in enumerate(colors):
+        by_color.setdefault(c, []).append(i)
+    out = []
+    for k, (col, idxs) in enumerate(by_color.items()):
+        xs, yv, tx = [], [], []
+        for i in idxs:
+            xs += [base[i], base[i] + dur[i], None]
+            yv += [ys[i], ys[i], None]
+            if hover:
+                tx += [hover[i], "", None]  # (the bar's start carries its text: half the bytes)
+        out.append((gl_cls or go.Scattergl)(x=xs, y=yv, mode="lines", line=dict(color=col, width=max(2, min(12, int(ROW_PX * 0.6)))),
+                                name=name, legendgroup=group, showlegend=False, hovertext=tx or None,
+                                hoverinfo="text" if hover else "skip", _validate=False))  # (many rows: validating them element by element takes seconds)
+    return out
 
 
 def write_html(fig, path: str) -> None:

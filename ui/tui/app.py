@@ -261,7 +261,8 @@ class WirefallApp(App):
         self.search_text = ""
         self.filters: dict[str, str] = {}  # active filter per tab (the bar filters the current tab)
         self.wf_keep: set[int] | None = None  # requests kept by the waterfall's filter
-        self.wf_group: str | None = None  # waterfall grouping: None (by start) or "connection"
+        self.wf_group: str | None = None  # waterfall grouping: None (by start), "connection" or "host"
+        self.wf_sort: str = "start"  # waterfall sort (analyzer.waterfall.SORTS)
         self.wf_by: dict = {}  # group_by -> built Waterfall
         self.stats_text: Text | None = None
         self.sub_title = printable(path)
@@ -301,7 +302,7 @@ class WirefallApp(App):
 
     @staticmethod
     def _legend() -> Text:
-        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c group by connection  enter open")
+        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by connection/host  s sort  enter open")
 
     def on_mount(self) -> None:
         self.query_one("#detail", Tree).show_root = False
@@ -648,12 +649,12 @@ class WirefallApp(App):
     # ------------------------------------------------------------ waterfall tab
     def _fill_waterfall(self, keep: set[int] | None = None, keep_view: bool = False) -> None:
         if self.wf is None:
-            self.wf, err = build_waterfall(self.an, self.wf_group)
+            self.wf, err = build_waterfall(self.an, self.wf_group, self.wf_sort)
             if err:
                 self.notify(printable(f"waterfall: {err}"), severity="error", markup=False)
         if self.wf is None:
             return
-        self.wf_by[self.wf_group] = self.wf
+        self.wf_by[(self.wf_group, self.wf_sort)] = self.wf
         rows = self.wf.rows if keep is None else [r for r in self.wf.rows if r.exchange in keep]
         t0 = self.wf.t0
         t1 = max([self.wf.t_end] + [r.end for r in rows if r.end is not None])
@@ -661,35 +662,48 @@ class WirefallApp(App):
         self._wf_note()
 
     @on(WaterfallView.GroupToggled)
-    def _group_toggled(self) -> None:
+    def _group_toggled(self, ev: WaterfallView.GroupToggled) -> None:
         if not self.loaded:
             return
-        group = None if self.wf_group == "connection" else "connection"
-        if group in self.wf_by:
-            self._set_group(group, self.wf_by[group], None)
+        self._regroup(None if self.wf_group == ev.group else ev.group, self.wf_sort)
+
+    @on(WaterfallView.SortCycled)
+    def _sort_cycled(self) -> None:
+        if not self.loaded:
+            return
+        from analyzer.waterfall import SORTS
+
+        self._regroup(self.wf_group, SORTS[(SORTS.index(self.wf_sort) + 1) % len(SORTS)])
+
+    def _regroup(self, group, sort) -> None:
+        if (group, sort) in self.wf_by:
+            self._set_group(group, self.wf_by[(group, sort)], None, sort)
         else:
-            self.query_one("#status", Static).update("grouping the waterfall by connection…")
-            self._build_grouped(group)
+            self.query_one("#status", Static).update("ordering the waterfall…")
+            self._build_grouped(group, sort)
 
     @work(thread=True, exclusive=True, group="waterfall")
-    def _build_grouped(self, group) -> None:
-        wf, err = build_waterfall(self.an, group)
-        self.call_from_thread(self._set_group, group, wf, err)
+    def _build_grouped(self, group, sort="start") -> None:
+        wf, err = build_waterfall(self.an, group, sort)
+        self.call_from_thread(self._set_group, group, wf, err, sort)
 
-    def _set_group(self, group, wf, err) -> None:
+    def _set_group(self, group, wf, err, sort="start") -> None:
         if wf is None:
             self.notify(printable(f"waterfall: {err}"), severity="error", markup=False)
             return
         wv = self.query_one(WaterfallView)
         cur = wv.rows[wv.cursor].exchange if wv.count else None
-        self.wf_group, self.wf = group, wf
+        self.wf_group, self.wf, self.wf_sort = group, wf, sort
         self._fill_waterfall(self.wf_keep, keep_view=True)
         if cur is not None:
             for i, r in enumerate(wv.rows):
                 if r.exchange == cur:
                     wv.move_to(i)
                     break
-        self._status("waterfall grouped by connection (c: by start time)" if group else "waterfall by start time (c: group by connection)")
+        from ui.waterfall_layout import GROUP_LABELS, SORT_LABELS
+
+        self._status(f"waterfall: {'grouped by ' + GROUP_LABELS[group] + ', ' if group else ''}sorted by {SORT_LABELS[sort]}"
+                     " (c/H: group by connection/host, s: sort)")
 
     @on(WaterfallView.Zoomed)
     def _zoomed(self) -> None:
@@ -1033,12 +1047,12 @@ class WirefallApp(App):
             self.source.close()
 
 
-def build_waterfall(an, group_by: str | None = None):
+def build_waterfall(an, group_by: str | None = None, sort: str = "start"):
     """``(Waterfall or None, error message or None)``."""
     try:
         from analyzer.waterfall import build
 
-        return build(an, group_by=group_by), None
+        return build(an, group_by=group_by, sort=sort), None
     except Exception as e:  # a bug there must not take the packet list down
         return None, f"{e.__class__.__name__}: {e}"
 

@@ -479,19 +479,55 @@ def cell_segments(cells, bg) -> list[Segment]:
 
 
 def waterfall_legend(keys: str) -> Text:
-    """The phase and content-class colours of the waterfall, then the view's keys."""
-    from analyzer.waterfall import CONTENT_COLORS, PHASE_COLORS, PHASE_LABELS
+    """The phase and content-class colours of the waterfall, the marker glyphs, then the
+    view's keys (the same palette and glyphs as the figures: ui/waterfall_layout.py)."""
+    from ui import waterfall_layout as L
 
     t = Text(" ")
-    for k, c in PHASE_COLORS.items():
+    for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
         t.append("█ ", style=c)
-        t.append(PHASE_LABELS[k] + "  ")
-    for k, (light, dark) in CONTENT_COLORS.items():
+        t.append(L.PHASE_LABELS[k] + "  ")
+    for k, (light, dark) in L.CONTENT_COLORS.items():
         t.append("█", style=light)
         t.append("█ ", style=dark)
         t.append(k + "  ")
-    t.append("(light: waiting, dark: receiving)  " + keys)
+    t.append("(download: dark = packets arriving)  ")
+    for k in L.GLYPH_KINDS:
+        t.append(f"{L.GLYPHS[k]} {L.GLYPH_MEANING[k]}  ")
+    t.append("┃ retransmission/loss  " + keys)
     return t
+
+
+def tick_cells(cells, markers, v0: float, v1: float) -> None:
+    """Retransmissions and gaps (``TICK_KINDS``) ticked on the bar cells, in place."""
+    from ui.waterfall_layout import TICK_COLORS, TICK_KINDS
+
+    width = len(cells)
+    span = (v1 - v0) or 1e-9
+    for m in markers:
+        if m.kind in TICK_KINDS:
+            c = int((m.time - v0) / span * width)
+            if 0 <= c < width:
+                cells[c] = ("┃", TICK_COLORS[m.kind] if m.kind != "gap" else "#ffffff")
+
+
+def duration_cells(cells, text: str) -> None:
+    """The row's duration written right of its bar (left of it when no room), in place."""
+    if not text:
+        return
+    filled = [i for i, (ch, _c) in enumerate(cells) if ch != " "]
+    if not filled:
+        return
+    a, b = filled[0], filled[-1]
+    t = " " + text
+    if b + 1 + len(t) <= len(cells):
+        at = b + 1
+    elif a - len(t) - 1 >= 0:
+        at, t = a - len(t) - 1, text + " "
+    else:
+        return
+    for k, ch in enumerate(t):
+        cells[at + k] = (ch, "#a8a8a8")
 
 
 def bar_cells(phases, colors: dict, v0: float, v1: float, width: int) -> list[tuple[str, str | None]]:
@@ -553,19 +589,45 @@ ZOOM_BINDINGS = [
 ]
 
 
-class WaterfallView(LineList):
-    """One row per request: index, method and URL, protocol, status, then the phase bar
-    scaled to the visible time window; + / - zoom around the cursor's request, ← / → pan,
-    0 resets."""
+def row_cells(r, v0: float, v1: float, width: int) -> list[tuple[str, str | None]]:
+    """The cells of one row as the figures draw it (ui/waterfall_layout.py): its phases, the
+    bursts of packets of its download dark on the light download, retransmission ticks and
+    the duration right of the bar."""
+    from ui.waterfall_layout import duration_text, phase_colors
 
-    BINDINGS = LineList.BINDINGS + ZOOM_BINDINGS + [Binding("c", "group", "Group by connection")]
+    cols = phase_colors(r)
+    cells = bar_cells(r.phases, cols, v0, v1, width)
+    if r.chunks:
+        over = bar_cells([("chunk", a, b) for a, b, _k in r.chunks], cols, v0, v1, width)
+        cells = [o if o[0] != " " else c for c, o in zip(cells, over)]
+    tick_cells(cells, r.markers, v0, v1)
+    duration_cells(cells, duration_text(r.duration))
+    return cells
+
+
+class WaterfallView(LineList):
+    """One row per request: index, marker glyphs, host…path, protocol, status, then the phase
+    bar scaled to the visible time window with the row's duration; + / - zoom around the
+    cursor's request, ← / → pan, 0 resets, c groups by connection, H by host, s changes the
+    sort (start, duration, size, host)."""
+
+    BINDINGS = LineList.BINDINGS + ZOOM_BINDINGS + [Binding("c", "group", "Group by connection"),
+                                                    Binding("H", "group('host')", "Group by host"),
+                                                    Binding("s", "sort", "Sort")]
     LABEL = 44
 
     class Zoomed(Message):
         pass
 
     class GroupToggled(Message):
-        """``c``: the app rebuilds the rows grouped by connection (or not)."""
+        """``c`` / ``H``: the app rebuilds the rows grouped by connection / host (or not)."""
+
+        def __init__(self, group: str = "connection") -> None:
+            super().__init__()
+            self.group = group
+
+    class SortCycled(Message):
+        """``s``: the app rebuilds the rows in the next sort order (analyzer.waterfall.SORTS)."""
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
@@ -590,29 +652,39 @@ class WaterfallView(LineList):
             self.v0, self.v1 = old
         self.group_by = group_by
         self.glyph = {}
-        if group_by == "connection":
+        if group_by in ("connection", "host"):
+            key = (lambda r: r.connection) if group_by == "connection" else (lambda r: r.host)
             for i, r in enumerate(rows):
-                first = i == 0 or rows[i - 1].connection != r.connection
-                last = i == len(rows) - 1 or rows[i + 1].connection != r.connection
+                first = i == 0 or key(rows[i - 1]) != key(r)
+                last = i == len(rows) - 1 or key(rows[i + 1]) != key(r)
                 self.glyph[r.exchange] = "─" if first and last else "┌" if first else "└" if last else "│"
         self.content_width = 0  # the bars scale to the width: no horizontal scrolling
         self.set_count(len(rows))
         self.post_message(self.Zoomed())
 
-    def action_group(self) -> None:
-        self.post_message(self.GroupToggled())
+    def action_group(self, group: str = "connection") -> None:
+        self.post_message(self.GroupToggled(group))
+
+    def action_sort(self) -> None:
+        self.post_message(self.SortCycled())
 
     @property
     def bar_width(self) -> int:
         return max(self.size.width - self.LABEL - 8 - 5 - 2, 10)
 
     def label_text(self, r) -> str:
-        what = printable(f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip())
+        """Row number, marker glyphs and host…path as the figures elide it
+        (ui/waterfall_layout.py), then badge and status."""
+        from ui.waterfall_layout import glyphs, short_url
+
         st = str(r.status) if r.status is not None else "-"
         g = self.glyph.get(r.exchange) if self.group_by else None
+        meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
+        n = self.LABEL - (15 if g is not None else 10)
+        what = printable((meth + " " if meth else "") + short_url(r.url, max(n - len(meth) - 1, 8)))
         if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter
-            return f"{g}{r.connection:>3} {r.index + 1:>4} {_cell(what, self.LABEL - 10, False)} {_cell(r.badge, 8, False)}{st:>4} "
-        return f"{r.index + 1:>4} {_cell(what, self.LABEL - 5, False)} {_cell(r.badge, 8, False)}{st:>4} "
+            return f"{g}{r.connection:>3} {r.index + 1:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
+        return f"{r.index + 1:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
 
     def line(self, i: int):
         r = self.rows[i]
@@ -632,7 +704,7 @@ class WaterfallView(LineList):
             base = base + (CURSOR_STYLE if self.has_focus else Style(bgcolor="#3a3a3a"))
         segs = [Segment(label, base), Segment("│", Style(color="#606060"))]
         bw = max(width - len(label) - 2, 1)
-        cells = bar_cells(r.phases, r.colors, self.v0, self.v1, bw)
+        cells = row_cells(r, self.v0, self.v1, bw)
         segs += cell_segments(cells, base.bgcolor if i == self.cursor else None)
         segs.append(Segment("│", Style(color="#606060")))
         return Strip(segs).crop_extend(0, width, None)
@@ -641,7 +713,7 @@ class WaterfallView(LineList):
         """The time axis above the bars: tick labels in ms since the first packet."""
         width = self.size.width or 120
         n = len(self.label_text(self.rows[0])) if self.rows else self.LABEL + 14
-        head = "conn    # request" if self.group_by == "connection" else "   # request"
+        head = {"connection": "conn    # request", "host": "host    # request"}.get(self.group_by, "   # request")
         label = head[:n].ljust(n)
         bw = max(width - len(label) - 2, 1)
         step = nice_step(self.v1 - self.v0, bw)
@@ -690,7 +762,7 @@ class WaterfallView(LineList):
 
     def bar_text(self, i: int) -> str:
         """The characters of row i's bar as drawn now (for tests)."""
-        return "".join(ch for ch, _ in bar_cells(self.rows[i].phases, self.rows[i].colors, self.v0, self.v1,
+        return "".join(ch for ch, _ in row_cells(self.rows[i], self.v0, self.v1,
                                                  max(self.size.width - len(self.label_text(self.rows[i])) - 2, 1)))
 
 

@@ -234,9 +234,10 @@ def cb_filter_options(state: WebState, cid, version, trigger=None):
     return o["protocol"], o["connection"], o["content"], o["status"], reset, reset, reset, reset
 
 
-def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, selected=None, xrange=None):
-    """The waterfall figure of what the filters select (the zoom kept, the selected request's
-    row highlighted), the filter error, the count, and why rows are missing."""
+def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, order=None, selected=None,
+                 xrange=None):
+    """The waterfall figure of what the filters select, in the chosen order (the zoom kept, the
+    selected request's row highlighted), the filter error, the count, and why rows are missing."""
     import plotly.graph_objects as go
 
     e = state.get(cid)
@@ -247,7 +248,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         fig.update_layout(template="plotly_white", height=300, xaxis_visible=False, yaxis_visible=False)
         return fig, "", "", None
     try:
-        v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
+        v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
         xr = xrange if isinstance(xrange, list) and len(xrange) == 2 else None
         fig = views.figure(v, title=e.name, x_range=xr)
         shown = len(v.waterfall.rows)
@@ -344,14 +345,15 @@ def cb_clear_messages(state: WebState, *_):
     return ""
 
 
-def cb_select(state: WebState, click, cid, protocols, connections, contents, statuses, expr, trigger=None, selected=None):
+def cb_select(state: WebState, click, cid, protocols, connections, contents, statuses, expr, order=None, trigger=None,
+              selected=None):
     """Click on a bar → the request detail panel."""
     e = _ready(state, cid)
     if e is None:
         return no_update if selected is not None else None, html.Div()
     try:
         if trigger == "waterfall" or (trigger is None and click is not None):
-            v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
+            v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
             xid = views.exchange_from_click(v, click)
         else:  # the capture (re)loaded, or a selection from the URL
             xid = selected if isinstance(selected, int) and any(x.id == selected for x in e.analysis.exchanges) else None
@@ -451,12 +453,13 @@ def cb_compare(state: WebState, n_clicks, a, b):
     return views.compare_view(_ready(state, a), _ready(state, b))
 
 
-def cb_export(state: WebState, fmt, cid, protocols, connections, contents, statuses, expr, xrange):
+def cb_export(state: WebState, fmt, cid, protocols, connections, contents, statuses, expr, *rest):
+    order, xrange = rest if len(rest) == 2 else (None, *rest)  # (the order dropdown, the zoom)
     e = _ready(state, cid)
     if e is None:
         return no_update, html.Span("nothing to export: no analysed capture", className="error")
     try:
-        v = views.filtered_view(e, protocols, connections, contents, statuses, expr)
+        v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
         data, name = views.export_bytes(e, v, fmt, xrange)
     except Exception as ex:  # noqa: BLE001
         return no_update, _err(ex, f"{fmt.upper()} export failed: ")
@@ -502,6 +505,8 @@ def layout(state: WebState):
                     _dd("f-protocol", "protocol"), _dd("f-connection", "connection"), _dd("f-content", "content type"),
                     _dd("f-status", "status"),
                     dcc.Input(id="filter-expr", type="text", debounce=True, placeholder='filter, e.g. status >= 400 || url contains "css"'),
+                    dcc.Dropdown(id="wf-order", options=[{"label": l, "value": k} for k, l in views.ORDER_LABELS.items()],
+                                 value="start", clearable=False, className="filter-dd", style={"minWidth": "170px"}),
                     html.Span(id="shown-count", className="status"),
                 ], className="bar"),
                 html.Div(id="filter-error"),
@@ -784,7 +789,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     )(_named("cb_filter_options", lambda cid, ver: cb_filter_options(S, cid, ver, _trigger())))
 
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
-               Input("filter-expr", "value")]
+               Input("filter-expr", "value"), Input("wf-order", "value")]
     app.callback(
         Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),

@@ -34,10 +34,27 @@ MAX_HEX_BYTES = 65535
 # ------------------------------------------------------------------------- waterfall
 
 
-def waterfall_of(entry: Entry) -> Waterfall:
+# the waterfall's order dropdown: value -> (group_by, sort) of analyzer.waterfall.build
+ORDER_OPTIONS = {
+    "start": (None, "start"), "duration": (None, "duration"), "size": (None, "size"), "host": (None, "host"),
+    "connection": ("connection", "start"), "by-host": ("host", "start"),
+}
+ORDER_LABELS = {"start": "sort: start", "duration": "sort: duration", "size": "sort: size", "host": "sort: host",
+                "connection": "group: connection", "by-host": "group: host"}
+
+
+def order_of(order: str | None) -> tuple[str | None, str]:
+    """``(group_by, sort)`` of an order dropdown value (unknown values: by start)."""
+    return ORDER_OPTIONS.get(order or "start", (None, "start"))
+
+
+def waterfall_of(entry: Entry, order: str | None = None) -> Waterfall:
     from analyzer.waterfall import build
 
-    return entry.memo(("waterfall",), lambda: build(entry.analysis))
+    group, sort = order_of(order)
+    if (group, sort) == (None, "start"):
+        return entry.memo(("waterfall",), lambda: build(entry.analysis))
+    return entry.memo(("waterfall", group, sort), lambda: build(entry.analysis, group_by=group, sort=sort))
 
 
 def filter_options(entry: Entry) -> dict[str, list[dict]]:
@@ -83,15 +100,17 @@ def _norm(v) -> tuple:
     return (v,)
 
 
-def filtered_view(entry: Entry, protocols=None, connections=None, contents=None, statuses=None, expr: str | None = None) -> View:
-    key = ("view", _norm(protocols), _norm(connections), _norm(contents), _norm(statuses), (expr or "").strip())
+def filtered_view(entry: Entry, protocols=None, connections=None, contents=None, statuses=None, expr: str | None = None,
+                  order: str | None = None) -> View:
+    key = ("view", _norm(protocols), _norm(connections), _norm(contents), _norm(statuses), (expr or "").strip(),
+           order if order in ORDER_OPTIONS else "start")
     return entry.memo(key, lambda: _filtered_view(entry, *key[1:]))
 
 
-def _filtered_view(entry: Entry, protocols, connections, contents, statuses, expr) -> View:
+def _filtered_view(entry: Entry, protocols, connections, contents, statuses, expr, order="start") -> View:
     from analyzer.filter import FilterError, compile_filter
 
-    wf = waterfall_of(entry)
+    wf = waterfall_of(entry, order)
     an: Analysis = entry.analysis
     rows = wf.rows
     if protocols:
@@ -133,16 +152,23 @@ def subset(wf: Waterfall, rows) -> Waterfall:
     out = [dataclasses.replace(r, index=i, push_parent_row=new_index.get(r.push_parent_row) if r.push_parent_row is not None else None)
            for i, r in enumerate(rows)]
     shown = {r.connection for r in out}
-    return dataclasses.replace(wf, rows=out, connections={k: v for k, v in wf.connections.items() if k in shown})
+    conn_rows = []
+    for c in wf.connection_rows:  # the connection view: the requests shown, in their new rows
+        reqs = [(new_index[i], a, b) for i, a, b in c.requests if i in new_index]
+        if reqs:
+            conn_rows.append(dataclasses.replace(c, requests=reqs))
+    return dataclasses.replace(wf, rows=out, connections={k: v for k, v in wf.connections.items() if k in shown},
+                               connection_rows=conn_rows)
 
 
-def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False):
+def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True):
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
     time axis only (the request axis is fixed), ``uirevision`` so that a re-render keeps
     the zoom."""
     from ui.figures import waterfall_figure
 
-    fig = waterfall_figure(view.waterfall, title=title)
+    # milestone labels are staggered for the narrowest page (1200 px): a wider one only spreads them
+    fig = waterfall_figure(view.waterfall, title=title, narrowest=1200, hover=not for_export or fmt_html)
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
@@ -819,7 +845,7 @@ def export_bytes(entry: Entry, view: View, fmt: str, x_range: list | None = None
     stem = safe_stem(entry.name)
     shown = set(view.exchange_ids)
     if fmt in ("png", "svg", "html"):
-        fig = figure(view, title=entry.name, x_range=x_range, for_export=True)
+        fig = figure(view, title=entry.name, x_range=x_range, for_export=True, fmt_html=fmt == "html")
         if fmt == "html":
             data = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
         else:

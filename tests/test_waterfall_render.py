@@ -1,0 +1,234 @@
+"""The waterfall as drawn (ui/figures.py over analyzer/waterfall.py, laid out by
+ui/waterfall_layout.py), looked at in headless Chromium: in the offline HTML export of
+several samples and in the web app, at 1280 and 1920 px, no two visible text labels
+overlap (the SVG text elements' boxes in the page), every request row has its duration
+label, the connection view and the throughput track are drawn, and the download chunks
+(the packets that carried each response, counted against tshark) are drawn."""
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from analyzer import waterfall
+from analyzer.pipeline import analyze
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_captures"
+AMAZON = Path("/work/shared/captures/pageload-amazon")
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run"]
+SET = [("page/page-h2.pcapng", "page/page-h2.keys"), ("page/page-h1.pcapng", "page/page-h1.keys"),
+       ("page/page-h3.pcapng", "page/page-h3.keys"), ("page/page-spdy.pcapng", "page/page-spdy.keys")]
+WIDTHS = (1280, 1920)
+
+pw = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
+needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed")
+
+# every visible SVG text element's box; pairs that overlap by more than a pixel each way
+OVERLAPS_JS = """sel => {
+    const boxes = [];
+    document.querySelectorAll(sel + ' svg text').forEach(t => {
+        const s = (t.textContent || '').replace(/\\u00a0/g, ' ').trim();
+        if (!s) return;
+        const cs = getComputedStyle(t);
+        if (cs.visibility === 'hidden' || cs.display === 'none' || parseFloat(cs.opacity || '1') === 0) return;
+        const r = t.getBoundingClientRect();
+        if (r.width <= 0 || r.height <= 0) return;
+        boxes.push({s, l: r.left, r: r.right, t: r.top, b: r.bottom});
+    });
+    const bad = [];
+    for (let i = 0; i < boxes.length; i++)
+        for (let j = i + 1; j < boxes.length; j++) {
+            const a = boxes[i], b = boxes[j];
+            const w = Math.min(a.r, b.r) - Math.max(a.l, b.l), h = Math.min(a.b, b.b) - Math.max(a.t, b.t);
+            if (w > 1 && h > 1) bad.push([a.s, b.s, Math.round(w), Math.round(h)]);
+        }
+    return {n: boxes.length, bad};
+}"""
+
+FACTS_JS = """sel => {
+    const root = document.querySelector(sel);
+    const gd = root.classList.contains('js-plotly-plot') ? root : root.querySelector('.js-plotly-plot');
+    const texts = [...root.querySelectorAll('.textpoint text')].map(t => t.textContent);
+    const line = q => [...root.querySelectorAll(q)].filter(p => (p.getAttribute('d') || '').length > 10).length;
+    const chunk = gd._fullData.findIndex(t => t.name === 'Download chunk');
+    return {
+        durations: texts.filter(s => /^[0-9]+(\\.[0-9]+)? ms$/.test(s)).length,
+        rows: root.querySelectorAll('.ytick text').length,
+        conn_ticks: root.querySelectorAll('.y2tick text').length,
+        conn_lines: line('.plot .xy2 .scatterlayer path.js-line, .xy2 .scatterlayer path.js-line'),
+        track_lines: line('.x2y3 .scatterlayer path.js-line'),
+        track_fill: line('.x2y3 .scatterlayer path.js-fill'),
+        chunk_bars: chunk < 0 ? 0 : [...root.querySelectorAll('.barlayer .trace.bars')][chunk]?.querySelectorAll('.point path').length || 0,
+    };
+}"""
+
+
+def _keys(rel: str) -> list[str]:
+    p = SAMPLES / rel
+    return [str(p)] if p.exists() else []
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    """(name, path, keys, analysis) of the samples present, the Amazon load when there."""
+    out = []
+    for cap, keys in SET:
+        p = SAMPLES / cap
+        if p.exists():
+            out.append((p.name, str(p), _keys(keys), analyze(str(p), keylogs=_keys(keys))))
+    if (AMAZON / "amazon1.cap.gz").exists():
+        d = tmp_path_factory.mktemp("amazon")
+        cap, kl = d / "amazon1.cap", d / "amazon1.keys"
+        cap.write_bytes(gzip.decompress((AMAZON / "amazon1.cap.gz").read_bytes()))
+        kl.write_bytes(gzip.decompress((AMAZON / "amazon1.key_log.txt.gz").read_bytes()))
+        out.append(("amazon1.cap", str(cap), [str(kl)], analyze(str(cap), keylogs=[str(kl)])))
+    if not out:
+        pytest.skip("no sample captures")
+    return out
+
+
+def _check_page(pg, sel: str, wf, what: str) -> None:
+    ov = pg.evaluate(OVERLAPS_JS, sel)
+    assert ov["n"] > len(wf.rows) and not ov["bad"], (what, ov["bad"][:10])
+    f = pg.evaluate(FACTS_JS, sel)
+    n = len(wf.rows)
+    assert f["rows"] == n and f["durations"] == n, (what, f)  # every row has its duration label
+    assert f["conn_ticks"] == len(wf.connection_rows) >= 1 and f["conn_lines"] >= 1, (what, f)  # the connection view
+    assert f["track_lines"] >= 1 and f["track_fill"] >= 1, (what, f)  # the throughput track
+    assert f["chunk_bars"] == sum(len(r.chunks) for r in wf.rows), (what, f)
+    multi = [r for r in wf.rows if sum(k for _, _, k in r.chunks) > 1]
+    assert multi, what  # multi-packet responses exist in every sample, and they have their chunks drawn
+
+
+@needs_chromium
+def test_html_export_labels_never_overlap(samples, tmp_path):
+    from ui.exports import export
+
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            for name, path, keys, an in samples:
+                out = tmp_path / f"{name}.html"
+                export(an, str(out), force=True)
+                wf = waterfall.build(an)
+                for w in WIDTHS:
+                    pg = browser.new_page(viewport={"width": w, "height": 1000})
+                    pg.goto(out.as_uri())
+                    pg.wait_for_selector(".ytick text")
+                    _check_page(pg, ".js-plotly-plot", wf, f"{name} HTML at {w} px")
+                    pg.close()
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def server(samples, tmp_path_factory):
+    import logging
+
+    from werkzeug.serving import make_server
+
+    from ui.web import WebState, create_app
+
+    old_cache = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg"))
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    st = WebState()
+    ids = {}
+    for name, path, keys, _an in samples[:2] + [s for s in samples if s[0] == "amazon1.cap"]:
+        ids[name] = st.add_file(path, keys, name=name).id
+    srv = make_server("127.0.0.1", 0, create_app(st).server, threaded=True)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    yield st, f"http://127.0.0.1:{srv.server_port}/", ids
+    srv.shutdown()
+    th.join(10)
+    st.close()
+    if old_cache is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old_cache
+
+
+@needs_chromium
+def test_web_app_labels_never_overlap(samples, server):
+    st, url, ids = server
+    by_name = {s[0]: s for s in samples}
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            for w in WIDTHS:
+                pg = browser.new_page(viewport={"width": w, "height": 1000})
+                pg.set_default_timeout(60_000)
+                pg.goto(url)
+                for name, cid in ids.items():
+                    st.wait(cid)
+                    wf = waterfall.build(by_name[name][3])
+                    _choose(pg, "#capture", f"{cid}: {name}")
+                    pg.wait_for_function("""([n, conns]) => document.querySelectorAll('#waterfall .ytick text').length === n
+                        && document.querySelectorAll('#waterfall .y2tick text').length === conns""",
+                                         arg=[len(wf.rows), len(wf.connection_rows)])
+                    pg.wait_for_timeout(300)
+                    _check_page(pg, "#waterfall", wf, f"{name} in the web app at {w} px")
+                # the order dropdown: sorted by duration, the longest request first
+                _choose(pg, "#wf-order", "sort: duration")
+                wf = waterfall.build(by_name[list(ids)[-1]][3], sort="duration")
+                first = waterfall.build(by_name[list(ids)[-1]][3], sort="duration").rows[0]
+                pg.wait_for_function("""u => { const t = document.querySelector('#waterfall .ytick text');
+                    return t && t.textContent.replace(/\\u00a0/g, ' ').trim().startsWith('1 ') && t.textContent.includes(u); }""",
+                                     arg=first.url.split("://", 1)[-1].split("/", 1)[0][:8])
+                _check_page(pg, "#waterfall", wf, f"sorted by duration at {w} px")
+                pg.close()
+        finally:
+            browser.close()
+
+
+def _choose(pg, sel: str, label: str) -> None:
+    """Pick the option ``label`` in a Dash dropdown as a person would: open it, click the
+    option (the menu is drawn outside the dropdown; a focused dropdown opens on a second click)."""
+    pg.wait_for_function("t => !document.body.innerText.includes(t + ' (')", arg=label)  # analysed: its final label
+    for _ in range(4):
+        pg.keyboard.press("Escape")
+        pg.click(sel)
+        try:
+            pg.wait_for_selector("[role=option]", timeout=2_000)
+            pg.locator("[role=option]", has_text=label).first.click(timeout=5_000)
+            pg.wait_for_function("([s, t]) => document.querySelector(s).innerText.includes(t)", arg=[sel, label], timeout=5_000)
+            return
+        except Exception:  # noqa: BLE001 - the menu did not open or the choice did not take: again
+            continue
+    raise AssertionError(f"could not choose {label!r} in {sel}")
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_chunks_are_the_packets_tshark_sees_carrying_each_stream():
+    """Row.chunks of page-h2: the packets holding each stream's server DATA frames, as tshark
+    decodes them (their sum per stream, and the first and last packet's times)."""
+    cap, keys = SAMPLES / "page/page-h2.pcapng", SAMPLES / "page/page-h2.keys"
+    if not cap.exists():
+        pytest.skip("page-h2 sample absent")
+    out = subprocess.run(["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", "http2.type == 0", "-T", "fields",
+                          "-e", "frame.number", "-e", "frame.time_epoch", "-e", "http2.streamid", "-e", "http2.type",
+                          "-E", "occurrence=a", "-E", "aggregator=,"], capture_output=True, text=True, timeout=120, check=True).stdout
+    truth: dict[int, list[tuple[int, float]]] = {}
+    for line in out.splitlines():
+        num, t, sids, types = line.split("\t")
+        for sid, ty in zip(sids.split(","), types.split(",")):
+            if ty == "0" and int(sid) % 2 == 1:
+                pk = truth.setdefault(int(sid), [])
+                if not pk or pk[-1][0] != int(num):
+                    pk.append((int(num), float(t)))
+    wf = waterfall.build(analyze(str(cap), keylogs=[str(keys)]))
+    assert len(wf.rows) == len(truth) == 13
+    for r in wf.rows:
+        want = truth[r.stream_id]
+        assert sum(k for _, _, k in r.chunks) == len(want), r.url
+        assert abs(r.chunks[0][0] - want[0][1]) < 1e-6 and abs(r.chunks[-1][1] - want[-1][1]) < 1e-6, r.url
+        assert all(b2 - a1 > waterfall.CHUNK_GAP for (_, a1, _), (b2, _, _) in zip(r.chunks, r.chunks[1:]))

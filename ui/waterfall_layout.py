@@ -1,0 +1,123 @@
+"""Layout decisions of the waterfall shared by every view that draws it — the Plotly figure
+(web app, PNG/SVG/HTML exports: ui/figures.py) and the TUI's text waterfall
+(ui/tui/widgets.py) — so that they cannot drift: the row label (host and path with the
+middle elided), the duration text, the marker glyphs of the label column, which markers are
+ticked on the bar, and the placement of the milestone labels.  Colours, sort and group
+orders are data of the model (analyzer/waterfall.py: ``PHASE_COLORS``, ``CONTENT_COLORS``,
+``SORTS``, ``GROUPS``).  No plotly, no Textual here.  docs/WATERFALL.md describes it all.
+"""
+from __future__ import annotations
+
+from analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT_COLORS, GROUPS, PHASE_COLORS, PHASE_LABELS, PHASES,
+                                SEND_COLOR, SORTS, WAIT_COLOR, Row)
+
+__all__ = ["BLOCKED_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",
+           "SEND_COLOR", "SORTS", "WAIT_COLOR", "GLYPHS", "GLYPH_KINDS", "TICK_KINDS", "TICK_COLORS", "elide",
+           "short_url", "glyphs", "duration_text", "row_label", "LABEL_CHARS", "stagger", "phase_colors"]
+
+# Markers drawn as glyphs in the label column, one fixed column each (never on the bars).
+GLYPH_KINDS = ("push", "priority", "reset", "stall")
+GLYPHS = {"push": "↑", "priority": "◆", "reset": "✕", "stall": "‖"}
+GLYPH_MEANING = {"push": "server push", "priority": "priority signal",
+                 "reset": "stream reset / cancelled", "stall": "flow-control stall"}
+# Markers ticked on the bar at their time (a thin vertical line, the bar still shows under it).
+TICK_KINDS = ("retransmission", "gap")
+TICK_COLORS = {"retransmission": "#e31a1c", "gap": "#000000"}
+TICK_MEANING = {"retransmission": "TCP retransmission", "gap": "bytes missing from the capture (lost segment)"}
+LABEL_CHARS = 38  # host…path text of a row label (the whole label adds the number and glyphs)
+SORT_LABELS = {"start": "start time", "duration": "duration", "size": "response size", "host": "host"}
+GROUP_LABELS = {None: "no grouping", "connection": "connection", "host": "host"}
+
+
+def elide(text: str, n: int, keep_start: int) -> str:
+    """``text`` cut to ``n`` characters with ``…`` in the middle: ``keep_start`` characters
+    of its start kept (fewer if the end needs them), the rest from its end."""
+    if len(text) <= n:
+        return text
+    if n <= 1:
+        return "…"[:n]
+    a = max(min(keep_start, n - 1), 0)
+    b = n - 1 - a
+    return text[:a] + "…" + (text[-b:] if b > 0 else "")
+
+
+def short_url(url: str, n: int = LABEL_CHARS) -> str:
+    """Host and path in ``n`` characters, WebPageTest-style: the start of the host and the
+    end of the path are kept (``images-na.ssl-…/I/31bqB.jpg``); scheme and query dropped
+    first (the full URL is in the hover and the request view)."""
+    u = url or "(no URL)"
+    if "://" in u:
+        u = u.split("://", 1)[1]
+    host, slash, path = u.partition("/")
+    path = slash + path
+    if len(host) + len(path) > n and "?" in path:
+        path = path.split("?", 1)[0] + "?…"
+    if len(host) + len(path) <= n:
+        return host + path
+    # the path's last segment first (the file), then as much of the host as fits
+    tail = path.rsplit("/", 1)[-1]
+    keep_host = max(min(len(host), n - min(len(path), max(len(tail) + 1, n // 2)) - 1), min(len(host), 8))
+    if keep_host >= len(host):
+        return host + elide(path, n - len(host), 1)
+    room = n - keep_host - 1  # after "host…"
+    return host[:keep_host] + "…" + (path[-room:] if room > 0 else "")
+
+
+def glyphs(r: Row) -> str:
+    """The marker column of a row: one character per ``GLYPH_KINDS`` (space when absent)."""
+    kinds = {m.kind for m in r.markers}
+    return "".join(GLYPHS[k] if k in kinds else " " for k in GLYPH_KINDS)
+
+
+def duration_text(seconds: float | None) -> str:
+    """A row's total time: whole ms from 100 ms, one decimal from 1 ms, two below."""
+    if seconds is None:
+        return ""
+    ms = seconds * 1000.0
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 1:
+        return f"{ms:.1f} ms"
+    return f"{ms:.2f} ms"
+
+
+def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4) -> str:
+    """``  12 ◆  h2   host…/path``: row number, the glyph column, the badge, the short URL
+    (plain text: the figure escapes it, the TUI makes it printable)."""
+    return f"{r.index + 1:>{number_width}} {glyphs(r)} {r.badge[:8]:<8} {short_url(r.url, n):<{n}}"
+
+
+def phase_colors(r: Row) -> dict[str, str]:
+    """The colours a row is drawn in; ``receive`` is the light download colour where the row
+    has chunks (their bursts are drawn dark on top), else the dark one."""
+    c = dict(r.colors)
+    if r.chunks and "idle" in c:
+        c["receive"] = c["idle"]
+    c["chunk"] = r.colors.get("receive", "#8c8c8c")
+    return c
+
+
+def stagger(items: list[tuple[float, float]], left: float, right: float, pad: float = 8.0) -> list[tuple[int, str]]:
+    """Rows and anchors of labels so that none overlaps another: ``items`` are (x, width) in
+    pixels, the label to start at x (``"left"`` anchor), or to end at x (``"right"``) where
+    it would pass ``right``; each label goes into the first row where it clashes with no
+    label already placed.  Returns (row, anchor) per item."""
+    placed: list[list[tuple[float, float]]] = []
+    out: list[tuple[int, str]] = []
+    for x, w in items:
+        anchor = "left"
+        a, b = x, x + w
+        if b > right:
+            anchor, a, b = "right", x - w, x
+        if a < left:
+            anchor, a, b = "left", max(x, left), max(x, left) + w
+        row = 0
+        while True:
+            if row == len(placed):
+                placed.append([])
+            if all(b + pad <= pa or a >= pb + pad for pa, pb in placed[row]):
+                placed[row].append((a, b))
+                break
+            row += 1
+        out.append((row, anchor))
+    return out
