@@ -369,7 +369,7 @@ class WebState:
                 self._opened.add(e.tokens[0])
         return n
 
-    def open_staged(self, capture_token: str, keylog_token: str | None = None) -> Entry:
+    def open_staged(self, capture_token: str | None, keylog_token: str | None = None) -> Entry:
         cap = self._staged.get(capture_token or "")
         if cap is None or cap[0] != "capture":
             raise UploadError("upload a capture first")
