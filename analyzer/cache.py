@@ -283,12 +283,12 @@ def loads(blob: bytes) -> Analysis:
     """An analysis from ``dumps``; its LAZY_FIELDS are unpacked on first use."""
     import zstandard
 
-    head, idx, body = _parts(blob)
+    head, idx, body_view = _parts(blob)
     an = _unpickle(zstandard.ZstdDecompressor().decompress(head))
     if not isinstance(an, Analysis):
         raise ValueError("not an analysis")
     an.index = _index_from(idx)
-    body = bytes(body)  # not a view: the file's other bytes need not stay in memory
+    body = bytes(body_view)  # not a view: the file's other bytes need not stay in memory
 
     def load_body() -> dict:
         try:
@@ -382,7 +382,9 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
     An analysis from the cache has ``path`` set to ``path`` (the same bytes may have been
     opened under another name) and the key log re-read from ``keylogs`` (never from the cache)."""
     if analyze is None:
-        from .pipeline import analyze
+        from .pipeline import analyze as default_analyze
+
+        analyze = default_analyze
     key = None
     if use_cache:
         try:

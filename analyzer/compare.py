@@ -98,7 +98,7 @@ def page_figures(an: Analysis) -> dict[str, Any]:
     web = {e.connection for e in an.exchanges}
     conns = [c for c in an.connections if c.id in web]
     t0 = an.start_time
-    ends = [e.response_end or e.response_start for e in an.exchanges if (e.response_end or e.response_start)]
+    ends = [t for e in an.exchanges if (t := e.response_end or e.response_start)]
     cap = st.capture
     req_w, req_d = cap.req_headers
     resp_w, resp_d = cap.resp_headers

@@ -445,7 +445,7 @@ class _TcpState:
 
     __slots__ = ("base", "wscale", "syn_seen")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.base: list[int | None] = [None, None]
         self.wscale: list[int | None] = [None, None]  # None: SYN without WS option
         self.syn_seen = [False, False]
@@ -471,7 +471,7 @@ def _tcp_state(analysis: Analysis, source, conn_id: int) -> _TcpState | None:
             scanned += 1
             data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
             d = dec.decode(idx.linktype[p - 1], data)
-            if d is not None and type(d) is not str and d.proto == 6:
+            if d is not None and not isinstance(d, str) and d.proto == 6:
                 di = 0 if (_ep(d.src, d.sport) == conn.client) else 1
                 if st.base[di] is None:
                     if d.flags & 0x02:
@@ -559,27 +559,27 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
         on = node.add(f"Options: ({len(opts)} bytes)", p + 20, p + hl)
         for kind, val, o in _tcp_options(opts):
             s = p + 20 + o
-            e = s + (1 if kind in (0, 1) else 2 + len(val))
+            oe = s + (1 if kind in (0, 1) else 2 + len(val))
             if kind == 2 and len(val) == 2:
                 v = struct.unpack("!H", val)[0]
-                on.add(f"Maximum segment size: {v} bytes", s, e, "tcp.options.mss_val", str(v))
+                on.add(f"Maximum segment size: {v} bytes", s, oe, "tcp.options.mss_val", str(v))
             elif kind == 3 and val:
-                on.add(f"Window scale: {val[0]} (multiply by {1 << val[0]})", s, e, "tcp.options.wscale.shift", str(val[0]))
+                on.add(f"Window scale: {val[0]} (multiply by {1 << val[0]})", s, oe, "tcp.options.wscale.shift", str(val[0]))
             elif kind == 8 and len(val) == 8:
                 tv, te = struct.unpack("!II", val)
-                t = on.add(f"Timestamps: TSval {tv}, TSecr {te}", s, e)
+                t = on.add(f"Timestamps: TSval {tv}, TSecr {te}", s, oe)
                 t.add(f"Timestamp value: {tv}", s + 2, s + 6, "tcp.options.timestamp.tsval", str(tv))
                 t.add(f"Timestamp echo reply: {te}", s + 6, s + 10, "tcp.options.timestamp.tsecr", str(te))
             elif kind == 4:
-                on.add("SACK permitted", s, e)
+                on.add("SACK permitted", s, oe)
             elif kind == 5:
-                on.add(f"SACK: {' '.join(str(_rel(x, rbase)) for x in struct.unpack(f'!{len(val) // 4}I', val[: len(val) // 4 * 4]))}", s, e)
+                on.add(f"SACK: {' '.join(str(_rel(x, rbase)) for x in struct.unpack(f'!{len(val) // 4}I', val[: len(val) // 4 * 4]))}", s, oe)
             elif kind == 1:
-                on.add("No-Operation (NOP)", s, e)
+                on.add("No-Operation (NOP)", s, oe)
             elif kind == 0:
-                on.add("End of Option List (EOL)", s, e)
+                on.add("End of Option List (EOL)", s, oe)
             else:
-                on.add(f"Option kind {kind}, length {len(val) + 2}", s, e)
+                on.add(f"Option kind {kind}, length {len(val) + 2}", s, oe)
     _seq_ack_node(node, ta, n)
     if plen:
         node.add(f"TCP payload ({plen} bytes)", p + hl, p + hl + plen)
@@ -1000,7 +1000,7 @@ def _decrypted_rows(analysis: Analysis, n: int) -> list[tuple[int, int, int, int
     """The records of packet n that have a "Decrypted TLS" bytes tab, numbered from 1 as
     the tabs: ``(tab, connection, direction, stream offset, pt offset, pt length)``."""
     recs = getattr(analysis, "tls_records", None) or {}
-    out = []
+    out: list[tuple[int, int, int, int, int, int]] = []
     for cid, d, i in tls_records_on_packet(analysis, n):
         tab = recs[(cid, d)]
         if tab.pt_length[i]:
@@ -1065,7 +1065,7 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
     data = source.read(idx.offset[i], idx.caplen[i])
     lt = idx.linktype[i]
     d = _decode_row(data, lt)
-    if type(d) is str:
+    if isinstance(d, str):
         return (n, tm, "", "", PROTO_NAMES[idx.proto[i]] if idx.proto[i] else LINKTYPE_NAMES.get(lt, "?"), length, d)
     ipver, src, dst, proto, frag, l4 = d
     frames = frames_on_packet(analysis, n)
@@ -1282,11 +1282,11 @@ class DecryptedRecord:
 _CTYPE_NAMES = {20: "Change Cipher Spec", 21: "Alert", 22: "Handshake", 23: "Application Data", 24: "Heartbeat"}
 
 
-def _rows_on_packet(analysis: Analysis, n: int, attr: str) -> tuple[dict | None, list[tuple[int, int, int]]]:
+def _rows_on_packet(analysis: Analysis, n: int, attr: str) -> tuple[dict, list[tuple[int, int, int]]]:
     """``(connection, direction, row)`` of the rows of ``analysis.<attr>`` (per-direction
     tables with a ``packet`` array) that belong to capture packet ``n``, through a
     packet → rows index grown incrementally (safe while the analysis is still loading)."""
-    recs = getattr(analysis, attr, None)
+    recs = getattr(analysis, attr, None) or {}
     if not recs or not 1 <= n <= len(analysis.index):
         return recs, []
     cid = analysis.index.conn[n - 1]
@@ -1375,7 +1375,7 @@ def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end:
             continue
         data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
         x = dec.decode(idx.linktype[p - 1], data)
-        if x is None or type(x) is str or x.proto != 6 or not len(x.payload):
+        if x is None or isinstance(x, str) or x.proto != 6 or not len(x.payload):
             continue
         if ((_ep(x.src, x.sport) == client) != (d == 0)):
             continue
@@ -1578,8 +1578,10 @@ def _udp_payload(analysis: Analysis, source, n: int) -> bytes | str:
     x = Decoder().decode(idx.linktype[n - 1], data)
     if x is None:
         return "the datagram is IP-fragmented; its fragments are not re-read"
-    if type(x) is str or x.proto != 17:
-        return f"not a UDP datagram ({x if type(x) is str else x.proto})"
+    if isinstance(x, str):
+        return f"not a UDP datagram ({x})"
+    if x.proto != 17:
+        return f"not a UDP datagram ({x.proto})"
     return bytes(x.payload)
 
 

@@ -207,11 +207,11 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
         if c.id in framing:
             cb.framing_overhead = list(framing[c.id])
         cb.max_streams_in_flight = max_in_flight(exs)
-        firsts = [e for e in exs if e.response_start is not None]
+        firsts = [(e, e.response_start) for e in exs if e.response_start is not None]
         if firsts:
-            e = min(firsts, key=lambda e: (_start(e), e.id))
+            _, rs = min(firsts, key=lambda er: (_start(er[0]), er[0].id))
             base = c.connect_start if c.connect_start is not None else c.start
-            cb.ttfb = e.response_start - base
+            cb.ttfb = rs - base
         ends = [e.response_end for e in exs if e.response_end is not None]
         if ends:
             cb.page_load_time = max(ends) - (c.connect_start if c.connect_start is not None else c.start)
@@ -259,10 +259,10 @@ def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
     apart: analyzer.waterfall.page_of)."""
     if t0 is None:
         return
-    firsts = [e for e in exs if e.response_start is not None and _start(e) is not None]
+    firsts = [(e, e.response_start) for e in exs if e.response_start is not None and _start(e) is not None]
     if firsts:
-        e = min(firsts, key=lambda e: (_start(e), e.id))
-        b.ttfb = e.response_start - t0
+        _, rs = min(firsts, key=lambda er: (_start(er[0]), er[0].id))
+        b.ttfb = rs - t0
     ends = [e.response_end for e in exs if e.response_end is not None]
     if ends:
         b.page_load_time = max(ends) - t0

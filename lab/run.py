@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,12 +102,12 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
     out = []
     for c in conditions:
         rs = [r for r in runs if r["condition"] == c["id"] and r.get("figures")]
-        prot = {}
+        prot: dict[str, dict[str, Any]] = {}
         for p in protos:
             fs = [r["figures"] for r in rs if r["protocol"] == p]
             prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
                        "mean": {k: _mean([f[k] for f in fs]) for k, _ in PAGE_ROWS}}
-        vs = {}
+        vs: dict[str, dict[str, dict[str, Any]]] = {}
         base = prot.get(baseline, {}).get("mean", {})
         for p in protos:
             if p == baseline:

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Set
 
 from analyzer.safetext import printable, printable_lines
 
@@ -135,7 +136,7 @@ def _dump(obj) -> None:
     sys.stdout.write("\n")
 
 
-def _table(rows: list[list], headers: list[str], right: set[int] = frozenset()) -> str:
+def _table(rows: list[list], headers: list[str], right: Set[int] = frozenset()) -> str:
     widths = [len(h) for h in headers]
     srows = [["" if v is None else printable(v) for v in r] for r in rows]  # captured text: escapes, never raw controls
     for r in srows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from functools import partial
+from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
@@ -17,6 +18,9 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
 from analyzer.safetext import printable, printable_lines
+
+if TYPE_CHECKING:
+    from analyzer.capture import PacketSource
 
 from .widgets import (waterfall_legend, DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
                       address_width, packet_header_text, proto_style)
@@ -171,7 +175,8 @@ class FollowScreen(ModalScreen):
 
     @on(LineList.Chosen, "#follow-list")
     def _jump(self, ev: LineList.Chosen) -> None:
-        pkt = ev.widget.value(ev.index)
+        lst = ev.widget
+        pkt = lst.value(ev.index) if isinstance(lst, TextList) else None  # "#follow-list" is the TextList
         if isinstance(pkt, int):
             self.dismiss(pkt)
 
@@ -254,7 +259,8 @@ class WirefallApp(App):
         self.compare_b = compare  # capture B of `wirefall tui A --compare B`
         self.keylogs_b = list(keylogs_b or [])
         self.an = analysis
-        self.source = None
+        self.source: PacketSource | None = None
+        self._shown_packet: tuple[int, int] | None = None  # (packet, frames on it) last shown in the detail
         self.wf = None
         self.loaded = False
         self.load_error: str | None = None
@@ -320,7 +326,11 @@ class WirefallApp(App):
     def action_compare(self) -> None:
         from .compare import CompareDialog
 
-        self.push_screen(CompareDialog(self.path), lambda r: r and self.open_compare(*r))
+        def chosen(r: tuple[str, list[str]] | None) -> None:
+            if r:
+                self.open_compare(*r)
+
+        self.push_screen(CompareDialog(self.path), chosen)
 
     def open_compare(self, path_b: str, keylogs_b: list[str]) -> None:
         """The compare screen of this capture (A) against ``path_b``; A is read there unless
@@ -540,7 +550,8 @@ class WirefallApp(App):
     # ------------------------------------------------------------ packets tab
     @on(LineList.Moved, "#packet-list")
     def _packet_moved(self, ev: LineList.Moved) -> None:
-        n = ev.widget.packet_at(ev.index)
+        pl = ev.widget
+        n = pl.packet_at(ev.index) if isinstance(pl, PacketList) else None  # "#packet-list" is the PacketList
         if n is not None:
             try:
                 self.show_packet(n)
@@ -591,7 +602,7 @@ class WirefallApp(App):
         for i, node in enumerate(nodes):
             # expand the protocol layers above TCP/UDP, as one usually wants to see them
             add(tree.root, node, expand=i >= 4 and i == last_layers - 1 or i > 4)
-        sources = [(f"Frame ({len(data)} bytes)", data, None)]
+        sources: list[tuple[str, bytes, str | None]] = [(f"Frame ({len(data)} bytes)", data, None)]
         try:
             from analyzer.detail import decrypted_tls
 
@@ -717,8 +728,8 @@ class WirefallApp(App):
     @on(LineList.Chosen, "#wf-list")
     def _request_chosen(self, ev: LineList.Chosen) -> None:
         wv = ev.widget
-        r = wv.rows[ev.index]
-        self.open_request(r)
+        if isinstance(wv, WaterfallView):  # "#wf-list" is the WaterfallView
+            self.open_request(wv.rows[ev.index])
 
     def exchange(self, ex_id: int):
         for e in self.an.exchanges:
@@ -773,8 +784,9 @@ class WirefallApp(App):
 
     @on(DataTable.RowSelected, "#connections")
     def _connection_chosen(self, ev: DataTable.RowSelected) -> None:
-        cid = int(ev.row_key.value)
-        self.follow_stream(cid, None, None, whole_connection=True)
+        if ev.row_key.value is None:  # every row is added with key=str(connection id)
+            return
+        self.follow_stream(int(ev.row_key.value), None, None, whole_connection=True)
 
     def _fill_stats(self) -> None:
         if self.stats_text is None:
@@ -796,8 +808,9 @@ class WirefallApp(App):
         if tab == "connections-tab":
             dt = self.query_one("#connections", DataTable)
             if dt.row_count:
-                cid = int(dt.coordinate_to_cell_key(dt.cursor_coordinate).row_key.value)
-                self.follow_stream(cid, None, None, whole_connection=True)
+                key = dt.coordinate_to_cell_key(dt.cursor_coordinate).row_key.value
+                if key is not None:  # every row is added with key=str(connection id)
+                    self.follow_stream(int(key), None, None, whole_connection=True)
             return
         n = self.query_one(PacketList).current_packet
         if n is None:

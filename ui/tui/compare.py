@@ -107,7 +107,7 @@ def request_rows(res: dict) -> list[tuple[str, ...]]:
     only-B rows (the other side's cells empty)."""
     from analyzer.compare import normalise_url
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for m in res["matched"]:
         a, b, d = m["a"], m["b"], m["diff"]
         rows.append((_short(m["url"]), a["protocol"] or "", b["protocol"] or "", fmt_ms1(a["start"]), fmt_ms1(b["start"]),
@@ -157,7 +157,7 @@ class CompareWaterfall(LineList):
     each capture's own first packet (``ta0`` / ``tb0``), the same for both halves, so one
     column is the same number of ms on both sides."""
 
-    BINDINGS = LineList.BINDINGS + ZOOM_BINDINGS
+    BINDINGS = [*LineList.BINDINGS, *ZOOM_BINDINGS]
     LABEL = 36  # "nnn " + URL
 
     class Zoomed(Message):
@@ -526,9 +526,9 @@ class CompareScreen(Screen):
         rq.clear(columns=True)
         for i, c in enumerate(REQUEST_COLUMNS):
             rq.add_column(Text(c, justify="left" if i < 3 else "right"), key=c)
-        for row in request_rows(res):
-            style = "" if not row[0].startswith(("A only: ", "B only: ")) else "italic #d7af5f"
-            rq.add_row(*(Text(printable(v), style=style, justify="left" if i < 3 else "right") for i, v in enumerate(row)))
+        for req_row in request_rows(res):
+            style = "" if not req_row[0].startswith(("A only: ", "B only: ")) else "italic #d7af5f"
+            rq.add_row(*(Text(printable(v), style=style, justify="left" if i < 3 else "right") for i, v in enumerate(req_row)))
         self.query_one("#cmp-req-caption", Static).update(
             Text(f"Requests — {match_line(res)} (ms from each capture's first packet; Δ = B − A)"))
         warn = "\n".join(f"⚠ {printable(w)}" for w in res["warnings"]) or "no warnings"
@@ -580,7 +580,10 @@ class CompareScreen(Screen):
     def _row_chosen(self, ev: LineList.Chosen) -> None:
         from .app import TextScreen, request_text
 
-        r = ev.widget.rows[ev.index]
+        wv = ev.widget
+        if not isinstance(wv, CompareWaterfall):  # "#cmp-wf" is the CompareWaterfall
+            return
+        r = wv.rows[ev.index]
         body = Text()
         for name, an, row in (("A", self.an_a, r.a), ("B", self.an_b, r.b)):
             body.append(f"━━ {name}: {printable(an.path)} ━━\n", style="bold reverse")

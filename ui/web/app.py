@@ -17,7 +17,9 @@ import socket
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 import dash
-from dash import ALL, Input, Output, State, dash_table, dcc, html, no_update
+from dash import ALL, Input, NoUpdate, Output, State, dcc, html, no_update
+from dash.dash_table.DataTable import DataTable  # not dash_table.DataTable: that package is "# type: ignore", so mypy sees no names in it
+from dash.development.base_component import Component
 
 from analyzer.safetext import html_text, printable
 
@@ -230,7 +232,7 @@ def cb_filter_options(state: WebState, cid, version, trigger=None):
     if e is None:
         return [], [], [], [], [], [], [], []
     o = views.filter_options(e)
-    reset = [] if trigger in (None, "capture") else no_update
+    reset: list | NoUpdate = [] if trigger in (None, "capture") else no_update
     return o["protocol"], o["connection"], o["content"], o["status"], reset, reset, reset, reset
 
 
@@ -276,10 +278,10 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
                           fillcolor="rgba(255, 193, 7, 0.28)", line=dict(color="#ff8f00", width=1), layer="below", name="selected")
     except Exception as ex:  # noqa: BLE001
         return go.Figure(), _err(ex, "cannot draw the waterfall: "), "", None
-    err = ""
+    err: str | Component = ""
     if v.error:
         expr = v.expr or ""
-        caret = " " * (max(v.error_column, 1) - 1) + "^"
+        caret = " " * (max(v.error_column or 1, 1) - 1) + "^"
         err = html.Div([html.Span("filter error: " + v.error, className="error"), html.Pre(f"{expr}\n{caret}", className="error")],
                        id="filter-error-msg")
     count = f"{len(v.waterfall.rows)} of {v.total} requests"
@@ -475,13 +477,13 @@ def _dd(id_, placeholder, multi=True):
 
 def layout(state: WebState):
     limits = {"capture": state.upload_limit, "keylog": state.keylog_limit}
-    upload_style = {}
+    upload_style: dict[str, str] = {}
     return html.Div([
         dcc.Location(id="url", refresh=False),
         html.Header([
             html.H1("wirefall"),
             dcc.Dropdown(id="capture", options=[], value=None, clearable=False, placeholder="capture", style={"minWidth": "420px"}),
-            html.Progress(id="progress", max=100, value=0, style={"display": "none"}),
+            html.Progress(id="progress", max=100, value=0, style={"display": "none"}),  # type: ignore[arg-type]  # dash types value as str; a number is valid HTML and what cb_poll sends
             html.Div(id="status"),
         ]),
         html.Div([
@@ -523,11 +525,11 @@ def layout(state: WebState):
             ], className="tabpane")),
             dcc.Tab(label="Connections", value="connections", children=html.Div([
                 dcc.Graph(id="conn-fig", config={"displaylogo": False}),
-                dash_table.DataTable(id="conn-table", columns=[{"name": n, "id": i} for i, n in views.CONNECTION_COLUMNS],
-                                     data=[], page_size=50, sort_action="native", filter_action="native",
-                                     style_table={"overflowX": "auto"}, style_cell={"fontSize": 12, "fontFamily": "monospace",
-                                                                                    "textAlign": "left", "maxWidth": 340,
-                                                                                    "overflow": "hidden", "textOverflow": "ellipsis"}),
+                DataTable(id="conn-table", columns=[{"name": n, "id": i} for i, n in views.CONNECTION_COLUMNS],
+                          data=[], page_size=50, sort_action="native", filter_action="native",
+                          style_table={"overflowX": "auto"}, style_cell={"fontSize": 12, "fontFamily": "monospace",
+                                                                         "textAlign": "left", "maxWidth": 340,
+                                                                         "overflow": "hidden", "textOverflow": "ellipsis"}),
                 html.H4("Notes and warnings"), html.Ul(id="conn-notes"),
             ], className="tabpane")),
             dcc.Tab(label="Statistics", value="stats", children=html.Div([
@@ -535,7 +537,7 @@ def layout(state: WebState):
                 html.Div([html.Div(dcc.Graph(id="st-proto"), className="col"), html.Div(dcc.Graph(id="st-content"), className="col")],
                          className="cols"),
                 dcc.Graph(id="st-headers"),
-                dash_table.DataTable(id="st-headers-table", data=[], columns=[
+                DataTable(id="st-headers-table", data=[], columns=[
                     {"name": n, "id": i} for i, n in (("connection", "connection"), ("protocol", "protocol"), ("endpoints", "endpoints"),
                                                       ("req_wire", "req. wire"), ("req_decoded", "req. decoded"), ("req_reduction", "req. reduction"),
                                                       ("resp_wire", "resp. wire"), ("resp_decoded", "resp. decoded"),
@@ -549,12 +551,12 @@ def layout(state: WebState):
                           dcc.Input(id="packet-filter", type="text", debounce=True, style={"width": "360px", "fontFamily": "monospace"},
                                     placeholder='filter, e.g. tcp.port == 443 || http2.streamid == 1'),
                           html.Span(id="packet-filter-msg")], className="bar"),
-                dash_table.DataTable(id="packets", columns=[{"name": n, "id": i} for i, n in views.PACKET_COLUMNS], data=[],
-                                     page_action="custom", page_current=0, page_size=views.PAGE_SIZE, page_count=1,
-                                     style_table={"overflowX": "auto"},
-                                     style_cell={"fontSize": 12, "fontFamily": "monospace", "textAlign": "left", "maxWidth": 700,
-                                                 "overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
-                                     style_data_conditional=[{"if": {"state": "active"}, "backgroundColor": "#cfe8fc"}]),
+                DataTable(id="packets", columns=[{"name": n, "id": i} for i, n in views.PACKET_COLUMNS], data=[],
+                          page_action="custom", page_current=0, page_size=views.PAGE_SIZE, page_count=1,
+                          style_table={"overflowX": "auto"},
+                          style_cell={"fontSize": 12, "fontFamily": "monospace", "textAlign": "left", "maxWidth": 700,
+                                      "overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
+                          style_data_conditional=[{"if": {"state": "active"}, "backgroundColor": "#cfe8fc"}]),
                 html.Div(id="packet-detail"),
             ], className="tabpane")),
             dcc.Tab(label="Compare", value="compare", children=html.Div([
@@ -727,7 +729,8 @@ def install_compression(server) -> bool:
 
 
 def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> dash.Dash:
-    app = dash.Dash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")
+    # update_title=None is documented by Dash ("Set to None or '' ...") but annotated str
+    app = dash.Dash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")  # type: ignore[arg-type]
     app.index_string = INDEX
     app.server.config["MAX_CONTENT_LENGTH"] = CALLBACK_MAX_BYTES
     install_compression(app.server)
@@ -800,7 +803,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("selected", "data"), Output("request-detail", "children"), Output("detail-side", "className"),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
         *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"),
-    )(_named("cb_select", lambda click, cid, _v, *f: _side(cb_select(S, click, cid, *f[:-1], trigger=_trigger(), selected=f[-1]))))
+    )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, selected: _side(
+        cb_select(S, click, cid, protocols, connections, contents, statuses, expr, trigger=_trigger(), selected=selected))))
 
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "data"), Output("conn-notes", "children"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_connections))
@@ -812,10 +816,11 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  Output("packets", "style_data_conditional"), Output("packet-filter-msg", "children"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("packets", "page_current"),
                  Input("packets", "page_size"), Input("packet-goto", "value"), Input("packet-filter", "value"))(
-        _named("cb_packets", lambda *a: cb_packets(S, *a[:-1], trigger=_trigger(), expr=a[-1])))
+        _named("cb_packets", lambda cid, version, tab, page_current, page_size, goto, expr: cb_packets(
+            S, cid, version, tab, page_current, page_size, goto, trigger=_trigger(), expr=expr)))
     app.callback(Output("packet-detail", "children"),
                  Input("capture", "value"), Input("packets", "active_cell"), Input("packet-goto", "value"), State("packets", "data"))(
-        _named("cb_packet_detail", lambda *a: cb_packet_detail(S, *a, trigger=_trigger())))
+        _named("cb_packet_detail", lambda cid, cell, goto, data: cb_packet_detail(S, cid, cell, goto, data, trigger=_trigger())))
     app.callback(Output("compare-out", "children"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
                  State("compare-b", "value"))(bind(cb_compare))
     app.callback(

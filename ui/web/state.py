@@ -9,6 +9,7 @@ refer to captures by id (``c1``, ``c2`` …), never by path.
 from __future__ import annotations
 
 import base64
+import builtins
 import binascii
 import os
 import secrets
@@ -37,11 +38,12 @@ class UploadError(ValueError):
 
 def fmt_size(n: int) -> str:
     """Binary units, named as such (1 MiB = 1,048,576 bytes)."""
+    size: float = n
     for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return str(n)
+        if size < 1024 or unit == "GiB":
+            return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024.0
+    return str(size)
 
 
 @dataclass
@@ -367,7 +369,7 @@ class WebState:
                 self._opened.add(e.tokens[0])
         return n
 
-    def open_staged(self, capture_token: str, keylog_token: str | None = None) -> Entry:
+    def open_staged(self, capture_token: str | None, keylog_token: str | None = None) -> Entry:
         cap = self._staged.get(capture_token or "")
         if cap is None or cap[0] != "capture":
             raise UploadError("upload a capture first")
@@ -389,7 +391,7 @@ class WebState:
 
     # ------------------------------------------------------------------ upload lifetime
 
-    def sweep(self, now: float | None = None) -> list[str]:
+    def sweep(self, now: float | None = None) -> builtins.list[str]:
         """Delete what has not been used for ``upload_lifetime`` seconds: staged uploads
         never opened, and captures opened from uploads (their entry and files) that no
         callback asked for since (a page showing one asks every poll).  Captures named on
