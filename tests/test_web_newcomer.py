@@ -146,25 +146,26 @@ def _bar_xy(pg, index: int):
 def test_state_in_the_url_survives_a_reload(server, pg):
     st, url, ids = server
     truth = tshark_requests(H2, H2K)
-    css = sum(1 for r in truth.values() if "css" in r["path"])
+    js = sum(1 for r in truth.values() if "js" in r["path"])
     pg.goto(url + f"?capture={ids['good']}")
     pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
-    # click a bar: highlighted, its detail beside the waterfall, on screen
-    x, y = _bar_xy(pg, 2)
+    # click a bar (row 9, /js/vendor.js: one long enough to point at): highlighted, its detail
+    # beside the waterfall, on screen
+    x, y = _bar_xy(pg, 8)
     pg.mouse.click(x, y)
     pg.wait_for_selector("#detail-title")
     pg.wait_for_function("() => (document.querySelector('#waterfall .js-plotly-plot').layout.shapes || []).some(s => s.name === 'selected')")
     shapes = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot').layout.shapes.filter(s => s.name === 'selected')")
-    assert len(shapes) == 1 and shapes[0]["y0"] == 1.5 and shapes[0]["y1"] == 2.5
+    assert len(shapes) == 1 and shapes[0]["y0"] == 7.5 and shapes[0]["y1"] == 8.5
     box = pg.locator("#detail-side").bounding_box()
     graph = pg.locator("#waterfall").bounding_box()
     assert box["y"] < 1000 and box["x"] >= graph["x"] + graph["width"] - 5  # beside it, within the first screen
     sel = _query(pg)["sel"]
     title = pg.inner_text("#detail-title")
     # a filter and a zoom
-    pg.fill("#filter-expr", 'url contains "css"')
+    pg.fill("#filter-expr", 'url contains "js"')
     pg.keyboard.press("Enter")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=css)
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=js)
     for attempt in range(3):  # as a person's box zoom (the figure may still be redrawn after the filter: again then)
         pg.wait_for_timeout(300)
         pg.evaluate("() => Plotly.relayout(document.querySelector('#waterfall .js-plotly-plot'), {'xaxis.range': [10, 60]})")
@@ -175,7 +176,7 @@ def test_state_in_the_url_survives_a_reload(server, pg):
             if attempt == 2:
                 raise
     q = _query(pg)
-    assert q == {"capture": ids["good"], "filter": 'url contains "css"', "x0": "10", "x1": "60", "sel": sel}
+    assert q == {"capture": ids["good"], "filter": 'url contains "js"', "x0": "10", "x1": "60", "sel": sel}
     # another filter keeps the zoom
     pg.fill("#filter-expr", 'url contains "s"')
     pg.keyboard.press("Enter")

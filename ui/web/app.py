@@ -803,8 +803,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("selected", "data"), Output("request-detail", "children"), Output("detail-side", "className"),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
         *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"),
-    )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, selected: _side(
-        cb_select(S, click, cid, protocols, connections, contents, statuses, expr, trigger=_trigger(), selected=selected))))
+    )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected: _side(
+        cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected))))
 
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "data"), Output("conn-notes", "children"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_connections))
