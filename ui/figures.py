@@ -107,7 +107,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
 
     # --- request rows: one trace per phase (bars, or WebGL segments above GL_THRESHOLD)
     colors_of = {r.index: L.phase_colors(r) for r in rows}
-    swatch: list[tuple[str, str, str]] = []  # legend entries in fixed colours (a bar trace's own would show its first row's)
+    swatch: list[tuple[str, str | None, str]] = []  # legend entries in fixed colours (a bar trace's own would show its first row's)
     hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
     for ph in PHASES:
         sel = [(r, a, b) for r in rows for (n_, a, b) in r.phases if n_ == ph]
@@ -122,15 +122,15 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                              [r.exchange for r, _, _ in sel], legend_color=_legend_color(ph), gl_cls=gl_cls))
         swatch.append((PHASE_LABELS[ph] + (" (light: no byte)" if ph == "receive" else ""), _legend_color(ph), ph))
     # download chunks: the bursts of packets that carried each response (dark on the light download)
-    sel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
-    if sel:
-        base = [_ms(a, t0) for _, a, _b, _k in sel]
-        dur = [max((b - a) * 1000.0, min_w) for _, a, b, _k in sel]
+    csel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
+    if csel:
+        base = [_ms(a, t0) for _, a, _b, _k in csel]
+        dur = [max((b - a) * 1000.0, min_w) for _, a, b, _k in csel]
         tips = [f"{k} packet{'s' * (k != 1)} of the response at {_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms<br>" + hover_of[r.index]
-                for r, a, b, k in sel] if hover else None
-        fig.add_traces(_bars(go, use_gl, base, dur, [r.index for r, *_ in sel], [colors_of[r.index]["chunk"] for r, *_ in sel],
-                            tips, "Download chunk", "chunk", [r.background for r, *_ in sel],
-                            [r.exchange for r, *_ in sel], legend_color="#555555", gl_cls=gl_cls))
+                for r, a, b, k in csel] if hover else None
+        fig.add_traces(_bars(go, use_gl, base, dur, [r.index for r, *_ in csel], [colors_of[r.index]["chunk"] for r, *_ in csel],
+                            tips, "Download chunk", "chunk", [r.background for r, *_ in csel],
+                            [r.exchange for r, *_ in csel], legend_color="#555555", gl_cls=gl_cls))
         swatch.append(("Download: packet burst", "#555555", "chunk"))
     for name, col, group in swatch:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(symbol="square", size=12, color=col),
@@ -156,15 +156,15 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     if markers:
         # retransmissions and gaps: thin ticks on the rows they delayed
         for kind in L.TICK_KINDS:
-            items = [(r, m) for r in rows for m in r.markers if m.kind == kind]
-            if not items:
+            ticks = [(r, m) for r in rows for m in r.markers if m.kind == kind]
+            if not ticks:
                 continue
             tr = gl_cls if use_gl else go.Scatter
-            fig.add_trace(tr(x=[_ms(m.time, t0) for _, m in items], y=[r.index for r, _ in items], mode="markers",
+            fig.add_trace(tr(x=[_ms(m.time, t0) for _, m in ticks], y=[r.index for r, _ in ticks], mode="markers",
                              name=f"| {L.TICK_MEANING[kind]}",
                              marker=dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind],
                                          line=dict(width=1.2, color=L.TICK_COLORS[kind])),
-                             hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in items],
+                             hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
                              hoverinfo="text"))
         # the label column's glyphs, explained in the legend
         kinds = {m.kind for r in rows for m in r.markers}
@@ -183,18 +183,18 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     crow = wf.connection_rows
     nc = len(crow)
     seg_w = max(2, int(CONN_ROW_PX * 0.6))
-    items = []
+    items: list[tuple[float, float, int, str, str]] = []
     by_row = {r.index: r for r in rows}
     for k, c in enumerate(crow):
         for name, a, b in c.phases:
             items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, L.PHASE_COLORS.get(name, "#999999"),
                           html_text(f"connection {c.connection} ({c.label}): {PHASE_LABELS[name]} {(b - a) * 1000:.1f} ms")))
         for ri, a, b in c.requests:
-            r = by_row.get(ri)
-            if r is None:
+            cr = by_row.get(ri)
+            if cr is None:
                 continue
-            items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, r.colors.get("receive", "#8c8c8c"),
-                          html_text(f"#{ri + 1} {L.short_url(r.url, 60)} {L.duration_text(r.duration)}")))
+            items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, cr.colors.get("receive", "#8c8c8c"),
+                          html_text(f"#{ri + 1} {L.short_url(cr.url, 60)} {L.duration_text(cr.duration)}")))
     for t in _segments(items, use_gl, go, "connection", seg_w, "conn", False, hover=None if hover else False, gl_cls=gl_cls):
         fig.add_trace(t)
 
@@ -244,7 +244,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     # section headings in the gaps
     fig.add_annotation(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
                        text=f"Connections ({nc}): handshake, then each request", font=dict(size=11, color="#444444"), yshift=2)
-    if track_px:
+    if track_px and tp is not None:
         fig.add_annotation(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
                            text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2)
 

@@ -185,8 +185,8 @@ class LineList(ScrollView, can_focus=True):
         self._scroll_to_cursor()
         if not self.scrollable_content_region.height:
             self.call_after_refresh(self._scroll_to_cursor)  # not laid out yet
-        self.refresh_lines(old)
-        self.refresh_lines(index)
+        self.refresh_row(old)
+        self.refresh_row(index)
         if notify:
             self.post_message(self.Moved(self, index))
 
@@ -200,7 +200,7 @@ class LineList(ScrollView, can_focus=True):
         elif index >= self.scroll_offset.y + h:
             self.scroll_to(y=index - h + 1, animate=False)
 
-    def refresh_lines(self, i: int) -> None:
+    def refresh_row(self, i: int) -> None:  # (not ScrollView.refresh_lines, whose signature differs)
         y = i - self.scroll_offset.y
         if 0 <= y < self.size.height:
             self.refresh(self.size.region.__class__(0, y, self.size.width, 1))
@@ -466,7 +466,8 @@ EIGHTHS = " ▏▎▍▌▋▊▉█"
 def cell_segments(cells, bg) -> list[Segment]:
     """``bar_cells`` output as Segments, one per run of the same colour."""
     segs: list[Segment] = []
-    run_c, run_t = None, []
+    run_c: str | None = None
+    run_t: list[str] = []
     for ch, col in cells:
         if col != run_c and run_t:
             segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
@@ -713,7 +714,7 @@ class WaterfallView(LineList):
         """The time axis above the bars: tick labels in ms since the first packet."""
         width = self.size.width or 120
         n = len(self.label_text(self.rows[0])) if self.rows else self.LABEL + 14
-        head = {"connection": "conn    # request", "host": "host    # request"}.get(self.group_by, "   # request")
+        head = {"connection": "conn    # request", "host": "host    # request"}.get(self.group_by or "", "   # request")
         label = head[:n].ljust(n)
         bw = max(width - len(label) - 2, 1)
         step = nice_step(self.v1 - self.v0, bw)

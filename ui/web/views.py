@@ -376,7 +376,7 @@ def connections_figure(entry: Entry):
     t0 = an.index.ts[0] if len(an.index) else 0.0
     conns = [c for c in an.connections if c.protocol != "dns"][:300]
     fig = go.Figure()
-    spans = {"connection": [], "connect": [], "tls": []}
+    spans: dict[str, list] = {"connection": [], "connect": [], "tls": []}
     for c in conns:
         y = html_text(f"{c.id}: {c.protocol or c.transport} {c.label}")  # a Plotly label: no markup from the capture
         spans["connection"].append((y, c.start, c.end))
@@ -572,9 +572,9 @@ def in_flight_series(an: Analysis) -> tuple[list[float], list[int]]:
     ev = []
     for e in an.exchanges:
         a = e.request_start if e.request_start is not None else e.response_start
-        b = e.response_end if e.response_end is not None else (e.request_end or a)
         if a is None:
             continue
+        b = e.response_end if e.response_end is not None else (e.request_end or a)
         ev.append((a, 1))
         ev.append((max(b, a), -1))
     ev.sort(key=lambda x: (x[0], -x[1]))
@@ -673,7 +673,7 @@ def packet_page(entry: Entry, page: int, page_size: int = PAGE_SIZE, numbers: li
 
 def _tree(nodes, depth: int = 0):
     """The detail tree as nested <details>; the top level open, like Wireshark's pane."""
-    out = []
+    out: list = []
     for nd in nodes:
         if nd.children:
             out.append(html.Details([html.Summary(printable(nd.label)), html.Div(_tree(nd.children, depth + 1), className="tree-children")],
