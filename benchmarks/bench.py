@@ -131,8 +131,10 @@ def _need(*tools: str) -> None:
             sys.exit(f"bench: {tool} is missing (Debian: nghttp2-server, nghttp2-client, tcpdump, openssl, nginx, ethtool, nodejs)")
 
 
-def make_h2(name: str, body_size: int, requests: int, clients: int, streams: int, mtu: bool = False) -> tuple[Path, Path]:
-    """Capture h2load against nghttpd over TLS with tcpdump (loopback, or MTU 1500 namespaces)."""
+def make_h2(name: str, body_size: int | list[int], requests: int, clients: int, streams: int, mtu: bool = False) -> tuple[Path, Path]:
+    """Capture h2load against nghttpd over TLS with tcpdump (loopback, or MTU 1500 namespaces).
+    ``body_size`` may be a list of sizes: one object each, requested by h2load in turn (its
+    URIs are used round robin), e.g. twenty 2.7 KB objects and one 30 KB one."""
     CORPUS.mkdir(parents=True, exist_ok=True)
     cap, keys = CORPUS / f"{name}.pcap", CORPUS / f"{name}.keys"
     if cap.exists() and keys.exists():
@@ -145,13 +147,17 @@ def make_h2(name: str, body_size: int, requests: int, clients: int, streams: int
         key, crt = make_cert(d)
         www = d / "www"
         www.mkdir()
-        (www / "obj").write_bytes(os.urandom(body_size))
+        sizes = body_size if isinstance(body_size, list) else [body_size]
+        names = ["obj"] if len(sizes) == 1 else [f"obj{i}" for i in range(len(sizes))]
+        for n, size in zip(names, sizes):
+            (www / n).write_bytes(os.urandom(size))
         port = free_port()
         srv = subprocess.Popen(net.server(["nghttpd", "-d", str(www), str(port), str(key), str(crt)]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         dump = net.tcpdump(cap, f"tcp port {port}")
         try:
             env = dict(os.environ, SSLKEYLOGFILE=str(keys))
-            subprocess.run(net.client(["h2load", "-n", str(requests), "-c", str(clients), "-m", str(streams), f"https://{net.server_host}:{port}/obj"]),
+            subprocess.run(net.client(["h2load", "-n", str(requests), "-c", str(clients), "-m", str(streams),
+                                       *(f"https://{net.server_host}:{port}/{n}" for n in names)]),
                            env=env, check=True, stdout=subprocess.DEVNULL)
             time.sleep(1.0)
         finally:
@@ -289,6 +295,11 @@ def corpus_list(make: bool = True, big: bool = False) -> list[tuple[str, Path, P
     made = [
         ("h2-small", lambda: make_h2("h2-small", 512, 60000, 4, 64), "h2"),
         ("h2-large", lambda: make_h2("h2-large", 1 << 20, 240, 2, 8), "h2"),
+        # request-heavy, as issue 24 measured it: 4 connections × 20 streams, TLS 1.3, twenty
+        # 2.7 KB objects and one 30 KB object in turn (60 k + 3 k requests), loopback
+        ("h2-requests", lambda: make_h2("h2-requests", [2700] * 20 + [30000], 63000, 4, 20), "h2"),
+        # large bodies on 4 connections (256 KiB each), for per-core scaling on big DATA
+        ("h2-bodies4", lambda: make_h2("h2-bodies4", 256 << 10, 1000, 4, 8), "h2"),
         ("h2-mtu", lambda: make_h2("h2-mtu", 16384, 20000, 4, 32, mtu=True), "h2"),
         ("h1-mtu", lambda: make_h1("h1-mtu", 4096, 20000, 8, mtu=True), "h1"),
         ("spdy-mtu", lambda: make_spdy("spdy-mtu", 400, mtu=True), "spdy"),

@@ -53,7 +53,7 @@ def load(args):
     else:
         from analyzer.pipeline import analyze
 
-        an = analyze(args.file, keylogs=args.keylog, progress=progress)
+        an = analyze(args.file, keylogs=args.keylog, progress=progress, workers=getattr(args, "workers", None))
     for w in an.warnings:
         print(f"wirefall: warning: {w}", file=sys.stderr)
     gc.freeze()  # the model lives to the end of the command: no collection need walk it again
@@ -73,8 +73,9 @@ def _filter(args, scope: str | None = None):
 
 
 def _dump(obj) -> None:
-    """``json.dump(obj, indent=1, ensure_ascii=False)`` + newline, through the fast writer
-    (same bytes); a generator is written as a list, one element at a time."""
+    """``obj`` as JSON (analyzer.jsonout: the layout of ``json.dump(obj, indent=2,
+    ensure_ascii=False)``, written by orjson) + newline; a generator is written as a list,
+    a batch of elements at a time."""
     from analyzer.jsonout import dump
 
     dump(obj, sys.stdout)
@@ -258,8 +259,6 @@ def cmd_web(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    import json
-
     from analyzer.compare import compare, render_text
 
     if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
@@ -285,8 +284,7 @@ def cmd_compare(args) -> int:
         write_atomic(args.output, figure_bytes(fig, fmt), force=args.force)
         print(f"wrote {args.output}", file=sys.stderr)
     if args.json:
-        json.dump(res, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        _dump(res)
     else:
         print(render_text(res))
     for wmsg in res["warnings"]:
@@ -300,10 +298,25 @@ def cmd_lab(args) -> int:
     return lab_main(args) or 0
 
 
+def _workers(v: str):
+    if v == "auto":
+        return v
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError("N must be a number of processes or auto") from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError("N must be between 1 and 256")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
+    common.add_argument("-j", "--workers", type=_workers, default="auto", metavar="N",
+                        help="analyse with N processes, connections sharded between them (same result); "
+                             "auto (default): every core for captures of 16 MB or more, else 1")
     common.add_argument("--cache", action="store_true", help="reuse (or store) the analysis in the zstd cache ($XDG_CACHE_HOME/wirefall); no key material is stored")
     p = argparse.ArgumentParser(prog="wirefall", description="Protocol analyzer and waterfall visualiser for SPDY, HTTP/2, HTTP/1.x, QUIC and HTTP/3 captures.",
                                 epilog="`wirefall FILE` opens the terminal UI on FILE.")
