@@ -209,8 +209,6 @@ def _completeness(an: Analysis) -> dict[str, Any]:
 # ``1e-07``).  What orjson refuses — integers beyond 64 bits, non-string keys, strings with
 # lone surrogates — goes through the stdlib encoder with the same layout, one batch at a time.
 # orjson is imported on first use: ``wirefall summary`` without --json never loads it.
-import json as _json
-
 _BATCH = 2048  # top-level list elements encoded per call (an iterator is never made a list)
 
 
@@ -260,7 +258,9 @@ def _encode(obj) -> bytes:
             return orjson.dumps(obj, default=_default, option=orjson.OPT_INDENT_2)
         except TypeError:  # orjson.JSONEncodeError: see above
             pass
-    return _json.dumps(obj, indent=2, ensure_ascii=False, default=_std_default).encode("utf-8", "surrogatepass")
+    import json
+
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=_std_default).encode("utf-8", "surrogatepass")
 
 
 def dumps(obj) -> str:

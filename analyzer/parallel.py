@@ -59,7 +59,6 @@ gave the result, for tests and the benchmark.
 from __future__ import annotations
 
 import os
-import pickle
 import sys
 from dataclasses import fields
 from heapq import merge as _hmerge
@@ -237,6 +236,8 @@ def _part(an: Analysis, shard: Shard) -> dict:
 
 def _child(run, k: int, n: int, wfd: int, args, kw) -> None:
     """A forked worker: analyse shard k, send the part, exit without cleanup."""
+    import pickle
+
     code = 0
     try:
         import time
@@ -263,6 +264,8 @@ def _child(run, k: int, n: int, wfd: int, args, kw) -> None:
 
 
 def _read_part(rfd: int):
+    import pickle
+
     with os.fdopen(rfd, "rb") as f:
         head = f.read(8)
         if len(head) != 8:
