@@ -377,7 +377,7 @@ def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: in
     size_mb = cap.stat().st_size / 1e6
     n = packet_count(cap)
     if repeat is None:
-        repeat = 5 if size_mb < 5 else 3 if size_mb < 100 else 1
+        repeat = 5 if size_mb < 5 else 3 if size_mb < 100 else 2 if size_mb < 1000 else 1
     _warm(cap)
     res = {"name": name, "file": str(cap.relative_to(ROOT)) if cap.is_relative_to(ROOT) else cap.name, "packets": n, "mb": size_mb,
            "tshark_fields": fields}
