@@ -53,13 +53,16 @@ What crosses connections, and what happens to it:
   — a decoder's output chunk, a header block — is far smaller than that), serial again:
   the serial pass may have refused work there;
 - anything a worker cannot send back (an exception, an object pickle refuses): serial again.
-``ANALYSIS_SERIAL_REASON`` in the analysis' ``__dict__`` (``_wf_parallel``) says which path
-gave the result, for tests and the benchmark.
+``analysis.__dict__["_wf_parallel"]`` says which path gave the result and why ("parallel: 2
+workers", "serial: …"), for tests; with ``WF_PARALLEL_TIMES=1`` in the environment the parent
+prints each worker's CPU time and the merge's to stderr (how the benchmark's scaling was
+examined on a shared host, where wall time says little).
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import fields
 from heapq import merge as _hmerge
 from itertools import starmap
@@ -240,8 +243,6 @@ def _child(run, k: int, n: int, wfd: int, args, kw) -> None:
 
     code = 0
     try:
-        import time
-
         c0 = time.process_time()
         shard = Shard(k, n)
         an = run(*args, shard=shard, **kw)
@@ -274,8 +275,6 @@ def _read_part(rfd: int):
         blob = f.read(size)
     if len(blob) != size:
         return ("error", "worker died")
-    import time
-
     c = time.process_time()
     res = pickle.loads(blob)
     if res[0] == "ok":
@@ -318,7 +317,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     shard = Shard(0, n)
     err = None
     t0 = _now()
-    c0 = __import__("time").process_time()
+    c0 = time.process_time()
     try:
         an = run(path, *args, shard=shard, **kw)
     except BaseException:
@@ -326,7 +325,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
             _reap(pid, r, kill=True)
         raise
     t1 = _now()
-    c1 = __import__("time").process_time()
+    c1 = time.process_time()
     parts = []
     for pid, r in kids:
         res = _read_part(r)
@@ -351,8 +350,6 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
 
 
 def _now() -> float:
-    import time
-
     return time.monotonic()
 
 
