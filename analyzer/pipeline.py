@@ -24,8 +24,10 @@ P_DNS = PROTO_CODE["DNS"]
 Progress = Callable[[int, int, int], None]  # (packets, bytes read, total bytes)
 
 
-def analyze(*args, **kw) -> Analysis:
-    """Analyse the capture at ``path``; see ``_analyze``.  The cyclic garbage collector is
+def analyze(*args, workers: int | str | None = None, **kw) -> Analysis:
+    """Analyse the capture at ``path``; see ``_analyze``.  ``workers`` (a number, or
+    "auto"): shard the capture's connections across that many processes
+    (``analyzer.parallel``; the result is identical to the serial one).  The cyclic garbage collector is
     paused for the pass: the model holds millions of tracked objects that live to the end,
     and its generational collections walked them again and again (a quarter of the CPU time
     on many-request captures).  The pass runs a young-generation collection itself every
@@ -44,6 +46,10 @@ def analyze(*args, **kw) -> Analysis:
     on = gc.isenabled()
     gc.disable()
     try:
+        if workers is not None and workers != 1:
+            from .parallel import analyze_parallel
+
+            return analyze_parallel(_analyze, workers, *args, **kw)
         return _analyze(*args, **kw)
     finally:
         if on:
@@ -58,6 +64,7 @@ def _analyze(
     limits: dict | None = None,
     tcp_session: Callable | None = None,
     on_start: Callable[[Analysis], None] | None = None,
+    shard=None,
 ) -> Analysis:
     """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture.
 
@@ -65,13 +72,16 @@ def _analyze(
     connection's reassembled bytes instead of the protocol sniffer (raw stream export,
     tests).  ``on_start(analysis)`` receives the Analysis before the first packet, so a view
     can show packets while the pass goes on (the index only grows; connections, frames and
-    exchanges are appended)."""
+    exchanges are appended).  ``shard`` (``analyzer.parallel.Shard``): decode only this
+    worker's connections."""
     if keylog is None:
         keylog = load_keylog(keylogs, limits=limits)
     index = PacketIndex()
     an = Analysis(path=path, index=index, keylog=keylog)
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
+    marks = shard.setup(ctx) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some
+    frames_l, exch_l = an.frames, an.exchanges
     max_pending = ctx.limits["tcp_pending_bytes"]
     tcp_maps = ctx.shared.setdefault("tcp_maps", {})  # conn id -> its TcpDirections, whose .map gives offset -> carrier packet
     decoder = Decoder(ctx.limits.get("ipv4_fragment_datagrams", 1024), ctx.limits.get("ipv4_fragment_bytes", 32 << 20))
@@ -120,6 +130,8 @@ def _analyze(
     d: Decoded
     payload: bytes | memoryview
     for rec in read_capture(path, info):
+        if marks is not None and (len(frames_l) != marks[-1][1] or len(exch_l) != marks[-1][2]):
+            marks.append((pkt, len(frames_l), len(exch_l)))
         pkt += 1
         ts, caplen, origlen, linktype, roff, rdata, iface = rec  # one unpack, not seven lookups
         ts_a(ts)
@@ -176,6 +188,10 @@ def _analyze(
         if tcp:
             key = (src, sport, dst, dport)
             hit = tcp_dirs.get(key)
+            if hit is None and shard is not None and shard.foreign(key):  # another worker's connection
+                conn_a(-2)
+                proto_a(0)
+                continue
             if hit is not None:
                 flow, direction = hit.flow, hit.dir
                 if flags & SYN and not flags & ACK and direction == 0:
@@ -249,6 +265,9 @@ def _analyze(
                     if ao > rev.acked:
                         rev.ack(ao, pkt)
             dr.segment(seq, flags, payload, pkt)
+        elif shard is not None and shard.k:  # UDP and the rest: worker 0's
+            conn_a(-2)
+            proto_a(0)
         elif proto == PROTO_UDP:
             key = (d.src, d.sport, d.dst, d.dport)
             uflow = udp_flows.get(key)
@@ -261,6 +280,8 @@ def _analyze(
                     uflow = UdpFlow(session.conn, (d.src, d.sport) if direction == 0 else (d.dst, d.dport))
                     uflow.app = session
                     udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
+                    if shard is not None:
+                        shard.moved[(PROTO_UDP, key)] = pkt
                     session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(d.src)}:{d.sport} → {addr_str(d.dst)}:{d.dport}")
             if uflow is None:
                 kind = _udp_kind(d.sport, d.dport, d.payload)
@@ -309,7 +330,9 @@ def _analyze(
         else:
             conn_a(-1)
             proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))
-    for fl in flows.values():
+    if marks is not None:
+        marks.append((pkt, len(frames_l), len(exch_l)))
+    for fkey, fl in flows.items():
         if isinstance(fl, TcpFlow):
             fl.finish()
         elif fl.app is not None:
@@ -317,6 +340,8 @@ def _analyze(
                 fl.app.end()
             except Exception as e:  # noqa: BLE001
                 app_failed(fl, e, fl.conn.last_packet)
+        if marks is not None:  # ordered by the packet that made the flow's entry
+            marks.append((shard.END + shard.moved.get(fkey, fl.conn.first_packet), len(frames_l), len(exch_l)))
     an.warnings.extend(info.warnings)
     ctx.report_budgets()
     if cut_short:

@@ -131,8 +131,10 @@ def _need(*tools: str) -> None:
             sys.exit(f"bench: {tool} is missing (Debian: nghttp2-server, nghttp2-client, tcpdump, openssl, nginx, ethtool, nodejs)")
 
 
-def make_h2(name: str, body_size: int, requests: int, clients: int, streams: int, mtu: bool = False) -> tuple[Path, Path]:
-    """Capture h2load against nghttpd over TLS with tcpdump (loopback, or MTU 1500 namespaces)."""
+def make_h2(name: str, body_size: int | list[int], requests: int, clients: int, streams: int, mtu: bool = False) -> tuple[Path, Path]:
+    """Capture h2load against nghttpd over TLS with tcpdump (loopback, or MTU 1500 namespaces).
+    ``body_size`` may be a list of sizes: one object each, requested by h2load in turn (its
+    URIs are used round robin), e.g. twenty 2.7 KB objects and one 30 KB one."""
     CORPUS.mkdir(parents=True, exist_ok=True)
     cap, keys = CORPUS / f"{name}.pcap", CORPUS / f"{name}.keys"
     if cap.exists() and keys.exists():
@@ -145,13 +147,17 @@ def make_h2(name: str, body_size: int, requests: int, clients: int, streams: int
         key, crt = make_cert(d)
         www = d / "www"
         www.mkdir()
-        (www / "obj").write_bytes(os.urandom(body_size))
+        sizes = body_size if isinstance(body_size, list) else [body_size]
+        names = ["obj"] if len(sizes) == 1 else [f"obj{i}" for i in range(len(sizes))]
+        for n, size in zip(names, sizes):
+            (www / n).write_bytes(os.urandom(size))
         port = free_port()
         srv = subprocess.Popen(net.server(["nghttpd", "-d", str(www), str(port), str(key), str(crt)]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         dump = net.tcpdump(cap, f"tcp port {port}")
         try:
             env = dict(os.environ, SSLKEYLOGFILE=str(keys))
-            subprocess.run(net.client(["h2load", "-n", str(requests), "-c", str(clients), "-m", str(streams), f"https://{net.server_host}:{port}/obj"]),
+            subprocess.run(net.client(["h2load", "-n", str(requests), "-c", str(clients), "-m", str(streams),
+                                       *(f"https://{net.server_host}:{port}/{n}" for n in names)]),
                            env=env, check=True, stdout=subprocess.DEVNULL)
             time.sleep(1.0)
         finally:
@@ -289,6 +295,11 @@ def corpus_list(make: bool = True, big: bool = False) -> list[tuple[str, Path, P
     made = [
         ("h2-small", lambda: make_h2("h2-small", 512, 60000, 4, 64), "h2"),
         ("h2-large", lambda: make_h2("h2-large", 1 << 20, 240, 2, 8), "h2"),
+        # request-heavy, as issue 24 measured it: 4 connections × 20 streams, TLS 1.3, twenty
+        # 2.7 KB objects and one 30 KB object in turn (60 k + 3 k requests), loopback
+        ("h2-requests", lambda: make_h2("h2-requests", [2700] * 20 + [30000], 63000, 4, 20), "h2"),
+        # large bodies on 4 connections (256 KiB each), for per-core scaling on big DATA
+        ("h2-bodies4", lambda: make_h2("h2-bodies4", 256 << 10, 1000, 4, 8), "h2"),
         ("h2-mtu", lambda: make_h2("h2-mtu", 16384, 20000, 4, 32, mtu=True), "h2"),
         ("h1-mtu", lambda: make_h1("h1-mtu", 4096, 20000, 8, mtu=True), "h1"),
         ("spdy-mtu", lambda: make_spdy("spdy-mtu", 400, mtu=True), "spdy"),
@@ -340,18 +351,48 @@ WIREFALL = str(Path(sys.executable).parent / "wirefall")
 WF_ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
+def _interleaved(cmds: dict[str, tuple[list[str], dict | None]], repeat: int) -> dict[str, dict]:
+    """Each command's best run (least wall time) of ``repeat``, the commands taking turns
+    (a, b, c, a, b, c …) so that a load change on the shared host hits them alike; one
+    unmeasured round first when ``repeat`` > 1 (see ``_best``)."""
+    if repeat > 1:
+        for cmd, env in cmds.values():
+            run_measured(cmd, env=env)
+    runs: dict[str, list[dict]] = {k: [] for k in cmds}
+    for _ in range(repeat):
+        for k, (cmd, env) in cmds.items():
+            runs[k].append(run_measured(cmd, env=env))
+    out = {}
+    for k, rs in runs.items():
+        best = min(rs, key=lambda r: r["wall"])
+        best["runs"] = len(rs)
+        best["cpu_min"] = min(r["cpu"] for r in rs)
+        best["walls"] = [round(r["wall"], 3) for r in rs]
+        out[k] = best
+    return out
+
+
 def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: int, repeat: int | None = None,
               pyshark_s: float = 60.0) -> dict:
     size_mb = cap.stat().st_size / 1e6
     n = packet_count(cap)
     if repeat is None:
-        repeat = 5 if size_mb < 5 else 3 if size_mb < 100 else 1
+        repeat = 5 if size_mb < 5 else 3 if size_mb < 100 else 2 if size_mb < 1000 else 1
     _warm(cap)
     res = {"name": name, "file": str(cap.relative_to(ROOT)) if cap.is_relative_to(ROOT) else cap.name, "packets": n, "mb": size_mb,
            "tshark_fields": fields}
-    wf = _best([WIREFALL, "requests", str(cap), "--keylog", str(keys), "--json"], repeat, env=WF_ENV)
-    ts = _best(["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-T", "fields", *(x for f in fields for x in ("-e", f))], repeat)
-    res["wirefall"], res["tshark"] = wf, ts
+    # wirefall with 1 and 2 workers (analyzer/parallel.py) and tshark, taking turns
+    wf_cmd = [WIREFALL, "requests", str(cap), "--keylog", str(keys), "--json"]
+    got = _interleaved({"wf1": (wf_cmd + ["-j", "1"], WF_ENV), "wf2": (wf_cmd + ["-j", "2"], WF_ENV),
+                        "tshark": (["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-T", "fields",
+                                    *(x for f in fields for x in ("-e", f))], None)}, repeat)
+    from analyzer.parallel import AUTO_MIN_BYTES
+
+    ts = got["tshark"]
+    res["wirefall_1"], res["wirefall_2"] = got["wf1"], got["wf2"]
+    res["auto_workers"] = 2 if cap.stat().st_size >= AUTO_MIN_BYTES and (os.cpu_count() or 1) >= 2 else 1
+    wf = res["wirefall"] = got["wf2"] if res["auto_workers"] == 2 else got["wf1"]  # what `wirefall requests` (-j auto) runs
+    res["tshark"] = ts
     # reopening from the analysis cache (--cache): the second `summary --cache` of the file
     with tempfile.TemporaryDirectory() as cd:
         env = dict(WF_ENV, XDG_CACHE_HOME=cd)
@@ -403,10 +444,42 @@ def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: in
         r["mb_per_s"] = size_mb / r["wall"] if r["wall"] else None
     res["wirefall"]["us_per_packet_cpu"] = 1e6 * wf["cpu_min"] / n if n else None
     res["ratio_time_tshark"] = ts["wall"] / wf["wall"]
+    res["ratio_time_tshark_1"] = ts["wall"] / res["wirefall_1"]["wall"]
+    res["ratio_time_tshark_2"] = ts["wall"] / res["wirefall_2"]["wall"]
+    res["scaling_1_to_2"] = res["wirefall_1"]["wall"] / res["wirefall_2"]["wall"]
+    res["connections"] = _connections(cap, keys)
     res["ratio_cpu_tshark"] = ts["cpu_min"] / wf["cpu_min"] if wf["cpu_min"] else None
     res["ratio_rss_wirefall_to_tshark"] = wf["rss_mb"] / ts["rss_mb"]
     res["ratio_time_pyshark"] = res["pyshark"]["wall"] / wf["wall"] if res["pyshark"]["wall"] else None
     return res
+
+
+def _connections(cap: Path, keys: Path) -> int:
+    out = subprocess.run([WIREFALL, "summary", str(cap), "--keylog", str(keys), "--json", "-j", "1"], capture_output=True, env=WF_ENV)
+    try:
+        return len(json.loads(out.stdout)["connections"])
+    except (ValueError, KeyError):
+        return 0
+
+
+def print_scaling(results: list[dict]) -> None:
+    """wirefall with 1 worker and with 2, against tshark (issue 24's targets)."""
+    hdr = ["capture", "conns", "wf -j1 s", "wf -j2 s", "tshark s", "tshark/wf -j1", "tshark/wf -j2", "-j1/-j2 (scaling)",
+           "wf -j1 CPU s", "wf -j2 CPU s", "wf -j1 RSS MB", "wf -j2 RSS MB", "ts RSS MB", "default"]
+    rows = []
+    for r in results:
+        a, b, ts = r["wirefall_1"], r["wirefall_2"], r["tshark"]
+        rows.append([r["name"], r.get("connections", 0), f"{a['wall']:.2f}", f"{b['wall']:.2f}", f"{ts['wall']:.2f}",
+                     f"{r['ratio_time_tshark_1']:.2f}×", f"{r['ratio_time_tshark_2']:.2f}×", f"{r['scaling_1_to_2']:.2f}×",
+                     f"{a['cpu_min']:.2f}", f"{b['cpu_min']:.2f}", f"{a['rss_mb']:.0f}", f"{b['rss_mb']:.0f}", f"{ts['rss_mb']:.0f}",
+                     f"-j {r['auto_workers']}"])
+    w = [max(len(str(x)) for x in col) for col in zip(hdr, *rows)]
+    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(hdr)) + " |")
+    print("|-" + "-|-".join("-" * x for x in w) + "-|")
+    for row in rows:
+        print("| " + " | ".join(str(v).rjust(w[i]) if i else str(v).ljust(w[i]) for i, v in enumerate(row)) + " |")
+    print("\nThe three commands take turns (wf -j1, wf -j2, tshark, repeated); best wall time of each. CPU is user+sys of "
+          "the process and its workers; RSS is the largest of them (ru_maxrss).  'default' is what `-j auto` picks.")
 
 
 def print_table(results: list[dict]) -> None:
@@ -466,6 +539,8 @@ def main() -> int:
           f"{subprocess.run(['tshark', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f} at the end\n")
     print_table(results)
+    print()
+    print_scaling(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

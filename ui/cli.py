@@ -97,7 +97,8 @@ def load(args):
     else:
         from analyzer.pipeline import analyze
 
-        an = analyze(args.file, keylogs=args.keylog, progress=progress, limits=limits_of(args))
+        an = analyze(args.file, keylogs=args.keylog, progress=progress, limits=limits_of(args),
+                     workers=getattr(args, "workers", None))
     _overlay(an, args)
     for w in an.warnings:
         print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
@@ -128,8 +129,9 @@ def _filter(args, scope: str | None = None):
 
 
 def _dump(obj) -> None:
-    """``json.dump(obj, indent=1, ensure_ascii=False)`` + newline, through the fast writer
-    (same bytes); a generator is written as a list, one element at a time."""
+    """``obj`` as JSON (analyzer.jsonout: the layout of ``json.dump(obj, indent=2,
+    ensure_ascii=False)``, written by orjson) + newline; a generator is written as a list,
+    a batch of elements at a time."""
     from analyzer.jsonout import dump
 
     dump(obj, sys.stdout)
@@ -342,8 +344,6 @@ def cmd_compare(args) -> int:
 
 
 def _compare(args) -> int:
-    import json
-
     from analyzer.compare import compare, render_text
 
     limits = limits_of(args)
@@ -374,8 +374,7 @@ def _compare(args) -> int:
         write_atomic(args.output, figure_bytes(fig, fmt), force=args.force)
         print(f"wrote {args.output}", file=sys.stderr)
     if args.json:
-        json.dump(res, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        _dump(res)
     else:
         print(render_text(res))
     for wmsg in res["warnings"]:
@@ -389,10 +388,25 @@ def cmd_lab(args) -> int:
     return lab_main(args) or 0
 
 
+def _workers(v: str):
+    if v == "auto":
+        return v
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError("N must be a number of processes or auto") from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError("N must be between 1 and 256")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
+    common.add_argument("-j", "--workers", type=_workers, default="auto", metavar="N",
+                        help="analyse with N processes, connections sharded between them (same result); "
+                             "auto (default): every core for captures of 16 MB or more, else 1")
     common.add_argument("--cache", action="store_true", help="reuse (or store) the analysis in the zstd cache ($XDG_CACHE_HOME/wirefall); no key material is stored")
     common.add_argument("--limit", action="append", type=parse_limit, metavar="NAME=N",
                         help="raise or lower one decoding budget (per connection, or NAME_capture for the whole capture); repeatable; "

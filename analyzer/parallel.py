@@ -1,0 +1,509 @@
+"""Parallel analysis: the capture's connections sharded across worker processes, the model
+merged so that the result is the serial one (``analyze(path, workers=N)``, ``--workers N``).
+
+How (measured on 2 cores; see benchmarks/bench.py): every worker reads the whole file and
+runs the packet loop of ``pipeline._analyze`` with a ``Shard``; a TCP packet of another
+worker's connection is dropped right after its 4-tuple is looked up (``Shard.foreign``), so
+reassembly, TLS, HTTP/2 … run for this worker's connections only.  Reading and header
+decoding are repeated by every worker; they are a small share of a request-heavy capture's
+time (the alternative, one process reading and handing packets to the workers, pays a
+pickle per packet).  The parent is worker 0; workers 1… are forked children that send their
+part back through a pipe.
+
+Which connection goes where: the k-th distinct TCP 4-tuple (either direction) seen in the
+file goes to worker k mod N; every worker sees the same packets in the same order, so every
+worker makes the same assignment without talking to the others.  A port reused by a later
+connection is the same 4-tuple, so the same worker.  UDP (QUIC, DNS) and every other
+packet go to worker 0: QUIC connection migration routes a datagram on a new path to its
+connection by connection ID (``ctx.shared["quic_cids"]``), which only works where all QUIC
+connections are.
+
+The merge (``_merge``) rebuilds what the serial pass would have made:
+- connection ids: the serial pass numbers connections in order of their first packet (a
+  packet makes at most one), so the workers' connections sorted by first packet get their
+  serial ids;
+- frames and exchanges: the serial pass appends them while it handles a packet, then while
+  it ends each flow (in the order the flows were made); each worker records after which
+  packet (or flow end) its lists grew (``marks``), and the merge interleaves the workers'
+  runs by that key.  Exchange ids are renumbered in that order (HTTP/1 frames name their
+  exchange: renumbered too);
+- the packet index: worker 0's, with each other worker's packets' connection and protocol
+  written in;
+- offset maps, decrypted record lists, QUIC statistics: keyed by the new ids; notes and
+  per-connection budgets stay with their connection.  Warnings, undecoded counts, capture
+  format and interfaces are worker 0's (every worker reads the same file the same way).
+
+What crosses connections, and what happens to it:
+- the DNS lookups the waterfall matches to connections, the completeness summary: computed
+  from the merged model, after the pass, as in the serial case;
+- key-log state: every worker has the key log loaded before the fork and reads the same
+  pcapng secrets blocks;
+- TLS 1.2 resumption (``tls12_sessions``/``tls12_tickets`` caches): each worker records the
+  session ids / tickets it stored and those it looked up in vain; if one worker looked up in
+  vain what another stored (the serial pass could have found it), or two stored the same
+  one, or together they stored more than the cache holds, the capture is analysed again
+  serially;
+- QUIC trial decryption of connections whose handshake the capture missed tries the
+  secrets of client randoms no ClientHello claimed (``claimed_client_randoms``): if it
+  tried one that a ClientHello in another worker claims (the serial pass may not have tried
+  it, and each try costs the connection's trial budget), serial again;
+- budgets per capture: each worker gets the capture's whole cap (and each connection its
+  own, as in the serial pass); if a capture budget ran out in any worker, or the workers'
+  peak use of one adds up to more than half its cap (a single unit of work charged at once
+  — a decoder's output chunk, a header block — is far smaller than that), serial again:
+  the serial pass may have refused work there;
+- anything a worker cannot send back (an exception, an object pickle refuses): serial again.
+``analysis.__dict__["_wf_parallel"]`` says which path gave the result and why ("parallel: 2
+workers", "serial: …"), for tests; with ``WF_PARALLEL_TIMES=1`` in the environment the parent
+prints each worker's CPU time and the merge's to stderr (how the benchmark's scaling was
+examined on a shared host, where wall time says little).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import fields
+from heapq import merge as _hmerge
+from itertools import starmap
+from operator import attrgetter
+
+from .model import Analysis, Exchange, Frame
+
+# Below this size a capture is analysed serially with ``workers="auto"``: forking and
+# merging cost ~0.05-0.1 s, more than a small capture's analysis takes (measured: a 3 MB
+# page load analyses in 0.1 s; a 34 MB request-heavy capture gains 1.4x with 2 workers).
+AUTO_MIN_BYTES = 16 << 20
+
+_FRAME_FIELDS = tuple(f.name for f in fields(Frame))
+_EXCHANGE_FIELDS = tuple(f.name for f in fields(Exchange))
+_frame_tuple = attrgetter(*_FRAME_FIELDS)
+_exchange_tuple = attrgetter(*_EXCHANGE_FIELDS)
+_F_CONN = _FRAME_FIELDS.index("connection")
+_E_ID, _E_CONN = _EXCHANGE_FIELDS.index("id"), _EXCHANGE_FIELDS.index("connection")
+
+
+class _WatchedCache(dict):
+    """A TLS resumption cache that remembers what was stored and what was looked up in vain."""
+
+    def __init__(self):
+        super().__init__()
+        self.stored: set = set()
+        self.missed: set = set()
+
+    def __setitem__(self, k, v):
+        self.stored.add(k)
+        super().__setitem__(k, v)
+
+    def get(self, k, default=None):
+        v = super().get(k, default)
+        if v is default:
+            self.missed.add(k)
+        return v
+
+
+class _WatchedSet(set):
+    """``claimed_client_randoms``: remembers the client randoms asked about that it did not
+    hold (the QUIC trial decryption's candidates)."""
+
+    def __init__(self):
+        super().__init__()
+        self.offered: set = set()
+
+    def __contains__(self, x):
+        if super().__contains__(x):
+            return True
+        self.offered.add(x)
+        return False
+
+
+def _tracked_budget_class():
+    from dissectors.budget import Budget
+
+    class Tracked(Budget):
+        """A capture-level budget that keeps its peak use."""
+
+        __slots__ = ("_u", "peak")
+
+        def _get(self):
+            return self._u
+
+        def _set(self, v):
+            self._u = v
+            if v > self.peak:
+                self.peak = v
+
+        used = property(_get, _set)
+
+        def __init__(self, name, cap, parent=None):
+            self.peak = 0
+            super().__init__(name, cap, parent)
+
+    return Tracked
+
+
+class Shard:
+    """What ``pipeline._analyze`` asks of a worker: which TCP 4-tuples are another worker's
+    (``foreign``), and where it records its marks."""
+
+    END = 1 << 40  # marks of the end-of-capture flow finishing come after every packet's
+
+    def __init__(self, k: int, n: int):
+        self.k, self.n = k, n
+        self._memo: dict = {}  # directional 4-tuple -> foreign?
+        self._seen: dict = {}  # canonical 4-tuple -> worker
+        self.moved: dict = {}  # flows-table key of a QUIC connection's new path -> the packet that made it
+        self.marks: list = [(0, 0, 0)]
+        self.ctx = None
+
+    def foreign(self, key) -> bool:
+        f = self._memo.get(key)
+        if f is None:
+            a, b = (key[0], key[1]), (key[2], key[3])
+            canon = (a, b) if a <= b else (b, a)
+            w = self._seen.get(canon)
+            if w is None:
+                w = self._seen[canon] = len(self._seen) % self.n
+            f = self._memo[key] = w != self.k
+            self._memo[(key[2], key[3], key[0], key[1])] = f
+        return f
+
+    def setup(self, ctx) -> list:
+        """Before the first packet: watched cross-connection state, tracked capture budgets."""
+        from .sessions import CAPTURE_ID, CAPTURE_SUFFIX
+
+        self.ctx = ctx
+        ctx.shared["tls12_sessions"] = _WatchedCache()
+        ctx.shared["tls12_tickets"] = _WatchedCache()
+        ctx.shared["claimed_client_randoms"] = _WatchedSet()
+        tracked = _tracked_budget_class()
+        names = {k[: -len(CAPTURE_SUFFIX)] if k.endswith(CAPTURE_SUFFIX) else k for k, v in ctx.limits.items()
+                 if isinstance(v, int)}
+        for name in names:
+            cap = ctx.limits.get(name + CAPTURE_SUFFIX, ctx.limits.get(name, 1 << 62))
+            ctx._budgets[(name, CAPTURE_ID)] = tracked(name, cap)
+        return self.marks
+
+    def facts(self) -> dict:
+        """The cross-connection facts the merge checks (see the module docstring)."""
+        from .sessions import CAPTURE_ID
+
+        sh = self.ctx.shared
+        budgets = {}
+        for (name, cid), b in self.ctx._budgets.items():
+            if cid == CAPTURE_ID:
+                budgets[name] = (b.hit, getattr(b, "peak", b.used), b.cap)
+        return {"tls": {n: (set(sh[n].stored), set(sh[n].missed)) for n in ("tls12_sessions", "tls12_tickets")
+                        if isinstance(sh.get(n), _WatchedCache)},
+                "claimed": set(sh.get("claimed_client_randoms", ())),
+                "offered": set(getattr(sh.get("claimed_client_randoms"), "offered", ())),
+                "budgets": budgets}
+
+
+def worker_count(workers, path: str) -> int:
+    """``workers`` as a number: "auto" is the machine's cores for a capture of at least
+    ``AUTO_MIN_BYTES`` (1 below), a number is itself (at least 1)."""
+    if workers in (None, "", 0):
+        return 1
+    if isinstance(workers, str):
+        if workers != "auto":
+            return max(1, int(workers))
+        try:
+            big = os.path.getsize(path) >= AUTO_MIN_BYTES
+        except OSError:
+            big = False
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, n) if big else 1
+    return max(1, int(workers))
+
+
+def _part(an: Analysis, shard: Shard) -> dict:
+    """What a worker sends back: its model as plain tuples (pickled ~5x faster than the
+    slotted dataclasses), its marks, its packets' connection and protocol, the facts."""
+    idx = an.index
+    conn, proto = idx.conn, idx.proto
+    own = [i for i, c in enumerate(conn) if c != -2] if shard.k else None
+    return {
+        "connections": an.connections,
+        "frames": list(map(_frame_tuple, an.frames)),
+        "exchanges": list(map(_exchange_tuple, an.exchanges)),
+        "marks": shard.marks,
+        "own": own,
+        "own_conn": [conn[i] for i in own] if own is not None else None,
+        "own_proto": bytes(proto[i] for i in own) if own is not None else None,
+        "maps": an.maps, "tls_records": an.tls_records, "quic_packets": an.quic_packets, "quic_stats": an.quic_stats,
+        "budgets_hit": an.budgets_hit,
+        "facts": shard.facts(),
+    }
+
+
+def _child(run, k: int, n: int, wfd: int, args, kw) -> None:
+    """A forked worker: analyse shard k, send the part, exit without cleanup."""
+    import pickle
+
+    code = 0
+    try:
+        c0 = time.process_time()
+        shard = Shard(k, n)
+        an = run(*args, shard=shard, **kw)
+        c1 = time.process_time()
+        part = _part(an, shard)
+        part["cpu"] = (c1 - c0, time.process_time() - c1)
+        blob = pickle.dumps(("ok", part), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException as e:  # noqa: BLE001 - any failure: the parent analyses serially
+        try:
+            blob = pickle.dumps(("error", f"{type(e).__name__}: {e}"[:300]))
+        except BaseException:  # noqa: BLE001
+            blob = pickle.dumps(("error", "unpicklable"))
+        code = 1
+    try:
+        with os.fdopen(wfd, "wb") as f:
+            f.write(len(blob).to_bytes(8, "little"))
+            f.write(blob)
+    finally:
+        os._exit(code)
+
+
+def _read_part(rfd: int):
+    import pickle
+
+    with os.fdopen(rfd, "rb") as f:
+        head = f.read(8)
+        if len(head) != 8:
+            return ("error", "worker died")
+        size = int.from_bytes(head, "little")
+        blob = f.read(size)
+    if len(blob) != size:
+        return ("error", "worker died")
+    c = time.process_time()
+    res = pickle.loads(blob)
+    if res[0] == "ok":
+        res[1]["cpu_load"] = time.process_time() - c
+    return res
+
+
+def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
+    """``run`` is ``pipeline._analyze``.  Serial when there is one worker, when asked for
+    what only the serial pass gives (``tcp_session``, ``on_start``: a view that shows the
+    index while it grows), where fork is missing, or when the merge finds the shards could
+    differ from the serial pass (module docstring)."""
+    n = worker_count(workers, path)
+    if n <= 1 or kw.get("tcp_session") is not None or kw.get("on_start") is not None or not hasattr(os, "fork"):
+        an = run(path, *args, **kw)
+        an.__dict__["_wf_parallel"] = "serial: one worker" if n <= 1 else "serial: not shardable"
+        return an
+    if kw.get("keylog") is None:  # load the key log once, before the fork (every worker reads the same)
+        from .keylog import load_keylog
+
+        kw["keylog"] = load_keylog(kw.pop("keylogs", None), limits=kw.get("limits"))
+        kw.pop("keylogs", None)
+    import copy
+
+    pristine = copy.deepcopy(kw["keylog"])  # for a serial rerun: the pass adds pcapng secrets blocks to the key log
+    kids = []
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for k in range(1, n):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(r)
+            for _, rr in kids:
+                os.close(rr)
+            kw_child = dict(kw, progress=None)
+            _child(run, k, n, w, (path, *args), kw_child)
+        os.close(w)
+        kids.append((pid, r))
+    shard = Shard(0, n)
+    err = None
+    t0 = _now()
+    c0 = time.process_time()
+    try:
+        an = run(path, *args, shard=shard, **kw)
+    except BaseException:
+        for pid, r in kids:
+            _reap(pid, r, kill=True)
+        raise
+    t1 = _now()
+    c1 = time.process_time()
+    parts = []
+    for pid, r in kids:
+        res = _read_part(r)
+        os.waitpid(pid, 0)
+        if res[0] != "ok":
+            err = err or res[1]
+        parts.append(res[1])
+    t2 = _now()
+    why = err or _unshardable(shard.facts(), [p["facts"] for p in parts if isinstance(p, dict)])
+    if why:
+        kw.pop("keylog", None)
+        an = run(path, *args, keylog=pristine, **kw)  # (the key log as it was loaded, not read again)
+        an.__dict__["_wf_parallel"] = f"serial: {why}"
+        return an
+    _merge(an, shard, parts)
+    an.__dict__["_wf_parallel"] = f"parallel: {n} workers"
+    if os.environ.get("WF_PARALLEL_TIMES"):
+        print(f"parallel: worker 0 {t1 - t0:.2f} s ({c1 - c0:.2f} s CPU), waiting for and reading the others {t2 - t1:.2f} s, "
+              f"merge {_now() - t2:.2f} s; others' CPU (pass, part, unpickle here): "
+              + ", ".join(f"({p['cpu'][0]:.2f}, {p['cpu'][1]:.2f}, {p['cpu_load']:.2f})" for p in parts), file=sys.stderr)
+    return an
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def _reap(pid: int, r: int, kill: bool = False) -> None:
+    import signal
+
+    try:
+        if kill:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+    try:
+        os.close(r)
+    except OSError:
+        pass
+
+
+def _unshardable(mine: dict, others: list[dict]) -> str | None:
+    """Why the shards' result could differ from the serial pass's (None: it cannot)."""
+    from .sessions.tls import MAX_SESSION_CACHE
+
+    facts = [mine, *others]
+    for name in ("tls12_sessions", "tls12_tickets"):
+        stored = [f["tls"].get(name, (set(), set()))[0] for f in facts]
+        missed = [f["tls"].get(name, (set(), set()))[1] for f in facts]
+        if sum(map(len, stored)) > MAX_SESSION_CACHE:
+            return f"{name}: more entries than the cache holds"
+        for i, s in enumerate(stored):
+            for j, t in enumerate(stored):
+                if i < j and s & t:
+                    return f"{name}: one session stored by connections of two workers"
+            for j, m in enumerate(missed):
+                if i != j and s & m:
+                    return f"{name}: a resumption of a session another worker's connection made"
+    for i, f in enumerate(facts):  # (QUIC sessions are all worker 0's)
+        if f["offered"] and any(f["offered"] & g["claimed"] for j, g in enumerate(facts) if j != i):
+            return "QUIC trial decryption tried client randoms that TLS connections of another worker claim"
+    for name, (hit, peak, cap) in mine["budgets"].items():
+        total = peak
+        for f in others:
+            h, p, _ = f["budgets"].get(name, (False, 0, cap))
+            hit = hit or h
+            total += p
+        if hit:
+            return f"budget {name} for the capture ran out in a worker"
+        if total > cap // 2:
+            return f"budget {name}: the workers together used more than half the capture's"
+    return None
+
+
+def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
+    """Fold the other workers' parts into worker 0's analysis ``an`` (module docstring)."""
+    mine = {"connections": an.connections, "frames": an.frames, "exchanges": an.exchanges, "marks": shard.marks}
+    allp = [mine, *parts]
+    # connection ids: serial order is first-packet order
+    order = sorted(((c.first_packet, w, c.id) for w, p in enumerate(allp) for c in p["connections"]))
+    remap = [dict() for _ in allp]  # per worker: local id -> serial id
+    conns = []
+    for gid, (_fp, w, lid) in enumerate(order):
+        remap[w][lid] = gid
+        c = allp[w]["connections"][lid]
+        c.id = gid
+        conns.append(c)
+    # frames and exchanges: the workers' runs interleaved by the packet (or flow end) that made them
+    runs = []
+    for w, p in enumerate(allp):
+        mk = p["marks"]
+        runs.append([(mk[i][0], w, mk[i - 1][1], mk[i][1], mk[i - 1][2], mk[i][2]) for i in range(1, len(mk))
+                     if mk[i][1] != mk[i - 1][1] or mk[i][2] != mk[i - 1][2]])
+    frames: list = []
+    exchanges: list = []
+    ex_new = [dict() for _ in allp]  # per worker: local exchange id -> serial id
+    mk_frame, mk_ex = Frame, Exchange
+    for _key, w, f0, f1, e0, e1 in _hmerge(*runs):
+        p = allp[w]
+        rm = remap[w]
+        if f1 > f0:
+            if w == 0:
+                seg = p["frames"][f0:f1]
+                for f in seg:
+                    f.connection = rm[f.connection]
+                frames += seg
+            else:
+                seg = list(starmap(mk_frame, p["frames"][f0:f1]))
+                for f in seg:
+                    f.connection = rm[f.connection]
+                frames += seg
+        if e1 > e0:
+            seg = p["exchanges"][e0:e1] if w == 0 else list(starmap(mk_ex, p["exchanges"][e0:e1]))
+            xm = ex_new[w]
+            for e in seg:
+                xm[e.id] = nid = len(exchanges) + 1
+                e.id = nid
+                e.connection = rm[e.connection]
+                exchanges.append(e)
+    if len(frames) != sum(len(p["frames"]) for p in allp) or len(exchanges) != sum(len(p["exchanges"]) for p in allp):
+        raise AssertionError("parallel merge lost frames or exchanges")  # (a bug: never a silent loss)
+    for p in parts:  # (the tuples are objects now)
+        p["frames"] = p["exchanges"] = None
+    _renumber_exchange_fields(frames, ex_new, remap)
+    an.connections[:] = conns
+    an.frames[:] = frames
+    an.exchanges[:] = exchanges
+    # the packet index: worker 0's, with the others' packets written in
+    idx = an.index
+    from array import array
+
+    rm0 = remap[0]
+    table = [rm0[i] for i in range(len(rm0))]
+    conn_a = idx.conn = array("i", [table[c] if c >= 0 else c for c in idx.conn])
+    proto_a = idx.proto
+    holes = conn_a.count(-2)
+    for w in range(1, len(allp)):
+        p, rm = allp[w], remap[w]
+        for i, c, pr in zip(p["own"], p["own_conn"], p["own_proto"]):
+            if conn_a[i] == -2:
+                holes -= 1
+            conn_a[i] = rm[c] if c >= 0 else c
+            proto_a[i] = pr
+    if holes:  # (every packet belongs to one worker)
+        raise AssertionError(f"parallel merge: {holes} packets have no worker")
+    # per-connection dicts, keyed by the serial ids
+    def rekey(d: dict, rm: dict) -> dict:
+        return {((rm[k[0]], *k[1:]) if isinstance(k, tuple) else rm[k]): v for k, v in d.items()}
+
+    maps, recs, qp, qs = {}, {}, {}, {}
+    hit: dict = {}
+    for w, p in enumerate(allp):
+        src = an if w == 0 else None
+        rm = remap[w]
+        maps.update(rekey(src.maps if src else p["maps"], rm))
+        recs.update(rekey(src.tls_records if src else p["tls_records"], rm))
+        qp.update(rekey(src.quic_packets if src else p["quic_packets"], rm))
+        qs.update(rekey(src.quic_stats if src else p["quic_stats"], rm))
+        for name, cids in (src.budgets_hit if src else p["budgets_hit"]).items():
+            hit.setdefault(name, []).extend(rm.get(c, c) for c in cids)
+    an.maps = dict(sorted(maps.items(), key=lambda kv: (kv[0][0], len(kv[0]), kv[0][1:2])))
+    an.tls_records = dict(sorted(recs.items()))
+    an.quic_packets = dict(sorted(qp.items()))
+    an.quic_stats = dict(sorted(qs.items()))
+    an.budgets_hit = {name: sorted(hit[name]) for name in sorted(hit)}
+
+
+def _renumber_exchange_fields(frames, ex_new, remap) -> None:
+    """HTTP/1 frames' ``fields["exchange"]``: the worker's exchange id -> the serial one."""
+    # a frame's worker is its connection's; the serial ids of a connection's worker
+    worker_of = {}
+    for w, rm in enumerate(remap):
+        for gid in rm.values():
+            worker_of[gid] = w
+    for f in frames:
+        fl = f.fields
+        if fl and "exchange" in fl:
+            x = fl["exchange"]
+            if type(x) is int:
+                fl["exchange"] = ex_new[worker_of[f.connection]].get(x, x)

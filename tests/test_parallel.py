@@ -1,0 +1,201 @@
+"""Parallel analysis (analyzer/parallel.py) gives the serial result, byte for byte: the JSON of
+``summary``, ``requests`` and ``frames`` (connection ids, exchange ids, frame order, notes,
+warnings, statistics, completeness), the packet index and the per-connection maps, on every
+sample capture and third-party capture; and where sharding cannot be exact, it falls back to
+the serial pass and says why."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzer.jsonout import dumps, exchange_dict, frame_dict, phases_dicts, summary_dict
+from analyzer.pipeline import analyze
+from analyzer.waterfall import page_of
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_captures"
+SHARED = ROOT.parent / "shared" / "captures"
+CAPTURE_EXT = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".cap.gz")
+SHARED_KEYS = {  # ../shared/captures/README.md
+    "tls12/capture.pcap": ["tls12/keylog.txt"],
+    "tls13/capture.pcap": ["tls13/keylog.txt"],
+    "quic-illustrated/capture.pcap": ["quic-illustrated/keylog.txt"],
+    "pageload-amazon/amazon1.cap.gz": ["pageload-amazon/amazon1.key_log.txt.gz"],
+}
+
+
+def _cases() -> list[tuple[str, Path, list[str]]]:
+    rows = []
+    readme = SAMPLES / "README.md"
+    for line in readme.read_text().splitlines() if readme.exists() else []:
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) >= 4 and cols[0] and not cols[0].startswith(("file", "---")):
+            rows.append((cols[0], re.findall(r"[\w./-]+\.keys\b", cols[-1])))
+    out = []
+    for p in sorted(SAMPLES.rglob("*")):
+        if p.is_file() and p.name.endswith(CAPTURE_EXT):
+            rel = str(p.relative_to(SAMPLES))
+            stem = re.sub(r"\.(pcapng|pcap|cap)(\.gz)?$", "", p.name)
+            keys = [p.parent / f"{stem}.keys"]
+            if not keys[0].exists():
+                keys = [SAMPLES / k for col, ks in rows if rel in col or p.name in col for k in ks]
+            out.append((rel, p, [str(k) for k in keys if k.exists()]))
+    for p in sorted(SHARED.rglob("*")) if SHARED.is_dir() else []:
+        if p.is_file() and p.name.endswith(CAPTURE_EXT):
+            rel = str(p.relative_to(SHARED))
+            out.append(("shared/" + rel, p, [str(SHARED / k) for k in SHARED_KEYS.get(rel, [])]))
+    return out
+
+
+CASES = _cases()
+
+
+def _outputs(an) -> dict:
+    """Everything the JSON commands print, and the parts of the model views read."""
+    ph = phases_dicts(an)
+    page = page_of(an)
+    exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
+    return {
+        "summary": dumps(summary_dict(an)),
+        "requests": dumps([exchange_dict(e, phases=ph.get(e.id), page=page) for e in exs]),
+        "frames": dumps([frame_dict(f) for f in an.frames]),  # in the order the pass made them
+        "index": (bytes(an.index.conn), bytes(an.index.proto), bytes(an.index.ts)),
+        "maps": sorted((k, bytes(m.starts), bytes(m.packets)) for k, m in an.maps.items()),
+        "tls_records": sorted((k, bytes(r.packet)) for k, r in an.tls_records.items()),
+        "quic_packets": sorted((k, bytes(r.packet)) for k, r in an.quic_packets.items()),
+        "quic_stats": repr(sorted(an.quic_stats.items())),
+        "budgets_hit": an.budgets_hit,
+        "offsets": [f.offset for f in an.frames],
+    }
+
+
+def _same(a, b) -> None:
+    oa, ob = _outputs(a), _outputs(b)
+    for k in oa:
+        assert oa[k] == ob[k], k
+
+
+@pytest.mark.parametrize("rel,path,keys", CASES, ids=[c[0] for c in CASES])
+def test_parallel_is_serial(rel, path, keys):
+    serial = analyze(str(path), keylogs=keys)
+    for n in (2, 3):
+        par = analyze(str(path), keylogs=keys, workers=n)
+        how = par.__dict__.get("_wf_parallel", "")
+        assert how.startswith(("parallel:", "serial:")), how
+        _same(serial, par)
+
+
+def test_a_multi_connection_capture_is_really_sharded():
+    """page-h1: Chromium's 6 TLS connections; every worker gets some of them."""
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    keys = [str(SAMPLES / "page" / "page-h1.keys")]
+    par = analyze(str(path), keylogs=keys, workers=2)
+    assert par.__dict__["_wf_parallel"] == "parallel: 2 workers"
+    assert len(par.connections) >= 6 and len(par.exchanges) == 13
+    _same(analyze(str(path), keylogs=keys), par)
+
+
+@pytest.mark.parametrize("cap,why", [(30000, "ran out in a worker"), (150000, "more than half")])
+def test_budget_for_the_capture_falls_back_to_serial(cap, why):
+    """A capture budget that runs out in a worker, or that the workers together used more than
+    half of, depends on how connections were split (the serial pass may refuse work the
+    shards did not): the capture is analysed serially, and the result is the serial one.
+    http1-nginx: 6 connections, 113 KB of gzip output in all."""
+    path = SAMPLES / "http" / "http1-nginx.pcap"
+    limits = {"decompress_bytes_capture": cap}
+    par = analyze(str(path), workers=2, limits=limits)
+    assert par.__dict__["_wf_parallel"].startswith("serial: budget decompress_bytes") and why in par.__dict__["_wf_parallel"]
+    serial = analyze(str(path), limits=limits)
+    assert bool(serial.budgets_hit.get("decompress_bytes")) == (cap < 112948)
+    _same(serial, par)
+    assert analyze(str(path), workers=2).__dict__["_wf_parallel"] == "parallel: 2 workers"  # with the default budgets
+
+
+def test_tls12_resumption_across_workers_falls_back_to_serial():
+    """A TLS 1.2 session resumed on a connection another worker decodes: the serial pass finds
+    the master secret in the session cache the first connection filled; the shards would not,
+    so the capture is analysed serially (and the resumed connection is decrypted)."""
+    cands = [(p, k) for p, k in ((SHARED / "tls12" / "capture.pcap", SHARED / "tls12" / "keylog.txt"),)
+             if p.exists()]
+    cands += [(SAMPLES / "tls" / f"{s}.pcap", SAMPLES / "tls" / f"{s}.keys") for s in ("tls12_resumed", "tls12_ticket")
+              if (SAMPLES / "tls" / f"{s}.pcap").exists()]
+    found = False
+    for path, keys in cands:
+        serial = analyze(str(path), keylogs=[str(keys)])
+        resumed = [c for c in serial.connections if c.tls is not None and c.tls.resumed and c.tls.version != "TLS 1.3"]
+        if not resumed:
+            continue
+        found = True
+        for n in (2, 3):
+            par = analyze(str(path), keylogs=[str(keys)], workers=n)
+            how = par.__dict__["_wf_parallel"]
+            if how.startswith("parallel:"):  # every resumption's first connection in the same worker
+                continue
+            assert "tls12_" in how, how
+            _same(serial, par)
+    if not found:
+        pytest.skip("no TLS 1.2 resumption among the samples")
+
+
+def test_shards_split_connections_round_robin_and_both_directions_agree():
+    from analyzer.parallel import Shard
+
+    a, b = Shard(0, 2), Shard(1, 2)
+    keys = [(b"\x7f\0\0\1", 40000 + i, b"\x7f\0\0\2", 443) for i in range(6)]
+    for s in (a, b):
+        for k in keys:
+            s.foreign(k)
+    for i, k in enumerate(keys):
+        rev = (k[2], k[3], k[0], k[1])
+        assert a.foreign(k) == a.foreign(rev) == (i % 2 == 1)
+        assert b.foreign(k) == b.foreign(rev) == (i % 2 == 0)
+
+
+def test_cli_workers_option_gives_the_same_bytes():
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    keys = SAMPLES / "page" / "page-h1.keys"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    outs = []
+    for j in ("1", "2", "auto"):
+        p = subprocess.run([sys.executable, "-m", "ui.cli", "requests", str(path), "--keylog", str(keys), "--json", "-j", j],
+                           capture_output=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout)
+    assert outs[0] == outs[1] == outs[2] and outs[0].startswith(b"[\n  {\n    \"id\": ")
+    p = subprocess.run([sys.executable, "-m", "ui.cli", "summary", str(path), "-j", "0"], capture_output=True, env=env, timeout=60)
+    assert p.returncode == 2 and b"between 1 and 256" in p.stderr
+
+
+def test_auto_is_serial_below_the_threshold(tmp_path):
+    from analyzer.parallel import AUTO_MIN_BYTES, worker_count
+
+    small = SAMPLES / "page" / "page-h1.pcapng"
+    assert small.stat().st_size < AUTO_MIN_BYTES
+    assert worker_count("auto", str(small)) == 1
+    big = tmp_path / "big.pcap"
+    with open(big, "wb") as f:
+        f.truncate(AUTO_MIN_BYTES)
+    assert worker_count("auto", str(big)) == (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    assert worker_count(3, str(small)) == 3
+
+
+def test_cross_worker_state_decides_serial():
+    """The merge's checks (module docstring of analyzer.parallel) on the facts workers report."""
+    from analyzer.parallel import _unshardable
+
+    def facts(stored=(), missed=(), claimed=(), offered=(), budgets=None):
+        return {"tls": {"tls12_sessions": (set(stored), set(missed)), "tls12_tickets": (set(), set())},
+                "claimed": set(claimed), "offered": set(offered), "budgets": budgets or {"x": (False, 10, 100)}}
+
+    assert _unshardable(facts(stored=[b"a"]), [facts(missed=[b"b"])]) is None
+    assert "another worker" in _unshardable(facts(stored=[b"a"]), [facts(missed=[b"a"])])
+    assert "two workers" in _unshardable(facts(stored=[b"a"]), [facts(stored=[b"a"])])
+    assert _unshardable(facts(offered=[b"r"]), [facts(claimed=[b"s"])]) is None
+    assert "QUIC trial" in _unshardable(facts(offered=[b"r"]), [facts(claimed=[b"r"])])
+    assert "ran out" in _unshardable(facts(budgets={"x": (True, 10, 100)}), [facts()])
+    assert "half" in _unshardable(facts(budgets={"x": (False, 45, 100)}), [facts(budgets={"x": (False, 6, 100)})])
