@@ -23,7 +23,8 @@ is used for the variable-length integers.  Keys come from ``quic_crypto``.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aioquic.buffer import Buffer, BufferReadError
 

@@ -61,13 +61,12 @@ from dissectors.spdy import (
 
 from . import end_response, finish_body
 from .tls import wire_packet
+from ..content import BodyDecoder  # decoded body sizes, as the HTTP sessions count them
 from ..model import Connection, Exchange, Frame, OffsetMap
 
 DEFAULT_WINDOW = 64 * 1024
 DIR_NAMES = ("client→server", "server→client")
 REQUEST_NAMES = {":method", ":path", ":host", ":scheme", "method", "url", "host", "scheme"}
-
-from ..content import BodyDecoder  # decoded body sizes, as the HTTP sessions count them
 
 
 def parse_associated_content(value: str) -> list[dict]:
