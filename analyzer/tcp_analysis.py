@@ -55,7 +55,7 @@ from array import array
 from dataclasses import dataclass, field
 
 from .model import PROTO_CODE, Analysis
-from .packet import IPV6_EXT, Decoder
+from .packet import IPV6_EXT, Decoded, Decoder
 
 _IP4_TCP = struct.Struct("!2xH2xH4x4s4sHHIIBBH").unpack_from  # IPv4 (no options) + TCP header
 _RAW = frozenset((101, 228, 12, 14))  # raw IP link types (IPv4 checked by the version nibble)
@@ -449,7 +449,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                 d = decode(lt, data)
             except (IndexError, ValueError):  # noqa: PERF203 - a malformed header is skipped, not fatal
                 continue
-            if d is None or type(d) is str or d.proto != 6:
+            if d is None or type(d) is not Decoded or d.proto != 6:  # (a str: the reason it is not decoded)
                 continue
             src, dst, sport, dport = d.src, d.dst, d.sport, d.dport
             seq, ack, flags, win = d.seq, d.ack, d.flags, d.win

@@ -43,6 +43,7 @@ HPACK is the ``hpack`` library.
 """
 from __future__ import annotations
 
+import logging
 import struct
 from bisect import bisect_right
 from collections import deque
@@ -184,6 +185,10 @@ class H2Frame:
     @property
     def name(self) -> str:
         return frame_name(self.type)
+
+    @property
+    def end_stream(self) -> bool:
+        return self.type in (DATA, HEADERS) and bool(self.flags & FLAG_END_STREAM)
 
 
 def _int_end(b: bytes, i: int, prefix: int) -> tuple[int, int]:
@@ -328,10 +333,6 @@ def hpack_field_ends(block: bytes) -> list[int]:
         pass
     return ends
 
-    @property
-    def end_stream(self) -> bool:
-        return self.type in (DATA, HEADERS) and bool(self.flags & FLAG_END_STREAM)
-
 
 class _PacketRuns:
     """Packets of the bytes buffered in one direction: (start offset, packet) runs."""
@@ -384,17 +385,14 @@ class _CountingTable(hpack.table.HeaderTable):
 
 # hpack logs every decoded field at DEBUG level; the calls alone cost a quarter of HPACK
 # decoding time, so the module's logger is replaced by one that drops DEBUG at once.
-class _QuietLog:
+class _QuietLog(logging.Logger):
     def debug(self, *a, **k):
         pass
 
-    def __getattr__(self, name):
-        import logging
 
-        return getattr(logging.getLogger("hpack.hpack"), name)
-
-
-hpack.hpack.log = _QuietLog()
+_quiet_log = _QuietLog("hpack.hpack")
+_quiet_log.parent = logging.getLogger("hpack.hpack")  # (anything else goes where hpack's own would: hpack logs only DEBUG)
+hpack.hpack.log = _quiet_log
 HPACK_CACHE_ENTRIES = 512
 FIELD_STRINGS_BYTES = 4 << 20  # decoded (name, value) pairs remembered per direction: bytes,
 FIELD_STRINGS_ENTRIES = 4096  # and pairs
@@ -402,7 +400,7 @@ MAX_PENDING_SETTINGS = 256  # unacknowledged SETTINGS frames remembered per send
 
 
 class _Direction:
-    __slots__ = ("buf", "base", "runs", "preface", "sync", "decoder", "hpack_unknown", "hpack_failed", "lenient",
+    __slots__ = ("buf", "base", "runs", "preface", "sync", "decoder", "table", "hpack_unknown", "hpack_failed", "lenient",
                  "block", "block_parts", "block_frames", "block_stream", "block_first", "block_type", "max_frame",
                  "max_frame_known", "dead", "scanned", "hcache", "strings", "strings_bytes")
 
@@ -413,7 +411,7 @@ class _Direction:
         self.preface = need_preface  # still expecting the client preface
         self.sync = True  # at a frame boundary
         self.decoder = hpack.Decoder()  # decodes the header blocks this direction sends
-        self.decoder.header_table = _CountingTable()
+        self.table = self.decoder.header_table = _CountingTable()  # (the decoder's, typed as ours)
         self.hcache: dict[tuple, tuple] = {}  # (block, table state) -> (headers, decoded size)
         # (name, value) bytes -> the str pair made for them: a field that blocks repeat (a table
         # reference costs one byte) is one object in every header list that holds it
@@ -468,7 +466,7 @@ class H2Connection:
         self.max_header_list = max_header_list
         self.max_continuation = max_continuation
         self.notes: list[str] = []  # "packet N: ..." decoding problems
-        self.settings = ({}, {})  # last SETTINGS values sent by each direction
+        self.settings: tuple[dict[str, int], dict[str, int]] = ({}, {})  # last SETTINGS values sent by each direction
         self.overruns: tuple[list, list] = ([], [])  # (DATA frame, message) per sender, told at the end
         self.pending_settings: tuple[list, list] = ([], [])  # SETTINGS awaiting ACK, per sender
         if mid_stream:
@@ -926,7 +924,7 @@ class H2Connection:
             if unknown:
                 f.fields["hpack_unknown_fields"] = unknown
         else:
-            table = d.decoder.header_table
+            table = d.table
             before = table.state()
             hit = d.hcache.get((block, before))
             if hit is not None:
@@ -942,7 +940,7 @@ class H2Connection:
                 hdrs = None
             else:
                 try:
-                    hdrs = d.decoder.decode(block, raw=True)
+                    hdrs = d.decoder.decode(block, raw=True)  # type: ignore[assignment]  # hpack annotates Iterable; it returns a list
                 except Exception as e:  # noqa: BLE001 - HPACKError, or the library failing: never stop the analysis
                     f.error = f.error or f"HPACK: {type(e).__name__}: {e}"
                     d.hpack_failed = True  # the table may hold part of this block: lenient from here on

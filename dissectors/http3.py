@@ -260,7 +260,7 @@ class _Stream:
         self.done = False
         self.skip = False  # rest of the stream is ignored
         self.bytes = 0
-        self.held: list | None = None  # lenient: (data, packet) of a mid-stream unidirectional stream not yet typed
+        self.held: list[tuple[bytes, int]] | None = None  # lenient: (data, packet) of a mid-stream unidirectional stream not yet typed
 
 
 class Http3Dissector:
@@ -273,6 +273,7 @@ class Http3Dissector:
         self.max_header_list = max_header_list
         self.budget = budget
         self.lenient = lenient
+        # set iff lenient
         self.lq = (ql.LenientQpack(max_header_list), ql.LenientQpack(max_header_list)) if lenient else None
         self.lenient_blocked: list[list] = [[], []]  # lenient: (frame, block) ahead of the captured entries
         self.lenient_held_bytes = 0  # their blocks' bytes, and the bytes of mid-stream streams not typed yet
@@ -319,8 +320,9 @@ class Http3Dissector:
                     st.kind = "mid"
                     st.held = []
         st.bytes += len(data)
-        if st.held is not None and data and not st.skip:
-            self._hold_mid(direction, stream_id, st, bytes(data), packet)
+        chunks = st.held
+        if chunks is not None and data and not st.skip:
+            self._hold_mid(direction, stream_id, st, chunks, bytes(data), packet)
         elif not st.skip and data:
             try:
                 self._feed(direction, stream_id, st, memoryview(bytes(data)), packet)
@@ -365,11 +367,13 @@ class Http3Dissector:
                 f.error = f"capture ends {st.need} bytes before the end of the {f.type} frame"
                 st.cur = None
                 self.out.append(f)
+        lq = self.lq
         for d in (0, 1):
             held, self.lenient_blocked[d] = self.lenient_blocked[d], []
             self.lenient_held_bytes -= sum(len(b) for _, b in held)
-            for f, block in held:
-                self._lenient_headers(d, f, block, force=True)
+            if lq is not None:  # (blocks are held only when lenient)
+                for f, block in held:
+                    self._lenient_headers(lq[d], d, f, block, force=True)
         for (d, sid), st in self.streams.items():
             if st.held is not None:
                 st.held = None
@@ -421,26 +425,28 @@ class Http3Dissector:
                 continue
             if st.kind == "qpack_encoder":
                 self.enc_bytes[d] += n - pos
-                if self.lenient:
-                    self.lq[d].feed_encoder(mv[pos:])
+                lq = self.lq
+                if lq is not None:  # (lenient)
+                    lq[d].feed_encoder(mv[pos:])
                     held, self.lenient_blocked[d] = self.lenient_blocked[d], []
                     self.lenient_held_bytes -= sum(len(b) for _, b in held)
                     for f, block in held:  # (in order; each blocks again if still ahead)
-                        self._lenient_headers(d, f, block)
+                        self._lenient_headers(lq[d], d, f, block)
                     return
                 self._encoder(d, bytes(mv[pos:]), packet, base + pos)
                 return
             if st.kind == "qpack_decoder":
                 return  # decoder instructions (acknowledgements) are not needed to decode
-            if st.cur is not None:
+            cur = st.cur
+            if cur is not None:
                 take = min(st.need, n - pos)
                 if st.payload is not None:
                     st.payload += mv[pos : pos + take]
-                st.cur.packet = packet  # the last packet with its bytes, should the capture end here
+                cur.packet = packet  # the last packet with its bytes, should the capture end here
                 pos += take
                 st.need -= take
                 if st.need == 0:
-                    self._complete(d, sid, st, packet)
+                    self._complete(d, sid, st, cur, packet)
                 continue
             # frame header: type and length varints
             before = len(st.head)
@@ -473,10 +479,10 @@ class Http3Dissector:
                 else:
                     st.payload = bytearray()
             if length == 0:
-                self._complete(d, sid, st, packet)
+                self._complete(d, sid, st, f, packet)
 
-    def _complete(self, d, sid, st: _Stream, packet: int):
-        f = st.cur
+    def _complete(self, d, sid, st: _Stream, f: H3Frame, packet: int):
+        """``f`` (st.cur) has all its payload."""
         st.cur = None
         f.packet = packet
         payload = st.payload
@@ -709,7 +715,7 @@ class Http3Dissector:
             f.table_bytes = end - self.enc_charged[d]
             self.enc_charged[d] = end
 
-    def _lenient_headers(self, d, f: H3Frame, block: bytes, force: bool = False) -> None:
+    def _lenient_headers(self, lq: ql.LenientQpack, d, f: H3Frame, block: bytes, force: bool = False) -> None:
         """A header block of a connection joined mid-way: ``LenientQpack``.  A block that
         refers beyond the entries captured so far waits (as a blocked stream does) for the
         encoder stream; at the end of the capture it is decoded as it is (its pin raised)."""
@@ -719,7 +725,6 @@ class Http3Dissector:
             f.error = f"QPACK header block not decoded: budget {b.name} ran out"
             self.out.append(f)
             return
-        lq = self.lq[d]
         try:
             headers, unknown, count = lq.decode(block, force)
         except ql.Blocked:
@@ -729,7 +734,7 @@ class Http3Dissector:
             while len(held) > MAX_PENDING_BLOCKS or self.lenient_held_bytes > self.LENIENT_HOLD:
                 hf, hb = held.pop(0)
                 self.lenient_held_bytes -= len(hb)
-                self._lenient_headers(d, hf, hb, force=True)
+                self._lenient_headers(lq, d, hf, hb, force=True)
             return
         except (ql.QpackError, IndexError) as e:
             f.error = f"QPACK (lenient): header block not decoded: {e or 'cut short'}"
@@ -747,8 +752,9 @@ class Http3Dissector:
         self.out.append(f)
 
     def _headers(self, d, sid, f: H3Frame, block: bytes):
-        if self.lenient:
-            self._lenient_headers(d, f, block)
+        lq = self.lq
+        if lq is not None:  # (lenient)
+            self._lenient_headers(lq[d], d, f, block)
             return
         if self._too_big(d, f, block):
             self.out.append(f)
@@ -817,16 +823,17 @@ class Http3Dissector:
     MID_CHUNKS = 16
     LENIENT_HOLD = 4 << 20  # bytes held in all (blocked header blocks, untyped mid-stream streams)
 
-    def _hold_mid(self, d, sid, st: _Stream, data: bytes, packet: int) -> None:
-        st.held.append((data, packet))
+    def _hold_mid(self, d, sid, st: _Stream, chunks: list[tuple[bytes, int]], data: bytes, packet: int) -> None:
+        """``chunks``: st.held."""
+        chunks.append((data, packet))
         self.lenient_held_bytes += len(data)
         taken = {k for (dd, s), k in self.stream_types.items() if dd == d}
-        held = b"".join(x for x, _ in st.held)
+        held = b"".join(x for x, _ in chunks)
         kind = infer_uni_kind(held, taken)
         if kind is not None:
             self.lenient_held_bytes -= len(held)
         if kind is None:
-            if len(held) > self.MID_HOLD or len(st.held) > self.MID_CHUNKS or self.lenient_held_bytes > self.LENIENT_HOLD:
+            if len(held) > self.MID_HOLD or len(chunks) > self.MID_CHUNKS or self.lenient_held_bytes > self.LENIENT_HOLD:
                 self.lenient_held_bytes -= len(held)
                 st.held = None
                 st.skip = True
@@ -834,7 +841,7 @@ class Http3Dissector:
                 self.errors.append((packet, f"stream {sid}: unidirectional stream seen mid-stream; its type could not "
                                             f"be inferred from its first {len(held)} bytes, not decoded"))
             return
-        chunks, st.held = st.held, None
+        st.held = None
         st.kind = kind
         self.stream_types[(d, sid)] = kind
         self.inferred.add((d, sid))

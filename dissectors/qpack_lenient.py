@@ -218,7 +218,7 @@ class LenientQpack:
         self.charged = 0  # encoder bytes charged to blocks so far
         self.max_capacity: int | None = None  # SETTINGS_QPACK_MAX_TABLE_CAPACITY of the receiver, if seen
         self.set_capacity: int | None = None  # the last Set Dynamic Table Capacity seen
-        self.starts: dict[int, int | None] = {}  # capacity -> absolute index of captured entry 0
+        self.starts: dict[int, int] = {}  # capacity -> absolute index of captured entry 0
         self.faults: dict[int, int] = {}  # capacity -> inconsistencies seen (encoded count, references, re-pins)
         self.repins = 0
 
@@ -261,7 +261,8 @@ class LenientQpack:
                 self._insert(name, value, base + q)
             else:  # duplicate
                 hit = self._relative(a)
-                self._insert(*(hit or (UNKNOWN, UNKNOWN)), base + q)
+                name, value = hit or (UNKNOWN, UNKNOWN)
+                self._insert(name, value, base + q)
             p = q
         rest = buf[p:]
         if len(rest) > 2 * limit + 16:
@@ -309,7 +310,8 @@ class LenientQpack:
         encoder inserts to refer; under a wrong MaxEntries the count decodes to another
         window once it wraps), a raised pin.  The capacities with the fewest, this block's
         included, are used."""
-        cands = []
+        # (capacity, rank, RIC, start, blocked, fault): RIC and start None where the count does not fit
+        cands: list[tuple[int, int, int | None, int | None, bool, int]] = []
         for rank, cap in enumerate(self._capacities()):
             m = cap // 32
             full = 2 * m
@@ -336,7 +338,7 @@ class LenientQpack:
             raise Blocked
         for cap, rank, ric, start, blocked, fault in cands:
             self.faults[cap] = self.faults.get(cap, 0) + fault
-            if ric is None:
+            if ric is None or start is None:  # (both None, or neither)
                 continue
             if blocked:  # refers beyond the captured entries: the pin was low
                 start = ric - self.n

@@ -23,6 +23,8 @@ is used for the variable-length integers.  Keys come from ``quic_crypto``.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
+from typing import Any
 
 from aioquic.buffer import Buffer, BufferReadError
 
@@ -177,7 +179,7 @@ class Reassembler:
 
     def add(self, offset: int, data, packet: int) -> list:
         end = offset + len(data)
-        out = []
+        out: list[tuple[int, Any, int]] = []  # (offset, bytes or memoryview, packet)
         if end <= self.next:
             self.dup_bytes += len(data)
             return out
@@ -239,7 +241,7 @@ class QuicConnectionDissector:
         ``tls`` is a module with parse_client_hello/parse_server_hello/parse_encrypted_extensions
         (dissectors.tls) or None to import it lazily."""
         self.secret = secret or (lambda label, cr: None)
-        self.candidates = candidates or (lambda label: [])
+        self.candidates: Callable[[str], list[bytes]] = candidates or (lambda label: [])
         self.trials = [0, 0]  # packets tried against the whole key log, per direction
         self.trial_cost = 0  # AEAD attempts spent on it
         self.flipped: int | None = None  # packet at which the endpoints' roles turned out reversed
@@ -265,8 +267,9 @@ class QuicConnectionDissector:
         self.stats = {"packets": [0, 0], "ack_only": [0, 0], "undecrypted": [0, 0], "stream_dup_bytes": [0, 0],
                       "crypto_dup_bytes": [0, 0], "key_updates": [0, 0], "padding_bytes": [0, 0],
                       "forbidden_frames": [0, 0]}
-        # frames their packet type forbids (RFC 9000 §12.4): (frame type, packet type) -> [count, first packet]
-        self.violations: dict[tuple[str, str], list[int]] = {}
+        # frames their packet type forbids (RFC 9000 §12.4): (frame type, packet type) ->
+        # [count, first packet, message] (a list: the count goes up in place)
+        self.violations: dict[tuple[str, str], list[Any]] = {}
         self._tls = tls
 
     # -- public -----------------------------------------------------------------------
@@ -604,11 +607,11 @@ class QuicConnectionDissector:
                 plain = keys.decrypt(payload, header, pn)
             except DecryptError as e:
                 if epoch == 1 and self.early_suite is None:
-                    plain = self._try_early_suites(direction, payload, header, pn)
-                    if plain is None:
+                    early = self._try_early_suites(direction, payload, header, pn)
+                    if early is None:
                         qp.error = f"cannot decrypt 0-RTT packet: {e}"
                         return
-                    used = d.keys[1]
+                    plain, used = early
                 elif epoch == 0 and direction == 0 and qp.dcid != self.initial_dcid:
                     # a client Initial of a new connection attempt on this flow
                     self._set_initial(qp.version, qp.dcid)
@@ -617,7 +620,7 @@ class QuicConnectionDissector:
                     qp.error = f"cannot decrypt {qp.type} packet: {e}"
                     return
             if epoch == 1:
-                self.early_suite = d.keys[1].suite
+                self.early_suite = used.suite  # (d.keys[1]: the keys used)
         if pn > d.largest[space]:
             d.largest[space] = pn
         qp.hdr_len = len(header)
@@ -625,8 +628,12 @@ class QuicConnectionDissector:
         qp.keys = used
         self._frames(direction, qp, plain, epoch, packet)
 
-    def _try_early_suites(self, direction, payload, header, pn):
+    def _try_early_suites(self, direction, payload, header, pn) -> tuple[bytes, PacketKeys] | None:
+        """The 0-RTT packet decrypted with the early secret under each TLS 1.3 suite in turn:
+        (plaintext, the keys that worked, now the direction's 0-RTT keys) or None."""
         secret = self.secret("CLIENT_EARLY_TRAFFIC_SECRET", self.client_random)
+        if secret is None:  # (not met: the 0-RTT keys that failed were made from this secret)
+            return None
         for suite in (0x1301, 0x1302, 0x1303):
             if qc.SUITES[suite][0]().digest_size != len(secret):
                 continue
@@ -637,7 +644,7 @@ class QuicConnectionDissector:
                 continue
             self.dirs[direction].keys[1] = k
             self.early_suite = suite
-            return plain
+            return plain, k
         return None
 
     # -- frames -----------------------------------------------------------------------

@@ -191,7 +191,7 @@ def dictionary(version: int) -> bytes:
     return DICT_V2 if version == 2 else DICT_V3
 
 
-def parse_nv_block(raw: bytes, version: int, strings: dict | None = None) -> tuple[list[tuple[str, str]], int, str | None]:
+def parse_nv_block(raw: bytes, version: int, strings: dict[bytes, list[tuple[str, str]]] | None = None) -> tuple[list[tuple[str, str]], int, str | None]:
     """Parse an inflated name/value block.  Returns (pairs, decoded size, error).  ``strings``
     (a pair's bytes as in the block -> its pairs, filled here) makes a pair that blocks repeat
     one object in every list that holds it."""
@@ -257,7 +257,7 @@ class HeaderInflater:
         self.budget = budget  # bytes inflated (decompression work)
         self.stopped: str | None = None  # the budget or limit that stopped this zlib stream
 
-    def inflate(self, block: bytes) -> tuple[bytes | None, str | None]:
+    def inflate(self, block: bytes | bytearray) -> tuple[bytes | None, str | None]:
         """Inflate one block.  (raw, None) or (None, reason).  Over the cap the rest of the block
         is still inflated (output discarded), so that the zlib stream stays in step; every step
         is charged to the budget, and once that runs out the stream stops (``stopped``)."""
@@ -313,16 +313,16 @@ class HeaderInflater:
 class _Direction:
     __slots__ = ("pos", "buf", "data_frame", "data_left", "chunks", "lost", "inflater", "version", "strings", "strings_bytes")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.pos = 0  # stream offset of buf[0] (or of the next byte when buf is empty)
-        self.buf = b""
+        self.buf: bytes | bytearray = b""  # bytearray while a frame is incomplete
         self.data_frame: SpdyFrame | None = None  # DATA frame whose payload is being skipped
-        self.data_left = 0
+        self.data_left = 0  # > 0 exactly while data_frame is set
         self.chunks: list[bytes] = []  # payload so far of data_frame
         self.lost = False  # frame boundary lost (gap): resynchronising
         self.inflater: HeaderInflater | None = None
         self.version: int | None = None
-        self.strings: dict = {}  # (name, value) bytes -> pairs, see parse_nv_block
+        self.strings: dict[bytes, list[tuple[str, str]]] = {}  # (name, value) bytes -> pairs, see parse_nv_block
         self.strings_bytes = 0
 
 
@@ -350,7 +350,8 @@ class SpdyConnection:
         d = self.dirs[direction]
         out: list[SpdyFrame] = []
         mv = memoryview(data)
-        if d.data_left:  # fast path: skip DATA payload without copying
+        df = d.data_frame
+        if df is not None:  # fast path: skip DATA payload without copying (d.data_left > 0)
             n = min(d.data_left, len(mv))
             if self.keep_data:
                 d.chunks.append(mv[:n].tobytes())
@@ -358,7 +359,7 @@ class SpdyConnection:
             d.pos += n
             mv = mv[n:]
             if not d.data_left:
-                out.append(self._data_done(d))
+                out.append(self._data_done(d, df))
             if not len(mv):
                 return out
         if d.buf:
@@ -377,6 +378,7 @@ class SpdyConnection:
         if d.data_left and not d.buf:
             n = min(d.data_left, length)
             f = d.data_frame
+            assert f is not None  # set while data_left > 0 (once per gap, not per frame)
             f.error = (f.error + "; " if f.error else "") + f"{n} payload bytes lost by the capture"
             d.data_left -= n
             d.pos += n
@@ -384,11 +386,11 @@ class SpdyConnection:
             d.chunks = []
             f.data = None
             if not d.data_left:
-                out.append(self._data_done(d))
+                out.append(self._data_done(d, f))
             if not length:
                 return out
         if d.data_frame is not None:
-            out.append(self._data_done(d))
+            out.append(self._data_done(d, d.data_frame))
             d.data_left = 0
         d.pos += len(d.buf) + length
         d.buf = b""
@@ -398,7 +400,7 @@ class SpdyConnection:
         return out
 
     # -- parsing
-    def _parse(self, d: _Direction, direction: int, buf: bytes, out: list) -> None:
+    def _parse(self, d: _Direction, direction: int, buf: bytes | bytearray, out: list[SpdyFrame]) -> None:
         pos = 0
         n = len(buf)
         base = d.pos
@@ -450,8 +452,8 @@ class SpdyConnection:
             d.buf = b""
 
     @staticmethod
-    def _data_done(d: _Direction) -> SpdyFrame:
-        f = d.data_frame
+    def _data_done(d: _Direction, f: SpdyFrame) -> SpdyFrame:
+        """``f`` (d.data_frame) is complete."""
         d.data_frame = None
         if f.data is not None:
             f.data = b"".join(d.chunks)
@@ -459,13 +461,13 @@ class SpdyConnection:
         return f
 
     @staticmethod
-    def _plausible(buf: bytes, i: int) -> int | None:
+    def _plausible(buf: bytes | bytearray, i: int) -> int | None:
         """Length of a plausible control frame header at i, else None."""
         if len(buf) - i < 8 or buf[i] != 0x80 or buf[i + 1] not in (2, 3) or buf[i + 2] != 0 or not 1 <= buf[i + 3] <= 10:
             return None
         return _U32.unpack_from(buf, i + 4)[0] & 0xFFFFFF
 
-    def _resync(self, buf: bytes, start: int) -> int | None:
+    def _resync(self, buf: bytes | bytearray, start: int) -> int | None:
         i = buf.find(b"\x80", start)
         while i >= 0:
             ln = self._plausible(buf, i)
@@ -477,7 +479,8 @@ class SpdyConnection:
             i = buf.find(b"\x80", i + 1)
         return None
 
-    def _inflate(self, d: _Direction, version: int, block: bytes, f: SpdyFrame) -> None:
+    def _inflate(self, d: _Direction, version: int, block: bytes | bytearray, f: SpdyFrame, fl: dict[str, Any]) -> None:
+        """Decode ``block`` into ``f``; ``fl`` is ``f.fields``."""
         f.block_wire = len(block)
         inf = d.inflater
         if inf is None:
@@ -487,19 +490,19 @@ class SpdyConnection:
             # it stays run out (dissectors.budget): no later block will be decoded, so there is
             # no zlib stream to keep in step either
             inf.blocks += 1
-            f.fields["first_block"] = inf.blocks == 1
+            fl["first_block"] = inf.blocks == 1
             f.error = f"header block not decoded: budget {b.name} ran out"
-            f.fields["not_decoded"] = b.name
+            fl["not_decoded"] = b.name
             return
         raw, err = inf.inflate(block)
         if raw is None:
             f.error = err
-            f.fields["first_block"] = inf.blocks == 1
+            fl["first_block"] = inf.blocks == 1
             if inf.stopped:
-                f.fields["not_decoded"] = inf.stopped
+                fl["not_decoded"] = inf.stopped
             return
         f.block_raw = len(raw)
-        f.fields["first_block"] = inf.blocks == 1
+        fl["first_block"] = inf.blocks == 1
         if d.strings_bytes > FIELD_STRINGS_BYTES or len(d.strings) >= FIELD_STRINGS_ENTRIES:
             d.strings.clear()
             d.strings_bytes = 0
@@ -508,15 +511,16 @@ class SpdyConnection:
         f.block_decoded = decoded
         if b is not None and not b.take(decoded + 32 * len(pairs)):
             f.error = f"header block not decoded: budget {b.name} ran out"
-            f.fields["not_decoded"] = b.name
+            fl["not_decoded"] = b.name
             return
         f.headers = pairs
         if err:
             f.error = err
 
-    def _control(self, d: _Direction, off: int, version: int, type_: int, flags: int, length: int, buf: bytes, p: int) -> SpdyFrame:
+    def _control(self, d: _Direction, off: int, version: int, type_: int, flags: int, length: int, buf: bytes | bytearray, p: int) -> SpdyFrame:
         name = CONTROL_NAMES.get(type_) or f"UNKNOWN_0x{type_:04x}"
-        f = SpdyFrame(off, off + 8 + length, version, name, type_, flags, length, None, fields={})
+        fl: dict[str, Any] = {}
+        f = SpdyFrame(off, off + 8 + length, version, name, type_, flags, length, None, fields=fl)
         if version not in (2, 3):
             f.error = f"unsupported SPDY version {version}"
             return f
@@ -524,7 +528,6 @@ class SpdyConnection:
             self.version = version
         if d.version is None:
             d.version = version
-        fl = f.fields
         end = p + length
         try:
             if type_ == SYN_STREAM:
@@ -538,13 +541,13 @@ class SpdyConnection:
                 if version >= 3:
                     fl["slot"] = buf[p + 9]
                 fl["unidirectional"] = bool(flags & FLAG_UNIDIRECTIONAL)
-                self._inflate(d, version, buf[p + 10 : end], f)
+                self._inflate(d, version, buf[p + 10 : end], f, fl)
             elif type_ in (SYN_REPLY, HEADERS):
                 hl = 6 if version == 2 else 4
                 if length < hl:
                     raise ValueError(f"{name} shorter than {hl} bytes")
                 f.stream_id = _U32.unpack_from(buf, p)[0] & 0x7FFFFFFF
-                self._inflate(d, version, buf[p + hl : end], f)
+                self._inflate(d, version, buf[p + hl : end], f, fl)
             elif type_ == RST_STREAM:
                 if length < 8:
                     raise ValueError("RST_STREAM shorter than 8 bytes")
@@ -557,7 +560,7 @@ class SpdyConnection:
                     raise ValueError("SETTINGS shorter than 4 bytes")
                 (count,) = _U32.unpack_from(buf, p)
                 fl["clear_settings"] = bool(flags & FLAG_CLEAR_SETTINGS)
-                entries = []
+                entries: list[dict[str, Any]] = []
                 q = p + 4
                 for _ in range(count):
                     if q + 8 > end:

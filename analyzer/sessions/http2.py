@@ -164,9 +164,10 @@ class H2Session:
             self.conn.notes.extend(notes[self.notes_seen:])
             self.notes_seen = len(notes)
 
-    def _stream(self, sid: int, create: bool = True) -> _Stream | None:
+    def _stream(self, sid: int) -> _Stream:
+        """Stream ``sid``, made (with its exchange) on first sight."""
         st = self.streams.get(sid)
-        if st is None and create:
+        if st is None:
             ex = self.ctx.new_exchange(self.conn, self.proto, sid)
             ex.scheme = self.scheme
             st = self.streams[sid] = _Stream(ex)
@@ -207,6 +208,7 @@ class H2Session:
             return  # a header of impossible length (FRAME_SIZE_ERROR): its type and stream may be damage too
         t = f.type
         sid = f.stream_id
+        st: _Stream | None  # (an annotation only: no run-time cost)
         if t == DATA:
             st = self._stream(sid)
             ex = st.ex
@@ -221,10 +223,12 @@ class H2Session:
                     ex.response_start, ex.response_start_packet = ctx.time(p), p
                 ex.response_body_bytes += f.data_length
                 st.last_s2c = f.packet
-                if f.data_length:
-                    if st.body is None:
-                        st.body = BodyDecoder(ex.content_encoding, self.cap, ctx=self.ctx, conn=self.conn)
-                    st.body.feed(f.data)
+                data = f.data  # (set with data_length: non-empty iff data_length)
+                if data:
+                    body = st.body
+                    if body is None:
+                        body = st.body = BodyDecoder(ex.content_encoding, self.cap, ctx=self.ctx, conn=self.conn)
+                    body.feed(data)
                 if f.flags & 1:
                     self._response_end(st, f)
         elif t in (HEADERS, PUSH_PROMISE, CONTINUATION):
@@ -256,7 +260,7 @@ class H2Session:
             if f.block_headers is not None and first is not None:
                 self._block(first, f)
         elif t == RST_STREAM:
-            st = self._stream(sid, create=False)
+            st = self.streams.get(sid)  # (a reset opens no stream)
             if st is not None:
                 ex = st.ex
                 ex.frames += 1

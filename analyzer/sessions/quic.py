@@ -46,7 +46,7 @@ from dissectors.gquic import GquicDissector, is_gquic
 from dissectors.http3 import Http3Dissector, h3_evidence
 from dissectors.quic_crypto import SUITES
 
-from ..model import Frame, QuicInfo, TlsInfo
+from ..model import Exchange, Frame, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
 
@@ -133,8 +133,8 @@ class QuicSession:
         self.g: GquicDissector | None = None
         self.h3: Http3Dissector | None = None
         self.app_alpn: str | None = None
-        self.exchanges: dict[int, object] = {}  # request stream id -> Exchange
-        self.pushes: dict[int, object] = {}  # push id -> Exchange
+        self.exchanges: dict[int, Exchange] = {}  # request stream id -> Exchange
+        self.pushes: dict[int, Exchange] = {}  # push id -> Exchange
         self.first_1rtt = [None, None]
         self.first_long = [None, None]
         self.spin_last = [None, None]
@@ -156,10 +156,10 @@ class QuicSession:
         self.ptab = None  # (QuicPackets, QuicPackets) once a packet is decrypted
         self.key_index: dict = {}  # id(PacketKeys) -> (PacketKeys, index in QuicPackets.keys)
         self.listed = ctx.budget("quic_frames_listed", conn)  # data-free frames listed one by one
-        self.infer_held: deque | None = deque()  # stream events held until HTTP/3 is recognised (None: done)
+        self.infer_held: deque[tuple] | None = deque()  # stream events held until HTTP/3 is recognised (None: done)
         self.infer_bytes = 0
         self.infer_dropped = 0  # bytes of held events dropped (the oldest, over the bounds)
-        self.mid_rows: set = set()  # request streams seen mid-stream that have their row
+        self.mid_rows: set[int] = set()  # request streams seen mid-stream that have their row
         self.agg_noted = False
         conn.quic = QuicInfo()
 
@@ -379,10 +379,11 @@ class QuicSession:
                     if offered and all(a == "h3" or a.startswith("h3-") for a in offered):
                         self._set_alpn(offered[0])  # EncryptedExtensions not decoded: the client offered only HTTP/3
                     elif offered is None and self.q.joined_late and self.infer_held is not None:
-                        self._infer(ev)  # no handshake, no ALPN: HTTP/3 by the shape of its streams?
+                        self._infer(ev, self.infer_held)  # no handshake, no ALPN: HTTP/3 by the shape of its streams?
                         continue
-                if self.h3 is not None:
-                    self._stream_h3(ev)
+                h3 = self.h3
+                if h3 is not None:
+                    self._stream_h3(h3, ev)
             elif kind == "tls":
                 _, d, epoch, mtype, info, first, packet = ev
                 info_q = conn.quic
@@ -434,19 +435,17 @@ class QuicSession:
                 if ex is not None and ex.error is None:
                     ex.error = f"STOP_SENDING 0x{code:x}"
 
-    def _stream_h3(self, ev) -> None:
+    def _stream_h3(self, h3: Http3Dissector, ev) -> None:
         _, d, sid, off, data, fin, packet = ev
-        h3 = self.h3
         self._h3(h3.stream_data(d, sid, data, packet, fin, off))
         if h3.lenient and sid & 2 == 0 and (d, sid) in h3.mid_streams:
             self._mid_row(d, sid, off, data, packet)
 
-    def _infer(self, ev) -> None:
+    def _infer(self, ev, held: deque[tuple]) -> None:
         """Hold a stream event of a connection joined mid-way until a stream shows HTTP/3;
         then the connection is HTTP/3 (``conn.quic.alpn_inferred``) and the held events are
-        replayed in order."""
+        replayed in order.  ``held``: self.infer_held (not yet None)."""
         _, d, sid, off, data, fin, packet = ev
-        held = self.infer_held
         held.append(ev)
         self.infer_bytes += len(data)
         why = h3_evidence(sid, off, data)
@@ -460,14 +459,14 @@ class QuicSession:
         conn = self.conn
         conn.protocol = "h3"
         conn.quic.alpn_inferred = True
-        self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
-                                 budget=self.ctx.budget("header_decoded_bytes", conn), lenient=True)
+        h3 = self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
+                                      budget=self.ctx.budget("header_decoded_bytes", conn), lenient=True)
         self.ctx.note(conn, f"packet {packet}: " + INFERRED_NOTE.format(why=why))
         if self.infer_dropped:
             self.ctx.note(conn, f"packet {packet}: {self.infer_dropped} bytes of stream data before it were not kept "
                                 f"(over {INFER_HOLD_BYTES} bytes held); their streams are shown as if seen mid-stream")
         for e in held:
-            self._stream_h3(e)
+            self._stream_h3(h3, e)
 
     def _mid_row(self, d, sid, off, data, packet) -> None:
         """A request stream seen mid-stream (lenient): its row, with what is known (the

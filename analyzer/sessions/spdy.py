@@ -61,16 +61,12 @@ from dissectors.spdy import (
 
 from . import end_response, finish_body
 from .tls import wire_packet
+from ..content import BodyDecoder  # decoded body sizes, as the HTTP sessions count them
 from ..model import Connection, Exchange, Frame, OffsetMap
 
 DEFAULT_WINDOW = 64 * 1024
 DIR_NAMES = ("client→server", "server→client")
 REQUEST_NAMES = {":method", ":path", ":host", ":scheme", "method", "url", "host", "scheme"}
-
-try:  # optional: decoded body sizes, as the HTTP sessions count them
-    from ..content import BodyDecoder
-except ImportError:  # pragma: no cover
-    BodyDecoder = None
 
 
 def parse_associated_content(value: str) -> list[dict]:
@@ -102,8 +98,8 @@ class _Stream:
         self.req_done = False
         self.resp_done = False
         self.window = [DEFAULT_WINDOW, DEFAULT_WINDOW]  # send windows of client, server
-        self.stall_since: list = [None, None]
-        self.body = None
+        self.stall_since: list[float | None] = [None, None]
+        self.body: BodyDecoder | None = None
         self.last_s2c = 0
 
 
@@ -132,7 +128,7 @@ class SpdySession:
         self.exchanges: list[Exchange] = []
         self.initial_window = [DEFAULT_WINDOW, DEFAULT_WINDOW]  # for streams sent by client, server
         self.session_window = [DEFAULT_WINDOW, DEFAULT_WINDOW]
-        self.session_stall_since: list = [None, None]
+        self.session_stall_since: list[float | None] = [None, None]
         self.promised: dict[str, int] = {}  # X-Associated-Content URL/path -> parent stream
         self.body_cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         if self.proto:
@@ -179,9 +175,6 @@ class SpdySession:
     def _pkt(self, direction: int, offset: int) -> int:
         return self.maps[direction].packet_at(offset)
 
-    def _stream(self, sid: int) -> _Stream | None:
-        return self.streams.get(sid)
-
     def _new_stream(self, sid: int) -> _Stream:
         ex = self.ctx.new_exchange(self.conn, self.proto or "spdy/3", sid)
         self.exchanges.append(ex)
@@ -193,11 +186,13 @@ class SpdySession:
     # -- frames
     def _frame(self, direction: int, f: SpdyFrame, packet: int):
         ctx = self.ctx
-        if self.proto is None or self.proto_guessed and f.version:
+        proto = self.proto
+        if proto is None or self.proto_guessed and f.version:
             # the first control frame's version names the session; a capture that starts
             # inside one may show DATA frames (no version) first: guessed, and put right later
             v = f.version or self.dis.version
-            self._set_proto("spdy/2" if v == 2 else "spdy/3")
+            proto = "spdy/2" if v == 2 else "spdy/3"
+            self._set_proto(proto)
             self.proto_guessed = v is None
         first = self._pkt(direction, f.offset)
         last = self._pkt(direction, f.end - 1) if f.end > f.offset else first
@@ -214,7 +209,7 @@ class SpdySession:
             time=ctx.time(last),
             connection=self.conn.id,
             direction=direction,
-            protocol=self.proto,
+            protocol=proto,
             stream_id=f.stream_id,
             type=f.type,
             flags=f.flags,
@@ -242,7 +237,8 @@ class SpdySession:
         elif t in (SYN_REPLY, HEADERS):
             self._headers(direction, f, fr)
         elif t == RST_STREAM:
-            st = self._stream(f.stream_id)
+            # (no stream id: a truncated frame, whose error is noted above)
+            st = self.streams.get(f.stream_id) if f.stream_id is not None else None
             if st is not None:
                 ex = st.ex
                 ex.frames += 1
@@ -299,6 +295,8 @@ class SpdySession:
 
     def _syn_stream(self, direction: int, f: SpdyFrame, fr: Frame):
         sid = f.stream_id
+        if sid is None:  # truncated before its stream id: no exchange (the frame's error is noted)
+            return
         fl = f.fields or {}
         if sid in self.streams:
             self.conn.notes.append(f"packet {fr.packet}: SYN_STREAM reuses stream id {sid}")
@@ -352,9 +350,12 @@ class SpdySession:
             self._response_end(st, fr)
 
     def _headers(self, direction: int, f: SpdyFrame, fr: Frame):
-        st = self._stream(f.stream_id)
+        sid = f.stream_id
+        if sid is None:  # truncated before its stream id (the frame's error is noted)
+            return
+        st = self.streams.get(sid)
         if st is None:
-            self._unknown_stream(fr, f)
+            self._unknown_stream(fr, f, sid)
             return
         ex = st.ex
         ex.frames += 1
@@ -385,27 +386,29 @@ class SpdySession:
                 items = parse_associated_content(v)
                 fr.fields = dict(fr.fields or {}, associated_content=items)
                 for it in items:
-                    self.promised[it["url"]] = f.stream_id
-                    self.promised.setdefault(_url_path(it["url"]), f.stream_id)
+                    self.promised[it["url"]] = sid
+                    self.promised.setdefault(_url_path(it["url"]), sid)
             elif kl == "x-subresources":
                 hints = [h.strip().strip('"') for h in v.split(",") if h.strip()]
                 fr.fields = dict(fr.fields or {}, subresources=hints)
         if f.flags & FLAG_FIN:
             self._response_end(st, fr)
 
-    def _unknown_stream(self, fr: Frame, f: SpdyFrame) -> None:
-        """A frame of a stream whose SYN_STREAM is not in the capture: noted once per stream (a
-        capture that starts inside a download would otherwise note every DATA frame)."""
-        if f.stream_id not in self.unknown_noted and len(self.unknown_noted) < 1000:
-            self.unknown_noted.add(f.stream_id)
-            self.conn.notes.append(f"packet {fr.packet}: {f.type} for stream {f.stream_id}, whose SYN_STREAM is not in the capture")
+    def _unknown_stream(self, fr: Frame, f: SpdyFrame, sid: int) -> None:
+        """A frame of stream ``sid`` whose SYN_STREAM is not in the capture: noted once per stream
+        (a capture that starts inside a download would otherwise note every DATA frame)."""
+        if sid not in self.unknown_noted and len(self.unknown_noted) < 1000:
+            self.unknown_noted.add(sid)
+            self.conn.notes.append(f"packet {fr.packet}: {f.type} for stream {sid}, whose SYN_STREAM is not in the capture")
 
     def _data(self, direction: int, f: SpdyFrame, fr: Frame):
-        st = self._stream(f.stream_id)
+        sid = f.stream_id  # (set on every DATA frame; the test costs what _stream's call did)
+        st = self.streams.get(sid) if sid is not None else None
         n = f.length
         self._flow(direction, f, fr, st)
         if st is None:
-            self._unknown_stream(fr, f)
+            if sid is not None:
+                self._unknown_stream(fr, f, sid)
             return
         ex = st.ex
         ex.frames += 1
@@ -421,11 +424,12 @@ class SpdySession:
             ex.response_start, ex.response_start_packet = self.ctx.time(p), p
         ex.response_body_bytes += n
         st.last_s2c = fr.packet
-        if BodyDecoder is not None and n and not (f.fields or {}).get("compressed"):
-            if st.body is None:
-                st.body = BodyDecoder(ex.content_encoding, self.body_cap, ctx=self.ctx, conn=self.conn)
+        if n and not (f.fields or {}).get("compressed"):
+            body = st.body
+            if body is None:
+                body = st.body = BodyDecoder(ex.content_encoding, self.body_cap, ctx=self.ctx, conn=self.conn)
             if f.data is not None:
-                st.body.feed(f.data)
+                body.feed(f.data)
         if f.flags & FLAG_FIN:
             self._response_end(st, fr)
 
@@ -508,8 +512,8 @@ class SpdySession:
             if since is not None and self.session_window[other] > 0:
                 fields["stall_duration"] = fr.time - since
                 self.session_stall_since[other] = None
-        else:
-            st = self._stream(f.stream_id)
+        elif f.stream_id is not None:  # (None: truncated, its error noted)
+            st = self.streams.get(f.stream_id)
             if st is not None:
                 st.ex.frames += 1
                 st.window[other] += inc
