@@ -34,7 +34,7 @@ import sys
 import time
 from array import array
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from .model import LAZY_FIELDS, Analysis, PacketIndex
 
@@ -404,7 +404,7 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
                     progress(an.packets, size, size)
                 an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
                 return an, True
-    an = analyze(path, keylogs=keylogs, progress=progress, **({"limits": limits} if limits else {}))
+    an = analyze(path, keylogs=keylogs, progress=progress, limits=limits or None)
     if key is not None:
         store(key, an)
     return an, False

@@ -17,7 +17,8 @@ import io
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterator, NamedTuple
+from typing import BinaryIO, NamedTuple
+from collections.abc import Iterator
 
 CHUNK = 1 << 20
 UNKNOWN_INTERFACE = 0xFFFFFFFF  # Record.interface of a packet naming an interface no IDB declared

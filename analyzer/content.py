@@ -35,10 +35,10 @@ from __future__ import annotations
 import zlib
 
 import importlib
-from functools import lru_cache
+from functools import cache
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lib(name: str):
     """brotli / zstandard, imported on the first body that needs them (start-up stays small)."""
     try:

@@ -512,6 +512,18 @@ def _rel(x: int, base: int | None) -> int:
     return (x - base) & 0xFFFFFFFF if base is not None else x
 
 
+def _window(st: _TcpState | None, direction: int, flags: int, win: int) -> int:
+    """The calculated window of a segment (``tcp.window_size``): scaled once both SYNs showed
+    a window-scale option (the display-filter field registry reads it)."""
+    if st is None or flags & 0x02:
+        return win
+    if st.syn_seen[0] and st.syn_seen[1]:
+        a, b = st.wscale[0], st.wscale[1]
+        if a is not None and b is not None:
+            return win << (a if direction == 0 else b)
+    return win
+
+
 def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, p: int, end: int, src: str, dst: str) -> tuple[str, int] | None:
     try:
         tcp = dpkt.tcp.TCP(data[p:end])

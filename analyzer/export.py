@@ -121,7 +121,7 @@ def write_atomic(path: str, data: bytes, force: bool = False) -> None:
 def iso_time(t: float) -> str:
     # clamped to years 1-9999 as the capture reader clamps packet times (a time computed from them may still overflow)
     t = min(max(t, -62135510400.0), 253402214399.0) if t == t else 0.0
-    return _dt.datetime.fromtimestamp(t, tz=_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return _dt.datetime.fromtimestamp(t, tz=_dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _headers(hs: list[tuple[str, str]], include_sensitive: bool) -> list[dict]:

@@ -42,7 +42,8 @@ import ipaddress
 import re
 import time as _time
 from array import array
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
+from collections.abc import Callable
 
 from analyzer import fields as _fields
 from analyzer.fields import types as T

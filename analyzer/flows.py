@@ -51,7 +51,7 @@ class TcpDirection:
 
     TAIL = 16384  # delivered bytes kept to tell identical from different retransmissions
 
-    def __init__(self, flow: "TcpFlow", direction: int, max_pending: int):
+    def __init__(self, flow: TcpFlow, direction: int, max_pending: int):
         self.flow = flow
         self.dir = direction
         self.isn: int | None = None  # sequence number of stream offset 0

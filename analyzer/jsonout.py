@@ -263,8 +263,8 @@ def _encode(obj) -> bytes:
     try:
         import orjson
     except ImportError:  # (a dependency; the stdlib gives the same document, slower)
-        orjson = None
-    if orjson is not None:
+        pass
+    else:
         try:
             return orjson.dumps(obj, default=_default, option=orjson.OPT_INDENT_2)
         except TypeError:  # orjson.JSONEncodeError: see above

@@ -106,7 +106,7 @@ class TlsInfo:
         return self._subject is not None or self._cert_der is not None
 
     def __getstate__(self):  # pickled (analysis cache) with the subject resolved: reopening
-        self.certificate_subject  # a cached analysis never loads cryptography.x509
+        _ = self.certificate_subject  # a cached analysis never loads cryptography.x509
         return tuple(getattr(self, n) for n in self.__slots__)
 
     def __setstate__(self, state) -> None:

@@ -188,9 +188,11 @@ class Shard:
         """The cross-connection facts the merge checks (see the module docstring)."""
         from .sessions import CAPTURE_ID
 
-        sh = self.ctx.shared
+        ctx = self.ctx
+        assert ctx is not None, "facts() after start()"  # (once per worker)
+        sh = ctx.shared
         budgets = {}
-        for (name, cid), b in self.ctx._budgets.items():
+        for (name, cid), b in ctx._budgets.items():
             if cid == CAPTURE_ID:
                 budgets[name] = (b.hit, getattr(b, "peak", b.used), b.cap)
         return {"tls": {n: (set(sh[n].stored), set(sh[n].missed)) for n in ("tls12_sessions", "tls12_tickets")
@@ -300,7 +302,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     import copy
 
     pristine = copy.deepcopy(kw["keylog"])  # for a serial rerun: the pass adds pcapng secrets blocks to the key log
-    kids = []
+    kids: list = []
     sys.stdout.flush()
     sys.stderr.flush()
     for k in range(1, n):
@@ -407,7 +409,7 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     allp = [mine, *parts]
     # connection ids: serial order is first-packet order
     order = sorted(((c.first_packet, w, c.id) for w, p in enumerate(allp) for c in p["connections"]))
-    remap = [dict() for _ in allp]  # per worker: local id -> serial id
+    remap: list[dict[int, int]] = [{} for _ in allp]  # per worker: local id -> serial id
     conns = []
     for gid, (_fp, w, lid) in enumerate(order):
         remap[w][lid] = gid
@@ -422,7 +424,7 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
                      if mk[i][1] != mk[i - 1][1] or mk[i][2] != mk[i - 1][2]])
     frames: list = []
     exchanges: list = []
-    ex_new = [dict() for _ in allp]  # per worker: local exchange id -> serial id
+    ex_new: list[dict[int, int]] = [{} for _ in allp]  # per worker: local exchange id -> serial id
     mk_frame, mk_ex = Frame, Exchange
     for _key, w, f0, f1, e0, e1 in _hmerge(*runs):
         p = allp[w]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import time as _time
-from typing import Callable
+from collections.abc import Callable
 
 from .capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
 from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client

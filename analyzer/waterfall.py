@@ -577,7 +577,7 @@ def dns_lookups(an: Analysis) -> list[DnsLookup]:
             name=fl.get("qname") or "", query_time=q[0] if q else t, query_packet=q[1] if q else pkt,
             response_time=t, response_packet=pkt, addresses=addrs, names=names, rcode=fl.get("rcode"),
         ))
-    for (conn, _id, name), (t, pkt) in pending.items():  # unanswered queries
+    for (_conn, _id, name), (t, pkt) in pending.items():  # unanswered queries
         out.append(DnsLookup(name=name or "", query_time=t, query_packet=pkt, response_time=None, response_packet=None))
     out.sort(key=lambda d: d.query_packet)
     return out
@@ -1192,7 +1192,9 @@ def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None
         b = bin_s * m
         if span / b < MAX_THROUGHPUT_BINS:
             break
-    nb = int(span / b) + 1
+    else:  # a span beyond them all (timestamps years apart): as wide as MAX_THROUGHPUT_BINS allows
+        b = span / (MAX_THROUGHPUT_BINS - 1)
+    nb = min(int(span / b) + 1, MAX_THROUGHPUT_BINS)
     down, up = [0] * nb, [0] * nb
     for i in range(n):
         w = way[i]

@@ -48,7 +48,7 @@ class H1Head:
     target: str | None = None
     status: int | None = None  # responses
     reason: str | None = None
-    request: "H1Head | None" = None  # for a response: the request it answers (None if not seen)
+    request: H1Head | None = None  # for a response: the request it answers (None if not seen)
     body: str = "none"  # none | length | chunked | close | tunnel
     content_length: int | None = None
     error: str | None = None

@@ -173,8 +173,8 @@ class H2Frame:
     block_hpack_size: int = 0
     data_length: int = 0  # DATA payload without padding
     data: bytes | None = None  # DATA payload without padding (not kept by the session)
-    block_start: "H2Frame | None" = None  # for the frame that ends a header block: the HEADERS / PUSH_PROMISE
-    block_parts: "list[H2Frame] | None" = None  # for the frame that ends a block: all its frames, in order
+    block_start: H2Frame | None = None  # for the frame that ends a header block: the HEADERS / PUSH_PROMISE
+    block_parts: list[H2Frame] | None = None  # for the frame that ends a block: all its frames, in order
     block_headers: list[tuple[str, str]] | None = None  # for the frame that ends a block: the whole list
     fragment: int = 0  # header block fragment bytes in this frame
     model: Any = None  # free for the session (its Frame for this one)

@@ -361,7 +361,7 @@ class Http3Dissector:
         for d in (0, 1):
             if self.pending_encoder[d] or self.pending_blocks[d]:
                 self._make_decoder(d, {})
-        for (d, sid), st in self.streams.items():
+        for st in self.streams.values():
             if st.cur is not None:
                 f = st.cur
                 f.error = f"capture ends {st.need} bytes before the end of the {f.type} frame"
@@ -374,13 +374,13 @@ class Http3Dissector:
             if lq is not None:  # (blocks are held only when lenient)
                 for f, block in held:
                     self._lenient_headers(lq[d], d, f, block, force=True)
-        for (d, sid), st in self.streams.items():
+        for (_d, sid), st in self.streams.items():
             if st.held is not None:
                 st.held = None
                 st.skip = True
                 self.errors.append((0, f"stream {sid}: unidirectional stream seen mid-stream; its type could not be "
                                        f"inferred from its bytes, not decoded"))
-        for (d, sid), f in list(self.blocked.items()):
+        for f in list(self.blocked.values()):
             f.error = "header block still blocked on QPACK encoder instructions at the end of the capture"
             self.out.append(f)
         self.blocked.clear()

@@ -336,7 +336,7 @@ class LenientQpack:
         best = min(valid, key=lambda c: (self.faults.get(c[0], 0) + c[5] + c[4], c[1])) if valid else None
         if best is not None and best[4] and not force:
             raise Blocked
-        for cap, rank, ric, start, blocked, fault in cands:
+        for cap, _rank, ric, start, blocked, fault in cands:
             self.faults[cap] = self.faults.get(cap, 0) + fault
             if ric is None or start is None:  # (both None, or neither)
                 continue

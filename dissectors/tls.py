@@ -155,7 +155,7 @@ class _Buf:
         n = self.u8() if lenbytes == 1 else self.u16() if lenbytes == 2 else self.u24()
         return self.take(n)
 
-    def sub(self, lenbytes: int) -> "_Buf":
+    def sub(self, lenbytes: int) -> _Buf:
         n = self.u8() if lenbytes == 1 else self.u16() if lenbytes == 2 else self.u24()
         if self.p + n > self.end:
             raise _Short

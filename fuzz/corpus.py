@@ -251,7 +251,7 @@ def seeds() -> dict[str, list[list[tuple]]]:
         _wrap(quic.QuicConnectionDissector, "_frames", "quic_frames", sinks["quic_frames"],
               lambda d, qp, plain, epoch, pkt: (d, epoch, _trim(plain))),
         _wrap(http3.Http3Dissector, "stream_data", "h3", sinks["h3"],
-              lambda d, sid, data, pkt, fin=False: (d, sid, int(fin), _trim(data)) if sid < 64 else None),
+              lambda d, sid, data, pkt, fin=False, offset=0: (d, sid, int(fin), _trim(data)) if sid < 64 else None),
         _wrap(gquic.GquicDissector, "datagram", "gquic", sinks["gquic"], lambda d, data, pkt: (d, _trim(data))),
     ]
     dns_seen: list = []

@@ -443,7 +443,7 @@ def test_web_opens_a_netlog():
         st.wait(e.id)
         assert e.status == "done", e.error
         assert e.analysis.source == "netlog" and len(e.analysis.exchanges) == 13
-        _fig, err, count = cb_waterfall(st, e.id, "v", [], [], [], [], "")
+        _fig, err, count, _why = cb_waterfall(st, e.id, "v", [], [], [], [], "")
         assert err == "" and count == "13 of 13 requests"
         client = create_app(st).server.test_client()
         assert client.get("/").status_code == 200

@@ -121,11 +121,11 @@ def test_cut_h2c_requests_with_unknown_header_names_as_tshark_shows_them(tmp_pat
     cut = tmp_path / "cut.pcapng"
     _editcap("-r", str(src), str(cut), "9-33")  # after the first HEADERS: HPACK table partly unknown
     server = int(_tshark_fields(src, "tcp.dstport", display_filter="tcp.flags.syn == 1 && tcp.flags.ack == 0")[0][0])
-    rows = _tshark_fields(cut, "http2.streamid", "http2.header.name", display_filter="http2.type == 1 && tcp.dstport == %d" % server,
+    rows = _tshark_fields(cut, "http2.streamid", "http2.header.name", display_filter=f"http2.type == 1 && tcp.dstport == {server}",
                           extra=("-d", f"tcp.port=={server},http2"))
     # one HEADERS frame per request here: a request whose frame shows <unknown> names
     truth = 0
-    for sids, names in rows:
+    for _sids, names in rows:
         # frames coalesced in one packet: tshark aggregates; count "<unknown>" per :method
         per = names.split(",")
         starts = [i for i, n in enumerate(per) if n == ":method"]
@@ -263,7 +263,7 @@ def test_amazon_page_load_has_no_background():
                               display_filter="http2.headers.method", keys=Path(kf.name))  # tshark 4.0: no QPACK, HTTP/2 only
     assert rows
     seen, referers = set(), []
-    for t, auth, ref in sorted(rows, key=lambda r: float(r[0])):
+    for _t, auth, ref in sorted(rows, key=lambda r: float(r[0])):
         for a, rf in zip(auth.split(","), (ref.split(",") if ref else [""] * len(auth.split(",")))):
             if rf:
                 referers.append(rf.split("/")[2] in seen)

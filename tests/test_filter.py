@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -231,7 +231,7 @@ KNOWN: dict[tuple[str, str], str] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _analysis(name: str):
     from analyzer.pipeline import analyze
 
@@ -251,7 +251,7 @@ def _tshark_args(an) -> list[str]:
     return args
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tshark(name: str) -> dict[str, list[int] | str]:
     """expression -> packet numbers tshark's -Y selects (or its error text), in one pass."""
     path, keys = _path(name), _keys(name)
@@ -538,7 +538,7 @@ def test_filters_on_mangled_packets_never_raise(tmp_path):
         compiled = [(e, compile_filter(e, "packets")) for e in EXPRESSIONS]
         for n in range(1, an.packets + 1):
             pv = PacketView(ctx, n)
-            for e, f in compiled:
+            for _e, f in compiled:
                 f(pv)  # raises on a bug
         assert 10 in filter_packets(an, src, 'http.request.method == "GET" && http.host == "www.example.test"')
         assert 11 in filter_packets(an, src, "http.response.code == 200")

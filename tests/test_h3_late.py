@@ -11,16 +11,14 @@ tshark on sample_captures/quic/page-h3.pcapng (whose handshake tshark sees).
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES
+from conftest import SAMPLES
 
 from analyzer.pipeline import analyze
 
@@ -237,7 +235,7 @@ def test_qpack_encoder_bytes_equal_tshark_and_are_charged_to_the_requests():
     from analyzer import stats
 
     s = stats.compute(an)
-    d = stats.to_dict(s) if hasattr(stats, "to_dict") else None
+    stats.to_dict(s) if hasattr(stats, "to_dict") else None
     wire = sum(e.request_header_bytes_wire for e in ex)
     decoded = sum(e.request_header_bytes_decoded for e in ex)
     req = s.protocols["h3"].req_headers if hasattr(s, "protocols") else None

@@ -31,9 +31,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
 
-import markup_inputs as mi
+import markup_inputs as mi  # noqa: E402
 
-from analyzer.safetext import UNSAFE, html_text, printable
+from analyzer.safetext import UNSAFE, html_text, printable  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

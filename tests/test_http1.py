@@ -5,7 +5,6 @@ import json
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -73,7 +72,7 @@ def _messages(path, keys, port):
     rows, port = tshark_http(path, keys, port, FIELDS)
     reqs: dict = {}
     resps: dict = {}
-    for num, ts, sport, dport, meth, uri, rver, code, sver, phrase, rlines, slines, stream in rows:
+    for num, ts, sport, dport, meth, uri, rver, code, sver, phrase, rlines, slines, _stream in rows:
         for m, u, v in zip(_sp(meth), _sp(uri), _sp(rver)):
             reqs.setdefault(int(sport), []).append({"packet": int(num), "time": float(ts), "method": m, "uri": u, "version": v,
                                                     "lines": _sp(rlines)})
@@ -145,7 +144,7 @@ def test_bodies_match_tshark(name):
         if e.response_end_packet is not None and not _skip_pipelined(an, e):
             ends.setdefault(e.response_end_packet, []).append(e)
     n = 0
-    for num, cl, chunks, enc in rows:
+    for num, cl, chunks, _enc in rows:
         exs = ends.get(int(num))
         if not exs or len(exs) != 1 or exs[0].method == "HEAD":
             continue
@@ -225,7 +224,7 @@ def test_h2c_upgrade_request_becomes_stream_1():
     assert len(upgrades) == 2
     s1 = tshark_http(path, None, None, ["frame.number", "tcp.dstport", "http2.headers.status", "http2.flags"],
                      yfilter="http2.streamid == 1 && http2.type == 1 && tcp.srcport == 18082")[0]
-    for num, sport, meth, uri, upg, _ in upgrades:
+    for num, sport, meth, uri, _upg, _ in upgrades:
         ex = [e for e in an.exchanges if _client_port(an, e) == int(sport) and e.stream_id == 1]
         assert len(ex) == 1
         ex = ex[0]

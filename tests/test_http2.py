@@ -163,13 +163,13 @@ def _check_exchanges(an, streams, min_requests=1):
         c = conns[ex.connection]
         by_key[(c.client[1], c.server[1], ex.stream_id)] = ex
     checked = 0
-    for (sport, dport, sid), st in streams.items():
+    for (sport, dport, sid), sst in streams.items():
         if sid == 0:
             continue
         ex_c2s = by_key.get((int(sport), int(dport), sid))
         if ex_c2s is None:
             continue  # the server-to-client side of the stream: checked with the client side
-        c2s = st["frames"]
+        c2s = sst["frames"]
         s2c = streams.get((dport, sport, sid), {"frames": []})["frames"]
         ex = ex_c2s
         req = [f for f in c2s if f[2] == 1]
@@ -252,7 +252,7 @@ def test_node_rst_goaway_push_priority_fields():
     for f in _h2(an):
         wf.setdefault(f.packet, []).append(f)
     seen = {"RST_STREAM": 0, "GOAWAY": 0, "PUSH_PROMISE": 0, "prio": 0, "WINDOW_UPDATE": 0}
-    for num, types, sids, rst, gerr, glast, prom, weight, excl, dep, inc in rows:
+    for num, _types, _sids, rst, gerr, glast, prom, weight, excl, dep, inc in rows:
         frames = wf[int(num)]
         rst, gerr, glast, prom, inc = map(_split, (rst, gerr, glast, prom, inc))
         weight, excl, dep = map(_split, (weight, excl, dep))
@@ -326,7 +326,7 @@ def test_header_block_sizes_match_tshark():
         if f.type == "HEADERS":
             wf.setdefault(f.packet, []).append(f)
     n = 0
-    for num, types, flags, blocks, nl, vl, counts in rows:
+    for num, types, _flags, blocks, nl, vl, counts in rows:
         if set(_split(types)) & {"5", "9"}:
             continue  # PUSH_PROMISE / CONTINUATION fields would interleave with the HEADERS ones
         heads = wf[int(num)]
@@ -367,7 +367,7 @@ def _follow(path, port, index=0):
     out = subprocess.run(["tshark", "-n", "-r", str(path), "-q", "-z", f"follow,tcp,raw,{index}"],
                          capture_output=True, text=True, check=True).stdout
     c, s = bytearray(), bytearray()
-    body = out.split("=" * 10)[-2] if "=" * 10 in out else out
+    out.split("=" * 10)[-2] if "=" * 10 in out else out
     for line in out.splitlines():
         if not line or line.startswith(("=", "Follow", "Filter", "Node")):
             continue
@@ -385,8 +385,8 @@ def _tshark_stream_frames(path, port, index, direction_src_port_is_server):
     rows = tshark(path, ["tcp.stream", "tcp.srcport", "http2.streamid", "http2.type", "http2.length"],
                   ["-d", f"tcp.port=={port},http2"])
     out = []
-    for st, sport, sids, types, lengths in rows:
-        if int(st) != index or (int(sport) == port) != direction_src_port_is_server:
+    for tst, sport, sids, types, lengths in rows:
+        if int(tst) != index or (int(sport) == port) != direction_src_port_is_server:
             continue
         for s, t, ln in zip(_split(sids), _split(types), _split(lengths)):
             out.append((int(s), int(t), int(ln)))
@@ -462,7 +462,7 @@ def _ctx(npackets=10):
     for i in range(npackets):
         idx.ts.append(1000.0 + i)
     an = Analysis(path="-", index=idx)
-    for i in range(npackets):
+    for _ in range(npackets):
         idx.proto.append(0)
     conn = Connection(id=0, transport="tcp", client=("127.0.0.1", 1), server=("127.0.0.1", 2))
     an.connections.append(conn)

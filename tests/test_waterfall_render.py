@@ -115,7 +115,7 @@ def test_html_export_labels_never_overlap(samples, tmp_path):
     with pw.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
-            for name, path, keys, an in samples:
+            for name, _path, _keys, an in samples:
                 out = tmp_path / f"{name}.html"
                 export(an, str(out), force=True)
                 wf = waterfall.build(an)

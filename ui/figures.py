@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Iterable
+from collections.abc import Iterable
 
 from analyzer.safetext import html_text
 from analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_LABELS, PHASES, Waterfall
@@ -99,7 +99,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     label_chars = max((len(L.row_label(r)) for r in rows[:max_labels]), default=20) if show_labels else 8
     ml, mr = int(label_chars * CHAR_PX + 16), 24
     narrow = min(width, narrowest or NARROWEST)
-    plot_w = max(width - ml - mr, 200)
+    max(width - ml - mr, 200)
     plot_w_narrow = max(narrow - ml - mr, 200)
     xmax = span / max(1.0 - 64.0 / plot_w_narrow, 0.5)
     min_w = xmax / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
@@ -201,7 +201,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     # --- the throughput track
     if tp is not None and tp.down:
         xs = [_ms(tp.t0, t0) + (k + 0.5) * tp.bin * 1000.0 for k in range(len(tp.down))]
-        unit = f"{tp.bin * 1000:g} ms"
+        f"{tp.bin * 1000:g} ms"
         fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.down], mode="lines", line=dict(color="#2d6fd1", width=1, shape="hv"),
                                  fill="tozeroy", fillcolor="rgba(45,111,209,0.35)", name="▼ server→client",
                                  xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>down</extra>"))
@@ -224,7 +224,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     gap_px = 30
     conn_px = max(CONN_ROW_PX * max(nc, 1), 30) if nc * CONN_ROW_PX <= 4000 else 4000
     track_px = TRACK_PX if tp is not None else 0
-    n_legend = sum(1 for t in fig.data if t.showlegend is not False) 
+    n_legend = sum(1 for t in fig.data if t.showlegend is not False)
     longest = max((len(t.name or "") for t in fig.data if t.showlegend is not False), default=10)
     per_row = max(int(plot_w_narrow // (44 + longest * 6.2)), 1)
     mb = 48 + 22 * (-(-n_legend // per_row)) + 8
@@ -321,7 +321,7 @@ def _bars(go, use_gl: bool, base, dur, ys, colors, hover, name: str, group: str,
     for i, c in enumerate(colors):
         by_color.setdefault(c, []).append(i)
     out = []
-    for k, (col, idxs) in enumerate(by_color.items()):
+    for _k, (col, idxs) in enumerate(by_color.items()):
         xs, yv, tx = [], [], []
         for i in idxs:
             xs += [base[i], base[i] + dur[i], None]

@@ -1,7 +1,8 @@
 """Helpers the per-protocol field modules share."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from .types import NONE, PROTO_OPAQUE, Field
 

@@ -12,7 +12,8 @@ side of a comparison is read according to the field's type, as tshark does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 # value types (the Wireshark FT_* each stands for)
 UINT = "uint"  # FT_UINT8..64, FT_FRAMENUM

@@ -155,7 +155,7 @@ class Context:
             return RawSession(self, conn)
         return klass(self, conn, **kw)
 
-    def sniffer(self, conn: Connection, tls_inside: bool = False) -> "Sniffer":
+    def sniffer(self, conn: Connection, tls_inside: bool = False) -> Sniffer:
         return Sniffer(self, conn, tls_inside)
 
 

@@ -144,7 +144,7 @@ class H2Session:
             if f.model is not None:
                 f.model.error = f.model.error or msg
             self.conn.notes.append(f"packet {f.packet}: {msg}")
-        for sid, st in self.streams.items():
+        for _sid, st in self.streams.items():
             ex = st.ex
             if st.body is not None:
                 self._finish_body(st)

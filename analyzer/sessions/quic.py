@@ -79,7 +79,7 @@ class QuicPackets:
         return ((self.flags[i] >> 2) & 3) + 1
 
 
-def route(ctx, payload) -> tuple["QuicSession", int] | None:
+def route(ctx, payload) -> tuple[QuicSession, int] | None:
     """Session and direction for a datagram whose DCID is a known connection ID."""
     cids = ctx.shared.get("quic_cids")
     if not cids or not payload:

@@ -83,7 +83,7 @@ class TcpConn:
         self.seq = [1000, 5000]
         self.packets: list[bytes] = []
 
-    def handshake(self) -> "TcpConn":
+    def handshake(self) -> TcpConn:
         S, A = dpkt.tcp.TH_SYN, dpkt.tcp.TH_ACK
         self.packets.append(tcp_packet(self.c, self.cport, self.s, self.sport, self.seq[0], 0, S))
         self.packets.append(tcp_packet(self.s, self.sport, self.c, self.cport, self.seq[1], self.seq[0] + 1, S | A))
@@ -91,7 +91,7 @@ class TcpConn:
         self.packets.append(tcp_packet(self.c, self.cport, self.s, self.sport, self.seq[0], self.seq[1], A))
         return self
 
-    def send(self, direction: int, data: bytes, segment: int = 1400) -> "TcpConn":
+    def send(self, direction: int, data: bytes, segment: int = 1400) -> TcpConn:
         A, P = dpkt.tcp.TH_ACK, dpkt.tcp.TH_PUSH
         src, sp, dst, dp = (self.c, self.cport, self.s, self.sport) if direction == 0 else (self.s, self.sport, self.c, self.cport)
         for i in range(0, len(data), segment):

@@ -4,7 +4,7 @@ up front: ~30 s for 100 k rows)."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -104,23 +104,23 @@ class LineList(ScrollView, can_focus=True):
     ]
 
     class Moved(Message):
-        def __init__(self, widget: "LineList", index: int) -> None:
+        def __init__(self, widget: LineList, index: int) -> None:
             super().__init__()
             self.widget = widget
             self.index = index
 
         @property
-        def control(self) -> "LineList":
+        def control(self) -> LineList:
             return self.widget
 
     class Chosen(Message):
-        def __init__(self, widget: "LineList", index: int) -> None:
+        def __init__(self, widget: LineList, index: int) -> None:
             super().__init__()
             self.widget = widget
             self.index = index
 
         @property
-        def control(self) -> "LineList":
+        def control(self) -> LineList:
             return self.widget
 
     CACHE = 4096
@@ -314,7 +314,7 @@ class HexView(ScrollView, can_focus=True):
     WIDTH = 16
 
     class SourceChanged(Message):
-        def __init__(self, view: "HexView") -> None:
+        def __init__(self, view: HexView) -> None:
             super().__init__()
             self.view = view
 

@@ -19,7 +19,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 DEFAULT_UPLOAD_LIMIT = 200 * 1024 * 1024
 DEFAULT_KEYLOG_LIMIT = 16 * 1024 * 1024
@@ -408,7 +409,7 @@ class WebState:
                         self._opened.discard(t)
                         self._used[t] = min(self._used.get(t, now), e.last_used)
             in_use = {p for e in self.entries.values() for p in [e.path, *e.keylogs]}
-            for token, (kind, path, name, size) in list(self._staged.items()):
+            for token, (_kind, path, _name, _size) in list(self._staged.items()):
                 if token in self._opened or path in in_use:
                     continue
                 if now - self._used.get(token, now) > life:
