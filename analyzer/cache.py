@@ -25,6 +25,8 @@ found, nothing is written.  Entries are written atomically; the cache is kept un
 """
 from __future__ import annotations
 
+from typing import Any
+
 import gc
 import hashlib
 import json
@@ -404,7 +406,8 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
                     progress(an.packets, size, size)
                 an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
                 return an, True
-    an = analyze(path, keylogs=keylogs, progress=progress, limits=limits or None)
+    kw: dict[str, Any] = {"limits": limits} if limits else {}  # (a stand-in analyze may not take limits)
+    an = analyze(path, keylogs=keylogs, progress=progress, **kw)
     if key is not None:
         store(key, an)
     return an, False
