@@ -20,7 +20,7 @@ from analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_captures"
-AMAZON = Path("/work/shared/captures/pageload-amazon")
+AMAZON = ROOT.parent / "shared" / "captures" / "pageload-amazon"  # (../shared beside the checkout)
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run"]
