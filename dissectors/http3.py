@@ -187,20 +187,8 @@ def block_size_bound(block, max_entry: int) -> int:
     return total
 
 
-def required_insert_count(enc: int, max_entries: int, total_inserts: int) -> int | None:
-    """RFC 9204 §4.5.1.1: the Required Insert Count from its encoded form (None: invalid)."""
-    if enc == 0:
-        return 0
-    full = 2 * max_entries
-    if full == 0 or enc > full:
-        return None
-    max_value = total_inserts + max_entries
-    ric = (max_value // full) * full + enc - 1
-    if ric > max_value:
-        if ric <= full:
-            return None
-        ric -= full
-    return ric if ric > 0 else None
+# RFC 9204 §4.5.1.1, one copy for the exact and the lenient decoder
+required_insert_count = ql.required_insert_count
 
 
 def is_grease(v: int) -> bool:
