@@ -143,6 +143,21 @@ def _bar_xy(pg, index: int):
         return [r.left + L._size.l + L.xaxis.l2p(best[0] + best[1] / 2), r.top + L._size.t + L.yaxis.l2p(i)]; }""", index)
 
 
+def _click_bar(pg, index: int, selector: str) -> None:
+    """Click row `index`'s bar until `selector` shows, as a person clicks again when the figure was
+    still being redrawn under the pointer (a second render after the first can swallow a click)."""
+    for attempt in range(3):
+        x, y = _bar_xy(pg, index)
+        pg.mouse.click(x, y)
+        try:
+            pg.wait_for_selector(selector, timeout=5000)
+            return
+        except playwright_api.TimeoutError:
+            if attempt == 2:
+                raise
+            pg.wait_for_timeout(300)
+
+
 def test_state_in_the_url_survives_a_reload(server, pg):
     st, url, ids = server
     truth = tshark_requests(H2, H2K)
@@ -151,9 +166,7 @@ def test_state_in_the_url_survives_a_reload(server, pg):
     pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
     # click a bar (row 9, /js/vendor.js: one long enough to point at): highlighted, its detail
     # beside the waterfall, on screen
-    x, y = _bar_xy(pg, 8)
-    pg.mouse.click(x, y)
-    pg.wait_for_selector("#detail-title")
+    _click_bar(pg, 8, "#detail-title")
     pg.wait_for_function("() => (document.querySelector('#waterfall .js-plotly-plot').layout.shapes || []).some(s => s.name === 'selected')")
     shapes = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot').layout.shapes.filter(s => s.name === 'selected')")
     assert len(shapes) == 1 and shapes[0]["y0"] == 7.5 and shapes[0]["y1"] == 8.5
@@ -198,9 +211,7 @@ def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
     truth = tshark_requests(H2, H2K)
     pg.goto(url + f"?capture={ids['good']}")
     pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
-    x, y = _bar_xy(pg, 0)
-    pg.mouse.click(x, y)
-    pg.wait_for_selector("#detail-packets .pktlink")
+    _click_bar(pg, 0, "#detail-packets .pktlink")
     link = pg.locator("#detail-packets .pktlink").first
     n = int(link.inner_text())
     link.click()
