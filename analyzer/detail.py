@@ -976,7 +976,7 @@ def _h3_header_len(fr: Frame, data: bytes, pos: int) -> int:
             p += 1 << (data[p] >> 6)
         else:
             return p - pos
-    from dissectors.http3 import FRAME_TYPES
+    from wirefall.dissectors.http3 import FRAME_TYPES
 
     code = next((c for c, nm in FRAME_TYPES.items() if nm == fr.type), 0x21)
     return _vlen(code) + _vlen(fr.length)
@@ -1413,8 +1413,8 @@ def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end:
 def _record_decryptor(analysis: Analysis, tab, d: int, key: int):
     from collections import OrderedDict
 
-    from analyzer.sessions.tls import KEY_APP, KEY_EARLY, KEY_HANDSHAKE
-    from dissectors.tls_crypto import Tls13RecordDecryptor, suite_params, tls12_decryptors
+    from wirefall.analyzer.sessions.tls import KEY_APP, KEY_EARLY, KEY_HANDSHAKE
+    from wirefall.dissectors.tls_crypto import Tls13RecordDecryptor, suite_params, tls12_decryptors
 
     cache = analysis.__dict__.get("_wf_tls_dec")
     if cache is None:
@@ -1460,7 +1460,7 @@ def _record_decryptor(analysis: Analysis, tab, d: int, key: int):
 
 
 def _redecrypt(analysis: Analysis, source, cid: int, d: int, tab, i: int) -> bytes | str:
-    from dissectors.tls_crypto import DecryptError
+    from wirefall.dissectors.tls_crypto import DecryptError
 
     got = _record_decryptor(analysis, tab, d, tab.key[i])
     if isinstance(got, str):
@@ -1573,7 +1573,7 @@ def decrypted_quic(analysis: Analysis, source, n: int) -> list[DecryptedQuic]:
             elif len(pt) != r.pt_length:
                 r.error = f"decrypted again to {len(pt)} bytes, not {r.pt_length}"
             else:
-                from dissectors.quic import frame_starts
+                from wirefall.dissectors.quic import frame_starts
 
                 r.data = pt
                 r.starts = frame_starts(pt, r.epoch)
@@ -1601,8 +1601,8 @@ def _quic_keys(analysis: Analysis, tab, d: int, key: int):
     """PacketKeys for row key ``key`` of ``tab`` in direction ``d`` (cached), or a reason."""
     from collections import OrderedDict
 
-    from dissectors import quic_crypto as qc
-    from dissectors.quic import SECRET_LABELS
+    from wirefall.dissectors import quic_crypto as qc
+    from wirefall.dissectors.quic import SECRET_LABELS
 
     cache = analysis.__dict__.get("_wf_quic_dec")
     if cache is None:
@@ -1638,7 +1638,7 @@ def _quic_keys(analysis: Analysis, tab, d: int, key: int):
 
 
 def _quic_redecrypt(analysis: Analysis, payload: bytes, tab, d: int, i: int) -> bytes | str:
-    from dissectors.quic_crypto import DecryptError
+    from wirefall.dissectors.quic_crypto import DecryptError
 
     off, ln, hl = tab.offset[i], tab.length[i], tab.hdr_len[i]
     if off + ln > len(payload):

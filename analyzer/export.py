@@ -383,7 +383,7 @@ def _quic_packets(an: Analysis, conn) -> list | None:
     """Re-decode the QUIC packets of one UDP connection (header facts and, with keys,
     frames) with the QUIC dissector.  None when the dissector is unavailable."""
     try:
-        from dissectors.quic import QuicConnectionDissector
+        from wirefall.dissectors.quic import QuicConnectionDissector
     except ImportError:
         return None
     from .capture import PacketSource

@@ -45,10 +45,10 @@ from array import array
 from typing import Any, NoReturn
 from collections.abc import Callable
 
-from analyzer import fields as _fields
-from analyzer.fields import types as T
-from analyzer.fields.packet import PacketContext, PacketView
-from analyzer.fields.wirefall import SHORT
+from wirefall.analyzer import fields as _fields
+from wirefall.analyzer.fields import types as T
+from wirefall.analyzer.fields.packet import PacketContext, PacketView
+from wirefall.analyzer.fields.wirefall import SHORT
 
 MAX_DEPTH = 100  # parentheses, not, and nested arithmetic
 MAX_TERMS = 10000  # comparisons in one filter
@@ -203,7 +203,7 @@ def _loose(op: str, a: Any, b: Any) -> bool:
 def _known_short() -> dict[str | None, set[str]]:
     from dataclasses import fields as dfields
 
-    from analyzer.model import Connection, Exchange, Frame
+    from wirefall.analyzer.model import Connection, Exchange, Frame
 
     fr = {f.name for f in dfields(Frame)}
     ex = {f.name for f in dfields(Exchange)} | {"header", "headers"}

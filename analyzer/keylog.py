@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, BinaryIO
 
-from dissectors.budget import Budget
+from wirefall.dissectors.budget import Budget
 
 if TYPE_CHECKING:
     from .capture import Inflate

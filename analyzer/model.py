@@ -85,7 +85,7 @@ class TlsInfo:
     @property
     def certificate_subject(self) -> str | None:
         if self._subject is None and self._cert_der is not None:
-            from dissectors.tls import certificate_subject
+            from wirefall.dissectors.tls import certificate_subject
 
             der, self._cert_der = self._cert_der, None
             self._subject = certificate_subject(der)

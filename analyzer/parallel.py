@@ -118,7 +118,7 @@ class _WatchedSet(set):
 
 
 def _tracked_budget_class():
-    from dissectors.budget import Budget
+    from wirefall.dissectors.budget import Budget
 
     class Tracked(Budget):
         """A capture-level budget that keeps its peak use."""

@@ -373,7 +373,7 @@ def _udp_kind(sport: int, dport: int, payload) -> str | None:
     if sport in (53, 5353) or dport in (53, 5353):
         return "dns"
     try:
-        from dissectors.quic import looks_like_quic
+        from wirefall.dissectors.quic import looks_like_quic
     except ImportError:
         return None
     return "quic" if looks_like_quic(payload) is not None else None
@@ -381,8 +381,8 @@ def _udp_kind(sport: int, dport: int, payload) -> str | None:
 
 def _quic_like(payload) -> bool:
     """What QuicSession waits for before it decodes (IETF QUIC invariants or gQUIC)."""
-    from dissectors.gquic import is_gquic
-    from dissectors.quic import looks_like_quic
+    from wirefall.dissectors.gquic import is_gquic
+    from wirefall.dissectors.quic import looks_like_quic
 
     return looks_like_quic(payload) is not None or is_gquic(payload)
 

@@ -587,7 +587,7 @@ def _read_dns_packets(an: Analysis) -> list[tuple[int, float, int, dict]]:
     dns_conns = {c.id for c in an.connections if c.protocol == "dns"}
     if not dns_conns or not len(an.index):
         return []
-    from dissectors import dns as dnsd
+    from wirefall.dissectors import dns as dnsd
 
     from .capture import PacketSource
     from .packet import Decoder

@@ -88,7 +88,7 @@ class Net:
 
     def __enter__(self):
         if self.mtu:
-            from lab.net import LabNet
+            from wirefall.lab.net import LabNet
 
             if not shutil.which("ethtool"):
                 sys.exit("bench: ethtool is missing (Debian: ethtool)")
@@ -386,7 +386,7 @@ def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: in
     got = _interleaved({"wf1": (wf_cmd + ["-j", "1"], WF_ENV), "wf2": (wf_cmd + ["-j", "2"], WF_ENV),
                         "tshark": (["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-T", "fields",
                                     *(x for f in fields for x in ("-e", f))], None)}, repeat)
-    from analyzer.parallel import AUTO_MIN_BYTES
+    from wirefall.analyzer.parallel import AUTO_MIN_BYTES
 
     ts = got["tshark"]
     res["wirefall_1"], res["wirefall_2"] = got["wf1"], got["wf2"]

@@ -52,7 +52,7 @@ from typing import Any
 
 import hpack
 
-from dissectors.budget import Budget
+from wirefall.dissectors.budget import Budget
 from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable

@@ -47,7 +47,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from dissectors.budget import Budget
+from wirefall.dissectors.budget import Budget
 
 # SPDY/2 header dictionary: the string of the SPDY/2 draft with its terminating NUL
 # (907 bytes, Adler-32 0xdfa251b2).  Source: Chromium net/spdy/spdy_protocol.h kV2Dictionary

@@ -109,14 +109,14 @@ def replay(target: str, ops: list[tuple], limits: dict | None = None) -> list:
     limits = limits or {}
     out: list = []
     if target == "http1":
-        from dissectors.http1 import H1Connection
+        from wirefall.dissectors.http1 import H1Connection
 
         c = H1Connection(max_head=limits.get("http1_header_bytes", 1 << 20), max_fields=limits.get("http1_header_count", 1000))
         for i, (d, data) in enumerate(ops, 1):
             out += c.gap(d & 1, len(data), i) if d & 0x80 else c.receive(d & 1, data, i)
         out += c.end()
     elif target == "h2":
-        from dissectors.http2 import H2Connection
+        from wirefall.dissectors.http2 import H2Connection
 
         c = H2Connection(mid_stream=bool(ops and ops[0][0] & 0x40), max_header_list=limits.get("hpack_header_list", 1 << 20),
                          max_continuation=limits.get("continuation_frames", 1000))
@@ -127,7 +127,7 @@ def replay(target: str, ops: list[tuple], limits: dict | None = None) -> list:
                 out += c.receive(d & 1, data, i)
         out += c.notes
     elif target == "spdy":
-        from dissectors.spdy import SpdyConnection
+        from wirefall.dissectors.spdy import SpdyConnection
 
         c = SpdyConnection(header_limit=limits.get("spdy_header_block", 1 << 20))
         for d, data in ops:
@@ -135,14 +135,14 @@ def replay(target: str, ops: list[tuple], limits: dict | None = None) -> list:
     elif target == "tls":
         out += _replay_tls(ops)
     elif target == "quic":
-        from dissectors.quic import QuicConnectionDissector
+        from wirefall.dissectors.quic import QuicConnectionDissector
 
         q = QuicConnectionDissector(None, limits.get("quic_stream_buffer", 16 << 20))
         for i, (d, data) in enumerate(ops, 1):
             out += q.datagram(d & 1, data, i)
             out += q.pop_events()
     elif target == "quic_frames":
-        from dissectors.quic import QuicConnectionDissector, QuicPacket
+        from wirefall.dissectors.quic import QuicConnectionDissector, QuicPacket
 
         q = QuicConnectionDissector(None, limits.get("quic_stream_buffer", 16 << 20))
         ptypes = ("Initial", "0-RTT", "Handshake", "1-RTT")
@@ -152,7 +152,7 @@ def replay(target: str, ops: list[tuple], limits: dict | None = None) -> list:
             out += qp.frames
             out += q.pop_events()
     elif target == "h3":
-        from dissectors.http3 import Http3Dissector
+        from wirefall.dissectors.http3 import Http3Dissector
 
         h = Http3Dissector(limits.get("hpack_header_list", 1 << 20))
         for i, (d, sid, fin, data) in enumerate(ops, 1):
@@ -160,13 +160,13 @@ def replay(target: str, ops: list[tuple], limits: dict | None = None) -> list:
         out += h.finish()
         out += h.errors
     elif target == "gquic":
-        from dissectors.gquic import GquicDissector
+        from wirefall.dissectors.gquic import GquicDissector
 
         g = GquicDissector()
         for i, (d, data) in enumerate(ops, 1):
             out.append(g.datagram(d & 1, data, i))
     elif target == "dns":
-        from dissectors import dns
+        from wirefall.dissectors import dns
 
         for (data,) in ops:
             try:
@@ -179,7 +179,7 @@ def replay(target: str, ops: list[tuple], limits: dict | None = None) -> list:
 
 
 def _replay_tls(ops):
-    from dissectors import tls as T
+    from wirefall.dissectors import tls as T
 
     readers = (T.RecordReader(), T.RecordReader())
     hs = (T.HandshakeReader(), T.HandshakeReader())
@@ -235,10 +235,10 @@ def _trim(b) -> bytes:
 @lru_cache(maxsize=1)
 def seeds() -> dict[str, list[list[tuple]]]:
     """Record seeds from the available sample captures (a few seconds; cached)."""
-    from analyzer.keylog import KeyLog
-    from analyzer.pipeline import analyze
-    from dissectors import dns, gquic, http1, http2, http3, quic, spdy
-    from dissectors import tls as T
+    from wirefall.analyzer.keylog import KeyLog
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.dissectors import dns, gquic, http1, http2, http3, quic, spdy
+    from wirefall.dissectors import tls as T
 
     sinks: dict[str, dict] = {t: {} for t in HEADERS}
     patches = [
@@ -290,8 +290,8 @@ def seeds() -> dict[str, list[list[tuple]]]:
 
 def _dns_payloads(n: int) -> list:
     """DNS messages (UDP port 53) of the real Amazon page load, read without analysing it."""
-    from analyzer.capture import read_capture
-    from analyzer.packet import PROTO_UDP, Decoder
+    from wirefall.analyzer.capture import read_capture
+    from wirefall.analyzer.packet import PROTO_UDP, Decoder
 
     cap = SHARED / "pageload-amazon/amazon1.cap.gz"
     if n <= 0 or not cap.exists():
@@ -400,8 +400,8 @@ def analyze_bytes(raw: bytes, keys: str | None = None, limits: dict | None = Non
     ``keep`` the file stays while the returned Analysis lives (views re-read packets)."""
     import weakref
 
-    from analyzer.keylog import KeyLog
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.keylog import KeyLog
+    from wirefall.analyzer.pipeline import analyze
 
     kl = KeyLog()
     if keys:

@@ -59,13 +59,13 @@ def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, 
     import atheris
 
     with atheris.instrument_imports(include=["dissectors", "analyzer"]):
-        from analyzer.capture import CaptureError, CaptureInfo, read_capture
+        from wirefall.analyzer.capture import CaptureError, CaptureInfo, read_capture
         from fuzz import corpus
-        import analyzer.pipeline  # noqa: F401  (instrumented before first use)
-        import dissectors.http1, dissectors.http2, dissectors.spdy, dissectors.tls  # noqa: E401,F401
-        import dissectors.quic, dissectors.http3, dissectors.gquic, dissectors.dns  # noqa: E401,F401
-        import analyzer.sessions.tls, analyzer.sessions.http1, analyzer.sessions.http2  # noqa: E401,F401
-        import analyzer.sessions.spdy, analyzer.sessions.quic, analyzer.sessions.dns  # noqa: E401,F401
+        import wirefall.analyzer.pipeline  # noqa: F401  (instrumented before first use)
+        import wirefall.dissectors.http1, wirefall.dissectors.http2, wirefall.dissectors.spdy, wirefall.dissectors.tls  # noqa: E401,F401
+        import wirefall.dissectors.quic, wirefall.dissectors.http3, wirefall.dissectors.gquic, wirefall.dissectors.dns  # noqa: E401,F401
+        import wirefall.analyzer.sessions.tls, wirefall.analyzer.sessions.http1, wirefall.analyzer.sessions.http2  # noqa: E401,F401
+        import wirefall.analyzer.sessions.spdy, wirefall.analyzer.sessions.quic, wirefall.analyzer.sessions.dns  # noqa: E401,F401
 
     keys = [k for _, _, k in corpus.small_captures(1)] if target == "pipeline" else []
     tmp = Path("/dev/shm" if os.path.isdir("/dev/shm") else workdir) / f"wirefall-fuzz-{os.getpid()}.pcap"

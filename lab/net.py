@@ -266,7 +266,7 @@ class LabNet:
                 pass
             log = open(os.path.join(str(workdir), "relay.log"), "w")
             self.relay = self.procs.start("relay", [
-                sys.executable, "-m", "lab.net", "relay", "--tun-a", self.client_if, "--tun-b", self.server_if,
+                sys.executable, "-m", "wirefall.lab.net", "relay", "--tun-a", self.client_if, "--tun-b", self.server_if,
                 "--delay-ms", str(rtt_ms / 2), "--loss-pct", str(loss_pct), "--seed", str(seed),
                 "--stats", self.relay_stats_path], stdout=subprocess.PIPE, stderr=log, text=True)
             assert self.relay.stdout is not None  # stdout=PIPE
@@ -311,14 +311,14 @@ class LabNet:
 
     def measure(self, workdir, connects=20, udp=200) -> dict:
         """RTT by TCP connect timing and loss by UDP echo probes, across the lab's link."""
-        echo = self.procs.start("echo", self.server_cmd([sys.executable, "-m", "lab.net", "echo",
+        echo = self.procs.start("echo", self.server_cmd([sys.executable, "-m", "wirefall.lab.net", "echo",
                                                          "--host", SERVER_IP, "--port", str(PROBE_PORT)]),
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             if echo.stdout.readline().strip() != "ready":
                 raise RuntimeError("probe echo server did not start")
             # space the probes so they do not queue behind each other at a low rate
-            r = subprocess.run(self.client_cmd([sys.executable, "-m", "lab.net", "probe", "--host", SERVER_IP,
+            r = subprocess.run(self.client_cmd([sys.executable, "-m", "wirefall.lab.net", "probe", "--host", SERVER_IP,
                                                 "--port", str(PROBE_PORT), "--connects", str(connects),
                                                 "--udp", str(udp), "--spacing-ms", "5"]),
                                capture_output=True, text=True, timeout=120)

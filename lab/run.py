@@ -97,7 +97,7 @@ def _mean(xs):
 def summarise(conditions: list[dict], runs: list[dict], protos: list[str], baseline: str) -> dict:
     """Per condition: each protocol's page figures averaged over runs, and every protocol against
     the baseline (the whitepaper's A/B/difference/speedup with A = baseline)."""
-    from analyzer.compare import PAGE_ROWS
+    from wirefall.analyzer.compare import PAGE_ROWS
 
     out = []
     for c in conditions:
@@ -124,7 +124,7 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
 
 
 def _fmt(key: str, v) -> str:
-    from analyzer.compare import _fmt as cfmt
+    from wirefall.analyzer.compare import _fmt as cfmt
 
     if isinstance(v, float) and key not in ("page_load_time",) and not key.endswith("compression"):
         return f"{v:,.0f}" if v.is_integer() else f"{v:,.1f}"  # a count averaged over runs
@@ -132,7 +132,7 @@ def _fmt(key: str, v) -> str:
 
 
 def render_summary(s: dict) -> str:
-    from analyzer.compare import PAGE_ROWS
+    from wirefall.analyzer.compare import PAGE_ROWS
 
     protos, base = s["protocols"], s["baseline"]
     lines = [f"wirefall lab: every protocol against {base} (means over runs; speedup = ({base} − X) / {base})", ""]
@@ -185,9 +185,9 @@ def _write_json(path: Path, obj) -> None:
 
 def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print) -> dict:
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
-    from analyzer.compare import compare, page_figures, render_text
+    from wirefall.analyzer.compare import compare, page_figures, render_text
     from .net import LabNet
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     sac = _scripts()
     if os.geteuid() != 0:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from analyzer.model import Analysis, Frame
+from wirefall.analyzer.model import Analysis, Frame
 
 MAX_REPORTED = 500
 
@@ -166,7 +166,7 @@ TCP_ARGS = ("-o", "tcp.reassemble_out_of_order:TRUE")
 
 # -- HTTP/2 ----------------------------------------------------------------------------------
 def _h2_type(v: str) -> str:
-    from dissectors.http2 import frame_name
+    from wirefall.dissectors.http2 import frame_name
 
     return frame_name(int(v, 0))
 
@@ -342,7 +342,7 @@ _QUIC_DETAIL[0x19] = (("quic.rci.sequence",), lambda f: (_fl(f).get("sequence"),
 _QUIC_DETAIL[0x1C] = (("quic.cc.error_code",), lambda f: (_fl(f).get("error_code"),))
 _QUIC_DETAIL[0x1D] = (("quic.cc.error_code.app",), lambda f: (_fl(f).get("error_code"),))
 def _quic_name(ft: int) -> str:
-    from dissectors.quic import FRAME_NAMES
+    from wirefall.dissectors.quic import FRAME_NAMES
 
     return FRAME_NAMES.get(ft, f"0x{ft:x}")
 
@@ -384,7 +384,7 @@ _QUIC_TRIAL = ("frames of a QUIC connection whose start the capture missed, in p
 
 def _quic_trial_conns(an: Analysis) -> set[int]:
     """QUIC connections whose first packet in the capture is not the client's first Initial."""
-    from analyzer.sessions.quic import TRIAL_NOTE
+    from wirefall.analyzer.sessions.quic import TRIAL_NOTE
 
     late = {c.id for c in an.connections if c.transport == "udp" and any(TRIAL_NOTE in n for n in c.notes)}
     first = {c.id: c.first_packet for c in an.connections if c.transport == "udp" and c.quic is not None}
@@ -524,7 +524,7 @@ _H3_INSIDE = "HTTP/3 frame headers tshark reads from inside a frame that spans S
 
 
 def _h3_name(code: int) -> str:
-    from dissectors.http3 import FRAME_TYPES, is_grease
+    from wirefall.dissectors.http3 import FRAME_TYPES, is_grease
 
     return FRAME_TYPES.get(code) or ("GREASE" if is_grease(code) else f"UNKNOWN_0x{code:x}")
 
@@ -570,7 +570,7 @@ def _h3_inside(an: Analysis, tframes: list[TFrame]) -> set[int]:
     wirefall reassembled across STREAM frames (same connection, direction and stream).
     tshark 4.0 can lose its place in such a stream (aioquic sends a HEADERS frame's type byte
     alone in one STREAM frame) and then reads a frame header from the middle of a DATA frame."""
-    from analyzer.detail import _h3_header_len
+    from wirefall.analyzer.detail import _h3_header_len
 
     spans: dict[tuple, list[tuple[int, int]]] = {}
     for f in an.frames:
@@ -697,7 +697,7 @@ def _tls_mid_conns(an: Analysis) -> set[int]:
 
 
 def _tls_no_sh_conns(an: Analysis) -> set[int]:
-    from analyzer.sessions.tls import NO_SERVER_HELLO
+    from wirefall.analyzer.sessions.tls import NO_SERVER_HELLO
 
     return {c.id for c in an.connections if c.tls is not None and any(NO_SERVER_HELLO in n for n in c.notes)}
 
@@ -1034,7 +1034,7 @@ _GAP = ("frames after bytes missing from the capture in their direction (tshark'
         "missing bytes and shows nothing more there; wirefall resynchronises)")
 def _tcp_gaps(an: Analysis) -> dict[tuple[int, int], int]:
     """(connection, direction) -> packet of the first bytes the capture lost, from the notes."""
-    from analyzer.waterfall import _GAP_NOTE  # the note analyzer/flows.py writes for a gap
+    from wirefall.analyzer.waterfall import _GAP_NOTE  # the note analyzer/flows.py writes for a gap
 
     out: dict[tuple[int, int], int] = {}
     for c in an.connections:
@@ -1107,7 +1107,7 @@ def crosscheck_report(path: str, keylogs: list[str] | None = None, protocols: It
                       analysis: Analysis | None = None, tshark: str = "tshark") -> dict[str, Result]:
     """Per protocol: counts and disagreements between wirefall and tshark on ``path``."""
     if analysis is None:
-        from analyzer.pipeline import analyze
+        from wirefall.analyzer.pipeline import analyze
 
         analysis = analyze(path, keylogs=keylogs)
     specs = [PROTOCOLS[n] for n in (protocols or list(PROTOCOLS))]

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analyzer.sessions import DEFAULT_LIMITS  # noqa: E402
+from wirefall.analyzer.sessions import DEFAULT_LIMITS  # noqa: E402
 from fuzz import corpus  # noqa: E402
 
 SAMPLES = ROOT / "sample_captures"
@@ -66,7 +66,7 @@ def _spdy3_frames(block: bytes) -> bytes:
 
 
 def _spdy3_block(pairs: list[tuple[bytes, bytes]]) -> bytes:
-    from dissectors.spdy import dictionary
+    from wirefall.dissectors.spdy import dictionary
 
     raw = struct.pack(">I", len(pairs)) + b"".join(struct.pack(">I", len(k)) + k + struct.pack(">I", len(v)) + v for k, v in pairs)
     c = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary(3))
@@ -74,7 +74,7 @@ def _spdy3_block(pairs: list[tuple[bytes, bytes]]) -> bytes:
 
 
 def test_spdy_header_block_bomb_is_capped_and_next_frame_decodes():
-    from dissectors.spdy import SpdyConnection
+    from wirefall.dissectors.spdy import SpdyConnection
 
     block = _spdy3_block([(b":method", b"GET"), (b"x-bomb", b"A" * (32 << 20))])
     assert len(block) < 64 * 1024  # 32 MB of header value in a small block
@@ -117,7 +117,7 @@ def test_hpack_bomb_is_capped_and_next_frame_decodes():
     """One 4 KB dynamic-table entry referenced 2000 times: 8 MB of headers from 2 KB."""
     import hpack
 
-    from dissectors.http2 import H2Connection
+    from wirefall.dissectors.http2 import H2Connection
 
     enc = hpack.Encoder()
     first = enc.encode([(":method", "GET"), (":path", "/"), ("x-big", "B" * 4000)])
@@ -140,7 +140,7 @@ def test_hpack_dynamic_table_size_update_above_settings_is_marked():
     (4096 by default) is a decoding error; the next frames still decode."""
     import hpack
 
-    from dissectors.http2 import H2Connection
+    from wirefall.dissectors.http2 import H2Connection
 
     enc = hpack.Encoder()
     enc.header_table_size = 1 << 20  # emits a dynamic table size update of 1 MiB
@@ -167,7 +167,7 @@ def test_hpack_header_list_limit_from_ctx_limits_on_real_capture():
 def test_continuation_flood_is_capped_and_decoding_goes_on():
     import hpack
 
-    from dissectors.http2 import H2Connection
+    from wirefall.dissectors.http2 import H2Connection
 
     block = hpack.Encoder().encode([(":method", "GET"), (":path", "/")])
     flood = h2frame(1, 0x1, 1, block[:1]) + h2frame(9, 0, 1, b"") * 5000 + h2frame(9, 0x4, 1, block[1:])
@@ -183,7 +183,7 @@ def test_continuation_flood_is_capped_and_decoding_goes_on():
 
 
 def test_settings_flood_is_bounded():
-    from dissectors.http2 import H2Connection
+    from wirefall.dissectors.http2 import H2Connection
 
     one = h2frame(4, 0, 0, struct.pack(">HI", 1, 4096) * 10)
     c = H2Connection()
@@ -212,7 +212,7 @@ def _h3_frame(t: int, payload: bytes) -> bytes:
 def test_qpack_header_list_limit_marks_frame():
     from pylsqpack import Encoder
 
-    from dissectors.http3 import Http3Dissector
+    from wirefall.dissectors.http3 import Http3Dissector
 
     enc = Encoder()
     _, block = enc.encode(0, [(b":method", b"GET"), (b":path", b"/"), (b"x-big", b"C" * 5000)])
@@ -231,7 +231,7 @@ def test_qpack_header_list_limit_marks_frame():
 
 def test_qpack_dynamic_table_capacity_is_capped():
     """The receiver's QPACK_MAX_TABLE_CAPACITY is honoured up to 1 MiB, never more."""
-    from dissectors.http3 import Http3Dissector
+    from wirefall.dissectors.http3 import Http3Dissector
 
     h = Http3Dissector()
     settings = _h3_varint(0x01) + _h3_varint(1 << 40)  # QPACK_MAX_TABLE_CAPACITY = 2^40
@@ -258,7 +258,7 @@ def _crypto_frame(off, data):
 
 
 def _quic_frames(q, direction, payload, epoch, packet):
-    from dissectors.quic import QuicPacket
+    from wirefall.dissectors.quic import QuicPacket
 
     qp = QuicPacket(direction, packet, ("Initial", "0-RTT", "Handshake", "1-RTT")[epoch])
     q._frames(direction, qp, payload, epoch, packet)
@@ -266,7 +266,7 @@ def _quic_frames(q, direction, payload, epoch, packet):
 
 
 def test_quic_stream_buffer_bound_marks_frame_and_stream_goes_on():
-    from dissectors.quic import QuicConnectionDissector
+    from wirefall.dissectors.quic import QuicConnectionDissector
 
     q = QuicConnectionDissector(None, stream_limit=10_000)
     # out-of-order chunks far ahead fill the buffer, the next one overflows it
@@ -286,7 +286,7 @@ def test_quic_stream_buffer_bound_marks_frame_and_stream_goes_on():
 def test_quic_stream_buffer_from_ctx_limits():
     raw = _sample("quic/aioquic-h3.pcap").read_bytes()
     keys = _sample("quic/aioquic-h3.keys").read_text()
-    import analyzer.sessions.quic as sq
+    import wirefall.analyzer.sessions.quic as sq
 
     seen = []
     orig = sq.dq.QuicConnectionDissector.__init__
@@ -304,7 +304,7 @@ def test_quic_stream_buffer_from_ctx_limits():
 
 
 def test_quic_crypto_buffer_bound():
-    from dissectors.quic import MAX_CRYPTO_BUFFER, QuicConnectionDissector
+    from wirefall.dissectors.quic import MAX_CRYPTO_BUFFER, QuicConnectionDissector
 
     q = QuicConnectionDissector(None)
     marked = []
@@ -331,8 +331,8 @@ class _Rec:
 
 
 def _flow(max_pending):
-    from analyzer.flows import TcpFlow
-    from analyzer.model import Connection
+    from wirefall.analyzer.flows import TcpFlow
+    from wirefall.analyzer.model import Connection
 
     conn = Connection(id=0, transport="tcp", client=("a", 1), server=("b", 2), start=0.0, first_packet=1)
     f = TcpFlow(conn, ("a", 1), max_pending)
@@ -353,7 +353,7 @@ def _flow(max_pending):
 
 
 def test_tcp_pending_bytes_bound_declares_gap_and_goes_on():
-    from analyzer.packet import ACK, SYN
+    from wirefall.analyzer.packet import ACK, SYN
 
     f, got = _flow(max_pending=5000)
     d = f.dirs[0]
@@ -464,7 +464,7 @@ def test_ipv4_fragments_reassemble_like_tshark(tmp_path):
 
 
 def test_ipv4_fragment_flood_is_bounded():
-    from analyzer.packet import Defragmenter
+    from wirefall.analyzer.packet import Defragmenter
 
     _, pkts = _dns_fragments(3000, first_only=True)  # 3000 datagrams that never complete
     raw = _pcap(pkts)
@@ -483,7 +483,7 @@ def test_ipv4_fragment_flood_is_bounded():
 
 
 def test_ipv4_fragment_limits_default():
-    from analyzer.packet import Decoder
+    from wirefall.analyzer.packet import Decoder
 
     dec = Decoder()
     assert dec.defrag.max_datagrams <= 4096 and dec.defrag.max_bytes <= 64 << 20 and dec.defrag.max_size <= 65535 + 1500
@@ -502,7 +502,7 @@ def test_http1_header_bytes_limit_from_ctx_limits_on_real_capture():
 
 
 def test_http1_header_bytes_bound_on_endless_head():
-    from dissectors.http1 import H1Connection
+    from wirefall.dissectors.http1 import H1Connection
 
     c = H1Connection(max_head=10_000)
     c.receive(0, b"GET / HTTP/1.1\r\nHost: x\r\n", 1)
@@ -517,7 +517,7 @@ def test_http1_header_bytes_bound_on_endless_head():
 
 
 def test_http1_header_count_limit():
-    from dissectors.http1 import H1Connection
+    from wirefall.dissectors.http1 import H1Connection
 
     c = H1Connection(max_fields=50)
     head = b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(500)) + b"\r\n"
@@ -548,7 +548,7 @@ def _bomb(coding: str) -> bytes:
 @pytest.mark.parametrize("cap", [1 << 20, None])
 @pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd", "gzip, br"])
 def test_body_bombs_are_capped(coding, cap):
-    from analyzer.content import DEFAULT_CAP, BodyDecoder
+    from wirefall.analyzer.content import DEFAULT_CAP, BodyDecoder
 
     wire = _bomb(coding)
     assert len(wire) < 1 << 20
@@ -579,7 +579,7 @@ def test_body_cap_bounds_decoding_only_not_identity_bodies():
     connection (it did: the cap's internal stop escaped and ended the connection's decoding).
     Real capture: nghttpd h2 over TLS with gzip/br/deflate bodies and identity bodies of up to
     204,800 bytes, analysed with a 20-byte cap."""
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     http = ROOT / "sample_captures" / "http"
     an = analyze(str(http / "h2-tls.pcap"), keylogs=[str(http / "h2-tls.keys")], limits={"body_decoded_bytes": 20})
@@ -600,7 +600,7 @@ def test_qpack_bomb_is_not_decoded_and_stream_goes_on():
     and a normal block on the next stream still decode."""
     from pylsqpack import Encoder
 
-    from dissectors.http3 import Http3Dissector
+    from wirefall.dissectors.http3 import Http3Dissector
 
     enc = Encoder()
     enc.apply_settings(max_table_capacity=1 << 20, blocked_streams=16)
@@ -633,7 +633,7 @@ def test_every_bound_hit_at_once_is_handled_where_it_is_hit(cap):
     frame or stream marked, decoding going on), never by the last line of defence that stops
     a connection's decoding on an internal error.  (A cap's internal stop once escaped and did
     exactly that on 74 connections of these captures.)"""
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     keys = [str(k) for k in (cap.with_suffix(".keys"),) if k.exists()]
     an = analyze(str(cap), keylogs=keys, limits=TINY_LIMITS)

@@ -20,10 +20,10 @@ import pytest
 
 from conftest import ROOT, SAMPLES, need_tool, run_tool, shared
 
-from analyzer import completeness as C
-from analyzer.browserlog import BrowserLogError, kind_of, open_any, overlay, read_log
-from analyzer.capture import CaptureError
-from analyzer.pipeline import analyze
+from wirefall.analyzer import completeness as C
+from wirefall.analyzer.browserlog import BrowserLogError, kind_of, open_any, overlay, read_log
+from wirefall.analyzer.capture import CaptureError
+from wirefall.analyzer.pipeline import analyze
 
 sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
 import browserlog_inputs as H  # noqa: E402
@@ -49,7 +49,7 @@ ALONE = NETLOG_LOADS + [
 
 def _cli(*args, check=True) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-m", "ui.cli", *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "wirefall", *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT,
                        timeout=300)
     if check and p.returncode != 0:
         raise AssertionError(p.stderr)
@@ -416,8 +416,8 @@ def test_hostile_logs_fail_in_one_line(tmp_path):
 def test_tui_opens_a_har():
     import asyncio
 
-    from ui.tui.app import WirefallApp
-    from ui.tui.widgets import WaterfallView  # noqa: F401
+    from wirefall.ui.tui.app import WirefallApp
+    from wirefall.ui.tui.widgets import WaterfallView  # noqa: F401
 
     async def run():
         app = WirefallApp(str(PAGE / "pw-h2.har.gz"), [])
@@ -434,8 +434,8 @@ def test_tui_opens_a_har():
 
 
 def test_web_opens_a_netlog():
-    from ui.web import WebState
-    from ui.web.app import cb_waterfall, create_app
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_waterfall, create_app
 
     st = WebState(use_cache=False)
     try:
@@ -455,7 +455,7 @@ def test_web_opens_a_netlog():
         up = st.open_staged(tok["token"])
         st.wait(up.id)
         assert up.status == "done" and up.analysis.source == "har" and len(up.analysis.exchanges) == 13
-        from ui.web.state import UploadError
+        from wirefall.ui.web.state import UploadError
 
         with pytest.raises(UploadError, match="nor a HAR"):
             st.stage_upload("capture", "x.json", "data:application/json;base64," + base64.b64encode(b'{"a": 1}').decode())

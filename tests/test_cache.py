@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from analyzer import cache
+from wirefall.analyzer import cache
 
 
 def test_digest_memo_follows_content(tmp_path, monkeypatch):
@@ -34,8 +34,8 @@ def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, mo
     costs those parts (with a warning), never the summary and never a traceback."""
     from pathlib import Path
 
-    from analyzer.jsonout import exchange_dict, frame_dict, summary_dict
-    from analyzer.model import LAZY_FIELDS
+    from wirefall.analyzer.jsonout import exchange_dict, frame_dict, summary_dict
+    from wirefall.analyzer.model import LAZY_FIELDS
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     root = Path(__file__).resolve().parents[1] / "sample_captures" / "http"

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from analyzer.compare import compare, normalise_url
-from analyzer.pipeline import analyze
+from wirefall.analyzer.compare import compare, normalise_url
+from wirefall.analyzer.pipeline import analyze
 from conftest import ROOT, SAMPLES, run_tool
 
 PAGE = SAMPLES / "page"
@@ -100,7 +100,7 @@ def test_different_pages_warn_low_match():
 
 def test_cli_json_and_svg(tmp_path):
     out = tmp_path / "cmp.svg"
-    r = subprocess.run([sys.executable, "-m", "ui.cli", "compare", str(PAGE / "page-h1.pcapng"), str(PAGE / "page-h2.pcapng"),
+    r = subprocess.run([sys.executable, "-m", "wirefall", "compare", str(PAGE / "page-h1.pcapng"), str(PAGE / "page-h2.pcapng"),
                         "--keylog", str(PAGE / "page-h1.keys"), "--keylog-b", str(PAGE / "page-h2.keys"), "--json", "-o", str(out)],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -126,7 +126,7 @@ def test_cli_cache_reads_both_captures_from_the_analysis_cache(tmp_path):
     import os
 
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    cmd = [sys.executable, "-m", "ui.cli", "compare", str(PAGE / "page-h1.pcapng"), str(PAGE / "page-h2.pcapng"),
+    cmd = [sys.executable, "-m", "wirefall", "compare", str(PAGE / "page-h1.pcapng"), str(PAGE / "page-h2.pcapng"),
            "--keylog", str(PAGE / "page-h1.keys"), "--keylog-b", str(PAGE / "page-h2.keys"), "--json", "--cache"]
     runs = [subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[0].stderr

@@ -27,10 +27,10 @@ import pytest
 
 from conftest import ROOT, SAMPLES, need_tool, run_tool, shared
 
-from analyzer import completeness as C
-from analyzer import stats as S
-from analyzer.pipeline import analyze
-from analyzer.waterfall import BG_LINK_LOCAL, build, page_of
+from wirefall.analyzer import completeness as C
+from wirefall.analyzer import stats as S
+from wirefall.analyzer.pipeline import analyze
+from wirefall.analyzer.waterfall import BG_LINK_LOCAL, build, page_of
 
 sys.path.insert(0, str(ROOT / "scripts" / "background"))
 import metadata_merge  # noqa: E402
@@ -229,7 +229,7 @@ def test_summary_and_stats_show_completeness(tmp_path):
     cut = tmp_path / "cut.pcapng"
     _editcap("-r", str(H2), str(cut), "2-75")
     env = dict(os.environ, SSLKEYLOGFILE="", PYTHONPATH=str(ROOT))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "ui.cli", *a, str(cut), "--keylog", str(H2_KEYS)],
+    run = lambda *a: subprocess.run([sys.executable, "-m", "wirefall", *a, str(cut), "--keylog", str(H2_KEYS)],
                                     capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
     r = run("summary")
     assert r.returncode == 0, r.stderr
@@ -305,7 +305,7 @@ def test_merged_metadata_traffic_is_background_and_page_load_unchanged(tmp_path)
     assert sa.background_requests == 4
     # requests --json marks them
     env = dict(os.environ, SSLKEYLOGFILE="", PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "ui.cli", "requests", str(out), "--json", "--keylog", str(H2_KEYS)],
+    r = subprocess.run([sys.executable, "-m", "wirefall", "requests", str(out), "--json", "--keylog", str(H2_KEYS)],
                        capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
     reqs = json.loads(r.stdout)
     assert sum(d["background"] for d in reqs) == 4 and all(d["background_reason"] for d in reqs if d["background"])
@@ -324,7 +324,7 @@ def test_page_rule_on_its_own(tmp_path):
     assert doc.url.endswith(":59833/")
     agent = [e for e in an.exchanges if e.url and ":18086" in e.url]
     assert len(agent) == 4
-    from analyzer.waterfall import BG_AFTER_PAGE, BG_BEFORE_DOCUMENT, _exchange_start
+    from wirefall.analyzer.waterfall import BG_AFTER_PAGE, BG_BEFORE_DOCUMENT, _exchange_start
 
     tied_end = max(e.response_end for e in an.exchanges if e not in agent and e.response_end is not None)
     for e in agent:

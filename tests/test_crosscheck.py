@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from oracle import crosscheck as oracle
-from oracle.crosscheck import crosscheck, crosscheck_report
-from analyzer.pipeline import analyze
+from wirefall.oracle import crosscheck as oracle
+from wirefall.oracle.crosscheck import crosscheck, crosscheck_report
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures"
@@ -291,7 +291,7 @@ def test_cli_crosscheck_with_cache_agrees_and_stores(tmp_path):
         pytest.skip("tshark not installed")
     page = ROOT / "sample_captures" / "page"
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    cmd = [sys.executable, "-m", "ui.cli", "crosscheck", str(page / "page-h2.pcapng"), "--keylog", str(page / "page-h2.keys"), "--cache"]
+    cmd = [sys.executable, "-m", "wirefall", "crosscheck", str(page / "page-h2.pcapng"), "--keylog", str(page / "page-h2.keys"), "--cache"]
     runs = [subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
     assert len(list((tmp_path / "xdg" / "wirefall").glob("*.wfa.zst"))) == 1

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.capture import PacketSource
-from analyzer.detail import decrypted_quic, packet_detail
-from analyzer.pipeline import analyze
+from wirefall.analyzer.capture import PacketSource
+from wirefall.analyzer.detail import decrypted_quic, packet_detail
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from pngutil import png_pixels
 
-from analyzer import export as ex
-from analyzer import waterfall
-from ui.exports import export as export_any
+from wirefall.analyzer import export as ex
+from wirefall.analyzer import waterfall
+from wirefall.ui.exports import export as export_any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wf_fixture import make_analysis  # noqa: E402
@@ -45,7 +45,7 @@ _cache: dict = {}
 
 
 def _sample(cap: str, keys: str | None):
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     p = SAMPLES / cap
     if not p.exists():
@@ -124,7 +124,7 @@ def test_har_sample_matches_requests_json(cap, keys, tmp_path):
     ex.export(an, str(out))
     h = json.loads(out.read_text())
     _validate_har(h)
-    cmd = [sys.executable, "-m", "ui.cli", "requests", str(p), "--json"] + (["--keylog", str(SAMPLES / keys)] if keys else [])
+    cmd = [sys.executable, "-m", "wirefall", "requests", str(p), "--json"] + (["--keylog", str(SAMPLES / keys)] if keys else [])
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300, env=dict(os.environ, SSLKEYLOGFILE=""))
     assert r.returncode == 0, r.stderr
     reqs = {d["id"]: d for d in json.loads(r.stdout)}
@@ -206,7 +206,7 @@ def _tshark_quic_packets(path: Path, keys: Path | None) -> dict[int, list[tuple[
     ("sample:page/page-h3.pcapng", "sample:page/page-h3.keys"),
 ])
 def test_qlog_packet_events_match_tshark(cap, keys, tmp_path):
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     base = SAMPLES if cap.startswith("sample:") else SHARED
     p, k = base / cap.split(":")[-1], base / keys.split(":")[-1]
@@ -267,7 +267,7 @@ def _bar_points(svg: str) -> list[list[tuple[float, float]]]:
 def image_server():
     if not Path("/usr/bin/chromium").exists() and not os.environ.get("BROWSER_PATH"):
         pytest.skip("no Chromium for kaleido")
-    from ui import figures
+    from wirefall.ui import figures
 
     with figures.image_server():
         yield
@@ -345,7 +345,7 @@ def test_html_offline_in_headless_chromium(tmp_path):
 def test_many_rows_use_webgl_and_stay_fast():
     import time
 
-    from ui import figures
+    from wirefall.ui import figures
 
     an = make_analysis(n_extra_rows=5000)
     t = time.monotonic()
@@ -370,7 +370,7 @@ def test_image_rendering_outside_a_server_is_isolated_and_bounded(tmp_path, monk
 
     if not Path("/usr/bin/chromium").exists() and not os.environ.get("BROWSER_PATH"):
         pytest.skip("no Chromium for kaleido")
-    from ui import figures
+    from wirefall.ui import figures
 
     monkeypatch.setattr(figures, "_server", [False])  # as a command with no image server (this module may run one)
     an = make_analysis()

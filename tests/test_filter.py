@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.filter import FilterError, compile_filter, filter_packets
+from wirefall.analyzer.filter import FilterError, compile_filter, filter_packets
 
 ROOT = Path(__file__).resolve().parent.parent
 S = ROOT / "sample_captures"
@@ -233,7 +233,7 @@ KNOWN: dict[tuple[str, str], str] = {
 
 @cache
 def _analysis(name: str):
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     path, keys = _path(name), _keys(name)
     return analyze(str(path), keylogs=[str(keys)] if keys else [])
@@ -241,7 +241,7 @@ def _analysis(name: str):
 
 def _tshark_args(an) -> list[str]:
     """The decode-as ports and preferences oracle/crosscheck.py gives tshark for this capture."""
-    from oracle.crosscheck import PROTOCOLS
+    from wirefall.oracle.crosscheck import PROTOCOLS
 
     args: list[str] = []
     for spec in PROTOCOLS.values():
@@ -280,7 +280,7 @@ needs_tshark = pytest.mark.skipif(subprocess.run(["which", "tshark"], capture_ou
 
 
 def _wirefall(name: str, expr: str) -> list[int]:
-    from analyzer.capture import PacketSource
+    from wirefall.analyzer.capture import PacketSource
 
     an = _analysis(name)
     src = PacketSource(str(_path(name)))
@@ -337,8 +337,8 @@ def test_the_lua_taps_select_what_tshark_y_selects():
 @needs_tshark
 def test_registered_fields_exist_in_tshark_with_the_same_type():
     """Every field of analyzer/fields has tshark's name and a compatible type (tshark -G fields)."""
-    from analyzer import fields
-    from analyzer.fields import types as T
+    from wirefall.analyzer import fields
+    from wirefall.analyzer.fields import types as T
 
     ft: dict[str, str] = {}
     for line in subprocess.run(["tshark", "-G", "fields"], capture_output=True, text=True, check=True).stdout.splitlines():
@@ -358,7 +358,7 @@ def test_registered_fields_exist_in_tshark_with_the_same_type():
 
 
 def _cli(*args, expect=0):
-    r = subprocess.run([sys.executable, "-m", "ui.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300,
+    r = subprocess.run([sys.executable, "-m", "wirefall", *args], capture_output=True, text=True, cwd=ROOT, timeout=300,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == expect, (r.returncode, r.stderr[-2000:])
     return r
@@ -411,7 +411,7 @@ def test_deep_nesting_is_a_bad_filter_not_a_recursion_error():
     r = _cli("packets", str(H2[0]), "-Y", "(" * 5000 + "frame" + ")" * 5000, expect=2)
     assert "bad filter: nested too deeply" in r.stderr and "Traceback" not in r.stderr
     # long but flat chains are fine (evaluated without recursion)
-    from analyzer.capture import PacketSource
+    from wirefall.analyzer.capture import PacketSource
 
     an = _analysis("page-h2")
     src = PacketSource(str(H2[0]))
@@ -440,8 +440,8 @@ def test_packets_text_and_json_show_the_same_packets():
 
 def test_wirefall_names_keep_working():
     """The short names of frames, requests and connections, in every scope that had them."""
-    from analyzer.capture import PacketSource
-    from analyzer.jsonout import connection_dict
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.jsonout import connection_dict
 
     an = _analysis("page-h2")
     src = PacketSource(str(H2[0]))
@@ -472,7 +472,7 @@ def test_wirefall_names_keep_working():
 
 def test_packet_filter_reads_only_what_it_needs():
     """A filter on index fields reads no packet bytes; frame-level ones none either."""
-    from analyzer.fields import packet as P
+    from wirefall.analyzer.fields import packet as P
 
     class Counting:
         reads = 0
@@ -489,7 +489,7 @@ def test_packet_filter_reads_only_what_it_needs():
 
 
 def test_docs_list_every_field():
-    from analyzer import fields
+    from wirefall.analyzer import fields
 
     doc = (ROOT / "docs" / "FILTERS.md").read_text()
     missing = [n for n in fields.FIELDS if f"`{n}`" not in doc]
@@ -498,7 +498,7 @@ def test_docs_list_every_field():
 
 def test_logic_and_literals_on_a_known_packet():
     """Operators and literal forms on packet 1 of page-h2 (a SYN 127.0.0.1:42682 -> :59833, 74 bytes)."""
-    from analyzer.capture import PacketSource
+    from wirefall.analyzer.capture import PacketSource
 
     an = _analysis("page-h2")
     src = PacketSource(str(H2[0]))
@@ -522,9 +522,9 @@ def test_logic_and_literals_on_a_known_packet():
 def test_filters_on_mangled_packets_never_raise(tmp_path):
     """Every expression on cut and corrupted packets (scripts/filters/dns_sample.py mangled()):
     no exception inside a filter, and the intact exchange at the start still matches."""
-    from analyzer.capture import PacketSource
-    from analyzer.fields.packet import PacketContext, PacketView
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.fields.packet import PacketContext, PacketView
+    from wirefall.analyzer.pipeline import analyze
 
     sys.path.insert(0, str(ROOT / "scripts" / "filters"))
     import dns_sample

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.capture import CaptureError, read_capture
-from analyzer.pipeline import analyze
+from wirefall.analyzer.capture import CaptureError, read_capture
+from wirefall.analyzer.pipeline import analyze
 from conftest import ROOT, SAMPLES, need_tool, run_tool, shared
 
 SHARED_CAPTURES = [
@@ -269,7 +269,7 @@ def test_compressed_by_magic_not_name(tmp_path, variant):
     assert an.packets == base.packets == capinfos_count(src)
     assert our_convs(an, "tcp") == tshark_convs(src, "tcp")
     # lazy detail re-reads packet bytes from the decompressed stream
-    from analyzer.capture import PacketSource
+    from wirefall.analyzer.capture import PacketSource
 
     ps = PacketSource(str(out))
     try:
@@ -439,7 +439,7 @@ def test_truncated_capture_keeps_complete_packets(tmp_path):
     an = analyze(str(cut))
     assert an.packets == 21
     assert any("truncated in packet 22" in w for w in an.warnings)
-    r = subprocess.run([sys.executable, "-m", "ui.cli", "summary", str(cut)], capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run([sys.executable, "-m", "wirefall", "summary", str(cut)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0
     assert "packet 22" in r.stderr and "Traceback" not in r.stderr
 
@@ -449,7 +449,7 @@ def test_not_a_capture_exit_2(tmp_path):
     bad.write_text("hello, this is not a capture\n")
     with pytest.raises(CaptureError):
         analyze(str(bad))
-    r = subprocess.run([sys.executable, "-m", "ui.cli", "summary", str(bad)], capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run([sys.executable, "-m", "wirefall", "summary", str(bad)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and str(bad) in r.stderr and "pcap" in r.stderr
     assert "Traceback" not in r.stderr

@@ -31,7 +31,7 @@ from hypothesis import given, strategies as st
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analyzer.capture import CaptureError, CaptureInfo, read_capture  # noqa: E402
+from wirefall.analyzer.capture import CaptureError, CaptureInfo, read_capture  # noqa: E402
 from fuzz import corpus  # noqa: E402
 from fuzz.profiles import fuzz_settings  # noqa: E402
 

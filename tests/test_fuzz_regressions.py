@@ -30,7 +30,7 @@ H1_SUPERSCRIPT_STATUS = [
 
 
 def test_http1_status_of_superscript_digits_dissector():
-    from dissectors.http1 import H1Connection
+    from wirefall.dissectors.http1 import H1Connection
 
     c = H1Connection()
     out = []
@@ -162,7 +162,7 @@ def test_damaged_length_field_does_not_allocate_what_it_claims(tmp_path):
     import struct
     import tracemalloc
 
-    from analyzer.capture import CaptureInfo, read_capture
+    from wirefall.analyzer.capture import CaptureInfo, read_capture
 
     raw = NGINX.read_bytes()
     blob = raw[:24] + struct.pack("<IIII", 0, 0, 0x3FFFFF0, 0x3FFFFF0) + raw[24:]  # claims 64 MiB - 16

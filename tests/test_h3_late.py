@@ -20,7 +20,7 @@ import pytest
 
 from conftest import SAMPLES
 
-from analyzer.pipeline import analyze
+from wirefall.analyzer.pipeline import analyze
 
 QUIC = SAMPLES / "quic"
 LATE = QUIC / "page-h3-late.pcapng"
@@ -78,7 +78,7 @@ def test_late_join_is_http3_inferred_with_a_note(late):
     assert types["0:2"] == "control" and types["0:6"] == "qpack_decoder" and types["0:10"] == "qpack_encoder"
     assert types["1:7"] == "qpack_encoder" and types["1:11"] == "qpack_decoder"
     assert set(st["h3_streams_inferred"]) == {"0:2", "0:6", "0:10", "1:7", "1:11"}
-    from analyzer.jsonout import connection_dict
+    from wirefall.analyzer.jsonout import connection_dict
     assert connection_dict(conn)["quic"]["alpn_inferred"] is True
 
 
@@ -122,7 +122,7 @@ def test_the_unknown_paths_are_not_in_the_captured_bytes(late):
     Huffman encoding is in the client's decrypted stream bytes (request and encoder streams)."""
     from hpack.huffman import HuffmanEncoder
     from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
-    import analyzer.sessions.quic as sq
+    import wirefall.analyzer.sessions.quic as sq
 
     huff = HuffmanEncoder(REQUEST_CODES, REQUEST_CODES_LENGTH)
     client = bytearray()
@@ -149,8 +149,8 @@ def test_the_unknown_paths_are_not_in_the_captured_bytes(late):
 
 
 def test_completeness_counts_the_unknown_fields_and_the_html_marker_is_the_document(late):
-    from analyzer import completeness as C
-    from analyzer import waterfall
+    from wirefall.analyzer import completeness as C
+    from wirefall.analyzer import waterfall
 
     c = C.compute(late)
     assert c.joined_midway == [0] and c.requests_on_joined == 26
@@ -232,7 +232,7 @@ def test_qpack_encoder_bytes_equal_tshark_and_are_charged_to_the_requests():
     first = min(ex, key=lambda e: e.stream_id)
     assert first.request_qpack_encoder_bytes > 0
     # stats: header compression counts them with the HEADERS frames
-    from analyzer import stats
+    from wirefall.analyzer import stats
 
     s = stats.compute(an)
     stats.to_dict(s) if hasattr(stats, "to_dict") else None
@@ -253,7 +253,7 @@ def _qpack_run(cap: int, nreq: int, cut: int, seed: int, announce: bool) -> tupl
     import random
 
     from pylsqpack import Decoder, Encoder
-    from dissectors.qpack_lenient import Blocked, LenientQpack
+    from wirefall.dissectors.qpack_lenient import Blocked, LenientQpack
 
     rnd = random.Random(seed)
     enc, dec = Encoder(), Decoder(cap, 16)
@@ -307,7 +307,7 @@ def test_lenient_qpack_on_random_bytes_fails_cleanly():
     output, never another exception."""
     import random
 
-    from dissectors.qpack_lenient import Blocked, LenientQpack, QpackError
+    from wirefall.dissectors.qpack_lenient import Blocked, LenientQpack, QpackError
 
     rnd = random.Random(7)
     for _ in range(300):

@@ -19,9 +19,9 @@ import pytest
 
 from conftest import ROOT, SAMPLES, SHARED, run_tool
 
-from analyzer import export as ex
-from analyzer.pipeline import analyze
-from analyzer.waterfall import build
+from wirefall.analyzer import export as ex
+from wirefall.analyzer.pipeline import analyze
+from wirefall.analyzer.waterfall import build
 
 jsonschema = pytest.importorskip("jsonschema")
 SCHEMA = json.loads((Path(__file__).parent / "data" / "har-1.2.schema.json").read_text())

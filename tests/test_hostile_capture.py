@@ -37,7 +37,7 @@ def cli(*args, fsize: int | None = None, env: dict | None = None, timeout: int =
 
     e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     e.pop("SSLKEYLOGFILE", None)
-    return subprocess.run([sys.executable, "-m", "ui.cli", *map(str, args)], capture_output=True, text=True, env=e,
+    return subprocess.run([sys.executable, "-m", "wirefall", *map(str, args)], capture_output=True, text=True, env=e,
                           cwd=ROOT, timeout=timeout, preexec_fn=limits)
 
 
@@ -169,7 +169,7 @@ def test_spool_budget_over_is_a_clear_error(inputs, tmp_path):
 
 
 def test_packet_source_spools_lazily(inputs, tmp_path):
-    from analyzer.capture import PacketSource, SpoolLimitError
+    from wirefall.analyzer.capture import PacketSource, SpoolLimitError
 
     path = ci.compressed(tmp_path, "zstd")
     orig = (inputs / "padded.pcap").read_bytes()
@@ -218,8 +218,8 @@ def test_key_log_budgets_are_configurable_and_bound_memory(tmp_path):
     """analyze(limits=...) sets them; an upload's text (the web app's add_text) is bounded too."""
     import tracemalloc
 
-    from analyzer.keylog import KeyLog
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.keylog import KeyLog
+    from wirefall.analyzer.pipeline import analyze
 
     assert len(analyze(str(ci.TLS_CAPTURE), keylogs=[str(ci.TLS_KEYS)]).exchanges) == 1
     an = analyze(str(ci.TLS_CAPTURE), keylogs=[str(ci.TLS_KEYS)], limits={"keylog_lines": 2})
@@ -245,7 +245,7 @@ def test_more_than_65535_interfaces(tmp_path):
     need_tool("tshark")
     ids = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e", "frame.interface_id"],
                          capture_output=True, text=True, timeout=60).stdout.split()
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     assert list(analyze(str(path)).index.interface) == [int(i) for i in ids] == [69999] * 74
 

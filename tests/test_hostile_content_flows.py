@@ -2,7 +2,7 @@
 
 Inputs are built by ``scripts/hostile/content_flow_inputs.py``; each capture starts with the
 real exchange of ``sample_captures/http/http1-nginx.pcap``.  Each test runs the CLI
-(``python -m ui.cli requests FILE --json``) in a child with its address space capped at
+(``python -m wirefall requests FILE --json``) in a child with its address space capped at
 1.5 GB, and checks the exit status, the child's peak RSS and CPU time, what the hostile part
 became, and that the normal exchange is exactly what the real capture alone gives.
 
@@ -42,7 +42,7 @@ def run_measured(cmd: str, path, timeout: float = 60):
     code = (
         "import json, os, resource, subprocess, sys\n"
         f"def cap(): resource.setrlimit(resource.RLIMIT_AS, ({AS_LIMIT}, {AS_LIMIT}))\n"
-        f"p = subprocess.run([sys.executable, '-m', 'ui.cli', {cmd!r}, {str(path)!r}, '--json'], preexec_fn=cap,"
+        f"p = subprocess.run([sys.executable, '-m', 'wirefall', {cmd!r}, {str(path)!r}, '--json'], preexec_fn=cap,"
         " capture_output=True)\n"
         "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "sys.stderr.buffer.write(p.stderr)\n"
@@ -123,7 +123,7 @@ def test_many_codings_and_long_coding_values(tmp_path, normal):
     """``Content-Encoding: br,br,…`` (250 000 times, 750 kB): 1.6 GB of brotli decoders and a
     brotli.error from the constructor before.  Now at most 4 codings are undone; notes and
     errors say the value's size, never the value."""
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     path = H.many_codings(tmp_path / "c.pcap", k=250_000)
     out, _, rss, cpu, _ = run_measured("requests", path)
@@ -144,7 +144,7 @@ def test_no_decoder_exception_escapes():
     """Decoders that raise in their constructor or on a call mark the body and stop."""
     import brotli
 
-    from analyzer import content
+    from wirefall.analyzer import content
 
     class Boom:
         def __init__(self, *a, **k):
@@ -183,7 +183,7 @@ def test_decompression_work_has_a_budget(tmp_path, normal):
     assert "budget decompress_bytes for the capture (1073741824 units) ran out" in err
     assert cpu < 30, cpu
 
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     an = analyze(path, limits={"decompress_bytes": 160 << 20, "decompress_bytes_capture": 8 << 30})
     crafted = [c for c in an.connections if c.client[0].startswith("10.")]
@@ -210,7 +210,7 @@ def test_http1_head_one_byte_per_segment_is_linear(tmp_path, normal, n):
 def test_http1_head_search_finds_every_terminator_split():
     """The end of a head split anywhere across segments (CRLF CRLF and bare LF LF) and chunk
     size lines split byte by byte give the same events as the whole message at once."""
-    from dissectors.http1 import H1Connection, H1End, H1Head
+    from wirefall.dissectors.http1 import H1Connection, H1End, H1Head
 
     msgs = (b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\nHost: y\n\n",
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n")
@@ -256,7 +256,7 @@ def test_quic_port_flow_gets_its_session_at_its_first_quic_datagram(tmp_path):
     non-QUIC datagram on its 4-tuple before its first Initial."""
     import dpkt
 
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     cap = ROOT / "sample_captures" / "page" / "page-h3.pcapng"
     keys = [str(cap.with_suffix(".keys"))]
@@ -307,7 +307,7 @@ def test_syn_flood_costs_little_per_connection(tmp_path, normal):
     assert per_flow < 2600, per_flow
     assert cpu < 20, cpu
 
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     an = analyze(str(path))
     crafted = [c for c in an.connections if c.client[0].startswith("10.")]

@@ -3,7 +3,7 @@ capture, bounded SPDY header inflation, and HTTP/2 frames longer than the peer a
 
 Every input is built by ``scripts/hostile/h2_spdy_inputs.py`` from a real sample capture (its
 packets first, then crafted connections, or with two bytes changed), and read by the CLI in a
-subprocess (``python -m ui.cli requests FILE --json``) under an address-space cap and a
+subprocess (``python -m wirefall requests FILE --json``) under an address-space cap and a
 timeout.  The outside truth: the sample capture's own exchanges, which must come out the same
 field by field, and the facts the builders put into the crafted connections (what each block
 holds, how large it is once decoded).
@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analyzer.sessions import DEFAULT_LIMITS  # noqa: E402
+from wirefall.analyzer.sessions import DEFAULT_LIMITS  # noqa: E402
 from conftest import vm_hwm_kb  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("h2_spdy_inputs", ROOT / "scripts" / "hostile" / "h2_spdy_inputs.py")
@@ -45,7 +45,7 @@ class Run:
 
 
 def cli(path: Path, cmd: str = "requests") -> Run:
-    """``python -m ui.cli CMD PATH --json`` with RLIMIT_AS = AS_LIMIT; its own peak RSS (VmHWM, polled)."""
+    """``python -m wirefall CMD PATH --json`` with RLIMIT_AS = AS_LIMIT; its own peak RSS (VmHWM, polled)."""
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
 
@@ -53,7 +53,7 @@ def cli(path: Path, cmd: str = "requests") -> Run:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        p = subprocess.Popen([sys.executable, "-m", "ui.cli", cmd, str(path), "--json"], stdout=out, stderr=err,
+        p = subprocess.Popen([sys.executable, "-m", "wirefall", cmd, str(path), "--json"], stdout=out, stderr=err,
                              cwd=ROOT, env=env, preexec_fn=cap)
         peak = 0
         while True:
@@ -419,7 +419,7 @@ def test_max_frame_size_is_the_one_the_receiver_announced():
     inside a connection has not seen the SETTINGS: no length is called impossible there."""
     import struct
 
-    from dissectors.http2 import H2Connection
+    from wirefall.dissectors.http2 import H2Connection
 
     h2frame = hostile.h2frame
     ping = h2frame(6, 0, 0, struct.pack(">Q", 5))
@@ -443,7 +443,7 @@ def test_max_frame_size_is_the_one_the_receiver_announced():
 
 def test_the_end_of_a_capture_inside_a_frame_is_said():
     """A frame the capture stopped inside of is told at the end (it was silent)."""
-    from analyzer.sessions.http2 import H2Session
+    from wirefall.analyzer.sessions.http2 import H2Session
 
     from tests.test_http2 import _ctx
 
@@ -463,8 +463,8 @@ def test_spdy_inflater_in_steps_gives_what_zlib_gives_in_one(size):
     import random
     import zlib
 
-    from dissectors.budget import Budget
-    from dissectors.spdy import HeaderInflater, dictionary
+    from wirefall.dissectors.budget import Budget
+    from wirefall.dissectors.spdy import HeaderInflater, dictionary
 
     rng = random.Random(size)
     c = hostile.spdy_compressor()
@@ -487,7 +487,7 @@ def test_spdy_inflater_in_steps_gives_what_zlib_gives_in_one(size):
 def test_connection_0s_budget_is_not_the_captures():
     """Connection ids start at 0: its budget once took the capture's place, so every later
     connection's budget charged connection 0's and the capture's cap was the connection's."""
-    from analyzer.model import Connection
+    from wirefall.analyzer.model import Connection
     from tests.test_http2 import _ctx
 
     ctx, conn0 = _ctx()

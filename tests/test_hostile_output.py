@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
 
 import markup_inputs as mi  # noqa: E402
 
-from analyzer.safetext import UNSAFE, html_text, printable  # noqa: E402
+from wirefall.analyzer.safetext import UNSAFE, html_text, printable  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -52,7 +52,7 @@ def capture(tmp_path_factory) -> Path:
 def _cli(*args, check_rc=0) -> subprocess.CompletedProcess:
     """``wirefall ARGS`` in a child process with 2 GB of address space; bytes out."""
     code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
-            "from ui.cli import main; sys.exit(main(sys.argv[1:]))")
+            "from wirefall.ui.cli import main; sys.exit(main(sys.argv[1:]))")
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME", "/nonexistent-wf-cache"))
     env.pop("SSLKEYLOGFILE", None)
     p = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, timeout=120, env=env, cwd=str(ROOT))
@@ -76,7 +76,7 @@ def test_script_capture_reads_as_tshark_reads_it(capture):
     rows = [ln.split("\t") for ln in out.splitlines()]
     assert [r[0] for r in rows] == ["4", "14"]
     assert rows[0][1:] == ["normal.example", "/index.html"]
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     an = analyze(str(capture))
     urls = sorted(e.url for e in an.exchanges)
@@ -139,8 +139,8 @@ def test_cli_errors_and_messages_escape_file_names(capture, tmp_path):
 
 
 def test_limit_option_reaches_the_analysis_and_the_cache_key(capture, tmp_path):
-    from analyzer import cache
-    from analyzer.sessions import CAPTURE_WIDE, DEFAULT_LIMITS
+    from wirefall.analyzer import cache
+    from wirefall.analyzer.sessions import CAPTURE_WIDE, DEFAULT_LIMITS
 
     p = _cli("summary", capture, "--limit", "no_such_budget=5", check_rc=2)
     err = p.stderr.decode()
@@ -196,8 +196,8 @@ def test_tui_screens_hold_no_control_characters_nor_links(capture):
 
     from textual.widgets import Tree
 
-    from ui.tui.app import WirefallApp
-    from ui.tui.widgets import PacketList, WaterfallView
+    from wirefall.ui.tui.app import WirefallApp
+    from wirefall.ui.tui.widgets import PacketList, WaterfallView
 
     async def run():
         app = WirefallApp(str(capture), [])
@@ -278,12 +278,12 @@ def _strings(obj):
 def test_figures_carry_no_markup_from_the_capture(capture):
     """Every string of the waterfall, compare and dashboard figures: captured text only as
     entities (our own ``<br>`` between hover lines is the one tag)."""
-    from analyzer.compare import compare
-    from analyzer.pipeline import analyze
-    from analyzer.waterfall import build
-    from ui.compare_figure import compare_figure
-    from ui.figures import waterfall_figure
-    from ui.web import WebState, views
+    from wirefall.analyzer.compare import compare
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.analyzer.waterfall import build
+    from wirefall.ui.compare_figure import compare_figure
+    from wirefall.ui.figures import waterfall_figure
+    from wirefall.ui.web import WebState, views
 
     an = analyze(str(capture))
     figs = {"waterfall": waterfall_figure(build(an), title=an.path), "compare": compare_figure(an, an, compare(an, an))}
@@ -396,7 +396,7 @@ def test_dashboard_in_chromium_has_no_live_markup(capture):
 
     from werkzeug.serving import make_server
 
-    from ui.web import WebState, create_app
+    from wirefall.ui.web import WebState, create_app
 
     pw = _browser()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)

@@ -35,7 +35,7 @@ def _cli(cmd: str, pcap: Path, keys: Path | None) -> tuple[object, str, float, i
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (AS_CAP, AS_CAP))
 
-    args = [sys.executable, "-m", "ui.cli", cmd, str(pcap), "--json"] + (["--keylog", str(keys)] if keys else [])
+    args = [sys.executable, "-m", "wirefall", cmd, str(pcap), "--json"] + (["--keylog", str(keys)] if keys else [])
     out = pcap.with_suffix(f".{cmd}.json")
     t = time.monotonic()
     with open(out, "wb") as fh, open(out.with_suffix(".err"), "wb+") as eh:
@@ -123,7 +123,7 @@ def test_stream_frames_in_initial_packets_never_reach_http3(tmp_path, sample_req
 # ---------------------------------------------------------------- finding 2b: budget of decoded header bytes
 def _per_block(refs: int) -> tuple[int, int]:
     """(decoded size pylsqpack returns, pre-decode bound) of one bomb block of the builder."""
-    from dissectors.http3 import STATIC_ENTRY_MAX, block_size_bound
+    from wirefall.dissectors.http3 import STATIC_ENTRY_MAX, block_size_bound
 
     whole = sum(len(k) + len(v) + 32 for k, v in [(":method", "GET"), (":scheme", "https"), (":path", "/"),
                                                    (":authority", "hostile.example")]) + refs * (5 + qi.BIG_ENTRY + 32)
@@ -145,7 +145,7 @@ def test_qpack_bomb_over_1rtt_is_bounded_by_the_header_budget(tmp_path, sample_r
     """540 blocks (~154 KB of QPACK), each ~280 one-byte references to a 60 KB entry (16 MiB
     decoded): before, 1.3 GB and 550 MB of JSON; now the connection's budget decodes as many
     blocks as 64 MiB allows (each shown cut to the 1 MiB header-list limit) and marks the rest."""
-    from analyzer.sessions import DEFAULT_LIMITS
+    from wirefall.analyzer.sessions import DEFAULT_LIMITS
 
     pcap, keys = _write(tmp_path, "bomb_1rtt", qi.qpack_bomb(540, "1rtt"))
     reqs, _, dt, rss = _cli("requests", pcap, keys)
@@ -171,7 +171,7 @@ def test_qpack_bomb_over_1rtt_is_bounded_by_the_header_budget(tmp_path, sample_r
 def test_qpack_bombs_on_many_connections_share_the_capture_budget(tmp_path, sample_requests):
     """Twelve connections of bombs: each connection's budget, then the capture's (256 MiB), runs
     out; a capture warning says so once; the sample (decoded first) is whole."""
-    from analyzer.sessions import DEFAULT_LIMITS
+    from wirefall.analyzer.sessions import DEFAULT_LIMITS
 
     pcap, keys = _write(tmp_path, "bomb_conns", qi.qpack_bomb(30, "1rtt", conns=12))
     reqs, err, dt, rss = _cli("requests", pcap, keys)
@@ -229,7 +229,7 @@ def test_qpack_literal_over_65535_bytes_is_refused_before_pylsqpack():
     """A literal that long in a header block (pylsqpack fails it with a bare DecompressionFailed)
     is named; its Huffman form too (decoded length from hpack's Huffman decoder); the stream's
     next block decodes."""
-    from dissectors.http3 import Http3Dissector
+    from wirefall.dissectors.http3 import Http3Dissector
 
     for huffman in (False, True):
         h = Http3Dissector(max_header_list=1 << 20)
@@ -243,7 +243,7 @@ def test_qpack_literal_over_65535_bytes_is_refused_before_pylsqpack():
 def test_qpack_duplicated_and_name_referenced_oversize_entries_are_tracked():
     """Duplicate (RFC 9204 §4.3.4) of an oversize entry and an insert naming an oversize
     entry's name: both are known to come back cut."""
-    from dissectors.http3 import Http3Dissector
+    from wirefall.dissectors.http3 import Http3Dissector
 
     h = Http3Dissector()
     h.stream_data(1, 3, b"\x00" + qi.settings(QPACK_MAX_TABLE_CAPACITY=1 << 20, QPACK_BLOCKED_STREAMS=16), 1)
@@ -266,7 +266,7 @@ def test_ping_flood_costs_bytes_not_hundreds_per_frame(tmp_path, sample_requests
     ``quic_frames_listed`` are listed one by one, then each datagram's PINGs are one frame with
     fields.count; the counts add up to every PING the capture holds; JSON stays under 10 bytes a
     byte of input."""
-    from analyzer.sessions import DEFAULT_LIMITS
+    from wirefall.analyzer.sessions import DEFAULT_LIMITS
 
     pcap, keys = _write(tmp_path, f"ping_{shape}", qi.ping_flood(nbytes, shape))
     frames, err, dt, rss = _cli("frames", pcap, keys)

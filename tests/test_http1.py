@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.pipeline import analyze
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 HTTP = ROOT / "sample_captures" / "http"
@@ -252,7 +252,7 @@ def test_content_decoded_sizes_and_bombs():
     import brotli
     import zstandard
 
-    from analyzer.content import decoded_size
+    from wirefall.analyzer.content import decoded_size
 
     raw = os.urandom(3000) * 40 + b"tail"
     cases = {
@@ -311,9 +311,9 @@ from hypothesis import strategies as st  # noqa: E402
 @given(st.lists(st.tuples(st.integers(0, 1), st.floats(0, 1), st.integers(0, 255)), max_size=10),
        st.integers(20, 700))
 def test_damaged_http1_streams_never_raise(damage, step):
-    from analyzer.model import Analysis, Connection, PacketIndex
-    from analyzer.sessions import Context
-    from analyzer.sessions.http1 import Http1Session
+    from wirefall.analyzer.model import Analysis, Connection, PacketIndex
+    from wirefall.analyzer.sessions import Context
+    from wirefall.analyzer.sessions.http1 import Http1Session
 
     c, s = _nginx_streams()
     assert c.startswith(b"GET ") and s.startswith(b"HTTP/1.1 ")
@@ -343,9 +343,9 @@ def test_damaged_http1_streams_never_raise(damage, step):
 
 def test_http1_resyncs_after_garbage():
     """A damaged request line and a capture starting mid-body: parsing picks up at the next message."""
-    from analyzer.model import Analysis, Connection, PacketIndex
-    from analyzer.sessions import Context
-    from analyzer.sessions.http1 import Http1Session
+    from wirefall.analyzer.model import Analysis, Connection, PacketIndex
+    from wirefall.analyzer.sessions import Context
+    from wirefall.analyzer.sessions.http1 import Http1Session
 
     c, s = _nginx_streams()
     idx = PacketIndex()

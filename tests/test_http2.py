@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from oracle.crosscheck import PROTOCOLS, compare, crosscheck, tshark_frames
-from analyzer.pipeline import analyze
-from dissectors.http2 import H2Connection, frame_name
+from wirefall.oracle.crosscheck import PROTOCOLS, compare, crosscheck, tshark_frames
+from wirefall.analyzer.pipeline import analyze
+from wirefall.dissectors.http2 import H2Connection, frame_name
 
 ROOT = Path(__file__).resolve().parents[1]
 HTTP = ROOT / "sample_captures" / "http"
@@ -246,7 +246,7 @@ def test_node_rst_goaway_push_priority_fields():
                          "http2.headers.weight", "http2.exclusive", "http2.stream_dependency",
                          "http2.window_update.window_size_increment"], _decode_args("h2c-node.pcap"),
                   yfilter="http2.type == 3 || http2.type == 7 || http2.type == 5 || http2.flags.priority == 1 || http2.type == 8")
-    from dissectors.http2 import ERROR_NAMES
+    from wirefall.dissectors.http2 import ERROR_NAMES
 
     wf = {}
     for f in _h2(an):
@@ -455,8 +455,8 @@ def h2_frames_of(client):
 
 # -- bad input never raises: real streams with random damage, through dissector and session ------------
 def _ctx(npackets=10):
-    from analyzer.model import Analysis, Connection, PacketIndex
-    from analyzer.sessions import Context
+    from wirefall.analyzer.model import Analysis, Connection, PacketIndex
+    from wirefall.analyzer.sessions import Context
 
     idx = PacketIndex()
     for i in range(npackets):
@@ -485,7 +485,7 @@ from hypothesis import strategies as st  # noqa: E402
 def _feed_h2(bufs, step, gap):
     """Both directions through an H2Session in ``step``-byte pieces, alternately; with ``gap``
     the second piece of the server's stream is lost.  Returns the model frames."""
-    from analyzer.sessions.http2 import H2Session
+    from wirefall.analyzer.sessions.http2 import H2Session
 
     ctx, conn = _ctx()
     sess = H2Session(ctx, conn, cleartext=True)
@@ -555,7 +555,7 @@ def test_lenient_hpack_is_never_wrong_from_the_middle(lists, start, table_size):
     From block 0, everything is known."""
     import hpack
 
-    from dissectors.http2 import LenientHpack
+    from wirefall.dissectors.http2 import LenientHpack
 
     enc = hpack.Encoder()
     enc.header_table_size = table_size

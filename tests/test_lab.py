@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import ROOT
-from lab.net import DelayLine
+from wirefall.lab.net import DelayLine
 from test_samples import as_list, h1_exchanges, h2_exchanges, tshark_json
 
 PROTOS = ["h1", "spdy", "h2", "h3"]
@@ -70,7 +70,7 @@ def test_delay_line_is_bounded():
 
 
 def test_conditions_checks():
-    from lab.run import loss_in_force, rtt_in_force
+    from wirefall.lab.run import loss_in_force, rtt_in_force
 
     assert rtt_in_force(100, 101.0) and rtt_in_force(0, 0.02) and not rtt_in_force(100, 120) and not rtt_in_force(20, None)
     assert loss_in_force(1, 1.0, 200) and loss_in_force(0, 0.0, 200) and not loss_in_force(0, 2.0, 200)
@@ -99,9 +99,9 @@ def _netns_names() -> set[str]:
 
 def test_relay_link_has_the_set_rtt_and_loss(tmp_path):
     _need_lab([])
-    from lab.net import LabNet
+    from wirefall.lab.net import LabNet
 
-    from lab.run import _scripts
+    from wirefall.lab.run import _scripts
 
     procs = _scripts().Procs()
     net = LabNet(procs, tag=f"t{os.getpid()}")
@@ -118,7 +118,7 @@ def test_relay_link_has_the_set_rtt_and_loss(tmp_path):
     # kernel TCP connect = one RTT: 2 × 20 ms one-way delay (+ a little relay time). The
     # shortest connect is what the lab checks (rtt_in_force); at 10 % loss a lost SYN or
     # SYN/ACK costs a 1 s retransmission, so the median of 10 connects can land on one.
-    from lab.run import rtt_in_force
+    from wirefall.lab.run import rtt_in_force
 
     assert m["rtt_ms_min"] >= 40.0 and rtt_in_force(40.0, m["rtt_ms_min"]), m
     assert m["rtt_ms"] >= 40.0, m
@@ -137,7 +137,7 @@ def lab_run(tmp_path_factory):
     """One real `wirefall lab` run through the CLI, default conditions, all four protocols."""
     _need_lab(PROTOS)
     out = tmp_path_factory.mktemp("lab") / "runs"
-    p = subprocess.Popen([sys.executable, "-m", "ui.cli", "lab", "--protocols", ",".join(PROTOS), "-o", str(out)],
+    p = subprocess.Popen([sys.executable, "-m", "wirefall", "lab", "--protocols", ",".join(PROTOS), "-o", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         stdout, stderr = p.communicate(timeout=300)
@@ -206,7 +206,7 @@ def test_lab_manifest_schema(lab_run):
 
 
 def _wirefall(cap: Path, keys: Path) -> list[tuple]:
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     an = analyze(str(cap), keylogs=[str(keys)])
     return sorted((e.method, urlsplit(e.url).path, e.status, e.response_body_bytes) for e in an.exchanges if not e.pushed)
@@ -266,7 +266,7 @@ def test_lab_capture_has_every_resource_as_200(lab_run, proto):
 
 
 def test_lab_comparison_table_has_every_row(lab_run):
-    from analyzer.compare import PAGE_ROWS
+    from wirefall.analyzer.compare import PAGE_ROWS
 
     out, m, stdout = lab_run
     s = json.loads((out / "compare.json").read_text())

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from oracle import crosscheck as oracle
-from analyzer.pipeline import analyze
+from wirefall.oracle import crosscheck as oracle
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures"
@@ -96,8 +96,8 @@ def test_quic_decrypted_in_a_capture_that_starts_mid_connection(src, keys, first
     roles by which label's secret opened it. Every QUIC frame wirefall then shows is the frame
     tshark shows in the same packet of the whole capture (where tshark has the handshake), and
     it shows frames for nearly every packet tshark does."""
-    from oracle.crosscheck import PROTOCOLS, TFrame, _quic_entries, tshark_frames
-    from analyzer.sessions.quic import TRIAL_NOTE
+    from wirefall.oracle.crosscheck import PROTOCOLS, TFrame, _quic_entries, tshark_frames
+    from wirefall.analyzer.sessions.quic import TRIAL_NOTE
 
     if not src.exists():
         pytest.skip(f"{src} absent")
@@ -135,7 +135,7 @@ def test_quic_key_trials_are_bounded_by_a_budget(tmp_path):
 
     import dpkt
 
-    from dissectors.quic import QuicConnectionDissector
+    from wirefall.dissectors.quic import QuicConnectionDissector
 
     cut = _cut_head(SAMPLES / "quic" / "aioquic-h3.pcap", 60, tmp_path)
     fake = {os.urandom(32): os.urandom(32) for _ in range(3000)}

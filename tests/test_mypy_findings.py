@@ -31,7 +31,7 @@ def _cap():
 
 def cli(cmd: str, path) -> object:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-m", "ui.cli", cmd, str(path), "--json"], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "-m", "wirefall", cmd, str(path), "--json"], cwd=ROOT, env=env,
                        capture_output=True, timeout=60, preexec_fn=_cap)
     assert p.returncode == 0, p.stderr.decode()[-2000:]
     return json.loads(p.stdout)

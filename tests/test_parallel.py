@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.jsonout import dumps, exchange_dict, frame_dict, phases_dicts, summary_dict
-from analyzer.pipeline import analyze
-from analyzer.waterfall import page_of
+from wirefall.analyzer.jsonout import dumps, exchange_dict, frame_dict, phases_dicts, summary_dict
+from wirefall.analyzer.pipeline import analyze
+from wirefall.analyzer.waterfall import page_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures"
@@ -143,7 +143,7 @@ def test_tls12_resumption_across_workers_falls_back_to_serial():
 
 
 def test_shards_split_connections_round_robin_and_both_directions_agree():
-    from analyzer.parallel import Shard
+    from wirefall.analyzer.parallel import Shard
 
     a, b = Shard(0, 2), Shard(1, 2)
     keys = [(b"\x7f\0\0\1", 40000 + i, b"\x7f\0\0\2", 443) for i in range(6)]
@@ -162,17 +162,17 @@ def test_cli_workers_option_gives_the_same_bytes():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     outs = []
     for j in ("1", "2", "auto"):
-        p = subprocess.run([sys.executable, "-m", "ui.cli", "requests", str(path), "--keylog", str(keys), "--json", "-j", j],
+        p = subprocess.run([sys.executable, "-m", "wirefall", "requests", str(path), "--keylog", str(keys), "--json", "-j", j],
                            capture_output=True, env=env, timeout=120)
         assert p.returncode == 0, p.stderr
         outs.append(p.stdout)
     assert outs[0] == outs[1] == outs[2] and outs[0].startswith(b"[\n  {\n    \"id\": ")
-    p = subprocess.run([sys.executable, "-m", "ui.cli", "summary", str(path), "-j", "0"], capture_output=True, env=env, timeout=60)
+    p = subprocess.run([sys.executable, "-m", "wirefall", "summary", str(path), "-j", "0"], capture_output=True, env=env, timeout=60)
     assert p.returncode == 2 and b"between 1 and 256" in p.stderr
 
 
 def test_auto_is_serial_below_the_threshold(tmp_path):
-    from analyzer.parallel import AUTO_MIN_BYTES, worker_count
+    from wirefall.analyzer.parallel import AUTO_MIN_BYTES, worker_count
 
     small = SAMPLES / "page" / "page-h1.pcapng"
     assert small.stat().st_size < AUTO_MIN_BYTES
@@ -186,7 +186,7 @@ def test_auto_is_serial_below_the_threshold(tmp_path):
 
 def test_cross_worker_state_decides_serial():
     """The merge's checks (module docstring of analyzer.parallel) on the facts workers report."""
-    from analyzer.parallel import _unshardable
+    from wirefall.analyzer.parallel import _unshardable
 
     def facts(stored=(), missed=(), claimed=(), offered=(), budgets=None):
         return {"tls": {"tls12_sessions": (set(stored), set(missed)), "tls12_tickets": (set(), set())},

@@ -11,7 +11,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.jsonout import dump, dumps
+from wirefall.analyzer.jsonout import dump, dumps
 
 FLOATS = st.floats(allow_nan=False, allow_infinity=False)
 LEAF = st.none() | st.booleans() | st.integers() | FLOATS | st.text()
@@ -47,7 +47,7 @@ def test_dumps_layout_is_json_dumps_indent_2(x):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(NOFLOAT))
 def test_dump_streams_an_iterator_as_a_list(xs):
-    import analyzer.jsonout as jo
+    import wirefall.analyzer.jsonout as jo
 
     old = jo._BATCH
     jo._BATCH = 3  # several batches, joined into one document
@@ -115,8 +115,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_decoder_matches_tshark(cap):
     """Addresses, ports, TCP sequence/ack numbers and payload lengths of every packet as tshark
     reads them (the Ethernet/IPv4 fast path and the general path alike)."""
-    from analyzer.capture import read_capture
-    from analyzer.packet import PROTO_TCP, Decoder, addr_str
+    from wirefall.analyzer.capture import read_capture
+    from wirefall.analyzer.packet import PROTO_TCP, Decoder, addr_str
 
     out = subprocess.run(["tshark", "-r", str(ROOT / cap), "-T", "fields", "-E", "separator=|", "-e", "frame.number", "-e", "ip.src",
                           "-e", "ip.dst", "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tcp.seq_raw", "-e", "tcp.ack_raw",
@@ -147,7 +147,7 @@ def test_decoder_matches_tshark(cap):
 def test_tls_records_do_not_depend_on_segmentation(recs, cuts, seed):
     import random
 
-    from dissectors.tls import RecordReader
+    from wirefall.dissectors.tls import RecordReader
 
     stream = b"".join(bytes([t, 3, 3, n >> 8, n & 0xFF]) + random.Random(seed + i).randbytes(n) for i, (t, n) in enumerate(recs))
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import export, jsonout, waterfall
-from analyzer.pipeline import analyze
+from wirefall.analyzer import export, jsonout, waterfall
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "sample_captures" / "page"
@@ -286,7 +286,7 @@ def test_every_request_phases_add_up_to_its_total_in_json_and_har(name):
 
 
 def test_requests_json_carries_phases_and_headers_end():
-    cmd = [sys.executable, "-m", "ui.cli", "requests", str(PAGE / "page-h2.pcapng"), "--json", "--keylog", str(PAGE / "page-h2.keys")]
+    cmd = [sys.executable, "-m", "wirefall", "requests", str(PAGE / "page-h2.pcapng"), "--json", "--keylog", str(PAGE / "page-h2.keys")]
     r = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT, timeout=300, env=dict(os.environ, SSLKEYLOGFILE="", PYTHONPATH=str(ROOT)))
     assert r.returncode == 0, r.stderr
     reqs = json.loads(r.stdout)
@@ -374,8 +374,8 @@ def _hostile():
 _FLOOD_CHILD = r"""
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
-from analyzer.pipeline import analyze
-from analyzer.jsonout import frame_dict
+from wirefall.analyzer.pipeline import analyze
+from wirefall.analyzer.jsonout import frame_dict
 an = analyze(sys.argv[1])
 tls = [f for f in an.frames if f.protocol == "tls"]
 out = json.dumps([frame_dict(f) for f in an.frames])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.pipeline import analyze
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPS = ROOT.parent / "shared" / "captures"
@@ -112,7 +112,7 @@ def compare_with_tshark(path: Path, keylog: Path | None = None, min_frames: int 
     assert decrypted_packets > 0 and sum(map(len, want.values())) >= min_frames, "tshark decrypted nothing: test would be empty"
     # connections whose handshake is not in the capture: wirefall finds their keys by trying the
     # key log's secrets (the AEAD tag confirms them), tshark does not decrypt them at all
-    from analyzer.sessions.quic import TRIAL_NOTE
+    from wirefall.analyzer.sessions.quic import TRIAL_NOTE
 
     trial = {c.id for c in an.connections if any(TRIAL_NOTE in n for n in c.notes)}
     late = {n for n in ours if n not in want and an.index.conn[n - 1] in trial}
@@ -202,7 +202,7 @@ def test_pageload_amazon_http3_next_to_http2():
         an, want = compare_with_tshark(cap, kl, min_frames=100)
     # one QUIC connection to Google was opened before the capture began (keep-alive PINGs only):
     # its keys are found by trying the key log's secrets, which tshark does not do
-    from analyzer.sessions.quic import TRIAL_NOTE
+    from wirefall.analyzer.sessions.quic import TRIAL_NOTE
 
     (late,) = [c for c in an.connections if any(TRIAL_NOTE in n for n in c.notes)]
     assert late.quic.decrypted and len(an.trial_packets) == late.stats[0].packets + late.stats[1].packets == 6
@@ -287,7 +287,7 @@ def _check_streams_against_follow(path: Path, keylog: Path, an, request_streams)
     import hashlib
     (c,) = [c for c in an.connections if c.quic and c.quic.version]
     by_offset = _tshark_stream_bytes(path, keylog, c.client[1])
-    from analyzer.sessions.quic import QuicSession  # noqa: F401  (stats live in ctx.shared, exported below)
+    from wirefall.analyzer.sessions.quic import QuicSession  # noqa: F401  (stats live in ctx.shared, exported below)
     stats = an.quic_stats[c.id]["streams"]
     checked = 0
     for sid in request_streams:

@@ -86,9 +86,9 @@ def test_leak_search_finds_a_planted_secret():
 
 @pytest.mark.parametrize("rel_cap,rel_keys", KEYED)
 def test_analysis_and_exports_hold_no_key_material(rel_cap, rel_keys, tmp_path):
-    from analyzer import cache
-    from analyzer.export import har, model_json, qlog
-    from analyzer.jsonout import dumps
+    from wirefall.analyzer import cache
+    from wirefall.analyzer.export import har, model_json, qlog
+    from wirefall.analyzer.jsonout import dumps
 
     c, k = _keyed(rel_cap, rel_keys)
     secrets = _secrets_of(k.read_text())
@@ -121,7 +121,7 @@ def test_analysis_and_exports_hold_no_key_material(rel_cap, rel_keys, tmp_path):
 
 
 def test_cache_refuses_an_analysis_carrying_a_secret():
-    from analyzer import cache
+    from wirefall.analyzer import cache
 
     c, k = _keyed(*KEYED[0])
     an = corpus.analyze_bytes(c.read_bytes(), k.read_text())
@@ -133,10 +133,10 @@ def test_cache_refuses_an_analysis_carrying_a_secret():
 
 
 def test_pcapng_dsb_secrets_stay_out_of_outputs():
-    from analyzer.capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
-    from analyzer.export import har, model_json, qlog
-    from analyzer.jsonout import dumps
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
+    from wirefall.analyzer.export import har, model_json, qlog
+    from wirefall.analyzer.jsonout import dumps
+    from wirefall.analyzer.pipeline import analyze
 
     p = SHARED / "pcap2qlog" / "ngtcp2-29-dsb.pcapng"
     if not p.exists():
@@ -155,7 +155,7 @@ def test_pcapng_dsb_secrets_stay_out_of_outputs():
 
 
 def test_malformed_key_log_lines_are_not_echoed():
-    from analyzer.keylog import KeyLog
+    from wirefall.analyzer.keylog import KeyLog
 
     secret = bytes(range(48))
     cr = bytes(range(100, 132))
@@ -176,7 +176,7 @@ def test_malformed_key_log_lines_are_not_echoed():
 # ------------------------------------------------------------------ the CLI, every command
 
 def _cli(args, env, cwd):
-    return subprocess.run([sys.executable, "-m", "ui.cli", *args], capture_output=True, env=env, cwd=cwd, timeout=300)
+    return subprocess.run([sys.executable, "-m", "wirefall", *args], capture_output=True, env=env, cwd=cwd, timeout=300)
 
 
 @pytest.mark.parametrize("rel_cap,rel_keys", [KEYED[0], KEYED[1]])
@@ -204,7 +204,7 @@ def test_cli_outputs_hold_no_key_material(rel_cap, rel_keys, tmp_path):
     for o in outs:
         assert not leaks(o.read_bytes(), secrets), f"key material in {o.name}"
     # cache files: entries with their two pickles decompressed, and every other file as it is
-    from analyzer import cache
+    from wirefall.analyzer import cache
 
     cached = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert any(p.name.endswith(cache.SUFFIX) for p in cached), "--cache stored nothing"
@@ -258,7 +258,7 @@ def _credentials(cap: Path, keys: Path | None) -> dict[str, str]:
 
 @pytest.mark.parametrize("rel_cap,rel_keys", [("secrets/cookies-h1.pcap", None), ("secrets/cookies-h2.pcap", "secrets/cookies-h2.keys")])
 def test_har_leaves_out_cookie_set_cookie_authorization(rel_cap, rel_keys, tmp_path):
-    from analyzer.export import har
+    from wirefall.analyzer.export import har
 
     cap = SAMPLES / rel_cap
     keys = SAMPLES / rel_keys if rel_keys else None
@@ -333,7 +333,7 @@ class _Server:
         self.port = _free_port()
         env = dict(os.environ, TMPDIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONUNBUFFERED="1",
                    SSLKEYLOGFILE="", PYTHONPATH=str(ROOT))
-        self.p = subprocess.Popen([sys.executable, "-m", "ui.cli", "web", str(WEB_CAP), "--keylog", str(WEB_KEYS),
+        self.p = subprocess.Popen([sys.executable, "-m", "wirefall", "web", str(WEB_CAP), "--keylog", str(WEB_KEYS),
                                    "--port", str(self.port), "--upload-limit", "1", *extra],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
         self.base = f"http://127.0.0.1:{self.port}"
@@ -425,7 +425,7 @@ def test_web_upload_names_are_never_paths(tmp_path, monkeypatch):
     import secrets as _s
 
     _need_web()
-    from ui.web import WebState
+    from wirefall.ui.web import WebState
 
     monkeypatch.chdir(tmp_path)
     st = WebState(upload_limit=1 << 20, use_cache=False)
@@ -454,8 +454,8 @@ def test_web_reads_only_named_and_uploaded_files(tmp_path, monkeypatch):
     import io
 
     _need_web()
-    from ui.web import WebState
-    from ui.web import app as A
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web import app as A
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     opened: list[str] = []

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from oracle.crosscheck import spdy_tshark_frames
-from analyzer.pipeline import analyze
-from dissectors.spdy import DICT_V2, DICT_V3, SpdyConnection
+from wirefall.oracle.crosscheck import spdy_tshark_frames
+from wirefall.analyzer.pipeline import analyze
+from wirefall.dissectors.spdy import DICT_V2, DICT_V3, SpdyConnection
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures" / "spdy"

@@ -23,7 +23,7 @@ def _cli(cmd: str, path: Path):
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
-    p = subprocess.run([sys.executable, "-m", "ui.cli", cmd, str(path), "--json"], capture_output=True, cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "wirefall", cmd, str(path), "--json"], capture_output=True, cwd=ROOT,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)), preexec_fn=cap, timeout=60)
     assert p.returncode == 0, p.stderr.decode()
     return json.loads(p.stdout)

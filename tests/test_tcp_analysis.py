@@ -25,12 +25,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analyzer import stats as wf_stats  # noqa: E402
-from analyzer.cache import dumps, loads  # noqa: E402
-from analyzer.capture import PacketSource  # noqa: E402
-from analyzer.detail import packet_detail, packet_row, packet_rows  # noqa: E402
-from analyzer.pipeline import analyze  # noqa: E402
-from analyzer.tcp_analysis import FIELDS, NAMES, stats, tcp_analysis  # noqa: E402
+from wirefall.analyzer import stats as wf_stats  # noqa: E402
+from wirefall.analyzer.cache import dumps, loads  # noqa: E402
+from wirefall.analyzer.capture import PacketSource  # noqa: E402
+from wirefall.analyzer.detail import packet_detail, packet_row, packet_rows  # noqa: E402
+from wirefall.analyzer.pipeline import analyze  # noqa: E402
+from wirefall.analyzer.tcp_analysis import FIELDS, NAMES, stats, tcp_analysis  # noqa: E402
 from scripts.crosscheck import make_tcp_analysis_captures as mk  # noqa: E402
 from scripts.crosscheck.tcp_analysis_vs_tshark import tshark_flags  # noqa: E402
 
@@ -148,7 +148,7 @@ def test_every_flag_on_the_hand_built_scenarios(made):
 def test_colour_rules_equal_wiresharks_default_rules(made):
     """Bad TCP, TCP RST, TCP SYN/FIN as Wireshark's default colouring rules select them
     (their filters, run by tshark), for the packet list to colour RST and damaged segments."""
-    from analyzer.tcp_analysis import COLOURS
+    from wirefall.analyzer.tcp_analysis import COLOURS
 
     p = made["scenarios"]
     an, src, ta, _ = _load(p)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import analyzer.sessions.tls as tls_session
-from analyzer.pipeline import analyze
+import wirefall.analyzer.sessions.tls as tls_session
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "captures"
@@ -200,7 +200,7 @@ def test_retina_cipher_suites_like_tshark():
 def test_retina_sslv2_hello_session(monkeypatch):
     """The 3 connections that open with an SSLv2-compatible ClientHello (first byte 0x80, which
     sniff_stream leaves to SPDY): the TLS session handles them once it is chosen."""
-    import analyzer.sessions as S
+    import wirefall.analyzer.sessions as S
 
     orig = S.sniff_stream
 
@@ -414,7 +414,7 @@ def test_gap_stops_one_direction_and_says_where(tmp_path):
 def test_bad_input_never_raises():
     from hypothesis import given, settings, strategies as st
 
-    from dissectors import tls as T
+    from wirefall.dissectors import tls as T
 
     @settings(max_examples=300, deadline=None)
     @given(st.binary(max_size=300))
@@ -530,7 +530,7 @@ def test_tls13_server_hello_lost_by_the_capture(name, tmp_path):
     HelloRetryRequest or, without one, the suite whose key opens the client's first protected
     record. The suite is the one tshark reads in the whole capture's ServerHello, and the records
     agree with tshark's on the capture without it."""
-    from oracle.crosscheck import crosscheck_report
+    from wirefall.oracle.crosscheck import crosscheck_report
 
     if shutil.which("editcap") is None or shutil.which("tshark") is None:
         pytest.skip("editcap and tshark needed")
@@ -547,7 +547,7 @@ def test_tls13_server_hello_lost_by_the_capture(name, tmp_path):
     assert any("ServerHello not in the capture" in n for n in c.notes)
     client = [f for f in an.frames if f.protocol == "tls" and f.direction == 0 and (f.fields or {}).get("decrypted")]
     assert len(client) >= 2  # the client's Finished and its request
-    from oracle.crosscheck import _TLS_NO_SH
+    from wirefall.oracle.crosscheck import _TLS_NO_SH
 
     r = crosscheck_report(str(cut), keys, analysis=an)["tls"]
     assert r.problems == [] and r.matched + r.set_aside.get(_TLS_NO_SH, 0) >= len(client) + 1  # + the ClientHello

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.capture import PacketSource
-from analyzer.detail import hexdump, packet_bytes, packet_detail, packet_row, packet_rows
-from analyzer.pipeline import analyze
+from wirefall.analyzer.capture import PacketSource
+from wirefall.analyzer.detail import hexdump, packet_bytes, packet_detail, packet_row, packet_rows
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures"
@@ -241,8 +241,8 @@ def test_h2_detail_fields_equal_tshark():
 
 # ------------------------------------------------------------------ the TUI (Textual pilot)
 
-from ui.tui.app import FollowScreen, HelpScreen, TextScreen, WirefallApp  # noqa: E402
-from ui.tui.widgets import HexView, PacketList, WaterfallView  # noqa: E402
+from wirefall.ui.tui.app import FollowScreen, HelpScreen, TextScreen, WirefallApp  # noqa: E402
+from wirefall.ui.tui.widgets import HexView, PacketList, WaterfallView  # noqa: E402
 
 
 def _sync(fn):
@@ -493,7 +493,7 @@ async def test_tui_filter_matches_tshark_and_reports_errors():
         await pilot.pause(0.05)
         assert inp.has_class("-invalid")
         status = str(app.query_one("#status").render())
-        from analyzer.filter import FilterError, compile_filter
+        from wirefall.analyzer.filter import FilterError, compile_filter
 
         with pytest.raises(FilterError) as err:
             compile_filter("status >= ")
@@ -587,7 +587,7 @@ async def test_tui_follow_stream_equals_tshark_frames():
         await pilot.press("F")
         await pilot.pause(0.1)
         assert isinstance(app.screen, FollowScreen)
-        from analyzer.detail import H2_TYPES
+        from wirefall.analyzer.detail import H2_TYPES
 
         got = [(it[2], H2_TYPES[it[0].split("→" if "→" in it[0] else "←")[1].split()[1].split("[")[0].rstrip(":")])
                for it in app.screen.items if it[0].lstrip()[:1].isdigit()]
@@ -606,7 +606,7 @@ async def test_tui_help_and_quit():
         await _open(pilot, app)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        from ui.tui.app import HELP
+        from wirefall.ui.tui.app import HELP
 
         for key in ("q", "?", "/", "F", "+ / -", "enter", "ctrl+f"):
             assert key in HELP
@@ -917,7 +917,7 @@ DECRYPT_CASES = [
 def test_decrypted_tls_bytes_equal_tshark(spec):
     """Every "Decrypted TLS" block tshark prints equals the record wirefall decrypts again
     on demand (from the capture and the key log), packet by packet, byte by byte."""
-    from analyzer.detail import decrypted_tls
+    from wirefall.analyzer.detail import decrypted_tls
 
     path = _path(spec)
     if not path.exists():
@@ -942,7 +942,7 @@ def test_decrypted_tls_bytes_equal_tshark(spec):
 
 
 def test_decrypted_tls_without_key_log_is_an_error_not_a_crash():
-    from analyzer.detail import decrypted_tls
+    from wirefall.analyzer.detail import decrypted_tls
 
     path = SAMPLES / "tls" / "tls13_aes128gcm.pcap"
     if not path.exists():
@@ -963,7 +963,7 @@ async def test_tui_rows_while_loading(monkeypatch):
     with the cursor where it was."""
     import threading
 
-    import analyzer.pipeline as P
+    import wirefall.analyzer.pipeline as P
 
     path, keys = _h2_sample()
     gate = threading.Event()
@@ -1114,7 +1114,7 @@ async def test_tui_waterfall_groups_by_connection_as_tshark_streams():
 
 from textual.widgets import DataTable, Input  # noqa: E402
 
-from ui.tui.compare import CompareDialog, CompareScreen, CompareWaterfall  # noqa: E402
+from wirefall.ui.tui.compare import CompareDialog, CompareScreen, CompareWaterfall  # noqa: E402
 
 PAGE = SAMPLES / "page"
 
@@ -1171,7 +1171,7 @@ async def _open_compare(pilot, app) -> CompareScreen:
 def _check_compare_screen(scr: CompareScreen, res: dict, tshark_a, tshark_b) -> None:
     """The table shows compare()'s numbers; every URL of the page is one matched row; request
     starts equal tshark's request packets' times."""
-    from analyzer.compare import PAGE_ROWS
+    from wirefall.analyzer.compare import PAGE_ROWS
 
     dt = scr.query_one("#cmp-page", DataTable)
     assert dt.row_count == len(PAGE_ROWS)
@@ -1216,7 +1216,7 @@ def _check_compare_screen(scr: CompareScreen, res: dict, tshark_a, tshark_b) -> 
 
 
 def REQ_COL(i: int) -> str:
-    from ui.tui.compare import REQUEST_COLUMNS
+    from wirefall.ui.tui.compare import REQUEST_COLUMNS
 
     return REQUEST_COLUMNS[i]
 
@@ -1294,7 +1294,7 @@ async def _check_waterfall_tab(pilot, scr: CompareScreen, res: dict) -> None:
 async def test_tui_compare_h1_h2_from_cli_option():
     """`wirefall tui page-h1 --compare page-h2`: table = compare()'s figures, request starts
     = tshark's request packets, bars at each side's request start."""
-    from analyzer.compare import compare
+    from wirefall.analyzer.compare import compare
 
     (pa, ka), (pb, kb) = _page("page-h1"), _page("page-h2")
     res = compare(_analysis(pa, [ka]), _analysis(pb, [ka, kb]))
@@ -1315,7 +1315,7 @@ async def test_tui_compare_h1_h2_from_cli_option():
 @_sync
 async def test_tui_compare_key_opens_second_capture(name):
     """Key C in the TUI asks for capture B and its key log, then compares."""
-    from analyzer.compare import compare
+    from wirefall.analyzer.compare import compare
 
     (pa, ka), (pb, kb) = _page("page-h2"), _page(name)
     res = compare(_analysis(pa, [ka]), _analysis(pb, [ka, kb]))
@@ -1398,18 +1398,18 @@ def test_snapshot_compare_waterfalls(snap_compare, monkeypatch):
 async def test_tui_cache_reopens_without_analysing_again(tmp_path, monkeypatch):
     """`wirefall tui FILE --cache`: the first opening analyses and stores, the second shows the
     same packets and requests from the cache without running the analysis."""
-    import analyzer.pipeline
-    from ui import cli
+    import wirefall.analyzer.pipeline
+    from wirefall.ui import cli
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     path, keys = _h2_sample()
     seen = {}
-    monkeypatch.setattr("ui.tui.run", lambda *a, **kw: seen.update(kw) or 0)
+    monkeypatch.setattr("wirefall.ui.tui.run", lambda *a, **kw: seen.update(kw) or 0)
     assert cli.main(["tui", str(path), "--keylog", str(keys), "--cache"]) == 0 and seen["use_cache"] is True
     assert cli.main([str(path), "--keylog", str(keys)]) == 0 and seen["use_cache"] is False
 
-    real, calls = analyzer.pipeline.analyze, []
-    monkeypatch.setattr(analyzer.pipeline, "analyze", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    real, calls = wirefall.analyzer.pipeline.analyze, []
+    monkeypatch.setattr(wirefall.analyzer.pipeline, "analyze", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     shown = []
     for _ in range(2):
         app = WirefallApp(str(path), [str(keys)], use_cache=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.completeness import NEXT_NO_KEYLOG, NEXT_WRONG_KEYLOG, compute
-from analyzer.pipeline import analyze
+from wirefall.analyzer.completeness import NEXT_NO_KEYLOG, NEXT_WRONG_KEYLOG, compute
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "sample_captures" / "page"
@@ -25,8 +25,8 @@ import ui_inputs  # noqa: E402
 pytestmark = pytest.mark.skipif(not (PAGE / "page-h2.pcapng").exists(), reason="sample captures missing")
 
 textual = pytest.importorskip("textual")
-from ui.tui.app import HINT, FollowScreen, HelpScreen, WirefallApp  # noqa: E402
-from ui.tui.widgets import HexView, PacketList, WaterfallView  # noqa: E402
+from wirefall.ui.tui.app import HINT, FollowScreen, HelpScreen, WirefallApp  # noqa: E402
+from wirefall.ui.tui.widgets import HexView, PacketList, WaterfallView  # noqa: E402
 
 
 def _sync(fn):

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer import stats, waterfall
-from dissectors import dns as dnsd
+from wirefall.analyzer import stats, waterfall
+from wirefall.dissectors import dns as dnsd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wf_fixture import T0, make_analysis  # noqa: E402
@@ -181,7 +181,7 @@ def _check_lookups(lookups, truth):
 
 
 def test_dns_lookups_match_tshark_by_rereading_packets():
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     p = _shared(AMAZON)
     truth = _tshark_dns(p)
@@ -191,11 +191,11 @@ def test_dns_lookups_match_tshark_by_rereading_packets():
 
 
 def test_dns_session_frames_match_tshark(monkeypatch):
-    from analyzer import sessions
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer import sessions
+    from wirefall.analyzer.pipeline import analyze
 
     p = _shared(AMAZON)
-    monkeypatch.setitem(sessions.KINDS, "dns", ("analyzer.sessions.dns", "DnsSession"))
+    monkeypatch.setitem(sessions.KINDS, "dns", ("wirefall.analyzer.sessions.dns", "DnsSession"))
     an = analyze(str(p))
     dframes = [f for f in an.frames if f.protocol == "dns"]
     q = _tshark("-r", str(p), "-Y", "dns", "-T", "fields", "-e", "frame.number", "-e", "dns.id", "-e", "dns.flags.response")
@@ -222,7 +222,7 @@ def test_dns_parser_fuzz(data):
 
 def test_connection_stats_match_tshark():
     """Per connection and direction: packets, wire bytes and TCP/UDP payload equal tshark's."""
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     p = _shared(AMAZON)
     an = analyze(str(p))
@@ -255,7 +255,7 @@ def test_connection_stats_match_tshark():
 
 
 def _analyze_sample(pattern: str):
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer.pipeline import analyze
 
     files = sorted(glob.glob(str(SAMPLES / pattern)))
     if not files:

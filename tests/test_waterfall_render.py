@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import waterfall
-from analyzer.pipeline import analyze
+from wirefall.analyzer import waterfall
+from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_captures"
@@ -110,7 +110,7 @@ def _check_page(pg, sel: str, wf, what: str) -> None:
 
 @needs_chromium
 def test_html_export_labels_never_overlap(samples, tmp_path):
-    from ui.exports import export
+    from wirefall.ui.exports import export
 
     with pw.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
@@ -135,7 +135,7 @@ def server(samples, tmp_path_factory):
 
     from werkzeug.serving import make_server
 
-    from ui.web import WebState, create_app
+    from wirefall.ui.web import WebState, create_app
 
     old_cache = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg"))

@@ -48,7 +48,7 @@ def server(tmp_path_factory):
 
     from werkzeug.serving import make_server
 
-    from ui.web import WebState, create_app
+    from wirefall.ui.web import WebState, create_app
 
     old_cache = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg"))  # a private cache for this test
@@ -251,7 +251,7 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     w, h, rows, bpp = png_pixels(path.read_bytes())
     assert w >= 700 and h >= 360
     # the bars are drawn in the waterfall palette: the "script", "image" and "css" download colours
-    from analyzer.waterfall import CONTENT_COLORS
+    from wirefall.analyzer.waterfall import CONTENT_COLORS
 
     colours = {bytes.fromhex(CONTENT_COLORS[c][1][1:]) for c in ("script", "image", "css")}
     seen = set()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.completeness import NEXT_WRONG_KEYLOG
+from wirefall.analyzer.completeness import NEXT_WRONG_KEYLOG
 from test_web_unit import H2, H2K, tshark_requests
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def server(tmp_path_factory):
 
     from werkzeug.serving import make_server
 
-    from ui.web import WebState, create_app
+    from wirefall.ui.web import WebState, create_app
 
     d = tmp_path_factory.mktemp("newcomer")
     old_cache = os.environ.get("XDG_CACHE_HOME")

@@ -86,7 +86,7 @@ def tshark_requests(path: Path, keys: Path) -> dict[int, dict]:
 
 @pytest.fixture(scope="module")
 def state():
-    from ui.web import WebState
+    from wirefall.ui.web import WebState
 
     st = WebState(use_cache=False)
     yield st
@@ -172,7 +172,7 @@ def _table_pairs(component, table_id: str) -> list[tuple[str, str]]:
 
 @needs_tshark
 def test_waterfall_one_row_per_request_as_tshark(state, h2):
-    from ui.web.app import cb_waterfall
+    from wirefall.ui.web.app import cb_waterfall
 
     truth = tshark_requests(H2, H2K)
     fig, err, count, _why = cb_waterfall(state, h2.id, "v", [], [], [], [], "")
@@ -193,7 +193,7 @@ def test_waterfall_one_row_per_request_as_tshark(state, h2):
 
 @needs_tshark
 def test_filters_match_tshark(state, h2):
-    from ui.web.app import cb_waterfall
+    from wirefall.ui.web.app import cb_waterfall
 
     truth = tshark_requests(H2, H2K)
     # filter expression (the CLI's language) against tshark's own filter
@@ -213,8 +213,8 @@ def test_filters_match_tshark(state, h2):
 
 
 def test_filter_error_shows_column(state, h2):
-    from analyzer.filter import FilterError, compile_filter
-    from ui.web.app import cb_waterfall
+    from wirefall.analyzer.filter import FilterError, compile_filter
+    from wirefall.ui.web.app import cb_waterfall
 
     expr = 'status >= && url contains "x"'
     with pytest.raises(FilterError) as ei:
@@ -228,7 +228,7 @@ def test_filter_error_shows_column(state, h2):
 
 @needs_tshark
 def test_click_shows_headers_as_tshark(state, h2):
-    from ui.web.app import cb_select, cb_waterfall
+    from wirefall.ui.web.app import cb_select, cb_waterfall
 
     truth = tshark_requests(H2, H2K)
     fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "")
@@ -267,7 +267,7 @@ def _find(component, id_):
 
 
 def test_click_on_marker_or_nothing(state, h2):
-    from ui.web.app import cb_select
+    from wirefall.ui.web.app import cb_select
 
     xid, detail = cb_select(state, {"points": [{"x": 1.0, "y": 3}]}, h2.id, [], [], [], [], "")  # a marker: no customdata
     assert xid is not None and "Request headers" in _text(detail)
@@ -276,7 +276,7 @@ def test_click_on_marker_or_nothing(state, h2):
 
 
 def test_zoom_range_kept_for_export():
-    from ui.web.app import cb_xrange
+    from wirefall.ui.web.app import cb_xrange
 
     assert cb_xrange(None, {"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None) == [90.5, 140.0]
     assert cb_xrange(None, {"xaxis.autorange": True}, [1, 2]) is None
@@ -287,7 +287,7 @@ def test_zoom_range_kept_for_export():
 
 @needs_tshark
 def test_connections_tab_as_tshark(state, h2):
-    from ui.web.app import cb_connections
+    from wirefall.ui.web.app import cb_connections
 
     fig, rows, notes = cb_connections(state, h2.id, "v", "connections")
     out = _tshark("-r", str(H2), "-o", f"tls.keylog_file:{H2K}", "-Y", "tls.handshake.type == 2", "-T", "fields",
@@ -319,8 +319,8 @@ def test_connections_tab_as_tshark(state, h2):
 
 @needs_tshark
 def test_statistics_tab_as_tshark(state, h2):
-    from ui.web import views
-    from ui.web.app import cb_stats
+    from wirefall.ui.web import views
+    from wirefall.ui.web.app import cb_stats
 
     summary, proto, content, headers, traffic, inflight, hrows = cb_stats(state, h2.id, "v", "stats")
     lines = _tshark("-r", str(H2), "-T", "fields", "-e", "tcp.dstport", "-e", "frame.len").split("\n")
@@ -368,7 +368,7 @@ def test_statistics_tab_as_tshark(state, h2):
 
 @needs_tshark
 def test_packets_tab_pages_as_tshark(state, h2):
-    from ui.web.app import cb_packet_detail, cb_packets
+    from wirefall.ui.web.app import cb_packet_detail, cb_packets
 
     out = _tshark("-r", str(H2), "-T", "fields", "-e", "frame.number", "-e", "frame.time_relative", "-e", "ip.src", "-e", "ip.dst",
                   "-e", "frame.len")
@@ -402,8 +402,8 @@ def _server_log_h3() -> list[dict]:
 
 @needs_tshark
 def test_compare_tab(state, h2, h3):
-    from ui.web.app import cb_compare
-    from ui.web.views import compare_available
+    from wirefall.ui.web.app import cb_compare
+    from wirefall.ui.web.views import compare_available
 
     if not compare_available():
         out = cb_compare(state, 1, h2.id, h3.id)
@@ -427,7 +427,7 @@ def test_compare_tab(state, h2, h3):
 
 @needs_tshark
 def test_exports_of_what_is_shown(state, h2):
-    from ui.web.app import cb_export
+    from wirefall.ui.web.app import cb_export
 
     truth = tshark_requests(H2, H2K)
     dl, msg = cb_export(state, "har", h2.id, [], [], [], [], "", None)
@@ -461,8 +461,8 @@ def _data_url(data: bytes) -> str:
 
 
 def test_uploads_checked_and_private(tmp_path):
-    from ui.web import WebState
-    from ui.web.app import cb_open, cb_stage
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_open, cb_stage
 
     st = WebState(upload_limit=200_000, keylog_limit=10_000, use_cache=False)
     try:
@@ -502,8 +502,8 @@ def test_uploads_checked_and_private(tmp_path):
 
 
 def test_bad_capture_is_a_message_and_others_keep_working(tmp_path):
-    from ui.web import WebState
-    from ui.web.app import cb_poll, cb_waterfall
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_poll, cb_waterfall
 
     bad = tmp_path / "broken.pcap"
     bad.write_bytes(b"\xd4\xc3\xb2\xa1" + b"\x02\x00\x04\x00" + b"\xff" * 7)  # a pcap header cut short
@@ -532,9 +532,9 @@ def test_background_analysis_does_not_block_callbacks():
     """A capture that takes long to analyse: callbacks answer at once with its progress."""
     import time
 
-    from analyzer.pipeline import analyze
-    from ui.web import WebState
-    from ui.web.app import cb_poll, cb_waterfall
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_poll, cb_waterfall
 
     gate = threading.Event()
     started = threading.Event()
@@ -568,8 +568,8 @@ def test_background_analysis_does_not_block_callbacks():
 
 
 def test_cache_hit_same_model_and_no_key_material(tmp_path, monkeypatch):
-    from analyzer import cache
-    from analyzer.jsonout import exchange_dict, frame_dict, summary_dict
+    from wirefall.analyzer import cache
+    from wirefall.analyzer.jsonout import exchange_dict, frame_dict, summary_dict
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     a, hit = cache.analyze_cached(str(H2), [str(H2K)])
@@ -604,8 +604,8 @@ def test_cache_hit_same_model_and_no_key_material(tmp_path, monkeypatch):
 
 
 def test_cache_refuses_key_material(tmp_path, monkeypatch):
-    from analyzer import cache
-    from analyzer.pipeline import analyze
+    from wirefall.analyzer import cache
+    from wirefall.analyzer.pipeline import analyze
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     an = analyze(str(H2), keylogs=[str(H2K)])
@@ -619,7 +619,7 @@ def test_cache_refuses_key_material(tmp_path, monkeypatch):
 
 
 def test_run_rejects_missing_file(capsys):
-    from ui.web import run
+    from wirefall.ui.web import run
 
     assert run(["/nonexistent/x.pcap"]) == 2
     assert "no such file" in capsys.readouterr().err
@@ -638,7 +638,7 @@ def test_wirefall_web_serves_and_cleans_up(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, TMPDIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, "-c", "import sys; from ui.cli import main; sys.exit(main(sys.argv[1:]))",
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from wirefall.ui.cli import main; sys.exit(main(sys.argv[1:]))",
                           "web", str(H2), "--keylog", str(H2K), "--port", str(port)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT))
     try:
@@ -673,8 +673,8 @@ def test_uploaded_third_party_page_load(tmp_path):
     log) uploaded through the page: the HTTP/2 rows are tshark's HTTP/2 requests."""
     import gzip
 
-    from ui.web import WebState
-    from ui.web.app import cb_open, cb_select, cb_stage, cb_waterfall
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_open, cb_select, cb_stage, cb_waterfall
 
     if not AMAZON.exists():
         pytest.skip("third-party captures not present")
@@ -722,7 +722,7 @@ def test_uploaded_third_party_page_load(tmp_path):
 
 
 def _client(host="127.0.0.1", token=None, state=None, port=8050):
-    from ui.web import WebState, create_app
+    from wirefall.ui.web import WebState, create_app
 
     st = state or WebState(use_cache=False)
     app = create_app(st, host=host, token=token, port=port)
@@ -804,7 +804,7 @@ def test_wirefall_web_on_all_interfaces_prints_token_and_warning(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, TMPDIR=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, "-c", "import sys; from ui.cli import main; sys.exit(main(sys.argv[1:]))",
+    p = subprocess.Popen([sys.executable, "-c", "import sys; from wirefall.ui.cli import main; sys.exit(main(sys.argv[1:]))",
                           "web", str(H2), "--keylog", str(H2K), "--port", str(port), "--host", "0.0.0.0"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT))
     try:
@@ -847,7 +847,7 @@ def test_upload_route_streams_to_disk_and_checks():
         kind, path, name, size = st._staged[j["token"]]
         assert Path(path).read_bytes() == H3.read_bytes()
         # the page's callback then gets {token}: the server's own record is shown
-        staged, msg, _ = __import__("ui.web.app", fromlist=["cb_stage"]).cb_stage(st, "capture", {"token": j["token"], "name": "x"}, None)
+        staged, msg, _ = __import__("wirefall.ui.web.app", fromlist=["cb_stage"]).cb_stage(st, "capture", {"token": j["token"], "name": "x"}, None)
         assert staged == {"token": j["token"], "name": "page-h3.pcapng", "size": size} and "page-h3.pcapng" in _text(msg)
         big = b"\xd4\xc3\xb2\xa1" + bytes(2 << 20)
         j2 = c.post("/_wirefall/upload/capture", data=big, headers=h).get_json()
@@ -870,8 +870,8 @@ def test_upload_route_streams_to_disk_and_checks():
 def test_staged_uploads_are_deleted_after_their_lifetime(monkeypatch):
     import time
 
-    from ui.web import WebState
-    from ui.web.app import cb_open, cb_poll, cb_stage
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_open, cb_poll, cb_stage
 
     st = WebState(use_cache=False, upload_lifetime=1.0)
     try:
@@ -914,7 +914,7 @@ UPLOAD_SERVER = r'''
 import logging, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 from werkzeug.serving import make_server
-from ui.web import WebState, create_app
+from wirefall.ui.web import WebState, create_app
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 st = WebState(upload_limit=int(sys.argv[1]), use_cache=False)
 srv = make_server("127.0.0.1", 0, create_app(st).server, threaded=True)

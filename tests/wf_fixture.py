@@ -9,7 +9,7 @@ WINDOW_UPDATE 40 ms later) and a 1000-byte capture gap.
 """
 from __future__ import annotations
 
-from analyzer.model import Analysis, Connection, Exchange, Frame, PacketIndex, TlsInfo
+from wirefall.analyzer.model import Analysis, Connection, Exchange, Frame, PacketIndex, TlsInfo
 
 T0 = 1_700_000_000.0
 

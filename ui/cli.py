@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Set
 
-from analyzer.safetext import printable, printable_lines
+from wirefall.analyzer.safetext import printable, printable_lines
 
 COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab")
 
@@ -24,7 +24,7 @@ class UsageError(Exception):
 def limit_names() -> list[str]:
     """What ``--limit NAME=N`` accepts: each budget's per-connection name and its
     ``NAME_capture`` (``DEFAULT_LIMITS`` in analyzer/sessions/__init__.py)."""
-    from analyzer.sessions import CAPTURE_SUFFIX, CAPTURE_WIDE, DEFAULT_LIMITS
+    from wirefall.analyzer.sessions import CAPTURE_SUFFIX, CAPTURE_WIDE, DEFAULT_LIMITS
 
     names = set(DEFAULT_LIMITS)
     names |= {k + CAPTURE_SUFFIX for k in DEFAULT_LIMITS if not k.endswith(CAPTURE_SUFFIX) and k not in CAPTURE_WIDE}
@@ -91,11 +91,11 @@ def load(args):
     # one after it would walk the whole model once more
     gc.disable()
     if getattr(args, "cache", False):
-        from analyzer.cache import analyze_cached
+        from wirefall.analyzer.cache import analyze_cached
 
         an, _hit = analyze_cached(args.file, args.keylog, progress=progress, limits=limits_of(args))
     else:
-        from analyzer.pipeline import analyze
+        from wirefall.analyzer.pipeline import analyze
 
         an = analyze(args.file, keylogs=args.keylog, progress=progress, limits=limits_of(args),
                      workers=getattr(args, "workers", None))
@@ -111,7 +111,7 @@ def _overlay(an, args) -> None:
     """--har/--netlog/--qlog: lay each browser log over the capture (analyzer.browserlog)."""
     logs = [(k, f) for k in ("har", "netlog", "qlog") for f in (getattr(args, k, None) or [])]
     if logs:
-        from analyzer.browserlog import overlay
+        from wirefall.analyzer.browserlog import overlay
 
         for kind, path in logs:
             overlay(an, path, kind=kind)
@@ -120,7 +120,7 @@ def _overlay(an, args) -> None:
 def _filter(args, scope: str | None = None):
     """The -Y filter compiled for what the command lists (before the capture is read: a bad
     filter fails at once, with the column and, for an unknown field, the closest name)."""
-    from analyzer.filter import FilterError, compile_filter
+    from wirefall.analyzer.filter import FilterError, compile_filter
 
     try:
         return compile_filter(getattr(args, "filter", None) or "", scope)
@@ -132,7 +132,7 @@ def _dump(obj) -> None:
     """``obj`` as JSON (analyzer.jsonout: the layout of ``json.dump(obj, indent=2,
     ensure_ascii=False)``, written by orjson) + newline; a generator is written as a list,
     a batch of elements at a time."""
-    from analyzer.jsonout import dump
+    from wirefall.analyzer.jsonout import dump
 
     dump(obj, sys.stdout)
     sys.stdout.write("\n")
@@ -152,7 +152,7 @@ def _table(rows: list[list], headers: list[str], right: Set[int] = frozenset()) 
 
 
 def cmd_summary(args) -> int:
-    from analyzer.jsonout import summary_dict
+    from wirefall.analyzer.jsonout import summary_dict
 
     an = load(args)
     d = summary_dict(an)
@@ -161,7 +161,7 @@ def cmd_summary(args) -> int:
         return 0
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
           f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {len(an.exchanges)} requests")
-    from analyzer import completeness
+    from wirefall.analyzer import completeness
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:
@@ -188,9 +188,9 @@ def cmd_packets(args) -> int:
     # and JSON outputs list the same packets
     pred = _filter(args, "packets")
     an = load(args)
-    from analyzer.capture import PacketSource
-    from analyzer.detail import packet_row
-    from analyzer.filter import filter_packets
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.detail import packet_row
+    from wirefall.analyzer.filter import filter_packets
 
     src = PacketSource(args.file)
     try:
@@ -211,7 +211,7 @@ def cmd_packets(args) -> int:
 
 
 def cmd_frames(args) -> int:
-    from analyzer.jsonout import frame_dict
+    from wirefall.analyzer.jsonout import frame_dict
 
     pred = _filter(args, "frames")
     an = load(args)
@@ -233,8 +233,8 @@ def cmd_frames(args) -> int:
 
 
 def cmd_requests(args) -> int:
-    from analyzer.jsonout import exchange_dict, phases_dicts
-    from analyzer.waterfall import page_of
+    from wirefall.analyzer.jsonout import exchange_dict, phases_dicts
+    from wirefall.analyzer.waterfall import page_of
 
     pred = _filter(args, "exchanges")
     an = load(args)
@@ -257,7 +257,7 @@ def cmd_requests(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    from analyzer import stats
+    from wirefall.analyzer import stats
 
     an = load(args)
     st = stats.compute(an, tcp_analysis=True)  # (the TCP analysis re-reads the packet headers: only here and in the TUI)
@@ -269,7 +269,7 @@ def cmd_stats(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from ui.exports import export
+    from wirefall.ui.exports import export
 
     an = load(args)
     kw = {"group_by": args.group_by} if args.group_by else {}
@@ -281,7 +281,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_crosscheck(args) -> int:
-    from oracle.crosscheck import MAX_REPORTED, crosscheck_report
+    from wirefall.oracle.crosscheck import MAX_REPORTED, crosscheck_report
 
     # --cache: the analysis may come from the cache (its key includes this code's fingerprint)
     report = crosscheck_report(args.file, args.keylog or [], analysis=load(args) if args.cache or limits_of(args) else None)
@@ -304,14 +304,14 @@ def cmd_crosscheck(args) -> int:
 
 
 def cmd_tui(args) -> int:
-    from ui.tui import run
+    from wirefall.ui.tui import run
 
     return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache,
                limits=limits_of(args)) or 0
 
 
 def cmd_web(args) -> int:
-    from ui.web import run
+    from wirefall.ui.web import run
 
     limit = int(args.upload_limit * 1048576) if args.upload_limit else None
     return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port, upload_limit=limit, use_cache=not args.no_cache,
@@ -344,17 +344,17 @@ def cmd_compare(args) -> int:
 
 
 def _compare(args) -> int:
-    from analyzer.compare import compare, render_text
+    from wirefall.analyzer.compare import compare, render_text
 
     limits = limits_of(args)
 
     if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
-        from analyzer.cache import analyze_cached
+        from wirefall.analyzer.cache import analyze_cached
 
         def analyze(path, keylogs):
             return analyze_cached(path, keylogs, limits=limits)[0]
     else:
-        from analyzer.pipeline import analyze as _analyze
+        from wirefall.analyzer.pipeline import analyze as _analyze
 
         def analyze(path, keylogs):
             return _analyze(path, keylogs=keylogs, limits=limits)
@@ -366,8 +366,8 @@ def _compare(args) -> int:
             print(f"wirefall: warning: {w}", file=sys.stderr)
     res = compare(a, b)
     if args.output:
-        from analyzer.export import write_atomic
-        from ui.compare_figure import compare_figure, figure_bytes
+        from wirefall.analyzer.export import write_atomic
+        from wirefall.ui.compare_figure import compare_figure, figure_bytes
 
         fig = compare_figure(a, b, res)
         fmt = args.output.rsplit(".", 1)[-1].lower()
@@ -383,7 +383,7 @@ def _compare(args) -> int:
 
 
 def cmd_lab(args) -> int:
-    from lab.run import main as lab_main
+    from wirefall.lab.run import main as lab_main
 
     return lab_main(args) or 0
 
@@ -489,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = getattr(args, "debug", False)
-    from analyzer.capture import CaptureError
+    from wirefall.analyzer.capture import CaptureError
 
     try:
         return args.func(args) or 0

@@ -3,10 +3,10 @@ first packet), matched requests on the same row.  Drawn from the shared waterfal
 (analyzer/waterfall.py) with the same phases and colours as ui/figures.py."""
 from __future__ import annotations
 
-from analyzer.compare import normalise_url
-from analyzer.model import Analysis
-from analyzer.safetext import html_text
-from analyzer.waterfall import PHASE_LABELS, PHASES, build
+from wirefall.analyzer.compare import normalise_url
+from wirefall.analyzer.model import Analysis
+from wirefall.analyzer.safetext import html_text
+from wirefall.analyzer.waterfall import PHASE_LABELS, PHASES, build
 
 from . import waterfall_layout as L
 
@@ -75,7 +75,7 @@ def figure_bytes(fig, fmt: str) -> bytes:
     if fmt == "html":
         return fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False}).encode()
     if fmt in ("png", "svg"):
-        from ui.figures import to_image
+        from wirefall.ui.figures import to_image
 
         return to_image(fig, fmt)
     raise ValueError(f"unsupported output format {fmt!r} (html, png, svg)")

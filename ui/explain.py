@@ -35,7 +35,7 @@ def _what(i) -> str:
 
 def reasons(an) -> list[Reason]:
     """The completeness issues of ``an`` grouped by (kind, reason, next step), most telling first."""
-    from analyzer.completeness import compute
+    from wirefall.analyzer.completeness import compute
 
     try:
         c = compute(an)
@@ -85,7 +85,7 @@ def empty_text(an, shown: int, total: int) -> str:
 def banner(an, limit: int = 2) -> str | None:
     """One line for a status bar: the completeness headline and the most telling reasons
     with their next step; None when the capture is complete."""
-    from analyzer.completeness import headline
+    from wirefall.analyzer.completeness import headline
 
     rs = reasons(an)
     if not rs:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from analyzer.export import FORMATS, IMAGE_FORMATS, ExportError, write_atomic
-from analyzer.export import export as export_data
-from analyzer.model import Analysis
+from wirefall.analyzer.export import FORMATS, IMAGE_FORMATS, ExportError, write_atomic
+from wirefall.analyzer.export import export as export_data
+from wirefall.analyzer.model import Analysis
 
 
 def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
@@ -20,7 +20,7 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
         return export_data(analysis, out_path, fmt=fmt, force=force, include_sensitive=include_sensitive)
     if os.path.exists(out_path) and not force:
         raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
-    from analyzer.waterfall import build
+    from wirefall.analyzer.waterfall import build
 
     from . import figures
 

@@ -20,8 +20,8 @@ import os
 from contextlib import contextmanager
 from collections.abc import Iterable
 
-from analyzer.safetext import html_text
-from analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_LABELS, PHASES, Waterfall
+from wirefall.analyzer.safetext import html_text
+from wirefall.analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_LABELS, PHASES, Waterfall
 
 from . import waterfall_layout as L
 
@@ -373,7 +373,7 @@ def _render(fig, fmt, width, height, scale) -> bytes:
 _CHILD = """
 import json, sys
 import plotly.io as pio
-from ui.figures import _render
+from wirefall.ui.figures import _render
 a = json.loads(sys.argv[1])
 sys.stdout.buffer.write(_render(pio.from_json(sys.stdin.read()), a["fmt"], a["width"], a["height"], a["scale"]))
 """
@@ -444,7 +444,7 @@ def write_images(items: Iterable[tuple[object, str]]) -> None:
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    from analyzer.export import write_atomic
+    from wirefall.analyzer.export import write_atomic
 
     write_atomic(path, data, force=True)
 

@@ -8,7 +8,7 @@ orders are data of the model (analyzer/waterfall.py: ``PHASE_COLORS``, ``CONTENT
 """
 from __future__ import annotations
 
-from analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT_COLORS, GROUPS, PHASE_COLORS, PHASE_LABELS, PHASES,
+from wirefall.analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT_COLORS, GROUPS, PHASE_COLORS, PHASE_LABELS, PHASES,
                                 SEND_COLOR, SORTS, WAIT_COLOR, Row)
 
 __all__ = ["BLOCKED_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",

@@ -42,7 +42,7 @@ def _suite_name(cid: int | None) -> str | None:
     if cid is None:
         return None
     try:
-        from dissectors.tls import suite_name
+        from wirefall.dissectors.tls import suite_name
 
         return suite_name(cid)
     except Exception:  # noqa: BLE001 - a name is a nicety

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from dissectors.dns import RCODE_NAMES, TYPE_NAMES
+from wirefall.dissectors.dns import RCODE_NAMES, TYPE_NAMES
 
 from ._util import frame_field as F, frames_present
 from .types import BOOL, IPV4, IPV6, STRING, UINT, Protocol

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dissectors.http2 import FRAME_NAMES
+from wirefall.dissectors.http2 import FRAME_NAMES
 
 from ._util import frame_field as F, frames_present, header_values, label, to_int
 from .types import STRING, UINT, Field, Protocol

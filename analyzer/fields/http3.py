@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from dissectors.http3 import FRAME_TYPES
+from wirefall.dissectors.http3 import FRAME_TYPES
 
 from ._util import frame_field as F, frames_present
 from .types import UINT, Protocol

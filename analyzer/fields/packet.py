@@ -169,7 +169,7 @@ class PacketContext:
     """What every packet of one filtering pass shares (see the module docstring)."""
 
     def __init__(self, an, source):
-        from analyzer.detail import _frame_index
+        from wirefall.analyzer.detail import _frame_index
 
         self.an = an
         self.source = source
@@ -279,7 +279,7 @@ class PacketView:
     def row(self) -> tuple:
         """The packet-list row (no, time, source, destination, protocol, length, info)."""
         if self._row is None:
-            from analyzer.detail import packet_row
+            from wirefall.analyzer.detail import packet_row
 
             self._row = packet_row(self.ctx.an, self.ctx.source, self.n)
         return self._row

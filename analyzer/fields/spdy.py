@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from dissectors.spdy import CONTROL_NAMES
+from wirefall.dissectors.spdy import CONTROL_NAMES
 
 from ._util import frame_field as F, frames_present, label
 from .types import BOOL, STRING, UINT, Protocol

@@ -37,7 +37,7 @@ def _state(pv):
         return states[c]
     st = None
     if c >= 0 and pv.connection is not None and pv.connection.transport == "tcp":
-        from analyzer.detail import _tcp_state
+        from wirefall.analyzer.detail import _tcp_state
 
         st = _tcp_state(pv.ctx.an, pv.ctx.source, c)
     states[c] = st
@@ -76,7 +76,7 @@ def _window(pv):
     t = _t(pv)
     if t is None:
         return []
-    from analyzer.detail import _window as calc
+    from wirefall.analyzer.detail import _window as calc
 
     d = pv.direction
     return [calc(_state(pv), d, t[5], t[6]) if d is not None else t[6]]

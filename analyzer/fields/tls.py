@@ -7,7 +7,7 @@ suites, server name, ALPN) are read again from the ClientHello/ServerHello bytes
 """
 from __future__ import annotations
 
-from dissectors.tls import CONTENT_TYPES, HANDSHAKE_TYPES
+from wirefall.dissectors.tls import CONTENT_TYPES, HANDSHAKE_TYPES
 
 from ._util import frame_field as F, label
 from .types import PROTO_OPAQUE, STRING, UINT, Field, Protocol
@@ -99,8 +99,8 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
         return ctx.cache[key]
     out: list[tuple[int, dict]] = []
     if ctx is not None and _is_record(fr) and fr.offset >= 0 and fr.type != "SSLV2_CLIENT_HELLO":
-        from analyzer.detail import _stream_bytes
-        from dissectors.tls import parse_client_hello, parse_handshake_messages, parse_server_hello
+        from wirefall.analyzer.detail import _stream_bytes
+        from wirefall.dissectors.tls import parse_client_hello, parse_handshake_messages, parse_server_hello
 
         raw = _stream_bytes(ctx.an, ctx.source, fr.connection, fr.direction, fr.offset, fr.offset + 5 + fr.length,
                             fr.first_packet or fr.packet, fr.packet)
@@ -141,8 +141,8 @@ MAX_CRYPTO_SCAN = 8  # Initial packets read again for one ClientHello
 def _quic_client_hello(fr, ctx) -> dict | None:
     """The ClientHello a QUIC connection's Initial CRYPTO frames carry, decrypted again from
     the packets the message spans (analyzer.detail.decrypted_quic)."""
-    from analyzer.detail import decrypted_quic
-    from dissectors.tls import parse_client_hello
+    from wirefall.analyzer.detail import decrypted_quic
+    from wirefall.dissectors.tls import parse_client_hello
     from .quic import _varint
 
     idx = ctx.idx

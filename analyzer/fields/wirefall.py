@@ -12,8 +12,8 @@ def _frames(pv):
 
 
 def _protocols(pv) -> list:
-    from analyzer.detail import frame_proto_name
-    from analyzer.model import PROTO_NAMES
+    from wirefall.analyzer.detail import frame_proto_name
+    from wirefall.analyzer.model import PROTO_NAMES
 
     out = [PROTO_NAMES[pv.ctx.idx.proto[pv.n - 1]]]
     for f in pv.frames:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from dissectors.budget import Budget
+from wirefall.dissectors.budget import Budget
 
 from ..model import PROTO_CODE, Analysis, Connection, Exchange, Frame
 
@@ -31,12 +31,12 @@ HTTP_METHODS = (b"GET ", b"POST ", b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS ", b
 
 # kind -> (module, class).  Byte-stream kinds take (ctx, conn, **kw); datagram kinds too.
 KINDS = {
-    "tls": ("analyzer.sessions.tls", "TlsSession"),
-    "http1": ("analyzer.sessions.http1", "Http1Session"),
-    "h2": ("analyzer.sessions.http2", "H2Session"),
-    "spdy": ("analyzer.sessions.spdy", "SpdySession"),
-    "quic": ("analyzer.sessions.quic", "QuicSession"),
-    "dns": ("analyzer.sessions.dns", "DnsSession"),
+    "tls": ("wirefall.analyzer.sessions.tls", "TlsSession"),
+    "http1": ("wirefall.analyzer.sessions.http1", "Http1Session"),
+    "h2": ("wirefall.analyzer.sessions.http2", "H2Session"),
+    "spdy": ("wirefall.analyzer.sessions.spdy", "SpdySession"),
+    "quic": ("wirefall.analyzer.sessions.quic", "QuicSession"),
+    "dns": ("wirefall.analyzer.sessions.dns", "DnsSession"),
 }
 
 DEFAULT_LIMITS = {
@@ -239,7 +239,7 @@ TLS_MID_SCAN = 2 * (5 + (1 << 14) + 2048) + 8  # room for one whole record (diss
 def tls_record_chain(buf: bytes) -> bool:
     """A capture that starts inside a TLS record: somewhere in ``buf`` a record header whose
     record ends where another record header begins (or exactly at the end of ``buf``)."""
-    from dissectors.tls import record_chain  # (the TLS reader's own resynchronisation)
+    from wirefall.dissectors.tls import record_chain  # (the TLS reader's own resynchronisation)
 
     p = 0
     while True:

@@ -1,12 +1,12 @@
 """DNS datagram session: one ``Frame`` per DNS message (protocol ``dns``, type ``QUERY`` or
 ``RESPONSE``, ``stream_id`` = the DNS id), so the waterfall can draw the DNS phase.
 
-Hook: ``KINDS["dns"] = ("analyzer.sessions.dns", "DnsSession")`` (pipeline's ``_udp_session``
+Hook: ``KINDS["dns"] = ("wirefall.analyzer.sessions.dns", "DnsSession")`` (pipeline's ``_udp_session``
 already hands port-53/5353 flows to the ``dns`` kind when it is registered).
 """
 from __future__ import annotations
 
-from dissectors import dns as dnsd
+from wirefall.dissectors import dns as dnsd
 
 from ..model import Frame
 

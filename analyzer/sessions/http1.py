@@ -26,7 +26,7 @@ tunnels end HTTP/1 parsing (a tunnel's bytes are sniffed again).
 """
 from __future__ import annotations
 
-from dissectors.http1 import H1Body, H1Connection, H1End, H1Head
+from wirefall.dissectors.http1 import H1Body, H1Connection, H1End, H1Head
 
 from ..content import BodyDecoder
 from ..model import Connection, Exchange, Frame

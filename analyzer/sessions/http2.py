@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import base64
 
-from dissectors.http2 import (
+from wirefall.dissectors.http2 import (
     CONTINUATION,
     DATA,
     GOAWAY,

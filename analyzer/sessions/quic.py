@@ -41,10 +41,10 @@ import hashlib
 from array import array
 from collections import deque
 
-from dissectors import quic as dq
-from dissectors.gquic import GquicDissector, is_gquic
-from dissectors.http3 import Http3Dissector, h3_evidence
-from dissectors.quic_crypto import SUITES
+from wirefall.dissectors import quic as dq
+from wirefall.dissectors.gquic import GquicDissector, is_gquic
+from wirefall.dissectors.http3 import Http3Dissector, h3_evidence
+from wirefall.dissectors.quic_crypto import SUITES
 
 from ..model import Exchange, Frame, QuicInfo, TlsInfo
 

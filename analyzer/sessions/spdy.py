@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 
-from dissectors.spdy import (
+from wirefall.dissectors.spdy import (
     FLAG_FIN,
     GOAWAY,
     HEADERS,

@@ -52,8 +52,8 @@ server random and the client random whose master secret applies) to look up in t
 """
 from __future__ import annotations
 
-from dissectors import tls as T
-from dissectors.tls_crypto import (
+from wirefall.dissectors import tls as T
+from wirefall.dissectors.tls_crypto import (
     DecryptError,
     Tls13RecordDecryptor,
     suite_params,

@@ -10,7 +10,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 OUT=$(mktemp -d /tmp/wirefall-lossy.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
-.venv/bin/python -m ui.cli lab --protocols h1,spdy,h2,h3 --rtt 30 --loss 3 --runs 1 -o "$OUT"
+.venv/bin/python -m wirefall lab --protocols h1,spdy,h2,h3 --rtt 30 --loss 3 --runs 1 -o "$OUT"
 RUN="$OUT/rtt30ms-loss3pct/run1"
 DEST=sample_captures/lossy
 mkdir -p "$DEST"

@@ -39,13 +39,13 @@ def write_pcap(path, linktype: int, packets) -> None:
 
 
 def _records(src: str):
-    from analyzer.capture import read_capture
+    from wirefall.analyzer.capture import read_capture
 
     return [(r.ts, r.linktype, bytes(r.data)) for r in read_capture(src)]
 
 
 def _is_tcp(linktype: int, data: bytes) -> bool:
-    from analyzer.packet import Decoder
+    from wirefall.analyzer.packet import Decoder
 
     d = Decoder().decode(linktype, data)
     return d is not None and not isinstance(d, str) and d.proto == 6

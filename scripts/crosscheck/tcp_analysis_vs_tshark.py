@@ -48,9 +48,9 @@ def tshark_flags(path: str, prefs: tuple[str, ...] = (), timeout: float = 600) -
 def compare(path: str, analysis=None, limit: int = 30) -> tuple[int, int, list[str]]:
     """(packets compared with flags on either side, packets that differ, first ``limit``
     differences as text)."""
-    from analyzer.capture import PacketSource
-    from analyzer.pipeline import analyze
-    from analyzer.tcp_analysis import tcp_analysis
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.analyzer.tcp_analysis import tcp_analysis
 
     an = analysis if analysis is not None else analyze(path)
     src = PacketSource(path)

@@ -268,15 +268,15 @@ _MEASURE = r"""
 import resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 kind, path = sys.argv[1], sys.argv[2]
-import analyzer.capture, analyzer.keylog, gzip, lzma, bz2, zlib, zstandard
+import wirefall.analyzer.capture, wirefall.analyzer.keylog, gzip, lzma, bz2, zlib, zstandard
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.process_time()
 if kind == "capture":
-    from analyzer.capture import CaptureInfo, read_capture
+    from wirefall.analyzer.capture import CaptureInfo, read_capture
     info = CaptureInfo()
     n = sum(1 for _ in read_capture(path, info))
 else:
-    from analyzer.keylog import KeyLog
+    from wirefall.analyzer.keylog import KeyLog
     kl = KeyLog()
     n = kl.add_file(path)
     w = len(kl.warnings)

@@ -248,7 +248,7 @@ def _spdy3_nv(pairs: list[tuple[bytes, bytes]]) -> bytes:
 
 
 def spdy_compressor():
-    from dissectors.spdy import dictionary
+    from wirefall.dissectors.spdy import dictionary
 
     return zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary(3))
 
@@ -411,7 +411,7 @@ BUILDERS = {
 
 
 def measure(path: Path, cmd: str, as_limit: int = 4 << 30, timeout: float = 300) -> tuple[int, float, int]:
-    """(exit code, wall seconds, peak RSS bytes) of ``python -m ui.cli CMD PATH --json``."""
+    """(exit code, wall seconds, peak RSS bytes) of ``python -m wirefall CMD PATH --json``."""
     import os
     import resource
     import subprocess
@@ -422,7 +422,7 @@ def measure(path: Path, cmd: str, as_limit: int = 4 << 30, timeout: float = 300)
 
     t0 = time.monotonic()
     with open(os.devnull, "wb") as null:
-        p = subprocess.Popen([sys.executable, "-m", "ui.cli", cmd, str(path), "--json"], stdout=null, stderr=null,
+        p = subprocess.Popen([sys.executable, "-m", "wirefall", cmd, str(path), "--json"], stdout=null, stderr=null,
                              cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), preexec_fn=cap)
         while True:
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)

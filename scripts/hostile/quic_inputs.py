@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from dissectors import quic_crypto as qc  # noqa: E402
-from dissectors.quic_crypto import PacketKeys  # noqa: E402
+from wirefall.dissectors import quic_crypto as qc  # noqa: E402
+from wirefall.dissectors.quic_crypto import PacketKeys  # noqa: E402
 
 SAMPLE_PCAP = ROOT / "sample_captures" / "quic" / "aioquic-h3.pcap"
 SAMPLE_KEYS = ROOT / "sample_captures" / "quic" / "aioquic-h3.keys"

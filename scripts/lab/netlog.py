@@ -41,7 +41,7 @@ def load(path: str | Path) -> dict:
     root = str(Path(__file__).resolve().parents[2])
     if root not in sys.path:  # run as a script from the checkout
         sys.path.insert(0, root)
-    from analyzer.browserlog.netlog import load_json
+    from wirefall.analyzer.browserlog.netlog import load_json
 
     return load_json(str(path))
 

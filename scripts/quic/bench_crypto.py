@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from aioquic.quic.crypto import CryptoContext  # noqa: E402
 from aioquic.tls import CipherSuite  # noqa: E402
 
-from dissectors.quic_crypto import PacketKeys  # noqa: E402
+from wirefall.dissectors.quic_crypto import PacketKeys  # noqa: E402
 
 N = 20000
 secret = os.urandom(32)

@@ -49,9 +49,9 @@ def build_capture(out: str, n: int) -> None:
 
 
 async def bench(path: str, keylogs: list[str]) -> None:
-    from analyzer.pipeline import analyze
-    from ui.tui.app import WirefallApp
-    from ui.tui.widgets import PacketList, WaterfallView
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.ui.tui.app import WirefallApp
+    from wirefall.ui.tui.widgets import PacketList, WaterfallView
 
     t = time.perf_counter()
     an = analyze(path, keylogs)
@@ -60,8 +60,8 @@ async def bench(path: str, keylogs: list[str]) -> None:
     # waterfall, statistics — and gc.freeze() off the UI thread, before the UI shows them
     import gc
 
-    from analyzer.detail import _frame_index
-    from ui.tui.app import build_waterfall, stats_text
+    from wirefall.analyzer.detail import _frame_index
+    from wirefall.ui.tui.app import build_waterfall, stats_text
 
     t = time.perf_counter()
     _frame_index(an)
@@ -131,8 +131,8 @@ async def bench_loading(path: str, keylogs: list[str]) -> None:
     packet's detail tree and bytes (the loader thread competes for the GIL).  The pilot's
     own press() waits for the app to be idle, which it is not while loading (~2 s), so the
     key is pressed in a task and the effect is polled for."""
-    from ui.tui.app import WirefallApp
-    from ui.tui.widgets import PacketList
+    from wirefall.ui.tui.app import WirefallApp
+    from wirefall.ui.tui.widgets import PacketList
 
     t = time.perf_counter()
     app = WirefallApp(path, keylogs)

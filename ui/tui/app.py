@@ -17,10 +17,10 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
-from analyzer.safetext import printable, printable_lines
+from wirefall.analyzer.safetext import printable, printable_lines
 
 if TYPE_CHECKING:
-    from analyzer.capture import PacketSource
+    from wirefall.analyzer.capture import PacketSource
 
 from .widgets import (waterfall_legend, DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
                       address_width, packet_header_text, proto_style)
@@ -254,7 +254,7 @@ class WirefallApp(App):
         super().__init__()
         self.path = path
         self.limits = dict(limits) if limits else None  # --limit NAME=N: analyze(limits=...)
-        self.use_cache = use_cache  # --cache: reopen the analysis from analyzer.cache, store it after a miss
+        self.use_cache = use_cache  # --cache: reopen the analysis from wirefall.analyzer.cache, store it after a miss
         self.keylogs = list(keylogs or [])
         self.compare_b = compare  # capture B of `wirefall tui A --compare B`
         self.keylogs_b = list(keylogs_b or [])
@@ -351,7 +351,7 @@ class WirefallApp(App):
     @work(thread=True, exclusive=True, group="load")
     def load(self, an=None) -> None:
         """Read the capture (``an``: already read, by the compare view: only the views are built)."""
-        from analyzer.pipeline import analyze
+        from wirefall.analyzer.pipeline import analyze
 
         t = time.monotonic()
 
@@ -361,7 +361,7 @@ class WirefallApp(App):
         def started(an) -> None:
             # the Analysis before its first packet: the packet list shows rows as they are
             # read (a compressed capture is decompressed for random access here, off the UI thread)
-            from analyzer.capture import PacketSource
+            from wirefall.analyzer.capture import PacketSource
 
             src = PacketSource(self.path)
             try:
@@ -378,7 +378,7 @@ class WirefallApp(App):
             sys.setswitchinterval(LOAD_SWITCH_INTERVAL)
         try:
             if an is None and self.use_cache:
-                from analyzer.cache import analyze_cached
+                from wirefall.analyzer.cache import analyze_cached
 
                 # a hit shows its rows once the views below are built (the rows' Info column
                 # needs the frame index; built on the UI thread it would block it)
@@ -395,7 +395,7 @@ class WirefallApp(App):
             sys.setswitchinterval(switch)
         # the heavy derived views are built here, off the UI thread
         self.call_from_thread(self.query_one("#status", Static).update, f"{an.packets:,} packets read; building views…")
-        from analyzer.detail import _frame_index
+        from wirefall.analyzer.detail import _frame_index
 
         _frame_index(an)
         self.wf, err = build_waterfall(an)
@@ -425,7 +425,7 @@ class WirefallApp(App):
     def _started(self, an, source) -> None:
         """The analysis has begun: show its packets as they arrive (the index arrays only
         grow; a row is shown once its packet is fully indexed)."""
-        from analyzer.detail import packet_row
+        from wirefall.analyzer.detail import packet_row
 
         if self.loaded:
             source.close()
@@ -466,8 +466,8 @@ class WirefallApp(App):
         self.notify(printable(msg), title="Cannot open capture", severity="error", timeout=30, markup=False)
 
     def _loaded(self, an, seconds: float) -> None:
-        from analyzer.capture import PacketSource
-        from analyzer.detail import packet_row
+        from wirefall.analyzer.capture import PacketSource
+        from wirefall.analyzer.detail import packet_row
 
         timer = getattr(self, "_grow_timer", None)
         if timer is not None:
@@ -509,7 +509,7 @@ class WirefallApp(App):
         if extra:
             msg += " · " + extra
         elif self.loaded:
-            from analyzer.completeness import headline
+            from wirefall.analyzer.completeness import headline
 
             try:
                 msg += " · " + headline(an).split(":", 1)[0]  # Complete / Incomplete (the line above says why)
@@ -520,7 +520,7 @@ class WirefallApp(App):
     def _notice(self) -> None:
         """The line above the status bar: why the capture shows less than it holds, and the
         next step (analyzer.completeness through ui.explain); hidden when it is complete."""
-        from ui import explain
+        from wirefall.ui import explain
 
         note = self.query_one("#notice", Static)
         b = explain.banner(self.an) if self.an is not None else None
@@ -530,7 +530,7 @@ class WirefallApp(App):
 
     def _wf_note(self) -> None:
         """The waterfall's header line: why there is no row (or fewer than requests)."""
-        from ui import explain
+        from wirefall.ui import explain
 
         if self.an is None or not self.loaded:
             return
@@ -564,14 +564,14 @@ class WirefallApp(App):
 
     def show_packet_if_changed(self, n: int) -> None:
         """While loading: show the packet again if frames were added on it since."""
-        from analyzer.detail import frames_on_packet
+        from wirefall.analyzer.detail import frames_on_packet
 
         k = len(frames_on_packet(self.an, n))
         if getattr(self, "_shown_packet", None) != (n, k):
             self.show_packet(n)
 
     def show_packet(self, n: int) -> None:
-        from analyzer.detail import frames_on_packet, packet_bytes, packet_detail
+        from wirefall.analyzer.detail import frames_on_packet, packet_bytes, packet_detail
 
         try:
             self._shown_packet = (n, len(frames_on_packet(self.an, n)))
@@ -604,13 +604,13 @@ class WirefallApp(App):
             add(tree.root, node, expand=i >= 4 and i == last_layers - 1 or i > 4)
         sources: list[tuple[str, bytes, str | None]] = [(f"Frame ({len(data)} bytes)", data, None)]
         try:
-            from analyzer.detail import decrypted_tls
+            from wirefall.analyzer.detail import decrypted_tls
 
             sources += [(r.title, r.data, r.error) for r in decrypted_tls(an, src, n)]
         except Exception as e:  # noqa: BLE001 - the packet's own bytes still show
             sources.append(("Decrypted TLS", b"", f"{e.__class__.__name__}: {e}"))
         try:  # one tab per decrypted QUIC packet of the datagram (after the TLS tabs: none on UDP)
-            from analyzer.detail import decrypted_quic
+            from wirefall.analyzer.detail import decrypted_quic
 
             sources += [(r.title, r.data, r.error) for r in decrypted_quic(an, src, n)]
         except Exception as e:  # noqa: BLE001
@@ -682,7 +682,7 @@ class WirefallApp(App):
     def _sort_cycled(self) -> None:
         if not self.loaded:
             return
-        from analyzer.waterfall import SORTS
+        from wirefall.analyzer.waterfall import SORTS
 
         self._regroup(self.wf_group, SORTS[(SORTS.index(self.wf_sort) + 1) % len(SORTS)])
 
@@ -711,7 +711,7 @@ class WirefallApp(App):
                 if r.exchange == cur:
                     wv.move_to(i)
                     break
-        from ui.waterfall_layout import GROUP_LABELS, SORT_LABELS
+        from wirefall.ui.waterfall_layout import GROUP_LABELS, SORT_LABELS
 
         self._status(f"waterfall: {'grouped by ' + GROUP_LABELS[group] + ', ' if group else ''}sorted by {SORT_LABELS[sort]}"
                      " (c/H: group by connection/host, s: sort)")
@@ -756,7 +756,7 @@ class WirefallApp(App):
         for e in an.exchanges:
             nreq[e.connection] = nreq.get(e.connection, 0) + 1
         try:
-            from analyzer.completeness import compute
+            from wirefall.analyzer.completeness import compute
 
             comp = compute(an)
         except Exception:  # noqa: BLE001
@@ -815,7 +815,7 @@ class WirefallApp(App):
         n = self.query_one(PacketList).current_packet
         if n is None:
             return
-        from analyzer.detail import frames_on_packet
+        from wirefall.analyzer.detail import frames_on_packet
 
         frs = frames_on_packet(self.an, n)
         with_stream = [f for f in frs if f.stream_id is not None and f.protocol not in ("tls", "quic")]
@@ -849,7 +849,7 @@ class WirefallApp(App):
     # ------------------------------------------------------------ filter
     @on(Input.Changed, "#filter")
     def _filter_changed(self, ev: Input.Changed) -> None:
-        from analyzer.filter import FilterError, compile_filter
+        from wirefall.analyzer.filter import FilterError, compile_filter
 
         inp = ev.input
         inp.remove_class("-invalid", "-valid")
@@ -871,7 +871,7 @@ class WirefallApp(App):
 
     def apply_filter(self, expr: str) -> None:
         """Filter the active tab (only it: each tab keeps its own filter)."""
-        from analyzer.filter import FilterError, compile_filter
+        from wirefall.analyzer.filter import FilterError, compile_filter
 
         expr = expr.strip()
         tab = self.query_one(TabbedContent).active
@@ -906,7 +906,7 @@ class WirefallApp(App):
             self._status(f"waterfall: {len(keep)} requests match {expr}")
             self.query_one(WaterfallView).focus()
         elif tab == "connections-tab":
-            from analyzer.jsonout import connection_dict
+            from wirefall.analyzer.jsonout import connection_dict
 
             keep = {c.id for c in self.an.connections if _safe(pred, c) or _safe(pred, connection_dict(c))}
             self._fill_connections(keep)
@@ -918,7 +918,7 @@ class WirefallApp(App):
 
     @work(thread=True, exclusive=True, group="filter")
     def _filter_packets(self, expr: str) -> None:
-        from analyzer.filter import compile_filter
+        from wirefall.analyzer.filter import compile_filter
 
         pred = compile_filter(expr, "packets")
         matches = filter_packets(self.an, self.source, pred, expr)
@@ -1063,7 +1063,7 @@ class WirefallApp(App):
 def build_waterfall(an, group_by: str | None = None, sort: str = "start"):
     """``(Waterfall or None, error message or None)``."""
     try:
-        from analyzer.waterfall import build
+        from wirefall.analyzer.waterfall import build
 
         return build(an, group_by=group_by, sort=sort), None
     except Exception as e:  # a bug there must not take the packet list down
@@ -1072,7 +1072,7 @@ def build_waterfall(an, group_by: str | None = None, sort: str = "start"):
 
 def stats_text(an) -> Text:
     try:
-        from analyzer.stats import compute, render_text
+        from wirefall.analyzer.stats import compute, render_text
 
         st = compute(an, tcp_analysis=True)
         text = Text(printable_lines(render_text(st)))
@@ -1093,7 +1093,7 @@ def _safe(pred, obj) -> bool:
 def filter_packets(an, source, pred, expr: str):
     """Packet numbers matching ``expr`` (``analyzer.filter.filter_packets``: Wireshark's
     fields with tshark's semantics, and wirefall's names for the frames on a packet)."""
-    from analyzer.filter import filter_packets as matching
+    from wirefall.analyzer.filter import filter_packets as matching
 
     return matching(an, source, pred if getattr(pred, "scope", None) == "packets" else expr)
 
@@ -1101,7 +1101,7 @@ def filter_packets(an, source, pred, expr: str):
 def follow_items(an, cid: int, stream_id, ex, whole_connection: bool) -> list:
     """Lines of the Follow view: one per frame (value = its packet) with its headers and
     fields indented below."""
-    from analyzer.detail import flag_names, frame_summary
+    from wirefall.analyzer.detail import flag_names, frame_summary
 
     t0 = an.index.ts[0] if an.packets else 0.0
     items: list = []
@@ -1131,7 +1131,7 @@ def follow_items(an, cid: int, stream_id, ex, whole_connection: bool) -> list:
 
 def request_text(an, e, r) -> Text:
     """The request view: request and response headers, timing breakdown, sizes, frames."""
-    from analyzer.waterfall import PHASE_LABELS
+    from wirefall.analyzer.waterfall import PHASE_LABELS
 
     t0 = an.index.ts[0] if an.packets else 0.0
     t = Text()

@@ -35,7 +35,7 @@ from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widgets import Button, DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane
 
-from analyzer.safetext import printable
+from wirefall.analyzer.safetext import printable
 
 from .widgets import (CURSOR_STYLE, DEFAULT_STYLE, ZOOM_BINDINGS, LineList, _cell, bar_cells, cell_segments, fmt_ms, nice_step,
                       waterfall_legend)
@@ -46,7 +46,7 @@ NONE = "–"
 # ---------------------------------------------------------------- formatting
 def fmt_page(key: str, v) -> str:
     """A page-table value as ``render_text`` prints it (compression in %, times in s)."""
-    from analyzer.compare import _fmt
+    from wirefall.analyzer.compare import _fmt
 
     return _fmt(key, v)
 
@@ -84,7 +84,7 @@ def fmt_dbytes(v) -> str:
 
 def page_rows(res: dict) -> list[tuple[str, str, str, str, str]]:
     """The page table: (label, A, B, B − A, speedup) per ``PAGE_ROWS`` entry."""
-    from analyzer.compare import PAGE_ROWS
+    from wirefall.analyzer.compare import PAGE_ROWS
 
     out = []
     for key, label in PAGE_ROWS:
@@ -105,7 +105,7 @@ def _short(url: str, width: int = URL_WIDTH) -> str:
 def request_rows(res: dict) -> list[tuple[str, ...]]:
     """Matched requests (times in ms since each capture's first packet), then only-A and
     only-B rows (the other side's cells empty)."""
-    from analyzer.compare import normalise_url
+    from wirefall.analyzer.compare import normalise_url
 
     rows: list[tuple[str, ...]] = []
     for m in res["matched"]:
@@ -142,7 +142,7 @@ class CompareRow:
 def compare_rows(res: dict, wf_a, wf_b) -> list[CompareRow]:
     """One row per matched pair (in A's start order, as ``compare`` lists them), then the
     only-A and only-B requests."""
-    from analyzer.compare import normalise_url
+    from wirefall.analyzer.compare import normalise_url
 
     by_a = {r.exchange: r for r in wf_a.rows} if wf_a is not None else {}
     by_b = {r.exchange: r for r in wf_b.rows} if wf_b is not None else {}
@@ -441,9 +441,9 @@ class CompareScreen(Screen):
     # loading ----------------------------------------------------------------
     @work(thread=True, exclusive=True, group="compare")
     def load(self) -> None:
-        from analyzer.compare import compare
-        from analyzer.pipeline import analyze
-        from analyzer.waterfall import build
+        from wirefall.analyzer.compare import compare
+        from wirefall.analyzer.pipeline import analyze
+        from wirefall.analyzer.waterfall import build
 
         t = time.monotonic()
 

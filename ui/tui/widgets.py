@@ -16,7 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from analyzer.safetext import printable
+from wirefall.analyzer.safetext import printable
 
 # Protocol column colours (foreground; Wireshark's colouring rules adapted to a terminal)
 PROTO_STYLES = {
@@ -412,7 +412,7 @@ class HexView(ScrollView, can_focus=True):
         self.refresh()
 
     def line_text(self, li: int) -> Text:
-        from analyzer.detail import _printable
+        from wirefall.analyzer.detail import _printable
 
         off = li * self.WIDTH
         chunk = self.data[off : off + self.WIDTH]
@@ -482,7 +482,7 @@ def cell_segments(cells, bg) -> list[Segment]:
 def waterfall_legend(keys: str) -> Text:
     """The phase and content-class colours of the waterfall, the marker glyphs, then the
     view's keys (the same palette and glyphs as the figures: ui/waterfall_layout.py)."""
-    from ui import waterfall_layout as L
+    from wirefall.ui import waterfall_layout as L
 
     t = Text(" ")
     for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
@@ -501,7 +501,7 @@ def waterfall_legend(keys: str) -> Text:
 
 def tick_cells(cells, markers, v0: float, v1: float) -> None:
     """Retransmissions and gaps (``TICK_KINDS``) ticked on the bar cells, in place."""
-    from ui.waterfall_layout import TICK_COLORS, TICK_KINDS
+    from wirefall.ui.waterfall_layout import TICK_COLORS, TICK_KINDS
 
     width = len(cells)
     span = (v1 - v0) or 1e-9
@@ -594,7 +594,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple[str, str | None
     """The cells of one row as the figures draw it (ui/waterfall_layout.py): its phases, the
     bursts of packets of its download dark on the light download, retransmission ticks and
     the duration right of the bar."""
-    from ui.waterfall_layout import duration_text, phase_colors
+    from wirefall.ui.waterfall_layout import duration_text, phase_colors
 
     cols = phase_colors(r)
     cells = bar_cells(r.phases, cols, v0, v1, width)
@@ -676,7 +676,7 @@ class WaterfallView(LineList):
     def label_text(self, r) -> str:
         """Row number, marker glyphs and host…path as the figures elide it
         (ui/waterfall_layout.py), then badge and status."""
-        from ui.waterfall_layout import glyphs, short_url
+        from wirefall.ui.waterfall_layout import glyphs, short_url
 
         st = str(r.status) if r.status is not None else "-"
         g = self.glyph.get(r.exchange) if self.group_by else None

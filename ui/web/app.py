@@ -21,7 +21,7 @@ from dash import ALL, Input, NoUpdate, Output, State, dcc, html, no_update
 from dash.dash_table.DataTable import DataTable  # not dash_table.DataTable: that package is "# type: ignore", so mypy sees no names in it
 from dash.development.base_component import Component
 
-from analyzer.safetext import html_text, printable
+from wirefall.analyzer.safetext import html_text, printable
 
 from . import views
 from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
@@ -102,7 +102,7 @@ def _err(ex: Exception, what: str = ""):
 def explain_view(e, shown: int | None = None, total: int | None = None):
     """Why the capture shows less than it holds (ui.explain over analyzer.completeness), with
     the next step; None when it is complete and something is shown."""
-    from ui import explain
+    from wirefall.ui import explain
 
     if e is None or e.status != "done" or e.analysis is None:
         return None
@@ -114,7 +114,7 @@ def explain_view(e, shown: int | None = None, total: int | None = None):
                               id="empty-why", style={"fontWeight": 600}))
     rest = rs[1:] if shown == 0 and rs else rs  # the first reason is the empty view's line already
     if rest:
-        from analyzer.completeness import headline
+        from wirefall.analyzer.completeness import headline
 
         lines.append(html.Div(printable(views.entry_text(e, headline(an))), id="headline"))
         lines.append(html.Ul([html.Li([printable(views.entry_text(e, explain.reason_text(r, False))),
@@ -158,9 +158,9 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
     else:
         text = views.entry_text(e, e.status_text())
         if e.status == "done" and e.analysis is not None:
-            from ui import explain
+            from wirefall.ui import explain
 
-            from analyzer.completeness import headline
+            from wirefall.analyzer.completeness import headline
 
             if explain.reasons(e.analysis):  # the headline; the waterfall tab's box says why and what next
                 text += " · " + printable(views.entry_text(e, headline(e.analysis)))
@@ -256,7 +256,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
-            from ui import explain
+            from wirefall.ui import explain
 
             import textwrap
 

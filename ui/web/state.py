@@ -76,7 +76,7 @@ class Entry:
         return min(self.done_bytes / self.total_bytes, 1.0) if self.total_bytes else 0.0
 
     def status_text(self) -> str:
-        from analyzer.safetext import printable
+        from wirefall.analyzer.safetext import printable
 
         return printable(self._status_text())
 
@@ -93,7 +93,7 @@ class Entry:
         return f"{self.name}: {an.packets:,} packets, {len(an.connections)} connections, {len(an.exchanges)} requests ({how})"
 
     def label(self) -> str:
-        from analyzer.safetext import printable
+        from wirefall.analyzer.safetext import printable
 
         mark = {"queued": " (waiting)", "running": " (analysing…)", "error": " (error)"}.get(self.status, "")
         return f"{self.id}: {printable(self.name)}{mark}"
@@ -103,7 +103,7 @@ class Entry:
         """Random access to packet bytes (analyzer.capture.PacketSource), opened on demand."""
         with self.lock:
             if self._source is None:
-                from analyzer.capture import PacketSource
+                from wirefall.analyzer.capture import PacketSource
 
                 self._source = PacketSource(self.path)
             return self._source
@@ -200,7 +200,7 @@ class WebState:
     def _run(self, e: Entry) -> None:
         if self.closed:
             return
-        from analyzer.cache import analyze_cached
+        from wirefall.analyzer.cache import analyze_cached
 
         e.status = "running"
         t = time.monotonic()
@@ -300,7 +300,7 @@ class WebState:
                 raise UploadError(f"{name}: the file is empty")
             if kind == "capture":
                 if not any(head.startswith(m) for m in CAPTURE_MAGICS):
-                    from analyzer.browserlog.detect import sniff  # a HAR, NetLog or qlog opens as a capture does
+                    from wirefall.analyzer.browserlog.detect import sniff  # a HAR, NetLog or qlog opens as a capture does
 
                     if sniff(head) is None:
                         raise UploadError(f"{name} is not a pcap or pcapng capture (nor a gzip/xz/bzip2/zstd-compressed one), "
@@ -453,7 +453,7 @@ class WebState:
 
 def _check_keylog(path: str, limit: int, name: str) -> None:
     """Raise ``UploadError`` unless the file is an NSS key log (plain or gzip-compressed)."""
-    from analyzer.keylog import KeyLog
+    from wirefall.analyzer.keylog import KeyLog
 
     with open(path, "rb") as f:
         data = f.read(limit + 1)
@@ -495,7 +495,7 @@ def _error_text(ex: Exception, e: Entry) -> str:
         msg = msg.replace(e.path, e.name)
         for p, n in zip(e.keylogs, e.keylog_names):
             msg = msg.replace(p, n)
-    from analyzer.capture import CaptureError
+    from wirefall.analyzer.capture import CaptureError
 
     if isinstance(ex, CaptureError):
         return msg

@@ -18,9 +18,9 @@ from typing import Any
 
 from dash import dcc, html
 
-from analyzer.model import DIRECTION_NAMES, Analysis, Exchange
-from analyzer.safetext import html_text, printable
-from analyzer.waterfall import PHASE_LABELS, Waterfall
+from wirefall.analyzer.model import DIRECTION_NAMES, Analysis, Exchange
+from wirefall.analyzer.safetext import html_text, printable
+from wirefall.analyzer.waterfall import PHASE_LABELS, Waterfall
 
 from .state import Entry
 
@@ -49,7 +49,7 @@ def order_of(order: str | None) -> tuple[str | None, str]:
 
 
 def waterfall_of(entry: Entry, order: str | None = None) -> Waterfall:
-    from analyzer.waterfall import build
+    from wirefall.analyzer.waterfall import build
 
     group, sort = order_of(order)
     if (group, sort) == (None, "start"):
@@ -108,7 +108,7 @@ def filtered_view(entry: Entry, protocols=None, connections=None, contents=None,
 
 
 def _filtered_view(entry: Entry, protocols, connections, contents, statuses, expr, order="start") -> View:
-    from analyzer.filter import FilterError, compile_filter
+    from wirefall.analyzer.filter import FilterError, compile_filter
 
     wf = waterfall_of(entry, order)
     an: Analysis = entry.analysis
@@ -165,7 +165,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
     time axis only (the request axis is fixed), ``uirevision`` so that a re-render keeps
     the zoom."""
-    from ui.figures import waterfall_figure
+    from wirefall.ui.figures import waterfall_figure
 
     # milestone labels are staggered for the narrowest page (1200 px): a wider one only spreads them
     fig = waterfall_figure(view.waterfall, title=title, narrowest=1200, hover=not for_export or fmt_html)
@@ -424,7 +424,7 @@ def entry_text(entry: Entry, text: str) -> str:
 
 
 def stats_of(entry: Entry):
-    from analyzer import stats
+    from wirefall.analyzer import stats
 
     return entry.memo(("stats",), lambda: stats.compute(entry.analysis, tcp_analysis=True))
 
@@ -472,7 +472,7 @@ def content_bytes(entry: Entry) -> dict[str, list[int]]:
 def bytes_by_content_figure(entry: Entry):
     import plotly.graph_objects as go
 
-    from analyzer.waterfall import CONTENT_COLORS
+    from wirefall.analyzer.waterfall import CONTENT_COLORS
 
     cb = content_bytes(entry)
     if not cb:
@@ -632,7 +632,7 @@ def packet_numbers(entry: Entry, expr: str | None) -> tuple[list[int] | None, st
     expr = (expr or "").strip()
     if not expr:
         return None, None
-    from analyzer.filter import FilterError, compile_filter, filter_packets
+    from wirefall.analyzer.filter import FilterError, compile_filter, filter_packets
 
     try:
         pred = compile_filter(expr, "packets")
@@ -655,7 +655,7 @@ def packet_position(entry: Entry, numbers: list[int] | None, n: int) -> int | No
 def packet_page(entry: Entry, page: int, page_size: int = PAGE_SIZE, numbers: list[int] | None = None) -> tuple[list[dict], int]:
     """One page of the packet list (0-based page) and the number of pages (``numbers``:
     the packets a filter keeps)."""
-    from analyzer.detail import packet_row, packet_rows
+    from wirefall.analyzer.detail import packet_row, packet_rows
 
     an = entry.analysis
     n = an.packets if numbers is None else len(numbers)
@@ -684,7 +684,7 @@ def _tree(nodes, depth: int = 0):
 
 
 def packet_detail_view(entry: Entry, number: int | None):
-    from analyzer.detail import hexdump, packet_bytes, packet_detail
+    from wirefall.analyzer.detail import hexdump, packet_bytes, packet_detail
 
     an = entry.analysis
     if not number:
@@ -706,7 +706,7 @@ def packet_detail_view(entry: Entry, number: int | None):
 
 def compare_available() -> bool:
     try:
-        return importlib.util.find_spec("analyzer.compare") is not None
+        return importlib.util.find_spec("wirefall.analyzer.compare") is not None
     except (ImportError, ValueError):
         return False
 
@@ -721,7 +721,7 @@ def compare_view(a: Entry | None, b: Entry | None):
     if a is None or b is None or a.analysis is None or b.analysis is None:
         return html.Div("Pick two analysed captures.", className="error")
     try:
-        mod = importlib.import_module("analyzer.compare")
+        mod = importlib.import_module("wirefall.analyzer.compare")
         res = mod.compare(a.analysis, b.analysis)
     except Exception as ex:  # noqa: BLE001 - shown in the page
         return html.Div(f"comparison failed: {ex.__class__.__name__}: {ex}", className="error")
@@ -746,7 +746,7 @@ def compare_view(a: Entry | None, b: Entry | None):
         parts += [html.H4("Page"), html.Table([html.Thead(html.Tr([html.Th(h) for h in ("", "A", "B", "B − A", "speedup (A − B) / A")])),
                                                html.Tbody(rows)], className="grid", id="compare-page")]
     try:
-        from ui.compare_figure import compare_figure
+        from wirefall.ui.compare_figure import compare_figure
 
         fig = compare_figure(a.analysis, b.analysis, res)
         fig.update_layout(width=None, autosize=True)
@@ -837,8 +837,8 @@ def safe_stem(name: str) -> str:
 def export_bytes(entry: Entry, view: View, fmt: str, x_range: list | None = None) -> tuple[bytes, str]:
     """The bytes and file name of an export of what is shown: the filtered (and zoomed)
     waterfall as png/svg/html, or the filtered requests as HAR / wirefall JSON."""
-    from analyzer import export as ex
-    from ui import figures
+    from wirefall.analyzer import export as ex
+    from wirefall.ui import figures
 
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
