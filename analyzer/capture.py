@@ -382,16 +382,21 @@ class _Buf:
         return len(self.buf) >= n
 
 
-def read_capture(path: str, info: CaptureInfo | None = None) -> Iterator[Record]:
+def read_capture(path: str, info: CaptureInfo | None = None, opener=None) -> Iterator[Record]:
     """Yield every packet of the capture at ``path`` in file order.
 
     Raises CaptureError at once if the file is not a pcap/pcapng capture.  A truncated
     file (or a compressed one whose stream is cut short or damaged) ends the iteration
-    early with ``info.truncated`` set and one warning saying where.
+    early with ``info.truncated`` set and one warning saying where.  ``opener(path)``, if
+    given, opens the file instead (a live capture's growing file: ``analyzer.live.FollowFile``,
+    uncompressed, whose reads wait for more bytes until the capture stops).
     """
     if info is None:
         info = CaptureInfo()
-    f, comp = open_decompressed(path)
+    if opener is not None:
+        f, comp = opener(path), ""
+    else:
+        f, comp = open_decompressed(path)
     info.compression = comp
     try:
         try:

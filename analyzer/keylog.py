@@ -14,6 +14,7 @@ per line.  So memory is the secrets kept (at most one per line read) plus one st
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO
 
 from wirefall.dissectors.budget import Budget
@@ -56,6 +57,9 @@ class KeyLog:
         self.sources: list[str] = []
         self.bytes = Budget("keylog_bytes", int(limits.get("keylog_bytes", KEYLOG_BYTES)))
         self.lines = Budget("keylog_lines", int(limits.get("keylog_lines", KEYLOG_LINES)))
+        # called as on_miss(self, label, client_random) when get() finds no secret: a live capture
+        # waits there for the browser to write it (analyzer.live.KeyWait); None for a file
+        self.on_miss: Callable[[KeyLog, str, bytes], None] | None = None
 
     def __repr__(self) -> str:
         return f"<KeyLog {len(self._secrets)} secrets from {len(self.sources)} sources>"
@@ -80,7 +84,20 @@ class KeyLog:
         return [b.name for b in (self.bytes, self.lines) if b.hit]
 
     def get(self, label: str, client_random: bytes) -> bytes | None:
-        return self._secrets.get((label, bytes(client_random)))
+        key = (label, bytes(client_random))
+        v = self._secrets.get(key)
+        if v is None and self.on_miss is not None:
+            self.on_miss(self, label, key[1])
+            v = self._secrets.get(key)
+        return v
+
+    def has_secret(self, label: str, client_random: bytes) -> bool:
+        """Whether the secret is held (no miss hook: a look, not a wait)."""
+        return (label, bytes(client_random)) in self._secrets
+
+    def items(self):
+        """((label, client random), secret) pairs, in the order they were read."""
+        return list(self._secrets.items())
 
     def secret_values(self) -> list[bytes]:
         """Every secret held (for leak checks before anything is written out)."""
@@ -130,9 +147,12 @@ class KeyLog:
         self._secrets[(label, crb)] = sb
         return True
 
-    def add_text(self, text: str, source: str = "key log") -> int:
+    def add_text(self, text: str, source: str = "key log", follow: bool = False) -> int:
+        """Add the lines of ``text``; ``follow``: more lines of a file already named in ``sources``
+        (a live capture's followed key log), not a new source."""
         added = self._read_lines(_Text(text), source)
-        self.sources.append(source)
+        if not follow or source not in self.sources:
+            self.sources.append(source)
         return added
 
     def add_file(self, path: str) -> int:

@@ -65,6 +65,7 @@ def _analyze(
     tcp_session: Callable | None = None,
     on_start: Callable[[Analysis], None] | None = None,
     shard=None,
+    opener=None,
 ) -> Analysis:
     """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture.
 
@@ -73,7 +74,8 @@ def _analyze(
     tests).  ``on_start(analysis)`` receives the Analysis before the first packet, so a view
     can show packets while the pass goes on (the index only grows; connections, frames and
     exchanges are appended).  ``shard`` (``analyzer.parallel.Shard``): decode only this
-    worker's connections."""
+    worker's connections.  ``opener``: how the capture file is opened (``read_capture``; a live
+    capture follows its growing file)."""
     if keylog is None:
         keylog = load_keylog(keylogs, limits=limits)
     index = PacketIndex()
@@ -129,7 +131,7 @@ def _analyze(
     # decoded packet of the slow path, set in every iteration that reaches the UDP/other branch
     d: Decoded
     payload: bytes | memoryview
-    for rec in read_capture(path, info):
+    for rec in read_capture(path, info, opener):
         if marks is not None and (len(frames_l) != marks[-1][1] or len(exch_l) != marks[-1][2]):
             marks.append((pkt, len(frames_l), len(exch_l)))
         pkt += 1

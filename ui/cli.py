@@ -14,7 +14,7 @@ from collections.abc import Set
 
 from wirefall.analyzer.safetext import printable, printable_lines
 
-COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab")
+COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab", "capture")
 
 
 class UsageError(Exception):
@@ -303,11 +303,82 @@ def cmd_crosscheck(args) -> int:
     return 1 if problems else 0
 
 
+def _interfaces_text() -> str:
+    from wirefall.analyzer.live import interfaces
+
+    rows = interfaces()
+    return "\n".join(f"{i}. {name}" + (f" ({desc})" if desc else "") for i, (name, desc) in enumerate(rows, 1))
+
+
+def _live_or_list(args) -> bool:
+    """``-i`` without an interface: print the interfaces (as ``dumpcap -D``) and stop."""
+    if args.interface == "":
+        print(printable_lines(_interfaces_text()))
+        return True
+    return False
+
+
 def cmd_tui(args) -> int:
     from wirefall.ui.tui import run
 
+    if args.interface is not None:
+        from wirefall.analyzer.live import LiveError, LiveSession
+
+        try:
+            if _live_or_list(args):
+                return 0
+            session = LiveSession(args.interface, keylogs=args.keylog or [], bpf=args.capture_filter, limits=limits_of(args))
+        except LiveError as e:
+            raise UsageError(str(e)) from None
+        from wirefall.ui.tui.live import run_live
+
+        return run_live(session, save_to=args.write, limits=limits_of(args))
+    if not args.file:
+        raise UsageError("tui: give a capture FILE, or -i IFACE to capture live (-i alone lists the interfaces)")
     return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache,
                limits=limits_of(args)) or 0
+
+
+def cmd_capture(args) -> int:
+    """``wirefall capture -i IFACE -w FILE``: dumpcap into FILE (a ring buffer with -b), the key
+    logs followed while it runs and written into the file's Decryption Secrets Block at the end."""
+    from wirefall.analyzer.live import LiveError, LiveSession, save_with_keys, secrets_for
+
+    try:
+        if _live_or_list(args) or args.interface is None:
+            if args.interface is None:
+                print(printable_lines(_interfaces_text()))
+            return 0
+        if not args.write:
+            raise UsageError("capture: -w FILE is required")
+        tmp = args.write + ".part" if not args.ring else args.write
+        session = LiveSession(args.interface, keylogs=args.keylog or [], bpf=args.capture_filter, path=tmp)
+        session.capture.ring = list(args.ring or [])
+        session.capture.duration = args.duration
+        session.start()
+    except LiveError as e:
+        raise UsageError(str(e)) from None
+    print(f"capturing on {args.interface} into {args.write}" + (f" for {args.duration:g} s" if args.duration else "") +
+          " (Ctrl+C stops)", file=sys.stderr)
+    try:
+        while session.capture.running:
+            session.poll_keys()
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    session.stop()
+    session.poll_keys()
+    if args.ring:  # dumpcap wrote the ring's files itself; their keys beside them
+        keys = secrets_for(session.keylog)
+        if keys:
+            with open(args.write + ".keys", "w") as f:
+                f.write(keys)
+        print(f"ring buffer files: {args.write} (dumpcap's numbered names); keys in {args.write}.keys", file=sys.stderr)
+        return 0
+    save_with_keys(tmp, args.write, secrets_for(session.keylog))
+    os.unlink(tmp)
+    print(f"wrote {args.write} ({len(session.keylog)} secrets in its Decryption Secrets Block)", file=sys.stderr)
+    return 0
 
 
 def cmd_web(args) -> int:
@@ -400,6 +471,14 @@ def _workers(v: str):
     return n
 
 
+def live_args(sp, write: bool = True) -> None:
+    sp.add_argument("-i", "--interface", nargs="?", const="", metavar="IFACE",
+                    help="capture live on IFACE (dumpcap, else tcpdump; needs root or the capture capabilities); -i alone lists interfaces")
+    sp.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter (BPF), e.g. 'tcp port 443 or udp port 443'")
+    if write and sp.prog.split()[-1] == "tui":
+        sp.add_argument("-w", "--write", metavar="FILE", help="where Ctrl+S saves the live capture (default wirefall-live-DATE.pcapng)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
@@ -444,7 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
     sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
     add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
-    sp = add("tui", cmd_tui, "open the terminal UI", json_=False)
+    sp = add("tui", cmd_tui, "open the terminal UI (on FILE, or on a live capture with -i IFACE)", json_=False, file=False)
+    sp.add_argument("file", metavar="FILE", nargs="?", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog)")
+    live_args(sp)
     sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")
     sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
     sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
@@ -457,6 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
                     help="delete a staged upload not opened for this many minutes (default 60)")
     sp.set_defaults(func=cmd_web)
+    sp = sub.add_parser("capture", parents=[common], help="capture packets live into a pcapng file (dumpcap), with the key log's secrets in it")
+    live_args(sp)
+    sp.add_argument("-w", "--write", metavar="FILE", help="the pcapng file to write")
+    sp.add_argument("-b", "--ring", action="append", metavar="KEY:VALUE", help="dumpcap ring buffer, e.g. -b filesize:10240 -b files:5")
+    sp.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    sp.set_defaults(func=cmd_capture)
     sp = sub.add_parser("compare", parents=[common], help="compare two captures of the same page")
     sp.add_argument("a", metavar="A")
     sp.add_argument("b", metavar="B")
