@@ -270,3 +270,44 @@ def test_interfaces_lists_loopback():
     if os.geteuid() != 0:
         pytest.skip("listing needs the capture capabilities here")
     assert "lo" in [n for n, _ in interfaces()]
+
+
+@needs_root
+@pytest.mark.slow
+def test_capture_command_writes_pcapng_with_the_secrets_tshark_decrypts(netns, tmp_path):
+    """`wirefall capture -i lo -w F --duration S --keylog K`: F is pcapng whose Decryption Secrets
+    Block lets tshark itself decrypt the HTTP/2 request with no key log given."""
+    sac = _load_sac()
+    ns = ["ip", "netns", "exec", netns]
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "x.txt").write_text("x" * 5000)
+    cert, key, _ = sac.make_cert(tmp_path)
+    procs = sac.Procs()
+    keys, out = tmp_path / "k.keys", tmp_path / "cap.pcapng"
+    try:
+        conf = sac.nginx_conf(tmp_path, site, 18443, "h2", cert, key, "127.0.0.1")
+        procs.start("nginx", ns + ["nginx", "-c", str(conf), "-e", str(tmp_path / "e")], stop_sig=signal.SIGQUIT,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.time()
+        while not subprocess.run(ns + ["ss", "-Hltn", "sport = :18443"], capture_output=True, text=True).stdout.strip():
+            assert time.time() - t0 < 15
+            time.sleep(0.1)
+        cap = subprocess.Popen(ns + [sys.executable, "-m", "wirefall", "capture", "-i", "lo", "-f", "tcp port 18443", "-w", str(out),
+                                     "--duration", "3", "--keylog", str(keys)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        subprocess.run(ns + ["curl", "-sk", "--http2", "-o", "/dev/null", "https://127.0.0.1:18443/x.txt"], check=True,
+                       env=dict(os.environ, SSLKEYLOGFILE=str(keys)), timeout=30)
+        _, err = cap.communicate(timeout=30)
+        assert cap.returncode == 0, err
+        r = subprocess.run(["tshark", "-r", str(out), "-Y", "http2.header.name == \":path\"", "-T", "fields", "-e", "http2.headers.path"],
+                           capture_output=True, text=True, timeout=60)
+        assert "/x.txt" in r.stdout.split()  # decrypted by tshark from the file's own DSB
+        ours = subprocess.run([sys.executable, "-m", "wirefall", "requests", str(out), "--json"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+        import json
+
+        rows = json.loads(ours.stdout)
+        assert [(x["method"], x["url"].rsplit("/", 1)[-1], x["status"]) for x in rows] == [("GET", "x.txt", 200)]
+    finally:
+        procs.stop_all()
