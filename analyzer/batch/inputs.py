@@ -93,7 +93,7 @@ def _num(v):
 
 
 def read_manifest(folder: Path) -> dict[str, tuple[list[str], dict[str, Any]]] | None:
-    """A lab run folder's captures: resolved path -> (key logs, conditions); None when the
+    """A lab run folder's captures: absolute path -> (key logs, conditions); None when the
     folder has no ``wirefall lab`` manifest (or one that cannot be read: its captures are then
     found like any others')."""
     mf = folder / "manifest.json"
@@ -126,7 +126,7 @@ def read_manifest(folder: Path) -> dict[str, tuple[list[str], dict[str, Any]]] |
                 "lab_protocol": r.get("protocol") if isinstance(r.get("protocol"), str) else None,
                 "rtt_ms": _num(r.get("rtt_ms")), "loss_pct": _num(r.get("loss_pct")), "rate_mbit": _num(r.get("rate_mbit")),
                 "run": run if isinstance(run, int) and not isinstance(run, bool) else None}
-        out[os.path.realpath(capture)] = (kl, cond)
+        out[os.path.abspath(capture)] = (kl, cond)
     return out
 
 
@@ -185,7 +185,7 @@ def _manifests_for(paths: list[str]) -> dict[str, tuple[list[str], dict[str, Any
     seen: dict[str, dict | None] = {}
     merged: dict[str, tuple[list[str], dict[str, Any]]] = {}
     for p in paths:
-        d = Path(os.path.realpath(p)).parent
+        d = Path(os.path.abspath(p)).parent
         for folder in [d, *list(d.parents)[:3]]:
             k = str(folder)
             if k not in seen:
@@ -230,9 +230,9 @@ def collect(inputs: list[str], keylogs: list[str] | None = None, use_env: bool =
     env = os.environ.get("SSLKEYLOGFILE") if use_env else None
     jobs = []
     for p in paths:
-        rp = os.path.realpath(p)
-        if rp in lab:
-            kl, cond = lab[rp]
+        ap = os.path.abspath(p)
+        if ap in lab:
+            kl, cond = lab[ap]
         else:
             kl, cond = keylogs_beside(p), {}
         kl = list(kl) + [k for k in extra if k not in kl]

@@ -1,6 +1,7 @@
 """OUT: four Parquet datasets (folders of part files, one schema each) and their commit log.
 
-  OUT/requests.parquet/part-ID.parquet     (and connections, pages, errors)
+  OUT/requests.parquet/part-ID.parquet     (and connections, pages, errors; part-0-schema.parquet
+                                           is empty: the schema, for a dataset with no row yet)
   OUT/_commits/ID.json                     the parts of one flush; written last
   OUT/.lock                                held while a batch writes (a second one is refused)
 
@@ -53,6 +54,7 @@ class Store:
         for name in DATASETS:
             (self.out / f"{name}.parquet").mkdir(exist_ok=True)
         self.removed_orphans = self._remove_orphans()
+        self._schema_parts()
         self._pending: dict[str, list[pa.Table]] = {n: [] for n in DATASETS}
         self._pending_captures = 0
         self._pending_rows = 0
@@ -84,11 +86,27 @@ class Store:
                     p.unlink()
         return n
 
+    def _schema_parts(self) -> None:
+        """A dataset without rows still has one (empty) part with its schema, so that every
+        reader finds a table with its columns (DuckDB's ``read_parquet`` of an empty folder fails)."""
+        pid = "0-schema"
+        files = []
+        for name in DATASETS:
+            dest = self.dataset_dir(name) / f"part-{pid}.parquet"
+            if not dest.exists():
+                tmp = dest.with_name(dest.name + ".tmp")
+                pq.write_table(SCHEMAS[name].empty_table(), tmp, compression="zstd")
+                os.replace(tmp, dest)
+            files.append(f"{name}.parquet/{dest.name}")
+        c = self.commits / f"{pid}.json"
+        if not c.exists():
+            c.write_text(json.dumps({"id": pid, "files": files, "captures": 0}) + "\n")
+
     def _parts(self, name: str) -> list[Path]:
         return sorted(self.dataset_dir(name).glob("part-*.parquet"))
 
     def _keys_of(self, name: str) -> set[tuple[str | None, str | None]]:
-        keys = set()
+        keys: set[tuple[str | None, str | None]] = set()
         for p in self._parts(name):
             t = pq.read_table(p, columns=["sha256", "keylog_sha256"])
             keys.update(zip(t.column("sha256").to_pylist(), t.column("keylog_sha256").to_pylist()))

@@ -76,13 +76,13 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
     for r in pages:
         groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
     order = sorted(groups, key=lambda g: tuple(_sort_key(v) for v in g))
-    out_groups = []
+    out_groups: list[dict[str, Any]] = []
     for g in order:
         rs = groups[g]
         out_groups.append({"key": dict(zip(keys, g)), "series": label(g[0]), "category": " · ".join(label(v) for v in g[1:]) or "all",
                            "captures": len(rs), "metrics": {m: describe([metric_value(r, m) for r in rs]) for m, _, _ in METRICS}})
-    series = sorted({grp["series"] for grp in out_groups}, key=lambda s: (s == NONE_LABEL, s))
-    categories = []
+    series: list[str] = sorted({grp["series"] for grp in out_groups}, key=lambda s: (s == NONE_LABEL, s))
+    categories: list[str] = []
     for grp in out_groups:
         if grp["category"] not in categories:
             categories.append(grp["category"])
