@@ -91,8 +91,8 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
     for cat in categories:
         cells: dict[str, Any] = {}
         for s in series:
-            grp = next((x for x in out_groups if x["series"] == s and x["category"] == cat), None)
-            cells[s] = None if grp is None else grp["metrics"]["page_load_time"]["median"]
+            found = [x for x in out_groups if x["series"] == s and x["category"] == cat]
+            cells[s] = found[0]["metrics"]["page_load_time"]["median"] if found else None
         a = cells.get(base) if base else None
         speedup = {s: (None if not a or cells[s] is None else (a - cells[s]) / a) for s in series if s != base} if base else {}
         table.append({"category": cat, "page_load_time_median": cells, "speedup": speedup})
