@@ -254,26 +254,25 @@ SMALL = ["tls/tls13_aes128gcm.pcap", "spdy/spdy3-plain.pcap", "http/http1-nginx.
 
 @pytest.fixture(scope="module")
 def small_out(tmp_path_factory):
-    """A batch of five captures on an in-process cluster (threads), report with images."""
+    """A batch of five captures on an in-process cluster (threads)."""
     from distributed import Client, LocalCluster
 
     from wirefall.analyzer.batch.inputs import collect
     from wirefall.analyzer.batch.run import run_batch
-    from wirefall.ui.batch_report import write_report
 
     out = tmp_path_factory.mktemp("batch") / "out"
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
         res = run_batch(collect([str(SAMPLES / s) for s in SMALL], use_env=False), str(out), client=client)
     assert (res.analysed, res.errors) == (len(SMALL), 0)
-    files = write_report(out, group_by=["protocol"], images=True)
-    return out, files
+    return out
 
 
+@pytest.mark.slow
 def test_parquet_reads_with_duckdb_and_pyarrow_as_the_cli_prints(small_out):
     duckdb = pytest.importorskip("duckdb")
     import pyarrow.dataset as ds
 
-    out, _ = small_out
+    out = small_out
     q = lambda sql: duckdb.sql(sql.replace("REQ", f"read_parquet('{out}/requests.parquet/*.parquet')")
                                .replace("PAGES", f"read_parquet('{out}/pages.parquet/*.parquet')")).fetchall()
     t = ds.dataset(str(out / "requests.parquet"), format="parquet").to_table()
@@ -300,9 +299,13 @@ def test_parquet_reads_with_duckdb_and_pyarrow_as_the_cli_prints(small_out):
     assert w >= 1
 
 
+@pytest.mark.slow
 def test_report_numbers_are_duckdbs_quantiles_and_images_are_written(small_out):
     duckdb = pytest.importorskip("duckdb")
-    out, files = small_out
+    from wirefall.ui.batch_report import write_report
+
+    out = small_out
+    files = write_report(out, group_by=["protocol"], images=True)
     assert set(files) >= {"report.json", "report.html", "report-page_load_time.png", "report-ttfb.png", "report-bytes.png"}
     rep = json.loads((out / "report.json").read_text())
     assert rep["group_by"] == ["protocol"] and rep["captures"] == len(SMALL)
