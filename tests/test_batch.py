@@ -390,3 +390,78 @@ def test_inputs_that_name_nothing_are_usage_errors(tmp_path):
     assert rc == 2 and "no file matches" in err
     rc, _, err = cli("batch", str(SAMPLES / "tls"), "-o", str(tmp_path / "o"), "--group-by", "colour")
     assert rc == 2 and "unknown column(s) colour" in err
+
+
+@pytest.mark.slow
+def test_batch_outputs_hold_no_key_material(small_out):
+    """Every value of every dataset (decoded: the part files are zstd-compressed) and every file
+    of OUT is searched for every secret of the captures' key logs, in every form test_secrets checks."""
+    from test_secrets import _secrets_of, leaks
+
+    out = small_out
+    secrets = [s for rel in SMALL if (SAMPLES / rel).with_suffix(".keys").exists()
+               for s in _secrets_of((SAMPLES / rel).with_suffix(".keys").read_text())]
+    assert len(secrets) >= 8
+    for name in ("requests", "connections", "pages", "errors"):
+        text = json.dumps(read_dataset(out, name).to_pylist(), default=str, ensure_ascii=False)
+        assert not leaks(text, secrets), f"key material in {name}.parquet"
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert not leaks(p.read_bytes(), secrets), f"key material in {p.name}"
+
+
+def test_task_results_for_a_changed_file_and_a_file_that_is_not_a_capture(tmp_path):
+    """The task alone (what a worker runs): rows only for the bytes the client hashed."""
+    from wirefall.analyzer.batch.inputs import collect
+    from wirefall.analyzer.batch.rows import analyze_task
+
+    cap = tmp_path / "a.pcap"
+    cap.write_bytes((SAMPLES / "http" / "http1-nginx.pcap").read_bytes())
+    job = collect([str(cap)], use_env=False)[0].to_dict()
+    ok = analyze_task(job)
+    assert ok["pages"].num_rows == 1 and ok["requests"].num_rows == len(serial_requests(str(cap), []))
+    cap.write_bytes(cap.read_bytes() + b"\0" * 16)  # the file grew after the client hashed it
+    r = analyze_task(job)
+    assert list(r) == ["errors"] and r["errors"].column("kind").to_pylist() == ["changed"]
+    cap.write_bytes(batch_inputs.not_a_capture())
+    r = analyze_task(dict(job, sha256=None))
+    rc, _, err = cli("requests", str(cap))
+    assert r["errors"].column("kind").to_pylist() == ["not_a_capture"] and err.strip() == f"wirefall: {r['errors'].column('error')[0]}"
+
+
+@pytest.mark.slow
+def test_a_capture_whose_worker_dies_every_time_is_a_worker_died_row(tmp_path):
+    """The worker process that reads the capture is killed (a FIFO nobody writes: the read never
+    ends), with ``allowed-failures`` 0: the capture is a ``worker_died`` row, the other worker
+    analyses the rest."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from wirefall.analyzer.batch.inputs import Job, collect
+    from wirefall.analyzer.batch.run import run_batch
+
+    fifo = tmp_path / "stuck.pcap"
+    os.mkfifo(fifo)
+    good = collect([str(SAMPLES / "tls" / "tls13_aes128gcm.pcap")], use_env=False)
+    jobs = [Job(path=str(fifo), sha256="f" * 64)] + good
+    out = tmp_path / "out"
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)
+
+        def kill_the_stuck_one():
+            def holder():
+                return next((w for w, keys in client.processing().items() for k in keys if "ffffffffffff" in str(k)), None)
+
+            w = _wait_for(holder, 60, "the stuck task")
+            time.sleep(0.5)  # (reading the FIFO by now)
+            os.kill(pids[w], signal.SIGKILL)
+
+        import threading
+
+        threading.Thread(target=kill_the_stuck_one, daemon=True).start()
+        res = run_batch(jobs, str(out), client=client)
+    assert (res.analysed, res.errors) == (1, 1)
+    (e,) = read_dataset(out, "errors").to_pylist()
+    assert (e["capture"], e["kind"]) == (str(fifo), "worker_died")
+    assert [p["capture"] for p in read_dataset(out, "pages").to_pylist()] == [good[0].path]
