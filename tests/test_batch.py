@@ -128,7 +128,7 @@ def _pick_inputs(tmp: Path) -> tuple[list[str], dict[str, list[str]], list[Path]
 def _limit_memory():
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
     os.setsid()
 
 
@@ -174,7 +174,7 @@ def test_batch_on_a_real_cluster_matches_serial_survives_a_killed_worker_and_rer
         workers = []
         for i in range(2):
             w = _start([dask, "worker", "--scheduler-file", str(sched_file), "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
-                        "--no-dashboard", "--memory-limit", "1.5GB", "--name", f"w{i}"], tmp_path / f"worker{i}.log")
+                        "--no-dashboard", "--memory-limit", "1GB", "--name", f"w{i}"], tmp_path / f"worker{i}.log")
             procs.append(w)
             workers.append(w)
         from distributed import Client
