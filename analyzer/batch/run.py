@@ -86,7 +86,7 @@ def open_client(scheduler: str | None, workers: int | None, memory_limit: str | 
     from distributed import Client, LocalCluster
 
     if scheduler:
-        return Client(scheduler, timeout="30s"), None
+        return Client(scheduler, timeout="15s"), None
     n = workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address="127.0.0.1:0", memory_limit=memory_limit or "auto", silence_logs=40)
