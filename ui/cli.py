@@ -14,7 +14,7 @@ from collections.abc import Set
 
 from wirefall.analyzer.safetext import printable, printable_lines
 
-COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab", "capture")
+COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab", "capture", "batch")
 
 
 class UsageError(Exception):
@@ -561,6 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--page", default=None)
     sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")
     sp.set_defaults(func=cmd_lab)
+    from wirefall.ui.cli_batch import add_parser as add_batch
+
+    add_batch(sub, _workers, parse_limit)  # (its body: ui/cli_batch.py)
     return p
 
 

@@ -1,0 +1,92 @@
+"""``wirefall batch INPUTS… -o OUT``: many captures on Dask into Parquet, and a report across
+them (docs/BATCH.md).  The machinery is ``analyzer.batch``; the report's figures
+``ui.batch_report``; this is the command line."""
+from __future__ import annotations
+
+import sys
+
+from wirefall.analyzer.safetext import printable
+
+
+def add_parser(sub, workers_type, limit_type) -> None:
+    sp = sub.add_parser("batch", help="analyse many captures on Dask (local cluster or --scheduler) into Parquet, with a report",
+                        description="Analyse captures, folders, globs and wirefall lab run folders on Dask: "
+                                    "OUT/requests.parquet, connections.parquet, pages.parquet, errors.parquet and OUT/report.html "
+                                    "(docs/BATCH.md). A rerun skips captures already in OUT.")
+    sp.add_argument("inputs", nargs="+", metavar="INPUT", help="capture, folder, glob (quoted) or lab run folder")
+    sp.add_argument("-o", "--output", required=True, metavar="OUT", help="output folder (created; added to on a rerun)")
+    sp.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://HOST:8786 (default: a local cluster)")
+    sp.add_argument("-j", "--workers", type=workers_type, default=None, metavar="N",
+                    help="worker processes of the local cluster (default auto: one per core)")
+    sp.add_argument("--memory-limit", metavar="SIZE", help="memory per local worker, e.g. 2GB (default: the machine's memory / N); "
+                                                           "a worker over it is restarted and its capture tried elsewhere")
+    sp.add_argument("--keylog", action="append", metavar="FILE", help="key log added to every capture's (repeatable)")
+    sp.add_argument("--limit", action="append", type=limit_type, metavar="NAME=N", help="raise or lower one decoding budget (as for every command)")
+    sp.add_argument("--group-by", metavar="KEYS", help="pages columns the report groups by, comma-separated "
+                                                       "(default: lab_protocol or protocol, and condition)")
+    sp.add_argument("--retry-errors", action="store_true", help="analyse again the captures that are rows of errors.parquet")
+    sp.add_argument("--no-report", action="store_true", help="write the Parquet datasets only")
+    sp.add_argument("--no-images", action="store_true", help="report.html without the PNGs")
+    sp.add_argument("-v", "--verbose", action="store_true", help="one line per capture as it is written")
+    sp.add_argument("--debug", action="store_true", help="show tracebacks")
+    sp.set_defaults(func=cmd_batch)
+
+
+def cmd_batch(args) -> int:
+    from wirefall.analyzer.batch import missing
+    from wirefall.ui.cli import UsageError, limits_of
+
+    lacking = missing()
+    if lacking:
+        raise UsageError(f"batch needs {', '.join(lacking)} (the cluster extra): pip install 'wirefall[cluster]'")
+    from wirefall.analyzer.batch.inputs import InputError, collect
+    from wirefall.analyzer.batch.run import run_batch
+    from wirefall.analyzer.batch.store import StoreError
+
+    workers = None if args.workers in (None, "auto") else int(args.workers)
+    if args.scheduler and (workers or args.memory_limit):
+        raise UsageError("--workers and --memory-limit are for the local cluster; the scheduler's workers are its own")
+    group_by = [k.strip() for k in (args.group_by or "").split(",") if k.strip()] or None
+    if group_by:
+        from wirefall.analyzer.batch.rows import PAGES
+
+        bad = [k for k in group_by if k not in PAGES.names]
+        if bad:
+            raise UsageError(f"--group-by: unknown column(s) {', '.join(bad)}; pages columns: {', '.join(PAGES.names)}")
+    try:
+        jobs = collect(args.inputs, args.keylog)
+    except InputError as e:
+        raise UsageError(str(e)) from None
+    err = sys.stderr
+
+    def log(s: str) -> None:
+        print(f"wirefall: batch: {printable(s)}", file=err, flush=True)
+
+    n = [0]
+
+    def on_done(job, outcome: str) -> None:
+        n[0] += 1
+        if args.verbose:
+            log(f"{n[0]}/{len(jobs)} {outcome} {job.path}")
+
+    try:
+        res = run_batch(jobs, args.output, scheduler=args.scheduler, workers=workers, limits=limits_of(args),
+                        retry_errors=args.retry_errors, progress=err.isatty(), memory_limit=args.memory_limit,
+                        log=log, on_done=on_done)
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:
+        if "connect" in str(e).lower() or e.__class__.__name__ in ("CommClosedError", "TimeoutError"):
+            raise UsageError(f"cannot reach the scheduler {args.scheduler}: {e}") from None
+        raise
+    log(f"{res.analysed} analysed, {res.errors} error(s), {res.skipped_done} already in {args.output}"
+        + (f", {res.skipped_same} with the same content as another input" if res.skipped_same else "")
+        + (f", {res.retried_errors} error row(s) retried" if res.retried_errors else "")
+        + f" in {res.seconds:.1f} s")
+    if not args.no_report:
+        from wirefall.ui.batch_report import write_report
+
+        files = write_report(args.output, group_by=group_by, images=not args.no_images)
+        log("wrote " + ", ".join(files))
+    return 0
+
