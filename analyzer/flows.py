@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from typing import Protocol
 
-from .model import C2S, S2C, Connection, OffsetMap
+from .model import C2S, S2C, Connection, Note, NoteKind, OffsetMap
 from .packet import ACK, FIN, RST, SYN
 
 WELL_KNOWN_SERVER_PORTS = {80, 443, 8080, 8443, 8000, 8008, 8888, 3000, 4433, 5000, 9000, 53, 853, 1080}
@@ -128,9 +128,7 @@ class TcpDirection:
         tail = self.tail or b""
         a, b = max(off, ts), min(off + len(data), ts + len(tail))
         if a < b and tail[a - ts : b - ts] != data[a - off : b - off]:
-            self.flow.conn.notes.append(
-                f"packet {pkt}: retransmitted {DIRS[self.dir]} bytes {a}..{b} differ from the original; the first copy is kept"
-            )
+            self.flow.conn.notes.append(Note(NoteKind.RETRANSMISSION_DIFFERS, pkt, self.dir, a, b - a))
 
     def _deliver(self, off: int, data: bytes | memoryview, pkt: int, ready: int | None = None) -> None:
         """``pkt`` carried the bytes (kept in the packet map); ``ready`` is the packet at which
@@ -186,7 +184,7 @@ class TcpDirection:
         st = self.flow.conn.stats[self.dir]
         st.gaps += 1
         st.gap_bytes += upto - start
-        self.flow.conn.notes.append(f"packet {pkt}: {upto - start} bytes missing from the capture in {DIRS[self.dir]} at stream offset {start}")
+        self.flow.conn.notes.append(Note(NoteKind.GAP, pkt, self.dir, start, upto - start))
         self.next = upto
         if self.tail is not None:
             self.tail.clear()
@@ -207,9 +205,6 @@ class TcpDirection:
             upto = min(self.acked, self.fin_off) if self.fin_off is not None else self.acked - 1  # (less a FIN)
             if upto > self.next:
                 self._lost(upto, self.unseen_acked)
-
-
-DIRS = ("client→server", "server→client")
 
 
 class TcpFlow:
@@ -270,8 +265,7 @@ def app_failed(flow, e: Exception, pkt: int) -> None:
     already decoded stay, this connection's decoding stops and its notes say where and
     why.  The message names the exception type and its first words only (no payload)."""
     msg = str(e).replace("\n", " ")[:120]
-    flow.conn.notes.append(f"packet {pkt}: decoding of this connection stopped on an internal error "
-                           f"({type(e).__name__}: {msg}); frames before it are kept")
+    flow.conn.notes.append(Note(NoteKind.INTERNAL_ERROR, pkt, detail=f"{type(e).__name__}: {msg}"))
     flow.app = None
 
 
