@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from typing import Protocol
 
-from .model import C2S, S2C, Connection, Note, NoteKind, OffsetMap
+from .model import C2S, S2C, Connection, Note, NoteKind, OffsetMap, TcpInfo
 from .packet import ACK, FIN, RST, SYN
 
 WELL_KNOWN_SERVER_PORTS = {80, 443, 8080, 8443, 8000, 8008, 8888, 3000, 4433, 5000, 9000, 53, 853, 1080}
@@ -76,6 +76,9 @@ class TcpDirection:
     def segment(self, seq: int, flags: int, data: bytes | memoryview, pkt: int) -> None:
         if self.isn is None:
             self.isn = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq
+            tcp = self.flow.conn.tcp
+            if tcp is not None:
+                tcp.first_segment(self.dir, seq, bool(flags & SYN))
         if flags & SYN:
             self.syn_seq = seq
             seq = (seq + 1) & 0xFFFFFFFF
@@ -217,6 +220,8 @@ class TcpFlow:
 
     def __init__(self, conn: Connection, client_key: tuple, max_pending: int, make=None):
         self.conn = conn
+        if conn.tcp is None:
+            conn.tcp = TcpInfo()
         self.client_key = client_key  # (src, sport) of the client
         self.dirs = (TcpDirection(self, C2S, max_pending), TcpDirection(self, S2C, max_pending))
         self.app: AppSession | None = None

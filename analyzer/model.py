@@ -215,6 +215,31 @@ class QuicInfo:
 
 
 @dataclass(slots=True)
+class TcpInfo:
+    """What the flow layer learnt of a TCP connection's handshake, per direction (0 = client
+    to server): the sequence number of stream offset 0 (``isn``: the SYN's plus one, or the
+    first segment's when no SYN was seen first), whether a SYN was seen, and the window-scale
+    shift its SYN offered (None: no SYN, or a SYN without the option).  The detail view and
+    the display filter read relative sequence numbers and scaled windows from it."""
+
+    # (pairs, replaced when set: each is set at most once per direction, and the shared
+    # defaults cost a connection nothing)
+    isn: tuple[int | None, int | None] = (None, None)
+    syn: tuple[bool, bool] = (False, False)
+    wscale: tuple[int | None, int | None] = (None, None)
+
+    def first_segment(self, direction: int, seq: int, syn: bool) -> None:
+        """The first segment of ``direction``: its ISN (the stream's offset 0), and whether it is a SYN."""
+        isn = (seq + 1) & 0xFFFFFFFF if syn else seq
+        self.isn = (isn, self.isn[1]) if direction == 0 else (self.isn[0], isn)
+        if syn:
+            self.syn = (True, self.syn[1]) if direction == 0 else (self.syn[0], True)
+
+    def set_wscale(self, direction: int, shift: int | None) -> None:
+        self.wscale = (shift, self.wscale[1]) if direction == 0 else (self.wscale[0], shift)
+
+
+@dataclass(slots=True)
 class DirStats:
     packets: int = 0
     bytes: int = 0  # on the wire (original frame length)
@@ -251,6 +276,7 @@ class Connection:
     # or a decoder's plain message (a TEXT note); the JSON ``notes`` are their text
     notes: list[str] = field(default_factory=list)
     closed: str | None = None  # fin | rst | None
+    tcp: TcpInfo | None = None  # TCP connections: handshake facts (analyzer.flows)
 
     @property
     def label(self) -> str:
