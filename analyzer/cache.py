@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 from .model import LAZY_FIELDS, Analysis, PacketIndex
 
-CACHE_VERSION = 4  # 3: summary part, raw packet index, body unpacked on first use; 4: classes pickled as wirefall.*
+CACHE_VERSION = 5  # 3: summary part, raw packet index, body unpacked on first use; 4: classes pickled as wirefall.*; 5: typed connection notes (model.Note), TCP ISN and window scale on the connection
 MAX_BYTES = 2 << 30  # whole cache folder
 MAX_ENTRY_BYTES = 1 << 30  # one compressed entry
 SUFFIX = ".wfa.zst"

@@ -20,8 +20,8 @@ count and the next step for the user):
   origin is the connection's), no method (a response without its request), no
   status (a request without its response, not reset), or a header name or value
   ``<unknown>`` (HPACK/QPACK entries inserted before the capture); count = such requests.
-- ``bytes_lost``: bytes the flow layer declared missing (its notes "packet N: B bytes missing
-  from the capture in … at stream offset O", read as they are written); count = bytes.
+- ``bytes_lost``: bytes the flow layer declared missing (its ``NoteKind.GAP`` notes, each with
+  its direction, stream offset and length); count = bytes.
 - ``not_decrypted``: TLS or QUIC connections with protected data not decrypted; the reason is
   ``conn.tls.reason`` / ``conn.quic.reason``; count = the connection's packets.
 - ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture).
@@ -37,15 +37,13 @@ packets") is not an issue.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Analysis, Connection, Exchange
+from .model import Analysis, Connection, Exchange, NoteKind, notes_of
 from .sessions import CAPTURE_ID
 
 UNKNOWN = "<unknown>"
-_GAP_NOTE = re.compile(r"packet (\d+): (\d+) bytes missing from the capture in (\S+) at stream offset (\d+)")
 _NOTHING_TO_DECRYPT = ("no encrypted records", "no 1-RTT packets")
 NO_PACKETS = {"har": "a HAR", "netlog": "a Chrome NetLog", "qlog": "a qlog"}
 
@@ -230,11 +228,9 @@ def _compute(an: Analysis) -> Completeness:
         why = _joined_midway(c) if source == "capture" else None
         reason = _not_decrypted(c) if source == "capture" else None
         c_lost = c_gaps = 0
-        for n in c.notes:
-            m = _GAP_NOTE.match(n)
-            if m:
-                c_lost += int(m.group(2))
-                c_gaps += 1
+        for n in notes_of(c.notes, NoteKind.GAP):
+            c_lost += n.length or 0
+            c_gaps += 1
         if not (why or reason or c_lost or c.id in per):
             continue
         cc = per.setdefault(c.id, ConnectionCompleteness(c.id))

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 import dpkt
 
 from .model import PROTO_NAMES, Analysis, Frame
-from .packet import LINKTYPE_NAMES, Decoder
+from .packet import LINKTYPE_NAMES, Decoder, Layers, layers
 from .tcp_analysis import EXPERT as TA_EXPERT
 from .tcp_analysis import F_DUPLICATE_ACK as TA_DUPLICATE_ACK
 from .tcp_analysis import F_FAST_RETRANSMISSION as TA_FAST_RETRANSMISSION
@@ -350,7 +350,8 @@ def _link(node_list: list[Node], linktype: int, data: bytes) -> tuple[int, int |
     return n, None
 
 
-def _ipv4(out: list[Node], data: bytes, off: int):
+def _ipv4(out: list[Node], data: bytes, L: Layers):
+    off = L.network
     try:
         ip = dpkt.ip.IP(data[off:])
     except (dpkt.UnpackError, ValueError, IndexError, struct.error) as e:
@@ -375,12 +376,13 @@ def _ipv4(out: list[Node], data: bytes, off: int):
     _leaf(node, "Source Address", src, off + 12, off + 16, "ip.src")
     _leaf(node, "Destination Address", dst, off + 16, off + 20, "ip.dst")
     out.append(node)
-    end = off + ip.len if hl <= ip.len <= len(data) - off else len(data)
-    frag = bool(fo & 0x3FFF)
-    return ip.p, off + hl, end, src, dst, frag
+    if L.transport < 0:  # the header is bad (version, length): nothing after it is decoded
+        return None
+    return L.proto, L.transport, L.end, src, dst, bool(L.frag)
 
 
-def _ipv6(out: list[Node], data: bytes, off: int):
+def _ipv6(out: list[Node], data: bytes, L: Layers):
+    off = L.network
     if len(data) < off + 40:
         out.append(Node("Internet Protocol Version 6 [truncated]", [], off, len(data)))
         return None
@@ -396,22 +398,14 @@ def _ipv6(out: list[Node], data: bytes, off: int):
     _leaf(node, "Source Address", src, off + 8, off + 24, "ipv6.src")
     _leaf(node, "Destination Address", dst, off + 24, off + 40, "ipv6.dst")
     out.append(node)
-    p = off + 40
-    end = min(p + plen, len(data)) if plen else len(data)
-    frag = False
-    while nxt in (0, 43, 60, 51, 44) and p + 8 <= end:
-        h = data[p]
-        if nxt == 44:
-            frag = bool(struct.unpack_from("!H", data, p + 2)[0] & 0xFFF9)
-            node.add(f"Fragment Header for IPv6{' (fragment)' if frag else ''}", p, p + 8)
-            hl = 8
+    for h, p, hl in L.ext:  # the extension-header chain analyzer.packet.layers walked
+        if h == 44:
+            fo = struct.unpack_from("!H", data, p + 2)[0]
+            node.add(f"Fragment Header for IPv6{' (fragment)' if fo & 0xFFF9 else ''}", p, p + 8)
         else:
-            hl = (data[p + 1] + 2) * 4 if nxt == 51 else (data[p + 1] + 1) * 8
-            node.add(f"IPv6 extension header {nxt}, length {hl}", p, p + hl)
-        nxt = h
-        p += hl
-    node.end = p
-    return nxt, p, end, src, dst, frag
+            node.add(f"IPv6 extension header {h}, length {hl}", p, p + hl)
+    node.end = L.transport
+    return L.proto, L.transport, L.end, src, dst, bool(L.frag)
 
 
 _TCP_FLAG_BITS = ((0x100, "AE"), (0x80, "CWR"), (0x40, "ECE"), (0x20, "URG"), (0x10, "ACK"), (0x08, "PSH"), (0x04, "RST"), (0x02, "SYN"), (0x01, "FIN"))
@@ -440,8 +434,8 @@ def _tcp_options(opts: bytes) -> list[tuple[int, bytes, int]]:
 
 class _TcpState:
     """Per connection and direction: the base sequence number (for relative numbers as
-    Wireshark shows them) and the window scale shift, found by scanning the first packets
-    of the connection once."""
+    Wireshark shows them: the SYN's, or one before the first segment's) and the window scale
+    shift — what the flow layer recorded on ``Connection.tcp`` (never rescanned here)."""
 
     __slots__ = ("base", "wscale", "syn_seen")
 
@@ -452,60 +446,24 @@ class _TcpState:
 
 
 def _tcp_state(analysis: Analysis, source, conn_id: int) -> _TcpState | None:
-    cache = analysis.__dict__.setdefault("_wf_tcp_state", {})
-    hit = cache.get(conn_id)
+    """The TCP facts of connection ``conn_id`` (``source`` is not read: kept for the callers)."""
+    if conn_id < 0:
+        return None
     try:
         conn = analysis.connections[conn_id]
     except IndexError:
         return None
-    if hit is not None and (hit[1] is None or hit[1] == conn.last_packet):
-        return hit[0]  # complete, or nothing new since (the capture is still being read)
     st = _TcpState()
-    idx = analysis.index
-    dec = Decoder()
-    p = conn.first_packet
-    scanned = 0
-    seen_dirs = set()
-    while p and p <= conn.last_packet and scanned < 64:
-        if idx.conn[p - 1] == conn_id:
-            scanned += 1
-            data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
-            d = dec.decode(idx.linktype[p - 1], data)
-            if d is not None and not isinstance(d, str) and d.proto == 6:
-                di = 0 if (_ep(d.src, d.sport) == conn.client) else 1
-                if st.base[di] is None:
-                    if d.flags & 0x02:
-                        st.base[di] = d.seq
-                        st.syn_seen[di] = True
-                        if d.l3_off >= 0:
-                            try:
-                                for kind, val, _ in _tcp_options(_raw_tcp_header(data, d)[20:]):
-                                    if kind == 3 and val:
-                                        st.wscale[di] = val[0]
-                            except IndexError:
-                                pass
-                    else:
-                        st.base[di] = (d.seq - 1) & 0xFFFFFFFF
-                    seen_dirs.add(di)
-                if len(seen_dirs) == 2:
-                    break
-        p += 1
-    # scan again later only if it may be incomplete because the capture is still being read
-    complete = len(seen_dirs) == 2 or scanned >= 64
-    cache[conn_id] = (st, None if complete else conn.last_packet)
+    t = conn.tcp
+    if t is not None:
+        st.base = [None if i is None else (i - 1) & 0xFFFFFFFF for i in t.isn]
+        st.wscale = list(t.wscale)
+        st.syn_seen = list(t.syn)
     return st
 
 
 def _ep(packed: bytes, port: int) -> tuple[str, int]:
     return (socket.inet_ntop(socket.AF_INET if len(packed) == 4 else socket.AF_INET6, packed), port)
-
-
-def _raw_tcp_header(data: bytes, d) -> bytes:
-    """The TCP header bytes of a packet decoded by ``analyzer.packet.Decoder``."""
-    off = d.l3_off
-    off += (data[off] & 15) * 4 if d.ipver == 4 else 40  # IPv6 extension headers: rare on SYNs
-    hl = (data[off + 12] >> 4) * 4
-    return data[off : off + hl]
 
 
 def _rel(x: int, base: int | None) -> int:
@@ -826,13 +784,15 @@ _SHORT = {"Ethernet II": "eth", "Linux cooked capture v1": "sll", "Linux cooked 
 
 
 def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: int, data: bytes, lt: int) -> None:
-    off, et = _link(out, lt, data)
-    if et == 0x0800:
-        r = _ipv4(out, data, off)
-    elif et == 0x86DD:
-        r = _ipv6(out, data, off)
+    L = layers(lt, data)  # the offsets of every layer (analyzer.packet); the nodes below show them
+    _link(out, lt, data)
+    off, et = L.network, L.ethertype
+    if L.ipver == 4:
+        r = _ipv4(out, data, L)
+    elif L.ipver == 6:
+        r = _ipv6(out, data, L)
     else:
-        if et is not None and off < len(data):
+        if 0 <= off < len(data) and lt in (1, 113, 276):
             out.append(Node(f"Data ({len(data) - off} bytes), ethertype 0x{et:04x}", [], off, len(data)))
         return
     if r is None:
@@ -1183,79 +1143,30 @@ def _datagram_info(frames: list[Frame]) -> str:
 
 
 def _decode_row(data: bytes, lt: int):
-    """Minimal struct decode for a list row: (ipver, src, dst, proto, frag, l4) or a reason."""
-    n = len(data)
-    off = 0
-    if lt == 1:
-        if n < 14:
-            return "Ethernet header truncated"
-        et = struct.unpack_from("!H", data, 12)[0]
-        off = 14
-        while et in (0x8100, 0x88A8, 0x9100) and n >= off + 4:
-            et = struct.unpack_from("!H", data, off + 2)[0]
-            off += 4
-    elif lt == 113:
-        if n < 16:
-            return "Linux cooked header truncated"
-        et, off = struct.unpack_from("!H", data, 14)[0], 16
-    elif lt == 276:
-        if n < 20:
-            return "Linux cooked v2 header truncated"
-        et, off = struct.unpack_from("!H", data, 0)[0], 20
-    elif lt in (0, 108):
-        if n < 4:
-            return "loopback header truncated"
-        fam = int.from_bytes(data[:4], "big" if lt == 108 else "little")
-        if lt == 0 and fam > 0xFFFF:
-            fam = int.from_bytes(data[:4], "big")
-        et, off = (0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else fam), 4
-    elif lt in (101, 228, 229, 12, 14):
-        if not n:
-            return "empty packet"
-        et = 0x0800 if data[0] >> 4 == 4 else 0x86DD if data[0] >> 4 == 6 else -1
+    """Minimal decode for a list row: (ipver, src, dst, proto, frag, l4) or a reason (from
+    ``analyzer.packet.layers``)."""
+    L = layers(lt, data)
+    if L.network < 0:
+        return L.error
+    if L.ipver == 0:
+        return ETHERTYPES.get(L.ethertype, f"ethertype 0x{L.ethertype & 0xFFFF:04x}")
+    if L.transport < 0:  # the IP header is truncated or bad
+        return L.error
+    if L.ipver == 4:
+        src, dst = socket.inet_ntoa(L.src), socket.inet_ntoa(L.dst)
     else:
-        return f"unsupported link type {lt}"
-    frag = 0
-    if et == 0x0800:
-        if n < off + 20:
-            return "IPv4 header truncated"
-        ihl = (data[off] & 15) * 4
-        total, fo = struct.unpack_from("!H2xH", data, off + 2)
-        proto = data[off + 9]
-        src, dst = socket.inet_ntoa(data[off + 12 : off + 16]), socket.inet_ntoa(data[off + 16 : off + 20])
-        end = off + total if ihl <= total and off + total <= n else n
-        if fo & 0x3FFF:
-            frag = (fo & 0x1FFF) * 8 + 1
-        p = off + ihl
-        ipver = 4
-    elif et == 0x86DD:
-        if n < off + 40:
-            return "IPv6 header truncated"
-        plen = struct.unpack_from("!H", data, off + 4)[0]
-        proto = data[off + 6]
-        src = socket.inet_ntop(socket.AF_INET6, data[off + 8 : off + 24])
-        dst = socket.inet_ntop(socket.AF_INET6, data[off + 24 : off + 40])
-        p = off + 40
-        end = min(p + plen, n) if plen else n
-        while proto in (0, 43, 60, 51, 44) and p + 8 <= end:
-            if proto == 44 and struct.unpack_from("!H", data, p + 2)[0] & 0xFFF9:
-                frag = (struct.unpack_from("!H", data, p + 2)[0] & 0xFFF8) + 1
-            hl = 8 if proto == 44 else (data[p + 1] + 2) * 4 if proto == 51 else (data[p + 1] + 1) * 8
-            proto = data[p]
-            p += hl
-        ipver = 6
-    else:
-        return ETHERTYPES.get(et, f"ethertype 0x{et & 0xFFFF:04x}")
+        src, dst = socket.inet_ntop(socket.AF_INET6, L.src), socket.inet_ntop(socket.AF_INET6, L.dst)
+    proto, p, end = L.proto, L.transport, L.end
+    if L.frag:
+        return (L.ipver, src, dst, proto, L.frag, None)
     l4 = None
-    if frag:
-        return (ipver, src, dst, proto, frag, None)
     if proto == 6 and end - p >= 20:
         sport, dport, seq, ack, doff, flags, win = struct.unpack_from("!HHIIBBH", data, p)
         hl = (doff >> 4) * 4
         l4 = (sport, dport, seq, ack, hl, flags | ((doff & 1) << 8), win, max(end - p - hl, 0), data[p + 20 : p + hl])
     elif proto == 17 and end - p >= 8:
         l4 = struct.unpack_from("!HHH", data, p)
-    return (ipver, src, dst, proto, 0, l4)
+    return (L.ipver, src, dst, proto, 0, l4)
 
 
 def packet_rows(analysis: Analysis, source, start: int, stop: int) -> list[tuple]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from typing import Protocol
 
-from .model import C2S, S2C, Connection, OffsetMap
+from .model import C2S, S2C, Connection, Note, NoteKind, OffsetMap, TcpInfo
 from .packet import ACK, FIN, RST, SYN
 
 WELL_KNOWN_SERVER_PORTS = {80, 443, 8080, 8443, 8000, 8008, 8888, 3000, 4433, 5000, 9000, 53, 853, 1080}
@@ -76,6 +76,9 @@ class TcpDirection:
     def segment(self, seq: int, flags: int, data: bytes | memoryview, pkt: int) -> None:
         if self.isn is None:
             self.isn = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq
+            tcp = self.flow.conn.tcp
+            if tcp is not None:
+                tcp.first_segment(self.dir, seq, bool(flags & SYN))
         if flags & SYN:
             self.syn_seq = seq
             seq = (seq + 1) & 0xFFFFFFFF
@@ -128,9 +131,7 @@ class TcpDirection:
         tail = self.tail or b""
         a, b = max(off, ts), min(off + len(data), ts + len(tail))
         if a < b and tail[a - ts : b - ts] != data[a - off : b - off]:
-            self.flow.conn.notes.append(
-                f"packet {pkt}: retransmitted {DIRS[self.dir]} bytes {a}..{b} differ from the original; the first copy is kept"
-            )
+            self.flow.conn.notes.append(Note(NoteKind.RETRANSMISSION_DIFFERS, pkt, self.dir, a, b - a))
 
     def _deliver(self, off: int, data: bytes | memoryview, pkt: int, ready: int | None = None) -> None:
         """``pkt`` carried the bytes (kept in the packet map); ``ready`` is the packet at which
@@ -186,7 +187,7 @@ class TcpDirection:
         st = self.flow.conn.stats[self.dir]
         st.gaps += 1
         st.gap_bytes += upto - start
-        self.flow.conn.notes.append(f"packet {pkt}: {upto - start} bytes missing from the capture in {DIRS[self.dir]} at stream offset {start}")
+        self.flow.conn.notes.append(Note(NoteKind.GAP, pkt, self.dir, start, upto - start))
         self.next = upto
         if self.tail is not None:
             self.tail.clear()
@@ -209,9 +210,6 @@ class TcpDirection:
                 self._lost(upto, self.unseen_acked)
 
 
-DIRS = ("client→server", "server→client")
-
-
 class TcpFlow:
     """One TCP connection: two directions and the application session.  With ``make`` the
     session is made by ``make(flow)`` when the first byte or gap is delivered, so that a
@@ -222,6 +220,8 @@ class TcpFlow:
 
     def __init__(self, conn: Connection, client_key: tuple, max_pending: int, make=None):
         self.conn = conn
+        if conn.tcp is None:
+            conn.tcp = TcpInfo()
         self.client_key = client_key  # (src, sport) of the client
         self.dirs = (TcpDirection(self, C2S, max_pending), TcpDirection(self, S2C, max_pending))
         self.app: AppSession | None = None
@@ -270,8 +270,7 @@ def app_failed(flow, e: Exception, pkt: int) -> None:
     already decoded stay, this connection's decoding stops and its notes say where and
     why.  The message names the exception type and its first words only (no payload)."""
     msg = str(e).replace("\n", " ")[:120]
-    flow.conn.notes.append(f"packet {pkt}: decoding of this connection stopped on an internal error "
-                           f"({type(e).__name__}: {msg}); frames before it are kept")
+    flow.conn.notes.append(Note(NoteKind.INTERNAL_ERROR, pkt, detail=f"{type(e).__name__}: {msg}"))
     flow.app = None
 
 

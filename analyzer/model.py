@@ -12,14 +12,102 @@ Directions: 0 = client to server ("c2s"), 1 = server to client ("s2c").
 """
 from __future__ import annotations
 
+import enum
 import threading
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 C2S, S2C = 0, 1
 DIRECTION_NAMES = ("c2s", "s2c")
+DIRECTION_ARROWS = ("client→server", "server→client")  # as notes name a direction
+
+# the wording of two notes other code used to look for as substrings (kept importable from
+# analyzer.sessions.quic / .tls, where they were first defined)
+TRIAL_NOTE = "keys found by trying the key log's secrets (the connection's ClientHello is not in the capture)"
+NO_SERVER_HELLO = "ServerHello not in the capture"  # noted when the client's records are decrypted without it
+
+
+class NoteKind(enum.Enum):
+    """What a connection note says, for the code that acts on it (``Note.kind``)."""
+
+    TEXT = "text"  # a decoder's message for the user; nothing reads it but a person
+    GAP = "gap"  # bytes lost by the capture: direction, stream offset, length (analyzer.flows)
+    RETRANSMISSION_DIFFERS = "retransmission_differs"  # resent bytes [offset, offset+length) differ from the first copy
+    INTERNAL_ERROR = "internal_error"  # decoding of the connection stopped on a bug; detail: exception type and words
+    KEYS_BY_TRIAL = "keys_by_trial"  # QUIC keys found by trying the key log's secrets (no ClientHello seen)
+    NO_SERVER_HELLO = "no_server_hello"  # TLS 1.3 records decrypted without the ServerHello; detail: how
+
+
+class Note(str):
+    """One connection note: a typed fact (``kind``, ``packet``, ``direction``, ``offset``,
+    ``length``, ``detail``) whose text, for display and the JSON ``notes`` strings, is
+    rendered from those fields in one place (``render``).  Code that acts on a note matches
+    its ``kind`` and reads its fields — never the text.
+
+    It is a ``str`` (the rendered text) so that ``Connection.notes`` stays one list of what
+    every view shows, and decoders' plain-text messages (kind ``TEXT``) sit in it unchanged;
+    instances are immutable and pickle as their fields (the analysis cache stores facts)."""
+
+    kind: NoteKind
+    packet: int | None
+    direction: int | None
+    offset: int | None
+    length: int | None
+    detail: str
+
+    def __new__(cls, kind: NoteKind, packet: int | None = None, direction: int | None = None,
+                offset: int | None = None, length: int | None = None, detail: str = "") -> Note:
+        self = super().__new__(cls, cls.render(kind, packet, direction, offset, length, detail))
+        d = self.__dict__
+        d["kind"], d["packet"], d["direction"], d["offset"], d["length"], d["detail"] = kind, packet, direction, offset, length, detail
+        return self
+
+    @staticmethod
+    def render(kind: NoteKind, packet: int | None, direction: int | None, offset: int | None,
+               length: int | None, detail: str) -> str:
+        at = f"packet {packet}: " if packet is not None else ""
+        arrow = DIRECTION_ARROWS[direction] if direction in (0, 1) else "?"
+        if kind is NoteKind.GAP:
+            return f"{at}{length} bytes missing from the capture in {arrow} at stream offset {offset}"
+        if kind is NoteKind.RETRANSMISSION_DIFFERS:
+            end = None if offset is None or length is None else offset + length
+            return f"{at}retransmitted {arrow} bytes {offset}..{end} differ from the original; the first copy is kept"
+        if kind is NoteKind.INTERNAL_ERROR:
+            return f"{at}decoding of this connection stopped on an internal error ({detail}); frames before it are kept"
+        if kind is NoteKind.KEYS_BY_TRIAL:
+            return f"{at}{TRIAL_NOTE}"
+        if kind is NoteKind.NO_SERVER_HELLO:
+            return f"{at}{NO_SERVER_HELLO}" + (f"; {detail}" if detail else "")
+        return f"{at}{detail}"
+
+    @classmethod
+    def text(cls, message: str) -> Note:
+        """A plain message (kind ``TEXT``)."""
+        return cls(NoteKind.TEXT, detail=message)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Note is immutable (setting {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Note is immutable (deleting {name!r})")
+
+    def __reduce__(self):
+        return (Note, (self.kind, self.packet, self.direction, self.offset, self.length, self.detail))
+
+
+def note_kind(note: str) -> NoteKind:
+    """The kind of an entry of ``Connection.notes`` (a plain string is a ``TEXT`` note)."""
+    return note.kind if isinstance(note, Note) else NoteKind.TEXT
+
+
+def notes_of(notes: Iterable[str], kind: NoteKind) -> Iterator[Note]:
+    """The notes of one kind, in order."""
+    for n in notes:
+        if isinstance(n, Note) and n.kind is kind:
+            yield n
 
 
 class OffsetMap:
@@ -127,6 +215,31 @@ class QuicInfo:
 
 
 @dataclass(slots=True)
+class TcpInfo:
+    """What the flow layer learnt of a TCP connection's handshake, per direction (0 = client
+    to server): the sequence number of stream offset 0 (``isn``: the SYN's plus one, or the
+    first segment's when no SYN was seen first), whether a SYN was seen, and the window-scale
+    shift its SYN offered (None: no SYN, or a SYN without the option).  The detail view and
+    the display filter read relative sequence numbers and scaled windows from it."""
+
+    # (pairs, replaced when set: each is set at most once per direction, and the shared
+    # defaults cost a connection nothing)
+    isn: tuple[int | None, int | None] = (None, None)
+    syn: tuple[bool, bool] = (False, False)
+    wscale: tuple[int | None, int | None] = (None, None)
+
+    def first_segment(self, direction: int, seq: int, syn: bool) -> None:
+        """The first segment of ``direction``: its ISN (the stream's offset 0), and whether it is a SYN."""
+        isn = (seq + 1) & 0xFFFFFFFF if syn else seq
+        self.isn = (isn, self.isn[1]) if direction == 0 else (self.isn[0], isn)
+        if syn:
+            self.syn = (True, self.syn[1]) if direction == 0 else (self.syn[0], True)
+
+    def set_wscale(self, direction: int, shift: int | None) -> None:
+        self.wscale = (shift, self.wscale[1]) if direction == 0 else (self.wscale[0], shift)
+
+
+@dataclass(slots=True)
 class DirStats:
     packets: int = 0
     bytes: int = 0  # on the wire (original frame length)
@@ -159,8 +272,11 @@ class Connection:
     tls_end: float | None = None
     rtt: float | None = None  # handshake RTT SYN -> SYN/ACK -> ACK
     stats: list[DirStats] = field(default_factory=lambda: [DirStats(), DirStats()])
-    notes: list[str] = field(default_factory=list)  # decoding problems, with packet numbers
+    # decoding problems, with packet numbers: each a ``Note`` (typed; match ``note_kind``/``notes_of``)
+    # or a decoder's plain message (a TEXT note); the JSON ``notes`` are their text
+    notes: list[str] = field(default_factory=list)
     closed: str | None = None  # fin | rst | None
+    tcp: TcpInfo | None = None  # TCP connections: handshake facts (analyzer.flows)
 
     @property
     def label(self) -> str:

@@ -4,8 +4,12 @@ This runs once per packet, so it builds no object per layer (dpkt's per-packet o
 run ~55 k packets/s here, a struct scan several times that); the detail tree for one
 packet, which is not hot, is built with dpkt in ``analyzer.detail``.
 
-``Decoder.decode(linktype, data)`` returns a ``Decoded`` tuple or a string naming why the
-packet could not be decoded.
+``layers(linktype, data)`` walks the headers once — link layer, IPv4 or IPv6 with its
+extension-header chain, TCP/UDP — and returns their offsets (``Layers``); it is the one walk
+every reader uses (the detail tree, the packet list, TCP analysis).  ``Decoder.decode(linktype,
+data)`` (the pipeline's) adds IPv4 reassembly and returns a ``Decoded`` tuple or a string naming
+why the packet could not be decoded; its Ethernet/IPv4 fast path (inlined once more in
+``analyzer.pipeline``) gives the same result as ``layers`` in one ``struct`` unpack.
 """
 from __future__ import annotations
 
@@ -55,6 +59,8 @@ class Decoded(NamedTuple):
     flags: int
     win: int
     l3_off: int  # offset of the IP header in the link-layer frame (-1 for reassembled)
+    l4_off: int  # offset of the TCP/UDP header (-1 for reassembled)
+    l3_end: int  # end of the IP datagram by its length field, unclipped (-1: 0 or too small, or reassembled)
 
 
 _new = tuple.__new__  # Decoded without the namedtuple's Python-level __new__
@@ -134,6 +140,155 @@ class Defragmenter:
         return bytes(out[:total])
 
 
+class Layers(NamedTuple):
+    """Where each layer of one frame starts, as offsets into the frame's bytes (the link-layer
+    header is at 0): the one place link layer, IPv4/IPv6 (with the IPv6 extension-header chain)
+    and the TCP/UDP header are walked.  ``layers()`` makes it; ``Decoder`` (the pipeline),
+    ``analyzer.detail`` (tree and packet list) and ``analyzer.tcp_analysis`` read it.
+
+    ``error`` names the first layer that could not be decoded (the fields of the layers after
+    it are -1 / empty); a frame that is not IP has ``ipver`` 0 and ``error`` set, with
+    ``ethertype`` what its link layer says follows."""
+
+    network: int  # offset of the IP header; -1: link layer truncated or unsupported
+    ethertype: int  # 0x0800, 0x86DD, …; BSD loopback: the address family; raw IP, not v4/v6: -1
+    ipver: int  # 4, 6; 0: not IP (or not reached)
+    src: bytes  # packed addresses (b"" when not reached)
+    dst: bytes
+    proto: int  # transport protocol number, after the IPv6 extension headers; -1: not reached
+    transport: int  # offset of the transport header; -1: not reached
+    end: int  # end of the IP datagram in the frame: by its length field, clipped to the bytes captured
+    length_end: int  # end by the length field alone; -1: 0 or smaller than the header (TSO: the frame's end)
+    frag: int  # 0: not a fragment; else 1 + the fragment's offset in bytes (IPv4, or an IPv6 fragment header)
+    more: bool  # more fragments follow (IPv4 MF / IPv6 M flag)
+    ident: int  # IPv4 identification (the reassembly key)
+    ext: tuple[tuple[int, int, int], ...]  # IPv6 extension headers: (header type, offset, length) each
+    payload: int  # offset of the TCP/UDP payload; -1: no such header, or it does not fit in ``end``
+    error: str | None
+
+
+_NO_IP = (b"", b"", -1, -1, -1, -1, 0, False, 0, (), -1)
+
+
+def _link(linktype: int, data) -> tuple[int, int] | str:
+    """(offset of the network header, ethertype) of a frame, or why there is none."""
+    n = len(data)
+    if linktype == LINKTYPE_ETHERNET:
+        if n < 14:
+            return "Ethernet header truncated"
+        etype = _u16(data, 12)[0]
+        off = 14
+        while etype in (0x8100, 0x88A8, 0x9100):  # 802.1Q / QinQ
+            if n < off + 4:
+                return "VLAN tag truncated"
+            etype = _u16(data, off + 2)[0]
+            off += 4
+        return off, etype
+    if linktype == LINKTYPE_LINUX_SLL:
+        if n < 16:
+            return "Linux cooked header truncated"
+        return 16, _u16(data, 14)[0]
+    if linktype == LINKTYPE_LINUX_SLL2:
+        if n < 20:
+            return "Linux cooked v2 header truncated"
+        return 20, _u16(data, 0)[0]
+    if linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        if n < 4:
+            return "loopback header truncated"
+        fam = int.from_bytes(data[:4], "big" if linktype == LINKTYPE_LOOP else "little")
+        if linktype == LINKTYPE_NULL and fam > 0xFFFF:  # written on a big-endian host
+            fam = int.from_bytes(data[:4], "big")
+        return 4, 0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else fam
+    if linktype in (LINKTYPE_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6) or linktype in LINKTYPE_RAW_OLD:
+        if not n:
+            return "empty packet"
+        v = data[0] >> 4
+        return 0, 0x0800 if v == 4 else 0x86DD if v == 6 else -1
+    return f"unsupported link type {linktype}"
+
+
+def _not_ip(linktype: int, data, off: int, etype: int) -> str:
+    if linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
+        return f"loopback address family {etype}"
+    if off == 0 and linktype not in (LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_ETHERNET):
+        return f"IP version {data[0] >> 4}"
+    return f"ethertype {etype:#06x}"
+
+
+def layers(linktype: int, data) -> Layers:
+    """The layer offsets of one frame (see ``Layers``); never raises."""
+    lk = _link(linktype, data)
+    if isinstance(lk, str):
+        return Layers(-1, -1, 0, *_NO_IP, lk)
+    off, etype = lk
+    n = len(data)
+    if etype == 0x0800:
+        if n < off + 20:
+            return Layers(off, etype, 4, *_NO_IP, "IPv4 header truncated")
+        vihl = data[off]
+        ihl = (vihl & 15) * 4
+        if vihl >> 4 != 4 or ihl < 20:
+            return Layers(off, etype, 4, *_NO_IP, "bad IPv4 version" if vihl >> 4 != 4 else "bad IPv4 header length")
+        total = _u16(data, off + 2)[0]
+        lend = off + total if total >= ihl else -1  # TSO captures may carry 0
+        end = n if lend < 0 or lend > n else lend  # snapped or truncated: take what is there
+        fo = _u16(data, off + 6)[0]
+        proto = data[off + 9]
+        frag = (fo & 0x1FFF) * 8 + 1 if fo & 0x3FFF else 0  # MF set or offset non-zero
+        pay, err4 = _transport(data, proto, off + ihl, end) if not frag else (-1, None)
+        return _new(Layers, (off, etype, 4, data[off + 12 : off + 16], data[off + 16 : off + 20], proto, off + ihl, end, lend,
+                             frag, bool(fo & 0x2000), (data[off + 4] << 8) | data[off + 5], (), pay, err4))
+    if etype == 0x86DD:
+        if n < off + 40:
+            return Layers(off, etype, 6, *_NO_IP, "IPv6 header truncated")
+        plen = _u16(data, off + 4)[0]
+        nxt = data[off + 6]
+        p = off + 40
+        lend = p + plen if plen else -1  # jumbogram / TSO: use what is there
+        end = n if lend < 0 or lend > n else lend
+        ext: list[tuple[int, int, int]] = []
+        frag, more = 0, False
+        error: str | None = None
+        while nxt in IPV6_EXT or nxt == 44:
+            if p + 8 > end:
+                error = "IPv6 extension header truncated"
+                break
+            if nxt == 44:  # fragment header
+                fo = _u16(data, p + 2)[0]
+                if fo & 0xFFF9:
+                    frag, more = (fo & 0xFFF8) + 1, bool(fo & 1)
+                hlen = 8
+            else:
+                hlen = (data[p + 1] + 2) * 4 if nxt == 51 else (data[p + 1] + 1) * 8
+            ext.append((nxt, p, hlen))
+            nxt = data[p]
+            p += hlen
+            if frag > 1:  # not the first fragment: what follows is payload, not headers
+                break
+        pay = -1
+        if error is None and not frag:
+            pay, error = _transport(data, nxt, p, end)
+        return _new(Layers, (off, etype, 6, data[off + 8 : off + 24], data[off + 24 : off + 40], nxt, p, end, lend,
+                             frag, more, 0, tuple(ext), pay, error))
+    return Layers(off, etype, 0, *_NO_IP, _not_ip(linktype, data, off, etype))
+
+
+def _transport(data, proto: int, p: int, end: int) -> tuple[int, str | None]:
+    """(payload offset, error) after the TCP/UDP header at ``p``."""
+    if proto == PROTO_TCP:
+        if end - p < 20:
+            return -1, "TCP header truncated"
+        hl = (data[p + 12] >> 4) * 4
+        if hl < 20:
+            return -1, "bad TCP header length"
+        return p + hl, None
+    if proto == PROTO_UDP:
+        if end - p < 8:
+            return -1, "UDP header truncated"
+        return p + 8, None
+    return -1, None
+
+
 class Decoder:
     def __init__(self, frag_datagrams: int = 1024, frag_bytes: int = 32 << 20):
         self.defrag = Defragmenter(max_datagrams=frag_datagrams, max_bytes=frag_bytes)
@@ -152,7 +307,7 @@ class Decoder:
                         end = n
                     if end >= 54:
                         return _new(Decoded, (4, src, dst, PROTO_TCP, sport, dport, data[34 + (doff >> 4) * 4 : end], seq, ack,
-                                              flags | ((doff & 1) << 8), win, 14))
+                                              flags | ((doff & 1) << 8), win, 14, 34, 14 + total if total >= 20 else -1))
             elif n >= 42 and data[23] == PROTO_UDP and data[14] == 0x45:
                 etype, _, total, _, frag, _, src, dst, sport, dport, ulen = _ETH_IP4_UDP(data, 0)
                 if etype == 0x0800 and not frag & 0x3FFF:
@@ -161,112 +316,22 @@ class Decoder:
                         end = n
                     if end >= 42:
                         uend = 34 + ulen if 8 <= ulen <= end - 34 else end
-                        return _new(Decoded, (4, src, dst, PROTO_UDP, sport, dport, data[42:uend], 0, 0, 0, 0, 14))
-            if n < 14:
-                return "Ethernet header truncated"
-            etype = _u16(data, 12)[0]
-            off = 14
-            while etype in (0x8100, 0x88A8, 0x9100):  # 802.1Q / QinQ
-                if n < off + 4:
-                    return "VLAN tag truncated"
-                etype = _u16(data, off + 2)[0]
-                off += 4
-            if etype == 0x0800:
-                return self._ipv4(data, off)
-            if etype == 0x86DD:
-                return self._ipv6(data, off)
-            return f"ethertype {etype:#06x}"
-        if linktype == LINKTYPE_LINUX_SLL:
-            if n < 16:
-                return "Linux cooked header truncated"
-            etype = _u16(data, 14)[0]
-            off = 16
-        elif linktype == LINKTYPE_LINUX_SLL2:
-            if n < 20:
-                return "Linux cooked v2 header truncated"
-            etype = _u16(data, 0)[0]
-            off = 20
-        elif linktype in (LINKTYPE_NULL, LINKTYPE_LOOP):
-            if n < 4:
-                return "loopback header truncated"
-            fam = int.from_bytes(data[:4], "big" if linktype == LINKTYPE_LOOP else "little")
-            if linktype == LINKTYPE_NULL and fam > 0xFFFF:  # written on a big-endian host
-                fam = int.from_bytes(data[:4], "big")
-            if fam == 2:
-                return self._ipv4(data, 4)
-            if fam in (10, 24, 28, 30):
-                return self._ipv6(data, 4)
-            return f"loopback address family {fam}"
-        elif linktype in (LINKTYPE_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6) or linktype in LINKTYPE_RAW_OLD:
-            if not n:
-                return "empty packet"
-            v = data[0] >> 4
-            if v == 4:
-                return self._ipv4(data, 0)
-            if v == 6:
-                return self._ipv6(data, 0)
-            return f"IP version {v}"
-        else:
-            return f"unsupported link type {linktype}"
-        if etype == 0x0800:
-            return self._ipv4(data, off)
-        if etype == 0x86DD:
-            return self._ipv6(data, off)
-        return f"ethertype {etype:#06x}"
-
-    def _ipv4(self, data, off: int):
-        if len(data) < off + 20:
-            return "IPv4 header truncated"
-        vihl = data[off]
-        if vihl >> 4 != 4:
-            return "bad IPv4 version"
-        ihl = (vihl & 15) * 4
-        if ihl < 20:
-            return "bad IPv4 header length"
-        total = _u16(data, off + 2)[0]
-        end = off + total if total >= ihl else len(data)  # TSO captures may carry 0
-        if end > len(data):
-            end = len(data)  # snapped or truncated: take what is there
-        frag = _u16(data, off + 6)[0]
-        proto = data[off + 9]
-        src = data[off + 12 : off + 16]
-        dst = data[off + 16 : off + 20]
-        if frag & 0x3FFF:  # MF set or offset non-zero
-            key = (src, dst, _u16(data, off + 4)[0], proto)
-            whole = self.defrag.add(key, (frag & 0x1FFF) * 8, bool(frag & 0x2000), bytes(data[off + ihl : end]))
+                        return _new(Decoded, (4, src, dst, PROTO_UDP, sport, dport, data[42:uend], 0, 0, 0, 0, 14, 34,
+                                              14 + total if total >= 20 else -1))
+        L = layers(linktype, data)
+        if L.frag and L.ipver == 6:
+            return "IPv6 fragment"  # not reassembled (rare on the web)
+        if L.error is not None:
+            return L.error
+        if L.frag:
+            whole = self.defrag.add((L.src, L.dst, L.ident, L.proto), L.frag - 1, L.more, bytes(data[L.transport : L.end]))
             if whole is None:
                 return None
-            return self._l4(4, src, dst, proto, whole, 0, len(whole), -1)
-        return self._l4(4, src, dst, proto, data, off + ihl, end, off)
-
-    def _ipv6(self, data, off: int):
-        if len(data) < off + 40:
-            return "IPv6 header truncated"
-        plen = _u16(data, off + 4)[0]
-        nxt = data[off + 6]
-        src = data[off + 8 : off + 24]
-        dst = data[off + 24 : off + 40]
-        p = off + 40
-        end = p + plen if plen else len(data)  # jumbogram / TSO: use what is there
-        if end > len(data):
-            end = len(data)
-        while nxt in IPV6_EXT or nxt == 44:
-            if p + 8 > end:
-                return "IPv6 extension header truncated"
-            if nxt == 44:  # fragment header
-                fo = _u16(data, p + 2)[0]
-                if fo & 0xFFF9:
-                    return "IPv6 fragment"  # not reassembled (rare on the web)
-                nxt = data[p]
-                p += 8
-                continue
-            hlen = (data[p + 1] + 2) * 4 if nxt == 51 else (data[p + 1] + 1) * 8
-            nxt = data[p]
-            p += hlen
-        return self._l4(6, src, dst, nxt, data, p, end, off)
+            return self._l4(4, L.src, L.dst, L.proto, whole, 0, len(whole), -1, -1, -1)
+        return self._l4(L.ipver, L.src, L.dst, L.proto, data, L.transport, L.end, L.network, L.transport, L.length_end)
 
     @staticmethod
-    def _l4(ipver, src, dst, proto, data, p, end, l3_off):
+    def _l4(ipver, src, dst, proto, data, p, end, l3_off, l4_off, l3_end):
         if proto == PROTO_TCP:
             if end - p < 20:
                 return "TCP header truncated"
@@ -274,14 +339,37 @@ class Decoder:
             hl = (doff >> 4) * 4
             if hl < 20:
                 return "bad TCP header length"
-            return Decoded(ipver, src, dst, proto, sport, dport, data[p + hl : end], seq, ack, flags | ((doff & 1) << 8), win, l3_off)
+            return Decoded(ipver, src, dst, proto, sport, dport, data[p + hl : end], seq, ack, flags | ((doff & 1) << 8), win,
+                           l3_off, l4_off, l3_end)
         if proto == PROTO_UDP:
             if end - p < 8:
                 return "UDP header truncated"
             sport, dport, ulen = _udp(data, p)
             uend = p + ulen if 8 <= ulen <= end - p else end
-            return Decoded(ipver, src, dst, proto, sport, dport, data[p + 8 : uend], 0, 0, 0, 0, l3_off)
-        return Decoded(ipver, src, dst, proto, 0, 0, data[p:end], 0, 0, 0, 0, l3_off)
+            return Decoded(ipver, src, dst, proto, sport, dport, data[p + 8 : uend], 0, 0, 0, 0, l3_off, l4_off, l3_end)
+        return Decoded(ipver, src, dst, proto, 0, 0, data[p:end], 0, 0, 0, 0, l3_off, l4_off, l3_end)
+
+
+def wscale_option(opts) -> int | None:
+    """The shift of the Window Scale option among TCP options ``opts`` (capped at 14 as RFC
+    7323 and tshark do); None without one."""
+    i, n = 0, len(opts)
+    while i < n:
+        k = opts[i]
+        if k == 0:
+            return None
+        if k == 1:
+            i += 1
+            continue
+        if i + 1 >= n:
+            return None
+        ln = opts[i + 1]
+        if ln < 2:
+            return None
+        if k == 3 and ln == 3 and i + 2 < n:
+            return min(opts[i + 2], 14)
+        i += ln
+    return None
 
 
 # TCP flag bits

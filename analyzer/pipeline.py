@@ -15,7 +15,7 @@ from .capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
 from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
-from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str
+from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str, layers, wscale_option
 from .sessions import KINDS, Context
 
 P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
@@ -185,7 +185,7 @@ def _analyze(
             d = dd
             proto = d.proto
             if proto == PROTO_TCP:
-                _, src, dst, _, sport, dport, payload, seq, ackno, flags, _, _ = d
+                _, src, dst, _, sport, dport, payload, seq, ackno, flags, _, _, _, _ = d
                 tcp = True
         if tcp:
             key = (src, sport, dst, dport)
@@ -239,6 +239,10 @@ def _analyze(
             conn_a(conn.id)
             proto_a(P_TCP)
             if flags & SYN:
+                if flow.dirs[direction].isn is None and conn.tcp is not None:  # the direction's first segment:
+                    lay = layers(linktype, rdata)  # the window scale its SYN offers (detail, filters)
+                    if lay.payload >= 0:
+                        conn.tcp.set_wscale(direction, wscale_option(rdata[lay.transport + 20 : lay.payload]))
                 if not flags & ACK:
                     if conn.connect_start is None:
                         conn.connect_start = ts

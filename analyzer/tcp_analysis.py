@@ -55,7 +55,8 @@ from array import array
 from dataclasses import dataclass, field
 
 from .model import PROTO_CODE, Analysis
-from .packet import IPV6_EXT, Decoded, Decoder
+from .packet import Decoded, Decoder
+from .packet import wscale_option as _wscale
 
 _IP4_TCP = struct.Struct("!2xH2xH4x4s4sHHIIBBH").unpack_from  # IPv4 (no options) + TCP header
 _RAW = frozenset((101, 228, 12, 14))  # raw IP link types (IPv4 checked by the version nibble)
@@ -331,58 +332,6 @@ def tcp_analysis(analysis: Analysis, source, upto: int | None = None) -> TcpAnal
         return ta
 
 
-def _tcp_offset(data, d) -> int:
-    """Offset of the TCP header of a packet ``Decoder`` decoded (-1 for a reassembled datagram)."""
-    off = d.l3_off
-    if off < 0:
-        return -1
-    if d.ipver == 4:
-        return off + (data[off] & 15) * 4
-    nxt = data[off + 6]
-    p = off + 40
-    while nxt in IPV6_EXT or nxt == 44:
-        if nxt == 44:
-            nxt = data[p]
-            p += 8
-            continue
-        hl = (data[p + 1] + 2) * 4 if nxt == 51 else (data[p + 1] + 1) * 8
-        nxt = data[p]
-        p += hl
-    return p
-
-
-def _ip_end(data, d, flen: int) -> int:
-    """Where the IP datagram ends in the frame by its length field (tshark's reported
-    length: a snapped packet has fewer bytes; a zero length, as TSO writes, means the frame)."""
-    off = d.l3_off
-    if d.ipver == 4:
-        total = (data[off + 2] << 8) | data[off + 3]
-        return off + total if total >= (data[off] & 15) * 4 else flen
-    plen = (data[off + 4] << 8) | data[off + 5]
-    return off + 40 + plen if plen else flen
-
-
-def _wscale(opts) -> int | None:
-    """The shift of a Window Scale option (capped at 14 as RFC 7323 and tshark do)."""
-    i, n = 0, len(opts)
-    while i < n:
-        k = opts[i]
-        if k == 0:
-            return None
-        if k == 1:
-            i += 1
-            continue
-        if i + 1 >= n:
-            return None
-        ln = opts[i + 1]
-        if ln < 2:
-            return None
-        if k == 3 and ln == 3 and i + 2 < n:
-            return min(opts[i + 2], 14)
-        i += ln
-    return None
-
-
 def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
     idx = analysis.index
     npk = len(idx)
@@ -453,15 +402,14 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                 continue
             src, dst, sport, dport = d.src, d.dst, d.sport, d.dport
             seq, ack, flags, win = d.seq, d.ack, d.flags, d.win
-            try:
-                toff = _tcp_offset(data, d)
-                if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
-                    toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
-                else:
-                    doff = data[toff + 12]
-                    end = _ip_end(data, d, flen)
-            except IndexError:
-                continue
+            toff = d.l4_off  # (analyzer.packet.layers walked the headers)
+            if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
+                toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
+            else:
+                doff = data[toff + 12]
+                # the datagram's end by its length field: tshark's reported length (a snapped
+                # packet has fewer bytes; a zero length, as TSO writes, means the frame)
+                end = d.l3_end if d.l3_end >= 0 else flen
         hl = (doff >> 4) * 4
         if end > flen:
             end = flen

@@ -32,11 +32,10 @@ Nothing here imports plotly; ``ui/figures.py`` draws a ``Waterfall``.
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Analysis, Connection, Exchange, Frame
+from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
 
 PHASES = ("blocked", "dns", "connect", "tls", "send", "wait", "receive")
 PHASE_LABELS = {
@@ -93,8 +92,6 @@ _EXT_CLASS = {
     "otf": "font", "eot": "font", "mp4": "video", "webm": "video", "m4s": "video", "m4v": "video", "mov": "video",
     "ogv": "video",
 }
-_GAP_NOTE = re.compile(r"packet (\d+): (\d+) bytes missing from the capture in (client→server|server→client)")
-_RETX_NOTE = re.compile(r"packet (\d+): retransmitted")
 
 
 def content_class(content_type: str | None, url: str | None = None) -> str:
@@ -778,17 +775,12 @@ def connection_loss_events(an: Analysis, conn: Connection) -> list[tuple[str, fl
     """Retransmissions and capture gaps on a connection: (kind, time, packet, text)."""
     out = []
     for n in conn.notes:
-        m = _GAP_NOTE.match(n)
-        if m:
-            pkt = int(m.group(1))
-            if 0 < pkt <= len(an.index):
-                out.append(("gap", an.time(pkt), pkt, f"{m.group(2)} bytes lost ({m.group(3)})"))
+        if not isinstance(n, Note) or n.packet is None or not 0 < n.packet <= len(an.index):
             continue
-        m = _RETX_NOTE.match(n)
-        if m:
-            pkt = int(m.group(1))
-            if 0 < pkt <= len(an.index):
-                out.append(("retransmission", an.time(pkt), pkt, "retransmission (bytes differ)"))
+        if n.kind is NoteKind.GAP:
+            out.append(("gap", an.time(n.packet), n.packet, f"{n.length} bytes lost ({DIRECTION_ARROWS[n.direction or 0]})"))
+        elif n.kind is NoteKind.RETRANSMISSION_DIFFERS:
+            out.append(("retransmission", an.time(n.packet), n.packet, "retransmission (bytes differ)"))
     # Per-packet retransmission lists, when the flow layer keeps them
     # (DirStats.retransmission_packets: packet numbers).
     for d, st in enumerate(conn.stats):

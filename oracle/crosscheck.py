@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from wirefall.analyzer.model import Analysis, Frame
+from wirefall.analyzer.model import Analysis, Frame, NoteKind, notes_of
 
 MAX_REPORTED = 500
 
@@ -384,9 +384,7 @@ _QUIC_TRIAL = ("frames of a QUIC connection whose start the capture missed, in p
 
 def _quic_trial_conns(an: Analysis) -> set[int]:
     """QUIC connections whose first packet in the capture is not the client's first Initial."""
-    from wirefall.analyzer.sessions.quic import TRIAL_NOTE
-
-    late = {c.id for c in an.connections if c.transport == "udp" and any(TRIAL_NOTE in n for n in c.notes)}
+    late = {c.id for c in an.connections if c.transport == "udp" and any(notes_of(c.notes, NoteKind.KEYS_BY_TRIAL))}
     first = {c.id: c.first_packet for c in an.connections if c.transport == "udp" and c.quic is not None}
     for f in an.frames:
         if f.protocol == "quic" and first.get(f.connection) == f.packet:
@@ -697,9 +695,7 @@ def _tls_mid_conns(an: Analysis) -> set[int]:
 
 
 def _tls_no_sh_conns(an: Analysis) -> set[int]:
-    from wirefall.analyzer.sessions.tls import NO_SERVER_HELLO
-
-    return {c.id for c in an.connections if c.tls is not None and any(NO_SERVER_HELLO in n for n in c.notes)}
+    return {c.id for c in an.connections if c.tls is not None and any(notes_of(c.notes, NoteKind.NO_SERVER_HELLO))}
 
 
 def _tls_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
@@ -1033,15 +1029,13 @@ class Result:
 _GAP = ("frames after bytes missing from the capture in their direction (tshark's TCP reassembly waits for the "
         "missing bytes and shows nothing more there; wirefall resynchronises)")
 def _tcp_gaps(an: Analysis) -> dict[tuple[int, int], int]:
-    """(connection, direction) -> packet of the first bytes the capture lost, from the notes."""
-    from wirefall.analyzer.waterfall import _GAP_NOTE  # the note analyzer/flows.py writes for a gap
-
+    """(connection, direction) -> packet of the first bytes the capture lost, from the flow
+    layer's gap notes."""
     out: dict[tuple[int, int], int] = {}
     for c in an.connections:
-        for n in c.notes:
-            m = _GAP_NOTE.match(n)
-            if m:
-                out.setdefault((c.id, 0 if m.group(3) == "client→server" else 1), int(m.group(1)))
+        for n in notes_of(c.notes, NoteKind.GAP):
+            if n.direction is not None and n.packet is not None:
+                out.setdefault((c.id, n.direction), n.packet)
     return out
 
 

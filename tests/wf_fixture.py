@@ -9,7 +9,7 @@ WINDOW_UPDATE 40 ms later) and a 1000-byte capture gap.
 """
 from __future__ import annotations
 
-from wirefall.analyzer.model import Analysis, Connection, Exchange, Frame, PacketIndex, TlsInfo
+from wirefall.analyzer.model import Analysis, Connection, Exchange, Frame, Note, NoteKind, PacketIndex, TlsInfo
 
 T0 = 1_700_000_000.0
 
@@ -51,7 +51,7 @@ def make_analysis(n_extra_rows: int = 0) -> Analysis:
     c2.stats[0].bytes, c2.stats[1].bytes = 5000, 150000
     c2.stats[1].retransmissions = 2
     c2.stats[1].gaps = 1
-    c2.notes.append("packet 250: 1000 bytes missing from the capture in server→client at stream offset 5000")
+    c2.notes.append(Note(NoteKind.GAP, 250, 1, 5000, 1000))  # "packet 250: 1000 bytes missing … server→client at stream offset 5000"
     an.connections.append(c2)
 
     def ex(conn, proto, sid, path, ctype, rq, rqe, rs, rse, status=200, **kw):

@@ -46,7 +46,8 @@ from wirefall.dissectors.gquic import GquicDissector, is_gquic
 from wirefall.dissectors.http3 import Http3Dissector, h3_evidence
 from wirefall.dissectors.quic_crypto import SUITES
 
-from ..model import Exchange, Frame, QuicInfo, TlsInfo
+from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home is the model)
+from ..model import Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
 
@@ -111,7 +112,6 @@ def ctx_has_no_keys(ctx) -> bool:
 COUNTABLE = frozenset(dq.FRAME_NAMES.values()) - {"STREAM", "CRYPTO", "DATAGRAM"}  # (and frames marked forbidden)
 AGG_NOTE = ("budget quic_frames_listed reached: from here on the data-free frames (PING, PADDING, ACK...) of one type "
             "in one datagram are listed as one frame whose fields.count says how many it stands for")
-TRIAL_NOTE = "keys found by trying the key log's secrets (the connection's ClientHello is not in the capture)"
 # A connection joined mid-way has no ALPN: its latest stream bytes are held (up to these
 # bounds, the oldest dropped first) until a stream shows the connection is HTTP/3
 # (dissectors.http3.h3_evidence), then replayed; a stream whose first bytes were dropped is
@@ -428,7 +428,7 @@ class QuicSession:
                         ex.reset = f"0x{code:x}"
             elif kind == "trial_keys":
                 _, d, packet = ev
-                ctx.note(conn, f"packet {packet}: {TRIAL_NOTE}")
+                ctx.note(conn, Note(NoteKind.KEYS_BY_TRIAL, packet, d))
             elif kind == "stop_sending":
                 _, d, sid, code, packet = ev
                 ex = self.exchanges.get(sid)

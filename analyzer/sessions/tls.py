@@ -61,12 +61,12 @@ from wirefall.dissectors.tls_crypto import (
 )
 from array import array
 
-from ..model import PROTO_CODE, Frame, OffsetMap, TlsInfo
+from ..model import NO_SERVER_HELLO  # noqa: F401  (the note kind's wording; its home is the model)
+from ..model import PROTO_CODE, Frame, Note, NoteKind, OffsetMap, TlsInfo
 
 P_TLS = PROTO_CODE["TLS"]
 
 MAX_PENDING_RECORDS = 256  # records held while their keys depend on a ServerHello not yet seen
-NO_SERVER_HELLO = "ServerHello not in the capture"  # noted when the client's records are decrypted without it
 MAX_LOST_RECORDS = 64  # record numbers tried after a gap (each one AEAD / MAC check on one record)
 RESUME_RECORDS = 3  # records tried that way before decryption stays stopped in that direction
 MAX_SESSION_CACHE = 10000  # TLS 1.2 session ids / tickets remembered per capture for resumption
@@ -670,7 +670,7 @@ class TlsSession:
             self.tls13 = True
             self._setup_keys(sh)
             how = "the HelloRetryRequest's" if self.hrr_suite else "found by decrypting the client's first protected record"
-            self.ctx.note(self.conn, f"packet {packet}: {NO_SERVER_HELLO}; TLS 1.3 assumed, cipher suite {info.cipher_suite} ({how})")
+            self.ctx.note(self.conn, Note(NoteKind.NO_SERVER_HELLO, packet, detail=f"TLS 1.3 assumed, cipher suite {info.cipher_suite} ({how})"))
             pend, self.pending = self.pending, []
             for d, r in pend:
                 self._record(d, r, flushing=True)
