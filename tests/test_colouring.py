@@ -138,3 +138,33 @@ def test_colours_for_and_lazy_colouring():
         assert colouring.colourer(an2, src) is c
     finally:
         src.close()
+
+
+def test_tui_rows_take_the_rules_colours_and_L_shows_the_key():
+    import asyncio
+
+    from wirefall.ui.tui.app import TextScreen, WirefallApp
+    from wirefall.ui.tui.widgets import PacketList
+
+    path = SAMPLES / "lossy" / "page-h2.pcapng"
+    theirs = _tshark_rules(path)
+
+    async def run():
+        app = WirefallApp(str(path), [str(_keys(path))])
+        async with app.run_test(size=(200, 50)) as pilot:
+            for _ in range(300):
+                await pilot.pause(0.05)
+                if app.loaded or app.load_error:
+                    break
+            pl = app.query_one(PacketList)
+            for n in (1, 4, 31, 74):  # SYN/FIN, TCP, TCP RST, Bad TCP in tshark's colours
+                r = colouring.RULES[colouring.BY_NAME[theirs[n - 1]]]
+                _, style = pl.line(n - 1)
+                assert (style.bgcolor.name, style.color.name) == (r.bg, r.fg), (n, r.name)
+            await pilot.press("L")
+            await pilot.pause(0.1)
+            assert isinstance(app.screen, TextScreen)
+            text = app.screen.body.plain
+            assert all(r.name in text for r in colouring.RULES if r.evaluated)
+
+    asyncio.run(run())

@@ -261,3 +261,41 @@ def test_items_are_typed_and_text_only_when_shown():
     with pytest.raises(AttributeError):
         it.packet = 1  # type: ignore[misc]
     assert expert.compute(an) is expert.compute(an)  # computed once
+
+
+def test_tui_expert_tab_lists_the_items_and_enter_goes_to_the_packet():
+    import asyncio
+
+    from textual.widgets import TabbedContent
+
+    from wirefall.ui.tui.app import WirefallApp
+    from wirefall.ui.tui.expert import ExpertList, item_line
+    from wirefall.ui.tui.widgets import PacketList
+
+    path = SAMPLES / "lossy" / "page-h2.pcapng"
+    want = expert.compute(_analysis(str(path)))
+
+    async def run():
+        app = WirefallApp(str(path), [str(path.with_suffix(".keys"))])
+        async with app.run_test(size=(200, 50)) as pilot:
+            for _ in range(300):
+                await pilot.pause(0.05)
+                if app.loaded or app.load_error:
+                    break
+            await pilot.press("5")
+            lst = app.query_one(ExpertList)
+            for _ in range(300):
+                await pilot.pause(0.05)
+                if lst.count:
+                    break
+            assert app.query_one(TabbedContent).active == "expert"
+            assert [item_line(i) for i in lst.items] == [item_line(i) for i in want]
+            assert lst.visible_lines()[0] == item_line(want[0])
+            k = next(i for i, it in enumerate(lst.items) if it.kind == "tcp.connection.rst")
+            lst.move_to(k)
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            assert app.query_one(TabbedContent).active == "packets"
+            assert app.query_one(PacketList).current_packet == lst.items[k].packet
+
+    asyncio.run(run())
