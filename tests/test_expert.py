@@ -299,3 +299,38 @@ def test_tui_expert_tab_lists_the_items_and_enter_goes_to_the_packet():
             assert app.query_one(PacketList).current_packet == lst.items[k].packet
 
     asyncio.run(run())
+
+
+def test_web_expert_tab_rows_and_click_go_to_the_packet(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    import dash_ag_grid as dag
+
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web import expert as wexpert
+    from wirefall.ui.web.app import TABS, create_app, layout
+
+    path = SAMPLES / "lossy" / "page-h2.pcapng"
+    st = WebState(use_cache=False)
+    try:
+        e = st.add_file(str(path), [str(path.with_suffix(".keys"))], name=path.name)
+        st.wait(e.id)
+        assert e.status == "done", e.error
+        counts, rows = wexpert.cb_expert(e, "expert")
+        want = expert.compute(_analysis(str(path)))
+        assert [r["packet"] for r in rows] == [it.packet for it in want]
+        assert [(r["severity"], r["group"], r["summary"]) for r in rows] == [
+            (it.severity.label.lower(), it.group.label, it.summary) for it in want]
+        assert "Warns: 14" in str(counts)  # tshark -z expert: Warns (14) on this capture
+        assert wexpert.cb_expert(e, "packets") == (wexpert.no_update, wexpert.no_update)  # only the tab on show computes
+        rst = next(r for r in rows if r["kind"] == "tcp.connection.rst")
+        assert wexpert.cb_expert_go({"data": rst, "colId": "summary"}) == ("packets", rst["packet"])
+        assert wexpert.cb_expert_go({"data": {"packet": None}}) == (wexpert.no_update, wexpert.no_update)
+        # the tab is in the page, its grid an AgGrid, its name a valid tab in the URL
+        lay = layout(st)
+        grid = next(c for c in lay._traverse() if getattr(c, "id", None) == "expert-grid")
+        assert isinstance(grid, dag.AgGrid) and "expert" in TABS
+        app = create_app(st)
+        outs = " ".join(str(k) for k in app.callback_map)
+        assert "expert-grid.rowData" in outs and "expert-counts.children" in outs
+    finally:
+        st.close()
