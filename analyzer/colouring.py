@@ -91,7 +91,8 @@ _DARK = (4718, 10030, 11796)
 _NOT_DECODED = "wirefall decodes none of these protocols: never matches"
 
 # Wireshark 4.0's default colorfilters, in order: (name, filter, background, foreground, wirefall)
-RULES: tuple[Rule, ...] = tuple(Rule(name, ws, _rgb(*fg), _rgb(*bg), *how) for name, ws, bg, fg, how in [
+_RuleSpec = tuple[str, str, tuple[int, int, int], tuple[int, int, int], tuple]
+_SPECS: list[_RuleSpec] = [
     ("Bad TCP", "tcp.analysis.flags && !tcp.analysis.window_update && !tcp.analysis.keep_alive && !tcp.analysis.keep_alive_ack",
      _DARK, (63479, 34695, 34695),
      ("tcp.analysis.flags && !tcp.analysis.window_update && !tcp.analysis.keep_alive && !tcp.analysis.keep_alive_ack",)),
@@ -125,7 +126,15 @@ RULES: tuple[Rule, ...] = tuple(Rule(name, ws, _rgb(*fg), _rgb(*bg), *how) for n
     ("UDP", "udp", (56026, 61166, 65535), _DARK, ("udp",)),
     ("Broadcast", "eth[0] & 1", (65535, 65535, 65535), (47802, 48573, 46774), (None, _broadcast, "the Ethernet destination's group bit")),
     ("System Event", "systemd_journal || sysdig", (59110, 59110, 59110), (11565, 28527, 39578), (None, None, _NOT_DECODED)),
-])
+]
+
+
+def _rule(name: str, ws: str, bg: tuple[int, int, int], fg: tuple[int, int, int], how: tuple) -> Rule:
+    expr, test, note = (tuple(how) + (None, None, ""))[:3]
+    return Rule(name, ws, _rgb(*fg), _rgb(*bg), expr, test, note or "")
+
+
+RULES: tuple[Rule, ...] = tuple(_rule(*s) for s in _SPECS)
 
 BY_NAME = {r.name: i for i, r in enumerate(RULES)}
 

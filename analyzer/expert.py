@@ -32,6 +32,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
+from typing import Any
 
 from .model import Analysis, Frame
 
@@ -286,7 +287,7 @@ _CANCEL = {"CANCEL", "H3_REQUEST_CANCELLED", "REFUSED_STREAM", "H3_REQUEST_REJEC
 _STREAM_ERRORS = ("RST_STREAM", "GOAWAY", "RESET_STREAM", "STOP_SENDING", "CONNECTION_CLOSE")
 
 
-def _frame_items(an: Analysis, noted: set[tuple[int, int | None, str]]) -> list[ExpertItem]:
+def _frame_items(an: Analysis, noted: set[tuple[int | None, int | None, Any]]) -> list[ExpertItem]:
     """``noted``: (connection, packet, text) of the connection notes, which a frame's error
     often repeats (a QUIC packet not decrypted is both): those are not listed twice."""
     out: list[ExpertItem] = []
@@ -333,10 +334,10 @@ def _frame_items(an: Analysis, noted: set[tuple[int, int | None, str]]) -> list[
         st = e.status
         if st is None or st < 400:
             continue
-        pkt = e.response_headers_end_packet or e.response_start_packet
+        at = e.response_headers_end_packet or e.response_start_packet
         proto = _proto_name(e.protocol)
         add(ExpertItem(Severity.WARN if st >= 500 else Severity.NOTE, Group.RESPONSE_CODE, proto, "wirefall.response_code",
-                       (proto, st, e.url or e.path or "?"), pkt, e.connection))
+                       (proto, st, e.url or e.path or "?"), at, e.connection))
     return out
 
 
@@ -404,10 +405,10 @@ def _note_items(an: Analysis) -> list[ExpertItem]:
         sev, grp = {"joined_midway": (Severity.NOTE, Group.ASSUMPTION), "unknown_fields": (Severity.NOTE, Group.UNDECODED),
                     "not_decrypted": (Severity.WARN, Group.DECRYPTION), "no_packets": (Severity.NOTE, Group.ASSUMPTION)
                     }.get(iss.kind, (Severity.NOTE, Group.ASSUMPTION))
-        c = conns.get(iss.connection) if iss.connection is not None else None
-        pkt = c.first_packet or None if c is not None else None
-        out.append(ExpertItem(sev, grp, _proto_name(c.protocol) if c is not None else "wirefall", "wirefall.completeness." + iss.kind,
-                              (iss.detail,), pkt, iss.connection))
+        conn = conns.get(iss.connection) if iss.connection is not None else None
+        first = (conn.first_packet or None) if conn is not None else None
+        out.append(ExpertItem(sev, grp, _proto_name(conn.protocol) if conn is not None else "wirefall",
+                              "wirefall.completeness." + iss.kind, (iss.detail,), first, iss.connection))
     return out
 
 
