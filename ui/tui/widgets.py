@@ -171,7 +171,8 @@ class LineList(ScrollView, can_focus=True):
             return Strip.blank(width)
         text, style = self.cached_line(i)
         if i == self.cursor:
-            style = style + CURSOR_STYLE if self.has_focus else style + Style(bgcolor="#3a3a3a")
+            # (a row coloured by a colouring rule keeps readable text under the unfocused cursor)
+            style = style + CURSOR_STYLE if self.has_focus else style + Style(bgcolor="#3a3a3a", color="#e0e0e0" if style.bgcolor else None)
         seg = text[sx : sx + width]
         return Strip([Segment(seg.ljust(width), style)], width)
 
