@@ -104,7 +104,7 @@ def _ta(pv):
     an = pv.ctx.an
     ta = an.__dict__.get("_wf_tcp_analysis")
     if ta is None or ta.packets < pv.n:
-        ta = tcp_analysis(an, pv.ctx.source, pv.n + 0xFFFF)
+        ta = tcp_analysis(an, pv.ctx.source, pv.n + 0xFFF)
     return ta
 
 
