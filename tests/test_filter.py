@@ -376,7 +376,7 @@ def test_unknown_field_is_exit_2_with_the_closest_name():
     assert "unknown field 'nosuchfield'" in r.stderr and "at column 1" in r.stderr
     r = _cli("requests", str(H2[0]), "-Y", "tcp.port == 443", expect=2)
     assert "tcp.port is a packet field" in r.stderr
-    r = _cli("packets", str(H2[0]), "-Y", "tcp.analysis.retransmission", expect=2)
+    r = _cli("packets", str(H2[0]), "-Y", "tcp.analysis.ack_rtt", expect=2)
     assert "not yet supported" in r.stderr
 
 

@@ -14,7 +14,7 @@ from collections.abc import Set
 
 from wirefall.analyzer.safetext import printable, printable_lines
 
-COMMANDS = ("summary", "packets", "frames", "requests", "stats", "export", "crosscheck", "tui", "web", "compare", "lab", "capture", "batch")
+COMMANDS = ("summary", "packets", "frames", "requests", "stats", "expert", "export", "crosscheck", "tui", "web", "compare", "lab", "capture", "batch")
 
 
 class UsageError(Exception):
@@ -515,6 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("frames", cmd_frames, "one row per protocol frame (HTTP/2, SPDY, QUIC, HTTP/3, TLS records, HTTP/1 messages)", filt=True)
     add("requests", cmd_requests, "one row per request/response exchange", filt=True)
     add("stats", cmd_stats, "packet, byte and header-compression statistics")
+    from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
+
+    add("expert", cmd_expert, "expert information (tshark -z expert): notes, warnings and errors, with severity, group and packet", filt=True)
     sp = add("export", cmd_export, "export the waterfall (png, svg, html) or data (har, json, qlog)", json_=False)
     sp.add_argument("-o", "--output", required=True, metavar="OUT")
     sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")

@@ -1,9 +1,10 @@
 """``tcp``: TCP header, with tshark's relative sequence numbers, calculated window and
-stream numbers.  ``tcp.analysis.*`` (retransmissions, duplicate ACKs…) is not provided yet."""
+stream numbers, and tshark's ``tcp.analysis.*`` flags (``analyzer.tcp_analysis``: retransmissions,
+duplicate ACKs, window problems; the pass runs as far as the packet asked for)."""
 from __future__ import annotations
 
 from ._util import packet_field as P
-from .types import BOOL, BYTES, PROTO, UINT, Protocol
+from .types import BOOL, BYTES, NONE, PROTO, UINT, Protocol
 
 
 def _t(pv):
@@ -96,6 +97,41 @@ def _flag(bit):
     return get
 
 
+def _ta(pv):
+    """The TCP analysis, run at least to this packet (in steps: a filter walks the packets in order)."""
+    from wirefall.analyzer.tcp_analysis import tcp_analysis
+
+    an = pv.ctx.an
+    ta = an.__dict__.get("_wf_tcp_analysis")
+    if ta is None or ta.packets < pv.n:
+        ta = tcp_analysis(an, pv.ctx.source, pv.n + 0xFFF)
+    return ta
+
+
+def _analysis_flag(name):
+    from wirefall.analyzer.tcp_analysis import FIELDS as TA_FIELDS
+
+    mask = TA_FIELDS[name]
+
+    def get(pv):
+        fl = _ta(pv).flags
+        n = pv.n
+        return [True] if n <= len(fl) and fl[n - 1] & mask else []
+    return get
+
+
+def _dupack(i):
+    def get(pv):
+        d = _ta(pv).dupack.get(pv.n)
+        return [d[i]] if d is not None else []
+    return get
+
+
+_ANALYSIS = ["retransmission", "fast_retransmission", "spurious_retransmission", "out_of_order", "lost_segment", "ack_lost_segment",
+             "duplicate_ack", "zero_window", "zero_window_probe", "zero_window_probe_ack", "window_full", "keep_alive",
+             "keep_alive_ack", "window_update", "reused_ports", "flags"]
+_NOT_COMPUTED = "is not yet supported (it needs the timing of each unacknowledged segment: docs/TCP_ANALYSIS.md)"
+
 FLAGS = [("fin", 0x001, "FIN"), ("syn", 0x002, "SYN"), ("reset", 0x004, "RST"), ("push", 0x008, "PSH"), ("ack", 0x010, "ACK"),
          ("urg", 0x020, "URG"), ("ece", 0x040, "ECN-Echo"), ("cwr", 0x080, "CWR"), ("ae", 0x100, "Accurate ECN (was NS)")]
 
@@ -120,4 +156,9 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.checksum", UINT, _f(7), "checksum", size=2),
     P("tcp.urgent_pointer", UINT, _f(8), "urgent pointer", size=2),
     P("tcp.payload", BYTES, _payload, "payload bytes"),
-], unsupported_prefixes={"tcp.analysis": "tcp.analysis fields (retransmissions, duplicate ACKs, window problems) are not yet supported"})
+    *[P(f"tcp.analysis.{n}", NONE, _analysis_flag(f"tcp.analysis.{n}"), f"TCP analysis: {n.replace('_', ' ')} (as tshark flags it)")
+      for n in _ANALYSIS],
+    P("tcp.analysis.duplicate_ack_num", UINT, _dupack(0), "TCP analysis: number of this duplicate ACK"),
+    P("tcp.analysis.duplicate_ack_frame", UINT, _dupack(1), "TCP analysis: the frame this ACK duplicates"),
+], unsupported_prefixes={f"tcp.analysis.{n}": f"tcp.analysis.{n} {_NOT_COMPUTED}"
+                         for n in ("acks_frame", "ack_rtt", "initial_rtt", "bytes_in_flight", "push_bytes_sent", "rto", "rto_frame")})

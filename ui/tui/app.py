@@ -22,6 +22,7 @@ from wirefall.analyzer.safetext import printable, printable_lines
 if TYPE_CHECKING:
     from wirefall.analyzer.capture import PacketSource
 
+from .expert import ExpertPane, legend_text, packet_colours
 from .widgets import (waterfall_legend, DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
                       address_width, packet_header_text, proto_style)
 
@@ -31,7 +32,8 @@ HELP = """\
 [b]Everywhere[/b]
   q / ctrl+c        quit
   ?                 this help
-  1 2 3 4           Packets / Waterfall / Connections / Statistics tab
+  1 2 3 4 5         Packets / Waterfall / Connections / Statistics / Expert tab
+  L                 the packet colours' key (Wireshark's default colouring rules)
   ctrl+f or f       focus the display-filter bar; it filters the current tab, as its label
                     says (Enter applies, Esc leaves, empty clears this tab's filter)
   /                 search the current list (Enter finds; n next, N previous)
@@ -114,6 +116,7 @@ FILTER_SCOPES = {
     "waterfall": ("Filter requests:", 'e.g. status >= 400 || url contains "css"   (Enter applies to the waterfall)'),
     "connections-tab": ("Filter connections:", 'e.g. protocol == "h2"   (Enter applies to the connections)'),
     "statistics": ("Filter: —", "the statistics cover the whole capture (no filter on this tab)"),
+    "expert": ("Filter: —", "every expert item of the capture (wirefall expert FILE -Y EXPR filters them)"),
 }
 # what the filter of each tab applies to (analyzer.filter.compile_filter's scope)
 FILTER_KIND = {"packets": "packets", "waterfall": "exchanges", "connections-tab": "connections"}
@@ -238,6 +241,8 @@ class WirefallApp(App):
         Binding("2", "tab('waterfall')", "Waterfall", show=False),
         Binding("3", "tab('connections')", "Connections", show=False),
         Binding("4", "tab('statistics')", "Statistics", show=False),
+        Binding("5", "tab('expert')", "Expert", show=False),
+        Binding("L", "colour_legend", "Colours", show=False),
         Binding("d", "focus_detail", "Detail", show=False),
         Binding("b", "focus_bytes", "Bytes", show=False),
         Binding("x", "bytes_tab", "Bytes tab", show=False),
@@ -302,6 +307,8 @@ class WirefallApp(App):
             with TabPane("Statistics", id="statistics"):
                 with VerticalScroll(id="stats-scroll"):
                     yield Static("", id="stats")
+            with TabPane("Expert", id="expert"):
+                yield ExpertPane(id="expert-pane")
         yield Static("", id="notice", classes="-none")
         yield Static("loading…", id="status")
         yield Footer()
@@ -484,7 +491,10 @@ class WirefallApp(App):
         self.loaded = True
         pl.addr_width = address_width(an)
         self.query_one("#packet-header", Static).update(packet_header_text(pl.addr_width))
+        pl.colour_fn = packet_colours(an, self.source)  # Wireshark's colouring rules, per row drawn
         pl.set_packets(range(1, an.packets + 1), self.row_fn)  # rows drawn while loading are drawn again
+        if self.query_one(TabbedContent).active == "expert":
+            self.query_one(ExpertPane).refill()
         self._fill_waterfall()
         self._fill_connections()
         self._fill_stats()
@@ -1029,7 +1039,8 @@ class WirefallApp(App):
         self._hide_hint()
         tc = self.query_one(TabbedContent)
         tc.active = {"connections": "connections-tab"}.get(name, name)
-        target = {"packets": "#packet-list", "waterfall": "#wf-list", "connections": "#connections", "statistics": "#stats-scroll"}[name]
+        target = {"packets": "#packet-list", "waterfall": "#wf-list", "connections": "#connections", "statistics": "#stats-scroll",
+                  "expert": "#expert-list"}[name]
         self.query_one(target).focus()
         if name == "waterfall":
             self.call_after_refresh(self._zoomed)
@@ -1046,8 +1057,15 @@ class WirefallApp(App):
         self.query_one("#filter-label", Static).update(label)
         inp = self.query_one("#filter", Input)
         inp.placeholder = placeholder
-        inp.disabled = tab == "statistics"
+        inp.disabled = tab in ("statistics", "expert")
         inp.value = self.filters.get(tab, "")
+
+    @on(ExpertPane.GoTo)
+    def _expert_go_to(self, ev: ExpertPane.GoTo) -> None:
+        self._jump_to_packet(ev.packet)
+
+    def action_colour_legend(self) -> None:
+        self.push_screen(TextScreen("Packet colours", legend_text()))
 
     def action_escape(self) -> None:
         f = self.focused

@@ -171,7 +171,8 @@ class LineList(ScrollView, can_focus=True):
             return Strip.blank(width)
         text, style = self.cached_line(i)
         if i == self.cursor:
-            style = style + CURSOR_STYLE if self.has_focus else style + Style(bgcolor="#3a3a3a")
+            # (a row coloured by a colouring rule keeps readable text under the unfocused cursor)
+            style = style + CURSOR_STYLE if self.has_focus else style + Style(bgcolor="#3a3a3a", color="#e0e0e0" if style.bgcolor else None)
         seg = text[sx : sx + width]
         return Strip([Segment(seg.ljust(width), style)], width)
 
@@ -249,6 +250,8 @@ class PacketList(LineList):
         self.packets: Sequence[int] = range(0)
         self.row_fn: Callable[[int], tuple] | None = None
         self.addr_width = ADDR_WIDTH
+        # packet -> (colouring rule, fg, bg) or None (ui/tui/expert.packet_colours); None: protocol colours
+        self.colour_fn: Callable[[int], tuple[str, str, str] | None] | None = None
 
     def search_text(self, i: int) -> str:
         try:
@@ -300,7 +303,11 @@ class PacketList(LineList):
     def line(self, i: int) -> tuple[str, Style]:
         row = self.row(i)
         st = proto_style(row[4])
-        if "[error]" in row[6] or "Malformed" in row[6]:
+        err = "[error]" in row[6] or "Malformed" in row[6]
+        col = self.colour_fn(self.packets[i]) if self.colour_fn is not None else None
+        if col is not None:
+            st = Style(color=col[1], bgcolor=col[2], bold=err)
+        elif err:
             st = ERROR_STYLE
         return format_packet_row(row, self.addr_width), st
 

@@ -23,6 +23,7 @@ from dash.development.base_component import Component
 
 from wirefall.analyzer.safetext import html_text, printable
 
+from . import expert as expert_view
 from . import views
 from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
 
@@ -559,6 +560,7 @@ def layout(state: WebState):
                           style_data_conditional=[{"if": {"state": "active"}, "backgroundColor": "#cfe8fc"}]),
                 html.Div(id="packet-detail"),
             ], className="tabpane")),
+            expert_view.tab(),
             dcc.Tab(label="Compare", value="compare", children=html.Div([
                 html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=[], style={"minWidth": "360px"}),
                           html.Span("B"), dcc.Dropdown(id="compare-b", options=[], style={"minWidth": "360px"}),
@@ -574,7 +576,7 @@ def layout(state: WebState):
     ])
 
 
-TABS = ("waterfall", "connections", "stats", "packets", "compare")
+TABS = ("waterfall", "connections", "stats", "packets", "expert", "compare")
 
 
 def _side(out):
@@ -823,6 +825,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         _named("cb_packet_detail", lambda cid, cell, goto, data: cb_packet_detail(S, cid, cell, goto, data, trigger=_trigger())))
     app.callback(Output("compare-out", "children"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
                  State("compare-b", "value"))(bind(cb_compare))
+    expert_view.register(app, S, _ready)
     app.callback(
         Output("download", "data"), Output("export-msg", "children"),
         *[Input(f"export-{f}", "n_clicks") for f in views.EXPORT_FORMATS],

@@ -1,0 +1,504 @@
+"""Expert information, as Wireshark's: every note and warning of an analysis as one typed item.
+
+``compute(analysis, source=None) -> list[ExpertItem]`` (memoised on the analysis) gathers:
+
+- TCP, as tshark 4.0 makes them (``origin == WIRESHARK``): the ``tcp.analysis.*`` flags of
+  ``analyzer.tcp_analysis`` (retransmissions, duplicate ACKs with their number, window
+  problems, keep-alives…), the connection items of the TCP header (``tcp.connection.syn``,
+  ``.synack``, ``.fin``, ``.fin_active``/``.fin_passive`` — who closed first, per tshark
+  conversation —, ``.rst``) and D-SACK blocks (``tcp.options.sack.dsack``);
+- HTTP/1.x request and response lines (``http.chat``: Chat/Sequence, on the packet where tshark
+  shows the message: the request's, or the response body's last packet);
+- wirefall's own facts (``origin == WIREFALL``, no tshark counterpart): malformed frames
+  (``Frame.error``), RST_STREAM / GOAWAY / RESET_STREAM / STOP_SENDING / CONNECTION_CLOSE with an
+  error code, HTTP responses 4xx/5xx (Response code) on every protocol, each connection note
+  (``Connection.notes``: gaps, decryption, budgets, resynchronisation…, with the packet the note
+  names), the capture's warnings, undecoded packets, and the completeness facts that no note
+  already states (connection joined mid-way, requests with unknown fields, not decrypted).
+
+Items are data: a severity and a group (Wireshark's ``PI_*`` values), the protocol, the
+Wireshark-style expert field name (``kind``), its arguments, the packet and connection.  The
+text (``summary``) is made only when an item is displayed.  tshark compares: ``-T fields -e
+_ws.expert.message -e _ws.expert.severity -e _ws.expert.group`` (tests/test_expert.py).
+
+The TCP items need a pass over the TCP headers (``tcp_analysis`` re-reads them; the SYN ports,
+FIN order and SACK options are read in a second pass of the same kind): about 1 s per 200 k
+packets; the result holds one small object per item (at most a few per packet).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from .model import Analysis, Frame
+
+# ------------------------------------------------------------------ types
+
+
+class Severity(IntEnum):
+    """Wireshark's PI_* severities (``_ws.expert.severity`` values)."""
+
+    COMMENT = 0x00100000
+    CHAT = 0x00200000
+    NOTE = 0x00400000
+    WARN = 0x00600000
+    ERROR = 0x00800000
+
+    @property
+    def label(self) -> str:  # as tshark prints it (_ws.expert.severity's value string)
+        return _SEV_LABEL[self]
+
+
+_SEV_LABEL = {Severity.COMMENT: "Comment", Severity.CHAT: "Chat", Severity.NOTE: "Note", Severity.WARN: "Warning",
+              Severity.ERROR: "Error"}
+# -z expert's section titles
+SECTION = {Severity.ERROR: "Errors", Severity.WARN: "Warns", Severity.NOTE: "Notes", Severity.CHAT: "Chats",
+           Severity.COMMENT: "Comments"}
+
+
+class Group(IntEnum):
+    """Wireshark's PI_* groups (``_ws.expert.group`` values)."""
+
+    CHECKSUM = 0x01000000
+    SEQUENCE = 0x02000000
+    RESPONSE_CODE = 0x03000000
+    REQUEST_CODE = 0x04000000
+    UNDECODED = 0x05000000
+    REASSEMBLE = 0x06000000
+    MALFORMED = 0x07000000
+    DEBUG = 0x08000000
+    PROTOCOL = 0x09000000
+    SECURITY = 0x0A000000
+    COMMENTS = 0x0B000000
+    DECRYPTION = 0x0C000000
+    ASSUMPTION = 0x0D000000
+    DEPRECATED = 0x0E000000
+
+    @property
+    def label(self) -> str:  # as tshark prints it (_ws.expert.group's value string)
+        return _GROUP_LABEL[self]
+
+
+_GROUP_LABEL = {Group.CHECKSUM: "Checksum", Group.SEQUENCE: "Sequence", Group.RESPONSE_CODE: "Response",
+                Group.REQUEST_CODE: "Request", Group.UNDECODED: "Undecoded", Group.REASSEMBLE: "Reassemble",
+                Group.MALFORMED: "Malformed", Group.DEBUG: "Debug", Group.PROTOCOL: "Protocol", Group.SECURITY: "Security",
+                Group.COMMENTS: "Comment", Group.DECRYPTION: "Decryption", Group.ASSUMPTION: "Assumption",
+                Group.DEPRECATED: "Deprecated"}
+
+
+class Origin(StrEnum):
+    WIRESHARK = "wireshark"  # an item tshark makes too (same packet, severity, group and text)
+    WIREFALL = "wirefall"  # wirefall's own fact
+
+
+@dataclass(slots=True, frozen=True)
+class ExpertItem:
+    severity: Severity
+    group: Group
+    protocol: str  # as Wireshark names the protocol column: TCP, HTTP, HTTP2, QUIC, TLS…
+    kind: str  # the expert field (tcp.analysis.retransmission, http.chat, wirefall.note…)
+    args: tuple = ()  # what the summary is made from (see MESSAGES)
+    packet: int | None = None  # None: the capture (or a connection) as a whole
+    connection: int | None = None
+    origin: Origin = Origin.WIREFALL
+
+    @property
+    def summary(self) -> str:
+        fmt = MESSAGES.get(self.kind)
+        if fmt is None:
+            return str(self.args[0]) if self.args else self.kind
+        return fmt.format(*self.args)
+
+
+# expert field -> summary template (the fixed texts are tshark's)
+MESSAGES: dict[str, str] = {
+    "tcp.analysis.retransmission": "This frame is a (suspected) retransmission",
+    "tcp.analysis.fast_retransmission": "This frame is a (suspected) fast retransmission",
+    "tcp.analysis.spurious_retransmission": "This frame is a (suspected) spurious retransmission",
+    "tcp.analysis.out_of_order": "This frame is a (suspected) out-of-order segment",
+    "tcp.analysis.reused_ports": "A new tcp session is started with the same ports as an earlier session in this trace",
+    "tcp.analysis.lost_segment": "Previous segment(s) not captured (common at capture start)",
+    "tcp.analysis.ack_lost_segment": "ACKed segment that wasn't captured (common at capture start)",
+    "tcp.analysis.window_update": "TCP window update",
+    "tcp.analysis.window_full": "TCP window specified by the receiver is now completely full",
+    "tcp.analysis.keep_alive": "TCP keep-alive segment",
+    "tcp.analysis.keep_alive_ack": "ACK to a TCP keep-alive segment",
+    "tcp.analysis.duplicate_ack": "Duplicate ACK (#{0})",
+    "tcp.analysis.zero_window_probe": "TCP Zero Window Probe",
+    "tcp.analysis.zero_window": "TCP Zero Window segment",
+    "tcp.analysis.zero_window_probe_ack": "ACK to a TCP Zero Window Probe",
+    "tcp.connection.syn": "Connection establish request (SYN): server port {0}",
+    "tcp.connection.synack": "Connection establish acknowledge (SYN+ACK): server port {0}",
+    "tcp.connection.fin": "Connection finish (FIN)",
+    "tcp.connection.fin_active": "This frame initiates the connection closing",
+    "tcp.connection.fin_passive": "This frame undergoes the connection closing",
+    "tcp.connection.rst": "Connection reset (RST)",
+    "tcp.options.sack.dsack": "D-SACK Sequence",
+    "http.chat": "{0}\\r\\n",  # the request or status line, as tshark shows it (with a literal \r\n)
+    "wirefall.malformed": "{0} {1}: {2}",
+    "wirefall.stream_error": "{0} {1}: {2}",
+    "wirefall.response_code": "{0} response {1}: {2}",
+    "wirefall.undecoded": "{0} packets not decoded: {1}",
+}
+
+# ------------------------------------------------------------------ TCP (tshark's items)
+
+_TCP_FLAG_ITEMS: list[tuple[int, str, Severity]] = []  # filled below from analyzer.tcp_analysis
+
+
+def _tcp_tables():
+    from . import tcp_analysis as ta
+
+    sev = {"Chat": Severity.CHAT, "Note": Severity.NOTE, "Warning": Severity.WARN}
+    if not _TCP_FLAG_ITEMS:
+        for bit in ta.TREE_ORDER:
+            if bit == ta.F_DUPLICATE_ACK:
+                _TCP_FLAG_ITEMS.append((bit, "tcp.analysis.duplicate_ack", Severity.NOTE))
+            else:
+                _TCP_FLAG_ITEMS.append((bit, ta.NAMES[bit], sev[ta.EXPERT[bit][0]]))
+    return ta
+
+
+_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+_CHUNK = 1 << 20
+_HALF = 0x80000000
+M32 = 0xFFFFFFFF
+
+
+def _dsack(opts: bytes, ack: int) -> bool:
+    """Whether the TCP options hold a D-SACK (RFC 2883: the first SACK block lies below the
+    cumulative ACK, or inside the second block), as tshark marks ``tcp.options.sack.dsack``."""
+    i, n = 0, len(opts)
+    while i < n:
+        k = opts[i]
+        if k == 0:
+            return False
+        if k == 1:
+            i += 1
+            continue
+        if i + 1 >= n:
+            return False
+        ln = opts[i + 1]
+        if ln < 2 or i + ln > n:
+            return False
+        if k == 5 and ln >= 10:
+            le = int.from_bytes(opts[i + 2 : i + 6], "big")
+            re_ = int.from_bytes(opts[i + 6 : i + 10], "big")
+            if ((le - ack) & M32) >= _HALF:  # LT_SEQ(le, ack)
+                return True
+            if ln >= 18:
+                le2 = int.from_bytes(opts[i + 10 : i + 14], "big")
+                re2 = int.from_bytes(opts[i + 14 : i + 18], "big")
+                if ((le - le2) & M32) < _HALF and ((re2 - re_) & M32) < _HALF:  # le2 <= le, re <= re2
+                    return True
+            return False
+        i += ln
+    return False
+
+
+def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
+    from .fields.packet import decode_layers
+
+    ta_mod = _tcp_tables()
+    ta = ta_mod.tcp_analysis(an, source)
+    idx = an.index
+    conn_of, offs, caplens, lts = idx.conn, idx.offset, idx.caplen, idx.linktype
+    tf, flags, conv, fwd, dupack = ta.tcp_flags, ta.flags, ta.conv, ta.fwd, ta.dupack
+    out: list[ExpertItem] = []
+    add = out.append
+    initiator: set[tuple[int, int]] = set()  # (tshark conversation, direction) that sent a FIN first
+    buf, buf_at = b"", 0
+    read = source.read
+    W, T = Origin.WIRESHARK, "TCP"
+    SEQ = Group.SEQUENCE
+    for i in range(min(len(tf), len(idx))):
+        t = tf[i]
+        if not t:
+            continue
+        n = i + 1
+        c = conn_of[i]
+        cid = c if c >= 0 else None
+        off, ln = offs[i], caplens[i]
+        j = off - buf_at
+        if j < 0 or j + ln > len(buf):
+            buf = read(off, max(_CHUNK, ln))
+            buf_at, j = off, 0
+        L = decode_layers(lts[i], buf[j : j + ln])
+        h = L.tcp
+        if t & _SYN:
+            if h is not None:
+                if t & _ACK:
+                    add(ExpertItem(Severity.CHAT, SEQ, T, "tcp.connection.synack", (h[0],), n, cid, W))
+                else:
+                    add(ExpertItem(Severity.CHAT, SEQ, T, "tcp.connection.syn", (h[1],), n, cid, W))
+        if t & _FIN:
+            add(ExpertItem(Severity.CHAT, SEQ, T, "tcp.connection.fin", (), n, cid, W))
+            cv, d = conv[i], fwd[i]
+            if (cv, 1 - d) in initiator:
+                add(ExpertItem(Severity.NOTE, SEQ, T, "tcp.connection.fin_passive", (), n, cid, W))
+            else:
+                initiator.add((cv, d))
+                add(ExpertItem(Severity.NOTE, SEQ, T, "tcp.connection.fin_active", (), n, cid, W))
+        if t & _RST:
+            add(ExpertItem(Severity.WARN, SEQ, T, "tcp.connection.rst", (), n, cid, W))
+        if h is not None and h[4] > 20 and t & _ACK:
+            o = L.tcp_off + 20
+            data = buf[j : j + ln]
+            if _dsack(data[o : L.tcp_off + h[4]], h[3]):
+                add(ExpertItem(Severity.WARN, SEQ, T, "tcp.options.sack.dsack", (), n, cid, W))
+        f = flags[i]
+        if f:
+            for bit, kind, sev in _TCP_FLAG_ITEMS:
+                if not f & bit:
+                    continue
+                if kind == "tcp.analysis.duplicate_ack":
+                    num = dupack.get(n, (0, 0))[0]
+                    add(ExpertItem(sev, SEQ, T, kind, (num,), n, cid, W))
+                    continue
+                add(ExpertItem(sev, SEQ, T, kind, (), n, cid, W))
+                if bit in (ta_mod.F_FAST_RETRANSMISSION, ta_mod.F_SPURIOUS_RETRANSMISSION):
+                    add(ExpertItem(Severity.NOTE, SEQ, T, "tcp.analysis.retransmission", (), n, cid, W))
+    return out
+
+
+# ------------------------------------------------------------------ protocols (frames, exchanges)
+
+_PROTO_NAMES = {"h2": "HTTP2", "h2c": "HTTP2", "h3": "HTTP3", "quic": "QUIC", "gquic": "GQUIC", "tls": "TLS", "dns": "DNS"}
+
+
+def _proto_name(p: str | None) -> str:
+    if not p:
+        return "?"
+    if p.startswith("http/1"):
+        return "HTTP"
+    if p.startswith("spdy"):
+        return "SPDY"
+    return _PROTO_NAMES.get(p, p.upper())
+
+
+# error codes that say nothing went wrong (a clean close) — Chat; CANCEL (a browser giving up a
+# request it no longer needs) — Note; any other code — Warning
+_CLEAN = {"NO_ERROR", "OK", "H3_NO_ERROR", "0x0", "0x100"}
+_CANCEL = {"CANCEL", "H3_REQUEST_CANCELLED", "REFUSED_STREAM", "H3_REQUEST_REJECTED"}
+_STREAM_ERRORS = ("RST_STREAM", "GOAWAY", "RESET_STREAM", "STOP_SENDING", "CONNECTION_CLOSE")
+
+
+def _frame_items(an: Analysis, noted: set[tuple[int | None, int | None, Any]]) -> list[ExpertItem]:
+    """``noted``: (connection, packet, text) of the connection notes, which a frame's error
+    often repeats (a QUIC packet not decrypted is both): those are not listed twice."""
+    out: list[ExpertItem] = []
+    add = out.append
+    bodies: dict[tuple[int, int], Frame] = {}  # HTTP/1 (exchange, direction) -> its message body
+    for fr in an.frames:
+        if fr.type == "BODY" and fr.protocol.startswith("http/1") and fr.fields:
+            ex = fr.fields.get("exchange")
+            if ex is not None:
+                bodies[(ex, fr.direction)] = fr
+    for fr in an.frames:
+        proto = _proto_name(fr.protocol)
+        fl = fr.fields or {}
+        if fr.error and (fr.connection, fr.packet, fr.error) not in noted:
+            sev, grp = classify(fr.error)
+            if grp == Group.PROTOCOL:  # nothing more specific: a frame that does not parse
+                sev, grp = Severity.ERROR, Group.MALFORMED
+            add(ExpertItem(sev, grp, proto, "wirefall.malformed", (proto, fr.type, fr.error), fr.packet, fr.connection))
+        if fr.protocol.startswith("http/1"):
+            # tshark shows a message (and its chat item) where its body ends
+            st = fl.get("status")
+            if fr.type == "REQUEST" and fl.get("method"):
+                line = f"{fl.get('method')} {fl.get('target', '')} {fl.get('version', '')}"
+            elif fr.type == "RESPONSE" and st is not None:
+                line = f"{fl.get('version', '')} {st} {fl.get('reason', '')}"
+            else:
+                continue
+            body = None if isinstance(st, int) and st < 200 else bodies.get((fl.get("exchange", -1), fr.direction))
+            pkt = body.packet if body is not None and body.packet >= fr.packet else fr.packet
+            add(ExpertItem(Severity.CHAT, Group.SEQUENCE, "HTTP", "http.chat", (line,), pkt, fr.connection, Origin.WIRESHARK))
+            continue
+        if fr.type in _STREAM_ERRORS:
+            name = fl.get("error", fl.get("status_name", fl.get("error_code")))
+            if name is None:
+                continue
+            if isinstance(name, int):
+                name = f"0x{name:x}"
+            sev = Severity.CHAT if name in _CLEAN else Severity.NOTE if name in _CANCEL else Severity.WARN
+            what = fr.type if fr.stream_id is None else f"{fr.type} stream {fr.stream_id}"
+            text = str(name) if not fl.get("reason") else f"{name} ({fl.get('reason')})"
+            add(ExpertItem(sev, Group.SEQUENCE if sev == Severity.CHAT else Group.PROTOCOL, proto, "wirefall.stream_error",
+                           (proto, what, text), fr.packet, fr.connection))
+    for e in an.exchanges:
+        st = e.status
+        if st is None or st < 400:
+            continue
+        at = e.response_headers_end_packet or e.response_start_packet
+        proto = _proto_name(e.protocol)
+        add(ExpertItem(Severity.WARN if st >= 500 else Severity.NOTE, Group.RESPONSE_CODE, proto, "wirefall.response_code",
+                       (proto, st, e.url or e.path or "?"), at, e.connection))
+    return out
+
+
+# ------------------------------------------------------------------ notes, warnings, completeness
+
+_PACKET = re.compile(r"packet (\d+): ")
+# (pattern, severity, group), first match wins: what kind of fact a connection note or capture
+# warning states (they are written in words by the sessions; docs/EXPERT.md lists them)
+NOTE_RULES: list[tuple[re.Pattern, Severity, Group]] = [(re.compile(p, re.I), s, g) for p, s, g in [
+    (r"internal error|decoding error", Severity.ERROR, Group.MALFORMED),
+    (r"truncated|corrupt|cut off|damaged|malformed", Severity.ERROR, Group.MALFORMED),
+    (r"budget .* ran out|limit|not kept|stopped", Severity.WARN, Group.UNDECODED),
+    (r"bytes missing|lost by the capture|missing from the capture|records lost|fragments? missing", Severity.WARN, Group.SEQUENCE),
+    (r"did not decrypt|decryption|not decrypted|no key|key log|secret", Severity.WARN, Group.DECRYPTION),
+    (r"upgraded|switched to|tunnel established", Severity.CHAT, Group.SEQUENCE),
+    (r"skipped|resynchronised|resync", Severity.WARN, Group.REASSEMBLE),
+    (r"already under way|swapped|inferred|assumed|recognised|mid-way|midway|not in the capture|ends inside", Severity.NOTE, Group.ASSUMPTION),
+    (r"overruns|window|PROTOCOL_VIOLATION|reuses|after it completed|may not carry", Severity.WARN, Group.PROTOCOL),
+]]
+
+
+def classify(text: str) -> tuple[Severity, Group]:
+    """The severity and group of a note or warning written in words (``NOTE_RULES``)."""
+    for rx, sev, grp in NOTE_RULES:
+        if rx.search(text):
+            return sev, grp
+    return Severity.WARN, Group.PROTOCOL
+
+
+def _note_protocol(text: str, conn_proto: str | None) -> str:
+    t = text.lstrip()
+    for word, name in (("TLS", "TLS"), ("QUIC", "QUIC"), ("HTTP/3", "HTTP3"), ("HTTP/2", "HTTP2"), ("SPDY", "SPDY"),
+                       ("DNS", "DNS"), ("HTTP/1", "HTTP"), ("body", "HTTP")):
+        if word in t:
+            return name
+    if "bytes missing" in t:
+        return "TCP"
+    return _proto_name(conn_proto)
+
+
+def _note_items(an: Analysis) -> list[ExpertItem]:
+    out: list[ExpertItem] = []
+    for c in an.connections:
+        for text in c.notes:
+            m = _PACKET.match(text)
+            pkt = int(m.group(1)) if m else None
+            body = text[m.end():] if m else text
+            sev, grp = classify(body)
+            out.append(ExpertItem(sev, grp, _note_protocol(body, c.protocol), "wirefall.note", (body,),
+                                  pkt if pkt and 0 < pkt <= an.packets else None, c.id))
+    for w in an.warnings:
+        m = re.search(r"packet (\d+)", w)
+        pkt = int(m.group(1)) if m else None
+        sev, grp = classify(w)
+        out.append(ExpertItem(sev, grp, "wirefall", "wirefall.warning", (w,), pkt if pkt and 0 < pkt <= an.packets else None))
+    for reason, k in sorted(an.undecoded.items()):
+        out.append(ExpertItem(Severity.NOTE, Group.UNDECODED, "wirefall", "wirefall.undecoded", (k, reason)))
+    from . import completeness
+
+    comp = completeness.compute(an)
+    conns = {c.id: c for c in an.connections}
+    for iss in comp.issues:
+        if iss.kind in ("bytes_lost", "budget", "capture_damaged"):
+            continue  # a connection note or capture warning above says each of these already
+        sev, grp = {"joined_midway": (Severity.NOTE, Group.ASSUMPTION), "unknown_fields": (Severity.NOTE, Group.UNDECODED),
+                    "not_decrypted": (Severity.WARN, Group.DECRYPTION), "no_packets": (Severity.NOTE, Group.ASSUMPTION)
+                    }.get(iss.kind, (Severity.NOTE, Group.ASSUMPTION))
+        conn = conns.get(iss.connection) if iss.connection is not None else None
+        first = (conn.first_packet or None) if conn is not None else None
+        out.append(ExpertItem(sev, grp, _proto_name(conn.protocol) if conn is not None else "wirefall",
+                              "wirefall.completeness." + iss.kind, (iss.detail,), first, iss.connection))
+    return out
+
+
+# ------------------------------------------------------------------ the list
+
+_LOCK = threading.Lock()
+
+
+def compute(an: Analysis, source=None) -> list[ExpertItem]:
+    """Every expert item of ``an``, in packet order (items of no packet first), computed once
+    (kept in ``an.__dict__['_wf_expert']``, which the analysis cache does not store)."""
+    with _LOCK:
+        hit = an.__dict__.get("_wf_expert")
+        if hit is not None and hit[0] == (an.packets, len(an.frames), len(an.warnings)):
+            return hit[1]
+    items: list[ExpertItem] = []
+    if an.packets and an.path:
+        own = source is None
+        if own:
+            from .capture import PacketSource
+
+            source = PacketSource(an.path)
+        try:
+            items += _tcp_items(an, source)
+        finally:
+            if own:
+                source.close()
+    notes = _note_items(an)
+    items += _frame_items(an, {(it.connection, it.packet, it.args[0]) for it in notes if it.kind == "wirefall.note"})
+    items += notes
+    items.sort(key=lambda it: it.packet or 0)  # stable: a packet's items stay in the order they were made
+    with _LOCK:
+        an.__dict__["_wf_expert"] = ((an.packets, len(an.frames), len(an.warnings)), items)
+    return items
+
+
+def filtered(an: Analysis, items: list[ExpertItem], packets: Iterable[int] | None) -> list[ExpertItem]:
+    """The items on ``packets`` (a display filter's result); None: all of them."""
+    if packets is None:
+        return items
+    keep = set(packets)
+    return [it for it in items if it.packet is not None and it.packet in keep]
+
+
+def counts(items: list[ExpertItem]) -> dict[Severity, int]:
+    out = {s: 0 for s in sorted(Severity, reverse=True)}
+    for it in items:
+        out[it.severity] += 1
+    return out
+
+
+def grouped(items: list[ExpertItem]) -> list[tuple[Severity, list[tuple[int, Group, str, str]]]]:
+    """tshark's ``-z expert`` table: per severity (Errors first), one row per (group,
+    protocol, summary) with its frequency, in order of first appearance."""
+    out = []
+    for sev in sorted(Severity, reverse=True):
+        rows: dict[tuple[Group, str, str], int] = {}
+        for it in items:
+            if it.severity == sev:
+                k = (it.group, it.protocol, it.summary)
+                rows[k] = rows.get(k, 0) + 1
+        if rows:
+            out.append((sev, [(n, g, p, s) for (g, p, s), n in rows.items()]))
+    return out
+
+
+def item_dict(it: ExpertItem) -> dict:
+    """One item as ``wirefall expert --json`` writes it (docs/JSON.md "expert")."""
+    return {"packet": it.packet, "connection": it.connection, "severity": it.severity.label.lower(),
+            "group": it.group.label, "protocol": it.protocol, "summary": it.summary, "kind": it.kind,
+            "origin": it.origin.value}
+
+
+def to_dict(items: list[ExpertItem]) -> dict:
+    return {"counts": {s.label.lower(): n for s, n in counts(items).items()},
+            "items": [item_dict(it) for it in items]}
+
+
+def render_text(items: list[ExpertItem]) -> str:
+    """The text of ``wirefall expert``: tshark's ``-z expert`` sections, then the items."""
+    from .safetext import printable
+
+    lines: list[str] = []
+    for sev, rows in grouped(items):
+        lines += ["", f"{SECTION[sev]} ({sum(r[0] for r in rows)})", "=" * 13,
+                  f"{'Frequency':>12}{'Group':>11}{'Protocol':>19}  Summary"]
+        for n, g, p, s in rows:
+            lines.append(f"{n:>12}{g.label:>11}{printable(p):>19}  {printable(s)}")
+    lines += ["", f"{'packet':>7}  {'conn':>4}  {'severity':<7}  {'group':<10}  {'protocol':<8}  summary"]
+    for it in items:
+        lines.append(f"{'' if it.packet is None else it.packet:>7}  {'' if it.connection is None else it.connection:>4}  "
+                     f"{it.severity.label:<7}  {it.group.label:<10}  {printable(it.protocol):<8}  {printable(it.summary)}")
+    return "\n".join(lines)
