@@ -1070,8 +1070,13 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         """function(pos) {
             if (!pos) { return window.dash_clientside.no_update; }
             window.dash_ag_grid.getApiAsync('packets').then(function (api) {
-                if (api.getDisplayedRowCount() < pos.count) { api.setRowCount(pos.count, true); }
-                api.ensureIndexVisible(pos.index, 'middle');
+                // a grid just shown knows one row until its first block arrives: scroll once it knows the row
+                var tries = 0;
+                (function go() {
+                    if (api.isDestroyed && api.isDestroyed()) { return; }
+                    if (api.getDisplayedRowCount() > pos.index || ++tries > 100) { api.ensureIndexVisible(pos.index, 'middle'); }
+                    else { setTimeout(go, 50); }
+                })();
             });
             return pos.n;
         }""",
