@@ -345,7 +345,7 @@ def test_zoom_does_not_follow_to_another_capture(server, pg):
                 raise
     _choose(pg, "capture", "truncated-page-h2")
     _wait_text(pg, "#status", "truncated-page-h2.pcapng: ")
-    pg.wait_for_function("() => new URLSearchParams(location.search).get('capture') === '%s'" % ids["cut"])
+    pg.wait_for_function("c => new URLSearchParams(location.search).get('capture') === c", arg=ids["cut"])
     pg.wait_for_function("() => { const gd = document.querySelector('#waterfall .js-plotly-plot');"
                          " return gd && gd.layout && gd.layout.title && String(gd.layout.title.text || '').includes('truncated'); }")
     pg.wait_for_timeout(500)
