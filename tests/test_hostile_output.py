@@ -313,7 +313,7 @@ def _page_checks(pg) -> dict:
         links: [...document.querySelectorAll('a')].filter(a => (a.getAttribute('href') || a.getAttribute('xlink:href') || '')
                    .includes('attacker')).length,
         svglinks: [...document.querySelectorAll('svg a')].length,
-        styled: [...document.querySelectorAll('[style]')].filter(e => (e.getAttribute('style') || '').includes('90px')).length,
+        styled: [...document.querySelectorAll('[style]')].filter(e => (e.getAttribute('style') || '').includes('font-size:90px')).length,  // the capture's span (AG Grid sets widths of 90px itself)
         scripts: [...document.querySelectorAll('script')].filter(s => s.textContent.trim().startsWith('window.__pwned')).length,
         imgs: [...document.querySelectorAll('img')].filter(i => (i.getAttribute('onerror') || '').includes('pwned')).length,
         pwned: typeof window.__pwned,

@@ -198,7 +198,7 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     pg.screenshot(path=str(shots / "06-statistics.png"), full_page=True)
     _tab(pg, "Packets")
     pg.wait_for_selector("#packets .ag-row [col-id='info']")
-    assert pg.inner_text("#packet-filter-msg") == "75 packets"  # tshark: 75 packets, one list
+    pg.wait_for_function("() => document.querySelector('#packet-filter-msg').innerText === '75 packets'")  # tshark: 75, one list
     pg.locator("#packets .ag-row[row-index='24'] [col-id='info']").click()
     pg.wait_for_selector("#packet-detail-title")
     assert pg.inner_text("#packet-detail-title") == "Packet 25"

@@ -27,6 +27,7 @@ CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run"]
 MANY = 20_000
+SHOTS = Path("/tmp/wirefall-shots")
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
 pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
@@ -153,6 +154,8 @@ def test_large_capture_scrolls_as_one_list(server, pg):
     _wait_cell(pg, total - 1, "no", str(total))
     assert _cell(pg, total - 1, "length") == str(lens[total]) and _in_view(pg, last)
     assert pg.locator(ROWS).count() < 120
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / "web-packets-last-of-20050.png"))
     pg.fill("#packet-goto", "15000")
     pg.keyboard.press("Enter")
     row = f"{ROWS}[row-id='15000']"
