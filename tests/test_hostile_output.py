@@ -313,7 +313,7 @@ def _page_checks(pg) -> dict:
         links: [...document.querySelectorAll('a')].filter(a => (a.getAttribute('href') || a.getAttribute('xlink:href') || '')
                    .includes('attacker')).length,
         svglinks: [...document.querySelectorAll('svg a')].length,
-        styled: [...document.querySelectorAll('[style]')].filter(e => (e.getAttribute('style') || '').includes('90px')).length,
+        styled: [...document.querySelectorAll('[style]')].filter(e => (e.getAttribute('style') || '').includes('font-size:90px')).length,  // the capture's span (AG Grid sets widths of 90px itself)
         scripts: [...document.querySelectorAll('script')].filter(s => s.textContent.trim().startsWith('window.__pwned')).length,
         imgs: [...document.querySelectorAll('img')].filter(i => (i.getAttribute('onerror') || '').includes('pwned')).length,
         pwned: typeof window.__pwned,
@@ -428,15 +428,15 @@ def test_dashboard_in_chromium_has_no_live_markup(capture):
             r1 = _page_checks(pg)
             pg.click("#tabs .tab:has-text('Connections')")
             pg.wait_for_selector("#conn-fig .ytick text")
-            pg.wait_for_selector("#conn-table td[data-dash-column='sni']")
+            pg.wait_for_selector("#conn-table .ag-row [col-id='sni']")
             hover.append(_hover_all(pg, "#conn-fig .js-plotly-plot"))
             r2 = _page_checks(pg)
             pg.click("#tabs .tab:has-text('Statistics')")
             pg.wait_for_selector("#st-content .xtick text")
             r3 = _page_checks(pg)
             pg.click("#tabs .tab:has-text('Packets')")
-            pg.wait_for_selector("#packets td[data-dash-column='info']")
-            pg.locator("#packets td[data-dash-column='info']").nth(13).click()
+            pg.wait_for_selector("#packets .ag-row[row-index='13'] [col-id='info']")
+            pg.locator("#packets .ag-row[row-index='13'] [col-id='info']").click()
             pg.wait_for_selector("#packet-detail-title")
             r4 = _page_checks(pg)
             browser.close()

@@ -483,8 +483,8 @@ def test_web_reads_only_named_and_uploaded_files(tmp_path, monkeypatch):
                          lambda: A.cb_waterfall(st, cid, 1, None, None, None, None, ""),
                          lambda: A.cb_connections(st, cid, 1, "connections"),
                          lambda: A.cb_stats(st, cid, 1, "stats"),
-                         lambda: A.cb_packets(st, cid, 1, "packets", 0, 20, None),
-                         lambda: A.cb_packet_detail(st, cid, {"row": 0}, None, [{"no": 1}]),
+                         lambda: A.cb_packet_rows(st, {"startRow": 0, "endRow": 20}, cid),
+                         lambda: A.cb_packet_detail(st, cid, [{"no": 1}], None),
                          lambda: A.cb_compare(st, 1, cid, e.id),
                          lambda: A.cb_open(st, 1, {"token": cid, "name": "x"}, {"token": "/etc/passwd"})):
                 try:

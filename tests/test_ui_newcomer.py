@@ -56,10 +56,19 @@ def _shown(app, sel: str) -> bool:
 
 def _save(app, name: str) -> None:
     """The screen as text (and SVG) under /tmp/wirefall-shots, for a person to look at."""
+    import io
+
+    from rich.console import Console
+
     d = Path("/tmp/wirefall-shots")
     try:
         d.mkdir(parents=True, exist_ok=True)
         app.save_screenshot(str(d / f"{name}.svg"))
+        # as text: the screen as the terminal shows it (as App.export_screenshot renders it)
+        w, h = app.size
+        con = Console(width=w, height=h, file=io.StringIO(), record=True, legacy_windows=False, safe_box=False)
+        con.print(app.screen._compositor.render_update(full=True))
+        (d / f"{name}.txt").write_text(con.export_text(styles=False))
     except OSError:
         pass
 

@@ -188,18 +188,18 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
 
     # 5. the other tabs
     _tab(pg, "Connections")
-    pg.wait_for_selector("#conn-table td[data-dash-column='cipher']")
-    assert pg.locator("#conn-table tbody tr:has(td)").count() == 2
+    pg.wait_for_selector("#conn-table .ag-row [col-id='cipher']")
+    assert pg.locator("#conn-table .ag-center-cols-container .ag-row").count() == 2
     assert "TLS_AES_128_GCM_SHA256" in pg.inner_text("#conn-table")
     pg.screenshot(path=str(shots / "05-connections.png"), full_page=True)
     _tab(pg, "Statistics")
     pg.wait_for_selector("#st-inflight .main-svg")
-    pg.wait_for_selector("#st-headers-table td")
+    pg.wait_for_selector("#st-headers-table .ag-row [col-id='req_wire']")
     pg.screenshot(path=str(shots / "06-statistics.png"), full_page=True)
     _tab(pg, "Packets")
-    pg.wait_for_selector("#packets td[data-dash-column='info']")
-    assert pg.locator("#packets tbody tr:has(td)").count() == 75  # tshark: 75 packets, one page of 100
-    pg.locator("#packets td[data-dash-column='info']").nth(24).click()
+    pg.wait_for_selector("#packets .ag-row [col-id='info']")
+    pg.wait_for_function("() => document.querySelector('#packet-filter-msg').innerText === '75 packets'")  # tshark: 75, one list
+    pg.locator("#packets .ag-row[row-index='24'] [col-id='info']").click()
     pg.wait_for_selector("#packet-detail-title")
     assert pg.inner_text("#packet-detail-title") == "Packet 25"
     assert "Transmission Control Protocol" in pg.inner_text("#packet-detail")

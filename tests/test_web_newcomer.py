@@ -158,6 +158,20 @@ def _click_bar(pg, index: int, selector: str) -> None:
             pg.wait_for_timeout(300)
 
 
+def _grid_column(pg, grid: str, col: str) -> list[str]:
+    """The cells of column ``col`` of the rows the grid has drawn, in row order."""
+    return pg.evaluate("""([g, c]) => [...document.querySelectorAll('#' + g + ' .ag-center-cols-container .ag-row')]
+        .sort((a, b) => +a.getAttribute('row-index') - +b.getAttribute('row-index'))
+        .map(r => (r.querySelector('[col-id="' + c + '"]') || {innerText: ''}).innerText.trim())""", [grid, col])
+
+
+def _in_view(pg, sel: str) -> bool:
+    """The element is inside the grid's scrolled viewport (a person sees it)."""
+    return pg.evaluate("""s => { const r = document.querySelector(s).getBoundingClientRect();
+        const v = document.querySelector('#packets .ag-body-viewport').getBoundingClientRect();
+        return r.top >= v.top - 1 && r.bottom <= v.bottom + 1; }""", sel)
+
+
 def test_state_in_the_url_survives_a_reload(server, pg):
     st, url, ids = server
     truth = tshark_requests(H2, H2K)
@@ -217,10 +231,10 @@ def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
     link.click()
     _wait_text(pg, "#packet-detail-title", f"Packet {n}")
     assert _query(pg)["tab"] == "packets" and _query(pg)["pkt"] == str(n)
-    pg.wait_for_function("n => [...document.querySelectorAll('#packets td[data-dash-column=\"no\"]')].some(td => td.innerText.trim() === String(n))", arg=n)
-    bg = pg.evaluate("""n => { const td = [...document.querySelectorAll('#packets td[data-dash-column="no"]')]
-        .find(td => td.innerText.trim() === String(n)); return getComputedStyle(td).backgroundColor; }""", n)
-    assert bg == "rgb(255, 224, 130)"  # the row gone to is highlighted
+    row = f"#packets .ag-center-cols-container .ag-row[row-id='{n}']"
+    pg.wait_for_selector(row + ".pkt-goto")
+    assert pg.evaluate("s => getComputedStyle(document.querySelector(s)).backgroundColor", row) == "rgb(255, 224, 130)"  # highlighted
+    assert _in_view(pg, row)
     # the Packets tab's own filter (Wireshark's fields, as tshark)
     import shutil
     import subprocess
@@ -232,7 +246,10 @@ def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
         pg.keyboard.press("Enter")
         _wait_text(pg, "#packet-filter-msg", "packets match")
         assert pg.inner_text("#packet-filter-msg").startswith(f"{len(want)} of")
-        shown = pg.locator("#packets td[data-dash-column='no']").all_inner_texts()
+        pg.wait_for_function("n => document.querySelector('#packets .ag-center-cols-container .ag-row[row-index=\"0\"] [col-id=\"no\"]')"
+                             " && document.querySelector('#packets .ag-center-cols-container .ag-row[row-index=\"0\"] [col-id=\"no\"]')"
+                             ".innerText.trim() === n", arg=want[0])
+        shown = _grid_column(pg, "packets", "no")
         assert shown == want[: len(shown)] and shown
         pg.fill("#packet-filter", "tcp.port ==")
         pg.keyboard.press("Enter")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import shutil
 import stat
@@ -278,8 +277,54 @@ def test_click_on_marker_or_nothing(state, h2):
 def test_zoom_range_kept_for_export():
     from wirefall.ui.web.app import cb_xrange
 
-    assert cb_xrange(None, {"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None) == [90.5, 140.0]
-    assert cb_xrange(None, {"xaxis.autorange": True}, [1, 2]) is None
+    assert cb_xrange(None, {"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None, "c1") == {"capture": "c1", "range": [90.5, 140.0]}
+    assert cb_xrange(None, {"xaxis.autorange": True}, {"capture": "c1", "range": [1, 2]}, "c1") is None
+
+
+def test_zoom_belongs_to_its_capture(state, h2):
+    """Another capture's zoom is not applied (nor written to the address); a stored range
+    outside this capture's time is dropped, one reaching past its end is cut."""
+    from wirefall.ui.web.app import cb_url_out, cb_waterfall, xrange_for
+
+    full = list(cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, None, None)[0].layout.xaxis.range)
+    assert full[0] == 0 and full[1] > 60
+    z = {"capture": "c999", "range": [10.0, 60.0]}
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, None, z)
+    assert list(fig.layout.xaxis.range) == full and xrange_for(z, h2.id) is None
+    assert "x0" not in cb_url_out(state, h2.id, "", "waterfall", z, None, None, True, "")
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, None, {"capture": h2.id, "range": [10.0, 60.0]})
+    assert list(fig.layout.xaxis.range) == [10.0, 60.0]
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, None, {"capture": h2.id, "range": [1e9, 2e9]})
+    assert list(fig.layout.xaxis.range) == full  # nowhere near this capture (a hand-edited address)
+    wf = _wf(state, h2)
+    end = (wf.t_end - wf.t0) * 1000
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, None, {"capture": h2.id, "range": [10.0, 1e9]})
+    lo, hi = fig.layout.xaxis.range
+    assert lo == 10.0 and end < hi <= 1.05 * end + 1e-9
+
+
+def _wf(state, e):
+    from wirefall.ui.web import views
+
+    return views.waterfall_of(state.get(e.id))
+
+
+def test_dropdown_filters_in_the_url(state, h2):
+    """The dropdown filters and the order are written to the address and read back from it
+    (a reload keeps them); a reload's values that the capture has not are dropped, and
+    another capture's are not applied."""
+    from wirefall.ui.web.app import cb_filter_options, cb_url_in, cb_url_out
+
+    url = cb_url_out(state, h2.id, "", "waterfall", None, None, None, True, "", ["h2"], [0], ["css", "script"], ["2xx"], "duration")
+    assert url == f"?capture={h2.id}&proto=h2&conn=0&content=css&content=script&status=2xx&order=duration"
+    out = cb_filter_options(state, h2.id, "v", None, url + "&proto=nosuch")
+    assert out[4:] == (["h2"], [0], ["css", "script"], ["2xx"])
+    assert cb_url_in(state, "/", url)[7] == "duration"
+    assert cb_filter_options(state, h2.id, "v", "capture", url.replace(h2.id, "c999"))[4:] == ([], [], [], [])
+    assert all(v is no_update for v in cb_filter_options(state, h2.id, "v", "version", url)[4:])  # an analysis update keeps them
+
+
+from dash import no_update  # noqa: E402
 
 
 # ---------------------------------------------------------------- other tabs
@@ -366,34 +411,152 @@ def test_statistics_tab_as_tshark(state, h2):
     assert "13" in _text(summary)
 
 
+def _rows(state, e, start=0, end=100, sort=None, **kw):
+    from wirefall.ui.web.app import cb_packet_rows
+
+    resp, msg = cb_packet_rows(state, {"startRow": start, "endRow": end, "sortModel": sort or []}, e.id, kw.get("expr"),
+                               kw.get("fmt"), kw.get("marks"), kw.get("refs"), kw.get("goto"))
+    return resp["rowData"], resp["rowCount"], msg
+
+
 @needs_tshark
-def test_packets_tab_pages_as_tshark(state, h2):
-    from wirefall.ui.web.app import cb_packet_detail, cb_packets
+def test_packet_list_blocks_as_tshark(state, h2):
+    """The rows the grid asks for, block by block, are tshark's packets; go to packet 45:
+    its row, highlighted, and its bytes as tshark -x; a click on a row shows that packet."""
+    from wirefall.ui.web.app import cb_packet_detail, cb_packet_goto
 
     out = _tshark("-r", str(H2), "-T", "fields", "-e", "frame.number", "-e", "frame.time_relative", "-e", "ip.src", "-e", "ip.dst",
                   "-e", "frame.len")
     truth = [line.split("\t") for line in out.splitlines()]
-    rows, pages, cur, _hl, _msg = cb_packets(state, h2.id, "v", "packets", 0, 20, None)
-    assert pages == math.ceil(len(truth) / 20) and cur == 0 and len(rows) == 20
-    rows3, _, cur3, *_ = cb_packets(state, h2.id, "v", "packets", 3, 20, None)
-    assert cur3 == 3 and len(rows3) == len(truth) - 60
+    rows, count, msg = _rows(state, h2, 0, 20)
+    assert count == len(truth) and len(rows) == 20 and f"{len(truth)} packets" in _text(msg)
+    rows3, count3, _ = _rows(state, h2, 60, 80)
+    assert count3 == len(truth) and len(rows3) == len(truth) - 60
     for r in rows + rows3:
         n, t, src, dst, ln = truth[r["no"] - 1]
         assert (r["no"], r["source"], r["destination"], r["length"]) == (int(n), src, dst, int(ln))
         assert abs(float(r["time"]) - float(t)) < 2e-6
-    # go to packet 45: its page, and its detail with the same bytes as tshark -x
-    rows, pages, cur, _hl, _msg = cb_packets(state, h2.id, "v", "packets", 0, 20, 45, trigger="packet-goto")
-    assert cur == 2 and any(r["no"] == 45 for r in rows)
-    d = cb_packet_detail(state, h2.id, None, 45, rows, trigger="packet-goto")
+    pos = cb_packet_goto(state, 45, h2.id, None, None)
+    assert pos == {"index": 44, "count": len(truth), "n": 45}
+    rows, *_ = _rows(state, h2, 40, 60, goto=45)
+    assert [r["no"] for r in rows if r["goto"]] == [45]
+    d = cb_packet_detail(state, h2.id, None, 45, trigger="packet-goto")
     pre = [c for c in d.children if type(c).__name__ == "Pre"][0].children.splitlines()
     tx = [l for l in _tshark("-r", str(H2), "-x", "-Y", "frame.number == 45").splitlines() if l[:4].strip() and l[4:6] == "  "]
     assert pre == [l.rstrip() for l in tx[: len(pre)]] and len(pre) == len(tx)
     assert "Frame 45:" in _text(d)
-    # picking a cell of the table shows that row's packet
-    d = cb_packet_detail(state, h2.id, {"row": 1, "column": 0}, None, rows, trigger="packets")
+    d = cb_packet_detail(state, h2.id, [rows[1]], None, trigger="packets")
     assert f"Packet {rows[1]['no']}" in _text(d)
-    # out of range
-    assert "no packet" in _text(cb_packet_detail(state, h2.id, None, 10_000, rows, trigger="packet-goto")).lower()
+    assert "no packet" in _text(cb_packet_detail(state, h2.id, None, 10_000, trigger="packet-goto")).lower()
+
+
+@needs_tshark
+def test_packet_list_sorts_any_column_as_tshark(state, h2):
+    """A click on a column header sorts the whole list (not the block shown): by Length, by
+    Info, descending by No.; with a filter, the filtered packets in that order; go to
+    finds the packet's row in the sorted list."""
+    from wirefall.ui.web.app import cb_packet_goto
+
+    out = _tshark("-r", str(H2), "-T", "fields", "-e", "frame.number", "-e", "frame.len")
+    lens = {int(a): int(b) for a, b in (l.split("\t") for l in out.splitlines())}
+    rows, count, _ = _rows(state, h2, 0, 200, [{"colId": "length", "sort": "desc"}])
+    assert [r["no"] for r in rows] == sorted(lens, key=lambda n: -lens[n])  # stable: ties in capture order
+    rows, *_ = _rows(state, h2, 0, 200, [{"colId": "no", "sort": "desc"}])
+    assert [r["no"] for r in rows] == sorted(lens, reverse=True)
+    rows, *_ = _rows(state, h2, 0, 200, [{"colId": "info", "sort": "asc"}])
+    assert [r["info"] for r in rows] == sorted(r["info"] for r in rows) and len(rows) == len(lens)
+    want = [int(x) for x in _tshark("-r", str(H2), "-Y", "tcp.len > 0", "-T", "fields", "-e", "frame.number").split()]
+    rows, count, msg = _rows(state, h2, 0, 200, [{"colId": "length", "sort": "asc"}], expr="tcp.len > 0")
+    assert count == len(want) and sorted(r["no"] for r in rows) == want and f"{len(want)} of {len(lens)} packets match" in _text(msg)
+    assert [r["length"] for r in rows] == sorted(lens[n] for n in want)
+    big = max(want, key=lambda n: (lens[n], n))
+    pos = cb_packet_goto(state, big, h2.id, "tcp.len > 0", {"sortModel": [{"colId": "length", "sort": "asc"}]})
+    assert pos["index"] == [r["no"] for r in rows].index(big)
+
+
+@needs_tshark
+def test_packet_list_time_formats_as_tshark(state, h2):
+    """The Time column as tshark's -t: absolute UTC (ud), relative (r), delta from the
+    previous displayed packet (dd, with a filter), and since a time reference (*REF*)."""
+    def tshark_times(fmt, *extra):
+        out = _tshark("-r", str(H2), "-t", fmt, *extra, "-T", "fields", "-e", "frame.number", "-e", "_ws.col.Time")
+        return {int(a): b.strip() for a, b in (l.split("\t") for l in out.splitlines())}
+
+    rows, *_ = _rows(state, h2, 0, 200, fmt="absolute")
+    ud = tshark_times("ud")
+    assert all(r["time"] == ud[r["no"]][: len(r["time"])] and len(r["time"]) == 26 for r in rows), (rows[0]["time"], ud[1])
+    rows, count, _ = _rows(state, h2, 0, 200, fmt="delta", expr="tcp.len > 0")
+    dd = tshark_times("dd", "-Y", "tcp.len > 0")
+    assert count == len(dd) and all(abs(float(r["time"]) - float(dd[r["no"]])) < 2e-6 for r in rows)
+    rel = {int(k): float(v) for k, v in tshark_times("r").items()}
+    rows, *_ = _rows(state, h2, 0, 200, fmt="reference", refs={h2.id: [25, 50]})
+    for r in rows:
+        n = r["no"]
+        if n in (25, 50):
+            assert r["time"] == "*REF*" and r["ref"]
+            continue
+        base = 50 if n > 50 else 25 if n > 25 else 1
+        assert abs(float(r["time"]) - (rel[n] - rel[base])) < 2e-6, (n, r["time"])
+
+
+def test_marks_time_references_and_packet_export(state, h2, monkeypatch, tmp_path):
+    """Ctrl-M / the button marks the selected packet (again: unmarks); the rows say so;
+    "Export marked" hands the marked packets to analyzer.pcapng_write.write_pcapng (when
+    the module exists; without it the page says what is missing)."""
+    import sys
+    import types
+
+    from wirefall.ui.web import views
+    from wirefall.ui.web.app import cb_export_packets, cb_mark
+
+    marks, refs, msg = cb_mark(state, 1, None, [{"no": 7}], h2.id, {}, {}, None, trigger="btn-mark")
+    assert marks == {h2.id: [7]} and "packet 7 marked (1 marked)" in _text(msg)
+    marks2, _, msg = cb_mark(state, 2, None, [{"no": 9}], h2.id, marks, {}, None, trigger="btn-mark")
+    assert marks2 == {h2.id: [7, 9]}
+    again, _, msg = cb_mark(state, 3, None, [{"no": 9}], h2.id, marks2, {}, None, trigger="btn-mark")
+    assert again == {h2.id: [7]} and "unmarked" in _text(msg)
+    _, refs, msg = cb_mark(state, None, 1, None, h2.id, marks, {}, 30, trigger="btn-timeref")  # nothing selected: the packet gone to
+    assert refs == {h2.id: [30]} and "time reference set" in _text(msg)
+    rows, *_ = _rows(state, h2, 0, 40, marks=marks2, refs=refs, fmt="reference")
+    assert [r["no"] for r in rows if r["marked"]] == [7, 9] and [r["no"] for r in rows if r["ref"]] == [30]
+    assert "select a packet" in _text(cb_mark(state, 1, None, [], h2.id, {}, {}, None, trigger="btn-mark")[2])
+
+    if not views.export_available():
+        dl, msg = cb_export_packets(state, "marked", h2.id, marks2, None)
+        assert dl is no_update and "pcapng_write" in _text(msg)
+    got = []
+
+    def write_pcapng(analysis, numbers, path, keys=True):
+        got.append((analysis, list(numbers), keys))
+        Path(path).write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(24))
+
+    fake = types.ModuleType("wirefall.analyzer.pcapng_write")
+    fake.write_pcapng = write_pcapng  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wirefall.analyzer.pcapng_write", fake)
+    monkeypatch.setattr(views, "export_available", lambda: True)
+    dl, msg = cb_export_packets(state, "marked", h2.id, marks2, None)
+    assert got[-1][1:] == ([7, 9], True) and got[-1][0] is state.get(h2.id).analysis
+    assert dl["filename"] == "page-h2-marked.pcapng" and "2 packets" in _text(msg)
+    dl, msg = cb_export_packets(state, "displayed", h2.id, marks2, "tcp.len > 0")
+    assert got[-1][1] == views.packet_numbers(state.get(h2.id), "tcp.len > 0")[0] and dl["filename"] == "page-h2-displayed.pcapng"
+    assert "no packet is marked" in _text(cb_export_packets(state, "marked", h2.id, {}, None)[1])
+
+
+def test_row_colours_from_the_colouring_rules(state, h2, monkeypatch):
+    """With analyzer.colouring present, each row carries its rule's name and colours (the
+    grid's getRowStyle paints them); colours that are not #rrggbb are not passed on."""
+    import sys
+    import types
+
+    from wirefall.ui.web import views
+
+    fake = types.ModuleType("wirefall.analyzer.colouring")
+    fake.colours_for = lambda an, nums: [("TCP SYN/FIN", "#000000", "#a0a0a0") if n % 2 else ("bad", "red;x", "#ffffff")
+                                         for n in nums]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wirefall.analyzer.colouring", fake)
+    monkeypatch.setattr(views, "colours_available", lambda: True)
+    rows, *_ = _rows(state, h2, 0, 6)
+    assert [(r.get("colour"), r.get("bg")) for r in rows] == [("TCP SYN/FIN", "#a0a0a0"), (None, None)] * 3
 
 
 def _server_log_h3() -> list[dict]:

@@ -98,8 +98,16 @@ REQUEST_COLUMNS = ("url", "proto A", "proto B", "start A", "start B", "Δ start"
 URL_WIDTH = 40
 
 
+ONLY_PREFIXES = ("A only: ", "B only: ")
+
+
 def _short(url: str, width: int = URL_WIDTH) -> str:
-    return url if len(url) <= width else "…" + url[-(width - 1):]
+    """``url`` in ``width`` characters, cut from the left (the path is what tells requests
+    apart); an "A only: " / "B only: " prefix is kept whole, the URL after it is cut."""
+    prefix = next((p for p in ONLY_PREFIXES if url.startswith(p)), "")
+    rest = url[len(prefix):]
+    room = max(width - len(prefix), 2)
+    return prefix + (rest if len(rest) <= room else "…" + rest[-(room - 1):])
 
 
 def request_rows(res: dict) -> list[tuple[str, ...]]:
@@ -191,7 +199,7 @@ class CompareWaterfall(LineList):
 
     def label_text(self, i: int) -> str:
         r = self.rows[i]
-        return f"{i + 1:>3} {_cell(printable(r.label), self.LABEL - 4, False)}"
+        return f"{i + 1:>3} {_cell(_short(printable(r.label), self.LABEL - 4), self.LABEL - 4, False)}"
 
     def column(self, rel: float) -> int:
         """The bar cell (0-based, within a side) where ``rel`` seconds from that side's first
@@ -199,10 +207,27 @@ class CompareWaterfall(LineList):
         return int((rel - self.v0) / ((self.v1 - self.v0) or 1e-9) * self.side_width)
 
     def side_cells(self, row, t0: float):
+        """Row ``row``'s bar in the window; a request outside it (zoomed or panned away) is an
+        arrow at the edge it lies beyond, one at the window's very edge (an instant request
+        at the end) a thin mark — a request is never simply not drawn."""
         bw = self.side_width
         if row is None:
             return [(" ", None)] * bw
-        return bar_cells(row.phases, row.colors, t0 + self.v0, t0 + self.v1, bw)
+        cells = bar_cells(row.phases, row.colors, t0 + self.v0, t0 + self.v1, bw)
+        if any(c != " " for c, _ in cells) or not row.phases:
+            return cells
+        lo = min(a for _, a, _ in row.phases) - t0
+        hi = max(b for _, _, b in row.phases) - t0
+        color = next((row.colors.get(n) for n, _, _ in row.phases if row.colors.get(n)), None)
+        if lo > self.v1:
+            cells[-1] = (self.BEYOND[1], color)
+        elif hi < self.v0:
+            cells[0] = (self.BEYOND[0], color)
+        else:
+            cells[min(max(self.column(lo), 0), bw - 1)] = ("▏", color)
+        return cells
+
+    BEYOND = ("◂", "▸")  # a side's request before / after the window
 
     def bar_texts(self, i: int) -> tuple[str, str]:
         """The characters of row i's A and B bars as drawn now (for tests)."""
@@ -535,9 +560,9 @@ class CompareScreen(Screen):
         self.query_one("#cmp-warnings", Static).update(Text(f"match mode: {res['match_mode']}\n{warn}"))
 
         wv = self.query_one(CompareWaterfall)
-        ta0 = an_a.index.ts[0] if an_a.packets else 0.0
-        tb0 = an_b.index.ts[0] if an_b.packets else 0.0
-        wv.set_rows(compare_rows(res, wf_a, wf_b), ta0, tb0)
+        # each side from its own start, as compare() counts (a browser log has no packets:
+        # its first connection; 0.0 put its requests 1.8e9 s along the axis)
+        wv.set_rows(compare_rows(res, wf_a, wf_b), an_a.start_time, an_b.start_time)
         self.seconds = seconds
         self._set_status(f"{match_line(res)}" + "".join(f" · ⚠ {w}" for w in res["warnings"])
                          + " · 1 table  2 waterfalls  esc back")

@@ -12,13 +12,14 @@ then an HttpOnly SameSite=Strict cookie), as Jupyter does.  Uploads are POSTed r
 from __future__ import annotations
 
 import ipaddress
+import math
 import secrets
 import socket
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 import dash
-from dash import ALL, Input, NoUpdate, Output, State, dcc, html, no_update
-from dash.dash_table.DataTable import DataTable  # not dash_table.DataTable: that package is "# type: ignore", so mypy sees no names in it
+from dash import ALL, Input, Output, State, dcc, html, no_update
+from dash_ag_grid import AgGrid  # Dash deprecates dash_table.DataTable; AG Grid is its replacement (and virtualises rows)
 from dash.development.base_component import Component
 
 from wirefall.analyzer.safetext import html_text, printable
@@ -63,12 +64,67 @@ table.headers td.v { font-family: monospace; word-break: break-all; }
 .tree-children { margin-left: 16px; }
 .hex { font-size: 12px; background: #fff; border: 1px solid #ddd; padding: 6px; }
 button { cursor: pointer; }
+.packet-grid, .grid-wrap { font-size: 12px; --ag-font-size: 12px; --ag-font-family: monospace; }
+.packet-grid .ag-row.pkt-marked { background-color: #000 !important; color: #fff !important; }
+.packet-grid .ag-row.pkt-goto { background-color: #ffe082 !important; color: #222 !important; font-weight: bold; }
+.packet-grid .ag-row.pkt-ref [col-id="time"] { font-weight: bold; }
+"""
+
+# The page's own script: AG Grid row functions (named in the grids' options), Ctrl-M, and the
+# waterfall's resize filter (see WATERFALL_RESIZE).
+PAGE_JS = """
+window.dashAgGridFunctions = Object.assign(window.dashAgGridFunctions || {}, {
+    wirefallRowId: function (params) { return String(params.data.no); },
+    wirefallHas: function (params, key) { return !!(params.data && params.data[key]); },
+    // a colouring rule's colours (analyzer.colouring); marked and gone-to rows have their own (CSS)
+    wirefallRowStyle: function (params) {
+        var d = params.data || {};
+        return {backgroundColor: d.bg || '', color: d.fg || ''};
+    }
+});
+document.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey && !ev.altKey && !ev.shiftKey && !ev.metaKey && (ev.key === 'm' || ev.key === 'M')) {
+        var b = document.getElementById('btn-mark');
+        if (b && b.offsetParent !== null) { ev.preventDefault(); b.click(); }
+    }
+});
+"""
+
+# dcc.Graph answers every size change of its box (height too) with Plotly.Plots.resize, a
+# full redraw.  The waterfall's height is its own (one row per request, set by the figure),
+# so the first figure, growing the box from Plotly's default 450 px, was drawn two more times
+# within a second after it appeared — a click in between was lost.  Only a new width is a
+# resize for it.
+WATERFALL_RESIZE = """
+(function () {
+    function patch() {
+        var P = window.Plotly;
+        if (!P || !P.Plots || !P.Plots.resize) { return false; }
+        if (P.Plots._wirefall) { return true; }
+        var resize = P.Plots.resize;
+        P.Plots.resize = function (gd) {
+            var el = typeof gd === 'string' ? document.getElementById(gd) : gd;
+            var L = el && el._fullLayout;
+            if (L && el.closest && el.closest('#waterfall') && Math.abs(el.getBoundingClientRect().width - L.width) < 1) {
+                return Promise.resolve(el);
+            }
+            return resize.apply(this, arguments);
+        };
+        P.Plots._wirefall = true;
+        return true;
+    }
+    if (!patch()) {  // dcc loads plotly.js when a graph first shows: patch it as it arrives
+        var P;
+        Object.defineProperty(window, 'Plotly', {configurable: true, enumerable: true,
+            get: function () { return P; }, set: function (v) { P = v; patch(); }});
+    }
+})();
 """
 
 INDEX = """<!DOCTYPE html>
 <html>
   <head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}<style>""" + CSS + """</style></head>
-  <body>{%app_entry%}<footer>{%config%}{%scripts%}{%renderer%}</footer></body>
+  <body>{%app_entry%}<footer>{%config%}{%scripts%}<script>""" + PAGE_JS + WATERFALL_RESIZE + """</script>{%renderer%}</footer></body>
 </html>"""
 
 # The browser checks an upload's size before sending it; a file over the limit is not
@@ -136,9 +192,28 @@ def _ready(state: WebState, cid):
 
 def url_params(search: str | None) -> dict[str, str]:
     """The page's state in its query string: capture, filter, tab, x0/x1 (zoom), sel (the
-    selected request), pkt (the packet gone to)."""
+    selected request), pkt (the packet gone to), order (the waterfall's), time (the packet
+    list's time format); the dropdown filters (URL_LISTS) are in ``url_lists``."""
     q = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
     return {k: v[-1] for k, v in q.items() if v}
+
+
+# the waterfall's dropdown filters in the query string (one key per value: proto=h2&proto=h3)
+URL_LISTS = {"f-protocol": "proto", "f-connection": "conn", "f-content": "content", "f-status": "status"}
+
+
+def url_lists(search: str | None) -> dict[str, list[str]]:
+    q = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
+    return {dd: q.get(key, []) for dd, key in URL_LISTS.items()}
+
+
+def xrange_for(xrange, cid) -> list | None:
+    """The zoom stored for capture ``cid`` (``{capture, range}``; a bare ``[x0, x1]`` is
+    anyone's) — None for the zoom of another capture."""
+    if isinstance(xrange, dict):
+        r = xrange.get("range")
+        return r if xrange.get("capture") == cid and isinstance(r, list) and len(r) == 2 else None
+    return xrange if isinstance(xrange, list) and len(xrange) == 2 else None
 
 
 def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, search=None):
@@ -228,13 +303,22 @@ def cb_open(state: WebState, n_clicks, staged_capture, staged_keylog, cid_open=N
     return e.id, html.Span(f"opened {e.name}{kl} as {e.id}", className="status", id="open-done")
 
 
-def cb_filter_options(state: WebState, cid, version, trigger=None):
+def cb_filter_options(state: WebState, cid, version, trigger=None, search=None):
+    """The dropdown filters' options of the capture shown; their values emptied when the
+    capture changes — or, on a page opened with a query string naming this capture, the
+    values it holds (a reload keeps them)."""
     e = _ready(state, cid)
     if e is None:
         return [], [], [], [], [], [], [], []
     o = views.filter_options(e)
-    reset: list | NoUpdate = [] if trigger in (None, "capture") else no_update
-    return o["protocol"], o["connection"], o["content"], o["status"], reset, reset, reset, reset
+    if trigger not in (None, "capture"):
+        return o["protocol"], o["connection"], o["content"], o["status"], no_update, no_update, no_update, no_update
+    want = url_lists(search) if url_params(search).get("capture") == cid else {}
+    values = []
+    for dd, key in (("f-protocol", "protocol"), ("f-connection", "connection"), ("f-content", "content"), ("f-status", "status")):
+        known = {str(x["value"]): x["value"] for x in o[key]}
+        values.append([known[v] for v in want.get(dd, []) if v in known])
+    return (o["protocol"], o["connection"], o["content"], o["status"], *values)
 
 
 def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, order=None, selected=None,
@@ -252,8 +336,8 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         return fig, "", "", None
     try:
         v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
-        xr = xrange if isinstance(xrange, list) and len(xrange) == 2 else None
-        fig = views.figure(v, title=e.name, x_range=xr)
+        xr = views.clamp_x_range(xrange_for(xrange, cid), v.waterfall)
+        fig = views.figure(v, title=e.name, x_range=xr, revision=cid)
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
@@ -289,9 +373,13 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
     return fig, err, count, why
 
 
-def cb_xrange(state: WebState, relayout, previous):
-    r = views.x_range_from_relayout(relayout, previous)
-    return r if r != previous else no_update
+def cb_xrange(state: WebState, relayout, previous, cid=None):
+    """The zoom of capture ``cid`` (``{capture, range}``; None after a reset)."""
+    before = xrange_for(previous, cid)
+    r = views.x_range_from_relayout(relayout, before)
+    if r == before:
+        return no_update
+    return {"capture": cid, "range": r} if r is not None else None
 
 
 def cb_url_in(state: WebState, pathname, search):
@@ -303,35 +391,48 @@ def cb_url_in(state: WebState, pathname, search):
     tab = q.get("tab") if q.get("tab") in TABS else no_update
     xr: object = no_update
     try:
-        if "x0" in q and "x1" in q:
-            xr = [float(q["x0"]), float(q["x1"])]
+        if "x0" in q and "x1" in q and cid:
+            a, b = float(q["x0"]), float(q["x1"])
+            if math.isfinite(a) and math.isfinite(b) and a < b:
+                xr = {"capture": cid, "range": [a, b]}
     except ValueError:
         pass
     sel: object = no_update
     if q.get("sel", "").isdigit():
         sel = int(q["sel"])
     pkt = int(q["pkt"]) if q.get("pkt", "").isdigit() else no_update
-    return cap, q.get("filter", no_update), tab, xr, sel, pkt, True
+    order = q["order"] if q.get("order") in views.ORDER_OPTIONS else no_update
+    tf = q["time"] if q.get("time") in views.TIME_FORMATS else no_update
+    return cap, q.get("filter", no_update), tab, xr, sel, pkt, True, order, tf
 
 
-def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search):
+def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search, protocols=None, connections=None,
+               contents=None, statuses=None, order=None, time_format=None):
     """The page's state written to its query string (replaced, so that a reload keeps it)."""
     if not ready:
         return no_update
-    q = {}
+    q: dict[str, object] = {}
     if cid:
         q["capture"] = cid
     if expr:
         q["filter"] = expr
+    for key, v in zip(URL_LISTS.values(), (protocols, connections, contents, statuses)):
+        if isinstance(v, list) and v:
+            q[key] = [str(x) for x in v]
+    if order and order != "start":
+        q["order"] = order
     if tab and tab != "waterfall":
         q["tab"] = tab
-    if isinstance(xrange, list) and len(xrange) == 2:
-        q["x0"], q["x1"] = f"{xrange[0]:.6g}", f"{xrange[1]:.6g}"
+    xr = xrange_for(xrange, cid)
+    if xr is not None:
+        q["x0"], q["x1"] = f"{xr[0]:.6g}", f"{xr[1]:.6g}"
     if selected is not None:
         q["sel"] = str(selected)
     if goto:
         q["pkt"] = str(goto)
-    new = "?" + urlencode(q) if q else ""
+    if time_format and time_format != "relative":
+        q["time"] = time_format
+    new = "?" + urlencode(q, doseq=True) if q else ""
     return new if new != (search or "") else no_update
 
 
@@ -393,55 +494,140 @@ def cb_stats(state: WebState, cid, version, tab):
         return _err(ex, "statistics failed: "), empty, empty, empty, empty, empty, []
 
 
-def cb_packets(state: WebState, cid, version, tab, page_current, page_size, goto, trigger=None, expr=None):
-    """One page of the packet list (server-side paging) of the packets the filter keeps;
-    "go to packet" picks its page and highlights its row."""
-    hl = [{"if": {"state": "active"}, "backgroundColor": "#cfe8fc"}]
-    if tab != "packets":
-        return no_update, no_update, no_update, no_update, no_update
-    e = _ready(state, cid)
-    if e is None:
-        return [], 1, 0, hl, ""
-    size = int(page_size or views.PAGE_SIZE)
-    page = int(page_current or 0)
-    if trigger in ("capture", "packet-filter"):
-        page = 0
+def _packet_state(cid, store) -> list[int]:
+    """The packet numbers a per-capture store ({capture: [numbers]}: marks, time
+    references) holds for capture ``cid``."""
+    v = (store or {}).get(cid) if isinstance(store, dict) and cid else None
+    return sorted({int(x) for x in v if isinstance(x, int) and x > 0}) if isinstance(v, list) else []
+
+
+def _goto(goto) -> int | None:
+    try:
+        return int(goto) if goto else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _packets_shown(e, expr):
+    """(packet numbers the filter keeps or None, the filter's message)."""
     try:
         numbers, ferr = views.packet_numbers(e, expr)
     except Exception as ex:  # noqa: BLE001
         numbers, ferr = None, f"{ex.__class__.__name__}: {ex}"
-    msg = html.Span("filter error: " + printable(ferr), className="error", id="packet-filter-error") if ferr else (
-        html.Span(f"{len(numbers):,} of {e.analysis.packets:,} packets match", className="status", id="packet-filter-count")
-        if numbers is not None else "")
-    g = None
+    if ferr:
+        return numbers, html.Span("filter error: " + printable(ferr), className="error", id="packet-filter-error")
+    n = e.analysis.packets
+    if numbers is None:
+        return None, html.Span(f"{n:,} packets", className="status", id="packet-filter-count")
+    return numbers, html.Span(f"{len(numbers):,} of {n:,} packets match", className="status", id="packet-filter-count")
+
+
+def cb_packet_rows(state: WebState, request, cid, expr=None, time_format=None, marks=None, refs=None, goto=None):
+    """The rows AG Grid's infinite row model asks for (``getRowsRequest``: startRow, endRow,
+    sortModel) of the packets the filter keeps, sorted as asked, with the Time column in the
+    chosen format and each row's marks — the grid scrolls through the whole capture, a block
+    at a time, without pages."""
+    e = _ready(state, cid)
+    if e is None:
+        return {"rowData": [], "rowCount": 0}, ""
+    req = request if isinstance(request, dict) else {}
+    fmt = time_format if time_format in views.TIME_FORMATS else "relative"
+    numbers, msg = _packets_shown(e, expr)
     try:
-        g = int(goto) if goto else None
-    except (TypeError, ValueError):
-        g = None
-    if trigger == "packet-goto" and g:
-        i = views.packet_position(e, numbers, g)
-        if i is not None:
-            page = i // size
-    if g:
-        hl.append({"if": {"filter_query": f"{{no}} = {g}"}, "backgroundColor": "#ffe082", "fontWeight": "bold"})
-    try:
-        rows, pages = views.packet_page(e, page, size, numbers)
+        order, note = views.packet_order(e, numbers, req.get("sortModel"), fmt, _packet_state(cid, refs), expr or "")
+        start = int(req.get("startRow") or 0)
+        end = int(req.get("endRow") or start + 100)
+        rows = views.packet_block(e, order, start, end, numbers, fmt, _packet_state(cid, refs), _packet_state(cid, marks), _goto(goto))
     except Exception as ex:  # noqa: BLE001
-        return [{"no": 0, "info": f"cannot read packets: {ex}"}], 1, 0, hl, msg
-    return rows, pages, min(max(page, 0), pages - 1), hl, msg
+        return {"rowData": [], "rowCount": 0}, _err(ex, "cannot read packets: ")
+    if note:
+        msg = html.Span([msg, html.Span(" · " + note, className="error", id="packet-sort-note")])
+    return {"rowData": rows, "rowCount": len(order)}, msg
 
 
-def cb_packet_detail(state: WebState, cid, active_cell, goto, data, trigger=None):
+def cb_packet_goto(state: WebState, goto, cid, expr=None, request=None, time_format=None, refs=None):
+    """"Go to packet" (or a packet link): where its row is in the list as shown (filtered,
+    sorted), for the grid to scroll there: ``{index, count, n}``."""
+    e = _ready(state, cid)
+    g = _goto(goto)
+    if e is None or g is None:
+        return no_update
+    numbers, _ = _packets_shown(e, expr)
+    sort = request.get("sortModel") if isinstance(request, dict) else None
+    fmt = time_format if time_format in views.TIME_FORMATS else "relative"
+    order, _ = views.packet_order(e, numbers, sort, fmt, _packet_state(cid, refs), expr or "")
+    if isinstance(order, range) or order is numbers:
+        i = views.packet_position(e, numbers, g)
+    else:
+        i = next((k for k, n in enumerate(order) if n == g), None)
+    if i is None:
+        return no_update
+    return {"index": i, "count": len(order), "n": g}
+
+
+def _toggle(cid, store, n: int) -> dict:
+    out = dict(store) if isinstance(store, dict) else {}
+    have = set(_packet_state(cid, out))
+    have ^= {n}
+    out[cid] = sorted(have)
+    return out
+
+
+def _selected_packet(selected) -> int | None:
+    if isinstance(selected, list) and selected and isinstance(selected[0], dict):
+        return _goto(selected[0].get("no"))
+    return None
+
+
+def cb_mark(state: WebState, n_mark, n_ref, selected, cid, marks, refs, goto=None, trigger=None):
+    """Mark / unmark (Ctrl-M) or set / unset a time reference on the selected packet (the
+    packet gone to, when none is selected)."""
+    if not (n_mark or n_ref) or _ready(state, cid) is None:
+        return no_update, no_update, no_update
+    n = _selected_packet(selected) or _goto(goto)
+    if n is None:
+        return no_update, no_update, html.Span("select a packet first", className="error", id="mark-done")
+    if trigger == "btn-timeref":
+        refs = _toggle(cid, refs, n)
+        on = n in _packet_state(cid, refs)
+        return no_update, refs, html.Span(f"packet {n}: {'time reference set' if on else 'time reference removed'} "
+                                          "(Time: since the time reference)", className="status", id="mark-done")
+    marks = _toggle(cid, marks, n)
+    k = len(_packet_state(cid, marks))
+    on = n in _packet_state(cid, marks)
+    return marks, no_update, html.Span(f"packet {n} {'marked' if on else 'unmarked'} ({k} marked)", className="status", id="mark-done")
+
+
+def cb_export_packets(state: WebState, what, cid, marks, expr):
+    """"Export marked / displayed": those packets as pcapng (analyzer.pcapng_write, with the
+    key log's secrets), when this version has that module."""
+    e = _ready(state, cid)
+    if e is None:
+        return no_update, html.Span("nothing to export: no analysed capture", className="error")
+    if not views.export_available():
+        return no_update, html.Span("exporting packets needs wirefall.analyzer.pcapng_write, which this version lacks",
+                                    className="error", id="mark-done")
+    if what == "marked":
+        nums = _packet_state(cid, marks)
+        if not nums:
+            return no_update, html.Span("no packet is marked (select one, Ctrl-M)", className="error", id="mark-done")
+    else:
+        numbers, _ = _packets_shown(e, expr)
+        nums = list(range(1, e.analysis.packets + 1)) if numbers is None else list(numbers)
+    try:
+        data, name = views.export_packets(e, nums, what)
+    except Exception as ex:  # noqa: BLE001
+        return no_update, _err(ex, "packet export failed: ")
+    return dcc.send_bytes(data, name), html.Span(f"{name}: {len(nums):,} packets, {fmt_size(len(data))}", className="status",
+                                                 id="mark-done")
+
+
+def cb_packet_detail(state: WebState, cid, selected, goto, trigger=None):
+    """The detail tree and bytes of the packet selected in the grid (or gone to)."""
     e = _ready(state, cid)
     if e is None:
         return html.Div()
-    number = None
-    if trigger == "packet-goto" and goto:
-        number = goto
-    elif active_cell and data:
-        r = active_cell.get("row")
-        if r is not None and 0 <= r < len(data):
-            number = data[r].get("no")
+    number = _goto(goto) if trigger == "packet-goto" else _selected_packet(selected)
     try:
         return views.packet_detail_view(e, number)
     except Exception as ex:  # noqa: BLE001
@@ -458,6 +644,7 @@ def cb_compare(state: WebState, n_clicks, a, b):
 
 def cb_export(state: WebState, fmt, cid, protocols, connections, contents, statuses, expr, *rest):
     order, xrange = rest if len(rest) == 2 else (None, *rest)  # (the order dropdown, the zoom)
+    xrange = xrange_for(xrange, cid)
     e = _ready(state, cid)
     if e is None:
         return no_update, html.Span("nothing to export: no analysed capture", className="error")
@@ -476,8 +663,49 @@ def _dd(id_, placeholder, multi=True):
     return dcc.Dropdown(id=id_, options=[], value=[], multi=multi, placeholder=placeholder, className="filter-dd")
 
 
+def _grid(id_: str, columns, numeric=()):
+    """A small table (all its rows in the page): AG Grid's client-side rows, sorted and
+    filtered in the browser (a filter row under the header), at most 15 rows high then
+    scrolled (the rows outside the view are not drawn)."""
+    cols = [{"field": k, "headerName": n, **({"filter": "agNumberColumnFilter", "type": "numericColumn"} if k in numeric else {})}
+            for k, n in columns]
+    return AgGrid(id=id_, columnDefs=cols, rowData=[], className="grid-wrap",
+                  defaultColDef={"sortable": True, "filter": True, "floatingFilter": True, "resizable": True, "minWidth": 70,
+                                 "tooltipValueGetter": {"function": "params.value"}},
+                  columnSize="autoSize", dashGridOptions={"domLayout": "autoHeight", "animateRows": False, "tooltipShowDelay": 500,
+                                                          "pagination": True, "paginationPageSize": 50,
+                                                          "paginationPageSizeSelector": False},
+                  style={"width": "100%"})
+
+
+PACKET_GRID_OPTIONS = {
+    "rowSelection": {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True},
+    "cacheBlockSize": 200, "maxBlocksInCache": 40, "maxConcurrentDatasourceRequests": 1, "infiniteInitialRowCount": 1,
+    "blockLoadDebounceMillis": 60, "rowBuffer": 20, "rowHeight": 24, "headerHeight": 30, "animateRows": False,
+    "getRowStyle": {"function": "wirefallRowStyle(params)"}, "tooltipShowDelay": 500,
+}
+
+
+def packet_grid():
+    """The packet list: AG Grid's infinite row model asks cb_packet_rows for the rows it
+    is about to show, so a capture of any size scrolls as one list (no pages); a click on
+    a column header sorts (on the server, the whole list)."""
+    widths = {"no": 90, "time": 200, "source": 170, "destination": 170, "protocol": 100, "length": 90}
+    cols = [{"field": k, "headerName": n, **({"width": widths[k]} if k in widths else {"flex": 1, "minWidth": 300}),
+             **({"type": "numericColumn"} if k in ("no", "length") else {}), "tooltipField": k if k == "info" else None}
+            for k, n in views.PACKET_COLUMNS]
+    return AgGrid(id="packets", columnDefs=[{k: v for k, v in c.items() if v is not None} for c in cols],
+                  rowModelType="infinite", getRowId="wirefallRowId(params)",
+                  defaultColDef={"sortable": True, "resizable": True, "filter": False},
+                  rowClassRules={"pkt-marked": "wirefallHas(params, 'marked')", "pkt-goto": "wirefallHas(params, 'goto')",
+                                 "pkt-ref": "wirefallHas(params, 'ref')"},
+                  dashGridOptions=PACKET_GRID_OPTIONS, className="packet-grid", style={"height": "58vh", "width": "100%"})
+
+
 def layout(state: WebState):
     limits = {"capture": state.upload_limit, "keylog": state.keylog_limit}
+    export_title = ("write" if views.export_available() else
+                    "(needs wirefall.analyzer.pcapng_write, which this version lacks) write")
     upload_style: dict[str, str] = {}
     return html.Div([
         dcc.Location(id="url", refresh=False),
@@ -526,11 +754,7 @@ def layout(state: WebState):
             ], className="tabpane")),
             dcc.Tab(label="Connections", value="connections", children=html.Div([
                 dcc.Graph(id="conn-fig", config={"displaylogo": False}),
-                DataTable(id="conn-table", columns=[{"name": n, "id": i} for i, n in views.CONNECTION_COLUMNS],
-                          data=[], page_size=50, sort_action="native", filter_action="native",
-                          style_table={"overflowX": "auto"}, style_cell={"fontSize": 12, "fontFamily": "monospace",
-                                                                         "textAlign": "left", "maxWidth": 340,
-                                                                         "overflow": "hidden", "textOverflow": "ellipsis"}),
+                _grid("conn-table", views.CONNECTION_COLUMNS, numeric=views.CONNECTION_NUMERIC),
                 html.H4("Notes and warnings"), html.Ul(id="conn-notes"),
             ], className="tabpane")),
             dcc.Tab(label="Statistics", value="stats", children=html.Div([
@@ -538,26 +762,28 @@ def layout(state: WebState):
                 html.Div([html.Div(dcc.Graph(id="st-proto"), className="col"), html.Div(dcc.Graph(id="st-content"), className="col")],
                          className="cols"),
                 dcc.Graph(id="st-headers"),
-                DataTable(id="st-headers-table", data=[], columns=[
-                    {"name": n, "id": i} for i, n in (("connection", "connection"), ("protocol", "protocol"), ("endpoints", "endpoints"),
-                                                      ("req_wire", "req. wire"), ("req_decoded", "req. decoded"), ("req_reduction", "req. reduction"),
-                                                      ("resp_wire", "resp. wire"), ("resp_decoded", "resp. decoded"),
-                                                      ("resp_reduction", "resp. reduction"), ("rest_reduction", "reduction after the first block"))],
-                    page_size=30, style_cell={"fontSize": 12, "textAlign": "left"}),
+                _grid("st-headers-table", views.HEADER_COLUMNS, numeric=views.HEADER_NUMERIC),
                 dcc.Graph(id="st-traffic"),
                 dcc.Graph(id="st-inflight"),
             ], className="tabpane")),
             dcc.Tab(label="Packets", value="packets", children=html.Div([
-                html.Div([html.Span("Go to packet "), dcc.Input(id="packet-goto", type="number", min=1, debounce=True),
+                html.Div([html.Span("Go to packet "), html.Div(dcc.Input(id="packet-goto", type="number", min=1, debounce=True),
+                                                              style={"width": "150px"}),
                           dcc.Input(id="packet-filter", type="text", debounce=True, style={"width": "360px", "fontFamily": "monospace"},
                                     placeholder='filter, e.g. tcp.port == 443 || http2.streamid == 1'),
+                          html.Span("Time"),
+                          dcc.Dropdown(id="time-format", options=[{"label": v, "value": k} for k, v in views.TIME_FORMATS.items()],
+                                       value="relative", clearable=False, searchable=False, style={"minWidth": "330px"}),
                           html.Span(id="packet-filter-msg")], className="bar"),
-                DataTable(id="packets", columns=[{"name": n, "id": i} for i, n in views.PACKET_COLUMNS], data=[],
-                          page_action="custom", page_current=0, page_size=views.PAGE_SIZE, page_count=1,
-                          style_table={"overflowX": "auto"},
-                          style_cell={"fontSize": 12, "fontFamily": "monospace", "textAlign": "left", "maxWidth": 700,
-                                      "overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap"},
-                          style_data_conditional=[{"if": {"state": "active"}, "backgroundColor": "#cfe8fc"}]),
+                html.Div([html.Button("Mark / unmark (Ctrl-M)", id="btn-mark", title="mark the selected packet (as Wireshark's Ctrl-M)"),
+                          html.Button("Set / unset time reference", id="btn-timeref",
+                                      title="times of the packets after it count from it (Time: since the time reference)"),
+                          html.Button("Export marked", id="export-marked", disabled=not views.export_available(),
+                                      title=export_title + " the marked packets as pcapng"),
+                          html.Button("Export displayed", id="export-displayed", disabled=not views.export_available(),
+                                      title=export_title + " the packets the filter keeps as pcapng"),
+                          html.Span(id="mark-msg")], className="bar"),
+                packet_grid(),
                 html.Div(id="packet-detail"),
             ], className="tabpane")),
             expert_view.tab(),
@@ -570,7 +796,8 @@ def layout(state: WebState):
         ]),
         dcc.Interval(id="poll", interval=600),
         dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="limits", data=limits),
-        dcc.Store(id="url-ready"),
+        dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"),
+        dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
         dcc.Download(id="download"),
     ])
@@ -753,13 +980,15 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
         Output("xrange", "data", allow_duplicate=True), Output("selected", "data", allow_duplicate=True), Output("packet-goto", "value"),
-        Output("url-ready", "data"),
+        Output("url-ready", "data"), Output("wf-order", "value"), Output("time-format", "value"),
         Input("url", "pathname"), State("url", "search"), prevent_initial_call="initial_duplicate",
     )(bind(cb_url_in))
     app.callback(
         Output("url", "search"),
         Input("capture", "value"), Input("filter-expr", "value"), Input("tabs", "value"), Input("xrange", "data"),
         Input("selected", "data"), Input("packet-goto", "value"), Input("url-ready", "data"), State("url", "search"),
+        Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
+        Input("wf-order", "value"), Input("time-format", "value"),
         prevent_initial_call=True,
     )(bind(cb_url_out))
     app.callback(
@@ -790,8 +1019,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
         Output("f-protocol", "value"), Output("f-connection", "value"), Output("f-content", "value"), Output("f-status", "value"),
-        Input("capture", "value"), Input("version", "data"),
-    )(_named("cb_filter_options", lambda cid, ver: cb_filter_options(S, cid, ver, _trigger())))
+        Input("capture", "value"), Input("version", "data"), State("url", "search"),
+    )(_named("cb_filter_options", lambda cid, ver, search: cb_filter_options(S, cid, ver, _trigger(), search)))
 
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
                Input("filter-expr", "value"), Input("wf-order", "value")]
@@ -799,8 +1028,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
     )(bind(cb_waterfall))
-    app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), prevent_initial_call=True)(
-        bind(cb_xrange))
+    app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), State("capture", "value"),
+                 prevent_initial_call=True)(bind(cb_xrange))
     app.callback(
         Output("selected", "data"), Output("request-detail", "children"), Output("detail-side", "className"),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
@@ -808,21 +1037,65 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected: _side(
         cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected))))
 
-    app.callback(Output("conn-fig", "figure"), Output("conn-table", "data"), Output("conn-notes", "children"),
+    app.callback(Output("conn-fig", "figure"), Output("conn-table", "rowData"), Output("conn-notes", "children"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_connections))
     app.callback(Output("stats-summary", "children"), Output("st-proto", "figure"), Output("st-content", "figure"),
                  Output("st-headers", "figure"), Output("st-traffic", "figure"), Output("st-inflight", "figure"),
-                 Output("st-headers-table", "data"),
+                 Output("st-headers-table", "rowData"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_stats))
-    app.callback(Output("packets", "data"), Output("packets", "page_count"), Output("packets", "page_current"),
-                 Output("packets", "style_data_conditional"), Output("packet-filter-msg", "children"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("packets", "page_current"),
-                 Input("packets", "page_size"), Input("packet-goto", "value"), Input("packet-filter", "value"))(
-        _named("cb_packets", lambda cid, version, tab, page_current, page_size, goto, expr: cb_packets(
-            S, cid, version, tab, page_current, page_size, goto, trigger=_trigger(), expr=expr)))
+    app.callback(Output("packets", "getRowsResponse"), Output("packet-filter-msg", "children"),
+                 Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
+                 State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),
+                 prevent_initial_call=True)(bind(cb_packet_rows))
+    # what the rows show changed: the grid asks again for the rows it holds (a new filter or
+    # capture: from the top); AG Grid keeps its scroll position and selection
+    app.clientside_callback(
+        """function(cid, expr, fmt, marks, refs, goto) {
+            var t = (window.dash_clientside.callback_context.triggered || []).map(function (x) { return x.prop_id; }).join(' ');
+            try {
+                var api = window.dash_ag_grid.getApi('packets');
+                if (/capture|packet-filter/.test(t)) { api.purgeInfiniteCache(); api.ensureIndexVisible(0, 'top'); }
+                else { api.refreshInfiniteCache(); }
+            } catch (e) { /* the Packets tab is not shown: the grid asks for its rows when it is */ }
+            return t;
+        }""",
+        Output("packets-refresh", "data"),
+        Input("capture", "value"), Input("packet-filter", "value"), Input("time-format", "value"), Input("marks", "data"),
+        Input("timerefs", "data"), Input("packet-goto", "value"), prevent_initial_call=True,
+    )
+    app.callback(Output("goto-pos", "data"), Input("packet-goto", "value"), Input("tabs", "value"), State("capture", "value"),
+                 State("packet-filter", "value"), State("packets", "getRowsRequest"), State("time-format", "value"),
+                 State("timerefs", "data"), prevent_initial_call=True)(
+        _named("cb_packet_goto", lambda goto, tab, *a: cb_packet_goto(S, goto, *a) if tab == "packets" else no_update))
+    # the grid scrolls to the row gone to once it exists (a packet link opens the tab and goes at once)
+    app.clientside_callback(
+        """function(pos) {
+            if (!pos) { return window.dash_clientside.no_update; }
+            window.dash_ag_grid.getApiAsync('packets').then(function (api) {
+                // a grid just shown knows one row until its first block arrives: scroll once it knows the row
+                var tries = 0;
+                (function go() {
+                    if (api.isDestroyed && api.isDestroyed()) { return; }
+                    if (api.getDisplayedRowCount() > pos.index || ++tries > 100) { api.ensureIndexVisible(pos.index, 'middle'); }
+                    else { setTimeout(go, 50); }
+                })();
+            });
+            return pos.n;
+        }""",
+        Output("goto-done", "data"), Input("goto-pos", "data"), prevent_initial_call=True,
+    )
+    app.callback(Output("marks", "data"), Output("timerefs", "data"), Output("mark-msg", "children"),
+                 Input("btn-mark", "n_clicks"), Input("btn-timeref", "n_clicks"), State("packets", "selectedRows"),
+                 State("capture", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),
+                 prevent_initial_call=True)(
+        _named("cb_mark", lambda nm, nr, sel, cid, marks, refs, goto: cb_mark(S, nm, nr, sel, cid, marks, refs, goto, trigger=_trigger())))
+    app.callback(Output("download", "data", allow_duplicate=True), Output("mark-msg", "children", allow_duplicate=True),
+                 Input("export-marked", "n_clicks"), Input("export-displayed", "n_clicks"), State("capture", "value"),
+                 State("marks", "data"), State("packet-filter", "value"), prevent_initial_call=True)(
+        _named("cb_export_packets", lambda _m, _d, *a: cb_export_packets(S, (_trigger() or "export-displayed").split("-", 1)[1], *a)))
     app.callback(Output("packet-detail", "children"),
-                 Input("capture", "value"), Input("packets", "active_cell"), Input("packet-goto", "value"), State("packets", "data"))(
-        _named("cb_packet_detail", lambda cid, cell, goto, data: cb_packet_detail(S, cid, cell, goto, data, trigger=_trigger())))
+                 Input("capture", "value"), Input("packets", "selectedRows"), Input("packet-goto", "value"))(
+        _named("cb_packet_detail", lambda cid, sel, goto: cb_packet_detail(S, cid, sel, goto, trigger=_trigger())))
     app.callback(Output("compare-out", "children"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
                  State("compare-b", "value"))(bind(cb_compare))
     expert_view.register(app, S, _ready)

@@ -24,7 +24,6 @@ from wirefall.analyzer.waterfall import PHASE_LABELS, Waterfall
 
 from .state import Entry
 
-PAGE_SIZE = 100
 STATUS_BUCKETS = ("1xx", "2xx", "3xx", "4xx", "5xx", "none")
 EXPORT_FORMATS = ("png", "svg", "html", "har", "json")
 MAX_FRAMES_SHOWN = 400
@@ -161,10 +160,11 @@ def subset(wf: Waterfall, rows) -> Waterfall:
                                connection_rows=conn_rows)
 
 
-def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True):
+def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True,
+           revision: str | None = None):
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
-    time axis only (the request axis is fixed), ``uirevision`` so that a re-render keeps
-    the zoom."""
+    time axis only (the request axis is fixed), ``uirevision`` (``revision``: the capture's
+    id) so that a re-render of the same capture keeps the zoom and another capture's does not."""
     from wirefall.ui.figures import waterfall_figure
 
     # milestone labels are staggered for the narrowest page (1200 px): a wider one only spreads them
@@ -175,10 +175,21 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
     if x_range and len(x_range) == 2 and all(isinstance(v, (int, float)) for v in x_range):
         fig.update_xaxes(range=list(x_range), autorange=False)
     if not for_export:
-        fig.update_layout(width=None, autosize=True, dragmode="zoom", uirevision=html_text(title or "waterfall"),
+        fig.update_layout(width=None, autosize=True, dragmode="zoom", uirevision=html_text(revision or title or "waterfall"),
                           clickmode="event", hoverlabel=dict(align="left", font=dict(family="monospace", size=11)))
         fig.update_yaxes(fixedrange=True)
     return fig
+
+
+def clamp_x_range(x_range: list | None, wf: Waterfall) -> list | None:
+    """A stored zoom (ms from the first packet) kept where it shows some of this capture's
+    time, cut to it (a range from a hand-edited address or an older capture: none)."""
+    if not x_range or len(x_range) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in x_range):
+        return None
+    a, b = float(x_range[0]), float(x_range[1])
+    end = max((wf.t_end - wf.t0) * 1000, max(((r.end - wf.t0) * 1000 for r in wf.rows), default=0.0), 1.0)
+    lo, hi = max(a, -0.05 * end), min(b, 1.05 * end)
+    return [lo, hi] if hi > lo else None
 
 
 def x_range_from_relayout(relayout: dict | None, previous: list | None = None) -> list | None:
@@ -365,6 +376,7 @@ CONNECTION_COLUMNS = [
     ("alpn_offered", "ALPN offered"), ("resumed", "resumed"), ("decrypted", "decrypted"), ("packets", "packets c→s / s→c"),
     ("bytes", "bytes c→s / s→c"), ("requests", "requests"), ("closed", "closed"), ("notes", "notes"),
 ]
+CONNECTION_NUMERIC = ("id", "start_ms", "duration_ms", "connect_ms", "tls_ms", "rtt_ms", "requests", "notes")
 
 
 def connections_figure(entry: Entry):
@@ -487,6 +499,13 @@ def bytes_by_content_figure(entry: Entry):
     fig.update_layout(barmode="group", title="Response bytes by content type", template="plotly_white", height=340,
                       yaxis_title="bytes", margin=dict(l=10, r=10, t=50, b=40))
     return fig
+
+
+HEADER_COLUMNS = [("connection", "connection"), ("protocol", "protocol"), ("endpoints", "endpoints"), ("req_wire", "req. wire"),
+                  ("req_decoded", "req. decoded"), ("req_reduction", "req. reduction"), ("resp_wire", "resp. wire"),
+                  ("resp_decoded", "resp. decoded"), ("resp_reduction", "resp. reduction"),
+                  ("rest_reduction", "reduction after the first block")]
+HEADER_NUMERIC = ("req_wire", "req_decoded", "resp_wire", "resp_decoded")
 
 
 def header_compression_rows(entry: Entry) -> list[dict]:
@@ -652,23 +671,198 @@ def packet_position(entry: Entry, numbers: list[int] | None, n: int) -> int | No
     return i if i < len(numbers) and numbers[i] == n else None
 
 
-def packet_page(entry: Entry, page: int, page_size: int = PAGE_SIZE, numbers: list[int] | None = None) -> tuple[list[dict], int]:
-    """One page of the packet list (0-based page) and the number of pages (``numbers``:
-    the packets a filter keeps)."""
-    from wirefall.analyzer.detail import packet_row, packet_rows
+# the Time column's formats (Wireshark's View → Time Display Format)
+TIME_FORMATS = {
+    "relative": "seconds since the first packet",
+    "absolute": "UTC date and time of day",
+    "delta": "seconds since the previous displayed packet",
+    "reference": "seconds since the time reference",
+}
+SORT_TEXT_LIMIT = 30_000  # packets shown: sorting by Source/Destination/Protocol/Info decodes each (≈ 5–30 k/s)
+ROW_CACHE = 4096  # packet rows kept per capture (a block is fetched again after a mark or a new time format)
+BLOCK_MAX = 1000  # rows in one answer to the grid (it asks for cacheBlockSize at a time)
 
+
+def _sort_keys(sort_model) -> list[tuple[str, bool]]:
+    """``[(column, descending)]`` of AG Grid's sort model (known columns only)."""
+    cols = {c for c, _ in PACKET_COLUMNS}
+    out = []
+    for m in sort_model or ():
+        if isinstance(m, dict) and m.get("colId") in cols and m.get("sort") in ("asc", "desc"):
+            out.append((m["colId"], m["sort"] == "desc"))
+    return out
+
+
+def time_value(entry: Entry, n: int, fmt: str, numbers: list[int] | None, refs: list[int]) -> float:
+    """Packet ``n``'s Time column as a number (seconds; absolute: since the epoch)."""
+    from bisect import bisect_left, bisect_right
+
+    ts = entry.analysis.index.ts
+    t = ts[n - 1]
+    if fmt == "absolute":
+        return t
+    if fmt == "delta":  # the previous displayed packet in capture order (Wireshark's frame.time_delta_displayed)
+        if numbers is None:
+            return t - ts[n - 2] if n > 1 else 0.0
+        i = bisect_left(numbers, n)
+        return t - ts[numbers[i - 1] - 1] if i > 0 else 0.0
+    if fmt == "reference" and refs:
+        i = bisect_right(refs, n)
+        if i > 0:
+            return t - ts[refs[i - 1] - 1]
+    return t - ts[0]
+
+
+def time_text(entry: Entry, n: int, fmt: str, numbers: list[int] | None, refs: list[int]) -> str:
+    if fmt == "reference" and n in refs:
+        return "*REF*"
+    v = time_value(entry, n, fmt, numbers, refs)
+    if fmt == "absolute":
+        import datetime as _dt
+
+        try:
+            d = _dt.datetime.fromtimestamp(v, _dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            return f"{v:.6f}"
+        return d.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return f"{v:.6f}"
+
+
+def packet_order(entry: Entry, numbers: list[int] | None, sort_model=None, time_format: str = "relative",
+                 refs: list[int] | None = None, expr: str = "") -> tuple[Any, str | None]:
+    """The packets shown (``numbers``: what the filter keeps, None: all) in the order of AG
+    Grid's sort model, and why a sort was not applied (None if it was).  Numeric columns
+    sort from the packet index; text columns decode every packet shown, up to
+    ``SORT_TEXT_LIMIT`` of them."""
     an = entry.analysis
-    n = an.packets if numbers is None else len(numbers)
-    pages = max(1, math.ceil(n / page_size))
-    page = min(max(int(page or 0), 0), pages - 1)
-    start = page * page_size + 1
-    if numbers is None:
-        rows = entry.memo(("packets", page, page_size), lambda: packet_rows(an, entry.source, start, start + page_size), keep=48)
-    else:
-        rows = [packet_row(an, entry.source, k) for k in numbers[page * page_size:(page + 1) * page_size]]
+    base = range(1, an.packets + 1) if numbers is None else numbers
+    keys = _sort_keys(sort_model)
+    if not keys:
+        return base, None
+    refs = sorted(refs or [])
+    tkey = (time_format, tuple(refs) if time_format == "reference" else ()) if any(c == "time" for c, _ in keys) else ()
+    memo_key = ("packet-order", (expr or "").strip(), tuple(keys), tkey)
+    note: list[str] = []
+
+    def make():
+        order = list(base)
+        idx = an.index
+        for col, desc in reversed(keys):  # stable sorts, last key first
+            if col == "no":
+                order.sort(reverse=desc)
+            elif col == "length":
+                order.sort(key=lambda k: idx.origlen[k - 1], reverse=desc)
+            elif col == "time":
+                order.sort(key=lambda k: time_value(entry, k, time_format, numbers, refs), reverse=desc)
+            else:
+                if len(order) > SORT_TEXT_LIMIT:
+                    note.append(f"not sorted by {dict(PACKET_COLUMNS)[col]}: that reads every packet shown, and {len(order):,} "
+                                f"are shown (at most {SORT_TEXT_LIMIT:,}); filter first")
+                    continue
+                text = _text_column(entry, col, base, expr)
+                order.sort(key=text.__getitem__, reverse=desc)
+        return order, ("; ".join(note) or None)
+
+    return entry.memo(memo_key, make, keep=48)
+
+
+def _text_column(entry: Entry, col: str, base, expr: str) -> dict[int, str]:
+    """packet -> its ``col`` text, for the packets shown (kept for the next sort)."""
+    from wirefall.analyzer.detail import packet_row
+
+    pos = [c for c, _ in PACKET_COLUMNS].index(col)
+    an, src = entry.analysis, entry.source
+    return entry.memo(("packet-text", (expr or "").strip(), col), lambda: {k: str(packet_row(an, src, k)[pos]) for k in base}, keep=48)
+
+
+def _row_tuple(entry: Entry, n: int) -> tuple:
+    """analyzer.detail.packet_row of packet ``n``, from a bounded per-capture cache."""
+    from wirefall.analyzer.detail import packet_row
+
+    cache = entry.memo(("packet-rows",), dict, keep=48)
+    r = cache.get(n)
+    if r is None:
+        r = packet_row(entry.analysis, entry.source, n)
+        with entry.lock:
+            cache[n] = r
+            while len(cache) > ROW_CACHE:
+                cache.pop(next(iter(cache)))
+    return r
+
+
+def colours_available() -> bool:
+    try:
+        return importlib.util.find_spec("wirefall.analyzer.colouring") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _colours(entry: Entry, nums: list[int]) -> list | None:
+    """Wireshark-style colouring rules (analyzer.colouring, when this version has it):
+    ``(rule name, fg, bg)`` per packet."""
+    if not colours_available():
+        return None
+    try:
+        mod = importlib.import_module("wirefall.analyzer.colouring")
+        out = list(mod.colours_for(entry.analysis, nums))
+    except Exception:  # noqa: BLE001 - rows without colours rather than no rows
+        return None
+    return out if len(out) == len(nums) else None
+
+
+_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+def packet_block(entry: Entry, order, start: int, end: int, numbers: list[int] | None = None, time_format: str = "relative",
+                 refs: list[int] | None = None, marked: list[int] | None = None, goto: int | None = None) -> list[dict]:
+    """Rows ``start`` .. ``end - 1`` of the packet list in ``order`` (what AG Grid's
+    infinite row model asks for): the columns, the Time in ``time_format``, and the
+    row's state — ``marked``, ``ref`` (a time reference), ``goto`` (the packet gone to),
+    ``bg``/``fg``/``colour`` (the colouring rule, when analyzer.colouring exists)."""
+    start = max(int(start or 0), 0)
+    end = min(max(int(end or 0), start), start + BLOCK_MAX, len(order))
+    nums = list(order[start:end])
+    refs = sorted(refs or [])
+    mk = set(marked or ())
     P = printable
-    return [{"no": r[0], "time": f"{r[1]:.6f}", "source": P(r[2]), "destination": P(r[3]), "protocol": P(r[4]), "length": r[5], "info": P(r[6])}
-            for r in rows], pages
+    rows = []
+    for k in nums:
+        r = _row_tuple(entry, k)
+        rows.append({"no": r[0], "time": time_text(entry, k, time_format, numbers, refs), "source": P(r[2]), "destination": P(r[3]),
+                     "protocol": P(r[4]), "length": r[5], "info": P(r[6]), "marked": k in mk, "ref": k in refs, "goto": k == goto})
+    cols = _colours(entry, nums)
+    for row, c in zip(rows, cols or ()):
+        if isinstance(c, (tuple, list)) and len(c) == 3 and all(isinstance(x, str) for x in c) and _COLOUR.match(c[1]) and _COLOUR.match(c[2]):
+            row["colour"], row["fg"], row["bg"] = printable(c[0]), c[1], c[2]
+    return rows
+
+
+def export_available() -> bool:
+    try:
+        return importlib.util.find_spec("wirefall.analyzer.pcapng_write") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def export_packets(entry: Entry, numbers: list[int], what: str) -> tuple[bytes, str]:
+    """The packets ``numbers`` as a pcapng file (with the key log's secrets in a Decryption
+    Secrets Block) through analyzer.pcapng_write, and its file name."""
+    import os
+    import tempfile
+
+    mod = importlib.import_module("wirefall.analyzer.pcapng_write")
+    fd, path = tempfile.mkstemp(prefix="wirefall-export-", suffix=".pcapng")
+    os.close(fd)
+    try:
+        mod.write_pcapng(entry.analysis, list(numbers), path, keys=True)
+        with open(path, "rb") as f:
+            data = f.read()
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return data, f"{safe_stem(entry.name)}-{what}.pcapng"
 
 
 def _tree(nodes, depth: int = 0):

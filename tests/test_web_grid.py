@@ -1,0 +1,390 @@
+"""The web app's tables (AG Grid) and the state a person expects it to keep, in headless
+Chromium (Playwright, as tests/test_web_newcomer.py): the packet list scrolls through a
+20,050-packet capture as one list (no pages, only the rows in view drawn), sorts by any
+column over the whole list, shows the Time column in Wireshark's formats (against tshark's
+-t), marks packets (Ctrl-M) and sets time references, paints the colouring rules' colours;
+the dropdown filters survive a reload; another capture does not inherit the zoom; the
+waterfall is drawn once when it first appears (a click right after lands)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from test_web_unit import H2, H2K, tshark_requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
+import ui_inputs  # noqa: E402
+import web_grid_inputs  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run"]
+MANY = 20_000
+SHOTS = Path("/tmp/wirefall-shots")
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
+pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
+              pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed"),
+              pytest.mark.skipif(not H2.exists(), reason="sample captures missing")]
+
+
+def _tshark(*args: str) -> str:
+    return subprocess.run(["tshark", *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import logging
+
+    from werkzeug.serving import make_server
+
+    from wirefall.ui.web import WebState, create_app
+
+    d = tmp_path_factory.mktemp("grid")
+    old_cache = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(d / "xdg")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    st = WebState(use_cache=False)
+    many = web_grid_inputs.many_packets(d, MANY)
+    ids = {
+        "good": st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng").id,
+        "many": st.add_file(str(many), [], name=many.name).id,
+        "cut": st.add_file(str(ui_inputs.truncated(d)), [str(H2K)], name="truncated-page-h2.pcapng").id,
+    }
+    for i in ids.values():
+        st.wait(i, 120)
+    app = create_app(st)
+    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    yield st, f"http://127.0.0.1:{srv.server_port}/", ids, many
+    srv.shutdown()
+    th.join(10)
+    st.close()
+    if old_cache is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old_cache
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def pg(browser):
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = ctx.new_page()
+    page.set_default_timeout(30_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    assert not errors, errors
+    ctx.close()
+
+
+ROWS = "#packets .ag-center-cols-container .ag-row"
+
+
+def _wait_text(pg, sel: str, text: str) -> None:
+    pg.wait_for_function("([s, t]) => { const e = document.querySelector(s); return e && e.innerText.includes(t); }", arg=[sel, text])
+
+
+def _cell(pg, index: int, col: str) -> str:
+    sel = f"{ROWS}[row-index='{index}'] [col-id='{col}']"
+    pg.wait_for_selector(sel)
+    return pg.inner_text(sel).strip()
+
+
+def _wait_cell(pg, index: int, col: str, text: str) -> None:
+    pg.wait_for_function("""([s, t]) => { const e = document.querySelector(s); return e && e.innerText.trim() === t; }""",
+                         arg=[f"{ROWS}[row-index='{index}'] [col-id='{col}']", text])
+
+
+def _in_view(pg, sel: str) -> bool:
+    return pg.evaluate("""s => { const e = document.querySelector(s); if (!e) return false;
+        const r = e.getBoundingClientRect(), v = document.querySelector('#packets .ag-body-viewport').getBoundingClientRect();
+        return r.height > 0 && r.top >= v.top - 1 && r.bottom <= v.bottom + 1; }""", sel)
+
+
+def _query(pg) -> dict:
+    from urllib.parse import parse_qs, urlsplit
+
+    return {k: v if len(v) > 1 else v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
+
+
+def _open_packets(pg, url: str, cid: str, total: int) -> None:
+    pg.goto(url + f"?capture={cid}&tab=packets")
+    _wait_text(pg, "#packet-filter-msg", f"{total:,} packets")
+    pg.wait_for_selector(f"{ROWS}[row-index='0'] [col-id='info']")
+
+
+def _tshark_lengths(path) -> dict[int, int]:
+    out = _tshark("-r", str(path), "-T", "fields", "-e", "frame.number", "-e", "frame.len")
+    return {int(a): int(b) for a, b in (line.split("\t") for line in out.splitlines())}
+
+
+def test_large_capture_scrolls_as_one_list(server, pg):
+    """20,050 packets: one list, no pages; only the rows in view (and a few around) are in
+    the page; Ctrl-End reaches the last packet (tshark's); go to packet 15000 scrolls there
+    and highlights it."""
+    st, url, ids, many = server
+    lens = _tshark_lengths(many)
+    total = len(lens)
+    assert total == MANY + 50
+    _open_packets(pg, url, ids["many"], total)
+    assert not pg.locator("#packets .ag-paging-panel").is_visible()  # no pager
+    drawn = pg.locator(ROWS).count()
+    assert 10 < drawn < 120, drawn
+    pg.click(f"{ROWS}[row-index='0'] [col-id='info']")
+    pg.keyboard.press("Control+End")
+    last = f"{ROWS}[row-index='{total - 1}']"
+    pg.wait_for_selector(last + " [col-id='no']")
+    _wait_cell(pg, total - 1, "no", str(total))
+    assert _cell(pg, total - 1, "length") == str(lens[total]) and _in_view(pg, last)
+    assert pg.locator(ROWS).count() < 120
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / "web-packets-last-of-20050.png"))
+    pg.fill("#packet-goto", "15000")
+    pg.keyboard.press("Enter")
+    row = f"{ROWS}[row-id='15000']"
+    pg.wait_for_selector(row + ".pkt-goto")
+    pg.wait_for_function("s => { const e = document.querySelector(s); const v = document.querySelector('#packets .ag-body-viewport')"
+                         ".getBoundingClientRect(); const r = e.getBoundingClientRect(); return r.top >= v.top && r.bottom <= v.bottom; }",
+                         arg=row)
+    assert pg.evaluate("s => getComputedStyle(document.querySelector(s)).backgroundColor", row) == "rgb(255, 224, 130)"
+    _wait_text(pg, "#packet-detail-title", "Packet 15000")
+    assert _query(pg)["pkt"] == "15000"
+
+
+def test_sort_by_any_column_over_the_whole_list(server, pg, monkeypatch):
+    """A click on Length sorts all 20,050 packets (smallest first, then the largest of the
+    capture first), as tshark's lengths order them; Protocol sorts page-h2 by name; a text
+    sort over more packets than it may decode says so and keeps the order."""
+    from wirefall.ui.web import views
+
+    st, url, ids, many = server
+    lens = _tshark_lengths(many)
+    _open_packets(pg, url, ids["many"], len(lens))
+    pg.click("#packets .ag-header-cell[col-id='length'] .ag-header-cell-label")
+    asc = sorted(lens, key=lambda n: (lens[n], n))
+    _wait_cell(pg, 0, "no", str(asc[0]))
+    assert [int(_cell(pg, i, "no")) for i in range(10)] == asc[:10]
+    assert [int(_cell(pg, i, "length")) for i in range(10)] == [lens[n] for n in asc[:10]]
+    pg.click("#packets .ag-header-cell[col-id='length'] .ag-header-cell-label")
+    desc = sorted(lens, key=lambda n: (-lens[n], n))
+    _wait_cell(pg, 0, "no", str(desc[0]))
+    assert [int(_cell(pg, i, "length")) for i in range(10)] == [lens[n] for n in desc[:10]]
+    # text columns: decoded for every packet shown, up to a bound
+    monkeypatch.setattr(views, "SORT_TEXT_LIMIT", 1000)
+    pg.click("#packets .ag-header-cell[col-id='info'] .ag-header-cell-label")
+    _wait_text(pg, "#packet-filter-msg", "not sorted by Info")
+    assert "at most 1,000" in pg.inner_text("#packet-sort-note")
+    _wait_cell(pg, 0, "no", "1")
+    # page-h2: by protocol, as tshark names them
+    _open_packets(pg, url, ids["good"], 75)
+    pg.click("#packets .ag-header-cell[col-id='protocol'] .ag-header-cell-label")
+    pg.wait_for_function(f"() => document.querySelector(\"{ROWS}[row-index='0'] [col-id='protocol']\").innerText.trim() === 'HTTP2'")
+    protos = _tshark("-r", str(H2), "-o", f"tls.keylog_file:{H2K}", "-T", "fields", "-e", "_ws.col.Protocol").split()
+    h2 = sum(1 for p in protos if p.startswith("HTTP2"))  # (tshark calls one HTTP2 packet HTTP2/JSON)
+    assert [_cell(pg, i, "protocol") for i in (0, h2 - 1, h2)] == ["HTTP2", "HTTP2", "TCP"]
+    shown = [_cell(pg, i, "protocol") for i in range(h2 + 5)]
+    assert shown == sorted(shown)
+
+
+def _choose_time(pg, label: str) -> None:
+    pg.click("#time-format")
+    pg.click(f"#time-format [role=option]:has-text('{label}'), .dash-dropdown-option:has-text('{label}')")
+    _wait_text(pg, "#time-format", label)
+
+
+def test_time_formats_time_reference_and_marks(server, pg):
+    """The Time column as tshark's -t ud (UTC date and time) and -t dd (delta from the
+    previous displayed packet, with a filter); a time reference on packet 25: it shows
+    *REF*, later packets count from it; Ctrl-M marks the selected packet (black, white
+    text), again unmarks it."""
+    st, url, ids, _ = server
+
+    def tshark_times(fmt: str, *extra: str) -> dict[int, str]:
+        out = _tshark("-r", str(H2), "-t", fmt, *extra, "-T", "fields", "-e", "frame.number", "-e", "_ws.col.Time")
+        return {int(a): b.strip() for a, b in (line.split("\t") for line in out.splitlines())}
+
+    _open_packets(pg, url, ids["good"], 75)
+    _choose_time(pg, "UTC date and time of day")
+    ud = tshark_times("ud")
+    pg.wait_for_function(f"t => document.querySelector(\"{ROWS}[row-index='0'] [col-id='time']\").innerText.trim().startsWith(t)",
+                         arg=ud[1][:19])
+    assert all(ud[i + 1].startswith(_cell(pg, i, "time")) and len(_cell(pg, i, "time")) == 26 for i in range(10))
+    assert _query(pg)["time"] == "absolute"
+    pg.fill("#packet-filter", "tcp.len > 0")
+    pg.keyboard.press("Enter")
+    _choose_time(pg, "since the previous displayed packet")
+    dd = tshark_times("dd", "-Y", "tcp.len > 0")
+    first = sorted(dd)
+    _wait_text(pg, "#packet-filter-msg", f"{len(dd)} of 75 packets match")
+    _wait_cell(pg, 1, "no", str(first[1]))
+    pg.wait_for_function(f"t => Math.abs(parseFloat(document.querySelector(\"{ROWS}[row-index='1'] [col-id='time']\").innerText) - t) < 2e-6",
+                         arg=float(dd[first[1]]))
+    for i in range(8):
+        assert abs(float(_cell(pg, i, "time")) - float(dd[first[i]])) < 2e-6
+    # a time reference on packet 25
+    pg.fill("#packet-filter", "")
+    pg.keyboard.press("Enter")
+    _choose_time(pg, "since the time reference")
+    _wait_cell(pg, 24, "no", "25")
+    pg.click(f"{ROWS}[row-index='24'] [col-id='info']")
+    pg.click("#btn-timeref")
+    _wait_text(pg, "#mark-msg", "packet 25: time reference set")
+    _wait_cell(pg, 24, "time", "*REF*")
+    rel = {k: float(v) for k, v in tshark_times("r").items()}
+    pg.wait_for_function(f"t => Math.abs(parseFloat(document.querySelector(\"{ROWS}[row-index='25'] [col-id='time']\").innerText) - t) < 2e-6",
+                         arg=rel[26] - rel[25])
+    assert abs(float(_cell(pg, 10, "time")) - rel[11]) < 2e-6  # before the reference: from the first packet
+    # Ctrl-M on the selected packet
+    row = f"{ROWS}[row-index='24']"
+    pg.click(row + " [col-id='info']")
+    pg.keyboard.press("Control+m")
+    _wait_text(pg, "#mark-msg", "packet 25 marked (1 marked)")
+    pg.wait_for_selector(row + ".pkt-marked")
+    style = pg.evaluate("s => { const c = getComputedStyle(document.querySelector(s)); return [c.backgroundColor, c.color]; }", row)
+    assert style == ["rgb(0, 0, 0)", "rgb(255, 255, 255)"]
+    pg.keyboard.press("Control+m")
+    _wait_text(pg, "#mark-msg", "packet 25 unmarked (0 marked)")
+    pg.wait_for_function("s => !document.querySelector(s).classList.contains('pkt-marked')", arg=row)
+    from wirefall.ui.web import views
+
+    if not views.export_available():  # (analyzer.pcapng_write is written on another branch)
+        assert pg.locator("#export-marked").is_disabled() and "pcapng_write" in (pg.get_attribute("#export-marked", "title") or "")
+
+
+def test_rows_painted_with_the_colouring_rules(server, browser, monkeypatch):
+    """With analyzer.colouring, each row has its rule's background and text colours."""
+    import types
+
+    from wirefall.ui.web import views
+
+    fake = types.ModuleType("wirefall.analyzer.colouring")
+    fake.colours_for = lambda an, nums: [("TCP", "#12272e", "#e7e6ff") if n % 2 else ("HTTP", "#12272e", "#e4ffc7")
+                                         for n in nums]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wirefall.analyzer.colouring", fake)
+    monkeypatch.setattr(views, "colours_available", lambda: True)
+    st, url, ids, _ = server
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    pg = ctx.new_page()
+    _open_packets(pg, url, ids["good"], 75)
+    pg.wait_for_function("s => getComputedStyle(document.querySelector(s)).backgroundColor !== 'rgb(255, 255, 255)'",
+                         arg=f"{ROWS}[row-index='2']", timeout=10_000)
+    got = pg.evaluate("""s => [0, 1, 2].map(i => { const c = getComputedStyle(document.querySelector(s + "[row-index='" + i + "']"));
+                                                   return [c.backgroundColor, c.color]; })""", ROWS)
+    assert got == [["rgb(231, 230, 255)", "rgb(18, 39, 46)"], ["rgb(228, 255, 199)", "rgb(18, 39, 46)"],
+                   ["rgb(231, 230, 255)", "rgb(18, 39, 46)"]]
+    ctx.close()
+
+
+def _pick(pg, dropdown_id: str, text: str) -> None:
+    for _ in range(3):
+        pg.click(f"#{dropdown_id}")
+        pg.keyboard.type(text, delay=20)
+        pg.wait_for_timeout(300)
+        pg.keyboard.press("Enter")
+        pg.keyboard.press("Escape")
+        try:
+            pg.wait_for_function("([id, t]) => (document.getElementById(id) || {innerText: ''}).innerText.includes(t)",
+                                 arg=[dropdown_id, text], timeout=5_000)
+            return
+        except playwright_api.TimeoutError:
+            continue
+    raise AssertionError(f"could not choose {text!r} in #{dropdown_id}")
+
+
+def _choose(pg, dropdown_id: str, text: str) -> None:
+    """Open a dropdown that has no search box and click the option."""
+    pg.click(f"#{dropdown_id}")
+    pg.click(f"[role=option]:has-text('{text}')")
+    _wait_text(pg, f"#{dropdown_id}", text)
+
+
+def test_dropdown_filters_survive_a_reload(server, pg):
+    st, url, ids, _ = server
+    truth = tshark_requests(H2, H2K)
+    css = sum(1 for r in truth.values() if (r.get("content_type") or "").startswith("text/css"))
+    assert css == 2
+    pg.goto(url + f"?capture={ids['good']}")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+    _pick(pg, "f-content", "css")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=css)
+    pg.wait_for_function("() => new URLSearchParams(location.search).get('content') === 'css'")
+    pg.reload()
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=css)
+    assert "css" in pg.inner_text("#f-content") and pg.inner_text("#shown-count") == f"{css} of {len(truth)} requests"
+    assert all("css" in t for t in pg.locator("#waterfall .ytick text").all_text_contents())
+
+
+def test_zoom_does_not_follow_to_another_capture(server, pg):
+    """Zoomed into page-h2, then another capture opened: its waterfall shows all its time
+    (from 0), the address has no zoom; back to page-h2: its zoom again."""
+    st, url, ids, _ = server
+    pg.goto(url + f"?capture={ids['good']}")
+    pg.wait_for_function("() => document.querySelectorAll('#waterfall .ytick text').length === 13")
+    for attempt in range(3):
+        pg.wait_for_timeout(300)
+        pg.evaluate("() => Plotly.relayout(document.querySelector('#waterfall .js-plotly-plot'), {'xaxis.range': [10, 60]})")
+        try:
+            pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'", timeout=5000)
+            break
+        except playwright_api.TimeoutError:
+            if attempt == 2:
+                raise
+    _choose(pg, "capture", "truncated-page-h2")
+    _wait_text(pg, "#status", "truncated-page-h2.pcapng: ")
+    pg.wait_for_function("c => new URLSearchParams(location.search).get('capture') === c", arg=ids["cut"])
+    pg.wait_for_function("() => { const gd = document.querySelector('#waterfall .js-plotly-plot');"
+                         " return gd && gd.layout && gd.layout.title && String(gd.layout.title.text || '').includes('truncated'); }")
+    pg.wait_for_timeout(500)
+    rng = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")
+    assert rng[0] == 0 and rng[1] > 100, rng
+    assert "x0" not in _query(pg)
+    _choose(pg, "capture", "c1: page-h2.pcapng")
+    pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'")
+
+
+def test_first_load_draws_the_waterfall_once(server, browser):
+    """The figure is drawn when it arrives and not again (dcc.Graph redrew it on the height
+    change from Plotly's 450 px default: twice within a second, a click in between lost);
+    a click right after it appears opens the request."""
+    st, url, ids, _ = server
+    truth = tshark_requests(H2, H2K)
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    pg = ctx.new_page()
+    relayouts: list[str] = []
+    pg.on("request", lambda r: relayouts.append(r.post_data or "") if "_dash-update-component" in r.url
+          and "relayoutData" in (r.post_data or "") else None)
+    pg.goto(url + f"?capture={ids['good']}")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+    pg.evaluate("""() => { window._draws = 0; document.querySelector('#waterfall .js-plotly-plot')
+                             .on('plotly_afterplot', () => { window._draws += 1; }); }""")
+    pg.wait_for_timeout(2500)
+    assert pg.evaluate("() => window._draws") == 0
+    assert not relayouts, relayouts  # no {"autosize": true} from a redraw
+    x, y = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+        const L = gd._fullLayout, r = gd.getBoundingClientRect(); let best = null;
+        for (const tr of gd._fullData) { if (tr.type !== 'bar') continue;
+            tr.y.forEach((yy, k) => { if (yy === 8 && (!best || tr.x[k] > best[1])) best = [tr.base[k], tr.x[k]]; }); }
+        return [r.left + L._size.l + L.xaxis.l2p(best[0] + best[1] / 2), r.top + L._size.t + L.yaxis.l2p(8)]; }""")
+    pg.mouse.click(x, y)
+    pg.wait_for_selector("#detail-title", timeout=10_000)
+    # the detail panel opening narrows the figure: that is a resize, and it is drawn again to fit
+    pg.wait_for_function("() => { const gd = document.querySelector('#waterfall .js-plotly-plot');"
+                         " return Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) < 1; }")
+    ctx.close()
