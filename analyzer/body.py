@@ -153,21 +153,32 @@ def view_bytes(data: bytes, content_type: str | None, *, truncated: bool = False
 
 def body_view(an: Analysis, ex: Exchange, direction: int = 1, budget: int = DISPLAY_BUDGET) -> BodyView:
     """The body of ``ex`` (``direction`` 1: the response, 0: the request), for display."""
-    from .objects import decode_body, exchange_body
+    return body_views(an, [(ex, direction)], budget)[(ex.id, direction)]
 
-    response = direction == 1
-    ctype = ex.content_type if response else ex.header("content-type", response=False)
-    coding = ex.content_encoding if response else ex.header("content-encoding", response=False)
-    expected = ex.response_body_bytes if response else ex.request_body_bytes
-    if not expected:
-        return BodyView("empty", mime=_mime(ctype), content_encoding=coding)
-    raw = exchange_body(an, ex, direction, max_bytes=WIRE_BUDGET)
-    if raw.error:
-        return BodyView("unavailable", mime=_mime(ctype), content_encoding=coding, error=raw.error, wire_size=expected)
-    parts: list[bytes] = []
-    res = decode_body(None if raw.compressed_frames else coding, [raw.data], parts.append, cap=budget)
-    data = b"".join(parts)
-    v = view_bytes(data, ctype, truncated=bool(res.capped or raw.truncated))
-    v.wire_size, v.content_encoding, v.decoded = raw.seen, coding, res.decoded
-    v.error = res.error
-    return v
+
+def body_views(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int = DISPLAY_BUDGET) -> dict[tuple[int, int], BodyView]:
+    """``body_view`` of several (exchange, direction) pairs, read again in one pass."""
+    from .objects import decode_body, exchange_bodies
+
+    raws = exchange_bodies(an, wanted, max_bytes=WIRE_BUDGET)
+    out: dict[tuple[int, int], BodyView] = {}
+    for ex, direction in wanted:
+        response = direction == 1
+        ctype = ex.content_type if response else ex.header("content-type", response=False)
+        coding = ex.content_encoding if response else ex.header("content-encoding", response=False)
+        expected = ex.response_body_bytes if response else ex.request_body_bytes
+        raw = raws[(ex.id, direction)]
+        if not expected:
+            out[(ex.id, direction)] = BodyView("empty", mime=_mime(ctype), content_encoding=coding)
+            continue
+        if raw.error:
+            out[(ex.id, direction)] = BodyView("unavailable", mime=_mime(ctype), content_encoding=coding, error=raw.error,
+                                               wire_size=expected)
+            continue
+        parts: list[bytes] = []
+        res = decode_body(None if raw.compressed_frames else coding, [raw.data], parts.append, cap=budget)
+        v = view_bytes(b"".join(parts), ctype, truncated=bool(res.capped or raw.truncated))
+        v.wire_size, v.content_encoding, v.decoded = raw.seen, coding, res.decoded
+        v.error = res.error
+        out[(ex.id, direction)] = v
+    return out

@@ -525,48 +525,72 @@ def _tcp_keys(an: Analysis, conn: Connection) -> set | None:
     return {(c[0], c[1], s[0], s[1]), (s[0], s[1], c[0], c[1])}
 
 
-CACHE_BODIES = 8  # bodies kept per analysis for the views
+CACHE_BODIES = 64  # bodies kept per analysis for the views (each at most max_bytes)
 
 
 def exchange_body(an: Analysis, ex: Exchange, direction: int = 1, max_bytes: int = 16 << 20) -> RawBody:
-    """The body of ``ex`` (``direction`` 1: response, 0: request) read again from the capture
-    (TCP: only its connection's packets are dissected; the whole capture when the first try
-    finds nothing, e.g. a TLS resumption that needs an earlier connection).  At most
-    ``max_bytes`` are kept.  Cached on the analysis (the last ``CACHE_BODIES``)."""
+    """The body of ``ex`` (``direction`` 1: response, 0: request); see ``exchange_bodies``."""
+    return exchange_bodies(an, [(ex, direction)], max_bytes)[(ex.id, direction)]
+
+
+def exchange_bodies(an: Analysis, wanted: list[tuple[Exchange, int]], max_bytes: int = 16 << 20) -> dict[tuple[int, int], RawBody]:
+    """The bodies of ``wanted`` ((exchange, direction) pairs; direction 1: the response, 0:
+    the request), read again from the capture in one pass that dissects only their TCP
+    connections' packets (and the UDP flows); a second pass over the whole capture for those
+    the first did not find (e.g. a TLS resumption that needs an earlier connection).  At
+    most ``max_bytes`` kept per body.  Cached on the analysis (the last ``CACHE_BODIES``)."""
     from collections import OrderedDict
 
     cache = an.__dict__.setdefault("_wf_bodies", OrderedDict())
-    ck = (ex.id, direction, max_bytes)
-    if ck in cache:
-        cache.move_to_end(ck)
-        return cache[ck]
-    if an.source != "capture" or not an.packets:
-        return RawBody(b"", 0, error="no capture behind this analysis (a browser log holds no bodies)")
-    expected = ex.request_body_bytes if direction == 0 else ex.response_body_bytes
-    if not expected:
-        return RawBody(b"", 0)
-    try:
-        conn = an.connections[ex.connection]
-    except IndexError:
-        return RawBody(b"", 0, error="no such connection")
-    key = _exchange_key(an, ex)
-    tries = [_tcp_keys(an, conn), None] if conn.transport == "tcp" else [None]
-    got: RawBody | None = None
-    for keys in tries:
-        first = conn.first_packet
-        col = BodyCollector(want=lambda c, first=first: c.first_packet == first, max_body=max_bytes)
-        try:
-            an2 = _collect_pass(an.path, col, keylog=an.keylog, tcp_keys=keys)
-        except (OSError, ValueError) as e:
-            return RawBody(b"", 0, error=f"cannot read the capture again: {_content.short(str(e))}")
-        ex2 = _find(an2, key)
-        b = col.resolve(an2).get((ex2.id, direction)) if ex2 is not None else None
-        if b is not None and b.seen:
-            got = RawBody(b"".join(col.read(b)), b.seen, b.truncated, b.compressed_frames)
-            break
-    if got is None:
-        got = RawBody(b"", 0, error="the body's bytes were not found again (not decrypted, or lost by the capture)")
-    cache[ck] = got
-    while len(cache) > CACHE_BODIES:
-        cache.popitem(last=False)
-    return got
+    out: dict[tuple[int, int], RawBody] = {}
+    todo: list[tuple[Exchange, int]] = []
+    for ex, d in wanted:
+        ck = (ex.id, d, max_bytes)
+        if ck in cache:
+            cache.move_to_end(ck)
+            out[(ex.id, d)] = cache[ck]
+        elif not (ex.request_body_bytes if d == 0 else ex.response_body_bytes):
+            out[(ex.id, d)] = RawBody(b"", 0)
+        elif an.source != "capture" or not an.packets:
+            out[(ex.id, d)] = RawBody(b"", 0, error="no capture behind this analysis (a browser log holds no bodies)")
+        elif not 0 <= ex.connection < len(an.connections):
+            out[(ex.id, d)] = RawBody(b"", 0, error="no such connection")
+        else:
+            todo.append((ex, d))
+    if todo:
+        conns = {ex.connection: an.connections[ex.connection] for ex, _ in todo}
+        keys: set | None = set()
+        for c in conns.values():
+            k = _tcp_keys(an, c) if c.transport == "tcp" else None
+            if k is None and c.transport == "tcp":
+                keys = None
+                break
+            if keys is not None and k:
+                keys |= k
+        firsts = {c.first_packet for c in conns.values()}
+        where = {(ex.id, d): _exchange_key(an, ex) for ex, d in todo}
+        tries = [keys, None] if keys is not None and any(c.transport == "tcp" for c in conns.values()) else [None]
+        for tk in tries:
+            left = [(ex, d) for ex, d in todo if (ex.id, d) not in out]
+            if not left:
+                break
+            col = BodyCollector(want=lambda c: c.first_packet in firsts, max_body=max_bytes)
+            try:
+                an2 = _collect_pass(an.path, col, keylog=an.keylog, tcp_keys=tk)
+            except (OSError, ValueError) as e:
+                for ex, d in left:
+                    out[(ex.id, d)] = RawBody(b"", 0, error=f"cannot read the capture again: {_content.short(str(e))}")
+                break
+            found = col.resolve(an2)
+            for ex, d in left:
+                ex2 = _find(an2, where[(ex.id, d)])
+                b = found.get((ex2.id, d)) if ex2 is not None else None
+                if b is not None and b.seen:
+                    out[(ex.id, d)] = RawBody(b"".join(col.read(b)), b.seen, b.truncated, b.compressed_frames)
+        for ex, d in todo:
+            got = out.setdefault((ex.id, d), RawBody(b"", 0, error="the body's bytes were not found again "
+                                                                  "(not decrypted, or lost by the capture)"))
+            cache[(ex.id, d, max_bytes)] = got
+        while len(cache) > CACHE_BODIES:
+            cache.popitem(last=False)
+    return out
