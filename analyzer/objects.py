@@ -20,14 +20,19 @@ ui/cli/tap-exportobject.c and ui/export_object_ui.c, checked against tshark on
 scripts/hostile/objects_inputs.py's capture of odd URLs): the last component of the request
 target (glib's ``g_path_get_basename``: trailing slashes dropped, "/" for a target of only
 slashes); the bytes ``<>:"/\\|?*`` and 0x01-0x1f written as ``%xx`` (lower-case hex); names
-over 255 bytes cut, keeping the extension (from the last dot); a name already written gets
-``(1)``, ``(2)`` … before its extension (up to 999, then the last is overwritten);
-``object<packet>`` for a body without a request.  Objects are written in the order of the
-packet that completed them (tshark's tap order), request bodies (POST uploads) included, as
-tshark writes them.  Where wirefall differs on purpose: "." and ".." (and the NUL byte) are
-escaped too (tshark would write to the directory itself), no file outside DIR is ever written
+over 255 bytes cut, keeping the extension (from the last dot); a name that exists in DIR
+(written by this export or there before, "." and ".." included) gets ``(1)``, ``(2)`` … before
+its extension: no file is ever replaced; ``object<packet>`` for a body without a request.
+Objects are written in the order of the packet that completed them (tshark's tap order),
+request bodies (POST uploads) included, as tshark writes them.
+
+Where wirefall differs on purpose: the NUL byte is escaped too; no file outside DIR is written
 and no symbolic link followed; pipelined HTTP/1.1 responses are named after their own request
-(tshark 4.0 names them after the last request sent on the connection).
+(tshark 4.0 names them after the last request sent on the connection); a body whose
+Content-Encoding does not decode is written as it came, with ``error`` saying so (tshark 4.0
+writes nothing); decoded output stops at ``body_decoded_bytes`` (64 MiB; ``--limit``), where
+tshark decodes without a bound; after 999 duplicates of a name the body is not written
+(tshark overwrites the last).
 """
 from __future__ import annotations
 
@@ -83,16 +88,13 @@ def _ext_at(name: bytes) -> int:
 
 def massage(name: bytes, dup: int = 0, maxlen: int = MAX_NAME) -> bytes:
     """eo_massage_str: forbidden bytes as %xx, cut to ``maxlen`` keeping the extension, and
-    ``(dup)`` before the extension when ``dup``.  Also "." and ".." (which tshark would
-    hand to the file system as the directory itself) are escaped."""
+    ``(dup)`` before the extension when ``dup``."""
     out = bytearray()
     for b in name:
         if b in _REJECT:
             out += b"%%%02x" % b
         else:
             out.append(b)
-    if bytes(out) in (b".", b".."):
-        out = bytearray(b"%2e" * len(out))
     if len(out) > maxlen:
         i = bytes(out).rfind(b".")
         if i >= 0:
@@ -125,20 +127,26 @@ def request_target(ex: Exchange) -> str | None:
 
 
 class Names:
-    """The names of one export, in order (tshark's ``saved_entries``)."""
+    """The names of one export, in order: taken when written before or present in the
+    directory (``exists(name)``), as tshark 4.0 tests each candidate on disk."""
 
-    def __init__(self) -> None:
+    def __init__(self, exists: Callable[[bytes], bool] | None = None) -> None:
         self.used: set[bytes] = set()
+        self.exists = exists
 
-    def take(self, base_name: bytes, raw: bytes | None = None) -> bytes:
-        """``base_name`` (the massaged name), or with the first free ``(N)``; ``raw`` is the
-        name before massaging (the suffix is placed from it, as tshark massages again)."""
+    def _taken(self, name: bytes) -> bool:
+        return name in self.used or (self.exists is not None and self.exists(name))
+
+    def take(self, base_name: bytes, raw: bytes | None = None) -> bytes | None:
+        """``base_name`` (the massaged name), or with the first free ``(N)`` (None after
+        ``MAX_DUPLICATES``); ``raw`` is the name before massaging (the suffix is placed from
+        it, as tshark massages again)."""
         count = 0
         name = base_name
-        while name in self.used:
+        while self._taken(name):
             count += 1
             if count >= MAX_DUPLICATES:
-                break
+                return None
             name = massage(raw, count) if raw is not None else _with_dup(base_name, count)
         self.used.add(name)
         return name
@@ -412,24 +420,19 @@ def _content_encoding(ex: Exchange, d: int) -> str | None:
     return ex.content_encoding if d == 1 else ex.header("content-encoding", response=False)
 
 
-def _write_new(dirfd: int, name: bytes, force: bool) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not force:
-        flags |= os.O_EXCL
+def _write_new(dirfd: int, name: bytes) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     return os.open(name, flags, 0o644, dir_fd=dirfd)
 
 
 def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, protocol: str | None = None,
-                   limits: dict | None = None, force: bool = False, keylog=None) -> ObjectsResult:
+                   limits: dict | None = None, keylog=None) -> ObjectsResult:
     """Write every HTTP body of the capture at ``path`` into ``out_dir`` (made if missing),
-    content-encoding undone, named as tshark names them (module docstring).  ``protocol``:
-    one of ``PROTOCOLS`` (None: all).  Without ``force``, ``out_dir`` must hold no file
-    (``FileExistsError``); with it, files of the same names are replaced (as tshark does)."""
+    content-encoding undone, named as tshark names them (module docstring: a file already
+    there is never replaced).  ``protocol``: one of ``PROTOCOLS`` (None: all)."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}: one of {', '.join(PROTOCOLS)}")
     os.makedirs(out_dir, exist_ok=True)
-    if not force and any(True for _ in os.scandir(out_dir)):
-        raise FileExistsError(f"{out_dir} is not empty (use --force to write into it anyway)")
     dirfd = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         with tempfile.TemporaryFile(prefix="wirefall-objects-") as spool:
@@ -439,7 +442,16 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
             exs = {e.id: e for e in an.exchanges}
             order = sorted(bodies.items(), key=lambda kv: (_complete_packet(exs[kv[0][0]], kv[0][1]), kv[0][0], kv[0][1]))
             cap = (limits or {}).get("body_decoded_bytes", _content.DEFAULT_CAP)
-            names = Names()
+            def exists(name: bytes) -> bool:
+                try:
+                    os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    return False
+                except OSError as e:  # a name too long for the file system is not taken (cut when opened)
+                    return e.errno != errno.ENAMETOOLONG
+                return True
+
+            names = Names(exists)
             out: list[BodyObject] = []
             conns = {c.id: c for c in an.connections}
             for (eid, d), b in order:
@@ -449,8 +461,15 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
                 pkt = _complete_packet(ex, d)
                 target = request_target(ex)
                 raw = basename(target.encode("utf-8", "surrogateescape")) if target is not None else b"object%d" % pkt
-                name = names.take(massage(raw), raw)
-                fd = _open_named(dirfd, name, force)
+                taken = names.take(massage(raw), raw)
+                if taken is None:
+                    out.append(BodyObject(name="", exchange=eid, direction=d, packet=pkt, protocol=ex.protocol, url=ex.url,
+                                          content_type=_content_type(ex, d), content_encoding=_content_encoding(ex, d),
+                                          wire_bytes=b.seen, size=0, decoded=False,
+                                          error=f"not written: {MAX_DUPLICATES} files of this name already"))
+                    continue
+                name = taken
+                fd = _open_named(dirfd, name)
                 budget = col._budget(conns[b.conn]) if b.conn in conns else None
                 with os.fdopen(fd, "wb") as f:
                     coding = _content_encoding(ex, d)
@@ -468,17 +487,17 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
     return ObjectsResult(out, an, out_dir)
 
 
-def _open_named(dirfd: int, name: bytes, force: bool) -> int:
-    """Open ``name`` in the directory for writing; a name the file system refuses as too long
-    is cut further (tshark would fail to write it)."""
+def _open_named(dirfd: int, name: bytes) -> int:
+    """Open ``name`` (new) in the directory for writing; a name the file system refuses as
+    too long is cut further (tshark would fail to write it)."""
     try:
-        return _write_new(dirfd, name, force)
+        return _write_new(dirfd, name)
     except OSError as e:
         if e.errno != errno.ENAMETOOLONG:
             raise
         i = _ext_at(name)
         ext = name[i:][-32:]
-        return _write_new(dirfd, name[: max(MAX_NAME - len(ext) - 8, 1)] + ext, force)
+        return _write_new(dirfd, name[: max(MAX_NAME - len(ext) - 8, 1)] + ext)
 
 
 # --------------------------------------------------------------------------- one body

@@ -454,10 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wirefall.ui.cli_objects import cmd_objects
 
     sp = add("objects", cmd_objects, "write every HTTP request and response body to DIR, content-encoding undone, "
-                                     "named as tshark --export-objects names them")
+                                     "named as tshark --export-objects names them (a file there is never replaced)")
     sp.add_argument("-o", "--output", required=True, metavar="DIR")
     sp.add_argument("--protocol", choices=["http", "http2", "http3", "spdy"], help="only this protocol's bodies (default: all)")
-    sp.add_argument("--force", action="store_true", help="write into DIR even if it holds files (same names are replaced)")
     add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
     sp = add("tui", cmd_tui, "open the terminal UI", json_=False)
     sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")

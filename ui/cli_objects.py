@@ -11,8 +11,7 @@ def cmd_objects(args) -> int:
     from wirefall.analyzer.objects import export_objects
     from wirefall.ui.cli import _dump, limits_of
 
-    res = export_objects(args.file, args.output, keylogs=args.keylog, protocol=args.protocol, limits=limits_of(args),
-                         force=args.force)
+    res = export_objects(args.file, args.output, keylogs=args.keylog, protocol=args.protocol, limits=limits_of(args))
     for w in res.analysis.warnings:
         print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
     if args.json:
