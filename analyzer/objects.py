@@ -206,13 +206,16 @@ class BodyCollector:
             n = self.max_body - b.size
             b.truncated = f"kept the first {self.max_body} bytes"
         budget = self._budget(conn)
-        if budget is not None and not budget.take(n):
-            room = budget.room()
-            if room and budget.take(room):
+        if budget is not None:
+            room = 0 if budget.hit else budget.room()
+            if n > room:
+                if room:
+                    budget.take(room)
+                budget.take(n - room)  # refused: marks the budget (and the report) as hit
                 n = room
+                b.truncated = f"budget {BUDGET} ran out (raise it with --limit {BUDGET}=N or {BUDGET}_capture=N)"
             else:
-                n = 0
-            b.truncated = f"budget {BUDGET} ran out (raise it with --limit {BUDGET}=N or {BUDGET}_capture=N)"
+                budget.take(n)
         if n <= 0:
             return
         data = bytes(data[:n])
