@@ -124,7 +124,7 @@ def view_bytes(data: bytes, content_type: str | None, *, truncated: bool = False
         return v
     if _is_json(mime) and not truncated:
         try:
-            obj = json.loads(data.decode("utf-8-sig"))
+            obj = json.loads(data.decode("utf-8-sig"), strict=False)  # control characters in strings: shown escaped
         except (ValueError, UnicodeDecodeError, RecursionError):
             pass
         else:
