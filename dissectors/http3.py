@@ -28,6 +28,7 @@ boundaries are unknown): its bytes are counted (``mid_streams``), not parsed.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
 
@@ -289,7 +290,7 @@ class Http3Dissector:
         self.stream_types: dict[tuple[int, int], str] = {}
         self.errors: list[tuple[int, str]] = []  # (packet, message)
         self.out: list[H3Frame] = []
-        self.data_sink = None  # callable(direction, stream_id, payload bytes) for DATA frames; None: counted only
+        self.data_sink: Callable | None = None  # (direction, stream_id, payload) for each DATA payload; None: counted only
 
     # -- public ---------------------------------------------------------------------
     def stream_data(self, direction: int, stream_id: int, data, packet: int, fin: bool = False,

@@ -80,7 +80,7 @@ def test_view_bytes_rules():
     assert view_bytes(b"{bad json", "application/json").kind == "text"
     assert view_bytes(b"a\r\nb\tc", "text/plain").text == "a\nb\\tc"
     assert view_bytes(bytes(range(256)), None).kind == "hex"
-    assert view_bytes("plain words".encode(), None).kind == "text"
+    assert view_bytes(b"plain words", None).kind == "text"
     deep = b"[" * 100_000 + b"]" * 100_000
     assert view_bytes(deep, "application/json").kind == "text"  # too deep for json: shown as text, no crash
     assert view_bytes("é".encode("latin-1"), "text/plain; charset=iso-8859-1").text == "é"

@@ -12,15 +12,15 @@ def cmd_objects(args) -> int:
     from wirefall.ui.cli import _dump, limits_of
 
     res = export_objects(args.file, args.output, keylogs=args.keylog, protocol=args.protocol, limits=limits_of(args))
-    for w in res.analysis.warnings:
-        print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
+    for warning in res.analysis.warnings:
+        print(f"wirefall: warning: {printable(warning)}", file=sys.stderr)
     if args.json:
         _dump([o.to_dict() for o in res.objects])
     else:
-        w = sys.stdout.write
+        write = sys.stdout.write
         for o in res.objects:
             note = "; ".join(x for x in (o.error, o.truncated) if x)
-            w(f"{o.packet:>7} {'req' if o.direction == 0 else 'resp'} {o.size:>10} {printable(o.name)}  "
+            write(f"{o.packet:>7} {'req' if o.direction == 0 else 'resp'} {o.size:>10} {printable(o.name)}  "
               f"{printable(o.url or '')}{'  [' + printable(note) + ']' if note else ''}\n")
     short = [o for o in res.objects if o.truncated]
     print(f"wrote {len(res.objects)} objects to {printable(args.output)}"
