@@ -28,6 +28,7 @@ boundaries are unknown): its bytes are counted (``mid_streams``), not parsed.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
 
@@ -289,6 +290,7 @@ class Http3Dissector:
         self.stream_types: dict[tuple[int, int], str] = {}
         self.errors: list[tuple[int, str]] = []  # (packet, message)
         self.out: list[H3Frame] = []
+        self.data_sink: Callable | None = None  # (direction, stream_id, payload) for each DATA payload; None: counted only
 
     # -- public ---------------------------------------------------------------------
     def stream_data(self, direction: int, stream_id: int, data, packet: int, fin: bool = False,
@@ -430,6 +432,8 @@ class Http3Dissector:
                 take = min(st.need, n - pos)
                 if st.payload is not None:
                     st.payload += mv[pos : pos + take]
+                elif cur.code == 0 and take and self.data_sink is not None:
+                    self.data_sink(d, sid, mv[pos : pos + take])
                 cur.packet = packet  # the last packet with its bytes, should the capture end here
                 pos += take
                 st.need -= take

@@ -130,6 +130,22 @@ EXPRESSIONS = [
     "tcp.payload contains \"HTTP\"",
     "not tls and tcp.len > 0",
     "tcp.port == 443 or udp.port == 443 and frame.number < 20",
+    # tcp.analysis (analyzer/tcp_analysis.py through analyzer/fields/tcp.py)
+    "tcp.analysis.flags",
+    "tcp.analysis.flags && !tcp.analysis.window_update",
+    "tcp.analysis.retransmission",
+    "tcp.analysis.fast_retransmission",
+    "tcp.analysis.spurious_retransmission",
+    "tcp.analysis.out_of_order",
+    "tcp.analysis.lost_segment",
+    "tcp.analysis.ack_lost_segment",
+    "tcp.analysis.duplicate_ack",
+    "tcp.analysis.duplicate_ack_num >= 2",
+    "tcp.analysis.duplicate_ack_frame",
+    "tcp.analysis.window_update",
+    "tcp.analysis.window_full || tcp.analysis.zero_window",
+    "tcp.analysis.keep_alive || tcp.analysis.keep_alive_ack",
+    "tcp.analysis.reused_ports",
     # udp
     "udp",
     "udp.port == 443",
@@ -376,8 +392,8 @@ def test_unknown_field_is_exit_2_with_the_closest_name():
     assert "unknown field 'nosuchfield'" in r.stderr and "at column 1" in r.stderr
     r = _cli("requests", str(H2[0]), "-Y", "tcp.port == 443", expect=2)
     assert "tcp.port is a packet field" in r.stderr
-    r = _cli("packets", str(H2[0]), "-Y", "tcp.analysis.ack_rtt", expect=2)
-    assert "not yet supported" in r.stderr
+    r = _cli("packets", str(H2[0]), "-Y", "tcp.analysis.ack_rtt > 0.1", expect=2)
+    assert "not computed by wirefall" in r.stderr
 
 
 def test_errors_name_the_field_and_column():

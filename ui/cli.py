@@ -14,7 +14,7 @@ from collections.abc import Set
 
 from wirefall.analyzer.safetext import printable, printable_lines
 
-COMMANDS = ("summary", "packets", "frames", "requests", "stats", "expert", "export", "crosscheck", "tui", "web", "compare", "lab", "capture", "batch")
+COMMANDS = ("summary", "packets", "frames", "requests", "stats", "expert", "export", "objects", "crosscheck", "tui", "web", "compare", "lab", "capture", "batch")
 
 
 class UsageError(Exception):
@@ -195,6 +195,10 @@ def cmd_packets(args) -> int:
     src = PacketSource(args.file)
     try:
         shown = filter_packets(an, src, pred)
+        if args.write:  # -w OUT: as tshark -w (ui/cli_objects.py)
+            from wirefall.ui.cli_objects import write_packets
+
+            return write_packets(args, an, src, shown)
         rows = (packet_row(an, src, n) for n in shown)
         if args.json:
             conn = an.index.conn
@@ -511,7 +515,11 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
 
     add("summary", cmd_summary, "capture totals and one row per connection")
-    add("packets", cmd_packets, "Wireshark-style packet list", filt=True)
+    sp = add("packets", cmd_packets, "Wireshark-style packet list", filt=True)
+    sp.add_argument("-w", "--write", metavar="OUT.pcapng", help="write the packets shown to a pcapng file (as tshark -w), "
+                                                                "with the TLS/QUIC keys they need in a Decryption Secrets Block")
+    sp.add_argument("--no-keys", action="store_true", help="with -w: no Decryption Secrets Block")
+    sp.add_argument("--force", action="store_true", help="with -w: overwrite OUT if it exists")
     add("frames", cmd_frames, "one row per protocol frame (HTTP/2, SPDY, QUIC, HTTP/3, TLS records, HTTP/1 messages)", filt=True)
     add("requests", cmd_requests, "one row per request/response exchange", filt=True)
     add("stats", cmd_stats, "packet, byte and header-compression statistics")
@@ -525,6 +533,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
     sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
     sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
+    from wirefall.ui.cli_objects import cmd_objects
+
+    sp = add("objects", cmd_objects, "write every HTTP request and response body to DIR, content-encoding undone, "
+                                     "named as tshark --export-objects names them (a file there is never replaced)")
+    sp.add_argument("-o", "--output", required=True, metavar="DIR")
+    sp.add_argument("--protocol", choices=["http", "http2", "http3", "spdy"], help="only this protocol's bodies (default: all)")
     add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
     sp = add("tui", cmd_tui, "open the terminal UI (on FILE, or on a live capture with -i IFACE)", json_=False, file=False)
     sp.add_argument("file", metavar="FILE", nargs="?", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog)")

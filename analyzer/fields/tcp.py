@@ -1,10 +1,12 @@
 """``tcp``: TCP header, with tshark's relative sequence numbers, calculated window and
-stream numbers, and tshark's ``tcp.analysis.*`` flags (``analyzer.tcp_analysis``: retransmissions,
-duplicate ACKs, window problems; the pass runs as far as the packet asked for)."""
+stream numbers; ``tcp.analysis.*`` (retransmissions, duplicate ACKs, window problems, the
+initial RTT) from analyzer/tcp_analysis.py, computed on first use as far as the packet asked
+about.  The analysis fields that need the unacknowledged-segment timing (ack_rtt,
+acks_frame, bytes_in_flight, push_bytes_sent, rto) are not computed: naming one is an error."""
 from __future__ import annotations
 
 from ._util import packet_field as P
-from .types import BOOL, BYTES, NONE, PROTO, UINT, Protocol
+from .types import BOOL, BYTES, FLOAT, NONE, PROTO, UINT, Protocol
 
 
 def _t(pv):
@@ -98,39 +100,66 @@ def _flag(bit):
 
 
 def _ta(pv):
-    """The TCP analysis, run at least to this packet (in steps: a filter walks the packets in order)."""
-    from wirefall.analyzer.tcp_analysis import tcp_analysis
-
-    an = pv.ctx.an
-    ta = an.__dict__.get("_wf_tcp_analysis")
+    """The capture's TcpAnalysis, run at least as far as this packet (None: not TCP)."""
+    if pv.layers.tcp is None:
+        return None
+    cache = pv.ctx.cache
+    ta = cache.get("tcp_analysis")
     if ta is None or ta.packets < pv.n:
-        ta = tcp_analysis(an, pv.ctx.source, pv.n + 0xFFF)
+        from wirefall.analyzer.tcp_analysis import tcp_analysis
+
+        ta = cache["tcp_analysis"] = tcp_analysis(pv.ctx.an, pv.ctx.source, upto=pv.n + 0xFFF)  # in steps: a filter walks the packets in order
     return ta
 
 
 def _analysis_flag(name):
-    from wirefall.analyzer.tcp_analysis import FIELDS as TA_FIELDS
-
-    mask = TA_FIELDS[name]
-
     def get(pv):
-        fl = _ta(pv).flags
-        n = pv.n
-        return [True] if n <= len(fl) and fl[n - 1] & mask else []
+        ta = _ta(pv)
+        return [True] if ta is not None and ta.has(pv.n, name) else []
     return get
 
 
 def _dupack(i):
     def get(pv):
-        d = _ta(pv).dupack.get(pv.n)
-        return [d[i]] if d is not None else []
+        ta = _ta(pv)
+        hit = ta.dupack.get(pv.n) if ta is not None else None
+        return [hit[i]] if hit is not None else []
     return get
 
 
-_ANALYSIS = ["retransmission", "fast_retransmission", "spurious_retransmission", "out_of_order", "lost_segment", "ack_lost_segment",
-             "duplicate_ack", "zero_window", "zero_window_probe", "zero_window_probe_ack", "window_full", "keep_alive",
-             "keep_alive_ack", "window_update", "reused_ports", "flags"]
-_NOT_COMPUTED = "is not yet supported (it needs the timing of each unacknowledged segment: docs/TCP_ANALYSIS.md)"
+def _initial_rtt(pv):
+    ta = _ta(pv)
+    r = ta.initial_rtt(pv.n) if ta is not None else None
+    return [r] if r is not None else []
+
+
+def _analysis_fields():
+    from wirefall.analyzer.tcp_analysis import EXPERT, FIELDS, NAMES
+
+    out = []
+    for name in FIELDS:
+        bit = next((b for b, n in NAMES.items() if n == name), None)
+        desc = EXPERT[bit][1] if bit in EXPERT else (
+            "any TCP analysis flag (the expert items)" if name == "tcp.analysis.flags" else name.rsplit(".", 1)[1].replace("_", " "))
+        if name == "tcp.analysis.retransmission":
+            desc += " (fast and spurious retransmissions too, as in tshark)"
+        out.append(P(name, NONE, _analysis_flag(name), desc))
+    out += [
+        P("tcp.analysis.duplicate_ack_num", UINT, _dupack(0), "this duplicate ACK's number (#N)"),
+        P("tcp.analysis.duplicate_ack_frame", UINT, _dupack(1), "the frame this duplicate ACK duplicates"),
+        P("tcp.analysis.initial_rtt", FLOAT, _initial_rtt, "the conversation's initial RTT (SYN to the ACK of SYN/ACK), seconds",
+          note="on every packet of the conversation from the one that measured it; tshark shows it only on packets with "
+               "other SEQ/ACK analysis (an ACK of new data, a flag, bytes in flight), e.g. not on a FIN that acknowledges nothing new"),
+    ]
+    why = "not computed by wirefall's TCP analysis (it needs the unacknowledged segments' timing)"
+    out += [P(f"tcp.analysis.{n}", t, lambda pv: [], why, unsupported=f"tcp.analysis.{n} is {why}")
+            for n, t in (("ack_rtt", FLOAT), ("acks_frame", UINT), ("bytes_in_flight", UINT), ("push_bytes_sent", UINT),
+                         ("rto", FLOAT), ("rto_frame", UINT))]
+    out.append(P("tcp.analysis", NONE, lambda pv: [], "SEQ/ACK analysis tree",
+                 unsupported="tcp.analysis (the SEQ/ACK analysis tree itself) is not a filter field in wirefall; "
+                             "use tcp.analysis.flags or one of its flags"))
+    return out
+
 
 FLAGS = [("fin", 0x001, "FIN"), ("syn", 0x002, "SYN"), ("reset", 0x004, "RST"), ("push", 0x008, "PSH"), ("ack", 0x010, "ACK"),
          ("urg", 0x020, "URG"), ("ece", 0x040, "ECN-Echo"), ("cwr", 0x080, "CWR"), ("ae", 0x100, "Accurate ECN (was NS)")]
@@ -156,9 +185,5 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.checksum", UINT, _f(7), "checksum", size=2),
     P("tcp.urgent_pointer", UINT, _f(8), "urgent pointer", size=2),
     P("tcp.payload", BYTES, _payload, "payload bytes"),
-    *[P(f"tcp.analysis.{n}", NONE, _analysis_flag(f"tcp.analysis.{n}"), f"TCP analysis: {n.replace('_', ' ')} (as tshark flags it)")
-      for n in _ANALYSIS],
-    P("tcp.analysis.duplicate_ack_num", UINT, _dupack(0), "TCP analysis: number of this duplicate ACK"),
-    P("tcp.analysis.duplicate_ack_frame", UINT, _dupack(1), "TCP analysis: the frame this ACK duplicates"),
-], unsupported_prefixes={f"tcp.analysis.{n}": f"tcp.analysis.{n} {_NOT_COMPUTED}"
-                         for n in ("acks_frame", "ack_rtt", "initial_rtt", "bytes_in_flight", "push_bytes_sent", "rto", "rto_frame")})
+    *_analysis_fields(),
+])

@@ -61,6 +61,8 @@ DEFAULT_LIMITS = {
     "header_decoded_bytes_capture": 128 << 20,  # tiny distinct fields cost ~4.5 bytes of model per unit
     "quic_frames_listed": 10_000,  # data-free QUIC frames listed one by one per connection (then counted)
     "quic_frames_listed_capture": 100_000,
+    "object_bytes": 512 << 20,  # body bytes kept by `wirefall objects` / the body view (analyzer/objects.py), per connection
+    "object_bytes_capture": 2 << 30,
     "keylog_bytes": 64 << 20,  # key-log text read, all key logs of one analysis together (analyzer/keylog.py)
     "keylog_lines": 1_000_000,
 }
@@ -85,6 +87,9 @@ class Context:
         self._tp = 0  # last packet asked for, and its time: frames of one packet share one float
         self._tv = 0.0
         self._budgets: dict[tuple[str, int], Budget] = {}  # (name, conn id or CAPTURE_ID)
+        # body bytes after transfer framing, for the objects export and body view
+        # (analyzer/objects.py): sink(conn, exchange or HTTP/3 stream id, direction, data); None: not kept
+        self.body_sink: Any = None
 
     def budget(self, name: str, conn: Connection | None = None) -> Budget:
         """The budget ``name`` of ``conn`` (charging the capture's too), or the capture's.

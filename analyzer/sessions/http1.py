@@ -103,6 +103,12 @@ class Http1Session:
                     dec = self.bodies.get(id(ev.head))
                     if dec is not None:
                         dec.feed(ev.data)
+                if self.ctx.body_sink is not None:  # (analyzer/objects.py)
+                    h = ev.head
+                    ex = self.ex.get(id(h)) if ev.direction == 0 else (
+                        self.ex.get(id(h.request)) if h.request is not None else None) or self.orphans.get(id(h))
+                    if ex is not None:
+                        self.ctx.body_sink(self.conn, ex, ev.direction, ev.data)
             elif type(ev) is H1End:
                 self._end(ev)
         self._notes()

@@ -213,6 +213,8 @@ class H2Session:
             st = self._stream(sid)
             ex = st.ex
             ex.frames += 1
+            if self.ctx.body_sink is not None and f.data:  # (analyzer/objects.py)
+                self.ctx.body_sink(self.conn, ex, f.direction, f.data)
             if f.direction == 0:
                 ex.request_body_bytes += f.data_length
                 if f.flags & 1:

@@ -461,6 +461,7 @@ class QuicSession:
         conn.quic.alpn_inferred = True
         h3 = self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
                                       budget=self.ctx.budget("header_decoded_bytes", conn), lenient=True)
+        self._tap_h3()
         self.ctx.note(conn, f"packet {packet}: " + INFERRED_NOTE.format(why=why))
         if self.infer_dropped:
             self.ctx.note(conn, f"packet {packet}: {self.infer_dropped} bytes of stream data before it were not kept "
@@ -537,8 +538,15 @@ class QuicSession:
             if self.h3 is None:
                 self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
                                          budget=self.ctx.budget("header_decoded_bytes", conn))
+                self._tap_h3()
 
     # -- HTTP/3 ---------------------------------------------------------------------------
+    def _tap_h3(self) -> None:
+        """DATA payloads to ``ctx.body_sink`` by stream id (analyzer/objects.py), if one is set."""
+        sink, conn = self.ctx.body_sink, self.conn
+        if sink is not None and self.h3 is not None:
+            self.h3.data_sink = lambda d, sid, data: sink(conn, sid, d, bytes(data))
+
     def _h3(self, frames):
         ctx = self.ctx
         conn = self.conn

@@ -412,6 +412,8 @@ class SpdySession:
             return
         ex = st.ex
         ex.frames += 1
+        if self.ctx.body_sink is not None and f.data:  # (analyzer/objects.py)
+            self.ctx.body_sink(self.conn, ex, direction, f.data, bool((f.fields or {}).get("compressed")))
         if direction == 0:
             ex.request_body_bytes += n
             if f.flags & FLAG_FIN:

@@ -53,6 +53,7 @@ HELP = """\
 
 [b]Packets[/b]
   F                 follow the stream (frames of the selected packet's stream, or its connection)
+  W                 write the packets shown (filtered or all) to CAPTURE-displayed.pcapng, keys in a DSB
   d / b             focus the detail tree / the bytes pane
   x                 bytes pane: next source (Frame, then each Decrypted TLS record / QUIC packet on the packet)
   in the tree       ↑ ↓ select a field (its bytes are highlighted), → expand, ← collapse (or go to
@@ -247,6 +248,7 @@ class WirefallApp(App):
         Binding("b", "focus_bytes", "Bytes", show=False),
         Binding("x", "bytes_tab", "Bytes tab", show=False),
         Binding("C", "compare", "Compare", show=False),
+        Binding("W", "write_displayed", "Write shown packets", show=False),
         Binding("escape", "escape", "Back", show=False),
         Binding("less_than_sign", "resize('bytes', -4)", "Narrow bytes", show=False),
         Binding("greater_than_sign", "resize('bytes', 4)", "Widen bytes", show=False),
@@ -1006,6 +1008,11 @@ class WirefallApp(App):
         self.notify(f"{self.search_text!r} not found", severity="warning")
 
     # ------------------------------------------------------------ misc
+    def action_write_displayed(self) -> None:
+        from .body import write_displayed  # (ui/tui/body.py)
+
+        write_displayed(self)
+
     def action_help(self) -> None:
         self._hide_hint()
         self.push_screen(HelpScreen())
@@ -1116,7 +1123,7 @@ def filter_packets(an, source, pred, expr: str):
     return matching(an, source, pred if getattr(pred, "scope", None) == "packets" else expr)
 
 
-def follow_items(an, cid: int, stream_id, ex, whole_connection: bool) -> list:
+def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True) -> list:
     """Lines of the Follow view: one per frame (value = its packet) with its headers and
     fields indented below."""
     from wirefall.analyzer.detail import flag_names, frame_summary
@@ -1144,7 +1151,9 @@ def follow_items(an, cid: int, stream_id, ex, whole_connection: bool) -> list:
             items.append((printable(f"{'':32}{k}: {v}"), DEFAULT_STYLE, f.packet))
     if not items:
         items.append(("no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)", DEFAULT_STYLE, None))
-    return items
+    from .body import with_bodies  # each message's content after its last frame (ui/tui/body.py)
+
+    return with_bodies(an, items, cid, stream_id, ex, whole_connection) if bodies else items
 
 
 def request_text(an, e, r) -> Text:
@@ -1188,11 +1197,14 @@ def request_text(an, e, r) -> Text:
     for k, v in e.response_headers:
         t.append(f"  {P(k)}: ", style="#ffd787")
         t.append(f"{P(v)}\n")
+    from .body import body_text  # request and response bodies (ui/tui/body.py)
+
+    t.append_text(body_text(an, e))
     if r.markers:
         h("Markers")
         for m in r.markers:
             t.append(P(f"  {m.kind}: {m.label}" + (f" (packet {m.packet})" if m.packet else "")) + "\n")
-    items = follow_items(an, e.connection, e.stream_id, e, False)
+    items = follow_items(an, e.connection, e.stream_id, e, False, bodies=False)
     h(f"Frames of this stream ({sum(1 for i in items if i[1] is not DEFAULT_STYLE)})")
     for line, st, _ in items[:2000]:
         t.append(line + "\n", style=st)

@@ -306,6 +306,8 @@ def request_detail(entry: Entry, exchange_id: int | None):
     markers = []
     if row is not None and row.markers:
         markers = [html.H4("Events"), html.Ul([html.Li(printable(m.label) + (f" (packet {m.packet})" if m.packet else "")) for m in row.markers[:50]])]
+    from .body import body_section  # request and response bodies (ui/web/body.py)
+
     return html.Div([
         html.H3(title, id="detail-title"),
         _kv_table(facts),
@@ -325,6 +327,7 @@ def request_detail(entry: Entry, exchange_id: int | None):
                                               for a, b, c, d in packets])], className="grid", id="detail-packets")], className="col"),
         ], className="cols"),
         *markers,
+        *body_section(an, e),
         html.H4(f"Frames ({len(frames)})"),
         html.Table([html.Thead(html.Tr([html.Th(h) for h in ("packet", "from packet", "ms", "dir", "type", "flags", "length", "error")])),
                     html.Tbody(frame_rows)], className="grid", id="detail-frames"),

@@ -1,0 +1,184 @@
+"""A request's or response's body for display: typed, decoded, bounded, inert.
+
+``body_view(analysis, exchange, direction=1)`` reads the body again from the capture
+(``analyzer.objects.exchange_body``: only its connection's packets are dissected), undoes the
+Content-Encoding (``analyzer.objects.decode_body``, at most ``DISPLAY_BUDGET`` decoded bytes
+kept) and returns a ``BodyView``:
+
+- ``kind`` "json": the body parsed as JSON and pretty-printed (2-space indent), when the
+  content type says JSON (``application/json``, ``*+json``) and the whole body fits;
+- "text": a textual content type (``text/*``, JavaScript, XML, form data, SVG) or bytes that
+  decode as UTF-8 with few control characters;
+- "image": a raster image type (PNG, JPEG, GIF, WebP, AVIF, BMP, ICO) whose whole body is
+  kept: ``data`` and ``mime`` (the web app shows it as a ``data:`` URL);
+- "hex": anything else, as ``tshark -x`` lines of the first ``HEX_BYTES`` bytes;
+- "empty" (no body) and "unavailable" (``error`` says why: not decrypted, a browser log…).
+
+``text`` is always safe to print: control, bidi and surrogate characters are escaped
+(``analyzer.safetext.printable``; line breaks kept, CRLF shown as a line break), and at most
+``TEXT_CHARS`` characters are kept (``truncated`` then says so, as it does when the body
+itself was longer than the budget).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .model import Analysis, Exchange
+from .safetext import printable_lines
+
+DISPLAY_BUDGET = 2 << 20  # decoded bytes kept for display
+WIRE_BUDGET = 16 << 20  # body bytes (before decoding) read again from the capture
+TEXT_CHARS = 200_000  # characters of text / JSON shown
+HEX_BYTES = 16 << 10  # bytes shown as a hex dump
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp", "image/avif", "image/bmp",
+               "image/x-icon", "image/vnd.microsoft.icon"}
+_TEXT_TYPES = ("application/javascript", "application/x-javascript", "application/ecmascript", "application/xml",
+               "application/x-www-form-urlencoded", "image/svg+xml", "application/xhtml+xml", "application/graphql")
+
+
+@dataclass(slots=True)
+class BodyView:
+    kind: str  # json | text | image | hex | empty | unavailable
+    text: str = ""  # what to show (escaped), for json / text / hex
+    data: bytes | None = None  # the image's bytes (kind "image")
+    mime: str | None = None  # the content type without parameters
+    size: int = 0  # decoded bytes (as far as kept)
+    wire_size: int = 0  # bytes after transfer framing, before content decoding
+    content_encoding: str | None = None
+    decoded: bool = False  # the Content-Encoding was undone
+    truncated: bool = False  # more body than shown
+    error: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """One line: kind, sizes, coding, cut."""
+        if self.kind == "unavailable":
+            return f"body not available: {self.error}"
+        if self.kind == "empty":
+            return "no body"
+        parts = [self.kind, f"{self.size} bytes"]
+        if self.content_encoding:
+            parts.append(f"{self.content_encoding} {'undone' if self.decoded else 'not undone'} ({self.wire_size} on the wire)")
+        if self.truncated:
+            parts.append("truncated for display")
+        if self.error:
+            parts.append(self.error)
+        return ", ".join(parts)
+
+
+def _mime(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    return content_type.split(";", 1)[0].strip().lower() or None
+
+
+def _is_json(mime: str | None) -> bool:
+    return mime is not None and (mime in ("application/json", "text/json") or mime.endswith("+json"))
+
+
+def _is_text(mime: str | None) -> bool:
+    return mime is not None and (mime.startswith("text/") or mime in _TEXT_TYPES or mime.endswith("+xml"))
+
+
+def _looks_textual(data: bytes) -> str | None:
+    """``data`` as text if it is UTF-8 with few control characters, else None."""
+    sample = data[:4096]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(data) - 3:  # not just a character cut at the end
+            return None
+        text = data[: e.start].decode("utf-8")
+    bad = sum(1 for b in sample if b < 0x20 and b not in (9, 10, 13))
+    return text if bad * 100 <= len(sample) else None
+
+
+def _decode_text(data: bytes, content_type: str | None) -> str:
+    charset = None
+    for part in (content_type or "").split(";")[1:]:
+        k, _, v = part.partition("=")
+        if k.strip().lower() == "charset":
+            charset = v.strip().strip('"').lower() or None
+    try:
+        return data.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return data.decode("utf-8", errors="replace")
+
+
+def _shown(text: str) -> tuple[str, bool]:
+    cut = len(text) > TEXT_CHARS
+    text = text[:TEXT_CHARS].replace("\r\n", "\n")
+    return printable_lines(text), cut
+
+
+def view_bytes(data: bytes, content_type: str | None, *, truncated: bool = False) -> BodyView:
+    """The view of decoded body bytes ``data`` of ``content_type`` (``truncated``: the body
+    was longer than ``data``)."""
+    mime = _mime(content_type)
+    v = BodyView("empty", mime=mime, size=len(data), truncated=truncated)
+    if not data:
+        return v
+    if mime in IMAGE_TYPES and not truncated:
+        v.kind, v.data = "image", bytes(data)
+        return v
+    if _is_json(mime) and not truncated:
+        try:
+            obj = json.loads(data.decode("utf-8-sig"), strict=False)  # control characters in strings: shown escaped
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            pass
+        else:
+            try:
+                pretty = json.dumps(obj, indent=2, ensure_ascii=False)
+            except (ValueError, RecursionError):
+                pretty = None
+            if pretty is not None:
+                v.kind = "json"
+                v.text, cut = _shown(pretty)
+                v.truncated = v.truncated or cut
+                return v
+    text = _decode_text(data, content_type) if (_is_text(mime) or _is_json(mime)) else _looks_textual(data)
+    if text is not None:
+        v.kind = "text"
+        v.text, cut = _shown(text)
+        v.truncated = v.truncated or cut
+        return v
+    from .detail import hexdump
+
+    v.kind = "hex"
+    v.text = "\n".join(hexdump(data[:HEX_BYTES]))
+    v.truncated = v.truncated or len(data) > HEX_BYTES
+    return v
+
+
+def body_view(an: Analysis, ex: Exchange, direction: int = 1, budget: int = DISPLAY_BUDGET) -> BodyView:
+    """The body of ``ex`` (``direction`` 1: the response, 0: the request), for display."""
+    return body_views(an, [(ex, direction)], budget)[(ex.id, direction)]
+
+
+def body_views(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int = DISPLAY_BUDGET) -> dict[tuple[int, int], BodyView]:
+    """``body_view`` of several (exchange, direction) pairs, read again in one pass."""
+    from .objects import decode_body, exchange_bodies
+
+    raws = exchange_bodies(an, wanted, max_bytes=WIRE_BUDGET)
+    out: dict[tuple[int, int], BodyView] = {}
+    for ex, direction in wanted:
+        response = direction == 1
+        ctype = ex.content_type if response else ex.header("content-type", response=False)
+        coding = ex.content_encoding if response else ex.header("content-encoding", response=False)
+        expected = ex.response_body_bytes if response else ex.request_body_bytes
+        raw = raws[(ex.id, direction)]
+        if not expected:
+            out[(ex.id, direction)] = BodyView("empty", mime=_mime(ctype), content_encoding=coding)
+            continue
+        if raw.error:
+            out[(ex.id, direction)] = BodyView("unavailable", mime=_mime(ctype), content_encoding=coding, error=raw.error,
+                                               wire_size=expected)
+            continue
+        parts: list[bytes] = []
+        res = decode_body(None if raw.compressed_frames else coding, [raw.data], parts.append, cap=budget)
+        v = view_bytes(b"".join(parts), ctype, truncated=bool(res.capped or raw.truncated))
+        v.wire_size, v.content_encoding, v.decoded = raw.seen, coding, res.decoded
+        v.error = res.error
+        out[(ex.id, direction)] = v
+    return out

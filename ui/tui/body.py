@@ -1,0 +1,104 @@
+"""Bodies in the TUI: the request view's body sections and the content lines of Follow
+stream (analyzer/body.py gives the typed, escaped, bounded view)."""
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+
+from wirefall.analyzer.safetext import printable
+
+BODY_LINES = 400  # lines of one body shown in the request view / follow view
+MAX_FOLLOW_EXCHANGES = 50  # exchanges whose bodies the follow view of a connection shows
+_STYLE = (Style(color="#5fafd7"), Style(color="#d7af5f"))  # request, response content
+_HEAD = Style(color="#808080", italic=True)
+
+
+def _lines(v) -> list[str]:
+    if v.kind == "image":
+        return [f"[{v.mime} image, {v.size} bytes: shown in the web app; `wirefall objects` writes it out]"]
+    lines = v.text.split("\n") if v.text else []
+    if len(lines) > BODY_LINES:
+        lines = lines[:BODY_LINES] + [f"… {len(lines) - BODY_LINES} more lines"]
+    elif v.truncated:
+        lines.append("… (truncated for display)")
+    return lines
+
+
+def body_text(an, e) -> Text:
+    """The request view's "Request body" / "Response body" sections."""
+    from wirefall.analyzer.body import body_views
+
+    t = Text()
+    views = body_views(an, [(e, 0), (e, 1)])
+    for d, title in ((0, "Request body"), (1, "Response body")):
+        v = views[(e.id, d)]
+        if d == 0 and v.kind == "empty":
+            continue
+        t.append(f"\n{title} ({printable(v.summary)})\n", style="bold underline")
+        for line in _lines(v):
+            t.append(f"  {line}\n", style=_STYLE[d])
+    return t
+
+
+def with_bodies(an, items: list, cid: int, stream_id, ex, whole_connection: bool) -> list:
+    """Follow-stream lines with each message's content after the frame where its body ended
+    (lines without a packet, so Enter stays on frames)."""
+    if ex is not None:
+        exs = [ex]
+    else:
+        exs = [e for e in an.exchanges if e.connection == cid and (whole_connection or stream_id is None or e.stream_id == stream_id)]
+    exs = exs[:MAX_FOLLOW_EXCHANGES]
+    wanted = [(e, d) for e in exs for d in (0, 1) if (e.request_body_bytes if d == 0 else e.response_body_bytes)]
+    if not wanted:
+        return items
+    from wirefall.analyzer.body import body_views
+
+    try:
+        views = body_views(an, wanted)
+    except Exception as err:  # noqa: BLE001 - the frames stay shown whatever the bodies do
+        return [*items, (printable(f"bodies not available: {type(err).__name__}: {err}"), _HEAD, None)]
+    after: dict[int, list] = {}  # item index -> lines to insert after it
+    for e, d in wanted:
+        v = views[(e.id, d)]
+        end = e.request_end_packet if d == 0 else e.response_end_packet
+        at = max((i for i, it in enumerate(items) if it[2] == end), default=len(items) - 1)
+        block = [(printable(f"{'':32}── {'request' if d == 0 else 'response'} body of {e.method or ''} {e.url or e.path or ''}: "
+                            f"{v.summary}"), _HEAD, None)]
+        block += [(f"{'':34}{line}", _STYLE[d], None) for line in _lines(v)]
+        after.setdefault(at, []).extend(block)
+    out: list = []
+    for i, it in enumerate(items):
+        out.append(it)
+        out.extend(after.get(i, ()))
+    if -1 in after:
+        out.extend(after[-1])
+    return out
+
+
+def write_displayed(app) -> None:
+    """W: the packets the packet list shows (all, or the filter's) to a new pcapng beside the
+    working directory's other files (``<capture>-displayed[-N].pcapng``, never replacing one),
+    with the keys they need in a Decryption Secrets Block (analyzer/pcapng_write.py)."""
+    import os
+
+    from wirefall.analyzer.pcapng_write import write_pcapng
+
+    from .widgets import PacketList
+
+    an = app.an
+    if an is None or not getattr(app, "loaded", False):
+        app.notify("the capture is still loading", severity="warning")
+        return
+    shown = list(app.query_one(PacketList).packets)
+    stem = os.path.splitext(os.path.basename(app.path))[0] or "capture"
+    for i in range(1000):
+        out = f"{stem}-displayed{'-' + str(i) if i else ''}.pcapng"
+        if not os.path.exists(out):
+            break
+    try:
+        r = write_pcapng(an, shown, out, keys=True, source=app.source)
+    except (OSError, ValueError) as e:
+        app.notify(printable(f"not written: {e}"), severity="error")
+        return
+    app.notify(printable(f"wrote {r.packets} packets to {os.path.abspath(out)}"
+                         + (f" with {r.secrets} key-log lines" if r.secrets else "")))
