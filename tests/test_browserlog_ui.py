@@ -89,7 +89,7 @@ def _field_line(body: str, label: str) -> tuple[str, str]:
 def _tui(path, keylogs=(), overlays=(), each=None, size=(200, 60)):
     """Open ``path`` in the TUI, go to the waterfall; ``each(app, row, body)`` for every
     request's view (opened with Enter, closed with Escape).  Returns the waterfall's rows."""
-    from wirefall.ui.tui.app import TextScreen, WirefallApp
+    from wirefall.ui.tui.app import TextScreen, WirefallApp, request_text
     from wirefall.ui.tui.widgets import WaterfallView
 
     out: dict = {}
@@ -108,14 +108,23 @@ def _tui(path, keylogs=(), overlays=(), each=None, size=(200, 60)):
             out["rows"] = list(wv.rows)
             out["an"] = app.an
             if each is not None:
-                for i in range(wv.count):
+                # the first and the last request through the screen (Enter, Escape: ~1 s of
+                # rendering each on a busy machine); the others through the function it shows
+                opened = sorted({0, wv.count - 1}) if wv.count else []
+                for i in opened:
                     wv.move_to(i)
                     await pilot.press("enter")
                     await pilot.pause(0.05)
                     assert isinstance(app.screen, TextScreen)
-                    each(app, wv.rows[i], app.screen.body.plain)
+                    body = app.screen.body.plain
+                    assert body == request_text(app.an, app.exchange(wv.rows[i].exchange), wv.rows[i]).plain
+                    each(app, wv.rows[i], body)
                     await pilot.press("escape")
                     await pilot.pause(0.02)
+                for i in range(wv.count):
+                    if i not in opened:
+                        r = wv.rows[i]
+                        each(app, r, request_text(app.an, app.exchange(r.exchange), r).plain)
 
     asyncio.run(run())
     return out
@@ -447,7 +456,9 @@ def test_web_request_detail_lists_wire_browser_and_difference(web, pg):
     sent = _netlog_sent(H2NL)
     an = analyze(str(H2), keylogs=[str(H2K)])  # the exchange ids the page uses (the same analysis)
     overlay(an, str(H2NL))
-    for e in sorted(an.exchanges, key=lambda x: x.id)[:13]:
+    exs = sorted(an.exchanges, key=lambda x: x.id)
+    assert len(exs) == 13
+    for e in (exs[0], exs[6], exs[-1]):  # (a page load each: three of them; the TUI test checks all 13 rows)
         pg.goto(url + f"?capture=c1&sel={e.id}")
         pg.wait_for_selector("#detail-browser")
         ph = {r[0]: r for r in _table(pg, "#detail-browser")}
@@ -462,6 +473,59 @@ def test_web_request_detail_lists_wire_browser_and_difference(web, pg):
         assert fs["priority (browser)"][1] == "browser log" and fs["matched by"][1:] == ["browser log", "connection, stream"]
         head = pg.inner_text("#request-detail")
         assert "Wire and browser log (NetLog page-h2.netlog.json.gz, request" in head
+
+
+def _dash_tables(c, out: dict) -> dict:
+    """id -> rows of cell texts of the html.Table components under ``c`` (a Dash tree)."""
+    from dash import html
+
+    def text(x) -> str:
+        ch = getattr(x, "children", x)
+        if isinstance(ch, (list, tuple)):
+            return "".join(text(y) for y in ch)
+        return "" if ch is None else ch if isinstance(ch, str) else text(ch) if not isinstance(ch, (int, float)) else str(ch)
+
+    if isinstance(c, html.Table) and getattr(c, "id", None):
+        body = next(x for x in c.children if isinstance(x, html.Tbody))
+        out[c.id] = [[text(td) for td in tr.children] for tr in body.children]
+    ch = getattr(c, "children", None)
+    for x in ch if isinstance(ch, (list, tuple)) else [ch] if ch is not None and not isinstance(ch, str) else []:
+        _dash_tables(x, out)
+    return out
+
+
+def test_web_detail_tables_for_every_request():
+    """The web request detail (ui.web.views.request_detail, as the page shows it) of every
+    request of page-h2 with its NetLog (as ``wirefall web CAP --netlog F`` opens it): response
+    start on the wire at the packet it names (tshark's time), in the browser at the NetLog's
+    raw time; the same text as the TUI's rows (both format analyzer.browserlog.comparison)."""
+    from wirefall.ui.tui.overlay import comparison_text
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web import views
+
+    need_tool("tshark")
+    times = _packet_times(H2)
+    t0 = times[1]
+    sent = _netlog_sent(H2NL)
+    st = WebState(use_cache=False)
+    try:
+        e = st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng", overlays=[("netlog", str(H2NL), "page-h2.netlog.json.gz")])
+        st.wait(e.id)
+        assert e.status == "done", e.error
+        assert len(e.analysis.exchanges) == 13
+        for x in e.analysis.exchanges:
+            tables = _dash_tables(views.request_detail(e, x.id), {})
+            ph = {r[0]: r for r in tables["detail-browser"]}
+            pkt = int(ph["response start"][4])
+            assert _ms(ph["response start"][1]) == pytest.approx((times[pkt] - t0) * 1000, abs=0.0011)
+            assert _ms(ph["response start"][2]) == pytest.approx((sent[int(x.browser["id"])]["headers_at"] - t0) * 1000, abs=0.0011)
+            fs = {r[0]: r[1:] for r in tables["detail-sources"]}
+            assert fs["URL"] == ["wire", sent[int(x.browser["id"])]["url"]]
+            tui = comparison_text(e.analysis, x).plain
+            for label, row in ph.items():  # the TUI's line of the phase: the same three cells
+                assert re.search(rf"^  {re.escape(label)}\s+{re.escape(row[1])}\s+{re.escape(row[2])}\s+{re.escape(row[3])}", tui, re.M)
+    finally:
+        st.close()
 
 
 def test_web_opens_browser_logs_alone_with_the_captures_requests(web, pg):

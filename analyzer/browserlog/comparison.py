@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Connection, Exchange
+from .records import obj
 
 SOURCE_LABELS = {"wire": "wire", "browser": "browser log", "inferred": "inferred"}
 KIND_LABELS = {"har": "HAR", "netlog": "NetLog", "qlog": "qlog"}
@@ -86,9 +87,8 @@ def phase_comparison(e: Exchange, conn: Connection | None = None) -> list[PhaseR
     b = e.browser
     if not isinstance(b, dict):
         return []
-    times = b.get("times") if isinstance(b.get("times"), dict) else {}
-    phases = b.get("phases") if isinstance(b.get("phases"), dict) else {}
-    offsets = b.get("offsets") if isinstance(b.get("offsets"), dict) else None
+    times, phases = obj(b.get("times")), obj(b.get("phases"))
+    offsets: dict | None = b["offsets"] if isinstance(b.get("offsets"), dict) else None
     alone = from_log_alone(e)
     rows: list[PhaseRow] = []
     for name, label in (("blocked", "blocked (queued)"), ("dns", "DNS")):
@@ -210,10 +210,10 @@ def overlays(an) -> list[dict]:
 
 
 def offset_rows(summary: dict) -> list[OffsetRow]:
-    offs = summary.get("offsets") if isinstance(summary.get("offsets"), dict) else {}
+    offs = obj(summary.get("offsets"))
     out = []
     for name, label in OFFSET_LABELS.items():
-        st = offs.get(name) if isinstance(offs.get(name), dict) else {}
+        st = obj(offs.get(name))
         n = st.get("count")
         if isinstance(n, int) and n:
             out.append(OffsetRow(name, label, n, _num(st.get("median")), _num(st.get("min")), _num(st.get("max"))))

@@ -101,9 +101,8 @@ def detail_section(an, e, t0: float) -> list:
         w, b, d = cmp.cells(r, t0)
         rows.append(html.Tr([html.Td(r.label), html.Td(w, className="src-wire" if r.wire is not None else ""),
                              html.Td(b, className="src-browser" if r.browser is not None else ""), html.Td(d),
-                             html.Td("" if r.wire_packet is None else str(r.wire_packet))], **{"data-phase": r.name}))
-    fields = [html.Tr([html.Td(f.label, className="k"), html.Td(_src(f.source)), html.Td(printable(cmp.field_cell(f)), className="v")],
-                      **{"data-field": f.name, "data-source": f.source})
+                             html.Td("" if r.wire_packet is None else str(r.wire_packet))]))
+    fields = [html.Tr([html.Td(f.label, className="k"), html.Td(_src(f.source)), html.Td(printable(cmp.field_cell(f)), className="v")])
               for f in cmp.field_sources(e)]
     what = "Browser log" if alone else "Wire and browser log"
     note = [html.P("No packets: a browser log opened alone. Lay it over a capture of the same load for the wire's times.",
