@@ -384,9 +384,19 @@ def test_round_trip_export_har_then_requests(tmp_path):
             assert y["pushed"] == x["pushed"]
 
 
-def test_compare_capture_against_its_har():
-    out = json.loads(_cli("compare", PAGE / "pw-h2.pcapng", PAGE / "pw-h2.har.gz", "--keylog", PAGE / "pw-h2.keys", "--json").stdout)
-    assert len(out["matched"]) == 13 and out["only_a"] == [] and out["only_b"] == []
+COMPARED = [("page/pw-h2.pcapng", "page/pw-h2.keys", "page/pw-h2.har.gz"),
+            ("page/pw-h1.pcapng", "page/pw-h1.keys", "page/pw-h1.har.gz"),
+            ("page/page-h2.pcapng", "page/page-h2.keys", "page/page-h2.netlog.json.gz"),
+            ("quic/aioquic-qlog.pcap", "quic/aioquic-qlog.keys", "quic/aioquic-qlog.qlog")]
+
+
+@pytest.mark.parametrize("cap,keys,log", COMPARED, ids=[x[2] for x in COMPARED])
+def test_compare_capture_against_its_browser_log(cap, keys, log):
+    """``wirefall compare capture.pcap devtools.har`` (or a NetLog, a qlog): every request
+    of the capture matched to the log's, as two captures are matched."""
+    wire = _requests(SAMPLES / cap, "--keylog", SAMPLES / keys)
+    out = json.loads(_cli("compare", SAMPLES / cap, SAMPLES / log, "--keylog", SAMPLES / keys, "--json").stdout)
+    assert len(out["matched"]) == len(wire) > 0 and out["only_a"] == [] and out["only_b"] == []
     plt = out["page"]["page_load_time"]
     assert 0 < plt["a"] < 1 and 0 < plt["b"] < 1  # each from its own start, not from epoch 0
 
