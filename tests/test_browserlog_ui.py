@@ -567,6 +567,14 @@ def test_web_opens_browser_logs_alone_with_the_captures_requests(web, pg):
     fs = {r[0]: r for r in _table(pg, "#detail-sources")}
     assert fs["URL"][1:] == ["browser log", first["request"]["url"]]
     assert "a browser log opened alone" in pg.inner_text("#request-detail")
+    # uploaded alone (as a capture is, with no key log): the same requests as its capture's
+    pg.goto(url)
+    pg.set_input_files("#up-capture input[type=file]", str(SAMPLES / "quic/aioquic-qlog.qlog"))
+    pg.wait_for_function("() => document.querySelector('#up-capture-msg').innerText.includes('aioquic-qlog.qlog')")
+    pg.click("#btn-open")
+    pg.wait_for_selector("#open-done")
+    _wait_status(pg, "aioquic-qlog.qlog: 0 packets")
+    assert paths(_rows(pg, 7)) == paths(ql)
 
 
 def test_web_upload_a_browser_log_beside_the_capture(web, pg):
