@@ -617,3 +617,35 @@ def test_web_upload_a_browser_log_beside_the_capture(web, pg):
         assert _ms(ph["wait"][2]) == pytest.approx(by_url[e.url]["timings"]["wait"], abs=0.0011)
         assert _ms(ph["response start"][1]) is not None and _ms(ph["response start"][3]) is not None
         assert "HAR pw-h2.har.gz" in pg.inner_text("#request-detail")  # its name, not the upload folder's path
+
+
+def test_web_broken_browser_log_beside_a_capture_is_a_message(tmp_path):
+    """A HAR nested too deeply (scripts/hostile/browserlog_inputs.py) uploaded beside the
+    open capture: the new entry fails with one message naming the upload, not the private
+    folder's path; the capture's own entry is untouched; a capture is refused as the log."""
+    import base64
+
+    sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
+    import browserlog_inputs as H
+
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.overlay import lay_over
+    from wirefall.ui.web.state import UploadError
+
+    st = WebState(use_cache=False)
+    try:
+        cap = st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng")
+        st.wait(cap.id)
+        tok = st.stage_upload("capture", "deep.har", "data:application/json;base64," + base64.b64encode(H.har_deep()).decode())
+        n, kind = lay_over(st, cap.id, tok["token"])
+        st.wait(n.id)
+        assert kind == "har" and n.status == "error" and "nested too deeply" in n.error
+        assert "deep.har" in n.error and st.tmpdir not in n.error
+        assert cap.status == "done" and all(e.browser is None for e in cap.analysis.exchanges)
+        other = st.stage_upload("capture", "x.pcapng", "data:;base64," + base64.b64encode(H2.read_bytes()).decode())
+        with pytest.raises(UploadError, match="x.pcapng is not a browser log"):
+            lay_over(st, cap.id, other["token"])
+        with pytest.raises(UploadError, match="open a capture first"):
+            lay_over(st, None, tok["token"])
+    finally:
+        st.close()
