@@ -107,9 +107,14 @@ def load(args):
     return an
 
 
+def overlay_args(args) -> list[tuple[str, str]]:
+    """--har/--netlog/--qlog as (kind, path), in that order."""
+    return [(k, f) for k in ("har", "netlog", "qlog") for f in (getattr(args, k, None) or [])]
+
+
 def _overlay(an, args) -> None:
     """--har/--netlog/--qlog: lay each browser log over the capture (analyzer.browserlog)."""
-    logs = [(k, f) for k in ("har", "netlog", "qlog") for f in (getattr(args, k, None) or [])]
+    logs = overlay_args(args)
     if logs:
         from wirefall.analyzer.browserlog import overlay
 
@@ -340,7 +345,7 @@ def cmd_tui(args) -> int:
     if not args.file:
         raise UsageError("tui: give a capture FILE, or -i IFACE to capture live (-i alone lists the interfaces)")
     return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache,
-               limits=limits_of(args)) or 0
+               limits=limits_of(args), overlays=overlay_args(args)) or 0
 
 
 def cmd_capture(args) -> int:
@@ -390,7 +395,7 @@ def cmd_web(args) -> int:
 
     limit = int(args.upload_limit * 1048576) if args.upload_limit else None
     return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port, upload_limit=limit, use_cache=not args.no_cache,
-               limits=limits_of(args), upload_lifetime=args.upload_lifetime * 60.0) or 0
+               limits=limits_of(args), upload_lifetime=args.upload_lifetime * 60.0, overlays=overlay_args(args)) or 0
 
 
 class _PrintableText:

@@ -6,7 +6,7 @@
   ``Analysis.source`` names the log).
 - ``read_log(path, kind=None, limits=None) -> BrowserLog``: one log, read.
 - ``overlay(analysis, path, kind=None, limits=None)``: lay a log over a capture's analysis
-  (``overlay.apply``): each request the browser sent matched to its wire exchange, what
+  (``matching.apply``): each request the browser sent matched to its wire exchange, what
   the wire cannot know filled in and marked, the browser's own times and the
   browser-minus-wire offsets per phase added (``Exchange.browser``, ``Exchange.sources``,
   ``Analysis.browser``).
@@ -69,6 +69,6 @@ def open_any(path: str, keylogs=None, limits: dict | None = None, progress: Call
 
 def overlay(an, path: str, kind: str | None = None, limits: dict | None = None) -> dict:
     """Lay the browser log at ``path`` over ``an`` (in place); returns the overlay's summary."""
-    from .overlay import apply
+    from .matching import apply
 
     return apply(an, read_log(path, kind=kind, limits=limits))

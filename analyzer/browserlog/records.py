@@ -1,6 +1,6 @@
 """What every browser log reader returns: the log's connections and requests, with the
 browser's own times (float epoch seconds, None where the log does not say), before they
-become the model (``build.to_analysis``) or are laid over a capture (``overlay.apply``)."""
+become the model (``build.to_analysis``) or are laid over a capture (``matching.apply``)."""
 from __future__ import annotations
 
 import math

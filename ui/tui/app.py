@@ -257,9 +257,11 @@ class WirefallApp(App):
     ]
 
     def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
-                 keylogs_b: list[str] | None = None, use_cache: bool = False, limits: dict | None = None) -> None:
+                 keylogs_b: list[str] | None = None, use_cache: bool = False, limits: dict | None = None,
+                 overlays: list[tuple[str, str]] | None = None) -> None:
         super().__init__()
         self.path = path
+        self.overlays = list(overlays or [])  # --har/--netlog/--qlog: (kind, path) laid over the capture once read
         self.limits = dict(limits) if limits else None  # --limit NAME=N: analyze(limits=...)
         self.use_cache = use_cache  # --cache: reopen the analysis from wirefall.analyzer.cache, store it after a miss
         self.keylogs = list(keylogs or [])
@@ -396,6 +398,13 @@ class WirefallApp(App):
                                                                                                     on_start=started, limits=limits))
             elif an is None:
                 an = analyze(self.path, self.keylogs, progress=progress, on_start=started, limits=self.limits)
+            if self.overlays:
+                from wirefall.analyzer.browserlog import overlay
+
+                laid = {s.get("file") for s in ((an.browser or {}).get("logs") or ()) if "matched" in s}
+                for kind, log in self.overlays:
+                    if log not in laid:  # (the compare view hands in an analysis it may have laid it over)
+                        overlay(an, log, kind=kind, limits=self.limits)
         except Exception as e:  # CaptureError and anything else: a notice, never a crash
             msg = str(e) or e.__class__.__name__
             self.call_from_thread(self._load_failed, msg)
@@ -504,6 +513,10 @@ class WirefallApp(App):
         self._notice()
         for w in an.warnings[:5]:
             self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
+        from .overlay import summary_notes
+
+        for line in summary_notes(an):
+            self.notify(line, title="Browser log", timeout=10, markup=False)
         if an.packets and (keep is None or not pl.select_packet(keep)):
             pl.move_to(0)
         elif keep is not None:
@@ -1160,7 +1173,7 @@ def request_text(an, e, r) -> Text:
     """The request view: request and response headers, timing breakdown, sizes, frames."""
     from wirefall.analyzer.waterfall import PHASE_LABELS
 
-    t0 = an.index.ts[0] if an.packets else 0.0
+    t0 = an.start_time  # the first packet; for a browser log opened alone, its start
     t = Text()
     c = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
 
@@ -1182,6 +1195,9 @@ def request_text(an, e, r) -> Text:
         t.append(f"  {PHASE_LABELS.get(name, name):<24}{(b - a) * 1000:>10.3f} ms\n", style=r.colors.get(name) or "")
     if r.start is not None and r.end is not None:
         t.append(f"  {'total':<24}{(r.end - r.start) * 1000:>10.3f} ms\n", style="bold")
+    from .overlay import comparison_text
+
+    t.append_text(comparison_text(an, e))  # a browser log's times beside the wire's, fields by source
     h("Sizes (bytes)")
     t.append(f"  request headers   wire {e.request_header_bytes_wire}  decoded {e.request_header_bytes_decoded}\n")
     t.append(f"  response headers  wire {e.response_header_bytes_wire}  decoded {e.response_header_bytes_decoded}\n")

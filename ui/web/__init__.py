@@ -39,17 +39,18 @@ def _limit_from_env(default: int) -> int:
 
 def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: str = "127.0.0.1", port: int = 8050,
         upload_limit: int | None = None, use_cache: bool = True, debug: bool = False, limits: dict | None = None,
-        upload_lifetime: float | None = None, token: str | None = None) -> int:
+        upload_lifetime: float | None = None, token: str | None = None, overlays: list[tuple[str, str]] | None = None) -> int:
     """Serve the dashboard until interrupted.  Returns a process exit status.  ``limits``
     go to ``analyze``; ``upload_lifetime``: seconds an unused upload is kept; ``token``: the
-    access token (made up when ``host`` is not loopback; none on loopback unless given)."""
+    access token (made up when ``host`` is not loopback; none on loopback unless given);
+    ``overlays``: ``(kind, path)`` of browser logs (--har/--netlog/--qlog) laid over each capture named."""
     import secrets
 
     from .app import address, is_loopback
     from .state import DEFAULT_UPLOAD_LIFETIME
 
     files = list(files or [])
-    for f in files + list(keylogs or []):
+    for f in files + list(keylogs or []) + [p for _k, p in overlays or ()]:
         if not os.path.isfile(f):
             print(f"wirefall web: {f}: no such file", file=sys.stderr)
             return 2
@@ -57,7 +58,8 @@ def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: 
     state = WebState(upload_limit=limit, use_cache=use_cache, limits=limits,
                      upload_lifetime=DEFAULT_UPLOAD_LIFETIME if upload_lifetime is None else upload_lifetime)
     for f in files:
-        state.add_file(os.path.abspath(f), keylogs=[os.path.abspath(k) for k in keylogs or []], name=f)
+        state.add_file(os.path.abspath(f), keylogs=[os.path.abspath(k) for k in keylogs or []], name=f,
+                       overlays=[(k, os.path.abspath(p), p) for k, p in overlays or ()])
     local = is_loopback(host)
     if token is None and not local:
         token = secrets.token_urlsafe(32)

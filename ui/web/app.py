@@ -25,7 +25,7 @@ from dash.development.base_component import Component
 from wirefall.analyzer.safetext import html_text, printable
 
 from . import expert as expert_view
-from . import views
+from . import overlay, views
 from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
 
 CSS = """
@@ -725,6 +725,7 @@ def layout(state: WebState):
             html.Button("Analyse upload", id="btn-open", title="analyse the uploaded capture with its key log; a key log alone: "
                                                              "analyse the open capture again with it"),
             html.Span(id="open-msg"),
+            *overlay.upload_controls(),  # a browser log laid over the open capture
         ], className="uploads"),
         html.Div("Waterfall: one bar per request, click one for its headers and packets · Connections: TCP/UDP connections and "
                  "why any was not decrypted · Statistics: bytes, header compression, traffic · Packets: the packet list and "
@@ -1015,6 +1016,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("btn-open", "n_clicks"), State("staged-capture", "data"), State("staged-keylog", "data"), State("capture", "value"),
         prevent_initial_call=True,
     )(bind(cb_open))
+    overlay.register(app, S)
 
     app.callback(
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),

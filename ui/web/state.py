@@ -68,6 +68,7 @@ class Entry:
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)  # by a callback (uploads are deleted when idle)
     tokens: list = field(default_factory=list)  # staged uploads this entry was opened from
+    overlays: list = field(default_factory=list)  # browser logs laid over it: (kind, path, shown name) (ui.web.overlay)
 
     @property
     def fraction(self) -> float:
@@ -163,12 +164,13 @@ class WebState:
     # ------------------------------------------------------------------ captures
 
     def add_file(self, path: str, keylogs: list[str] | None = None, name: str | None = None, origin: str = "file",
-                 keylog_names: list[str] | None = None) -> Entry:
+                 keylog_names: list[str] | None = None, overlays: list[tuple[str, str, str]] | None = None) -> Entry:
         with self._lock:
             self._n += 1
             eid = f"c{self._n}"
             e = Entry(id=eid, name=name or path, path=path, keylogs=list(keylogs or []), origin=origin,
-                      keylog_names=list(keylog_names if keylog_names is not None else (keylogs or [])))
+                      keylog_names=list(keylog_names if keylog_names is not None else (keylogs or [])),
+                      overlays=list(overlays or []))
             self.entries[eid] = e
         try:
             e.total_bytes = os.path.getsize(path)
@@ -213,6 +215,10 @@ class WebState:
         try:
             an, hit = analyze_cached(e.path, keylogs=e.keylogs or None, progress=progress, use_cache=self.use_cache,
                                      analyze=self._analyze, limits=self.limits)
+            if e.overlays:  # --har/--netlog/--qlog, or a browser log uploaded beside it
+                from .overlay import apply_overlays
+
+                apply_overlays(an, e, self.limits)
         except Exception as ex:  # noqa: BLE001 - a bad capture is a message in the page
             e.error = _error_text(ex, e)
             e.status = "error"

@@ -255,6 +255,12 @@ def _pkt_link(n):
     return html.Button(str(n), id={"type": "pkt", "n": n}, className="pktlink", title=f"show packet {n} in the Packets tab")
 
 
+def _browser_log_section(an: Analysis, e: Exchange, t0: float) -> list:
+    from .overlay import detail_section  # wire and browser log per phase, fields by source
+
+    return detail_section(an, e, t0)
+
+
 def request_detail(entry: Entry, exchange_id: int | None):
     """Headers both ways, timing breakdown, frames and packet numbers of one exchange."""
     an: Analysis = entry.analysis
@@ -328,6 +334,7 @@ def request_detail(entry: Entry, exchange_id: int | None):
         ], className="cols"),
         *markers,
         *body_section(an, e),
+        *_browser_log_section(an, e, t0),
         html.H4(f"Frames ({len(frames)})"),
         html.Table([html.Thead(html.Tr([html.Th(h) for h in ("packet", "from packet", "ms", "dir", "type", "flags", "length", "error")])),
                     html.Tbody(frame_rows)], className="grid", id="detail-frames"),

@@ -10,9 +10,10 @@ Matching, most certain first:
    HAR connection (server address, no client port) is the wire connection to that server
    whose handshake began nearest the log's, each wire connection taken once; without an
    address, the SNI of the URL's host.
-2. Requests, in the order the browser sent them: on a matched connection, the exchange of
-   the same stream id (HTTP/2, HTTP/3) when both sides know it; else the unmatched exchange
-   on that connection (or, when the log's connection was not matched, on any connection,
+2. Requests: first, every request on a matched connection whose stream id (HTTP/2,
+   HTTP/3) both sides know, to the exchange of that stream; then the others in the order
+   the browser sent them, to the unmatched exchange on that connection (of no other known
+   stream id; a request over before the capture's first packet is not matched) (or, when the log's connection was not matched, on any connection,
    within ``TOLERANCE`` seconds) with the same method and URL nearest in time, an exchange
    whose URL the capture does not know (None, ``<unknown>`` in it: HPACK/QPACK entries the
    capture never saw, or only a path: the authority was such an entry) matching any URL
@@ -204,39 +205,60 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
     unmatched: list[dict] = []
     sent = [r for r in log.requests if r.sent]
     sent.sort(key=lambda r: (_t_log(r) or 0.0, r.id))
+    got: dict[str, tuple[Exchange, str]] = {}
+
+    def one_conn(r: LogRequest) -> int | None:
+        ids = cmap.get(r.connection) if r.connection else None
+        return ids[0] if ids and len(ids) == 1 else None
+
+    # first every request both sides know by connection and stream: a request the capture
+    # missed (sent before it began) must not take, by time, the exchange of a later one
     for r in sent:
+        wc = one_conn(r)
+        if wc is None or r.stream_id is None:
+            continue
+        hit = by_stream.get((wc, r.stream_id))
+        if hit is not None and hit.id not in matched and _url_fits(hit, r) is not None and (
+                not hit.method or not r.method or hit.method == r.method):
+            matched.add(hit.id)
+            got[r.id] = (hit, "connection+stream")
+    t0 = an.start_time if an.packets else None
+    for r in sent:
+        if r.id in got:
+            pairs.append((r, *got[r.id]))
+            continue
+        last = next((t for t in (r.response_end, r.response_start, r.send_end, r.send_start) if t is not None), None)
+        if t0 is not None and last is not None and last < t0:  # not on the wire: it must not take a later one's exchange
+            unmatched.append({"id": r.id, "method": r.method, "url": r.url, "reason": "it was over before the capture began"})
+            continue
         pool_ids = cmap.get(r.connection) if r.connection else None
-        wc = pool_ids[0] if pool_ids and len(pool_ids) == 1 else None
+        wc = one_conn(r)
         e: Exchange | None = None
         how = ""
-        if wc is not None and r.stream_id is not None:
-            hit = by_stream.get((wc, r.stream_id))
-            if hit is not None and hit.id not in matched and _url_fits(hit, r) is not None and (
-                    not hit.method or not r.method or hit.method == r.method):
-                e, how = hit, "connection+stream"
-        if e is None:
-            pool = [x for i in pool_ids for x in by_conn.get(i, ())] if pool_ids else an.exchanges
-            tl = _t_log(r)
-            best = None
-            for x in pool:
-                if x.id in matched or x.pushed != r.pushed:
-                    continue
-                if x.method and r.method and x.method != r.method:
-                    continue
-                fit = _url_fits(x, r)
-                if fit is None:
-                    continue
-                tw = _t_wire(x)
-                dt = abs(tw - tl) if tw is not None and tl is not None else float("inf")
-                if not pool_ids and dt > TOLERANCE:
-                    continue
-                key = (fit, dt)
-                if best is None or key < best[0]:
-                    best = (key, x)
-            if best is not None:
-                e = best[1]
-                how = ("connection+" if wc is not None else "server+" if pool_ids else "") + (
-                    "url+time" if best[0][0] == 0 else "time")
+        pool = [x for i in pool_ids for x in by_conn.get(i, ())] if pool_ids else an.exchanges
+        tl = _t_log(r)
+        best = None
+        for x in pool:
+            if x.id in matched or x.pushed != r.pushed:
+                continue
+            if x.method and r.method and x.method != r.method:
+                continue
+            if wc is not None and r.stream_id is not None and x.stream_id is not None and x.stream_id != r.stream_id:
+                continue  # one connection, both know the stream: another request
+            fit = _url_fits(x, r)
+            if fit is None:
+                continue
+            tw = _t_wire(x)
+            dt = abs(tw - tl) if tw is not None and tl is not None else float("inf")
+            if not pool_ids and dt > TOLERANCE:
+                continue
+            key = (fit, dt)
+            if best is None or key < best[0]:
+                best = (key, x)
+        if best is not None:
+            e = best[1]
+            how = ("connection+" if wc is not None else "server+" if pool_ids else "") + (
+                "url+time" if best[0][0] == 0 else "time")
         if e is None:
             why = ("its connection is not in the capture" if r.connection and not pool_ids and r.connection in log.connections
                    else "no exchange on its connection fits" if pool_ids else "no exchange in the capture fits")

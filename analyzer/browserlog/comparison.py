@@ -1,0 +1,231 @@
+"""The request view's comparison of the wire and the browser log, as typed rows that the
+TUI and the web app format alike (``cells``): per phase the wire's time, the browser's and
+their difference (``phase_comparison``), and each field with its source
+(``field_sources``: wire, browser log, inferred).
+
+The rows read only what ``matching.apply`` (or ``build.to_analysis`` for a log opened
+alone) left on the exchange: ``Exchange.browser`` (the log's times, phases, offsets,
+durations) and ``Exchange.sources``.  Times are float epoch seconds, lengths and
+differences seconds; text is made only by ``cells`` / ``fmt_*`` when a row is shown.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Connection, Exchange
+from .records import obj
+
+SOURCE_LABELS = {"wire": "wire", "browser": "browser log", "inferred": "inferred"}
+KIND_LABELS = {"har": "HAR", "netlog": "NetLog", "qlog": "qlog"}
+
+# (name, label, the exchange's wire attribute, its packet attribute, the log's time field)
+_POINTS = (
+    ("request_start", "request start", "request_start", "request_start_packet", "send_start"),
+    ("request_end", "request end", "request_end", "request_end_packet", "send_end"),
+    ("response_start", "response start", "response_start", "response_start_packet", "response_start"),
+    ("response_end", "response end", "response_end", "response_end_packet", "response_end"),
+)
+_CONN_POINTS = (("connect_start", "connect start", "connect_start"), ("connect_end", "connect end", "connect_end"),
+                ("tls_end", "TLS end", "ssl_end"))
+# (name, label, wire start attribute, wire end attribute)
+_LENGTHS = (("send", "send", "request_start", "request_end"), ("wait", "wait", "request_end", "response_start"),
+            ("receive", "receive", "response_start", "response_end"))
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRow:
+    name: str  # request_start … response_end, connect_start, connect_end, tls_end; send, wait, receive; blocked, dns
+    label: str
+    kind: str  # "point": a moment (epoch seconds) | "length": a duration (seconds)
+    wire: float | None  # from the capture's packets (None: the capture does not show it, or there is no capture)
+    browser: float | None  # from the browser log (None: the log does not say)
+    diff: float | None  # browser minus wire, seconds (None unless both are known)
+    wire_packet: int | None = None  # the packet of the wire's moment
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRow:
+    name: str  # url, method, status, stream_id, request_headers, response_headers, content_type, priority_name, initiator, match
+    label: str
+    value: Any  # str | int | None (headers: how many)
+    source: str  # "wire" | "browser" | "inferred" (SOURCE_LABELS)
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def has_browser(e: Exchange) -> bool:
+    return isinstance(e.browser, dict)
+
+
+def from_log_alone(e: Exchange) -> bool:
+    """The exchange was made from a browser log opened on its own (its times are the log's)."""
+    b = e.browser
+    return isinstance(b, dict) and b.get("offsets") is None and (e.sources or {}).get("request_start") == "browser"
+
+
+def _tls_end(c: Connection) -> float | None:
+    if c.tls_end is not None:
+        return c.tls_end
+    t = c.tls
+    if t is None:
+        return None
+    ends = [x for x in (t.client_finished_time, t.server_finished_time) if x is not None]
+    return max(ends) if ends else None
+
+
+def phase_comparison(e: Exchange, conn: Connection | None = None) -> list[PhaseRow]:
+    """Per phase of ``e``: wire, browser, browser minus wire.  Empty when no browser log
+    speaks of ``e``.  ``conn``: ``e``'s connection (its handshake times for the request
+    that opened it)."""
+    b = e.browser
+    if not isinstance(b, dict):
+        return []
+    times, phases = obj(b.get("times")), obj(b.get("phases"))
+    offsets: dict | None = b["offsets"] if isinstance(b.get("offsets"), dict) else None
+    alone = from_log_alone(e)
+    rows: list[PhaseRow] = []
+    for name, label in (("blocked", "blocked (queued)"), ("dns", "DNS")):
+        v = _num(phases.get(name))
+        if v is not None:  # the wire does not tie a DNS query or the browser's queue to a request
+            rows.append(PhaseRow(name, label, "length", None, v, None))
+    # the connection's handshake: for the request that opened it (the overlay's offsets say
+    # which); for a log alone, the log's own connect times of the request
+    for name, label, tkey in _CONN_POINTS:
+        if offsets is not None and name in offsets and conn is not None:
+            w = conn.connect_start if name == "connect_start" else conn.connect_end if name == "connect_end" else (
+                _tls_end(conn) if conn.transport == "tcp" else None)
+            d = _num(offsets.get(name))
+            br = w + d if w is not None and d is not None else None
+            if br is None:
+                br = _num(times.get(tkey)) if tkey != "ssl_end" or conn.transport == "tcp" else None
+            if w is not None or br is not None:
+                rows.append(PhaseRow(name, label, "point", w, br, d))
+        elif offsets is None:
+            br = _num(times.get(tkey))
+            if br is not None:
+                rows.append(PhaseRow(name, label, "point", None, br, None))
+    for name, label, attr, pattr, tkey in _POINTS:
+        w = None if alone else getattr(e, attr)
+        br = _num(times.get(tkey))
+        rows.append(PhaseRow(name, label, "point", w, br, _minus(br, w), None if alone else getattr(e, pattr)))
+    for name, label, a, z in _LENGTHS:
+        w = None if alone else _minus(getattr(e, z), getattr(e, a))
+        br = _num(phases.get(name))
+        rows.append(PhaseRow(name, label, "length", w, br, _minus(br, w)))
+    return rows
+
+
+def field_sources(e: Exchange) -> list[FieldRow]:
+    """Each field of ``e`` the request view shows, with where it came from."""
+    src = e.sources if isinstance(e.sources, dict) else {}
+    b = e.browser if isinstance(e.browser, dict) else {}
+    default = "browser" if from_log_alone(e) else "wire"  # a log alone: all it has is the log's
+
+    def s(name: str, alt: str | None = None) -> str:
+        v = src.get(name) or (src.get(alt) if alt else None)
+        return v if v in SOURCE_LABELS else default
+
+    rows = [FieldRow("url", "URL", e.url or e.path, s("url")), FieldRow("method", "method", e.method, s("method")),
+            FieldRow("status", "status", e.status, s("status"))]
+    if e.stream_id is not None:
+        rows.append(FieldRow("stream_id", "stream", e.stream_id, s("stream_id")))
+    rows.append(FieldRow("request_headers", "request headers", len(e.request_headers), s("request_headers", "headers")))
+    rows.append(FieldRow("response_headers", "response headers", len(e.response_headers), s("response_headers", "headers")))
+    if e.content_type:
+        rows.append(FieldRow("content_type", "content type", e.content_type, s("content_type")))
+    if b.get("priority") is not None:
+        rows.append(FieldRow("priority_name", "priority (browser)", b["priority"], "browser"))
+    if b.get("initiator") is not None:
+        rows.append(FieldRow("initiator", "initiator", b["initiator"], "browser"))
+    how = src.get("match_by")
+    if isinstance(how, str):
+        rows.append(FieldRow("match", "matched by", how.replace("+", ", "), "inferred" if src.get("match") == "inferred" else "browser"))
+    return rows
+
+
+def log_label(e: Exchange) -> str:
+    """``NetLog page-h2.netlog.json.gz, request 17`` — which log spoke of ``e``."""
+    b = e.browser if isinstance(e.browser, dict) else {}
+    import os
+
+    f = b.get("file")
+    name = os.path.basename(f) if isinstance(f, str) else ""
+    return f"{KIND_LABELS.get(str(b.get('source')), str(b.get('source') or 'browser log'))} {name}".strip() + (
+        f", request {b['id']}" if b.get("id") is not None else "")
+
+
+# -- text, only when shown ---------------------------------------------------------------
+
+
+def fmt_ms(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "–"
+    return f"{v * 1000:+.3f} ms" if signed else f"{v * 1000:.3f} ms"
+
+
+def cells(row: PhaseRow, t0: float) -> tuple[str, str, str]:
+    """(wire, browser, difference) as shown: a moment in ms since ``t0``, a length in ms,
+    the difference signed; "–" where unknown."""
+    if row.kind == "point":
+        w = fmt_ms(None if row.wire is None else row.wire - t0)
+        br = fmt_ms(None if row.browser is None else row.browser - t0)
+    else:
+        w, br = fmt_ms(row.wire), fmt_ms(row.browser)
+    return w, br, fmt_ms(row.diff, signed=True)
+
+
+def field_cell(row: FieldRow) -> str:
+    v = row.value
+    return "–" if v is None or v == "" else str(v)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRow:
+    """One phase of a log's summary (``Analysis.browser["logs"][i]["offsets"]``): how many
+    requests give both times, and the browser-minus-wire offset's median, min and max."""
+    name: str
+    label: str
+    count: int
+    median: float | None
+    min: float | None
+    max: float | None
+
+
+OFFSET_LABELS = {"request_start": "request start", "request_end": "request end", "response_start": "response start",
+                 "response_end": "response end", "connect_start": "connect start", "connect_end": "connect end", "tls_end": "TLS end"}
+
+
+def overlays(an) -> list[dict]:
+    """The summaries of the logs laid over ``an`` (not of a log it was made from)."""
+    b = getattr(an, "browser", None)
+    logs = b.get("logs") if isinstance(b, dict) else None
+    return [s for s in logs or () if isinstance(s, dict) and "matched" in s]
+
+
+def offset_rows(summary: dict) -> list[OffsetRow]:
+    offs = obj(summary.get("offsets"))
+    out = []
+    for name, label in OFFSET_LABELS.items():
+        st = obj(offs.get(name))
+        n = st.get("count")
+        if isinstance(n, int) and n:
+            out.append(OffsetRow(name, label, n, _num(st.get("median")), _num(st.get("min")), _num(st.get("max"))))
+    return out
+
+
+def summary_line(summary: dict) -> str:
+    """``NetLog page-h2.netlog.json.gz: 13 of 13 requests matched, 0 wire-only`` (text)."""
+    import os
+
+    f = summary.get("file")
+    name = os.path.basename(f) if isinstance(f, str) else ""
+    kind = KIND_LABELS.get(str(summary.get("kind")), str(summary.get("kind")))
+    return (f"{kind} {name}: {summary.get('matched', 0)} of {summary.get('sent', 0)} requests it sent matched, "
+            f"{summary.get('unmatched', 0)} not in the capture, {summary.get('wire_only', 0)} wire-only")
