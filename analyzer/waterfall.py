@@ -178,6 +178,8 @@ class Row:
     background: bool = False  # not the page's (page_of): drawn, but outside the page's milestones
     background_reason: str | None = None
     browser: dict | None = None  # the browser log's record of the request (Exchange.browser), for a browser bar
+    # the browser's own view of the request (browser_phases: its log's times), drawn as a thin bar under the row
+    browser_phases: list[tuple[str, float, float]] = field(default_factory=list)
     # bursts of the packets that carried the response's bytes: (first packet's time, last
     # packet's time, packets); from the stream's DATA frames (HTTP/2, SPDY, HTTP/3) or the
     # connection's server-to-client TCP segments between the response's first and last packet
@@ -892,6 +894,36 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
     return out
 
 
+# the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order
+_BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_end"), ("connect", "connect_start"),
+                   ("tls", "ssl_start"), ("blocked", "connect_end"), ("send", "send_start"), ("wait", "send_end"),
+                   ("receive", "response_start"))
+
+
+def browser_phases(rec: dict | None) -> list[tuple[str, float, float]]:
+    """The browser's view of a request from its log's record (``Exchange.browser``): the
+    phases (``PHASES`` names) between the times the log gives — blocked from its start to
+    the first of dns/connect/send, dns, connect (to the TLS start or the connection's end),
+    tls, send, wait (request sent → response headers), receive (→ response end) — on the
+    browser's clock, sequential (a time before the previous one counts as the previous).
+    Empty without a record or its response end."""
+    times = (rec or {}).get("times") or {}
+    end = times.get("response_end")
+    if not isinstance(end, (int, float)):
+        return []
+    points: list[tuple[str, float]] = []
+    for name, key in _BROWSER_POINTS:
+        t = times.get(key)
+        if isinstance(t, (int, float)) and t <= end:
+            t = max(float(t), points[-1][1]) if points else float(t)
+            if points and points[-1][1] == t:
+                points[-1] = (name, t)  # (a phase of no length: the later one begins here)
+            else:
+                points.append((name, t))
+    out = [(name, a, b) for (name, a), (_n, b) in zip(points, points[1:] + [("end", float(end))]) if b > a]
+    return out
+
+
 def phase_totals(row) -> dict[str, Any]:
     """Each phase's total in whole microseconds (``PHASES`` names; None where the row has no
     such phase), ``start``/``end`` (epoch seconds) and ``total`` (µs) of a ``Row`` or of a
@@ -1020,6 +1052,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
                    "response_body_decoded": e.response_body_decoded_bytes},
         )
         row.host = _ex_host(e, c) or ""
+        row.browser_phases = browser_phases(e.browser)
         if not e.pushed:
             row_of.setdefault((e.connection, e.stream_id), row.index)
         mf = markers_by_conn.get(e.connection)

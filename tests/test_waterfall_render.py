@@ -285,3 +285,87 @@ def _chunk_packets(r, ts) -> set[int]:
     assert sum(k for *_, k in r.chunks) == len(got) == len(set(got)) and got == sorted(got)
     assert abs(r.chunks[0][0] - ts[got[0] - 1]) < 1e-9 and abs(r.chunks[-1][1] - ts[got[-1] - 1]) < 1e-9
     return set(got)
+
+
+BROWSER_JS = """() => {
+    const gd = document.querySelector('.js-plotly-plot');
+    const bars = [...gd.querySelectorAll('.barlayer .trace.bars')];
+    const data = gd._fullData.filter(t => t.type === 'bar'), k = data.findIndex(t => t.name === 'browser');
+    const ya = gd._fullLayout.yaxis, top = gd.querySelector('.main-svg').getBoundingClientRect().top + ya._offset;
+    const box = p => { const r = p.getBoundingClientRect(); return [r.top, r.bottom]; };
+    return {browser: k < 0 ? [] : [...bars[k].querySelectorAll('.point path')].map(box), rows: data[k] ? data[k].y : [],
+            centre: ya._length ? [...Array(gd._fullLayout.yaxis.tickvals.length).keys()].map(i => top + ya.l2p(i)) : [],
+            row_px: Math.abs(ya.l2p(1) - ya.l2p(0))};
+}"""
+
+
+@pytest.fixture(scope="module")
+def h2_with_netlog():
+    from wirefall.analyzer import browserlog
+
+    cap, keys, log = SAMPLES / "page/page-h2.pcapng", SAMPLES / "page/page-h2.keys", SAMPLES / "page/page-h2.netlog.json.gz"
+    if not (cap.exists() and log.exists()):
+        pytest.skip("page-h2 and its NetLog absent")
+    an = analyze(str(cap), keylogs=[str(keys)])
+    browserlog.overlay(an, str(log))
+    return an
+
+
+def test_browser_bar_shows_the_netlog_times(h2_with_netlog):
+    """With Chrome's NetLog laid over page-h2, each row carries the browser's view as a thin
+    bar under the wire's: from the log's request start to its response end, its phases in
+    the waterfall's colours, explained in the legend — as bars (small) and as path strokes
+    (many rows) alike."""
+    from wirefall.ui import figures
+
+    wf = waterfall.build(h2_with_netlog)
+    rows = [r for r in wf.rows if r.browser]
+    assert len(rows) == len(wf.rows) == 13
+    ms = lambda t: (t - wf.t0) * 1000.0
+    for r in rows:
+        times = r.browser["times"]
+        assert r.browser_phases[0][1] == times["start"] and r.browser_phases[-1][2] == times["response_end"], r.url
+        assert all(b1 == a2 for (_, _, b1), (_, a2, _) in zip(r.browser_phases, r.browser_phases[1:]))
+        names = [p for p, *_ in r.browser_phases]
+        assert names[-1] in ("receive", "wait") and "send" in names, names  # (NetLog's whole ms: a receive may last 0)
+        send = next((a, b) for p, a, b in r.browser_phases if p == "send")
+        assert send == (times["send_start"], times["send_end"]) or times["send_end"] == times["send_start"]
+    fig = figures.waterfall_figure(wf)
+    tr = next(t for t in fig.data if t.name == "browser")
+    assert list(tr.y) == [r.index for r in wf.rows for _ in r.browser_phases]
+    for r in rows:  # each thin bar from the log's phase start to its end, under the row's middle
+        got = [(b, b + w) for y, b, w in zip(tr.y, tr.base, tr.x) if y == r.index]
+        want = [(ms(a), ms(b)) for _p, a, b in r.browser_phases]
+        assert all(abs(g0 - w0) < 1e-6 and g1 >= w1 - 1e-6 for (g0, g1), (w0, w1) in zip(got, want)), r.url
+    assert tr.offset > 0.3 and tr.offset + tr.width <= 0.5  # under the wire's bar (±0.36), inside the row
+    assert any(t.name.startswith("Browser's view (netlog)") and t.showlegend is not False for t in fig.data)
+    big = figures.waterfall_figure(wf, big=True, hover=False)
+    strokes = [s for s in big.layout.shapes if s.type == "path" and s.yref == "y"
+               and any(f",{r.index + figures.BROWSER_Y:.7g}H" in s.path for r in rows)]
+    assert sum(s.path.count(f",{r.index + figures.BROWSER_Y:.7g}H") for s in strokes for r in rows) == \
+        sum(len(r.browser_phases) for r in rows)
+
+
+@needs_chromium
+def test_browser_bars_are_drawn_under_the_wire_bars(h2_with_netlog, tmp_path):
+    """In the HTML export (headless Chromium), one thin bar per browser phase, each in its
+    row below the row's wire bars and thinner than them."""
+    from wirefall.ui.exports import export
+
+    out = tmp_path / "h2-netlog.html"
+    export(h2_with_netlog, str(out), force=True)
+    wf = waterfall.build(h2_with_netlog)
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+            pg.goto(out.as_uri())
+            pg.wait_for_selector(".barlayer .trace.bars")
+            got = pg.evaluate(BROWSER_JS)
+        finally:
+            browser.close()
+    assert len(got["browser"]) == len(got["rows"]) == sum(len(r.browser_phases) for r in wf.rows) > 0
+    px = got["row_px"]
+    for (top, bottom), y in zip(got["browser"], got["rows"]):  # below the wire bar (the row's middle ± 0.36), inside the row
+        c = got["centre"][y]
+        assert c + 0.36 * px - 0.5 <= top and bottom <= c + 0.5 * px + 0.5 and bottom - top < 0.2 * px, (y, top, bottom, c, px)
