@@ -1211,15 +1211,15 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
             if f.type == "STREAM" and f.protocol == "quic":  # (an HTTP/3 DATA frame spans many)
                 data.setdefault((cid, f.stream_id), []).append(f.packet)
             elif f.type == "DATA" and f.protocol not in ("h3", "h3-29"):
-                pk: list[int] = []
+                carried: list[int] = []
                 if f.offset >= 0:
                     if carriers is None:
                         carriers = _Carriers(an, conns.get(cid), cid, 1)
                     h = _FRAME_HEADER.get(f.protocol[:4], 9)
                     # the payload's bytes; an empty frame (END_STREAM alone): its header's
                     a, b = (f.offset + h, f.offset + h + f.length) if f.length > 0 else (f.offset, f.offset + h)
-                    pk = [p for p in carriers.packets(a, b) if 0 < p <= n_pk]
-                data.setdefault((cid, f.stream_id), []).extend(pk or [f.packet])
+                    carried = [p for p in carriers.packets(a, b) if 0 < p <= n_pk]
+                data.setdefault((cid, f.stream_id), []).extend(carried or [f.packet])
     segs: dict[int, list[int]] = {}
     from bisect import bisect_left, bisect_right
 

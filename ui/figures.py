@@ -91,7 +91,7 @@ class _Paths:
     horizontal stroke ``M x0,y H x1`` as thick as the bar (butt ends: it spans x0..x1 exactly),
     three numbers where a filled rectangle needs five."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.bars: dict[tuple[str, str, bool, float], list[str]] = {}
         self.ticks: dict[tuple[str, str, float], list[str]] = {}
 
@@ -202,9 +202,9 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                                              opacity=[0.35 if r.background else 1.0 for r, *_ in bsel]),
                                  hovertext=tips, hoverinfo="text" if hover else "skip", customdata=[r.exchange for r, *_ in bsel],
                                  legendgroup="browser", showlegend=False))
-        kinds = sorted({str((r.browser or {}).get("source") or "log") for r, *_ in bsel})
+        sources = sorted({str((r.browser or {}).get("source") or "log") for r, *_ in bsel})
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", legendgroup="browser", hoverinfo="skip",
-                                 name=f"Browser's view ({', '.join(kinds)}): thin bar under each row, same colours",
+                                 name=f"Browser's view ({', '.join(sources)}): thin bar under each row, same colours",
                                  marker=dict(symbol="line-ew", size=14, color="#555555", line=dict(width=3, color="#555555"))))
     if wf.color_by == "content":
         present = {r.content_class for r in rows}
@@ -234,8 +234,8 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                 continue
             mk = dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind], line=dict(width=1.2, color=L.TICK_COLORS[kind]))
             if use_big:  # ticks in one path (their labels are in the row's hover)
-                for r, m in ticks:
-                    paths.tick("y", L.TICK_COLORS[kind], _ms(m.time, t0), r.index, 0.45)
+                for r, tm in ticks:
+                    paths.tick("y", L.TICK_COLORS[kind], _ms(tm.time, t0), r.index, 0.45)
                 fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"| {L.TICK_MEANING[kind]}", marker=mk,
                                          hoverinfo="skip"))
                 continue
