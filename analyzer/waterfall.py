@@ -175,10 +175,13 @@ class Row:
     background: bool = False  # not the page's (page_of): drawn, but outside the page's milestones
     background_reason: str | None = None
     browser: dict | None = None  # the browser log's record of the request (Exchange.browser), for a browser bar
+    # the browser's own view of the request (browser_phases: its log's times), drawn as a thin bar under the row
+    browser_phases: list[tuple[str, float, float]] = field(default_factory=list)
     # bursts of the packets that carried the response's bytes: (first packet's time, last
     # packet's time, packets); from the stream's DATA frames (HTTP/2, SPDY, HTTP/3) or the
     # connection's server-to-client TCP segments between the response's first and last packet
     chunks: list[tuple[float, float, int]] = field(default_factory=list)
+    chunk_packets: list[int] = field(default_factory=list)  # those packets' numbers, in order
     host: str = ""  # the request's host (grouping, sorting, the label)
 
     @property
@@ -883,6 +886,36 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
     return out
 
 
+# the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order
+_BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_end"), ("connect", "connect_start"),
+                   ("tls", "ssl_start"), ("blocked", "connect_end"), ("send", "send_start"), ("wait", "send_end"),
+                   ("receive", "response_start"))
+
+
+def browser_phases(rec: dict | None) -> list[tuple[str, float, float]]:
+    """The browser's view of a request from its log's record (``Exchange.browser``): the
+    phases (``PHASES`` names) between the times the log gives — blocked from its start to
+    the first of dns/connect/send, dns, connect (to the TLS start or the connection's end),
+    tls, send, wait (request sent → response headers), receive (→ response end) — on the
+    browser's clock, sequential (a time before the previous one counts as the previous).
+    Empty without a record or its response end."""
+    times = (rec or {}).get("times") or {}
+    end = times.get("response_end")
+    if not isinstance(end, (int, float)):
+        return []
+    points: list[tuple[str, float]] = []
+    for name, key in _BROWSER_POINTS:
+        t = times.get(key)
+        if isinstance(t, (int, float)) and t <= end:
+            t = max(float(t), points[-1][1]) if points else float(t)
+            if points and points[-1][1] == t:
+                points[-1] = (name, t)  # (a phase of no length: the later one begins here)
+            else:
+                points.append((name, t))
+    out = [(name, a, b) for (name, a), (_n, b) in zip(points, points[1:] + [("end", float(end))]) if b > a]
+    return out
+
+
 def phase_totals(row) -> dict[str, Any]:
     """Each phase's total in whole microseconds (``PHASES`` names; None where the row has no
     such phase), ``start``/``end`` (epoch seconds) and ``total`` (µs) of a ``Row`` or of a
@@ -1011,6 +1044,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
                    "response_body_decoded": e.response_body_decoded_bytes},
         )
         row.host = _ex_host(e, c) or ""
+        row.browser_phases = browser_phases(e.browser)
         if not e.pushed:
             row_of.setdefault((e.connection, e.stream_id), row.index)
         mf = markers_by_conn.get(e.connection)
@@ -1087,22 +1121,97 @@ def _order(rows: list[Row], sort: str, group_by: str | None) -> list[Row]:
     return out
 
 
+_FRAME_HEADER = {"spdy": 8}  # bytes before a DATA frame's payload: HTTP/2 9 (RFC 9113 §4.1), SPDY 8
+
+
+def _explicit_iv(tls) -> int:
+    """Bytes between a TLS application-data record's header and its plaintext: TLS 1.2's
+    explicit nonce of AES-GCM/CCM (8, RFC 5288 §3) and the IV of CBC suites from TLS 1.1 on
+    (the block size, RFC 4346 §6.2.3.2); TLS 1.3, ChaCha20-Poly1305 and TLS 1.0 have none."""
+    version = (tls.version or "") if tls is not None else ""
+    suite = (tls.cipher_suite or "") if tls is not None else ""
+    if not version or version == "TLS 1.3" or "CHACHA20" in suite:
+        return 0
+    if "GCM" in suite or "CCM" in suite:
+        return 8
+    if "CBC" in suite and version in ("TLS 1.1", "TLS 1.2"):
+        return 8 if "3DES" in suite or "DES" in suite or "IDEA" in suite else 16
+    return 0
+
+
+class _Carriers:
+    """The packets that carried bytes of one direction of a connection's application
+    stream: the TCP carrier map (``analysis.maps[(conn, dir)]``: each stream byte's first
+    copy), reached through the decrypted records (``analysis.tls_records``: where each
+    record's plaintext sits in the TCP stream) when the stream is TLS."""
+
+    def __init__(self, an: Analysis, conn: Connection | None, cid: int, d: int):
+        maps = an.maps if isinstance(an.maps, dict) else {}
+        self.tcp = maps.get((cid, d))
+        recs = (an.tls_records if isinstance(getattr(an, "tls_records", None), dict) else {}).get((cid, d))
+        self.tls = conn is not None and conn.tls is not None and recs is not None
+        self.pt: list[int] = []  # per application-data record, in stream order: plaintext offset,
+        self.n: list[int] = []  # plaintext length,
+        self.at: list[int] = []  # TCP offset of its plaintext
+        if self.tls and recs is not None:
+            iv = _explicit_iv(conn.tls if conn is not None else None)
+            k = len(recs)  # (the arrays are at least as long as .packet)
+            for pt, n, off in zip(recs.pt_offset[:k], recs.pt_length[:k], recs.offset[:k]):
+                if pt >= 0 and n and (not self.pt or pt >= self.pt[-1]):
+                    self.pt.append(pt)
+                    self.n.append(n)
+                    self.at.append(off + 5 + iv)
+
+    def packets(self, a: int, b: int) -> list[int]:
+        """Packets that carried application bytes [a, b) (empty when the maps do not tell)."""
+        if self.tcp is None or b <= a:
+            return []
+        if not self.tls:
+            return self.tcp.packets_between(a, b)
+        from bisect import bisect_right
+
+        out: list[int] = []
+        i = max(bisect_right(self.pt, a) - 1, 0)
+        while i < len(self.pt) and self.pt[i] < b:
+            lo, hi = max(a, self.pt[i]), min(b, self.pt[i] + self.n[i])
+            if lo < hi:
+                base = self.at[i] - self.pt[i]
+                out += self.tcp.packets_between(base + lo, base + hi)
+            i += 1
+        return out
+
+
 def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: dict) -> None:
-    """``Row.chunks``: the bursts of packets that carried each response.  Multiplexed
-    protocols name the stream of every frame: HTTP/2 and SPDY DATA frames (the packet that
-    completed each frame), QUIC STREAM frames for HTTP/3 (one per QUIC packet); on HTTP/1 one
-    response at a time uses the connection, so its bytes are the server-to-client TCP
-    segments (``analysis.maps[(conn, 1)]``) from its first to its last packet.  Linear in the
-    frames and segments (one sort per connection)."""
+    """``Row.chunks``: the bursts of packets that carried each response's body, from the
+    per-byte packet maps.  HTTP/2 and SPDY DATA frames name their stream and their place in
+    the (decrypted) stream: the packets that carried the bytes of each frame's payload — a
+    DATA frame in a TLS record spread over several TCP segments counts each segment that
+    holds some of its bytes, where the frame itself is shown at the packet that completed the
+    record (``_Carriers``; without the maps, that packet).  HTTP/3: the packets of the
+    stream's QUIC STREAM frames (one per QUIC packet).  HTTP/1 has one response at a time on
+    the connection: its server-to-client TCP segments from the response's first to its last
+    packet.  Linear in the frames and segments (one sort per connection)."""
     ts = an.index.ts
     n_pk = len(ts)
+    conns = {c.id: c for c in an.connections}
     data: dict[tuple[int, int], list[int]] = {}
     for cid, fl in frames_by_conn.items():
+        carriers: _Carriers | None = None
         for f in fl:
-            # QUIC: the STREAM frames (one per QUIC packet; an HTTP/3 DATA frame spans many)
-            if f.direction == 1 and f.stream_id is not None and 0 < f.packet <= n_pk and (
-                    (f.type == "STREAM" and f.protocol == "quic") or (f.type == "DATA" and f.protocol not in ("h3", "h3-29"))):
+            if f.direction != 1 or f.stream_id is None or not 0 < f.packet <= n_pk:
+                continue
+            if f.type == "STREAM" and f.protocol == "quic":  # (an HTTP/3 DATA frame spans many)
                 data.setdefault((cid, f.stream_id), []).append(f.packet)
+            elif f.type == "DATA" and f.protocol not in ("h3", "h3-29"):
+                carried: list[int] = []
+                if f.offset >= 0:
+                    if carriers is None:
+                        carriers = _Carriers(an, conns.get(cid), cid, 1)
+                    h = _FRAME_HEADER.get(f.protocol[:4], 9)
+                    # the payload's bytes; an empty frame (END_STREAM alone): its header's
+                    a, b = (f.offset + h, f.offset + h + f.length) if f.length > 0 else (f.offset, f.offset + h)
+                    carried = [p for p in carriers.packets(a, b) if 0 < p <= n_pk]
+                data.setdefault((cid, f.stream_id), []).extend(carried or [f.packet])
     segs: dict[int, list[int]] = {}
     from bisect import bisect_left, bisect_right
 
@@ -1119,7 +1228,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
             pk = sl[bisect_left(sl, lo): bisect_right(sl, hi)]
         if not pk:
             continue
-        if lo is not None:  # the first byte's packet, when a frame completed later
+        if lo is not None:  # (no body byte comes before the response's first byte)
             pk = [p for p in pk if p >= lo] or pk
         out: list[tuple[float, float, int]] = []
         for p in pk:
@@ -1133,6 +1242,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
             else:
                 out.append((t, t, 1))
         r.chunks = out
+        r.chunk_packets = pk
 
 
 def _connection_rows(rows: list[Row]) -> list[ConnectionRow]:

@@ -342,7 +342,7 @@ def test_html_offline_in_headless_chromium(tmp_path):
     assert dom.count('class="point"') >= 7 * 4
 
 
-def test_many_rows_use_webgl_and_stay_fast():
+def test_many_rows_are_a_few_path_shapes_and_stay_fast():
     import time
 
     from wirefall.ui import figures
@@ -354,12 +354,14 @@ def test_many_rows_use_webgl_and_stay_fast():
     elapsed = time.monotonic() - t
     assert len(wf.rows) == 5007
     kinds = {tr.type for tr in fig.data if tr.x is not None and len([x for x in tr.x if x is not None])}
-    assert "bar" not in kinds and "scattergl" in kinds
-    on_rows = [tr for tr in fig.data if tr.type == "scattergl" and tr.mode == "lines" and tr.yaxis in (None, "y")]
-    segs = sum(len([x for x in tr.x if x is not None]) // 2 for tr in on_rows)
-    assert segs == sum(len(r.phases) + len(r.chunks) for r in wf.rows)  # each phase, each download chunk
-    conn = [tr for tr in fig.data if tr.yaxis == "y2"]  # the connection view: segments too, no shape per bar
-    assert conn and all(tr.type == "scattergl" for tr in conn) and not fig.layout.shapes or len(fig.layout.shapes) < 50
+    assert "bar" not in kinds and "scattergl" not in kinds  # no DOM node per bar, no WebGL canvas
+    paths = [s for s in fig.layout.shapes if s.type == "path"]
+    assert len(fig.layout.shapes) < 60  # a path per colour, not a shape per bar
+    on_rows = sum(s.path.count("M") for s in paths if s.yref == "y" and "H" in s.path)
+    assert on_rows == sum(len(r.phases) + len(r.chunks) for r in wf.rows)  # each phase, each download chunk
+    assert any(s.yref == "y2" for s in paths)  # the connection view: paths too
+    carrier = [tr for tr in fig.data if tr.mode == "none" and tr.yaxis in (None, "y")]
+    assert len(carrier) == 1 and len(carrier[0].hovertext) == len(wf.rows) and fig.layout.hovermode == "y"  # a tooltip per row
     assert elapsed < 10
 
 

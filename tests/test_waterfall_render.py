@@ -207,28 +207,165 @@ def _choose(pg, sel: str, label: str) -> None:
     raise AssertionError(f"could not choose {label!r} in {sel}")
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
-def test_chunks_are_the_packets_tshark_sees_carrying_each_stream():
-    """Row.chunks of page-h2: the packets holding each stream's server DATA frames, as tshark
-    decodes them (their sum per stream, and the first and last packet's times)."""
-    cap, keys = SAMPLES / "page/page-h2.pcapng", SAMPLES / "page/page-h2.keys"
-    if not cap.exists():
-        pytest.skip("page-h2 sample absent")
-    out = subprocess.run(["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", "http2.type == 0", "-T", "fields",
-                          "-e", "frame.number", "-e", "frame.time_epoch", "-e", "http2.streamid", "-e", "http2.type",
-                          "-E", "occurrence=a", "-E", "aggregator=,"], capture_output=True, text=True, timeout=120, check=True).stdout
-    truth: dict[int, list[tuple[int, float]]] = {}
+def _tshark_data_frames(cap: str, keys: str) -> dict[tuple[int, int], list[tuple[int, float, list[int]]]]:
+    """(client port, stream id) -> the packets in which tshark shows the stream's server DATA
+    frames: (frame number, its time, the TCP segments of the TLS record it completed when
+    that record was spread over several segments — ``tcp.segment``, else [])."""
+    out = subprocess.run(["tshark", "-r", cap, "-o", f"tls.keylog_file:{keys}", "-Y", "http2.type == 0", "-T", "fields",
+                          "-e", "frame.number", "-e", "frame.time_epoch", "-e", "tcp.dstport", "-e", "tcp.segment",
+                          "-e", "http2.streamid", "-e", "http2.type", "-E", "occurrence=a", "-E", "aggregator=,"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    truth: dict[tuple[int, int], list[tuple[int, float, list[int]]]] = {}
     for line in out.splitlines():
-        num, t, sids, types = line.split("\t")
+        num, t, port, segs, sids, types = line.split("\t")
         for sid, ty in zip(sids.split(","), types.split(",")):
             if ty == "0" and int(sid) % 2 == 1:
-                pk = truth.setdefault(int(sid), [])
+                pk = truth.setdefault((int(port.split(",")[0]), int(sid)), [])
                 if not pk or pk[-1][0] != int(num):
-                    pk.append((int(num), float(t)))
-    wf = waterfall.build(analyze(str(cap), keylogs=[str(keys)]))
-    assert len(wf.rows) == len(truth) == 13
-    for r in wf.rows:
-        want = truth[r.stream_id]
-        assert sum(k for _, _, k in r.chunks) == len(want), r.url
-        assert abs(r.chunks[0][0] - want[0][1]) < 1e-6 and abs(r.chunks[-1][1] - want[-1][1]) < 1e-6, r.url
+                    pk.append((int(num), float(t), [int(x) for x in segs.split(",") if x]))
+    return truth
+
+
+def _h2_inputs():
+    out = []
+    cap, keys = SAMPLES / "page/page-h2.pcapng", SAMPLES / "page/page-h2.keys"
+    if cap.exists():
+        out.append(pytest.param(str(cap), str(keys), id="page-h2"))
+    out.append(pytest.param(None, None, id="amazon1", marks=pytest.mark.skipif(not (AMAZON / "amazon1.cap.gz").exists(),
+                                                                              reason="the amazon load is absent")))
+    return out
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+@pytest.mark.parametrize(("cap", "keys"), _h2_inputs())
+def test_chunks_are_the_packets_that_carried_each_streams_data(cap, keys, tmp_path):
+    """Row.chunks of HTTP/2 responses come from the per-byte packet map: the TCP segments
+    that carried the bytes of each DATA frame, checked against tshark's decoding.  tshark
+    shows a DATA frame in the packet that completed its TLS record and lists the segments of
+    a record spread over several (``tcp.segment``).  So: every chunk packet is one of those
+    (a packet tshark shows the stream's DATA in, or a segment of such a record); every packet
+    holding a whole record with the stream's DATA is a chunk packet; the first and the last
+    chunk lie within the stream's DATA records; and where records were spread over segments
+    (the Amazon load over the Internet: most of them), the segments before the completing
+    one are counted too — the "completion packet only" chunks of before missed them."""
+    if cap is None:
+        cap, keys = str(tmp_path / "amazon1.cap"), str(tmp_path / "amazon1.keys")
+        Path(cap).write_bytes(gzip.decompress((AMAZON / "amazon1.cap.gz").read_bytes()))
+        Path(keys).write_bytes(gzip.decompress((AMAZON / "amazon1.key_log.txt.gz").read_bytes()))
+    truth = _tshark_data_frames(cap, keys)
+    an = analyze(cap, keylogs=[keys])
+    ts = an.index.ts
+    wf = waterfall.build(an)
+    conns = {c.id: c for c in an.connections}
+    rows = [r for r in wf.rows if r.protocol == "h2" and (conns[r.connection].client[1], r.stream_id) in truth]
+    assert len(rows) >= 8 and len(rows) == len([k for k in truth if any(c.client[1] == k[0] for c in an.connections
+                                                                          if c.protocol == "h2")])
+    earlier = 0  # chunk packets that are only a record's earlier segment
+    for r in rows:
+        want = truth[(conns[r.connection].client[1], r.stream_id)]
+        shown = {num for num, _t, _s in want}
+        spread = {p for _n, _t, segs in want for p in segs}
+        whole = {num for num, _t, segs in want if not segs}
+        got = _chunk_packets(r, ts)
+        assert got <= shown | spread, (r.url, sorted(got - shown - spread))
+        assert whole <= got, (r.url, sorted(whole - got))
+        first = min(min(segs or [num]) for num, _t, segs in want)
+        assert ts[first - 1] - 1e-6 <= r.chunks[0][0] and r.chunks[-1][1] <= want[-1][1] + 1e-6, r.url
+        earlier += len(got - shown)
         assert all(b2 - a1 > waterfall.CHUNK_GAP for (_, a1, _), (b2, _, _) in zip(r.chunks, r.chunks[1:]))
+    if "amazon" in cap:
+        assert earlier > 100, earlier  # the segments of records spread over many: counted now
+    else:
+        assert earlier >= 1, earlier  # page-h2 over loopback: a few records span two segments (tshark: 64+65, 65+69, 69+70)
+
+
+def _chunk_packets(r, ts) -> set[int]:
+    """The packets of a row's chunks, checked against the chunks' times and counts."""
+    got = r.chunk_packets
+    assert sum(k for *_, k in r.chunks) == len(got) == len(set(got)) and got == sorted(got)
+    assert abs(r.chunks[0][0] - ts[got[0] - 1]) < 1e-9 and abs(r.chunks[-1][1] - ts[got[-1] - 1]) < 1e-9
+    return set(got)
+
+
+BROWSER_JS = """() => {
+    const gd = document.querySelector('.js-plotly-plot');
+    const bars = [...gd.querySelectorAll('.barlayer .trace.bars')];
+    const data = gd._fullData.filter(t => t.type === 'bar'), k = data.findIndex(t => t.name === 'browser');
+    const ya = gd._fullLayout.yaxis, top = gd.querySelector('.main-svg').getBoundingClientRect().top + ya._offset;
+    const box = p => { const r = p.getBoundingClientRect(); return [r.top, r.bottom]; };
+    return {browser: k < 0 ? [] : [...bars[k].querySelectorAll('.point path')].map(box), rows: data[k] ? data[k].y : [],
+            centre: ya._length ? [...Array(gd._fullLayout.yaxis.tickvals.length).keys()].map(i => top + ya.l2p(i)) : [],
+            row_px: Math.abs(ya.l2p(1) - ya.l2p(0))};
+}"""
+
+
+@pytest.fixture(scope="module")
+def h2_with_netlog():
+    from wirefall.analyzer import browserlog
+
+    cap, keys, log = SAMPLES / "page/page-h2.pcapng", SAMPLES / "page/page-h2.keys", SAMPLES / "page/page-h2.netlog.json.gz"
+    if not (cap.exists() and log.exists()):
+        pytest.skip("page-h2 and its NetLog absent")
+    an = analyze(str(cap), keylogs=[str(keys)])
+    browserlog.overlay(an, str(log))
+    return an
+
+
+def test_browser_bar_shows_the_netlog_times(h2_with_netlog):
+    """With Chrome's NetLog laid over page-h2, each row carries the browser's view as a thin
+    bar under the wire's: from the log's request start to its response end, its phases in
+    the waterfall's colours, explained in the legend — as bars (small) and as path strokes
+    (many rows) alike."""
+    from wirefall.ui import figures
+
+    wf = waterfall.build(h2_with_netlog)
+    rows = [r for r in wf.rows if r.browser]
+    assert len(rows) == len(wf.rows) == 13
+    ms = lambda t: (t - wf.t0) * 1000.0
+    for r in rows:
+        times = r.browser["times"]
+        assert r.browser_phases[0][1] == times["start"] and r.browser_phases[-1][2] == times["response_end"], r.url
+        assert all(b1 == a2 for (_, _, b1), (_, a2, _) in zip(r.browser_phases, r.browser_phases[1:]))
+        names = [p for p, *_ in r.browser_phases]
+        assert names[-1] in ("receive", "wait") and "send" in names, names  # (NetLog's whole ms: a receive may last 0)
+        send = next((a, b) for p, a, b in r.browser_phases if p == "send")
+        assert send == (times["send_start"], times["send_end"]) or times["send_end"] == times["send_start"]
+    fig = figures.waterfall_figure(wf)
+    tr = next(t for t in fig.data if t.name == "browser")
+    assert list(tr.y) == [r.index for r in wf.rows for _ in r.browser_phases]
+    for r in rows:  # each thin bar from the log's phase start to its end, under the row's middle
+        got = [(b, b + w) for y, b, w in zip(tr.y, tr.base, tr.x) if y == r.index]
+        want = [(ms(a), ms(b)) for _p, a, b in r.browser_phases]
+        assert all(abs(g0 - w0) < 1e-6 and g1 >= w1 - 1e-6 for (g0, g1), (w0, w1) in zip(got, want)), r.url
+    assert tr.offset > 0.3 and tr.offset + tr.width <= 0.5  # under the wire's bar (±0.36), inside the row
+    assert any(t.name.startswith("Browser's view (netlog)") and t.showlegend is not False for t in fig.data)
+    big = figures.waterfall_figure(wf, big=True, hover=False)
+    strokes = [s for s in big.layout.shapes if s.type == "path" and s.yref == "y"
+               and any(f",{r.index + figures.BROWSER_Y:.7g}H" in s.path for r in rows)]
+    assert sum(s.path.count(f",{r.index + figures.BROWSER_Y:.7g}H") for s in strokes for r in rows) == \
+        sum(len(r.browser_phases) for r in rows)
+
+
+@needs_chromium
+def test_browser_bars_are_drawn_under_the_wire_bars(h2_with_netlog, tmp_path):
+    """In the HTML export (headless Chromium), one thin bar per browser phase, each in its
+    row below the row's wire bars and thinner than them."""
+    from wirefall.ui.exports import export
+
+    out = tmp_path / "h2-netlog.html"
+    export(h2_with_netlog, str(out), force=True)
+    wf = waterfall.build(h2_with_netlog)
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+            pg.goto(out.as_uri())
+            pg.wait_for_selector(".barlayer .trace.bars")
+            got = pg.evaluate(BROWSER_JS)
+        finally:
+            browser.close()
+    assert len(got["browser"]) == len(got["rows"]) == sum(len(r.browser_phases) for r in wf.rows) > 0
+    px = got["row_px"]
+    for (top, bottom), y in zip(got["browser"], got["rows"]):  # below the wire bar (the row's middle ± 0.36), inside the row
+        c = got["centre"][y]
+        assert c + 0.36 * px - 0.5 <= top and bottom <= c + 0.5 * px + 0.5 and bottom - top < 0.2 * px, (y, top, bottom, c, px)

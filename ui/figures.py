@@ -5,9 +5,14 @@ plotly and kaleido are imported here and only here, inside the functions, so tha
 commands that draw nothing never load them.
 
 The figure has one trace per phase holding every row (not one shape per row): up to
-``GL_THRESHOLD`` rows these are horizontal ``Bar`` traces (one SVG path per bar, exact in
-PNG/SVG); above it they become WebGL ``Scattergl`` line segments, which draw on one canvas
-(no DOM node per row) and stay fast with tens of thousands of rows in the browser.
+``BIG_THRESHOLD`` rows these are horizontal ``Bar`` traces (one SVG path per bar, exact in
+PNG/SVG).  Above it every bar is one rectangle of an SVG path, one ``path`` shape per
+(colour, faded) holding all the rectangles of that colour (a few dozen DOM nodes in all,
+where bars, scatter line segments or markers make one node per row or per segment); the
+hover texts ride on one invisible trace with a point per row (``mode="none"``, no node)
+under ``hovermode="y"``.  Measured on 10 000 requests (benchmarks/waterfall_scale.py):
+this draws several times faster than WebGL ``Scattergl`` lines in headless Chromium (which
+draws WebGL in software over a canvas as tall as the figure) and makes the PNG in one pass.
 
 Plotly reads HTML-like markup in every label (``<a href>``, ``<span style>``, ``<br>``,
 ``<b>``…): each string that comes from a capture (URLs, headers, marker labels, the file
@@ -25,7 +30,10 @@ from wirefall.analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_L
 
 from . import waterfall_layout as L
 
-GL_THRESHOLD = 1500
+BIG_THRESHOLD = 1500  # rows above which the bars are path shapes (see the module docstring)
+BAR_HALF = 0.36  # half a bar's height in rows (Bar width 0.72)
+CONN_HALF = 0.3
+BROWSER_Y, BROWSER_HALF = 0.43, 0.065  # the browser's thin bar: under the wire's (rows grow downwards)
 ROW_PX = 20
 CONN_ROW_PX = 16
 TRACK_PX = 90  # the throughput track
@@ -54,12 +62,11 @@ def _ms(t: float, t0: float) -> float:
     return (t - t0) * 1000.0
 
 
-def _segments(items, use_gl: bool, go, name: str, width_px: float, legendgroup: str, showlegend: bool, hover=None, gl_cls=None):
+def _segments(items, go, name: str, width_px: float, legendgroup: str, showlegend: bool, hover=None):
     """One line trace per colour of (x0, x1, y, colour, hover) segments, None-separated."""
     by_color: dict[str, list] = {}
     for it in items:
         by_color.setdefault(it[3], []).append(it)
-    tr = (gl_cls or go.Scattergl) if use_gl else go.Scatter
     out = []
     for k, (col, its) in enumerate(by_color.items()):
         xs, ys, tx = [], [], []
@@ -68,31 +75,61 @@ def _segments(items, use_gl: bool, go, name: str, width_px: float, legendgroup: 
             ys += [y, y, None]
             if hover is not False:
                 tx += [h, h, None]
-        out.append(tr(x=xs, y=ys, mode="lines", line=dict(color=col, width=width_px), name=name, legendgroup=legendgroup,
-                      showlegend=showlegend and k == 0, hovertext=tx or None, hoverinfo="text" if hover is not False else "skip",
-                      xaxis="x", yaxis="y2", _validate=not use_gl))  # (validating 10 000 rows element by element takes seconds)
+        out.append(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=col, width=width_px), name=name, legendgroup=legendgroup,
+                              showlegend=showlegend and k == 0, hovertext=tx or None, hoverinfo="text" if hover is not False else "skip",
+                              xaxis="x", yaxis="y2"))
     return out
 
 
-def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, gl: bool | None = None,
+def _num(v: float) -> str:
+    return f"{v:.7g}"
+
+
+class _Paths:
+    """Bars and vertical ticks gathered per (axis, colour, faded, height) and made into one
+    ``path`` shape each — 10 000 rows of bars become a few dozen SVG paths.  A bar is a
+    horizontal stroke ``M x0,y H x1`` as thick as the bar (butt ends: it spans x0..x1 exactly),
+    three numbers where a filled rectangle needs five."""
+
+    def __init__(self) -> None:
+        self.bars: dict[tuple[str, str, bool, float], list[str]] = {}
+        self.ticks: dict[tuple[str, str, float], list[str]] = {}
+
+    def rect(self, yref: str, color: str, faded: bool, x0: float, x1: float, y: float, half: float) -> None:
+        self.bars.setdefault((yref, color, faded, half), []).append(f"M{_num(x0)},{_num(y)}H{_num(x1)}")
+
+    def tick(self, yref: str, color: str, x: float, y: float, half: float) -> None:
+        self.ticks.setdefault((yref, color, half), []).append(f"M{_num(x)},{_num(y - half)}V{_num(y + half)}")
+
+    def shapes(self, row_px: dict[str, float]) -> list[dict]:
+        """The shapes, ``row_px`` giving each y axis' pixels per row (the strokes' widths)."""
+        out = [dict(type="path", path="".join(v), xref="x", yref=yref, opacity=0.35 if faded else 1.0,
+                    line=dict(color=col, width=round(max(2 * half * row_px.get(yref, ROW_PX), 0.3), 2)), layer="between")
+               for (yref, col, faded, half), v in self.bars.items()]
+        out += [dict(type="path", path="".join(v), xref="x", yref=yref, line=dict(color=col, width=1.2), layer="between")
+                for (yref, col, _h), v in self.ticks.items()]
+        return out
+
+
+def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
     labels staggered above so that none overlaps another (at ``narrowest`` px wide and
     wider), the legend under everything.  ``hover=False`` (static images) leaves out the
-    hover texts, most of a big figure's bytes.  Layout decisions: ui/waterfall_layout.py."""
+    hover texts, most of a big figure's bytes.  ``big`` (default: more than ``BIG_THRESHOLD``
+    rows) draws the bars as path shapes.  Layout decisions: ui/waterfall_layout.py."""
     import plotly.graph_objects as go
 
     rows = wf.rows
     n = len(rows)
-    use_gl = n > GL_THRESHOLD if gl is None else gl
-    # many rows: WebGL segments in the browser; in a static image one SVG path per colour
-    # (headless Chromium draws WebGL in software, several times slower)
-    gl_cls = go.Scattergl if hover else go.Scatter
+    use_big = n > BIG_THRESHOLD if big is None else big
+    paths = _Paths()  # (big) rectangles and ticks per colour, made into shapes at the end
     show_labels = n <= max_labels
     t0 = wf.t0
     end_ms = max((_ms(r.end, t0) for r in rows), default=0.0)
+    end_ms = max([end_ms] + [_ms(r.browser_phases[-1][2], t0) for r in rows if r.browser_phases])  # (a browser bar may end later)
     tp = wf.throughput
     span = max(end_ms, 1.0)
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
@@ -104,8 +141,10 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     xmax = span / max(1.0 - 64.0 / plot_w_narrow, 0.5)
     min_w = xmax / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
     fig = go.Figure()
+    shapes: list[dict] = []  # set once at the end (add_shape copies every shape added before: quadratic)
+    notes: list[dict] = []  # annotations, likewise
 
-    # --- request rows: one trace per phase (bars, or WebGL segments above GL_THRESHOLD)
+    # --- request rows: one trace per phase (bars; above BIG_THRESHOLD rows, rectangles of path shapes)
     colors_of = {r.index: L.phase_colors(r) for r in rows}
     swatch: list[tuple[str, str | None, str]] = []  # legend entries in fixed colours (a bar trace's own would show its first row's)
     hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
@@ -113,30 +152,60 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         sel = [(r, a, b) for r in rows for (n_, a, b) in r.phases if n_ == ph]
         if not sel:
             continue
-        base = [_ms(a, t0) for _, a, _b in sel]
-        dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
-        ys = [r.index for r, _, _ in sel]
-        colors = [colors_of[r.index][ph] for r, _, _ in sel]
-        tips = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel] if hover else None
-        fig.add_traces(_bars(go, use_gl, base, dur, ys, colors, tips, PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel],
-                             [r.exchange for r, _, _ in sel], legend_color=_legend_color(ph), gl_cls=gl_cls))
+        if use_big:
+            for r, a, b in sel:
+                x0 = _ms(a, t0)
+                paths.rect("y", colors_of[r.index][ph], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
+        else:
+            base = [_ms(a, t0) for _, a, _b in sel]
+            dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
+            tips = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel] if hover else None
+            fig.add_trace(_bars(go, base, dur, [r.index for r, _, _ in sel], [colors_of[r.index][ph] for r, _, _ in sel], tips,
+                                PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel], [r.exchange for r, _, _ in sel]))
         swatch.append((PHASE_LABELS[ph] + (" (light: no byte)" if ph == "receive" else ""), _legend_color(ph), ph))
     # download chunks: the bursts of packets that carried each response (dark on the light download)
     csel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
-    if csel:
+    if csel and use_big:
+        for r, a, b, _k in csel:
+            x0 = _ms(a, t0)
+            paths.rect("y", colors_of[r.index]["chunk"], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
+    elif csel:
         base = [_ms(a, t0) for _, a, _b, _k in csel]
         dur = [max((b - a) * 1000.0, min_w) for _, a, b, _k in csel]
         tips = [f"{k} packet{'s' * (k != 1)} of the response at {_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms<br>" + hover_of[r.index]
                 for r, a, b, k in csel] if hover else None
-        fig.add_traces(_bars(go, use_gl, base, dur, [r.index for r, *_ in csel], [colors_of[r.index]["chunk"] for r, *_ in csel],
-                            tips, "Download chunk", "chunk", [r.background for r, *_ in csel],
-                            [r.exchange for r, *_ in csel], legend_color="#555555", gl_cls=gl_cls))
+        fig.add_trace(_bars(go, base, dur, [r.index for r, *_ in csel], [colors_of[r.index]["chunk"] for r, *_ in csel],
+                            tips, "Download chunk", "chunk", [r.background for r, *_ in csel], [r.exchange for r, *_ in csel]))
+    if csel:
         swatch.append(("Download: packet burst", "#555555", "chunk"))
     for name, col, group in swatch:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(symbol="square", size=12, color=col),
                                  legendgroup=group, showlegend=True, hoverinfo="skip"))
 
     # content-class legend entries (the download colours)
+    # the browser's view (a browser log laid over the capture): a thin bar under the row, in the phase colours
+    bsel = [(r, ph, a, b) for r in rows for (ph, a, b) in r.browser_phases]
+    if bsel:
+        bcol = lambda r, ph: L.BLOCKED_COLOR if ph == "blocked" else colors_of[r.index].get("chunk" if ph == "receive" else ph, "#999999")
+        if use_big:
+            for r, ph, a, b in bsel:
+                x0 = _ms(a, t0)
+                paths.rect("y", bcol(r, ph), r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index + BROWSER_Y, BROWSER_HALF)
+        else:
+            tips = [html_text(f"browser ({(r.browser or {}).get('source') or 'log'}): {PHASE_LABELS[ph]} {(b - a) * 1000:.1f} ms, "
+                              f"{_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms") + "<br>" + _browser_offsets(r) + hover_of[r.index]
+                    for r, ph, a, b in bsel] if hover else None
+            fig.add_trace(go.Bar(orientation="h", base=[_ms(a, t0) for _r, _p, a, _b in bsel],
+                                 x=[max((b - a) * 1000.0, min_w) for _r, _p, a, b in bsel], y=[r.index for r, *_ in bsel],
+                                 width=BROWSER_HALF * 2, offset=BROWSER_Y - BROWSER_HALF, name="browser",
+                                 marker=dict(color=[bcol(r, ph) for r, ph, _a, _b in bsel], line=dict(width=0),
+                                             opacity=[0.35 if r.background else 1.0 for r, *_ in bsel]),
+                                 hovertext=tips, hoverinfo="text" if hover else "skip", customdata=[r.exchange for r, *_ in bsel],
+                                 legendgroup="browser", showlegend=False))
+        sources = sorted({str((r.browser or {}).get("source") or "log") for r, *_ in bsel})
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", legendgroup="browser", hoverinfo="skip",
+                                 name=f"Browser's view ({', '.join(sources)}): thin bar under each row, same colours",
+                                 marker=dict(symbol="line-ew", size=14, color="#555555", line=dict(width=3, color="#555555"))))
     if wf.color_by == "content":
         present = {r.content_class for r in rows}
         for cls in CONTENT_CLASSES:
@@ -145,10 +214,14 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                                          marker=dict(symbol="square", size=12, color=CONTENT_COLORS[cls][1]),
                                          legendgroup="class", showlegend=True, hoverinfo="skip"))
 
+    # many rows: the hover texts on one invisible point per row (hovermode "y": anywhere on the row)
+    if use_big and hover and n:
+        fig.add_trace(go.Scatter(x=[(_ms(r.start, t0) + _ms(r.end, t0)) / 2 for r in rows], y=[r.index for r in rows], mode="none",
+                                 hovertext=[hover_of[r.index] for r in rows], hoverinfo="text", customdata=[r.exchange for r in rows],
+                                 name="request", showlegend=False, _validate=False))
     # duration label right of each bar
     if show_labels and n:
-        tr = gl_cls if use_gl else go.Scatter
-        fig.add_trace(tr(x=[max(_ms(r.end, t0), _ms(r.start, t0) + min_w) for r in rows], y=[r.index for r in rows],
+        fig.add_trace(go.Scatter(x=[max(_ms(r.end, t0), _ms(r.start, t0) + min_w) for r in rows], y=[r.index for r in rows],
                          mode="text", text=[L.duration_text(r.duration) for r in rows], textposition="middle right",
                          textfont=dict(size=10, color="#333333", family=LABEL_FONT["family"]), showlegend=False,
                          hoverinfo="skip", name="duration", cliponaxis=False))
@@ -159,13 +232,17 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
             ticks = [(r, m) for r in rows for m in r.markers if m.kind == kind]
             if not ticks:
                 continue
-            tr = gl_cls if use_gl else go.Scatter
-            fig.add_trace(tr(x=[_ms(m.time, t0) for _, m in ticks], y=[r.index for r, _ in ticks], mode="markers",
-                             name=f"| {L.TICK_MEANING[kind]}",
-                             marker=dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind],
-                                         line=dict(width=1.2, color=L.TICK_COLORS[kind])),
-                             hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
-                             hoverinfo="text"))
+            mk = dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind], line=dict(width=1.2, color=L.TICK_COLORS[kind]))
+            if use_big:  # ticks in one path (their labels are in the row's hover)
+                for r, tm in ticks:
+                    paths.tick("y", L.TICK_COLORS[kind], _ms(tm.time, t0), r.index, 0.45)
+                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"| {L.TICK_MEANING[kind]}", marker=mk,
+                                         hoverinfo="skip"))
+                continue
+            fig.add_trace(go.Scatter(x=[_ms(m.time, t0) for _, m in ticks], y=[r.index for r, _ in ticks], mode="markers",
+                                     name=f"| {L.TICK_MEANING[kind]}", marker=mk,
+                                     hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
+                                     hoverinfo="text"))
         # the label column's glyphs, explained in the legend
         kinds = {m.kind for r in rows for m in r.markers}
         for kind in L.GLYPH_KINDS:
@@ -176,8 +253,8 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         arrows = [(r, next((m for m in r.markers if m.kind == "push"), None)) for r in rows if r.pushed and r.push_parent_row is not None]
         for r, m in arrows[:300]:
             x = _ms(m.time if m else r.start, t0)
-            fig.add_annotation(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
-                               showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#1f77b4", text="")
+            notes.append(dict(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
+                               showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#1f77b4", text=""))
 
     # --- the connection view: handshake phases, then each request as a segment
     crow = wf.connection_rows
@@ -194,9 +271,19 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
             if cr is None:
                 continue
             items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, cr.colors.get("receive", "#8c8c8c"),
-                          html_text(f"#{ri + 1} {L.short_url(cr.url, 60)} {L.duration_text(cr.duration)}")))
-    for t in _segments(items, use_gl, go, "connection", seg_w, "conn", False, hover=None if hover else False, gl_cls=gl_cls):
-        fig.add_trace(t)
+                          "" if use_big else html_text(f"#{ri + 1} {L.short_url(cr.url, 60)} {L.duration_text(cr.duration)}")))
+    if use_big:
+        for x0, x1, k, col, _h in items:
+            paths.rect("y2", col, False, x0, x1, k, CONN_HALF)
+        if hover and crow:  # one hover point per connection row
+            fig.add_trace(go.Scatter(x=[(_ms(c.start, t0) + _ms(c.end, t0)) / 2 for c in crow], y=list(range(nc)), mode="none",
+                                     hovertext=[html_text(f"connection {c.connection} ({c.label}) {c.protocol}: {len(c.requests)} "
+                                                          f"request{'s' * (len(c.requests) != 1)}, {(c.end - c.start) * 1000:.1f} ms")
+                                                for c in crow],
+                                     hoverinfo="text", xaxis="x", yaxis="y2", name="connection", showlegend=False, _validate=False))
+    else:
+        for t in _segments(items, go, "connection", seg_w, "conn", False, hover=None if hover else False):
+            fig.add_trace(t)
 
     # --- the throughput track
     if tp is not None and tp.down:
@@ -204,10 +291,11 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         f"{tp.bin * 1000:g} ms"
         fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.down], mode="lines", line=dict(color="#2d6fd1", width=1, shape="hv"),
                                  fill="tozeroy", fillcolor="rgba(45,111,209,0.35)", name="▼ server→client",
-                                 xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>down</extra>"))
+                                 xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>down</extra>",
+                                 hoverinfo="skip" if use_big else None))  # (big: hovermode "y" would pick bins by kB)
         fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.up], mode="lines", line=dict(color="#e58226", width=1, shape="hv"),
                                  name="▲ client→server", xaxis="x", yaxis="y3",
-                                 hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>up</extra>"))
+                                 hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>up</extra>", hoverinfo="skip" if use_big else None))
 
     # --- vertical layout (pixels, top to bottom)
     ms_items = []
@@ -235,21 +323,24 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     y_conn = (c_lo, c_lo + conn_px / plot_h)
     y_wf = (1.0 - wf_px / plot_h, 1.0)
 
+    for shape in paths.shapes({"y": wf_px / max(n, 1), "y2": conn_px / max(nc, 1)}):  # (big) bars, chunks, connection
+        # segments and ticks: a path per colour
+        shapes.append(shape)
     for (ms, x, text), (rw, anchor) in zip(ms_items, place):
         col = MILESTONE_COLORS.get(ms.name, "#444444")
-        fig.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line=dict(color=col, width=1.5, dash="dot"))
-        fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor=anchor, showarrow=False,
+        shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line=dict(color=col, width=1.5, dash="dot")))
+        notes.append(dict(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor=anchor, showarrow=False,
                            yshift=axis_top_px + rw * MILESTONE_ROW_PX, text=html_text(text), font=dict(LABEL_FONT, color=col),
-                           borderpad=0)
+                           borderpad=0))
     # section headings in the gaps
-    fig.add_annotation(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                       text=f"Connections ({nc}): handshake, then each request", font=dict(size=11, color="#444444"), yshift=2)
+    notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                       text=f"Connections ({nc}): handshake, then each request", font=dict(size=11, color="#444444"), yshift=2))
     if track_px and tp is not None:
-        fig.add_annotation(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                           text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2)
+        notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                           text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2))
 
     # zebra rows, or bands per group when grouped
-    shapes = []
+    bands_shaded: list[tuple[int, int]] = []
     if wf.group_by in ("connection", "host") and n:
         key = (lambda r: r.connection) if wf.group_by == "connection" else (lambda r: r.host)
         bands, start = [], 0
@@ -258,12 +349,12 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                 bands.append((start, i - 1))
                 start = i
         if len(bands) <= 300:
-            shapes = [(a, b) for k, (a, b) in enumerate(bands) if k % 2]
+            bands_shaded = [(a, b) for k, (a, b) in enumerate(bands) if k % 2]
     elif show_labels:
-        shapes = [(i, i) for i in range(1, n, 2)]
-    for a, b in shapes:
-        fig.add_shape(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
-                      fillcolor="rgba(0,0,0,0.045)", line=dict(width=0), layer="below")
+        bands_shaded = [(i, i) for i in range(1, n, 2)]
+    for a, b in bands_shaded:
+        shapes.append(dict(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
+                      fillcolor="rgba(0,0,0,0.045)", line=dict(width=0), layer="below"))
 
     head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01, y=1.0, yanchor="top", yref="container",
                 pad=dict(t=8))
@@ -274,9 +365,9 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         head["subtitle"] = dict(text=html_text(wf.completeness + extra), font=dict(size=12, color=col))
     conn_labels = [html_text(f"{L.elide(c.label, label_chars - 9, 12)} {c.protocol[:8]}") for c in crow]
     fig.update_layout(
-        title=head,
+        title=head, shapes=shapes, annotations=notes,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",
-        hovermode="closest", margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False),
+        hovermode="y" if use_big and hover else "closest", margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False),
         legend=dict(orientation="h", traceorder="normal", yanchor="top", y=-44.0 / plot_h, x=0.0, xanchor="left", font=dict(size=10),
                     bgcolor="rgba(255,255,255,0)", tracegroupgap=2),
         xaxis=dict(range=[0, xmax], side="top", zeroline=False, anchor="y", showline=True, linecolor="#bbbbbb", ticks="outside",
@@ -286,11 +377,13 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         yaxis=dict(domain=list(y_wf), autorange=False, tickmode="array" if show_labels else "auto",
                    tickvals=[r.index for r in rows] if show_labels else None,
                    ticktext=[row_label(r) for r in rows] if show_labels else None, showticklabels=show_labels,
-                   tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False,
-                   range=[n - 0.5, -0.5] if n else [0.5, -0.5]),
+                   tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, ticklabeloverflow="allow",
+                   range=[n - 0.5, -0.5] if n else [0.5, -0.5]),  # ("allow": the margin fits them; plotly's overflow check
+                   # measured every label with the DOM laid out again each time: 45 % of a 10 000-row figure's drawing)
         yaxis2=dict(domain=list(y_conn), autorange=False, range=[max(nc, 1) - 0.5, -0.5], tickmode="array",
                     tickvals=list(range(nc)) if nc <= 300 else None, ticktext=conn_labels if nc <= 300 else None,
-                    showticklabels=nc <= 300, tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, fixedrange=True),
+                    showticklabels=nc <= 300, tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, fixedrange=True,
+                    ticklabeloverflow="allow"),
         yaxis3=dict(domain=list(y_tp) if track_px else [0, 0.001], automargin=False,
                     rangemode="tozero", tickfont=dict(size=9), nticks=4, zeroline=True, fixedrange=True, visible=bool(track_px),
                     ticksuffix=" kB", ticklabelposition="inside top"),  # (outside, 0 kB would sit on the axis' 0 ms)
@@ -304,35 +397,24 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     return fig
 
 
+def _browser_offsets(r) -> str:
+    """The browser-minus-wire offsets of a row's start and end, a hover line (or "")."""
+    off = (r.browser or {}).get("offsets") or {}
+    parts = [f"{k.replace('_', ' ')} {v * 1000:+.1f} ms" for k in ("request_start", "response_end")
+             if isinstance(v := off.get(k), (int, float))]
+    return ("browser − wire: " + ", ".join(parts) + "<br>") if parts else ""
+
+
 def _legend_color(ph: str) -> str | None:
     return {"receive": "#8c8c8c", "wait": L.WAIT_COLOR, "send": L.SEND_COLOR, "blocked": L.BLOCKED_COLOR}.get(ph) or L.PHASE_COLORS.get(ph)
 
 
-def _bars(go, use_gl: bool, base, dur, ys, colors, hover, name: str, group: str, faded, exchanges, legend_color=None, gl_cls=None):
-    """One trace of horizontal bars: ``Bar`` (SVG, exact in images) or, for many rows,
-    WebGL line segments (one canvas, no DOM node per row) in one ``Scattergl`` with a colour
-    per segment end."""
-    if not use_gl:
-        return [go.Bar(orientation="h", base=base, x=dur, y=ys, name=name,
-                      marker=dict(color=colors, line=dict(width=0), opacity=[0.35 if f else 1.0 for f in faded]),
-                      hovertext=hover, hoverinfo="text" if hover else "skip", width=0.72, legendgroup=group, customdata=exchanges,
-                      showlegend=False)]
-    by_color: dict[str, list[int]] = {}
-    for i, c in enumerate(colors):
-        by_color.setdefault(c, []).append(i)
-    out = []
-    for _k, (col, idxs) in enumerate(by_color.items()):
-        xs, yv, tx = [], [], []
-        for i in idxs:
-            xs += [base[i], base[i] + dur[i], None]
-            yv += [ys[i], ys[i], None]
-            if hover:
-                tx += [hover[i], "", None]  # (the bar's start carries its text: half the bytes)
-        out.append((gl_cls or go.Scattergl)(x=xs, y=yv, mode="lines", line=dict(color=col, width=max(2, min(12, int(ROW_PX * 0.6)))),
-                                name=name, legendgroup=group, showlegend=False, hovertext=tx or None,
-                                hoverinfo="text" if hover else "skip", _validate=False))  # (many rows: validating them element by element takes seconds)
-    return out
-
+def _bars(go, base, dur, ys, colors, hover, name: str, group: str, faded, exchanges):
+    """One trace of horizontal bars (SVG, exact in images; up to ``BIG_THRESHOLD`` rows)."""
+    return go.Bar(orientation="h", base=base, x=dur, y=ys, name=name,
+                  marker=dict(color=colors, line=dict(width=0), opacity=[0.35 if f else 1.0 for f in faded]),
+                  hovertext=hover, hoverinfo="text" if hover else "skip", width=BAR_HALF * 2, legendgroup=group, customdata=exchanges,
+                  showlegend=False)
 
 def write_html(fig, path: str) -> None:
     """Self-contained HTML (plotly.js inlined; works offline)."""
@@ -367,7 +449,7 @@ def _render(fig, fmt, width, height, scale) -> bytes:
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The kopts argument is ignored")
-        return pio.to_image(fig, format=fmt, width=width, height=height, scale=scale)
+        return pio.to_image(fig, format=fmt, width=width, height=height, scale=scale, validate=not isinstance(fig, dict))
 
 
 _CHILD = """
@@ -375,7 +457,8 @@ import json, sys
 import plotly.io as pio
 from wirefall.ui.figures import _render
 a = json.loads(sys.argv[1])
-sys.stdout.buffer.write(_render(pio.from_json(sys.stdin.read()), a["fmt"], a["width"], a["height"], a["scale"]))
+# (the figure was made, and validated where it is small, by waterfall_figure: validating it again here took seconds)
+sys.stdout.buffer.write(_render(json.loads(sys.stdin.buffer.read()), a["fmt"], a["width"], a["height"], a["scale"]))
 """
 
 
