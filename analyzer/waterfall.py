@@ -1345,7 +1345,7 @@ def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, lo
                 continue
             if f.type in _PRIORITY_TYPES and lo <= f.time <= hi:
                 row.markers.append(Marker("priority", f.time, f"{f.type} " + ", ".join(f"{k}={v}" for k, v in (f.fields or {}).items()), f.packet))
-            elif f.type in _RESET_TYPES or (f.type == "SYN_REPLY" and False):
+            elif f.type in _RESET_TYPES:
                 code = _field(f, "error_code", "status", "code", default=e.reset)
                 row.markers.append(Marker("reset", f.time, f"{f.type} {code or ''}".strip(), f.packet))
     if e.reset and not any(m.kind == "reset" for m in row.markers):
