@@ -9,7 +9,7 @@ checkout's scripts, page generator and npm packages anyway); the network conditi
 
 RUNS_DIR/
   manifest.json                     conditions (asked and measured), every run and its files
-  compare.txt, compare.json         every protocol against HTTP/1.1, per condition (means over runs)
+  compare.txt, compare.json         every protocol against HTTP/1.1, per condition (medians, quartiles, n)
   <condition>/run<k>/page-<p>.*     capture (pcapng), key log, NetLog / client+server logs
   <condition>/run<k>/compare-<p>-vs-h1.txt   the request-by-request comparison of that run
 """
@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -89,14 +88,20 @@ def check_requests(an, requests: list[str]) -> dict:
             "missing": missing, "not_200": not_ok, "ok": not missing and not not_ok}
 
 
-def _mean(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.fmean(xs) if xs else None
+def _describe(xs) -> dict[str, Any]:
+    """Median, quartiles (linear interpolation at (n − 1)·p, as ``wirefall batch`` and numpy) and
+    the number of values; runs without the figure are left out of it only."""
+    from wirefall.analyzer.batch.summary import describe
+
+    d = describe([x for x in xs if x is not None])
+    return {k: d[k] for k in ("n", "median", "q1", "q3", "min", "max")}
 
 
 def summarise(conditions: list[dict], runs: list[dict], protos: list[str], baseline: str) -> dict:
-    """Per condition: each protocol's page figures averaged over runs, and every protocol against
-    the baseline (the whitepaper's A/B/difference/speedup with A = baseline)."""
+    """Per condition: each protocol's page figures over the runs (median, quartiles, n; means are
+    not used: one retransmission timeout in three runs moves a mean by a third of a second), and
+    every protocol's medians against the baseline's (the whitepaper's A/B/difference/speedup with
+    A = baseline)."""
     from wirefall.analyzer.compare import PAGE_ROWS
 
     out = []
@@ -104,66 +109,102 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
         rs = [r for r in runs if r["condition"] == c["id"] and r.get("figures")]
         prot: dict[str, dict[str, Any]] = {}
         for p in protos:
-            fs = [r["figures"] for r in rs if r["protocol"] == p]
+            mine = [r for r in rs if r["protocol"] == p]
+            fs = [r["figures"] for r in mine]
+            stats = {k: _describe([f[k] for f in fs]) for k, _ in PAGE_ROWS}
             prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
-                       "mean": {k: _mean([f[k] for f in fs]) for k, _ in PAGE_ROWS}}
+                       "missed": sum(1 for r in mine if (r.get("link_check") or {}).get("ok") is False),
+                       "median": {k: v["median"] for k, v in stats.items()},
+                       "q1": {k: v["q1"] for k, v in stats.items()}, "q3": {k: v["q3"] for k, v in stats.items()},
+                       "n": {k: v["n"] for k, v in stats.items()}, "stats": stats}
         vs: dict[str, dict[str, dict[str, Any]]] = {}
-        base = prot.get(baseline, {}).get("mean", {})
+        base = prot.get(baseline, {}).get("median", {})
         for p in protos:
             if p == baseline:
                 continue
             vs[p] = {}
             for k, _ in PAGE_ROWS:
-                a, b = base.get(k), prot[p]["mean"].get(k)
+                a, b = base.get(k), prot[p]["median"].get(k)
                 vs[p][k] = {"a": a, "b": b, "diff": None if a is None or b is None else b - a,
                             "speedup": None if k.endswith("compression") or not a or b is None else (a - b) / a}
-        out.append({"id": c["id"], "rtt_ms": c["rtt_ms"], "loss_pct": c["loss_pct"], "rate_mbit": c["rate_mbit"],
+        out.append({"id": c["id"], "rtt_ms": c["rtt_ms"], "loss_pct": c["loss_pct"], "rate_mbit": c.get("rate_mbit"),
+                    **{k: c.get(k) for k in ("down_mbit", "up_mbit", "buffer", "loss_burst")},
                     "measured": c.get("measured"), "protocols": prot, "vs_baseline": vs,
                     "pairs": [r["compare"] for r in rs if r.get("compare")]})
-    return {"schema": SCHEMA, "baseline": baseline, "protocols": protos, "conditions": out}
+    return {"schema": SCHEMA, "statistic": "median", "baseline": baseline, "protocols": protos, "conditions": out}
 
 
 def _fmt(key: str, v) -> str:
     from wirefall.analyzer.compare import _fmt as cfmt
 
     if isinstance(v, float) and key not in ("page_load_time",) and not key.endswith("compression"):
-        return f"{v:,.0f}" if v.is_integer() else f"{v:,.1f}"  # a count averaged over runs
+        return f"{v:,.0f}" if v.is_integer() else f"{v:,.1f}"  # a median of an even number of counts
     return cfmt(key, v)
+
+
+def _fmt_iqr(key: str, st: dict) -> str:
+    """``median [q1–q3]`` (just the median for one run)."""
+    if st["median"] is None:
+        return "–"
+    if st["n"] < 2:
+        return _fmt(key, st["median"])
+    if key == "page_load_time":  # seconds, one unit for the three
+        return f"{st['median']:.3f} [{st['q1']:.3f}–{st['q3']:.3f}]"
+    return f"{_fmt(key, st['median'])} [{_fmt(key, st['q1'])}–{_fmt(key, st['q3'])}]"
+
+
+def _condition_label(c: dict) -> str:
+    s = f"rtt {c['rtt_ms']:g} ms, loss {c['loss_pct']:g} %"
+    if c.get("loss_burst"):
+        s += f" (bursts of {c['loss_burst']:g})"
+    down, up = c.get("down_mbit"), c.get("up_mbit")
+    if down is None and up is None and c.get("rate_mbit"):
+        down = up = c["rate_mbit"]
+    if down or up:
+        s += f", {down or '∞'}/{up or '∞'} Mbit/s"
+    if c.get("buffer"):
+        s += f", buffer {c['buffer']}"
+    return s
 
 
 def render_summary(s: dict) -> str:
     from wirefall.analyzer.compare import PAGE_ROWS
 
     protos, base = s["protocols"], s["baseline"]
-    lines = [f"wirefall lab: every protocol against {base} (means over runs; speedup = ({base} − X) / {base})", ""]
+    lines = [f"wirefall lab: every protocol against {base} (median [quartiles] over n runs; "
+             f"speedup = ({base} − X) / {base} of the medians)", ""]
     # the whitepaper's form: one row per condition, page load time per protocol and speedup
     head = ["condition", "runs"] + [f"{p} PLT (s)" if p == base else f"{p} PLT (s) / speedup" for p in protos]
     rows = [head]
     for c in s["conditions"]:
-        m = c.get("measured") or {}
-        cell = [f"rtt {c['rtt_ms']:g} ms, loss {c['loss_pct']:g} %" + (f", {c['rate_mbit']:g} Mbit/s" if c["rate_mbit"] else ""),
-                str(max((c["protocols"][p]["runs"] for p in protos), default=0))]
+        pr = c["protocols"]
+        missed = sum(pr[p].get("missed", 0) for p in protos)
+        cell = [_condition_label(c),
+                "/".join(str(pr[p]["runs"]) for p in protos) + (f" ({missed} missed)" if missed else "")]
         for p in protos:
-            v = c["protocols"][p]["mean"]["page_load_time"]
+            st = pr[p]["stats"]["page_load_time"]
             if p == base:
-                cell.append(_fmt("page_load_time", v))
+                cell.append(_fmt_iqr("page_load_time", st))
             else:
                 sp = c["vs_baseline"][p]["page_load_time"]["speedup"]
-                cell.append(f"{_fmt('page_load_time', v)} / " + ("–" if sp is None else f"{100 * sp:.1f} %"))
+                cell.append(f"{_fmt_iqr('page_load_time', st)} / " + ("–" if sp is None else f"{100 * sp:.1f} %"))
         rows.append(cell)
     w = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for i, r in enumerate(rows):
         lines.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, len(r))]))
         if i == 0:
             lines.append("  ".join("-" * x for x in w))
+    lines += ["", "runs: loads per protocol (" + "/".join(protos) + "); missed: loads whose measured link "
+              "conditions missed the asked ones (manifest runs[].link_check)"]
     for c in s["conditions"]:
         m = c.get("measured") or {}
         lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms_min', '–')} ms (min; median {m.get('rtt_ms', '–')}), loss c2s {m.get('loss_c2s_pct', '–')} %, "
                       f"s2c {m.get('loss_s2c_pct', '–')} % ({m.get('udp_sent', 0)} UDP probes)"]
-        head = [""] + protos + [f"speedup {p}" for p in protos if p != base]
+        head = ["", "n"] + protos + [f"speedup {p}" for p in protos if p != base]
         rows = [head]
         for k, label in PAGE_ROWS:
-            r = [label] + [_fmt(k, c["protocols"][p]["mean"][k]) for p in protos]
+            r = [label, "/".join(str(c["protocols"][p]["n"][k]) for p in protos)]
+            r += [_fmt_iqr(k, c["protocols"][p]["stats"][k]) for p in protos]
             for p in protos:
                 if p != base:
                     sp = c["vs_baseline"][p][k]["speedup"]
