@@ -55,8 +55,35 @@ def _scripts():
     return mod
 
 
-def condition_id(rtt: float, loss: float, rate: float | None) -> str:
-    return f"rtt{rtt:g}ms-loss{loss:g}pct" + (f"-rate{rate:g}mbit" if rate else "")
+def condition_id(rtt: float, loss: float, rate: float | None, down: float | None = None, up: float | None = None,
+                 buffer: str | None = None, burst: float | None = None) -> str:
+    s = f"rtt{rtt:g}ms-loss{loss:g}pct"
+    if burst and burst > 1 and loss:
+        s += f"-burst{burst:g}"
+    if down or up:
+        s += f"-down{down or rate or 0:g}-up{up or rate or 0:g}mbit"
+    elif rate:
+        s += f"-rate{rate:g}mbit"
+    if buffer and (down or up or rate):
+        s += f"-buf{str(buffer).lower()}"
+    return s
+
+
+def asked_link(rtt: float, loss: float, rate: float | None, down: float | None, up: float | None,
+               buffer: str | None, burst: float | None) -> dict:
+    """What one condition asks of the link, with the queue limit resolved (lab/net.queue_limits)."""
+    from .net import parse_buffer, queue_limits
+
+    down, up = down or rate, up or rate
+    a: dict[str, Any] = {"rtt_ms": rtt, "loss_pct": loss, "loss_burst": burst if burst and burst > 1 and loss else None,
+                         "down_mbit": down, "up_mbit": up, "buffer": buffer, "buffer_ms": None, "buffer_packets": None}
+    if down or up:
+        packets, limit_s = queue_limits(parse_buffer(buffer), rtt)
+        if limit_s is None:
+            a["buffer_packets"] = packets
+        else:
+            a["buffer_ms"] = a["up_buffer_ms"] = round(1000 * limit_s, 3)
+    return a
 
 
 def loss_in_force(asked_pct: float, measured_pct: float | None, n: int) -> bool:
@@ -224,10 +251,13 @@ def _write_json(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
-def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print) -> dict:
+def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print,
+            down=None, up=None, buffer=None, burst=None) -> dict:
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
     from wirefall.analyzer.compare import compare, page_figures, render_text
-    from .net import LabNet
+    from .measure import check as check_link
+    from .measure import measure_capture, relay_delta
+    from .net import CLIENT_IP, LabNet
     from wirefall.analyzer.pipeline import analyze
 
     sac = _scripts()
@@ -267,10 +297,12 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
             "conditions": [], "runs": [],
         }
         for ci, (rtt, loss) in enumerate([(r, lo) for r in rtts for lo in losses]):
-            cid = condition_id(rtt, loss, rate)
+            cid = condition_id(rtt, loss, rate, down, up, buffer, burst)
             log(f"[{cid}] setting up the link", flush=True)
-            cond = {"id": cid, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "seed": ci + 1}
-            cond["link"] = net.up(rtt, loss, rate, ci + 1, work)
+            asked = asked_link(rtt, loss, rate, down, up, buffer, burst)
+            cond = {"id": cid, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "seed": ci + 1,
+                    **{k: asked[k] for k in ("down_mbit", "up_mbit", "buffer", "loss_burst")}, "asked": asked}
+            cond["link"] = net.up(rtt, loss, rate, ci + 1, work, down_mbit=down, up_mbit=up, buffer=buffer, burst=burst)
             m = net.measure(work)
             if not rtt_in_force(rtt, m.get("rtt_ms_min")):  # once more, in case the host was busy
                 m = net.measure(work)
@@ -295,8 +327,11 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                 analyses = {}
                 for p in order:
                     t0 = time.time()
+                    before = net.snapshot()  # also resets the queue's peaks: what this load meets
                     r = lab.run(p)
+                    relay = relay_delta(before, net.snapshot())
                     rec = {"protocol": p, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "run": k,
+                           **{x: asked[x] for x in ("down_mbit", "up_mbit", "buffer", "loss_burst")},
                            "condition": cid, "dir": str(rdir.relative_to(out)),
                            "made": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                            "files": {x: r[x] for x in ("capture", "keys", "netlog", "server_log", "client_log")
@@ -306,12 +341,19 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                     an = analyze(str(rdir / r["capture"]), keylogs=keys + list(keylogs or []))
                     rec["decode"] = check_requests(an, page["requests"])
                     rec["figures"] = page_figures(an)
+                    measured = measure_capture(str(rdir / r["capture"]), CLIENT_IP)
+                    rec["link_measured"] = {**measured, "relay": relay}
+                    rec["link_check"] = lc = check_link(asked, measured, relay)
                     analyses[p] = an
                     manifest["runs"].append(rec)
                     d = rec["decode"]
                     log(f"[{cid} run {k}] {p}: {d['status_200']}/{d['expected']} requests 200, page load "
                         f"{rec['figures']['page_load_time'] or 0:.3f} s, {rec['figures']['connections']} connection(s) "
                         f"({time.time() - t0:.1f} s)", flush=True)
+                    q = measured.get("queueing") or {}
+                    log(f"[{cid} run {k}] {p}: measured RTT {measured['rtt_ms']} ms ({measured['rtt_source']}), busiest second "
+                        f"down {measured['down_mbit']} up {measured['up_mbit']} Mbit/s, queueing max {q.get('max_ms', '–')} ms"
+                        + ("" if lc["ok"] else f"; MISSED {', '.join(lc['missed'])}"), flush=True)
                     if not d["ok"]:
                         log(f"[{cid} run {k}] {p}: warning: missing {d['missing']} not 200 {d['not_200']}", flush=True)
                     _write_json(out / "manifest.json", manifest)
@@ -357,16 +399,34 @@ def main(args) -> int:
         return 2
     rtts = args.rtt or [0.0]
     losses = args.loss or [0.0]
+    down, up, buffer, burst = (getattr(args, k, None) for k in ("down", "up", "buffer", "loss_burst"))
     if any(r < 0 or r > 10_000 for r in rtts) or any(lo < 0 or lo >= 50 for lo in losses) \
-            or (args.rate is not None and args.rate <= 0) or args.runs < 1:
-        print("wirefall: lab: need 0 ≤ RTT ≤ 10000 ms, 0 ≤ loss < 50 %, rate > 0, runs ≥ 1", file=sys.stderr)
+            or any(x is not None and not 0 < x <= 1000 for x in (args.rate, down, up)) or args.runs < 1 \
+            or (burst is not None and burst < 1):
+        print("wirefall: lab: need 0 ≤ RTT ≤ 10000 ms, 0 ≤ loss < 50 %, 0 < rate ≤ 1000 Mbit/s, runs ≥ 1, "
+              "loss burst ≥ 1", file=sys.stderr)
         return 2
+    if buffer is not None:
+        from .net import parse_buffer
+
+        try:
+            kind, _ = parse_buffer(buffer) or ("", 0)
+        except ValueError as e:
+            print(f"wirefall: lab: {e}", file=sys.stderr)
+            return 2
+        if not (args.rate or down or up):
+            print("wirefall: lab: --buffer is the bottleneck's queue: give a rate (--down/--up or --rate)", file=sys.stderr)
+            return 2
+        if kind == "bdp" and any(r <= 0 for r in rtts):
+            print("wirefall: lab: --buffer bdp needs every --rtt above 0", file=sys.stderr)
+            return 2
     if args.page and not (Path(args.page) / "index.html").is_file():
         print(f"wirefall: lab: {args.page} has no index.html", file=sys.stderr)
         return 2
     out = Path(args.output)
     try:
-        run_lab(protos, rtts, losses, args.rate, args.runs, args.page, out, keylogs=args.keylog or [])
+        run_lab(protos, rtts, losses, args.rate, args.runs, args.page, out, keylogs=args.keylog or [],
+                down=down, up=up, buffer=buffer, burst=burst)
     except LabError as e:
         print(f"wirefall: lab: {e}", file=sys.stderr)
         return 2
