@@ -253,3 +253,21 @@ def relay_delta(before: dict | None, after: dict | None) -> dict | None:
         out[d] = {k: (v - b.get(k, 0) if k in ("offered", "dropped", "overflow", "delivered", "bytes_delivered") else v)
                   for k, v in a.items()}
     return out
+
+
+def server_time(exchanges: Iterable, rtt_ms: float | None) -> dict:
+    """The server's own time per request, from the client-side capture: the response's first
+    packet − the request's last packet − one RTT (``rtt_ms``: the network's, from the lab's TCP
+    connect probes — kernel to kernel, no server in it). What is left is the server's think time
+    plus any queueing on the way (none without a rate limit) and, for later requests of a
+    multiplexed connection, the time the server spent sending other responses first: so the
+    figure that compares servers is the page's first request (``think_first_ms``: nothing else is
+    in flight), the median over requests (``think_median_ms``) is shown beside it.
+    Pushed responses are left out (no request from the client)."""
+    xs = sorted((e.request_start, e.request_end, e.response_start) for e in exchanges
+                if not e.pushed and e.request_end is not None and e.response_start is not None
+                and e.request_start is not None)
+    if not xs or rtt_ms is None:
+        return {"think_first_ms": None, "think_median_ms": None, "requests": len(xs)}
+    th = [1000 * (rs - re) - rtt_ms for _, re, rs in xs]
+    return {"think_first_ms": round(th[0], 3), "think_median_ms": round(statistics.median(th), 3), "requests": len(xs)}

@@ -101,18 +101,44 @@ def rtt_in_force(asked_ms: float, measured_ms: float | None) -> bool:
     return measured_ms is not None and abs(measured_ms - asked_ms) <= max(1.5, 0.15 * asked_ms)
 
 
-def check_requests(an, requests: list[str]) -> dict:
-    """Every path the page needs, as a decoded request with status 200 (pushes do not count)."""
+def check_requests(an, requests: list[str], pushable: list[str] | None = None) -> dict:
+    """Every path the page needs, as a decoded request with status 200; a push counts only for
+    the paths the server was set to push (``pushable``), and ``pushed`` counts those."""
     got: dict[str, list] = {}
+    pushed = 0
     for e in an.exchanges:
-        if e.pushed or not e.url:
+        if not e.url:
             continue
-        got.setdefault(urlsplit(e.url).path or "/", []).append(e.status)
+        path = urlsplit(e.url).path or "/"
+        if e.pushed:
+            if path not in (pushable or ()):
+                continue
+            pushed += 1
+        got.setdefault(path, []).append(e.status)
     missing = [p for p in requests if p not in got]
     not_ok = {p: got[p] for p in requests if p in got and 200 not in got[p]}
     return {"expected": len(requests), "decoded": sum(len(v) for v in got.values()),
             "status_200": sum(1 for p in requests if 200 in got.get(p, [])),
-            "missing": missing, "not_200": not_ok, "ok": not missing and not not_ok}
+            "pushed": pushed, "missing": missing, "not_200": not_ok, "ok": not missing and not not_ok}
+
+
+def push_paths(spec: str | None, page: dict) -> list[str]:
+    """``--push``: ``css,js`` style kinds (by extension: css, js, jpg, png, json, images), or
+    paths (``/a.css,/b.js``); [] without it."""
+    if not spec:
+        return []
+    kinds = {"css": (".css",), "js": (".js",), "jpg": (".jpg", ".jpeg"), "png": (".png",), "json": (".json",),
+             "images": (".jpg", ".jpeg", ".png", ".gif", ".webp")}
+    out: list[str] = []
+    for item in (x.strip() for x in spec.split(",")):
+        if item.startswith("/"):
+            cand = [item] if item in page["requests"] else []
+        elif item in kinds:
+            cand = [p for p in page["requests"] if p.lower().endswith(kinds[item])]
+        else:
+            raise LabError(f"--push {item}: give paths of the page (/x.css) or kinds ({', '.join(kinds)})")
+        out += [p for p in cand if p not in out and p != "/"]
+    return out
 
 
 def _describe(xs) -> dict[str, Any]:
@@ -122,6 +148,20 @@ def _describe(xs) -> dict[str, Any]:
 
     d = describe([x for x in xs if x is not None])
     return {k: d[k] for k in ("n", "median", "q1", "q3", "min", "max")}
+
+
+SERVER_ROWS = [
+    ("think_first_ms", "server think, first request (ms)"),
+    ("think_median_ms", "server think, median request (ms)"),
+    ("server_handshake_ms", "QUIC server handshake beyond RTT (ms)"),
+]
+
+
+def server_figures(r: dict) -> dict:
+    """A run's server-time figures (lab/measure.server_time, link_check's server_handshake_ms)."""
+    st = r.get("server_time") or {}
+    return {"think_first_ms": st.get("think_first_ms"), "think_median_ms": st.get("think_median_ms"),
+            "server_handshake_ms": (r.get("link_check") or {}).get("server_handshake_ms")}
 
 
 def summarise(conditions: list[dict], runs: list[dict], protos: list[str], baseline: str) -> dict:
@@ -139,6 +179,7 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
             mine = [r for r in rs if r["protocol"] == p]
             fs = [r["figures"] for r in mine]
             stats = {k: _describe([f[k] for f in fs]) for k, _ in PAGE_ROWS}
+            stats.update({k: _describe([server_figures(r)[k] for r in mine]) for k, _ in SERVER_ROWS})
             prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
                        "missed": sum(1 for r in mine if (r.get("link_check") or {}).get("ok") is False),
                        "median": {k: v["median"] for k, v in stats.items()},
@@ -174,9 +215,11 @@ def _fmt_iqr(key: str, st: dict) -> str:
     if st["median"] is None:
         return "–"
     if st["n"] < 2:
-        return _fmt(key, st["median"])
+        return f"{st['median']:.1f}" if key.endswith("_ms") else _fmt(key, st["median"])
     if key == "page_load_time":  # seconds, one unit for the three
         return f"{st['median']:.3f} [{st['q1']:.3f}–{st['q3']:.3f}]"
+    if key.endswith("_ms"):
+        return f"{st['median']:.1f} [{st['q1']:.1f}–{st['q3']:.1f}]"
     return f"{_fmt(key, st['median'])} [{_fmt(key, st['q1'])}–{_fmt(key, st['q3'])}]"
 
 
@@ -229,12 +272,12 @@ def render_summary(s: dict) -> str:
                       f"s2c {m.get('loss_s2c_pct', '–')} % ({m.get('udp_sent', 0)} UDP probes)"]
         head = ["", "n"] + protos + [f"speedup {p}" for p in protos if p != base]
         rows = [head]
-        for k, label in PAGE_ROWS:
+        for k, label in PAGE_ROWS + SERVER_ROWS:
             r = [label, "/".join(str(c["protocols"][p]["n"][k]) for p in protos)]
             r += [_fmt_iqr(k, c["protocols"][p]["stats"][k]) for p in protos]
             for p in protos:
                 if p != base:
-                    sp = c["vs_baseline"][p][k]["speedup"]
+                    sp = c["vs_baseline"][p][k]["speedup"] if k in c["vs_baseline"][p] else None
                     r.append("–" if sp is None else f"{100 * sp:.1f} %")
             rows.append(r)
         w = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -252,11 +295,11 @@ def _write_json(path: Path, obj) -> None:
 
 
 def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print,
-            down=None, up=None, buffer=None, burst=None) -> dict:
+            down=None, up=None, buffer=None, burst=None, push=None) -> dict:
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
     from wirefall.analyzer.compare import compare, page_figures, render_text
     from .measure import check as check_link
-    from .measure import measure_capture, relay_delta
+    from .measure import measure_capture, relay_delta, server_time
     from .net import CLIENT_IP, LabNet
     from wirefall.analyzer.pipeline import analyze
 
@@ -287,12 +330,14 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
     try:
         lab = sac.Lab(out, work, count, net=net, site=Path(page_dir) if page_dir else None, procs=procs)
         page = {k: lab.page.get(k) for k in ("count", "seed", "requests", "files")}
+        lab.push = push_paths(push, page)
         manifest = {
             "schema": SCHEMA,
             "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": "wirefall lab " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["lab"] else None,
             "protocols": list(protos), "baseline": baseline, "runs_per_condition": runs,
             "page": page, "page_dir": str(page_dir) if page_dir else None,
+            "push": {"asked": push, "paths": lab.push, "servers": ["h2 (nginx http2_push)", "spdy (npm spdy res.push)"] if lab.push else []},
             "tools": sac.tool_versions(list(tools) + EXTRA_TOOLS), "host_kernel": os.uname().release,
             "conditions": [], "runs": [],
         }
@@ -339,11 +384,12 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                                                       if x in r}}
                     keys = [str(rdir / r["keys"])] if r.get("keys") else []
                     an = analyze(str(rdir / r["capture"]), keylogs=keys + list(keylogs or []))
-                    rec["decode"] = check_requests(an, page["requests"])
+                    rec["decode"] = check_requests(an, page["requests"], lab.push if p in ("h2", "spdy") else None)
                     rec["figures"] = page_figures(an)
                     measured = measure_capture(str(rdir / r["capture"]), CLIENT_IP)
                     rec["link_measured"] = {**measured, "relay": relay}
                     rec["link_check"] = lc = check_link(asked, measured, relay)
+                    rec["server_time"] = server_time(an.exchanges, m.get("rtt_ms_min"))
                     analyses[p] = an
                     manifest["runs"].append(rec)
                     d = rec["decode"]
@@ -426,7 +472,7 @@ def main(args) -> int:
     out = Path(args.output)
     try:
         run_lab(protos, rtts, losses, args.rate, args.runs, args.page, out, keylogs=args.keylog or [],
-                down=down, up=up, buffer=buffer, burst=burst)
+                down=down, up=up, buffer=buffer, burst=burst, push=getattr(args, "push", None))
     except LabError as e:
         print(f"wirefall: lab: {e}", file=sys.stderr)
         return 2

@@ -250,3 +250,53 @@ def test_real_asymmetric_link_with_bdp_buffer(tmp_path):
     best = slide(20)
     assert slide(20) - 1e-4 <= me["down_mbit"] <= slide(21) + 1e-4, (slide(20), slide(21), me)  # (rounded to 4 places)
     assert best > 2.0   # the page (349 kB) keeps a 3 Mbit/s link busy for a second
+
+
+def test_server_think_time_is_first_response_byte_minus_request_end_minus_rtt():
+    from types import SimpleNamespace as E
+
+    from wirefall.lab.measure import server_time
+    from wirefall.lab.run import render_summary, summarise
+
+    ex = [E(pushed=False, request_start=1.000, request_end=1.001, response_start=1.061),   # "/": 60 ms − 50 = 10
+          E(pushed=False, request_start=1.100, request_end=1.100, response_start=1.180),   # 30 ms
+          E(pushed=False, request_start=1.101, request_end=1.102, response_start=1.172),   # 20 ms
+          E(pushed=True, request_start=1.05, request_end=1.05, response_start=1.06),       # a push: no request
+          E(pushed=False, request_start=1.2, request_end=None, response_start=None)]       # no response
+    st = server_time(ex, 50.0)
+    assert st == {"think_first_ms": pytest.approx(10.0), "think_median_ms": pytest.approx(20.0), "requests": 3}
+    assert server_time(ex, None)["think_first_ms"] is None
+    # in the lab's table, per protocol, with the QUIC handshake's excess
+    from test_lab import _figures
+
+    runs = [{"condition": "c", "protocol": p, "run": 1, "figures": _figures(1.0), "server_time": st,
+             "link_check": {"ok": True, **({"server_handshake_ms": 42.0} if p == "h3" else {})}} for p in ("h1", "h3")]
+    s = summarise([{"id": "c", "rtt_ms": 50, "loss_pct": 0}], runs, ["h1", "h3"], "h1")
+    pr = s["conditions"][0]["protocols"]
+    assert pr["h1"]["median"]["think_first_ms"] == pytest.approx(10.0) and pr["h1"]["n"]["server_handshake_ms"] == 0
+    assert pr["h3"]["median"]["server_handshake_ms"] == 42.0
+    text = render_summary(s)
+    assert any(ln.startswith("server think, first request (ms)") and "10.0" in ln for ln in text.splitlines())
+    assert any(ln.startswith("QUIC server handshake beyond RTT (ms)") and "42.0" in ln for ln in text.splitlines())
+
+
+def test_push_paths_and_pushed_responses_count_only_where_asked():
+    from types import SimpleNamespace as E
+
+    from wirefall.lab.run import LabError, check_requests, push_paths
+
+    page = {"requests": ["/", "/css/a.css", "/js/b.js", "/img/c.jpg", "/data.json"]}
+    assert push_paths("css,js", page) == ["/css/a.css", "/js/b.js"]
+    assert push_paths("/img/c.jpg,images,/nope.css", page) == ["/img/c.jpg"]
+    assert push_paths(None, page) == []
+    with pytest.raises(LabError):
+        push_paths("fonts", page)
+    ex = [E(url="https://h/", pushed=False, status=200), E(url="https://h/css/a.css", pushed=True, status=200),
+          E(url="https://h/js/b.js", pushed=False, status=200), E(url="https://h/img/c.jpg", pushed=True, status=200),
+          E(url="https://h/data.json", pushed=False, status=200)]
+    an = E(exchanges=ex)
+    d = check_requests(an, page["requests"], ["/css/a.css"])
+    assert d["pushed"] == 1 and d["missing"] == ["/img/c.jpg"] and not d["ok"]   # c.jpg was not asked to be pushed
+    d = check_requests(an, page["requests"], ["/css/a.css", "/img/c.jpg"])
+    assert d["ok"] and d["pushed"] == 2 and d["status_200"] == 5
+    assert check_requests(an, page["requests"])["missing"] == ["/css/a.css", "/img/c.jpg"]

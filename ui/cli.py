@@ -569,6 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--up", type=float, default=None, metavar="MBIT", help="client→server rate")
     sp.add_argument("--buffer", default=None, help="bottleneck queue: bdp, PACKETS (64 or 64p) or MSms (docs/LAB.md)")
     sp.add_argument("--loss-burst", type=float, default=None, metavar="PACKETS", help="bursty loss: mean burst (Gilbert)")
+    sp.add_argument("--push", metavar="KINDS|PATHS", help="HTTP/2 and SPDY servers push these with the HTML: css,js,images… or /a.css,/b.js")
     sp.add_argument("--batch", nargs="?", const="", default=None, metavar="OUT",
                     help="then analyse the runs with `wirefall batch` on a local cluster into OUT (default RUNS_DIR/batch)")
     sp.add_argument("--runs", type=int, default=1)

@@ -60,6 +60,19 @@ def main(argv=None) -> int:
             a, b = pr[p]["median"]["packets_c2s"], pr[p]["median"]["packets_s2c"]
             row.append("–" if a is None or b is None else f"{a + b:.0f}")
         print("| " + " | ".join(row) + " |")
+    print()
+    # the servers' own time (lab/measure.server_time; QUIC: the handshake's excess over the RTT)
+    head = ["RTT ms", "loss %"] + [f"{p} think, first request ms" for p in protos] + ["h3 handshake beyond RTT ms"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for c in s["conditions"]:
+        pr = c["protocols"]
+
+        def one(p, k, pr=pr):
+            st = pr[p]["stats"].get(k) if p in pr else None
+            return "–" if not st or st["median"] is None else f"{st['median']:.1f} [{st['q1']:.1f}–{st['q3']:.1f}]"
+        row = [f"{c['rtt_ms']:g}", f"{c['loss_pct']:g}"] + [one(p, "think_first_ms") for p in protos] + [one("h3", "server_handshake_ms")]
+        print("| " + " | ".join(row) + " |")
     n = len(m["runs"])
     ok = sum(1 for r in m["runs"] if r["decode"]["ok"])
     print(f"\n{ok} of {n} captures decoded with every page resource a 200 request; "
