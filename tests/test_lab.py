@@ -312,6 +312,7 @@ def test_lab_capture_has_every_resource_as_200(lab_run, proto):
 
 def test_lab_comparison_table_has_every_row(lab_run):
     from wirefall.analyzer.compare import PAGE_ROWS
+    from wirefall.lab.run import SERVER_ROWS
 
     out, m, stdout = lab_run
     s = json.loads((out / "compare.json").read_text())
@@ -321,7 +322,8 @@ def test_lab_comparison_table_has_every_row(lab_run):
     for p in PROTOS:
         assert c["protocols"][p]["runs"] == 1
         med = c["protocols"][p]["median"]
-        assert set(med) == {k for k, _ in PAGE_ROWS}
+        assert set(med) == {k for k, _ in PAGE_ROWS + SERVER_ROWS}
+        assert med["think_first_ms"] is not None and (med["server_handshake_ms"] is not None) == (p == "h3")
         assert med["requests"] == 13 and med["page_load_time"] > 0 and c["protocols"][p]["n"]["page_load_time"] == 1
         run = next(r for r in m["runs"] if r["protocol"] == p)
         assert med["connections"] == run["figures"]["connections"]
