@@ -9,7 +9,7 @@ checkout's scripts, page generator and npm packages anyway); the network conditi
 
 RUNS_DIR/
   manifest.json                     conditions (asked and measured), every run and its files
-  compare.txt, compare.json         every protocol against HTTP/1.1, per condition (means over runs)
+  compare.txt, compare.json         every protocol against HTTP/1.1, per condition (medians, quartiles, n)
   <condition>/run<k>/page-<p>.*     capture (pcapng), key log, NetLog / client+server logs
   <condition>/run<k>/compare-<p>-vs-h1.txt   the request-by-request comparison of that run
 """
@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -56,8 +55,35 @@ def _scripts():
     return mod
 
 
-def condition_id(rtt: float, loss: float, rate: float | None) -> str:
-    return f"rtt{rtt:g}ms-loss{loss:g}pct" + (f"-rate{rate:g}mbit" if rate else "")
+def condition_id(rtt: float, loss: float, rate: float | None, down: float | None = None, up: float | None = None,
+                 buffer: str | None = None, burst: float | None = None) -> str:
+    s = f"rtt{rtt:g}ms-loss{loss:g}pct"
+    if burst and burst > 1 and loss:
+        s += f"-burst{burst:g}"
+    if down or up:
+        s += f"-down{down or rate or 0:g}-up{up or rate or 0:g}mbit"
+    elif rate:
+        s += f"-rate{rate:g}mbit"
+    if buffer and (down or up or rate):
+        s += f"-buf{str(buffer).lower()}"
+    return s
+
+
+def asked_link(rtt: float, loss: float, rate: float | None, down: float | None, up: float | None,
+               buffer: str | None, burst: float | None) -> dict:
+    """What one condition asks of the link, with the queue limit resolved (lab/net.queue_limits)."""
+    from .net import parse_buffer, queue_limits
+
+    down, up = down or rate, up or rate
+    a: dict[str, Any] = {"rtt_ms": rtt, "loss_pct": loss, "loss_burst": burst if burst and burst > 1 and loss else None,
+                         "down_mbit": down, "up_mbit": up, "buffer": buffer, "buffer_ms": None, "buffer_packets": None}
+    if down or up:
+        packets, limit_s = queue_limits(parse_buffer(buffer), rtt)
+        if limit_s is None:
+            a["buffer_packets"] = packets
+        else:
+            a["buffer_ms"] = a["up_buffer_ms"] = round(1000 * limit_s, 3)
+    return a
 
 
 def loss_in_force(asked_pct: float, measured_pct: float | None, n: int) -> bool:
@@ -75,28 +101,74 @@ def rtt_in_force(asked_ms: float, measured_ms: float | None) -> bool:
     return measured_ms is not None and abs(measured_ms - asked_ms) <= max(1.5, 0.15 * asked_ms)
 
 
-def check_requests(an, requests: list[str]) -> dict:
-    """Every path the page needs, as a decoded request with status 200 (pushes do not count)."""
+def check_requests(an, requests: list[str], pushable: list[str] | None = None) -> dict:
+    """Every path the page needs, as a decoded request with status 200; a push counts only for
+    the paths the server was set to push (``pushable``), and ``pushed`` counts those."""
     got: dict[str, list] = {}
+    pushed = 0
     for e in an.exchanges:
-        if e.pushed or not e.url:
+        if not e.url:
             continue
-        got.setdefault(urlsplit(e.url).path or "/", []).append(e.status)
+        path = urlsplit(e.url).path or "/"
+        if e.pushed:
+            if path not in (pushable or ()):
+                continue
+            pushed += 1
+        got.setdefault(path, []).append(e.status)
     missing = [p for p in requests if p not in got]
     not_ok = {p: got[p] for p in requests if p in got and 200 not in got[p]}
     return {"expected": len(requests), "decoded": sum(len(v) for v in got.values()),
             "status_200": sum(1 for p in requests if 200 in got.get(p, [])),
-            "missing": missing, "not_200": not_ok, "ok": not missing and not not_ok}
+            "pushed": pushed, "missing": missing, "not_200": not_ok, "ok": not missing and not not_ok}
 
 
-def _mean(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.fmean(xs) if xs else None
+def push_paths(spec: str | None, page: dict) -> list[str]:
+    """``--push``: ``css,js`` style kinds (by extension: css, js, jpg, png, json, images), or
+    paths (``/a.css,/b.js``); [] without it."""
+    if not spec:
+        return []
+    kinds = {"css": (".css",), "js": (".js",), "jpg": (".jpg", ".jpeg"), "png": (".png",), "json": (".json",),
+             "images": (".jpg", ".jpeg", ".png", ".gif", ".webp")}
+    out: list[str] = []
+    for item in (x.strip() for x in spec.split(",")):
+        if item.startswith("/"):
+            cand = [item] if item in page["requests"] else []
+        elif item in kinds:
+            cand = [p for p in page["requests"] if p.lower().endswith(kinds[item])]
+        else:
+            raise LabError(f"--push {item}: give paths of the page (/x.css) or kinds ({', '.join(kinds)})")
+        out += [p for p in cand if p not in out and p != "/"]
+    return out
+
+
+def _describe(xs) -> dict[str, Any]:
+    """Median, quartiles (linear interpolation at (n − 1)·p, as ``wirefall batch`` and numpy) and
+    the number of values; runs without the figure are left out of it only."""
+    from wirefall.analyzer.batch.summary import describe
+
+    d = describe([x for x in xs if x is not None])
+    return {k: d[k] for k in ("n", "median", "q1", "q3", "min", "max")}
+
+
+SERVER_ROWS = [
+    ("think_first_ms", "server think, first request (ms)"),
+    ("think_median_ms", "server think, median request (ms)"),
+    ("server_handshake_ms", "QUIC server handshake beyond RTT (ms)"),
+]
+
+
+def server_figures(r: dict) -> dict:
+    """A run's server-time figures (lab/measure.server_time, link_check's server_handshake_ms)."""
+    st = r.get("server_time") or {}
+    return {"think_first_ms": st.get("think_first_ms"), "think_median_ms": st.get("think_median_ms"),
+            "server_handshake_ms": (r.get("link_check") or {}).get("server_handshake_ms")}
 
 
 def summarise(conditions: list[dict], runs: list[dict], protos: list[str], baseline: str) -> dict:
-    """Per condition: each protocol's page figures averaged over runs, and every protocol against
-    the baseline (the whitepaper's A/B/difference/speedup with A = baseline)."""
+    """Per condition: each protocol's page figures over the runs (median, quartiles, n; means are
+    not used: one retransmission timeout in three runs moves a mean by a third of a second), and
+    every protocol's medians against the baseline's (the whitepaper's A/B/difference/speedup with
+    A = baseline)."""
     from wirefall.analyzer.compare import PAGE_ROWS
 
     out = []
@@ -104,69 +176,108 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
         rs = [r for r in runs if r["condition"] == c["id"] and r.get("figures")]
         prot: dict[str, dict[str, Any]] = {}
         for p in protos:
-            fs = [r["figures"] for r in rs if r["protocol"] == p]
+            mine = [r for r in rs if r["protocol"] == p]
+            fs = [r["figures"] for r in mine]
+            stats = {k: _describe([f[k] for f in fs]) for k, _ in PAGE_ROWS}
+            stats.update({k: _describe([server_figures(r)[k] for r in mine]) for k, _ in SERVER_ROWS})
             prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
-                       "mean": {k: _mean([f[k] for f in fs]) for k, _ in PAGE_ROWS}}
+                       "missed": sum(1 for r in mine if (r.get("link_check") or {}).get("ok") is False),
+                       "median": {k: v["median"] for k, v in stats.items()},
+                       "q1": {k: v["q1"] for k, v in stats.items()}, "q3": {k: v["q3"] for k, v in stats.items()},
+                       "n": {k: v["n"] for k, v in stats.items()}, "stats": stats}
         vs: dict[str, dict[str, dict[str, Any]]] = {}
-        base = prot.get(baseline, {}).get("mean", {})
+        base = prot.get(baseline, {}).get("median", {})
         for p in protos:
             if p == baseline:
                 continue
             vs[p] = {}
             for k, _ in PAGE_ROWS:
-                a, b = base.get(k), prot[p]["mean"].get(k)
+                a, b = base.get(k), prot[p]["median"].get(k)
                 vs[p][k] = {"a": a, "b": b, "diff": None if a is None or b is None else b - a,
                             "speedup": None if k.endswith("compression") or not a or b is None else (a - b) / a}
-        out.append({"id": c["id"], "rtt_ms": c["rtt_ms"], "loss_pct": c["loss_pct"], "rate_mbit": c["rate_mbit"],
+        out.append({"id": c["id"], "rtt_ms": c["rtt_ms"], "loss_pct": c["loss_pct"], "rate_mbit": c.get("rate_mbit"),
+                    **{k: c.get(k) for k in ("down_mbit", "up_mbit", "buffer", "loss_burst")},
                     "measured": c.get("measured"), "protocols": prot, "vs_baseline": vs,
                     "pairs": [r["compare"] for r in rs if r.get("compare")]})
-    return {"schema": SCHEMA, "baseline": baseline, "protocols": protos, "conditions": out}
+    return {"schema": SCHEMA, "statistic": "median", "baseline": baseline, "protocols": protos, "conditions": out}
 
 
 def _fmt(key: str, v) -> str:
     from wirefall.analyzer.compare import _fmt as cfmt
 
     if isinstance(v, float) and key not in ("page_load_time",) and not key.endswith("compression"):
-        return f"{v:,.0f}" if v.is_integer() else f"{v:,.1f}"  # a count averaged over runs
+        return f"{v:,.0f}" if v.is_integer() else f"{v:,.1f}"  # a median of an even number of counts
     return cfmt(key, v)
+
+
+def _fmt_iqr(key: str, st: dict) -> str:
+    """``median [q1–q3]`` (just the median for one run)."""
+    if st["median"] is None:
+        return "–"
+    if st["n"] < 2:
+        return f"{st['median']:.1f}" if key.endswith("_ms") else _fmt(key, st["median"])
+    if key == "page_load_time":  # seconds, one unit for the three
+        return f"{st['median']:.3f} [{st['q1']:.3f}–{st['q3']:.3f}]"
+    if key.endswith("_ms"):
+        return f"{st['median']:.1f} [{st['q1']:.1f}–{st['q3']:.1f}]"
+    return f"{_fmt(key, st['median'])} [{_fmt(key, st['q1'])}–{_fmt(key, st['q3'])}]"
+
+
+def _condition_label(c: dict) -> str:
+    s = f"rtt {c['rtt_ms']:g} ms, loss {c['loss_pct']:g} %"
+    if c.get("loss_burst"):
+        s += f" (bursts of {c['loss_burst']:g})"
+    down, up = c.get("down_mbit"), c.get("up_mbit")
+    if down is None and up is None and c.get("rate_mbit"):
+        down = up = c["rate_mbit"]
+    if down or up:
+        s += f", {down or '∞'}/{up or '∞'} Mbit/s"
+    if c.get("buffer"):
+        s += f", buffer {c['buffer']}"
+    return s
 
 
 def render_summary(s: dict) -> str:
     from wirefall.analyzer.compare import PAGE_ROWS
 
     protos, base = s["protocols"], s["baseline"]
-    lines = [f"wirefall lab: every protocol against {base} (means over runs; speedup = ({base} − X) / {base})", ""]
+    lines = [f"wirefall lab: every protocol against {base} (median [quartiles] over n runs; "
+             f"speedup = ({base} − X) / {base} of the medians)", ""]
     # the whitepaper's form: one row per condition, page load time per protocol and speedup
     head = ["condition", "runs"] + [f"{p} PLT (s)" if p == base else f"{p} PLT (s) / speedup" for p in protos]
     rows = [head]
     for c in s["conditions"]:
-        m = c.get("measured") or {}
-        cell = [f"rtt {c['rtt_ms']:g} ms, loss {c['loss_pct']:g} %" + (f", {c['rate_mbit']:g} Mbit/s" if c["rate_mbit"] else ""),
-                str(max((c["protocols"][p]["runs"] for p in protos), default=0))]
+        pr = c["protocols"]
+        missed = sum(pr[p].get("missed", 0) for p in protos)
+        cell = [_condition_label(c),
+                "/".join(str(pr[p]["runs"]) for p in protos) + (f" ({missed} missed)" if missed else "")]
         for p in protos:
-            v = c["protocols"][p]["mean"]["page_load_time"]
+            st = pr[p]["stats"]["page_load_time"]
             if p == base:
-                cell.append(_fmt("page_load_time", v))
+                cell.append(_fmt_iqr("page_load_time", st))
             else:
                 sp = c["vs_baseline"][p]["page_load_time"]["speedup"]
-                cell.append(f"{_fmt('page_load_time', v)} / " + ("–" if sp is None else f"{100 * sp:.1f} %"))
+                cell.append(f"{_fmt_iqr('page_load_time', st)} / " + ("–" if sp is None else f"{100 * sp:.1f} %"))
         rows.append(cell)
     w = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for i, r in enumerate(rows):
         lines.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, len(r))]))
         if i == 0:
             lines.append("  ".join("-" * x for x in w))
+    lines += ["", "runs: loads per protocol (" + "/".join(protos) + "); missed: loads whose measured link "
+              "conditions missed the asked ones (manifest runs[].link_check)"]
     for c in s["conditions"]:
         m = c.get("measured") or {}
         lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms_min', '–')} ms (min; median {m.get('rtt_ms', '–')}), loss c2s {m.get('loss_c2s_pct', '–')} %, "
                       f"s2c {m.get('loss_s2c_pct', '–')} % ({m.get('udp_sent', 0)} UDP probes)"]
-        head = [""] + protos + [f"speedup {p}" for p in protos if p != base]
+        head = ["", "n"] + protos + [f"speedup {p}" for p in protos if p != base]
         rows = [head]
-        for k, label in PAGE_ROWS:
-            r = [label] + [_fmt(k, c["protocols"][p]["mean"][k]) for p in protos]
+        for k, label in PAGE_ROWS + SERVER_ROWS:
+            r = [label, "/".join(str(c["protocols"][p]["n"][k]) for p in protos)]
+            r += [_fmt_iqr(k, c["protocols"][p]["stats"][k]) for p in protos]
             for p in protos:
                 if p != base:
-                    sp = c["vs_baseline"][p][k]["speedup"]
+                    sp = c["vs_baseline"][p][k]["speedup"] if k in c["vs_baseline"][p] else None
                     r.append("–" if sp is None else f"{100 * sp:.1f} %")
             rows.append(r)
         w = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -183,10 +294,13 @@ def _write_json(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
-def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print) -> dict:
+def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print,
+            down=None, up=None, buffer=None, burst=None, push=None) -> dict:
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
     from wirefall.analyzer.compare import compare, page_figures, render_text
-    from .net import LabNet
+    from .measure import check as check_link
+    from .measure import measure_capture, relay_delta, server_time
+    from .net import CLIENT_IP, LabNet
     from wirefall.analyzer.pipeline import analyze
 
     sac = _scripts()
@@ -216,20 +330,24 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
     try:
         lab = sac.Lab(out, work, count, net=net, site=Path(page_dir) if page_dir else None, procs=procs)
         page = {k: lab.page.get(k) for k in ("count", "seed", "requests", "files")}
+        lab.push = push_paths(push, page)
         manifest = {
             "schema": SCHEMA,
             "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": "wirefall lab " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["lab"] else None,
             "protocols": list(protos), "baseline": baseline, "runs_per_condition": runs,
             "page": page, "page_dir": str(page_dir) if page_dir else None,
+            "push": {"asked": push, "paths": lab.push, "servers": ["h2 (nginx http2_push)", "spdy (npm spdy res.push)"] if lab.push else []},
             "tools": sac.tool_versions(list(tools) + EXTRA_TOOLS), "host_kernel": os.uname().release,
             "conditions": [], "runs": [],
         }
         for ci, (rtt, loss) in enumerate([(r, lo) for r in rtts for lo in losses]):
-            cid = condition_id(rtt, loss, rate)
+            cid = condition_id(rtt, loss, rate, down, up, buffer, burst)
             log(f"[{cid}] setting up the link", flush=True)
-            cond = {"id": cid, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "seed": ci + 1}
-            cond["link"] = net.up(rtt, loss, rate, ci + 1, work)
+            asked = asked_link(rtt, loss, rate, down, up, buffer, burst)
+            cond = {"id": cid, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "seed": ci + 1,
+                    **{k: asked[k] for k in ("down_mbit", "up_mbit", "buffer", "loss_burst")}, "asked": asked}
+            cond["link"] = net.up(rtt, loss, rate, ci + 1, work, down_mbit=down, up_mbit=up, buffer=buffer, burst=burst)
             m = net.measure(work)
             if not rtt_in_force(rtt, m.get("rtt_ms_min")):  # once more, in case the host was busy
                 m = net.measure(work)
@@ -254,8 +372,11 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                 analyses = {}
                 for p in order:
                     t0 = time.time()
+                    before = net.snapshot()  # also resets the queue's peaks: what this load meets
                     r = lab.run(p)
+                    relay = relay_delta(before, net.snapshot())
                     rec = {"protocol": p, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "run": k,
+                           **{x: asked[x] for x in ("down_mbit", "up_mbit", "buffer", "loss_burst")},
                            "condition": cid, "dir": str(rdir.relative_to(out)),
                            "made": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                            "files": {x: r[x] for x in ("capture", "keys", "netlog", "server_log", "client_log")
@@ -263,14 +384,22 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                                                       if x in r}}
                     keys = [str(rdir / r["keys"])] if r.get("keys") else []
                     an = analyze(str(rdir / r["capture"]), keylogs=keys + list(keylogs or []))
-                    rec["decode"] = check_requests(an, page["requests"])
+                    rec["decode"] = check_requests(an, page["requests"], lab.push if p in ("h2", "spdy") else None)
                     rec["figures"] = page_figures(an)
+                    measured = measure_capture(str(rdir / r["capture"]), CLIENT_IP)
+                    rec["link_measured"] = {**measured, "relay": relay}
+                    rec["link_check"] = lc = check_link(asked, measured, relay)
+                    rec["server_time"] = server_time(an.exchanges, m.get("rtt_ms_min"))
                     analyses[p] = an
                     manifest["runs"].append(rec)
                     d = rec["decode"]
                     log(f"[{cid} run {k}] {p}: {d['status_200']}/{d['expected']} requests 200, page load "
                         f"{rec['figures']['page_load_time'] or 0:.3f} s, {rec['figures']['connections']} connection(s) "
                         f"({time.time() - t0:.1f} s)", flush=True)
+                    q = measured.get("queueing") or {}
+                    log(f"[{cid} run {k}] {p}: measured RTT {measured['rtt_ms']} ms ({measured['rtt_source']}), busiest second "
+                        f"down {measured['down_mbit']} up {measured['up_mbit']} Mbit/s, queueing max {q.get('max_ms', '–')} ms"
+                        + ("" if lc["ok"] else f"; MISSED {', '.join(lc['missed'])}"), flush=True)
                     if not d["ok"]:
                         log(f"[{cid} run {k}] {p}: warning: missing {d['missing']} not 200 {d['not_200']}", flush=True)
                     _write_json(out / "manifest.json", manifest)
@@ -316,16 +445,34 @@ def main(args) -> int:
         return 2
     rtts = args.rtt or [0.0]
     losses = args.loss or [0.0]
+    down, up, buffer, burst = (getattr(args, k, None) for k in ("down", "up", "buffer", "loss_burst"))
     if any(r < 0 or r > 10_000 for r in rtts) or any(lo < 0 or lo >= 50 for lo in losses) \
-            or (args.rate is not None and args.rate <= 0) or args.runs < 1:
-        print("wirefall: lab: need 0 ≤ RTT ≤ 10000 ms, 0 ≤ loss < 50 %, rate > 0, runs ≥ 1", file=sys.stderr)
+            or any(x is not None and not 0 < x <= 1000 for x in (args.rate, down, up)) or args.runs < 1 \
+            or (burst is not None and burst < 1):
+        print("wirefall: lab: need 0 ≤ RTT ≤ 10000 ms, 0 ≤ loss < 50 %, 0 < rate ≤ 1000 Mbit/s, runs ≥ 1, "
+              "loss burst ≥ 1", file=sys.stderr)
         return 2
+    if buffer is not None:
+        from .net import parse_buffer
+
+        try:
+            kind, _ = parse_buffer(buffer) or ("", 0)
+        except ValueError as e:
+            print(f"wirefall: lab: {e}", file=sys.stderr)
+            return 2
+        if not (args.rate or down or up):
+            print("wirefall: lab: --buffer is the bottleneck's queue: give a rate (--down/--up or --rate)", file=sys.stderr)
+            return 2
+        if kind == "bdp" and any(r <= 0 for r in rtts):
+            print("wirefall: lab: --buffer bdp needs every --rtt above 0", file=sys.stderr)
+            return 2
     if args.page and not (Path(args.page) / "index.html").is_file():
         print(f"wirefall: lab: {args.page} has no index.html", file=sys.stderr)
         return 2
     out = Path(args.output)
     try:
-        run_lab(protos, rtts, losses, args.rate, args.runs, args.page, out, keylogs=args.keylog or [])
+        run_lab(protos, rtts, losses, args.rate, args.runs, args.page, out, keylogs=args.keylog or [],
+                down=down, up=up, buffer=buffer, burst=burst, push=getattr(args, "push", None))
     except LabError as e:
         print(f"wirefall: lab: {e}", file=sys.stderr)
         return 2

@@ -77,6 +77,51 @@ def test_conditions_checks():
     assert not loss_in_force(1, 10.0, 200)
 
 
+# ------------------------------------------------------------------ summary (unit)
+
+def _figures(plt, **kw):
+    from wirefall.analyzer.compare import PAGE_ROWS
+
+    f = {k: 1 for k, _ in PAGE_ROWS}
+    f.update(page_load_time=plt, **kw)
+    return f
+
+
+def test_summary_is_medians_and_quartiles_not_means():
+    """One retransmission timeout in three runs (h3's 4.0 s) turns the mean verdict around; the
+    median does not. Quartiles as numpy's default percentile (linear interpolation)."""
+    np = pytest.importorskip("numpy")
+    from wirefall.lab.run import render_summary, summarise
+
+    plts = {"h1": [2.0, 2.1, 2.2, 2.6], "h2": [1.2, 1.3, 1.2, 1.25], "h3": [1.0, 1.1, 4.0, 1.05]}
+    cond = {"id": "c1", "rtt_ms": 50, "loss_pct": 1, "rate_mbit": None, "down_mbit": 3, "up_mbit": 3, "buffer": "bdp"}
+    runs = [{"condition": "c1", "protocol": p, "run": k + 1, "figures": _figures(x, packets_c2s=10 * (k + 1))}
+            for p, xs in plts.items() for k, x in enumerate(xs)]
+    runs.append({"condition": "c1", "protocol": "h2", "run": 5, "figures": None})  # a failed load: not counted
+    runs[0]["link_check"] = {"ok": False, "missed": ["rtt"]}
+    s = summarise([cond], runs, ["h1", "h2", "h3"], "h1")
+    assert s["statistic"] == "median"
+    (c,) = s["conditions"]
+    for p, xs in plts.items():
+        pr = c["protocols"][p]
+        assert pr["runs"] == 4 and pr["n"]["page_load_time"] == 4
+        assert pr["median"]["page_load_time"] == pytest.approx(np.median(xs))
+        assert pr["q1"]["page_load_time"] == pytest.approx(np.percentile(xs, 25))
+        assert pr["q3"]["page_load_time"] == pytest.approx(np.percentile(xs, 75))
+        assert pr["median"]["packets_c2s"] == pytest.approx(25.0)
+    assert c["protocols"]["h1"]["missed"] == 1 and c["protocols"]["h2"]["missed"] == 0
+    # the mean says h3 is slower than h2; the medians say faster
+    assert np.mean(plts["h3"]) > np.mean(plts["h2"])
+    sp = {p: c["vs_baseline"][p]["page_load_time"]["speedup"] for p in ("h2", "h3")}
+    assert sp["h3"] > sp["h2"]
+    assert sp["h3"] == pytest.approx((np.median(plts["h1"]) - np.median(plts["h3"])) / np.median(plts["h1"]))
+    text = render_summary(s)
+    assert "median [quartiles]" in text and "mean" not in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("rtt 50 ms"))
+    assert "3/3 Mbit/s, buffer bdp" in row and "4/4/4 (1 missed)" in row
+    assert f"{np.median(plts['h3']):.3f} [{np.percentile(plts['h3'], 25):.3f}–{np.percentile(plts['h3'], 75):.3f}]" in row
+
+
 # ------------------------------------------------------------------ real runs (root, tools)
 
 def _need_lab(protos=PROTOS):
@@ -267,6 +312,7 @@ def test_lab_capture_has_every_resource_as_200(lab_run, proto):
 
 def test_lab_comparison_table_has_every_row(lab_run):
     from wirefall.analyzer.compare import PAGE_ROWS
+    from wirefall.lab.run import SERVER_ROWS
 
     out, m, stdout = lab_run
     s = json.loads((out / "compare.json").read_text())
@@ -275,13 +321,14 @@ def test_lab_comparison_table_has_every_row(lab_run):
     assert set(c["vs_baseline"]) == {"spdy", "h2", "h3"}
     for p in PROTOS:
         assert c["protocols"][p]["runs"] == 1
-        mean = c["protocols"][p]["mean"]
-        assert set(mean) == {k for k, _ in PAGE_ROWS}
-        assert mean["requests"] == 13 and mean["page_load_time"] > 0
+        med = c["protocols"][p]["median"]
+        assert set(med) == {k for k, _ in PAGE_ROWS + SERVER_ROWS}
+        assert med["think_first_ms"] is not None and (med["server_handshake_ms"] is not None) == (p == "h3")
+        assert med["requests"] == 13 and med["page_load_time"] > 0 and c["protocols"][p]["n"]["page_load_time"] == 1
         run = next(r for r in m["runs"] if r["protocol"] == p)
-        assert mean["connections"] == run["figures"]["connections"]
-    assert c["protocols"]["h1"]["mean"]["connections"] > 1
-    assert all(c["protocols"][p]["mean"]["connections"] == 1 for p in ("spdy", "h2", "h3"))
+        assert med["connections"] == run["figures"]["connections"]
+    assert c["protocols"]["h1"]["median"]["connections"] > 1
+    assert all(c["protocols"][p]["median"]["connections"] == 1 for p in ("spdy", "h2", "h3"))
     for p in ("spdy", "h2", "h3"):
         v = c["vs_baseline"][p]["page_load_time"]
         assert v["speedup"] == pytest.approx((v["a"] - v["b"]) / v["a"])

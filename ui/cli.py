@@ -465,7 +465,15 @@ def _compare(args) -> int:
 def cmd_lab(args) -> int:
     from wirefall.lab.run import main as lab_main
 
-    return lab_main(args) or 0
+    rc = lab_main(args) or 0
+    if rc == 0 and getattr(args, "batch", None) is not None:  # the sweep's analysis through `wirefall batch`
+        from wirefall.ui.cli_batch import cmd_batch
+
+        out = args.batch or os.path.join(args.output, "batch")
+        rc = cmd_batch(argparse.Namespace(inputs=[args.output], output=out, scheduler=None, workers=None, memory_limit=None,
+                                          keylog=None, limit=getattr(args, "limit", None), group_by=None, retry_errors=False,
+                                          no_report=False, no_images=False, verbose=False, debug=args.debug))
+    return rc
 
 
 def _workers(v: str):
@@ -578,7 +586,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--protocols", default="h1,spdy,h2,h3")
     sp.add_argument("--rtt", type=float, nargs="*", default=[0.0])
     sp.add_argument("--loss", type=float, nargs="*", default=[0.0])
-    sp.add_argument("--rate", type=float, default=None)
+    sp.add_argument("--rate", type=float, default=None, help="Mbit/s each way (--down/--up set one each)")
+    sp.add_argument("--down", type=float, default=None, metavar="MBIT", help="server→client rate")
+    sp.add_argument("--up", type=float, default=None, metavar="MBIT", help="client→server rate")
+    sp.add_argument("--buffer", default=None, help="bottleneck queue: bdp, PACKETS (64 or 64p) or MSms (docs/LAB.md)")
+    sp.add_argument("--loss-burst", type=float, default=None, metavar="PACKETS", help="bursty loss: mean burst (Gilbert)")
+    sp.add_argument("--push", metavar="KINDS|PATHS", help="HTTP/2 and SPDY servers push these with the HTML: css,js,images… or /a.css,/b.js")
+    sp.add_argument("--batch", nargs="?", const="", default=None, metavar="OUT",
+                    help="then analyse the runs with `wirefall batch` on a local cluster into OUT (default RUNS_DIR/batch)")
     sp.add_argument("--runs", type=int, default=1)
     sp.add_argument("--page", default=None)
     sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")

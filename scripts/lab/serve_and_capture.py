@@ -221,11 +221,16 @@ def make_cert(d: Path) -> tuple[Path, Path, str]:
     return cert, key, spki
 
 
-def nginx_conf(d: Path, site: Path, port: int, mode: str, cert: Path, key: Path, host="127.0.0.1") -> Path:
+def nginx_conf(d: Path, site: Path, port: int, mode: str, cert: Path, key: Path, host="127.0.0.1",
+               push: list[str] | None = None) -> Path:
     listen = {"h1": "ssl", "h2": "ssl http2", "h1c": ""}[mode]
     tls = (f"ssl_certificate {cert};\n    ssl_certificate_key {key};\n"
            "    ssl_protocols TLSv1.2 TLSv1.3;\n") if mode != "h1c" else ""
     conf = d / f"nginx-{mode}.conf"
+    # server push (HTTP/2 only, nginx 1.22's http2_push): the listed paths go with the page's HTML
+    # ("/" is served as /index.html by an internal redirect, which runs this location)
+    pushes = "".join(f"http2_push {p};" for p in (push or []) if re.fullmatch(r"/[A-Za-z0-9._/-]*", p))
+    push_loc = f"location = /index.html {{ {pushes} }}" if pushes and mode == "h2" else ""
     conf.write_text(f"""
 user root;
 worker_processes 1;
@@ -248,6 +253,7 @@ http {{
     {tls}
     root {site};
     index index.html;
+    {push_loc}
   }}
 }}
 """)
@@ -277,10 +283,11 @@ def page_of(site: Path) -> dict:
 
 class Lab:
     def __init__(self, out: Path, work: Path, count: int, net=Loopback, site: Path | None = None,
-                 procs: Procs | None = None, linger: float = 0.5):
+                 procs: Procs | None = None, linger: float = 0.5, push: list[str] | None = None):
         self.out, self.work, self.count = out, work, count
         self.net = net
         self.linger = linger  # wait after the client ends, so the last FIN/CONNECTION_CLOSE is captured
+        self.push = list(push or [])  # paths the HTTP/2 and SPDY servers push with the HTML
         self.procs = procs or Procs()
         if site is None:
             self.site = work / "site"
@@ -354,7 +361,7 @@ class Lab:
     def run_nginx_chromium(self, proto: str) -> dict:
         name = f"page-{proto}"
         port = free_port()
-        conf = nginx_conf(self.work, self.site, port, proto, self.cert, self.key, self.net.server_host)
+        conf = nginx_conf(self.work, self.site, port, proto, self.cert, self.key, self.net.server_host, push=self.push)
         (self.work / f"nginx-{proto}.access.log").unlink(missing_ok=True)
         srv = self.procs.start("nginx", self.net.server_cmd(
                                ["nginx", "-c", str(conf), "-e", str(self.work / f"nginx-{proto}.stderr")]),
@@ -452,7 +459,7 @@ class Lab:
         srv = self.procs.start("spdy-server", self.net.server_cmd(
                                ["node", "server.js", "--root", str(self.site), "--host", self.net.server_host,
                                 "--port", str(port), "--version", "3.1", "--key", str(self.key), "--cert", str(self.cert),
-                                "--log", str(slog)]),
+                                "--log", str(slog), *(["--push", ",".join(self.push)] if self.push else [])]),
                                cwd=SPDY_DIR, stdout=open(self.work / "spdy-server.log", "w"), stderr=subprocess.STDOUT)
         wait_port(port, proc=srv, net=self.net)
         td, pcap = self.tcpdump(name, port, udp=False)
@@ -475,10 +482,14 @@ class Lab:
                 loaded.append(json.loads(ln))
             except ValueError:
                 pass
-        got = sorted(r["path"] for r in loaded if r.get("status") == 200)
-        if p.returncode or got != sorted(self.page["requests"]):
-            die(f"{name}: spdy client did not load the page (rc {p.returncode}; see {out})")
+        # a push's status is not in spdy-transport's push object: a push counts when its body is the
+        # file's, byte for byte in number (its :status is checked from the capture by the lab)
+        size = {f["path"]: f["bytes"] for f in self.page.get("files", [])}
+        got = sorted(r["path"] for r in loaded if r.get("status") == 200
+                     or (r.get("pushed") and r.get("path") in self.push and r.get("bytes") == size.get(r["path"])))
         shutil.copy(out, self.out / f"{name}.client.log")
+        if p.returncode or got != sorted(self.page["requests"]):
+            die(f"{name}: spdy client did not load the page (rc {p.returncode}; see {self.out / (name + '.client.log')})")
         return {"client": "scripts/spdy/client.js (spdy-transport)", "command": " ".join(cmd),
                 "server": "scripts/spdy/server.js --root (npm spdy)", "port": port, "capture": cap.name,
                 "keys": keys.name, "server_log": slog.name, "client_log": f"{name}.client.log",

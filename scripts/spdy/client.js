@@ -39,11 +39,18 @@ function fetch (conn, path, weight, method, upload) {
     const chunks = []
     const t0 = Date.now()
     const pushes = []
+    const pushDone = []
     stream.on('pushPromise', (push) => {
       pushes.push(push.path)
       let pn = 0
       push.on('data', (d) => { pn += d.length })
-      push.on('end', () => console.log('push', push.path, pn))
+      pushDone.push(new Promise((resolve) => { push.on('end', resolve); push.on('error', resolve) }))
+      push.on('end', () => {
+        if (!args.page) { console.log('push', push.path, pn); return }
+        const h = push.headers || {}
+        const st = h[':status'] || h.status
+        console.log(JSON.stringify({ path: push.path, status: st ? parseInt(st, 10) : null, bytes: pn, pushed: true, end_ms: Date.now() }))
+      })
       push.on('error', () => {})
       push.resume()
     })
@@ -53,7 +60,7 @@ function fetch (conn, path, weight, method, upload) {
       if (args.page) {
         console.log(JSON.stringify({ path, status: stream.status, bytes: n, start_ms: t0, end_ms: Date.now() }))
       } else console.log(path, stream.status, n)
-      resolve({ path, status: stream.status, n, pushes, body: Buffer.concat(chunks) })
+      resolve({ path, status: stream.status, n, pushes, pushDone, body: Buffer.concat(chunks) })
     })
     stream.on('error', reject)
     if (upload) stream.end(body(upload, 7))
@@ -77,9 +84,11 @@ async function loadPage (conn) {
   let m
   while ((m = re.exec(html)) !== null) {
     const p = m[1] || m[2]
-    if (!seen.has(p)) { seen.add(p); paths.push(p) }
+    // a pushed resource is taken from the push, as a browser's push cache would
+    if (!seen.has(p) && !page.pushes.includes(p)) { seen.add(p); paths.push(p) }
   }
   const res = await Promise.all(paths.map((p) => fetch(conn, p, weightFor(p))))
+  await Promise.all(page.pushDone)
   if (page.status !== 200 || res.some((r) => r.status !== 200)) process.exitCode = 1
 }
 

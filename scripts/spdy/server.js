@@ -3,6 +3,7 @@
 // node server.js --port P --version 2|3|3.1 [--key K --cert C] --log FILE [--host H]
 //                 [--root DIR]   (serve the files of DIR, e.g. the lab page of scripts/lab/page/generate.py,
 //                                 instead of the built-in page of resources.js)
+//                 [--push P1,P2] (with --root: push these files of DIR with "/" and /index.html)
 const spdy = require('spdy')
 const fs = require('fs')
 const pathlib = require('path')
@@ -25,6 +26,19 @@ function staticHandler (req, res) {
   const file = pathlib.resolve(root, '.' + path)
   req.resume()
   req.on('end', () => {
+    if (args.push && path === '/index.html' && req.method === 'GET') {
+      for (const p of args.push.split(',')) {
+        const f = pathlib.resolve(root, '.' + p)
+        if (!f.startsWith(root + pathlib.sep) || !fs.existsSync(f)) continue
+        const b = fs.readFileSync(f)
+        const s = res.push(p, {
+          request: { accept: '*/*' },
+          response: { 'content-type': TYPES[pathlib.extname(f)] || 'application/octet-stream', 'content-length': b.length }
+        })
+        s.on('error', () => {})
+        s.end(b)
+      }
+    }
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !file.startsWith(root + pathlib.sep)) {
       res.writeHead(404, { 'content-length': 0 }); res.end(); return
     }
