@@ -176,7 +176,7 @@ sys.path.insert(0, {str(ROOT)!r})
 from wirefall.analyzer.objects import export_objects
 r = export_objects({cap!r}, {str(tmp_path / 'o')!r}, keylogs=[], limits={{"body_decoded_bytes": 8 << 20}})
 print(json.dumps([o.to_dict() for o in r.objects]))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')))  # not ru_maxrss: Linux keeps the pre-exec peak there
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
