@@ -166,6 +166,8 @@ def time_web(an, viewport: tuple[int, int] = (1500, 1000), startup: bool = False
                     pg.goto(url)
                     pg.wait_for_function(DRAWN_JS, arg=list(first), polling=50)
                     _measured(out, "open", t, c, m, cdp)
+                    pg.evaluate("() => { window.__drawn = 0; document.querySelector('#waterfall .js-plotly-plot')"
+                                ".on('plotly_afterplot', () => { window.__drawn++; }); }")  # (redraws counted from here)
                     if startup:  # what the page loaded: (path, bytes on the wire (0: from the cache), encoded, decoded, headers)
                         out["resources"] = [(p, tr, enc, dec, headers.get(p, ("", "", 0))) for p, tr, enc, dec in pg.evaluate(RESOURCES_JS)
                                             if not p.startswith("/_dash-update-component")]
@@ -180,12 +182,23 @@ def time_web(an, viewport: tuple[int, int] = (1500, 1000), startup: bool = False
                         pg.click("#wf-next")
                         pg.wait_for_function(DRAWN_JS, arg=list(nxt), polling=50)
                         _measured(out, "scroll", t, c, m, cdp)
+                        out["scroll_draws"] = pg.evaluate("() => window.__drawn")
                         out["window_scrolled"] = nxt
                         out["labels_scroll"] = pg.evaluate(LABELS_JS)
+                        # PgDn with the window's last row in sight: the window after it
+                        pg.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+                        key = (nxt[1], min(n, nxt[1] + views.WINDOW_ROWS))
+                        t, c, m = time.perf_counter(), _cpu(), _main_thread_cpu(cdp)
+                        pg.keyboard.press("PageDown")
+                        pg.wait_for_function(DRAWN_JS, arg=list(key), polling=50)
+                        _measured(out, "pgdn", t, c, m, cdp)
+                        out["window_pgdn"] = key
+                        out["labels_pgdn"] = pg.evaluate(LABELS_JS)
                     t, c, m = time.perf_counter(), _cpu(), _main_thread_cpu(cdp)
                     _choose_order(pg, "sort: duration")
                     pg.wait_for_function(DRAWN_JS, arg=list(first), polling=50)  # (a new order: from the first row)
                     _measured(out, "resort", t, c, m, cdp)
+                    out["resort_draws"] = pg.evaluate("() => window.__drawn")
                     out["labels_resort"] = pg.evaluate(LABELS_JS)
                 finally:
                     browser.close()
@@ -230,8 +243,7 @@ def _hover_text(pg) -> str:
 def _choose_order(pg, label: str) -> None:
     """Choose ``label`` in the order dropdown and wait until the figure was drawn again with
     the longest request first."""
-    pg.evaluate("() => { const gd = document.querySelector('#waterfall .js-plotly-plot'); window.__drawn = 0;"
-                " gd.on('plotly_afterplot', () => { window.__drawn++; }); }")
+    pg.evaluate("() => { window.__drawn = 0; }")
     pg.keyboard.press("Escape")
     pg.click("#wf-order")
     pg.wait_for_selector("[role=option]")
@@ -244,7 +256,13 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--no-web", action="store_true")
     ap.add_argument("--no-png", action="store_true")
+    ap.add_argument("--no-startup", action="store_true")
+    ap.add_argument("--window", type=int, help="rows in the web page's window (default: views.WINDOW_ROWS)")
     a = ap.parse_args()
+    if a.window:
+        from wirefall.ui.web import views
+
+        views.WINDOW_ROWS = a.window
     os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="wf-scale-"))
     t = time.perf_counter()
     an = big_analysis(a.rows)
@@ -259,6 +277,7 @@ def main() -> None:
         for k in [k for k in r if k.startswith("labels_")]:
             r[k] = f"{len(r[k])} labels, first {r[k][0] if r[k] else None!r}"
         print("web:", {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()})
+    if not a.no_web and not a.no_startup:
         s = time_startup()
         res = s.pop("resources")
         print("page start-up (3 requests):", {k: round(v, 3) if isinstance(v, float) else v for k, v in s.items()})
