@@ -117,3 +117,41 @@ def test_the_window_and_its_moves(big):
     assert views.row_window(v, 950) == (1000 - views.WINDOW_ROWS, 1000)  # cut to the view
     assert views.row_window(v, -5) == (0, views.WINDOW_ROWS)
     assert views.window_start_of(v, 450, 0) == 400 and views.window_start_of(v, 450, 300) == 300
+
+
+def test_the_pager_callback(big, tmp_path):
+    from dash import no_update
+
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_waterfall, cb_wf_window
+
+    an, wf = big
+    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
+    f = tmp_path / "big.pcap"
+    f.write_bytes(b"")
+    try:
+        e = st.add_file(str(f), name="big.pcap")
+        st.wait(e.id, timeout=120)
+        k = views.WINDOW_ROWS
+
+        def move(trigger, start, row=None, selected=None, order=None, expr=""):
+            out = cb_wf_window(st, 0, 0, 0, 0, row, e.id, "v", [], [], [], [], expr, order, selected, start, trigger=trigger)
+            return (start if out[0] is no_update else out[0]), out[1], out[2]
+
+        a, style, text = move(None, 0)
+        assert a == 0 and style == {} and f"requests 1–{k} of 1000" in text
+        assert move("wf-next", 0)[0] == k and move("wf-next", 1000 - k)[0] == 1000 - k  # not past the end
+        assert move("wf-prev", k)[0] == 0 and move("wf-prev", 0)[0] == 0
+        assert move("wf-last", 0)[0] == 1000 - k and move("wf-first", 500)[0] == 0
+        assert move("wf-row", 0, row=450)[0] == 400  # the window holding request 450 (row 449)
+        assert move("wf-order", 500, order="duration")[0] == 0  # a new order: from the top
+        assert move("filter-expr", 500, expr="status >= 200")[0] == 0
+        sel = wf.rows[777].exchange
+        assert move("selected", 0, selected=sel)[0] == 700
+        a, style, text = move(None, 0, expr="status >= 600")  # a small view: no pager, every row drawn
+        assert style == {"display": "none"} and text == ""
+        fig, *_ = cb_waterfall(st, e.id, "v", [], [], [], [], "", None, None, None, 300)
+        assert list(fig.layout.yaxis.tickvals) == list(range(300, 300 + k))
+        assert fig.layout.yaxis.ticktext[0] == L.row_label(wf.rows[300]).replace(" ", NBSP)
+    finally:
+        st.close()

@@ -393,7 +393,7 @@ WF_PAGE_BUTTONS = ("wf-first", "wf-prev", "wf-next", "wf-last")
 
 
 def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
-                 order=None, selected=None, start=None, trigger=None):
+                 order=None, selected=None, start=None, *, trigger=None):
     """The window of rows the page draws of a big view (first row, 0-based), the pager's
     style (shown for big views only) and its text.  The page buttons and the row input move
     it; a new capture, filter or order starts at the first row; a selected request (from the

@@ -177,7 +177,7 @@ def subset(wf: Waterfall, rows) -> Waterfall:
 
 
 WINDOW_THRESHOLD = 300  # the page draws a window of rows of a view with more rows than this (the exports: all)
-WINDOW_ROWS = 200  # rows in a window
+WINDOW_ROWS = 100  # rows in a window (2000 px: two screens; measured against 200 in docs/WATERFALL.md)
 
 
 def row_window(view: View, start: int | None = None) -> tuple[int, int] | None:
