@@ -116,7 +116,9 @@ def test_the_window_and_its_moves(big):
     assert views.row_window(v, None) == (0, views.WINDOW_ROWS)
     assert views.row_window(v, 950) == (1000 - views.WINDOW_ROWS, 1000)  # cut to the view
     assert views.row_window(v, -5) == (0, views.WINDOW_ROWS)
-    assert views.window_start_of(v, 450, 0) == 400 and views.window_start_of(v, 450, 300) == 300
+    k = views.WINDOW_ROWS
+    assert views.window_start_of(v, 450, 0) == 450 // k * k  # the window of the grid holding it
+    assert views.window_start_of(v, 450, 451 - k) == 451 - k  # the current window holds it: kept
 
 
 def test_the_pager_callback(big, tmp_path):
