@@ -3,8 +3,11 @@ within 10 s) built from the synthetic page load of tests/wf_scale_fixture.py and
 by benchmarks/waterfall_scale.py: the figure, the PNG export as the CLI writes it, and the
 web app in headless Chromium.  The times are printed (run with ``-s``), not asserted — the
 machine running the suite may be shared; what is asserted is what was drawn: every row's
-bars in a few path shapes, the PNG as tall as the figure with the bars' colours in it, the
-web page's waterfall with all its rows, a tooltip on a row and a re-sorted redraw."""
+bars in a few path shapes, the PNG as tall as the figure with the bars' colours in it; the
+web page's waterfall with its first window of rows (``views.WINDOW_ROWS``), the next window
+(the page button) and the one after (PgDn), and the first window sorted by duration, each
+showing the row labels of those rows of the model; a tooltip on a row.  The web test also
+prints the page's own start-up (3 requests) and what it loaded."""
 from __future__ import annotations
 
 import os
@@ -59,8 +62,33 @@ def test_png_export_of_10000_requests(big, tmp_path):
 
 @needs_chromium
 def test_web_app_draws_10000_requests(big):
+    from wirefall.analyzer import waterfall
+    from wirefall.ui import waterfall_layout as L
+    from wirefall.ui.figures import NBSP
+    from wirefall.ui.web import views
+
     r = W.time_web(big)
-    _show("web app", {k: v for k, v in r.items() if k != "hover"})
-    # (time_web waited until the figure's y axis held all rows and its path shapes were drawn)
-    assert r["dom_nodes"] < 5_000  # no node per row
+    _show("web app", {k: v for k, v in r.items() if k != "hover" and not k.startswith("labels_")})
+    # (time_web waited until the figure's y axis showed each window's rows and its bars were drawn)
+    k = views.WINDOW_ROWS
+    assert r["window"] == (0, k) and r["window_scrolled"] == (k, 2 * k) and r["window_pgdn"] == (2 * k, 3 * k)
+    wf = waterfall.build(big)
+    label = lambda row: L.row_label(row).replace(" ", NBSP).rstrip(NBSP)
+    shown = lambda key: [t.rstrip(NBSP) for t in r[key]]
+    assert shown("labels_open") == [label(x) for x in wf.rows[:k]]  # rows 1..k, numbered and labelled as the model's
+    assert shown("labels_scroll") == [label(x) for x in wf.rows[k: 2 * k]]
+    assert shown("labels_pgdn") == [label(x) for x in wf.rows[2 * k: 3 * k]]
+    by_duration = waterfall.build(big, sort="duration")
+    assert shown("labels_resort") == [label(x) for x in by_duration.rows[:k]]  # a new order: its first window
+    assert r["scroll_draws"] == 1 and r["resort_draws"] == 1  # one redraw each
+    assert r["dom_nodes"] < 5_000  # nodes for the window's rows only
     assert "https://" in r["hover"]  # the row under the pointer has its tooltip
+    s = W.time_startup()
+    res = s.pop("resources")
+    _show("web app start-up on 3 requests", s)
+    for p, tr, enc, dec, h in res:
+        print(f"  {p[:90]:<90} wire {tr:>9} encoded {enc:>9} decoded {dec:>9} {h}")
+    names = [p for p, *_ in res if "_favicon" not in p]
+    assert len(names) == len(set(names))  # no script loaded twice
+    assert all(h[0] in ("br", "gzip") for p, _tr, enc, _dec, h in res
+               if enc > 4096 and "_favicon" not in p)  # scripts and JSON compressed

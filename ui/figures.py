@@ -112,24 +112,33 @@ class _Paths:
 
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
-                     width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True):
+                     width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
+                     window: tuple[int, int] | None = None):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
     labels staggered above so that none overlaps another (at ``narrowest`` px wide and
     wider), the legend under everything.  ``hover=False`` (static images) leaves out the
     hover texts, most of a big figure's bytes.  ``big`` (default: more than ``BIG_THRESHOLD``
-    rows) draws the bars as path shapes.  Layout decisions: ui/waterfall_layout.py."""
+    rows) draws the bars as path shapes.  ``window`` (first, end): only the request rows
+    ``wf.rows[first:end]`` are drawn (the web app's view of a big capture: a window of rows
+    at a time), each exactly as in the figure of all rows (its number, label, duration,
+    markers, zebra shading; y = its row), with the time axis, milestones and throughput
+    track of the whole capture and the connection view of the connections of those rows.
+    Layout decisions: ui/waterfall_layout.py."""
     import plotly.graph_objects as go
 
-    rows = wf.rows
+    all_rows = wf.rows
+    lo, hi = (0, len(all_rows)) if window is None else (max(min(window[0], len(all_rows)), 0), max(min(window[1], len(all_rows)), 0))
+    lo = min(lo, hi)
+    rows = all_rows[lo:hi] if window is not None else all_rows
     n = len(rows)
     use_big = n > BIG_THRESHOLD if big is None else big
     paths = _Paths()  # (big) rectangles and ticks per colour, made into shapes at the end
     show_labels = n <= max_labels
     t0 = wf.t0
-    end_ms = max((_ms(r.end, t0) for r in rows), default=0.0)
-    end_ms = max([end_ms] + [_ms(r.browser_phases[-1][2], t0) for r in rows if r.browser_phases])  # (a browser bar may end later)
+    end_ms = max((_ms(r.end, t0) for r in all_rows), default=0.0)  # (a window has the time axis of all rows)
+    end_ms = max([end_ms] + [_ms(r.browser_phases[-1][2], t0) for r in all_rows if r.browser_phases])  # (a browser bar may end later)
     tp = wf.throughput
     span = max(end_ms, 1.0)
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
@@ -251,6 +260,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                                          marker=dict(size=1, color="rgba(0,0,0,0)"), legendgroup="glyphs", hoverinfo="skip"))
         # push arrows: from the pushing stream's row to the pushed row
         arrows = [(r, next((m for m in r.markers if m.kind == "push"), None)) for r in rows if r.pushed and r.push_parent_row is not None]
+        arrows = [(r, m) for r, m in arrows if lo <= (r.push_parent_row or 0) < lo + n]  # (both ends drawn)
         for r, m in arrows[:300]:
             x = _ms(m.time if m else r.start, t0)
             notes.append(dict(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
@@ -258,6 +268,8 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
 
     # --- the connection view: handshake phases, then each request as a segment
     crow = wf.connection_rows
+    if window is not None:  # the connections of the rows drawn (their other requests' segments are not)
+        crow = [c for c in crow if any(lo <= ri < hi for ri, _a, _b in c.requests)]
     nc = len(crow)
     seg_w = max(2, int(CONN_ROW_PX * 0.6))
     items: list[tuple[float, float, int, str, str]] = []
@@ -333,25 +345,27 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                            yshift=axis_top_px + rw * MILESTONE_ROW_PX, text=html_text(text), font=dict(LABEL_FONT, color=col),
                            borderpad=0))
     # section headings in the gaps
+    conn_head = (f"Connections ({nc})" if window is None else
+                 f"Connections of requests {lo + 1}–{lo + n} ({nc} of {len(wf.connection_rows)})")
     notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                       text=f"Connections ({nc}): handshake, then each request", font=dict(size=11, color="#444444"), yshift=2))
+                       text=f"{conn_head}: handshake, then each request", font=dict(size=11, color="#444444"), yshift=2))
     if track_px and tp is not None:
         notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
                            text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2))
 
     # zebra rows, or bands per group when grouped
     bands_shaded: list[tuple[int, int]] = []
-    if wf.group_by in ("connection", "host") and n:
+    if wf.group_by in ("connection", "host") and n:  # (the bands of all rows, then those a window shows)
         key = (lambda r: r.connection) if wf.group_by == "connection" else (lambda r: r.host)
-        bands, start = [], 0
-        for i in range(1, n + 1):
-            if i == n or key(rows[i]) != key(rows[start]):
+        bands, start, na = [], 0, len(all_rows)
+        for i in range(1, na + 1):
+            if i == na or key(all_rows[i]) != key(all_rows[start]):
                 bands.append((start, i - 1))
                 start = i
         if len(bands) <= 300:
-            bands_shaded = [(a, b) for k, (a, b) in enumerate(bands) if k % 2]
+            bands_shaded = [(max(a, lo), min(b, lo + n - 1)) for k, (a, b) in enumerate(bands) if k % 2 and b >= lo and a < lo + n]
     elif show_labels:
-        bands_shaded = [(i, i) for i in range(1, n, 2)]
+        bands_shaded = [(i, i) for i in range(lo, lo + n) if i % 2]
     for a, b in bands_shaded:
         shapes.append(dict(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
                       fillcolor="rgba(0,0,0,0.045)", line=dict(width=0), layer="below"))
@@ -360,7 +374,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                 pad=dict(t=8))
     if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
         col = "#2ca02c" if wf.completeness.startswith("Complete") else "#d62728"
-        n_bg = sum(1 for r in rows if r.background)
+        n_bg = sum(1 for r in all_rows if r.background)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
         head["subtitle"] = dict(text=html_text(wf.completeness + extra), font=dict(size=12, color=col))
     conn_labels = [html_text(f"{L.elide(c.label, label_chars - 9, 12)} {c.protocol[:8]}") for c in crow]
@@ -378,7 +392,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                    tickvals=[r.index for r in rows] if show_labels else None,
                    ticktext=[row_label(r) for r in rows] if show_labels else None, showticklabels=show_labels,
                    tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, ticklabeloverflow="allow",
-                   range=[n - 0.5, -0.5] if n else [0.5, -0.5]),  # ("allow": the margin fits them; plotly's overflow check
+                   range=[lo + n - 0.5, lo - 0.5] if n else [0.5, -0.5]),  # ("allow": the margin fits them; plotly's overflow check
                    # measured every label with the DOM laid out again each time: 45 % of a 10 000-row figure's drawing)
         yaxis2=dict(domain=list(y_conn), autorange=False, range=[max(nc, 1) - 0.5, -0.5], tickmode="array",
                     tickvals=list(range(nc)) if nc <= 300 else None, ticktext=conn_labels if nc <= 300 else None,

@@ -82,6 +82,21 @@ window.dashAgGridFunctions = Object.assign(window.dashAgGridFunctions || {}, {
         return {backgroundColor: d.bg || '', color: d.fg || ''};
     }
 });
+// a big waterfall's window of rows: PgDn with the window's last row in sight shows the next
+// window, PgUp with its first row in sight the previous one (else the page scrolls as usual)
+document.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey || ev.altKey || ev.metaKey || ev.shiftKey || (ev.key !== 'PageDown' && ev.key !== 'PageUp')) { return; }
+    var pager = document.getElementById('wf-pager'), gd = document.querySelector('#waterfall .js-plotly-plot');
+    var t = ev.target && ev.target.tagName;
+    if (!pager || pager.offsetParent === null || pager.style.display === 'none' || !gd || !gd._fullLayout || t === 'INPUT' || t === 'TEXTAREA') { return; }
+    var ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect(), rg = ya.range;
+    var top = r.top + ya._offset + ya.l2p(Math.min(rg[0], rg[1]) + 0.5), bottom = r.top + ya._offset + ya.l2p(Math.max(rg[0], rg[1]) - 0.5);
+    var down = ev.key === 'PageDown';
+    if (down ? bottom > window.innerHeight : top < 0) { return; }
+    ev.preventDefault();
+    document.getElementById(down ? 'wf-next' : 'wf-prev').click();
+    if (down) { pager.scrollIntoView({block: 'start'}); }
+});
 document.addEventListener('keydown', function (ev) {
     if (ev.ctrlKey && !ev.altKey && !ev.shiftKey && !ev.metaKey && (ev.key === 'm' || ev.key === 'M')) {
         var b = document.getElementById('btn-mark');
@@ -322,9 +337,10 @@ def cb_filter_options(state: WebState, cid, version, trigger=None, search=None):
 
 
 def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, order=None, selected=None,
-                 xrange=None):
+                 xrange=None, start=None):
     """The waterfall figure of what the filters select, in the chosen order (the zoom kept, the
-    selected request's row highlighted), the filter error, the count, and why rows are missing."""
+    selected request's row highlighted; of a big view, the window of rows from ``start``),
+    the filter error, the count, and why rows are missing."""
     import plotly.graph_objects as go
 
     e = state.get(cid)
@@ -337,7 +353,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
     try:
         v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
         xr = views.clamp_x_range(xrange_for(xrange, cid), v.waterfall)
-        fig = views.figure(v, title=e.name, x_range=xr, revision=cid)
+        fig = views.figure(v, title=e.name, x_range=xr, revision=cid, start=start)
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
@@ -371,6 +387,49 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
                        id="filter-error-msg")
     count = f"{len(v.waterfall.rows)} of {v.total} requests"
     return fig, err, count, why
+
+
+WF_PAGE_BUTTONS = ("wf-first", "wf-prev", "wf-next", "wf-last")
+
+
+def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
+                 order=None, selected=None, start=None, *, trigger=None):
+    """The window of rows the page draws of a big view (first row, 0-based), the pager's
+    style (shown for big views only) and its text.  The page buttons and the row input move
+    it; a new capture, filter or order starts at the first row; a selected request (from the
+    address) brings its window."""
+    e = _ready(state, cid)
+    hidden = {"display": "none"}
+    if e is None:
+        return 0, hidden, ""
+    try:
+        v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
+    except Exception:  # noqa: BLE001 - the waterfall callback shows the error
+        return 0, hidden, ""
+    n = len(v.waterfall.rows)
+    cur = views.row_window(v, start if isinstance(start, int) else 0)
+    if cur is None:
+        return (0 if start else no_update), hidden, ""
+    a = cur[0]
+    step = views.WINDOW_ROWS
+    if trigger == "wf-first":
+        a = 0
+    elif trigger == "wf-prev":
+        a = a - step
+    elif trigger == "wf-next":
+        a = a + step
+    elif trigger == "wf-last":
+        a = n - step
+    elif trigger == "wf-row" and isinstance(row, (int, float)) and math.isfinite(row):
+        a = views.window_start_of(v, int(row) - 1, a)
+    elif trigger == "selected":
+        i = next((r.index for r in v.waterfall.rows if r.exchange == selected), None) if selected is not None else None
+        a = views.window_start_of(v, i, a) if i is not None else a
+    elif trigger not in (None, "version"):  # another capture, filter or order: from the top
+        a = 0
+    w = views.row_window(v, a) or (0, n)
+    text = f" requests {w[0] + 1}–{w[1]} of {n} (a window of {step} rows drawn at a time; the exports draw them all)"
+    return (w[0] if w[0] != start else no_update), {}, text
 
 
 def cb_xrange(state: WebState, relayout, previous, cid=None):
@@ -746,6 +805,13 @@ def layout(state: WebState):
                 html.Div([html.Span("Export what is shown: ")] +
                          [html.Button(f.upper(), id=f"export-{f}") for f in views.EXPORT_FORMATS] +
                          [html.Span(id="export-msg")], className="bar"),
+                html.Div([  # a big view: a window of rows at a time (cb_wf_window)
+                    html.Button("⏮ first", id="wf-first"), html.Button("◀ previous rows", id="wf-prev", title="PgUp at the top"),
+                    html.Button("next rows ▶", id="wf-next", title="PgDn at the bottom"), html.Button("last ⏭", id="wf-last"),
+                    html.Span(" from request "),
+                    dcc.Input(id="wf-row", type="number", min=1, step=1, debounce=True, style={"width": "80px"}),
+                    html.Span(id="wf-rows-text", className="status"),
+                ], className="bar", id="wf-pager", style={"display": "none"}),
                 html.Div([
                     html.Div(dcc.Loading(dcc.Graph(id="waterfall", config={"displaylogo": False, "scrollZoom": False,
                                                                            "modeBarButtonsToRemove": ["select2d", "lasso2d"]}),
@@ -796,7 +862,7 @@ def layout(state: WebState):
             ], className="tabpane")),
         ]),
         dcc.Interval(id="poll", interval=600),
-        dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="limits", data=limits),
+        dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
@@ -1029,7 +1095,13 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
+        Input("wf-window", "data"),
     )(bind(cb_waterfall))
+    app.callback(
+        Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
+        *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
+        Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("wf-window", "data"),
+    )(_named("cb_wf_window", lambda *a: cb_wf_window(S, *a, trigger=_trigger())))
     app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), State("capture", "value"),
                  prevent_initial_call=True)(bind(cb_xrange))
     app.callback(

@@ -48,12 +48,28 @@ def order_of(order: str | None) -> tuple[str | None, str]:
 
 
 def waterfall_of(entry: Entry, order: str | None = None) -> Waterfall:
+    """The capture's waterfall model in an order of the dropdown, built once per capture: the
+    other orders are its rows sorted again (``reordered``), not a new build."""
     from wirefall.analyzer.waterfall import build
 
     group, sort = order_of(order)
+    base = entry.memo(("waterfall",), lambda: build(entry.analysis))
     if (group, sort) == (None, "start"):
-        return entry.memo(("waterfall",), lambda: build(entry.analysis))
-    return entry.memo(("waterfall", group, sort), lambda: build(entry.analysis, group_by=group, sort=sort))
+        return base
+    return entry.memo(("waterfall", group, sort), lambda: reordered(base, group, sort))
+
+
+def reordered(wf: Waterfall, group: str | None, sort: str) -> Waterfall:
+    """``wf`` (built in start order) with its rows in another order — what
+    ``build(an, group_by=group, sort=sort)`` returns, without building the model again (the
+    rows are copied: ``wf`` is a memo of its own and stays as it is)."""
+    from wirefall.analyzer import waterfall as W
+
+    copies = [dataclasses.replace(r) for r in wf.rows]  # in the build's order (start)
+    pos = {id(r): i for i, r in enumerate(copies)}
+    rows = W._order(copies, sort, group)  # (re-indexes the copies, push rows follow)
+    by_start = sorted(rows, key=lambda r: pos[id(r)])
+    return dataclasses.replace(wf, rows=rows, group_by=group, sort=sort, connection_rows=W._connection_rows(by_start))
 
 
 def filter_options(entry: Entry) -> dict[str, list[dict]]:
@@ -160,15 +176,42 @@ def subset(wf: Waterfall, rows) -> Waterfall:
                                connection_rows=conn_rows)
 
 
+WINDOW_THRESHOLD = 300  # the page draws a window of rows of a view with more rows than this (the exports: all)
+WINDOW_ROWS = 100  # rows in a window (2000 px: two screens; measured against 200 in docs/WATERFALL.md)
+
+
+def row_window(view: View, start: int | None = None) -> tuple[int, int] | None:
+    """The rows (first, end) the page draws of ``view`` from row ``start`` (0-based; cut to the
+    view), or None where it draws them all (up to ``WINDOW_THRESHOLD`` rows)."""
+    n = len(view.waterfall.rows)
+    if n <= WINDOW_THRESHOLD:
+        return None
+    a = int(start) if isinstance(start, (int, float)) and math.isfinite(start) else 0
+    a = max(min(a, n - WINDOW_ROWS), 0)
+    return a, min(a + WINDOW_ROWS, n)
+
+
+def window_start_of(view: View, row: int, start: int | None = None) -> int:
+    """The first row of the window that shows ``row``: the window of ``start`` if it does,
+    else the one in the grid of ``WINDOW_ROWS`` that holds it."""
+    w = row_window(view, start)
+    if w is None or w[0] <= row < w[1]:
+        return w[0] if w else 0
+    return row // WINDOW_ROWS * WINDOW_ROWS
+
+
 def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True,
-           revision: str | None = None):
+           revision: str | None = None, start: int | None = None):
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
     time axis only (the request axis is fixed), ``uirevision`` (``revision``: the capture's
-    id) so that a re-render of the same capture keeps the zoom and another capture's does not."""
+    id) so that a re-render of the same capture keeps the zoom and another capture's does not.
+    A view of more than ``WINDOW_THRESHOLD`` rows: the page gets the ``WINDOW_ROWS`` rows
+    from ``start`` (``row_window``; the exports draw every row)."""
     from wirefall.ui.figures import waterfall_figure
 
     # milestone labels are staggered for the narrowest page (1200 px): a wider one only spreads them
-    fig = waterfall_figure(view.waterfall, title=title, narrowest=1200, hover=not for_export or fmt_html)
+    fig = waterfall_figure(view.waterfall, title=title, narrowest=1200, hover=not for_export or fmt_html,
+                           window=None if for_export else row_window(view, start))
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
