@@ -85,7 +85,26 @@ class ProtocolDescriptor:
         return [name for bit, name in self.flags.get(type_name, ()) if flags & bit]
 
 
-_DESCRIPTORS: dict[str, ProtocolDescriptor] = {}
+class _Table(dict[str, ProtocolDescriptor]):
+    """The descriptors by name; ``version`` changes with every assignment (a test that swaps a
+    descriptor in), so the cached kind unions are recomputed."""
+
+    version = 0
+
+    def __setitem__(self, key: str, value: ProtocolDescriptor) -> None:
+        super().__setitem__(key, value)
+        self.version += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.version += 1
+
+    def update(self, *a: Any, **kw: Any) -> None:
+        super().update(*a, **kw)
+        self.version += 1
+
+
+_DESCRIPTORS = _Table()
 
 
 def _load() -> dict[str, ProtocolDescriptor]:
@@ -145,7 +164,7 @@ def frame_kind(protocol: str, type_name: str) -> set[str]:
 def kind_types(kind: str) -> frozenset[str]:
     """Every protocol's frame-type names of one kind (the union over the registry)."""
     reg = _load()
-    key = (kind, tuple(map(id, reg.values())))  # (a descriptor replaced, e.g. by a test, is seen)
+    key = (kind, _DESCRIPTORS.version)  # (a descriptor replaced, e.g. by a test, is seen)
     got = _KIND_CACHE.get(key)
     if got is None:
         if kind not in KIND_NAMES:
@@ -159,7 +178,7 @@ def kind_types(kind: str) -> frozenset[str]:
     return got
 
 
-_KIND_CACHE: dict[tuple[str, tuple[int, ...]], frozenset[str]] = {}
+_KIND_CACHE: dict[tuple[str, int], frozenset[str]] = {}
 
 
 def names_of(enum: type[IntEnum], rename: Mapping[int, str] | None = None) -> dict[int, str]:
