@@ -38,6 +38,9 @@ from collections.abc import Iterable
 
 import dpkt
 
+from wirefall.dissectors.registry import REGISTRY, descriptor
+from wirefall.dissectors.tls import ContentType
+
 from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder, Layers, layers
 from .tcp_analysis import EXPERT as TA_EXPERT
@@ -170,28 +173,12 @@ def frames_on_packet(analysis: Analysis, n: int, completing_only: bool = False) 
 
 # ---------------------------------------------------------------- protocol names and flags
 
-PROTO_DISPLAY = {
-    "h2": "HTTP2", "h2c": "HTTP2", "http/1.1": "HTTP", "http/1.0": "HTTP", "http/0.9": "HTTP",
-    "spdy/2": "SPDY", "spdy/3": "SPDY", "spdy/3.1": "SPDY", "h3": "HTTP3", "h3-29": "HTTP3",
-    "quic": "QUIC", "gquic": "GQUIC", "tls": "TLS", "dns": "DNS",
-}
+# (the protocol registry's descriptors: display names, flag names, type numbers)
+PROTO_DISPLAY = {p: d.display for d in REGISTRY.values() for p in d.protocols}
 _APP_RANK = {"TLS": 1, "QUIC": 2, "GQUIC": 2, "HTTP": 3, "HTTP2": 3, "SPDY": 3, "HTTP3": 3, "DNS": 3}
 
-H2_FLAGS = {
-    "DATA": ((0x1, "END_STREAM"), (0x8, "PADDED")),
-    "HEADERS": ((0x1, "END_STREAM"), (0x4, "END_HEADERS"), (0x8, "PADDED"), (0x20, "PRIORITY")),
-    "SETTINGS": ((0x1, "ACK"),),
-    "PING": ((0x1, "ACK"),),
-    "PUSH_PROMISE": ((0x4, "END_HEADERS"), (0x8, "PADDED")),
-    "CONTINUATION": ((0x4, "END_HEADERS"),),
-}
-SPDY_FLAGS = {
-    "SYN_STREAM": ((0x1, "FLAG_FIN"), (0x2, "FLAG_UNIDIRECTIONAL")),
-    "SYN_REPLY": ((0x1, "FLAG_FIN"),),
-    "HEADERS": ((0x1, "FLAG_FIN"),),
-    "DATA": ((0x1, "FLAG_FIN"), (0x2, "FLAG_COMPRESS")),
-    "SETTINGS": ((0x1, "FLAG_SETTINGS_CLEAR_SETTINGS"),),
-}
+H2_FLAGS = descriptor("http2").flags
+SPDY_FLAGS = descriptor("spdy").flags
 
 
 def flag_names(fr: Frame) -> str:
@@ -670,10 +657,8 @@ def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_re
     return (-1, -1)
 
 
-SPDY_TYPES = {"SYN_STREAM": 1, "SYN_REPLY": 2, "RST_STREAM": 3, "SETTINGS": 4, "NOOP": 5, "PING": 6, "GOAWAY": 7,
-              "HEADERS": 8, "WINDOW_UPDATE": 9, "CREDENTIAL": 10}  # control frames; DATA frames have no type
-H2_TYPES = {"DATA": 0, "HEADERS": 1, "PRIORITY": 2, "RST_STREAM": 3, "SETTINGS": 4, "PUSH_PROMISE": 5, "PING": 6,
-            "GOAWAY": 7, "WINDOW_UPDATE": 8, "CONTINUATION": 9, "ALTSVC": 10, "ORIGIN": 12, "PRIORITY_UPDATE": 16}
+SPDY_TYPES = {n: c for c, n in descriptor("spdy").type_names.items()}  # control frames; DATA frames have no type
+H2_TYPES = {n: c for c, n in descriptor("http2").type_names.items()}
 
 
 def _h2_node(node: Node, fr: Frame) -> Node:
@@ -1202,7 +1187,7 @@ class DecryptedRecord:
         return f"Decrypted TLS ({self.pt_length} bytes)"
 
 
-_CTYPE_NAMES = {20: "Change Cipher Spec", 21: "Alert", 22: "Handshake", 23: "Application Data", 24: "Heartbeat"}
+_CTYPE_NAMES = {int(t): t.name.replace("_", " ").title() for t in ContentType}  # Wireshark's words: "Change Cipher Spec"
 
 
 def _rows_on_packet(analysis: Analysis, n: int, attr: str) -> tuple[dict, list[tuple[int, int, int]]]:

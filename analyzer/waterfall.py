@@ -35,6 +35,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirefall.dissectors.registry import kind_types
+
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
 
 PHASES = ("blocked", "dns", "connect", "tls", "send", "wait", "receive")
@@ -671,11 +673,9 @@ def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> D
 
 # ------------------------------------------------------------------------ markers helpers
 
-_RESET_TYPES = {"RST_STREAM", "RESET_STREAM", "STOP_SENDING", "CANCEL_PUSH"}
-_PRIORITY_TYPES = {"PRIORITY", "PRIORITY_UPDATE"}
-_BLOCKED_TYPES = {"BLOCKED", "DATA_BLOCKED", "STREAM_DATA_BLOCKED", "STREAMS_BLOCKED", "STREAMS_BLOCKED_BIDI", "STREAMS_BLOCKED_UNI"}
-_WINDOW_TYPES = {"WINDOW_UPDATE"}
-_SETTINGS_INITIAL_WINDOW = {"SETTINGS_INITIAL_WINDOW_SIZE", "INITIAL_WINDOW_SIZE", "7", 7, 4, "4"}
+# Which frame types draw which marker comes from the protocol registry (each protocol's
+# descriptor's FrameKinds: reset, priority, push, blocked, window), read per call so a
+# protocol added to (or changed in) the registry shows without an edit here.
 
 
 def _field(f: Frame, *names, default=None):
@@ -721,10 +721,11 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
     open_stall: dict[tuple[int | None, int], tuple[float, int]] = {}
     conn_level = not spdy or protocol == "spdy/3.1"
     quic = protocol in ("h3", "h3-29", "quic")  # QUIC: the sender says so in *_BLOCKED frames
+    blocked_types, window_types = kind_types("blocked"), kind_types("window")
     for f in frames:
         t = f.type
         if quic:
-            if t in _BLOCKED_TYPES and f.protocol == "quic":
+            if t in blocked_types and f.protocol == "quic":
                 out.append((f.stream_id if t == "STREAM_DATA_BLOCKED" else None, f.direction, f.time, None, f.packet))
             continue
         if t == "SETTINGS":
@@ -747,7 +748,7 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
                 open_stall[(f.stream_id, d)] = (f.time, f.packet)
             if conn_level and conn_window[d] <= 0 and (None, d) not in open_stall:
                 open_stall[(None, d)] = (f.time, f.packet)
-        elif t in _WINDOW_TYPES:
+        elif t in window_types:
             inc = _field(f, "increment", "window_size_increment", "delta_window_size", "delta", default=None)
             try:
                 inc = int(inc) if inc is not None else None
@@ -767,7 +768,7 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
             st = open_stall.pop(k, None)
             if st is not None:
                 out.append((k[0], d, st[0], f.time, st[1]))
-        elif t in _BLOCKED_TYPES:
+        elif t in blocked_types:
             out.append((f.stream_id if t == "STREAM_DATA_BLOCKED" else None, f.direction, f.time, None, f.packet))
     for (stalled, d), (t0, pkt) in open_stall.items():
         out.append((stalled, d, t0, None, pkt))
@@ -1314,23 +1315,25 @@ def _marker_frames(frames) -> tuple[dict, list]:
     once per connection: scanning every frame for every exchange was quadratic."""
     by_sid: dict = {}
     pushes: list = []
+    push_types, marked = kind_types("push"), kind_types("priority") | kind_types("reset")
     for f in frames:
-        if f.type == "PUSH_PROMISE":
+        if f.type in push_types:
             pushes.append(f)
-        if f.type in _PRIORITY_TYPES or f.type in _RESET_TYPES:
+        if f.type in marked:
             by_sid.setdefault(f.stream_id, []).append(f)
     return by_sid, pushes
 
 
 def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, losses) -> None:
     by_sid, pushes = marker_frames
+    push_types, priority_types, reset_types = kind_types("push"), kind_types("priority"), kind_types("reset")
     lo, hi = row.start, row.end
     sid = e.stream_id
     if e.pushed:
         t = e.response_start if e.response_start is not None else row.start
         pkt = e.response_start_packet
         for f in pushes:
-            if f.type == "PUSH_PROMISE" and _field(f, "promised_stream_id", "promised_stream", "push_id") == sid:
+            if f.type in push_types and _field(f, "promised_stream_id", "promised_stream", "push_id") == sid:
                 t, pkt = f.time, f.packet
                 break
         row.markers.append(Marker("push", t, f"pushed by stream {e.push_parent}" if e.push_parent is not None else "pushed", pkt))
@@ -1343,9 +1346,9 @@ def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, lo
         for f in by_sid.get(sid, ()):
             if f.stream_id != sid:
                 continue
-            if f.type in _PRIORITY_TYPES and lo <= f.time <= hi:
+            if f.type in priority_types and lo <= f.time <= hi:
                 row.markers.append(Marker("priority", f.time, f"{f.type} " + ", ".join(f"{k}={v}" for k, v in (f.fields or {}).items()), f.packet))
-            elif f.type in _RESET_TYPES:
+            elif f.type in reset_types:
                 code = _field(f, "error_code", "status", "code", default=e.reset)
                 row.markers.append(Marker("reset", f.time, f"{f.type} {code or ''}".strip(), f.packet))
     if e.reset and not any(m.kind == "reset" for m in row.markers):

@@ -11,9 +11,41 @@ from __future__ import annotations
 import ipaddress
 import struct
 from dataclasses import dataclass, field
+from enum import IntEnum
 
-TYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV", 41: "OPT", 64: "SVCB", 65: "HTTPS"}
-RCODE_NAMES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
+from wirefall.dissectors.registry import OracleSpec, ProtocolDescriptor, names_of
+
+class RRType(IntEnum):  # RFC 1035 §3.2.2, RFC 3596 (AAAA), RFC 2782 (SRV), RFC 6891 (OPT), RFC 9460 (SVCB, HTTPS)
+    A = 1
+    NS = 2
+    CNAME = 5
+    SOA = 6
+    PTR = 12
+    MX = 15
+    TXT = 16
+    AAAA = 28
+    SRV = 33
+    OPT = 41
+    SVCB = 64
+    HTTPS = 65
+
+
+class Rcode(IntEnum):  # RFC 1035 §4.1.1
+    NOERROR = 0
+    FORMERR = 1
+    SERVFAIL = 2
+    NXDOMAIN = 3
+    NOTIMP = 4
+    REFUSED = 5
+
+
+TYPE_NAMES = names_of(RRType)
+RCODE_NAMES = names_of(Rcode)
+
+DESCRIPTOR = ProtocolDescriptor(
+    name="dns", display="DNS", protocols=("dns",), fields_module="dns",
+    oracle=OracleSpec(layer="dns", fields={"stream_id": "dns.id"}),  # (a message's id: wirefall's stream_id)
+)
 
 MAX_POINTER_HOPS = 64
 MAX_NAME = 255

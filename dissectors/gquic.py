@@ -14,6 +14,8 @@ public header and the unencrypted handshake are parsed here by hand:
 """
 from __future__ import annotations
 
+from wirefall.dissectors.registry import OracleSpec, ProtocolDescriptor
+
 from .quic import Reassembler
 
 FNV_OFFSET = 0x6C62272E07BB014262B821756295C58D
@@ -23,6 +25,11 @@ MAX_HANDSHAKE = 1 << 16  # bytes of stream 1 reassembled per direction
 MAX_HASH_TRIES = 12  # consecutive non-null-encrypted packets after which no more hashing is tried
 TEXT_TAGS = {"SNI", "UAID", "VER"}
 MESSAGE_TAGS = {"CHLO", "REJ", "SHLO", "SREJ", "SCUP", "PRST"}
+
+DESCRIPTOR = ProtocolDescriptor(  # frames: "PACKET" / "PUBLIC_RESET" per packet, then its handshake message tags
+    name="gquic", display="GQUIC", protocols=("gquic",), fields_module=None,  # (no gquic.* filter fields yet)
+    oracle=OracleSpec(layer="gquic", fields={"stream_id": "gquic.stream_id"}),
+)
 
 
 def fnv1a_128(data: bytes, h: int = FNV_OFFSET) -> int:

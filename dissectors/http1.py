@@ -28,6 +28,17 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
+from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor
+
+DESCRIPTOR = ProtocolDescriptor(  # HTTP/1.x has no frame-type numbers: its "frames" are heads and bodies
+    name="http1",
+    display="HTTP",
+    protocols=("http/1.1", "http/1.0", "http/0.9"),
+    kinds=FrameKinds(headers=frozenset({"REQUEST", "RESPONSE"}), data=frozenset({"BODY"})),
+    fields_module="http",
+    oracle=OracleSpec(layer="http"),
+)
+
 MAX_HEAD = 1 << 20
 MAX_FIELDS = 1000
 MAX_CHUNK_LINE = 4096

@@ -57,6 +57,97 @@ from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable
 
+# -- protocol registry entry (dissectors/registry.py) --------------------------------------
+# RFC 9113 §6 frame types (+ RFC 7838 ALTSVC, RFC 8336 ORIGIN, RFC 9218 PRIORITY_UPDATE and the
+# draft-16 BLOCKED Wireshark still knows).  The bare ints and name dicts below are the same
+# numbers (tests/test_registry.py holds them equal).
+from enum import IntEnum
+
+from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor, names_of
+
+
+class H2FrameType(IntEnum):
+    DATA = 0x0
+    HEADERS = 0x1
+    PRIORITY = 0x2
+    RST_STREAM = 0x3
+    SETTINGS = 0x4
+    PUSH_PROMISE = 0x5
+    PING = 0x6
+    GOAWAY = 0x7
+    WINDOW_UPDATE = 0x8
+    CONTINUATION = 0x9
+    ALTSVC = 0xA
+    BLOCKED = 0xB
+    ORIGIN = 0xC
+    PRIORITY_UPDATE = 0x10
+
+
+DESCRIPTOR = ProtocolDescriptor(
+    name="http2",
+    display="HTTP2",
+    protocols=("h2", "h2c"),
+    frame_types=H2FrameType,
+    type_names=names_of(H2FrameType),
+    flags={  # RFC 9113 §6, with Wireshark's names (http2.flags.*)
+        "DATA": ((0x1, "END_STREAM"), (0x8, "PADDED")),
+        "HEADERS": ((0x1, "END_STREAM"), (0x4, "END_HEADERS"), (0x8, "PADDED"), (0x20, "PRIORITY")),
+        "SETTINGS": ((0x1, "ACK"),),
+        "PING": ((0x1, "ACK"),),
+        "PUSH_PROMISE": ((0x4, "END_HEADERS"), (0x8, "PADDED")),
+        "CONTINUATION": ((0x4, "END_HEADERS"),),
+    },
+    kinds=FrameKinds(
+        reset=frozenset({"RST_STREAM"}),
+        priority=frozenset({"PRIORITY", "PRIORITY_UPDATE"}),
+        push=frozenset({"PUSH_PROMISE"}),
+        headers=frozenset({"HEADERS", "PUSH_PROMISE", "CONTINUATION"}),
+        data=frozenset({"DATA"}),
+        settings=frozenset({"SETTINGS"}),
+        goaway=frozenset({"GOAWAY"}),
+        ping=frozenset({"PING"}),
+        window=frozenset({"WINDOW_UPDATE"}),
+        blocked=frozenset({"BLOCKED"}),
+    ),
+    fields_module="http2",
+    oracle=OracleSpec(layer="http2", type_field="http2.type",
+                      fields={"stream_id": "http2.streamid", "length": "http2.length", "flags": "http2.flags"}),
+)
+
+
+def plausible_frame_end(buf, pos: int, max_frame: int = 1 << 14, *, block_middle: bool = False) -> int | None:
+    """THE rule for a plausible HTTP/2 frame header at ``pos``: the end of its frame (may lie
+    beyond ``buf``), or None.  Known type, only the flags that type defines, reserved bit clear,
+    length within ``max_frame`` (and never below the 16384 every peer accepts), stream id zero
+    or not as the type requires, fixed lengths (PRIORITY, RST_STREAM, PING, WINDOW_UPDATE),
+    SETTINGS a multiple of 6 (empty when ACK), GOAWAY at least 8.  CONTINUATION is a header
+    block's middle: only plausible with ``block_middle`` (a stream sniffed mid-connection may
+    start with one; a resynchronisation point may not).  Used by the session sniffer
+    (analyzer/sessions) and, through the same tables, by ``H2Connection._plausible``."""
+    if len(buf) - pos < 9:
+        return None
+    hi, lo, t, flags, sid = _HDR.unpack_from(buf, pos)
+    length = (hi << 16) | lo
+    if t not in VALID_FLAGS or flags & ~VALID_FLAGS[t] & 0xFF:
+        return None
+    if sid & 0x80000000 or length > max(max_frame, DEFAULT_MAX_FRAME):
+        return None
+    if t in STREAM_ZERO and sid:
+        return None
+    if t in STREAM_NONZERO and not sid:
+        return None
+    if t in FIXED_LENGTH and length != FIXED_LENGTH[t]:
+        return None
+    if t == SETTINGS and (length % 6 or (flags & FLAG_ACK and length)):
+        return None
+    if t == GOAWAY and length < 8:
+        return None
+    if t == CONTINUATION and not block_middle:
+        return None
+    return pos + 9 + length
+# -- end of the registry entry ---------------------------------------------------------------
+
+
 STATIC_TABLE = HeaderTable.STATIC_TABLE  # RFC 7541 Appendix A, as (name, value) bytes
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

@@ -29,23 +29,71 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from enum import IntEnum
 
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
 
+from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor, names_of
+
 from . import qpack_lenient as ql
 
-FRAME_TYPES = {
-    0x00: "DATA", 0x01: "HEADERS", 0x03: "CANCEL_PUSH", 0x04: "SETTINGS", 0x05: "PUSH_PROMISE",
-    0x07: "GOAWAY", 0x0D: "MAX_PUSH_ID", 0xF0700: "PRIORITY_UPDATE", 0xF0701: "PRIORITY_UPDATE",
-    0x02: "PRIORITY", 0x06: "PING", 0x08: "WINDOW_UPDATE", 0x09: "CONTINUATION",  # HTTP/2 types, reserved in HTTP/3
-}
-H2_RESERVED = {0x02, 0x06, 0x08, 0x09}
+
+
+class H3FrameType(IntEnum):
+    """RFC 9114 §7.2 / §11.2.1, RFC 9218 §7.2 PRIORITY_UPDATE (request and push stream)."""
+
+    DATA = 0x00
+    HEADERS = 0x01
+    CANCEL_PUSH = 0x03
+    SETTINGS = 0x04
+    PUSH_PROMISE = 0x05
+    GOAWAY = 0x07
+    MAX_PUSH_ID = 0x0D
+    PRIORITY_UPDATE = 0xF0700
+    PRIORITY_UPDATE_PUSH = 0xF0701
+    # HTTP/2 frame types, reserved in HTTP/3 (RFC 9114 §7.2.8): an error when received
+    H2_PRIORITY = 0x02
+    H2_PING = 0x06
+    H2_WINDOW_UPDATE = 0x08
+    H2_CONTINUATION = 0x09
+
+
+class H3StreamType(IntEnum):  # RFC 9114 §6.2, RFC 9204 §4.2
+    CONTROL = 0x00
+    PUSH = 0x01
+    QPACK_ENCODER = 0x02
+    QPACK_DECODER = 0x03
+
+
+# wire type -> Frame.type (the reserved HTTP/2 types show under their HTTP/2 names)
+FRAME_TYPES = names_of(H3FrameType, {0xF0701: "PRIORITY_UPDATE", 0x02: "PRIORITY", 0x06: "PING", 0x08: "WINDOW_UPDATE",
+                                     0x09: "CONTINUATION"})
+H2_RESERVED = {H3FrameType.H2_PRIORITY, H3FrameType.H2_PING, H3FrameType.H2_WINDOW_UPDATE, H3FrameType.H2_CONTINUATION}
 SETTINGS_NAMES = {
     0x01: "QPACK_MAX_TABLE_CAPACITY", 0x06: "MAX_FIELD_SECTION_SIZE", 0x07: "QPACK_BLOCKED_STREAMS",
     0x08: "ENABLE_CONNECT_PROTOCOL", 0x33: "H3_DATAGRAM", 0x276: "H3_DRAFT04_DATAGRAM", 0xFFD277: "H3_DATAGRAM_DRAFT",
     0x2B603742: "ENABLE_WEBTRANSPORT",
 }
-STREAM_TYPES = {0x00: "control", 0x01: "push", 0x02: "qpack_encoder", 0x03: "qpack_decoder"}
+STREAM_TYPES = {int(t): t.name.lower() for t in H3StreamType}
+
+DESCRIPTOR = ProtocolDescriptor(
+    name="http3",
+    display="HTTP3",
+    protocols=("h3", "h3-29"),
+    frame_types=H3FrameType,
+    type_names=FRAME_TYPES,
+    kinds=FrameKinds(
+        reset=frozenset({"CANCEL_PUSH"}),
+        priority=frozenset({"PRIORITY_UPDATE"}),
+        push=frozenset({"PUSH_PROMISE"}),
+        headers=frozenset({"HEADERS", "PUSH_PROMISE"}),
+        data=frozenset({"DATA"}),
+        settings=frozenset({"SETTINGS"}),
+        goaway=frozenset({"GOAWAY"}),
+    ),
+    fields_module="http3",
+    oracle=OracleSpec(layer="http3", type_field="http3.frame_type", fields={"length": "http3.frame_length"}),
+)
 MAX_FRAME_PAYLOAD = 1 << 20  # payload bytes buffered for non-DATA frames (headers are capped separately)
 MAX_PENDING_BLOCKS = 1000  # header blocks waiting for peer SETTINGS or encoder instructions
 # pylsqpack decodes a whole header block into memory and has no header-list limit, so a block

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from enum import IntEnum
 from typing import Any
 
 from aioquic.buffer import Buffer, BufferReadError
+
+from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor, names_of
 
 from . import quic_crypto as qc
 from .quic_crypto import DecryptError, PacketKeys
@@ -38,16 +41,63 @@ _TYPES_V2 = (RETRY, INITIAL, ZERO_RTT, HANDSHAKE)
 EPOCH = {INITIAL: 0, ZERO_RTT: 1, HANDSHAKE: 2, ONE_RTT: 3}
 SPACE = {INITIAL: 0, HANDSHAKE: 1, ZERO_RTT: 2, ONE_RTT: 2}
 
-FRAME_NAMES = {
-    0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x04: "RESET_STREAM", 0x05: "STOP_SENDING",
-    0x06: "CRYPTO", 0x07: "NEW_TOKEN", 0x10: "MAX_DATA", 0x11: "MAX_STREAM_DATA", 0x12: "MAX_STREAMS",
-    0x13: "MAX_STREAMS", 0x14: "DATA_BLOCKED", 0x15: "STREAM_DATA_BLOCKED", 0x16: "STREAMS_BLOCKED",
-    0x17: "STREAMS_BLOCKED", 0x18: "NEW_CONNECTION_ID", 0x19: "RETIRE_CONNECTION_ID", 0x1A: "PATH_CHALLENGE",
-    0x1B: "PATH_RESPONSE", 0x1C: "CONNECTION_CLOSE", 0x1D: "CONNECTION_CLOSE", 0x1E: "HANDSHAKE_DONE",
-    0x30: "DATAGRAM", 0x31: "DATAGRAM", 0xAF: "ACK_FREQUENCY", 0x1F: "IMMEDIATE_ACK",
-}
-for _t in range(0x08, 0x10):
-    FRAME_NAMES[_t] = "STREAM"
+
+
+class QuicFrameType(IntEnum):
+    """RFC 9000 §19 (Table 3 in §12.4), RFC 9221 DATAGRAM, draft-ietf-quic-ack-frequency."""
+
+    PADDING = 0x00
+    PING = 0x01
+    ACK = 0x02
+    ACK_ECN = 0x03
+    RESET_STREAM = 0x04
+    STOP_SENDING = 0x05
+    CRYPTO = 0x06
+    NEW_TOKEN = 0x07
+    STREAM = 0x08  # 0x08-0x0f: the low bits are OFF, LEN, FIN
+    MAX_DATA = 0x10
+    MAX_STREAM_DATA = 0x11
+    MAX_STREAMS_BIDI = 0x12
+    MAX_STREAMS_UNI = 0x13
+    DATA_BLOCKED = 0x14
+    STREAM_DATA_BLOCKED = 0x15
+    STREAMS_BLOCKED_BIDI = 0x16
+    STREAMS_BLOCKED_UNI = 0x17
+    NEW_CONNECTION_ID = 0x18
+    RETIRE_CONNECTION_ID = 0x19
+    PATH_CHALLENGE = 0x1A
+    PATH_RESPONSE = 0x1B
+    CONNECTION_CLOSE = 0x1C
+    CONNECTION_CLOSE_APP = 0x1D
+    HANDSHAKE_DONE = 0x1E
+    IMMEDIATE_ACK = 0x1F
+    DATAGRAM = 0x30
+    DATAGRAM_LEN = 0x31
+    ACK_FREQUENCY = 0xAF
+
+
+# wire type -> Frame.type: the variants of one frame share its name
+FRAME_NAMES = names_of(QuicFrameType, {
+    0x03: "ACK", 0x12: "MAX_STREAMS", 0x13: "MAX_STREAMS", 0x16: "STREAMS_BLOCKED", 0x17: "STREAMS_BLOCKED",
+    0x1D: "CONNECTION_CLOSE", 0x31: "DATAGRAM", **dict.fromkeys(range(0x08, 0x10), "STREAM"),
+})
+
+DESCRIPTOR = ProtocolDescriptor(
+    name="quic",
+    display="QUIC",
+    protocols=("quic",),
+    frame_types=QuicFrameType,
+    type_names=FRAME_NAMES,
+    kinds=FrameKinds(
+        reset=frozenset({"RESET_STREAM", "STOP_SENDING"}),
+        data=frozenset({"STREAM"}),
+        goaway=frozenset({"CONNECTION_CLOSE"}),
+        ping=frozenset({"PING"}),
+        blocked=frozenset({"DATA_BLOCKED", "STREAM_DATA_BLOCKED", "STREAMS_BLOCKED", "STREAMS_BLOCKED_BIDI", "STREAMS_BLOCKED_UNI"}),
+    ),
+    fields_module="quic",
+    oracle=OracleSpec(layer="quic", type_field="quic.frame_type", fields={"stream_id": "quic.stream.stream_id"}),
+)
 
 TLS_MSG = {1: "ClientHello", 2: "ServerHello", 4: "NewSessionTicket", 5: "EndOfEarlyData", 8: "EncryptedExtensions",
            11: "Certificate", 13: "CertificateRequest", 15: "CertificateVerify", 20: "Finished", 24: "KeyUpdate"}

@@ -45,9 +45,11 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from wirefall.dissectors.budget import Budget
+from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor, names_of
 
 # SPDY/2 header dictionary: the string of the SPDY/2 draft with its terminating NUL
 # (907 bytes, Adler-32 0xdfa251b2).  Source: Chromium net/spdy/spdy_protocol.h kV2Dictionary
@@ -102,19 +104,53 @@ DICT_V3 = (
     b"atemax-age=gzip,deflate,sdchcharset=utf-8charset=iso-8859-1,utf-,*,enq=0."
 )
 
-CONTROL_NAMES = {
-    1: "SYN_STREAM",
-    2: "SYN_REPLY",
-    3: "RST_STREAM",
-    4: "SETTINGS",
-    5: "NOOP",
-    6: "PING",
-    7: "GOAWAY",
-    8: "HEADERS",
-    9: "WINDOW_UPDATE",
-    10: "CREDENTIAL",
-}
-SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, NOOP, PING, GOAWAY, HEADERS, WINDOW_UPDATE, CREDENTIAL = range(1, 11)
+
+
+class SpdyControlType(IntEnum):
+    """Control frame types (SPDY/3 draft §2.6; SPDY/2 has the same numbers up to 9, NOOP=5
+    only in SPDY/2, CREDENTIAL=10 only in SPDY/3).  DATA frames carry no type."""
+
+    SYN_STREAM = 1
+    SYN_REPLY = 2
+    RST_STREAM = 3
+    SETTINGS = 4
+    NOOP = 5
+    PING = 6
+    GOAWAY = 7
+    HEADERS = 8
+    WINDOW_UPDATE = 9
+    CREDENTIAL = 10
+
+
+CONTROL_NAMES = names_of(SpdyControlType)
+SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, NOOP, PING, GOAWAY, HEADERS, WINDOW_UPDATE, CREDENTIAL = SpdyControlType
+
+DESCRIPTOR = ProtocolDescriptor(
+    name="spdy",
+    display="SPDY",
+    protocols=("spdy/2", "spdy/3", "spdy/3.1"),
+    frame_types=SpdyControlType,
+    type_names=CONTROL_NAMES,
+    flags={  # Wireshark's names (spdy.flags.*)
+        "SYN_STREAM": ((0x1, "FLAG_FIN"), (0x2, "FLAG_UNIDIRECTIONAL")),
+        "SYN_REPLY": ((0x1, "FLAG_FIN"),),
+        "HEADERS": ((0x1, "FLAG_FIN"),),
+        "DATA": ((0x1, "FLAG_FIN"), (0x2, "FLAG_COMPRESS")),
+        "SETTINGS": ((0x1, "FLAG_SETTINGS_CLEAR_SETTINGS"),),
+    },
+    kinds=FrameKinds(
+        reset=frozenset({"RST_STREAM"}),
+        headers=frozenset({"SYN_STREAM", "SYN_REPLY", "HEADERS"}),
+        data=frozenset({"DATA"}),
+        settings=frozenset({"SETTINGS"}),
+        goaway=frozenset({"GOAWAY"}),
+        ping=frozenset({"PING"}),
+        window=frozenset({"WINDOW_UPDATE"}),
+    ),
+    fields_module="spdy",
+    oracle=OracleSpec(layer="spdy", type_field="spdy.type",
+                      fields={"stream_id": "spdy.streamid", "length": "spdy.length", "flags": "spdy.flags"}),
+)
 
 FLAG_FIN = 0x01
 FLAG_UNIDIRECTIONAL = 0x02  # SYN_STREAM

@@ -20,12 +20,25 @@ length-prefixed structures (RFC 8446 / RFC 5246); we decode them with ``struct``
 from __future__ import annotations
 
 import re
+from enum import IntEnum
+
+from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor, names_of
 
 from .tls_suites import CIPHER_SUITES
 
 # Record content types
-CCS, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
-CONTENT_TYPES = {20: "CHANGE_CIPHER_SPEC", 21: "ALERT", 22: "HANDSHAKE", 23: "APPLICATION_DATA", 24: "HEARTBEAT"}
+class ContentType(IntEnum):
+    """RFC 8446 §5.1 (and RFC 6520 heartbeat); a record is a ``Frame`` of this type name."""
+
+    CHANGE_CIPHER_SPEC = 20
+    ALERT = 21
+    HANDSHAKE = 22
+    APPLICATION_DATA = 23
+    HEARTBEAT = 24
+
+
+CCS, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = ContentType
+CONTENT_TYPES = names_of(ContentType)
 
 # Handshake message types
 HS_HELLO_REQUEST, HS_CLIENT_HELLO, HS_SERVER_HELLO = 0, 1, 2
@@ -33,14 +46,15 @@ HS_NEW_SESSION_TICKET, HS_END_OF_EARLY_DATA, HS_ENCRYPTED_EXTENSIONS = 4, 5, 8
 HS_CERTIFICATE, HS_SERVER_KEY_EXCHANGE, HS_CERTIFICATE_REQUEST, HS_SERVER_HELLO_DONE = 11, 12, 13, 14
 HS_CERTIFICATE_VERIFY, HS_CLIENT_KEY_EXCHANGE, HS_FINISHED = 15, 16, 20
 HS_KEY_UPDATE, HS_NEXT_PROTOCOL, HS_MESSAGE_HASH = 24, 67, 254
-HANDSHAKE_TYPES = {
-    0: "HELLO_REQUEST", 1: "CLIENT_HELLO", 2: "SERVER_HELLO", 3: "HELLO_VERIFY_REQUEST",
-    4: "NEW_SESSION_TICKET", 5: "END_OF_EARLY_DATA", 6: "HELLO_RETRY_REQUEST", 8: "ENCRYPTED_EXTENSIONS",
-    11: "CERTIFICATE", 12: "SERVER_KEY_EXCHANGE", 13: "CERTIFICATE_REQUEST", 14: "SERVER_HELLO_DONE",
-    15: "CERTIFICATE_VERIFY", 16: "CLIENT_KEY_EXCHANGE", 20: "FINISHED", 21: "CERTIFICATE_URL",
-    22: "CERTIFICATE_STATUS", 23: "SUPPLEMENTAL_DATA", 24: "KEY_UPDATE", 25: "COMPRESSED_CERTIFICATE",
-    67: "NEXT_PROTOCOL", 254: "MESSAGE_HASH",
-}
+HandshakeType = IntEnum("HandshakeType", [  # RFC 8446 §4 and the TLS HandshakeType registry
+    ("HELLO_REQUEST", 0), ("CLIENT_HELLO", 1), ("SERVER_HELLO", 2), ("HELLO_VERIFY_REQUEST", 3),
+    ("NEW_SESSION_TICKET", 4), ("END_OF_EARLY_DATA", 5), ("HELLO_RETRY_REQUEST", 6), ("ENCRYPTED_EXTENSIONS", 8),
+    ("CERTIFICATE", 11), ("SERVER_KEY_EXCHANGE", 12), ("CERTIFICATE_REQUEST", 13), ("SERVER_HELLO_DONE", 14),
+    ("CERTIFICATE_VERIFY", 15), ("CLIENT_KEY_EXCHANGE", 16), ("FINISHED", 20), ("CERTIFICATE_URL", 21),
+    ("CERTIFICATE_STATUS", 22), ("SUPPLEMENTAL_DATA", 23), ("KEY_UPDATE", 24), ("COMPRESSED_CERTIFICATE", 25),
+    ("NEXT_PROTOCOL", 67), ("MESSAGE_HASH", 254),
+])
+HANDSHAKE_TYPES = names_of(HandshakeType)
 
 # Extension types
 EXT_SERVER_NAME, EXT_SUPPORTED_GROUPS, EXT_ALPN = 0, 10, 16
@@ -72,6 +86,17 @@ ALERT_DESCRIPTIONS = {
     114: "bad_certificate_hash_value", 115: "unknown_psk_identity", 116: "certificate_required",
     120: "no_application_protocol",
 }
+
+DESCRIPTOR = ProtocolDescriptor(
+    name="tls",
+    display="TLS",
+    protocols=("tls",),
+    frame_types=ContentType,
+    type_names=CONTENT_TYPES,
+    kinds=FrameKinds(data=frozenset({"APPLICATION_DATA"})),
+    fields_module="tls",
+    oracle=OracleSpec(layer="tls", type_field="tls.record.content_type", fields={"length": "tls.record.length"}),
+)
 
 VERSIONS = {0x0002: "SSL 2.0", 0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", 0x0304: "TLS 1.3"}
 

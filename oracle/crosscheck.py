@@ -40,6 +40,15 @@ from typing import Any
 from collections.abc import Callable, Iterable
 
 from wirefall.analyzer.model import Analysis, Frame, NoteKind, notes_of
+from wirefall.dissectors.registry import OracleSpec, descriptor
+
+
+def _oracle(name: str) -> OracleSpec:
+    """The tshark side of a protocol's registry descriptor (layer, type field, compared fields)."""
+    o = descriptor(name).oracle
+    if o is None:
+        raise KeyError(f"protocol {name!r} has no oracle spec")
+    return o
 
 MAX_REPORTED = 500
 
@@ -185,11 +194,11 @@ def _h2_decode_as(an: Analysis) -> list[str]:
 
 register(Spec(
     name="http2",
-    layer="http2",
+    layer=_oracle("http2").layer,
     unit="http2.stream",
-    protocols=("h2", "h2c"),
-    fields={"stream_id": "http2.streamid", "length": "http2.length", "flags": "http2.flags"},
-    type_field="http2.type",
+    protocols=descriptor("http2").protocols,
+    fields=dict(_oracle("http2").fields),
+    type_field=_oracle("http2").type_field or "",
     type_name=_h2_type,
     skip=lambda u: "http2.type" not in u,  # the connection preface ("http2.magic")
     headers=("http2.header", "http2.header.name", "http2.header.value"),
@@ -205,19 +214,20 @@ register(Spec(
 # so their stream id / associated id / priority / headers are not shown -- compared for DATA
 # frames only (type, flags, length are compared for all); SPDY/2 header blocks are checked
 # against the implementations' own logs in tests/test_spdy.py instead.
-SPDY_TYPES = {1: "SYN_STREAM", 2: "SYN_REPLY", 3: "RST_STREAM", 4: "SETTINGS", 5: "NOOP", 6: "PING",
-              7: "GOAWAY", 8: "HEADERS", 9: "WINDOW_UPDATE", 10: "CREDENTIAL"}
+SPDY_TYPES = descriptor("spdy").type_names
+_SPDY_F = _oracle("spdy").fields  # Frame attribute -> tshark field
+_SPDY_TYPE = _oracle("spdy").type_field or ""
 SPDY_NO_STREAM = ("SETTINGS", "PING", "GOAWAY", "NOOP")  # tshark shows no stream id on these
 
 
 def _spdy_unit(s: dict) -> dict | None:
     """One SPDY frame of tshark's JSON as a dict (None: not a frame)."""
-    if not isinstance(s, dict) or "spdy.length" not in s:
+    if not isinstance(s, dict) or _SPDY_F["length"] not in s:
         return None
     control = str(_first(s.get("spdy.control_bit"))) == "1"
-    t = str(_first(s.get("spdy.type")))
+    t = str(_first(s.get(_SPDY_TYPE)))
     typ = (SPDY_TYPES.get(int(t), f"UNKNOWN_{t}") if t.isdigit() else "?") if control else "DATA"
-    sid = _first(s.get("spdy.streamid"))
+    sid = _first(s.get(_SPDY_F["stream_id"]))
     assoc = _first(s.get("spdy.associated.streamid"))
     prio = _first(s.get("spdy.priority"))
     hdrs = None
@@ -229,8 +239,8 @@ def _spdy_unit(s: dict) -> dict | None:
     return {
         "type": typ,
         "stream_id": int(sid) if sid is not None else None,
-        "flags": int(str(_first(s.get("spdy.flags"))), 16),
-        "length": int(_first(s["spdy.length"])),
+        "flags": int(str(_first(s.get(_SPDY_F["flags"]))), 16),
+        "length": int(_first(s[_SPDY_F["length"]])),
         "associated": int(assoc) if assoc is not None else None,
         "priority": int(prio) if prio is not None else None,
         "headers": hdrs,
@@ -305,8 +315,8 @@ def _spdy_decode_as(an: Analysis) -> list[str]:
 
 
 register(Spec(
-    name="spdy", layer="spdy", unit=None, protocols=("spdy/2", "spdy/3", "spdy/3.1"), fields={},
-    type_field="spdy.type", type_name=str, headers=("spdy.header", "spdy.header.name", "spdy.header.value"),
+    name="spdy", layer=_oracle("spdy").layer, unit=None, protocols=descriptor("spdy").protocols, fields={},
+    type_field=_oracle("spdy").type_field or "", type_name=str, headers=("spdy.header", "spdy.header.name", "spdy.header.value"),
     decode_as=_spdy_decode_as, args=("-o", "spdy.assemble_data_frames:FALSE") + TCP_ARGS,
     extract=_spdy_extract, entries=_spdy_entries,
     fmt=lambda k: f"{k[0]}(stream={k[1]}, flags=0x{k[2]:x}, length={k[3]}, assoc={k[4]}, prio={k[5]})",
@@ -447,7 +457,8 @@ def _quic_fmt(k: tuple) -> str:
 
 
 register(Spec(
-    name="quic", layer="quic", unit=None, protocols=("quic",), fields={}, type_field="quic.frame_type",
+    name="quic", layer=_oracle("quic").layer, unit=None, protocols=descriptor("quic").protocols, fields={},
+    type_field=_oracle("quic").type_field or "",
     type_name=str, extract=_quic_extract, entries=_quic_entries, fmt=_quic_fmt,
 ))
 
@@ -499,7 +510,7 @@ def _gquic_entries(an: Analysis, tframes) -> tuple[list[Entry], dict[str, int]]:
 
 
 register(Spec(
-    name="gquic", layer="gquic", unit=None, protocols=("gquic",), fields={}, type_field="",
+    name="gquic", layer=_oracle("gquic").layer, unit=None, protocols=descriptor("gquic").protocols, fields={}, type_field="",
     type_name=str, extract=_gquic_extract, entries=_gquic_entries, fmt=lambda k: " ".join(str(x) for x in k),
 ))
 
@@ -650,7 +661,8 @@ def _h3_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict[
 
 
 register(Spec(
-    name="http3", layer="http3", unit=None, protocols=("h3", "h3-29"), fields={}, type_field="http3.frame_type",
+    name="http3", layer=_oracle("http3").layer, unit=None, protocols=descriptor("http3").protocols, fields={},
+    type_field=_oracle("http3").type_field or "",
     type_name=str, layers=("quic", "udp"), extract=_h3_extract, every_packet=True, entries=_h3_entries,
     limits=_h3_limits, fmt=lambda k: f"{k[0]}(length={k[1]})",
 ))
@@ -660,7 +672,7 @@ register(Spec(
 # Per packet, the records that end in it: content type (the inner type once tshark decrypted
 # a TLS 1.3 record, else the outer one) and the record length. QUIC's TLS messages (in CRYPTO
 # frames, no records) are not compared here.
-TLS_TYPES = {20: "CHANGE_CIPHER_SPEC", 21: "ALERT", 22: "HANDSHAKE", 23: "APPLICATION_DATA", 24: "HEARTBEAT"}
+TLS_TYPES = descriptor("tls").type_names
 
 
 def _tls_extract(layers: dict, num: int, ts: float, state: dict) -> list[TFrame]:
@@ -748,7 +760,8 @@ def _tls_limits(an: Analysis, tframes: list[TFrame]) -> tuple[list[TFrame], dict
 
 
 register(Spec(
-    name="tls", layer="tls", unit=None, protocols=("tls",), fields={}, type_field="tls.record.content_type",
+    name="tls", layer=_oracle("tls").layer, unit=None, protocols=descriptor("tls").protocols, fields={},
+    type_field=_oracle("tls").type_field or "",
     type_name=str, extract=_tls_extract, entries=_tls_entries, limits=_tls_limits, args=TCP_ARGS,
     fmt=lambda k: f"{k[0]}(length={k[1]})",
 ))
@@ -893,7 +906,7 @@ def _h1_decode_as(an: Analysis) -> list[str]:
 
 
 register(Spec(
-    name="http1", layer="http", unit=None, protocols=("http/1.0", "http/1.1"), fields={}, type_field="",
+    name="http1", layer=_oracle("http1").layer, unit=None, protocols=("http/1.0", "http/1.1"), fields={}, type_field="",
     type_name=str, headers=("http.request.line", "", ""), layers=("tcp",), extract=_h1_extract, entries=_h1_entries, limits=_h1_limits,
     decode_as=_h1_decode_as, args=TCP_ARGS, fmt=lambda k: " ".join(str(x) for x in k),
 ))

@@ -257,18 +257,15 @@ def tls_record_chain(buf: bytes) -> bool:
 
 def looks_like_h2_frames(head: bytes) -> bool:
     """Plausible chained HTTP/2 frame headers from the first bytes of a stream."""
+    from wirefall.dissectors.http2 import plausible_frame_end  # (the HTTP/2 dissector's one rule)
+
     pos, seen = 0, 0
     while pos + 9 <= len(head):
-        length = int.from_bytes(head[pos : pos + 3], "big")
-        ftype, sid = head[pos + 3], int.from_bytes(head[pos + 5 : pos + 9], "big")
-        if ftype > 0x10 or length > 1 << 14 or sid & 0x80000000:
-            return False
-        if ftype in (4, 6, 7) and sid != 0 or ftype in (0, 1, 2, 3, 5, 9) and sid == 0:
-            return False
-        if ftype == 4 and length % 6 or ftype == 6 and length != 8 or ftype == 8 and length != 4 or ftype == 3 and length != 4:
+        end = plausible_frame_end(head, pos, block_middle=True)
+        if end is None:
             return False
         seen += 1
-        pos += 9 + length
+        pos = end
     return seen >= 2 or (seen == 1 and pos == len(head))
 
 

@@ -1,0 +1,190 @@
+"""The protocol registry: one ``ProtocolDescriptor`` per protocol wirefall decodes.
+
+Each dissector module defines its own ``DESCRIPTOR`` (near the top, beside its wire
+constants); this module only holds the descriptor type and the lookup.  Consumers (the
+waterfall's marker kinds, the detail tree's type numbers and flag names, the tshark oracle's
+field names) read the registry instead of keeping their own copies.
+
+A descriptor names its display-filter module in ``analyzer/fields`` as a string, because
+dissectors import nothing of the analyzer (the layer contract in pyproject.toml).
+
+The registry is filled lazily on first use: the dissector modules import this module for
+``ProtocolDescriptor``, so it cannot import them at its own import time.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from enum import IntEnum
+from typing import Any
+
+# The dissector modules that define a DESCRIPTOR (one protocol each); adding a protocol is one
+# new module here and its DESCRIPTOR.
+MODULES = (
+    "wirefall.dissectors.http1",
+    "wirefall.dissectors.http2",
+    "wirefall.dissectors.spdy",
+    "wirefall.dissectors.tls",
+    "wirefall.dissectors.quic",
+    "wirefall.dissectors.http3",
+    "wirefall.dissectors.gquic",
+    "wirefall.dissectors.dns",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameKinds:
+    """Which of a protocol's frame types (``Frame.type`` names) play which role.  The
+    waterfall draws markers from these; an empty set means the protocol has no such frame."""
+
+    reset: frozenset[str] = frozenset()  # abort one stream (RST_STREAM, RESET_STREAM, ...)
+    priority: frozenset[str] = frozenset()  # reprioritise a stream
+    push: frozenset[str] = frozenset()  # announce a server push
+    headers: frozenset[str] = frozenset()  # carry a header block
+    data: frozenset[str] = frozenset()  # carry body bytes
+    settings: frozenset[str] = frozenset()
+    goaway: frozenset[str] = frozenset()  # end the connection
+    ping: frozenset[str] = frozenset()
+    window: frozenset[str] = frozenset()  # flow-control credit as an increment (WINDOW_UPDATE; not QUIC's MAX_DATA limits)
+    blocked: frozenset[str] = frozenset()  # the sender says flow control stops it
+
+
+KIND_NAMES = tuple(f.name for f in fields(FrameKinds))
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSpec:
+    """How tshark names this protocol: its JSON layer and the fields the oracle compares
+    (``fields``: wirefall ``Frame`` attribute -> tshark field; ``type_field``: the frame type)."""
+
+    layer: str
+    type_field: str | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolDescriptor:
+    name: str  # registry key ("http2", "spdy", "quic", ...)
+    display: str  # Wireshark's protocol column name ("HTTP2", "SPDY", ...)
+    protocols: tuple[str, ...]  # ``Frame.protocol`` / ``Connection.protocol`` values it decodes
+    frame_types: type[IntEnum] | None = None  # wire frame-type numbers (RFC / draft names)
+    type_names: Mapping[int, str] = field(default_factory=dict)  # wire number -> ``Frame.type``
+    flags: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)  # Frame.type -> ((bit, name), ...)
+    kinds: FrameKinds = FrameKinds()
+    fields_module: str | None = None  # module in analyzer/fields holding its display-filter fields
+    oracle: OracleSpec | None = None
+    hooks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)  # optional per-protocol code
+
+    def type_code(self, type_name: str) -> int | None:
+        """The wire number of a ``Frame.type`` name (the lowest, for names several numbers share)."""
+        codes = [c for c, n in self.type_names.items() if n == type_name]
+        return min(codes) if codes else None
+
+    def flag_names(self, type_name: str, flags: int) -> list[str]:
+        return [name for bit, name in self.flags.get(type_name, ()) if flags & bit]
+
+
+class _Table(dict[str, ProtocolDescriptor]):
+    """The descriptors by name; ``version`` changes with every assignment (a test that swaps a
+    descriptor in), so the cached kind unions are recomputed."""
+
+    version = 0
+
+    def __setitem__(self, key: str, value: ProtocolDescriptor) -> None:
+        super().__setitem__(key, value)
+        self.version += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.version += 1
+
+    def update(self, *a: Any, **kw: Any) -> None:
+        super().update(*a, **kw)
+        self.version += 1
+
+
+_DESCRIPTORS = _Table()
+
+
+def _load() -> dict[str, ProtocolDescriptor]:
+    if not _DESCRIPTORS:
+        found = {}
+        for mod in MODULES:
+            d = importlib.import_module(mod).DESCRIPTOR
+            found[d.name] = d
+        _DESCRIPTORS.update(found)
+    return _DESCRIPTORS
+
+
+class _Registry(Mapping[str, ProtocolDescriptor]):
+    """``REGISTRY[name]``: read-only, filled on first use."""
+
+    def __getitem__(self, name: str) -> ProtocolDescriptor:
+        return _load()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_load())
+
+    def __len__(self) -> int:
+        return len(_load())
+
+
+REGISTRY: Mapping[str, ProtocolDescriptor] = _Registry()
+
+
+def descriptor(name: str) -> ProtocolDescriptor:
+    """A descriptor by registry name ("http2") or by a ``Frame.protocol`` value ("h2c",
+    "spdy/3.1", "h3-29").  KeyError if no protocol claims it."""
+    reg = _load()
+    if name in reg:
+        return reg[name]
+    for d in reg.values():
+        if name in d.protocols:
+            return d
+    raise KeyError(name)
+
+
+def find(name: str) -> ProtocolDescriptor | None:
+    try:
+        return descriptor(name)
+    except KeyError:
+        return None
+
+
+def frame_kind(protocol: str, type_name: str) -> set[str]:
+    """The kinds (``FrameKinds`` field names) a frame type has in a protocol; empty if none
+    or if the protocol is unknown."""
+    d = find(protocol)
+    if d is None:
+        return set()
+    return {k for k in KIND_NAMES if type_name in getattr(d.kinds, k)}
+
+
+def kind_types(kind: str) -> frozenset[str]:
+    """Every protocol's frame-type names of one kind (the union over the registry)."""
+    reg = _load()
+    key = (kind, _DESCRIPTORS.version)  # (a descriptor replaced, e.g. by a test, is seen)
+    got = _KIND_CACHE.get(key)
+    if got is None:
+        if kind not in KIND_NAMES:
+            raise KeyError(kind)
+        out: set[str] = set()
+        for d in reg.values():
+            out |= getattr(d.kinds, kind)
+        if len(_KIND_CACHE) > 64:
+            _KIND_CACHE.clear()
+        got = _KIND_CACHE[key] = frozenset(out)
+    return got
+
+
+_KIND_CACHE: dict[tuple[str, int], frozenset[str]] = {}
+
+
+def names_of(enum: type[IntEnum], rename: Mapping[int, str] | None = None) -> dict[int, str]:
+    """``{value: name}`` of an IntEnum, with ``rename`` overriding the names some values show
+    as (e.g. QUIC's ACK_ECN is shown as "ACK")."""
+    out = {int(m): m.name for m in enum}
+    if rename:
+        out.update(rename)
+    return out
