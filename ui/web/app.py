@@ -244,7 +244,7 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
         status = html.Span(text, className="status error" if e.status == "error" else "status", id="status-text")
         prog = round(100 * e.fraction)
         pstyle = {"display": "inline-block", "width": "160px"} if e.status in ("queued", "running") else {"display": "none"}
-        version = f"{e.id}:{e.status}" + live_view.version(e)  # a live capture's: each state of its growing model
+        version = f"{e.id}:{e.status}" + live_view.version(e)  # (a live capture's growth: live-version, ui.web.live)
     others = sum(1 for x in entries if x.status in ("queued", "running") and x.id != current)
     if others:
         status = html.Span([status, html.Span(f"  ({others} more being analysed)", className="status")])
@@ -1044,7 +1044,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
-    )(bind(cb_waterfall))
+        Input("live-version", "data"),  # a live capture grew (ui.web.live)
+    )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-1])))
     app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), State("capture", "value"),
                  prevent_initial_call=True)(bind(cb_xrange))
     app.callback(
@@ -1055,11 +1056,13 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected))))
 
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "rowData"), Output("conn-notes", "children"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_connections))
+                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
+        _named("cb_connections", lambda *a: cb_connections(S, *a[:-1])))
     app.callback(Output("stats-summary", "children"), Output("st-proto", "figure"), Output("st-content", "figure"),
                  Output("st-headers", "figure"), Output("st-traffic", "figure"), Output("st-inflight", "figure"),
                  Output("st-headers-table", "rowData"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_stats))
+                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
+        _named("cb_stats", lambda *a: cb_stats(S, *a[:-1])))
     app.callback(Output("packets", "getRowsResponse"), Output("packet-filter-msg", "children"),
                  Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
                  State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),

@@ -5,10 +5,12 @@ pass is the ordinary streaming pass on the growing capture, in a thread of its o
 ``done`` from the pass's first packet on, its ``analysis`` the model the pass appends to, so every
 view reads it as it reads a finished capture's. While a live entry is shown:
 
-- the page polls every ``LIVE_POLL_MS`` (``dcc.Interval``), and the ``version`` the views follow
-  carries the entry's ``generation()`` (packets read, whether the pass is waiting for more, whether
-  it ended): each change rebuilds the waterfall, connections, statistics and the packet list's
-  rows; the zoom (``xrange``, ``uirevision``), the selected request and the filters stay.
+- the page polls every ``LIVE_POLL_MS`` (``dcc.Interval``); each poll reads the entry's
+  ``generation()`` (packets read, whether the pass is waiting for more, whether it ended) into the
+  ``live-version`` store, and each change rebuilds the waterfall, connections, statistics, the
+  selected request's detail, the filters' options and the packet list's rows, all in the one
+  request after the poll's: no callback they wait for (the filters' values, the selection) follows
+  it. The zoom (``xrange``, ``uirevision``), the selected request and the filters' values stay.
 - ``Entry.memo`` keys its derived views by that generation (older ones are dropped), so nothing
   built from an earlier state of the model is shown again.
 - The pass appends to the model in its thread: a view built meanwhile may meet a half-made object
@@ -36,6 +38,9 @@ RETRIES = 8  # builds of a view that met a half-made object, STEADY_WAIT apart
 STEADY_WAIT = 0.03
 
 
+_inside = threading.local()  # a steady() call is under way in this thread
+
+
 class WebLive:
     """The web app's side of one live capture: its pass in a thread, its status line, Stop, Save."""
 
@@ -48,6 +53,8 @@ class WebLive:
         self.saved: str | None = None
         self._saves = 0
         self._save_lock = threading.Lock()
+        self.rebuilds = 0  # views built again because the pass changed the model under them (tests, diagnosis)
+        self.last_rebuild = ""
 
     # ------------------------------------------------------------------ the pass
 
@@ -106,15 +113,24 @@ class WebLive:
                    len(idx.interface), len(idx.conn), len(idx.proto))
 
     def steady(self, make):
-        """``make()``, built again while it meets a model the pass is changing."""
-        for i in range(RETRIES):
-            try:
-                return make()
-            except Exception:
-                if self.stable() or i == RETRIES - 1:
-                    raise
-                time.sleep(STEADY_WAIT)
-        raise AssertionError("unreachable")
+        """``make()``, built again while it meets a model the pass is changing (the outermost
+        call retries: a view made of memoised parts is built again whole)."""
+        if getattr(_inside, "steady", False):
+            return make()
+        _inside.steady = True
+        try:
+            for i in range(RETRIES):
+                try:
+                    return make()
+                except Exception as ex:
+                    self.rebuilds += 1
+                    self.last_rebuild = f"{ex.__class__.__name__}: {ex}"
+                    if self.stable() or i == RETRIES - 1:
+                        raise
+                    time.sleep(STEADY_WAIT)
+            raise AssertionError("unreachable")
+        finally:
+            _inside.steady = False
 
     # ------------------------------------------------------------------ what the page shows
 
@@ -201,12 +217,20 @@ def steady(e, make):
 
 
 def version(e) -> str:
-    """The suffix of the page's ``version`` for entry ``e`` (its generation while live)."""
+    """The suffix of the page's ``version`` for entry ``e``: changes when its capture ends (its
+    growth is ``live-version``'s, which no callback upstream of the waterfall follows)."""
     lv = getattr(e, "live", None)
     if lv is None:
         return ""
+    return ":capturing" if lv.running else ":stopped"
+
+
+def live_version(e) -> str | None:
+    lv = getattr(e, "live", None)
+    if lv is None:
+        return None
     n, whole, ended = lv.generation()
-    return f":{n}:{int(whole)}:{int(ended)}"
+    return f"{e.id}:{n}:{int(whole)}:{int(ended)}"
 
 
 # ---------------------------------------------------------------------- page
@@ -220,7 +244,7 @@ def controls():
             html.Button("Save", id="btn-live-save", title="save the capture as pcapng with the keys of its connections"),
             html.Span(id="live-msg", className="status"),
         ], id="live-bar", style={"display": "none"}),
-        dcc.Store(id="live-state"), dcc.Store(id="live-refresh"),
+        dcc.Store(id="live-state"), dcc.Store(id="live-refresh"), dcc.Store(id="live-version"),
     ]
 
 
@@ -231,9 +255,45 @@ def cb_live_state(state, cid, version_):
     lv = getattr(e, "live", None) if e is not None else None
     if lv is None:
         return IDLE_POLL_MS, {"display": "none"}, True, True, None
-    data = {"capture": cid, "version": version_, "running": lv.running}
+    data = {"capture": cid, "running": lv.running}
     return (LIVE_POLL_MS if lv.running else IDLE_POLL_MS, {"display": "inline-flex", "gap": "8px", "alignItems": "center"},
             lv.session.stopped, e.analysis is None, data)
+
+
+def cb_live_version(state, _n, cid, old):
+    """Each poll: the live capture's generation, when it changed.  The views follow it directly
+    (one request after the poll's): the waterfall, connections, statistics, the selected
+    request's detail, the filters' options and the packet list's rows."""
+    e = state.get(cid)
+    v = live_version(e) if e is not None else None
+    return v if v is not None and v != old else no_update
+
+
+def cb_live_detail(state, _v, cid, selected):
+    """The selected request's detail as the live capture grows (its response arriving)."""
+    from . import views
+
+    e = state.get(cid)
+    if e is None or e.live is None or e.status != "done" or not isinstance(selected, int):
+        return no_update
+    try:
+        return steady(e, lambda: views.request_detail(e, selected))
+    except Exception:  # noqa: BLE001 - the detail shown stays; cb_select says why once the model is whole
+        return no_update
+
+
+def cb_live_options(state, _v, cid):
+    """The filters' options as the live capture grows (their values stay)."""
+    from . import views
+
+    e = state.get(cid)
+    if e is None or e.live is None or e.status != "done":
+        return (no_update,) * 4
+    try:
+        o = steady(e, lambda: views.filter_options(e))
+    except Exception:  # noqa: BLE001
+        return (no_update,) * 4
+    return o["protocol"], o["connection"], o["content"], o["status"]
 
 
 def cb_live_stop(state, n, cid):
@@ -268,10 +328,10 @@ def cb_live_save(state, n, cid):
 
 # the packet list asks again for the rows it holds when the live capture grows (AG Grid keeps
 # its scroll position and selection)
-REFRESH_JS = """function(live) {
-    if (!live) { return window.dash_clientside.no_update; }
+REFRESH_JS = """function(v) {
+    if (!v) { return window.dash_clientside.no_update; }
     try { window.dash_ag_grid.getApi('packets').refreshInfiniteCache(); } catch (e) { /* the Packets tab is not shown */ }
-    return live.version;
+    return v;
 }"""
 
 
@@ -288,4 +348,12 @@ def register(app, state) -> None:
     app.callback(Output("download", "data", allow_duplicate=True), Output("live-msg", "children", allow_duplicate=True),
                  Input("btn-live-save", "n_clicks"), State("capture", "value"), prevent_initial_call=True)(
         _named("cb_live_save", lambda n, cid: cb_live_save(S, n, cid)))
-    app.clientside_callback(REFRESH_JS, Output("live-refresh", "data"), Input("live-state", "data"), prevent_initial_call=True)
+    app.callback(Output("live-version", "data"), Input("poll", "n_intervals"), State("capture", "value"), State("live-version", "data"))(
+        _named("cb_live_version", lambda n, cid, old: cb_live_version(S, n, cid, old)))
+    app.callback(Output("request-detail", "children", allow_duplicate=True), Input("live-version", "data"), State("capture", "value"),
+                 State("selected", "data"), prevent_initial_call=True)(
+        _named("cb_live_detail", lambda v, cid, sel: cb_live_detail(S, v, cid, sel)))
+    app.callback(*[Output(f"f-{k}", "options", allow_duplicate=True) for k in ("protocol", "connection", "content", "status")],
+                 Input("live-version", "data"), State("capture", "value"), prevent_initial_call=True)(
+        _named("cb_live_options", lambda v, cid: cb_live_options(S, v, cid)))
+    app.clientside_callback(REFRESH_JS, Output("live-refresh", "data"), Input("live-version", "data"), prevent_initial_call=True)
