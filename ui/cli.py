@@ -394,8 +394,18 @@ def cmd_web(args) -> int:
     from wirefall.ui.web import run
 
     limit = int(args.upload_limit * 1048576) if args.upload_limit else None
+    live = None
+    if args.interface is not None:  # -i IFACE: a live capture in the capture list (ui/web/live.py)
+        from wirefall.analyzer.live import LiveError, LiveSession
+
+        try:
+            if _live_or_list(args):
+                return 0
+            live = [(LiveSession(args.interface, keylogs=args.keylog or [], bpf=args.capture_filter, limits=limits_of(args)), args.write)]
+        except LiveError as e:
+            raise UsageError(str(e)) from None
     return run(args.files, keylogs=args.keylog or [], host=args.host, port=args.port, upload_limit=limit, use_cache=not args.no_cache,
-               limits=limits_of(args), upload_lifetime=args.upload_lifetime * 60.0, overlays=overlay_args(args)) or 0
+               limits=limits_of(args), upload_lifetime=args.upload_lifetime * 60.0, overlays=overlay_args(args), live=live) or 0
 
 
 class _PrintableText:
@@ -494,6 +504,8 @@ def live_args(sp, write: bool = True) -> None:
     sp.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter (BPF), e.g. 'tcp port 443 or udp port 443'")
     if write and sp.prog.split()[-1] == "tui":
         sp.add_argument("-w", "--write", metavar="FILE", help="where Ctrl+S saves the live capture (default wirefall-live-DATE.pcapng)")
+    elif write and sp.prog.split()[-1] == "web":
+        sp.add_argument("-w", "--write", metavar="FILE", help="where Save writes the live capture on the server (default: a download)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -567,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-cache", action="store_true", help="do not use the analysis cache")
     sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
                     help="delete a staged upload not opened for this many minutes (default 60)")
+    live_args(sp)
     sp.set_defaults(func=cmd_web)
     sp = sub.add_parser("capture", parents=[common], help="capture packets live into a pcapng file (dumpcap), with the key log's secrets in it")
     live_args(sp)

@@ -39,24 +39,39 @@ def _limit_from_env(default: int) -> int:
 
 def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: str = "127.0.0.1", port: int = 8050,
         upload_limit: int | None = None, use_cache: bool = True, debug: bool = False, limits: dict | None = None,
-        upload_lifetime: float | None = None, token: str | None = None, overlays: list[tuple[str, str]] | None = None) -> int:
+        upload_lifetime: float | None = None, token: str | None = None, overlays: list[tuple[str, str]] | None = None,
+        live: list | None = None) -> int:
     """Serve the dashboard until interrupted.  Returns a process exit status.  ``limits``
     go to ``analyze``; ``upload_lifetime``: seconds an unused upload is kept; ``token``: the
     access token (made up when ``host`` is not loopback; none on loopback unless given);
-    ``overlays``: ``(kind, path)`` of browser logs (--har/--netlog/--qlog) laid over each capture named."""
+    ``overlays``: ``(kind, path)`` of browser logs (--har/--netlog/--qlog) laid over each capture named;
+    ``live``: ``(analyzer.live.LiveSession, save path or None)`` of live captures (-i), listed first."""
     import secrets
 
     from .app import address, is_loopback
     from .state import DEFAULT_UPLOAD_LIFETIME
 
     files = list(files or [])
-    for f in files + list(keylogs or []) + [p for _k, p in overlays or ()]:
+    # (a live capture's key logs are followed: the browser may write them later)
+    for f in files + (list(keylogs or []) if not live else []) + [p for _k, p in overlays or ()]:
         if not os.path.isfile(f):
             print(f"wirefall web: {f}: no such file", file=sys.stderr)
             return 2
     limit = upload_limit if upload_limit is not None else _limit_from_env(DEFAULT_UPLOAD_LIMIT)
     state = WebState(upload_limit=limit, use_cache=use_cache, limits=limits,
                      upload_lifetime=DEFAULT_UPLOAD_LIFETIME if upload_lifetime is None else upload_lifetime)
+    for session, save_to in live or ():
+        from wirefall.analyzer.live import LiveError
+        from wirefall.analyzer.safetext import printable
+
+        from .live import add_live
+
+        try:
+            add_live(state, session, save_to=save_to)
+        except LiveError as e:
+            print(f"wirefall web: {printable(str(e))}", file=sys.stderr)
+            state.close()
+            return 2
     for f in files:
         state.add_file(os.path.abspath(f), keylogs=[os.path.abspath(k) for k in keylogs or []], name=f,
                        overlays=[(k, os.path.abspath(p), p) for k, p in overlays or ()])

@@ -25,6 +25,7 @@ from dash.development.base_component import Component
 from wirefall.analyzer.safetext import html_text, printable
 
 from . import expert as expert_view
+from . import live as live_view
 from . import overlay, views
 from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
 
@@ -248,7 +249,7 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
         version = None
     else:
         text = views.entry_text(e, e.status_text())
-        if e.status == "done" and e.analysis is not None:
+        if e.status == "done" and e.analysis is not None and (e.live is None or not e.live.running):
             from wirefall.ui import explain
 
             from wirefall.analyzer.completeness import headline
@@ -258,7 +259,7 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
         status = html.Span(text, className="status error" if e.status == "error" else "status", id="status-text")
         prog = round(100 * e.fraction)
         pstyle = {"display": "inline-block", "width": "160px"} if e.status in ("queued", "running") else {"display": "none"}
-        version = f"{e.id}:{e.status}"
+        version = f"{e.id}:{e.status}" + live_view.version(e)  # (a live capture's growth: live-version, ui.web.live)
     others = sum(1 for x in entries if x.status in ("queued", "running") and x.id != current)
     if others:
         status = html.Span([status, html.Span(f"  ({others} more being analysed)", className="status")])
@@ -378,6 +379,8 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
             fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=row.index - 0.5, y1=row.index + 0.5,
                           fillcolor="rgba(255, 193, 7, 0.28)", line=dict(color="#ff8f00", width=1), layer="below", name="selected")
     except Exception as ex:  # noqa: BLE001
+        if live_view.transient(e):  # the live pass is changing the model: the figure shown stays, the next state redraws
+            return no_update, no_update, no_update, no_update
         return go.Figure(), _err(ex, "cannot draw the waterfall: "), "", None
     err: str | Component = ""
     if v.error:
@@ -520,8 +523,10 @@ def cb_select(state: WebState, click, cid, protocols, connections, contents, sta
             xid = views.exchange_from_click(v, click)
         else:  # the capture (re)loaded, or a selection from the URL
             xid = selected if isinstance(selected, int) and any(x.id == selected for x in e.analysis.exchanges) else None
-        return xid, views.request_detail(e, xid)
+        return xid, live_view.steady(e, lambda: views.request_detail(e, xid))
     except Exception as ex:  # noqa: BLE001
+        if live_view.transient(e):
+            return no_update, no_update
         return None, _err(ex, "cannot show the request: ")
 
 
@@ -532,8 +537,10 @@ def cb_connections(state: WebState, cid, version, tab):
     if e is None:
         return views._empty_fig("Connections", "no capture analysed"), [], []
     try:
-        return views.connections_figure(e), views.connection_rows(e), views.connection_notes(e)
+        return live_view.steady(e, lambda: (views.connections_figure(e), views.connection_rows(e), views.connection_notes(e)))
     except Exception as ex:  # noqa: BLE001
+        if live_view.transient(e):
+            return no_update, no_update, no_update
         return views._empty_fig("Connections", str(ex)), [], [html.Li(_err(ex))]
 
 
@@ -545,10 +552,12 @@ def cb_stats(state: WebState, cid, version, tab):
         empty = views._empty_fig("", "no capture analysed")
         return html.Div(), empty, empty, empty, empty, empty, []
     try:
-        summary = views._kv_table(views.stats_summary(e), "grid")
-        return (summary, views.bytes_by_protocol_figure(e), views.bytes_by_content_figure(e), views.header_compression_figure(e),
-                views.traffic_figure(e), views.in_flight_figure(e), views.header_compression_rows(e))
+        return live_view.steady(e, lambda: (
+            views._kv_table(views.stats_summary(e), "grid"), views.bytes_by_protocol_figure(e), views.bytes_by_content_figure(e),
+            views.header_compression_figure(e), views.traffic_figure(e), views.in_flight_figure(e), views.header_compression_rows(e)))
     except Exception as ex:  # noqa: BLE001
+        if live_view.transient(e):
+            return (no_update,) * 7
         empty = views._empty_fig("", str(ex))
         return _err(ex, "statistics failed: "), empty, empty, empty, empty, empty, []
 
@@ -575,7 +584,7 @@ def _packets_shown(e, expr):
         numbers, ferr = None, f"{ex.__class__.__name__}: {ex}"
     if ferr:
         return numbers, html.Span("filter error: " + printable(ferr), className="error", id="packet-filter-error")
-    n = e.analysis.packets
+    n = views.packet_count(e)
     if numbers is None:
         return None, html.Span(f"{n:,} packets", className="status", id="packet-filter-count")
     return numbers, html.Span(f"{len(numbers):,} of {n:,} packets match", className="status", id="packet-filter-count")
@@ -592,11 +601,15 @@ def cb_packet_rows(state: WebState, request, cid, expr=None, time_format=None, m
     req = request if isinstance(request, dict) else {}
     fmt = time_format if time_format in views.TIME_FORMATS else "relative"
     numbers, msg = _packets_shown(e, expr)
-    try:
+    def block():
         order, note = views.packet_order(e, numbers, req.get("sortModel"), fmt, _packet_state(cid, refs), expr or "")
         start = int(req.get("startRow") or 0)
         end = int(req.get("endRow") or start + 100)
-        rows = views.packet_block(e, order, start, end, numbers, fmt, _packet_state(cid, refs), _packet_state(cid, marks), _goto(goto))
+        return order, note, views.packet_block(e, order, start, end, numbers, fmt, _packet_state(cid, refs),
+                                               _packet_state(cid, marks), _goto(goto))
+
+    try:
+        order, note, rows = live_view.steady(e, block)
     except Exception as ex:  # noqa: BLE001
         return {"rowData": [], "rowCount": 0}, _err(ex, "cannot read packets: ")
     if note:
@@ -773,6 +786,7 @@ def layout(state: WebState):
             dcc.Dropdown(id="capture", options=[], value=None, clearable=False, placeholder="capture", style={"minWidth": "420px"}),
             html.Progress(id="progress", max=100, value=0, style={"display": "none"}),  # type: ignore[arg-type]  # dash types value as str; a number is valid HTML and what cb_poll sends
             html.Div(id="status"),
+            *live_view.controls(),  # Stop and Save of a live capture
         ]),
         html.Div([
             dcc.Upload(id="up-capture", children=html.Div(["Upload a capture (pcap / pcapng, ≤ ", fmt_size(state.upload_limit), ")"]),
@@ -1083,6 +1097,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         prevent_initial_call=True,
     )(bind(cb_open))
     overlay.register(app, S)
+    live_view.register(app, S)
 
     app.callback(
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
@@ -1096,7 +1111,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
         Input("wf-window", "data"),
-    )(bind(cb_waterfall))
+        Input("live-version", "data"),  # a live capture grew (ui.web.live)
+    )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-1])))
     app.callback(
         Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
@@ -1112,11 +1128,13 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected))))
 
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "rowData"), Output("conn-notes", "children"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_connections))
+                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
+        _named("cb_connections", lambda *a: cb_connections(S, *a[:-1])))
     app.callback(Output("stats-summary", "children"), Output("st-proto", "figure"), Output("st-content", "figure"),
                  Output("st-headers", "figure"), Output("st-traffic", "figure"), Output("st-inflight", "figure"),
                  Output("st-headers-table", "rowData"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(bind(cb_stats))
+                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
+        _named("cb_stats", lambda *a: cb_stats(S, *a[:-1])))
     app.callback(Output("packets", "getRowsResponse"), Output("packet-filter-msg", "children"),
                  Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
                  State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),

@@ -69,6 +69,8 @@ class Entry:
     last_used: float = field(default_factory=time.monotonic)  # by a callback (uploads are deleted when idle)
     tokens: list = field(default_factory=list)  # staged uploads this entry was opened from
     overlays: list = field(default_factory=list)  # browser logs laid over it: (kind, path, shown name) (ui.web.overlay)
+    live: Any = None  # a live capture's ui.web.live.WebLive (its analysis grows; origin "live")
+    _gen: Any = None  # the live model's generation the memo holds views of
 
     @property
     def fraction(self) -> float:
@@ -82,6 +84,8 @@ class Entry:
         return printable(self._status_text())
 
     def _status_text(self) -> str:
+        if self.live is not None:
+            return self.live.status_text()
         if self.status == "queued":
             return f"{self.name}: waiting to be analysed"
         if self.status == "running":
@@ -97,6 +101,8 @@ class Entry:
         from wirefall.analyzer.safetext import printable
 
         mark = {"queued": " (waiting)", "running": " (analysing…)", "error": " (error)"}.get(self.status, "")
+        if self.live is not None and self.status != "error":
+            mark = self.live.label_mark()
         return f"{self.id}: {printable(self.name)}{mark}"
 
     @property
@@ -113,7 +119,17 @@ class Entry:
         self.last_used = time.monotonic()
 
     def memo(self, key, make: Callable[[], Any], keep: int = 24):
-        """Per-capture memo of derived views (waterfall, stats, filtered views)."""
+        """Per-capture memo of derived views (waterfall, stats, filtered views).  A live capture's
+        views are kept for the model's present generation only (ui.web.live), and built again
+        while they meet a half-made object."""
+        if self.live is not None:
+            gen = self.live.generation()
+            with self.lock:
+                if gen != self._gen:
+                    self._memo.clear()
+                    self._gen = gen
+            key = (gen, key)  # one built from an earlier generation is stored under its own key: never shown
+            make = (lambda m: lambda: self.live.steady(m))(make)
         with self.lock:
             if key in self._memo:
                 v = self._memo.pop(key)
@@ -163,15 +179,19 @@ class WebState:
 
     # ------------------------------------------------------------------ captures
 
-    def add_file(self, path: str, keylogs: list[str] | None = None, name: str | None = None, origin: str = "file",
-                 keylog_names: list[str] | None = None, overlays: list[tuple[str, str, str]] | None = None) -> Entry:
+    def add_entry(self, **kw) -> Entry:
+        """A new entry with the next id (``Entry`` fields but ``id``), listed; not analysed."""
         with self._lock:
             self._n += 1
-            eid = f"c{self._n}"
-            e = Entry(id=eid, name=name or path, path=path, keylogs=list(keylogs or []), origin=origin,
-                      keylog_names=list(keylog_names if keylog_names is not None else (keylogs or [])),
-                      overlays=list(overlays or []))
-            self.entries[eid] = e
+            e = Entry(id=f"c{self._n}", **kw)
+            self.entries[e.id] = e
+        return e
+
+    def add_file(self, path: str, keylogs: list[str] | None = None, name: str | None = None, origin: str = "file",
+                 keylog_names: list[str] | None = None, overlays: list[tuple[str, str, str]] | None = None) -> Entry:
+        e = self.add_entry(name=name or path, path=path, keylogs=list(keylogs or []), origin=origin,
+                           keylog_names=list(keylog_names if keylog_names is not None else (keylogs or [])),
+                           overlays=list(overlays or []))
         try:
             e.total_bytes = os.path.getsize(path)
         except OSError:
@@ -450,6 +470,8 @@ class WebState:
         self._stop.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for e in self.entries.values():
+            if e.live is not None:
+                e.live.close()  # stops its capture, removes its temporary capture file
             e.close()
         with self._lock:
             d, self._tmpdir = self._tmpdir, None

@@ -714,10 +714,15 @@ def packet_numbers(entry: Entry, expr: str | None) -> tuple[list[int] | None, st
     return nums, None
 
 
+def packet_count(entry: Entry) -> int:
+    """Packets in the list: a live capture's whose index row is complete (ui.web.live)."""
+    return entry.live.packets() if entry.live is not None else entry.analysis.packets
+
+
 def packet_position(entry: Entry, numbers: list[int] | None, n: int) -> int | None:
     """Where packet ``n`` is in the list shown (None: not in it)."""
     if numbers is None:
-        return n - 1 if 1 <= n <= entry.analysis.packets else None
+        return n - 1 if 1 <= n <= packet_count(entry) else None
     from bisect import bisect_left
 
     i = bisect_left(numbers, n)
@@ -788,7 +793,7 @@ def packet_order(entry: Entry, numbers: list[int] | None, sort_model=None, time_
     sort from the packet index; text columns decode every packet shown, up to
     ``SORT_TEXT_LIMIT`` of them."""
     an = entry.analysis
-    base = range(1, an.packets + 1) if numbers is None else numbers
+    base = range(1, packet_count(entry) + 1) if numbers is None else numbers
     keys = _sort_keys(sort_model)
     if not keys:
         return base, None
