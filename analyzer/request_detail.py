@@ -155,6 +155,7 @@ class RequestDetail:
     error: str | None
     conn: ConnectionFacts | None
     t0: float  # the capture's first packet (for a browser log opened alone, its start)
+    t0_is_first_packet: bool  # False: a browser log opened alone (t0 is the log's start)
     moments: list[Moment]
     phases: list[Phase]
     start: float | None  # the row's start and end (None: the exchange has no time)
@@ -248,7 +249,8 @@ def _moments(e: Exchange) -> list[Moment]:
             Moment("response_end", "response", "last", e.response_end, e.response_end_packet)]
 
 
-def _bodies(an: Analysis, e: Exchange) -> list[Body]:
+def bodies_of(an: Analysis, e: Exchange) -> list[Body]:
+    """The request body (if it has one) and the response body of ``e``, read again."""
     try:
         from .body import body_views
 
@@ -264,7 +266,8 @@ def _bodies(an: Analysis, e: Exchange) -> list[Body]:
     return out
 
 
-def _browser(e: Exchange, c: Connection | None) -> BrowserLog | None:
+def browser_log(e: Exchange, c: Connection | None) -> BrowserLog | None:
+    """What a browser log says of ``e`` (``c``: its connection); None when no log speaks of it."""
     from .browserlog import comparison as cmp
 
     if not cmp.has_browser(e):
@@ -296,7 +299,7 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
         exchange=e.id, connection=e.connection, protocol=e.protocol, method=e.method, url=e.url or e.path,
         status=e.status, stream_id=e.stream_id, pushed=e.pushed, push_parent=e.push_parent,
         priority=dict(e.priority) if e.priority else None, reset=e.reset, error=e.error,
-        conn=_connection_facts(an, c) if c is not None else None, t0=an.start_time,
+        conn=_connection_facts(an, c) if c is not None else None, t0=an.start_time, t0_is_first_packet=an.packets > 0,
         moments=_moments(e), phases=_phases(an, e, c, row, waterfall) if row is not None else [],
         start=row.start if row is not None else None, end=row.end if row is not None else None,
         request_headers=list(e.request_headers), response_headers=list(e.response_headers),
@@ -305,4 +308,4 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
                     e.response_body_decoded_bytes, e.content_type, e.content_encoding),
         markers=list(row.markers) if row is not None else [],
         frames=frames, packets=sorted({f.packet for f in frames}),
-        bodies=_bodies(an, e) if bodies else [], browser=_browser(e, c), unknown=unknown_fields(e))
+        bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c), unknown=unknown_fields(e))

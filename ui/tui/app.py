@@ -1136,20 +1136,13 @@ def filter_packets(an, source, pred, expr: str):
     return matching(an, source, pred if getattr(pred, "scope", None) == "packets" else expr)
 
 
-def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True) -> list:
-    """Lines of the Follow view: one per frame (value = its packet) with its headers and
-    fields indented below."""
+def frame_items(frames, t0: float) -> list:
+    """One line per frame (value = its packet) with its headers indented below: the frame
+    lines of the Follow view and of the request view."""
     from wirefall.analyzer.detail import flag_names, frame_summary
 
-    t0 = an.index.ts[0] if an.packets else 0.0
     items: list = []
-    frs = [f for f in an.frames if f.connection == cid and (whole_connection or stream_id is None or f.stream_id == stream_id)]
-    if ex is not None and stream_id is None and not whole_connection:
-        lo = ex.request_start_packet or 0
-        hi = ex.response_end_packet or an.packets
-        frs = [f for f in frs if lo <= f.packet <= hi]
-    frs.sort(key=lambda f: (f.packet, f.offset))
-    for f in frs:
+    for f in frames:
         arrow = "→" if f.direction == 0 else "←"
         fl = flag_names(f)
         st = Style(color="#87d7ff") if f.direction == 0 else Style(color="#ffd787")
@@ -1162,70 +1155,109 @@ def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bo
         items.append((printable(line), st, f.packet))
         for k, v in f.headers or ():
             items.append((printable(f"{'':32}{k}: {v}"), DEFAULT_STYLE, f.packet))
+    return items
+
+
+NO_FRAMES = "no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)"
+
+
+def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True) -> list:
+    """Lines of the Follow view: one per frame (value = its packet) with its headers and
+    fields indented below.  Following one request (``ex``) shows the frames of that exchange
+    (``analyzer.request_detail.exchange_frames``, the request view's rule); following a
+    stream or a connection, every frame on it."""
+    t0 = an.index.ts[0] if an.packets else 0.0
+    if ex is not None and not whole_connection:
+        from wirefall.analyzer.request_detail import exchange_frames
+
+        frs = exchange_frames(an, ex)
+    else:
+        frs = [f for f in an.frames if f.connection == cid and (whole_connection or stream_id is None or f.stream_id == stream_id)]
+        frs.sort(key=lambda f: (f.packet, f.offset))
+    items = frame_items(frs, t0)
     if not items:
-        items.append(("no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)", DEFAULT_STYLE, None))
+        items.append((NO_FRAMES, DEFAULT_STYLE, None))
     from .body import with_bodies  # each message's content after its last frame (ui/tui/body.py)
 
     return with_bodies(an, items, cid, stream_id, ex, whole_connection) if bodies else items
 
 
-def request_text(an, e, r) -> Text:
-    """The request view: request and response headers, timing breakdown, sizes, frames."""
-    from wirefall.analyzer.waterfall import PHASE_LABELS
+MAX_FRAME_LINES = 2000  # frame lines of the request view (F: the Follow view shows them all)
+_MOMENT_LABELS = {"request_start": "request start", "request_end": "request end", "response_start": "response start",
+                  "response_headers_end": "response headers", "response_end": "response end"}
 
-    t0 = an.start_time  # the first packet; for a browser log opened alone, its start
+
+def request_text(an, e, r) -> Text:
+    """The request view: ``analyzer.request_detail.request_detail`` of ``e`` (and its
+    waterfall row ``r``) as text — request and response headers, timing breakdown, sizes,
+    bodies, markers, frames."""
+    from wirefall.analyzer.request_detail import request_detail
+
+    return detail_text(request_detail(an, e, row=r))
+
+
+def detail_text(d) -> Text:
+    """A ``RequestDetail`` as the request view's text."""
+    t0 = d.t0  # the first packet; for a browser log opened alone, its start
     t = Text()
-    c = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
+    c = d.conn
 
     def h(title: str) -> None:
         t.append(f"\n{title}\n", style="bold underline")
 
     P = printable  # every captured string below: escapes, never raw control characters
-    t.append(P(f"{e.method or ''} {e.url or e.path or ''}") + "\n", style="bold")
-    t.append(P(f"{e.protocol}  status {e.status if e.status is not None else '-'}  connection {e.connection}"
-               + (f" ({c.label})" if c else "") + (f"  stream {e.stream_id}" if e.stream_id is not None else "")
-               + ("  pushed" if e.pushed else "") + (f"  reset {e.reset}" if e.reset else "")) + "\n")
-    if e.error:
-        t.append(f"error: {P(e.error)}\n", style="red")
+    t.append(P(f"{d.method or ''} {d.url or ''}") + "\n", style="bold")
+    t.append(P(f"{d.protocol}  status {d.status if d.status is not None else '-'}  connection {d.connection}"
+               + (f" ({c.label})" if c else "") + (f"  stream {d.stream_id}" if d.stream_id is not None else "")
+               + ("  pushed" if d.pushed else "") + (f"  reset {d.reset}" if d.reset else "")) + "\n")
+    if d.error:
+        t.append(f"error: {P(d.error)}\n", style="red")
+    if d.unknown:
+        t.append(f"not in the capture: {', '.join(d.unknown)}\n", style="italic")
     h("Timing (ms since the first packet; packet numbers in brackets)")
-    for label, tm, pk in (("request start", e.request_start, e.request_start_packet), ("request end", e.request_end, e.request_end_packet),
-                          ("response start", e.response_start, e.response_start_packet), ("response end", e.response_end, e.response_end_packet)):
-        t.append(f"  {label:<16}{(tm - t0) * 1000:>12.3f} ms  [{pk}]\n" if tm is not None else f"  {label:<16}{'-':>12}\n")
-    for name, a, b in r.phases:
-        t.append(f"  {PHASE_LABELS.get(name, name):<24}{(b - a) * 1000:>10.3f} ms\n", style=r.colors.get(name) or "")
-    if r.start is not None and r.end is not None:
-        t.append(f"  {'total':<24}{(r.end - r.start) * 1000:>10.3f} ms\n", style="bold")
-    from .overlay import comparison_text
+    for m in d.moments:
+        label = _MOMENT_LABELS.get(m.name, m.name)
+        t.append(f"  {label:<16}{(m.time - t0) * 1000:>12.3f} ms  [{m.packet}]\n" if m.time is not None else f"  {label:<16}{'-':>12}\n")
+    for p in d.phases:
+        t.append(f"  {p.label:<24}{p.duration * 1000:>10.3f} ms\n", style=p.color or "")
+    if d.duration is not None:
+        t.append(f"  {'total':<24}{d.duration * 1000:>10.3f} ms\n", style="bold")
+    from .overlay import browser_text
 
-    t.append_text(comparison_text(an, e))  # a browser log's times beside the wire's, fields by source
+    t.append_text(browser_text(d.browser, t0, d.t0_is_first_packet))  # a browser log's times beside the wire's, fields by source
+    s = d.sizes
     h("Sizes (bytes)")
-    t.append(f"  request headers   wire {e.request_header_bytes_wire}  decoded {e.request_header_bytes_decoded}\n")
-    t.append(f"  response headers  wire {e.response_header_bytes_wire}  decoded {e.response_header_bytes_decoded}\n")
-    t.append(f"  request body      {e.request_body_bytes}\n")
-    t.append(f"  response body     {e.response_body_bytes} on the wire"
-             + (f", {e.response_body_decoded_bytes} decoded" if e.response_body_decoded_bytes is not None else "")
-             + (f" ({P(e.content_encoding)})" if e.content_encoding else "") + (f"  {P(e.content_type)}" if e.content_type else "") + "\n")
-    h(f"Request headers ({len(e.request_headers)})")
-    for k, v in e.request_headers:
+    t.append(f"  request headers   wire {s.request_headers_wire}  decoded {s.request_headers_decoded}\n")
+    t.append(f"  response headers  wire {s.response_headers_wire}  decoded {s.response_headers_decoded}\n")
+    t.append(f"  request body      {s.request_body}\n")
+    t.append(f"  response body     {s.response_body} on the wire"
+             + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")
+             + (f" ({P(s.content_encoding)})" if s.content_encoding else "") + (f"  {P(s.content_type)}" if s.content_type else "") + "\n")
+    h(f"Request headers ({len(d.request_headers)})")
+    for k, v in d.request_headers:
         t.append(f"  {P(k)}: ", style="#87d7ff")
         t.append(f"{P(v)}\n")
-    h(f"Response headers ({len(e.response_headers)})")
-    for k, v in e.response_headers:
+    h(f"Response headers ({len(d.response_headers)})")
+    for k, v in d.response_headers:
         t.append(f"  {P(k)}: ", style="#ffd787")
         t.append(f"{P(v)}\n")
     from .body import body_text  # request and response bodies (ui/tui/body.py)
 
-    t.append_text(body_text(an, e))
-    if r.markers:
+    t.append_text(body_text(d.bodies))
+    if d.markers:
         h("Markers")
-        for m in r.markers:
-            t.append(P(f"  {m.kind}: {m.label}" + (f" (packet {m.packet})" if m.packet else "")) + "\n")
-    items = follow_items(an, e.connection, e.stream_id, e, False, bodies=False)
-    h(f"Frames of this stream ({sum(1 for i in items if i[1] is not DEFAULT_STYLE)})")
-    for line, st, _ in items[:2000]:
+        for mk in d.markers:
+            t.append(P(f"  {mk.kind}: {mk.label}" + (f" (packet {mk.packet})" if mk.packet else "")) + "\n")
+    items = frame_items(d.frames, t0) or [(NO_FRAMES, DEFAULT_STYLE, None)]
+    h(f"Frames of this {'stream' if d.stream_id is not None else 'exchange'} ({len(d.frames)})")
+    for line, st, _ in items[:MAX_FRAME_LINES]:
         t.append(line + "\n", style=st)
-    if len(items) > 2000:
-        t.append(f"… {len(items) - 2000} more lines (F: follow stream)\n")
+    if len(items) > MAX_FRAME_LINES:
+        t.append(f"… {len(items) - MAX_FRAME_LINES} more lines (F: follow stream)\n")
+    if d.packets:
+        h(f"Packets ({len(d.packets)}, where the frames complete)")
+        t.append("  " + " ".join(str(p) for p in d.packets[:MAX_FRAME_LINES])
+                 + (f" … {len(d.packets) - MAX_FRAME_LINES} more" if len(d.packets) > MAX_FRAME_LINES else "") + "\n")
     return t
 
 
