@@ -345,3 +345,23 @@ def test_detail_phases_are_the_rows_and_name_their_packets():
     first = next(request_detail(an, e, waterfall=wf, bodies=False) for e in an.exchanges if e.id == wf.rows[0].exchange)
     assert [p.name for p in first.phases][:1] == ["connect"] and first.phases[0].start_packet == 1  # the SYN
     assert first.conn is not None and first.conn.alpn == "h2" and first.conn.decrypted and first.conn.joined_midway is None
+
+
+def test_cli_requests_detail_is_the_tui_view():
+    """`wirefall requests FILE --detail N` prints the TUI's request view of exchange N (plain
+    text), loads no Textual, and a wrong N is one line with exit code 2."""
+    import sys
+
+    from wirefall.ui.tui.request_view import detail_text
+
+    an = _analysis("page/page-h3.pcapng", "page/page-h3.keys")
+    e = next(x for x in an.exchanges if (x.url or "").endswith("/data/config.json"))
+    cmd = [sys.executable, "-c", "import sys; import wirefall.ui.cli as c; rc = c.main(sys.argv[1:]); assert 'textual' not in sys.modules, 'Textual loaded'; sys.exit(rc)",
+           "requests", str(S / "page/page-h3.pcapng"), "--keylog", str(S / "page/page-h3.keys"), "--detail", str(e.id)]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == detail_text(request_detail(an, e)).plain.rstrip("\n") + "\n"
+    assert '"version": 3' in r.stdout and "Frames of this stream (" in r.stdout
+    bad = subprocess.run(cmd[:-1] + ["999"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1 and "no request with id 999" in bad.stderr
