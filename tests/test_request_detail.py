@@ -365,3 +365,46 @@ def test_cli_requests_detail_is_the_tui_view():
     assert '"version": 3' in r.stdout and "Frames of this stream (" in r.stdout
     bad = subprocess.run(cmd[:-1] + ["999"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1 and "no request with id 999" in bad.stderr
+
+
+def test_hostile_request_detail_prints_escapes_only(tmp_path):
+    """The hostile capture of ``scripts/hostile/markup_inputs.py`` (terminal escapes, markup in
+    URL, headers, reason, SNI; next to a normal exchange): `requests --detail N` of each
+    exchange writes no control or bidi character, shows the captured ones as escapes, and the
+    normal exchange's detail is intact; the web detail holds the same escaped headers."""
+    import os
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
+    import markup_inputs as mi
+
+    from wirefall.ui.web import views
+
+    cap = mi.build(str(tmp_path / "hostile.pcap"))
+    an = analyze(cap)
+    bad = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME="/nonexistent-wf-cache")
+    env.pop("SSLKEYLOGFILE", None)
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+            "from wirefall.ui.cli import main; sys.exit(main(sys.argv[1:]))")
+    outs = {}
+    for e in an.exchanges:
+        p = subprocess.run([sys.executable, "-c", code, "requests", cap, "--detail", str(e.id)], capture_output=True,
+                           timeout=120, env=env, cwd=ROOT)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert not bad.findall(p.stdout) and not bad.findall(p.stderr)
+        outs[e.url] = p.stdout.decode("utf-8")
+    normal = outs[mi.NORMAL_URL]
+    assert "Host: normal.example" in normal and "User-Agent: wirefall-test" in normal and "Frames of this exchange (" in normal
+    hostile = next(v for k, v in outs.items() if k != mi.NORMAL_URL)
+    assert printable(mi.HOSTILE_SERVER) in hostile and "\\x1b]0;pwned-title\\x07" in hostile
+
+    class _Entry:  # what views.request_detail reads of a web entry
+        analysis = an
+
+        def memo(self, key, make):
+            return make()
+
+    e = next(x for x in an.exchanges if x.url != mi.NORMAL_URL)
+    web_resp = [tuple(x) for x in _table(views.request_detail(_Entry(), e.id), "detail-response-headers")]
+    assert ("Server", printable(mi.HOSTILE_SERVER)) in web_resp and not any(bad.search(v.encode()) for _k, v in web_resp)

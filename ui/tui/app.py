@@ -765,7 +765,7 @@ class WirefallApp(App):
         e = self.exchange(r.exchange)
         if e is None:
             return
-        self.push_screen(TextScreen(f"Request {r.index + 1}: {r.method or ''} {r.url}", request_text(self.an, e, r),
+        self.push_screen(TextScreen(f"Request {r.index + 1}: {r.method or ''} {r.url}", request_text(self.an, e, r, self.wf),
                                     follow=partial(self.follow_stream, e.connection, e.stream_id, e)))
 
     # ------------------------------------------------------------ connections / statistics
@@ -1158,15 +1158,15 @@ def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bo
     return with_bodies(an, items, cid, stream_id, ex, whole_connection) if bodies else items
 
 
-def request_text(an, e, r) -> Text:
-    """The request view: ``analyzer.request_detail.request_detail`` of ``e`` (and its
-    waterfall row ``r``) as text — request and response headers, timing breakdown, sizes,
-    bodies, markers, frames."""
+def request_text(an, e, r, wf=None) -> Text:
+    """The request view: ``analyzer.request_detail.request_detail`` of ``e`` (its waterfall
+    row ``r``, of waterfall ``wf``: the DNS lookups whose packets bound the DNS phase) as
+    text — request and response headers, timing breakdown, sizes, bodies, markers, frames."""
     from wirefall.analyzer.request_detail import request_detail
 
     from .request_view import detail_text  # (Textual-free: `wirefall requests --detail` prints it too)
 
-    return detail_text(request_detail(an, e, row=r))
+    return detail_text(request_detail(an, e, row=r, waterfall=wf))
 
 
 def stats_bars(st) -> Text:

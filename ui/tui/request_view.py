@@ -43,6 +43,14 @@ def frame_items(frames, t0: float) -> list:
     return items
 
 
+def _bounds(p) -> str:
+    """`` [a → b]``: the packets at a phase's ends (``?`` where no packet is at that time)."""
+    if p.start_packet is None and p.end_packet is None:
+        return ""
+    a, b = (str(x) if x is not None else "?" for x in (p.start_packet, p.end_packet))
+    return f"  [{a}]" if a == b else f"  [{a} → {b}]"
+
+
 def detail_text(d) -> Text:
     """A ``RequestDetail`` as the request view's text."""
     t0 = d.t0  # the first packet; for a browser log opened alone, its start
@@ -66,7 +74,7 @@ def detail_text(d) -> Text:
         label = _MOMENT_LABELS.get(m.name, m.name)
         t.append(f"  {label:<16}{(m.time - t0) * 1000:>12.3f} ms  [{m.packet}]\n" if m.time is not None else f"  {label:<16}{'-':>12}\n")
     for p in d.phases:
-        t.append(f"  {p.label:<24}{p.duration * 1000:>10.3f} ms\n", style=p.color or "")
+        t.append(f"  {p.label:<24}{p.duration * 1000:>10.3f} ms{_bounds(p)}\n", style=p.color or "")
     if d.duration is not None:
         t.append(f"  {'total':<24}{d.duration * 1000:>10.3f} ms\n", style="bold")
     t.append_text(browser_text(d.browser, t0, d.t0_is_first_packet))  # a browser log's times beside the wire's, fields by source

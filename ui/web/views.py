@@ -294,11 +294,12 @@ def detail_layout(d) -> html.Div:
         facts.append(("error", d.error))
     if d.unknown:
         facts.append(("not in the capture", ", ".join(d.unknown)))
-    timing = [html.Tr([html.Td(p.label), html.Td(f"{(p.start - t0) * 1000:.3f}"), html.Td(f"{p.duration * 1000:.3f}")])
+    timing = [html.Tr([html.Td(p.label), html.Td(f"{(p.start - t0) * 1000:.3f}"), html.Td(f"{p.duration * 1000:.3f}"),
+                       html.Td([_pkt_link(p.start_packet), *([" → ", _pkt_link(p.end_packet)] if p.end_packet != p.start_packet else [])])])
               for p in d.phases]
     if d.start is not None and d.end is not None and d.phases:
         timing.append(html.Tr([html.Td("total", className="k"), html.Td(f"{(d.start - t0) * 1000:.3f}"),
-                               html.Td(f"{(d.end - d.start) * 1000:.3f}")]))
+                               html.Td(f"{(d.end - d.start) * 1000:.3f}"), html.Td("")]))
     moments = [html.Tr([html.Td(_MOMENT_CELLS[m.name][0]), html.Td(_MOMENT_CELLS[m.name][1]), html.Td(_pkt_link(m.packet)),
                         html.Td(_ms(m.time, t0))]) for m in d.moments]
     frames = d.frames
@@ -329,7 +330,8 @@ def detail_layout(d) -> html.Div:
         ], className="cols"),
         html.Div([
             html.Div([html.H4("Timing (ms from the first packet)"),
-                      html.Table([html.Thead(html.Tr([html.Th("phase"), html.Th("start"), html.Th("duration")])), html.Tbody(timing)],
+                      html.Table([html.Thead(html.Tr([html.Th("phase"), html.Th("start"), html.Th("duration"), html.Th("packets")])),
+                                  html.Tbody(timing)],
                                  className="grid", id="detail-timing")], className="col"),
             html.Div([html.H4("Packets"),
                       html.Table([html.Thead(html.Tr([html.Th("message"), html.Th("byte"), html.Th("packet"), html.Th("ms")])),
