@@ -247,6 +247,10 @@ def cmd_requests(args) -> int:
 
     pred = _filter(args, "exchanges")
     an = load(args)
+    if args.detail is not None:  # one request's detail (ui/cli_request.py)
+        from wirefall.ui.cli_request import cmd_request_detail
+
+        return cmd_request_detail(args, an)
     exs = [e for e in an.exchanges if pred(e)]
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
     if args.json:
@@ -546,7 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-keys", action="store_true", help="with -w: no Decryption Secrets Block")
     sp.add_argument("--force", action="store_true", help="with -w: overwrite OUT if it exists")
     add("frames", cmd_frames, "one row per protocol frame (HTTP/2, SPDY, QUIC, HTTP/3, TLS records, HTTP/1 messages)", filt=True)
-    add("requests", cmd_requests, "one row per request/response exchange", filt=True)
+    sp = add("requests", cmd_requests, "one row per request/response exchange", filt=True)
+    sp.add_argument("--detail", type=int, metavar="N", help="the detail of request N (its id, as in --json): headers, "
+                                                            "timing with packets, frames and packets of its stream, bodies")
     add("stats", cmd_stats, "packet, byte and header-compression statistics")
     from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
 

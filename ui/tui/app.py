@@ -7,7 +7,6 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING
 
-from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from wirefall.analyzer.capture import PacketSource
 
 from .expert import ExpertPane, legend_text, packet_colours
-from .widgets import (waterfall_legend, DEFAULT_STYLE, ERROR_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
+from .widgets import (waterfall_legend, DEFAULT_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
                       address_width, packet_header_text, proto_style)
 
 HELP = """\
@@ -766,7 +765,7 @@ class WirefallApp(App):
         e = self.exchange(r.exchange)
         if e is None:
             return
-        self.push_screen(TextScreen(f"Request {r.index + 1}: {r.method or ''} {r.url}", request_text(self.an, e, r),
+        self.push_screen(TextScreen(f"Request {r.index + 1}: {r.method or ''} {r.url}", request_text(self.an, e, r, self.wf),
                                     follow=partial(self.follow_stream, e.connection, e.stream_id, e)))
 
     # ------------------------------------------------------------ connections / statistics
@@ -1138,95 +1137,36 @@ def filter_packets(an, source, pred, expr: str):
 
 def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True) -> list:
     """Lines of the Follow view: one per frame (value = its packet) with its headers and
-    fields indented below."""
-    from wirefall.analyzer.detail import flag_names, frame_summary
-
+    fields indented below.  Following one request (``ex``) shows the frames of that exchange
+    (``analyzer.request_detail.exchange_frames``, the request view's rule); following a
+    stream or a connection, every frame on it."""
     t0 = an.index.ts[0] if an.packets else 0.0
-    items: list = []
-    frs = [f for f in an.frames if f.connection == cid and (whole_connection or stream_id is None or f.stream_id == stream_id)]
-    if ex is not None and stream_id is None and not whole_connection:
-        lo = ex.request_start_packet or 0
-        hi = ex.response_end_packet or an.packets
-        frs = [f for f in frs if lo <= f.packet <= hi]
-    frs.sort(key=lambda f: (f.packet, f.offset))
-    for f in frs:
-        arrow = "→" if f.direction == 0 else "←"
-        fl = flag_names(f)
-        st = Style(color="#87d7ff") if f.direction == 0 else Style(color="#ffd787")
-        if f.error:
-            st = ERROR_STYLE
-        sid = f" stream {f.stream_id}" if f.stream_id is not None else ""
-        line = f"{f.time - t0:10.6f}  #{f.packet:<7} {arrow} {f.protocol:<8} {frame_summary(f)}{sid}  len {f.length}" + (f"  [{fl}]" if fl else "")
-        if f.error:
-            line += f"  ERROR: {f.error}"
-        items.append((printable(line), st, f.packet))
-        for k, v in f.headers or ():
-            items.append((printable(f"{'':32}{k}: {v}"), DEFAULT_STYLE, f.packet))
+    if ex is not None and not whole_connection:
+        from wirefall.analyzer.request_detail import exchange_frames
+
+        frs = exchange_frames(an, ex)
+    else:
+        frs = [f for f in an.frames if f.connection == cid and (whole_connection or stream_id is None or f.stream_id == stream_id)]
+        frs.sort(key=lambda f: (f.packet, f.offset))
+    from .request_view import NO_FRAMES, frame_items
+
+    items = frame_items(frs, t0)
     if not items:
-        items.append(("no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)", DEFAULT_STYLE, None))
+        items.append((NO_FRAMES, DEFAULT_STYLE, None))
     from .body import with_bodies  # each message's content after its last frame (ui/tui/body.py)
 
     return with_bodies(an, items, cid, stream_id, ex, whole_connection) if bodies else items
 
 
-def request_text(an, e, r) -> Text:
-    """The request view: request and response headers, timing breakdown, sizes, frames."""
-    from wirefall.analyzer.waterfall import PHASE_LABELS
+def request_text(an, e, r, wf=None) -> Text:
+    """The request view: ``analyzer.request_detail.request_detail`` of ``e`` (its waterfall
+    row ``r``, of waterfall ``wf``: the DNS lookups whose packets bound the DNS phase) as
+    text — request and response headers, timing breakdown, sizes, bodies, markers, frames."""
+    from wirefall.analyzer.request_detail import request_detail
 
-    t0 = an.start_time  # the first packet; for a browser log opened alone, its start
-    t = Text()
-    c = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
+    from .request_view import detail_text  # (Textual-free: `wirefall requests --detail` prints it too)
 
-    def h(title: str) -> None:
-        t.append(f"\n{title}\n", style="bold underline")
-
-    P = printable  # every captured string below: escapes, never raw control characters
-    t.append(P(f"{e.method or ''} {e.url or e.path or ''}") + "\n", style="bold")
-    t.append(P(f"{e.protocol}  status {e.status if e.status is not None else '-'}  connection {e.connection}"
-               + (f" ({c.label})" if c else "") + (f"  stream {e.stream_id}" if e.stream_id is not None else "")
-               + ("  pushed" if e.pushed else "") + (f"  reset {e.reset}" if e.reset else "")) + "\n")
-    if e.error:
-        t.append(f"error: {P(e.error)}\n", style="red")
-    h("Timing (ms since the first packet; packet numbers in brackets)")
-    for label, tm, pk in (("request start", e.request_start, e.request_start_packet), ("request end", e.request_end, e.request_end_packet),
-                          ("response start", e.response_start, e.response_start_packet), ("response end", e.response_end, e.response_end_packet)):
-        t.append(f"  {label:<16}{(tm - t0) * 1000:>12.3f} ms  [{pk}]\n" if tm is not None else f"  {label:<16}{'-':>12}\n")
-    for name, a, b in r.phases:
-        t.append(f"  {PHASE_LABELS.get(name, name):<24}{(b - a) * 1000:>10.3f} ms\n", style=r.colors.get(name) or "")
-    if r.start is not None and r.end is not None:
-        t.append(f"  {'total':<24}{(r.end - r.start) * 1000:>10.3f} ms\n", style="bold")
-    from .overlay import comparison_text
-
-    t.append_text(comparison_text(an, e))  # a browser log's times beside the wire's, fields by source
-    h("Sizes (bytes)")
-    t.append(f"  request headers   wire {e.request_header_bytes_wire}  decoded {e.request_header_bytes_decoded}\n")
-    t.append(f"  response headers  wire {e.response_header_bytes_wire}  decoded {e.response_header_bytes_decoded}\n")
-    t.append(f"  request body      {e.request_body_bytes}\n")
-    t.append(f"  response body     {e.response_body_bytes} on the wire"
-             + (f", {e.response_body_decoded_bytes} decoded" if e.response_body_decoded_bytes is not None else "")
-             + (f" ({P(e.content_encoding)})" if e.content_encoding else "") + (f"  {P(e.content_type)}" if e.content_type else "") + "\n")
-    h(f"Request headers ({len(e.request_headers)})")
-    for k, v in e.request_headers:
-        t.append(f"  {P(k)}: ", style="#87d7ff")
-        t.append(f"{P(v)}\n")
-    h(f"Response headers ({len(e.response_headers)})")
-    for k, v in e.response_headers:
-        t.append(f"  {P(k)}: ", style="#ffd787")
-        t.append(f"{P(v)}\n")
-    from .body import body_text  # request and response bodies (ui/tui/body.py)
-
-    t.append_text(body_text(an, e))
-    if r.markers:
-        h("Markers")
-        for m in r.markers:
-            t.append(P(f"  {m.kind}: {m.label}" + (f" (packet {m.packet})" if m.packet else "")) + "\n")
-    items = follow_items(an, e.connection, e.stream_id, e, False, bodies=False)
-    h(f"Frames of this stream ({sum(1 for i in items if i[1] is not DEFAULT_STYLE)})")
-    for line, st, _ in items[:2000]:
-        t.append(line + "\n", style=st)
-    if len(items) > 2000:
-        t.append(f"… {len(items) - 2000} more lines (F: follow stream)\n")
-    return t
+    return detail_text(request_detail(an, e, row=r, waterfall=wf))
 
 
 def stats_bars(st) -> Text:

@@ -24,19 +24,20 @@ def _lines(v) -> list[str]:
     return lines
 
 
-def body_text(an, e) -> Text:
-    """The request view's "Request body" / "Response body" sections."""
-    from wirefall.analyzer.body import body_views
-
+def body_text(bodies) -> Text:
+    """The request view's "Request body" / "Response body" sections, from the
+    ``RequestDetail.bodies`` (analyzer/request_detail.py)."""
     t = Text()
-    views = body_views(an, [(e, 0), (e, 1)])
-    for d, title in ((0, "Request body"), (1, "Response body")):
-        v = views[(e.id, d)]
-        if d == 0 and v.kind == "empty":
+    for b in bodies:
+        title = "Request body" if b.direction == 0 else "Response body"
+        if b.view is None:
+            t.append("\nBody\n", style="bold underline")
+            t.append(printable(f"  not available: {b.error}") + "\n", style=_HEAD)
             continue
+        v = b.view
         t.append(f"\n{title} ({printable(v.summary)})\n", style="bold underline")
         for line in _lines(v):
-            t.append(f"  {line}\n", style=_STYLE[d])
+            t.append(f"  {line}\n", style=_STYLE[b.direction])
     return t
 
 

@@ -14,26 +14,32 @@ SOURCE_STYLES = {"wire": "#87d787", "browser": "#87d7ff", "inferred": "#ffd787"}
 
 def comparison_text(an, e) -> Text:
     """The section of the request view for ``e`` (empty when no browser log speaks of it)."""
-    t = Text()
-    if not cmp.has_browser(e):
-        return t
+    from wirefall.analyzer.request_detail import browser_log
+
     conn = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
-    t0 = an.start_time
-    alone = cmp.from_log_alone(e)
-    t.append(f"\n{'Browser log' if alone else 'Wire and browser log'} ({printable(cmp.log_label(e))}; ms since "
-             f"{'the first packet' if an.packets else 'the log began'})\n", style="bold underline")
+    return browser_text(browser_log(e, conn), an.start_time, an.packets > 0)
+
+
+def browser_text(b, t0: float, from_packets: bool) -> Text:
+    """A ``RequestDetail.browser`` (analyzer/request_detail.py) as the request view's section;
+    ``t0``: where its times count from (``from_packets``: the first packet, else the log's start)."""
+    t = Text()
+    if b is None:
+        return t
+    t.append(f"\n{'Browser log' if b.alone else 'Wire and browser log'} ({printable(b.label)}; ms since "
+             f"{'the first packet' if from_packets else 'the log began'})\n", style="bold underline")
     t.append(f"  {'phase':<18}{'wire':>14}{'browser log':>14}{'browser − wire':>17}\n", style="bold")
-    for row in cmp.phase_comparison(e, conn):
-        w, b, d = cmp.cells(row, t0)
+    for row in b.phases:
+        w, br, d = cmp.cells(row, t0)
         t.append(f"  {row.label:<18}")
         t.append(f"{w:>14}", style=SOURCE_STYLES["wire"] if row.wire is not None else "")
-        t.append(f"{b:>14}", style=SOURCE_STYLES["browser"] if row.browser is not None else "")
+        t.append(f"{br:>14}", style=SOURCE_STYLES["browser"] if row.browser is not None else "")
         t.append(f"{d:>17}" + (f"  [{row.wire_packet}]" if row.wire_packet else "") + "\n")
-    if alone:
+    if b.alone:
         t.append("  (no packets: a browser log opened alone; lay it over a capture with --"
-                 f"{e.browser.get('source', 'har')} for the wire's times)\n", style="italic")
+                 f"{b.source} for the wire's times)\n", style="italic")
     t.append("\nFields by source\n", style="bold underline")
-    for f in cmp.field_sources(e):
+    for f in b.fields:
         t.append(f"  {f.label:<20}")
         t.append(f"{cmp.SOURCE_LABELS[f.source]:<13}", style=SOURCE_STYLES[f.source])
         t.append(printable(cmp.field_cell(f))[:200] + "\n")

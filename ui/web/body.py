@@ -15,22 +15,28 @@ MAX_IMAGE = 4 << 20  # image bytes inlined as a data: URL
 
 def body_section(an, e) -> list:
     """Components for the request and response bodies of exchange ``e``."""
-    from wirefall.analyzer.body import IMAGE_TYPES, body_views
+    from wirefall.analyzer.request_detail import bodies_of
 
-    try:
-        views = body_views(an, [(e, 0), (e, 1)])
-    except Exception as err:  # noqa: BLE001 - the rest of the detail stays shown
-        return [html.H4("Body"), html.P(printable(f"not available: {type(err).__name__}: {err}"), className="hint")]
+    return bodies_section(bodies_of(an, e), e.url)
+
+
+def bodies_section(bodies, url: str | None = None) -> list:
+    """Components for ``RequestDetail.bodies`` (analyzer/request_detail.py); ``url`` names an
+    image (its ``alt``)."""
+    from wirefall.analyzer.body import IMAGE_TYPES
+
     out: list = []
-    for d, title in ((0, "Request body"), (1, "Response body")):
-        v = views[(e.id, d)]
-        if d == 0 and v.kind == "empty":
+    for b in bodies:
+        if b.view is None:
+            out += [html.H4("Body"), html.P(printable(f"not available: {b.error}"), className="hint")]
             continue
+        v, d = b.view, b.direction
+        title = "Request body" if d == 0 else "Response body"
         out.append(html.H4(printable(f"{title} ({v.summary})")))
         bid = f"detail-{'request' if d == 0 else 'response'}-body"
         if v.kind == "image" and v.data is not None and v.mime in IMAGE_TYPES and len(v.data) <= MAX_IMAGE:
             src = f"data:{v.mime};base64,{base64.b64encode(v.data).decode('ascii')}"
-            out.append(html.Img(src=src, id=bid, alt=printable(e.url or ""), style={"maxWidth": "100%", "maxHeight": "480px"}))
+            out.append(html.Img(src=src, id=bid, alt=printable(url or ""), style={"maxWidth": "100%", "maxHeight": "480px"}))
         elif v.kind in ("json", "text", "hex"):
             out.append(html.Pre(v.text, id=bid, className=f"body body-{v.kind}",
                                 style={"maxHeight": "480px", "overflow": "auto", "whiteSpace": "pre-wrap"}))

@@ -5,7 +5,7 @@ field with its source — the typed rows of ``analyzer.browserlog.comparison``, 
 here as the TUI formats them (``ui.tui.overlay``).
 
 Hooks in the rest of the app (one or two lines each): ``state.WebState._run`` calls
-``apply_overlays``; ``views.request_detail`` appends ``detail_section``; ``app.layout``
+``apply_overlays``; ``views.detail_layout`` appends ``browser_section``; ``app.layout``
 puts ``upload_controls()`` in its upload bar and ``app.create_app`` calls ``register``.
 
 An uploaded browser log is staged through the capture upload route (which already takes a
@@ -89,26 +89,26 @@ def _src(source: str):
                      style={"color": SOURCE_COLORS[source], "fontWeight": 600})
 
 
-def detail_section(an, e, t0: float) -> list:
-    """Components for the request detail of ``e``: its phases on the wire and in the browser
-    log, and its fields by source (nothing when no browser log speaks of ``e``)."""
-    if not cmp.has_browser(e):
+def browser_section(b, t0: float, from_packets: bool) -> list:
+    """Components for ``RequestDetail.browser`` (analyzer/request_detail.py): the phases of the
+    exchange on the wire and in the browser log, and its fields by source (nothing when no
+    browser log speaks of it).  ``t0``: where times count from (``from_packets``: the first
+    packet, else the log's start)."""
+    if b is None:
         return []
-    conn = next((c for c in an.connections if c.id == e.connection), None)
-    alone = cmp.from_log_alone(e)
     rows = []
-    for r in cmp.phase_comparison(e, conn):
-        w, b, d = cmp.cells(r, t0)
+    for r in b.phases:
+        w, br, d = cmp.cells(r, t0)
         rows.append(html.Tr([html.Td(r.label), html.Td(w, className="src-wire" if r.wire is not None else ""),
-                             html.Td(b, className="src-browser" if r.browser is not None else ""), html.Td(d),
+                             html.Td(br, className="src-browser" if r.browser is not None else ""), html.Td(d),
                              html.Td("" if r.wire_packet is None else str(r.wire_packet))]))
     fields = [html.Tr([html.Td(f.label, className="k"), html.Td(_src(f.source)), html.Td(printable(cmp.field_cell(f)), className="v")])
-              for f in cmp.field_sources(e)]
-    what = "Browser log" if alone else "Wire and browser log"
+              for f in b.fields]
+    what = "Browser log" if b.alone else "Wire and browser log"
     note = [html.P("No packets: a browser log opened alone. Lay it over a capture of the same load for the wire's times.",
-                   className="hint")] if alone else []
+                   className="hint")] if b.alone else []
     return [
-        html.H4(f"{what} ({printable(cmp.log_label(e))}; ms from {'the first packet' if an.packets else 'the log start'})"),
+        html.H4(f"{what} ({printable(b.label)}; ms from {'the first packet' if from_packets else 'the log start'})"),
         html.Table([html.Thead(html.Tr([html.Th(h) for h in ("phase", "wire", "browser log", "browser − wire", "packet")])),
                     html.Tbody(rows)], className="grid", id="detail-browser"),
         *note,

@@ -18,9 +18,9 @@ from typing import Any
 
 from dash import dcc, html
 
-from wirefall.analyzer.model import DIRECTION_NAMES, Analysis, Exchange
+from wirefall.analyzer.model import DIRECTION_NAMES, Analysis
 from wirefall.analyzer.safetext import html_text, printable
-from wirefall.analyzer.waterfall import PHASE_LABELS, Waterfall
+from wirefall.analyzer.waterfall import Waterfall
 
 from .state import Entry
 
@@ -273,16 +273,6 @@ def _ms(t: float | None, t0: float) -> str:
     return "" if t is None else f"{(t - t0) * 1000:.3f}"
 
 
-def exchange_frames(an: Analysis, e: Exchange) -> list:
-    """The frames of an exchange: its stream's frames, or for HTTP/1 (no streams) the
-    connection's HTTP frames between its first request byte and last response byte."""
-    if e.stream_id is not None:
-        return [f for f in an.frames if f.connection == e.connection and f.stream_id == e.stream_id]
-    lo = e.request_start_packet or 0
-    hi = e.response_end_packet or e.request_end_packet or lo
-    return [f for f in an.frames if f.connection == e.connection and lo <= f.packet <= hi and f.protocol.startswith("http")]
-
-
 def _kv_table(rows, cls="kv", header=None, id=None):
     # Dash renders text, never markup; printable() shows control and bidi characters as escapes
     body = [html.Tr([html.Td(printable(k), className="k"), html.Td("" if v is None else printable(v), className="v")]) for k, v in rows]
@@ -298,90 +288,105 @@ def _pkt_link(n):
     return html.Button(str(n), id={"type": "pkt", "n": n}, className="pktlink", title=f"show packet {n} in the Packets tab")
 
 
-def _browser_log_section(an: Analysis, e: Exchange, t0: float) -> list:
-    from .overlay import detail_section  # wire and browser log per phase, fields by source
-
-    return detail_section(an, e, t0)
+_MOMENT_CELLS = {"request_start": ("request", "first byte"), "request_end": ("request", "last byte"),
+                 "response_start": ("response", "first byte"), "response_headers_end": ("response", "headers complete"),
+                 "response_end": ("response", "last byte")}
+FRAME_COLUMNS = ("packet", "from packet", "ms", "dir", "type", "flags", "length", "protocol", "error")
 
 
 def request_detail(entry: Entry, exchange_id: int | None):
-    """Headers both ways, timing breakdown, frames and packet numbers of one exchange."""
+    """The request detail of one exchange: ``analyzer.request_detail.request_detail``
+    (headers both ways, timing breakdown, frames and packets, bodies, browser log) as
+    components."""
+    from wirefall.analyzer.request_detail import request_detail as detail_of
+
     an: Analysis = entry.analysis
     e = next((x for x in an.exchanges if x.id == exchange_id), None) if an is not None else None
     if e is None:
         return html.Div("Click a bar of the waterfall to see its request and response.", className="hint")
     wf = waterfall_of(entry)
     row = next((r for r in wf.rows if r.exchange == e.id), None)
-    t0 = wf.t0
-    conn = next((c for c in an.connections if c.id == e.connection), None)
-    title = printable(f"{e.method or ('PUSH' if e.pushed else '')} {e.url or e.path or ''}".strip())
-    facts = [
-        ("status", e.status if e.status is not None else ("reset " + e.reset if e.reset else "no response")),
-        ("protocol", e.protocol),
-        ("connection", f"{e.connection} ({conn.label})" if conn else e.connection),
-        ("stream", e.stream_id),
-        ("content type", e.content_type),
-        ("content encoding", e.content_encoding),
-        ("response body", f"{e.response_body_bytes} bytes on the wire"
-         + (f", {e.response_body_decoded_bytes} decoded" if e.response_body_decoded_bytes is not None else "")),
-        ("request body", f"{e.request_body_bytes} bytes"),
-        ("request headers", f"{e.request_header_bytes_wire} bytes on the wire, {e.request_header_bytes_decoded} decoded"),
-        ("response headers", f"{e.response_header_bytes_wire} bytes on the wire, {e.response_header_bytes_decoded} decoded"),
+    d = detail_of(an, e, row=row, waterfall=wf)
+    return detail_layout(d)
+
+
+def detail_layout(d) -> html.Div:
+    """A ``RequestDetail`` (analyzer/request_detail.py) as the web app's components."""
+    t0 = d.t0
+    c = d.conn
+    s = d.sizes
+    title = printable(f"{d.title_method} {d.url or ''}".strip())
+    facts: list[tuple[str, Any]] = [
+        ("status", d.status if d.status is not None else ("reset " + d.reset if d.reset else "no response")),
+        ("protocol", d.protocol),
+        ("connection", f"{d.connection} ({c.label})" if c else d.connection),
+        ("stream", d.stream_id),
+        ("content type", s.content_type),
+        ("content encoding", s.content_encoding),
+        ("response body", f"{s.response_body} bytes on the wire"
+         + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")),
+        ("request body", f"{s.request_body} bytes"),
+        ("request headers", f"{s.request_headers_wire} bytes on the wire, {s.request_headers_decoded} decoded"),
+        ("response headers", f"{s.response_headers_wire} bytes on the wire, {s.response_headers_decoded} decoded"),
     ]
-    if e.pushed:
-        facts.append(("pushed by stream", e.push_parent))
-    if e.priority:
-        facts.append(("priority", ", ".join(f"{k}={v}" for k, v in e.priority.items())))
-    if e.error:
-        facts.append(("error", e.error))
-    packets = [
-        ("request", "first byte", e.request_start_packet, _ms(e.request_start, t0)),
-        ("request", "last byte", e.request_end_packet, _ms(e.request_end, t0)),
-        ("response", "first byte", e.response_start_packet, _ms(e.response_start, t0)),
-        ("response", "last byte", e.response_end_packet, _ms(e.response_end, t0)),
-    ]
-    timing = []
-    if row is not None:
-        for n, a, b in row.phases:
-            timing.append(html.Tr([html.Td(PHASE_LABELS[n]), html.Td(f"{(a - t0) * 1000:.3f}"), html.Td(f"{(b - a) * 1000:.3f}")]))
-        timing.append(html.Tr([html.Td("total", className="k"), html.Td(f"{(row.start - t0) * 1000:.3f}"),
-                               html.Td(f"{(row.end - row.start) * 1000:.3f}")]))
-    frames = exchange_frames(an, e)
+    if d.pushed:
+        facts.append(("pushed by stream", d.push_parent))
+    if d.priority:
+        facts.append(("priority", ", ".join(f"{k}={v}" for k, v in d.priority.items())))
+    if d.error:
+        facts.append(("error", d.error))
+    if d.unknown:
+        facts.append(("not in the capture", ", ".join(d.unknown)))
+    timing = [html.Tr([html.Td(p.label), html.Td(f"{(p.start - t0) * 1000:.3f}"), html.Td(f"{p.duration * 1000:.3f}"),
+                       html.Td([_pkt_link(p.start_packet), *([" → ", _pkt_link(p.end_packet)] if p.end_packet != p.start_packet else [])])])
+              for p in d.phases]
+    if d.start is not None and d.end is not None and d.phases:
+        timing.append(html.Tr([html.Td("total", className="k"), html.Td(f"{(d.start - t0) * 1000:.3f}"),
+                               html.Td(f"{(d.end - d.start) * 1000:.3f}"), html.Td("")]))
+    moments = [html.Tr([html.Td(_MOMENT_CELLS[m.name][0]), html.Td(_MOMENT_CELLS[m.name][1]), html.Td(_pkt_link(m.packet)),
+                        html.Td(_ms(m.time, t0))]) for m in d.moments]
+    frames = d.frames
     frame_rows = [html.Tr([html.Td(_pkt_link(f.packet)), html.Td(_pkt_link(f.first_packet) if f.first_packet != f.packet else ""),
                            html.Td(_ms(f.time, t0)), html.Td(DIRECTION_NAMES[f.direction]), html.Td(f.type),
-                           html.Td(f"0x{f.flags:02x}" if f.flags else ""), html.Td(f.length), html.Td(f.error or "")])
+                           html.Td(f"0x{f.flags:02x}" if f.flags else ""), html.Td(f.length), html.Td(f.protocol),
+                           html.Td(printable(f.error) if f.error else "")])
                   for f in frames[:MAX_FRAMES_SHOWN]]
     more = [html.P(f"… {len(frames) - MAX_FRAMES_SHOWN} more frames")] if len(frames) > MAX_FRAMES_SHOWN else []
     markers = []
-    if row is not None and row.markers:
-        markers = [html.H4("Events"), html.Ul([html.Li(printable(m.label) + (f" (packet {m.packet})" if m.packet else "")) for m in row.markers[:50]])]
-    from .body import body_section  # request and response bodies (ui/web/body.py)
+    if d.markers:
+        markers = [html.H4("Events"), html.Ul([html.Li(printable(m.label) + (f" (packet {m.packet})" if m.packet else "")) for m in d.markers[:50]])]
+    from .body import bodies_section  # request and response bodies (ui/web/body.py)
+    from .overlay import browser_section  # wire and browser log per phase, fields by source (ui/web/overlay.py)
 
+    packets = [html.P([f"Packets of this {'stream' if d.stream_id is not None else 'exchange'} ({len(d.packets)}, where its frames "
+                       "complete): ", *[x for p in d.packets[:MAX_FRAMES_SHOWN] for x in (_pkt_link(p), " ")],
+                       f"… {len(d.packets) - MAX_FRAMES_SHOWN} more" if len(d.packets) > MAX_FRAMES_SHOWN else ""],
+                      id="detail-exchange-packets")] if d.packets else []
     return html.Div([
         html.H3(title, id="detail-title"),
         _kv_table(facts),
         html.Div([
-            html.Div([html.H4("Request headers"), _kv_table(e.request_headers, "headers", ["name", "value"], id="detail-request-headers")],
+            html.Div([html.H4("Request headers"), _kv_table(d.request_headers, "headers", ["name", "value"], id="detail-request-headers")],
                      className="col"),
-            html.Div([html.H4("Response headers"), _kv_table(e.response_headers, "headers", ["name", "value"], id="detail-response-headers")],
+            html.Div([html.H4("Response headers"), _kv_table(d.response_headers, "headers", ["name", "value"], id="detail-response-headers")],
                      className="col"),
         ], className="cols"),
         html.Div([
             html.Div([html.H4("Timing (ms from the first packet)"),
-                      html.Table([html.Thead(html.Tr([html.Th("phase"), html.Th("start"), html.Th("duration")])), html.Tbody(timing)],
+                      html.Table([html.Thead(html.Tr([html.Th("phase"), html.Th("start"), html.Th("duration"), html.Th("packets")])),
+                                  html.Tbody(timing)],
                                  className="grid", id="detail-timing")], className="col"),
             html.Div([html.H4("Packets"),
                       html.Table([html.Thead(html.Tr([html.Th("message"), html.Th("byte"), html.Th("packet"), html.Th("ms")])),
-                                  html.Tbody([html.Tr([html.Td(a), html.Td(b), html.Td(_pkt_link(c)), html.Td(d)])
-                                              for a, b, c, d in packets])], className="grid", id="detail-packets")], className="col"),
+                                  html.Tbody(moments)], className="grid", id="detail-packets")], className="col"),
         ], className="cols"),
         *markers,
-        *body_section(an, e),
-        *_browser_log_section(an, e, t0),
+        *bodies_section(d.bodies, d.url),
+        *browser_section(d.browser, t0, d.t0_is_first_packet),
         html.H4(f"Frames ({len(frames)})"),
-        html.Table([html.Thead(html.Tr([html.Th(h) for h in ("packet", "from packet", "ms", "dir", "type", "flags", "length", "error")])),
-                    html.Tbody(frame_rows)], className="grid", id="detail-frames"),
+        html.Table([html.Thead(html.Tr([html.Th(h) for h in FRAME_COLUMNS])), html.Tbody(frame_rows)], className="grid", id="detail-frames"),
         *more,
+        *packets,
     ], className="detail")
 
 

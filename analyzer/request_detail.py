@@ -1,0 +1,311 @@
+"""One request's detail as typed values, made once for every frontend: the TUI's request
+view (``ui.tui.app.request_text``), the web app's request detail
+(``ui.web.views.request_detail``) and ``wirefall requests FILE --detail N`` format the same
+``RequestDetail``; none of them derives a fact of its own.  Text is made only there.
+
+**The frames of an exchange** (``exchange_frames``), one rule for every frontend: the frames
+that the protocols themselves tie to the exchange —
+
+- on a multiplexed connection (HTTP/2, SPDY, HTTP/3) every frame, of any protocol, whose
+  stream id is the exchange's: the HTTP/2 / SPDY / HTTP/3 frames of stream N and, on QUIC,
+  the transport frames of the same stream (STREAM, RESET_STREAM, STOP_SENDING,
+  MAX_STREAM_DATA…).  This is what ``tshark -Y "http2.streamid == N"`` (``spdy.streamid``,
+  ``quic.stream.stream_id``) shows, frame for frame;
+- on HTTP/1 (no stream ids) the exchange's own messages: the request, the response (and its
+  interim 1xx) and their bodies — the HTTP/1 frames whose ``fields["exchange"]`` is the
+  exchange's id, so a pipelined neighbour on the same connection is never counted (the old
+  web rule, "HTTP frames between the first request and last response packet", counted it;
+  the old TUI rule added every TLS record in that window as well).  An h2c upgrade's stream 1
+  has both: its HTTP/1 request and its HTTP/2 frames.
+
+TLS records are not frames of an exchange: a record of an HTTP/2 or SPDY connection carries
+frames of several streams and names none (tshark has no TLS field for the stream either).
+The packets that carried the exchange (``RequestDetail.packets``, where its frames complete,
+as tshark shows them) lead to the records in the packet detail.  A pushed response's
+PUSH_PROMISE travels on the parent stream; it is the ``push`` marker, not one of the pushed
+stream's frames (tshark: the promise matches ``http2.streamid == parent``).
+
+Frames are listed in packet order; within a packet in the order they were decoded (a QUIC
+STREAM frame before the HTTP/3 frames it completes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .model import Analysis, Connection, Exchange, Frame
+
+if TYPE_CHECKING:  # (imported lazily at run time: the body and waterfall modules cost start-up)
+    from .body import BodyView
+    from .browserlog.comparison import FieldRow, PhaseRow
+    from .waterfall import Marker, Row, Waterfall
+
+PACKET_SEARCH = 65536  # packets of a connection searched for the one at a phase boundary
+
+
+def _is_http1(f: Frame) -> bool:
+    return f.stream_id is None and f.protocol.startswith("http/")
+
+
+def exchange_frames(an: Analysis, e: Exchange) -> list[Frame]:
+    """The frames of ``e`` (the rule in the module doc), in packet order."""
+    cid, sid, xid = e.connection, e.stream_id, e.id
+    out = []
+    for f in an.frames:
+        if f.connection != cid:
+            continue
+        if sid is not None and f.stream_id == sid:
+            out.append(f)
+        elif f.stream_id is None and f.fields is not None and _is_http1(f) and f.fields.get("exchange") == xid:
+            out.append(f)
+    out.sort(key=lambda f: f.packet)  # stable: decode order within a packet
+    return out
+
+
+# ----------------------------------------------------------------------- the record
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """One of the exchange's byte events on the wire."""
+    name: str  # request_start | request_end | response_start | response_headers_end | response_end
+    message: str  # "request" | "response"
+    byte: str  # "first" | "last" | "headers" (the response headers' last byte)
+    time: float | None  # epoch seconds (None: the capture does not show it)
+    packet: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One phase of the exchange's waterfall row (``analyzer.waterfall.exchange_phases``)."""
+    name: str  # waterfall.PHASES: blocked | dns | connect | tls | send | wait | receive
+    label: str  # waterfall.PHASE_LABELS
+    start: float  # epoch seconds
+    end: float
+    start_packet: int | None  # the packet at the boundary (None: no packet of the connection is at that time)
+    end_packet: int | None
+    color: str | None = None  # the waterfall's colour of the phase
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionFacts:
+    id: int
+    label: str  # "client → server"
+    transport: str  # tcp | udp
+    protocol: str | None
+    tls_version: str | None = None  # TLS, or the QUIC version for QUIC
+    cipher_suite: str | None = None
+    sni: str | None = None
+    alpn: str | None = None
+    encrypted: bool = False
+    decrypted: bool | None = None  # None: not encrypted
+    not_decrypted_reason: str | None = None
+    rtt: float | None = None  # seconds
+    joined_midway: str | None = None  # why the capture did not see the connection open (None: it did)
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    request_headers_wire: int
+    request_headers_decoded: int
+    response_headers_wire: int
+    response_headers_decoded: int
+    request_body: int
+    response_body: int  # on the wire (after transfer framing, before content decoding)
+    response_body_decoded: int | None
+    content_type: str | None
+    content_encoding: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    direction: int  # 0 request, 1 response
+    view: BodyView | None  # analyzer.body's typed, escaped, bounded view (None: not read, see error)
+    error: str | None = None  # why the bodies could not be read at all
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserLog:
+    """What a browser log laid over the capture (or opened alone) says of the exchange: the
+    rows of ``analyzer.browserlog.comparison``."""
+    label: str  # comparison.log_label
+    alone: bool  # a log opened alone: no packets, every time is the log's
+    source: str  # har | netlog | qlog
+    phases: list[PhaseRow]
+    fields: list[FieldRow]
+
+
+@dataclass(slots=True)
+class RequestDetail:
+    exchange: int  # Exchange.id
+    connection: int
+    protocol: str
+    method: str | None
+    url: str | None  # the URL, else the path
+    status: int | None
+    stream_id: int | None
+    pushed: bool
+    push_parent: int | None
+    priority: dict | None
+    reset: str | None
+    error: str | None
+    conn: ConnectionFacts | None
+    t0: float  # the capture's first packet (for a browser log opened alone, its start)
+    t0_is_first_packet: bool  # False: a browser log opened alone (t0 is the log's start)
+    moments: list[Moment]
+    phases: list[Phase]
+    start: float | None  # the row's start and end (None: the exchange has no time)
+    end: float | None
+    request_headers: list[tuple[str, str]]
+    response_headers: list[tuple[str, str]]
+    sizes: Sizes
+    markers: list[Marker]
+    frames: list[Frame]  # exchange_frames
+    packets: list[int]  # where the frames complete, ascending, once each
+    bodies: list[Body] = field(default_factory=list)  # request (if it has one) then response; empty when not asked for
+    browser: BrowserLog | None = None
+    unknown: list[str] = field(default_factory=list)  # completeness.unknown_fields: url, method, status, headers
+
+    @property
+    def title_method(self) -> str:
+        """The method, or PUSH for a pushed response."""
+        return self.method or ("PUSH" if self.pushed else "")
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.start is None or self.end is None else self.end - self.start
+
+
+def _connection_facts(an: Analysis, c: Connection) -> ConnectionFacts:
+    from .completeness import _joined_midway  # (the completeness summary's own rule)
+
+    t, q = c.tls, c.quic
+    sec = q if q is not None else t  # QUIC first: its TLS handshake has no decryption state of its own
+    return ConnectionFacts(
+        id=c.id, label=c.label, transport=c.transport, protocol=c.protocol,
+        tls_version=(q.version if q is not None else None) or (t.version if t is not None else None),
+        cipher_suite=t.cipher_suite if t is not None else None,
+        sni=(t.sni if t is not None else None) or (q.sni if q is not None else None),
+        alpn=(t.alpn if t is not None else None) or (q.alpn if q is not None else None),
+        encrypted=sec is not None, decrypted=None if sec is None else bool(sec.decrypted),
+        not_decrypted_reason=None if sec is None or sec.decrypted else sec.reason,
+        rtt=c.rtt, joined_midway=_joined_midway(c) if an.source == "capture" else None)
+
+
+def _packet_at(an: Analysis, cid: int, t: float, start: int) -> int | None:
+    """The first packet of connection ``cid`` from packet ``start`` on whose time is ``t``
+    (at most ``PACKET_SEARCH`` packets looked at; None if none)."""
+    ts, conn = an.index.ts, an.index.conn
+    n = len(ts)
+    i = max(start - 1, 0)
+    stop = min(n, i + PACKET_SEARCH)
+    while i < stop:
+        if conn[i] == cid and ts[i] == t:
+            return i + 1
+        i += 1
+    return None
+
+
+def _phases(an: Analysis, e: Exchange, c: Connection | None, row: Row, wf: Waterfall | None) -> list[Phase]:
+    from .waterfall import PHASE_LABELS
+
+    known: dict[float, int] = {}  # time -> packet of the events this exchange knows the packet of
+    for tm, pk in ((e.request_start, e.request_start_packet), (e.request_end, e.request_end_packet),
+                   (e.response_start, e.response_start_packet), (e.response_headers_end, e.response_headers_end_packet),
+                   (e.response_end, e.response_end_packet)):
+        if tm is not None and pk:
+            known.setdefault(tm, pk)
+    if wf is not None:
+        for d in wf.dns:
+            if d.used_by == e.connection:
+                known.setdefault(d.query_time, d.query_packet)
+                if d.response_time is not None and d.response_packet:
+                    known.setdefault(d.response_time, d.response_packet)
+    def at(t: float) -> int | None:
+        p = known.get(t)
+        if p is None and c is not None and an.packets:
+            # from the latest packet known to be before t (captures are in time order, mostly)
+            start = max((k for tk, k in known.items() if tk <= t), default=c.first_packet or 1)
+            p = _packet_at(an, c.id, t, start)
+            if p is not None:
+                known[t] = p
+        return p
+
+    out = []
+    for name, a, b in row.phases:
+        out.append(Phase(name, PHASE_LABELS.get(name, name), a, b, at(a), at(b), row.colors.get(name)))
+    return out
+
+
+def _moments(e: Exchange) -> list[Moment]:
+    return [Moment("request_start", "request", "first", e.request_start, e.request_start_packet),
+            Moment("request_end", "request", "last", e.request_end, e.request_end_packet),
+            Moment("response_start", "response", "first", e.response_start, e.response_start_packet),
+            Moment("response_headers_end", "response", "headers", e.response_headers_end, e.response_headers_end_packet),
+            Moment("response_end", "response", "last", e.response_end, e.response_end_packet)]
+
+
+def bodies_of(an: Analysis, e: Exchange) -> list[Body]:
+    """The request body (if it has one) and the response body of ``e``, read again."""
+    try:
+        from .body import body_views
+
+        views = body_views(an, [(e, 0), (e, 1)])
+    except Exception as err:  # noqa: BLE001 - the rest of the detail stays shown whatever the bodies do
+        return [Body(1, None, f"{type(err).__name__}: {err}")]
+    out = []
+    for d in (0, 1):
+        v = views[(e.id, d)]
+        if d == 0 and v.kind == "empty":
+            continue  # no request body: not a section of its own
+        out.append(Body(d, v))
+    return out
+
+
+def browser_log(e: Exchange, c: Connection | None) -> BrowserLog | None:
+    """What a browser log says of ``e`` (``c``: its connection); None when no log speaks of it."""
+    from .browserlog import comparison as cmp
+
+    if not cmp.has_browser(e):
+        return None
+    b: dict[str, Any] = e.browser or {}
+    return BrowserLog(cmp.log_label(e), cmp.from_log_alone(e), str(b.get("source") or "har"),
+                      cmp.phase_comparison(e, c), cmp.field_sources(e))
+
+
+def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall: Waterfall | None = None,
+                   bodies: bool = True) -> RequestDetail:
+    """Everything the request views show of exchange ``e``.  ``row``: ``e``'s waterfall row
+    (phases, colours, markers) if the caller has it, else ``waterfall``'s, else a waterfall is
+    built (``analyzer.waterfall.build``: pass one when asking for many).  ``bodies``: read
+    the request and response bodies again from the capture (``analyzer.body``)."""
+    from .completeness import unknown_fields
+
+    if row is None:
+        if waterfall is None:
+            from .waterfall import build
+
+            waterfall = build(an)
+        row = next((r for r in waterfall.rows if r.exchange == e.id), None)
+    c = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
+    if c is not None and c.id != e.connection:  # (ids are list positions; never trust it blindly)
+        c = next((x for x in an.connections if x.id == e.connection), None)
+    frames = exchange_frames(an, e)
+    return RequestDetail(
+        exchange=e.id, connection=e.connection, protocol=e.protocol, method=e.method, url=e.url or e.path,
+        status=e.status, stream_id=e.stream_id, pushed=e.pushed, push_parent=e.push_parent,
+        priority=dict(e.priority) if e.priority else None, reset=e.reset, error=e.error,
+        conn=_connection_facts(an, c) if c is not None else None, t0=an.start_time, t0_is_first_packet=an.packets > 0,
+        moments=_moments(e), phases=_phases(an, e, c, row, waterfall) if row is not None else [],
+        start=row.start if row is not None else None, end=row.end if row is not None else None,
+        request_headers=list(e.request_headers), response_headers=list(e.response_headers),
+        sizes=Sizes(e.request_header_bytes_wire, e.request_header_bytes_decoded, e.response_header_bytes_wire,
+                    e.response_header_bytes_decoded, e.request_body_bytes, e.response_body_bytes,
+                    e.response_body_decoded_bytes, e.content_type, e.content_encoding),
+        markers=list(row.markers) if row is not None else [],
+        frames=frames, packets=sorted({f.packet for f in frames}),
+        bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c), unknown=unknown_fields(e))

@@ -1,0 +1,112 @@
+"""The request view's text (``analyzer.request_detail.RequestDetail`` formatted with Rich
+styles), shared by the TUI (``ui.tui.app.request_text``, the Follow view's frame lines) and
+``wirefall requests FILE --detail N`` (its plain text).  Imports Rich and the analyzer only,
+never Textual, so the CLI stays light."""
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+
+from wirefall.analyzer.safetext import printable
+
+from .body import body_text  # request and response bodies
+from .overlay import browser_text  # a browser log's times beside the wire's, fields by source
+
+# the values of ui.tui.widgets.DEFAULT_STYLE / ERROR_STYLE (that module imports Textual)
+DEFAULT_STYLE = Style(color="#c0c0c0")
+ERROR_STYLE = Style(color="#ff5f5f", bold=True)
+NO_FRAMES = "no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)"
+MAX_FRAME_LINES = 2000  # frame lines of the request view (F: the Follow view shows them all)
+_MOMENT_LABELS = {"request_start": "request start", "request_end": "request end", "response_start": "response start",
+                  "response_headers_end": "response headers", "response_end": "response end"}
+
+
+def frame_items(frames, t0: float) -> list:
+    """One line per frame (value = its packet) with its headers indented below: the frame
+    lines of the Follow view and of the request view."""
+    from wirefall.analyzer.detail import flag_names, frame_summary
+
+    items: list = []
+    for f in frames:
+        arrow = "→" if f.direction == 0 else "←"
+        fl = flag_names(f)
+        st = Style(color="#87d7ff") if f.direction == 0 else Style(color="#ffd787")
+        if f.error:
+            st = ERROR_STYLE
+        sid = f" stream {f.stream_id}" if f.stream_id is not None else ""
+        line = f"{f.time - t0:10.6f}  #{f.packet:<7} {arrow} {f.protocol:<8} {frame_summary(f)}{sid}  len {f.length}" + (f"  [{fl}]" if fl else "")
+        if f.error:
+            line += f"  ERROR: {f.error}"
+        items.append((printable(line), st, f.packet))
+        for k, v in f.headers or ():
+            items.append((printable(f"{'':32}{k}: {v}"), DEFAULT_STYLE, f.packet))
+    return items
+
+
+def _bounds(p) -> str:
+    """`` [a → b]``: the packets at a phase's ends (``?`` where no packet is at that time)."""
+    if p.start_packet is None and p.end_packet is None:
+        return ""
+    a, b = (str(x) if x is not None else "?" for x in (p.start_packet, p.end_packet))
+    return f"  [{a}]" if a == b else f"  [{a} → {b}]"
+
+
+def detail_text(d) -> Text:
+    """A ``RequestDetail`` as the request view's text."""
+    t0 = d.t0  # the first packet; for a browser log opened alone, its start
+    t = Text()
+    c = d.conn
+
+    def h(title: str) -> None:
+        t.append(f"\n{title}\n", style="bold underline")
+
+    P = printable  # every captured string below: escapes, never raw control characters
+    t.append(P(f"{d.method or ''} {d.url or ''}") + "\n", style="bold")
+    t.append(P(f"{d.protocol}  status {d.status if d.status is not None else '-'}  connection {d.connection}"
+               + (f" ({c.label})" if c else "") + (f"  stream {d.stream_id}" if d.stream_id is not None else "")
+               + ("  pushed" if d.pushed else "") + (f"  reset {d.reset}" if d.reset else "")) + "\n")
+    if d.error:
+        t.append(f"error: {P(d.error)}\n", style="red")
+    if d.unknown:
+        t.append(f"not in the capture: {', '.join(d.unknown)}\n", style="italic")
+    h("Timing (ms since the first packet; packet numbers in brackets)")
+    for m in d.moments:
+        label = _MOMENT_LABELS.get(m.name, m.name)
+        t.append(f"  {label:<16}{(m.time - t0) * 1000:>12.3f} ms  [{m.packet}]\n" if m.time is not None else f"  {label:<16}{'-':>12}\n")
+    for p in d.phases:
+        t.append(f"  {p.label:<24}{p.duration * 1000:>10.3f} ms{_bounds(p)}\n", style=p.color or "")
+    if d.duration is not None:
+        t.append(f"  {'total':<24}{d.duration * 1000:>10.3f} ms\n", style="bold")
+    t.append_text(browser_text(d.browser, t0, d.t0_is_first_packet))  # a browser log's times beside the wire's, fields by source
+    s = d.sizes
+    h("Sizes (bytes)")
+    t.append(f"  request headers   wire {s.request_headers_wire}  decoded {s.request_headers_decoded}\n")
+    t.append(f"  response headers  wire {s.response_headers_wire}  decoded {s.response_headers_decoded}\n")
+    t.append(f"  request body      {s.request_body}\n")
+    t.append(f"  response body     {s.response_body} on the wire"
+             + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")
+             + (f" ({P(s.content_encoding)})" if s.content_encoding else "") + (f"  {P(s.content_type)}" if s.content_type else "") + "\n")
+    h(f"Request headers ({len(d.request_headers)})")
+    for k, v in d.request_headers:
+        t.append(f"  {P(k)}: ", style="#87d7ff")
+        t.append(f"{P(v)}\n")
+    h(f"Response headers ({len(d.response_headers)})")
+    for k, v in d.response_headers:
+        t.append(f"  {P(k)}: ", style="#ffd787")
+        t.append(f"{P(v)}\n")
+    t.append_text(body_text(d.bodies))
+    if d.markers:
+        h("Markers")
+        for mk in d.markers:
+            t.append(P(f"  {mk.kind}: {mk.label}" + (f" (packet {mk.packet})" if mk.packet else "")) + "\n")
+    items = frame_items(d.frames, t0) or [(NO_FRAMES, DEFAULT_STYLE, None)]
+    h(f"Frames of this {'stream' if d.stream_id is not None else 'exchange'} ({len(d.frames)})")
+    for line, st, _ in items[:MAX_FRAME_LINES]:
+        t.append(line + "\n", style=st)
+    if len(items) > MAX_FRAME_LINES:
+        t.append(f"… {len(items) - MAX_FRAME_LINES} more lines (F: follow stream)\n")
+    if d.packets:
+        h(f"Packets ({len(d.packets)}, where the frames complete)")
+        t.append("  " + " ".join(str(p) for p in d.packets[:MAX_FRAME_LINES])
+                 + (f" … {len(d.packets) - MAX_FRAME_LINES} more" if len(d.packets) > MAX_FRAME_LINES else "") + "\n")
+    return t
