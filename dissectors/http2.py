@@ -420,7 +420,7 @@ class _Direction:
         self.hpack_unknown = False
         self.hpack_failed = False
         self.lenient: LenientHpack | None = None  # decodes once the table's earlier entries are unknown
-        self.block: bytearray | None = None  # header block being assembled
+        self.block: bytearray | bytes | None = None  # header block being assembled (bytes: one frame's, not extended)
         self.block_parts: list[H2Frame] = []
         self.block_frames = 0
         self.block_stream = 0
@@ -886,7 +886,7 @@ class H2Connection:
         if b is None:
             return True
         # b.take(size) where it and every parent have room (the common case), inlined
-        x = b
+        x: Budget | None = b
         while x is not None and not x.hit and x.used + size <= x.cap:
             x = x.parent
         if x is None and size >= 0:
