@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from wirefall.dissectors.registry import kind_types
@@ -96,6 +97,7 @@ _EXT_CLASS = {
 }
 
 
+@lru_cache(maxsize=8192)  # (pure; a request-heavy capture asks about a few values 10^5 times)
 def content_class(content_type: str | None, url: str | None = None) -> str:
     """WebPageTest's request classes from the MIME type, else the URL's extension."""
     ct = (content_type or "").split(";", 1)[0].strip().lower()
@@ -332,6 +334,7 @@ def _link_local(addr: str) -> bool:
     return ip.is_link_local
 
 
+@lru_cache(maxsize=8192)  # (pure, as content_class)
 def _origin(url: str | None) -> str | None:
     """scheme://host[:port] of an absolute URL, lower case, default port left out."""
     if not url or "://" not in url:
@@ -417,6 +420,9 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     facts: dict[int, tuple[str | None, str | None, str | None, str | None, str | None]] = {}
     browser = False
     link_local: dict[int, str] = {}
+    # id(request header list) -> (the list, its Referer, Origin, Sec-Fetch-Dest): decoders share
+    # one list between identical header blocks, so a list is scanned once
+    hfacts: dict[int, tuple] = {}
     for e in exs:
         cid = e.connection
         c = conns.get(cid)
@@ -425,15 +431,21 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
                 c.server[0] if _link_local(c.server[0]) else c.client[0] if _link_local(c.client[0]) else None)
         if ll_conn[cid] is not None:
             link_local[e.id] = BG_LINK_LOCAL.format(addr=ll_conn[cid])
-        ref = org = dest = None
-        for k, v in e.request_headers:
-            kl = k.lower()
-            if kl == "referer" and ref is None:
-                ref = v
-            elif kl == "origin" and org is None:
-                org = v
-            elif kl == "sec-fetch-dest" and dest is None:
-                dest = v
+        rh = e.request_headers
+        hf = hfacts.get(id(rh))
+        if hf is not None and hf[0] is rh:
+            ref, org, dest = hf[1:]
+        else:
+            ref = org = dest = None
+            for k, v in rh:
+                kl = k.lower()
+                if kl == "referer" and ref is None:
+                    ref = v
+                elif kl == "origin" and org is None:
+                    org = v
+                elif kl == "sec-fetch-dest" and dest is None:
+                    dest = v
+            hfacts[id(rh)] = (rh, ref, org, dest)
         if ref is not None or org is not None or dest is not None:
             browser = True
         o = _origin(e.url)
@@ -445,11 +457,26 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     if len(cands) == len(exs) and link_local and any(x.id in link_local for x in cands):
         link_local = {}  # the document is link-local itself: rule 1 is off
 
+    hfacts.clear()
+    docs: dict[int, bool] = {}  # exchange id -> is_document (asked twice of most when no request is one)
+
     def is_document(e: Exchange) -> bool:
-        dest = facts[e.id][4]
-        if dest is not None:  # the browser says what it fetches
-            return dest.strip().lower() == "document"
-        return content_class(e.content_type or e.header("content-type"), e.url or e.path) == "html"
+        v = docs.get(e.id)
+        if v is None:
+            dest = facts[e.id][4]
+            if dest is not None:  # the browser says what it fetches
+                v = dest.strip().lower() == "document"
+            else:
+                ct = e.content_type
+                if not ct:  # e.header("content-type"), once per shared response header list
+                    rh = e.response_headers
+                    hf = hfacts.get(id(rh))
+                    if hf is None or hf[0] is not rh:
+                        hf = hfacts[id(rh)] = (rh, e.header("content-type"))
+                    ct = hf[1]
+                v = content_class(ct, e.url or e.path) == "html"
+            docs[e.id] = v
+        return v
 
     doc = next((e for e in cands if e.response_start is not None and is_document(e)), None) or next(
         (e for e in cands if is_document(e)), None)

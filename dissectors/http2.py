@@ -511,7 +511,7 @@ class _Direction:
         self.hpack_unknown = False
         self.hpack_failed = False
         self.lenient: LenientHpack | None = None  # decodes once the table's earlier entries are unknown
-        self.block: bytearray | None = None  # header block being assembled
+        self.block: bytearray | bytes | None = None  # header block being assembled (bytes: one frame's, not extended)
         self.block_parts: list[H2Frame] = []
         self.block_frames = 0
         self.block_stream = 0
@@ -679,7 +679,15 @@ class H2Connection:
             if end > n:
                 break
             off = d.base + pos
-            f = H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, d.runs.at(off), d.runs.at(d.base + end - 1))
+            # the packets of its first and last byte (d.runs.at), the newest run's without a search
+            rs = d.runs.starts
+            last = d.base + end - 1
+            if off >= rs[-1]:
+                fp = lp = d.runs.packets[-1]
+            else:
+                fp = d.runs.at(off)
+                lp = d.runs.packets[-1] if last >= rs[-1] else d.runs.at(last)
+            f = H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, fp, lp)
             if sid & 0x80000000:
                 f.fields["reserved_bit"] = 1
             try:
@@ -802,7 +810,8 @@ class H2Connection:
             f.pad_length = pad
             frag = p[i : len(p) - pad]
             f.fragment = len(frag)
-            d.block = bytearray(frag)
+            # a block in one frame is read as it is; one that CONTINUATION frames extend is copied
+            d.block = frag if f.flags & FLAG_END_HEADERS else bytearray(frag)
             d.block_parts = [f]
             d.block_frames = 0
             d.block_stream = f.stream_id
@@ -965,7 +974,19 @@ class H2Connection:
         has run out: decoded header lists kept on frames and exchanges are what a block of a few
         bytes referring to large table entries multiplies."""
         b = self.header_budget
-        if b is None or b.take(size):
+        if b is None:
+            return True
+        # b.take(size) where it and every parent have room (the common case), inlined
+        x: Budget | None = b
+        while x is not None and not x.hit and x.used + size <= x.cap:
+            x = x.parent
+        if x is None and size >= 0:
+            x = b
+            while x is not None:
+                x.used += size
+                x = x.parent
+            return True
+        if b.take(size):
             return True
         f.error = f.error or self.budget_error
         f.fields["not_decoded"] = b.name

@@ -178,3 +178,110 @@ def test_tls_records_do_not_depend_on_segmentation(recs, cuts, seed):
     for _typ, _ver, body, off, pkt in chopped:
         last = off + 5 + len(body) - 1
         assert pkt == next(k for k, e in enumerate(ends, 1) if e > last)
+
+
+# -- issue 24: less work per request, the same results -------------------------------------
+CODINGS = st.sampled_from([None, "", "identity", " Identity ", "gzip", "br", "gzip, identity", "identity, identity", ",", " , ",
+                           "x-custom", "IDENTITY,", "deflate, br"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(CODINGS | st.text(max_size=12), st.lists(st.binary(min_size=1, max_size=300), max_size=6))
+def test_identity_body_is_a_body_decoder_without_coding(ce, chunks):
+    """HTTP/2 counts a body without a content coding with ``IdentityBody``: the same decoded
+    size, notes and errors as the BodyDecoder it replaces (whose own parsing of the value
+    decides which bodies need one)."""
+    from wirefall.analyzer.content import BodyDecoder
+    from wirefall.analyzer.model import Connection, Exchange
+    from wirefall.analyzer.sessions import IdentityBody, finish_body, needs_decoder
+
+    ref = BodyDecoder(ce)
+    assert needs_decoder(ce) == bool(ref.codings)
+    if needs_decoder(ce):
+        return
+    ib = IdentityBody()
+    for c in chunks:
+        ref.feed(c)
+        ib.feed(c)
+    outs = []
+    for body in (ref, ib):
+        conn = Connection(id=0, transport="tcp", client=("a", 1), server=("b", 2), start=0.0, first_packet=1)
+        ex = Exchange(id=1, connection=0, protocol="h2", stream_id=1)
+        finish_body(conn, ex, body)
+        outs.append((ex.response_body_decoded_bytes, ex.error, conn.notes))
+    assert outs[0] == outs[1] == (sum(map(len, chunks)), None, [])
+
+
+def _unshared(an):
+    """The analysis with every exchange's header lists copied (no list shared between
+    exchanges): what the memos keyed by a shared list must not change."""
+    import copy
+
+    an2 = copy.copy(an)
+    an2.exchanges = [copy.copy(e) for e in an.exchanges]
+    for e in an2.exchanges:
+        e.request_headers = list(e.request_headers)
+        e.response_headers = list(e.response_headers)
+    return an2
+
+
+@pytest.mark.parametrize("cap,keys", [("sample_captures/page/page-h2.pcapng", "sample_captures/page/page-h2.keys"),
+                                      ("sample_captures/http/h2-tls.pcap", "sample_captures/http/h2-tls.keys")])
+def test_page_and_phases_do_not_depend_on_shared_header_lists(cap, keys):
+    """page_of and phases_dicts read each shared header list once (the decoder shares one list
+    between identical blocks); the page, its background reasons and every exchange's phases
+    are those of the same exchanges with private lists, and phases_dicts gives
+    waterfall.phase_totals' values exactly (the phases add up to the total)."""
+    from wirefall.analyzer.jsonout import phases_dicts
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.analyzer.waterfall import PHASES, page_of, phase_totals, phases_by_exchange
+
+    an = analyze(str(ROOT / cap), keylogs=[str(ROOT / keys)])
+    assert len(an.exchanges) >= 2
+    # the samples' blocks all differ: share them as a request-heavy capture's decoder does
+    # (the odd exchanges take their predecessor's lists), against private copies of the same
+    sh = _unshared(an)
+    for a, b in zip(sh.exchanges[::2], sh.exchanges[1::2]):
+        b.request_headers, b.response_headers = a.request_headers, a.response_headers
+        b.content_type = a.content_type
+    assert any(a.request_headers is b.request_headers for a, b in zip(sh.exchanges, sh.exchanges[1:]))
+    for x in (an, sh):
+        p1, p2 = page_of(x), page_of(_unshared(x))
+        assert (p1.document, p1.redirects, p1.origins, p1.background, p1.start, p1.end) == \
+            (p2.document, p2.redirects, p2.origins, p2.background, p2.start, p2.end)
+    got = phases_dicts(an)
+    for eid, ph in phases_by_exchange(an).items():
+        tot = phase_totals(ph)
+        want = {"start": tot["start"], "end": tot["end"], "total": tot["total"] / 1e6,
+                **{n: None if tot[n] is None else tot[n] / 1e6 for n in PHASES}}
+        assert list(got[eid].items()) == list(want.items())
+        known = [v for n, v in got[eid].items() if n in PHASES and v is not None]
+        assert abs(sum(known) - got[eid]["total"]) < 1e-9
+
+
+def test_requests_without_a_filter_does_not_load_the_filter_module():
+    """``requests``/``frames`` without -Y do not import the display-filter module and its
+    field registry (a third of the start-up of a small capture), and list the same as with
+    an empty filter compiled by it."""
+    import os
+    import sys
+
+    cap, keys = ROOT / "sample_captures/http/h2-tls.pcap", ROOT / "sample_captures/http/h2-tls.keys"
+    code = ("import sys, io, contextlib\n"
+            "from wirefall.ui.cli import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            f"    main([sys.argv[1], {str(cap)!r}, '--keylog', {str(keys)!r}, '--json', '-j', '1'])\n"
+            "loaded = 'wirefall.analyzer.filter' in sys.modules\n"
+            "from wirefall.analyzer.filter import compile_filter\n"
+            "import json\n"
+            "print(json.dumps([loaded, json.loads(out.getvalue())]))\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for cmd, everything in (("requests", "stream >= 0"), ("frames", "frame")):  # (h2-tls: every exchange has a stream)
+        res = subprocess.run([sys.executable, "-c", code, cmd], capture_output=True, text=True, env=env, check=True, timeout=120)
+        loaded, listed = json.loads(res.stdout)
+        assert loaded is False
+        full = subprocess.run([sys.executable, "-m", "wirefall", cmd, str(cap), "--keylog", str(keys), "--json", "-j", "1",
+                               "-Y", everything], capture_output=True, text=True, env=env, check=True, timeout=120)
+        assert len(listed) > 5
+        assert listed == json.loads(full.stdout)  # (the same list as every item through the compiled filter)

@@ -125,12 +125,18 @@ def _overlay(an, args) -> None:
 def _filter(args, scope: str | None = None):
     """The -Y filter compiled for what the command lists (before the capture is read: a bad
     filter fails at once, with the column and, for an unknown field, the closest name)."""
+    if not getattr(args, "filter", None) and scope in ("frames", "exchanges"):
+        return _everything  # (no -Y: the filter module and its field registry, a third of start-up, stay unloaded)
     from wirefall.analyzer.filter import FilterError, compile_filter
 
     try:
         return compile_filter(getattr(args, "filter", None) or "", scope)
     except FilterError as e:
         raise UsageError(f"bad filter: {e}") from None
+
+
+def _everything(_obj) -> bool:
+    return True
 
 
 def _dump(obj) -> None:

@@ -46,7 +46,7 @@ from wirefall.dissectors.http2 import (
 )
 
 from ..content import BodyDecoder
-from . import end_response, finish_body
+from . import IdentityBody, end_response, finish_body, needs_decoder
 from .tls import wire_packet
 from ..model import PROTO_CODE, Connection, Exchange, Frame
 
@@ -71,12 +71,15 @@ def parse_priority_header(value: str) -> dict:
     return out
 
 
+FACTS_MEMO_ENTRIES = 4096  # header lists whose facts an HTTP/2 session remembers (then forgets all)
+
+
 class _Stream:
     __slots__ = ("ex", "body", "req_done", "resp_done", "last_s2c", "pending_end")
 
     def __init__(self, ex: Exchange):
         self.ex = ex
-        self.body: BodyDecoder | None = None
+        self.body: BodyDecoder | IdentityBody | None = None
         self.req_done = False
         self.resp_done = False
         self.last_s2c: int | None = None  # packet of the last server frame
@@ -104,6 +107,10 @@ class H2Session:
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.frames_append = ctx.analysis.frames.append
         self.pkt_proto = ctx.proto
+        self.ts = ctx.ts
+        # per kind (response, request): id(header list) -> (the list, _facts of it)
+        self.facts_memo: tuple[dict[int, tuple], dict[int, tuple]] = ({}, {})
+        self.wire_maps: list = [None, None]  # per direction, the OffsetMap ``wire_packet`` reads, once it exists
         self.streams: dict[int, _Stream] = {}
         self.priorities: dict[int, dict] = {}  # priority info seen before the stream's request
         self.notes_seen = 0
@@ -183,13 +190,36 @@ class H2Session:
         else:
             self.priorities[sid] = dict(self.priorities.get(sid) or {}, **info)
 
+    def _wire(self, direction: int, offset: int, packet: int) -> int:
+        """``sessions.tls.wire_packet``, with the map it reads looked up once per direction."""
+        m = self.wire_maps[direction]
+        if m is None:
+            sh = self.ctx.shared
+            maps = sh.get("tls_wire_maps")
+            m = maps.get((self.conn.id, direction)) if maps is not None else None
+            if m is None:
+                tcp = sh.get("tcp_maps", {}).get(self.conn.id)
+                m = tcp[direction].map if tcp is not None else None
+            if m is None:
+                return wire_packet(self.ctx, self.conn, direction, offset, packet)
+            self.wire_maps[direction] = m  # (the same object for the connection's life)
+        if offset < 0 or not m.packets:
+            return packet
+        return m.packet_at(offset)
+
     def _frame(self, f: H2Frame):
         ctx = self.ctx
         # the dissector is done with f.fields (nothing else reads them): the model takes the dict
         fields = f.fields
+        pk = f.packet
+        if pk == ctx._tp:  # ctx.time(pk), inlined: frames of one packet share one float
+            now = ctx._tv
+        else:
+            now = ctx._tv = self.ts[pk - 1]
+            ctx._tp = pk
         # positional (the hot path): packet, first_packet, time, connection, direction, protocol,
         # stream_id, type, flags, length, headers, fields, offset, error
-        fr = Frame(f.packet, f.first_packet, ctx.time(f.packet), self.conn.id, f.direction, self.proto,
+        fr = Frame(pk, f.first_packet, now, self.conn.id, f.direction, self.proto,
                    f.stream_id, FRAME_NAMES.get(f.type) or f.name, f.flags, f.length, f.headers, fields or None, f.offset, f.error)
         if f.block_headers is not None or f.block_start is not None:
             fields["header_bytes_wire"] = f.block_wire
@@ -197,7 +227,7 @@ class H2Session:
             fields["header_bytes_hpack"] = f.block_hpack_size
             fr.fields = fields
         self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined
-        self.pkt_proto[f.packet - 1] = P_HTTP2
+        self.pkt_proto[pk - 1] = P_HTTP2
         f.model = fr
         if f.block_parts:
             for part in f.block_parts:
@@ -210,7 +240,7 @@ class H2Session:
         sid = f.stream_id
         st: _Stream | None  # (an annotation only: no run-time cost)
         if t == DATA:
-            st = self._stream(sid)
+            st = self.streams.get(sid) or self._stream(sid)
             ex = st.ex
             ex.frames += 1
             if self.ctx.body_sink is not None and f.data:  # (analyzer/objects.py)
@@ -221,31 +251,34 @@ class H2Session:
                     self._request_end(st, f)
             else:
                 if ex.response_start is None:
-                    p = wire_packet(ctx, self.conn, 1, f.offset, f.first_packet)
+                    p = self._wire(1, f.offset, f.first_packet)
                     ex.response_start, ex.response_start_packet = ctx.time(p), p
                 ex.response_body_bytes += f.data_length
-                st.last_s2c = f.packet
+                st.last_s2c = pk
                 data = f.data  # (set with data_length: non-empty iff data_length)
                 if data:
                     body = st.body
                     if body is None:
-                        body = st.body = BodyDecoder(ex.content_encoding, self.cap, ctx=self.ctx, conn=self.conn)
+                        ce = ex.content_encoding
+                        body = st.body = BodyDecoder(ce, self.cap, ctx=self.ctx, conn=self.conn) if needs_decoder(ce) else IdentityBody()
                     body.feed(data)
                 if f.flags & 1:
-                    self._response_end(st, f)
+                    end_response(self.conn, st, now, pk)  # self._response_end(st, f), inlined
         elif t in (HEADERS, PUSH_PROMISE, CONTINUATION):
             first = f.block_start or (f if t != CONTINUATION else None)
             if t == HEADERS:
-                st = self._stream(sid)
-                st.ex.frames += 1
-                if f.direction == 0 and st.ex.request_start is None:
-                    p = wire_packet(ctx, self.conn, 0, f.offset, f.first_packet)
-                    st.ex.request_start, st.ex.request_start_packet = ctx.time(p), p
-                if f.direction == 1:
-                    if st.ex.response_start is None:
-                        p = wire_packet(ctx, self.conn, 1, f.offset, f.first_packet)
-                        st.ex.response_start, st.ex.response_start_packet = ctx.time(p), p
-                    st.last_s2c = f.packet
+                st = self.streams.get(sid) or self._stream(sid)
+                ex = st.ex
+                ex.frames += 1
+                if f.direction == 0:
+                    if ex.request_start is None:
+                        p = self._wire(0, f.offset, f.first_packet)
+                        ex.request_start, ex.request_start_packet = ctx.time(p), p
+                else:
+                    if ex.response_start is None:
+                        p = self._wire(1, f.offset, f.first_packet)
+                        ex.response_start, ex.response_start_packet = ctx.time(p), p
+                    st.last_s2c = pk
                 if "weight" in f.fields:
                     self._set_priority(sid, {k: f.fields[k] for k in ("exclusive", "depends_on", "weight")})
                 if f.flags & 1:
@@ -305,7 +338,7 @@ class H2Session:
             ex = st.ex
             ex.pushed = True
             ex.push_parent = first.stream_id
-            p = wire_packet(ctx, self.conn, 1, first.offset, first.first_packet)
+            p = self._wire(1, first.offset, first.first_packet)
             ex.request_start, ex.request_start_packet = ctx.time(p), p
             ex.request_end = ctx.time(f.packet)
             ex.request_end_packet = f.packet
@@ -328,23 +361,15 @@ class H2Session:
         else:
             ex.response_header_bytes_wire += f.block_wire
             ex.response_header_bytes_decoded += f.block_decoded
-            status = None
-            for k, v in hdrs:
-                if k == ":status":
-                    try:
-                        status = int(v)
-                    except ValueError:
-                        pass
-                    break
+            status, ctype, cenc = self._response_facts(hdrs)
             if status is not None and not (100 <= status < 200 and status != 101) and ex.status is None:
                 ex.status = status
                 ex.response_headers = hdrs if type(hdrs) is list else list(hdrs)  # shared, as above
                 ex.response_headers_end, ex.response_headers_end_packet = ctx.time(f.packet), f.packet
-                for k, v in hdrs:
-                    if k == "content-type" and ex.content_type is None:
-                        ex.content_type = v
-                    elif k == "content-encoding" and ex.content_encoding is None:
-                        ex.content_encoding = v
+                if ctype is not None and ex.content_type is None:
+                    ex.content_type = ctype
+                if cenc is not None and ex.content_encoding is None:
+                    ex.content_encoding = cenc
             elif status is not None and 100 <= status < 200 and ex.status is None:
                 pass  # informational
         if st.pending_end[f.direction]:
@@ -354,28 +379,72 @@ class H2Session:
             else:
                 self._response_end(st, f)
 
+    def _facts(self, hdrs, request: bool) -> tuple:
+        """What ``_request_headers`` / ``_block`` read from a header list, found once per list:
+        the dissector hands identical blocks one shared list (its HPACK cache), and a
+        request-heavy capture repeats a few blocks tens of thousands of times."""
+        memo = self.facts_memo[request]
+        hit = memo.get(id(hdrs))
+        if hit is not None and hit[0] is hdrs:  # (the list is held here: its id is not reused)
+            return hit[1]
+        if request:
+            method = scheme = authority = path = host = None
+            prio: dict = {}
+            for k, v in hdrs:
+                if k == ":method":
+                    method = v
+                elif k == ":scheme":
+                    scheme = v
+                elif k == ":authority":
+                    authority = v
+                elif k == ":path":
+                    path = v
+                elif k == "host":
+                    host = v
+                elif k == "priority":
+                    prio.update(parse_priority_header(v))
+            out: tuple = (method, scheme, authority, path, host, prio)
+        else:
+            status = ctype = cenc = None
+            for k, v in hdrs:
+                if k == ":status":
+                    try:
+                        status = int(v)
+                    except ValueError:
+                        pass
+                    break
+            for k, v in hdrs:
+                if k == "content-type" and ctype is None:
+                    ctype = v
+                elif k == "content-encoding" and cenc is None:
+                    cenc = v
+            out = (status, ctype, cenc)
+        if len(memo) >= FACTS_MEMO_ENTRIES:
+            memo.clear()
+        memo[id(hdrs)] = (hdrs, out)
+        return out
+
+    def _response_facts(self, hdrs) -> tuple:
+        """(:status as a number or None, the first content-type, the first content-encoding)."""
+        return self._facts(hdrs, False)
+
     def _request_headers(self, ex: Exchange, hdrs, f: H2Frame):
         # the decoded list is shared with the frame (and with identical blocks: HPACK cache);
         # nothing mutates header lists once decoded
         ex.request_headers = hdrs if type(hdrs) is list else list(hdrs)
         ex.request_header_bytes_wire += f.block_wire
         ex.request_header_bytes_decoded += f.block_decoded
-        host = None
-        for k, v in hdrs:
-            if k == ":method":
-                ex.method = v
-            elif k == ":scheme":
-                ex.scheme = v
-            elif k == ":authority":
-                ex.authority = v
-            elif k == ":path":
-                ex.path = v
-            elif k == "host":
-                host = v
-            elif k == "priority":
-                p = parse_priority_header(v)
-                if p:
-                    ex.priority = dict(ex.priority or {}, **p)
+        method, scheme, authority, path, host, prio = self._facts(hdrs, True)
+        if method is not None:
+            ex.method = method
+        if scheme is not None:
+            ex.scheme = scheme
+        if authority is not None:
+            ex.authority = authority
+        if path is not None:
+            ex.path = path
+        if prio:
+            ex.priority = dict(ex.priority or {}, **prio)
         if ex.authority is None:
             ex.authority = host
         if ex.method == "CONNECT" and ex.path is None:
