@@ -1027,18 +1027,24 @@ def _group_label(pname: str) -> str:
 # ---------------------------------------------------------------- packet list rows
 
 def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str, str, int, str]:
-    """``(no, time, source, destination, protocol, length, info)`` for packet ``n``.
-    Time is a float, seconds since the first packet, as Wireshark's default column."""
+    """``(no, time, source, destination, protocol, length, info)`` for packet ``n``: the
+    tuple form of ``analyzer.packet_record.packet_record`` (time: seconds since the first
+    packet, as Wireshark's default column)."""
+    from .packet_record import packet_record
+
+    return packet_record(analysis, source, n).row()
+
+
+def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]:
+    """``(source, destination, protocol, info)`` of packet ``n`` in the packet list
+    (``analyzer.packet_record`` adds the number, times, length and connection)."""
     idx = analysis.index
     i = n - 1
-    t0 = idx.ts[0] if len(idx) else 0.0
-    tm = idx.ts[i] - t0
-    length = idx.origlen[i]
     data = source.read(idx.offset[i], idx.caplen[i])
     lt = idx.linktype[i]
     d = _decode_row(data, lt)
     if isinstance(d, str):
-        return (n, tm, "", "", PROTO_NAMES[idx.proto[i]] if idx.proto[i] else LINKTYPE_NAMES.get(lt, "?"), length, d)
+        return ("", "", PROTO_NAMES[idx.proto[i]] if idx.proto[i] else LINKTYPE_NAMES.get(lt, "?"), d)
     ipver, src, dst, proto, frag, l4 = d
     frames = frames_on_packet(analysis, n)
     pcol = PROTO_NAMES[idx.proto[i]] or "?"
@@ -1051,7 +1057,7 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
                 best, rank = nm, r
         pcol = best or pcol
     if frag:
-        return (n, tm, src, dst, "IPv4", length, f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, proto)} {proto}, off={frag - 1})")
+        return (src, dst, "IPv4", f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, proto)} {proto}, off={frag - 1})")
     if proto == 6 and l4 is not None:
         sport, dport, seq, ack, hl, flags, win, plen, opts = l4
         conn_id = idx.conn[i]
@@ -1065,7 +1071,7 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
                 done = [fr for fr in done if fr.protocol != "tls" or fr.type not in ("APPLICATION_DATA",)]
             if done:
                 info = ", ".join(frame_summary(fr) for fr in done)
-                return (n, tm, src, dst, pcol, length, prefix + info)
+                return (src, dst, pcol, prefix + info)
             if plen and conn_id >= 0:
                 # a segment carrying part of a frame that completes later; a pure ACK (or the
                 # peer's segment) between the frame's first and last packet carries none of it
@@ -1095,15 +1101,15 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
                 for k in range(0, len(val) // 8 * 8, 8):
                     le, re_ = struct.unpack_from("!II", val, k)
                     info += f" SLE={_rel(le, rbase)} SRE={_rel(re_, rbase)}"
-        return (n, tm, src, dst, "TCP", length, info + info_extra)
+        return (src, dst, "TCP", info + info_extra)
     if proto == 17 and l4 is not None:
         sport, dport, ulen = l4
         if frames:
             done = [fr for fr in frames if fr.packet == n] or frames
-            return (n, tm, src, dst, pcol, length, _datagram_info(done))
+            return (src, dst, pcol, _datagram_info(done))
         info = f"{sport} → {dport} Len={max(ulen - 8, 0)}"
-        return (n, tm, src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", length, info)
-    return (n, tm, src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), length, f"IP protocol {IP_PROTOS.get(proto, proto)}")
+        return (src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", info)
+    return (src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), f"IP protocol {IP_PROTOS.get(proto, proto)}")
 
 
 def _datagram_info(frames: list[Frame]) -> str:
