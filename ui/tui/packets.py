@@ -190,10 +190,10 @@ class PacketHabits(_AppBase):
         """Order the packets shown by ``column`` (None: capture order), stably."""
         pl = self.query_one(PacketList)
         keep = pl.current_packet
-        if column is None or (column == "no" and not descending):
-            pl.set_order(pl.displayed, None, keep)
+        if column is None or (column == "no" and not descending):  # capture order (No. ascending)
+            pl.set_order(pl.displayed, None if column is None else ("no", False), keep)
             self._redraw_packets(pl)
-            self._say("sorted by capture order")
+            self._say("capture order" if column is None else "sorted by No. ascending (capture order)")
             return
         if len(pl.displayed) <= SYNC_SORT or column in ("no", "length"):
             self._sorted(self._order(pl, column, descending), column, descending, keep)
