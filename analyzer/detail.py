@@ -1065,21 +1065,25 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
         prefix = ta.info_prefix(n)  # "[TCP Retransmission] " … as tshark puts before the Info
         info_extra = ""
         if frames:
+            from .info import SEGMENT, TLS_SEGMENT, stream_info
+
             done = [fr for fr in frames if fr.packet == n]
-            if any(fr.protocol != "tls" for fr in done):
-                # decrypted application frames replace the TLS records in the Info column (as in Wireshark)
-                done = [fr for fr in done if fr.protocol != "tls" or fr.type not in ("APPLICATION_DATA",)]
-            if done:
-                info = ", ".join(frame_summary(fr) for fr in done)
-                return (src, dst, pcol, prefix + info)
-            if plen and conn_id >= 0:
-                # a segment carrying part of a frame that completes later; a pure ACK (or the
-                # peer's segment) between the frame's first and last packet carries none of it
+            own: list[Frame] = []
+            if plen and 0 <= conn_id < len(analysis.connections):
+                # the frames of this segment's direction: a pure ACK (or the peer's segment)
+                # between a frame's first and last packet carries none of it
                 c = analysis.connections[conn_id]
                 direction = 0 if (src, sport) == tuple(c.client) else 1
                 own = [fr for fr in frames if fr.direction == direction]
-                if own:
-                    info_extra = " [continuation of " + frame_summary(own[0]) + "]"
+            info, pending = stream_info(analysis, n, done, own, prefix)
+            if info is not None:
+                return (src, dst, pcol, info + (" " + SEGMENT if pending else ""))
+            if pending and any(fr.protocol == "tls" and (fr.fields or {}).get("decrypted") for fr in done):
+                return (src, dst, pcol, prefix + TLS_SEGMENT)  # records read, the message they carry ends later
+            if pending or own and not own[0].protocol.startswith("spdy"):
+                # part of a frame (a TLS record, an HTTP message) that completes later; tshark's
+                # SPDY dissector reassembles nothing, so it writes no marker there
+                info_extra = " " + SEGMENT
         fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
         rs, ra = ta.relative(n, seq, ack)
         info = f"{prefix}{sport} → {dport} [{fl}] Seq={seq if rs is None else rs}"
@@ -1106,10 +1110,29 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
         sport, dport, ulen = l4
         if frames:
             done = [fr for fr in frames if fr.packet == n] or frames
-            return (src, dst, pcol, _datagram_info(done))
+            return (src, dst, pcol, _udp_info(analysis, n, data, lt, done))
         info = f"{sport} → {dport} Len={max(ulen - 8, 0)}"
         return (src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", info)
     return (src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), f"IP protocol {IP_PROTOS.get(proto, proto)}")
+
+
+def _udp_info(analysis: Analysis, n: int, data: bytes, lt: int, frames: list[Frame]) -> str:
+    """Info of a UDP packet with frames: tshark's for QUIC and DNS (``analyzer.info``), else
+    ``_datagram_info``."""
+    from .info import dns_info, quic_info
+
+    try:
+        L = layers(lt, data)
+        payload = data[L.transport + 8 : L.end] if L.transport >= 0 else b""
+        if any(fr.protocol == "quic" for fr in frames):
+            got = quic_info(analysis, n, payload, frames)
+        elif frames[0].protocol == "dns":
+            got = dns_info(payload)
+        else:
+            got = None
+    except Exception:  # noqa: BLE001 - the row keeps wirefall's own text
+        got = None
+    return got if got is not None else _datagram_info(frames)
 
 
 def _datagram_info(frames: list[Frame]) -> str:
