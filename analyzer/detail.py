@@ -1080,9 +1080,12 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
                 return (src, dst, pcol, info + (" " + SEGMENT if pending else ""))
             if pending and any(fr.protocol == "tls" and (fr.fields or {}).get("decrypted") for fr in done):
                 return (src, dst, pcol, prefix + TLS_SEGMENT)  # records read, the message they carry ends later
-            if pending or own and not own[0].protocol.startswith("spdy"):
+            if not done and any(fr.protocol == "tls" and fr.first_packet == n and fr.packet > n for fr in own):
+                return (src, dst, pcol, prefix + SEGMENT)  # a record begins here: TLS cleared the column, TCP says why
+            if (pending or own and not own[0].protocol.startswith("spdy")) and "Retransmission]" not in prefix:
                 # part of a frame (a TLS record, an HTTP message) that completes later; tshark's
-                # SPDY dissector reassembles nothing, so it writes no marker there
+                # SPDY dissector reassembles nothing, and a retransmission is not reassembled
+                # again, so neither gets the marker
                 info_extra = " " + SEGMENT
         fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
         rs, ra = ta.relative(n, seq, ack)
@@ -1110,13 +1113,13 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
         sport, dport, ulen = l4
         if frames:
             done = [fr for fr in frames if fr.packet == n] or frames
-            return (src, dst, pcol, _udp_info(analysis, n, data, lt, done))
+            return (src, dst, pcol, _udp_info(analysis, n, data, lt, done, frames))
         info = f"{sport} → {dport} Len={max(ulen - 8, 0)}"
         return (src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", info)
     return (src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), f"IP protocol {IP_PROTOS.get(proto, proto)}")
 
 
-def _udp_info(analysis: Analysis, n: int, data: bytes, lt: int, frames: list[Frame]) -> str:
+def _udp_info(analysis: Analysis, n: int, data: bytes, lt: int, frames: list[Frame], spanning: list[Frame]) -> str:
     """Info of a UDP packet with frames: tshark's for QUIC and DNS (``analyzer.info``), else
     ``_datagram_info``."""
     from .info import dns_info, quic_info
@@ -1125,7 +1128,7 @@ def _udp_info(analysis: Analysis, n: int, data: bytes, lt: int, frames: list[Fra
         L = layers(lt, data)
         payload = data[L.transport + 8 : L.end] if L.transport >= 0 else b""
         if any(fr.protocol == "quic" for fr in frames):
-            got = quic_info(analysis, n, payload, frames)
+            got = quic_info(analysis, n, payload, frames, spanning)
         elif frames[0].protocol == "dns":
             got = dns_info(payload)
         else:

@@ -38,7 +38,8 @@ TLS_SEGMENT = "[TLS segment of a reassembled PDU]"
 # ---------------------------------------------------------------- HTTP
 
 # what the body dissector tshark hands a media type to writes in the Info column
-_MEDIA_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG JFIF image", "image/jpg": "JPEG JFIF image"}
+_NO_DISSECTOR = {"application/octet-stream", "image/x-icon", "image/vnd.microsoft.icon"}
+_MEDIA_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG JFIF image", "image/jpg": "JPEG JFIF image", "image/gif": "GIF89a"}
 
 
 def media_text(content_type: str | None) -> str | None:
@@ -46,8 +47,10 @@ def media_text(content_type: str | None) -> str | None:
     if not content_type:
         return None
     ct = content_type.split(";", 1)[0].strip().lower()
-    if not ct:
+    if not ct or ct in _NO_DISSECTOR:  # (no dissector for the type: tshark writes nothing)
         return None
+    if ct == "application/json" or ct.endswith("+json"):
+        return f", JavaScript Object Notation ({ct})"  # the JSON dissector's own entry
     return f" ({_MEDIA_NAMES.get(ct, ct)})"
 
 
@@ -90,13 +93,16 @@ def http1_start_line(fr: Frame) -> str | None:
 
 def http1_end_packet(analysis: Analysis, fr: Frame) -> int | None:
     """The packet where the message whose head is ``fr`` ends (its body's last byte)."""
-    e = _exchange(analysis, (fr.fields or {}).get("exchange"))
+    f = fr.fields or {}
+    if fr.type == "RESPONSE" and isinstance(f.get("status"), int) and 100 <= f["status"] < 200:
+        return fr.packet  # an interim response has no body (the exchange's end is the final response's)
+    e = _exchange(analysis, f.get("exchange"))
     if e is None:
         return None
     return e.request_end_packet if fr.type == "REQUEST" else e.response_end_packet
 
 
-def http1_info(analysis: Analysis, n: int, frames: list[Frame], on_packet: list[Frame]) -> tuple[str, bool]:
+def http1_info(analysis: Analysis, n: int, frames: list[Frame], on_packet: list[Frame], over_tls: bool = False) -> tuple[str, bool]:
     """(Info of the HTTP/1 messages ending on packet ``n``, whether a message continues past
     it).  ``frames``: the HTTP/1 frames completing on ``n``; ``on_packet``: every frame with
     a byte on it."""
@@ -108,7 +114,10 @@ def http1_info(analysis: Analysis, n: int, frames: list[Frame], on_packet: list[
         if fr.type in ("REQUEST", "RESPONSE"):
             end = http1_end_packet(analysis, fr)
             if end is not None and end > n:
-                pending = True  # its body ends later: shown there
+                pending = True  # its body ends later: shown there, in full
+                line = http1_start_line(fr)
+                if line is not None and not over_tls:
+                    parts.append(line + " ")  # (tshark's HTTP writes the head it read before asking TCP for more)
                 continue
             line = http1_start_line(fr)
             if line is None:
@@ -124,7 +133,7 @@ def http1_info(analysis: Analysis, n: int, frames: list[Frame], on_packet: list[
             head = next((h for h in frames_on_packet(analysis, fr.first_packet) if h.type in ("REQUEST", "RESPONSE")
                          and h.direction == fr.direction and (h.fields or {}).get("exchange") == ex), None)
             line = http1_start_line(head) if head is not None else None
-            if line is not None:
+            if head is not None and line is not None:
                 parts.append(line + " " + (_body_media(analysis, head) or ""))
     if any(fr.packet > n and fr.protocol.startswith("http/") and fr.type == "BODY" for fr in on_packet):
         pending = True
@@ -164,7 +173,8 @@ def h2_summary(analysis: Analysis, fr: Frame) -> str:
             s += f": {m} {p or ''}".rstrip()
         elif st:
             s += f": {status_text(st)}"
-    if fr.type == "DATA" and fr.flags & 0x1:  # END_STREAM: tshark dissects the body and names its type
+    trailers = fr.type == "HEADERS" and fr.headers and not any(str(k).startswith(":") for k, _ in fr.headers)
+    if fr.flags & 0x1 and (fr.type == "DATA" or trailers):  # END_STREAM: tshark dissects the body and names its type
         e = _exchange(analysis, (fr.fields or {}).get("exchange"))
         if e is None:
             e = _h2_exchange(analysis, fr)
@@ -283,8 +293,9 @@ QUIC_SHORT = {
     "NEW_CONNECTION_ID": "NCI", "RETIRE_CONNECTION_ID": "RCI", "PATH_CHALLENGE": "PC", "PATH_RESPONSE": "PR",
     "CONNECTION_CLOSE": "CC", "HANDSHAKE_DONE": "DONE", "DATAGRAM": "DG",
 }
-# HTTP/3 frames tshark 4.0 names in the Info column (it writes none for DATA and reserved types)
+# HTTP/3 frames tshark 4.0 names in the Info column where they begin (DATA mostly not, reserved types not)
 H3_NAMED = {"HEADERS", "SETTINGS", "PRIORITY_UPDATE", "MAX_PUSH_ID", "GOAWAY", "CANCEL_PUSH", "PUSH_PROMISE"}
+H3_UNKNOWN: set[str] = set()  # (reserved GREASE frames: tshark writes nothing for them on a request or control stream)
 _LONG_TYPES = {0: "Initial", 1: "0-RTT", 2: "Handshake", 3: "Retry"}
 
 
@@ -300,19 +311,22 @@ def _varint(b: bytes, p: int) -> tuple[int, int]:
     return v, p + n
 
 
-def _last_quic_header(payload: bytes, rows: list[tuple[int, int, int, int]]) -> str | None:
+def _last_quic_header(payload: bytes, rows: list[tuple[int, int, int, int]], short_cid: int | None = None) -> str | None:
     """tshark's header text of the datagram's last QUIC packet: ``Initial, DCID=…, SCID=…``
     or ``Protected Payload (KP0), DCID=…``.  ``rows``: (offset, hdr_len, pn_len, key phase)
     of the decrypted packets (for a short header's DCID length)."""
     p = 0
-    last = None
+    kind = ""  # of the last packet: "long", "short" or "vn"
+    name, dcid, scid, off = "", b"", b"", 0
     try:
         for _ in range(16):
             if p >= len(payload):
                 break
             b0 = payload[p]
+            if p and not b0 & 0x40:
+                break  # not a QUIC packet (the fixed bit is clear): padding after the last one
             if not b0 & 0x80:
-                last = ("short", p)
+                kind, off = "short", p
                 break
             version = struct.unpack_from("!I", payload, p + 1)[0]
             dl = payload[p + 5]
@@ -322,12 +336,12 @@ def _last_quic_header(payload: bytes, rows: list[tuple[int, int, int, int]]) -> 
             scid = payload[q + 1 : q + 1 + sl]
             q += 1 + sl
             if version == 0:
-                last = ("vn", dcid, scid)
+                kind = "vn"
                 break
             t = (b0 >> 4) & 3
             if version == 0x6B3343CF:  # QUIC v2 renumbers the long packet types
                 t = {1: 0, 2: 1, 3: 2, 0: 3}[t]
-            last = ("long", _LONG_TYPES[t], dcid, scid)
+            kind, name = "long", _LONG_TYPES[t]
             if t == 3:
                 break
             if t == 0:
@@ -337,30 +351,24 @@ def _last_quic_header(payload: bytes, rows: list[tuple[int, int, int, int]]) -> 
             p = q + ln
     except (IndexError, struct.error, KeyError):
         pass
-    if last is None:
+    if not kind:
         return None
-    if last[0] == "vn":
+    if kind == "vn":
         return "Version Negotiation"
-    if last[0] == "long":
-        s = last[1]
-        if last[2]:
-            s += f", DCID={last[2].hex()}"
-        if last[3]:
-            s += f", SCID={last[3].hex()}"
-        return s
-    off = last[1]
+    if kind == "long":
+        return name + (f", DCID={dcid.hex()}" if dcid else "") + (f", SCID={scid.hex()}" if scid else "")
     row = next((r for r in rows if r[0] == off), None)
-    kp = row[3] if row is not None else 0
-    s = f"Protected Payload (KP{kp})"
-    if row is not None:
-        dl = row[1] - 1 - row[2]
-        if dl > 0:
-            s += f", DCID={payload[off + 1 : off + 1 + dl].hex()}"
+    s = f"Protected Payload (KP{row[3] if row is not None else 0})"
+    cid_len = row[1] - 1 - row[2] if row is not None else short_cid
+    if cid_len and cid_len > 0:
+        s += f", DCID={payload[off + 1 : off + 1 + cid_len].hex()}"
     return s
 
 
-def quic_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame]) -> str | None:
-    """tshark's Info of a QUIC datagram (None: not a datagram wirefall decoded as QUIC)."""
+def quic_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame], spanning: list[Frame] | None = None) -> str | None:
+    """tshark's Info of a QUIC datagram (None: not a datagram wirefall decoded as QUIC).
+    ``frames``: the frames completing on packet ``n``; ``spanning``: every frame with a byte
+    on it (HTTP/3 frames are named where they begin, as tshark does)."""
     from .detail import quic_packets_on_packet
 
     rows = quic_packets_on_packet(analysis, n)
@@ -369,7 +377,14 @@ def quic_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame]) -
     for cid, d, i in rows:
         tab = recs[(cid, d)]
         info_rows.append((tab.offset[i], tab.hdr_len[i], tab.pn_len(i), (tab.flags[i] >> 4) & 1, tab.pn[i]))
-    head = _last_quic_header(payload, [r[:4] for r in info_rows])
+    short_cid = None
+    if frames and not info_rows:  # none decrypted here: the DCID length of this direction's other 1-RTT packets
+        tab = recs.get((frames[0].connection, frames[0].direction))
+        if tab is not None:
+            k = next((i for i in range(min(len(tab), 64)) if tab.epoch(i) == 3), None)
+            if k is not None:
+                short_cid = tab.hdr_len[k] - 1 - tab.pn_len(k)
+    head = _last_quic_header(payload, [r[:4] for r in info_rows], short_cid)
     if head is None:
         return None
     q = [fr for fr in frames if fr.protocol == "quic"]
@@ -380,14 +395,15 @@ def quic_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame]) -
     parts = [head]
     if last_key[1] is not None and mine and mine[0].type != "PROTECTED":
         parts.append(f"PKN: {last_key[1]}")
-    h3 = [fr for fr in frames if fr.protocol == "h3" and fr.type in H3_NAMED]
+    h3 = [fr for fr in (spanning if spanning is not None else frames)
+          if fr.protocol == "h3" and fr.first_packet == n and fr.type in H3_NAMED and (fr.type != "DATA" or fr.packet == n)]
     for fr in mine:
-        if fr.type == "PROTECTED":
+        if fr.type in ("PROTECTED", "RETRY"):
             continue
         if fr.type == "STREAM":
             parts.append(f"STREAM({fr.stream_id})" if fr.stream_id is not None else "STREAM")
             for h in [h for h in h3 if h.stream_id == fr.stream_id]:
-                parts.append(h.type)
+                parts.append("Unknown" if h.type in H3_UNKNOWN else h.type)
                 h3.remove(h)
         else:
             parts.append(QUIC_SHORT.get(fr.type, fr.type))
@@ -407,7 +423,13 @@ def stream_info(analysis: Analysis, n: int, done: list[Frame], frames: list[Fram
         done = [fr for fr in done if fr.protocol != "tls" or fr.type != "APPLICATION_DATA"]
     parts: list[str] = []
     h1 = [fr for fr in done if fr.protocol.startswith("http/")]
-    h1_text, pending = http1_info(analysis, n, h1, frames) if h1 or any(fr.protocol.startswith("http/") for fr in frames) else ("", False)
+    conns = analysis.connections
+    over_tls = bool(done or frames) and 0 <= (done or frames)[0].connection < len(conns) and conns[(done or frames)[0].connection].tls is not None
+    h1_text, pending = (http1_info(analysis, n, h1, frames, over_tls) if h1 or any(fr.protocol.startswith("http/") for fr in frames)
+                        else ("", False))
+    if over_tls and not h1_text and done and any(fr.protocol != "tls" and fr.packet > n for fr in frames) and all(fr.protocol == "tls" and fr.type == "APPLICATION_DATA" and (fr.fields or {}).get("decrypted")
+                                                  for fr in done):
+        return TLS_SEGMENT, False  # decrypted records carrying part of a message that ends later
     h1_at = None
     h2_first = False
     hrr = None
@@ -422,7 +444,7 @@ def stream_info(analysis: Analysis, n: int, done: list[Frame], frames: list[Fram
             if fr.type == "ALERT":
                 parts.append(tls_alert_text(fr))
                 continue
-            s = frame_summary(fr)
+            s = frame_summary(fr).replace("End Of Early Data", "End of Early Data")
             if s.startswith("Server Hello"):
                 if hrr is None:
                     hrr = hrr_packets(analysis)
@@ -439,10 +461,7 @@ def stream_info(analysis: Analysis, n: int, done: list[Frame], frames: list[Fram
     parts = [x for x in parts if x]
     if not parts:
         return None, pending
-    if h1_at is not None and len(parts) == 1:
-        info = parts[0]
-    else:
-        info = ", ".join(x.rstrip() if x is h1_text else x for x in parts)
+    info = ", ".join(parts)  # (after an HTTP/1 line's trailing space too: "HTTP/1.1 101 Switching Protocols , SETTINGS[0]")
     if prefix and h2_first:
         return prefix + ", " + info, pending
     return prefix + info, pending
