@@ -6,8 +6,10 @@
   IPv6, TCP or UDP (decoded with dpkt, which is fine for one packet), then the protocol
   frames the analysis placed on this packet (TLS records, HTTP/1, HTTP/2, SPDY, QUIC,
   HTTP/3) with their fields and decoded headers.
-- ``packet_row`` / ``packet_rows``: the packet list columns (No., Time, Source,
-  Destination, Protocol, Length, Info), with an Info column like Wireshark's.
+- ``row_columns``: Source, Destination, Protocol and Info of one packet, the Info in tshark's
+  words (``analyzer.info``); ``analyzer.packet_record.packet_record`` makes the record every
+  frontend shows from it, and ``packet_row`` / ``packet_rows`` are its tuple form (No., Time,
+  Source, Destination, Protocol, Length, Info).
 - ``hexdump(data)``: hex + ASCII lines.
 - ``decrypted_tls(analysis, source, n)``: the plaintext of the TLS records that complete on
   packet ``n`` (Wireshark's "Decrypted TLS" tabs), decrypted again on demand: the analysis
