@@ -6,8 +6,10 @@
   IPv6, TCP or UDP (decoded with dpkt, which is fine for one packet), then the protocol
   frames the analysis placed on this packet (TLS records, HTTP/1, HTTP/2, SPDY, QUIC,
   HTTP/3) with their fields and decoded headers.
-- ``packet_row`` / ``packet_rows``: the packet list columns (No., Time, Source,
-  Destination, Protocol, Length, Info), with an Info column like Wireshark's.
+- ``row_columns``: Source, Destination, Protocol and Info of one packet, the Info in tshark's
+  words (``analyzer.info``); ``analyzer.packet_record.packet_record`` makes the record every
+  frontend shows from it, and ``packet_row`` / ``packet_rows`` are its tuple form (No., Time,
+  Source, Destination, Protocol, Length, Info).
 - ``hexdump(data)``: hex + ASCII lines.
 - ``decrypted_tls(analysis, source, n)``: the plaintext of the TLS records that complete on
   packet ``n`` (Wireshark's "Decrypted TLS" tabs), decrypted again on demand: the analysis
@@ -1012,18 +1014,24 @@ def _group_label(pname: str) -> str:
 # ---------------------------------------------------------------- packet list rows
 
 def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str, str, int, str]:
-    """``(no, time, source, destination, protocol, length, info)`` for packet ``n``.
-    Time is a float, seconds since the first packet, as Wireshark's default column."""
+    """``(no, time, source, destination, protocol, length, info)`` for packet ``n``: the
+    tuple form of ``analyzer.packet_record.packet_record`` (time: seconds since the first
+    packet, as Wireshark's default column)."""
+    from .packet_record import packet_record
+
+    return packet_record(analysis, source, n).row()
+
+
+def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]:
+    """``(source, destination, protocol, info)`` of packet ``n`` in the packet list
+    (``analyzer.packet_record`` adds the number, times, length and connection)."""
     idx = analysis.index
     i = n - 1
-    t0 = idx.ts[0] if len(idx) else 0.0
-    tm = idx.ts[i] - t0
-    length = idx.origlen[i]
     data = source.read(idx.offset[i], idx.caplen[i])
     lt = idx.linktype[i]
     d = _decode_row(data, lt)
     if isinstance(d, str):
-        return (n, tm, "", "", PROTO_NAMES[idx.proto[i]] if idx.proto[i] else LINKTYPE_NAMES.get(lt, "?"), length, d)
+        return ("", "", PROTO_NAMES[idx.proto[i]] if idx.proto[i] else LINKTYPE_NAMES.get(lt, "?"), d)
     ipver, src, dst, proto, frag, l4 = d
     frames = frames_on_packet(analysis, n)
     pcol = PROTO_NAMES[idx.proto[i]] or "?"
@@ -1036,7 +1044,7 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
                 best, rank = nm, r
         pcol = best or pcol
     if frag:
-        return (n, tm, src, dst, "IPv4", length, f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, proto)} {proto}, off={frag - 1})")
+        return (src, dst, "IPv4", f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, proto)} {proto}, off={frag - 1})")
     if proto == 6 and l4 is not None:
         sport, dport, seq, ack, hl, flags, win, plen, opts = l4
         conn_id = idx.conn[i]
@@ -1044,21 +1052,28 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
         prefix = ta.info_prefix(n)  # "[TCP Retransmission] " … as tshark puts before the Info
         info_extra = ""
         if frames:
+            from .info import SEGMENT, TLS_SEGMENT, stream_info
+
             done = [fr for fr in frames if fr.packet == n]
-            if any(fr.protocol != "tls" for fr in done):
-                # decrypted application frames replace the TLS records in the Info column (as in Wireshark)
-                done = [fr for fr in done if fr.protocol != "tls" or fr.type not in ("APPLICATION_DATA",)]
-            if done:
-                info = ", ".join(frame_summary(fr) for fr in done)
-                return (n, tm, src, dst, pcol, length, prefix + info)
-            if plen and conn_id >= 0:
-                # a segment carrying part of a frame that completes later; a pure ACK (or the
-                # peer's segment) between the frame's first and last packet carries none of it
+            own: list[Frame] = []
+            if plen and 0 <= conn_id < len(analysis.connections):
+                # the frames of this segment's direction: a pure ACK (or the peer's segment)
+                # between a frame's first and last packet carries none of it
                 c = analysis.connections[conn_id]
                 direction = 0 if (src, sport) == tuple(c.client) else 1
                 own = [fr for fr in frames if fr.direction == direction]
-                if own:
-                    info_extra = " [continuation of " + frame_summary(own[0]) + "]"
+            info, pending = stream_info(analysis, n, done, own, prefix)
+            if info is not None:
+                return (src, dst, pcol, info + (" " + SEGMENT if pending else ""))
+            if pending and any(fr.protocol == "tls" and (fr.fields or {}).get("decrypted") for fr in done):
+                return (src, dst, pcol, prefix + TLS_SEGMENT)  # records read, the message they carry ends later
+            if not done and any(fr.protocol == "tls" and fr.first_packet == n and fr.packet > n for fr in own):
+                return (src, dst, pcol, prefix + SEGMENT)  # a record begins here: TLS cleared the column, TCP says why
+            if (pending or own and not own[0].protocol.startswith("spdy")) and "Retransmission]" not in prefix:
+                # part of a frame (a TLS record, an HTTP message) that completes later; tshark's
+                # SPDY dissector reassembles nothing, and a retransmission is not reassembled
+                # again, so neither gets the marker
+                info_extra = " " + SEGMENT
         fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
         rs, ra = ta.relative(n, seq, ack)
         info = f"{prefix}{sport} → {dport} [{fl}] Seq={seq if rs is None else rs}"
@@ -1080,15 +1095,34 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
                 for k in range(0, len(val) // 8 * 8, 8):
                     le, re_ = struct.unpack_from("!II", val, k)
                     info += f" SLE={_rel(le, rbase)} SRE={_rel(re_, rbase)}"
-        return (n, tm, src, dst, "TCP", length, info + info_extra)
+        return (src, dst, "TCP", info + info_extra)
     if proto == 17 and l4 is not None:
         sport, dport, ulen = l4
         if frames:
             done = [fr for fr in frames if fr.packet == n] or frames
-            return (n, tm, src, dst, pcol, length, _datagram_info(done))
+            return (src, dst, pcol, _udp_info(analysis, n, data, lt, done, frames))
         info = f"{sport} → {dport} Len={max(ulen - 8, 0)}"
-        return (n, tm, src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", length, info)
-    return (n, tm, src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), length, f"IP protocol {IP_PROTOS.get(proto, proto)}")
+        return (src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", info)
+    return (src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), f"IP protocol {IP_PROTOS.get(proto, proto)}")
+
+
+def _udp_info(analysis: Analysis, n: int, data: bytes, lt: int, frames: list[Frame], spanning: list[Frame]) -> str:
+    """Info of a UDP packet with frames: tshark's for QUIC and DNS (``analyzer.info``), else
+    ``_datagram_info``."""
+    from .info import dns_info, quic_info
+
+    try:
+        L = layers(lt, data)
+        payload = data[L.transport + 8 : L.end] if L.transport >= 0 else b""
+        if any(fr.protocol == "quic" for fr in frames):
+            got = quic_info(analysis, n, payload, frames, spanning)
+        elif frames[0].protocol == "dns":
+            got = dns_info(payload)
+        else:
+            got = None
+    except Exception:  # noqa: BLE001 - the row keeps wirefall's own text
+        got = None
+    return got if got is not None else _datagram_info(frames)
 
 
 def _datagram_info(frames: list[Frame]) -> str:

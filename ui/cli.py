@@ -195,13 +195,14 @@ def cmd_summary(args) -> int:
 
 
 def cmd_packets(args) -> int:
-    # -Y filters packets with tshark's semantics (analyzer.filter.filter_packets); the text
-    # and JSON outputs list the same packets
+    # -Y filters packets with tshark's semantics (analyzer.filter.filter_packets); the text and
+    # JSON outputs list the same packets, each from the one packet record that the TUI and the
+    # web packet list show too (analyzer.packet_record)
     pred = _filter(args, "packets")
     an = load(args)
     from wirefall.analyzer.capture import PacketSource
-    from wirefall.analyzer.detail import packet_row
     from wirefall.analyzer.filter import filter_packets
+    from wirefall.analyzer.packet_record import packet_records
 
     src = PacketSource(args.file)
     try:
@@ -210,16 +211,14 @@ def cmd_packets(args) -> int:
             from wirefall.ui.cli_objects import write_packets
 
             return write_packets(args, an, src, shown)
-        rows = (packet_row(an, src, n) for n in shown)
+        records = packet_records(an, src, shown)
         if args.json:
-            conn = an.index.conn
-            _dump({"packet": r[0], "time": an.index.ts[r[0] - 1], "relative_time": r[1], "source": r[2], "destination": r[3],
-                   "protocol": r[4], "length": r[5], "info": r[6], "connection": conn[r[0] - 1] if conn[r[0] - 1] >= 0 else None}
-                  for r in rows)
+            _dump(r.json() for r in records)
         else:
             w = sys.stdout.write
-            for r in rows:
-                w(f"{r[0]:>7} {r[1]:>11.6f} {printable(r[2]):>22} → {printable(r[3]):<22} {printable(r[4]):<7} {r[5]:>6} {printable(r[6])}\n")
+            P = printable
+            for r in records:
+                w(f"{r.number:>7} {r.relative:>11.6f} {P(r.source):>22} → {P(r.destination):<22} {P(r.protocol):<7} {r.length:>6} {P(r.info)}\n")
     finally:
         src.close()
     return 0

@@ -21,9 +21,12 @@ from wirefall.analyzer.safetext import printable, printable_lines
 if TYPE_CHECKING:
     from wirefall.analyzer.capture import PacketSource
 
-from .expert import ExpertPane, legend_text, packet_colours
-from .widgets import (waterfall_legend, DEFAULT_STYLE, HexView, LineList, PacketList, TabLine, TextList, WaterfallView, fmt_ms,
-                      address_width, packet_header_text, proto_style)
+from .expert import ExpertPane, legend_text
+from .packets import BINDINGS as PACKET_BINDINGS
+from .packets import HELP as PACKET_HELP
+from .packets import PacketHabits
+from .widgets import (waterfall_legend, DEFAULT_STYLE, HexView, LineList, PacketHeader, PacketList, TabLine, TextList,
+                      WaterfallView, fmt_ms, address_width, packet_header_text, proto_style)
 
 HELP = """\
 [b]wirefall — keys[/b]
@@ -52,12 +55,12 @@ HELP = """\
 
 [b]Packets[/b]
   F                 follow the stream (frames of the selected packet's stream, or its connection)
-  W                 write the packets shown (filtered or all) to CAPTURE-displayed.pcapng, keys in a DSB
   d / b             focus the detail tree / the bytes pane
   x                 bytes pane: next source (Frame, then each Decrypted TLS record / QUIC packet on the packet)
   in the tree       ↑ ↓ select a field (its bytes are highlighted), → expand, ← collapse (or go to
                     the parent), space toggle
 
+{packet_help}
 [b]Waterfall[/b]
   + / -             zoom in (around the selected request) / out
   ← → / h l         pan the time axis
@@ -79,9 +82,9 @@ HELP = """\
 [b]An empty or partial view[/b]: the line above the status bar says what the capture does not
   show (no key log, a key log without these connections' secrets, a truncated file, a budget
   hit …) and what to do next; `wirefall summary FILE` lists every such issue.
-"""
+""".replace("{packet_help}", PACKET_HELP)
 
-HINT = "Tabs: 1 Packets 2 Waterfall 3 Connections 4 Statistics · ? help · f filter"  # fits 80 columns
+HINT = "1 Packets 2 Waterfall · ? help · f filter · s sort · t time · m mark · ^G go"  # fits 80 columns
 
 
 class DetailTree(Tree):
@@ -184,7 +187,7 @@ class FollowScreen(ModalScreen):
             self.dismiss(pkt)
 
 
-class WirefallApp(App):
+class WirefallApp(PacketHabits, App):
     TITLE = "wirefall"
     CSS = """
     Screen { layout: vertical; }
@@ -247,7 +250,7 @@ class WirefallApp(App):
         Binding("b", "focus_bytes", "Bytes", show=False),
         Binding("x", "bytes_tab", "Bytes tab", show=False),
         Binding("C", "compare", "Compare", show=False),
-        Binding("W", "write_displayed", "Write shown packets", show=False),
+        *PACKET_BINDINGS,  # s S t m ctrl+g ctrl+t W E (ui/tui/packets.py)
         Binding("escape", "escape", "Back", show=False),
         Binding("less_than_sign", "resize('bytes', -4)", "Narrow bytes", show=False),
         Binding("greater_than_sign", "resize('bytes', 4)", "Widen bytes", show=False),
@@ -293,7 +296,7 @@ class WirefallApp(App):
         with TabbedContent(initial="packets", id="tabs"):
             with TabPane("Packets", id="packets"):
                 with Vertical(id="packets-pane"):
-                    yield Static(packet_header_text(), id="packet-header")
+                    yield PacketHeader(packet_header_text(), id="packet-header")
                     yield PacketList(id="packet-list")
                     with Horizontal(id="lower"):
                         yield DetailTree("Packet", id="detail")
@@ -442,14 +445,14 @@ class WirefallApp(App):
     def _started(self, an, source) -> None:
         """The analysis has begun: show its packets as they arrive (the index arrays only
         grow; a row is shown once its packet is fully indexed)."""
-        from wirefall.analyzer.detail import packet_row
+        from wirefall.analyzer.packet_record import packet_record
 
         if self.loaded:
             source.close()
             return
         self.an = an
         self.source = source
-        self.row_fn = lambda n: packet_row(an, source, n)
+        self.row_fn = lambda n: packet_record(an, source, n)
         pl = self.query_one(PacketList)
         pl.set_packets(range(1, 1), self.row_fn)
         self._grow_timer = self.set_interval(self.GROW_EVERY, self._grow)
@@ -484,7 +487,7 @@ class WirefallApp(App):
 
     def _loaded(self, an, seconds: float) -> None:
         from wirefall.analyzer.capture import PacketSource
-        from wirefall.analyzer.detail import packet_row
+        from wirefall.analyzer.packet_record import packet_record
 
         timer = getattr(self, "_grow_timer", None)
         if timer is not None:
@@ -495,13 +498,16 @@ class WirefallApp(App):
             if self.source is not None:
                 self.source.close()
             self.source = PacketSource(self.path)
-            self.row_fn = lambda n: packet_row(an, self.source, n)
         self.an = an
         self.query_one("#progress").add_class("-done")
         self.loaded = True
         pl.addr_width = address_width(an)
-        self.query_one("#packet-header", Static).update(packet_header_text(pl.addr_width))
-        pl.colour_fn = packet_colours(an, self.source)  # Wireshark's colouring rules, per row drawn
+        self.query_one("#packet-header", Static).update(packet_header_text(pl.addr_width, pl.time_format, pl.sort))
+        # the one packet record (analyzer.packet_record) with its colouring rule, per row drawn
+        src = self.source
+        colourer = packet_colourer(an, src)
+        self.row_fn = lambda n: packet_record(an, src, n, colourer)
+        pl.analysis = an
         pl.set_packets(range(1, an.packets + 1), self.row_fn)  # rows drawn while loading are drawn again
         if self.query_one(TabbedContent).active == "expert":
             self.query_one(ExpertPane).refill()
@@ -914,6 +920,7 @@ class WirefallApp(App):
             else:
                 pl = self.query_one(PacketList)
                 pl.set_packets(range(1, self.an.packets + 1), self.row_fn, keep=pl.current_packet)
+                self.resort_packets()
                 pl.focus()
             self._status(f"{FILTER_SCOPES[tab][0].split()[1].rstrip(':')}: filter cleared")
             return
@@ -952,6 +959,7 @@ class WirefallApp(App):
         pl = self.query_one(PacketList)
         cur = pl.current_packet
         pl.set_packets(matches, self.row_fn)
+        self.resort_packets()
         if cur is not None and not pl.select_packet(cur):
             if pl.count:
                 pl.move_to(0)
@@ -1020,11 +1028,6 @@ class WirefallApp(App):
         self.notify(f"{self.search_text!r} not found", severity="warning")
 
     # ------------------------------------------------------------ misc
-    def action_write_displayed(self) -> None:
-        from .body import write_displayed  # (ui/tui/body.py)
-
-        write_displayed(self)
-
     def action_help(self) -> None:
         self._hide_hint()
         self.push_screen(HelpScreen())
@@ -1095,6 +1098,17 @@ class WirefallApp(App):
     def on_unmount(self) -> None:
         if self.source is not None:
             self.source.close()
+
+
+def packet_colourer(an, source):
+    """Wireshark's colouring rules on this analysis (``analyzer.colouring.Colourer``), or
+    None when they cannot be evaluated (uncoloured rows rather than no packet list)."""
+    from wirefall.analyzer.colouring import colourer
+
+    try:
+        return colourer(an, source)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def build_waterfall(an, group_by: str | None = None, sort: str = "start"):

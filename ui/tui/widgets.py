@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -46,6 +47,11 @@ def proto_style(proto: str) -> Style:
 
 PACKET_COLUMNS = (("No.", 7, True), ("Time", 11, True), ("Source", 24, False), ("Destination", 24, False),
                   ("Protocol", 8, False), ("Length", 6, True))
+# the record field each column sorts by (analyzer.packet_record.COLUMNS), in column order, Info last
+SORT_KEYS = ("no", "time", "source", "destination", "protocol", "length", "info")
+SORT_NAMES = dict(zip(SORT_KEYS, ("No.", "Time", "Source", "Destination", "Protocol", "Length", "Info")))
+TIME_WIDTH = {"absolute": 26}  # the Time column's width per format (11 otherwise)
+MARKED_STYLE = Style(color="#ffffff", bgcolor="#000000")  # Wireshark's marked packets: white on black
 
 
 def _cell(text: str, width: int, right: bool) -> str:
@@ -57,10 +63,11 @@ def _cell(text: str, width: int, right: bool) -> str:
 ADDR_WIDTH = 24  # Source / Destination columns; 39 (a full IPv6 address) when the capture has one longer
 
 
-def _columns(addr_width: int | None):
-    if not addr_width or addr_width == ADDR_WIDTH:
+def _columns(addr_width: int | None, time_width: int | None = None):
+    if (not addr_width or addr_width == ADDR_WIDTH) and not time_width:
         return PACKET_COLUMNS
-    return tuple((n, addr_width if n in ("Source", "Destination") else w, r) for n, w, r in PACKET_COLUMNS)
+    aw = addr_width or ADDR_WIDTH
+    return tuple((n, aw if n in ("Source", "Destination") else (time_width or w) if n == "Time" else w, r) for n, w, r in PACKET_COLUMNS)
 
 
 def address_width(an) -> int:
@@ -73,19 +80,50 @@ def address_width(an) -> int:
     return min(max(ADDR_WIDTH, longest), 39)
 
 
-def packet_header_text(addr_width: int | None = None) -> str:
-    return " ".join(_cell(name, w, r) for name, w, r in _columns(addr_width)) + " Info"
+TIME_TITLES = {"relative": "Time", "absolute": "Time (UTC)", "delta": "Delta time", "reference": "Ref time"}
 
 
-def format_packet_row(row: tuple, addr_width: int | None = None) -> str:
-    no, tm, src, dst, proto, length, info = row
-    vals = (str(no), f"{tm:.6f}", src, dst, proto, str(length))
-    return " ".join(_cell(v, w, r) for v, (_, w, r) in zip(vals, _columns(addr_width))) + " " + info
+def packet_header_text(addr_width: int | None = None, time_format: str = "relative", sort: tuple[str, bool] | None = None) -> str:
+    """The column titles, each in its column: the Time column names its format when it is
+    not the default (``Delta time``: since the previous displayed packet); the sorted column
+    carries ▲ (ascending) or ▼ — beside its title where it fits, else in the space before it."""
+    cols = _columns(addr_width, TIME_WIDTH.get(time_format))
+    arrow = ("▼" if sort[1] else "▲") if sort is not None else ""
+    out = ""
+    for k, ((name, w, right), key) in enumerate(zip(cols, SORT_KEYS)):
+        if key == "time":
+            name = TIME_TITLES.get(time_format, name)
+        sep = " " if k else ""
+        if sort is not None and sort[0] == key:
+            if len(name) + 2 <= w:
+                name = f"{arrow} {name}" if right else f"{name} {arrow}"
+            elif k:
+                sep = arrow
+        out += sep + _cell(name, w, right)
+    return out + (f" Info {arrow}" if sort is not None and sort[0] == "info" else " Info")
 
 
-def packet_search_text(row: tuple) -> str:
+def header_column_at(x: int, addr_width: int | None = None, time_format: str = "relative") -> str | None:
+    """The sort key of the column under column ``x`` of the header (a click on it)."""
+    pos = 0
+    for (_, w, _), key in zip(_columns(addr_width, TIME_WIDTH.get(time_format)), SORT_KEYS):
+        if pos <= x < pos + w + 1:
+            return key
+        pos += w + 1
+    return "info" if x >= pos else None
+
+
+def format_packet_row(row, addr_width: int | None = None, time: str | None = None, time_format: str = "relative") -> str:
+    """A packet-list line from a ``PacketRecord`` (or its ``row()`` tuple); ``time``: the
+    Time column's text in the chosen format (default: seconds since the first packet)."""
+    no, tm, src, dst, proto, length, info = row.row() if hasattr(row, "row") else row
+    vals = (str(no), time if time is not None else f"{tm:.6f}", src, dst, proto, str(length))
+    return " ".join(_cell(v, w, r) for v, (_, w, r) in zip(vals, _columns(addr_width, TIME_WIDTH.get(time_format)))) + " " + info
+
+
+def packet_search_text(row) -> str:
     """Every column of a packet row, untruncated (what search looks in)."""
-    no, tm, src, dst, proto, length, info = row
+    no, tm, src, dst, proto, length, info = row.row() if hasattr(row, "row") else row
     return f"{no} {tm:.6f} {src} {dst} {proto} {length} {info}"
 
 
@@ -242,28 +280,52 @@ class LineList(ScrollView, can_focus=True):
 
 
 class PacketList(LineList):
-    """The packet list.  ``packets`` is the sequence of packet numbers shown (all, or the
-    filtered ones); rows come from ``row_fn(n)`` (``analyzer.detail.packet_row``)."""
+    """The packet list.  ``displayed`` is what the display filter keeps, in capture order
+    (all packets, or the filtered ones); ``packets`` the same packets in the order shown
+    (sorted by a column, or capture order).  Rows come from ``row_fn(n)``
+    (``analyzer.packet_record.packet_record``: the record the CLI and the web app show);
+    the Time column is drawn in ``time_format`` with the time references ``refs``;
+    ``marks`` are the marked packets (drawn white on black, as in Wireshark)."""
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self.packets: Sequence[int] = range(0)
-        self.row_fn: Callable[[int], tuple] | None = None
+        self.displayed: Sequence[int] = range(0)
+        self.row_fn: Callable[[int], Any] | None = None
         self.addr_width = ADDR_WIDTH
         # packet -> (colouring rule, fg, bg) or None (ui/tui/expert.packet_colours); None: protocol colours
         self.colour_fn: Callable[[int], tuple[str, str, str] | None] | None = None
+        self.analysis: Any = None  # for the Time column's other formats (analyzer.packet_record.time_text)
+        self.time_format = "relative"
+        self.refs: list[int] = []  # time references, sorted
+        self.marks: set[int] = set()
+        self.sort: tuple[str, bool] | None = None  # (column key, descending) the list is sorted by; None: capture order
+        self._pos: dict[int, int] | None = None  # packet -> line, when sorted
 
     def search_text(self, i: int) -> str:
         try:
-            return printable(packet_search_text(self.row(i)))
+            return printable(packet_search_text(self.record(i)))
         except Exception:  # noqa: BLE001
             return self.cached_line(i)[0]
 
-    def set_packets(self, packets: Sequence[int], row_fn: Callable[[int], tuple], keep: int | None = None) -> None:
+    def set_packets(self, packets: Sequence[int], row_fn: Callable[[int], Any], keep: int | None = None) -> None:
+        """Show ``packets`` (capture order) in capture order; a sort is applied after with
+        ``set_order``."""
         self.packets = packets
+        self.displayed = packets
+        self._pos = None
         self.row_fn = row_fn
         self.content_width = 240
         self.set_count(len(packets))
+        if keep is not None:
+            self.select_packet(keep, notify=False)
+
+    def set_order(self, order: Sequence[int], sort: tuple[str, bool] | None, keep: int | None = None) -> None:
+        """Show the displayed packets in ``order`` (sorted by ``sort``), the cursor kept on ``keep``."""
+        self.packets = order
+        self.sort = sort
+        self._pos = None if order is self.displayed else {n: i for i, n in enumerate(order)}
+        self.set_count(len(order), keep_cursor=True)
         if keep is not None:
             self.select_packet(keep, notify=False)
 
@@ -271,6 +333,7 @@ class PacketList(LineList):
         """While loading: the list now holds packets 1..n; the cursor stays, rows on screen
         are drawn again (a packet's frames may have been decoded since)."""
         self.packets = range(1, n + 1)
+        self.displayed = self.packets
         self.count = n
         self.virtual_size = Size(self.content_width, n)
         self.invalidate()
@@ -282,34 +345,74 @@ class PacketList(LineList):
     def current_packet(self) -> int | None:
         return self.packet_at(self.cursor)
 
-    def select_packet(self, n: int, notify: bool = True) -> bool:
+    def index_of(self, n: int) -> int | None:
+        """The line packet ``n`` is on (None: not shown)."""
         from bisect import bisect_left
 
+        if self._pos is not None:
+            return self._pos.get(n)
         pk = self.packets
         if isinstance(pk, range):
-            i = n - pk.start if pk.start <= n < pk.stop else -1
-        else:
-            i = bisect_left(pk, n)
-            if i >= len(pk) or pk[i] != n:
-                i = -1
-        if i < 0:
+            return n - pk.start if pk.start <= n < pk.stop else None
+        i = bisect_left(pk, n)
+        return i if i < len(pk) and pk[i] == n else None
+
+    def select_packet(self, n: int, notify: bool = True) -> bool:
+        i = self.index_of(n)
+        if i is None:
             return False
         self.move_to(i, notify)
         return True
 
-    def row(self, i: int) -> tuple:
+    def record(self, i: int):
+        """The packet record of line ``i`` (``analyzer.packet_record.PacketRecord``)."""
         return self.row_fn(self.packets[i])  # type: ignore[misc]
 
+    def row(self, i: int) -> tuple:
+        """Line ``i`` as ``analyzer.detail.packet_row``'s tuple."""
+        r = self.record(i)
+        return r.row() if hasattr(r, "row") else r
+
+    def time_text(self, rec) -> str:
+        """The Time column of a record in the chosen format (``analyzer.packet_record.time_text``)."""
+        no, rel = (rec.number, rec.relative) if hasattr(rec, "relative") else (rec[0], rec[1])
+        if self.time_format == "relative" or self.analysis is None:
+            return f"{rel:.6f}"
+        from wirefall.analyzer.packet_record import time_text
+
+        return time_text(self.analysis, no, self.time_format, None if isinstance(self.displayed, range) else self.displayed, self.refs)
+
     def line(self, i: int) -> tuple[str, Style]:
-        row = self.row(i)
-        st = proto_style(row[4])
-        err = "[error]" in row[6] or "Malformed" in row[6]
-        col = self.colour_fn(self.packets[i]) if self.colour_fn is not None else None
-        if col is not None:
+        rec = self.record(i)
+        no, _, _, _, proto, _, info = rec.row() if hasattr(rec, "row") else rec
+        st = proto_style(proto)
+        err = "[error]" in info or "Malformed" in info
+        col = getattr(rec, "colour", None)
+        if col is None and self.colour_fn is not None:
+            col = self.colour_fn(no)
+        if no in self.marks:
+            st = MARKED_STYLE + Style(bold=err)
+        elif col is not None:
             st = Style(color=col[1], bgcolor=col[2], bold=err)
         elif err:
             st = ERROR_STYLE
-        return format_packet_row(row, self.addr_width), st
+        return format_packet_row(rec, self.addr_width, self.time_text(rec), self.time_format), st
+
+
+class PacketHeader(Static):
+    """The packet list's column titles; a click on one sorts the list by it (again: the
+    other way, a third time: capture order), as Wireshark's column header does."""
+
+    class Clicked(Message):
+        def __init__(self, column: str) -> None:
+            super().__init__()
+            self.column = column
+
+    def on_click(self, event) -> None:
+        pl = self.app.query_one(PacketList)
+        col = header_column_at(event.x, pl.addr_width, pl.time_format)
+        if col is not None:
+            self.post_message(self.Clicked(col))
 
 
 class HexView(ScrollView, can_focus=True):

@@ -757,38 +757,17 @@ def _sort_keys(sort_model) -> list[tuple[str, bool]]:
 
 
 def time_value(entry: Entry, n: int, fmt: str, numbers: list[int] | None, refs: list[int]) -> float:
-    """Packet ``n``'s Time column as a number (seconds; absolute: since the epoch)."""
-    from bisect import bisect_left, bisect_right
+    """Packet ``n``'s Time column as a number (seconds; absolute: since the epoch): the
+    TUI's and the CLI's (analyzer.packet_record)."""
+    from wirefall.analyzer.packet_record import time_value as tv
 
-    ts = entry.analysis.index.ts
-    t = ts[n - 1]
-    if fmt == "absolute":
-        return t
-    if fmt == "delta":  # the previous displayed packet in capture order (Wireshark's frame.time_delta_displayed)
-        if numbers is None:
-            return t - ts[n - 2] if n > 1 else 0.0
-        i = bisect_left(numbers, n)
-        return t - ts[numbers[i - 1] - 1] if i > 0 else 0.0
-    if fmt == "reference" and refs:
-        i = bisect_right(refs, n)
-        if i > 0:
-            return t - ts[refs[i - 1] - 1]
-    return t - ts[0]
+    return tv(entry.analysis, n, fmt, numbers, refs)
 
 
 def time_text(entry: Entry, n: int, fmt: str, numbers: list[int] | None, refs: list[int]) -> str:
-    if fmt == "reference" and n in refs:
-        return "*REF*"
-    v = time_value(entry, n, fmt, numbers, refs)
-    if fmt == "absolute":
-        import datetime as _dt
+    from wirefall.analyzer.packet_record import time_text as tt
 
-        try:
-            d = _dt.datetime.fromtimestamp(v, _dt.UTC)
-        except (OverflowError, OSError, ValueError):
-            return f"{v:.6f}"
-        return d.strftime("%Y-%m-%d %H:%M:%S.%f")
-    return f"{v:.6f}"
+    return tt(entry.analysis, n, fmt, numbers, refs)
 
 
 def packet_order(entry: Entry, numbers: list[int] | None, sort_model=None, time_format: str = "relative",
@@ -839,13 +818,13 @@ def _text_column(entry: Entry, col: str, base, expr: str) -> dict[int, str]:
 
 
 def _row_tuple(entry: Entry, n: int) -> tuple:
-    """analyzer.detail.packet_row of packet ``n``, from a bounded per-capture cache."""
-    from wirefall.analyzer.detail import packet_row
+    """analyzer.packet_record's record of packet ``n`` (as a row tuple), from a bounded per-capture cache."""
+    from wirefall.analyzer.packet_record import packet_record
 
     cache = entry.memo(("packet-rows",), dict, keep=48)
     r = cache.get(n)
     if r is None:
-        r = packet_row(entry.analysis, entry.source, n)
+        r = packet_record(entry.analysis, entry.source, n).row()
         with entry.lock:
             cache[n] = r
             while len(cache) > ROW_CACHE:

@@ -1,0 +1,171 @@
+"""One packet-list record, shared by every frontend.
+
+``packet_record(analysis, source, n)`` is packet ``n`` as the packet list shows it: number,
+times (epoch, relative to the first packet, delta from the previous captured packet), source,
+destination, protocol, length, Info (Wireshark's wording, built in ``analyzer.detail``),
+connection and, when a ``Colourer`` is given, the colouring rule (``analyzer.colouring``).
+``wirefall packets`` (text and ``--json``), the TUI packet list, the web packet list and the
+display filter's ``info``/``source``/… fields all read it, so they show the same columns for
+the same packet; which packets they show is always ``analyzer.filter.filter_packets``.
+
+The Time column's formats are Wireshark's View → Time Display Format (``TIME_FORMATS``):
+``relative`` (seconds since the first packet, ``tshark -t r``), ``absolute`` (UTC date and
+time of day, ``-t ud``), ``delta`` (seconds since the previous *displayed* packet, ``-t dd``)
+and ``reference`` (seconds since the nearest time reference at or before the packet, the
+reference itself shown ``*REF*``, as Wireshark's relative time once a reference is set).
+``sort_packets`` orders the packets shown by any column, as a click on Wireshark's column
+header does (stable: equal keys keep capture order).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PacketRecord", "packet_record", "packet_records", "TIME_FORMATS", "TIME_FORMAT_ORDER", "COLUMNS", "time_value",
+           "time_text", "sort_packets", "SORT_TEXT_LIMIT", "next_time_format"]
+
+
+@dataclass(frozen=True, slots=True)
+class PacketRecord:
+    """Packet ``number`` as the packet list shows it."""
+
+    number: int
+    time: float  # capture timestamp, seconds since the epoch (frame.time_epoch)
+    relative: float  # seconds since the first packet (frame.time_relative)
+    delta: float  # seconds since the previous captured packet (frame.time_delta)
+    source: str
+    destination: str
+    protocol: str
+    length: int  # bytes on the wire (frame.len)
+    info: str
+    connection: int | None  # the connection id (analysis.connections), None outside any
+    colour: tuple[str, str, str] | None = None  # (colouring rule, fg, bg) when asked for and a rule matches
+
+    def row(self) -> tuple[int, float, str, str, str, int, str]:
+        """``(no, relative time, source, destination, protocol, length, info)``
+        (``analyzer.detail.packet_row``'s tuple)."""
+        return (self.number, self.relative, self.source, self.destination, self.protocol, self.length, self.info)
+
+    def json(self) -> dict[str, Any]:
+        """The object ``wirefall packets --json`` writes for it (docs/JSON.md, "packets")."""
+        return {"packet": self.number, "time": self.time, "relative_time": self.relative, "source": self.source,
+                "destination": self.destination, "protocol": self.protocol, "length": self.length, "info": self.info,
+                "connection": self.connection}
+
+
+def packet_record(analysis, source, n: int, colourer=None) -> PacketRecord:
+    """Packet ``n`` (1-based) of ``analysis``, its bytes read from ``source`` (a
+    ``PacketSource``); ``colourer`` (``analyzer.colouring.Colourer``) fills ``colour``."""
+    from .detail import row_columns
+
+    idx = analysis.index
+    i = n - 1
+    ts = idx.ts
+    t = ts[i]
+    src, dst, proto, info = row_columns(analysis, source, n)
+    c = idx.conn[i]
+    colour = None
+    if colourer is not None:
+        try:
+            colour = colourer.colour(n)
+        except Exception:  # noqa: BLE001 - an uncoloured row rather than none
+            colour = None
+    return PacketRecord(n, t, t - ts[0], t - ts[i - 1] if i > 0 else 0.0, src, dst, proto, idx.origlen[i], info,
+                        c if c >= 0 else None, colour)
+
+
+def packet_records(analysis, source, numbers: Iterable[int], colourer=None) -> Iterator[PacketRecord]:
+    for n in numbers:
+        yield packet_record(analysis, source, n, colourer)
+
+
+# ---------------------------------------------------------------- the Time column
+
+# Wireshark's View → Time Display Format, by the names the web app and the TUI use
+TIME_FORMATS = {
+    "relative": "seconds since the first packet",
+    "absolute": "UTC date and time of day",
+    "delta": "seconds since the previous displayed packet",
+    "reference": "seconds since the time reference",
+}
+TIME_FORMAT_ORDER = tuple(TIME_FORMATS)
+
+
+def next_time_format(fmt: str) -> str:
+    """The format after ``fmt`` (the TUI's key cycles through them)."""
+    i = TIME_FORMAT_ORDER.index(fmt) if fmt in TIME_FORMATS else -1
+    return TIME_FORMAT_ORDER[(i + 1) % len(TIME_FORMAT_ORDER)]
+
+
+def time_value(analysis, n: int, fmt: str, displayed: Sequence[int] | None = None, refs: Sequence[int] = ()) -> float:
+    """Packet ``n``'s Time column as a number of seconds (``absolute``: since the epoch).
+    ``displayed``: the packets shown in capture order (None: all), for ``delta``
+    (Wireshark's frame.time_delta_displayed); ``refs``: the time references, sorted."""
+    ts = analysis.index.ts
+    t = ts[n - 1]
+    if fmt == "absolute":
+        return t
+    if fmt == "delta":
+        if displayed is None or isinstance(displayed, range) and displayed.step == 1 and displayed.start == 1:
+            return t - ts[n - 2] if n > 1 else 0.0
+        i = bisect_left(displayed, n)
+        return t - ts[displayed[i - 1] - 1] if i > 0 else 0.0
+    if fmt == "reference" and refs:
+        i = bisect_right(refs, n)
+        if i > 0:
+            return t - ts[refs[i - 1] - 1]
+    return t - ts[0]
+
+
+def time_text(analysis, n: int, fmt: str, displayed: Sequence[int] | None = None, refs: Sequence[int] = ()) -> str:
+    """The Time column as tshark writes it with ``-t r`` / ``-t ud`` / ``-t dd`` (and
+    ``*REF*`` for a time reference in the ``reference`` format)."""
+    if fmt == "reference" and refs:
+        i = bisect_left(refs, n)
+        if i < len(refs) and refs[i] == n:
+            return "*REF*"
+    v = time_value(analysis, n, fmt, displayed, refs)
+    if fmt == "absolute":
+        try:
+            d = _dt.datetime.fromtimestamp(v, _dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            return f"{v:.6f}"
+        return d.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return f"{v:.6f}"
+
+
+# ---------------------------------------------------------------- sorting by a column
+
+COLUMNS = ("no", "time", "source", "destination", "protocol", "length", "info")
+SORT_TEXT_LIMIT = 30_000  # packets shown: sorting by a text column decodes each (≈ 5–30 k/s)
+
+
+def sort_packets(analysis, source, numbers: Sequence[int], column: str, descending: bool = False, fmt: str = "relative",
+                 refs: Sequence[int] = (), text_limit: int = SORT_TEXT_LIMIT,
+                 record: Callable[[int], PacketRecord] | None = None) -> list[int]:
+    """``numbers`` (the packets shown, in capture order) ordered by ``column`` (one of
+    ``COLUMNS``), stably.  Numeric columns (No., Time, Length) sort from the packet index;
+    a text column decodes every packet shown (``record``: a cached ``packet_record``), so
+    it is refused (``ValueError``) above ``text_limit`` packets."""
+    if column not in COLUMNS:
+        raise ValueError(f"unknown column {column!r}")
+    order = list(numbers)
+    idx = analysis.index
+    if column == "no":
+        order.sort(reverse=descending)
+    elif column == "length":
+        order.sort(key=lambda k: idx.origlen[k - 1], reverse=descending)
+    elif column == "time":
+        disp = numbers if not isinstance(numbers, range) else None
+        order.sort(key=lambda k: time_value(analysis, k, fmt, disp, refs), reverse=descending)
+    else:
+        if len(order) > text_limit:
+            raise ValueError(f"sorting by {column} reads every packet shown, and {len(order):,} are shown "
+                             f"(at most {text_limit:,}); filter first")
+        get = record or (lambda k: packet_record(analysis, source, k))
+        keys = {k: getattr(get(k), column) for k in order}
+        order.sort(key=keys.__getitem__, reverse=descending)
+    return order
