@@ -724,28 +724,10 @@ class H2Connection:
         return f
 
     def _plausible(self, d: _Direction, buf, pos: int) -> int | None:
-        """End of a plausible frame at ``pos`` (may lie beyond the buffer), or None."""
-        if len(buf) - pos < 9:
-            return None
-        hi, lo, t, flags, sid = _HDR.unpack_from(buf, pos)
-        length = (hi << 16) | lo
-        if t not in VALID_FLAGS or flags & ~VALID_FLAGS[t] & 0xFF:
-            return None
-        if sid & 0x80000000 or length > max(d.max_frame, DEFAULT_MAX_FRAME):
-            return None
-        if t in STREAM_ZERO and sid:
-            return None
-        if t in STREAM_NONZERO and not sid:
-            return None
-        if t in FIXED_LENGTH and length != FIXED_LENGTH[t]:
-            return None
-        if t == SETTINGS and (length % 6 or (flags & FLAG_ACK and length)):
-            return None
-        if t == GOAWAY and length < 8:
-            return None
-        if t == CONTINUATION:
-            return None  # a block's middle: its HEADERS is lost anyway
-        return pos + 9 + length
+        """End of a plausible frame at ``pos`` (may lie beyond the buffer), or None: the
+        registry's one rule (``plausible_frame_end``), a CONTINUATION never (a block's middle:
+        its HEADERS is lost anyway)."""
+        return plausible_frame_end(buf, pos, d.max_frame)
 
     def _resync(self, d: _Direction, buf, pos: int) -> int | None:
         n = len(buf)
