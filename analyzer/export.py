@@ -83,6 +83,25 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
+def publish(tmp: str, path: str, force: bool = False) -> None:
+    """Give the finished temporary file ``tmp`` its name ``path``.  Without ``force`` the step
+    is a hard link, which fails if ``path`` appeared meanwhile (never replacing a file)."""
+    os.chmod(tmp, 0o644)
+    if force:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
+    except OSError:  # file systems without hard links
+        if os.path.exists(path):
+            raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
 def write_atomic(path: str, data: bytes, force: bool = False) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder.  Without
     ``force`` the final step is a hard link, which fails if ``path`` appeared meanwhile."""
@@ -93,20 +112,7 @@ def write_atomic(path: str, data: bytes, force: bool = False) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        if force:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
-            except OSError:  # file systems without hard links
-                if os.path.exists(path):
-                    raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
-                os.replace(tmp, path)
-                return
-            os.unlink(tmp)
+        publish(tmp, path, force)
     except BaseException:
         try:
             os.unlink(tmp)

@@ -238,20 +238,9 @@ def write_pcapng(analysis: Analysis, packet_numbers: Iterable[int], path: str, k
                 f.write(_epb(out_iid[iid], ticks, cl, ol, src.read(off, cl)))
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        if force:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
-            except OSError:
-                if os.path.exists(path):
-                    raise FileExistsError(f"{path} exists (use --force to overwrite)") from None
-                os.replace(tmp, path)
-            else:
-                os.unlink(tmp)
+        from .export import publish
+
+        publish(tmp, path, force)
     except BaseException:
         try:
             os.unlink(tmp)
