@@ -74,32 +74,3 @@ def with_bodies(an, items: list, cid: int, stream_id, ex, whole_connection: bool
     if -1 in after:
         out.extend(after[-1])
     return out
-
-
-def write_displayed(app) -> None:
-    """W: the packets the packet list shows (all, or the filter's) to a new pcapng beside the
-    working directory's other files (``<capture>-displayed[-N].pcapng``, never replacing one),
-    with the keys they need in a Decryption Secrets Block (analyzer/pcapng_write.py)."""
-    import os
-
-    from wirefall.analyzer.pcapng_write import write_pcapng
-
-    from .widgets import PacketList
-
-    an = app.an
-    if an is None or not getattr(app, "loaded", False):
-        app.notify("the capture is still loading", severity="warning")
-        return
-    shown = list(app.query_one(PacketList).packets)
-    stem = os.path.splitext(os.path.basename(app.path))[0] or "capture"
-    for i in range(1000):
-        out = f"{stem}-displayed{'-' + str(i) if i else ''}.pcapng"
-        if not os.path.exists(out):
-            break
-    try:
-        r = write_pcapng(an, shown, out, keys=True, source=app.source)
-    except (OSError, ValueError) as e:
-        app.notify(printable(f"not written: {e}"), severity="error")
-        return
-    app.notify(printable(f"wrote {r.packets} packets to {os.path.abspath(out)}"
-                         + (f" with {r.secrets} key-log lines" if r.secrets else "")))
