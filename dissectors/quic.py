@@ -104,6 +104,7 @@ TLS_MSG = {1: "ClientHello", 2: "ServerHello", 4: "NewSessionTicket", 5: "EndOfE
 HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
 MAX_CRYPTO_BUFFER = 1 << 20  # bytes of one CRYPTO stream held (out of order or incomplete message)
 MAX_HELD_PACKETS = 256  # packets held while waiting for keys (e.g. Handshake before ServerHello)
+MAX_CIDS = 256  # connection IDs remembered per endpoint (for routing datagrams from a new address)
 MAX_ACK_RANGES = 64  # ACK ranges listed per ACK frame (``ack_range_count`` says how many it had)
 # RFC 9000 §12.4 Table 3: the only frames an Initial or Handshake packet may carry; 0-RTT
 # packets may carry any frame but these.  Anyone can derive Initial keys, so a frame that its
@@ -446,6 +447,13 @@ class QuicConnectionDissector:
         qp.size = end - pos
         pkt = data[pos:end]
         self._decrypt(direction, qp, pkt, pn_off - pos, packet)
+        if ptype == ONE_RTT and qp.hdr_len and qp.dcid:
+            # a connection ID the packet's AEAD check vouches for (its header is authenticated):
+            # one issued in a NEW_CONNECTION_ID the capture may not hold (sent before it began),
+            # which a datagram from a new address (NAT rebinding, migration) is routed by
+            rc = self.dirs[1 - qp.direction].cids
+            if len(rc) < MAX_CIDS and bytes(qp.dcid) not in rc:
+                rc.add(bytes(qp.dcid))
         self._count(qp.direction, qp)  # (the roles may have turned out reversed)
         return qp, end
 
