@@ -104,6 +104,7 @@ TLS_MSG = {1: "ClientHello", 2: "ServerHello", 4: "NewSessionTicket", 5: "EndOfE
 HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
 MAX_CRYPTO_BUFFER = 1 << 20  # bytes of one CRYPTO stream held (out of order or incomplete message)
 MAX_HELD_PACKETS = 256  # packets held while waiting for keys (e.g. Handshake before ServerHello)
+MAX_CIDS = 256  # connection IDs remembered per endpoint (for routing datagrams from a new address)
 MAX_ACK_RANGES = 64  # ACK ranges listed per ACK frame (``ack_range_count`` says how many it had)
 # RFC 9000 §12.4 Table 3: the only frames an Initial or Handshake packet may carry; 0-RTT
 # packets may carry any frame but these.  Anyone can derive Initial keys, so a frame that its
@@ -284,8 +285,10 @@ class _Dir:
 class QuicConnectionDissector:
     """Sans-IO dissector of one QUIC connection (both directions)."""
 
-    def __init__(self, secret=None, stream_limit: int = 16 << 20, tls=None, candidates=None):
+    def __init__(self, secret=None, stream_limit: int = 16 << 20, tls=None, candidates=None, trial_budget=None):
         """``secret(label, client_random) -> bytes | None`` looks up key-log secrets;
+        ``trial_budget``: a ``dissectors.budget.Budget`` of AEAD attempts for finding keys by
+        trial (``quic_trial``; None: ``TRIAL_BUDGET`` per connection);
         ``candidates(label) -> [client_random]`` lists the key log's client randoms having a
         secret of that label (for a connection whose handshake the capture missed);
         ``tls`` is a module with parse_client_hello/parse_server_hello/parse_encrypted_extensions
@@ -294,6 +297,8 @@ class QuicConnectionDissector:
         self.candidates: Callable[[str], list[bytes]] = candidates or (lambda label: [])
         self.trials = [0, 0]  # packets tried against the whole key log, per direction
         self.trial_cost = 0  # AEAD attempts spent on it
+        self.trial_budget = trial_budget
+        self.short_heads: list[bytes | None] = [None, None]  # first bytes after the flags of the last short header of unknown DCID length
         self.flipped: int | None = None  # packet at which the endpoints' roles turned out reversed
         # keys found by trial: the capture joined the connection mid-way, so a stream first
         # seen at offset N > 0 began before the capture and is delivered from N on (its
@@ -442,6 +447,13 @@ class QuicConnectionDissector:
         qp.size = end - pos
         pkt = data[pos:end]
         self._decrypt(direction, qp, pkt, pn_off - pos, packet)
+        if ptype == ONE_RTT and qp.hdr_len and qp.dcid:
+            # a connection ID the packet's AEAD check vouches for (its header is authenticated):
+            # one issued in a NEW_CONNECTION_ID the capture may not hold (sent before it began),
+            # which a datagram from a new address (NAT rebinding, migration) is routed by
+            rc = self.dirs[1 - qp.direction].cids
+            if len(rc) < MAX_CIDS and bytes(qp.dcid) not in rc:
+                rc.add(bytes(qp.dcid))
         self._count(qp.direction, qp)  # (the roles may have turned out reversed)
         return qp, end
 
@@ -468,15 +480,29 @@ class QuicConnectionDissector:
         return max(lens)
 
     TRIAL_PACKETS = 3  # packets per direction tried against every key-log secret
-    TRIAL_BUDGET = 4096  # AEAD attempts per connection, whatever the key log's size
+    TRIAL_BUDGET = 4096  # AEAD attempts per connection without a trial_budget (the session passes quic_trial's)
     TRIAL_DCID_LENS = (8, 0, 16, 20, 4, 5, 10, 12, 14, 18, 1, 2, 3, 6, 7, 9, 11, 13, 15, 17, 19)
 
     def _find_dcid_len(self, direction, data, pos, packet) -> int | None:
         """A 1-RTT packet whose connection ID length is unknown (the capture missed the
-        connection's start): the length is found with the packet's keys, see ``_trial``."""
+        connection's start): the length is found with the packet's keys, see ``_trial``.
+        The connection ID is the same in every packet of a direction (until it changes) and
+        the packet number after it is protected (random-looking), so the bytes this packet
+        shares with the previous one from the same sender bound the length: the lengths up
+        to that common prefix are tried first, the most common length (8) first otherwise."""
         if self.client_random is not None and (self.suite is None or self._keys(direction, 3) is None):
             return None
-        hit = self._trial(direction, data[pos:], [1 + dl for dl in self.TRIAL_DCID_LENS], 3, packet)
+        head = bytes(data[pos + 1 : pos + 21])
+        prev = self.short_heads[direction]
+        self.short_heads[direction] = head
+        lens = list(self.TRIAL_DCID_LENS)
+        if prev is not None:
+            lcp = 0
+            while lcp < min(len(head), len(prev)) and head[lcp] == prev[lcp]:
+                lcp += 1
+            first = [ln for ln in range(lcp, lcp - 3, -1) if ln >= 0]
+            lens = first + [ln for ln in lens if ln not in first]
+        hit = self._trial(direction, data[pos:], [1 + dl for dl in lens], 3, packet)
         if hit is None:
             return None
         dl = hit - 1
@@ -493,16 +519,21 @@ class QuicConnectionDissector:
         number starts).  Each candidate (client random, cipher suite, key phase, packet-number
         offset) is tried on it; only the right one passes the AEAD check.  The sender's role is
         a guess too (the first sender was taken for the client): its own label is tried first,
-        then the other role's, which swaps the directions.  Returns the packet-number offset."""
+        then the other role's, which swaps the directions.  Packet-number offsets are the outer
+        loop (the likeliest first), then the sender's own role, AES before ChaCha20, then the
+        secrets: a key log of hundreds of secrets costs about one AEAD attempt for each four of
+        them at the right offset.  Returns the packet-number offset."""
         searching = self.client_random is None  # (once the secret is known, trying lengths is cheap)
         if not searching:
             tries = [(direction, self.client_random)]
         else:
-            if self.trials[direction] >= self.TRIAL_PACKETS or self.trial_cost >= self.TRIAL_BUDGET:
+            b = self.trial_budget
+            if self.trials[direction] >= self.TRIAL_PACKETS or (b.hit if b is not None else self.trial_cost >= self.TRIAL_BUDGET):
                 return None
             self.trials[direction] += 1
             tries = [(r, cr) for r in (direction, 1 - direction) for cr in self.candidates(SECRET_LABELS.get((epoch, r), ""))]
         version = self.version or qc.VERSION_1
+        order = []  # (role, client random, suite, keys made on first use or the known ones)
         for role, cr in tries:
             label = SECRET_LABELS.get((epoch, role))
             secret = self.secret(label, cr) if label else None
@@ -512,49 +543,56 @@ class QuicConnectionDissector:
             suites = (known.suite,) if known else (self.suite,) if self.suite is not None else \
                 (0x1301, 0x1303) if len(secret) == 32 else (0x1302,) if len(secret) == 48 else ()
             for suite in suites:
-                if suite not in qc.SUITES:
+                if suite in qc.SUITES:
+                    order.append([role, cr, suite, known, secret])
+        order.sort(key=lambda o: (o[0] != direction, o[2] == 0x1303))
+        for pn_off in pn_offs:
+            for o in order:
+                role, cr, suite, known, secret = o
+                k0 = o[3]
+                if k0 is None:
+                    k0 = o[3] = PacketKeys(suite, secret, version)
+                try:
+                    tpn, pn_len, header = k0.unprotect_header(pkt, pn_off)
+                except DecryptError:
                     continue
-                k0 = known or PacketKeys(suite, secret, version)
-                for pn_off in pn_offs:
-                    try:
-                        tpn, pn_len, header = k0.unprotect_header(pkt, pn_off)
-                    except DecryptError:
-                        continue
-                    if header[0] & (0x0C if header[0] & 0x80 else 0x18):
-                        continue  # reserved bits set: not this key or offset (RFC 9000 17.2, 17.3.1)
-                    keys = [k0]
-                    if epoch == 3:  # key updates before the capture began: the phase bit tells which
-                        phase = (header[0] >> 2) & 1
-                        keys = [k0, k0.next_phase().next_phase()] if phase == k0.phase else [k0.next_phase()]
-                    for k in keys:
-                        for m in range(4 if pn_len <= 2 else 1):  # the full number may have wrapped
-                            pn = tpn + (m << (8 * pn_len))
-                            if searching:
-                                self.trial_cost += 1
-                                if self.trial_cost > self.TRIAL_BUDGET:
-                                    return None
-                            try:
-                                k.decrypt(pkt[len(header):], header, pn)
-                            except DecryptError:
-                                continue
-                            if role != direction:  # the other role sent it: swap what each direction holds
-                                self.dirs = (self.dirs[1], self.dirs[0])
-                                for v in self.stats.values():
-                                    v.reverse()
-                                self.trials.reverse()
-                                self.flipped = packet
-                            d = self.dirs[role]
-                            if self.client_random is None:
-                                self.client_random = cr
-                                self.suite = suite
-                                self.joined_late = True
-                                self.events.append(("trial_keys", role, packet))
-                            if k is not known:
-                                d.keys[epoch] = k  # (for 1-RTT: the key phase in use when the capture began)
-                                d.reasons[epoch] = None
-                            space = 1 if epoch == 2 else 2
-                            d.largest[space] = max(d.largest[space], pn - 1)
-                            return pn_off
+                if header[0] & (0x0C if header[0] & 0x80 else 0x18):
+                    continue  # reserved bits set: not this key or offset (RFC 9000 17.2, 17.3.1)
+                keys = [k0]
+                if epoch == 3:  # key updates before the capture began: the phase bit tells which
+                    phase = (header[0] >> 2) & 1
+                    keys = [k0, k0.next_phase().next_phase()] if phase == k0.phase else [k0.next_phase()]
+                for k in keys:
+                    for m in range(4 if pn_len <= 2 else 1):  # the full number may have wrapped
+                        pn = tpn + (m << (8 * pn_len))
+                        if searching:
+                            self.trial_cost += 1
+                            b = self.trial_budget
+                            if (not b.take(1)) if b is not None else self.trial_cost > self.TRIAL_BUDGET:
+                                return None
+                        try:
+                            k.decrypt(pkt[len(header):], header, pn)
+                        except DecryptError:
+                            continue
+                        if role != direction:  # the other role sent it: swap what each direction holds
+                            self.dirs = (self.dirs[1], self.dirs[0])
+                            for v in self.stats.values():
+                                v.reverse()
+                            self.trials.reverse()
+                            self.short_heads.reverse()
+                            self.flipped = packet
+                        d = self.dirs[role]
+                        if self.client_random is None:
+                            self.client_random = cr
+                            self.suite = suite
+                            self.joined_late = True
+                            self.events.append(("trial_keys", role, packet))
+                        if k is not known:
+                            d.keys[epoch] = k  # (for 1-RTT: the key phase in use when the capture began)
+                            d.reasons[epoch] = None
+                        space = 1 if epoch == 2 else 2
+                        d.largest[space] = max(d.largest[space], pn - 1)
+                        return pn_off
         return None
 
     def _set_initial(self, version, dcid):

@@ -291,9 +291,9 @@ def test_quic_stream_buffer_from_ctx_limits():
     seen = []
     orig = sq.dq.QuicConnectionDissector.__init__
 
-    def spy(self, secret=None, stream_limit=16 << 20, tls=None, candidates=None):
+    def spy(self, secret=None, stream_limit=16 << 20, tls=None, candidates=None, **kw):
         seen.append(stream_limit)
-        orig(self, secret, stream_limit, tls, candidates)
+        orig(self, secret, stream_limit, tls, candidates, **kw)
 
     sq.dq.QuicConnectionDissector.__init__ = spy
     try:

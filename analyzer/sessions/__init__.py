@@ -61,6 +61,10 @@ DEFAULT_LIMITS = {
     "header_decoded_bytes_capture": 128 << 20,  # tiny distinct fields cost ~4.5 bytes of model per unit
     "quic_frames_listed": 10_000,  # data-free QUIC frames listed one by one per connection (then counted)
     "quic_frames_listed_capture": 100_000,
+    "quic_trial": 16384,  # AEAD attempts finding the keys of a QUIC connection joined mid-way (~10 per secret in the key log)
+    "quic_trial_capture": 1 << 18,
+    "tls_trial": 64 << 20,  # AES blocks computed finding the TLS 1.3 keys of a TCP connection joined mid-way (~1 s)
+    "tls_trial_capture": 256 << 20,
     "object_bytes": 512 << 20,  # body bytes kept by `wirefall objects` / the body view (analyzer/objects.py), per connection
     "object_bytes_capture": 2 << 30,
     "keylog_bytes": 64 << 20,  # key-log text read, all key logs of one analysis together (analyzer/keylog.py)

@@ -180,7 +180,8 @@ class QuicSession:
                 claimed = self.ctx.shared.setdefault("claimed_client_randoms", set())
                 self.q = dq.QuicConnectionDissector(
                     kl.get if kl is not None else None, self.ctx.limits["quic_stream_buffer"],
-                    candidates=(lambda label: [cr for cr in kl.client_randoms(label) if cr not in claimed]) if kl is not None else None)
+                    candidates=(lambda label: [cr for cr in kl.client_randoms(label) if cr not in claimed]) if kl is not None else None,
+                    trial_budget=self.ctx.budget("quic_trial", self.conn))
                 self.conn.protocol = "quic"
         try:
             if self.kind == "gquic":
@@ -428,6 +429,8 @@ class QuicSession:
                         ex.reset = f"0x{code:x}"
             elif kind == "trial_keys":
                 _, d, packet = ev
+                if self.q.client_random is not None:  # no longer a candidate for other connections
+                    ctx.shared.setdefault("claimed_client_randoms", set()).add(bytes(self.q.client_random))
                 ctx.note(conn, Note(NoteKind.KEYS_BY_TRIAL, packet, d))
             elif kind == "stop_sending":
                 _, d, sid, code, packet = ev
@@ -641,7 +644,17 @@ class QuicSession:
         ex.response_qpack_encoder_bytes += f.table_bytes
         hd = dict(f.headers or [])
         status = hd.get(":status")
-        if status is not None and (ex.status is None or ex.status < 200):
+        # a response header block of a connection joined mid-way whose :status refers to a QPACK
+        # entry inserted before the capture: its fields are the response's, the status unknown
+        # (an <unknown> field, no DATA before it: not trailers)
+        unknown_status = status is None and not ex.response_headers and not ex.response_body_bytes and \
+            any(k == "<unknown>" for k, _ in f.headers or ())
+        if unknown_status:
+            ex.response_headers = f.headers or []
+            ex.response_headers_end, ex.response_headers_end_packet = ctx.time(f.packet), f.packet
+            ex.content_type = hd.get("content-type")
+            ex.content_encoding = hd.get("content-encoding")
+        elif status is not None and (ex.status is None or ex.status < 200):
             try:
                 ex.status = int(status)
             except ValueError:

@@ -63,6 +63,7 @@ from array import array
 
 from ..model import NO_SERVER_HELLO  # noqa: F401  (the note kind's wording; its home is the model)
 from ..model import PROTO_CODE, Frame, Note, NoteKind, OffsetMap, TlsInfo
+from . import tls_late
 
 P_TLS = PROTO_CODE["TLS"]
 
@@ -275,6 +276,8 @@ class TlsSession:
         if self.lost[d] and self.resume[d] is not None:
             self._resume(d, rec)
         dec = self.dec[d]
+        if dec is None and self.ch is None and rtype == T.APPLICATION_DATA and not self.lost[d]:
+            dec = tls_late.trial(self, d, rec)  # joined mid-way: TLS 1.3 keys by trial (sessions/tls_late.py)
         pt = None
         inner_type = rtype
         early = False
