@@ -8,7 +8,8 @@ compare), built once from the timeline model.
   ``dns`` (the lookup in the capture for the connection's host — its SNI, else the
   request's Host/:authority — whose answer holds the connection's server address and that
   ended before the connection began; one lookup is charged to one connection, the first to
-  use it), ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
+  use it — none when a request for that name on another connection, one already open or
+  joined mid-way, came between the answer and this connection), ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
   (request_start→request_end), ``wait`` (request_end→response_start: the first response
   byte's packet on the wire) and ``receive`` (response_start→response_end).  dns/connect/tls
   are drawn only on the first exchange of a connection (WebPageTest convention).
@@ -736,8 +737,10 @@ def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> D
                 best, best_t = d, rt
     if best is None:
         return None
-    # the lookup started with the first query for the same name (A, AAAA, HTTPS in parallel)
-    first_q = min((d.query_time for d in lookups if d.name == best.name and d.query_time <= best.query_time and best.query_time - d.query_time < 1.0),
+    # the lookup started with the first query for the same name sent with it (A, AAAA, HTTPS
+    # in parallel: still unanswered when it was sent), not with an earlier lookup of the name
+    first_q = min((d.query_time for d in lookups if d.name == best.name and d.query_time <= best.query_time
+                   and best.query_time - d.query_time < 1.0 and (d.response_time is None or d.response_time >= best.query_time)),
                   default=best.query_time)
     if first_q < best.query_time:
         best = DnsLookup(best.name, first_q, best.query_packet, best.response_time, best.response_packet, best.addresses, best.names, best.rcode)
@@ -1021,11 +1024,31 @@ def _plan(an: Analysis, conns: dict, dns: bool = True):
     dns_for: dict[int, DnsLookup] = {}
     if lookups:
         used: set = set()
+        # per host name, the (start, connection) of every request to it: an answer a request
+        # on another connection (one already open, one the capture joined mid-way, one
+        # coalesced) used before this connection began was not looked up for this connection
+        from bisect import bisect_left
+
+        asked: dict[str, list[tuple[float, int]]] = {}
+        for e in exs:  # (in start order: each list is sorted)
+            h = _host_name(e.authority or _ex_host(e, conns.get(e.connection)))
+            if h is not None:
+                asked.setdefault(h, []).append((_exchange_start(e) or 0.0, e.connection))
         for cid in sorted(by_conn, key=lambda c: (conns[c].start if c in conns else 0.0)):
             c = conns.get(cid)
             if c is None:
                 continue
             d = match_dns(lookups, c, _host_of(c, by_conn[cid]))
+            if d is not None and d.response_time is not None:
+                cstart = c.connect_start if c.connect_start is not None else c.start
+                reqs = asked.get(_host_name(d.name) or "", [])
+                i = bisect_left(reqs, (d.response_time, -1))
+                while i < len(reqs) and reqs[i][0] < cstart:
+                    if reqs[i][1] != cid:
+                        used.add((d.name, d.query_time))  # the answer served a request elsewhere first
+                        d = None
+                        break
+                    i += 1
             # one lookup (A, AAAA, HTTPS queries sent together) is charged once, to the
             # first connection it served
             if d is not None and (d.name, d.query_time) not in used:
