@@ -25,8 +25,6 @@
 from __future__ import annotations
 
 import gzip
-import json
-import os
 import re
 import shutil
 import sys
@@ -35,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, SHARED
+from conftest import SAMPLES, SHARED
 
 sys.path.insert(0, str(Path(__file__).parent))
 import truth20 as T  # noqa: E402
