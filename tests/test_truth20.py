@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import shutil
 import sys
@@ -410,3 +411,71 @@ def test_qpack_encoder_bytes_per_request_by_hand_from_tshark(tmp_root):
     for e in an.exchanges:
         assert rows[e.stream_id]["header_bytes_wire"] == (e.request_header_bytes_wire + e.response_header_bytes_wire
                                                           + charged.get((0, e.stream_id), 0) + charged.get((1, e.stream_id), 0))
+
+
+# ------------------------------------------------------------- the page apart from the rest
+
+BG = SAMPLES / "page" / "bg-mixed.pcapng"  # scripts/background/page_with_background.py
+
+
+def test_page_load_with_background_traffic_equals_the_page_alone(tmp_path):
+    """A real headless-Chromium load on a LAN with a VM agent's long-poll to the metadata
+    server (open before the page), OS telemetry from the browser's host (curl, during the load)
+    and another client host fetching the same site with Chromium's User-Agent and the page's
+    Referer: the page alone is the capture without the other hosts' packets and the telemetry
+    lookup (tshark). Page load time, TTFB, milestones and the HAR's page are the same on both;
+    exactly the other traffic is marked background, each with its reason."""
+    from wirefall.analyzer import stats
+    from wirefall.analyzer.waterfall import BG_LINK_LOCAL, BG_OTHER_AGENT, BG_OTHER_CLIENT
+
+    man = json.loads(BG.with_suffix(".manifest.json").read_text())
+    keys = [str(BG.with_suffix(".keys"))]
+    roles = man["roles"]
+    hosts = man["background"]["hosts"]
+    alone = tmp_path / "alone.pcapng"
+    flt = " or ".join([f"ip.addr == {h}" for h in hosts] + [f'dns.qry.name == "{n}"' for n in man["background"]["names"]])
+    T._tshark(str(BG), [], "-Y", f"not ({flt})", "-w", str(alone))
+    a, b = analyze(str(BG), keylogs=keys), analyze(str(alone), keylogs=keys)
+    wa, wb = waterfall.build(a), waterfall.build(b)
+    # the page alone: its milestones and page load time, and none of it background
+    assert not any(r.background for r in wb.rows) and len(wb.rows) == 10
+    assert wa.page_load_time == wb.page_load_time and 1.0 < wa.page_load_time < 5.0
+    for name in ("page_start", "html_first_byte", "page_load"):
+        ma, mb = wa.milestone(name), wb.milestone(name)
+        assert ma is not None and (ma.time, ma.label) == (mb.time, mb.label), name
+    assert wa.page_start == wb.page_start
+    sa, sb = stats.compute(a).capture, stats.compute(b).capture
+    assert (sa.page_load_time, sa.ttfb) == (sb.page_load_time, sb.ttfb)
+    ha, hb = export.har(a)["log"]["pages"][0], export.har(b)["log"]["pages"][0]
+    assert (ha["pageTimings"], ha["startedDateTime"]) == (hb["pageTimings"], hb["startedDateTime"])
+    # the page starts at its document's DNS lookup, not at Chromium's own lookups before it
+    # (update.googleapis.com, accounts.google.com) nor at the agent's long-poll
+    doc = next(r for r in wa.rows if r.exchange == wa.page_info.document)
+    assert doc.url == "https://page.test/" and doc.phases[0][0] == "dns" and wa.page_start == doc.start
+    assert wa.milestone("first_packet").time < wa.page_start
+    # exactly the other traffic is background (tshark: the requests to and from those hosts)
+    rq = T._tshark(str(BG), keys, "-Y", "http.request || http2.headers.method", "-T", "fields", "-E", "occurrence=a",
+                   "-E", "aggregator=|", "-e", "ip.src", "-e", "ip.dst", "-e", "http.request.method", "-e", "http2.headers.method")
+    truth: dict[str, int] = {}
+    for line in rq.splitlines():
+        src, dst, m1, m2 = (line.split("\t") + ["", "", "", ""])[:4]
+        who = next((h for h in hosts if h in (src, dst)), "page")
+        truth[who] = truth.get(who, 0) + len([m for m in (m1 + "|" + m2).split("|") if m])
+    bg = [r for r in wa.rows if r.background]
+    reasons = {}
+    conns = {c.id: c for c in a.connections}
+    for r in bg:
+        c = conns[r.connection]
+        who = next(h for h in hosts if h in (c.client[0], c.server[0]))
+        reasons.setdefault(who, set()).add(r.background_reason)
+    assert {h: len([r for r in bg if conns[r.connection].server[0] == h or conns[r.connection].client[0] == h]) for h in hosts} \
+        == {h: truth.get(h, 0) for h in hosts}
+    assert truth[roles["metadata_server"]] >= 2 and truth[roles["other_host"]] == 1 and truth[roles["telemetry_server"]] == 1
+    assert reasons == {roles["metadata_server"]: {BG_LINK_LOCAL.format(addr=roles["metadata_server"])},
+                       roles["other_host"]: {BG_OTHER_CLIENT.format(addr=roles["other_host"], doc=roles["browser"])},
+                       roles["telemetry_server"]: {next(iter(reasons[roles["telemetry_server"]]))}}
+    assert next(iter(reasons[roles["telemetry_server"]])).startswith(BG_OTHER_AGENT.split("{")[0])
+    assert len(wa.rows) - len(bg) == truth["page"] == 10
+    # the long-poll was open before the page began and answered during it
+    first_poll = min((r for r in bg if conns[r.connection].server[0] == roles["metadata_server"]), key=lambda r: r.start)
+    assert first_poll.start < wa.page_start
