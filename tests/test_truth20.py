@@ -118,6 +118,7 @@ def test_tls_message_starts_are_the_first_packet_of_their_record(p, tmp_root):
     checked = headers_checked = spanning = cross = 0
     for c in conns:
         st = by4[(tuple(c.client), tuple(c.server))].pop(0)
+        assert not st.undecrypted, (c.id, "wirefall decrypted a connection tshark does not")
         data = T.tls_plaintext(cap, keys, st.stream, st.client)
         if c.protocol == "h2":
             heads = [T.http2_heads(data[d], d) for d in (0, 1)]

@@ -60,6 +60,7 @@ class TcpConn:
     server: tuple[str, int]
     records: tuple[list[Record], list[Record]]  # per direction (0: client → server)
     segments: tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]  # (packet, seq, len) in file order
+    undecrypted: bool = False  # tshark did not decrypt all its records (no content type for some)
 
     def first_packet(self, d: int, offset: int) -> int:
         """The first packet (file order) whose TCP payload holds stream byte ``offset``."""
@@ -102,7 +103,9 @@ def tls_records(cap: str, keys: list[str]) -> tuple[dict[int, TcpConn], dict[int
         segs = [int(x) for x in f[13].split("|") if x]
         types = [int(x) for x in f[14].split("|")]
         lens = [int(x) for x in f[15].split("|")]
-        assert len(types) == len(lens), line
+        if len(types) != len(lens):  # records tshark could not decrypt (a connection without its keys)
+            c.undecrypted = True
+            continue
         for i, (t, ln) in enumerate(zip(types, lens)):
             if (stream, d) not in nxt:  # the first record starts at the direction's first payload byte
                 nxt[(stream, d)] = min(s for _, s, _ in c.segments[d])
