@@ -88,7 +88,9 @@ class Phase:
 
     @property
     def duration(self) -> float:
-        return self.end - self.start
+        """Seconds, from its ends rounded to the microsecond (as ``waterfall.phase_totals``): the
+        phases shown to the µs add up to the total shown exactly."""
+        return (round(self.end * 1e6) - round(self.start * 1e6)) / 1e6
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +179,8 @@ class RequestDetail:
 
     @property
     def duration(self) -> float | None:
-        return None if self.start is None or self.end is None else self.end - self.start
+        """The row's total (seconds, from its ends rounded to the microsecond, as each phase's)."""
+        return None if self.start is None or self.end is None else (round(self.end * 1e6) - round(self.start * 1e6)) / 1e6
 
 
 def _connection_facts(an: Analysis, c: Connection) -> ConnectionFacts:

@@ -8,7 +8,8 @@ compare), built once from the timeline model.
   ``dns`` (the lookup in the capture for the connection's host — its SNI, else the
   request's Host/:authority — whose answer holds the connection's server address and that
   ended before the connection began; one lookup is charged to one connection, the first to
-  use it), ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
+  use it — none when a request for that name on another connection, one already open or
+  joined mid-way, came between the answer and this connection), ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
   (request_start→request_end), ``wait`` (request_end→response_start: the first response
   byte's packet on the wire) and ``receive`` (response_start→response_end).  dns/connect/tls
   are drawn only on the first exchange of a connection (WebPageTest convention).
@@ -298,9 +299,12 @@ class Waterfall:
 # (their HTTP long-polls run beside every page load captured on a cloud VM), never a page.
 BG_LINK_LOCAL = "link-local address {addr} (metadata server or VM agent, not the page)"
 BG_FOREIGN_REFERER = "Referer/Origin from another origin ({origin})"
+BG_OTHER_CLIENT = "from another client host ({addr}; the page's browser is {doc})"
+BG_OTHER_AGENT = "sent by another program (User-Agent {agent!r}, not the document's) and not tied to the page"
 BG_BEFORE_DOCUMENT = "started before the page's document and not tied to it"
 BG_AFTER_PAGE = "started after the page's last response and not tied to it"
 _DEFAULT_PORT = {"http": "80", "https": "443"}
+UNKNOWN_VALUE = "<unknown>"  # a header value the capture does not show (analyzer.completeness.UNKNOWN)
 _MAX_LINK_PASSES = 8  # fixpoint passes of the Referer/connection/host rule (each O(requests))
 _MAX_REDIRECTS = 20
 
@@ -376,7 +380,7 @@ def _is_document(e: Exchange) -> bool:
     return content_class(e.content_type or e.header("content-type"), e.url or e.path) == "html"
 
 
-def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
+def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, float] | None = None) -> Page:
     """The page of a capture, told apart from unrelated traffic captured with it.
 
     Requests are taken in start order (first known byte).  The rule:
@@ -386,24 +390,36 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
        the document itself is link-local, in which case this rule is off.
     2. *The document*: the first request (not pushed, not link-local) that is a document —
        request header ``Sec-Fetch-Dest: document``, or else a response that is HTML
-       (Content-Type, or the URL's extension) — preferring one with a response; with none,
-       the first request on the earliest connection.  Redirects that led to it (an earlier
-       3xx whose Location resolves to the document's URL, followed back) are the page's too.
+       (Content-Type, or the URL's extension) — preferring one with a response, and, when
+       some request says ``Sec-Fetch-Dest: document``, one that says so (a browser's
+       navigation before another program's HTML); with none, the first request on the
+       earliest connection.  Redirects that led to it (an earlier 3xx whose Location
+       resolves to the document's URL, followed back) are the page's too.
+    2b. *Another client host*: when the capture shows a browser (below), a request from a
+       client address other than the document's, of the same address family (the browser's
+       host may use IPv4 and IPv6 side by side), is background — a second machine's traffic
+       seen by the same capture.
     3. *Tied to the page* (repeated until nothing changes): a request whose ``Referer`` or
        ``Origin`` is one of the page's origins, or that shares a connection with a page
-       request, or — having neither header — goes to a host of the page; its origin, host
-       and connection then belong to the page.
+       request, or — having neither header, and no ``User-Agent`` other than the
+       document's — goes to a host of the page; its origin, host and connection then belong
+       to the page.
     4. *The rest*, in start order: a request with a Referer/Origin from another origin is
        background.  If the capture shows a browser (some request carries ``Referer``,
-       ``Origin`` or ``Sec-Fetch-Dest``), one that started before the document (a long-poll
-       already open) is background, one that starts before the page's last tied response
-       ends is the page's (no header ties it, its timing does) and any later one is
-       background; without a browser (curl, h2load, nghttp: no such header anywhere) nothing
-       tells a page apart and every remaining request is the page's.
+       ``Origin`` or ``Sec-Fetch-Dest``), one whose ``User-Agent`` differs from the
+       document's is background (another program: an agent, OS telemetry, curl), and of the
+       others one that started before the
+       document (a long-poll already open) is background, one that starts before the page's
+       last tied response ends is the page's (no header ties it, its timing does) and any
+       later one is background; without a browser (curl, h2load, nghttp: no such header
+       anywhere) nothing tells a page apart and every remaining request is the page's.
 
-    ``start`` is the first packet of the capture unless background traffic comes first:
-    then the first packet of a connection that is not background-only.  ``end`` is the last
-    byte of the page's last response (the page load milestone)."""
+    ``start`` is where the page's first row begins (``starts``: exchange id -> its waterfall
+    row's start — the DNS lookup charged to its connection, its connection's first packet,
+    or its request's first byte; computed when not given), so packets before it — background
+    traffic, a connection the capture joined mid-way idling before the navigation — do not
+    count; with no page request, the capture's first packet.  ``end`` is the last byte of
+    the page's last response (the page load milestone)."""
     conns = {c.id: c for c in an.connections}
     if exs is None:
         exs = [e for e in an.exchanges if _exchange_start(e) is not None]
@@ -417,7 +433,7 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     # per connection: a link-local endpoint; per exchange, in one pass over its request
     # headers: origin, host, Referer's and Origin's origins, Sec-Fetch-Dest
     ll_conn: dict[int, str | None] = {}
-    facts: dict[int, tuple[str | None, str | None, str | None, str | None, str | None]] = {}
+    facts: dict[int, tuple[str | None, str | None, str | None, str | None, str | None, str | None]] = {}
     browser = False
     link_local: dict[int, str] = {}
     # id(request header list) -> (the list, its Referer, Origin, Sec-Fetch-Dest): decoders share
@@ -434,9 +450,9 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
         rh = e.request_headers
         hf = hfacts.get(id(rh))
         if hf is not None and hf[0] is rh:
-            ref, org, dest = hf[1:]
+            ref, org, dest, ua = hf[1:]
         else:
-            ref = org = dest = None
+            ref = org = dest = ua = None
             for k, v in rh:
                 kl = k.lower()
                 if kl == "referer" and ref is None:
@@ -445,15 +461,17 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
                     org = v
                 elif kl == "sec-fetch-dest" and dest is None:
                     dest = v
-            hfacts[id(rh)] = (rh, ref, org, dest)
+                elif kl == "user-agent" and ua is None and v != UNKNOWN_VALUE:
+                    ua = v
+            hfacts[id(rh)] = (rh, ref, org, dest, ua)
         if ref is not None or org is not None or dest is not None:
             browser = True
         o = _origin(e.url)
         facts[e.id] = (o, o.split("://", 1)[1] if o is not None else _ex_host(e, c), _origin(ref),
-                       _origin(org) if org and org != "null" else None, dest)
+                       _origin(org) if org and org != "null" else None, dest, ua)
     cands = [e for e in exs if e.id not in link_local and not e.pushed] or [e for e in exs if not e.pushed]
     if not cands:
-        return _page_bounds(an, Page(None, [], [], None, None, None, None, {}), exs)
+        return _page_bounds(an, Page(None, [], [], None, None, None, None, {}), exs, starts)
     if len(cands) == len(exs) and link_local and any(x.id in link_local for x in cands):
         link_local = {}  # the document is link-local itself: rule 1 is off
 
@@ -478,13 +496,28 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
             docs[e.id] = v
         return v
 
-    doc = next((e for e in cands if e.response_start is not None and is_document(e)), None) or next(
+    navigations = [e for e in cands if (facts[e.id][4] or "").strip().lower() == "document"]
+    doc = next((e for e in navigations if e.response_start is not None), None) or (navigations[0] if navigations else None)
+    doc = doc or next((e for e in cands if e.response_start is not None and is_document(e)), None) or next(
         (e for e in cands if is_document(e)), None)
     if doc is None:
         first_conn = min({e.connection for e in cands}, key=lambda cid: (conns[cid].start if cid in conns else 0.0, cid))
         doc = next(e for e in cands if e.connection == first_conn)
     if doc.id in link_local:
         link_local = {}
+    # 2b: another client host (same address family as the document's client, another address)
+    dconn = conns.get(doc.connection)
+    if dconn is not None and browser:
+        dclient = dconn.client[0]
+        dv6 = ":" in dclient
+        for e in exs:
+            c = conns.get(e.connection)
+            if c is None or e.id in link_local or e.id == doc.id:
+                continue
+            a = c.client[0]
+            if a != dclient and (":" in a) == dv6:
+                link_local[e.id] = BG_OTHER_CLIENT.format(addr=a, doc=dclient)
+    doc_ua = facts[doc.id][5] if browser else None  # (without a browser no header tells programs apart)
     page: set[int] = {doc.id}
     origins: list[str] = []
     origin_set: set[str] = set()
@@ -530,9 +563,9 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     for _ in range(_MAX_LINK_PASSES):
         rest = []
         for e in undecided:
-            _o, host, ref, org, _d = facts[e.id]
+            _o, host, ref, org, _d, ua = facts[e.id]
             if (ref is not None and ref in origin_set) or (org is not None and org in origin_set) or e.connection in pconns or (
-                    ref is None and org is None and host in hosts):
+                    ref is None and org is None and host in hosts and (ua is None or doc_ua is None or ua == doc_ua)):
                 add(e)
             else:
                 rest.append(e)
@@ -543,9 +576,11 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
     tied_end = max(ends) if ends else None
     background = dict(link_local)
     for e in undecided:
-        _o, _h, ref, org, _d = facts[e.id]
+        _o, _h, ref, org, _d, ua = facts[e.id]
         if ref is not None or org is not None:
             background[e.id] = BG_FOREIGN_REFERER.format(origin=ref or org)
+        elif ua is not None and doc_ua is not None and ua != doc_ua:
+            background[e.id] = BG_OTHER_AGENT.format(agent=ua[:80])
         elif not browser:
             page.add(e.id)
         elif start_of(e) < dstart:
@@ -554,25 +589,37 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None) -> Page:
             page.add(e.id)
         else:
             background[e.id] = BG_AFTER_PAGE
-    return _page_bounds(an, Page(doc.id, redirects, origins, None, None, None, None, background), exs)
+    return _page_bounds(an, Page(doc.id, redirects, origins, None, None, None, None, background), exs, starts)
 
 
-def _page_bounds(an: Analysis, p: Page, exs: list[Exchange]) -> Page:
+def _packet_at_time(an: Analysis, t: float) -> int | None:
+    """The first packet whose time is ``t`` (captures are in time order, mostly: a bisection,
+    then a bounded scan when the order is broken there)."""
+    from bisect import bisect_left
+
+    ts = an.index.ts
+    n = len(ts)
+    i = bisect_left(ts, t)
+    if i < n and ts[i] == t:
+        return i + 1
+    for j in range(min(n, 1 << 20)):
+        if ts[j] == t:
+            return j + 1
+    return None
+
+
+def _page_bounds(an: Analysis, p: Page, exs: list[Exchange], starts: dict[int, float] | None = None) -> Page:
     idx = an.index
     n = len(idx)
     if n:
         p.start, p.start_packet = idx.ts[0], 1
-        if p.background:
-            all_bg: dict[int, bool] = {}
-            for e in an.exchanges:
-                all_bg[e.connection] = all_bg.get(e.connection, True) and e.id in p.background
-            bg_conns = {cid for cid, v in all_bg.items() if v}
-            if bg_conns:
-                conn = idx.conn
-                for i in range(n):
-                    if conn[i] not in bg_conns:
-                        p.start, p.start_packet = idx.ts[i], i + 1
-                        break
+        mine = [e.id for e in exs if e.id not in p.background]
+        if mine and an.source == "capture":
+            if starts is None:
+                starts = {eid: ph[0][1] for eid, ph in phases_by_exchange(an).items() if ph}
+            first = min((starts[eid] for eid in mine if eid in starts), default=None)
+            if first is not None and first > p.start:
+                p.start, p.start_packet = first, _packet_at_time(an, first)
     ends = [(e.response_end, e.response_end_packet) for e in exs if e.response_end is not None and e.id not in p.background]
     if ends:
         p.end, p.end_packet = max(ends, key=lambda x: x[0])
@@ -690,8 +737,10 @@ def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> D
                 best, best_t = d, rt
     if best is None:
         return None
-    # the lookup started with the first query for the same name (A, AAAA, HTTPS in parallel)
-    first_q = min((d.query_time for d in lookups if d.name == best.name and d.query_time <= best.query_time and best.query_time - d.query_time < 1.0),
+    # the lookup started with the first query for the same name sent with it (A, AAAA, HTTPS
+    # in parallel: still unanswered when it was sent), not with an earlier lookup of the name
+    first_q = min((d.query_time for d in lookups if d.name == best.name and d.query_time <= best.query_time
+                   and best.query_time - d.query_time < 1.0 and (d.response_time is None or d.response_time >= best.query_time)),
                   default=best.query_time)
     if first_q < best.query_time:
         best = DnsLookup(best.name, first_q, best.query_packet, best.response_time, best.response_packet, best.addresses, best.names, best.rcode)
@@ -975,11 +1024,31 @@ def _plan(an: Analysis, conns: dict, dns: bool = True):
     dns_for: dict[int, DnsLookup] = {}
     if lookups:
         used: set = set()
+        # per host name, the (start, connection) of every request to it: an answer a request
+        # on another connection (one already open, one the capture joined mid-way, one
+        # coalesced) used before this connection began was not looked up for this connection
+        from bisect import bisect_left
+
+        asked: dict[str, list[tuple[float, int]]] = {}
+        for e in exs:  # (in start order: each list is sorted)
+            h = _host_name(e.authority or _ex_host(e, conns.get(e.connection)))
+            if h is not None:
+                asked.setdefault(h, []).append((_exchange_start(e) or 0.0, e.connection))
         for cid in sorted(by_conn, key=lambda c: (conns[c].start if c in conns else 0.0)):
             c = conns.get(cid)
             if c is None:
                 continue
             d = match_dns(lookups, c, _host_of(c, by_conn[cid]))
+            if d is not None and d.response_time is not None:
+                cstart = c.connect_start if c.connect_start is not None else c.start
+                reqs = asked.get(_host_name(d.name) or "", [])
+                i = bisect_left(reqs, (d.response_time, -1))
+                while i < len(reqs) and reqs[i][0] < cstart:
+                    if reqs[i][1] != cid:
+                        used.add((d.name, d.query_time))  # the answer served a request elsewhere first
+                        d = None
+                        break
+                    i += 1
             # one lookup (A, AAAA, HTTPS queries sent together) is charged once, to the
             # first connection it served
             if d is not None and (d.name, d.query_time) not in used:
@@ -1087,7 +1156,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         r.hover = _hover(r, e, conns.get(e.connection))
 
     # the page apart from background traffic: milestones count the page only
-    page = page_of(an, by_start)
+    page = page_of(an, by_start, {r.exchange: r.start for r in rows})
     for r in rows:
         why = page.background.get(r.exchange)
         if why is not None:

@@ -313,18 +313,31 @@ def test_merged_metadata_traffic_is_background_and_page_load_unchanged(tmp_path)
 
 
 def test_page_rule_on_its_own(tmp_path):
+    from wirefall.analyzer.waterfall import BG_AFTER_PAGE, BG_BEFORE_DOCUMENT, BG_OTHER_AGENT, BG_OTHER_CLIENT, _exchange_start
+
+    # not link-local. From another client host (10.20.0.3; the browser is 127.0.0.1): background
     out = tmp_path / "merged.pcapng"
     metadata_merge.make(str(H2), str(SAMPLES / "http" / "http1-node.pcap"), str(out), address="198.51.100.7")
+    page = page_of(analyze(str(out), keylogs=[str(H2_KEYS)]))
+    assert set(page.background.values()) == {BG_OTHER_CLIENT.format(addr="10.20.0.3", doc="127.0.0.1")}
+    assert len(page.background) == 4
+    # from the browser's host, but curl's (its User-Agent is not the document's): background
+    out = tmp_path / "same-host.pcapng"
+    metadata_merge.make(str(H2), str(SAMPLES / "http" / "http1-node.pcap"), str(out), address="198.51.100.7", client="127.0.0.1")
     an = analyze(str(out), keylogs=[str(H2_KEYS)])
     page = page_of(an)
-    # not link-local: the agent's requests carry no Referer; the browser's do. Those that started
+    assert set(page.background.values()) == {BG_OTHER_AGENT.format(agent="curl/7.88.1")} and len(page.background) == 4
+    # with no header to tell them apart (the agent's User-Agent taken away) the timing rule
+    # decides: the agent's requests carry no Referer; the browser's do. Those that started
     # before the document or after the page's last response are background, the others
     # (during the load, nothing to tell them apart) are the page's
-    doc = next(e for e in an.exchanges if e.id == page.document)
-    assert doc.url.endswith(":59833/")
     agent = [e for e in an.exchanges if e.url and ":18086" in e.url]
     assert len(agent) == 4
-    from wirefall.analyzer.waterfall import BG_AFTER_PAGE, BG_BEFORE_DOCUMENT, _exchange_start
+    for e in agent:
+        e.request_headers = [(k, v) for k, v in e.request_headers if k.lower() != "user-agent"]
+    page = page_of(an)
+    doc = next(e for e in an.exchanges if e.id == page.document)
+    assert doc.url.endswith(":59833/")
 
     tied_end = max(e.response_end for e in an.exchanges if e not in agent and e.response_end is not None)
     for e in agent:

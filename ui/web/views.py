@@ -342,7 +342,7 @@ def detail_layout(d) -> html.Div:
               for p in d.phases]
     if d.start is not None and d.end is not None and d.phases:
         timing.append(html.Tr([html.Td("total", className="k"), html.Td(f"{(d.start - t0) * 1000:.3f}"),
-                               html.Td(f"{(d.end - d.start) * 1000:.3f}"), html.Td("")]))
+                               html.Td(f"{d.duration * 1000:.3f}"), html.Td("")]))
     moments = [html.Tr([html.Td(_MOMENT_CELLS[m.name][0]), html.Td(_MOMENT_CELLS[m.name][1]), html.Td(_pkt_link(m.packet)),
                         html.Td(_ms(m.time, t0))]) for m in d.moments]
     frames = d.frames
