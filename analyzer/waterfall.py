@@ -507,7 +507,7 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
         link_local = {}
     # 2b: another client host (same address family as the document's client, another address)
     dconn = conns.get(doc.connection)
-    if dconn is not None and browser:
+    if dconn is not None and browser and dconn.client[0]:
         dclient = dconn.client[0]
         dv6 = ":" in dclient
         for e in exs:
@@ -515,7 +515,7 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
             if c is None or e.id in link_local or e.id == doc.id:
                 continue
             a = c.client[0]
-            if a != dclient and (":" in a) == dv6:
+            if a and a != dclient and (":" in a) == dv6:  # (a browser log may not know a socket's address)
                 link_local[e.id] = BG_OTHER_CLIENT.format(addr=a, doc=dclient)
     doc_ua = facts[doc.id][5] if browser else None  # (without a browser no header tells programs apart)
     page: set[int] = {doc.id}

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import truth20 as T  # noqa: E402
 
 from wirefall.analyzer import export, jsonout, waterfall  # noqa: E402
+from wirefall.analyzer.model import NoteKind  # noqa: E402
 from wirefall.analyzer.pipeline import analyze  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
@@ -115,11 +116,20 @@ def test_tls_message_starts_are_the_first_packet_of_their_record(p, tmp_root):
     by4: dict = {}
     for st in recs.values():
         by4.setdefault((st.client, st.server), []).append(st)
-    checked = headers_checked = spanning = cross = 0
+    checked = headers_checked = spanning = cross = by_trial = 0
+    trial: set[int] = set()
     for c in conns:
         st = by4[(tuple(c.client), tuple(c.server))].pop(0)
-        assert not st.undecrypted, (c.id, "wirefall decrypted a connection tshark does not")
         data = T.tls_plaintext(cap, keys, st.stream, st.client)
+        if any(getattr(n, "kind", None) is NoteKind.KEYS_BY_TRIAL for n in c.notes):
+            # joined mid-way, keys found by trial (analyzer/sessions/tls_late.py): tshark cannot
+            # decrypt it (no ClientHello), so it is no oracle here; tests/test_late_multi.py
+            # checks these requests against Chromium's NetLog instead
+            assert data == (b"", b""), (c.id, "tshark decrypted a connection joined mid-way")
+            by_trial += 1
+            trial.add(c.id)
+            continue
+        assert not st.undecrypted, (c.id, "wirefall decrypted a connection tshark does not")
         if c.protocol == "h2":
             heads = [T.http2_heads(data[d], d) for d in (0, 1)]
         else:
@@ -154,8 +164,11 @@ def test_tls_message_starts_are_the_first_packet_of_their_record(p, tmp_root):
                 if d == 1 and hend is not None:
                     assert e.response_headers_end_packet == hend[1], (e.id, e.stream_id, "headers readable in", hend)
                     headers_checked += 1
-    n_msgs = sum(1 for e in an.exchanges if e.connection in {c.id for c in conns} for x in (e.request_start, e.response_start) if x is not None)
-    n_msgs -= sum(1 for e in an.exchanges if e.connection in {c.id for c in conns} and e.pushed)
+    ids = {c.id for c in conns} - trial
+    n_msgs = sum(1 for e in an.exchanges if e.connection in ids for x in (e.request_start, e.response_start) if x is not None)
+    n_msgs -= sum(1 for e in an.exchanges if e.connection in ids and e.pushed)
+    if p.name == "page-multi-late.pcapng":
+        assert by_trial == 1  # its HTTP/2 connection opened before tcpdump started
     assert checked == n_msgs > 0  # every message, none left out
     if p.name in ("page-h2.pcapng", "page-h1.pcapng") and "lossy" in str(p.parent):
         assert spanning >= 1  # records completed by later packets: a test that can fail

@@ -195,7 +195,8 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
             continue
         sid, stype = integer(s.get("id")), integer(s.get("type"))
         t_raw = num(e.get("time")) if not isinstance(e.get("time"), str) else integer(e.get("time"))
-        etype = ev.get(integer(e.get("type")) or -1)
+        tnum = integer(e.get("type"))
+        etype = ev.get(tnum) if tnum is not None else None  # (type 0 is CANCELLED: a real event)
         if sid is None or stype is None or t_raw is None or etype is None:
             bad += 1
             continue
