@@ -1,0 +1,86 @@
+"""A protocol is its registry descriptor plus the modules it names: the packet list, the detail
+tree, the display filter and the oracle read every per-protocol fact from there.
+
+- each descriptor's ``hooks_module`` (analyzer/protocols), ``fields_module`` (analyzer/fields)
+  and oracle spec (oracle/specs) exist, and no such module is left without a descriptor;
+- a protocol the code has never heard of — a descriptor and a hooks module made up here — gets
+  its protocol-tree name, type line, flag names, Info text and protocol column in the detail
+  tree and the packet list of a real capture, with no edit anywhere else.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from wirefall.analyzer import detail
+from wirefall.analyzer.capture import PacketSource
+from wirefall.analyzer.pipeline import analyze
+from wirefall.dissectors import registry
+from wirefall.dissectors.registry import REGISTRY, ProtocolDescriptor
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_captures"
+
+
+def test_every_named_module_exists_and_none_is_orphaned():
+    hooks = {d.hooks_module for d in REGISTRY.values() if d.hooks_module}
+    on_disk = {p.stem for p in (ROOT / "analyzer" / "protocols").glob("*.py") if p.stem != "__init__"}
+    assert hooks == on_disk
+    fields = {d.fields_module for d in REGISTRY.values() if d.fields_module}
+    assert fields <= {p.stem for p in (ROOT / "analyzer" / "fields").glob("*.py")}
+    from wirefall.analyzer import fields as F
+
+    assert set(F.MODULES) == set(F.LAYERS) | fields
+    from wirefall.oracle import crosscheck
+
+    specs = {p.stem for p in (ROOT / "oracle" / "specs").glob("*.py") if p.stem != "__init__"}
+    assert specs <= {d.name for d in REGISTRY.values() if d.oracle is not None}
+    assert set(crosscheck.PROTOCOLS) == specs
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """A made-up protocol "toy" (wire types 1 PING, 2 DATA; flag 0x1 LAST) and its hooks."""
+    mod = types.ModuleType("wf_toy.hooks")
+
+    def summary(fr):
+        return f"Toy {fr.type} #{fr.stream_id}"
+
+    def type_node(node, fr):
+        node.add(f"Kind: {fr.type}", abbrev="toy.kind", value=fr.type)
+        return True
+
+    mod.summary = summary  # type: ignore[attr-defined]
+    mod.type_node = type_node  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wf_toy", types.ModuleType("wf_toy"))
+    monkeypatch.setitem(sys.modules, "wf_toy.hooks", mod)
+    d = ProtocolDescriptor(name="toy", display="TOY", protocols=("toy/1",), type_names={1: "PING", 2: "DATA"},
+                           flags={"DATA": ((0x1, "LAST"),)}, long_name="Toy Transfer Protocol", column_rank=4,
+                           hooks_module="wf_toy.hooks")
+    registry._load()
+    monkeypatch.setitem(registry._DESCRIPTORS, "toy", d)
+    yield d
+    registry._DESCRIPTORS.version += 1  # (monkeypatch's undo of the item is a __delitem__ too)
+
+
+def test_a_new_protocol_needs_only_its_descriptor_and_hooks(toy):
+    cap = SAMPLES / "http" / "http1-node.pcap"
+    an = analyze(str(cap))
+    src = PacketSource(str(cap))
+    fr = next(f for f in an.frames if f.type == "RESPONSE")
+    before = detail.row_columns(an, src, fr.packet)
+    assert before[2] == "HTTP" and "HTTP/1.1 200" in before[3]
+    fr.protocol, fr.type, fr.flags, fr.stream_id = "toy/1", "DATA", 0x1, 7
+    src_col, dst_col, proto, info = detail.row_columns(an, src, fr.packet)
+    assert (src_col, dst_col) == before[:2]
+    assert proto == "TOY"  # its column rank is above HTTP's
+    assert "Toy DATA #7" in info
+    tree = detail.packet_detail(an, src, fr.packet)
+    group = next(n for n in tree if n.label.startswith("Toy Transfer Protocol"))
+    node = next(n for n in group.walk() if n.label.startswith("TOY: Toy DATA #7"))
+    assert node.find("toy.kind").value == "DATA"
+    assert node.find("wirefall.type") is None  # the hook wrote the type line
+    assert node.find("wirefall.flags").label == "Flags: 0x01 (LAST)"
