@@ -1169,7 +1169,10 @@ def decrypted_tls(analysis: Analysis, source, n: int) -> list[DecryptedRecord]:
 
 def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end: int, p0: int, p1: int) -> bytes | str:
     """Bytes [start, end) of direction ``d`` of TCP connection ``cid``, re-read from the
-    segments in packets ``p0``..``p1`` (the first copy of each byte wins, as in reassembly)."""
+    segments the pass's reassembly delivered them from: its stream-offset map
+    (``analysis.maps``) names the packet of each chunk, and each packet gives only its chunk,
+    so nothing is reassembled again (without a map, as for an analysis made without one: the
+    segments in packets ``p0``..``p1``, the first copy of each byte winning)."""
     idx = analysis.index
     try:
         conn = analysis.connections[cid]
@@ -1186,13 +1189,17 @@ def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end:
     dec = Decoder()
     client = tuple(conn.client)
     conn_of = idx.conn
-    p0 = max(p0, 1)
-    p1 = min(p1, len(conn_of))
-    if p1 - p0 > MAX_RECORD_SCAN:
-        return f"record spread over more than {MAX_RECORD_SCAN} packets"
     m = analysis.maps.get((cid, d))  # stream offset -> carrier packet (complete after loading)
-    extra = [p for p in m.packets_between(start, end) if not p0 <= p <= p1] if m is not None else []
-    for p in [*range(p0, p1 + 1), *extra]:  # bytes that came before a hole was filled: their carriers
+    chunks: list[tuple[int, int, int]]  # (packet, first, end) stream offsets it gives
+    if m is not None and len(m.packets):
+        chunks = m.chunks_between(start, end)
+    else:
+        p0 = max(p0, 1)
+        p1 = min(p1, len(conn_of))
+        if p1 - p0 > MAX_RECORD_SCAN:
+            return f"record spread over more than {MAX_RECORD_SCAN} packets"
+        chunks = [(p, start, end) for p in range(p0, p1 + 1)]
+    for p, ca, cb in chunks:
         if not 1 <= p <= len(conn_of) or conn_of[p - 1] != cid:
             continue
         data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
@@ -1208,7 +1215,7 @@ def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end:
             rel -= 0x100000000
         off = start + rel  # stream offset of the payload's first byte, unwrapped near start
         pl = bytes(x.payload)
-        a, b = max(off, start), min(off + len(pl), end)
+        a, b = max(off, start, ca), min(off + len(pl), end, cb)
         for j in range(a, b):
             k = j - start
             if not have[k]:

@@ -143,6 +143,14 @@ class OffsetMap:
                 out.append(p)
         return out
 
+    def chunks_between(self, start: int, end: int) -> list[tuple[int, int, int]]:
+        """``(packet, first, end)``: the chunks that delivered bytes [start, end), each the
+        stream offsets it gave (to the next chunk's start; a chunk cut by a gap still names it)."""
+        i = max(bisect_right(self.starts, start) - 1, 0)
+        j = bisect_right(self.starts, max(end - 1, start))
+        st, pk = self.starts, self.packets
+        return [(pk[k], st[k], st[k + 1] if k + 1 < len(st) else end) for k in range(i, j)]
+
 
 @dataclass(slots=True)
 class TlsInfo:

@@ -84,3 +84,31 @@ def test_a_new_protocol_needs_only_its_descriptor_and_hooks(toy):
     assert node.find("toy.kind").value == "DATA"
     assert node.find("wirefall.type") is None  # the hook wrote the type line
     assert node.find("wirefall.flags").label == "Flags: 0x01 (LAST)"
+
+
+def test_decrypted_tls_reads_only_the_segments_reassembly_delivered():
+    """The detail view's "Decrypted TLS" tab re-reads a record's bytes from the packets the
+    pass's offset map names for it (never a scan of the packets between its first and last),
+    and opens it: on a lossy page load (retransmissions, segments after holes) every record
+    the pass decrypted decrypts again to its recorded plaintext length."""
+    cap = SAMPLES / "lossy" / "page-h2.pcapng"
+    an = analyze(str(cap), keylogs=[str(SAMPLES / "lossy" / "page-h2.keys")])
+
+    class Counting(PacketSource):
+        reads = 0
+
+        def read(self, offset, length):
+            Counting.reads += 1
+            return super().read(offset, length)
+
+    src = Counting(str(cap))
+    packets = sorted({tab.packet[i] for tab in an.tls_records.values() for i in range(len(tab)) if tab.pt_length[i]})
+    carriers = checked = 0
+    for n in packets:
+        for r in detail.decrypted_tls(an, src, n):
+            tab = an.tls_records[(r.connection, r.direction)]
+            assert r.error is None and len(r.data) == tab.pt_length[r.index], (n, r.error)
+            carriers += len(an.maps[(r.connection, r.direction)].packets_between(r.offset, r.offset + 5 + r.length))
+            checked += 1
+    assert checked > 50
+    assert Counting.reads <= carriers  # one read per carrier segment
