@@ -112,3 +112,39 @@ def test_decrypted_tls_reads_only_the_segments_reassembly_delivered():
             checked += 1
     assert checked > 50
     assert Counting.reads <= carriers  # one read per carrier segment
+
+
+def test_dissector_notes_are_typed_and_keep_their_words():
+    """HTTP/1's protocol switches, HTTP/2's and SPDY's flow-control, stream and end-of-capture
+    notes carry a kind (and packet, direction, bytes where known) that the expert view reads;
+    their text is the words they always had, and the kind classifies them as those words did.
+    The h2c upgrades' notes are on the packets where tshark shows the 101 responses."""
+    import shutil
+    import subprocess
+
+    from wirefall.analyzer import expert
+    from wirefall.analyzer.model import Note, NoteKind, notes_of
+
+    cap = SAMPLES / "http" / "h2c-upgrade.pcap"
+    an = analyze(str(cap))
+    sw = [n for c in an.connections for n in notes_of(c.notes, NoteKind.PROTOCOL_SWITCH)]
+    assert sw and [str(n) for n in sw] == [f"packet {n.packet}: HTTP/1.1 upgraded to h2c" for n in sw]
+    if shutil.which("tshark"):
+        out = subprocess.run(["tshark", "-n", "-r", str(cap), "-Y", "http.response.code == 101", "-T", "fields", "-e", "frame.number"],
+                             capture_output=True, text=True, timeout=120, check=True).stdout.split()
+        assert sorted(str(n.packet) for n in sw) == sorted(out)
+    typed = {NoteKind.PROTOCOL_SWITCH, NoteKind.FLOW_CONTROL, NoteKind.STREAM_UNSEEN, NoteKind.ENDS_IN_FRAME, NoteKind.STREAM_MISUSE}
+    assert set(expert.KIND_RULES) == typed
+    seen = set()
+    for sub in ("http", "spdy", "lossy", "page"):
+        for p in sorted((SAMPLES / sub).glob("*.pcap*")):
+            keys = p.with_suffix(".keys")
+            a = analyze(str(p), keylogs=[str(keys)] if keys.exists() else None)
+            for c in a.connections:
+                for n in c.notes:
+                    if isinstance(n, Note) and n.kind in typed:
+                        seen.add(n.kind)
+                        body = str(n).split(": ", 1)[1] if n.packet is not None else str(n)
+                        assert expert.KIND_RULES[n.kind] == expert.classify(body), n
+                        assert n.direction in (None, 0, 1)
+    assert NoteKind.PROTOCOL_SWITCH in seen
