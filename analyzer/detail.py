@@ -28,7 +28,6 @@ prints it, so that tests can compare the tree with tshark field by field.
 """
 from __future__ import annotations
 
-import re
 import socket
 import struct
 from array import array
@@ -40,11 +39,13 @@ from collections.abc import Iterable
 
 import dpkt
 
-from wirefall.dissectors.registry import REGISTRY, descriptor
+from wirefall.dissectors.registry import REGISTRY, find
 from wirefall.dissectors.tls import ContentType
 
 from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder, Layers, layers
+from .protocols import hooks
+from .protocols.http2 import TYPES as H2_TYPES  # noqa: F401 (HTTP/2's wire numbers by Frame.type, as tests name them)
 from .tcp_analysis import EXPERT as TA_EXPERT
 from .tcp_analysis import F_DUPLICATE_ACK as TA_DUPLICATE_ACK
 from .tcp_analysis import F_FAST_RETRANSMISSION as TA_FAST_RETRANSMISSION
@@ -175,49 +176,25 @@ def frames_on_packet(analysis: Analysis, n: int, completing_only: bool = False) 
 
 # ---------------------------------------------------------------- protocol names and flags
 
-# (the protocol registry's descriptors: display names, flag names, type numbers)
+# (the protocol registry's descriptors: display names, flag names, type numbers, ranks; each
+# protocol's own wording is a hook of its module in analyzer/protocols)
 PROTO_DISPLAY = {p: d.display for d in REGISTRY.values() for p in d.protocols}
-_APP_RANK = {"TLS": 1, "QUIC": 2, "GQUIC": 2, "HTTP": 3, "HTTP2": 3, "SPDY": 3, "HTTP3": 3, "DNS": 3}
-
-H2_FLAGS = descriptor("http2").flags
-SPDY_FLAGS = descriptor("spdy").flags
 
 
 def flag_names(fr: Frame) -> str:
-    table = None
-    if fr.protocol in ("h2", "h2c"):
-        table = H2_FLAGS.get(fr.type)
-    elif fr.protocol.startswith("spdy"):
-        table = SPDY_FLAGS.get(fr.type)
+    d = find(fr.protocol)
+    table = d.flags.get(fr.type) if d is not None else None
     if not table:
         return ""
     return "|".join(name for bit, name in table if fr.flags & bit)
 
 
-def _tls_name(analysis: Analysis, conn_id: int) -> str:
-    try:
-        c = analysis.connections[conn_id]
-    except IndexError:
-        return "TLS"
-    v = c.tls.version if c.tls is not None else None
-    if v:
-        v = v.replace(" ", "")
-        if v.upper().startswith("TLS"):
-            return "TLSv" + v[3:].lstrip("v") if not v[3:].startswith("v") else "TLS" + v[3:]
-        return v
-    return "TLS"
-
-
 def frame_proto_name(analysis: Analysis, fr: Frame) -> str:
-    name = PROTO_DISPLAY.get(fr.protocol, fr.protocol.upper())
-    if name == "TLS":
-        f = fr.fields or {}
-        if f.get("messages") == ["CLIENT_HELLO"] and f.get("version"):
-            # before the ServerHello Wireshark names the record-layer version
-            v = str(f["version"]).replace(" ", "")
-            return "TLSv1" if v == "TLS1.0" else v.replace("TLS", "TLSv")
-        return _tls_name(analysis, fr.connection)
-    return name
+    h = hooks(fr.protocol).proto_name
+    if h is not None:
+        return h(analysis, fr)
+    d = find(fr.protocol)
+    return d.display if d is not None else fr.protocol.upper()
 
 
 def _hdr(headers, name: str) -> str | None:
@@ -227,37 +204,13 @@ def _hdr(headers, name: str) -> str | None:
     return None
 
 
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-
-
-def _title(name: Any) -> str:
-    """CLIENT_HELLO or ClientHello -> Client Hello (Wireshark's wording)."""
-    s = str(name)
-    if "_" not in s and not s.isupper():
-        s = _CAMEL.sub(" ", s)
-    return " ".join(w.capitalize() for w in s.replace("_", " ").split())
-
-
 def frame_summary(fr: Frame) -> str:
-    """One frame in the Info column: ``HEADERS[1]: GET /``, ``DATA[3]``, ``Client Hello``."""
-    f = fr.fields or {}
-    name = fr.type
-    if fr.protocol == "tls":
-        msgs = f.get("messages")
-        if msgs and isinstance(msgs, (list, tuple)):
-            return ", ".join(_title(m) for m in msgs)
-        if f.get("encrypted") and not f.get("decrypted") and fr.type == "HANDSHAKE":
-            return "Encrypted Handshake Message"
-        return _title(fr.type)
-    if fr.protocol.startswith("http/"):
-        if f.get("start_line"):
-            return str(f["start_line"])
-        if f.get("method"):
-            return f"{f['method']} {f.get('target') or f.get('path') or ''} {fr.protocol.upper()}".strip()
-        if f.get("status") is not None:
-            return f"{fr.protocol.upper()} {f['status']} {f.get('reason', '')}".strip()
-        return name
-    s = f"{name}[{fr.stream_id}]" if fr.stream_id is not None else name
+    """One frame in the Info column: ``HEADERS[1]: GET /``, ``DATA[3]``, ``Client Hello``
+    (the protocol's ``summary`` hook, else this generic form)."""
+    h = hooks(fr.protocol).summary
+    if h is not None:
+        return h(fr)
+    s = f"{fr.type}[{fr.stream_id}]" if fr.stream_id is not None else fr.type
     if fr.headers:
         m, p, st = _hdr(fr.headers, ":method"), _hdr(fr.headers, ":path"), _hdr(fr.headers, ":status")
         if m:
@@ -607,21 +560,22 @@ def _udp_node(out: list[Node], data: bytes, p: int, end: int) -> tuple[str, int]
 
 # ---------------------------------------------------------------- protocol frames
 
-def _value_nodes(parent: Node, key: str, v: Any, depth: int = 0) -> None:
+def value_nodes(parent: Node, key: str, v: Any, depth: int = 0) -> None:
+    """A frame field as nodes (dicts and lists of them nested, bounded)."""
     if depth > 6:
         parent.add(f"{key}: …")
         return
     if isinstance(v, dict):
         n = parent.add(f"{key}")
         for k2, v2 in v.items():
-            _value_nodes(n, str(k2), v2, depth + 1)
+            value_nodes(n, str(k2), v2, depth + 1)
     elif isinstance(v, (list, tuple)) and v and all(isinstance(x, (dict, list, tuple)) for x in v):
         n = parent.add(f"{key} ({len(v)})")
         for i, x in enumerate(v[:500]):
             if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str):
-                _value_nodes(n, x[0], x[1], depth + 1)
+                value_nodes(n, x[0], x[1], depth + 1)
             else:
-                _value_nodes(n, f"[{i}]", x, depth + 1)
+                value_nodes(n, f"[{i}]", x, depth + 1)
     elif isinstance(v, (bytes, bytearray, memoryview)):
         b = bytes(v)
         parent.add(f"{key}: {b[:32].hex()}{'…' if len(b) > 32 else ''} ({len(b)} bytes)")
@@ -648,43 +602,15 @@ def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_re
         # stream offset 0 is relative sequence number 1
         seg_start = seq_rel - 1
         s = max(fr.offset, seg_start)
-        e = min(fr.offset + 9 + fr.length if fr.protocol in ("h2", "h2c") else fr.offset + max(fr.length, 1), seg_start + plen)
-        if fr.protocol == "tls":
-            e = min(fr.offset + 5 + fr.length, seg_start + plen)
+        d = find(fr.protocol)
+        hdr = d.frame_header if d is not None else 0  # (Frame.length counts the payload only)
+        e = min(fr.offset + (hdr + fr.length if hdr else max(fr.length, 1)), seg_start + plen)
         if e <= s:
             return (-1, -1)
         return (payload_off + s - seg_start, payload_off + e - seg_start)
     if tls_records:
         return (tls_records[0][0], tls_records[-1][1])
     return (-1, -1)
-
-
-SPDY_TYPES = {n: c for c, n in descriptor("spdy").type_names.items()}  # control frames; DATA frames have no type
-H2_TYPES = {n: c for c, n in descriptor("http2").type_names.items()}
-
-
-def _h2_node(node: Node, fr: Frame) -> Node:
-    """An HTTP/2 frame with Wireshark's field names (http2.*)."""
-    fl = flag_names(fr)
-    node.add(f"Length: {fr.length}", abbrev="http2.length", value=str(fr.length))
-    t = H2_TYPES.get(fr.type)
-    node.add(f"Type: {fr.type} ({t if t is not None else '?'})", abbrev="http2.type", value=str(t) if t is not None else fr.type)
-    node.add(f"Flags: 0x{fr.flags:02x}{' (' + fl + ')' if fl else ''}", abbrev="http2.flags", value=f"0x{fr.flags:02x}")
-    node.add(f"Stream Identifier: {fr.stream_id}", abbrev="http2.streamid", value=str(fr.stream_id))
-    node.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
-    if fr.first_packet and fr.first_packet != fr.packet:
-        node.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
-    if fr.error:
-        node.add(f"[Error: {fr.error}]")
-    if fr.headers:
-        hn = node.add(f"Header list ({len(fr.headers)} headers)")
-        for k, v in fr.headers:
-            h = hn.add(f"Header: {k}: {v}")
-            h.add(f"Name: {k}", abbrev="http2.header.name", value=k)
-            h.add(f"Value: {v}", abbrev="http2.header.value", value=v)
-    for k, v in (fr.fields or {}).items():
-        _value_nodes(node, k, v)
-    return node
 
 
 def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
@@ -695,12 +621,11 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     if fr.packet != fr.first_packet and fr.first_packet:
         label += f" [packets {fr.first_packet}–{fr.packet}]"
     node = Node(label, [], rng[0], rng[1])
-    if fr.protocol in ("h2", "h2c"):
-        return _h2_node(node, fr)
+    h = hooks(fr.protocol)
+    if h.frame_node is not None:
+        return h.frame_node(node, fr)
     node.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
-    if fr.protocol.startswith("spdy") and fr.type in SPDY_TYPES:
-        node.add(f"Type: {fr.type} ({SPDY_TYPES[fr.type]})", abbrev="spdy.type", value=str(SPDY_TYPES[fr.type]))
-    else:
+    if h.type_node is None or not h.type_node(node, fr):
         node.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
     if fr.stream_id is not None:
         node.add(f"Stream Identifier: {fr.stream_id}", abbrev="wirefall.stream", value=fr.stream_id)
@@ -717,7 +642,7 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
         for k, v in fr.headers:
             hn.add(f"{k}: {v}")
     for k, v in (fr.fields or {}).items():
-        _value_nodes(node, k, v)
+        value_nodes(node, k, v)
     return node
 
 
@@ -845,12 +770,13 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
         fn = _frame_node(analysis, fr, rng)
+        hk = hooks(fr.protocol)
         if dec_recs and fr.packet == number:
             _place_in_decrypted(analysis, fr, fn, dec_recs)
-        elif fr.protocol in ("h2", "h2c") and rng[0] >= 0 and fr.packet == number and conn_is_clear(analysis, fr):
-            _h2_field_ranges(fn, 0, rng[0], rng[1])
-        elif fr.protocol.startswith("h3") and spans:
-            _place_h3(fr, fn, spans)
+        elif hk.header_ranges is not None and rng[0] >= 0 and fr.packet == number and conn_is_clear(analysis, fr):
+            hk.header_ranges(fn, 0, rng[0], rng[1])
+        elif hk.place_in_stream is not None and spans:
+            hk.place_in_stream(fr, fn, spans)
         if fr.packet != number:
             # only part of this frame is here; Wireshark shows it where it completes, and so
             # do the field names (abbrev) — this node is for reading, not for comparing
@@ -912,42 +838,6 @@ def _quic_tabs(analysis: Analysis, source, n: int) -> dict:
     return {(r.packet_type, r.pn): (k, r) for k, r in enumerate(rows, 1)}
 
 
-def _h3_header_len(fr: Frame, data: bytes, pos: int) -> int:
-    """Length of an HTTP/3 frame header (type and length varints): read from the decrypted
-    bytes when they hold it (``pos`` >= 0), else the shortest encodings of its type and length."""
-    if 0 <= pos < len(data):
-        p = pos
-        for _ in range(2):
-            if p >= len(data):
-                break
-            p += 1 << (data[p] >> 6)
-        else:
-            return p - pos
-    from wirefall.dissectors.http3 import FRAME_TYPES
-
-    code = next((c for c, nm in FRAME_TYPES.items() if nm == fr.type), 0x21)
-    return _vlen(code) + _vlen(fr.length)
-
-
-def _vlen(v: int) -> int:
-    return 1 if v < 0x40 else 2 if v < 0x4000 else 4 if v < 0x40000000 else 8
-
-
-def _place_h3(fr: Frame, fn: Node, spans: list) -> None:
-    """Point an HTTP/3 frame's node at its bytes in the "Decrypted QUIC" tab of the STREAM
-    frame carrying them in this datagram (the first one that does)."""
-    if fr.offset < 0:
-        return
-    for d, sid, off, ln, k, pos, r in spans:
-        if (d, sid) != (fr.direction, fr.stream_id):
-            continue
-        hl = _h3_header_len(fr, r.data, pos + fr.offset - off if off <= fr.offset < off + ln else -1)
-        s, e = max(fr.offset, off), min(fr.offset + hl + fr.length, off + ln)
-        if s < e:
-            fn.source, fn.start, fn.end = k, pos + s - off, pos + e - off
-            return
-
-
 def conn_is_clear(analysis: Analysis, fr: Frame) -> bool:
     try:
         return analysis.connections[fr.connection].tls is None
@@ -967,9 +857,6 @@ def _decrypted_rows(analysis: Analysis, n: int) -> list[tuple[int, int, int, int
     return out
 
 
-_FRAME_HEADER = {"h2": 9, "h2c": 9, "spdy/2": 8, "spdy/3": 8, "spdy/3.1": 8}
-
-
 def _place_in_decrypted(analysis: Analysis, fr: Frame, fn: Node, rows) -> None:
     """Point a frame's node at its bytes in the "Decrypted TLS" tab of the record carrying
     them on this packet (a TLS record node gets a child for its whole plaintext)."""
@@ -981,34 +868,26 @@ def _place_in_decrypted(analysis: Analysis, fr: Frame, fn: Node, rows) -> None:
     if fr.offset < 0:
         return
     a = fr.offset
-    b = a + _FRAME_HEADER.get(fr.protocol, 0) + max(fr.length, 1)
+    d = find(fr.protocol)
+    b = a + (d.frame_header if d is not None else 0) + max(fr.length, 1)
+    header_ranges = hooks(fr.protocol).header_ranges
     for k, cid, d, _off, pto, ptl in rows:
         if (cid, d) != (fr.connection, fr.direction) or pto < 0:
             continue
         s, e = max(a, pto), min(b, pto + ptl)
         if s < e:
             fn.source, fn.start, fn.end = k, s - pto, e - pto
-            if fr.protocol in ("h2", "h2c") and s == a:
-                _h2_field_ranges(fn, k, fn.start, fn.end)
+            if header_ranges is not None and s == a:
+                header_ranges(fn, k, fn.start, fn.end)
             return
 
 
-def _h2_field_ranges(fn: Node, source: int, start: int, end: int) -> None:
-    """Byte ranges of the HTTP/2 frame header fields, the frame starting at ``start``."""
-    if end - start < 9:
-        return
-    spans = {"http2.length": (0, 3), "http2.type": (3, 4), "http2.flags": (4, 5), "http2.streamid": (5, 9)}
-    for c in fn.children:
-        if c.abbrev in spans:
-            a, b = spans[c.abbrev]
-            c.source, c.start, c.end = source, start + a, start + b
-
-
 def _group_label(pname: str) -> str:
-    return {
-        "HTTP2": "HyperText Transfer Protocol 2", "HTTP": "Hypertext Transfer Protocol", "SPDY": "SPDY",
-        "HTTP3": "Hypertext Transfer Protocol Version 3", "QUIC": "QUIC IETF", "GQUIC": "GQUIC (Google QUIC)",
-    }.get(pname, "Transport Layer Security" if pname.startswith("TLS") else pname)
+    """The protocol tree's name (Wireshark's) of a protocol column name (``TLSv1.3``: TLS's)."""
+    for d in REGISTRY.values():
+        if pname == d.display or pname.startswith(d.display + "v"):
+            return d.long_name or d.display
+    return pname
 
 
 # ---------------------------------------------------------------- packet list rows
@@ -1039,7 +918,8 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
         best, rank = None, -1
         for fr in ([f for f in frames if f.packet == n] or frames):
             nm = frame_proto_name(analysis, fr)
-            r = _APP_RANK.get(nm[:3] if nm.startswith("TLS") else nm, 2)
+            d = find(fr.protocol)  # the packet list names the highest-ranked protocol on a packet
+            r = d.column_rank if d is not None else 2
             if r >= rank:
                 best, rank = nm, r
         pcol = best or pcol
@@ -1069,10 +949,10 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
                 return (src, dst, pcol, prefix + TLS_SEGMENT)  # records read, the message they carry ends later
             if not done and any(fr.protocol == "tls" and fr.first_packet == n and fr.packet > n for fr in own):
                 return (src, dst, pcol, prefix + SEGMENT)  # a record begins here: TLS cleared the column, TCP says why
-            if (pending or own and not own[0].protocol.startswith("spdy")) and "Retransmission]" not in prefix:
-                # part of a frame (a TLS record, an HTTP message) that completes later; tshark's
-                # SPDY dissector reassembles nothing, and a retransmission is not reassembled
-                # again, so neither gets the marker
+            if (pending or own and _tshark_reassembles(own[0].protocol)) and "Retransmission]" not in prefix:
+                # part of a frame (a TLS record, an HTTP message) that completes later; a protocol
+                # whose tshark dissector reassembles nothing (SPDY), or a retransmission (not
+                # reassembled again), gets no marker
                 info_extra = " " + SEGMENT
         fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
         rs, ra = ta.relative(n, seq, ack)
@@ -1106,20 +986,20 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
     return (src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), f"IP protocol {IP_PROTOS.get(proto, proto)}")
 
 
+def _tshark_reassembles(protocol: str) -> bool:
+    d = find(protocol)
+    return d is None or d.oracle is None or d.oracle.reassembles
+
+
 def _udp_info(analysis: Analysis, n: int, data: bytes, lt: int, frames: list[Frame], spanning: list[Frame]) -> str:
-    """Info of a UDP packet with frames: tshark's for QUIC and DNS (``analyzer.info``), else
-    ``_datagram_info``."""
-    from .info import dns_info, quic_info
+    """Info of a UDP packet with frames: tshark's where a protocol's hook writes it (QUIC, DNS:
+    ``analyzer.info.datagram_info``), else ``_datagram_info``."""
+    from .info import datagram_info
 
     try:
         L = layers(lt, data)
         payload = data[L.transport + 8 : L.end] if L.transport >= 0 else b""
-        if any(fr.protocol == "quic" for fr in frames):
-            got = quic_info(analysis, n, payload, frames, spanning)
-        elif frames[0].protocol == "dns":
-            got = dns_info(payload)
-        else:
-            got = None
+        got = datagram_info(analysis, n, payload, frames, spanning)
     except Exception:  # noqa: BLE001 - the row keeps wirefall's own text
         got = None
     return got if got is not None else _datagram_info(frames)
@@ -1289,7 +1169,10 @@ def decrypted_tls(analysis: Analysis, source, n: int) -> list[DecryptedRecord]:
 
 def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end: int, p0: int, p1: int) -> bytes | str:
     """Bytes [start, end) of direction ``d`` of TCP connection ``cid``, re-read from the
-    segments in packets ``p0``..``p1`` (the first copy of each byte wins, as in reassembly)."""
+    segments the pass's reassembly delivered them from: its stream-offset map
+    (``analysis.maps``) names the packet of each chunk, and each packet gives only its chunk,
+    so nothing is reassembled again (without a map, as for an analysis made without one: the
+    segments in packets ``p0``..``p1``, the first copy of each byte winning)."""
     idx = analysis.index
     try:
         conn = analysis.connections[cid]
@@ -1306,13 +1189,17 @@ def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end:
     dec = Decoder()
     client = tuple(conn.client)
     conn_of = idx.conn
-    p0 = max(p0, 1)
-    p1 = min(p1, len(conn_of))
-    if p1 - p0 > MAX_RECORD_SCAN:
-        return f"record spread over more than {MAX_RECORD_SCAN} packets"
     m = analysis.maps.get((cid, d))  # stream offset -> carrier packet (complete after loading)
-    extra = [p for p in m.packets_between(start, end) if not p0 <= p <= p1] if m is not None else []
-    for p in [*range(p0, p1 + 1), *extra]:  # bytes that came before a hole was filled: their carriers
+    chunks: list[tuple[int, int, int]]  # (packet, first, end) stream offsets it gives
+    if m is not None and len(m.packets):
+        chunks = m.chunks_between(start, end)
+    else:
+        p0 = max(p0, 1)
+        p1 = min(p1, len(conn_of))
+        if p1 - p0 > MAX_RECORD_SCAN:
+            return f"record spread over more than {MAX_RECORD_SCAN} packets"
+        chunks = [(p, start, end) for p in range(p0, p1 + 1)]
+    for p, ca, cb in chunks:
         if not 1 <= p <= len(conn_of) or conn_of[p - 1] != cid:
             continue
         data = source.read(idx.offset[p - 1], idx.caplen[p - 1])
@@ -1328,7 +1215,7 @@ def _stream_bytes(analysis: Analysis, source, cid: int, d: int, start: int, end:
             rel -= 0x100000000
         off = start + rel  # stream offset of the payload's first byte, unwrapped near start
         pl = bytes(x.payload)
-        a, b = max(off, start), min(off + len(pl), end)
+        a, b = max(off, start, ca), min(off + len(pl), end, cb)
         for j in range(a, b):
             k = j - start
             if not have[k]:

@@ -34,7 +34,9 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from .model import Analysis, Frame
+from wirefall.dissectors.registry import find
+
+from .model import Analysis, Frame, NoteKind, note_kind
 
 # ------------------------------------------------------------------ types
 
@@ -267,17 +269,12 @@ def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
 
 # ------------------------------------------------------------------ protocols (frames, exchanges)
 
-_PROTO_NAMES = {"h2": "HTTP2", "h2c": "HTTP2", "h3": "HTTP3", "quic": "QUIC", "gquic": "GQUIC", "tls": "TLS", "dns": "DNS"}
-
-
 def _proto_name(p: str | None) -> str:
+    """Wireshark's protocol name of a ``Frame.protocol`` value (the registry's ``display``)."""
     if not p:
         return "?"
-    if p.startswith("http/1"):
-        return "HTTP"
-    if p.startswith("spdy"):
-        return "SPDY"
-    return _PROTO_NAMES.get(p, p.upper())
+    d = find(p)
+    return d.display if d is not None else p.upper()
 
 
 # error codes that say nothing went wrong (a clean close) — Chat; CANCEL (a browser giving up a
@@ -359,6 +356,16 @@ NOTE_RULES: list[tuple[re.Pattern, Severity, Group]] = [(re.compile(p, re.I), s,
 ]]
 
 
+# the typed notes whose kind says what they are (``Note.kind``; the others are matched by words)
+KIND_RULES: dict[NoteKind, tuple[Severity, Group]] = {
+    NoteKind.PROTOCOL_SWITCH: (Severity.CHAT, Group.SEQUENCE),
+    NoteKind.FLOW_CONTROL: (Severity.WARN, Group.PROTOCOL),
+    NoteKind.STREAM_UNSEEN: (Severity.NOTE, Group.ASSUMPTION),
+    NoteKind.ENDS_IN_FRAME: (Severity.NOTE, Group.ASSUMPTION),
+    NoteKind.STREAM_MISUSE: (Severity.WARN, Group.PROTOCOL),
+}
+
+
 def classify(text: str) -> tuple[Severity, Group]:
     """The severity and group of a note or warning written in words (``NOTE_RULES``)."""
     for rx, sev, grp in NOTE_RULES:
@@ -385,7 +392,7 @@ def _note_items(an: Analysis) -> list[ExpertItem]:
             m = _PACKET.match(text)
             pkt = int(m.group(1)) if m else None
             body = text[m.end():] if m else text
-            sev, grp = classify(body)
+            sev, grp = KIND_RULES.get(note_kind(text)) or classify(body)
             out.append(ExpertItem(sev, grp, _note_protocol(body, c.protocol), "wirefall.note", (body,),
                                   pkt if pkt and 0 < pkt <= an.packets else None, c.id))
     for w in an.warnings:

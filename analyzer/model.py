@@ -39,6 +39,13 @@ class NoteKind(enum.Enum):
     INTERNAL_ERROR = "internal_error"  # decoding of the connection stopped on a bug; detail: exception type and words
     KEYS_BY_TRIAL = "keys_by_trial"  # QUIC keys found by trying the key log's secrets (no ClientHello seen)
     NO_SERVER_HELLO = "no_server_hello"  # TLS 1.3 records decrypted without the ServerHello; detail: how
+    # (the kinds below render as "packet N: <detail>", the words they always had; the expert view
+    # classifies them by kind, not by matching their words)
+    PROTOCOL_SWITCH = "protocol_switch"  # the connection left HTTP/1 (h2c upgrade, CONNECT tunnel, 101 to another protocol)
+    FLOW_CONTROL = "flow_control"  # a DATA frame overran or exhausted a flow-control window; direction; length: bytes over
+    STREAM_UNSEEN = "stream_unseen"  # frames of a stream whose opening frame the capture does not hold
+    ENDS_IN_FRAME = "ends_in_frame"  # the capture ends inside a frame; direction; length: the frame's size
+    STREAM_MISUSE = "stream_misuse"  # a stream id reused, or a stream reset after it completed
 
 
 class Note(str):
@@ -142,6 +149,14 @@ class OffsetMap:
             if not out or out[-1] != p:
                 out.append(p)
         return out
+
+    def chunks_between(self, start: int, end: int) -> list[tuple[int, int, int]]:
+        """``(packet, first, end)``: the chunks that delivered bytes [start, end), each the
+        stream offsets it gave (to the next chunk's start; a chunk cut by a gap still names it)."""
+        i = max(bisect_right(self.starts, start) - 1, 0)
+        j = bisect_right(self.starts, max(end - 1, start))
+        st, pk = self.starts, self.packets
+        return [(pk[k], st[k], st[k + 1] if k + 1 < len(st) else end) for k in range(i, j)]
 
 
 @dataclass(slots=True)

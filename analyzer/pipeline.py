@@ -275,67 +275,87 @@ def _analyze(
             conn_a(-2)
             proto_a(0)
         elif proto == PROTO_UDP:
-            key = (d.src, d.sport, d.dst, d.dport)
-            uflow = udp_flows.get(key)
-            if uflow is None:
-                uflow = udp_flows.get((d.dst, d.dport, d.src, d.sport))
-            if uflow is None and "quic_cids" in ctx.shared:
-                hit = _quic_route(ctx, d.payload)
-                if hit is not None:  # a known QUIC connection on a new path (migration, NAT rebinding)
-                    session, direction = hit
-                    uflow = UdpFlow(session.conn, (d.src, d.sport) if direction == 0 else (d.dst, d.dport))
-                    uflow.app = session
-                    udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
-                    if shard is not None:
-                        shard.moved[(PROTO_UDP, key)] = pkt
-                    session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(d.src)}:{d.sport} → {addr_str(d.dst)}:{d.dport}")
-            if uflow is None:
-                kind = _udp_kind(d.sport, d.dport, d.payload)
-                if kind is None and not plain_udp.take(1):  # past udp_plain_flows_capture: counted, not modelled
-                    undecoded[PLAIN_UDP] = undecoded.get(PLAIN_UDP, 0) + 1
-                    conn_a(-1)
-                    proto_a(P_UDP)
-                    continue
-                conn = Connection(id=len(conns), transport="udp", client=(addr(d.src), d.sport), server=(addr(d.dst), d.dport), start=ts, first_packet=pkt)
-                if choose_client(d.sport, d.dport, None) is False:
-                    conn.client, conn.server = conn.server, conn.client
-                    uflow = UdpFlow(conn, (d.dst, d.dport))
-                else:
-                    uflow = UdpFlow(conn, (d.src, d.sport))
-                conns.append(conn)
-                udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
-                if kind is not None:
-                    uflow.app = ctx.make(kind, conn) if kind in KINDS else None
-                    if kind == "dns":
-                        conn.protocol = "dns"
-                elif d.sport in QUIC_PORTS or d.dport in QUIC_PORTS:
-                    uflow.lazy = True  # a QUIC session once a datagram looks like QUIC
-            conn = uflow.conn
-            direction = 0 if uflow.client_key == (d.src, d.sport) else 1
-            st = conn.stats[direction]
-            st.packets += 1
-            st.bytes += origlen
-            st.payload += len(d.payload)
-            conn.end = ts
-            conn.last_packet = pkt
-            conn_a(conn.id)
-            proto_a(P_UDP)
-            if uflow.lazy and uflow.app is None and _quic_like(d.payload):
-                uflow.lazy = False
-                uflow.app = ctx.make("quic", conn)
-            if uflow.app is not None:
-                try:
-                    uflow.app.datagram(direction, d.payload, pkt)
-                except Exception as e:  # noqa: BLE001 - a dissector bug must not stop the capture
-                    app_failed(uflow, e, pkt)
-                if getattr(uflow.app, "flip_request", False):  # the session found the roles reversed
-                    setattr(uflow.app, "flip_request", False)  # noqa: B010 - an attribute of the QUIC session only
-                    uflow.client_key = (d.dst, d.dport) if uflow.client_key == (d.src, d.sport) else (d.src, d.sport)
-                    conn.client, conn.server = conn.server, conn.client
-                    conn.stats.reverse()
+            _udp_datagram(ctx, d, pkt, ts, origlen, flows, udp_flows, plain_udp, shard, addr)
         else:
             conn_a(-1)
             proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))
+    _finish(an, ctx, info, decoder, flows, retired, marks, shard, pkt, cut_short, first_cut)
+    if progress is not None:
+        progress(pkt, total, total)
+    return an
+
+
+def _udp_datagram(ctx: Context, d: Decoded, pkt: int, ts: float, origlen: int, flows: dict, udp_flows: dict,
+                  plain_udp, shard, addr: Callable) -> None:
+    """One UDP datagram of the pass (``_analyze``'s loop): its flow (a new one, or a known QUIC
+    connection on a new path), the connection's statistics and index entry, its session."""
+    an = ctx.analysis
+    index, conns, undecoded = an.index, an.connections, an.undecoded
+    key = (d.src, d.sport, d.dst, d.dport)
+    uflow = udp_flows.get(key)
+    if uflow is None:
+        uflow = udp_flows.get((d.dst, d.dport, d.src, d.sport))
+    if uflow is None and "quic_cids" in ctx.shared:
+        hit = _quic_route(ctx, d.payload)
+        if hit is not None:  # a known QUIC connection on a new path (migration, NAT rebinding)
+            session, direction = hit
+            uflow = UdpFlow(session.conn, (d.src, d.sport) if direction == 0 else (d.dst, d.dport))
+            uflow.app = session
+            udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
+            if shard is not None:
+                shard.moved[(PROTO_UDP, key)] = pkt
+            session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(d.src)}:{d.sport} → {addr_str(d.dst)}:{d.dport}")
+    if uflow is None:
+        kind = _udp_kind(d.sport, d.dport, d.payload)
+        if kind is None and not plain_udp.take(1):  # past udp_plain_flows_capture: counted, not modelled
+            undecoded[PLAIN_UDP] = undecoded.get(PLAIN_UDP, 0) + 1
+            index.conn.append(-1)
+            index.proto.append(P_UDP)
+            return
+        conn = Connection(id=len(conns), transport="udp", client=(addr(d.src), d.sport), server=(addr(d.dst), d.dport), start=ts, first_packet=pkt)
+        if choose_client(d.sport, d.dport, None) is False:
+            conn.client, conn.server = conn.server, conn.client
+            uflow = UdpFlow(conn, (d.dst, d.dport))
+        else:
+            uflow = UdpFlow(conn, (d.src, d.sport))
+        conns.append(conn)
+        udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
+        if kind is not None:
+            uflow.app = ctx.make(kind, conn) if kind in KINDS else None
+            if kind == "dns":
+                conn.protocol = "dns"
+        elif d.sport in QUIC_PORTS or d.dport in QUIC_PORTS:
+            uflow.lazy = True  # a QUIC session once a datagram looks like QUIC
+    conn = uflow.conn
+    direction = 0 if uflow.client_key == (d.src, d.sport) else 1
+    st = conn.stats[direction]
+    st.packets += 1
+    st.bytes += origlen
+    st.payload += len(d.payload)
+    conn.end = ts
+    conn.last_packet = pkt
+    index.conn.append(conn.id)
+    index.proto.append(P_UDP)
+    if uflow.lazy and uflow.app is None and _quic_like(d.payload):
+        uflow.lazy = False
+        uflow.app = ctx.make("quic", conn)
+    if uflow.app is not None:
+        try:
+            uflow.app.datagram(direction, d.payload, pkt)
+        except Exception as e:  # noqa: BLE001 - a dissector bug must not stop the capture
+            app_failed(uflow, e, pkt)
+        if getattr(uflow.app, "flip_request", False):  # the session found the roles reversed
+            setattr(uflow.app, "flip_request", False)  # noqa: B010 - an attribute of the QUIC session only
+            uflow.client_key = (d.dst, d.dport) if uflow.client_key == (d.src, d.sport) else (d.src, d.sport)
+            conn.client, conn.server = conn.server, conn.client
+            conn.stats.reverse()
+
+
+def _finish(an: Analysis, ctx: Context, info: CaptureInfo, decoder: Decoder, flows: dict, retired: list, marks, shard,
+            pkt: int, cut_short: int, first_cut: int) -> None:
+    """The end of the pass (``_analyze``): every flow finished in the order of its first packet,
+    the budgets reported, the capture's warnings, facts and offset maps on the analysis."""
+    frames_l, exch_l, keylog = an.frames, an.exchanges, ctx.keylog
     if marks is not None:
         marks.append((pkt, len(frames_l), len(exch_l)))
     for fkey, fl in flows.items():
@@ -367,9 +387,6 @@ def _analyze(
                for i in (0, 1) if c.dirs[i].map is not None}
     for (cid, d), m in ctx.shared.get("tls_plaintext_maps", {}).items():
         an.maps[(cid, d, "tls")] = m  # decrypted offset -> packet that completed the record
-    if progress is not None:
-        progress(pkt, total, total)
-    return an
 
 
 def _udp_kind(sport: int, dport: int, payload) -> str | None:

@@ -20,10 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirefall.dissectors.registry import REGISTRY
+
 from .model import Analysis, Connection, Exchange
 
 STATS_VERSION = 1
-FRAME_HEADER_BYTES = {"h2": 9, "h2c": 9, "spdy/2": 8, "spdy/3": 8, "spdy/3.1": 8}
+# framing overhead per frame of the HTTP framing layers whose frames do not say it themselves
+# (HTTP/3's carry ``header_bytes``): the registry's ``frame_header`` of each protocol that
+# carries header blocks (HTTP/2 9, SPDY 8; TLS record headers are the TLS overhead)
+FRAME_HEADER_BYTES = {p: d.frame_header for d in REGISTRY.values() if d.frame_header and d.kinds.headers for p in d.protocols}
 
 
 @dataclass

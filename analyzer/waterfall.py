@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from wirefall.dissectors.registry import kind_types
+from wirefall.dissectors.registry import find, kind_types
 
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
 
@@ -770,16 +770,23 @@ def _initial_window(f: Frame, protocol: str) -> int | None:
     elif isinstance(s, list):
         items = [tuple(x[:2]) if isinstance(x, (list, tuple)) else (x.get("id") or x.get("name"), x.get("value")) for x in s
                  if isinstance(x, (list, tuple, dict))]
+    d = find(protocol)
+    sid = d.initial_window_setting if d is not None else None
+    keys = (sid, str(sid), "SETTINGS_INITIAL_WINDOW_SIZE", "INITIAL_WINDOW_SIZE")
     for k, v in items:
         key = k if not isinstance(k, str) else k.upper()
-        spdy = protocol.startswith("spdy")
-        if (spdy and key in (7, "7", "SETTINGS_INITIAL_WINDOW_SIZE", "INITIAL_WINDOW_SIZE")) or (
-            not spdy and key in (4, "4", "SETTINGS_INITIAL_WINDOW_SIZE", "INITIAL_WINDOW_SIZE")):
+        if key in keys:
             try:
                 return int(v)
             except (TypeError, ValueError):
                 return None
     return None
+
+
+def flow_control(protocol: str) -> str | None:
+    """How a protocol's flow control shows (the registry's ``flow_control``), None: it has none."""
+    d = find(protocol)
+    return d.flow_control.get(protocol) if d is not None else None
 
 
 def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | None, int, float, float | None, int]]:
@@ -788,15 +795,15 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
     when a DATA frame leaves the sender's window at zero and ends at the receiver's next
     WINDOW_UPDATE for that window.  QUIC/H3 BLOCKED frames are reported as they are."""
     out: list[tuple[int | None, int, float, float | None, int]] = []
-    spdy = protocol.startswith("spdy")
-    if spdy and protocol == "spdy/2":
-        return out  # SPDY/2 has no flow control
+    kind = flow_control(protocol)
+    if kind is None:
+        return out  # (SPDY/2 has no flow control)
     conn_window = [65535, 65535]  # credit the sender in direction d has (connection level)
     init = [65535, 65535]  # initial stream window for a sender in direction d
     stream_window: dict[tuple[int, int], int] = {}
     open_stall: dict[tuple[int | None, int], tuple[float, int]] = {}
-    conn_level = not spdy or protocol == "spdy/3.1"
-    quic = protocol in ("h3", "h3-29", "quic")  # QUIC: the sender says so in *_BLOCKED frames
+    conn_level = kind == "connection"
+    quic = kind == "blocked"  # QUIC: the sender says so in *_BLOCKED frames
     blocked_types, window_types = kind_types("blocked"), kind_types("window")
     for f in frames:
         t = f.type
@@ -1103,7 +1110,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     loss_by_conn: dict[int, list] = {}
     for cid, fl in frames_by_conn.items():
         proto = (conns[cid].protocol if cid in conns else None) or by_conn[cid][0].protocol
-        if proto in ("h2", "h2c") or proto.startswith("spdy") or proto in ("h3", "h3-29", "quic"):
+        if flow_control(proto) is not None:
             stalls_by_conn[cid] = flow_control_stalls(fl, proto)
     for cid in by_conn:
         if cid in conns:
@@ -1218,7 +1225,10 @@ def _order(rows: list[Row], sort: str, group_by: str | None) -> list[Row]:
     return out
 
 
-_FRAME_HEADER = {"spdy": 8}  # bytes before a DATA frame's payload: HTTP/2 9 (RFC 9113 §4.1), SPDY 8
+def _frame_header(protocol: str) -> int:
+    """Bytes before a DATA frame's payload (the registry's ``frame_header``: HTTP/2 9, SPDY 8)."""
+    d = find(protocol)
+    return d.frame_header if d is not None and d.frame_header else 9
 
 
 def _explicit_iv(tls) -> int:
@@ -1304,7 +1314,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
                 if f.offset >= 0:
                     if carriers is None:
                         carriers = _Carriers(an, conns.get(cid), cid, 1)
-                    h = _FRAME_HEADER.get(f.protocol[:4], 9)
+                    h = _frame_header(f.protocol)
                     # the payload's bytes; an empty frame (END_STREAM alone): its header's
                     a, b = (f.offset + h, f.offset + h + f.length) if f.length > 0 else (f.offset, f.offset + h)
                     carried = [p for p in carriers.packets(a, b) if 0 < p <= n_pk]

@@ -37,6 +37,7 @@ DESCRIPTOR = ProtocolDescriptor(  # HTTP/1.x has no frame-type numbers: its "fra
     kinds=FrameKinds(headers=frozenset({"REQUEST", "RESPONSE"}), data=frozenset({"BODY"})),
     fields_module="http",
     oracle=OracleSpec(layer="http"),
+    long_name="Hypertext Transfer Protocol", hooks_module="http1",
 )
 
 MAX_HEAD = 1 << 20

@@ -110,6 +110,8 @@ DESCRIPTOR = ProtocolDescriptor(
         blocked=frozenset({"BLOCKED"}),
     ),
     fields_module="http2",
+    long_name="HyperText Transfer Protocol 2", frame_header=9, hooks_module="http2",
+    flow_control={"h2": "connection", "h2c": "connection"}, initial_window_setting=4,
     oracle=OracleSpec(layer="http2", type_field="http2.type",
                       fields={"stream_id": "http2.streamid", "length": "http2.length", "flags": "http2.flags"}),
 )

@@ -92,6 +92,8 @@ DESCRIPTOR = ProtocolDescriptor(
         goaway=frozenset({"GOAWAY"}),
     ),
     fields_module="http3",
+    long_name="Hypertext Transfer Protocol Version 3", hooks_module="http3",
+    flow_control={"h3": "blocked", "h3-29": "blocked"},
     oracle=OracleSpec(layer="http3", type_field="http3.frame_type", fields={"length": "http3.frame_length"}),
 )
 MAX_FRAME_PAYLOAD = 1 << 20  # payload bytes buffered for non-DATA frames (headers are capped separately)

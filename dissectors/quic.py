@@ -96,6 +96,7 @@ DESCRIPTOR = ProtocolDescriptor(
         blocked=frozenset({"DATA_BLOCKED", "STREAM_DATA_BLOCKED", "STREAMS_BLOCKED", "STREAMS_BLOCKED_BIDI", "STREAMS_BLOCKED_UNI"}),
     ),
     fields_module="quic",
+    long_name="QUIC IETF", column_rank=2, hooks_module="quic", flow_control={"quic": "blocked"},
     oracle=OracleSpec(layer="quic", type_field="quic.frame_type", fields={"stream_id": "quic.stream.stream_id"}),
 )
 

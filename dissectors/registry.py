@@ -5,8 +5,10 @@ constants); this module only holds the descriptor type and the lookup.  Consumer
 waterfall's marker kinds, the detail tree's type numbers and flag names, the tshark oracle's
 field names) read the registry instead of keeping their own copies.
 
-A descriptor names its display-filter module in ``analyzer/fields`` as a string, because
-dissectors import nothing of the analyzer (the layer contract in pyproject.toml).
+A descriptor names its display-filter module in ``analyzer/fields``, its hooks module in
+``analyzer/protocols`` (Info text, detail-tree nodes) and its oracle module in ``oracle/specs``
+as strings, because dissectors import nothing of the analyzer (the layer contract in
+pyproject.toml).
 
 The registry is filled lazily on first use: the dissector modules import this module for
 ``ProtocolDescriptor``, so it cannot import them at its own import time.
@@ -14,18 +16,18 @@ The registry is filled lazily on first use: the dissector modules import this mo
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any
 
 # The dissector modules that define a DESCRIPTOR (one protocol each); adding a protocol is one
 # new module here and its DESCRIPTOR.
-MODULES = (
+MODULES = (  # (in this order the display-filter fields are listed: docs/FILTERS.md)
+    "wirefall.dissectors.tls",
     "wirefall.dissectors.http1",
     "wirefall.dissectors.http2",
     "wirefall.dissectors.spdy",
-    "wirefall.dissectors.tls",
     "wirefall.dissectors.quic",
     "wirefall.dissectors.http3",
     "wirefall.dissectors.gquic",
@@ -61,6 +63,7 @@ class OracleSpec:
     layer: str
     type_field: str | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
+    reassembles: bool = True  # tshark reassembles a PDU across segments (its SPDY dissector does not)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,21 @@ class ProtocolDescriptor:
     kinds: FrameKinds = FrameKinds()
     fields_module: str | None = None  # module in analyzer/fields holding its display-filter fields
     oracle: OracleSpec | None = None
-    hooks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)  # optional per-protocol code
+    long_name: str | None = None  # Wireshark's protocol tree name ("HyperText Transfer Protocol 2"); None: ``display``
+    column_rank: int = 3  # which protocol the packet list names: the highest rank on the packet (TLS 1, QUIC 2, HTTP 3)
+    frame_header: int = 0  # bytes of a frame before its payload (``Frame.length``): HTTP/2 9, SPDY 8, a TLS record 5
+    # The protocol's code above the dissectors, a module name in ``analyzer/protocols`` (a string:
+    # dissectors import nothing of the analyzer).  It may define ``summary`` (one frame in the Info
+    # column), ``info`` (tshark's Info of a frame completing on a TCP packet), ``datagram_info``
+    # (of a UDP datagram), ``frame_node`` / ``type_node`` / ``place`` (the detail tree's node of a
+    # frame, its type line and byte ranges) and ``proto_name`` (the protocol column's name).
+    hooks_module: str | None = None
+    # flow control per ``Frame.protocol`` value: "connection" (stream and connection windows
+    # credited by WINDOW_UPDATE), "stream" (stream windows only), "blocked" (the sender says it
+    # is blocked: QUIC's *_BLOCKED frames); absent: none (SPDY/2).  ``initial_window_setting``:
+    # the SETTINGS id of the initial stream window (HTTP/2 4, SPDY 7).
+    flow_control: Mapping[str, str] = field(default_factory=dict)
+    initial_window_setting: int | None = None
 
     def type_code(self, type_name: str) -> int | None:
         """The wire number of a ``Frame.type`` name (the lowest, for names several numbers share)."""
@@ -146,10 +163,30 @@ def descriptor(name: str) -> ProtocolDescriptor:
 
 
 def find(name: str) -> ProtocolDescriptor | None:
-    try:
-        return descriptor(name)
-    except KeyError:
-        return None
+    """``descriptor(name)``, or None if no protocol claims it (memoised: the packet list and
+    the detail tree ask once per frame)."""
+    _load()
+    key = (name, _DESCRIPTORS.version)
+    got = _FIND_CACHE.get(key, _NONE)
+    if got is _NONE:
+        try:
+            got = descriptor(name)
+        except KeyError:
+            got = None
+        if len(_FIND_CACHE) > 256:
+            _FIND_CACHE.clear()
+        _FIND_CACHE[key] = got
+    return got  # type: ignore[return-value]
+
+
+def version() -> int:
+    """Changes whenever a descriptor is replaced (caches built from the registry key on it)."""
+    _load()
+    return _DESCRIPTORS.version
+
+
+_NONE = object()
+_FIND_CACHE: dict[tuple[str, int], object] = {}
 
 
 def frame_kind(protocol: str, type_name: str) -> set[str]:

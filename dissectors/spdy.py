@@ -148,8 +148,10 @@ DESCRIPTOR = ProtocolDescriptor(
         window=frozenset({"WINDOW_UPDATE"}),
     ),
     fields_module="spdy",
-    oracle=OracleSpec(layer="spdy", type_field="spdy.type",
+    oracle=OracleSpec(layer="spdy", type_field="spdy.type", reassembles=False,
                       fields={"stream_id": "spdy.streamid", "length": "spdy.length", "flags": "spdy.flags"}),
+    frame_header=8, hooks_module="spdy",
+    flow_control={"spdy/3": "stream", "spdy/3.1": "connection"}, initial_window_setting=7,  # (SPDY/2 has none)
 )
 
 FLAG_FIN = 0x01

@@ -95,6 +95,7 @@ DESCRIPTOR = ProtocolDescriptor(
     type_names=CONTENT_TYPES,
     kinds=FrameKinds(data=frozenset({"APPLICATION_DATA"})),
     fields_module="tls",
+    long_name="Transport Layer Security", column_rank=1, frame_header=5, hooks_module="tls",
     oracle=OracleSpec(layer="tls", type_field="tls.record.content_type", fields={"length": "tls.record.length"}),
 )
 

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import importlib
 
+from wirefall.dissectors.registry import REGISTRY
+
 from .types import Field, Protocol
 
-MODULES = ("frame", "eth", "ip", "ipv6", "tcp", "udp", "tls", "http", "http2", "spdy", "quic", "http3", "dns")
+# the packet's own layers, then each protocol's module as its registry descriptor names it
+# (``ProtocolDescriptor.fields_module``): a new protocol's fields need no edit here
+LAYERS = ("frame", "eth", "ip", "ipv6", "tcp", "udp")
+MODULES = LAYERS + tuple(d.fields_module for d in REGISTRY.values() if d.fields_module)
 
 PROTOCOLS: dict[str, Protocol] = {}
 FIELDS: dict[str, Field] = {}

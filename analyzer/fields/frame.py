@@ -1,12 +1,11 @@
 """``frame``: the captured packet (tshark's frame.* fields), read from the packet index."""
 from __future__ import annotations
 
+from wirefall.dissectors.registry import find
+
 from ._util import packet_field as P
 from .types import ABSTIME, FLOAT, PROTO, STRING, UINT, Protocol
 
-# frame.protocols: the layers tshark lists, for the analysis protocols wirefall decodes
-_APP = {"tls": "tls", "h2": "http2", "h2c": "http2", "quic": "quic", "gquic": "gquic", "h3": "http3", "dns": "dns"}
-_RANK = {"tls": 1, "quic": 1, "gquic": 1, "dns": 1, "http": 2, "http2": 2, "spdy": 2, "http3": 2}
 _LINK = {"eth": "eth:ethertype", "sll": "sll:ethertype", "sll2": "sll:ethertype", "null": "null", "raw": "raw"}
 
 
@@ -22,12 +21,16 @@ def protocols(pv) -> str:
     elif L.udp is not None:
         parts.append("udp")
     apps: list[str] = []
+    inner: dict[str, bool] = {}
     for fr in pv.frames:
-        p = fr.protocol
-        name = _APP.get(p) or ("http" if p.startswith("http/") else "spdy" if p.startswith("spdy") else None)
+        # frame.protocols names the analysis protocols by tshark's layer (the descriptor's
+        # oracle layer); the security and transport layers (TLS, QUIC) before what they carry
+        d = find(fr.protocol)
+        name = d.oracle.layer if d is not None and d.oracle is not None else None
         if name and name not in apps:
             apps.append(name)
-    apps.sort(key=lambda a: _RANK.get(a, 3))
+            inner[name] = d is not None and d.column_rank >= 3
+    apps.sort(key=lambda a: inner[a])
     return ":".join(parts + apps)
 
 

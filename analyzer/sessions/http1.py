@@ -29,7 +29,7 @@ from __future__ import annotations
 from wirefall.dissectors.http1 import H1Body, H1Connection, H1End, H1Head
 
 from ..content import BodyDecoder
-from ..model import Connection, Exchange, Frame
+from ..model import Connection, Exchange, Frame, Note, NoteKind
 from . import RawSession
 from .tls import wire_packet
 
@@ -249,7 +249,7 @@ class Http1Session:
         if sw.protocol == "h2c" and ex is not None:
             from .http2 import H2Session
 
-            self.conn.notes.append(f"packet {sw.response.packet}: HTTP/1.1 upgraded to h2c")
+            self.conn.notes.append(Note(NoteKind.PROTOCOL_SWITCH, sw.response.packet, detail="HTTP/1.1 upgraded to h2c"))
             nxt = H2Session(ctx, self.conn, cleartext=True, upgrade=ex, settings=sw.request.header("http2-settings"))
             ex.status = None  # the response comes on HTTP/2 stream 1
             ex.response_headers = []
@@ -257,10 +257,10 @@ class Http1Session:
             ex.response_end = ex.response_end_packet = None
             ex.response_body_decoded_bytes = None
         elif sw.protocol == "tunnel":
-            self.conn.notes.append(f"packet {sw.response.packet}: CONNECT tunnel established")
+            self.conn.notes.append(Note(NoteKind.PROTOCOL_SWITCH, sw.response.packet, detail="CONNECT tunnel established"))
             nxt = ctx.sniffer(self.conn)
         else:
-            self.conn.notes.append(f"packet {sw.response.packet}: HTTP/1.1 switched to {sw.protocol}; its bytes are not decoded")
+            self.conn.notes.append(Note(NoteKind.PROTOCOL_SWITCH, sw.response.packet, detail=f"HTTP/1.1 switched to {sw.protocol}; its bytes are not decoded"))
             nxt = RawSession(ctx, self.conn)
         self.next = nxt
         for direction in (0, 1):

@@ -48,7 +48,7 @@ from wirefall.dissectors.http2 import (
 from ..content import BodyDecoder
 from . import IdentityBody, end_response, finish_body, needs_decoder
 from .tls import wire_packet
-from ..model import PROTO_CODE, Connection, Exchange, Frame
+from ..model import PROTO_CODE, Connection, Exchange, Frame, Note, NoteKind
 
 P_HTTP2 = PROTO_CODE["HTTP2"]
 
@@ -146,11 +146,12 @@ class H2Session:
     def end(self):
         for d, (size, held) in enumerate(self.h2.incomplete()):
             if size:
-                self.conn.notes.append(f"HTTP/2: the capture ends inside a frame of {size} bytes in direction {d} ({held} of them seen)")
+                self.conn.notes.append(Note(NoteKind.ENDS_IN_FRAME, direction=d, length=size,
+                                            detail=f"HTTP/2: the capture ends inside a frame of {size} bytes in direction {d} ({held} of them seen)"))
         for f, msg in self.h2.take_overruns():
             if f.model is not None:
                 f.model.error = f.model.error or msg
-            self.conn.notes.append(f"packet {f.packet}: {msg}")
+            self.conn.notes.append(Note(NoteKind.FLOW_CONTROL, f.packet, f.direction, detail=msg))
         for _sid, st in self.streams.items():
             ex = st.ex
             if st.body is not None:

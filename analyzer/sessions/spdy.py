@@ -62,7 +62,7 @@ from wirefall.dissectors.spdy import (
 from . import end_response, finish_body
 from .tls import wire_packet
 from ..content import BodyDecoder  # decoded body sizes, as the HTTP sessions count them
-from ..model import Connection, Exchange, Frame, OffsetMap
+from ..model import Connection, Exchange, Frame, Note, NoteKind, OffsetMap
 
 DEFAULT_WINDOW = 64 * 1024
 DIR_NAMES = ("client→server", "server→client")
@@ -156,7 +156,7 @@ class SpdySession:
         for d in (0, 1):
             dd = self.dis.dirs[d]
             if dd.data_frame is not None or dd.buf:
-                self.conn.notes.append(f"SPDY: capture ends inside a frame ({DIR_NAMES[d]})")
+                self.conn.notes.append(Note(NoteKind.ENDS_IN_FRAME, direction=d, detail=f"SPDY: capture ends inside a frame ({DIR_NAMES[d]})"))
         for st in self.streams.values():
             if st.body is not None:
                 self._finish_body(st)
@@ -244,7 +244,7 @@ class SpdySession:
                 ex.frames += 1
                 name = (f.fields or {}).get("status_name")
                 if st.req_done and st.resp_done:  # a late reset (e.g. answering a WINDOW_UPDATE): not the outcome
-                    self.conn.notes.append(f"packet {fr.packet}: RST_STREAM {name} on stream {f.stream_id} after it completed")
+                    self.conn.notes.append(Note(NoteKind.STREAM_MISUSE, fr.packet, detail=f"RST_STREAM {name} on stream {f.stream_id} after it completed"))
                 else:
                     ex.reset = name
                 if not st.resp_done:
@@ -299,7 +299,7 @@ class SpdySession:
             return
         fl = f.fields or {}
         if sid in self.streams:
-            self.conn.notes.append(f"packet {fr.packet}: SYN_STREAM reuses stream id {sid}")
+            self.conn.notes.append(Note(NoteKind.STREAM_MISUSE, fr.packet, detail=f"SYN_STREAM reuses stream id {sid}"))
         st = self._new_stream(sid)
         ex = st.ex
         ex.frames += 1
@@ -399,7 +399,7 @@ class SpdySession:
         (a capture that starts inside a download would otherwise note every DATA frame)."""
         if sid not in self.unknown_noted and len(self.unknown_noted) < 1000:
             self.unknown_noted.add(sid)
-            self.conn.notes.append(f"packet {fr.packet}: {f.type} for stream {sid}, whose SYN_STREAM is not in the capture")
+            self.conn.notes.append(Note(NoteKind.STREAM_UNSEEN, fr.packet, detail=f"{f.type} for stream {sid}, whose SYN_STREAM is not in the capture"))
 
     def _data(self, direction: int, f: SpdyFrame, fr: Frame):
         sid = f.stream_id  # (set on every DATA frame; the test costs what _stream's call did)
@@ -462,7 +462,8 @@ class SpdySession:
             fields["window_stream"] = w
             if w < 0:
                 fr.error = (fr.error + "; " if fr.error else "") + f"stream flow-control window overrun by {-w} bytes"
-                self.conn.notes.append(f"packet {fr.packet}: stream {f.stream_id}: {DIR_NAMES[direction]} DATA overruns the stream window by {-w} bytes")
+                self.conn.notes.append(Note(NoteKind.FLOW_CONTROL, fr.packet, direction, length=-w,
+                                            detail=f"stream {f.stream_id}: {DIR_NAMES[direction]} DATA overruns the stream window by {-w} bytes"))
             if w <= 0 and n:
                 stalled = "stream"
                 if st.stall_since[direction] is None:
@@ -479,13 +480,14 @@ class SpdySession:
                 new_stall = new_stall or "session"
             if sw < 0:
                 fr.error = (fr.error + "; " if fr.error else "") + f"session flow-control window overrun by {-sw} bytes"
-                self.conn.notes.append(f"packet {fr.packet}: stream {f.stream_id}: {DIR_NAMES[direction]} DATA overruns the session window by {-sw} bytes")
+                self.conn.notes.append(Note(NoteKind.FLOW_CONTROL, fr.packet, direction, length=-sw,
+                                            detail=f"stream {f.stream_id}: {DIR_NAMES[direction]} DATA overruns the session window by {-sw} bytes"))
         if stalled:
             fields["stalled"] = stalled
         if new_stall:
-            self.conn.notes.append(
-                f"packet {fr.packet}: stream {f.stream_id}: {DIR_NAMES[direction]} {new_stall} flow-control window exhausted (sender blocked until WINDOW_UPDATE)"
-            )
+            self.conn.notes.append(Note(
+                NoteKind.FLOW_CONTROL, fr.packet, direction, length=0,
+                detail=f"stream {f.stream_id}: {DIR_NAMES[direction]} {new_stall} flow-control window exhausted (sender blocked until WINDOW_UPDATE)"))
         fr.fields = fields or None
 
     def _settings(self, direction: int, f: SpdyFrame):

@@ -1,0 +1,69 @@
+"""Each protocol's code above the dissectors: its Info text and its detail-tree nodes.
+
+One module per protocol, named by its registry descriptor (``ProtocolDescriptor.hooks_module``,
+a string because dissectors import nothing of the analyzer).  A module defines the hooks it
+needs, all optional (the generic code in ``analyzer.detail`` / ``analyzer.info`` serves the
+others):
+
+- ``summary(fr) -> str``: one frame in the Info column and in frame lists (``HEADERS[1]: GET /``).
+- ``proto_name(analysis, fr) -> str``: the protocol column's name when it is not the
+  descriptor's ``display`` (TLS names its version).
+- ``info(ctx, fr) -> str | None``: tshark's Info of a frame completing on a TCP packet
+  (``ctx``: ``analyzer.info.InfoContext``; None: ``summary``); ``continues(ctx) -> bool``: a
+  message of this protocol goes on past the packet (tshark's ``[TCP segment of a reassembled PDU]``).
+- ``datagram_info(analysis, n, payload, frames, spanning) -> str | None``: tshark's Info of a
+  UDP datagram carrying this protocol.
+- ``frame_node(node, fr) -> Node``: the whole detail-tree node of a frame, Wireshark's fields
+  (``type_node(node, fr) -> bool``: only its type line, in the generic node).
+- ``header_ranges(node, source, start, end)``: byte ranges of the frame header's fields, the
+  frame starting at ``start`` of bytes tab ``source``.
+- ``place_in_stream(fr, node, spans)``: point a frame's node at its bytes inside the decrypted
+  STREAM frames of the datagram (HTTP/3 inside QUIC).
+
+The data a consumer needs (names, type numbers, flags, frame kinds, header length, the
+protocol tree's name, tshark's fields) is on the descriptor itself (``dissectors/registry.py``).
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from wirefall.dissectors.registry import find, version
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    summary: Callable[..., str] | None = None
+    proto_name: Callable[..., str] | None = None
+    info: Callable[..., str | None] | None = None
+    continues: Callable[..., bool] | None = None
+    datagram_info: Callable[..., str | None] | None = None
+    frame_node: Callable[..., Any] | None = None
+    type_node: Callable[..., bool] | None = None
+    header_ranges: Callable[..., None] | None = None
+    place_in_stream: Callable[..., None] | None = None
+
+
+NONE = Hooks()
+_NAMES = tuple(Hooks.__dataclass_fields__)
+_CACHE: dict[tuple[str, int], Hooks] = {}
+
+
+def hooks(protocol: str) -> Hooks:
+    """The hooks of the protocol that decodes ``protocol`` (a ``Frame.protocol`` value or a
+    registry name); ``NONE`` if it has none or no protocol claims it."""
+    key = (protocol, version())
+    got = _CACHE.get(key)
+    if got is None:
+        d = find(protocol)
+        got = NONE
+        if d is not None and d.hooks_module:
+            name = d.hooks_module if "." in d.hooks_module else f"{__name__}.{d.hooks_module}"  # (a dotted name: any module)
+            mod = importlib.import_module(name)
+            got = Hooks(**{n: getattr(mod, n, None) for n in _NAMES})
+        if len(_CACHE) > 256:
+            _CACHE.clear()
+        _CACHE[key] = got
+    return got

@@ -1,0 +1,100 @@
+"""TLS records in the packet list: the handshake messages of a record in Wireshark's words
+(``Client Hello``), ``Alert (Level: Warning, Description: Close Notify)`` or ``Encrypted
+Alert`` when it cannot be read, ``Hello Retry Request``; the protocol column names the
+version (``TLSv1.3``; the record-layer version before the ServerHello)."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from wirefall.analyzer.model import Analysis, Frame
+
+if TYPE_CHECKING:
+    from wirefall.analyzer.info import InfoContext
+
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def title(name: Any) -> str:
+    """CLIENT_HELLO or ClientHello -> Client Hello (Wireshark's wording)."""
+    s = str(name)
+    if "_" not in s and not s.isupper():
+        s = _CAMEL.sub(" ", s)
+    return " ".join(w.capitalize() for w in s.replace("_", " ").split())
+
+
+def summary(fr: Frame) -> str:
+    f = fr.fields or {}
+    msgs = f.get("messages")
+    if msgs and isinstance(msgs, (list, tuple)):
+        return ", ".join(title(m) for m in msgs)
+    if f.get("encrypted") and not f.get("decrypted") and fr.type == "HANDSHAKE":
+        return "Encrypted Handshake Message"
+    return title(fr.type)
+
+
+def _version_name(analysis: Analysis, conn_id: int) -> str:
+    try:
+        c = analysis.connections[conn_id]
+    except IndexError:
+        return "TLS"
+    v = c.tls.version if c.tls is not None else None
+    if v:
+        v = v.replace(" ", "")
+        if v.upper().startswith("TLS"):
+            return "TLSv" + v[3:].lstrip("v") if not v[3:].startswith("v") else "TLS" + v[3:]
+        return v
+    return "TLS"
+
+
+def proto_name(analysis: Analysis, fr: Frame) -> str:
+    f = fr.fields or {}
+    if f.get("messages") == ["CLIENT_HELLO"] and f.get("version"):
+        # before the ServerHello Wireshark names the record-layer version
+        v = str(f["version"]).replace(" ", "")
+        return "TLSv1" if v == "TLS1.0" else v.replace("TLS", "TLSv")
+    return _version_name(analysis, fr.connection)
+
+
+_ALERT_WORDS = {"mac": "MAC", "psk": "PSK", "ca": "CA"}
+
+
+def alert_text(fr: Frame) -> str:
+    f = fr.fields or {}
+    a = f.get("alert")
+    if isinstance(a, str) and ": " in a:
+        level, desc = a.split(": ", 1)
+        words = " ".join(_ALERT_WORDS.get(w, w.capitalize()) for w in desc.split("_"))
+        return f"Alert (Level: {level.capitalize()}, Description: {words})"
+    if f.get("encrypted") and not f.get("decrypted"):
+        return "Encrypted Alert"
+    return "Alert"
+
+
+def hrr_packets(analysis: Analysis) -> set[int]:
+    """Packets of the first ServerHello of each connection that had a HelloRetryRequest."""
+    frames = analysis.frames
+    memo = analysis.__dict__.get("_wf_hrr")
+    if memo is not None and memo[0] == len(frames):
+        return memo[1]
+    conns = analysis.connections
+    seen: dict[int, int] = {}
+    for fr in frames:
+        if fr.protocol != "tls" or fr.connection in seen or not 0 <= fr.connection < len(conns):
+            continue
+        t = conns[fr.connection].tls
+        msgs = (fr.fields or {}).get("messages") or ()
+        if t is not None and t.hello_retry and any(str(m).upper().replace("_", "") == "SERVERHELLO" for m in msgs):
+            seen[fr.connection] = fr.packet
+    out = set(seen.values())
+    analysis.__dict__["_wf_hrr"] = (len(frames), out)
+    return out
+
+
+def info(ctx: InfoContext, fr: Frame) -> str:
+    if fr.type == "ALERT":
+        return alert_text(fr)
+    s = summary(fr).replace("End Of Early Data", "End of Early Data")
+    if s.startswith("Server Hello") and ctx.n in hrr_packets(ctx.analysis):
+        s = "Hello Retry Request" + s[len("Server Hello"):]
+    return s

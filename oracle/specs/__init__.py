@@ -1,0 +1,2 @@
+"""One module per protocol the oracle compares, named as its registry descriptor; each
+registers its ``Spec`` (``oracle.spec``) on import."""
