@@ -101,25 +101,63 @@ def rtt_in_force(asked_ms: float, measured_ms: float | None) -> bool:
     return measured_ms is not None and abs(measured_ms - asked_ms) <= max(1.5, 0.15 * asked_ms)
 
 
-def check_requests(an, requests: list[str], pushable: list[str] | None = None) -> dict:
+def _key(url: str, multi: bool) -> str:
+    """A request's identity: its path (one-origin pages) or https://host/path (several origins)."""
+    u = urlsplit(url)
+    path = u.path or "/"
+    return f"https://{(u.hostname or '').lower()}{path}" if multi else path
+
+
+def check_requests(an, requests: list[str], pushable: list[str] | None = None,
+                   origins: dict[str, str] | None = None) -> dict:
     """Every path the page needs, as a decoded request with status 200; a push counts only for
-    the paths the server was set to push (``pushable``), and ``pushed`` counts those."""
+    the paths the server was set to push (``pushable``), and ``pushed`` counts those. With
+    ``origins`` (host → address; ``requests`` are then URLs) each request must also have been
+    answered by its own origin's address (``wrong_address``: URL → the address it came from)."""
+    multi = bool(origins)
     got: dict[str, list] = {}
     pushed = 0
+    wrong: dict[str, str] = {}
+    conns = {c.id: c for c in an.connections}
     for e in an.exchanges:
         if not e.url:
             continue
-        path = urlsplit(e.url).path or "/"
+        path = _key(e.url, multi)
         if e.pushed:
-            if path not in (pushable or ()):
+            if path not in (pushable or ()) and urlsplit(e.url).path not in (pushable or ()):
                 continue
             pushed += 1
+        if multi:
+            host = (urlsplit(e.url).hostname or "").lower()
+            c = conns.get(e.connection)
+            if c is not None and origins is not None and c.server[0] != origins.get(host):
+                wrong[path] = c.server[0]
         got.setdefault(path, []).append(e.status)
     missing = [p for p in requests if p not in got]
     not_ok = {p: got[p] for p in requests if p in got and 200 not in got[p]}
+    wrong = {k: v for k, v in wrong.items() if k in requests}
     return {"expected": len(requests), "decoded": sum(len(v) for v in got.values()),
             "status_200": sum(1 for p in requests if 200 in got.get(p, [])),
-            "pushed": pushed, "missing": missing, "not_200": not_ok, "ok": not missing and not not_ok}
+            "pushed": pushed, "missing": missing, "not_200": not_ok, "wrong_address": wrong,
+            "ok": not missing and not not_ok and not wrong}
+
+
+def check_origins(an, origins: dict[str, str]) -> dict:
+    """The lookups and connections a page with several origins made: per origin the DNS queries
+    for its name seen in the capture (with their answers), and the connections to its address
+    that carried requests."""
+    from wirefall.analyzer.waterfall import dns_lookups
+
+    looked = dns_lookups(an)
+    web = {e.connection for e in an.exchanges}
+    out: dict[str, Any] = {}
+    for host, ip in origins.items():
+        mine = [d for d in looked if (d.name or "").lower().rstrip(".") == host]
+        out[host] = {"address": ip, "dns_queries": len(mine), "dns_answered": sum(1 for d in mine if d.response_time is not None),
+                     "dns_addresses": sorted({a for d in mine for a in d.addresses}),
+                     "connections": sum(1 for c in an.connections if c.id in web and c.server[0] == ip)}
+    missing = [h for h, v in out.items() if not v["dns_queries"] or origins[h] not in v["dns_addresses"]]
+    return {"origins": out, "dns_missing": missing, "ok": not missing}
 
 
 def push_paths(spec: str | None, page: dict) -> list[str]:
@@ -127,6 +165,9 @@ def push_paths(spec: str | None, page: dict) -> list[str]:
     paths (``/a.css,/b.js``); [] without it."""
     if not spec:
         return []
+    if page.get("origins"):  # several origins: the document's origin pushes its own resources
+        doc = page["origins"][0]
+        page = {"requests": [urlsplit(u).path or "/" for u in page["requests"] if (urlsplit(u).hostname or "") == doc]}
     kinds = {"css": (".css",), "js": (".js",), "jpg": (".jpg", ".jpeg"), "png": (".png",), "json": (".json",),
              "images": (".jpg", ".jpeg", ".png", ".gif", ".webp")}
     out: list[str] = []
@@ -295,7 +336,7 @@ def _write_json(path: Path, obj) -> None:
 
 
 def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print,
-            down=None, up=None, buffer=None, burst=None, push=None) -> dict:
+            down=None, up=None, buffer=None, burst=None, push=None, page_spec=None, h3_server="auto") -> dict:
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
     from wirefall.analyzer.compare import compare, page_figures, render_text
     from .measure import check as check_link
@@ -309,8 +350,15 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
     missing = [t for t in EXTRA_TOOLS if not shutil.which(t)]
     if missing:
         raise LabError("missing tools: " + ", ".join(f"{t} (apt-get install {EXTRA_PACKAGES[t]})" for t in missing))
+    extra = list(EXTRA_TOOLS)
+    multi = page_spec is not None and len(page_spec.origins) >= 1
+    if multi or (page_dir and (Path(page_dir) / "page.json").is_file()
+                 and json.loads((Path(page_dir) / "page.json").read_text()).get("origins")):
+        extra.append("dnsmasq")
+    if "h3" in protos and sac.h3_server_kind(h3_server) == "caddy":
+        extra.append("caddy")
     try:
-        tools = sac.check_tools(list(protos), extra=EXTRA_TOOLS)
+        tools = sac.check_tools(list(protos), extra=extra)
     except SystemExit as e:  # the script's die()
         raise LabError(str(e).replace("serve_and_capture: ", "")) from None
     out.mkdir(parents=True, exist_ok=True)
@@ -328,8 +376,14 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIGINT ignored)
     try:
-        lab = sac.Lab(out, work, count, net=net, site=Path(page_dir) if page_dir else None, procs=procs)
-        page = {k: lab.page.get(k) for k in ("count", "seed", "requests", "files")}
+        lab = sac.Lab(out, work, count, net=net, site=Path(page_dir) if page_dir else None, procs=procs,
+                      page_spec=page_spec, h3=h3_server)
+        page = {k: lab.page.get(k) for k in ("count", "seed", "requests", "files", "name", "source", "origins", "bytes", "notes")
+                if k in lab.page or k in ("count", "seed", "requests", "files")}
+        if lab.origins:
+            page["addresses"] = lab.origins
+            page["resources"] = [{k: r[k] for k in ("url", "kind", "content_type", "bytes", "parent", "har_url")}
+                                 for r in lab.page.get("resources", [])]
         lab.push = push_paths(push, page)
         manifest = {
             "schema": SCHEMA,
@@ -338,7 +392,8 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
             "protocols": list(protos), "baseline": baseline, "runs_per_condition": runs,
             "page": page, "page_dir": str(page_dir) if page_dir else None,
             "push": {"asked": push, "paths": lab.push, "servers": ["h2 (nginx http2_push)", "spdy (npm spdy res.push)"] if lab.push else []},
-            "tools": sac.tool_versions(list(tools) + EXTRA_TOOLS), "host_kernel": os.uname().release,
+            "tools": sac.tool_versions(list(tools) + extra), "host_kernel": os.uname().release,
+            "h3_server": lab.h3,
             "conditions": [], "runs": [],
         }
         for ci, (rtt, loss) in enumerate([(r, lo) for r in rtts for lo in losses]):
@@ -379,12 +434,17 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                            **{x: asked[x] for x in ("down_mbit", "up_mbit", "buffer", "loss_burst")},
                            "condition": cid, "dir": str(rdir.relative_to(out)),
                            "made": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                           "files": {x: r[x] for x in ("capture", "keys", "netlog", "server_log", "client_log")
+                           "files": {x: r[x] for x in ("capture", "keys", "netlog", "server_log", "client_log", "dns_log")
                                      if r.get(x)}, **{x: r[x] for x in ("client", "server", "command", "port", "keys_from")
                                                       if x in r}}
                     keys = [str(rdir / r["keys"])] if r.get("keys") else []
                     an = analyze(str(rdir / r["capture"]), keylogs=keys + list(keylogs or []))
-                    rec["decode"] = check_requests(an, page["requests"], lab.push if p in ("h2", "spdy") else None)
+                    pushable = lab.push if p in ("h2", "spdy") else None
+                    if lab.origins and pushable:
+                        pushable = [f"https://{lab.doc_host}{x}" for x in pushable]
+                    rec["decode"] = check_requests(an, page["requests"], pushable, lab.origins or None)
+                    if lab.origins:
+                        rec["origins"] = check_origins(an, lab.origins)
                     rec["figures"] = page_figures(an)
                     measured = measure_capture(str(rdir / r["capture"]), CLIENT_IP)
                     rec["link_measured"] = {**measured, "relay": relay}
@@ -401,7 +461,13 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                         f"down {measured['down_mbit']} up {measured['up_mbit']} Mbit/s, queueing max {q.get('max_ms', '–')} ms"
                         + ("" if lc["ok"] else f"; MISSED {', '.join(lc['missed'])}"), flush=True)
                     if not d["ok"]:
-                        log(f"[{cid} run {k}] {p}: warning: missing {d['missing']} not 200 {d['not_200']}", flush=True)
+                        log(f"[{cid} run {k}] {p}: warning: missing {d['missing']} not 200 {d['not_200']} "
+                            f"wrong address {d['wrong_address']}", flush=True)
+                    if rec.get("origins"):
+                        o = rec["origins"]
+                        log(f"[{cid} run {k}] {p}: connections per origin "
+                            + ", ".join(f"{h} {v['connections']}" for h, v in o["origins"].items())
+                            + ("" if o["ok"] else f"; NO DNS lookup for {o['dns_missing']}"), flush=True)
                     _write_json(out / "manifest.json", manifest)
                 if baseline in analyses:
                     for p in protos:
@@ -466,13 +532,27 @@ def main(args) -> int:
         if kind == "bdp" and any(r <= 0 for r in rtts):
             print("wirefall: lab: --buffer bdp needs every --rtt above 0", file=sys.stderr)
             return 2
-    if args.page and not (Path(args.page) / "index.html").is_file():
-        print(f"wirefall: lab: {args.page} has no index.html", file=sys.stderr)
-        return 2
+    page_dir, page_spec = None, None
+    if args.page:
+        from .pages import PageError, resolve
+
+        try:
+            got = resolve(args.page)
+        except (PageError, OSError) as e:
+            print(f"wirefall: lab: {e}", file=sys.stderr)
+            return 2
+        if isinstance(got, Path):
+            page_dir = got
+            if not (got / "index.html").is_file() and not (got / "page.json").is_file():
+                print(f"wirefall: lab: {args.page} has no index.html", file=sys.stderr)
+                return 2
+        else:
+            page_spec = got
     out = Path(args.output)
     try:
-        run_lab(protos, rtts, losses, args.rate, args.runs, args.page, out, keylogs=args.keylog or [],
-                down=down, up=up, buffer=buffer, burst=burst, push=getattr(args, "push", None))
+        run_lab(protos, rtts, losses, args.rate, args.runs, page_dir, out, keylogs=args.keylog or [],
+                down=down, up=up, buffer=buffer, burst=burst, push=getattr(args, "push", None),
+                page_spec=page_spec, h3_server=getattr(args, "h3_server", None) or "auto")
     except LabError as e:
         print(f"wirefall: lab: {e}", file=sys.stderr)
         return 2
