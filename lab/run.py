@@ -355,8 +355,8 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
     if multi or (page_dir and (Path(page_dir) / "page.json").is_file()
                  and json.loads((Path(page_dir) / "page.json").read_text()).get("origins")):
         extra.append("dnsmasq")
-    if "h3" in protos and sac.h3_server_kind(h3_server) == "caddy":
-        extra.append("caddy")
+    if "h3" in protos and sac.h3_server_kind(h3_server) in ("caddy", "ngtcp2"):
+        extra.append({"caddy": "caddy", "ngtcp2": "gtlsserver"}[sac.h3_server_kind(h3_server)])
     try:
         tools = sac.check_tools(list(protos), extra=extra)
     except SystemExit as e:  # the script's die()

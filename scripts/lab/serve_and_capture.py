@@ -53,7 +53,7 @@ TOOLS = {
     "tcpdump": "tcpdump", "editcap": "wireshark-common", "openssl": "openssl",
     "nginx": "nginx", "chromium": "chromium", "nghttpd": "nghttp2-server",
     "nghttp": "nghttp2-client", "curl": "curl", "cjpeg": "libjpeg-turbo-progs", "node": "nodejs",
-    "ss": "iproute2", "dnsmasq": "dnsmasq-base", "caddy": "caddy",
+    "ss": "iproute2", "dnsmasq": "dnsmasq-base", "caddy": "caddy", "gtlsserver": "ngtcp2-server",
 }
 SPDY_DIR = HERE.parent / "spdy"
 NEEDS = {
@@ -100,6 +100,7 @@ def tool_versions(tools: dict) -> dict:
         "nghttp": ["nghttp", "--version"], "curl": ["curl", "--version"], "cjpeg": ["cjpeg", "-version"],
         "node": ["node", "--version"], "ss": ["ss", "--version"], "ip": ["ip", "-V"], "tc": ["tc", "-V"],
         "ethtool": ["ethtool", "--version"], "dnsmasq": ["dnsmasq", "--version"], "caddy": ["caddy", "version"],
+        "gtlsserver": ["dpkg-query", "-W", "-f", "ngtcp2-server ${Version}", "ngtcp2-server"],
     }
     out = {}
     for t in tools:
@@ -354,11 +355,19 @@ def caddy_conf(d: Path, site: Path, origins: dict[str, str], cert: Path, key: Pa
     return p
 
 
+H3_SERVERS = ("ngtcp2", "caddy", "aioquic")
+
+
 def h3_server_kind(want: str = "auto") -> str:
-    """``caddy`` (Debian's caddy: Go, quic-go) when installed, else ``aioquic``
-    (scripts/lab/h3_server.py); ``want`` forces one."""
-    if want in ("caddy", "aioquic"):
+    """The HTTP/3 server: ``want``, or the first installed of ngtcp2's example server
+    (``gtlsserver``, Debian ngtcp2-server: C, answers Chromium's Initial in ~1 ms), Caddy (Go,
+    quic-go 2.6.2: drops the second of two back-to-back client Initials, so Chromium's two-packet
+    ClientHello waits for a retransmission, ~1.5 RTT) and aioquic (Python, scripts/lab/h3_server.py:
+    ~10-40 ms per handshake on this host). docs/LAB.md has the measurements."""
+    if want in H3_SERVERS:
         return want
+    if shutil.which("gtlsserver"):
+        return "ngtcp2"
     return "caddy" if shutil.which("caddy") else "aioquic"
 
 
@@ -778,6 +787,38 @@ class Lab:
                 "server_log": slog.name if slog.exists() else None, "dns_log": dns_log,
                 **({"origins": self.origins} if multi else {}), "warmed": True}
 
+    def run_h3_ngtcp2(self) -> dict:
+        """ngtcp2's example HTTP/3 server (gtlsserver: GnuTLS, nghttp3), one per origin's address,
+        serving that origin's directory. It sends no CORS headers: a page's cross-origin preloads
+        (lab/pages.py's \"other\" resources) are fetched and answered, then refused by the browser."""
+        name = "page-h3"
+        multi = bool(self.origins)
+        port = 443 if multi else free_port(socket.SOCK_DGRAM)
+        roots = {ip: self.site / h for h, ip in self.origins.items()} if multi else {self.net.server_host: self.site}
+        dns = self.start_dns(name) if multi else None
+        mime = self.work / "mime.types"
+        from wirefall.lab.pages import EXT_TYPES
+
+        mime.write_text("".join(f"{t} {e.lstrip('.')}\n" for e, t in EXT_TYPES.items()))
+        for i, (ip, root) in enumerate(roots.items()):
+            srv = self.procs.start(f"h3_server-{i}", self.net.server_cmd(
+                                   ["gtlsserver", "-q", "-d", str(root), f"--mime-types-file={mime}", ip, str(port),
+                                    str(self.key), str(self.cert)]),
+                                   stdout=open(self.work / f"gtlsserver-{i}.log", "w"), stderr=subprocess.STDOUT)
+            wait_addr(ip, port, udp=True, proc=srv, net=self.net)
+        self.warm_h3([(ip, h, port) for h, ip in self.origins.items()] if multi else [(self.net.server_host, "localhost", port)])
+        td, pcap = self.tcpdump(name, port, udp=True)
+        quic_on = self.quic_origins(port) if multi else f"{self.net.server_host}:{port}"
+        url = f"https://{self.doc_host}/" if multi else f"https://{self.net.server_host}:{port}/"
+        info = self.chromium(name, url, ["--enable-quic", f"--origin-to-force-quic-on={quic_on}",
+                                         f"--ignore-certificate-errors-spki-list={self.spki}"])
+        cap = self.finish_capture(name, td, pcap)
+        for q in [q for n_, q, _ in list(self.procs.procs) if n_.startswith("h3_server-")]:
+            self.procs.stop(q)
+        dns_log = self.stop_dns(name, dns) if dns else None
+        return {**info, "server": "ngtcp2 gtlsserver" + (", one per origin" if multi else ""), "port": port,
+                "capture": cap.name, "dns_log": dns_log, **({"origins": self.origins} if multi else {}), "warmed": True}
+
     def multi_h3_aioquic(self) -> dict:
         name = "page-h3"
         dns = self.start_dns(name)
@@ -810,6 +851,8 @@ class Lab:
             r = self.multi_spdy()
         elif self.origins and proto in ("h1", "h2"):
             r = self.multi_nginx_chromium(proto)
+        elif proto == "h3" and self.h3 == "ngtcp2":
+            r = self.run_h3_ngtcp2()
         elif proto == "h3" and self.h3 == "caddy":
             r = self.run_h3_caddy()
         elif self.origins and proto == "h3":
