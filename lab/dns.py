@@ -29,13 +29,15 @@ def valid_name(host: str) -> bool:
     return bool(_NAME.match(host)) and not re.fullmatch(r"[0-9.]+", host)
 
 
-def dnsmasq_conf(records: dict[str, str], listen: str = DNS_IP, log: str | None = None, ttl: int = 300) -> str:
+def dnsmasq_conf(records: dict[str, str], listen: str = DNS_IP, log: str | None = None, ttl: int = 300,
+                 port: int = 53) -> str:
     """dnsmasq's configuration: answer ``records`` (name → IPv4 address) and nothing else."""
     bad = [h for h in records if not valid_name(h)]
     if bad:
         raise ValueError(f"not DNS names: {bad}")
     lines = ["no-resolv", "no-hosts", "no-poll", "no-negcache", "bind-interfaces", f"listen-address={listen}",
-             "except-interface=lo", "port=53", f"local-ttl={ttl}", "cache-size=0"]
+             *([] if listen.startswith("127.") else ["except-interface=lo"]), f"port={port}", f"local-ttl={ttl}",
+             "cache-size=0", "local=/#/"]  # every other name: NXDOMAIN, nothing forwarded
     if log:
         lines += ["log-queries=extra", f"log-facility={log}"]
     for host, ip in records.items():

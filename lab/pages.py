@@ -9,13 +9,16 @@ one directory per origin, so that a browser discovers the resources as in the HA
 
 - ``index.html`` (the document) references the first level in HAR order: stylesheets
   (``<link rel=stylesheet>``), scripts (``<script src>``), images (``<img>``) and anything else
-  (``<link rel=preload as=fetch>``, which delays the load event as a fetch would not);
+  (``<link rel=preload as=fetch crossorigin=use-credentials>``, which delays the load event as a
+  fetch would not; credentialed, so Chromium keeps it on the origin's one credentialed connection
+  pool — an anonymous CORS request gets a second connection — and the servers echo the Origin);
 - a stylesheet references its children: ``@import`` for stylesheets, a ``background-image``
   rule for anything else (the matching ``<div>`` is in index.html, or Chromium would not fetch
   it);
 - a script inserts its children when it runs (``<script>``, ``<link rel=stylesheet>``,
-  ``<img>``, ``<link rel=preload as=fetch>``: all delay the load event), so they are discovered
-  after the script has arrived, as the HAR's initiator says.
+  ``<img>``, and for anything else a credentialed-CORS ``<img>``: all delay the load event — a
+  dynamically inserted preload does not, Chromium dumped the page before fetching one), so they
+  are discovered after the script has arrived, as the HAR's initiator says.
 
 Every reference is an absolute ``https://host/path`` URL. Bodies have the HAR's sizes (the
 transfer size when the HAR has it, else the decoded size): text bodies are filler (CSS rules,
@@ -313,8 +316,8 @@ def jpeg_page(count: int = JPEG_DEFAULT[0], kb: float = JPEG_DEFAULT[1], host: s
 # the page is the average page of Google's "Web metrics: size and number of resources" (same
 # "Let's make the web faster" initiative, May 2010): 44.56 GETs from 7.01 hosts, 320 KB on the wire;
 # 29.39 images (205.99 KB), 7.09 external scripts (57.98 KB), 3.22 stylesheets (18.72 KB).
-WHITEPAPER = {"images": (29, 205_990), "js": (7, 57_980), "css": (3, 18_720), "html": (1, 24_000), "other": (4, 13_310),
-              "hosts": 7}
+WHITEPAPER: dict[str, tuple[int, int]] = {"images": (29, 205_990), "js": (7, 57_980), "css": (3, 18_720), "html": (1, 24_000), "other": (4, 13_310),
+              "hosts": (7, 0)}
 
 
 def _split(total: int, n: int, rng: random.Random, spread: float = 0.8) -> list[int]:
@@ -329,7 +332,7 @@ def _split(total: int, n: int, rng: random.Random, spread: float = 0.8) -> list[
 def whitepaper_page(seed: int = 9) -> Page:
     rng = random.Random(seed)
     hosts = ["www.site.test", "static.site.test", "img1.site.test", "img2.site.test",
-             "cdn.widgets.test", "ads.adnet.test", "stats.analytics.test"][: WHITEPAPER["hosts"]]
+             "cdn.widgets.test", "ads.adnet.test", "stats.analytics.test"][: WHITEPAPER["hosts"][0]]
     www, static, img1, img2, cdn, ads, stats = hosts
     doc = _resource(www, "/", "html", WHITEPAPER["html"][1], None)
     res = [doc]

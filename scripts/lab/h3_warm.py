@@ -35,7 +35,7 @@ async def main(targets: list[str]) -> None:
         ip, port, sni = t.split(":", 2)
         try:
             print(await asyncio.wait_for(one(ip, int(port), sni), 10), flush=True)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             print(f"{t} timeout", flush=True)
 
 
