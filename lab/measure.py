@@ -218,6 +218,8 @@ def check(asked: dict, measured: dict, relay: dict | None = None, tol: float = T
     time, None when given in packets: then buffer_packets)."""
     out: dict[str, Any] = {}
     a, m = asked.get("rtt_ms") or 0.0, measured.get("rtt_ms")
+    if measured.get("rtt_source") == "tcp":  # the SYN's and SYN/ACK's transmission at the set rates
+        a += asked.get("rtt_serialisation_ms") or 0.0
     if m is None:
         out["rtt"] = "not measured"
     elif measured.get("rtt_source") == "quic":

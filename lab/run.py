@@ -36,6 +36,10 @@ EXTRA_TOOLS = ["ip", "tc", "ethtool"]
 EXTRA_PACKAGES = {"ip": "iproute2", "tc": "iproute2", "ethtool": "ethtool"}
 
 
+HANDSHAKE_BYTES = 60  # a SYN or SYN/ACK with Linux's options (MSS, SACK, timestamps, window scale)
+RTT_TRIES = 3
+
+
 class LabError(Exception):
     pass
 
@@ -77,6 +81,9 @@ def asked_link(rtt: float, loss: float, rate: float | None, down: float | None, 
     down, up = down or rate, up or rate
     a: dict[str, Any] = {"rtt_ms": rtt, "loss_pct": loss, "loss_burst": burst if burst and burst > 1 and loss else None,
                          "down_mbit": down, "up_mbit": up, "buffer": buffer, "buffer_ms": None, "buffer_packets": None}
+    # a TCP handshake also pays the SYN's and the SYN/ACK's transmission at the set rates (60-byte
+    # IP packets: 1.3 ms at 375 kbit/s): what the probes and the per-load check compare against
+    a["rtt_serialisation_ms"] = round(sum(8 * HANDSHAKE_BYTES / (r * 1e6) * 1000 for r in (up, down) if r), 3)
     if down or up:
         packets, limit_s = queue_limits(parse_buffer(buffer), rtt)
         if limit_s is None:
@@ -118,7 +125,7 @@ def check_requests(an, requests: list[str], pushable: list[str] | None = None,
     got: dict[str, list] = {}
     pushed = 0
     wrong: dict[str, str] = {}
-    conns = {c.id: c for c in an.connections}
+    conns = {c.id: c for c in an.connections} if multi else {}
     for e in an.exchanges:
         if not e.url:
             continue
@@ -403,11 +410,14 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
             cond = {"id": cid, "rtt_ms": rtt, "loss_pct": loss, "rate_mbit": rate, "seed": ci + 1,
                     **{k: asked[k] for k in ("down_mbit", "up_mbit", "buffer", "loss_burst")}, "asked": asked}
             cond["link"] = net.up(rtt, loss, rate, ci + 1, work, down_mbit=down, up_mbit=up, buffer=buffer, burst=burst)
+            want = rtt + asked["rtt_serialisation_ms"]
             m = net.measure(work)
-            if not rtt_in_force(rtt, m.get("rtt_ms_min")):  # once more, in case the host was busy
+            for _ in range(RTT_TRIES - 1):  # again, in case the host was busy
+                if rtt_in_force(want, m.get("rtt_ms_min")):
+                    break
                 m = net.measure(work)
             cond["measured"] = m
-            cond["rtt_in_force"] = rtt_in_force(rtt, m.get("rtt_ms_min"))
+            cond["rtt_in_force"] = rtt_in_force(want, m.get("rtt_ms_min"))
             n = m.get("udp_sent", 0)
             cond["loss_in_force"] = (loss_in_force(loss, m.get("loss_c2s_pct"), n)
                                      and loss_in_force(loss, m.get("loss_s2c_pct"), m.get("udp_received_by_server") or 0))
@@ -415,7 +425,12 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                 f"s2c {m.get('loss_s2c_pct')} % (asked {loss:g})", flush=True)
             manifest["conditions"].append(cond)
             if not cond["rtt_in_force"]:
-                raise LabError(f"{cid}: measured RTT {m.get('rtt_ms_min')} ms is not the {rtt:g} ms asked for")
+                # a loaded host (probes woken late) or a broken link: the loads go on and each is
+                # checked on its own capture (link_check); a link that is not there at all stops
+                if m.get("rtt_ms_min") is None:
+                    raise LabError(f"{cid}: the link does not carry TCP (no probe connected)")
+                log(f"[{cid}] warning: probe RTT {m.get('rtt_ms_min')} ms after {RTT_TRIES} tries, not the {want:g} ms "
+                    "asked for; each load's own check says whether it met the RTT", flush=True)
             if not cond["loss_in_force"]:
                 log(f"[{cid}] warning: measured loss is far from {loss:g} % (recorded in the manifest)", flush=True)
             for k in range(1, runs + 1):
