@@ -475,7 +475,8 @@ def binary_body(r: Resource, rng: random.Random) -> bytes:
 def write_site(page: Page, out: Path, seed: int = 11, jpeg=None) -> dict:
     """Write the page under ``out/<host>/…``; returns the manifest (also ``out/page.json``).
     ``jpeg(width, height, rng) -> bytes`` makes real JPEGs for the jpeg page (cjpeg); without it
-    JPEG bodies are a header and random bytes like the other images."""
+    JPEG bodies are a header and random bytes like the other images. An empty body (a 204
+    beacon's) is written as one byte: ngtcp2's example server answers an empty file with 404."""
     out = Path(out)
     files = []
     for r in page.resources:
@@ -492,6 +493,8 @@ def write_site(page: Page, out: Path, seed: int = 11, jpeg=None) -> dict:
             data = _pad_text("", "", r.bytes, "", "", rng) if r.bytes else b""
         else:
             data = binary_body(r, rng)
+        if not data:  # ngtcp2's example server answers an empty file with 404: one byte instead
+            data = b"\n"
         p = out / r.host / r.file
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)

@@ -125,7 +125,7 @@ def test_har_site_makes_the_browser_discover_the_hars_order(tmp_path):
     for f, r in zip(m["files"], page.resources):
         assert f["url"] == r.url and (tmp_path / r.host / r.file).stat().st_size == f["bytes"]
         if r.kind in ("image", "other", "font"):
-            assert f["bytes"] == r.bytes, r.url
+            assert f["bytes"] == max(r.bytes, 1), r.url  # an empty body is one byte (docstring)
         elif r is not page.document:
             need = len((pages.css_body if r.kind == "css" else pages.js_body)(
                 page, pages.Resource(**{**r.__dict__, "bytes": 0}), __import__("random").Random(0)))
