@@ -285,3 +285,24 @@ def test_dns_flows_are_not_handshakes_and_quic_flight_is_the_first_full_datagram
     src, rtts = handshake_rtts(pk)
     assert src == "quic" and [round(x, 3) for x in rtts] == [51.0]
     assert [round(x, 3) for x in quic_server_flights(pk)] == [110.0]
+
+
+def test_check_requests_wants_each_url_from_its_own_origins_address():
+    from types import SimpleNamespace as NS
+
+    from wirefall.lab.run import check_requests
+
+    origins = {"www.a.test": "10.77.0.2", "img.a.test": "10.77.0.101"}
+    conns = [NS(id=1, server=("10.77.0.2", 443)), NS(id=2, server=("10.77.0.101", 443)), NS(id=3, server=("10.77.0.2", 443))]
+    ex = [NS(url="https://www.a.test/", status=200, pushed=False, connection=1),
+          NS(url="https://img.a.test/x.png", status=200, pushed=False, connection=2),
+          NS(url="https://img.a.test/y.png", status=200, pushed=False, connection=3)]  # from www's address
+    want = ["https://www.a.test/", "https://img.a.test/x.png", "https://img.a.test/y.png"]
+    r = check_requests(NS(exchanges=ex, connections=conns), want, None, origins)
+    assert r["status_200"] == 3 and not r["missing"] and r["wrong_address"] == {"https://img.a.test/y.png": "10.77.0.2"}
+    assert not r["ok"]
+    ex[2].connection = 2
+    assert check_requests(NS(exchanges=ex, connections=conns), want, None, origins)["ok"]
+    # the same path on another origin is another request
+    r = check_requests(NS(exchanges=ex[:2], connections=conns), want + ["https://www.a.test/x.png"], None, origins)
+    assert r["missing"] == ["https://img.a.test/y.png", "https://www.a.test/x.png"]
