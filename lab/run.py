@@ -221,7 +221,9 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
 
     out = []
     for c in conditions:
-        rs = [r for r in runs if r["condition"] == c["id"] and r.get("figures")]
+        every = [r for r in runs if r["condition"] == c["id"] and r.get("figures")]
+        # a load that did not fetch the whole page is no page load: out of the medians, counted
+        rs = [r for r in every if (r.get("decode") or {}).get("ok", True)]
         prot: dict[str, dict[str, Any]] = {}
         for p in protos:
             mine = [r for r in rs if r["protocol"] == p]
@@ -230,6 +232,7 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
             stats.update({k: _describe([server_figures(r)[k] for r in mine]) for k, _ in SERVER_ROWS})
             prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
                        "missed": sum(1 for r in mine if (r.get("link_check") or {}).get("ok") is False),
+                       "incomplete": sum(1 for r in every if r["protocol"] == p) - len(mine),
                        "median": {k: v["median"] for k, v in stats.items()},
                        "q1": {k: v["q1"] for k, v in stats.items()}, "q3": {k: v["q3"] for k, v in stats.items()},
                        "n": {k: v["n"] for k, v in stats.items()}, "stats": stats}
@@ -297,8 +300,10 @@ def render_summary(s: dict) -> str:
     for c in s["conditions"]:
         pr = c["protocols"]
         missed = sum(pr[p].get("missed", 0) for p in protos)
+        incomplete = sum(pr[p].get("incomplete", 0) for p in protos)
         cell = [_condition_label(c),
-                "/".join(str(pr[p]["runs"]) for p in protos) + (f" ({missed} missed)" if missed else "")]
+                "/".join(str(pr[p]["runs"]) for p in protos) + (f" ({missed} missed)" if missed else "")
+                + (f" ({incomplete} incomplete)" if incomplete else "")]
         for p in protos:
             st = pr[p]["stats"]["page_load_time"]
             if p == base:
@@ -313,7 +318,8 @@ def render_summary(s: dict) -> str:
         if i == 0:
             lines.append("  ".join("-" * x for x in w))
     lines += ["", "runs: loads per protocol (" + "/".join(protos) + "); missed: loads whose measured link "
-              "conditions missed the asked ones (manifest runs[].link_check)"]
+              "conditions missed the asked ones (manifest runs[].link_check); incomplete: loads that did not "
+              "fetch every resource of the page with a 200 (runs[].decode), left out of the medians"]
     for c in s["conditions"]:
         m = c.get("measured") or {}
         lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms_min', '–')} ms (min; median {m.get('rtt_ms', '–')}), loss c2s {m.get('loss_c2s_pct', '–')} %, "
