@@ -476,6 +476,10 @@ class LabNet:
             # no GSO/TSO/GRO: one capture record per packet on the wire
             _run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off"],
                  check=False)
+            # UDP GSO too (ngtcp2 sends 64 kB UDP_SEGMENT super-datagrams; on a veth the capture
+            # would see them whole, cut at the snap length): segmented before the link
+            _run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx-udp-segmentation", "off"],
+                 check=False)
         self.queue = {"limit_packets": limit_packets, "limit_ms": None if limit_s is None else round(1000 * limit_s, 3)}
         return self.describe(rtt_ms, loss_pct, down_mbit, up_mbit, burst)
 
