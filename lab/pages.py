@@ -48,6 +48,7 @@ from urllib.parse import unquote, urlsplit
 MAX_ENTRIES = 2000            # resources taken from one HAR page (the rest are left out, counted)
 MAX_BODY = 64 << 20           # bytes per resource
 MAX_SEGMENT = 96              # characters per path segment of a generated file name
+MAX_ORIGINS = 151             # one address each in the lab (lab/net.origin_ip)
 
 # kind -> (extension, content type) used when the HAR's type gives none; the servers map
 # extensions to these types (nginx conf, scripts/spdy/server.js, Caddy, h3_server.py)
@@ -224,12 +225,24 @@ def from_har(path: str | Path, page_index: int | None = None, name: str | None =
     notes: list[str] = []
     if not chosen:
         raise PageError(f"{path}: the HAR has no entries for its page")
+    from .dns import valid_name
+
     urls_seen: dict[str, dict] = {}
+    no_name = 0
     for e in chosen:
         u = e["request"].get("url")
         if not isinstance(u, str) or urlsplit(u).scheme not in ("http", "https") or not urlsplit(u).hostname:
             continue
+        if not valid_name(urlsplit(u).hostname or ""):  # an address or not a DNS name: no origin to serve it
+            no_name += 1
+            continue
         urls_seen.setdefault(u, e)
+    if no_name:
+        notes.append(f"{no_name} requests to hosts that are not DNS names left out")
+    if not urls_seen:
+        raise PageError(f"{path}: no http(s) request to a named host in the HAR's page")
+    if len({urlsplit(u).hostname for u in urls_seen}) > MAX_ORIGINS:
+        raise PageError(f"{path}: more than {MAX_ORIGINS} origins (the lab has an address for {MAX_ORIGINS})")
     if len(urls_seen) > MAX_ENTRIES:
         notes.append(f"{len(urls_seen) - MAX_ENTRIES} URLs beyond {MAX_ENTRIES} left out")
     items = list(urls_seen.items())[:MAX_ENTRIES]

@@ -163,12 +163,20 @@ def test_hostile_har_is_a_clear_error_or_bounded(tmp_path):
         es.append({"request": {"url": f"https://h{i % 3}.a.test/s{i}.js", "method": "GET"}, "startedDateTime": f"{i + 1:08d}",
                    "_initiator": f"https://h{(i + 1) % 3}.a.test/s{i + 1}.js" if i % 2 else {"type": "parser", "url": 7},
                    "response": {"bodySize": -1, "content": {"size": 10 ** 12, "mimeType": "text/javascript"}}})
+    es.append({"request": {"url": "https://10.0.0.9/x.js", "method": "GET"}, "startedDateTime": "99999999",
+               "response": {"bodySize": 5, "content": {"mimeType": "text/javascript"}}})
     bad.write_text(json.dumps({"log": {"entries": es}}))
     page = pages.from_har(bad)
+    assert "1 requests to hosts that are not DNS names left out" in page.notes
     assert len(page.resources) == pages.MAX_ENTRIES and any("left out" in n for n in page.notes)
     pos = {r.url: i for i, r in enumerate(page.resources)}
     assert all(pos[r.parent] < i for i, r in enumerate(page.resources[1:], 1))
     assert max(r.bytes for r in page.resources) == pages.MAX_BODY
+    many = [{"request": {"url": f"https://h{i}.a.test/", "method": "GET"}, "startedDateTime": f"{i:08d}",
+             "response": {"bodySize": 1, "content": {"mimeType": "text/html"}}} for i in range(pages.MAX_ORIGINS + 1)]
+    bad.write_text(json.dumps({"log": {"entries": many}}))
+    with pytest.raises(pages.PageError, match="origins"):
+        pages.from_har(bad)
 
 
 # ------------------------------------------------------------------ built-in pages
