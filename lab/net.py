@@ -38,6 +38,16 @@ import time
 from collections import deque
 
 CLIENT_IP, SERVER_IP = "10.77.0.1", "10.77.0.2"
+HOSTS_NET = "10.77.0.0/24"   # a page's origins: SERVER_IP, then origin_ip(i); the DNS server at .53
+
+
+def origin_ip(i: int) -> str:
+    """The address of a page's i-th origin (0: SERVER_IP, where the probes measure the link)."""
+    if i == 0:
+        return SERVER_IP
+    if not 1 <= i <= 150:
+        raise ValueError("at most 151 origins per page")
+    return f"10.77.0.{100 + i}"
 MTU = 1500
 QUEUE_LIMIT = 4096           # packets in flight per direction in the relay (tail drop beyond)
 DEFAULT_BUFFER = "64p"       # a rate-limited link's queue when --buffer is not given
@@ -404,6 +414,8 @@ class LabNet:
         self.relay_stats_path: str | None = None
         self.kind: str | None = None  # "veth" or "tun+relay" once up
         self.made: list[str] = []
+        self.extra_hosts: list[str] = []  # addresses added for a page's other origins (add_hosts)
+        self.resolv = False
 
     # commands run inside a namespace (``ip netns exec`` execs the command: same PID)
     def client_cmd(self, cmd: list[str]) -> list[str]:
@@ -464,8 +476,33 @@ class LabNet:
             # no GSO/TSO/GRO: one capture record per packet on the wire
             _run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off"],
                  check=False)
+            # UDP GSO too (ngtcp2 sends 64 kB UDP_SEGMENT super-datagrams; on a veth the capture
+            # would see them whole, cut at the snap length): segmented before the link
+            _run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx-udp-segmentation", "off"],
+                 check=False)
         self.queue = {"limit_packets": limit_packets, "limit_ms": None if limit_s is None else round(1000 * limit_s, 3)}
         return self.describe(rtt_ms, loss_pct, down_mbit, up_mbit, burst)
+
+    def add_hosts(self, addresses: list[str], dns_ip: str | None = None) -> None:
+        """One network host per origin: each address on the server namespace's end of the link
+        (routed from the client over the same link, so every origin meets the same conditions),
+        and with ``dns_ip`` the client namespace's resolver pointed at the lab's DNS server there."""
+        from .dns import install_resolv
+
+        link_kind = self.kind
+        for ip in [a for a in addresses if a != SERVER_IP] + ([dns_ip] if dns_ip else []):
+            if ip in self.extra_hosts:
+                continue
+            if link_kind == "tun+relay":
+                _run(["ip", "-n", self.server_ns, "addr", "add", f"{ip}/32", "dev", self.server_if])
+            else:
+                _run(["ip", "-n", self.server_ns, "addr", "add", f"{ip}/24", "dev", self.server_if])
+            self.extra_hosts.append(ip)
+        if link_kind == "tun+relay" and self.extra_hosts:
+            _run(["ip", "-n", self.client_ns, "route", "replace", f"{HOSTS_NET}", "dev", self.client_if], check=False)
+        if dns_ip:
+            install_resolv(self.client_ns, dns_ip)
+            self.resolv = True
 
     def describe(self, rtt_ms, loss_pct, down_mbit, up_mbit=None, burst=None) -> dict:
         offl = _run(["ip", "netns", "exec", self.client_ns, "ethtool", "-k", self.client_if], check=False).stdout
@@ -539,6 +576,12 @@ class LabNet:
         if self.relay is not None:
             self.procs.stop(self.relay)
             self.relay = None
+        if self.resolv:
+            from .dns import remove_resolv
+
+            remove_resolv(self.client_ns)
+            self.resolv = False
+        self.extra_hosts = []
         for ns in (self.client_ns, self.server_ns):
             # any process still inside (there should be none: the lab stops each by PID) keeps the
             # namespace alive only as long as it lives; the name is removed either way

@@ -619,7 +619,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--batch", nargs="?", const="", default=None, metavar="OUT",
                     help="then analyse the runs with `wirefall batch` on a local cluster into OUT (default RUNS_DIR/batch)")
     sp.add_argument("--runs", type=int, default=1)
-    sp.add_argument("--page", default=None)
+    sp.add_argument("--page", default=None, metavar="HAR|DIR|NAME",
+                    help="a HAR's page (one host per origin, lab DNS), a directory, or jpeg[:N[:KB]] / whitepaper (docs/LAB.md)")
+    sp.add_argument("--h3-server", choices=("auto", "ngtcp2", "caddy", "aioquic"), default="auto",
+                    help="HTTP/3 server (auto: the first installed of ngtcp2, caddy, aioquic)")
     sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")
     sp.set_defaults(func=cmd_lab)
     from wirefall.ui.cli_batch import add_parser as add_batch

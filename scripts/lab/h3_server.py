@@ -28,6 +28,8 @@ from aioquic.quic.events import ProtocolNegotiated, QuicEvent
 
 mimetypes.add_type("application/javascript", ".js")
 mimetypes.add_type("application/json", ".json")
+mimetypes.add_type("font/woff2", ".woff2")
+mimetypes.add_type("image/webp", ".webp")
 SERVER_NAME = b"wirefall-lab-aioquic"
 
 
@@ -64,11 +66,14 @@ class H3FileServer(QuicConnectionProtocol):
         elif target.is_file() and self.root in target.parents:
             body, status = target.read_bytes(), 200
             ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        cors = [(b"access-control-allow-origin", headers[b"origin"]), (b"access-control-allow-credentials", b"true")] \
+            if headers.get(b"origin") else []  # the lab's multi-origin pages: credentialed CORS
         self._http.send_headers(stream_id, [
             (b":status", str(status).encode()),
             (b"server", SERVER_NAME),
             (b"content-type", ctype.encode()),
             (b"content-length", str(len(body)).encode()),
+            *cors,
         ])
         self._http.send_data(stream_id, b"" if method == "HEAD" else body, end_stream=True)
         if self.request_log:

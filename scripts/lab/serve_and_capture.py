@@ -53,7 +53,7 @@ TOOLS = {
     "tcpdump": "tcpdump", "editcap": "wireshark-common", "openssl": "openssl",
     "nginx": "nginx", "chromium": "chromium", "nghttpd": "nghttp2-server",
     "nghttp": "nghttp2-client", "curl": "curl", "cjpeg": "libjpeg-turbo-progs", "node": "nodejs",
-    "ss": "iproute2",
+    "ss": "iproute2", "dnsmasq": "dnsmasq-base", "caddy": "caddy", "gtlsserver": "ngtcp2-server",
 }
 SPDY_DIR = HERE.parent / "spdy"
 NEEDS = {
@@ -99,7 +99,8 @@ def tool_versions(tools: dict) -> dict:
         "chromium": ["chromium", "--version"], "nghttpd": ["nghttpd", "--version"],
         "nghttp": ["nghttp", "--version"], "curl": ["curl", "--version"], "cjpeg": ["cjpeg", "-version"],
         "node": ["node", "--version"], "ss": ["ss", "--version"], "ip": ["ip", "-V"], "tc": ["tc", "-V"],
-        "ethtool": ["ethtool", "--version"],
+        "ethtool": ["ethtool", "--version"], "dnsmasq": ["dnsmasq", "--version"], "caddy": ["caddy", "version"],
+        "gtlsserver": ["dpkg-query", "-W", "-f", "ngtcp2-server ${Version}", "ngtcp2-server"],
     }
     out = {}
     for t in tools:
@@ -207,11 +208,29 @@ def wait_port(port: int, udp=False, proc=None, timeout=10.0, net=Loopback) -> No
     die(f"nothing listening on port {port} after {timeout}s")
 
 
-def make_cert(d: Path) -> tuple[Path, Path, str]:
+def wait_addr(ip: str, port: int, udp=False, proc=None, timeout=10.0, net=Loopback) -> None:
+    """Wait until a socket listens on ip:port in the server's namespace."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if proc is not None and proc.poll() is not None:
+            die(f"server exited early (rc {proc.returncode})")
+        r = subprocess.run(net.server_cmd(["ss", "-Hlun" if udp else "-Hltn", "src", f"{ip}:{port}"]),
+                           capture_output=True, text=True)
+        if r.stdout.strip():
+            return
+        time.sleep(0.1)
+    die(f"nothing listening on {ip}:{port} after {timeout}s")
+
+
+def make_cert(d: Path, names: list[str] = (), ips: list[str] = ()) -> tuple[Path, Path, str]:
+    """One self-signed certificate for every name the page's origins have (and the lab's
+    addresses), so each origin's server presents a certificate for its name."""
     cert, key = d / "cert.pem", d / "key.pem"
+    san = ",".join(["DNS:localhost", *(f"DNS:{n}" for n in names), "IP:127.0.0.1", "IP:10.77.0.2",
+                    *(f"IP:{i}" for i in ips if i not in ("127.0.0.1", "10.77.0.2"))])
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                     "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "7", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:10.77.0.2"],
+                    "-addext", f"subjectAltName={san}"],
                    check=True, capture_output=True)
     der = subprocess.run(["openssl", "x509", "-in", str(cert), "-pubkey", "-noout"], check=True,
                          capture_output=True).stdout
@@ -260,6 +279,98 @@ http {{
     return conf
 
 
+NGINX_TYPES = ("text/html html; text/css css; application/javascript js; image/jpeg jpg; image/png png; "
+               "application/json json; image/gif gif; image/webp webp; image/svg+xml svg; image/x-icon ico; "
+               "font/woff2 woff2; font/woff woff; text/plain txt; application/xml xml; application/octet-stream bin;")
+
+
+def nginx_conf_multi(d: Path, site: Path, origins: dict[str, str], mode: str, cert: Path, key: Path,
+                     push: list[str] | None = None, doc_host: str | None = None, port: int = 443) -> Path:
+    """One nginx, one ``server`` per origin: its own address and name, its own directory
+    (site/<host>), the one certificate that covers every name. Responses allow any origin
+    (the page's fetches are credentialed CORS requests across its origins: the Origin is echoed)."""
+    listen = {"h1": "ssl", "h2": "ssl http2"}[mode]
+    conf = d / f"nginx-{mode}.conf"
+    # credentialed CORS (the page's cross-origin fetches share the browser's credentialed connections)
+    cors = "add_header Access-Control-Allow-Origin $http_origin always; add_header Access-Control-Allow-Credentials true always;"
+    blocks = []
+    for host, ip in origins.items():
+        pushes = "".join(f"http2_push {p};" for p in (push or []) if re.fullmatch(r"/[A-Za-z0-9._/-]*", p))
+        push_loc = f"location = /index.html {{ {pushes} {cors} }}" \
+            if pushes and mode == "h2" and host == doc_host else ""
+        blocks.append(f"""
+  server {{
+    listen {ip}:{port} {listen};
+    server_name {host};
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    root {site / host};
+    index index.html;
+    {cors}
+    {push_loc}
+  }}""")
+    conf.write_text(f"""
+user root;
+worker_processes 1;
+daemon off;
+pid {d}/nginx-{mode}.pid;
+error_log {d}/nginx-{mode}.error.log info;
+events {{ worker_connections 512; }}
+http {{
+  types {{ {NGINX_TYPES} }}
+  default_type application/octet-stream;
+  log_format lab '$connection $connection_requests $server_name $server_addr "$request" $status $body_bytes_sent $server_protocol';
+  access_log {d}/nginx-{mode}.access.log lab;
+  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;
+  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  sendfile off; gzip off; etag off; server_tokens off; keepalive_timeout 30;
+  {"".join(blocks)}
+}}
+""")
+    return conf
+
+
+def caddy_conf(d: Path, site: Path, origins: dict[str, str], cert: Path, key: Path, port: int = 443) -> Path:
+    """Caddy (quic-go) serving HTTP/3 for every origin: one listener per origin's address, a
+    route per host name to its directory, the lab's certificate, no admin endpoint, no
+    automatic HTTPS, storage in the work directory."""
+    routes = [{"match": [{"host": [h]}], "terminal": True, "handle": [
+        {"handler": "headers", "response": {"set": {"Access-Control-Allow-Origin": ["{http.request.header.Origin}"],
+                                                      "Access-Control-Allow-Credentials": ["true"], "Server": ["caddy (wirefall lab)"]}}},
+        {"handler": "file_server", "root": str(site / h)}]} for h in origins]
+    conf = {"admin": {"disabled": True}, "storage": {"module": "file_system", "root": str(d / "caddy-data")},
+            "logging": {"logs": {"default": {"level": "ERROR", "writer": {"output": "file", "filename": str(d / "caddy.log")}}}},
+            "apps": {"http": {"servers": {"lab": {
+                "listen": [f"{ip}:{port}" for ip in dict.fromkeys(origins.values())], "protocols": ["h3"],
+                "routes": routes, "automatic_https": {"disable": True},
+                "tls_connection_policies": [{"certificate_selection": {"any_tag": ["lab"]}}],
+                "logs": {"default_logger_name": "access"}}}},
+                "tls": {"certificates": {"load_files": [{"certificate": str(cert), "key": str(key), "tags": ["lab"]}]}}}}
+    conf["logging"]["logs"]["access"] = {"include": ["http.log.access.access"], "level": "INFO",
+                                         "writer": {"output": "file", "filename": str(d / "caddy-access.log")}}
+    conf["logging"]["logs"]["default"]["exclude"] = ["http.log.access.access"]
+    p = d / "caddy.json"
+    p.write_text(json.dumps(conf, indent=1))
+    return p
+
+
+H3_SERVERS = ("ngtcp2", "caddy", "aioquic")
+
+
+def h3_server_kind(want: str = "auto") -> str:
+    """The HTTP/3 server: ``want``, or the first installed of ngtcp2's example server
+    (``gtlsserver``, Debian ngtcp2-server: C, answers Chromium's Initial in ~1 ms), Caddy (Go,
+    quic-go 2.6.2: drops the second of two back-to-back client Initials, so Chromium's two-packet
+    ClientHello waits for a retransmission, ~1.5 RTT) and aioquic (Python, scripts/lab/h3_server.py:
+    ~10-40 ms per handshake on this host). docs/LAB.md has the measurements."""
+    if want in H3_SERVERS:
+        return want
+    if shutil.which("gtlsserver"):
+        return "ngtcp2"
+    return "caddy" if shutil.which("caddy") else "aioquic"
+
+
 def page_of(site: Path) -> dict:
     """The manifest of a page directory: its page.json (generate.py) or, for a page made
     elsewhere, the same-origin paths its index.html references (what the clients fetch)."""
@@ -283,27 +394,78 @@ def page_of(site: Path) -> dict:
 
 class Lab:
     def __init__(self, out: Path, work: Path, count: int, net=Loopback, site: Path | None = None,
-                 procs: Procs | None = None, linger: float = 0.5, push: list[str] | None = None):
+                 procs: Procs | None = None, linger: float = 0.5, push: list[str] | None = None,
+                 page_spec=None, h3: str = "auto"):
         self.out, self.work, self.count = out, work, count
         self.net = net
         self.linger = linger  # wait after the client ends, so the last FIN/CONNECTION_CLOSE is captured
         self.push = list(push or [])  # paths the HTTP/2 and SPDY servers push with the HTML
         self.procs = procs or Procs()
-        if site is None:
+        self.h3 = h3_server_kind(h3)
+        if page_spec is not None:  # lab/pages.py: a HAR's page or a built-in one, one directory per origin
+            from wirefall.lab.pages import write_site
+
+            self.site = work / "site"
+            self.page = write_site(page_spec, self.site, jpeg=page._jpeg if page_spec.source == "builtin:jpeg" else None)
+        elif site is None:
             self.site = work / "site"
             self.page = page.build(self.site, count)
         else:
             self.site = Path(site).resolve()
             self.page = page_of(self.site)
-        self.cert, self.key, self.spki = make_cert(work)
+        # a page with origins (names): one network host each, names from the lab's DNS server, port 443
+        self.origins: dict[str, str] = {}
+        if self.page.get("origins"):
+            from wirefall.lab.net import origin_ip
+
+            self.origins = {h: origin_ip(i) for i, h in enumerate(self.page["origins"])}
+        self.cert, self.key, self.spki = make_cert(work, list(self.origins), list(self.origins.values()))
+
+    @property
+    def doc_host(self) -> str:
+        return self.page["origins"][0]
+
+    # ------------------------------------------------------------------ several origins
+    def prepare_net(self) -> None:
+        """Each origin's address on the server side and the client's resolver (once per link)."""
+        if not self.origins:
+            return
+        if not hasattr(self.net, "add_hosts"):
+            die("a page with several origins needs the lab's network namespaces (wirefall lab)")
+        from wirefall.lab.dns import DNS_IP
+
+        if DNS_IP not in self.net.extra_hosts:
+            self.net.add_hosts(list(self.origins.values()), DNS_IP)
+
+    def start_dns(self, name: str) -> subprocess.Popen:
+        """dnsmasq in the server namespace answering the page's names (lab/dns.py)."""
+        from wirefall.lab.dns import DNS_IP, dnsmasq_cmd, dnsmasq_conf
+
+        conf = self.work / "dnsmasq.conf"
+        conf.write_text(dnsmasq_conf(self.origins, DNS_IP, log=str(self.work / f"{name}.dns.log")))
+        p = self.procs.start("dnsmasq", self.net.server_cmd(dnsmasq_cmd(conf, self.work / "dnsmasq.pid")),
+                             stdout=open(self.work / "dnsmasq.out", "w"), stderr=subprocess.STDOUT)
+        wait_addr(DNS_IP, 53, udp=True, proc=p, net=self.net)
+        return p
+
+    def stop_dns(self, name: str, p: subprocess.Popen) -> str | None:
+        self.procs.stop(p)
+        log = self.work / f"{name}.dns.log"
+        if log.exists():
+            shutil.copy(log, self.out / log.name)
+            return log.name
+        return None
 
     # ------------------------------------------------------------------ capture
     def tcpdump(self, name: str, port: int, udp: bool) -> tuple[subprocess.Popen, Path]:
         pcap = self.work / f"{name}.pcap"
         err = open(self.work / f"{name}.tcpdump.log", "w+")
+        expr = ["udp" if udp else "tcp", "port", str(port)]
+        if self.origins:  # and the DNS lookups, as on the web
+            expr = ["(", *expr, ")", "or", "udp", "port", "53"]
         p = self.procs.start("tcpdump", self.net.client_cmd(
                              ["tcpdump", "-i", self.net.iface, "--immediate-mode", "-B", "131072", "-U", "-s", "0",
-                              "-w", str(pcap), "udp" if udp else "tcp", "port", str(port)]),
+                              "-w", str(pcap), *expr]),
                              stop_sig=signal.SIGINT, stdout=subprocess.DEVNULL, stderr=err)
         t0 = time.time()
         while time.time() - t0 < 10:
@@ -335,6 +497,11 @@ class Lab:
         netlog = self.work / f"{name}.netlog.json"
         profile = Path(tempfile.mkdtemp(prefix="chromium-", dir=self.work))
         env = dict(os.environ, SSLKEYLOGFILE=str(keys))
+        if self.origins:
+            # only the page's names are looked up (in the lab's DNS, so in the capture): Chromium's own
+            # background lookups at start-up (clients2.google.com, update.googleapis.com) would start
+            # the capture a second before the page and count Chromium's start-up as page load time
+            extra = [*extra, "--host-resolver-rules=MAP * ~NOTFOUND, " + ", ".join(f"EXCLUDE {h}" for h in self.origins)]
         cmd = self.net.client_cmd(["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
                                    f"--log-net-log={netlog}", *extra, "--dump-dom", url])
         outf = open(self.work / f"{name}.dom.html", "w")
@@ -495,8 +662,207 @@ class Lab:
                 "keys": keys.name, "server_log": slog.name, "client_log": f"{name}.client.log",
                 "header_logs": [clog.name, slog.name]}
 
+    # ------------------------------------------------------------------ pages with several origins
+    def quic_origins(self, port: int) -> str:
+        return ",".join(f"{h}:{port}" for h in self.origins)
+
+    def multi_nginx_chromium(self, proto: str) -> dict:
+        name = f"page-{proto}"
+        conf = nginx_conf_multi(self.work, self.site, self.origins, proto, self.cert, self.key, push=self.push,
+                                doc_host=self.doc_host)
+        (self.work / f"nginx-{proto}.access.log").unlink(missing_ok=True)
+        dns = self.start_dns(name)
+        srv = self.procs.start("nginx", self.net.server_cmd(
+                               ["nginx", "-c", str(conf), "-e", str(self.work / f"nginx-{proto}.stderr")]),
+                               stop_sig=signal.SIGQUIT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for ip in dict.fromkeys(self.origins.values()):
+            wait_addr(ip, 443, proc=srv, net=self.net)
+        td, pcap = self.tcpdump(name, 443, udp=False)
+        info = self.chromium(name, f"https://{self.doc_host}/", [])
+        cap = self.finish_capture(name, td, pcap)
+        self.procs.stop(srv)
+        dns_log = self.stop_dns(name, dns)
+        shutil.copy(self.work / f"nginx-{proto}.access.log", self.out / f"{name}.server.log")
+        return {**info, "server": "nginx", "port": 443, "capture": cap.name, "server_log": f"{name}.server.log",
+                "dns_log": dns_log, "origins": self.origins}
+
+    def multi_spdy(self) -> dict:
+        """One npm spdy server per origin (its own address), the page loader of
+        scripts/lab/spdy_page_client.js: one connection per origin, names from the lab's DNS."""
+        name = "page-spdy"
+        keys = self.out / f"{name}.keys"
+        clog = self.out / f"{name}.client.jsonl"
+        for f in (keys, clog):
+            f.unlink(missing_ok=True)
+        dns = self.start_dns(name)
+        slogs = []
+        for i, (host, ip) in enumerate(self.origins.items()):
+            slog = self.out / f"{name}.server-{i}.jsonl"
+            slog.unlink(missing_ok=True)
+            push = self.push if host == self.doc_host else []
+            srv = self.procs.start(f"spdy-server-{i}", self.net.server_cmd(
+                                   ["node", "server.js", "--root", str(self.site / host), "--host", ip, "--port", "443",
+                                    "--version", "3.1", "--key", str(self.key), "--cert", str(self.cert),
+                                    "--log", str(slog), *(["--push", ",".join(push)] if push else [])]),
+                                   cwd=SPDY_DIR, stdout=open(self.work / f"spdy-server-{i}.log", "w"), stderr=subprocess.STDOUT)
+            wait_addr(ip, 443, proc=srv, net=self.net)
+            slogs.append(slog.name)
+        td, pcap = self.tcpdump(name, 443, udp=False)
+        cmd = ["node", f"--tls-keylog={keys}", str(HERE / "spdy_page_client.js"), "--url", f"https://{self.doc_host}/",
+               "--version", "3.1", "--log", str(clog)]
+        out = self.work / f"{name}.client.out"
+        p = self.procs.start("spdy-client", self.net.client_cmd(cmd), cwd=SPDY_DIR, stdout=open(out, "w"),
+                             stderr=subprocess.STDOUT)
+        try:
+            p.wait(180)
+        except subprocess.TimeoutExpired:
+            self.procs.stop(p)
+            die(f"{name}: spdy client did not finish in 180 s")
+        self.procs.stop(p)
+        cap = self.finish_capture(name, td, pcap)
+        for q in [q for n_, q, _ in list(self.procs.procs) if n_.startswith("spdy-server-")]:
+            self.procs.stop(q)
+        dns_log = self.stop_dns(name, dns)
+        loaded = []
+        for ln in out.read_text().splitlines():
+            try:
+                loaded.append(json.loads(ln))
+            except ValueError:
+                pass
+        size = {f["url"]: f["bytes"] for f in self.page.get("files", [])}
+        doc_push = {f"https://{self.doc_host}{x}" for x in self.push}
+        got = sorted({r["url"] for r in loaded if r.get("status") == 200
+                      or (r.get("pushed") and r.get("url") in doc_push and r.get("bytes") == size.get(r["url"]))})
+        shutil.copy(out, self.out / f"{name}.client.log")
+        if p.returncode or got != sorted(self.page["requests"]):
+            die(f"{name}: spdy client did not load the page (rc {p.returncode}; see {self.out / (name + '.client.log')})")
+        return {"client": "scripts/lab/spdy_page_client.js (spdy-transport)", "command": " ".join(cmd),
+                "server": "scripts/spdy/server.js --root (npm spdy), one per origin", "port": 443, "capture": cap.name,
+                "keys": keys.name, "server_log": slogs[0], "client_log": f"{name}.client.log",
+                "header_logs": [clog.name, *slogs], "dns_log": dns_log, "origins": self.origins}
+
+    def warm_h3(self, targets: list[tuple[str, str, int]]) -> None:
+        """One QUIC handshake per server before the capture (aioquic client, outside the capture),
+        so the load does not pay the server process's first-handshake start-up (Go's crypto and
+        TLS set-up on first use: ~40 ms measured on Caddy's first Initial, ~10 ms after)."""
+        p = self.procs.start("h3-warm", self.net.client_cmd(
+            [sys.executable, str(HERE / "h3_warm.py"), *[f"{ip}:{port}:{sni}" for ip, sni, port in targets]]),
+            stdout=open(self.work / "h3-warm.log", "w"), stderr=subprocess.STDOUT)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            pass
+        self.procs.stop(p)
+        shutil.copy(self.work / "h3-warm.log", self.out / "page-h3.warm.log")
+
+    def run_h3_caddy(self) -> dict:
+        name = "page-h3"
+        multi = bool(self.origins)
+        port = 443 if multi else free_port(socket.SOCK_DGRAM)
+        origins = self.origins or {self.net.server_host: self.net.server_host}
+        conf = caddy_conf(self.work, self.site, origins if multi else {}, self.cert, self.key, port=port)
+        if not multi:  # the default page: one route for any host, on the server's address
+            c = json.loads(conf.read_text())
+            srv_ = c["apps"]["http"]["servers"]["lab"]
+            srv_["listen"] = [f"{self.net.server_host}:{port}"]
+            srv_["routes"] = [{"handle": [{"handler": "headers", "response": {"set": {"Server": ["caddy (wirefall lab)"]}}},
+                                          {"handler": "file_server", "root": str(self.site)}]}]
+            conf.write_text(json.dumps(c, indent=1))
+        dns = self.start_dns(name) if multi else None
+        env = dict(os.environ, XDG_CONFIG_HOME=str(self.work / "caddy-config"), XDG_DATA_HOME=str(self.work / "caddy-data"),
+                   HOME=str(self.work))
+        srv = self.procs.start("caddy", self.net.server_cmd(["caddy", "run", "--config", str(conf)]),
+                               stdout=open(self.work / "caddy.out", "w"), stderr=subprocess.STDOUT, env=env)
+        for ip in dict.fromkeys(origins.values()):
+            wait_addr(ip, port, udp=True, proc=srv, net=self.net)
+        self.warm_h3([(ip, h if multi else "localhost", port) for h, ip in origins.items()])
+        td, pcap = self.tcpdump(name, port, udp=True)
+        quic_on = self.quic_origins(port) if multi else f"{self.net.server_host}:{port}"
+        url = f"https://{self.doc_host}/" if multi else f"https://{self.net.server_host}:{port}/"
+        info = self.chromium(name, url, ["--enable-quic", f"--origin-to-force-quic-on={quic_on}",
+                                         f"--ignore-certificate-errors-spki-list={self.spki}"])
+        cap = self.finish_capture(name, td, pcap)
+        self.procs.stop(srv)
+        dns_log = self.stop_dns(name, dns) if dns else None
+        slog = self.out / f"{name}.server.log"
+        if (self.work / "caddy-access.log").exists():
+            shutil.copy(self.work / "caddy-access.log", slog)
+            (self.work / "caddy-access.log").unlink()
+        return {**info, "server": "caddy (quic-go)", "port": port, "capture": cap.name,
+                "server_log": slog.name if slog.exists() else None, "dns_log": dns_log,
+                **({"origins": self.origins} if multi else {}), "warmed": True}
+
+    def run_h3_ngtcp2(self) -> dict:
+        """ngtcp2's example HTTP/3 server (gtlsserver: GnuTLS, nghttp3), one per origin's address,
+        serving that origin's directory. It sends no CORS headers: a page's cross-origin preloads
+        (lab/pages.py's \"other\" resources) are fetched and answered, then refused by the browser."""
+        name = "page-h3"
+        multi = bool(self.origins)
+        port = 443 if multi else free_port(socket.SOCK_DGRAM)
+        roots = {ip: self.site / h for h, ip in self.origins.items()} if multi else {self.net.server_host: self.site}
+        dns = self.start_dns(name) if multi else None
+        mime = self.work / "mime.types"
+        from wirefall.lab.pages import EXT_TYPES
+
+        mime.write_text("".join(f"{t} {e.lstrip('.')}\n" for e, t in EXT_TYPES.items()))
+        for i, (ip, root) in enumerate(roots.items()):
+            srv = self.procs.start(f"h3_server-{i}", self.net.server_cmd(
+                                   ["gtlsserver", "-q", "-d", str(root), f"--mime-types-file={mime}", ip, str(port),
+                                    str(self.key), str(self.cert)]),
+                                   stdout=open(self.work / f"gtlsserver-{i}.log", "w"), stderr=subprocess.STDOUT)
+            wait_addr(ip, port, udp=True, proc=srv, net=self.net)
+        self.warm_h3([(ip, h, port) for h, ip in self.origins.items()] if multi else [(self.net.server_host, "localhost", port)])
+        td, pcap = self.tcpdump(name, port, udp=True)
+        quic_on = self.quic_origins(port) if multi else f"{self.net.server_host}:{port}"
+        url = f"https://{self.doc_host}/" if multi else f"https://{self.net.server_host}:{port}/"
+        info = self.chromium(name, url, ["--enable-quic", f"--origin-to-force-quic-on={quic_on}",
+                                         f"--ignore-certificate-errors-spki-list={self.spki}"])
+        cap = self.finish_capture(name, td, pcap)
+        for q in [q for n_, q, _ in list(self.procs.procs) if n_.startswith("h3_server-")]:
+            self.procs.stop(q)
+        dns_log = self.stop_dns(name, dns) if dns else None
+        return {**info, "server": "ngtcp2 gtlsserver" + (", one per origin" if multi else ""), "port": port,
+                "capture": cap.name, "dns_log": dns_log, **({"origins": self.origins} if multi else {}), "warmed": True}
+
+    def multi_h3_aioquic(self) -> dict:
+        name = "page-h3"
+        dns = self.start_dns(name)
+        slog = self.out / f"{name}.server.log"
+        slog.unlink(missing_ok=True)
+        for i, (host, ip) in enumerate(self.origins.items()):
+            srv = self.procs.start(f"h3_server-{i}", self.net.server_cmd(
+                                   [sys.executable, str(HERE / "h3_server.py"), "--root", str(self.site / host),
+                                    "--cert", str(self.cert), "--key", str(self.key), "--port", "443", "--host", ip,
+                                    "--request-log", str(slog)]),
+                                   stdout=open(self.work / f"h3_server-{i}.log", "w"), stderr=subprocess.STDOUT)
+            wait_addr(ip, 443, udp=True, proc=srv, net=self.net)
+        self.warm_h3([(ip, h, 443) for h, ip in self.origins.items()])
+        td, pcap = self.tcpdump(name, 443, udp=True)
+        info = self.chromium(name, f"https://{self.doc_host}/", [
+            "--enable-quic", f"--origin-to-force-quic-on={self.quic_origins(443)}",
+            f"--ignore-certificate-errors-spki-list={self.spki}"])
+        cap = self.finish_capture(name, td, pcap)
+        for q in [q for n_, q, _ in list(self.procs.procs) if n_.startswith("h3_server-")]:
+            self.procs.stop(q)
+        dns_log = self.stop_dns(name, dns)
+        return {**info, "server": "scripts/lab/h3_server.py (aioquic), one per origin", "port": 443, "capture": cap.name,
+                "server_log": slog.name, "dns_log": dns_log, "origins": self.origins, "warmed": True}
+
     def run(self, proto: str) -> dict:
-        if proto == "spdy":
+        self.prepare_net()
+        if self.origins and proto not in ("h1", "h2", "h3", "spdy"):
+            die(f"{proto}: a page with several origins is served over h1, h2, h3 and spdy only")
+        if self.origins and proto == "spdy":
+            r = self.multi_spdy()
+        elif self.origins and proto in ("h1", "h2"):
+            r = self.multi_nginx_chromium(proto)
+        elif proto == "h3" and self.h3 == "ngtcp2":
+            r = self.run_h3_ngtcp2()
+        elif proto == "h3" and self.h3 == "caddy":
+            r = self.run_h3_caddy()
+        elif self.origins and proto == "h3":
+            r = self.multi_h3_aioquic()
+        elif proto == "spdy":
             r = self.run_spdy()
         elif proto in ("h1", "h2"):
             r = self.run_nginx_chromium(proto)

@@ -16,7 +16,8 @@ const version = args.version || '3.1'
 const log = hooks.install('server', args.log || 'server.jsonl')
 
 const TYPES = { '.html': 'text/html', '.css': 'text/css', '.js': 'application/javascript', '.jpg': 'image/jpeg',
-  '.png': 'image/png', '.json': 'application/json' }
+  '.png': 'image/png', '.json': 'application/json', '.gif': 'image/gif', '.webp': 'image/webp', '.svg': 'image/svg+xml',
+  '.ico': 'image/x-icon', '.woff2': 'font/woff2', '.woff': 'font/woff', '.txt': 'text/plain', '.xml': 'application/xml' }
 
 // Static files of --root (what nginx and the aioquic server do for the other protocols)
 function staticHandler (req, res) {
@@ -46,7 +47,9 @@ function staticHandler (req, res) {
       if (err) { res.writeHead(404, { 'content-length': 0 }); res.end(); return }
       res.writeHead(200, {
         'content-type': TYPES[pathlib.extname(file)] || 'application/octet-stream',
-        'content-length': b.length
+        'content-length': b.length,
+        // the lab's pages fetch across their origins (credentialed CORS: the Origin echoed)
+        ...(req.headers.origin ? { 'access-control-allow-origin': req.headers.origin, 'access-control-allow-credentials': 'true' } : {})
       })
       res.end(req.method === 'HEAD' ? undefined : b)
     })
