@@ -18,7 +18,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 if TYPE_CHECKING:
     from wirefall.dissectors.budget import Budget
@@ -414,7 +414,7 @@ class _Buf:
 
 
 def read_capture(path: str, info: CaptureInfo | None = None, opener=None,
-                 inflate_budget: Callable[[int], Budget] | None = None) -> Iterator[Record]:
+                 inflate_budget: Callable[[int], Budget] | None = None) -> Generator[Record, None, None]:
     """Yield every packet of the capture at ``path`` in file order.
 
     Raises CaptureError at once if the file is not a pcap/pcapng capture.  A truncated
