@@ -179,9 +179,10 @@ def test_odd_pcapng_through_every_command(odd, which, tmp_path):
     assert r.returncode == 0 and tshark_responses(tmp_path / "w.pcapng") >= 1
 
 
-def test_odd_pcapng_in_the_tui_and_the_web_detail(odd):
-    """The TUI (Textual's pilot) and the web state open both files and show the normal
-    request's packets."""
+@pytest.mark.slow
+def test_odd_pcapng_in_the_tui(odd):
+    """The TUI (Textual's pilot) opens both files, lists the normal request and shows the
+    detail of packets on the last interface, on an undeclared one and with clamped times."""
     import asyncio
 
     from wirefall.ui.tui.app import WirefallApp
@@ -217,6 +218,7 @@ def markup(tmp_path_factory) -> Path:
     return rt.markup_capture(tmp_path_factory.mktemp("mk") / rt.markup_name())
 
 
+@pytest.mark.slow
 def test_cli_text_of_a_markup_capture_holds_no_control_characters(markup, tmp_path):
     for args in (("summary",), ("packets",), ("frames",), ("requests",), ("stats",), ("expert",), ("requests", "--detail", "2"),
                  ("packets", "-Y", 'http.host contains "attacker18b"'), ("objects", "-o", tmp_path / "obj")):
@@ -348,6 +350,7 @@ def _summary_checks(r: Run, budget: str, cap_records: int | None = None) -> dict
     return s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["bz2", "gz", "xz", "zst"])
 def test_decompression_bomb_stops_at_the_packet_budget(bombs, fmt):
     """A compressed capture of 1 Mi empty records after the normal exchange (587 B of bzip2 …
@@ -383,6 +386,7 @@ def test_decompression_bomb_with_the_default_budget_every_view_is_bounded(bombs,
     assert s2["completeness"]["budgets_hit"] == {"inflated_records": [-1]} and s2["packets"] == 1 << 18
 
 
+@pytest.mark.slow
 def test_decompressed_bytes_budget_stops_a_zero_bomb(bombs):
     """The normal exchange, then 4 records of 64 MiB of zeros (a few hundred bytes of bzip2):
     read to ``inflated_bytes`` decompressed bytes (lowered to 80 MiB here), the capture ends
@@ -395,6 +399,7 @@ def test_decompressed_bytes_budget_stops_a_zero_bomb(bombs):
     assert normal_kept(r.json())
 
 
+@pytest.mark.slow
 def test_compressed_capture_under_its_budgets_reads_as_the_plain_one(comp):
     """A real-sized compressed capture never meets the budgets: the same requests as the plain
     file (gzip/xz/bzip2/zstd), no budget hit."""
@@ -408,6 +413,7 @@ def test_compressed_capture_under_its_budgets_reads_as_the_plain_one(comp):
 # ------------------------------------------------------------------ finding 11 and the former strict xfails
 
 
+@pytest.mark.slow
 def test_http2_frame_length_over_the_maximum_in_a_real_connection(tmp_path):
     """Two damaged length bytes of a DATA frame in node's 260 KB h2c connection: a
     FRAME_SIZE_ERROR frame, one note, framing resynchronised — every frame and request of
@@ -442,6 +448,7 @@ def test_http2_frame_length_over_the_maximum_in_a_real_connection(tmp_path):
     assert [(x["url"], x["status"]) for x in rb] == [(x["url"], x["status"]) for x in rc] and normal_kept(rb)
 
 
+@pytest.mark.slow
 def test_deep_filters_are_bad_filters():
     """Filters nested 5000 deep every way the grammar nests (parentheses, not, !, unary minus,
     arithmetic, sets) and a 5000-term && chain: exit 2 "bad filter" (or 0 for the chain), never
@@ -455,6 +462,7 @@ def test_deep_filters_are_bad_filters():
                 assert r.stderr.startswith("wirefall: bad filter") and len(r.stderr) < 3 * len(f) + 500, r.stderr[:300]
 
 
+@pytest.mark.slow
 def test_settings_flood_is_one_note_and_bounded(tmp_path):
     """200 000 unacknowledged SETTINGS frames (4.2 MB): the pending list holds 256, one note
     for the connection (it was one per frame: 199 745 notes), the PING after them decoded, the
@@ -473,6 +481,7 @@ def test_settings_flood_is_one_note_and_bounded(tmp_path):
     assert normal_kept(cli("requests", path, "--json").json())
 
 
+@pytest.mark.slow
 def test_http1_header_count_is_enforced_and_the_connection_goes_on(tmp_path):
     """A request of 20 000 header fields (under http1_header_bytes): 1000 kept, the request
     marked, the next request on the same connection and the normal exchange decoded (tshark
