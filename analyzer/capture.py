@@ -17,8 +17,11 @@ import io
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO, NamedTuple
-from collections.abc import Iterator
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from collections.abc import Callable, Generator, Iterator
+
+if TYPE_CHECKING:
+    from wirefall.dissectors.budget import Budget
 
 CHUNK = 1 << 20
 UNKNOWN_INTERFACE = 0xFFFFFFFF  # Record.interface of a packet naming an interface no IDB declared
@@ -96,11 +99,13 @@ def _sniff_compression(head: bytes) -> str:
     return ""
 
 
-def open_decompressed(path: str) -> tuple[BinaryIO, str]:
+def open_decompressed(path: str, inflate_budget: Callable[[int], Budget] | None = None) -> tuple[BinaryIO, str]:
     """Open ``path`` and undo any compression, chosen by magic bytes, not by name.
 
     A compressed file comes back as an ``Inflate`` stream: reads never raise, and a stream
-    that is cut short or damaged ends there with ``.error`` saying where it broke."""
+    that is cut short or damaged ends there with ``.error`` saying where it broke.
+    ``inflate_budget(compressed size)``, if given, is the budget of decompressed bytes the
+    stream may deliver (``Inflate.budget``)."""
     try:
         raw = open(path, "rb")
     except OSError as e:
@@ -109,7 +114,10 @@ def open_decompressed(path: str) -> tuple[BinaryIO, str]:
     raw.seek(0)
     comp = _sniff_compression(head)
     if comp:
-        return Inflate(raw, comp), comp  # type: ignore[return-value]
+        inf = Inflate(raw, comp)
+        if inflate_budget is not None:
+            inf.budget = inflate_budget(inf.size)
+        return inf, comp  # type: ignore[return-value]
     return raw, ""
 
 
@@ -135,6 +143,8 @@ class Inflate:
     tool drops a whole block whose checksum failed.
     Concatenated streams (``cat a.gz b.gz``) are read as one; null padding after a gzip or
     xz stream is skipped; other bytes after the last stream end reading with ``trailing``.
+    ``budget`` (a ``dissectors.budget.Budget`` of decompressed bytes, the analysis pass's
+    ``inflated_bytes``): delivering more ends the stream there, with ``stopped`` saying so.
     """
 
     def __init__(self, raw: BinaryIO, comp: str):
@@ -151,6 +161,8 @@ class Inflate:
         self.error_offset = 0
         self.error_out = 0
         self.trailing: str | None = None  # bytes after the end of the last stream (ignored)
+        self.budget: Budget | None = None  # decompressed bytes read() may deliver
+        self.stopped: str | None = None  # why reading stopped before the end (the budget ran out)
         self._pending = b""  # compressed bytes read but not yet given to the decompressor
         self._last = (0, 0)  # compressed range last given to the decompressor
         self._buf = b""  # decompressed bytes not yet delivered (zstd makes more than asked)
@@ -290,10 +302,29 @@ class Inflate:
                     continue
                 if len(chunk) > n - have:
                     chunk, self._buf = chunk[: n - have], chunk[n - have :]
+            if self.budget is not None and chunk:
+                chunk = self._charge(chunk, have)
             parts.append(chunk)
             have += len(chunk)
         self.out += have
         return b"".join(parts)
+
+    def _charge(self, chunk: bytes, have: int) -> bytes:
+        """Charge delivered bytes to ``budget``; past it, the stream ends here (``stopped``)."""
+        b = self.budget
+        assert b is not None
+        room = b.room()
+        if len(chunk) <= room:
+            b.take(len(chunk))
+            return chunk
+        b.charge(room)
+        b.take(len(chunk) - room)  # refused: marks the budget (and the capture's completeness) hit
+        self._buf = b""
+        self._done = True
+        self.stopped = (f"stopped reading after {self.out + have + room} decompressed bytes (compressed byte {self._last[1]} "
+                        f"of {self.size}): budget {b.name} ({b.cap} bytes for this file) ran out, the rest was not read "
+                        f"(a decompression bomb? raise it with --limit {b.name}=N)")
+        return chunk[:room]
 
     def _recover(self, e: Exception) -> None:
         if self._redone:
@@ -382,7 +413,8 @@ class _Buf:
         return len(self.buf) >= n
 
 
-def read_capture(path: str, info: CaptureInfo | None = None, opener=None) -> Iterator[Record]:
+def read_capture(path: str, info: CaptureInfo | None = None, opener=None,
+                 inflate_budget: Callable[[int], Budget] | None = None) -> Generator[Record, None, None]:
     """Yield every packet of the capture at ``path`` in file order.
 
     Raises CaptureError at once if the file is not a pcap/pcapng capture.  A truncated
@@ -390,13 +422,15 @@ def read_capture(path: str, info: CaptureInfo | None = None, opener=None) -> Ite
     early with ``info.truncated`` set and one warning saying where.  ``opener(path)``, if
     given, opens the file instead (a live capture's growing file: ``analyzer.live.FollowFile``,
     uncompressed, whose reads wait for more bytes until the capture stops).
+    ``inflate_budget(compressed size)``: the budget of decompressed bytes a compressed
+    capture is read to (``open_decompressed``); past it the capture ends there, marked as cut.
     """
     if info is None:
         info = CaptureInfo()
     if opener is not None:
         f, comp = opener(path), ""
     else:
-        f, comp = open_decompressed(path)
+        f, comp = open_decompressed(path, inflate_budget)
     info.compression = comp
     try:
         try:
@@ -406,6 +440,9 @@ def read_capture(path: str, info: CaptureInfo | None = None, opener=None) -> Ite
         err = getattr(f, "error", None)
         if len(head) < 4 and err:
             raise CaptureError(f"{path}: cannot read ({comp}): {err}, before the capture's first 4 bytes")
+        if err and head not in PCAP_MAGICS and head != PCAPNG_SHB:  # (a damaged bzip2 block: garbage from its start)
+            raise CaptureError(f"{path}: cannot read ({comp}): {err}; what it decompressed to does not start as a "
+                               f"capture (found {head.hex()})")
         if head in PCAP_MAGICS:
             info.format = "pcap"
             yield from _read_pcap(f, head, info, path)
@@ -434,6 +471,13 @@ def _summarise(info: CaptureInfo, path: str, f) -> None:
         if number is not None:
             where = f"; the capture ends inside packet {number} (decompressed offset {offset}: {what}), {number - 1} complete packets read"
         info.warnings.append(f"{path}: {err}, after {f.error_out} decompressed bytes{where}")
+    elif getattr(f, "stopped", None):
+        info.truncated = True
+        number, offset, what = info._cut or (None, f.out, "")
+        where = ""
+        if number is not None:
+            where = f"; the capture ends inside packet {number} (decompressed offset {offset}: {what}), {number - 1} complete packets read"
+        info.warnings.append(f"{path}: {f.stopped}{where}")
     elif getattr(f, "trailing", None):
         info.warnings.append(f"{path}: {f.trailing}")
     info._cut = None
@@ -451,7 +495,7 @@ def _summarise(info: CaptureInfo, path: str, f) -> None:
 
 def _truncated(info: CaptureInfo, path: str, number: int, offset: int, what: str, b: _Buf) -> None:
     info.truncated = True
-    if getattr(b.f, "error", None):  # a broken compressed stream: one warning for both, from _summarise
+    if getattr(b.f, "error", None) or getattr(b.f, "stopped", None):  # a broken or stopped compressed stream: one warning for both, from _summarise
         info._cut = (number, offset, what)
         return
     why = f" ({b.error})" if b.error else ""
@@ -460,7 +504,7 @@ def _truncated(info: CaptureInfo, path: str, number: int, offset: int, what: str
 
 def _ended(info: CaptureInfo, path: str, b: _Buf, number: int) -> None:
     """The file ended at a record boundary; a broken stream or an I/O error still says so."""
-    if getattr(b.f, "error", None):
+    if getattr(b.f, "error", None) or getattr(b.f, "stopped", None):
         info._cut = (number + 1, b.base + b.pos, "nothing of it read")
     elif b.error:
         info.truncated = True

@@ -170,7 +170,7 @@ class Shard:
 
     def setup(self, ctx) -> list:
         """Before the first packet: watched cross-connection state, tracked capture budgets."""
-        from .sessions import CAPTURE_ID, CAPTURE_SUFFIX
+        from .sessions import CAPTURE_ID, CAPTURE_SUFFIX, CAPTURE_WIDE
 
         self.ctx = ctx
         ctx.shared["tls12_sessions"] = _WatchedCache()
@@ -178,7 +178,7 @@ class Shard:
         ctx.shared["claimed_client_randoms"] = _WatchedSet()
         tracked = _tracked_budget_class()
         names = {k[: -len(CAPTURE_SUFFIX)] if k.endswith(CAPTURE_SUFFIX) else k for k, v in ctx.limits.items()
-                 if isinstance(v, int)}
+                 if isinstance(v, int) and k not in CAPTURE_WIDE}  # (those: the reader's, the same in every worker)
         for name in names:
             cap = ctx.limits.get(name + CAPTURE_SUFFIX, ctx.limits.get(name, 1 << 62))
             ctx._budgets[(name, CAPTURE_ID)] = tracked(name, cap)
@@ -186,14 +186,14 @@ class Shard:
 
     def facts(self) -> dict:
         """The cross-connection facts the merge checks (see the module docstring)."""
-        from .sessions import CAPTURE_ID
+        from .sessions import CAPTURE_ID, CAPTURE_WIDE
 
         ctx = self.ctx
         assert ctx is not None, "facts() after start()"  # (once per worker)
         sh = ctx.shared
         budgets = {}
         for (name, cid), b in ctx._budgets.items():
-            if cid == CAPTURE_ID:
+            if cid == CAPTURE_ID and name not in CAPTURE_WIDE:  # (every worker reads the whole capture)
                 budgets[name] = (b.hit, getattr(b, "peak", b.used), b.cap)
         return {"tls": {n: (set(sh[n].stored), set(sh[n].missed)) for n in ("tls12_sessions", "tls12_tickets")
                         if isinstance(sh.get(n), _WatchedCache)},
@@ -493,7 +493,7 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     an.tls_records = dict(sorted(recs.items()))
     an.quic_packets = dict(sorted(qp.items()))
     an.quic_stats = dict(sorted(qs.items()))
-    an.budgets_hit = {name: sorted(hit[name]) for name in sorted(hit)}
+    an.budgets_hit = {name: sorted(set(hit[name])) for name in sorted(hit)}  # (the capture's, -1, from every worker)
 
 
 def _renumber_exchange_fields(frames, ex_new, remap) -> None:

@@ -115,6 +115,15 @@ def _analyze(
         return sn
 
     secrets_seen = 0
+    # a compressed capture is read to max(limit, limit_per_byte x its file size) decompressed
+    # bytes (Inflate, in the reader) and packets (counted here, every 4096): a bomb's output stays
+    # linear in the file (docs/ROBUSTNESS.md, "compressed capture ... bombs")
+    records: list = []  # [the inflated_records budget, the compressed size], for a compressed capture
+    lim = ctx.limits
+
+    def inflate_budget(size: int):
+        records.extend((ctx.budget("inflated_records", cap=max(lim["inflated_records"], lim["inflated_records_per_byte"] * size)), size))
+        return ctx.budget("inflated_bytes", cap=max(lim["inflated_bytes"], lim["inflated_bytes_per_byte"] * size))
 
     ts_a, off_a, cap_a, orig_a = index.ts.append, index.offset.append, index.caplen.append, index.origlen.append
     lt_a, conn_a, proto_a, if_a = index.linktype.append, index.conn.append, index.proto.append, index.interface.append
@@ -131,10 +140,18 @@ def _analyze(
     # decoded packet of the slow path, set in every iteration that reaches the UDP/other branch
     d: Decoded
     payload: bytes | memoryview
-    for rec in read_capture(path, info, opener):
+    reader = read_capture(path, info, opener, inflate_budget)
+    for rec in reader:
         if marks is not None and (len(frames_l) != marks[-1][1] or len(exch_l) != marks[-1][2]):
             marks.append((pkt, len(frames_l), len(exch_l)))
         pkt += 1
+        if not (pkt - 1) & 0xFFF:  # packets 1, 4097, 8193, ...
+            if records and not records[0].take(0x1000):  # this packet and the next 4095: past the budget
+                pkt -= 1
+                _stop_reading(info, path, pkt, *records)
+                reader.close()  # (the reader's own warnings: now)
+                break
+            gc.collect(1)
         ts, caplen, origlen, linktype, roff, rdata, iface = rec  # one unpack, not seven lookups
         ts_a(ts)
         off_a(roff)
@@ -151,8 +168,6 @@ def _analyze(
                 if stype == DSB_TLS_KEYLOG:
                     keylog.add_text(data.decode("utf-8", "replace"), "pcapng secrets block")
             secrets_seen = len(info.secrets)
-        if not pkt & 0xFFF:
-            gc.collect(1)
         if progress is not None and not pkt & 0x3FFF:
             now = _time.monotonic()
             if now - last_progress > 0.1:
@@ -387,6 +402,13 @@ def _finish(an: Analysis, ctx: Context, info: CaptureInfo, decoder: Decoder, flo
                for i in (0, 1) if c.dirs[i].map is not None}
     for (cid, d), m in ctx.shared.get("tls_plaintext_maps", {}).items():
         an.maps[(cid, d, "tls")] = m  # decrypted offset -> packet that completed the record
+
+
+def _stop_reading(info: CaptureInfo, path: str, pkt: int, budget, size: int) -> None:
+    info.truncated = True
+    info.warnings.append(f"{path}: stopped reading after packet {pkt}: budget {budget.name} ({budget.cap} packets for this "
+                         f"{size}-byte compressed file) ran out, the rest was not read (a decompression bomb? raise it "
+                         f"with --limit {budget.name}=N)")
 
 
 def _udp_kind(sport: int, dport: int, payload) -> str | None:

@@ -562,6 +562,7 @@ class H2Connection:
         self.settings: tuple[dict[str, int], dict[str, int]] = ({}, {})  # last SETTINGS values sent by each direction
         self.overruns: tuple[list, list] = ([], [])  # (DATA frame, message) per sender, told at the end
         self.pending_settings: tuple[list, list] = ([], [])  # SETTINGS awaiting ACK, per sender
+        self.settings_dropped = [0, 0]  # unacknowledged SETTINGS forgotten past MAX_PENDING_SETTINGS, per sender
         if mid_stream:
             for d in self.dirs:
                 d.sync = False
@@ -860,8 +861,10 @@ class H2Connection:
             pend.append(items)
             if len(pend) > MAX_PENDING_SETTINGS:  # a SETTINGS flood: keep the newest only
                 del pend[0]
-                if f.error is None:
-                    f.error = f"more than {MAX_PENDING_SETTINGS} SETTINGS frames await acknowledgement (flood); the oldest are dropped"
+                self.settings_dropped[direction] += 1
+                if f.error is None and self.settings_dropped[direction] == 1:  # said once per direction (a note each was 200 k notes)
+                    f.error = (f"more than {MAX_PENDING_SETTINGS} SETTINGS frames await acknowledgement (flood); the oldest "
+                               f"are dropped from here on (later ones not marked)")
         elif t == PUSH_PROMISE:
             pass  # handled above
         elif t == PING:

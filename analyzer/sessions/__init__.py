@@ -69,12 +69,22 @@ DEFAULT_LIMITS = {
     "object_bytes_capture": 2 << 30,
     "keylog_bytes": 64 << 20,  # key-log text read, all key logs of one analysis together (analyzer/keylog.py)
     "keylog_lines": 1_000_000,
+    # a compressed capture (gzip, xz, bzip2, zstd; analyzer/capture.py) is read no further than
+    # max(NAME, NAME_per_byte x its file size) decompressed bytes / packets: a bomb's output stays
+    # linear in the file, whatever the compression ratio (a real capture compresses 1-20x)
+    "inflated_bytes": 1 << 30,
+    "inflated_bytes_per_byte": 100,
+    "inflated_records": 1 << 18,  # a packet costs the pass ~5-10 us whatever its size: a few seconds
+    "inflated_records_per_byte": 4,
 }
 # Budgets (docs/ROBUSTNESS.md): a key NAME in DEFAULT_LIMITS caps one connection's use, and
 # NAME + "_capture" the whole capture's; ``Context.budget(NAME, conn)`` hands out the pair.
 CAPTURE_SUFFIX = "_capture"
 # limits that are one per capture already (no NAME_capture form): the key logs are read once
-CAPTURE_WIDE = {"keylog_bytes", "keylog_lines"}
+CAPTURE_WIDE = {"keylog_bytes", "keylog_lines", "inflated_bytes", "inflated_bytes_per_byte", "inflated_records",
+                "inflated_records_per_byte"}
+# capture budgets whose reader writes its own warning (where it stopped): report_budgets only lists them
+SELF_REPORTED = {"inflated_bytes", "inflated_records"}
 CAPTURE_ID = -1  # the capture's budgets, apart from connection 0's (connection ids start at 0)
 
 
@@ -95,15 +105,18 @@ class Context:
         # (analyzer/objects.py): sink(conn, exchange or HTTP/3 stream id, direction, data); None: not kept
         self.body_sink: Any = None
 
-    def budget(self, name: str, conn: Connection | None = None) -> Budget:
+    def budget(self, name: str, conn: Connection | None = None, cap: int | None = None) -> Budget:
         """The budget ``name`` of ``conn`` (charging the capture's too), or the capture's.
-        Caps come from ``limits[name]`` (per connection) and ``limits[name + "_capture"]``."""
+        Caps come from ``limits[name]`` (per connection) and ``limits[name + "_capture"]``;
+        ``cap``, if given, is the capture's cap when it is first asked for (one computed from
+        the limits, e.g. relative to the file's size)."""
         key = (name, conn.id if conn is not None else CAPTURE_ID)
         b = self._budgets.get(key)
         if b is None:
             top = self._budgets.get((name, CAPTURE_ID))
             if top is None:
-                cap = self.limits.get(name + CAPTURE_SUFFIX, self.limits.get(name, 1 << 62))
+                if cap is None:
+                    cap = self.limits.get(name + CAPTURE_SUFFIX, self.limits.get(name, 1 << 62))
                 top = self._budgets[(name, CAPTURE_ID)] = Budget(name, cap)
             b = top if conn is None else top.child(self.limits.get(name, top.cap))
             self._budgets[key] = b
@@ -120,9 +133,11 @@ class Context:
                 continue
             hit.setdefault(name, []).append(cid)
             if cid == CAPTURE_ID:
+                if name in SELF_REPORTED:
+                    continue
                 self.analysis.warnings.append(
                     f"budget {name} for the capture ({b.cap} units) ran out: later work of this kind was not "
-                    f"done on any connection (raise it with --limit {name}{CAPTURE_SUFFIX}=N)")
+                    f"done on any connection (raise it with --limit {name}{'' if name in CAPTURE_WIDE else CAPTURE_SUFFIX}=N)")
             elif cid in conns:
                 conns[cid].notes.append(
                     f"budget {name} ({b.cap} units per connection) ran out: {b.refused} units of work over it were refused "

@@ -953,6 +953,21 @@ def _hostname(netloc: str) -> str | None:
         return None
 
 
+_DEFAULT_PORT = {"http": 80, "https": 443}
+
+
+def same_port(origin: str, host: str, scheme: str) -> bool:
+    """Whether the page that sent ``Origin`` names the port of the request's Host (the scheme's
+    default where none is written): a page of another local server (e.g. localhost:3000) names
+    a loopback host too, but not this server's port.  (Its host name is checked apart.)"""
+    try:
+        oport = urlsplit(origin).port or _DEFAULT_PORT.get(urlsplit(origin).scheme)
+        hport = urlsplit("//" + host).port or _DEFAULT_PORT.get(scheme)
+    except ValueError:
+        return False
+    return oport == hport
+
+
 def token_cookie(port: int | None) -> str:
     return f"wirefall_token_{port}" if port else "wirefall_token"
 
@@ -975,7 +990,8 @@ def install_guard(server, host: str = "127.0.0.1", token: str | None = None, por
         if not ok(_hostname(request.host)):
             return refuse("this server answers only to the addresses it listens on (Host header refused)")
         origin = request.headers.get("Origin")
-        if origin is not None and not ok(_hostname(urlsplit(origin).netloc) if "://" in origin else None):
+        if origin is not None and not (ok(_hostname(urlsplit(origin).netloc) if "://" in origin else None)
+                                       and same_port(origin, request.host, request.scheme)):
             return refuse("requests from another site's page are refused (Origin header)")
         if not token:
             return None
