@@ -19,7 +19,9 @@ count and the next step for the user):
   path: a response without its request; a path without authority is not counted, its
   origin is the connection's), no method (a response without its request), no
   status (a request without its response, not reset), or a header name or value
-  ``<unknown>`` (HPACK/QPACK entries inserted before the capture); count = such requests.
+  ``<unknown>`` (HPACK/QPACK entries inserted before the capture), or a body size that is
+  only a lower bound (``exchange.sources`` ``"lower_bound"``: a stream the capture joined
+  mid-stream, its earlier bytes not in it); count = such requests.
 - ``bytes_lost``: bytes the flow layer declared missing (its ``NoteKind.GAP`` notes, each with
   its direction, stream offset and length); count = bytes.
 - ``not_decrypted``: TLS or QUIC connections with protected data not decrypted; the reason is
@@ -77,6 +79,7 @@ class ConnectionCompleteness:
     unknown_method: int = 0
     unknown_status: int = 0
     unknown_headers: int = 0
+    unknown_body: int = 0
     bytes_lost: int = 0
     gaps: int = 0
     not_decrypted: str | None = None  # the reason, when protected data was not decrypted
@@ -108,6 +111,7 @@ class Completeness:
     issues: list[Issue]
     per_connection: dict[int, ConnectionCompleteness]  # only connections with something missing
     unknown_exchanges: dict[int, list[str]] = field(default_factory=dict)  # exchange id -> what is unknown
+    unknown_body: int = 0  # requests whose body size is a lower bound
 
     @property
     def summary(self) -> str:
@@ -119,7 +123,8 @@ class Completeness:
 
 def unknown_fields(e: Exchange) -> list[str]:
     """What the capture does not give of one exchange: ``url`` (neither URL nor path),
-    ``method``, ``status``, ``headers`` (an ``<unknown>`` name or value)."""
+    ``method``, ``status``, ``headers`` (an ``<unknown>`` name or value), ``body`` (a body
+    size that is a lower bound)."""
     out = []
     if not e.url and not e.path:
         out.append("url")
@@ -131,6 +136,9 @@ def unknown_fields(e: Exchange) -> list[str]:
         if any(k == UNKNOWN or v == UNKNOWN for k, v in hs):
             out.append("headers")
             break
+    src = e.sources
+    if src and "lower_bound" in (src.get("request_body_bytes"), src.get("response_body_bytes")):
+        out.append("body")
     return out
 
 
@@ -200,7 +208,7 @@ def _compute(an: Analysis) -> Completeness:
     per: dict[int, ConnectionCompleteness] = {}
     reqs_by_conn: dict[int, int] = {}
     unknown_ex: dict[int, list[str]] = {}
-    tot = dict(url=0, method=0, status=0, headers=0)
+    tot = dict(url=0, method=0, status=0, headers=0, body=0)
     for e in an.exchanges:
         reqs_by_conn[e.connection] = reqs_by_conn.get(e.connection, 0) + 1
         u = unknown_fields(e)
@@ -242,8 +250,9 @@ def _compute(an: Analysis) -> Completeness:
                                 f"{n_req} request{'s' * (n_req != 1)} seen, earlier ones and its handshake are not in the capture",
                                 NEXT_MIDWAY))
         if cc.unknown_requests:
-            what = ", ".join(f"{getattr(cc, 'unknown_' + k)} without {'a known ' if k != 'headers' else 'all '}{k}"
-                             for k in ("url", "method", "status", "headers") if getattr(cc, "unknown_" + k))
+            what = ", ".join((f"{cc.unknown_body} with a body size that is a lower bound" if k == "body" else
+                              f"{getattr(cc, 'unknown_' + k)} without {'a known ' if k != 'headers' else 'all '}{k}")
+                             for k in ("url", "method", "status", "headers", "body") if getattr(cc, "unknown_" + k))
             step = (NEXT_MIDWAY if cc.joined_midway else
                     "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends")
             issues.append(Issue("unknown_fields", c.id, cc.unknown_requests,
@@ -289,7 +298,7 @@ def _compute(an: Analysis) -> Completeness:
         requests_on_joined=n_joined_req, requests_unknown=len(unknown_ex), unknown_url=tot["url"],
         unknown_method=tot["method"], unknown_status=tot["status"], unknown_headers=tot["headers"], bytes_lost=lost,
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
-        per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex)
+        per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"])
 
 
 def _warning_next_step(w: str) -> str:
@@ -362,7 +371,8 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "joined_midway": list(c.joined_midway),
         "requests_on_joined": c.requests_on_joined,
         "requests_unknown": c.requests_unknown,
-        "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers},
+        "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers,
+                    "body": c.unknown_body},
         "bytes_lost": c.bytes_lost,
         "gaps": c.gaps,
         "not_decrypted": {str(k): v for k, v in c.not_decrypted.items()},
@@ -372,7 +382,8 @@ def to_dict(c: Completeness) -> dict[str, Any]:
                    for i in c.issues],
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
-             "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers},
+             "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,
+                         "body": p.unknown_body},
              "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets)}
             for p in c.per_connection.values()
         ],

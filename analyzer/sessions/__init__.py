@@ -63,6 +63,8 @@ DEFAULT_LIMITS = {
     "quic_frames_listed_capture": 100_000,
     "quic_trial": 16384,  # AEAD attempts finding the keys of a QUIC connection joined mid-way (~10 per secret in the key log)
     "quic_trial_capture": 1 << 18,
+    "h3_resync": 1 << 20,  # candidate frame headers examined framing HTTP/3 request streams seen mid-stream (~2 s)
+    "h3_resync_capture": 1 << 22,
     "tls_trial": 64 << 20,  # AES blocks computed finding the TLS 1.3 keys of a TCP connection joined mid-way (~1 s)
     "tls_trial_capture": 256 << 20,
     "object_bytes": 512 << 20,  # body bytes kept by `wirefall objects` / the body view (analyzer/objects.py), per connection

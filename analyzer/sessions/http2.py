@@ -74,6 +74,16 @@ def parse_priority_header(value: str) -> dict:
 FACTS_MEMO_ENTRIES = 4096  # header lists whose facts an HTTP/2 session remembers (then forgets all)
 
 
+def _lower_bound(ex, key: str) -> None:
+    """A stream whose first frame this way is DATA, on a connection the capture joined
+    mid-way: its earlier frames (headers, body) are not in the capture, so the body size
+    counted is a lower bound (``exchange.sources``, docs/JSON.md; counted by
+    analyzer.completeness)."""
+    src = dict(ex.sources or {})
+    src[key] = "lower_bound"
+    ex.sources = src
+
+
 class _Stream:
     __slots__ = ("ex", "body", "req_done", "resp_done", "last_s2c", "pending_end")
 
@@ -247,6 +257,8 @@ class H2Session:
             if self.ctx.body_sink is not None and f.data:  # (analyzer/objects.py)
                 self.ctx.body_sink(self.conn, ex, f.direction, f.data)
             if f.direction == 0:
+                if ex.request_start is None and self.conn.connect_start is None:
+                    _lower_bound(ex, "request_body_bytes")
                 ex.request_body_bytes += f.data_length
                 if f.flags & 1:
                     self._request_end(st, f)
@@ -254,6 +266,8 @@ class H2Session:
                 if ex.response_start is None:
                     p = self._wire(1, f.offset, f.first_packet)
                     ex.response_start, ex.response_start_packet = ctx.time(p), p
+                    if self.conn.connect_start is None:
+                        _lower_bound(ex, "response_body_bytes")
                 ex.response_body_bytes += f.data_length
                 st.last_s2c = pk
                 data = f.data  # (set with data_length: non-empty iff data_length)

@@ -120,8 +120,8 @@ INFER_HOLD_BYTES = 1 << 20
 INFER_HOLD_EVENTS = 4096
 INFERRED_NOTE = ("HTTP/3 recognised by the shape of its streams ({why}); the ALPN was not seen (the handshake is not "
                  "in the capture): QPACK entries inserted before the capture are shown as <unknown>")
-MID_NOTE = ("{n} request stream{s} seen mid-stream (begun before the capture): {streams}; their bytes are counted "
-            "on rows whose method, URL and status are unknown, not framed")
+MID_NOTE = ("{n} request stream{s} seen mid-stream (begun before the capture): {streams}; framed from the first "
+            "frame boundary its end proves (the bytes before it not counted), their body sizes are lower bounds")
 
 
 class QuicSession:
@@ -160,6 +160,7 @@ class QuicSession:
         self.infer_bytes = 0
         self.infer_dropped = 0  # bytes of held events dropped (the oldest, over the bounds)
         self.mid_rows: set[int] = set()  # request streams seen mid-stream that have their row
+        self.mid_said: set[tuple[int, int]] = set()  # (d, sid) whose framing at the FIN is said on its row
         self.agg_noted = False
         conn.quic = QuicInfo()
 
@@ -440,9 +441,12 @@ class QuicSession:
 
     def _stream_h3(self, h3: Http3Dissector, ev) -> None:
         _, d, sid, off, data, fin, packet = ev
-        self._h3(h3.stream_data(d, sid, data, packet, fin, off))
+        frames = h3.stream_data(d, sid, data, packet, fin, off)
         if h3.lenient and sid & 2 == 0 and (d, sid) in h3.mid_streams:
-            self._mid_row(d, sid, off, data, packet)
+            self._mid_row(d, sid, off, data, packet)  # (first: its frames, framed at the FIN, go to its row)
+            if (d, sid) in h3.mid_sync:
+                self._mid_synced(d, sid)
+        self._h3(frames)
 
     def _infer(self, ev, held: deque[tuple]) -> None:
         """Hold a stream event of a connection joined mid-way until a stream shows HTTP/3;
@@ -463,7 +467,8 @@ class QuicSession:
         conn.protocol = "h3"
         conn.quic.alpn_inferred = True
         h3 = self.h3 = Http3Dissector(self.ctx.limits["hpack_header_list"],
-                                      budget=self.ctx.budget("header_decoded_bytes", conn), lenient=True)
+                                      budget=self.ctx.budget("header_decoded_bytes", conn), lenient=True,
+                                      resync_budget=self.ctx.budget("h3_resync", conn))
         self._tap_h3()
         self.ctx.note(conn, f"packet {packet}: " + INFERRED_NOTE.format(why=why))
         if self.infer_dropped:
@@ -473,27 +478,49 @@ class QuicSession:
             self._stream_h3(h3, e)
 
     def _mid_row(self, d, sid, off, data, packet) -> None:
-        """A request stream seen mid-stream (lenient): its row, with what is known (the
-        bytes and times), method, URL and status unknown."""
+        """A request stream seen mid-stream (lenient): its row, with what is known (times;
+        the sizes of the frames framed at its FIN, ``_mid_synced``), method, URL and status
+        unknown unless a frame tells."""
         ctx = self.ctx
         ex = self.exchanges.get(sid)
         if ex is None:
             ex = self.exchanges[sid] = ctx.new_exchange(self.conn, self.conn.protocol, sid)
         if sid not in self.mid_rows:
             self.mid_rows.add(sid)
-            ex.error = ex.error or (f"stream joined mid-stream at offset {off}: frames not parsed (its bytes, HTTP/3 "
-                                    f"frame headers included, are counted as body)")
+        src = dict(ex.sources or {})
+        key = "request_body_bytes" if d == 0 else "response_body_bytes"
+        if src.get(key) != "lower_bound":
+            # its bytes before the capture are not in it: whatever is counted is a lower bound
+            src[key] = "lower_bound"
+            ex.sources = src
+            ex.error = ex.error or (f"stream joined mid-stream at offset {off} ({'client' if d == 0 else 'server'} side): "
+                                    f"its body size is a lower bound")
         t = ctx.time(packet)
         if d == 0:
-            ex.request_body_bytes += len(data)
             if ex.request_start is None:
                 ex.request_start, ex.request_start_packet = t, packet
             ex.request_end, ex.request_end_packet = t, packet
         else:
-            ex.response_body_bytes += len(data)
             if ex.response_start is None:
                 ex.response_start, ex.response_start_packet = t, packet
             ex.response_end, ex.response_end_packet = t, packet
+
+    def _mid_synced(self, d, sid) -> None:
+        """What framing a request stream seen mid-stream came to (``Http3Dissector.mid_sync``),
+        said on its row once."""
+        h3 = self.h3
+        ex = self.exchanges.get(sid)
+        if h3 is None or ex is None or (d, sid) in self.mid_said:
+            return
+        self.mid_said.add((d, sid))
+        at, skipped, why = h3.mid_sync[(d, sid)]
+        side = "client" if d == 0 else "server"
+        if at is None:
+            what = f"{side} side: {skipped} bytes captured, not framed ({why}): body size unknown (0 counted)"
+        else:
+            what = (f"{side} side: framed from stream offset {at} ({why}); the {skipped} bytes captured before it "
+                    f"are not counted")
+        ex.error = (ex.error + "; " if ex.error else "") + what
 
     def _tls_info(self, d, mtype, info, first, packet):
         """conn.tls: the TLS 1.3 handshake QUIC carries (same fields as for TLS over TCP)."""
@@ -630,7 +657,7 @@ class QuicSession:
         ctx = self.ctx
         ex.frames += 1
         if f.direction == 0 and not push:
-            if not ex.request_headers:
+            if not ex.request_headers and (sid not in self.mid_rows or any(k == ":method" for k, _ in f.headers or ())):
                 self._request_headers(ex, f)
             else:  # trailers
                 ex.request_end, ex.request_end_packet = ctx.time(f.packet), f.packet
@@ -648,7 +675,7 @@ class QuicSession:
         # entry inserted before the capture: its fields are the response's, the status unknown
         # (an <unknown> field, no DATA before it: not trailers)
         unknown_status = status is None and not ex.response_headers and not ex.response_body_bytes and \
-            any(k == "<unknown>" for k, _ in f.headers or ())
+            any(k == "<unknown>" for k, _ in f.headers or ()) and (1, sid) not in self.h3.mid_streams
         if unknown_status:
             ex.response_headers = f.headers or []
             ex.response_headers_end, ex.response_headers_end_packet = ctx.time(f.packet), f.packet
@@ -717,6 +744,8 @@ class QuicSession:
         if self.h3 is not None:
             try:
                 self._h3(self.h3.finish())
+                for d, sid in list(self.h3.mid_sync):
+                    self._mid_synced(d, sid)
             except Exception as e:
                 conn.notes.append(f"HTTP/3 end-of-capture decoding error: {e}")
         info = conn.quic
