@@ -82,7 +82,7 @@ def _analyze(
     an = Analysis(path=path, index=index, keylog=keylog)
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
-    marks = shard.setup(ctx) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some
+    marks = shard.setup(ctx, info) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some
     frames_l, exch_l = an.frames, an.exchanges
     max_pending = ctx.limits["tcp_pending_bytes"]
     tcp_maps = ctx.shared.setdefault("tcp_maps", {})  # conn id -> its TcpDirections, whose .map gives offset -> carrier packet
@@ -131,10 +131,15 @@ def _analyze(
     # decoded packet of the slow path, set in every iteration that reaches the UDP/other branch
     d: Decoded
     payload: bytes | memoryview
-    for rec in read_capture(path, info, opener):
+    # a shard's packets (analyzer.parallel): all, or only its own with their numbers (shard.pkt)
+    numbered = shard is not None and shard.source is not None
+    for rec in read_capture(path, info, opener) if shard is None else shard.records(path, info, opener):
         if marks is not None and (len(frames_l) != marks[-1][1] or len(exch_l) != marks[-1][2]):
             marks.append((pkt, len(frames_l), len(exch_l)))
-        pkt += 1
+        if numbered:
+            pkt = shard.pkt
+        else:
+            pkt += 1
         ts, caplen, origlen, linktype, roff, rdata, iface = rec  # one unpack, not seven lookups
         ts_a(ts)
         off_a(roff)
@@ -190,7 +195,7 @@ def _analyze(
         if tcp:
             key = (src, sport, dst, dport)
             hit = tcp_dirs.get(key)
-            if hit is None and shard is not None and shard.foreign(key):  # another worker's connection
+            if hit is None and shard is not None and shard.foreign(key, pkt, rec):  # another worker's connection
                 conn_a(-2)
                 proto_a(0)
                 continue
