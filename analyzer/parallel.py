@@ -1,18 +1,26 @@
 """Parallel analysis: the capture's connections sharded across worker processes, the model
 merged so that the result is the serial one (``analyze(path, workers=N)``, ``--workers N``).
 
-How (measured on 2 cores; see benchmarks/bench.py): every worker reads the whole file and
-runs the packet loop of ``pipeline._analyze`` with a ``Shard``; a TCP packet of another
-worker's connection is dropped right after its 4-tuple is looked up (``Shard.foreign``), so
-reassembly, TLS, HTTP/2 … run for this worker's connections only.  Reading and header
-decoding are repeated by every worker; they are a small share of a request-heavy capture's
-time (the alternative, one process reading and handing packets to the workers, pays a
-pickle per packet).  The parent is worker 0; workers 1… are forked children that send their
-part back through a pipe.
+How (measured on 2 cores; see benchmarks/bench.py).  *Streamed* (an uncompressed pcap or
+pcapng file, the common case): the parent is worker 0; it reads the file and demultiplexes it
+once, in its own run of the packet loop of ``pipeline._analyze``, and a TCP packet of another
+worker's connection (``Shard.foreign``) is not decoded further there but handed to that
+worker as a 40-byte record (packet number, file offset, lengths, time, link type, interface)
+through a pipe, in batches, without blocking the parent (``_Feed``).  Workers 1… are forked
+children that run the same loop over only the packets they are handed, read from the file by
+offset (``mmap``; the pages read are given back every 64 MiB), with the parent's packet
+numbers; pcapng Decryption Secrets Blocks are forwarded before the next packet.  So reading
+and header decoding are done once, and the sessions of different connections run at once.
+A packet the parent reassembled from IPv4 fragments cannot be decoded from its last
+fragment alone: a worker that meets one reports it, and the capture is analysed serially.
+*Every worker reads* (a compressed capture, a live one): each worker reads the whole file and
+drops another worker's TCP packets right after their 4-tuple is looked up.  Either way each
+worker sends its part back through a pipe.
 
 Which connection goes where: the k-th distinct TCP 4-tuple (either direction) seen in the
-file goes to worker k mod N; every worker sees the same packets in the same order, so every
-worker makes the same assignment without talking to the others.  A port reused by a later
+file goes to worker k mod N (decided by the parent when streamed; otherwise every worker sees
+the same packets in the same order, so every worker makes the same assignment without
+talking to the others).  A port reused by a later
 connection is the same 4-tuple, so the same worker.  UDP (QUIC, DNS) and every other
 packet go to worker 0: QUIC connection migration routes a datagram on a new path to its
 connection by connection ID (``ctx.shared["quic_cids"]``), which only works where all QUIC
@@ -54,15 +62,18 @@ What crosses connections, and what happens to it:
   the serial pass may have refused work there;
 - anything a worker cannot send back (an exception, an object pickle refuses): serial again.
 ``analysis.__dict__["_wf_parallel"]`` says which path gave the result and why ("parallel: 2
-workers", "serial: …"), for tests; with ``WF_PARALLEL_TIMES=1`` in the environment the parent
+workers", "serial: …") and ``_wf_parallel_mode`` how ("streamed", "every worker reads"), for tests; with ``WF_PARALLEL_TIMES=1`` in the environment the parent
 prints each worker's CPU time and the merge's to stderr (how the benchmark's scaling was
 examined on a shared host, where wall time says little).
 """
 from __future__ import annotations
 
 import os
+import struct
 import sys
 import time
+from array import array
+from collections import deque
 from dataclasses import fields
 from heapq import merge as _hmerge
 from itertools import starmap
@@ -143,36 +154,117 @@ def _tracked_budget_class():
 
 
 class Shard:
-    """What ``pipeline._analyze`` asks of a worker: which TCP 4-tuples are another worker's
-    (``foreign``), and where it records its marks."""
+    """What ``pipeline._analyze`` asks of a worker: where its packets come from
+    (``records``), which TCP 4-tuples are another worker's (``foreign``; in the streamed mode
+    the parent hands such a packet to its worker there), and where it records its marks."""
 
     END = 1 << 40  # marks of the end-of-capture flow finishing come after every packet's
 
-    def __init__(self, k: int, n: int):
+    def __init__(self, k: int, n: int, feeds: list | None = None, source: int | None = None):
         self.k, self.n = k, n
-        self._memo: dict = {}  # directional 4-tuple -> foreign?
+        self._memo: dict = {}  # directional 4-tuple -> its worker
         self._seen: dict = {}  # canonical 4-tuple -> worker
         self.moved: dict = {}  # flows-table key of a QUIC connection's new path -> the packet that made it
         self.marks: list = [(0, 0, 0)]
         self.ctx = None
+        self.info = None
+        # streamed mode (module docstring): the parent's feeds to workers 1… (index k-1), or
+        # the read end a worker's packets come from; the packet numbers it was given
+        self.feeds = feeds
+        self.source = source
+        self.pkt = 0  # (a streamed worker: the number of the packet ``records`` yielded last)
+        self.numbers = array("q")
 
-    def foreign(self, key) -> bool:
-        f = self._memo.get(key)
-        if f is None:
+    def foreign(self, key, pkt: int = 0, rec=None) -> bool:
+        if self.source is not None:  # a streamed worker is given only its own packets
+            return False
+        w = self._memo.get(key)
+        if w is None:
             a, b = (key[0], key[1]), (key[2], key[3])
             canon = (a, b) if a <= b else (b, a)
             w = self._seen.get(canon)
             if w is None:
                 w = self._seen[canon] = len(self._seen) % self.n
-            f = self._memo[key] = w != self.k
-            self._memo[(key[2], key[3], key[0], key[1])] = f
-        return f
+            self._memo[key] = self._memo[(key[2], key[3], key[0], key[1])] = w
+        if w == self.k:
+            return False
+        feeds = self.feeds
+        if feeds is not None and rec is not None:
+            feed = feeds[w - 1]
+            info = self.info
+            if info is not None and len(info.secrets) > feed.secrets:  # pcapng secrets before this packet
+                feed.send_secrets(info.secrets)
+            feed.add(pkt, rec)
+        return True
 
-    def setup(self, ctx) -> list:
+    def records(self, path: str, info, opener=None, inflate_budget=None):
+        """The packets this worker's pass reads: the whole capture, or (a streamed worker)
+        those its feed names, read from the file by offset (a plain file: no inflate budget)."""
+        from .capture import read_capture
+
+        if self.source is not None:
+            return self._streamed(path, info)
+        if self.feeds is None:
+            return read_capture(path, info, opener, inflate_budget)
+        return self._feeding(read_capture(path, info, opener, inflate_budget))
+
+    def _feeding(self, recs):
+        yield from recs
+        self.close_feeds()  # (the workers need not wait for the parent's end of the pass)
+
+    def close_feeds(self) -> None:
+        for feed in self.feeds or ():
+            feed.close()
+
+    def _streamed(self, path: str, info):
+        import mmap
+
+        assert self.source is not None  # (records() asks only then)
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        rd = os.fdopen(self.source, "rb", buffering=1 << 20)
+        unpack = _FEED_REC.iter_unpack
+        numbers = self.numbers.append
+        dropped = 0  # mapped pages below this offset are given back (RSS stays small)
+        # the index stays addressable by packet number (sessions read a packet's time and
+        # protocol there): other workers' packets are zeros, connection -2
+        assert self.ctx is not None, "setup() before records()"
+        idx = self.ctx.analysis.index
+        cols = [(a, bytes(a.itemsize)) for a in (idx.ts, idx.offset, idx.caplen, idx.origlen, idx.linktype, idx.proto, idx.interface)]
+        ts_col, conn_col, minus2 = idx.ts, idx.conn, array("i", [-2])
+        try:
+            while True:
+                head = rd.read(5)
+                if len(head) < 5:
+                    return
+                body = rd.read(int.from_bytes(head[1:], "little"))
+                if head[0] == 83:  # b"S": a pcapng secrets block (type, data)
+                    info.secrets.append((int.from_bytes(body[:4], "little"), body[4:]))
+                    continue
+                for pkt, roff, caplen, origlen, ts, linktype, iface in unpack(body):
+                    gap = pkt - 1 - len(ts_col)
+                    if gap > 0:
+                        for a, zero in cols:
+                            a.frombytes(zero * gap)
+                        conn_col.extend(minus2 * gap)
+                    self.pkt = pkt
+                    numbers(pkt)
+                    yield (ts, caplen, origlen, linktype, roff, mm[roff : roff + caplen], iface)
+                if body and roff - dropped > _DROP_BYTES and isinstance(mm, mmap.mmap) and hasattr(mm, "madvise"):
+                    upto = (roff // mmap.PAGESIZE) * mmap.PAGESIZE
+                    mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
+                    dropped = upto
+        finally:
+            rd.close()
+
+
+    def setup(self, ctx, info=None) -> list:
         """Before the first packet: watched cross-connection state, tracked capture budgets."""
         from .sessions import CAPTURE_ID, CAPTURE_SUFFIX, CAPTURE_WIDE
 
         self.ctx = ctx
+        self.info = info
         ctx.shared["tls12_sessions"] = _WatchedCache()
         ctx.shared["tls12_tickets"] = _WatchedCache()
         ctx.shared["claimed_client_randoms"] = _WatchedSet()
@@ -202,6 +294,81 @@ class Shard:
                 "budgets": budgets}
 
 
+_FEED_REC = struct.Struct("<qqIIdII")  # packet number, file offset, captured and original length, time, link type, interface
+_FEED_BATCH = 2048  # records per message
+_DROP_BYTES = 64 << 20
+
+
+class _Feed:
+    """The parent's end of the pipe to one streamed worker: its packets' records in batches,
+    written without blocking (what the pipe does not take yet waits in ``pending``, so the
+    parent's own pass never waits for a slower worker), and pcapng secrets blocks."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.batch: list[bytes] = []
+        self.pending: deque = deque()
+        self.secrets = 0
+        self.broken = False
+        os.set_blocking(fd, False)
+        try:
+            import fcntl
+
+            fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except (OSError, ImportError):
+            pass
+
+    def add(self, pkt: int, rec) -> None:
+        ts, caplen, origlen, linktype, roff, _data, iface = rec
+        self.batch.append(_FEED_REC.pack(pkt, roff, caplen, origlen, ts, linktype, iface))
+        if len(self.batch) >= _FEED_BATCH:
+            self._push()
+
+    def send_secrets(self, secrets: list) -> None:
+        self._push()
+        for stype, data in secrets[self.secrets:]:
+            body = int(stype).to_bytes(4, "little") + bytes(data)
+            self.pending.append(b"S" + len(body).to_bytes(4, "little") + body)
+        self.secrets = len(secrets)
+        self._drain()
+
+    def _push(self) -> None:
+        if self.batch:
+            body = b"".join(self.batch)
+            self.batch.clear()
+            self.pending.append(b"R" + len(body).to_bytes(4, "little") + body)
+            self._drain()
+
+    def _drain(self) -> None:
+        p = self.pending
+        while p and not self.broken:
+            head = p[0]
+            try:
+                n = os.write(self.fd, head)
+            except BlockingIOError:
+                return
+            except OSError:  # the worker died: the parent finds out when it reads its part
+                self.broken = True
+                p.clear()
+                return
+            if n < len(head):
+                p[0] = memoryview(head)[n:]
+                return
+            p.popleft()
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        self._push()
+        os.set_blocking(self.fd, True)
+        self._drain()
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        self.fd = -1
+
+
 def worker_count(workers, path: str) -> int:
     """``workers`` as a number: "auto" is the machine's cores for a capture of at least
     ``AUTO_MIN_BYTES`` (1 below), a number is itself (at least 1)."""
@@ -224,29 +391,38 @@ def _part(an: Analysis, shard: Shard) -> dict:
     slotted dataclasses), its marks, its packets' connection and protocol, the facts."""
     idx = an.index
     conn, proto = idx.conn, idx.proto
-    own = [i for i, c in enumerate(conn) if c != -2] if shard.k else None
+    if shard.source is not None:  # streamed: the packets it was given
+        mine = [n - 1 for n in shard.numbers]
+        own: list | None = mine
+        own_conn: list | None = [conn[i] for i in mine]
+        own_proto: bytes | None = bytes(proto[i] for i in mine)
+    else:
+        own = [i for i, c in enumerate(conn) if c != -2] if shard.k else None
+        own_conn = [conn[i] for i in own] if own is not None else None
+        own_proto = bytes(proto[i] for i in own) if own is not None else None
     return {
         "connections": an.connections,
         "frames": list(map(_frame_tuple, an.frames)),
         "exchanges": list(map(_exchange_tuple, an.exchanges)),
         "marks": shard.marks,
         "own": own,
-        "own_conn": [conn[i] for i in own] if own is not None else None,
-        "own_proto": bytes(proto[i] for i in own) if own is not None else None,
+        "own_conn": own_conn,
+        "own_proto": own_proto,
+        "streamed": shard.source is not None,
         "maps": an.maps, "tls_records": an.tls_records, "quic_packets": an.quic_packets, "quic_stats": an.quic_stats,
         "budgets_hit": an.budgets_hit,
         "facts": shard.facts(),
     }
 
 
-def _child(run, k: int, n: int, wfd: int, args, kw) -> None:
+def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None) -> None:
     """A forked worker: analyse shard k, send the part, exit without cleanup."""
     import pickle
 
     code = 0
     try:
         c0 = time.process_time()
-        shard = Shard(k, n)
+        shard = Shard(k, n, source=source)
         an = run(*args, shard=shard, **kw)
         c1 = time.process_time()
         part = _part(an, shard)
@@ -303,20 +479,31 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
 
     pristine = copy.deepcopy(kw["keylog"])  # for a serial rerun: the pass adds pcapng secrets blocks to the key log
     kids: list = []
+    feeds: list | None = [] if kw.get("opener") is None and _plain_capture(path) else None
     sys.stdout.flush()
     sys.stderr.flush()
     for k in range(1, n):
         r, w = os.pipe()
+        fr = fw = None
+        if feeds is not None:
+            fr, fw = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child
             os.close(r)
             for _, rr in kids:
                 os.close(rr)
+            for f in feeds or ():
+                os.close(f.fd)
+            if fw is not None:
+                os.close(fw)
             kw_child = dict(kw, progress=None)
-            _child(run, k, n, w, (path, *args), kw_child)
+            _child(run, k, n, w, (path, *args), kw_child, fr)
         os.close(w)
+        if feeds is not None and fr is not None and fw is not None:
+            os.close(fr)
+            feeds.append(_Feed(fw))
         kids.append((pid, r))
-    shard = Shard(0, n)
+    shard = Shard(0, n, feeds=feeds)
     err = None
     t0 = _now()
     c0 = time.process_time()
@@ -326,6 +513,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
         for pid, r in kids:
             _reap(pid, r, kill=True)
         raise
+    shard.close_feeds()  # (done when the parent's reading ended; a no-op here then)
     t1 = _now()
     c1 = time.process_time()
     parts = []
@@ -336,6 +524,9 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
             err = err or res[1]
         parts.append(res[1])
     t2 = _now()
+    if not err:
+        err = next((f"a packet handed to worker {k} did not decode there (IPv4 fragments of TCP)" for k, p in enumerate(parts, 1)
+                    if p.get("streamed") and p["own_conn"] and min(p["own_conn"]) < 0), None)
     why = err or _unshardable(shard.facts(), [p["facts"] for p in parts if isinstance(p, dict)])
     if why:
         kw.pop("keylog", None)
@@ -344,11 +535,28 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
         return an
     _merge(an, shard, parts)
     an.__dict__["_wf_parallel"] = f"parallel: {n} workers"
+    an.__dict__["_wf_parallel_mode"] = "streamed" if feeds is not None else "every worker reads"
     if os.environ.get("WF_PARALLEL_TIMES"):
         print(f"parallel: worker 0 {t1 - t0:.2f} s ({c1 - c0:.2f} s CPU), waiting for and reading the others {t2 - t1:.2f} s, "
               f"merge {_now() - t2:.2f} s; others' CPU (pass, part, unpickle here): "
               + ", ".join(f"({p['cpu'][0]:.2f}, {p['cpu'][1]:.2f}, {p['cpu_load']:.2f})" for p in parts), file=sys.stderr)
     return an
+
+
+def _plain_capture(path: str) -> bool:
+    """An uncompressed pcap or pcapng file: its packets can be read by offset (streamed mode)."""
+    from .capture import PCAP_MAGICS, PCAPNG_SHB
+
+    try:
+        with open(path, "rb") as f:
+            import stat
+
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return False
+            head = f.read(4)
+    except OSError:
+        return False
+    return head in PCAP_MAGICS or head == PCAPNG_SHB
 
 
 def _now() -> float:

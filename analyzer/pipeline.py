@@ -82,7 +82,7 @@ def _analyze(
     an = Analysis(path=path, index=index, keylog=keylog)
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
-    marks = shard.setup(ctx) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some
+    marks = shard.setup(ctx, info) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some
     frames_l, exch_l = an.frames, an.exchanges
     max_pending = ctx.limits["tcp_pending_bytes"]
     tcp_maps = ctx.shared.setdefault("tcp_maps", {})  # conn id -> its TcpDirections, whose .map gives offset -> carrier packet
@@ -140,12 +140,21 @@ def _analyze(
     # decoded packet of the slow path, set in every iteration that reaches the UDP/other branch
     d: Decoded
     payload: bytes | memoryview
-    reader = read_capture(path, info, opener, inflate_budget)
+    # a shard's packets (analyzer.parallel): all, or only its own with their numbers (shard.pkt)
+    numbered = shard is not None and shard.source is not None
+    reader = (read_capture(path, info, opener, inflate_budget) if shard is None
+              else shard.records(path, info, opener, inflate_budget))
+    read = 0  # packets this pass read (a streamed shard's numbers skip the other shards')
     for rec in reader:
         if marks is not None and (len(frames_l) != marks[-1][1] or len(exch_l) != marks[-1][2]):
             marks.append((pkt, len(frames_l), len(exch_l)))
-        pkt += 1
-        if not (pkt - 1) & 0xFFF:  # packets 1, 4097, 8193, ...
+        if numbered:
+            pkt = shard.pkt
+        else:
+            pkt += 1
+        read += 1
+        if not (read - 1) & 0xFFF:  # packets 1, 4097, 8193, ...
+            # (the inflated_records budget: only a compressed capture, never read streamed)
             if records and not records[0].take(0x1000):  # this packet and the next 4095: past the budget
                 pkt -= 1
                 _stop_reading(info, path, pkt, *records)
@@ -205,7 +214,7 @@ def _analyze(
         if tcp:
             key = (src, sport, dst, dport)
             hit = tcp_dirs.get(key)
-            if hit is None and shard is not None and shard.foreign(key):  # another worker's connection
+            if hit is None and shard is not None and shard.foreign(key, pkt, rec):  # another worker's connection
                 conn_a(-2)
                 proto_a(0)
                 continue

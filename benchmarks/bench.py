@@ -93,7 +93,12 @@ class Net:
             if not shutil.which("ethtool"):
                 sys.exit("bench: ethtool is missing (Debian: ethtool)")
             self.lab = LabNet(None, tag=f"b{os.getpid()}")
-            self.lab.up(0, 0, self.RATE_MBIT, 0, tempfile.gettempdir())
+            # a plain veth pair (the lab's rate limit is now its userspace relay, which would
+            # be the bottleneck here), rate-limited by a tbf on each end so tcpdump keeps up
+            self.lab.up(0, 0, None, 0, tempfile.gettempdir())
+            for ns, dev in ((self.lab.client_ns, self.lab.client_if), (self.lab.server_ns, self.lab.server_if)):
+                subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+                                f"{self.RATE_MBIT}mbit", "burst", "256kb", "latency", "50ms"], check=True, capture_output=True)
         return self
 
     def __exit__(self, *exc):

@@ -9,6 +9,8 @@ Two sets of inputs:
 They run in this process through ``ui.cli.main`` itself (stdout captured; the analysis of a file
 is made once and shared by its four commands, which only read it; ``-j 1``; no
 ``$SSLKEYLOGFILE``; paths relative to the checkout, as the JSON ``file`` field shows them).
+``--workers N`` runs them with ``-j N`` instead (the parallel path, analyzer/parallel.py): its
+digests must be the very same, e.g. ``digest.py --workers 2 --check tests/data/json_digests.json``.
 ``tests/test_digest.py`` recomputes them and compares with ``tests/data/json_digests.json``;
 when an output change is intended, regenerate that file and commit it with the change:
 
@@ -45,6 +47,7 @@ CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap.gz")
 LOG_SUFFIXES = (".har.gz", ".netlog.json.gz", ".qlog")
 # captures left out, with the reason (none: every one runs in well under 30 s)
 SKIPPED: dict[str, str] = {}
+WORKERS = "1"  # -j of every run (--workers)
 
 
 def _rel(p: Path) -> str:
@@ -114,7 +117,7 @@ def digest_file(path: str, keylog: str | None, commands=COMMANDS) -> dict[str, d
     cli.load = load_once
     try:
         for cmd in commands:
-            argv = [cmd, path, "--json", "-j", "1"] + (["--keylog", keylog] if keylog else [])
+            argv = [cmd, path, "--json", "-j", WORKERS] + (["--keylog", keylog] if keylog else [])
             buf = io.BytesIO()
             text = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
             err = io.StringIO()
@@ -173,7 +176,8 @@ def _corpus(args) -> int:
             continue
         for cmd in args.commands.split(","):
             h = hashlib.sha256()
-            p = subprocess.Popen(base + [cmd, str(cap), "--keylog", str(keys), "--json"], stdout=subprocess.PIPE)
+            p = subprocess.Popen(base + [cmd, str(cap), "--keylog", str(keys), "--json"]
+                                 + (["-j", args.workers] if "--workers" in sys.argv or "-j" in sys.argv else []), stdout=subprocess.PIPE)
             assert p.stdout is not None
             n = 0
             for chunk in iter(lambda p=p: p.stdout.read(1 << 20), b""):
@@ -189,10 +193,13 @@ def main() -> int:
     ap.add_argument("--corpus", action="store_true", help="the benchmark corpus, one process per run, printed")
     ap.add_argument("--only", help="comma-separated capture names (--corpus) or file paths (samples)")
     ap.add_argument("--commands", default="requests,frames,summary", help="with --corpus")
+    ap.add_argument("--workers", "-j", default="1", help="-j of every run (default 1; with --corpus: -j auto unless given)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--write", metavar="JSON", help="write the sample digests to JSON")
     g.add_argument("--check", metavar="JSON", help="compare the sample digests with JSON; exit 1 on a difference")
     args = ap.parse_args()
+    global WORKERS
+    WORKERS = args.workers
     if args.corpus:
         return _corpus(args)
     inputs = sample_inputs()
