@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Analysis, Connection, Exchange, NoteKind, notes_of
-from .sessions import CAPTURE_ID
+from .keylog import BUDGET_WARNING
+from .sessions import CAPTURE_ID, CAPTURE_WIDE
 
 UNKNOWN = "<unknown>"
 _NOTHING_TO_DECRYPT = ("no encrypted records", "no 1-RTT packets")
@@ -272,12 +273,12 @@ def _compute(an: Analysis) -> Completeness:
         for cid in cids:
             if cid == CAPTURE_ID:
                 issues.append(Issue("budget", None, 1, f"budget {name} for the capture ran out: later work of this kind was not done",
-                                    f"raise it with --limit {name}_capture=N"))
+                                    f"raise it with --limit {name}{'' if name in CAPTURE_WIDE else '_capture'}=N"))
             else:
                 per.setdefault(cid, ConnectionCompleteness(cid, requests=reqs_by_conn.get(cid, 0))).budgets.append(name)
                 issues.append(Issue("budget", cid, 1, f"connection {cid}: budget {name} ran out: part of it was not decoded",
                                     f"raise it with --limit {name}=N"))
-    warns = [w for w in an.warnings if not w.startswith("budget ")]
+    warns = [w for w in an.warnings if not w.startswith("budget ") and BUDGET_WARNING not in w]
     for w in warns:
         issues.append(Issue("capture_damaged", None, 1, w, _warning_next_step(w)))
     n_joined_req = sum(reqs_by_conn.get(cid, 0) for cid in joined)

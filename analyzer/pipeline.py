@@ -16,7 +16,7 @@ from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
 from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str, layers, wscale_option
-from .sessions import KINDS, Context
+from .sessions import CAPTURE_ID, KINDS, Context
 
 P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
 P_DNS = PROTO_CODE["DNS"]
@@ -108,6 +108,7 @@ def _analyze(
         return t
 
     plain_udp = ctx.budget("udp_plain_flows")  # UDP flows no dissector reads that get a connection
+    session_udp = ctx.budget("udp_session_flows")  # UDP flows that get a QUIC or DNS session
 
     def new_sniffer(flow):
         sn = ctx.sniffer(flow.conn)
@@ -296,6 +297,11 @@ def _analyze(
                     conn_a(-1)
                     proto_a(P_UDP)
                     continue
+                if kind is not None and not session_udp.take(1):  # a flood of QUIC- or DNS-looking flows
+                    undecoded[SESSION_UDP] = undecoded.get(SESSION_UDP, 0) + 1
+                    conn_a(-1)
+                    proto_a(P_UDP)
+                    continue
                 conn = Connection(id=len(conns), transport="udp", client=(addr(d.src), d.sport), server=(addr(d.dst), d.dport), start=ts, first_packet=pkt)
                 if choose_client(d.sport, d.dport, None) is False:
                     conn.client, conn.server = conn.server, conn.client
@@ -354,6 +360,8 @@ def _analyze(
         an.warnings.append(f"{cut_short} packets (the first: packet {first_cut}) hold fewer bytes than were sent (snap length): "
                            f"their missing payload is a gap in its stream, and decoding resumes at the next frame boundary found")
     an.warnings.extend(keylog.warnings)
+    for name in keylog.budgets_hit:  # read before the pass, one per capture: typed like the others
+        an.budgets_hit.setdefault(name, []).append(CAPTURE_ID)
     if decoder.defrag.pending:
         an.warnings.append(f"{len(decoder.defrag.pending)} IPv4 datagrams left incomplete (fragments missing)")
     if decoder.defrag.dropped:
@@ -395,6 +403,7 @@ def _quic_like(payload) -> bool:
 
 QUIC_PORTS = (443, 4433, 8443)
 PLAIN_UDP = "UDP flow no dissector reads, past udp_plain_flows_capture (counted, not modelled)"
+SESSION_UDP = "QUIC or DNS flow past udp_session_flows_capture (counted, not modelled)"
 
 
 def _quic_route(ctx: Context, payload):
