@@ -77,6 +77,7 @@ def normal_kept(requests: list[dict]) -> None:
 # ------------------------------------------------------------------ finding 5: UDP session flows
 
 
+@pytest.mark.slow  # (two CLI runs or more: over 5 s on the shared host)
 def test_quic_lookalike_flood_is_counted_past_the_session_budget(tmp_path):
     """Single-datagram flows to 443 that each look like a QUIC Initial: the first
     ``udp_session_flows_capture`` get a QUIC session, later ones are counted, not modelled;
@@ -100,6 +101,7 @@ def test_quic_lookalike_flood_is_counted_past_the_session_budget(tmp_path):
     assert rss < 300, rss
 
 
+@pytest.mark.slow  # (two CLI runs or more: over 5 s on the shared host)
 def test_dns_flood_is_counted_past_the_session_budget(tmp_path):
     n, cap = 4000, 1000
     path = R.udp_flows(tmp_path / "dns_flows.pcap", n, "dns")
@@ -171,6 +173,7 @@ def _tshark_record_types(path: Path) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow  # (two CLI runs or more: over 5 s on the shared host)
 def test_varied_tiny_tls_records_are_counted_not_listed(tmp_path):
     """One-byte records alternating alert (21) and application data (23): past 4096 frames
     they are counted on one frame per direction (``record_types``, ``record_bytes``), and
@@ -211,6 +214,7 @@ def test_one_million_varied_tls_records(tmp_path):
 # ------------------------------------------------------------------ finding 6: key-log budgets
 
 
+@pytest.mark.slow  # (two CLI runs or more: over 5 s on the shared host)
 def test_keylog_budget_is_a_budget_not_capture_damage(tmp_path):
     """A gzip key log past ``keylog_lines``: one warning, ``budgets_hit`` names the budget for
     the capture, the completeness issue is a budget with the right option, nothing is
@@ -249,6 +253,7 @@ def _complete_records(data: bytes) -> int:
     return n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["flip", "trailer", "cut"])
 def test_damaged_gzip_reads_what_gzip_dc_writes(tmp_path, how):
     """Every packet ``gzip -dc`` writes before the damage is read — also the last ones when
@@ -264,3 +269,22 @@ def test_damaged_gzip_reads_what_gzip_dc_writes(tmp_path, how):
     rc, rss, cpu, wall, out, err = run_cli(["requests", "--json", str(path)])
     ok = [e for e in json.loads(out) if "/rt18-ex" in (e.get("url") or "") and e["status"] == 200]
     assert len(ok) == (13 if how != "cut" else 8)  # cut at 55 %: the exchanges before it
+
+
+# ------------------------------------------------------------------ finding 4: HTTP/1 byte per segment
+
+
+@pytest.mark.slow  # (two CLI runs or more: over 5 s on the shared host)
+def test_overlong_chunk_line_one_byte_per_segment_ends_the_body_with_an_error(tmp_path):
+    """A chunked response whose chunk-size line (an 80 kB extension) and trailer arrive one
+    byte per TCP segment: parsed in linear time, the direction stops at MAX_CHUNK_LINE and
+    the exchange says so (it was shown whole with a body of 0 bytes and no error)."""
+    path = R.slow_head(tmp_path / "chunk_line.pcap", 160_000, "chunked")
+    rc, rss, cpu, wall, out, err = run_cli(["requests", "--json", "-j", "1", str(path)])
+    assert rc == 0, err
+    reqs = json.loads(out)
+    normal_kept(reqs)
+    slow = [e for e in reqs if e["url"] == "http://slow.rt18/rt18-slow"]
+    assert len(slow) == 1 and slow[0]["status"] == 200
+    assert slow[0]["error"] == "chunk size line too long: the body was not read further"
+    assert rss < 200 and cpu < 20, (rss, cpu)
