@@ -359,8 +359,11 @@ class Inflate:
             if got + len(chunk) > target:  # zstd makes what it makes
                 keep.append(chunk[target - got :])
             got += len(chunk)
+        # gzip: one input byte a step, so that a damaged trailer (CRC, length) fails a call
+        # that reads only trailer bytes and no decompressed byte is lost (gzip -dc writes them)
+        step = 1 if self.comp == "gzip" else FINE_STEP
         while not self._done:
-            chunk = self._step(FINE_STEP, FINE_STEP)
+            chunk = self._step(FINE_STEP, step)
             if chunk:
                 keep.append(chunk)
 

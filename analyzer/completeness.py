@@ -43,7 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Analysis, Connection, Exchange, NoteKind, notes_of
-from .sessions import CAPTURE_ID, SELF_REPORTED as READER_BUDGETS
+from .keylog import BUDGET_WARNING
+from .sessions import CAPTURE_ID, CAPTURE_WIDE
+from .sessions import SELF_REPORTED as READER_BUDGETS
 
 UNKNOWN = "<unknown>"
 _NOTHING_TO_DECRYPT = ("no encrypted records", "no 1-RTT packets")
@@ -284,12 +286,13 @@ def _compute(an: Analysis) -> Completeness:
                                     "read (a decompression bomb?)", f"decompress the file first, or raise it with --limit {name}=N"))
             elif cid == CAPTURE_ID:
                 issues.append(Issue("budget", None, 1, f"budget {name} for the capture ran out: later work of this kind was not done",
-                                    f"raise it with --limit {name}_capture=N"))
+                                    f"raise it with --limit {name}{'' if name in CAPTURE_WIDE else '_capture'}=N"))
             else:
                 per.setdefault(cid, ConnectionCompleteness(cid, requests=reqs_by_conn.get(cid, 0))).budgets.append(name)
                 issues.append(Issue("budget", cid, 1, f"connection {cid}: budget {name} ran out: part of it was not decoded",
                                     f"raise it with --limit {name}=N"))
-    warns = [w for w in an.warnings if not w.startswith("budget ") and not any(f"budget {n} (" in w for n in READER_BUDGETS)]
+    warns = [w for w in an.warnings if not w.startswith("budget ") and BUDGET_WARNING not in w
+             and not any(f"budget {n} (" in w for n in READER_BUDGETS)]
     for w in warns:
         issues.append(Issue("capture_damaged", None, 1, w, _warning_next_step(w)))
     n_joined_req = sum(reqs_by_conn.get(cid, 0) for cid in joined)

@@ -33,6 +33,7 @@ LABELS = {
     "EARLY_EXPORTER_SECRET",
 }
 
+BUDGET_WARNING = "key log budget "  # how a budget warning of the key log reads (completeness: a budget, not damage)
 KEYLOG_BYTES = 64 << 20  # key-log text read, all sources of one KeyLog together (limits["keylog_bytes"])
 KEYLOG_LINES = 1_000_000  # key-log lines read, likewise (limits["keylog_lines"])
 MAX_LINE = 4096  # a longer line cannot be a key log line (the longest is ~300 bytes): skipped unread
@@ -120,7 +121,7 @@ class KeyLog:
 
     def _over(self, source: str, lineno: int) -> None:
         b = self.lines if self.lines.hit else self.bytes
-        self._cut.setdefault(source, f"key log budget {b.name} ({b.cap} {'lines' if b is self.lines else 'bytes'} for all key logs "
+        self._cut.setdefault(source, f"{BUDGET_WARNING}{b.name} ({b.cap} {'lines' if b is self.lines else 'bytes'} for all key logs "
                                      f"together) ran out: the rest, from line {lineno}, was not read (raise it with "
                                      f"--limit {b.name}=N)")
 

@@ -16,7 +16,7 @@ from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
 from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str, layers, wscale_option
-from .sessions import KINDS, Context
+from .sessions import CAPTURE_ID, KINDS, Context
 
 P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
 P_DNS = PROTO_CODE["DNS"]
@@ -108,6 +108,7 @@ def _analyze(
         return t
 
     plain_udp = ctx.budget("udp_plain_flows")  # UDP flows no dissector reads that get a connection
+    session_udp = ctx.budget("udp_session_flows")  # UDP flows that get a QUIC or DNS session
 
     def new_sniffer(flow):
         sn = ctx.sniffer(flow.conn)
@@ -299,7 +300,7 @@ def _analyze(
             conn_a(-2)
             proto_a(0)
         elif proto == PROTO_UDP:
-            _udp_datagram(ctx, d, pkt, ts, origlen, flows, udp_flows, plain_udp, shard, addr)
+            _udp_datagram(ctx, d, pkt, ts, origlen, flows, udp_flows, (plain_udp, session_udp), shard, addr)
         else:
             conn_a(-1)
             proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))
@@ -310,11 +311,12 @@ def _analyze(
 
 
 def _udp_datagram(ctx: Context, d: Decoded, pkt: int, ts: float, origlen: int, flows: dict, udp_flows: dict,
-                  plain_udp, shard, addr: Callable) -> None:
+                  udp_budgets: tuple, shard, addr: Callable) -> None:
     """One UDP datagram of the pass (``_analyze``'s loop): its flow (a new one, or a known QUIC
     connection on a new path), the connection's statistics and index entry, its session."""
     an = ctx.analysis
     index, conns, undecoded = an.index, an.connections, an.undecoded
+    plain_udp, session_udp = udp_budgets  # (udp_plain_flows, udp_session_flows)
     key = (d.src, d.sport, d.dst, d.dport)
     uflow = udp_flows.get(key)
     if uflow is None:
@@ -333,6 +335,11 @@ def _udp_datagram(ctx: Context, d: Decoded, pkt: int, ts: float, origlen: int, f
         kind = _udp_kind(d.sport, d.dport, d.payload)
         if kind is None and not plain_udp.take(1):  # past udp_plain_flows_capture: counted, not modelled
             undecoded[PLAIN_UDP] = undecoded.get(PLAIN_UDP, 0) + 1
+            index.conn.append(-1)
+            index.proto.append(P_UDP)
+            return
+        if kind is not None and not session_udp.take(1):  # a flood of QUIC- or DNS-looking flows
+            undecoded[SESSION_UDP] = undecoded.get(SESSION_UDP, 0) + 1
             index.conn.append(-1)
             index.proto.append(P_UDP)
             return
@@ -398,6 +405,8 @@ def _finish(an: Analysis, ctx: Context, info: CaptureInfo, decoder: Decoder, flo
         an.warnings.append(f"{cut_short} packets (the first: packet {first_cut}) hold fewer bytes than were sent (snap length): "
                            f"their missing payload is a gap in its stream, and decoding resumes at the next frame boundary found")
     an.warnings.extend(keylog.warnings)
+    for name in keylog.budgets_hit:  # read before the pass, one per capture: typed like the others
+        an.budgets_hit.setdefault(name, []).append(CAPTURE_ID)
     if decoder.defrag.pending:
         an.warnings.append(f"{len(decoder.defrag.pending)} IPv4 datagrams left incomplete (fragments missing)")
     if decoder.defrag.dropped:
@@ -443,6 +452,7 @@ def _quic_like(payload) -> bool:
 
 QUIC_PORTS = (443, 4433, 8443)
 PLAIN_UDP = "UDP flow no dissector reads, past udp_plain_flows_capture (counted, not modelled)"
+SESSION_UDP = "QUIC or DNS flow past udp_session_flows_capture (counted, not modelled)"
 
 
 def _quic_route(ctx: Context, payload):

@@ -445,8 +445,12 @@ class H1Connection:
         d.state = "resync"
         return False
 
-    def _die(self, direction: int, d: _Dir, msg: str) -> None:
+    def _die(self, direction: int, d: _Dir, msg: str, out: list | None = None) -> None:
         self.notes.append(f"packet {d.packet_at(d.base)}: {msg}; HTTP/1 parsing of this direction stops")
+        if out is not None and d.state in ("length", "chunked", "close") and d.head is not _NO_HEAD:
+            # inside a body: it ends here, incomplete, so that its exchange says why (not a silent 0)
+            self._end_body(direction, d, out, d.body_last or d.head.packet, complete=False)
+            out[-1].error = f"{msg}: the body was not read further"
         d.dead = True
         d.buf.clear()
 
@@ -553,7 +557,7 @@ class H1Connection:
                 nl = d.find_line()
                 if nl < 0:
                     if len(buf) > MAX_CHUNK_LINE:
-                        self._die(direction, d, "chunk size line too long")
+                        self._die(direction, d, "chunk size line too long", out)
                     return False
                 line = bytes(buf[:nl]).split(b";", 1)[0].strip()
                 try:
@@ -593,7 +597,7 @@ class H1Connection:
                 nl = d.find_line()
                 if nl < 0:
                     if len(buf) > self.max_head:
-                        self._die(direction, d, "trailer section too long")
+                        self._die(direction, d, "trailer section too long", out)
                     return False
                 line = bytes(buf[:nl]).rstrip(b"\r")
                 self._body_bytes(direction, d, 0, 0, nl + 1, out)

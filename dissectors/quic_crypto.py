@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import threading
+import weakref
+from collections import deque
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -119,26 +122,77 @@ class DecryptError(Exception):
     """Packet protection could not be removed; the message is the reason shown."""
 
 
-class PacketKeys:
-    """AEAD + header-protection keys of one direction and epoch (and key phase)."""
+# Cipher objects (OpenSSL contexts: ~2.5 KB for an AES-GCM key, ~1 KB for the header-protection
+# encryptor) are made when a key is first used and at most LIVE_CIPHERS keys hold them at once
+# (the oldest made gives them up, and makes them again if it is used again): a flood of QUIC
+# flows, each with its own Initial keys, costs the key bytes per flow, not the contexts.
+LIVE_CIPHERS = 4096
+_live: deque = deque()  # weak references to the PacketKeys holding cipher objects, oldest first
+_live_lock = threading.Lock()
 
-    __slots__ = ("suite", "secret", "version", "aead", "iv", "hp_key", "_hp", "chacha", "phase", "gen", "dcid")
+
+class PacketKeys:
+    """AEAD + header-protection keys of one direction and epoch (and key phase).  The keys
+    are derived from the secret when first used (a direction that never sends costs only its
+    secret), the cipher objects made then too (see LIVE_CIPHERS)."""
+
+    __slots__ = ("suite", "secret", "version", "_key", "_iv", "_hp_key", "_c", "chacha", "phase", "gen", "dcid",
+                 "__weakref__")
 
     def __init__(self, suite: int, secret: bytes, version: int, hp_key: bytes | None = None, phase: int = 0, gen: int = 0):
-        hash_fn, klen, _ = SUITES[suite]
-        lk, liv, lhp, _ = _labels(version)
+        if suite not in SUITES:
+            raise KeyError(suite)
         self.suite = suite
         self.secret = secret
         self.version = version
         self.phase = phase
         self.gen = gen  # key updates since the traffic secret 0 (1-RTT)
         self.dcid: bytes | None = None  # Initial keys: the Destination Connection ID they come from
-        key = hkdf_expand_label(hash_fn, secret, lk, b"", klen)
-        self.iv = int.from_bytes(hkdf_expand_label(hash_fn, secret, liv, b"", 12), "big")
-        self.hp_key = hp_key if hp_key is not None else hkdf_expand_label(hash_fn, secret, lhp, b"", klen)
         self.chacha = suite == 0x1303
-        self.aead = ChaCha20Poly1305(key) if self.chacha else AESGCM(key)
-        self._hp = None if self.chacha else Cipher(algorithms.AES(self.hp_key), modes.ECB()).encryptor()
+        self._key: bytes | None = None
+        self._iv = 0
+        self._hp_key = hp_key
+        self._c: tuple | None = None  # (AEAD, AES-ECB encryptor or None for ChaCha20)
+
+    def _derive(self) -> bytes:
+        hash_fn, klen, _ = SUITES[self.suite]
+        lk, liv, lhp, _ = _labels(self.version)
+        key = self._key = hkdf_expand_label(hash_fn, self.secret, lk, b"", klen)
+        self._iv = int.from_bytes(hkdf_expand_label(hash_fn, self.secret, liv, b"", 12), "big")
+        if self._hp_key is None:
+            self._hp_key = hkdf_expand_label(hash_fn, self.secret, lhp, b"", klen)
+        return key
+
+    @property
+    def iv(self) -> int:
+        if self._key is None:
+            self._derive()
+        return self._iv
+
+    @property
+    def hp_key(self) -> bytes:
+        if self._hp_key is None:
+            self._derive()
+        assert self._hp_key is not None
+        return self._hp_key
+
+    def _ciphers(self) -> tuple:
+        c = self._c
+        if c is None:
+            key = self._key if self._key is not None else self._derive()
+            hp = None if self.chacha else Cipher(algorithms.AES(self.hp_key), modes.ECB()).encryptor()
+            c = self._c = (ChaCha20Poly1305(key) if self.chacha else AESGCM(key), hp)
+            with _live_lock:
+                _live.append(weakref.ref(self))
+                while len(_live) > LIVE_CIPHERS:
+                    old = _live.popleft()()
+                    if old is not None:
+                        old._c = None  # (a caller holding the tuple finishes with it)
+        return c
+
+    @property
+    def aead(self):
+        return self._ciphers()[0]
 
     @classmethod
     def from_secret(cls, suite: int, secret: bytes, version: int) -> PacketKeys:
@@ -152,7 +206,7 @@ class PacketKeys:
         return PacketKeys(self.suite, secret, self.version, self.hp_key, self.phase ^ 1, self.gen + 1)
 
     def mask(self, sample: bytes) -> bytes:
-        hp = self._hp
+        hp = self._ciphers()[1]
         if hp is None:  # ChaCha20: the mask's cipher depends on the sample (None iff self.chacha)
             enc = Cipher(algorithms.ChaCha20(self.hp_key, sample), mode=None).encryptor()
             return enc.update(b"\0\0\0\0\0")
@@ -178,9 +232,10 @@ class PacketKeys:
         return pn, pn_len, bytes(header)
 
     def decrypt(self, payload, header: bytes, pn: int) -> bytes:
-        nonce = (self.iv ^ pn).to_bytes(12, "big")
+        aead = self._ciphers()[0]  # (derives the IV too)
+        nonce = (self._iv ^ pn).to_bytes(12, "big")
         try:
-            return self.aead.decrypt(nonce, bytes(payload), header)
+            return aead.decrypt(nonce, bytes(payload), header)
         except InvalidTag:
             raise DecryptError("authentication tag mismatch") from None
 

@@ -53,6 +53,7 @@ DEFAULT_LIMITS = {
     "body_held_bytes": 16 << 20,  # compressed bytes of bodies waiting for decoder memory
     "body_held_bytes_capture": 64 << 20,
     "udp_plain_flows_capture": 10000,  # UDP flows no dissector reads modelled as connections; later ones are counted
+    "udp_session_flows_capture": 20_000,  # UDP flows given a QUIC or DNS session (~12 KB each); later ones are counted
     "quic_stream_buffer": 16 << 20,  # out-of-order bytes per QUIC stream
     "continuation_frames": 1000,  # CONTINUATION frames per header block
     "ipv4_fragment_datagrams": 1024,  # IPv4 datagrams being reassembled at once

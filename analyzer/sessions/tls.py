@@ -35,13 +35,14 @@ filled carried its bytes, though they became readable later) are kept in
 sessions the packet of a request's or response's first byte (``request_start``,
 ``response_start``), where the record-completion packet only tells when it became readable.
 
-Floods of identical records stay small: past ``AGGREGATE_AFTER`` record frames on a
-connection, a record shorter than ``AGGREGATE_BELOW`` bytes, not decrypted, and identical to
-the connection's previous record frame (direction, type, length, fields, no handshake
-message, no error) is counted on that frame
-(``fields["count"]``: the frame stands for that many consecutive identical records;
-``first_packet`` is the first one's, ``packet`` and ``time`` the last one's) instead of
-adding a frame.
+Floods of small records stay small: past ``AGGREGATE_AFTER`` record frames on a
+connection, a record shorter than ``AGGREGATE_BELOW`` bytes, not decrypted and no handshake
+message, that follows such a record frame of its direction (no error) is counted on that
+frame (``fields["count"]``: the frame stands for that many consecutive small records of the
+direction; ``first_packet`` is the first one's, ``packet`` and ``time`` the last one's)
+instead of adding a frame.  When they are not all identical to the first (type, length,
+fields: a flood that varies them to defeat the count), ``fields["record_types"]`` counts them
+by type and ``fields["record_bytes"]`` is their total length.
 
 Every decrypted record is also listed, as numbers only (no plaintext: bounded memory), in
 ``analysis.tls_records[(conn id, dir)]`` (a ``TlsRecords``): its packet, TCP stream offset and length, plaintext offset and
@@ -191,8 +192,8 @@ class TlsSession:
         self.wire = (OffsetMap(), OffsetMap())  # plaintext offset -> packet of its record's first byte
         wire[(conn.id, 0)], wire[(conn.id, 1)] = self.wire
         self.nframes = 0  # record frames made (AGGREGATE_AFTER)
-        self.last_frame: Frame | None = None
-        self.last_key: tuple | None = None  # (direction, type, length, fields) of last_frame
+        self.last_frame: list[Frame | None] = [None, None]  # per direction: the frame a flood is counted on
+        self.last_key: list[tuple | None] = [None, None]  # (type, length, fields) of its first record
 
     # ------------------------------------------------------------ byte-stream interface
 
@@ -465,25 +466,36 @@ class TlsSession:
         length = len(rec.body) if not rec.sslv2 else len(rec.body) - 2
         self.nframes += 1
         if self.nframes > AGGREGATE_AFTER and length < AGGREGATE_BELOW and not fields.get("messages") and not fields.get("decrypted"):
-            # a flood of identical records (e.g. a million one-byte records): counted on the
-            # previous frame, a few bytes per record instead of a Frame and its dict
-            key = (d, type_, length, fields)
-            last = self.last_frame
+            # a flood of small records (e.g. a million one-byte records): counted on the
+            # direction's previous such frame, a few bytes per record instead of a Frame and
+            # its dict; records that differ from the first (type, length, fields: a flood
+            # that varies them) make it a run, told by record_types and record_bytes
+            key = (type_, length, fields)
+            last = self.last_frame[d]
+            first = self.last_key[d]
             # (a frame made here always has its fields dict: the last test narrows the type)
-            if last is not None and key == self.last_key and last.error is None and (fl := last.fields) is not None:
-                fl["count"] = fl.get("count", 1) + 1
+            if last is not None and first is not None and last.error is None and (fl := last.fields) is not None:
+                n = fl.get("count", 1)
+                if "record_types" not in fl and key != first:
+                    fl["record_types"] = {first[0]: n}
+                    fl["record_bytes"] = first[1] * n
+                if "record_types" in fl:
+                    rt = fl["record_types"]
+                    rt[type_] = rt.get(type_, 0) + 1
+                    fl["record_bytes"] += length
+                fl["count"] = n + 1
                 last.packet = pk
                 last.time = self.ctx.ts[pk - 1]
                 return last
-            self.last_key = (d, type_, length, dict(fields))  # (a snapshot: the frame's own dict takes the count)
+            self.last_key[d] = (type_, length, dict(fields))  # (a snapshot: the frame's own dict takes the count)
         else:
-            self.last_key = None
+            self.last_key[d] = None
         # positional (once per record): packet, first_packet, time, connection, direction,
         # protocol, stream_id, type, flags, length, headers, fields, offset, error
         f = Frame(pk, rec.first_packet, self.ctx.ts[pk - 1], self.conn.id, d, "tls", None, type_, 0,
                   length, None, fields, rec.offset, None)
         self.frames_append(f)
-        self.last_frame = f
+        self.last_frame[d] = f
         return f
 
     # ------------------------------------------------------------ application data
