@@ -947,12 +947,12 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
                 return (src, dst, pcol, info + (" " + SEGMENT if pending else ""))
             if pending and any(fr.protocol == "tls" and (fr.fields or {}).get("decrypted") for fr in done):
                 return (src, dst, pcol, prefix + TLS_SEGMENT)  # records read, the message they carry ends later
-            if not done and any(fr.protocol == "tls" and fr.first_packet == n and fr.packet > n for fr in own):
-                return (src, dst, pcol, prefix + SEGMENT)  # a record begins here: TLS cleared the column, TCP says why
-            if (pending or own and _tshark_reassembles(own[0].protocol)) and "Retransmission]" not in prefix:
-                # part of a frame (a TLS record, an HTTP message) that completes later; a protocol
-                # whose tshark dissector reassembles nothing (SPDY), or a retransmission (not
-                # reassembled again), gets no marker
+            if not done and any(_clears_info(fr.protocol) and fr.first_packet == n and fr.packet > n for fr in own):
+                return (src, dst, pcol, prefix + SEGMENT)  # a record/frame begins here: TLS/SPDY cleared the column, TCP says why
+            if (pending or own) and "Retransmission]" not in prefix:
+                # part of a frame (a TLS record, an HTTP message, a SPDY frame: every tshark
+                # dissector of ours reassembles its PDUs) that completes later; a retransmission
+                # (not reassembled again) gets no marker
                 info_extra = " " + SEGMENT
         fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
         rs, ra = ta.relative(n, seq, ack)
@@ -986,9 +986,9 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
     return (src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), f"IP protocol {IP_PROTOS.get(proto, proto)}")
 
 
-def _tshark_reassembles(protocol: str) -> bool:
+def _clears_info(protocol: str) -> bool:
     d = find(protocol)
-    return d is None or d.oracle is None or d.oracle.reassembles
+    return d is not None and d.oracle is not None and d.oracle.clears_info
 
 
 def _udp_info(analysis: Analysis, n: int, data: bytes, lt: int, frames: list[Frame], spanning: list[Frame]) -> str:

@@ -3,8 +3,8 @@ Wireshark 4.0).
 
 ``analyzer.detail.row_columns`` builds the row and calls ``stream_info`` (a TCP packet's frames)
 or ``datagram_info`` (a UDP datagram's); each protocol's own wording is a hook of its module in
-``analyzer/protocols`` (``info``, ``continues``, ``datagram_info``, ``summary``; named by its
-registry descriptor), written there protocol by protocol (HTTP/1.x, HTTP/2, TLS, QUIC/HTTP/3,
+``analyzer/protocols`` (``info``, ``shown``, ``continues``, ``datagram_info``, ``summary``; named by its
+registry descriptor), written there protocol by protocol (HTTP/1.x, HTTP/2, SPDY, TLS, QUIC/HTTP/3,
 DNS; docs/PACKETS.md lists what still differs from tshark and why).  This module holds what
 several protocols share: the media type tshark appends after a body, the status phrase, the
 exchange of a frame, and how the parts are joined.
@@ -89,6 +89,10 @@ def stream_info(analysis: Analysis, n: int, done: list[Frame], frames: list[Fram
     frame with a byte on the packet; ``prefix``: the TCP analysis's ``[TCP …] ``."""
     from .detail import frame_summary
 
+    for proto in dict.fromkeys(fr.protocol for fr in done):
+        shown = hooks(proto).shown
+        if shown is not None:  # a protocol whose tshark dissector clears the column (SPDY)
+            done = shown(analysis, n, done)
     if any(fr.protocol != "tls" for fr in done):
         # decrypted application frames replace the TLS records in the Info column (as in Wireshark)
         done = [fr for fr in done if fr.protocol != "tls" or fr.type != "APPLICATION_DATA"]

@@ -63,7 +63,10 @@ class OracleSpec:
     layer: str
     type_field: str | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
-    reassembles: bool = True  # tshark reassembles a PDU across segments (its SPDY dissector does not)
+    # tshark's dissector clears the Info column before it asks TCP for the rest of a PDU, so the
+    # segment where a PDU begins (and none ends) shows only TCP's "[TCP segment of a reassembled
+    # PDU]" (TLS, SPDY); else the TCP summary stays in front of the marker
+    clears_info: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,7 +148,7 @@ DESCRIPTOR = ProtocolDescriptor(
         window=frozenset({"WINDOW_UPDATE"}),
     ),
     fields_module="spdy",
-    oracle=OracleSpec(layer="spdy", type_field="spdy.type", reassembles=False,
+    oracle=OracleSpec(layer="spdy", type_field="spdy.type", clears_info=True,  # (dissect_spdy: col_clear, tcp_dissect_pdus)
                       fields={"stream_id": "spdy.streamid", "length": "spdy.length", "flags": "spdy.flags"}),
     frame_header=8, hooks_module="spdy",
     flow_control={"spdy/3": "stream", "spdy/3.1": "connection"}, initial_window_setting=7,  # (SPDY/2 has none)

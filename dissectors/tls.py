@@ -96,7 +96,8 @@ DESCRIPTOR = ProtocolDescriptor(
     kinds=FrameKinds(data=frozenset({"APPLICATION_DATA"})),
     fields_module="tls",
     long_name="Transport Layer Security", column_rank=1, frame_header=5, hooks_module="tls",
-    oracle=OracleSpec(layer="tls", type_field="tls.record.content_type", fields={"length": "tls.record.length"}),
+    oracle=OracleSpec(layer="tls", type_field="tls.record.content_type", fields={"length": "tls.record.length"},
+                      clears_info=True),
 )
 
 VERSIONS = {0x0002: "SSL 2.0", 0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", 0x0304: "TLS 1.3"}

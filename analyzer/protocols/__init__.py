@@ -11,6 +11,9 @@ others):
 - ``info(ctx, fr) -> str | None``: tshark's Info of a frame completing on a TCP packet
   (``ctx``: ``analyzer.info.InfoContext``; None: ``summary``); ``continues(ctx) -> bool``: a
   message of this protocol goes on past the packet (tshark's ``[TCP segment of a reassembled PDU]``).
+- ``shown(analysis, n, done) -> list[Frame]``: of the frames completing on TCP packet ``n``, those
+  whose text tshark's Info column keeps, when this protocol's dissector clears the column
+  (SPDY, once per TLS record).
 - ``datagram_info(analysis, n, payload, frames, spanning) -> str | None``: tshark's Info of a
   UDP datagram carrying this protocol.
 - ``frame_node(node, fr) -> Node``: the whole detail-tree node of a frame, Wireshark's fields
@@ -39,6 +42,7 @@ class Hooks:
     proto_name: Callable[..., str] | None = None
     info: Callable[..., str | None] | None = None
     continues: Callable[..., bool] | None = None
+    shown: Callable[..., list[Any]] | None = None
     datagram_info: Callable[..., str | None] | None = None
     frame_node: Callable[..., Any] | None = None
     type_node: Callable[..., bool] | None = None
