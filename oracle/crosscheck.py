@@ -98,6 +98,16 @@ class Result:
 
 _GAP = ("frames after bytes missing from the capture in their direction (tshark's TCP reassembly waits for the "
         "missing bytes and shows nothing more there; wirefall resynchronises)")
+_TLS_TRIAL = ("frames of a TLS connection the capture joined mid-way, decrypted with keys found by trying the key "
+              "log's secrets (analyzer/sessions/tls_late.py): tshark cannot decrypt it without its ClientHello "
+              "(tests/test_late_multi.py checks these requests against Chromium's NetLog)")
+
+
+def _tcp_trial_conns(an: Analysis) -> set[int]:
+    """TCP connections whose TLS keys were found by trial (no ClientHello in the capture)."""
+    return {c.id for c in an.connections if c.transport == "tcp" and any(notes_of(c.notes, NoteKind.KEYS_BY_TRIAL))}
+
+
 def _tcp_gaps(an: Analysis) -> dict[tuple[int, int], int]:
     """(connection, direction) -> packet of the first bytes the capture lost, from the flow
     layer's gap notes."""
@@ -127,6 +137,13 @@ def _compare(an: Analysis, tframes: list[TFrame], spec: Spec) -> Result:
         kept = [e for e in entries if not (e.packet not in shown and e.packet >= gaps.get((e.frame.connection, e.frame.direction), 1 << 62))]
         if len(kept) != len(entries):
             res.set_aside[_GAP] = res.set_aside.get(_GAP, 0) + len(entries) - len(kept)
+            entries = kept
+    trial = _tcp_trial_conns(an)
+    if trial:  # wirefall's frames in packets of such a connection where tshark shows none: set aside, counted
+        shown = {t.packet for t in tframes}
+        kept = [e for e in entries if not (e.frame.connection in trial and e.packet not in shown)]
+        if len(kept) != len(entries):
+            res.set_aside[_TLS_TRIAL] = res.set_aside.get(_TLS_TRIAL, 0) + len(entries) - len(kept)
             entries = kept
     res.tshark_frames = len(tframes)
     res.wirefall_frames = len(entries)

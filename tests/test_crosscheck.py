@@ -60,6 +60,7 @@ ALLOWED_ASIDE = {
     oracle._H1_CUT,
     oracle._TLS_MID,
     oracle._QUIC_TRIAL,
+    oracle._TLS_TRIAL,
     oracle._GAP,
     oracle._TLS_NO_SH,
 }
