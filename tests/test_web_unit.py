@@ -10,9 +10,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
+import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -1187,3 +1189,82 @@ def test_upload_memory_is_bounded(tmp_path):
     finally:
         p.terminate()
         p.wait(20)
+
+
+# ---------------------------------------------------------------- what the page loads (ui.web.bundles)
+
+
+from dash import dcc  # noqa: E402
+
+
+def _graphs(component):
+    if isinstance(component, dcc.Graph):
+        yield component.figure
+    ch = getattr(component, "children", None)
+    for c in ch if isinstance(ch, (list, tuple)) else ([ch] if ch is not None and not isinstance(ch, str) else []):
+        yield from _graphs(c)
+
+
+def test_every_web_figure_draws_with_the_basic_plotly_bundle(state, h2):
+    """The page loads plotly.js's basic build (bar, pie, scatter): every figure the web app
+    draws — waterfall (small and windowed), connections, statistics, compare, the empty
+    ones — uses those trace types only (a trace of another type would draw nothing)."""
+    from wirefall.ui.web import bundles, views
+    from wirefall.ui.web.app import cb_connections, cb_stats, cb_waterfall
+
+    figs = [cb_waterfall(state, h2.id, "v", [], [], [], [], "")[0], cb_waterfall(state, "nosuch", "v", [], [], [], [], "")[0],
+            cb_connections(state, h2.id, "v", "connections")[0], *cb_stats(state, h2.id, "v", "stats")[1:6],
+            views._empty_fig("x", "nothing")]
+    big = W_big()
+    figs.append(views.figure(views.filtered_view(big), start=0))
+    if views.compare_available():
+        figs += list(_graphs(views.compare_view(h2, h2)))
+    types = {tr.type for f in figs for tr in f.data}
+    assert types and types <= bundles.BASIC_TRACES, types - bundles.BASIC_TRACES
+    assert {"bar", "scatter"} <= types
+
+
+def W_big():
+    """A 400-request entry (a windowed waterfall) from tests/wf_scale_fixture.py."""
+    import tempfile
+
+    from wf_scale_fixture import make_big_analysis
+
+    from wirefall.ui.web import WebState
+
+    an = make_big_analysis(400)
+    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
+    with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
+        e = st.add_file(f.name, name="big.pcap")
+        st.wait(e.id, 60)
+    st.close()
+    return e
+
+
+def test_basic_plotly_bundle_served_where_the_page_loads_plotly():
+    """At the path dash-renderer loads plotly.js from, the server answers plotly's basic
+    build of the plotly package's plotly.js version (a quarter of the full bundle),
+    compressed, 304 when asked again; the page's scripts hold no dash-ag-grid bundle, only
+    the stand-in that loads it."""
+    from plotly.offline import get_plotlyjs_version
+
+    from wirefall.ui.web import WebState, bundles, create_app
+
+    data = bundles.BASIC_BUNDLE.read_bytes()
+    assert bundles.bundle_version(data) == get_plotlyjs_version()  # (else the full bundle is served: see basic_plotly)
+    full = Path(sys.modules["plotly"].__file__).parent / "package_data" / "plotly.min.js"
+    assert len(data) < full.stat().st_size / 3
+    st = WebState(use_cache=False)
+    try:
+        c = create_app(st).server.test_client()
+        r = c.get("/" + bundles.PLOTLY_PATH, headers={"Accept-Encoding": "br"})
+        assert r.status_code == 200 and r.headers["Content-Encoding"] == "br" and r.mimetype == "application/javascript"
+        import brotli
+
+        assert brotli.decompress(r.get_data()) == data
+        assert c.get("/" + bundles.PLOTLY_PATH, headers={"Accept-Encoding": "br", "If-None-Match": r.headers["ETag"]}).status_code == 304
+        page = c.get("/").get_data(as_text=True)
+        assert "dash_ag_grid.v" in page and "_dash-component-suites/dash_ag_grid/" in page  # (the stand-in's source)
+        assert not re.search(r'<script src="[^"]*dash_ag_grid[^"]*"', page)
+    finally:
+        st.close()

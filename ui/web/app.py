@@ -24,9 +24,9 @@ from dash.development.base_component import Component
 
 from wirefall.analyzer.safetext import html_text, printable
 
+from . import bundles, overlay, views
 from . import expert as expert_view
 from . import live as live_view
-from . import overlay, views
 from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
 
 CSS = """
@@ -1082,17 +1082,28 @@ def install_compression(server) -> bool:
                                                     "application/json", "image/svg+xml"])
     server.config.setdefault("COMPRESS_MIN_SIZE", 1024)
     server.config.setdefault("COMPRESS_ALGORITHM", ["br", "gzip"])
+    bundles.compress_config(server.config)  # the static bundles compressed once, not for every page
     Compress(server)
     return True
 
 
+class WirefallDash(dash.Dash):
+    """The Dash app whose page loads dash-ag-grid's bundle only when a grid is drawn
+    (``bundles.lazy_ag_grid``)."""
+
+    def interpolate_index(self, **kwargs):
+        kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
+        return super().interpolate_index(**kwargs)
+
+
 def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> dash.Dash:
     # update_title=None is documented by Dash ("Set to None or '' ...") but annotated str
-    app = dash.Dash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")  # type: ignore[arg-type]
+    app = WirefallDash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")  # type: ignore[arg-type]
     app.index_string = INDEX
     app.server.config["MAX_CONTENT_LENGTH"] = CALLBACK_MAX_BYTES
     install_compression(app.server)
     install_guard(app.server, host=host, token=token, port=port)
+    bundles.install_plotly(app.server)  # plotly.js's basic build (bar, scatter) where dcc loads the full one
     install_upload_route(app.server, state)
     app.layout = _named("serve_layout", lambda: layout(state))
     S = state
@@ -1161,7 +1172,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("wf-window", "data"),
         Input("live-version", "data"),  # a live capture grew (ui.web.live)
         State("url", "search"),
-    )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-2], search=a[-1])))
+    )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-2], *a[-1:])))  # (live-version only triggers; search last)
     app.callback(
         Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
