@@ -7,7 +7,9 @@ bars in a few path shapes, the PNG as tall as the figure with the bars' colours 
 web page's waterfall with its first window of rows (``views.WINDOW_ROWS``), the next window
 (the page button) and the one after (PgDn), and the first window sorted by duration, each
 showing the row labels of those rows of the model; a tooltip on a row.  The web test also
-prints the page's own start-up (3 requests) and what it loaded."""
+prints the page's own start-up (3 requests) and what it loaded, and opens the page cold (a new
+server, an empty browser cache: benchmarks/web_cold_open.py), asserting that it drew the first
+window of rows with plotly.js's basic build and without loading AG Grid."""
 from __future__ import annotations
 
 import os
@@ -21,6 +23,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import waterfall_scale as W  # noqa: E402
+import web_cold_open as C  # noqa: E402
 
 pytestmark = pytest.mark.slow
 needs_chromium = pytest.mark.skipif(not os.path.exists(W.CHROMIUM), reason="chromium not installed")
@@ -65,7 +68,7 @@ def test_web_app_draws_10000_requests(big):
     from wirefall.analyzer import waterfall
     from wirefall.ui import waterfall_layout as L
     from wirefall.ui.figures import NBSP
-    from wirefall.ui.web import views
+    from wirefall.ui.web import bundles, views
 
     r = W.time_web(big)
     _show("web app", {k: v for k, v in r.items() if k != "hover" and not k.startswith("labels_")})
@@ -74,7 +77,8 @@ def test_web_app_draws_10000_requests(big):
     assert r["window"] == (0, k) and r["window_scrolled"] == (k, 2 * k) and r["window_pgdn"] == (2 * k, 3 * k)
     wf = waterfall.build(big)
     label = lambda row: L.row_label(row).replace(" ", NBSP).rstrip(NBSP)
-    shown = lambda key: [t.rstrip(NBSP) for t in r[key]]
+    shown_of = lambda labels: [t.rstrip(NBSP) for t in labels]
+    shown = lambda key: shown_of(r[key])
     assert shown("labels_open") == [label(x) for x in wf.rows[:k]]  # rows 1..k, numbered and labelled as the model's
     assert shown("labels_scroll") == [label(x) for x in wf.rows[k: 2 * k]]
     assert shown("labels_pgdn") == [label(x) for x in wf.rows[2 * k: 3 * k]]
@@ -83,6 +87,13 @@ def test_web_app_draws_10000_requests(big):
     assert r["scroll_draws"] == 1 and r["resort_draws"] == 1  # one redraw each
     assert r["dom_nodes"] < 5_000  # nodes for the window's rows only
     assert "https://" in r["hover"]  # the row under the pointer has its tooltip
+    cold = C.cold_open(big, runs=1)[0]  # a new server and an empty browser cache (benchmarks/web_cold_open.py)
+    _show("web app opened cold", {k: v for k, v in cold.items() if isinstance(v, (int, float))})
+    assert shown_of(cold["labels"]) == [label(x) for x in wf.rows[:k]]  # drawn: the first window of rows, as the model's
+    assert cold["pager"].strip().startswith(f"requests 1–{k} of {ROWS}")  # rows windowed (the pager says which)
+    files = {name.split(".")[0]: dec for name, _w, dec, *_ in cold["js_files"]}
+    assert "dash_ag_grid" not in files  # loaded when a table is first drawn, not to draw the waterfall
+    assert files["plotly"] == bundles.BASIC_BUNDLE.stat().st_size  # plotly.js's basic build, not the full one
     s = W.time_startup()
     res = s.pop("resources")
     _show("web app start-up on 3 requests", s)

@@ -8,8 +8,10 @@ to /tmp/wirefall-shots/."""
 from __future__ import annotations
 
 import os
+import random
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,28 @@ CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run"]
 SHOTS = Path("/tmp/wirefall-shots")
+# a delay of up to max_s before each callback's answer (0: none), as a loaded machine gives,
+# and of late_s for the callback requests ``late`` (a test of the request's JSON) picks
+JITTER: dict = {"max_s": 0.0, "rng": random.Random(23), "late": None, "late_s": 0.0}
+
+
+def _state_of(body: dict, prop: str):
+    """The value of ``prop`` ("selected.data") among a callback request's states."""
+    return next((x.get("value") for x in body.get("state", []) if isinstance(x, dict) and f"{x.get('id')}.{x.get('property')}" == prop),
+                "absent")
+
+
+# the orders that fill the page from its address on a reload, one per reload in turn: the
+# selection callback's first call (the store still empty) answering last — the order a loaded
+# machine gave, in which the selection was lost before the fix —; cb_url_in (whose capture
+# output has allow_duplicate: no callback waits for it) answering last; the capture list
+# (cb_poll) answering last; callbacks at random only
+ORDERS = (
+    (lambda b: "selected.data" in str(b.get("output")) and _state_of(b, "selected.data") is None, 1.2),
+    (lambda b: "capture.value@" in str(b.get("output")), 0.45),
+    (lambda b: "capture.options" in str(b.get("output")), 0.45),  # (< the 600 ms poll: a slower answer is superseded)
+    (None, 0.0),
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
 pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
@@ -53,6 +77,16 @@ def server(tmp_path_factory):
     for i in ids.values():
         st.wait(i, 60)
     app = create_app(st)
+
+    @app.server.before_request
+    def _jitter():  # (test_reload_ten_times: callbacks answered in a different order each time)
+        from flask import request
+
+        if JITTER["max_s"] and request.path.startswith("/_dash-update-component"):
+            body = request.get_json(silent=True) or {}
+            late = JITTER["late"] is not None and JITTER["late"](body)
+            time.sleep(JITTER["late_s"] if late else JITTER["max_s"] * JITTER["rng"].random())
+
     srv = make_server("127.0.0.1", 0, app.server, threaded=True)
     th = threading.Thread(target=srv.serve_forever, daemon=True)
     th.start()
@@ -211,20 +245,93 @@ def test_state_in_the_url_survives_a_reload(server, pg):
     pg.wait_for_timeout(800)
     rng = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")
     assert [round(v) for v in rng] == [10, 60]
-    # reload: the same capture, filter, zoom and selection
+    # reload: the same capture, filter, zoom and selection (once: test_reload_ten_times reloads more)
     pg.reload()
+    seen = _sees(pg)
+    assert seen["filter"] == 'url contains "s"' and seen["title"] == title and seen["x"] == [10, 60]
+    assert _query(pg)["x1"] == "60" and _query(pg)["sel"] == sel
+
+
+# What a person sees of the page's state: the Waterfall tab chosen, the filter box, the rows
+# drawn, the zoom, the highlighted row (the "selected" shape) and the detail beside it.  Waited
+# for as a whole (the callbacks answer in any order), then returned.
+SEES_JS = """() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+    const tab = document.querySelector('#tabs .tab--selected');
+    const t = document.querySelector('#detail-title'), side = document.querySelector('#detail-side');
+    if (!gd || !gd._fullLayout || !gd._fullLayout.xaxis || !gd.layout || !t || !side || !tab) return null;
+    const hl = (gd.layout.shapes || []).filter(s => s.name === 'selected');
+    if (hl.length !== 1) return null;
+    const ticks = [...document.querySelectorAll('#waterfall .ytick text')].map(e => e.textContent);
+    const r = side.getBoundingClientRect(), g = document.querySelector('#waterfall').getBoundingClientRect();
+    return {tab: tab.innerText.trim(), filter: document.querySelector('#filter-expr').value, rows: ticks.length,
+            x: gd._fullLayout.xaxis.range.map(Math.round), hl: [hl[0].y0, hl[0].y1], title: t.innerText,
+            label: ticks[Math.round(hl[0].y0 + 0.5)] || '', beside: r.left >= g.right - 5 && r.top < 1000 && r.height > 0}; }"""
+
+
+def _sees(pg, timeout: float = 30_000) -> dict:
+    """What the page shows once its waterfall, highlight and detail are all there (``SEES_JS``)."""
     try:
-        pg.wait_for_selector("#detail-title", timeout=20000)
+        h = pg.wait_for_function(SEES_JS, timeout=timeout, polling=100)
     except playwright_api.TimeoutError:
-        # KNOWN DEFECT (closing note of session 5): once under a loaded CI the selection from the
-        # address was not restored on reload (a suspected race between the capture-change reset and
-        # the selection from the URL); a second reload is what a person would do, and still must work
+        raise AssertionError("the page did not show its state: " + repr(pg.evaluate(SEEN_JS)) + " at " + pg.url) from None
+    return h.json_value()
+
+
+SEEN_JS = """() => { const gd = document.querySelector('#waterfall .js-plotly-plot'), t = document.querySelector('#detail-title');
+    return {shapes: gd && gd.layout && (gd.layout.shapes || []).map(s => s.name), x: gd && gd._fullLayout && gd._fullLayout.xaxis
+            && gd._fullLayout.xaxis.range, rows: document.querySelectorAll('#waterfall .ytick text').length, title: t && t.innerText,
+            side: (document.querySelector('#detail-side') || {}).className}; }"""
+
+
+def test_reload_ten_times_keeps_what_the_person_sees(server, pg):
+    """A bookmarked address (capture, filter, zoom, selected request) reloaded ten times: each
+    time the Waterfall tab with the filter in its box, the filter's rows (tshark's requests
+    whose URL matches), the zoom, the selected request's row highlighted and its detail beside
+    the waterfall — the callbacks that fill the page answer in a different order each time
+    (they race on a loaded machine).  Then on another tab: a reload stays on it, and the
+    waterfall tab still has the selection and the zoom."""
+    st, url, ids = server
+    truth = tshark_requests(H2, H2K)
+    an = st.get(ids["good"]).analysis
+    js = sum(1 for r in truth.values() if "js" in r["path"])  # (the authority is 127.0.0.1:port)
+    x = next(e for e in an.exchanges if e.path == "/js/vendor.js")
+    from urllib.parse import urlencode
+
+    pg.goto(url + "?" + urlencode({"capture": ids["good"], "filter": 'url contains "js"', "x0": 10, "x1": 60, "sel": x.id}))
+    first = _sees(pg)
+    assert first["title"].startswith("GET ") and first["title"].endswith("/js/vendor.js")
+
+    def _check(n, seen):
+        assert seen["tab"] == "Waterfall" and seen["filter"] == 'url contains "js"', (n, seen)
+        assert seen["rows"] == js, (n, seen)
+        assert seen["x"] == [10, 60] and seen["title"] == first["title"] and seen["beside"], (n, seen)
+        # the highlighted row is the selected request's: its label is vendor.js's
+        assert seen["hl"][1] - seen["hl"][0] == 1 and "vendor.js" in seen["label"].replace("\u00a0", " "), (n, seen)
+        assert _query(pg) == {"capture": ids["good"], "filter": 'url contains "js"', "x0": "10", "x1": "60", "sel": str(x.id)}
+
+    # each reload with callbacks answering late at random, and in one of the ORDERS
+    JITTER["max_s"] = 0.3
+    try:
+        for n in range(10):
+            JITTER["late"], JITTER["late_s"] = ORDERS[n % len(ORDERS)]
+            if n:
+                pg.reload()
+                seen = _sees(pg)
+            else:
+                seen = first
+            _check(n, seen)
+    finally:
+        JITTER["max_s"], JITTER["late"] = 0.0, None
+    pg.click("#tabs >> text=Connections")
+    pg.wait_for_function("() => new URLSearchParams(location.search).get('tab') === 'connections'")
+    for n in range(3):
         pg.reload()
-        pg.wait_for_selector("#detail-title")
-    assert pg.input_value("#filter-expr") == 'url contains "s"' and pg.inner_text("#detail-title") == title
-    pg.wait_for_function("() => { const gd = document.querySelector('#waterfall .js-plotly-plot');"
-                         " return gd && gd._fullLayout && gd._fullLayout.xaxis && Math.round(gd._fullLayout.xaxis.range[0]) === 10; }")
-    assert _query(pg)["x1"] == "60"
+        pg.wait_for_function("() => { const t = document.querySelector('#tabs .tab--selected');"
+                             " return t && t.innerText.trim() === 'Connections' && document.querySelector('#conn-fig .js-plotly-plot'); }")
+        assert _query(pg)["sel"] == str(x.id) and _query(pg)["x0"] == "10", n
+    pg.click("#tabs >> text=Waterfall")
+    seen = _sees(pg)
+    assert seen["x"] == [10, 60] and seen["title"] == first["title"] and "vendor.js" in seen["label"].replace("\u00a0", " ")
 
 
 def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):

@@ -10,9 +10,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
+import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -278,7 +280,8 @@ def test_zoom_range_kept_for_export():
     from wirefall.ui.web.app import cb_xrange
 
     assert cb_xrange(None, {"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None, "c1") == {"capture": "c1", "range": [90.5, 140.0]}
-    assert cb_xrange(None, {"xaxis.autorange": True}, {"capture": "c1", "range": [1, 2]}, "c1") is None
+    # a reset is this capture's "no zoom" (an address's zoom does not come back after it)
+    assert cb_xrange(None, {"xaxis.autorange": True}, {"capture": "c1", "range": [1, 2]}, "c1") == {"capture": "c1", "range": None}
 
 
 def test_zoom_belongs_to_its_capture(state, h2):
@@ -303,6 +306,48 @@ def test_zoom_belongs_to_its_capture(state, h2):
     assert lo == 10.0 and end < hi <= 1.05 * end + 1e-9
 
 
+def test_reload_state_in_any_callback_order(state, h2):
+    """A page reloaded on an address (capture, zoom, selection): Dash runs the callbacks that
+    fill it in no fixed order — cb_poll's first call picks the capture too, and cb_url_in's
+    capture output (allow_duplicate) is nothing Dash waits for — so the selection callback,
+    the waterfall and the address writer may run before the stores hold anything.  Each
+    takes this capture's value from the store or else from the address: the same answer in
+    any order (before, cb_select answered "none" from the empty store, wiping the selection
+    from the page and then from the address)."""
+    from wirefall.ui.web.app import _side, cb_select, cb_url_in, cb_url_out, cb_waterfall, selected_for, zoom_for
+
+    x = next(e for e in h2.analysis.exchanges if e.path == "/js/vendor.js").id
+    search = f"?capture={h2.id}&x0=10&x1=60&sel={x}"
+    # the selection callback first, the stores empty: the address's request, its detail shown
+    xid, detail = cb_select(state, None, h2.id, [], [], [], [], "", trigger="capture", selected=None, search=search)
+    assert xid == x and "/js/vendor.js" in _text(detail)
+    assert _side(h2.id, (xid, detail))[0] == {"capture": h2.id, "id": x}
+    # the waterfall before any store is filled: the address's zoom, the address's row highlighted
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, None, None, None, search=search)
+    assert list(fig.layout.xaxis.range) == [10.0, 60.0]
+    hl = [sh for sh in fig.layout.shapes if sh.name == "selected"]
+    row = next(r for r in _wf(state, h2).rows if r.exchange == x)
+    assert len(hl) == 1 and hl[0].y0 == row.index - 0.5
+    # the address writer before the stores are filled keeps the address's zoom and selection
+    assert cb_url_out(state, h2.id, "", "waterfall", None, None, None, True, search) is no_update
+    # cb_url_in leaves the selection to cb_select (one writer) and fills the zoom
+    out = cb_url_in(state, "/", search)
+    assert out[0] == h2.id and out[3] == {"capture": h2.id, "range": [10.0, 60.0]} and len(out) == 8
+    # once the stores hold this capture's values they win over the address: a request
+    # clicked, the selection cleared, the zoom reset
+    assert selected_for({"capture": h2.id, "id": 3}, h2.id, search) == 3
+    assert selected_for({"capture": h2.id, "id": None}, h2.id, search) is None
+    assert zoom_for({"capture": h2.id, "range": None}, h2.id, search) is None
+    assert "sel=" not in cb_url_out(state, h2.id, "", "waterfall", {"capture": h2.id, "range": None},
+                                    {"capture": h2.id, "id": None}, None, True, search)
+    # another capture's store, or an address of another capture: nothing of theirs
+    assert selected_for({"capture": "c999", "id": x}, h2.id) is None
+    assert selected_for(None, h2.id, search.replace(h2.id, "c999")) is None
+    assert zoom_for(None, h2.id, search.replace(h2.id, "c999")) is None
+    xid, _ = cb_select(state, None, h2.id, [], [], [], [], "", trigger="capture", selected={"capture": "c999", "id": x})
+    assert xid is None
+
+
 def _wf(state, e):
     from wirefall.ui.web import views
 
@@ -319,7 +364,7 @@ def test_dropdown_filters_in_the_url(state, h2):
     assert url == f"?capture={h2.id}&proto=h2&conn=0&content=css&content=script&status=2xx&order=duration"
     out = cb_filter_options(state, h2.id, "v", None, url + "&proto=nosuch")
     assert out[4:] == (["h2"], [0], ["css", "script"], ["2xx"])
-    assert cb_url_in(state, "/", url)[7] == "duration"
+    assert cb_url_in(state, "/", url)[6] == "duration"
     assert cb_filter_options(state, h2.id, "v", "capture", url.replace(h2.id, "c999"))[4:] == ([], [], [], [])
     assert all(v is no_update for v in cb_filter_options(state, h2.id, "v", "version", url)[4:])  # an analysis update keeps them
 
@@ -1144,3 +1189,82 @@ def test_upload_memory_is_bounded(tmp_path):
     finally:
         p.terminate()
         p.wait(20)
+
+
+# ---------------------------------------------------------------- what the page loads (ui.web.bundles)
+
+
+from dash import dcc  # noqa: E402
+
+
+def _graphs(component):
+    if isinstance(component, dcc.Graph):
+        yield component.figure
+    ch = getattr(component, "children", None)
+    for c in ch if isinstance(ch, (list, tuple)) else ([ch] if ch is not None and not isinstance(ch, str) else []):
+        yield from _graphs(c)
+
+
+def test_every_web_figure_draws_with_the_basic_plotly_bundle(state, h2):
+    """The page loads plotly.js's basic build (bar, pie, scatter): every figure the web app
+    draws — waterfall (small and windowed), connections, statistics, compare, the empty
+    ones — uses those trace types only (a trace of another type would draw nothing)."""
+    from wirefall.ui.web import bundles, views
+    from wirefall.ui.web.app import cb_connections, cb_stats, cb_waterfall
+
+    figs = [cb_waterfall(state, h2.id, "v", [], [], [], [], "")[0], cb_waterfall(state, "nosuch", "v", [], [], [], [], "")[0],
+            cb_connections(state, h2.id, "v", "connections")[0], *cb_stats(state, h2.id, "v", "stats")[1:6],
+            views._empty_fig("x", "nothing")]
+    big = W_big()
+    figs.append(views.figure(views.filtered_view(big), start=0))
+    if views.compare_available():
+        figs += list(_graphs(views.compare_view(h2, h2)))
+    types = {tr.type for f in figs for tr in f.data}
+    assert types and types <= bundles.BASIC_TRACES, types - bundles.BASIC_TRACES
+    assert {"bar", "scatter"} <= types
+
+
+def W_big():
+    """A 400-request entry (a windowed waterfall) from tests/wf_scale_fixture.py."""
+    import tempfile
+
+    from wf_scale_fixture import make_big_analysis
+
+    from wirefall.ui.web import WebState
+
+    an = make_big_analysis(400)
+    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
+    with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
+        e = st.add_file(f.name, name="big.pcap")
+        st.wait(e.id, 60)
+    st.close()
+    return e
+
+
+def test_basic_plotly_bundle_served_where_the_page_loads_plotly():
+    """At the path dash-renderer loads plotly.js from, the server answers plotly's basic
+    build of the plotly package's plotly.js version (a quarter of the full bundle),
+    compressed, 304 when asked again; the page's scripts hold no dash-ag-grid bundle, only
+    the stand-in that loads it."""
+    from plotly.offline import get_plotlyjs_version
+
+    from wirefall.ui.web import WebState, bundles, create_app
+
+    data = bundles.BASIC_BUNDLE.read_bytes()
+    assert bundles.bundle_version(data) == get_plotlyjs_version()  # (else the full bundle is served: see basic_plotly)
+    full = Path(sys.modules["plotly"].__file__).parent / "package_data" / "plotly.min.js"
+    assert len(data) < full.stat().st_size / 3
+    st = WebState(use_cache=False)
+    try:
+        c = create_app(st).server.test_client()
+        r = c.get("/" + bundles.PLOTLY_PATH, headers={"Accept-Encoding": "br"})
+        assert r.status_code == 200 and r.headers["Content-Encoding"] == "br" and r.mimetype == "application/javascript"
+        import brotli
+
+        assert brotli.decompress(r.get_data()) == data
+        assert c.get("/" + bundles.PLOTLY_PATH, headers={"Accept-Encoding": "br", "If-None-Match": r.headers["ETag"]}).status_code == 304
+        page = c.get("/").get_data(as_text=True)
+        assert "dash_ag_grid.v" in page and "_dash-component-suites/dash_ag_grid/" in page  # (the stand-in's source)
+        assert not re.search(r'<script src="[^"]*dash_ag_grid[^"]*"', page)
+    finally:
+        st.close()

@@ -24,9 +24,9 @@ from dash.development.base_component import Component
 
 from wirefall.analyzer.safetext import html_text, printable
 
+from . import bundles, overlay, views
 from . import expert as expert_view
 from . import live as live_view
-from . import overlay, views
 from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
 
 CSS = """
@@ -232,6 +232,51 @@ def xrange_for(xrange, cid) -> list | None:
     return xrange if isinstance(xrange, list) and len(xrange) == 2 else None
 
 
+def _url_zoom(q: dict[str, str], cid) -> list | None:
+    """The zoom ``x0``/``x1`` of an address's parameters ``q`` (None: none, or not a range)."""
+    try:
+        if "x0" in q and "x1" in q and cid:
+            a, b = float(q["x0"]), float(q["x1"])
+            if math.isfinite(a) and math.isfinite(b) and a < b:
+                return [a, b]
+    except ValueError:
+        pass
+    return None
+
+
+# A page opened (or reloaded) on an address fills its stores from it in callbacks whose order
+# Dash does not fix: cb_poll's first call picks the capture named in the address too, and an
+# output with allow_duplicate (cb_url_in's capture) is not a prerequisite Dash waits for — so
+# the callbacks that read the selection or the zoom may run before those stores are filled,
+# and the one that wrote the selection (cb_select) answered "none" after cb_url_in's answer,
+# wiping the selection from the page and then from the address.  Each reader therefore takes
+# the store's value when it is this capture's (``{capture, ...}``; a value None is the
+# person's "none"), else the address's when the address names this capture: the same answer
+# in any order.
+
+
+def selected_for(selected, cid, search: str | None = None) -> int | None:
+    """The request selected in capture ``cid``: the selection store's (``{capture, id}``; a
+    bare number is anyone's) when it is this capture's, else the address's ``sel`` when the
+    address names ``cid`` (the store not filled yet: a page just opened)."""
+    if isinstance(selected, dict) and selected.get("capture") == cid:
+        x = selected.get("id")
+        return x if isinstance(x, int) and not isinstance(x, bool) else None
+    if isinstance(selected, int) and not isinstance(selected, bool):
+        return selected
+    q = url_params(search)
+    return int(q["sel"]) if cid and q.get("capture") == cid and q.get("sel", "").isdigit() else None
+
+
+def zoom_for(xrange, cid, search: str | None = None) -> list | None:
+    """The zoom of capture ``cid``: the zoom store's when it is this capture's (``range``
+    None: the person reset it), else the address's when the address names ``cid``."""
+    if isinstance(xrange, dict) and xrange.get("capture") == cid or isinstance(xrange, list):
+        return xrange_for(xrange, cid)
+    q = url_params(search)
+    return _url_zoom(q, cid) if cid and q.get("capture") == cid else None
+
+
 def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, search=None):
     """Capture list, current capture, status line and progress (dcc.Interval)."""
     entries = state.list()
@@ -338,10 +383,11 @@ def cb_filter_options(state: WebState, cid, version, trigger=None, search=None):
 
 
 def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, order=None, selected=None,
-                 xrange=None, start=None):
+                 xrange=None, start=None, search=None):
     """The waterfall figure of what the filters select, in the chosen order (the zoom kept, the
     selected request's row highlighted; of a big view, the window of rows from ``start``),
-    the filter error, the count, and why rows are missing."""
+    the filter error, the count, and why rows are missing.  ``search``: the page's address
+    (its zoom and selection until the stores hold this capture's: ``zoom_for``)."""
     import plotly.graph_objects as go
 
     e = state.get(cid)
@@ -353,7 +399,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         return fig, "", "", None
     try:
         v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
-        xr = views.clamp_x_range(xrange_for(xrange, cid), v.waterfall)
+        xr = views.clamp_x_range(zoom_for(xrange, cid, search), v.waterfall)
         fig = views.figure(v, title=e.name, x_range=xr, revision=cid, start=start)
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
@@ -374,7 +420,8 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
                 fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
             else:
                 fig.layout.annotations = anns
-        row = next((r for r in v.waterfall.rows if r.exchange == selected), None) if selected is not None else None
+        sel = selected_for(selected, cid, search)
+        row = next((r for r in v.waterfall.rows if r.exchange == sel), None) if sel is not None else None
         if row is not None:
             fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=row.index - 0.5, y1=row.index + 0.5,
                           fillcolor="rgba(255, 193, 7, 0.28)", line=dict(color="#ff8f00", width=1), layer="below", name="selected")
@@ -426,7 +473,8 @@ def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, p
     elif trigger == "wf-row" and isinstance(row, (int, float)) and math.isfinite(row):
         a = views.window_start_of(v, int(row) - 1, a)
     elif trigger == "selected":
-        i = next((r.index for r in v.waterfall.rows if r.exchange == selected), None) if selected is not None else None
+        sel = selected_for(selected, cid)
+        i = next((r.index for r in v.waterfall.rows if r.exchange == sel), None) if sel is not None else None
         a = views.window_start_of(v, i, a) if i is not None else a
     elif trigger not in (None, "version"):  # another capture, filter or order: from the top
         a = 0
@@ -436,36 +484,29 @@ def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, p
 
 
 def cb_xrange(state: WebState, relayout, previous, cid=None):
-    """The zoom of capture ``cid`` (``{capture, range}``; None after a reset)."""
+    """The zoom of capture ``cid`` (``{capture, range}``; range None after a reset: the
+    person's "no zoom", which the address's zoom does not replace)."""
     before = xrange_for(previous, cid)
     r = views.x_range_from_relayout(relayout, before)
     if r == before:
         return no_update
-    return {"capture": cid, "range": r} if r is not None else None
+    return {"capture": cid, "range": r}
 
 
 def cb_url_in(state: WebState, pathname, search):
-    """The page opened (or reloaded) with a query string: the capture, filter, tab, zoom,
-    selected request and packet it names."""
+    """The page opened (or reloaded) with a query string: the capture, filter, tab, zoom
+    and packet it names.  (The selected request is cb_select's: it takes the address's when
+    the selection store holds none of this capture, ``selected_for``.)"""
     q = url_params(search)
     cid = q.get("capture")
     cap = cid if cid and state.get(cid) is not None else no_update
     tab = q.get("tab") if q.get("tab") in TABS else no_update
-    xr: object = no_update
-    try:
-        if "x0" in q and "x1" in q and cid:
-            a, b = float(q["x0"]), float(q["x1"])
-            if math.isfinite(a) and math.isfinite(b) and a < b:
-                xr = {"capture": cid, "range": [a, b]}
-    except ValueError:
-        pass
-    sel: object = no_update
-    if q.get("sel", "").isdigit():
-        sel = int(q["sel"])
+    z = _url_zoom(q, cid)
+    xr: object = {"capture": cid, "range": z} if z is not None else no_update
     pkt = int(q["pkt"]) if q.get("pkt", "").isdigit() else no_update
     order = q["order"] if q.get("order") in views.ORDER_OPTIONS else no_update
     tf = q["time"] if q.get("time") in views.TIME_FORMATS else no_update
-    return cap, q.get("filter", no_update), tab, xr, sel, pkt, True, order, tf
+    return cap, q.get("filter", no_update), tab, xr, pkt, True, order, tf
 
 
 def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search, protocols=None, connections=None,
@@ -485,11 +526,12 @@ def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, s
         q["order"] = order
     if tab and tab != "waterfall":
         q["tab"] = tab
-    xr = xrange_for(xrange, cid)
+    xr = zoom_for(xrange, cid, search)  # (a store not filled yet keeps the address's)
     if xr is not None:
         q["x0"], q["x1"] = f"{xr[0]:.6g}", f"{xr[1]:.6g}"
-    if selected is not None:
-        q["sel"] = str(selected)
+    sel = selected_for(selected, cid, search)
+    if sel is not None:
+        q["sel"] = str(sel)
     if goto:
         q["pkt"] = str(goto)
     if time_format and time_format != "relative":
@@ -512,17 +554,20 @@ def cb_clear_messages(state: WebState, *_):
 
 
 def cb_select(state: WebState, click, cid, protocols, connections, contents, statuses, expr, order=None, trigger=None,
-              selected=None):
-    """Click on a bar → the request detail panel."""
+              selected=None, search=None):
+    """Click on a bar → the request detail panel.  The one writer of the selection: a click
+    selects; the capture (re)loaded or analysed again keeps this capture's selection or, the
+    page just opened, takes the address's (``selected_for``)."""
     e = _ready(state, cid)
     if e is None:
-        return no_update if selected is not None else None, html.Div()
+        return no_update, html.Div()
     try:
         if trigger == "waterfall" or (trigger is None and click is not None):
             v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
             xid = views.exchange_from_click(v, click)
         else:  # the capture (re)loaded, or a selection from the URL
-            xid = selected if isinstance(selected, int) and any(x.id == selected for x in e.analysis.exchanges) else None
+            want = selected_for(selected, cid, search)
+            xid = want if want is not None and any(x.id == want for x in e.analysis.exchanges) else None
         return xid, live_view.steady(e, lambda: views.request_detail(e, xid))
     except Exception as ex:  # noqa: BLE001
         if live_view.transient(e):
@@ -887,11 +932,14 @@ def layout(state: WebState):
 TABS = ("waterfall", "connections", "stats", "packets", "expert", "compare")
 
 
-def _side(out):
-    """cb_select's answer and the class of the panel beside the waterfall (hidden while no
+def _side(cid, out):
+    """cb_select's answer as the selection store (``{capture, id}``: keyed by the capture,
+    see ``selected_for``) and the class of the panel beside the waterfall (hidden while no
     request is selected: the waterfall has the whole width)."""
     xid, detail = out
-    return xid, detail, "wf-side" if xid not in (None,) and xid is not no_update else "wf-side none"
+    if xid is no_update:
+        return no_update, detail, "wf-side none"
+    return {"capture": cid, "id": xid}, detail, "wf-side" if xid is not None else "wf-side none"
 
 
 def _trigger() -> str | None:
@@ -1050,17 +1098,28 @@ def install_compression(server) -> bool:
                                                     "application/json", "image/svg+xml"])
     server.config.setdefault("COMPRESS_MIN_SIZE", 1024)
     server.config.setdefault("COMPRESS_ALGORITHM", ["br", "gzip"])
+    bundles.compress_config(server.config)  # the static bundles compressed once, not for every page
     Compress(server)
     return True
 
 
+class WirefallDash(dash.Dash):
+    """The Dash app whose page loads dash-ag-grid's bundle only when a grid is drawn
+    (``bundles.lazy_ag_grid``)."""
+
+    def interpolate_index(self, **kwargs):
+        kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
+        return super().interpolate_index(**kwargs)
+
+
 def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> dash.Dash:
     # update_title=None is documented by Dash ("Set to None or '' ...") but annotated str
-    app = dash.Dash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")  # type: ignore[arg-type]
+    app = WirefallDash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")  # type: ignore[arg-type]
     app.index_string = INDEX
     app.server.config["MAX_CONTENT_LENGTH"] = CALLBACK_MAX_BYTES
     install_compression(app.server)
     install_guard(app.server, host=host, token=token, port=port)
+    bundles.install_plotly(app.server)  # plotly.js's basic build (bar, scatter) where dcc loads the full one
     install_upload_route(app.server, state)
     app.layout = _named("serve_layout", lambda: layout(state))
     S = state
@@ -1076,7 +1135,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     )(bind(cb_poll))
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
-        Output("xrange", "data", allow_duplicate=True), Output("selected", "data", allow_duplicate=True), Output("packet-goto", "value"),
+        Output("xrange", "data", allow_duplicate=True), Output("packet-goto", "value"),
         Output("url-ready", "data"), Output("wf-order", "value"), Output("time-format", "value"),
         Input("url", "pathname"), State("url", "search"), prevent_initial_call="initial_duplicate",
     )(bind(cb_url_in))
@@ -1128,7 +1187,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
         Input("wf-window", "data"),
         Input("live-version", "data"),  # a live capture grew (ui.web.live)
-    )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-1])))
+        State("url", "search"),
+    )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-2], *a[-1:])))  # (live-version only triggers; search last)
     app.callback(
         Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
@@ -1139,9 +1199,10 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("selected", "data"), Output("request-detail", "children"), Output("detail-side", "className"),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
-        *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"),
-    )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected: _side(
-        cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected))))
+        *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"), State("url", "search"),
+    )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected, search: _side(
+        cid, cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected,
+                       search=search))))
 
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "rowData"), Output("conn-notes", "children"),
                  Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(

@@ -272,12 +272,14 @@ def cb_live_version(state, _n, cid, old):
 def cb_live_detail(state, _v, cid, selected):
     """The selected request's detail as the live capture grows (its response arriving)."""
     from . import views
+    from .app import selected_for
 
     e = state.get(cid)
-    if e is None or e.live is None or e.status != "done" or not isinstance(selected, int):
+    sel = selected_for(selected, cid)
+    if e is None or e.live is None or e.status != "done" or sel is None:
         return no_update
     try:
-        return steady(e, lambda: views.request_detail(e, selected))
+        return steady(e, lambda: views.request_detail(e, sel))
     except Exception:  # noqa: BLE001 - the detail shown stays; cb_select says why once the model is whole
         return no_update
 
