@@ -269,17 +269,23 @@ class _Tap:
 
     END = 1 << 40
     k = 0
+    source = None  # (not a streamed shard: the pass reads the whole capture, numbering it itself)
 
     def __init__(self, collector: BodyCollector, tcp_keys: set | None = None):
         self.collector = collector
         self.tcp_keys = tcp_keys
         self.moved: dict = {}
 
-    def setup(self, ctx):
+    def setup(self, ctx, info=None):
         self.collector.attach(ctx)
         return None
 
-    def foreign(self, key) -> bool:
+    def records(self, path: str, info, opener=None, inflate_budget=None):
+        from .capture import read_capture
+
+        return read_capture(path, info, opener, inflate_budget)
+
+    def foreign(self, key, pkt=None, rec=None) -> bool:
         return self.tcp_keys is not None and key not in self.tcp_keys
 
 
