@@ -1268,3 +1268,26 @@ def test_basic_plotly_bundle_served_where_the_page_loads_plotly():
         assert not re.search(r'<script src="[^"]*dash_ag_grid[^"]*"', page)
     finally:
         st.close()
+
+
+def test_a_key_log_added_to_a_capture_from_disk_is_named_never_by_its_upload_path():
+    """A key log uploaded beside a capture opened from disk (Add key log): its warnings
+    (junk lines) name the uploaded file, never the server's private upload folder."""
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web import views
+
+    st = WebState(use_cache=False)
+    try:
+        e = st.add_file(str(H3), [], name="page-h3.pcapng")
+        st.wait(e.id)
+        junk = H3K.read_bytes() + b"junk line one\nCLIENT_RANDOM zz zz\n"
+        k = st.stage_upload("keylog", "mine.keys", _data_url(junk))
+        n = st.add_keylog(e.id, k["token"])
+        st.wait(n.id)
+        assert n.status == "done", n.error
+        texts = [str(li.children) for li in views.connection_notes(n)]
+        assert any("mine.keys" in t and "not understood" in t for t in texts), texts
+        assert not any(st.tmpdir in t or "upload-" in t for t in texts), texts
+        assert n.analysis.connections and any(c.quic is not None for c in n.analysis.connections)
+    finally:
+        st.close()

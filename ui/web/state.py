@@ -521,7 +521,8 @@ def _error_text(ex: Exception, e: Entry) -> str:
     msg = str(ex) or ex.__class__.__name__
     if e.origin == "upload":
         msg = msg.replace(e.path, e.name)
-        for p, n in zip(e.keylogs, e.keylog_names):
+    for p, n in zip(e.keylogs, e.keylog_names):  # (a key log uploaded beside a capture opened from disk too)
+        if p != n:
             msg = msg.replace(p, n)
     from wirefall.analyzer.capture import CaptureError
 

@@ -485,7 +485,8 @@ def entry_text(entry: Entry, text: str) -> str:
     """A message with the private upload paths replaced by the uploaded file names."""
     if entry.origin == "upload":
         text = text.replace(entry.path, entry.name)
-        for p, n in zip(entry.keylogs, entry.keylog_names):
+    for p, n in zip(entry.keylogs, entry.keylog_names):  # (a key log uploaded beside a capture opened from disk too)
+        if p != n:
             text = text.replace(p, n)
     return text
 
