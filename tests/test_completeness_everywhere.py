@@ -332,6 +332,7 @@ def test_lower_bound_body_sizes_say_so_everywhere(tmp_path):
     table = _cli("requests", str(pcap), "--keylog", str(keys)).splitlines()[2:]
     by_stream = {int(ln.split()[2]): ln for ln in table}
     rows = {e.stream_id: e for e in an.exchanges}
+    rows_by_id = {e.id: e for e in an.exchanges}
     for sid, ln in by_stream.items():
         size = rows[sid].response_body_bytes
         assert (f"≥{size}" in ln.split()) == (sid in cut), ln
@@ -345,6 +346,12 @@ def test_lower_bound_body_sizes_say_so_everywhere(tmp_path):
     ents = log["entries"] + log.get("_orphans", [])
     low = [x for x in ents if "response bodySize is a lower bound" in (x.get("comment") or "")]
     assert sorted(x["response"]["bodySize"] for x in low) == sorted(rows[s].response_body_bytes for s in cut)
+    # the waterfall's hover text (web app, HTML export)
+    from wirefall.analyzer.waterfall import build
+
+    for r in build(an).rows:
+        sid = rows_by_id[r.exchange].stream_id
+        assert any(ln.startswith("body ≥") for ln in r.hover) == (sid in cut), r.hover
     # the TUI's request view and the web's request detail
     for sid, e in rows.items():
         d = request_detail(an, e, bodies=False)
