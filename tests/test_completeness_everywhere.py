@@ -173,6 +173,8 @@ def test_har_comments(case, tmp_path):
     _cli("export", str(case.cap), *_keyargs(case.keys), "-o", str(out), "--format", "har")
     log = json.loads(out.read_text())["log"]
     _says(log["comment"], case, "HAR log.comment")
+    for cid, reason in case.facts["not_decrypted"].items():  # why, even when no entry can say it
+        assert f"connection {cid} not decrypted: {reason}" in log["comment"]
     entries = log["entries"] + log.get("_orphans", [])
     comments = [e.get("comment") or "" for e in entries]
     f = case.facts
@@ -195,7 +197,21 @@ def test_html_figure_subtitle(case, tmp_path):
 
     out = tmp_path / "w.html"
     export(case.an, str(out), "html")
-    _says(_html_subtitle(out.read_text()), case, "HTML subtitle")
+    page = out.read_text()
+    _says(_html_subtitle(page), case, "HTML subtitle")
+    m = re.search(r'"text":("no requests: (?:[^"\\]|\\.)*")', page)  # the empty image's annotation
+    assert bool(m) == (not case.facts["requests"])
+    _says_why_when_empty(case, json.loads(m.group(1)).replace("<br>", " ") if m else "")
+
+
+def _flat(s: str) -> str:
+    return re.sub(r"\s+", "", s)
+
+
+def _says_why_when_empty(case: Case, text: str) -> None:
+    """An image without a row says why (the reason each connection was not decrypted)."""
+    for reason in case.facts["not_decrypted"].values():
+        assert _flat(reason) in _flat(text), text
 
 
 @pytest.mark.parametrize("name", ["multi-late", "h3-late-no-keys"])
@@ -209,7 +225,10 @@ def test_svg_subtitle(name, tmp_path):
     texts = " ".join(re.sub(r"<[^>]+>", "", t) for t in re.findall(r"<text[^>]*>.*?</text>", svg, re.S))
     import html as _h
 
-    _says(_h.unescape(texts).replace("\xa0", " "), case, "SVG text")
+    texts = _h.unescape(texts).replace("\xa0", " ")
+    _says(texts, case, "SVG text")
+    _says_why_when_empty(case, texts)
+    assert bool(case.facts["not_decrypted"]) == ("no requests: 1 connection not decrypted" in texts)
 
 
 # ------------------------------------------------------------------ the TUI
