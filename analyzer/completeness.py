@@ -345,6 +345,8 @@ def _headline(c: Completeness) -> str:
     other = c.requests_unknown - c.unknown_url if c.unknown_url else c.requests_unknown
     if other > 0:
         parts.append(f"{_pl(other, 'request')} with unknown fields")
+    if c.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
+        parts.append(f"{_pl(c.unknown_body, 'body size')} only a lower bound")
     if c.bytes_lost:
         parts.append(f"{_kb(c.bytes_lost)} lost")
     if c.not_decrypted:
@@ -409,6 +411,11 @@ def entry_comment(c: Completeness, e: Exchange) -> str | None:
     u = c.unknown_exchanges.get(e.id)
     if u:
         parts.append("unknown in the capture: " + ", ".join(u))
+    src = e.sources or {}
+    low = [w for w, k in (("request", "request_body_bytes"), ("response", "response_body_bytes")) if src.get(k) == "lower_bound"]
+    if low:  # the HAR's bodySize stays the number counted; the comment says it is a lower bound
+        parts.append(f"{' and '.join(low)} bodySize is a lower bound: the capture joined the stream mid-way, its earlier bytes "
+                     "are not in it")
     p = c.per_connection.get(e.connection)
     if p is not None:
         if p.joined_midway:

@@ -198,6 +198,15 @@ def har_url(e: Exchange, c) -> str | None:
     return f"{scheme}://{host}{url}" if host else None
 
 
+def _why_not_decrypted(comp) -> str:
+    """Why connections were not decrypted, for ``log.comment`` (their entries, if any, say it too)."""
+    nd = list(comp.not_decrypted.items())
+    if not nd:
+        return ""
+    s = "; ".join(f"connection {cid} not decrypted: {why}" for cid, why in nd[:5])
+    return f" ({s}{f'; … {len(nd) - 5} more' if len(nd) > 5 else ''})"
+
+
 def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     """HAR 1.2 (docs/JSON.md "HAR"): entries sorted by ``startedDateTime``; an exchange
     without a URL (a response whose request the capture did not show) goes to
@@ -314,7 +323,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
         "creator": {"name": "wirefall", "version": _version()},
         "pages": [page],
         "entries": entries,
-        "comment": f"{headline}. Timings from packet times of the capture (wirefall)",
+        "comment": f"{headline}{_why_not_decrypted(comp)}. Timings from packet times of the capture (wirefall)",
         "_complete": comp.complete,
         "_orphans": orphans,
     }

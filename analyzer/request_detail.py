@@ -121,6 +121,10 @@ class Sizes:
     response_body_decoded: int | None
     content_type: str | None
     content_encoding: str | None
+    # a body size that is only a lower bound (exchange.sources "lower_bound": the capture joined
+    # the stream mid-stream): the views show it as "≥ N"
+    request_body_lower_bound: bool = False
+    response_body_lower_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +284,17 @@ def browser_log(e: Exchange, c: Connection | None) -> BrowserLog | None:
                       cmp.phase_comparison(e, c), cmp.field_sources(e))
 
 
+def body_lower_bound(e: Exchange, direction: int) -> bool:
+    """The request (0) or response (1) body size of ``e`` is only a lower bound."""
+    src = e.sources or {}
+    return src.get("request_body_bytes" if direction == 0 else "response_body_bytes") == "lower_bound"
+
+
+def size_text(n: int, lower_bound: bool) -> str:
+    """A body size as the views print it: "≥ N" when only a lower bound."""
+    return f"≥{n}" if lower_bound else str(n)
+
+
 def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall: Waterfall | None = None,
                    bodies: bool = True) -> RequestDetail:
     """Everything the request views show of exchange ``e``.  ``row``: ``e``'s waterfall row
@@ -308,7 +323,8 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
         request_headers=list(e.request_headers), response_headers=list(e.response_headers),
         sizes=Sizes(e.request_header_bytes_wire, e.request_header_bytes_decoded, e.response_header_bytes_wire,
                     e.response_header_bytes_decoded, e.request_body_bytes, e.response_body_bytes,
-                    e.response_body_decoded_bytes, e.content_type, e.content_encoding),
+                    e.response_body_decoded_bytes, e.content_type, e.content_encoding,
+                    body_lower_bound(e, 0), body_lower_bound(e, 1)),
         markers=list(row.markers) if row is not None else [],
         frames=frames, packets=sorted({f.packet for f in frames}),
         bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c), unknown=unknown_fields(e))

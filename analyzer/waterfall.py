@@ -1477,7 +1477,8 @@ def _hover(r: Row, e: Exchange, c: Connection | None) -> list[str]:
     st = f"status {r.status}" if r.status is not None else ("reset " + e.reset if e.reset else "no response")
     lines.append(f"{st} · {r.content_type or r.content_class}" + (f" · {e.content_encoding}" if e.content_encoding else ""))
     s = r.sizes
-    body = _fmt_bytes(s["response_body"]) + (f" ({_fmt_bytes(s['response_body_decoded'])} decoded)" if s.get("response_body_decoded") is not None else "")
+    low = "≥" if (e.sources or {}).get("response_body_bytes") == "lower_bound" else ""  # (analyzer.completeness)
+    body = low + _fmt_bytes(s["response_body"]) + (f" ({_fmt_bytes(s['response_body_decoded'])} decoded)" if s.get("response_body_decoded") is not None else "")
     lines.append(f"body {body} · headers req {s['request_headers_wire']}/{s['request_headers_decoded']} B, "
                  f"resp {s['response_headers_wire']}/{s['response_headers_decoded']} B (wire/decoded)")
     for n, a, b in r.phases:

@@ -263,13 +263,16 @@ def cmd_requests(args) -> int:
         ph = phases_dicts(an)
         _dump(exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs)
         return 0
+    from wirefall.analyzer.request_detail import body_lower_bound, size_text
+
     t0 = an.start_time
     rows = []
     for e in exs:
         ms = lambda a, b: "" if a is None or b is None else f"{(b - a) * 1000:.1f}"
         rows.append([e.connection, e.protocol, "" if e.stream_id is None else e.stream_id, ("push " if e.pushed else "") + (e.method or ""),
                      e.status or (e.reset and "RST") or "", _fmt_time(e.request_start if e.request_start is not None else e.response_start, t0),
-                     ms(e.request_start, e.response_start), ms(e.response_start, e.response_end), e.response_body_bytes, e.url or ""])
+                     ms(e.request_start, e.response_start), ms(e.response_start, e.response_end),
+                     size_text(e.response_body_bytes, body_lower_bound(e, 1)), e.url or ""])
     print(_table(rows, ["conn", "protocol", "stream", "method", "status", "start", "ttfb ms", "recv ms", "bytes", "url"], {0, 2, 5, 6, 7, 8}))
     return 0
 

@@ -24,7 +24,18 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
 
     from . import figures
 
-    fig = figures.waterfall_figure(build(analysis, group_by=group_by, sort=sort), hover=fmt == "html")  # (images: no hover text)
+    wf = build(analysis, group_by=group_by, sort=sort)
+    fig = figures.waterfall_figure(wf, hover=fmt == "html")  # (images: no hover text)
+    if not wf.rows:  # an empty image says why, as the UIs do (ui.explain): never a blank that reads as "nothing there"
+        import textwrap
+
+        from wirefall.analyzer.safetext import html_text
+
+        from . import explain
+
+        why = textwrap.wrap(explain.empty_text(analysis, 0, 0), 90)[:4]
+        fig.add_annotation(text="<br>".join(html_text(ln) for ln in why), x=0.5, y=0.5, xref="paper", yref="paper",
+                           showarrow=False, font=dict(size=13, color="#d62728"))
     data = figures.to_image(fig, fmt) if fmt != "html" else html_bytes(fig)
     write_atomic(out_path, data, force=force)
     return fmt

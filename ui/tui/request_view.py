@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
+from wirefall.analyzer.request_detail import size_text
 from wirefall.analyzer.safetext import printable
 
 from .body import body_text  # request and response bodies
@@ -82,8 +83,8 @@ def detail_text(d) -> Text:
     h("Sizes (bytes)")
     t.append(f"  request headers   wire {s.request_headers_wire}  decoded {s.request_headers_decoded}\n")
     t.append(f"  response headers  wire {s.response_headers_wire}  decoded {s.response_headers_decoded}\n")
-    t.append(f"  request body      {s.request_body}\n")
-    t.append(f"  response body     {s.response_body} on the wire"
+    t.append(f"  request body      {size_text(s.request_body, s.request_body_lower_bound)}\n")
+    t.append(f"  response body     {size_text(s.response_body, s.response_body_lower_bound)} on the wire"
              + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")
              + (f" ({P(s.content_encoding)})" if s.content_encoding else "") + (f"  {P(s.content_type)}" if s.content_type else "") + "\n")
     h(f"Request headers ({len(d.request_headers)})")

@@ -19,6 +19,7 @@ from typing import Any
 from dash import dcc, html
 
 from wirefall.analyzer.model import DIRECTION_NAMES, Analysis
+from wirefall.analyzer.request_detail import size_text
 from wirefall.analyzer.safetext import html_text, printable
 from wirefall.analyzer.waterfall import Waterfall
 
@@ -323,9 +324,9 @@ def detail_layout(d) -> html.Div:
         ("stream", d.stream_id),
         ("content type", s.content_type),
         ("content encoding", s.content_encoding),
-        ("response body", f"{s.response_body} bytes on the wire"
+        ("response body", f"{size_text(s.response_body, s.response_body_lower_bound)} bytes on the wire"
          + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")),
-        ("request body", f"{s.request_body} bytes"),
+        ("request body", f"{size_text(s.request_body, s.request_body_lower_bound)} bytes"),
         ("request headers", f"{s.request_headers_wire} bytes on the wire, {s.request_headers_decoded} decoded"),
         ("response headers", f"{s.response_headers_wire} bytes on the wire, {s.response_headers_decoded} decoded"),
     ]
