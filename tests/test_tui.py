@@ -969,8 +969,8 @@ async def test_tui_rows_while_loading(monkeypatch):
     gate = threading.Event()
     real = P.read_capture
 
-    def held(p, info=None, opener=None):
-        for i, rec in enumerate(real(p, info, opener)):
+    def held(p, info=None, opener=None, *more):  # (more: the reader's inflate budget)
+        for i, rec in enumerate(real(p, info, opener, *more)):
             if i == 40:
                 gate.wait(60)
             yield rec
