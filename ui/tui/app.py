@@ -66,6 +66,8 @@ HELP = """\
   ← → / h l         pan the time axis
   0                 whole capture
   c                 group the rows by connection (bracket and connection id in front) / by start time
+  (browser log)     with --har/--netlog/--qlog, a row's lower half (▄, or ▀ under the wire's bar) is the
+                    browser's view of the request: its log's request start → response end
   enter             request view: headers both ways, timing, sizes, frames of the stream
   F                 follow the request's stream
 
@@ -320,8 +322,8 @@ class WirefallApp(PacketHabits, App):
         yield Footer()
 
     @staticmethod
-    def _legend() -> Text:
-        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by connection/host  s sort  enter open")
+    def _legend(browser: list[str] | None = None) -> Text:
+        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by connection/host  s sort  enter open", browser)
 
     def on_mount(self) -> None:
         self.query_one("#detail", Tree).show_root = False
@@ -704,6 +706,10 @@ class WirefallApp(PacketHabits, App):
         rows = self.wf.rows if keep is None else [r for r in self.wf.rows if r.exchange in keep]
         t0 = self.wf.t0
         t1 = max([self.wf.t_end] + [r.end for r in rows if r.end is not None])
+        t1 = max([t1] + [r.browser_phases[-1][2] for r in rows if r.browser_phases])  # (a browser bar may end later)
+        sources = sorted({str((r.browser or {}).get("source") or "log") for r in self.wf.rows if r.browser_phases})
+        if sources:  # a browser log laid over the capture: the legend names its bar first
+            self.query_one("#wf-legend", Static).update(self._legend(sources))
         self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view)
         self._wf_note()
 

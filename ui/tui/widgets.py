@@ -574,27 +574,34 @@ EIGHTHS = " ▏▎▍▌▋▊▉█"
 
 
 def cell_segments(cells, bg) -> list[Segment]:
-    """``bar_cells`` output as Segments, one per run of the same colour."""
+    """``bar_cells`` output as Segments, one per run of the same colours; a cell may carry
+    its own background as a third item (the browser's bar, ``browser_cells``), else ``bg``."""
     segs: list[Segment] = []
-    run_c: str | None = None
+    run: tuple[str | None, str | None] | None = None
     run_t: list[str] = []
-    for ch, col in cells:
-        if col != run_c and run_t:
-            segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+    for cell in cells:
+        key = (cell[1], cell[2] if len(cell) > 2 and cell[2] is not None else bg)
+        if key != run and run_t:
+            segs.append(Segment("".join(run_t), Style(color=run[0], bgcolor=run[1])))  # type: ignore[index]
             run_t = []
-        run_c = col
-        run_t.append(ch)
-    if run_t:
-        segs.append(Segment("".join(run_t), Style(color=run_c, bgcolor=bg)))
+        run = key
+        run_t.append(cell[0])
+    if run_t and run is not None:
+        segs.append(Segment("".join(run_t), Style(color=run[0], bgcolor=run[1])))
     return segs
 
 
-def waterfall_legend(keys: str) -> Text:
+def waterfall_legend(keys: str, browser: list[str] | None = None) -> Text:
     """The phase and content-class colours of the waterfall, the marker glyphs, then the
-    view's keys (the same palette and glyphs as the figures: ui/waterfall_layout.py)."""
+    view's keys (the same palette and glyphs as the figures: ui/waterfall_layout.py).
+    ``browser``: the sources of a browser log laid over the capture (e.g. ``["netlog"]``),
+    named first: its thin bar is the lower half of each row (``browser_cells``)."""
     from wirefall.ui import waterfall_layout as L
 
     t = Text(" ")
+    if browser:
+        t.append(BROWSER_GLYPH + BROWSER_GLYPH, style=L.BLOCKED_COLOR)
+        t.append(f" lower half: browser's view ({', '.join(browser)}), request start → response end, same colours  ")
     for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
         t.append("█ ", style=c)
         t.append(L.PHASE_LABELS[k] + "  ")
@@ -626,7 +633,7 @@ def duration_cells(cells, text: str) -> None:
     """The row's duration written right of its bar (left of it when no room), in place."""
     if not text:
         return
-    filled = [i for i, (ch, _c) in enumerate(cells) if ch != " "]
+    filled = [i for i, cell in enumerate(cells) if cell[0] != " "]
     if not filled:
         return
     a, b = filled[0], filled[-1]
@@ -700,18 +707,55 @@ ZOOM_BINDINGS = [
 ]
 
 
-def row_cells(r, v0: float, v1: float, width: int) -> list[tuple[str, str | None]]:
+# the browser's thin bar (a browser log laid over the capture): the lower half of the row's
+# cells -- a lower half block where the wire draws nothing, the cell's background under a
+# wire cell (a full wire block becomes its upper half), as the figures draw it under the row
+BROWSER_GLYPH, WIRE_OVER_BROWSER = "▄", "▀"
+
+
+def browser_span_cells(r, v0: float, v1: float, width: int) -> list[str | None]:
+    """Per cell, the colour of the browser's view of row ``r`` (``Row.browser_phases``: its
+    log's request start → response end, scaled from [v0, v1] like the wire's bar, the same
+    phase colours as the figures' browser bar), None where it has none."""
+    from wirefall.ui.waterfall_layout import BLOCKED_COLOR, phase_colors
+
+    if not getattr(r, "browser_phases", None):
+        return [None] * width
+    cols = phase_colors(r)
+    bcols = {ph: BLOCKED_COLOR if ph == "blocked" else cols.get("chunk" if ph == "receive" else ph, "#999999")
+             for ph, _a, _b in r.browser_phases}
+    return [c if ch != " " else None for ch, c in bar_cells(r.browser_phases, bcols, v0, v1, width)]
+
+
+def browser_cells(cells, r, v0: float, v1: float) -> None:
+    """The browser's view of row ``r`` in the lower half of its cells, in place (see
+    ``BROWSER_GLYPH``): nothing for a row without a browser log's record."""
+    span = browser_span_cells(r, v0, v1, len(cells))
+    for k, bc in enumerate(span):
+        if bc is None:
+            continue
+        ch, fg = cells[k][0], cells[k][1]
+        if ch == " ":
+            cells[k] = (BROWSER_GLYPH, bc)
+        elif ch == "█":
+            cells[k] = (WIRE_OVER_BROWSER, fg, bc)
+        else:  # (a partial wire cell or a tick: kept, the browser's colour behind it)
+            cells[k] = (ch, fg, bc)
+
+
+def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     """The cells of one row as the figures draw it (ui/waterfall_layout.py): its phases, the
-    bursts of packets of its download dark on the light download, retransmission ticks and
-    the duration right of the bar."""
+    bursts of packets of its download dark on the light download, retransmission ticks, the
+    browser's view in the lower half (with a browser log) and the duration right of the bar."""
     from wirefall.ui.waterfall_layout import duration_text, phase_colors
 
     cols = phase_colors(r)
-    cells = bar_cells(r.phases, cols, v0, v1, width)
+    cells: list[tuple] = list(bar_cells(r.phases, cols, v0, v1, width))
     if r.chunks:
         over = bar_cells([("chunk", a, b) for a, b, _k in r.chunks], cols, v0, v1, width)
         cells = [o if o[0] != " " else c for c, o in zip(cells, over)]
     tick_cells(cells, r.markers, v0, v1)
+    browser_cells(cells, r, v0, v1)
     duration_cells(cells, duration_text(r.duration))
     return cells
 
@@ -873,7 +917,7 @@ class WaterfallView(LineList):
 
     def bar_text(self, i: int) -> str:
         """The characters of row i's bar as drawn now (for tests)."""
-        return "".join(ch for ch, _ in row_cells(self.rows[i], self.v0, self.v1,
+        return "".join(c[0] for c in row_cells(self.rows[i], self.v0, self.v1,
                                                  max(self.size.width - len(self.label_text(self.rows[i])) - 2, 1)))
 
 
