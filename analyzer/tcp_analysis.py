@@ -342,16 +342,9 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
             tcp_conn[c.id] = 1
     P_IPV4 = PROTO_CODE["IPv4"]
     flags_out, conv_out, fwd_out, ws_out, tf_out = ta.flags, ta.conv, ta.fwd, ta.wshift, ta.tcp_flags
-    grow = npk - len(flags_out)
-    if grow > 0:
-        flags_out.frombytes(bytes(2 * grow))
-        tf_out.frombytes(bytes(2 * grow))
-        conv_out.extend(array("i", [-1]) * grow)
-        fwd_out.extend(bytes(grow))
-        ws_out.extend(array("b", [-1]) * grow)
+    _grow(ta, npk)
     dupack = ta.dupack
     state = ta._state
-    convs = ta._convs
     base = ta.base
     dec = ta._decoder
     if dec is None:
@@ -394,22 +387,10 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         else:
             l3 = -1
         if l3 < 0:
-            try:
-                d = decode(lt, data)
-            except (IndexError, ValueError):  # noqa: PERF203 - a malformed header is skipped, not fatal
+            hd = _slow_header(decode, lt, data, flen)
+            if hd is None:
                 continue
-            if d is None or type(d) is not Decoded or d.proto != 6:  # (a str: the reason it is not decoded)
-                continue
-            src, dst, sport, dport = d.src, d.dst, d.sport, d.dport
-            seq, ack, flags, win = d.seq, d.ack, d.flags, d.win
-            toff = d.l4_off  # (analyzer.packet.layers walked the headers)
-            if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
-                toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
-            else:
-                doff = data[toff + 12]
-                # the datagram's end by its length field: tshark's reported length (a snapped
-                # packet has fewer bytes; a zero length, as TSO writes, means the frame)
-                end = d.l3_end if d.l3_end >= 0 else flen
+            src, dst, sport, dport, seq, ack, flags, win, toff, doff, end, flen = hd
         hl = (doff >> 4) * 4
         if end > flen:
             end = flen
@@ -426,13 +407,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         key = (src, sport, dst, dport)
         hit = state.get(key)
         if hit is None:
-            cv = _Conv(len(convs))
-            convs.append(cv)
-            base.extend((-1, -1))
-            ta.rtt.append(0.0)
-            ta.rtt_at.append(0)
-            state[key] = (cv, 0)
-            state[(dst, dport, src, sport)] = (cv, 1)
+            cv = _new_conv(ta, key, (dst, dport, src, sport))
             di = 0
         else:
             cv, di = hit
@@ -441,13 +416,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         synack = flags & (_SYN | _ACK)
         # a SYN on a known conversation with another ISN: a new conversation (ports reused)
         if synack == _SYN and fwd.base_set and seq != fwd.base_seq:
-            cv = _Conv(len(convs))
-            convs.append(cv)
-            base.extend((-1, -1))
-            ta.rtt.append(0.0)
-            ta.rtt_at.append(0)
-            state[key] = (cv, 0)
-            state[(dst, dport, src, sport)] = (cv, 1)
+            cv = _new_conv(ta, key, (dst, dport, src, sport))
             di = 0
             fwd, rev = cv.a, cv.b
             f |= F_REUSED_PORTS
@@ -591,6 +560,50 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         if f:
             flags_out[i] = f
     ta.packets = stop
+
+
+def _grow(ta: TcpAnalysis, npk: int) -> None:
+    """The per-packet tables made ``npk`` long (a capture still loading grows)."""
+    grow = npk - len(ta.flags)
+    if grow > 0:
+        ta.flags.frombytes(bytes(2 * grow))
+        ta.tcp_flags.frombytes(bytes(2 * grow))
+        ta.conv.extend(array("i", [-1]) * grow)
+        ta.fwd.extend(bytes(grow))
+        ta.wshift.extend(array("b", [-1]) * grow)
+
+
+def _new_conv(ta: TcpAnalysis, key: tuple, rkey: tuple) -> _Conv:
+    """A new conversation, ``key`` its first packet's direction, ``rkey`` the other."""
+    cv = _Conv(len(ta._convs))
+    ta._convs.append(cv)
+    ta.base.extend((-1, -1))
+    ta.rtt.append(0.0)
+    ta.rtt_at.append(0)
+    ta._state[key] = (cv, 0)
+    ta._state[rkey] = (cv, 1)
+    return cv
+
+
+def _slow_header(decode, lt: int, data: bytes, flen: int) -> tuple | None:
+    """The TCP header fields of a packet off ``_run``'s fast path (VLANs, cooked, IPv6,
+    fragments), through Decoder: (src, dst, sport, dport, seq, ack, flags, win, TCP header
+    offset, data offset byte, datagram end, frame length), or None if it is not TCP."""
+    try:
+        d = decode(lt, data)
+    except (IndexError, ValueError):  # a malformed header is skipped, not fatal
+        return None
+    if d is None or type(d) is not Decoded or d.proto != 6:  # (a str: the reason it is not decoded)
+        return None
+    toff = d.l4_off  # (analyzer.packet.layers walked the headers)
+    if toff < 0:  # a datagram reassembled from IPv4 fragments: all of it is here
+        toff, doff, end, flen = 0, 0x50, len(d.payload) + 20, 1 << 62
+    else:
+        doff = data[toff + 12]
+        # the datagram's end by its length field: tshark's reported length (a snapped
+        # packet has fewer bytes; a zero length, as TSO writes, means the frame)
+        end = d.l3_end if d.l3_end >= 0 else flen
+    return d.src, d.dst, d.sport, d.dport, d.seq, d.ack, d.flags, d.win, toff, doff, end, flen
 
 
 def _prune(flow: _Flow, ack: int, pkt: int) -> None:

@@ -111,6 +111,25 @@ class _Paths:
         return out
 
 
+class _Fig:
+    """What the parts of ``waterfall_figure`` share: the figure being built, the rows drawn
+    (``rows = all_rows[lo:hi]``), the time origin and the shapes and annotations gathered
+    for the layout (set once at the end: add_shape copies every shape added before)."""
+
+    def __init__(self, go, wf: Waterfall, rows: list, lo: int, hi: int, use_big: bool, hover: bool, min_w: float) -> None:
+        self.go, self.wf, self.rows, self.lo, self.hi = go, wf, rows, lo, hi
+        self.all_rows = wf.rows
+        self.n = len(rows)
+        self.use_big, self.hover, self.min_w = use_big, hover, min_w
+        self.t0 = wf.t0
+        self.fig = go.Figure()
+        self.paths = _Paths()  # (big) rectangles and ticks per colour, made into shapes at the end
+        self.shapes: list[dict] = []
+        self.notes: list[dict] = []  # annotations, likewise
+        self.colors_of = {r.index: L.phase_colors(r) for r in rows}
+        self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
+
+
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
                      window: tuple[int, int] | None = None):
@@ -134,37 +153,51 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     rows = all_rows[lo:hi] if window is not None else all_rows
     n = len(rows)
     use_big = n > BIG_THRESHOLD if big is None else big
-    paths = _Paths()  # (big) rectangles and ticks per colour, made into shapes at the end
     show_labels = n <= max_labels
     t0 = wf.t0
     end_ms = max((_ms(r.end, t0) for r in all_rows), default=0.0)  # (a window has the time axis of all rows)
     end_ms = max([end_ms] + [_ms(r.browser_phases[-1][2], t0) for r in all_rows if r.browser_phases])  # (a browser bar may end later)
-    tp = wf.throughput
     span = max(end_ms, 1.0)
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
     label_chars = max((len(L.row_label(r)) for r in rows[:max_labels]), default=20) if show_labels else 8
     ml, mr = int(label_chars * CHAR_PX + 16), 24
     narrow = min(width, narrowest or NARROWEST)
-    max(width - ml - mr, 200)
     plot_w_narrow = max(narrow - ml - mr, 200)
     xmax = span / max(1.0 - 64.0 / plot_w_narrow, 0.5)
     min_w = xmax / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
-    fig = go.Figure()
-    shapes: list[dict] = []  # set once at the end (add_shape copies every shape added before: quadratic)
-    notes: list[dict] = []  # annotations, likewise
+    c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w)
 
-    # --- request rows: one trace per phase (bars; above BIG_THRESHOLD rows, rectangles of path shapes)
-    colors_of = {r.index: L.phase_colors(r) for r in rows}
+    _request_bars(c)
+    _browser_bars(c)
+    if wf.color_by == "content":  # content-class legend entries (the download colours)
+        present = {r.content_class for r in rows}
+        for cls in CONTENT_CLASSES:
+            if cls in present:
+                c.fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{cls} download",
+                                           marker=dict(symbol="square", size=12, color=CONTENT_COLORS[cls][1]),
+                                           legendgroup="class", showlegend=True, hoverinfo="skip"))
+    _row_texts(c, show_labels)
+    if markers:
+        _markers(c)
+    crow = _connection_view(c, window)
+    _throughput_track(c)
+    _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax)
+    return c.fig
+
+
+def _request_bars(c: _Fig) -> None:
+    """The request rows: one trace per phase (bars; above BIG_THRESHOLD rows, rectangles of
+    path shapes), the download chunks over them, and their legend swatches."""
+    go, fig, rows, t0, min_w, hover, hover_of, colors_of = c.go, c.fig, c.rows, c.t0, c.min_w, c.hover, c.hover_of, c.colors_of
     swatch: list[tuple[str, str | None, str]] = []  # legend entries in fixed colours (a bar trace's own would show its first row's)
-    hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
     for ph in PHASES:
         sel = [(r, a, b) for r in rows for (n_, a, b) in r.phases if n_ == ph]
         if not sel:
             continue
-        if use_big:
+        if c.use_big:
             for r, a, b in sel:
                 x0 = _ms(a, t0)
-                paths.rect("y", colors_of[r.index][ph], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
+                c.paths.rect("y", colors_of[r.index][ph], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
         else:
             base = [_ms(a, t0) for _, a, _b in sel]
             dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
@@ -174,10 +207,10 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         swatch.append((PHASE_LABELS[ph] + (" (light: no byte)" if ph == "receive" else ""), _legend_color(ph), ph))
     # download chunks: the bursts of packets that carried each response (dark on the light download)
     csel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
-    if csel and use_big:
+    if csel and c.use_big:
         for r, a, b, _k in csel:
             x0 = _ms(a, t0)
-            paths.rect("y", colors_of[r.index]["chunk"], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
+            c.paths.rect("y", colors_of[r.index]["chunk"], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
     elif csel:
         base = [_ms(a, t0) for _, a, _b, _k in csel]
         dur = [max((b - a) * 1000.0, min_w) for _, a, b, _k in csel]
@@ -191,94 +224,100 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(symbol="square", size=12, color=col),
                                  legendgroup=group, showlegend=True, hoverinfo="skip"))
 
-    # content-class legend entries (the download colours)
-    # the browser's view (a browser log laid over the capture): a thin bar under the row, in the phase colours
-    bsel = [(r, ph, a, b) for r in rows for (ph, a, b) in r.browser_phases]
-    if bsel:
-        bcol = lambda r, ph: L.BLOCKED_COLOR if ph == "blocked" else colors_of[r.index].get("chunk" if ph == "receive" else ph, "#999999")
-        if use_big:
-            for r, ph, a, b in bsel:
-                x0 = _ms(a, t0)
-                paths.rect("y", bcol(r, ph), r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index + BROWSER_Y, BROWSER_HALF)
-        else:
-            tips = [html_text(f"browser ({(r.browser or {}).get('source') or 'log'}): {PHASE_LABELS[ph]} {(b - a) * 1000:.1f} ms, "
-                              f"{_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms") + "<br>" + _browser_offsets(r) + hover_of[r.index]
-                    for r, ph, a, b in bsel] if hover else None
-            fig.add_trace(go.Bar(orientation="h", base=[_ms(a, t0) for _r, _p, a, _b in bsel],
-                                 x=[max((b - a) * 1000.0, min_w) for _r, _p, a, b in bsel], y=[r.index for r, *_ in bsel],
-                                 width=BROWSER_HALF * 2, offset=BROWSER_Y - BROWSER_HALF, name="browser",
-                                 marker=dict(color=[bcol(r, ph) for r, ph, _a, _b in bsel], line=dict(width=0),
-                                             opacity=[0.35 if r.background else 1.0 for r, *_ in bsel]),
-                                 hovertext=tips, hoverinfo="text" if hover else "skip", customdata=[r.exchange for r, *_ in bsel],
-                                 legendgroup="browser", showlegend=False))
-        sources = sorted({str((r.browser or {}).get("source") or "log") for r, *_ in bsel})
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", legendgroup="browser", hoverinfo="skip",
-                                 name=f"Browser's view ({', '.join(sources)}): thin bar under each row, same colours",
-                                 marker=dict(symbol="line-ew", size=14, color="#555555", line=dict(width=3, color="#555555"))))
-    if wf.color_by == "content":
-        present = {r.content_class for r in rows}
-        for cls in CONTENT_CLASSES:
-            if cls in present:
-                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{cls} download",
-                                         marker=dict(symbol="square", size=12, color=CONTENT_COLORS[cls][1]),
-                                         legendgroup="class", showlegend=True, hoverinfo="skip"))
 
+def _browser_bars(c: _Fig) -> None:
+    """The browser's view (a browser log laid over the capture): a thin bar under the row, in the phase colours."""
+    go, fig, t0, min_w, hover, hover_of, colors_of = c.go, c.fig, c.t0, c.min_w, c.hover, c.hover_of, c.colors_of
+    bsel = [(r, ph, a, b) for r in c.rows for (ph, a, b) in r.browser_phases]
+    if not bsel:
+        return
+    bcol = lambda r, ph: L.BLOCKED_COLOR if ph == "blocked" else colors_of[r.index].get("chunk" if ph == "receive" else ph, "#999999")
+    if c.use_big:
+        for r, ph, a, b in bsel:
+            x0 = _ms(a, t0)
+            c.paths.rect("y", bcol(r, ph), r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index + BROWSER_Y, BROWSER_HALF)
+    else:
+        tips = [html_text(f"browser ({(r.browser or {}).get('source') or 'log'}): {PHASE_LABELS[ph]} {(b - a) * 1000:.1f} ms, "
+                          f"{_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms") + "<br>" + _browser_offsets(r) + hover_of[r.index]
+                for r, ph, a, b in bsel] if hover else None
+        fig.add_trace(go.Bar(orientation="h", base=[_ms(a, t0) for _r, _p, a, _b in bsel],
+                             x=[max((b - a) * 1000.0, min_w) for _r, _p, a, b in bsel], y=[r.index for r, *_ in bsel],
+                             width=BROWSER_HALF * 2, offset=BROWSER_Y - BROWSER_HALF, name="browser",
+                             marker=dict(color=[bcol(r, ph) for r, ph, _a, _b in bsel], line=dict(width=0),
+                                         opacity=[0.35 if r.background else 1.0 for r, *_ in bsel]),
+                             hovertext=tips, hoverinfo="text" if hover else "skip", customdata=[r.exchange for r, *_ in bsel],
+                             legendgroup="browser", showlegend=False))
+    sources = sorted({str((r.browser or {}).get("source") or "log") for r, *_ in bsel})
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", legendgroup="browser", hoverinfo="skip",
+                             name=f"Browser's view ({', '.join(sources)}): thin bar under each row, same colours",
+                             marker=dict(symbol="line-ew", size=14, color="#555555", line=dict(width=3, color="#555555"))))
+
+
+def _row_texts(c: _Fig, show_labels: bool) -> None:
+    """(big) the hover points of the rows; the duration label right of each bar."""
+    go, rows, t0, n = c.go, c.rows, c.t0, c.n
     # many rows: the hover texts on one invisible point per row (hovermode "y": anywhere on the row)
-    if use_big and hover and n:
-        fig.add_trace(go.Scatter(x=[(_ms(r.start, t0) + _ms(r.end, t0)) / 2 for r in rows], y=[r.index for r in rows], mode="none",
-                                 hovertext=[hover_of[r.index] for r in rows], hoverinfo="text", customdata=[r.exchange for r in rows],
-                                 name="request", showlegend=False, _validate=False))
+    if c.use_big and c.hover and n:
+        c.fig.add_trace(go.Scatter(x=[(_ms(r.start, t0) + _ms(r.end, t0)) / 2 for r in rows], y=[r.index for r in rows], mode="none",
+                                   hovertext=[c.hover_of[r.index] for r in rows], hoverinfo="text", customdata=[r.exchange for r in rows],
+                                   name="request", showlegend=False, _validate=False))
     # duration label right of each bar
     if show_labels and n:
-        fig.add_trace(go.Scatter(x=[max(_ms(r.end, t0), _ms(r.start, t0) + min_w) for r in rows], y=[r.index for r in rows],
-                         mode="text", text=[L.duration_text(r.duration) for r in rows], textposition="middle right",
-                         textfont=dict(size=10, color="#333333", family=LABEL_FONT["family"]), showlegend=False,
-                         hoverinfo="skip", name="duration", cliponaxis=False))
+        c.fig.add_trace(go.Scatter(x=[max(_ms(r.end, t0), _ms(r.start, t0) + c.min_w) for r in rows], y=[r.index for r in rows],
+                                   mode="text", text=[L.duration_text(r.duration) for r in rows], textposition="middle right",
+                                   textfont=dict(size=10, color="#333333", family=LABEL_FONT["family"]), showlegend=False,
+                                   hoverinfo="skip", name="duration", cliponaxis=False))
 
-    if markers:
-        # retransmissions and gaps: thin ticks on the rows they delayed
-        for kind in L.TICK_KINDS:
-            ticks = [(r, m) for r in rows for m in r.markers if m.kind == kind]
-            if not ticks:
-                continue
-            mk = dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind], line=dict(width=1.2, color=L.TICK_COLORS[kind]))
-            if use_big:  # ticks in one path (their labels are in the row's hover)
-                for r, tm in ticks:
-                    paths.tick("y", L.TICK_COLORS[kind], _ms(tm.time, t0), r.index, 0.45)
-                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"| {L.TICK_MEANING[kind]}", marker=mk,
-                                         hoverinfo="skip"))
-                continue
-            fig.add_trace(go.Scatter(x=[_ms(m.time, t0) for _, m in ticks], y=[r.index for r, _ in ticks], mode="markers",
-                                     name=f"| {L.TICK_MEANING[kind]}", marker=mk,
-                                     hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
-                                     hoverinfo="text"))
-        # the label column's glyphs, explained in the legend
-        kinds = {m.kind for r in rows for m in r.markers}
-        for kind in L.GLYPH_KINDS:
-            if kind in kinds:
-                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{L.GLYPHS[kind]} {L.GLYPH_MEANING[kind]}",
-                                         marker=dict(size=1, color="rgba(0,0,0,0)"), legendgroup="glyphs", hoverinfo="skip"))
-        # push arrows: from the pushing stream's row to the pushed row
-        arrows = [(r, next((m for m in r.markers if m.kind == "push"), None)) for r in rows if r.pushed and r.push_parent_row is not None]
-        arrows = [(r, m) for r, m in arrows if lo <= (r.push_parent_row or 0) < lo + n]  # (both ends drawn)
-        for r, m in arrows[:300]:
-            x = _ms(m.time if m else r.start, t0)
-            notes.append(dict(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
-                               showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#1f77b4", text=""))
 
-    # --- the connection view: handshake phases, then each request as a segment
-    crow = wf.connection_rows
+def _markers(c: _Fig) -> None:
+    """Retransmission and gap ticks, the label column's glyphs in the legend, push arrows."""
+    go, fig, rows, t0 = c.go, c.fig, c.rows, c.t0
+    # retransmissions and gaps: thin ticks on the rows they delayed
+    for kind in L.TICK_KINDS:
+        ticks = [(r, m) for r in rows for m in r.markers if m.kind == kind]
+        if not ticks:
+            continue
+        mk = dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind], line=dict(width=1.2, color=L.TICK_COLORS[kind]))
+        if c.use_big:  # ticks in one path (their labels are in the row's hover)
+            for r, tm in ticks:
+                c.paths.tick("y", L.TICK_COLORS[kind], _ms(tm.time, t0), r.index, 0.45)
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"| {L.TICK_MEANING[kind]}", marker=mk,
+                                     hoverinfo="skip"))
+            continue
+        fig.add_trace(go.Scatter(x=[_ms(m.time, t0) for _, m in ticks], y=[r.index for r, _ in ticks], mode="markers",
+                                 name=f"| {L.TICK_MEANING[kind]}", marker=mk,
+                                 hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
+                                 hoverinfo="text"))
+    # the label column's glyphs, explained in the legend
+    kinds = {m.kind for r in rows for m in r.markers}
+    for kind in L.GLYPH_KINDS:
+        if kind in kinds:
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{L.GLYPHS[kind]} {L.GLYPH_MEANING[kind]}",
+                                     marker=dict(size=1, color="rgba(0,0,0,0)"), legendgroup="glyphs", hoverinfo="skip"))
+    # push arrows: from the pushing stream's row to the pushed row
+    arrows = [(r, next((m for m in r.markers if m.kind == "push"), None)) for r in rows if r.pushed and r.push_parent_row is not None]
+    arrows = [(r, m) for r, m in arrows if c.lo <= (r.push_parent_row or 0) < c.lo + c.n]  # (both ends drawn)
+    for r, m in arrows[:300]:
+        x = _ms(m.time if m else r.start, t0)
+        c.notes.append(dict(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
+                            showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#1f77b4", text=""))
+
+
+def _connection_view(c: _Fig, window: tuple[int, int] | None) -> list:
+    """The connection view: handshake phases, then each request as a segment; returns the connection rows drawn."""
+    go, t0, min_w, use_big = c.go, c.t0, c.min_w, c.use_big
+    crow = c.wf.connection_rows
     if window is not None:  # the connections of the rows drawn (their other requests' segments are not)
-        crow = [c for c in crow if any(lo <= ri < hi for ri, _a, _b in c.requests)]
+        crow = [cr for cr in crow if any(c.lo <= ri < c.hi for ri, _a, _b in cr.requests)]
     nc = len(crow)
     seg_w = max(2, int(CONN_ROW_PX * 0.6))
     items: list[tuple[float, float, int, str, str]] = []
-    by_row = {r.index: r for r in rows}
-    for k, c in enumerate(crow):
-        for name, a, b in c.phases:
+    by_row = {r.index: r for r in c.rows}
+    for k, cn in enumerate(crow):
+        for name, a, b in cn.phases:
             items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, L.PHASE_COLORS.get(name, "#999999"),
-                          html_text(f"connection {c.connection} ({c.label}): {PHASE_LABELS[name]} {(b - a) * 1000:.1f} ms")))
-        for ri, a, b in c.requests:
+                          html_text(f"connection {cn.connection} ({cn.label}): {PHASE_LABELS[name]} {(b - a) * 1000:.1f} ms")))
+        for ri, a, b in cn.requests:
             cr = by_row.get(ri)
             if cr is None:
                 continue
@@ -286,30 +325,59 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                           "" if use_big else html_text(f"#{ri + 1} {L.short_url(cr.url, 60)} {L.duration_text(cr.duration)}")))
     if use_big:
         for x0, x1, k, col, _h in items:
-            paths.rect("y2", col, False, x0, x1, k, CONN_HALF)
-        if hover and crow:  # one hover point per connection row
-            fig.add_trace(go.Scatter(x=[(_ms(c.start, t0) + _ms(c.end, t0)) / 2 for c in crow], y=list(range(nc)), mode="none",
-                                     hovertext=[html_text(f"connection {c.connection} ({c.label}) {c.protocol}: {len(c.requests)} "
-                                                          f"request{'s' * (len(c.requests) != 1)}, {(c.end - c.start) * 1000:.1f} ms")
-                                                for c in crow],
-                                     hoverinfo="text", xaxis="x", yaxis="y2", name="connection", showlegend=False, _validate=False))
+            c.paths.rect("y2", col, False, x0, x1, k, CONN_HALF)
+        if c.hover and crow:  # one hover point per connection row
+            c.fig.add_trace(go.Scatter(x=[(_ms(cn.start, t0) + _ms(cn.end, t0)) / 2 for cn in crow], y=list(range(nc)), mode="none",
+                                       hovertext=[html_text(f"connection {cn.connection} ({cn.label}) {cn.protocol}: {len(cn.requests)} "
+                                                            f"request{'s' * (len(cn.requests) != 1)}, {(cn.end - cn.start) * 1000:.1f} ms")
+                                                  for cn in crow],
+                                       hoverinfo="text", xaxis="x", yaxis="y2", name="connection", showlegend=False, _validate=False))
     else:
-        for t in _segments(items, go, "connection", seg_w, "conn", False, hover=None if hover else False):
-            fig.add_trace(t)
+        for t in _segments(items, go, "connection", seg_w, "conn", False, hover=None if c.hover else False):
+            c.fig.add_trace(t)
+    return crow
 
-    # --- the throughput track
-    if tp is not None and tp.down:
-        xs = [_ms(tp.t0, t0) + (k + 0.5) * tp.bin * 1000.0 for k in range(len(tp.down))]
-        f"{tp.bin * 1000:g} ms"
-        fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.down], mode="lines", line=dict(color="#2d6fd1", width=1, shape="hv"),
-                                 fill="tozeroy", fillcolor="rgba(45,111,209,0.35)", name="▼ server→client",
-                                 xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>down</extra>",
-                                 hoverinfo="skip" if use_big else None))  # (big: hovermode "y" would pick bins by kB)
-        fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.up], mode="lines", line=dict(color="#e58226", width=1, shape="hv"),
-                                 name="▲ client→server", xaxis="x", yaxis="y3",
-                                 hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>up</extra>", hoverinfo="skip" if use_big else None))
 
-    # --- vertical layout (pixels, top to bottom)
+def _throughput_track(c: _Fig) -> None:
+    """The throughput track: bytes per bin down and up."""
+    tp, go = c.wf.throughput, c.go
+    if tp is None or not tp.down:
+        return
+    xs = [_ms(tp.t0, c.t0) + (k + 0.5) * tp.bin * 1000.0 for k in range(len(tp.down))]
+    c.fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.down], mode="lines", line=dict(color="#2d6fd1", width=1, shape="hv"),
+                               fill="tozeroy", fillcolor="rgba(45,111,209,0.35)", name="▼ server→client",
+                               xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>down</extra>",
+                               hoverinfo="skip" if c.use_big else None))  # (big: hovermode "y" would pick bins by kB)
+    c.fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.up], mode="lines", line=dict(color="#e58226", width=1, shape="hv"),
+                               name="▲ client→server", xaxis="x", yaxis="y3",
+                               hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>up</extra>", hoverinfo="skip" if c.use_big else None))
+
+
+def _zebra(c: _Fig, show_labels: bool) -> list[tuple[int, int]]:
+    """The (first, last) rows shaded: zebra rows, or bands per group when grouped."""
+    wf, all_rows, lo, n = c.wf, c.all_rows, c.lo, c.n
+    bands_shaded: list[tuple[int, int]] = []
+    if wf.group_by in ("connection", "host") and n:  # (the bands of all rows, then those a window shows)
+        key = (lambda r: r.connection) if wf.group_by == "connection" else (lambda r: r.host)
+        bands, start, na = [], 0, len(all_rows)
+        for i in range(1, na + 1):
+            if i == na or key(all_rows[i]) != key(all_rows[start]):
+                bands.append((start, i - 1))
+                start = i
+        if len(bands) <= 300:
+            bands_shaded = [(max(a, lo), min(b, lo + n - 1)) for k, (a, b) in enumerate(bands) if k % 2 and b >= lo and a < lo + n]
+    elif show_labels:
+        bands_shaded = [(i, i) for i in range(lo, lo + n) if i % 2]
+    return bands_shaded
+
+
+def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: list, show_labels: bool, label_chars: int,
+            width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float) -> None:
+    """The vertical layout (pixels, top to bottom), the milestones, section headings, zebra
+    shading, title and axes."""
+    wf, fig, rows, all_rows, lo, n, t0, tp = c.wf, c.fig, c.rows, c.all_rows, c.lo, c.n, c.t0, c.wf.throughput
+    shapes, notes = c.shapes, c.notes
+    nc = len(crow)
     ms_items = []
     for ms in wf.milestones:
         x = _ms(ms.time, t0)
@@ -335,40 +403,27 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     y_conn = (c_lo, c_lo + conn_px / plot_h)
     y_wf = (1.0 - wf_px / plot_h, 1.0)
 
-    for shape in paths.shapes({"y": wf_px / max(n, 1), "y2": conn_px / max(nc, 1)}):  # (big) bars, chunks, connection
+    for shape in c.paths.shapes({"y": wf_px / max(n, 1), "y2": conn_px / max(nc, 1)}):  # (big) bars, chunks, connection
         # segments and ticks: a path per colour
         shapes.append(shape)
     for (ms, x, text), (rw, anchor) in zip(ms_items, place):
         col = MILESTONE_COLORS.get(ms.name, "#444444")
         shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line=dict(color=col, width=1.5, dash="dot")))
         notes.append(dict(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor=anchor, showarrow=False,
-                           yshift=axis_top_px + rw * MILESTONE_ROW_PX, text=html_text(text), font=dict(LABEL_FONT, color=col),
-                           borderpad=0))
+                          yshift=axis_top_px + rw * MILESTONE_ROW_PX, text=html_text(text), font=dict(LABEL_FONT, color=col),
+                          borderpad=0))
     # section headings in the gaps
     conn_head = (f"Connections ({nc})" if window is None else
                  f"Connections of requests {lo + 1}–{lo + n} ({nc} of {len(wf.connection_rows)})")
     notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                       text=f"{conn_head}: handshake, then each request", font=dict(size=11, color="#444444"), yshift=2))
+                      text=f"{conn_head}: handshake, then each request", font=dict(size=11, color="#444444"), yshift=2))
     if track_px and tp is not None:
         notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                           text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2))
+                          text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2))
 
-    # zebra rows, or bands per group when grouped
-    bands_shaded: list[tuple[int, int]] = []
-    if wf.group_by in ("connection", "host") and n:  # (the bands of all rows, then those a window shows)
-        key = (lambda r: r.connection) if wf.group_by == "connection" else (lambda r: r.host)
-        bands, start, na = [], 0, len(all_rows)
-        for i in range(1, na + 1):
-            if i == na or key(all_rows[i]) != key(all_rows[start]):
-                bands.append((start, i - 1))
-                start = i
-        if len(bands) <= 300:
-            bands_shaded = [(max(a, lo), min(b, lo + n - 1)) for k, (a, b) in enumerate(bands) if k % 2 and b >= lo and a < lo + n]
-    elif show_labels:
-        bands_shaded = [(i, i) for i in range(lo, lo + n) if i % 2]
-    for a, b in bands_shaded:
+    for a, b in _zebra(c, show_labels):
         shapes.append(dict(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
-                      fillcolor="rgba(0,0,0,0.045)", line=dict(width=0), layer="below"))
+                           fillcolor="rgba(0,0,0,0.045)", line=dict(width=0), layer="below"))
 
     head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01, y=1.0, yanchor="top", yref="container",
                 pad=dict(t=8))
@@ -377,11 +432,11 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         n_bg = sum(1 for r in all_rows if r.background)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
         head["subtitle"] = dict(text=html_text(wf.completeness + extra), font=dict(size=12, color=col))
-    conn_labels = [html_text(f"{L.elide(c.label, label_chars - 9, 12)} {c.protocol[:8]}") for c in crow]
+    conn_labels = [html_text(f"{L.elide(cn.label, label_chars - 9, 12)} {cn.protocol[:8]}") for cn in crow]
     fig.update_layout(
         title=head, shapes=shapes, annotations=notes,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",
-        hovermode="y" if use_big and hover else "closest", margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False),
+        hovermode="y" if c.use_big and c.hover else "closest", margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False),
         legend=dict(orientation="h", traceorder="normal", yanchor="top", y=-44.0 / plot_h, x=0.0, xanchor="left", font=dict(size=10),
                     bgcolor="rgba(255,255,255,0)", tracegroupgap=2),
         xaxis=dict(range=[0, xmax], side="top", zeroline=False, anchor="y", showline=True, linecolor="#bbbbbb", ticks="outside",
@@ -408,7 +463,6 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
             tr.xaxis = "x2"
     fig.layout.yaxis3.anchor = "x2"
     fig.layout.yaxis2.anchor = "x"
-    return fig
 
 
 def _browser_offsets(r) -> str:

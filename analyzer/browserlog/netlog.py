@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .detect import BrowserLogError, read_text
 from .records import BrowserLog, LogConnection, LogRequest, integer, num, split_host_port, text
@@ -154,6 +154,29 @@ def read(path: str, limits: dict | None = None) -> BrowserLog:
     return log
 
 
+class _Fill:
+    """What ``fill`` gathers from the events before it binds requests to connections: the
+    records, and the links between NetLog sources (request → job → socket / session)."""
+
+    def __init__(self, log: BrowserLog, neterr: dict) -> None:
+        self.log, self.neterr = log, neterr
+        self.reqs: dict[int, LogRequest] = {}  # URL_REQUEST source -> its current record
+        self.alive: dict[int, tuple[float, str | None]] = {}  # URL_REQUEST -> (REQUEST_ALIVE begin, priority)
+        self.redirects: dict[int, int] = {}
+        self.job_of: dict[int, int] = {}  # URL_REQUEST -> HTTP_STREAM_JOB
+        self.job_sock: dict[int, int] = {}  # job -> SOCKET
+        self.job_h2: dict[int, int] = {}  # job -> HTTP2_SESSION
+        self.job_quic: dict[int, int] = {}
+        self.h2_sock: dict[int, int] = {}  # HTTP2_SESSION -> SOCKET
+        self.h2_stream: dict[int, tuple[int, int]] = {}  # job -> (session, stream id)
+        self.h2_data: dict[tuple[int, int], int] = {}  # (session, stream) -> DATA payload bytes received
+        self.quic_data: dict[tuple[int, int], int] = {}  # (session, stream) -> HTTP/3 DATA payload bytes received
+        self.req_quic: dict[int, int] = {}  # URL_REQUEST -> QUIC_SESSION
+        self.socks: dict[int, LogConnection] = {}
+        self.quics: dict[int, LogConnection] = {}
+        self.h2_alpn: dict[int, str] = {}
+
+
 def fill(log: BrowserLog, constants: dict, events: list) -> None:
     ev = _names(constants.get("logEventTypes"))
     src = _names(constants.get("logSourceType"))
@@ -169,21 +192,7 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
         log.warnings.append("NetLog without timeTickOffset: times are Chromium ticks, not wall-clock time")
         off = 0.0
 
-    reqs: dict[int, LogRequest] = {}  # URL_REQUEST source -> its current record
-    alive: dict[int, tuple[float, str | None]] = {}  # URL_REQUEST -> (REQUEST_ALIVE begin, priority)
-    redirects: dict[int, int] = {}
-    job_of: dict[int, int] = {}  # URL_REQUEST -> HTTP_STREAM_JOB
-    job_sock: dict[int, int] = {}  # job -> SOCKET
-    job_h2: dict[int, int] = {}  # job -> HTTP2_SESSION
-    job_quic: dict[int, int] = {}
-    h2_sock: dict[int, int] = {}  # HTTP2_SESSION -> SOCKET
-    h2_stream: dict[int, tuple[int, int]] = {}  # job -> (session, stream id)
-    h2_data: dict[tuple[int, int], int] = {}  # (session, stream) -> DATA payload bytes received
-    quic_data: dict[tuple[int, int], int] = {}  # (session, stream) -> HTTP/3 DATA payload bytes received
-    req_quic: dict[int, int] = {}  # URL_REQUEST -> QUIC_SESSION
-    socks: dict[int, LogConnection] = {}
-    quics: dict[int, LogConnection] = {}
-    h2_alpn: dict[int, str] = {}
+    st = _Fill(log, neterr)
     bad = 0
     for e in events:
         if not isinstance(e, dict):
@@ -201,184 +210,213 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
             bad += 1
             continue
         t = (t_raw + off) / 1000.0
-        sname = src.get(stype, "")
+        handler = _SOURCE_HANDLERS.get(src.get(stype, ""))
+        if handler is None:
+            continue
         phase = ph.get(integer(e.get("phase")) or 0, "PHASE_NONE")
         p = e.get("params")
         if not isinstance(p, dict):
             p = {}
-        if sname == "URL_REQUEST":
-            r = reqs.get(sid)
-            if etype == "REQUEST_ALIVE":
-                if phase == "PHASE_BEGIN":
-                    alive[sid] = (t, text(p.get("priority"), 40))
-                elif phase == "PHASE_END" and r is not None:
-                    if r.response_end is None and r.response_start is not None:
-                        r.response_end = t
-                    err = integer(p.get("net_error"))
-                    if err is not None and err < 0 and r.error is None:
-                        r.error = neterr.get(err, str(err))
-            elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_BEGIN" and isinstance(p.get("url"), str):
-                n: int = redirects.get(sid, 0)
-                redirects[sid] = n + 1
-                start, prio = alive.get(sid, (t, None))
-                if r is not None:  # a redirect: the new job starts now
-                    start, prio = t, r.priority
-                r = reqs[sid] = LogRequest(id=str(sid) if n == 0 else f"{sid}.{n}", method=text(p.get("method"), 40),
-                                           url=text(p.get("url")), start=start, priority=prio, sent=False,
-                                           initiator=text(p.get("initiator"), 2048), resource_type=text(p.get("request_type"), 80))
-                if r.initiator == "not an origin":
-                    r.initiator = None
-                log.requests.append(r)
-            elif r is None:
-                if etype == "HTTP_STREAM_REQUEST_BOUND_TO_JOB" and _dep(p) is not None:
-                    job_of[sid] = _dep(p)  # type: ignore[assignment]
-                continue
-            elif etype == "URL_REQUEST_SET_PRIORITY":
-                r.priority = text(p.get("priority"), 40) or r.priority
-            elif etype == "HTTP_STREAM_REQUEST_BOUND_TO_JOB":
-                if _dep(p) is not None:
-                    job_of[sid] = _dep(p)  # type: ignore[assignment]
-            elif etype == "HTTP_STREAM_REQUEST_BOUND_TO_QUIC_SESSION":
-                if _dep(p) is not None:
-                    req_quic[sid] = _dep(p)  # type: ignore[assignment]
-            elif etype == "HTTP_TRANSACTION_SEND_REQUEST":
-                if phase == "PHASE_BEGIN":
-                    r.send_start = t
-                elif phase == "PHASE_END":
-                    r.send_end = t
-            elif etype in ("HTTP_TRANSACTION_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_HTTP2_SEND_REQUEST_HEADERS",
-                           "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_SPDY_SEND_REQUEST_HEADERS"):
-                r.sent = True
-                if r.send_start is None:
-                    r.send_start = t
-                hs = _header_list(p.get("headers"))
-                if etype == "HTTP_TRANSACTION_SEND_REQUEST_HEADERS":
-                    line = text(p.get("line"), 8192) or ""
-                    r.protocol = "http/1.0" if line.rstrip().endswith("HTTP/1.0") else "http/1.1"
-                elif etype == "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS":
-                    r.protocol = "h3"
-                    r.stream_id = integer(p.get("quic_stream_id"))
-                    u = integer(p.get("quic_priority_urgency"))
-                    if u is not None:
-                        r.extra["urgency"] = u
-                else:
-                    r.protocol = "h2"
-                r.request_headers = hs
-            elif etype == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS":
-                rh = p.get("headers")
-                if isinstance(rh, list) and rh and isinstance(rh[0], str):
-                    st = _status_line(rh[0])
-                    if st is not None and (st >= 200 or r.status is None):
-                        if st >= 200 or r.response_start is None:
-                            r.response_start = t
-                        r.status = st
-                        r.response_headers = _header_list(rh[1:])
-                        ct = next((v for k, v in r.response_headers if k.lower() == "content-type"), None)
-                        r.content_type = ct.split(";")[0].strip() if ct else None
-            elif etype == "HTTP_TRANSACTION_READ_BODY" and phase == "PHASE_END":
-                if r.response_start is not None:
-                    r.response_end = t
-            elif etype == "URL_REQUEST_JOB_FILTERED_BYTES_READ":
-                nb = integer(p.get("byte_count"))
-                if nb is not None and nb > 0:
-                    r.response_body_decoded_bytes = (r.response_body_decoded_bytes or 0) + nb
-            elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_END":
-                err = integer(p.get("net_error"))
-                if err is not None and err < 0:
-                    r.error = neterr.get(err, str(err))
-        elif sname == "HTTP_STREAM_JOB":
-            dep = _dep(p)
-            if dep is None:
-                continue
-            if etype == "SOCKET_POOL_BOUND_TO_SOCKET":
-                job_sock[sid] = dep
-            elif etype in ("HTTP2_SESSION_POOL_IMPORTED_SESSION_FROM_SOCKET", "HTTP2_SESSION_POOL_FOUND_EXISTING_SESSION",
-                           "HTTP2_SESSION_POOL_CREATED_SESSION_FROM_SOCKET"):
-                job_h2[sid] = dep
-            elif etype == "QUIC_SESSION_POOL_USE_EXISTING_SESSION":
-                job_quic[sid] = dep
-        elif sname == "SOCKET":
-            c = socks.get(sid)
-            if c is None:
-                c = socks[sid] = LogConnection(f"socket {sid}", "tcp")
-            if etype == "TCP_CONNECT":
-                if phase == "PHASE_BEGIN":
-                    c.connect_start = t
-                elif phase == "PHASE_END":
-                    c.connect_end = t
-                    c.client = split_host_port(p.get("local_address"))
-                    c.server = split_host_port(p.get("remote_address"))
-            elif etype == "SSL_CONNECT":
-                if phase == "PHASE_BEGIN":
-                    c.tls_start = t
-                elif phase == "PHASE_END" and integer(p.get("net_error")) is None:
-                    c.tls_end = t
-                    c.tls_version = text(p.get("version"), 40)
-                    c.cipher_suite_id = integer(p.get("cipher_suite"))
-                    c.alpn = text(p.get("next_proto"), 40) or None
-                    c.resumed = p.get("is_resumed") if isinstance(p.get("is_resumed"), bool) else None
-        elif sname == "HTTP2_SESSION":
-            if etype == "HTTP2_SESSION_INITIALIZED":
-                dep = _dep(p)
-                if dep is not None:
-                    h2_sock[sid] = dep
-                h2_alpn[sid] = text(p.get("protocol"), 20) or "h2"
-            elif etype == "HTTP2_SESSION_SEND_HEADERS":
-                dep, st = _dep(p), integer(p.get("stream_id"))
-                if dep is not None and st is not None:
-                    h2_stream[dep] = (sid, st)
-            elif etype == "HTTP2_SESSION_RECV_DATA":
-                st, sz = integer(p.get("stream_id")), integer(p.get("size"))
-                if st is not None and sz is not None and sz >= 0:
-                    h2_data[(sid, st)] = h2_data.get((sid, st), 0) + sz
-        elif sname == "QUIC_SESSION":
-            c = quics.get(sid)
-            if c is None:
-                c = quics[sid] = LogConnection(f"quic session {sid}", "udp", protocol="h3", alpn="h3")
-            if etype == "QUIC_SESSION" and phase == "PHASE_BEGIN":
-                c.connect_start = t
-                c.host = text(p.get("host"), 300)
-                c.dcid = text(p.get("connection_id"), 80)
-            elif etype == "QUIC_SESSION_PACKET_RECEIVED" and c.client is None:
-                c.client = split_host_port(p.get("self_address"))
-                c.server = split_host_port(p.get("peer_address"))
-            elif etype == "QUIC_SESSION_VERSION_NEGOTIATED" and c.quic_version is None:
-                c.quic_version = text(p.get("version"), 40)
-            elif etype == "QUIC_SESSION_UNAUTHENTICATED_PACKET_HEADER_RECEIVED" and c.scid is None:
-                c.scid = text(p.get("source_connection_id"), 80)
-            elif etype == "QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE" and c.connect_end is None:
-                c.connect_end = t
-            elif etype == "HTTP3_DATA_FRAME_RECEIVED":
-                st, sz = integer(p.get("stream_id")), integer(p.get("payload_length"))
-                if st is not None and sz is not None and sz >= 0:
-                    quic_data[(sid, st)] = quic_data.get((sid, st), 0) + sz
+        handler(st, sid, etype, phase, t, p)
     log.skipped += bad
     if bad:
         log.warnings.append(f"NetLog: {bad} malformed events left out")
-    # bind each request to its connection
+    _bind(st)
+
+
+def _url_request(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
+    """An event of a URL_REQUEST source: the request's record, its times, headers and links."""
+    r = st.reqs.get(sid)
+    if etype == "REQUEST_ALIVE":
+        if phase == "PHASE_BEGIN":
+            st.alive[sid] = (t, text(p.get("priority"), 40))
+        elif phase == "PHASE_END" and r is not None:
+            if r.response_end is None and r.response_start is not None:
+                r.response_end = t
+            err = integer(p.get("net_error"))
+            if err is not None and err < 0 and r.error is None:
+                r.error = st.neterr.get(err, str(err))
+    elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_BEGIN" and isinstance(p.get("url"), str):
+        n: int = st.redirects.get(sid, 0)
+        st.redirects[sid] = n + 1
+        start, prio = st.alive.get(sid, (t, None))
+        if r is not None:  # a redirect: the new job starts now
+            start, prio = t, r.priority
+        r = st.reqs[sid] = LogRequest(id=str(sid) if n == 0 else f"{sid}.{n}", method=text(p.get("method"), 40),
+                                      url=text(p.get("url")), start=start, priority=prio, sent=False,
+                                      initiator=text(p.get("initiator"), 2048), resource_type=text(p.get("request_type"), 80))
+        if r.initiator == "not an origin":
+            r.initiator = None
+        st.log.requests.append(r)
+    elif r is None:
+        if etype == "HTTP_STREAM_REQUEST_BOUND_TO_JOB" and _dep(p) is not None:
+            st.job_of[sid] = _dep(p)  # type: ignore[assignment]
+    elif etype == "URL_REQUEST_SET_PRIORITY":
+        r.priority = text(p.get("priority"), 40) or r.priority
+    elif etype == "HTTP_STREAM_REQUEST_BOUND_TO_JOB":
+        if _dep(p) is not None:
+            st.job_of[sid] = _dep(p)  # type: ignore[assignment]
+    elif etype == "HTTP_STREAM_REQUEST_BOUND_TO_QUIC_SESSION":
+        if _dep(p) is not None:
+            st.req_quic[sid] = _dep(p)  # type: ignore[assignment]
+    elif etype == "HTTP_TRANSACTION_SEND_REQUEST":
+        if phase == "PHASE_BEGIN":
+            r.send_start = t
+        elif phase == "PHASE_END":
+            r.send_end = t
+    elif etype in ("HTTP_TRANSACTION_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_HTTP2_SEND_REQUEST_HEADERS",
+                   "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS", "HTTP_TRANSACTION_SPDY_SEND_REQUEST_HEADERS"):
+        r.sent = True
+        if r.send_start is None:
+            r.send_start = t
+        hs = _header_list(p.get("headers"))
+        if etype == "HTTP_TRANSACTION_SEND_REQUEST_HEADERS":
+            line = text(p.get("line"), 8192) or ""
+            r.protocol = "http/1.0" if line.rstrip().endswith("HTTP/1.0") else "http/1.1"
+        elif etype == "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS":
+            r.protocol = "h3"
+            r.stream_id = integer(p.get("quic_stream_id"))
+            u = integer(p.get("quic_priority_urgency"))
+            if u is not None:
+                r.extra["urgency"] = u
+        else:
+            r.protocol = "h2"
+        r.request_headers = hs
+    elif etype == "HTTP_TRANSACTION_READ_RESPONSE_HEADERS":
+        rh = p.get("headers")
+        if isinstance(rh, list) and rh and isinstance(rh[0], str):
+            status = _status_line(rh[0])
+            if status is not None and (status >= 200 or r.status is None):
+                if status >= 200 or r.response_start is None:
+                    r.response_start = t
+                r.status = status
+                r.response_headers = _header_list(rh[1:])
+                ct = next((v for k, v in r.response_headers if k.lower() == "content-type"), None)
+                r.content_type = ct.split(";")[0].strip() if ct else None
+    elif etype == "HTTP_TRANSACTION_READ_BODY" and phase == "PHASE_END":
+        if r.response_start is not None:
+            r.response_end = t
+    elif etype == "URL_REQUEST_JOB_FILTERED_BYTES_READ":
+        nb = integer(p.get("byte_count"))
+        if nb is not None and nb > 0:
+            r.response_body_decoded_bytes = (r.response_body_decoded_bytes or 0) + nb
+    elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_END":
+        err = integer(p.get("net_error"))
+        if err is not None and err < 0:
+            r.error = st.neterr.get(err, str(err))
+
+
+def _stream_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
+    """An event of an HTTP_STREAM_JOB: the socket, HTTP/2 or QUIC session it was bound to."""
+    dep = _dep(p)
+    if dep is None:
+        return
+    if etype == "SOCKET_POOL_BOUND_TO_SOCKET":
+        st.job_sock[sid] = dep
+    elif etype in ("HTTP2_SESSION_POOL_IMPORTED_SESSION_FROM_SOCKET", "HTTP2_SESSION_POOL_FOUND_EXISTING_SESSION",
+                   "HTTP2_SESSION_POOL_CREATED_SESSION_FROM_SOCKET"):
+        st.job_h2[sid] = dep
+    elif etype == "QUIC_SESSION_POOL_USE_EXISTING_SESSION":
+        st.job_quic[sid] = dep
+
+
+def _socket(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
+    """An event of a SOCKET: its TCP connect and TLS handshake."""
+    c = st.socks.get(sid)
+    if c is None:
+        c = st.socks[sid] = LogConnection(f"socket {sid}", "tcp")
+    if etype == "TCP_CONNECT":
+        if phase == "PHASE_BEGIN":
+            c.connect_start = t
+        elif phase == "PHASE_END":
+            c.connect_end = t
+            c.client = split_host_port(p.get("local_address"))
+            c.server = split_host_port(p.get("remote_address"))
+    elif etype == "SSL_CONNECT":
+        if phase == "PHASE_BEGIN":
+            c.tls_start = t
+        elif phase == "PHASE_END" and integer(p.get("net_error")) is None:
+            c.tls_end = t
+            c.tls_version = text(p.get("version"), 40)
+            c.cipher_suite_id = integer(p.get("cipher_suite"))
+            c.alpn = text(p.get("next_proto"), 40) or None
+            c.resumed = p.get("is_resumed") if isinstance(p.get("is_resumed"), bool) else None
+
+
+def _h2_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
+    """An event of an HTTP2_SESSION: its socket, the stream of each job, DATA bytes per stream."""
+    if etype == "HTTP2_SESSION_INITIALIZED":
+        dep = _dep(p)
+        if dep is not None:
+            st.h2_sock[sid] = dep
+        st.h2_alpn[sid] = text(p.get("protocol"), 20) or "h2"
+    elif etype == "HTTP2_SESSION_SEND_HEADERS":
+        dep, stream = _dep(p), integer(p.get("stream_id"))
+        if dep is not None and stream is not None:
+            st.h2_stream[dep] = (sid, stream)
+    elif etype == "HTTP2_SESSION_RECV_DATA":
+        stream, sz = integer(p.get("stream_id")), integer(p.get("size"))
+        if stream is not None and sz is not None and sz >= 0:
+            st.h2_data[(sid, stream)] = st.h2_data.get((sid, stream), 0) + sz
+
+
+def _quic_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
+    """An event of a QUIC_SESSION: the connection's addresses, ids, version, handshake, HTTP/3 DATA bytes."""
+    c = st.quics.get(sid)
+    if c is None:
+        c = st.quics[sid] = LogConnection(f"quic session {sid}", "udp", protocol="h3", alpn="h3")
+    if etype == "QUIC_SESSION" and phase == "PHASE_BEGIN":
+        c.connect_start = t
+        c.host = text(p.get("host"), 300)
+        c.dcid = text(p.get("connection_id"), 80)
+    elif etype == "QUIC_SESSION_PACKET_RECEIVED" and c.client is None:
+        c.client = split_host_port(p.get("self_address"))
+        c.server = split_host_port(p.get("peer_address"))
+    elif etype == "QUIC_SESSION_VERSION_NEGOTIATED" and c.quic_version is None:
+        c.quic_version = text(p.get("version"), 40)
+    elif etype == "QUIC_SESSION_UNAUTHENTICATED_PACKET_HEADER_RECEIVED" and c.scid is None:
+        c.scid = text(p.get("source_connection_id"), 80)
+    elif etype == "QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE" and c.connect_end is None:
+        c.connect_end = t
+    elif etype == "HTTP3_DATA_FRAME_RECEIVED":
+        stream, sz = integer(p.get("stream_id")), integer(p.get("payload_length"))
+        if stream is not None and sz is not None and sz >= 0:
+            st.quic_data[(sid, stream)] = st.quic_data.get((sid, stream), 0) + sz
+
+
+_SOURCE_HANDLERS: dict[str, Callable[[_Fill, int, str, str, float, dict], None]] = {
+    "URL_REQUEST": _url_request, "HTTP_STREAM_JOB": _stream_job, "SOCKET": _socket,
+    "HTTP2_SESSION": _h2_session, "QUIC_SESSION": _quic_session,
+}
+
+
+def _bind(st: _Fill) -> None:
+    """Bind each request to its connection (through its job's socket or session), keep the
+    connections that connected."""
+    log, quics, socks = st.log, st.quics, st.socks
     used: dict[str, LogConnection] = {}
     first_on: dict[str, LogRequest] = {}
     srcid = lambda r: int(r.id.split(".", 1)[0])
     for r in log.requests:
         sid = srcid(r)
         conn = None
-        q = req_quic.get(sid)
-        job = job_of.get(sid)
+        q = st.req_quic.get(sid)
+        job = st.job_of.get(sid)
         if q is None and job is not None:
-            q = job_quic.get(job)
+            q = st.job_quic.get(job)
         if q is not None and q in quics:
             conn = quics[q]
-            if r.stream_id is not None and (q, r.stream_id) in quic_data:
-                r.response_body_bytes = quic_data[(q, r.stream_id)]
+            if r.stream_id is not None and (q, r.stream_id) in st.quic_data:
+                r.response_body_bytes = st.quic_data[(q, r.stream_id)]
         elif job is not None:
-            sess = job_h2.get(job)
-            sock = job_sock.get(job)
+            sess = st.job_h2.get(job)
+            sock = st.job_sock.get(job)
             if sess is not None:
-                sock = h2_sock.get(sess, sock)
-                ss = h2_stream.get(job)
+                sock = st.h2_sock.get(sess, sock)
+                ss = st.h2_stream.get(job)
                 if ss is not None:
                     r.stream_id = ss[1]
-                    r.response_body_bytes = h2_data.get(ss)
+                    r.response_body_bytes = st.h2_data.get(ss)
             if sock is not None and sock in socks:
                 conn = socks[sock]
                 if sess is not None:
@@ -402,9 +440,9 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
     for r in log.requests:
         if r.connection is not None and r.connection not in log.connections:
             r.connection = None
-        c = log.connections.get(r.connection) if r.connection else None
-        if r.protocol is None and c is not None:
-            r.protocol = c.protocol
+        rc = log.connections.get(r.connection) if r.connection else None
+        if r.protocol is None and rc is not None:
+            r.protocol = rc.protocol
 
 
 def iter_requests(log: BrowserLog) -> Iterator[LogRequest]:
