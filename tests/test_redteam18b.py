@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from scripts.hostile import redteam18b_inputs as rt  # noqa: E402
-from tests.conftest import need_tool  # noqa: E402
+from tests.conftest import need_tool, vm_hwm_kb  # noqa: E402
 
 MEMORY = 1536 << 20
 OK_URL = f"http://{rt.NORMAL_HOST}{rt.NORMAL_PATH}"
@@ -56,15 +56,23 @@ def cli(*args, fsize: int | None = None, timeout: float = 60, env: dict | None =
                              preexec_fn=limits)
         timer = threading.Timer(timeout, p.kill)
         timer.start()
+        peak = 0
         try:
-            _, status, ru = os.wait4(p.pid, 0)  # (its own peak RSS, not the maximum over every child so far)
+            # VmHWM polled, the child's own peak RSS: wait4's ru_maxrss would carry the forked
+            # pytest worker's size over the exec (conftest.vm_hwm_kb)
+            while True:
+                peak = max(peak, vm_hwm_kb(p.pid))
+                pid, status, _ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                time.sleep(0.02)
         finally:
             timer.cancel()
         p.returncode = os.waitstatus_to_exitcode(status)
         assert p.returncode != -9, f"wirefall {' '.join(map(str, args))[:200]}: no answer in {timeout} s"
         fo.seek(0)
         fe.seek(0)
-        r = Run(p.returncode, fo.read().decode("utf-8", "replace"), fe.read().decode("utf-8", "replace"), ru.ru_maxrss / 1024,
+        r = Run(p.returncode, fo.read().decode("utf-8", "replace"), fe.read().decode("utf-8", "replace"), peak / 1024,
                 time.monotonic() - t)
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     assert r.returncode in (0, 2), f"exit {r.returncode}: {r.stderr[-2000:]}"
