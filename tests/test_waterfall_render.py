@@ -184,6 +184,11 @@ def test_web_app_labels_never_overlap(samples, server):
                 pg.wait_for_function("""u => { const t = document.querySelector('#waterfall .ytick text');
                     return t && t.textContent.replace(/\\u00a0/g, ' ').trim().startsWith('1 ') && t.textContent.includes(u); }""",
                                      arg=first.url.split("://", 1)[-1].split("/", 1)[0][:8])
+                # (the first label changes before the redraw is over: wait for all of them, as above)
+                pg.wait_for_function("""([n, conns]) => document.querySelectorAll('#waterfall .ytick text').length === n
+                    && document.querySelectorAll('#waterfall .y2tick text').length === conns""",
+                                     arg=[len(wf.rows), len(wf.connection_rows)])
+                pg.wait_for_timeout(300)
                 _check_page(pg, "#waterfall", wf, f"sorted by duration at {w} px")
                 pg.close()
         finally:
