@@ -344,6 +344,9 @@ def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
     n = int(link.inner_text())
     link.click()
     _wait_text(pg, "#packet-detail-title", f"Packet {n}")
+    # (the address is written by its own callback after the tab has changed: wait for it)
+    pg.wait_for_function("n => { const q = new URLSearchParams(location.search);"
+                         " return q.get('tab') === 'packets' && q.get('pkt') === String(n); }", arg=n)
     assert _query(pg)["tab"] == "packets" and _query(pg)["pkt"] == str(n)
     row = f"#packets .ag-center-cols-container .ag-row[row-id='{n}']"
     pg.wait_for_selector(row + ".pkt-goto")
