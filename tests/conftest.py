@@ -38,7 +38,7 @@ def run_tool(*args: str) -> str:
     return out.stdout
 
 
-# The fast tier: tests named in tests/slow.txt, and whole files that drive browsers or the lab,
+# The fast tier: tests named in tests/slow.txt (scripts/slow_tests.py writes it from a CI run), and whole files that drive browsers or the lab,
 # are marked ``slow`` (deselect with -m "not slow").
 SLOW_FILES = {"test_lab.py", "test_web_browser.py"}
 _SLOW = {ln.strip() for ln in (ROOT / "tests" / "slow.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")}
