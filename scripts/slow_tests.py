@@ -27,7 +27,7 @@ HEADER = """# Tests left out of the fast tier (`pytest -m "not slow"`, `bash scr
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("junit")
-    ap.add_argument("--over", type=float, default=2.0)
+    ap.add_argument("--over", type=float, default=0.5)
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / "tests"))
