@@ -17,19 +17,16 @@ import struct
 import subprocess
 import time
 from html.parser import HTMLParser
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SHARED
 from wirefall.lab import pages
 from wirefall.lab.dns import dnsmasq_conf, resolv_conf, valid_name
 from wirefall.lab.measure import handshake_rtts, quic_server_flights
 
-HAR = ROOT.parent / "shared" / "captures" / "hars" / "webpagetest-amazon.har.gz"
-if not HAR.exists():
-    HAR = Path("/work/shared/captures/hars/webpagetest-amazon.har.gz")
+HAR = SHARED / "hars" / "webpagetest-amazon.har.gz"
 
 
 def _har_entries():
