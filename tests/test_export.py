@@ -348,10 +348,10 @@ def test_many_rows_are_a_few_path_shapes_and_stay_fast():
     from wirefall.ui import figures
 
     an = make_analysis(n_extra_rows=5000)
-    t = time.monotonic()
+    t = time.process_time()  # CPU, not the clock: a shared CI host's load does not count
     wf = waterfall.build(an)
     fig = figures.waterfall_figure(wf)
-    elapsed = time.monotonic() - t
+    elapsed = time.process_time() - t
     assert len(wf.rows) == 5007
     kinds = {tr.type for tr in fig.data if tr.x is not None and len([x for x in tr.x if x is not None])}
     assert "bar" not in kinds and "scattergl" not in kinds  # no DOM node per bar, no WebGL canvas

@@ -370,8 +370,8 @@ def test_speed_on_ten_thousand_segments(made):
     (a 200 k-packet capture takes about 1 s on the development machine)."""
     p = str(made["scenarios"])
     an = analyze(p)
-    t = time.perf_counter()
+    t = time.process_time()  # CPU, not the clock: a shared CI host's load does not count
     ta = tcp_analysis(an, PacketSource(p))
-    dt = time.perf_counter() - t
+    dt = time.process_time() - t
     assert ta.packets == an.packets > 10_000
     assert dt < 2.0, dt
