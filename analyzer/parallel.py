@@ -184,7 +184,8 @@ class Shard:
             canon = (a, b) if a <= b else (b, a)
             w = self._seen.get(canon)
             if w is None:
-                w = self._seen[canon] = len(self._seen) % self.n
+                w = len(self._seen) % self.n
+                self._seen[canon] = w
             self._memo[key] = self._memo[(key[2], key[3], key[0], key[1])] = w
         if w == self.k:
             return False
@@ -310,6 +311,8 @@ class _Feed:
         self.pending: deque = deque()
         self.secrets = 0
         self.broken = False
+        self.bytes = 0  # captured bytes handed over so far, and connections: the parent balances by them
+        self.conns = 0
         os.set_blocking(fd, False)
         try:
             import fcntl
@@ -320,6 +323,7 @@ class _Feed:
 
     def add(self, pkt: int, rec) -> None:
         ts, caplen, origlen, linktype, roff, _data, iface = rec
+        self.bytes += caplen
         self.batch.append(_FEED_REC.pack(pkt, roff, caplen, origlen, ts, linktype, iface))
         if len(self.batch) >= _FEED_BATCH:
             self._push()
@@ -426,18 +430,24 @@ def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None) -
         an = run(*args, shard=shard, **kw)
         c1 = time.process_time()
         part = _part(an, shard)
-        part["cpu"] = (c1 - c0, time.process_time() - c1)
+        c2 = time.process_time()
+        part["cpu"] = {"pass": c1 - c0, "part": c2 - c1}
         blob = pickle.dumps(("ok", part), protocol=pickle.HIGHEST_PROTOCOL)
+        c3 = time.process_time()
+        # (the pickling's own time cannot be in the blob it measures: sent after it, 8 bytes)
+        tail = struct.pack("<d", c3 - c2)
     except BaseException as e:  # noqa: BLE001 - any failure: the parent analyses serially
         try:
             blob = pickle.dumps(("error", f"{type(e).__name__}: {e}"[:300]))
         except BaseException:  # noqa: BLE001
             blob = pickle.dumps(("error", "unpicklable"))
+        tail = struct.pack("<d", 0.0)
         code = 1
     try:
         with os.fdopen(wfd, "wb") as f:
             f.write(len(blob).to_bytes(8, "little"))
             f.write(blob)
+            f.write(tail)
     finally:
         os._exit(code)
 
@@ -451,12 +461,16 @@ def _read_part(rfd: int):
             return ("error", "worker died")
         size = int.from_bytes(head, "little")
         blob = f.read(size)
+        tail = f.read(8)
     if len(blob) != size:
         return ("error", "worker died")
     c = time.process_time()
     res = pickle.loads(blob)
     if res[0] == "ok":
-        res[1]["cpu_load"] = time.process_time() - c
+        cpu = res[1]["cpu"]
+        cpu["unpickle"] = time.process_time() - c
+        cpu["pickle"] = struct.unpack("<d", tail)[0] if len(tail) == 8 else 0.0
+        cpu["bytes"] = size
     return res
 
 
@@ -470,6 +484,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
         an = run(path, *args, **kw)
         an.__dict__["_wf_parallel"] = "serial: one worker" if n <= 1 else "serial: not shardable"
         return an
+    c_start = time.process_time()
     if kw.get("keylog") is None:  # load the key log once, before the fork (every worker reads the same)
         from .keylog import load_keylog
 
@@ -480,9 +495,12 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     pristine = copy.deepcopy(kw["keylog"])  # for a serial rerun: the pass adds pcapng secrets blocks to the key log
     kids: list = []
     feeds: list | None = [] if kw.get("opener") is None and _plain_capture(path) else None
+    # streamed: the parent only reads and demultiplexes (and runs UDP: QUIC, DNS), n workers
+    # run every TCP connection; otherwise the parent is worker 0 of n
+    shards = n
     sys.stdout.flush()
     sys.stderr.flush()
-    for k in range(1, n):
+    for k in range(1, shards):
         r, w = os.pipe()
         fr = fw = None
         if feeds is not None:
@@ -497,13 +515,13 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
             if fw is not None:
                 os.close(fw)
             kw_child = dict(kw, progress=None)
-            _child(run, k, n, w, (path, *args), kw_child, fr)
+            _child(run, k, shards, w, (path, *args), kw_child, fr)
         os.close(w)
         if feeds is not None and fr is not None and fw is not None:
             os.close(fr)
             feeds.append(_Feed(fw))
         kids.append((pid, r))
-    shard = Shard(0, n, feeds=feeds)
+    shard = Shard(0, shards, feeds=feeds)
     err = None
     t0 = _now()
     c0 = time.process_time()
@@ -524,6 +542,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
             err = err or res[1]
         parts.append(res[1])
     t2 = _now()
+    c2 = time.process_time()
     if not err:
         err = next((f"a packet handed to worker {k} did not decode there (IPv4 fragments of TCP)" for k, p in enumerate(parts, 1)
                     if p.get("streamed") and p["own_conn"] and min(p["own_conn"]) < 0), None)
@@ -534,12 +553,21 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
         an.__dict__["_wf_parallel"] = f"serial: {why}"
         return an
     _merge(an, shard, parts)
+    c3 = time.process_time()
     an.__dict__["_wf_parallel"] = f"parallel: {n} workers"
     an.__dict__["_wf_parallel_mode"] = "streamed" if feeds is not None else "every worker reads"
+    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's seconds before the
+    # pass (key log, fork), its pass, reading and unpickling the parts, the merge; each
+    # worker's pass, the part built, pickled (and unpickled by the parent)
+    times = an.__dict__["_wf_parallel_times"] = {
+        "setup": c0 - c_start, "parent_pass": c1 - c0, "parent_pass_wall": t1 - t0, "wait_wall": t2 - t1,
+        "read_parts": c2 - c1, "merge": c3 - c2, "workers": [p["cpu"] for p in parts]}
     if os.environ.get("WF_PARALLEL_TIMES"):
-        print(f"parallel: worker 0 {t1 - t0:.2f} s ({c1 - c0:.2f} s CPU), waiting for and reading the others {t2 - t1:.2f} s, "
-              f"merge {_now() - t2:.2f} s; others' CPU (pass, part, unpickle here): "
-              + ", ".join(f"({p['cpu'][0]:.2f}, {p['cpu'][1]:.2f}, {p['cpu_load']:.2f})" for p in parts), file=sys.stderr)
+        print(f"parallel: parent pass {t1 - t0:.2f} s ({times['parent_pass']:.2f} s CPU), waiting for and reading the others "
+              f"{t2 - t1:.2f} s ({times['read_parts']:.2f} s CPU), merge {times['merge']:.2f} s CPU; workers' CPU "
+              "(pass, part, pickle, unpickle here): "
+              + ", ".join(f"({w['pass']:.2f}, {w['part']:.2f}, {w['pickle']:.2f}, {w['unpickle']:.2f})" for w in times["workers"]),
+              file=sys.stderr)
     return an
 
 

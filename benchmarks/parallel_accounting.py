@@ -1,0 +1,160 @@
+"""CPU accounting of ``wirefall requests FILE --keylog K --json`` with 1 and with N workers
+(issue 24's scaling target), for a shared host where the wall clock says little.
+
+Each run is a fresh process that does what ``ui/cli.py``'s ``cmd_requests`` does, timing
+every step in CPU seconds (``time.process_time``; the interpreter's start-up and imports by
+``getrusage``): start-up and imports, the analysis, the post-pass (sort, ``page_of``,
+``phases_dicts``) and the JSON written to /dev/null.  For N workers the analysis is broken
+down by ``analyzer/parallel.py``'s own accounting (``analysis.__dict__["_wf_parallel_times"]``):
+the parent's set-up (key log, fork), its pass (reading and demultiplexing), reading and
+unpickling the workers' parts, the merge; each worker's pass, building and pickling its part.
+
+The critical path on an idle host with ``--cores`` cores is then
+
+    start-up + set-up + pass + read parts + merge + post-pass + JSON
+
+where ``pass`` is what the parent's and the workers' passes take when they run at once:
+the longest of them, and no less than their sum spread over the cores (a worker's chain is
+its pass, its part and its pickling).  Serial CPU over the critical path is the speed-up an
+idle host would show; each figure is the least of ``--repeat`` runs (a loaded host only adds
+time).  ``--wall`` also times the real commands (wall clock) and prints the load average.
+
+    PYTHONPATH=$PWD python benchmarks/parallel_accounting.py /work/corpus/h2-small.pcap ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_CHILD = r"""
+import resource, sys, time, os, json, gc
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+from wirefall.ui import cli  # noqa: F401 - what the command imports
+from wirefall.analyzer.pipeline import analyze
+from wirefall.analyzer.jsonout import exchange_dict, phases_dicts, dump
+from wirefall.analyzer.waterfall import page_of
+c_imp = cpu()
+path, keys, j = sys.argv[1], sys.argv[2], int(sys.argv[3])
+gc.disable()
+an = analyze(path, keylogs=[keys] if keys else None, workers=j)
+c_an = cpu()
+gc.freeze()
+gc.enable()
+exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
+page = page_of(an)
+ph = phases_dicts(an)
+c_post = cpu()
+with open(os.devnull, "w") as f:
+    dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), f)
+c_json = cpu()
+print(json.dumps({"import": c_imp, "analyze": c_an - c_imp, "post": c_post - c_an, "json": c_json - c_post,
+                  "how": an.__dict__.get("_wf_parallel"), "times": an.__dict__.get("_wf_parallel_times")}))
+"""
+
+
+def _run(path: str, keys: str, j: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("WF_PARALLEL_TIMES", None)
+    p = subprocess.run([sys.executable, "-c", _CHILD, path, keys, str(j)], capture_output=True, text=True, env=env, timeout=900)
+    if p.returncode:
+        raise SystemExit(p.stderr)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _least(runs: list[dict]) -> dict:
+    """Per step, the least of the runs (workers' steps: per worker, per step)."""
+    out = {k: min(r[k] for r in runs) for k in ("import", "analyze", "post", "json")}
+    out["how"] = runs[0]["how"]
+    if runs[0]["times"]:
+        t = {k: min(r["times"][k] for r in runs) for k in runs[0]["times"] if k != "workers"}
+        t["workers"] = [{k: min(r["times"]["workers"][i][k] for r in runs) for k in w}
+                        for i, w in enumerate(runs[0]["times"]["workers"])]
+        out["times"] = t
+    return out
+
+
+def critical_path(r: dict, cores: int) -> dict:
+    t = r["times"]
+    chains = [w["pass"] + w["part"] + w["pickle"] for w in t["workers"]]
+    par = max(t["parent_pass"], *chains, (t["parent_pass"] + sum(chains)) / cores)
+    steps = {"start-up": r["import"], "set-up": t["setup"], "pass": par, "read parts": t["read_parts"],
+             "merge": t["merge"], "post-pass": r["post"], "json": r["json"]}
+    return {"steps": steps, "total": sum(steps.values()), "parent_pass": t["parent_pass"], "chains": chains,
+            "workers": t["workers"], "cpu_sum": r["import"] + r["analyze"] + sum(chains) + r["post"] + r["json"]}
+
+
+def wall(path: str, keys: str, j: int, repeat: int) -> tuple[float, float]:
+    """Best wall time of the real command, and the 1-minute load average before the best run."""
+    best, load = float("inf"), 0.0
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "wirefall", "requests", path, "--json", "-j", str(j)] + (["--keylog", keys] if keys else [])
+    for _ in range(repeat):
+        la = os.getloadavg()[0]
+        t = time.monotonic()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env, check=True, timeout=900)
+        dt = time.monotonic() - t
+        if dt < best:
+            best, load = dt, la
+    return best, load
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("captures", nargs="+", help="capture files (the key log: the same name with .keys, if it exists)")
+    ap.add_argument("-j", "--workers", type=int, default=2)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--wall", action="store_true", help="also time the real commands (wall clock) with the load average")
+    ap.add_argument("--json", action="store_true", help="the figures as JSON")
+    a = ap.parse_args()
+    rows = []
+    for cap in a.captures:
+        keys = str(Path(cap).with_suffix(".keys")) if Path(cap).with_suffix(".keys").exists() else ""
+        serial = _least([_run(cap, keys, 1) for _ in range(a.repeat)])
+        par = _least([_run(cap, keys, a.workers) for _ in range(a.repeat)])
+        s_total = serial["import"] + serial["analyze"] + serial["post"] + serial["json"]
+        row = {"capture": Path(cap).stem, "serial": serial, "parallel": par, "serial_total": s_total}
+        if par.get("times"):
+            cp = critical_path(par, a.cores)
+            row["critical"] = cp
+            row["speedup"] = s_total / cp["total"]
+        if a.wall:
+            row["wall_1"], row["load_1"] = wall(cap, keys, 1, a.repeat)
+            row["wall_n"], row["load_n"] = wall(cap, keys, a.workers, a.repeat)
+        rows.append(row)
+        if not a.json:
+            _print(row, a.workers)
+    if a.json:
+        print(json.dumps(rows, indent=1))
+    return 0
+
+
+def _print(r: dict, n: int) -> None:
+    s = r["serial"]
+    print(f"== {r['capture']}: serial CPU {r['serial_total']:.2f} s (start-up {s['import']:.2f}, analysis {s['analyze']:.2f}, "
+          f"post-pass {s['post']:.2f}, JSON {s['json']:.2f})")
+    if "critical" not in r:
+        print(f"   -j{n}: {r['parallel']['how']}")
+        return
+    cp = r["critical"]
+    print(f"   -j{n} critical path {cp['total']:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in cp["steps"].items()))
+    print(f"      parent pass {cp['parent_pass']:.2f}; workers (pass, part, pickle | unpickled by the parent): "
+          + ", ".join(f"({w['pass']:.2f}, {w['part']:.2f}, {w['pickle']:.2f} | {w['unpickle']:.2f}; {w['bytes'] / 1e6:.0f} MB)"
+                      for w in cp["workers"]))
+    print(f"      CPU summed over processes {cp['cpu_sum']:.2f} s; computed speed-up on an idle host: {r['speedup']:.2f}x")
+    if "wall_1" in r:
+        print(f"   wall: -j1 {r['wall_1']:.2f} s (load {r['load_1']:.1f}), -j{n} {r['wall_n']:.2f} s (load {r['load_n']:.1f}): "
+              f"{r['wall_1'] / r['wall_n']:.2f}x")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
