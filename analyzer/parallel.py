@@ -1,13 +1,14 @@
 """Parallel analysis: the capture's connections sharded across worker processes, the model
 merged so that the result is the serial one (``analyze(path, workers=N)``, ``--workers N``).
 
-How (measured on 2 cores; see benchmarks/bench.py).  *Streamed* (an uncompressed pcap or
-pcapng file, the common case): the parent is worker 0; it reads the file and demultiplexes it
-once, in its own run of the packet loop of ``pipeline._analyze``, and a TCP packet of another
-worker's connection (``Shard.foreign``) is not decoded further there but handed to that
-worker as a 40-byte record (packet number, file offset, lengths, time, link type, interface)
-through a pipe, in batches, without blocking the parent (``_Feed``).  Workers 1… are forked
-children that run the same loop over only the packets they are handed, read from the file by
+How (measured on 2 cores; see benchmarks/bench.py and benchmarks/parallel_accounting.py).
+*Streamed* (an uncompressed pcap or pcapng file, the common case): the parent reads the file
+and demultiplexes it once, in its own run of the packet loop of ``pipeline._analyze``, and
+runs no TCP connection itself (only UDP: QUIC, DNS): every TCP packet (``Shard.foreign``)
+is not decoded further there but handed to its connection's worker as a 40-byte record
+(packet number, file offset, lengths, time, link type, interface) through a pipe, in
+batches, without blocking the parent (``_Feed``).  The N workers (``--workers N``: N
+processes besides the parent, which mostly waits) are forked children that run the same loop over only the packets they are handed, read from the file by
 offset (``mmap``; the pages read are given back every 64 MiB), with the parent's packet
 numbers; pcapng Decryption Secrets Blocks are forwarded before the next packet.  So reading
 and header decoding are done once, and the sessions of different connections run at once.
@@ -17,9 +18,10 @@ fragment alone: a worker that meets one reports it, and the capture is analysed 
 drops another worker's TCP packets right after their 4-tuple is looked up.  Either way each
 worker sends its part back through a pipe.
 
-Which connection goes where: the k-th distinct TCP 4-tuple (either direction) seen in the
-file goes to worker k mod N (decided by the parent when streamed; otherwise every worker sees
-the same packets in the same order, so every worker makes the same assignment without
+Which connection goes where: streamed, the parent gives a new TCP 4-tuple (either
+direction) to the worker it has handed the fewest bytes so far (then the fewest connections);
+otherwise the k-th distinct 4-tuple seen in the file goes to worker k mod N (every worker
+sees the same packets in the same order, so every worker makes the same assignment without
 talking to the others).  A port reused by a later
 connection is the same 4-tuple, so the same worker.  UDP (QUIC, DNS) and every other
 packet go to worker 0: QUIC connection migration routes a datagram on a new path to its
@@ -184,7 +186,11 @@ class Shard:
             canon = (a, b) if a <= b else (b, a)
             w = self._seen.get(canon)
             if w is None:
-                w = len(self._seen) % self.n
+                if self.feeds:  # streamed parent: runs no TCP connection itself (module docstring)
+                    w = 1 + min(range(len(self.feeds)), key=lambda i: (self.feeds[i].bytes, self.feeds[i].conns, i))
+                    self.feeds[w - 1].conns += 1
+                else:
+                    w = len(self._seen) % self.n
                 self._seen[canon] = w
             self._memo[key] = self._memo[(key[2], key[3], key[0], key[1])] = w
         if w == self.k:
@@ -396,18 +402,19 @@ def _part(an: Analysis, shard: Shard) -> dict:
     idx = an.index
     conn, proto = idx.conn, idx.proto
     if shard.source is not None:  # streamed: the packets it was given
-        mine = [n - 1 for n in shard.numbers]
-        own: list | None = mine
-        own_conn: list | None = [conn[i] for i in mine]
-        own_proto: bytes | None = bytes(proto[i] for i in mine)
+        own: array | None = array("q", (n - 1 for n in shard.numbers))
     else:
-        own = [i for i, c in enumerate(conn) if c != -2] if shard.k else None
-        own_conn = [conn[i] for i in own] if own is not None else None
-        own_proto = bytes(proto[i] for i in own) if own is not None else None
+        own = array("q", (i for i, c in enumerate(conn) if c != -2)) if shard.k else None
+    own_conn = array("i", map(conn.__getitem__, own)) if own is not None else None
+    own_proto = bytes(map(proto.__getitem__, own)) if own is not None else None
+    frames = an.frames
+    # (arrays and bytes pickle as one buffer each; lists of ints as an object per int)
     return {
         "connections": an.connections,
-        "frames": list(map(_frame_tuple, an.frames)),
+        "frames": list(map(_frame_tuple, frames)),
         "exchanges": list(map(_exchange_tuple, an.exchanges)),
+        # the frames that name their exchange (HTTP/1): the merge renumbers only those
+        "named": array("q", (i for i, f in enumerate(frames) if f.fields and type(f.fields.get("exchange")) is int)),
         "marks": shard.marks,
         "own": own,
         "own_conn": own_conn,
@@ -497,7 +504,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     feeds: list | None = [] if kw.get("opener") is None and _plain_capture(path) else None
     # streamed: the parent only reads and demultiplexes (and runs UDP: QUIC, DNS), n workers
     # run every TCP connection; otherwise the parent is worker 0 of n
-    shards = n
+    shards = n + 1 if feeds is not None else n
     sys.stdout.flush()
     sys.stderr.flush()
     for k in range(1, shards):
@@ -652,7 +659,28 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
         c = allp[w]["connections"][lid]
         c.id = gid
         conns.append(c)
-    # frames and exchanges: the workers' runs interleaved by the packet (or flow end) that made them
+    # frames and exchanges: the workers' runs interleaved by the packet (or flow end) that made
+    # them.  A worker's tuples become objects in one go (starmap: no Python loop per frame), their
+    # connections remapped per worker, and the runs are slices of those lists
+    wf: list[list] = []
+    wx: list[list] = []
+    named: list = []  # per worker: the frames whose fields name their exchange (HTTP/1), renumbered below
+    for w, p in enumerate(allp):
+        rm = remap[w]
+        if w == 0:
+            fo, xo = p["frames"], p["exchanges"]
+            nm = [f for f in fo if f.fields and type(f.fields.get("exchange")) is int]
+        else:
+            fo, xo = list(starmap(Frame, p["frames"])), list(starmap(Exchange, p["exchanges"]))
+            p["frames"] = p["exchanges"] = None  # (the tuples are objects now)
+            nm = list(map(fo.__getitem__, p["named"]))
+        for f in fo:
+            f.connection = rm[f.connection]
+        for e in xo:
+            e.connection = rm[e.connection]
+        wf.append(fo)
+        wx.append(xo)
+        named.append(nm)
     runs = []
     for w, p in enumerate(allp):
         mk = p["marks"]
@@ -661,41 +689,27 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     frames: list = []
     exchanges: list = []
     ex_new: list[dict[int, int]] = [{} for _ in allp]  # per worker: local exchange id -> serial id
-    mk_frame, mk_ex = Frame, Exchange
     for _key, w, f0, f1, e0, e1 in _hmerge(*runs):
-        p = allp[w]
-        rm = remap[w]
         if f1 > f0:
-            if w == 0:
-                seg = p["frames"][f0:f1]
-                for f in seg:
-                    f.connection = rm[f.connection]
-                frames += seg
-            else:
-                seg = list(starmap(mk_frame, p["frames"][f0:f1]))
-                for f in seg:
-                    f.connection = rm[f.connection]
-                frames += seg
+            frames += wf[w][f0:f1]
         if e1 > e0:
-            seg = p["exchanges"][e0:e1] if w == 0 else list(starmap(mk_ex, p["exchanges"][e0:e1]))
             xm = ex_new[w]
-            for e in seg:
+            for e in wx[w][e0:e1]:
                 xm[e.id] = nid = len(exchanges) + 1
                 e.id = nid
-                e.connection = rm[e.connection]
                 exchanges.append(e)
-    if len(frames) != sum(len(p["frames"]) for p in allp) or len(exchanges) != sum(len(p["exchanges"]) for p in allp):
+    if len(frames) != sum(map(len, wf)) or len(exchanges) != sum(map(len, wx)):
         raise AssertionError("parallel merge lost frames or exchanges")  # (a bug: never a silent loss)
-    for p in parts:  # (the tuples are objects now)
-        p["frames"] = p["exchanges"] = None
-    _renumber_exchange_fields(frames, ex_new, remap)
+    for w, nm in enumerate(named):  # HTTP/1 frames' fields["exchange"]: the worker's exchange id -> the serial one
+        xm = ex_new[w]
+        for f in nm:
+            fl = f.fields
+            fl["exchange"] = xm.get(fl["exchange"], fl["exchange"])
     an.connections[:] = conns
     an.frames[:] = frames
     an.exchanges[:] = exchanges
-    # the packet index: worker 0's, with the others' packets written in
+    # the packet index: the parent's, with the workers' packets written in
     idx = an.index
-    from array import array
-
     rm0 = remap[0]
     table = [rm0[i] for i in range(len(rm0))]
     conn_a = idx.conn = array("i", [table[c] if c >= 0 else c for c in idx.conn])
@@ -703,10 +717,11 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     holes = conn_a.count(-2)
     for w in range(1, len(allp)):
         p, rm = allp[w], remap[w]
-        for i, c, pr in zip(p["own"], p["own_conn"], p["own_proto"]):
-            if conn_a[i] == -2:
-                holes -= 1
+        own, own_conn = p["own"], p["own_conn"]
+        holes -= sum(1 for i in own if conn_a[i] == -2)
+        for i, c in zip(own, own_conn):
             conn_a[i] = rm[c] if c >= 0 else c
+        for i, pr in zip(own, p["own_proto"]):
             proto_a[i] = pr
     if holes:  # (every packet belongs to one worker)
         raise AssertionError(f"parallel merge: {holes} packets have no worker")
@@ -730,18 +745,3 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     an.quic_packets = dict(sorted(qp.items()))
     an.quic_stats = dict(sorted(qs.items()))
     an.budgets_hit = {name: sorted(set(hit[name])) for name in sorted(hit)}  # (the capture's, -1, from every worker)
-
-
-def _renumber_exchange_fields(frames, ex_new, remap) -> None:
-    """HTTP/1 frames' ``fields["exchange"]``: the worker's exchange id -> the serial one."""
-    # a frame's worker is its connection's; the serial ids of a connection's worker
-    worker_of = {}
-    for w, rm in enumerate(remap):
-        for gid in rm.values():
-            worker_of[gid] = w
-    for f in frames:
-        fl = f.fields
-        if fl and "exchange" in fl:
-            x = fl["exchange"]
-            if type(x) is int:
-                fl["exchange"] = ex_new[worker_of[f.connection]].get(x, x)
