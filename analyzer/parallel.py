@@ -745,3 +745,126 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     an.quic_packets = dict(sorted(qp.items()))
     an.quic_stats = dict(sorted(qs.items()))
     an.budgets_hit = {name: sorted(set(hit[name])) for name in sorted(hit)}  # (the capture's, -1, from every worker)
+
+
+# ------------------------------------------------------------------ the output, in parallel
+
+_CHUNK = 2048  # exchanges per chunk of ``requests_json``'s output
+
+
+def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: int = _CHUNK) -> None:
+    """``wirefall requests --json``'s output (``exs`` in the order listed) and a newline on
+    ``out`` (stdout): the bytes ``jsonout.dump`` writes.  With 2 or more workers (and enough
+    exchanges), the post-pass and the JSON take both cores (benchmarks/parallel_accounting.py
+    measured them as the serial tail: on 60 k requests 1.2 s and 0.5 s of CPU after the pass):
+    a forked child computes ``page_of`` while the parent computes ``phases_dicts``; then the
+    two encode the exchanges' JSON by turns, ``chunk`` at a time (the child's even chunks sent
+    whole to the parent through a pipe, the parent writing every chunk in order).  A child
+    that fails costs only time: the parent computes what it did not get."""
+    from .jsonout import dump, exchange_dict, phases_dicts
+    from .waterfall import page_of
+
+    out = out if out is not None else sys.stdout
+    if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
+        page = page_of(an)
+        ph = phases_dicts(an)
+        dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), out)
+        out.write("\n")
+        return
+    out.flush()
+    sys.stderr.flush()
+    c0 = time.process_time()
+    page = _forked(page_of, an)
+    ph = phases_dicts(an)
+    c1 = time.process_time()
+    got, page_cpu = page()
+    pg = got if got is not None else page_of(an)
+    c2 = time.process_time()
+
+    def encode(i: int) -> bytes:  # chunk i's elements, at the list's indent: dump's "[\n" … "\n]" cut off
+        import io
+
+        bio = io.BytesIO()
+        dump([exchange_dict(e, shared=True, phases=ph.get(e.id), page=pg) for e in exs[i * chunk : (i + 1) * chunk]], bio)
+        return bio.getvalue()[2:-2]
+
+    k = (len(exs) + chunk - 1) // chunk
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: chunks 0, 2, 4, …; the parent 1, 3, 5, … meanwhile
+        code = 0
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb", buffering=0) as f:
+                c = time.process_time()
+                for i in range(0, k, 2):
+                    b = encode(i)
+                    f.write(len(b).to_bytes(8, "little") + b)
+                f.write(struct.pack("<d", time.process_time() - c))  # (its CPU: the accounting)
+        except BaseException:  # noqa: BLE001 - the parent encodes what it did not get
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    write = out.buffer.write if hasattr(out, "buffer") else out.write
+    broken = False
+    try:
+        with os.fdopen(r, "rb") as f:
+            for i in range(k):
+                b = None
+                if i % 2 == 0 and not broken:
+                    head = f.read(8)
+                    size = int.from_bytes(head, "little") if len(head) == 8 else -1
+                    b = f.read(size) if size >= 0 else b""
+                    if size < 0 or len(b) != size:
+                        broken, b = True, None
+                if b is None:
+                    b = encode(i)
+                write((b",\n" if i else b"[\n") + b)
+            tail = f.read(8) if not broken else b""
+    finally:
+        _reap(pid, -1)
+    write(b"\n]\n")
+    if hasattr(out, "buffer"):
+        out.buffer.flush()
+    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's phases and page
+    # wait, the page child's CPU, the JSON's in the parent and in the child
+    an.__dict__["_wf_output_times"] = {
+        "phases": c1 - c0, "page_wait": c2 - c1, "page_child": page_cpu, "json_parent": time.process_time() - c2,
+        "json_child": struct.unpack("<d", tail)[0] if len(tail) == 8 else 0.0}
+
+
+def _forked(fn, *args):
+    """``fn(*args)`` computed in a forked child (the model shared copy-on-write); returns a
+    function that waits for the result and the child's CPU seconds ((None, 0.0) if the child
+    failed)."""
+    import pickle
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            c = time.process_time()
+            res = fn(*args)
+            blob = pickle.dumps((res, time.process_time() - c), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(w, "wb") as f:
+                f.write(blob)
+        except BaseException:  # noqa: BLE001 - the parent computes it itself
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+
+    def result():
+        try:
+            with os.fdopen(r, "rb") as f:
+                blob = f.read()
+            return pickle.loads(blob) if blob else (None, 0.0)
+        except Exception:  # noqa: BLE001 - a truncated result: computed again
+            return None, 0.0
+        finally:
+            _reap(pid, -1)
+
+    return result

@@ -15,7 +15,9 @@ The critical path on an idle host with ``--cores`` cores is then
 
 where ``pass`` is what the parent's and the workers' passes take when they run at once:
 the longest of them, and no less than their sum spread over the cores (a worker's chain is
-its pass, its part and its pickling).  Serial CPU over the critical path is the speed-up an
+its pass, its part and its pickling); with N workers the post-pass and the JSON are
+``parallel.requests_json``'s: the longer of the phases (parent) and ``page_of`` (a child),
+then the longer of the two processes' JSON.  Serial CPU over the critical path is the speed-up an
 idle host would show; each figure is the least of ``--repeat`` runs (a loaded host only adds
 time; the runs with 1 and N workers take turns, and start-up, post-pass and JSON, the same work
 on the same model either way, are the least over both).  ``--wall`` also times the real commands (wall clock) and prints the load average.
@@ -51,14 +53,26 @@ c_an = cpu()
 gc.freeze()
 gc.enable()
 exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
-page = page_of(an)
-ph = phases_dicts(an)
-c_post = cpu()
-with open(os.devnull, "w") as f:
-    dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), f)
-c_json = cpu()
+out = None
+if j > 1:
+    try:
+        from wirefall.analyzer.parallel import requests_json
+    except ImportError:
+        requests_json = None
+    if requests_json is not None:  # what the command runs with -j N (analyzer/parallel.py)
+        with open(os.devnull, "w") as f:
+            requests_json(an, exs, j, f)
+        out = an.__dict__.get("_wf_output_times")
+c_post = c_json = cpu()
+if out is None:
+    page = page_of(an)
+    ph = phases_dicts(an)
+    c_post = cpu()
+    with open(os.devnull, "w") as f:
+        dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), f)
+    c_json = cpu()
 print(json.dumps({"import": c_imp, "analyze": c_an - c_imp, "post": c_post - c_an, "json": c_json - c_post,
-                  "how": an.__dict__.get("_wf_parallel"), "times": an.__dict__.get("_wf_parallel_times")}))
+                  "how": an.__dict__.get("_wf_parallel"), "times": an.__dict__.get("_wf_parallel_times"), "out": out}))
 """
 
 
@@ -75,6 +89,8 @@ def _least(runs: list[dict]) -> dict:
     """Per step, the least of the runs (workers' steps: per worker, per step)."""
     out = {k: min(r[k] for r in runs) for k in ("import", "analyze", "post", "json")}
     out["how"] = runs[0]["how"]
+    if runs[0].get("out"):
+        out["out"] = {k: min(r["out"][k] for r in runs) for k in runs[0]["out"]}
     if runs[0]["times"]:
         t = {k: min(r["times"][k] for r in runs) for k in runs[0]["times"] if k != "workers"}
         t["workers"] = [{k: min(r["times"]["workers"][i][k] for r in runs) for k in w}
@@ -87,10 +103,17 @@ def critical_path(r: dict, cores: int) -> dict:
     t = r["times"]
     chains = [w["pass"] + w["part"] + w["pickle"] for w in t["workers"]]
     par = max(t["parent_pass"], *chains, (t["parent_pass"] + sum(chains)) / cores)
+    o = r.get("out")
+    if o:  # requests_json: page_of in a child while the parent computes the phases, then the JSON by turns
+        post, js = max(o["phases"], o["page_child"]) + o["page_wait"], max(o["json_parent"], o["json_child"])
+        out_sum = o["phases"] + o["page_child"] + o["page_wait"] + o["json_parent"] + o["json_child"]
+    else:
+        post, js = r["post"], r["json"]
+        out_sum = post + js
     steps = {"start-up": r["import"], "set-up": t["setup"], "pass": par, "read parts": t["read_parts"],
-             "merge": t["merge"], "post-pass": r["post"], "json": r["json"]}
+             "merge": t["merge"], "post-pass": post, "json": js}
     return {"steps": steps, "total": sum(steps.values()), "parent_pass": t["parent_pass"], "chains": chains,
-            "workers": t["workers"], "cpu_sum": r["import"] + r["analyze"] + sum(chains) + r["post"] + r["json"]}
+            "workers": t["workers"], "out": o, "cpu_sum": r["import"] + r["analyze"] + sum(chains) + out_sum}
 
 
 def wall(path: str, keys: str, j: int, repeat: int) -> tuple[float, float]:
@@ -125,7 +148,7 @@ def main() -> int:
             runs1.append(_run(cap, keys, 1))
             runsn.append(_run(cap, keys, a.workers))
         serial, par = _least(runs1), _least(runsn)
-        for k in ("import", "post", "json"):  # the same work on the same model either way: the least of all runs
+        for k in ("import",) if par.get("out") else ("import", "post", "json"):  # the same work either way: least of all runs
             serial[k] = par[k] = min(serial[k], par[k])
         s_total = serial["import"] + serial["analyze"] + serial["post"] + serial["json"]
         row = {"capture": Path(cap).stem, "serial": serial, "parallel": par, "serial_total": s_total}
@@ -156,6 +179,10 @@ def _print(r: dict, n: int) -> None:
     print(f"      parent pass {cp['parent_pass']:.2f}; workers (pass, part, pickle | unpickled by the parent): "
           + ", ".join(f"({w['pass']:.2f}, {w['part']:.2f}, {w['pickle']:.2f} | {w['unpickle']:.2f}; {w['bytes'] / 1e6:.0f} MB)"
                       for w in cp["workers"]))
+    if cp.get("out"):
+        o = cp["out"]
+        print(f"      output: phases {o['phases']:.2f} || page_of (child) {o['page_child']:.2f}, page received {o['page_wait']:.2f}; "
+              f"JSON parent {o['json_parent']:.2f} || child {o['json_child']:.2f}")
     print(f"      CPU summed over processes {cp['cpu_sum']:.2f} s; computed speed-up on an idle host: {r['speedup']:.2f}x")
     if "wall_1" in r:
         print(f"   wall: -j1 {r['wall_1']:.2f} s (load {r['load_1']:.1f}), -j{n} {r['wall_n']:.2f} s (load {r['load_n']:.1f}): "

@@ -199,3 +199,67 @@ def test_cross_worker_state_decides_serial():
     assert "QUIC trial" in _unshardable(facts(offered=[b"r"]), [facts(claimed=[b"r"])])
     assert "ran out" in _unshardable(facts(budgets={"x": (True, 10, 100)}), [facts()])
     assert "half" in _unshardable(facts(budgets={"x": (False, 45, 100)}), [facts(budgets={"x": (False, 6, 100)})])
+
+
+class _Out:
+    """A text stream's stand-in with a binary ``buffer`` (what ``requests_json`` writes to)."""
+
+    def __init__(self):
+        import io
+
+        self.buffer = io.BytesIO()
+
+    def write(self, s: str) -> None:
+        self.buffer.write(s.encode())
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5])
+def test_requests_json_on_two_cores_writes_the_serial_bytes(chunk):
+    """``requests --json`` with 2 workers: page_of in a forked child, then the JSON encoded by
+    the parent and a child by turns, ``chunk`` exchanges at a time — the bytes of the serial
+    writer (jsonout.dump) for page-h1's 13 requests (tshark shows 13), whatever the chunking."""
+    from wirefall.analyzer.parallel import requests_json
+
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    an = analyze(str(path), keylogs=[str(SAMPLES / "page" / "page-h1.keys")])
+    exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
+    assert len(exs) == 13
+    one, two = _Out(), _Out()
+    requests_json(an, exs, 1, one)
+    requests_json(an, exs, 2, two, chunk=chunk)
+    assert two.buffer.getvalue() == one.buffer.getvalue()
+    ph, page = phases_dicts(an), page_of(an)
+    assert one.buffer.getvalue().decode() == dumps([exchange_dict(e, phases=ph.get(e.id), page=page) for e in exs]) + "\n"
+
+
+def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
+    """A child that dies (here: its encoder raises in the child only) sends nothing: the
+    parent encodes those chunks itself, and the page it did not get it computes itself."""
+    from wirefall.analyzer import jsonout, parallel
+
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    an = analyze(str(path), keylogs=[str(SAMPLES / "page" / "page-h1.keys")])
+    exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
+    one = _Out()
+    parallel.requests_json(an, exs, 1, one)
+    parent = os.getpid()
+    real_dump = jsonout.dump
+
+    def dump(obj, fp):
+        if os.getpid() != parent:
+            raise MemoryError("a child's failure")
+        real_dump(obj, fp)
+
+    def failing(fn, *args):
+        def result():
+            return None, 0.0
+        return result
+
+    monkeypatch.setattr(jsonout, "dump", dump)
+    monkeypatch.setattr(parallel, "_forked", failing)
+    two = _Out()
+    parallel.requests_json(an, exs, 2, two, chunk=3)
+    assert two.buffer.getvalue() == one.buffer.getvalue()

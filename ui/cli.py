@@ -247,9 +247,6 @@ def cmd_frames(args) -> int:
 
 
 def cmd_requests(args) -> int:
-    from wirefall.analyzer.jsonout import exchange_dict, phases_dicts
-    from wirefall.analyzer.waterfall import page_of
-
     pred = _filter(args, "exchanges")
     an = load(args)
     if args.detail is not None:  # one request's detail (ui/cli_request.py)
@@ -258,10 +255,10 @@ def cmd_requests(args) -> int:
         return cmd_request_detail(args, an)
     exs = [e for e in an.exchanges if pred(e)]
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
-    if args.json:
-        page = page_of(an)
-        ph = phases_dicts(an)
-        _dump(exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs)
+    if args.json:  # (with -j N: the post-pass and the JSON on N cores; the same bytes)
+        from wirefall.analyzer.parallel import requests_json, worker_count
+
+        requests_json(an, exs, worker_count(getattr(args, "workers", None), args.file))
         return 0
     from wirefall.analyzer.request_detail import body_lower_bound, size_text
 
