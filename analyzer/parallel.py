@@ -541,13 +541,19 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     shard.close_feeds()  # (done when the parent's reading ended; a no-op here then)
     t1 = _now()
     c1 = time.process_time()
-    parts = []
-    for pid, r in kids:
-        res = _read_part(r)
-        os.waitpid(pid, 0)
-        if res[0] != "ok":
-            err = err or res[1]
-        parts.append(res[1])
+    parts: list = [None] * len(kids)
+    waiting = {r: (i, pid) for i, (pid, r) in enumerate(kids)}
+    import select
+
+    while waiting:  # the parts in the order the workers finish (one is unpickled while another still works)
+        ready, _, _ = select.select(list(waiting), [], [])
+        for r in ready:
+            i, pid = waiting.pop(r)
+            res = _read_part(r)
+            os.waitpid(pid, 0)
+            if res[0] != "ok":
+                err = err or res[1]
+            parts[i] = res[1]
     t2 = _now()
     c2 = time.process_time()
     if not err:
