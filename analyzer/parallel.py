@@ -186,9 +186,10 @@ class Shard:
             canon = (a, b) if a <= b else (b, a)
             w = self._seen.get(canon)
             if w is None:
-                if self.feeds:  # streamed parent: runs no TCP connection itself (module docstring)
-                    w = 1 + min(range(len(self.feeds)), key=lambda i: (self.feeds[i].bytes, self.feeds[i].conns, i))
-                    self.feeds[w - 1].conns += 1
+                fd = self.feeds
+                if fd:  # streamed parent: runs no TCP connection itself (module docstring)
+                    w = 1 + min(range(len(fd)), key=lambda i: (fd[i].bytes, fd[i].conns, i))
+                    fd[w - 1].conns += 1
                 else:
                     w = len(self._seen) % self.n
                 self._seen[canon] = w
@@ -572,9 +573,10 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     # the CPU accounting (benchmarks/parallel_accounting.py): the parent's seconds before the
     # pass (key log, fork), its pass, reading and unpickling the parts, the merge; each
     # worker's pass, the part built, pickled (and unpickled by the parent)
-    times = an.__dict__["_wf_parallel_times"] = {
+    times: dict = {
         "setup": c0 - c_start, "parent_pass": c1 - c0, "parent_pass_wall": t1 - t0, "wait_wall": t2 - t1,
         "read_parts": c2 - c1, "merge": c3 - c2, "workers": [p["cpu"] for p in parts]}
+    an.__dict__["_wf_parallel_times"] = times
     if os.environ.get("WF_PARALLEL_TIMES"):
         print(f"parallel: parent pass {t1 - t0:.2f} s ({times['parent_pass']:.2f} s CPU), waiting for and reading the others "
               f"{t2 - t1:.2f} s ({times['read_parts']:.2f} s CPU), merge {times['merge']:.2f} s CPU; workers' CPU "
@@ -801,12 +803,12 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         code = 0
         try:
             os.close(r)
-            with os.fdopen(w, "wb", buffering=0) as f:
+            with os.fdopen(w, "wb", buffering=0) as cf:
                 c = time.process_time()
                 for i in range(0, k, 2):
-                    b = encode(i)
-                    f.write(len(b).to_bytes(8, "little") + b)
-                f.write(struct.pack("<d", time.process_time() - c))  # (its CPU: the accounting)
+                    cb = encode(i)
+                    cf.write(len(cb).to_bytes(8, "little") + cb)
+                cf.write(struct.pack("<d", time.process_time() - c))  # (its CPU: the accounting)
         except BaseException:  # noqa: BLE001 - the parent encodes what it did not get
             code = 1
         finally:
@@ -817,7 +819,7 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     try:
         with os.fdopen(r, "rb") as f:
             for i in range(k):
-                b = None
+                b: bytes | None = None
                 if i % 2 == 0 and not broken:
                     head = f.read(8)
                     size = int.from_bytes(head, "little") if len(head) == 8 else -1
