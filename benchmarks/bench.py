@@ -478,14 +478,20 @@ def print_scaling(results: list[dict]) -> None:
     hdr = ["capture", "conns", "wf -j1 s", "wf -j2 s", "tshark s", "tshark/wf -j1", "tshark/wf -j2", "-j1/-j2 (scaling)",
            "wf -j1 CPU s", "wf -j2 CPU s", "ts CPU s", "ts/wf -j1 CPU", "ts/wf -j2 CPU", "wf -j1 RSS MB", "wf -j2 RSS MB",
            "ts RSS MB", "default", "load"]
+    acct = any("accounting" in r for r in results)
+    if acct:
+        hdr += ["serial CPU s", "-j2 critical path s", "-j1/-j2 idle (accounting)"]
     rows = []
     for r in results:
         a, b, ts = r["wirefall_1"], r["wirefall_2"], r["tshark"]
+        ac = r.get("accounting") or {}
+        extra = ([f"{ac['serial_cpu']:.2f}" if ac.get("serial_cpu") else "", f"{ac['critical_path']:.2f}" if ac.get("critical_path") else "",
+                  _x(ac.get("speedup"))] if acct else [])
         rows.append([r["name"], r.get("connections", 0), f"{a['wall']:.2f}", f"{b['wall']:.2f}", f"{ts['wall']:.2f}",
                      f"{r['ratio_time_tshark_1']:.2f}×", f"{r['ratio_time_tshark_2']:.2f}×", f"{r['scaling_1_to_2']:.2f}×",
                      f"{a['cpu_min']:.2f}", f"{b['cpu_min']:.2f}", f"{ts['cpu_min']:.2f}", _x(r.get("ratio_cpu_tshark_1")),
                      _x(r.get("ratio_cpu_tshark_2")), f"{a['rss_mb']:.0f}", f"{b['rss_mb']:.0f}", f"{ts['rss_mb']:.0f}",
-                     f"-j {r['auto_workers']}", f"{r.get('load_average', 0):.1f}"])
+                     f"-j {r['auto_workers']}", f"{r.get('load_average', 0):.1f}", *extra])
     w = [max(len(str(x)) for x in col) for col in zip(hdr, *rows)]
     print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(hdr)) + " |")
     print("|-" + "-|-".join("-" * x for x in w) + "-|")
@@ -495,7 +501,9 @@ def print_scaling(results: list[dict]) -> None:
           "the process and its workers (least of the runs; CPU ratios are the ones a loaded host disturbs least, but the -j2 CPU "
           "is the sum over the processes, so it shows no speed-up: compare wall times, on an idle host); RSS is the largest "
           "single process (ru_maxrss), not the sum over the workers living at once.  'default' is what `-j auto` picks; "
-          "'load' the 1-minute load average after the capture's runs.")
+          "'load' the 1-minute load average after the capture's runs.  With --accounting: the serial CPU of -j1, the "
+          "critical path of -j2 (each process's CPU on it: start-up, the pass spread over 2 cores, reading the parts, merge, "
+          "post-pass, JSON) and their ratio, the -j1/-j2 an idle 2-core host would show (benchmarks/parallel_accounting.py).")
 
 
 def _x(v: float | None) -> str:
@@ -571,6 +579,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, help="paired runs per tool (default: 5 below 5 MB, else 3)")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--corpus", metavar="DIR", help="corpus folder (default benchmarks/corpus of this tree)")
+    ap.add_argument("--accounting", action="store_true",
+                    help="also the CPU accounting of -j1 against -j2 (benchmarks/parallel_accounting.py): the speed-up an idle "
+                         "2-core host would show, computed from each process's CPU on the critical path")
     args = ap.parse_args()
     global CORPUS
     if args.corpus:
@@ -587,6 +598,12 @@ def main() -> int:
     for name, cap, keys, fields in corpus:
         print(f"measuring {name} …", file=sys.stderr)
         results.append(bench_one(name, cap, keys, fields, args.pyshark_packets, args.repeat, args.pyshark_seconds))
+        if args.accounting:
+            from parallel_accounting import account  # (benchmarks/ is the script's folder)
+
+            acc = account(str(cap), str(keys), 2, 2, args.repeat or 3)
+            results[-1]["accounting"] = {"serial_cpu": acc["serial_total"], "critical_path": acc.get("critical", {}).get("total"),
+                                         "speedup": acc.get("speedup"), "steps": acc.get("critical", {}).get("steps")}
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"wirefall {rev or os.environ.get('WF_BENCH_REV', ROOT.name)} ({ROOT}), "
           f"{subprocess.run(['tshark', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}, {os.cpu_count()} CPUs, "

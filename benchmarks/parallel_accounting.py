@@ -116,6 +116,25 @@ def critical_path(r: dict, cores: int) -> dict:
             "workers": t["workers"], "out": o, "cpu_sum": r["import"] + r["analyze"] + sum(chains) + out_sum}
 
 
+def account(cap: str, keys: str, workers: int = 2, cores: int = 2, repeat: int = 3) -> dict:
+    """The accounting of one capture (module docstring): serial CPU, the critical path with
+    ``workers`` workers on ``cores`` cores, and their ratio (``speedup``)."""
+    runs1, runsn = [], []
+    for _ in range(repeat):  # taking turns: both see the same load
+        runs1.append(_run(cap, keys, 1))
+        runsn.append(_run(cap, keys, workers))
+    serial, par = _least(runs1), _least(runsn)
+    for k in ("import",) if par.get("out") else ("import", "post", "json"):  # the same work either way: least of all runs
+        serial[k] = par[k] = min(serial[k], par[k])
+    s_total = serial["import"] + serial["analyze"] + serial["post"] + serial["json"]
+    row = {"capture": Path(cap).stem, "serial": serial, "parallel": par, "serial_total": s_total}
+    if par.get("times"):
+        cp = critical_path(par, cores)
+        row["critical"] = cp
+        row["speedup"] = s_total / cp["total"]
+    return row
+
+
 def wall(path: str, keys: str, j: int, repeat: int) -> tuple[float, float]:
     """Best wall time of the real command, and the 1-minute load average before the best run."""
     best, load = float("inf"), 0.0
@@ -143,19 +162,7 @@ def main() -> int:
     rows = []
     for cap in a.captures:
         keys = str(Path(cap).with_suffix(".keys")) if Path(cap).with_suffix(".keys").exists() else ""
-        runs1, runsn = [], []
-        for _ in range(a.repeat):  # taking turns: both see the same load
-            runs1.append(_run(cap, keys, 1))
-            runsn.append(_run(cap, keys, a.workers))
-        serial, par = _least(runs1), _least(runsn)
-        for k in ("import",) if par.get("out") else ("import", "post", "json"):  # the same work either way: least of all runs
-            serial[k] = par[k] = min(serial[k], par[k])
-        s_total = serial["import"] + serial["analyze"] + serial["post"] + serial["json"]
-        row = {"capture": Path(cap).stem, "serial": serial, "parallel": par, "serial_total": s_total}
-        if par.get("times"):
-            cp = critical_path(par, a.cores)
-            row["critical"] = cp
-            row["speedup"] = s_total / cp["total"]
+        row = account(cap, keys, a.workers, a.cores, a.repeat)
         if a.wall:
             row["wall_1"], row["load_1"] = wall(cap, keys, 1, a.repeat)
             row["wall_n"], row["load_n"] = wall(cap, keys, a.workers, a.repeat)
