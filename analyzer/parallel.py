@@ -64,9 +64,13 @@ What crosses connections, and what happens to it:
   the serial pass may have refused work there;
 - anything a worker cannot send back (an exception, an object pickle refuses): serial again.
 ``analysis.__dict__["_wf_parallel"]`` says which path gave the result and why ("parallel: 2
-workers", "serial: …") and ``_wf_parallel_mode`` how ("streamed", "every worker reads"), for tests; with ``WF_PARALLEL_TIMES=1`` in the environment the parent
-prints each worker's CPU time and the merge's to stderr (how the benchmark's scaling was
-examined on a shared host, where wall time says little).
+workers", "serial: …") and ``_wf_parallel_mode`` how ("streamed", "every worker reads"),
+for tests; ``_wf_parallel_times`` the CPU seconds of each step in each process (the parent's
+set-up, pass, reading and unpickling of the parts, merge; each worker's pass, part and
+pickling), from which benchmarks/parallel_accounting.py computes the critical path on an idle
+host (wall time on a shared one says little); ``WF_PARALLEL_TIMES=1`` prints them to stderr.
+``requests_json`` (``requests --json -j N``) spreads the post-pass and the JSON over two
+processes as well.
 """
 from __future__ import annotations
 
