@@ -574,10 +574,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--detail", type=int, metavar="N", help="the detail of request N (its id, as in --json): headers, "
                                                                 "timing with packets, frames and packets of its stream, bodies")
     add("stats", cmd_stats, "packet, byte and header-compression statistics")
-    if want("expert"):
-        from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
-    else:
-        cmd_expert = None
+    from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
+
     add("expert", cmd_expert, "expert information (tshark -z expert): notes, warnings and errors, with severity, group and packet", filt=True)
     sp = add("export", cmd_export, "export the waterfall (png, svg, html) or data (har, json, qlog)", json_=False)
     if want("export"):
@@ -587,10 +585,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
         sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
         sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
-    if want("objects"):
-        from wirefall.ui.cli_objects import cmd_objects
-    else:
-        cmd_objects = None
+    from wirefall.ui.cli_objects import cmd_objects
+
     sp = add("objects", cmd_objects, "write every HTTP request and response body to DIR, content-encoding undone, "
                                      "named as tshark --export-objects names them (a file there is never replaced)")
     if want("objects"):
