@@ -353,7 +353,10 @@ def _best(cmd: list[str], repeat: int, env=None) -> dict:
 # the wirefall of this interpreter's environment, importing the code of this tree (ROOT):
 # running bench.py from a clean export (git archive HEAD) measures exactly that commit
 WIREFALL = str(Path(sys.executable).parent / "wirefall")
-WF_ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+# without PYTHONDONTWRITEBYTECODE: the unmeasured first run (``_best``) writes the byte code that
+# the measured runs load, as ``pip install`` compiles it; with it set (some shells and CI images
+# do), every run compiled each module changed since its .pyc, and a start cost ~0.1 s more
+WF_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(ROOT)}
 
 
 def _interleaved(cmds: dict[str, tuple[list[str], dict | None]], repeat: int) -> dict[str, dict]:

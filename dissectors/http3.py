@@ -968,10 +968,20 @@ class Http3Dissector:
 # counted as unframed, never as DATA.
 _ONE_BYTE_TYPES = {True: re.compile(b"[\\x00\\x01\\x05!]"), False: re.compile(b"[\\x00\\x01!]")}
 # per first byte of a two-byte varint, the second bytes that make it a reserved type (each
-# pattern starts with a literal byte, so the scan runs at the regular expression engine's speed)
-_GREASE2 = [re.compile(re.escape(bytes([b0])) + b"(?=[" + b"".join(re.escape(bytes([b1])) for b1 in range(256)
-                                                                   if is_grease(((b0 & 0x3F) << 8) | b1)) + b"])")
-            for b0 in range(0x40, 0x80) if any(is_grease(((b0 & 0x3F) << 8) | b1) for b1 in range(256))]
+# pattern starts with a literal byte, so the scan runs at the regular expression engine's speed);
+# built on first use (64 patterns: a tenth of the HTTP/3 dissector's import otherwise)
+_GREASE2: list[re.Pattern[bytes]] | None = None
+
+
+def _grease2() -> list[re.Pattern[bytes]]:
+    global _GREASE2
+    if _GREASE2 is None:  # (two threads at once both build it; each gets a whole list)
+        _GREASE2 = [re.compile(re.escape(bytes([b0])) + b"(?=[" + b"".join(re.escape(bytes([b1])) for b1 in range(256)
+                                                                           if is_grease(((b0 & 0x3F) << 8) | b1)) + b"])")
+                    for b0 in range(0x40, 0x80) if any(is_grease(((b0 & 0x3F) << 8) | b1) for b1 in range(256))]
+    return _GREASE2
+
+
 MID_DISTRUSTED = 2  # frames of the first candidate's chain not trusted (they may be read by chance)
 MID_MIN_FRAMES = 2  # frames a chain from the boundary to the end must hold (or one whole QPACK field section)
 
@@ -996,7 +1006,7 @@ def resync_request_stream(buf, server: bool, budget=None) -> int | None:
     n = len(buf)
     nxt: dict[int, int] = {}  # p -> the next header of the chain from p, for chains landing on n
     cands = [m.start() for m in _ONE_BYTE_TYPES[server].finditer(buf)]
-    for pat in _GREASE2:
+    for pat in _grease2():
         cands.extend(m.start() for m in pat.finditer(buf))
     if len(cands) > MID_CANDIDATES + n // 4 or (budget is not None and not budget.take(len(cands))):
         return None  # bytes that read as headers almost everywhere prove nothing (and would cost)

@@ -37,7 +37,7 @@ CHACHA_SEQ = 1 << 10
 # DELETE, OPTIONS, CONNECT, TRACE, HTTP/1.1 ...)
 FIRST_BYTES = frozenset(b"\x00GPHDOCT")
 APP_DATA = 0x17
-_U16_HI = bytes(v >> 8 for v in range(1 << 16))  # high byte of every 16-bit value, in order
+_U16_HI = b"".join(bytes((v,)) * 256 for v in range(256))  # high byte of every 16-bit value, in order (256 steps at import, not 65 536)
 _U16_LO = bytes(range(256)) * 256  # low byte of every 16-bit value, in order
 
 

@@ -517,7 +517,15 @@ def live_args(sp, write: bool = True) -> None:
         sp.add_argument("-w", "--write", metavar="FILE", help="where Save writes the live capture on the server (default: a download)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command`` (one of COMMANDS), only that subcommand's
+    arguments are declared, the others listed by name and help alone: a start parses one
+    subcommand, and declaring all fifteen (each copying the common options) cost as much as
+    reading a small capture's packets.  ``wirefall --help`` builds them all."""
+
+    def want(name: str) -> bool:
+        return command is None or command == name
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -537,6 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name, func, help, json_=True, filt=False, file=True):
+        if not want(name):
+            return sub.add_parser(name, help=help, description=help)
         sp = sub.add_parser(name, parents=[common], help=help, description=help)
         if file:
             sp.add_argument("file", metavar="FILE", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog), "
@@ -550,84 +560,104 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("summary", cmd_summary, "capture totals and one row per connection")
     sp = add("packets", cmd_packets, "Wireshark-style packet list", filt=True)
-    sp.add_argument("-w", "--write", metavar="OUT.pcapng", help="write the packets shown to a pcapng file (as tshark -w), "
-                                                                "with the TLS/QUIC keys they need in a Decryption Secrets Block")
-    sp.add_argument("--no-keys", action="store_true", help="with -w: no Decryption Secrets Block")
-    sp.add_argument("--force", action="store_true", help="with -w: overwrite OUT if it exists")
+    if want("packets"):
+        sp.add_argument("-w", "--write", metavar="OUT.pcapng", help="write the packets shown to a pcapng file (as tshark -w), "
+                                                                    "with the TLS/QUIC keys they need in a Decryption Secrets Block")
+        sp.add_argument("--no-keys", action="store_true", help="with -w: no Decryption Secrets Block")
+        sp.add_argument("--force", action="store_true", help="with -w: overwrite OUT if it exists")
     add("frames", cmd_frames, "one row per protocol frame (HTTP/2, SPDY, QUIC, HTTP/3, TLS records, HTTP/1 messages)", filt=True)
     sp = add("requests", cmd_requests, "one row per request/response exchange", filt=True)
-    sp.add_argument("--detail", type=int, metavar="N", help="the detail of request N (its id, as in --json): headers, "
-                                                            "timing with packets, frames and packets of its stream, bodies")
+    if want("requests"):
+        sp.add_argument("--detail", type=int, metavar="N", help="the detail of request N (its id, as in --json): headers, "
+                                                                "timing with packets, frames and packets of its stream, bodies")
     add("stats", cmd_stats, "packet, byte and header-compression statistics")
     from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
 
     add("expert", cmd_expert, "expert information (tshark -z expert): notes, warnings and errors, with severity, group and packet", filt=True)
     sp = add("export", cmd_export, "export the waterfall (png, svg, html) or data (har, json, qlog)", json_=False)
-    sp.add_argument("-o", "--output", required=True, metavar="OUT")
-    sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")
-    sp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
-    sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
-    sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
-    sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
+    if want("export"):
+        sp.add_argument("-o", "--output", required=True, metavar="OUT")
+        sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")
+        sp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+        sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
+        sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
+        sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
     from wirefall.ui.cli_objects import cmd_objects
 
     sp = add("objects", cmd_objects, "write every HTTP request and response body to DIR, content-encoding undone, "
                                      "named as tshark --export-objects names them (a file there is never replaced)")
-    sp.add_argument("-o", "--output", required=True, metavar="DIR")
-    sp.add_argument("--protocol", choices=["http", "http2", "http3", "spdy"], help="only this protocol's bodies (default: all)")
+    if want("objects"):
+        sp.add_argument("-o", "--output", required=True, metavar="DIR")
+        sp.add_argument("--protocol", choices=["http", "http2", "http3", "spdy"], help="only this protocol's bodies (default: all)")
     add("crosscheck", cmd_crosscheck, "compare wirefall's frames and headers with tshark's; exit 1 on disagreement", json_=False)
     sp = add("tui", cmd_tui, "open the terminal UI (on FILE, or on a live capture with -i IFACE)", json_=False, file=False)
-    sp.add_argument("file", metavar="FILE", nargs="?", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog)")
-    live_args(sp)
-    sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")
-    sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
-    sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
-    sp.add_argument("files", nargs="*", metavar="FILE")
-    sp.add_argument("--host", default="127.0.0.1",
-                    help="address to listen on; anything but loopback serves decrypted traffic to the network and requires the access token printed at start")
-    sp.add_argument("--port", type=int, default=8050)
-    sp.add_argument("--upload-limit", type=float, metavar="MB", help="largest upload accepted (default 200 MB)")
-    sp.add_argument("--no-cache", action="store_true", help="do not use the analysis cache")
-    sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
-                    help="delete a staged upload not opened for this many minutes (default 60)")
-    live_args(sp)
-    sp.set_defaults(func=cmd_web)
-    sp = sub.add_parser("capture", parents=[common], help="capture packets live into a pcapng file (dumpcap), with the key log's secrets in it")
-    live_args(sp)
-    sp.add_argument("-w", "--write", metavar="FILE", help="the pcapng file to write")
-    sp.add_argument("-b", "--ring", action="append", metavar="KEY:VALUE", help="dumpcap ring buffer, e.g. -b filesize:10240 -b files:5")
-    sp.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    sp.set_defaults(func=cmd_capture)
-    sp = sub.add_parser("compare", parents=[common], help="compare two captures of the same page")
-    sp.add_argument("a", metavar="A")
-    sp.add_argument("b", metavar="B")
-    sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
-    sp.add_argument("--force", action="store_true")
-    sp.set_defaults(func=cmd_compare)
-    sp = sub.add_parser("lab", parents=[common], help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)")
-    sp.add_argument("--protocols", default="h1,spdy,h2,h3")
-    sp.add_argument("--rtt", type=float, nargs="*", default=[0.0])
-    sp.add_argument("--loss", type=float, nargs="*", default=[0.0])
-    sp.add_argument("--rate", type=float, default=None, help="Mbit/s each way (--down/--up set one each)")
-    sp.add_argument("--down", type=float, default=None, metavar="MBIT", help="server→client rate")
-    sp.add_argument("--up", type=float, default=None, metavar="MBIT", help="client→server rate")
-    sp.add_argument("--buffer", default=None, help="bottleneck queue: bdp, PACKETS (64 or 64p) or MSms (docs/LAB.md)")
-    sp.add_argument("--loss-burst", type=float, default=None, metavar="PACKETS", help="bursty loss: mean burst (Gilbert)")
-    sp.add_argument("--push", metavar="KINDS|PATHS", help="HTTP/2 and SPDY servers push these with the HTML: css,js,images… or /a.css,/b.js")
-    sp.add_argument("--batch", nargs="?", const="", default=None, metavar="OUT",
-                    help="then analyse the runs with `wirefall batch` on a local cluster into OUT (default RUNS_DIR/batch)")
-    sp.add_argument("--runs", type=int, default=1)
-    sp.add_argument("--page", default=None, metavar="HAR|DIR|NAME",
-                    help="a HAR's page (one host per origin, lab DNS), a directory, or jpeg[:N[:KB]] / whitepaper (docs/LAB.md)")
-    sp.add_argument("--h3-server", choices=("auto", "ngtcp2", "caddy", "aioquic"), default="auto",
-                    help="HTTP/3 server (auto: the first installed of ngtcp2, caddy, aioquic)")
-    sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")
-    sp.set_defaults(func=cmd_lab)
-    from wirefall.ui.cli_batch import add_parser as add_batch
+    if want("tui"):
+        sp.add_argument("file", metavar="FILE", nargs="?", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog)")
+        live_args(sp)
+        sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")
+        sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
+    if not want("web"):
+        sub.add_parser("web", help="start the web dashboard on 127.0.0.1")
+    else:
+        sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
+        sp.add_argument("files", nargs="*", metavar="FILE")
+        sp.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on; anything but loopback serves decrypted traffic to the network and requires the access token printed at start")
+        sp.add_argument("--port", type=int, default=8050)
+        sp.add_argument("--upload-limit", type=float, metavar="MB", help="largest upload accepted (default 200 MB)")
+        sp.add_argument("--no-cache", action="store_true", help="do not use the analysis cache")
+        sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
+                        help="delete a staged upload not opened for this many minutes (default 60)")
+        live_args(sp)
+        sp.set_defaults(func=cmd_web)
+    if not want("capture"):
+        sub.add_parser("capture", help="capture packets live into a pcapng file (dumpcap), with the key log's secrets in it")
+    else:
+        sp = sub.add_parser("capture", parents=[common], help="capture packets live into a pcapng file (dumpcap), with the key log's secrets in it")
+        live_args(sp)
+        sp.add_argument("-w", "--write", metavar="FILE", help="the pcapng file to write")
+        sp.add_argument("-b", "--ring", action="append", metavar="KEY:VALUE", help="dumpcap ring buffer, e.g. -b filesize:10240 -b files:5")
+        sp.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+        sp.set_defaults(func=cmd_capture)
+    if not want("compare"):
+        sub.add_parser("compare", help="compare two captures of the same page")
+    else:
+        sp = sub.add_parser("compare", parents=[common], help="compare two captures of the same page")
+        sp.add_argument("a", metavar="A")
+        sp.add_argument("b", metavar="B")
+        sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
+        sp.add_argument("--json", action="store_true")
+        sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
+        sp.add_argument("--force", action="store_true")
+        sp.set_defaults(func=cmd_compare)
+    if not want("lab"):
+        sub.add_parser("lab", help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)")
+    else:
+        sp = sub.add_parser("lab", parents=[common], help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)")
+        sp.add_argument("--protocols", default="h1,spdy,h2,h3")
+        sp.add_argument("--rtt", type=float, nargs="*", default=[0.0])
+        sp.add_argument("--loss", type=float, nargs="*", default=[0.0])
+        sp.add_argument("--rate", type=float, default=None, help="Mbit/s each way (--down/--up set one each)")
+        sp.add_argument("--down", type=float, default=None, metavar="MBIT", help="server→client rate")
+        sp.add_argument("--up", type=float, default=None, metavar="MBIT", help="client→server rate")
+        sp.add_argument("--buffer", default=None, help="bottleneck queue: bdp, PACKETS (64 or 64p) or MSms (docs/LAB.md)")
+        sp.add_argument("--loss-burst", type=float, default=None, metavar="PACKETS", help="bursty loss: mean burst (Gilbert)")
+        sp.add_argument("--push", metavar="KINDS|PATHS", help="HTTP/2 and SPDY servers push these with the HTML: css,js,images… or /a.css,/b.js")
+        sp.add_argument("--batch", nargs="?", const="", default=None, metavar="OUT",
+                        help="then analyse the runs with `wirefall batch` on a local cluster into OUT (default RUNS_DIR/batch)")
+        sp.add_argument("--runs", type=int, default=1)
+        sp.add_argument("--page", default=None, metavar="HAR|DIR|NAME",
+                        help="a HAR's page (one host per origin, lab DNS), a directory, or jpeg[:N[:KB]] / whitepaper (docs/LAB.md)")
+        sp.add_argument("--h3-server", choices=("auto", "ngtcp2", "caddy", "aioquic"), default="auto",
+                        help="HTTP/3 server (auto: the first installed of ngtcp2, caddy, aioquic)")
+        sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")
+        sp.set_defaults(func=cmd_lab)
+    from wirefall.ui.cli_batch import HELP as BATCH_HELP, add_parser as add_batch
 
-    add_batch(sub, _workers, parse_limit)  # (its body: ui/cli_batch.py)
+    if want("batch"):
+        add_batch(sub, _workers, parse_limit)  # (its body: ui/cli_batch.py)
+    else:
+        sub.add_parser("batch", help=BATCH_HELP)
     return p
 
 
@@ -637,7 +667,8 @@ def main(argv: list[str] | None = None) -> int:
     first = next((a for a in argv if not a.startswith("-")), None)
     if first is not None and first not in COMMANDS and os.path.exists(first):
         argv = ["tui"] + argv
-    parser = build_parser()
+    # the subcommand is argv's first word (the top level takes no option but --help)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -8,8 +8,11 @@ import sys
 from wirefall.analyzer.safetext import printable
 
 
+HELP = "analyse many captures on Dask (local cluster or --scheduler) into Parquet, with a report"
+
+
 def add_parser(sub, workers_type, limit_type) -> None:
-    sp = sub.add_parser("batch", help="analyse many captures on Dask (local cluster or --scheduler) into Parquet, with a report",
+    sp = sub.add_parser("batch", help=HELP,
                         description="Analyse captures, folders, globs and wirefall lab run folders on Dask: "
                                     "OUT/requests.parquet, connections.parquet, pages.parquet, errors.parquet and OUT/report.html "
                                     "(docs/BATCH.md). A rerun skips captures already in OUT.")

@@ -1,0 +1,79 @@
+"""Start-up of the ``wirefall`` command: what a run declares and imports (ui/cli.py
+build_parser(command), the tables built on first use)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wirefall.ui import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "sample_captures" / "page"
+
+# a valid command line of each subcommand
+ARGV = {"compare": ["a", "b"], "lab": ["-o", "x"], "batch": ["x", "-o", "y"], "objects": ["x", "-o", "y"],
+        "export": ["x", "-o", "y.png"], "web": [], "capture": ["-w", "x.pcapng"]}
+
+
+def _help(parser, argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        parser.parse_args(argv)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("command", cli.COMMANDS)
+def test_one_subcommand_parser_is_the_full_parsers(command):
+    # the parser a start builds for one subcommand says and parses what the full one does
+    assert _help(cli.build_parser(command), [command, "--help"]) == _help(cli.build_parser(), [command, "--help"])
+    argv = [command] + ARGV.get(command, ["x"])
+    assert vars(cli.build_parser(command).parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
+
+
+def test_top_level_help_lists_every_command():
+    text = _help(cli.build_parser(), ["--help"])
+    for command in cli.COMMANDS:
+        assert re.search(rf"^\s+{command}\s", text, re.M), command
+    # an unknown subcommand is refused with the full list, as before
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        cli.build_parser("requests").parse_args(["bogus"])
+    assert "invalid choice: 'bogus'" in err.getvalue() and "batch" in err.getvalue()
+
+
+def test_requests_run_imports_only_what_it_uses():
+    # a requests run on an HTTP/1.1 page load: no HTTP/2, QUIC or HTTP/3 decoder, no UI toolkit,
+    # no display-filter grammar, no oracle (and the same output as in-process)
+    cap, keys = PAGE / "page-h1.pcapng", PAGE / "page-h1.keys"
+    code = ("import sys, json; from wirefall.ui.cli import main; sys.stdout = open(__import__('os').devnull, 'w'); rc = main(sys.argv[1:]); "
+            "sys.stdout = sys.__stdout__; print(json.dumps(sorted(sys.modules))); sys.exit(rc)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code, "requests", str(cap), "--keylog", str(keys), "--json", "-j", "1"],
+                         capture_output=True, text=True, env=env, timeout=120, check=True)
+    mods = set(json.loads(out.stdout))
+    assert "wirefall.dissectors.http1" in mods and "wirefall.analyzer.waterfall" in mods
+    for heavy in ("hpack", "aioquic", "pylsqpack", "wirefall.dissectors.http2", "wirefall.dissectors.http3", "wirefall.dissectors.quic",
+                  "textual", "plotly", "dash", "numpy", "pyarrow", "wirefall.analyzer.filter", "wirefall.oracle", "wirefall.ui.tui",
+                  "wirefall.ui.web"):
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), heavy
+
+
+def test_tables_built_cheaply_equal_their_definitions():
+    from wirefall.dissectors import http3, tls_trial
+
+    assert tls_trial._U16_HI == bytes(v >> 8 for v in range(1 << 16))
+    assert tls_trial._U16_LO == bytes(v & 0xFF for v in range(1 << 16))
+    pats = http3._grease2()
+    assert pats is http3._grease2() and len(pats) == 64
+    # each pattern finds exactly the two-byte varints whose value is a reserved (GREASE) type
+    buf = bytes(b for v in range(0x4000) for b in (0x40 | v >> 8, v & 0xFF))
+    found = sorted({m.start() for p in pats for m in p.finditer(buf)} & set(range(0, len(buf), 2)))
+    assert [p // 2 for p in found] == [v for v in range(0x4000) if http3.is_grease(v)]
