@@ -384,11 +384,14 @@ class H1Connection:
         start, hdrs, err, names = hit
         first_packet = d.packet_at(d.base)
         packet = d.packet_at(d.base + wire - 1)
+        noted = None  # the error a note above already says (one note per cause)
+        if err and err.startswith("more than"):
+            self.notes.append(f"packet {packet}: HTTP/1 head has {err}")
+            noted = err
         if wire > self.max_head:
             err = err or f"head of {wire} bytes, longer than {self.max_head} bytes"
             self.notes.append(f"packet {packet}: HTTP/1 head of {wire} bytes is longer than {self.max_head} bytes; decoded anyway")
-        elif err and err.startswith("more than"):
-            self.notes.append(f"packet {packet}: HTTP/1 head has {err}")
+            noted = noted or err
         h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err, names=names)
         parts = start.split(" ", 2)
         if start.startswith("HTTP/"):
@@ -405,7 +408,7 @@ class H1Connection:
             h.method, h.target, h.version = parts
             if direction == 1:
                 h.error = h.error or "request sent by the server"
-        if h.error:
+        if h.error and h.error != noted:
             self.notes.append(f"packet {packet}: {h.error}")
         d.consume(wire)
         d.version = d.version or h.version
