@@ -26,7 +26,11 @@ count and the next step for the user):
   its direction, stream offset and length); count = bytes.
 - ``not_decrypted``: TLS or QUIC connections with protected data not decrypted; the reason is
   ``conn.tls.reason`` / ``conn.quic.reason``; count = the connection's packets.
-- ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture).
+- ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture),
+  or a per-block limit (``http1_header_bytes``, ``http1_header_count``, ``http1_chunk_line`` …)
+  cut a head or chunk of that connection undecoded (``Context.limit_hit``).
+- ``cut_short``: heads or frames the capture ends inside (``NoteKind.ENDS_IN_FRAME`` notes:
+  their bytes are in the capture but not decoded); count = such frames.
 - ``capture_damaged``: the capture's own warnings (truncated file, corrupt block, snap length,
   fragments missing), except the budget warnings already counted.
 - ``no_packets``: the analysis comes from a browser log opened alone (``Analysis.source``
@@ -86,11 +90,12 @@ class ConnectionCompleteness:
     gaps: int = 0
     not_decrypted: str | None = None  # the reason, when protected data was not decrypted
     budgets: list[str] = field(default_factory=list)
+    cut_short: int = 0  # frames / heads the capture ends inside
 
     @property
     def complete(self) -> bool:
         return not (self.joined_midway or self.unknown_requests or self.bytes_lost or self.gaps
-                    or self.not_decrypted or self.budgets)
+                    or self.not_decrypted or self.budgets or self.cut_short)
 
 
 @dataclass
@@ -114,6 +119,7 @@ class Completeness:
     per_connection: dict[int, ConnectionCompleteness]  # only connections with something missing
     unknown_exchanges: dict[int, list[str]] = field(default_factory=dict)  # exchange id -> what is unknown
     unknown_body: int = 0  # requests whose body size is a lower bound
+    cut_short: int = 0  # frames / heads the capture ends inside (not decoded)
 
     @property
     def summary(self) -> str:
@@ -139,7 +145,8 @@ def unknown_fields(e: Exchange) -> list[str]:
             out.append("headers")
             break
     src = e.sources
-    if src and "lower_bound" in (src.get("request_body_bytes"), src.get("response_body_bytes")):
+    if src and "lower_bound" in (src.get("request_body_bytes"), src.get("response_body_bytes"),
+                                 src.get("response_body_decoded_bytes")):
         out.append("body")
     return out
 
@@ -225,7 +232,7 @@ def _compute(an: Analysis) -> Completeness:
     issues: list[Issue] = []
     joined: list[int] = []
     not_dec: dict[int, str] = {}
-    lost = gaps = 0
+    lost = gaps = cut = 0
     conn_ids = set()
     source = getattr(an, "source", "capture") or "capture"
     if source != "capture":
@@ -241,7 +248,8 @@ def _compute(an: Analysis) -> Completeness:
         for n in notes_of(c.notes, NoteKind.GAP):
             c_lost += n.length or 0
             c_gaps += 1
-        if not (why or reason or c_lost or c.id in per):
+        c_cut = sum(1 for _ in notes_of(c.notes, NoteKind.ENDS_IN_FRAME))
+        if not (why or reason or c_lost or c_cut or c.id in per):
             continue
         cc = per.setdefault(c.id, ConnectionCompleteness(c.id))
         cc.requests = n_req
@@ -266,6 +274,12 @@ def _compute(an: Analysis) -> Completeness:
             gaps += c_gaps
             issues.append(Issue("bytes_lost", c.id, c_lost, f"connection {c.id}: {c_lost} bytes lost by the capture in {c_gaps} gap{'s' * (c_gaps != 1)}",
                                 NEXT_LOST))
+        if c_cut:
+            cc.cut_short = c_cut
+            cut += c_cut
+            issues.append(Issue("cut_short", c.id, c_cut, f"connection {c.id}: the capture ends inside {_pl(c_cut, 'frame')} "
+                                "(a message head or frame not complete): not decoded",
+                                "stop the capture after the page load has ended (the connections closed or idle)"))
         if reason:
             cc.not_decrypted = reason
             not_dec[c.id] = reason
@@ -301,7 +315,8 @@ def _compute(an: Analysis) -> Completeness:
         requests_on_joined=n_joined_req, requests_unknown=len(unknown_ex), unknown_url=tot["url"],
         unknown_method=tot["method"], unknown_status=tot["status"], unknown_headers=tot["headers"], bytes_lost=lost,
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
-        per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"])
+        per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"],
+        cut_short=cut)
 
 
 def _warning_next_step(w: str) -> str:
@@ -349,6 +364,8 @@ def _headline(c: Completeness) -> str:
         parts.append(f"{_pl(c.unknown_body, 'body size')} only a lower bound")
     if c.bytes_lost:
         parts.append(f"{_kb(c.bytes_lost)} lost")
+    if c.cut_short:
+        parts.append(f"{_pl(c.cut_short, 'frame')} cut by the capture's end")
     if c.not_decrypted:
         parts.append(f"{_pl(len(c.not_decrypted), 'connection')} not decrypted")
     if c.budgets_hit:
@@ -382,6 +399,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "gaps": c.gaps,
         "not_decrypted": {str(k): v for k, v in c.not_decrypted.items()},
         "budgets_hit": {k: list(v) for k, v in c.budgets_hit.items()},
+        "cut_short": c.cut_short,
         "warnings": list(c.warnings),
         "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step}
                    for i in c.issues],
@@ -389,7 +407,8 @@ def to_dict(c: Completeness) -> dict[str, Any]:
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
              "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,
                          "body": p.unknown_body},
-             "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets)}
+             "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets),
+             "cut_short": p.cut_short}
             for p in c.per_connection.values()
         ],
     }
@@ -414,8 +433,10 @@ def entry_comment(c: Completeness, e: Exchange) -> str | None:
     src = e.sources or {}
     low = [w for w, k in (("request", "request_body_bytes"), ("response", "response_body_bytes")) if src.get(k) == "lower_bound"]
     if low:  # the HAR's bodySize stays the number counted; the comment says it is a lower bound
-        parts.append(f"{' and '.join(low)} bodySize is a lower bound: the capture joined the stream mid-way, its earlier bytes "
-                     "are not in it")
+        parts.append(f"{' and '.join(low)} bodySize is a lower bound: not all of its bytes are in the capture (joined mid-way, "
+                     "or cut by the capture's end or a limit)")
+    if src.get("response_body_decoded_bytes") == "lower_bound":
+        parts.append("response content size is a lower bound: its decoding stopped at a limit")
     p = c.per_connection.get(e.connection)
     if p is not None:
         if p.joined_midway:

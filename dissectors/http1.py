@@ -226,8 +226,13 @@ HEAD_CACHE_BYTES = 8192  # larger heads are parsed every time
 class H1Connection:
     """Sans-IO HTTP/1.x decoder for both directions of one connection."""
 
-    def __init__(self, max_head: int = MAX_HEAD, max_fields: int = MAX_FIELDS):
+    def __init__(self, max_head: int = MAX_HEAD, max_fields: int = MAX_FIELDS, max_chunk_line: int = MAX_CHUNK_LINE):
         self.dirs = (_Dir(), _Dir())
+        self.max_chunk_line = max_chunk_line
+        # typed facts for the completeness summary: limit name -> times it cut a head or
+        # chunk (its bytes not decoded); heads the capture ended inside: (direction, packet, bytes)
+        self.limits_hit: dict[str, int] = {}
+        self.cut_heads: list[tuple[int, int, int]] = []
         self.requests: deque[H1Head] = deque()  # requests waiting for their response
         self.max_head = max_head
         self.max_fields = max_fields
@@ -287,6 +292,9 @@ class H1Connection:
                 self._end_body(direction, d, out, d.body_last or d.head.packet)
             elif d.state in ("length", "chunked"):
                 self._end_body(direction, d, out, d.body_last or d.head.packet, complete=False)
+        for direction, d in enumerate(self.dirs):
+            if not d.dead and d.state == "head" and not d.hold and d.buf.strip(b"\r\n"):
+                self.cut_heads.append((direction, d.packet_at(d.base + len(d.buf) - 1), len(d.buf)))
         for direction, d in enumerate(self.dirs):
             if d.hold and d.buf and not d.dead:  # upgrade never answered: parse what was held
                 d.hold = False
@@ -364,6 +372,7 @@ class H1Connection:
         if end < 0:
             d.scan = d.base + len(buf)
             if len(buf) > self.max_head:
+                self._hit("http1_header_bytes")
                 self._die(direction, d, f"HTTP/1 head longer than {self.max_head} bytes")
             elif len(buf) >= 8 and not self._looks_like_start(direction, bytes(buf[:16])):
                 return self._resync(direction, d, f"not an HTTP/1 message start: {bytes(buf[:24])!r}")
@@ -386,6 +395,7 @@ class H1Connection:
         packet = d.packet_at(d.base + wire - 1)
         noted = None  # the error a note above already says (one note per cause)
         if err and err.startswith("more than"):
+            self._hit("http1_header_count")
             self.notes.append(f"packet {packet}: HTTP/1 head has {err}")
             noted = err
         if wire > self.max_head:
@@ -419,6 +429,9 @@ class H1Connection:
         else:
             self._response_framing(direction, d, h, out)
         return True
+
+    def _hit(self, name: str) -> None:
+        self.limits_hit[name] = self.limits_hit.get(name, 0) + 1
 
     @staticmethod
     def _looks_like_start(direction: int, b: bytes) -> bool:
@@ -559,7 +572,8 @@ class H1Connection:
             if cs == "size":
                 nl = d.find_line()
                 if nl < 0:
-                    if len(buf) > MAX_CHUNK_LINE:
+                    if len(buf) > self.max_chunk_line:
+                        self._hit("http1_chunk_line")
                         self._die(direction, d, "chunk size line too long", out)
                     return False
                 line = bytes(buf[:nl]).split(b";", 1)[0].strip()
@@ -600,6 +614,7 @@ class H1Connection:
                 nl = d.find_line()
                 if nl < 0:
                     if len(buf) > self.max_head:
+                        self._hit("http1_header_bytes")
                         self._die(direction, d, "trailer section too long", out)
                     return False
                 line = bytes(buf[:nl]).rstrip(b"\r")
