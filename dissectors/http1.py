@@ -219,6 +219,19 @@ def _parse_fields(lines: list[bytes], max_fields: int = 0) -> tuple[list[tuple[s
     return out, err
 
 
+_BAD_BYTES = {0xDC00 + b: b for b in range(0x80, 0x100)}  # surrogateescape'd bytes -> their Latin-1 characters
+
+
+def _utf8_target(t: str) -> str:
+    """A request target with octets beyond ASCII (decoded Latin-1 with the start line): UTF-8,
+    what browsers and servers mean by them (RFC 3986 §2.5; RFC 9110 §4.2.3 compares
+    percent-decoded octets), so ``/caf\\xc3\\xa9`` is ``/café``, not ``/cafÃ©``; a byte that is
+    not part of valid UTF-8 stays its Latin-1 character (RFC 9110 §5.5 obs-text; a C1 control is
+    then shown escaped, ``\\x9b``, by every text output).  tshark's ``http.request.uri`` shows
+    every such octet as U+FFFD, the ASCII between them the same."""
+    return t.encode("latin-1").decode("utf-8", "surrogateescape").translate(_BAD_BYTES)
+
+
 HEAD_CACHE_ENTRIES = 256  # parsed heads remembered per connection (bounded: 256 x 8 KiB)
 HEAD_CACHE_BYTES = 8192  # larger heads are parsed every time
 
@@ -416,6 +429,8 @@ class H1Connection:
             if len(parts) != 3 or not parts[2].startswith("HTTP/"):
                 return self._resync(direction, d, f"bad request line {start[:60]!r}")
             h.method, h.target, h.version = parts
+            if not h.target.isascii():
+                h.target = _utf8_target(h.target)
             if direction == 1:
                 h.error = h.error or "request sent by the server"
         if h.error and h.error != noted:

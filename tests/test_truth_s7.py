@@ -125,3 +125,39 @@ def test_cli_summary_of_a_cut_chunk_line_says_incomplete(inputs):
     comp = json.loads(r.stdout)["completeness"]
     assert comp["complete"] is False and comp["budgets_hit"] == {"http1_chunk_line": [CASE_CONN]}
     assert "budget ran out" in comp["headline"]
+
+
+# ---------------------------------------------------------------- UTF-8 request targets
+
+
+def _ascii(s: str) -> str:
+    return "".join(c for c in s if c.isascii())
+
+
+def test_utf8_request_targets_are_decoded_and_agree_with_tshark(tmp_path):
+    path = ti.utf8_targets(tmp_path / "utf8.pcap")
+    an = analyze(str(path))
+    _normal_kept(an)
+    got = [e.path for e in an.exchanges if e.connection == 1]
+    # what the bytes say, by construction: UTF-8 where they are UTF-8, a byte that is not stays
+    # its Latin-1 character (RFC 9110 obs-text)
+    assert got == ["/café", "/日本?q=✓", "/bad\xff\xfe", "/ctl\x1b[31mred"]
+    assert [e.url for e in an.exchanges if e.connection == 1][0] == "http://utf8.s7.example/café"
+    frames = [f.fields["target"] for f in an.frames if f.connection == 1 and f.type == "REQUEST"]
+    assert frames == got
+    # tshark (ENC_ASCII) reads the same octets: each beyond ASCII a U+FFFD, the ASCII between the same
+    theirs = [u.replace("\\x1b", "\x1b") for u in _tshark_uris(path) if not u.startswith("/rt18-normal")]
+    assert theirs == ["".join(chr(c) if c < 128 else "\ufffd" for c in t) for t in ti.UTF8_TARGETS]
+    assert [_ascii(g) for g in got] == [_ascii(u) for u in theirs]
+
+
+def test_utf8_target_in_text_output_is_shown_and_controls_escaped(tmp_path):
+    path = ti.utf8_targets(tmp_path / "utf8.pcap")
+    r = subprocess.run([sys.executable, "-m", "wirefall", "requests", str(path)], capture_output=True, timeout=120, cwd=ROOT)
+    out = r.stdout.decode("utf-8")
+    assert r.returncode == 0 and "http://utf8.s7.example/café" in out and "/日本?q=✓" in out
+    assert "Ã" not in out and "\x1b" not in out and "/ctl\\x1b[31mred" in out
+    js = subprocess.run([sys.executable, "-m", "wirefall", "requests", str(path), "--json"], capture_output=True, timeout=120,
+                        cwd=ROOT)
+    urls = [e["url"] for e in json.loads(js.stdout)]
+    assert "http://utf8.s7.example/ctl\x1b[31mred" in urls  # --json keeps the exact value
