@@ -161,3 +161,35 @@ def test_utf8_target_in_text_output_is_shown_and_controls_escaped(tmp_path):
                         cwd=ROOT)
     urls = [e["url"] for e in json.loads(js.stdout)]
     assert "http://utf8.s7.example/ctl\x1b[31mred" in urls  # --json keeps the exact value
+
+
+# ---------------------------------------------------------------- display filters: malformed numbers and operators
+
+sys.path.insert(0, str(ROOT / "scripts" / "filters"))
+import malformed as mf  # noqa: E402
+
+
+def test_malformed_filters_are_rejected_exactly_where_tshark_rejects_them():
+    """scripts/filters/malformed.py's expressions, each through tshark 4.0 (one pass, a Lua tap
+    per expression) and wirefall's compiler: the same verdict both ways (``KNOWN`` apart,
+    each with its reason); http2.streamid, a frame field, in the frames scope too."""
+    exprs = mf.expressions()
+    ts = mf.tshark_verdicts(exprs, ROOT / "sample_captures/http/http1-nginx.pcap")
+    assert sum(v is not None for v in ts.values()) > 100 and sum(v is None for v in ts.values()) > 100  # both kinds
+    wf = mf.wirefall_verdicts(exprs, "packets")
+    differ = {e for e in exprs if (ts[e] is None) != (wf[e] is None)}
+    assert differ == set(mf.KNOWN), sorted(differ ^ set(mf.KNOWN))
+    frame_exprs = [e for e in exprs if e.startswith("http2.streamid")]
+    wf_frames = mf.wirefall_verdicts(frame_exprs, "frames")
+    assert {e for e in frame_exprs if (ts[e] is None) != (wf_frames[e] is None)} == set()
+    assert ts["frame.len == ---1"] is not None and wf["frame.len == ---1"] is not None
+
+
+@pytest.mark.parametrize("cmd,expr", [("frames", "frame.len == ---1"), ("frames", "http2.streamid == ---1"),
+                                      ("packets", "frame.len == ---1"), ("packets", "frame.len == 1e5"),
+                                      ("packets", "frame.len EQ 1"), ("packets", "frame.len in {1 2}"),
+                                      ("requests", "status == --200"), ("packets", "tcp.port == 99999999999999999999999")])
+def test_cli_refuses_a_malformed_filter_like_every_bad_filter(cmd, expr):
+    r = subprocess.run([sys.executable, "-m", "wirefall", cmd, str(ROOT / "sample_captures/http/http1-nginx.pcap"), "-Y", expr],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 2 and "bad filter" in r.stderr and "Traceback" not in r.stderr, (r.returncode, r.stderr)
