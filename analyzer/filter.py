@@ -338,9 +338,9 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
             raise _Bad(f"{'a boolean' if ftype == T.BOOL else 'an integer'} cannot be converted from a string ({s!r})")
         v = _parse_int(s)
         if v is None and ftype != T.BOOL and s.count("/") == 1:  # tshark 4.0 reads "4/2" as a division
-            a, b = (_parse_int(x) for x in s.split("/"))
-            if a is not None and b is not None:
-                v = a // b if b else 0
+            num, den = (_parse_int(x) for x in s.split("/"))
+            if num is not None and den is not None:
+                v = num // den if den else 0
         if v is None:
             raise _Bad(f"{s!r} is not a valid {'boolean' if ftype == T.BOOL else 'integer'}")
         # tshark 4.0: an unsigned field takes a negative literal (it matches no value); a
