@@ -16,8 +16,9 @@ count and the next step for the user):
   its requests (their header compression state, the TLS handshake and earlier requests
   are not in the capture).
 - ``unknown_fields``: requests with a field the capture cannot give: no URL (neither URL nor
-  path: a response without its request; a path without authority is not counted, its
-  origin is the connection's), no method (a response without its request), no
+  path: a response without its request), no host (a path whose host neither the request,
+  the connection's TLS SNI nor a DNS answer for its server names: ``analyzer.authority``,
+  URL ``scheme://<unknown>/path``), no method (a response without its request), no
   status (a request without its response, not reset), or a header name or value
   ``<unknown>`` (HPACK/QPACK entries inserted before the capture), or a body size that is
   only a lower bound (``exchange.sources`` ``"lower_bound"``: a stream the capture joined
@@ -86,6 +87,7 @@ class ConnectionCompleteness:
     unknown_status: int = 0
     unknown_headers: int = 0
     unknown_body: int = 0
+    unknown_authority: int = 0
     bytes_lost: int = 0
     gaps: int = 0
     not_decrypted: str | None = None  # the reason, when protected data was not decrypted
@@ -120,6 +122,7 @@ class Completeness:
     unknown_exchanges: dict[int, list[str]] = field(default_factory=dict)  # exchange id -> what is unknown
     unknown_body: int = 0  # requests whose body size is a lower bound
     cut_short: int = 0  # frames / heads the capture ends inside (not decoded)
+    unknown_authority: int = 0  # requests whose host nothing in the capture names
 
     @property
     def summary(self) -> str:
@@ -131,11 +134,14 @@ class Completeness:
 
 def unknown_fields(e: Exchange) -> list[str]:
     """What the capture does not give of one exchange: ``url`` (neither URL nor path),
+    ``authority`` (a path whose host no header, TLS SNI or DNS answer names: ``analyzer.authority``),
     ``method``, ``status``, ``headers`` (an ``<unknown>`` name or value), ``body`` (a body
     size that is a lower bound)."""
     out = []
     if not e.url and not e.path:
         out.append("url")
+    elif e.path is not None and e.method != "CONNECT" and (not e.authority or e.authority == UNKNOWN):
+        out.append("authority")  # (analyzer.authority: neither the request, the SNI nor a DNS answer names the host)
     if not e.method and not e.pushed:
         out.append("method")
     if e.status is None and not e.reset:
@@ -217,7 +223,7 @@ def _compute(an: Analysis) -> Completeness:
     per: dict[int, ConnectionCompleteness] = {}
     reqs_by_conn: dict[int, int] = {}
     unknown_ex: dict[int, list[str]] = {}
-    tot = dict(url=0, method=0, status=0, headers=0, body=0)
+    tot = dict(url=0, method=0, status=0, headers=0, body=0, authority=0)
     for e in an.exchanges:
         reqs_by_conn[e.connection] = reqs_by_conn.get(e.connection, 0) + 1
         u = unknown_fields(e)
@@ -261,8 +267,9 @@ def _compute(an: Analysis) -> Completeness:
                                 NEXT_MIDWAY))
         if cc.unknown_requests:
             what = ", ".join((f"{cc.unknown_body} with a body size that is a lower bound" if k == "body" else
+                              f"{cc.unknown_authority} without a known host" if k == "authority" else
                               f"{getattr(cc, 'unknown_' + k)} without {'a known ' if k != 'headers' else 'all '}{k}")
-                             for k in ("url", "method", "status", "headers", "body") if getattr(cc, "unknown_" + k))
+                             for k in ("url", "authority", "method", "status", "headers", "body") if getattr(cc, "unknown_" + k))
             step = (NEXT_MIDWAY if cc.joined_midway else
                     "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends")
             issues.append(Issue("unknown_fields", c.id, cc.unknown_requests,
@@ -316,7 +323,7 @@ def _compute(an: Analysis) -> Completeness:
         unknown_method=tot["method"], unknown_status=tot["status"], unknown_headers=tot["headers"], bytes_lost=lost,
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
         per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"],
-        cut_short=cut)
+        cut_short=cut, unknown_authority=tot["authority"])
 
 
 def _warning_next_step(w: str) -> str:
@@ -357,7 +364,9 @@ def _headline(c: Completeness) -> str:
         parts.append(s)
     elif c.unknown_url:
         parts.append(f"{_pl(c.unknown_url, 'request')} with unknown URL")
-    other = c.requests_unknown - c.unknown_url if c.unknown_url else c.requests_unknown
+    if c.unknown_authority:
+        parts.append(f"{_pl(c.unknown_authority, 'request')} with unknown host")
+    other = c.requests_unknown - c.unknown_url - c.unknown_authority
     if other > 0:
         parts.append(f"{_pl(other, 'request')} with unknown fields")
     if c.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
@@ -394,7 +403,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "requests_on_joined": c.requests_on_joined,
         "requests_unknown": c.requests_unknown,
         "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers,
-                    "body": c.unknown_body},
+                    "body": c.unknown_body, "authority": c.unknown_authority},
         "bytes_lost": c.bytes_lost,
         "gaps": c.gaps,
         "not_decrypted": {str(k): v for k, v in c.not_decrypted.items()},
@@ -406,7 +415,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
              "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,
-                         "body": p.unknown_body},
+                         "body": p.unknown_body, "authority": p.unknown_authority},
              "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets),
              "cut_short": p.cut_short}
             for p in c.per_connection.values()

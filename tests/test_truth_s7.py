@@ -193,3 +193,72 @@ def test_cli_refuses_a_malformed_filter_like_every_bad_filter(cmd, expr):
     r = subprocess.run([sys.executable, "-m", "wirefall", cmd, str(ROOT / "sample_captures/http/http1-nginx.pcap"), "-Y", expr],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 2 and "bad filter" in r.stderr and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+
+
+# ---------------------------------------------------------------- the host of requests joined mid-way
+
+def _midway_rows(an) -> list:
+    return [e for e in an.exchanges if e.protocol == "h2c"]
+
+
+@pytest.mark.parametrize("dns", [True, False])
+def test_h2_joined_midway_gets_its_host_from_dns_or_says_unknown(tmp_path, dns):
+    """An h2c connection the capture joins mid-way, :authority a reference to an HPACK entry
+    from before (tshark shows the header as <unknown> too): the URL is never the bare path.
+    With a DNS answer for the server's address before it, the host is that name (port 8080);
+    without, <unknown>, counted in the completeness summary."""
+    path = ti.h2_midway(tmp_path / "mid.pcap", dns=dns)
+    out = run_tool("tshark", "-r", str(path), "-d", "tcp.port==8080,http2", "-Y", "http2.type == 1", "-T", "fields",
+                   "-e", "http2.header.name", "-e", "http2.header.value")
+    assert "<unknown>" in out and "/s7-mid/app.js" in out  # tshark: the authority is not in the capture
+    an = analyze(str(path))
+    _normal_kept(an)
+    rows = _midway_rows(an)
+    assert [e.path for e in rows] == list(ti.MIDWAY_PATHS) and all(e.status == 200 for e in rows)
+    c = C.compute(an)
+    if dns:
+        assert [e.url for e in rows] == [f"http://{ti.DNS_NAME}:8080{p}" for p in ti.MIDWAY_PATHS]
+        assert all(e.authority == f"{ti.DNS_NAME}:8080" and e.sources["authority"] == "dns" for e in rows)
+        assert c.unknown_authority == 0 and "unknown host" not in C.headline(an)
+    else:
+        assert [e.url for e in rows] == [f"http://<unknown>{p}" for p in ti.MIDWAY_PATHS]
+        assert all(e.authority is None and e.sources["authority"] == "unknown" for e in rows)
+        assert c.unknown_authority == 2 and "2 requests with unknown host" in C.headline(an)
+        assert C.to_dict(c)["unknown"]["authority"] == 2
+    assert not any(e.url in ti.MIDWAY_PATHS for e in an.exchanges)  # never a bare path as a URL
+    # the parallel pass (DNS and the TCP connection in different workers) says the same
+    an2 = analyze(str(path), workers=2)
+    assert [(e.url, e.authority) for e in _midway_rows(an2)] == [(e.url, e.authority) for e in rows]
+
+
+def test_host_from_sni_then_dns_then_unknown_on_every_protocol():
+    """analyzer.authority on hand-built models: HTTP/2, HTTP/3 and SPDY rows without a host,
+    and an HTTP/1.0 request without Host — SNI first, then a DNS answer for the server
+    address that came before the connection, else <unknown>."""
+    from wirefall.analyzer import authority
+    from wirefall.analyzer.model import Analysis, Connection, Exchange, Frame, PacketIndex, QuicInfo, TlsInfo
+
+    def conn(i, addr, port=443, tls=None, quic=None, start=10.0):
+        return Connection(i, "udp" if quic else "tcp", ("10.0.0.1", 5000 + i), (addr, port), start=start, tls=tls, quic=quic)
+
+    cs = [conn(0, "192.0.2.1", tls=TlsInfo(sni="sni.example")), conn(1, "192.0.2.2", tls=TlsInfo()),  # (no ClientHello seen)
+          conn(2, "192.0.2.3", quic=QuicInfo()), conn(3, "192.0.2.4", port=80), conn(4, "192.0.2.5", tls=TlsInfo()),
+          conn(5, "192.0.2.9", start=1.0, tls=TlsInfo())]
+    dns = [Frame(1, 1, 2.0, 9, 1, "dns", 7, "RESPONSE", 0, 60, None,
+                 {"id": 7, "qname": "dns.example", "qtype": "A", "rcode": "NOERROR", "answers": [["dns.example", "A", 60, "192.0.2.2"]]}),
+           Frame(2, 2, 2.0, 9, 1, "dns", 8, "RESPONSE", 0, 60, None,
+                 {"id": 8, "qname": "h3.example", "qtype": "A", "rcode": "NOERROR", "answers": [["h3.example", "A", 60, "192.0.2.3"]]}),
+           Frame(3, 3, 2.0, 9, 1, "dns", 9, "RESPONSE", 0, 60, None,  # answered after connection 5 opened: not its name
+                 {"id": 9, "qname": "late.example", "qtype": "A", "rcode": "NOERROR", "answers": [["late.example", "A", 60, "192.0.2.9"]]})]
+    exs = [Exchange(1, 0, "h2", method="GET", path="/a", url="/a"), Exchange(2, 1, "h2", method="GET", path="/b", url="/b"),
+           Exchange(3, 2, "h3", method="GET", scheme="https", path="/c"),
+           Exchange(4, 3, "http/1.0", method="GET", path="/d", url="/d", scheme="http"),
+           Exchange(5, 4, "spdy/3.1", method="GET", path="/e", url="/e"), Exchange(6, 5, "h2", method="GET", path="/f", url="/f"),
+           Exchange(7, 0, "h2", method="GET", authority="own.example", path="/g", url="https://own.example/g")]
+    an = Analysis("x.pcap", PacketIndex(), connections=cs, exchanges=exs, frames=dns)
+    assert authority.fill(an) == 3
+    assert [e.url for e in exs] == ["https://sni.example/a", "https://dns.example/b", "https://h3.example/c",
+                                    "http://<unknown>/d", "https://<unknown>/e", "https://<unknown>/f", "https://own.example/g"]
+    assert [(e.sources or {}).get("authority") for e in exs] == ["tls_sni", "dns", "dns", "unknown", "unknown", "unknown", None]
+    c = C._compute(an)
+    assert c.unknown_authority == 3 and not c.complete

@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redteam18_inputs import NORMAL_PATHS, Capture, Tcp  # noqa: E402
+from redteam18_inputs import NORMAL_PATHS, Capture, Tcp, h2_headers_block, h2frame, hint, hstr, udp_pkt  # noqa: E402
 
-__all__ = ["NORMAL_PATHS", "CASES", "LIMITS", "build", "UTF8_TARGETS", "utf8_targets"]
+__all__ = ["NORMAL_PATHS", "CASES", "LIMITS", "build", "UTF8_TARGETS", "utf8_targets", "h2_midway", "MIDWAY_PATHS",
+           "DNS_NAME"]
 
 CLIENT, SERVER = bytes([10, 77, 0, 1]), bytes([10, 77, 0, 2])
 
@@ -100,12 +101,55 @@ def utf8_targets(path: str | Path) -> Path:
     return Path(path)
 
 
+# ---------------------------------------------------------------- HTTP/2 joined mid-way
+
+MIDWAY_PATHS = ("/s7-mid/app.js", "/s7-mid/style.css")
+DNS_NAME = "cdn.s7.example"
+
+
+def _dns_answer(ident: int, name: str, addr: bytes) -> tuple[bytes, bytes]:
+    """A DNS query for ``name`` (A) and its answer ``addr`` (RFC 1035 wire format)."""
+    import struct
+
+    qname = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    q = struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1)
+    r = (struct.pack("!HHHHHH", ident, 0x8180, 1, 1, 0, 0) + qname + struct.pack("!HH", 1, 1)
+         + b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + addr)
+    return q, r
+
+
+def h2_midway(path: str | Path, dns: bool) -> Path:
+    """An h2c connection (10.77.0.1:45002 -> 10.77.0.3:8080) the capture joins mid-way: no
+    SYN, no preface, its two requests' ``:authority`` an HPACK dynamic-table reference (index
+    62: an entry inserted before the capture), ``:path`` literal; each answered 200.  With
+    ``dns``, a DNS lookup of ``DNS_NAME`` answered 10.77.0.3 comes first (so the requests'
+    host is that name, port 8080); without, nothing in the capture names the server."""
+    server = bytes([10, 77, 0, 3])
+    with Capture(path) as pc:
+        if dns:
+            q, r = _dns_answer(0x5757, DNS_NAME, server)
+            pc.add(udp_pkt(CLIENT, 53000, bytes([10, 77, 0, 53]), 53, q))
+            pc.add(udp_pkt(bytes([10, 77, 0, 53]), 53, CLIENT, 53000, r))
+        c = Tcp(pc, CLIENT, 45002, server, 8080)  # no open(): joined mid-way
+        for k, p in enumerate(MIDWAY_PATHS):
+            sid = 101 + 2 * k
+            # :method GET (static 2), :scheme http (static 6), :authority = dynamic entry 62, :path literal
+            block = b"\x82\x86" + hint(62, 7, 0x80) + hint(4, 4) + hstr(p.encode())
+            c.send(0, h2_headers_block(sid, block))
+            body = b"mid-way body %d\n" % k
+            c.send(1, h2_headers_block(sid, b"\x88" + hint(31, 4) + hstr(b"text/plain"), end_stream=False)
+                   + h2frame(0, 0x1, sid, body))
+    return Path(path)
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[1] if len(argv) > 1 else ".")
     out.mkdir(parents=True, exist_ok=True)
     for kind in CASES:
         print(build(out / f"truth-{kind}.pcap", kind))
     print(utf8_targets(out / "truth-utf8-targets.pcap"))
+    print(h2_midway(out / "truth-h2-midway-dns.pcap", dns=True))
+    print(h2_midway(out / "truth-h2-midway.pcap", dns=False))
     return 0
 
 
