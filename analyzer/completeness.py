@@ -364,11 +364,10 @@ def _headline(c: Completeness) -> str:
         parts.append(s)
     elif c.unknown_url:
         parts.append(f"{_pl(c.unknown_url, 'request')} with unknown URL")
-    if c.unknown_authority:
-        parts.append(f"{_pl(c.unknown_authority, 'request')} with unknown host")
-    other = c.requests_unknown - c.unknown_url - c.unknown_authority
-    if other > 0:
-        parts.append(f"{_pl(other, 'request')} with unknown fields")
+    other = c.requests_unknown - c.unknown_url
+    if other > 0:  # (the requests without a known host are among them: analyzer.authority)
+        host = f" ({c.unknown_authority} with unknown host)" if c.unknown_authority else ""
+        parts.append(f"{_pl(other, 'request')} with unknown fields{host}")
     if c.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
         parts.append(f"{_pl(c.unknown_body, 'body size')} only a lower bound")
     if c.bytes_lost:

@@ -223,7 +223,7 @@ def test_h2_joined_midway_gets_its_host_from_dns_or_says_unknown(tmp_path, dns):
     else:
         assert [e.url for e in rows] == [f"http://<unknown>{p}" for p in ti.MIDWAY_PATHS]
         assert all(e.authority is None and e.sources["authority"] == "unknown" for e in rows)
-        assert c.unknown_authority == 2 and "2 requests with unknown host" in C.headline(an)
+        assert c.unknown_authority == 2 and "2 requests with unknown fields (2 with unknown host)" in C.headline(an)
         assert C.to_dict(c)["unknown"]["authority"] == 2
     assert not any(e.url in ti.MIDWAY_PATHS for e in an.exchanges)  # never a bare path as a URL
     # the parallel pass (DNS and the TCP connection in different workers) says the same
