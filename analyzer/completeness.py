@@ -16,8 +16,9 @@ count and the next step for the user):
   its requests (their header compression state, the TLS handshake and earlier requests
   are not in the capture).
 - ``unknown_fields``: requests with a field the capture cannot give: no URL (neither URL nor
-  path: a response without its request; a path without authority is not counted, its
-  origin is the connection's), no method (a response without its request), no
+  path: a response without its request), no host (a path whose host neither the request,
+  the connection's TLS SNI nor a DNS answer for its server names: ``analyzer.authority``,
+  URL ``scheme://<unknown>/path``), no method (a response without its request), no
   status (a request without its response, not reset), or a header name or value
   ``<unknown>`` (HPACK/QPACK entries inserted before the capture), or a body size that is
   only a lower bound (``exchange.sources`` ``"lower_bound"``: a stream the capture joined
@@ -26,7 +27,11 @@ count and the next step for the user):
   its direction, stream offset and length); count = bytes.
 - ``not_decrypted``: TLS or QUIC connections with protected data not decrypted; the reason is
   ``conn.tls.reason`` / ``conn.quic.reason``; count = the connection's packets.
-- ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture).
+- ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture),
+  or a per-block limit (``http1_header_bytes``, ``http1_header_count``, ``http1_chunk_line`` …)
+  cut a head or chunk of that connection undecoded (``Context.limit_hit``).
+- ``cut_short``: heads or frames the capture ends inside (``NoteKind.ENDS_IN_FRAME`` notes:
+  their bytes are in the capture but not decoded); count = such frames.
 - ``capture_damaged``: the capture's own warnings (truncated file, corrupt block, snap length,
   fragments missing), except the budget warnings already counted.
 - ``no_packets``: the analysis comes from a browser log opened alone (``Analysis.source``
@@ -82,15 +87,17 @@ class ConnectionCompleteness:
     unknown_status: int = 0
     unknown_headers: int = 0
     unknown_body: int = 0
+    unknown_authority: int = 0
     bytes_lost: int = 0
     gaps: int = 0
     not_decrypted: str | None = None  # the reason, when protected data was not decrypted
     budgets: list[str] = field(default_factory=list)
+    cut_short: int = 0  # frames / heads the capture ends inside
 
     @property
     def complete(self) -> bool:
         return not (self.joined_midway or self.unknown_requests or self.bytes_lost or self.gaps
-                    or self.not_decrypted or self.budgets)
+                    or self.not_decrypted or self.budgets or self.cut_short)
 
 
 @dataclass
@@ -114,6 +121,8 @@ class Completeness:
     per_connection: dict[int, ConnectionCompleteness]  # only connections with something missing
     unknown_exchanges: dict[int, list[str]] = field(default_factory=dict)  # exchange id -> what is unknown
     unknown_body: int = 0  # requests whose body size is a lower bound
+    cut_short: int = 0  # frames / heads the capture ends inside (not decoded)
+    unknown_authority: int = 0  # requests whose host nothing in the capture names
 
     @property
     def summary(self) -> str:
@@ -125,11 +134,14 @@ class Completeness:
 
 def unknown_fields(e: Exchange) -> list[str]:
     """What the capture does not give of one exchange: ``url`` (neither URL nor path),
+    ``authority`` (a path whose host no header, TLS SNI or DNS answer names: ``analyzer.authority``),
     ``method``, ``status``, ``headers`` (an ``<unknown>`` name or value), ``body`` (a body
     size that is a lower bound)."""
     out = []
     if not e.url and not e.path:
         out.append("url")
+    elif e.path is not None and e.method != "CONNECT" and (not e.authority or e.authority == UNKNOWN):
+        out.append("authority")  # (analyzer.authority: neither the request, the SNI nor a DNS answer names the host)
     if not e.method and not e.pushed:
         out.append("method")
     if e.status is None and not e.reset:
@@ -139,7 +151,8 @@ def unknown_fields(e: Exchange) -> list[str]:
             out.append("headers")
             break
     src = e.sources
-    if src and "lower_bound" in (src.get("request_body_bytes"), src.get("response_body_bytes")):
+    if src and "lower_bound" in (src.get("request_body_bytes"), src.get("response_body_bytes"),
+                                 src.get("response_body_decoded_bytes")):
         out.append("body")
     return out
 
@@ -210,7 +223,7 @@ def _compute(an: Analysis) -> Completeness:
     per: dict[int, ConnectionCompleteness] = {}
     reqs_by_conn: dict[int, int] = {}
     unknown_ex: dict[int, list[str]] = {}
-    tot = dict(url=0, method=0, status=0, headers=0, body=0)
+    tot = dict(url=0, method=0, status=0, headers=0, body=0, authority=0)
     for e in an.exchanges:
         reqs_by_conn[e.connection] = reqs_by_conn.get(e.connection, 0) + 1
         u = unknown_fields(e)
@@ -225,7 +238,7 @@ def _compute(an: Analysis) -> Completeness:
     issues: list[Issue] = []
     joined: list[int] = []
     not_dec: dict[int, str] = {}
-    lost = gaps = 0
+    lost = gaps = cut = 0
     conn_ids = set()
     source = getattr(an, "source", "capture") or "capture"
     if source != "capture":
@@ -241,7 +254,8 @@ def _compute(an: Analysis) -> Completeness:
         for n in notes_of(c.notes, NoteKind.GAP):
             c_lost += n.length or 0
             c_gaps += 1
-        if not (why or reason or c_lost or c.id in per):
+        c_cut = sum(1 for _ in notes_of(c.notes, NoteKind.ENDS_IN_FRAME))
+        if not (why or reason or c_lost or c_cut or c.id in per):
             continue
         cc = per.setdefault(c.id, ConnectionCompleteness(c.id))
         cc.requests = n_req
@@ -253,8 +267,9 @@ def _compute(an: Analysis) -> Completeness:
                                 NEXT_MIDWAY))
         if cc.unknown_requests:
             what = ", ".join((f"{cc.unknown_body} with a body size that is a lower bound" if k == "body" else
+                              f"{cc.unknown_authority} without a known host" if k == "authority" else
                               f"{getattr(cc, 'unknown_' + k)} without {'a known ' if k != 'headers' else 'all '}{k}")
-                             for k in ("url", "method", "status", "headers", "body") if getattr(cc, "unknown_" + k))
+                             for k in ("url", "authority", "method", "status", "headers", "body") if getattr(cc, "unknown_" + k))
             step = (NEXT_MIDWAY if cc.joined_midway else
                     "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends")
             issues.append(Issue("unknown_fields", c.id, cc.unknown_requests,
@@ -266,6 +281,12 @@ def _compute(an: Analysis) -> Completeness:
             gaps += c_gaps
             issues.append(Issue("bytes_lost", c.id, c_lost, f"connection {c.id}: {c_lost} bytes lost by the capture in {c_gaps} gap{'s' * (c_gaps != 1)}",
                                 NEXT_LOST))
+        if c_cut:
+            cc.cut_short = c_cut
+            cut += c_cut
+            issues.append(Issue("cut_short", c.id, c_cut, f"connection {c.id}: the capture ends inside {_pl(c_cut, 'frame')} "
+                                "(a message head or frame not complete): not decoded",
+                                "stop the capture after the page load has ended (the connections closed or idle)"))
         if reason:
             cc.not_decrypted = reason
             not_dec[c.id] = reason
@@ -301,7 +322,8 @@ def _compute(an: Analysis) -> Completeness:
         requests_on_joined=n_joined_req, requests_unknown=len(unknown_ex), unknown_url=tot["url"],
         unknown_method=tot["method"], unknown_status=tot["status"], unknown_headers=tot["headers"], bytes_lost=lost,
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
-        per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"])
+        per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"],
+        cut_short=cut, unknown_authority=tot["authority"])
 
 
 def _warning_next_step(w: str) -> str:
@@ -342,13 +364,16 @@ def _headline(c: Completeness) -> str:
         parts.append(s)
     elif c.unknown_url:
         parts.append(f"{_pl(c.unknown_url, 'request')} with unknown URL")
-    other = c.requests_unknown - c.unknown_url if c.unknown_url else c.requests_unknown
-    if other > 0:
-        parts.append(f"{_pl(other, 'request')} with unknown fields")
+    other = c.requests_unknown - c.unknown_url
+    if other > 0:  # (the requests without a known host are among them: analyzer.authority)
+        host = f" ({c.unknown_authority} with unknown host)" if c.unknown_authority else ""
+        parts.append(f"{_pl(other, 'request')} with unknown fields{host}")
     if c.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
         parts.append(f"{_pl(c.unknown_body, 'body size')} only a lower bound")
     if c.bytes_lost:
         parts.append(f"{_kb(c.bytes_lost)} lost")
+    if c.cut_short:
+        parts.append(f"{_pl(c.cut_short, 'frame')} cut by the capture's end")
     if c.not_decrypted:
         parts.append(f"{_pl(len(c.not_decrypted), 'connection')} not decrypted")
     if c.budgets_hit:
@@ -377,19 +402,21 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "requests_on_joined": c.requests_on_joined,
         "requests_unknown": c.requests_unknown,
         "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers,
-                    "body": c.unknown_body},
+                    "body": c.unknown_body, "authority": c.unknown_authority},
         "bytes_lost": c.bytes_lost,
         "gaps": c.gaps,
         "not_decrypted": {str(k): v for k, v in c.not_decrypted.items()},
         "budgets_hit": {k: list(v) for k, v in c.budgets_hit.items()},
+        "cut_short": c.cut_short,
         "warnings": list(c.warnings),
         "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step}
                    for i in c.issues],
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
              "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,
-                         "body": p.unknown_body},
-             "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets)}
+                         "body": p.unknown_body, "authority": p.unknown_authority},
+             "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets),
+             "cut_short": p.cut_short}
             for p in c.per_connection.values()
         ],
     }
@@ -414,8 +441,10 @@ def entry_comment(c: Completeness, e: Exchange) -> str | None:
     src = e.sources or {}
     low = [w for w, k in (("request", "request_body_bytes"), ("response", "response_body_bytes")) if src.get(k) == "lower_bound"]
     if low:  # the HAR's bodySize stays the number counted; the comment says it is a lower bound
-        parts.append(f"{' and '.join(low)} bodySize is a lower bound: the capture joined the stream mid-way, its earlier bytes "
-                     "are not in it")
+        parts.append(f"{' and '.join(low)} bodySize is a lower bound: not all of its bytes are in the capture (joined mid-way, "
+                     "or cut by the capture's end or a limit)")
+    if src.get("response_body_decoded_bytes") == "lower_bound":
+        parts.append("response content size is a lower bound: its decoding stopped at a limit")
     p = c.per_connection.get(e.connection)
     if p is not None:
         if p.joined_midway:

@@ -186,6 +186,8 @@ def har_url(e: Exchange, c) -> str | None:
     url = e.url or e.path
     if not url:
         return None
+    if (e.sources or {}).get("authority") == "unknown" and e.path:  # host <unknown> (analyzer.authority): a HAR URL needs one
+        url = e.path
     if "://" in url or not url.startswith("/"):
         return url
     scheme = e.scheme or ("https" if c is not None and (c.tls is not None or c.quic is not None) else "http")

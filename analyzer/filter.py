@@ -27,7 +27,11 @@ HEADERS``), IPv4/IPv6 addresses with an optional /prefix, MAC and byte strings
 (``00:11:22``, ``00-11``), quoted strings with C escapes (``r"…"`` raw), ``'c'`` characters,
 ``True``/``False``.  Slices ``field[i:len]``, ``[i-j]``, ``[i]``, ``[:j]``, ``[i:]`` give
 bytes; ``len()``, ``count()``, ``upper()``, ``lower()`` and ``+ - * / %`` on numbers work as
-in tshark.  ``&`` tests bits (``tcp.flags & 0x02``).
+in tshark.  ``&`` tests bits (``tcp.flags & 0x02``).  Literals are read as tshark 4.0 reads them
+(``+1``, ``0X1``, ``-1`` for an unsigned field, ``4/2``, braces grouping arithmetic, keywords
+case-sensitive), and refused where it refuses them (``--1``, ``1e5`` for an integer, ``"1"`` for a
+number, past 64 bits or the field's size, ``1e-3`` or ``5.`` for a time, ``{}``, ``{1 2}``,
+``matches 1``): ``scripts/filters/malformed.py`` compares the two on a few hundred expressions.
 
 Why hand-written rather than lark/pyparsing: the grammar is small, the errors must carry the
 column and the closest field name, literals are typed by the field on the other side (which a
@@ -78,7 +82,7 @@ _TOKEN = re.compile(
     (?P<str>r?"(?:[^"\\]|\\.)*")|
     (?P<char>'(?:[^'\\]|\\.[^']*)')|
     (?P<slice>\[[^\]]*\])|
-    (?P<op>===|!==|==|!=|~=|<=|>=|<|>|~|&&|\|\||\^\^|&|!|\(|\)|\{|\}|,|\+|\*|/|%|-(?=\s))|
+    (?P<op>===|!==|==|!=|~=|<=|>=|<|>|~|&&|\|\||\^\^|&|!|\(|\)|\{|\}|,|\+|\*|/|%|-(?=\s|[A-Za-z_]))|
     (?P<word>[\w.:\-/]+)
     )""",
     re.X,
@@ -119,9 +123,8 @@ def _tokenize(expr: str) -> list[tuple[str, str, int]]:
         assert kind is not None  # every alternative of _TOKEN is a named group
         text = m.group(kind)
         col = m.start(kind) + 1
-        if kind == "word" and text.lower() in _KEYWORDS:
+        if kind == "word" and text in _KEYWORDS:  # case-sensitive, as tshark's ("AND", "EQ" are errors)
             kind = "op"
-            text = text.lower()
         out.append((kind, text, col))
         pos = m.end()
     out.append(("end", "", n + 1))
@@ -262,9 +265,13 @@ class Lit:
         self.text, self.quoted, self.col, self.char = text, quoted, col, char
 
 
-_INT = re.compile(r"[+-]?(0x[0-9a-fA-F]+|0b[01]+|0[0-7]*|[1-9][0-9]*)")
+_INT = re.compile(r"[+-]?(0[xX][0-9a-fA-F]+|0[bB][01]*|0[0-7]*|[1-9][0-9]*)")
+U64 = (1 << 64) - 1
+_NEG_NUM = re.compile(r"-(0[xX][0-9a-fA-F]+|\d+(\.\d+)?)")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _BYTES = re.compile(r"[0-9a-fA-F]{1,2}([:.\-][0-9a-fA-F]{1,2})*|[0-9a-fA-F]{2}(?:[0-9a-fA-F]{2})*")
+# tshark 4.0's relative time: seconds, a fraction; digits after a second "." are not read
+_RELTIME = re.compile(r"(-?\d+(?:\.\d+)?)(?:\.\d[\d.]*)?")
 _TIME_FORMATS = ("%b %d, %Y %H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
 
 
@@ -277,7 +284,7 @@ def _parse_int(s: str) -> int | None:
     if t.startswith("0x"):
         v = int(t, 16)
     elif t.startswith("0b"):
-        v = int(t[2:], 2)
+        v = int(t[2:] or "0", 2)  # tshark 4.0 reads "0b" as 0
     elif t.startswith("0") and len(t) > 1:
         v = int(t, 8)
     else:
@@ -325,15 +332,33 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
             for k, named in f.names.items():
                 if k.lower() == s.lower():
                     return named
-        if ftype == T.BOOL and s.lower() in ("true", "false"):
-            return 1 if s.lower() == "true" else 0
+        if ftype == T.BOOL and s in ("True", "TRUE", "False", "FALSE"):  # tshark 4.0 ("true", "tRUE" are errors)
+            return 1 if s[0] == "T" else 0
+        if lit.quoted and not lit.char:
+            raise _Bad(f"{'a boolean' if ftype == T.BOOL else 'an integer'} cannot be converted from a string ({s!r})")
         v = _parse_int(s)
+        if v is None and ftype != T.BOOL and s.count("/") == 1:  # tshark 4.0 reads "4/2" as a division
+            num, den = (_parse_int(x) for x in s.split("/"))
+            if num is not None and den is not None:
+                v = num // den if den else 0
         if v is None:
             raise _Bad(f"{s!r} is not a valid {'boolean' if ftype == T.BOOL else 'integer'}")
-        if ftype == T.UINT and v < 0:
-            raise _Bad(f"{s!r} is negative but {f.name if f else 'the field'} is unsigned")
+        # tshark 4.0: an unsigned field takes a negative literal (it matches no value); a
+        # boolean does not; a literal past 64 bits overflows; past the field's size is too big
+        if ftype == T.BOOL and (s.startswith("-") or v > U64):
+            raise _Bad(f"{s!r} is not a boolean: {'a boolean cannot be negative' if v < 0 else 'it overflows 64 bits'}")
+        if v > U64 or v < -(1 << 63):
+            raise _Bad(f"{s!r} causes an integer overflow")
+        size = f.size if f is not None else 0
+        if size and ftype == T.UINT and v > (1 << (8 * size)) - 1:
+            raise _Bad(f"{s!r} is too big for this field, maximum {(1 << (8 * size)) - 1}")
         return v
     if ftype == T.FLOAT:
+        if f is not None and ".time" in f.name:  # a relative time: tshark 4.0 reads [-]S[.F], no exponent
+            m = _RELTIME.fullmatch(s.strip())
+            if m and not lit.quoted:
+                return float(m.group(1))
+            raise _Bad(f"{s!r} is not a valid time (seconds, e.g. 1.5)")
         if _FLOAT.fullmatch(s.strip()):
             return float(s)
         raise _Bad(f"{s!r} is not a number")
@@ -519,6 +544,10 @@ class _Parser:
         f = _fields.lookup(name)
         short = _short_names(scope)
         top = ALIASES.get(name, name).split(".", 1)[0]
+        if "." in name and name not in ALIASES and top in ALIASES:
+            # "frame.len", "frame.len--1": under an alias of a number ("frame" is the packet
+            # number), a dotted name is no wirefall name, only a Wireshark field (or unknown)
+            top = ""
         if rhs:  # on the right only a dotted Wireshark field is a field; anything else is a literal
             if f is None or "." not in name:
                 return None
@@ -671,7 +700,16 @@ class _Parser:
     def value(self, lhs: bool) -> Val:
         d0 = self.depth
         left = self.term(lhs)
-        while self.peek()[1] in ("+", "-") and self.peek()[0] == "op":
+        while True:
+            nk, nt, ncol = self.peek()
+            if nk == "word" and _NEG_NUM.fullmatch(nt):  # "frame.len -1 == 2": tshark 4.0 reads a subtraction
+                self.take()
+                self.enter((nk, nt, ncol))
+                right: Val = _LitVal(Lit(nt[1:], False, ncol + 1))
+                left = self.arith("-", left, right, (nk, "-", ncol))
+                continue
+            if not (nt in ("+", "-") and nk == "op"):
+                break
             tok = self.take()
             self.enter(tok)
             right = self.term(lhs)
@@ -690,6 +728,16 @@ class _Parser:
 
     def unary(self, lhs: bool) -> Val:
         tok = self.peek()
+        if tok[1] == "+" and tok[0] == "op":  # tshark 4.0 takes a unary plus
+            self.take()
+            self.enter(tok)
+            inner = self.atom(lhs)
+            self.depth -= 1
+            if inner.ftype is not None and inner.ftype not in T.NUMERIC:
+                self.error(f"{inner.name or 'value'} is not a number: it cannot take '+'", tok)
+            if isinstance(inner, _LitVal) and inner.lit.text[:1] in ("-", "+"):
+                self.error(f"{inner.lit.text[0]!r} was unexpected after '+'", (None, None, inner.lit.col))
+            return inner
         if tok[1] == "-" and tok[0] == "op":
             self.take()
             self.enter(tok)
@@ -728,6 +776,8 @@ class _Parser:
             x: int | float | None = _parse_int(v.lit.text)
             if x is None:
                 try:
+                    if not _FLOAT.fullmatch(v.lit.text):  # float() would take "inf", "nan": tshark does not
+                        raise ValueError(v.lit.text)
                     x = float(v.lit.text)
                 except ValueError:
                     raise FilterError(f"{v.lit.text!r} is not a number", v.lit.col, self.expr) from None
@@ -736,6 +786,14 @@ class _Parser:
 
     def atom(self, lhs: bool) -> Val:
         kind, text, col = self.take()
+        if kind == "op" and text == "{":  # tshark 4.0 groups arithmetic with braces
+            self.enter((kind, text, col))
+            inner = self.value(lhs)
+            self.depth -= 1
+            if self.peek()[1] != "}":
+                self.error("expected '}'")
+            self.take()
+            return inner
         if kind == "word" and text in _FUNCS and self.peek()[1] == "(":
             return self.function(text, col)
         if kind == "str":
@@ -789,6 +847,9 @@ class _Parser:
         if name == "count":
             return Val(lambda o: [len(av(o))], T.UINT, None, f"count({arg.name})", col)
         if name == "len":
+            size = arg.field.size if arg.field is not None else 0
+            if ft in (T.UINT, T.INT) and size:  # tshark: an integer field's length is its size in bytes
+                return Val(lambda o: [size for _ in av(o)], T.UINT, None, f"len({arg.name})", col)
             if ft is not None and ft not in T.BYTELIKE:
                 self.error(f"len() takes a string or byte field, not {arg.name}", (None, name, col))
 
@@ -808,7 +869,14 @@ class _Parser:
 
     # -- comparisons
     def literal_for(self, lit: Lit, other: Val, op: str, optok) -> Any:
+        if not lit.quoted and lit.text[1:2] in ("-", "+") and lit.text[:1] in ("-", "+"):
+            # "--1", "+-1", "---1": tshark 4.0 lexes the second sign as an operator where none may be
+            raise FilterError(f"{lit.text[1]!r} was unexpected in {lit.text!r}", lit.col + 1, self.expr)
         if op == "matches":
+            if not lit.quoted or lit.char:
+                raise FilterError("'matches' requires a double-quoted string on its right", lit.col, self.expr)
+            if other.ftype in T.NUMERIC or other.ftype in (T.IPV4, T.IPV6):
+                raise FilterError(f"{other.name} is not a string: it cannot take 'matches'", optok[2], self.expr)
             if other.ftype in (T.PROTO_OPAQUE, T.NONE):
                 raise FilterError(f"{other.name} can only be tested for presence (it has no value to compare)", optok[2], self.expr)
             return self.regex(lit)
@@ -832,6 +900,8 @@ class _Parser:
             raise FilterError(f"{other.name} is not an integer: '&' tests bits of integers", optok[2], self.expr)
         if op == "contains" and ftype in (T.IPV4, T.IPV6, T.ETHER):
             ftype = T.BYTES
+        if ftype not in T.NUMERIC and not lit.quoted and lit.text[:1] in ("-", "+"):
+            raise FilterError(f"{other.name} is not a number: it cannot take {lit.text[0]!r}", lit.col, self.expr)
         try:
             v = _typed(lit, other.field, ftype)
         except _Bad as e:
@@ -951,12 +1021,26 @@ class _Parser:
         if isinstance(left, _LitVal):
             self.error(f"expected a field name, not {left.lit.text!r}", (None, None, left.lit.col))
         tests: list[Callable[[Any], bool]] = []
-        while self.peek()[1] != "}":
+        want = True  # a member is expected (tshark 4.0: "{}", "{1 2}", "{1,,2}" are errors)
+        while self.peek()[1] != "}" or want:
             tok = self.peek()
             if tok[0] == "end":
                 self.error("expected '}'")
             if tok[1] == ",":
+                if want:
+                    self.error("expected a value in the set", tok)
                 self.take()
+                want = True
+                continue
+            if not want and left.ftype is not None:  # (wirefall's own names keep "{GET HEAD}")
+                self.error("expected ',' or '}' in the set", tok)
+            want = False
+            if (tok[0] == "word" and self.peek(1)[0] == "word" and self.peek(1)[1] == ".."
+                    and self.peek(2)[0] == "word"):  # "1 .. 3": a range written with spaces
+                lo_t, _dots, hi_t = self.take(), self.take(), self.take()
+                lo = self.literal_for(Lit(lo_t[1], False, lo_t[2]), left, ">=", lo_t)
+                hi = self.literal_for(Lit(hi_t[1], False, hi_t[2]), left, "<=", hi_t)
+                tests.append((lambda lo, hi: lambda x: _cmp(">=", x, lo) and _cmp("<=", x, hi))(lo, hi))  # noqa: B023
                 continue
             if len(tests) >= MAX_SET:
                 self.error(f"too many set members (more than {MAX_SET})")

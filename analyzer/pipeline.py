@@ -49,8 +49,13 @@ def analyze(*args, workers: int | str | None = None, **kw) -> Analysis:
         if workers is not None and workers != 1:
             from .parallel import analyze_parallel
 
-            return analyze_parallel(_analyze, workers, *args, **kw)
-        return _analyze(*args, **kw)
+            an = analyze_parallel(_analyze, workers, *args, **kw)
+        else:
+            an = _analyze(*args, **kw)
+        from .authority import fill  # hosts of requests that do not name theirs (SNI, DNS), on the whole model
+
+        fill(an)
+        return an
     finally:
         if on:
             gc.enable()

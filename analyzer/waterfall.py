@@ -346,7 +346,7 @@ def _origin(url: str | None) -> str | None:
     scheme, _, rest = url.partition("://")
     netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[-1].lower()
     scheme = scheme.lower()
-    if not netloc or not scheme.isascii():
+    if not netloc or not scheme.isascii() or netloc.startswith("<unknown>"):  # (analyzer.authority: no host known)
         return None
     host, sep, port = netloc.rpartition(":")
     if sep and not host.endswith("]") and "]" in port:  # [v6] without a port

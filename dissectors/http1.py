@@ -219,6 +219,19 @@ def _parse_fields(lines: list[bytes], max_fields: int = 0) -> tuple[list[tuple[s
     return out, err
 
 
+_BAD_BYTES = {0xDC00 + b: b for b in range(0x80, 0x100)}  # surrogateescape'd bytes -> their Latin-1 characters
+
+
+def _utf8_target(t: str) -> str:
+    """A request target with octets beyond ASCII (decoded Latin-1 with the start line): UTF-8,
+    what browsers and servers mean by them (RFC 3986 §2.5; RFC 9110 §4.2.3 compares
+    percent-decoded octets), so ``/caf\\xc3\\xa9`` is ``/café``, not ``/cafÃ©``; a byte that is
+    not part of valid UTF-8 stays its Latin-1 character (RFC 9110 §5.5 obs-text; a C1 control is
+    then shown escaped, ``\\x9b``, by every text output).  tshark's ``http.request.uri`` shows
+    every such octet as U+FFFD, the ASCII between them the same."""
+    return t.encode("latin-1").decode("utf-8", "surrogateescape").translate(_BAD_BYTES)
+
+
 HEAD_CACHE_ENTRIES = 256  # parsed heads remembered per connection (bounded: 256 x 8 KiB)
 HEAD_CACHE_BYTES = 8192  # larger heads are parsed every time
 
@@ -226,8 +239,13 @@ HEAD_CACHE_BYTES = 8192  # larger heads are parsed every time
 class H1Connection:
     """Sans-IO HTTP/1.x decoder for both directions of one connection."""
 
-    def __init__(self, max_head: int = MAX_HEAD, max_fields: int = MAX_FIELDS):
+    def __init__(self, max_head: int = MAX_HEAD, max_fields: int = MAX_FIELDS, max_chunk_line: int = MAX_CHUNK_LINE):
         self.dirs = (_Dir(), _Dir())
+        self.max_chunk_line = max_chunk_line
+        # typed facts for the completeness summary: limit name -> times it cut a head or
+        # chunk (its bytes not decoded); heads the capture ended inside: (direction, packet, bytes)
+        self.limits_hit: dict[str, int] = {}
+        self.cut_heads: list[tuple[int, int, int]] = []
         self.requests: deque[H1Head] = deque()  # requests waiting for their response
         self.max_head = max_head
         self.max_fields = max_fields
@@ -287,6 +305,9 @@ class H1Connection:
                 self._end_body(direction, d, out, d.body_last or d.head.packet)
             elif d.state in ("length", "chunked"):
                 self._end_body(direction, d, out, d.body_last or d.head.packet, complete=False)
+        for direction, d in enumerate(self.dirs):
+            if not d.dead and d.state == "head" and not d.hold and d.buf.strip(b"\r\n"):
+                self.cut_heads.append((direction, d.packet_at(d.base + len(d.buf) - 1), len(d.buf)))
         for direction, d in enumerate(self.dirs):
             if d.hold and d.buf and not d.dead:  # upgrade never answered: parse what was held
                 d.hold = False
@@ -364,6 +385,7 @@ class H1Connection:
         if end < 0:
             d.scan = d.base + len(buf)
             if len(buf) > self.max_head:
+                self._hit("http1_header_bytes")
                 self._die(direction, d, f"HTTP/1 head longer than {self.max_head} bytes")
             elif len(buf) >= 8 and not self._looks_like_start(direction, bytes(buf[:16])):
                 return self._resync(direction, d, f"not an HTTP/1 message start: {bytes(buf[:24])!r}")
@@ -384,11 +406,15 @@ class H1Connection:
         start, hdrs, err, names = hit
         first_packet = d.packet_at(d.base)
         packet = d.packet_at(d.base + wire - 1)
+        noted = None  # the error a note above already says (one note per cause)
+        if err and err.startswith("more than"):
+            self._hit("http1_header_count")
+            self.notes.append(f"packet {packet}: HTTP/1 head has {err}")
+            noted = err
         if wire > self.max_head:
             err = err or f"head of {wire} bytes, longer than {self.max_head} bytes"
             self.notes.append(f"packet {packet}: HTTP/1 head of {wire} bytes is longer than {self.max_head} bytes; decoded anyway")
-        elif err and err.startswith("more than"):
-            self.notes.append(f"packet {packet}: HTTP/1 head has {err}")
+            noted = noted or err
         h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err, names=names)
         parts = start.split(" ", 2)
         if start.startswith("HTTP/"):
@@ -403,9 +429,11 @@ class H1Connection:
             if len(parts) != 3 or not parts[2].startswith("HTTP/"):
                 return self._resync(direction, d, f"bad request line {start[:60]!r}")
             h.method, h.target, h.version = parts
+            if not h.target.isascii():
+                h.target = _utf8_target(h.target)
             if direction == 1:
                 h.error = h.error or "request sent by the server"
-        if h.error:
+        if h.error and h.error != noted:
             self.notes.append(f"packet {packet}: {h.error}")
         d.consume(wire)
         d.version = d.version or h.version
@@ -416,6 +444,9 @@ class H1Connection:
         else:
             self._response_framing(direction, d, h, out)
         return True
+
+    def _hit(self, name: str) -> None:
+        self.limits_hit[name] = self.limits_hit.get(name, 0) + 1
 
     @staticmethod
     def _looks_like_start(direction: int, b: bytes) -> bool:
@@ -556,7 +587,8 @@ class H1Connection:
             if cs == "size":
                 nl = d.find_line()
                 if nl < 0:
-                    if len(buf) > MAX_CHUNK_LINE:
+                    if len(buf) > self.max_chunk_line:
+                        self._hit("http1_chunk_line")
                         self._die(direction, d, "chunk size line too long", out)
                     return False
                 line = bytes(buf[:nl]).split(b";", 1)[0].strip()
@@ -597,6 +629,7 @@ class H1Connection:
                 nl = d.find_line()
                 if nl < 0:
                     if len(buf) > self.max_head:
+                        self._hit("http1_header_bytes")
                         self._die(direction, d, "trailer section too long", out)
                     return False
                 line = bytes(buf[:nl]).rstrip(b"\r")

@@ -130,15 +130,24 @@ def test_orphan_response_goes_to_log_orphans(tmp_path):
 
 def test_path_only_url_completed_from_the_connection(tmp_path):
     """A capture that shows only the path (HTTP/1 without Host, here openssl s_client): the
-    entry's URL is the path on the connection's origin, and its comment says so."""
+    request's URL is the path on the host the TLS SNI names (analyzer.authority), the HAR's
+    the same; with no SNI (a resumed session), the URL's host is <unknown> and the HAR entry's
+    URL the path on the server address, its comment saying so."""
     cap = SAMPLES / "tls" / "tls13_aes128gcm.pcap"
     an = analyze(str(cap), keylogs=[str(cap.with_suffix(".keys"))])
     e = an.exchanges[0]
-    assert e.url and "://" not in e.url
     c = an.connections[e.connection]
+    assert e.path and e.url == f"https://{c.tls.sni}:{c.server[1]}{e.path}" and e.sources["authority"] == "tls_sni"
+    h = ex.har(an)
+    VALIDATOR.validate(h)
+    assert h["log"]["entries"][0]["request"]["url"] == e.url
+    cap = SAMPLES / "tls" / "tls13_resumed.pcap"
+    an = analyze(str(cap), keylogs=[str(cap.with_suffix(".keys"))])
+    e = an.exchanges[0]
+    c = an.connections[e.connection]
+    assert e.url == f"https://<unknown>{e.path}" and e.sources["authority"] == "unknown"
     h = ex.har(an)
     VALIDATOR.validate(h)
     en = h["log"]["entries"][0]
-    host = c.tls.sni or c.server[0]
-    assert en["request"]["url"] == f"https://{host}:{c.server[1]}{e.url}"
+    assert en["request"]["url"] == f"https://{c.server[0]}:{c.server[1]}{e.path}"
     assert "URL completed from the connection" in en["comment"]

@@ -135,7 +135,7 @@ def test_hpack_bomb_stops_at_the_connection_budget(tmp_path):
         assert e["request_headers"][:3] == [[":method", "GET"], [":scheme", "http"], [":path", f"/i{i}"]]
         assert e["request_headers"][3:] == [list(big)] * 250
         # (no :authority in these blocks; the answers came after the budget ran out: not decoded)
-        assert e["url"] == f"/i{i}" and e["method"] == "GET"
+        assert e["url"] == f"http://<unknown>/i{i}" and e["method"] == "GET"  # (nor SNI, nor DNS: analyzer.authority)
         assert e["status"] is None and e["error"] == "header block not decoded: budget header_decoded_bytes ran out"
     for e in bomb[decoded:]:
         assert e["request_headers"] == [] and e["url"] is None and e["status"] is None
@@ -382,10 +382,11 @@ def test_frame_longer_than_max_frame_size_is_an_error_and_framing_resynchronises
             if direction == 1 or key[0] != conn or key[1] < facts["stream_id"]:
                 assert a == b
             else:  # after the damaged request: HPACK references to entries of before are <unknown>
-                other = ("request_headers", "request_header_bytes_decoded", "url")
+                other = ("request_headers", "request_header_bytes_decoded", "url", "sources")
                 assert {k: v for k, v in a.items() if k not in other} == {k: v for k, v in b.items() if k not in other}
-                # an unknown :authority: the request is named by its path, as from the middle of a capture
-                assert b["url"] == a["url"] or b["url"].startswith("/") and a["url"].endswith(b["url"])
+                # an unknown :authority: the request's host is <unknown> (analyzer.authority: no SNI, no DNS), its path kept
+                assert b["url"] == a["url"] or (b["url"].startswith("http://<unknown>/") and b["sources"] == {"authority": "unknown"}
+                                                and a["url"].endswith(b["url"][len("http://<unknown>"):]))
                 assert len(a["request_headers"]) == len(b["request_headers"])
                 for (wn, wv), (gn, gv) in zip(a["request_headers"], b["request_headers"]):
                     assert (gn, gv) == (wn, wv) or gn == "<unknown>" and gv in ("", wv)

@@ -45,6 +45,7 @@ DEFAULT_LIMITS = {
     "hpack_header_list": 1 << 20,  # decoded header list size (HPACK, QPACK)
     "http1_header_bytes": 1 << 20,  # HTTP/1.x header section size
     "http1_header_count": 1000,
+    "http1_chunk_line": 4096,  # bytes of one chunk-size line (chunk extensions included)
     "body_decoded_bytes": 64 << 20,  # Content-Encoding decoding cap per body
     "decompress_bytes": 256 << 20,  # decompressed bytes per connection (all bodies, every coding stage)
     "decompress_bytes_capture": 1 << 30,
@@ -104,6 +105,7 @@ class Context:
         self._tp = 0  # last packet asked for, and its time: frames of one packet share one float
         self._tv = 0.0
         self._budgets: dict[tuple[str, int], Budget] = {}  # (name, conn id or CAPTURE_ID)
+        self._limits_hit: dict[tuple[str, int], int] = {}  # (name, conn id) -> times a per-block limit cut work
         # body bytes after transfer framing, for the objects export and body view
         # (analyzer/objects.py): sink(conn, exchange or HTTP/3 stream id, direction, data); None: not kept
         self.body_sink: Any = None
@@ -124,6 +126,13 @@ class Context:
             b = top if conn is None else top.child(self.limits.get(name, top.cap))
             self._budgets[key] = b
         return b
+
+    def limit_hit(self, name: str, conn: Connection, n: int = 1) -> None:
+        """A per-block limit (a ``DEFAULT_LIMITS`` key, e.g. ``http1_header_bytes``) cut
+        ``n`` blocks of ``conn`` undecoded; the decoder noted each at its packet, so
+        ``report_budgets`` only lists it in ``analysis.budgets_hit`` (no second note)."""
+        key = (name, conn.id)
+        self._limits_hit[key] = self._limits_hit.get(key, 0) + n
 
     def report_budgets(self) -> None:
         """At the end of the pass: each budget that refused work says so once, on its
@@ -146,6 +155,10 @@ class Context:
                     f"budget {name} ({b.cap} units per connection) ran out: {b.refused} units of work over it were refused "
                     f"(the notes above say what was left undecoded or counted instead) "
                     f"(raise it with --limit {name}=N)")
+        for (name, cid) in sorted(self._limits_hit):
+            ids = hit.setdefault(name, [])
+            if cid not in ids:
+                ids.append(cid)
         self.analysis.budgets_hit = hit
 
     def time(self, packet: int) -> float:
@@ -186,10 +199,21 @@ class Context:
         return Sniffer(self, conn, tls_inside)
 
 
+def lower_bound(ex: Exchange, key: str) -> None:
+    """The size ``key`` of ``ex`` counts only what was seen or decoded (a body cut by the
+    capture's end or by a limit): ``exchange.sources[key] = "lower_bound"`` (docs/JSON.md;
+    shown "≥N", counted by analyzer.completeness)."""
+    src = dict(ex.sources or {})
+    src[key] = "lower_bound"
+    ex.sources = src
+
+
 def finish_body(conn: Connection, ex: Exchange, body) -> None:
     """Close a response's ``analyzer.content.BodyDecoder``: the decoded size goes on the
     exchange; a cap reached or a decoding error is noted (HTTP/2, SPDY, HTTP/3 streams)."""
     ex.response_body_decoded_bytes = body.finish()
+    if getattr(body, "budget", None) or body.capped:
+        lower_bound(ex, "response_body_decoded_bytes")
     if getattr(body, "budget", None):  # said once per connection by Context.report_budgets
         ex.error = ex.error or body.error
     elif body.capped:

@@ -30,7 +30,7 @@ from wirefall.dissectors.http1 import H1Body, H1Connection, H1End, H1Head
 
 from ..content import BodyDecoder
 from ..model import Connection, Exchange, Frame, Note, NoteKind
-from . import RawSession
+from . import RawSession, lower_bound
 from .tls import wire_packet
 
 
@@ -42,7 +42,8 @@ class Http1Session:
             cleartext = conn.tls is None
         self.scheme = "http" if cleartext else "https"
         self.p = H1Connection(max_head=ctx.limits.get("http1_header_bytes", 1 << 20),
-                              max_fields=ctx.limits.get("http1_header_count", 1000))
+                              max_fields=ctx.limits.get("http1_header_count", 1000),
+                              max_chunk_line=ctx.limits.get("http1_chunk_line", 4096))
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.proto: str | None = None
         self.ex: dict[int, Exchange] = {}  # id(request head) -> exchange
@@ -65,15 +66,26 @@ class Http1Session:
 
     def end(self):
         if self.next is not None:
+            self._limits()
             self._notes()
             return self.next.end()
         self._events(self.p.end())
+        self._limits()
         for ex in self.all:
             if ex.status is None and ex.error is None and ex.method is not None:
                 ex.error = "no response in the capture"
         self._notes()
 
     # -- internals ---------------------------------------------------------------------
+    def _limits(self):
+        """Once, at the end: what the dissector could not decode, as typed facts for the
+        completeness summary (limits in ``analysis.budgets_hit``, heads cut by the capture's end)."""
+        for name, n in self.p.limits_hit.items():
+            self.ctx.limit_hit(name, self.conn, n)
+        for d, packet, n in self.p.cut_heads:
+            self.conn.notes.append(Note(NoteKind.ENDS_IN_FRAME, packet, d, length=n,
+                                        detail=f"HTTP/1: the capture ends inside a message head ({n} bytes seen); not decoded"))
+
     def _notes(self):
         n = self.p.notes
         if len(n) > self.notes_seen:
@@ -209,6 +221,8 @@ class Http1Session:
             dec = self.bodies.pop(id(h), None)
             if dec is not None:
                 ex.response_body_decoded_bytes = dec.finish()
+                if dec.budget or dec.capped:
+                    lower_bound(ex, "response_body_decoded_bytes")
                 if dec.budget:  # said once per connection by Context.report_budgets
                     ex.error = ex.error or dec.error
                 elif dec.capped:
@@ -232,6 +246,8 @@ class Http1Session:
             if not e.complete:
                 fields["incomplete"] = True
             self._frame(packet, e.first_packet, e.direction, "BODY", e.wire, e.offset, None, fields, e.error)
+        if not e.complete:  # cut (capture's end, a limit): the size counted is a lower bound
+            lower_bound(ex, "request_body_bytes" if e.direction == 0 else "response_body_bytes")
         if e.direction == 0:
             ex.request_end = ctx.time(packet)
             ex.request_end_packet = packet

@@ -169,6 +169,8 @@ class H2Session:
             if not st.resp_done and ex.response_end is None and st.last_s2c is not None:
                 ex.response_end_packet = st.last_s2c
                 ex.response_end = self.ctx.time(st.last_s2c)
+                if ex.reset is None:
+                    _lower_bound(ex, "response_body_bytes")
                 if ex.error is None and ex.reset is None:
                     ex.error = "response incomplete at the end of the capture"
             elif not st.resp_done and ex.response_start is None and ex.error is None and ex.reset is None:
