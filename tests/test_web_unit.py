@@ -772,6 +772,73 @@ def test_background_analysis_does_not_block_callbacks():
         st.close()
 
 
+POLL_SIM_JS = """
+var clock = 0; Date.now = function () { return clock; };
+var NO = {no_update: true}; var window = {dash_clientside: {no_update: NO}};
+var gate = (GATE);
+// the interval ticks every 600 ms for 30 s; the server answers each poll LATENCY ms after it is
+// sent, except the polls in LOST; Dash applies an answer only if no newer request of the
+// callback was sent meanwhile (an outdated answer is dropped)
+var go = null, done = null, sent = [], pending = [];
+for (var t = 0, n = 0; t <= 30000; t += 50) {
+    clock = t;
+    pending = pending.filter(function (p) {
+        if (p.at > t) { return true; }
+        p.applied = sent[sent.length - 1] === p.go; if (p.applied) { done = p.go.n; }
+        return false;
+    });
+    if (t %% 600 === 0) {
+        var out = gate(n++, go, done);
+        if (out !== NO) {
+            go = out; sent.push(go);
+            var p = {go: go, at: t + LATENCY}; if (LOST.indexOf(go.n) < 0) { pending.push(p); }
+            go.p = p;
+        }
+    }
+}
+console.log(JSON.stringify(sent.map(function (g) { return [g.n, g.t, !!g.p.applied]; })));
+"""
+
+
+UNGATED_JS = "function(n, go, done) { return {n: (go ? go.n : 0) + 1, t: Date.now()}; }"  # (each tick a poll: before the gate)
+
+
+def _poll_sim(latency: int, lost=(), gate: str | None = None) -> list:
+    from wirefall.ui.web.app import POLL_GATE_JS
+
+    js = (POLL_SIM_JS % ()).replace("(GATE)", "(" + (gate or POLL_GATE_JS) + ")").replace("LATENCY", str(latency)).replace("LOST", json.dumps(list(lost)))
+    return json.loads(subprocess.run(["node", "-e", js], capture_output=True, text=True, timeout=30, check=True).stdout)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_poll_slower_than_its_interval_still_fills_the_page(state, h2):
+    """cb_poll answering after 1.5 s (a loaded server) while the interval ticks every 600 ms:
+    the gate sends a poll only once the last one is answered, so every answer is applied
+    (without the gate each was superseded by the next tick's request: the page never filled
+    in); a lost answer reopens the gate after POLL_STALE_MS; the server's answer names the
+    poll it answers (poll-done), with the status the page shows."""
+    from dash import no_update
+
+    from wirefall.ui.web.app import POLL_STALE_MS, cb_poll_tick
+
+    assert not any(a for *_, a in _poll_sim(1500, gate=UNGATED_JS))  # the defect: no answer ever applied
+    sent = _poll_sim(1500)
+    assert len(sent) >= 6 and all(applied for _n, _t, applied in sent[:-1]), sent  # (the last one still in flight)
+    assert [n for n, _t, _a in sent] == list(range(1, len(sent) + 1))
+    assert all(b[1] - a[1] >= 1500 for a, b in zip(sent, sent[1:]))  # never two polls in flight
+    fast = _poll_sim(100)
+    assert len(fast) == 51 and all(a for *_, a in fast[:-1])  # a fast server: one poll per tick, as before
+    lost = _poll_sim(1500, lost=[2])
+    assert [n for n, *_ in lost][:3] == [1, 2, 3] and lost[2][1] - lost[1][1] >= POLL_STALE_MS // 1000 * 1000 - 600
+    assert all(a for n, _t, a in lost[:-1] if n != 2)
+
+    out = cb_poll_tick(state, {"n": 7, "t": 0}, None, None, None, None)
+    opts, value, status, *_rest, live, done = out
+    assert done == 7 and live is no_update and value in {o["value"] for o in opts}
+    out = cb_poll_tick(state, {"n": 8, "t": 1}, h2.id, opts, None, None)
+    assert out[-1] == 8 and out[1] is no_update and out[5] == f"{h2.id}:done" and "13 requests" in _text(out[2])
+
+
 # --------------------------------------------------------------------------- cache
 
 

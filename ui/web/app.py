@@ -313,6 +313,29 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
             out_options, out_options)
 
 
+# The poll's gate (a clientside callback on the interval's ticks): a tick starts a poll (a new
+# ``poll-go``: {n, t}) only once the last one is answered (``poll-done`` = its n) — or after
+# POLL_STALE_MS without an answer (a request lost).  Without it, a cb_poll slower than the
+# interval (a loaded server) was superseded by the next tick's request before its answer was
+# applied (Dash drops an outdated answer), every time: the page never filled in.
+POLL_STALE_MS = 20_000
+POLL_GATE_JS = """function(n, go, done) {
+    var now = Date.now();
+    if (go && done !== go.n && now - go.t < STALE) { return window.dash_clientside.no_update; }
+    return {n: (go ? go.n : 0) + 1, t: now};
+}""".replace("STALE", str(POLL_STALE_MS))
+
+
+def cb_poll_tick(state: WebState, go, current, old_options, old_version, old_status, search=None, live_old=None):
+    """One poll the gate let through (``go``: {n, t}): cb_poll's answer, the live capture's
+    generation (``live-version``: one request per tick, not two) and ``poll-done`` = n, which
+    opens the gate for the next tick."""
+    n = go.get("n") if isinstance(go, dict) else None
+    out = cb_poll(state, n, current, old_options, old_version, old_status, search)
+    cid = current if out[1] is no_update else out[1]
+    return (*out, live_view.cb_live_version(state, n, cid, live_old), n)
+
+
 def cb_stage(state: WebState, kind: str, data, limits, previous=None):
     """An upload as the page reports it → the staged file and a message: ``{token}`` (the
     upload route staged it), ``{error, name, size|message}``, or ``{contents, name}`` (a data:
@@ -920,7 +943,7 @@ def layout(state: WebState):
                 html.Div(id="compare-out"),
             ], className="tabpane")),
         ]),
-        dcc.Interval(id="poll", interval=600),
+        dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
         dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
@@ -1130,9 +1153,12 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("capture", "options"), Output("capture", "value"), Output("status", "children"), Output("progress", "value"),
         Output("progress", "style"), Output("version", "data"), Output("compare-a", "options"), Output("compare-b", "options"),
-        Input("poll", "n_intervals"), State("capture", "value"), State("capture", "options"), State("version", "data"),
-        State("status", "children"), State("url", "search"),
-    )(bind(cb_poll))
+        Output("live-version", "data"), Output("poll-done", "data"),
+        Input("poll-go", "data"), State("capture", "value"), State("capture", "options"), State("version", "data"),
+        State("status", "children"), State("url", "search"), State("live-version", "data"),
+    )(bind(cb_poll_tick))
+    app.clientside_callback(POLL_GATE_JS, Output("poll-go", "data"), Input("poll", "n_intervals"), State("poll-go", "data"),
+                            State("poll-done", "data"))
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
         Output("xrange", "data", allow_duplicate=True), Output("packet-goto", "value"),
