@@ -839,6 +839,105 @@ def test_poll_slower_than_its_interval_still_fills_the_page(state, h2):
     assert out[-1] == 8 and out[1] is no_update and out[5] == f"{h2.id}:done" and "13 requests" in _text(out[2])
 
 
+def _clientside(js: str, calls: list) -> list:
+    """``js`` (a clientside callback) called in node with each of ``calls`` ([triggered prop
+    ids, args...]; the previous answer passed on as its last State): the answers (None: no
+    update)."""
+    prog = f"""var NO = {{}}; var window = {{dash_clientside: {{no_update: NO, callback_context: {{triggered: []}}}}}};
+var f = ({js}); var prev = null, out = [];
+{json.dumps(calls)}.forEach(function (c) {{
+    window.dash_clientside.callback_context.triggered = c[0].map(function (p) {{ return {{prop_id: p}}; }});
+    var r = f.apply(null, c.slice(1).concat([prev]));
+    if (r !== NO) {{ prev = r; }}
+    out.push(r === NO ? null : r);
+}});
+console.log(JSON.stringify(out));"""
+    return json.loads(subprocess.run(["node", "-e", prog], capture_output=True, text=True, timeout=30, check=True).stdout)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_hidden_tabs_callbacks_do_not_run(state, h2):
+    """The Connections, Statistics, Expert and packet-detail callbacks have their tab's key as
+    their one Input; the key changes only while the tab is shown and something it shows
+    changed, so a page opened on the Waterfall (or a capture analysed while another tab is
+    shown) makes no request for them; opening the tab draws it once, as before."""
+    from wirefall.ui.web import create_app
+    from wirefall.ui.web.app import PACKET_DETAIL_KEY_JS, tab_key_js
+
+    out = _clientside(tab_key_js("connections", live=True), [
+        [["capture.value"], "c1", "c1:done", None, "waterfall"],  # page opened on the waterfall
+        [["version.data"], "c1", "c1:done", None, "waterfall"],
+        [["tabs.value"], "c1", "c1:done", None, "connections"],  # the tab opened: drawn
+        [["tabs.value"], "c1", "c1:done", None, "waterfall"],
+        [["tabs.value"], "c1", "c1:done", None, "connections"],  # back again, nothing changed: not drawn again
+        [["live-version.data"], "c1", "c1:done", 3, "connections"],  # a live capture grew: drawn
+        [["capture.value"], "c2", "c2:done", 3, "stats"],  # another capture, tab hidden
+        [["tabs.value"], "c2", "c2:done", 3, "connections"],
+    ])
+    assert out == [None, None, {"capture": "c1", "version": "c1:done", "live": None}, None, None,
+                   {"capture": "c1", "version": "c1:done", "live": 3}, None, {"capture": "c2", "version": "c2:done", "live": 3}]
+    row = [{"no": 5}]
+    out = _clientside(PACKET_DETAIL_KEY_JS, [
+        [["capture.value"], "c1", None, None, "waterfall"],
+        [["tabs.value", "packet-goto.value"], "c1", None, 45, "packets"],  # a packet link: the tab and the packet at once
+        [["packets.selectedRows"], "c1", row, 45, "packets"],
+        [["tabs.value"], "c1", row, 45, "expert"],
+        [["tabs.value"], "c1", row, 45, "packets"],
+    ])
+    assert out == [None, {"capture": "c1", "sel": None, "goto": 45, "t": "packet-goto"},
+                   {"capture": "c1", "sel": row, "goto": 45, "t": "packets"}, None, None]
+
+    app = create_app(state)
+    for out_id in ("conn-fig.figure", "stats-summary.children", "expert-counts.children", "packet-detail.children", "compare-out.children"):
+        cb = next(c for c in app._callback_list if out_id in c["output"])
+        ins = {f"{i['id']}.{i['property']}" for i in cb["inputs"]}
+        assert "tabs.value" not in ins and "capture.value" not in ins and cb["prevent_initial_call"], (out_id, ins)
+    # the server callbacks answer the key as they answered the tab before
+    conns = next(v for k, v in app.callback_map.items() if "conn-fig.figure" in k)["callback"]
+    fig, rows, _notes = conns.__wrapped__({"capture": h2.id, "version": "v", "live": None})
+    assert len(rows) == len(h2.analysis.connections)
+
+
+def test_waterfall_model_built_once_per_capture(monkeypatch):
+    """The filters' options and the waterfall share one build of the model, made in the
+    background as the analysis finishes; callbacks asking while it is being built wait for it
+    instead of building their own."""
+    import time
+
+    from wirefall.analyzer import waterfall as W
+    from wirefall.ui.web import WebState, views
+    from wirefall.ui.web.app import cb_filter_options, cb_waterfall
+
+    calls = []
+    real = W.build
+
+    def counted(an, *a, **kw):
+        calls.append(threading.current_thread().name)
+        time.sleep(0.3)  # (a big capture's build: the page's callbacks arrive meanwhile)
+        return real(an, *a, **kw)
+
+    monkeypatch.setattr(W, "build", counted)
+    st = WebState(use_cache=False)
+    try:
+        e = st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng")
+        st.wait(e.id)
+        outs: list = []
+        ths = [threading.Thread(target=lambda: outs.append(cb_filter_options(st, e.id, "v"))),
+               threading.Thread(target=lambda: outs.append(cb_waterfall(st, e.id, "v", [], [], [], [], "")))]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join(30)
+        assert len(calls) == 1 and calls[0] != threading.current_thread().name and len(outs) == 2
+        assert views.filter_options(e) is views.filter_options(e)
+        wf = views.waterfall_of(e)
+        assert sorted(o["value"] for o in views.filter_options(e)["protocol"]) == sorted({r.protocol for r in wf.rows})
+        fig_out = next(o for o in outs if len(o) == 4)
+        assert fig_out[2] == f"{len(h2_requests := wf.rows)} of {len(h2_requests)} requests"
+    finally:
+        st.close()
+
+
 # --------------------------------------------------------------------------- cache
 
 
