@@ -12,6 +12,7 @@ then an HttpOnly SameSite=Strict cookie), as Jupyter does.  Uploads are POSTed r
 from __future__ import annotations
 
 import ipaddress
+import json
 import math
 import secrets
 import socket
@@ -313,6 +314,29 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
             out_options, out_options)
 
 
+# The poll's gate (a clientside callback on the interval's ticks): a tick starts a poll (a new
+# ``poll-go``: {n, t}) only once the last one is answered (``poll-done`` = its n) — or after
+# POLL_STALE_MS without an answer (a request lost).  Without it, a cb_poll slower than the
+# interval (a loaded server) was superseded by the next tick's request before its answer was
+# applied (Dash drops an outdated answer), every time: the page never filled in.
+POLL_STALE_MS = 20_000
+POLL_GATE_JS = """function(n, go, done) {
+    var now = Date.now();
+    if (go && done !== go.n && now - go.t < STALE) { return window.dash_clientside.no_update; }
+    return {n: (go ? go.n : 0) + 1, t: now};
+}""".replace("STALE", str(POLL_STALE_MS))
+
+
+def cb_poll_tick(state: WebState, go, current, old_options, old_version, old_status, search=None, live_old=None):
+    """One poll the gate let through (``go``: {n, t}): cb_poll's answer, the live capture's
+    generation (``live-version``: one request per tick, not two) and ``poll-done`` = n, which
+    opens the gate for the next tick."""
+    n = go.get("n") if isinstance(go, dict) else None
+    out = cb_poll(state, n, current, old_options, old_version, old_status, search)
+    cid = current if out[1] is no_update else out[1]
+    return (*out, live_view.cb_live_version(state, n, cid, live_old), n)
+
+
 def cb_stage(state: WebState, kind: str, data, limits, previous=None):
     """An upload as the page reports it → the staged file and a message: ``{token}`` (the
     upload route staged it), ``{error, name, size|message}``, or ``{contents, name}`` (a data:
@@ -573,6 +597,41 @@ def cb_select(state: WebState, click, cid, protocols, connections, contents, sta
         if live_view.transient(e):
             return no_update, no_update
         return None, _err(ex, "cannot show the request: ")
+
+
+# A hidden tab's callbacks do not run: a clientside callback per tab turns (capture, version,
+# tab, ...) into the tab's key store only while the tab is shown and only when the key is new
+# (no request at all otherwise); the tab's server callback has the key as its one Input.
+# Before, the Connections, Statistics, Expert, packet detail and Compare callbacks each made
+# a request on every capture or version change, shown or not (they answered "no change").
+def tab_key_js(tab: str, live: bool = False) -> str:
+    """The clientside function of ``tab``'s key: (capture, version[, live-version], tab, key)."""
+    args = "cid, version, live, tab, prev" if live else "cid, version, tab, prev"
+    return f"""function({args}) {{
+    if (tab !== {json.dumps(tab)}) {{ return window.dash_clientside.no_update; }}
+    var k = {{capture: cid, version: version, live: {'live' if live else 'null'}}};
+    if (prev && prev.capture === k.capture && prev.version === k.version && prev.live === k.live) {{
+        return window.dash_clientside.no_update;
+    }}
+    return k;
+}}"""
+
+
+# the packet detail's key: the packet selected or gone to, while the Packets tab is shown (t:
+# what chose it — "packet-goto", "packets" (the grid's selection) or "capture")
+PACKET_DETAIL_KEY_JS = """function(cid, sel, goto, tab, prev) {
+    if (tab !== 'packets') { return window.dash_clientside.no_update; }
+    var t = (window.dash_clientside.callback_context.triggered || []).map(function (x) { return x.prop_id; }).join(' ');
+    var why = /packet-goto/.test(t) ? 'packet-goto' : /selectedRows/.test(t) ? 'packets' : /capture/.test(t) ? 'capture'
+        : (prev ? prev.t : null);
+    var k = {capture: cid, sel: sel || null, goto: goto === undefined ? null : goto, t: why};
+    if (prev && JSON.stringify(prev) === JSON.stringify(k)) { return window.dash_clientside.no_update; }
+    return k;
+}"""
+
+
+def _key(k) -> dict:
+    return k if isinstance(k, dict) else {}
 
 
 def cb_connections(state: WebState, cid, version, tab):
@@ -917,13 +976,14 @@ def layout(state: WebState):
                 html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=[], style={"minWidth": "360px"}),
                           html.Span("B"), dcc.Dropdown(id="compare-b", options=[], style={"minWidth": "360px"}),
                           html.Button("Compare", id="btn-compare")], className="bar"),
-                html.Div(id="compare-out"),
+                html.Div(cb_compare(state, None, None, None), id="compare-out"),
             ], className="tabpane")),
         ]),
-        dcc.Interval(id="poll", interval=600),
+        dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
         dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
+        dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
         dcc.Download(id="download"),
     ])
@@ -1130,9 +1190,12 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("capture", "options"), Output("capture", "value"), Output("status", "children"), Output("progress", "value"),
         Output("progress", "style"), Output("version", "data"), Output("compare-a", "options"), Output("compare-b", "options"),
-        Input("poll", "n_intervals"), State("capture", "value"), State("capture", "options"), State("version", "data"),
-        State("status", "children"), State("url", "search"),
-    )(bind(cb_poll))
+        Output("live-version", "data"), Output("poll-done", "data"),
+        Input("poll-go", "data"), State("capture", "value"), State("capture", "options"), State("version", "data"),
+        State("status", "children"), State("url", "search"), State("live-version", "data"),
+    )(bind(cb_poll_tick))
+    app.clientside_callback(POLL_GATE_JS, Output("poll-go", "data"), Input("poll", "n_intervals"), State("poll-go", "data"),
+                            State("poll-done", "data"))
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
         Output("xrange", "data", allow_duplicate=True), Output("packet-goto", "value"),
@@ -1204,14 +1267,18 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         cid, cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected,
                        search=search))))
 
+    for tab in ("connections", "stats"):
+        app.clientside_callback(tab_key_js(tab, live=True), Output(f"{tab}-key", "data"),
+                                Input("capture", "value"), Input("version", "data"), Input("live-version", "data"), Input("tabs", "value"),
+                                State(f"{tab}-key", "data"))
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "rowData"), Output("conn-notes", "children"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
-        _named("cb_connections", lambda *a: cb_connections(S, *a[:-1])))
+                 Input("connections-key", "data"), prevent_initial_call=True)(
+        _named("cb_connections", lambda k: cb_connections(S, _key(k).get("capture"), _key(k).get("version"), "connections")))
     app.callback(Output("stats-summary", "children"), Output("st-proto", "figure"), Output("st-content", "figure"),
                  Output("st-headers", "figure"), Output("st-traffic", "figure"), Output("st-inflight", "figure"),
                  Output("st-headers-table", "rowData"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
-        _named("cb_stats", lambda *a: cb_stats(S, *a[:-1])))
+                 Input("stats-key", "data"), prevent_initial_call=True)(
+        _named("cb_stats", lambda k: cb_stats(S, _key(k).get("capture"), _key(k).get("version"), "stats")))
     app.callback(Output("packets", "getRowsResponse"), Output("packet-filter-msg", "children"),
                  Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
                  State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),
@@ -1262,11 +1329,14 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  Input("export-marked", "n_clicks"), Input("export-displayed", "n_clicks"), State("capture", "value"),
                  State("marks", "data"), State("packet-filter", "value"), prevent_initial_call=True)(
         _named("cb_export_packets", lambda _m, _d, *a: cb_export_packets(S, (_trigger() or "export-displayed").split("-", 1)[1], *a)))
-    app.callback(Output("packet-detail", "children"),
-                 Input("capture", "value"), Input("packets", "selectedRows"), Input("packet-goto", "value"))(
-        _named("cb_packet_detail", lambda cid, sel, goto: cb_packet_detail(S, cid, sel, goto, trigger=_trigger())))
+    app.clientside_callback(PACKET_DETAIL_KEY_JS, Output("packet-detail-key", "data"),
+                            Input("capture", "value"), Input("packets", "selectedRows"), Input("packet-goto", "value"),
+                            Input("tabs", "value"), State("packet-detail-key", "data"))
+    app.callback(Output("packet-detail", "children"), Input("packet-detail-key", "data"), prevent_initial_call=True)(
+        _named("cb_packet_detail", lambda k: cb_packet_detail(S, _key(k).get("capture"), _key(k).get("sel"), _key(k).get("goto"),
+                                                              trigger=_key(k).get("t"))))
     app.callback(Output("compare-out", "children"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
-                 State("compare-b", "value"))(bind(cb_compare))
+                 State("compare-b", "value"), prevent_initial_call=True)(bind(cb_compare))  # (the layout holds its first answer)
     expert_view.register(app, S, _ready)
     app.callback(
         Output("download", "data"), Output("export-msg", "children"),

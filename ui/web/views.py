@@ -74,7 +74,12 @@ def reordered(wf: Waterfall, group: str | None, sort: str) -> Waterfall:
 
 
 def filter_options(entry: Entry) -> dict[str, list[dict]]:
-    """Options of the protocol / connection / content / status filters of a capture."""
+    """Options of the protocol / connection / content / status filters of a capture (built once
+    per capture, from the waterfall model the waterfall draws)."""
+    return entry.memo(("filter-options",), lambda: _filter_options(entry))
+
+
+def _filter_options(entry: Entry) -> dict[str, list[dict]]:
     wf = waterfall_of(entry)
     protos = sorted({r.protocol for r in wf.rows})
     conns = sorted({r.connection for r in wf.rows})
