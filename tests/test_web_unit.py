@@ -276,14 +276,6 @@ def test_click_on_marker_or_nothing(state, h2):
     assert xid is None and "Click a bar" in _text(detail)
 
 
-def test_zoom_range_kept_for_export():
-    from wirefall.ui.web.app import cb_xrange
-
-    assert cb_xrange(None, {"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None, "c1") == {"capture": "c1", "range": [90.5, 140.0]}
-    # a reset is this capture's "no zoom" (an address's zoom does not come back after it)
-    assert cb_xrange(None, {"xaxis.autorange": True}, {"capture": "c1", "range": [1, 2]}, "c1") == {"capture": "c1", "range": None}
-
-
 def test_zoom_belongs_to_its_capture(state, h2):
     """Another capture's zoom is not applied (nor written to the address); a stored range
     outside this capture's time is dropped, one reaching past its end is cut."""

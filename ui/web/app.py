@@ -507,14 +507,32 @@ def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, p
     return (w[0] if w[0] != start else no_update), {}, text
 
 
-def cb_xrange(state: WebState, relayout, previous, cid=None):
-    """The zoom of capture ``cid`` (``{capture, range}``; range None after a reset: the
-    person's "no zoom", which the address's zoom does not replace)."""
-    before = xrange_for(previous, cid)
-    r = views.x_range_from_relayout(relayout, before)
-    if r == before:
-        return no_update
-    return {"capture": cid, "range": r}
+# The zoom store from the graph's relayoutData, in the page (a clientside callback).  On the
+# server it was lost: Dash applies only the answer of a callback's newest request, and the
+# figure's resize after a zoom (the detail panel narrowing it: relayoutData {autosize: true})
+# is a newer request than the zoom's, answered "no change" — the zoom's answer, with the range,
+# was dropped and the address never got x0/x1 (tests/test_web_live.py: most runs).  Here each
+# relayoutData (each event of its own task: a drag, a ResizeObserver's resize) runs the function
+# in order, with nothing to drop; an event without the time axis (autosize, the y axis) keeps
+# the zoom stored.  (Two relayouts within one task reach it as one, the last: none of the page's.)
+# The stored value is ``{capture, range}``; range null after a reset (the person's "no zoom",
+# which the address's zoom does not replace).
+XRANGE_JS = """function(relayout, prev, cid) {
+    var nu = window.dash_clientside.no_update;
+    if (!relayout) { return nu; }
+    var before = null;
+    if (Array.isArray(prev)) { before = prev.length === 2 ? prev : null; }
+    else if (prev && prev.capture === cid && Array.isArray(prev.range) && prev.range.length === 2) { before = prev.range; }
+    var r;
+    if (relayout['xaxis.autorange']) { r = null; }
+    else if ('xaxis.range[0]' in relayout && 'xaxis.range[1]' in relayout) {
+        r = [Number(relayout['xaxis.range[0]']), Number(relayout['xaxis.range[1]'])];
+    } else if (Array.isArray(relayout['xaxis.range'])) { r = relayout['xaxis.range'].slice(0, 2).map(Number); }
+    else { return nu; }  // autosize (a new width), the y axis: the zoom stays
+    if (r !== null && !(r.length === 2 && isFinite(r[0]) && isFinite(r[1]))) { return nu; }
+    if (r === null ? before === null : (before !== null && r[0] === before[0] && r[1] === before[1])) { return nu; }
+    return {capture: cid, range: r};
+}"""
 
 
 def cb_url_in(state: WebState, pathname, search):
@@ -562,6 +580,23 @@ def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, s
         q["time"] = time_format
     new = "?" + urlencode(q, doseq=True) if q else ""
     return new if new != (search or "") else no_update
+
+
+# the query string's keys in cb_url_out's order
+URL_ORDER = ("capture", "filter", *URL_LISTS.values(), "order", "tab", "x0", "x1", "sel", "pkt", "time")
+
+
+def search_with_sel(search: str | None, cid, xid) -> str | None:
+    """The address ``search`` with the selected request ``xid`` (None: none) — as cb_url_out
+    writes it — when it names capture ``cid``; None otherwise (cb_url_out writes it then)."""
+    q = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
+    if not cid or q.get("capture", [None])[-1] != cid:
+        return None
+    q.pop("sel", None)
+    if xid is not None:
+        q["sel"] = [str(xid)]
+    keys = [k for k in URL_ORDER if k in q] + [k for k in q if k not in URL_ORDER]
+    return "?" + urlencode([(k, v) for k in keys for v in q[k]])
 
 
 def cb_packet_link(state: WebState, clicks):
@@ -992,14 +1027,17 @@ def layout(state: WebState):
 TABS = ("waterfall", "connections", "stats", "packets", "expert", "compare")
 
 
-def _side(cid, out):
+def _side(cid, out, search: str | None = None):
     """cb_select's answer as the selection store (``{capture, id}``: keyed by the capture,
-    see ``selected_for``) and the class of the panel beside the waterfall (hidden while no
-    request is selected: the waterfall has the whole width)."""
+    see ``selected_for``), the class of the panel beside the waterfall (hidden while no
+    request is selected: the waterfall has the whole width) and, given the address
+    ``search`` (a click), the address with the selection."""
     xid, detail = out
     if xid is no_update:
-        return no_update, detail, "wf-side none"
-    return {"capture": cid, "id": xid}, detail, "wf-side" if xid is not None else "wf-side none"
+        return no_update, detail, "wf-side none", no_update
+    new = search_with_sel(search, cid, xid) if search is not None else None
+    return ({"capture": cid, "id": xid}, detail, "wf-side" if xid is not None else "wf-side none",
+            new if new is not None and new != search else no_update)
 
 
 def _trigger() -> str | None:
@@ -1257,15 +1295,20 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("wf-window", "data"),
     )(_named("cb_wf_window", lambda *a: cb_wf_window(S, *a, trigger=_trigger())))
-    app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), State("capture", "value"),
-                 prevent_initial_call=True)(bind(cb_xrange))
+    app.clientside_callback(XRANGE_JS, Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"),
+                            State("capture", "value"), prevent_initial_call=True)
+    # a click's selection is written to the address in the same answer as its detail (by
+    # cb_url_out alone, the address followed one request later: a page read in between had the
+    # detail but not the address)
     app.callback(
         Output("selected", "data"), Output("request-detail", "children"), Output("detail-side", "className"),
+        Output("url", "search", allow_duplicate=True),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
         *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"), State("url", "search"),
+        prevent_initial_call="initial_duplicate",
     )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected, search: _side(
         cid, cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected,
-                       search=search))))
+                       search=search), search if _trigger() == "waterfall" else None)))
 
     for tab in ("connections", "stats"):
         app.clientside_callback(tab_key_js(tab, live=True), Output(f"{tab}-key", "data"),

@@ -241,19 +241,6 @@ def clamp_x_range(x_range: list | None, wf: Waterfall) -> list | None:
     return [lo, hi] if hi > lo else None
 
 
-def x_range_from_relayout(relayout: dict | None, previous: list | None = None) -> list | None:
-    """The time-axis range the user zoomed to (``None`` after a reset)."""
-    if not relayout:
-        return previous
-    if relayout.get("xaxis.autorange") or relayout.get("autosize"):
-        return None if relayout.get("xaxis.autorange") else previous
-    if "xaxis.range[0]" in relayout and "xaxis.range[1]" in relayout:
-        return [float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])]
-    if isinstance(relayout.get("xaxis.range"), list):
-        return [float(v) for v in relayout["xaxis.range"][:2]]
-    return previous
-
-
 def exchange_from_click(view: View, click: dict | None) -> int | None:
     """The exchange id of the clicked bar or marker (``y`` is the row index; bars also
     carry the exchange id as ``customdata``)."""
