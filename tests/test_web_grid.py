@@ -7,6 +7,7 @@ the dropdown filters survive a reload; another capture does not inherit the zoom
 waterfall is drawn once when it first appears (a click right after lands)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -359,6 +360,70 @@ def test_zoom_does_not_follow_to_another_capture(server, pg):
     pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'")
 
 
+def test_zoom_store_follows_each_relayout_in_order(server, pg):
+    """The zoom store's function (a clientside callback: on the server, the zoom's answer was
+    dropped by Dash for the newer request of the resize that followed it) on the page's real
+    graph: a zoom is stored, a resize after it keeps it, a reset is this capture's "no zoom"
+    (an address's zoom does not come back after it), another capture's zoom is not this one's."""
+    from wirefall.ui.web.app import XRANGE_JS
+
+    st, url, ids, _ = server
+    pg.goto(url + f"?capture={ids['good']}")
+    pg.wait_for_function("() => document.querySelectorAll('#waterfall .ytick text').length === 13")
+    f = f"([r, p, c]) => ({XRANGE_JS})(r, p, c)"
+    zoom = pg.evaluate(f, [{"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None, "c1"])
+    assert zoom == {"capture": "c1", "range": [90.5, 140.0]}
+    assert pg.evaluate(f, [{"xaxis.range": [10, 60]}, zoom, "c1"]) == {"capture": "c1", "range": [10, 60]}
+    nu = pg.evaluate("() => window.dash_clientside.no_update")
+    assert pg.evaluate(f, [{"autosize": True}, zoom, "c1"]) == nu  # a resize after the zoom: kept
+    assert pg.evaluate(f, [{"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, zoom, "c1"]) == nu  # the same zoom
+    assert pg.evaluate(f, [{"xaxis.autorange": True}, zoom, "c1"]) == {"capture": "c1", "range": None}
+    assert pg.evaluate(f, [{"xaxis.autorange": True}, {"capture": "c1", "range": None}, "c1"]) == nu
+    assert pg.evaluate(f, [{"autosize": True}, None, "c1"]) == nu  # nothing stored: a resize stores nothing
+    assert pg.evaluate(f, [{"xaxis.range": [10, 60]}, {"capture": "c9", "range": [10, 60]}, "c1"]) == {
+        "capture": "c1", "range": [10, 60]}  # another capture's zoom is not this one's
+    assert pg.evaluate(f, [{"xaxis.range": [10, "x"]}, None, "c1"]) == nu  # not a range
+    # on the page: a zoom and at once a resize's relayout (the detail panel opening after a click:
+    # dcc.Graph's ResizeObserver, a task of its own) — the zoom reaches the address (on the server
+    # the resize's newer request dropped the zoom's answer: this failed before)
+    pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+        return Plotly.relayout(gd, {'xaxis.range[0]': 10, 'xaxis.range[1]': 60})
+            .then(() => { setTimeout(() => gd.emit('plotly_relayout', {autosize: true}), 0); }); }""")
+    pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'", timeout=5000)
+    assert _query(pg)["x1"] == "60"
+
+
+def test_page_opens_with_its_first_state_in_the_layout(server, pg):
+    """A page opened on an address (capture, filter, zoom, selection) draws its waterfall from
+    the layout — no callback request builds the figure, the filters' options or the
+    selection first (issue 21: each was a round trip before the first draw) — and shows what
+    the address says: the filter's rows, the zoom, the selected request's row and detail."""
+    from urllib.parse import urlencode
+
+    st, url, ids, _ = server
+    e = st.get(ids["good"])
+    truth = tshark_requests(H2, H2K)
+    js = [x for x in e.analysis.exchanges if "js" in (x.url or "")]
+    x = js[0]
+    asked: list[str] = []
+    pg.on("request", lambda r: asked.append(r.post_data or "") if "_dash-update-component" in r.url else None)
+    pg.goto(url + "?" + urlencode({"capture": ids["good"], "filter": 'url contains "js"', "x0": 10, "x1": 60, "sel": x.id}))
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(js))
+    outputs = [json.loads(b).get("output", "") for b in asked]
+    assert not [o for o in outputs if any(k in o for k in ("waterfall.figure", "f-protocol.options", "selected.data", "wf-window.data"))], outputs
+    assert [round(v) for v in pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")] == [10, 60]
+    assert pg.inner_text("#shown-count") == f"{len(js)} of {len(truth)} requests"
+    assert pg.inner_text("#detail-title").endswith(x.url.rsplit("/", 1)[-1])
+    shapes = pg.evaluate("() => (document.querySelector('#waterfall .js-plotly-plot').layout.shapes || []).filter(s => s.name === 'selected')")
+    assert len(shapes) == 1
+    pg.wait_for_function("() => new URLSearchParams(location.search).get('sel') !== null")
+    assert _query(pg) == {"capture": ids["good"], "filter": 'url contains "js"', "x0": "10", "x1": "60", "sel": str(x.id)}
+    # and it follows the page's changes: another filter redraws it
+    pg.fill("#filter-expr", "")
+    pg.keyboard.press("Enter")
+    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+
+
 def test_first_load_draws_the_waterfall_once(server, browser):
     """The figure is drawn when it arrives and not again (dcc.Graph redrew it on the height
     change from Plotly's 450 px default: twice within a second, a click in between lost);
@@ -367,15 +432,18 @@ def test_first_load_draws_the_waterfall_once(server, browser):
     truth = tshark_requests(H2, H2K)
     ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
     pg = ctx.new_page()
-    relayouts: list[str] = []
-    pg.on("request", lambda r: relayouts.append(r.post_data or "") if "_dash-update-component" in r.url
-          and "relayoutData" in (r.post_data or "") else None)
     pg.goto(url + f"?capture={ids['good']}")
+    # the graph's relayout events from its first draw on (the zoom store is the page's own: no request to count)
+    pg.wait_for_function("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+        if (!gd || !gd.on) { return false; }
+        if (!window._relayouts) { window._relayouts = []; gd.on('plotly_relayout', d => window._relayouts.push(d)); }
+        return true; }""", polling="raf")
     pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
     pg.evaluate("""() => { window._draws = 0; document.querySelector('#waterfall .js-plotly-plot')
                              .on('plotly_afterplot', () => { window._draws += 1; }); }""")
     pg.wait_for_timeout(2500)
     assert pg.evaluate("() => window._draws") == 0
+    relayouts = pg.evaluate("() => window._relayouts")
     assert not relayouts, relayouts  # no {"autosize": true} from a redraw
     x, y = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
         const L = gd._fullLayout, r = gd.getBoundingClientRect(); let best = null;

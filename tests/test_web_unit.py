@@ -276,14 +276,6 @@ def test_click_on_marker_or_nothing(state, h2):
     assert xid is None and "Click a bar" in _text(detail)
 
 
-def test_zoom_range_kept_for_export():
-    from wirefall.ui.web.app import cb_xrange
-
-    assert cb_xrange(None, {"xaxis.range[0]": 90.5, "xaxis.range[1]": 140}, None, "c1") == {"capture": "c1", "range": [90.5, 140.0]}
-    # a reset is this capture's "no zoom" (an address's zoom does not come back after it)
-    assert cb_xrange(None, {"xaxis.autorange": True}, {"capture": "c1", "range": [1, 2]}, "c1") == {"capture": "c1", "range": None}
-
-
 def test_zoom_belongs_to_its_capture(state, h2):
     """Another capture's zoom is not applied (nor written to the address); a stored range
     outside this capture's time is dropped, one reaching past its end is cut."""
@@ -769,6 +761,172 @@ def test_background_analysis_does_not_block_callbacks():
         assert version == f"{e.id}:done" and pstyle["display"] == "none" and "13 requests" in _text(status)
     finally:
         gate.set()
+        st.close()
+
+
+POLL_SIM_JS = """
+var clock = 0; Date.now = function () { return clock; };
+var NO = {no_update: true}; var window = {dash_clientside: {no_update: NO}};
+var gate = (GATE);
+// the interval ticks every 600 ms for 30 s; the server answers each poll LATENCY ms after it is
+// sent, except the polls in LOST; Dash applies an answer only if no newer request of the
+// callback was sent meanwhile (an outdated answer is dropped)
+var go = null, done = null, sent = [], pending = [];
+for (var t = 0, n = 0; t <= 30000; t += 50) {
+    clock = t;
+    pending = pending.filter(function (p) {
+        if (p.at > t) { return true; }
+        p.applied = sent[sent.length - 1] === p.go; if (p.applied) { done = p.go.n; }
+        return false;
+    });
+    if (t %% 600 === 0) {
+        var out = gate(n++, go, done);
+        if (out !== NO) {
+            go = out; sent.push(go);
+            var p = {go: go, at: t + LATENCY}; if (LOST.indexOf(go.n) < 0) { pending.push(p); }
+            go.p = p;
+        }
+    }
+}
+console.log(JSON.stringify(sent.map(function (g) { return [g.n, g.t, !!g.p.applied]; })));
+"""
+
+
+UNGATED_JS = "function(n, go, done) { return {n: (go ? go.n : 0) + 1, t: Date.now()}; }"  # (each tick a poll: before the gate)
+
+
+def _poll_sim(latency: int, lost=(), gate: str | None = None) -> list:
+    from wirefall.ui.web.app import POLL_GATE_JS
+
+    js = (POLL_SIM_JS % ()).replace("(GATE)", "(" + (gate or POLL_GATE_JS) + ")").replace("LATENCY", str(latency)).replace("LOST", json.dumps(list(lost)))
+    return json.loads(subprocess.run(["node", "-e", js], capture_output=True, text=True, timeout=30, check=True).stdout)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_poll_slower_than_its_interval_still_fills_the_page(state, h2):
+    """cb_poll answering after 1.5 s (a loaded server) while the interval ticks every 600 ms:
+    the gate sends a poll only once the last one is answered, so every answer is applied
+    (without the gate each was superseded by the next tick's request: the page never filled
+    in); a lost answer reopens the gate after POLL_STALE_MS; the server's answer names the
+    poll it answers (poll-done), with the status the page shows."""
+    from dash import no_update
+
+    from wirefall.ui.web.app import POLL_STALE_MS, cb_poll_tick
+
+    assert not any(a for *_, a in _poll_sim(1500, gate=UNGATED_JS))  # the defect: no answer ever applied
+    sent = _poll_sim(1500)
+    assert len(sent) >= 6 and all(applied for _n, _t, applied in sent[:-1]), sent  # (the last one still in flight)
+    assert [n for n, _t, _a in sent] == list(range(1, len(sent) + 1))
+    assert all(b[1] - a[1] >= 1500 for a, b in zip(sent, sent[1:]))  # never two polls in flight
+    fast = _poll_sim(100)
+    assert len(fast) == 51 and all(a for *_, a in fast[:-1])  # a fast server: one poll per tick, as before
+    lost = _poll_sim(1500, lost=[2])
+    assert [n for n, *_ in lost][:3] == [1, 2, 3] and lost[2][1] - lost[1][1] >= POLL_STALE_MS // 1000 * 1000 - 600
+    assert all(a for n, _t, a in lost[:-1] if n != 2)
+
+    out = cb_poll_tick(state, {"n": 7, "t": 0}, None, None, None, None)
+    opts, value, status, *_rest, live, done = out
+    assert done == 7 and live is no_update and value in {o["value"] for o in opts}
+    out = cb_poll_tick(state, {"n": 8, "t": 1}, h2.id, opts, None, None)
+    assert out[-1] == 8 and out[1] is no_update and out[5] == f"{h2.id}:done" and "13 requests" in _text(out[2])
+
+
+def _clientside(js: str, calls: list) -> list:
+    """``js`` (a clientside callback) called in node with each of ``calls`` ([triggered prop
+    ids, args...]; the previous answer passed on as its last State): the answers (None: no
+    update)."""
+    prog = f"""var NO = {{}}; var window = {{dash_clientside: {{no_update: NO, callback_context: {{triggered: []}}}}}};
+var f = ({js}); var prev = null, out = [];
+{json.dumps(calls)}.forEach(function (c) {{
+    window.dash_clientside.callback_context.triggered = c[0].map(function (p) {{ return {{prop_id: p}}; }});
+    var r = f.apply(null, c.slice(1).concat([prev]));
+    if (r !== NO) {{ prev = r; }}
+    out.push(r === NO ? null : r);
+}});
+console.log(JSON.stringify(out));"""
+    return json.loads(subprocess.run(["node", "-e", prog], capture_output=True, text=True, timeout=30, check=True).stdout)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_hidden_tabs_callbacks_do_not_run(state, h2):
+    """The Connections, Statistics, Expert and packet-detail callbacks have their tab's key as
+    their one Input; the key changes only while the tab is shown and something it shows
+    changed, so a page opened on the Waterfall (or a capture analysed while another tab is
+    shown) makes no request for them; opening the tab draws it once, as before."""
+    from wirefall.ui.web import create_app
+    from wirefall.ui.web.app import PACKET_DETAIL_KEY_JS, tab_key_js
+
+    out = _clientside(tab_key_js("connections", live=True), [
+        [["capture.value"], "c1", "c1:done", None, "waterfall"],  # page opened on the waterfall
+        [["version.data"], "c1", "c1:done", None, "waterfall"],
+        [["tabs.value"], "c1", "c1:done", None, "connections"],  # the tab opened: drawn
+        [["tabs.value"], "c1", "c1:done", None, "waterfall"],
+        [["tabs.value"], "c1", "c1:done", None, "connections"],  # back again, nothing changed: not drawn again
+        [["live-version.data"], "c1", "c1:done", 3, "connections"],  # a live capture grew: drawn
+        [["capture.value"], "c2", "c2:done", 3, "stats"],  # another capture, tab hidden
+        [["tabs.value"], "c2", "c2:done", 3, "connections"],
+    ])
+    assert out == [None, None, {"capture": "c1", "version": "c1:done", "live": None}, None, None,
+                   {"capture": "c1", "version": "c1:done", "live": 3}, None, {"capture": "c2", "version": "c2:done", "live": 3}]
+    row = [{"no": 5}]
+    out = _clientside(PACKET_DETAIL_KEY_JS, [
+        [["capture.value"], "c1", None, None, "waterfall"],
+        [["tabs.value", "packet-goto.value"], "c1", None, 45, "packets"],  # a packet link: the tab and the packet at once
+        [["packets.selectedRows"], "c1", row, 45, "packets"],
+        [["tabs.value"], "c1", row, 45, "expert"],
+        [["tabs.value"], "c1", row, 45, "packets"],
+    ])
+    assert out == [None, {"capture": "c1", "sel": None, "goto": 45, "t": "packet-goto"},
+                   {"capture": "c1", "sel": row, "goto": 45, "t": "packets"}, None, None]
+
+    app = create_app(state)
+    for out_id in ("conn-fig.figure", "stats-summary.children", "expert-counts.children", "packet-detail.children", "compare-out.children"):
+        cb = next(c for c in app._callback_list if out_id in c["output"])
+        ins = {f"{i['id']}.{i['property']}" for i in cb["inputs"]}
+        assert "tabs.value" not in ins and "capture.value" not in ins and cb["prevent_initial_call"], (out_id, ins)
+    # the server callbacks answer the key as they answered the tab before
+    conns = next(v for k, v in app.callback_map.items() if "conn-fig.figure" in k)["callback"]
+    fig, rows, _notes = conns.__wrapped__({"capture": h2.id, "version": "v", "live": None})
+    assert len(rows) == len(h2.analysis.connections)
+
+
+def test_waterfall_model_built_once_per_capture(monkeypatch):
+    """The filters' options and the waterfall share one build of the model, made in the
+    background as the analysis finishes; callbacks asking while it is being built wait for it
+    instead of building their own."""
+    import time
+
+    from wirefall.analyzer import waterfall as W
+    from wirefall.ui.web import WebState, views
+    from wirefall.ui.web.app import cb_filter_options, cb_waterfall
+
+    calls = []
+    real = W.build
+
+    def counted(an, *a, **kw):
+        calls.append(threading.current_thread().name)
+        time.sleep(0.3)  # (a big capture's build: the page's callbacks arrive meanwhile)
+        return real(an, *a, **kw)
+
+    monkeypatch.setattr(W, "build", counted)
+    st = WebState(use_cache=False)
+    try:
+        e = st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng")
+        st.wait(e.id)
+        outs: list = []
+        ths = [threading.Thread(target=lambda: outs.append(cb_filter_options(st, e.id, "v"))),
+               threading.Thread(target=lambda: outs.append(cb_waterfall(st, e.id, "v", [], [], [], [], "")))]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join(30)
+        assert len(calls) == 1 and calls[0] != threading.current_thread().name and len(outs) == 2
+        assert views.filter_options(e) is views.filter_options(e)
+        wf = views.waterfall_of(e)
+        assert sorted(o["value"] for o in views.filter_options(e)["protocol"]) == sorted({r.protocol for r in wf.rows})
+        fig_out = next(o for o in outs if len(o) == 4)
+        assert fig_out[2] == f"{len(h2_requests := wf.rows)} of {len(h2_requests)} requests"
+    finally:
         st.close()
 
 

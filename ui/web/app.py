@@ -12,6 +12,7 @@ then an HttpOnly SameSite=Strict cookie), as Jupyter does.  Uploads are POSTed r
 from __future__ import annotations
 
 import ipaddress
+import json
 import math
 import secrets
 import socket
@@ -313,6 +314,29 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
             out_options, out_options)
 
 
+# The poll's gate (a clientside callback on the interval's ticks): a tick starts a poll (a new
+# ``poll-go``: {n, t}) only once the last one is answered (``poll-done`` = its n) — or after
+# POLL_STALE_MS without an answer (a request lost).  Without it, a cb_poll slower than the
+# interval (a loaded server) was superseded by the next tick's request before its answer was
+# applied (Dash drops an outdated answer), every time: the page never filled in.
+POLL_STALE_MS = 20_000
+POLL_GATE_JS = """function(n, go, done) {
+    var now = Date.now();
+    if (go && done !== go.n && now - go.t < STALE) { return window.dash_clientside.no_update; }
+    return {n: (go ? go.n : 0) + 1, t: now};
+}""".replace("STALE", str(POLL_STALE_MS))
+
+
+def cb_poll_tick(state: WebState, go, current, old_options, old_version, old_status, search=None, live_old=None):
+    """One poll the gate let through (``go``: {n, t}): cb_poll's answer, the live capture's
+    generation (``live-version``: one request per tick, not two) and ``poll-done`` = n, which
+    opens the gate for the next tick."""
+    n = go.get("n") if isinstance(go, dict) else None
+    out = cb_poll(state, n, current, old_options, old_version, old_status, search)
+    cid = current if out[1] is no_update else out[1]
+    return (*out, live_view.cb_live_version(state, n, cid, live_old), n)
+
+
 def cb_stage(state: WebState, kind: str, data, limits, previous=None):
     """An upload as the page reports it → the staged file and a message: ``{token}`` (the
     upload route staged it), ``{error, name, size|message}``, or ``{contents, name}`` (a data:
@@ -483,20 +507,52 @@ def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, p
     return (w[0] if w[0] != start else no_update), {}, text
 
 
-def cb_xrange(state: WebState, relayout, previous, cid=None):
-    """The zoom of capture ``cid`` (``{capture, range}``; range None after a reset: the
-    person's "no zoom", which the address's zoom does not replace)."""
-    before = xrange_for(previous, cid)
-    r = views.x_range_from_relayout(relayout, before)
-    if r == before:
-        return no_update
-    return {"capture": cid, "range": r}
+# The zoom store from the graph's relayoutData, in the page (a clientside callback).  On the
+# server it was lost: Dash applies only the answer of a callback's newest request, and the
+# figure's resize after a zoom (the detail panel narrowing it: relayoutData {autosize: true})
+# is a newer request than the zoom's, answered "no change" — the zoom's answer, with the range,
+# was dropped and the address never got x0/x1 (tests/test_web_live.py: most runs).  Here each
+# relayoutData (each event of its own task: a drag, a ResizeObserver's resize) runs the function
+# in order, with nothing to drop; an event without the time axis (autosize, the y axis) keeps
+# the zoom stored.  (Two relayouts within one task reach it as one, the last: none of the page's.)
+# The stored value is ``{capture, range}``; range null after a reset (the person's "no zoom",
+# which the address's zoom does not replace).
+XRANGE_JS = """function(relayout, prev, cid) {
+    var nu = window.dash_clientside.no_update;
+    if (!relayout) { return nu; }
+    var before = null;
+    if (Array.isArray(prev)) { before = prev.length === 2 ? prev : null; }
+    else if (prev && prev.capture === cid && Array.isArray(prev.range) && prev.range.length === 2) { before = prev.range; }
+    var r;
+    if (relayout['xaxis.autorange']) { r = null; }
+    else if ('xaxis.range[0]' in relayout && 'xaxis.range[1]' in relayout) {
+        r = [Number(relayout['xaxis.range[0]']), Number(relayout['xaxis.range[1]'])];
+    } else if (Array.isArray(relayout['xaxis.range'])) { r = relayout['xaxis.range'].slice(0, 2).map(Number); }
+    else { return nu; }  // autosize (a new width), the y axis: the zoom stays
+    if (r !== null && !(r.length === 2 && isFinite(r[0]) && isFinite(r[1]))) { return nu; }
+    if (r === null ? before === null : (before !== null && r[0] === before[0] && r[1] === before[1])) { return nu; }
+    return {capture: cid, range: r};
+}"""
 
 
-def cb_url_in(state: WebState, pathname, search):
+# what cb_url_in sets, as the page holds it (the layout may hold the address's state already)
+URL_IN_CURRENT = (State("capture", "value"), State("filter-expr", "value"), State("tabs", "value"), State("xrange", "data"),
+                  State("packet-goto", "value"), State("url-ready", "data"), State("wf-order", "value"),
+                  State("time-format", "value"))
+
+
+def cb_url_in(state: WebState, pathname, search, *current):
     """The page opened (or reloaded) with a query string: the capture, filter, tab, zoom
     and packet it names.  (The selected request is cb_select's: it takes the address's when
-    the selection store holds none of this capture, ``selected_for``.)"""
+    the selection store holds none of this capture, ``selected_for``.)  ``current``: what the
+    page holds of these (URL_IN_CURRENT; its layout may hold them already) — left as they are."""
+    out = _url_in(state, search)
+    if len(current) != len(out):
+        return out
+    return tuple(no_update if v is not no_update and v == c else v for v, c in zip(out, current))
+
+
+def _url_in(state: WebState, search):
     q = url_params(search)
     cid = q.get("capture")
     cap = cid if cid and state.get(cid) is not None else no_update
@@ -540,6 +596,23 @@ def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, s
     return new if new != (search or "") else no_update
 
 
+# the query string's keys in cb_url_out's order
+URL_ORDER = ("capture", "filter", *URL_LISTS.values(), "order", "tab", "x0", "x1", "sel", "pkt", "time")
+
+
+def search_with_sel(search: str | None, cid, xid) -> str | None:
+    """The address ``search`` with the selected request ``xid`` (None: none) — as cb_url_out
+    writes it — when it names capture ``cid``; None otherwise (cb_url_out writes it then)."""
+    q = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
+    if not cid or q.get("capture", [None])[-1] != cid:
+        return None
+    q.pop("sel", None)
+    if xid is not None:
+        q["sel"] = [str(xid)]
+    keys = [k for k in URL_ORDER if k in q] + [k for k in q if k not in URL_ORDER]
+    return "?" + urlencode([(k, v) for k in keys for v in q[k]])
+
+
 def cb_packet_link(state: WebState, clicks):
     """A packet number in the request detail → the Packets tab at that packet."""
     t = dash.ctx.triggered_id
@@ -573,6 +646,41 @@ def cb_select(state: WebState, click, cid, protocols, connections, contents, sta
         if live_view.transient(e):
             return no_update, no_update
         return None, _err(ex, "cannot show the request: ")
+
+
+# A hidden tab's callbacks do not run: a clientside callback per tab turns (capture, version,
+# tab, ...) into the tab's key store only while the tab is shown and only when the key is new
+# (no request at all otherwise); the tab's server callback has the key as its one Input.
+# Before, the Connections, Statistics, Expert, packet detail and Compare callbacks each made
+# a request on every capture or version change, shown or not (they answered "no change").
+def tab_key_js(tab: str, live: bool = False) -> str:
+    """The clientside function of ``tab``'s key: (capture, version[, live-version], tab, key)."""
+    args = "cid, version, live, tab, prev" if live else "cid, version, tab, prev"
+    return f"""function({args}) {{
+    if (tab !== {json.dumps(tab)}) {{ return window.dash_clientside.no_update; }}
+    var k = {{capture: cid, version: version, live: {'live' if live else 'null'}}};
+    if (prev && prev.capture === k.capture && prev.version === k.version && prev.live === k.live) {{
+        return window.dash_clientside.no_update;
+    }}
+    return k;
+}}"""
+
+
+# the packet detail's key: the packet selected or gone to, while the Packets tab is shown (t:
+# what chose it — "packet-goto", "packets" (the grid's selection) or "capture")
+PACKET_DETAIL_KEY_JS = """function(cid, sel, goto, tab, prev) {
+    if (tab !== 'packets') { return window.dash_clientside.no_update; }
+    var t = (window.dash_clientside.callback_context.triggered || []).map(function (x) { return x.prop_id; }).join(' ');
+    var why = /packet-goto/.test(t) ? 'packet-goto' : /selectedRows/.test(t) ? 'packets' : /capture/.test(t) ? 'capture'
+        : (prev ? prev.t : null);
+    var k = {capture: cid, sel: sel || null, goto: goto === undefined ? null : goto, t: why};
+    if (prev && JSON.stringify(prev) === JSON.stringify(k)) { return window.dash_clientside.no_update; }
+    return k;
+}"""
+
+
+def _key(k) -> dict:
+    return k if isinstance(k, dict) else {}
 
 
 def cb_connections(state: WebState, cid, version, tab):
@@ -917,13 +1025,14 @@ def layout(state: WebState):
                 html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=[], style={"minWidth": "360px"}),
                           html.Span("B"), dcc.Dropdown(id="compare-b", options=[], style={"minWidth": "360px"}),
                           html.Button("Compare", id="btn-compare")], className="bar"),
-                html.Div(id="compare-out"),
+                html.Div(cb_compare(state, None, None, None), id="compare-out"),
             ], className="tabpane")),
         ]),
-        dcc.Interval(id="poll", interval=600),
+        dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
         dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
+        dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
         dcc.Download(id="download"),
     ])
@@ -932,14 +1041,151 @@ def layout(state: WebState):
 TABS = ("waterfall", "connections", "stats", "packets", "expert", "compare")
 
 
-def _side(cid, out):
+# The page's first state is in its layout (issue 21: a 10 000-request waterfall within 2 s):
+# the capture list and status, the filters, the selection, the window of rows and the first
+# waterfall figure of the address's state, made by the callbacks' own functions — so that the
+# page draws once its scripts and the layout are in, with no chain of callback round trips
+# first (the poll, then the filters' options, then the window, then the figure: each waited
+# for the one before; 1-2 s of a cold open).  Those callbacks do not run on the page's load
+# (prevent_initial_call); they follow the page's changes.  Without the address (no Referer)
+# or a capture ready, the layout holds nothing of it and the first poll picks the capture as
+# before (every callback follows from its change).
+def initial_state(state: WebState, search: str | None) -> dict[str, dict[str, object]]:
+    """{component id: {property: value}} of the page's first state for address ``search``;
+    {} when there is nothing to show yet (no capture, or a live model changing under it)."""
+    poll = cb_poll(state, None, None, None, None, None, search)
+    cid = poll[1]
+    e = _ready(state, cid) if cid is not no_update else None
+    if e is None:
+        return {}
+    version = poll[5]
+    out: dict[str, dict[str, object]] = {
+        "capture": {"options": poll[0], "value": cid}, "status": {"children": poll[2]},
+        "progress": {"value": poll[3], "style": poll[4]}, "version": {"data": version},
+        "compare-a": {"options": poll[6]}, "compare-b": {"options": poll[7]},
+        "live-version": {"data": live_view.live_version(e)},
+    }
+    for (i, prop), v in zip((("poll", "interval"), ("live-bar", "style"), ("btn-live-stop", "disabled"),
+                             ("btn-live-save", "disabled"), ("live-state", "data")), live_view.cb_live_state(state, cid, version)):
+        out.setdefault(i, {})[prop] = v
+    _cap, expr, tab, xr, pkt, _ready_, order, tf = cb_url_in(state, "/", search)
+    for (i, prop), v in zip((("filter-expr", "value"), ("tabs", "value"), ("xrange", "data"), ("packet-goto", "value"),
+                             ("wf-order", "value"), ("time-format", "value")), (expr, tab, xr, pkt, order, tf)):
+        if v is not no_update:
+            out.setdefault(i, {})[prop] = v
+    expr = out.get("filter-expr", {}).get("value")
+    order = out.get("wf-order", {}).get("value", "start")
+    xrange = out.get("xrange", {}).get("data")
+    fo = cb_filter_options(state, cid, version, None, search)
+    for k, name in enumerate(URL_LISTS):
+        out[name] = {"options": fo[k], "value": fo[4 + k]}
+    pr, co, ct, su = fo[4:8]
+    xid, detail = cb_select(state, None, cid, pr, co, ct, su, expr, order, trigger=None, selected=None, search=search)
+    if xid is no_update:
+        return {}
+    selected, detail, side, _ = _side(cid, (xid, detail))
+    out["selected"], out["request-detail"], out["detail-side"] = {"data": selected}, {"children": detail}, {"className": side}
+    win = cb_wf_window(state, None, None, None, None, None, cid, version, pr, co, ct, su, expr, order, selected, 0,
+                       trigger="selected" if xid is not None else None)
+    start = win[0] if isinstance(win[0], int) else 0
+    out["wf-window"], out["wf-pager"], out["wf-rows-text"] = {"data": start}, {"style": win[1]}, {"children": win[2]}
+    fig, err, count, why = cb_waterfall(state, cid, version, pr, co, ct, su, expr, order, selected, xrange, start, search)
+    if fig is no_update:
+        return {}
+    out["waterfall"], out["filter-error"] = {"figure": fig}, {"children": err}
+    out["shown-count"], out["wf-explain"] = {"children": count}, {"children": why}
+    return out
+
+
+def apply_state(tree, values: dict[str, dict[str, object]]):
+    """The layout ``tree`` with the properties ``values`` (``initial_state``) set."""
+    todo = [tree]
+    left = dict(values)
+    while todo and left:
+        c = todo.pop()
+        if isinstance(c, (list, tuple)):
+            todo.extend(c)
+            continue
+        if not isinstance(c, Component):
+            continue
+        cid = getattr(c, "id", None)
+        if isinstance(cid, str) and cid in left:
+            for prop, v in left.pop(cid).items():
+                if v is not None:  # (a dcc.Store given data None sets it again as it mounts: its callbacks would run)
+                    setattr(c, prop, v)
+        todo.append(getattr(c, "children", None))
+    return tree
+
+
+def page_search() -> str | None:
+    """The address of the page that asks for its layout (the Referer of ``/_dash-layout``: the
+    page's query string), None when the request does not say."""
+    from flask import has_request_context, request
+
+    if not has_request_context() or not request.referrer:
+        return None
+    return "?" + urlsplit(request.referrer).query if urlsplit(request.referrer).query else ""
+
+
+class InitialStates:
+    """The initial states of the pages being opened, begun when the page's HTML is asked for
+    (its scripts load meanwhile) and taken by its layout request: ``start(search)`` in a
+    thread, ``take(search)`` waits for it (or makes it, none begun).  A state is kept
+    ``TTL`` seconds at most (a page that never asked for its layout)."""
+
+    TTL = 20.0
+
+    def __init__(self, state: WebState):
+        import threading
+
+        self.state = state
+        self._lock = threading.Lock()
+        self._begun: dict[str, tuple[float, object]] = {}
+
+    def _make(self, search: str) -> dict:
+        try:
+            return initial_state(self.state, search)
+        except Exception:  # noqa: BLE001 - the page's callbacks fill it in (and show the error)
+            return {}
+
+    def start(self, search: str) -> None:
+        import threading
+        import time
+        from concurrent.futures import Future
+
+        now = time.monotonic()
+        with self._lock:
+            self._begun = {k: v for k, v in self._begun.items() if now - v[0] < self.TTL}
+            if search in self._begun or len(self._begun) >= 8:
+                return
+            fut: Future = Future()
+            self._begun[search] = (now, fut)
+        threading.Thread(target=lambda: fut.set_result(self._make(search)), name="wirefall-initial", daemon=True).start()
+
+    def take(self, search: str) -> dict:
+        import time
+
+        with self._lock:
+            got = self._begun.pop(search, None)
+        if got is not None and time.monotonic() - got[0] < self.TTL:
+            try:
+                return got[1].result(timeout=120)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001
+                return {}
+        return self._make(search)
+
+
+def _side(cid, out, search: str | None = None):
     """cb_select's answer as the selection store (``{capture, id}``: keyed by the capture,
-    see ``selected_for``) and the class of the panel beside the waterfall (hidden while no
-    request is selected: the waterfall has the whole width)."""
+    see ``selected_for``), the class of the panel beside the waterfall (hidden while no
+    request is selected: the waterfall has the whole width) and, given the address
+    ``search`` (a click), the address with the selection."""
     xid, detail = out
     if xid is no_update:
-        return no_update, detail, "wf-side none"
-    return {"capture": cid, "id": xid}, detail, "wf-side" if xid is not None else "wf-side none"
+        return no_update, detail, "wf-side none", no_update
+    new = search_with_sel(search, cid, xid) if search is not None else None
+    return ({"capture": cid, "id": xid}, detail, "wf-side" if xid is not None else "wf-side none",
+            new if new is not None and new != search else no_update)
 
 
 def _trigger() -> str | None:
@@ -1107,8 +1353,17 @@ class WirefallDash(dash.Dash):
     """The Dash app whose page loads dash-ag-grid's bundle only when a grid is drawn
     (``bundles.lazy_ag_grid``)."""
 
+    initial: InitialStates | None = None
+
     def interpolate_index(self, **kwargs):
-        kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
+        kwargs["scripts"] = bundles.without_dash_table(bundles.lazy_ag_grid(kwargs.get("scripts", "")))
+        kwargs["css"] = bundles.preload_tags(self.config.requests_pathname_prefix or "/") + kwargs.get("css", "")
+        if self.initial is not None:  # the page's first state, made while its scripts load
+            from flask import has_request_context, request
+
+            if has_request_context():
+                q = request.query_string.decode("latin-1")
+                self.initial.start("?" + q if q else "")
         return super().interpolate_index(**kwargs)
 
 
@@ -1121,7 +1376,14 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     install_guard(app.server, host=host, token=token, port=port)
     bundles.install_plotly(app.server)  # plotly.js's basic build (bar, scatter) where dcc loads the full one
     install_upload_route(app.server, state)
-    app.layout = _named("serve_layout", lambda: layout(state))
+    app.initial = initials = InitialStates(state)
+
+    def serve_layout():
+        search = page_search()
+        tree = layout(state)
+        return apply_state(tree, initials.take(search)) if search is not None else tree
+
+    app.layout = _named("serve_layout", serve_layout)
     S = state
 
     def bind(f):
@@ -1130,14 +1392,18 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(
         Output("capture", "options"), Output("capture", "value"), Output("status", "children"), Output("progress", "value"),
         Output("progress", "style"), Output("version", "data"), Output("compare-a", "options"), Output("compare-b", "options"),
-        Input("poll", "n_intervals"), State("capture", "value"), State("capture", "options"), State("version", "data"),
-        State("status", "children"), State("url", "search"),
-    )(bind(cb_poll))
+        Output("live-version", "data"), Output("poll-done", "data"),
+        Input("poll-go", "data"), State("capture", "value"), State("capture", "options"), State("version", "data"),
+        State("status", "children"), State("url", "search"), State("live-version", "data"),
+    )(bind(cb_poll_tick))
+    app.clientside_callback(POLL_GATE_JS, Output("poll-go", "data"), Input("poll", "n_intervals"), State("poll-go", "data"),
+                            State("poll-done", "data"))
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
         Output("xrange", "data", allow_duplicate=True), Output("packet-goto", "value"),
         Output("url-ready", "data"), Output("wf-order", "value"), Output("time-format", "value"),
-        Input("url", "pathname"), State("url", "search"), prevent_initial_call="initial_duplicate",
+        Input("url", "pathname"), State("url", "search"),
+        *[State(o.component_id, o.component_property) for o in URL_IN_CURRENT], prevent_initial_call="initial_duplicate",
     )(bind(cb_url_in))
     app.callback(
         Output("url", "search"),
@@ -1178,6 +1444,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
         Output("f-protocol", "value"), Output("f-connection", "value"), Output("f-content", "value"), Output("f-status", "value"),
         Input("capture", "value"), Input("version", "data"), State("url", "search"),
+        prevent_initial_call=True,  # (the page's first state is in the layout: initial_state)
     )(_named("cb_filter_options", lambda cid, ver, search: cb_filter_options(S, cid, ver, _trigger(), search)))
 
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
@@ -1187,31 +1454,41 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
         Input("wf-window", "data"),
         Input("live-version", "data"),  # a live capture grew (ui.web.live)
-        State("url", "search"),
+        State("url", "search"), prevent_initial_call=True,
     )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-2], *a[-1:])))  # (live-version only triggers; search last)
     app.callback(
         Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("wf-window", "data"),
+        prevent_initial_call=True,
     )(_named("cb_wf_window", lambda *a: cb_wf_window(S, *a, trigger=_trigger())))
-    app.callback(Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"), State("capture", "value"),
-                 prevent_initial_call=True)(bind(cb_xrange))
+    app.clientside_callback(XRANGE_JS, Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"),
+                            State("capture", "value"), prevent_initial_call=True)
+    # a click's selection is written to the address in the same answer as its detail (by
+    # cb_url_out alone, the address followed one request later: a page read in between had the
+    # detail but not the address)
     app.callback(
         Output("selected", "data"), Output("request-detail", "children"), Output("detail-side", "className"),
+        Output("url", "search", allow_duplicate=True),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
         *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"), State("url", "search"),
+        prevent_initial_call=True,
     )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected, search: _side(
         cid, cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected,
-                       search=search))))
+                       search=search), search if _trigger() == "waterfall" else None)))
 
+    for tab in ("connections", "stats"):
+        app.clientside_callback(tab_key_js(tab, live=True), Output(f"{tab}-key", "data"),
+                                Input("capture", "value"), Input("version", "data"), Input("live-version", "data"), Input("tabs", "value"),
+                                State(f"{tab}-key", "data"))
     app.callback(Output("conn-fig", "figure"), Output("conn-table", "rowData"), Output("conn-notes", "children"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
-        _named("cb_connections", lambda *a: cb_connections(S, *a[:-1])))
+                 Input("connections-key", "data"), prevent_initial_call=True)(
+        _named("cb_connections", lambda k: cb_connections(S, _key(k).get("capture"), _key(k).get("version"), "connections")))
     app.callback(Output("stats-summary", "children"), Output("st-proto", "figure"), Output("st-content", "figure"),
                  Output("st-headers", "figure"), Output("st-traffic", "figure"), Output("st-inflight", "figure"),
                  Output("st-headers-table", "rowData"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"), Input("live-version", "data"))(
-        _named("cb_stats", lambda *a: cb_stats(S, *a[:-1])))
+                 Input("stats-key", "data"), prevent_initial_call=True)(
+        _named("cb_stats", lambda k: cb_stats(S, _key(k).get("capture"), _key(k).get("version"), "stats")))
     app.callback(Output("packets", "getRowsResponse"), Output("packet-filter-msg", "children"),
                  Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
                  State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),
@@ -1262,11 +1539,14 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  Input("export-marked", "n_clicks"), Input("export-displayed", "n_clicks"), State("capture", "value"),
                  State("marks", "data"), State("packet-filter", "value"), prevent_initial_call=True)(
         _named("cb_export_packets", lambda _m, _d, *a: cb_export_packets(S, (_trigger() or "export-displayed").split("-", 1)[1], *a)))
-    app.callback(Output("packet-detail", "children"),
-                 Input("capture", "value"), Input("packets", "selectedRows"), Input("packet-goto", "value"))(
-        _named("cb_packet_detail", lambda cid, sel, goto: cb_packet_detail(S, cid, sel, goto, trigger=_trigger())))
+    app.clientside_callback(PACKET_DETAIL_KEY_JS, Output("packet-detail-key", "data"),
+                            Input("capture", "value"), Input("packets", "selectedRows"), Input("packet-goto", "value"),
+                            Input("tabs", "value"), State("packet-detail-key", "data"))
+    app.callback(Output("packet-detail", "children"), Input("packet-detail-key", "data"), prevent_initial_call=True)(
+        _named("cb_packet_detail", lambda k: cb_packet_detail(S, _key(k).get("capture"), _key(k).get("sel"), _key(k).get("goto"),
+                                                              trigger=_key(k).get("t"))))
     app.callback(Output("compare-out", "children"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
-                 State("compare-b", "value"))(bind(cb_compare))
+                 State("compare-b", "value"), prevent_initial_call=True)(bind(cb_compare))  # (the layout holds its first answer)
     expert_view.register(app, S, _ready)
     app.callback(
         Output("download", "data"), Output("export-msg", "children"),

@@ -103,7 +103,12 @@ def register(app, state, ready) -> None:
     def cb_expert_click(cell, _cid):
         return cb_expert_go(cell)
 
+    from .app import _named, tab_key_js
+
+    app.clientside_callback(tab_key_js("expert"), Output("expert-key", "data"), Input("capture", "value"), Input("version", "data"),
+                            Input("tabs", "value"), State("expert-key", "data"))  # (the tab shown only: ui.web.app.tab_key_js)
     app.callback(Output("expert-counts", "children"), Output("expert-grid", "rowData"),
-                 Input("capture", "value"), Input("version", "data"), Input("tabs", "value"))(cb_expert_tab)
+                 Input("expert-key", "data"), prevent_initial_call=True)(
+        _named("cb_expert_tab", lambda k: cb_expert_tab((k or {}).get("capture"), (k or {}).get("version"), "expert")))
     app.callback(Output("tabs", "value", allow_duplicate=True), Output("packet-goto", "value", allow_duplicate=True),
                  Input("expert-grid", "cellClicked"), State("capture", "value"), prevent_initial_call=True)(cb_expert_click)

@@ -343,15 +343,14 @@ def register(app, state) -> None:
     S = state
     app.callback(Output("poll", "interval"), Output("live-bar", "style"), Output("btn-live-stop", "disabled"),
                  Output("btn-live-save", "disabled"), Output("live-state", "data"),
-                 Input("capture", "value"), Input("version", "data"))(
+                 Input("capture", "value"), Input("version", "data"), prevent_initial_call=True)(  # (the layout's first state)
         _named("cb_live_state", lambda cid, v: cb_live_state(S, cid, v)))
     app.callback(Output("live-msg", "children"), Input("btn-live-stop", "n_clicks"), State("capture", "value"),
                  prevent_initial_call=True)(_named("cb_live_stop", lambda n, cid: cb_live_stop(S, n, cid)))
     app.callback(Output("download", "data", allow_duplicate=True), Output("live-msg", "children", allow_duplicate=True),
                  Input("btn-live-save", "n_clicks"), State("capture", "value"), prevent_initial_call=True)(
         _named("cb_live_save", lambda n, cid: cb_live_save(S, n, cid)))
-    app.callback(Output("live-version", "data"), Input("poll", "n_intervals"), State("capture", "value"), State("live-version", "data"))(
-        _named("cb_live_version", lambda n, cid, old: cb_live_version(S, n, cid, old)))
+    # (cb_live_version answers in the poll's own request: ui.web.app.cb_poll_tick)
     app.callback(Output("request-detail", "children", allow_duplicate=True), Input("live-version", "data"), State("capture", "value"),
                  State("selected", "data"), prevent_initial_call=True)(
         _named("cb_live_detail", lambda v, cid, sel: cb_live_detail(S, v, cid, sel)))

@@ -65,6 +65,7 @@ class Entry:
     seconds: float = 0.0
     _source: Any = None
     _memo: dict = field(default_factory=dict)
+    _building: dict = field(default_factory=dict)  # memo keys being built -> Event set when done (Entry.memo)
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)  # by a callback (uploads are deleted when idle)
     tokens: list = field(default_factory=list)  # staged uploads this entry was opened from
@@ -130,16 +131,31 @@ class Entry:
                     self._gen = gen
             key = (gen, key)  # one built from an earlier generation is stored under its own key: never shown
             make = (lambda m: lambda: self.live.steady(m))(make)
-        with self.lock:
-            if key in self._memo:
-                v = self._memo.pop(key)
-                self._memo[key] = v  # most recently used last
-                return v
-        v = make()
-        with self.lock:
-            self._memo[key] = v
-            while len(self._memo) > keep:
-                self._memo.pop(next(iter(self._memo)))
+        while True:
+            with self.lock:
+                if key in self._memo:
+                    v = self._memo.pop(key)
+                    self._memo[key] = v  # most recently used last
+                    return v
+                if self.live is not None:  # (a live model's views: built by each caller, as they meet a changing model)
+                    busy = None
+                    break
+                busy = self._building.get(key)
+                if busy is None:  # this thread builds it; callbacks asking meanwhile wait for it (one build, not one each)
+                    busy = self._building[key] = threading.Event()
+                    break
+            busy.wait(600)  # then take it from the memo (or, the build failed, build it here: its error is ours too)
+        try:
+            v = make()
+            with self.lock:
+                self._memo[key] = v
+                while len(self._memo) > keep:
+                    self._memo.pop(next(iter(self._memo)))
+        finally:
+            if busy is not None:
+                with self.lock:
+                    self._building.pop(key, None)
+                busy.set()
         return v
 
     def close(self) -> None:
@@ -150,6 +166,9 @@ class Entry:
                 except OSError:
                     pass
                 self._source = None
+
+
+_figures_warm = False  # a first figure built in this process (WebState._warm)
 
 
 class WebState:
@@ -247,6 +266,26 @@ class WebState:
         e.packets = an.packets
         e.seconds = time.monotonic() - t
         e.status = "done"
+        if e.live is None:
+            self._warm(e)
+
+    @staticmethod
+    def _warm(e: Entry) -> None:
+        """The waterfall model and the filters' options built once the analysis is done, in this
+        (background) thread: the page's first callbacks find them in the memo (or wait for this
+        build, Entry.memo) — while the browser is still fetching its JavaScript — instead of the
+        filters' callback building the model while the waterfall's waits for its answer."""
+        global _figures_warm
+        try:
+            from . import views
+
+            views.filter_options(e)
+            v = views.filtered_view(e)  # (the view of no filter, which the waterfall and its pager draw first)
+            if not _figures_warm:  # plotly's first figure of the process costs 2-3 times a later one (its imports, validators)
+                _figures_warm = True
+                views.figure(v, title=e.name, revision=e.id, start=0)
+        except Exception:  # noqa: BLE001 - the callbacks build it again and say why
+            pass
 
     # ------------------------------------------------------------------ uploads
 

@@ -74,7 +74,12 @@ def reordered(wf: Waterfall, group: str | None, sort: str) -> Waterfall:
 
 
 def filter_options(entry: Entry) -> dict[str, list[dict]]:
-    """Options of the protocol / connection / content / status filters of a capture."""
+    """Options of the protocol / connection / content / status filters of a capture (built once
+    per capture, from the waterfall model the waterfall draws)."""
+    return entry.memo(("filter-options",), lambda: _filter_options(entry))
+
+
+def _filter_options(entry: Entry) -> dict[str, list[dict]]:
     wf = waterfall_of(entry)
     protos = sorted({r.protocol for r in wf.rows})
     conns = sorted({r.connection for r in wf.rows})
@@ -234,19 +239,6 @@ def clamp_x_range(x_range: list | None, wf: Waterfall) -> list | None:
     end = max((wf.t_end - wf.t0) * 1000, max(((r.end - wf.t0) * 1000 for r in wf.rows), default=0.0), 1.0)
     lo, hi = max(a, -0.05 * end), min(b, 1.05 * end)
     return [lo, hi] if hi > lo else None
-
-
-def x_range_from_relayout(relayout: dict | None, previous: list | None = None) -> list | None:
-    """The time-axis range the user zoomed to (``None`` after a reset)."""
-    if not relayout:
-        return previous
-    if relayout.get("xaxis.autorange") or relayout.get("autosize"):
-        return None if relayout.get("xaxis.autorange") else previous
-    if "xaxis.range[0]" in relayout and "xaxis.range[1]" in relayout:
-        return [float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])]
-    if isinstance(relayout.get("xaxis.range"), list):
-        return [float(v) for v in relayout["xaxis.range"][:2]]
-    return previous
 
 
 def exchange_from_click(view: View, click: dict | None) -> int | None:
