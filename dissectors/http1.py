@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor
@@ -290,7 +291,7 @@ class H1Connection:
         self.upgrade_request: H1Head | None = None
         # want_body(head) -> bool, asked as each message's body starts: False, no H1Body events
         # for it (the H1End still counts every byte); None: events for every body
-        self.want_body = None
+        self.want_body: Callable[[H1Head], bool] | None = None
 
     # -- input -------------------------------------------------------------------------
     def receive(self, direction: int, data: bytes, packet: int, offset: int | None = None) -> list:

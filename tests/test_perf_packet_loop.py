@@ -66,3 +66,46 @@ def test_tail_is_bounded():
     _stream(d, 40 * TcpDirection.TAIL)
     assert len(d.tail) <= TcpDirection.TAIL_SLACK * TcpDirection.TAIL
     assert d.tail_start + len(d.tail) == d.next
+
+
+def _h1_exchange(want_body):
+    from wirefall.dissectors.http1 import H1Body, H1Connection, H1End, H1Head
+
+    p = H1Connection()
+    p.want_body = want_body
+    ev = p.receive(0, b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", 1, 0)
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nContent-Type: text/plain\r\n\r\n"
+    ev += p.receive(1, head + b"abc", 2, 0)
+    ev += p.gap(1, 4, 3)  # 4 body bytes the capture lost
+    ev += p.receive(1, b"xyz", 4, len(head) + 7)
+    heads = [e for e in ev if type(e) is H1Head]
+    bodies = [e for e in ev if type(e) is H1Body]
+    (end,) = [e for e in ev if type(e) is H1End]
+    return heads, bodies, end
+
+
+def test_http1_body_bytes_counted_without_events_when_nobody_reads_them():
+    heads, bodies, end = _h1_exchange(None)
+    assert [e.data for e in bodies] == [b"abc", b"xyz"]
+    assert (end.payload, end.seen, end.packet) == (10, 6, 4)
+    # the decoded header size: name + value lengths, as HPACK/QPACK sizes are counted
+    assert [h.decoded for h in heads] == [len("Host") + 1, len("Content-Length") + 2 + len("Content-Type") + 10]
+    asked = []
+    heads2, bodies2, end2 = _h1_exchange(lambda h: asked.append(h.status) or False)
+    assert asked == [200] and bodies2 == []
+    assert (end2.payload, end2.seen, end2.wire, end2.packet) == (end.payload, end.seen, end.wire, end.packet)
+
+
+def test_http1_repeated_heads_parse_alike():
+    """A head met again comes from the connection's cache with the same facts as the first."""
+    from wirefall.dissectors.http1 import H1Connection, H1Head
+
+    p = H1Connection()
+    req = b"POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab"
+    out = p.receive(0, req + req, 1, 0)
+    a, b = [e for e in out if type(e) is H1Head]
+    assert a is not b and a.headers is b.headers
+    for h in (a, b):
+        assert (h.method, h.target, h.version, h.body, h.content_length) == ("POST", "/u", "HTTP/1.1", "length", 2)
+        assert h.error == "conflicting Content-Length values"
+    assert (a.offset, b.offset) == (0, len(req))
