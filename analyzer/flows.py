@@ -50,6 +50,10 @@ class TcpDirection:
                  "tail", "tail_start", "flow", "max_pending", "syn_seq", "unseen_acked")
 
     TAIL = 16384  # delivered bytes kept to tell identical from different retransmissions
+    # the buffer grows to TAIL_SLACK x TAIL before its oldest bytes go: one cut every dozen
+    # full-size segments, not a reallocation and a 16 KiB copy for each (bytes before
+    # next - TAIL are never compared, see _retransmission)
+    TAIL_SLACK = 2
 
     def __init__(self, flow: TcpFlow, direction: int, max_pending: int):
         self.flow = flow
@@ -129,7 +133,8 @@ class TcpDirection:
             st.retransmission_packets.append(pkt)
         ts = self.tail_start
         tail = self.tail or b""
-        a, b = max(off, ts), min(off + len(data), ts + len(tail))
+        # the tail holds [ts, next); its last TAIL bytes are compared
+        a, b = max(off, ts, self.next - self.TAIL), min(off + len(data), ts + len(tail))
         if a < b and tail[a - ts : b - ts] != data[a - off : b - off]:
             self.flow.conn.notes.append(Note(NoteKind.RETRANSMISSION_DIFFERS, pkt, self.dir, a, b - a))
 
@@ -148,7 +153,7 @@ class TcpDirection:
             m.packets.append(pkt)
         self.next = off + len(data)
         tail += data
-        if len(tail) > self.TAIL:
+        if len(tail) > self.TAIL_SLACK * self.TAIL:
             cut = len(tail) - self.TAIL
             del tail[:cut]
             self.tail_start += cut

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor
@@ -65,6 +66,7 @@ class H1Head:
     content_length: int | None = None
     error: str | None = None
     names: dict | None = field(default=None, repr=False, compare=False)  # lower-case name -> first value
+    decoded: int = 0  # sum of name + value lengths of the fields (the decoded header size)
 
     @property
     def is_request(self) -> bool:
@@ -106,6 +108,7 @@ class H1End:
     trailers: list[tuple[str, str]] = field(default_factory=list)
     complete: bool = True  # False: the connection or the capture ended first
     error: str | None = None
+    seen: int = 0  # payload bytes the capture held (``payload`` less the bytes of gaps)
 
 
 # _Dir.head before the first head of a direction: the body states (length, chunked, close)
@@ -125,7 +128,7 @@ class H1Switch:
 class _Dir:
     __slots__ = ("buf", "base", "starts", "packets", "state", "head", "remaining", "chunk_state",
                  "body_payload", "body_wire", "body_first", "body_last", "body_offset", "chunks",
-                 "trailers", "dead", "hold", "version", "scan", "lscan")
+                 "trailers", "dead", "hold", "version", "scan", "lscan", "body_seen", "emit")
 
     def __init__(self):
         self.buf = bytearray()
@@ -150,6 +153,8 @@ class _Dir:
         # line arriving a byte per segment is searched once, not again per segment
         self.scan = 0
         self.lscan = 0
+        self.body_seen = 0  # payload bytes of the body the capture held (gaps excluded)
+        self.emit = True  # H1Body events for the message being framed (H1Connection.want_body)
 
     def packet_at(self, off: int) -> int:
         s = self.starts
@@ -195,6 +200,56 @@ class _Dir:
             out.append((bytes(self.buf[pos:nxt]), off, p[i] if p else 0))
             pos = nxt
         return out
+
+
+def _template(raw: bytes, max_fields: int) -> tuple:
+    """Everything a head's bytes (up to the blank line) alone decide, worked out once per
+    distinct head (``H1Connection.head_cache``): load generators and keep-alive clients repeat
+    identical heads.  (kind, a, b, version, headers, error, names, decoded size, framing):
+    kind 0 request (a = method, b = target), 1 response (a = status, b = reason), -1 a bad
+    start line (a = the message); framing = (body, content length, framing error) from
+    ``_framing_of``; the header list is shared, like HPACK's: nothing changes a decoded list."""
+    lines = raw.replace(b"\r\n", b"\n").split(b"\n")
+    hdrs, err = _parse_fields(lines[1:], max_fields)
+    names = _names(hdrs)
+    decoded = sum(len(k) + len(v) for k, v in hdrs)
+    framing = _framing_of(hdrs, names)
+    start = lines[0].decode("latin-1")
+    parts = start.split(" ", 2)
+    if start.startswith("HTTP/"):
+        if len(parts) < 2 or not (parts[1][:3].isascii() and parts[1][:3].isdigit()):
+            return (-1, f"bad status line {start[:60]!r}", None, "", hdrs, err, names, decoded, framing)
+        return (1, int(parts[1][:3]), parts[2] if len(parts) > 2 else "", parts[0], hdrs, err, names, decoded, framing)
+    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+        return (-1, f"bad request line {start[:60]!r}", None, "", hdrs, err, names, decoded, framing)
+    target = parts[1] if parts[1].isascii() else _utf8_target(parts[1])
+    return (0, parts[0], target, parts[2], hdrs, err, names, decoded, framing)
+
+
+def _framing_of(headers: list[tuple[str, str]], names: dict[str, str]) -> tuple[str, int | None, str | None]:
+    """RFC 9112 section 6 from the fields alone: (body: "chunked" | "length" | "unknown",
+    Content-Length, the first framing error or None)."""
+    te = names.get("transfer-encoding")
+    cl = None
+    err = None
+    for k, v in headers:
+        if k.lower() == "content-length":
+            try:
+                n = int(v.split(",")[0].strip())
+                if n < 0:
+                    raise ValueError
+            except ValueError:
+                err = err or f"bad Content-Length {v!r}"
+                continue
+            if cl is not None and n != cl:
+                err = err or "conflicting Content-Length values"
+            if cl is None:
+                cl = n
+    if te is not None and te.lower().split(",")[-1].strip() == "chunked":
+        return "chunked", None, err
+    if cl is not None:
+        return "length", cl, err
+    return "unknown", None, err
 
 
 def _parse_fields(lines: list[bytes], max_fields: int = 0) -> tuple[list[tuple[str, str]], str | None]:
@@ -251,8 +306,11 @@ class H1Connection:
         self.max_fields = max_fields
         self.notes: list[str] = []
         self.switched: H1Switch | None = None
-        self.head_cache: dict[bytes, tuple] = {}  # head bytes -> (start line, header list, error, name index)
+        self.head_cache: dict[bytes, tuple] = {}  # head bytes -> its _template
         self.upgrade_request: H1Head | None = None
+        # want_body(head) -> bool, asked as each message's body starts: False, no H1Body events
+        # for it (the H1End still counts every byte); None: events for every body
+        self.want_body: Callable[[H1Head], bool] | None = None
 
     # -- input -------------------------------------------------------------------------
     def receive(self, direction: int, data: bytes, packet: int, offset: int | None = None) -> list:
@@ -362,7 +420,9 @@ class H1Connection:
             d.body_wire += wire
         if n:
             d.body_payload += n
-            out.append(H1Body(direction, d.head, bytes(d.buf[start : start + n]), d.body_last))
+            d.body_seen += n
+            if d.emit:
+                out.append(H1Body(direction, d.head, bytes(d.buf[start : start + n]), d.body_last))
 
     def _head(self, direction: int, d: _Dir, out: list) -> bool:
         buf = d.buf
@@ -392,20 +452,20 @@ class H1Connection:
             return False
         wire = end + sep
         raw = bytes(buf[:end])
-        # load generators and keep-alive clients repeat identical heads: parse each once
-        # (the header list is shared, like HPACK's; nothing changes a decoded list)
-        hit = self.head_cache.get(raw)
-        if hit is None:
-            lines = raw.replace(b"\r\n", b"\n").split(b"\n")
-            hdrs, err = _parse_fields(lines[1:], self.max_fields)
-            hit = (lines[0].decode("latin-1"), hdrs, err, _names(hdrs))
+        t = self.head_cache.get(raw)
+        if t is None:
+            t = _template(raw, self.max_fields)
             if len(raw) <= HEAD_CACHE_BYTES:
                 if len(self.head_cache) >= HEAD_CACHE_ENTRIES:
                     self.head_cache.clear()
-                self.head_cache[raw] = hit
-        start, hdrs, err, names = hit
-        first_packet = d.packet_at(d.base)
-        packet = d.packet_at(d.base + wire - 1)
+                self.head_cache[raw] = t
+        kind, a, b, version, hdrs, err, names, decoded, framing = t
+        base = d.base
+        if len(d.starts) == 1:  # the head's bytes came in one piece (packet_at's answer for both)
+            first_packet = packet = d.packets[0]
+        else:
+            first_packet = d.packet_at(base)
+            packet = d.packet_at(base + wire - 1)
         noted = None  # the error a note above already says (one note per cause)
         if err and err.startswith("more than"):
             self._hit("http1_header_count")
@@ -415,34 +475,26 @@ class H1Connection:
             err = err or f"head of {wire} bytes, longer than {self.max_head} bytes"
             self.notes.append(f"packet {packet}: HTTP/1 head of {wire} bytes is longer than {self.max_head} bytes; decoded anyway")
             noted = noted or err
-        h = H1Head(direction, d.base, first_packet, packet, wire, "", hdrs, error=err, names=names)
-        parts = start.split(" ", 2)
-        if start.startswith("HTTP/"):
-            if len(parts) < 2 or not (parts[1][:3].isascii() and parts[1][:3].isdigit()):
-                return self._resync(direction, d, f"bad status line {start[:60]!r}")
-            h.version = parts[0]
-            h.status = int(parts[1][:3])
-            h.reason = parts[2] if len(parts) > 2 else ""
+        if kind < 0:
+            return self._resync(direction, d, a)
+        if kind:
+            h = H1Head(direction, base, first_packet, packet, wire, version, hdrs, None, None, a, b, None, "none", None, err, names, decoded)
             if direction == 0:
-                h.error = h.error or "response sent by the client"
+                h.error = err or "response sent by the client"
         else:
-            if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-                return self._resync(direction, d, f"bad request line {start[:60]!r}")
-            h.method, h.target, h.version = parts
-            if not h.target.isascii():
-                h.target = _utf8_target(h.target)
+            h = H1Head(direction, base, first_packet, packet, wire, version, hdrs, a, b, None, None, None, "none", None, err, names, decoded)
             if direction == 1:
-                h.error = h.error or "request sent by the server"
+                h.error = err or "request sent by the server"
         if h.error and h.error != noted:
             self.notes.append(f"packet {packet}: {h.error}")
         d.consume(wire)
-        d.version = d.version or h.version
+        d.version = d.version or version
         d.head = h
         out.append(h)
-        if h.is_request:
-            self._request_framing(direction, d, h, out)
+        if kind:
+            self._response_framing(direction, d, h, out, framing)
         else:
-            self._response_framing(direction, d, h, out)
+            self._request_framing(direction, d, h, out, framing)
         return True
 
     def _hit(self, name: str) -> None:
@@ -485,32 +537,15 @@ class H1Connection:
         d.dead = True
         d.buf.clear()
 
-    def _framing(self, h: H1Head) -> None:
-        te = h.header("transfer-encoding")
-        cl = None
-        for k, v in h.headers:
-            if k.lower() == "content-length":
-                try:
-                    n = int(v.split(",")[0].strip())
-                    if n < 0:
-                        raise ValueError
-                except ValueError:
-                    h.error = h.error or f"bad Content-Length {v!r}"
-                    continue
-                if cl is not None and n != cl:
-                    h.error = h.error or "conflicting Content-Length values"
-                if cl is None:
-                    cl = n
-        if te is not None and te.lower().split(",")[-1].strip() == "chunked":
-            h.body = "chunked"
-        elif cl is not None:
-            h.body = "length"
-            h.content_length = cl
-        else:
-            h.body = "unknown"
+    @staticmethod
+    def _framing(h: H1Head, framing: tuple) -> None:
+        """The body framing the head's fields decide (``_framing_of``, worked out with its template)."""
+        h.body, h.content_length, err = framing
+        if err:
+            h.error = h.error or err
 
-    def _request_framing(self, direction: int, d: _Dir, h: H1Head, out: list) -> None:
-        self._framing(h)
+    def _request_framing(self, direction: int, d: _Dir, h: H1Head, out: list, framing: tuple) -> None:
+        self._framing(h, framing)
         if h.body == "unknown":
             h.body = "none"
         self.requests.append(h)
@@ -521,7 +556,7 @@ class H1Connection:
             self.upgrade_request = h
         self._start_body(direction, d, h, out)
 
-    def _response_framing(self, direction: int, d: _Dir, h: H1Head, out: list) -> None:
+    def _response_framing(self, direction: int, d: _Dir, h: H1Head, out: list, framing: tuple) -> None:
         st = h.status
         assert st is not None  # _head sets the status of every response (once per message)
         req = self.requests[0] if self.requests else None
@@ -536,7 +571,7 @@ class H1Connection:
             return
         if req is not None:
             self.requests.popleft()
-        self._framing(h)
+        self._framing(h, framing)
         if req is not None and req.method == "HEAD" or st in (204, 304):
             h.body = "none"
         elif req is not None and req.method == "CONNECT" and 200 <= st < 300:
@@ -553,7 +588,7 @@ class H1Connection:
             self._run(0, out)
 
     def _start_body(self, direction: int, d: _Dir, h: H1Head, out: list) -> None:
-        d.body_payload = d.body_wire = d.chunks = 0
+        d.body_payload = d.body_wire = d.chunks = d.body_seen = 0
         d.body_first = d.body_last = h.packet
         d.body_offset = d.base
         d.trailers = []
@@ -562,6 +597,7 @@ class H1Connection:
                 self._end_body(direction, d, out, h.packet)
             d.state = "head"
             return
+        d.emit = self.want_body is None or self.want_body(h)
         if h.body == "length":
             d.state = "length"
             d.remaining = h.content_length
@@ -573,11 +609,9 @@ class H1Connection:
 
     def _end_body(self, direction: int, d: _Dir, out: list, packet: int, complete: bool = True) -> None:
         h = d.head
-        e = H1End(direction, h, d.body_payload, d.body_wire, d.body_first if d.body_wire else h.packet,
-                  packet if d.body_wire else h.packet, d.body_offset, d.chunks, d.trailers, complete)
-        if not complete:
-            e.error = "body incomplete: the connection or the capture ended first"
-        out.append(e)
+        out.append(H1End(direction, h, d.body_payload, d.body_wire, d.body_first if d.body_wire else h.packet,
+                         packet if d.body_wire else h.packet, d.body_offset, d.chunks, d.trailers, complete,
+                         None if complete else "body incomplete: the connection or the capture ended first", d.body_seen))
         d.state = "head"
 
     def _chunked(self, direction: int, d: _Dir, out: list) -> bool:

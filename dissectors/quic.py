@@ -470,11 +470,12 @@ class QuicConnectionDissector:
         # the receiver's connection IDs: for client->server packets those the server chose
         peer = self.dirs[1 - direction]
         cids = peer.cids
-        lens = peer.cid_lens | {len(c) for c in cids}
+        lens = peer.cid_lens  # (every CID's length is in it: added with the CID, never removed)
         if not lens:
             return None
         if len(lens) == 1:
-            return lens.pop()
+            for ln in lens:
+                return ln
         for ln in sorted(lens, reverse=True):
             if data[pos + 1 : pos + 1 + ln] in cids:
                 return ln
@@ -511,7 +512,9 @@ class QuicConnectionDissector:
         peer = self.dirs[1 - role]
         peer.cid_lens.add(dl)
         if dl:  # a zero-length connection ID identifies nothing
-            peer.cids.add(bytes(data[pos + 1 : pos + 1 + dl]))
+            cid = bytes(data[pos + 1 : pos + 1 + dl])
+            peer.cids.add(cid)
+            peer.cid_lens.add(len(cid))
         return dl
 
     def _trial(self, direction, pkt, pn_offs, epoch, packet) -> int | None:
@@ -855,7 +858,7 @@ class QuicConnectionDissector:
                     token = buf.pull_bytes(16)
                     if ok:
                         self.dirs[direction].cids.add(cid)
-                        self.dirs[direction].cid_lens.add(cl)
+                        self.dirs[direction].cid_lens.add(len(cid))
                     frames.append(QuicFrame("NEW_CONNECTION_ID", t, fields={"sequence": seq, "retire_prior_to": rpt, "connection_id": cid.hex(), "reset_token": token.hex()}))
                 elif t == 0x19:
                     frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull()}))

@@ -44,11 +44,14 @@ class Http1Session:
         self.p = H1Connection(max_head=ctx.limits.get("http1_header_bytes", 1 << 20),
                               max_fields=ctx.limits.get("http1_header_count", 1000),
                               max_chunk_line=ctx.limits.get("http1_chunk_line", 4096))
+        self.p.want_body = self._want_body
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.proto: str | None = None
         self.ex: dict[int, Exchange] = {}  # id(request head) -> exchange
         self.orphans: dict[int, Exchange] = {}  # id(response head) -> exchange without a request
-        self.bodies: dict[int, BodyDecoder] = {}  # id(response head) -> decoder
+        # id(response head) -> its decoder; None: no content coding (the decoded size is the
+        # payload the capture held, H1End.seen: no decoder, no body bytes copied)
+        self.bodies: dict[int, BodyDecoder | None] = {}
         self.next = None  # session after an upgrade / CONNECT
         self.notes_seen = 0
         self.all: list[Exchange] = []
@@ -85,6 +88,11 @@ class Http1Session:
         for d, packet, n in self.p.cut_heads:
             self.conn.notes.append(Note(NoteKind.ENDS_IN_FRAME, packet, d, length=n,
                                         detail=f"HTTP/1: the capture ends inside a message head ({n} bytes seen); not decoded"))
+
+    def _want_body(self, h: H1Head) -> bool:
+        """The dissector's question as a body starts: are its bytes read (H1Body events)?  By a
+        content decoder (a response with a content coding) or the objects export's sink."""
+        return self.ctx.body_sink is not None or (h.direction == 1 and _coded(h.header("content-encoding")))
 
     def _notes(self):
         n = self.p.notes
@@ -149,7 +157,7 @@ class Http1Session:
         ex.scheme = self.scheme
         ex.request_headers = h.headers
         ex.request_header_bytes_wire = h.wire
-        ex.request_header_bytes_decoded = sum(len(k) + len(v) for k, v in h.headers)
+        ex.request_header_bytes_decoded = h.decoded
         p = wire_packet(ctx, self.conn, 0, h.offset, h.first_packet)
         ex.request_start, ex.request_start_packet = ctx.time(p), p
         ex.request_end = ctx.time(h.packet)
@@ -179,7 +187,7 @@ class Http1Session:
             p = wire_packet(ctx, self.conn, 1, h.offset, h.first_packet)
             ex.response_start, ex.response_start_packet = ctx.time(p), p
         ex.response_header_bytes_wire += h.wire
-        ex.response_header_bytes_decoded += sum(len(k) + len(v) for k, v in h.headers)
+        ex.response_header_bytes_decoded += h.decoded
         upgrade_h2c = h.status == 101 and (h.header("upgrade") or "").strip().lower() == "h2c"
         # 1xx are interim, except a 101 that ends HTTP (websocket...); an h2c 101 is interim:
         # the final response comes on HTTP/2 stream 1
@@ -204,8 +212,10 @@ class Http1Session:
                 ex.response_end = ctx.time(h.packet)
                 ex.response_end_packet = h.packet
                 ex.response_body_decoded_bytes = 0
-        else:
+        elif _coded(ex.content_encoding):
             self.bodies[id(h)] = BodyDecoder(ex.content_encoding, self.cap, ctx=ctx, conn=self.conn)
+        else:
+            self.bodies[id(h)] = None
 
     def _end(self, e: H1End):
         ctx = self.ctx
@@ -218,8 +228,10 @@ class Http1Session:
         else:
             ex = self._exchange_for_response(h)
             ex.response_body_bytes = e.payload
-            dec = self.bodies.pop(id(h), None)
-            if dec is not None:
+            dec = self.bodies.pop(id(h), False)
+            if dec is None:  # no content coding: what a BodyDecoder would have counted
+                ex.response_body_decoded_bytes = e.seen
+            elif isinstance(dec, BodyDecoder):
                 ex.response_body_decoded_bytes = dec.finish()
                 if dec.budget or dec.capped:
                     lower_bound(ex, "response_body_decoded_bytes")
@@ -282,3 +294,15 @@ class Http1Session:
         for direction in (0, 1):
             for data, offset, packet in sw.pending[direction]:
                 nxt.data(direction, data, offset, packet)
+
+
+def _coded(content_encoding: str | None) -> bool:
+    """Whether a body has a content coding to undo (``BodyDecoder``'s codings: any but
+    "identity"); without one its decoded size is its payload."""
+    if not content_encoding:
+        return False
+    for c in content_encoding.split(","):
+        c = c.strip()
+        if c and c.lower() != "identity":
+            return True
+    return False

@@ -274,8 +274,10 @@ class QuicSession:
                     fields["fin"] = f.fin
                 if f.fields:
                     fields.update(f.fields)
-                add(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, f.type, length=f.length,
-                          fields=fields, offset=f.offset, error=f.error), "QUIC")
+                # (positional: packet, first_packet, time, connection, direction, protocol,
+                # stream_id, type, flags, length, headers, fields, offset, error; once per frame)
+                add(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, f.type, 0, f.length,
+                          None, fields, f.offset, f.error), "QUIC")
                 for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
                     add(Frame(packet, packet, t, cid, direction, "quic", None, f.type, fields=dict(fields)), "QUIC")
                 if rest:
