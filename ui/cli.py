@@ -247,8 +247,7 @@ def cmd_frames(args) -> int:
 
 
 def cmd_requests(args) -> int:
-    from wirefall.analyzer.jsonout import exchange_dict, phases_dicts
-    from wirefall.analyzer.waterfall import page_of
+    from wirefall.analyzer.jsonout import exchange_dict, page_and_phases
 
     pred = _filter(args, "exchanges")
     an = load(args)
@@ -259,8 +258,7 @@ def cmd_requests(args) -> int:
     exs = [e for e in an.exchanges if pred(e)]
     exs.sort(key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
     if args.json:
-        page = page_of(an)
-        ph = phases_dicts(an)
+        page, ph = page_and_phases(an)
         _dump(exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs)
         return 0
     from wirefall.analyzer.request_detail import body_lower_bound, size_text
