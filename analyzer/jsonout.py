@@ -97,7 +97,17 @@ def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dic
     # to the microsecond once, so the phases add up to the total exactly
     out = {}
     blank = dict.fromkeys(PHASES)
+    assert PHASES == ("blocked", "dns", "connect", "tls", "send", "wait", "receive")  # (the literal below)
     for eid, ph in (phases_by_exchange(an) if by_exchange is None else by_exchange).items():
+        if len(ph) == 3:
+            (n0, s, a), (n1, a1, b), (n2, b1, end) = ph
+            if n0 == "send" and n1 == "wait" and n2 == "receive" and a1 == a and b1 == b:
+                # the common row (waterfall.exchange_phases' fast path): the loop below, unrolled
+                r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
+                out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
+                            "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
+                            "receive": (r3 - r2) / 1e6}
+                continue
         tot = blank.copy()
         pb: float | None = None  # the previous phase's end, and ``pr`` it rounded (phases are contiguous)
         pr = 0

@@ -308,7 +308,7 @@ class H2Session:
                     if f.direction == 1:
                         st.last_s2c = f.packet
             if f.block_headers is not None and first is not None:
-                self._block(first, f)
+                self._block(first, f, st if t == HEADERS else None)
         elif t == RST_STREAM:
             st = self.streams.get(sid)  # (a reset opens no stream)
             if st is not None:
@@ -340,8 +340,9 @@ class H2Session:
                     if s > last and s % 2 == 1 and not st.resp_done and st.ex.error is None:
                         st.ex.error = f"not processed: GOAWAY last stream {last} ({f.fields.get('error')})"
 
-    def _block(self, first: H2Frame, f: H2Frame):
-        """A complete header block: ``first`` is its HEADERS / PUSH_PROMISE, ``f`` its last frame."""
+    def _block(self, first: H2Frame, f: H2Frame, st: _Stream | None = None):
+        """A complete header block: ``first`` is its HEADERS / PUSH_PROMISE, ``f`` its last
+        frame; ``st`` its stream when the caller has it (a HEADERS that ends its block)."""
         ctx = self.ctx
         hdrs = f.block_headers or []
         not_decoded = f.fields.get("not_decoded")
@@ -362,7 +363,8 @@ class H2Session:
             if not_decoded:
                 ex.error = ex.error or f.error
             return
-        st = self._stream(first.stream_id)
+        if st is None:
+            st = self._stream(first.stream_id)
         ex = st.ex
         if not_decoded:
             ex.error = ex.error or f.error
