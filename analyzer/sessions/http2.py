@@ -420,7 +420,15 @@ class H2Session:
                     host = v
                 elif k == "priority":
                     prio.update(parse_priority_header(v))
-            out: tuple = (method, scheme, authority, path, host, prio)
+            # the URL of a request whose exchange held nothing before (see _request_headers)
+            auth = authority if authority is not None else host
+            if method == "CONNECT" and path is None:
+                url = auth
+            elif auth is not None:
+                url = f"{scheme or self.scheme}://{auth}{path or ''}"
+            else:
+                url = path
+            out: tuple = (method, scheme, authority, path, host, prio, url)
         else:
             status = ctype = cenc = None
             for k, v in hdrs:
@@ -451,7 +459,23 @@ class H2Session:
         ex.request_headers = hdrs if type(hdrs) is list else list(hdrs)
         ex.request_header_bytes_wire += f.block_wire
         ex.request_header_bytes_decoded += f.block_decoded
-        method, scheme, authority, path, host, prio = self._facts(hdrs, True)
+        fresh = ex.method is None and ex.authority is None and ex.path is None and ex.scheme == self.scheme
+        method, scheme, authority, path, host, prio, url = self._facts(hdrs, True)
+        if fresh:
+            # what the general case below makes of a new exchange, with the URL built once per
+            # header list (shared, as the list is), not once per request
+            if method is not None:
+                ex.method = method
+            if scheme is not None:
+                ex.scheme = scheme
+            ex.authority = authority if authority is not None else host
+            if path is not None:
+                ex.path = path
+            if prio:
+                ex.priority = dict(ex.priority or {}, **prio)
+            if url is not None:
+                ex.url = url
+            return
         if method is not None:
             ex.method = method
         if scheme is not None:
