@@ -337,11 +337,10 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
 
 def model_json(an: Analysis) -> dict[str, Any]:
     from . import stats as _stats
-    from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, phases_dicts, summary_dict
-    from .waterfall import build, page_of
+    from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, page_and_phases, summary_dict
+    from .waterfall import build
 
-    page = page_of(an)
-    ph = phases_dicts(an)
+    page, ph = page_and_phases(an)
     return {
         "format": "wirefall-model",
         "version": SCHEMA_VERSION,

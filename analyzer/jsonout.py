@@ -74,10 +74,22 @@ def connection_dict(c: Connection) -> dict[str, Any]:
     return d
 
 
-def phases_dicts(an: Analysis) -> dict[int, dict[str, Any]]:
+def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any]]]:
+    """(``waterfall.page_of(an)``, ``phases_dicts(an)``) with the waterfall's phases planned
+    once: the page's start is its first row's, which the phases hold (planning them was a
+    fifth of ``requests --json`` on request-heavy captures, and was done twice)."""
+    from .waterfall import page_of, phases_by_exchange
+
+    by_exchange = phases_by_exchange(an)
+    starts = {eid: ph[0][1] for eid, ph in by_exchange.items() if ph}  # (as page_of finds them)
+    return page_of(an, starts=starts), phases_dicts(an, by_exchange)
+
+
+def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:
     """Exchange id -> its ``phases`` object (docs/JSON.md): the waterfall row's phases in
     seconds (None where the row has none), ``start``/``end`` (epoch) and ``total``; the
-    phases add up to the total."""
+    phases add up to the total.  ``by_exchange``: ``waterfall.phases_by_exchange(an)``, when
+    the caller has it."""
     from .waterfall import PHASES, phases_by_exchange
 
     # waterfall.phase_totals of each list, inlined (a call, a lambda per boundary and a second
@@ -85,13 +97,27 @@ def phases_dicts(an: Analysis) -> dict[int, dict[str, Any]]:
     # to the microsecond once, so the phases add up to the total exactly
     out = {}
     blank = dict.fromkeys(PHASES)
-    for eid, ph in phases_by_exchange(an).items():
+    assert PHASES == ("blocked", "dns", "connect", "tls", "send", "wait", "receive")  # (the literal below)
+    for eid, ph in (phases_by_exchange(an) if by_exchange is None else by_exchange).items():
+        if len(ph) == 3:
+            (n0, s, a), (n1, a1, b), (n2, b1, end) = ph
+            if n0 == "send" and n1 == "wait" and n2 == "receive" and a1 == a and b1 == b:
+                # the common row (waterfall.exchange_phases' fast path): the loop below, unrolled
+                r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
+                out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
+                            "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
+                            "receive": (r3 - r2) / 1e6}
+                continue
         tot = blank.copy()
+        pb: float | None = None  # the previous phase's end, and ``pr`` it rounded (phases are contiguous)
+        pr = 0
         for n, a, b in ph:
-            tot[n] = (tot[n] or 0) + round(b * 1e6) - round(a * 1e6)
+            ra = pr if a == pb else round(a * 1e6)
+            pb, pr = b, round(b * 1e6)
+            tot[n] = (tot[n] or 0) + pr - ra
         if ph:
             start, end = ph[0][1], ph[-1][2]
-            d: dict[str, Any] = {"start": start, "end": end, "total": (round(end * 1e6) - round(start * 1e6)) / 1e6}
+            d: dict[str, Any] = {"start": start, "end": end, "total": (pr - round(start * 1e6)) / 1e6}
         else:
             d = {"start": None, "end": None, "total": 0 / 1e6}
         for n in PHASES:
@@ -302,8 +328,8 @@ def dump(obj, fp) -> None:
     elif isinstance(fp, (io.RawIOBase, io.BufferedIOBase)) or "b" in getattr(fp, "mode", ""):
         write = fp.write
     else:
-        def write(b: bytes) -> None:
-            fp.write(b.decode("utf-8", "surrogatepass"))
+        def write(b) -> None:  # (bytes or a memoryview of them)
+            fp.write(bytes(b).decode("utf-8", "surrogatepass"))
     if isinstance(obj, (list, tuple)) and len(obj) <= _BATCH or not isinstance(obj, (list, tuple)) and not hasattr(obj, "__next__"):
         write(_encode(obj))
         return
@@ -314,6 +340,7 @@ def dump(obj, fp) -> None:
         if not batch:
             break
         text = _encode(batch)  # "[\n  …,\n  …\n]": the elements, already at the list's indent
-        write((b",\n" if n else b"[\n") + text[2:-2])
+        write(b",\n" if n else b"[\n")
+        write(memoryview(text)[2:-2])  # (a view: no copy of megabytes per batch, nor a second for the "+")
         n += len(batch)
     write(b"\n]" if n else b"[]")

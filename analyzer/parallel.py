@@ -773,24 +773,25 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     two encode the exchanges' JSON by turns, ``chunk`` at a time (the child's even chunks sent
     whole to the parent through a pipe, the parent writing every chunk in order).  A child
     that fails costs only time: the parent computes what it did not get."""
-    from .jsonout import dump, exchange_dict, phases_dicts
-    from .waterfall import page_of
+    from .jsonout import dump, exchange_dict, page_and_phases, phases_dicts
+    from .waterfall import page_of, phases_by_exchange
 
     out = out if out is not None else sys.stdout
     if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
-        page = page_of(an)
-        ph = phases_dicts(an)
+        page, ph = page_and_phases(an)  # (the waterfall's phases planned once for both)
         dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), out)
         out.write("\n")
         return
     out.flush()
     sys.stderr.flush()
     c0 = time.process_time()
-    page = _forked(page_of, an)
-    ph = phases_dicts(an)
+    by_exchange = phases_by_exchange(an)  # (as jsonout.page_and_phases: planned once for both)
+    starts = {eid: p[0][1] for eid, p in by_exchange.items() if p}
+    page = _forked(lambda a: page_of(a, starts=starts), an)
+    ph = phases_dicts(an, by_exchange)
     c1 = time.process_time()
     got, page_cpu = page()
-    pg = got if got is not None else page_of(an)
+    pg = got if got is not None else page_of(an, starts=starts)
     c2 = time.process_time()
 
     def encode(i: int) -> bytes:  # chunk i's elements, at the list's indent: dump's "[\n" … "\n]" cut off

@@ -180,7 +180,7 @@ class Context:
         return frame
 
     def new_exchange(self, conn: Connection, protocol: str, stream_id: int | None = None) -> Exchange:
-        ex = Exchange(id=len(self.analysis.exchanges) + 1, connection=conn.id, protocol=protocol, stream_id=stream_id)
+        ex = Exchange(len(self.analysis.exchanges) + 1, conn.id, protocol, stream_id)  # (id, connection, protocol, stream_id)
         self.analysis.exchanges.append(ex)
         return ex
 

@@ -310,7 +310,7 @@ class H2Session:
                     if f.direction == 1:
                         st.last_s2c = f.packet
             if f.block_headers is not None and first is not None:
-                self._block(first, f)
+                self._block(first, f, st if t == HEADERS else None)
         elif t == RST_STREAM:
             st = self.streams.get(sid)  # (a reset opens no stream)
             if st is not None:
@@ -342,8 +342,9 @@ class H2Session:
                     if s > last and s % 2 == 1 and not st.resp_done and st.ex.error is None:
                         st.ex.error = f"not processed: GOAWAY last stream {last} ({f.fields.get('error')})"
 
-    def _block(self, first: H2Frame, f: H2Frame):
-        """A complete header block: ``first`` is its HEADERS / PUSH_PROMISE, ``f`` its last frame."""
+    def _block(self, first: H2Frame, f: H2Frame, st: _Stream | None = None):
+        """A complete header block: ``first`` is its HEADERS / PUSH_PROMISE, ``f`` its last
+        frame; ``st`` its stream when the caller has it (a HEADERS that ends its block)."""
         ctx = self.ctx
         hdrs = f.block_headers or []
         not_decoded = f.fields.get("not_decoded")
@@ -364,7 +365,8 @@ class H2Session:
             if not_decoded:
                 ex.error = ex.error or f.error
             return
-        st = self._stream(first.stream_id)
+        if st is None:
+            st = self._stream(first.stream_id)
         ex = st.ex
         if not_decoded:
             ex.error = ex.error or f.error
@@ -420,7 +422,15 @@ class H2Session:
                     host = v
                 elif k == "priority":
                     prio.update(parse_priority_header(v))
-            out: tuple = (method, scheme, authority, path, host, prio)
+            # the URL of a request whose exchange held nothing before (see _request_headers)
+            auth = authority if authority is not None else host
+            if method == "CONNECT" and path is None:
+                url = auth
+            elif auth is not None:
+                url = f"{scheme or self.scheme}://{auth}{path or ''}"
+            else:
+                url = path
+            out: tuple = (method, scheme, authority, path, host, prio, url)
         else:
             status = ctype = cenc = None
             for k, v in hdrs:
@@ -451,7 +461,23 @@ class H2Session:
         ex.request_headers = hdrs if type(hdrs) is list else list(hdrs)
         ex.request_header_bytes_wire += f.block_wire
         ex.request_header_bytes_decoded += f.block_decoded
-        method, scheme, authority, path, host, prio = self._facts(hdrs, True)
+        fresh = ex.method is None and ex.authority is None and ex.path is None and ex.scheme == self.scheme
+        method, scheme, authority, path, host, prio, url = self._facts(hdrs, True)
+        if fresh:
+            # what the general case below makes of a new exchange, with the URL built once per
+            # header list (shared, as the list is), not once per request
+            if method is not None:
+                ex.method = method
+            if scheme is not None:
+                ex.scheme = scheme
+            ex.authority = authority if authority is not None else host
+            if path is not None:
+                ex.path = path
+            if prio:
+                ex.priority = dict(ex.priority or {}, **prio)
+            if url is not None:
+                ex.url = url
+            return
         if method is not None:
             ex.method = method
         if scheme is not None:
