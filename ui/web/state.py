@@ -168,9 +168,6 @@ class Entry:
                 self._source = None
 
 
-_figures_warm = False  # a first figure built in this process (WebState._warm)
-
-
 class WebState:
     """Captures, their background analysis and the upload folder of one app."""
 
@@ -275,15 +272,11 @@ class WebState:
         (background) thread: the page's first callbacks find them in the memo (or wait for this
         build, Entry.memo) — while the browser is still fetching its JavaScript — instead of the
         filters' callback building the model while the waterfall's waits for its answer."""
-        global _figures_warm
         try:
             from . import views
 
             views.filter_options(e)
-            v = views.filtered_view(e)  # (the view of no filter, which the waterfall and its pager draw first)
-            if not _figures_warm:  # plotly's first figure of the process costs 2-3 times a later one (its imports, validators)
-                _figures_warm = True
-                views.figure(v, title=e.name, revision=e.id, start=0)
+            views.filtered_view(e)  # (the view of no filter, which the waterfall and its pager draw first)
         except Exception:  # noqa: BLE001 - the callbacks build it again and say why
             pass
 
