@@ -1079,17 +1079,17 @@ def initial_state(state: WebState, search: str | None) -> dict[str, dict[str, ob
     fo = cb_filter_options(state, cid, version, None, search)
     for k, name in enumerate(URL_LISTS):
         out[name] = {"options": fo[k], "value": fo[4 + k]}
-    pr, co, ct, su = fo[4:8]
-    xid, detail = cb_select(state, None, cid, pr, co, ct, su, expr, order, trigger=None, selected=None, search=search)
+    lists = list(fo[4:])
+    xid, detail = cb_select(state, None, cid, *lists, expr, order, trigger=None, selected=None, search=search)
     if xid is no_update:
         return {}
     selected, detail, side, _ = _side(cid, (xid, detail))
     out["selected"], out["request-detail"], out["detail-side"] = {"data": selected}, {"children": detail}, {"className": side}
-    win = cb_wf_window(state, None, None, None, None, None, cid, version, pr, co, ct, su, expr, order, selected, 0,
+    win = cb_wf_window(state, None, None, None, None, None, cid, version, *lists, expr, order, selected, 0,
                        trigger="selected" if xid is not None else None)
     start = win[0] if isinstance(win[0], int) else 0
     out["wf-window"], out["wf-pager"], out["wf-rows-text"] = {"data": start}, {"style": win[1]}, {"children": win[2]}
-    fig, err, count, why = cb_waterfall(state, cid, version, pr, co, ct, su, expr, order, selected, xrange, start, search)
+    fig, err, count, why = cb_waterfall(state, cid, version, *lists, expr, order, selected, xrange, start, search)
     if fig is no_update:
         return {}
     out["waterfall"], out["filter-error"] = {"figure": fig}, {"children": err}
@@ -1356,8 +1356,7 @@ class WirefallDash(dash.Dash):
     initial: InitialStates | None = None
 
     def interpolate_index(self, **kwargs):
-        kwargs["scripts"] = bundles.without_dash_table(bundles.lazy_ag_grid(kwargs.get("scripts", "")))
-        kwargs["css"] = bundles.preload_tags(self.config.requests_pathname_prefix or "/") + kwargs.get("css", "")
+        kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
         if self.initial is not None:  # the page's first state, made while its scripts load
             from flask import has_request_context, request
 

@@ -145,28 +145,3 @@ def lazy_ag_grid(scripts: str) -> str:
         return scripts
     stub = AG_GRID_STUB.replace("__SRC__", json.dumps(m.group("src")).replace("</", "<\\/"))
     return scripts[: m.start()] + stub + scripts[m.end():]
-
-
-# What the page loads only once its layout is drawn (dcc's async chunks of the components the
-# first screen shows, and plotly.js, which the graph's chunk asks for): fetched from the start,
-# beside the page's scripts, instead of one after the other behind the layout (a cold open's
-# 0.3-0.5 s on the critical path, measured).  The browser runs them when the page asks.
-PRELOAD = ("_dash-component-suites/dash/dcc/async-graph.js", "_dash-component-suites/dash/dcc/async-dropdown.js",
-           "_dash-component-suites/dash/dcc/async-upload.js", PLOTLY_PATH)
-
-
-def preload_tags(prefix: str = "/") -> str:
-    """``<link rel=preload>`` tags of ``PRELOAD`` under the app's path ``prefix``."""
-    import html
-
-    p = prefix.rstrip("/") + "/"
-    return "".join(f'<link rel="preload" as="script" href="{html.escape(p + u)}">' for u in PRELOAD)
-
-
-# dash_table's bundle: Dash registers it whenever dash is imported, and the page uses no
-# DataTable (its tables are AG Grid's) — not loaded.
-_DASH_TABLE_TAG = re.compile(r'<script src="[^"]*/_dash-component-suites/dash/dash_table/bundle[^"/]*\.js"></script>')
-
-
-def without_dash_table(scripts: str) -> str:
-    return _DASH_TABLE_TAG.sub("", scripts)
