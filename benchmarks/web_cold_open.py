@@ -30,30 +30,6 @@ RESOURCES_JS = """() => performance.getEntriesByType('resource').map(r => [r.nam
     r.decodedBodySize, Math.round(r.startTime), Math.round(r.responseEnd)])"""
 
 
-def _timeline(pg, t0: float) -> list:
-    """What the page asks for and when: [(what, start_ms, end_ms)] from navigation (a callback
-    request: the outputs it answers), filled by Playwright's request events."""
-    events: list = []
-    started: dict = {}
-
-    def req(r) -> None:
-        started[id(r)] = time.perf_counter()
-
-    def done(r) -> None:
-        what = r.url.split("?")[0].rsplit("/", 1)[-1][:40]
-        if "_dash-update-component" in r.url:
-            try:
-                what = "callback " + json.loads(r.post_data or "{}").get("output", "")[:90]
-            except ValueError:
-                pass
-        a = started.pop(id(r), None)
-        events.append((what, round(1000 * ((a or t0) - t0)), round(1000 * (time.perf_counter() - t0))))
-
-    pg.on("request", req)
-    pg.on("requestfinished", done)
-    return events
-
-
 def cold_open(an, runs: int = 5, viewport: tuple[int, int] = (1500, 1000), profile: str | None = None) -> list[dict]:
     """``runs`` cold opens of the web app on analysis ``an`` (see the module's docstring)."""
     import logging
@@ -89,11 +65,9 @@ def cold_open(an, runs: int = 5, viewport: tuple[int, int] = (1500, 1000), profi
                         cdp.send("Profiler.setSamplingInterval", {"interval": 200})
                         cdp.send("Profiler.start")
                     t, c, m = time.perf_counter(), W._cpu(), W._main_thread_cpu(cdp)
-                    events = _timeline(pg, t)
                     pg.goto(url)
                     pg.wait_for_function(W.DRAWN_JS, arg=first, polling=20)
                     r = {"open_s": time.perf_counter() - t, "cpu_page_s": W._main_thread_cpu(cdp) - m}
-                    events.append(("drawn", round(1000 * r["open_s"]), round(1000 * r["open_s"])))
                     c2 = W._cpu()
                     r.update({f"cpu_{x}_s": c2[x] - c[x] for x in ("renderer", "server", "chromium")})
                     if profile and k == runs - 1:
@@ -107,7 +81,6 @@ def cold_open(an, runs: int = 5, viewport: tuple[int, int] = (1500, 1000), profi
                     r["js_files"] = [(x[0].rsplit("/", 1)[-1][:60], x[1], x[2], x[3], x[4]) for x in js]
                     r["callbacks"] = sum(1 for x in pg.evaluate(RESOURCES_JS) if x[0].startswith("/_dash-update-component"))
                     r["load_average"] = os.getloadavg()[0]
-                    r["timeline"] = sorted(events, key=lambda x: x[1])
                     out.append(r)
                 finally:
                     ctx.close()
@@ -132,7 +105,6 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--profile", help="write the last run's DevTools CPU profile here")
-    ap.add_argument("--timeline", action="store_true", help="print the last run's requests in order (start-end ms from navigation)")
     a = ap.parse_args()
     os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="wf-cold-"))
     an = W.big_analysis(a.rows)
@@ -142,9 +114,6 @@ def main() -> None:
               + f", JS {r['js_wire_bytes']:,} wire / {r['js_bytes']:,} decoded, {r['callbacks']} callbacks")
     for name, wire, dec, start, end in runs[-1]["js_files"]:
         print(f"  {name:<60} wire {wire:>9} decoded {dec:>9}  {start:>5}-{end:>5} ms")
-    if a.timeline:
-        for what, start, end in runs[-1]["timeline"]:
-            print(f"  {start:>5}-{end:>5} ms  {what}")
     print(summary(runs))
 
 

@@ -7,7 +7,6 @@ the dropdown filters survive a reload; another capture does not inherit the zoom
 waterfall is drawn once when it first appears (a click right after lands)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -391,37 +390,6 @@ def test_zoom_store_follows_each_relayout_in_order(server, pg):
             .then(() => { setTimeout(() => gd.emit('plotly_relayout', {autosize: true}), 0); }); }""")
     pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'", timeout=5000)
     assert _query(pg)["x1"] == "60"
-
-
-def test_page_opens_with_its_first_state_in_the_layout(server, pg):
-    """A page opened on an address (capture, filter, zoom, selection) draws its waterfall from
-    the layout — no callback request builds the figure, the filters' options or the
-    selection first (issue 21: each was a round trip before the first draw) — and shows what
-    the address says: the filter's rows, the zoom, the selected request's row and detail."""
-    from urllib.parse import urlencode
-
-    st, url, ids, _ = server
-    e = st.get(ids["good"])
-    truth = tshark_requests(H2, H2K)
-    js = [x for x in e.analysis.exchanges if "js" in (x.url or "")]
-    x = js[0]
-    asked: list[str] = []
-    pg.on("request", lambda r: asked.append(r.post_data or "") if "_dash-update-component" in r.url else None)
-    pg.goto(url + "?" + urlencode({"capture": ids["good"], "filter": 'url contains "js"', "x0": 10, "x1": 60, "sel": x.id}))
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(js))
-    outputs = [json.loads(b).get("output", "") for b in asked]
-    assert not [o for o in outputs if any(k in o for k in ("waterfall.figure", "f-protocol.options", "selected.data", "wf-window.data"))], outputs
-    assert [round(v) for v in pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")] == [10, 60]
-    assert pg.inner_text("#shown-count") == f"{len(js)} of {len(truth)} requests"
-    assert pg.inner_text("#detail-title").endswith(x.url.rsplit("/", 1)[-1])
-    shapes = pg.evaluate("() => (document.querySelector('#waterfall .js-plotly-plot').layout.shapes || []).filter(s => s.name === 'selected')")
-    assert len(shapes) == 1
-    pg.wait_for_function("() => new URLSearchParams(location.search).get('sel') !== null")
-    assert _query(pg) == {"capture": ids["good"], "filter": 'url contains "js"', "x0": "10", "x1": "60", "sel": str(x.id)}
-    # and it follows the page's changes: another filter redraws it
-    pg.fill("#filter-expr", "")
-    pg.keyboard.press("Enter")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
 
 
 def test_first_load_draws_the_waterfall_once(server, browser):

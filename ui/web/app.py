@@ -535,24 +535,10 @@ XRANGE_JS = """function(relayout, prev, cid) {
 }"""
 
 
-# what cb_url_in sets, as the page holds it (the layout may hold the address's state already)
-URL_IN_CURRENT = (State("capture", "value"), State("filter-expr", "value"), State("tabs", "value"), State("xrange", "data"),
-                  State("packet-goto", "value"), State("url-ready", "data"), State("wf-order", "value"),
-                  State("time-format", "value"))
-
-
-def cb_url_in(state: WebState, pathname, search, *current):
+def cb_url_in(state: WebState, pathname, search):
     """The page opened (or reloaded) with a query string: the capture, filter, tab, zoom
     and packet it names.  (The selected request is cb_select's: it takes the address's when
-    the selection store holds none of this capture, ``selected_for``.)  ``current``: what the
-    page holds of these (URL_IN_CURRENT; its layout may hold them already) — left as they are."""
-    out = _url_in(state, search)
-    if len(current) != len(out):
-        return out
-    return tuple(no_update if v is not no_update and v == c else v for v, c in zip(out, current))
-
-
-def _url_in(state: WebState, search):
+    the selection store holds none of this capture, ``selected_for``.)"""
     q = url_params(search)
     cid = q.get("capture")
     cap = cid if cid and state.get(cid) is not None else no_update
@@ -1041,140 +1027,6 @@ def layout(state: WebState):
 TABS = ("waterfall", "connections", "stats", "packets", "expert", "compare")
 
 
-# The page's first state is in its layout (issue 21: a 10 000-request waterfall within 2 s):
-# the capture list and status, the filters, the selection, the window of rows and the first
-# waterfall figure of the address's state, made by the callbacks' own functions — so that the
-# page draws once its scripts and the layout are in, with no chain of callback round trips
-# first (the poll, then the filters' options, then the window, then the figure: each waited
-# for the one before; 1-2 s of a cold open).  Those callbacks do not run on the page's load
-# (prevent_initial_call); they follow the page's changes.  Without the address (no Referer)
-# or a capture ready, the layout holds nothing of it and the first poll picks the capture as
-# before (every callback follows from its change).
-def initial_state(state: WebState, search: str | None) -> dict[str, dict[str, object]]:
-    """{component id: {property: value}} of the page's first state for address ``search``;
-    {} when there is nothing to show yet (no capture, or a live model changing under it)."""
-    poll = cb_poll(state, None, None, None, None, None, search)
-    cid = poll[1]
-    e = _ready(state, cid) if cid is not no_update else None
-    if e is None:
-        return {}
-    version = poll[5]
-    out: dict[str, dict[str, object]] = {
-        "capture": {"options": poll[0], "value": cid}, "status": {"children": poll[2]},
-        "progress": {"value": poll[3], "style": poll[4]}, "version": {"data": version},
-        "compare-a": {"options": poll[6]}, "compare-b": {"options": poll[7]},
-        "live-version": {"data": live_view.live_version(e)},
-    }
-    for (i, prop), v in zip((("poll", "interval"), ("live-bar", "style"), ("btn-live-stop", "disabled"),
-                             ("btn-live-save", "disabled"), ("live-state", "data")), live_view.cb_live_state(state, cid, version)):
-        out.setdefault(i, {})[prop] = v
-    _cap, expr, tab, xr, pkt, _ready_, order, tf = cb_url_in(state, "/", search)
-    for (i, prop), v in zip((("filter-expr", "value"), ("tabs", "value"), ("xrange", "data"), ("packet-goto", "value"),
-                             ("wf-order", "value"), ("time-format", "value")), (expr, tab, xr, pkt, order, tf)):
-        if v is not no_update:
-            out.setdefault(i, {})[prop] = v
-    expr = out.get("filter-expr", {}).get("value")
-    order = out.get("wf-order", {}).get("value", "start")
-    xrange = out.get("xrange", {}).get("data")
-    fo = cb_filter_options(state, cid, version, None, search)
-    for k, name in enumerate(URL_LISTS):
-        out[name] = {"options": fo[k], "value": fo[4 + k]}
-    lists = list(fo[4:])
-    xid, detail = cb_select(state, None, cid, *lists, expr, order, trigger=None, selected=None, search=search)
-    if xid is no_update:
-        return {}
-    selected, detail, side, _ = _side(cid, (xid, detail))
-    out["selected"], out["request-detail"], out["detail-side"] = {"data": selected}, {"children": detail}, {"className": side}
-    win = cb_wf_window(state, None, None, None, None, None, cid, version, *lists, expr, order, selected, 0,
-                       trigger="selected" if xid is not None else None)
-    start = win[0] if isinstance(win[0], int) else 0
-    out["wf-window"], out["wf-pager"], out["wf-rows-text"] = {"data": start}, {"style": win[1]}, {"children": win[2]}
-    fig, err, count, why = cb_waterfall(state, cid, version, *lists, expr, order, selected, xrange, start, search)
-    if fig is no_update:
-        return {}
-    out["waterfall"], out["filter-error"] = {"figure": fig}, {"children": err}
-    out["shown-count"], out["wf-explain"] = {"children": count}, {"children": why}
-    return out
-
-
-def apply_state(tree, values: dict[str, dict[str, object]]):
-    """The layout ``tree`` with the properties ``values`` (``initial_state``) set."""
-    todo = [tree]
-    left = dict(values)
-    while todo and left:
-        c = todo.pop()
-        if isinstance(c, (list, tuple)):
-            todo.extend(c)
-            continue
-        if not isinstance(c, Component):
-            continue
-        cid = getattr(c, "id", None)
-        if isinstance(cid, str) and cid in left:
-            for prop, v in left.pop(cid).items():
-                if v is not None:  # (a dcc.Store given data None sets it again as it mounts: its callbacks would run)
-                    setattr(c, prop, v)
-        todo.append(getattr(c, "children", None))
-    return tree
-
-
-def page_search() -> str | None:
-    """The address of the page that asks for its layout (the Referer of ``/_dash-layout``: the
-    page's query string), None when the request does not say."""
-    from flask import has_request_context, request
-
-    if not has_request_context() or not request.referrer:
-        return None
-    return "?" + urlsplit(request.referrer).query if urlsplit(request.referrer).query else ""
-
-
-class InitialStates:
-    """The initial states of the pages being opened, begun when the page's HTML is asked for
-    (its scripts load meanwhile) and taken by its layout request: ``start(search)`` in a
-    thread, ``take(search)`` waits for it (or makes it, none begun).  A state is kept
-    ``TTL`` seconds at most (a page that never asked for its layout)."""
-
-    TTL = 20.0
-
-    def __init__(self, state: WebState):
-        import threading
-
-        self.state = state
-        self._lock = threading.Lock()
-        self._begun: dict[str, tuple[float, object]] = {}
-
-    def _make(self, search: str) -> dict:
-        try:
-            return initial_state(self.state, search)
-        except Exception:  # noqa: BLE001 - the page's callbacks fill it in (and show the error)
-            return {}
-
-    def start(self, search: str) -> None:
-        import threading
-        import time
-        from concurrent.futures import Future
-
-        now = time.monotonic()
-        with self._lock:
-            self._begun = {k: v for k, v in self._begun.items() if now - v[0] < self.TTL}
-            if search in self._begun or len(self._begun) >= 8:
-                return
-            fut: Future = Future()
-            self._begun[search] = (now, fut)
-        threading.Thread(target=lambda: fut.set_result(self._make(search)), name="wirefall-initial", daemon=True).start()
-
-    def take(self, search: str) -> dict:
-        import time
-
-        with self._lock:
-            got = self._begun.pop(search, None)
-        if got is not None and time.monotonic() - got[0] < self.TTL:
-            try:
-                return got[1].result(timeout=120)  # type: ignore[attr-defined]
-            except Exception:  # noqa: BLE001
-                return {}
-        return self._make(search)
-
-
 def _side(cid, out, search: str | None = None):
     """cb_select's answer as the selection store (``{capture, id}``: keyed by the capture,
     see ``selected_for``), the class of the panel beside the waterfall (hidden while no
@@ -1353,16 +1205,8 @@ class WirefallDash(dash.Dash):
     """The Dash app whose page loads dash-ag-grid's bundle only when a grid is drawn
     (``bundles.lazy_ag_grid``)."""
 
-    initial: InitialStates | None = None
-
     def interpolate_index(self, **kwargs):
         kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
-        if self.initial is not None:  # the page's first state, made while its scripts load
-            from flask import has_request_context, request
-
-            if has_request_context():
-                q = request.query_string.decode("latin-1")
-                self.initial.start("?" + q if q else "")
         return super().interpolate_index(**kwargs)
 
 
@@ -1375,14 +1219,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     install_guard(app.server, host=host, token=token, port=port)
     bundles.install_plotly(app.server)  # plotly.js's basic build (bar, scatter) where dcc loads the full one
     install_upload_route(app.server, state)
-    app.initial = initials = InitialStates(state)
-
-    def serve_layout():
-        search = page_search()
-        tree = layout(state)
-        return apply_state(tree, initials.take(search)) if search is not None else tree
-
-    app.layout = _named("serve_layout", serve_layout)
+    app.layout = _named("serve_layout", lambda: layout(state))
     S = state
 
     def bind(f):
@@ -1401,8 +1238,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
         Output("xrange", "data", allow_duplicate=True), Output("packet-goto", "value"),
         Output("url-ready", "data"), Output("wf-order", "value"), Output("time-format", "value"),
-        Input("url", "pathname"), State("url", "search"),
-        *[State(o.component_id, o.component_property) for o in URL_IN_CURRENT], prevent_initial_call="initial_duplicate",
+        Input("url", "pathname"), State("url", "search"), prevent_initial_call="initial_duplicate",
     )(bind(cb_url_in))
     app.callback(
         Output("url", "search"),
@@ -1443,7 +1279,6 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
         Output("f-protocol", "value"), Output("f-connection", "value"), Output("f-content", "value"), Output("f-status", "value"),
         Input("capture", "value"), Input("version", "data"), State("url", "search"),
-        prevent_initial_call=True,  # (the page's first state is in the layout: initial_state)
     )(_named("cb_filter_options", lambda cid, ver, search: cb_filter_options(S, cid, ver, _trigger(), search)))
 
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
@@ -1453,13 +1288,12 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
         Input("wf-window", "data"),
         Input("live-version", "data"),  # a live capture grew (ui.web.live)
-        State("url", "search"), prevent_initial_call=True,
+        State("url", "search"),
     )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-2], *a[-1:])))  # (live-version only triggers; search last)
     app.callback(
         Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("wf-window", "data"),
-        prevent_initial_call=True,
     )(_named("cb_wf_window", lambda *a: cb_wf_window(S, *a, trigger=_trigger())))
     app.clientside_callback(XRANGE_JS, Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"),
                             State("capture", "value"), prevent_initial_call=True)
@@ -1471,7 +1305,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("url", "search", allow_duplicate=True),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
         *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"), State("url", "search"),
-        prevent_initial_call=True,
+        prevent_initial_call="initial_duplicate",
     )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected, search: _side(
         cid, cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected,
                        search=search), search if _trigger() == "waterfall" else None)))

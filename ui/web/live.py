@@ -343,7 +343,7 @@ def register(app, state) -> None:
     S = state
     app.callback(Output("poll", "interval"), Output("live-bar", "style"), Output("btn-live-stop", "disabled"),
                  Output("btn-live-save", "disabled"), Output("live-state", "data"),
-                 Input("capture", "value"), Input("version", "data"), prevent_initial_call=True)(  # (the layout's first state)
+                 Input("capture", "value"), Input("version", "data"))(
         _named("cb_live_state", lambda cid, v: cb_live_state(S, cid, v)))
     app.callback(Output("live-msg", "children"), Input("btn-live-stop", "n_clicks"), State("capture", "value"),
                  prevent_initial_call=True)(_named("cb_live_stop", lambda n, cid: cb_live_stop(S, n, cid)))
