@@ -46,6 +46,8 @@ _tuple_new = tuple.__new__  # Record without NamedTuple's Python-level __new__ (
 
 @dataclass
 class Interface:
+    """A capture interface (pcapng IDB, or pcap's one): link type, snap length, time resolution and offset, name."""
+
     linktype: int
     snaplen: int = 0
     tsresol: float = 1e-6

@@ -141,6 +141,8 @@ def content_class(content_type: str | None, url: str | None = None) -> str:
 
 @dataclass(slots=True)
 class DnsLookup:
+    """A DNS query in the capture and its answer (addresses, CNAME chain, rcode), and the connection it is charged to."""
+
     name: str
     query_time: float
     query_packet: int

@@ -71,6 +71,8 @@ class OracleSpec:
 
 @dataclass(frozen=True, slots=True)
 class ProtocolDescriptor:
+    """What wirefall knows of one protocol: its names, frame types and flags, frame kinds, and the modules that extend it."""
+
     name: str  # registry key ("http2", "spdy", "quic", ...)
     display: str  # Wireshark's protocol column name ("HTTP2", "SPDY", ...)
     protocols: tuple[str, ...]  # ``Frame.protocol`` / ``Connection.protocol`` values it decodes
