@@ -160,8 +160,11 @@ class OffsetMap:
 
 
 # Every dataclass of the model has a docstring: for a class without one, @dataclass builds one
-# from inspect.signature(cls) at import, ~0.5-1 M instructions a class at every start.
-@dataclass(slots=True)
+# from inspect.signature(cls) at import, ~0.5-1 M instructions a class at every start.  They are
+# eq=False (compared by identity: nothing compares two of them by value — tests compare their
+# dicts or JSON — and the generated __eq__ of ~40 fields costs every start); an Analysis has no
+# generated __repr__ either (it would print every frame).
+@dataclass(slots=True, eq=False)
 class TlsInfo:
     """What the TLS handshake of a connection showed (version, suite, SNI, ALPN, times) and whether its records were decrypted."""
 
@@ -221,7 +224,7 @@ class TlsInfo:
             object.__setattr__(self, n, v)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class QuicInfo:
     """What a QUIC connection's handshake showed (version, SNI, ALPN, connection ids) and whether it was decrypted."""
 
@@ -235,7 +238,7 @@ class QuicInfo:
     alpn_inferred: bool = False  # HTTP/3 recognised by its streams, the ALPN not seen (capture joined mid-way)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class TcpInfo:
     """What the flow layer learnt of a TCP connection's handshake, per direction (0 = client
     to server): the sequence number of stream offset 0 (``isn``: the SYN's plus one, or the
@@ -260,7 +263,7 @@ class TcpInfo:
         self.wscale = (shift, self.wscale[1]) if direction == 0 else (self.wscale[0], shift)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class DirStats:
     """Packet, byte, retransmission and gap counts of one direction of a connection."""
 
@@ -276,7 +279,7 @@ class DirStats:
     MAX_LISTED = 2000
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Connection:
     """One transport connection (TCP or UDP flow): endpoints, times, protocol, handshake facts, per-direction stats and notes."""
 
@@ -310,7 +313,7 @@ class Connection:
         return f"{fmt(c)} → {fmt(s)}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Frame:
     """One protocol frame (HTTP/2, SPDY, HTTP/3, QUIC, TLS record, HTTP/1 message ...) where it completes on the wire."""
 
@@ -330,7 +333,7 @@ class Frame:
     error: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Exchange:
     """One request and its response: the heads, sizes, times and packets of each side."""
 
@@ -424,7 +427,7 @@ PROTO_NAMES = ["?", "ETH", "IPv4", "IPv6", "TCP", "UDP", "TLS", "HTTP", "HTTP2",
 PROTO_CODE = {n: i for i, n in enumerate(PROTO_NAMES)}
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Analysis:
     """The model of one capture (or browser log): its packet index, connections, exchanges and frames."""
 
