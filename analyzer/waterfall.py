@@ -139,7 +139,7 @@ def content_class(content_type: str | None, url: str | None = None) -> str:
     return "other"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # (nothing compares two lookups by value)
 class DnsLookup:
     """A DNS query in the capture and its answer (addresses, CNAME chain, rcode), and the connection it is charged to."""
 
@@ -170,7 +170,7 @@ _MAX_LINK_PASSES = 8  # fixpoint passes of the Referer/connection/host rule (eac
 _MAX_REDIRECTS = 20
 
 
-@dataclass
+@dataclass(eq=False)  # (nothing compares two pages by value)
 class Page:
     """The page a capture loads, apart from background traffic (see ``page_of``)."""
 
