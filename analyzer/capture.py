@@ -44,8 +44,10 @@ class Record(NamedTuple):
 _tuple_new = tuple.__new__  # Record without NamedTuple's Python-level __new__ (once per packet)
 
 
-@dataclass
+@dataclass(eq=False)  # (nothing compares two by value: see analyzer.model)
 class Interface:
+    """A capture interface (pcapng IDB, or pcap's one): link type, snap length, time resolution and offset, name."""
+
     linktype: int
     snaplen: int = 0
     tsresol: float = 1e-6
@@ -53,7 +55,7 @@ class Interface:
     name: str = ""
 
 
-@dataclass
+@dataclass(eq=False)
 class CaptureInfo:
     """What the reader learns besides packets."""
 

@@ -159,8 +159,15 @@ class OffsetMap:
         return [(pk[k], st[k], st[k + 1] if k + 1 < len(st) else end) for k in range(i, j)]
 
 
-@dataclass(slots=True)
+# Every dataclass of the model has a docstring: for a class without one, @dataclass builds one
+# from inspect.signature(cls) at import, ~0.5-1 M instructions a class at every start.  They are
+# eq=False (compared by identity: nothing compares two of them by value — tests compare their
+# dicts or JSON — and the generated __eq__ of ~40 fields costs every start); an Analysis has no
+# generated __repr__ either (it would print every frame).
+@dataclass(slots=True, eq=False)
 class TlsInfo:
+    """What the TLS handshake of a connection showed (version, suite, SNI, ALPN, times) and whether its records were decrypted."""
+
     version: str | None = None
     cipher_suite: str | None = None
     cipher_suite_id: int | None = None
@@ -217,8 +224,10 @@ class TlsInfo:
             object.__setattr__(self, n, v)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class QuicInfo:
+    """What a QUIC connection's handshake showed (version, SNI, ALPN, connection ids) and whether it was decrypted."""
+
     version: str | None = None
     sni: str | None = None
     alpn: str | None = None
@@ -229,7 +238,7 @@ class QuicInfo:
     alpn_inferred: bool = False  # HTTP/3 recognised by its streams, the ALPN not seen (capture joined mid-way)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class TcpInfo:
     """What the flow layer learnt of a TCP connection's handshake, per direction (0 = client
     to server): the sequence number of stream offset 0 (``isn``: the SYN's plus one, or the
@@ -254,8 +263,10 @@ class TcpInfo:
         self.wscale = (shift, self.wscale[1]) if direction == 0 else (self.wscale[0], shift)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class DirStats:
+    """Packet, byte, retransmission and gap counts of one direction of a connection."""
+
     packets: int = 0
     bytes: int = 0  # on the wire (original frame length)
     payload: int = 0  # TCP/UDP payload
@@ -268,8 +279,10 @@ class DirStats:
     MAX_LISTED = 2000
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Connection:
+    """One transport connection (TCP or UDP flow): endpoints, times, protocol, handshake facts, per-direction stats and notes."""
+
     id: int
     transport: str  # tcp | udp
     client: tuple[str, int]
@@ -300,8 +313,10 @@ class Connection:
         return f"{fmt(c)} → {fmt(s)}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Frame:
+    """One protocol frame (HTTP/2, SPDY, HTTP/3, QUIC, TLS record, HTTP/1 message ...) where it completes on the wire."""
+
     packet: int  # where the frame completes (where tshark shows it)
     first_packet: int
     time: float
@@ -318,8 +333,10 @@ class Frame:
     error: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Exchange:
+    """One request and its response: the heads, sizes, times and packets of each side."""
+
     id: int
     connection: int
     protocol: str
@@ -410,8 +427,10 @@ PROTO_NAMES = ["?", "ETH", "IPv4", "IPv6", "TCP", "UDP", "TLS", "HTTP", "HTTP2",
 PROTO_CODE = {n: i for i, n in enumerate(PROTO_NAMES)}
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Analysis:
+    """The model of one capture (or browser log): its packet index, connections, exchanges and frames."""
+
     path: str
     index: PacketIndex
     connections: list[Connection] = field(default_factory=list)

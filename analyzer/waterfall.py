@@ -35,11 +35,27 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wirefall.dissectors.registry import find, kind_types
 
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
+
+if TYPE_CHECKING:
+    from .waterfall_model import ConnectionRow, Marker, Milestone, Row, Throughput, Waterfall  # noqa: F401 (re-exported)
+
+# build()'s view model (Waterfall, Row, ...) is defined in analyzer.waterfall_model, imported
+# by build() and by the first ``waterfall.Row`` etc. (below): the commands that need only
+# page_of/phases_by_exchange do not generate those dataclasses' methods at every start.
+_VIEW_MODEL = frozenset(("ConnectionRow", "Marker", "Milestone", "Row", "Throughput", "Waterfall"))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _VIEW_MODEL:
+        from . import waterfall_model
+
+        return getattr(waterfall_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 PHASES = ("blocked", "dns", "connect", "tls", "send", "wait", "receive")
 PHASE_LABELS = {
@@ -123,24 +139,10 @@ def content_class(content_type: str | None, url: str | None = None) -> str:
     return "other"
 
 
-@dataclass(slots=True)
-class Marker:
-    kind: str  # one of MARKER_KINDS
-    time: float
-    label: str
-    packet: int | None = None
-
-
-@dataclass(slots=True)
-class Milestone:
-    name: str  # first_packet | html_first_byte | page_load
-    label: str
-    time: float
-    packet: int | None = None
-
-
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # (nothing compares two lookups by value)
 class DnsLookup:
+    """A DNS query in the capture and its answer (addresses, CNAME chain, rcode), and the connection it is charged to."""
+
     name: str
     query_time: float
     query_packet: int
@@ -150,147 +152,6 @@ class DnsLookup:
     names: list[str] = field(default_factory=list)  # qname and the CNAME chain
     rcode: str | None = None
     used_by: int | None = None  # connection id whose first row shows this lookup
-
-
-@dataclass(slots=True)
-class Row:
-    index: int
-    exchange: int
-    connection: int
-    connection_label: str
-    protocol: str
-    badge: str
-    method: str | None
-    url: str
-    status: int | None
-    content_class: str
-    content_type: str | None
-    start: float
-    end: float
-    phases: list[tuple[str, float, float]]
-    colors: dict[str, str]
-    markers: list[Marker] = field(default_factory=list)
-    first_of_connection: bool = False
-    pushed: bool = False
-    push_parent_row: int | None = None
-    stream_id: int | None = None
-    packets: dict[str, int | None] = field(default_factory=dict)
-    sizes: dict[str, int | None] = field(default_factory=dict)
-    hover: list[str] = field(default_factory=list)
-    background: bool = False  # not the page's (page_of): drawn, but outside the page's milestones
-    background_reason: str | None = None
-    browser: dict | None = None  # the browser log's record of the request (Exchange.browser), for a browser bar
-    # the browser's own view of the request (browser_phases: its log's times), drawn as a thin bar under the row
-    browser_phases: list[tuple[str, float, float]] = field(default_factory=list)
-    # bursts of the packets that carried the response's bytes: (first packet's time, last
-    # packet's time, packets); from the stream's DATA frames (HTTP/2, SPDY, HTTP/3) or the
-    # connection's server-to-client TCP segments between the response's first and last packet
-    chunks: list[tuple[float, float, int]] = field(default_factory=list)
-    chunk_packets: list[int] = field(default_factory=list)  # those packets' numbers, in order
-    host: str = ""  # the request's host (grouping, sorting, the label)
-
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
-
-    def phase(self, name: str) -> tuple[float, float] | None:
-        for n, a, b in self.phases:
-            if n == name:
-                return a, b
-        return None
-
-
-@dataclass(slots=True)
-class ConnectionRow:
-    """One row of the connection view: the connection's handshake phases (dns, connect, tls)
-    and its requests as segments (row index, start, end) coloured as their download."""
-
-    connection: int
-    label: str
-    protocol: str
-    start: float
-    end: float
-    phases: list[tuple[str, float, float]]
-    requests: list[tuple[int, float, float]]
-    background: bool = False
-
-
-@dataclass(slots=True)
-class Throughput:
-    """Bytes on the wire per ``bin`` seconds from ``t0``, each way (``down``: server to
-    client), from the packet index (frame lengths of the packets of TCP payload and
-    decrypted QUIC packets whose direction the analysis knows)."""
-
-    t0: float
-    bin: float
-    down: list[int]
-    up: list[int]
-
-
-@dataclass
-class Waterfall:
-    rows: list[Row]
-    t0: float  # first packet of the capture
-    t_end: float  # last packet of the capture
-    milestones: list[Milestone]
-    group_by: str | None = None
-    color_by: str = "content"
-    connections: dict[int, str] = field(default_factory=dict)  # id -> label
-    dns: list[DnsLookup] = field(default_factory=list)
-    title: str = ""
-    page_info: Page | None = None  # the page apart from background traffic (page_of)
-    completeness: str | None = None  # analyzer.completeness.headline: the images' subtitle
-    sort: str = "start"
-    connection_rows: list[ConnectionRow] = field(default_factory=list)
-    throughput: Throughput | None = None
-
-    def milestone(self, name: str) -> Milestone | None:
-        return next((m for m in self.milestones if m.name == name), None)
-
-    @property
-    def page_start(self) -> float:
-        """Where the page's load starts: the first packet, or — when background traffic comes
-        first — the first packet that is not background's (``Page.start``)."""
-        p = self.page_info
-        return p.start if p is not None and p.start is not None else self.t0
-
-    @property
-    def page_load_time(self) -> float | None:
-        m = self.milestone("page_load")
-        return None if m is None else m.time - self.page_start
-
-    def page(self, start: int, count: int) -> list[Row]:
-        """Rows ``start``..``start+count`` (for views that page through thousands of rows)."""
-        return self.rows[max(start, 0) : max(start, 0) + max(count, 0)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "t0": self.t0,
-            "t_end": self.t_end,
-            "group_by": self.group_by,
-            "sort": self.sort,
-            "color_by": self.color_by,
-            "milestones": [{"name": m.name, "label": m.label, "time": m.time, "packet": m.packet} for m in self.milestones],
-            "page": self.page_info.to_dict() if self.page_info is not None else None,
-            "completeness": self.completeness,
-            "dns": [{"name": d.name, "query_time": d.query_time, "query_packet": d.query_packet, "response_time": d.response_time,
-                     "response_packet": d.response_packet, "addresses": d.addresses, "names": d.names, "rcode": d.rcode,
-                     "used_by": d.used_by} for d in self.dns],
-            "rows": [
-                {
-                    "index": r.index, "exchange": r.exchange, "connection": r.connection, "protocol": r.protocol,
-                    "badge": r.badge, "method": r.method, "url": r.url, "status": r.status,
-                    "content_class": r.content_class, "content_type": r.content_type, "start": r.start, "end": r.end,
-                    "phases": [{"name": n, "start": a, "end": b} for n, a, b in r.phases],
-                    "markers": [{"kind": m.kind, "time": m.time, "label": m.label, "packet": m.packet} for m in r.markers],
-                    "first_of_connection": r.first_of_connection, "pushed": r.pushed, "push_parent_row": r.push_parent_row,
-                    "stream_id": r.stream_id, "packets": r.packets, "sizes": r.sizes,
-                    "background": r.background, "background_reason": r.background_reason,
-                    "chunks": [{"start": a, "end": b, "packets": k} for a, b, k in r.chunks], "host": r.host,
-                }
-                for r in self.rows
-            ],
-        }
 
 
 # ------------------------------------------------------------------------- the page
@@ -309,7 +170,7 @@ _MAX_LINK_PASSES = 8  # fixpoint passes of the Referer/connection/host rule (eac
 _MAX_REDIRECTS = 20
 
 
-@dataclass
+@dataclass(eq=False)  # (nothing compares two pages by value)
 class Page:
     """The page a capture loads, apart from background traffic (see ``page_of``)."""
 
@@ -1011,6 +872,8 @@ def phase_totals(row) -> dict[str, Any]:
     such phase), ``start``/``end`` (epoch seconds) and ``total`` (µs) of a ``Row`` or of a
     list of phases.  Every phase boundary is rounded to the microsecond once, so the phases
     add up to the total exactly."""
+    from .waterfall_model import Row
+
     phases = row.phases if isinstance(row, Row) else row
     us = lambda t: round(t * 1e6)
     tot: dict[str, Any] = {n: None for n in PHASES}
@@ -1091,6 +954,8 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     ``"connection"`` or ``"host"`` orders rows by group (groups in order of first use), then by
     ``sort``; ``color_by="connection"`` colours the waiting and receiving bars by connection
     instead of by content class."""
+    from .waterfall_model import Milestone, Row, Waterfall
+
     if sort not in (None, *SORTS):
         raise ValueError(f"unknown sort {sort!r} (choose from {', '.join(SORTS)})")
     if group_by not in (None, *GROUPS):
@@ -1361,6 +1226,8 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
 def _connection_rows(rows: list[Row]) -> list[ConnectionRow]:
     """The connection view: one row per connection with exchanges, in order of first use
     (``rows`` in start order; the segments name each request's display row)."""
+    from .waterfall_model import ConnectionRow
+
     out: dict[int, ConnectionRow] = {}
     for r in rows:
         cr = out.get(r.connection)
@@ -1381,6 +1248,8 @@ def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None
     """Wire bytes per ``bin_s`` each way (``Throughput``), the bin widened (×2, ×5, ×10…) so
     that a long capture has at most ``MAX_THROUGHPUT_BINS`` bins.  Direction comes from the
     TCP segment maps and the decrypted QUIC packets; other packets are not counted."""
+    from .waterfall_model import Throughput
+
     idx = an.index
     n = len(idx)
     if not n:
@@ -1437,6 +1306,8 @@ def _marker_frames(frames) -> tuple[dict, list]:
 
 
 def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, losses) -> None:
+    from .waterfall_model import Marker
+
     by_sid, pushes = marker_frames
     push_types, priority_types, reset_types = kind_types("push"), kind_types("priority"), kind_types("reset")
     lo, hi = row.start, row.end

@@ -35,7 +35,9 @@ MODULES = (  # (in this order the display-filter fields are listed: docs/FILTERS
 )
 
 
-@dataclass(frozen=True, slots=True)
+# (eq=False on the three: nothing compares or hashes descriptors, kinds or oracle specs — each
+# protocol has one, read by attribute — and the generated __eq__/__hash__ cost every start.)
+@dataclass(frozen=True, slots=True, eq=False)
 class FrameKinds:
     """Which of a protocol's frame types (``Frame.type`` names) play which role.  The
     waterfall draws markers from these; an empty set means the protocol has no such frame."""
@@ -55,7 +57,7 @@ class FrameKinds:
 KIND_NAMES = tuple(f.name for f in fields(FrameKinds))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class OracleSpec:
     """How tshark names this protocol: its JSON layer and the fields the oracle compares
     (``fields``: wirefall ``Frame`` attribute -> tshark field; ``type_field``: the frame type)."""
@@ -69,8 +71,10 @@ class OracleSpec:
     clears_info: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ProtocolDescriptor:
+    """What wirefall knows of one protocol: its names, frame types and flags, frame kinds, and the modules that extend it."""
+
     name: str  # registry key ("http2", "spdy", "quic", ...)
     display: str  # Wireshark's protocol column name ("HTTP2", "SPDY", ...)
     protocols: tuple[str, ...]  # ``Frame.protocol`` / ``Connection.protocol`` values it decodes

@@ -88,6 +88,8 @@ def prf(secret: bytes, label: bytes, seed: bytes, length: int, version: int = 0x
 
 @dataclass(frozen=True)
 class SuiteParams:
+    """A cipher suite's record protection: cipher, key/IV/tag lengths, MAC and PRF hashes."""
+
     id: int
     name: str
     cipher: str  # AES-GCM | CHACHA20-POLY1305 | AES-CCM | AES-CBC | CAMELLIA-CBC | NULL
