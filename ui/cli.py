@@ -544,10 +544,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                 epilog="`wirefall FILE` opens the terminal UI on FILE.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    def add(name, func, help, json_=True, filt=False, file=True):
+    def add(name, func, help, json_=True, filt=False, file=True, describe=True):
+        desc = help if describe else None
         if not want(name):
-            return sub.add_parser(name, help=help, description=help)
-        sp = sub.add_parser(name, parents=[common], help=help, description=help)
+            return sub.add_parser(name, help=help, description=desc)
+        sp = sub.add_parser(name, parents=[common], help=help, description=desc)
         if file:
             sp.add_argument("file", metavar="FILE", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog), "
                                                          "optionally gzip/xz/bzip2/zstd compressed")
@@ -596,10 +597,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         live_args(sp)
         sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")
         sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
-    if not want("web"):
-        sub.add_parser("web", help="start the web dashboard on 127.0.0.1")
-    else:
-        sp = sub.add_parser("web", parents=[common], help="start the web dashboard on 127.0.0.1")
+    sp = add("web", cmd_web, "start the web dashboard on 127.0.0.1", json_=False, file=False, describe=False)
+    if want("web"):
         sp.add_argument("files", nargs="*", metavar="FILE")
         sp.add_argument("--host", default="127.0.0.1",
                         help="address to listen on; anything but loopback serves decrypted traffic to the network and requires the access token printed at start")
@@ -609,31 +608,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
                         help="delete a staged upload not opened for this many minutes (default 60)")
         live_args(sp)
-        sp.set_defaults(func=cmd_web)
-    if not want("capture"):
-        sub.add_parser("capture", help="capture packets live into a pcapng file (dumpcap), with the key log's secrets in it")
-    else:
-        sp = sub.add_parser("capture", parents=[common], help="capture packets live into a pcapng file (dumpcap), with the key log's secrets in it")
+    sp = add("capture", cmd_capture, "capture packets live into a pcapng file (dumpcap), with the key log's secrets in it", json_=False, file=False, describe=False)
+    if want("capture"):
         live_args(sp)
         sp.add_argument("-w", "--write", metavar="FILE", help="the pcapng file to write")
         sp.add_argument("-b", "--ring", action="append", metavar="KEY:VALUE", help="dumpcap ring buffer, e.g. -b filesize:10240 -b files:5")
         sp.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-        sp.set_defaults(func=cmd_capture)
-    if not want("compare"):
-        sub.add_parser("compare", help="compare two captures of the same page")
-    else:
-        sp = sub.add_parser("compare", parents=[common], help="compare two captures of the same page")
+    sp = add("compare", cmd_compare, "compare two captures of the same page", json_=False, file=False, describe=False)
+    if want("compare"):
         sp.add_argument("a", metavar="A")
         sp.add_argument("b", metavar="B")
         sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
         sp.add_argument("--json", action="store_true")
         sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
         sp.add_argument("--force", action="store_true")
-        sp.set_defaults(func=cmd_compare)
-    if not want("lab"):
-        sub.add_parser("lab", help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)")
-    else:
-        sp = sub.add_parser("lab", parents=[common], help="capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)")
+    sp = add("lab", cmd_lab, "capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)", json_=False, file=False, describe=False)
+    if want("lab"):
         sp.add_argument("--protocols", default="h1,spdy,h2,h3")
         sp.add_argument("--rtt", type=float, nargs="*", default=[0.0])
         sp.add_argument("--loss", type=float, nargs="*", default=[0.0])
@@ -651,7 +641,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--h3-server", choices=("auto", "ngtcp2", "caddy", "aioquic"), default="auto",
                         help="HTTP/3 server (auto: the first installed of ngtcp2, caddy, aioquic)")
         sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")
-        sp.set_defaults(func=cmd_lab)
     from wirefall.ui.cli_batch import HELP as BATCH_HELP, add_parser as add_batch
 
     if want("batch"):
