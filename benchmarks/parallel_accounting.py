@@ -22,7 +22,7 @@ idle host would show; each figure is the least of ``--repeat`` runs (a loaded ho
 time; the runs with 1 and N workers take turns, and start-up, post-pass and JSON, the same work
 on the same model either way, are the least over both).  ``--wall`` also times the real commands (wall clock) and prints the load average.
 
-    PYTHONPATH=$PWD python benchmarks/parallel_accounting.py /work/corpus/h2-small.pcap ...
+    PYTHONPATH=$PWD python benchmarks/parallel_accounting.py benchmarks/corpus/h2-small.pcap ...
 """
 from __future__ import annotations
 

@@ -397,6 +397,11 @@ def test_unknown_field_is_exit_2_with_the_closest_name():
 
 
 def test_errors_name_the_field_and_column():
+    # what follows the column each error names (the token to blame; "": the expression ended early)
+    AT = {"http2.headers.status == abc": "abc", "ip.addr == example.test": "example.test", "ip.addr == fe80::1": "fe80::1",
+          "tcp.port contains 4": "contains 4", "http2 == 3": "== 3", "frame.number in {1, 2": "", "frame.number in {1..": "1..",
+          'http2.headers.path matches "(a+)+$"': '"(a+)+$"', 'http2.headers.path matches "("': '"("', "tcp.port ==": "",
+          "5 > 1": "5 > 1", "(tcp.port == 1": "", "tcp.port[0:1] == 01": "[0:1] == 01", "http2[0:1] == 01": "[0:1] == 01"}
     for expr, words in [("http2.headers.status == abc", "'abc' is not a valid integer for http2.headers.status"),
                         ("ip.addr == example.test", "not an IPv4 address"),
                         ("ip.addr == fe80::1", "is an IPv6 address"),
@@ -413,6 +418,7 @@ def test_errors_name_the_field_and_column():
             compile_filter(expr, "packets")
         assert words in ei.value.message, (expr, ei.value.message)
         assert 1 <= ei.value.column <= len(expr) + 1
+        assert expr[ei.value.column - 1:] == AT[expr], (expr, ei.value.column)  # the caret on the offending token
     # what the issue reported as a syntax error is a filter
     compile_filter("ip.addr == 10.20.0.3", "packets")
     compile_filter("ip.addr == 10.0.0.0/8 || ipv6.addr == fe80::/10", "packets")
