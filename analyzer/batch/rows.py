@@ -153,12 +153,10 @@ def _ratio(wire: int, dec: int) -> float | None:
 
 def request_rows(an, base: dict) -> list[dict]:
     """``wirefall requests --json`` of the analysis (ui/cli.py cmd_requests), as rows."""
-    from wirefall.analyzer.jsonout import exchange_dict, phases_dicts
-    from wirefall.analyzer.waterfall import page_of
+    from wirefall.analyzer.jsonout import exchange_dict, page_and_phases
 
     exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
-    page = page_of(an)
-    ph = phases_dicts(an)
+    page, ph = page_and_phases(an)  # (the waterfall's phases planned once for both, as cmd_requests)
     rows = []
     for i, e in enumerate(exs):
         d = exchange_dict(e, phases=ph.get(e.id), page=page)
