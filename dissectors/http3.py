@@ -456,6 +456,21 @@ class Http3Dissector:
         n = len(mv)
         base = st.bytes - n  # stream offset of mv[0]
         while pos < n and not st.skip:
+            cur = st.cur
+            if cur is not None:  # (first: the payload of a frame being read is the common case)
+                take = st.need
+                if take > n - pos:
+                    take = n - pos
+                if st.payload is not None:
+                    st.payload += mv[pos : pos + take]
+                elif cur.code == 0 and take and self.data_sink is not None:
+                    self.data_sink(d, sid, mv[pos : pos + take])
+                cur.packet = packet  # the last packet with its bytes, should the capture end here
+                pos += take
+                st.need -= take
+                if st.need == 0:
+                    self._complete(d, sid, st, cur, packet)
+                continue
             if st.kind is None:  # unidirectional stream type
                 before = len(st.head)
                 st.head += mv[pos : pos + 8]
@@ -499,19 +514,6 @@ class Http3Dissector:
                 return
             if st.kind == "qpack_decoder":
                 return  # decoder instructions (acknowledgements) are not needed to decode
-            cur = st.cur
-            if cur is not None:
-                take = min(st.need, n - pos)
-                if st.payload is not None:
-                    st.payload += mv[pos : pos + take]
-                elif cur.code == 0 and take and self.data_sink is not None:
-                    self.data_sink(d, sid, mv[pos : pos + take])
-                cur.packet = packet  # the last packet with its bytes, should the capture end here
-                pos += take
-                st.need -= take
-                if st.need == 0:
-                    self._complete(d, sid, st, cur, packet)
-                continue
             # frame header: type and length varints
             before = len(st.head)
             if not before:
@@ -746,12 +748,23 @@ class Http3Dissector:
         limit, the connection's (or capture's) budget of decoded header bytes has no room for
         it, or it holds a string pylsqpack cannot represent.  Marks the frame."""
         limit = self.max_header_list * QPACK_DECODE_FACTOR
+        b = self.budget
+        # fast path (every block of an ordinary connection): a field line of k bytes decodes
+        # to at most k x (largest entry + 34) bytes (a reference byte: one entry; a literal:
+        # 1.6 x its bytes + 32), so a block whose rough bound fits the limit and the budget
+        # needs neither field_lines pass; with no entry over 65 535 bytes and a block too
+        # short to hold a literal that long, nothing in it is unrepresentable either
+        n = len(block)
+        rough = n * (max(self.max_entry[d], STATIC_ENTRY_MAX) + 34)
+        if rough <= limit and n * 8 // 5 + 1 <= LSQPACK_MAX_STRLEN and not self.oversize[d] and \
+                (b is None or not b.hit and b.room() >= rough):
+            f.cut = {}
+            return False
         bound = block_size_bound(block, self.max_entry[d])
         if bound > limit:
             f.error = (f"QPACK header block of {len(block)} bytes could decode to {bound} bytes "
                        f"(over {QPACK_DECODE_FACTOR} x the {self.max_header_list}-byte header list limit); not decoded")
             return True
-        b = self.budget
         if b is not None and (b.hit or b.room() < bound):
             b.take(bound)  # (refused: counted, and the budget says so at the end)
             f.error = f"QPACK header block not decoded: budget {b.name} ran out"
@@ -857,14 +870,19 @@ class Http3Dissector:
     def _set_headers(self, f: H3Frame, headers):
         out = []
         size = 0
+        limit = self.max_header_list
         for k, v in headers:
             size += len(k) + len(v) + 32
-            if size > self.max_header_list:
+            if size > limit:
                 f.error = f"header list larger than {self.max_header_list} bytes; truncated"
+                size = sum(len(k) + len(v) + 32 for k, v in headers)
+                decoded = sum(len(k) + len(v) for k, v in out)
                 break
             out.append((k.decode("latin-1"), v.decode("latin-1")))
+        else:  # all shown: one pass gives both sizes (latin-1 keeps the lengths)
+            decoded = size - 32 * len(out)
         if self.budget is not None:  # what pylsqpack decoded, all of it
-            self.budget.charge(sum(len(k) + len(v) + 32 for k, v in headers))
+            self.budget.charge(size)
         cut = f.cut
         if cut:  # fields pylsqpack returned shorter than the entries they refer to
             marked = []
@@ -880,7 +898,7 @@ class Http3Dissector:
                            f"wrap); {len(marked)} field{'s' if len(marked) > 1 else ''} not shown whole")
                 f.fields = dict(f.fields or {}, qpack_truncated_fields=marked)
         f.headers = out
-        f.decoded_size = sum(len(k) + len(v) for k, v in out)
+        f.decoded_size = decoded
 
     # -- lenient: streams seen mid-stream -------------------------------------------------
     MID_HOLD = 64 << 10  # bytes of a mid-stream unidirectional stream held until its kind is known

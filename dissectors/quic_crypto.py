@@ -218,24 +218,24 @@ class PacketKeys:
         header bytes) without decrypting the payload."""
         if pn_offset + 20 > len(data):
             raise DecryptError("packet too short for the header-protection sample")
-        mask = self.mask(bytes(data[pn_offset + 4 : pn_offset + 20]))
+        # (once per packet: the AES-ECB context is used directly, the packet number unmasked
+        # as one integer, not byte by byte)
+        hp = (self._c or self._ciphers())[1]
+        if hp is None:
+            mask = self.mask(bytes(data[pn_offset + 4 : pn_offset + 20]))
+        else:
+            mask = hp.update(data[pn_offset + 4 : pn_offset + 20])
         b0 = data[0]
         b0 ^= mask[0] & (0x0F if b0 & 0x80 else 0x1F)
         pn_len = (b0 & 3) + 1
-        header = bytearray(data[: pn_offset + pn_len])
-        header[0] = b0
-        pn = 0
-        for i in range(pn_len):
-            v = header[pn_offset + i] ^ mask[1 + i]
-            header[pn_offset + i] = v
-            pn = (pn << 8) | v
-        return pn, pn_len, bytes(header)
+        end = pn_offset + pn_len
+        pn = int.from_bytes(data[pn_offset:end], "big") ^ int.from_bytes(mask[1 : 1 + pn_len], "big")
+        return pn, pn_len, bytes((b0,)) + data[1:pn_offset] + pn.to_bytes(pn_len, "big")
 
     def decrypt(self, payload, header: bytes, pn: int) -> bytes:
-        aead = self._ciphers()[0]  # (derives the IV too)
-        nonce = (self._iv ^ pn).to_bytes(12, "big")
+        aead = (self._c or self._ciphers())[0]  # (derives the IV too)
         try:
-            return aead.decrypt(nonce, bytes(payload), header)
+            return aead.decrypt((self._iv ^ pn).to_bytes(12, "big"), payload, header)
         except InvalidTag:
             raise DecryptError("authentication tag mismatch") from None
 
