@@ -182,7 +182,7 @@ class QuicFrame:
 class QuicPacket:
     __slots__ = ("direction", "packet", "type", "version", "dcid", "scid", "pn", "key_phase", "spin",
                  "size", "frames", "error", "token", "retry_valid", "versions", "ack_eliciting",
-                 "offset", "hdr_len", "pn_len", "keys", "starts")
+                 "ack_only", "offset", "hdr_len", "pn_len", "keys", "starts")
 
     def __init__(self, direction, packet, ptype, version=None, dcid=b"", scid=None):
         self.direction = direction
@@ -201,6 +201,7 @@ class QuicPacket:
         self.retry_valid: bool | None = None
         self.versions: list[int] | None = None
         self.ack_eliciting = False
+        self.ack_only = False  # frames decrypted, all of them PADDING or ACK
         # where the packet is and what opened it (for decrypting it again on demand):
         self.offset = 0  # position of the packet in its UDP payload
         self.hdr_len = 0  # header length up to and including the packet number; 0: not decrypted
@@ -463,7 +464,7 @@ class QuicConnectionDissector:
         st["packets"][direction] += 1
         if qp.error and not qp.frames:
             st["undecrypted"][direction] += 1
-        elif qp.frames and all(f.code in (0x02, 0x03, 0x00) for f in qp.frames):
+        elif qp.ack_only:
             st["ack_only"][direction] += 1
 
     def _short_dcid_len(self, direction, data, pos) -> int | None:
@@ -646,7 +647,9 @@ class QuicConnectionDissector:
         epoch = EPOCH[qp.type]
         space = SPACE[qp.type]
         d = self.dirs[direction]
-        keys = self._keys(direction, epoch)
+        keys = d.keys[epoch]
+        if keys is None and epoch:
+            keys = self._keys(direction, epoch)
         if keys is None and epoch >= 2 and self.client_random is None:  # the handshake is not in the capture
             if self._trial(direction, pkt, [pn_off], epoch, packet) is not None:
                 if self.flipped == packet:
@@ -748,9 +751,12 @@ class QuicConnectionDissector:
         starts = qp.starts = []  # frames are contiguous: frame i is plain[starts[i]:starts[i + 1]]
         mark = starts.append
         allowed = ALLOWED_IN_HANDSHAKE if epoch in (0, 2) else None
+        tell = buf.tell
         try:
-            while buf.tell() < n:
-                start = buf.tell()
+            while True:
+                start = tell()
+                if start >= n:
+                    break
                 mark(start)
                 t = pull()
                 if t == 0:
@@ -780,12 +786,8 @@ class QuicConnectionDissector:
                 if 0x08 <= t <= 0x0F:
                     sid = pull()
                     off = pull() if t & 0x04 else 0
-                    ln = pull() if t & 0x02 else n - buf.tell()
-                    p = buf.tell()
-                    if p + ln > n:
-                        raise BufferReadError("STREAM data runs past the packet")
-                    data = plain[p : p + ln]
-                    buf.seek(p + ln)
+                    ln = pull() if t & 0x02 else n - tell()
+                    data = buf.pull_bytes(ln)  # (BufferReadError if it runs past the packet)
                     fin = bool(t & 1)
                     f = QuicFrame("STREAM", t, sid, off, ln, fin, None, data if ok else None)
                     frames.append(f)
@@ -898,7 +900,17 @@ class QuicConnectionDissector:
             f.error = "frame truncated or malformed"
             frames.append(f)
             qp.error = f.error
-        qp.ack_eliciting = any(f.code not in (0, 2, 3, 0x1C, 0x1D) for f in frames)
+        elicits = False
+        only_ack = True  # (one pass for both facts, usually over one or two frames)
+        for f in frames:
+            c = f.code
+            if c != 0 and c != 2 and c != 3:
+                only_ack = False
+                if c != 0x1C and c != 0x1D:
+                    elicits = True
+                    break
+        qp.ack_eliciting = elicits
+        qp.ack_only = only_ack and bool(frames)
 
     def _forbidden(self, direction, f: QuicFrame, ptype: str, packet: int) -> None:
         """A frame that its packet type may not carry (RFC 9000 §12.4): marked, counted per
@@ -1016,6 +1028,16 @@ class QuicConnectionDissector:
                 r.next = off  # began before the capture (see joined_late)
         if fin:
             r.final = off + len(data)
+        if off == r.next and data and not r.pending and not r.overflow:
+            # in order with nothing waiting (nearly every frame): Reassembler.add's first case,
+            # without its bookkeeping (no duplicate bytes, one chunk, readable at this packet)
+            end = r.next = off + len(data)
+            final = r.final
+            done = final is not None and end >= final
+            self.events.append(("stream", direction, sid, off, data, done, packet))
+            if done:
+                r.fin_sent = True
+            return
         before = r.dup_bytes
         chunks = r.add(off, data, packet)
         self.stats["stream_dup_bytes"][direction] += r.dup_bytes - before

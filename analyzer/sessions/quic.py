@@ -199,6 +199,7 @@ class QuicSession:
         q = self.q
         cid = conn.id
         add = ctx.add_frame
+        frames_append = ctx.analysis.frames.append  # (add_frame without its proto: set once per packet below)
         agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
@@ -249,37 +250,49 @@ class QuicSession:
                 if qp.error:
                     conn.notes.append(f"packet {packet}: {qp.error}")
                 continue
-            base = {"packet_type": ptype, "packet_number": qp.pn}
-            if qp.key_phase is not None:
-                base["key_phase"] = qp.key_phase
+            pn, kp = qp.pn, qp.key_phase
+            base = {"packet_type": ptype, "packet_number": pn}  # (for frames counted past the budget)
+            if kp is not None:
+                base["key_phase"] = kp
             listed = self.listed
+            ctx.set_proto(packet, "QUIC")  # (once per packet: what add_frame(frame, "QUIC") did per frame)
             for f in qp.frames:
                 cnt, rest = f.count, 0
-                if f.forbidden or f.type in COUNTABLE and f.error is None:
-                    single = 0 if listed.hit else min(cnt, listed.room())
-                    if single:
-                        listed.take(single)
-                    if single < cnt:
-                        rest = cnt - single
-                        listed.take(rest)  # refused: the budget is marked and counts them
-                        if not single:
-                            self._count(f, rest, direction, ptype, base, packet, t, agg)
+                ftype = f.type
+                if f.forbidden or ftype in COUNTABLE and f.error is None:
+                    if cnt == 1:  # one frame: listed if the budget takes it (as below, in one call)
+                        if not listed.take(1):
+                            self._count(f, 1, direction, ptype, base, packet, t, agg)
                             continue
-                    cnt = single
-                fields = dict(base)
-                fields["frame_type"] = f.code
-                if f.offset >= 0:
-                    fields["offset"] = f.offset
-                if f.type == "STREAM":
+                    else:
+                        single = 0 if listed.hit else min(cnt, listed.room())
+                        if single:
+                            listed.take(single)
+                        if single < cnt:
+                            rest = cnt - single
+                            listed.take(rest)  # refused: the budget is marked and counts them
+                            if not single:
+                                self._count(f, rest, direction, ptype, base, packet, t, agg)
+                                continue
+                        cnt = single
+                # (a literal: the keys in the order dict(base) + frame_type made them)
+                if kp is None:
+                    fields = {"packet_type": ptype, "packet_number": pn, "frame_type": f.code}
+                else:
+                    fields = {"packet_type": ptype, "packet_number": pn, "key_phase": kp, "frame_type": f.code}
+                off = f.offset
+                if off >= 0:
+                    fields["offset"] = off
+                if ftype == "STREAM":
                     fields["fin"] = f.fin
                 if f.fields:
                     fields.update(f.fields)
                 # (positional: packet, first_packet, time, connection, direction, protocol,
                 # stream_id, type, flags, length, headers, fields, offset, error; once per frame)
-                add(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, f.type, 0, f.length,
-                          None, fields, f.offset, f.error), "QUIC")
+                frames_append(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, ftype, 0, f.length,
+                                    None, fields, off, f.error))
                 for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
-                    add(Frame(packet, packet, t, cid, direction, "quic", None, f.type, fields=dict(fields)), "QUIC")
+                    frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
                 if rest:
                     self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
@@ -448,7 +461,8 @@ class QuicSession:
             self._mid_row(d, sid, off, data, packet)  # (first: its frames, framed at the FIN, go to its row)
             if (d, sid) in h3.mid_sync:
                 self._mid_synced(d, sid)
-        self._h3(frames)
+        if frames or h3.errors:  # (most chunks complete no frame)
+            self._h3(frames)
 
     def _infer(self, ev, held: deque[tuple]) -> None:
         """Hold a stream event of a connection joined mid-way until a stream shows HTTP/3;
