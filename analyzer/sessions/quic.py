@@ -50,6 +50,8 @@ from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home
 from ..model import Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
+ONE_RTT = dq.ONE_RTT  # (packet types are the dissector's constants: compared by identity per packet)
+LONG_TYPES = (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION)
 
 
 class QuicPackets:
@@ -209,7 +211,7 @@ class QuicSession:
             ptype = qp.type
             if qp.hdr_len:
                 self._note_packet(direction, qp, packet)
-            if ptype in (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION):
+            if ptype is not ONE_RTT and ptype in LONG_TYPES:
                 if self.first_long[direction] is None:
                     self.first_long[direction] = t
                     if direction == 1 and conn.connect_start is not None and conn.rtt is None:
@@ -220,7 +222,7 @@ class QuicSession:
                     info.version = dq.version_name(qp.version)
                     info.dcid = bytes(qp.dcid).hex()
                     info.scid = bytes(qp.scid or b"").hex()
-            if ptype in (dq.RETRY, dq.VERSION_NEGOTIATION):
+            if ptype is not ONE_RTT and ptype in (dq.RETRY, dq.VERSION_NEGOTIATION):
                 fields = {"packet_type": ptype, "dcid": bytes(qp.dcid).hex(), "scid": bytes(qp.scid or b"").hex()}
                 if ptype == dq.RETRY:
                     fields["token_length"] = len(qp.token or b"")
@@ -231,7 +233,7 @@ class QuicSession:
                           length=qp.size, fields=fields, error=qp.error), "QUIC")
                 self._cids()
                 continue
-            if ptype == dq.ONE_RTT:
+            if ptype is ONE_RTT:
                 if self.first_1rtt[direction] is None:
                     self.first_1rtt[direction] = (packet, t)
                 if qp.frames:
@@ -347,9 +349,9 @@ class QuicSession:
             recs = self.ctx.analysis.quic_packets  # seen by views at once, while the pass goes on
             recs[(self.conn.id, 0)], recs[(self.conn.id, 1)] = tab
         k = qp.keys
+        epoch = dq.EPOCH[qp.type]
         hit = self.key_index.get(id(k))
         if hit is None or hit[0] is not k:
-            epoch = dq.EPOCH[qp.type]
             cr = self.q.client_random if epoch else None
             entry = (epoch, k.version, k.suite, k.dcid or b"", k.gen, bytes(cr) if cr else b"")
             keys = tab[0].keys
@@ -364,7 +366,7 @@ class QuicSession:
         t.length.append(qp.size)
         t.hdr_len.append(qp.hdr_len)
         t.pn.append(qp.pn)
-        t.flags.append(dq.EPOCH[qp.type] | (qp.pn_len - 1) << 2 | (qp.key_phase or 0) << 4)
+        t.flags.append(epoch | (qp.pn_len - 1) << 2 | (qp.key_phase or 0) << 4)
         t.key.append(hit[1])
         t.packet.append(packet)
 
@@ -597,15 +599,18 @@ class QuicSession:
         ctx = self.ctx
         conn = self.conn
         proto = conn.protocol
+        stream_types = self.h3.stream_types
         for f in frames:
             t = ctx.time(f.packet)
             fields = dict(f.fields) if f.fields else {}
             if f.push_id is not None:
                 fields["push_id"] = f.push_id
-            fields["stream_type"] = self.h3.stream_types.get((f.direction, f.stream_id), "request")
-            ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", f.stream_id, f.type, length=f.length,
-                                headers=f.headers, fields=fields, offset=f.offset, error=f.error), "HTTP3")
             sid = f.stream_id
+            fields["stream_type"] = stream_types.get((f.direction, sid), "request")
+            # (positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
+            # flags, length, headers, fields, offset, error)
+            ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0, f.length,
+                                f.headers, fields, f.offset, f.error), "HTTP3")
             if f.type == "HEADERS":
                 if f.stream_id & 3 == 0:
                     ex = self.exchanges.get(sid)
