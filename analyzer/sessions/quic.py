@@ -293,8 +293,9 @@ class QuicSession:
                 # stream_id, type, flags, length, headers, fields, offset, error; once per frame)
                 frames_append(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, ftype, 0, f.length,
                                     None, fields, off, f.error))
-                for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
-                    frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
+                if cnt > 1:
+                    for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
+                        frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
                 if rest:
                     self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
@@ -402,7 +403,12 @@ class QuicSession:
                         continue
                 h3 = self.h3
                 if h3 is not None:
-                    self._stream_h3(h3, ev)
+                    if h3.lenient:
+                        self._stream_h3(h3, ev)
+                    else:  # (_stream_h3 without its lenient cases, inline: once per STREAM frame)
+                        frames = h3.stream_data(d, sid, data, packet, fin, off)
+                        if frames or h3.errors:
+                            self._h3(frames)
             elif kind == "tls":
                 _, d, epoch, mtype, info, first, packet = ev
                 info_q = conn.quic
