@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections import deque
 
-from hpack.huffman_table import decode_huffman
 from pylsqpack import Decoder
 
 UNKNOWN = b"<unknown>"
@@ -101,6 +100,10 @@ def _str(buf, p: int, n: int, limit: int) -> tuple[bytes, int]:
         raise IndexError
     s = bytes(buf[p : p + ln])
     if huff:
+        # (imported here: hpack, and the logging it imports, cost every QUIC capture ~10 ms of
+        # start-up otherwise, and only a connection joined mid-way decodes with this module)
+        from hpack.huffman_table import decode_huffman
+
         try:
             s = decode_huffman(s)
         except Exception as e:
