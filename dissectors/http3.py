@@ -362,6 +362,15 @@ class Http3Dissector:
         """``offset``: the stream offset of ``data`` (only the first chunk's matters: on a
         lenient dissector a stream first seen at offset > 0 began before the capture)."""
         st = self.streams.get((direction, stream_id))
+        cur = st.cur if st is not None else None
+        if cur is not None and data and st.payload is None and len(data) < st.need and not fin and not st.skip and \
+                st.held is None and st.resync is None and not self.out and (cur.code != 0 or self.data_sink is None):
+            # the middle of a DATA frame's payload (most chunks): what _feed does with it, without
+            # the calls and copies (counted, not kept)
+            st.bytes += len(data)
+            st.need -= len(data)
+            cur.packet = packet  # the last packet with its bytes, should the capture end here
+            return []
         if st is None:
             kind = "request" if stream_id & 2 == 0 else None
             st = self.streams[(direction, stream_id)] = _Stream(kind)
