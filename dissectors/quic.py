@@ -328,6 +328,9 @@ class QuicConnectionDissector:
         # [count, first packet, message] (a list: the count goes up in place)
         self.violations: dict[tuple[str, str], list[Any]] = {}
         self._tls = tls
+        # a connection ID was added to dirs[].cids since a user last cleared this (the QUIC
+        # session routes by them and looks at the sets only then, not at every datagram)
+        self.cids_grew = True
 
     # -- public -----------------------------------------------------------------------
     def pop_events(self) -> list:
@@ -396,6 +399,7 @@ class QuicConnectionDissector:
             d.cid_lens.add(len(scid))
             if scid:
                 d.cids.add(scid)
+                self.cids_grew = True
             qp = QuicPacket(direction, packet, ptype, version, dcid, scid)
             if ptype == RETRY:
                 qp.token = data[p : n - 16]
@@ -407,6 +411,7 @@ class QuicConnectionDissector:
                 self.retry_count += 1
                 self.rekey_initial = True
                 self.dirs[1].cids.add(scid)
+                self.cids_grew = True
                 self.dirs[1].cid_lens.add(len(scid))
                 return qp, n
             buf = Buffer(data=data[p : min(n, p + 16 + 8 + 4096)]) if ptype == INITIAL else None
@@ -460,6 +465,7 @@ class QuicConnectionDissector:
             rc = self.dirs[1 - qp.direction].cids
             if len(rc) < MAX_CIDS and bytes(qp.dcid) not in rc:
                 rc.add(bytes(qp.dcid))
+                self.cids_grew = True
         # _count, inline (the roles may have turned out reversed: qp.direction)
         st = self.stats
         st["packets"][qp.direction] += 1
@@ -525,6 +531,7 @@ class QuicConnectionDissector:
         if dl:  # a zero-length connection ID identifies nothing
             cid = bytes(data[pos + 1 : pos + 1 + dl])
             peer.cids.add(cid)
+            self.cids_grew = True
             peer.cid_lens.add(len(cid))
         return dl
 
@@ -878,6 +885,7 @@ class QuicConnectionDissector:
                     token = buf.pull_bytes(16)
                     if ok:
                         self.dirs[direction].cids.add(cid)
+                        self.cids_grew = True
                         self.dirs[direction].cid_lens.add(len(cid))
                     frames.append(QuicFrame("NEW_CONNECTION_ID", t, fields={"sequence": seq, "retire_prior_to": rpt, "connection_id": cid.hex(), "reset_token": token.hex()}))
                 elif t == 0x19:

@@ -301,8 +301,10 @@ class QuicSession:
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
         self._events(q.pop_events())
-        if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
-            self._cids()
+        if q.cids_grew:  # (the sets only grow: unchanged since the last look, nothing new to route by)
+            q.cids_grew = False
+            if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
+                self._cids()
 
     def _count(self, f, cnt, direction, ptype, base, packet, t, agg) -> None:
         """Past the budget ``quic_frames_listed``: ``cnt`` data-free frames like ``f`` are one
