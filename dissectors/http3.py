@@ -363,8 +363,9 @@ class Http3Dissector:
         lenient dissector a stream first seen at offset > 0 began before the capture)."""
         st = self.streams.get((direction, stream_id))
         cur = st.cur if st is not None else None
-        if cur is not None and data and st.payload is None and len(data) < st.need and not fin and not st.skip and \
-                st.held is None and st.resync is None and not self.out and (cur.code != 0 or self.data_sink is None):
+        if cur is not None and st is not None and data and st.payload is None and len(data) < st.need and not fin and \
+                not st.skip and st.held is None and st.resync is None and not self.out and \
+                (cur.code != 0 or self.data_sink is None):
             # the middle of a DATA frame's payload (most chunks): what _feed does with it, without
             # the calls and copies (counted, not kept)
             st.bytes += len(data)
@@ -877,15 +878,15 @@ class Http3Dissector:
         self.out.append(f)
 
     def _set_headers(self, f: H3Frame, headers):
-        out = []
+        out: list[tuple[str, str]] = []
         size = 0
         limit = self.max_header_list
         for k, v in headers:
             size += len(k) + len(v) + 32
             if size > limit:
                 f.error = f"header list larger than {self.max_header_list} bytes; truncated"
-                size = sum(len(k) + len(v) + 32 for k, v in headers)
-                decoded = sum(len(k) + len(v) for k, v in out)
+                size = sum(len(name) + len(value) + 32 for name, value in headers)
+                decoded = sum(len(name) + len(value) for name, value in out)
                 break
             out.append((k.decode("latin-1"), v.decode("latin-1")))
         else:  # all shown: one pass gives both sizes (latin-1 keeps the lengths)
