@@ -240,11 +240,13 @@ class QuicSession:
                     self.decrypted_1rtt = True
                 elif qp.error and self.reason_1rtt is None:
                     self.reason_1rtt = qp.error
-                if qp.spin is not None and qp.pn is not None and qp.pn > self.spin_pn[direction]:
-                    self.spin_pn[direction] = qp.pn
-                    if self.spin_last[direction] is not None and qp.spin != self.spin_last[direction]:
+                spin, spn = qp.spin, qp.pn
+                if spin is not None and spn is not None and spn > self.spin_pn[direction]:
+                    self.spin_pn[direction] = spn
+                    last = self.spin_last[direction]
+                    if last is not None and spin != last:
                         self.spin_edges[direction].append(t)
-                    self.spin_last[direction] = qp.spin
+                    self.spin_last[direction] = spin
             if not qp.frames:
                 add(Frame(packet, packet, t, cid, direction, "quic", None, "PROTECTED", length=qp.size,
                           fields={"packet_type": ptype, "packet_number": qp.pn, "version": dq.version_name(qp.version)},
