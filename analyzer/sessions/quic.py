@@ -157,6 +157,7 @@ class QuicSession:
         self.known_cids: set = set()
         self.ptab = None  # (QuicPackets, QuicPackets) once a packet is decrypted
         self.key_index: dict = {}  # id(PacketKeys) -> (PacketKeys, index in QuicPackets.keys)
+        self.last_key: tuple | None = None  # the last packet's entry of key_index (nearly every packet's)
         self.listed = ctx.budget("quic_frames_listed", conn)  # data-free frames listed one by one
         self.infer_held: deque[tuple] | None = deque()  # stream events held until HTTP/3 is recognised (None: done)
         self.infer_bytes = 0
@@ -255,9 +256,7 @@ class QuicSession:
                     conn.notes.append(f"packet {packet}: {qp.error}")
                 continue
             pn, kp = qp.pn, qp.key_phase
-            base = {"packet_type": ptype, "packet_number": pn}  # (for frames counted past the budget)
-            if kp is not None:
-                base["key_phase"] = kp
+            base = (ptype, pn, kp)  # (the fields of frames counted past the budget: made by _count if it must)
             listed = self.listed
             ctx.set_proto(packet, "QUIC")  # (once per packet: what add_frame(frame, "QUIC") did per frame)
             for f in qp.frames:
@@ -321,7 +320,12 @@ class QuicSession:
         if not self.agg_noted:
             self.agg_noted = True
             self.ctx.note(self.conn, f"packet {packet}: {AGG_NOTE}")
-        fields = dict(base, frame_type=f.code, count=cnt)
+        ptype_, pn, kp = base
+        fields = {"packet_type": ptype_, "packet_number": pn}
+        if kp is not None:
+            fields["key_phase"] = kp
+        fields["frame_type"] = f.code
+        fields["count"] = cnt
         if f.fields:
             fields.update(f.fields)
         agg[key] = self.ctx.add_frame(Frame(packet, packet, t, self.conn.id, direction, "quic", f.stream_id, f.type,
@@ -355,7 +359,9 @@ class QuicSession:
             recs[(self.conn.id, 0)], recs[(self.conn.id, 1)] = tab
         k = qp.keys
         epoch = dq.EPOCH[qp.type]
-        hit = self.key_index.get(id(k))
+        hit = self.last_key
+        if hit is None or hit[0] is not k:
+            hit = self.key_index.get(id(k))
         if hit is None or hit[0] is not k:
             cr = self.q.client_random if epoch else None
             entry = (epoch, k.version, k.suite, k.dcid or b"", k.gen, bytes(cr) if cr else b"")
@@ -366,6 +372,7 @@ class QuicSession:
                 idx = len(keys)
                 keys.append(entry)
             hit = self.key_index[id(k)] = (k, idx)
+        self.last_key = hit
         t = tab[d]
         t.offset.append(qp.offset)
         t.length.append(qp.size)
