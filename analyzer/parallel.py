@@ -166,8 +166,14 @@ class Shard:
 
     END = 1 << 40  # marks of the end-of-capture flow finishing come after every packet's
 
-    def __init__(self, k: int, n: int, feeds: list | None = None, source: int | None = None):
+    def __init__(self, k: int, n: int, feeds: list | None = None, source: int | None = None, scan=None):
         self.k, self.n = k, n
+        # scanned mode (analyzer.demux): every process reads only its own packets, numbered as
+        # a streamed worker's are (``source`` -1: no pipe; pipeline._analyze numbers by ``pkt``)
+        self.scan = scan
+        if scan is not None:
+            source = -1
+        self.own: array | None = None  # (scanned: their 0-based numbers)
         self._memo: dict = {}  # directional 4-tuple -> its worker
         self._seen: dict = {}  # canonical 4-tuple -> worker
         self.moved: dict = {}  # flows-table key of a QUIC connection's new path -> the packet that made it
@@ -182,7 +188,7 @@ class Shard:
         self.numbers = array("q")
 
     def foreign(self, key, pkt: int = 0, rec=None) -> bool:
-        if self.source is not None:  # a streamed worker is given only its own packets
+        if self.source is not None or self.scan is not None:  # a streamed worker is given only its own packets
             return False
         w = self._memo.get(key)
         if w is None:
@@ -214,6 +220,8 @@ class Shard:
         those its feed names, read from the file by offset (a plain file: no inflate budget)."""
         from .capture import read_capture
 
+        if self.scan is not None:
+            return self._scanned(path, info)
         if self.source is not None:
             return self._streamed(path, info)
         if self.feeds is None:
@@ -270,6 +278,54 @@ class Shard:
         finally:
             rd.close()
 
+
+    def _scanned(self, path: str, info):
+        """Scanned mode (analyzer.demux): this process's packets, read from the file by offset
+        with the fields the scan found; the pcapng secrets blocks before each.  Of the index,
+        the columns sessions read during the pass (time, protocol) and the connection stay
+        addressable by packet number (other processes' packets: zeros, connection -2); the
+        others hold only this process's packets until the merge puts the scan's in."""
+        import mmap
+
+        from .demux import own_packets
+
+        sc = self.scan
+        assert sc is not None and self.ctx is not None, "setup() before records()"
+        info.format = sc.format
+        info.interfaces.extend(sc.interfaces)
+        info.interface_stats.extend(sc.interface_stats)
+        own = self.own = own_packets(sc, self.k)
+        if not own:
+            return
+        with open(path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        idx = self.ctx.analysis.index
+        ts_col, conn_col, proto_col = idx.ts, idx.conn, idx.proto
+        zero8, minus2 = bytes(8), array("i", [-2])
+        secrets, si = sc.secrets, 0
+        ns = len(secrets)
+        T, O, C, OL, L, IF = sc.ts, sc.offset, sc.caplen, sc.origlen, sc.linktype, sc.interface
+        dropped = 0  # mapped pages below this offset are given back (RSS stays small)
+        try:
+            for i in own:
+                while si < ns and secrets[si][0] <= i:  # a pcapng secrets block before this packet
+                    info.secrets.append(secrets[si][1:])
+                    si += 1
+                gap = i - len(ts_col)
+                if gap:
+                    ts_col.frombytes(zero8 * gap)
+                    conn_col.extend(minus2 * gap)
+                    proto_col.frombytes(bytes(gap))
+                self.pkt = i + 1
+                off, cl = O[i], C[i]
+                yield (T[i], cl, OL[i], L[i], off, mm[off : off + cl], IF[i])
+                if off - dropped > _DROP_BYTES and hasattr(mm, "madvise"):
+                    upto = (off // mmap.PAGESIZE) * mmap.PAGESIZE
+                    mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
+                    dropped = upto
+            info.secrets.extend(s[1:] for s in secrets[si:])
+        finally:
+            mm.close()
 
     def setup(self, ctx, info=None) -> list:
         """Before the first packet: watched cross-connection state, tracked capture budgets."""
@@ -406,8 +462,10 @@ def _part(an: Analysis, shard: Shard) -> dict:
     slotted dataclasses), its marks, its packets' connection and protocol, the facts."""
     idx = an.index
     conn, proto = idx.conn, idx.proto
-    if shard.source is not None:  # streamed: the packets it was given
-        own: array | None = array("q", (n - 1 for n in shard.numbers))
+    if shard.scan is not None:  # scanned: its own packets
+        own: array | None = shard.own
+    elif shard.source is not None:  # streamed: the packets it was given
+        own = array("q", (n - 1 for n in shard.numbers))
     else:
         own = array("q", (i for i, c in enumerate(conn) if c != -2)) if shard.k else None
     own_conn = array("i", map(conn.__getitem__, own)) if own is not None else None
@@ -431,14 +489,14 @@ def _part(an: Analysis, shard: Shard) -> dict:
     }
 
 
-def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None) -> None:
+def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, scan=None) -> None:
     """A forked worker: analyse shard k, send the part, exit without cleanup."""
     import pickle
 
     code = 0
     try:
         c0 = time.process_time()
-        shard = Shard(k, n, source=source)
+        shard = Shard(k, n, source=source, scan=scan)
         an = run(*args, shard=shard, **kw)
         c1 = time.process_time()
         part = _part(an, shard)
@@ -506,9 +564,18 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
 
     pristine = copy.deepcopy(kw["keylog"])  # for a serial rerun: the pass adds pcapng secrets blocks to the key log
     kids: list = []
-    feeds: list | None = [] if kw.get("opener") is None and _plain_capture(path) else None
+    plain = kw.get("opener") is None and _plain_capture(path)
+    sc = None
+    c_scan0 = time.process_time()
+    if plain and os.environ.get("WF_PARALLEL_MODE") != "streamed":  # (the variable: tests of the older path)
+        from .demux import scan
+
+        sc = scan(path, n)
+    c_scan = time.process_time()
+    feeds: list | None = [] if plain and sc is None else None
+    # scanned: the parent is worker 0 of n, each reading its own packets by the scan;
     # streamed: the parent only reads and demultiplexes (and runs UDP: QUIC, DNS), n workers
-    # run every TCP connection; otherwise the parent is worker 0 of n
+    # run every TCP connection; otherwise the parent is worker 0 of n, every worker reads all
     shards = n + 1 if feeds is not None else n
     sys.stdout.flush()
     sys.stderr.flush()
@@ -527,13 +594,13 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
             if fw is not None:
                 os.close(fw)
             kw_child = dict(kw, progress=None)
-            _child(run, k, shards, w, (path, *args), kw_child, fr)
+            _child(run, k, shards, w, (path, *args), kw_child, fr, sc)
         os.close(w)
         if feeds is not None and fr is not None and fw is not None:
             os.close(fr)
             feeds.append(_Feed(fw))
         kids.append((pid, r))
-    shard = Shard(0, shards, feeds=feeds)
+    shard = Shard(0, shards, feeds=feeds, scan=sc)
     err = None
     t0 = _now()
     c0 = time.process_time()
@@ -573,12 +640,12 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     _merge(an, shard, parts)
     c3 = time.process_time()
     an.__dict__["_wf_parallel"] = f"parallel: {n} workers"
-    an.__dict__["_wf_parallel_mode"] = "streamed" if feeds is not None else "every worker reads"
+    an.__dict__["_wf_parallel_mode"] = "scanned" if sc is not None else "streamed" if feeds is not None else "every worker reads"
     # the CPU accounting (benchmarks/parallel_accounting.py): the parent's seconds before the
     # pass (key log, fork), its pass, reading and unpickling the parts, the merge; each
     # worker's pass, the part built, pickled (and unpickled by the parent)
     times: dict = {
-        "setup": c0 - c_start, "parent_pass": c1 - c0, "parent_pass_wall": t1 - t0, "wait_wall": t2 - t1,
+        "setup": c0 - c_start, "scan": c_scan - c_scan0, "parent_pass": c1 - c0, "parent_pass_wall": t1 - t0, "wait_wall": t2 - t1,
         "read_parts": c2 - c1, "merge": c3 - c2, "workers": [p["cpu"] for p in parts]}
     an.__dict__["_wf_parallel_times"] = times
     if os.environ.get("WF_PARALLEL_TIMES"):
@@ -722,6 +789,13 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     an.exchanges[:] = exchanges
     # the packet index: the parent's, with the workers' packets written in
     idx = an.index
+    sc = shard.scan
+    if sc is not None:  # scanned: the parent's columns held its own packets (Shard._scanned)
+        k = len(sc) - len(idx.conn)
+        idx.conn.extend(array("i", [-2]) * k)
+        idx.proto.frombytes(bytes(k))
+        idx.ts, idx.offset, idx.caplen, idx.origlen, idx.linktype, idx.interface = (
+            sc.ts, sc.offset, sc.caplen, sc.origlen, sc.linktype, sc.interface)
     rm0 = remap[0]
     table = [rm0[i] for i in range(len(rm0))]
     conn_a = idx.conn = array("i", [table[c] if c >= 0 else c for c in idx.conn])
