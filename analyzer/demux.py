@@ -27,9 +27,6 @@ from dataclasses import dataclass, field
 from .capture import PCAP_MAGICS, PCAPNG_SHB, TS_MAX, TS_MIN, Interface
 from .packet import PROTO_TCP, Decoder
 
-# Ethernet + IPv4 + the TCP ports and data offset: the fields the pass's fast path tests
-# (pipeline._analyze / packet.Decoder.decode: ethertype, total length, fragment bits, ports, offset)
-_ETH_IP4_TCP = struct.Struct("!12xH2xH2xH4x4s4sHH8xB").unpack_from
 PER_PACKET = 512  # a packet's cost in captured-byte equivalents, besides its bytes (balancing only)
 
 
@@ -84,22 +81,34 @@ def scan(path: str, n: int) -> Scan | None:
 
 
 class _Groups:
-    """4-tuple -> group, and each group's cost; a packet the fast path does not take is
-    decoded by ``packet.Decoder`` (an IPv4 fragment: not scanned, see the module docstring)."""
+    """4-tuple -> group, and each group's cost.  The key is the packed addresses and the
+    ports as the record's byte order reads them (one unpack per record: any one-to-one form
+    serves, the same on both paths); a packet the fast path does not take is decoded by
+    ``packet.Decoder`` (an IPv4 fragment: not scanned, see the module docstring)."""
 
-    def __init__(self):
+    def __init__(self, endian: str):
         self.memo: dict = {}
         self.cost: list[int] = []
         self.other = 0  # cost of worker 0's packets (not TCP)
         self.decoder = Decoder()
+        self.swap = endian == "<"
 
-    def slow(self, linktype: int, data) -> tuple | None:
+    def slow(self, linktype: int, data, cost: int) -> int:
         d = self.decoder.decode(linktype, data)
         if d is None or self.decoder.defrag.pending:
             raise _Odd("IPv4 fragment")
         if isinstance(d, str) or d.proto != PROTO_TCP:
-            return None
-        return (d.src, d.sport, d.dst, d.dport)
+            self.other += cost
+            return -1
+        sp, dp = d.sport, d.dport
+        if self.swap:
+            sp, dp = ((sp & 0xFF) << 8) | (sp >> 8), ((dp & 0xFF) << 8) | (dp >> 8)
+        key = (d.src, sp, d.dst, dp)
+        g = self.memo.get(key)
+        if g is None:
+            g = self.new(key)
+        self.cost[g] += cost
+        return g
 
     def new(self, key: tuple) -> int:
         rkey = (key[2], key[3], key[0], key[1])
@@ -111,24 +120,10 @@ class _Groups:
         return g
 
 
-def _packet(mm, start: int, caplen: int, linktype: int, groups: _Groups) -> int:
-    """The group of the packet whose data is ``mm[start : start + caplen]`` (-1: not TCP)."""
-    key = None
-    if linktype == 1 and caplen >= 54 and mm[start + 23] == PROTO_TCP and mm[start + 14] == 0x45:
-        etype, total, frag, src, dst, sport, dport, doff = _ETH_IP4_TCP(mm, start)
-        end = 14 + total if total >= 20 else caplen
-        if etype == 0x0800 and not frag & 0x3FFF and doff >= 0x50 and (end if end < caplen else caplen) >= 54:
-            key = (src, sport, dst, dport)
-    if key is None:
-        key = groups.slow(linktype, mm[start : start + caplen])
-        if key is None:
-            groups.other += caplen + PER_PACKET
-            return -1
-    g = groups.memo.get(key)
-    if g is None:
-        g = groups.new(key)
-    groups.cost[g] += caplen + PER_PACKET
-    return g
+def _fast(endian: str) -> tuple[int, int, bool]:
+    """The fast path's ethertype and fragment mask as a record of that byte order reads
+    them, and whether the IP total length must be byte-swapped."""
+    return (0x0008, 0xFF3F, True) if endian == "<" else (0x0800, 0x3FFF, False)
 
 
 def _pcap(mm, magic: bytes) -> Scan:
@@ -139,12 +134,22 @@ def _pcap(mm, magic: bytes) -> Scan:
     _, _, _, _, _, snaplen, network = struct.unpack_from(endian + "IHHiIII", mm, 0)
     linktype = network & 0x0FFFFFFF
     sc = Scan("pcap", [Interface(linktype, snaplen, resol)])
-    unpack = struct.Struct(endian + "IIII").unpack_from
-    groups = _Groups()
+    # the record header and the packet's first 47 bytes (Ethernet, IPv4, TCP ports and offset:
+    # pipeline._analyze's fast path) in one unpack, in the record's byte order
+    both = struct.Struct(endian + "IIII12xHBxH2xH1xB2x4s4sHH8xB")
+    unpack, unpack_h, tail = both.unpack_from, struct.Struct(endian + "IIII").unpack_from, both.size
+    groups = _Groups(endian)
+    memo, cost, new, slow = groups.memo, groups.cost, groups.new, groups.slow
+    ETYPE, FRAG, swap = _fast(endian)
+    eth = linktype == 1
     ts_a, off_a, cap_a, orig_a, grp_a = sc.ts.append, sc.offset.append, sc.caplen.append, sc.origlen.append, sc.group.append
     pos = 24
     while pos + 16 <= size:
-        sec, frac, caplen, origlen = unpack(mm, pos)
+        if pos + tail <= size:
+            sec, frac, caplen, origlen, etype, vihl, total, frag, proto, src, dst, sport, dport, doff = unpack(mm, pos)
+        else:
+            sec, frac, caplen, origlen = unpack_h(mm, pos)
+            etype = -1
         start = pos + 16
         pos = start + caplen
         if caplen > 0x4000000 or pos > size or caplen < origlen:  # (the reader warns: its own path)
@@ -153,7 +158,19 @@ def _pcap(mm, magic: bytes) -> Scan:
         off_a(start)
         cap_a(caplen)
         orig_a(origlen)
-        grp_a(_packet(mm, start, caplen, linktype, groups))
+        c = caplen + PER_PACKET
+        if eth and etype == ETYPE and proto == PROTO_TCP and vihl == 0x45 and caplen >= 54 and not frag & FRAG and doff >= 0x50:
+            if swap:
+                total = ((total & 0xFF) << 8) | (total >> 8)
+            if not 20 <= total < 40:  # (the IP datagram holds the TCP header: pipeline's end >= 54)
+                key = (src, sport, dst, dport)
+                g = memo.get(key)
+                if g is None:
+                    g = new(key)
+                cost[g] += c
+                grp_a(g)
+                continue
+        grp_a(slow(linktype, mm[start:pos], c))
     if pos != size:
         raise _Odd("the file ends inside a record header")
     k = len(sc.ts)
@@ -186,20 +203,30 @@ def _pcapng(mm) -> Scan:
         raise _Odd("byte order")
     sc = Scan("pcapng", [])
     ifaces = sc.interfaces
-    groups = _Groups()
+    groups = _Groups(endian)
+    memo, cost, new, slow = groups.memo, groups.cost, groups.new, groups.slow
+    ETYPE, FRAG, swap = _fast(endian)
     head = struct.Struct(endian + "II").unpack_from
     epb = struct.Struct(endian + "IIIII").unpack_from
+    # an Enhanced Packet Block's header and the packet's first 47 bytes (as _pcap's)
+    both = struct.Struct(endian + "IIIIIII12xHBxH2xH1xB2x4s4sHH8xB")
+    unpack, tail = both.unpack_from, both.size
     ts_a, off_a, cap_a, orig_a, grp_a = sc.ts.append, sc.offset.append, sc.caplen.append, sc.origlen.append, sc.group.append
     lt_a, if_a = sc.linktype.append, sc.interface.append
     pos = 0
     while pos < size:
         if pos + 12 > size:
             raise _Odd("block header")
-        btype, blen = head(mm, pos)
+        if pos + tail <= size:
+            btype, blen, iid, tshi, tslo, caplen, origlen, etype, vihl, total, frag, proto, src, dst, sport, dport, doff = unpack(mm, pos)
+        else:
+            btype, blen = head(mm, pos)
+            etype = -1
         if blen < 12 or blen & 3 or blen > 0x4000000 or pos + blen > size:
             raise _Odd("block length")
         if btype == 6:  # Enhanced Packet Block
-            iid, tshi, tslo, caplen, origlen = epb(mm, pos + 8)
+            if etype < 0:
+                iid, tshi, tslo, caplen, origlen = epb(mm, pos + 8)
             if blen < 32 or iid >= len(ifaces):
                 raise _Odd("EPB")
             itf = ifaces[iid]
@@ -215,7 +242,22 @@ def _pcapng(mm) -> Scan:
             orig_a(origlen)
             lt_a(itf.linktype)
             if_a(iid)
-            grp_a(_packet(mm, start, caplen, itf.linktype, groups))
+            c = caplen + PER_PACKET
+            pos += blen
+            if (etype == ETYPE and proto == PROTO_TCP and vihl == 0x45 and caplen >= 54 and not frag & FRAG and doff >= 0x50
+                    and itf.linktype == 1):
+                if swap:
+                    total = ((total & 0xFF) << 8) | (total >> 8)
+                if not 20 <= total < 40:  # (as _pcap's)
+                    key = (src, sport, dst, dport)
+                    g = memo.get(key)
+                    if g is None:
+                        g = new(key)
+                    cost[g] += c
+                    grp_a(g)
+                    continue
+            grp_a(slow(itf.linktype, mm[start : start + caplen], c))
+            continue
         elif btype == 0x0A0D0D0A:
             if pos:
                 raise _Odd("a second section")

@@ -6,12 +6,14 @@ every step in CPU seconds (``time.process_time``; the interpreter's start-up and
 ``getrusage``): start-up and imports, the analysis, the post-pass (sort, ``page_of``,
 ``phases_dicts``) and the JSON written to /dev/null.  For N workers the analysis is broken
 down by ``analyzer/parallel.py``'s own accounting (``analysis.__dict__["_wf_parallel_times"]``):
-the parent's set-up (key log, fork), its pass (reading and demultiplexing), reading and
-unpickling the workers' parts, the merge; each worker's pass, building and pickling its part.
+the parent's set-up (key log, fork), its scan (the scanned mode's demultiplexing, before the
+fork), its pass (worker 0's share in the scanned mode; reading and demultiplexing in the
+streamed one), reading and unpickling the workers' parts, the merge; each worker's pass,
+building and pickling its part.
 
 The critical path on an idle host with ``--cores`` cores is then
 
-    start-up + set-up + pass + read parts + merge + post-pass + JSON
+    start-up + set-up + scan + pass + read parts + merge + post-pass + JSON
 
 where ``pass`` is what the parent's and the workers' passes take when they run at once:
 the longest of them, and no less than their sum spread over the cores (a worker's chain is
@@ -110,9 +112,10 @@ def critical_path(r: dict, cores: int) -> dict:
     else:
         post, js = r["post"], r["json"]
         out_sum = post + js
-    steps = {"start-up": r["import"], "set-up": t["setup"], "pass": par, "read parts": t["read_parts"],
+    scan = t.get("scan", 0.0)  # (scanned mode: the parent's demultiplexing, before the fork)
+    steps = {"start-up": r["import"], "set-up": t["setup"] - scan, "scan": scan, "pass": par, "read parts": t["read_parts"],
              "merge": t["merge"], "post-pass": post, "json": js}
-    return {"steps": steps, "total": sum(steps.values()), "parent_pass": t["parent_pass"], "chains": chains,
+    return {"steps": steps, "total": sum(steps.values()), "parent_pass": t["parent_pass"], "scan": scan, "chains": chains,
             "workers": t["workers"], "out": o, "cpu_sum": r["import"] + r["analyze"] + sum(chains) + out_sum}
 
 
@@ -183,7 +186,7 @@ def _print(r: dict, n: int) -> None:
         return
     cp = r["critical"]
     print(f"   -j{n} critical path {cp['total']:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in cp["steps"].items()))
-    print(f"      parent pass {cp['parent_pass']:.2f}; workers (pass, part, pickle | unpickled by the parent): "
+    print(f"      parent: scan {cp['scan']:.2f}, pass {cp['parent_pass']:.2f}; workers (pass, part, pickle | unpickled by the parent): "
           + ", ".join(f"({w['pass']:.2f}, {w['part']:.2f}, {w['pickle']:.2f} | {w['unpickle']:.2f}; {w['bytes'] / 1e6:.0f} MB)"
                       for w in cp["workers"]))
     if cp.get("out"):
