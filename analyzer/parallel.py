@@ -457,9 +457,13 @@ def worker_count(workers, path: str) -> int:
     return max(1, int(workers))
 
 
+_CHUNK_FRAMES = 8192  # frames (or exchanges) per message of a worker's part
+
+
 def _part(an: Analysis, shard: Shard) -> dict:
-    """What a worker sends back: its model as plain tuples (pickled ~5x faster than the
-    slotted dataclasses), its marks, its packets' connection and protocol, the facts."""
+    """What a worker sends back first: its connections, marks, its packets' connection and
+    protocol, the per-connection dicts, the facts.  Its frames and exchanges follow in
+    chunks of plain tuples (``_child``; tuples pickle ~5x faster than slotted dataclasses)."""
     idx = an.index
     conn, proto = idx.conn, idx.proto
     if shard.scan is not None:  # scanned: its own packets
@@ -474,26 +478,40 @@ def _part(an: Analysis, shard: Shard) -> dict:
     # (arrays and bytes pickle as one buffer each; lists of ints as an object per int)
     return {
         "connections": an.connections,
-        "frames": list(map(_frame_tuple, frames)),
-        "exchanges": list(map(_exchange_tuple, an.exchanges)),
         # the frames that name their exchange (HTTP/1): the merge renumbers only those
         "named": array("q", (i for i, f in enumerate(frames) if f.fields and type(f.fields.get("exchange")) is int)),
         "marks": shard.marks,
         "own": own,
         "own_conn": own_conn,
         "own_proto": own_proto,
-        "streamed": shard.source is not None,
+        "streamed": shard.source is not None and shard.scan is None,
         "maps": an.maps, "tls_records": an.tls_records, "quic_packets": an.quic_packets, "quic_stats": an.quic_stats,
         "budgets_hit": an.budgets_hit,
         "facts": shard.facts(),
     }
 
 
+class _Counted:
+    """A file that counts the bytes written to it (the accounting's part size)."""
+
+    def __init__(self, f):
+        self.f, self.n = f, 0
+
+    def write(self, b) -> int:
+        self.n += len(b)
+        return self.f.write(b)
+
+
 def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, scan=None) -> None:
-    """A forked worker: analyse shard k, send the part, exit without cleanup."""
+    """A forked worker: analyse shard k, send the part, exit without cleanup.  The part goes
+    as a stream of pickles through one ``Pickler`` (its memo spans them: a header list that
+    a frame and an exchange share is sent once): ("ok", the part), then ("f", frames) and
+    ("x", exchanges) chunks, which the parent turns into objects while the next is built and
+    pickled here, then ("end", CPU seconds); or ("error", why) on any failure."""
     import pickle
 
     code = 0
+    f = os.fdopen(wfd, "wb", buffering=1 << 16)
     try:
         c0 = time.process_time()
         shard = Shard(k, n, source=source, scan=scan)
@@ -501,47 +519,75 @@ def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, s
         c1 = time.process_time()
         part = _part(an, shard)
         c2 = time.process_time()
-        part["cpu"] = {"pass": c1 - c0, "part": c2 - c1}
-        blob = pickle.dumps(("ok", part), protocol=pickle.HIGHEST_PROTOCOL)
-        c3 = time.process_time()
-        # (the pickling's own time cannot be in the blob it measures: sent after it, 8 bytes)
-        tail = struct.pack("<d", c3 - c2)
+        cpu = {"pass": c1 - c0, "part": c2 - c1, "pickle": 0.0}
+        out = _Counted(f)
+        pk = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+        pk.dump(("ok", part))
+        f.flush()
+        cpu["pickle"] += time.process_time() - c2
+        for tag, objs, as_tuple in (("f", an.frames, _frame_tuple), ("x", an.exchanges, _exchange_tuple)):
+            for i in range(0, len(objs), _CHUNK_FRAMES):
+                c = time.process_time()
+                chunk = list(map(as_tuple, objs[i : i + _CHUNK_FRAMES]))
+                c3 = time.process_time()
+                pk.dump((tag, chunk))
+                f.flush()
+                cpu["part"] += c3 - c
+                cpu["pickle"] += time.process_time() - c3
+        cpu["bytes"] = out.n
+        pk.dump(("end", cpu))
+        f.flush()
     except BaseException as e:  # noqa: BLE001 - any failure: the parent analyses serially
-        try:
-            blob = pickle.dumps(("error", f"{type(e).__name__}: {e}"[:300]))
-        except BaseException:  # noqa: BLE001
-            blob = pickle.dumps(("error", "unpicklable"))
-        tail = struct.pack("<d", 0.0)
         code = 1
-    try:
-        with os.fdopen(wfd, "wb") as f:
-            f.write(len(blob).to_bytes(8, "little"))
-            f.write(blob)
-            f.write(tail)
+        try:  # (after a part of the stream the parent reads a broken stream: the same outcome)
+            pickle.dump(("error", f"{type(e).__name__}: {e}"[:300]), f)
+            f.flush()
+        except BaseException:  # noqa: BLE001
+            pass
     finally:
-        os._exit(code)
+        try:
+            f.close()
+        finally:
+            os._exit(code)
 
 
 def _read_part(rfd: int):
+    """A worker's part (``_child``): its frames and exchanges made objects chunk by chunk as
+    they arrive (while the worker builds and pickles the next); ("error", why) if the worker
+    failed or died.  Its CPU here: ``unpickle`` in all, ``tail`` after the last chunk came
+    (what is left when the worker is done: the accounting's serial part)."""
     import pickle
 
     with os.fdopen(rfd, "rb") as f:
-        head = f.read(8)
-        if len(head) != 8:
+        try:
+            u = pickle.Unpickler(f)
+            c0 = time.process_time()  # (waiting for the worker costs no CPU)
+            res = u.load()
+            if res[0] != "ok":
+                return res
+            part = res[1]
+            frames: list = []
+            exchanges: list = []
+            c = last = c0
+            while True:
+                last, c = c, time.process_time()  # (the start of the last chunk: its objects are the tail)
+                tag, obj = u.load()
+                if tag == "f":
+                    frames += starmap(Frame, obj)
+                elif tag == "x":
+                    exchanges += starmap(Exchange, obj)
+                elif tag == "end":
+                    cpu = obj
+                    break
+                else:
+                    return (tag, obj)
+            c1 = time.process_time()
+        except Exception:  # noqa: BLE001 - a stream cut short: the worker died
             return ("error", "worker died")
-        size = int.from_bytes(head, "little")
-        blob = f.read(size)
-        tail = f.read(8)
-    if len(blob) != size:
-        return ("error", "worker died")
-    c = time.process_time()
-    res = pickle.loads(blob)
-    if res[0] == "ok":
-        cpu = res[1]["cpu"]
-        cpu["unpickle"] = time.process_time() - c
-        cpu["pickle"] = struct.unpack("<d", tail)[0] if len(tail) == 8 else 0.0
-        cpu["bytes"] = size
-    return res
+    part["frames"], part["exchanges"] = frames, exchanges
+    cpu["unpickle"], cpu["tail"] = c1 - c0, c1 - last
+    part["cpu"] = cpu
+    return ("ok", part)
 
 
 def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
@@ -746,12 +792,10 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     named: list = []  # per worker: the frames whose fields name their exchange (HTTP/1), renumbered below
     for w, p in enumerate(allp):
         rm = remap[w]
+        fo, xo = p["frames"], p["exchanges"]  # (a worker's: made objects as they came, _read_part)
         if w == 0:
-            fo, xo = p["frames"], p["exchanges"]
             nm = [f for f in fo if f.fields and type(f.fields.get("exchange")) is int]
         else:
-            fo, xo = list(starmap(Frame, p["frames"])), list(starmap(Exchange, p["exchanges"]))
-            p["frames"] = p["exchanges"] = None  # (the tuples are objects now)
             nm = list(map(fo.__getitem__, p["named"]))
         for f in fo:
             f.connection = rm[f.connection]

@@ -396,3 +396,26 @@ def test_scan_gives_the_busiest_connections_to_different_processes():
     sc.load = [150, 100, 100, 100]  # worker 0's UDP outweighs one connection, not two
     _assign(sc, 2)
     assert sc.worker == [1, 1, 0]
+
+
+@pytest.mark.parametrize("where", ["head", "chunk"])
+def test_a_worker_that_fails_while_sending_its_part_gives_the_serial_result(monkeypatch, where):
+    """A worker's part goes as a stream of pickles (its part, then chunks of frames and
+    exchanges): one that fails before or in the middle of it (here: building the part, or its
+    exchanges' tuples, in the child only) makes the parent analyse the capture serially."""
+    from wirefall.analyzer import parallel
+
+    parent = os.getpid()
+    real = parallel._part if where == "head" else parallel._exchange_tuple
+
+    def failing(*a):
+        if os.getpid() != parent:
+            raise MemoryError("a worker's failure")
+        return real(*a)
+
+    monkeypatch.setattr(parallel, "_part" if where == "head" else "_exchange_tuple", failing)
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    keys = [str(SAMPLES / "page" / "page-h1.keys")]
+    par = analyze(str(path), keylogs=keys, workers=2)
+    assert par.__dict__["_wf_parallel"] == "serial: MemoryError: a worker's failure"
+    _same(analyze(str(path), keylogs=keys), par)
