@@ -81,9 +81,10 @@ def scan(path: str, n: int) -> Scan | None:
 
 
 class _Groups:
-    """4-tuple -> group, and each group's cost.  The key is the packed addresses and the
-    ports as the record's byte order reads them (one unpack per record: any one-to-one form
-    serves, the same on both paths); a packet the fast path does not take is decoded by
+    """4-tuple -> group, and each group's cost.  An IPv4 key is one int: the 8 address bytes
+    and the 4 port bytes as the record's byte order reads them (one unpack per record, no
+    tuple: any one-to-one form serves, the same on both paths); an IPv6 one, the packed
+    addresses and ports.  A packet the fast path does not take is decoded by
     ``packet.Decoder`` (an IPv4 fragment: not scanned, see the module docstring)."""
 
     def __init__(self, endian: str):
@@ -91,7 +92,7 @@ class _Groups:
         self.cost: list[int] = []
         self.other = 0  # cost of worker 0's packets (not TCP)
         self.decoder = Decoder()
-        self.swap = endian == "<"
+        self.order = "little" if endian == "<" else "big"
 
     def slow(self, linktype: int, data, cost: int) -> int:
         d = self.decoder.decode(linktype, data)
@@ -100,18 +101,28 @@ class _Groups:
         if isinstance(d, str) or d.proto != PROTO_TCP:
             self.other += cost
             return -1
-        sp, dp = d.sport, d.dport
-        if self.swap:
-            sp, dp = ((sp & 0xFF) << 8) | (sp >> 8), ((dp & 0xFF) << 8) | (dp >> 8)
-        key = (d.src, sp, d.dst, dp)
-        g = self.memo.get(key)
-        if g is None:
-            g = self.new(key)
+        if len(d.src) == 4:  # (the fast path's form: an IPv4 connection may take both paths)
+            o = self.order
+            key = int.from_bytes(d.sport.to_bytes(2, "big") + d.dport.to_bytes(2, "big"), o) << 64 | int.from_bytes(d.src + d.dst, o)
+            g = self.memo.get(key)
+            if g is None:
+                g = self.new(key)
+        else:
+            key6 = (d.src, d.sport, d.dst, d.dport)
+            g = self.memo.get(key6)
+            if g is None:
+                g = self.pair(key6, (d.dst, d.dport, d.src, d.sport))
         self.cost[g] += cost
         return g
 
-    def new(self, key: tuple) -> int:
-        rkey = (key[2], key[3], key[0], key[1])
+    def new(self, key: int) -> int:
+        """A new IPv4 key: its group (its reverse's, if seen): the two halves of the addresses
+        and of the ports swapped."""
+        ports, addrs = key >> 64, key & 0xFFFFFFFFFFFFFFFF
+        rkey = ((ports >> 16) | (ports & 0xFFFF) << 16) << 64 | (addrs >> 32) | (addrs & 0xFFFFFFFF) << 32
+        return self.pair(key, rkey)
+
+    def pair(self, key, rkey) -> int:
         g = self.memo.get(rkey)
         if g is None:
             g = len(self.cost)
@@ -136,7 +147,7 @@ def _pcap(mm, magic: bytes) -> Scan:
     sc = Scan("pcap", [Interface(linktype, snaplen, resol)])
     # the record header and the packet's first 47 bytes (Ethernet, IPv4, TCP ports and offset:
     # pipeline._analyze's fast path) in one unpack, in the record's byte order
-    both = struct.Struct(endian + "IIII12xHBxH2xH1xB2x4s4sHH8xB")
+    both = struct.Struct(endian + "IIII12xHBxH2xH1xB2xQI8xB")
     unpack, unpack_h, tail = both.unpack_from, struct.Struct(endian + "IIII").unpack_from, both.size
     groups = _Groups(endian)
     memo, cost, new, slow = groups.memo, groups.cost, groups.new, groups.slow
@@ -146,7 +157,7 @@ def _pcap(mm, magic: bytes) -> Scan:
     pos = 24
     while pos + 16 <= size:
         if pos + tail <= size:
-            sec, frac, caplen, origlen, etype, vihl, total, frag, proto, src, dst, sport, dport, doff = unpack(mm, pos)
+            sec, frac, caplen, origlen, etype, vihl, total, frag, proto, addrs, ports, doff = unpack(mm, pos)
         else:
             sec, frac, caplen, origlen = unpack_h(mm, pos)
             etype = -1
@@ -163,7 +174,7 @@ def _pcap(mm, magic: bytes) -> Scan:
             if swap:
                 total = ((total & 0xFF) << 8) | (total >> 8)
             if not 20 <= total < 40:  # (the IP datagram holds the TCP header: pipeline's end >= 54)
-                key = (src, sport, dst, dport)
+                key = ports << 64 | addrs
                 g = memo.get(key)
                 if g is None:
                     g = new(key)
@@ -209,7 +220,7 @@ def _pcapng(mm) -> Scan:
     head = struct.Struct(endian + "II").unpack_from
     epb = struct.Struct(endian + "IIIII").unpack_from
     # an Enhanced Packet Block's header and the packet's first 47 bytes (as _pcap's)
-    both = struct.Struct(endian + "IIIIIII12xHBxH2xH1xB2x4s4sHH8xB")
+    both = struct.Struct(endian + "IIIIIII12xHBxH2xH1xB2xQI8xB")
     unpack, tail = both.unpack_from, both.size
     ts_a, off_a, cap_a, orig_a, grp_a = sc.ts.append, sc.offset.append, sc.caplen.append, sc.origlen.append, sc.group.append
     lt_a, if_a = sc.linktype.append, sc.interface.append
@@ -218,7 +229,7 @@ def _pcapng(mm) -> Scan:
         if pos + 12 > size:
             raise _Odd("block header")
         if pos + tail <= size:
-            btype, blen, iid, tshi, tslo, caplen, origlen, etype, vihl, total, frag, proto, src, dst, sport, dport, doff = unpack(mm, pos)
+            btype, blen, iid, tshi, tslo, caplen, origlen, etype, vihl, total, frag, proto, addrs, ports, doff = unpack(mm, pos)
         else:
             btype, blen = head(mm, pos)
             etype = -1
@@ -249,7 +260,7 @@ def _pcapng(mm) -> Scan:
                 if swap:
                     total = ((total & 0xFF) << 8) | (total >> 8)
                 if not 20 <= total < 40:  # (as _pcap's)
-                    key = (src, sport, dst, dport)
+                    key = ports << 64 | addrs
                     g = memo.get(key)
                     if g is None:
                         g = new(key)
