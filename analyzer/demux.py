@@ -23,6 +23,7 @@ import mmap
 import struct
 from array import array
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .capture import PCAP_MAGICS, PCAPNG_SHB, TS_MAX, TS_MIN, Interface
 from .packet import PROTO_TCP, Decoder
@@ -92,7 +93,7 @@ class _Groups:
         self.cost: list[int] = []
         self.other = 0  # cost of worker 0's packets (not TCP)
         self.decoder = Decoder()
-        self.order = "little" if endian == "<" else "big"
+        self.order: Literal["little", "big"] = "little" if endian == "<" else "big"
 
     def slow(self, linktype: int, data, cost: int) -> int:
         d = self.decoder.decode(linktype, data)

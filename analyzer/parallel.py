@@ -2,28 +2,41 @@
 merged so that the result is the serial one (``analyze(path, workers=N)``, ``--workers N``).
 
 How (measured on 2 cores; see benchmarks/bench.py and benchmarks/parallel_accounting.py).
-*Streamed* (an uncompressed pcap or pcapng file, the common case): the parent reads the file
-and demultiplexes it once, in its own run of the packet loop of ``pipeline._analyze``, and
-runs no TCP connection itself (only UDP: QUIC, DNS): every TCP packet (``Shard.foreign``)
-is not decoded further there but handed to its connection's worker as a 40-byte record
-(packet number, file offset, lengths, time, link type, interface) through a pipe, in
-batches, without blocking the parent (``_Feed``).  The N workers (``--workers N``: N
-processes besides the parent, which mostly waits) are forked children that run the same loop over only the packets they are handed, read from the file by
-offset (``mmap``; the pages read are given back every 64 MiB), with the parent's packet
-numbers; pcapng Decryption Secrets Blocks are forwarded before the next packet.  So reading
-and header decoding are done once, and the sessions of different connections run at once.
+*Scanned* (an uncompressed pcap or pcapng file, the common case): before the fork the parent
+walks the file's record headers and each packet's 4-tuple only (``analyzer.demux.scan``:
+``mmap``, no packet bytes copied: 3-5 times less CPU than the packet loop it replaced) and
+gives each TCP 4-tuple (either direction) to one of the N processes, longest first by
+captured bytes; the parent is worker 0 itself (its share of the TCP connections, and every
+packet that is not TCP: UDP for QUIC and DNS, the undecodable), the N-1 forked children the
+rest.  Every process then runs the packet loop of ``pipeline._analyze`` over only its own
+packets, read from the file by offset with the scan's record fields and the serial packet
+numbers (``Shard._scanned``; pcapng Decryption Secrets Blocks before the next packet, as
+the reader gives them; the pages read are given back every 64 MiB).  So no process decodes
+a packet another decodes, and the parent ships nothing to the workers.  What the scan does
+not take — a snap-length cut, an IPv4 fragment (stateful reassembly), anything the reader
+itself warns about or handles off its plain path — goes the older way:
+*Streamed*: the parent reads the file and demultiplexes it in its own run of the packet loop
+and runs no TCP connection itself (only UDP: QUIC, DNS): every TCP packet
+(``Shard.foreign``) is not decoded further there but handed to its connection's worker as a
+40-byte record (packet number, file offset, lengths, time, link type, interface) through a
+pipe, in batches, without blocking the parent (``_Feed``).  The N workers are forked
+children that run the same loop over only the packets they are handed, read by offset.
 A packet the parent reassembled from IPv4 fragments cannot be decoded from its last
 fragment alone: a worker that meets one reports it, and the capture is analysed serially.
 *Every worker reads* (a compressed capture, a live one): each worker reads the whole file and
-drops another worker's TCP packets right after their 4-tuple is looked up.  Either way each
-worker sends its part back through a pipe.
+drops another worker's TCP packets right after their 4-tuple is looked up.  In every mode
+each worker sends its part back through a pipe as a stream of pickles (``_child``): the part,
+then its frames and exchanges in chunks of tuples, which the parent makes objects while the
+worker builds and pickles the next (``_read_part``), so only the last chunk is left after it.
 
-Which connection goes where: streamed, the parent gives a new TCP 4-tuple (either
+Which connection goes where: scanned, the 4-tuples by cost (above; ``demux._assign``);
+streamed, the parent gives a new TCP 4-tuple (either
 direction) to the worker it has handed the fewest bytes so far (then the fewest connections);
 otherwise the k-th distinct 4-tuple seen in the file goes to worker k mod N (every worker
 sees the same packets in the same order, so every worker makes the same assignment without
 talking to the others).  A port reused by a later
-connection is the same 4-tuple, so the same worker.  UDP (QUIC, DNS) and every other
+connection is the same 4-tuple, so the same worker (whose flow table splits it exactly as
+the serial one does).  UDP (QUIC, DNS) and every other
 packet go to worker 0: QUIC connection migration routes a datagram on a new path to its
 connection by connection ID (``ctx.shared["quic_cids"]``), which only works where all QUIC
 connections are.
@@ -38,7 +51,8 @@ The merge (``_merge``) rebuilds what the serial pass would have made:
   runs by that key.  Exchange ids are renumbered in that order (HTTP/1 frames name their
   exchange: renumbered too);
 - the packet index: worker 0's, with each other worker's packets' connection and protocol
-  written in;
+  written in (scanned: the time, offset, lengths, link type and interface columns are the
+  scan's);
 - offset maps, decrypted record lists, QUIC statistics: keyed by the new ids; notes and
   per-connection budgets stay with their connection.  Warnings, undecoded counts, capture
   format and interfaces are worker 0's (every worker reads the same file the same way).
@@ -66,8 +80,8 @@ What crosses connections, and what happens to it:
 ``analysis.__dict__["_wf_parallel"]`` says which path gave the result and why ("parallel: 2
 workers", "serial: …") and ``_wf_parallel_mode`` how ("streamed", "every worker reads"),
 for tests; ``_wf_parallel_times`` the CPU seconds of each step in each process (the parent's
-set-up, pass, reading and unpickling of the parts, merge; each worker's pass, part and
-pickling), from which benchmarks/parallel_accounting.py computes the critical path on an idle
+set-up, scan, pass, reading and unpickling of the parts, merge; each worker's pass, part and
+pickling, and the parent's unpickling of it and of its last chunk), from which benchmarks/parallel_accounting.py computes the critical path on an idle
 host (wall time on a shared one says little); ``WF_PARALLEL_TIMES=1`` prints them to stderr.
 ``requests_json`` (``requests --json -j N``) spreads the post-pass and the JSON over two
 processes as well.
