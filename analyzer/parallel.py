@@ -27,7 +27,9 @@ fragment alone: a worker that meets one reports it, and the capture is analysed 
 drops another worker's TCP packets right after their 4-tuple is looked up.  In every mode
 each worker sends its part back through a pipe as a stream of pickles (``_child``): the part,
 then its frames and exchanges in chunks of tuples, which the parent makes objects while the
-worker builds and pickles the next (``_read_part``), so only the last chunk is left after it.
+worker builds and pickles the next (``_read_chunks``), so only the last chunk is left after it;
+the cross-worker checks and the first half of the merge (connection ids, the index, the
+per-connection dicts: ``_merge_heads``) are done from the parts' heads before the chunks.
 
 Which connection goes where: scanned, the 4-tuples by cost (above; ``demux._assign``);
 streamed, the parent gives a new TCP 4-tuple (either
@@ -565,41 +567,52 @@ def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, s
             os._exit(code)
 
 
-def _read_part(rfd: int):
-    """A worker's part (``_child``): its frames and exchanges made objects chunk by chunk as
-    they arrive (while the worker builds and pickles the next); ("error", why) if the worker
-    failed or died.  Its CPU here: ``unpickle`` in all, ``tail`` after the last chunk came
-    (what is left when the worker is done: the accounting's serial part)."""
-    import pickle
+def _read_head(u):
+    """The first message of a worker's stream (``_child``): ("ok", its part without frames and
+    exchanges) or ("error", why)."""
+    try:
+        c = time.process_time()  # (waiting for the worker costs no CPU)
+        res = u.load()
+        if res[0] == "ok":
+            res[1]["cpu_head"] = time.process_time() - c
+        return res
+    except Exception:  # noqa: BLE001 - a stream cut short: the worker died
+        return ("error", "worker died")
 
-    with os.fdopen(rfd, "rb") as f:
-        try:
-            u = pickle.Unpickler(f)
-            c0 = time.process_time()  # (waiting for the worker costs no CPU)
-            res = u.load()
-            if res[0] != "ok":
-                return res
-            part = res[1]
-            frames: list = []
-            exchanges: list = []
-            c = last = c0
-            while True:
-                last, c = c, time.process_time()  # (the start of the last chunk: its objects are the tail)
-                tag, obj = u.load()
-                if tag == "f":
-                    frames += starmap(Frame, obj)
-                elif tag == "x":
-                    exchanges += starmap(Exchange, obj)
-                elif tag == "end":
-                    cpu = obj
-                    break
-                else:
-                    return (tag, obj)
-            c1 = time.process_time()
-        except Exception:  # noqa: BLE001 - a stream cut short: the worker died
-            return ("error", "worker died")
+
+def _read_chunks(u, part: dict, rm: dict):
+    """The rest of a worker's stream: its frames and exchanges made objects (their connections
+    the serial ids, ``rm``) chunk by chunk as they arrive, while the worker builds and pickles
+    the next; ("error", why) if the worker failed or died.  Its CPU here: ``unpickle`` in all,
+    ``tail`` after the last chunk came (what is left when the worker is done: the
+    accounting's serial part)."""
+    frames: list = []
+    exchanges: list = []
+    try:
+        c0 = c = last = time.process_time()
+        while True:
+            last, c = c, time.process_time()  # (the start of the last chunk: its objects are the tail)
+            tag, obj = u.load()
+            if tag == "f":
+                k = len(frames)
+                frames += starmap(Frame, obj)
+                for f in frames[k:]:
+                    f.connection = rm[f.connection]
+            elif tag == "x":
+                k = len(exchanges)
+                exchanges += starmap(Exchange, obj)
+                for e in exchanges[k:]:
+                    e.connection = rm[e.connection]
+            elif tag == "end":
+                cpu = obj
+                break
+            else:
+                return (tag, obj)
+        c1 = time.process_time()
+    except Exception:  # noqa: BLE001 - a stream cut short: the worker died
+        return ("error", "worker died")
     part["frames"], part["exchanges"] = frames, exchanges
-    cpu["unpickle"], cpu["tail"] = c1 - c0, c1 - last
+    cpu["unpickle"], cpu["tail"] = c1 - c0 + part.pop("cpu_head", 0.0), c1 - last
     part["cpu"] = cpu
     return ("ok", part)
 
@@ -673,25 +686,36 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     shard.close_feeds()  # (done when the parent's reading ended; a no-op here then)
     t1 = _now()
     c1 = time.process_time()
-    parts: list = [None] * len(kids)
-    waiting = {r: (i, pid) for i, (pid, r) in enumerate(kids)}
-    import select
+    import pickle
 
-    while waiting:  # the parts in the order the workers finish (one is unpickled while another still works)
-        ready, _, _ = select.select(list(waiting), [], [])
-        for r in ready:
-            i, pid = waiting.pop(r)
-            res = _read_part(r)
-            os.waitpid(pid, 0)
-            if res[0] != "ok":
-                err = err or res[1]
-            parts[i] = res[1]
-    t2 = _now()
-    c2 = time.process_time()
+    # each worker's stream: its head first (connections, index entries, dicts, facts), then
+    # chunks of frames and exchanges (``_child``).  With every head in, the cross-worker
+    # checks and the first half of the merge (ids, index, dicts) are done while the workers
+    # still pickle their chunks; the chunks are made objects as they come
+    streams = [(pid, os.fdopen(r, "rb")) for pid, r in kids]
+    unpicklers = [pickle.Unpickler(f) for _, f in streams]
+    parts: list = []
+    for u in unpicklers:
+        res = _read_head(u)
+        if res[0] != "ok":
+            err = err or res[1]
+        parts.append(res[1])
     if not err:
         err = next((f"a packet handed to worker {k} did not decode there (IPv4 fragments of TCP)" for k, p in enumerate(parts, 1)
                     if p.get("streamed") and p["own_conn"] and min(p["own_conn"]) < 0), None)
     why = err or _unshardable(shard.facts(), [p["facts"] for p in parts if isinstance(p, dict)])
+    if not why:
+        remap = _merge_heads(an, shard, parts)
+        for i, u in enumerate(unpicklers):
+            res = _read_chunks(u, parts[i], remap[i + 1])
+            if res[0] != "ok":
+                why = res[1]
+                break
+    for pid, f in streams:
+        f.close()
+        _reap(pid, -1, kill=bool(why))
+    t2 = _now()
+    c2 = time.process_time()
     if why:
         kw.pop("keylog", None)
         an = run(path, *args, keylog=pristine, **kw)  # (the key log as it was loaded, not read again)
@@ -785,10 +809,11 @@ def _unshardable(mine: dict, others: list[dict]) -> str | None:
     return None
 
 
-def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
-    """Fold the other workers' parts into worker 0's analysis ``an`` (module docstring)."""
-    mine = {"connections": an.connections, "frames": an.frames, "exchanges": an.exchanges, "marks": shard.marks}
-    allp = [mine, *parts]
+def _merge_heads(an: Analysis, shard: Shard, heads: list[dict]) -> list[dict[int, int]]:
+    """The merge's first half (module docstring), from the workers' heads alone: connection
+    ids (and worker 0's frames and exchanges renamed to them), the packet index, the
+    per-connection dicts.  Returns, per worker, its connection ids -> the serial ones."""
+    allp = [{"connections": an.connections}, *heads]
     # connection ids: serial order is first-packet order
     order = sorted(((c.first_packet, w, c.id) for w, p in enumerate(allp) for c in p["connections"]))
     remap: list[dict[int, int]] = [{} for _ in allp]  # per worker: local id -> serial id
@@ -798,53 +823,12 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
         c = allp[w]["connections"][lid]
         c.id = gid
         conns.append(c)
-    # frames and exchanges: the workers' runs interleaved by the packet (or flow end) that made
-    # them.  A worker's tuples become objects in one go (starmap: no Python loop per frame), their
-    # connections remapped per worker, and the runs are slices of those lists
-    wf: list[list] = []
-    wx: list[list] = []
-    named: list = []  # per worker: the frames whose fields name their exchange (HTTP/1), renumbered below
-    for w, p in enumerate(allp):
-        rm = remap[w]
-        fo, xo = p["frames"], p["exchanges"]  # (a worker's: made objects as they came, _read_part)
-        if w == 0:
-            nm = [f for f in fo if f.fields and type(f.fields.get("exchange")) is int]
-        else:
-            nm = list(map(fo.__getitem__, p["named"]))
-        for f in fo:
-            f.connection = rm[f.connection]
-        for e in xo:
-            e.connection = rm[e.connection]
-        wf.append(fo)
-        wx.append(xo)
-        named.append(nm)
-    runs = []
-    for w, p in enumerate(allp):
-        mk = p["marks"]
-        runs.append([(mk[i][0], w, mk[i - 1][1], mk[i][1], mk[i - 1][2], mk[i][2]) for i in range(1, len(mk))
-                     if mk[i][1] != mk[i - 1][1] or mk[i][2] != mk[i - 1][2]])
-    frames: list = []
-    exchanges: list = []
-    ex_new: list[dict[int, int]] = [{} for _ in allp]  # per worker: local exchange id -> serial id
-    for _key, w, f0, f1, e0, e1 in _hmerge(*runs):
-        if f1 > f0:
-            frames += wf[w][f0:f1]
-        if e1 > e0:
-            xm = ex_new[w]
-            for e in wx[w][e0:e1]:
-                xm[e.id] = nid = len(exchanges) + 1
-                e.id = nid
-                exchanges.append(e)
-    if len(frames) != sum(map(len, wf)) or len(exchanges) != sum(map(len, wx)):
-        raise AssertionError("parallel merge lost frames or exchanges")  # (a bug: never a silent loss)
-    for w, nm in enumerate(named):  # HTTP/1 frames' fields["exchange"]: the worker's exchange id -> the serial one
-        xm = ex_new[w]
-        for f in nm:
-            fl = f.fields
-            fl["exchange"] = xm.get(fl["exchange"], fl["exchange"])
     an.connections[:] = conns
-    an.frames[:] = frames
-    an.exchanges[:] = exchanges
+    rm0 = remap[0]
+    for f in an.frames:  # (the other workers' get theirs as they come: _read_chunks)
+        f.connection = rm0[f.connection]
+    for e in an.exchanges:
+        e.connection = rm0[e.connection]
     # the packet index: the parent's, with the workers' packets written in
     idx = an.index
     sc = shard.scan
@@ -854,7 +838,6 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
         idx.proto.frombytes(bytes(k))
         idx.ts, idx.offset, idx.caplen, idx.origlen, idx.linktype, idx.interface = (
             sc.ts, sc.offset, sc.caplen, sc.origlen, sc.linktype, sc.interface)
-    rm0 = remap[0]
     table = [rm0[i] for i in range(len(rm0))]
     conn_a = idx.conn = array("i", [table[c] if c >= 0 else c for c in idx.conn])
     proto_a = idx.proto
@@ -889,6 +872,53 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     an.quic_packets = dict(sorted(qp.items()))
     an.quic_stats = dict(sorted(qs.items()))
     an.budgets_hit = {name: sorted(set(hit[name])) for name in sorted(hit)}  # (the capture's, -1, from every worker)
+    return remap
+
+
+def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
+    """The merge's second half (after ``_merge_heads``; module docstring): frames and
+    exchanges, whose connections are the serial ids already, interleaved by the packet (or
+    flow end) that made them, as runs (slices of each worker's lists); exchange ids renumbered."""
+    mine = {"frames": an.frames, "exchanges": an.exchanges, "marks": shard.marks}
+    allp = [mine, *parts]
+    wf: list[list] = []
+    wx: list[list] = []
+    named: list = []  # per worker: the frames whose fields name their exchange (HTTP/1), renumbered below
+    for w, p in enumerate(allp):
+        fo, xo = p["frames"], p["exchanges"]  # (a worker's: made objects as they came, _read_chunks)
+        if w == 0:
+            nm = [f for f in fo if f.fields and type(f.fields.get("exchange")) is int]
+        else:
+            nm = list(map(fo.__getitem__, p["named"]))
+        wf.append(fo)
+        wx.append(xo)
+        named.append(nm)
+    runs = []
+    for w, p in enumerate(allp):
+        mk = p["marks"]
+        runs.append([(mk[i][0], w, mk[i - 1][1], mk[i][1], mk[i - 1][2], mk[i][2]) for i in range(1, len(mk))
+                     if mk[i][1] != mk[i - 1][1] or mk[i][2] != mk[i - 1][2]])
+    frames: list = []
+    exchanges: list = []
+    ex_new: list[dict[int, int]] = [{} for _ in allp]  # per worker: local exchange id -> serial id
+    for _key, w, f0, f1, e0, e1 in _hmerge(*runs):
+        if f1 > f0:
+            frames += wf[w][f0:f1]
+        if e1 > e0:
+            xm = ex_new[w]
+            for e in wx[w][e0:e1]:
+                xm[e.id] = nid = len(exchanges) + 1
+                e.id = nid
+                exchanges.append(e)
+    if len(frames) != sum(map(len, wf)) or len(exchanges) != sum(map(len, wx)):
+        raise AssertionError("parallel merge lost frames or exchanges")  # (a bug: never a silent loss)
+    for w, nm in enumerate(named):  # HTTP/1 frames' fields["exchange"]: the worker's exchange id -> the serial one
+        xm = ex_new[w]
+        for f in nm:
+            fl = f.fields
+            fl["exchange"] = xm.get(fl["exchange"], fl["exchange"])
+    an.frames[:] = frames
+    an.exchanges[:] = exchanges
 
 
 # ------------------------------------------------------------------ the output, in parallel

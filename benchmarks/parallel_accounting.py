@@ -106,7 +106,7 @@ def critical_path(r: dict, cores: int) -> dict:
     t = r["times"]
     chains = [w["pass"] + w["part"] + w["pickle"] for w in t["workers"]]
     # the parts' chunks are made objects while the workers still build and pickle the next
-    # (analyzer/parallel.py _read_part): only the last chunk's (``tail``) comes after them
+    # (analyzer/parallel.py _read_chunks): only the last chunk's (``tail``) comes after them
     tail = max((w["tail"] for w in t["workers"] if "tail" in w), default=t["read_parts"])
     mine = t["parent_pass"] + t["read_parts"] - tail
     par = max(mine, *chains, (mine + sum(chains)) / cores)
