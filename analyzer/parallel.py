@@ -2,28 +2,43 @@
 merged so that the result is the serial one (``analyze(path, workers=N)``, ``--workers N``).
 
 How (measured on 2 cores; see benchmarks/bench.py and benchmarks/parallel_accounting.py).
-*Streamed* (an uncompressed pcap or pcapng file, the common case): the parent reads the file
-and demultiplexes it once, in its own run of the packet loop of ``pipeline._analyze``, and
-runs no TCP connection itself (only UDP: QUIC, DNS): every TCP packet (``Shard.foreign``)
-is not decoded further there but handed to its connection's worker as a 40-byte record
-(packet number, file offset, lengths, time, link type, interface) through a pipe, in
-batches, without blocking the parent (``_Feed``).  The N workers (``--workers N``: N
-processes besides the parent, which mostly waits) are forked children that run the same loop over only the packets they are handed, read from the file by
-offset (``mmap``; the pages read are given back every 64 MiB), with the parent's packet
-numbers; pcapng Decryption Secrets Blocks are forwarded before the next packet.  So reading
-and header decoding are done once, and the sessions of different connections run at once.
+*Scanned* (an uncompressed pcap or pcapng file, the common case): before the fork the parent
+walks the file's record headers and each packet's 4-tuple only (``analyzer.demux.scan``:
+``mmap``, no packet bytes copied: 3-5 times less CPU than the packet loop it replaced) and
+gives each TCP 4-tuple (either direction) to one of the N processes, longest first by
+captured bytes; the parent is worker 0 itself (its share of the TCP connections, and every
+packet that is not TCP: UDP for QUIC and DNS, the undecodable), the N-1 forked children the
+rest.  Every process then runs the packet loop of ``pipeline._analyze`` over only its own
+packets, read from the file by offset with the scan's record fields and the serial packet
+numbers (``Shard._scanned``; pcapng Decryption Secrets Blocks before the next packet, as
+the reader gives them; the pages read are given back every 64 MiB).  So no process decodes
+a packet another decodes, and the parent ships nothing to the workers.  What the scan does
+not take — a snap-length cut, an IPv4 fragment (stateful reassembly), anything the reader
+itself warns about or handles off its plain path — goes the older way:
+*Streamed*: the parent reads the file and demultiplexes it in its own run of the packet loop
+and runs no TCP connection itself (only UDP: QUIC, DNS): every TCP packet
+(``Shard.foreign``) is not decoded further there but handed to its connection's worker as a
+40-byte record (packet number, file offset, lengths, time, link type, interface) through a
+pipe, in batches, without blocking the parent (``_Feed``).  The N workers are forked
+children that run the same loop over only the packets they are handed, read by offset.
 A packet the parent reassembled from IPv4 fragments cannot be decoded from its last
 fragment alone: a worker that meets one reports it, and the capture is analysed serially.
 *Every worker reads* (a compressed capture, a live one): each worker reads the whole file and
-drops another worker's TCP packets right after their 4-tuple is looked up.  Either way each
-worker sends its part back through a pipe.
+drops another worker's TCP packets right after their 4-tuple is looked up.  In every mode
+each worker sends its part back through a pipe as a stream of pickles (``_child``): the part,
+then its frames and exchanges in chunks of tuples, which the parent makes objects while the
+worker builds and pickles the next (``_read_chunks``), so only the last chunk is left after it;
+the cross-worker checks and the first half of the merge (connection ids, the index, the
+per-connection dicts: ``_merge_heads``) are done from the parts' heads before the chunks.
 
-Which connection goes where: streamed, the parent gives a new TCP 4-tuple (either
+Which connection goes where: scanned, the 4-tuples by cost (above; ``demux._assign``);
+streamed, the parent gives a new TCP 4-tuple (either
 direction) to the worker it has handed the fewest bytes so far (then the fewest connections);
 otherwise the k-th distinct 4-tuple seen in the file goes to worker k mod N (every worker
 sees the same packets in the same order, so every worker makes the same assignment without
 talking to the others).  A port reused by a later
-connection is the same 4-tuple, so the same worker.  UDP (QUIC, DNS) and every other
+connection is the same 4-tuple, so the same worker (whose flow table splits it exactly as
+the serial one does).  UDP (QUIC, DNS) and every other
 packet go to worker 0: QUIC connection migration routes a datagram on a new path to its
 connection by connection ID (``ctx.shared["quic_cids"]``), which only works where all QUIC
 connections are.
@@ -38,7 +53,8 @@ The merge (``_merge``) rebuilds what the serial pass would have made:
   runs by that key.  Exchange ids are renumbered in that order (HTTP/1 frames name their
   exchange: renumbered too);
 - the packet index: worker 0's, with each other worker's packets' connection and protocol
-  written in;
+  written in (scanned: the time, offset, lengths, link type and interface columns are the
+  scan's);
 - offset maps, decrypted record lists, QUIC statistics: keyed by the new ids; notes and
   per-connection budgets stay with their connection.  Warnings, undecoded counts, capture
   format and interfaces are worker 0's (every worker reads the same file the same way).
@@ -66,8 +82,8 @@ What crosses connections, and what happens to it:
 ``analysis.__dict__["_wf_parallel"]`` says which path gave the result and why ("parallel: 2
 workers", "serial: …") and ``_wf_parallel_mode`` how ("streamed", "every worker reads"),
 for tests; ``_wf_parallel_times`` the CPU seconds of each step in each process (the parent's
-set-up, pass, reading and unpickling of the parts, merge; each worker's pass, part and
-pickling), from which benchmarks/parallel_accounting.py computes the critical path on an idle
+set-up, scan, pass, reading and unpickling of the parts, merge; each worker's pass, part and
+pickling, and the parent's unpickling of it and of its last chunk), from which benchmarks/parallel_accounting.py computes the critical path on an idle
 host (wall time on a shared one says little); ``WF_PARALLEL_TIMES=1`` prints them to stderr.
 ``requests_json`` (``requests --json -j N``) spreads the post-pass and the JSON over two
 processes as well.
@@ -166,8 +182,14 @@ class Shard:
 
     END = 1 << 40  # marks of the end-of-capture flow finishing come after every packet's
 
-    def __init__(self, k: int, n: int, feeds: list | None = None, source: int | None = None):
+    def __init__(self, k: int, n: int, feeds: list | None = None, source: int | None = None, scan=None):
         self.k, self.n = k, n
+        # scanned mode (analyzer.demux): every process reads only its own packets, numbered as
+        # a streamed worker's are (``source`` -1: no pipe; pipeline._analyze numbers by ``pkt``)
+        self.scan = scan
+        if scan is not None:
+            source = -1
+        self.own: array | None = None  # (scanned: their 0-based numbers)
         self._memo: dict = {}  # directional 4-tuple -> its worker
         self._seen: dict = {}  # canonical 4-tuple -> worker
         self.moved: dict = {}  # flows-table key of a QUIC connection's new path -> the packet that made it
@@ -182,7 +204,7 @@ class Shard:
         self.numbers = array("q")
 
     def foreign(self, key, pkt: int = 0, rec=None) -> bool:
-        if self.source is not None:  # a streamed worker is given only its own packets
+        if self.source is not None or self.scan is not None:  # a streamed worker is given only its own packets
             return False
         w = self._memo.get(key)
         if w is None:
@@ -214,6 +236,8 @@ class Shard:
         those its feed names, read from the file by offset (a plain file: no inflate budget)."""
         from .capture import read_capture
 
+        if self.scan is not None:
+            return self._scanned(path, info)
         if self.source is not None:
             return self._streamed(path, info)
         if self.feeds is None:
@@ -270,6 +294,54 @@ class Shard:
         finally:
             rd.close()
 
+
+    def _scanned(self, path: str, info):
+        """Scanned mode (analyzer.demux): this process's packets, read from the file by offset
+        with the fields the scan found; the pcapng secrets blocks before each.  Of the index,
+        the columns sessions read during the pass (time, protocol) and the connection stay
+        addressable by packet number (other processes' packets: zeros, connection -2); the
+        others hold only this process's packets until the merge puts the scan's in."""
+        import mmap
+
+        from .demux import own_packets
+
+        sc = self.scan
+        assert sc is not None and self.ctx is not None, "setup() before records()"
+        info.format = sc.format
+        info.interfaces.extend(sc.interfaces)
+        info.interface_stats.extend(sc.interface_stats)
+        own = self.own = own_packets(sc, self.k)
+        if not own:
+            return
+        with open(path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        idx = self.ctx.analysis.index
+        ts_col, conn_col, proto_col = idx.ts, idx.conn, idx.proto
+        zero8, minus2 = bytes(8), array("i", [-2])
+        secrets, si = sc.secrets, 0
+        ns = len(secrets)
+        T, O, C, OL, L, IF = sc.ts, sc.offset, sc.caplen, sc.origlen, sc.linktype, sc.interface
+        dropped = 0  # mapped pages below this offset are given back (RSS stays small)
+        try:
+            for i in own:
+                while si < ns and secrets[si][0] <= i:  # a pcapng secrets block before this packet
+                    info.secrets.append(secrets[si][1:])
+                    si += 1
+                gap = i - len(ts_col)
+                if gap:
+                    ts_col.frombytes(zero8 * gap)
+                    conn_col.extend(minus2 * gap)
+                    proto_col.frombytes(bytes(gap))
+                self.pkt = i + 1
+                off, cl = O[i], C[i]
+                yield (T[i], cl, OL[i], L[i], off, mm[off : off + cl], IF[i])
+                if off - dropped > _DROP_BYTES and hasattr(mm, "madvise"):
+                    upto = (off // mmap.PAGESIZE) * mmap.PAGESIZE
+                    mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
+                    dropped = upto
+            info.secrets.extend(s[1:] for s in secrets[si:])
+        finally:
+            mm.close()
 
     def setup(self, ctx, info=None) -> list:
         """Before the first packet: watched cross-connection state, tracked capture budgets."""
@@ -401,13 +473,19 @@ def worker_count(workers, path: str) -> int:
     return max(1, int(workers))
 
 
+_CHUNK_FRAMES = 8192  # frames (or exchanges) per message of a worker's part
+
+
 def _part(an: Analysis, shard: Shard) -> dict:
-    """What a worker sends back: its model as plain tuples (pickled ~5x faster than the
-    slotted dataclasses), its marks, its packets' connection and protocol, the facts."""
+    """What a worker sends back first: its connections, marks, its packets' connection and
+    protocol, the per-connection dicts, the facts.  Its frames and exchanges follow in
+    chunks of plain tuples (``_child``; tuples pickle ~5x faster than slotted dataclasses)."""
     idx = an.index
     conn, proto = idx.conn, idx.proto
-    if shard.source is not None:  # streamed: the packets it was given
-        own: array | None = array("q", (n - 1 for n in shard.numbers))
+    if shard.scan is not None:  # scanned: its own packets
+        own: array | None = shard.own
+    elif shard.source is not None:  # streamed: the packets it was given
+        own = array("q", (n - 1 for n in shard.numbers))
     else:
         own = array("q", (i for i, c in enumerate(conn) if c != -2)) if shard.k else None
     own_conn = array("i", map(conn.__getitem__, own)) if own is not None else None
@@ -416,74 +494,127 @@ def _part(an: Analysis, shard: Shard) -> dict:
     # (arrays and bytes pickle as one buffer each; lists of ints as an object per int)
     return {
         "connections": an.connections,
-        "frames": list(map(_frame_tuple, frames)),
-        "exchanges": list(map(_exchange_tuple, an.exchanges)),
         # the frames that name their exchange (HTTP/1): the merge renumbers only those
         "named": array("q", (i for i, f in enumerate(frames) if f.fields and type(f.fields.get("exchange")) is int)),
         "marks": shard.marks,
         "own": own,
         "own_conn": own_conn,
         "own_proto": own_proto,
-        "streamed": shard.source is not None,
+        "streamed": shard.source is not None and shard.scan is None,
         "maps": an.maps, "tls_records": an.tls_records, "quic_packets": an.quic_packets, "quic_stats": an.quic_stats,
         "budgets_hit": an.budgets_hit,
         "facts": shard.facts(),
     }
 
 
-def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None) -> None:
-    """A forked worker: analyse shard k, send the part, exit without cleanup."""
+class _Counted:
+    """A file that counts the bytes written to it (the accounting's part size)."""
+
+    def __init__(self, f):
+        self.f, self.n = f, 0
+
+    def write(self, b) -> int:
+        self.n += len(b)
+        return self.f.write(b)
+
+
+def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, scan=None) -> None:
+    """A forked worker: analyse shard k, send the part, exit without cleanup.  The part goes
+    as a stream of pickles through one ``Pickler`` (its memo spans them: a header list that
+    a frame and an exchange share is sent once): ("ok", the part), then ("f", frames) and
+    ("x", exchanges) chunks, which the parent turns into objects while the next is built and
+    pickled here, then ("end", CPU seconds); or ("error", why) on any failure."""
     import pickle
 
     code = 0
+    f = os.fdopen(wfd, "wb", buffering=1 << 16)
     try:
         c0 = time.process_time()
-        shard = Shard(k, n, source=source)
+        shard = Shard(k, n, source=source, scan=scan)
         an = run(*args, shard=shard, **kw)
         c1 = time.process_time()
         part = _part(an, shard)
         c2 = time.process_time()
-        part["cpu"] = {"pass": c1 - c0, "part": c2 - c1}
-        blob = pickle.dumps(("ok", part), protocol=pickle.HIGHEST_PROTOCOL)
-        c3 = time.process_time()
-        # (the pickling's own time cannot be in the blob it measures: sent after it, 8 bytes)
-        tail = struct.pack("<d", c3 - c2)
+        cpu = {"pass": c1 - c0, "part": c2 - c1, "pickle": 0.0}
+        out = _Counted(f)
+        pk = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+        pk.dump(("ok", part))
+        f.flush()
+        cpu["pickle"] += time.process_time() - c2
+        for tag, objs, as_tuple in (("f", an.frames, _frame_tuple), ("x", an.exchanges, _exchange_tuple)):
+            for i in range(0, len(objs), _CHUNK_FRAMES):
+                c = time.process_time()
+                chunk = list(map(as_tuple, objs[i : i + _CHUNK_FRAMES]))
+                c3 = time.process_time()
+                pk.dump((tag, chunk))
+                f.flush()
+                cpu["part"] += c3 - c
+                cpu["pickle"] += time.process_time() - c3
+        cpu["bytes"] = out.n
+        pk.dump(("end", cpu))
+        f.flush()
     except BaseException as e:  # noqa: BLE001 - any failure: the parent analyses serially
-        try:
-            blob = pickle.dumps(("error", f"{type(e).__name__}: {e}"[:300]))
-        except BaseException:  # noqa: BLE001
-            blob = pickle.dumps(("error", "unpicklable"))
-        tail = struct.pack("<d", 0.0)
         code = 1
-    try:
-        with os.fdopen(wfd, "wb") as f:
-            f.write(len(blob).to_bytes(8, "little"))
-            f.write(blob)
-            f.write(tail)
+        try:  # (after a part of the stream the parent reads a broken stream: the same outcome)
+            pickle.dump(("error", f"{type(e).__name__}: {e}"[:300]), f)
+            f.flush()
+        except BaseException:  # noqa: BLE001
+            pass
     finally:
-        os._exit(code)
+        try:
+            f.close()
+        finally:
+            os._exit(code)
 
 
-def _read_part(rfd: int):
-    import pickle
-
-    with os.fdopen(rfd, "rb") as f:
-        head = f.read(8)
-        if len(head) != 8:
-            return ("error", "worker died")
-        size = int.from_bytes(head, "little")
-        blob = f.read(size)
-        tail = f.read(8)
-    if len(blob) != size:
+def _read_head(u):
+    """The first message of a worker's stream (``_child``): ("ok", its part without frames and
+    exchanges) or ("error", why)."""
+    try:
+        c = time.process_time()  # (waiting for the worker costs no CPU)
+        res = u.load()
+        if res[0] == "ok":
+            res[1]["cpu_head"] = time.process_time() - c
+        return res
+    except Exception:  # noqa: BLE001 - a stream cut short: the worker died
         return ("error", "worker died")
-    c = time.process_time()
-    res = pickle.loads(blob)
-    if res[0] == "ok":
-        cpu = res[1]["cpu"]
-        cpu["unpickle"] = time.process_time() - c
-        cpu["pickle"] = struct.unpack("<d", tail)[0] if len(tail) == 8 else 0.0
-        cpu["bytes"] = size
-    return res
+
+
+def _read_chunks(u, part: dict, rm: dict):
+    """The rest of a worker's stream: its frames and exchanges made objects (their connections
+    the serial ids, ``rm``) chunk by chunk as they arrive, while the worker builds and pickles
+    the next; ("error", why) if the worker failed or died.  Its CPU here: ``unpickle`` in all,
+    ``tail`` after the last chunk came (what is left when the worker is done: the
+    accounting's serial part)."""
+    frames: list = []
+    exchanges: list = []
+    try:
+        c0 = c = last = time.process_time()
+        while True:
+            last, c = c, time.process_time()  # (the start of the last chunk: its objects are the tail)
+            tag, obj = u.load()
+            if tag == "f":
+                k = len(frames)
+                frames += starmap(Frame, obj)
+                for f in frames[k:]:
+                    f.connection = rm[f.connection]
+            elif tag == "x":
+                k = len(exchanges)
+                exchanges += starmap(Exchange, obj)
+                for e in exchanges[k:]:
+                    e.connection = rm[e.connection]
+            elif tag == "end":
+                cpu = obj
+                break
+            else:
+                return (tag, obj)
+        c1 = time.process_time()
+    except Exception:  # noqa: BLE001 - a stream cut short: the worker died
+        return ("error", "worker died")
+    part["frames"], part["exchanges"] = frames, exchanges
+    cpu["unpickle"], cpu["tail"] = c1 - c0 + part.pop("cpu_head", 0.0), c1 - last
+    part["cpu"] = cpu
+    return ("ok", part)
 
 
 def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
@@ -506,9 +637,18 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
 
     pristine = copy.deepcopy(kw["keylog"])  # for a serial rerun: the pass adds pcapng secrets blocks to the key log
     kids: list = []
-    feeds: list | None = [] if kw.get("opener") is None and _plain_capture(path) else None
+    plain = kw.get("opener") is None and _plain_capture(path)
+    sc = None
+    c_scan0 = time.process_time()
+    if plain and os.environ.get("WF_PARALLEL_MODE") != "streamed":  # (the variable: tests of the older path)
+        from .demux import scan
+
+        sc = scan(path, n)
+    c_scan = time.process_time()
+    feeds: list | None = [] if plain and sc is None else None
+    # scanned: the parent is worker 0 of n, each reading its own packets by the scan;
     # streamed: the parent only reads and demultiplexes (and runs UDP: QUIC, DNS), n workers
-    # run every TCP connection; otherwise the parent is worker 0 of n
+    # run every TCP connection; otherwise the parent is worker 0 of n, every worker reads all
     shards = n + 1 if feeds is not None else n
     sys.stdout.flush()
     sys.stderr.flush()
@@ -527,13 +667,13 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
             if fw is not None:
                 os.close(fw)
             kw_child = dict(kw, progress=None)
-            _child(run, k, shards, w, (path, *args), kw_child, fr)
+            _child(run, k, shards, w, (path, *args), kw_child, fr, sc)
         os.close(w)
         if feeds is not None and fr is not None and fw is not None:
             os.close(fr)
             feeds.append(_Feed(fw))
         kids.append((pid, r))
-    shard = Shard(0, shards, feeds=feeds)
+    shard = Shard(0, shards, feeds=feeds, scan=sc)
     err = None
     t0 = _now()
     c0 = time.process_time()
@@ -546,25 +686,36 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     shard.close_feeds()  # (done when the parent's reading ended; a no-op here then)
     t1 = _now()
     c1 = time.process_time()
-    parts: list = [None] * len(kids)
-    waiting = {r: (i, pid) for i, (pid, r) in enumerate(kids)}
-    import select
+    import pickle
 
-    while waiting:  # the parts in the order the workers finish (one is unpickled while another still works)
-        ready, _, _ = select.select(list(waiting), [], [])
-        for r in ready:
-            i, pid = waiting.pop(r)
-            res = _read_part(r)
-            os.waitpid(pid, 0)
-            if res[0] != "ok":
-                err = err or res[1]
-            parts[i] = res[1]
-    t2 = _now()
-    c2 = time.process_time()
+    # each worker's stream: its head first (connections, index entries, dicts, facts), then
+    # chunks of frames and exchanges (``_child``).  With every head in, the cross-worker
+    # checks and the first half of the merge (ids, index, dicts) are done while the workers
+    # still pickle their chunks; the chunks are made objects as they come
+    streams = [(pid, os.fdopen(r, "rb")) for pid, r in kids]
+    unpicklers = [pickle.Unpickler(f) for _, f in streams]
+    parts: list = []
+    for u in unpicklers:
+        res = _read_head(u)
+        if res[0] != "ok":
+            err = err or res[1]
+        parts.append(res[1])
     if not err:
         err = next((f"a packet handed to worker {k} did not decode there (IPv4 fragments of TCP)" for k, p in enumerate(parts, 1)
                     if p.get("streamed") and p["own_conn"] and min(p["own_conn"]) < 0), None)
     why = err or _unshardable(shard.facts(), [p["facts"] for p in parts if isinstance(p, dict)])
+    if not why:
+        remap = _merge_heads(an, shard, parts)
+        for i, u in enumerate(unpicklers):
+            res = _read_chunks(u, parts[i], remap[i + 1])
+            if res[0] != "ok":
+                why = res[1]
+                break
+    for pid, f in streams:
+        f.close()
+        _reap(pid, -1, kill=bool(why))
+    t2 = _now()
+    c2 = time.process_time()
     if why:
         kw.pop("keylog", None)
         an = run(path, *args, keylog=pristine, **kw)  # (the key log as it was loaded, not read again)
@@ -573,12 +724,12 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     _merge(an, shard, parts)
     c3 = time.process_time()
     an.__dict__["_wf_parallel"] = f"parallel: {n} workers"
-    an.__dict__["_wf_parallel_mode"] = "streamed" if feeds is not None else "every worker reads"
+    an.__dict__["_wf_parallel_mode"] = "scanned" if sc is not None else "streamed" if feeds is not None else "every worker reads"
     # the CPU accounting (benchmarks/parallel_accounting.py): the parent's seconds before the
     # pass (key log, fork), its pass, reading and unpickling the parts, the merge; each
     # worker's pass, the part built, pickled (and unpickled by the parent)
     times: dict = {
-        "setup": c0 - c_start, "parent_pass": c1 - c0, "parent_pass_wall": t1 - t0, "wait_wall": t2 - t1,
+        "setup": c0 - c_start, "scan": c_scan - c_scan0, "parent_pass": c1 - c0, "parent_pass_wall": t1 - t0, "wait_wall": t2 - t1,
         "read_parts": c2 - c1, "merge": c3 - c2, "workers": [p["cpu"] for p in parts]}
     an.__dict__["_wf_parallel_times"] = times
     if os.environ.get("WF_PARALLEL_TIMES"):
@@ -658,10 +809,11 @@ def _unshardable(mine: dict, others: list[dict]) -> str | None:
     return None
 
 
-def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
-    """Fold the other workers' parts into worker 0's analysis ``an`` (module docstring)."""
-    mine = {"connections": an.connections, "frames": an.frames, "exchanges": an.exchanges, "marks": shard.marks}
-    allp = [mine, *parts]
+def _merge_heads(an: Analysis, shard: Shard, heads: list[dict]) -> list[dict[int, int]]:
+    """The merge's first half (module docstring), from the workers' heads alone: connection
+    ids (and worker 0's frames and exchanges renamed to them), the packet index, the
+    per-connection dicts.  Returns, per worker, its connection ids -> the serial ones."""
+    allp = [{"connections": an.connections}, *heads]
     # connection ids: serial order is first-packet order
     order = sorted(((c.first_packet, w, c.id) for w, p in enumerate(allp) for c in p["connections"]))
     remap: list[dict[int, int]] = [{} for _ in allp]  # per worker: local id -> serial id
@@ -671,58 +823,21 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
         c = allp[w]["connections"][lid]
         c.id = gid
         conns.append(c)
-    # frames and exchanges: the workers' runs interleaved by the packet (or flow end) that made
-    # them.  A worker's tuples become objects in one go (starmap: no Python loop per frame), their
-    # connections remapped per worker, and the runs are slices of those lists
-    wf: list[list] = []
-    wx: list[list] = []
-    named: list = []  # per worker: the frames whose fields name their exchange (HTTP/1), renumbered below
-    for w, p in enumerate(allp):
-        rm = remap[w]
-        if w == 0:
-            fo, xo = p["frames"], p["exchanges"]
-            nm = [f for f in fo if f.fields and type(f.fields.get("exchange")) is int]
-        else:
-            fo, xo = list(starmap(Frame, p["frames"])), list(starmap(Exchange, p["exchanges"]))
-            p["frames"] = p["exchanges"] = None  # (the tuples are objects now)
-            nm = list(map(fo.__getitem__, p["named"]))
-        for f in fo:
-            f.connection = rm[f.connection]
-        for e in xo:
-            e.connection = rm[e.connection]
-        wf.append(fo)
-        wx.append(xo)
-        named.append(nm)
-    runs = []
-    for w, p in enumerate(allp):
-        mk = p["marks"]
-        runs.append([(mk[i][0], w, mk[i - 1][1], mk[i][1], mk[i - 1][2], mk[i][2]) for i in range(1, len(mk))
-                     if mk[i][1] != mk[i - 1][1] or mk[i][2] != mk[i - 1][2]])
-    frames: list = []
-    exchanges: list = []
-    ex_new: list[dict[int, int]] = [{} for _ in allp]  # per worker: local exchange id -> serial id
-    for _key, w, f0, f1, e0, e1 in _hmerge(*runs):
-        if f1 > f0:
-            frames += wf[w][f0:f1]
-        if e1 > e0:
-            xm = ex_new[w]
-            for e in wx[w][e0:e1]:
-                xm[e.id] = nid = len(exchanges) + 1
-                e.id = nid
-                exchanges.append(e)
-    if len(frames) != sum(map(len, wf)) or len(exchanges) != sum(map(len, wx)):
-        raise AssertionError("parallel merge lost frames or exchanges")  # (a bug: never a silent loss)
-    for w, nm in enumerate(named):  # HTTP/1 frames' fields["exchange"]: the worker's exchange id -> the serial one
-        xm = ex_new[w]
-        for f in nm:
-            fl = f.fields
-            fl["exchange"] = xm.get(fl["exchange"], fl["exchange"])
     an.connections[:] = conns
-    an.frames[:] = frames
-    an.exchanges[:] = exchanges
+    rm0 = remap[0]
+    for f in an.frames:  # (the other workers' get theirs as they come: _read_chunks)
+        f.connection = rm0[f.connection]
+    for e in an.exchanges:
+        e.connection = rm0[e.connection]
     # the packet index: the parent's, with the workers' packets written in
     idx = an.index
-    rm0 = remap[0]
+    sc = shard.scan
+    if sc is not None:  # scanned: the parent's columns held its own packets (Shard._scanned)
+        k = len(sc) - len(idx.conn)
+        idx.conn.extend(array("i", [-2]) * k)
+        idx.proto.frombytes(bytes(k))
+        idx.ts, idx.offset, idx.caplen, idx.origlen, idx.linktype, idx.interface = (
+            sc.ts, sc.offset, sc.caplen, sc.origlen, sc.linktype, sc.interface)
     table = [rm0[i] for i in range(len(rm0))]
     conn_a = idx.conn = array("i", [table[c] if c >= 0 else c for c in idx.conn])
     proto_a = idx.proto
@@ -757,6 +872,53 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     an.quic_packets = dict(sorted(qp.items()))
     an.quic_stats = dict(sorted(qs.items()))
     an.budgets_hit = {name: sorted(set(hit[name])) for name in sorted(hit)}  # (the capture's, -1, from every worker)
+    return remap
+
+
+def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
+    """The merge's second half (after ``_merge_heads``; module docstring): frames and
+    exchanges, whose connections are the serial ids already, interleaved by the packet (or
+    flow end) that made them, as runs (slices of each worker's lists); exchange ids renumbered."""
+    mine = {"frames": an.frames, "exchanges": an.exchanges, "marks": shard.marks}
+    allp = [mine, *parts]
+    wf: list[list] = []
+    wx: list[list] = []
+    named: list = []  # per worker: the frames whose fields name their exchange (HTTP/1), renumbered below
+    for w, p in enumerate(allp):
+        fo, xo = p["frames"], p["exchanges"]  # (a worker's: made objects as they came, _read_chunks)
+        if w == 0:
+            nm = [f for f in fo if f.fields and type(f.fields.get("exchange")) is int]
+        else:
+            nm = list(map(fo.__getitem__, p["named"]))
+        wf.append(fo)
+        wx.append(xo)
+        named.append(nm)
+    runs = []
+    for w, p in enumerate(allp):
+        mk = p["marks"]
+        runs.append([(mk[i][0], w, mk[i - 1][1], mk[i][1], mk[i - 1][2], mk[i][2]) for i in range(1, len(mk))
+                     if mk[i][1] != mk[i - 1][1] or mk[i][2] != mk[i - 1][2]])
+    frames: list = []
+    exchanges: list = []
+    ex_new: list[dict[int, int]] = [{} for _ in allp]  # per worker: local exchange id -> serial id
+    for _key, w, f0, f1, e0, e1 in _hmerge(*runs):
+        if f1 > f0:
+            frames += wf[w][f0:f1]
+        if e1 > e0:
+            xm = ex_new[w]
+            for e in wx[w][e0:e1]:
+                xm[e.id] = nid = len(exchanges) + 1
+                e.id = nid
+                exchanges.append(e)
+    if len(frames) != sum(map(len, wf)) or len(exchanges) != sum(map(len, wx)):
+        raise AssertionError("parallel merge lost frames or exchanges")  # (a bug: never a silent loss)
+    for w, nm in enumerate(named):  # HTTP/1 frames' fields["exchange"]: the worker's exchange id -> the serial one
+        xm = ex_new[w]
+        for f in nm:
+            fl = f.fields
+            fl["exchange"] = xm.get(fl["exchange"], fl["exchange"])
+    an.frames[:] = frames
+    an.exchanges[:] = exchanges
 
 
 # ------------------------------------------------------------------ the output, in parallel

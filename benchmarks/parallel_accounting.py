@@ -6,16 +6,19 @@ every step in CPU seconds (``time.process_time``; the interpreter's start-up and
 ``getrusage``): start-up and imports, the analysis, the post-pass (sort, ``page_of``,
 ``phases_dicts``) and the JSON written to /dev/null.  For N workers the analysis is broken
 down by ``analyzer/parallel.py``'s own accounting (``analysis.__dict__["_wf_parallel_times"]``):
-the parent's set-up (key log, fork), its pass (reading and demultiplexing), reading and
-unpickling the workers' parts, the merge; each worker's pass, building and pickling its part.
+the parent's set-up (key log, fork), its scan (the scanned mode's demultiplexing, before the
+fork), its pass (worker 0's share in the scanned mode; reading and demultiplexing in the
+streamed one), reading and unpickling the workers' parts, the merge; each worker's pass,
+building and pickling its part.
 
 The critical path on an idle host with ``--cores`` cores is then
 
-    start-up + set-up + pass + read parts + merge + post-pass + JSON
+    start-up + set-up + scan + pass + read parts + merge + post-pass + JSON
 
 where ``pass`` is what the parent's and the workers' passes take when they run at once:
 the longest of them, and no less than their sum spread over the cores (a worker's chain is
-its pass, its part and its pickling); with N workers the post-pass and the JSON are
+its pass, its part and its pickling; the parent's, its pass and its reading of the parts but
+the last chunk's, which is the "read parts" after it); with N workers the post-pass and the JSON are
 ``parallel.requests_json``'s: the longer of the phases (parent) and ``page_of`` (a child),
 then the longer of the two processes' JSON.  Serial CPU over the critical path is the speed-up an
 idle host would show; each figure is the least of ``--repeat`` runs (a loaded host only adds
@@ -102,7 +105,11 @@ def _least(runs: list[dict]) -> dict:
 def critical_path(r: dict, cores: int) -> dict:
     t = r["times"]
     chains = [w["pass"] + w["part"] + w["pickle"] for w in t["workers"]]
-    par = max(t["parent_pass"], *chains, (t["parent_pass"] + sum(chains)) / cores)
+    # the parts' chunks are made objects while the workers still build and pickle the next
+    # (analyzer/parallel.py _read_chunks): only the last chunk's (``tail``) comes after them
+    tail = max((w["tail"] for w in t["workers"] if "tail" in w), default=t["read_parts"])
+    mine = t["parent_pass"] + t["read_parts"] - tail
+    par = max(mine, *chains, (mine + sum(chains)) / cores)
     o = r.get("out")
     if o:  # requests_json: page_of in a child while the parent computes the phases, then the JSON by turns
         post, js = max(o["phases"], o["page_child"]) + o["page_wait"], max(o["json_parent"], o["json_child"])
@@ -110,9 +117,10 @@ def critical_path(r: dict, cores: int) -> dict:
     else:
         post, js = r["post"], r["json"]
         out_sum = post + js
-    steps = {"start-up": r["import"], "set-up": t["setup"], "pass": par, "read parts": t["read_parts"],
+    scan = t.get("scan", 0.0)  # (scanned mode: the parent's demultiplexing, before the fork)
+    steps = {"start-up": r["import"], "set-up": t["setup"] - scan, "scan": scan, "pass": par, "read parts": tail,
              "merge": t["merge"], "post-pass": post, "json": js}
-    return {"steps": steps, "total": sum(steps.values()), "parent_pass": t["parent_pass"], "chains": chains,
+    return {"steps": steps, "total": sum(steps.values()), "parent_pass": t["parent_pass"], "scan": scan, "chains": chains,
             "workers": t["workers"], "out": o, "cpu_sum": r["import"] + r["analyze"] + sum(chains) + out_sum}
 
 
@@ -183,7 +191,7 @@ def _print(r: dict, n: int) -> None:
         return
     cp = r["critical"]
     print(f"   -j{n} critical path {cp['total']:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in cp["steps"].items()))
-    print(f"      parent pass {cp['parent_pass']:.2f}; workers (pass, part, pickle | unpickled by the parent): "
+    print(f"      parent: scan {cp['scan']:.2f}, pass {cp['parent_pass']:.2f}; workers (pass, part, pickle | unpickled by the parent): "
           + ", ".join(f"({w['pass']:.2f}, {w['part']:.2f}, {w['pickle']:.2f} | {w['unpickle']:.2f}; {w['bytes'] / 1e6:.0f} MB)"
                       for w in cp["workers"]))
     if cp.get("out"):

@@ -263,3 +263,159 @@ def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
     two = _Out()
     parallel.requests_json(an, exs, 2, two, chunk=3)
     assert two.buffer.getvalue() == one.buffer.getvalue()
+
+
+# ------------------------------------------------------------------ the lean demultiplexer (analyzer/demux.py)
+
+PLAIN = [c for c in CASES if c[1].name.endswith((".pcap", ".pcapng", ".cap"))]
+
+
+@pytest.mark.parametrize("rel,path,keys", PLAIN, ids=[c[0] for c in PLAIN])
+def test_scan_gives_the_readers_records_and_the_serial_connections(rel, path, keys):
+    """demux.scan, on every uncompressed sample it takes, finds the records read_capture yields
+    (time, lengths, link type, file offset, interface), the reader's capture facts (format,
+    interfaces, statistics, secrets blocks and where they stand), and groups packets so that
+    every connection of the serial pass lies in one group and nothing but TCP is in a group."""
+    from wirefall.analyzer.capture import CaptureInfo, read_capture
+    from wirefall.analyzer.demux import scan
+
+    sc = scan(str(path), 2)
+    if sc is None:
+        pytest.skip("not scanned: the reader's own path (see test_scan_declines_...)")
+    info = CaptureInfo()
+    recs = []
+    for r in read_capture(str(path), info):
+        recs.append((r.ts, r.caplen, r.origlen, r.linktype, r.offset, r.interface))
+        info.secrets.append(len(recs))  # (a marker: where the secrets seen so far stand)
+    assert [tuple(x) for x in zip(sc.ts, sc.caplen, sc.origlen, sc.linktype, sc.offset, sc.interface)] == recs
+    assert sc.format == info.format
+    assert [vars(i) for i in sc.interfaces] == [vars(i) for i in info.interfaces]
+    assert sc.interface_stats == info.interface_stats
+    real = [s for s in info.secrets if isinstance(s, tuple)]
+    assert [(t, d) for _, t, d in sc.secrets] == real
+    # where each secrets block stands: after the packets counted before it in the reader's order
+    at, n = [], 0
+    for s in info.secrets:
+        if isinstance(s, int):
+            n = s
+        else:
+            at.append(n)
+    assert [p for p, _, _ in sc.secrets] == at
+    serial = analyze(str(path), keylogs=keys)
+    by_conn: dict = {}
+    for i, c in enumerate(serial.index.conn):
+        if c >= 0 and serial.connections[c].transport == "tcp":
+            by_conn.setdefault(c, set()).add(sc.group[i])
+        else:
+            assert sc.group[i] == -1, (i + 1, c)
+    assert all(len(g) == 1 and min(g) >= 0 for g in by_conn.values())
+
+
+def _pcap(path, records, linktype=1) -> None:
+    import struct
+
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype))
+        for ts, data, origlen in records:
+            f.write(struct.pack("<IIII", int(ts), int(round((ts % 1) * 1e6)), len(data), origlen) + data)
+
+
+def _nginx_records():
+    from wirefall.analyzer.capture import read_capture
+
+    return [(r.ts, bytes(r.data), r.origlen) for r in read_capture(str(SAMPLES / "http" / "http1-nginx.pcap"))]
+
+
+def _ipv4_fragments(ts: float) -> list:
+    """A UDP datagram to port 9 in two IPv4 fragments (Ethernet)."""
+    import struct
+
+    eth = b"\x02\0\0\0\0\1\x02\0\0\0\0\2\x08\0"
+    udp = struct.pack("!HHHH", 40000, 9, 8 + 24, 0) + bytes(24)
+    out = []
+    for off, more, chunk in ((0, 1, udp[:16]), (2, 0, udp[16:])):
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(chunk), 7, (more << 13) | off, 64, 17, 0, b"\x0a\0\0\1", b"\x0a\0\0\2")
+        out.append((ts, eth + ip + chunk, len(eth + ip + chunk)))
+    return out
+
+
+@pytest.mark.parametrize("what", ["snap length", "fragment", "truncated"])
+def test_scan_declines_what_only_the_reader_handles(tmp_path, what):
+    """A packet cut by the snap length (the pass counts them into one warning), an IPv4
+    fragment (reassembly is stateful), a file ending inside a record (the reader's warning):
+    the scan declines, and the capture — http1-nginx's real packets around it — is
+    demultiplexed the old way (the parent's pass over read_capture), with the serial result."""
+    from wirefall.analyzer.demux import scan
+
+    recs = _nginx_records()
+    if what == "snap length":
+        ts, data, orig = recs[5]
+        recs[5] = (ts, data[: len(data) - 10], orig)
+    elif what == "fragment":
+        recs[3:3] = _ipv4_fragments(recs[3][0])
+    p = tmp_path / "c.pcap"
+    _pcap(p, recs)
+    if what == "truncated":
+        with open(p, "ab") as f:
+            f.write(bytes(9))
+    assert scan(str(p), 2) is None
+    serial = analyze(str(p))
+    assert len(serial.exchanges) >= 6  # (tshark: 6 HTTP requests in http1-nginx)
+    par = analyze(str(p), workers=2)
+    assert par.__dict__["_wf_parallel"] == "parallel: 2 workers" and par.__dict__["_wf_parallel_mode"] == "streamed"
+    _same(serial, par)
+
+
+def test_scanned_and_streamed_modes_give_the_serial_result(monkeypatch):
+    """The scanned mode is the default for an uncompressed capture; the older streamed mode
+    (forced here) still gives the same result; page-h1's 6 TLS connections go to both processes."""
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    keys = [str(SAMPLES / "page" / "page-h1.keys")]
+    serial = analyze(str(path), keylogs=keys)
+    for n in (2, 3):
+        par = analyze(str(path), keylogs=keys, workers=n)
+        assert par.__dict__["_wf_parallel_mode"] == "scanned"
+        _same(serial, par)
+    monkeypatch.setenv("WF_PARALLEL_MODE", "streamed")
+    for n in (2, 3):
+        par = analyze(str(path), keylogs=keys, workers=n)
+        assert par.__dict__["_wf_parallel_mode"] == "streamed"
+        _same(serial, par)
+
+
+def test_scan_gives_the_busiest_connections_to_different_processes():
+    """Longest first to the least loaded: 4 equal busy 4-tuples and 3 idle ones on 2
+    processes: 2 busy each; worker 0 starts with the packets that are not TCP."""
+    from wirefall.analyzer.demux import Scan, _assign
+
+    sc = Scan("pcap", [])
+    sc.load = [0, 100, 1, 100, 1, 100, 1, 100]
+    _assign(sc, 2)
+    busy = [w for g, w in enumerate(sc.worker) if g in (0, 2, 4, 6)]
+    assert sorted(busy) == [0, 0, 1, 1]
+    sc.load = [150, 100, 100, 100]  # worker 0's UDP outweighs one connection, not two
+    _assign(sc, 2)
+    assert sc.worker == [1, 1, 0]
+
+
+@pytest.mark.parametrize("where", ["head", "chunk"])
+def test_a_worker_that_fails_while_sending_its_part_gives_the_serial_result(monkeypatch, where):
+    """A worker's part goes as a stream of pickles (its part, then chunks of frames and
+    exchanges): one that fails before or in the middle of it (here: building the part, or its
+    exchanges' tuples, in the child only) makes the parent analyse the capture serially."""
+    from wirefall.analyzer import parallel
+
+    parent = os.getpid()
+    real = parallel._part if where == "head" else parallel._exchange_tuple
+
+    def failing(*a):
+        if os.getpid() != parent:
+            raise MemoryError("a worker's failure")
+        return real(*a)
+
+    monkeypatch.setattr(parallel, "_part" if where == "head" else "_exchange_tuple", failing)
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    keys = [str(SAMPLES / "page" / "page-h1.keys")]
+    par = analyze(str(path), keylogs=keys, workers=2)
+    assert par.__dict__["_wf_parallel"] == "serial: MemoryError: a worker's failure"
+    _same(analyze(str(path), keylogs=keys), par)
