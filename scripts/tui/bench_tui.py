@@ -8,6 +8,9 @@ repetitions look like retransmissions to TCP; what is measured here is the list,
 dissection).  Analysis time is reported separately: the TUI shows a progress bar while it
 runs.  Targets (issue 8): first screen <= 1 s after the analysis, each key <= 100 ms.
 ``--loading``: the TUI loads the capture itself; time to the first rows and keys while loading.
+``--cached``: the TUI reopens the capture from the analysis cache (``--cache``; a first run
+stores it): time to the first painted rows, and until the waterfall and statistics are ready
+(built after the first screen from ``app.DEFER_VIEWS_PACKETS`` packets).
 """
 from __future__ import annotations
 
@@ -163,12 +166,48 @@ async def bench_loading(path: str, keylogs: list[str]) -> None:
         print(f"while loading: loaded in the TUI after {time.perf_counter() - t:.1f} s; cursor kept on packet {pl.current_packet}")
 
 
+async def bench_cached(path: str, keylogs: list[str]) -> None:
+    from wirefall.analyzer.cache import analyze_cached
+    from wirefall.ui.tui.app import WirefallApp
+    from wirefall.ui.tui.widgets import PacketList
+
+    t = time.perf_counter()
+    _an, hit = analyze_cached(path, keylogs)
+    print(f"cache {'hit' if hit else 'miss (stored now)'} in {time.perf_counter() - t:.2f} s")
+    del _an
+    import gc
+
+    gc.collect()
+    c0, t = time.process_time(), time.perf_counter()
+    app = WirefallApp(path, keylogs, use_cache=True)
+    async with app.run_test(size=(200, 60)) as pilot:
+        pl = app.query_one(PacketList)
+        while not app.loaded and not app.load_error and time.perf_counter() - t < 300:
+            await asyncio.sleep(0.005)
+        await pilot.pause()
+        lines = pl.visible_lines()
+        print(f"first screen (cache hit): {time.perf_counter() - t:.2f} s, CPU {time.process_time() - c0:.2f} s "
+              f"({len(lines)} rows painted; views deferred: {app.views_pending})")
+        for key in ("down", "pagedown", "end", "home"):
+            k = time.perf_counter()
+            await pilot.press(key)
+            await pilot.pause()
+            print(f"pilot key {key:<9} {(time.perf_counter() - k) * 1000:6.0f} ms")
+        k = time.perf_counter()
+        await pilot.press("2")  # the waterfall tab: built now (deferred views), off the UI thread
+        while "waterfall" in app.views_pending and time.perf_counter() - k < 300:
+            await asyncio.sleep(0.05)
+        await pilot.pause()
+        print(f"waterfall tab opened → drawn: {time.perf_counter() - k:.2f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("capture", nargs="?")
     ap.add_argument("--packets", type=int, default=1_000_000)
     ap.add_argument("--keylog", action="append", default=[])
     ap.add_argument("--loading", action="store_true", help="measure the TUI while it loads the capture (rows while loading)")
+    ap.add_argument("--cached", action="store_true", help="measure the TUI reopening the capture from the analysis cache")
     a = ap.parse_args()
     path = a.capture
     if path is None:
@@ -177,7 +216,9 @@ def main() -> None:
             t = time.perf_counter()
             build_capture(path, a.packets)
             print(f"built {path} ({os.path.getsize(path) / 1e6:.0f} MB) in {time.perf_counter() - t:.1f} s")
-    if a.loading:
+    if a.cached:
+        asyncio.run(bench_cached(path, a.keylog))
+    elif a.loading:
         asyncio.run(bench_loading(path, a.keylog))
     else:
         asyncio.run(bench(path, a.keylog))

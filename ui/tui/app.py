@@ -113,6 +113,12 @@ class DetailTree(Tree):
             self.move_cursor(node.parent)
 
 
+# From this many packets or requests the waterfall and the statistics are built when their tab
+# is first opened, off the UI thread, not before the packet list is shown (1.2 M packets: ~6 s
+# and ~13 s of CPU the first screen no longer waits for; built in the background instead, they
+# held the GIL so that a key took seconds); the tab says so while it is built
+DEFER_VIEWS_PACKETS = 200_000
+DEFER_VIEWS_REQUESTS = 5_000
 LOAD_SWITCH_INTERVAL = 0.001  # seconds (Python's default 0.005) while the loader thread runs
 
 # The filter bar filters the active tab: (label, placeholder) per tab
@@ -284,6 +290,8 @@ class WirefallApp(PacketHabits, App):
         self.wf_sort: str = "start"  # waterfall sort (analyzer.waterfall.SORTS)
         self.wf_by: dict = {}  # group_by -> built Waterfall
         self.stats_text: Text | None = None
+        self.views_pending: set[str] = set()  # views built when their tab is opened (DEFER_VIEWS_PACKETS)
+        self._views_building: set[str] = set()
         self.sub_title = printable(path)
 
     # ------------------------------------------------------------ layout
@@ -420,10 +428,9 @@ class WirefallApp(PacketHabits, App):
         from wirefall.analyzer.detail import _frame_index
 
         _frame_index(an)
-        self.wf, err = build_waterfall(an)
-        if err:
-            self.call_from_thread(self.notify, printable(f"waterfall: {err}"), severity="error", markup=False)
-        self.stats_text = stats_text(an)
+        defer = an.packets >= DEFER_VIEWS_PACKETS or len(an.exchanges) >= DEFER_VIEWS_REQUESTS
+        if not defer:
+            self._build_views(an)
         # The analysis lives as long as the app: keep the cyclic garbage collector from
         # walking its millions of objects on every collection (pauses of hundreds of ms
         # between key presses on a 1 M-packet capture otherwise).
@@ -431,7 +438,44 @@ class WirefallApp(PacketHabits, App):
 
         gc.collect()
         gc.freeze()
+        self.views_pending = {"waterfall", "statistics"} if defer else set()
         self.call_from_thread(self._loaded, an, time.monotonic() - t)
+
+    def _build_views(self, an) -> None:
+        wf, err = build_waterfall(an)
+        if err:
+            self.call_from_thread(self.notify, printable(f"waterfall: {err}"), severity="error", markup=False)
+        self.wf = wf
+        self.stats_text = stats_text(an)
+
+    def _want_view(self, view: str) -> None:
+        """Build the deferred ``view`` ("waterfall" or "statistics", see ``DEFER_VIEWS_PACKETS``)
+        once, off the UI thread."""
+        if view in self.views_pending and view not in self._views_building and self.an is not None:
+            self._views_building.add(view)
+            self._build_deferred(view, self.an)
+
+    @work(thread=True, group="views")
+    def _build_deferred(self, view: str, an) -> None:
+        if view == "waterfall":
+            wf, err = build_waterfall(an, self.wf_group, self.wf_sort)
+            self.call_from_thread(self._deferred_built, view, an, wf, err)
+        else:
+            self.call_from_thread(self._deferred_built, view, an, stats_text(an), None)
+
+    def _deferred_built(self, view: str, an, value, err) -> None:
+        self._views_building.discard(view)
+        if self.an is not an:
+            return
+        self.views_pending.discard(view)
+        if view == "waterfall":
+            if err:
+                self.notify(printable(f"waterfall: {err}"), severity="error", markup=False)
+            self.wf = value
+            self._fill_waterfall(self.wf_keep)
+        else:
+            self.stats_text = value
+            self._fill_stats()
 
     def _progress(self, packets: int, done: int, total: int) -> None:
         if self.loaded:
@@ -565,8 +609,8 @@ class WirefallApp(PacketHabits, App):
         """The waterfall's header line: why there is no row (or fewer than requests)."""
         from wirefall.ui import explain
 
-        if self.an is None or not self.loaded:
-            return
+        if self.an is None or not self.loaded or (self.wf is None and "waterfall" in self.views_pending):
+            return  # (while it is built, the line says so: _fill_waterfall)
         wv = self.query_one(WaterfallView)
         total = len(self.an.exchanges)
         n = wv.count
@@ -696,6 +740,13 @@ class WirefallApp(PacketHabits, App):
 
     # ------------------------------------------------------------ waterfall tab
     def _fill_waterfall(self, keep: set[int] | None = None, keep_view: bool = False) -> None:
+        if self.wf is None and "waterfall" in self.views_pending:
+            if self.query_one(TabbedContent).active == "waterfall":
+                self._want_view("waterfall")
+            note = self.query_one("#wf-note", Static)
+            note.set_class(False, "-none")
+            note.update(Text(f"building the waterfall of {len(self.an.exchanges):,} requests…", style="bold"))
+            return
         if self.wf is None:
             self.wf, err = build_waterfall(self.an, self.wf_group, self.wf_sort)
             if err:
@@ -715,13 +766,13 @@ class WirefallApp(PacketHabits, App):
 
     @on(WaterfallView.GroupToggled)
     def _group_toggled(self, ev: WaterfallView.GroupToggled) -> None:
-        if not self.loaded:
+        if not self.loaded or "waterfall" in self.views_pending:
             return
         self._regroup(None if self.wf_group == ev.group else ev.group, self.wf_sort)
 
     @on(WaterfallView.SortCycled)
     def _sort_cycled(self) -> None:
-        if not self.loaded:
+        if not self.loaded or "waterfall" in self.views_pending:
             return
         from wirefall.analyzer.waterfall import SORTS
 
@@ -830,6 +881,11 @@ class WirefallApp(PacketHabits, App):
         self.follow_stream(int(ev.row_key.value), None, None, whole_connection=True)
 
     def _fill_stats(self) -> None:
+        if self.stats_text is None and "statistics" in self.views_pending:
+            if self.query_one(TabbedContent).active == "statistics":
+                self._want_view("statistics")
+            self.query_one("#stats", Static).update(Text("computing the statistics…", style="bold"))
+            return
         if self.stats_text is None:
             self.stats_text = stats_text(self.an)
         self.query_one("#stats", Static).update(self.stats_text)
@@ -1080,6 +1136,8 @@ class WirefallApp(PacketHabits, App):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, ev) -> None:
+        if ev.pane.id in self.views_pending:
+            self._want_view(ev.pane.id)
         if ev.pane.id == "waterfall":
             self.call_after_refresh(self._zoomed)
         self._filter_scope(ev.pane.id)
