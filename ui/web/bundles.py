@@ -145,3 +145,55 @@ def lazy_ag_grid(scripts: str) -> str:
         return scripts
     stub = AG_GRID_STUB.replace("__SRC__", json.dumps(m.group("src")).replace("</", "<\\/"))
     return scripts[: m.start()] + stub + scripts[m.end():]
+
+
+# plotly.js loaded from the start (issue 21's cold open).  dcc.Graph asks for plotly.js only
+# once its own chunk has loaded, after the layout is drawn: 1.2 MB fetched and run on the
+# critical path while the page waited for nothing else.  dcc takes ``window.Plotly`` when it
+# is there (``Promise.resolve(window.Plotly || <load it>)``), so the page defines it at once
+# as a promise of plotly.js (a thenable: dcc waits for it), fetches the file from the page's
+# start (``<link rel=preload>``) and runs it just after the renderer has started (its layout
+# and callback requests are out): plotly.js's start-up runs while the server answers.  Its
+# UMD wrapper assigns ``window.Plotly``: the setter keeps the real one (the getter returns it
+# from then on), runs the page's hooks (``wirefallOnPlotly``: the waterfall's resize filter)
+# and settles the promise.  A file that fails to load is asked for once more, then the
+# promise is rejected (dcc shows the graph's error, as with its own loader).
+PLOTLY_EARLY_JS = """<script>
+(function () {
+    var P = null, hooks = [], ok, no, pending = new Promise(function (a, b) { ok = a; no = b; });
+    pending.catch(function () {});
+    window.wirefallOnPlotly = function (f) { if (P) { f(P); } else { hooks.push(f); } };
+    Object.defineProperty(window, 'Plotly', {configurable: true, enumerable: true,
+        get: function () { return P || pending || undefined; },
+        set: function (v) { if (!v) { return; } P = v; hooks.splice(0).forEach(function (f) { f(v); }); ok(v); }});
+    function load(tries) {
+        var s = document.createElement('script');
+        s.src = __SRC__; s.async = true;
+        s.onerror = function () { if (tries > 0) { load(tries - 1); } else { pending = null; no(new Error('cannot load ' + s.src)); } };
+        document.head.appendChild(s);
+    }
+    window.wirefallLoadPlotly = function () { if (!P && pending && !window.wirefallLoadPlotly.done) { window.wirefallLoadPlotly.done = true; load(1); } };
+})();
+</script>"""
+PLOTLY_START_JS = "<script>window.wirefallLoadPlotly && window.wirefallLoadPlotly();</script>"
+
+
+def early_plotly(prefix: str = "/") -> tuple[str, str]:
+    """(the head's tags: the preload and ``PLOTLY_EARLY_JS``; the tag after the renderer that
+    runs plotly.js) for an app under ``prefix``."""
+    import html
+    import json
+
+    src = prefix.rstrip("/") + "/" + PLOTLY_PATH
+    head = f'<link rel="preload" as="script" href="{html.escape(src)}">' + PLOTLY_EARLY_JS.replace(
+        "__SRC__", json.dumps(src).replace("</", "<\\/"))
+    return head, PLOTLY_START_JS
+
+
+# dash_table's bundle: Dash registers it whenever dash is imported, and the page uses no
+# DataTable (its tables are AG Grid's) — not loaded.
+_DASH_TABLE_TAG = re.compile(r'<script src="[^"]*/_dash-component-suites/dash/dash_table/bundle[^"/]*\.js"></script>')
+
+
+def without_dash_table(scripts: str) -> str:
+    return _DASH_TABLE_TAG.sub("", scripts)
