@@ -462,6 +462,24 @@ def read_capture(path: str, info: CaptureInfo | None = None, opener=None,
     ``inflate_budget(compressed size)``: the budget of decompressed bytes a compressed
     capture is read to (``open_decompressed``); past it the capture ends there, marked as cut.
     """
+    batches = read_batches(path, info, opener, inflate_budget)
+    try:
+        for batch in batches:
+            yield from batch
+    finally:
+        batches.close()
+
+
+BATCH = 1024  # records per list read_batches yields, at most
+
+
+def read_batches(path: str, info: CaptureInfo | None = None, opener=None,
+                 inflate_budget: Callable[[int], Budget] | None = None) -> Generator[list[Record], None, None]:
+    """``read_capture``'s packets as lists of consecutive records (those the reader's buffer
+    holds whole, at most ``BATCH``): the analysis pass iterates them through
+    ``itertools.chain.from_iterable``, in C, instead of resuming two generators per packet.
+    A list is made only when the previous one was consumed, so whatever the reader learns
+    between packets (a pcapng secrets block, the end of the file) comes when it did."""
     if info is None:
         info = CaptureInfo()
     if opener is not None:
@@ -563,7 +581,7 @@ def _clamp_ts(info: CaptureInfo, ts: float, iid: int, itf: Interface, number: in
     return TS_MIN if ts < TS_MIN else TS_MAX
 
 
-def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[Record]:
+def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[list[Record]]:
     endian, resol = PCAP_MAGICS[magic]
     b = _Buf(f, magic)
     if not b.need(24):
@@ -579,15 +597,22 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
     while True:
         # every record wholly in the buffer, without a need() call each (the common case)
         buf, mv, pos, base, n = b.buf, b.mv, b.pos, b.base, b.n
-        while pos + 16 <= n:
+        batch: list[Record] = []
+        add = batch.append
+        last = number + BATCH
+        while pos + 16 <= n and number < last:
             sec, frac, caplen, origlen = unpack(buf, pos)
             end = pos + 16 + caplen
             if end > n or caplen > 0x4000000:
                 break
             number += 1
-            yield new(Record, (sec + frac * resol, caplen, origlen, linktype, base + pos + 16, bytes(mv[pos + 16 : end]), 0))
+            add(new(Record, (sec + frac * resol, caplen, origlen, linktype, base + pos + 16, bytes(mv[pos + 16 : end]), 0)))
             pos = end
         b.pos = pos
+        if batch:
+            yield batch
+            if number == last:  # (full: the buffer may hold more)
+                continue
         if not b.need(16):
             if b.n - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "record header incomplete", b)
@@ -605,8 +630,8 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
             return
         start = b.pos + 16
         data = bytes(b.mv[start : start + caplen])
-        yield _tuple_new(Record, (sec + frac * resol, caplen, origlen, linktype, b.base + start, data, 0))
         b.pos = start + caplen
+        yield [_tuple_new(Record, (sec + frac * resol, caplen, origlen, linktype, b.base + start, data, 0))]
 
 
 def _parse_options(buf: bytes, pos: int, end: int, endian: str) -> Iterator[tuple[int, bytes]]:
@@ -619,7 +644,7 @@ def _parse_options(buf: bytes, pos: int, end: int, endian: str) -> Iterator[tupl
         pos += (length + 3) & ~3
 
 
-def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[Record]:
+def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[list[Record]]:
     b = _Buf(f, magic)
     endian = "<"
     ifaces: list[Interface] = []
@@ -634,7 +659,10 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             unpack = epb[endian]
             buf, mv, pos, base, n = b.buf, b.mv, b.pos, b.base, b.n
             nif = len(ifaces)
-            while pos + 28 <= n:
+            batch: list[Record] = []
+            add = batch.append
+            last = number + BATCH
+            while pos + 28 <= n and number < last:
                 btype_i, blen, iid, tshi, tslo, caplen, origlen = unpack(buf, pos)
                 if btype_i != 6 or blen < 32 or blen & 3 or blen > 0x4000000 or pos + blen > n or iid >= nif:
                     break
@@ -645,9 +673,13 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 number += 1
                 if caplen > blen - 32:
                     caplen = blen - 32
-                yield new(Record, (ts, caplen, origlen, itf.linktype, base + pos + 28, bytes(mv[pos + 28 : pos + 28 + caplen]), iid))
+                add(new(Record, (ts, caplen, origlen, itf.linktype, base + pos + 28, bytes(mv[pos + 28 : pos + 28 + caplen]), iid)))
                 pos += blen
             b.pos = pos
+            if batch:
+                yield batch
+                if number == last:  # (full: the buffer may hold more)
+                    continue
         if not b.need(12):
             if b.n - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "block header incomplete", b)
@@ -694,14 +726,14 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
             if not TS_MIN <= ts <= TS_MAX:
                 ts = _clamp_ts(info, ts, iid, itf, number)
-            yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))
+            yield [_tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]
         elif btype_i == 3:  # Simple Packet Block: interface 0, no timestamp
             (origlen,) = struct.unpack_from(endian + "I", buf, p + 8)
             number += 1
             itf = ifaces[0] if ifaces else Interface(-1)
             caplen = max(0, min(origlen, blen - 16, itf.snaplen or origlen))
             start = p + 12
-            yield _tuple_new(Record, (0.0, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), 0))
+            yield [_tuple_new(Record, (0.0, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), 0))]
         elif btype_i == 2:  # obsolete Packet Block
             iid, _drops, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "HHIIII", buf, p + 8)
             number += 1
@@ -711,7 +743,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
             if not TS_MIN <= ts <= TS_MAX:
                 ts = _clamp_ts(info, ts, iid, itf, number)
-            yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))
+            yield [_tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]
         elif btype_i == 1:  # Interface Description Block
             linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, p + 8)
             itf = Interface(linktype, snaplen)
