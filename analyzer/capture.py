@@ -634,7 +634,7 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
         yield [_tuple_new(Record, (sec + frac * resol, caplen, origlen, linktype, b.base + start, data, 0))]
 
 
-def _parse_options(buf: bytes, pos: int, end: int, endian: str) -> Iterator[tuple[int, bytes]]:
+def _parse_options(buf: bytes | bytearray | memoryview, pos: int, end: int, endian: str) -> Iterator[tuple[int, bytes]]:
     while pos + 4 <= end:
         code, length = struct.unpack_from(endian + "HH", buf, pos)
         pos += 4
@@ -650,6 +650,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
     ifaces: list[Interface] = []
     number = 0
     epb = {"<": struct.Struct("<7I").unpack_from, ">": struct.Struct(">7I").unpack_from}
+    buf: bytearray | memoryview  # (the fast loop's buffer; the general path's view of its valid bytes)
     new = _tuple_new
     ts_lo, ts_hi = TS_MIN, TS_MAX
     while True:
