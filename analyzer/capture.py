@@ -377,45 +377,77 @@ class Inflate:
 
 
 class _Buf:
-    """A forward-only buffered reader over a stream, tracking the absolute offset."""
+    """A forward-only buffered reader over a stream, tracking the absolute offset.
 
-    __slots__ = ("f", "buf", "pos", "base", "eof", "error")
+    The bytes are read into one reused ``bytearray`` (``buf``; ``n`` of them valid, from
+    ``pos`` on unread) through a ``memoryview`` (``mv``) with ``readinto``: the file's bytes
+    are copied once by the kernel, then once more into each packet's ``bytes`` (the readers'
+    ``bytes(b.mv[a:b])``), not joined into a new buffer per read and sliced again.  The
+    buffer is never resized (a bigger one replaces it, for a record longer than it), so the
+    views the readers hold never meet a ``BufferError``; every slice the readers take lies
+    below ``n`` (each behind a ``need``), and ``view()`` is the valid bytes only, for the
+    general paths whose unpacks must fail past the data as they do on ``bytes``."""
+
+    __slots__ = ("f", "buf", "mv", "n", "pos", "base", "eof", "error", "_into")
 
     def __init__(self, f: BinaryIO, initial: bytes = b""):
         self.f = f
-        self.buf = initial
+        self.buf = bytearray(max(CHUNK, len(initial)))
+        self.mv = memoryview(self.buf)
+        self.n = len(initial)  # valid bytes in buf
+        self.mv[: self.n] = initial
         self.pos = 0
         self.base = 0  # absolute offset of buf[0]
         self.eof = False
         self.error: str | None = None  # why the file ended early (a broken compressed stream, an I/O error)
+        self._into = getattr(f, "readinto", None)  # (Inflate and a live capture's FollowFile have only read)
+
+    def view(self) -> memoryview:
+        """The valid bytes of the buffer (offsets as in ``buf``)."""
+        return self.mv[: self.n]
 
     def need(self, n: int) -> bool:
         """Make sure n bytes are available at pos; False at end of file."""
-        if len(self.buf) - self.pos >= n:
+        have = self.n - self.pos
+        if have >= n:
             return True
         if self.eof:
             return False
-        rest = self.buf[self.pos :]
-        self.base += self.pos
-        self.pos = 0
-        parts = [rest]
-        have = len(rest)
+        mv = self.mv
+        cap = len(mv)
+        # the unread rest to the front (at most one record: a few KiB, not the buffer)
+        if self.pos:
+            mv[:have] = mv[self.pos : self.n]
+            self.base += self.pos
+            self.pos = 0
+            self.n = have
         while have < n:
+            if have == cap:
+                # a record longer than the buffer: a bigger one, at most twice what was read
+                # (a damaged length field claiming 64 MiB must not allocate 64 MiB before the
+                # end of a small file is found)
+                cap = min(2 * cap, max(n, cap))
+                buf = bytearray(cap)
+                new = memoryview(buf)
+                new[:have] = mv[:have]
+                self.buf, self.mv, mv = buf, new, new
             try:
-                # at most 4 chunks per read: a damaged length field claiming 64 MiB must not make
-                # read() allocate 64 MiB before the end of a small file is found
-                chunk = self.f.read(min(max(CHUNK, n - have), 4 * CHUNK))
+                if self._into is not None:
+                    got = self._into(mv[have:cap])
+                else:
+                    chunk = self.f.read(cap - have)
+                    got = len(chunk)
+                    mv[have : have + got] = chunk
             except OSError as e:  # an I/O error on a plain file (Inflate never raises)
-                chunk = b""
+                got = 0
                 self.error = f"cannot read the file: {e.strerror or e}"
-            if not chunk:
+            if not got:
                 self.eof = True
                 self.error = self.error or getattr(self.f, "error", None)
                 break
-            parts.append(chunk)
-            have += len(chunk)
-        self.buf = b"".join(parts)
-        return len(self.buf) >= n
+            have += got
+            self.n = have
+        return have >= n
 
 
 def read_capture(path: str, info: CaptureInfo | None = None, opener=None,
@@ -430,6 +462,24 @@ def read_capture(path: str, info: CaptureInfo | None = None, opener=None,
     ``inflate_budget(compressed size)``: the budget of decompressed bytes a compressed
     capture is read to (``open_decompressed``); past it the capture ends there, marked as cut.
     """
+    batches = read_batches(path, info, opener, inflate_budget)
+    try:
+        for batch in batches:
+            yield from batch
+    finally:
+        batches.close()
+
+
+BATCH = 1024  # records per list read_batches yields, at most
+
+
+def read_batches(path: str, info: CaptureInfo | None = None, opener=None,
+                 inflate_budget: Callable[[int], Budget] | None = None) -> Generator[list[Record], None, None]:
+    """``read_capture``'s packets as lists of consecutive records (those the reader's buffer
+    holds whole, at most ``BATCH``): the analysis pass iterates them through
+    ``itertools.chain.from_iterable``, in C, instead of resuming two generators per packet.
+    A list is made only when the previous one was consumed, so whatever the reader learns
+    between packets (a pcapng secrets block, the end of the file) comes when it did."""
     if info is None:
         info = CaptureInfo()
     if opener is not None:
@@ -531,7 +581,7 @@ def _clamp_ts(info: CaptureInfo, ts: float, iid: int, itf: Interface, number: in
     return TS_MIN if ts < TS_MIN else TS_MAX
 
 
-def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[Record]:
+def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[list[Record]]:
     endian, resol = PCAP_MAGICS[magic]
     b = _Buf(f, magic)
     if not b.need(24):
@@ -546,19 +596,25 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
     new = _tuple_new
     while True:
         # every record wholly in the buffer, without a need() call each (the common case)
-        buf, pos, base = b.buf, b.pos, b.base
-        n = len(buf)
-        while pos + 16 <= n:
+        buf, mv, pos, base, n = b.buf, b.mv, b.pos, b.base, b.n
+        batch: list[Record] = []
+        add = batch.append
+        last = number + BATCH
+        while pos + 16 <= n and number < last:
             sec, frac, caplen, origlen = unpack(buf, pos)
             end = pos + 16 + caplen
             if end > n or caplen > 0x4000000:
                 break
             number += 1
-            yield new(Record, (sec + frac * resol, caplen, origlen, linktype, base + pos + 16, buf[pos + 16 : end], 0))
+            add(new(Record, (sec + frac * resol, caplen, origlen, linktype, base + pos + 16, bytes(mv[pos + 16 : end]), 0)))
             pos = end
         b.pos = pos
+        if batch:
+            yield batch
+            if number == last:  # (full: the buffer may hold more)
+                continue
         if not b.need(16):
-            if len(b.buf) - b.pos:
+            if b.n - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "record header incomplete", b)
             else:
                 _ended(info, path, b, number)
@@ -569,32 +625,32 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
             info.warnings.append(f"{path}: packet {number} at file offset {b.base + b.pos}: implausible captured length {caplen}; stopped reading")
             info.truncated = True
             return
-        start = b.pos + 16
         if not b.need(16 + caplen):
             _truncated(info, path, number, b.base + b.pos, f"{caplen} bytes of data expected", b)
             return
         start = b.pos + 16
-        data = b.buf[start : start + caplen]
-        yield _tuple_new(Record, (sec + frac * resol, caplen, origlen, linktype, b.base + start, data, 0))
+        data = bytes(b.mv[start : start + caplen])
         b.pos = start + caplen
+        yield [_tuple_new(Record, (sec + frac * resol, caplen, origlen, linktype, b.base + start, data, 0))]
 
 
-def _parse_options(buf: bytes, pos: int, end: int, endian: str) -> Iterator[tuple[int, bytes]]:
+def _parse_options(buf: bytes | bytearray | memoryview, pos: int, end: int, endian: str) -> Iterator[tuple[int, bytes]]:
     while pos + 4 <= end:
         code, length = struct.unpack_from(endian + "HH", buf, pos)
         pos += 4
         if code == 0:
             return
-        yield code, buf[pos : pos + length]
+        yield code, bytes(buf[pos : pos + length])
         pos += (length + 3) & ~3
 
 
-def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[Record]:
+def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[list[Record]]:
     b = _Buf(f, magic)
     endian = "<"
     ifaces: list[Interface] = []
     number = 0
     epb = {"<": struct.Struct("<7I").unpack_from, ">": struct.Struct(">7I").unpack_from}
+    buf: bytearray | memoryview  # (the fast loop's buffer; the general path's view of its valid bytes)
     new = _tuple_new
     ts_lo, ts_hi = TS_MIN, TS_MAX
     while True:
@@ -602,10 +658,12 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
         # common case); anything else, or anything odd, takes the general path below
         if ifaces:
             unpack = epb[endian]
-            buf, pos, base = b.buf, b.pos, b.base
-            n = len(buf)
+            buf, mv, pos, base, n = b.buf, b.mv, b.pos, b.base, b.n
             nif = len(ifaces)
-            while pos + 28 <= n:
+            batch: list[Record] = []
+            add = batch.append
+            last = number + BATCH
+            while pos + 28 <= n and number < last:
                 btype_i, blen, iid, tshi, tslo, caplen, origlen = unpack(buf, pos)
                 if btype_i != 6 or blen < 32 or blen & 3 or blen > 0x4000000 or pos + blen > n or iid >= nif:
                     break
@@ -616,19 +674,24 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 number += 1
                 if caplen > blen - 32:
                     caplen = blen - 32
-                yield new(Record, (ts, caplen, origlen, itf.linktype, base + pos + 28, buf[pos + 28 : pos + 28 + caplen], iid))
+                add(new(Record, (ts, caplen, origlen, itf.linktype, base + pos + 28, bytes(mv[pos + 28 : pos + 28 + caplen]), iid)))
                 pos += blen
             b.pos = pos
+            if batch:
+                yield batch
+                if number == last:  # (full: the buffer may hold more)
+                    continue
         if not b.need(12):
-            if len(b.buf) - b.pos:
+            if b.n - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "block header incomplete", b)
             else:
                 _ended(info, path, b, number)
             return
         p = b.pos
-        btype = b.buf[p : p + 4]
+        buf = b.view()  # (the general path: unpacks past the valid bytes fail, as on bytes)
+        btype = buf[p : p + 4]
         if btype == PCAPNG_SHB:
-            bom = b.buf[p + 8 : p + 12]
+            bom = buf[p + 8 : p + 12]
             if bom == b"\x4d\x3c\x2b\x1a":
                 endian = "<"
             elif bom == b"\x1a\x2b\x3c\x4d":
@@ -636,7 +699,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             else:
                 raise CaptureError(f"{path}: pcapng section header at offset {b.base + p} has a bad byte-order magic")
             ifaces = []  # interfaces are per section
-        btype_i, blen = struct.unpack_from(endian + "II", b.buf, p)
+        btype_i, blen = struct.unpack_from(endian + "II", buf, p)
         if blen < 12 or blen % 4 or blen > 0x4000000:
             if number == 0 and btype_i != 0x0A0D0D0A and not info.interfaces:
                 raise CaptureError(f"{path}: corrupt pcapng block at offset {b.base + p}")
@@ -647,7 +710,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             _truncated(info, path, number + 1, b.base + p, f"block of {blen} bytes incomplete", b)
             return
         p = b.pos
-        buf = b.buf
+        buf = b.view()
         if btype_i == 6:  # Enhanced Packet Block
             iid, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "IIIII", buf, p + 8)
             number += 1
@@ -664,14 +727,14 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
             if not TS_MIN <= ts <= TS_MAX:
                 ts = _clamp_ts(info, ts, iid, itf, number)
-            yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid))
+            yield [_tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]
         elif btype_i == 3:  # Simple Packet Block: interface 0, no timestamp
             (origlen,) = struct.unpack_from(endian + "I", buf, p + 8)
             number += 1
             itf = ifaces[0] if ifaces else Interface(-1)
             caplen = max(0, min(origlen, blen - 16, itf.snaplen or origlen))
             start = p + 12
-            yield _tuple_new(Record, (0.0, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], 0))
+            yield [_tuple_new(Record, (0.0, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), 0))]
         elif btype_i == 2:  # obsolete Packet Block
             iid, _drops, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "HHIIII", buf, p + 8)
             number += 1
@@ -681,7 +744,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
             if not TS_MIN <= ts <= TS_MAX:
                 ts = _clamp_ts(info, ts, iid, itf, number)
-            yield _tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, buf[start : start + caplen], iid))
+            yield [_tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]
         elif btype_i == 1:  # Interface Description Block
             linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, p + 8)
             itf = Interface(linktype, snaplen)

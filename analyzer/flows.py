@@ -47,13 +47,16 @@ class TcpDirection:
     only this object's slots."""
 
     __slots__ = ("dir", "isn", "next", "pending", "pending_bytes", "map", "fin_off", "acked",
-                 "tail", "tail_start", "flow", "max_pending", "syn_seq", "unseen_acked")
+                 "tail", "tail_start", "tail_len", "flow", "max_pending", "syn_seq", "unseen_acked")
 
     TAIL = 16384  # delivered bytes kept to tell identical from different retransmissions
-    # the buffer grows to TAIL_SLACK x TAIL before its oldest bytes go: one cut every dozen
-    # full-size segments, not a reallocation and a 16 KiB copy for each (bytes before
-    # next - TAIL are never compared, see _retransmission)
-    TAIL_SLACK = 2
+    # The tail is the delivered segments themselves (immutable bytes, held, not copied into a
+    # buffer and cut again): whole segments go from its front while the rest holds TAIL bytes
+    # (bytes before next - TAIL are never compared, see _retransmission).  Bounded: more than
+    # TAIL_CHUNKS small segments are joined and cut to TAIL bytes, and of a segment longer than
+    # BIG (a TSO frame's) only its last TAIL bytes are kept, as a copy.
+    TAIL_CHUNKS = 64
+    BIG = 65536
 
     def __init__(self, flow: TcpFlow, direction: int, max_pending: int):
         self.flow = flow
@@ -65,8 +68,9 @@ class TcpDirection:
         self.map: OffsetMap | None = None  # stream offset -> packet, from the first payload
         self.fin_off: int | None = None
         self.acked = 0  # highest offset the peer acknowledged
-        self.tail: bytearray | None = None
+        self.tail: list | None = None  # the delivered segments [tail_start, next), oldest first
         self.tail_start = 0
+        self.tail_len = 0  # bytes in tail (tail_start + tail_len == next)
         self.max_pending = max_pending
         self.syn_seq: int | None = None
         self.unseen_acked: int | None = None  # packet whose ACK covered bytes not seen (yet)
@@ -112,7 +116,40 @@ class TcpDirection:
             data = data[nxt - off :]
             off = nxt
         if off == nxt:
-            self._deliver(off, data, pkt)
+            # _deliver(off, data, pkt) and TcpFlow.deliver, inlined (once per in-order segment)
+            m = self.map
+            tail = self.tail
+            if m is None or tail is None:  # both made at the first payload
+                m = self.map = OffsetMap()
+                tail = self.tail = []
+            pp = m.packets
+            if not pp or pp[-1] != pkt:
+                m.starts.append(off)
+                pp.append(pkt)
+            self.next = end
+            if type(data) is not bytes:
+                data = bytes(data)  # (held in the tail: only an immutable copy may be)
+            n = end - off  # (data may have been cut above)
+            tl = self.tail_len + n
+            if n > self.BIG or len(tail) >= self.TAIL_CHUNKS:
+                tl = self._tail_cut(data, tl)
+            else:
+                tail.append(data)
+                TAIL = self.TAIL
+                while tl - len(tail[0]) >= TAIL:  # (steady state: one segment in, about one out)
+                    k = len(tail.pop(0))
+                    self.tail_start += k
+                    tl -= k
+            self.tail_len = tl
+            flow = self.flow
+            app = flow.app
+            if app is None and flow.make is not None:
+                app = flow._app()
+            if app is not None:
+                try:
+                    app.data(self.dir, data, off, pkt)
+                except Exception as e:  # noqa: BLE001 - see app_failed
+                    app_failed(flow, e, pkt)
             if self.pending:
                 self._drain(pkt)
         else:
@@ -132,31 +169,65 @@ class TcpDirection:
         if len(st.retransmission_packets) < st.MAX_LISTED:
             st.retransmission_packets.append(pkt)
         ts = self.tail_start
-        tail = self.tail or b""
         # the tail holds [ts, next); its last TAIL bytes are compared
-        a, b = max(off, ts, self.next - self.TAIL), min(off + len(data), ts + len(tail))
-        if a < b and tail[a - ts : b - ts] != data[a - off : b - off]:
+        a, b = max(off, ts, self.next - self.TAIL), min(off + len(data), ts + self.tail_len)
+        if a < b and self._tail_bytes(a, b) != data[a - off : b - off]:
             self.flow.conn.notes.append(Note(NoteKind.RETRANSMISSION_DIFFERS, pkt, self.dir, a, b - a))
+
+    def _tail_bytes(self, a: int, b: int) -> bytes:
+        """The delivered bytes [a, b) (within the tail)."""
+        out = []
+        p = self.tail_start
+        for c in self.tail or ():
+            q = p + len(c)
+            if q > a and p < b:
+                out.append(c[max(a - p, 0) : b - p])
+            if q >= b:
+                break
+            p = q
+        return b"".join(out)
+
+    def _tail_cut(self, data: bytes, tl: int) -> int:
+        """Add ``data`` to the tail the bounded way (``TAIL_CHUNKS``, ``BIG``); its new length."""
+        tail = self.tail
+        assert tail is not None
+        tail.append(data)
+        if len(data) <= self.BIG:
+            whole = b"".join(tail)
+        else:
+            whole = data
+        keep = whole[-self.TAIL :]
+        tail[:] = [keep]
+        self.tail_start += tl - len(keep)
+        return len(keep)
 
     def _deliver(self, off: int, data: bytes | memoryview, pkt: int, ready: int | None = None) -> None:
         """``pkt`` carried the bytes (kept in the packet map); ``ready`` is the packet at which
         they became readable in order — later than ``pkt`` for bytes that arrived before a
         hole was filled.  Sessions place frames at ``ready``, as tshark and the receiving
         application see them."""
-        m = self.map  # map.add(off, pkt), inlined (once per segment)
+        m = self.map  # map.add(off, pkt), inlined (segment inlines all of this for in-order bytes)
         tail = self.tail
         if m is None or tail is None:  # both made at the first payload
             m = self.map = OffsetMap()
-            tail = self.tail = bytearray()
+            tail = self.tail = []
         if not m.packets or m.packets[-1] != pkt:
             m.starts.append(off)
             m.packets.append(pkt)
-        self.next = off + len(data)
-        tail += data
-        if len(tail) > self.TAIL_SLACK * self.TAIL:
-            cut = len(tail) - self.TAIL
-            del tail[:cut]
-            self.tail_start += cut
+        n = len(data)
+        self.next = off + n
+        if type(data) is not bytes:
+            data = bytes(data)
+        tl = self.tail_len + n
+        if n > self.BIG or len(tail) >= self.TAIL_CHUNKS:
+            tl = self._tail_cut(data, tl)
+        else:
+            tail.append(data)
+            while tl - len(tail[0]) >= self.TAIL:
+                k = len(tail.pop(0))
+                self.tail_start += k
+                tl -= k
+        self.tail_len = tl
         self.flow.deliver(self.dir, data, off, pkt if ready is None else ready)
 
     def _drain(self, ready: int | None = None) -> None:
@@ -197,6 +268,7 @@ class TcpDirection:
         if self.tail is not None:
             self.tail.clear()
         self.tail_start = upto
+        self.tail_len = 0
         self.flow.gap(self.dir, start, upto - start, pkt)
 
     def force_gap(self, pkt: int) -> None:

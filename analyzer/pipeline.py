@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import gc
 import os
+from itertools import chain
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from .capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
+from .capture import DSB_TLS_KEYLOG, CaptureInfo, Record, read_batches
 from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
@@ -148,10 +150,12 @@ def _analyze(
     payload: bytes | memoryview
     # a shard's packets (analyzer.parallel): all, or only its own with their numbers (shard.pkt)
     numbered = shard is not None and shard.source is not None
-    reader = (read_capture(path, info, opener, inflate_budget) if shard is None
-              else shard.records(path, info, opener, inflate_budget))
+    # the serial pass reads lists of records (capture.read_batches), iterated in C
+    reader: Any = (read_batches(path, info, opener, inflate_budget) if shard is None
+                   else shard.records(path, info, opener, inflate_budget))
+    records_in: Iterator[Record] = chain.from_iterable(reader) if shard is None else reader
     read = 0  # packets this pass read (a streamed shard's numbers skip the other shards')
-    for rec in reader:
+    for rec in records_in:
         if marks is not None and (len(frames_l) != marks[-1][1] or len(exch_l) != marks[-1][2]):
             marks.append((pkt, len(frames_l), len(exch_l)))
         if numbered:

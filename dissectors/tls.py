@@ -477,9 +477,9 @@ class Record:
     and ``packet`` carried its first and last byte.  ``sslv2`` marks an SSLv2-format hello
     (its ``body`` then holds the whole record including its 2-byte header)."""
 
-    __slots__ = ("type", "version", "body", "offset", "first_packet", "packet", "sslv2")
+    __slots__ = ("type", "version", "body", "offset", "first_packet", "packet", "sslv2", "header")
 
-    def __init__(self, type_, version, body, offset, first_packet, packet, sslv2=False):
+    def __init__(self, type_, version, body, offset, first_packet, packet, sslv2=False, header=None):
         self.type = type_
         self.version = version
         self.body = body
@@ -487,6 +487,7 @@ class Record:
         self.first_packet = first_packet
         self.packet = packet
         self.sslv2 = sslv2
+        self.header = header  # the 5 header bytes as read (TLS 1.3's additional data), when the reader kept them
 
     def __repr__(self):
         return f"<Record {CONTENT_TYPES.get(self.type, self.type)} len={len(self.body)} off={self.offset} pkts={self.first_packet}-{self.packet}>"
@@ -521,19 +522,29 @@ def record_chain(buf, p: int = 0) -> tuple[int, bool]:
 class RecordReader:
     """One direction of a TLS byte stream -> records.  ``feed(data, offset, packet)`` returns
     the records completed by these bytes.  After a gap (``gap()``) or a malformed header the
-    reader looks for the next plausible record header (``resync``) and counts what it skipped."""
+    reader looks for the next plausible record header (``resync``) and counts what it skipped.
 
-    __slots__ = ("buf", "start", "chunks", "error", "skipped", "first", "lost", "want")
+    While the stream is record-aligned, the bytes of an incomplete record are held as the
+    chunks that brought them (``parts``: the TCP payloads, immutable, never copied) and joined
+    once, when the record is whole; record bodies are views of that one copy (or of the chunk
+    itself for a record wholly inside one).  The general path (the first record, which may be an
+    SSLv2 hello, a malformed header, resynchronisation) buffers in ``buf`` as before."""
+
+    __slots__ = ("buf", "start", "chunks", "error", "skipped", "first", "lost", "want", "parts", "held")
+
+    MAX_PARTS = 64  # chunks held before they are joined (a record in 1-byte segments: bounded objects)
 
     def __init__(self):
         self.want = 0  # bytes the buffered record needs before parsing is worth trying again
         self.buf = bytearray()
-        self.start = 0  # stream offset of buf[0]
-        self.chunks: list[tuple[int, int]] = []  # (stream offset, packet) of chunks in buf
+        self.start = 0  # stream offset of buf[0] (or of parts[0][0])
+        self.chunks: list[tuple[int, int]] = []  # (stream offset, packet) of chunks in buf (or parts)
         self.error: str | None = None  # why the stream is not record-aligned (None = aligned)
         self.skipped = 0
         self.first = True
         self.lost = False
+        self.parts: list = []  # aligned: the chunks holding an incomplete record (buf is then empty)
+        self.held = 0  # bytes in parts
 
     def _packet_at(self, off: int) -> int:
         pk = self.chunks[0][1]
@@ -546,13 +557,81 @@ class RecordReader:
     def gap(self, offset: int, length: int) -> None:
         self.want = 0
         self.buf.clear()
+        self.parts.clear()
+        self.held = 0
         self.chunks.clear()
         self.start = offset + length
         self.lost = True
 
     def feed(self, data, offset: int, packet: int) -> list[Record]:
-        if offset != self.start + len(self.buf):  # defensive: treat as a gap
-            self.gap(self.start + len(self.buf), offset - self.start - len(self.buf))
+        at = self.start + self.held + len(self.buf)
+        if offset != at:  # defensive: treat as a gap
+            self.gap(at, offset - at)
+        if self.first or self.lost or self.buf:
+            return self._feed(data, offset, packet)
+        if type(data) is not bytes and not (type(data) is memoryview and data.readonly):
+            data = bytes(data)  # (held and viewed below: only an immutable chunk may be)
+        parts = self.parts
+        joined = bool(parts)
+        if joined:
+            self.chunks.append((offset, packet))
+            parts.append(data)
+            self.held += len(data)
+            if self.held < self.want:
+                if len(parts) >= self.MAX_PARTS:
+                    parts[:] = [b"".join(parts)]
+                return []
+            data = b"".join(parts)
+            parts.clear()
+            self.held = 0
+            offset = self.start
+        out: list[Record] = []
+        mv = memoryview(data)
+        n = len(mv)
+        p = 0
+        # (a record wholly inside one chunk was never held to the length limit: as before)
+        limit = MAX_RECORD if joined else 0xFFFF
+        while n - p >= 5:
+            t = mv[p]
+            if not (20 <= t <= 24) or mv[p + 1] != 3:
+                break
+            ln = mv[p + 3] << 8 | mv[p + 4]
+            if n - p - 5 < ln or ln > limit:
+                break
+            off = offset + p
+            out.append(Record(t, mv[p + 1] << 8 | mv[p + 2], mv[p + 5 : p + 5 + ln], off,
+                              self._packet_at(off) if joined else packet, packet, False, mv[p : p + 5]))
+            p += 5 + ln
+        if p == n:
+            self.start = offset + n
+            self.chunks.clear()
+            return out
+        self.start = cut = offset + p
+        ch = self.chunks
+        if joined:
+            i = 0
+            while i + 1 < len(ch) and ch[i + 1][0] <= cut:
+                i += 1
+            if i:
+                del ch[:i]
+        else:
+            ch.append((offset, packet))
+        if n - p >= 5:
+            t = mv[p]
+            ln = mv[p + 3] << 8 | mv[p + 4]
+            if not (20 <= t <= 24) or mv[p + 1] != 3 or ln > MAX_RECORD:
+                self.buf += mv[p:]  # not a record header: the general path says so and resyncs
+                self.want = 0
+                return out + self._feed(b"", offset + n, packet)
+            self.want = 5 + ln
+        else:
+            self.want = 5
+        parts.append(mv[p:])
+        self.held = n - p
+        return out
+
+    def _feed(self, data, offset: int, packet: int) -> list[Record]:
+        """The general path (``feed``)."""
         out: list[Record] = []
         buf = self.buf
         if self.want:
@@ -643,6 +722,14 @@ class RecordReader:
                 del ch[:i]
         if not buf:
             self.chunks.clear()
+        elif not self.lost and not self.first:
+            # aligned again, inside a record: its bytes so far go to parts (one copy) and the
+            # next chunks are held, not appended
+            self.parts.append(bytes(buf))
+            self.held = len(buf)
+            buf.clear()
+            if not self.want:
+                self.want = 5
         return out
 
     def _resync(self, p: int) -> tuple[int, bool]:

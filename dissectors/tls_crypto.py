@@ -32,6 +32,9 @@ class DecryptError(Exception):
     """A record did not decrypt (bad tag, padding or MAC); carries no key material."""
 
 
+AEAD_ERRORS = (InvalidTag, ValueError)  # what an AEAD's decrypt raises on a record that does not open
+
+
 def _hname(h) -> str:
     return h if isinstance(h, str) else h.name
 

@@ -38,13 +38,13 @@ def _differs(conn: Connection) -> list:
 
 
 def test_retransmission_compared_with_the_last_tail_bytes_only():
-    """The retransmission tail is cut lazily (TAIL_SLACK), yet only the last TAIL delivered bytes
-    are compared, as when it was cut at every segment: a changed retransmission of older bytes
-    is counted, not reported as different."""
+    """The retransmission tail holds whole segments (more than TAIL bytes), yet only the last
+    TAIL delivered bytes are compared, as when it was cut at every segment: a changed
+    retransmission of older bytes is counted, not reported as different."""
     d, conn = _direction()
     total = 2 * TcpDirection.TAIL + 5000
     data = _stream(d, total)
-    assert d.tail_start < total - TcpDirection.TAIL - 3000  # kept beyond TAIL between cuts
+    assert d.tail_start < total - TcpDirection.TAIL  # kept beyond TAIL (whole segments)
     old = total - TcpDirection.TAIL - 3000  # wholly before the compared window
     d.segment(1000 + old, 0, bytes(b ^ 0xFF for b in data[old : old + 1000]), 900)
     assert _differs(conn) == []
@@ -62,10 +62,14 @@ def test_retransmission_compared_with_the_last_tail_bytes_only():
 
 
 def test_tail_is_bounded():
-    d, _ = _direction()
-    _stream(d, 40 * TcpDirection.TAIL)
-    assert len(d.tail) <= TcpDirection.TAIL_SLACK * TcpDirection.TAIL
-    assert d.tail_start + len(d.tail) == d.next
+    for seg in (1448, 1, 70000):  # MTU segments; a chunk per byte (joined); a TSO frame (a copy of its end)
+        d, _ = _direction()
+        _stream(d, 40 * TcpDirection.TAIL if seg > 1 else 3 * TcpDirection.TAIL, seg)
+        assert d.tail is not None and len(d.tail) <= TcpDirection.TAIL_CHUNKS
+        held = min(seg, TcpDirection.BIG)  # (of a TSO frame, its last TAIL bytes only)
+        assert d.tail_len == sum(map(len, d.tail)) <= TcpDirection.TAIL + max(held, TcpDirection.TAIL_CHUNKS * seg if seg < 64 else 0)
+        assert d.tail_len >= TcpDirection.TAIL
+        assert d.tail_start + d.tail_len == d.next
 
 
 def _h1_exchange(want_body):

@@ -55,12 +55,14 @@ from __future__ import annotations
 
 from wirefall.dissectors import tls as T
 from wirefall.dissectors.tls_crypto import (
+    AEAD_ERRORS,
     DecryptError,
     Tls13RecordDecryptor,
     suite_params,
     tls12_decryptors,
 )
 from array import array
+from bisect import bisect_right
 
 from ..model import NO_SERVER_HELLO  # noqa: F401  (the note kind's wording; its home is the model)
 from ..model import PROTO_CODE, Frame, Note, NoteKind, OffsetMap, TlsInfo
@@ -194,14 +196,116 @@ class TlsSession:
         self.nframes = 0  # record frames made (AGGREGATE_AFTER)
         self.last_frame: list[Frame | None] = [None, None]  # per direction: the frame a flood is counted on
         self.last_key: list[tuple | None] = [None, None]  # (type, length, fields) of its first record
+        self.fast: list = [None, None]  # per direction: data()'s fast-path state (_fast_state), None: ask again
 
     # ------------------------------------------------------------ byte-stream interface
 
     def data(self, direction, data, offset, packet):
-        for rec in self.readers[direction].feed(data, offset, packet):
-            self._record(direction, rec)
+        d = direction
+        for rec in self.readers[d].feed(data, offset, packet):
+            if rec.type != 23 or rec.header is None:  # (T.APPLICATION_DATA)
+                self._record(d, rec)
+                continue
+            fast = self.fast[d]
+            if fast is None:
+                fast = self.fast[d] = self._fast_state(d)
+            if fast is False:
+                self._record(d, rec)
+                continue
+            # The steady state of a TLS 1.3 direction (_fast_state): what _record, _dec13,
+            # Tls13RecordDecryptor.decrypt, _note_record, _plain, _frame and _deliver do for an
+            # application-data record that opens, in one place (six calls and a dict per record
+            # fewer); anything else (a record that does not open, padding, another inner type
+            # than application data) takes the general path, which decides as before.
+            dec, aead, iv, key, rows, pmap, wmap, cmap, inner = fast
+            body = rec.body
+            seq = dec.seq
+            try:
+                pt = aead.decrypt((iv ^ seq).to_bytes(12, "big"), body, rec.header)
+            except AEAD_ERRORS:
+                self._record(d, rec)  # (decrypts again, fails again, says so)
+                continue
+            ctype = pt[-1] if pt else 0
+            if not ctype:  # padding (or nothing): the general path strips it
+                self._record(d, rec)
+                continue
+            dec.seq = seq + 1
+            n = len(pt) - 1
+            info = self.info
+            info.records += 1
+            info.decrypted = True
+            self.nrec += 1
+            self.used = dec
+            pk = rec.packet
+            if d:
+                self.last_s2c_packet = pk
+            ln = len(body)
+            fields = {"version": _VNAME_CACHE.get(rec.version) or _vname(rec.version), "encrypted": True, "decrypted": True,
+                      "plaintext": n}
+            pt_off = self.pt_off[d]
+            a_off, a_len, a_fp, a_ptoff, a_ptlen, a_seq, a_key, a_ctype, a_pkt = rows
+            a_off(rec.offset)
+            a_len(ln)
+            a_fp(rec.first_packet)
+            a_ptoff(pt_off if ctype == 23 and n else -1)
+            a_ptlen(n)
+            a_seq(seq)
+            a_key(key)
+            a_ctype(ctype)
+            a_pkt(pk)  # (appended last: see TlsRecords)
+            if ctype != 23:  # a handshake message or an alert inside: the general path reads it
+                self.fast[0] = self.fast[1] = None
+                self._plain(d, rec, ctype, pt[:n], fields)
+                continue
+            # _frame: a decrypted record is never counted on a flood's frame
+            proto = self.pkt_proto
+            if proto[pk - 1] < P_TLS:
+                proto[pk - 1] = P_TLS
+            self.nframes += 1
+            self.last_key[d] = None
+            f = Frame(pk, rec.first_packet, self.ctx.ts[pk - 1], self.conn.id, d, "tls", None, "APPLICATION_DATA", 0,
+                      ln, None, fields, rec.offset, None)
+            self.frames_append(f)
+            self.last_frame[d] = f
+            info.record_overhead[d] += 5 + ln - n
+            if n:
+                if cmap is not None:  # the packet that carried the record's first byte (cmap.packet_at, inlined)
+                    pp = cmap.packets
+                    i = bisect_right(cmap.starts, rec.offset) - 1
+                    fp = pp[i] if i >= 0 else (pp[0] if pp else 0)
+                else:
+                    fp = rec.first_packet
+                pp = pmap.packets  # self.maps[d].add(pt_off, pk), self.wire[d].add(pt_off, fp), inlined
+                if not pp or pp[-1] != pk:
+                    pmap.starts.append(pt_off)
+                    pp.append(pk)
+                pp = wmap.packets
+                if not pp or pp[-1] != fp:
+                    wmap.starts.append(pt_off)
+                    pp.append(fp)
+                self.pt_off[d] = pt_off + n
+                inner.data(d, pt[:n], pt_off, pk)
+
+    def _fast_state(self, d: int):
+        """What ``data`` needs for the fast path of direction ``d``'s application-data records,
+        or False: a TLS 1.3 direction past its handshake, decrypting, nothing held or lost, no
+        0-RTT, its records listed and its inner session made (each of those by the general
+        path first).  ``self.fast`` caches it; every call of the general path clears it."""
+        dec = self.dec[d]
+        if (dec is None or type(dec) is not Tls13RecordDecryptor or not self.tls13 or self.sh is None or self.pending
+                or self.lost[d] or not self.enc[d] or not self.nrec or self.early or dec is self.early_dec
+                or self.rtab is None or self.inner is None):
+            return False
+        code = self.key_codes.get(id(dec))
+        t = self.rtab[d]
+        tcp = self.tcp_maps.get(self.conn.id)
+        return (dec, dec.aead, dec.iv, code[1] if code is not None else KEY_TLS12,
+                (t.offset.append, t.length.append, t.first_packet.append, t.pt_offset.append, t.pt_length.append,
+                 t.seq.append, t.key.append, t.ctype.append, t.packet.append),
+                self.maps[d], self.wire[d], tcp[d].map if tcp is not None else None, self.inner)
 
     def gap(self, direction, offset, length, packet):
+        self.fast[0] = self.fast[1] = None
         self.readers[direction].gap(offset, length)
         if not self.lost[direction]:
             self.lost[direction] = True
@@ -216,6 +320,7 @@ class TlsSession:
             self.dec[direction] = self.next_dec[direction] = None
 
     def end(self):
+        self.fast[0] = self.fast[1] = None
         if self.sh is None and self.pending:
             self._server_hello_missing(self.pending[0][1].packet)
         pend, self.pending = self.pending, []
@@ -243,6 +348,7 @@ class TlsSession:
             self.info.reason = msg
 
     def _record(self, d: int, rec: T.Record, flushing: bool = False) -> None:
+        self.fast[0] = self.fast[1] = None  # (the state this record meets may change: data() asks again)
         rtype = rec.type
         info = self.info
         if rec.sslv2:
