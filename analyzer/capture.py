@@ -644,6 +644,11 @@ def _parse_options(buf: bytes | bytearray | memoryview, pos: int, end: int, endi
         pos += (length + 3) & ~3
 
 
+# the least length of each pcapng block type that has fixed fields (header and trailer
+# included): EPB, SPB, obsolete PB, IDB, DSB, ISB, SHB
+_PCAPNG_FIXED = {6: 32, 3: 16, 2: 32, 1: 20, 0x0A: 20, 5: 24, 0x0A0D0D0A: 28}
+
+
 def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[list[Record]]:
     b = _Buf(f, magic)
     endian = "<"
@@ -653,6 +658,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
     buf: bytearray | memoryview  # (the fast loop's buffer; the general path's view of its valid bytes)
     new = _tuple_new
     ts_lo, ts_hi = TS_MIN, TS_MAX
+    short = 0  # blocks shorter than their fixed fields (skipped)
     while True:
         # Enhanced Packet Blocks wholly in the buffer, without a need() call each (the
         # common case); anything else, or anything odd, takes the general path below
@@ -711,6 +717,16 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             return
         p = b.pos
         buf = b.view()
+        need = _PCAPNG_FIXED.get(btype_i)
+        if need is not None and blen < need:  # shorter than its own fixed fields: skipped, said
+            short += 1
+            if short <= 3:
+                info.warnings.append(f"{path}: pcapng block of type {btype_i:#x} at file offset {b.base + p} is {blen} bytes, "
+                                     f"shorter than its fixed fields ({need}); skipped")
+            elif short == 4:
+                info.warnings.append(f"{path}: more pcapng blocks shorter than their fixed fields skipped (not listed)")
+            b.pos = p + blen
+            continue
         if btype_i == 6:  # Enhanced Packet Block
             iid, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "IIIII", buf, p + 8)
             number += 1

@@ -270,3 +270,21 @@ def test_out_of_range_timestamps_are_clamped_and_har_is_written(tmp_path):
     odd = sorted(e["startedDateTime"] for e in har if e["serverIPAddress"] != "127.0.0.1")
     assert odd == ["0001-01-02T00:00:00.000000Z"] * 13 + ["9999-12-30T23:59:59.000000Z"] * 13
     ok(cli("requests", path, "--json"))
+
+
+# ------------------------------------------------------------------ pcapng blocks shorter than their fixed fields
+
+def test_pcapng_blocks_shorter_than_their_fields_are_skipped_and_said(tmp_path):
+    """A 12-byte EPB/IDB/ISB made ``struct.error`` escape ("error: unpack_from requires…")
+    and lost the capture; each is skipped by its length with a warning (three listed, then
+    one line for the rest), every packet of the exchange is read."""
+    bad = ci.short_blocks(tmp_path)
+    want = json.loads(ok(cli("requests", ci.NORMAL, "--json")).stdout)
+    r = ok(cli("requests", bad, "--json"))
+    _same_requests(json.loads(r.stdout), want)
+    w = warnings(r)
+    assert [re.search(r"block of type (0x\w+)", x).group(1) for x in w[:3]] == ["0x6", "0x1", "0x5"]
+    assert all("shorter than its fixed fields" in x and "skipped" in x for x in w[:3])
+    assert "more pcapng blocks shorter" in w[3] and len(w) == 4
+    n = len(json.loads(ok(cli("packets", ci.NORMAL, "--json")).stdout))
+    assert len(json.loads(ok(cli("packets", bad, "--json")).stdout)) == n

@@ -22,6 +22,10 @@ Inputs (the finding of issue 18 each reproduces):
 - ``odd_timestamps(out)``: a pcapng with the normal exchange on an ordinary interface and two
   copies of it (other addresses) on interfaces whose ``if_tsresol`` is 0 (seconds: the
   microsecond values become 10^15 s) and whose ``if_tsoffset`` is -2^62 s (7).
+- ``short_blocks(out)``: a pcapng whose Enhanced Packet, Interface Description and Interface
+  Statistics blocks are shorter than their fixed fields (12 bytes) between the normal
+  exchange's packets (struct errors escaped as "error: unpack_from requires…", the packets
+  lost).
 - ``bz2_bomb(out)``: a bzip2 pcap of ~13 KB: the normal exchange, a record header whose
   captured length is implausible (where reading stops), then 2 GiB of zeros (10).
 """
@@ -192,6 +196,17 @@ def many_interfaces(out: str | Path, n: int = 70000) -> Path:
     one = idb()
     parts = [shb(), one * n]
     parts += [epb(n - 1, int(round(ts * 1e6)), data) for ts, data in normal_packets()]
+    p.write_bytes(b"".join(parts))
+    return p
+
+
+def short_blocks(out: str | Path) -> Path:
+    """The normal exchange in a pcapng, with a 12-byte EPB (type 6), IDB (1) and ISB (5)
+    after its third packet and five more 12-byte EPBs before its last."""
+    p = Path(out) / "short-blocks.pcapng"
+    pk = [epb(0, int(round(ts * 1e6)), data) for ts, data in normal_packets()]
+    runt = lambda t: struct.pack("<III", t, 12, 12)  # noqa: E731
+    parts = [shb(), idb(), *pk[:3], runt(6), runt(1), runt(5), *pk[3:-1], runt(6) * 5, pk[-1]]
     p.write_bytes(b"".join(parts))
     return p
 
