@@ -130,9 +130,7 @@ WATERFALL_RESIZE = """
         P.Plots._wirefall = true;
         return true;
     }
-    if (window.wirefallOnPlotly) {  // the page loads plotly.js itself (bundles.PLOTLY_EARLY_JS)
-        window.wirefallOnPlotly(patch);
-    } else if (!patch()) {  // dcc loads plotly.js when a graph first shows: patch it as it arrives
+    if (!patch()) {  // dcc loads plotly.js when a graph first shows: patch it as it arrives
         var P;
         Object.defineProperty(window, 'Plotly', {configurable: true, enumerable: true,
             get: function () { return P; }, set: function (v) { P = v; patch(); }});
@@ -1205,14 +1203,10 @@ def install_compression(server) -> bool:
 
 class WirefallDash(dash.Dash):
     """The Dash app whose page loads dash-ag-grid's bundle only when a grid is drawn
-    (``bundles.lazy_ag_grid``), plotly.js from its start (``bundles.early_plotly``) and not
-    dash_table's bundle (``bundles.without_dash_table``)."""
+    (``bundles.lazy_ag_grid``)."""
 
     def interpolate_index(self, **kwargs):
-        kwargs["scripts"] = bundles.without_dash_table(bundles.lazy_ag_grid(kwargs.get("scripts", "")))
-        head, start = bundles.early_plotly(self.config.requests_pathname_prefix or "/")  # plotly.js from the start
-        kwargs["css"] = head + kwargs.get("css", "")
-        kwargs["renderer"] = kwargs.get("renderer", "") + start
+        kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
         return super().interpolate_index(**kwargs)
 
 
