@@ -59,13 +59,14 @@ from wirefall.dissectors.spdy import (
     SpdyFrame,
 )
 
-from . import end_response, finish_body
+from . import IdentityBody, end_response, finish_body, needs_decoder
 from .tls import wire_packet
 from ..content import BodyDecoder  # decoded body sizes, as the HTTP sessions count them
 from ..model import Connection, Exchange, Frame, Note, NoteKind, OffsetMap
 
 DEFAULT_WINDOW = 64 * 1024
 DIR_NAMES = ("client→server", "server→client")
+_BLOCK_TYPES = frozenset({int(SYN_STREAM), int(SYN_REPLY), int(HEADERS)})  # frames with a header block
 REQUEST_NAMES = {":method", ":path", ":host", ":scheme", "method", "url", "host", "scheme"}
 
 
@@ -99,7 +100,7 @@ class _Stream:
         self.resp_done = False
         self.window = [DEFAULT_WINDOW, DEFAULT_WINDOW]  # send windows of client, server
         self.stall_since: list[float | None] = [None, None]
-        self.body: BodyDecoder | None = None
+        self.body: BodyDecoder | IdentityBody | None = None
         self.last_s2c = 0
 
 
@@ -139,9 +140,15 @@ class SpdySession:
         if not self.started[direction]:
             self.started[direction] = True
             self.dis.set_offset(direction, offset)
-        self.maps[direction].add(offset, packet)
-        for f in self.dis.receive(direction, data):
-            self._frame(direction, f, packet)
+        m = self.maps[direction]
+        m.add(offset, packet)
+        frames = self.dis.receive(direction, data)
+        if frames:
+            # a frame whose first byte is at or after the map's last start lies wholly in
+            # ``packet`` (what packet_at would answer twice, without the two look-ups)
+            lo = m.starts[-1]
+            for f in frames:
+                self._frame(direction, f, packet, f.offset >= lo)
 
     def gap(self, direction, offset, length, packet):
         if not self.started[direction]:
@@ -184,7 +191,8 @@ class SpdySession:
         return st
 
     # -- frames
-    def _frame(self, direction: int, f: SpdyFrame, packet: int):
+    def _frame(self, direction: int, f: SpdyFrame, packet: int, here: bool = False):
+        """``here``: the frame lies wholly in ``packet``."""
         ctx = self.ctx
         proto = self.proto
         if proto is None or self.proto_guessed and f.version:
@@ -194,32 +202,26 @@ class SpdySession:
             proto = "spdy/2" if v == 2 else "spdy/3"
             self._set_proto(proto)
             self.proto_guessed = v is None
-        first = self._pkt(direction, f.offset)
-        last = self._pkt(direction, f.end - 1) if f.end > f.offset else first
-        if last > packet or last == 0:
-            last = packet
-        fields = dict(f.fields) if f.fields else {}
-        if f.type_code in (SYN_STREAM, SYN_REPLY, HEADERS):
+        if here:
+            first = last = packet
+        else:
+            first = self._pkt(direction, f.offset)
+            last = self._pkt(direction, f.end - 1) if f.end > f.offset else first
+            if last > packet or last == 0:
+                last = packet
+        # the dissector's fields dict is this frame's alone: the Frame takes it over (no copy)
+        fields = f.fields
+        t = f.type_code
+        if t in _BLOCK_TYPES:
+            assert fields is not None  # (every control frame has its dict)
             fields["header_bytes_wire"] = f.block_wire
             fields["header_bytes_raw"] = f.block_raw
             fields["header_bytes_decoded"] = f.block_decoded
-        fr = Frame(
-            packet=last,
-            first_packet=first,
-            time=ctx.time(last),
-            connection=self.conn.id,
-            direction=direction,
-            protocol=proto,
-            stream_id=f.stream_id,
-            type=f.type,
-            flags=f.flags,
-            length=f.length,
-            headers=f.headers,
-            fields=fields or None,
-            offset=f.offset,
-            error=f.error,
-        )
-        budget = f.fields.get("not_decoded") if f.fields else None
+        # positional: packet, first_packet, time, connection, direction, protocol, stream_id,
+        # type, flags, length, headers, fields, offset, error
+        fr = Frame(last, first, ctx.time(last), self.conn.id, direction, proto, f.stream_id, f.type, f.flags, f.length,
+                   f.headers, fields or None, f.offset, f.error)
+        budget = fields.get("not_decoded") if fields else None
         if budget in ("decompress_bytes", "spdy_header_block") and not self.stop_noted[direction]:
             self.stop_noted[direction] = True  # the zlib stream of this direction stopped: said once
             why = f"budget {budget} ran out" if budget == "decompress_bytes" else f"{f.error}"
@@ -229,7 +231,6 @@ class SpdySession:
             self.conn.notes.append(f"packet {last}: SPDY {f.type}" + (f" stream {f.stream_id}" if f.stream_id is not None else "") + f": {f.error}")
         ctx.add_frame(fr, "SPDY")
         self.frames.append(fr)
-        t = f.type_code
         if t is None:
             self._data(direction, f, fr)
         elif t == SYN_STREAM:
@@ -412,8 +413,9 @@ class SpdySession:
             return
         ex = st.ex
         ex.frames += 1
+        compressed = f.fields is not None and bool(f.fields.get("compressed"))  # (v2 COMPRESS flag)
         if self.ctx.body_sink is not None and f.data:  # (analyzer/objects.py)
-            self.ctx.body_sink(self.conn, ex, direction, f.data, bool((f.fields or {}).get("compressed")))
+            self.ctx.body_sink(self.conn, ex, direction, f.data, compressed)
         if direction == 0:
             ex.request_body_bytes += n
             if f.flags & FLAG_FIN:
@@ -426,10 +428,11 @@ class SpdySession:
             ex.response_start, ex.response_start_packet = self.ctx.time(p), p
         ex.response_body_bytes += n
         st.last_s2c = fr.packet
-        if n and not (f.fields or {}).get("compressed"):
+        if n and not compressed:
             body = st.body
             if body is None:
-                body = st.body = BodyDecoder(ex.content_encoding, self.body_cap, ctx=self.ctx, conn=self.conn)
+                ce = ex.content_encoding
+                body = st.body = BodyDecoder(ce, self.body_cap, ctx=self.ctx, conn=self.conn) if needs_decoder(ce) else IdentityBody()
             if f.data is not None:
                 body.feed(f.data)
         if f.flags & FLAG_FIN:
@@ -450,10 +453,14 @@ class SpdySession:
         return self.proto == "spdy/3.1"
 
     def _flow(self, direction: int, f: SpdyFrame, fr: Frame, st: _Stream | None):
-        if not self._v3():
+        proto = self.proto
+        if proto == "spdy/2" or (self.dis.version or 3) < 3:  # (_v3)
             return
+        session_fc = proto == "spdy/3.1"  # (_session_fc)
         n = f.length
-        fields = dict(fr.fields or {})
+        fields = fr.fields  # (the frame's own dict: see _frame)
+        if fields is None:
+            fields = {}
         stalled = None
         new_stall = None
         if st is not None:
@@ -471,9 +478,9 @@ class SpdySession:
                     new_stall = "stream"
         sw = self.session_window[direction] - n
         self.session_window[direction] = sw
-        if self._session_fc():
+        if session_fc:
             fields["window_connection"] = sw
-        if sw <= 0 and n and self._session_fc():
+        if sw <= 0 and n and session_fc:
             stalled = stalled or "connection"
             if self.session_stall_since[direction] is None:
                 self.session_stall_since[direction] = fr.time
