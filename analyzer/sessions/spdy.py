@@ -84,7 +84,16 @@ def parse_associated_content(value: str) -> list[dict]:
     return out
 
 
+# what _apply_headers does with a header (by its lower-case name)
+_METHOD, _PATH, _HOST, _SCHEME, _STATUS, _CTYPE, _CENC = range(7)
+_APPLY = {":method": _METHOD, "method": _METHOD, ":path": _PATH, "url": _PATH, ":host": _HOST, "host": _HOST,
+          ":scheme": _SCHEME, "scheme": _SCHEME, ":status": _STATUS, "status": _STATUS,
+          "content-type": _CTYPE, "content-encoding": _CENC}
+
+
 def _url_path(url: str) -> str:
+    if "://" not in url:  # (the pattern needs it: a path as SPDY/3 sends it)
+        return url
     m = re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*(/.*)?$", url)
     if m:
         return m.group(1) or "/"
@@ -268,28 +277,34 @@ class SpdySession:
         else:
             ex.response_headers.extend(headers)
         for k, v in headers:
-            k = k.lower()
-            if k in (":method", "method"):
+            a = _APPLY.get(k)  # (SPDY names are lower case: the look-up of k.lower() is the rare one)
+            if a is None:
+                a = _APPLY.get(k.lower())
+                if a is None:
+                    continue
+            if a == _METHOD:
                 ex.method = v
-            elif k in (":path", "url"):
+            elif a == _PATH:
                 if "://" in v:
                     m = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://([^/]*)", v)
                     if m:
                         ex.scheme = ex.scheme or m.group(1)
                         ex.authority = ex.authority or m.group(2)
                 ex.path = _url_path(v)
-            elif k in (":host", "host"):
+            elif a == _HOST:
                 ex.authority = v
-            elif k in (":scheme", "scheme"):
+            elif a == _SCHEME:
                 ex.scheme = v
-            elif k in (":status", "status"):
+            elif a == _STATUS:
                 try:
                     ex.status = int(v.split(" ", 1)[0])
                 except ValueError:
                     pass
-            elif k == "content-type" and not request:
+            elif request:
+                pass
+            elif a == _CTYPE:
                 ex.content_type = v
-            elif k == "content-encoding" and not request:
+            else:  # _CENC
                 ex.content_encoding = v
         if ex.path is not None and ex.url is None or (ex.path is not None and ex.authority and ex.url and "://" not in ex.url):
             ex.url = f"{ex.scheme or ('http' if self.cleartext else 'https')}://{ex.authority}{ex.path}" if ex.authority else ex.path
