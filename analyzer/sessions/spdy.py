@@ -44,6 +44,7 @@ Exchange per stream (client SYN_STREAMs, and server SYN_STREAMs = pushes with ``
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from wirefall.dissectors.spdy import (
     FLAG_FIN,
@@ -61,8 +62,10 @@ from wirefall.dissectors.spdy import (
 
 from . import IdentityBody, end_response, finish_body, needs_decoder
 from .tls import wire_packet
-from ..content import BodyDecoder  # decoded body sizes, as the HTTP sessions count them
 from ..model import Connection, Exchange, Frame, Note, NoteKind, OffsetMap
+
+if TYPE_CHECKING:
+    from ..content import BodyDecoder
 
 DEFAULT_WINDOW = 64 * 1024
 DIR_NAMES = ("client→server", "server→client")
@@ -447,7 +450,14 @@ class SpdySession:
             body = st.body
             if body is None:
                 ce = ex.content_encoding
-                body = st.body = BodyDecoder(ce, self.body_cap, ctx=self.ctx, conn=self.conn) if needs_decoder(ce) else IdentityBody()
+                if needs_decoder(ce):
+                    # decoded body sizes, as the HTTP sessions count them (analyzer.content is
+                    # imported by the first coded body: a capture without one does not load it)
+                    from ..content import BodyDecoder
+
+                    body = st.body = BodyDecoder(ce, self.body_cap, ctx=self.ctx, conn=self.conn)
+                else:
+                    body = st.body = IdentityBody()
             if f.data is not None:
                 body.feed(f.data)
         if f.flags & FLAG_FIN:
