@@ -88,10 +88,10 @@ def parse_associated_content(value: str) -> list[dict]:
 
 
 # what _apply_headers does with a header (by its lower-case name)
-_METHOD, _PATH, _HOST, _SCHEME, _STATUS, _CTYPE, _CENC = range(7)
+_METHOD, _PATH, _HOST, _SCHEME, _STATUS, _CTYPE, _CENC, _HINT = range(8)
 _APPLY = {":method": _METHOD, "method": _METHOD, ":path": _PATH, "url": _PATH, ":host": _HOST, "host": _HOST,
           ":scheme": _SCHEME, "scheme": _SCHEME, ":status": _STATUS, "status": _STATUS,
-          "content-type": _CTYPE, "content-encoding": _CENC}
+          "content-type": _CTYPE, "content-encoding": _CENC, "x-associated-content": _HINT, "x-subresources": _HINT}
 
 
 def _url_path(url: str) -> str:
@@ -233,14 +233,8 @@ class SpdySession:
         # type, flags, length, headers, fields, offset, error
         fr = Frame(last, first, ctx.time(last), self.conn.id, direction, proto, f.stream_id, f.type, f.flags, f.length,
                    f.headers, fields or None, f.offset, f.error)
-        budget = fields.get("not_decoded") if fields else None
-        if budget in ("decompress_bytes", "spdy_header_block") and not self.stop_noted[direction]:
-            self.stop_noted[direction] = True  # the zlib stream of this direction stopped: said once
-            why = f"budget {budget} ran out" if budget == "decompress_bytes" else f"{f.error}"
-            self.conn.notes.append(f"packet {last}: SPDY header decompression stopped ({DIR_NAMES[direction]}): {why}; "
-                                   "this and later header blocks of this direction are not decoded, framing and DATA go on")
-        elif f.error and budget is None:  # (a budget says so once, at the end)
-            self.conn.notes.append(f"packet {last}: SPDY {f.type}" + (f" stream {f.stream_id}" if f.stream_id is not None else "") + f": {f.error}")
+        if f.error:  # (the dissector sets fields["not_decoded"] with an error only)
+            self._note_error(direction, f, last)
         ctx.add_frame(fr, "SPDY")
         self.frames.append(fr)
         if t is None:
@@ -274,7 +268,19 @@ class SpdySession:
         elif t == GOAWAY:
             pass
 
-    def _apply_headers(self, ex: Exchange, headers, request: bool):
+    def _note_error(self, direction: int, f: SpdyFrame, last: int) -> None:
+        budget = f.fields.get("not_decoded") if f.fields else None
+        if budget in ("decompress_bytes", "spdy_header_block") and not self.stop_noted[direction]:
+            self.stop_noted[direction] = True  # the zlib stream of this direction stopped: said once
+            why = f"budget {budget} ran out" if budget == "decompress_bytes" else f"{f.error}"
+            self.conn.notes.append(f"packet {last}: SPDY header decompression stopped ({DIR_NAMES[direction]}): {why}; "
+                                   "this and later header blocks of this direction are not decoded, framing and DATA go on")
+        elif budget is None:  # (a budget says so once, at the end)
+            self.conn.notes.append(f"packet {last}: SPDY {f.type}" + (f" stream {f.stream_id}" if f.stream_id is not None else "") + f": {f.error}")
+
+    def _apply_headers(self, ex: Exchange, headers, request: bool) -> bool:
+        """Whether a response's headers hold a push hint (X-Associated-Content, X-Subresources)."""
+        hint = False
         if request:
             ex.request_headers.extend(headers)
         else:
@@ -307,10 +313,13 @@ class SpdySession:
                 pass
             elif a == _CTYPE:
                 ex.content_type = v
-            else:  # _CENC
+            elif a == _CENC:
                 ex.content_encoding = v
+            else:  # _HINT
+                hint = True
         if ex.path is not None and ex.url is None or (ex.path is not None and ex.authority and ex.url and "://" not in ex.url):
             ex.url = f"{ex.scheme or ('http' if self.cleartext else 'https')}://{ex.authority}{ex.path}" if ex.authority else ex.path
+        return hint
 
     def _syn_stream(self, direction: int, f: SpdyFrame, fr: Frame):
         sid = f.stream_id
@@ -390,7 +399,7 @@ class SpdySession:
                 ex.request_end = fr.time
                 ex.request_end_packet = fr.packet
             return
-        self._apply_headers(ex, headers, False)
+        hint = self._apply_headers(ex, headers, False)
         ex.response_header_bytes_wire += f.block_wire
         ex.response_header_bytes_decoded += f.block_decoded
         if ex.response_start is None:
@@ -399,7 +408,7 @@ class SpdySession:
         if ex.response_headers_end is None and ex.status is not None:
             ex.response_headers_end, ex.response_headers_end_packet = fr.time, fr.packet
         st.last_s2c = fr.packet
-        for k, v in headers:
+        for k, v in headers if hint else ():
             kl = k.lower()
             if kl == "x-associated-content":
                 items = parse_associated_content(v)
