@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -202,23 +201,43 @@ _U16 = struct.Struct(">H")
 _2U32 = struct.Struct(">II")
 
 
-@dataclass(slots=True)
 class SpdyFrame:
-    offset: int  # offset of the frame's first byte in its direction's stream
-    end: int  # offset just past its last byte
-    version: int | None  # control frames: their version field; DATA: None
-    type: str  # SYN_STREAM ... / DATA / UNKNOWN_0xNNNN
-    type_code: int | None  # control type, None for DATA
-    flags: int
-    length: int  # as the frame header states it
-    stream_id: int | None = None
-    headers: list[tuple[str, str]] | None = None
-    fields: dict[str, Any] | None = None
-    error: str | None = None
-    block_wire: int = 0
-    block_raw: int = 0
-    block_decoded: int = 0
-    data: bytes | None = None  # DATA payload (keep_data)
+    """One frame: what a ``@dataclass(slots=True)`` with these fields and defaults would be
+    (its ``repr`` and ``==`` too), written out because making the dataclass cost ~6 M
+    instructions (0.6 ms) at every import, a share of each small capture's run."""
+
+    __slots__ = ("offset", "end", "version", "type", "type_code", "flags", "length", "stream_id", "headers", "fields",
+                 "error", "block_wire", "block_raw", "block_decoded", "data")
+
+    def __init__(self, offset: int, end: int, version: int | None, type: str, type_code: int | None, flags: int, length: int,
+                 stream_id: int | None = None, headers: list[tuple[str, str]] | None = None, fields: dict[str, Any] | None = None,
+                 error: str | None = None, block_wire: int = 0, block_raw: int = 0, block_decoded: int = 0,
+                 data: bytes | None = None) -> None:
+        self.offset = offset  # offset of the frame's first byte in its direction's stream
+        self.end = end  # offset just past its last byte
+        self.version = version  # control frames: their version field; DATA: None
+        self.type = type  # SYN_STREAM ... / DATA / UNKNOWN_0xNNNN
+        self.type_code = type_code  # control type, None for DATA
+        self.flags = flags
+        self.length = length  # as the frame header states it
+        self.stream_id = stream_id
+        self.headers = headers
+        self.fields = fields
+        self.error = error
+        self.block_wire = block_wire
+        self.block_raw = block_raw
+        self.block_decoded = block_decoded
+        self.data = data  # DATA payload (keep_data)
+
+    def __repr__(self) -> str:
+        return f"SpdyFrame({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not SpdyFrame:
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # (as the dataclass: mutable, compared by value)
 
     @property
     def fin(self) -> bool:
@@ -244,37 +263,39 @@ def parse_nv_block(raw: bytes, version: int, strings: dict[bytes, list[tuple[str
     pos = w
     pairs: list[tuple[str, str]] = []
     decoded = 0
-    for i in range(count):
-        start = pos
-        if pos + w > n:
-            return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        (nl,) = unpack(raw, pos)
-        pos += w + nl
-        if pos + w > n:
-            return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        (vl,) = unpack(raw, pos)
-        pos += w
-        end = pos + vl
-        if end > n:
-            return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
-        decoded += nl + vl
-        if strings is not None:
+    if strings is None:
+        strings = {}  # (then only the pairs this block repeats are shared)
+    get = strings.get
+    i = 0
+    try:
+        for i in range(count):  # noqa: B007 - (the except clause names the pair)
+            start = pos
+            (nl,) = unpack(raw, pos)  # (struct.error when the length field runs past the end)
+            pos += w + nl
+            (vl,) = unpack(raw, pos)
+            pos += w
+            end = pos + vl
+            if end > n:
+                raise struct.error
+            decoded += nl + vl
             key = raw[start:end]
-            hit = strings.get(key)
+            hit = get(key)
             if hit is not None:
                 pairs += hit
                 pos = end
                 continue
-        name = raw[start + w : start + w + nl].decode("utf-8", "replace")
-        value = raw[pos:end]
-        pos = end
-        if b"\0" in value:
-            new = [(name, v.decode("utf-8", "replace")) for v in value.split(b"\0")]
-        else:
-            new = [(name, value.decode("utf-8", "replace"))]
-        pairs += new
-        if strings is not None and len(strings) < FIELD_STRINGS_ENTRIES:
-            strings[key] = new
+            name = raw[start + w : start + w + nl].decode("utf-8", "replace")
+            value = raw[pos:end]
+            pos = end
+            if b"\0" in value:
+                new = [(name, v.decode("utf-8", "replace")) for v in value.split(b"\0")]
+            else:
+                new = [(name, value.decode("utf-8", "replace"))]
+            pairs += new
+            if len(strings) < FIELD_STRINGS_ENTRIES:
+                strings[key] = new
+    except struct.error:
+        return pairs, decoded, f"header block truncated at pair {i + 1} of {count}"
     err = None
     if pos != n:
         err = f"{n - pos} bytes after the last header pair"
@@ -303,16 +324,40 @@ class HeaderInflater:
         if self.broken:
             return None, self.broken
         z = self.z
+        budget = self.budget
+        first = None
+        if len(block) <= _INFLATE_IN and (budget is None or budget.room() >= _INFLATE_OUT):
+            # the common block: its input is one step and its output one call of zlib, within
+            # the cap; what the loop of _steps does in its first turn, without the loop
+            try:
+                first = z.decompress(block, _INFLATE_OUT)
+            except zlib.error as e:
+                return self._failed(block, e)
+            if len(first) <= self.limit and len(first) < _INFLATE_OUT and not z.unconsumed_tail:
+                if budget is not None and first:
+                    budget.charge(len(first))
+                return first, None
+        try:
+            return self._steps(block, first)
+        except zlib.error as e:
+            return self._failed(block, e)
+
+    def _steps(self, block: bytes | bytearray, first: bytes | None) -> tuple[bytes | None, str | None]:
+        """``inflate``'s loop: ``first``, if given, is the output of its first call to zlib
+        (the whole block, ``_INFLATE_OUT`` bytes asked)."""
+        z = self.z
         limit = self.limit
         work = max(OVER_CAP_WORK * limit, OVER_CAP_WORK << 20)
         budget = self.budget
         parts: list[bytes] = []
         total = 0
-        try:
-            for i in range(0, max(len(block), 1), _INFLATE_IN):
-                data = block[i : i + _INFLATE_IN]
-                while True:
-                    n = _INFLATE_OUT
+        for i in range(0, max(len(block), 1), _INFLATE_IN):
+            data = block[i : i + _INFLATE_IN]
+            while True:
+                n = _INFLATE_OUT
+                if first is not None:
+                    piece, first = first, None
+                else:
                     if budget is not None:
                         room = budget.room()
                         if room <= 0:
@@ -322,30 +367,31 @@ class HeaderInflater:
                             return None, self.broken
                         n = min(n, room)
                     piece = z.decompress(data, n)
-                    if budget is not None and piece:
-                        budget.charge(len(piece))
-                    total += len(piece)
-                    if total <= limit:
-                        parts.append(piece)
-                    elif parts:
-                        parts = []  # over the cap: only counted from here
-                    elif total > work:
-                        self.stopped = "spdy_header_block"
-                        self.broken = f"header block not decoded: a header block inflated beyond {work} bytes (header decompression stopped)"
-                        return None, f"header block inflates beyond {work} bytes; header decompression stopped in this direction"
-                    data = z.unconsumed_tail
-                    if not data and len(piece) < n:
-                        break  # (a full output buffer may leave output pending in zlib: ask again)
-            if total > limit:
-                return None, f"header block inflates beyond {limit} bytes (cap); discarded"
-            return b"".join(parts), None
-        except zlib.error as e:
-            if self.blocks == 1 and not (len(block) >= 2 and block[0] & 0x0F == 8 and (block[0] << 8 | block[1]) % 31 == 0):
-                # the first block has no zlib header (RFC 1950): the stream began before the capture did
-                self.broken = "header compression context unknown: the zlib stream began before the capture"
-                return None, self.broken
-            self.broken = f"zlib stream unusable since header block {self.blocks}: {e}"
-            return None, f"zlib error: {e}"
+                if budget is not None and piece:
+                    budget.charge(len(piece))
+                total += len(piece)
+                if total <= limit:
+                    parts.append(piece)
+                elif parts:
+                    parts = []  # over the cap: only counted from here
+                elif total > work:
+                    self.stopped = "spdy_header_block"
+                    self.broken = f"header block not decoded: a header block inflated beyond {work} bytes (header decompression stopped)"
+                    return None, f"header block inflates beyond {work} bytes; header decompression stopped in this direction"
+                data = z.unconsumed_tail
+                if not data and len(piece) < n:
+                    break  # (a full output buffer may leave output pending in zlib: ask again)
+        if total > limit:
+            return None, f"header block inflates beyond {limit} bytes (cap); discarded"
+        return b"".join(parts), None
+
+    def _failed(self, block: bytes | bytearray, e: zlib.error) -> tuple[None, str]:
+        if self.blocks == 1 and not (len(block) >= 2 and block[0] & 0x0F == 8 and (block[0] << 8 | block[1]) % 31 == 0):
+            # the first block has no zlib header (RFC 1950): the stream began before the capture did
+            self.broken = "header compression context unknown: the zlib stream began before the capture"
+            return None, self.broken
+        self.broken = f"zlib stream unusable since header block {self.blocks}: {e}"
+        return None, f"zlib error: {e}"
 
 
 class _Direction:
@@ -387,24 +433,26 @@ class SpdyConnection:
     def receive(self, direction: int, data) -> list[SpdyFrame]:
         d = self.dirs[direction]
         out: list[SpdyFrame] = []
-        mv = memoryview(data)
+        if type(data) is not bytes:  # (immutable bytes are parsed as they came: no copy)
+            data = bytes(data)
         df = d.data_frame
-        if df is not None:  # fast path: skip DATA payload without copying (d.data_left > 0)
-            n = min(d.data_left, len(mv))
+        if df is not None:  # fast path: the rest of a DATA payload (d.data_left > 0)
+            n = min(d.data_left, len(data))
             if self.keep_data:
-                d.chunks.append(mv[:n].tobytes())
+                d.chunks.append(data[:n])
             d.data_left -= n
             d.pos += n
-            mv = mv[n:]
+            if n:
+                data = data[n:]
             if not d.data_left:
                 out.append(self._data_done(d, df))
-            if not len(mv):
+            if not data:
                 return out
         if d.buf:
-            d.buf += mv  # bytearray: amortised growth while a large control frame arrives
+            d.buf += data  # bytearray: amortised growth while a large control frame arrives
             buf = d.buf
         else:
-            buf = mv.tobytes()
+            buf = data
         d.buf = b""
         self._parse(d, direction, buf, out)
         return out
@@ -558,7 +606,7 @@ class SpdyConnection:
     def _control(self, d: _Direction, off: int, version: int, type_: int, flags: int, length: int, buf: bytes | bytearray, p: int) -> SpdyFrame:
         name = CONTROL_NAMES.get(type_) or f"UNKNOWN_0x{type_:04x}"
         fl: dict[str, Any] = {}
-        f = SpdyFrame(off, off + 8 + length, version, name, type_, flags, length, None, fields=fl)
+        f = SpdyFrame(off, off + 8 + length, version, name, type_, flags, length, None, None, fl)
         if version not in (2, 3):
             f.error = f"unsupported SPDY version {version}"
             return f

@@ -26,12 +26,16 @@ tunnels end HTTP/1 parsing (a tunnel's bytes are sniffed again).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wirefall.dissectors.http1 import H1Body, H1Connection, H1End, H1Head
 
-from ..content import BodyDecoder
 from ..model import Connection, Exchange, Frame, Note, NoteKind
 from . import RawSession, lower_bound
 from .tls import wire_packet
+
+if TYPE_CHECKING:
+    from ..content import BodyDecoder
 
 
 class Http1Session:
@@ -213,6 +217,8 @@ class Http1Session:
                 ex.response_end_packet = h.packet
                 ex.response_body_decoded_bytes = 0
         elif _coded(ex.content_encoding):
+            from ..content import BodyDecoder  # (imported by the first coded body, not by every HTTP/1 capture)
+
             self.bodies[id(h)] = BodyDecoder(ex.content_encoding, self.cap, ctx=ctx, conn=self.conn)
         else:
             self.bodies[id(h)] = None
@@ -228,10 +234,12 @@ class Http1Session:
         else:
             ex = self._exchange_for_response(h)
             ex.response_body_bytes = e.payload
-            dec = self.bodies.pop(id(h), False)
-            if dec is None:  # no content coding: what a BodyDecoder would have counted
+            key = id(h)
+            if key not in self.bodies:  # (a body _response did not set up)
+                ex.response_body_decoded_bytes = e.payload
+            elif (dec := self.bodies.pop(key)) is None:  # no content coding: what a BodyDecoder would have counted
                 ex.response_body_decoded_bytes = e.seen
-            elif isinstance(dec, BodyDecoder):
+            else:
                 ex.response_body_decoded_bytes = dec.finish()
                 if dec.budget or dec.capped:
                     lower_bound(ex, "response_body_decoded_bytes")
@@ -244,8 +252,6 @@ class Http1Session:
                     self.conn.notes.append(f"packet {e.packet}: body: {dec.error}")
                     if dec.unknown:  # not decoded (unsupported, too many codings): the exchange says so
                         ex.error = ex.error or dec.error
-            else:
-                ex.response_body_decoded_bytes = e.payload
             self.orphans.pop(id(h), None)
         packet = e.packet
         if e.wire:

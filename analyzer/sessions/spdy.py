@@ -44,6 +44,7 @@ Exchange per stream (client SYN_STREAMs, and server SYN_STREAMs = pushes with ``
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from wirefall.dissectors.spdy import (
     FLAG_FIN,
@@ -59,13 +60,16 @@ from wirefall.dissectors.spdy import (
     SpdyFrame,
 )
 
-from . import end_response, finish_body
+from . import IdentityBody, end_response, finish_body, needs_decoder
 from .tls import wire_packet
-from ..content import BodyDecoder  # decoded body sizes, as the HTTP sessions count them
 from ..model import Connection, Exchange, Frame, Note, NoteKind, OffsetMap
+
+if TYPE_CHECKING:
+    from ..content import BodyDecoder
 
 DEFAULT_WINDOW = 64 * 1024
 DIR_NAMES = ("client→server", "server→client")
+_BLOCK_TYPES = frozenset({int(SYN_STREAM), int(SYN_REPLY), int(HEADERS)})  # frames with a header block
 REQUEST_NAMES = {":method", ":path", ":host", ":scheme", "method", "url", "host", "scheme"}
 
 
@@ -83,7 +87,16 @@ def parse_associated_content(value: str) -> list[dict]:
     return out
 
 
+# what _apply_headers does with a header (by its lower-case name)
+_METHOD, _PATH, _HOST, _SCHEME, _STATUS, _CTYPE, _CENC, _HINT = range(8)
+_APPLY = {":method": _METHOD, "method": _METHOD, ":path": _PATH, "url": _PATH, ":host": _HOST, "host": _HOST,
+          ":scheme": _SCHEME, "scheme": _SCHEME, ":status": _STATUS, "status": _STATUS,
+          "content-type": _CTYPE, "content-encoding": _CENC, "x-associated-content": _HINT, "x-subresources": _HINT}
+
+
 def _url_path(url: str) -> str:
+    if "://" not in url:  # (the pattern needs it: a path as SPDY/3 sends it)
+        return url
     m = re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*(/.*)?$", url)
     if m:
         return m.group(1) or "/"
@@ -99,7 +112,7 @@ class _Stream:
         self.resp_done = False
         self.window = [DEFAULT_WINDOW, DEFAULT_WINDOW]  # send windows of client, server
         self.stall_since: list[float | None] = [None, None]
-        self.body: BodyDecoder | None = None
+        self.body: BodyDecoder | IdentityBody | None = None
         self.last_s2c = 0
 
 
@@ -139,9 +152,15 @@ class SpdySession:
         if not self.started[direction]:
             self.started[direction] = True
             self.dis.set_offset(direction, offset)
-        self.maps[direction].add(offset, packet)
-        for f in self.dis.receive(direction, data):
-            self._frame(direction, f, packet)
+        m = self.maps[direction]
+        m.add(offset, packet)
+        frames = self.dis.receive(direction, data)
+        if frames:
+            # a frame whose first byte is at or after the map's last start lies wholly in
+            # ``packet`` (what packet_at would answer twice, without the two look-ups)
+            lo = m.starts[-1]
+            for f in frames:
+                self._frame(direction, f, packet, f.offset >= lo)
 
     def gap(self, direction, offset, length, packet):
         if not self.started[direction]:
@@ -184,7 +203,8 @@ class SpdySession:
         return st
 
     # -- frames
-    def _frame(self, direction: int, f: SpdyFrame, packet: int):
+    def _frame(self, direction: int, f: SpdyFrame, packet: int, here: bool = False):
+        """``here``: the frame lies wholly in ``packet``."""
         ctx = self.ctx
         proto = self.proto
         if proto is None or self.proto_guessed and f.version:
@@ -194,42 +214,29 @@ class SpdySession:
             proto = "spdy/2" if v == 2 else "spdy/3"
             self._set_proto(proto)
             self.proto_guessed = v is None
-        first = self._pkt(direction, f.offset)
-        last = self._pkt(direction, f.end - 1) if f.end > f.offset else first
-        if last > packet or last == 0:
-            last = packet
-        fields = dict(f.fields) if f.fields else {}
-        if f.type_code in (SYN_STREAM, SYN_REPLY, HEADERS):
+        if here:
+            first = last = packet
+        else:
+            first = self._pkt(direction, f.offset)
+            last = self._pkt(direction, f.end - 1) if f.end > f.offset else first
+            if last > packet or last == 0:
+                last = packet
+        # the dissector's fields dict is this frame's alone: the Frame takes it over (no copy)
+        fields = f.fields
+        t = f.type_code
+        if t in _BLOCK_TYPES:
+            assert fields is not None  # (every control frame has its dict)
             fields["header_bytes_wire"] = f.block_wire
             fields["header_bytes_raw"] = f.block_raw
             fields["header_bytes_decoded"] = f.block_decoded
-        fr = Frame(
-            packet=last,
-            first_packet=first,
-            time=ctx.time(last),
-            connection=self.conn.id,
-            direction=direction,
-            protocol=proto,
-            stream_id=f.stream_id,
-            type=f.type,
-            flags=f.flags,
-            length=f.length,
-            headers=f.headers,
-            fields=fields or None,
-            offset=f.offset,
-            error=f.error,
-        )
-        budget = f.fields.get("not_decoded") if f.fields else None
-        if budget in ("decompress_bytes", "spdy_header_block") and not self.stop_noted[direction]:
-            self.stop_noted[direction] = True  # the zlib stream of this direction stopped: said once
-            why = f"budget {budget} ran out" if budget == "decompress_bytes" else f"{f.error}"
-            self.conn.notes.append(f"packet {last}: SPDY header decompression stopped ({DIR_NAMES[direction]}): {why}; "
-                                   "this and later header blocks of this direction are not decoded, framing and DATA go on")
-        elif f.error and budget is None:  # (a budget says so once, at the end)
-            self.conn.notes.append(f"packet {last}: SPDY {f.type}" + (f" stream {f.stream_id}" if f.stream_id is not None else "") + f": {f.error}")
+        # positional: packet, first_packet, time, connection, direction, protocol, stream_id,
+        # type, flags, length, headers, fields, offset, error
+        fr = Frame(last, first, ctx.time(last), self.conn.id, direction, proto, f.stream_id, f.type, f.flags, f.length,
+                   f.headers, fields or None, f.offset, f.error)
+        if f.error:  # (the dissector sets fields["not_decoded"] with an error only)
+            self._note_error(direction, f, last)
         ctx.add_frame(fr, "SPDY")
         self.frames.append(fr)
-        t = f.type_code
         if t is None:
             self._data(direction, f, fr)
         elif t == SYN_STREAM:
@@ -261,37 +268,58 @@ class SpdySession:
         elif t == GOAWAY:
             pass
 
-    def _apply_headers(self, ex: Exchange, headers, request: bool):
+    def _note_error(self, direction: int, f: SpdyFrame, last: int) -> None:
+        budget = f.fields.get("not_decoded") if f.fields else None
+        if budget in ("decompress_bytes", "spdy_header_block") and not self.stop_noted[direction]:
+            self.stop_noted[direction] = True  # the zlib stream of this direction stopped: said once
+            why = f"budget {budget} ran out" if budget == "decompress_bytes" else f"{f.error}"
+            self.conn.notes.append(f"packet {last}: SPDY header decompression stopped ({DIR_NAMES[direction]}): {why}; "
+                                   "this and later header blocks of this direction are not decoded, framing and DATA go on")
+        elif budget is None:  # (a budget says so once, at the end)
+            self.conn.notes.append(f"packet {last}: SPDY {f.type}" + (f" stream {f.stream_id}" if f.stream_id is not None else "") + f": {f.error}")
+
+    def _apply_headers(self, ex: Exchange, headers, request: bool) -> bool:
+        """Whether a response's headers hold a push hint (X-Associated-Content, X-Subresources)."""
+        hint = False
         if request:
             ex.request_headers.extend(headers)
         else:
             ex.response_headers.extend(headers)
         for k, v in headers:
-            k = k.lower()
-            if k in (":method", "method"):
+            a = _APPLY.get(k)  # (SPDY names are lower case: the look-up of k.lower() is the rare one)
+            if a is None:
+                a = _APPLY.get(k.lower())
+                if a is None:
+                    continue
+            if a == _METHOD:
                 ex.method = v
-            elif k in (":path", "url"):
+            elif a == _PATH:
                 if "://" in v:
                     m = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://([^/]*)", v)
                     if m:
                         ex.scheme = ex.scheme or m.group(1)
                         ex.authority = ex.authority or m.group(2)
                 ex.path = _url_path(v)
-            elif k in (":host", "host"):
+            elif a == _HOST:
                 ex.authority = v
-            elif k in (":scheme", "scheme"):
+            elif a == _SCHEME:
                 ex.scheme = v
-            elif k in (":status", "status"):
+            elif a == _STATUS:
                 try:
                     ex.status = int(v.split(" ", 1)[0])
                 except ValueError:
                     pass
-            elif k == "content-type" and not request:
+            elif request:
+                pass
+            elif a == _CTYPE:
                 ex.content_type = v
-            elif k == "content-encoding" and not request:
+            elif a == _CENC:
                 ex.content_encoding = v
+            else:  # _HINT
+                hint = True
         if ex.path is not None and ex.url is None or (ex.path is not None and ex.authority and ex.url and "://" not in ex.url):
             ex.url = f"{ex.scheme or ('http' if self.cleartext else 'https')}://{ex.authority}{ex.path}" if ex.authority else ex.path
+        return hint
 
     def _syn_stream(self, direction: int, f: SpdyFrame, fr: Frame):
         sid = f.stream_id
@@ -371,7 +399,7 @@ class SpdySession:
                 ex.request_end = fr.time
                 ex.request_end_packet = fr.packet
             return
-        self._apply_headers(ex, headers, False)
+        hint = self._apply_headers(ex, headers, False)
         ex.response_header_bytes_wire += f.block_wire
         ex.response_header_bytes_decoded += f.block_decoded
         if ex.response_start is None:
@@ -380,7 +408,7 @@ class SpdySession:
         if ex.response_headers_end is None and ex.status is not None:
             ex.response_headers_end, ex.response_headers_end_packet = fr.time, fr.packet
         st.last_s2c = fr.packet
-        for k, v in headers:
+        for k, v in headers if hint else ():
             kl = k.lower()
             if kl == "x-associated-content":
                 items = parse_associated_content(v)
@@ -412,8 +440,9 @@ class SpdySession:
             return
         ex = st.ex
         ex.frames += 1
+        compressed = f.fields is not None and bool(f.fields.get("compressed"))  # (v2 COMPRESS flag)
         if self.ctx.body_sink is not None and f.data:  # (analyzer/objects.py)
-            self.ctx.body_sink(self.conn, ex, direction, f.data, bool((f.fields or {}).get("compressed")))
+            self.ctx.body_sink(self.conn, ex, direction, f.data, compressed)
         if direction == 0:
             ex.request_body_bytes += n
             if f.flags & FLAG_FIN:
@@ -426,10 +455,18 @@ class SpdySession:
             ex.response_start, ex.response_start_packet = self.ctx.time(p), p
         ex.response_body_bytes += n
         st.last_s2c = fr.packet
-        if n and not (f.fields or {}).get("compressed"):
+        if n and not compressed:
             body = st.body
             if body is None:
-                body = st.body = BodyDecoder(ex.content_encoding, self.body_cap, ctx=self.ctx, conn=self.conn)
+                ce = ex.content_encoding
+                if needs_decoder(ce):
+                    # decoded body sizes, as the HTTP sessions count them (analyzer.content is
+                    # imported by the first coded body: a capture without one does not load it)
+                    from ..content import BodyDecoder
+
+                    body = st.body = BodyDecoder(ce, self.body_cap, ctx=self.ctx, conn=self.conn)
+                else:
+                    body = st.body = IdentityBody()
             if f.data is not None:
                 body.feed(f.data)
         if f.flags & FLAG_FIN:
@@ -450,10 +487,14 @@ class SpdySession:
         return self.proto == "spdy/3.1"
 
     def _flow(self, direction: int, f: SpdyFrame, fr: Frame, st: _Stream | None):
-        if not self._v3():
+        proto = self.proto
+        if proto == "spdy/2" or (self.dis.version or 3) < 3:  # (_v3)
             return
+        session_fc = proto == "spdy/3.1"  # (_session_fc)
         n = f.length
-        fields = dict(fr.fields or {})
+        fields = fr.fields  # (the frame's own dict: see _frame)
+        if fields is None:
+            fields = {}
         stalled = None
         new_stall = None
         if st is not None:
@@ -471,9 +512,9 @@ class SpdySession:
                     new_stall = "stream"
         sw = self.session_window[direction] - n
         self.session_window[direction] = sw
-        if self._session_fc():
+        if session_fc:
             fields["window_connection"] = sw
-        if sw <= 0 and n and self._session_fc():
+        if sw <= 0 and n and session_fc:
             stalled = stalled or "connection"
             if self.session_stall_since[direction] is None:
                 self.session_stall_since[direction] = fr.time
