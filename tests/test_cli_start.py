@@ -2,6 +2,7 @@
 build_parser(command), the tables built on first use)."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -38,6 +39,24 @@ def test_one_subcommand_parser_is_the_full_parsers(command):
     assert vars(cli.build_parser(command).parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
 
 
+@pytest.mark.parametrize("columns", ["60", "100"])
+def test_help_is_argparse_formatters(monkeypatch, columns):
+    # the formatter set up on first use formats every help and usage as argparse's own does
+    monkeypatch.setenv("COLUMNS", columns)
+    ours = {c: _help(cli.build_parser(c), [c, "--help"]) for c in cli.COMMANDS}
+    ours["--help"] = _help(cli.build_parser(), ["--help"])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        cli.build_parser("requests").parse_args(["requests"])
+    monkeypatch.setattr(cli, "_HelpFormatter", argparse.HelpFormatter)
+    theirs = {c: _help(cli.build_parser(c), [c, "--help"]) for c in cli.COMMANDS}
+    theirs["--help"] = _help(cli.build_parser(), ["--help"])
+    err2 = io.StringIO()
+    with contextlib.redirect_stderr(err2), pytest.raises(SystemExit):
+        cli.build_parser("requests").parse_args(["requests"])
+    assert ours == theirs and "usage: wirefall requests" in err.getvalue() and err.getvalue() == err2.getvalue()
+
+
 def test_top_level_help_lists_every_command():
     text = _help(cli.build_parser(), ["--help"])
     for command in cli.COMMANDS:
@@ -60,7 +79,8 @@ def test_requests_run_imports_only_what_it_uses():
                          capture_output=True, text=True, env=env, timeout=120, check=True)
     mods = set(json.loads(out.stdout))
     assert "wirefall.dissectors.http1" in mods and "wirefall.analyzer.waterfall" in mods
-    for heavy in ("hpack", "aioquic", "pylsqpack", "wirefall.dissectors.http2", "wirefall.dissectors.http3", "wirefall.dissectors.quic",
+    # nor the subcommands' own modules, nor shutil (argparse's terminal width, looked up only for help)
+    for heavy in ("shutil", "wirefall.ui.cli_expert", "wirefall.ui.cli_objects", "wirefall.ui.cli_batch", "hpack", "aioquic", "pylsqpack", "wirefall.dissectors.http2", "wirefall.dissectors.http3", "wirefall.dissectors.quic",
                   "textual", "plotly", "dash", "numpy", "pyarrow", "wirefall.analyzer.filter", "wirefall.oracle", "wirefall.ui.tui",
                   "wirefall.ui.web"):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), heavy
