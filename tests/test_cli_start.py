@@ -97,3 +97,34 @@ def test_tables_built_cheaply_equal_their_definitions():
     buf = bytes(b for v in range(0x4000) for b in (0x40 | v >> 8, v & 0xFF))
     found = sorted({m.start() for p in pats for m in p.finditer(buf)} & set(range(0, len(buf), 2)))
     assert [p // 2 for p in found] == [v for v in range(0x4000) if http3.is_grease(v)]
+
+
+def _stock_repr(obj) -> str:
+    # the __repr__ @dataclass itself generates, of a copy of obj's class declared the stock way
+    import dataclasses
+
+    cls = type(obj)
+    ns = {"__annotations__": dict(cls.__annotations__), "__qualname__": cls.__qualname__, "__module__": cls.__module__}
+    for f in dataclasses.fields(cls):
+        ns[f.name] = dataclasses.field(default=None, repr=f.repr)
+    ref = dataclasses.dataclass(type(cls.__name__, (), ns), eq=False)
+    copy = ref.__new__(ref)
+    for f in dataclasses.fields(cls):
+        object.__setattr__(copy, f.name, getattr(obj, f.name))
+    return repr(copy)
+
+
+def test_dataclass_repr_is_the_generated_one():
+    # the start-up path's dataclasses declare repr=False and share dissectors/dataclass_repr.py:
+    # the text is @dataclass's own, on the objects of a real analysis
+    from wirefall.analyzer import waterfall
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.dissectors import registry
+
+    an = analyze(str(PAGE / "page-h2.pcapng"), keylogs=[str(PAGE / "page-h2.keys")], workers=1)
+    c = an.connections[0]
+    objs = [c, c.tls, c.stats[0], c.tcp, an.frames[0], an.frames[-1], an.exchanges[0], waterfall.page_of(an),
+            registry.descriptor("http2"), registry.descriptor("http2").kinds, registry.descriptor("http2").oracle]
+    for o in objs:
+        assert type(o).__repr__.__name__ == "dataclass_repr" and repr(o) == _stock_repr(o), type(o)
+    assert len(repr(an.exchanges[0])) > 200
