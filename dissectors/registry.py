@@ -38,8 +38,11 @@ MODULES = (  # (in this order the display-filter fields are listed: docs/FILTERS
 
 
 # (eq=False on the three: nothing compares or hashes descriptors, kinds or oracle specs — each
-# protocol has one, read by attribute — and the generated __eq__/__hash__ cost every start.)
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+# protocol has one, read by attribute — and the generated __eq__/__hash__ cost every start.
+# Not frozen either: nothing assigns to them (a test swaps a descriptor in through
+# dataclasses.replace), and frozen=True compiled a __setattr__, a __delattr__ and an __init__
+# through object.__setattr__ per class at every start: ~1.3 % of a small capture's run.)
+@dataclass(slots=True, eq=False, repr=False)
 class FrameKinds:
     """Which of a protocol's frame types (``Frame.type`` names) play which role.  The
     waterfall draws markers from these; an empty set means the protocol has no such frame."""
@@ -61,7 +64,7 @@ class FrameKinds:
 KIND_NAMES = tuple(f.name for f in fields(FrameKinds))
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@dataclass(slots=True, eq=False, repr=False)
 class OracleSpec:
     """How tshark names this protocol: its JSON layer and the fields the oracle compares
     (``fields``: wirefall ``Frame`` attribute -> tshark field; ``type_field``: the frame type)."""
@@ -77,7 +80,7 @@ class OracleSpec:
     clears_info: bool = False
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@dataclass(slots=True, eq=False, repr=False)
 class ProtocolDescriptor:
     """What wirefall knows of one protocol: its names, frame types and flags, frame kinds, and the modules that extend it."""
 
