@@ -20,6 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirefall.dissectors.dataclass_repr import dataclass_repr
+
 C2S, S2C = 0, 1
 DIRECTION_NAMES = ("c2s", "s2c")
 DIRECTION_ARROWS = ("client→server", "server→client")  # as notes name a direction
@@ -164,9 +166,11 @@ class OffsetMap:
 # eq=False (compared by identity: nothing compares two of them by value — tests compare their
 # dicts or JSON — and the generated __eq__ of ~40 fields costs every start); an Analysis has no
 # generated __repr__ either (it would print every frame).
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class TlsInfo:
     """What the TLS handshake of a connection showed (version, suite, SNI, ALPN, times) and whether its records were decrypted."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     version: str | None = None
     cipher_suite: str | None = None
@@ -224,9 +228,11 @@ class TlsInfo:
             object.__setattr__(self, n, v)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class QuicInfo:
     """What a QUIC connection's handshake showed (version, SNI, ALPN, connection ids) and whether it was decrypted."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     version: str | None = None
     sni: str | None = None
@@ -238,13 +244,15 @@ class QuicInfo:
     alpn_inferred: bool = False  # HTTP/3 recognised by its streams, the ALPN not seen (capture joined mid-way)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class TcpInfo:
     """What the flow layer learnt of a TCP connection's handshake, per direction (0 = client
     to server): the sequence number of stream offset 0 (``isn``: the SYN's plus one, or the
     first segment's when no SYN was seen first), whether a SYN was seen, and the window-scale
     shift its SYN offered (None: no SYN, or a SYN without the option).  The detail view and
     the display filter read relative sequence numbers and scaled windows from it."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     # (pairs, replaced when set: each is set at most once per direction, and the shared
     # defaults cost a connection nothing)
@@ -263,9 +271,11 @@ class TcpInfo:
         self.wscale = (shift, self.wscale[1]) if direction == 0 else (self.wscale[0], shift)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class DirStats:
     """Packet, byte, retransmission and gap counts of one direction of a connection."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     packets: int = 0
     bytes: int = 0  # on the wire (original frame length)
@@ -279,9 +289,11 @@ class DirStats:
     MAX_LISTED = 2000
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class Connection:
     """One transport connection (TCP or UDP flow): endpoints, times, protocol, handshake facts, per-direction stats and notes."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     id: int
     transport: str  # tcp | udp
@@ -313,9 +325,11 @@ class Connection:
         return f"{fmt(c)} → {fmt(s)}"
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class Frame:
     """One protocol frame (HTTP/2, SPDY, HTTP/3, QUIC, TLS record, HTTP/1 message ...) where it completes on the wire."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     packet: int  # where the frame completes (where tshark shows it)
     first_packet: int
@@ -333,9 +347,11 @@ class Frame:
     error: str | None = None
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class Exchange:
     """One request and its response: the heads, sizes, times and packets of each side."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     id: int
     connection: int

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from wirefall.dissectors.dataclass_repr import dataclass_repr
 from wirefall.dissectors.registry import find, kind_types
 
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
@@ -139,9 +140,11 @@ def content_class(content_type: str | None, url: str | None = None) -> str:
     return "other"
 
 
-@dataclass(slots=True, eq=False)  # (nothing compares two lookups by value)
+@dataclass(slots=True, eq=False, repr=False)  # (nothing compares two lookups by value)
 class DnsLookup:
     """A DNS query in the capture and its answer (addresses, CNAME chain, rcode), and the connection it is charged to."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     name: str
     query_time: float
@@ -170,9 +173,11 @@ _MAX_LINK_PASSES = 8  # fixpoint passes of the Referer/connection/host rule (eac
 _MAX_REDIRECTS = 20
 
 
-@dataclass(eq=False)  # (nothing compares two pages by value)
+@dataclass(eq=False, repr=False)  # (nothing compares two pages by value)
 class Page:
     """The page a capture loads, apart from background traffic (see ``page_of``)."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     document: int | None  # exchange id of the page's document (None: no request at all)
     redirects: list[int]  # exchange ids of the redirects that led to the document, first first

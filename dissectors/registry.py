@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any
 
+from wirefall.dissectors.dataclass_repr import dataclass_repr
+
 # The dissector modules that define a DESCRIPTOR (one protocol each); adding a protocol is one
 # new module here and its DESCRIPTOR.
 MODULES = (  # (in this order the display-filter fields are listed: docs/FILTERS.md)
@@ -36,11 +38,16 @@ MODULES = (  # (in this order the display-filter fields are listed: docs/FILTERS
 
 
 # (eq=False on the three: nothing compares or hashes descriptors, kinds or oracle specs — each
-# protocol has one, read by attribute — and the generated __eq__/__hash__ cost every start.)
-@dataclass(frozen=True, slots=True, eq=False)
+# protocol has one, read by attribute — and the generated __eq__/__hash__ cost every start.
+# Not frozen either: nothing assigns to them (a test swaps a descriptor in through
+# dataclasses.replace), and frozen=True compiled a __setattr__, a __delattr__ and an __init__
+# through object.__setattr__ per class at every start: ~1.3 % of a small capture's run.)
+@dataclass(slots=True, eq=False, repr=False)
 class FrameKinds:
     """Which of a protocol's frame types (``Frame.type`` names) play which role.  The
     waterfall draws markers from these; an empty set means the protocol has no such frame."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     reset: frozenset[str] = frozenset()  # abort one stream (RST_STREAM, RESET_STREAM, ...)
     priority: frozenset[str] = frozenset()  # reprioritise a stream
@@ -57,10 +64,12 @@ class FrameKinds:
 KIND_NAMES = tuple(f.name for f in fields(FrameKinds))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class OracleSpec:
     """How tshark names this protocol: its JSON layer and the fields the oracle compares
     (``fields``: wirefall ``Frame`` attribute -> tshark field; ``type_field``: the frame type)."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     layer: str
     type_field: str | None = None
@@ -71,9 +80,11 @@ class OracleSpec:
     clears_info: bool = False
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class ProtocolDescriptor:
     """What wirefall knows of one protocol: its names, frame types and flags, frame kinds, and the modules that extend it."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     name: str  # registry key ("http2", "spdy", "quic", ...)
     display: str  # Wireshark's protocol column name ("HTTP2", "SPDY", ...)

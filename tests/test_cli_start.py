@@ -2,6 +2,7 @@
 build_parser(command), the tables built on first use)."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -38,6 +39,24 @@ def test_one_subcommand_parser_is_the_full_parsers(command):
     assert vars(cli.build_parser(command).parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
 
 
+@pytest.mark.parametrize("columns", ["60", "100"])
+def test_help_is_argparse_formatters(monkeypatch, columns):
+    # the formatter set up on first use formats every help and usage as argparse's own does
+    monkeypatch.setenv("COLUMNS", columns)
+    ours = {c: _help(cli.build_parser(c), [c, "--help"]) for c in cli.COMMANDS}
+    ours["--help"] = _help(cli.build_parser(), ["--help"])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        cli.build_parser("requests").parse_args(["requests"])
+    monkeypatch.setattr(cli, "_HelpFormatter", argparse.HelpFormatter)
+    theirs = {c: _help(cli.build_parser(c), [c, "--help"]) for c in cli.COMMANDS}
+    theirs["--help"] = _help(cli.build_parser(), ["--help"])
+    err2 = io.StringIO()
+    with contextlib.redirect_stderr(err2), pytest.raises(SystemExit):
+        cli.build_parser("requests").parse_args(["requests"])
+    assert ours == theirs and "usage: wirefall requests" in err.getvalue() and err.getvalue() == err2.getvalue()
+
+
 def test_top_level_help_lists_every_command():
     text = _help(cli.build_parser(), ["--help"])
     for command in cli.COMMANDS:
@@ -60,7 +79,8 @@ def test_requests_run_imports_only_what_it_uses():
                          capture_output=True, text=True, env=env, timeout=120, check=True)
     mods = set(json.loads(out.stdout))
     assert "wirefall.dissectors.http1" in mods and "wirefall.analyzer.waterfall" in mods
-    for heavy in ("hpack", "aioquic", "pylsqpack", "wirefall.dissectors.http2", "wirefall.dissectors.http3", "wirefall.dissectors.quic",
+    # nor the subcommands' own modules, nor shutil (argparse's terminal width, looked up only for help)
+    for heavy in ("shutil", "wirefall.ui.cli_expert", "wirefall.ui.cli_objects", "wirefall.ui.cli_batch", "hpack", "aioquic", "pylsqpack", "wirefall.dissectors.http2", "wirefall.dissectors.http3", "wirefall.dissectors.quic",
                   "textual", "plotly", "dash", "numpy", "pyarrow", "wirefall.analyzer.filter", "wirefall.oracle", "wirefall.ui.tui",
                   "wirefall.ui.web"):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), heavy
@@ -77,3 +97,34 @@ def test_tables_built_cheaply_equal_their_definitions():
     buf = bytes(b for v in range(0x4000) for b in (0x40 | v >> 8, v & 0xFF))
     found = sorted({m.start() for p in pats for m in p.finditer(buf)} & set(range(0, len(buf), 2)))
     assert [p // 2 for p in found] == [v for v in range(0x4000) if http3.is_grease(v)]
+
+
+def _stock_repr(obj) -> str:
+    # the __repr__ @dataclass itself generates, of a copy of obj's class declared the stock way
+    import dataclasses
+
+    cls = type(obj)
+    ns = {"__annotations__": dict(cls.__annotations__), "__qualname__": cls.__qualname__, "__module__": cls.__module__}
+    for f in dataclasses.fields(cls):
+        ns[f.name] = dataclasses.field(default=None, repr=f.repr)
+    ref = dataclasses.dataclass(type(cls.__name__, (), ns), eq=False)
+    copy = ref.__new__(ref)
+    for f in dataclasses.fields(cls):
+        object.__setattr__(copy, f.name, getattr(obj, f.name))
+    return repr(copy)
+
+
+def test_dataclass_repr_is_the_generated_one():
+    # the start-up path's dataclasses declare repr=False and share dissectors/dataclass_repr.py:
+    # the text is @dataclass's own, on the objects of a real analysis
+    from wirefall.analyzer import waterfall
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.dissectors import registry
+
+    an = analyze(str(PAGE / "page-h2.pcapng"), keylogs=[str(PAGE / "page-h2.keys")], workers=1)
+    c = an.connections[0]
+    objs = [c, c.tls, c.stats[0], c.tcp, an.frames[0], an.frames[-1], an.exchanges[0], waterfall.page_of(an),
+            registry.descriptor("http2"), registry.descriptor("http2").kinds, registry.descriptor("http2").oracle]
+    for o in objs:
+        assert type(o).__repr__.__name__ == "dataclass_repr" and repr(o) == _stock_repr(o), type(o)
+    assert len(repr(an.exchanges[0])) > 200

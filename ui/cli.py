@@ -517,38 +517,77 @@ def live_args(sp, write: bool = True) -> None:
         sp.add_argument("-w", "--write", metavar="FILE", help="where Save writes the live capture on the server (default: a download)")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, set up (with the terminal's width, ``shutil.get_terminal_size``)
+    only when it first formats help or usage: ``add_argument`` makes one per argument just to
+    check the metavar, and the width lookup imported shutil (and with it bz2 and lzma), ~1.5 %
+    of the instructions of a small capture's whole ``requests`` run."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        self._setup = (prog, indent_increment, max_help_position, width)
+
+    def __getattr__(self, name: str):
+        # the first attribute HelpFormatter.__init__ would have set: set them all now
+        setup = self.__dict__.pop("_setup", None)
+        if setup is None:
+            raise AttributeError(name)
+        argparse.HelpFormatter.__init__(self, *setup)
+        return getattr(self, name)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with ``_HelpFormatter`` (its subcommands' parsers are of its class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def common_args(sp: argparse.ArgumentParser) -> None:
+    """The options every capture subcommand takes (declared on each, not copied from a parent
+    parser: that built a parser and copied its actions at every start)."""
+    sp.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
+    sp.add_argument("--debug", action="store_true", help="show tracebacks")
+    sp.add_argument("-j", "--workers", type=_workers, default="auto", metavar="N",
+                    help="analyse with N processes, connections sharded between them (same result); "
+                         "auto (default): every core for captures of 16 MB or more, else 1")
+    sp.add_argument("--cache", action="store_true", help="reuse (or store) the analysis in the zstd cache ($XDG_CACHE_HOME/wirefall); no key material is stored")
+    sp.add_argument("--limit", action="append", type=parse_limit, metavar="NAME=N",
+                    help="raise or lower one decoding budget (per connection, or NAME_capture for the whole capture); repeatable; "
+                         "an unknown NAME lists the valid ones")
+    for kind, what in (("har", "a HAR 1.2"), ("netlog", "a Chrome NetLog"), ("qlog", "a qlog")):
+        sp.add_argument(f"--{kind}", action="append", metavar="FILE",
+                        help=f"lay {what} of the same load over the capture: its requests matched to the wire's, "
+                             "URLs the capture lacks filled in, browser-minus-wire offsets per phase; repeatable")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with ``command`` (one of COMMANDS), only that subcommand's
-    arguments are declared, the others listed by name and help alone: a start parses one
-    subcommand, and declaring all fifteen (each copying the common options) cost as much as
-    reading a small capture's packets.  ``wirefall --help`` builds them all."""
+    parser is built, the others are names alone (what an unknown command's error lists): a
+    start parses one subcommand, and declaring all fifteen cost as much as reading a small
+    capture's packets.  ``wirefall --help`` builds them all."""
 
     def want(name: str) -> bool:
         return command is None or command == name
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
-    common.add_argument("--debug", action="store_true", help="show tracebacks")
-    common.add_argument("-j", "--workers", type=_workers, default="auto", metavar="N",
-                        help="analyse with N processes, connections sharded between them (same result); "
-                             "auto (default): every core for captures of 16 MB or more, else 1")
-    common.add_argument("--cache", action="store_true", help="reuse (or store) the analysis in the zstd cache ($XDG_CACHE_HOME/wirefall); no key material is stored")
-    common.add_argument("--limit", action="append", type=parse_limit, metavar="NAME=N",
-                        help="raise or lower one decoding budget (per connection, or NAME_capture for the whole capture); repeatable; "
-                             "an unknown NAME lists the valid ones")
-    for kind, what in (("har", "a HAR 1.2"), ("netlog", "a Chrome NetLog"), ("qlog", "a qlog")):
-        common.add_argument(f"--{kind}", action="append", metavar="FILE",
-                            help=f"lay {what} of the same load over the capture: its requests matched to the wire's, "
-                                 "URLs the capture lacks filled in, browser-minus-wire offsets per phase; repeatable")
-    p = argparse.ArgumentParser(prog="wirefall", description="Protocol analyzer and waterfall visualiser for SPDY, HTTP/2, HTTP/1.x, QUIC and HTTP/3 captures.",
-                                epilog="`wirefall FILE` opens the terminal UI on FILE.")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    p = _Parser(prog="wirefall", description="Protocol analyzer and waterfall visualiser for SPDY, HTTP/2, HTTP/1.x, QUIC and HTTP/3 captures.",
+                epilog="`wirefall FILE` opens the terminal UI on FILE.")
+    # (prog given: argparse would format a usage line to find it, setting up a formatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", prog="wirefall")
+    stub = None  # what the names of the subcommands not built stand for
 
     def add(name, func, help, json_=True, filt=False, file=True, describe=True):
+        nonlocal stub
         desc = help if describe else None
         if not want(name):
-            return sub.add_parser(name, help=help, description=desc)
-        sp = sub.add_parser(name, parents=[common], help=help, description=desc)
+            if command is None:
+                return sub.add_parser(name, help=help, description=desc)
+            if stub is None:
+                stub = _Parser(prog=f"wirefall {name}", add_help=False)
+            sub.choices[name] = stub  # never parsed: main builds the parser of argv's first word
+            return None
+        sp = sub.add_parser(name, help=help, description=desc)
+        common_args(sp)
         if file:
             sp.add_argument("file", metavar="FILE", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog), "
                                                          "optionally gzip/xz/bzip2/zstd compressed")
@@ -572,9 +611,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--detail", type=int, metavar="N", help="the detail of request N (its id, as in --json): headers, "
                                                                 "timing with packets, frames and packets of its stream, bodies")
     add("stats", cmd_stats, "packet, byte and header-compression statistics")
-    from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
-
-    add("expert", cmd_expert, "expert information (tshark -z expert): notes, warnings and errors, with severity, group and packet", filt=True)
+    if want("expert"):
+        from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
+    add("expert", cmd_expert if want("expert") else None, "expert information (tshark -z expert): notes, warnings and errors, with severity, group and packet", filt=True)
     sp = add("export", cmd_export, "export the waterfall (png, svg, html) or data (har, json, qlog)", json_=False)
     if want("export"):
         sp.add_argument("-o", "--output", required=True, metavar="OUT")
@@ -583,9 +622,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
         sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
         sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
-    from wirefall.ui.cli_objects import cmd_objects
-
-    sp = add("objects", cmd_objects, "write every HTTP request and response body to DIR, content-encoding undone, "
+    if want("objects"):
+        from wirefall.ui.cli_objects import cmd_objects
+    sp = add("objects", cmd_objects if want("objects") else None, "write every HTTP request and response body to DIR, content-encoding undone, "
                                      "named as tshark --export-objects names them (a file there is never replaced)")
     if want("objects"):
         sp.add_argument("-o", "--output", required=True, metavar="DIR")
@@ -641,12 +680,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--h3-server", choices=("auto", "ngtcp2", "caddy", "aioquic"), default="auto",
                         help="HTTP/3 server (auto: the first installed of ngtcp2, caddy, aioquic)")
         sp.add_argument("-o", "--output", required=True, metavar="RUNS_DIR")
-    from wirefall.ui.cli_batch import HELP as BATCH_HELP, add_parser as add_batch
-
     if want("batch"):
+        from wirefall.ui.cli_batch import add_parser as add_batch
+
         add_batch(sub, _workers, parse_limit)  # (its body: ui/cli_batch.py)
     else:
-        sub.add_parser("batch", help=BATCH_HELP)
+        add("batch", None, "")  # (its name alone)
     return p
 
 
