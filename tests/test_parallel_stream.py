@@ -30,19 +30,30 @@ def _out(an) -> tuple:
             bytes(an.index.conn), bytes(an.index.proto), bytes(an.index.ts), bytes(an.index.offset))
 
 
-def test_streamed_mode_gives_the_serial_result_and_uses_both_workers():
+@pytest.fixture(params=["streamed", "scanned"])
+def mode(request, monkeypatch):
+    """The older streamed mode (forced by WF_PARALLEL_MODE) and the scanned one that an
+    uncompressed capture takes by default (analyzer/demux.py)."""
+    if request.param == "streamed":
+        monkeypatch.setenv("WF_PARALLEL_MODE", "streamed")
+    else:
+        monkeypatch.delenv("WF_PARALLEL_MODE", raising=False)
+    return request.param
+
+
+def test_streamed_mode_gives_the_serial_result_and_uses_both_workers(mode):
     path, keys = str(PAGE / "page-h1.pcapng"), [str(PAGE / "page-h1.keys")]
     serial = analyze(path, keylogs=keys)
     for n in (2, 3):
         par = analyze(path, keylogs=keys, workers=n)
         assert par.__dict__["_wf_parallel"] == f"parallel: {n} workers"
-        assert par.__dict__["_wf_parallel_mode"] == "streamed"
+        assert par.__dict__["_wf_parallel_mode"] == mode
         assert _out(par) == _out(serial)
     # Chromium's 6 TLS connections, all decrypted (the 13 requests tshark shows; test_parallel checks the count)
     assert sum(1 for c in serial.connections if c.tls is not None and c.tls.decrypted) >= 6
 
 
-def test_pcapng_secrets_blocks_reach_the_workers(tmp_path):
+def test_pcapng_secrets_blocks_reach_the_workers(tmp_path, mode):
     """editcap --inject-secrets puts the key log in the file: the workers' connections decrypt
     only if the parent hands them the Decryption Secrets Block before their packets."""
     if not shutil.which("editcap"):
@@ -53,7 +64,7 @@ def test_pcapng_secrets_blocks_reach_the_workers(tmp_path):
     serial = analyze(str(dsb))
     assert sum(1 for c in serial.connections if c.tls is not None and c.tls.decrypted) >= 6
     par = analyze(str(dsb), workers=2)
-    assert par.__dict__["_wf_parallel_mode"] == "streamed"
+    assert par.__dict__["_wf_parallel_mode"] == mode
     assert _out(par) == _out(serial)
 
 

@@ -967,15 +967,18 @@ async def test_tui_rows_while_loading(monkeypatch):
 
     path, keys = _h2_sample()
     gate = threading.Event()
-    real = P.read_capture
+    real = P.read_batches
 
     def held(p, info=None, opener=None, *more):  # (more: the reader's inflate budget)
-        for i, rec in enumerate(real(p, info, opener, *more)):
-            if i == 40:
-                gate.wait(60)
-            yield rec
+        i = 0
+        for batch in real(p, info, opener, *more):
+            for rec in batch:  # one record a list, so the reader stops exactly after 40
+                if i == 40:
+                    gate.wait(60)
+                i += 1
+                yield [rec]
 
-    monkeypatch.setattr(P, "read_capture", held)
+    monkeypatch.setattr(P, "read_batches", held)
     want = _tshark_fields(path, ["frame.number", "ip.src", "ip.dst", "frame.len"], ["-o", f"tls.keylog_file:{keys}"])
     app = WirefallApp(str(path), [str(keys)])
     try:
