@@ -80,9 +80,10 @@ def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any]]]:
     fifth of ``requests --json`` on request-heavy captures, and was done twice)."""
     from .waterfall import page_of, phases_by_exchange
 
-    by_exchange = phases_by_exchange(an)
+    exs: list[Exchange] = []
+    by_exchange = phases_by_exchange(an, order=exs)  # (exs: page_of's, sorted once for both)
     starts = {eid: ph[0][1] for eid, ph in by_exchange.items() if ph}  # (as page_of finds them)
-    return page_of(an, starts=starts), phases_dicts(an, by_exchange)
+    return page_of(an, exs, starts=starts), phases_dicts(an, by_exchange)
 
 
 def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:

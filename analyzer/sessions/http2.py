@@ -116,6 +116,7 @@ class H2Session:
                                header_budget=ctx.budget("header_decoded_bytes", conn))
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.frames_append = ctx.analysis.frames.append
+        self.exchanges = ctx.analysis.exchanges
         self.pkt_proto = ctx.proto
         self.ts = ctx.ts
         # per kind (response, request): id(header list) -> (the list, _facts of it)
@@ -188,7 +189,10 @@ class H2Session:
         """Stream ``sid``, made (with its exchange) on first sight."""
         st = self.streams.get(sid)
         if st is None:
-            ex = self.ctx.new_exchange(self.conn, self.proto, sid)
+            # self.ctx.new_exchange(self.conn, self.proto, sid), inlined (one per request)
+            exs = self.exchanges
+            ex = Exchange(len(exs) + 1, self.conn.id, self.proto, sid)
+            exs.append(ex)
             ex.scheme = self.scheme
             st = self.streams[sid] = _Stream(ex)
             pr = self.priorities.pop(sid, None)
@@ -242,8 +246,9 @@ class H2Session:
         self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined
         self.pkt_proto[pk - 1] = P_HTTP2
         f.model = fr
-        if f.block_parts:
-            for part in f.block_parts:
+        parts = f.block_parts
+        if parts is not None and len(parts) > 1:  # (a block in one frame lists only itself)
+            for part in parts:
                 if part is not f and part.model is not None:
                     part.model.headers = part.headers
                     part.model = None
@@ -280,21 +285,39 @@ class H2Session:
                         body = st.body = BodyDecoder(ce, self.cap, ctx=self.ctx, conn=self.conn) if needs_decoder(ce) else IdentityBody()
                     body.feed(data)
                 if f.flags & 1:
-                    end_response(self.conn, st, now, pk)  # self._response_end(st, f), inlined
+                    body = st.body
+                    if type(body) is IdentityBody:
+                        # end_response(self.conn, st, now, pk), inlined for a body without a
+                        # content coding (most): finish_body has nothing to note for it
+                        st.body = None
+                        st.resp_done = True
+                        ex.response_end = now
+                        ex.response_end_packet = pk
+                        ex.response_body_decoded_bytes = body.decoded
+                    else:
+                        end_response(self.conn, st, now, pk)  # self._response_end(st, f), inlined
         elif t in (HEADERS, PUSH_PROMISE, CONTINUATION):
             first = f.block_start or (f if t != CONTINUATION else None)
             if t == HEADERS:
                 st = self.streams.get(sid) or self._stream(sid)
                 ex = st.ex
                 ex.frames += 1
-                if f.direction == 0:
-                    if ex.request_start is None:
-                        p = self._wire(0, f.offset, f.first_packet)
-                        ex.request_start, ex.request_start_packet = ctx.time(p), p
-                else:
-                    if ex.response_start is None:
-                        p = self._wire(1, f.offset, f.first_packet)
-                        ex.response_start, ex.response_start_packet = ctx.time(p), p
+                d = f.direction
+                if ex.request_start is None if d == 0 else ex.response_start is None:
+                    # self._wire(d, f.offset, f.first_packet) and ctx.time(p), inlined (twice a request)
+                    m = self.wire_maps[d]
+                    off = f.offset
+                    p = m.packet_at(off) if m is not None and off >= 0 and m.packets else self._wire(d, off, f.first_packet)
+                    if p == ctx._tp:
+                        tp = ctx._tv
+                    else:
+                        tp = ctx._tv = self.ts[p - 1]
+                        ctx._tp = p
+                    if d == 0:
+                        ex.request_start, ex.request_start_packet = tp, p
+                    else:
+                        ex.response_start, ex.response_start_packet = tp, p
+                if d == 1:
                     st.last_s2c = pk
                 if "weight" in f.fields:
                     self._set_priority(sid, {k: f.fields[k] for k in ("exclusive", "depends_on", "weight")})
@@ -380,7 +403,7 @@ class H2Session:
         else:
             ex.response_header_bytes_wire += f.block_wire
             ex.response_header_bytes_decoded += f.block_decoded
-            status, ctype, cenc = self._response_facts(hdrs)
+            status, ctype, cenc = self._facts(hdrs, False)  # (self._response_facts(hdrs))
             if status is not None and not (100 <= status < 200 and status != 101) and ex.status is None:
                 ex.status = status
                 ex.response_headers = hdrs if type(hdrs) is list else list(hdrs)  # shared, as above
@@ -500,8 +523,14 @@ class H2Session:
     def _request_end(self, st: _Stream, f: H2Frame):
         ex = st.ex
         st.req_done = True
-        ex.request_end = self.ctx.time(f.packet)
-        ex.request_end_packet = f.packet
+        pk = f.packet
+        ctx = self.ctx
+        if pk == ctx._tp:  # ctx.time(pk), inlined
+            ex.request_end = ctx._tv
+        else:
+            ex.request_end = ctx._tv = self.ts[pk - 1]
+            ctx._tp = pk
+        ex.request_end_packet = pk
 
     def _response_end(self, st: _Stream, f):
         end_response(self.conn, st, self.ctx.time(f.packet), f.packet)
