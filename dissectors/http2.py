@@ -301,6 +301,14 @@ class H2Frame:
         return self.type in (DATA, HEADERS) and bool(self.flags & FLAG_END_STREAM)
 
 
+_new = object.__new__
+# the fields H2Connection._parse sets on each H2Frame it makes (a field added must be set there too)
+_H2FRAME_SLOTS = ("direction", "type", "flags", "stream_id", "length", "offset", "first_packet", "packet", "fields",
+                  "headers", "block_wire", "block_decoded", "block_hpack_size", "data_length", "data", "block_start",
+                  "block_parts", "block_headers", "fragment", "model", "pad_length", "error", "unread")
+assert H2Frame.__slots__ == _H2FRAME_SLOTS
+
+
 def _int_end(b: bytes, i: int, prefix: int) -> tuple[int, int]:
     """HPACK integer at ``i`` with an N-bit prefix: (value, offset after it)."""
     mask = (1 << prefix) - 1
@@ -725,7 +733,22 @@ class H2Connection:
             else:
                 fp = runs.at(off)
                 lp = rp[-1] if base + end - 1 >= rs[-1] else runs.at(base + end - 1)
-            f = H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, fp, lp)
+            # H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, fp, lp), its fields set
+            # here (all of them: _H2FRAME_SLOTS): calling the class runs its __init__ in a nested
+            # run of the interpreter (type.__call__), ~1.3 k instructions a frame
+            f = _new(H2Frame)
+            f.direction = direction
+            f.type = t
+            f.flags = flags
+            f.stream_id = sid & 0x7FFFFFFF
+            f.length = length
+            f.offset = off
+            f.first_packet = fp
+            f.packet = lp
+            f.fields = {}
+            f.headers = f.data = f.block_start = f.block_parts = f.block_headers = f.model = f.error = None
+            f.block_wire = f.block_decoded = f.block_hpack_size = f.data_length = f.fragment = f.pad_length = 0
+            f.unread = False
             if sid & 0x80000000:
                 f.fields["reserved_bit"] = 1
             try:

@@ -51,6 +51,11 @@ from .tls import wire_packet
 from ..model import PROTO_CODE, Connection, Exchange, Frame, Note, NoteKind
 
 P_HTTP2 = PROTO_CODE["HTTP2"]
+_new = object.__new__
+# the fields H2Session._frame sets on each Frame it makes (a field added to Frame must be set there)
+_FRAME_SLOTS = ("packet", "first_packet", "time", "connection", "direction", "protocol", "stream_id", "type", "flags",
+                "length", "headers", "fields", "offset", "error")
+assert Frame.__slots__ == _FRAME_SLOTS
 
 
 def parse_priority_header(value: str) -> dict:
@@ -116,6 +121,7 @@ class H2Session:
                                header_budget=ctx.budget("header_decoded_bytes", conn))
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.frames_append = ctx.analysis.frames.append
+        self.conn_id = conn.id
         self.exchanges = ctx.analysis.exchanges
         self.pkt_proto = ctx.proto
         self.ts = ctx.ts
@@ -234,15 +240,29 @@ class H2Session:
         else:
             now = ctx._tv = self.ts[pk - 1]
             ctx._tp = pk
-        # positional (the hot path): packet, first_packet, time, connection, direction, protocol,
-        # stream_id, type, flags, length, headers, fields, offset, error
-        fr = Frame(pk, f.first_packet, now, self.conn.id, f.direction, self.proto,
-                   f.stream_id, FRAME_NAMES.get(f.type) or f.name, f.flags, f.length, f.headers, fields or None, f.offset, f.error)
         if f.block_headers is not None or f.block_start is not None:
             fields["header_bytes_wire"] = f.block_wire
             fields["header_bytes_decoded"] = f.block_decoded
             fields["header_bytes_hpack"] = f.block_hpack_size
-            fr.fields = fields
+        # Frame(packet, first_packet, time, connection, direction, protocol, stream_id, type,
+        # flags, length, headers, fields, offset, error), its fields set here (all of them:
+        # _FRAME_SLOTS): calling the class runs its __init__ in a nested run of the interpreter
+        # (type.__call__), ~1.3 k instructions a frame
+        fr = _new(Frame)
+        fr.packet = pk
+        fr.first_packet = f.first_packet
+        fr.time = now
+        fr.connection = self.conn_id
+        fr.direction = f.direction
+        fr.protocol = self.proto
+        fr.stream_id = f.stream_id
+        fr.type = FRAME_NAMES.get(f.type) or f.name
+        fr.flags = f.flags
+        fr.length = f.length
+        fr.headers = f.headers
+        fr.fields = fields or None
+        fr.offset = f.offset
+        fr.error = f.error
         self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined
         self.pkt_proto[pk - 1] = P_HTTP2
         f.model = fr
