@@ -958,14 +958,10 @@ def _plan(an: Analysis, conns: dict, dns: bool = True):
     return exs, by_conn, first_of_conn, dns_for, lookups
 
 
-def phases_by_exchange(an: Analysis, dns: bool = True, order: list[Exchange] | None = None) -> dict[int, list[tuple[str, float, float]]]:
-    """Exchange id -> its row's phases (``exchange_phases``), without building the rows.
-    ``order``: a list that gets the exchanges with a time in start order (``page_of``'s
-    ``exs``: they need not be sorted twice)."""
+def phases_by_exchange(an: Analysis, dns: bool = True) -> dict[int, list[tuple[str, float, float]]]:
+    """Exchange id -> its row's phases (``exchange_phases``), without building the rows."""
     conns = {c.id: c for c in an.connections}
     exs, _, first_of_conn, dns_for, _ = _plan(an, conns, dns)
-    if order is not None:
-        order.extend(exs)
     out = {}
     for e in exs:
         c = conns.get(e.connection) if e.id in first_of_conn else None
