@@ -390,7 +390,7 @@ class H2Session:
         frame; ``st`` its stream when the caller has it (a HEADERS that ends its block)."""
         ctx = self.ctx
         hdrs = f.block_headers or []
-        not_decoded = f.fields.get("not_decoded")
+        not_decoded = "not_decoded" in f.fields
         if first.type == PUSH_PROMISE:
             prom = first.fields.get("promised_stream_id")
             if not prom:
@@ -423,7 +423,8 @@ class H2Session:
         else:
             ex.response_header_bytes_wire += f.block_wire
             ex.response_header_bytes_decoded += f.block_decoded
-            status, ctype, cenc = self._facts(hdrs, False)  # (self._response_facts(hdrs))
+            hit = self.facts_memo[False].get(id(hdrs))  # self._facts(hdrs, False), its memo read here
+            status, ctype, cenc = hit[1] if hit is not None and hit[0] is hdrs else self._facts(hdrs, False)
             if status is not None and not (100 <= status < 200 and status != 101) and ex.status is None:
                 ex.status = status
                 ex.response_headers = hdrs if type(hdrs) is list else list(hdrs)  # shared, as above
@@ -505,7 +506,8 @@ class H2Session:
         ex.request_header_bytes_wire += f.block_wire
         ex.request_header_bytes_decoded += f.block_decoded
         fresh = ex.method is None and ex.authority is None and ex.path is None and ex.scheme == self.scheme
-        method, scheme, authority, path, host, prio, url = self._facts(hdrs, True)
+        hit = self.facts_memo[True].get(id(hdrs))  # self._facts(hdrs, True), its memo read here
+        method, scheme, authority, path, host, prio, url = hit[1] if hit is not None and hit[0] is hdrs else self._facts(hdrs, True)
         if fresh:
             # what the general case below makes of a new exchange, with the URL built once per
             # header list (shared, as the list is), not once per request
