@@ -75,14 +75,37 @@ def connection_dict(c: Connection) -> dict[str, Any]:
 
 
 def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any]]]:
-    """(``waterfall.page_of(an)``, ``phases_dicts(an)``) with the waterfall's phases planned
-    once: the page's start is its first row's, which the phases hold (planning them was a
-    fifth of ``requests --json`` on request-heavy captures, and was done twice)."""
-    from .waterfall import page_of, phases_by_exchange
+    """(``waterfall.page_of(an)``, ``phases_dicts(an)``) with the waterfall planned once (one
+    sort of the exchanges): the page's start is its first row's, which the phases hold
+    (planning them was a fifth of ``requests --json`` on request-heavy captures, and was done
+    twice).  The common row (``waterfall.exchange_phases``' fast path: a request sent, then
+    answered, in order, not its connection's first) goes straight to its ``phases`` object,
+    without the list of phases made and read back."""
+    from .waterfall import PHASES, _plan, exchange_phases, page_of
 
-    by_exchange = phases_by_exchange(an)
-    starts = {eid: ph[0][1] for eid, ph in by_exchange.items() if ph}  # (as page_of finds them)
-    return page_of(an, starts=starts), phases_dicts(an, by_exchange)
+    assert PHASES == _PHASES  # (the literals below)
+    conns = {c.id: c for c in an.connections}
+    exs, _, first_of_conn, dns_for, _ = _plan(an, conns)
+    starts: dict[int, float] = {}
+    out: dict[int, dict[str, Any]] = {}
+    for e in exs:
+        eid = e.id
+        if eid not in first_of_conn and not e.pushed:
+            s, a, b, end = e.request_start, e.request_end, e.response_start, e.response_end
+            if s is not None and a is not None and b is not None and end is not None and s <= a <= b <= end:
+                # exchange_phases(e): [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
+                r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
+                out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
+                            "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
+                            "receive": (r3 - r2) / 1e6}
+                starts[eid] = s
+                continue
+        c = conns.get(e.connection) if eid in first_of_conn else None
+        ph = exchange_phases(e, c, dns_for.get(c.id) if c is not None else None)  # (as phases_by_exchange)
+        if ph:
+            starts[eid] = ph[0][1]  # (as page_of finds them)
+        out[eid] = _phases_dict(ph)
+    return page_of(an, exs, starts=starts), out
 
 
 def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:
@@ -92,39 +115,42 @@ def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dic
     the caller has it."""
     from .waterfall import PHASES, phases_by_exchange
 
-    # waterfall.phase_totals of each list, inlined (a call, a lambda per boundary and a second
+    assert PHASES == _PHASES  # (the literals in _phases_dict)
+    return {eid: _phases_dict(ph) for eid, ph in (phases_by_exchange(an) if by_exchange is None else by_exchange).items()}
+
+
+def _phases_dict(ph: list[tuple[str, float, float]]) -> dict[str, Any]:
+    """One row's ``phases`` object (``phases_dicts``) from its phases."""
+    # waterfall.phase_totals of the list, inlined (a call, a lambda per boundary and a second
     # dict per exchange were half of this on request-heavy captures): every boundary rounded
     # to the microsecond once, so the phases add up to the total exactly
-    out = {}
-    blank = dict.fromkeys(PHASES)
-    assert PHASES == ("blocked", "dns", "connect", "tls", "send", "wait", "receive")  # (the literal below)
-    for eid, ph in (phases_by_exchange(an) if by_exchange is None else by_exchange).items():
-        if len(ph) == 3:
-            (n0, s, a), (n1, a1, b), (n2, b1, end) = ph
-            if n0 == "send" and n1 == "wait" and n2 == "receive" and a1 == a and b1 == b:
-                # the common row (waterfall.exchange_phases' fast path): the loop below, unrolled
-                r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
-                out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
-                            "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
-                            "receive": (r3 - r2) / 1e6}
-                continue
-        tot = blank.copy()
-        pb: float | None = None  # the previous phase's end, and ``pr`` it rounded (phases are contiguous)
-        pr = 0
-        for n, a, b in ph:
-            ra = pr if a == pb else round(a * 1e6)
-            pb, pr = b, round(b * 1e6)
-            tot[n] = (tot[n] or 0) + pr - ra
-        if ph:
-            start, end = ph[0][1], ph[-1][2]
-            d: dict[str, Any] = {"start": start, "end": end, "total": (pr - round(start * 1e6)) / 1e6}
-        else:
-            d = {"start": None, "end": None, "total": 0 / 1e6}
-        for n in PHASES:
-            v = tot[n]
-            d[n] = None if v is None else v / 1e6
-        out[eid] = d
-    return out
+    if len(ph) == 3:
+        (n0, s, a), (n1, a1, b), (n2, b1, end) = ph
+        if n0 == "send" and n1 == "wait" and n2 == "receive" and a1 == a and b1 == b:
+            # the common row (waterfall.exchange_phases' fast path): the loop below, unrolled
+            r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
+            return {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
+                    "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
+                    "receive": (r3 - r2) / 1e6}
+    tot = dict.fromkeys(_PHASES)
+    pb: float | None = None  # the previous phase's end, and ``pr`` it rounded (phases are contiguous)
+    pr = 0
+    for n, a, b in ph:
+        ra = pr if a == pb else round(a * 1e6)
+        pb, pr = b, round(b * 1e6)
+        tot[n] = (tot[n] or 0) + pr - ra
+    if ph:
+        start, end = ph[0][1], ph[-1][2]
+        d: dict[str, Any] = {"start": start, "end": end, "total": (pr - round(start * 1e6)) / 1e6}
+    else:
+        d = {"start": None, "end": None, "total": 0 / 1e6}
+    for n in _PHASES:
+        v = tot[n]
+        d[n] = None if v is None else v / 1e6
+    return d
+
+
+_PHASES = ("blocked", "dns", "connect", "tls", "send", "wait", "receive")  # waterfall.PHASES (held equal where it is imported)
 
 
 def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, phases: dict | None = None,

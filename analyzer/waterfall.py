@@ -305,6 +305,7 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
     # id(request header list) -> (the list, its Referer, Origin, Sec-Fetch-Dest): decoders share
     # one list between identical header blocks, so a list is scanned once
     hfacts: dict[int, tuple] = {}
+    uorigin: dict[str | None, tuple[str | None, str | None]] = {}  # URL -> (its origin, the origin's host)
     for e in exs:
         cid = e.connection
         c = conns.get(cid)
@@ -332,8 +333,14 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
             hfacts[id(rh)] = (rh, ref, org, dest, ua)
         if ref is not None or org is not None or dest is not None:
             browser = True
-        o = _origin(e.url)
-        facts[e.id] = (o, o.split("://", 1)[1] if o is not None else _ex_host(e, c), _origin(ref),
+        # the URL's origin and host, once per URL (identical requests share one URL string)
+        url = e.url
+        oh = uorigin.get(url)
+        if oh is None:
+            o = _origin(url)
+            oh = uorigin[url] = (o, o.split("://", 1)[1] if o is not None else None)
+        o = oh[0]
+        facts[e.id] = (o, oh[1] if o is not None else _ex_host(e, c), _origin(ref) if ref is not None else None,
                        _origin(org) if org and org != "null" else None, dest, ua)
     cands = [e for e in exs if e.id not in link_local and not e.pushed] or [e for e in exs if not e.pushed]
     if not cands:
@@ -364,8 +371,17 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
 
     navigations = [e for e in cands if (facts[e.id][4] or "").strip().lower() == "document"]
     doc = next((e for e in navigations if e.response_start is not None), None) or (navigations[0] if navigations else None)
-    doc = doc or next((e for e in cands if e.response_start is not None and is_document(e)), None) or next(
-        (e for e in cands if is_document(e)), None)
+    if doc is None:
+        # the first document with a response, else the first document: one pass (is_document is pure)
+        first_doc = None
+        for e in cands:
+            if is_document(e):
+                if e.response_start is not None:
+                    doc = e
+                    break
+                if first_doc is None:
+                    first_doc = e
+        doc = doc or first_doc
     if doc is None:
         first_conn = min({e.connection for e in cands}, key=lambda cid: (conns[cid].start if cid in conns else 0.0, cid))
         doc = next(e for e in cands if e.connection == first_conn)
@@ -429,10 +445,16 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
     for _ in range(_MAX_LINK_PASSES):
         rest = []
         for e in undecided:
-            _o, host, ref, org, _d, ua = facts[e.id]
+            o, host, ref, org, _d, ua = facts[e.id]
             if (ref is not None and ref in origin_set) or (org is not None and org in origin_set) or e.connection in pconns or (
                     ref is None and org is None and host in hosts and (ua is None or doc_ua is None or ua == doc_ua)):
-                add(e)
+                page.add(e.id)  # add(e), inlined (every request of a request-heavy capture comes here)
+                if o is not None and o not in origin_set:
+                    origin_set.add(o)
+                    origins.append(o)
+                if host is not None:
+                    hosts.add(host)
+                pconns.add(e.connection)
             else:
                 rest.append(e)
         if len(rest) == len(undecided):

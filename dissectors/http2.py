@@ -247,9 +247,10 @@ def frame_name(t: int) -> str:
     return FRAME_NAMES.get(t) or f"UNKNOWN_0x{t:02x}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class H2Frame:
-    """One HTTP/2 frame as it was on the wire."""
+    """One HTTP/2 frame as it was on the wire.  (Its ``__init__`` is written out: made for
+    every frame, the generated one's 23 parameters cost a sixth more than these 8.)"""
 
     direction: int
     type: int
@@ -275,6 +276,22 @@ class H2Frame:
     error: str | None = None
     unread: bool = False  # header only: its length was impossible (FRAME_SIZE_ERROR), payload not read
 
+    def __init__(self, direction: int, type: int, flags: int, stream_id: int, length: int, offset: int,
+                 first_packet: int, packet: int) -> None:
+        self.direction = direction
+        self.type = type
+        self.flags = flags
+        self.stream_id = stream_id
+        self.length = length
+        self.offset = offset
+        self.first_packet = first_packet
+        self.packet = packet
+        self.fields = {}
+        self.headers = None
+        self.block_wire = self.block_decoded = self.block_hpack_size = self.data_length = self.fragment = self.pad_length = 0
+        self.data = self.block_start = self.block_parts = self.block_headers = self.model = self.error = None
+        self.unread = False
+
     @property
     def name(self) -> str:
         return frame_name(self.type)
@@ -282,6 +299,14 @@ class H2Frame:
     @property
     def end_stream(self) -> bool:
         return self.type in (DATA, HEADERS) and bool(self.flags & FLAG_END_STREAM)
+
+
+_new = object.__new__
+# the fields H2Connection._parse sets on each H2Frame it makes (a field added must be set there too)
+_H2FRAME_SLOTS = ("direction", "type", "flags", "stream_id", "length", "offset", "first_packet", "packet", "fields",
+                  "headers", "block_wire", "block_decoded", "block_hpack_size", "data_length", "data", "block_start",
+                  "block_parts", "block_headers", "fragment", "model", "pad_length", "error", "unread")
+assert H2Frame.__slots__ == _H2FRAME_SLOTS
 
 
 def _int_end(b: bytes, i: int, prefix: int) -> tuple[int, int]:
@@ -662,6 +687,13 @@ class H2Connection:
                 pos = len(PREFACE)
                 d.preface = False
         mv = None
+        base = d.base  # (constant in the loop; so are the packet runs: only receive() and gap() change them)
+        runs = d.runs
+        rs = runs.starts
+        rp = runs.packets
+        frame = self._frame
+        append = out.append
+        budget_error = self.budget_error
         while not d.dead:
             if not d.sync:
                 p = self._resync(d, buf, pos)
@@ -671,7 +703,7 @@ class H2Connection:
                     d.scanned += max(0, n - pos - keep)
                     if d.scanned > RESYNC_SCAN:
                         d.dead = True
-                        self.notes.append(f"packet {d.runs.at(d.base + n - 1)}: no HTTP/2 frame boundary found in direction {direction}; giving up")
+                        self.notes.append(f"packet {runs.at(base + n - 1)}: no HTTP/2 frame boundary found in direction {direction}; giving up")
                         if mv is not None:
                             mv.release()
                         buf.clear()
@@ -679,7 +711,7 @@ class H2Connection:
                     pos = n - keep
                     break
                 if p > pos:
-                    self.notes.append(f"packet {d.runs.at(d.base + p)}: HTTP/2 resynchronised after skipping {p - pos} bytes in direction {direction}")
+                    self.notes.append(f"packet {runs.at(base + p)}: HTTP/2 resynchronised after skipping {p - pos} bytes in direction {direction}")
                 pos = p
                 d.sync = True
                 d.scanned = 0
@@ -694,27 +726,40 @@ class H2Connection:
                 continue
             if end > n:
                 break
-            off = d.base + pos
-            # the packets of its first and last byte (d.runs.at), the newest run's without a search
-            rs = d.runs.starts
-            last = d.base + end - 1
+            off = base + pos
+            # the packets of its first and last byte (runs.at), the newest run's without a search
             if off >= rs[-1]:
-                fp = lp = d.runs.packets[-1]
+                fp = lp = rp[-1]
             else:
-                fp = d.runs.at(off)
-                lp = d.runs.packets[-1] if last >= rs[-1] else d.runs.at(last)
-            f = H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, fp, lp)
+                fp = runs.at(off)
+                lp = rp[-1] if base + end - 1 >= rs[-1] else runs.at(base + end - 1)
+            # H2Frame(direction, t, flags, sid & 0x7FFFFFFF, length, off, fp, lp), its fields set
+            # here (all of them: _H2FRAME_SLOTS): calling the class runs its __init__ in a nested
+            # run of the interpreter (type.__call__), ~1.3 k instructions a frame
+            f = _new(H2Frame)
+            f.direction = direction
+            f.type = t
+            f.flags = flags
+            f.stream_id = sid & 0x7FFFFFFF
+            f.length = length
+            f.offset = off
+            f.first_packet = fp
+            f.packet = lp
+            f.fields = {}
+            f.headers = f.data = f.block_start = f.block_parts = f.block_headers = f.model = f.error = None
+            f.block_wire = f.block_decoded = f.block_hpack_size = f.data_length = f.fragment = f.pad_length = 0
+            f.unread = False
             if sid & 0x80000000:
                 f.fields["reserved_bit"] = 1
             try:
                 if mv is None:
                     mv = memoryview(buf)  # one view for the loop, released before buf changes size
-                self._frame(d, f, mv[pos + 9 : end].tobytes())
+                frame(d, f, mv[pos + 9 : end].tobytes())
             except (struct.error, IndexError, ValueError) as e:  # malformed payload
                 f.error = f.error or f"malformed {f.name} frame: {e}"
-            if f.error and f.error != self.budget_error:  # (a budget says so once, at the end)
+            if f.error and f.error != budget_error:  # (a budget says so once, at the end)
                 self.notes.append(f"packet {f.packet}: {f.error}")
-            out.append(f)
+            append(f)
             pos = end
         if mv is not None:
             mv.release()
@@ -785,7 +830,7 @@ class H2Connection:
             f.data_length = len(body)
             f.data = body
             self._flow(f)
-        elif t in (HEADERS, PUSH_PROMISE):
+        elif t == HEADERS or t == PUSH_PROMISE:
             pad = 0
             i = 0
             if f.flags & FLAG_PADDED:
@@ -808,15 +853,17 @@ class H2Connection:
             f.pad_length = pad
             frag = p[i : len(p) - pad]
             f.fragment = len(frag)
-            # a block in one frame is read as it is; one that CONTINUATION frames extend is copied
-            d.block = frag if f.flags & FLAG_END_HEADERS else bytearray(frag)
-            d.block_parts = [f]
-            d.block_frames = 0
             d.block_stream = f.stream_id
-            d.block_first = f
             d.block_type = t
             if f.flags & FLAG_END_HEADERS:
-                self._finish_block(d, f)
+                # a block in one frame (most) is decoded as it is, nothing assembled (no block
+                # was in progress: see above)
+                self._end_block(d, f, frag, f, [f])
+            else:  # one that CONTINUATION frames extend is copied
+                d.block = bytearray(frag)
+                d.block_parts = [f]
+                d.block_frames = 0
+                d.block_first = f
         elif t == CONTINUATION:
             if d.block is None or f.stream_id != d.block_stream:
                 f.error = "CONTINUATION without a header block in progress" if d.block is None else \
@@ -949,25 +996,30 @@ class H2Connection:
     def _flow(self, f: H2Frame) -> None:
         w = self.windows[f.direction]
         n = f.length  # padding counts against flow control
-        w.conn -= n
-        sw = w.stream(f.stream_id) - n
-        w.streams[f.stream_id] = sw
-        f.fields["window_connection"] = w.conn
-        f.fields["window_stream"] = sw
+        sid = f.stream_id
+        conn = w.conn = w.conn - n
+        streams = w.streams
+        sw = streams.get(sid)  # (w.stream(sid), inlined)
+        sw = (w.initial if sw is None else sw) - n
+        if f.flags & FLAG_END_STREAM:
+            streams.pop(sid, None)  # (the stream's window is done with)
+        else:
+            streams[sid] = sw
+        fl = f.fields
+        fl["window_connection"] = conn
+        fl["window_stream"] = sw
         if self.dirs[0].hpack_unknown or self.dirs[1].hpack_unknown:
             # bytes lost either way (the receiver's WINDOW_UPDATEs among them), or a capture that
             # starts inside the connection: the windows are unknown, so neither overrun nor stall
-            f.fields["window_state"] = "unknown"
-        elif w.conn < 0 or sw < 0:
+            fl["window_state"] = "unknown"
+        elif conn < 0 or sw < 0:
             # an overrun, or a WINDOW_UPDATE of the peer's that the capture lost and TCP has not
             # shown missing yet (bytes acknowledged but unseen are a gap only at the end): told
             # by take_overruns() when the connection ends, unless a gap came first
             if len(self.overruns[f.direction]) < MAX_PENDING_SETTINGS * 4:
-                self.overruns[f.direction].append((f, f"DATA exceeds the flow-control window ({'connection' if w.conn < 0 else 'stream'} window {min(w.conn, sw)})"))
-        elif w.conn == 0 or sw == 0:
-            f.fields["stalled"] = "connection" if w.conn == 0 else "stream"
-        if f.flags & FLAG_END_STREAM:
-            w.streams.pop(f.stream_id, None)
+                self.overruns[f.direction].append((f, f"DATA exceeds the flow-control window ({'connection' if conn < 0 else 'stream'} window {min(conn, sw)})"))
+        elif conn == 0 or sw == 0:
+            fl["stalled"] = "connection" if conn == 0 else "stream"
 
     def _charge(self, f: H2Frame, parts: list[H2Frame], size: int) -> bool:
         """Take ``size`` from the header budget; False (the block marked, kept undecoded) if it
@@ -996,14 +1048,22 @@ class H2Connection:
         return False
 
     def _finish_block(self, d: _Direction, f: H2Frame, failed: str | None = None) -> None:
+        """The header block in progress ends at ``f`` (its last frame, or the frame that
+        interrupted it: ``failed`` says how)."""
         block = d.block or b""
         first = d.block_first
         d.block = None
         d.block_first = None
-        f.block_wire = len(block)
-        f.block_start = first
         parts = d.block_parts if d.block_parts and d.block_parts[-1] is f else [f]
         d.block_parts = []
+        self._end_block(d, f, block, first, parts, failed)
+
+    def _end_block(self, d: _Direction, f: H2Frame, block: bytes | bytearray, first: H2Frame | None,
+                   parts: list[H2Frame], failed: str | None = None) -> None:
+        """Decode a complete header block ``block`` (or mark it ``failed``): ``first`` is its
+        HEADERS / PUSH_PROMISE, ``parts`` its frames in order, ``f`` the last of them."""
+        f.block_wire = len(block)
+        f.block_start = first
         f.block_parts = parts
         if first is not None and first is not f:
             f.fields["block_stream"] = d.block_stream

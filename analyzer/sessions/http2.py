@@ -51,6 +51,11 @@ from .tls import wire_packet
 from ..model import PROTO_CODE, Connection, Exchange, Frame, Note, NoteKind
 
 P_HTTP2 = PROTO_CODE["HTTP2"]
+_new = object.__new__
+# the fields H2Session._frame sets on each Frame it makes (a field added to Frame must be set there)
+_FRAME_SLOTS = ("packet", "first_packet", "time", "connection", "direction", "protocol", "stream_id", "type", "flags",
+                "length", "headers", "fields", "offset", "error")
+assert Frame.__slots__ == _FRAME_SLOTS
 
 
 def parse_priority_header(value: str) -> dict:
@@ -116,6 +121,8 @@ class H2Session:
                                header_budget=ctx.budget("header_decoded_bytes", conn))
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.frames_append = ctx.analysis.frames.append
+        self.conn_id = conn.id
+        self.exchanges = ctx.analysis.exchanges
         self.pkt_proto = ctx.proto
         self.ts = ctx.ts
         # per kind (response, request): id(header list) -> (the list, _facts of it)
@@ -188,7 +195,10 @@ class H2Session:
         """Stream ``sid``, made (with its exchange) on first sight."""
         st = self.streams.get(sid)
         if st is None:
-            ex = self.ctx.new_exchange(self.conn, self.proto, sid)
+            # self.ctx.new_exchange(self.conn, self.proto, sid), inlined (one per request)
+            exs = self.exchanges
+            ex = Exchange(len(exs) + 1, self.conn.id, self.proto, sid)
+            exs.append(ex)
             ex.scheme = self.scheme
             st = self.streams[sid] = _Stream(ex)
             pr = self.priorities.pop(sid, None)
@@ -230,20 +240,35 @@ class H2Session:
         else:
             now = ctx._tv = self.ts[pk - 1]
             ctx._tp = pk
-        # positional (the hot path): packet, first_packet, time, connection, direction, protocol,
-        # stream_id, type, flags, length, headers, fields, offset, error
-        fr = Frame(pk, f.first_packet, now, self.conn.id, f.direction, self.proto,
-                   f.stream_id, FRAME_NAMES.get(f.type) or f.name, f.flags, f.length, f.headers, fields or None, f.offset, f.error)
         if f.block_headers is not None or f.block_start is not None:
             fields["header_bytes_wire"] = f.block_wire
             fields["header_bytes_decoded"] = f.block_decoded
             fields["header_bytes_hpack"] = f.block_hpack_size
-            fr.fields = fields
+        # Frame(packet, first_packet, time, connection, direction, protocol, stream_id, type,
+        # flags, length, headers, fields, offset, error), its fields set here (all of them:
+        # _FRAME_SLOTS): calling the class runs its __init__ in a nested run of the interpreter
+        # (type.__call__), ~1.3 k instructions a frame
+        fr = _new(Frame)
+        fr.packet = pk
+        fr.first_packet = f.first_packet
+        fr.time = now
+        fr.connection = self.conn_id
+        fr.direction = f.direction
+        fr.protocol = self.proto
+        fr.stream_id = f.stream_id
+        fr.type = FRAME_NAMES.get(f.type) or f.name
+        fr.flags = f.flags
+        fr.length = f.length
+        fr.headers = f.headers
+        fr.fields = fields or None
+        fr.offset = f.offset
+        fr.error = f.error
         self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined
         self.pkt_proto[pk - 1] = P_HTTP2
         f.model = fr
-        if f.block_parts:
-            for part in f.block_parts:
+        parts = f.block_parts
+        if parts is not None and len(parts) > 1:  # (a block in one frame lists only itself)
+            for part in parts:
                 if part is not f and part.model is not None:
                     part.model.headers = part.headers
                     part.model = None
@@ -280,21 +305,39 @@ class H2Session:
                         body = st.body = BodyDecoder(ce, self.cap, ctx=self.ctx, conn=self.conn) if needs_decoder(ce) else IdentityBody()
                     body.feed(data)
                 if f.flags & 1:
-                    end_response(self.conn, st, now, pk)  # self._response_end(st, f), inlined
+                    body = st.body
+                    if type(body) is IdentityBody:
+                        # end_response(self.conn, st, now, pk), inlined for a body without a
+                        # content coding (most): finish_body has nothing to note for it
+                        st.body = None
+                        st.resp_done = True
+                        ex.response_end = now
+                        ex.response_end_packet = pk
+                        ex.response_body_decoded_bytes = body.decoded
+                    else:
+                        end_response(self.conn, st, now, pk)  # self._response_end(st, f), inlined
         elif t in (HEADERS, PUSH_PROMISE, CONTINUATION):
             first = f.block_start or (f if t != CONTINUATION else None)
             if t == HEADERS:
                 st = self.streams.get(sid) or self._stream(sid)
                 ex = st.ex
                 ex.frames += 1
-                if f.direction == 0:
-                    if ex.request_start is None:
-                        p = self._wire(0, f.offset, f.first_packet)
-                        ex.request_start, ex.request_start_packet = ctx.time(p), p
-                else:
-                    if ex.response_start is None:
-                        p = self._wire(1, f.offset, f.first_packet)
-                        ex.response_start, ex.response_start_packet = ctx.time(p), p
+                d = f.direction
+                if ex.request_start is None if d == 0 else ex.response_start is None:
+                    # self._wire(d, f.offset, f.first_packet) and ctx.time(p), inlined (twice a request)
+                    m = self.wire_maps[d]
+                    off = f.offset
+                    p = m.packet_at(off) if m is not None and off >= 0 and m.packets else self._wire(d, off, f.first_packet)
+                    if p == ctx._tp:
+                        tp = ctx._tv
+                    else:
+                        tp = ctx._tv = self.ts[p - 1]
+                        ctx._tp = p
+                    if d == 0:
+                        ex.request_start, ex.request_start_packet = tp, p
+                    else:
+                        ex.response_start, ex.response_start_packet = tp, p
+                if d == 1:
                     st.last_s2c = pk
                 if "weight" in f.fields:
                     self._set_priority(sid, {k: f.fields[k] for k in ("exclusive", "depends_on", "weight")})
@@ -347,7 +390,7 @@ class H2Session:
         frame; ``st`` its stream when the caller has it (a HEADERS that ends its block)."""
         ctx = self.ctx
         hdrs = f.block_headers or []
-        not_decoded = f.fields.get("not_decoded")
+        not_decoded = "not_decoded" in f.fields
         if first.type == PUSH_PROMISE:
             prom = first.fields.get("promised_stream_id")
             if not prom:
@@ -380,7 +423,8 @@ class H2Session:
         else:
             ex.response_header_bytes_wire += f.block_wire
             ex.response_header_bytes_decoded += f.block_decoded
-            status, ctype, cenc = self._response_facts(hdrs)
+            hit = self.facts_memo[False].get(id(hdrs))  # self._facts(hdrs, False), its memo read here
+            status, ctype, cenc = hit[1] if hit is not None and hit[0] is hdrs else self._facts(hdrs, False)
             if status is not None and not (100 <= status < 200 and status != 101) and ex.status is None:
                 ex.status = status
                 ex.response_headers = hdrs if type(hdrs) is list else list(hdrs)  # shared, as above
@@ -462,7 +506,8 @@ class H2Session:
         ex.request_header_bytes_wire += f.block_wire
         ex.request_header_bytes_decoded += f.block_decoded
         fresh = ex.method is None and ex.authority is None and ex.path is None and ex.scheme == self.scheme
-        method, scheme, authority, path, host, prio, url = self._facts(hdrs, True)
+        hit = self.facts_memo[True].get(id(hdrs))  # self._facts(hdrs, True), its memo read here
+        method, scheme, authority, path, host, prio, url = hit[1] if hit is not None and hit[0] is hdrs else self._facts(hdrs, True)
         if fresh:
             # what the general case below makes of a new exchange, with the URL built once per
             # header list (shared, as the list is), not once per request
@@ -500,8 +545,14 @@ class H2Session:
     def _request_end(self, st: _Stream, f: H2Frame):
         ex = st.ex
         st.req_done = True
-        ex.request_end = self.ctx.time(f.packet)
-        ex.request_end_packet = f.packet
+        pk = f.packet
+        ctx = self.ctx
+        if pk == ctx._tp:  # ctx.time(pk), inlined
+            ex.request_end = ctx._tv
+        else:
+            ex.request_end = ctx._tv = self.ts[pk - 1]
+            ctx._tp = pk
+        ex.request_end_packet = pk
 
     def _response_end(self, st: _Stream, f):
         end_response(self.conn, st, self.ctx.time(f.packet), f.packet)
