@@ -138,6 +138,23 @@ def _fast(endian: str) -> tuple[int, int, bool]:
     return (0x0008, 0xFF3F, True) if endian == "<" else (0x0800, 0x3FFF, False)
 
 
+_DROP = 32 << 20  # bytes scanned between two _drop calls
+
+
+def _drop(mm, frm: int, pos: int) -> int:
+    """Unmap the pages of ``[frm, pos)`` that the scan has read (``MADV_DONTNEED``; they stay
+    in the page cache): read through the mapping they count in the process's resident memory,
+    so a 254 MB capture's scan raised the parent's peak RSS from 51 to 257 MB.  Returns where
+    the next call starts."""
+    end = pos & ~(mmap.PAGESIZE - 1)
+    if end > frm and hasattr(mm, "madvise"):
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, frm, end - frm)
+        except (OSError, ValueError):
+            pass
+    return max(frm, end)
+
+
 def _pcap(mm, magic: bytes) -> Scan:
     endian, resol = PCAP_MAGICS[magic]
     size = len(mm)
@@ -156,7 +173,11 @@ def _pcap(mm, magic: bytes) -> Scan:
     eth = linktype == 1
     ts_a, off_a, cap_a, orig_a, grp_a = sc.ts.append, sc.offset.append, sc.caplen.append, sc.origlen.append, sc.group.append
     pos = 24
+    dropped, drop_at = 0, _DROP
     while pos + 16 <= size:
+        if pos >= drop_at:
+            dropped = _drop(mm, dropped, pos)
+            drop_at = pos + _DROP
         if pos + tail <= size:
             sec, frac, caplen, origlen, etype, vihl, total, frag, proto, addrs, ports, doff = unpack(mm, pos)
         else:
@@ -226,7 +247,11 @@ def _pcapng(mm) -> Scan:
     ts_a, off_a, cap_a, orig_a, grp_a = sc.ts.append, sc.offset.append, sc.caplen.append, sc.origlen.append, sc.group.append
     lt_a, if_a = sc.linktype.append, sc.interface.append
     pos = 0
+    dropped, drop_at = 0, _DROP
     while pos < size:
+        if pos >= drop_at:
+            dropped = _drop(mm, dropped, pos)
+            drop_at = pos + _DROP
         if pos + 12 > size:
             raise _Odd("block header")
         if pos + tail <= size:
