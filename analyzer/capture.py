@@ -644,9 +644,36 @@ def _parse_options(buf: bytes | bytearray | memoryview, pos: int, end: int, endi
         pos += (length + 3) & ~3
 
 
+def pcapng_interface(buf, p: int, blen: int, endian: str, options=_parse_options) -> Interface:
+    """The Interface Description Block at ``p`` (``blen`` bytes, at least its fixed 20):
+    link type, snap length, if_tsresol, if_tsoffset, if_name.  ``options``: how its options
+    are walked (demux's declines a capture whose option overruns its block)."""
+    linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, p + 8)
+    itf = Interface(linktype, snaplen)
+    for code, val in options(buf, p + 16, p + blen - 4, endian):
+        if code == 9 and val:
+            r = val[0]
+            itf.tsresol = 2.0 ** -(r & 0x7F) if r & 0x80 else 10.0 ** -r
+        elif code == 14 and len(val) >= 8:
+            (itf.tsoffset,) = struct.unpack_from(endian + "q", val, 0)
+        elif code == 2:
+            itf.name = val.decode("utf-8", "replace")
+    return itf
+
+
+def pcapng_stats(buf, p: int, blen: int, endian: str, options=_parse_options) -> dict:
+    """The Interface Statistics Block at ``p``: its interface and isb_ifrecv / isb_ifdrop."""
+    (iid,) = struct.unpack_from(endian + "I", buf, p + 8)
+    st: dict = {"interface": iid}
+    for code, val in options(buf, p + 20, p + blen - 4, endian):
+        if code in (4, 5) and len(val) >= 8:
+            st["received" if code == 4 else "dropped"] = struct.unpack_from(endian + "Q", val)[0]
+    return st
+
+
 # the least length of each pcapng block type that has fixed fields (header and trailer
 # included): EPB, SPB, obsolete PB, IDB, DSB, ISB, SHB
-_PCAPNG_FIXED = {6: 32, 3: 16, 2: 32, 1: 20, 0x0A: 20, 5: 24, 0x0A0D0D0A: 28}
+PCAPNG_FIXED = {6: 32, 3: 16, 2: 32, 1: 20, 0x0A: 20, 5: 24, 0x0A0D0D0A: 28}
 
 
 def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[list[Record]]:
@@ -717,7 +744,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             return
         p = b.pos
         buf = b.view()
-        need = _PCAPNG_FIXED.get(btype_i)
+        need = PCAPNG_FIXED.get(btype_i)
         if need is not None and blen < need:  # shorter than its own fixed fields: skipped, said
             short += 1
             if short <= 3:
@@ -762,28 +789,14 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 ts = _clamp_ts(info, ts, iid, itf, number)
             yield [_tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]
         elif btype_i == 1:  # Interface Description Block
-            linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, p + 8)
-            itf = Interface(linktype, snaplen)
-            for code, val in _parse_options(buf, p + 16, p + blen - 4, endian):
-                if code == 9 and val:
-                    r = val[0]
-                    itf.tsresol = 2.0 ** -(r & 0x7F) if r & 0x80 else 10.0 ** -r
-                elif code == 14 and len(val) >= 8:
-                    (itf.tsoffset,) = struct.unpack_from(endian + "q", val, 0)
-                elif code == 2:
-                    itf.name = val.decode("utf-8", "replace")
+            itf = pcapng_interface(buf, p, blen, endian)
             ifaces.append(itf)
             info.interfaces.append(itf)
         elif btype_i == 0x0A:  # Decryption Secrets Block
             stype, slen = struct.unpack_from(endian + "II", buf, p + 8)
             info.secrets.append((stype, bytes(buf[p + 16 : p + 16 + min(slen, blen - 20)])))
         elif btype_i == 5:  # Interface Statistics Block
-            iid, tshi, tslo = struct.unpack_from(endian + "III", buf, p + 8)
-            st: dict = {"interface": iid}
-            for code, val in _parse_options(buf, p + 20, p + blen - 4, endian):
-                if code in (4, 5) and len(val) >= 8:
-                    st["received" if code == 4 else "dropped"] = struct.unpack_from(endian + "Q", val)[0]
-            info.interface_stats.append(st)
+            info.interface_stats.append(pcapng_stats(buf, p, blen, endian))
         # other blocks (NRB, custom, SHB body) are skipped by length
         b.pos = p + blen
 

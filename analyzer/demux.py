@@ -25,7 +25,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .capture import PCAP_MAGICS, PCAPNG_SHB, TS_MAX, TS_MIN, Interface
+from .capture import PCAP_MAGICS, PCAPNG_FIXED, PCAPNG_SHB, TS_MAX, TS_MIN, Interface, pcapng_interface, pcapng_stats
 from .packet import PROTO_TCP, Decoder
 
 PER_PACKET = 512  # a packet's cost in captured-byte equivalents, besides its bytes (balancing only)
@@ -295,31 +295,18 @@ def _pcapng(mm) -> Scan:
                     continue
             grp_a(slow(itf.linktype, mm[start : start + caplen], c))
             continue
+        elif blen < PCAPNG_FIXED.get(btype, 12):  # the reader skips it with a warning: its own path
+            raise _Odd("block shorter than its fixed fields")
         elif btype == 0x0A0D0D0A:
             if pos:
                 raise _Odd("a second section")
         elif btype == 1:  # Interface Description Block
-            linktype, _, snaplen = struct.unpack_from(endian + "HHI", mm, pos + 8)
-            itf = Interface(linktype, snaplen)
-            for code, val in _options(mm, pos + 16, pos + blen - 4, endian):
-                if code == 9 and val:
-                    r = val[0]
-                    itf.tsresol = 2.0 ** -(r & 0x7F) if r & 0x80 else 10.0 ** -r
-                elif code == 14 and len(val) >= 8:
-                    (itf.tsoffset,) = struct.unpack_from(endian + "q", val, 0)
-                elif code == 2:
-                    itf.name = val.decode("utf-8", "replace")
-            ifaces.append(itf)
+            ifaces.append(pcapng_interface(mm, pos, blen, endian, _options))
         elif btype == 0x0A:  # Decryption Secrets Block
             stype, slen = struct.unpack_from(endian + "II", mm, pos + 8)
             sc.secrets.append((len(sc.ts), stype, bytes(mm[pos + 16 : pos + 16 + min(slen, blen - 20)])))
         elif btype == 5:  # Interface Statistics Block
-            iid, _, _ = struct.unpack_from(endian + "III", mm, pos + 8)
-            st: dict = {"interface": iid}
-            for code, val in _options(mm, pos + 20, pos + blen - 4, endian):
-                if code in (4, 5) and len(val) >= 8:
-                    st["received" if code == 4 else "dropped"] = struct.unpack_from(endian + "Q", val)[0]
-            sc.interface_stats.append(st)
+            sc.interface_stats.append(pcapng_stats(mm, pos, blen, endian, _options))
         elif btype in (2, 3):  # obsolete and simple packet blocks: the reader's own path
             raise _Odd("packet block")
         pos += blen  # (other blocks: skipped by length, as the reader does)
