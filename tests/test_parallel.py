@@ -339,12 +339,14 @@ def _ipv4_fragments(ts: float) -> list:
     return out
 
 
-@pytest.mark.parametrize("what", ["snap length", "fragment", "truncated"])
+@pytest.mark.parametrize("what", ["snap length", "fragment", "truncated", "short block"])
 def test_scan_declines_what_only_the_reader_handles(tmp_path, what):
     """A packet cut by the snap length (the pass counts them into one warning), an IPv4
-    fragment (reassembly is stateful), a file ending inside a record (the reader's warning):
-    the scan declines, and the capture — http1-nginx's real packets around it — is
-    demultiplexed the old way (the parent's pass over read_capture), with the serial result."""
+    fragment (reassembly is stateful), a file ending inside a record (the reader's warning),
+    a pcapng block shorter than its fixed fields (the reader skips it with a warning,
+    capture.PCAPNG_FIXED): the scan declines, and the capture — http1-nginx's real packets
+    around it — is demultiplexed the old way (the parent's pass over read_capture), with the
+    serial result."""
     from wirefall.analyzer.demux import scan
 
     recs = _nginx_records()
@@ -358,9 +360,16 @@ def test_scan_declines_what_only_the_reader_handles(tmp_path, what):
     if what == "truncated":
         with open(p, "ab") as f:
             f.write(bytes(9))
+    elif what == "short block":
+        sys.path.insert(0, str(ROOT))
+        from scripts.hostile.capture_inputs import short_blocks
+
+        p = short_blocks(tmp_path)
     assert scan(str(p), 2) is None
     serial = analyze(str(p))
     assert len(serial.exchanges) >= 6  # (tshark: 6 HTTP requests in http1-nginx)
+    if what == "short block":
+        assert any("shorter than its fixed fields" in w for w in serial.warnings)
     par = analyze(str(p), workers=2)
     assert par.__dict__["_wf_parallel"] == "parallel: 2 workers" and par.__dict__["_wf_parallel_mode"] == "streamed"
     _same(serial, par)

@@ -92,19 +92,3 @@ def test_fragmented_tcp_goes_serial_and_loses_nothing(tmp_path):
                              capture_output=True, text=True).stdout.split()
         assert out == ["200", "200"]
 
-
-def test_short_pcapng_blocks_are_not_scanned_and_give_the_serial_result(tmp_path):
-    """A block shorter than its fixed fields is skipped by the reader with a warning
-    (capture.PCAPNG_FIXED): the scan declines the capture, which takes the streamed path."""
-    from wirefall.analyzer import demux
-
-    sys.path.insert(0, str(ROOT))
-    from scripts.hostile.capture_inputs import short_blocks
-
-    path = str(short_blocks(tmp_path))
-    assert demux.scan(path, 2) is None
-    serial = analyze(path)
-    par = analyze(path, workers=2)
-    assert any("shorter than its fixed fields" in w for w in serial.warnings)
-    assert par.__dict__.get("_wf_parallel_mode") != "scanned"
-    assert _out(par) == _out(serial) and par.warnings == serial.warnings
