@@ -501,8 +501,9 @@ class ImageError(RuntimeError):
 def to_image(fig, fmt: str, width: int | None = None, height: int | None = None, scale: float | None = None) -> bytes:
     """PNG or SVG bytes through kaleido 1.x.  With the persistent server of ``image_server``
     the figure is rendered in this process; otherwise in a child process of its own, killed
-    (with the Chromium it started) if it does not finish in ``IMAGE_TIMEOUT`` seconds and tried
-    once more: Chromium has been seen to hang on start-up, and an export must end either way."""
+    (with the Chromium it started) if it does not finish in ``IMAGE_TIMEOUT`` seconds, and tried
+    once more after a hang or a failure: Chromium has been seen to hang on start-up and
+    kaleido to fail on it, and an export must end either way."""
     if os.path.exists("/usr/bin/chromium") and not os.environ.get("BROWSER_PATH"):
         os.environ["BROWSER_PATH"] = "/usr/bin/chromium"
     if _server[0]:
@@ -553,8 +554,10 @@ def _render_isolated(fig, fmt, width, height, scale) -> bytes:
             continue
         if p.returncode == 0 and out:
             return out
+        # a failure is tried once more too: kaleido's tab has been seen to evaluate before its
+        # own script had loaded ("ReferenceError: kaleido_scopes is not defined", CI under load)
         lines = err.decode(errors="replace").strip().splitlines()
-        raise ImageError(f"{fmt.upper()} rendering failed: {lines[-1] if lines else f'exit code {p.returncode}'}")
+        why = lines[-1] if lines else f"exit code {p.returncode}"
     raise ImageError(f"{fmt.upper()} rendering failed: {why} ({IMAGE_ATTEMPTS} attempts)")
 
 
