@@ -810,7 +810,10 @@ class WirefallApp(PacketHabits, App):
 
     @on(WaterfallView.Zoomed)
     def _zoomed(self) -> None:
-        wv = self.query_one(WaterfallView)
+        try:
+            wv = self.query_one(WaterfallView)
+        except NoMatches:  # (queued by a resize or a tab switch while the app shuts down)
+            return
         self.query_one("#wf-axis", Static).update(wv.axis_text())
 
     def on_resize(self) -> None:
