@@ -602,7 +602,11 @@ def test_web_upload_a_browser_log_beside_the_capture(web, pg):
     pg.wait_for_selector("#overlay-done")
     _wait_status(pg, "pw-h2.pcapng + pw-h2.har.gz: ")
     _rows(pg, 13)
-    cid = pg.evaluate("() => new URLSearchParams(location.search).get('capture')")
+    # the new entry is the one the message names ("… laid over pw-h2.pcapng as c8"); the address
+    # names it one callback later (cb_url_out) — read before that, under load, it still named the
+    # plain upload, whose requests carry no browser record (CI: no #detail-browser at ?capture=c7)
+    cid = pg.inner_text("#overlay-done").rsplit(" as ", 1)[1].strip()
+    pg.wait_for_function("c => new URLSearchParams(location.search).get('capture') === c", arg=cid)
     an = analyze(str(cap), keylogs=[str(keys)])
     s = overlay(an, str(har))
     assert s["matched"] == 13
