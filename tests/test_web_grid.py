@@ -124,6 +124,12 @@ def _query(pg) -> dict:
     return {k: v if len(v) > 1 else v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
 
 
+def _wait_query(pg, key: str, value: str) -> None:
+    """Wait for the address to hold ``key=value``: cb_url_out writes it one callback after
+    the change the page shows (read at once, under load, it could still hold the old one)."""
+    pg.wait_for_function("([k, v]) => new URLSearchParams(location.search).get(k) === v", arg=[key, value])
+
+
 def _open_packets(pg, url: str, cid: str, total: int) -> None:
     pg.goto(url + f"?capture={cid}&tab=packets")
     _wait_text(pg, "#packet-filter-msg", f"{total:,} packets")
@@ -165,7 +171,7 @@ def test_large_capture_scrolls_as_one_list(server, pg):
                          arg=row)
     assert pg.evaluate("s => getComputedStyle(document.querySelector(s)).backgroundColor", row) == "rgb(255, 224, 130)"
     _wait_text(pg, "#packet-detail-title", "Packet 15000")
-    assert _query(pg)["pkt"] == "15000"
+    _wait_query(pg, "pkt", "15000")
 
 
 def test_sort_by_any_column_over_the_whole_list(server, pg, monkeypatch):
@@ -226,7 +232,7 @@ def test_time_formats_time_reference_and_marks(server, pg):
     pg.wait_for_function(f"t => document.querySelector(\"{ROWS}[row-index='0'] [col-id='time']\").innerText.trim().startsWith(t)",
                          arg=ud[1][:19])
     assert all(ud[i + 1].startswith(_cell(pg, i, "time")) and len(_cell(pg, i, "time")) == 26 for i in range(10))
-    assert _query(pg)["time"] == "absolute"
+    _wait_query(pg, "time", "absolute")
     pg.fill("#packet-filter", "tcp.len > 0")
     pg.keyboard.press("Enter")
     _choose_time(pg, "since the previous displayed packet")
