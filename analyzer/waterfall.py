@@ -770,10 +770,14 @@ def connection_loss_events(an: Analysis, conn: Connection) -> list[tuple[str, fl
 
 
 def _exchange_start(e: Exchange) -> float | None:
-    for t in (e.request_start, e.request_end, e.response_start, e.response_end):
-        if t is not None:
-            return t
-    return None
+    t = e.request_start  # (the first of request_start, request_end, response_start, response_end set)
+    if t is None:
+        t = e.request_end
+        if t is None:
+            t = e.response_start
+            if t is None:
+                t = e.response_end
+    return t
 
 
 def _exchange_end(e: Exchange) -> float | None:
