@@ -109,10 +109,6 @@ class H2Session:
     HTTP2-Settings payload.  ``mid_stream``: the capture starts inside the connection.
     """
 
-    # data() copies what it is given into the direction's frame buffer before anything else and
-    # keeps no reference to it: TlsSession may hand it a view of a record's plaintext
-    VIEWS_OK = True
-
     def __init__(self, ctx, conn: Connection, cleartext: bool = True, upgrade: Exchange | None = None,
                  settings: bytes | str | None = None, mid_stream: bool = False, **kw):
         self.ctx = ctx

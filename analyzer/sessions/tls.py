@@ -217,7 +217,7 @@ class TlsSession:
             # application-data record that opens, in one place (six calls and a dict per record
             # fewer); anything else (a record that does not open, padding, another inner type
             # than application data) takes the general path, which decides as before.
-            dec, aead, iv, key, rows, pmap, wmap, cmap, inner, view = fast
+            dec, aead, iv, key, rows, pmap, wmap, cmap, inner = fast
             body = rec.body
             seq = dec.seq
             try:
@@ -284,9 +284,7 @@ class TlsSession:
                     wmap.starts.append(pt_off)
                     pp.append(fp)
                 self.pt_off[d] = pt_off + n
-                # (HTTP/2 copies what it is given into its frame buffer at once and keeps no
-                # reference: a view of a large record's plaintext spares a copy of it)
-                inner.data(d, memoryview(pt)[:n] if view and n >= 1024 else pt[:n], pt_off, pk)
+                inner.data(d, pt[:n], pt_off, pk)
 
     def _fast_state(self, d: int):
         """What ``data`` needs for the fast path of direction ``d``'s application-data records,
@@ -304,8 +302,7 @@ class TlsSession:
         return (dec, dec.aead, dec.iv, code[1] if code is not None else KEY_TLS12,
                 (t.offset.append, t.length.append, t.first_packet.append, t.pt_offset.append, t.pt_length.append,
                  t.seq.append, t.key.append, t.ctype.append, t.packet.append),
-                self.maps[d], self.wire[d], tcp[d].map if tcp is not None else None, self.inner,
-                getattr(self.inner, "VIEWS_OK", False))
+                self.maps[d], self.wire[d], tcp[d].map if tcp is not None else None, self.inner)
 
     def gap(self, direction, offset, length, packet):
         self.fast[0] = self.fast[1] = None
