@@ -943,7 +943,7 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     not one for the page and another for the JSON: each fork of the whole model costs the
     copy of every page either process then writes, refcounts included.)  A child that fails
     costs only time: the parent computes what it did not get."""
-    from .jsonout import PhasePlan, dump, exchange_dict, page_and_phases
+    from .jsonout import PhasePlan, _encode, dump, exchange_dict, page_and_phases
 
     out = out if out is not None else sys.stdout
     if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
@@ -967,12 +967,11 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         plan.fill(exs[i * chunk : (i + 1) * chunk], ph, skip=True)
         return ph
 
-    def encode(i: int, ph: dict, pg) -> bytes:  # chunk i's elements, at the list's indent: dump's "[\n" … "\n]" cut off
-        import io
-
-        bio = io.BytesIO()
-        dump([exchange_dict(e, shared=True, phases=ph.get(e.id), page=pg) for e in exs[i * chunk : (i + 1) * chunk]], bio)
-        return bio.getvalue()[2:-2]
+    def encode(i: int, ph: dict, pg) -> memoryview:
+        """Chunk i's elements at the list's indent: what ``dump`` writes of them, its "[\n"
+        and "\n]" cut off (one encoder call; a view of its bytes: no copy of megabytes)."""
+        return memoryview(_encode([exchange_dict(e, shared=True, phases=ph.get(e.id), page=pg)
+                                   for e in exs[i * chunk : (i + 1) * chunk]]))[2:-2]
 
     r, w = os.pipe()
     pid = os.fork()
@@ -988,7 +987,8 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
                 c = time.process_time()
                 for i in range(0, k, _CHILD_EVERY):
                     cb = encode(i, phases(i), page)
-                    cf.write(len(cb).to_bytes(8, "little") + cb)
+                    cf.write(len(cb).to_bytes(8, "little"))
+                    cf.write(cb)
                 cf.write(struct.pack("<d", time.process_time() - c))  # (its CPU: the accounting)
         except BaseException:  # noqa: BLE001 - the parent computes what it did not get
             code = 1
@@ -1021,13 +1021,14 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
                 pg = page_of(an, plan.exs, starts=starts)
             c2 = time.process_time()
             for i in range(k):
-                b: bytes | None = None
+                b: bytes | memoryview | None = None
                 if not i % _CHILD_EVERY and not broken:
                     b = message()
                     broken = b is None
                 if b is None:
                     b = encode(i, mine.pop(i, {}) or phases(i), pg)
-                write((b",\n" if i else b"[\n") + b)
+                write(b",\n" if i else b"[\n")
+                write(b)
             tail = f.read(8) if not broken else b""
     finally:
         _reap(pid, -1)

@@ -247,19 +247,19 @@ def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
     one = _Out()
     parallel.requests_json(an, exs, 1, one)
     parent = os.getpid()
-    real_dump, real_page_of = jsonout.dump, waterfall.page_of
+    real_encode, real_page_of = jsonout._encode, waterfall.page_of
 
-    def dump(obj, fp):
+    def encode(obj):
         if os.getpid() != parent:
             raise MemoryError("a child's failure")
-        real_dump(obj, fp)
+        return real_encode(obj)
 
     def page_of(*a, **kw):
         if os.getpid() != parent:
             raise MemoryError("a child's failure")
         return real_page_of(*a, **kw)
 
-    monkeypatch.setattr(jsonout, "dump", dump)
+    monkeypatch.setattr(jsonout, "_encode", encode)
     two = _Out()
     parallel.requests_json(an, exs, 2, two, chunk=3)  # (the child sends the page, then fails)
     assert two.buffer.getvalue() == one.buffer.getvalue()
