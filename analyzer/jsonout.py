@@ -78,34 +78,85 @@ def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any]]]:
     """(``waterfall.page_of(an)``, ``phases_dicts(an)``) with the waterfall planned once (one
     sort of the exchanges): the page's start is its first row's, which the phases hold
     (planning them was a fifth of ``requests --json`` on request-heavy captures, and was done
-    twice).  The common row (``waterfall.exchange_phases``' fast path: a request sent, then
-    answered, in order, not its connection's first) goes straight to its ``phases`` object,
-    without the list of phases made and read back."""
-    from .waterfall import PHASES, _plan, exchange_phases, page_of
+    twice)."""
+    from .waterfall import page_of
 
-    assert PHASES == _PHASES  # (the literals below)
-    conns = {c.id: c for c in an.connections}
-    exs, _, first_of_conn, dns_for, _ = _plan(an, conns)
+    plan = PhasePlan(an)
     starts: dict[int, float] = {}
     out: dict[int, dict[str, Any]] = {}
-    for e in exs:
-        eid = e.id
-        if eid not in first_of_conn and not e.pushed:
-            s, a, b, end = e.request_start, e.request_end, e.response_start, e.response_end
-            if s is not None and a is not None and b is not None and end is not None and s <= a <= b <= end:
-                # exchange_phases(e): [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
-                r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
-                out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
-                            "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
-                            "receive": (r3 - r2) / 1e6}
-                starts[eid] = s
+    plan.fill(plan.exs, out, starts)
+    return page_of(an, plan.exs, starts=starts), out
+
+
+class PhasePlan:
+    """The waterfall planned once (``waterfall._plan``: the exchanges with a start, in start
+    order, ``exs``), and the planned exchanges' row starts and ``phases`` objects on demand
+    (``fill``, ``start``), as ``page_and_phases`` computes them — so that
+    ``parallel.requests_json`` can compute the starts (what ``page_of`` needs) and each
+    process the phases of its own share."""
+
+    def __init__(self, an: Analysis):
+        from .waterfall import PHASES, _plan
+
+        assert PHASES == _PHASES  # (the literals in fill and _phases_dict)
+        self.conns = {c.id: c for c in an.connections}
+        self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns)
+        self.planned: set[int] | None = None  # ids of exs (made by the first fill that skips)
+
+    def fill(self, exs, out: dict[int, dict[str, Any]], starts: dict[int, float] | None = None, skip: bool = False) -> None:
+        """The ``phases`` object of each exchange of ``exs`` into ``out`` and its row's start
+        (when it has a phase) into ``starts``; ``skip``: leave out those not planned (no
+        start), else every one must be.  The common row (``waterfall.exchange_phases``' fast
+        path: a request sent, then answered, in order, not its connection's first) goes
+        straight to its ``phases`` object, without the list of phases made and read back."""
+        from .waterfall import exchange_phases
+
+        first_of_conn, conns, dns_for = self.first_of_conn, self.conns, self.dns_for
+        planned: set[int] = set()
+        if skip:
+            if self.planned is None:
+                self.planned = {e.id for e in self.exs}
+            planned = self.planned
+        for e in exs:
+            eid = e.id
+            if skip and eid not in planned:
                 continue
-        c = conns.get(e.connection) if eid in first_of_conn else None
-        ph = exchange_phases(e, c, dns_for.get(c.id) if c is not None else None)  # (as phases_by_exchange)
-        if ph:
-            starts[eid] = ph[0][1]  # (as page_of finds them)
-        out[eid] = _phases_dict(ph)
-    return page_of(an, exs, starts=starts), out
+            if eid not in first_of_conn and not e.pushed:
+                s, a, b, end = e.request_start, e.request_end, e.response_start, e.response_end
+                if s is not None and a is not None and b is not None and end is not None and s <= a <= b <= end:
+                    # exchange_phases(e): [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
+                    r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
+                    out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
+                                "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
+                                "receive": (r3 - r2) / 1e6}
+                    if starts is not None:
+                        starts[eid] = s
+                    continue
+            c = conns.get(e.connection) if eid in first_of_conn else None
+            ph = exchange_phases(e, c, dns_for.get(c.id) if c is not None else None)  # (as phases_by_exchange)
+            if ph and starts is not None:
+                starts[eid] = ph[0][1]  # (as page_of finds them)
+            out[eid] = _phases_dict(ph)
+
+    def starts(self) -> dict[int, float]:
+        """``fill``'s starts of every planned exchange, without the phases objects of the common
+        rows (their start is their request's)."""
+        from .waterfall import exchange_phases
+
+        first_of_conn, conns, dns_for = self.first_of_conn, self.conns, self.dns_for
+        starts: dict[int, float] = {}
+        for e in self.exs:
+            eid = e.id
+            if eid not in first_of_conn and not e.pushed:
+                s, a, b, end = e.request_start, e.request_end, e.response_start, e.response_end
+                if s is not None and a is not None and b is not None and end is not None and s <= a <= b <= end:
+                    starts[eid] = s
+                    continue
+            c = conns.get(e.connection) if eid in first_of_conn else None
+            ph = exchange_phases(e, c, dns_for.get(c.id) if c is not None else None)
+            if ph:
+                starts[eid] = ph[0][1]
+        return starts
 
 
 def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:

@@ -100,6 +100,7 @@ from dataclasses import fields
 from heapq import merge as _hmerge
 from itertools import starmap
 from operator import attrgetter
+from typing import Any
 
 from .model import Analysis, Exchange, Frame
 
@@ -924,6 +925,9 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
 # ------------------------------------------------------------------ the output, in parallel
 
 _CHUNK = 2048  # exchanges per chunk of ``requests_json``'s output
+# the forked child of ``requests_json`` encodes every third chunk (it computes page_of first:
+# measured on 60 k requests, a half made it the longer of the two by a quarter)
+_CHILD_EVERY = 3
 
 
 def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: int = _CHUNK) -> None:
@@ -931,12 +935,15 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     ``out`` (stdout): the bytes ``jsonout.dump`` writes.  With 2 or more workers (and enough
     exchanges), the post-pass and the JSON take both cores (benchmarks/parallel_accounting.py
     measured them as the serial tail: on 60 k requests 1.2 s and 0.5 s of CPU after the pass):
-    a forked child computes ``page_of`` while the parent computes ``phases_dicts``; then the
-    two encode the exchanges' JSON by turns, ``chunk`` at a time (the child's even chunks sent
-    whole to the parent through a pipe, the parent writing every chunk in order).  A child
-    that fails costs only time: the parent computes what it did not get."""
-    from .jsonout import dump, exchange_dict, page_and_phases, phases_dicts
-    from .waterfall import page_of, phases_by_exchange
+    the parent plans the waterfall and the rows' starts (``jsonout.PhasePlan``), then forks
+    once: the child computes ``page_of`` and sends it, then the phases and JSON of every
+    ``_CHILD_EVERY``-th chunk of ``chunk`` exchanges (0, 3, 6, …: page_of is its share too),
+    sent whole through a pipe; the parent meanwhile computes the phases of the other chunks,
+    then encodes them and writes every chunk in order.  (One fork,
+    not one for the page and another for the JSON: each fork of the whole model costs the
+    copy of every page either process then writes, refcounts included.)  A child that fails
+    costs only time: the parent computes what it did not get."""
+    from .jsonout import PhasePlan, _encode, dump, exchange_dict, page_and_phases
 
     out = out if out is not None else sys.stdout
     if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
@@ -944,102 +951,92 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), out)
         out.write("\n")
         return
+    import pickle
+
+    from .waterfall import page_of
+
     out.flush()
     sys.stderr.flush()
     c0 = time.process_time()
-    by_exchange = phases_by_exchange(an)  # (as jsonout.page_and_phases: planned once for both)
-    starts = {eid: p[0][1] for eid, p in by_exchange.items() if p}
-    page = _forked(lambda a: page_of(a, starts=starts), an)
-    ph = phases_dicts(an, by_exchange)
-    c1 = time.process_time()
-    got, page_cpu = page()
-    pg = got if got is not None else page_of(an, starts=starts)
-    c2 = time.process_time()
-
-    def encode(i: int) -> bytes:  # chunk i's elements, at the list's indent: dump's "[\n" … "\n]" cut off
-        import io
-
-        bio = io.BytesIO()
-        dump([exchange_dict(e, shared=True, phases=ph.get(e.id), page=pg) for e in exs[i * chunk : (i + 1) * chunk]], bio)
-        return bio.getvalue()[2:-2]
-
+    plan = PhasePlan(an)  # (as jsonout.page_and_phases: planned once for the page and the phases)
+    starts = plan.starts()
     k = (len(exs) + chunk - 1) // chunk
+
+    def phases(i: int) -> dict[int, dict]:  # chunk i's phases objects (planned exchanges only)
+        ph: dict[int, dict] = {}
+        plan.fill(exs[i * chunk : (i + 1) * chunk], ph, skip=True)
+        return ph
+
+    def encode(i: int, ph: dict, pg) -> memoryview:
+        """Chunk i's elements at the list's indent: what ``dump`` writes of them, its "[\n"
+        and "\n]" cut off (one encoder call; a view of its bytes: no copy of megabytes)."""
+        return memoryview(_encode([exchange_dict(e, shared=True, phases=ph.get(e.id), page=pg)
+                                   for e in exs[i * chunk : (i + 1) * chunk]]))[2:-2]
+
     r, w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: chunks 0, 2, 4, …; the parent 1, 3, 5, … meanwhile
+    if pid == 0:  # the child: the page, then chunks 0, 3, 6, …; the parent the others meanwhile
         code = 0
         try:
             os.close(r)
             with os.fdopen(w, "wb", buffering=0) as cf:
                 c = time.process_time()
-                for i in range(0, k, 2):
-                    cb = encode(i)
-                    cf.write(len(cb).to_bytes(8, "little") + cb)
+                page = page_of(an, plan.exs, starts=starts)
+                blob = pickle.dumps((page, time.process_time() - c), protocol=pickle.HIGHEST_PROTOCOL)
+                cf.write(len(blob).to_bytes(8, "little") + blob)
+                c = time.process_time()
+                for i in range(0, k, _CHILD_EVERY):
+                    cb = encode(i, phases(i), page)
+                    cf.write(len(cb).to_bytes(8, "little"))
+                    cf.write(cb)
                 cf.write(struct.pack("<d", time.process_time() - c))  # (its CPU: the accounting)
-        except BaseException:  # noqa: BLE001 - the parent encodes what it did not get
+        except BaseException:  # noqa: BLE001 - the parent computes what it did not get
             code = 1
         finally:
             os._exit(code)
     os.close(w)
+    mine = {i: phases(i) for i in range(k) if i % _CHILD_EVERY}
+    c1 = time.process_time()
     write = out.buffer.write if hasattr(out, "buffer") else out.write
     broken = False
+    page_cpu = 0.0
     try:
         with os.fdopen(r, "rb") as f:
+
+            def message() -> bytes | None:  # the child's next length-prefixed message, None if it failed
+                head = f.read(8)
+                size = int.from_bytes(head, "little") if len(head) == 8 else -1
+                b = f.read(size) if size >= 0 else b""
+                return b if size >= 0 and len(b) == size else None
+
+            got = message()
+            pg: Any = None
+            try:
+                if got is not None:
+                    pg, page_cpu = pickle.loads(got)
+            except Exception:  # noqa: BLE001 - a damaged page: computed again
+                pg = None
+            if pg is None:
+                broken = True
+                pg = page_of(an, plan.exs, starts=starts)
+            c2 = time.process_time()
             for i in range(k):
-                b: bytes | None = None
-                if i % 2 == 0 and not broken:
-                    head = f.read(8)
-                    size = int.from_bytes(head, "little") if len(head) == 8 else -1
-                    b = f.read(size) if size >= 0 else b""
-                    if size < 0 or len(b) != size:
-                        broken, b = True, None
+                b: bytes | memoryview | None = None
+                if not i % _CHILD_EVERY and not broken:
+                    b = message()
+                    broken = b is None
                 if b is None:
-                    b = encode(i)
-                write((b",\n" if i else b"[\n") + b)
+                    b = encode(i, mine.pop(i, {}) or phases(i), pg)
+                write(b",\n" if i else b"[\n")
+                write(b)
             tail = f.read(8) if not broken else b""
     finally:
         _reap(pid, -1)
     write(b"\n]\n")
     if hasattr(out, "buffer"):
         out.buffer.flush()
-    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's phases and page
-    # wait, the page child's CPU, the JSON's in the parent and in the child
+    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's plan and phases and
+    # page wait, the child's page_of, then each one's phases and JSON of its chunks
     an.__dict__["_wf_output_times"] = {
         "phases": c1 - c0, "page_wait": c2 - c1, "page_child": page_cpu, "json_parent": time.process_time() - c2,
         "json_child": struct.unpack("<d", tail)[0] if len(tail) == 8 else 0.0}
-
-
-def _forked(fn, *args):
-    """``fn(*args)`` computed in a forked child (the model shared copy-on-write); returns a
-    function that waits for the result and the child's CPU seconds ((None, 0.0) if the child
-    failed)."""
-    import pickle
-
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(r)
-            c = time.process_time()
-            res = fn(*args)
-            blob = pickle.dumps((res, time.process_time() - c), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(w, "wb") as f:
-                f.write(blob)
-        except BaseException:  # noqa: BLE001 - the parent computes it itself
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
-
-    def result():
-        try:
-            with os.fdopen(r, "rb") as f:
-                blob = f.read()
-            return pickle.loads(blob) if blob else (None, 0.0)
-        except Exception:  # noqa: BLE001 - a truncated result: computed again
-            return None, 0.0
-        finally:
-            _reap(pid, -1)
-
-    return result

@@ -369,7 +369,7 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
             docs[e.id] = v
         return v
 
-    navigations = [e for e in cands if (facts[e.id][4] or "").strip().lower() == "document"]
+    navigations = [e for e in cands if (fd := facts[e.id][4]) is not None and fd.strip().lower() == "document"]
     doc = next((e for e in navigations if e.response_start is not None), None) or (navigations[0] if navigations else None)
     if doc is None:
         # the first document with a response, else the first document: one pass (is_document is pure)
@@ -508,9 +508,17 @@ def _page_bounds(an: Analysis, p: Page, exs: list[Exchange], starts: dict[int, f
             first = min((starts[eid] for eid in mine if eid in starts), default=None)
             if first is not None and first > p.start:
                 p.start, p.start_packet = first, _packet_at_time(an, first)
-    ends = [(e.response_end, e.response_end_packet) for e in exs if e.response_end is not None and e.id not in p.background]
-    if ends:
-        p.end, p.end_packet = max(ends, key=lambda x: x[0])
+    # max((e.response_end, e.response_end_packet) of the page's exchanges, key=its time): the
+    # first of the latest, without a list of pairs (every request of a request-heavy capture)
+    bg = p.background
+    end: float | None = None
+    end_packet = None
+    for e in exs:
+        t = e.response_end
+        if t is not None and (end is None or t > end) and e.id not in bg:
+            end, end_packet = t, e.response_end_packet
+    if end is not None:
+        p.end, p.end_packet = end, end_packet
     return p
 
 
@@ -770,10 +778,14 @@ def connection_loss_events(an: Analysis, conn: Connection) -> list[tuple[str, fl
 
 
 def _exchange_start(e: Exchange) -> float | None:
-    for t in (e.request_start, e.request_end, e.response_start, e.response_end):
-        if t is not None:
-            return t
-    return None
+    t = e.request_start  # (the first of request_start, request_end, response_start, response_end set)
+    if t is None:
+        t = e.request_end
+        if t is None:
+            t = e.response_start
+            if t is None:
+                t = e.response_end
+    return t
 
 
 def _exchange_end(e: Exchange) -> float | None:

@@ -19,8 +19,9 @@ where ``pass`` is what the parent's and the workers' passes take when they run a
 the longest of them, and no less than their sum spread over the cores (a worker's chain is
 its pass, its part and its pickling; the parent's, its pass and its reading of the parts but
 the last chunk's, which is the "read parts" after it); with N workers the post-pass and the JSON are
-``parallel.requests_json``'s: the longer of the phases (parent) and ``page_of`` (a child),
-then the longer of the two processes' JSON.  Serial CPU over the critical path is the speed-up an
+``parallel.requests_json``'s: the longer of the parent's phases and ``page_of`` (a child),
+then the longer of the two processes' JSON (the child's with its chunks' phases, after its
+``page_of``).  Serial CPU over the critical path is the speed-up an
 idle host would show; each figure is the least of ``--repeat`` runs (a loaded host only adds
 time; the runs with 1 and N workers take turns, and start-up, post-pass and JSON, the same work
 on the same model either way, are the least over both).  ``--wall`` also times the real commands (wall clock) and prints the load average.
@@ -111,8 +112,10 @@ def critical_path(r: dict, cores: int) -> dict:
     mine = t["parent_pass"] + t["read_parts"] - tail
     par = max(mine, *chains, (mine + sum(chains)) / cores)
     o = r.get("out")
-    if o:  # requests_json: page_of in a child while the parent computes the phases, then the JSON by turns
-        post, js = max(o["phases"], o["page_child"]) + o["page_wait"], max(o["json_parent"], o["json_child"])
+    if o:  # requests_json: page_of in a child while the parent computes its chunks' phases, then the
+        # JSON by turns (the child's chunks' phases with its JSON): the parent encodes once it has the page
+        post = max(o["phases"], o["page_child"]) + o["page_wait"]
+        js = max(post + o["json_parent"], o["page_child"] + o["json_child"]) - post
         out_sum = o["phases"] + o["page_child"] + o["page_wait"] + o["json_parent"] + o["json_child"]
     else:
         post, js = r["post"], r["json"]

@@ -236,9 +236,10 @@ def test_requests_json_on_two_cores_writes_the_serial_bytes(chunk):
 
 
 def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
-    """A child that dies (here: its encoder raises in the child only) sends nothing: the
-    parent encodes those chunks itself, and the page it did not get it computes itself."""
-    from wirefall.analyzer import jsonout, parallel
+    """A child that dies (here: its encoder raises in the child only) sends nothing more: the
+    parent encodes those chunks itself; and the page it did not get (here: ``page_of`` raises
+    in the child) it computes itself."""
+    from wirefall.analyzer import jsonout, parallel, waterfall
 
     path = SAMPLES / "page" / "page-h1.pcapng"
     an = analyze(str(path), keylogs=[str(SAMPLES / "page" / "page-h1.keys")])
@@ -246,23 +247,26 @@ def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
     one = _Out()
     parallel.requests_json(an, exs, 1, one)
     parent = os.getpid()
-    real_dump = jsonout.dump
+    real_encode, real_page_of = jsonout._encode, waterfall.page_of
 
-    def dump(obj, fp):
+    def encode(obj):
         if os.getpid() != parent:
             raise MemoryError("a child's failure")
-        real_dump(obj, fp)
+        return real_encode(obj)
 
-    def failing(fn, *args):
-        def result():
-            return None, 0.0
-        return result
+    def page_of(*a, **kw):
+        if os.getpid() != parent:
+            raise MemoryError("a child's failure")
+        return real_page_of(*a, **kw)
 
-    monkeypatch.setattr(jsonout, "dump", dump)
-    monkeypatch.setattr(parallel, "_forked", failing)
+    monkeypatch.setattr(jsonout, "_encode", encode)
     two = _Out()
-    parallel.requests_json(an, exs, 2, two, chunk=3)
+    parallel.requests_json(an, exs, 2, two, chunk=3)  # (the child sends the page, then fails)
     assert two.buffer.getvalue() == one.buffer.getvalue()
+    monkeypatch.setattr(waterfall, "page_of", page_of)
+    three = _Out()
+    parallel.requests_json(an, exs, 2, three, chunk=3)  # (the child fails before the page)
+    assert three.buffer.getvalue() == one.buffer.getvalue()
 
 
 # ------------------------------------------------------------------ the lean demultiplexer (analyzer/demux.py)
