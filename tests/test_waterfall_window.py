@@ -157,3 +157,45 @@ def test_the_pager_callback(big, tmp_path):
         assert fig.layout.yaxis.ticktext[0] == L.row_label(wf.rows[300]).replace(" ", NBSP)
     finally:
         st.close()
+
+
+def test_the_waterfall_tab_in_one_answer(big, tmp_path):
+    """cb_wf answers the filters' options, the window and the figure together: a capture just
+    shown (or the page's first call) gets the options and the values its address names, the
+    window (of the selection, when one came with it) and that window's figure; a page button
+    moves the window and draws it, the options unchanged."""
+    from dash import no_update
+
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_wf, wf_trigger
+
+    an, wf = big
+    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
+    f = tmp_path / "big.pcap"
+    f.write_bytes(b"")
+    try:
+        e = st.add_file(str(f), name="big.pcap")
+        st.wait(e.id, timeout=120)
+        k = views.WINDOW_ROWS
+        proto = wf.rows[0].protocol
+
+        def call(triggered, start=0, selected=None, protocols=(), search=None):
+            return cb_wf(st, 0, 0, 0, 0, None, e.id, "v", list(protocols), [], [], [], "", None, selected, None, start, search,
+                         triggered=triggered)
+
+        out = call([], search=f"?capture={e.id}&proto={proto}")
+        assert [o["value"] for o in out[0]] == sorted({r.protocol for r in wf.rows}) and out[4] == [proto]
+        assert out[8] is no_update and f"requests 1–{k} of" in out[10]  # (the window from 0: unchanged)
+        fig = out[11]
+        assert list(fig.layout.yaxis.tickvals) == list(range(k))
+        out = call(["wf-next"])
+        assert all(o is no_update for o in out[:8]) and out[8] == k
+        assert list(out[11].layout.yaxis.tickvals) == list(range(k, 2 * k))
+        sel = wf.rows[777].exchange
+        out = call(["capture", "selected"], selected={"capture": e.id, "id": sel})  # a page opened on ?sel=
+        assert out[8] == 700 and list(out[11].layout.yaxis.tickvals) == list(range(700, 700 + k))
+        assert call(["live-version"], start=300)[8] is no_update  # a live capture grew: the window kept
+    finally:
+        st.close()
+    assert wf_trigger(["selected", "wf-order"]) == "wf-order" and wf_trigger(["wf-next", "capture"]) == "wf-next"
+    assert wf_trigger(["version"]) is None and wf_trigger(["selected"]) == "selected"
