@@ -530,25 +530,17 @@ def wf_trigger(triggered) -> str | None:
 
 def cb_wf(state: WebState, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
           order=None, selected=None, xrange=None, start=None, search=None, *, triggered=None):
-    """The waterfall tab in one answer: the filters' options (and, a capture just shown, their
-    values from the address: ``cb_filter_options``), the window of rows (``cb_wf_window``) and
-    the figure of that window (``cb_waterfall``) — one round trip where these three callbacks
-    followed each other (each waited for the one before: four in all after the poll, on a page
-    just opened).  ``triggered``: the ids of the inputs that fired (none: the page's first call)."""
+    """The waterfall's window of rows (``cb_wf_window``) and the figure of that window
+    (``cb_waterfall``) in one answer, where the figure's callback waited for the window's
+    (a round trip more for each page, filter, capture).  ``triggered``: the ids of the inputs
+    that fired (none: the page's first call)."""
     t = set(triggered or ())
-    opened = not t or "capture" in t
-    if opened or "version" in t:
-        opts = cb_filter_options(state, cid, version, "capture" if opened else "version", search)
-        if opened:  # the values the address names (the figure is of them)
-            protocols, connections, contents, statuses = opts[4:]
-    else:  # (the options follow the capture and its analysis only)
-        opts = (no_update,) * 8
     trig = wf_trigger(t)
     win = cb_wf_window(state, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
-                       order, selected, start, trigger="capture" if opened and trig in (None, "version") else trig)
+                       order, selected, start, trigger="capture" if (not t or "capture" in t) and trig in (None, "version") else trig)
     a = start if win[0] is no_update else win[0]
     fig = cb_waterfall(state, cid, version, protocols, connections, contents, statuses, expr, order, selected, xrange, a, search)
-    return (*opts, *win, *fig)
+    return (*win, *fig)
 
 
 # The zoom store from the graph's relayoutData, in the page (a clientside callback).  On the
@@ -1326,10 +1318,13 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
 
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
                Input("filter-expr", "value"), Input("wf-order", "value")]
-    # the waterfall tab in one callback (cb_wf): the filters' options, the window and the figure
     app.callback(
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
         Output("f-protocol", "value"), Output("f-connection", "value"), Output("f-content", "value"), Output("f-status", "value"),
+        Input("capture", "value"), Input("version", "data"), State("url", "search"),
+    )(_named("cb_filter_options", lambda cid, ver, search: cb_filter_options(S, cid, ver, _trigger(), search)))
+    # the waterfall's window and its figure in one callback (cb_wf)
+    app.callback(
         Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
         Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
