@@ -1244,10 +1244,10 @@ def install_compression(server) -> bool:
 
 class WirefallDash(dash.Dash):
     """The Dash app whose page loads dash-ag-grid's bundle only when a grid is drawn
-    (``bundles.lazy_ag_grid``)."""
+    (``bundles.lazy_ag_grid``), and not dash_table's (``bundles.without_dash_table``)."""
 
     def interpolate_index(self, **kwargs):
-        kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
+        kwargs["scripts"] = bundles.without_dash_table(bundles.lazy_ag_grid(kwargs.get("scripts", "")))
         return super().interpolate_index(**kwargs)
 
 
@@ -1259,6 +1259,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     install_compression(app.server)
     install_guard(app.server, host=host, token=token, port=port)
     bundles.install_plotly(app.server)  # plotly.js's basic build (bar, scatter) where dcc loads the full one
+    bundles.install_polyfill(app.server)  # of babel's polyfill, only the regenerator runtime runs
     install_upload_route(app.server, state)
     app.layout = _named("serve_layout", lambda: layout(state))
     S = state
