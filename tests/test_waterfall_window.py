@@ -157,3 +157,40 @@ def test_the_pager_callback(big, tmp_path):
         assert fig.layout.yaxis.ticktext[0] == L.row_label(wf.rows[300]).replace(" ", NBSP)
     finally:
         st.close()
+
+
+def test_the_window_and_its_figure_in_one_answer(big, tmp_path):
+    """cb_wf answers the window and its figure together: the page's first call (or a capture
+    just shown) from the top — or at the window of the selection that came with it (a page
+    opened on ``?sel=``); a page button moves the window and draws it; a live capture's growth
+    keeps it."""
+    from dash import no_update
+
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.app import cb_wf, wf_trigger
+
+    an, wf = big
+    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
+    f = tmp_path / "big.pcap"
+    f.write_bytes(b"")
+    try:
+        e = st.add_file(str(f), name="big.pcap")
+        st.wait(e.id, timeout=120)
+        k = views.WINDOW_ROWS
+
+        def call(triggered, start=0, selected=None):
+            return cb_wf(st, 0, 0, 0, 0, None, e.id, "v", [], [], [], [], "", None, selected, None, start, None, triggered=triggered)
+
+        out = call([], start=500)
+        assert out[0] == 0 and f"requests 1–{k} of" in out[2]
+        assert list(out[3].layout.yaxis.tickvals) == list(range(k))
+        out = call(["wf-next"])
+        assert out[0] == k and list(out[3].layout.yaxis.tickvals) == list(range(k, 2 * k))
+        sel = wf.rows[777].exchange
+        out = call(["capture", "selected"], selected={"capture": e.id, "id": sel})  # a page opened on ?sel=
+        assert out[0] == 700 and list(out[3].layout.yaxis.tickvals) == list(range(700, 700 + k))
+        assert call(["live-version"], start=300)[0] is no_update  # a live capture grew: the window kept
+    finally:
+        st.close()
+    assert wf_trigger(["selected", "wf-order"]) == "wf-order" and wf_trigger(["wf-next", "capture"]) == "wf-next"
+    assert wf_trigger(["version"]) is None and wf_trigger(["selected"]) == "selected"

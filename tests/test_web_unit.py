@@ -1428,6 +1428,39 @@ def test_basic_plotly_bundle_served_where_the_page_loads_plotly():
         st.close()
 
 
+def test_of_babels_polyfill_only_regenerator_runtime_is_served():
+    """At the polyfill's path the page gets its regenerator-runtime module alone (which sets
+    the regeneratorRuntime global the renderer and dcc use; node runs it when installed), a
+    small part of the file; a file of another shape is served as it is; the page loads no
+    dash_table bundle."""
+    import shutil
+    import subprocess
+
+    import dash
+
+    from wirefall.ui.web import WebState, bundles, create_app
+
+    full = (Path(dash.__file__).parent / "deps" / "polyfill@7.12.1.min.js").read_bytes()
+    small = bundles.regenerator_only(full)
+    assert small is not None and b"regeneratorRuntime=" in small and len(small) < len(full) / 10
+    assert bundles.regenerator_only(full.replace(b"regeneratorRuntime=", b"somethingElse=")) is None
+    st = WebState(use_cache=False)
+    try:
+        c = create_app(st).server.test_client()
+        page = c.get("/").get_data(as_text=True)
+        src = re.search(r'<script src="([^"]*/dash/deps/polyfill@7[^"]*)"', page).group(1)
+        r = c.get(src)
+        assert r.status_code == 200 and r.get_data() == small and r.mimetype == "application/javascript"
+        assert not re.search(r'<script src="[^"]*dash_table[^"]*"', page)
+    finally:
+        st.close()
+    if shutil.which("node"):
+        out = subprocess.run(["node", "-e", "eval(require('fs').readFileSync(0, 'utf8')); "
+                              "console.log(typeof regeneratorRuntime.mark, typeof regeneratorRuntime.wrap)"],
+                             input=small.decode(), capture_output=True, text=True, timeout=60)
+        assert out.stdout.split() == ["function", "function"], out.stderr
+
+
 def test_a_key_log_added_to_a_capture_from_disk_is_named_never_by_its_upload_path():
     """A key log uploaded beside a capture opened from disk (Add key log): its warnings
     (junk lines) name the uploaded file, never the server's private upload folder."""

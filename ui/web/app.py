@@ -507,6 +507,42 @@ def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, p
     return (w[0] if w[0] != start else no_update), {}, text
 
 
+# what moves the window: the page buttons and the row input; a new capture, filter or order
+# starts from the top (cb_wf_window's triggers)
+WF_FROM_TOP = ("capture", "f-protocol", "f-connection", "f-content", "f-status", "filter-expr", "wf-order")
+
+
+def wf_trigger(triggered) -> str | None:
+    """The one trigger ``cb_wf_window`` acts on of the inputs that fired together (component
+    ids; a page just opened fires several at once): a page button or the row input, else the
+    selection when it fired with the capture or a filter (a page opened on ``?sel=``: its
+    window), else the first of a new capture, filter or order (from the top), else the
+    selection, else None (the analysis or a live capture changed: the window kept)."""
+    t = set(triggered or ())
+    for b in (*WF_PAGE_BUTTONS, "wf-row"):
+        if b in t:
+            return b
+    top = next((x for x in WF_FROM_TOP if x in t), None)
+    if "selected" in t:
+        return "selected" if top in (None, "capture") else top
+    return top
+
+
+def cb_wf(state: WebState, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
+          order=None, selected=None, xrange=None, start=None, search=None, *, triggered=None):
+    """The waterfall's window of rows (``cb_wf_window``) and the figure of that window
+    (``cb_waterfall``) in one answer, where the figure's callback waited for the window's
+    (a round trip more for each page, filter, capture).  ``triggered``: the ids of the inputs
+    that fired (none: the page's first call)."""
+    t = set(triggered or ())
+    trig = wf_trigger(t)
+    win = cb_wf_window(state, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
+                       order, selected, start, trigger="capture" if (not t or "capture" in t) and trig in (None, "version") else trig)
+    a = start if win[0] is no_update else win[0]
+    fig = cb_waterfall(state, cid, version, protocols, connections, contents, statuses, expr, order, selected, xrange, a, search)
+    return (*win, *fig)
+
+
 # The zoom store from the graph's relayoutData, in the page (a clientside callback).  On the
 # server it was lost: Dash applies only the answer of a callback's newest request, and the
 # figure's resize after a zoom (the detail panel narrowing it: relayoutData {autosize: true})
@@ -1045,6 +1081,11 @@ def _trigger() -> str | None:
     return t if isinstance(t, str) else None
 
 
+def _triggered() -> list[str]:
+    """The ids of all the inputs that fired (a page just opened fires several at once)."""
+    return [k.rsplit(".", 1)[0] for k in dash.ctx.triggered_prop_ids]
+
+
 def _named(name: str, f):
     f.__name__ = f.__qualname__ = name
     return f
@@ -1203,10 +1244,10 @@ def install_compression(server) -> bool:
 
 class WirefallDash(dash.Dash):
     """The Dash app whose page loads dash-ag-grid's bundle only when a grid is drawn
-    (``bundles.lazy_ag_grid``)."""
+    (``bundles.lazy_ag_grid``), and not dash_table's (``bundles.without_dash_table``)."""
 
     def interpolate_index(self, **kwargs):
-        kwargs["scripts"] = bundles.lazy_ag_grid(kwargs.get("scripts", ""))
+        kwargs["scripts"] = bundles.without_dash_table(bundles.lazy_ag_grid(kwargs.get("scripts", "")))
         return super().interpolate_index(**kwargs)
 
 
@@ -1218,6 +1259,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     install_compression(app.server)
     install_guard(app.server, host=host, token=token, port=port)
     bundles.install_plotly(app.server)  # plotly.js's basic build (bar, scatter) where dcc loads the full one
+    bundles.install_polyfill(app.server)  # of babel's polyfill, only the regenerator runtime runs
     install_upload_route(app.server, state)
     app.layout = _named("serve_layout", lambda: layout(state))
     S = state
@@ -1275,26 +1317,22 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     overlay.register(app, S)
     live_view.register(app, S)
 
+    filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
+               Input("filter-expr", "value"), Input("wf-order", "value")]
     app.callback(
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
         Output("f-protocol", "value"), Output("f-connection", "value"), Output("f-content", "value"), Output("f-status", "value"),
         Input("capture", "value"), Input("version", "data"), State("url", "search"),
     )(_named("cb_filter_options", lambda cid, ver, search: cb_filter_options(S, cid, ver, _trigger(), search)))
-
-    filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
-               Input("filter-expr", "value"), Input("wf-order", "value")]
-    app.callback(
-        Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
-        Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("xrange", "data"),
-        Input("wf-window", "data"),
-        Input("live-version", "data"),  # a live capture grew (ui.web.live)
-        State("url", "search"),
-    )(_named("cb_waterfall", lambda *a: cb_waterfall(S, *a[:-2], *a[-1:])))  # (live-version only triggers; search last)
+    # the waterfall's window and its figure in one callback (cb_wf)
     app.callback(
         Output("wf-window", "data"), Output("wf-pager", "style"), Output("wf-rows-text", "children"),
+        Output("waterfall", "figure"), Output("filter-error", "children"), Output("shown-count", "children"), Output("wf-explain", "children"),
         *[Input(b, "n_clicks") for b in WF_PAGE_BUTTONS], Input("wf-row", "value"),
-        Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"), State("wf-window", "data"),
-    )(_named("cb_wf_window", lambda *a: cb_wf_window(S, *a, trigger=_trigger())))
+        Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"),
+        Input("live-version", "data"),  # a live capture grew (ui.web.live): the figure drawn again
+        State("xrange", "data"), State("wf-window", "data"), State("url", "search"),
+    )(_named("cb_wf", lambda *a: cb_wf(S, *a[:14], *a[15:], triggered=_triggered())))  # (live-version only triggers)
     app.clientside_callback(XRANGE_JS, Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"),
                             State("capture", "value"), prevent_initial_call=True)
     # a click's selection is written to the address in the same answer as its detail (by

@@ -11,6 +11,13 @@
 - **AG Grid on demand.**  dash-ag-grid's 1.3 MB bundle is taken out of the page's scripts: a
   small stand-in (``AG_GRID_STUB``) takes its namespace and, the first time a grid is drawn
   (a tab with a table opened), loads the real bundle and draws the real grid inside itself.
+- **No core-js.**  Dash's page loads babel's polyfill (``@babel/polyfill`` 7: core-js 2 and
+  regenerator-runtime) before anything else.  The renderer and dcc need only the
+  ``regeneratorRuntime`` global of it (their async functions); core-js's start-up (about a
+  hundred modules installed, each testing the browser's own) and its replacements of built-ins
+  the browser has (``String.prototype.trim``…) ran on the page's main thread.  At its path
+  the page gets that module alone (``regenerator_only``: 7 KB where the bundle is 99 KB).  dash_table's bundle (no
+  DataTable in the app: its tables are AG Grid's) is not loaded (``lazy_ag_grid``'s tags).
 - **Compressed once.**  flask-compress keeps the compressed bytes of the static bundles
   (``/_dash-component-suites/…``, which never change while the server runs) instead of
   compressing them again for every page.
@@ -145,3 +152,54 @@ def lazy_ag_grid(scripts: str) -> str:
         return scripts
     stub = AG_GRID_STUB.replace("__SRC__", json.dumps(m.group("src")).replace("</", "<\\/"))
     return scripts[: m.start()] + stub + scripts[m.end():]
+
+
+POLYFILL_PATH = re.compile(r"/_dash-component-suites/dash/deps/polyfill@7[^/]*\.min\.js$")
+# @babel/polyfill 7's browserify bundle: module 305 is regenerator-runtime (no dependencies; it
+# sets the regeneratorRuntime global); the bundle's entry, 306, requires core-js and it
+_REGENERATOR = re.compile(rb",305:\[(function\(t,n,r\)\{.*?regeneratorRuntime=.*?\}),\{\}\],306:\[function\(", re.S)
+
+
+def regenerator_only(data: bytes) -> bytes | None:
+    """Of babel's polyfill bundle, its regenerator-runtime module alone as a script (the
+    module's function, called as browserify would: it sets ``regeneratorRuntime``), or None
+    when the bundle is not the one this was made for (it is then served as it is)."""
+    m = _REGENERATOR.search(data)
+    if m is None or b"require(" in m.group(1):
+        return None
+    return (b"/* regenerator-runtime, of @babel/polyfill 7 (MIT; Copyright (c) 2014-present, Facebook, Inc.):"
+            b" wirefall.ui.web.bundles.regenerator_only */\n(" + m.group(1) + b")(null, {exports: {}}, {});\n")
+
+
+def install_polyfill(server) -> bool:
+    """Serve ``regenerator_only`` of Dash's polyfill at its path (a ``before_request`` hook,
+    after the access guard).  False when the bundle is not the expected one."""
+    import dash
+    from flask import Response, request
+
+    try:
+        data = (Path(dash.__file__).resolve().parent / "deps" / "polyfill@7.12.1.min.js").read_bytes()
+    except OSError:
+        return False
+    small = regenerator_only(data)
+    if small is None:
+        return False
+
+    @server.before_request
+    def _polyfill():
+        if request.method != "GET" or not POLYFILL_PATH.search(request.path):
+            return None
+        resp = Response(small, mimetype="application/javascript")
+        resp.cache_control.public = True
+        resp.cache_control.max_age = 31536000  # (the path is fingerprinted, as Dash serves it)
+        return resp
+
+    return True
+
+
+_DASH_TABLE_TAG = re.compile(r'<script src="[^"]*/_dash-component-suites/dash/dash_table/bundle[^"/]*\.js"></script>')
+
+
+def without_dash_table(scripts: str) -> str:
+    """The page's script tags without dash_table's bundle (the app has no DataTable)."""
+    return _DASH_TABLE_TAG.sub("", scripts)

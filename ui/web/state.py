@@ -276,7 +276,10 @@ class WebState:
             from . import views
 
             views.filter_options(e)
-            views.filtered_view(e)  # (the view of no filter, which the waterfall and its pager draw first)
+            v = views.filtered_view(e)  # (the view of no filter, which the waterfall and its pager draw first)
+            # plotly's figure classes are made (and their validators) on first use: 0.1 s of the
+            # page's first figure otherwise — here on a figure of three rows, thrown away
+            views.figure(views.View(views.subset(v.waterfall, v.waterfall.rows[:3]), total=3), title=e.name, revision=e.id)
         except Exception:  # noqa: BLE001 - the callbacks build it again and say why
             pass
 

@@ -54,10 +54,27 @@ def waterfall_of(entry: Entry, order: str | None = None) -> Waterfall:
     from wirefall.analyzer.waterfall import build
 
     group, sort = order_of(order)
-    base = entry.memo(("waterfall",), lambda: build(entry.analysis))
+    base = entry.memo(("waterfall",), lambda: gc_paused(build, entry.analysis))
     if (group, sort) == (None, "start"):
         return base
-    return entry.memo(("waterfall", group, sort), lambda: reordered(base, group, sort))
+    return entry.memo(("waterfall", group, sort), lambda: gc_paused(reordered, base, group, sort))
+
+
+def gc_paused(f, *args):
+    """``f(*args)`` with Python's cyclic garbage collector paused: building a 10 000-request
+    model allocates about a million objects, and the collections this set off (each walking
+    every object of the capture's analysis again) were 45 % of its CPU (0.6 → 0.33 s).  (A
+    pause, not ``gc.freeze`` as the CLI and the TUI do: the server drops the analyses of the
+    captures it lets go.)  Re-enabled after, unless it was paused already (another build)."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return f(*args)
+    finally:
+        if was:
+            gc.enable()
 
 
 def reordered(wf: Waterfall, group: str | None, sort: str) -> Waterfall:
