@@ -105,3 +105,37 @@ def test_reopened_analysis_unpacks_once_under_concurrent_readers(tmp_path, monke
             t.join()
         assert not errors and calls == [1]
         assert sorted(got) == sorted([len(fresh.frames)] * 4 + [len(fresh.exchanges)] * 4)
+
+
+def test_reopened_analysis_brings_its_packet_to_frames_index(tmp_path, monkeypatch):
+    """An analysis of BULK_FRAMES frames or more is stored with its packet → frames index
+    (the TUI's packet list needs it before its first screen): reopened, the index is the
+    stored one, not built again, and lists for every packet the frames a fresh analysis's
+    index — built one frame at a time — lists; a stored index that does not fit the frames
+    is not taken."""
+    from pathlib import Path
+
+    from wirefall.analyzer import detail
+    from wirefall.analyzer.pipeline import analyze
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = Path(__file__).resolve().parents[1] / "sample_captures" / "page"
+    cap, keys = str(root / "page-h2.pcapng"), [str(root / "page-h2.keys")]
+    one_by_one = analyze(cap, keys)
+    want = detail._frame_index(one_by_one)  # (fewer than BULK_FRAMES frames: indexed one by one)
+    assert one_by_one.__dict__["_wf_frame_index"][2] > 0
+    monkeypatch.setattr(detail, "BULK_FRAMES", 1)
+    fresh = analyze(cap, keys)
+    blob = cache.dumps(fresh)
+    again = cache.loads(blob)
+    assert cache.FRAME_INDEX not in again.__dict__  # with the frames, not the summary part
+    built = []
+    monkeypatch.setattr(detail, "_bulk_index", lambda *a: built.append(a) or None)
+    got = detail._frame_index(again)
+    assert not built and again.__dict__[cache.FRAME_INDEX][1] is got
+    n = len(one_by_one.index.ts)
+    assert [list(got.get(p)) for p in range(n + 2)] == [list(want.get(p)) for p in range(n + 2)]
+    assert sum(len(want.get(p)) for p in range(n + 2)) > len(one_by_one.frames)  # frames spanning packets: more entries than frames
+    # an index whose frame count is not the body's is left out (built again on use)
+    body = cache._unpickle(cache.unpack(blob)[1])
+    assert not cache._whole_frame_index(body[cache.FRAME_INDEX], len(body["frames"]) - 1)
