@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from wirefall.dissectors.dataclass_repr import dataclass_repr
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 from wirefall.dissectors.registry import find, kind_types
 
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
@@ -140,7 +140,7 @@ def content_class(content_type: str | None, url: str | None = None) -> str:
     return "other"
 
 
-@dataclass(slots=True, eq=False, repr=False)  # (nothing compares two lookups by value)
+@dataclass(init=False, slots=True, eq=False, repr=False)  # (nothing compares two lookups by value)
 class DnsLookup:
     """A DNS query in the capture and its answer (addresses, CNAME chain, rcode), and the connection it is charged to."""
 
@@ -155,6 +155,19 @@ class DnsLookup:
     names: list[str] = field(default_factory=list)  # qname and the CNAME chain
     rcode: str | None = None
     used_by: int | None = None  # connection id whose first row shows this lookup
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, name: str, query_time: float, query_packet: int, response_time: float | None, response_packet: int | None,
+                 addresses: list[str] = FACTORY, names: list[str] = FACTORY, rcode: str | None = None, used_by: int | None = None) -> None:
+        self.name = name
+        self.query_time = query_time
+        self.query_packet = query_packet
+        self.response_time = response_time
+        self.response_packet = response_packet
+        self.addresses = [] if addresses is FACTORY else addresses
+        self.names = [] if names is FACTORY else names
+        self.rcode = rcode
+        self.used_by = used_by
 
 
 # ------------------------------------------------------------------------- the page
@@ -173,7 +186,7 @@ _MAX_LINK_PASSES = 8  # fixpoint passes of the Referer/connection/host rule (eac
 _MAX_REDIRECTS = 20
 
 
-@dataclass(eq=False, repr=False)  # (nothing compares two pages by value)
+@dataclass(init=False, eq=False, repr=False)  # (nothing compares two pages by value)
 class Page:
     """The page a capture loads, apart from background traffic (see ``page_of``)."""
 
@@ -187,6 +200,18 @@ class Page:
     end: float | None  # last byte of the page's last response
     end_packet: int | None
     background: dict[int, str]  # exchange id -> why it is not the page's
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, document: int | None, redirects: list[int], origins: list[str], start: float | None, start_packet: int | None,
+                 end: float | None, end_packet: int | None, background: dict[int, str]) -> None:
+        self.document = document
+        self.redirects = redirects
+        self.origins = origins
+        self.start = start
+        self.start_packet = start_packet
+        self.end = end
+        self.end_packet = end_packet
+        self.background = background
 
     def to_dict(self) -> dict[str, Any]:
         return {"document": self.document, "redirects": list(self.redirects), "origins": list(self.origins),

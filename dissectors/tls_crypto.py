@@ -89,7 +89,10 @@ def prf(secret: bytes, label: bytes, seed: bytes, length: int, version: int = 0x
     return bytes(x ^ y for x, y in zip(a, b))
 
 
-@dataclass(frozen=True)
+_set = object.__setattr__  # (a frozen dataclass's __init__ sets its fields through object's)
+
+
+@dataclass(init=False, frozen=True)
 class SuiteParams:
     """A cipher suite's record protection: cipher, key/IV/tag lengths, MAC and PRF hashes."""
 
@@ -102,6 +105,19 @@ class SuiteParams:
     mac: str | None  # HMAC hash for CBC/NULL suites
     prf: str  # PRF / HKDF hash
     tls13: bool = False
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, id: int, name: str, cipher: str, key_len: int, iv_len: int, tag_len: int, mac: str | None, prf: str,
+                 tls13: bool = False) -> None:
+        _set(self, "id", id)
+        _set(self, "name", name)
+        _set(self, "cipher", cipher)
+        _set(self, "key_len", key_len)
+        _set(self, "iv_len", iv_len)
+        _set(self, "tag_len", tag_len)
+        _set(self, "mac", mac)
+        _set(self, "prf", prf)
+        _set(self, "tls13", tls13)
 
     @property
     def mac_len(self) -> int:
