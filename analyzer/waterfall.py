@@ -32,7 +32,6 @@ Nothing here imports plotly; ``ui/figures.py`` draws a ``Waterfall``.
 """
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -220,8 +219,16 @@ class Page:
 
 
 def _link_local(addr: str) -> bool:
+    addr = addr.split("%", 1)[0]
+    if ":" not in addr and not addr.startswith("169.254."):
+        # (no IPv6 text, and not 169.254/16: a valid IPv4 address in the only form ip_address
+        # takes, dotted decimal without leading zeros, would begin so; ipaddress, ~1 ms of a
+        # start, is imported only for the addresses that may be link-local)
+        return False
+    import ipaddress
+
     try:
-        ip = ipaddress.ip_address(addr.split("%", 1)[0])
+        ip = ipaddress.ip_address(addr)
     except ValueError:
         return False
     if ip.version == 6 and ip.ipv4_mapped is not None:
@@ -444,8 +451,6 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
     add(doc)
     # redirects that led to the document
     redirects: list[int] = []
-    from urllib.parse import urljoin
-
     target, dstart = doc, start_of(doc)
     for _ in range(_MAX_REDIRECTS):
         if not target.url:
@@ -456,6 +461,8 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
                 break
             loc = e.header("location") if e.status is not None and 300 <= e.status < 400 else None
             if loc and e.id not in page and e.id not in link_local:
+                from urllib.parse import urljoin  # (~1 ms of a start: imported only when a redirect is seen)
+
                 try:
                     if urljoin(e.url or "", loc).split("#", 1)[0] == target.url.split("#", 1)[0]:
                         prev = e
