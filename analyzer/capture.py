@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 from collections.abc import Callable, Generator, Iterator
 
-from wirefall.dissectors.dataclass_repr import FACTORY
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 
 if TYPE_CHECKING:
     from wirefall.dissectors.budget import Budget
@@ -46,9 +46,11 @@ class Record(NamedTuple):
 _tuple_new = tuple.__new__  # Record without NamedTuple's Python-level __new__ (once per packet)
 
 
-@dataclass(init=False, eq=False)  # (nothing compares two by value: see analyzer.model)
+@dataclass(init=False, eq=False, repr=False)  # (nothing compares two by value: see analyzer.model)
 class Interface:
     """A capture interface (pcapng IDB, or pcap's one): link type, snap length, time resolution and offset, name."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     linktype: int
     snaplen: int = 0
@@ -65,9 +67,11 @@ class Interface:
         self.name = name
 
 
-@dataclass(init=False, eq=False)
+@dataclass(init=False, eq=False, repr=False)
 class CaptureInfo:
     """What the reader learns besides packets."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     format: str = ""  # pcap | pcapng
     compression: str = ""  # '', gzip, xz, bzip2, zstd

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from wirefall.dissectors.dataclass_repr import FACTORY
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 from wirefall.dissectors.registry import OracleSpec, ProtocolDescriptor, names_of
 
 class RRType(IntEnum):  # RFC 1035 §3.2.2, RFC 3596 (AAAA), RFC 2782 (SRV), RFC 6891 (OPT), RFC 9460 (SVCB, HTTPS)
@@ -61,8 +61,14 @@ class DnsError(ValueError):
     pass
 
 
-@dataclass(init=False, slots=True)
+# (each with a docstring: for a class without one, @dataclass builds it from
+# inspect.signature at every start; and __repr__ not compiled: dissectors/dataclass_repr.py)
+@dataclass(init=False, slots=True, repr=False)
 class DnsAnswer:
+    """One resource record of a DNS answer section."""
+
+    __repr__ = dataclass_repr
+
     name: str
     type: str
     ttl: int
@@ -76,8 +82,12 @@ class DnsAnswer:
         self.value = value
 
 
-@dataclass(init=False, slots=True)
+@dataclass(init=False, slots=True, repr=False)
 class DnsMessage:
+    """A decoded DNS message: header fields, questions and answers."""
+
+    __repr__ = dataclass_repr
+
     id: int = 0
     response: bool = False
     opcode: int = 0

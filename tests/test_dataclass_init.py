@@ -62,3 +62,21 @@ def test_written_out_init_is_the_generated_one(cls):
     for obj in (cls(**given), cls(*given.values())):
         for n in names:
             assert getattr(obj, n) is given[n], n
+
+
+REPR_CLASSES = CLASSES + [importlib.import_module("wirefall.dissectors.http2").H2Frame]
+
+
+@pytest.mark.parametrize("cls", [c for c in REPR_CLASSES if c.__repr__.__name__ == "dataclass_repr"], ids=lambda c: c.__name__)
+def test_shared_repr_is_the_generated_one(cls):
+    # repr=False with __repr__ = dataclass_repr: the text @dataclass's own __repr__ gives
+    ns: dict = {"__annotations__": {f.name: f.type for f in dataclasses.fields(cls)}, "__qualname__": cls.__qualname__}
+    for f in dataclasses.fields(cls):
+        ns[f.name] = dataclasses.field(default=None, repr=f.repr)
+    ref = dataclasses.dataclass(eq=False)(type(cls.__name__, (), ns))
+    obj, copy = object.__new__(cls), object.__new__(ref)
+    for i, f in enumerate(dataclasses.fields(cls)):
+        value = [i, f"s{i}", None, (i, "x")][i % 4]
+        object.__setattr__(obj, f.name, value)
+        object.__setattr__(copy, f.name, value)
+    assert repr(obj) == repr(copy) and repr(obj).startswith(cls.__qualname__ + "(")
