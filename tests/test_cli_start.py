@@ -85,7 +85,8 @@ def test_requests_run_imports_only_what_it_uses():
                   "wirefall.ui.web",
                   # an IPv4 capture without DNS or redirects: no IPv6 text form (packet.addr_str takes
                   # _socket's inet_ntop), no link-local test past the prefix, no URL join
-                  "socket", "selectors", "ipaddress", "urllib.parse"):
+                  "socket", "selectors", "ipaddress", "urllib.parse",
+                  "threading"):  # (the model's lock is _thread's: threading.Lock without the module)
         assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), heavy
 
 
