@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 from collections.abc import Callable, Generator, Iterator
 
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
+
 if TYPE_CHECKING:
     from wirefall.dissectors.budget import Budget
 
@@ -44,9 +46,11 @@ class Record(NamedTuple):
 _tuple_new = tuple.__new__  # Record without NamedTuple's Python-level __new__ (once per packet)
 
 
-@dataclass(eq=False)  # (nothing compares two by value: see analyzer.model)
+@dataclass(init=False, eq=False, repr=False)  # (nothing compares two by value: see analyzer.model)
 class Interface:
     """A capture interface (pcapng IDB, or pcap's one): link type, snap length, time resolution and offset, name."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     linktype: int
     snaplen: int = 0
@@ -54,10 +58,20 @@ class Interface:
     tsoffset: int = 0
     name: str = ""
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, linktype: int, snaplen: int = 0, tsresol: float = 1e-6, tsoffset: int = 0, name: str = "") -> None:
+        self.linktype = linktype
+        self.snaplen = snaplen
+        self.tsresol = tsresol
+        self.tsoffset = tsoffset
+        self.name = name
 
-@dataclass(eq=False)
+
+@dataclass(init=False, eq=False, repr=False)
 class CaptureInfo:
     """What the reader learns besides packets."""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     format: str = ""  # pcap | pcapng
     compression: str = ""  # '', gzip, xz, bzip2, zstd
@@ -72,6 +86,25 @@ class CaptureInfo:
     _cut: tuple | None = None  # (packet, offset, what) where a broken compressed stream ended the capture
     _unknown_iface: list | None = None  # [packets, first packet, first interface id] naming no declared interface
     _clamped: dict = field(default_factory=dict)  # interface -> [packets, first packet, Interface] with clamped times
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, format: str = "", compression: str = "", interfaces: list[Interface] = FACTORY, secrets: list[tuple[int, bytes]] = FACTORY,
+                 warnings: list[str] = FACTORY, truncated: bool = False, interface_stats: list[dict] = FACTORY, stream_error: str = "",
+                 stream_error_offset: int = -1, clamped_timestamps: dict[int, int] = FACTORY, _cut: tuple | None = None,
+                 _unknown_iface: list | None = None, _clamped: dict = FACTORY) -> None:
+        self.format = format
+        self.compression = compression
+        self.interfaces = [] if interfaces is FACTORY else interfaces
+        self.secrets = [] if secrets is FACTORY else secrets
+        self.warnings = [] if warnings is FACTORY else warnings
+        self.truncated = truncated
+        self.interface_stats = [] if interface_stats is FACTORY else interface_stats
+        self.stream_error = stream_error
+        self.stream_error_offset = stream_error_offset
+        self.clamped_timestamps = {} if clamped_timestamps is FACTORY else clamped_timestamps
+        self._cut = _cut
+        self._unknown_iface = _unknown_iface
+        self._clamped = {} if _clamped is FACTORY else _clamped
 
 
 MAGIC_GZIP = b"\x1f\x8b"

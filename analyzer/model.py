@@ -13,14 +13,14 @@ Directions: 0 = client to server ("c2s"), 1 = server to client ("s2c").
 from __future__ import annotations
 
 import enum
-import threading
+from _thread import allocate_lock  # (threading.Lock itself: the threading module, ~0.5 ms of a start, is not needed)
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirefall.dissectors.dataclass_repr import dataclass_repr
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 
 C2S, S2C = 0, 1
 DIRECTION_NAMES = ("c2s", "s2c")
@@ -166,7 +166,7 @@ class OffsetMap:
 # eq=False (compared by identity: nothing compares two of them by value — tests compare their
 # dicts or JSON — and the generated __eq__ of ~40 fields costs every start); an Analysis has no
 # generated __repr__ either (it would print every frame).
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class TlsInfo:
     """What the TLS handshake of a connection showed (version, suite, SNI, ALPN, times) and whether its records were decrypted."""
 
@@ -195,6 +195,34 @@ class TlsInfo:
     server_finished_time: float | None = None
     records: int = 0
     record_overhead: list[int] = field(default_factory=lambda: [0, 0])
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, version: str | None = None, cipher_suite: str | None = None, cipher_suite_id: int | None = None, sni: str | None = None,
+                 alpn: str | None = None, alpn_offered: list[str] = FACTORY, npn: str | None = None, resumed: bool = False, hello_retry: bool = False,
+                 _subject: str | None = None, _cert_der: bytes | None = None, client_random: bytes | None = None, decrypted: bool = False,
+                 reason: str | None = None, client_hello_time: float | None = None, server_hello_time: float | None = None,
+                 client_finished_time: float | None = None, server_finished_time: float | None = None, records: int = 0,
+                 record_overhead: list[int] = FACTORY) -> None:
+        self.version = version
+        self.cipher_suite = cipher_suite
+        self.cipher_suite_id = cipher_suite_id
+        self.sni = sni
+        self.alpn = alpn
+        self.alpn_offered = [] if alpn_offered is FACTORY else alpn_offered
+        self.npn = npn
+        self.resumed = resumed
+        self.hello_retry = hello_retry
+        self._subject = _subject
+        self._cert_der = _cert_der
+        self.client_random = client_random
+        self.decrypted = decrypted
+        self.reason = reason
+        self.client_hello_time = client_hello_time
+        self.server_hello_time = server_hello_time
+        self.client_finished_time = client_finished_time
+        self.server_finished_time = server_finished_time
+        self.records = records
+        self.record_overhead = [0, 0] if record_overhead is FACTORY else record_overhead
 
     @property
     def certificate_subject(self) -> str | None:
@@ -228,7 +256,7 @@ class TlsInfo:
             object.__setattr__(self, n, v)
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class QuicInfo:
     """What a QUIC connection's handshake showed (version, SNI, ALPN, connection ids) and whether it was decrypted."""
 
@@ -243,8 +271,20 @@ class QuicInfo:
     reason: str | None = None
     alpn_inferred: bool = False  # HTTP/3 recognised by its streams, the ALPN not seen (capture joined mid-way)
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, version: str | None = None, sni: str | None = None, alpn: str | None = None, scid: str | None = None, dcid: str | None = None,
+                 decrypted: bool = False, reason: str | None = None, alpn_inferred: bool = False) -> None:
+        self.version = version
+        self.sni = sni
+        self.alpn = alpn
+        self.scid = scid
+        self.dcid = dcid
+        self.decrypted = decrypted
+        self.reason = reason
+        self.alpn_inferred = alpn_inferred
 
-@dataclass(slots=True, eq=False, repr=False)
+
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class TcpInfo:
     """What the flow layer learnt of a TCP connection's handshake, per direction (0 = client
     to server): the sequence number of stream offset 0 (``isn``: the SYN's plus one, or the
@@ -260,6 +300,13 @@ class TcpInfo:
     syn: tuple[bool, bool] = (False, False)
     wscale: tuple[int | None, int | None] = (None, None)
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, isn: tuple[int | None, int | None] = (None, None), syn: tuple[bool, bool] = (False, False),
+                 wscale: tuple[int | None, int | None] = (None, None)) -> None:
+        self.isn = isn
+        self.syn = syn
+        self.wscale = wscale
+
     def first_segment(self, direction: int, seq: int, syn: bool) -> None:
         """The first segment of ``direction``: its ISN (the stream's offset 0), and whether it is a SYN."""
         isn = (seq + 1) & 0xFFFFFFFF if syn else seq
@@ -271,7 +318,7 @@ class TcpInfo:
         self.wscale = (shift, self.wscale[1]) if direction == 0 else (self.wscale[0], shift)
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class DirStats:
     """Packet, byte, retransmission and gap counts of one direction of a connection."""
 
@@ -286,10 +333,22 @@ class DirStats:
     gap_bytes: int = 0
     retransmission_packets: list[int] = field(default_factory=list)  # first MAX_LISTED of them
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, packets: int = 0, bytes: int = 0, payload: int = 0, retransmissions: int = 0, retransmitted_bytes: int = 0, gaps: int = 0,
+                 gap_bytes: int = 0, retransmission_packets: list[int] = FACTORY) -> None:
+        self.packets = packets
+        self.bytes = bytes
+        self.payload = payload
+        self.retransmissions = retransmissions
+        self.retransmitted_bytes = retransmitted_bytes
+        self.gaps = gaps
+        self.gap_bytes = gap_bytes
+        self.retransmission_packets = [] if retransmission_packets is FACTORY else retransmission_packets
+
     MAX_LISTED = 2000
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class Connection:
     """One transport connection (TCP or UDP flow): endpoints, times, protocol, handshake facts, per-direction stats and notes."""
 
@@ -318,6 +377,33 @@ class Connection:
     closed: str | None = None  # fin | rst | None
     tcp: TcpInfo | None = None  # TCP connections: handshake facts (analyzer.flows)
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, id: int, transport: str, client: tuple[str, int], server: tuple[str, int], start: float = 0.0, end: float = 0.0,
+                 first_packet: int = 0, last_packet: int = 0, protocol: str | None = None, tls: TlsInfo | None = None, quic: QuicInfo | None = None,
+                 connect_start: float | None = None, connect_end: float | None = None, tls_start: float | None = None, tls_end: float | None = None,
+                 rtt: float | None = None, stats: list[DirStats] = FACTORY, notes: list[str] = FACTORY, closed: str | None = None,
+                 tcp: TcpInfo | None = None) -> None:
+        self.id = id
+        self.transport = transport
+        self.client = client
+        self.server = server
+        self.start = start
+        self.end = end
+        self.first_packet = first_packet
+        self.last_packet = last_packet
+        self.protocol = protocol
+        self.tls = tls
+        self.quic = quic
+        self.connect_start = connect_start
+        self.connect_end = connect_end
+        self.tls_start = tls_start
+        self.tls_end = tls_end
+        self.rtt = rtt
+        self.stats = [DirStats(), DirStats()] if stats is FACTORY else stats
+        self.notes = [] if notes is FACTORY else notes
+        self.closed = closed
+        self.tcp = tcp
+
     @property
     def label(self) -> str:
         c, s = self.client, self.server
@@ -325,7 +411,7 @@ class Connection:
         return f"{fmt(c)} → {fmt(s)}"
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class Frame:
     """One protocol frame (HTTP/2, SPDY, HTTP/3, QUIC, TLS record, HTTP/1 message ...) where it completes on the wire."""
 
@@ -346,8 +432,27 @@ class Frame:
     offset: int = -1  # offset of the frame in its directional (plaintext) stream
     error: str | None = None
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, packet: int, first_packet: int, time: float, connection: int, direction: int, protocol: str, stream_id: int | None, type: str,
+                 flags: int = 0, length: int = 0, headers: list[tuple[str, str]] | None = None, fields: dict[str, Any] | None = None,
+                 offset: int = -1, error: str | None = None) -> None:
+        self.packet = packet
+        self.first_packet = first_packet
+        self.time = time
+        self.connection = connection
+        self.direction = direction
+        self.protocol = protocol
+        self.stream_id = stream_id
+        self.type = type
+        self.flags = flags
+        self.length = length
+        self.headers = headers
+        self.fields = fields
+        self.offset = offset
+        self.error = error
 
-@dataclass(slots=True, eq=False, repr=False)
+
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class Exchange:
     """One request and its response: the heads, sizes, times and packets of each side."""
 
@@ -404,6 +509,61 @@ class Exchange:
     # where each filled field came from ("wire", "browser", "inferred"); None: all from the wire
     sources: dict | None = None
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, id: int, connection: int, protocol: str, stream_id: int | None = None, method: str | None = None, url: str | None = None,
+                 scheme: str | None = None, authority: str | None = None, path: str | None = None, status: int | None = None, pushed: bool = False,
+                 push_parent: int | None = None, priority: dict | None = None, request_headers: list[tuple[str, str]] = FACTORY,
+                 response_headers: list[tuple[str, str]] = FACTORY, request_header_bytes_wire: int = 0, request_header_bytes_decoded: int = 0,
+                 response_header_bytes_wire: int = 0, response_header_bytes_decoded: int = 0, request_qpack_encoder_bytes: int = 0,
+                 response_qpack_encoder_bytes: int = 0, request_body_bytes: int = 0, response_body_bytes: int = 0,
+                 response_body_decoded_bytes: int | None = None, content_type: str | None = None, content_encoding: str | None = None,
+                 request_start: float | None = None, request_end: float | None = None, response_start: float | None = None,
+                 response_end: float | None = None, request_start_packet: int | None = None, request_end_packet: int | None = None,
+                 response_start_packet: int | None = None, response_end_packet: int | None = None, response_headers_end: float | None = None,
+                 response_headers_end_packet: int | None = None, reset: str | None = None, error: str | None = None, frames: int = 0,
+                 browser: dict | None = None, sources: dict | None = None) -> None:
+        self.id = id
+        self.connection = connection
+        self.protocol = protocol
+        self.stream_id = stream_id
+        self.method = method
+        self.url = url
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
+        self.status = status
+        self.pushed = pushed
+        self.push_parent = push_parent
+        self.priority = priority
+        self.request_headers = [] if request_headers is FACTORY else request_headers
+        self.response_headers = [] if response_headers is FACTORY else response_headers
+        self.request_header_bytes_wire = request_header_bytes_wire
+        self.request_header_bytes_decoded = request_header_bytes_decoded
+        self.response_header_bytes_wire = response_header_bytes_wire
+        self.response_header_bytes_decoded = response_header_bytes_decoded
+        self.request_qpack_encoder_bytes = request_qpack_encoder_bytes
+        self.response_qpack_encoder_bytes = response_qpack_encoder_bytes
+        self.request_body_bytes = request_body_bytes
+        self.response_body_bytes = response_body_bytes
+        self.response_body_decoded_bytes = response_body_decoded_bytes
+        self.content_type = content_type
+        self.content_encoding = content_encoding
+        self.request_start = request_start
+        self.request_end = request_end
+        self.response_start = response_start
+        self.response_end = response_end
+        self.request_start_packet = request_start_packet
+        self.request_end_packet = request_end_packet
+        self.response_start_packet = response_start_packet
+        self.response_end_packet = response_end_packet
+        self.response_headers_end = response_headers_end
+        self.response_headers_end_packet = response_headers_end_packet
+        self.reset = reset
+        self.error = error
+        self.frames = frames
+        self.browser = browser
+        self.sources = sources
+
     def header(self, name: str, response: bool = True) -> str | None:
         name = name.lower()
         for k, v in self.response_headers if response else self.request_headers:
@@ -436,14 +596,14 @@ class PacketIndex:
 
 # Analysis fields an analysis from the cache loads on first use (see Analysis.__getattr__)
 LAZY_FIELDS = ("frames", "exchanges", "maps", "tls_records", "quic_packets")
-_LAZY_LOCK = threading.Lock()
+_LAZY_LOCK = allocate_lock()
 
 # Names for PacketIndex.proto: the highest layer seen in the packet
 PROTO_NAMES = ["?", "ETH", "IPv4", "IPv6", "TCP", "UDP", "TLS", "HTTP", "HTTP2", "SPDY", "QUIC", "HTTP3", "gQUIC", "DNS", "ICMP", "ARP"]
 PROTO_CODE = {n: i for i, n in enumerate(PROTO_NAMES)}
 
 
-@dataclass(eq=False, repr=False)
+@dataclass(init=False, eq=False, repr=False)
 class Analysis:
     """The model of one capture (or browser log): its packet index, connections, exchanges and frames."""
 
@@ -470,6 +630,31 @@ class Analysis:
     # summary per log: kind, path, matched and unmatched requests, offsets], "pages": [page
     # timings: onContentLoad, onLoad]}; None when there is none
     browser: dict | None = None
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, path: str, index: PacketIndex, connections: list[Connection] = FACTORY, exchanges: list[Exchange] = FACTORY,
+                 frames: list[Frame] = FACTORY, warnings: list[str] = FACTORY, undecoded: dict[str, int] = FACTORY, capture_format: str = "",
+                 compression: str = "", keylog: Any = None, maps: dict = FACTORY, quic_stats: dict = FACTORY, tls_records: dict = FACTORY,
+                 quic_packets: dict = FACTORY, interfaces: list = FACTORY, budgets_hit: dict = FACTORY, source: str = "capture",
+                 browser: dict | None = None) -> None:
+        self.path = path
+        self.index = index
+        self.connections = [] if connections is FACTORY else connections
+        self.exchanges = [] if exchanges is FACTORY else exchanges
+        self.frames = [] if frames is FACTORY else frames
+        self.warnings = [] if warnings is FACTORY else warnings
+        self.undecoded = {} if undecoded is FACTORY else undecoded
+        self.capture_format = capture_format
+        self.compression = compression
+        self.keylog = keylog
+        self.maps = {} if maps is FACTORY else maps
+        self.quic_stats = {} if quic_stats is FACTORY else quic_stats
+        self.tls_records = {} if tls_records is FACTORY else tls_records
+        self.quic_packets = {} if quic_packets is FACTORY else quic_packets
+        self.interfaces = [] if interfaces is FACTORY else interfaces
+        self.budgets_hit = {} if budgets_hit is FACTORY else budgets_hit
+        self.source = source
+        self.browser = browser
 
     @property
     def packets(self) -> int:

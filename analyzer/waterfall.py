@@ -32,12 +32,11 @@ Nothing here imports plotly; ``ui/figures.py`` draws a ``Waterfall``.
 """
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from wirefall.dissectors.dataclass_repr import dataclass_repr
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 from wirefall.dissectors.registry import find, kind_types
 
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
@@ -140,7 +139,7 @@ def content_class(content_type: str | None, url: str | None = None) -> str:
     return "other"
 
 
-@dataclass(slots=True, eq=False, repr=False)  # (nothing compares two lookups by value)
+@dataclass(init=False, slots=True, eq=False, repr=False)  # (nothing compares two lookups by value)
 class DnsLookup:
     """A DNS query in the capture and its answer (addresses, CNAME chain, rcode), and the connection it is charged to."""
 
@@ -155,6 +154,19 @@ class DnsLookup:
     names: list[str] = field(default_factory=list)  # qname and the CNAME chain
     rcode: str | None = None
     used_by: int | None = None  # connection id whose first row shows this lookup
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, name: str, query_time: float, query_packet: int, response_time: float | None, response_packet: int | None,
+                 addresses: list[str] = FACTORY, names: list[str] = FACTORY, rcode: str | None = None, used_by: int | None = None) -> None:
+        self.name = name
+        self.query_time = query_time
+        self.query_packet = query_packet
+        self.response_time = response_time
+        self.response_packet = response_packet
+        self.addresses = [] if addresses is FACTORY else addresses
+        self.names = [] if names is FACTORY else names
+        self.rcode = rcode
+        self.used_by = used_by
 
 
 # ------------------------------------------------------------------------- the page
@@ -173,7 +185,7 @@ _MAX_LINK_PASSES = 8  # fixpoint passes of the Referer/connection/host rule (eac
 _MAX_REDIRECTS = 20
 
 
-@dataclass(eq=False, repr=False)  # (nothing compares two pages by value)
+@dataclass(init=False, eq=False, repr=False)  # (nothing compares two pages by value)
 class Page:
     """The page a capture loads, apart from background traffic (see ``page_of``)."""
 
@@ -188,6 +200,18 @@ class Page:
     end_packet: int | None
     background: dict[int, str]  # exchange id -> why it is not the page's
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, document: int | None, redirects: list[int], origins: list[str], start: float | None, start_packet: int | None,
+                 end: float | None, end_packet: int | None, background: dict[int, str]) -> None:
+        self.document = document
+        self.redirects = redirects
+        self.origins = origins
+        self.start = start
+        self.start_packet = start_packet
+        self.end = end
+        self.end_packet = end_packet
+        self.background = background
+
     def to_dict(self) -> dict[str, Any]:
         return {"document": self.document, "redirects": list(self.redirects), "origins": list(self.origins),
                 "start": self.start, "start_packet": self.start_packet, "end": self.end, "end_packet": self.end_packet,
@@ -195,8 +219,16 @@ class Page:
 
 
 def _link_local(addr: str) -> bool:
+    addr = addr.split("%", 1)[0]
+    if ":" not in addr and not addr.startswith("169.254."):
+        # (no IPv6 text, and not 169.254/16: a valid IPv4 address in the only form ip_address
+        # takes, dotted decimal without leading zeros, would begin so; ipaddress, ~1 ms of a
+        # start, is imported only for the addresses that may be link-local)
+        return False
+    import ipaddress
+
     try:
-        ip = ipaddress.ip_address(addr.split("%", 1)[0])
+        ip = ipaddress.ip_address(addr)
     except ValueError:
         return False
     if ip.version == 6 and ip.ipv4_mapped is not None:
@@ -419,8 +451,6 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
     add(doc)
     # redirects that led to the document
     redirects: list[int] = []
-    from urllib.parse import urljoin
-
     target, dstart = doc, start_of(doc)
     for _ in range(_MAX_REDIRECTS):
         if not target.url:
@@ -431,6 +461,8 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
                 break
             loc = e.header("location") if e.status is not None and 300 <= e.status < 400 else None
             if loc and e.id not in page and e.id not in link_local:
+                from urllib.parse import urljoin  # (~1 ms of a start: imported only when a redirect is seen)
+
                 try:
                     if urljoin(e.url or "", loc).split("#", 1)[0] == target.url.split("#", 1)[0]:
                         prev = e

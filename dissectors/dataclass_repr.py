@@ -5,13 +5,31 @@ created, at every start; a ``__repr__`` a class rarely or never prints is a thir
 (measured: ~3 % of the instructions of a small capture's whole ``wirefall requests`` run).
 The classes of the start-up path are declared ``@dataclass(..., repr=False)`` with
 ``__repr__ = dataclass_repr``: the same text, with nothing compiled.
+
+The same goes for ``__init__``: the classes of the start-up path are declared
+``@dataclass(init=False, ...)`` with their ``__init__`` written out in the class (byte code in
+the .pyc, nothing compiled at start); a field with a ``default_factory`` takes ``FACTORY`` as
+its default and calls the factory when it is passed, as the generated one does with its own
+sentinel.  tests/test_dataclass_init.py holds each to the ``__init__`` ``@dataclass`` would
+generate (parameters, defaults, the fields an instance gets).
 """
 from __future__ import annotations
 
 import reprlib
 from dataclasses import fields
+from typing import Any
 
-__all__ = ["dataclass_repr"]
+__all__ = ["FACTORY", "dataclass_repr"]
+
+
+class _Factory:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+FACTORY: Any = _Factory()  # the default of a written-out __init__'s parameter whose field has a default_factory
 
 
 @reprlib.recursive_repr()  # (a class that holds itself shows "...", as @dataclass's repr does)

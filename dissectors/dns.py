@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 from wirefall.dissectors.registry import OracleSpec, ProtocolDescriptor, names_of
 
 class RRType(IntEnum):  # RFC 1035 §3.2.2, RFC 3596 (AAAA), RFC 2782 (SRV), RFC 6891 (OPT), RFC 9460 (SVCB, HTTPS)
@@ -60,16 +61,33 @@ class DnsError(ValueError):
     pass
 
 
-@dataclass(slots=True)
+# (each with a docstring: for a class without one, @dataclass builds it from
+# inspect.signature at every start; and __repr__ not compiled: dissectors/dataclass_repr.py)
+@dataclass(init=False, slots=True, repr=False)
 class DnsAnswer:
+    """One resource record of a DNS answer section."""
+
+    __repr__ = dataclass_repr
+
     name: str
     type: str
     ttl: int
     value: str  # address for A/AAAA, target name for CNAME, hex otherwise
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, name: str, type: str, ttl: int, value: str) -> None:
+        self.name = name
+        self.type = type
+        self.ttl = ttl
+        self.value = value
 
-@dataclass(slots=True)
+
+@dataclass(init=False, slots=True, repr=False)
 class DnsMessage:
+    """A decoded DNS message: header fields, questions and answers."""
+
+    __repr__ = dataclass_repr
+
     id: int = 0
     response: bool = False
     opcode: int = 0
@@ -77,6 +95,17 @@ class DnsMessage:
     questions: list[tuple[str, str]] = field(default_factory=list)
     answers: list[DnsAnswer] = field(default_factory=list)
     error: str | None = None
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, id: int = 0, response: bool = False, opcode: int = 0, rcode: str = "NOERROR", questions: list[tuple[str, str]] = FACTORY,
+                 answers: list[DnsAnswer] = FACTORY, error: str | None = None) -> None:
+        self.id = id
+        self.response = response
+        self.opcode = opcode
+        self.rcode = rcode
+        self.questions = [] if questions is FACTORY else questions
+        self.answers = [] if answers is FACTORY else answers
+        self.error = error
 
     @property
     def qname(self) -> str | None:

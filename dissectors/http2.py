@@ -53,6 +53,7 @@ from typing import Any
 import hpack
 
 from wirefall.dissectors.budget import Budget
+from wirefall.dissectors.dataclass_repr import dataclass_repr
 from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable
@@ -247,10 +248,12 @@ def frame_name(t: int) -> str:
     return FRAME_NAMES.get(t) or f"UNKNOWN_0x{t:02x}"
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True, init=False, repr=False)
 class H2Frame:
     """One HTTP/2 frame as it was on the wire.  (Its ``__init__`` is written out: made for
     every frame, the generated one's 23 parameters cost a sixth more than these 8.)"""
+
+    __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
 
     direction: int
     type: int

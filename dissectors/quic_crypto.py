@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import threading
 import weakref
+from _thread import allocate_lock  # (threading.Lock itself: the threading module, ~0.5 ms of a start, is not needed)
 from collections import deque
 
 from cryptography.exceptions import InvalidTag
@@ -128,7 +128,7 @@ class DecryptError(Exception):
 # flows, each with its own Initial keys, costs the key bytes per flow, not the contexts.
 LIVE_CIPHERS = 4096
 _live: deque = deque()  # weak references to the PacketKeys holding cipher objects, oldest first
-_live_lock = threading.Lock()
+_live_lock = allocate_lock()
 
 
 class PacketKeys:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any
 
-from wirefall.dissectors.dataclass_repr import dataclass_repr
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 
 # The dissector modules that define a DESCRIPTOR (one protocol each); adding a protocol is one
 # new module here and its DESCRIPTOR.
@@ -42,7 +42,7 @@ MODULES = (  # (in this order the display-filter fields are listed: docs/FILTERS
 # Not frozen either: nothing assigns to them (a test swaps a descriptor in through
 # dataclasses.replace), and frozen=True compiled a __setattr__, a __delattr__ and an __init__
 # through object.__setattr__ per class at every start: ~1.3 % of a small capture's run.)
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class FrameKinds:
     """Which of a protocol's frame types (``Frame.type`` names) play which role.  The
     waterfall draws markers from these; an empty set means the protocol has no such frame."""
@@ -60,11 +60,28 @@ class FrameKinds:
     window: frozenset[str] = frozenset()  # flow-control credit as an increment (WINDOW_UPDATE; not QUIC's MAX_DATA limits)
     blocked: frozenset[str] = frozenset()  # the sender says flow control stops it
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, reset: frozenset[str] = frozenset(), priority: frozenset[str] = frozenset(), push: frozenset[str] = frozenset(),
+                 headers: frozenset[str] = frozenset(), data: frozenset[str] = frozenset(), settings: frozenset[str] = frozenset(),
+                 goaway: frozenset[str] = frozenset(), ping: frozenset[str] = frozenset(), window: frozenset[str] = frozenset(),
+                 blocked: frozenset[str] = frozenset()) -> None:
+        self.reset = reset
+        self.priority = priority
+        self.push = push
+        self.headers = headers
+        self.data = data
+        self.settings = settings
+        self.goaway = goaway
+        self.ping = ping
+        self.window = window
+        self.blocked = blocked
+
 
 KIND_NAMES = tuple(f.name for f in fields(FrameKinds))
+NO_KINDS = FrameKinds()  # a protocol with no frames of any kind
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class OracleSpec:
     """How tshark names this protocol: its JSON layer and the fields the oracle compares
     (``fields``: wirefall ``Frame`` attribute -> tshark field; ``type_field``: the frame type)."""
@@ -79,8 +96,15 @@ class OracleSpec:
     # PDU]" (TLS, SPDY); else the TCP summary stays in front of the marker
     clears_info: bool = False
 
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, layer: str, type_field: str | None = None, fields: Mapping[str, str] = FACTORY, clears_info: bool = False) -> None:
+        self.layer = layer
+        self.type_field = type_field
+        self.fields = {} if fields is FACTORY else fields
+        self.clears_info = clears_info
 
-@dataclass(slots=True, eq=False, repr=False)
+
+@dataclass(init=False, slots=True, eq=False, repr=False)
 class ProtocolDescriptor:
     """What wirefall knows of one protocol: its names, frame types and flags, frame kinds, and the modules that extend it."""
 
@@ -92,7 +116,7 @@ class ProtocolDescriptor:
     frame_types: type[IntEnum] | None = None  # wire frame-type numbers (RFC / draft names)
     type_names: Mapping[int, str] = field(default_factory=dict)  # wire number -> ``Frame.type``
     flags: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)  # Frame.type -> ((bit, name), ...)
-    kinds: FrameKinds = FrameKinds()
+    kinds: FrameKinds = NO_KINDS  # (one object: the default of the field and of __init__)
     fields_module: str | None = None  # module in analyzer/fields holding its display-filter fields
     oracle: OracleSpec | None = None
     long_name: str | None = None  # Wireshark's protocol tree name ("HyperText Transfer Protocol 2"); None: ``display``
@@ -110,6 +134,28 @@ class ProtocolDescriptor:
     # the SETTINGS id of the initial stream window (HTTP/2 4, SPDY 7).
     flow_control: Mapping[str, str] = field(default_factory=dict)
     initial_window_setting: int | None = None
+
+    # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
+    def __init__(self, name: str, display: str, protocols: tuple[str, ...], frame_types: type[IntEnum] | None = None,
+                 type_names: Mapping[int, str] = FACTORY, flags: Mapping[str, tuple[tuple[int, str], ...]] = FACTORY,
+                 kinds: FrameKinds = NO_KINDS, fields_module: str | None = None, oracle: OracleSpec | None = None, long_name: str | None = None, column_rank: int = 3,
+                 frame_header: int = 0, hooks_module: str | None = None, flow_control: Mapping[str, str] = FACTORY,
+                 initial_window_setting: int | None = None) -> None:
+        self.name = name
+        self.display = display
+        self.protocols = protocols
+        self.frame_types = frame_types
+        self.type_names = {} if type_names is FACTORY else type_names
+        self.flags = {} if flags is FACTORY else flags
+        self.kinds = kinds
+        self.fields_module = fields_module
+        self.oracle = oracle
+        self.long_name = long_name
+        self.column_rank = column_rank
+        self.frame_header = frame_header
+        self.hooks_module = hooks_module
+        self.flow_control = {} if flow_control is FACTORY else flow_control
+        self.initial_window_setting = initial_window_setting
 
     def type_code(self, type_name: str) -> int | None:
         """The wire number of a ``Frame.type`` name (the lowest, for names several numbers share)."""

@@ -82,8 +82,55 @@ def test_requests_run_imports_only_what_it_uses():
     # nor the subcommands' own modules, nor shutil (argparse's terminal width, looked up only for help)
     for heavy in ("shutil", "wirefall.ui.cli_expert", "wirefall.ui.cli_objects", "wirefall.ui.cli_batch", "hpack", "aioquic", "pylsqpack", "wirefall.dissectors.http2", "wirefall.dissectors.http3", "wirefall.dissectors.quic",
                   "textual", "plotly", "dash", "numpy", "pyarrow", "wirefall.analyzer.filter", "wirefall.oracle", "wirefall.ui.tui",
-                  "wirefall.ui.web"):
+                  "wirefall.ui.web",
+                  # an IPv4 capture without DNS or redirects: no IPv6 text form (packet.addr_str takes
+                  # _socket's inet_ntop), no link-local test past the prefix, no URL join
+                  "socket", "selectors", "ipaddress", "urllib.parse",
+                  "threading"):  # (the model's lock is _thread's: threading.Lock without the module)
         assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), heavy
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_main_leaves_the_collector_as_it_found_it(enabled):
+    # main() pauses the cyclic collector for its start-up (and load() for the pass): the
+    # command returns with it on or off as before
+    import gc
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        if enabled:  # (load() itself ends with the collector on)
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert cli.main(["requests", str(PAGE / "page-h1.pcapng"), "--keylog", str(PAGE / "page-h1.keys"), "--json", "-j", "1"]) == 0
+            assert gc.isenabled()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+            cli.main(["requests", "--bogus"])
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_link_local_is_ipaddress_own():
+    # waterfall._link_local imports ipaddress only for text that may name a link-local address
+    import ipaddress
+    import random
+
+    from wirefall.analyzer.waterfall import _link_local
+
+    def stock(addr: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(addr.split("%", 1)[0])
+        except ValueError:
+            return False
+        if ip.version == 6 and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        return ip.is_link_local
+
+    rnd = random.Random(7)
+    cases = ["169.254.1.1", "169.254.01.1", "169.25.1.1", "10.0.0.1", "fe80::1", "FE80::1%eth0", "febf::1", "fec0::1",
+             "::ffff:169.254.1.1", "::ffff:a9fe:101", "1.2.3", "", " 169.254.1.1", "169.254.1.1%x", "0169.254.1.1", "::1"]
+    cases += [".".join(str(rnd.choice([169, 254, rnd.randint(0, 300)])) for _ in range(rnd.choice([3, 4, 4, 5]))) for _ in range(5000)]
+    assert [_link_local(c) for c in cases] == [stock(c) for c in cases] and any(map(_link_local, cases))
 
 
 def test_tables_built_cheaply_equal_their_definitions():

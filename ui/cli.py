@@ -690,19 +690,33 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # `wirefall FILE [--keylog K]` opens the TUI
-    first = next((a for a in argv if not a.startswith("-")), None)
-    if first is not None and first not in COMMANDS and os.path.exists(first):
-        argv = ["tui"] + argv
-    # the subcommand is argv's first word (the top level takes no option but --help)
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    debug = getattr(args, "debug", False)
-    from wirefall.analyzer.capture import CaptureError
+    import gc
+
+    # No cyclic collection while the parser is built and the capture reader's module loads:
+    # what they make lives to the end, and the ~10 collections walked it (~1 % of a small
+    # capture's run).  The command runs with the collector as it was (load() pauses it
+    # itself), what came before frozen as load() freezes the model: else the first collection
+    # after would walk it all at once.
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        # `wirefall FILE [--keylog K]` opens the TUI
+        first = next((a for a in argv if not a.startswith("-")), None)
+        if first is not None and first not in COMMANDS and os.path.exists(first):
+            argv = ["tui"] + argv
+        # the subcommand is argv's first word (the top level takes no option but --help)
+        parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        debug = getattr(args, "debug", False)
+        from wirefall.analyzer.capture import CaptureError
+    finally:
+        if gc_on:
+            gc.freeze()
+            gc.enable()
 
     try:
         return args.func(args) or 0
