@@ -1516,3 +1516,26 @@ def test_layout_holds_the_first_polls_answer(state, h2, h3):
         assert out[0] is no_update and out[1] is no_update and out[5] is no_update  # the first poll: no change
     page = layout(state)  # (outside a request: the first capture)
     assert find(page, "capture").value == state.list()[0].id
+
+
+def test_page_figure_is_the_figure_built_afresh(state, h2):
+    """The first window's figure kept as JSON (views.page_figure, made by the warm-up) is the
+    figure built afresh, and each answer is a copy: a selection drawn on one is not on the next;
+    a filtered, zoomed or later window's figure is built each time."""
+    import json
+
+    from wirefall.ui.web import views
+    from wirefall.ui.web.app import cb_waterfall
+
+    v = views.filtered_view(h2)
+    fresh = views.figure(v, title=h2.name, revision=h2.id, start=0)
+    kept = views.page_figure(h2, v, ([], [], [], [], "", "start"), title=h2.name, revision=h2.id, start=0)
+    assert json.loads(kept.to_json()) == json.loads(fresh.to_json())
+    sel = h2.analysis.exchanges[0].id
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, {"capture": h2.id, "id": sel})
+    assert any(s.name == "selected" for s in fig.layout.shapes)
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, {"capture": h2.id, "id": None})
+    assert not any(s.name == "selected" for s in fig.layout.shapes)
+    assert json.loads(fig.to_json()) == json.loads(fresh.to_json())
+    zoomed = views.page_figure(h2, v, (), title=h2.name, x_range=[1.0, 2.0], revision=h2.id, start=0)
+    assert list(zoomed.layout.xaxis.range) == [1.0, 2.0]

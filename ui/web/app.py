@@ -428,7 +428,8 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
     try:
         v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
         xr = views.clamp_x_range(zoom_for(xrange, cid, search), v.waterfall)
-        fig = views.figure(v, title=e.name, x_range=xr, revision=cid, start=start)
+        fig = views.page_figure(e, v, (protocols, connections, contents, statuses, expr, order), title=e.name, x_range=xr,
+                                revision=cid, start=start)
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
