@@ -143,9 +143,11 @@ WATERFALL_RESIZE = """
 # loaded: the first figure's request waited for it (400-500 ms of download after the layout,
 # under load).  A preload hint fetches it beside the page's other scripts (only fetched: it
 # runs when dcc adds its script, as before).  PLOTLY_PRELOAD: the path, set by create_app.
+# Likewise dcc's chunks of the Dropdown and the Graph (DCC_PRELOAD: their directory), which the
+# first callbacks (the filters' options, the waterfall) wait for the same way.
 INDEX = """<!DOCTYPE html>
 <html>
-  <head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}<link rel="preload" as="script" href="PLOTLY_PRELOAD"><style>""" + CSS + """</style></head>
+  <head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}<link rel="preload" as="script" href="PLOTLY_PRELOAD"><link rel="preload" as="script" href="DCC_PRELOADasync-dropdown.js"><link rel="preload" as="script" href="DCC_PRELOADasync-graph.js"><style>""" + CSS + """</style></head>
   <body>{%app_entry%}<footer>{%config%}{%scripts%}<script>""" + PAGE_JS + WATERFALL_RESIZE + """</script>{%renderer%}</footer></body>
 </html>"""
 
@@ -1286,7 +1288,8 @@ class WirefallDash(dash.Dash):
 def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> dash.Dash:
     # update_title=None is documented by Dash ("Set to None or '' ...") but annotated str
     app = WirefallDash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")  # type: ignore[arg-type]
-    app.index_string = INDEX.replace("PLOTLY_PRELOAD", app.config.requests_pathname_prefix + bundles.PLOTLY_PATH)
+    app.index_string = INDEX.replace("PLOTLY_PRELOAD", app.config.requests_pathname_prefix + bundles.PLOTLY_PATH).replace(
+        "DCC_PRELOAD", app.config.requests_pathname_prefix + "_dash-component-suites/dash/dcc/")
     app.server.config["MAX_CONTENT_LENGTH"] = CALLBACK_MAX_BYTES
     install_compression(app.server)
     install_guard(app.server, host=host, token=token, port=port)
