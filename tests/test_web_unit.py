@@ -819,7 +819,9 @@ def test_poll_slower_than_its_interval_still_fills_the_page(state, h2):
     assert [n for n, _t, _a in sent] == list(range(1, len(sent) + 1))
     assert all(b[1] - a[1] >= 1500 for a, b in zip(sent, sent[1:]))  # never two polls in flight
     fast = _poll_sim(100)
-    assert len(fast) == 51 and all(a for *_, a in fast[:-1])  # a fast server: one poll per tick, as before
+    # a fast server: one poll per tick, as before — but none at the page's start (n_intervals 0:
+    # the layout holds the first poll's answer)
+    assert len(fast) == 50 and fast[0][1] == 600 and all(a for *_, a in fast[:-1])
     lost = _poll_sim(1500, lost=[2])
     assert [n for n, *_ in lost][:3] == [1, 2, 3] and lost[2][1] - lost[1][1] >= POLL_STALE_MS // 1000 * 1000 - 600
     assert all(a for n, _t, a in lost[:-1] if n != 2)
@@ -1482,3 +1484,58 @@ def test_a_key_log_added_to_a_capture_from_disk_is_named_never_by_its_upload_pat
         assert n.analysis.connections and any(c.quic is not None for c in n.analysis.connections)
     finally:
         st.close()
+
+
+def test_layout_holds_the_first_polls_answer(state, h2, h3):
+    """The layout carries the first poll's answer (the capture the page's address names — the
+    layout request's Referer — or the first; its version and status), so the page's first
+    callbacks need not wait for a poll; the first poll then changes neither."""
+    from dash import no_update
+
+    from wirefall.ui.web import create_app
+    from wirefall.ui.web.app import cb_poll, layout
+
+    def find(c, id_):
+        if getattr(c, "id", None) == id_:
+            return c
+        kids = getattr(c, "children", None)
+        for k in kids if isinstance(kids, (list, tuple)) else [kids] if kids is not None else []:
+            if (f := find(k, id_)) is not None:
+                return f
+        return None
+
+    app = create_app(state)
+    for named, want in ((h3.id, h3.id), (h2.id, h2.id), ("nope", state.list()[0].id), (None, state.list()[0].id)):
+        headers = {"Referer": f"http://127.0.0.1:8050/?capture={named}&sel=1"} if named else {}
+        with app.server.test_request_context("/_dash-layout", headers=headers):
+            page = layout(state)
+        dd, ver = find(page, "capture"), find(page, "version")
+        assert dd.value == want and want in {o["value"] for o in dd.options} and ver.data == f"{want}:done", named
+        assert find(page, "compare-a").options == dd.options
+        out = cb_poll(state, 1, dd.value, dd.options, ver.data, None)
+        assert out[0] is no_update and out[1] is no_update and out[5] is no_update  # the first poll: no change
+    page = layout(state)  # (outside a request: the first capture)
+    assert find(page, "capture").value == state.list()[0].id
+
+
+def test_page_figure_is_the_figure_built_afresh(state, h2):
+    """The first window's figure kept as JSON (views.page_figure, made by the warm-up) is the
+    figure built afresh, and each answer is a copy: a selection drawn on one is not on the next;
+    a filtered, zoomed or later window's figure is built each time."""
+    import json
+
+    from wirefall.ui.web import views
+    from wirefall.ui.web.app import cb_waterfall
+
+    v = views.filtered_view(h2)
+    fresh = views.figure(v, title=h2.name, revision=h2.id, start=0)
+    kept = views.page_figure(h2, v, ([], [], [], [], "", "start"), title=h2.name, revision=h2.id, start=0)
+    assert json.loads(kept.to_json()) == json.loads(fresh.to_json())
+    sel = h2.analysis.exchanges[0].id
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, {"capture": h2.id, "id": sel})
+    assert any(s.name == "selected" for s in fig.layout.shapes)
+    fig, *_ = cb_waterfall(state, h2.id, "v", [], [], [], [], "", None, {"capture": h2.id, "id": None})
+    assert not any(s.name == "selected" for s in fig.layout.shapes)
+    assert json.loads(fig.to_json()) == json.loads(fresh.to_json())
+    zoomed = views.page_figure(h2, v, (), title=h2.name, x_range=[1.0, 2.0], revision=h2.id, start=0)
+    assert list(zoomed.layout.xaxis.range) == [1.0, 2.0]

@@ -138,9 +138,16 @@ WATERFALL_RESIZE = """
 })();
 """
 
+# The page fetches plotly.js (1.2 MB) only once the layout has drawn the graph (dcc's Graph
+# loads it then), and Dash sends no callback with the graph among its outputs until it has
+# loaded: the first figure's request waited for it (400-500 ms of download after the layout,
+# under load).  A preload hint fetches it beside the page's other scripts (only fetched: it
+# runs when dcc adds its script, as before).  PLOTLY_PRELOAD: the path, set by create_app.
+# Likewise dcc's chunks of the Dropdown and the Graph (DCC_PRELOAD: their directory), which the
+# first callbacks (the filters' options, the waterfall) wait for the same way.
 INDEX = """<!DOCTYPE html>
 <html>
-  <head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}<style>""" + CSS + """</style></head>
+  <head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}<link rel="preload" as="script" href="PLOTLY_PRELOAD"><link rel="preload" as="script" href="DCC_PRELOADasync-dropdown.js"><link rel="preload" as="script" href="DCC_PRELOADasync-graph.js"><style>""" + CSS + """</style></head>
   <body>{%app_entry%}<footer>{%config%}{%scripts%}<script>""" + PAGE_JS + WATERFALL_RESIZE + """</script>{%renderer%}</footer></body>
 </html>"""
 
@@ -318,9 +325,13 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
 # ``poll-go``: {n, t}) only once the last one is answered (``poll-done`` = its n) — or after
 # POLL_STALE_MS without an answer (a request lost).  Without it, a cb_poll slower than the
 # interval (a loaded server) was superseded by the next tick's request before its answer was
-# applied (Dash drops an outdated answer), every time: the page never filled in.
+# applied (Dash drops an outdated answer), every time: the page never filled in.  The page's
+# start (n_intervals 0) starts none: the layout holds the first poll's answer, and a poll in
+# flight would hold the first callbacks (the filters' options, the selection, the waterfall:
+# their inputs capture and version are its outputs) until it is answered.
 POLL_STALE_MS = 20_000
 POLL_GATE_JS = """function(n, go, done) {
+    if (!n) { return window.dash_clientside.no_update; }
     var now = Date.now();
     if (go && done !== go.n && now - go.t < STALE) { return window.dash_clientside.no_update; }
     return {n: (go ? go.n : 0) + 1, t: now};
@@ -424,7 +435,8 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
     try:
         v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
         xr = views.clamp_x_range(zoom_for(xrange, cid, search), v.waterfall)
-        fig = views.figure(v, title=e.name, x_range=xr, revision=cid, start=start)
+        fig = views.page_figure(e, v, (protocols, connections, contents, statuses, expr, order), title=e.name, x_range=xr,
+                                revision=cid, start=start)
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
@@ -949,8 +961,30 @@ def packet_grid():
                   dashGridOptions=PACKET_GRID_OPTIONS, className="packet-grid", style={"height": "58vh", "width": "100%"})
 
 
+def page_search() -> str | None:
+    """The query string of the page that asked for the layout (its Referer: the layout is
+    fetched by the page, same origin, so the Referer is the page's whole address), None
+    outside a request or without one."""
+    import flask
+
+    if not flask.has_request_context():
+        return None
+    ref = flask.request.referrer
+    if not ref:
+        return None
+    q = urlsplit(ref).query
+    return "?" + q if q else ""
+
+
 def layout(state: WebState):
     limits = {"capture": state.upload_limit, "keylog": state.keylog_limit}
+    # The first poll's answer (the capture list, the capture the address names or the first,
+    # its status and version) is in the layout: the filters' options, the selection and the
+    # waterfall are then the page's first callbacks, one round trip after the layout, where
+    # they waited for the poll's answer (a round trip more).  The poll answers "no change"
+    # to it (cb_poll compares with the page's values).
+    options, cid, status, prog, pstyle, version, *_ = cb_poll(state, None, None, None, None, None, page_search())
+    version = None if version is no_update else version
     export_title = ("write" if views.export_available() else
                     "(needs wirefall.analyzer.pcapng_write, which this version lacks) write")
     upload_style: dict[str, str] = {}
@@ -958,9 +992,9 @@ def layout(state: WebState):
         dcc.Location(id="url", refresh=False),
         html.Header([
             html.H1("wirefall"),
-            dcc.Dropdown(id="capture", options=[], value=None, clearable=False, placeholder="capture", style={"minWidth": "420px"}),
-            html.Progress(id="progress", max=100, value=0, style={"display": "none"}),  # type: ignore[arg-type]  # dash types value as str; a number is valid HTML and what cb_poll sends
-            html.Div(id="status"),
+            dcc.Dropdown(id="capture", options=options, value=cid, clearable=False, placeholder="capture", style={"minWidth": "420px"}),
+            html.Progress(id="progress", max=100, value=prog, style=pstyle),  # type: ignore[arg-type]  # dash types value as str; a number is valid HTML and what cb_poll sends
+            html.Div(status, id="status"),
             *live_view.controls(),  # Stop and Save of a live capture
         ]),
         html.Div([
@@ -1044,14 +1078,14 @@ def layout(state: WebState):
             ], className="tabpane")),
             expert_view.tab(),
             dcc.Tab(label="Compare", value="compare", children=html.Div([
-                html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=[], style={"minWidth": "360px"}),
-                          html.Span("B"), dcc.Dropdown(id="compare-b", options=[], style={"minWidth": "360px"}),
+                html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=options, style={"minWidth": "360px"}),
+                          html.Span("B"), dcc.Dropdown(id="compare-b", options=options, style={"minWidth": "360px"}),
                           html.Button("Compare", id="btn-compare")], className="bar"),
                 html.Div(cb_compare(state, None, None, None), id="compare-out"),
             ], className="tabpane")),
         ]),
         dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
-        dcc.Store(id="version"), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
+        dcc.Store(id="version", data=version), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
@@ -1254,7 +1288,8 @@ class WirefallDash(dash.Dash):
 def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = None, port: int | None = None) -> dash.Dash:
     # update_title=None is documented by Dash ("Set to None or '' ...") but annotated str
     app = WirefallDash(__name__, title="wirefall", update_title=None, serve_locally=True, assets_folder="__no_assets__")  # type: ignore[arg-type]
-    app.index_string = INDEX
+    app.index_string = INDEX.replace("PLOTLY_PRELOAD", app.config.requests_pathname_prefix + bundles.PLOTLY_PATH).replace(
+        "DCC_PRELOAD", app.config.requests_pathname_prefix + "_dash-component-suites/dash/dcc/")
     app.server.config["MAX_CONTENT_LENGTH"] = CALLBACK_MAX_BYTES
     install_compression(app.server)
     install_guard(app.server, host=host, token=token, port=port)

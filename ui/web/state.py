@@ -277,9 +277,9 @@ class WebState:
 
             views.filter_options(e)
             v = views.filtered_view(e)  # (the view of no filter, which the waterfall and its pager draw first)
-            # plotly's figure classes are made (and their validators) on first use: 0.1 s of the
-            # page's first figure otherwise — here on a figure of three rows, thrown away
-            views.figure(views.View(views.subset(v.waterfall, v.waterfall.rows[:3]), total=3), title=e.name, revision=e.id)
+            # the page's first figure (its first window, kept as JSON: views.page_figure) — and with
+            # it plotly's figure classes and validators, made on first use (0.1 s otherwise)
+            views.page_figure(e, v, title=e.name, revision=e.id, start=0)
         except Exception:  # noqa: BLE001 - the callbacks build it again and say why
             pass
 
