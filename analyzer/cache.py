@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gc
 import hashlib
 import json
 import os
@@ -38,6 +37,7 @@ from array import array
 from pathlib import Path
 from collections.abc import Callable
 
+from .gcpause import gc_paused
 from .model import LAZY_FIELDS, Analysis, PacketIndex
 
 CACHE_VERSION = 5  # 3: summary part, raw packet index, body unpacked on first use; 4: classes pickled as wirefall.*; 5: typed connection notes (model.Note), TCP ISN and window scale on the connection
@@ -293,13 +293,8 @@ def unpack(blob: bytes) -> tuple[bytes, bytes]:
 def _unpickle(raw: bytes):
     # unpickling builds hundreds of thousands of objects at once: the cyclic collector would
     # run over and over on them (1.9 s → 0.9 s for 300 k frames without it); none are garbage
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return pickle.loads(raw)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def loads(blob: bytes) -> Analysis:

@@ -17,6 +17,7 @@ from .capture import DSB_TLS_KEYLOG, CaptureInfo, Record, read_batches
 from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
+from .gcpause import gc_paused
 from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str, layers, wscale_option
 from .sessions import CAPTURE_ID, KINDS, Context
 
@@ -56,9 +57,7 @@ def analyze(*args, workers: int | str | None = None, **kw) -> Analysis:
             from .browserlog import open_log
 
             return open_log(path, limits=kw.get("limits"), progress=kw.get("progress"))
-    on = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         if workers is not None and workers != 1:
             from .parallel import analyze_parallel
 
@@ -69,9 +68,6 @@ def analyze(*args, workers: int | str | None = None, **kw) -> Analysis:
 
         fill(an)
         return an
-    finally:
-        if on:
-            gc.enable()
 
 
 def _analyze(

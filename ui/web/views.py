@@ -61,20 +61,15 @@ def waterfall_of(entry: Entry, order: str | None = None) -> Waterfall:
 
 
 def gc_paused(f, *args):
-    """``f(*args)`` with Python's cyclic garbage collector paused: building a 10 000-request
-    model allocates about a million objects, and the collections this set off (each walking
-    every object of the capture's analysis again) were 45 % of its CPU (0.6 → 0.33 s).  (A
-    pause, not ``gc.freeze`` as the CLI and the TUI do: the server drops the analyses of the
-    captures it lets go.)  Re-enabled after, unless it was paused already (another build)."""
-    import gc
+    """``f(*args)`` with Python's cyclic garbage collector paused (``analyzer.gcpause``):
+    building a 10 000-request model allocates about a million objects, and the collections
+    this set off (each walking every object of the capture's analysis again) were 45 % of its
+    CPU (0.6 → 0.33 s).  (A pause, not ``gc.freeze`` as the CLI and the TUI do: the server
+    drops the analyses of the captures it lets go.)"""
+    from wirefall.analyzer.gcpause import gc_paused as paused
 
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with paused():
         return f(*args)
-    finally:
-        if was:
-            gc.enable()
 
 
 def reordered(wf: Waterfall, group: str | None, sort: str) -> Waterfall:

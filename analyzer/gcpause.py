@@ -1,0 +1,23 @@
+"""``with gc_paused(): …`` — Python's cyclic garbage collector paused for a block that makes a
+great many objects that live on (the pass over a capture, unpickling a cached model, the web
+app's waterfall model): each collection it would set off walks every tracked object again.
+The collector is enabled again after the block only if it was enabled before it (a pause
+inside another keeps the outer one).  A class, not ``contextlib.contextmanager``: imported by
+every run, it adds no module to the start."""
+from __future__ import annotations
+
+import gc
+
+__all__ = ["gc_paused"]
+
+
+class gc_paused:  # (lower case: used as a function, ``with gc_paused():``)
+    __slots__ = ("_was",)
+
+    def __enter__(self) -> None:
+        self._was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc) -> None:
+        if self._was:
+            gc.enable()
