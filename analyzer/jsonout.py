@@ -91,49 +91,56 @@ def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any]]]:
 class PhasePlan:
     """The waterfall planned once (``waterfall._plan``: the exchanges with a start, in start
     order, ``exs``), and the planned exchanges' row starts and ``phases`` objects on demand
-    (``fill``, ``start``), as ``page_and_phases`` computes them — so that
+    (``fill``, ``starts``), as ``page_and_phases`` computes them — so that
     ``parallel.requests_json`` can compute the starts (what ``page_of`` needs) and each
     process the phases of its own share."""
 
     def __init__(self, an: Analysis):
-        from .waterfall import PHASES, _plan
+        from .waterfall import PHASES, _plan, exchange_phases
 
         assert PHASES == _PHASES  # (the literals in fill and _phases_dict)
         self.conns = {c.id: c for c in an.connections}
         self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns)
         self.planned: set[int] | None = None  # ids of exs (made by the first fill that skips)
+        self._exchange_phases = exchange_phases
+
+    def _phases(self, e: Exchange) -> list | None:
+        """None for the common row (``waterfall.exchange_phases``' fast path: a request sent,
+        then answered, in order, not its connection's first: its phases are send, wait,
+        receive between its four times, and its start its request's), else the row's phases
+        (as ``phases_by_exchange``)."""
+        first = e.id in self.first_of_conn
+        if not first and not e.pushed:
+            s, a, b, end = e.request_start, e.request_end, e.response_start, e.response_end
+            if s is not None and a is not None and b is not None and end is not None and s <= a <= b <= end:
+                return None
+        c = self.conns.get(e.connection) if first else None
+        return self._exchange_phases(e, c, self.dns_for.get(c.id) if c is not None else None)
 
     def fill(self, exs, out: dict[int, dict[str, Any]], starts: dict[int, float] | None = None, skip: bool = False) -> None:
         """The ``phases`` object of each exchange of ``exs`` into ``out`` and its row's start
         (when it has a phase) into ``starts``; ``skip``: leave out those not planned (no
-        start), else every one must be.  The common row (``waterfall.exchange_phases``' fast
-        path: a request sent, then answered, in order, not its connection's first) goes
-        straight to its ``phases`` object, without the list of phases made and read back."""
-        from .waterfall import exchange_phases
-
-        first_of_conn, conns, dns_for = self.first_of_conn, self.conns, self.dns_for
-        planned: set[int] = set()
+        start), else every one must be.  The common row goes straight to its ``phases``
+        object, without the list of phases made and read back."""
+        planned = None
         if skip:
             if self.planned is None:
                 self.planned = {e.id for e in self.exs}
             planned = self.planned
         for e in exs:
             eid = e.id
-            if skip and eid not in planned:
+            if planned is not None and eid not in planned:
                 continue
-            if eid not in first_of_conn and not e.pushed:
-                s, a, b, end = e.request_start, e.request_end, e.response_start, e.response_end
-                if s is not None and a is not None and b is not None and end is not None and s <= a <= b <= end:
-                    # exchange_phases(e): [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
-                    r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
-                    out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
-                                "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
-                                "receive": (r3 - r2) / 1e6}
-                    if starts is not None:
-                        starts[eid] = s
-                    continue
-            c = conns.get(e.connection) if eid in first_of_conn else None
-            ph = exchange_phases(e, c, dns_for.get(c.id) if c is not None else None)  # (as phases_by_exchange)
+            ph = self._phases(e)
+            if ph is None:  # [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
+                s, end = e.request_start, e.response_end
+                r0, r1, r2, r3 = round(s * 1e6), round(e.request_end * 1e6), round(e.response_start * 1e6), round(end * 1e6)
+                out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
+                            "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
+                            "receive": (r3 - r2) / 1e6}
+                if starts is not None:
+                    starts[eid] = s
+                continue
             if ph and starts is not None:
                 starts[eid] = ph[0][1]  # (as page_of finds them)
             out[eid] = _phases_dict(ph)
@@ -141,21 +148,13 @@ class PhasePlan:
     def starts(self) -> dict[int, float]:
         """``fill``'s starts of every planned exchange, without the phases objects of the common
         rows (their start is their request's)."""
-        from .waterfall import exchange_phases
-
-        first_of_conn, conns, dns_for = self.first_of_conn, self.conns, self.dns_for
         starts: dict[int, float] = {}
         for e in self.exs:
-            eid = e.id
-            if eid not in first_of_conn and not e.pushed:
-                s, a, b, end = e.request_start, e.request_end, e.response_start, e.response_end
-                if s is not None and a is not None and b is not None and end is not None and s <= a <= b <= end:
-                    starts[eid] = s
-                    continue
-            c = conns.get(e.connection) if eid in first_of_conn else None
-            ph = exchange_phases(e, c, dns_for.get(c.id) if c is not None else None)
-            if ph:
-                starts[eid] = ph[0][1]
+            ph = self._phases(e)
+            if ph is None:
+                starts[e.id] = e.request_start
+            elif ph:
+                starts[e.id] = ph[0][1]
         return starts
 
 

@@ -31,6 +31,23 @@ def big():
     return an, W.build(an)
 
 
+@pytest.fixture
+def served(big, tmp_path):
+    """A web app's state holding ``big``'s analysis as one capture: (state, its entry)."""
+    from wirefall.ui.web import WebState
+
+    an, _wf = big
+    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
+    f = tmp_path / "big.pcap"
+    f.write_bytes(b"")
+    try:
+        e = st.add_file(str(f), name="big.pcap")
+        st.wait(e.id, timeout=120)
+        yield st, e
+    finally:
+        st.close()
+
+
 def _drawn(fig, lo: int, hi: int) -> dict:
     """What the figure draws on request rows lo..hi: per trace name, the (y, x, base or
     text, colour) of each bar / duration text / tick; the zebra shading's rows."""
@@ -121,76 +138,60 @@ def test_the_window_and_its_moves(big):
     assert views.window_start_of(v, 450, 451 - k) == 451 - k  # the current window holds it: kept
 
 
-def test_the_pager_callback(big, tmp_path):
+def test_the_pager_callback(big, served):
     from dash import no_update
 
-    from wirefall.ui.web import WebState
     from wirefall.ui.web.app import cb_waterfall, cb_wf_window
 
-    an, wf = big
-    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
-    f = tmp_path / "big.pcap"
-    f.write_bytes(b"")
-    try:
-        e = st.add_file(str(f), name="big.pcap")
-        st.wait(e.id, timeout=120)
-        k = views.WINDOW_ROWS
+    _an, wf = big
+    st, e = served
+    k = views.WINDOW_ROWS
 
-        def move(trigger, start, row=None, selected=None, order=None, expr=""):
-            out = cb_wf_window(st, 0, 0, 0, 0, row, e.id, "v", [], [], [], [], expr, order, selected, start, trigger=trigger)
-            return (start if out[0] is no_update else out[0]), out[1], out[2]
+    def move(trigger, start, row=None, selected=None, order=None, expr=""):
+        out = cb_wf_window(st, 0, 0, 0, 0, row, e.id, "v", [], [], [], [], expr, order, selected, start, trigger=trigger)
+        return (start if out[0] is no_update else out[0]), out[1], out[2]
 
-        a, style, text = move(None, 0)
-        assert a == 0 and style == {} and f"requests 1–{k} of 1000" in text
-        assert move("wf-next", 0)[0] == k and move("wf-next", 1000 - k)[0] == 1000 - k  # not past the end
-        assert move("wf-prev", k)[0] == 0 and move("wf-prev", 0)[0] == 0
-        assert move("wf-last", 0)[0] == 1000 - k and move("wf-first", 500)[0] == 0
-        assert move("wf-row", 0, row=450)[0] == 400  # the window holding request 450 (row 449)
-        assert move("wf-order", 500, order="duration")[0] == 0  # a new order: from the top
-        assert move("filter-expr", 500, expr="status >= 200")[0] == 0
-        sel = wf.rows[777].exchange
-        assert move("selected", 0, selected=sel)[0] == 700
-        a, style, text = move(None, 0, expr="status >= 600")  # a small view: no pager, every row drawn
-        assert style == {"display": "none"} and text == ""
-        fig, *_ = cb_waterfall(st, e.id, "v", [], [], [], [], "", None, None, None, 300)
-        assert list(fig.layout.yaxis.tickvals) == list(range(300, 300 + k))
-        assert fig.layout.yaxis.ticktext[0] == L.row_label(wf.rows[300]).replace(" ", NBSP)
-    finally:
-        st.close()
+    a, style, text = move(None, 0)
+    assert a == 0 and style == {} and f"requests 1–{k} of 1000" in text
+    assert move("wf-next", 0)[0] == k and move("wf-next", 1000 - k)[0] == 1000 - k  # not past the end
+    assert move("wf-prev", k)[0] == 0 and move("wf-prev", 0)[0] == 0
+    assert move("wf-last", 0)[0] == 1000 - k and move("wf-first", 500)[0] == 0
+    assert move("wf-row", 0, row=450)[0] == 400  # the window holding request 450 (row 449)
+    assert move("wf-order", 500, order="duration")[0] == 0  # a new order: from the top
+    assert move("filter-expr", 500, expr="status >= 200")[0] == 0
+    sel = wf.rows[777].exchange
+    assert move("selected", 0, selected=sel)[0] == 700
+    a, style, text = move(None, 0, expr="status >= 600")  # a small view: no pager, every row drawn
+    assert style == {"display": "none"} and text == ""
+    fig, *_ = cb_waterfall(st, e.id, "v", [], [], [], [], "", None, None, None, 300)
+    assert list(fig.layout.yaxis.tickvals) == list(range(300, 300 + k))
+    assert fig.layout.yaxis.ticktext[0] == L.row_label(wf.rows[300]).replace(" ", NBSP)
 
 
-def test_the_window_and_its_figure_in_one_answer(big, tmp_path):
+def test_the_window_and_its_figure_in_one_answer(big, served):
     """cb_wf answers the window and its figure together: the page's first call (or a capture
     just shown) from the top — or at the window of the selection that came with it (a page
     opened on ``?sel=``); a page button moves the window and draws it; a live capture's growth
     keeps it."""
     from dash import no_update
 
-    from wirefall.ui.web import WebState
     from wirefall.ui.web.app import cb_wf, wf_trigger
 
-    an, wf = big
-    st = WebState(use_cache=False, analyze=lambda path, keylogs=None, progress=None, **kw: an)
-    f = tmp_path / "big.pcap"
-    f.write_bytes(b"")
-    try:
-        e = st.add_file(str(f), name="big.pcap")
-        st.wait(e.id, timeout=120)
-        k = views.WINDOW_ROWS
+    _an, wf = big
+    st, e = served
+    k = views.WINDOW_ROWS
 
-        def call(triggered, start=0, selected=None):
-            return cb_wf(st, 0, 0, 0, 0, None, e.id, "v", [], [], [], [], "", None, selected, None, start, None, triggered=triggered)
+    def call(triggered, start=0, selected=None):
+        return cb_wf(st, 0, 0, 0, 0, None, e.id, "v", [], [], [], [], "", None, selected, None, start, None, triggered=triggered)
 
-        out = call([], start=500)
-        assert out[0] == 0 and f"requests 1–{k} of" in out[2]
-        assert list(out[3].layout.yaxis.tickvals) == list(range(k))
-        out = call(["wf-next"])
-        assert out[0] == k and list(out[3].layout.yaxis.tickvals) == list(range(k, 2 * k))
-        sel = wf.rows[777].exchange
-        out = call(["capture", "selected"], selected={"capture": e.id, "id": sel})  # a page opened on ?sel=
-        assert out[0] == 700 and list(out[3].layout.yaxis.tickvals) == list(range(700, 700 + k))
-        assert call(["live-version"], start=300)[0] is no_update  # a live capture grew: the window kept
-    finally:
-        st.close()
+    out = call([], start=500)
+    assert out[0] == 0 and f"requests 1–{k} of" in out[2]
+    assert list(out[3].layout.yaxis.tickvals) == list(range(k))
+    out = call(["wf-next"])
+    assert out[0] == k and list(out[3].layout.yaxis.tickvals) == list(range(k, 2 * k))
+    sel = wf.rows[777].exchange
+    out = call(["capture", "selected"], selected={"capture": e.id, "id": sel})  # a page opened on ?sel=
+    assert out[0] == 700 and list(out[3].layout.yaxis.tickvals) == list(range(700, 700 + k))
+    assert call(["live-version"], start=300)[0] is no_update  # a live capture grew: the window kept
     assert wf_trigger(["selected", "wf-order"]) == "wf-order" and wf_trigger(["wf-next", "capture"]) == "wf-next"
     assert wf_trigger(["version"]) is None and wf_trigger(["selected"]) == "selected"
