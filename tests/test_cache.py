@@ -139,3 +139,57 @@ def test_reopened_analysis_brings_its_packet_to_frames_index(tmp_path, monkeypat
     # an index whose frame count is not the body's is left out (built again on use)
     body = cache._unpickle(cache.unpack(blob)[1])
     assert not cache._whole_frame_index(body[cache.FRAME_INDEX], len(body["frames"]) - 1)
+
+
+def test_frames_of_a_big_analysis_come_back_a_chunk_at_a_time(tmp_path, monkeypatch):
+    """An analysis of two chunks of frames or more (``FRAME_CHUNK``, made small here) stores its
+    frames in chunks: reopened, their count is known at once, reading one frame unpacks its
+    chunk only, and in order, by index and by slice they are a fresh analysis's frames; pickled
+    again they are a plain list.  A damaged chunk costs its own frames (kept in number, marked,
+    one warning), never the others.  The HTTP/1 filter fields, which skip frames reopened
+    without any HTTP/1 protocol, match the packets they match on a fresh analysis."""
+    import pickle
+    from pathlib import Path
+
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.filter import filter_packets
+    from wirefall.analyzer.jsonout import frame_dict
+    from wirefall.analyzer.pipeline import analyze
+
+    monkeypatch.setattr(cache, "FRAME_CHUNK", 4)
+    root = Path(__file__).resolve().parents[1] / "sample_captures" / "http"
+    fresh = analyze(str(root / "h2-tls.pcap"), [str(root / "h2-tls.keys")])
+    want = [frame_dict(f) for f in fresh.frames]
+    assert len(want) >= 12
+    again = cache.loads(cache.dumps(fresh))
+    fr = again.frames
+    assert isinstance(fr, cache.FrameChunks) and len(fr) == len(want)
+    assert not any(c is not None for c in fr._chunks)
+    assert frame_dict(fr[5]) == want[5] and [c is not None for c in fr._chunks].count(True) == 1
+    assert frame_dict(fr[-1]) == want[-1] and [frame_dict(f) for f in fr[2:11:3]] == want[2:11:3]
+    assert [frame_dict(f) for f in fr] == want
+    assert fr.protocols == {f.protocol for f in fresh.frames} and not any(p.startswith("http/1") for p in fr.protocols)
+    assert fr == list(fr) and type(pickle.loads(pickle.dumps(fr))) is list
+    try:
+        fr[len(want)]
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("a frame past the end")
+    n, packed, protos = cache._frame_chunks(fresh.frames)
+    packed[1] = packed[1][:10]
+    warns: list[str] = []
+    hurt = cache.FrameChunks(n, packed, protos, warn=warns.append)
+    got = list(hurt)
+    assert len(got) == n and [frame_dict(f) for f in got[:4] + got[8:]] == want[:4] + want[8:]
+    assert all(f.error and f.connection == -1 for f in got[4:8]) and len(warns) == 1 and "frames 5-8" in warns[0]
+
+    for name, expr in (("h2-tls.pcap", "http"), ("http1-nginx.pcap", "http.request or http.response.code == 200")):
+        fresh = analyze(str(root / name), [])
+        again = cache.loads(cache.dumps(fresh))
+        src = PacketSource(str(root / name))
+        try:
+            a, b = list(filter_packets(fresh, src, expr)), list(filter_packets(again, src, expr))
+        finally:
+            src.close()
+        assert a == b and (name == "h2-tls.pcap") == (a == [])

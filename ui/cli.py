@@ -86,6 +86,8 @@ def _progress_printer(enabled: bool):
 def load(args):
     import gc
 
+    from wirefall.analyzer.gcpause import freeze_model
+
     progress = _progress_printer(sys.stderr.isatty() and not getattr(args, "json", False))
     # no cyclic collection between the pass (which pauses it) and the freeze below: the first
     # one after it would walk the whole model once more
@@ -102,7 +104,7 @@ def load(args):
     _overlay(an, args)
     for w in an.warnings:
         print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
-    gc.freeze()  # the model lives to the end of the command: no collection need walk it again
+    freeze_model()  # the model lives to the end of the command: no collection need walk it again
     gc.enable()
     return an
 

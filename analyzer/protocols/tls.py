@@ -79,7 +79,8 @@ def hrr_packets(analysis: Analysis) -> set[int]:
         return memo[1]
     conns = analysis.connections
     seen: dict[int, int] = {}
-    for fr in frames:
+    retried = any(c.tls is not None and c.tls.hello_retry for c in conns)
+    for fr in frames if retried else ():
         if fr.protocol != "tls" or fr.connection in seen or not 0 <= fr.connection < len(conns):
             continue
         t = conns[fr.connection].tls

@@ -437,13 +437,16 @@ class WirefallApp(PacketHabits, App):
         # The analysis lives as long as the app: keep the cyclic garbage collector from
         # walking its millions of objects on every collection (pauses of hundreds of ms
         # between key presses on a 1 M-packet capture otherwise).
-        # A model reopened from the cache was unpickled whole and holds no garbage: the
-        # collection before the freeze would only walk it (0.76 s on 1 M packets, 413 k frames).
+        # A model reopened from the cache was unpickled and holds no garbage: the collection
+        # before the freeze would only walk it (0.76 s on 1 M packets, 413 k frames); its frames
+        # unpacked later join the frozen model (analyzer.cache.FrameChunks).
         import gc
+
+        from wirefall.analyzer.gcpause import freeze_model
 
         if not hit:
             gc.collect()
-        gc.freeze()
+        freeze_model()
         self.views_pending = {"waterfall", "statistics"} if defer else set()
         self.call_from_thread(self._loaded, an, time.monotonic() - t)
 
