@@ -1137,7 +1137,9 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     return Waterfall(rows=rows, t0=t0, t_end=t_end, milestones=milestones, group_by=group_by, color_by=color_by,
                      connections={cid: (conns[cid].label if cid in conns else str(cid)) for cid in by_conn},
                      dns=lookups, title=title, page_info=page, completeness=headline(an), sort=sort,
-                     connection_rows=conn_rows, throughput=throughput(an))
+                     connection_rows=conn_rows, throughput=throughput(an),
+                     unused_connections=sum(1 for c in an.connections
+                                            if c.id not in by_conn and (c.transport == "tcp" or c.protocol in ("quic", "gquic"))))
 
 
 def _order(rows: list[Row], sort: str, group_by: str | None) -> list[Row]:

@@ -122,6 +122,10 @@ class Waterfall:
     sort: str = "start"
     connection_rows: list[ConnectionRow] = field(default_factory=list)
     throughput: Throughput | None = None
+    # TCP and QUIC connections of the capture that carried no request (a browser's spare
+    # socket, a connection the capture holds only the end of): not rows of the connection
+    # view, which says how many there are
+    unused_connections: int = 0
 
     def milestone(self, name: str) -> Milestone | None:
         return next((m for m in self.milestones if m.name == name), None)

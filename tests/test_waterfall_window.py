@@ -195,3 +195,24 @@ def test_the_window_and_its_figure_in_one_answer(big, served):
     assert call(["live-version"], start=300)[0] is no_update  # a live capture grew: the window kept
     assert wf_trigger(["selected", "wf-order"]) == "wf-order" and wf_trigger(["wf-next", "capture"]) == "wf-next"
     assert wf_trigger(["version"]) is None and wf_trigger(["selected"]) == "selected"
+
+
+def test_connection_view_says_how_many_connections_carried_no_request():
+    """page-h2's headline counts 2 connections; Chromium's spare socket carried no request, so
+    the connection view draws 1 and says that 1 more is not drawn (and a capture whose every
+    connection carried requests says nothing of the kind)."""
+    from wirefall.analyzer.pipeline import analyze
+
+    root = Path(__file__).resolve().parents[1] / "sample_captures"
+    an = analyze(str(root / "page" / "page-h2.pcapng"), [str(root / "page" / "page-h2.keys")])
+    wf = W.build(an)
+    idle = [c for c in an.connections if c.id not in {r.connection for r in wf.rows}]
+    assert len(an.connections) == 2 and len(wf.connection_rows) == 1 and len(idle) == 1 and idle[0].transport == "tcp"
+    assert wf.unused_connections == 1
+    heads = [a.text for a in waterfall_figure(wf).layout.annotations if a.text.startswith("Connections")]
+    assert heads == ["Connections (1): handshake, then each request · 1 more carried no request (not drawn)"]
+    an = analyze(str(root / "http" / "h2-tls.pcap"), [str(root / "http" / "h2-tls.keys")])
+    wf = W.build(an)
+    assert wf.unused_connections == 0
+    assert [a.text for a in waterfall_figure(wf).layout.annotations if a.text.startswith("Connections")] == [
+        f"Connections ({len(wf.connection_rows)}): handshake, then each request"]

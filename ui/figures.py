@@ -415,8 +415,12 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     # section headings in the gaps
     conn_head = (f"Connections ({nc})" if window is None else
                  f"Connections of requests {lo + 1}–{lo + n} ({nc} of {len(wf.connection_rows)})")
+    conn_head += ": handshake, then each request"
+    if wf.unused_connections:  # (the headline counts them: say where they went)
+        k = wf.unused_connections
+        conn_head += f" · {k} more carried no request (not drawn)"
     notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                      text=f"{conn_head}: handshake, then each request", font=dict(size=11, color="#444444"), yshift=2))
+                      text=conn_head, font=dict(size=11, color="#444444"), yshift=2))
     if track_px and tp is not None:
         notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
                           text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2))
