@@ -79,7 +79,9 @@ def hrr_packets(analysis: Analysis) -> set[int]:
         return memo[1]
     conns = analysis.connections
     seen: dict[int, int] = {}
-    retried = any(c.tls is not None and c.tls.hello_retry for c in conns)
+    # (the frames are read only until every retried connection's first ServerHello is found:
+    # at its start; a reopened analysis unpacks its frames a chunk at a time, analyzer.cache)
+    retried = sum(1 for c in conns if c.tls is not None and c.tls.hello_retry)
     for fr in frames if retried else ():
         if fr.protocol != "tls" or fr.connection in seen or not 0 <= fr.connection < len(conns):
             continue
@@ -87,6 +89,8 @@ def hrr_packets(analysis: Analysis) -> set[int]:
         msgs = (fr.fields or {}).get("messages") or ()
         if t is not None and t.hello_retry and any(str(m).upper().replace("_", "") == "SERVERHELLO" for m in msgs):
             seen[fr.connection] = fr.packet
+            if len(seen) == retried:
+                break
     out = set(seen.values())
     analysis.__dict__["_wf_hrr"] = (len(frames), out)
     return out
