@@ -332,6 +332,57 @@ def tcp_analysis(analysis: Analysis, source, upto: int | None = None) -> TcpAnal
         return ta
 
 
+def tcp_analysis_in_child(analysis: Analysis, path: str) -> bool:
+    """The whole capture's TCP analysis made in a forked child process and installed here, for
+    a view that wants it ready without this process running it: the TUI after its first screen
+    (the pass is sequential, ~5 µs a packet; run in a thread it held the GIL so that keys took
+    seconds).  True when the analysis reaches the capture's last packet; False when it could not
+    be made so (no ``fork``, the child failed, the capture grew meanwhile: the views go on
+    running it up to what they show, as before)."""
+    import os
+    import pickle
+
+    npk = len(analysis.index)
+    with _LOCK:
+        ta = analysis.__dict__.get("_wf_tcp_analysis")
+        if ta is not None and ta.packets >= npk:
+            return True
+    if not hasattr(os, "fork"):
+        return False
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing but the pass and its pickled result (no lock of ours taken)
+        code = 1
+        try:
+            os.close(r)
+            from .capture import PacketSource
+
+            fresh = TcpAnalysis()
+            _run(analysis, PacketSource(path), fresh, npk)
+            fresh._decoder = None  # (its IPv4 reassembly state: the parent makes its own if the capture grows)
+            with os.fdopen(w, "wb") as f:
+                f.write(pickle.dumps(fresh, protocol=5))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return False
+    got = pickle.loads(data)
+    if not isinstance(got, TcpAnalysis) or got.packets != npk:
+        return False
+    with _LOCK:
+        if len(analysis.index) != npk:
+            return False
+        ta = analysis.__dict__.get("_wf_tcp_analysis")
+        if ta is None or ta.packets < npk:
+            analysis.__dict__["_wf_tcp_analysis"] = got
+    return True
+
+
 def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
     idx = analysis.index
     npk = len(idx)

@@ -338,6 +338,27 @@ def test_incremental_pass_equals_one_pass():
     assert sum(1 for f in whole.flags if f) > 20
 
 
+def test_made_in_a_child_process_equals_one_pass():
+    """``tcp_analysis_in_child`` (the TUI's, after its first screen) installs the analysis a
+    forked child made of the whole capture: the very one a pass here makes; an analysis already
+    complete is kept as it is."""
+    from wirefall.analyzer.tcp_analysis import tcp_analysis_in_child
+
+    p = SAMPLES / "lossy" / "page-spdy.pcapng"
+    an = analyze(str(p))
+    src = PacketSource(str(p))
+    part = tcp_analysis(an, src, upto=7)
+    assert part.packets == 7
+    assert tcp_analysis_in_child(an, str(p))
+    got = an.__dict__["_wf_tcp_analysis"]
+    assert got is not part and got.packets == an.packets and got._decoder is None
+    whole = tcp_analysis(analyze(str(p)), src)
+    for name in ("flags", "dupack", "conv", "fwd", "wshift", "tcp_flags", "base", "rtt", "rtt_at"):
+        assert getattr(got, name) == getattr(whole, name), name
+    assert sum(1 for f in got.flags if f) > 20 and tcp_analysis(an, src) is got
+    assert tcp_analysis_in_child(an, str(p)) and an.__dict__["_wf_tcp_analysis"] is got
+
+
 def test_garbage_packets_do_not_raise(tmp_path):
     import random
     import struct as st

@@ -114,3 +114,31 @@ async def test_tui_defers_waterfall_and_statistics_of_a_large_capture(monkeypatc
         await pilot.pause(0.1)
         assert app.stats_text.plain == want_stats
         assert str(app.query_one("#stats", Static).render()).startswith(want_stats.splitlines()[0][:20])
+
+
+@_sync
+async def test_tui_has_a_large_capture_s_tcp_analysis_made_by_a_child(monkeypatch):
+    """From DEFER_VIEWS_PACKETS packets the TUI has the TCP analysis (colouring, Info prefixes)
+    made to the capture's end by a child process once the list is up, so a jump to the end does
+    not run it: the analysis installed is the child's (no decoder of this process's pass) and
+    equals a pass over the whole capture here."""
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.tcp_analysis import tcp_analysis
+    from wirefall.ui.tui import app as tui
+
+    p = PAGE.parent / "lossy" / "page-spdy.pcapng"
+    if not p.exists():
+        pytest.skip(f"{p} not present")
+    keys = p.with_suffix(".keys")
+    monkeypatch.setattr(tui, "DEFER_VIEWS_PACKETS", 1)
+    app = tui.WirefallApp(str(p), [str(keys)])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _until(pilot, lambda: app.loaded)
+        an = app.an
+        assert an.packets > 200  # more than the first screen draws
+        ta = lambda: an.__dict__.get("_wf_tcp_analysis")  # noqa: E731
+        await _until(pilot, lambda: ta() is not None and ta().packets == an.packets)
+        got = ta()
+        assert got._decoder is None  # made by the child
+        whole = tcp_analysis(analyze(str(p), [str(keys)]), PacketSource(str(p)))
+        assert got.flags == whole.flags and got.dupack == whole.dupack and sum(1 for f in got.flags if f) > 20

@@ -582,6 +582,19 @@ class WirefallApp(PacketHabits, App):
         elif keep is not None:
             self._shown_packet = None
             self.show_packet(keep)  # frames decoded since it was first shown
+        if an.packets >= DEFER_VIEWS_PACKETS:
+            self._tcp_in_child(an)
+
+    @work(thread=True, exclusive=True, group="tcp")
+    def _tcp_in_child(self, an) -> None:
+        """The TCP analysis that the rows' colouring and Info prefixes need up to the rows drawn,
+        made to the capture's end by a child process while the list is in use: it is sequential,
+        so a first jump to the end of 1.2 M packets ran all of it then (End: 5 s).  (In a thread
+        here it held the GIL so that keys took 2-3 s.)"""
+        from wirefall.analyzer.tcp_analysis import tcp_analysis_in_child
+
+        if self.an is an:
+            tcp_analysis_in_child(an, self.path)
 
     def _status(self, extra: str = "") -> None:
         an = self.an
