@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLES, need_tool, run_tool
+from tuifix import wait_loaded
 from webfix import CHROMIUM, browser_fixture, page_fixture, row_labels, wait_rows, wait_text
 from test_browserlog import ALONE, NETLOG_LOADS, _cli, _netlog_sent, _raw_netlog
 
@@ -98,11 +99,7 @@ def _tui(path, keylogs=(), overlays=(), each=None, size=(200, 60)):
     async def run():
         app = WirefallApp(str(path), [str(k) for k in keylogs], overlays=[(k, str(p)) for k, p in overlays])
         async with app.run_test(size=size) as pilot:
-            for _ in range(600):
-                await pilot.pause(0.05)
-                if app.loaded or app.load_error:
-                    break
-            assert app.loaded and app.load_error is None, app.load_error
+            await wait_loaded(pilot, app, steps=600, settle=0, must_load=True)
             await pilot.press("2")
             await pilot.pause(0.05)
             wv = app.query_one(WaterfallView)
