@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLES, need_tool, run_tool
+from tuifix import wait_loaded
+from webfix import CHROMIUM, browser_fixture, page_fixture, row_labels, wait_rows, wait_text
 from test_browserlog import ALONE, NETLOG_LOADS, _cli, _netlog_sent, _raw_netlog
 
 from wirefall.analyzer.browserlog import comparison as cmp
@@ -97,11 +99,7 @@ def _tui(path, keylogs=(), overlays=(), each=None, size=(200, 60)):
     async def run():
         app = WirefallApp(str(path), [str(k) for k in keylogs], overlays=[(k, str(p)) for k, p in overlays])
         async with app.run_test(size=size) as pilot:
-            for _ in range(600):
-                await pilot.pause(0.05)
-                if app.loaded or app.load_error:
-                    break
-            assert app.loaded and app.load_error is None, app.load_error
+            await wait_loaded(pilot, app, steps=600, settle=0, must_load=True)
             await pilot.press("2")
             await pilot.pause(0.05)
             wv = app.query_one(WaterfallView)
@@ -350,9 +348,6 @@ def _free_port() -> int:
     return port
 
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
 # what `wirefall web` is given: the capture with its NetLog laid over it, and each browser log alone
 WEB_FILES = [
     ("page/page-h2.pcapng", "page/page-h2.keys", "page/page-h2.netlog.json.gz"),  # c1: capture + --netlog
@@ -402,36 +397,18 @@ def web(tmp_path_factory):
                 p.kill()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def pg(browser):
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
-    page = ctx.new_page()
-    page.set_default_timeout(60_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    yield page
-    assert not errors, errors
-    ctx.close()
+browser = browser_fixture()
+pg = page_fixture(timeout=60_000)  # (60 s, where the other web tests' pages wait 30 s)
 
 
 def _rows(pg, n: int | None = None) -> list[str]:
     if n is not None:
-        pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=n)
-    return [t.replace("\xa0", " ").strip() for t in pg.locator("#waterfall .ytick text").all_text_contents()]
+        wait_rows(pg, n)
+    return row_labels(pg)
 
 
 def _wait_status(pg, text: str) -> None:
-    pg.wait_for_function("t => { const e = document.querySelector('#status'); return e && e.innerText.includes(t); }", arg=text)
+    wait_text(pg, "#status", text)
 
 
 def _table(pg, sel: str) -> list[list[str]]:

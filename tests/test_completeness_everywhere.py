@@ -17,8 +17,6 @@ the web app's status line, waterfall box and figure subtitle (its Dash callbacks
 """
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import os
 import re
@@ -27,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tuifix import sync
 
 from conftest import ROOT, SAMPLES, need_tool, run_tool
 
@@ -234,15 +233,7 @@ def test_svg_subtitle(name, tmp_path):
 # ------------------------------------------------------------------ the TUI
 
 
-def _sync(fn):
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        return asyncio.run(fn(*a, **kw))
-
-    return wrapper
-
-
-@_sync
+@sync
 async def test_tui_status_notice_and_waterfall_header(case):
     pytest.importorskip("textual")
     from wirefall.ui.tui.app import WirefallApp

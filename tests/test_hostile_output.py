@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from webfix import CHROMIUM, chromium, new_page, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
@@ -35,9 +36,6 @@ import markup_inputs as mi  # noqa: E402
 
 from wirefall.analyzer.safetext import UNSAFE, html_text, printable  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
 # bytes a terminal acts on: C0 but newline and tab, DEL; C1 and bidi controls as UTF-8
 BAD_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
 BAD_CHARS = re.compile(f"[{UNSAFE}]")
@@ -357,29 +355,24 @@ def _hover_all(pg, selector: str = ".js-plotly-plot") -> dict:
     return out
 
 
-def _browser():
-    pw = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
+def _need_browser() -> None:
+    pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
     if not os.path.exists(CHROMIUM):
         pytest.skip("chromium not installed")
-    return pw
 
 
 def test_html_export_in_chromium_has_no_live_markup(capture, tmp_path):
-    pw = _browser()
+    _need_browser()
     out = tmp_path / "wf.html"
     _cli("export", capture, "-o", out)
     html_src = out.read_text()
     assert "<a href=\"https://attacker" not in html_src and "<span style=\"position" not in html_src
-    with pw.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        pg = browser.new_page(viewport={"width": 1500, "height": 900})
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
+    with chromium() as browser:
+        pg = new_page(browser, height=900)
         pg.goto(out.as_uri())
         pg.wait_for_selector(".ytick text")
         hover = _hover_all(pg)
         r = _page_checks(pg)
-        browser.close()
     assert (r["links"], r["svglinks"], r["styled"], r["scripts"], r["imgs"], r["pwned"]) == (0, 0, 0, 0, 0, "undefined"), r
     assert hover["labels"] >= 8 and (hover["links"], hover["styled"]) == (0, 0), hover
     # the markup is shown as the characters it is: in the row labels and the hover text
@@ -387,63 +380,44 @@ def test_html_export_in_chromium_has_no_live_markup(capture, tmp_path):
     assert '<a href="https:/' in r["svgtext"].replace("\xa0", " ")
     assert "text/html" + printable(mi.LINK + mi.ESC_SEQS[2]) in hover["text"]  # the Content-Type line
     assert "GET " + printable(f"http://{mi.HOSTILE_HOST}{mi.HOSTILE_PATH}") in hover["text"]  # the URL line
-    assert not errors, errors
+    assert not pg.errors, pg.errors
 
 
 def test_dashboard_in_chromium_has_no_live_markup(capture):
-    import logging
-    import threading
+    from wirefall.ui.web import WebState
 
-    from werkzeug.serving import make_server
-
-    from wirefall.ui.web import WebState, create_app
-
-    pw = _browser()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    _need_browser()
     st = WebState(use_cache=False)
     st.add_file(str(capture), name=capture.name)
-    srv = make_server("127.0.0.1", 0, create_app(st).server, threaded=True)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    try:
-        with pw.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-            pg = browser.new_page(viewport={"width": 1500, "height": 1000})
-            pg.set_default_timeout(30_000)
-            errors: list[str] = []
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto(f"http://127.0.0.1:{srv.server_port}/")
-            pg.wait_for_function("() => document.querySelectorAll('#waterfall .ytick text').length === 2")
-            hover = [_hover_all(pg, "#waterfall .js-plotly-plot")]
-            # click the hostile request's bar: its detail panel (headers both ways)
-            pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
-                const L = gd._fullLayout; const i = L.yaxis.ticktext.findIndex(t => !t.includes('normal.example'));
-                const y = L.yaxis.tickvals[i];
-                for (const [c, tr] of gd._fullData.entries()) { if (tr.type !== 'bar') continue;
-                    const k = tr.y.findIndex(v => v === y);
-                    if (k >= 0) { gd.emit('plotly_click', {points: [{curveNumber: c, pointNumber: k, y: y, customdata: tr.customdata[k]}]}); return; } }
-            }""")
-            pg.wait_for_selector("#detail-request-headers")
-            detail = pg.inner_text("#request-detail")
-            r1 = _page_checks(pg)
-            pg.click("#tabs .tab:has-text('Connections')")
-            pg.wait_for_selector("#conn-fig .ytick text")
-            pg.wait_for_selector("#conn-table .ag-row [col-id='sni']")
-            hover.append(_hover_all(pg, "#conn-fig .js-plotly-plot"))
-            r2 = _page_checks(pg)
-            pg.click("#tabs .tab:has-text('Statistics')")
-            pg.wait_for_selector("#st-content .xtick text")
-            r3 = _page_checks(pg)
-            pg.click("#tabs .tab:has-text('Packets')")
-            pg.wait_for_selector("#packets .ag-row[row-index='13'] [col-id='info']")
-            pg.locator("#packets .ag-row[row-index='13'] [col-id='info']").click()
-            pg.wait_for_selector("#packet-detail-title")
-            r4 = _page_checks(pg)
-            browser.close()
-    finally:
-        srv.shutdown()
-        th.join(10)
-        st.close()
+    with serving(st) as url, chromium() as browser:
+        pg = new_page(browser)
+        pg.goto(url)
+        pg.wait_for_function("() => document.querySelectorAll('#waterfall .ytick text').length === 2")
+        hover = [_hover_all(pg, "#waterfall .js-plotly-plot")]
+        # click the hostile request's bar: its detail panel (headers both ways)
+        pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+            const L = gd._fullLayout; const i = L.yaxis.ticktext.findIndex(t => !t.includes('normal.example'));
+            const y = L.yaxis.tickvals[i];
+            for (const [c, tr] of gd._fullData.entries()) { if (tr.type !== 'bar') continue;
+                const k = tr.y.findIndex(v => v === y);
+                if (k >= 0) { gd.emit('plotly_click', {points: [{curveNumber: c, pointNumber: k, y: y, customdata: tr.customdata[k]}]}); return; } }
+        }""")
+        pg.wait_for_selector("#detail-request-headers")
+        detail = pg.inner_text("#request-detail")
+        r1 = _page_checks(pg)
+        pg.click("#tabs .tab:has-text('Connections')")
+        pg.wait_for_selector("#conn-fig .ytick text")
+        pg.wait_for_selector("#conn-table .ag-row [col-id='sni']")
+        hover.append(_hover_all(pg, "#conn-fig .js-plotly-plot"))
+        r2 = _page_checks(pg)
+        pg.click("#tabs .tab:has-text('Statistics')")
+        pg.wait_for_selector("#st-content .xtick text")
+        r3 = _page_checks(pg)
+        pg.click("#tabs .tab:has-text('Packets')")
+        pg.wait_for_selector("#packets .ag-row[row-index='13'] [col-id='info']")
+        pg.locator("#packets .ag-row[row-index='13'] [col-id='info']").click()
+        pg.wait_for_selector("#packet-detail-title")
+        r4 = _page_checks(pg)
     for r in (r1, r2, r3, r4):
         assert (r["links"], r["svglinks"], r["styled"], r["scripts"], r["imgs"], r["pwned"]) == (0, 0, 0, 0, 0, "undefined"), r
         text = r["text"].replace("\n", "").replace("\t", "")  # innerText's own layout
@@ -455,4 +429,4 @@ def test_dashboard_in_chromium_has_no_live_markup(capture):
     assert "User-Agent" in detail and printable(mi.HOSTILE_UA) in detail
     assert mi.LINK in r1["text"] and "click-me" in r1["text"]
     assert "\\u202e" in r1["text"]  # the capture's name in the status line
-    assert not errors, errors
+    assert not pg.errors, pg.errors

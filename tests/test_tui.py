@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tuifix import sync, wait_compare, wait_loaded
 
 from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import hexdump, packet_bytes, packet_detail, packet_row, packet_rows
@@ -245,26 +246,6 @@ from wirefall.ui.tui.app import FollowScreen, HelpScreen, TextScreen, WirefallAp
 from wirefall.ui.tui.widgets import HexView, PacketList, WaterfallView  # noqa: E402
 
 
-def _sync(fn):
-    """Run an async test without an asyncio pytest plugin."""
-    import asyncio
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        return asyncio.run(fn(*a, **kw))
-
-    return wrapper
-
-
-async def _open(pilot, app):
-    for _ in range(300):
-        await pilot.pause(0.05)
-        if app.loaded or app.load_error:
-            break
-    await pilot.pause(0.05)
-
-
 def _tshark_fields(path, fields, extra=()):
     out = subprocess.run([TSHARK, "-r", str(path), *extra, "-T", "fields", "-E", "separator=\t", *sum([["-e", f] for f in fields], [])],
                          capture_output=True, text=True, check=True).stdout.splitlines()
@@ -272,14 +253,14 @@ def _tshark_fields(path, fields, extra=()):
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_packet_list_and_moving_match_tshark():
     path = shared("tls13/capture.pcap")
     keys = path.parent / "keylog.txt"
     want = _tshark_fields(path, ["frame.number", "frame.len", "ip.src", "ip.dst", "_ws.col.Protocol", "_ws.col.Info"], ["-o", f"tls.keylog_file:{keys}"])
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         assert app.loaded and app.load_error is None
         pl = app.query_one(PacketList)
         assert pl.count == len(want) == 22
@@ -310,7 +291,7 @@ async def test_tui_packet_list_and_moving_match_tshark():
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_h2_packet_detail_and_bytes_highlight():
     path, keys = _h2_sample()
     hdr_pkts = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.type==1 && http2.streamid==1"])]
@@ -318,7 +299,7 @@ async def test_tui_h2_packet_detail_and_bytes_highlight():
     names = _flatten(_tshark_json(path, ["-o", f"tls.keylog_file:{keys}", "-Y", f"frame.number=={first}"])[0]["_source"]["layers"], {})
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 60)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         pl = app.query_one(PacketList)
         assert pl.select_packet(first)
         await pilot.pause(0.05)
@@ -396,7 +377,7 @@ async def test_tui_h2_packet_detail_and_bytes_highlight():
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_h3_packet_decrypted_quic_tab_and_frame_highlight():
     """page-h3: a decrypted HTTP/3 packet's bytes pane has a "Decrypted QUIC" tab equal to
     tshark's; selecting its HTTP/3 HEADERS frame switches to that tab and highlights exactly
@@ -418,7 +399,7 @@ async def test_tui_h3_packet_decrypted_quic_tab_and_frame_highlight():
     assert len(dec) == 1 and len(stream_raw) > 4
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 60)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         pl = app.query_one(PacketList)
         assert pl.select_packet(n)
         await pilot.pause(0.05)
@@ -460,14 +441,14 @@ async def test_tui_h3_packet_decrypted_quic_tab_and_frame_highlight():
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_filter_matches_tshark_and_reports_errors():
     path, keys = _h2_sample()
     want = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.type==1"])]
     want_s1 = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.streamid==1"])]
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         await pilot.press("f")
         inp = app.query_one("#filter")
         assert app.focused is inp
@@ -508,7 +489,7 @@ async def test_tui_filter_matches_tshark_and_reports_errors():
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_waterfall_zoom_and_request_view():
     path, keys = _h2_sample()
     reqs = _tshark_fields(path, ["frame.number", "http2.streamid", "http2.headers.method", "http2.headers.path"],
@@ -531,7 +512,7 @@ async def test_tui_waterfall_zoom_and_request_view():
     assert len(resp) == 13
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         await pilot.press("2")
         await pilot.pause(0.1)
         wv = app.query_one(WaterfallView)
@@ -570,7 +551,7 @@ async def test_tui_waterfall_zoom_and_request_view():
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_follow_stream_equals_tshark_frames():
     path, keys = _h2_sample()
     rows = _tshark_fields(path, ["frame.number", "http2.type", "http2.streamid"], ["-o", f"tls.keylog_file:{keys}", "-Y", "http2.streamid==3"])
@@ -581,7 +562,7 @@ async def test_tui_follow_stream_equals_tshark_frames():
                 want.append((int(r["frame.number"]), int(t)))
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         pl = app.query_one(PacketList)
         pl.select_packet(want[0][0])
         await pilot.press("F")
@@ -598,12 +579,12 @@ async def test_tui_follow_stream_equals_tshark_frames():
         assert pl.current_packet == want[1][0]
 
 
-@_sync
+@sync
 async def test_tui_help_and_quit():
     path = shared("tls13/capture.pcap")
     app = WirefallApp(str(path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         from wirefall.ui.tui.app import HELP
@@ -617,13 +598,13 @@ async def test_tui_help_and_quit():
     assert app.return_code in (0, None)
 
 
-@_sync
+@sync
 async def test_tui_bad_capture_is_a_notice_not_a_crash(tmp_path):
     bad = tmp_path / "not-a-capture.pcap"
     bad.write_bytes(b"hello, this is not a capture\n" * 10)
     app = WirefallApp(str(bad))
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         assert app.load_error and "not a capture file" in app.load_error
         assert "error:" in str(app.query_one("#status").render())
         await pilot.press("down", "2", "question_mark", "escape")
@@ -769,7 +750,7 @@ def test_spdy_detail_control_frame_types_equal_tshark(name):
 
 @needs_tshark
 @pytest.mark.parametrize("rel", ["http/http1-nginx.pcap", "http/h2c-nghttp.pcap", "page/page-h1.pcapng", "spdy/spdy3.1-tls.pcap", "quic/aioquic-h3.pcap"])
-@_sync
+@sync
 async def test_tui_opens_sample_and_waterfall_shows_its_requests(rel):
     path = SAMPLES / rel
     if not path.exists():
@@ -779,7 +760,7 @@ async def test_tui_opens_sample_and_waterfall_shows_its_requests(rel):
     npk = len(_tshark_fields(path, ["frame.number"]))
     app = WirefallApp(str(path), [str(k) for k in keys])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         assert app.loaded and app.query_one(PacketList).count == npk
         if "spdy" in rel or "quic" in rel:
             want = None  # tshark 4.0 decodes neither SPDY/3.1 nor HTTP/3 request headers; compared with the client's log in their own tests
@@ -849,14 +830,14 @@ def test_detail_and_row_never_raise_on_garbage(tmp_path):
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_search_finds_what_tshark_finds():
     path, keys = _h2_sample()
     want = [int(r["frame.number"]) for r in _tshark_fields(path, ["frame.number"], ["-Y", "tls.handshake.type == 1"])]
     assert len(want) == 2
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         pl = app.query_one(PacketList)
         await pilot.press("slash", *"client hello", "enter")
         await pilot.pause(0.05)
@@ -955,7 +936,7 @@ def test_decrypted_tls_without_key_log_is_an_error_not_a_crash():
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_rows_while_loading(monkeypatch):
     """The packet list shows rows as soon as packets are read: the loader is held after 40
     packets; the rows shown then are tshark's (No., source, destination, length) and the
@@ -1005,7 +986,7 @@ async def test_tui_rows_while_loading(monkeypatch):
             await pilot.press("end")
             assert pl.current_packet == 39
             gate.set()
-            await _open(pilot, app)
+            await wait_loaded(pilot, app)
             assert app.loaded and pl.count == len(want) == app.an.packets
             assert pl.current_packet == 39  # the cursor stayed
             assert [pl.cached_line(i)[0] for i in range(39)] == early  # rows drawn while loading were right
@@ -1014,7 +995,7 @@ async def test_tui_rows_while_loading(monkeypatch):
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_filter_bar_filters_the_current_tab_only():
     """One filter bar, labelled with what it filters; each tab keeps its own filter."""
     path, keys = _h2_sample()
@@ -1025,7 +1006,7 @@ async def test_tui_filter_bar_filters_the_current_tab_only():
     assert len(paths) == 13 and len(css) == 2
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         label = app.query_one("#filter-label")
         inp = app.query_one("#filter")
         pl = app.query_one(PacketList)
@@ -1069,7 +1050,7 @@ async def test_tui_filter_bar_filters_the_current_tab_only():
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_waterfall_groups_by_connection_as_tshark_streams():
     """``c`` groups the waterfall by connection: each group is the requests tshark sees on
     one TCP stream, in order of first use, each in start order; ``c`` again ungroups."""
@@ -1085,7 +1066,7 @@ async def test_tui_waterfall_groups_by_connection_as_tshark_streams():
     assert len(streams) >= 4 and len(want) == 13
     app = WirefallApp(str(path), [str(keys)])
     async with app.run_test(size=(200, 50)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         await pilot.press("2")
         await pilot.pause(0.05)
         wv = app.query_one(WaterfallView)
@@ -1158,17 +1139,6 @@ def _tshark_request_starts(name: str) -> dict[str, list[float]] | None:
 def _num(s: str):
     s = s.replace(",", "").replace(" %", "").replace(" pt", "").strip()
     return None if s == "–" else float(s)
-
-
-async def _open_compare(pilot, app) -> CompareScreen:
-    for _ in range(300):
-        await pilot.pause(0.05)
-        scr = app.screen
-        if isinstance(scr, CompareScreen) and (scr.loaded or scr.error):
-            break
-    await pilot.pause(0.05)
-    assert isinstance(app.screen, CompareScreen)
-    return app.screen
 
 
 def _check_compare_screen(scr: CompareScreen, res: dict, tshark_a, tshark_b) -> None:
@@ -1293,7 +1263,7 @@ async def _check_waterfall_tab(pilot, scr: CompareScreen, res: dict) -> None:
 
 
 @needs_tshark
-@_sync
+@sync
 async def test_tui_compare_h1_h2_from_cli_option():
     """`wirefall tui page-h1 --compare page-h2`: table = compare()'s figures, request starts
     = tshark's request packets, bars at each side's request start."""
@@ -1303,19 +1273,19 @@ async def test_tui_compare_h1_h2_from_cli_option():
     res = compare(_analysis(pa, [ka]), _analysis(pb, [ka, kb]))
     app = WirefallApp(str(pa), [str(ka)], compare=str(pb), keylogs_b=[str(kb)])
     async with app.run_test(size=(160, 48)) as pilot:
-        scr = await _open_compare(pilot, app)
+        scr = await wait_compare(pilot, app)
         assert scr.error is None and scr.loaded
         _check_compare_screen(scr, res, _tshark_request_starts("page-h1"), _tshark_request_starts("page-h2"))
         await _check_waterfall_tab(pilot, scr, res)
         await pilot.press("escape")
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         # A read by the compare view is the main view's capture (not read twice)
         assert app.loaded and app.an is scr.an_a and app.query_one(PacketList).count == app.an.packets
 
 
 @needs_tshark
 @pytest.mark.parametrize("name", ["page-spdy", "page-h3"])
-@_sync
+@sync
 async def test_tui_compare_key_opens_second_capture(name):
     """Key C in the TUI asks for capture B and its key log, then compares."""
     from wirefall.analyzer.compare import compare
@@ -1324,7 +1294,7 @@ async def test_tui_compare_key_opens_second_capture(name):
     res = compare(_analysis(pa, [ka]), _analysis(pb, [ka, kb]))
     app = WirefallApp(str(pa), [str(ka)])
     async with app.run_test(size=(160, 48)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         await pilot.press("C")
         await pilot.pause(0.05)
         assert isinstance(app.screen, CompareDialog)
@@ -1338,28 +1308,28 @@ async def test_tui_compare_key_opens_second_capture(name):
         app.screen.query_one("#cmp-keylog", Input).value = str(kb)
         app.screen.query_one("#cmp-keylog", Input).focus()
         await pilot.press("enter")
-        scr = await _open_compare(pilot, app)
+        scr = await wait_compare(pilot, app)
         assert scr.error is None and scr.an_a is app.an  # A is the loaded capture
         _check_compare_screen(scr, res, _tshark_request_starts("page-h2"), _tshark_request_starts(name))
         await _check_waterfall_tab(pilot, scr, res)
 
 
-@_sync
+@sync
 async def test_tui_compare_bad_capture_is_a_notice(tmp_path):
     bad = tmp_path / "bad.pcap"
     bad.write_bytes(b"\xd4\xc3\xb2\xa1garbage")
     pa, ka = _page("page-h1")
     app = WirefallApp(str(pa), [str(ka)], compare=str(bad))
     async with app.run_test(size=(160, 48)) as pilot:
-        scr = await _open_compare(pilot, app)
+        scr = await wait_compare(pilot, app)
         assert scr.error and "cannot open B" in scr.error
         assert "error:" in str(scr.query_one("#cmp-status").render())
         await pilot.press("escape")
-        await _open(pilot, app)
+        await wait_loaded(pilot, app)
         assert app.loaded and app.an.packets > 0  # A was read and is shown
     app = WirefallApp(str(bad), [], compare=str(pa))
     async with app.run_test(size=(160, 48)) as pilot:
-        scr = await _open_compare(pilot, app)
+        scr = await wait_compare(pilot, app)
         assert scr.error and "cannot open A" in scr.error
         await pilot.press("escape")
         await pilot.pause(0.05)
@@ -1397,7 +1367,7 @@ def test_snapshot_compare_waterfalls(snap_compare, monkeypatch):
     assert snap_compare(_snap_compare_app(monkeypatch), terminal_size=SNAP_SIZE, run_before=before)
 
 
-@_sync
+@sync
 async def test_tui_cache_reopens_without_analysing_again(tmp_path, monkeypatch):
     """`wirefall tui FILE --cache`: the first opening analyses and stores, the second shows the
     same packets and requests from the cache without running the analysis."""
@@ -1417,7 +1387,7 @@ async def test_tui_cache_reopens_without_analysing_again(tmp_path, monkeypatch):
     for _ in range(2):
         app = WirefallApp(str(path), [str(keys)], use_cache=True)
         async with app.run_test(size=(200, 50)) as pilot:
-            await _open(pilot, app)
+            await wait_loaded(pilot, app)
             assert app.loaded and app.load_error is None
             pl = app.query_one(PacketList)
             shown.append((pl.count, pl.visible_lines(), len(app.an.exchanges), len(app.an.frames)))

@@ -16,6 +16,7 @@ import math
 import pytest
 
 from conftest import SAMPLES
+from tuifix import wait_loaded
 
 from wirefall.ui.tui.app import WirefallApp
 from wirefall.ui.tui.widgets import WaterfallView
@@ -51,11 +52,7 @@ def _open(cap, keys, overlays, each):
     async def run():
         app = WirefallApp(str(cap), [str(keys)], overlays=overlays)
         async with app.run_test(size=(180, 60)) as pilot:
-            for _ in range(600):
-                await pilot.pause(0.05)
-                if app.loaded or app.load_error:
-                    break
-            assert app.loaded and app.load_error is None, app.load_error
+            await wait_loaded(pilot, app, steps=600, settle=0, must_load=True)
             await pilot.press("2")
             await pilot.pause(0.1)
             wv = app.query_one(WaterfallView)

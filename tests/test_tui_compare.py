@@ -6,12 +6,11 @@ capture is drawn on its own time axis, not 1.8e9 s along it.  Inputs: the real p
 of sample_captures/page (a capture cut short by scripts/hostile/ui_inputs.py)."""
 from __future__ import annotations
 
-import asyncio
-import functools
 import sys
 from pathlib import Path
 
 import pytest
+from tuifix import sync, wait_compare
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "sample_captures" / "page"
@@ -29,23 +28,10 @@ from wirefall.ui.tui.app import WirefallApp  # noqa: E402
 from wirefall.ui.tui.compare import CompareScreen, CompareWaterfall  # noqa: E402
 
 
-def _sync(fn):
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        return asyncio.run(fn(*a, **kw))
-
-    return wrapper
-
-
 async def _open_compare(pilot, app) -> CompareScreen:
-    for _ in range(400):
-        await pilot.pause(0.05)
-        scr = app.screen
-        if isinstance(scr, CompareScreen) and (scr.loaded or scr.error):
-            break
-    await pilot.pause(0.1)
-    assert isinstance(app.screen, CompareScreen) and app.screen.loaded, getattr(app.screen, "error", None)
-    return app.screen
+    scr = await wait_compare(pilot, app, steps=400, settle=0.1)
+    assert scr.loaded, scr.error
+    return scr
 
 
 def _bars_at_their_start(wv: CompareWaterfall, res: dict) -> int:
@@ -63,7 +49,7 @@ def _bars_at_their_start(wv: CompareWaterfall, res: dict) -> int:
     return n
 
 
-@_sync
+@sync
 async def test_only_a_labels_keep_their_prefix(tmp_path):
     """page-h2 against the same load cut at 30 %: the requests the cut lost are "A only:"
     rows, in the table and the waterfall, with the prefix whole and the URL's path end."""
@@ -91,7 +77,7 @@ async def test_only_a_labels_keep_their_prefix(tmp_path):
             assert u.endswith(lab[len("A only: …"):]), (lab, u)
 
 
-@_sync
+@sync
 async def test_a_request_beyond_the_window_is_an_arrow_at_its_edge():
     """Zoomed in on the first request, the later ones lie beyond the window: each side
     that has a request shows an arrow at the right edge (none is blank); panned past them
@@ -126,7 +112,7 @@ async def test_a_request_beyond_the_window_is_an_arrow_at_its_edge():
         assert not any(c in bar for i in range(wv.count) for bar in wv.bar_texts(i) for c in "◂▸")
 
 
-@_sync
+@sync
 async def test_browser_log_against_its_capture_on_its_own_axis():
     """The browser's own HAR of a page load (no packets) against the capture of that load:
     both sides' bars start at their request's start on the shared ms scale (the HAR's

@@ -5,13 +5,12 @@ and the marked / displayed packets written to pcapng that tshark reads back (wit
 of the Decryption Secrets Block)."""
 from __future__ import annotations
 
-import asyncio
-import functools
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from tuifix import sync, wait_loaded
 
 from wirefall.ui.tui.app import HELP, HINT, HelpScreen, WirefallApp
 from wirefall.ui.tui.packets import GotoScreen
@@ -26,26 +25,9 @@ TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
 
 
-def _sync(fn):
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        return asyncio.run(fn(*a, **kw))
-
-    return wrapper
-
-
 def _tshark(path, *args) -> list[list[str]]:
     out = subprocess.run([TSHARK, "-r", str(path), *args], capture_output=True, text=True, check=True, timeout=120).stdout
     return [ln.split("\t") for ln in out.splitlines()]
-
-
-async def _open(pilot, app):
-    for _ in range(300):
-        await pilot.pause(0.05)
-        if app.loaded or app.load_error:
-            break
-    assert app.loaded and app.load_error is None
-    await pilot.pause(0.05)
 
 
 def _lines(pl: PacketList) -> list[str]:
@@ -86,7 +68,7 @@ async def _goto(pilot, app, n: int):
     await pilot.pause(0.05)
 
 
-@_sync
+@sync
 async def test_time_display_formats_are_tsharks():
     """t cycles the Time column: relative (tshark -t r) → UTC date and time (-t ud) → since
     the previous displayed packet (-t dd, with a filter on) → since the time reference:
@@ -97,7 +79,7 @@ async def test_time_display_formats_are_tsharks():
     epoch = {int(n): float(t) for n, t in _tshark(H1, "-T", "fields", "-e", "frame.number", "-e", "frame.time_epoch")}
     app = WirefallApp(str(H1), [])
     async with app.run_test(size=(200, 40)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app, must_load=True)
         pl = app.query_one(PacketList)
         assert _times(pl) == rel and len(rel) == 74
         assert "Time" in _header(app)
@@ -136,7 +118,7 @@ async def test_time_display_formats_are_tsharks():
         assert _times(pl) == rel
 
 
-@_sync
+@sync
 async def test_sort_by_columns_with_keys_and_header_clicks():
     """s sorts by the next column (Time, Source, …, Length), S the other way, a click on a
     column title sorts by it; the order is tshark's values sorted stably, the cursor stays on
@@ -147,7 +129,7 @@ async def test_sort_by_columns_with_keys_and_header_clicks():
     by_len_desc = [n for n, _, _ in sorted(rows, key=lambda r: r[2], reverse=True)]
     app = WirefallApp(str(H1), [])
     async with app.run_test(size=(200, 40)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app, must_load=True)
         pl = app.query_one(PacketList)
         await _goto(pilot, app, 44)
         assert _numbers(pl) == list(range(1, 75))
@@ -188,7 +170,7 @@ async def test_sort_by_columns_with_keys_and_header_clicks():
         assert pl.sort == ("length", False) and _numbers(pl) == sorted(want, key=lens.__getitem__)
 
 
-@_sync
+@sync
 async def test_go_to_packet_and_marks(tmp_path, monkeypatch):
     """Ctrl+G goes to a packet (one hidden by the filter is said, the cursor stays); m marks
     (white on black), again unmarks; E writes the marked packets, W the shown ones, to
@@ -199,7 +181,7 @@ async def test_go_to_packet_and_marks(tmp_path, monkeypatch):
             _tshark(TLS, "-T", "fields", "-e", "frame.number", "-e", "frame.len", "-e", "frame.time_epoch")}
     app = WirefallApp(str(TLS), [str(TLS_KEYS)])
     async with app.run_test(size=(200, 40)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app, must_load=True)
         pl = app.query_one(PacketList)
         await _goto(pilot, app, 12)
         assert pl.current_packet == 12 and pl.cached_line(pl.cursor)[0].startswith("     12 ")
@@ -236,7 +218,7 @@ async def test_go_to_packet_and_marks(tmp_path, monkeypatch):
         assert len(_tshark(out2, "-T", "fields", "-e", "frame.number")) == len(want_shown)
 
 
-@_sync
+@sync
 async def test_help_and_hint_name_the_packet_list_keys():
     for key in ("ctrl+g", "go to packet", "ctrl+t", "time reference", "time display format", "-t dd", "mark / unmark",
                 "CAPTURE-marked.pcapng", "sort by the next column", "click on a column title"):
@@ -244,7 +226,7 @@ async def test_help_and_hint_name_the_packet_list_keys():
     assert "s sort" in HINT and "t time" in HINT and "m mark" in HINT and "^G go" in HINT and len(HINT) + 2 <= 80
     app = WirefallApp(str(H1), [])
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open(pilot, app)
+        await wait_loaded(pilot, app, must_load=True)
         assert str(app.query_one("#hint").render()) == HINT
         await pilot.press("question_mark")
         await pilot.pause(0.1)

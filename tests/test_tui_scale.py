@@ -4,11 +4,10 @@ are built when their tab is opened, not before the first screen (scripts/tui/ben
 --cached measures a 1.2 M-packet capture)."""
 from __future__ import annotations
 
-import asyncio
-import functools
 from pathlib import Path
 
 import pytest
+from tuifix import sync
 
 from wirefall.analyzer import detail
 from wirefall.analyzer.pipeline import analyze
@@ -61,14 +60,6 @@ def test_bulk_frame_index_equals_frame_by_frame(name):
     assert all(grown.get(n, ()) == ref.get(n, ()) for n in range(0, an.packets + 2))
 
 
-def _sync(fn):
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        return asyncio.run(fn(*a, **kw))
-
-    return wrapper
-
-
 async def _until(pilot, cond, steps: int = 400) -> None:
     for _ in range(steps):
         await pilot.pause(0.05)
@@ -77,7 +68,7 @@ async def _until(pilot, cond, steps: int = 400) -> None:
     raise AssertionError("timed out")
 
 
-@_sync
+@sync
 async def test_tui_defers_waterfall_and_statistics_of_a_large_capture(monkeypatch):
     from textual.widgets import Static
 

@@ -6,12 +6,11 @@ IPv6 addresses show whole.  Inputs: the real page loads of sample_captures/page,
 or paired with a key log of other connections by scripts/hostile/ui_inputs.py."""
 from __future__ import annotations
 
-import asyncio
-import functools
 import sys
 from pathlib import Path
 
 import pytest
+from tuifix import sync, wait_loaded
 
 from wirefall.analyzer.completeness import NEXT_NO_KEYLOG, NEXT_WRONG_KEYLOG, compute
 from wirefall.analyzer.pipeline import analyze
@@ -29,20 +28,8 @@ from wirefall.ui.tui.app import HINT, FollowScreen, HelpScreen, WirefallApp  # n
 from wirefall.ui.tui.widgets import HexView, PacketList, WaterfallView  # noqa: E402
 
 
-def _sync(fn):
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        return asyncio.run(fn(*a, **kw))
-
-    return wrapper
-
-
 async def _open(pilot, app):
-    for _ in range(400):
-        await pilot.pause(0.05)
-        if app.loaded or app.load_error:
-            break
-    await pilot.pause(0.1)
+    await wait_loaded(pilot, app, steps=400, settle=0.1)
 
 
 def _text(app, sel: str) -> str:
@@ -76,7 +63,7 @@ def _save(app, name: str) -> None:
 # ------------------------------------------------------------------ silence → an explanation
 
 
-@_sync
+@sync
 async def test_wrong_keylog_h3_says_why_in_status_waterfall_and_connections(tmp_path):
     cap = PAGE / "page-h3.pcapng"
     wrong = ui_inputs.wrong_keylog(tmp_path)
@@ -106,7 +93,7 @@ async def test_wrong_keylog_h3_says_why_in_status_waterfall_and_connections(tmp_
         assert "?" not in cell and cell.endswith("not decrypted: " + reason)
 
 
-@_sync
+@sync
 async def test_no_keylog_names_the_option():
     cap = PAGE / "page-h2.pcapng"
     app = WirefallApp(str(cap))
@@ -117,7 +104,7 @@ async def test_no_keylog_names_the_option():
         assert NEXT_NO_KEYLOG[:20] in notice  # "pass --keylog FILE"
 
 
-@_sync
+@sync
 async def test_truncated_capture_warning_is_on_screen(tmp_path):
     cap = ui_inputs.truncated(tmp_path)
     an = analyze(str(cap), [str(PAGE / "page-h2.keys")])
@@ -133,7 +120,7 @@ async def test_truncated_capture_warning_is_on_screen(tmp_path):
         _save(app, "tui-truncated-waterfall")
 
 
-@_sync
+@sync
 async def test_filter_that_matches_nothing_says_so():
     app = WirefallApp(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
     async with app.run_test(size=(120, 30)) as pilot:
@@ -150,7 +137,7 @@ async def test_filter_that_matches_nothing_says_so():
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
-@_sync
+@sync
 async def test_small_screen_layout(size):
     app = WirefallApp(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
     async with app.run_test(size=size) as pilot:
@@ -173,7 +160,7 @@ async def test_small_screen_layout(size):
         assert not _shown(app, "#hint")  # gone once help was opened
 
 
-@_sync
+@sync
 async def test_panes_resize_with_keys():
     app = WirefallApp(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
     async with app.run_test(size=(120, 36)) as pilot:
@@ -192,7 +179,7 @@ async def test_panes_resize_with_keys():
         assert lower.outer_size.height == h0 - 2 and app.query_one(PacketList).size.height == list_h + 2
 
 
-@_sync
+@sync
 async def test_statistics_scroll_sideways():
     app = WirefallApp(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
     async with app.run_test(size=(80, 24)) as pilot:
@@ -209,7 +196,7 @@ async def test_statistics_scroll_sideways():
 # ------------------------------------------------------------------ keys that did nothing
 
 
-@_sync
+@sync
 async def test_tree_right_expands_left_collapses():
     app = WirefallApp(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
     async with app.run_test(size=(120, 40)) as pilot:
@@ -233,7 +220,7 @@ async def test_tree_right_expands_left_collapses():
         assert not node.is_expanded
 
 
-@_sync
+@sync
 async def test_follow_enter_scrolls_the_list_to_the_packet():
     app = WirefallApp(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
     async with app.run_test(size=(100, 30)) as pilot:
@@ -257,7 +244,7 @@ async def test_follow_enter_scrolls_the_list_to_the_packet():
         assert any(line.lstrip().startswith(str(pkt) + " ") for line in pl.visible_lines())
 
 
-@_sync
+@sync
 async def test_search_looks_in_every_column():
     an = analyze(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
     app = WirefallApp(str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")])
@@ -279,7 +266,7 @@ async def test_search_looks_in_every_column():
         assert pl.row(pl.cursor)[5] == row[5]
 
 
-@_sync
+@sync
 async def test_ipv6_addresses_whole():
     cap = SHARED / "pageload-amazon" / "amazon1.cap.gz"
     if not cap.exists():

@@ -7,13 +7,12 @@ label, the connection view and the throughput track are drawn, and the download 
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
+from webfix import chromium, needs_chromium, private_cache, serving
 
 from wirefall.analyzer import waterfall
 from wirefall.analyzer.pipeline import analyze
@@ -21,15 +20,11 @@ from wirefall.analyzer.pipeline import analyze
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_captures"
 AMAZON = ROOT.parent / "shared" / "captures" / "pageload-amazon"  # (../shared beside the checkout)
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
 SET = [("page/page-h2.pcapng", "page/page-h2.keys"), ("page/page-h1.pcapng", "page/page-h1.keys"),
        ("page/page-h3.pcapng", "page/page-h3.keys"), ("page/page-spdy.pcapng", "page/page-spdy.keys")]
 WIDTHS = (1280, 1920)
 
 pw = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
-needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed")
 
 # every visible SVG text element's box; pairs that overlap by more than a pixel each way
 OVERLAPS_JS = """sel => {
@@ -112,87 +107,64 @@ def _check_page(pg, sel: str, wf, what: str) -> None:
 def test_html_export_labels_never_overlap(samples, tmp_path):
     from wirefall.ui.exports import export
 
-    with pw.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            for name, _path, _keys, an in samples:
-                out = tmp_path / f"{name}.html"
-                export(an, str(out), force=True)
-                wf = waterfall.build(an)
-                for w in WIDTHS:
-                    pg = browser.new_page(viewport={"width": w, "height": 1000})
-                    pg.goto(out.as_uri())
-                    pg.wait_for_selector(".ytick text")
-                    _check_page(pg, ".js-plotly-plot", wf, f"{name} HTML at {w} px")
-                    pg.close()
-        finally:
-            browser.close()
+    with chromium() as browser:
+        for name, _path, _keys, an in samples:
+            out = tmp_path / f"{name}.html"
+            export(an, str(out), force=True)
+            wf = waterfall.build(an)
+            for w in WIDTHS:
+                pg = browser.new_page(viewport={"width": w, "height": 1000})
+                pg.goto(out.as_uri())
+                pg.wait_for_selector(".ytick text")
+                _check_page(pg, ".js-plotly-plot", wf, f"{name} HTML at {w} px")
+                pg.close()
 
 
 @pytest.fixture(scope="module")
 def server(samples, tmp_path_factory):
-    import logging
+    from wirefall.ui.web import WebState
 
-    from werkzeug.serving import make_server
-
-    from wirefall.ui.web import WebState, create_app
-
-    old_cache = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg"))
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    st = WebState()
-    ids = {}
-    for name, path, keys, _an in samples[:2] + [s for s in samples if s[0] == "amazon1.cap"]:
-        ids[name] = st.add_file(path, keys, name=name).id
-    srv = make_server("127.0.0.1", 0, create_app(st).server, threaded=True)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    yield st, f"http://127.0.0.1:{srv.server_port}/", ids
-    srv.shutdown()
-    th.join(10)
-    st.close()
-    if old_cache is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old_cache
+    with private_cache(tmp_path_factory.mktemp("xdg")):
+        st = WebState()
+        ids = {}
+        for name, path, keys, _an in samples[:2] + [s for s in samples if s[0] == "amazon1.cap"]:
+            ids[name] = st.add_file(path, keys, name=name).id
+        with serving(st) as url:
+            yield st, url, ids
 
 
 @needs_chromium
 def test_web_app_labels_never_overlap(samples, server):
     st, url, ids = server
     by_name = {s[0]: s for s in samples}
-    with pw.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            for w in WIDTHS:
-                pg = browser.new_page(viewport={"width": w, "height": 1000})
-                pg.set_default_timeout(60_000)
-                pg.goto(url)
-                for name, cid in ids.items():
-                    st.wait(cid)
-                    wf = waterfall.build(by_name[name][3])
-                    _choose(pg, "#capture", f"{cid}: {name}")
-                    pg.wait_for_function("""([n, conns]) => document.querySelectorAll('#waterfall .ytick text').length === n
-                        && document.querySelectorAll('#waterfall .y2tick text').length === conns""",
-                                         arg=[len(wf.rows), len(wf.connection_rows)])
-                    pg.wait_for_timeout(300)
-                    _check_page(pg, "#waterfall", wf, f"{name} in the web app at {w} px")
-                # the order dropdown: sorted by duration, the longest request first
-                _choose(pg, "#wf-order", "sort: duration")
-                wf = waterfall.build(by_name[list(ids)[-1]][3], sort="duration")
-                first = waterfall.build(by_name[list(ids)[-1]][3], sort="duration").rows[0]
-                pg.wait_for_function("""u => { const t = document.querySelector('#waterfall .ytick text');
-                    return t && t.textContent.replace(/\\u00a0/g, ' ').trim().startsWith('1 ') && t.textContent.includes(u); }""",
-                                     arg=first.url.split("://", 1)[-1].split("/", 1)[0][:8])
-                # (the first label changes before the redraw is over: wait for all of them, as above)
+    with chromium() as browser:
+        for w in WIDTHS:
+            pg = browser.new_page(viewport={"width": w, "height": 1000})
+            pg.set_default_timeout(60_000)
+            pg.goto(url)
+            for name, cid in ids.items():
+                st.wait(cid)
+                wf = waterfall.build(by_name[name][3])
+                _choose(pg, "#capture", f"{cid}: {name}")
                 pg.wait_for_function("""([n, conns]) => document.querySelectorAll('#waterfall .ytick text').length === n
                     && document.querySelectorAll('#waterfall .y2tick text').length === conns""",
                                      arg=[len(wf.rows), len(wf.connection_rows)])
                 pg.wait_for_timeout(300)
-                _check_page(pg, "#waterfall", wf, f"sorted by duration at {w} px")
-                pg.close()
-        finally:
-            browser.close()
+                _check_page(pg, "#waterfall", wf, f"{name} in the web app at {w} px")
+            # the order dropdown: sorted by duration, the longest request first
+            _choose(pg, "#wf-order", "sort: duration")
+            wf = waterfall.build(by_name[list(ids)[-1]][3], sort="duration")
+            first = waterfall.build(by_name[list(ids)[-1]][3], sort="duration").rows[0]
+            pg.wait_for_function("""u => { const t = document.querySelector('#waterfall .ytick text');
+                return t && t.textContent.replace(/\\u00a0/g, ' ').trim().startsWith('1 ') && t.textContent.includes(u); }""",
+                                 arg=first.url.split("://", 1)[-1].split("/", 1)[0][:8])
+            # (the first label changes before the redraw is over: wait for all of them, as above)
+            pg.wait_for_function("""([n, conns]) => document.querySelectorAll('#waterfall .ytick text').length === n
+                && document.querySelectorAll('#waterfall .y2tick text').length === conns""",
+                                 arg=[len(wf.rows), len(wf.connection_rows)])
+            pg.wait_for_timeout(300)
+            _check_page(pg, "#waterfall", wf, f"sorted by duration at {w} px")
+            pg.close()
 
 
 def _choose(pg, sel: str, label: str) -> None:
@@ -360,15 +332,11 @@ def test_browser_bars_are_drawn_under_the_wire_bars(h2_with_netlog, tmp_path):
     out = tmp_path / "h2-netlog.html"
     export(h2_with_netlog, str(out), force=True)
     wf = waterfall.build(h2_with_netlog)
-    with pw.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-            pg.goto(out.as_uri())
-            pg.wait_for_selector(".barlayer .trace.bars")
-            got = pg.evaluate(BROWSER_JS)
-        finally:
-            browser.close()
+    with chromium() as browser:
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.goto(out.as_uri())
+        pg.wait_for_selector(".barlayer .trace.bars")
+        got = pg.evaluate(BROWSER_JS)
     assert len(got["browser"]) == len(got["rows"]) == sum(len(r.browser_phases) for r in wf.rows) > 0
     px = got["row_px"]
     for (top, bottom), y in zip(got["browser"], got["rows"]):  # below the wire bar (the row's middle ± 0.36), inside the row

@@ -15,21 +15,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
 from pngutil import png_pixels
+from webfix import chromium, needs_chromium, new_page, pick, private_cache, row_labels, serving, wait_rows
 
 from test_web_unit import H2, H2K, H3, H3K, _server_log_h3, tshark_requests
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
-
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
 pytestmark = [
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
+    needs_chromium,
     pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed"),
     pytest.mark.skipif(not H2.exists(), reason="sample captures missing"),
 ]
@@ -44,54 +40,23 @@ def shots(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import logging
+    from wirefall.ui.web import WebState
 
-    from werkzeug.serving import make_server
-
-    from wirefall.ui.web import WebState, create_app
-
-    old_cache = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg"))  # a private cache for this test
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    # a small upload limit so that "too large" can be tried with a small file
-    st = WebState(upload_limit=1_000_000)
-    st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng")
-    app = create_app(st)
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    yield st, f"http://127.0.0.1:{srv.server_port}/"
-    srv.shutdown()
-    th.join(10)
-    st.close()
-    if old_cache is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old_cache
+    with private_cache(tmp_path_factory.mktemp("xdg")):  # a private cache for this test
+        # a small upload limit so that "too large" can be tried with a small file
+        st = WebState(upload_limit=1_000_000)
+        st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng")
+        with serving(st) as url:
+            yield st, url
 
 
 @pytest.fixture(scope="module")
 def page(server):
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        ctx = browser.new_context(viewport={"width": 1500, "height": 1000}, accept_downloads=True)
-        pg = ctx.new_page()
-        pg.set_default_timeout(30_000)
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
+    """One page for the whole walk (its own browser); the test looks at ``pg.errors`` itself, at its end."""
+    with chromium() as browser:
+        pg = new_page(browser, accept_downloads=True)
         pg.goto(server[1])
-        pg.errors = errors
         yield pg
-        browser.close()
-
-
-def _tick_labels(pg) -> list[str]:
-    # (the label column pads with no-break spaces: SVG collapses runs of spaces)
-    return [t.replace("\xa0", " ").strip() for t in pg.locator("#waterfall .ytick text").all_text_contents()]
-
-
-def _wait_rows(pg, n: int) -> None:
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=n)
 
 
 def _bar_point(pg, path_suffix: str) -> tuple[float, float]:
@@ -118,21 +83,7 @@ def _tab(pg, name: str) -> None:
 
 
 def _pick(pg, dropdown_id: str, text: str) -> None:
-    """Choose the option containing ``text`` as a person would (type, Enter), and make sure
-    the dropdown shows it: on a loaded machine the keys can outrun the menu, so try again."""
-    for _ in range(3):
-        pg.click(f"#{dropdown_id}")
-        pg.keyboard.type(text, delay=20)
-        pg.wait_for_timeout(300)
-        pg.keyboard.press("Enter")
-        pg.keyboard.press("Escape")
-        try:
-            pg.wait_for_function("([id, t]) => (document.getElementById(id) || {innerText: ''}).innerText.includes(t)",
-                                 arg=[dropdown_id, text], timeout=5_000)
-            return
-        except Exception:  # noqa: BLE001 - not chosen yet: try again
-            continue
-    raise AssertionError(f"could not choose {text!r} in #{dropdown_id}")
+    pick(pg, dropdown_id, text, retry_on=Exception)  # (this walk tries again after any failure, not only a timeout)
 
 
 def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
@@ -141,8 +92,8 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     truth = tshark_requests(H2, H2K)
 
     # 1. the waterfall of the capture named on the command line: one row per request
-    _wait_rows(pg, len(truth))
-    labels = _tick_labels(pg)
+    wait_rows(pg, len(truth))
+    labels = row_labels(pg)
     assert sorted(lbl.split(":59833", 1)[1] for lbl in labels) == sorted(r["path"] for r in truth.values())
     n_rows = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
         const ys = new Set(); gd._fullData.filter(t => t.type === 'bar').forEach(t => t.y.forEach(y => ys.add(y))); return ys.size; }""")
@@ -175,8 +126,8 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     # 4. a filter expression, then a broken one (error with its column)
     pg.fill("#filter-expr", 'url contains "css"')
     pg.press("#filter-expr", "Enter")
-    _wait_rows(pg, 2)
-    assert all("css" in t for t in _tick_labels(pg))
+    wait_rows(pg, 2)
+    assert all("css" in t for t in row_labels(pg))
     pg.fill("#filter-expr", "status >= && x")
     pg.press("#filter-expr", "Enter")
     pg.wait_for_selector("#filter-error-msg")
@@ -184,7 +135,7 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     pg.screenshot(path=str(shots / "04-filter-error.png"))
     pg.fill("#filter-expr", "")
     pg.press("#filter-expr", "Enter")
-    _wait_rows(pg, 13)
+    wait_rows(pg, 13)
 
     # 5. the other tabs
     _tab(pg, "Connections")
@@ -225,8 +176,8 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     pg.wait_for_function("""n => { const t = [...document.querySelectorAll('#waterfall .ytick text')]
                                       .map(x => x.textContent.replace(/\u00a0/g, ' '));
                                   return t.length === n && t.every(x => x.includes(' h3 ')); }""", arg=len(log))
-    assert sorted(t.split(":", 2)[-1].split("/", 1)[1] for t in _tick_labels(pg)) == sorted(r["path"].lstrip("/") for r in log)
-    assert all(" h3 " in t for t in _tick_labels(pg)), _tick_labels(pg)
+    assert sorted(t.split(":", 2)[-1].split("/", 1)[1] for t in row_labels(pg)) == sorted(r["path"].lstrip("/") for r in log)
+    assert all(" h3 " in t for t in row_labels(pg)), row_labels(pg)
     pg.screenshot(path=str(shots / "09-uploaded-h3.png"), full_page=True)
 
     # 7. compare the two

@@ -7,14 +7,13 @@ the dropdown filters survive a reload; another capture does not inherit the zoom
 waterfall is drawn once when it first appears (a click right after lands)."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from webfix import browser_fixture, needs_chromium, page_fixture, pick, private_cache, query, serving, shot, wait_rows, wait_text, zoom_to_10_60
 
 from test_web_unit import H2, H2K, tshark_requests
 
@@ -23,14 +22,10 @@ sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
 import ui_inputs  # noqa: E402
 import web_grid_inputs  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
 MANY = 20_000
-SHOTS = Path("/tmp/wirefall-shots")
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
-pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
+pytestmark = [needs_chromium,
               pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed"),
               pytest.mark.skipif(not H2.exists(), reason="sample captures missing")]
 
@@ -41,64 +36,28 @@ def _tshark(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import logging
-
-    from werkzeug.serving import make_server
-
-    from wirefall.ui.web import WebState, create_app
+    from wirefall.ui.web import WebState
 
     d = tmp_path_factory.mktemp("grid")
-    old_cache = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(d / "xdg")
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    st = WebState(use_cache=False)
-    many = web_grid_inputs.many_packets(d, MANY)
-    ids = {
-        "good": st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng").id,
-        "many": st.add_file(str(many), [], name=many.name).id,
-        "cut": st.add_file(str(ui_inputs.truncated(d)), [str(H2K)], name="truncated-page-h2.pcapng").id,
-    }
-    for i in ids.values():
-        st.wait(i, 120)
-    app = create_app(st)
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    yield st, f"http://127.0.0.1:{srv.server_port}/", ids, many
-    srv.shutdown()
-    th.join(10)
-    st.close()
-    if old_cache is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old_cache
+    with private_cache(d / "xdg"):
+        st = WebState(use_cache=False)
+        many = web_grid_inputs.many_packets(d, MANY)
+        ids = {
+            "good": st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng").id,
+            "many": st.add_file(str(many), [], name=many.name).id,
+            "cut": st.add_file(str(ui_inputs.truncated(d)), [str(H2K)], name="truncated-page-h2.pcapng").id,
+        }
+        for i in ids.values():
+            st.wait(i, 120)
+        with serving(st) as url:
+            yield st, url, ids, many
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def pg(browser):
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
-    page = ctx.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    yield page
-    assert not errors, errors
-    ctx.close()
+browser = browser_fixture()
+pg = page_fixture()
 
 
 ROWS = "#packets .ag-center-cols-container .ag-row"
-
-
-def _wait_text(pg, sel: str, text: str) -> None:
-    pg.wait_for_function("([s, t]) => { const e = document.querySelector(s); return e && e.innerText.includes(t); }", arg=[sel, text])
 
 
 def _cell(pg, index: int, col: str) -> str:
@@ -118,12 +77,6 @@ def _in_view(pg, sel: str) -> bool:
         return r.height > 0 && r.top >= v.top - 1 && r.bottom <= v.bottom + 1; }""", sel)
 
 
-def _query(pg) -> dict:
-    from urllib.parse import parse_qs, urlsplit
-
-    return {k: v if len(v) > 1 else v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
-
-
 def _wait_query(pg, key: str, value: str) -> None:
     """Wait for the address to hold ``key=value``: cb_url_out writes it one callback after
     the change the page shows (read at once, under load, it could still hold the old one)."""
@@ -132,7 +85,7 @@ def _wait_query(pg, key: str, value: str) -> None:
 
 def _open_packets(pg, url: str, cid: str, total: int) -> None:
     pg.goto(url + f"?capture={cid}&tab=packets")
-    _wait_text(pg, "#packet-filter-msg", f"{total:,} packets")
+    wait_text(pg, "#packet-filter-msg", f"{total:,} packets")
     pg.wait_for_selector(f"{ROWS}[row-index='0'] [col-id='info']")
 
 
@@ -160,8 +113,7 @@ def test_large_capture_scrolls_as_one_list(server, pg):
     _wait_cell(pg, total - 1, "no", str(total))
     assert _cell(pg, total - 1, "length") == str(lens[total]) and _in_view(pg, last)
     assert pg.locator(ROWS).count() < 120
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / "web-packets-last-of-20050.png"))
+    shot(pg, "web-packets-last-of-20050.png")
     pg.fill("#packet-goto", "15000")
     pg.keyboard.press("Enter")
     row = f"{ROWS}[row-id='15000']"
@@ -170,7 +122,7 @@ def test_large_capture_scrolls_as_one_list(server, pg):
                          ".getBoundingClientRect(); const r = e.getBoundingClientRect(); return r.top >= v.top && r.bottom <= v.bottom; }",
                          arg=row)
     assert pg.evaluate("s => getComputedStyle(document.querySelector(s)).backgroundColor", row) == "rgb(255, 224, 130)"
-    _wait_text(pg, "#packet-detail-title", "Packet 15000")
+    wait_text(pg, "#packet-detail-title", "Packet 15000")
     _wait_query(pg, "pkt", "15000")
 
 
@@ -195,7 +147,7 @@ def test_sort_by_any_column_over_the_whole_list(server, pg, monkeypatch):
     # text columns: decoded for every packet shown, up to a bound
     monkeypatch.setattr(views, "SORT_TEXT_LIMIT", 1000)
     pg.click("#packets .ag-header-cell[col-id='info'] .ag-header-cell-label")
-    _wait_text(pg, "#packet-filter-msg", "not sorted by Info")
+    wait_text(pg, "#packet-filter-msg", "not sorted by Info")
     assert "at most 1,000" in pg.inner_text("#packet-sort-note")
     _wait_cell(pg, 0, "no", "1")
     # page-h2: by protocol, as tshark names them
@@ -212,7 +164,7 @@ def test_sort_by_any_column_over_the_whole_list(server, pg, monkeypatch):
 def _choose_time(pg, label: str) -> None:
     pg.click("#time-format")
     pg.click(f"#time-format [role=option]:has-text('{label}'), .dash-dropdown-option:has-text('{label}')")
-    _wait_text(pg, "#time-format", label)
+    wait_text(pg, "#time-format", label)
 
 
 def test_time_formats_time_reference_and_marks(server, pg):
@@ -238,7 +190,7 @@ def test_time_formats_time_reference_and_marks(server, pg):
     _choose_time(pg, "since the previous displayed packet")
     dd = tshark_times("dd", "-Y", "tcp.len > 0")
     first = sorted(dd)
-    _wait_text(pg, "#packet-filter-msg", f"{len(dd)} of 75 packets match")
+    wait_text(pg, "#packet-filter-msg", f"{len(dd)} of 75 packets match")
     _wait_cell(pg, 1, "no", str(first[1]))
     pg.wait_for_function(f"t => Math.abs(parseFloat(document.querySelector(\"{ROWS}[row-index='1'] [col-id='time']\").innerText) - t) < 2e-6",
                          arg=float(dd[first[1]]))
@@ -251,7 +203,7 @@ def test_time_formats_time_reference_and_marks(server, pg):
     _wait_cell(pg, 24, "no", "25")
     pg.click(f"{ROWS}[row-index='24'] [col-id='info']")
     pg.click("#btn-timeref")
-    _wait_text(pg, "#mark-msg", "packet 25: time reference set")
+    wait_text(pg, "#mark-msg", "packet 25: time reference set")
     _wait_cell(pg, 24, "time", "*REF*")
     rel = {k: float(v) for k, v in tshark_times("r").items()}
     pg.wait_for_function(f"t => Math.abs(parseFloat(document.querySelector(\"{ROWS}[row-index='25'] [col-id='time']\").innerText) - t) < 2e-6",
@@ -261,12 +213,12 @@ def test_time_formats_time_reference_and_marks(server, pg):
     row = f"{ROWS}[row-index='24']"
     pg.click(row + " [col-id='info']")
     pg.keyboard.press("Control+m")
-    _wait_text(pg, "#mark-msg", "packet 25 marked (1 marked)")
+    wait_text(pg, "#mark-msg", "packet 25 marked (1 marked)")
     pg.wait_for_selector(row + ".pkt-marked")
     style = pg.evaluate("s => { const c = getComputedStyle(document.querySelector(s)); return [c.backgroundColor, c.color]; }", row)
     assert style == ["rgb(0, 0, 0)", "rgb(255, 255, 255)"]
     pg.keyboard.press("Control+m")
-    _wait_text(pg, "#mark-msg", "packet 25 unmarked (0 marked)")
+    wait_text(pg, "#mark-msg", "packet 25 unmarked (0 marked)")
     pg.wait_for_function("s => !document.querySelector(s).classList.contains('pkt-marked')", arg=row)
     from wirefall.ui.web import views
 
@@ -298,27 +250,11 @@ def test_rows_painted_with_the_colouring_rules(server, browser, monkeypatch):
     ctx.close()
 
 
-def _pick(pg, dropdown_id: str, text: str) -> None:
-    for _ in range(3):
-        pg.click(f"#{dropdown_id}")
-        pg.keyboard.type(text, delay=20)
-        pg.wait_for_timeout(300)
-        pg.keyboard.press("Enter")
-        pg.keyboard.press("Escape")
-        try:
-            pg.wait_for_function("([id, t]) => (document.getElementById(id) || {innerText: ''}).innerText.includes(t)",
-                                 arg=[dropdown_id, text], timeout=5_000)
-            return
-        except playwright_api.TimeoutError:
-            continue
-    raise AssertionError(f"could not choose {text!r} in #{dropdown_id}")
-
-
 def _choose(pg, dropdown_id: str, text: str) -> None:
     """Open a dropdown that has no search box and click the option."""
     pg.click(f"#{dropdown_id}")
     pg.click(f"[role=option]:has-text('{text}')")
-    _wait_text(pg, f"#{dropdown_id}", text)
+    wait_text(pg, f"#{dropdown_id}", text)
 
 
 def test_dropdown_filters_survive_a_reload(server, pg):
@@ -327,12 +263,12 @@ def test_dropdown_filters_survive_a_reload(server, pg):
     css = sum(1 for r in truth.values() if (r.get("content_type") or "").startswith("text/css"))
     assert css == 2
     pg.goto(url + f"?capture={ids['good']}")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
-    _pick(pg, "f-content", "css")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=css)
+    wait_rows(pg, len(truth))
+    pick(pg, "f-content", "css")
+    wait_rows(pg, css)
     pg.wait_for_function("() => new URLSearchParams(location.search).get('content') === 'css'")
     pg.reload()
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=css)
+    wait_rows(pg, css)
     assert "css" in pg.inner_text("#f-content") and pg.inner_text("#shown-count") == f"{css} of {len(truth)} requests"
     assert all("css" in t for t in pg.locator("#waterfall .ytick text").all_text_contents())
 
@@ -343,24 +279,16 @@ def test_zoom_does_not_follow_to_another_capture(server, pg):
     st, url, ids, _ = server
     pg.goto(url + f"?capture={ids['good']}")
     pg.wait_for_function("() => document.querySelectorAll('#waterfall .ytick text').length === 13")
-    for attempt in range(3):
-        pg.wait_for_timeout(300)
-        pg.evaluate("() => Plotly.relayout(document.querySelector('#waterfall .js-plotly-plot'), {'xaxis.range': [10, 60]})")
-        try:
-            pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'", timeout=5000)
-            break
-        except playwright_api.TimeoutError:
-            if attempt == 2:
-                raise
+    zoom_to_10_60(pg)
     _choose(pg, "capture", "truncated-page-h2")
-    _wait_text(pg, "#status", "truncated-page-h2.pcapng: ")
+    wait_text(pg, "#status", "truncated-page-h2.pcapng: ")
     pg.wait_for_function("c => new URLSearchParams(location.search).get('capture') === c", arg=ids["cut"])
     pg.wait_for_function("() => { const gd = document.querySelector('#waterfall .js-plotly-plot');"
                          " return gd && gd.layout && gd.layout.title && String(gd.layout.title.text || '').includes('truncated'); }")
     pg.wait_for_timeout(500)
     rng = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")
     assert rng[0] == 0 and rng[1] > 100, rng
-    assert "x0" not in _query(pg)
+    assert "x0" not in query(pg, repeated=True)
     _choose(pg, "capture", "c1: page-h2.pcapng")
     pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'")
 
@@ -395,7 +323,7 @@ def test_zoom_store_follows_each_relayout_in_order(server, pg):
         return Plotly.relayout(gd, {'xaxis.range[0]': 10, 'xaxis.range[1]': 60})
             .then(() => { setTimeout(() => gd.emit('plotly_relayout', {autosize: true}), 0); }); }""")
     pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'", timeout=5000)
-    assert _query(pg)["x1"] == "60"
+    assert query(pg, repeated=True)["x1"] == "60"
 
 
 def test_first_load_draws_the_waterfall_once(server, browser):
@@ -412,7 +340,7 @@ def test_first_load_draws_the_waterfall_once(server, browser):
         if (!gd || !gd.on) { return false; }
         if (!window._relayouts) { window._relayouts = []; gd.on('plotly_relayout', d => window._relayouts.push(d)); }
         return true; }""", polling="raf")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+    wait_rows(pg, len(truth))
     pg.evaluate("""() => { window._draws = 0; document.querySelector('#waterfall .js-plotly-plot')
                              .on('plotly_afterplot', () => { window._draws += 1; }); }""")
     pg.wait_for_timeout(2500)

@@ -12,19 +12,13 @@ file reopens with no key log and the same requests.
 """
 from __future__ import annotations
 
-import os
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from webfix import chromium, needs_chromium, new_page, query, serving, shot, wait_text
 
 from test_live import TOOLS, needs_root, netns, requests_json  # noqa: F401  (netns: the fixture)
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
-SHOTS = Path("/tmp/wirefall-shots")
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
 
@@ -52,17 +46,6 @@ BAR_JS = """suffix => {
     const x = best[0] + best[1] / 2;
     return [r.left + L.xaxis.l2p(x) + L.margin.l, r.top + L.yaxis.l2p(y) + L.margin.t];
 }"""
-
-
-def _query(pg) -> dict:
-    from urllib.parse import parse_qs, urlsplit
-
-    return {k: v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
-
-
-def _wait_text(pg, sel: str, text: str, timeout: float = 30_000) -> None:
-    pg.wait_for_function("([s, t]) => { const e = document.querySelector(s); return e && e.innerText.includes(t); }",
-                         arg=[sel, text], timeout=timeout)
 
 
 def _in_model(e, part: str, timeout: float = 10.0) -> int:
@@ -179,17 +162,14 @@ def test_live_callbacks_poll_fast_while_capturing_and_say_so():
 
 @pytest.mark.slow
 @needs_root
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed")
+@needs_chromium
 def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_then_saves(netns, tmp_path):  # noqa: F811
-    import logging
     import shutil
-
-    from werkzeug.serving import make_server
 
     from live_fixture import servers
     from wirefall.analyzer.live import LiveSession
     from wirefall.analyzer.pipeline import analyze
-    from wirefall.ui.web import WebState, create_app
+    from wirefall.ui.web import WebState
     from wirefall.ui.web.live import LIVE_POLL_MS, add_live
 
     missing = [t for t in TOOLS if not shutil.which(t)]
@@ -197,7 +177,6 @@ def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_th
         pytest.skip(f"missing tools: {missing}")
     files = {n: f"{n} " * 2000 for n in ("h1.txt", "h2.txt", "h3.txt", "more.txt")}
     files["index.html"] = '<html><body>wirefall web live <img src="/h3.txt"></body></html>'
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
     lag: dict[str, float] = {}
     model: dict[str, float] = {}
     slow_before = _slowdown()
@@ -206,115 +185,98 @@ def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_th
         st = WebState(use_cache=False)
         e = add_live(st, session)
         live = e.live
-        app = create_app(st)
-        http = make_server("127.0.0.1", 0, app.server, threaded=True)
-        th = threading.Thread(target=http.serve_forever, daemon=True)
-        th.start()
-        url = f"http://127.0.0.1:{http.server_port}/?capture={e.id}"
-        try:
-            with playwright_api.sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-                ctx = browser.new_context(viewport={"width": 1500, "height": 1000}, accept_downloads=True)
-                pg = ctx.new_page()
-                pg.set_default_timeout(30_000)
-                errors: list[str] = []
-                pg.on("pageerror", lambda ex: errors.append(str(ex)))
-                pg.goto(url)
-                _wait_text(pg, "#status", f"● capturing on lo ({srv.bpf})")
-                pg.wait_for_selector("#btn-live-stop", state="visible", timeout=5_000)
-                assert pg.is_visible("#btn-live-save") and pg.is_enabled("#btn-live-stop")
-                # the page has drawn the (empty) live waterfall: what follows measures the live updates, not the page's load
-                pg.wait_for_function("() => [...document.querySelectorAll('#waterfall .annotation-text')]"
-                                     ".some(a => a.textContent.includes('no requests'))")
-                time.sleep(1.0)
+        with serving(st) as base, chromium() as browser:
+            pg = new_page(browser, accept_downloads=True)
+            pg.goto(base + f"?capture={e.id}")
+            wait_text(pg, "#status", f"● capturing on lo ({srv.bpf})")
+            pg.wait_for_selector("#btn-live-stop", state="visible", timeout=5_000)
+            assert pg.is_visible("#btn-live-save") and pg.is_enabled("#btn-live-stop")
+            # the page has drawn the (empty) live waterfall: what follows measures the live updates, not the page's load
+            pg.wait_for_function("() => [...document.querySelectorAll('#waterfall .annotation-text')]"
+                                 ".some(a => a.textContent.includes('no requests'))")
+            time.sleep(1.0)
 
-                def shown(label: str, cmd: list[str], part: str) -> None:
-                    done = srv.run(cmd)
-                    while not any(part in (x.url or "") and x.status and x.response_end for x in list(e.analysis.exchanges)):
-                        assert time.monotonic() - done < 10, f"{label}: {part} never reached the model"
-                        time.sleep(0.005)
-                    model[label] = time.monotonic() - done
-                    pg.wait_for_function(ROW_JS, arg=part, polling=20, timeout=10_000)
-                    lag[label] = time.monotonic() - done
+            def shown(label: str, cmd: list[str], part: str) -> None:
+                done = srv.run(cmd)
+                while not any(part in (x.url or "") and x.status and x.response_end for x in list(e.analysis.exchanges)):
+                    assert time.monotonic() - done < 10, f"{label}: {part} never reached the model"
+                    time.sleep(0.005)
+                model[label] = time.monotonic() - done
+                pg.wait_for_function(ROW_JS, arg=part, polling=20, timeout=10_000)
+                lag[label] = time.monotonic() - done
 
-                shown("curl HTTP/2", srv.curl("http2", "/h2.txt"), "/h2.txt")
-                # select it (its detail beside the waterfall) and zoom in: both stay while the capture grows
-                x, y = pg.evaluate(BAR_JS, "/h2.txt")
-                pg.mouse.click(x, y)
-                pg.wait_for_selector("#detail-title")
-                assert pg.inner_text("#detail-title").endswith("/h2.txt")
-                sel = _query(pg).get("sel")
-                assert sel is not None
-                zoom = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
-                    const r = gd._fullLayout.xaxis.range, a = r[0] + 0.1 * (r[1] - r[0]), b = r[0] + 0.7 * (r[1] - r[0]);
-                    Plotly.relayout(gd, {'xaxis.range[0]': a, 'xaxis.range[1]': b}); return [a, b]; }""")
-                try:  # (30 s: CI's 2 shared cores once took longer than 10 s; a zoom lost fails either way)
-                    pg.wait_for_function("() => new URLSearchParams(location.search).has('x0')", timeout=30_000)
-                except playwright_api.TimeoutError:  # what the page holds, for whoever reads the failure
-                    held = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
-                        return {search: location.search, range: gd && gd._fullLayout.xaxis.range}; }""")
-                    raise AssertionError(f"the zoom {zoom} never reached the address: {held}") from None
-                shown("curl HTTP/1.1", srv.curl("http1.1", "/h1.txt"), "/h1.txt")
-                shown("chromium HTTP/3", srv.chromium("/"), "/h3.txt")
-                assert live.running and "● capturing on lo" in pg.inner_text("#status")
-                assert pg.inner_text("#detail-title").endswith("/h2.txt") and _query(pg).get("sel") == sel
-                now = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")
-                assert now == pytest.approx(zoom, rel=1e-3, abs=1e-3), (now, zoom)
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                pg.screenshot(path=str(SHOTS / "web-live-waterfall.png"), full_page=True)
+            shown("curl HTTP/2", srv.curl("http2", "/h2.txt"), "/h2.txt")
+            # select it (its detail beside the waterfall) and zoom in: both stay while the capture grows
+            x, y = pg.evaluate(BAR_JS, "/h2.txt")
+            pg.mouse.click(x, y)
+            pg.wait_for_selector("#detail-title")
+            assert pg.inner_text("#detail-title").endswith("/h2.txt")
+            sel = query(pg).get("sel")
+            assert sel is not None
+            zoom = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+                const r = gd._fullLayout.xaxis.range, a = r[0] + 0.1 * (r[1] - r[0]), b = r[0] + 0.7 * (r[1] - r[0]);
+                Plotly.relayout(gd, {'xaxis.range[0]': a, 'xaxis.range[1]': b}); return [a, b]; }""")
+            try:  # (30 s: CI's 2 shared cores once took longer than 10 s; a zoom lost fails either way)
+                pg.wait_for_function("() => new URLSearchParams(location.search).has('x0')", timeout=30_000)
+            except playwright_api.TimeoutError:  # what the page holds, for whoever reads the failure
+                held = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot');
+                    return {search: location.search, range: gd && gd._fullLayout.xaxis.range}; }""")
+                raise AssertionError(f"the zoom {zoom} never reached the address: {held}") from None
+            shown("curl HTTP/1.1", srv.curl("http1.1", "/h1.txt"), "/h1.txt")
+            shown("chromium HTTP/3", srv.chromium("/"), "/h3.txt")
+            assert live.running and "● capturing on lo" in pg.inner_text("#status")
+            assert pg.inner_text("#detail-title").endswith("/h2.txt") and query(pg).get("sel") == sel
+            now = pg.evaluate("() => document.querySelector('#waterfall .js-plotly-plot')._fullLayout.xaxis.range")
+            assert now == pytest.approx(zoom, rel=1e-3, abs=1e-3), (now, zoom)
+            shot(pg, "web-live-waterfall.png", full_page=True)
 
-                # the status line counts what the model holds
-                n = _in_model(e, "/h3.txt")
-                _at_least(pg, STATUS_PACKETS_JS, n, timeout=5_000)
+            # the status line counts what the model holds
+            n = _in_model(e, "/h3.txt")
+            _at_least(pg, STATUS_PACKETS_JS, n, timeout=5_000)
 
-                # the packet list grows while it is shown (rows asked for again as packets come)
-                pg.click("#tabs .tab:has-text('Packets')")
-                _at_least(pg, GRID_ROWS_JS, n, "packets")
-                done = srv.run(srv.curl("http2", "/more.txt"))
-                n2 = _in_model(e, "/more.txt")
-                assert n2 > n
-                _at_least(pg, GRID_ROWS_JS, n2, "packets")
-                lag["packet list"] = time.monotonic() - done
-                row = pg.evaluate("n => { const node = window.dash_ag_grid.getApi('packets').getDisplayedRowAtIndex(n - 1);"
-                                  " return node && node.data ? node.data.no : null; }", n2)
-                assert row in (n2, None)  # the row is that packet's (None: its block not drawn yet)
+            # the packet list grows while it is shown (rows asked for again as packets come)
+            pg.click("#tabs .tab:has-text('Packets')")
+            _at_least(pg, GRID_ROWS_JS, n, "packets")
+            done = srv.run(srv.curl("http2", "/more.txt"))
+            n2 = _in_model(e, "/more.txt")
+            assert n2 > n
+            _at_least(pg, GRID_ROWS_JS, n2, "packets")
+            lag["packet list"] = time.monotonic() - done
+            row = pg.evaluate("n => { const node = window.dash_ag_grid.getApi('packets').getDisplayedRowAtIndex(n - 1);"
+                              " return node && node.data ? node.data.no : null; }", n2)
+            assert row in (n2, None)  # the row is that packet's (None: its block not drawn yet)
 
-                # connections and statistics follow too
-                pg.click("#tabs .tab:has-text('Connections')")
-                _at_least(pg, GRID_ROWS_JS, len(e.analysis.connections), "conn-table")
-                pg.click("#tabs .tab:has-text('Statistics')")
-                _at_least(pg, STATS_PACKETS_JS, n2)
-                done = srv.run(srv.curl("http1.1", "/more.txt?again"))
-                n3 = _in_model(e, "/more.txt?again")
-                _at_least(pg, STATS_PACKETS_JS, n3)
-                lag["statistics"] = time.monotonic() - done
-                assert n3 > n2
-                pg.click("#tabs .tab:has-text('Waterfall')")
+            # connections and statistics follow too
+            pg.click("#tabs .tab:has-text('Connections')")
+            _at_least(pg, GRID_ROWS_JS, len(e.analysis.connections), "conn-table")
+            pg.click("#tabs .tab:has-text('Statistics')")
+            _at_least(pg, STATS_PACKETS_JS, n2)
+            done = srv.run(srv.curl("http1.1", "/more.txt?again"))
+            n3 = _in_model(e, "/more.txt?again")
+            _at_least(pg, STATS_PACKETS_JS, n3)
+            lag["statistics"] = time.monotonic() - done
+            assert n3 > n2
+            pg.click("#tabs .tab:has-text('Waterfall')")
 
-                # Stop: the capture ends, the entry becomes a file's; Save: a download with the keys
-                pg.click("#btn-live-stop")
-                _wait_text(pg, "#status", "live capture on lo", timeout=20_000)
-                _wait_text(pg, "#status", "stopped")
-                assert not live.running
-                pg.wait_for_function("() => document.querySelector('#btn-live-stop').disabled", timeout=5_000)
-                assert pg.evaluate("() => true")  # the page still answers
-                with pg.expect_download(timeout=60_000) as dl:
-                    pg.click("#btn-live-save")
-                saved = tmp_path / "download.pcapng"
-                dl.value.save_as(saved)
-                assert dl.value.suggested_filename.startswith("wirefall-live-lo-") and dl.value.suggested_filename.endswith(".pcapng")
-                _wait_text(pg, "#live-msg", "saved as a download")
-                # with -w: to the server's path
-                live.save_to = str(tmp_path / "server-side.pcapng")
+            # Stop: the capture ends, the entry becomes a file's; Save: a download with the keys
+            pg.click("#btn-live-stop")
+            wait_text(pg, "#status", "live capture on lo", timeout=20_000)
+            wait_text(pg, "#status", "stopped")
+            assert not live.running
+            pg.wait_for_function("() => document.querySelector('#btn-live-stop').disabled", timeout=5_000)
+            assert pg.evaluate("() => true")  # the page still answers
+            with pg.expect_download(timeout=60_000) as dl:
                 pg.click("#btn-live-save")
-                _wait_text(pg, "#live-msg", f"saved {live.save_to} on the server")
-                pg.screenshot(path=str(SHOTS / "web-live-stopped.png"), full_page=True)
-                assert not errors, errors
-                browser.close()
-        finally:
-            http.shutdown()
-            th.join(10)
-            st.close()
+            saved = tmp_path / "download.pcapng"
+            dl.value.save_as(saved)
+            assert dl.value.suggested_filename.startswith("wirefall-live-lo-") and dl.value.suggested_filename.endswith(".pcapng")
+            wait_text(pg, "#live-msg", "saved as a download")
+            # with -w: to the server's path
+            live.save_to = str(tmp_path / "server-side.pcapng")
+            pg.click("#btn-live-save")
+            wait_text(pg, "#live-msg", f"saved {live.save_to} on the server")
+            shot(pg, "web-live-stopped.png", full_page=True)
+            assert not pg.errors, pg.errors
         slow = max(slow_before, _slowdown())
         print(f"seconds from each client's end to the page showing it (poll {LIVE_POLL_MS} ms):",
               {k: round(v, 3) for k, v in lag.items()}, "in the model:", {k: round(v, 3) for k, v in model.items()}, "key waits:", round(session.wait.seconds, 3),

@@ -7,14 +7,13 @@ filters and highlights the packet gone to; the first load is compressed.  Screen
 to /tmp/wirefall-shots/."""
 from __future__ import annotations
 
-import os
 import random
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from webfix import browser_fixture, needs_chromium, page_fixture, private_cache, query, serving, shot, wait_rows, wait_text, zoom_to_10_60
 
 from wirefall.analyzer.completeness import NEXT_WRONG_KEYLOG
 from test_web_unit import H2, H2K, tshark_requests
@@ -24,10 +23,6 @@ PAGE = ROOT / "sample_captures" / "page"
 sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
 import ui_inputs  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
-SHOTS = Path("/tmp/wirefall-shots")
 # a delay of up to max_s before each callback's answer (0: none), as a loaded machine gives,
 # and of late_s for the callback requests ``late`` (a test of the request's JSON) picks
 JITTER: dict = {"max_s": 0.0, "rng": random.Random(23), "late": None, "late_s": 0.0}
@@ -52,88 +47,40 @@ ORDERS = (
 )
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
-pytestmark = [pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium not installed"),
-              pytest.mark.skipif(not H2.exists(), reason="sample captures missing")]
+pytestmark = [needs_chromium, pytest.mark.skipif(not H2.exists(), reason="sample captures missing")]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import logging
-
-    from werkzeug.serving import make_server
-
     from wirefall.ui.web import WebState, create_app
 
     d = tmp_path_factory.mktemp("newcomer")
-    old_cache = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(d / "xdg")
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    st = WebState(use_cache=False)
-    ids = {
-        "good": st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng").id,
-        "wrong": st.add_file(str(PAGE / "page-h3.pcapng"), [str(ui_inputs.wrong_keylog(d))], name="page-h3.pcapng").id,
-        "cut": st.add_file(str(ui_inputs.truncated(d)), [str(H2K)], name="truncated-page-h2.pcapng").id,
-    }
-    for i in ids.values():
-        st.wait(i, 60)
-    app = create_app(st)
+    with private_cache(d / "xdg"):
+        st = WebState(use_cache=False)
+        ids = {
+            "good": st.add_file(str(H2), [str(H2K)], name="page-h2.pcapng").id,
+            "wrong": st.add_file(str(PAGE / "page-h3.pcapng"), [str(ui_inputs.wrong_keylog(d))], name="page-h3.pcapng").id,
+            "cut": st.add_file(str(ui_inputs.truncated(d)), [str(H2K)], name="truncated-page-h2.pcapng").id,
+        }
+        for i in ids.values():
+            st.wait(i, 60)
+        app = create_app(st)
 
-    @app.server.before_request
-    def _jitter():  # (test_reload_ten_times: callbacks answered in a different order each time)
-        from flask import request
+        @app.server.before_request
+        def _jitter():  # (test_reload_ten_times: callbacks answered in a different order each time)
+            from flask import request
 
-        if JITTER["max_s"] and request.path.startswith("/_dash-update-component"):
-            body = request.get_json(silent=True) or {}
-            late = JITTER["late"] is not None and JITTER["late"](body)
-            time.sleep(JITTER["late_s"] if late else JITTER["max_s"] * JITTER["rng"].random())
+            if JITTER["max_s"] and request.path.startswith("/_dash-update-component"):
+                body = request.get_json(silent=True) or {}
+                late = JITTER["late"] is not None and JITTER["late"](body)
+                time.sleep(JITTER["late_s"] if late else JITTER["max_s"] * JITTER["rng"].random())
 
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    yield st, f"http://127.0.0.1:{srv.server_port}/", ids
-    srv.shutdown()
-    th.join(10)
-    st.close()
-    if old_cache is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old_cache
+        with serving(st, app) as url:
+            yield st, url, ids
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def pg(browser):
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
-    page = ctx.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors
-    yield page
-    assert not errors, errors
-    ctx.close()
-
-
-def _shot(pg, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / name))
-
-
-def _wait_text(pg, sel: str, text: str) -> None:
-    pg.wait_for_function("([s, t]) => { const e = document.querySelector(s); return e && e.innerText.includes(t); }", arg=[sel, text])
-
-
-def _query(pg) -> dict:
-    from urllib.parse import parse_qs, urlsplit
-
-    return {k: v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
+browser = browser_fixture()
+pg = page_fixture()
 
 
 def test_wrong_keylog_says_why_and_what_next(server, pg):
@@ -142,7 +89,7 @@ def test_wrong_keylog_says_why_and_what_next(server, pg):
     reason = an.connections[0].quic.reason  # the model's reason (what `wirefall summary` prints)
     assert not an.exchanges and "no SERVER_TRAFFIC_SECRET_0" in reason
     pg.goto(url + f"?capture={ids['wrong']}")
-    _wait_text(pg, "#wf-explain", "no requests")
+    wait_text(pg, "#wf-explain", "no requests")
     why = pg.inner_text("#empty-why")
     assert why.startswith("no requests: 1 connection not decrypted") and reason in why and NEXT_WRONG_KEYLOG in why
     assert "1 connection not decrypted" in pg.inner_text("#status")  # the status line, not "0 requests" alone
@@ -151,7 +98,7 @@ def test_wrong_keylog_says_why_and_what_next(server, pg):
     joined = " ".join(ann)
     # the plot's own note (lines of ≤ 90 characters)
     assert "no requests: 1 connection not" in joined and "SERVER_TRAFFIC_SECRET_0" in joined and "no requests in this capture" not in joined
-    _shot(pg, "web-wrong-keylog.png")
+    shot(pg, "web-wrong-keylog.png")
 
 
 def test_truncated_capture_warning_in_the_waterfall_tab(server, pg):
@@ -159,13 +106,13 @@ def test_truncated_capture_warning_in_the_waterfall_tab(server, pg):
     an = st.get(ids["cut"]).analysis
     assert any("truncated" in w for w in an.warnings) and an.exchanges
     pg.goto(url + f"?capture={ids['cut']}")
-    _wait_text(pg, "#explain-box", "capture truncated in packet")
+    wait_text(pg, "#explain-box", "capture truncated in packet")
     box = pg.inner_text("#explain-box")
     assert "capture damaged (1 warning)" in box and "next: the capture file is cut short or damaged" in box
     assert "truncated-page-h2.pcapng" in box  # the file's name, not the server's path
     assert "capture damaged" in pg.inner_text("#status")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(an.exchanges))
-    _shot(pg, "web-truncated.png")
+    wait_rows(pg, len(an.exchanges))
+    shot(pg, "web-truncated.png")
 
 
 def _bar_xy(pg, index: int):
@@ -211,7 +158,7 @@ def test_state_in_the_url_survives_a_reload(server, pg):
     truth = tshark_requests(H2, H2K)
     js = sum(1 for r in truth.values() if "js" in r["path"])
     pg.goto(url + f"?capture={ids['good']}")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+    wait_rows(pg, len(truth))
     # click a bar (row 9, /js/vendor.js: one long enough to point at): highlighted, its detail
     # beside the waterfall, on screen
     _click_bar(pg, 8, "#detail-title")
@@ -221,22 +168,14 @@ def test_state_in_the_url_survives_a_reload(server, pg):
     box = pg.locator("#detail-side").bounding_box()
     graph = pg.locator("#waterfall").bounding_box()
     assert box["y"] < 1000 and box["x"] >= graph["x"] + graph["width"] - 5  # beside it, within the first screen
-    sel = _query(pg)["sel"]
+    sel = query(pg)["sel"]
     title = pg.inner_text("#detail-title")
     # a filter and a zoom
     pg.fill("#filter-expr", 'url contains "js"')
     pg.keyboard.press("Enter")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=js)
-    for attempt in range(3):  # as a person's box zoom (the figure may still be redrawn after the filter: again then)
-        pg.wait_for_timeout(300)
-        pg.evaluate("() => Plotly.relayout(document.querySelector('#waterfall .js-plotly-plot'), {'xaxis.range': [10, 60]})")
-        try:
-            pg.wait_for_function("() => new URLSearchParams(location.search).get('x0') === '10'", timeout=5000)
-            break
-        except playwright_api.TimeoutError:
-            if attempt == 2:
-                raise
-    q = _query(pg)
+    wait_rows(pg, js)
+    zoom_to_10_60(pg)  # (the figure may still be redrawn after the filter)
+    q = query(pg)
     assert q == {"capture": ids["good"], "filter": 'url contains "js"', "x0": "10", "x1": "60", "sel": sel}
     # another filter keeps the zoom
     pg.fill("#filter-expr", 'url contains "s"')
@@ -249,7 +188,7 @@ def test_state_in_the_url_survives_a_reload(server, pg):
     pg.reload()
     seen = _sees(pg)
     assert seen["filter"] == 'url contains "s"' and seen["title"] == title and seen["x"] == [10, 60]
-    assert _query(pg)["x1"] == "60" and _query(pg)["sel"] == sel
+    assert query(pg)["x1"] == "60" and query(pg)["sel"] == sel
 
 
 # What a person sees of the page's state: the Waterfall tab chosen, the filter box, the rows
@@ -307,7 +246,7 @@ def test_reload_ten_times_keeps_what_the_person_sees(server, pg):
         assert seen["x"] == [10, 60] and seen["title"] == first["title"] and seen["beside"], (n, seen)
         # the highlighted row is the selected request's: its label is vendor.js's
         assert seen["hl"][1] - seen["hl"][0] == 1 and "vendor.js" in seen["label"].replace("\u00a0", " "), (n, seen)
-        assert _query(pg) == {"capture": ids["good"], "filter": 'url contains "js"', "x0": "10", "x1": "60", "sel": str(x.id)}
+        assert query(pg) == {"capture": ids["good"], "filter": 'url contains "js"', "x0": "10", "x1": "60", "sel": str(x.id)}
 
     # each reload with callbacks answering late at random, and in one of the ORDERS
     JITTER["max_s"] = 0.3
@@ -328,7 +267,7 @@ def test_reload_ten_times_keeps_what_the_person_sees(server, pg):
         pg.reload()
         pg.wait_for_function("() => { const t = document.querySelector('#tabs .tab--selected');"
                              " return t && t.innerText.trim() === 'Connections' && document.querySelector('#conn-fig .js-plotly-plot'); }")
-        assert _query(pg)["sel"] == str(x.id) and _query(pg)["x0"] == "10", n
+        assert query(pg)["sel"] == str(x.id) and query(pg)["x0"] == "10", n
     pg.click("#tabs >> text=Waterfall")
     seen = _sees(pg)
     assert seen["x"] == [10, 60] and seen["title"] == first["title"] and "vendor.js" in seen["label"].replace("\u00a0", " ")
@@ -338,16 +277,16 @@ def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
     st, url, ids = server
     truth = tshark_requests(H2, H2K)
     pg.goto(url + f"?capture={ids['good']}")
-    pg.wait_for_function("n => document.querySelectorAll('#waterfall .ytick text').length === n", arg=len(truth))
+    wait_rows(pg, len(truth))
     _click_bar(pg, 0, "#detail-packets .pktlink")
     link = pg.locator("#detail-packets .pktlink").first
     n = int(link.inner_text())
     link.click()
-    _wait_text(pg, "#packet-detail-title", f"Packet {n}")
+    wait_text(pg, "#packet-detail-title", f"Packet {n}")
     # (the address is written by its own callback after the tab has changed: wait for it)
     pg.wait_for_function("n => { const q = new URLSearchParams(location.search);"
                          " return q.get('tab') === 'packets' && q.get('pkt') === String(n); }", arg=n)
-    assert _query(pg)["tab"] == "packets" and _query(pg)["pkt"] == str(n)
+    assert query(pg)["tab"] == "packets" and query(pg)["pkt"] == str(n)
     row = f"#packets .ag-center-cols-container .ag-row[row-id='{n}']"
     pg.wait_for_selector(row + ".pkt-goto")
     assert pg.evaluate("s => getComputedStyle(document.querySelector(s)).backgroundColor", row) == "rgb(255, 224, 130)"  # highlighted
@@ -361,7 +300,7 @@ def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
                               capture_output=True, text=True, check=True).stdout.split()
         pg.fill("#packet-filter", "tcp.srcport == 42682 && tcp.len > 0")
         pg.keyboard.press("Enter")
-        _wait_text(pg, "#packet-filter-msg", "packets match")
+        wait_text(pg, "#packet-filter-msg", "packets match")
         assert pg.inner_text("#packet-filter-msg").startswith(f"{len(want)} of")
         pg.wait_for_function("n => document.querySelector('#packets .ag-center-cols-container .ag-row[row-index=\"0\"] [col-id=\"no\"]')"
                              " && document.querySelector('#packets .ag-center-cols-container .ag-row[row-index=\"0\"] [col-id=\"no\"]')"
@@ -370,7 +309,7 @@ def test_packet_link_opens_the_packet_and_the_packets_filter(server, pg):
         assert shown == want[: len(shown)] and shown
         pg.fill("#packet-filter", "tcp.port ==")
         pg.keyboard.press("Enter")
-        _wait_text(pg, "#packet-filter-msg", "filter error")
+        wait_text(pg, "#packet-filter-msg", "filter error")
 
 
 def test_newcomer_line_and_compressed_first_load(server, browser):
