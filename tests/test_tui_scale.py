@@ -107,7 +107,7 @@ async def test_tui_defers_waterfall_and_statistics_of_a_large_capture(monkeypatc
         assert str(app.query_one("#stats", Static).render()).startswith(want_stats.splitlines()[0][:20])
 
 
-@_sync
+@sync
 async def test_tui_has_a_large_capture_s_tcp_analysis_made_by_a_child(monkeypatch):
     """From DEFER_VIEWS_PACKETS packets the TUI has the TCP analysis (colouring, Info prefixes)
     made to the capture's end by a child process once the list is up, so a jump to the end does
