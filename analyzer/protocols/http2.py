@@ -26,9 +26,14 @@ def first_client_packets(analysis: Analysis) -> set[int]:
     if memo is not None and memo[0] == len(frames):
         return memo[1]
     seen: dict[int, int] = {}
+    # (read only until every HTTP/2 connection's first client frame is found, near its start:
+    # a reopened analysis unpacks its frames a chunk at a time, analyzer.cache)
+    h2 = {c.id for c in analysis.connections if c.protocol in ("h2", "h2c")}
     for fr in frames:
         if fr.direction == 0 and fr.protocol in ("h2", "h2c") and fr.connection not in seen:
             seen[fr.connection] = fr.first_packet
+            if h2.issubset(seen):
+                break
     out = set(seen.values())
     analysis.__dict__["_wf_h2_first"] = (len(frames), out)
     return out
