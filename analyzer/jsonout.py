@@ -102,6 +102,9 @@ class PhasePlan:
         self.conns = {c.id: c for c in an.connections}
         self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns)
         self.planned: set[int] | None = None  # ids of exs (made by the first fill that skips)
+        # exchange id -> its row's phases, for the rows that are not the common one (``_phases``
+        # not None), as ``starts`` found them: ``fill`` then reads them (None: not computed yet)
+        self.rows: dict[int, list] | None = None
         self._exchange_phases = exchange_phases
 
     def _phases(self, e: Exchange) -> list | None:
@@ -127,11 +130,12 @@ class PhasePlan:
             if self.planned is None:
                 self.planned = {e.id for e in self.exs}
             planned = self.planned
+        rows = self.rows
         for e in exs:
             eid = e.id
             if planned is not None and eid not in planned:
                 continue
-            ph = self._phases(e)
+            ph = rows.get(eid) if rows is not None else self._phases(e)
             if ph is None:  # [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
                 s, end = e.request_start, e.response_end
                 r0, r1, r2, r3 = round(s * 1e6), round(e.request_end * 1e6), round(e.response_start * 1e6), round(end * 1e6)
@@ -147,15 +151,31 @@ class PhasePlan:
 
     def starts(self) -> dict[int, float]:
         """``fill``'s starts of every planned exchange, without the phases objects of the common
-        rows (their start is their request's)."""
+        rows (their start is their request's); the other rows' phases are kept for ``fill``
+        (``rows``: a few per connection where requests are many)."""
         starts: dict[int, float] = {}
+        rows: dict[int, list] = {}
         for e in self.exs:
             ph = self._phases(e)
             if ph is None:
                 starts[e.id] = e.request_start
-            elif ph:
-                starts[e.id] = ph[0][1]
+            else:
+                rows[e.id] = ph
+                if ph:
+                    starts[e.id] = ph[0][1]
+        self.rows = rows
         return starts
+
+    def dicts(self, exs: list[Exchange], page, batch: int):
+        """``exchange_dict(e, shared=True, phases=…, page=page)`` of each of ``exs``, the phases
+        objects made ``batch`` exchanges at a time (after ``starts``): all of them at once were
+        the peak of ``requests --json`` (40 MB on 60 k requests)."""
+        for i in range(0, len(exs), batch):
+            part = exs[i : i + batch]
+            ph: dict[int, dict[str, Any]] = {}
+            self.fill(part, ph, skip=True)
+            for e in part:
+                yield exchange_dict(e, shared=True, phases=ph.get(e.id), page=page)
 
 
 def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:

@@ -962,17 +962,17 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     not one for the page and another for the JSON: each fork of the whole model costs the
     copy of every page either process then writes, refcounts included.)  A child that fails
     costs only time: the parent computes what it did not get."""
-    from .jsonout import PhasePlan, _encode, dump, exchange_dict, page_and_phases
+    from .jsonout import _BATCH, PhasePlan, _encode, dump, exchange_dict
+    from .waterfall import page_of
 
     out = out if out is not None else sys.stdout
     if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
-        page, ph = page_and_phases(an)  # (the waterfall's phases planned once for both)
-        dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), out)
+        plan = PhasePlan(an)  # (the waterfall planned once for the page and the phases)
+        page = page_of(an, plan.exs, starts=plan.starts())
+        dump(plan.dicts(exs, page, _BATCH), out)
         out.write("\n")
         return
     import pickle
-
-    from .waterfall import page_of
 
     out.flush()
     sys.stderr.flush()
