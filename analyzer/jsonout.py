@@ -105,6 +105,7 @@ class PhasePlan:
         # exchange id -> its row's phases, for the rows that are not the common one (``_phases``
         # not None), as ``starts`` found them: ``fill`` then reads them (None: not computed yet)
         self.rows: dict[int, list] | None = None
+        self._starts: dict[int, float] = {}
         self._exchange_phases = exchange_phases
 
     def _phases(self, e: Exchange) -> list | None:
@@ -152,7 +153,7 @@ class PhasePlan:
     def starts(self) -> dict[int, float]:
         """``fill``'s starts of every planned exchange, without the phases objects of the common
         rows (their start is their request's); the other rows' phases are kept for ``fill``
-        (``rows``: a few per connection where requests are many)."""
+        and ``dicts`` (``rows``: a few per connection where requests are many)."""
         starts: dict[int, float] = {}
         rows: dict[int, list] = {}
         for e in self.exs:
@@ -164,18 +165,28 @@ class PhasePlan:
                 if ph:
                     starts[e.id] = ph[0][1]
         self.rows = rows
+        self._starts = starts
         return starts
 
-    def dicts(self, exs: list[Exchange], page, batch: int):
-        """``exchange_dict(e, shared=True, phases=…, page=page)`` of each of ``exs``, the phases
-        objects made ``batch`` exchanges at a time (after ``starts``): all of them at once were
-        the peak of ``requests --json`` (40 MB on 60 k requests)."""
-        for i in range(0, len(exs), batch):
-            part = exs[i : i + batch]
-            ph: dict[int, dict[str, Any]] = {}
-            self.fill(part, ph, skip=True)
-            for e in part:
-                yield exchange_dict(e, shared=True, phases=ph.get(e.id), page=page)
+    def dicts(self, exs, page):
+        """``exchange_dict(e, shared=True, phases=…, page=page)`` of each of ``exs`` (after
+        ``starts``), its phases object made just before it: all of them made first were the
+        peak of ``requests --json`` (40 MB on 60 k requests).  A planned exchange is one of
+        ``rows`` or of the starts (every common row has one)."""
+        rows, starts = self.rows, self._starts
+        assert rows is not None, "starts() first"
+        for e in exs:
+            ph = rows.get(e.id)
+            if ph is not None:
+                d = _phases_dict(ph)
+            elif e.id in starts:  # the common row, as fill makes it
+                s, end = e.request_start, e.response_end
+                r0, r1, r2, r3 = round(s * 1e6), round(e.request_end * 1e6), round(e.response_start * 1e6), round(end * 1e6)
+                d = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None, "connect": None,
+                     "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6, "receive": (r3 - r2) / 1e6}
+            else:
+                d = None
+            yield exchange_dict(e, shared=True, phases=d, page=page)
 
 
 def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:

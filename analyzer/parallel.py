@@ -943,10 +943,11 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
 
 # ------------------------------------------------------------------ the output, in parallel
 
-_CHUNK = 2048  # exchanges per chunk of ``requests_json``'s output
-# the forked child of ``requests_json`` encodes every third chunk (it computes page_of first:
-# measured on 60 k requests, a half made it the longer of the two by a quarter)
-_CHILD_EVERY = 3
+_CHUNK = 1024  # exchanges per chunk of ``requests_json``'s output (~2 MB of JSON: two of them, and their dicts, held at once)
+# the forked child of ``requests_json`` encodes every second chunk after page_of, while the
+# parent waits for the page (h2-small, benchmarks/parallel_accounting.py: JSON parent 0.18 s,
+# child 0.19 s; every third, when the parent made its phases meanwhile: 0.26 / 0.18)
+_CHILD_EVERY = 2
 
 
 def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: int = _CHUNK) -> None:
@@ -956,20 +957,20 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     measured them as the serial tail: on 60 k requests 1.2 s and 0.5 s of CPU after the pass):
     the parent plans the waterfall and the rows' starts (``jsonout.PhasePlan``), then forks
     once: the child computes ``page_of`` and sends it, then the phases and JSON of every
-    ``_CHILD_EVERY``-th chunk of ``chunk`` exchanges (0, 3, 6, …: page_of is its share too),
-    sent whole through a pipe; the parent meanwhile computes the phases of the other chunks,
-    then encodes them and writes every chunk in order.  (One fork,
+    ``_CHILD_EVERY``-th chunk of ``chunk`` exchanges (0, 2, 4, …), sent whole through a pipe;
+    the parent computes the phases and JSON of the other chunks once it has the page (not
+    before: held until then, they were the -j2 peak) and writes every chunk in order.  (One fork,
     not one for the page and another for the JSON: each fork of the whole model costs the
     copy of every page either process then writes, refcounts included.)  A child that fails
     costs only time: the parent computes what it did not get."""
-    from .jsonout import _BATCH, PhasePlan, _encode, dump, exchange_dict
+    from .jsonout import PhasePlan, _encode, dump, exchange_dict
     from .waterfall import page_of
 
     out = out if out is not None else sys.stdout
     if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
         plan = PhasePlan(an)  # (the waterfall planned once for the page and the phases)
         page = page_of(an, plan.exs, starts=plan.starts())
-        dump(plan.dicts(exs, page, _BATCH), out)
+        dump(plan.dicts(exs, page), out)
         out.write("\n")
         return
     import pickle
@@ -1014,7 +1015,8 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         finally:
             os._exit(code)
     os.close(w)
-    mine = {i: phases(i) for i in range(k) if i % _CHILD_EVERY}
+    # (the parent's chunks' phases are made as each is written: made while the child computed
+    # the page, they were two thirds of 60 k phases objects held at once, the -j2 peak's last 22 MB)
     c1 = time.process_time()
     write = out.buffer.write if hasattr(out, "buffer") else out.write
     broken = False
@@ -1045,7 +1047,7 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
                     b = message()
                     broken = b is None
                 if b is None:
-                    b = encode(i, mine.pop(i, {}) or phases(i), pg)
+                    b = encode(i, phases(i), pg)
                 write(b",\n" if i else b"[\n")
                 write(b)
             tail = f.read(8) if not broken else b""
