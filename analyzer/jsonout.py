@@ -6,7 +6,7 @@ import io
 from itertools import islice
 from typing import Any
 
-from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame
+from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame, FrameFields
 
 SCHEMA_VERSION = 1
 
@@ -316,8 +316,8 @@ def frame_dict(f: Frame, shared: bool = False) -> dict[str, Any]:
 
 
 def _plain(v: Any) -> Any:
-    """Make a value JSON-plain (bytes as hex, tuples as lists)."""
-    if isinstance(v, dict):
+    """Make a value JSON-plain (bytes as hex, tuples as lists, a ``FrameFields`` a dict)."""
+    if isinstance(v, (dict, FrameFields)):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
