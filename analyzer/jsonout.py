@@ -6,7 +6,7 @@ import io
 from itertools import islice
 from typing import Any
 
-from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame
+from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame, FrameFields
 
 SCHEMA_VERSION = 1
 
@@ -102,6 +102,10 @@ class PhasePlan:
         self.conns = {c.id: c for c in an.connections}
         self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns)
         self.planned: set[int] | None = None  # ids of exs (made by the first fill that skips)
+        # exchange id -> its row's phases, for the rows that are not the common one (``_phases``
+        # not None), as ``starts`` found them: ``fill`` then reads them (None: not computed yet)
+        self.rows: dict[int, list] | None = None
+        self._starts: dict[int, float] = {}
         self._exchange_phases = exchange_phases
 
     def _phases(self, e: Exchange) -> list | None:
@@ -127,11 +131,12 @@ class PhasePlan:
             if self.planned is None:
                 self.planned = {e.id for e in self.exs}
             planned = self.planned
+        rows = self.rows
         for e in exs:
             eid = e.id
             if planned is not None and eid not in planned:
                 continue
-            ph = self._phases(e)
+            ph = rows.get(eid) if rows is not None else self._phases(e)
             if ph is None:  # [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
                 s, end = e.request_start, e.response_end
                 r0, r1, r2, r3 = round(s * 1e6), round(e.request_end * 1e6), round(e.response_start * 1e6), round(end * 1e6)
@@ -147,15 +152,41 @@ class PhasePlan:
 
     def starts(self) -> dict[int, float]:
         """``fill``'s starts of every planned exchange, without the phases objects of the common
-        rows (their start is their request's)."""
+        rows (their start is their request's); the other rows' phases are kept for ``fill``
+        and ``dicts`` (``rows``: a few per connection where requests are many)."""
         starts: dict[int, float] = {}
+        rows: dict[int, list] = {}
         for e in self.exs:
             ph = self._phases(e)
             if ph is None:
                 starts[e.id] = e.request_start
-            elif ph:
-                starts[e.id] = ph[0][1]
+            else:
+                rows[e.id] = ph
+                if ph:
+                    starts[e.id] = ph[0][1]
+        self.rows = rows
+        self._starts = starts
         return starts
+
+    def dicts(self, exs, page):
+        """``exchange_dict(e, shared=True, phases=…, page=page)`` of each of ``exs`` (after
+        ``starts``), its phases object made just before it: all of them made first were the
+        peak of ``requests --json`` (40 MB on 60 k requests).  A planned exchange is one of
+        ``rows`` or of the starts (every common row has one)."""
+        rows, starts = self.rows, self._starts
+        assert rows is not None, "starts() first"
+        for e in exs:
+            ph = rows.get(e.id)
+            if ph is not None:
+                d = _phases_dict(ph)
+            elif e.id in starts:  # the common row, as fill makes it
+                s, end = e.request_start, e.response_end
+                r0, r1, r2, r3 = round(s * 1e6), round(e.request_end * 1e6), round(e.response_start * 1e6), round(end * 1e6)
+                d = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None, "connect": None,
+                     "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6, "receive": (r3 - r2) / 1e6}
+            else:
+                d = None
+            yield exchange_dict(e, shared=True, phases=d, page=page)
 
 
 def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:
@@ -285,8 +316,8 @@ def frame_dict(f: Frame, shared: bool = False) -> dict[str, Any]:
 
 
 def _plain(v: Any) -> Any:
-    """Make a value JSON-plain (bytes as hex, tuples as lists)."""
-    if isinstance(v, dict):
+    """Make a value JSON-plain (bytes as hex, tuples as lists, a ``FrameFields`` a dict)."""
+    if isinstance(v, (dict, FrameFields)):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]

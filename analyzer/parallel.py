@@ -26,7 +26,8 @@ fragment alone: a worker that meets one reports it, and the capture is analysed 
 *Every worker reads* (a compressed capture, a live one): each worker reads the whole file and
 drops another worker's TCP packets right after their 4-tuple is looked up.  In every mode
 each worker sends its part back through a pipe as a stream of pickles (``_child``): the part,
-then its frames and exchanges in chunks of tuples, which the parent makes objects while the
+then its frames and exchanges in chunks of tuples (each chunk a pickle of its own: no memo
+keeps them alive), which the parent makes objects while the
 worker builds and pickles the next (``_read_chunks``), so only the last chunk is left after it;
 the cross-worker checks and the first half of the merge (connection ids, the index, the
 per-connection dicts: ``_merge_heads``) are done from the parts' heads before the chunks.
@@ -496,7 +497,7 @@ def _part(an: Analysis, shard: Shard) -> dict:
     return {
         "connections": an.connections,
         # the frames that name their exchange (HTTP/1): the merge renumbers only those
-        "named": array("q", (i for i, f in enumerate(frames) if f.fields and type(f.fields.get("exchange")) is int)),
+        "named": array("q", (i for i, f in enumerate(frames) if type(f.fields) is dict and type(f.fields.get("exchange")) is int)),
         "marks": shard.marks,
         "own": own,
         "own_conn": own_conn,
@@ -521,10 +522,14 @@ class _Counted:
 
 def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, scan=None) -> None:
     """A forked worker: analyse shard k, send the part, exit without cleanup.  The part goes
-    as a stream of pickles through one ``Pickler`` (its memo spans them: a header list that
-    a frame and an exchange share is sent once): ("ok", the part), then ("f", frames) and
-    ("x", exchanges) chunks, which the parent turns into objects while the next is built and
-    pickled here, then ("end", CPU seconds); or ("error", why) on any failure."""
+    as a stream of pickles: ("ok", the part), then ("fx", frames, exchanges) chunks as tuples,
+    which the parent turns into objects while the next is built and pickled here, then
+    ("end", CPU seconds); or ("error", why) on any failure.  Each message is a pickle of its
+    own: a pickler's memo keeps every object it has written alive to its end (here, and in
+    the parent's unpickler), so one memo over the stream kept every chunk's tuples — 30 MB
+    in each process on 60 k requests.  A chunk holds the frames and the exchanges the pass
+    made between the same two marks (``_chunks``), so the header list an exchange shares
+    with its HEADERS frame is sent once (but for a response that ends in the next chunk)."""
     import pickle
 
     code = 0
@@ -538,21 +543,25 @@ def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, s
         c2 = time.process_time()
         cpu = {"pass": c1 - c0, "part": c2 - c1, "pickle": 0.0}
         out = _Counted(f)
-        pk = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
-        pk.dump(("ok", part))
+        pickle.dump(("ok", part), out, protocol=pickle.HIGHEST_PROTOCOL)
         f.flush()
         cpu["pickle"] += time.process_time() - c2
-        for tag, objs, as_tuple in (("f", an.frames, _frame_tuple), ("x", an.exchanges, _exchange_tuple)):
-            for i in range(0, len(objs), _CHUNK_FRAMES):
-                c = time.process_time()
-                chunk = list(map(as_tuple, objs[i : i + _CHUNK_FRAMES]))
-                c3 = time.process_time()
-                pk.dump((tag, chunk))
-                f.flush()
-                cpu["part"] += c3 - c
-                cpu["pickle"] += time.process_time() - c3
+        frames, exchanges = an.frames, an.exchanges
+        for fr in frames:  # a FrameFields goes as (its class, *values): a plain tuple pickles ~7x faster (this process ends here)
+            fl = fr.fields
+            if fl is not None and type(fl) is not dict:
+                fr.fields = (type(fl), *fl._values(fl))  # type: ignore[assignment]
+        for f0, f1, e0, e1 in _chunks(shard.marks, len(frames), len(exchanges)):
+            c = time.process_time()
+            chunk = ("fx", list(map(_frame_tuple, frames[f0:f1])), list(map(_exchange_tuple, exchanges[e0:e1])))
+            c3 = time.process_time()
+            pickle.dump(chunk, out, protocol=pickle.HIGHEST_PROTOCOL)
+            f.flush()
+            del chunk
+            cpu["part"] += c3 - c
+            cpu["pickle"] += time.process_time() - c3
         cpu["bytes"] = out.n
-        pk.dump(("end", cpu))
+        pickle.dump(("end", cpu), out, protocol=pickle.HIGHEST_PROTOCOL)
         f.flush()
     except BaseException as e:  # noqa: BLE001 - any failure: the parent analyses serially
         code = 1
@@ -568,12 +577,25 @@ def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, s
             os._exit(code)
 
 
-def _read_head(u):
+def _chunks(marks: list, nf: int, nx: int):
+    """(f0, f1, e0, e1): the slices of a worker's frames and exchanges sent as one message,
+    at least ``_CHUNK_FRAMES`` of them together (but the last), cut at marks (made between
+    the same packets)."""
+    f0 = e0 = 0
+    for _, f1, e1 in [*marks[1:], (None, nf, nx)]:
+        if f1 - f0 + e1 - e0 >= _CHUNK_FRAMES or (f1, e1) == (nf, nx) and (f1 > f0 or e1 > e0):
+            yield f0, f1, e0, e1
+            f0, e0 = f1, e1
+
+
+def _read_head(f):
     """The first message of a worker's stream (``_child``): ("ok", its part without frames and
     exchanges) or ("error", why)."""
+    import pickle
+
     try:
         c = time.process_time()  # (waiting for the worker costs no CPU)
-        res = u.load()
+        res = pickle.load(f)
         if res[0] == "ok":
             res[1]["cpu_head"] = time.process_time() - c
         return res
@@ -581,34 +603,40 @@ def _read_head(u):
         return ("error", "worker died")
 
 
-def _read_chunks(u, part: dict, rm: dict):
+def _read_chunks(f, part: dict, rm: dict):
     """The rest of a worker's stream: its frames and exchanges made objects (their connections
     the serial ids, ``rm``) chunk by chunk as they arrive, while the worker builds and pickles
     the next; ("error", why) if the worker failed or died.  Its CPU here: ``unpickle`` in all,
     ``tail`` after the last chunk came (what is left when the worker is done: the
     accounting's serial part)."""
+    import pickle
+
     frames: list = []
     exchanges: list = []
     try:
         c0 = c = last = time.process_time()
         while True:
             last, c = c, time.process_time()  # (the start of the last chunk: its objects are the tail)
-            tag, obj = u.load()
-            if tag == "f":
+            msg = pickle.load(f)
+            tag = msg[0]
+            if tag == "fx":
                 k = len(frames)
-                frames += starmap(Frame, obj)
-                for f in frames[k:]:
-                    f.connection = rm[f.connection]
-            elif tag == "x":
+                frames += starmap(Frame, msg[1])
+                for fr in frames[k:]:
+                    fr.connection = rm[fr.connection]
+                    fl = fr.fields
+                    if type(fl) is tuple:  # a FrameFields as _child sent it
+                        fr.fields = fl[0](*fl[1:])
                 k = len(exchanges)
-                exchanges += starmap(Exchange, obj)
+                exchanges += starmap(Exchange, msg[2])
                 for e in exchanges[k:]:
                     e.connection = rm[e.connection]
+                del msg
             elif tag == "end":
-                cpu = obj
+                cpu = msg[1]
                 break
             else:
-                return (tag, obj)
+                return msg
         c1 = time.process_time()
     except Exception:  # noqa: BLE001 - a stream cut short: the worker died
         return ("error", "worker died")
@@ -687,17 +715,15 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     shard.close_feeds()  # (done when the parent's reading ended; a no-op here then)
     t1 = _now()
     c1 = time.process_time()
-    import pickle
 
     # each worker's stream: its head first (connections, index entries, dicts, facts), then
     # chunks of frames and exchanges (``_child``).  With every head in, the cross-worker
     # checks and the first half of the merge (ids, index, dicts) are done while the workers
     # still pickle their chunks; the chunks are made objects as they come
     streams = [(pid, os.fdopen(r, "rb")) for pid, r in kids]
-    unpicklers = [pickle.Unpickler(f) for _, f in streams]
     parts: list = []
-    for u in unpicklers:
-        res = _read_head(u)
+    for _, fs in streams:
+        res = _read_head(fs)
         if res[0] != "ok":
             err = err or res[1]
         parts.append(res[1])
@@ -707,8 +733,8 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     why = err or _unshardable(shard.facts(), [p["facts"] for p in parts if isinstance(p, dict)])
     if not why:
         remap = _merge_heads(an, shard, parts)
-        for i, u in enumerate(unpicklers):
-            res = _read_chunks(u, parts[i], remap[i + 1])
+        for i, (_, fs) in enumerate(streams):
+            res = _read_chunks(fs, parts[i], remap[i + 1])
             if res[0] != "ok":
                 why = res[1]
                 break
@@ -888,7 +914,7 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
     for w, p in enumerate(allp):
         fo, xo = p["frames"], p["exchanges"]  # (a worker's: made objects as they came, _read_chunks)
         if w == 0:
-            nm = [f for f in fo if f.fields and type(f.fields.get("exchange")) is int]
+            nm = [f for f in fo if type(f.fields) is dict and type(f.fields.get("exchange")) is int]  # (a FrameFields names none)
         else:
             nm = list(map(fo.__getitem__, p["named"]))
         wf.append(fo)
@@ -924,10 +950,11 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
 
 # ------------------------------------------------------------------ the output, in parallel
 
-_CHUNK = 2048  # exchanges per chunk of ``requests_json``'s output
-# the forked child of ``requests_json`` encodes every third chunk (it computes page_of first:
-# measured on 60 k requests, a half made it the longer of the two by a quarter)
-_CHILD_EVERY = 3
+_CHUNK = 1024  # exchanges per chunk of ``requests_json``'s output (~2 MB of JSON: two of them, and their dicts, held at once)
+# the forked child of ``requests_json`` encodes every second chunk after page_of, while the
+# parent waits for the page (h2-small, benchmarks/parallel_accounting.py: JSON parent 0.18 s,
+# child 0.19 s; every third, when the parent made its phases meanwhile: 0.26 / 0.18)
+_CHILD_EVERY = 2
 
 
 def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: int = _CHUNK) -> None:
@@ -937,23 +964,23 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     measured them as the serial tail: on 60 k requests 1.2 s and 0.5 s of CPU after the pass):
     the parent plans the waterfall and the rows' starts (``jsonout.PhasePlan``), then forks
     once: the child computes ``page_of`` and sends it, then the phases and JSON of every
-    ``_CHILD_EVERY``-th chunk of ``chunk`` exchanges (0, 3, 6, …: page_of is its share too),
-    sent whole through a pipe; the parent meanwhile computes the phases of the other chunks,
-    then encodes them and writes every chunk in order.  (One fork,
+    ``_CHILD_EVERY``-th chunk of ``chunk`` exchanges (0, 2, 4, …), sent whole through a pipe;
+    the parent computes the phases and JSON of the other chunks once it has the page (not
+    before: held until then, they were the -j2 peak) and writes every chunk in order.  (One fork,
     not one for the page and another for the JSON: each fork of the whole model costs the
     copy of every page either process then writes, refcounts included.)  A child that fails
     costs only time: the parent computes what it did not get."""
-    from .jsonout import PhasePlan, _encode, dump, exchange_dict, page_and_phases
+    from .jsonout import PhasePlan, _encode, dump, exchange_dict
+    from .waterfall import page_of
 
     out = out if out is not None else sys.stdout
     if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
-        page, ph = page_and_phases(an)  # (the waterfall's phases planned once for both)
-        dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), out)
+        plan = PhasePlan(an)  # (the waterfall planned once for the page and the phases)
+        page = page_of(an, plan.exs, starts=plan.starts())
+        dump(plan.dicts(exs, page), out)
         out.write("\n")
         return
     import pickle
-
-    from .waterfall import page_of
 
     out.flush()
     sys.stderr.flush()
@@ -995,7 +1022,8 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         finally:
             os._exit(code)
     os.close(w)
-    mine = {i: phases(i) for i in range(k) if i % _CHILD_EVERY}
+    # (the parent's chunks' phases are made as each is written: made while the child computed
+    # the page, they were two thirds of 60 k phases objects held at once, the -j2 peak's last 22 MB)
     c1 = time.process_time()
     write = out.buffer.write if hasattr(out, "buffer") else out.write
     broken = False
@@ -1026,7 +1054,7 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
                     b = message()
                     broken = b is None
                 if b is None:
-                    b = encode(i, mine.pop(i, {}) or phases(i), pg)
+                    b = encode(i, phases(i), pg)
                 write(b",\n" if i else b"[\n")
                 write(b)
             tail = f.read(8) if not broken else b""

@@ -19,7 +19,7 @@ where ``pass`` is what the parent's and the workers' passes take when they run a
 the longest of them, and no less than their sum spread over the cores (a worker's chain is
 its pass, its part and its pickling; the parent's, its pass and its reading of the parts but
 the last chunk's, which is the "read parts" after it); with N workers the post-pass and the JSON are
-``parallel.requests_json``'s: the longer of the parent's phases and ``page_of`` (a child),
+``parallel.requests_json``'s: the longer of the parent's plan and ``page_of`` (a child),
 then the longer of the two processes' JSON (the child's with its chunks' phases, after its
 ``page_of``).  Serial CPU over the critical path is the speed-up an
 idle host would show; each figure is the least of ``--repeat`` runs (a loaded host only adds
@@ -112,8 +112,8 @@ def critical_path(r: dict, cores: int) -> dict:
     mine = t["parent_pass"] + t["read_parts"] - tail
     par = max(mine, *chains, (mine + sum(chains)) / cores)
     o = r.get("out")
-    if o:  # requests_json: page_of in a child while the parent computes its chunks' phases, then the
-        # JSON by turns (the child's chunks' phases with its JSON): the parent encodes once it has the page
+    if o:  # requests_json: the plan (``phases``: the starts) before the fork, page_of in the child, then the
+        # JSON by turns (each process's chunks' phases with its JSON): the parent encodes once it has the page
         post = max(o["phases"], o["page_child"]) + o["page_wait"]
         js = max(post + o["json_parent"], o["page_child"] + o["json_child"]) - post
         out_sum = o["phases"] + o["page_child"] + o["page_wait"] + o["json_parent"] + o["json_child"]

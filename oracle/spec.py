@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,7 +145,7 @@ def _conn_of(an: Analysis, f: Frame):
     return an.connections[f.connection]
 
 
-def _fl(f: Frame) -> dict[str, Any]:
+def _fl(f: Frame) -> Mapping[str, Any]:
     """A wirefall frame's fields (never None)."""
     return f.fields or {}
 

@@ -13,7 +13,9 @@ when the frame exhausted a window); HEADERS ``exclusive``/``depends_on``/``weigh
 GOAWAY ``error_code``/``error`` (name), GOAWAY ``last_stream_id``/``debug_data``; SETTINGS
 ``settings`` {name: value} or ``ack``; PING ``opaque``/``ack``; WINDOW_UPDATE ``increment``,
 ``window``; ALTSVC ``origin``/``alt_svc``; ORIGIN ``origins``; PRIORITY_UPDATE
-``prioritized_stream_id``/``priority_field_value``.
+``prioritized_stream_id``/``priority_field_value``.  A frame whose only fields are its header
+bytes, or its windows, holds them in a ``model.HeaderBytes`` / ``model.Windows`` (a read-only
+``FrameFields``: a third of a dict's memory), any other a dict.
 
 Exchange per stream (client streams, and promised streams with ``pushed``):
 - request_start / request_end: first byte of the request HEADERS, last byte of the frame
@@ -48,7 +50,7 @@ from wirefall.dissectors.http2 import (
 from ..content import BodyDecoder
 from . import IdentityBody, end_response, finish_body, needs_decoder
 from .tls import wire_packet
-from ..model import PROTO_CODE, Connection, Exchange, Frame, Note, NoteKind
+from ..model import PROTO_CODE, Connection, Exchange, Frame, FrameFields, HeaderBytes, Note, NoteKind, Windows
 
 P_HTTP2 = PROTO_CODE["HTTP2"]
 _new = object.__new__
@@ -232,7 +234,9 @@ class H2Session:
 
     def _frame(self, f: H2Frame):
         ctx = self.ctx
-        # the dissector is done with f.fields (nothing else reads them): the model takes the dict
+        # the dissector is done with f.fields (nothing else reads them): the model takes the dict,
+        # or, for the two shapes most frames have, the values in a FrameFields (model.py: a
+        # third of a dict's bytes; made here, its slots set, as Frame below)
         fields = f.fields
         pk = f.packet
         if pk == ctx._tp:  # ctx.time(pk), inlined: frames of one packet share one float
@@ -240,10 +244,24 @@ class H2Session:
         else:
             now = ctx._tv = self.ts[pk - 1]
             ctx._tp = pk
+        fl: dict | FrameFields | None
         if f.block_headers is not None or f.block_start is not None:
-            fields["header_bytes_wire"] = f.block_wire
-            fields["header_bytes_decoded"] = f.block_decoded
-            fields["header_bytes_hpack"] = f.block_hpack_size
+            if fields:
+                fields["header_bytes_wire"] = f.block_wire
+                fields["header_bytes_decoded"] = f.block_decoded
+                fields["header_bytes_hpack"] = f.block_hpack_size
+                fl = fields
+            else:
+                fl = hb = _new(HeaderBytes)
+                hb.header_bytes_wire = f.block_wire
+                hb.header_bytes_decoded = f.block_decoded
+                hb.header_bytes_hpack = f.block_hpack_size
+        elif len(fields) == 2 and "window_stream" in fields and "window_connection" in fields:  # (dissector._flow's order)
+            fl = w = _new(Windows)
+            w.window_connection = fields["window_connection"]
+            w.window_stream = fields["window_stream"]
+        else:
+            fl = fields or None
         # Frame(packet, first_packet, time, connection, direction, protocol, stream_id, type,
         # flags, length, headers, fields, offset, error), its fields set here (all of them:
         # _FRAME_SLOTS): calling the class runs its __init__ in a nested run of the interpreter
@@ -260,7 +278,7 @@ class H2Session:
         fr.flags = f.flags
         fr.length = f.length
         fr.headers = f.headers
-        fr.fields = fields or None
+        fr.fields = fl
         fr.offset = f.offset
         fr.error = f.error
         self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined

@@ -495,6 +495,7 @@ class SpdySession:
         fields = fr.fields  # (the frame's own dict: see _frame)
         if fields is None:
             fields = {}
+        assert isinstance(fields, dict)  # (SPDY frames hold no FrameFields)
         stalled = None
         new_stall = None
         if st is not None:

@@ -580,7 +580,7 @@ class TlsSession:
             last = self.last_frame[d]
             first = self.last_key[d]
             # (a frame made here always has its fields dict: the last test narrows the type)
-            if last is not None and first is not None and last.error is None and (fl := last.fields) is not None:
+            if last is not None and first is not None and last.error is None and isinstance(fl := last.fields, dict):
                 n = fl.get("count", 1)
                 if "record_types" not in fl and key != first:
                     fl["record_types"] = {first[0]: n}
@@ -677,7 +677,7 @@ class TlsSession:
                 old = self.key_codes.get(id(dec))
                 self.dec[d] = self._tag(dec.next_generation(), (old[1] if old else KEY_APP) + 1)
             fields = frame.fields
-            assert fields is not None  # the record's frame, made by _frame with a dict
+            assert isinstance(fields, dict)  # the record's frame, made by _frame with a dict
             if body:
                 fields["key_update"] = "update_requested" if body[0] == 1 else "update_not_requested"
         elif t == T.HS_NEXT_PROTOCOL and d == 0:
