@@ -47,11 +47,12 @@ from wirefall.dissectors.http3 import Http3Dissector, h3_evidence
 from wirefall.dissectors.quic_crypto import SUITES
 
 from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home is the model)
-from ..model import Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
+from ..model import PROTO_CODE, Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
 ONE_RTT = dq.ONE_RTT  # (packet types are the dissector's constants: compared by identity per packet)
 LONG_TYPES = (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION)
+P_QUIC = PROTO_CODE["QUIC"]
 
 
 class QuicPackets:
@@ -203,6 +204,7 @@ class QuicSession:
         cid = conn.id
         add = ctx.add_frame
         frames_append = ctx.analysis.frames.append  # (add_frame without its proto: set once per packet below)
+        proto = ctx.proto
         agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
@@ -258,7 +260,8 @@ class QuicSession:
             pn, kp = qp.pn, qp.key_phase
             base = (ptype, pn, kp)  # (the fields of frames counted past the budget: made by _count if it must)
             listed = self.listed
-            ctx.set_proto(packet, "QUIC")  # (once per packet: what add_frame(frame, "QUIC") did per frame)
+            if proto[packet - 1] < P_QUIC:  # ctx.set_proto(packet, "QUIC"), inline: what add_frame(frame, "QUIC") did per frame
+                proto[packet - 1] = P_QUIC
             for f in qp.frames:
                 cnt, rest = f.count, 0
                 ftype = f.type
@@ -301,7 +304,8 @@ class QuicSession:
                     self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
-        self._events(q.pop_events())
+        if q.events:  # (an ACK-only packet has none)
+            self._events(q.pop_events())
         if q.cids_grew:  # (the sets only grow: unchanged since the last look, nothing new to route by)
             q.cids_grew = False
             if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
