@@ -689,6 +689,30 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+# commands that read a capture, print and end: the process may end without the interpreter's teardown
+PRINTING = frozenset(("summary", "packets", "frames", "requests", "stats"))
+
+
+def _exit_now(rc: int) -> None:
+    """End the process at once, output flushed: the interpreter's teardown would free the
+    model object by object (every Frame, Exchange, field dict and module), memory the OS takes
+    back whole — on h3-aioquic (2,870 packets) ~5 ms of a 150 ms ``requests --json``, more on
+    a larger capture.  Returns (the normal exit follows) when a thread still runs or the
+    flush fails, so that those end as they always did."""
+    th = sys.modules.get("threading")
+    if th is not None and th.active_count() > 1:
+        return
+    lg = sys.modules.get("logging")
+    try:
+        if lg is not None:
+            lg.shutdown()  # (what its atexit hook does: flush and close the handlers)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - the normal exit reports it as it always did
+        return
+    os._exit(rc)
+
+
 def main(argv: list[str] | None = None) -> int:
     import gc
 
@@ -699,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     # after would walk it all at once.
     gc_on = gc.isenabled()
     gc.disable()
+    program = argv is None  # the process's own command line (the console script, python -m wirefall)
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         # `wirefall FILE [--keylog K]` opens the TUI
@@ -719,7 +744,10 @@ def main(argv: list[str] | None = None) -> int:
             gc.enable()
 
     try:
-        return args.func(args) or 0
+        rc = args.func(args) or 0
+        if program and args.command in PRINTING:
+            _exit_now(rc)
+        return rc
     except CaptureError as e:
         print(f"wirefall: {printable(e)}", file=sys.stderr)
         return 2
