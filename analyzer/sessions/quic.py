@@ -37,9 +37,10 @@ Model output
 """
 from __future__ import annotations
 
-import hashlib
 from array import array
 from collections import deque
+
+from cryptography.hazmat.primitives.hashes import SHA256, Hash  # (not hashlib: see dissectors/tls_crypto.py)
 
 from wirefall.dissectors import quic as dq
 from wirefall.dissectors.gquic import GquicDissector, is_gquic
@@ -406,7 +407,7 @@ class QuicSession:
                 _, d, sid, off, data, fin, packet = ev
                 h = self.stream_hash.get((d, sid))
                 if h is None:
-                    h = self.stream_hash[(d, sid)] = [0, hashlib.sha256()]
+                    h = self.stream_hash[(d, sid)] = [0, Hash(SHA256())]
                 h[0] += len(data)
                 h[1].update(data)
                 if self.h3 is None and self.app_alpn is None:
@@ -815,7 +816,7 @@ class QuicSession:
         for edges in self.spin_edges:
             samples.extend(b - a for a, b in zip(edges, edges[1:]))
         st["spin_rtt_samples"] = samples
-        st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].hexdigest()} for (d, sid), h in self.stream_hash.items()}
+        st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].finalize().hex()} for (d, sid), h in self.stream_hash.items()}
         if self.h3 is not None:
             h3 = self.h3
             st["h3_stream_types"] = {f"{d}:{sid}": k for (d, sid), k in h3.stream_types.items()}
