@@ -22,7 +22,8 @@ Model output
 - Exchanges for HTTP/3 requests and pushes, like HTTP/2.
 - Per-connection statistics the model has no field for: ``ctx.shared["quic_stats"][conn.id]``
   (packets, ACK-only packets, undecrypted packets, retransmitted STREAM/CRYPTO bytes, key
-  updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts + SHA-256).
+  updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts, + SHA-256
+  when ``STREAM_DIGESTS`` is set).
 - Every decrypted QUIC packet is listed, as numbers only (no plaintext, no secret: bounded
   memory), in ``analysis.quic_packets[(conn id, dir)]`` (a ``QuicPackets``): its capture packet, position and length in the UDP payload,
   header length (up to the packet number) and packet-number length, full packet number,
@@ -51,6 +52,13 @@ from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home
 from ..model import PROTO_CODE, Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
+# The SHA-256 of each stream's bytes in quic_stats ("streams": {"d:sid": {"bytes", "sha256"}}):
+# a check of the reassembly (tests/test_quic.py compares it with tshark's) that no command,
+# view or JSON output reads, and hashing every stream byte (~0.5 GB/s here) was ~4 ms of
+# h3-aioquic's 2.3 MB of streams, ~3 % of its `requests` run: made only when set.  The byte
+# counts always are.
+STREAM_DIGESTS = False
+_SHA256 = Hash(SHA256())  # (copied for each stream: cheaper than a new context)
 ONE_RTT = dq.ONE_RTT  # (packet types are the dissector's constants: compared by identity per packet)
 LONG_TYPES = (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION)
 P_QUIC = PROTO_CODE["QUIC"]
@@ -407,9 +415,10 @@ class QuicSession:
                 _, d, sid, off, data, fin, packet = ev
                 h = self.stream_hash.get((d, sid))
                 if h is None:
-                    h = self.stream_hash[(d, sid)] = [0, Hash(SHA256())]
+                    h = self.stream_hash[(d, sid)] = [0, _SHA256.copy() if STREAM_DIGESTS else None]
                 h[0] += len(data)
-                h[1].update(data)
+                if h[1] is not None:
+                    h[1].update(data)
                 if self.h3 is None and self.app_alpn is None:
                     offered = getattr(self, "_alpn_offered", None)
                     if offered and all(a == "h3" or a.startswith("h3-") for a in offered):
@@ -816,7 +825,8 @@ class QuicSession:
         for edges in self.spin_edges:
             samples.extend(b - a for a, b in zip(edges, edges[1:]))
         st["spin_rtt_samples"] = samples
-        st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].finalize().hex()} for (d, sid), h in self.stream_hash.items()}
+        st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].finalize().hex()} if h[1] is not None else {"bytes": h[0]}
+                         for (d, sid), h in self.stream_hash.items()}
         if self.h3 is not None:
             h3 = self.h3
             st["h3_stream_types"] = {f"{d}:{sid}": k for (d, sid), k in h3.stream_types.items()}
