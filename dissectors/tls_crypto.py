@@ -28,12 +28,12 @@ from .dataclass_repr import dataclass_repr
 from .tls_suites import CIPHER_SUITES
 
 HASH_LEN = {"sha256": 32, "sha384": 48, "sha1": 20, "md5": 16}
-_HASHES = {"sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha1": hashes.SHA1, "md5": hashes.MD5}
+_HASHES: dict[str, hashes.HashAlgorithm] = {"sha256": hashes.SHA256(), "sha384": hashes.SHA384(), "sha1": hashes.SHA1(), "md5": hashes.MD5()}
 
 
 def _hmac(key: bytes, msg: bytes, h: str) -> bytes:
     """HMAC-``h`` (a HASH_LEN name) of ``msg``."""
-    m = HMAC(key, _HASHES[h]())
+    m = HMAC(key, _HASHES[h])
     m.update(msg)
     return m.finalize()
 
@@ -41,7 +41,7 @@ def _hmac(key: bytes, msg: bytes, h: str) -> bytes:
 def _hmac_ok(key: bytes, msg: bytes, h: str, tag: bytes) -> bool:
     """Whether ``tag`` is the HMAC-``h`` of ``msg`` (compared in constant time by HMAC.verify;
     not primitives.constant_time, which imports the standard library's hmac)."""
-    m = HMAC(key, _HASHES[h]())
+    m = HMAC(key, _HASHES[h])
     m.update(msg)
     try:
         m.verify(tag)
@@ -52,7 +52,7 @@ def _hmac_ok(key: bytes, msg: bytes, h: str, tag: bytes) -> bool:
 
 def digest(h: str, data: bytes) -> bytes:
     """The ``h`` hash (a HASH_LEN name) of ``data``."""
-    m = hashes.Hash(_HASHES[h]())
+    m = hashes.Hash(_HASHES[h])
     m.update(data)
     return m.finalize()
 
