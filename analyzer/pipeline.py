@@ -80,6 +80,7 @@ def _analyze(
     on_start: Callable[[Analysis], None] | None = None,
     shard=None,
     opener=None,
+    listing: bool = True,
 ) -> Analysis:
     """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture.
 
@@ -89,13 +90,15 @@ def _analyze(
     can show packets while the pass goes on (the index only grows; connections, frames and
     exchanges are appended).  ``shard`` (``analyzer.parallel.Shard``): decode only this
     worker's connections.  ``opener``: how the capture file is opened (``read_capture``; a live
-    capture follows its growing file)."""
+    capture follows its growing file).  ``listing=False``: no per-packet listing of QUIC frames
+    and packets (``sessions.Context.listing``), for a command that prints exchanges only."""
     if keylog is None:
         keylog = load_keylog(keylogs, limits=limits)
     index = PacketIndex()
     an = Analysis(path=path, index=index, keylog=keylog)
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
+    ctx.listing = listing
     marks = shard.setup(ctx, info) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some
     frames_l, exch_l = an.frames, an.exchanges
     max_pending = ctx.limits["tcp_pending_bytes"]

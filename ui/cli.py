@@ -83,7 +83,10 @@ def _progress_printer(enabled: bool):
     return cb
 
 
-def load(args):
+def load(args, listing: bool = True):
+    """The capture's analysis (from the cache with --cache), browser logs laid over it.
+    ``listing=False``: without the per-packet listing of QUIC frames and packets, which a
+    command that prints exchanges only never reads (``analyzer.sessions.Context.listing``)."""
     import gc
 
     progress = _progress_printer(sys.stderr.isatty() and not getattr(args, "json", False))
@@ -98,7 +101,7 @@ def load(args):
         from wirefall.analyzer.pipeline import analyze
 
         an = analyze(args.file, keylogs=args.keylog, progress=progress, limits=limits_of(args),
-                     workers=getattr(args, "workers", None))
+                     workers=getattr(args, "workers", None), listing=listing)
     _overlay(an, args)
     for w in an.warnings:
         print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
@@ -248,7 +251,9 @@ def cmd_frames(args) -> int:
 
 def cmd_requests(args) -> int:
     pred = _filter(args, "exchanges")
-    an = load(args)
+    # (the exchanges only: no frame listing, unless one request's detail is asked for, which
+    # shows its frames, or browser logs are laid over the capture: their matching left as it was)
+    an = load(args, listing=args.detail is not None or bool(overlay_args(args)))
     if args.detail is not None:  # one request's detail (ui/cli_request.py)
         from wirefall.ui.cli_request import cmd_request_detail
 

@@ -214,6 +214,7 @@ class QuicSession:
         add = ctx.add_frame
         frames_append = ctx.analysis.frames.append  # (add_frame without its proto: set once per packet below)
         proto = ctx.proto
+        listing = ctx.listing  # (False: no Frame per QUIC frame, no quic_packets row: see Context.listing)
         agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
@@ -221,7 +222,7 @@ class QuicSession:
         for qp in pkts:
             direction = qp.direction  # the dissector may have found the endpoints' roles reversed
             ptype = qp.type
-            if qp.hdr_len:
+            if qp.hdr_len and listing:
                 self._note_packet(direction, qp, packet)
             if ptype is not ONE_RTT and ptype in LONG_TYPES:
                 if self.first_long[direction] is None:
@@ -290,25 +291,26 @@ class QuicSession:
                                 self._count(f, rest, direction, ptype, base, packet, t, agg)
                                 continue
                         cnt = single
-                # (a literal: the keys in the order dict(base) + frame_type made them)
-                if kp is None:
-                    fields = {"packet_type": ptype, "packet_number": pn, "frame_type": f.code}
-                else:
-                    fields = {"packet_type": ptype, "packet_number": pn, "key_phase": kp, "frame_type": f.code}
-                off = f.offset
-                if off >= 0:
-                    fields["offset"] = off
-                if ftype == "STREAM":
-                    fields["fin"] = f.fin
-                if f.fields:
-                    fields.update(f.fields)
-                # (positional: packet, first_packet, time, connection, direction, protocol,
-                # stream_id, type, flags, length, headers, fields, offset, error; once per frame)
-                frames_append(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, ftype, 0, f.length,
-                                    None, fields, off, f.error))
-                if cnt > 1:
-                    for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
-                        frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
+                if listing:
+                    # (a literal: the keys in the order dict(base) + frame_type made them)
+                    if kp is None:
+                        fields = {"packet_type": ptype, "packet_number": pn, "frame_type": f.code}
+                    else:
+                        fields = {"packet_type": ptype, "packet_number": pn, "key_phase": kp, "frame_type": f.code}
+                    off = f.offset
+                    if off >= 0:
+                        fields["offset"] = off
+                    if ftype == "STREAM":
+                        fields["fin"] = f.fin
+                    if f.fields:
+                        fields.update(f.fields)
+                    # (positional: packet, first_packet, time, connection, direction, protocol,
+                    # stream_id, type, flags, length, headers, fields, offset, error; once per frame)
+                    frames_append(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, ftype, 0, f.length,
+                                        None, fields, off, f.error))
+                    if cnt > 1:
+                        for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
+                            frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
                 if rest:
                     self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
