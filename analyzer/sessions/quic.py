@@ -633,17 +633,19 @@ class QuicSession:
         conn = self.conn
         proto = conn.protocol
         stream_types = self.h3.stream_types
+        listing = ctx.listing  # (False: no Frame per HTTP/3 frame either, see Context.listing)
         for f in frames:
             t = ctx.time(f.packet)
-            fields = dict(f.fields) if f.fields else {}
-            if f.push_id is not None:
-                fields["push_id"] = f.push_id
             sid = f.stream_id
-            fields["stream_type"] = stream_types.get((f.direction, sid), "request")
-            # (positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
-            # flags, length, headers, fields, offset, error)
-            ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0, f.length,
-                                f.headers, fields, f.offset, f.error), "HTTP3")
+            if listing:
+                fields = dict(f.fields) if f.fields else {}
+                if f.push_id is not None:
+                    fields["push_id"] = f.push_id
+                fields["stream_type"] = stream_types.get((f.direction, sid), "request")
+                # (positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
+                # flags, length, headers, fields, offset, error)
+                ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0, f.length,
+                                    f.headers, fields, f.offset, f.error), "HTTP3")
             if f.type == "HEADERS":
                 if f.stream_id & 3 == 0:
                     ex = self.exchanges.get(sid)
@@ -677,10 +679,10 @@ class QuicSession:
                     ex.response_end, ex.response_end_packet = t, f.packet
                     if ex.response_start is None:
                         ex.response_start, ex.response_start_packet = ctx.time(f.first_packet), f.first_packet
-            elif f.type == "PRIORITY_UPDATE" and not fields.get("push"):
-                ex = self.exchanges.get(fields.get("prioritized_element_id"))
+            elif f.type == "PRIORITY_UPDATE" and f.fields and not f.fields.get("push"):
+                ex = self.exchanges.get(f.fields.get("prioritized_element_id"))
                 if ex is not None:
-                    ex.priority = {"urgency_incremental": fields.get("priority_field_value")}
+                    ex.priority = {"urgency_incremental": f.fields.get("priority_field_value")}
         if self.h3.errors:
             for p, msg in self.h3.errors:
                 conn.notes.append(f"packet {p}: {msg}")
