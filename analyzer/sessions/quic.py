@@ -18,7 +18,9 @@ Model output
   could not be decrypted as one ``Frame(type="PROTECTED", error=reason)``; Retry and
   Version Negotiation packets as ``RETRY`` / ``VERSION_NEGOTIATION`` frames.  HTTP/3
   frames as ``Frame(protocol="h3")`` with first/last packet; gQUIC packets as
-  ``Frame(protocol="gquic", type="PACKET"|"CHLO"|"REJ"|"SHLO"...)``.
+  ``Frame(protocol="gquic", type="PACKET"|"CHLO"|"REJ"|"SHLO"...)``.  With
+  ``Context.listing`` off (``requests``) no QUIC or HTTP/3 frame is listed (nor a packet in
+  ``quic_packets``, below); connections, exchanges, notes and budgets are the same.
 - Exchanges for HTTP/3 requests and pushes, like HTTP/2.
 - Per-connection statistics the model has no field for: ``ctx.shared["quic_stats"][conn.id]``
   (packets, ACK-only packets, undecrypted packets, retransmitted STREAM/CRYPTO bytes, key
