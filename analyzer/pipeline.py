@@ -18,7 +18,7 @@ from .flows import TcpDirection, TcpFlow, UdpFlow, app_failed, choose_client
 from .keylog import KeyLog, load_keylog
 from .model import PROTO_CODE, Analysis, Connection, PacketIndex
 from .gcpause import gc_paused
-from .packet import _ETH_IP4_TCP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str, layers, wscale_option
+from .packet import _ETH_IP4_TCP, _ETH_IP4_UDP, ACK, FIN, PROTO_TCP, PROTO_UDP, RST, SYN, Decoded, Decoder, addr_str, layers, wscale_option
 from .sessions import CAPTURE_ID, KINDS, Context
 
 P_IPV4, P_IPV6, P_TCP, P_UDP, P_ICMP = PROTO_CODE["IPv4"], PROTO_CODE["IPv6"], PROTO_CODE["TCP"], PROTO_CODE["UDP"], PROTO_CODE["ICMP"]
@@ -80,6 +80,7 @@ def _analyze(
     on_start: Callable[[Analysis], None] | None = None,
     shard=None,
     opener=None,
+    listing: bool = True,
 ) -> Analysis:
     """Analyse the capture at ``path``.  Raises ``CaptureError`` if it is not a capture.
 
@@ -89,13 +90,15 @@ def _analyze(
     can show packets while the pass goes on (the index only grows; connections, frames and
     exchanges are appended).  ``shard`` (``analyzer.parallel.Shard``): decode only this
     worker's connections.  ``opener``: how the capture file is opened (``read_capture``; a live
-    capture follows its growing file)."""
+    capture follows its growing file).  ``listing=False``: no per-packet listing of QUIC frames
+    and packets (``sessions.Context.listing``), for a command that prints exchanges only."""
     if keylog is None:
         keylog = load_keylog(keylogs, limits=limits)
     index = PacketIndex()
     an = Analysis(path=path, index=index, keylog=keylog)
     info = CaptureInfo()
     ctx = Context(an, keylog, limits)
+    ctx.listing = listing
     marks = shard.setup(ctx, info) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some
     frames_l, exch_l = an.frames, an.exchanges
     max_pending = ctx.limits["tcp_pending_bytes"]
@@ -123,6 +126,7 @@ def _analyze(
 
     plain_udp = ctx.budget("udp_plain_flows")  # UDP flows no dissector reads that get a connection
     session_udp = ctx.budget("udp_session_flows")  # UDP flows that get a QUIC or DNS session
+    udp_budgets = (plain_udp, session_udp)
 
     def new_sniffer(flow):
         sn = ctx.sniffer(flow.conn)
@@ -202,20 +206,29 @@ def _analyze(
             if now - last_progress > 0.1:
                 last_progress = now
                 progress(pkt, roff, total)
-        # Ethernet + IPv4 (no options) + TCP, the bulk of most captures: Decoder.decode's own
-        # fast path, inlined (no call, no Decoded tuple); everything else goes through decode()
-        tcp = False
+        # Ethernet + IPv4 (no options) + TCP or UDP, the bulk of most captures: Decoder.decode's
+        # own fast paths, inlined (no call, no Decoded tuple); everything else goes through decode()
+        tcp = udp = False
         n = len(rdata)
-        if linktype == 1 and n >= 54 and rdata[23] == 6 and rdata[14] == 0x45:
-            etype, _, iptotal, _, frag, _, src, dst, sport, dport, seq, ackno, doff, flags, _ = _ETH_IP4_TCP(rdata, 0)
-            end = 14 + iptotal if iptotal >= 20 else n
-            if end > n:
-                end = n
-            if etype == 0x0800 and not frag & 0x3FFF and doff >= 0x50 and end >= 54:
-                payload = rdata[34 + (doff >> 4) * 4 : end]
-                flags |= (doff & 1) << 8
-                tcp = True
-        if not tcp:
+        if linktype == 1 and n >= 42 and rdata[14] == 0x45:
+            if rdata[23] == 6 and n >= 54:
+                etype, _, iptotal, _, frag, _, src, dst, sport, dport, seq, ackno, doff, flags, _ = _ETH_IP4_TCP(rdata, 0)
+                end = 14 + iptotal if iptotal >= 20 else n
+                if end > n:
+                    end = n
+                if etype == 0x0800 and not frag & 0x3FFF and doff >= 0x50 and end >= 54:
+                    payload = rdata[34 + (doff >> 4) * 4 : end]
+                    flags |= (doff & 1) << 8
+                    tcp = True
+            elif rdata[23] == 17:  # (QUIC: a session per datagram, the UDP header is all there is to read)
+                etype, _, iptotal, _, frag, _, src, dst, sport, dport, ulen = _ETH_IP4_UDP(rdata, 0)
+                end = 14 + iptotal if iptotal >= 20 else n
+                if end > n:
+                    end = n
+                if etype == 0x0800 and not frag & 0x3FFF and end >= 42:
+                    payload = rdata[42 : 34 + ulen if 8 <= ulen <= end - 34 else end]
+                    udp = True
+        if not tcp and not udp:
             dd = decoder.decode(linktype, rdata)
             if dd is None:  # IPv4 fragment held for reassembly
                 conn_a(-1)
@@ -231,6 +244,9 @@ def _analyze(
             if proto == PROTO_TCP:
                 _, src, dst, _, sport, dport, payload, seq, ackno, flags, _, _, _, _ = d
                 tcp = True
+            elif proto == PROTO_UDP:
+                _, src, dst, _, sport, dport, payload, _, _, _, _, _, _, _ = d
+                udp = True
         if tcp:
             key = (src, sport, dst, dport)
             hit = tcp_dirs.get(key)
@@ -318,8 +334,8 @@ def _analyze(
         elif shard is not None and shard.k:  # UDP and the rest: worker 0's
             conn_a(-2)
             proto_a(0)
-        elif proto == PROTO_UDP:
-            _udp_datagram(ctx, d, pkt, ts, origlen, flows, udp_flows, (plain_udp, session_udp), shard, addr)
+        elif udp:
+            _udp_datagram(ctx, src, sport, dst, dport, payload, pkt, ts, origlen, flows, udp_flows, udp_budgets, shard, addr)
         else:
             conn_a(-1)
             proto_a(P_ICMP if proto in (1, 58) else (P_IPV4 if d.ipver == 4 else P_IPV6))
@@ -329,76 +345,88 @@ def _analyze(
     return an
 
 
-def _udp_datagram(ctx: Context, d: Decoded, pkt: int, ts: float, origlen: int, flows: dict, udp_flows: dict,
-                  udp_budgets: tuple, shard, addr: Callable) -> None:
+def _udp_datagram(ctx: Context, src: bytes, sport: int, dst: bytes, dport: int, payload, pkt: int, ts: float, origlen: int,
+                  flows: dict, udp_flows: dict, udp_budgets: tuple, shard, addr: Callable) -> None:
     """One UDP datagram of the pass (``_analyze``'s loop): its flow (a new one, or a known QUIC
     connection on a new path), the connection's statistics and index entry, its session."""
-    an = ctx.analysis
-    index, conns, undecoded = an.index, an.connections, an.undecoded
-    plain_udp, session_udp = udp_budgets  # (udp_plain_flows, udp_session_flows)
-    key = (d.src, d.sport, d.dst, d.dport)
+    index = ctx.analysis.index
+    key = (src, sport, dst, dport)
     uflow = udp_flows.get(key)
     if uflow is None:
-        uflow = udp_flows.get((d.dst, d.dport, d.src, d.sport))
-    if uflow is None and "quic_cids" in ctx.shared:
-        hit = _quic_route(ctx, d.payload)
-        if hit is not None:  # a known QUIC connection on a new path (migration, NAT rebinding)
-            session, direction = hit
-            uflow = UdpFlow(session.conn, (d.src, d.sport) if direction == 0 else (d.dst, d.dport))
-            uflow.app = session
-            udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
-            if shard is not None:
-                shard.moved[(PROTO_UDP, key)] = pkt
-            session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(d.src)}:{d.sport} → {addr_str(d.dst)}:{d.dport}")
-    if uflow is None:
-        kind = _udp_kind(d.sport, d.dport, d.payload)
-        if kind is None and not plain_udp.take(1):  # past udp_plain_flows_capture: counted, not modelled
-            undecoded[PLAIN_UDP] = undecoded.get(PLAIN_UDP, 0) + 1
-            index.conn.append(-1)
-            index.proto.append(P_UDP)
-            return
-        if kind is not None and not session_udp.take(1):  # a flood of QUIC- or DNS-looking flows
-            undecoded[SESSION_UDP] = undecoded.get(SESSION_UDP, 0) + 1
-            index.conn.append(-1)
-            index.proto.append(P_UDP)
-            return
-        conn = Connection(id=len(conns), transport="udp", client=(addr(d.src), d.sport), server=(addr(d.dst), d.dport), start=ts, first_packet=pkt)
-        if choose_client(d.sport, d.dport, None) is False:
-            conn.client, conn.server = conn.server, conn.client
-            uflow = UdpFlow(conn, (d.dst, d.dport))
-        else:
-            uflow = UdpFlow(conn, (d.src, d.sport))
-        conns.append(conn)
-        udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
-        if kind is not None:
-            uflow.app = ctx.make(kind, conn) if kind in KINDS else None
-            if kind == "dns":
-                conn.protocol = "dns"
-        elif d.sport in QUIC_PORTS or d.dport in QUIC_PORTS:
-            uflow.lazy = True  # a QUIC session once a datagram looks like QUIC
+        uflow = udp_flows.get((dst, dport, src, sport))
+        if uflow is None:
+            uflow = _new_udp_flow(ctx, src, sport, dst, dport, payload, pkt, ts, flows, udp_flows, udp_budgets, shard, addr)
+            if uflow is None:  # counted, not modelled
+                index.conn.append(-1)
+                index.proto.append(P_UDP)
+                return
     conn = uflow.conn
-    direction = 0 if uflow.client_key == (d.src, d.sport) else 1
+    ck = uflow.client_key
+    direction = 0 if ck[1] == sport and ck[0] == src else 1
     st = conn.stats[direction]
     st.packets += 1
     st.bytes += origlen
-    st.payload += len(d.payload)
+    st.payload += len(payload)
     conn.end = ts
     conn.last_packet = pkt
     index.conn.append(conn.id)
     index.proto.append(P_UDP)
-    if uflow.lazy and uflow.app is None and _quic_like(d.payload):
+    app = uflow.app
+    if app is None and uflow.lazy and _quic_like(payload):
         uflow.lazy = False
-        uflow.app = ctx.make("quic", conn)
-    if uflow.app is not None:
+        app = uflow.app = ctx.make("quic", conn)
+    if app is not None:
         try:
-            uflow.app.datagram(direction, d.payload, pkt)
+            app.datagram(direction, payload, pkt)
         except Exception as e:  # noqa: BLE001 - a dissector bug must not stop the capture
             app_failed(uflow, e, pkt)
-        if getattr(uflow.app, "flip_request", False):  # the session found the roles reversed
-            setattr(uflow.app, "flip_request", False)  # noqa: B010 - an attribute of the QUIC session only
-            uflow.client_key = (d.dst, d.dport) if uflow.client_key == (d.src, d.sport) else (d.src, d.sport)
+        if getattr(app, "flip_request", False):  # the session found the roles reversed
+            setattr(app, "flip_request", False)  # noqa: B010 - an attribute of the QUIC session only
+            uflow.client_key = (dst, dport) if uflow.client_key == (src, sport) else (src, sport)
             conn.client, conn.server = conn.server, conn.client
             conn.stats.reverse()
+
+
+def _new_udp_flow(ctx: Context, src: bytes, sport: int, dst: bytes, dport: int, payload, pkt: int, ts: float,
+                  flows: dict, udp_flows: dict, udp_budgets: tuple, shard, addr: Callable) -> UdpFlow | None:
+    """The flow of a UDP datagram no known flow has: a known QUIC connection on a new path, or a
+    new connection; None: past the UDP flow budgets (counted in ``analysis.undecoded``)."""
+    key = (src, sport, dst, dport)
+    if "quic_cids" in ctx.shared:
+        hit = _quic_route(ctx, payload)
+        if hit is not None:  # a known QUIC connection on a new path (migration, NAT rebinding)
+            session, direction = hit
+            uflow = UdpFlow(session.conn, (src, sport) if direction == 0 else (dst, dport))
+            uflow.app = session
+            udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
+            if shard is not None:
+                shard.moved[(PROTO_UDP, key)] = pkt
+            session.conn.notes.append(f"packet {pkt}: connection continues on a new path {addr_str(src)}:{sport} → {addr_str(dst)}:{dport}")
+            return uflow
+    undecoded, conns = ctx.analysis.undecoded, ctx.analysis.connections
+    plain_udp, session_udp = udp_budgets  # (udp_plain_flows, udp_session_flows)
+    kind = _udp_kind(sport, dport, payload)
+    if kind is None and not plain_udp.take(1):  # past udp_plain_flows_capture: counted, not modelled
+        undecoded[PLAIN_UDP] = undecoded.get(PLAIN_UDP, 0) + 1
+        return None
+    if kind is not None and not session_udp.take(1):  # a flood of QUIC- or DNS-looking flows
+        undecoded[SESSION_UDP] = undecoded.get(SESSION_UDP, 0) + 1
+        return None
+    conn = Connection(id=len(conns), transport="udp", client=(addr(src), sport), server=(addr(dst), dport), start=ts, first_packet=pkt)
+    if choose_client(sport, dport, None) is False:
+        conn.client, conn.server = conn.server, conn.client
+        uflow = UdpFlow(conn, (dst, dport))
+    else:
+        uflow = UdpFlow(conn, (src, sport))
+    conns.append(conn)
+    udp_flows[key] = flows[(PROTO_UDP, key)] = uflow
+    if kind is not None:
+        uflow.app = ctx.make(kind, conn) if kind in KINDS else None
+        if kind == "dns":
+            conn.protocol = "dns"
+    elif sport in QUIC_PORTS or dport in QUIC_PORTS:
+        uflow.lazy = True  # a QUIC session once a datagram looks like QUIC
+    return uflow
 
 
 def _finish(an: Analysis, ctx: Context, info: CaptureInfo, decoder: Decoder, flows: dict, retired: list, marks, shard,

@@ -100,7 +100,8 @@ def _in_checkout():
 
 def digest_file(path: str, keylog: str | None, commands=COMMANDS) -> dict[str, dict]:
     """{command: {"sha256", "bytes", "rc"}} of ``wirefall COMMAND path --json`` (in this
-    process; the four commands share one analysis). Call inside ``_in_checkout()``."""
+    process; the commands share one analysis, ``requests`` its own without the frame
+    listing, as ``cli.load`` makes them). Call inside ``_in_checkout()``."""
     import gc
 
     from wirefall.ui import cli
@@ -108,10 +109,12 @@ def digest_file(path: str, keylog: str | None, commands=COMMANDS) -> dict[str, d
     real_load = cli.load
     memo: dict = {}
 
-    def load_once(args):
-        if "an" not in memo:
-            memo["an"] = real_load(args)
-        return memo["an"]
+    def load_once(args, listing: bool = True):
+        # (one analysis with the frame listing for the commands that read it, one without for
+        # `requests`, as each command makes it: the lean model's output is checked too)
+        if listing not in memo:
+            memo[listing] = real_load(args, listing=listing)
+        return memo[listing]
 
     out = {}
     cli.load = load_once

@@ -32,9 +32,12 @@ class Budget:
     def room(self) -> int:
         """How many units may still be taken."""
         r = self.cap - self.used
-        if self.parent is not None:
-            r = min(r, self.parent.room())
-        return max(r, 0)
+        b = self.parent
+        while b is not None:  # (a loop, not a call per level: asked per listed frame and header block)
+            if b.cap - b.used < r:
+                r = b.cap - b.used
+            b = b.parent
+        return r if r > 0 else 0
 
     def take(self, n: int) -> bool:
         """Charge ``n`` units; False (and nothing charged) when this or a parent cannot.

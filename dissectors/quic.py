@@ -755,7 +755,7 @@ class QuicConnectionDissector:
         if secret is None:  # (not met: the 0-RTT keys that failed were made from this secret)
             return None
         for suite in (0x1301, 0x1302, 0x1303):
-            if qc.SUITES[suite][0]().digest_size != len(secret):
+            if qc.HASH_LEN[qc.SUITES[suite][0]] != len(secret):
                 continue
             k = PacketKeys(suite, secret, self.version or qc.VERSION_1)
             try:

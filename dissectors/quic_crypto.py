@@ -14,8 +14,6 @@ from a key log; ``PacketKeys.next_phase()`` for key updates.
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import weakref
 from _thread import allocate_lock  # (threading.Lock itself: the threading module, ~0.5 ms of a start, is not needed)
 from collections import deque
@@ -24,7 +22,9 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
-from .tls_crypto import hkdf_expand_label as _hkdf_expand_label  # one HKDF for TLS and QUIC
+from .tls_crypto import HASH_LEN
+from .tls_crypto import hkdf_expand_label as _hkdf_expand_label  # one HKDF for TLS and QUIC (cryptography's HMAC)
+from .tls_crypto import hkdf_extract as _hkdf_extract
 
 VERSION_1 = 0x00000001
 VERSION_2 = 0x6B3343CF
@@ -42,11 +42,11 @@ RETRY_V2 = (bytes.fromhex("8fb4b01b56ac48e260fbcbcead7ccc92"), bytes.fromhex("d8
 RETRY_D29 = (bytes.fromhex("ccce187ed09a09d05728155a6cb96be1"), bytes.fromhex("e54930f97f2136f0530a8c1c"))
 RETRY_D25 = (bytes.fromhex("4d32ecdb2a2133c841e4043df27d4430"), bytes.fromhex("4d1611d05513a552c587d575"))
 
-# TLS 1.3 cipher suites: id -> (hash, AEAD key length, name)
+# TLS 1.3 cipher suites: id -> (hash name, AEAD key length, name)
 SUITES = {
-    0x1301: (hashlib.sha256, 16, "TLS_AES_128_GCM_SHA256"),
-    0x1302: (hashlib.sha384, 32, "TLS_AES_256_GCM_SHA384"),
-    0x1303: (hashlib.sha256, 32, "TLS_CHACHA20_POLY1305_SHA256"),
+    0x1301: ("sha256", 16, "TLS_AES_128_GCM_SHA256"),
+    0x1302: ("sha384", 32, "TLS_AES_256_GCM_SHA384"),
+    0x1303: ("sha256", 32, "TLS_CHACHA20_POLY1305_SHA256"),
 }
 
 
@@ -103,13 +103,13 @@ def retry_key(version: int) -> tuple[bytes, bytes] | None:
     return None
 
 
-def hkdf_extract(hash_fn, salt: bytes, ikm: bytes) -> bytes:
-    return hmac.new(salt, ikm, hash_fn).digest()
+def hkdf_extract(hash_name: str, salt: bytes, ikm: bytes) -> bytes:
+    return _hkdf_extract(salt, ikm, hash_name)
 
 
-def hkdf_expand_label(hash_fn, secret: bytes, label: bytes, context: bytes, length: int) -> bytes:
+def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, context: bytes, length: int) -> bytes:
     """HKDF-Expand-Label (RFC 8446 7.1) through dissectors.tls_crypto."""
-    return _hkdf_expand_label(secret, label, context, length, hash_fn().name)
+    return _hkdf_expand_label(secret, label, context, length, hash_name)
 
 
 def _labels(version: int) -> tuple[bytes, bytes, bytes, bytes]:
@@ -155,12 +155,12 @@ class PacketKeys:
         self._c: tuple | None = None  # (AEAD, AES-ECB encryptor or None for ChaCha20)
 
     def _derive(self) -> bytes:
-        hash_fn, klen, _ = SUITES[self.suite]
+        hash_name, klen, _ = SUITES[self.suite]
         lk, liv, lhp, _ = _labels(self.version)
-        key = self._key = hkdf_expand_label(hash_fn, self.secret, lk, b"", klen)
-        self._iv = int.from_bytes(hkdf_expand_label(hash_fn, self.secret, liv, b"", 12), "big")
+        key = self._key = hkdf_expand_label(hash_name, self.secret, lk, b"", klen)
+        self._iv = int.from_bytes(hkdf_expand_label(hash_name, self.secret, liv, b"", 12), "big")
         if self._hp_key is None:
-            self._hp_key = hkdf_expand_label(hash_fn, self.secret, lhp, b"", klen)
+            self._hp_key = hkdf_expand_label(hash_name, self.secret, lhp, b"", klen)
         return key
 
     @property
@@ -200,9 +200,9 @@ class PacketKeys:
 
     def next_phase(self) -> PacketKeys:
         """Keys after a key update (RFC 9001 6): new AEAD key and IV, same HP key."""
-        hash_fn = SUITES[self.suite][0]
+        hash_name = SUITES[self.suite][0]
         ku = _labels(self.version)[3]
-        secret = hkdf_expand_label(hash_fn, self.secret, ku, b"", hash_fn().digest_size)
+        secret = hkdf_expand_label(hash_name, self.secret, ku, b"", HASH_LEN[hash_name])
         return PacketKeys(self.suite, secret, self.version, self.hp_key, self.phase ^ 1, self.gen + 1)
 
     def mask(self, sample: bytes) -> bytes:
@@ -245,7 +245,7 @@ def initial_keys(version: int, dcid: bytes) -> tuple[PacketKeys, PacketKeys] | N
     salt = initial_salt(version)
     if salt is None:
         return None
-    h = hashlib.sha256
+    h = "sha256"
     initial_secret = hkdf_extract(h, salt, dcid)
     c = hkdf_expand_label(h, initial_secret, b"client in", b"", 32)
     s = hkdf_expand_label(h, initial_secret, b"server in", b"", 32)
@@ -263,7 +263,7 @@ def check_retry(version: int, odcid: bytes, packet: bytes) -> bool | None:
         return None
     pseudo = bytes([len(odcid)]) + odcid + bytes(packet[:-16])
     tag = AESGCM(rk[0]).encrypt(rk[1], b"", pseudo)
-    return hmac.compare_digest(tag, bytes(packet[-16:]))
+    return tag == bytes(packet[-16:])  # (public values: the Retry key is in the RFC, nothing secret to time)
 
 
 def decode_packet_number(truncated: int, pn_len: int, largest: int) -> int:

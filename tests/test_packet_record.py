@@ -49,7 +49,7 @@ def _cli(analysis, *argv) -> tuple[int, str]:
     from wirefall.ui import cli
 
     real = cli.load
-    cli.load = lambda args: analysis
+    cli.load = lambda args, **kw: analysis
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

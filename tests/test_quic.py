@@ -285,10 +285,17 @@ def _check_streams_against_follow(path: Path, keylog: Path, an, request_streams)
     reassembly), == tshark's STREAM frames placed by offset, and a prefix-equal subset of
     the follow bytes."""
     import hashlib
+
+    from wirefall.analyzer.sessions import quic as sq
+
     (c,) = [c for c in an.connections if c.quic and c.quic.version]
     by_offset = _tshark_stream_bytes(path, keylog, c.client[1])
-    from wirefall.analyzer.sessions.quic import QuicSession  # noqa: F401  (stats live in ctx.shared, exported below)
-    stats = an.quic_stats[c.id]["streams"]
+    old, sq.STREAM_DIGESTS = sq.STREAM_DIGESTS, True  # (off by default: no output shows them)
+    try:
+        digested = analyze(str(path), keylogs=[str(keylog)])
+    finally:
+        sq.STREAM_DIGESTS = old
+    stats = digested.quic_stats[c.id]["streams"]
     checked = 0
     for sid in request_streams:
         cb, sb = _follow_quic(path, keylog, sid)

@@ -18,11 +18,14 @@ Model output
   could not be decrypted as one ``Frame(type="PROTECTED", error=reason)``; Retry and
   Version Negotiation packets as ``RETRY`` / ``VERSION_NEGOTIATION`` frames.  HTTP/3
   frames as ``Frame(protocol="h3")`` with first/last packet; gQUIC packets as
-  ``Frame(protocol="gquic", type="PACKET"|"CHLO"|"REJ"|"SHLO"...)``.
+  ``Frame(protocol="gquic", type="PACKET"|"CHLO"|"REJ"|"SHLO"...)``.  With
+  ``Context.listing`` off (``requests``) no QUIC or HTTP/3 frame is listed (nor a packet in
+  ``quic_packets``, below); connections, exchanges, notes and budgets are the same.
 - Exchanges for HTTP/3 requests and pushes, like HTTP/2.
 - Per-connection statistics the model has no field for: ``ctx.shared["quic_stats"][conn.id]``
   (packets, ACK-only packets, undecrypted packets, retransmitted STREAM/CRYPTO bytes, key
-  updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts + SHA-256).
+  updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts, + SHA-256
+  when ``STREAM_DIGESTS`` is set).
 - Every decrypted QUIC packet is listed, as numbers only (no plaintext, no secret: bounded
   memory), in ``analysis.quic_packets[(conn id, dir)]`` (a ``QuicPackets``): its capture packet, position and length in the UDP payload,
   header length (up to the packet number) and packet-number length, full packet number,
@@ -37,9 +40,10 @@ Model output
 """
 from __future__ import annotations
 
-import hashlib
 from array import array
 from collections import deque
+
+from cryptography.hazmat.primitives.hashes import SHA256, Hash  # (not hashlib: see dissectors/tls_crypto.py)
 
 from wirefall.dissectors import quic as dq
 from wirefall.dissectors.gquic import GquicDissector, is_gquic
@@ -47,11 +51,19 @@ from wirefall.dissectors.http3 import Http3Dissector, h3_evidence
 from wirefall.dissectors.quic_crypto import SUITES
 
 from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home is the model)
-from ..model import Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
+from ..model import PROTO_CODE, Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
 
 H3_ALPN = ("h3",)
+# The SHA-256 of each stream's bytes in quic_stats ("streams": {"d:sid": {"bytes", "sha256"}}):
+# a check of the reassembly (tests/test_quic.py compares it with tshark's) that no command,
+# view or JSON output reads, and hashing every stream byte (~0.5 GB/s here) was ~4 ms of
+# h3-aioquic's 2.3 MB of streams, ~3 % of its `requests` run: made only when set.  The byte
+# counts always are.
+STREAM_DIGESTS = False
+_SHA256 = Hash(SHA256())  # (copied for each stream: cheaper than a new context)
 ONE_RTT = dq.ONE_RTT  # (packet types are the dissector's constants: compared by identity per packet)
 LONG_TYPES = (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION)
+P_QUIC = PROTO_CODE["QUIC"]
 
 
 class QuicPackets:
@@ -203,6 +215,8 @@ class QuicSession:
         cid = conn.id
         add = ctx.add_frame
         frames_append = ctx.analysis.frames.append  # (add_frame without its proto: set once per packet below)
+        proto = ctx.proto
+        listing = ctx.listing  # (False: no Frame per QUIC frame, no quic_packets row: see Context.listing)
         agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
@@ -210,7 +224,7 @@ class QuicSession:
         for qp in pkts:
             direction = qp.direction  # the dissector may have found the endpoints' roles reversed
             ptype = qp.type
-            if qp.hdr_len:
+            if qp.hdr_len and listing:
                 self._note_packet(direction, qp, packet)
             if ptype is not ONE_RTT and ptype in LONG_TYPES:
                 if self.first_long[direction] is None:
@@ -258,7 +272,8 @@ class QuicSession:
             pn, kp = qp.pn, qp.key_phase
             base = (ptype, pn, kp)  # (the fields of frames counted past the budget: made by _count if it must)
             listed = self.listed
-            ctx.set_proto(packet, "QUIC")  # (once per packet: what add_frame(frame, "QUIC") did per frame)
+            if proto[packet - 1] < P_QUIC:  # ctx.set_proto(packet, "QUIC"), inline: what add_frame(frame, "QUIC") did per frame
+                proto[packet - 1] = P_QUIC
             for f in qp.frames:
                 cnt, rest = f.count, 0
                 ftype = f.type
@@ -278,30 +293,32 @@ class QuicSession:
                                 self._count(f, rest, direction, ptype, base, packet, t, agg)
                                 continue
                         cnt = single
-                # (a literal: the keys in the order dict(base) + frame_type made them)
-                if kp is None:
-                    fields = {"packet_type": ptype, "packet_number": pn, "frame_type": f.code}
-                else:
-                    fields = {"packet_type": ptype, "packet_number": pn, "key_phase": kp, "frame_type": f.code}
-                off = f.offset
-                if off >= 0:
-                    fields["offset"] = off
-                if ftype == "STREAM":
-                    fields["fin"] = f.fin
-                if f.fields:
-                    fields.update(f.fields)
-                # (positional: packet, first_packet, time, connection, direction, protocol,
-                # stream_id, type, flags, length, headers, fields, offset, error; once per frame)
-                frames_append(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, ftype, 0, f.length,
-                                    None, fields, off, f.error))
-                if cnt > 1:
-                    for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
-                        frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
+                if listing:
+                    # (a literal: the keys in the order dict(base) + frame_type made them)
+                    if kp is None:
+                        fields = {"packet_type": ptype, "packet_number": pn, "frame_type": f.code}
+                    else:
+                        fields = {"packet_type": ptype, "packet_number": pn, "key_phase": kp, "frame_type": f.code}
+                    off = f.offset
+                    if off >= 0:
+                        fields["offset"] = off
+                    if ftype == "STREAM":
+                        fields["fin"] = f.fin
+                    if f.fields:
+                        fields.update(f.fields)
+                    # (positional: packet, first_packet, time, connection, direction, protocol,
+                    # stream_id, type, flags, length, headers, fields, offset, error; once per frame)
+                    frames_append(Frame(packet, packet, t, cid, direction, "quic", f.stream_id, ftype, 0, f.length,
+                                        None, fields, off, f.error))
+                    if cnt > 1:
+                        for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
+                            frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
                 if rest:
                     self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
-        self._events(q.pop_events())
+        if q.events:  # (an ACK-only packet has none)
+            self._events(q.pop_events())
         if q.cids_grew:  # (the sets only grow: unchanged since the last look, nothing new to route by)
             q.cids_grew = False
             if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
@@ -402,9 +419,10 @@ class QuicSession:
                 _, d, sid, off, data, fin, packet = ev
                 h = self.stream_hash.get((d, sid))
                 if h is None:
-                    h = self.stream_hash[(d, sid)] = [0, hashlib.sha256()]
+                    h = self.stream_hash[(d, sid)] = [0, _SHA256.copy() if STREAM_DIGESTS else None]
                 h[0] += len(data)
-                h[1].update(data)
+                if h[1] is not None:
+                    h[1].update(data)
                 if self.h3 is None and self.app_alpn is None:
                     offered = getattr(self, "_alpn_offered", None)
                     if offered and all(a == "h3" or a.startswith("h3-") for a in offered):
@@ -617,17 +635,19 @@ class QuicSession:
         conn = self.conn
         proto = conn.protocol
         stream_types = self.h3.stream_types
+        listing = ctx.listing  # (False: no Frame per HTTP/3 frame either, see Context.listing)
         for f in frames:
             t = ctx.time(f.packet)
-            fields = dict(f.fields) if f.fields else {}
-            if f.push_id is not None:
-                fields["push_id"] = f.push_id
             sid = f.stream_id
-            fields["stream_type"] = stream_types.get((f.direction, sid), "request")
-            # (positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
-            # flags, length, headers, fields, offset, error)
-            ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0, f.length,
-                                f.headers, fields, f.offset, f.error), "HTTP3")
+            if listing:
+                fields = dict(f.fields) if f.fields else {}
+                if f.push_id is not None:
+                    fields["push_id"] = f.push_id
+                fields["stream_type"] = stream_types.get((f.direction, sid), "request")
+                # (positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
+                # flags, length, headers, fields, offset, error)
+                ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0, f.length,
+                                    f.headers, fields, f.offset, f.error), "HTTP3")
             if f.type == "HEADERS":
                 if f.stream_id & 3 == 0:
                     ex = self.exchanges.get(sid)
@@ -661,10 +681,10 @@ class QuicSession:
                     ex.response_end, ex.response_end_packet = t, f.packet
                     if ex.response_start is None:
                         ex.response_start, ex.response_start_packet = ctx.time(f.first_packet), f.first_packet
-            elif f.type == "PRIORITY_UPDATE" and not fields.get("push"):
-                ex = self.exchanges.get(fields.get("prioritized_element_id"))
+            elif f.type == "PRIORITY_UPDATE" and f.fields and not f.fields.get("push"):
+                ex = self.exchanges.get(f.fields.get("prioritized_element_id"))
                 if ex is not None:
-                    ex.priority = {"urgency_incremental": fields.get("priority_field_value")}
+                    ex.priority = {"urgency_incremental": f.fields.get("priority_field_value")}
         if self.h3.errors:
             for p, msg in self.h3.errors:
                 conn.notes.append(f"packet {p}: {msg}")
@@ -811,7 +831,8 @@ class QuicSession:
         for edges in self.spin_edges:
             samples.extend(b - a for a, b in zip(edges, edges[1:]))
         st["spin_rtt_samples"] = samples
-        st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].hexdigest()} for (d, sid), h in self.stream_hash.items()}
+        st["streams"] = {f"{d}:{sid}": {"bytes": h[0], "sha256": h[1].finalize().hex()} if h[1] is not None else {"bytes": h[0]}
+                         for (d, sid), h in self.stream_hash.items()}
         if self.h3 is not None:
             h3 = self.h3
             st["h3_stream_types"] = {f"{d}:{sid}": k for (d, sid), k in h3.stream_types.items()}
