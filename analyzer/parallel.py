@@ -651,6 +651,13 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     what only the serial pass gives (``tcp_session``, ``on_start``: a view that shows the
     index while it grows), where fork is missing, or when the merge finds the shards could
     differ from the serial pass (module docstring)."""
+    if args:  # (_analyze's positional parameters after the path, by name: the key logs given by
+        # position were passed on beside the key log loaded below, which _analyze prefers)
+        import inspect
+
+        names = list(inspect.signature(run).parameters)[1 : 1 + len(args)]
+        kw.update(zip(names, args))
+        args = ()
     n = worker_count(workers, path)
     if n <= 1 or kw.get("tcp_session") is not None or kw.get("on_start") is not None or not hasattr(os, "fork"):
         an = run(path, *args, **kw)

@@ -123,6 +123,7 @@ class H2Session:
                                header_budget=ctx.budget("header_decoded_bytes", conn))
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
         self.frames_append = ctx.analysis.frames.append
+        self.listing = ctx.listing
         self.conn_id = conn.id
         self.exchanges = ctx.analysis.exchanges
         self.pkt_proto = ctx.proto
@@ -244,52 +245,53 @@ class H2Session:
         else:
             now = ctx._tv = self.ts[pk - 1]
             ctx._tp = pk
-        fl: dict | FrameFields | None
-        if f.block_headers is not None or f.block_start is not None:
-            if fields:
-                fields["header_bytes_wire"] = f.block_wire
-                fields["header_bytes_decoded"] = f.block_decoded
-                fields["header_bytes_hpack"] = f.block_hpack_size
-                fl = fields
-            else:
-                fl = hb = _new(HeaderBytes)
-                hb.header_bytes_wire = f.block_wire
-                hb.header_bytes_decoded = f.block_decoded
-                hb.header_bytes_hpack = f.block_hpack_size
-        elif len(fields) == 2 and "window_stream" in fields and "window_connection" in fields:  # (dissector._flow's order)
-            fl = w = _new(Windows)
-            w.window_connection = fields["window_connection"]
-            w.window_stream = fields["window_stream"]
-        else:
-            fl = fields or None
-        # Frame(packet, first_packet, time, connection, direction, protocol, stream_id, type,
-        # flags, length, headers, fields, offset, error), its fields set here (all of them:
-        # _FRAME_SLOTS): calling the class runs its __init__ in a nested run of the interpreter
-        # (type.__call__), ~1.3 k instructions a frame
-        fr = _new(Frame)
-        fr.packet = pk
-        fr.first_packet = f.first_packet
-        fr.time = now
-        fr.connection = self.conn_id
-        fr.direction = f.direction
-        fr.protocol = self.proto
-        fr.stream_id = f.stream_id
-        fr.type = FRAME_NAMES.get(f.type) or f.name
-        fr.flags = f.flags
-        fr.length = f.length
-        fr.headers = f.headers
-        fr.fields = fl
-        fr.offset = f.offset
-        fr.error = f.error
-        self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined
         self.pkt_proto[pk - 1] = P_HTTP2
-        f.model = fr
-        parts = f.block_parts
-        if parts is not None and len(parts) > 1:  # (a block in one frame lists only itself)
-            for part in parts:
-                if part is not f and part.model is not None:
-                    part.model.headers = part.headers
-                    part.model = None
+        if self.listing:  # (False, for `requests`: no Frame listed, see sessions.Context.listing)
+            fl: dict | FrameFields | None
+            if f.block_headers is not None or f.block_start is not None:
+                if fields:
+                    fields["header_bytes_wire"] = f.block_wire
+                    fields["header_bytes_decoded"] = f.block_decoded
+                    fields["header_bytes_hpack"] = f.block_hpack_size
+                    fl = fields
+                else:
+                    fl = hb = _new(HeaderBytes)
+                    hb.header_bytes_wire = f.block_wire
+                    hb.header_bytes_decoded = f.block_decoded
+                    hb.header_bytes_hpack = f.block_hpack_size
+            elif len(fields) == 2 and "window_stream" in fields and "window_connection" in fields:  # (dissector._flow's order)
+                fl = w = _new(Windows)
+                w.window_connection = fields["window_connection"]
+                w.window_stream = fields["window_stream"]
+            else:
+                fl = fields or None
+            # Frame(packet, first_packet, time, connection, direction, protocol, stream_id, type,
+            # flags, length, headers, fields, offset, error), its fields set here (all of them:
+            # _FRAME_SLOTS): calling the class runs its __init__ in a nested run of the interpreter
+            # (type.__call__), ~1.3 k instructions a frame
+            fr = _new(Frame)
+            fr.packet = pk
+            fr.first_packet = f.first_packet
+            fr.time = now
+            fr.connection = self.conn_id
+            fr.direction = f.direction
+            fr.protocol = self.proto
+            fr.stream_id = f.stream_id
+            fr.type = FRAME_NAMES.get(f.type) or f.name
+            fr.flags = f.flags
+            fr.length = f.length
+            fr.headers = f.headers
+            fr.fields = fl
+            fr.offset = f.offset
+            fr.error = f.error
+            self.frames_append(fr)  # ctx.add_frame(fr, "HTTP2"), inlined
+            f.model = fr
+            parts = f.block_parts
+            if parts is not None and len(parts) > 1:  # (a block in one frame lists only itself)
+                for part in parts:
+                    if part is not f and part.model is not None:
+                        part.model.headers = part.headers
+                        part.model = None
         if f.unread:
             return  # a header of impossible length (FRAME_SIZE_ERROR): its type and stream may be damage too
         t = f.type

@@ -648,6 +648,8 @@ class QuicSession:
                 # flags, length, headers, fields, offset, error)
                 ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0, f.length,
                                     f.headers, fields, f.offset, f.error), "HTTP3")
+            else:
+                ctx.set_proto(f.packet, "HTTP3")  # (the packet index is the full pass's)
             if f.type == "HEADERS":
                 if f.stream_id & 3 == 0:
                     ex = self.exchanges.get(sid)

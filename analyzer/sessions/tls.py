@@ -153,6 +153,7 @@ class TlsSession:
             conn.protocol = "tls"
         self.readers = (T.RecordReader(), T.RecordReader())
         self.frames_append = ctx.analysis.frames.append
+        self.listing = ctx.listing
         self.pkt_proto = ctx.proto
         self.hs = (T.HandshakeReader(), T.HandshakeReader())
         self.hs_start = [0, 0]  # packet of the first byte of the handshake message being assembled
@@ -240,8 +241,6 @@ class TlsSession:
             if d:
                 self.last_s2c_packet = pk
             ln = len(body)
-            fields = {"version": _VNAME_CACHE.get(rec.version) or _vname(rec.version), "encrypted": True, "decrypted": True,
-                      "plaintext": n}
             pt_off = self.pt_off[d]
             a_off, a_len, a_fp, a_ptoff, a_ptlen, a_seq, a_key, a_ctype, a_pkt = rows
             a_off(rec.offset)
@@ -253,20 +252,26 @@ class TlsSession:
             a_key(key)
             a_ctype(ctype)
             a_pkt(pk)  # (appended last: see TlsRecords)
-            if ctype != 23:  # a handshake message or an alert inside: the general path reads it
-                self.fast[0] = self.fast[1] = None
-                self._plain(d, rec, ctype, pt[:n], fields)
-                continue
+            if ctype != 23 or self.listing:
+                fields = {"version": _VNAME_CACHE.get(rec.version) or _vname(rec.version), "encrypted": True, "decrypted": True,
+                          "plaintext": n}
+                if ctype != 23:  # a handshake message or an alert inside: the general path reads it
+                    self.fast[0] = self.fast[1] = None
+                    self._plain(d, rec, ctype, pt[:n], fields)
+                    continue
             # _frame: a decrypted record is never counted on a flood's frame
             proto = self.pkt_proto
             if proto[pk - 1] < P_TLS:
                 proto[pk - 1] = P_TLS
             self.nframes += 1
             self.last_key[d] = None
-            f = Frame(pk, rec.first_packet, self.ctx.ts[pk - 1], self.conn.id, d, "tls", None, "APPLICATION_DATA", 0,
-                      ln, None, fields, rec.offset, None)
-            self.frames_append(f)
-            self.last_frame[d] = f
+            if self.listing:  # (False, for `requests`: no Frame listed, see sessions.Context.listing)
+                f = Frame(pk, rec.first_packet, self.ctx.ts[pk - 1], self.conn.id, d, "tls", None, "APPLICATION_DATA", 0,
+                          ln, None, fields, rec.offset, None)
+                self.frames_append(f)
+                self.last_frame[d] = f
+            else:
+                self.last_frame[d] = None
             info.record_overhead[d] += 5 + ln - n
             if n:
                 if cmap is not None:  # the packet that carried the record's first byte (cmap.packet_at, inlined)
