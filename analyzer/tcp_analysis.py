@@ -332,13 +332,35 @@ def tcp_analysis(analysis: Analysis, source, upto: int | None = None) -> TcpAnal
         return ta
 
 
-def tcp_analysis_in_child(analysis: Analysis, path: str) -> bool:
+class ChildRun:
+    """The child process of a ``tcp_analysis_in_child`` call, to end it early (``cancel``: the
+    TUI quitting, which would otherwise wait seconds for the thread that waits for it)."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.cancelled = False
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        import os
+        import signal
+
+        with self._lock:  # (never a pid already reaped: the call clears it under this lock first)
+            self.cancelled = True
+            if self.pid is not None:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def tcp_analysis_in_child(analysis: Analysis, path: str, run: ChildRun | None = None) -> bool:
     """The whole capture's TCP analysis made in a forked child process and installed here, for
     a view that wants it ready without this process running it: the TUI after its first screen
     (the pass is sequential, ~5 µs a packet; run in a thread it held the GIL so that keys took
     seconds).  True when the analysis reaches the capture's last packet; False when it could not
-    be made so (no ``fork``, the child failed, the capture grew meanwhile: the views go on
-    running it up to what they show, as before)."""
+    be made so (no ``fork``, the child failed or was cancelled through ``run``, the capture grew
+    meanwhile: the views go on running it up to what they show, as before)."""
     import os
     import pickle
 
@@ -349,8 +371,14 @@ def tcp_analysis_in_child(analysis: Analysis, path: str) -> bool:
             return True
     if not hasattr(os, "fork"):
         return False
+    run = run or ChildRun()
     r, w = os.pipe()
-    pid = os.fork()
+    with run._lock:
+        if run.cancelled:
+            os.close(r)
+            os.close(w)
+            return False
+        pid = run.pid = os.fork()
     if pid == 0:  # the child: nothing but the pass and its pickled result (no lock of ours taken)
         code = 1
         try:
@@ -368,6 +396,8 @@ def tcp_analysis_in_child(analysis: Analysis, path: str) -> bool:
     os.close(w)
     with os.fdopen(r, "rb") as f:
         data = f.read()
+    with run._lock:
+        run.pid = None
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
         return False

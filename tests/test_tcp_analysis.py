@@ -359,6 +359,38 @@ def test_made_in_a_child_process_equals_one_pass():
     assert tcp_analysis_in_child(an, str(p)) and an.__dict__["_wf_tcp_analysis"] is got
 
 
+def test_child_analysis_cancelled_ends_at_once(monkeypatch):
+    """The TUI quitting cancels the child (``ChildRun.cancel``): the call returns False at once,
+    nothing installed, no child left (its pass made endless here)."""
+    import os
+    import threading
+
+    from wirefall.analyzer import tcp_analysis as T
+
+    p = SAMPLES / "lossy" / "page-spdy.pcapng"
+    an = analyze(str(p))
+    monkeypatch.setattr(T, "_run", lambda *a: time.sleep(120))  # (the forked child inherits it)
+    run = T.ChildRun()
+    out: list = []
+    th = threading.Thread(target=lambda: out.append(T.tcp_analysis_in_child(an, str(p), run)))
+    t = time.monotonic()
+    th.start()
+    while run.pid is None and time.monotonic() - t < 20:
+        time.sleep(0.01)
+    pid = run.pid
+    assert pid is not None
+    run.cancel()
+    th.join(20)
+    assert out == [False] and time.monotonic() - t < 20 and "_wf_tcp_analysis" not in an.__dict__
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        pass  # reaped
+    else:
+        raise AssertionError("the child is still there")
+    assert not T.tcp_analysis_in_child(an, str(p), run)  # a cancelled run forks no more
+
+
 def test_garbage_packets_do_not_raise(tmp_path):
     import random
     import struct as st

@@ -591,10 +591,11 @@ class WirefallApp(PacketHabits, App):
         made to the capture's end by a child process while the list is in use: it is sequential,
         so a first jump to the end of 1.2 M packets ran all of it then (End: 5 s).  (In a thread
         here it held the GIL so that keys took 2-3 s.)"""
-        from wirefall.analyzer.tcp_analysis import tcp_analysis_in_child
+        from wirefall.analyzer.tcp_analysis import ChildRun, tcp_analysis_in_child
 
         if self.an is an:
-            tcp_analysis_in_child(an, self.path)
+            run = self._tcp_child = ChildRun()
+            tcp_analysis_in_child(an, self.path, run)
 
     def _status(self, extra: str = "") -> None:
         an = self.an
@@ -1196,6 +1197,9 @@ class WirefallApp(PacketHabits, App):
             self._focused_list().focus()
 
     def on_unmount(self) -> None:
+        run = getattr(self, "_tcp_child", None)
+        if run is not None:  # (quitting: not the seconds the child would take to finish)
+            run.cancel()
         if self.source is not None:
             self.source.close()
 
