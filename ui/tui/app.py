@@ -594,6 +594,9 @@ class WirefallApp(PacketHabits, App):
         from wirefall.analyzer.tcp_analysis import ChildRun, tcp_analysis_in_child
 
         if self.an is an:
+            old = getattr(self, "_tcp_child", None)
+            if old is not None:  # (a capture loaded again: its thread would wait for the child)
+                old.cancel()
             run = self._tcp_child = ChildRun()
             tcp_analysis_in_child(an, self.path, run)
 
