@@ -52,7 +52,7 @@ from wirefall.analyzer.waterfall import page_of
 c_imp = cpu()
 path, keys, j = sys.argv[1], sys.argv[2], int(sys.argv[3])
 gc.disable()
-an = analyze(path, keylogs=[keys] if keys else None, workers=j)
+an = analyze(path, keylogs=[keys] if keys else None, workers=j, listing=False)  # (requests' lean pass, as cli.cmd_requests)
 c_an = cpu()
 gc.freeze()
 gc.enable()
