@@ -98,7 +98,7 @@ class PhasePlan:
     def __init__(self, an: Analysis):
         from .waterfall import PHASES, _plan, exchange_phases
 
-        assert PHASES == _PHASES  # (the literals in fill and _phases_dict)
+        assert PHASES == _PHASES  # (the literals in _common_phases_dict and _phases_dict)
         self.conns = {c.id: c for c in an.connections}
         self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns)
         self.planned: set[int] | None = None  # ids of exs (made by the first fill that skips)
@@ -137,14 +137,10 @@ class PhasePlan:
             if planned is not None and eid not in planned:
                 continue
             ph = rows.get(eid) if rows is not None else self._phases(e)
-            if ph is None:  # [("send", s, a), ("wait", a, b), ("receive", b, end)], as phases_dicts writes it
-                s, end = e.request_start, e.response_end
-                r0, r1, r2, r3 = round(s * 1e6), round(e.request_end * 1e6), round(e.response_start * 1e6), round(end * 1e6)
-                out[eid] = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
-                            "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
-                            "receive": (r3 - r2) / 1e6}
+            if ph is None:
+                out[eid] = _common_phases_dict(e.request_start, e.request_end, e.response_start, e.response_end)
                 if starts is not None:
-                    starts[eid] = s
+                    starts[eid] = e.request_start
                 continue
             if ph and starts is not None:
                 starts[eid] = ph[0][1]  # (as page_of finds them)
@@ -179,14 +175,20 @@ class PhasePlan:
             ph = rows.get(e.id)
             if ph is not None:
                 d = _phases_dict(ph)
-            elif e.id in starts:  # the common row, as fill makes it
-                s, end = e.request_start, e.response_end
-                r0, r1, r2, r3 = round(s * 1e6), round(e.request_end * 1e6), round(e.response_start * 1e6), round(end * 1e6)
-                d = {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None, "connect": None,
-                     "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6, "receive": (r3 - r2) / 1e6}
+            elif e.id in starts:  # the common row
+                d = _common_phases_dict(e.request_start, e.request_end, e.response_start, e.response_end)
             else:
                 d = None
             yield exchange_dict(e, shared=True, phases=d, page=page)
+
+
+def _common_phases_dict(s: float, a: float, b: float, end: float) -> dict[str, Any]:
+    """The ``phases`` object of the common row (``PhasePlan._phases`` None) from its request's
+    four times: [("send", s, a), ("wait", a, b), ("receive", b, end)], as ``_phases_dict``
+    writes them, without the list made and read back."""
+    r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
+    return {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None, "connect": None, "tls": None,
+            "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6, "receive": (r3 - r2) / 1e6}
 
 
 def phases_dicts(an: Analysis, by_exchange: dict | None = None) -> dict[int, dict[str, Any]]:

@@ -420,7 +420,7 @@ class FrameFields(Mapping):
     Decoders make one only where the frame has exactly those fields (anything else keeps a
     dict); most frames of a request-heavy HTTP/2 capture do (``HeaderBytes``, ``Windows``:
     180 k of the 184 k frames of 60 k requests, 24 MB less).  Pickled as its class and values
-    (``analyzer.parallel`` sends the values alone: ``raw``/``from_raw``)."""
+    (``analyzer.parallel``'s workers send ``(class, *values)`` tuples)."""
 
     __slots__ = ()
     NAMES: ClassVar[tuple[str, ...]] = ()

@@ -550,7 +550,7 @@ def _child(run, k: int, n: int, wfd: int, args, kw, source: int | None = None, s
         for fr in frames:  # a FrameFields goes as (its class, *values): a plain tuple pickles ~7x faster (this process ends here)
             fl = fr.fields
             if fl is not None and type(fl) is not dict:
-                fr.fields = (type(fl), *fl._values(fl))  # type: ignore[assignment]
+                fr.fields = (type(fl), *fl.values())  # type: ignore[assignment]
         for f0, f1, e0, e1 in _chunks(shard.marks, len(frames), len(exchanges)):
             c = time.process_time()
             chunk = ("fx", list(map(_frame_tuple, frames[f0:f1])), list(map(_exchange_tuple, exchanges[e0:e1])))

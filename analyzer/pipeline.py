@@ -90,8 +90,8 @@ def _analyze(
     can show packets while the pass goes on (the index only grows; connections, frames and
     exchanges are appended).  ``shard`` (``analyzer.parallel.Shard``): decode only this
     worker's connections.  ``opener``: how the capture file is opened (``read_capture``; a live
-    capture follows its growing file).  ``listing=False``: no per-packet listing of QUIC frames
-    and packets (``sessions.Context.listing``), for a command that prints exchanges only."""
+    capture follows its growing file).  ``listing=False``: no per-packet listing of frames
+    (``sessions.Context.listing``), for a command that prints exchanges only."""
     if keylog is None:
         keylog = load_keylog(keylogs, limits=limits)
     index = PacketIndex()

@@ -374,11 +374,15 @@ def tcp_analysis_in_child(analysis: Analysis, path: str, run: ChildRun | None = 
     run = run or ChildRun()
     r, w = os.pipe()
     with run._lock:
-        if run.cancelled:
+        try:
+            pid = -1 if run.cancelled else os.fork()
+        except OSError:  # (no process to spare: the views run the analysis as far as they show)
+            pid = -1
+        if pid < 0:
             os.close(r)
             os.close(w)
             return False
-        pid = run.pid = os.fork()
+        run.pid = pid
     if pid == 0:  # the child: nothing but the pass and its pickled result (no lock of ours taken)
         code = 1
         try:

@@ -85,8 +85,8 @@ def _progress_printer(enabled: bool):
 
 def load(args, listing: bool = True):
     """The capture's analysis (from the cache with --cache), browser logs laid over it.
-    ``listing=False``: without the per-packet listing of QUIC frames and packets, which a
-    command that prints exchanges only never reads (``analyzer.sessions.Context.listing``)."""
+    ``listing=False``: without the per-packet listing of frames, which a command that prints
+    exchanges only never reads (``analyzer.sessions.Context.listing``)."""
     import gc
 
     from wirefall.analyzer.gcpause import freeze_model

@@ -14,10 +14,11 @@ def _is_h1(fr) -> bool:
 def _messages_at(ctx) -> dict[int, list]:
     """packet -> the HTTP/1 messages (their REQUEST/RESPONSE frame) that end there."""
     m = ctx.cache.get("h1_at")
-    known = getattr(ctx.frames, "protocols", None)  # (frames reopened from the cache: analyzer.cache.FrameChunks)
-    if m is None and known is not None and not any(p.startswith("http/") and p[5:6].isdigit() for p in known):
-        m = ctx.cache["h1_at"] = {}
     if m is None:
+        known = getattr(ctx.frames, "protocols", None)  # (frames reopened from the cache: analyzer.cache.FrameChunks)
+        if known is not None and not any(p.startswith("http/") and p[5:6].isdigit() for p in known):
+            m = ctx.cache["h1_at"] = {}
+            return m
         bodies = {}
         heads = []
         for f in ctx.frames:

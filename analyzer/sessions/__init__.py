@@ -109,11 +109,12 @@ class Context:
         # body bytes after transfer framing, for the objects export and body view
         # (analyzer/objects.py): sink(conn, exchange or HTTP/3 stream id, direction, data); None: not kept
         self.body_sink: Any = None
-        # False: the pass lists no QUIC or HTTP/3 frame as a Frame (but the QUIC frames counted
-        # together past quic_frames_listed) and no decrypted QUIC packet in analysis.quic_packets: the
-        # per-packet listing that only the frame and packet lists, the waterfall's markers and
-        # the detail panes read, for a command that prints exchanges only (`requests`), ~10 % of
-        # h3-aioquic's pass.  Budgets, notes, connections and exchanges are the same.
+        # False: the pass lists no HTTP/2, QUIC or HTTP/3 frame as a Frame (but the QUIC frames
+        # counted together past quic_frames_listed), no TLS record decrypted on the fast path, and
+        # no decrypted QUIC packet in analysis.quic_packets: the per-packet listing that only the
+        # frame and packet lists, the waterfall's markers and the detail panes read, for a command
+        # that prints exchanges only (`requests`).  Budgets, notes, connections, exchanges and the
+        # packet index are the same (tests/test_requests_lean.py).
         self.listing = True
 
     def budget(self, name: str, conn: Connection | None = None, cap: int | None = None) -> Budget:

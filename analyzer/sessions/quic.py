@@ -646,10 +646,9 @@ class QuicSession:
                 fields["stream_type"] = stream_types.get((f.direction, sid), "request")
                 # (positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
                 # flags, length, headers, fields, offset, error)
-                ctx.add_frame(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0, f.length,
-                                    f.headers, fields, f.offset, f.error), "HTTP3")
-            else:
-                ctx.set_proto(f.packet, "HTTP3")  # (the packet index is the full pass's)
+                ctx.analysis.frames.append(Frame(f.packet, f.first_packet, t, conn.id, f.direction, "h3", sid, f.type, 0,
+                                                 f.length, f.headers, fields, f.offset, f.error))
+            ctx.set_proto(f.packet, "HTTP3")  # (listed or not: the packet index is the same)
             if f.type == "HEADERS":
                 if f.stream_id & 3 == 0:
                     ex = self.exchanges.get(sid)

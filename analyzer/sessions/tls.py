@@ -144,6 +144,11 @@ def _vname(v: int) -> str:
     return s
 
 
+def _decrypted_fields(version: int, plaintext: int) -> dict:
+    """The fields of a record decrypted on the fast path (``TlsSession.data``)."""
+    return {"version": _VNAME_CACHE.get(version) or _vname(version), "encrypted": True, "decrypted": True, "plaintext": plaintext}
+
+
 class TlsSession:
     def __init__(self, ctx, conn, **kw):
         self.ctx = ctx
@@ -252,13 +257,10 @@ class TlsSession:
             a_key(key)
             a_ctype(ctype)
             a_pkt(pk)  # (appended last: see TlsRecords)
-            if ctype != 23 or self.listing:
-                fields = {"version": _VNAME_CACHE.get(rec.version) or _vname(rec.version), "encrypted": True, "decrypted": True,
-                          "plaintext": n}
-                if ctype != 23:  # a handshake message or an alert inside: the general path reads it
-                    self.fast[0] = self.fast[1] = None
-                    self._plain(d, rec, ctype, pt[:n], fields)
-                    continue
+            if ctype != 23:  # a handshake message or an alert inside: the general path reads it
+                self.fast[0] = self.fast[1] = None
+                self._plain(d, rec, ctype, pt[:n], _decrypted_fields(rec.version, n))
+                continue
             # _frame: a decrypted record is never counted on a flood's frame
             proto = self.pkt_proto
             if proto[pk - 1] < P_TLS:
@@ -267,7 +269,7 @@ class TlsSession:
             self.last_key[d] = None
             if self.listing:  # (False, for `requests`: no Frame listed, see sessions.Context.listing)
                 f = Frame(pk, rec.first_packet, self.ctx.ts[pk - 1], self.conn.id, d, "tls", None, "APPLICATION_DATA", 0,
-                          ln, None, fields, rec.offset, None)
+                          ln, None, _decrypted_fields(rec.version, n), rec.offset, None)
                 self.frames_append(f)
                 self.last_frame[d] = f
             else:

@@ -20,6 +20,7 @@ from wirefall.analyzer.safetext import printable, printable_lines
 
 if TYPE_CHECKING:
     from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.tcp_analysis import ChildRun
 
 from .expert import ExpertPane, legend_text
 from .packets import BINDINGS as PACKET_BINDINGS
@@ -279,6 +280,7 @@ class WirefallApp(PacketHabits, App):
         self.keylogs_b = list(keylogs_b or [])
         self.an = analysis
         self.source: PacketSource | None = None
+        self._tcp_child: ChildRun | None = None  # (the child of _tcp_in_child, ended on quitting)
         self._shown_packet: tuple[int, int] | None = None  # (packet, frames on it) last shown in the detail
         self.wf = None
         self.loaded = False
@@ -594,9 +596,8 @@ class WirefallApp(PacketHabits, App):
         from wirefall.analyzer.tcp_analysis import ChildRun, tcp_analysis_in_child
 
         if self.an is an:
-            old = getattr(self, "_tcp_child", None)
-            if old is not None:  # (a capture loaded again: its thread would wait for the child)
-                old.cancel()
+            if self._tcp_child is not None:  # (a capture loaded again: its thread would wait for the child)
+                self._tcp_child.cancel()
             run = self._tcp_child = ChildRun()
             tcp_analysis_in_child(an, self.path, run)
 
@@ -1200,9 +1201,8 @@ class WirefallApp(PacketHabits, App):
             self._focused_list().focus()
 
     def on_unmount(self) -> None:
-        run = getattr(self, "_tcp_child", None)
-        if run is not None:  # (quitting: not the seconds the child would take to finish)
-            run.cancel()
+        if self._tcp_child is not None:  # (quitting: not the seconds the child would take to finish)
+            self._tcp_child.cancel()
         if self.source is not None:
             self.source.close()
 
