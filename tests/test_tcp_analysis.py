@@ -390,6 +390,12 @@ def test_child_analysis_cancelled_ends_at_once(monkeypatch):
         raise AssertionError("the child is still there")
     assert not T.tcp_analysis_in_child(an, str(p), run)  # a cancelled run forks no more
 
+    def no_fork():
+        raise OSError("no process to spare")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert not T.tcp_analysis_in_child(an, str(p))  # a fork that fails: False, not an exception
+
 
 def test_garbage_packets_do_not_raise(tmp_path):
     import random
