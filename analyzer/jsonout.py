@@ -164,22 +164,24 @@ class PhasePlan:
         self._starts = starts
         return starts
 
+    def phases_of(self, e: Exchange) -> dict[str, Any] | None:
+        """The ``phases`` object of ``e`` (after ``starts``; None: not planned).  A planned
+        exchange is one of ``rows`` or of the starts (every common row has one)."""
+        ph = self.rows.get(e.id)  # type: ignore[union-attr]
+        if ph is not None:
+            return _phases_dict(ph)
+        if e.id in self._starts:  # the common row
+            return _common_phases_dict(e.request_start, e.request_end, e.response_start, e.response_end)
+        return None
+
     def dicts(self, exs, page):
         """``exchange_dict(e, shared=True, phases=…, page=page)`` of each of ``exs`` (after
         ``starts``), its phases object made just before it: all of them made first were the
-        peak of ``requests --json`` (40 MB on 60 k requests).  A planned exchange is one of
-        ``rows`` or of the starts (every common row has one)."""
-        rows, starts = self.rows, self._starts
-        assert rows is not None, "starts() first"
+        peak of ``requests --json`` (40 MB on 60 k requests)."""
+        assert self.rows is not None, "starts() first"
+        phases_of = self.phases_of
         for e in exs:
-            ph = rows.get(e.id)
-            if ph is not None:
-                d = _phases_dict(ph)
-            elif e.id in starts:  # the common row
-                d = _common_phases_dict(e.request_start, e.request_end, e.response_start, e.response_end)
-            else:
-                d = None
-            yield exchange_dict(e, shared=True, phases=d, page=page)
+            yield exchange_dict(e, shared=True, phases=phases_of(e), page=page)
 
 
 def _common_phases_dict(s: float, a: float, b: float, end: float) -> dict[str, Any]:

@@ -101,7 +101,6 @@ from dataclasses import fields
 from heapq import merge as _hmerge
 from itertools import starmap
 from operator import attrgetter
-from typing import Any
 
 from .model import Analysis, Exchange, Frame
 
@@ -957,26 +956,39 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
 
 # ------------------------------------------------------------------ the output, in parallel
 
-_CHUNK = 1024  # exchanges per chunk of ``requests_json``'s output (~2 MB of JSON: two of them, and their dicts, held at once)
-# the forked child of ``requests_json`` encodes every second chunk after page_of, while the
-# parent waits for the page (h2-small, benchmarks/parallel_accounting.py: JSON parent 0.18 s,
-# child 0.19 s; every third, when the parent made its phases meanwhile: 0.26 / 0.18)
-_CHILD_EVERY = 2
+_CHUNK = 1024  # exchanges per chunk of ``requests_json``'s output (~2 MB of JSON)
+# the forked child's share of the chunks (two of every three, the first two among them): it
+# encodes from the fork on, while the parent computes the page first (h2-small, 60 k
+# requests: page_of 0.13 s of CPU, the JSON 0.2 s)
+_CHILD_SHARE = 2 / 3
+
+
+class _NoBackground:
+    """The page a chunk is encoded with before the page is known: no request background."""
+
+    background: dict = {}
+
+
+def _child_chunks(k: int, share: float) -> list[int]:
+    """The chunks of ``k`` the child encodes: ``share`` of them, spread evenly, chunk 0 first."""
+    from math import ceil
+
+    return [i for i in range(k) if ceil((i + 1) * share) > ceil(i * share)]
 
 
 def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: int = _CHUNK) -> None:
     """``wirefall requests --json``'s output (``exs`` in the order listed) and a newline on
-    ``out`` (stdout): the bytes ``jsonout.dump`` writes.  With 2 or more workers (and enough
-    exchanges), the post-pass and the JSON take both cores (benchmarks/parallel_accounting.py
-    measured them as the serial tail: on 60 k requests 1.2 s and 0.5 s of CPU after the pass):
-    the parent plans the waterfall and the rows' starts (``jsonout.PhasePlan``), then forks
-    once: the child computes ``page_of`` and sends it, then the phases and JSON of every
-    ``_CHILD_EVERY``-th chunk of ``chunk`` exchanges (0, 2, 4, …), sent whole through a pipe;
-    the parent computes the phases and JSON of the other chunks once it has the page (not
-    before: held until then, they were the -j2 peak) and writes every chunk in order.  (One fork,
-    not one for the page and another for the JSON: each fork of the whole model costs the
-    copy of every page either process then writes, refcounts included.)  A child that fails
-    costs only time: the parent computes what it did not get."""
+    ``out`` (stdout): the bytes ``jsonout.dump`` writes.  With 2 or more workers (and more than
+    one chunk of ``chunk`` exchanges) the post-pass and the JSON take two cores: the parent
+    plans the waterfall and the rows' starts and phases (``jsonout.PhasePlan``) and forks
+    once; from there the child encodes its share of the chunks (``_child_chunks``) as if no
+    request were background, into a memory file (``memfd``; a pipe would stall it until the
+    parent reached the chunk in the output), and says where each one is through a pipe, while
+    the parent computes ``page_of`` and then encodes the other chunks.  The parent writes every
+    chunk in order: the child's copied from the memory file, unless one of its requests is
+    background (then encoded again with the page).  A child that fails costs only time: the
+    parent encodes what it did not get.  (Measured before: a child that computed the page
+    first, and sent its chunks through a pipe, left the parent waiting, for no gain.)"""
     from .jsonout import PhasePlan, _encode, dump, exchange_dict
     from .waterfall import page_of
 
@@ -987,91 +999,128 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         dump(plan.dicts(exs, page), out)
         out.write("\n")
         return
-    import pickle
-
     out.flush()
     sys.stderr.flush()
     c0 = time.process_time()
-    plan = PhasePlan(an)  # (as jsonout.page_and_phases: planned once for the page and the phases)
-    starts = plan.starts()
     k = (len(exs) + chunk - 1) // chunk
+    theirs = _child_chunks(k, _CHILD_SHARE)
 
-    def phases(i: int) -> dict[int, dict]:  # chunk i's phases objects (planned exchanges only)
-        ph: dict[int, dict] = {}
-        plan.fill(exs[i * chunk : (i + 1) * chunk], ph, skip=True)
-        return ph
-
-    def encode(i: int, ph: dict, pg) -> memoryview:
+    def encode(i: int, pg, plan) -> memoryview:
         """Chunk i's elements at the list's indent: what ``dump`` writes of them, its "[\n"
         and "\n]" cut off (one encoder call; a view of its bytes: no copy of megabytes)."""
-        return memoryview(_encode([exchange_dict(e, shared=True, phases=ph.get(e.id), page=pg)
+        phases_of = plan.phases_of
+        return memoryview(_encode([exchange_dict(e, shared=True, phases=phases_of(e), page=pg)
                                    for e in exs[i * chunk : (i + 1) * chunk]]))[2:-2]
 
+    try:
+        mfd = os.memfd_create("wirefall-json", os.MFD_CLOEXEC) if hasattr(os, "memfd_create") else None
+    except OSError:
+        mfd = None
+    if mfd is None:
+        import tempfile
+
+        mfd = os.dup(tempfile.TemporaryFile().fileno())  # (unlinked; the file object's own descriptor closes with it)
+    rec = struct.Struct("<qqq")  # chunk, offset, length; (-1, CPU ns, 0) at the end
     r, w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: the page, then chunks 0, 3, 6, …; the parent the others meanwhile
+    if pid == 0:  # the child: its chunks into the memory file, as if no request were background
         code = 0
         try:
             os.close(r)
-            with os.fdopen(w, "wb", buffering=0) as cf:
-                c = time.process_time()
-                page = page_of(an, plan.exs, starts=starts)
-                blob = pickle.dumps((page, time.process_time() - c), protocol=pickle.HIGHEST_PROTOCOL)
-                cf.write(len(blob).to_bytes(8, "little") + blob)
-                c = time.process_time()
-                for i in range(0, k, _CHILD_EVERY):
-                    cb = encode(i, phases(i), page)
-                    cf.write(len(cb).to_bytes(8, "little"))
-                    cf.write(cb)
-                cf.write(struct.pack("<d", time.process_time() - c))  # (its CPU: the accounting)
-        except BaseException:  # noqa: BLE001 - the parent computes what it did not get
+            c = time.process_time()
+            plan = PhasePlan(an)  # (each process plans: the parent for the page's starts, the child for the phases)
+            plan.starts()
+            at = 0
+            for i in theirs:
+                b = encode(i, _NoBackground, plan)
+                done = 0
+                while done < len(b):
+                    done += os.write(mfd, b[done:])
+                os.write(w, rec.pack(i, at, len(b)))
+                at += len(b)
+            os.write(w, rec.pack(-1, int((time.process_time() - c) * 1e9), 0))
+        except BaseException:  # noqa: BLE001 - the parent encodes what it did not get
             code = 1
         finally:
             os._exit(code)
     os.close(w)
-    # (the parent's chunks' phases are made as each is written: made while the child computed
-    # the page, they were two thirds of 60 k phases objects held at once, the -j2 peak's last 22 MB)
     c1 = time.process_time()
     write = out.buffer.write if hasattr(out, "buffer") else out.write
-    broken = False
-    page_cpu = 0.0
+    try:  # the child's chunks go from the memory file to the output without a copy here, where both are files
+        out_fd = out.buffer.fileno() if hasattr(out, "buffer") and hasattr(os, "sendfile") else -1
+    except (OSError, ValueError, AttributeError):
+        out_fd = -1
+    child_cpu = wait = 0.0
     try:
         with os.fdopen(r, "rb") as f:
-
-            def message() -> bytes | None:  # the child's next length-prefixed message, None if it failed
-                head = f.read(8)
-                size = int.from_bytes(head, "little") if len(head) == 8 else -1
-                b = f.read(size) if size >= 0 else b""
-                return b if size >= 0 and len(b) == size else None
-
-            got = message()
-            pg: Any = None
-            try:
-                if got is not None:
-                    pg, page_cpu = pickle.loads(got)
-            except Exception:  # noqa: BLE001 - a damaged page: computed again
-                pg = None
-            if pg is None:
-                broken = True
-                pg = page_of(an, plan.exs, starts=starts)
+            plan = PhasePlan(an)
+            page = page_of(an, plan.exs, starts=plan.starts())
             c2 = time.process_time()
+            bg = page.background
+            got = {}  # chunk -> (offset, length), as the child says
+            mine = set(theirs)
             for i in range(k):
-                b: bytes | memoryview | None = None
-                if not i % _CHILD_EVERY and not broken:
-                    b = message()
-                    broken = b is None
-                if b is None:
-                    b = encode(i, phases(i), pg)
+                if i in mine:
+                    t = time.perf_counter()
+                    while i not in got:
+                        m = f.read(rec.size)
+                        j, at, ln = rec.unpack(m) if len(m) == rec.size else (-2, 0, 0)
+                        if j < 0:
+                            child_cpu = at / 1e9 if j == -1 else child_cpu
+                            mine.clear()  # (the child is done or died: the rest of its chunks are encoded here)
+                            break
+                        got[j] = (at, ln)
+                    wait += time.perf_counter() - t
+                    pos = got.pop(i, None)
+                    if pos is not None and not (bg and any(e.id in bg for e in exs[i * chunk : (i + 1) * chunk])):
+                        write(b",\n" if i else b"[\n")
+                        done = _copy(mfd, pos[0], pos[1], out_fd, out, write)
+                        if done == pos[1]:
+                            continue
+                        if done:  # (a part of it is out: no way back)
+                            raise OSError("the JSON of a chunk could not be copied from the child's memory file")
+                        write(encode(i, page, plan))
+                        continue
                 write(b",\n" if i else b"[\n")
-                write(b)
-            tail = f.read(8) if not broken else b""
+                write(encode(i, page, plan))
+            if mine:  # (the child's CPU, for the accounting: it is done, or it is no more)
+                m = f.read(rec.size)
+                if len(m) == rec.size and rec.unpack(m)[0] == -1:
+                    child_cpu = rec.unpack(m)[1] / 1e9
     finally:
         _reap(pid, -1)
+        os.close(mfd)
     write(b"\n]\n")
     if hasattr(out, "buffer"):
         out.buffer.flush()
-    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's plan and phases and
-    # page wait, the child's page_of, then each one's phases and JSON of its chunks
+    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's plan (before the
+    # fork), its page_of, then its JSON (with the copies of the child's chunks), the wall time
+    # it waited for the child's chunks, and the child's JSON
     an.__dict__["_wf_output_times"] = {
-        "phases": c1 - c0, "page_wait": c2 - c1, "page_child": page_cpu, "json_parent": time.process_time() - c2,
-        "json_child": struct.unpack("<d", tail)[0] if len(tail) == 8 else 0.0}
+        "phases": c1 - c0, "page": c2 - c1, "json_parent": time.process_time() - c2, "wait_wall": wait, "json_child": child_cpu}
+
+
+def _copy(fd: int, offset: int, length: int, out_fd: int, out, write) -> int:
+    """``length`` bytes at ``offset`` of file ``fd`` to the output: by ``sendfile`` to
+    ``out_fd`` (its buffer flushed first) where it can, else read and written.  Returns how
+    many were copied (``length``, but for a file cut short)."""
+    want = length
+    if out_fd >= 0:
+        out.buffer.flush()
+        try:
+            while length > 0:
+                sent = os.sendfile(out_fd, fd, offset, length)
+                if sent <= 0:
+                    break
+                offset += sent
+                length -= sent
+        except OSError:
+            pass  # (what sendfile did not send is written below)
+    while length > 0:
+        b = os.pread(fd, min(length, 1 << 24), offset)
+        if not b:
+            break
+        write(b)
+        offset += len(b)
+        length -= len(b)
+    return want - length

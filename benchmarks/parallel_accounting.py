@@ -3,8 +3,8 @@
 
 Each run is a fresh process that does what ``ui/cli.py``'s ``cmd_requests`` does, timing
 every step in CPU seconds (``time.process_time``; the interpreter's start-up and imports by
-``getrusage``): start-up and imports, the analysis, the post-pass (sort, ``page_of``,
-``phases_dicts``) and the JSON written to /dev/null.  For N workers the analysis is broken
+``getrusage``): start-up and imports, the analysis, the post-pass (``page_of``, the
+phases) and the JSON written to /dev/null, as ``parallel.requests_json`` makes them.  For N workers the analysis is broken
 down by ``analyzer/parallel.py``'s own accounting (``analysis.__dict__["_wf_parallel_times"]``):
 the parent's set-up (key log, fork), its scan (the scanned mode's demultiplexing, before the
 fork), its pass (worker 0's share in the scanned mode; reading and demultiplexing in the
@@ -19,9 +19,8 @@ where ``pass`` is what the parent's and the workers' passes take when they run a
 the longest of them, and no less than their sum spread over the cores (a worker's chain is
 its pass, its part and its pickling; the parent's, its pass and its reading of the parts but
 the last chunk's, which is the "read parts" after it); with N workers the post-pass and the JSON are
-``parallel.requests_json``'s: the longer of the parent's plan and ``page_of`` (a child),
-then the longer of the two processes' JSON (the child's with its chunks' phases, after its
-``page_of``).  Serial CPU over the critical path is the speed-up an
+``parallel.requests_json``'s: the parent's plan and ``page_of``, then the longer of the
+parent's JSON and what is left of the child's (which began at the fork).  Serial CPU over the critical path is the speed-up an
 idle host would show; each figure is the least of ``--repeat`` runs (a loaded host only adds
 time; the runs with 1 and N workers take turns, and start-up, post-pass and JSON, the same work
 on the same model either way, are the least over both).  ``--wall`` also times the real commands (wall clock) and prints the load average.
@@ -47,8 +46,6 @@ def cpu():
     return r.ru_utime + r.ru_stime
 from wirefall.ui import cli  # noqa: F401 - what the command imports
 from wirefall.analyzer.pipeline import analyze
-from wirefall.analyzer.jsonout import exchange_dict, phases_dicts, dump
-from wirefall.analyzer.waterfall import page_of
 c_imp = cpu()
 path, keys, j = sys.argv[1], sys.argv[2], int(sys.argv[3])
 gc.disable()
@@ -57,24 +54,11 @@ c_an = cpu()
 gc.freeze()
 gc.enable()
 exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
-out = None
-if j > 1:
-    try:
-        from wirefall.analyzer.parallel import requests_json
-    except ImportError:
-        requests_json = None
-    if requests_json is not None:  # what the command runs with -j N (analyzer/parallel.py)
-        with open(os.devnull, "w") as f:
-            requests_json(an, exs, j, f)
-        out = an.__dict__.get("_wf_output_times")
-c_post = c_json = cpu()
-if out is None:
-    page = page_of(an)
-    ph = phases_dicts(an)
-    c_post = cpu()
-    with open(os.devnull, "w") as f:
-        dump((exchange_dict(e, shared=True, phases=ph.get(e.id), page=page) for e in exs), f)
-    c_json = cpu()
+from wirefall.analyzer.parallel import requests_json
+with open(os.devnull, "w") as f:  # what the command runs (analyzer/parallel.py): with -j 1, serial
+    requests_json(an, exs, j, f)
+out = an.__dict__.get("_wf_output_times")
+c_post = c_json = cpu()  # (with -j 1 the post-pass and the JSON are one step: "json")
 print(json.dumps({"import": c_imp, "analyze": c_an - c_imp, "post": c_post - c_an, "json": c_json - c_post,
                   "how": an.__dict__.get("_wf_parallel"), "times": an.__dict__.get("_wf_parallel_times"), "out": out}))
 """
@@ -112,11 +96,11 @@ def critical_path(r: dict, cores: int) -> dict:
     mine = t["parent_pass"] + t["read_parts"] - tail
     par = max(mine, *chains, (mine + sum(chains)) / cores)
     o = r.get("out")
-    if o:  # requests_json: the plan (``phases``: the starts) before the fork, page_of in the child, then the
-        # JSON by turns (each process's chunks' phases with its JSON): the parent encodes once it has the page
-        post = max(o["phases"], o["page_child"]) + o["page_wait"]
-        js = max(post + o["json_parent"], o["page_child"] + o["json_child"]) - post
-        out_sum = o["phases"] + o["page_child"] + o["page_wait"] + o["json_parent"] + o["json_child"]
+    if o:  # requests_json: a fork at once; the parent plans and computes page_of (``page``), then encodes its
+        # chunks and copies the child's; the child plans and encodes its chunks meanwhile (``json_child``)
+        post = o["phases"] + o["page"]
+        js = max(o["json_parent"], o["json_child"] - o["page"])
+        out_sum = post + o["json_parent"] + o["json_child"]
     else:
         post, js = r["post"], r["json"]
         out_sum = post + js
@@ -188,7 +172,7 @@ def main() -> int:
 def _print(r: dict, n: int) -> None:
     s = r["serial"]
     print(f"== {r['capture']}: serial CPU {r['serial_total']:.2f} s (start-up {s['import']:.2f}, analysis {s['analyze']:.2f}, "
-          f"post-pass {s['post']:.2f}, JSON {s['json']:.2f})")
+          f"post-pass and JSON {s['post'] + s['json']:.2f})")
     if "critical" not in r:
         print(f"   -j{n}: {r['parallel']['how']}")
         return
@@ -199,8 +183,8 @@ def _print(r: dict, n: int) -> None:
                       for w in cp["workers"]))
     if cp.get("out"):
         o = cp["out"]
-        print(f"      output: phases {o['phases']:.2f} || page_of (child) {o['page_child']:.2f}, page received {o['page_wait']:.2f}; "
-              f"JSON parent {o['json_parent']:.2f} || child {o['json_child']:.2f}")
+        print(f"      output: plan and page_of (parent) {o['phases'] + o['page']:.2f}, then its JSON {o['json_parent']:.2f} "
+              f"|| the child's plan and JSON {o['json_child']:.2f}")
     print(f"      CPU summed over processes {cp['cpu_sum']:.2f} s; computed speed-up on an idle host: {r['speedup']:.2f}x")
     if "wall_1" in r:
         print(f"   wall: -j1 {r['wall_1']:.2f} s (load {r['load_1']:.1f}), -j{n} {r['wall_n']:.2f} s (load {r['load_n']:.1f}): "

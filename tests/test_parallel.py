@@ -216,30 +216,54 @@ class _Out:
         pass
 
 
-@pytest.mark.parametrize("chunk", [1, 2, 5])
-def test_requests_json_on_two_cores_writes_the_serial_bytes(chunk):
-    """``requests --json`` with 2 workers: page_of in a forked child, then the JSON encoded by
-    the parent and a child by turns, ``chunk`` exchanges at a time — the bytes of the serial
-    writer (jsonout.dump) for page-h1's 13 requests (tshark shows 13), whatever the chunking."""
+def _serial_and_forked(rel: str, keys: str | None, chunk: int):
     from wirefall.analyzer.parallel import requests_json
 
-    path = SAMPLES / "page" / "page-h1.pcapng"
-    an = analyze(str(path), keylogs=[str(SAMPLES / "page" / "page-h1.keys")])
+    path = SAMPLES / rel
+    an = analyze(str(path), keylogs=[str(SAMPLES / keys)] if keys else None)
     exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
-    assert len(exs) == 13
     one, two = _Out(), _Out()
     requests_json(an, exs, 1, one)
     requests_json(an, exs, 2, two, chunk=chunk)
-    assert two.buffer.getvalue() == one.buffer.getvalue()
+    return an, exs, one.buffer.getvalue(), two.buffer.getvalue()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5])
+def test_requests_json_on_two_cores_writes_the_serial_bytes(chunk):
+    """``requests --json`` with 2 workers: a forked child encodes two chunks of every three into
+    a memory file while the parent computes the page, the parent the rest and writes them all
+    in order — the bytes of the serial writer (jsonout.dump) for page-h1's 13 requests (tshark
+    shows 13), whatever the chunking."""
+    an, exs, one, two = _serial_and_forked("page/page-h1.pcapng", "page/page-h1.keys", chunk)
+    assert len(exs) == 13
+    assert two == one
     ph, page = phases_dicts(an), page_of(an)
-    assert one.buffer.getvalue().decode() == dumps([exchange_dict(e, phases=ph.get(e.id), page=page) for e in exs]) + "\n"
+    assert one.decode() == dumps([exchange_dict(e, phases=ph.get(e.id), page=page) for e in exs]) + "\n"
+
+
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_requests_json_on_two_cores_encodes_again_what_the_page_makes_background(chunk):
+    """The child encodes its chunks before the page is known, as if no request were
+    background; a chunk holding a request the page makes background (bg-mixed: 6 of its 16,
+    among them an agent's and a link-local long-poll) is encoded again by the parent with the
+    page: the serial bytes, every background flag and reason in place."""
+    import json
+
+    an, exs, one, two = _serial_and_forked("page/bg-mixed.pcapng", "page/bg-mixed.keys", chunk)
+    assert two == one
+    rows = json.loads(one)
+    assert len(rows) == 16 and sum(r["background"] for r in rows) == 6
+    assert all(r["background_reason"] for r in rows if r["background"])
+    from wirefall.analyzer.parallel import _CHILD_SHARE, _child_chunks
+
+    theirs = {j for i in _child_chunks(-(-16 // chunk), _CHILD_SHARE) for j in range(i * chunk, (i + 1) * chunk)}
+    assert any(rows[j]["background"] for j in theirs)  # (a chunk of the child's was encoded again)
 
 
 def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
-    """A child that dies (here: its encoder raises in the child only) sends nothing more: the
-    parent encodes those chunks itself; and the page it did not get (here: ``page_of`` raises
-    in the child) it computes itself."""
-    from wirefall.analyzer import jsonout, parallel, waterfall
+    """A child that dies (here: its encoder raises in the child only, after its first chunk,
+    or at once) sends nothing more: the parent encodes the rest of its chunks itself."""
+    from wirefall.analyzer import jsonout, parallel
 
     path = SAMPLES / "page" / "page-h1.pcapng"
     an = analyze(str(path), keylogs=[str(SAMPLES / "page" / "page-h1.keys")])
@@ -247,26 +271,30 @@ def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
     one = _Out()
     parallel.requests_json(an, exs, 1, one)
     parent = os.getpid()
-    real_encode, real_page_of = jsonout._encode, waterfall.page_of
+    real_encode = jsonout._encode
+    for after in (1, 0):
+        calls = [0]
 
-    def encode(obj):
-        if os.getpid() != parent:
-            raise MemoryError("a child's failure")
-        return real_encode(obj)
+        def encode(obj, after=after, calls=calls):
+            if os.getpid() != parent:
+                calls[0] += 1
+                if calls[0] > after:
+                    raise MemoryError("a child's failure")
+            return real_encode(obj)
 
-    def page_of(*a, **kw):
-        if os.getpid() != parent:
-            raise MemoryError("a child's failure")
-        return real_page_of(*a, **kw)
+        monkeypatch.setattr(jsonout, "_encode", encode)
+        two = _Out()
+        parallel.requests_json(an, exs, 2, two, chunk=2)
+        assert two.buffer.getvalue() == one.buffer.getvalue()
 
-    monkeypatch.setattr(jsonout, "_encode", encode)
-    two = _Out()
-    parallel.requests_json(an, exs, 2, two, chunk=3)  # (the child sends the page, then fails)
-    assert two.buffer.getvalue() == one.buffer.getvalue()
-    monkeypatch.setattr(waterfall, "page_of", page_of)
-    three = _Out()
-    parallel.requests_json(an, exs, 2, three, chunk=3)  # (the child fails before the page)
-    assert three.buffer.getvalue() == one.buffer.getvalue()
+
+def test_child_chunks_share():
+    """Two chunks of every three to the child, the first two among them."""
+    from wirefall.analyzer.parallel import _child_chunks
+
+    assert _child_chunks(7, 2 / 3) == [0, 1, 3, 4, 6]
+    assert _child_chunks(1, 2 / 3) == [0]
+    assert _child_chunks(4, 0.5) == [0, 2]
 
 
 # ------------------------------------------------------------------ the lean demultiplexer (analyzer/demux.py)
