@@ -1,5 +1,5 @@
 """``requests`` runs the pass without the frame listing (``sessions.Context.listing``): no
-``Frame`` per HTTP/2, QUIC or HTTP/3 frame nor per decrypted TLS application-data record, and
+``Frame`` per HTTP/1 message or body, HTTP/2, QUIC or HTTP/3 frame nor per decrypted TLS application-data record, and
 no decrypted-QUIC-packet rows.  What it prints must not change for it: the exchanges, the
 connections, the notes and warnings and the packet index are those of the full pass, serial and
 with two workers (``benchmarks/digest.py`` checks the JSON of every sample the same way)."""
@@ -24,10 +24,10 @@ def test_the_lean_pass_makes_the_same_model_but_its_frame_listing(name):
         assert [exchange_dict(e) for e in lean.exchanges] == [exchange_dict(e) for e in full.exchanges]
         assert summary_dict(lean) == summary_dict(full) and lean.warnings == full.warnings
         assert list(lean.index.proto) == list(full.index.proto) and list(lean.index.conn) == list(full.index.conn)
-        listed = {"h2", "quic", "h3"}
+        listed = {"h2", "quic", "h3", "http/1.1", "http/1.0"}
         assert not [f for f in lean.frames if f.protocol in listed] and not lean.quic_packets
-        # what it still lists (TLS handshakes and records its fast path did not take, SPDY and
-        # HTTP/1 messages, DNS) is a part of the full listing, in its order
+        # what it still lists (TLS handshakes and records its fast path did not take, SPDY
+        # frames, DNS) is a part of the full listing, in its order
         key = lambda f: (f.packet, f.protocol, f.type, f.offset, f.connection, f.direction)  # noqa: E731
         want = [key(f) for f in full.frames if f.protocol not in listed]
         got = [key(f) for f in lean.frames]

@@ -109,7 +109,7 @@ class Context:
         # body bytes after transfer framing, for the objects export and body view
         # (analyzer/objects.py): sink(conn, exchange or HTTP/3 stream id, direction, data); None: not kept
         self.body_sink: Any = None
-        # False: the pass lists no HTTP/2, QUIC or HTTP/3 frame as a Frame (but the QUIC frames
+        # False: the pass lists no HTTP/1, HTTP/2, QUIC or HTTP/3 frame as a Frame (but the QUIC frames
         # counted together past quic_frames_listed), no TLS record decrypted on the fast path, and
         # no decrypted QUIC packet in analysis.quic_packets: the per-packet listing that only the
         # frame and packet lists, the waterfall's markers and the detail panes read, for a command

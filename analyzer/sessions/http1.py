@@ -50,6 +50,7 @@ class Http1Session:
                               max_chunk_line=ctx.limits.get("http1_chunk_line", 4096))
         self.p.want_body = self._want_body
         self.cap = ctx.limits.get("body_decoded_bytes", 64 << 20)
+        self.listing = ctx.listing  # (False, for `requests`: no Frame listed, see sessions.Context.listing)
         self.proto: str | None = None
         self.ex: dict[int, Exchange] = {}  # id(request head) -> exchange
         self.orphans: dict[int, Exchange] = {}  # id(response head) -> exchange without a request
@@ -105,6 +106,9 @@ class Http1Session:
             self.notes_seen = len(n)
 
     def _frame(self, packet, first_packet, direction, type_, length, offset, headers=None, fields=None, error=None):
+        if not self.listing:  # (the packet is still HTTP's)
+            self.ctx.set_proto(packet, "HTTP")
+            return None
         # positional: packet, first_packet, time, connection, direction, protocol, stream_id, type,
         # flags, length, headers, fields, offset, error
         fr = Frame(packet, first_packet, self.ctx.time(packet), self.conn.id, direction, self.proto or "http/1.1", None,
