@@ -223,6 +223,9 @@ def dumps(an: Analysis) -> bytes:
     from .detail import BULK_FRAMES, _frame_index
 
     completeness.compute(an)  # kept in the summary-sized part: `summary --cache` unpacks no request
+    for c in an.connections:  # stored with the certificate's subject resolved: a reopened analysis never loads cryptography.x509
+        if c.tls is not None:
+            _ = c.tls.certificate_subject
     if len(an.frames) >= BULK_FRAMES:
         _frame_index(an)  # stored with the frames (FRAME_INDEX): a reopened packet list need not build it
     extra = {k: v for k, v in an.__dict__.items() if k.startswith("_wf_")}  # derived indexes

@@ -248,8 +248,8 @@ class TlsInfo:
     def has_certificate(self) -> bool:
         return self._subject is not None or self._cert_der is not None
 
-    def __getstate__(self):  # pickled (analysis cache) with the subject resolved: reopening
-        _ = self.certificate_subject  # a cached analysis never loads cryptography.x509
+    def __getstate__(self):  # (the analysis cache resolves the subject before: analyzer.cache; a
+        # parallel worker's part goes with the DER, which only the parent may ever parse)
         return tuple(getattr(self, n) for n in self.__slots__)
 
     def __setstate__(self, state) -> None:

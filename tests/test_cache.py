@@ -193,3 +193,33 @@ def test_frames_of_a_big_analysis_come_back_a_chunk_at_a_time(tmp_path, monkeypa
         finally:
             src.close()
         assert a == b and (name == "h2-tls.pcap") == (a == [])
+
+
+def test_reopened_analysis_holds_the_certificate_subject_without_x509(tmp_path):
+    """The cache stores each server certificate's subject resolved (analyzer.cache): a
+    reopened analysis shows it without loading cryptography.x509 (~20 ms of a start), in a
+    fresh process; while a parallel worker's part (model.TlsInfo.__getstate__) goes with the
+    DER unparsed, which the worker never pays for."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cap, keys = str(root / "sample_captures" / "http" / "h2-tls.pcap"), str(root / "sample_captures" / "http" / "h2-tls.keys")
+    code = f"""
+import sys, pickle
+from wirefall.analyzer import cache
+an, hit = cache.analyze_cached({cap!r}, [{keys!r}])
+subjects = [c.tls.certificate_subject for c in an.connections if c.tls is not None]
+print(hit, "cryptography.x509" in sys.modules, subjects)
+if not hit:
+    fresh = __import__("wirefall.analyzer.pipeline", fromlist=["analyze"]).analyze({cap!r}, [{keys!r}])
+    t = next(c.tls for c in fresh.connections if c.tls is not None and c.tls.has_certificate)
+    assert t._cert_der is not None and pickle.loads(pickle.dumps(t))._cert_der == t._cert_der
+"""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"), PYTHONPATH=str(root))
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split(" ", 2)
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split(" ", 2)
+    assert first[0] == "False" and again[0] == "True"
+    assert again[1] == "False"  # (reopened: x509 not loaded, the subject there all the same)
+    assert again[2] == first[2] and "CN=" in again[2]
