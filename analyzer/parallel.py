@@ -1087,15 +1087,18 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
                 m = f.read(rec.size)
                 if len(m) == rec.size and rec.unpack(m)[0] == -1:
                     child_cpu = rec.unpack(m)[1] / 1e9
+    except BaseException:  # (the output closed, say: the child's work is of no use)
+        _reap(pid, -1, kill=True)
+        raise
     finally:
-        _reap(pid, -1)
+        _reap(pid, -1)  # (a no-op once killed and reaped)
         os.close(mfd)
     write(b"\n]\n")
     if hasattr(out, "buffer"):
         out.buffer.flush()
-    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's plan (before the
-    # fork), its page_of, then its JSON (with the copies of the child's chunks), the wall time
-    # it waited for the child's chunks, and the child's JSON
+    # the CPU accounting (benchmarks/parallel_accounting.py): the parent's set-up before the
+    # fork, its plan and page_of, then its JSON (with the copies of the child's chunks), the
+    # wall time it waited for the child's chunks, and the child's plan and JSON
     an.__dict__["_wf_output_times"] = {
         "phases": c1 - c0, "page": c2 - c1, "json_parent": time.process_time() - c2, "wait_wall": wait, "json_child": child_cpu}
 

@@ -288,6 +288,35 @@ def test_requests_json_child_that_fails_costs_only_time(monkeypatch):
         assert two.buffer.getvalue() == one.buffer.getvalue()
 
 
+def test_requests_json_output_closed_ends_the_child(monkeypatch):
+    """The output closing under it (``| head``) raises in the parent as the serial writer
+    would, and the child encoding for it is killed and reaped, not waited for."""
+    import io
+
+    from wirefall.analyzer import parallel
+
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    an = analyze(str(path), keylogs=[str(SAMPLES / "page" / "page-h1.keys")])
+    exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
+    reaped = []
+    real_reap = parallel._reap
+    monkeypatch.setattr(parallel, "_reap", lambda pid, r, kill=False: reaped.append(kill) or real_reap(pid, r, kill))
+
+    class Closed(io.BytesIO):
+        def write(self, b):
+            if self.tell():
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(b)
+
+    out = _Out()
+    out.buffer = Closed()
+    with pytest.raises(BrokenPipeError):
+        parallel.requests_json(an, exs, 2, out, chunk=2)
+    assert reaped[0] is True
+    with pytest.raises(ChildProcessError):  # (no child left behind)
+        os.waitpid(-1, os.WNOHANG)
+
+
 def test_child_chunks_share():
     """Two chunks of every three to the child, the first two among them."""
     from wirefall.analyzer.parallel import _child_chunks
