@@ -42,6 +42,8 @@ from wirefall.dissectors.registry import find, kind_types
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .waterfall_model import ConnectionRow, Marker, Milestone, Row, Throughput, Waterfall  # noqa: F401 (re-exported)
 
 # build()'s view model (Waterfall, Row, ...) is defined in analyzer.waterfall_model, imported
@@ -278,6 +280,53 @@ def _is_document(e: Exchange) -> bool:
     return content_class(e.content_type or e.header("content-type"), e.url or e.path) == "html"
 
 
+class _Request:
+    """What ``page_of``'s rules read of a request, made once for all the requests that share
+    its connection, request header list (a decoder shares one list between identical header
+    blocks), URL, authority and push flag — a request-heavy capture has a few of these for
+    10^5 requests.  ``tied``: rule 3 tied one of them to the page, and so every one (what
+    ties a request — the page's origins, hosts and connections — only grows)."""
+
+    __slots__ = ("connection", "pushed", "origin", "host", "referer", "origin_header", "agent", "browser",
+                 "navigation", "tied")
+
+    def __init__(self, e: Exchange, c: Connection | None) -> None:
+        ref = org = dest = ua = None  # the first of each request header (one pass over them)
+        for k, v in e.request_headers:
+            kl = k.lower()
+            if kl == "referer" and ref is None:
+                ref = v
+            elif kl == "origin" and org is None:
+                org = v
+            elif kl == "sec-fetch-dest" and dest is None:
+                dest = v
+            elif kl == "user-agent" and ua is None and v != UNKNOWN_VALUE:
+                ua = v
+        o = _origin(e.url)
+        self.connection = e.connection
+        self.pushed = e.pushed
+        self.origin = o  # the URL's origin and host
+        self.host = o.split("://", 1)[1] if o is not None else _ex_host(e, c)
+        self.referer = _origin(ref) if ref is not None else None  # the origins Referer and Origin name
+        self.origin_header = _origin(org) if org and org != "null" else None
+        self.agent = ua
+        self.browser = ref is not None or org is not None or dest is not None  # a browser's headers
+        self.navigation = dest is not None and dest.strip().lower() == "document"  # Sec-Fetch-Dest: document
+        self.tied = False
+
+
+def _link_local_end(c: Connection | None) -> str | None:
+    """The connection's link-local endpoint address (server's first), if it has one."""
+    if c is None:
+        return None
+    return c.server[0] if _link_local(c.server[0]) else c.client[0] if _link_local(c.client[0]) else None
+
+
+# page_of's rule 3 ties the requests that share a _Request at once, in order of first use, while
+# every one ties at its first request (True; tests/test_page_of_fast.py sets it off to compare)
+_TIE_BY_REQUEST_FACTS = True
+
+
 def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, float] | None = None) -> Page:
     """The page of a capture, told apart from unrelated traffic captured with it.
 
@@ -317,7 +366,11 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
     or its request's first byte; computed when not given), so packets before it — background
     traffic, a connection the capture joined mid-way idling before the navigation — do not
     count; with no page request, the capture's first packet.  ``end`` is the last byte of
-    the page's last response (the page load milestone)."""
+    the page's last response (the page load milestone).
+
+    Every rule reads of a request only its ``_Request`` (rules 1 and 2b: its connection),
+    and of an exchange its id, times, status and response: the facts are made once per
+    distinct ``_Request`` and the per-request passes only look them up."""
     conns = {c.id: c for c in an.connections}
     if exs is None:
         exs = [e for e in an.exchanges if _exchange_start(e) is not None]
@@ -328,185 +381,157 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
         assert t is not None  # every caller's exs holds only exchanges with a start (as above)
         return t
 
-    # per connection: a link-local endpoint; per exchange, in one pass over its request
-    # headers: origin, host, Referer's and Origin's origins, Sec-Fetch-Dest
-    ll_conn: dict[int, str | None] = {}
-    facts: dict[int, tuple[str | None, str | None, str | None, str | None, str | None, str | None]] = {}
-    browser = False
-    link_local: dict[int, str] = {}
-    # id(request header list) -> (the list, its Referer, Origin, Sec-Fetch-Dest): decoders share
-    # one list between identical header blocks, so a list is scanned once
-    hfacts: dict[int, tuple] = {}
-    uorigin: dict[str | None, tuple[str | None, str | None]] = {}  # URL -> (its origin, the origin's host)
+    # each exchange's request facts (``facts[i]``: of ``exs[i]``); the _Requests in order of first use
+    reqs: dict[tuple, _Request] = {}
+    facts: list[_Request] = []
     for e in exs:
-        cid = e.connection
-        c = conns.get(cid)
-        if cid not in ll_conn:
-            ll_conn[cid] = None if c is None else (
-                c.server[0] if _link_local(c.server[0]) else c.client[0] if _link_local(c.client[0]) else None)
-        if ll_conn[cid] is not None:
-            link_local[e.id] = BG_LINK_LOCAL.format(addr=ll_conn[cid])
-        rh = e.request_headers
-        hf = hfacts.get(id(rh))
-        if hf is not None and hf[0] is rh:
-            ref, org, dest, ua = hf[1:]
-        else:
-            ref = org = dest = ua = None
-            for k, v in rh:
-                kl = k.lower()
-                if kl == "referer" and ref is None:
-                    ref = v
-                elif kl == "origin" and org is None:
-                    org = v
-                elif kl == "sec-fetch-dest" and dest is None:
-                    dest = v
-                elif kl == "user-agent" and ua is None and v != UNKNOWN_VALUE:
-                    ua = v
-            hfacts[id(rh)] = (rh, ref, org, dest, ua)
-        if ref is not None or org is not None or dest is not None:
-            browser = True
-        # the URL's origin and host, once per URL (identical requests share one URL string)
-        url = e.url
-        oh = uorigin.get(url)
-        if oh is None:
-            o = _origin(url)
-            oh = uorigin[url] = (o, o.split("://", 1)[1] if o is not None else None)
-        o = oh[0]
-        facts[e.id] = (o, oh[1] if o is not None else _ex_host(e, c), _origin(ref) if ref is not None else None,
-                       _origin(org) if org and org != "null" else None, dest, ua)
-    cands = [e for e in exs if e.id not in link_local and not e.pushed] or [e for e in exs if not e.pushed]
+        k = (e.connection, id(e.request_headers), e.url, e.authority, e.pushed)  # (the lists live as long as exs)
+        r = reqs.get(k)
+        if r is None:
+            r = reqs[k] = _Request(e, conns.get(e.connection))
+        facts.append(r)
+    browser = any(r.browser for r in reqs.values())
+    # rules 1 and 2b set connections apart: connection id -> why its requests are background
+    link_local: dict[int, str] = {}
+    for cid in dict.fromkeys(r.connection for r in reqs.values()):
+        addr = _link_local_end(conns.get(cid))
+        if addr is not None:
+            link_local[cid] = BG_LINK_LOCAL.format(addr=addr)
+    cands = [r for r in reqs.values() if not r.pushed and r.connection not in link_local] or [
+        r for r in reqs.values() if not r.pushed]
     if not cands:
         return _page_bounds(an, Page(None, [], [], None, None, None, None, {}), exs, starts)
-    if len(cands) == len(exs) and link_local and any(x.id in link_local for x in cands):
+    if len(cands) == len(reqs) and any(r.connection in link_local for r in cands):
         link_local = {}  # the document is link-local itself: rule 1 is off
+    cand = set(cands)
 
-    hfacts.clear()
-    docs: dict[int, bool] = {}  # exchange id -> is_document (asked twice of most when no request is one)
+    def candidates() -> Iterator[tuple[Exchange, _Request]]:
+        pairs = zip(exs, facts)
+        return pairs if len(cand) == len(reqs) else ((e, r) for e, r in pairs if r in cand)
 
-    def is_document(e: Exchange) -> bool:
-        v = docs.get(e.id)
-        if v is None:
-            dest = facts[e.id][4]
-            if dest is not None:  # the browser says what it fetches
-                v = dest.strip().lower() == "document"
-            else:
-                ct = e.content_type
-                if not ct:  # e.header("content-type"), once per shared response header list
-                    rh = e.response_headers
-                    hf = hfacts.get(id(rh))
-                    if hf is None or hf[0] is not rh:
-                        hf = hfacts[id(rh)] = (rh, e.header("content-type"))
-                    ct = hf[1]
-                v = content_class(ct, e.url or e.path) == "html"
-            docs[e.id] = v
-        return v
-
-    navigations = [e for e in cands if (fd := facts[e.id][4]) is not None and fd.strip().lower() == "document"]
-    doc = next((e for e in navigations if e.response_start is not None), None) or (navigations[0] if navigations else None)
-    if doc is None:
-        # the first document with a response, else the first document: one pass (is_document is pure)
+    navigations = [(e, r) for e, r in candidates() if r.navigation] if any(r.navigation for r in cands) else []
+    found = next((x for x in navigations if x[0].response_start is not None), None) or (navigations[0] if navigations else None)
+    if found is None:
+        # the first document with a response, else the first document: one pass; _is_document
+        # asked once per distinct (request facts, Content-Type, response header list, path)
+        docs: dict[tuple, bool] = {}
         first_doc = None
-        for e in cands:
-            if is_document(e):
+        for e, r in candidates():
+            dk = (r, e.content_type, id(e.response_headers), e.path)
+            d = docs.get(dk)
+            if d is None:
+                d = docs[dk] = _is_document(e)
+            if d:
                 if e.response_start is not None:
-                    doc = e
+                    found = (e, r)
                     break
                 if first_doc is None:
-                    first_doc = e
-        doc = doc or first_doc
-    if doc is None:
-        first_conn = min({e.connection for e in cands}, key=lambda cid: (conns[cid].start if cid in conns else 0.0, cid))
-        doc = next(e for e in cands if e.connection == first_conn)
-    if doc.id in link_local:
+                    first_doc = (e, r)
+        found = found or first_doc
+    if found is None:
+        first_conn = min({r.connection for r in cands}, key=lambda cid: (conns[cid].start if cid in conns else 0.0, cid))
+        found = next(x for x in candidates() if x[1].connection == first_conn)
+    doc, dreq = found
+    if doc.connection in link_local:
         link_local = {}
     # 2b: another client host (same address family as the document's client, another address)
+    other_client: dict[int, str] = {}
     dconn = conns.get(doc.connection)
     if dconn is not None and browser and dconn.client[0]:
         dclient = dconn.client[0]
         dv6 = ":" in dclient
-        for e in exs:
-            c = conns.get(e.connection)
-            if c is None or e.id in link_local or e.id == doc.id:
+        for cid in dict.fromkeys(r.connection for r in reqs.values()):
+            c = conns.get(cid)
+            if c is None or cid in link_local:
                 continue
             a = c.client[0]
             if a and a != dclient and (":" in a) == dv6:  # (a browser log may not know a socket's address)
-                link_local[e.id] = BG_OTHER_CLIENT.format(addr=a, doc=dclient)
-    doc_ua = facts[doc.id][5] if browser else None  # (without a browser no header tells programs apart)
-    page: set[int] = {doc.id}
+                other_client[cid] = BG_OTHER_CLIENT.format(addr=a, doc=dclient)
+    apart = {**link_local, **other_client}
+    doc_ua = dreq.agent if browser else None  # (without a browser no header tells programs apart)
+    page: set[int] = {doc.id}  # the document and its redirects
     origins: list[str] = []
     origin_set: set[str] = set()
     hosts: set[str] = set()
     pconns: set[int] = set()
 
-    def add(e: Exchange) -> None:
-        page.add(e.id)
-        o, h = facts[e.id][:2]
-        if o is not None and o not in origin_set:
-            origin_set.add(o)
-            origins.append(o)
-        if h is not None:
-            hosts.add(h)
-        pconns.add(e.connection)
+    def add(r: _Request) -> None:
+        if r.origin is not None and r.origin not in origin_set:
+            origin_set.add(r.origin)
+            origins.append(r.origin)
+        if r.host is not None:
+            hosts.add(r.host)
+        pconns.add(r.connection)
 
-    add(doc)
+    def tie(r: _Request) -> bool:
+        """Rule 3 for a request with these facts, now."""
+        ref, org = r.referer, r.origin_header
+        if (ref is not None and ref in origin_set) or (org is not None and org in origin_set) or r.connection in pconns or (
+                ref is None and org is None and r.host in hosts and (r.agent is None or doc_ua is None or r.agent == doc_ua)):
+            r.tied = True
+            add(r)
+        return r.tied
+
+    add(dreq)
     # redirects that led to the document
     redirects: list[int] = []
     target, dstart = doc, start_of(doc)
     for _ in range(_MAX_REDIRECTS):
         if not target.url:
             break
+        tstart = start_of(target)
         prev = None
-        for e in exs:
-            if start_of(e) >= start_of(target):
+        for e, r in zip(exs, facts):
+            if start_of(e) >= tstart:
                 break
             loc = e.header("location") if e.status is not None and 300 <= e.status < 400 else None
-            if loc and e.id not in page and e.id not in link_local:
+            if loc and e.id not in page and r.connection not in apart:
                 from urllib.parse import urljoin  # (~1 ms of a start: imported only when a redirect is seen)
 
                 try:
                     if urljoin(e.url or "", loc).split("#", 1)[0] == target.url.split("#", 1)[0]:
-                        prev = e
+                        prev = (e, r)
                 except ValueError:
                     continue
         if prev is None:
             break
-        redirects.insert(0, prev.id)
-        add(prev)
-        target, dstart = prev, start_of(prev)
-    undecided = [e for e in exs if e.id not in page and e.id not in link_local]
-    for _ in range(_MAX_LINK_PASSES):
-        rest = []
-        for e in undecided:
-            o, host, ref, org, _d, ua = facts[e.id]
-            if (ref is not None and ref in origin_set) or (org is not None and org in origin_set) or e.connection in pconns or (
-                    ref is None and org is None and host in hosts and (ua is None or doc_ua is None or ua == doc_ua)):
-                page.add(e.id)  # add(e), inlined (every request of a request-heavy capture comes here)
-                if o is not None and o not in origin_set:
-                    origin_set.add(o)
-                    origins.append(o)
-                if host is not None:
-                    hosts.add(host)
-                pconns.add(e.connection)
-            else:
-                rest.append(e)
-        if len(rest) == len(undecided):
-            break
-        undecided = rest
-    ends = [t for e in exs if e.id in page for t in (_exchange_end(e),) if t is not None]
-    tied_end = max(ends) if ends else None
-    background = dict(link_local)
-    for e in undecided:
-        _o, _h, ref, org, _d, ua = facts[e.id]
+        redirects.insert(0, prev[0].id)
+        page.add(prev[0].id)
+        add(prev[1])
+        target, dstart = prev[0], start_of(prev[0])
+    # 3: the first pass in start order ties a request where its facts tie now.  While the facts
+    # in order of first use each tie at their first request, that pass ties every request and
+    # adds the same origins in the same order: no request is left, none need be looked at
+    undecided: list[tuple[Exchange, _Request]] = []
+    if not (_TIE_BY_REQUEST_FACTS and all(r.tied or tie(r) for r in reqs.values() if r.connection not in apart)):
+        undecided = [(e, r) for e, r in zip(exs, facts) if e.id not in page and r.connection not in apart]
+        for _ in range(_MAX_LINK_PASSES):
+            rest = [(e, r) for e, r in undecided if not (r.tied or tie(r))]
+            if len(rest) == len(undecided):
+                break
+            undecided = rest
+    # the background: rules 1 and 2b (each in start order), then rule 4 on the rest
+    background: dict[int, str] = {}
+    for why in (link_local, other_client):
+        if why:
+            background.update((e.id, why[r.connection]) for e, r in zip(exs, facts) if r.connection in why)
+    tied_end = None
+    if browser and undecided:  # (rule 4's timing: the last end of the page's requests so far)
+        left = {e.id for e, _ in undecided}
+        ends = [t for e, r in zip(exs, facts) if e.id not in left and r.connection not in apart for t in (_exchange_end(e),) if t is not None]
+        tied_end = max(ends) if ends else None
+    for e, r in undecided:
+        ref, org, ua = r.referer, r.origin_header, r.agent
         if ref is not None or org is not None:
             background[e.id] = BG_FOREIGN_REFERER.format(origin=ref or org)
         elif ua is not None and doc_ua is not None and ua != doc_ua:
             background[e.id] = BG_OTHER_AGENT.format(agent=ua[:80])
         elif not browser:
-            page.add(e.id)
+            pass  # the page's
         elif start_of(e) < dstart:
             background[e.id] = BG_BEFORE_DOCUMENT
         elif tied_end is not None and start_of(e) <= tied_end:
-            page.add(e.id)
+            pass  # the page's
         else:
             background[e.id] = BG_AFTER_PAGE
     return _page_bounds(an, Page(doc.id, redirects, origins, None, None, None, None, background), exs, starts)
@@ -522,27 +547,33 @@ def _packet_at_time(an: Analysis, t: float) -> int | None:
     i = bisect_left(ts, t)
     if i < n and ts[i] == t:
         return i + 1
-    for j in range(min(n, 1 << 20)):
-        if ts[j] == t:
-            return j + 1
-    return None
+    try:
+        return ts.index(t, 0, min(n, 1 << 20)) + 1
+    except ValueError:
+        return None
 
 
 def _page_bounds(an: Analysis, p: Page, exs: list[Exchange], starts: dict[int, float] | None = None) -> Page:
     idx = an.index
     n = len(idx)
+    bg = p.background
     if n:
         p.start, p.start_packet = idx.ts[0], 1
-        mine = [e.id for e in exs if e.id not in p.background]
-        if mine and an.source == "capture":
+        if an.source == "capture" and any(e.id not in bg for e in exs):
             if starts is None:
                 starts = {eid: ph[0][1] for eid, ph in phases_by_exchange(an).items() if ph}
-            first = min((starts[eid] for eid in mine if eid in starts), default=None)
+            # min(starts of the page's exchanges), in one pass
+            first: float | None = None
+            for e in exs:
+                eid = e.id
+                if eid in starts and eid not in bg:
+                    at = starts[eid]
+                    if first is None or at < first:
+                        first = at
             if first is not None and first > p.start:
                 p.start, p.start_packet = first, _packet_at_time(an, first)
     # max((e.response_end, e.response_end_packet) of the page's exchanges, key=its time): the
     # first of the latest, without a list of pairs (every request of a request-heavy capture)
-    bg = p.background
     end: float | None = None
     end_packet = None
     for e in exs:
