@@ -230,7 +230,7 @@ def _serial_and_forked(rel: str, keys: str | None, chunk: int):
 
 @pytest.mark.parametrize("chunk", [1, 2, 5])
 def test_requests_json_on_two_cores_writes_the_serial_bytes(chunk):
-    """``requests --json`` with 2 workers: a forked child encodes two chunks of every three into
+    """``requests --json`` with 2 workers: a forked child encodes its share of the chunks into
     a memory file while the parent computes the page, the parent the rest and writes them all
     in order — the bytes of the serial writer (jsonout.dump) for page-h1's 13 requests (tshark
     shows 13), whatever the chunking."""
@@ -318,7 +318,7 @@ def test_requests_json_output_closed_ends_the_child(monkeypatch):
 
 
 def test_child_chunks_share():
-    """Two chunks of every three to the child, the first two among them."""
+    """The child's share of the chunks, spread evenly, the first among them."""
     from wirefall.analyzer.parallel import _child_chunks
 
     assert _child_chunks(7, 2 / 3) == [0, 1, 3, 4, 6]
