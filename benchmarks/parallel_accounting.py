@@ -96,8 +96,8 @@ def critical_path(r: dict, cores: int) -> dict:
     mine = t["parent_pass"] + t["read_parts"] - tail
     par = max(mine, *chains, (mine + sum(chains)) / cores)
     o = r.get("out")
-    if o:  # requests_json: a fork at once; the parent plans and computes page_of (``page``), then encodes its
-        # chunks and copies the child's; the child plans and encodes its chunks meanwhile (``json_child``)
+    if o:  # requests_json: the parent plans and forks (``phases``), computes page_of (``page``), then encodes
+        # its chunks and copies the child's; the child encodes its chunks from the fork on (``json_child``)
         post = o["phases"] + o["page"]
         js = max(o["json_parent"], o["json_child"] - o["page"])
         out_sum = post + o["json_parent"] + o["json_child"]
@@ -184,7 +184,7 @@ def _print(r: dict, n: int) -> None:
     if cp.get("out"):
         o = cp["out"]
         print(f"      output: plan and page_of (parent) {o['phases'] + o['page']:.2f}, then its JSON {o['json_parent']:.2f} "
-              f"|| the child's plan and JSON {o['json_child']:.2f}")
+              f"|| the child's JSON {o['json_child']:.2f}")
     print(f"      CPU summed over processes {cp['cpu_sum']:.2f} s; computed speed-up on an idle host: {r['speedup']:.2f}x")
     if "wall_1" in r:
         print(f"   wall: -j1 {r['wall_1']:.2f} s (load {r['load_1']:.1f}), -j{n} {r['wall_n']:.2f} s (load {r['load_n']:.1f}): "
