@@ -637,8 +637,16 @@ def _assign(sc: Scan, n: int) -> None:
 
 
 def own_packets(sc: Scan, k: int) -> array:
-    """The 0-based indices of process ``k``'s packets, in file order."""
+    """The 0-based indices of process ``k``'s packets, in file order (with numpy when it is
+    loaded already, as the vectorised scan leaves it in the processes it forks: 1.24 M packets,
+    65 ms in the generator, 10-15 with numpy, and a transient of 7 MB besides the result)."""
     wk = sc.worker
+    np = sys.modules.get("numpy")
+    if np is not None and len(sc.group) >= 1 << 16:
+        mine = np.array([w == k for w in wk] + [k == 0])  # (group -1, the last: worker 0's)
+        out = array("q")
+        out.frombytes(np.flatnonzero(mine[np.frombuffer(sc.group, sc.group.typecode)]).astype(out.typecode, copy=False).view(np.uint8))
+        return out
     if k == 0:
         return array("q", (i for i, g in enumerate(sc.group) if g < 0 or wk[g] == 0))
     return array("q", (i for i, g in enumerate(sc.group) if g >= 0 and wk[g] == k))

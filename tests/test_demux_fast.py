@@ -13,12 +13,13 @@ from __future__ import annotations
 import struct
 import subprocess
 import sys
+from array import array
 from pathlib import Path
 
 import pytest
 
 from wirefall.analyzer import demux
-from wirefall.analyzer.demux import Scan, scan
+from wirefall.analyzer.demux import Scan, own_packets, scan
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_captures"
@@ -277,6 +278,21 @@ def test_pcapng_what_only_the_reader_takes_is_refused_in_every_mode(tmp_path, mo
 
 
 # ------------------------------------------------------------------ the rest
+
+
+def test_own_packets_with_numpy_is_the_generators(monkeypatch):
+    """own_packets takes numpy when it is loaded (past 65536 packets): the same indices."""
+    import numpy  # noqa: F401
+
+    sc = Scan("pcap", [])
+    n = 70000
+    sc.group = array("i", [max(-1, (i * 7919) % 23 - 3) for i in range(n)])  # groups 0 .. 19, and -1: worker 0's
+    sc.worker = [(g * 5) % 3 for g in range(20)]
+    with_np = [own_packets(sc, k) for k in range(3)]
+    monkeypatch.delitem(sys.modules, "numpy")
+    without = [own_packets(sc, k) for k in range(3)]
+    assert with_np == without and all(a.typecode == "q" for a in with_np)
+    assert sum(map(len, with_np)) == n
 
 
 def test_a_small_capture_does_not_import_numpy():
