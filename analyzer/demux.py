@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .capture import PCAP_MAGICS, PCAPNG_FIXED, PCAPNG_SHB, TS_MAX, TS_MIN, Interface, pcapng_interface, pcapng_stats
+from .numpy_lite import numpy
 from .packet import PROTO_TCP, Decoder
 
 PER_PACKET = 512  # a packet's cost in captured-byte equivalents, besides its bytes (balancing only)
@@ -194,7 +195,7 @@ def _vectorise(vector: bool | None, done: int, walked: int, left: int) -> bool:
     if vector is None and done * left < (_NP_LEFT_LOADED if "numpy" in sys.modules else _NP_LEFT) * walked:
         return False
     try:
-        import numpy  # noqa: F401
+        numpy()
     except ImportError:
         return False
     return True
@@ -389,8 +390,7 @@ class _Vec:
     chunks stayed in the heap (a peak of 103 MB)."""
 
     def __init__(self, mm, sc: Scan, groups: _Groups, endian: str):
-        import numpy as np
-
+        np = numpy()
         self.np, self.mm, self.sc, self.groups, self.endian = np, mm, sc, groups, endian
         self.size = len(mm)
         self.count = len(sc.ts)  # packets so far

@@ -159,7 +159,9 @@ def _bulk_index(frames, nfr: int, conn_of, npk: int) -> PacketFrames:
     ``_frame_index`` gives (each frame on its completing packet and on its connection's
     packets from its first one up to that), for a complete analysis where that loop's
     Python per (frame, packet) pair is seconds."""
-    import numpy as np
+    from .numpy_lite import numpy
+
+    np = numpy()
 
     last = np.fromiter((f.packet for f in frames[:nfr]), np.int64, nfr)
     first = np.fromiter((f.first_packet or f.packet for f in frames[:nfr]), np.int64, nfr)

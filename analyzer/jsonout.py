@@ -170,8 +170,8 @@ class PhasePlan:
         ph = self.rows.get(e.id)  # type: ignore[union-attr]
         if ph is not None:
             return _phases_dict(ph)
-        if e.id in self._starts:  # the common row
-            return _common_phases_dict(e.request_start, e.request_end, e.response_start, e.response_end)
+        if e.id in self._starts:  # the common row: its four times are set (``_phases``)
+            return _common_phases_dict(e.request_start, e.request_end, e.response_start, e.response_end)  # type: ignore[arg-type]
         return None
 
     def dicts(self, exs, page):
