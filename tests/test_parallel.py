@@ -489,3 +489,26 @@ def test_a_worker_that_fails_while_sending_its_part_gives_the_serial_result(monk
     par = analyze(str(path), keylogs=keys, workers=2)
     assert par.__dict__["_wf_parallel"] == "serial: MemoryError: a worker's failure"
     _same(analyze(str(path), keylogs=keys), par)
+
+
+def test_index_merged_with_numpy_equals_the_loops(monkeypatch):
+    """From ``_NP_INDEX`` packets, with numpy loaded (the vectorised scan loads it), a worker
+    picks its packets' connection and protocol with numpy and the merge writes them into the
+    packet index's columns with numpy: the same columns as
+    its loops, and the serial pass's, on every sample the scan takes (the threshold lowered)."""
+    import numpy  # noqa: F401 - (what makes the numpy path possible)
+
+    from wirefall.analyzer import parallel
+
+    seen = []
+    real = parallel._index_numpy
+    monkeypatch.setattr(parallel, "_NP_INDEX", 1)  # (a worker's part's columns with numpy too: _part)
+    monkeypatch.setattr(parallel, "_index_numpy", lambda *a: seen.append(1) or real(*a))
+    for rel, path, keys in PLAIN:
+        serial = analyze(str(path), keylogs=keys)
+        par = analyze(str(path), keylogs=keys, workers=2)
+        if not par.__dict__["_wf_parallel"].startswith("parallel"):
+            continue
+        assert list(par.index.conn) == list(serial.index.conn), rel
+        assert list(par.index.proto) == list(serial.index.proto), rel
+    assert len(seen) > 10
