@@ -490,6 +490,8 @@ def _part(an: Analysis, shard: Shard) -> dict:
     else:
         own = array("q", (i for i, c in enumerate(conn) if c != -2)) if shard.k else None
     np = sys.modules.get("numpy") if own is not None and len(own) >= _NP_INDEX else None
+    own_conn: array | None
+    own_proto: bytes | None
     if np is not None:  # (as the merge's _index_numpy: 0.1 s of a worker's CPU on 620 k packets, then 5 ms)
         at = np.frombuffer(own, dtype=np.int64)
         own_conn = array("i", np.frombuffer(conn, dtype=np.int32)[at].tobytes())
