@@ -1039,11 +1039,14 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     from .waterfall import page_of
 
     out = out if out is not None else sys.stdout
-    if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
-        plan = PhasePlan(an)  # (the waterfall planned once for the page and the phases)
+
+    def serial(plan) -> None:
         page = page_of(an, plan.exs, starts=plan.starts())
         dump(plan.dicts(exs, page), out)
         out.write("\n")
+
+    if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
+        serial(PhasePlan(an))  # (the waterfall planned once for the page and the phases)
         return
     out.flush()
     sys.stderr.flush()
@@ -1060,17 +1063,26 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         return memoryview(_encode([exchange_dict(e, shared=True, phases=phases_of(e), page=pg)
                                    for e in exs[i * chunk : (i + 1) * chunk]]))[2:-2]
 
-    try:
-        mfd = os.memfd_create("wirefall-json", os.MFD_CLOEXEC) if hasattr(os, "memfd_create") else None
-    except OSError:
-        mfd = None
-    if mfd is None:
-        import tempfile
-
-        mfd = os.dup(tempfile.TemporaryFile().fileno())  # (unlinked; the file object's own descriptor closes with it)
     rec = struct.Struct("<qqq")  # chunk, offset, length; (-1, CPU ns, 0) at the end
-    r, w = os.pipe()
-    pid = os.fork()
+    fds: list[int] = []
+    try:
+        try:
+            mfd = os.memfd_create("wirefall-json", os.MFD_CLOEXEC) if hasattr(os, "memfd_create") else -1
+        except OSError:
+            mfd = -1
+        if mfd < 0:
+            import tempfile
+
+            mfd = os.dup(tempfile.TemporaryFile().fileno())  # (unlinked; the file object's own descriptor closes with it)
+        fds.append(mfd)
+        r, w = os.pipe()
+        fds += (r, w)
+        pid = os.fork()
+    except OSError:  # (no memory file, pipe or process to be had: serially, as with one worker)
+        for fd in fds:
+            os.close(fd)
+        serial(plan)
+        return
     if pid == 0:  # the child: its chunks into the memory file, as if no request were background
         code = 0
         try:

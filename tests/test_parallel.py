@@ -317,6 +317,27 @@ def test_requests_json_output_closed_ends_the_child(monkeypatch):
         os.waitpid(-1, os.WNOHANG)
 
 
+def test_requests_json_without_a_fork_writes_serially(monkeypatch):
+    """No process to be had (``fork`` fails: a process limit, memory): the output is written
+    serially, the same bytes, no descriptor left open."""
+    from wirefall.analyzer import parallel
+
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    an = analyze(str(path), keylogs=[str(SAMPLES / "page" / "page-h1.keys")])
+    exs = sorted(an.exchanges, key=lambda e: (e.request_start or e.response_start or 0.0, e.id))
+    one, two = _Out(), _Out()
+    parallel.requests_json(an, exs, 1, one)
+    before = len(os.listdir("/proc/self/fd"))
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    parallel.requests_json(an, exs, 2, two, chunk=2)
+    assert two.buffer.getvalue() == one.buffer.getvalue()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_child_chunks_share():
     """The child's share of the chunks, spread evenly, the first among them."""
     from wirefall.analyzer.parallel import _child_chunks
