@@ -696,11 +696,27 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     sys.stdout.flush()
     sys.stderr.flush()
     for k in range(1, shards):
-        r, w = os.pipe()
-        fr = fw = None
-        if feeds is not None:
-            fr, fw = os.pipe()
-        pid = os.fork()
+        opened: list[int] = []
+        try:
+            r, w = os.pipe()
+            opened += (r, w)
+            fr = fw = None
+            if feeds is not None:
+                fr, fw = os.pipe()
+                opened += (fr, fw)
+            pid = os.fork()
+        except OSError as e:  # (no pipe or process to be had: the workers forked so far are stopped, the pass serial)
+            for fd in opened + [rr for _, rr in kids] + [f.fd for f in feeds or ()]:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            for kid, _ in kids:
+                _reap(kid, -1, kill=True)
+            kw.pop("keylog", None)
+            an = run(path, *args, keylog=pristine, **kw)
+            an.__dict__["_wf_parallel"] = f"serial: {type(e).__name__}: {e}"[:300]
+            return an
         if pid == 0:  # the child
             os.close(r)
             for _, rr in kids:

@@ -533,3 +533,30 @@ def test_index_merged_with_numpy_equals_the_loops(monkeypatch):
         assert list(par.index.conn) == list(serial.index.conn), rel
         assert list(par.index.proto) == list(serial.index.proto), rel
     assert len(seen) > 10
+
+
+def test_a_fork_that_fails_stops_the_workers_and_runs_serially(monkeypatch):
+    """The second of two workers cannot be forked (a process limit): the first is stopped and
+    reaped, its pipe closed, and the capture analysed serially: the serial result, said so."""
+    from wirefall.analyzer.jsonout import exchange_dict
+
+    path = SAMPLES / "page" / "page-h1.pcapng"
+    keys = [str(SAMPLES / "page" / "page-h1.keys")]
+    serial = analyze(str(path), keylogs=keys)
+    real_fork, calls = os.fork, []
+
+    def fork():
+        calls.append(1)
+        if len(calls) == 2:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_fork()
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", fork)
+    an = analyze(str(path), keylogs=keys, workers=3)
+    monkeypatch.setattr(os, "fork", real_fork)
+    assert len(calls) == 2 and an.__dict__["_wf_parallel"].startswith("serial: BlockingIOError")
+    assert [exchange_dict(e) for e in an.exchanges] == [exchange_dict(e) for e in serial.exchanges]
+    assert len(os.listdir("/proc/self/fd")) == before
+    with pytest.raises(ChildProcessError):  # (the forked worker was reaped)
+        os.waitpid(-1, os.WNOHANG)
