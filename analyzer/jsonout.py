@@ -74,7 +74,7 @@ def connection_dict(c: Connection) -> dict[str, Any]:
     return d
 
 
-def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any]]]:
+def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any] | None]]:
     """(``waterfall.page_of(an)``, ``phases_dicts(an)``) with the waterfall planned once (one
     sort of the exchanges): the page's start is its first row's, which the phases hold
     (planning them was a fifth of ``requests --json`` on request-heavy captures, and was done
@@ -82,18 +82,15 @@ def page_and_phases(an: Analysis) -> tuple[Any, dict[int, dict[str, Any]]]:
     from .waterfall import page_of
 
     plan = PhasePlan(an)
-    starts: dict[int, float] = {}
-    out: dict[int, dict[str, Any]] = {}
-    plan.fill(plan.exs, out, starts)
-    return page_of(an, plan.exs, starts=starts), out
+    page = page_of(an, plan.exs, starts=plan.starts())
+    return page, {e.id: plan.phases_of(e) for e in plan.exs}
 
 
 class PhasePlan:
     """The waterfall planned once (``waterfall._plan``: the exchanges with a start, in start
-    order, ``exs``), and the planned exchanges' row starts and ``phases`` objects on demand
-    (``fill``, ``starts``), as ``page_and_phases`` computes them — so that
-    ``parallel.requests_json`` can compute the starts (what ``page_of`` needs) and each
-    process the phases of its own share."""
+    order, ``exs``): the planned exchanges' row starts (``starts``: what ``page_of`` needs)
+    and then each one's ``phases`` object on demand (``phases_of``), so that
+    ``parallel.requests_json`` can make the phases of each process's share of the rows."""
 
     def __init__(self, an: Analysis):
         from .waterfall import PHASES, _plan, exchange_phases
@@ -101,9 +98,8 @@ class PhasePlan:
         assert PHASES == _PHASES  # (the literals in _common_phases_dict and _phases_dict)
         self.conns = {c.id: c for c in an.connections}
         self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns)
-        self.planned: set[int] | None = None  # ids of exs (made by the first fill that skips)
         # exchange id -> its row's phases, for the rows that are not the common one (``_phases``
-        # not None), as ``starts`` found them: ``fill`` then reads them (None: not computed yet)
+        # not None), as ``starts`` found them: ``phases_of`` then reads them (None: not yet)
         self.rows: dict[int, list] | None = None
         self._starts: dict[int, float] = {}
         self._exchange_phases = exchange_phases
@@ -121,35 +117,10 @@ class PhasePlan:
         c = self.conns.get(e.connection) if first else None
         return self._exchange_phases(e, c, self.dns_for.get(c.id) if c is not None else None)
 
-    def fill(self, exs, out: dict[int, dict[str, Any]], starts: dict[int, float] | None = None, skip: bool = False) -> None:
-        """The ``phases`` object of each exchange of ``exs`` into ``out`` and its row's start
-        (when it has a phase) into ``starts``; ``skip``: leave out those not planned (no
-        start), else every one must be.  The common row goes straight to its ``phases``
-        object, without the list of phases made and read back."""
-        planned = None
-        if skip:
-            if self.planned is None:
-                self.planned = {e.id for e in self.exs}
-            planned = self.planned
-        rows = self.rows
-        for e in exs:
-            eid = e.id
-            if planned is not None and eid not in planned:
-                continue
-            ph = rows.get(eid) if rows is not None else self._phases(e)
-            if ph is None:
-                out[eid] = _common_phases_dict(e.request_start, e.request_end, e.response_start, e.response_end)
-                if starts is not None:
-                    starts[eid] = e.request_start
-                continue
-            if ph and starts is not None:
-                starts[eid] = ph[0][1]  # (as page_of finds them)
-            out[eid] = _phases_dict(ph)
-
     def starts(self) -> dict[int, float]:
-        """``fill``'s starts of every planned exchange, without the phases objects of the common
-        rows (their start is their request's); the other rows' phases are kept for ``fill``
-        and ``dicts`` (``rows``: a few per connection where requests are many)."""
+        """The row's start of every planned exchange that has a phase (the common row's is its
+        request's), as ``page_of`` finds them; the other rows' phases are kept for
+        ``phases_of`` (``rows``: a few per connection where requests are many)."""
         starts: dict[int, float] = {}
         rows: dict[int, list] = {}
         for e in self.exs:

@@ -679,6 +679,14 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     import copy
 
     pristine = copy.deepcopy(kw["keylog"])  # for a serial rerun: the pass adds pcapng secrets blocks to the key log
+
+    def serially(why: str) -> Analysis:
+        """The serial pass after all, with the key log as it was loaded (not read again)."""
+        kw.pop("keylog", None)
+        an = run(path, *args, keylog=pristine, **kw)
+        an.__dict__["_wf_parallel"] = f"serial: {why}"[:300]
+        return an
+
     kids: list = []
     plain = kw.get("opener") is None and _plain_capture(path)
     sc = None
@@ -713,10 +721,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
                     pass
             for kid, _ in kids:
                 _reap(kid, -1, kill=True)
-            kw.pop("keylog", None)
-            an = run(path, *args, keylog=pristine, **kw)
-            an.__dict__["_wf_parallel"] = f"serial: {type(e).__name__}: {e}"[:300]
-            return an
+            return serially(f"{type(e).__name__}: {e}")
         if pid == 0:  # the child
             os.close(r)
             for _, rr in kids:
@@ -774,10 +779,7 @@ def analyze_parallel(run, workers, path: str, *args, **kw) -> Analysis:
     t2 = _now()
     c2 = time.process_time()
     if why:
-        kw.pop("keylog", None)
-        an = run(path, *args, keylog=pristine, **kw)  # (the key log as it was loaded, not read again)
-        an.__dict__["_wf_parallel"] = f"serial: {why}"
-        return an
+        return serially(why)
     _merge(an, shard, parts)
     c3 = time.process_time()
     an.__dict__["_wf_parallel"] = f"parallel: {n} workers"
@@ -1072,7 +1074,7 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
     k = (len(exs) + chunk - 1) // chunk
     theirs = _child_chunks(k, _CHILD_SHARE)
 
-    def encode(i: int, pg, plan) -> memoryview:
+    def encode(i: int, pg) -> memoryview:
         """Chunk i's elements at the list's indent: what ``dump`` writes of them, its "[\n"
         and "\n]" cut off (one encoder call; a view of its bytes: no copy of megabytes)."""
         phases_of = plan.phases_of
@@ -1106,7 +1108,7 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
             c = time.process_time()
             at = 0
             for i in theirs:
-                b = encode(i, _NoBackground, plan)
+                b = encode(i, _NoBackground)
                 done = 0
                 while done < len(b):
                     done += os.write(mfd, b[done:])
@@ -1133,6 +1135,7 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
             got = {}  # chunk -> (offset, length), as the child says
             mine = set(theirs)
             for i in range(k):
+                pos = None  # (where the child put chunk i, if it is the child's to write)
                 if i in mine:
                     t = time.perf_counter()
                     while i not in got:
@@ -1145,21 +1148,20 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
                         got[j] = (at, ln)
                     wait += time.perf_counter() - t
                     pos = got.pop(i, None)
-                    if pos is not None and not (bg and any(e.id in bg for e in exs[i * chunk : (i + 1) * chunk])):
-                        write(b",\n" if i else b"[\n")
-                        done = _copy(mfd, pos[0], pos[1], out_fd, out, write)
-                        if done == pos[1]:
-                            continue
-                        if done:  # (a part of it is out: no way back)
-                            raise OSError("the JSON of a chunk could not be copied from the child's memory file")
-                        write(encode(i, page, plan))
-                        continue
+                    if pos is not None and bg and any(e.id in bg for e in exs[i * chunk : (i + 1) * chunk]):
+                        pos = None  # (encoded again, with the page)
                 write(b",\n" if i else b"[\n")
-                write(encode(i, page, plan))
+                if pos is not None:
+                    done = _copy(mfd, pos[0], pos[1], out_fd, out, write)
+                    if done == pos[1]:
+                        continue
+                    if done:  # (a part of it is out: no way back)
+                        raise OSError("the JSON of a chunk could not be copied from the child's memory file")
+                write(encode(i, page))
             if mine:  # (the child's CPU, for the accounting: it is done, or it is no more)
                 m = f.read(rec.size)
-                if len(m) == rec.size and rec.unpack(m)[0] == -1:
-                    child_cpu = rec.unpack(m)[1] / 1e9
+                j, at, _ = rec.unpack(m) if len(m) == rec.size else (-2, 0, 0)
+                child_cpu = at / 1e9 if j == -1 else child_cpu
     except BaseException:  # (the output closed, say: the child's work is of no use)
         _reap(pid, -1, kill=True)
         raise
