@@ -99,6 +99,11 @@ def _flag(bit):
     return get
 
 
+# how far past a packet a filter asking for ``tcp.analysis.*`` has the analysis run: a filter
+# walks the packets in order, so in steps, not one packet at a time
+AHEAD = 0xFFF
+
+
 def _ta(pv):
     """The capture's TcpAnalysis, run at least as far as this packet (None: not TCP)."""
     if pv.layers.tcp is None:
@@ -108,7 +113,7 @@ def _ta(pv):
     if ta is None or ta.packets < pv.n:
         from wirefall.analyzer.tcp_analysis import tcp_analysis
 
-        ta = cache["tcp_analysis"] = tcp_analysis(pv.ctx.an, pv.ctx.source, upto=pv.n + 0xFFF)  # in steps: a filter walks the packets in order
+        ta = cache["tcp_analysis"] = tcp_analysis(pv.ctx.an, pv.ctx.source, upto=pv.n + AHEAD)
     return ta
 
 
