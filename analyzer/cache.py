@@ -178,35 +178,54 @@ def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
 MAGIC = b"WFA3"
 
 
-def _index_bytes(index: PacketIndex) -> bytes:
+def _index_bytes(index: PacketIndex, on_wire: int) -> bytes:
     """The packet index arrays as they lie in memory, behind a small description: reopening
-    copies them back with ``frombytes`` (1.2 M packets: ~10 ms) instead of decompressing and
+    reads them back into arrays (1.2 M packets: ~10 ms) instead of decompressing and
     unpickling 40 MB (~110 ms).  They hold numbers the capture reader produced (times, file
-    offsets, lengths, codes), never payload bytes, so the key-material check skips them."""
+    offsets, lengths, codes), never payload bytes, so the key-material check skips them.
+    ``on_wire``: the packets' bytes on the wire (``jsonout.bytes_on_wire``), kept so that a
+    reopened summary need not add up 1.2 M lengths again (30 ms)."""
     names = PacketIndex.__slots__
     arrays = [getattr(index, n) for n in names]
-    desc = json.dumps({"byteorder": sys.byteorder,
+    desc = json.dumps({"byteorder": sys.byteorder, "on_wire": [len(index.origlen), on_wire],
                        "arrays": [[n, a.typecode, a.itemsize, len(a)] for n, a in zip(names, arrays)]}).encode()
     return b"".join([len(desc).to_bytes(4, "little"), desc, *(a.tobytes() for a in arrays)])
 
 
-def _index_from(raw: memoryview) -> PacketIndex:
-    n = int.from_bytes(raw[:4], "little")
-    desc = json.loads(bytes(raw[4 : 4 + n]))
+def _index_from(f, size: int) -> tuple[PacketIndex, list | None]:
+    """The packet index of ``size`` bytes at ``f``'s position, and its bytes on the wire
+    (``[packets, bytes]``, or None in an entry without them).  Each array is read from the
+    file straight into its own memory (``readinto``): reading the whole entry and copying
+    the arrays out of it faulted in and copied 100 MB for a 1.2 M-packet capture."""
+    n = int.from_bytes(_read(f, 4), "little")
+    if n > size - 4:
+        raise ValueError("cache entry truncated")
+    desc = json.loads(_read(f, n))
     if desc.get("byteorder") != sys.byteorder:
         raise ValueError("cache entry written on a machine of the other byte order")
     index = PacketIndex()
-    pos = 4 + n
+    left = size - 4 - n
     for name, typecode, itemsize, count in desc["arrays"]:
         a = array(typecode)
-        if a.itemsize != itemsize or name not in PacketIndex.__slots__:
+        if a.itemsize != itemsize or name not in PacketIndex.__slots__ or not isinstance(count, int) or not 0 <= count * itemsize <= left:
             raise ValueError("cache entry index does not fit this machine")
-        a.frombytes(raw[pos : pos + itemsize * count])
-        if len(a) != count:
-            raise ValueError("cache entry index truncated")
-        pos += itemsize * count
+        if count:
+            a = array(typecode, bytes(itemsize)) * count  # (zeros, overwritten by the file's bytes)
+            if f.readinto(memoryview(a).cast("B")) != count * itemsize:
+                raise ValueError("cache entry index truncated")
+        left -= count * itemsize
         setattr(index, name, a)
-    return index
+    if left:
+        raise ValueError("cache entry index does not fit its description")
+    on_wire = desc.get("on_wire")
+    return index, on_wire if isinstance(on_wire, list) and len(on_wire) == 2 else None
+
+
+def _read(f, n: int) -> bytes:
+    b = f.read(n)
+    if len(b) != n:
+        raise ValueError("cache entry truncated")
+    return b
 
 
 def dumps(an: Analysis) -> bytes:
@@ -221,7 +240,9 @@ def dumps(an: Analysis) -> bytes:
         getattr(an, name)
     from . import completeness
     from .detail import BULK_FRAMES, _frame_index
+    from .jsonout import bytes_on_wire
 
+    on_wire = bytes_on_wire(an)
     completeness.compute(an)  # kept in the summary-sized part: `summary --cache` unpacks no request
     for c in an.connections:  # stored with the certificate's subject resolved: a reopened analysis never loads cryptography.x509
         if c.tls is not None:
@@ -255,7 +276,7 @@ def dumps(an: Analysis) -> bytes:
             raise ValueError("analysis holds key material; not cached")
     z = zstandard.ZstdCompressor(level=3, threads=-1, write_checksum=True)
     head = z.compress(raw_head)
-    idx = _index_bytes(index)
+    idx = _index_bytes(index, on_wire)
     return b"".join([MAGIC, len(head).to_bytes(8, "little"), head, len(idx).to_bytes(8, "little"), idx, z.compress(raw_body)])
 
 
@@ -401,14 +422,31 @@ def _unpickle(raw: bytes):
 
 def loads(blob: bytes) -> Analysis:
     """An analysis from ``dumps``; its LAZY_FIELDS are unpacked on first use."""
+    import io
+
+    return _load_from(io.BytesIO(blob), len(blob))
+
+
+def _load_from(f, size: int) -> Analysis:
+    """An analysis from the ``dumps`` bytes at ``f`` (a file of ``size`` bytes), read part by
+    part: the head, the index into its arrays, the compressed body (unpacked on first use)."""
     import zstandard
 
-    head, idx, body_view = _parts(blob)
-    an = _unpickle(zstandard.ZstdDecompressor().decompress(head))
+    if _read(f, 4) != MAGIC:
+        raise ValueError("not a wirefall cache entry")
+    n = int.from_bytes(_read(f, 8), "little")
+    if n > size:
+        raise ValueError("cache entry truncated")
+    an = _unpickle(zstandard.ZstdDecompressor().decompress(_read(f, n)))
     if not isinstance(an, Analysis):
         raise ValueError("not an analysis")
-    an.index = _index_from(idx)
-    body = bytes(body_view)  # not a view: the file's other bytes need not stay in memory
+    m = int.from_bytes(_read(f, 8), "little")
+    if m > size - 20 - n:
+        raise ValueError("cache entry truncated")
+    an.index, on_wire = _index_from(f, m)
+    if on_wire is not None:
+        an.__dict__["_wf_on_wire"] = tuple(on_wire)
+    body = f.read()
 
     def load_body() -> dict:
         try:
@@ -447,7 +485,8 @@ def load(key: str) -> Analysis | None:
         st = p.stat()
         if hasattr(os, "getuid") and st.st_uid != os.getuid():
             return None
-        an = loads(p.read_bytes())
+        with open(p, "rb", buffering=0) as f:  # (unbuffered: the index is read straight into its arrays)
+            an = _load_from(f, os.fstat(f.fileno()).st_size)
         os.utime(p)  # least recently used eviction
         return an
     except Exception:  # noqa: BLE001 - a broken entry is a miss

@@ -301,6 +301,17 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def bytes_on_wire(an: Analysis) -> int:
+    """The captured packets' bytes on the wire (the sum of the index's ``origlen``), kept in
+    the analysis for the index's length (``_wf_on_wire``: an index that grows, a live
+    capture's, is added up again); an analysis reopened from the cache has it at once."""
+    n = len(an.index.origlen)
+    memo = an.__dict__.get("_wf_on_wire")
+    if memo is None or memo[0] != n:
+        memo = an.__dict__["_wf_on_wire"] = (n, int(sum(an.index.origlen)))
+    return memo[1]
+
+
 def summary_dict(an: Analysis) -> dict[str, Any]:
     first = an.index.ts[0] if len(an.index) else None
     last = an.index.ts[-1] if len(an.index) else None
@@ -313,7 +324,7 @@ def summary_dict(an: Analysis) -> dict[str, Any]:
         "first_time": first,
         "last_time": last,
         "duration": (last - first) if first is not None else 0.0,
-        "bytes": int(sum(an.index.origlen)),
+        "bytes": bytes_on_wire(an),
         "undecoded": dict(an.undecoded),
         "warnings": list(an.warnings),
         "connections": [connection_dict(c) for c in an.connections],

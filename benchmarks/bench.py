@@ -56,6 +56,20 @@ def run_measured(cmd: list[str], stdout=subprocess.DEVNULL, env=None) -> dict:
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024.0}
 
 
+def run_pair(cmd: list[str], env=None) -> dict:
+    """Two copies of ``cmd`` started at once: the wall time until both have ended (the host's
+    ceiling for two processes: a job split perfectly in two would take about this long)."""
+    t = time.monotonic()
+    ps = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for _ in range(2)]
+    cpu = 0.0
+    for p in ps:
+        _, status, ru = os.wait4(p.pid, 0)
+        cpu += ru.ru_utime + ru.ru_stime
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"{cmd[0]} failed in a pair run")
+    return {"wall": time.monotonic() - t, "cpu": cpu, "rss_mb": 0.0}
+
+
 def make_cert(d: Path) -> tuple[Path, Path]:
     key, crt = d / "key.pem", d / "cert.pem"
     if not crt.exists():
@@ -369,7 +383,7 @@ def _interleaved(cmds: dict[str, tuple[list[str], dict | None]], repeat: int) ->
     runs: dict[str, list[dict]] = {k: [] for k in cmds}
     for _ in range(repeat):
         for k, (cmd, env) in cmds.items():
-            runs[k].append(run_measured(cmd, env=env))
+            runs[k].append(run_pair(cmd, env=env) if k.endswith("x2") else run_measured(cmd, env=env))
     out = {}
     for k, rs in runs.items():
         best = min(rs, key=lambda r: r["wall"])
@@ -392,9 +406,11 @@ def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: in
            "tshark_fields": fields}
     # wirefall with 1 and 2 workers (analyzer/parallel.py) and tshark, taking turns
     wf_cmd = [WIREFALL, "requests", str(cap), "--keylog", str(keys), "--json"]
+    # "wf1x2": two -j1 runs at once, the host's ceiling for -j2 on this very work (print_scaling)
     got = _interleaved({"wf1": (wf_cmd + ["-j", "1"], WF_ENV), "wf2": (wf_cmd + ["-j", "2"], WF_ENV),
                         "tshark": (["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-T", "fields",
-                                    *(x for f in fields for x in ("-e", f))], None)}, repeat)
+                                    *(x for f in fields for x in ("-e", f))], None),
+                        "wf1x2": (wf_cmd + ["-j", "1"], WF_ENV)}, repeat)
     from wirefall.analyzer.parallel import AUTO_MIN_BYTES
 
     ts = got["tshark"]
@@ -456,6 +472,8 @@ def bench_one(name: str, cap: Path, keys: Path, fields: list[str], pyshark_n: in
     res["ratio_time_tshark_1"] = ts["wall"] / res["wirefall_1"]["wall"]
     res["ratio_time_tshark_2"] = ts["wall"] / res["wirefall_2"]["wall"]
     res["scaling_1_to_2"] = res["wirefall_1"]["wall"] / res["wirefall_2"]["wall"]
+    res["pair"] = got["wf1x2"]
+    res["host_ceiling"] = 2 * res["wirefall_1"]["wall"] / got["wf1x2"]["wall"]
     res["connections"] = _connections(cap, keys)
     res["ratio_cpu_tshark"] = ts["cpu_min"] / wf["cpu_min"] if wf["cpu_min"] else None
     # CPU time (user+sys of the process and its workers, least of the runs) is what a loaded
@@ -480,7 +498,7 @@ def print_scaling(results: list[dict]) -> None:
     """wirefall with 1 worker and with 2, against tshark (issue 24's targets)."""
     hdr = ["capture", "conns", "wf -j1 s", "wf -j2 s", "tshark s", "tshark/wf -j1", "tshark/wf -j2", "-j1/-j2 (scaling)",
            "wf -j1 CPU s", "wf -j2 CPU s", "ts CPU s", "ts/wf -j1 CPU", "ts/wf -j2 CPU", "wf -j1 RSS MB", "wf -j2 RSS MB",
-           "ts RSS MB", "default", "load"]
+           "ts RSS MB", "default", "load", "two -j1 at once s", "host ceiling", "of ceiling"]
     acct = any("accounting" in r for r in results)
     if acct:
         hdr += ["serial CPU s", "-j2 critical path s", "-j1/-j2 idle (accounting)"]
@@ -494,7 +512,9 @@ def print_scaling(results: list[dict]) -> None:
                      f"{r['ratio_time_tshark_1']:.2f}×", f"{r['ratio_time_tshark_2']:.2f}×", f"{r['scaling_1_to_2']:.2f}×",
                      f"{a['cpu_min']:.2f}", f"{b['cpu_min']:.2f}", f"{ts['cpu_min']:.2f}", _x(r.get("ratio_cpu_tshark_1")),
                      _x(r.get("ratio_cpu_tshark_2")), f"{a['rss_mb']:.0f}", f"{b['rss_mb']:.0f}", f"{ts['rss_mb']:.0f}",
-                     f"-j {r['auto_workers']}", f"{r.get('load_average', 0):.1f}", *extra])
+                     f"-j {r['auto_workers']}", f"{r.get('load_average', 0):.1f}",
+                     f"{r['pair']['wall']:.2f}" if "pair" in r else "", _x(r.get("host_ceiling")),
+                     f"{100 * r['scaling_1_to_2'] / r['host_ceiling']:.0f} %" if r.get("host_ceiling") else "", *extra])
     w = [max(len(str(x)) for x in col) for col in zip(hdr, *rows)]
     print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(hdr)) + " |")
     print("|-" + "-|-".join("-" * x for x in w) + "-|")
@@ -504,7 +524,10 @@ def print_scaling(results: list[dict]) -> None:
           "the process and its workers (least of the runs; CPU ratios are the ones a loaded host disturbs least, but the -j2 CPU "
           "is the sum over the processes, so it shows no speed-up: compare wall times, on an idle host); RSS is the largest "
           "single process (ru_maxrss), not the sum over the workers living at once.  'default' is what `-j auto` picks; "
-          "'load' the 1-minute load average after the capture's runs.  With --accounting: the serial CPU of -j1, the "
+          "'load' the 1-minute load average after the capture's runs.  'two -j1 at once': two serial runs started "
+          "together, until both end; 'host ceiling' is 2 × the -j1 time over that: what this host's two cores give two "
+          "independent copies of the same work (2.00× on two cores that do not slow each other), the most any split of "
+          "it could gain; 'of ceiling' is -j1/-j2 as a share of it.  With --accounting: the serial CPU of -j1, the "
           "critical path of -j2 (each process's CPU on it: start-up, the pass spread over 2 cores, reading the parts, merge, "
           "post-pass, JSON) and their ratio, the -j1/-j2 an idle 2-core host would show (benchmarks/parallel_accounting.py).")
 

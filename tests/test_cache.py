@@ -223,3 +223,38 @@ if not hit:
     assert first[0] == "False" and again[0] == "True"
     assert again[1] == "False"  # (reopened: x509 not loaded, the subject there all the same)
     assert again[2] == first[2] and "CN=" in again[2]
+
+
+def test_reopened_summary_takes_its_byte_total_from_the_entry(tmp_path, monkeypatch):
+    """The index's bytes on the wire are stored with it: a reopened summary does not add up
+    the lengths again (30 ms on 1.2 M packets), and says what the capture's lengths add up
+    to; an entry written before (no total) still gives that, added up."""
+    import json
+    from pathlib import Path
+
+    from wirefall.analyzer import jsonout
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = Path(__file__).resolve().parents[1] / "sample_captures" / "http"
+    cap, keys = str(root / "h2-tls.pcap"), [str(root / "h2-tls.keys")]
+    fresh, _ = cache.analyze_cached(cap, keys)
+    want = sum(fresh.index.origlen)
+    assert want > 0 and jsonout.summary_dict(fresh)["bytes"] == want
+    blob = cache.dumps(fresh)
+    summed = []
+    real_sum = sum
+    monkeypatch.setattr(jsonout, "sum", lambda xs: summed.append(1) or real_sum(xs), raising=False)
+    again = cache.loads(blob)
+    assert jsonout.summary_dict(again)["bytes"] == want and summed == []
+    # the same entry with the total taken out of the index's description: added up on demand
+    _, idx, _ = cache._parts(blob)
+    n = int.from_bytes(idx[:4], "little")
+    desc = json.loads(bytes(idx[4 : 4 + n]))
+    assert desc.pop("on_wire") == [len(fresh.index.origlen), want]
+    d = json.dumps(desc).encode()
+    new_idx = len(d).to_bytes(4, "little") + d + bytes(idx[4 + n :])
+    start = bytes(blob).index(bytes(idx)) - 8
+    old = blob[:start] + len(new_idx).to_bytes(8, "little") + new_idx + blob[start + 8 + len(idx) :]
+    older = cache.loads(old)
+    assert jsonout.summary_dict(older)["bytes"] == want and summed == [1]
+    assert list(older.index.origlen) == list(fresh.index.origlen) and list(older.index.ts) == list(fresh.index.ts)
