@@ -104,6 +104,8 @@ from operator import attrgetter
 
 from .model import Analysis, Exchange, Frame
 
+_PREAD = 12 << 10  # scanned mode: a packet this large or larger is read by pread (Shard._scanned)
+
 # Below this size a capture is analysed serially with ``workers="auto"``: forking and
 # merging cost ~0.05-0.1 s, more than a small capture's analysis takes (measured: a 3 MB
 # page load analyses in 0.1 s; a 34 MB request-heavy capture gains 1.4x with 2 workers).
@@ -314,8 +316,16 @@ class Shard:
         own = self.own = own_packets(sc, self.k)
         if not own:
             return
-        with open(path, "rb") as f:
+        f = open(path, "rb")  # (kept open: a large packet is read by os.pread, see below)
+        try:
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except BaseException:
+            f.close()
+            raise
+        # a packet of _PREAD bytes or more is read by os.pread, not sliced out of the mapping:
+        # each page fault there maps 64 KiB (13 us on the 2-core VM), one or more a packet
+        # of a large-segment capture (h2-bodies4: 2 k faults a process); a pread is ~2 us
+        fd, pread, big = f.fileno(), os.pread, _PREAD
         idx = self.ctx.analysis.index
         ts_col, conn_col, proto_col = idx.ts, idx.conn, idx.proto
         zero8, minus2 = bytes(8), array("i", [-2])
@@ -335,7 +345,7 @@ class Shard:
                     proto_col.frombytes(bytes(gap))
                 self.pkt = i + 1
                 off, cl = O[i], C[i]
-                yield (T[i], cl, OL[i], L[i], off, mm[off : off + cl], IF[i])
+                yield (T[i], cl, OL[i], L[i], off, pread(fd, cl, off) if cl >= big else mm[off : off + cl], IF[i])
                 if off - dropped > _DROP_BYTES and hasattr(mm, "madvise"):
                     upto = (off // mmap.PAGESIZE) * mmap.PAGESIZE
                     mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
@@ -343,6 +353,7 @@ class Shard:
             info.secrets.extend(s[1:] for s in secrets[si:])
         finally:
             mm.close()
+            f.close()
 
     def setup(self, ctx, info=None) -> list:
         """Before the first packet: watched cross-connection state, tracked capture budgets."""
