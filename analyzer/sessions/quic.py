@@ -210,7 +210,7 @@ class QuicSession:
     def _ietf(self, direction, data, packet):
         ctx = self.ctx
         conn = self.conn
-        t = ctx.time(packet)
+        t = ctx.ts[packet - 1]  # (ctx.time(packet) without the call: once per datagram)
         q = self.q
         cid = conn.id
         add = ctx.add_frame
@@ -317,8 +317,10 @@ class QuicSession:
                     self._count(f, rest, direction, ptype, base, packet, t, agg)
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
-        if q.events:  # (an ACK-only packet has none)
-            self._events(q.pop_events())
+        events = q.events
+        if events:  # (an ACK-only packet has none)
+            q.events = []  # (q.pop_events(), inline)
+            self._events(events)
         if q.cids_grew:  # (the sets only grow: unchanged since the last look, nothing new to route by)
             q.cids_grew = False
             if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
