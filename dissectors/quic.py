@@ -130,6 +130,8 @@ MAX_ACK_RANGES = 64  # ACK ranges listed per ACK frame (``ack_range_count`` says
 ALLOWED_IN_HANDSHAKE = frozenset((0x00, 0x01, 0x02, 0x03, 0x06, 0x1C))
 FORBIDDEN_IN_0RTT = frozenset((0x02, 0x03, 0x06, 0x07, 0x19, 0x1B, 0x1E))
 EPOCH_NAMES = (INITIAL, ZERO_RTT, HANDSHAKE, ONE_RTT)
+_pull_uint_var = Buffer.pull_uint_var  # (see _frames)
+_from_bytes = int.from_bytes  # (a global: ``int.from_bytes`` is a class attribute lookup Python 3.11 does not specialise)
 
 SECRET_LABELS = {  # (epoch, direction) -> key-log label
     (1, 0): "CLIENT_EARLY_TRAFFIC_SECRET",
@@ -492,7 +494,7 @@ class QuicConnectionDissector:
                     hend = pn_off + pn_len
                     phase = (b0 >> 2) & 1
                     if phase == keys.phase:
-                        tpn = int.from_bytes(data[pn_off:hend], "big") ^ int.from_bytes(mask[1 : 1 + pn_len], "big")
+                        tpn = _from_bytes(data[pn_off:hend], "big") ^ _from_bytes(mask[1 : 1 + pn_len], "big")
                         header = bytes((b0,)) + data[pos + 1 : pn_off] + tpn.to_bytes(pn_len, "big")
                         # qc.decode_packet_number (RFC 9000 A.3), inline, as in _decrypt
                         largest = d.largest
@@ -833,18 +835,19 @@ class QuicConnectionDissector:
         buf = Buffer(0, plain)  # (positional: the keyword form costs ~0.5 us more per packet in its argument parsing)
         n = len(plain)
         frames = qp.frames
-        pull = buf.pull_uint_var
+        # (Buffer.pull_uint_var unbound, pull(buf); buf.tell() and starts.append() called as methods:
+        # taking a bound method is an attribute lookup Python 3.11 does not specialise, dearer than
+        # the few calls of a packet's one or two frames)
+        pull = _pull_uint_var
         starts = qp.starts = []  # frames are contiguous: frame i is plain[starts[i]:starts[i + 1]]
-        mark = starts.append
         allowed = ALLOWED_IN_HANDSHAKE if epoch in (0, 2) else None
-        tell = buf.tell
         try:
             while True:
-                start = tell()
+                start = buf.tell()
                 if start >= n:
                     break
-                mark(start)
-                t = pull()
+                starts.append(start)
+                t = pull(buf)
                 if t == 0:
                     i = start + 1
                     while i < n and plain[i] == 0:
@@ -870,9 +873,9 @@ class QuicConnectionDissector:
                 # effects (stream bytes, resets, connection IDs...) go nowhere
                 ok = t in allowed if allowed is not None else not (epoch == 1 and t in FORBIDDEN_IN_0RTT)
                 if 0x08 <= t <= 0x0F:
-                    sid = pull()
-                    off = pull() if t & 0x04 else 0
-                    ln = pull() if t & 0x02 else n - tell()
+                    sid = pull(buf)
+                    off = pull(buf) if t & 0x04 else 0
+                    ln = pull(buf) if t & 0x02 else n - buf.tell()
                     data = buf.pull_bytes(ln)  # (BufferReadError if it runs past the packet)
                     fin = bool(t & 1)
                     f = QuicFrame("STREAM", t, sid, off, ln, fin, None, data if ok else None)
@@ -892,26 +895,26 @@ class QuicConnectionDissector:
                         else:
                             self._stream(direction, sid, off, data, fin, packet, f)
                 elif t in (0x02, 0x03):
-                    largest = pull()
-                    delay = pull()
-                    count = pull()
-                    first = pull()
+                    largest = pull(buf)
+                    delay = pull(buf)
+                    count = pull(buf)
+                    first = pull(buf)
                     ranges = [(largest - first, largest)]
                     smallest = largest - first
                     for i in range(count):
-                        gap = pull()
-                        rl = pull()
+                        gap = pull(buf)
+                        rl = pull(buf)
                         if i < MAX_ACK_RANGES:
                             hi = smallest - gap - 2
                             smallest = hi - rl
                             ranges.append((smallest, hi))
                     fields = {"largest_acknowledged": largest, "ack_delay": delay, "ack_range_count": count, "ranges": ranges}
                     if t == 3:
-                        fields["ecn"] = (pull(), pull(), pull())
+                        fields["ecn"] = (pull(buf), pull(buf), pull(buf))
                     frames.append(QuicFrame("ACK", t, None, -1, 0, False, fields))
                 elif t == 0x06:
-                    off = pull()
-                    ln = pull()
+                    off = pull(buf)
+                    ln = pull(buf)
                     p = buf.tell()
                     if p + ln > n:
                         raise BufferReadError("CRYPTO data runs past the packet")
@@ -924,35 +927,35 @@ class QuicConnectionDissector:
                 elif t == 0x01:
                     frames.append(QuicFrame("PING", 1))  # (a PING type in a longer encoding)
                 elif t == 0x04:
-                    sid, code, final = pull(), pull(), pull()
+                    sid, code, final = pull(buf), pull(buf), pull(buf)
                     frames.append(QuicFrame("RESET_STREAM", 4, sid, fields={"error_code": code, "final_size": final}))
                     if ok:
                         self._reset(direction, sid, code, final, packet)
                 elif t == 0x05:
-                    sid, code = pull(), pull()
+                    sid, code = pull(buf), pull(buf)
                     frames.append(QuicFrame("STOP_SENDING", 5, sid, fields={"error_code": code}))
                     if ok:
                         self.events.append(("stop_sending", direction, sid, code, packet))
                 elif t == 0x07:
-                    ln = pull()
+                    ln = pull(buf)
                     tok = buf.pull_bytes(ln)
                     frames.append(QuicFrame("NEW_TOKEN", 7, length=ln, fields={"token": tok.hex()}))
                 elif t == 0x10:
-                    frames.append(QuicFrame("MAX_DATA", t, fields={"maximum_data": pull()}))
+                    frames.append(QuicFrame("MAX_DATA", t, fields={"maximum_data": pull(buf)}))
                 elif t == 0x11:
-                    sid = pull()
-                    frames.append(QuicFrame("MAX_STREAM_DATA", t, sid, fields={"maximum_stream_data": pull()}))
+                    sid = pull(buf)
+                    frames.append(QuicFrame("MAX_STREAM_DATA", t, sid, fields={"maximum_stream_data": pull(buf)}))
                 elif t in (0x12, 0x13):
-                    frames.append(QuicFrame("MAX_STREAMS", t, fields={"maximum_streams": pull(), "bidi": t == 0x12}))
+                    frames.append(QuicFrame("MAX_STREAMS", t, fields={"maximum_streams": pull(buf), "bidi": t == 0x12}))
                 elif t == 0x14:
-                    frames.append(QuicFrame("DATA_BLOCKED", t, fields={"limit": pull()}))
+                    frames.append(QuicFrame("DATA_BLOCKED", t, fields={"limit": pull(buf)}))
                 elif t == 0x15:
-                    sid = pull()
-                    frames.append(QuicFrame("STREAM_DATA_BLOCKED", t, sid, fields={"limit": pull()}))
+                    sid = pull(buf)
+                    frames.append(QuicFrame("STREAM_DATA_BLOCKED", t, sid, fields={"limit": pull(buf)}))
                 elif t in (0x16, 0x17):
-                    frames.append(QuicFrame("STREAMS_BLOCKED", t, fields={"limit": pull(), "bidi": t == 0x16}))
+                    frames.append(QuicFrame("STREAMS_BLOCKED", t, fields={"limit": pull(buf), "bidi": t == 0x16}))
                 elif t == 0x18:
-                    seq, rpt = pull(), pull()
+                    seq, rpt = pull(buf), pull(buf)
                     cl = buf.pull_uint8()
                     cid = buf.pull_bytes(cl)
                     token = buf.pull_bytes(16)
@@ -962,13 +965,13 @@ class QuicConnectionDissector:
                         self.dirs[direction].cid_lens.add(len(cid))
                     frames.append(QuicFrame("NEW_CONNECTION_ID", t, fields={"sequence": seq, "retire_prior_to": rpt, "connection_id": cid.hex(), "reset_token": token.hex()}))
                 elif t == 0x19:
-                    frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull()}))
+                    frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull(buf)}))
                 elif t in (0x1A, 0x1B):
                     frames.append(QuicFrame(FRAME_NAMES[t], t, fields={"data": buf.pull_bytes(8).hex()}))
                 elif t in (0x1C, 0x1D):
-                    code = pull()
-                    ftype = pull() if t == 0x1C else None
-                    rl = pull()
+                    code = pull(buf)
+                    ftype = pull(buf) if t == 0x1C else None
+                    rl = pull(buf)
                     reason = buf.pull_bytes(rl).decode("utf-8", "replace")
                     fields = {"error_code": code, "reason": reason, "application": t == 0x1D}
                     if ftype is not None:
@@ -979,11 +982,11 @@ class QuicConnectionDissector:
                     if ok and self.handshake_done_packet is None:
                         self.handshake_done_packet = packet
                 elif t in (0x30, 0x31):
-                    ln = pull() if t == 0x31 else n - buf.tell()
+                    ln = pull(buf) if t == 0x31 else n - buf.tell()
                     data = buf.pull_bytes(ln)
                     frames.append(QuicFrame("DATAGRAM", t, length=ln, data=data if ok else None))
                 elif t == 0xAF:  # ACK_FREQUENCY (draft-ietf-quic-ack-frequency)
-                    frames.append(QuicFrame("ACK_FREQUENCY", t, fields={"sequence": pull(), "threshold": pull(), "max_ack_delay": pull(), "reordering": pull()}))
+                    frames.append(QuicFrame("ACK_FREQUENCY", t, fields={"sequence": pull(buf), "threshold": pull(buf), "max_ack_delay": pull(buf), "reordering": pull(buf)}))
                 elif t == 0x1F:
                     frames.append(QuicFrame("IMMEDIATE_ACK", t))
                 else:

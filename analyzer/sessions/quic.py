@@ -213,10 +213,11 @@ class QuicSession:
         t = ctx.ts[packet - 1]  # (ctx.time(packet) without the call: once per datagram)
         q = self.q
         cid = conn.id
-        add = ctx.add_frame
-        frames_append = ctx.analysis.frames.append  # (add_frame without its proto: set once per packet below)
         proto = ctx.proto
         listing = ctx.listing  # (False: no Frame per QUIC frame, no quic_packets row: see Context.listing)
+        # (add_frame without its proto, which is set once per packet below; made only when listing:
+        # taking a bound method is an attribute lookup Python 3.11 does not specialise)
+        frames_append = ctx.analysis.frames.append if listing else None
         agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
@@ -244,8 +245,8 @@ class QuicSession:
                     fields["integrity_valid"] = qp.retry_valid
                 else:
                     fields["versions"] = [dq.version_name(v) for v in qp.versions or []]
-                add(Frame(packet, packet, t, cid, direction, "quic", None, "RETRY" if ptype == dq.RETRY else "VERSION_NEGOTIATION",
-                          length=qp.size, fields=fields, error=qp.error), "QUIC")
+                ctx.add_frame(Frame(packet, packet, t, cid, direction, "quic", None, "RETRY" if ptype == dq.RETRY else "VERSION_NEGOTIATION",
+                                    length=qp.size, fields=fields, error=qp.error), "QUIC")
                 self._cids()
                 continue
             if ptype is ONE_RTT:
@@ -263,9 +264,9 @@ class QuicSession:
                         self.spin_edges[direction].append(t)
                     self.spin_last[direction] = spin
             if not qp.frames:
-                add(Frame(packet, packet, t, cid, direction, "quic", None, "PROTECTED", length=qp.size,
-                          fields={"packet_type": ptype, "packet_number": qp.pn, "version": dq.version_name(qp.version)},
-                          error=qp.error or "no frames"), "QUIC")
+                ctx.add_frame(Frame(packet, packet, t, cid, direction, "quic", None, "PROTECTED", length=qp.size,
+                                    fields={"packet_type": ptype, "packet_number": qp.pn, "version": dq.version_name(qp.version)},
+                                    error=qp.error or "no frames"), "QUIC")
                 if qp.error:
                     conn.notes.append(f"packet {packet}: {qp.error}")
                 continue
