@@ -37,11 +37,12 @@ import re
 from collections import deque
 from collections.abc import Callable
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
 
-from . import qpack_lenient as ql
+if TYPE_CHECKING:
+    from . import qpack_lenient as ql  # (imported where used: only a connection joined mid-way needs it)
 
 
 
@@ -262,8 +263,24 @@ def block_size_bound(block, max_entry: int) -> int:
     return total
 
 
-# RFC 9204 §4.5.1.1, one copy for the exact and the lenient decoder
-required_insert_count = ql.required_insert_count
+MAX_CHARGE_POINTS = 1 << 16  # per-entry byte counts kept for charging (older ones merged; also qpack_lenient's)
+
+
+def required_insert_count(enc: int, max_entries: int, total_inserts: int) -> int | None:
+    """RFC 9204 §4.5.1.1 (None: invalid for this MaxEntries); one copy for the exact and the
+    lenient decoder (qpack_lenient imports it from here)."""
+    if enc == 0:
+        return 0
+    full = 2 * max_entries
+    if full == 0 or enc > full:
+        return None
+    max_value = total_inserts + max_entries
+    ric = (max_value // full) * full + enc - 1
+    if ric > max_value:
+        if ric <= full:
+            return None
+        ric -= full
+    return ric if ric > 0 else None
 
 
 def is_grease(v: int) -> bool:
@@ -341,6 +358,8 @@ class Http3Dissector:
         self.lenient = lenient
         self.resync_budget = resync_budget
         # set iff lenient
+        if lenient:
+            from . import qpack_lenient as ql  # (only a connection joined mid-way needs it)
         self.lq = (ql.LenientQpack(max_header_list), ql.LenientQpack(max_header_list)) if lenient else None
         self.lenient_blocked: list[list] = [[], []]  # lenient: (frame, block) ahead of the captured entries
         self.lenient_held_bytes = 0  # their blocks' bytes, and the bytes of mid-stream streams not typed yet
@@ -734,7 +753,7 @@ class Http3Dissector:
             self.max_entry[d] = max(self.max_entry[d], min(size, 1 << 20))
             p = v[2] + v[0]
             points.append((self.inserts[d], at + p))
-        while len(points) > ql.MAX_CHARGE_POINTS:
+        while len(points) > MAX_CHARGE_POINTS:
             points.popleft()  # (coarser charging of old insertions, never lost bytes: see _charge)
         rest = buf[p:]
         if len(rest) > cap:  # an instruction longer than any entry can be: stop tracking, assume the worst
@@ -823,6 +842,8 @@ class Http3Dissector:
         """A header block of a connection joined mid-way: ``LenientQpack``.  A block that
         refers beyond the entries captured so far waits (as a blocked stream does) for the
         encoder stream; at the end of the capture it is decoded as it is (its pin raised)."""
+        from . import qpack_lenient as ql
+
         b = self.budget
         if b is not None and b.hit:
             b.take(len(block))
@@ -1141,6 +1162,8 @@ def infer_uni_kind(data, taken=()) -> str | None:
     capture), from its bytes: ``control``, ``qpack_encoder`` or ``qpack_decoder``, when
     exactly one of the kinds not ``taken`` yet in its direction reads them whole; None if
     none does, or more than one (more bytes may tell)."""
+    from . import qpack_lenient as ql
+
     fits = []
     if "control" not in taken and _looks_like_control(data):
         fits.append("control")
