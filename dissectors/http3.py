@@ -427,7 +427,7 @@ class Http3Dissector:
             self._hold_mid(direction, stream_id, st, chunks, bytes(data), packet)
         elif not st.skip and data:
             try:
-                self._feed(direction, stream_id, st, memoryview(bytes(data)), packet)
+                self._feed(direction, stream_id, st, memoryview(data if type(data) is bytes else bytes(data)), packet)
             except Exception as e:  # never let bad input stop the connection
                 st.skip = True
                 self.errors.append((packet, f"stream {stream_id}: HTTP/3 decoding stopped: {e.__class__.__name__}: {e}"))

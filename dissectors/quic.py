@@ -131,6 +131,7 @@ ALLOWED_IN_HANDSHAKE = frozenset((0x00, 0x01, 0x02, 0x03, 0x06, 0x1C))
 FORBIDDEN_IN_0RTT = frozenset((0x02, 0x03, 0x06, 0x07, 0x19, 0x1B, 0x1E))
 EPOCH_NAMES = (INITIAL, ZERO_RTT, HANDSHAKE, ONE_RTT)
 _pull_uint_var = Buffer.pull_uint_var  # (see _frames)
+_BYTE = [bytes((i,)) for i in range(256)]  # one-byte bytes by value (no tuple and bytes() call per packet)
 _from_bytes = int.from_bytes  # (a global: ``int.from_bytes`` is a class attribute lookup Python 3.11 does not specialise)
 
 SECRET_LABELS = {  # (epoch, direction) -> key-log label
@@ -357,7 +358,8 @@ class QuicConnectionDissector:
         return ev
 
     def datagram(self, direction: int, data, packet: int) -> list[QuicPacket]:
-        data = bytes(data)
+        if type(data) is not bytes:  # (bytes(data) of a bytes is itself: the call, ~0.1 us, only when needed)
+            data = bytes(data)
         out: list[QuicPacket] = []
         pos = 0
         n = len(data)
@@ -495,7 +497,7 @@ class QuicConnectionDissector:
                     phase = (b0 >> 2) & 1
                     if phase == keys.phase:
                         tpn = _from_bytes(data[pn_off:hend], "big") ^ _from_bytes(mask[1 : 1 + pn_len], "big")
-                        header = bytes((b0,)) + data[pos + 1 : pn_off] + tpn.to_bytes(pn_len, "big")
+                        header = _BYTE[b0] + data[pos + 1 : pn_off] + tpn.to_bytes(pn_len, "big")
                         # qc.decode_packet_number (RFC 9000 A.3), inline, as in _decrypt
                         largest = d.largest
                         expected = largest[2] + 1
@@ -526,8 +528,9 @@ class QuicConnectionDissector:
             # one issued in a NEW_CONNECTION_ID the capture may not hold (sent before it began),
             # which a datagram from a new address (NAT rebinding, migration) is routed by
             rc = self.dirs[1 - qp.direction].cids
-            if len(rc) < MAX_CIDS and bytes(qp.dcid) not in rc:
-                rc.add(bytes(qp.dcid))
+            dcid = qp.dcid if type(qp.dcid) is bytes else bytes(qp.dcid)  # (a slice of a bytes: no bytes() call per packet)
+            if len(rc) < MAX_CIDS and dcid not in rc:
+                rc.add(dcid)
                 self.cids_grew = True
         # _count, inline (the roles may have turned out reversed: qp.direction)
         st = self.stats

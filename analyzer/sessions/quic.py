@@ -270,8 +270,7 @@ class QuicSession:
                 if qp.error:
                     conn.notes.append(f"packet {packet}: {qp.error}")
                 continue
-            pn, kp = qp.pn, qp.key_phase
-            base = (ptype, pn, kp)  # (the fields of frames counted past the budget: made by _count if it must)
+            pn, kp = qp.pn, qp.key_phase  # (_count gets them as (ptype, pn, kp), made only where it is called)
             listed = self.listed
             if proto[packet - 1] < P_QUIC:  # ctx.set_proto(packet, "QUIC"), inline: what add_frame(frame, "QUIC") did per frame
                 proto[packet - 1] = P_QUIC
@@ -281,7 +280,7 @@ class QuicSession:
                 if f.forbidden or ftype in COUNTABLE and f.error is None:
                     if cnt == 1:  # one frame: listed if the budget takes it (as below, in one call)
                         if not listed.take(1):
-                            self._count(f, 1, direction, ptype, base, packet, t, agg)
+                            self._count(f, 1, direction, ptype, (ptype, pn, kp), packet, t, agg)
                             continue
                     else:
                         single = 0 if listed.hit else min(cnt, listed.room())
@@ -291,11 +290,11 @@ class QuicSession:
                             rest = cnt - single
                             listed.take(rest)  # refused: the budget is marked and counts them
                             if not single:
-                                self._count(f, rest, direction, ptype, base, packet, t, agg)
+                                self._count(f, rest, direction, ptype, (ptype, pn, kp), packet, t, agg)
                                 continue
                         cnt = single
                 if listing:
-                    # (a literal: the keys in the order dict(base) + frame_type made them)
+                    # (a literal: the keys in the order _count gives its fields)
                     if kp is None:
                         fields = {"packet_type": ptype, "packet_number": pn, "frame_type": f.code}
                     else:
@@ -315,7 +314,7 @@ class QuicSession:
                         for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
                             frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
                 if rest:
-                    self._count(f, rest, direction, ptype, base, packet, t, agg)
+                    self._count(f, rest, direction, ptype, (ptype, pn, kp), packet, t, agg)
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
         events = q.events
