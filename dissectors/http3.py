@@ -37,72 +37,90 @@ import re
 from collections import deque
 from collections.abc import Callable
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
 
-from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor, names_of
-
-from . import qpack_lenient as ql
-
+if TYPE_CHECKING:
+    from . import qpack_lenient as ql  # (imported where used: only a connection joined mid-way needs it)
 
 
-class H3FrameType(IntEnum):
-    """RFC 9114 §7.2 / §11.2.1, RFC 9218 §7.2 PRIORITY_UPDATE (request and push stream)."""
 
-    DATA = 0x00
-    HEADERS = 0x01
-    CANCEL_PUSH = 0x03
-    SETTINGS = 0x04
-    PUSH_PROMISE = 0x05
-    GOAWAY = 0x07
-    MAX_PUSH_ID = 0x0D
-    PRIORITY_UPDATE = 0xF0700
-    PRIORITY_UPDATE_PUSH = 0xF0701
+# RFC 9114 §7.2 / §11.2.1, RFC 9218 §7.2 PRIORITY_UPDATE (request and push stream): wire type by
+# name.  The IntEnums ``H3FrameType``, ``H3StreamType`` and ``DESCRIPTOR`` (for the protocol
+# registry and the views) are made of these on first use (module ``__getattr__``), not at import:
+# making the enums was ~0.5 ms of every start that decodes HTTP/3, and the analysis needs only
+# the tables below.
+_FRAME_TYPES = {
+    "DATA": 0x00,
+    "HEADERS": 0x01,
+    "CANCEL_PUSH": 0x03,
+    "SETTINGS": 0x04,
+    "PUSH_PROMISE": 0x05,
+    "GOAWAY": 0x07,
+    "MAX_PUSH_ID": 0x0D,
+    "PRIORITY_UPDATE": 0xF0700,
+    "PRIORITY_UPDATE_PUSH": 0xF0701,
     # HTTP/2 frame types, reserved in HTTP/3 (RFC 9114 §7.2.8): an error when received
-    H2_PRIORITY = 0x02
-    H2_PING = 0x06
-    H2_WINDOW_UPDATE = 0x08
-    H2_CONTINUATION = 0x09
+    "H2_PRIORITY": 0x02,
+    "H2_PING": 0x06,
+    "H2_WINDOW_UPDATE": 0x08,
+    "H2_CONTINUATION": 0x09,
+}
+_STREAM_TYPES = {"CONTROL": 0x00, "PUSH": 0x01, "QPACK_ENCODER": 0x02, "QPACK_DECODER": 0x03}  # RFC 9114 §6.2, RFC 9204 §4.2
 
 
-class H3StreamType(IntEnum):  # RFC 9114 §6.2, RFC 9204 §4.2
-    CONTROL = 0x00
-    PUSH = 0x01
-    QPACK_ENCODER = 0x02
-    QPACK_DECODER = 0x03
-
-
-# wire type -> Frame.type (the reserved HTTP/2 types show under their HTTP/2 names)
-FRAME_TYPES = names_of(H3FrameType, {0xF0701: "PRIORITY_UPDATE", 0x02: "PRIORITY", 0x06: "PING", 0x08: "WINDOW_UPDATE",
-                                     0x09: "CONTINUATION"})
-H2_RESERVED = {H3FrameType.H2_PRIORITY, H3FrameType.H2_PING, H3FrameType.H2_WINDOW_UPDATE, H3FrameType.H2_CONTINUATION}
+# wire type -> Frame.type (the reserved HTTP/2 types show under their HTTP/2 names; what
+# names_of(H3FrameType, ...) gives)
+FRAME_TYPES = {v: k for k, v in _FRAME_TYPES.items()}
+FRAME_TYPES.update({0xF0701: "PRIORITY_UPDATE", 0x02: "PRIORITY", 0x06: "PING", 0x08: "WINDOW_UPDATE", 0x09: "CONTINUATION"})
+H2_RESERVED = {_FRAME_TYPES["H2_PRIORITY"], _FRAME_TYPES["H2_PING"], _FRAME_TYPES["H2_WINDOW_UPDATE"], _FRAME_TYPES["H2_CONTINUATION"]}
 SETTINGS_NAMES = {
     0x01: "QPACK_MAX_TABLE_CAPACITY", 0x06: "MAX_FIELD_SECTION_SIZE", 0x07: "QPACK_BLOCKED_STREAMS",
     0x08: "ENABLE_CONNECT_PROTOCOL", 0x33: "H3_DATAGRAM", 0x276: "H3_DRAFT04_DATAGRAM", 0xFFD277: "H3_DATAGRAM_DRAFT",
     0x2B603742: "ENABLE_WEBTRANSPORT",
 }
-STREAM_TYPES = {int(t): t.name.lower() for t in H3StreamType}
+STREAM_TYPES = {v: k.lower() for k, v in _STREAM_TYPES.items()}
 
-DESCRIPTOR = ProtocolDescriptor(
-    name="http3",
-    display="HTTP3",
-    protocols=("h3", "h3-29"),
-    frame_types=H3FrameType,
-    type_names=FRAME_TYPES,
-    kinds=FrameKinds(
-        reset=frozenset({"CANCEL_PUSH"}),
-        priority=frozenset({"PRIORITY_UPDATE"}),
-        push=frozenset({"PUSH_PROMISE"}),
-        headers=frozenset({"HEADERS", "PUSH_PROMISE"}),
-        data=frozenset({"DATA"}),
-        settings=frozenset({"SETTINGS"}),
-        goaway=frozenset({"GOAWAY"}),
-    ),
-    fields_module="http3",
-    long_name="Hypertext Transfer Protocol Version 3", hooks_module="http3",
-    flow_control={"h3": "blocked", "h3-29": "blocked"},
-    oracle=OracleSpec(layer="http3", type_field="http3.frame_type", fields={"length": "http3.frame_length"}),
-)
+
+def _descriptor() -> None:
+    """Make ``H3FrameType``, ``H3StreamType`` and ``DESCRIPTOR`` (see _FRAME_TYPES)."""
+    from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor
+
+    ft = IntEnum("H3FrameType", list(_FRAME_TYPES.items()), module=__name__, qualname="H3FrameType")  # type: ignore[misc]
+    ft.__doc__ = "RFC 9114 §7.2 / §11.2.1, RFC 9218 §7.2 PRIORITY_UPDATE (request and push stream)."
+    st = IntEnum("H3StreamType", list(_STREAM_TYPES.items()), module=__name__, qualname="H3StreamType")  # type: ignore[misc]
+    globals()["DESCRIPTOR"] = ProtocolDescriptor(
+        name="http3",
+        display="HTTP3",
+        protocols=("h3", "h3-29"),
+        frame_types=ft,
+        type_names=FRAME_TYPES,
+        kinds=FrameKinds(
+            reset=frozenset({"CANCEL_PUSH"}),
+            priority=frozenset({"PRIORITY_UPDATE"}),
+            push=frozenset({"PUSH_PROMISE"}),
+            headers=frozenset({"HEADERS", "PUSH_PROMISE"}),
+            data=frozenset({"DATA"}),
+            settings=frozenset({"SETTINGS"}),
+            goaway=frozenset({"GOAWAY"}),
+        ),
+        fields_module="http3",
+        long_name="Hypertext Transfer Protocol Version 3", hooks_module="http3",
+        flow_control={"h3": "blocked", "h3-29": "blocked"},
+        oracle=OracleSpec(layer="http3", type_field="http3.frame_type", fields={"length": "http3.frame_length"}),
+    )
+    globals()["H3FrameType"] = ft
+    globals()["H3StreamType"] = st
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("H3FrameType", "H3StreamType", "DESCRIPTOR"):
+        _descriptor()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 MAX_FRAME_PAYLOAD = 1 << 20  # payload bytes buffered for non-DATA frames (headers are capped separately)
 MAX_PENDING_BLOCKS = 1000  # header blocks waiting for peer SETTINGS or encoder instructions
 # pylsqpack decodes a whole header block into memory and has no header-list limit, so a block
@@ -245,8 +263,24 @@ def block_size_bound(block, max_entry: int) -> int:
     return total
 
 
-# RFC 9204 §4.5.1.1, one copy for the exact and the lenient decoder
-required_insert_count = ql.required_insert_count
+MAX_CHARGE_POINTS = 1 << 16  # per-entry byte counts kept for charging (older ones merged; also qpack_lenient's)
+
+
+def required_insert_count(enc: int, max_entries: int, total_inserts: int) -> int | None:
+    """RFC 9204 §4.5.1.1 (None: invalid for this MaxEntries); one copy for the exact and the
+    lenient decoder (qpack_lenient imports it from here)."""
+    if enc == 0:
+        return 0
+    full = 2 * max_entries
+    if full == 0 or enc > full:
+        return None
+    max_value = total_inserts + max_entries
+    ric = (max_value // full) * full + enc - 1
+    if ric > max_value:
+        if ric <= full:
+            return None
+        ric -= full
+    return ric if ric > 0 else None
 
 
 def is_grease(v: int) -> bool:
@@ -324,6 +358,8 @@ class Http3Dissector:
         self.lenient = lenient
         self.resync_budget = resync_budget
         # set iff lenient
+        if lenient:
+            from . import qpack_lenient as ql  # (only a connection joined mid-way needs it)
         self.lq = (ql.LenientQpack(max_header_list), ql.LenientQpack(max_header_list)) if lenient else None
         self.lenient_blocked: list[list] = [[], []]  # lenient: (frame, block) ahead of the captured entries
         self.lenient_held_bytes = 0  # their blocks' bytes, and the bytes of mid-stream streams not typed yet
@@ -391,7 +427,7 @@ class Http3Dissector:
             self._hold_mid(direction, stream_id, st, chunks, bytes(data), packet)
         elif not st.skip and data:
             try:
-                self._feed(direction, stream_id, st, memoryview(bytes(data)), packet)
+                self._feed(direction, stream_id, st, memoryview(data if type(data) is bytes else bytes(data)), packet)
             except Exception as e:  # never let bad input stop the connection
                 st.skip = True
                 self.errors.append((packet, f"stream {stream_id}: HTTP/3 decoding stopped: {e.__class__.__name__}: {e}"))
@@ -717,7 +753,7 @@ class Http3Dissector:
             self.max_entry[d] = max(self.max_entry[d], min(size, 1 << 20))
             p = v[2] + v[0]
             points.append((self.inserts[d], at + p))
-        while len(points) > ql.MAX_CHARGE_POINTS:
+        while len(points) > MAX_CHARGE_POINTS:
             points.popleft()  # (coarser charging of old insertions, never lost bytes: see _charge)
         rest = buf[p:]
         if len(rest) > cap:  # an instruction longer than any entry can be: stop tracking, assume the worst
@@ -806,6 +842,8 @@ class Http3Dissector:
         """A header block of a connection joined mid-way: ``LenientQpack``.  A block that
         refers beyond the entries captured so far waits (as a blocked stream does) for the
         encoder stream; at the end of the capture it is decoded as it is (its pin raised)."""
+        from . import qpack_lenient as ql
+
         b = self.budget
         if b is not None and b.hit:
             b.take(len(block))
@@ -1124,6 +1162,8 @@ def infer_uni_kind(data, taken=()) -> str | None:
     capture), from its bytes: ``control``, ``qpack_encoder`` or ``qpack_decoder``, when
     exactly one of the kinds not ``taken`` yet in its direction reads them whole; None if
     none does, or more than one (more bytes may tell)."""
+    from . import qpack_lenient as ql
+
     fits = []
     if "control" not in taken and _looks_like_control(data):
         fits.append("control")

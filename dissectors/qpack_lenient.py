@@ -41,6 +41,10 @@ from collections import deque
 
 from pylsqpack import Decoder
 
+# (one copy for the exact and the lenient decoder, in http3, which imports this module only
+# for a connection joined mid-way)
+from .http3 import MAX_CHARGE_POINTS, required_insert_count  # noqa: F401  (required_insert_count: also read here by callers)
+
 UNKNOWN = b"<unknown>"
 
 
@@ -58,7 +62,6 @@ assert len(STATIC_TABLE) == 99 and STATIC_TABLE[17] == (b":method", b"GET")
 # seen: aioquic's (and the RFC's example) 4096, Chromium's 64 KiB, then other powers of two.
 CAPACITY_GUESSES = (4096, 65536, 16384, 8192, 32768, 2048, 1024, 512, 256, 131072, 262144)
 MAX_BYTES = 1 << 20  # entries kept (name + value + 32 each); the oldest are dropped beyond
-MAX_CHARGE_POINTS = 1 << 16  # per-entry byte counts kept for charging (older ones merged)
 _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
 
 
@@ -109,22 +112,6 @@ def _str(buf, p: int, n: int, limit: int) -> tuple[bytes, int]:
         except Exception as e:
             raise QpackError(f"bad Huffman string: {e}") from None
     return s, p + ln
-
-
-def required_insert_count(enc: int, max_entries: int, total_inserts: int) -> int | None:
-    """RFC 9204 §4.5.1.1 (None: invalid for this MaxEntries)."""
-    if enc == 0:
-        return 0
-    full = 2 * max_entries
-    if full == 0 or enc > full:
-        return None
-    max_value = total_inserts + max_entries
-    ric = (max_value // full) * full + enc - 1
-    if ric > max_value:
-        if ric <= full:
-            return None
-        ric -= full
-    return ric if ric > 0 else None
 
 
 def parse_encoder(buf, p: int, limit: int):

@@ -29,8 +29,6 @@ from typing import Any
 
 from aioquic.buffer import Buffer, BufferReadError
 
-from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor, names_of
-
 from . import quic_crypto as qc
 from .quic_crypto import DecryptError, PacketKeys
 
@@ -43,62 +41,81 @@ SPACE = {INITIAL: 0, HANDSHAKE: 1, ZERO_RTT: 2, ONE_RTT: 2}
 
 
 
-class QuicFrameType(IntEnum):
-    """RFC 9000 §19 (Table 3 in §12.4), RFC 9221 DATAGRAM, draft-ietf-quic-ack-frequency."""
+# RFC 9000 §19 (Table 3 in §12.4), RFC 9221 DATAGRAM, draft-ietf-quic-ack-frequency: wire type
+# by name.  The IntEnum ``QuicFrameType`` and ``DESCRIPTOR`` (for the protocol registry and the
+# views) are made of it on first use (module ``__getattr__``), not at import: making the enum was
+# ~0.6 ms of every start that decodes QUIC, and the analysis needs only the names (FRAME_NAMES).
+_FRAME_TYPES = {
+    "PADDING": 0x00,
+    "PING": 0x01,
+    "ACK": 0x02,
+    "ACK_ECN": 0x03,
+    "RESET_STREAM": 0x04,
+    "STOP_SENDING": 0x05,
+    "CRYPTO": 0x06,
+    "NEW_TOKEN": 0x07,
+    "STREAM": 0x08,  # 0x08-0x0f: the low bits are OFF, LEN, FIN
+    "MAX_DATA": 0x10,
+    "MAX_STREAM_DATA": 0x11,
+    "MAX_STREAMS_BIDI": 0x12,
+    "MAX_STREAMS_UNI": 0x13,
+    "DATA_BLOCKED": 0x14,
+    "STREAM_DATA_BLOCKED": 0x15,
+    "STREAMS_BLOCKED_BIDI": 0x16,
+    "STREAMS_BLOCKED_UNI": 0x17,
+    "NEW_CONNECTION_ID": 0x18,
+    "RETIRE_CONNECTION_ID": 0x19,
+    "PATH_CHALLENGE": 0x1A,
+    "PATH_RESPONSE": 0x1B,
+    "CONNECTION_CLOSE": 0x1C,
+    "CONNECTION_CLOSE_APP": 0x1D,
+    "HANDSHAKE_DONE": 0x1E,
+    "IMMEDIATE_ACK": 0x1F,
+    "DATAGRAM": 0x30,
+    "DATAGRAM_LEN": 0x31,
+    "ACK_FREQUENCY": 0xAF,
+}
 
-    PADDING = 0x00
-    PING = 0x01
-    ACK = 0x02
-    ACK_ECN = 0x03
-    RESET_STREAM = 0x04
-    STOP_SENDING = 0x05
-    CRYPTO = 0x06
-    NEW_TOKEN = 0x07
-    STREAM = 0x08  # 0x08-0x0f: the low bits are OFF, LEN, FIN
-    MAX_DATA = 0x10
-    MAX_STREAM_DATA = 0x11
-    MAX_STREAMS_BIDI = 0x12
-    MAX_STREAMS_UNI = 0x13
-    DATA_BLOCKED = 0x14
-    STREAM_DATA_BLOCKED = 0x15
-    STREAMS_BLOCKED_BIDI = 0x16
-    STREAMS_BLOCKED_UNI = 0x17
-    NEW_CONNECTION_ID = 0x18
-    RETIRE_CONNECTION_ID = 0x19
-    PATH_CHALLENGE = 0x1A
-    PATH_RESPONSE = 0x1B
-    CONNECTION_CLOSE = 0x1C
-    CONNECTION_CLOSE_APP = 0x1D
-    HANDSHAKE_DONE = 0x1E
-    IMMEDIATE_ACK = 0x1F
-    DATAGRAM = 0x30
-    DATAGRAM_LEN = 0x31
-    ACK_FREQUENCY = 0xAF
-
-
-# wire type -> Frame.type: the variants of one frame share its name
-FRAME_NAMES = names_of(QuicFrameType, {
+# wire type -> Frame.type: the variants of one frame share its name (what names_of(QuicFrameType, ...) gives)
+FRAME_NAMES = {v: k for k, v in _FRAME_TYPES.items()}
+FRAME_NAMES.update({
     0x03: "ACK", 0x12: "MAX_STREAMS", 0x13: "MAX_STREAMS", 0x16: "STREAMS_BLOCKED", 0x17: "STREAMS_BLOCKED",
     0x1D: "CONNECTION_CLOSE", 0x31: "DATAGRAM", **dict.fromkeys(range(0x08, 0x10), "STREAM"),
 })
 
-DESCRIPTOR = ProtocolDescriptor(
-    name="quic",
-    display="QUIC",
-    protocols=("quic",),
-    frame_types=QuicFrameType,
-    type_names=FRAME_NAMES,
-    kinds=FrameKinds(
-        reset=frozenset({"RESET_STREAM", "STOP_SENDING"}),
-        data=frozenset({"STREAM"}),
-        goaway=frozenset({"CONNECTION_CLOSE"}),
-        ping=frozenset({"PING"}),
-        blocked=frozenset({"DATA_BLOCKED", "STREAM_DATA_BLOCKED", "STREAMS_BLOCKED", "STREAMS_BLOCKED_BIDI", "STREAMS_BLOCKED_UNI"}),
-    ),
-    fields_module="quic",
-    long_name="QUIC IETF", column_rank=2, hooks_module="quic", flow_control={"quic": "blocked"},
-    oracle=OracleSpec(layer="quic", type_field="quic.frame_type", fields={"stream_id": "quic.stream.stream_id"}),
-)
+
+def _descriptor() -> None:
+    """Make ``QuicFrameType`` and ``DESCRIPTOR`` (see _FRAME_TYPES)."""
+    from wirefall.dissectors.registry import FrameKinds, OracleSpec, ProtocolDescriptor
+
+    ft = IntEnum("QuicFrameType", list(_FRAME_TYPES.items()), module=__name__, qualname="QuicFrameType")  # type: ignore[misc]
+    ft.__doc__ = "RFC 9000 §19 (Table 3 in §12.4), RFC 9221 DATAGRAM, draft-ietf-quic-ack-frequency."
+    globals()["DESCRIPTOR"] = ProtocolDescriptor(
+        name="quic",
+        display="QUIC",
+        protocols=("quic",),
+        frame_types=ft,
+        type_names=FRAME_NAMES,
+        kinds=FrameKinds(
+            reset=frozenset({"RESET_STREAM", "STOP_SENDING"}),
+            data=frozenset({"STREAM"}),
+            goaway=frozenset({"CONNECTION_CLOSE"}),
+            ping=frozenset({"PING"}),
+            blocked=frozenset({"DATA_BLOCKED", "STREAM_DATA_BLOCKED", "STREAMS_BLOCKED", "STREAMS_BLOCKED_BIDI", "STREAMS_BLOCKED_UNI"}),
+        ),
+        fields_module="quic",
+        long_name="QUIC IETF", column_rank=2, hooks_module="quic", flow_control={"quic": "blocked"},
+        oracle=OracleSpec(layer="quic", type_field="quic.frame_type", fields={"stream_id": "quic.stream.stream_id"}),
+    )
+    globals()["QuicFrameType"] = ft
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("QuicFrameType", "DESCRIPTOR"):
+        _descriptor()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 TLS_MSG = {1: "ClientHello", 2: "ServerHello", 4: "NewSessionTicket", 5: "EndOfEarlyData", 8: "EncryptedExtensions",
            11: "Certificate", 13: "CertificateRequest", 15: "CertificateVerify", 20: "Finished", 24: "KeyUpdate"}
@@ -113,6 +130,9 @@ MAX_ACK_RANGES = 64  # ACK ranges listed per ACK frame (``ack_range_count`` says
 ALLOWED_IN_HANDSHAKE = frozenset((0x00, 0x01, 0x02, 0x03, 0x06, 0x1C))
 FORBIDDEN_IN_0RTT = frozenset((0x02, 0x03, 0x06, 0x07, 0x19, 0x1B, 0x1E))
 EPOCH_NAMES = (INITIAL, ZERO_RTT, HANDSHAKE, ONE_RTT)
+_pull_uint_var = Buffer.pull_uint_var  # (see _frames)
+_BYTE = [bytes((i,)) for i in range(256)]  # one-byte bytes by value (no tuple and bytes() call per packet)
+_from_bytes = int.from_bytes  # (a global: ``int.from_bytes`` is a class attribute lookup Python 3.11 does not specialise)
 
 SECRET_LABELS = {  # (epoch, direction) -> key-log label
     (1, 0): "CLIENT_EARLY_TRAFFIC_SECRET",
@@ -338,7 +358,8 @@ class QuicConnectionDissector:
         return ev
 
     def datagram(self, direction: int, data, packet: int) -> list[QuicPacket]:
-        data = bytes(data)
+        if type(data) is not bytes:  # (bytes(data) of a bytes is itself: the call, ~0.1 us, only when needed)
+            data = bytes(data)
         out: list[QuicPacket] = []
         pos = 0
         n = len(data)
@@ -426,6 +447,8 @@ class QuicConnectionDissector:
             if end > n:
                 qp.error = f"packet length {length} runs past the end of the datagram"
                 end = n
+            qp.size = end - pos
+            done = False
             if ptype == INITIAL and direction == 0:
                 if self.odcid is None:
                     self.odcid = dcid
@@ -455,16 +478,59 @@ class QuicConnectionDissector:
             qp.spin = (b0 >> 5) & 1
             pn_off = pos + 1 + dl
             end = n
-        qp.size = end - pos
-        pkt = data[pos:end]
-        self._decrypt(direction, qp, pkt, pn_off - pos, packet)
+            qp.size = end - pos
+            done = False
+            # nearly every packet: 1-RTT, AES keys in use with their cipher objects made, the
+            # same key phase.  What _decrypt (with PacketKeys.unprotect_header and .decrypt) does
+            # then, inline: three calls and their tuples fewer per packet.  Any other case, or
+            # any failure (nothing is changed before the plaintext is in hand), goes the general
+            # way, which computes it all again and says why it failed.
+            keys = d.keys[3]
+            c = keys._c if keys is not None else None
+            if c is not None and c[1] is not None and pn_off + 20 <= end:
+                plain = None
+                try:
+                    mask = c[1].update(data[pn_off + 4 : pn_off + 20])
+                    b0 ^= mask[0] & 0x1F
+                    pn_len = (b0 & 3) + 1
+                    hend = pn_off + pn_len
+                    phase = (b0 >> 2) & 1
+                    if phase == keys.phase:
+                        tpn = _from_bytes(data[pn_off:hend], "big") ^ _from_bytes(mask[1 : 1 + pn_len], "big")
+                        header = _BYTE[b0] + data[pos + 1 : pn_off] + tpn.to_bytes(pn_len, "big")
+                        # qc.decode_packet_number (RFC 9000 A.3), inline, as in _decrypt
+                        largest = d.largest
+                        expected = largest[2] + 1
+                        win = 1 << (pn_len * 8)
+                        hwin = win >> 1
+                        pn = (expected & ~(win - 1)) | tpn
+                        if pn <= expected - hwin and pn < (1 << 62) - win:
+                            pn += win
+                        elif pn > expected + hwin and pn >= win:
+                            pn -= win
+                        plain = c[0].decrypt((keys._iv ^ pn).to_bytes(12, "big"), data[hend:end], header)
+                except Exception:
+                    plain = None
+                if plain is not None:
+                    qp.pn = pn
+                    qp.key_phase = phase
+                    if pn > largest[2]:
+                        largest[2] = pn
+                    qp.hdr_len = hend - pos
+                    qp.pn_len = pn_len
+                    qp.keys = keys
+                    self._frames(direction, qp, plain, 3, packet)
+                    done = True
+        if not done:
+            self._decrypt(direction, qp, data[pos:end], pn_off - pos, packet)
         if ptype == ONE_RTT and qp.hdr_len and qp.dcid:
             # a connection ID the packet's AEAD check vouches for (its header is authenticated):
             # one issued in a NEW_CONNECTION_ID the capture may not hold (sent before it began),
             # which a datagram from a new address (NAT rebinding, migration) is routed by
             rc = self.dirs[1 - qp.direction].cids
-            if len(rc) < MAX_CIDS and bytes(qp.dcid) not in rc:
-                rc.add(bytes(qp.dcid))
+            dcid = qp.dcid if type(qp.dcid) is bytes else bytes(qp.dcid)  # (a slice of a bytes: no bytes() call per packet)
+            if len(rc) < MAX_CIDS and dcid not in rc:
+                rc.add(dcid)
                 self.cids_grew = True
         # _count, inline (the roles may have turned out reversed: qp.direction)
         st = self.stats
@@ -772,18 +838,19 @@ class QuicConnectionDissector:
         buf = Buffer(0, plain)  # (positional: the keyword form costs ~0.5 us more per packet in its argument parsing)
         n = len(plain)
         frames = qp.frames
-        pull = buf.pull_uint_var
+        # (Buffer.pull_uint_var unbound, pull(buf); buf.tell() and starts.append() called as methods:
+        # taking a bound method is an attribute lookup Python 3.11 does not specialise, dearer than
+        # the few calls of a packet's one or two frames)
+        pull = _pull_uint_var
         starts = qp.starts = []  # frames are contiguous: frame i is plain[starts[i]:starts[i + 1]]
-        mark = starts.append
         allowed = ALLOWED_IN_HANDSHAKE if epoch in (0, 2) else None
-        tell = buf.tell
         try:
             while True:
-                start = tell()
+                start = buf.tell()
                 if start >= n:
                     break
-                mark(start)
-                t = pull()
+                starts.append(start)
+                t = pull(buf)
                 if t == 0:
                     i = start + 1
                     while i < n and plain[i] == 0:
@@ -809,36 +876,48 @@ class QuicConnectionDissector:
                 # effects (stream bytes, resets, connection IDs...) go nowhere
                 ok = t in allowed if allowed is not None else not (epoch == 1 and t in FORBIDDEN_IN_0RTT)
                 if 0x08 <= t <= 0x0F:
-                    sid = pull()
-                    off = pull() if t & 0x04 else 0
-                    ln = pull() if t & 0x02 else n - tell()
+                    sid = pull(buf)
+                    off = pull(buf) if t & 0x04 else 0
+                    ln = pull(buf) if t & 0x02 else n - buf.tell()
                     data = buf.pull_bytes(ln)  # (BufferReadError if it runs past the packet)
                     fin = bool(t & 1)
                     f = QuicFrame("STREAM", t, sid, off, ln, fin, None, data if ok else None)
                     frames.append(f)
                     if ok:
-                        self._stream(direction, sid, off, data, fin, packet, f)
+                        r = self.streams.get((direction, sid))
+                        if r is not None and off == r.next and ln and not r.pending and not r.overflow:
+                            # _stream's in-order case (nearly every frame), inline: one call fewer
+                            if fin:
+                                r.final = off + ln
+                            end = r.next = off + ln
+                            final = r.final
+                            done = final is not None and end >= final
+                            self.events.append(("stream", direction, sid, off, data, done, packet))
+                            if done:
+                                r.fin_sent = True
+                        else:
+                            self._stream(direction, sid, off, data, fin, packet, f)
                 elif t in (0x02, 0x03):
-                    largest = pull()
-                    delay = pull()
-                    count = pull()
-                    first = pull()
+                    largest = pull(buf)
+                    delay = pull(buf)
+                    count = pull(buf)
+                    first = pull(buf)
                     ranges = [(largest - first, largest)]
                     smallest = largest - first
                     for i in range(count):
-                        gap = pull()
-                        rl = pull()
+                        gap = pull(buf)
+                        rl = pull(buf)
                         if i < MAX_ACK_RANGES:
                             hi = smallest - gap - 2
                             smallest = hi - rl
                             ranges.append((smallest, hi))
                     fields = {"largest_acknowledged": largest, "ack_delay": delay, "ack_range_count": count, "ranges": ranges}
                     if t == 3:
-                        fields["ecn"] = (pull(), pull(), pull())
+                        fields["ecn"] = (pull(buf), pull(buf), pull(buf))
                     frames.append(QuicFrame("ACK", t, None, -1, 0, False, fields))
                 elif t == 0x06:
-                    off = pull()
-                    ln = pull()
+                    off = pull(buf)
+                    ln = pull(buf)
                     p = buf.tell()
                     if p + ln > n:
                         raise BufferReadError("CRYPTO data runs past the packet")
@@ -851,35 +930,35 @@ class QuicConnectionDissector:
                 elif t == 0x01:
                     frames.append(QuicFrame("PING", 1))  # (a PING type in a longer encoding)
                 elif t == 0x04:
-                    sid, code, final = pull(), pull(), pull()
+                    sid, code, final = pull(buf), pull(buf), pull(buf)
                     frames.append(QuicFrame("RESET_STREAM", 4, sid, fields={"error_code": code, "final_size": final}))
                     if ok:
                         self._reset(direction, sid, code, final, packet)
                 elif t == 0x05:
-                    sid, code = pull(), pull()
+                    sid, code = pull(buf), pull(buf)
                     frames.append(QuicFrame("STOP_SENDING", 5, sid, fields={"error_code": code}))
                     if ok:
                         self.events.append(("stop_sending", direction, sid, code, packet))
                 elif t == 0x07:
-                    ln = pull()
+                    ln = pull(buf)
                     tok = buf.pull_bytes(ln)
                     frames.append(QuicFrame("NEW_TOKEN", 7, length=ln, fields={"token": tok.hex()}))
                 elif t == 0x10:
-                    frames.append(QuicFrame("MAX_DATA", t, fields={"maximum_data": pull()}))
+                    frames.append(QuicFrame("MAX_DATA", t, fields={"maximum_data": pull(buf)}))
                 elif t == 0x11:
-                    sid = pull()
-                    frames.append(QuicFrame("MAX_STREAM_DATA", t, sid, fields={"maximum_stream_data": pull()}))
+                    sid = pull(buf)
+                    frames.append(QuicFrame("MAX_STREAM_DATA", t, sid, fields={"maximum_stream_data": pull(buf)}))
                 elif t in (0x12, 0x13):
-                    frames.append(QuicFrame("MAX_STREAMS", t, fields={"maximum_streams": pull(), "bidi": t == 0x12}))
+                    frames.append(QuicFrame("MAX_STREAMS", t, fields={"maximum_streams": pull(buf), "bidi": t == 0x12}))
                 elif t == 0x14:
-                    frames.append(QuicFrame("DATA_BLOCKED", t, fields={"limit": pull()}))
+                    frames.append(QuicFrame("DATA_BLOCKED", t, fields={"limit": pull(buf)}))
                 elif t == 0x15:
-                    sid = pull()
-                    frames.append(QuicFrame("STREAM_DATA_BLOCKED", t, sid, fields={"limit": pull()}))
+                    sid = pull(buf)
+                    frames.append(QuicFrame("STREAM_DATA_BLOCKED", t, sid, fields={"limit": pull(buf)}))
                 elif t in (0x16, 0x17):
-                    frames.append(QuicFrame("STREAMS_BLOCKED", t, fields={"limit": pull(), "bidi": t == 0x16}))
+                    frames.append(QuicFrame("STREAMS_BLOCKED", t, fields={"limit": pull(buf), "bidi": t == 0x16}))
                 elif t == 0x18:
-                    seq, rpt = pull(), pull()
+                    seq, rpt = pull(buf), pull(buf)
                     cl = buf.pull_uint8()
                     cid = buf.pull_bytes(cl)
                     token = buf.pull_bytes(16)
@@ -889,13 +968,13 @@ class QuicConnectionDissector:
                         self.dirs[direction].cid_lens.add(len(cid))
                     frames.append(QuicFrame("NEW_CONNECTION_ID", t, fields={"sequence": seq, "retire_prior_to": rpt, "connection_id": cid.hex(), "reset_token": token.hex()}))
                 elif t == 0x19:
-                    frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull()}))
+                    frames.append(QuicFrame("RETIRE_CONNECTION_ID", t, fields={"sequence": pull(buf)}))
                 elif t in (0x1A, 0x1B):
                     frames.append(QuicFrame(FRAME_NAMES[t], t, fields={"data": buf.pull_bytes(8).hex()}))
                 elif t in (0x1C, 0x1D):
-                    code = pull()
-                    ftype = pull() if t == 0x1C else None
-                    rl = pull()
+                    code = pull(buf)
+                    ftype = pull(buf) if t == 0x1C else None
+                    rl = pull(buf)
                     reason = buf.pull_bytes(rl).decode("utf-8", "replace")
                     fields = {"error_code": code, "reason": reason, "application": t == 0x1D}
                     if ftype is not None:
@@ -906,11 +985,11 @@ class QuicConnectionDissector:
                     if ok and self.handshake_done_packet is None:
                         self.handshake_done_packet = packet
                 elif t in (0x30, 0x31):
-                    ln = pull() if t == 0x31 else n - buf.tell()
+                    ln = pull(buf) if t == 0x31 else n - buf.tell()
                     data = buf.pull_bytes(ln)
                     frames.append(QuicFrame("DATAGRAM", t, length=ln, data=data if ok else None))
                 elif t == 0xAF:  # ACK_FREQUENCY (draft-ietf-quic-ack-frequency)
-                    frames.append(QuicFrame("ACK_FREQUENCY", t, fields={"sequence": pull(), "threshold": pull(), "max_ack_delay": pull(), "reordering": pull()}))
+                    frames.append(QuicFrame("ACK_FREQUENCY", t, fields={"sequence": pull(buf), "threshold": pull(buf), "max_ack_delay": pull(buf), "reordering": pull(buf)}))
                 elif t == 0x1F:
                     frames.append(QuicFrame("IMMEDIATE_ACK", t))
                 else:

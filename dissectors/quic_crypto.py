@@ -22,9 +22,9 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
-from .tls_crypto import HASH_LEN
-from .tls_crypto import hkdf_expand_label as _hkdf_expand_label  # one HKDF for TLS and QUIC (cryptography's HMAC)
-from .tls_crypto import hkdf_extract as _hkdf_extract
+from .hkdf import HASH_LEN
+from .hkdf import hkdf_expand_label as _hkdf_expand_label  # one HKDF for TLS and QUIC (cryptography's HMAC)
+from .hkdf import hkdf_extract as _hkdf_extract
 
 VERSION_1 = 0x00000001
 VERSION_2 = 0x6B3343CF

@@ -1,6 +1,7 @@
 """TLS key schedules and record decryption (sans-IO: keys in, plaintext out).
 
-- ``hkdf_extract``, ``hkdf_expand_label`` (RFC 8446 7.1; also what QUIC uses, RFC 9001 5.1),
+- ``hkdf_extract``, ``hkdf_expand_label`` (RFC 8446 7.1; also what QUIC uses, RFC 9001 5.1;
+  defined in ``dissectors.hkdf``),
   ``tls13_traffic_keys(secret, suite)``, ``tls13_next_secret`` (KeyUpdate).
 - ``prf`` (TLS 1.0/1.1 MD5+SHA-1 and TLS 1.2 P_hash), ``tls12_key_block``.
 - ``suite_params(cs)``: what decryption needs to know about a cipher suite, or None.
@@ -25,17 +26,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
 
 from .dataclass_repr import dataclass_repr
+from .hkdf import _HASHES, HASH_LEN, _hmac, _hname, hkdf_expand, hkdf_expand_label, hkdf_extract  # noqa: F401  (re-exported)
 from .tls_suites import CIPHER_SUITES
-
-HASH_LEN = {"sha256": 32, "sha384": 48, "sha1": 20, "md5": 16}
-_HASHES: dict[str, hashes.HashAlgorithm] = {"sha256": hashes.SHA256(), "sha384": hashes.SHA384(), "sha1": hashes.SHA1(), "md5": hashes.MD5()}
-
-
-def _hmac(key: bytes, msg: bytes, h: str) -> bytes:
-    """HMAC-``h`` (a HASH_LEN name) of ``msg``."""
-    m = HMAC(key, _HASHES[h])
-    m.update(msg)
-    return m.finalize()
 
 
 def _hmac_ok(key: bytes, msg: bytes, h: str, tag: bytes) -> bool:
@@ -62,36 +54,6 @@ class DecryptError(Exception):
 
 
 AEAD_ERRORS = (InvalidTag, ValueError)  # what an AEAD's decrypt raises on a record that does not open
-
-
-def _hname(h) -> str:
-    return h if isinstance(h, str) else h.name
-
-
-def hkdf_extract(salt: bytes, ikm: bytes, hash="sha256") -> bytes:
-    return _hmac(salt or bytes(HASH_LEN[_hname(hash)]), ikm, _hname(hash))
-
-
-def hkdf_expand(prk: bytes, info: bytes, length: int, hash="sha256") -> bytes:
-    h = _hname(hash)
-    out = b""
-    t = b""
-    i = 1
-    while len(out) < length:
-        t = _hmac(prk, t + info + bytes((i,)), h)
-        out += t
-        i += 1
-    return out[:length]
-
-
-def hkdf_expand_label(secret: bytes, label, context: bytes, length: int, hash="sha256") -> bytes:
-    """HKDF-Expand-Label (RFC 8446 7.1).  ``label`` without the "tls13 " prefix (str or bytes);
-    ``hash`` a name ("sha256") or a ``cryptography`` hash object."""
-    if isinstance(label, str):
-        label = label.encode()
-    full = b"tls13 " + label
-    info = length.to_bytes(2, "big") + bytes((len(full),)) + full + bytes((len(context),)) + context
-    return hkdf_expand(secret, info, length, hash)
 
 
 def derive_secret(secret: bytes, label, messages: bytes, hash="sha256") -> bytes:

@@ -210,13 +210,14 @@ class QuicSession:
     def _ietf(self, direction, data, packet):
         ctx = self.ctx
         conn = self.conn
-        t = ctx.time(packet)
+        t = ctx.ts[packet - 1]  # (ctx.time(packet) without the call: once per datagram)
         q = self.q
         cid = conn.id
-        add = ctx.add_frame
-        frames_append = ctx.analysis.frames.append  # (add_frame without its proto: set once per packet below)
         proto = ctx.proto
         listing = ctx.listing  # (False: no Frame per QUIC frame, no quic_packets row: see Context.listing)
+        # (add_frame without its proto, which is set once per packet below; made only when listing:
+        # taking a bound method is an attribute lookup Python 3.11 does not specialise)
+        frames_append = ctx.analysis.frames.append if listing else None
         agg: dict = {}  # (direction, packet type, frame type) -> Frame counting repeats, past the budget
         pkts = q.datagram(direction, data, packet)
         if q.flipped == packet and not self.flip_request:
@@ -244,8 +245,8 @@ class QuicSession:
                     fields["integrity_valid"] = qp.retry_valid
                 else:
                     fields["versions"] = [dq.version_name(v) for v in qp.versions or []]
-                add(Frame(packet, packet, t, cid, direction, "quic", None, "RETRY" if ptype == dq.RETRY else "VERSION_NEGOTIATION",
-                          length=qp.size, fields=fields, error=qp.error), "QUIC")
+                ctx.add_frame(Frame(packet, packet, t, cid, direction, "quic", None, "RETRY" if ptype == dq.RETRY else "VERSION_NEGOTIATION",
+                                    length=qp.size, fields=fields, error=qp.error), "QUIC")
                 self._cids()
                 continue
             if ptype is ONE_RTT:
@@ -263,14 +264,13 @@ class QuicSession:
                         self.spin_edges[direction].append(t)
                     self.spin_last[direction] = spin
             if not qp.frames:
-                add(Frame(packet, packet, t, cid, direction, "quic", None, "PROTECTED", length=qp.size,
-                          fields={"packet_type": ptype, "packet_number": qp.pn, "version": dq.version_name(qp.version)},
-                          error=qp.error or "no frames"), "QUIC")
+                ctx.add_frame(Frame(packet, packet, t, cid, direction, "quic", None, "PROTECTED", length=qp.size,
+                                    fields={"packet_type": ptype, "packet_number": qp.pn, "version": dq.version_name(qp.version)},
+                                    error=qp.error or "no frames"), "QUIC")
                 if qp.error:
                     conn.notes.append(f"packet {packet}: {qp.error}")
                 continue
-            pn, kp = qp.pn, qp.key_phase
-            base = (ptype, pn, kp)  # (the fields of frames counted past the budget: made by _count if it must)
+            pn, kp = qp.pn, qp.key_phase  # (_count gets them as (ptype, pn, kp), made only where it is called)
             listed = self.listed
             if proto[packet - 1] < P_QUIC:  # ctx.set_proto(packet, "QUIC"), inline: what add_frame(frame, "QUIC") did per frame
                 proto[packet - 1] = P_QUIC
@@ -280,7 +280,7 @@ class QuicSession:
                 if f.forbidden or ftype in COUNTABLE and f.error is None:
                     if cnt == 1:  # one frame: listed if the budget takes it (as below, in one call)
                         if not listed.take(1):
-                            self._count(f, 1, direction, ptype, base, packet, t, agg)
+                            self._count(f, 1, direction, ptype, (ptype, pn, kp), packet, t, agg)
                             continue
                     else:
                         single = 0 if listed.hit else min(cnt, listed.room())
@@ -290,11 +290,11 @@ class QuicSession:
                             rest = cnt - single
                             listed.take(rest)  # refused: the budget is marked and counts them
                             if not single:
-                                self._count(f, rest, direction, ptype, base, packet, t, agg)
+                                self._count(f, rest, direction, ptype, (ptype, pn, kp), packet, t, agg)
                                 continue
                         cnt = single
                 if listing:
-                    # (a literal: the keys in the order dict(base) + frame_type made them)
+                    # (a literal: the keys in the order _count gives its fields)
                     if kp is None:
                         fields = {"packet_type": ptype, "packet_number": pn, "frame_type": f.code}
                     else:
@@ -314,11 +314,13 @@ class QuicSession:
                         for _ in range(cnt - 1):  # the rest of a run of PINGs, within the budget
                             frames_append(Frame(packet, packet, t, cid, direction, "quic", None, ftype, fields=dict(fields)))
                 if rest:
-                    self._count(f, rest, direction, ptype, base, packet, t, agg)
+                    self._count(f, rest, direction, ptype, (ptype, pn, kp), packet, t, agg)
             if qp.error:
                 conn.notes.append(f"packet {packet}: {qp.error}")
-        if q.events:  # (an ACK-only packet has none)
-            self._events(q.pop_events())
+        events = q.events
+        if events:  # (an ACK-only packet has none)
+            q.events = []  # (q.pop_events(), inline)
+            self._events(events)
         if q.cids_grew:  # (the sets only grow: unchanged since the last look, nothing new to route by)
             q.cids_grew = False
             if len(q.dirs[0].cids) + len(q.dirs[1].cids) != len(self.known_cids):
