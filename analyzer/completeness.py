@@ -47,6 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
+
 from .model import Analysis, Connection, Exchange, NoteKind, notes_of
 from .keylog import BUDGET_WARNING
 from .sessions import CAPTURE_ID, CAPTURE_WIDE
@@ -67,17 +69,36 @@ NEXT_UNKNOWN_KEYLOG = ("pass --keylog FILE with the key log written during this 
                        "no secret for these connections)")
 
 
-@dataclass(slots=True)
+# (``summary`` loads this module: its dataclasses' __init__ are written out and their __repr__
+# is dataclass_repr, not compiled at every start, and each has a docstring, without which
+# @dataclass formats one from inspect.signature: ~3 ms of the module's ~4 ms import;
+# tests/test_dataclass_init.py holds them to the generated ones)
+@dataclass(init=False, slots=True, repr=False)
 class Issue:
+    """One thing the capture misses, with the next step for the user."""
+
+    __repr__ = dataclass_repr
+
     kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged | no_packets
     connection: int | None  # None: the capture as a whole
     count: int  # requests (joined_midway, unknown_fields), bytes (bytes_lost), packets (not_decrypted), 1
     detail: str  # what is missing, in words
     next_step: str  # what the user can do about it
 
+    def __init__(self, kind: str, connection: int | None, count: int, detail: str, next_step: str) -> None:
+        self.kind = kind
+        self.connection = connection
+        self.count = count
+        self.detail = detail
+        self.next_step = next_step
 
-@dataclass(slots=True)
+
+@dataclass(init=False, slots=True, repr=False)
 class ConnectionCompleteness:
+    """What one connection misses (``Completeness.per_connection``)."""
+
+    __repr__ = dataclass_repr
+
     id: int
     requests: int = 0
     joined_midway: bool = False
@@ -94,14 +115,38 @@ class ConnectionCompleteness:
     budgets: list[str] = field(default_factory=list)
     cut_short: int = 0  # frames / heads the capture ends inside
 
+    def __init__(self, id: int, requests: int = 0, joined_midway: bool = False, unknown_requests: int = 0, unknown_url: int = 0,
+                 unknown_method: int = 0, unknown_status: int = 0, unknown_headers: int = 0, unknown_body: int = 0,
+                 unknown_authority: int = 0, bytes_lost: int = 0, gaps: int = 0, not_decrypted: str | None = None,
+                 budgets: list[str] = FACTORY, cut_short: int = 0) -> None:
+        self.id = id
+        self.requests = requests
+        self.joined_midway = joined_midway
+        self.unknown_requests = unknown_requests
+        self.unknown_url = unknown_url
+        self.unknown_method = unknown_method
+        self.unknown_status = unknown_status
+        self.unknown_headers = unknown_headers
+        self.unknown_body = unknown_body
+        self.unknown_authority = unknown_authority
+        self.bytes_lost = bytes_lost
+        self.gaps = gaps
+        self.not_decrypted = not_decrypted
+        self.budgets = [] if budgets is FACTORY else budgets
+        self.cut_short = cut_short
+
     @property
     def complete(self) -> bool:
         return not (self.joined_midway or self.unknown_requests or self.bytes_lost or self.gaps
                     or self.not_decrypted or self.budgets or self.cut_short)
 
 
-@dataclass
+@dataclass(init=False, repr=False)
 class Completeness:
+    """What the capture misses, as a whole and per connection (``compute``)."""
+
+    __repr__ = dataclass_repr
+
     complete: bool
     connections: int
     requests: int
@@ -123,6 +168,33 @@ class Completeness:
     unknown_body: int = 0  # requests whose body size is a lower bound
     cut_short: int = 0  # frames / heads the capture ends inside (not decoded)
     unknown_authority: int = 0  # requests whose host nothing in the capture names
+
+    def __init__(self, complete: bool, connections: int, requests: int, joined_midway: list[int], requests_on_joined: int,
+                 requests_unknown: int, unknown_url: int, unknown_method: int, unknown_status: int, unknown_headers: int,
+                 bytes_lost: int, gaps: int, not_decrypted: dict[int, str], budgets_hit: dict[str, list[int]], warnings: list[str],
+                 issues: list[Issue], per_connection: dict[int, ConnectionCompleteness], unknown_exchanges: dict[int, list[str]] = FACTORY,
+                 unknown_body: int = 0, cut_short: int = 0, unknown_authority: int = 0) -> None:
+        self.complete = complete
+        self.connections = connections
+        self.requests = requests
+        self.joined_midway = joined_midway
+        self.requests_on_joined = requests_on_joined
+        self.requests_unknown = requests_unknown
+        self.unknown_url = unknown_url
+        self.unknown_method = unknown_method
+        self.unknown_status = unknown_status
+        self.unknown_headers = unknown_headers
+        self.bytes_lost = bytes_lost
+        self.gaps = gaps
+        self.not_decrypted = not_decrypted
+        self.budgets_hit = budgets_hit
+        self.warnings = warnings
+        self.issues = issues
+        self.per_connection = per_connection
+        self.unknown_exchanges = {} if unknown_exchanges is FACTORY else unknown_exchanges
+        self.unknown_body = unknown_body
+        self.cut_short = cut_short
+        self.unknown_authority = unknown_authority
 
     @property
     def summary(self) -> str:

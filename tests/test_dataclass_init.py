@@ -18,6 +18,7 @@ WRITTEN_OUT = {
     "wirefall.dissectors.registry": ["FrameKinds", "OracleSpec", "ProtocolDescriptor"],
     "wirefall.dissectors.dns": ["DnsAnswer", "DnsMessage"],
     "wirefall.dissectors.tls_crypto": ["SuiteParams"],
+    "wirefall.analyzer.completeness": ["Issue", "ConnectionCompleteness", "Completeness"],
 }
 CLASSES = [getattr(importlib.import_module(m), n) for m, names in WRITTEN_OUT.items() for n in names]
 
