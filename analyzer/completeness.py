@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 
 from .model import Analysis, Connection, Exchange, NoteKind, notes_of
 from .keylog import BUDGET_WARNING
@@ -70,14 +70,15 @@ NEXT_UNKNOWN_KEYLOG = ("pass --keylog FILE with the key log written during this 
 
 
 # (``summary`` loads this module: its dataclasses' __init__ are written out and their __repr__
-# is dataclass_repr, not compiled at every start, and each has a docstring, without which
-# @dataclass formats one from inspect.signature: ~3 ms of the module's ~4 ms import;
-# tests/test_dataclass_init.py holds them to the generated ones)
-@dataclass(init=False, slots=True, repr=False)
+# and __eq__ are dataclass_repr and dataclass_eq, not compiled at every start, and each has a
+# docstring, without which @dataclass formats one from inspect.signature: ~3 ms of the
+# module's ~4 ms import; tests/test_dataclass_init.py holds them to the generated ones)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class Issue:
     """One thing the capture misses, with the next step for the user."""
 
     __repr__ = dataclass_repr
+    __eq__ = dataclass_eq
 
     kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged | no_packets
     connection: int | None  # None: the capture as a whole
@@ -93,11 +94,12 @@ class Issue:
         self.next_step = next_step
 
 
-@dataclass(init=False, slots=True, repr=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class ConnectionCompleteness:
     """What one connection misses (``Completeness.per_connection``)."""
 
     __repr__ = dataclass_repr
+    __eq__ = dataclass_eq
 
     id: int
     requests: int = 0
@@ -141,11 +143,12 @@ class ConnectionCompleteness:
                     or self.not_decrypted or self.budgets or self.cut_short)
 
 
-@dataclass(init=False, repr=False)
+@dataclass(init=False, repr=False, eq=False)
 class Completeness:
     """What the capture misses, as a whole and per connection (``compute``)."""
 
     __repr__ = dataclass_repr
+    __eq__ = dataclass_eq
 
     complete: bool
     connections: int

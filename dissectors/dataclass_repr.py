@@ -12,6 +12,10 @@ the .pyc, nothing compiled at start); a field with a ``default_factory`` takes `
 its default and calls the factory when it is passed, as the generated one does with its own
 sentinel.  tests/test_dataclass_init.py holds each to the ``__init__`` ``@dataclass`` would
 generate (parameters, defaults, the fields an instance gets).
+
+And for ``__eq__``, where a class of the start-up path is compared by value: ``@dataclass(eq=False)``
+with ``__eq__ = dataclass_eq``, the generated comparison (same class, then the compared fields in
+order; ``__hash__`` None, as Python sets it for a class that defines ``__eq__`` alone).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import reprlib
 from dataclasses import fields
 from typing import Any
 
-__all__ = ["FACTORY", "dataclass_repr"]
+__all__ = ["FACTORY", "dataclass_eq", "dataclass_repr"]
 
 
 class _Factory:
@@ -37,3 +41,17 @@ def dataclass_repr(self) -> str:
     """``Name(field=value, ...)`` of the fields declared with ``repr=True`` (the default), as
     ``@dataclass`` writes it."""
     return f"{type(self).__qualname__}({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in fields(self) if f.repr)})"
+
+
+_COMPARED: dict[type, tuple[str, ...]] = {}
+
+
+def dataclass_eq(self, other) -> Any:
+    """``self == other`` as ``@dataclass(eq=True)`` generates it: NotImplemented for an object of
+    another class, else the tuples of the fields declared with ``compare=True`` (the default)."""
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = _COMPARED.get(self.__class__)
+    if names is None:
+        names = _COMPARED[self.__class__] = tuple(f.name for f in fields(self) if f.compare)
+    return tuple([getattr(self, n) for n in names]) == tuple([getattr(other, n) for n in names])

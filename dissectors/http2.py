@@ -53,7 +53,7 @@ from typing import Any
 import hpack
 
 from wirefall.dissectors.budget import Budget
-from wirefall.dissectors.dataclass_repr import dataclass_repr
+from wirefall.dissectors.dataclass_repr import dataclass_eq, dataclass_repr
 from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable
@@ -248,12 +248,13 @@ def frame_name(t: int) -> str:
     return FRAME_NAMES.get(t) or f"UNKNOWN_0x{t:02x}"
 
 
-@dataclass(slots=True, init=False, repr=False)
+@dataclass(slots=True, init=False, repr=False, eq=False)
 class H2Frame:
     """One HTTP/2 frame as it was on the wire.  (Its ``__init__`` is written out: made for
     every frame, the generated one's 23 parameters cost a sixth more than these 8.)"""
 
     __repr__ = dataclass_repr  # (@dataclass's own text, not compiled at import: dissectors/dataclass_repr.py)
+    __eq__ = dataclass_eq  # (the generated comparison, not compiled at import: ~0.5 ms of every HTTP/2 run)
 
     direction: int
     type: int

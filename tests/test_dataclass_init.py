@@ -81,3 +81,37 @@ def test_shared_repr_is_the_generated_one(cls):
         object.__setattr__(obj, f.name, value)
         object.__setattr__(copy, f.name, value)
     assert repr(obj) == repr(copy) and repr(obj).startswith(cls.__qualname__ + "(")
+
+
+EQ_CLASSES = [c for c in REPR_CLASSES if c.__eq__.__name__ == "dataclass_eq"]
+
+
+def test_shared_eq_classes():
+    assert {c.__name__ for c in EQ_CLASSES} >= {"H2Frame", "Issue", "ConnectionCompleteness", "Completeness"}
+
+
+@pytest.mark.parametrize("cls", EQ_CLASSES, ids=lambda c: c.__name__)
+def test_shared_eq_is_the_generated_one(cls):
+    # eq=False with __eq__ = dataclass_eq: what @dataclass's own __eq__ (eq=True) answers, and no hash
+    ns: dict = {"__annotations__": {f.name: f.type for f in dataclasses.fields(cls)}, "__qualname__": cls.__qualname__}
+    for f in dataclasses.fields(cls):
+        ns[f.name] = dataclasses.field(default=None, compare=f.compare)
+    ref = dataclasses.dataclass(eq=True)(type(cls.__name__, (), ns))
+    assert cls.__hash__ is None and ref.__hash__ is None
+
+    def pair(k: type, values: list):
+        obj = object.__new__(k)
+        for f, v in zip(dataclasses.fields(cls), values):
+            object.__setattr__(obj, f.name, v)
+        return obj
+
+    n = len(dataclasses.fields(cls))
+    nan = float("nan")
+    base = [[i, f"s{i}", None, (i, "x")][i % 4] for i in range(n)]
+    for i in range(n):
+        for other in (base, base[:i] + ["changed"] + base[i + 1:], base[:i] + [nan] + base[i + 1:]):
+            for a_vals in (base, other):
+                a, b, ra, rb = pair(cls, a_vals), pair(cls, other), pair(ref, a_vals), pair(ref, other)
+                assert (a == b) == (ra == rb) and (a != b) == (ra != rb), (i, a_vals, other)
+    x = pair(cls, base)
+    assert x.__eq__(pair(ref, base)) is NotImplemented and x.__eq__(object()) is NotImplemented and x == x
