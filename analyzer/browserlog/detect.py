@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from ..capture import CaptureError, open_decompressed
+from ..capture import PCAP_MAGICS, PCAPNG_SHB, CaptureError, open_decompressed
 
 SNIFF_BYTES = 64 << 10
 DEFAULT_MAX_BYTES = 512 << 20  # decompressed text of one log (limits["browserlog_bytes"])
@@ -58,7 +58,7 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
-_CAPTURE_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
+_CAPTURE_MAGICS = (*PCAP_MAGICS, PCAPNG_SHB)  # (analyzer.pipeline tells them apart before loading this module)
 
 
 def kind_of(path: str) -> str | None:
