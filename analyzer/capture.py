@@ -33,14 +33,18 @@ class CaptureError(Exception):
     """The file is not a capture wirefall can read (exit code 2)."""
 
 
-class Record(NamedTuple):
-    ts: float
-    caplen: int
-    origlen: int
-    linktype: int
-    offset: int  # offset of the packet data in the decompressed file
-    data: bytes
-    interface: int
+# (NamedTuple's functional form, here and in analyzer/packet.py: its types are objects, where
+# the class form's string annotations (from __future__ import annotations) each cost typing a
+# compile() at every start)
+Record = NamedTuple("Record", [  # noqa: UP014 (see above)
+    ("ts", float),
+    ("caplen", int),
+    ("origlen", int),
+    ("linktype", int),
+    ("offset", int),  # offset of the packet data in the decompressed file
+    ("data", bytes),
+    ("interface", int),
+])
 
 
 _tuple_new = tuple.__new__  # Record without NamedTuple's Python-level __new__ (once per packet)

@@ -46,21 +46,23 @@ _ETH_IP4_TCP = struct.Struct("!12xHBxHHHxB2x4s4sHHIIBBH").unpack_from
 _ETH_IP4_UDP = struct.Struct("!12xHBxHHHxB2x4s4sHHH").unpack_from
 
 
-class Decoded(NamedTuple):
-    ipver: int
-    src: bytes  # packed address
-    dst: bytes
-    proto: int  # IP protocol number
-    sport: int
-    dport: int
-    payload: bytes | memoryview  # TCP/UDP payload (or IP payload for other protocols)
-    seq: int  # TCP only
-    ack: int
-    flags: int
-    win: int
-    l3_off: int  # offset of the IP header in the link-layer frame (-1 for reassembled)
-    l4_off: int  # offset of the TCP/UDP header (-1 for reassembled)
-    l3_end: int  # end of the IP datagram by its length field, unclipped (-1: 0 or too small, or reassembled)
+# (NamedTuple's functional form, as capture.Record: no compile() per string annotation at start)
+Decoded = NamedTuple("Decoded", [  # noqa: UP014 (see above)
+    ("ipver", int),
+    ("src", bytes),  # packed address
+    ("dst", bytes),
+    ("proto", int),  # IP protocol number
+    ("sport", int),
+    ("dport", int),
+    ("payload", bytes | memoryview),  # TCP/UDP payload (or IP payload for other protocols)
+    ("seq", int),  # TCP only
+    ("ack", int),
+    ("flags", int),
+    ("win", int),
+    ("l3_off", int),  # offset of the IP header in the link-layer frame (-1 for reassembled)
+    ("l4_off", int),  # offset of the TCP/UDP header (-1 for reassembled)
+    ("l3_end", int),  # end of the IP datagram by its length field, unclipped (-1: 0 or too small, or reassembled)
+])
 
 
 _new = tuple.__new__  # Decoded without the namedtuple's Python-level __new__
@@ -143,8 +145,25 @@ class Defragmenter:
         return bytes(out[:total])
 
 
-class Layers(NamedTuple):
-    """Where each layer of one frame starts, as offsets into the frame's bytes (the link-layer
+# (the functional form, as Decoded)
+Layers = NamedTuple("Layers", [  # noqa: UP014 (see above)
+    ("network", int),  # offset of the IP header; -1: link layer truncated or unsupported
+    ("ethertype", int),  # 0x0800, 0x86DD, …; BSD loopback: the address family; raw IP, not v4/v6: -1
+    ("ipver", int),  # 4, 6; 0: not IP (or not reached)
+    ("src", bytes),  # packed addresses (b"" when not reached)
+    ("dst", bytes),
+    ("proto", int),  # transport protocol number, after the IPv6 extension headers; -1: not reached
+    ("transport", int),  # offset of the transport header; -1: not reached
+    ("end", int),  # end of the IP datagram in the frame: by its length field, clipped to the bytes captured
+    ("length_end", int),  # end by the length field alone; -1: 0 or smaller than the header (TSO: the frame's end)
+    ("frag", int),  # 0: not a fragment; else 1 + the fragment's offset in bytes (IPv4, or an IPv6 fragment header)
+    ("more", bool),  # more fragments follow (IPv4 MF / IPv6 M flag)
+    ("ident", int),  # IPv4 identification (the reassembly key)
+    ("ext", tuple[tuple[int, int, int], ...]),  # IPv6 extension headers: (header type, offset, length) each
+    ("payload", int),  # offset of the TCP/UDP payload; -1: no such header, or it does not fit in ``end``
+    ("error", str | None),
+])
+Layers.__doc__ = """Where each layer of one frame starts, as offsets into the frame's bytes (the link-layer
     header is at 0): the one place link layer, IPv4/IPv6 (with the IPv6 extension-header chain)
     and the TCP/UDP header are walked.  ``layers()`` makes it; ``Decoder`` (the pipeline),
     ``analyzer.detail`` (tree and packet list) and ``analyzer.tcp_analysis`` read it.
@@ -152,22 +171,6 @@ class Layers(NamedTuple):
     ``error`` names the first layer that could not be decoded (the fields of the layers after
     it are -1 / empty); a frame that is not IP has ``ipver`` 0 and ``error`` set, with
     ``ethertype`` what its link layer says follows."""
-
-    network: int  # offset of the IP header; -1: link layer truncated or unsupported
-    ethertype: int  # 0x0800, 0x86DD, …; BSD loopback: the address family; raw IP, not v4/v6: -1
-    ipver: int  # 4, 6; 0: not IP (or not reached)
-    src: bytes  # packed addresses (b"" when not reached)
-    dst: bytes
-    proto: int  # transport protocol number, after the IPv6 extension headers; -1: not reached
-    transport: int  # offset of the transport header; -1: not reached
-    end: int  # end of the IP datagram in the frame: by its length field, clipped to the bytes captured
-    length_end: int  # end by the length field alone; -1: 0 or smaller than the header (TSO: the frame's end)
-    frag: int  # 0: not a fragment; else 1 + the fragment's offset in bytes (IPv4, or an IPv6 fragment header)
-    more: bool  # more fragments follow (IPv4 MF / IPv6 M flag)
-    ident: int  # IPv4 identification (the reassembly key)
-    ext: tuple[tuple[int, int, int], ...]  # IPv6 extension headers: (header type, offset, length) each
-    payload: int  # offset of the TCP/UDP payload; -1: no such header, or it does not fit in ``end``
-    error: str | None
 
 
 _NO_IP = (b"", b"", -1, -1, -1, -1, 0, False, 0, (), -1)
