@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.registry import REGISTRY
 
 from .model import Analysis, Connection, Exchange
@@ -31,9 +32,15 @@ STATS_VERSION = 1
 FRAME_HEADER_BYTES = {p: d.frame_header for d in REGISTRY.values() if d.frame_header and d.kinds.headers for p in d.protocols}
 
 
-@dataclass
+# (`stats` loads this module: its dataclasses' __init__ are written out, their __repr__ and __eq__
+# are dataclass_repr and dataclass_eq, not compiled at every start, and each has a docstring,
+# without which @dataclass formats one from inspect.signature)
+@dataclass(init=False, repr=False, eq=False)
 class Block:
     """One set of numbers: the capture, one protocol or one connection."""
+
+    __repr__ = dataclass_repr
+    __eq__ = dataclass_eq
 
     name: str
     connections: int = 0
@@ -67,9 +74,55 @@ class Block:
     endpoints: str | None = None  # connections only
     protocol: str | None = None  # connections only
 
+    # (@dataclass(init=False): written out, not compiled at every `stats`; tests/test_dataclass_init.py)
+    def __init__(self, name: str, connections: int = 0, packets: list[int] = FACTORY, bytes: list[int] = FACTORY, payload: list[int] = FACTORY,
+                 tls_record_overhead: list[int] = FACTORY, framing_overhead: list[int] | None = None, frames: int = 0,
+                 retransmissions: list[int] = FACTORY, retransmitted_bytes: list[int] = FACTORY, gaps: list[int] = FACTORY, requests: int = 0,
+                 pushes: int = 0, resets: int = 0, req_headers: list[int] = FACTORY, resp_headers: list[int] = FACTORY,
+                 req_headers_first: list[int] = FACTORY, resp_headers_first: list[int] = FACTORY, req_headers_rest: list[int] = FACTORY,
+                 resp_headers_rest: list[int] = FACTORY, qpack_encoder: list[int] = FACTORY, request_body: int = 0,
+                 response_body: list[int] = FACTORY, max_streams_in_flight: int = 0, ttfb: float | None = None,
+                 page_load_time: float | None = None, first_time: float | None = None, last_time: float | None = None,
+                 endpoints: str | None = None, protocol: str | None = None) -> None:
+        self.name = name
+        self.connections = connections
+        self.packets = [0, 0] if packets is FACTORY else packets
+        self.bytes = [0, 0] if bytes is FACTORY else bytes
+        self.payload = [0, 0] if payload is FACTORY else payload
+        self.tls_record_overhead = [0, 0] if tls_record_overhead is FACTORY else tls_record_overhead
+        self.framing_overhead = framing_overhead
+        self.frames = frames
+        self.retransmissions = [0, 0] if retransmissions is FACTORY else retransmissions
+        self.retransmitted_bytes = [0, 0] if retransmitted_bytes is FACTORY else retransmitted_bytes
+        self.gaps = [0, 0] if gaps is FACTORY else gaps
+        self.requests = requests
+        self.pushes = pushes
+        self.resets = resets
+        self.req_headers = [0, 0] if req_headers is FACTORY else req_headers
+        self.resp_headers = [0, 0] if resp_headers is FACTORY else resp_headers
+        self.req_headers_first = [0, 0] if req_headers_first is FACTORY else req_headers_first
+        self.resp_headers_first = [0, 0] if resp_headers_first is FACTORY else resp_headers_first
+        self.req_headers_rest = [0, 0] if req_headers_rest is FACTORY else req_headers_rest
+        self.resp_headers_rest = [0, 0] if resp_headers_rest is FACTORY else resp_headers_rest
+        self.qpack_encoder = [0, 0] if qpack_encoder is FACTORY else qpack_encoder
+        self.request_body = request_body
+        self.response_body = [0, 0] if response_body is FACTORY else response_body
+        self.max_streams_in_flight = max_streams_in_flight
+        self.ttfb = ttfb
+        self.page_load_time = page_load_time
+        self.first_time = first_time
+        self.last_time = last_time
+        self.endpoints = endpoints
+        self.protocol = protocol
 
-@dataclass
+
+@dataclass(init=False, repr=False, eq=False)
 class Stats:
+    """What `wirefall stats` shows: the capture's, each protocol's and each connection's numbers."""
+
+    __repr__ = dataclass_repr
+    __eq__ = dataclass_eq
+
     file: str
     capture: Block
     protocols: dict[str, Block]
@@ -80,6 +133,20 @@ class Stats:
     completeness: Any = None  # analyzer.completeness.Completeness
     background_requests: int = 0  # requests not the page's (analyzer.waterfall.page_of)
     tcp_analysis: dict | None = None  # analyzer.tcp_analysis.stats(): packets per tcp.analysis.* flag
+
+    def __init__(self, file: str, capture: Block, protocols: dict[str, Block], connections: list[Block], packets_total: int = 0,
+                 bytes_total: int = 0, duration: float = 0.0, completeness: Any = None, background_requests: int = 0,
+                 tcp_analysis: dict | None = None) -> None:
+        self.file = file
+        self.capture = capture
+        self.protocols = protocols
+        self.connections = connections
+        self.packets_total = packets_total
+        self.bytes_total = bytes_total
+        self.duration = duration
+        self.completeness = completeness
+        self.background_requests = background_requests
+        self.tcp_analysis = tcp_analysis
 
 
 def _add2(a: list[int], b) -> None:

@@ -50,9 +50,11 @@ direction, past which tshark stops counting a FIN's sequence number) needs.
 from __future__ import annotations
 
 import struct
-import threading
+from _thread import allocate_lock  # (threading.Lock itself, without loading threading: as analyzer.model)
 from array import array
 from dataclasses import dataclass, field
+
+from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 
 from .model import PROTO_CODE, Analysis
 from .packet import Decoded, Decoder
@@ -199,8 +201,13 @@ class _Conv:
         self.index = index
 
 
-@dataclass
+@dataclass(init=False, repr=False, eq=False)  # (written out, not compiled at every start, as analyzer/stats.py's)
 class TcpAnalysis:
+    """tshark's tcp.analysis.* of a capture's TCP packets, per packet, made as the packets are read."""
+
+    __repr__ = dataclass_repr
+    __eq__ = dataclass_eq
+
     flags: array = field(default_factory=lambda: array("H"))
     dupack: dict = field(default_factory=dict)  # packet -> (dup ack number, frame it duplicates)
     conv: array = field(default_factory=lambda: array("i"))  # packet -> tshark conversation index, -1
@@ -214,6 +221,23 @@ class TcpAnalysis:
     _state: dict = field(default_factory=dict, repr=False)  # 4-tuple -> (conv, dir) to go on with
     _convs: list = field(default_factory=list, repr=False)
     _decoder: Decoder | None = field(default=None, repr=False)
+
+    def __init__(self, flags: array = FACTORY, dupack: dict = FACTORY, conv: array = FACTORY, fwd: bytearray = FACTORY, wshift: array = FACTORY,
+                 tcp_flags: array = FACTORY, base: array = FACTORY, rtt: array = FACTORY, rtt_at: array = FACTORY, packets: int = 0,
+                 _state: dict = FACTORY, _convs: list = FACTORY, _decoder: Decoder | None = None) -> None:
+        self.flags = array("H") if flags is FACTORY else flags
+        self.dupack = {} if dupack is FACTORY else dupack
+        self.conv = array("i") if conv is FACTORY else conv
+        self.fwd = bytearray() if fwd is FACTORY else fwd
+        self.wshift = array("b") if wshift is FACTORY else wshift
+        self.tcp_flags = array("H") if tcp_flags is FACTORY else tcp_flags
+        self.base = array("q") if base is FACTORY else base
+        self.rtt = array("d") if rtt is FACTORY else rtt
+        self.rtt_at = array("i") if rtt_at is FACTORY else rtt_at
+        self.packets = packets
+        self._state = {} if _state is FACTORY else _state
+        self._convs = [] if _convs is FACTORY else _convs
+        self._decoder = _decoder
 
     def has(self, n: int, name: str) -> bool:
         """Whether packet ``n`` has tshark field ``name`` (``tcp.analysis.*``)."""
@@ -311,7 +335,7 @@ class TcpAnalysis:
         return out
 
 
-_LOCK = threading.Lock()
+_LOCK = allocate_lock()
 
 
 def tcp_analysis(analysis: Analysis, source, upto: int | None = None) -> TcpAnalysis:
@@ -339,7 +363,7 @@ class ChildRun:
     def __init__(self) -> None:
         self.pid: int | None = None
         self.cancelled = False
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     def cancel(self) -> None:
         import os

@@ -19,6 +19,8 @@ WRITTEN_OUT = {
     "wirefall.dissectors.dns": ["DnsAnswer", "DnsMessage"],
     "wirefall.dissectors.tls_crypto": ["SuiteParams"],
     "wirefall.analyzer.completeness": ["Issue", "ConnectionCompleteness", "Completeness"],
+    "wirefall.analyzer.stats": ["Block", "Stats"],
+    "wirefall.analyzer.tcp_analysis": ["TcpAnalysis"],
 }
 CLASSES = [getattr(importlib.import_module(m), n) for m, names in WRITTEN_OUT.items() for n in names]
 
@@ -87,7 +89,7 @@ EQ_CLASSES = [c for c in REPR_CLASSES if c.__eq__.__name__ == "dataclass_eq"]
 
 
 def test_shared_eq_classes():
-    assert {c.__name__ for c in EQ_CLASSES} >= {"H2Frame", "Issue", "ConnectionCompleteness", "Completeness"}
+    assert {c.__name__ for c in EQ_CLASSES} >= {"H2Frame", "Issue", "ConnectionCompleteness", "Completeness", "Block", "Stats", "TcpAnalysis"}
 
 
 @pytest.mark.parametrize("cls", EQ_CLASSES, ids=lambda c: c.__name__)
