@@ -17,7 +17,10 @@ def _ep(a: tuple[str, int]) -> str | None:
     return f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
 
 
-def connection_dict(c: Connection) -> dict[str, Any]:
+def connection_dict(c: Connection, subject: bool = True) -> dict[str, Any]:
+    """``subject=False``: the TLS certificate's subject is not read (None): reading it parses
+    the certificate, which loads ``cryptography.x509`` (~60 ms of a text ``summary``, which
+    does not show it)."""
     d: dict[str, Any] = {
         "id": c.id,
         "transport": c.transport,
@@ -57,7 +60,7 @@ def connection_dict(c: Connection) -> dict[str, Any]:
             "cipher_suite_id": t.cipher_suite_id,
             "hello_retry": t.hello_retry,
             "npn": t.npn,
-            "certificate_subject": t.certificate_subject,
+            "certificate_subject": t.certificate_subject if subject else None,
             "records": t.records,
             "record_overhead": list(t.record_overhead),
             "client_hello_time": t.client_hello_time,
@@ -312,7 +315,8 @@ def bytes_on_wire(an: Analysis) -> int:
     return memo[1]
 
 
-def summary_dict(an: Analysis) -> dict[str, Any]:
+def summary_dict(an: Analysis, subjects: bool = True) -> dict[str, Any]:
+    """``subjects``: as ``connection_dict``'s ``subject``."""
     first = an.index.ts[0] if len(an.index) else None
     last = an.index.ts[-1] if len(an.index) else None
     return {
@@ -327,7 +331,7 @@ def summary_dict(an: Analysis) -> dict[str, Any]:
         "bytes": bytes_on_wire(an),
         "undecoded": dict(an.undecoded),
         "warnings": list(an.warnings),
-        "connections": [connection_dict(c) for c in an.connections],
+        "connections": [connection_dict(c, subjects) for c in an.connections],
         "completeness": _completeness(an),
         "source": getattr(an, "source", "capture"),
         "browser": getattr(an, "browser", None),

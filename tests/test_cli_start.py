@@ -90,6 +90,22 @@ def test_requests_run_imports_only_what_it_uses():
         assert not any(m == heavy or m.startswith(heavy + ".") for m in mods), heavy
 
 
+def test_text_summary_parses_no_certificate():
+    """The text summary shows no certificate subject: it does not parse the certificate, which
+    loads cryptography.x509 (~60 ms); ``summary --json`` still says the subject."""
+    cap, keys = PAGE / "page-h2.pcapng", PAGE / "page-h2.keys"
+    code = ("import sys, json; from wirefall.ui.cli import main; sys.stdout = open(__import__('os').devnull, 'w'); rc = main(sys.argv[1:]); "
+            "sys.stdout = sys.__stdout__; print(json.dumps(sorted(sys.modules))); sys.exit(rc)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code, "summary", str(cap), "--keylog", str(keys)],
+                         capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert not any(m.startswith("cryptography.x509") for m in json.loads(out.stdout))
+    out = subprocess.run([sys.executable, "-m", "wirefall", "summary", str(cap), "--keylog", str(keys), "--json"],
+                         capture_output=True, text=True, env=env, timeout=120, check=True)
+    subjects = [c["tls"]["certificate_subject"] for c in json.loads(out.stdout)["connections"] if c["tls"]]
+    assert subjects and all(subjects), subjects
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_main_leaves_the_collector_as_it_found_it(enabled):
     # main() pauses the cyclic collector for its start-up (and load() for the pass): the

@@ -171,7 +171,7 @@ def cmd_summary(args) -> int:
     from wirefall.analyzer.jsonout import summary_dict
 
     an = load(args)
-    d = summary_dict(an)
+    d = summary_dict(an, subjects=args.json)  # (the text shows no certificate subject: not parsed)
     if args.json:
         _dump(d)
         return 0
