@@ -498,16 +498,8 @@ class QuicConnectionDissector:
                     if phase == keys.phase:
                         tpn = _from_bytes(data[pn_off:hend], "big") ^ _from_bytes(mask[1 : 1 + pn_len], "big")
                         header = _BYTE[b0] + data[pos + 1 : pn_off] + tpn.to_bytes(pn_len, "big")
-                        # qc.decode_packet_number (RFC 9000 A.3), inline, as in _decrypt
                         largest = d.largest
-                        expected = largest[2] + 1
-                        win = 1 << (pn_len * 8)
-                        hwin = win >> 1
-                        pn = (expected & ~(win - 1)) | tpn
-                        if pn <= expected - hwin and pn < (1 << 62) - win:
-                            pn += win
-                        elif pn > expected + hwin and pn >= win:
-                            pn -= win
+                        pn = qc.decode_packet_number(tpn, pn_len, largest[2])
                         plain = c[0].decrypt((keys._iv ^ pn).to_bytes(12, "big"), data[hend:end], header)
                 except Exception:
                     plain = None
@@ -750,16 +742,7 @@ class QuicConnectionDissector:
         except DecryptError as e:
             qp.error = f"cannot decrypt {qp.type} packet: {e}"
             return
-        # qc.decode_packet_number (RFC 9000 A.3), inline: once per packet
-        expected = d.largest[space] + 1
-        win = 1 << (pn_len * 8)
-        hwin = win >> 1
-        pn = (expected & ~(win - 1)) | tpn
-        if pn <= expected - hwin and pn < (1 << 62) - win:
-            pn += win
-        elif pn > expected + hwin and pn >= win:
-            pn -= win
-        qp.pn = pn
+        pn = qp.pn = qc.decode_packet_number(tpn, pn_len, d.largest[space])
         payload = pkt[len(header):]
         used = keys
         if epoch == 3:
