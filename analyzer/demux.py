@@ -1,7 +1,7 @@
 """The lean demultiplexer of parallel analysis (``analyzer.parallel``, "scanned" mode).
 
 ``scan(path, n)`` walks an uncompressed capture's record headers through ``mmap``, or by
-``os.pread`` where records lie far apart (``_FAR``) (the packet bytes are not read, only the
+``os.pread`` where records lie far apart (``FAR``) (the packet bytes are not read, only the
 first 54 of a packet on the common Ethernet/IPv4/TCP path)
 and returns, for every packet, what the reader (``capture.read_capture``) would have yielded
 except the data (time, file offset, lengths, link type, interface) and which TCP 4-tuple
@@ -87,7 +87,7 @@ def scan(path: str, n: int, vector: bool | None = None) -> Scan | None:
     throughout; None (the default), the loop, which hands over to the vectorised mode when the
     capture is large.  The result is the same in every mode."""
     try:
-        f = open(path, "rb")  # (kept open: a record far from the last is read by os.pread, see _FAR)
+        f = open(path, "rb")  # (kept open: a record far from the last is read by os.pread, see FAR)
     except OSError:
         return None
     try:
@@ -208,13 +208,13 @@ def _vectorise(vector: bool | None, done: int, walked: int, left: int) -> bool:
     return True
 
 
-# Where records lie _FAR bytes or more apart on average (large segments: loopback and TSO/GRO
+# Where records lie FAR bytes or more apart on average (large segments: loopback and TSO/GRO
 # captures), as a checkpoint of the loop finds (the first at _FIRST_CHECK), their heads are
 # read by ``os.pread``, not through the mapping: a page fault maps 64 KiB around the address,
 # so with records 8-16 KiB apart most records paid one (13 us each on the 2-core VM: 4.1 k
 # faults in h2-bodies4's 15.8 k records; a pread is ~2 us).  Closer records share their
 # pages: mapped, as before.
-_FAR = 12 << 10
+FAR = 12 << 10
 
 
 def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1) -> Scan:
@@ -236,7 +236,7 @@ def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1) -> Scan:
     ts_a, off_a, cap_a, orig_a, grp_a = sc.ts.append, sc.offset.append, sc.caplen.append, sc.origlen.append, sc.group.append
     pos, last, tail_last = 24, size - 16, size - tail
     dropped, drop_at = 0, _first_check(vector)
-    far, pread = False, os.pread  # (far: records _FAR apart on average so far: heads read by pread)
+    far, pread = False, os.pread  # (far: records FAR apart on average so far: heads read by pread)
     while pos <= last:
         if pos >= drop_at:
             dropped = _drop(mm, dropped, pos)
@@ -244,7 +244,7 @@ def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1) -> Scan:
             if _vectorise(vector, len(sc.ts), pos - 24, size - pos):
                 pos = _Vec(mm, sc, groups, endian).pcap(pos, dropped, resol, linktype)
                 break
-            far = fd >= 0 and pos - 24 >= _FAR * len(sc.ts)
+            far = fd >= 0 and pos - 24 >= FAR * len(sc.ts)
         if pos <= tail_last:
             if far:
                 sec, frac, caplen, origlen, etype, vihl, total, frag, proto, addrs, ports, doff = unpack(pread(fd, tail, pos))
@@ -324,7 +324,7 @@ def _pcapng(mm, vector: bool | None = None, fd: int = -1) -> Scan:
             if _vectorise(vector, len(sc.ts), pos, size - pos):
                 _Vec(mm, sc, groups, endian).pcapng(pos, dropped)
                 break
-            far = fd >= 0 and pos >= _FAR * len(sc.ts)
+            far = fd >= 0 and pos >= FAR * len(sc.ts)
         if pos + 12 > size:
             raise _Odd("block header")
         if pos <= tail_last:

@@ -104,8 +104,6 @@ from operator import attrgetter
 
 from .model import Analysis, Exchange, Frame
 
-_PREAD = 12 << 10  # scanned mode: a packet this large or larger is read by pread (Shard._scanned)
-
 # Below this size a capture is analysed serially with ``workers="auto"``: forking and
 # merging cost ~0.05-0.1 s, more than a small capture's analysis takes (measured: a 3 MB
 # page load analyses in 0.1 s; a 34 MB request-heavy capture gains 1.4x with 2 workers).
@@ -306,7 +304,7 @@ class Shard:
         others hold only this process's packets until the merge puts the scan's in."""
         import mmap
 
-        from .demux import own_packets
+        from .demux import FAR, own_packets
 
         sc = self.scan
         assert sc is not None and self.ctx is not None, "setup() before records()"
@@ -322,10 +320,11 @@ class Shard:
         except BaseException:
             f.close()
             raise
-        # a packet of _PREAD bytes or more is read by os.pread, not sliced out of the mapping:
-        # each page fault there maps 64 KiB (13 us on the 2-core VM), one or more a packet
-        # of a large-segment capture (h2-bodies4: 2 k faults a process); a pread is ~2 us
-        fd, pread, big = f.fileno(), os.pread, _PREAD
+        # a packet of demux.FAR bytes or more is read by os.pread, not sliced out of the mapping
+        # (as the scan reads far records): each page fault there maps 64 KiB (13 us on the 2-core
+        # VM), one or more a packet of a large-segment capture (h2-bodies4: 2 k faults a
+        # process); a pread is ~2 us
+        fd, pread, big = f.fileno(), os.pread, FAR
         idx = self.ctx.analysis.index
         ts_col, conn_col, proto_col = idx.ts, idx.conn, idx.proto
         zero8, minus2 = bytes(8), array("i", [-2])

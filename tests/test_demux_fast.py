@@ -39,7 +39,7 @@ def _modes(path, monkeypatch, n: int = 2) -> dict:
     """The scan in each mode: the loop; vectorised from the first record; the loop handing over
     at its first checkpoint (moved to 2000 bytes), in chunks of 700 bytes; vectorised in chunks
     of 150 bytes (about one record each); the loop reading the record heads by ``os.pread``
-    (records far apart: ``demux._FAR``) from its first checkpoint, at 1000 bytes."""
+    (records far apart: ``demux.FAR``) from its first checkpoint, at 1000 bytes."""
     out = {"loop": scan(str(path), n, False), "vector": scan(str(path), n, True)}
     with monkeypatch.context() as m:
         m.setattr(demux, "_FIRST_CHECK", 2000)
@@ -50,7 +50,7 @@ def _modes(path, monkeypatch, n: int = 2) -> dict:
         m.setattr(demux, "_CHUNK", 150)
         out["small chunks"] = scan(str(path), n, True)
         m.setattr(demux, "_DROP", 1000)
-        m.setattr(demux, "_FAR", 0)
+        m.setattr(demux, "FAR", 0)
         out["pread"] = scan(str(path), n, False)  # (the loop reading record heads by os.pread from its first checkpoint)
     return out
 
