@@ -12,8 +12,9 @@ SHA-256 of
   other budgets is another entry.
 
 The value is the ``Analysis`` in three parts (``dumps``): the summary-sized part pickled
-(protocol 5) and zstd-compressed, the packet index as raw arrays, and frames, requests and
-maps pickled and compressed, unpacked on first use; in
+(protocol 5) and zstd-compressed, the packet index as raw arrays, and the body: frames,
+requests, offset maps and record lists, each pickled and compressed on its own and unpacked
+on its own first use (``BODY_PARTS``); in
 ``$XDG_CACHE_HOME/wirefall`` (default ``~/.cache/wirefall``), a folder of mode 0700 that
 must belong to the current user (anything else is not trusted: unpickling runs code).
 
@@ -41,7 +42,7 @@ from collections.abc import Callable, Sequence
 from .gcpause import gc_paused, model_frozen
 from .model import LAZY_FIELDS, Analysis, PacketIndex
 
-CACHE_VERSION = 6  # 3: summary part, raw packet index, body unpacked on first use; 4: classes pickled as wirefall.*; 5: typed connection notes (model.Note), TCP ISN and window scale on the connection; 6: frames in chunks (FrameChunks)
+CACHE_VERSION = 7  # 3: summary part, raw packet index, body unpacked on first use; 4: classes pickled as wirefall.*; 5: typed connection notes (model.Note), TCP ISN and window scale on the connection; 6: frames in chunks (FrameChunks); 7: the body in parts, each unpacked on its own first use
 MAX_BYTES = 2 << 30  # whole cache folder
 MAX_ENTRY_BYTES = 1 << 30  # one compressed entry
 SUFFIX = ".wfa.zst"
@@ -175,7 +176,7 @@ def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
     return False
 
 
-MAGIC = b"WFA3"
+MAGIC = b"WFA4"
 
 
 def _index_bytes(index: PacketIndex, on_wire: int) -> bytes:
@@ -228,11 +229,21 @@ def _read(f, n: int) -> bytes:
     return b
 
 
+# The body's parts, each pickled and compressed on its own and unpacked when one of its fields
+# is first read: the TUI's first screen reads the frames (and their packet index), not the
+# requests; unpacking all of them at once took 0.64 s of h2-small's 2.2 s first screen
+# (60 k requests), 0.68 s of h2-big-mtu's.  A damaged part costs its own fields only.
+BODY_PARTS = {"frames": ("frames", "_wf_frame_index"), "exchanges": ("exchanges",), "maps": ("maps",),
+              "tls_records": ("tls_records",), "quic_packets": ("quic_packets",)}
+PART_OF = {f: part for part, fields in BODY_PARTS.items() for f in fields if f in LAZY_FIELDS}
+
+
 def dumps(an: Analysis) -> bytes:
     """The key-free serialisation of ``an`` in three parts: the analysis without its packet
     index and bulky parts (zstd), the packet index (raw arrays, see ``_index_bytes``), and
-    the bulky parts (``LAZY_FIELDS``: frames, exchanges, offset maps, decrypted record lists;
-    zstd), so that reopening reads the first two at once and the last only when a view asks."""
+    the bulky parts (``LAZY_FIELDS``: frames, exchanges, offset maps, decrypted record lists),
+    each pickled and compressed on its own (``BODY_PARTS``, laid out by ``_body_bytes``), so
+    that reopening reads the first two at once and a part only when a view asks for it."""
     import zstandard
 
     kl = an.keylog
@@ -257,27 +268,60 @@ def dumps(an: Analysis) -> bytes:
     fi = extra.get(FRAME_INDEX)
     if _whole_frame_index(fi, len(an.frames)):
         stored[FRAME_INDEX] = fi
+    # the counts a first screen shows (Analysis.count, .requests_per_connection), in the head
+    counts: dict = {name: len(v) for name, v in body.items()}
+    counts["per_connection"] = an.requests_per_connection()
     index = an.index
     try:
         an.keylog = None
         an.index = PacketIndex()
         for k in {*extra, *body}:
             del an.__dict__[k]
+        an.__dict__["_wf_counts"] = counts
         raw_head = pickle.dumps(an, protocol=5)
-        raw_body = pickle.dumps(stored, protocol=5)
+        raw_parts = {part: pickle.dumps({f: stored[f] for f in fields if f in stored}, protocol=5) for part, fields in BODY_PARTS.items()}
     finally:
         an.keylog = kl
         an.index = index
+        an.__dict__.pop("_wf_counts", None)
         an.__dict__.update(extra)
         an.__dict__.update(body)
     if kl is not None:
         secrets = _secrets(kl)
-        if _contains_secret(raw_head, secrets) or _contains_secret(raw_body, secrets):
+        if any(_contains_secret(raw, secrets) for raw in (raw_head, *raw_parts.values())):
             raise ValueError("analysis holds key material; not cached")
     z = zstandard.ZstdCompressor(level=3, threads=-1, write_checksum=True)
     head = z.compress(raw_head)
     idx = _index_bytes(index, on_wire)
-    return b"".join([MAGIC, len(head).to_bytes(8, "little"), head, len(idx).to_bytes(8, "little"), idx, z.compress(raw_body)])
+    return b"".join([MAGIC, len(head).to_bytes(8, "little"), head, len(idx).to_bytes(8, "little"), idx,
+                     _body_bytes({part: z.compress(raw) for part, raw in raw_parts.items()})])
+
+
+def _body_bytes(parts: dict[str, bytes]) -> bytes:
+    """The body's parts, one after the other, each behind its name (a byte of length, ASCII)
+    and its size (8 bytes, little-endian)."""
+    out = []
+    for name, data in parts.items():
+        b = name.encode("ascii")
+        out += [len(b).to_bytes(1, "little"), b, len(data).to_bytes(8, "little"), data]
+    return b"".join(out)
+
+
+def _body_parts(body) -> dict[str, memoryview]:
+    """``_body_bytes``' parts by name (views into ``body``); ValueError if they do not fit it."""
+    mv, out, p = memoryview(body), {}, 0
+    while p < len(mv):
+        n = mv[p]
+        name = bytes(mv[p + 1 : p + 1 + n]).decode("ascii")
+        if name not in BODY_PARTS or p + 9 + n > len(mv):
+            raise ValueError("cache entry: body parts do not fit")
+        size = int.from_bytes(mv[p + 1 + n : p + 9 + n], "little")
+        p += 9 + n
+        if size > len(mv) - p:
+            raise ValueError("cache entry: body parts do not fit")
+        out[name] = mv[p : p + size]
+        p += size
+    return out
 
 
 # The packet → frames index (analyzer.detail._frame_index) of an analysis with BULK_FRAMES or
@@ -404,13 +448,14 @@ def _parts(blob) -> tuple[memoryview, memoryview, memoryview]:
     return head, idx, mv[p + 8 + m :]
 
 
-def unpack(blob: bytes) -> tuple[bytes, bytes]:
-    """The two pickles of a ``dumps`` blob, decompressed (head, body)."""
+def unpack(blob: bytes) -> tuple[bytes, ...]:
+    """The pickles of a ``dumps`` blob, decompressed: the head, then each body part in the
+    order of ``BODY_PARTS`` (the first: the frames, with their packet index)."""
     import zstandard
 
     head, _, body = _parts(blob)
     d = zstandard.ZstdDecompressor()
-    return d.decompress(head), d.decompressobj().decompress(body)
+    return (d.decompress(head), *(d.decompressobj().decompress(v) for v in _body_parts(body).values()))
 
 
 def _unpickle(raw: bytes):
@@ -446,34 +491,61 @@ def _load_from(f, size: int) -> Analysis:
     an.index, on_wire = _index_from(f, m)
     if on_wire is not None:
         an.__dict__["_wf_on_wire"] = tuple(on_wire)
-    body = f.read()
-
-    def load_body() -> dict:
-        try:
-            parts = _unpickle(zstandard.ZstdDecompressor().decompressobj().decompress(body))
-            if not isinstance(parts, dict):
-                raise ValueError("not an analysis body")
-        except Exception as e:  # noqa: BLE001 - damaged after the head was read: say so, keep the rest
-            an.warnings.append(f"cached analysis: frames and requests unreadable ({type(e).__name__}); "
-                               "open the capture without --cache to analyse it again")
-            parts = {}
-        fresh = Analysis(path="", index=an.index)
-        out = {name: parts.get(name, getattr(fresh, name)) for name in LAZY_FIELDS}
-        if isinstance(out["frames"], tuple):
-            try:
-                n, packed, protocols = out["frames"]
-                out["frames"] = FrameChunks(n, packed, protocols, warn=an.warnings.append)
-            except (TypeError, ValueError) as e:
-                an.warnings.append(f"cached analysis: frames unreadable ({type(e).__name__}); "
-                                   "open the capture without --cache to analyse it again")
-                out["frames"] = []
-        fi = parts.get(FRAME_INDEX)
-        if fi is not None and _whole_frame_index(fi, len(out["frames"])) and len(fi[1].off) <= len(an.index.ts) + 2:
-            out[FRAME_INDEX] = fi
-        return out
-
-    an.__dict__["_wf_lazy"] = load_body
+    try:
+        parts = _body_parts(f.read())
+    except (ValueError, UnicodeDecodeError) as e:
+        an.warnings.append(f"cached analysis: frames and requests unreadable ({type(e).__name__}); "
+                           "open the capture without --cache to analyse it again")
+        parts = {}
+    an.__dict__["_wf_lazy"] = _PartLoader(an, parts)
     return an
+
+
+class _PartLoader:
+    """``loader(field)``: the fields of the body part that holds ``field`` (``BODY_PARTS``),
+    unpacked from the entry; ``Analysis.__getattr__`` calls it (under its lock) on the first
+    read of a LAZY_FIELD.  A part that does not unpack leaves its fields empty, with a warning."""
+
+    __slots__ = ("an", "parts")
+
+    def __init__(self, an: Analysis, parts: dict[str, memoryview]) -> None:
+        self.an, self.parts = an, parts
+
+    def __call__(self, name: str) -> dict:
+        import zstandard
+
+        an, part = self.an, PART_OF[name]
+        packed = self.parts.pop(part, None)
+        got: dict = {}
+        if packed is not None:
+            try:
+                got = _unpickle(zstandard.ZstdDecompressor().decompressobj().decompress(packed))
+                if not isinstance(got, dict):
+                    raise ValueError("not an analysis body part")
+            except Exception as e:  # noqa: BLE001 - damaged after the head was read: say so, keep the rest
+                what = "frames" if part == "frames" else "requests" if part == "exchanges" else part.replace("_", " ")
+                an.warnings.append(f"cached analysis: {what} unreadable ({type(e).__name__}); "
+                                   "open the capture without --cache to analyse it again")
+                got = {}
+        fresh = Analysis(path="", index=an.index)
+        out = {f: got.get(f, getattr(fresh, f)) for f in BODY_PARTS[part] if f in LAZY_FIELDS}
+        if part == "frames":
+            if isinstance(out["frames"], tuple):
+                try:
+                    n, packed_frames, protocols = out["frames"]
+                    out["frames"] = FrameChunks(n, packed_frames, protocols, warn=an.warnings.append)
+                except (TypeError, ValueError) as e:
+                    an.warnings.append(f"cached analysis: frames unreadable ({type(e).__name__}); "
+                                       "open the capture without --cache to analyse it again")
+                    out["frames"] = []
+            fi = got.get(FRAME_INDEX)
+            if fi is not None and _whole_frame_index(fi, len(out["frames"])) and len(fi[1].off) <= len(an.index.ts) + 2:
+                out[FRAME_INDEX] = fi
+        if model_frozen():  # the process froze its model (the TUI, the CLI): this part joins it
+            import gc
+
+            gc.freeze()
+        return out
 
 
 def load(key: str) -> Analysis | None:
@@ -546,6 +618,23 @@ def clear() -> int:
     return n
 
 
+def _hit(path: str, keylogs: list[str] | None, limits: dict | None) -> tuple[str | None, Analysis | None]:
+    """The cache key of ``path`` and the analysis stored under it (None: a miss)."""
+    try:
+        key = cache_key(path, keylogs, limits)
+    except OSError:
+        return None, None
+    t = time.monotonic()
+    an = load(key)
+    if an is not None:
+        an.path = path
+        from .keylog import load_keylog
+
+        an.keylog = load_keylog(keylogs)  # in memory only: lets views re-decrypt on demand
+        an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
+    return key, an
+
+
 def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callable | None = None,
                    use_cache: bool = True, analyze: Callable | None = None, limits: dict | None = None) -> tuple[Analysis, bool]:
     """``analyze(path, keylogs, limits=limits)`` through the cache.  Returns ``(analysis, from_cache)``.
@@ -558,23 +647,12 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
         analyze = default_analyze
     key = None
     if use_cache:
-        try:
-            key = cache_key(path, keylogs, limits)
-        except OSError:
-            key = None
-        if key is not None:
-            t = time.monotonic()
-            an = load(key)
-            if an is not None:
-                an.path = path
-                from .keylog import load_keylog
-
-                an.keylog = load_keylog(keylogs)  # in memory only: lets views re-decrypt on demand
-                if progress is not None:
-                    size = os.path.getsize(path)
-                    progress(an.packets, size, size)
-                an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
-                return an, True
+        key, an = _hit(path, keylogs, limits)
+        if an is not None:
+            if progress is not None:
+                size = os.path.getsize(path)
+                progress(an.packets, size, size)
+            return an, True
     kw: dict[str, Any] = {"limits": limits} if limits else {}  # (a stand-in analyze may not take limits)
     an = analyze(path, keylogs=keylogs, progress=progress, **kw)
     if key is not None:

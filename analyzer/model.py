@@ -748,16 +748,42 @@ class Analysis:
     def __getattr__(self, name: str):
         # Reached only for attributes not set.  An analysis reopened from the cache
         # (analyzer.cache) comes without its bulky parts (LAZY_FIELDS); the first use of one
-        # decompresses and unpickles them all, so a summary never pays for 300 k frames.
+        # decompresses and unpickles its part of the body (frames, requests, maps, …), so a
+        # summary never pays for 300 k frames, nor the packet list for 60 k requests.
         if name in LAZY_FIELDS and "_wf_lazy" in self.__dict__:
             with _LAZY_LOCK:  # views read from several threads (the web app's callbacks)
                 load = self.__dict__.get("_wf_lazy")
                 if load is not None and name not in self.__dict__:
-                    self.__dict__.update(load())
-                    del self.__dict__["_wf_lazy"]
+                    self.__dict__.update(load(name))
+                    if all(f in self.__dict__ for f in LAZY_FIELDS):
+                        del self.__dict__["_wf_lazy"]
             if name in self.__dict__:
                 return self.__dict__[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def count(self, name: str) -> int:
+        """``len(getattr(self, name))`` for a LAZY_FIELD, without unpacking it if it is still
+        packed in a reopened analysis (analyzer.cache stores the counts in the summary part):
+        a status line's "60,000 requests" need not unpickle them."""
+        d = self.__dict__
+        if name not in d and "_wf_lazy" in d:
+            n = (d.get("_wf_counts") or {}).get(name)
+            if isinstance(n, int):
+                return n
+        return len(getattr(self, name))
+
+    def requests_per_connection(self) -> dict[int, int]:
+        """Connection id -> its requests (exchanges), without unpacking them if they are still
+        packed in a reopened analysis (the connections table of the TUI's first screen)."""
+        d = self.__dict__
+        if "exchanges" not in d and "_wf_lazy" in d:
+            n = (d.get("_wf_counts") or {}).get("per_connection")
+            if isinstance(n, dict):
+                return dict(n)
+        out: dict[int, int] = {}
+        for e in self.exchanges:
+            out[e.connection] = out.get(e.connection, 0) + 1
+        return out
 
     def time(self, packet: int) -> float:
         return self.index.ts[packet - 1]

@@ -30,8 +30,9 @@ def test_digest_memo_follows_content(tmp_path, monkeypatch):
 
 def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, monkeypatch):
     """A cache hit reads the summary part only; frames, requests, maps and decrypted-record
-    lists come back, equal to a fresh analysis, when first asked for.  A body damaged on disk
-    costs those parts (with a warning), never the summary and never a traceback."""
+    lists come back, equal to a fresh analysis, each part when first asked for (the requests
+    without the frames).  A body part damaged on disk costs that part (with a warning), a
+    damaged body all of them, never the summary, the other parts or a traceback."""
     from pathlib import Path
 
     from wirefall.analyzer.jsonout import exchange_dict, frame_dict, summary_dict
@@ -47,19 +48,33 @@ def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, mo
     assert not any(name in again.__dict__ for name in LAZY_FIELDS)  # still packed
     assert summary_dict(again) == summary_dict(fresh)
     assert not any(name in again.__dict__ for name in LAZY_FIELDS)  # a summary needs none of them
+    assert again.count("exchanges") == len(fresh.exchanges) and again.count("frames") == len(fresh.frames)
+    assert again.requests_per_connection() == fresh.requests_per_connection() != {}
+    assert not any(name in again.__dict__ for name in LAZY_FIELDS)  # counted from the summary part
     assert [exchange_dict(e) for e in again.exchanges] == [exchange_dict(e) for e in fresh.exchanges]
-    assert all(name in again.__dict__ for name in LAZY_FIELDS)  # one use unpacked them all
+    assert [name for name in LAZY_FIELDS if name in again.__dict__] == ["exchanges"]  # that part only
     assert [frame_dict(f) for f in again.frames] == [frame_dict(f) for f in fresh.frames]
+    assert "_wf_lazy" in again.__dict__ and "maps" not in again.__dict__
     assert sorted(again.maps) == sorted(fresh.maps) and sorted(again.tls_records) == sorted(fresh.tls_records)
     for k, m in fresh.maps.items():
         assert list(again.maps[k].starts) == list(m.starts) and list(again.maps[k].packets) == list(m.packets)
 
     assert list(again.index.ts) == list(fresh.index.ts) and list(again.index.offset) == list(fresh.index.offset)
     assert list(again.index.proto) == list(fresh.index.proto) and list(again.index.conn) == list(fresh.index.conn)
+    assert again.quic_packets == fresh.quic_packets and "_wf_lazy" not in again.__dict__  # all parts read: the loader is gone
     blob = cache.dumps(fresh)
     _, _, body = cache._parts(blob)
     b = len(blob) - len(body)  # where the body starts
-    damaged = blob[: b + 20] + bytes(x ^ 0xFF for x in blob[b + 20 : b + 60]) + blob[b + 60 :]
+    parts = cache._body_parts(body)
+    assert list(parts) == list(cache.BODY_PARTS)
+    ex_at = b + bytes(body).index(bytes(parts["exchanges"]))  # where the requests' part starts
+    damaged = blob[: ex_at + 20] + bytes(x ^ 0xFF for x in blob[ex_at + 20 : ex_at + 60]) + blob[ex_at + 60 :]
+    broken = cache.loads(damaged)
+    assert summary_dict(broken)["connections"] == summary_dict(fresh)["connections"]
+    assert broken.exchanges == [] and [frame_dict(f) for f in broken.frames] == [frame_dict(f) for f in fresh.frames]
+    assert sorted(broken.maps) == sorted(fresh.maps)
+    assert [w for w in broken.warnings if "unreadable" in w] == [w for w in broken.warnings if "requests unreadable" in w] != []
+    damaged = blob[: b + 3] + bytes(x ^ 0xFF for x in blob[b + 3 : b + 12]) + blob[b + 12 :]  # the first part's name and size
     broken = cache.loads(damaged)
     assert summary_dict(broken)["connections"] == summary_dict(fresh)["connections"]
     assert broken.exchanges == [] and broken.frames == [] and broken.maps == {}
@@ -75,7 +90,7 @@ def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, mo
 
 def test_reopened_analysis_unpacks_once_under_concurrent_readers(tmp_path, monkeypatch):
     """The web app reads one analysis from several callback threads: each gets the frames,
-    and the body is unpacked once."""
+    and each part of the body is unpacked once."""
     import threading
     from pathlib import Path
 
@@ -87,7 +102,7 @@ def test_reopened_analysis_unpacks_once_under_concurrent_readers(tmp_path, monke
         an, hit = cache.analyze_cached(cap, keys)
         assert hit
         load, calls = an.__dict__["_wf_lazy"], []
-        an.__dict__["_wf_lazy"] = lambda: calls.append(1) or load()
+        an.__dict__["_wf_lazy"] = lambda name: calls.append(name) or load(name)
         got, errors = [], []
         barrier = threading.Barrier(8)
 
@@ -103,7 +118,7 @@ def test_reopened_analysis_unpacks_once_under_concurrent_readers(tmp_path, monke
             t.start()
         for t in threads:
             t.join()
-        assert not errors and calls == [1]
+        assert not errors and sorted(calls) == ["exchanges", "frames"]  # each part once
         assert sorted(got) == sorted([len(fresh.frames)] * 4 + [len(fresh.exchanges)] * 4)
 
 

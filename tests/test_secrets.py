@@ -111,8 +111,10 @@ def test_analysis_and_exports_hold_no_key_material(rel_cap, rel_keys, tmp_path):
         assert not leaks(blob, secrets), f"{rel_cap}: key material in {name}"
     # the cache: stored blob decompressed holds none; the pickled analysis without the key log neither
     blob = cache.dumps(an)
-    for raw in cache.unpack(blob):  # the summary part and the frames/requests part
-        assert len(raw) > 100 and not leaks(raw, secrets), f"{rel_cap}: key material in the cache entry"
+    raws = cache.unpack(blob)  # the summary part, then the body's parts (the frames first)
+    assert len(raws[0]) > 100 and len(raws[1]) > 100 and len(raws) == 1 + len(cache.BODY_PARTS)
+    for raw in raws:
+        assert not leaks(raw, secrets), f"{rel_cap}: key material in the cache entry"
     kl, an.keylog = an.keylog, None
     try:
         assert not leaks(pickle.dumps(an), secrets)

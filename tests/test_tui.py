@@ -1393,3 +1393,44 @@ async def test_tui_cache_reopens_without_analysing_again(tmp_path, monkeypatch):
             shown.append((pl.count, pl.visible_lines(), len(app.an.exchanges), len(app.an.frames)))
     assert calls == [1]  # analysed once, then read from the cache
     assert shown[0] == shown[1] and shown[0][0] == 75 and shown[0][2] == 13
+
+
+@sync
+async def test_tui_cache_first_screen_leaves_the_requests_packed(tmp_path, monkeypatch):
+    """A reopened analysis whose views are deferred (DEFER_VIEWS_REQUESTS, made 1 here) shows its
+    first screen — packets, status line, connections table with each connection's requests —
+    from the frames and the counts stored in the summary part, without unpacking the requests
+    (analyzer.cache BODY_PARTS: 0.6 s of a 60 k-request capture's first screen); opening the
+    waterfall unpacks them, and its rows are the fresh analysis's."""
+    from textual.widgets import DataTable
+
+    import wirefall.ui.tui.app as tui_app
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(tui_app, "DEFER_VIEWS_REQUESTS", 1)
+    path, keys = _h2_sample()
+    seen = []
+    for _ in range(2):
+        app = WirefallApp(str(path), [str(keys)], use_cache=True)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await wait_loaded(pilot, app)
+            await pilot.pause()
+            assert app.loaded and app.views_pending == {"waterfall", "statistics"}
+            packed = "exchanges" not in app.an.__dict__
+            status = str(app.query_one("#status").render())
+            dt = app.query_one("#connections", DataTable)
+            cols = [str(c.label) for c in dt.columns.values()]
+            per_conn = {str(dt.get_row_at(i)[0]): str(dt.get_row_at(i)[cols.index("requests")]) for i in range(dt.row_count)}
+            lines = app.query_one(PacketList).visible_lines()
+            await pilot.press("2")
+            for _ in range(200):
+                if "waterfall" not in app.views_pending:
+                    break
+                await pilot.pause(0.02)
+            await pilot.pause()
+            rows = [r.exchange for r in app.wf.rows]
+            seen.append((packed, status, per_conn, lines, rows, app.an.count("exchanges")))
+    fresh, reopened = seen
+    assert not fresh[0] and reopened[0]  # the second opening drew its first screen with the requests still packed
+    assert "13 requests" in fresh[1] and fresh[1:] == reopened[1:]
+    assert sorted(int(v) for v in fresh[2].values()) == [0, 13] and fresh[4] and fresh[5] == 13  # (two connections: one carries them)

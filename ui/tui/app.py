@@ -433,7 +433,7 @@ class WirefallApp(PacketHabits, App):
         from wirefall.analyzer.detail import _frame_index
 
         _frame_index(an)
-        defer = an.packets >= DEFER_VIEWS_PACKETS or len(an.exchanges) >= DEFER_VIEWS_REQUESTS
+        defer = an.packets >= DEFER_VIEWS_PACKETS or an.count("exchanges") >= DEFER_VIEWS_REQUESTS
         if not defer:
             self._build_views(an)
         # The analysis lives as long as the app: keep the cyclic garbage collector from
@@ -608,7 +608,7 @@ class WirefallApp(PacketHabits, App):
         pl = self.query_one(PacketList)
         shown = f"{pl.count:,} of {an.packets:,} packets shown" if pl.count != an.packets else f"{an.packets:,} packets"
         dec = sum(1 for c in an.connections if (c.quic or c.tls) is not None and (c.quic or c.tls).decrypted)
-        msg = f"{shown} · {len(an.connections)} connections ({dec} decrypted) · {len(an.exchanges)} requests · {len(an.frames):,} frames"
+        msg = f"{shown} · {len(an.connections)} connections ({dec} decrypted) · {an.count('exchanges')} requests · {an.count('frames'):,} frames"
         if extra:
             msg += " · " + extra
         elif self.loaded:
@@ -639,7 +639,7 @@ class WirefallApp(PacketHabits, App):
         if self.an is None or not self.loaded or (self.wf is None and "waterfall" in self.views_pending):
             return  # (while it is built, the line says so: _fill_waterfall)
         wv = self.query_one(WaterfallView)
-        total = len(self.an.exchanges)
+        total = self.an.count("exchanges")
         n = wv.count
         text = None
         if not n:
@@ -778,7 +778,7 @@ class WirefallApp(PacketHabits, App):
                 self._want_view("waterfall")
             note = self.query_one("#wf-note", Static)
             note.set_class(False, "-none")
-            note.update(Text(f"building the waterfall of {len(self.an.exchanges):,} requests…", style="bold"))
+            note.update(Text(f"building the waterfall of {self.an.count('exchanges'):,} requests…", style="bold"))
             return
         if self.wf is None:
             self.wf, err = build_waterfall(self.an, self.wf_group, self.wf_sort)
@@ -880,9 +880,7 @@ class WirefallApp(PacketHabits, App):
                        "SNI", "TLS / QUIC", "requests", "notes")
         an = self.an
         t0 = an.index.ts[0] if an.packets else 0.0
-        nreq: dict[int, int] = {}
-        for e in an.exchanges:
-            nreq[e.connection] = nreq.get(e.connection, 0) + 1
+        nreq = an.requests_per_connection()
         try:
             from wirefall.analyzer.completeness import compute
 
