@@ -66,6 +66,32 @@ STATUS_PACKETS_JS = """() => { const m = /: ([0-9,]+) packets/.exec(document.que
     return m ? parseInt(m[1].replace(/,/g, '')) : -1; }"""
 
 
+def _cpu_stall() -> float | None:
+    """Seconds for which some task of this machine waited for a CPU (Linux's pressure stall
+    information, /proc/pressure/cpu "some"), or None where the kernel does not keep it."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return int(f.readline().split("total=")[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class _Contention:
+    """The CPU contention over an interval, as a slowdown: 1 / (1 - the share of the interval for
+    which some task waited for a CPU) — 1 on an idle machine, 2 when tasks queued half the time
+    (at most 5).  1 where the kernel keeps no pressure figures."""
+
+    def __init__(self) -> None:
+        self.t, self.stall = time.monotonic(), _cpu_stall()
+
+    def slowdown(self) -> float:
+        now = _cpu_stall()
+        if now is None or self.stall is None:
+            return 1.0
+        share = (now - self.stall) / max(time.monotonic() - self.t, 1e-3)
+        return 1.0 / (1.0 - min(max(share, 0.0), 0.8))
+
+
 def _at_least(pg, js: str, n: int, arg=None, timeout: float = 10_000) -> None:
     pg.wait_for_function(f"([n, a]) => ({js})(a) >= n", arg=[n, arg], polling=20, timeout=timeout)
 
@@ -179,6 +205,7 @@ def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_th
     files["index.html"] = '<html><body>wirefall web live <img src="/h3.txt"></body></html>'
     lag: dict[str, float] = {}
     model: dict[str, float] = {}
+    during: dict[str, float] = {}  # the contention while each was measured (_Contention)
     slow_before = _slowdown()
     with servers(netns, tmp_path, files) as srv:
         session = LiveSession("lo", keylogs=[str(srv.keys), str(srv.server_keys)], bpf=srv.bpf, prefix=srv.ns)
@@ -198,12 +225,14 @@ def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_th
 
             def shown(label: str, cmd: list[str], part: str) -> None:
                 done = srv.run(cmd)
+                c = _Contention()
                 while not any(part in (x.url or "") and x.status and x.response_end for x in list(e.analysis.exchanges)):
                     assert time.monotonic() - done < 10, f"{label}: {part} never reached the model"
                     time.sleep(0.005)
                 model[label] = time.monotonic() - done
                 pg.wait_for_function(ROW_JS, arg=part, polling=20, timeout=10_000)
                 lag[label] = time.monotonic() - done
+                during[label] = c.slowdown()
 
             shown("curl HTTP/2", srv.curl("http2", "/h2.txt"), "/h2.txt")
             # select it (its detail beside the waterfall) and zoom in: both stay while the capture grows
@@ -238,10 +267,12 @@ def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_th
             pg.click("#tabs .tab:has-text('Packets')")
             _at_least(pg, GRID_ROWS_JS, n, "packets")
             done = srv.run(srv.curl("http2", "/more.txt"))
+            c = _Contention()
             n2 = _in_model(e, "/more.txt")
             assert n2 > n
             _at_least(pg, GRID_ROWS_JS, n2, "packets")
             lag["packet list"] = time.monotonic() - done
+            during["packet list"] = c.slowdown()
             row = pg.evaluate("n => { const node = window.dash_ag_grid.getApi('packets').getDisplayedRowAtIndex(n - 1);"
                               " return node && node.data ? node.data.no : null; }", n2)
             assert row in (n2, None)  # the row is that packet's (None: its block not drawn yet)
@@ -252,9 +283,11 @@ def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_th
             pg.click("#tabs .tab:has-text('Statistics')")
             _at_least(pg, STATS_PACKETS_JS, n2)
             done = srv.run(srv.curl("http1.1", "/more.txt?again"))
+            c = _Contention()
             n3 = _in_model(e, "/more.txt?again")
             _at_least(pg, STATS_PACKETS_JS, n3)
             lag["statistics"] = time.monotonic() - done
+            during["statistics"] = c.slowdown()
             assert n3 > n2
             pg.click("#tabs .tab:has-text('Waterfall')")
 
@@ -280,14 +313,16 @@ def test_web_live_shows_each_request_within_a_second_keeps_zoom_and_selection_th
         slow = max(slow_before, _slowdown())
         print(f"seconds from each client's end to the page showing it (poll {LIVE_POLL_MS} ms):",
               {k: round(v, 3) for k, v in lag.items()}, "in the model:", {k: round(v, 3) for k, v in model.items()}, "key waits:", round(session.wait.seconds, 3),
-              "views built again:", live.rebuilds, live.last_rebuild, f"CPU slowdown: {slow:.1f}x")
+              "views built again:", live.rebuilds, live.last_rebuild, f"CPU slowdown: {slow:.1f}x",
+              "contention while measured:", {k: round(v, 2) for k, v in during.items()})
         # the model within a second (as the TUI); the page within two: the figure rebuild and the
-        # browser's redraw come on top (measured 0.8-1.75 s on the shared 2-core machine; docs/LIVE.md).
-        # Both are seconds of a core of its own: the bound grows with the contention this process
-        # measured (CI's 2 cores shared by the browser, the servers and the suite: 1.6x gave 2.001 s
-        # for the statistics once)
-        assert all(v <= 2.0 * slow for v in lag.values()), (lag, slow)
-        assert all(v <= 1.0 * slow for v in model.values()), (model, slow)
+        # browser's redraw come on top (measured 0.6-1.2 s alone on the 2-core machine; docs/LIVE.md).
+        # Both are seconds of a core of its own: the bound grows with the contention measured by
+        # this process's spin before and after (slow) or by the kernel's CPU pressure while each was
+        # measured (during: CI's 2 cores shared by the browser, the client Chromium, the servers and
+        # the suite's other worker; chromium HTTP/3 took 2.2-2.8 s there with slow at 1.3x)
+        assert all(v <= 2.0 * max(slow, during.get(k, 1.0)) for k, v in lag.items()), (lag, slow, during)
+        assert all(v <= 1.0 * max(slow, during.get(k, 1.0)) for k, v in model.items()), (model, slow, during)
         live_rows = requests_json(e.analysis)
         assert len(live_rows) >= 6 and {r["protocol"] for r in live_rows} >= {"http/1.1", "h2", "h3"}
         for f in (saved, Path(live.save_to)):
