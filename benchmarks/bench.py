@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("WF_BENCH_CORPUS") or ROOT / "benchmarks" / "corpus")  # or --corpus
-SHARED = ROOT.parent / "shared" / "captures"
+SHARED = Path(os.environ.get("WF_BENCH_SHARED") or ROOT.parent / "shared" / "captures")  # or --shared
 PY = sys.executable
 sys.path.insert(0, str(ROOT))
 
@@ -605,13 +605,17 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, help="paired runs per tool (default: 5 below 5 MB, else 3)")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--corpus", metavar="DIR", help="corpus folder (default benchmarks/corpus of this tree)")
+    ap.add_argument("--shared", metavar="DIR", help="the third-party captures folder (default ../shared/captures beside this tree): "
+                                                    "the amazon page load is taken from it (a tree unpacked elsewhere needs this)")
     ap.add_argument("--accounting", action="store_true",
                     help="also the CPU accounting of -j1 against -j2 (benchmarks/parallel_accounting.py): the speed-up an idle "
                          "2-core host would show, computed from each process's CPU on the critical path")
     args = ap.parse_args()
-    global CORPUS
+    global CORPUS, SHARED
     if args.corpus:
         CORPUS = Path(args.corpus).resolve()
+    if args.shared:
+        SHARED = Path(args.shared).resolve()
     # an installed wirefall runs from compiled bytecode; an editable checkout under
     # PYTHONDONTWRITEBYTECODE would compile every module on every run (~0.12 s)
     subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "analyzer"), str(ROOT / "dissectors"), str(ROOT / "ui")],
