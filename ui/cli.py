@@ -176,7 +176,7 @@ def cmd_summary(args) -> int:
         _dump(d)
         return 0
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
-          f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {len(an.exchanges)} requests")
+          f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {an.count('exchanges')} requests")  # (a count: a reopened analysis keeps its requests packed)
     from wirefall.analyzer import completeness
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
