@@ -271,6 +271,7 @@ def dumps(an: Analysis) -> bytes:
     # the counts a first screen shows (Analysis.count, .requests_per_connection), in the head
     counts: dict = {name: len(v) for name, v in body.items()}
     counts["per_connection"] = an.requests_per_connection()
+    counts["protocols"] = an.frames.protocols if isinstance(an.frames, FrameChunks) else frozenset({f.protocol for f in an.frames})
     index = an.index
     try:
         an.keylog = None

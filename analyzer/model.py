@@ -772,6 +772,19 @@ class Analysis:
                 return n
         return len(getattr(self, name))
 
+    def frame_protocols(self) -> frozenset[str] | None:
+        """The protocols of the frames, where known without reading them: stored in the summary
+        part of a reopened analysis whose frames are still packed, or a reopened frame sequence's
+        own (analyzer.cache.FrameChunks); None otherwise (a view that looks for one protocol's
+        frames then reads them)."""
+        d = self.__dict__
+        if "frames" not in d and "_wf_lazy" in d:
+            p = (d.get("_wf_counts") or {}).get("protocols")
+            if isinstance(p, frozenset):
+                return p
+        p = getattr(self.frames, "protocols", None)
+        return p if isinstance(p, frozenset) else None
+
     def requests_per_connection(self) -> dict[int, int]:
         """Connection id -> its requests (exchanges), without unpacking them if they are still
         packed in a reopened analysis (the connections table of the TUI's first screen)."""

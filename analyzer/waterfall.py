@@ -592,7 +592,8 @@ def dns_lookups(an: Analysis) -> list[DnsLookup]:
     """DNS lookups in the capture: from ``dns`` frames when the DNS session is registered,
     else by re-reading the (few) packets of port-53 flows and decoding them here."""
     msgs: list[tuple[int, float, int, dict]] = []  # (conn, time, packet, fields)
-    for f in an.frames:
+    protos = an.frame_protocols()  # (known without reading the frames of a reopened analysis: none read when no DNS)
+    for f in an.frames if protos is None or "dns" in protos else ():
         if f.protocol == "dns" and f.fields:
             msgs.append((f.connection, f.time, f.packet, dict(f.fields, response=f.type == "RESPONSE")))
     if not msgs:

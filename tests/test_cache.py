@@ -50,6 +50,7 @@ def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, mo
     assert not any(name in again.__dict__ for name in LAZY_FIELDS)  # a summary needs none of them
     assert again.count("exchanges") == len(fresh.exchanges) and again.count("frames") == len(fresh.frames)
     assert again.requests_per_connection() == fresh.requests_per_connection() != {}
+    assert again.frame_protocols() == {f.protocol for f in fresh.frames} and fresh.frame_protocols() is None
     assert not any(name in again.__dict__ for name in LAZY_FIELDS)  # counted from the summary part
     assert [exchange_dict(e) for e in again.exchanges] == [exchange_dict(e) for e in fresh.exchanges]
     assert [name for name in LAZY_FIELDS if name in again.__dict__] == ["exchanges"]  # that part only
@@ -305,7 +306,7 @@ def test_reopened_text_summary_unpacks_no_body_part(tmp_path, monkeypatch, capsy
     """`wirefall summary FILE --cache`, text or JSON, reopened: the request count comes from the
     summary part (Analysis.count), no part of the body is unpacked (h2-small's text summary
     unpickled its 60 k requests: 0.6-0.9 s and 138 MB against 0.1 s and 21 MB), and the text is
-    the fresh one's."""
+    the fresh one's; `requests --json` reopened unpacks the requests, not the frames."""
     from pathlib import Path
 
     from wirefall.ui import cli
@@ -322,3 +323,11 @@ def test_reopened_text_summary_unpacks_no_body_part(tmp_path, monkeypatch, capsy
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] and " 14 requests" in outs[0].splitlines()[0] and '"connections"' in outs[2]
     assert unpacked == []
+    # `requests --json` reopened: the requests only (no DNS among the frames' protocols: the
+    # waterfall plan looks for lookups without reading the frames), the fresh output
+    rq = ["requests", *argv[1:-1], "--json"]
+    assert cli.main(rq) == 0
+    fresh = capsys.readouterr().out
+    assert cli.main(rq + ["--cache"]) == 0 and cli.main(rq + ["--cache"]) == 0
+    assert capsys.readouterr().out == fresh * 2 and '"url"' in fresh
+    assert unpacked == ["exchanges", "exchanges"]  # (one per reopening)

@@ -188,6 +188,13 @@ def test_dns_lookups_match_tshark_by_rereading_packets():
     assert len(truth) >= 30
     an = analyze(str(p))
     _check_lookups(waterfall.dns_lookups(an), truth)
+    # reopened from the cache: the frames' protocols come from the summary part; with dns among
+    # them the frames are read, and the lookups are the same
+    from wirefall.analyzer import cache
+
+    again = cache.loads(cache.dumps(an))
+    assert again.frame_protocols() == {f.protocol for f in an.frames}
+    _check_lookups(waterfall.dns_lookups(again), truth)
 
 
 def test_dns_session_frames_match_tshark(monkeypatch):
@@ -202,6 +209,11 @@ def test_dns_session_frames_match_tshark(monkeypatch):
     truth = {int(a): (int(b, 16), c in ("1", "True")) for a, b, c in (ln.split("\t") for ln in q.splitlines())}
     assert {f.packet: (f.stream_id, f.type == "RESPONSE") for f in dframes} == truth
     _check_lookups(waterfall.dns_lookups(an), _tshark_dns(p))
+    from wirefall.analyzer import cache
+
+    again = cache.loads(cache.dumps(an))  # reopened: its frames hold DNS, so they are read
+    assert "dns" in again.frame_protocols()
+    _check_lookups(waterfall.dns_lookups(again), _tshark_dns(p))
 
 
 def test_dns_parser_rejects_garbage_without_raising():
