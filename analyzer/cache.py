@@ -266,6 +266,14 @@ def dumps(an: Analysis) -> bytes:
     if len(an.frames) >= 2 * FRAME_CHUNK:
         stored["frames"] = _frame_chunks(an.frames)
     fi = extra.get(FRAME_INDEX)
+    if not _whole_frame_index(fi, len(an.frames)) and len(an.frames) >= BULK_FRAMES:
+        # indexed one frame at a time while it was read (the TUI's packet list shows rows as
+        # they come): a whole index is built for the entry, or each reopening would build it
+        # again, unpacking every frame (h2-big-mtu: 3.4 s of the TUI's first screen)
+        from .detail import _bulk_index
+
+        conn_of = an.index.conn
+        fi = (len(an.frames), _bulk_index(an.frames, len(an.frames), conn_of, len(conn_of)), 0, {})
     if _whole_frame_index(fi, len(an.frames)):
         stored[FRAME_INDEX] = fi
     # the counts a first screen shows (Analysis.count, .requests_per_connection), in the head

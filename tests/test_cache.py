@@ -146,6 +146,7 @@ def test_reopened_analysis_brings_its_packet_to_frames_index(tmp_path, monkeypat
     again = cache.loads(blob)
     assert cache.FRAME_INDEX not in again.__dict__  # with the frames, not the summary part
     built = []
+    bulk = detail._bulk_index
     monkeypatch.setattr(detail, "_bulk_index", lambda *a: built.append(a) or None)
     got = detail._frame_index(again)
     assert not built and again.__dict__[cache.FRAME_INDEX][1] is got
@@ -153,6 +154,16 @@ def test_reopened_analysis_brings_its_packet_to_frames_index(tmp_path, monkeypat
     n = len(one_by_one.index.ts)
     assert [list(got.get(p)) for p in range(n + 2)] == [list(want.get(p)) for p in range(n + 2)]
     assert sum(len(want.get(p)) for p in range(n + 2)) > len(one_by_one.frames)  # frames spanning packets: more entries than frames
+    # an analysis indexed one frame at a time while it was read (the TUI, loading) is stored with
+    # a whole index all the same: reopened, it is not built again
+    assert one_by_one.__dict__["_wf_frame_index"][2] > 0  # (incremental)
+    monkeypatch.setattr(detail, "_bulk_index", bulk)
+    blob1 = cache.dumps(one_by_one)
+    monkeypatch.setattr(detail, "_bulk_index", lambda *a: built.append(a) or None)
+    again = cache.loads(blob1)
+    got = detail._frame_index(again)
+    assert not built and again.__dict__[cache.FRAME_INDEX][1] is got
+    assert [list(got.get(p)) for p in range(n + 2)] == [list(want.get(p)) for p in range(n + 2)]
     # an index whose frame count is not the body's is left out (built again on use)
     body = cache._unpickle(cache.unpack(blob)[1])
     assert not cache._whole_frame_index(body[cache.FRAME_INDEX], len(body["frames"]) - 1)
