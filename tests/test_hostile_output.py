@@ -324,7 +324,9 @@ def _hover_all(pg, selector: str = ".js-plotly-plot") -> dict:
     """Point the mouse at the middle of each bar of the plots (as a person would); the hover
     labels' text, and how many <a> elements and styled elements (90px: the capture's span)
     they held."""
-    points = pg.evaluate("""sel => {
+    # the k-th bar's middle where it is now (asked again for each bar: a figure drawn in a tab
+    # that was hidden is sized again once shown, later on a loaded machine)
+    where = """([sel, k]) => {
         const out = [];
         document.querySelectorAll(sel).forEach(gd => {
             const L = gd._fullLayout, r = gd.getBoundingClientRect();
@@ -336,13 +338,22 @@ def _hover_all(pg, selector: str = ".js-plotly-plot") -> dict:
                 });
             });
         });
-        return out;
-    }""", selector)
-    assert points, "no bars to hover"
+        return k < 0 ? out.length : out[k];
+    }"""
+    n = pg.evaluate(where, [selector, -1])
+    assert n, "no bars to hover"
+    from playwright.sync_api import TimeoutError as NoLabel
+
     out = {"text": "", "links": 0, "styled": 0, "labels": 0}
-    for x, y in points:
-        pg.mouse.move(x, y)
-        pg.wait_for_timeout(120)
+    for k in range(n):
+        pg.eval_on_selector(selector, "gd => gd.scrollIntoView({block: 'nearest'})")
+        x, y = pg.evaluate(where, [selector, k])
+        pg.mouse.move(x, y, steps=2)
+        try:  # (the label, once drawn: a fixed 120 ms drew none on CI's two shared cores once)
+            pg.wait_for_selector(".hoverlayer .hovertext", timeout=3_000)
+        except NoLabel:
+            pass  # (no label at this point: counted as none; every plot must show some)
+        pg.wait_for_timeout(50)
         for h in pg.eval_on_selector_all(".hoverlayer .hovertext", """hs => hs.map(h => ({text: h.textContent,
                 links: h.querySelectorAll('a').length,
                 styled: [...h.querySelectorAll('[style]')].filter(e => e.getAttribute('style').includes('90px')).length}))"""):
