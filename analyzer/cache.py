@@ -250,7 +250,7 @@ def dumps(an: Analysis) -> bytes:
     for name in LAZY_FIELDS:  # an analysis that came from the cache has them still packed
         getattr(an, name)
     from . import completeness
-    from .detail import BULK_FRAMES, _frame_index
+    from .detail import BULK_FRAMES, _bulk_index
     from .jsonout import bytes_on_wire
 
     on_wire = bytes_on_wire(an)
@@ -258,28 +258,28 @@ def dumps(an: Analysis) -> bytes:
     for c in an.connections:  # stored with the certificate's subject resolved: a reopened analysis never loads cryptography.x509
         if c.tls is not None:
             _ = c.tls.certificate_subject
-    if len(an.frames) >= BULK_FRAMES:
-        _frame_index(an)  # stored with the frames (FRAME_INDEX): a reopened packet list need not build it
+    nfr = len(an.frames)
+    fi = an.__dict__.get(FRAME_INDEX)
+    if nfr >= BULK_FRAMES and not _whole_frame_index(fi, nfr):
+        # stored with the frames (FRAME_INDEX), so that a reopened packet list need not build it:
+        # built whole here where there is none, or where the frames were indexed one at a time
+        # while they were read (the TUI shows rows as they come; reopened without a stored index,
+        # h2-big-mtu's first screen spent 3.4 s building it from every frame)
+        conn_of = an.index.conn
+        fi = (nfr, _bulk_index(an.frames, nfr, conn_of, len(conn_of)), 0, {})  # (what _frame_index builds at once)
+        an.__dict__.setdefault(FRAME_INDEX, fi)
     extra = {k: v for k, v in an.__dict__.items() if k.startswith("_wf_")}  # derived indexes
     body = {name: an.__dict__[name] for name in LAZY_FIELDS if name in an.__dict__}
     stored = dict(body)
-    if len(an.frames) >= 2 * FRAME_CHUNK:
-        stored["frames"] = _frame_chunks(an.frames)
-    fi = extra.get(FRAME_INDEX)
-    if not _whole_frame_index(fi, len(an.frames)) and len(an.frames) >= BULK_FRAMES:
-        # indexed one frame at a time while it was read (the TUI's packet list shows rows as
-        # they come): a whole index is built for the entry, or each reopening would build it
-        # again, unpacking every frame (h2-big-mtu: 3.4 s of the TUI's first screen)
-        from .detail import _bulk_index
-
-        conn_of = an.index.conn
-        fi = (len(an.frames), _bulk_index(an.frames, len(an.frames), conn_of, len(conn_of)), 0, {})
-    if _whole_frame_index(fi, len(an.frames)):
+    protocols = an.frame_protocols() or frozenset({f.protocol for f in an.frames})
+    if nfr >= 2 * FRAME_CHUNK:
+        stored["frames"] = _frame_chunks(an.frames, protocols)
+    if _whole_frame_index(fi, nfr):
         stored[FRAME_INDEX] = fi
-    # the counts a first screen shows (Analysis.count, .requests_per_connection), in the head
+    # the counts a first screen shows (Analysis.count, .requests_per_connection, .frame_protocols), in the head
     counts: dict = {name: len(v) for name, v in body.items()}
     counts["per_connection"] = an.requests_per_connection()
-    counts["protocols"] = an.frames.protocols if isinstance(an.frames, FrameChunks) else frozenset({f.protocol for f in an.frames})
+    counts["protocols"] = protocols
     index = an.index
     try:
         an.keylog = None
@@ -355,12 +355,12 @@ def _whole_frame_index(fi, nframes: int) -> bool:
 FRAME_CHUNK = 1 << 13
 
 
-def _frame_chunks(frames) -> tuple[int, list[bytes], frozenset[str]]:
+def _frame_chunks(frames, protocols: frozenset[str] | None = None) -> tuple[int, list[bytes], frozenset[str]]:
     import zstandard
 
     z = zstandard.ZstdCompressor(level=3)
     return (len(frames), [z.compress(pickle.dumps(frames[i : i + FRAME_CHUNK], protocol=5)) for i in range(0, len(frames), FRAME_CHUNK)],
-            frozenset({f.protocol for f in frames}))
+            frozenset({f.protocol for f in frames}) if protocols is None else protocols)
 
 
 class FrameChunks(Sequence):
@@ -513,17 +513,18 @@ def _load_from(f, size: int) -> Analysis:
 class _PartLoader:
     """``loader(field)``: the fields of the body part that holds ``field`` (``BODY_PARTS``),
     unpacked from the entry; ``Analysis.__getattr__`` calls it (under its lock) on the first
-    read of a LAZY_FIELD.  A part that does not unpack leaves its fields empty, with a warning."""
+    read of a LAZY_FIELD.  A part that does not unpack leaves its fields empty, with a warning.
+    (It keeps the analysis's warnings and index, not the analysis: no reference cycle.)"""
 
-    __slots__ = ("an", "parts")
+    __slots__ = ("warnings", "index", "parts")
 
     def __init__(self, an: Analysis, parts: dict[str, memoryview]) -> None:
-        self.an, self.parts = an, parts
+        self.warnings, self.index, self.parts = an.warnings, an.index, parts
 
     def __call__(self, name: str) -> dict:
         import zstandard
 
-        an, part = self.an, PART_OF[name]
+        part, warn = PART_OF[name], self.warnings.append
         packed = self.parts.pop(part, None)
         got: dict = {}
         if packed is not None:
@@ -533,22 +534,22 @@ class _PartLoader:
                     raise ValueError("not an analysis body part")
             except Exception as e:  # noqa: BLE001 - damaged after the head was read: say so, keep the rest
                 what = "frames" if part == "frames" else "requests" if part == "exchanges" else part.replace("_", " ")
-                an.warnings.append(f"cached analysis: {what} unreadable ({type(e).__name__}); "
-                                   "open the capture without --cache to analyse it again")
+                warn(f"cached analysis: {what} unreadable ({type(e).__name__}); "
+                     "open the capture without --cache to analyse it again")
                 got = {}
-        fresh = Analysis(path="", index=an.index)
+        fresh = Analysis(path="", index=self.index)
         out = {f: got.get(f, getattr(fresh, f)) for f in BODY_PARTS[part] if f in LAZY_FIELDS}
         if part == "frames":
             if isinstance(out["frames"], tuple):
                 try:
                     n, packed_frames, protocols = out["frames"]
-                    out["frames"] = FrameChunks(n, packed_frames, protocols, warn=an.warnings.append)
+                    out["frames"] = FrameChunks(n, packed_frames, protocols, warn=warn)
                 except (TypeError, ValueError) as e:
-                    an.warnings.append(f"cached analysis: frames unreadable ({type(e).__name__}); "
-                                       "open the capture without --cache to analyse it again")
+                    warn(f"cached analysis: frames unreadable ({type(e).__name__}); "
+                         "open the capture without --cache to analyse it again")
                     out["frames"] = []
             fi = got.get(FRAME_INDEX)
-            if fi is not None and _whole_frame_index(fi, len(out["frames"])) and len(fi[1].off) <= len(an.index.ts) + 2:
+            if fi is not None and _whole_frame_index(fi, len(out["frames"])) and len(fi[1].off) <= len(self.index.ts) + 2:
                 out[FRAME_INDEX] = fi
         if model_frozen():  # the process froze its model (the TUI, the CLI): this part joins it
             import gc
@@ -627,23 +628,6 @@ def clear() -> int:
     return n
 
 
-def _hit(path: str, keylogs: list[str] | None, limits: dict | None) -> tuple[str | None, Analysis | None]:
-    """The cache key of ``path`` and the analysis stored under it (None: a miss)."""
-    try:
-        key = cache_key(path, keylogs, limits)
-    except OSError:
-        return None, None
-    t = time.monotonic()
-    an = load(key)
-    if an is not None:
-        an.path = path
-        from .keylog import load_keylog
-
-        an.keylog = load_keylog(keylogs)  # in memory only: lets views re-decrypt on demand
-        an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
-    return key, an
-
-
 def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callable | None = None,
                    use_cache: bool = True, analyze: Callable | None = None, limits: dict | None = None) -> tuple[Analysis, bool]:
     """``analyze(path, keylogs, limits=limits)`` through the cache.  Returns ``(analysis, from_cache)``.
@@ -656,12 +640,23 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
         analyze = default_analyze
     key = None
     if use_cache:
-        key, an = _hit(path, keylogs, limits)
-        if an is not None:
-            if progress is not None:
-                size = os.path.getsize(path)
-                progress(an.packets, size, size)
-            return an, True
+        try:
+            key = cache_key(path, keylogs, limits)
+        except OSError:
+            key = None
+        if key is not None:
+            t = time.monotonic()
+            an = load(key)
+            if an is not None:
+                an.path = path
+                from .keylog import load_keylog
+
+                an.keylog = load_keylog(keylogs)  # in memory only: lets views re-decrypt on demand
+                if progress is not None:
+                    size = os.path.getsize(path)
+                    progress(an.packets, size, size)
+                an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
+                return an, True
     kw: dict[str, Any] = {"limits": limits} if limits else {}  # (a stand-in analyze may not take limits)
     an = analyze(path, keylogs=keylogs, progress=progress, **kw)
     if key is not None:

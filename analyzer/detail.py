@@ -156,25 +156,13 @@ class PacketFrames:
     def __reduce__(self):
         # pickled (the cache stores a big analysis's index) as plain arrays, not numpy's: a
         # reopened packet list reads it without importing numpy (~0.1 s of the TUI's first screen)
-        return _packet_frames, (_plain(self.off), _plain(self.ids), self.extra)
+        return PacketFrames, (_plain(self.off), _plain(self.ids)), (None, {"extra": self.extra})
 
 
 def _plain(a):
-    """``a`` (a numpy array of int32/int64, or None) as an ``array.array`` of the same values."""
-    if a is None or isinstance(a, array):
-        return a
-    code = {4: "i", 8: "q"}.get(a.dtype.itemsize) if a.dtype.kind == "i" else None
-    if code is None or array(code).itemsize != a.dtype.itemsize:
-        return array("q", a.tolist())
-    out = array(code)
-    out.frombytes(a.astype(a.dtype.newbyteorder("=")).tobytes())
-    return out
-
-
-def _packet_frames(off, ids, extra) -> PacketFrames:
-    pf = PacketFrames(off, ids)
-    pf.extra = extra
-    return pf
+    """``a`` (``_bulk_index``'s int32/int64 numpy array, an ``array.array`` or None) as an
+    ``array.array`` of the same values."""
+    return a if a is None or isinstance(a, array) else array({4: "i", 8: "q"}[a.itemsize], a.tobytes())
 
 
 def _bulk_index(frames, nfr: int, conn_of, npk: int) -> PacketFrames:

@@ -761,38 +761,39 @@ class Analysis:
                 return self.__dict__[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def _stored(self, field: str, key: str, kind: type):
+        """What analyzer.cache stored under ``key`` in the summary part (``_wf_counts``) while
+        ``field`` is still packed in this reopened analysis; None otherwise."""
+        d = self.__dict__
+        if field not in d and "_wf_lazy" in d:
+            v = (d.get("_wf_counts") or {}).get(key)
+            if isinstance(v, kind):
+                return v
+        return None
+
     def count(self, name: str) -> int:
         """``len(getattr(self, name))`` for a LAZY_FIELD, without unpacking it if it is still
         packed in a reopened analysis (analyzer.cache stores the counts in the summary part):
         a status line's "60,000 requests" need not unpickle them."""
-        d = self.__dict__
-        if name not in d and "_wf_lazy" in d:
-            n = (d.get("_wf_counts") or {}).get(name)
-            if isinstance(n, int):
-                return n
-        return len(getattr(self, name))
+        n = self._stored(name, name, int)
+        return len(getattr(self, name)) if n is None else n
 
     def frame_protocols(self) -> frozenset[str] | None:
         """The protocols of the frames, where known without reading them: stored in the summary
         part of a reopened analysis whose frames are still packed, or a reopened frame sequence's
         own (analyzer.cache.FrameChunks); None otherwise (a view that looks for one protocol's
         frames then reads them)."""
-        d = self.__dict__
-        if "frames" not in d and "_wf_lazy" in d:
-            p = (d.get("_wf_counts") or {}).get("protocols")
-            if isinstance(p, frozenset):
-                return p
-        p = getattr(self.frames, "protocols", None)
+        p = self._stored("frames", "protocols", frozenset)
+        if p is None:
+            p = getattr(self.frames, "protocols", None)
         return p if isinstance(p, frozenset) else None
 
     def requests_per_connection(self) -> dict[int, int]:
         """Connection id -> its requests (exchanges), without unpacking them if they are still
         packed in a reopened analysis (the connections table of the TUI's first screen)."""
-        d = self.__dict__
-        if "exchanges" not in d and "_wf_lazy" in d:
-            n = (d.get("_wf_counts") or {}).get("per_connection")
-            if isinstance(n, dict):
-                return dict(n)
+        n = self._stored("exchanges", "per_connection", dict)
+        if n is not None:
+            return dict(n)
         out: dict[int, int] = {}
         for e in self.exchanges:
             out[e.connection] = out.get(e.connection, 0) + 1
