@@ -272,8 +272,9 @@ def dumps(an: Analysis) -> bytes:
     body = {name: an.__dict__[name] for name in LAZY_FIELDS if name in an.__dict__}
     stored = dict(body)
     protocols = an.frame_protocols() or frozenset({f.protocol for f in an.frames})
-    if nfr >= 2 * FRAME_CHUNK:
-        stored["frames"] = _frame_chunks(an.frames, protocols)
+    secrets = _secrets(kl) if kl is not None else []
+    if nfr >= 2 * FRAME_CHUNK:  # (each chunk looked at for key material before it is compressed)
+        stored["frames"] = _frame_chunks(an.frames, protocols, secrets)
     if _whole_frame_index(fi, nfr):
         stored[FRAME_INDEX] = fi
     # the counts a first screen shows (Analysis.count, .requests_per_connection, .frame_protocols), in the head
@@ -295,10 +296,8 @@ def dumps(an: Analysis) -> bytes:
         an.__dict__.pop("_wf_counts", None)
         an.__dict__.update(extra)
         an.__dict__.update(body)
-    if kl is not None:
-        secrets = _secrets(kl)
-        if any(_contains_secret(raw, secrets) for raw in (raw_head, *raw_parts.values())):
-            raise ValueError("analysis holds key material; not cached")
+    if secrets and any(_contains_secret(raw, secrets) for raw in (raw_head, *raw_parts.values())):
+        raise ValueError("analysis holds key material; not cached")
     z = zstandard.ZstdCompressor(level=3, threads=-1, write_checksum=True)
     head = z.compress(raw_head)
     idx = _index_bytes(index, on_wire)
@@ -355,12 +354,20 @@ def _whole_frame_index(fi, nframes: int) -> bool:
 FRAME_CHUNK = 1 << 13
 
 
-def _frame_chunks(frames, protocols: frozenset[str] | None = None) -> tuple[int, list[bytes], frozenset[str]]:
+def _frame_chunks(frames, protocols: frozenset[str] | None = None, secrets: list[bytes] | None = None) -> tuple[int, list[bytes], frozenset[str]]:
+    """The frames pickled in chunks of FRAME_CHUNK, each compressed on its own (``FrameChunks``
+    reads them back); ValueError if a chunk holds one of ``secrets`` (key material), which is
+    looked for before the chunk is compressed: in the compressed part it could not be seen."""
     import zstandard
 
     z = zstandard.ZstdCompressor(level=3)
-    return (len(frames), [z.compress(pickle.dumps(frames[i : i + FRAME_CHUNK], protocol=5)) for i in range(0, len(frames), FRAME_CHUNK)],
-            frozenset({f.protocol for f in frames}) if protocols is None else protocols)
+    packed = []
+    for i in range(0, len(frames), FRAME_CHUNK):
+        raw = pickle.dumps(frames[i : i + FRAME_CHUNK], protocol=5)
+        if secrets and _contains_secret(raw, secrets):
+            raise ValueError("analysis holds key material; not cached")
+        packed.append(z.compress(raw))
+    return len(frames), packed, frozenset({f.protocol for f in frames}) if protocols is None else protocols
 
 
 class FrameChunks(Sequence):

@@ -134,6 +134,27 @@ def test_cache_refuses_an_analysis_carrying_a_secret():
     assert cache.store("0" * 64, an) is False
 
 
+def test_cache_refuses_a_secret_in_frames_stored_in_chunks():
+    """From 2 × FRAME_CHUNK frames the frames are stored in chunks, each compressed on its own:
+    the key-material check must read each chunk before it is compressed (it was made on the
+    frames part only, after its chunks were compressed, where no secret can be seen)."""
+    import copy
+
+    from wirefall.analyzer import cache
+
+    c, k = _keyed(*KEYED[0])
+    an = corpus.analyze_bytes(c.read_bytes(), k.read_text())
+    secret = bytes(an.keylog.secret_values()[0])
+    base = list(an.frames)
+    frames = [copy.copy(base[i % len(base)]) for i in range(2 * cache.FRAME_CHUNK + 5)]
+    an.frames = frames
+    cache.dumps(an)  # (without the secret: stored)
+    frames[-1].headers = [("x-debug", secret.hex())]
+    with pytest.raises(ValueError):
+        cache.dumps(an)
+    assert cache.store("0" * 64, an) is False
+
+
 def test_pcapng_dsb_secrets_stay_out_of_outputs():
     from wirefall.analyzer.capture import DSB_TLS_KEYLOG, CaptureInfo, read_capture
     from wirefall.analyzer.export import har, model_json, qlog
