@@ -96,7 +96,7 @@ class Entry:
             return err if err.startswith(self.name) else f"{self.name}: {err}"  # the message may name the file already
         an = self.analysis
         how = "from the cache" if self.from_cache else f"analysed in {self.seconds:.2f} s"
-        return f"{self.name}: {an.packets:,} packets, {len(an.connections)} connections, {len(an.exchanges)} requests ({how})"
+        return f"{self.name}: {an.packets:,} packets, {len(an.connections)} connections, {an.count('exchanges')} requests ({how})"
 
     def label(self) -> str:
         from wirefall.analyzer.safetext import printable
