@@ -252,13 +252,20 @@ def _not_decrypted(c: Connection) -> str | None:
     return reason
 
 
+def _for_want_of_keys(reason: str) -> bool:
+    """Whether ``reason`` says a secret was not in the key log (as opposed to a handshake not
+    captured, a cipher not supported, a key that did not open the data)."""
+    r = reason.lower()
+    return "no key" in r or "in the key log" in r
+
+
 def decryption_next_step(reason: str, keys: bool | None) -> str:
     """The next step for a connection not decrypted for ``reason``; ``keys``: a key log with
     secrets was given (None: not known, e.g. an analysis from the cache)."""
     r = reason.lower()
     if "start not captured" in r or "already under way" in r:
         return NEXT_MIDWAY
-    if "no key" in r or "in the key log" in r:
+    if _for_want_of_keys(reason):
         return NEXT_NO_KEYLOG if keys is False else NEXT_WRONG_KEYLOG if keys else NEXT_UNKNOWN_KEYLOG
     if "clienthello" in r or "under way" in r:
         return "the TLS handshake predates the capture: " + NEXT_MIDWAY
@@ -366,8 +373,12 @@ def _compute(an: Analysis) -> Completeness:
             cc.not_decrypted = reason
             not_dec[c.id] = reason
             pk = c.stats[0].packets + c.stats[1].packets
+            # (no secret at all: said so, not "no CLIENT_TRAFFIC_SECRET_0 in the key log for this
+            # client random", which reads as if a key log had been given; the reason itself stays
+            # as the dissector stated it, in cc.not_decrypted and the connection's tls/quic info)
+            said = "no key log given" if keys is False and _for_want_of_keys(reason) else reason
             issues.append(Issue("not_decrypted", c.id, pk, f"connection {c.id} ({(c.tls and c.tls.sni) or (c.quic and c.quic.sni) or c.label}) "
-                                f"not decrypted: {reason}", decryption_next_step(reason, keys)))
+                                f"not decrypted: {said}", decryption_next_step(reason, keys)))
     # requests of exchanges whose connection is not in the list (hand-built models)
     for cid, cc in per.items():
         if cid not in conn_ids and cc.unknown_requests:
