@@ -100,7 +100,7 @@ async def test_no_keylog_names_the_option():
     async with app.run_test(size=(120, 30)) as pilot:
         await _open(pilot, app)
         notice = _text(app, "#notice").replace("\n", " ")
-        assert "2 connections not decrypted (no key for this client random)" in notice
+        assert "2 connections not decrypted (no key log given)" in notice
         assert NEXT_NO_KEYLOG[:20] in notice  # "pass --keylog FILE"
 
 
