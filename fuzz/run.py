@@ -30,6 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TARGETS = ["http1", "h2", "spdy", "tls", "quic", "quic_frames", "h3", "gquic", "dns", "capture", "pipeline"]
+# the packages atheris instruments for coverage, fully qualified (tests/test_fuzz.py checks they
+# exist): they were "dissectors" and "analyzer", which no module is named since the code imports
+# as wirefall.*, so nothing was instrumented and libFuzzer ran blind ("no interesting inputs
+# were found so far", corpus 1 input of 1 byte, 300 k runs adding none)
+INSTRUMENT = ("wirefall.dissectors", "wirefall.analyzer")
 DEFAULT_WORKDIR = Path(os.environ.get("WIREFALL_FUZZ_DIR", "/tmp/wirefall-fuzz"))
 
 
@@ -58,7 +63,7 @@ def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, 
     """Run libFuzzer on one target in this process (does not return normally)."""
     import atheris
 
-    with atheris.instrument_imports(include=["dissectors", "analyzer"]):
+    with atheris.instrument_imports(include=list(INSTRUMENT)):
         from wirefall.analyzer.capture import CaptureError, CaptureInfo, read_capture
         from fuzz import corpus
         import wirefall.analyzer.pipeline  # noqa: F401  (instrumented before first use)
