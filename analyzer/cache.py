@@ -167,13 +167,28 @@ def _secrets(keylog) -> list[bytes]:
     return [bytes(v) for v in keylog.secret_values()] if hasattr(keylog, "secret_values") else []
 
 
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+# every byte to "x" if it is a hex digit, else "." (a run of hex digits found by one search)
+_HEX_RUNS = bytes.maketrans(bytes(range(256)), bytes(120 if b in _HEX_DIGITS else 46 for b in range(256)))
+_HEX_LOWER = bytes.maketrans(b"ABCDEF", b"abcdef")
+
+
 def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
-    for s in secrets:
-        if len(s) < 16:
-            continue
-        if s in blob or s.hex().encode() in blob or s.hex().upper().encode() in blob:
-            return True
-    return False
+    """Whether a secret of 16 bytes or more is in ``blob``, as raw bytes or as hex in either
+    case.  The hex forms are looked for only where the blob has a run of hex digits as long as
+    the shortest of them: one pass over the blob instead of two searches per secret (a 1 M-packet
+    capture's 80 MB of pickled parts against its 40 secrets: 0.64 s before)."""
+    long = [s for s in secrets if len(s) >= 16]
+    if not long:
+        return False
+    if not isinstance(blob, bytes):
+        blob = bytes(blob)  # (a memoryview's `in` looks for an element, not a substring)
+    if any(s in blob for s in long):
+        return True
+    if b"x" * (2 * min(map(len, long))) not in blob.translate(_HEX_RUNS):
+        return False
+    low = blob.translate(_HEX_LOWER)
+    return any(s.hex().encode() in low for s in long)
 
 
 MAGIC = b"WFA4"
