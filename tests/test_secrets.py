@@ -134,6 +134,25 @@ def test_cache_refuses_an_analysis_carrying_a_secret():
     assert cache.store("0" * 64, an) is False
 
 
+def test_cache_secret_search_finds_every_form():
+    """The cache's key-material check: a secret raw, in lower-, upper- or mixed-case hex, in a
+    bytes blob or a view of one; not a secret cut short, nor one shorter than 16 bytes."""
+    import os
+
+    from wirefall.analyzer.cache import _contains_secret
+
+    secrets = [bytes(range(i, i + 48)) for i in (0, 60, 120)] + [bytes(range(200, 232))]
+    base = b"".join(b"GET /x/%s %d\n" % (os.urandom(20).hex().encode(), i) for i in range(20000))
+    assert not _contains_secret(base, secrets)
+    s, short = secrets[1], secrets[3]
+    mixed = "".join(c.upper() if i % 3 else c for i, c in enumerate(s.hex())).encode()
+    for form in (s, s.hex().encode(), s.hex().upper().encode(), mixed, short.hex().encode()):
+        blob = base[:5000] + form + base[5000:]
+        assert _contains_secret(blob, secrets) and _contains_secret(memoryview(blob), secrets), form
+    assert not _contains_secret(base + s.hex().encode()[:-2], secrets)
+    assert not _contains_secret(base + bytes(8), [bytes(8)])  # (too short to tell from data)
+
+
 def test_cache_refuses_a_secret_in_frames_stored_in_chunks():
     """From 2 × FRAME_CHUNK frames the frames are stored in chunks, each compressed on its own:
     the key-material check must read each chunk before it is compressed (it was made on the
