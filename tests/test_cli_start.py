@@ -68,6 +68,25 @@ def test_top_level_help_lists_every_command():
     assert "invalid choice: 'bogus'" in err.getvalue() and "batch" in err.getvalue()
 
 
+@pytest.mark.parametrize("command,argv", [("compare", ["compare", "a.pcap", "b.pcap", "--keylog-a", "k"]),
+                                          ("summary", ["summary", "a.pcap", "--bogus"])])
+def test_an_unknown_option_is_refused_with_the_subcommands_usage(command, argv):
+    """An option the subcommand does not take: exit 2 with that subcommand's usage (what it
+    does take), as argparse does for a parser without subcommands; it printed the top level's
+    "usage: wirefall [-h] COMMAND ...", which says nothing of the options."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as e:
+        cli.build_parser(command).parse_args(argv)
+    text = err.getvalue()
+    assert e.value.code == 2
+    assert text.startswith(f"usage: wirefall {command} ") and "--keylog FILE" in text, text
+    assert f"wirefall {command}: error: unrecognized arguments: {' '.join(argv[-2 if command == 'compare' else -1:])}" in text
+    err = io.StringIO()  # (an option before any command: the top level's usage, as before)
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["--bogus"])
+    assert "usage: wirefall [-h] COMMAND" in err.getvalue()
+
+
 def test_requests_run_imports_only_what_it_uses():
     # a requests run on an HTTP/1.1 page load: no HTTP/2, QUIC or HTTP/3 decoder, no UI toolkit,
     # no display-filter grammar, no oracle (and the same output as in-process)

@@ -548,11 +548,23 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser with ``_HelpFormatter`` (its subcommands' parsers are of its class)."""
+    """argparse's parser with ``_HelpFormatter`` (its subcommands' parsers are of its class).
+    An argument the subcommand does not know is reported with the subcommand's usage (argparse
+    hands a subparser's leftovers to the top level, whose usage, "wirefall [-h] COMMAND ...",
+    does not say what the subcommand takes)."""
+
+    commands: dict | None = None  # (the top level's) subcommand name -> its parser
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sp = (self.commands or {}).get(getattr(ns, "command", None))
+            (sp if isinstance(sp, argparse.ArgumentParser) else self).error("unrecognized arguments: " + " ".join(extra))
+        return ns
 
 
 def common_args(sp: argparse.ArgumentParser) -> None:
@@ -586,6 +598,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 epilog="`wirefall FILE` opens the terminal UI on FILE.")
     # (prog given: argparse would format a usage line to find it, setting up a formatter)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", prog="wirefall")
+    p.commands = sub.choices
     stub = None  # what the names of the subcommands not built stand for
 
     def add(name, func, help, json_=True, filt=False, file=True, describe=True):
