@@ -192,6 +192,9 @@ def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
 
 
 MAGIC = b"WFA4"
+# what a warning of a damaged part tells the user to do, or that it was done
+AGAIN = "open the capture without --cache to analyse it again"
+AGAIN_REMOVED = "the cache entry is removed: the next open analyses the capture again"
 
 
 def _index_bytes(index: PacketIndex, on_wire: int) -> bytes:
@@ -434,7 +437,7 @@ class FrameChunks(Sequence):
         except Exception as e:  # noqa: BLE001 - a damaged chunk: its frames are unknown, the others stay
             if self._warn is not None:
                 self._warn(f"cached analysis: frames {k * FRAME_CHUNK + 1}-{k * FRAME_CHUNK + want} unreadable "
-                           f"({type(e).__name__}); open the capture without --cache to analyse it again")
+                           f"({type(e).__name__}); {AGAIN}")
                 self._warn = None
             from .model import Frame
 
@@ -503,9 +506,10 @@ def loads(blob: bytes) -> Analysis:
     return _load_from(io.BytesIO(blob), len(blob))
 
 
-def _load_from(f, size: int) -> Analysis:
+def _load_from(f, size: int, entry: tuple | None = None) -> Analysis:
     """An analysis from the ``dumps`` bytes at ``f`` (a file of ``size`` bytes), read part by
-    part: the head, the index into its arrays, the compressed body (unpacked on first use)."""
+    part: the head, the index into its arrays, the compressed body (unpacked on first use).
+    ``entry``: the cache file's (path, inode, size, mtime), removed if a part is found damaged."""
     import zstandard
 
     if _read(f, 4) != MAGIC:
@@ -524,11 +528,12 @@ def _load_from(f, size: int) -> Analysis:
         an.__dict__["_wf_on_wire"] = tuple(on_wire)
     try:
         parts = _body_parts(f.read())
+        damaged = None
     except (ValueError, UnicodeDecodeError) as e:
-        an.warnings.append(f"cached analysis: frames and requests unreadable ({type(e).__name__}); "
-                           "open the capture without --cache to analyse it again")
-        parts = {}
-    an.__dict__["_wf_lazy"] = _PartLoader(an, parts)
+        parts, damaged = {}, e
+    loader = an.__dict__["_wf_lazy"] = _PartLoader(an, parts, entry)
+    if damaged is not None:
+        loader.damaged("frames and requests", damaged)
     return an
 
 
@@ -538,15 +543,44 @@ class _PartLoader:
     read of a LAZY_FIELD.  A part that does not unpack leaves its fields empty, with a warning.
     (It keeps the analysis's warnings and index, not the analysis: no reference cycle.)"""
 
-    __slots__ = ("warnings", "index", "parts")
+    __slots__ = ("warnings", "index", "parts", "entry")
 
-    def __init__(self, an: Analysis, parts: dict[str, memoryview]) -> None:
+    def __init__(self, an: Analysis, parts: dict[str, memoryview], entry: tuple | None = None) -> None:
         self.warnings, self.index, self.parts = an.warnings, an.index, parts
+        # the entry's file and its identity when read (path, inode, size, mtime): a damaged part
+        # removes it, as a damaged head does, so that the next open analyses the capture again
+        self.entry = entry
+
+    def _drop_entry(self) -> bool:
+        """Remove the entry this analysis came from, if it is still the file that was read
+        (not one stored since, by this process or another); whether it was removed."""
+        if self.entry is None:
+            return False
+        p, *ident = self.entry
+        self.entry = None
+        try:
+            st = p.stat()
+            if [st.st_ino, st.st_size, st.st_mtime_ns] != ident:
+                return False
+            p.unlink()
+            return True
+        except OSError:
+            return False
+
+    def damaged(self, what: str, e: Exception) -> None:
+        self.warn(f"cached analysis: {what} unreadable ({type(e).__name__}); {AGAIN}")
+
+    def warn(self, message: str) -> None:
+        """A part (or a chunk of frames) found damaged: ``message`` in the warnings, saying that
+        the entry is removed where it is (``AGAIN`` replaced)."""
+        if self._drop_entry():
+            message = message.replace(AGAIN, AGAIN_REMOVED)
+        self.warnings.append(message)
 
     def __call__(self, name: str) -> dict:
         import zstandard
 
-        part, warn = PART_OF[name], self.warnings.append
+        part = PART_OF[name]
         packed = self.parts.pop(part, None)
         got: dict = {}
         if packed is not None:
@@ -555,9 +589,7 @@ class _PartLoader:
                 if not isinstance(got, dict):
                     raise ValueError("not an analysis body part")
             except Exception as e:  # noqa: BLE001 - damaged after the head was read: say so, keep the rest
-                what = "frames" if part == "frames" else "requests" if part == "exchanges" else part.replace("_", " ")
-                warn(f"cached analysis: {what} unreadable ({type(e).__name__}); "
-                     "open the capture without --cache to analyse it again")
+                self.damaged("frames" if part == "frames" else "requests" if part == "exchanges" else part.replace("_", " "), e)
                 got = {}
         fresh = Analysis(path="", index=self.index)
         out = {f: got.get(f, getattr(fresh, f)) for f in BODY_PARTS[part] if f in LAZY_FIELDS}
@@ -565,10 +597,9 @@ class _PartLoader:
             if isinstance(out["frames"], tuple):
                 try:
                     n, packed_frames, protocols = out["frames"]
-                    out["frames"] = FrameChunks(n, packed_frames, protocols, warn=warn)
+                    out["frames"] = FrameChunks(n, packed_frames, protocols, warn=self.warn)
                 except (TypeError, ValueError) as e:
-                    warn(f"cached analysis: frames unreadable ({type(e).__name__}); "
-                         "open the capture without --cache to analyse it again")
+                    self.damaged("frames", e)
                     out["frames"] = []
             fi = got.get(FRAME_INDEX)
             if fi is not None and _whole_frame_index(fi, len(out["frames"])) and len(fi[1].off) <= len(self.index.ts) + 2:
@@ -589,10 +620,10 @@ def load(key: str) -> Analysis | None:
         st = p.stat()
         if hasattr(os, "getuid") and st.st_uid != os.getuid():
             return None
-        with open(p, "rb", buffering=0) as f:  # (unbuffered: the index is read straight into its arrays)
-            an = _load_from(f, os.fstat(f.fileno()).st_size)
         os.utime(p)  # least recently used eviction
-        return an
+        with open(p, "rb", buffering=0) as f:  # (unbuffered: the index is read straight into its arrays)
+            fst = os.fstat(f.fileno())
+            return _load_from(f, fst.st_size, (p, fst.st_ino, fst.st_size, fst.st_mtime_ns))
     except Exception:  # noqa: BLE001 - a broken entry is a miss
         try:
             p.unlink()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+import pytest
+
 from wirefall.analyzer import cache
 
 
@@ -87,6 +89,41 @@ def test_reopened_analysis_unpacks_frames_and_requests_on_first_use(tmp_path, mo
             pass
         else:
             raise AssertionError(f"a cache entry cut at {cut} loaded")
+
+
+@pytest.mark.parametrize("where", ["exchanges", "table"])
+def test_a_damaged_entry_is_removed_so_the_next_open_analyses_again(tmp_path, monkeypatch, where):
+    """An entry whose requests' part (or its body's table) turns out damaged on disk: the
+    reopened analysis says so and the entry is removed, so that the next open analyses the
+    capture again and has every request (it kept the damaged entry, a hit that lacked them,
+    until the cache was cleared by hand). An entry stored again meanwhile is not removed."""
+    from pathlib import Path
+
+    from wirefall.analyzer.jsonout import exchange_dict
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = Path(__file__).resolve().parents[1] / "sample_captures" / "http"
+    cap, keys = str(root / "h2-tls.pcap"), [str(root / "h2-tls.keys")]
+    fresh, hit = cache.analyze_cached(cap, keys)
+    entry = cache.cache_dir(create=False) / (cache.cache_key(cap, keys) + cache.SUFFIX)
+    blob = entry.read_bytes()
+    _, _, body = cache._parts(blob)
+    b = len(blob) - len(body)
+    at = b + bytes(body).index(bytes(cache._body_parts(body)["exchanges"])) + 20 if where == "exchanges" else b + 3
+    entry.write_bytes(blob[:at] + bytes(x ^ 0xFF for x in blob[at : at + 9]) + blob[at + 9 :])
+    broken, hit = cache.analyze_cached(cap, keys)
+    assert hit and broken.exchanges == []
+    assert any("unreadable" in w and "the cache entry is removed" in w for w in broken.warnings), broken.warnings
+    assert not entry.exists()
+    again, hit = cache.analyze_cached(cap, keys)  # analysed anew, and stored again
+    assert not hit and [exchange_dict(e) for e in again.exchanges] == [exchange_dict(e) for e in fresh.exchanges]
+    assert entry.exists()
+    # a damaged part found after another process stored the entry anew: that entry stays
+    entry.write_bytes(blob[:at] + bytes(x ^ 0xFF for x in blob[at : at + 9]) + blob[at + 9 :])
+    broken, hit = cache.analyze_cached(cap, keys)
+    entry.unlink(missing_ok=True)  # (a damaged table is found on reading it: removed already)
+    cache.store(cache.cache_key(cap, keys), fresh)
+    assert broken.exchanges == [] and entry.exists()
 
 
 def test_reopened_analysis_unpacks_once_under_concurrent_readers(tmp_path, monkeypatch):
