@@ -139,3 +139,40 @@ async def test_tui_has_a_large_capture_s_tcp_analysis_made_by_a_child(monkeypatc
         assert got._decoder is None  # made by the child
         whole = tcp_analysis(analyze(str(p), [str(keys)]), PacketSource(str(p)))
         assert got.flags == whole.flags and got.dupack == whole.dupack and sum(1 for f in got.flags if f) > 20
+
+
+@sync
+async def test_tui_tells_of_a_cache_part_found_damaged_after_the_first_screen(monkeypatch, tmp_path):
+    """A large capture reopened from the cache shows its first screen from the entry's summary
+    (its request count stored there); its requests are read when the waterfall tab is first
+    opened. Found damaged then, the TUI says so — a warning notified, the status line's count
+    made again (0 requests, not the stored 13) — and the entry is gone, so the next open
+    analyses the capture again (it kept the stored count and told nothing)."""
+    from wirefall.analyzer import cache
+    from wirefall.ui.tui import app as tui
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path, keys = _sample("page-h2")
+    cache.analyze_cached(str(path), [str(keys)])
+    entry = cache.cache_dir(create=False) / (cache.cache_key(str(path), [str(keys)]) + cache.SUFFIX)
+    blob = entry.read_bytes()
+    _, _, body = cache._parts(blob)
+    at = len(blob) - len(body) + bytes(body).index(bytes(cache._body_parts(body)["exchanges"])) + 20
+    entry.write_bytes(blob[:at] + bytes(x ^ 0xFF for x in blob[at : at + 9]) + blob[at + 9 :])
+    monkeypatch.setattr(tui, "DEFER_VIEWS_PACKETS", 1)  # this capture counts as large
+    app = tui.WirefallApp(str(path), [str(keys)], use_cache=True)
+    notes: list[str] = []
+    real_notify = app.notify
+    monkeypatch.setattr(app, "notify", lambda message, *a, **kw: notes.append(str(message)) or real_notify(message, *a, **kw))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _until(pilot, lambda: app.loaded)
+        status = lambda: str(app.query_one("#status").render())  # noqa: E731
+        assert " 13 requests" in status() and not any("unreadable" in n for n in notes)
+        await pilot.press("2")
+        await _until(pilot, lambda: "waterfall" not in app.views_pending)
+        await pilot.pause(0.1)
+        assert any("requests unreadable" in n and "the cache entry is removed" in n for n in notes), notes
+        assert " 0 requests" in status(), status()
+    assert not entry.exists()
+    again, hit = cache.analyze_cached(str(path), [str(keys)])
+    assert not hit and len(again.exchanges) == 13

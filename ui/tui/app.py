@@ -293,6 +293,7 @@ class WirefallApp(PacketHabits, App):
         self.wf_by: dict = {}  # group_by -> built Waterfall
         self.stats_text: Text | None = None
         self.views_pending: set[str] = set()  # views built when their tab is opened (DEFER_VIEWS_PACKETS)
+        self._warned = 0  # warnings of the analysis notified so far (_later_warnings)
         self._views_building: set[str] = set()
         self.sub_title = printable(path)
 
@@ -490,6 +491,7 @@ class WirefallApp(PacketHabits, App):
         else:
             self.stats_text = value
             self._fill_stats()
+        self._later_warnings()
 
     def _progress(self, packets: int, done: int, total: int) -> None:
         if self.loaded:
@@ -578,6 +580,7 @@ class WirefallApp(PacketHabits, App):
         self._notice()
         for w in an.warnings[:5]:
             self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
+        self._warned = len(an.warnings)
         from .overlay import summary_notes
 
         for line in summary_notes(an):
@@ -673,6 +676,20 @@ class WirefallApp(PacketHabits, App):
     def _packet_chosen(self, ev: LineList.Chosen) -> None:
         self.action_focus_detail()
 
+    def _later_warnings(self) -> None:
+        """Warnings that came after the first screen — a part of a cache entry found damaged
+        when a view first read it (its requests, a chunk of frames) — shown as the load's were,
+        with the status line and the notice made again: the status line's request count was the
+        entry's, which the damaged part no longer holds."""
+        an = self.an
+        if an is None or not self.loaded or len(an.warnings) <= self._warned:
+            return
+        new, self._warned = an.warnings[self._warned : self._warned + 5], len(an.warnings)
+        for w in new:
+            self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
+        self._status()
+        self._notice()
+
     def show_packet_if_changed(self, n: int) -> None:
         """While loading: show the packet again if frames were added on it since."""
         from wirefall.analyzer.detail import frames_on_packet
@@ -688,6 +705,7 @@ class WirefallApp(PacketHabits, App):
             self._shown_packet = (n, len(frames_on_packet(self.an, n)))
         except Exception:  # noqa: BLE001
             self._shown_packet = None
+        self._later_warnings()  # (a chunk of frames read for this packet may have been damaged)
 
         an, src = self.an, self.source
         tree = self.query_one("#detail", Tree)
