@@ -171,6 +171,7 @@ _HEX_DIGITS = b"0123456789abcdefABCDEF"
 # every byte to "x" if it is a hex digit, else "." (a run of hex digits found by one search)
 _HEX_RUNS = bytes.maketrans(bytes(range(256)), bytes(120 if b in _HEX_DIGITS else 46 for b in range(256)))
 _HEX_LOWER = bytes.maketrans(b"ABCDEF", b"abcdef")
+_SECRET_WINDOW = 1 << 22
 
 
 def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
@@ -185,10 +186,15 @@ def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
         blob = bytes(blob)  # (a memoryview's `in` looks for an element, not a substring)
     if any(s in blob for s in long):
         return True
-    if b"x" * (2 * min(map(len, long))) not in blob.translate(_HEX_RUNS):
-        return False
-    low = blob.translate(_HEX_LOWER)
-    return any(s.hex().encode() in low for s in long)
+    hexes = [s.hex().encode() for s in long]
+    run, over = b"x" * min(map(len, hexes)), max(map(len, hexes))
+    for i in range(0, len(blob), _SECRET_WINDOW):  # (a window at a time: no copy of the whole part)
+        w = blob[i : i + _SECRET_WINDOW + over]  # (a secret that starts in the window ends in it)
+        if run in w.translate(_HEX_RUNS):
+            low = w.translate(_HEX_LOWER)
+            if any(h in low for h in hexes):
+                return True
+    return False
 
 
 MAGIC = b"WFA4"
