@@ -151,6 +151,17 @@ def test_cache_secret_search_finds_every_form():
         assert _contains_secret(blob, secrets) and _contains_secret(memoryview(blob), secrets), form
     assert not _contains_secret(base + s.hex().encode()[:-2], secrets)
     assert not _contains_secret(base + bytes(8), [bytes(8)])  # (too short to tell from data)
+    # the hex forms are looked for a window at a time: one that straddles two windows is found
+    from wirefall.analyzer import cache
+
+    old = cache._SECRET_WINDOW
+    cache._SECRET_WINDOW = 256
+    try:
+        for at in range(200, 300, 7):
+            assert _contains_secret(b"." * at + s.hex().upper().encode() + b"." * 50, secrets), at
+        assert not _contains_secret(b"." * 250 + s.hex().encode()[:-1] + b"." * 50, secrets)
+    finally:
+        cache._SECRET_WINDOW = old
 
 
 def test_cache_refuses_a_secret_in_frames_stored_in_chunks():
