@@ -198,9 +198,6 @@ def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
 
 
 MAGIC = b"WFA4"
-# what a warning of a damaged part tells the user to do, or that it was done
-AGAIN = "open the capture without --cache to analyse it again"
-AGAIN_REMOVED = "the cache entry is removed: the next open analyses the capture again"
 
 
 def _index_bytes(index: PacketIndex, on_wire: int) -> bytes:
@@ -297,7 +294,8 @@ def dumps(an: Analysis) -> bytes:
     stored = dict(body)
     protocols = an.frame_protocols() or frozenset({f.protocol for f in an.frames})
     secrets = _secrets(kl) if kl is not None else []
-    if nfr >= 2 * FRAME_CHUNK:  # (each chunk looked at for key material before it is compressed)
+    chunked = nfr >= 2 * FRAME_CHUNK
+    if chunked:  # (each chunk looked at for key material before it is compressed)
         stored["frames"] = _frame_chunks(an.frames, protocols, secrets)
     if _whole_frame_index(fi, nfr):
         stored[FRAME_INDEX] = fi
@@ -320,7 +318,10 @@ def dumps(an: Analysis) -> bytes:
         an.__dict__.pop("_wf_counts", None)
         an.__dict__.update(extra)
         an.__dict__.update(body)
-    if secrets and any(_contains_secret(raw, secrets) for raw in (raw_head, *raw_parts.values())):
+    # (a chunked frames part is not looked at again: its chunks were, before they were compressed,
+    # and the rest of it is the frames' protocols and their packet index, numbers; h2-big-mtu: 23 MB)
+    if secrets and any(_contains_secret(raw, secrets) for part, raw in (("head", raw_head), *raw_parts.items())
+                       if not (chunked and part == "frames")):
         raise ValueError("analysis holds key material; not cached")
     z = zstandard.ZstdCompressor(level=3, threads=-1, write_checksum=True)
     head = z.compress(raw_head)
@@ -442,8 +443,7 @@ class FrameChunks(Sequence):
             return c
         except Exception as e:  # noqa: BLE001 - a damaged chunk: its frames are unknown, the others stay
             if self._warn is not None:
-                self._warn(f"cached analysis: frames {k * FRAME_CHUNK + 1}-{k * FRAME_CHUNK + want} unreadable "
-                           f"({type(e).__name__}); {AGAIN}")
+                self._warn(f"cached analysis: frames {k * FRAME_CHUNK + 1}-{k * FRAME_CHUNK + want} unreadable ({type(e).__name__})")
                 self._warn = None
             from .model import Frame
 
@@ -574,14 +574,13 @@ class _PartLoader:
             return False
 
     def damaged(self, what: str, e: Exception) -> None:
-        self.warn(f"cached analysis: {what} unreadable ({type(e).__name__}); {AGAIN}")
+        self.warn(f"cached analysis: {what} unreadable ({type(e).__name__})")
 
     def warn(self, message: str) -> None:
-        """A part (or a chunk of frames) found damaged: ``message`` in the warnings, saying that
-        the entry is removed where it is (``AGAIN`` replaced)."""
-        if self._drop_entry():
-            message = message.replace(AGAIN, AGAIN_REMOVED)
-        self.warnings.append(message)
+        """A part (or a chunk of frames, ``FrameChunks``) found damaged: ``message`` in the
+        warnings, with what was done about the entry or what the user can do."""
+        self.warnings.append(message + ("; the cache entry is removed: the next open analyses the capture again" if self._drop_entry()
+                                        else "; open the capture without --cache to analyse it again"))
 
     def __call__(self, name: str) -> dict:
         import zstandard

@@ -578,9 +578,8 @@ class WirefallApp(PacketHabits, App):
         self._fill_stats()
         self._status()
         self._notice()
-        for w in an.warnings[:5]:
-            self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
-        self._warned = len(an.warnings)
+        self._warned = 0
+        self._notify_warnings(an)
         from .overlay import summary_notes
 
         for line in summary_notes(an):
@@ -684,11 +683,15 @@ class WirefallApp(PacketHabits, App):
         an = self.an
         if an is None or not self.loaded or len(an.warnings) <= self._warned:
             return
-        new, self._warned = an.warnings[self._warned : self._warned + 5], len(an.warnings)
-        for w in new:
-            self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
+        self._notify_warnings(an)
         self._status()
         self._notice()
+
+    def _notify_warnings(self, an) -> None:
+        """The analysis's warnings not notified yet (five at the most) as notifications."""
+        for w in an.warnings[self._warned : self._warned + 5]:
+            self.notify(printable(w), title="Capture warning", severity="warning", timeout=10, markup=False)
+        self._warned = len(an.warnings)
 
     def show_packet_if_changed(self, n: int) -> None:
         """While loading: show the packet again if frames were added on it since."""
