@@ -562,11 +562,26 @@ def cb_wf(state: WebState, first, prev, next_, last, row, cid, version, protocol
 # was dropped and the address never got x0/x1 (tests/test_web_live.py: most runs).  Here each
 # relayoutData (each event of its own task: a drag, a ResizeObserver's resize) runs the function
 # in order, with nothing to drop; an event without the time axis (autosize, the y axis) keeps
-# the zoom stored.  (Two relayouts within one task reach it as one, the last: none of the page's.)
+# the zoom stored.  (Two relayouts within one task reach it as one, the last: a zoom among them
+# is taken from what the graph's own listener saw, below.)
 # The stored value is ``{capture, range}``; range null after a reset (the person's "no zoom",
 # which the address's zoom does not replace).
 XRANGE_JS = """function(relayout, prev, cid) {
     var nu = window.dash_clientside.no_update;
+    // The graph's own x-range events, seen by a listener of its own: a zoom and the detail panel's
+    // resize in one task reach this function as the resize alone (the graph held the zoom, the
+    // address never got it); the zoom seen since the last call is taken for such an event.
+    var gd = document.querySelector('#waterfall .js-plotly-plot'), seen;
+    if (gd && gd.on && !gd._wfZoomSeen) {
+        gd._wfZoomSeen = true;
+        gd.on('plotly_relayout', function (d) {
+            if (d['xaxis.autorange']) { gd._wfZoom = {range: null}; }
+            else if ('xaxis.range[0]' in d && 'xaxis.range[1]' in d) {
+                gd._wfZoom = {range: [Number(d['xaxis.range[0]']), Number(d['xaxis.range[1]'])]};
+            } else if (Array.isArray(d['xaxis.range'])) { gd._wfZoom = {range: d['xaxis.range'].slice(0, 2).map(Number)}; }
+        });
+    }
+    if (gd) { seen = gd._wfZoom; gd._wfZoom = undefined; }
     if (!relayout) { return nu; }
     var before = null;
     if (Array.isArray(prev)) { before = prev.length === 2 ? prev : null; }
@@ -576,6 +591,7 @@ XRANGE_JS = """function(relayout, prev, cid) {
     else if ('xaxis.range[0]' in relayout && 'xaxis.range[1]' in relayout) {
         r = [Number(relayout['xaxis.range[0]']), Number(relayout['xaxis.range[1]'])];
     } else if (Array.isArray(relayout['xaxis.range'])) { r = relayout['xaxis.range'].slice(0, 2).map(Number); }
+    else if (seen) { r = seen.range; }  // (a zoom merged into this event)
     else { return nu; }  // autosize (a new width), the y axis: the zoom stays
     if (r !== null && !(r.length === 2 && isFinite(r[0]) && isFinite(r[1]))) { return nu; }
     if (r === null ? before === null : (before !== null && r[0] === before[0] && r[1] === before[1])) { return nu; }
