@@ -106,6 +106,8 @@ def test_cli_json_and_svg(tmp_path):
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert set(res) >= {"matched", "only_a", "only_b", "page"}
+    # with --json the comparison's warnings are said on stderr (the JSON has them in "warnings")
+    assert res["warnings"] and all(f"wirefall: warning: {w}" in r.stderr for w in res["warnings"])
     for key in ("page_load_time", "connections", "requests", "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c",
                 "request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
                 "response_header_bytes_decoded", "request_header_compression", "response_header_compression", "pushes"):
@@ -118,6 +120,17 @@ def test_cli_json_and_svg(tmp_path):
 
     bars = re.findall(r'<g class="point"><path d="M[^"]+"', svg)
     assert len(bars) >= 2 * 13  # at least one bar per request on each side
+
+
+def test_cli_text_says_each_warning_once():
+    """The text report ends with its warnings; they are not repeated on stderr, which a terminal
+    shows interleaved with it (they were, each warning twice)."""
+    r = subprocess.run([sys.executable, "-m", "wirefall", "compare", str(PAGE / "page-h1.pcapng"), str(PAGE / "page-h2.pcapng"),
+                        "--keylog", str(PAGE / "page-h1.keys"), "--keylog-b", str(PAGE / "page-h2.keys")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("warning: the captures load the page from different origins") == 1
+    assert "different origins" not in r.stderr
 
 
 def test_cli_cache_reads_both_captures_from_the_analysis_cache(tmp_path):

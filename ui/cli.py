@@ -474,7 +474,7 @@ def _compare(args) -> int:
     b = analyze(args.b, (args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
     for an in (a, b):
         for w in an.warnings:
-            print(f"wirefall: warning: {w}", file=sys.stderr)
+            print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
     res = compare(a, b)
     if args.output:
         from wirefall.analyzer.export import write_atomic
@@ -487,9 +487,10 @@ def _compare(args) -> int:
     if args.json:
         _dump(res)
     else:
-        print(render_text(res))
-    for wmsg in res["warnings"]:
-        print(f"wirefall: warning: {wmsg}", file=sys.stderr)
+        print(render_text(res))  # (its own "warning:" lines end the table: not said twice on stderr)
+    if args.json:
+        for wmsg in res["warnings"]:
+            print(f"wirefall: warning: {printable(wmsg)}", file=sys.stderr)
     return 0
 
 
