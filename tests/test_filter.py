@@ -388,6 +388,11 @@ def test_unknown_field_is_exit_2_with_the_closest_name():
         r = _cli(cmd, str(H2[0]), "--keylog", str(H2[1]), "-Y", "tcp.prot == 443", expect=2)
         assert "unknown field 'tcp.prot'" in r.stderr and "did you mean 'tcp.port'" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
+        # as tshark shows it: the expression on a line of its own, the caret under the column
+        # (they were one line, the newlines written as "\n")
+        assert r.stderr.splitlines()[1:] == ["  tcp.prot == 443", "  ^"], r.stderr
+    r = _cli("packets", str(H2[0]), "-Y", "ip.addr == 1 && tcp.prot\x1b == 443", expect=2)  # (the expression's own controls escaped)
+    assert "\x1b" not in r.stderr and r.stderr.splitlines()[1:] == ["  ip.addr == 1 && tcp.prot\\x1b == 443", "  " + " " * 24 + "^"], r.stderr
     r = _cli("packets", str(H2[0]), "-Y", "nosuchfield == 3", expect=2)
     assert "unknown field 'nosuchfield'" in r.stderr and "at column 1" in r.stderr
     r = _cli("requests", str(H2[0]), "-Y", "tcp.port == 443", expect=2)

@@ -18,7 +18,12 @@ COMMANDS = ("summary", "packets", "frames", "requests", "stats", "expert", "expo
 
 
 class UsageError(Exception):
-    pass
+    """A usage error, said in one line; ``layout=True``: a message of several lines of our own
+    layout (a filter error's expression and caret under it), each line escaped on its own."""
+
+    def __init__(self, msg: str, layout: bool = False):
+        super().__init__(msg)
+        self.layout = layout
 
 
 def limit_names() -> list[str]:
@@ -137,7 +142,7 @@ def _filter(args, scope: str | None = None):
     try:
         return compile_filter(getattr(args, "filter", None) or "", scope)
     except FilterError as e:
-        raise UsageError(f"bad filter: {e}") from None
+        raise UsageError(f"bad filter: {e}", layout=True) from None
 
 
 def _everything(_obj) -> bool:
@@ -778,7 +783,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wirefall: {printable(e)}", file=sys.stderr)
         return 2
     except (UsageError, FileExistsError) as e:
-        print(f"wirefall: {printable(e)}", file=sys.stderr)
+        print(f"wirefall: {printable_lines(str(e)) if getattr(e, 'layout', False) else printable(e)}", file=sys.stderr)
         return 2
     except ValueError as e:
         if e.__class__.__name__ not in ("ExportError", "FilterError"):
