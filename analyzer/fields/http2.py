@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from wirefall.dissectors.http2 import FRAME_NAMES
+from wirefall.dissectors.http2 import ERROR_NAMES, FRAME_NAMES, SETTINGS_NAMES
 
 from ._util import frame_field as F, frames_present, header_values, label, to_int
-from .types import STRING, UINT, Field, Protocol
+from .types import BOOL, BYTES, STRING, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
 PSEUDO = {"path", "method", "status", "authority", "scheme", "protocol"}
@@ -34,6 +34,54 @@ def _weight(real: bool):
     return fn
 
 
+def _flag(name: str, bit: int, types: frozenset[str], desc: str) -> Field:
+    """``http2.flags.<name>``: one flag bit (0/1) on the frame types that define it, as tshark
+    shows it there only (``http2.flags.end_stream == 0``: a DATA or HEADERS frame without it)."""
+    return F(f"http2.flags.{name}", BOOL, _is_h2, lambda fr, ctx: [1 if fr.flags & bit else 0] if fr.type in types else [], desc)
+
+
+def _of(ftype: str, key: str):
+    """The dissector's ``fields[key]`` of ``ftype`` frames."""
+    def fn(fr, ctx):
+        if fr.type != ftype:
+            return []
+        v = (fr.fields or {}).get(key)
+        return [v] if v is not None else []
+    return fn
+
+
+_SETTING_IDS = {v: k for k, v in SETTINGS_NAMES.items()}
+
+
+def _setting_id(name: str) -> int | None:
+    i = _SETTING_IDS.get(name)
+    if i is None and name.startswith("0x"):
+        try:
+            i = int(name, 16)
+        except ValueError:
+            return None
+    return i
+
+
+def _settings(fr, ctx) -> dict:
+    st = (fr.fields or {}).get("settings") if fr.type == "SETTINGS" else None
+    return st if isinstance(st, dict) else {}
+
+
+def _setting(ident: int):
+    return lambda fr, ctx: [v for k, v in _settings(fr, ctx).items() if _setting_id(k) == ident]
+
+
+def _ping(fr, ctx):
+    h = (fr.fields or {}).get("opaque") if fr.type == "PING" else None
+    return [bytes.fromhex(h)] if isinstance(h, str) else []
+
+
+_DATA_HEADERS = frozenset({"DATA", "HEADERS"})
+_PADDED = frozenset({"DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION"})  # (tshark shows the bit on CONTINUATION too)
+_ERRORS = {v: k for k, v in ERROR_NAMES.items()}
+
+
 def header_field(suffix: str) -> Field | None:
     """``http2.headers.<name>``: the decoded header ``name`` (``:name`` for the pseudo
     headers path, method, status, authority, scheme; ``_`` stands for ``-``)."""
@@ -57,6 +105,26 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.type", UINT, _is_h2, _type, "frame type (0 DATA, 1 HEADERS, 3 RST_STREAM, 4 SETTINGS, …; names work too: http2.type == HEADERS)", names=TYPE_CODES),
     F("http2.flags", UINT, _is_h2, lambda fr, ctx: [fr.flags], "frame flags (http2.flags & 0x01: END_STREAM)"),
     F("http2.length", UINT, _is_h2, lambda fr, ctx: [fr.length], "frame payload length"),
+    _flag("end_stream", 0x1, _DATA_HEADERS, "END_STREAM (DATA, HEADERS)"),
+    _flag("eh", 0x4, frozenset({"HEADERS", "PUSH_PROMISE", "CONTINUATION"}), "END_HEADERS (HEADERS, PUSH_PROMISE, CONTINUATION)"),
+    _flag("padded", 0x8, _PADDED, "PADDED (DATA, HEADERS, PUSH_PROMISE; and CONTINUATION, as tshark shows it)"),
+    _flag("priority", 0x20, frozenset({"HEADERS"}), "PRIORITY (HEADERS)"),
+    _flag("ack.settings", 0x1, frozenset({"SETTINGS"}), "ACK (SETTINGS)"),
+    _flag("ack.ping", 0x1, frozenset({"PING"}), "ACK (PING)"),
+    F("http2.rst_stream.error", UINT, _is_h2, _of("RST_STREAM", "error_code"),
+      "RST_STREAM error code (names work too: http2.rst_stream.error == CANCEL)", names=_ERRORS),
+    F("http2.goaway.error", UINT, _is_h2, _of("GOAWAY", "error_code"), "GOAWAY error code (names work too)", names=_ERRORS),
+    F("http2.goaway.last_stream_id", UINT, _is_h2, _of("GOAWAY", "last_stream_id"), "GOAWAY last stream identifier"),
+    F("http2.window_update.window_size_increment", UINT, _is_h2, _of("WINDOW_UPDATE", "increment"), "WINDOW_UPDATE increment"),
+    F("http2.push_promise.promised_stream_id", UINT, _is_h2, _of("PUSH_PROMISE", "promised_stream_id"), "PUSH_PROMISE promised stream"),
+    F("http2.ping", BYTES, _is_h2, _ping, "PING opaque data (8 bytes)"),
+    label("http2.settings", _is_h2, lambda fr, ctx: bool(_settings(fr, ctx)), "a SETTINGS frame with settings in it"),
+    F("http2.settings.id", UINT, _is_h2, lambda fr, ctx: [i for i in map(_setting_id, _settings(fr, ctx)) if i is not None],
+      "setting identifier (1 HEADER_TABLE_SIZE … 6 MAX_HEADER_LIST_SIZE, 8 ENABLE_CONNECT_PROTOCOL)",
+      note="a setting given twice in one frame counts once (its last value), as the dissector applies it"),
+    *[F(f"http2.settings.{n}", UINT, _is_h2, _setting(i), f"SETTINGS_{n.upper()}") for n, i in (
+        ("header_table_size", 1), ("enable_push", 2), ("max_concurrent_streams", 3), ("initial_window_size", 4),
+        ("max_frame_size", 5), ("max_header_list_size", 6), ("extended_connect", 8))],
     label("http2.header", _is_h2, lambda fr, ctx: bool(fr.headers), "a decoded header field"),
     F("http2.header.name", STRING, _is_h2, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name"),
     F("http2.header.value", STRING, _is_h2, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value"),
