@@ -1,10 +1,11 @@
 """Helpers the per-protocol field modules share."""
 from __future__ import annotations
 
+import re
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from .types import NONE, PROTO_OPAQUE, Field
+from .types import NONE, PROTO_OPAQUE, STRING, UINT, Field
 
 
 def packet_field(name: str, type_: str, fn: Callable[[Any], list], desc: str, **kw) -> Field:
@@ -59,3 +60,49 @@ def to_int(v) -> int | None:
         return int(str(v).split()[0])
     except (ValueError, IndexError):
         return None
+
+
+PSEUDO = {"path", "method", "status", "authority", "scheme", "protocol"}
+NUMERIC_HEADERS = {"status", "content_length", "age", "max_forwards"}
+# the ``<proto>.headers.<name>`` fields listed (and documented) by name; any other name works too
+NAMED_HEADERS = ("path", "method", "status", "authority", "scheme", "content_type", "content_length", "user_agent", "server",
+                 "cookie", "set_cookie", "referer", "location", "content_encoding")
+
+
+class header_family:
+    """The decoded-header fields of a protocol whose frames carry header lists (``fr.headers``:
+    HTTP/2, HTTP/3), by Wireshark's names: ``<proto>.header`` (a decoded field), ``.header.name``,
+    ``.header.value``, and ``<proto>.headers.<name>`` — the header ``name`` (``:name`` for the
+    pseudo headers, ``_`` for ``-``; status, content_length, age, max_forwards as numbers)."""
+
+    def __init__(self, proto: str, match: Callable[[Any], bool], note: str = "", since: str = ""):
+        self.proto, self.match, self.note, self.since = proto, match, note, since
+
+    def generic(self) -> list[Field]:
+        p, m, note = self.proto, self.match, self.note
+        has = frame_field(f"{p}.header", NONE, m, lambda fr, ctx: [True] if fr.headers else [], "a decoded header field", note=note, since=self.since)
+        return [has,
+                frame_field(f"{p}.header.name", STRING, m, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name", note=note,
+                            since=self.since),
+                frame_field(f"{p}.header.value", STRING, m, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value",
+                            note=note, since=self.since)]
+
+    def named(self) -> list[Field]:
+        return [self._field(s) for s in NAMED_HEADERS]
+
+    def field(self, suffix: str) -> Field | None:
+        """``<proto>.headers.<suffix>`` for any header name (the prefix's factory)."""
+        if not re.fullmatch(r"[a-z0-9_]+", suffix):
+            return None
+        return self._field(suffix)
+
+    def _field(self, suffix: str) -> Field:
+        name = (":" + suffix) if suffix in PSEUDO else suffix.replace("_", "-")
+        fname = f"{self.proto}.headers.{suffix}"
+        if suffix in NUMERIC_HEADERS:
+            def fn(fr, ctx):
+                return [v for v in (to_int(x) for x in header_values(fr.headers, name)) if v is not None]
+            return frame_field(fname, UINT, self.match, fn, f"decoded header {name} (as a number)", note=self.note,
+                               since=self.since)
+        return frame_field(fname, STRING, self.match, lambda fr, ctx: header_values(fr.headers, name), f"decoded header {name}",
+                           note=self.note, since=self.since)

@@ -7,12 +7,10 @@ import re
 
 from wirefall.dissectors.http2 import ERROR_NAMES, FRAME_NAMES, SETTINGS_NAMES
 
-from ._util import frame_field as F, frames_present, header_values, label, to_int
-from .types import BOOL, BYTES, STRING, UINT, Field, Protocol
+from ._util import frame_field as F, frames_present, header_family, label
+from .types import BOOL, BYTES, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
-PSEUDO = {"path", "method", "status", "authority", "scheme", "protocol"}
-NUMERIC_HEADERS = {"status", "content_length", "age", "max_forwards"}
 
 
 def _is_h2(fr) -> bool:
@@ -82,22 +80,8 @@ _PADDED = frozenset({"DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION"})  # (tsh
 _ERRORS = {v: k for k, v in ERROR_NAMES.items()}
 
 
-def header_field(suffix: str) -> Field | None:
-    """``http2.headers.<name>``: the decoded header ``name`` (``:name`` for the pseudo
-    headers path, method, status, authority, scheme; ``_`` stands for ``-``)."""
-    if not re.fullmatch(r"[a-z0-9_]+", suffix):
-        return None
-    return _header_field(suffix)
-
-
-def _header_field(suffix: str) -> Field:
-    """``header_field`` for a suffix known to be valid."""
-    name = (":" + suffix) if suffix in PSEUDO else suffix.replace("_", "-")
-    if suffix in NUMERIC_HEADERS:
-        def fn(fr, ctx):
-            return [v for v in (to_int(x) for x in header_values(fr.headers, name)) if v is not None]
-        return F(f"http2.headers.{suffix}", UINT, _is_h2, fn, f"decoded header {name} (as a number)")
-    return F(f"http2.headers.{suffix}", STRING, _is_h2, lambda fr, ctx: header_values(fr.headers, name), f"decoded header {name}")
+HEADERS = header_family("http2", _is_h2)
+header_field = HEADERS.field
 
 
 PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/2 frame"), [
@@ -125,11 +109,8 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     *[F(f"http2.settings.{n}", UINT, _is_h2, _setting(i), f"SETTINGS_{n.upper()}") for n, i in (
         ("header_table_size", 1), ("enable_push", 2), ("max_concurrent_streams", 3), ("initial_window_size", 4),
         ("max_frame_size", 5), ("max_header_list_size", 6), ("extended_connect", 8))],
-    label("http2.header", _is_h2, lambda fr, ctx: bool(fr.headers), "a decoded header field"),
-    F("http2.header.name", STRING, _is_h2, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name"),
-    F("http2.header.value", STRING, _is_h2, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value"),
+    *HEADERS.generic(),
     F("http2.headers.weight", UINT, _is_h2, _weight(False), "priority weight as sent (0..255)"),
     F("http2.headers.weight_real", UINT, _is_h2, _weight(True), "priority weight (1..256)"),
-    *[_header_field(s) for s in ("path", "method", "status", "authority", "scheme", "content_type", "content_length",
-                               "user_agent", "server", "cookie", "set_cookie", "referer", "location", "content_encoding")],
+    *HEADERS.named(),
 ], prefixes={"http2.headers.": header_field})

@@ -5,7 +5,7 @@ import re
 
 from wirefall.dissectors.http3 import FRAME_TYPES
 
-from ._util import frame_field as F, frames_present
+from ._util import frame_field as F, frames_present, header_family
 from .types import UINT, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_TYPES.items()}
@@ -14,6 +14,9 @@ TYPE_CODES["PRIORITY_UPDATE"] = 0xF0700
 
 def _is_h3(fr) -> bool:
     return fr.protocol.startswith("h3")
+
+
+HEADERS = header_family("http3", _is_h3, note="Wireshark 4.2 and later name these fields so; 4.0 does not decode QPACK", since="4.2")
 
 
 def _type(fr, ctx):
@@ -32,4 +35,6 @@ PROTOCOL = Protocol("http3", "HTTP/3", frames_present("http3", _is_h3, "an HTTP/
     F("http3.frame_type", UINT, _is_h3, _type, "frame type (0 DATA, 1 HEADERS, 4 SETTINGS, 7 GOAWAY…)", names=TYPE_CODES,
       note="a GREASE frame's type is not kept by wirefall: it has no value here"),
     F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length"),
-])
+    *HEADERS.generic(),
+    *HEADERS.named(),
+], prefixes={"http3.headers.": HEADERS.field})

@@ -51,6 +51,7 @@ class Field:
     note: str = ""  # how wirefall's values differ from tshark's, if they do
     unsupported: str = ""  # referencing the field is an error with this text
     size: int = 0  # bytes of the value, for slices of an integer field (0: not sliceable)
+    since: str = ""  # the Wireshark version that added the field, if later than 4.0 (Debian 12's tshark, the oracle)
 
 
 @dataclass(slots=True)
