@@ -1,6 +1,7 @@
 """The field tables of docs/FILTERS.md, made from the registry:
-``python -m analyzer.fields.doc`` prints them (tests/test_filter.py checks that the document
-lists every field)."""
+``python -m analyzer.fields.doc`` prints them, ``--write DOC`` puts them in place of DOC's
+(from the first protocol's heading to the next top-level section; tests/test_filter.py checks
+that the document lists every field)."""
 from __future__ import annotations
 
 from . import PROTOCOLS
@@ -25,5 +26,21 @@ def tables() -> str:
     return "\n".join(out)
 
 
+def write(path: str) -> None:
+    """The tables of ``path`` (docs/FILTERS.md) replaced by ``tables()``."""
+    with open(path, encoding="utf-8") as f:
+        doc = f.read()
+    first = next(iter(PROTOCOLS.values()))
+    i = doc.index(f"### {first.name} — ")
+    j = doc.find("\n## ", i)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(doc[:i] + tables().rstrip("\n") + "\n" + (doc[j:] if j >= 0 else "\n"))
+
+
 if __name__ == "__main__":
-    print(tables())
+    import sys
+
+    if sys.argv[1:2] == ["--write"] and len(sys.argv) == 3:
+        write(sys.argv[2])
+    else:
+        print(tables())

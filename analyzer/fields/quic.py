@@ -8,7 +8,7 @@ tshark)."""
 from __future__ import annotations
 
 from ._util import frame_field as F, packet_field as P
-from .types import BYTES, PROTO_OPAQUE, UINT, Field, Protocol
+from .types import BOOL, BYTES, PROTO_OPAQUE, UINT, Field, Protocol
 
 V2 = 0x6B3343CF
 _V2_TYPES = {1: 0, 2: 1, 3: 2, 0: 3}  # v2 bits -> v1 packet type
@@ -60,7 +60,7 @@ def parse_headers(payload: bytes, short_dcid_len: int | None) -> list[dict]:
                 p = q + ln
             else:
                 dcid = payload[p + 1 : p + 1 + short_dcid_len] if short_dcid_len else b""
-                out.append({"form": 0, "dcid": dcid, "coalesced": bool(out)})
+                out.append({"form": 0, "dcid": dcid, "coalesced": bool(out), "spin": (b0 >> 5) & 1})
                 break
     except IndexError:
         pass
@@ -177,16 +177,50 @@ def _is_qframe(fr) -> bool:
     return fr.protocol == "quic"
 
 
-def _pn(pv) -> list:
-    out, seen = [], set()
-    for fr in pv.frames:
-        if fr.protocol == "quic":
-            f = fr.fields or {}
-            k = (f.get("packet_type"), f.get("packet_number"))
-            if k[1] is not None and k not in seen:
-                seen.add(k)
-                out.append(k[1])
-    return out
+def _per_packet(key: str):
+    """A field of each decrypted QUIC packet in the datagram (its frames carry it: packet
+    number, key phase), once per packet."""
+    def get(pv) -> list:
+        out, seen = [], set()
+        for fr in pv.frames:
+            if fr.protocol == "quic":
+                f = fr.fields or {}
+                k = (f.get("packet_type"), f.get("packet_number"))
+                v = f.get(key)
+                if k[1] is not None and v is not None and k not in seen:
+                    seen.add(k)
+                    out.append(v)
+        return out
+    return get
+
+
+_pn = _per_packet("packet_number")
+
+
+def _frames_of(*types: str):
+    ts = frozenset(types)
+    return lambda fr: fr.protocol == "quic" and fr.type in ts
+
+
+def _fv(key: str):
+    return lambda fr, ctx: [v] if (v := (fr.fields or {}).get(key)) is not None else []
+
+
+def _stream_bit(bit: int, value=None):
+    """A STREAM frame's type bit (0x04 OFF, 0x02 LEN, 0x01 FIN) as a flag, or, with ``value``,
+    the field that bit says is present (offset, length), as tshark shows them."""
+    def fn(fr, ctx):
+        t = (fr.fields or {}).get("frame_type")
+        if not isinstance(t, int):
+            return []
+        if value is None:
+            return [1 if t & bit else 0]
+        return value(fr) if t & bit else []
+    return fn
+
+
+_STREAM = _frames_of("STREAM")
+_ACK = _frames_of("ACK")
 
 
 PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [True] if headers(pv) else [], "a QUIC datagram"), [
@@ -199,8 +233,21 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
     P("quic.scid", BYTES, _hf(lambda h: [h["scid"]] if h["form"] and h.get("scid") else []), "source connection ID (long header)"),
     Field("quic.short", "none", lambda pv: [True] if any(h["form"] == 0 for h in headers(pv)) else [], "a short-header packet"),
     P("quic.packet_number", UINT, _pn, "packet number (decrypted packets)"),
+    P("quic.spin_bit", BOOL, _hf(lambda h: [h["spin"]] if h["form"] == 0 else []), "latency spin bit (short header)"),
+    P("quic.key_phase", BOOL, _per_packet("key_phase"), "key phase bit (short header, decrypted packets)"),
     F("quic.frame_type", UINT, _is_qframe, lambda fr, ctx: [t] if (t := (fr.fields or {}).get("frame_type")) is not None else [],
       "frame type (0 PADDING, 1 PING, 2 ACK, 6 CRYPTO, 8..15 STREAM, 0x1c CONNECTION_CLOSE…)"),
     F("quic.stream.stream_id", UINT, lambda fr: fr.protocol == "quic" and fr.type == "STREAM",
       lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None else [], "stream ID of a STREAM frame"),
+    F("quic.stream.fin", BOOL, _STREAM, _stream_bit(0x01), "STREAM frame's FIN bit"),
+    F("quic.stream.len", BOOL, _STREAM, _stream_bit(0x02), "STREAM frame's LEN bit (a Length field is present)"),
+    F("quic.stream.off", BOOL, _STREAM, _stream_bit(0x04), "STREAM frame's OFF bit (an Offset field is present)"),
+    F("quic.stream.offset", UINT, _STREAM, _stream_bit(0x04, lambda fr: [(fr.fields or {}).get("offset", 0)]),
+      "STREAM frame's offset (where the OFF bit is set)"),
+    F("quic.stream.length", UINT, _STREAM, _stream_bit(0x02, lambda fr: [fr.length]), "STREAM frame's data length (where the LEN bit is set)"),
+    F("quic.crypto.offset", UINT, _frames_of("CRYPTO"), _fv("offset"), "CRYPTO frame's offset"),
+    F("quic.crypto.length", UINT, _frames_of("CRYPTO"), lambda fr, ctx: [fr.length], "CRYPTO frame's data length"),
+    F("quic.ack.largest_acknowledged", UINT, _ACK, _fv("largest_acknowledged"), "ACK frame's largest acknowledged packet number"),
+    F("quic.ack.ack_delay", UINT, _ACK, _fv("ack_delay"), "ACK frame's ACK Delay as sent (before the ack_delay_exponent scaling)"),
+    F("quic.ack.ack_range_count", UINT, _ACK, _fv("ack_range_count"), "ACK frame's ACK Range Count"),
 ])
