@@ -95,7 +95,7 @@ ALLOWED = [
      "and a DATA frame only sometimes; wirefall names HEADERS (never DATA) after the STREAM frame carrying its start",
      None, lambda w, t: re.sub(r", (HEADERS|DATA|Unknown)", "", w) == re.sub(r", (HEADERS|DATA|Unknown)", "", t)),
     ("http1-body-to-close",
-     "an HTTP/1.0 or close-delimited body (or an upload sent after 100 Continue): tshark shows the response on the "
+     "an HTTP/1.0 or close-delimited body: tshark shows the response on the "
      "connection's last packet and the TLS or TCP segments before; wirefall shows it where its body's last byte is",
      None, lambda w, t: w.startswith("HTTP/1.0 ") and t == _TLS_SEG
      or (_http_line(w) or _http_line(t)) and (_SEG in w + t or "FIN" in w + t or _TCP_LINE.match(w) or _TCP_LINE.match(t))),
@@ -224,3 +224,24 @@ def test_spdy_segment_of_a_frame_is_tsharks():
         assert packet_record(an, src, 8).info == theirs[7] == "SYN_STREAM"
     finally:
         src.close()
+
+
+def test_an_upload_after_100_continue_is_shown_where_its_body_ends(tmp_path):
+    """curl's POST with ``Expect: 100-continue`` (http1-node): the head in one packet, the
+    server's 100 Continue, then the body.  The packet of the body's last byte says what tshark
+    says there (it said "TCP … [PSH, ACK]": the head was looked for on the body's first packet
+    only), and the head's packet is a segment of it."""
+    n, eq, allowed, bad = _compare("sample_captures/http/http1-node.pcap", None, tmp_path)
+    assert not bad
+    an = analyze(str(SAMPLES / "http/http1-node.pcap"))
+    post = next(e for e in an.exchanges if e.method == "POST")
+    src = PacketSource(str(SAMPLES / "http/http1-node.pcap"))
+    try:
+        end = packet_record(an, src, post.request_end_packet)
+        head = packet_record(an, src, post.request_start_packet)
+    finally:
+        src.close()
+    assert post.request_end_packet > post.request_start_packet
+    assert end.info == "POST /upload HTTP/1.1  (application/x-www-form-urlencoded)"  # (tshark's, two spaces included)
+    assert end.protocol == "HTTP"
+    assert head.info.endswith("[TCP segment of a reassembled PDU]")

@@ -82,12 +82,31 @@ def messages_info(analysis: Analysis, n: int, frames: list[Frame], over_tls: boo
             if any(h.type in ("REQUEST", "RESPONSE") and (h.fields or {}).get("exchange") == ex and h.direction == fr.direction
                    for h in frames):
                 continue  # (shown with its head, above)
-            head = next((h for h in frames_on_packet(analysis, fr.first_packet) if h.type in ("REQUEST", "RESPONSE")
-                         and h.direction == fr.direction and (h.fields or {}).get("exchange") == ex), None)
+            head = _head_of(analysis, fr, ex)
             line = start_line(head) if head is not None else None
             if head is not None and line is not None:
                 parts.append(line + " " + (_body_media(analysis, head) or ""))
     return "".join(parts), pending
+
+
+def _head_of(analysis: Analysis, body: Frame, ex) -> Frame | None:
+    """The head (request or final response) of a body frame's message: on the packet where the
+    body begins, as most are, or where its message began (an upload sent after 100 Continue
+    begins after the head's packet, and after the interim response)."""
+    from wirefall.analyzer.detail import frames_on_packet
+
+    e = exchange_by_id(analysis, ex)
+    where = [body.first_packet]
+    if e is not None:
+        where.append(e.request_start_packet if body.direction == 0 else e.response_headers_end_packet)
+    for p in where:
+        if p is None:
+            continue
+        for h in frames_on_packet(analysis, p):
+            f = h.fields or {}
+            if h.type in ("REQUEST", "RESPONSE") and h.direction == body.direction and f.get("exchange") == ex and not f.get("interim"):
+                return h
+    return None
 
 
 def info(ctx: InfoContext, fr: Frame) -> str:
