@@ -171,6 +171,11 @@ EXPRESSIONS = [
     "http.host contains \"127.0.0.1\"",
     "http.content_type contains \"image\"",
     "http.request && http.request.method != \"GET\"",
+    "http.time > 0.001",
+    "http.request_in > 10",
+    "http.request.full_uri contains \".css\"",
+    "http.request.full_uri matches \"^https?://[^/]+/\"",
+    "http.response_for.uri contains \".js\"",
     # http2
     "http2",
     "http2.streamid == 1",
@@ -271,6 +276,10 @@ _HEAD = ("responses after a pipelined HEAD: tshark takes the next response for t
 _CLOSE = "a close-delimited response over TLS: tshark 4.0 never completes it (oracle: _H1_CLOSE); wirefall shows it where its body ends"
 _TRIAL = ("a QUIC connection whose handshake the capture missed: tshark 4.0 has no heuristic for its short-header packets "
           "and shows them as UDP; wirefall recognises and decrypts them with the key log (oracle: _QUIC_TRIAL)")
+_UNLINKED = ("a response tshark 4.0 pairs with no request (an interim 1xx's final response, pipelined responses, a response "
+             "it never completes): wirefall pairs every response with its request by the exchange")
+# evaluated by tshark with the expressions, for the rules above, not compared themselves
+HELPERS = ["http.response && !http.request_in"]
 KNOWN: dict[tuple[str, str], str] = {
     ("amazon", "http3"): _H3,
     ("page-h3", "http3"): _H3,
@@ -310,17 +319,17 @@ def _tshark(name: str) -> dict[str, list[int] | str]:
     with tempfile.TemporaryDirectory() as d:
         flt = Path(d) / "filters.txt"
         out = Path(d) / "out.txt"
-        flt.write_text("\n".join(EXPRESSIONS) + "\n")
+        flt.write_text("\n".join(EXPRESSIONS + HELPERS) + "\n")
         cmd = ["tshark", "-n", "-q", "-r", str(path), "-X", f"lua_script:{LUA}"]
         if keys:
             cmd += ["-o", f"tls.keylog_file:{keys}"]
         cmd += _tshark_args(_analysis(name))
         subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "WF_FILTERS": str(flt), "WF_OUT": str(out)},
                        check=True)
-        res: dict[str, list[int] | str] = {e: [] for e in EXPRESSIONS}
+        res: dict[str, list[int] | str] = {e: [] for e in EXPRESSIONS + HELPERS}
         for line in out.read_text().splitlines():
             i, _, rest = line.partition(" ")
-            e = EXPRESSIONS[int(i) - 1]
+            e = (EXPRESSIONS + HELPERS)[int(i) - 1]
             if rest.startswith("ERROR"):
                 res[e] = rest
             else:
@@ -356,6 +365,10 @@ def test_filters_select_the_packets_tshark_selects(name):
             why = KNOWN.get((name, expr))
             if why is None and trial and set(t) <= set(mine) and set(mine) - set(t) <= trial:
                 why = _TRIAL  # (only packets tshark cannot see as QUIC differ: every other packet agrees)
+            if why is None and any(k in expr for k in ("http.request_in", "http.time", "http.response_for")) and set(t) <= set(mine):
+                unlinked = set(theirs["http.response && !http.request_in"]) | (set(_wirefall(name, "http")) - set(theirs["http"]))
+                if set(mine) - set(t) <= unlinked:
+                    why = _UNLINKED  # (only responses tshark left unpaired differ)
             extra = sorted(set(mine) - set(t))[:10]
             missing = sorted(set(t) - set(mine))[:10]
             (excused if why else wrong).append(f"{expr!r}: tshark {len(t)}, wirefall {len(mine)}; only wirefall {extra}, only tshark {missing}"
@@ -641,3 +654,20 @@ def test_http3_header_fields_select_where_the_exchanges_headers_are(name):
     path = one.url.split("://", 1)[1].split("/", 1)[1]
     assert _wirefall(name, f'http3.headers.path == "/{path}"') == [one.request_start_packet]
     assert not _wirefall(name, "http2.headers.method")  # (HTTP/2's family is HTTP/2's frames only)
+
+
+@needs_tshark
+def test_http_request_in_and_time_are_tsharks_on_each_response():
+    """On the page-h1 load (no pipelining, no 1xx), each response's http.request_in and
+    http.time are tshark's, value by value (not only what a threshold selects)."""
+    path, keys = CAPTURES["page-h1"]
+    out = subprocess.run(["tshark", "-r", str(path), "-o", f"tls.keylog_file:{keys}", "-Y", "http.response", "-T", "fields",
+                          "-e", "frame.number", "-e", "http.request_in", "-e", "http.time", "-e", "http.response_for.uri"],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    rows = [ln.split("\t") for ln in out.splitlines() if ln.strip()]
+    assert len(rows) >= 10
+    for n, req, t, uri in rows:
+        assert _wirefall("page-h1", f"frame.number == {n} && http.request_in == {req}") == [int(n)]
+        lo, hi = float(t) - 1e-6, float(t) + 1e-6
+        assert _wirefall("page-h1", f"frame.number == {n} && http.time >= {lo:.7f} && http.time <= {hi:.7f}") == [int(n)]
+        assert _wirefall("page-h1", f'frame.number == {n} && http.response_for.uri == "{uri}"') == [int(n)]

@@ -4,7 +4,7 @@ response line's fields are on the packet of the message's last byte."""
 from __future__ import annotations
 
 from ._util import header_values
-from .types import BOOL, PROTO_OPAQUE, STRING, UINT, Field, Protocol
+from .types import BOOL, FLOAT, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 
 def _is_h1(fr) -> bool:
@@ -28,6 +28,8 @@ def _messages_at(ctx) -> dict[int, list]:
                 elif f.type in ("REQUEST", "RESPONSE"):
                     heads.append(f)
         m = {}
+        requests = {}  # (connection, exchange) -> (its request's frame, the packet where the request ends)
+        ends = {}  # id(message frame) -> the packet where the message ends
         for f in heads:
             fl = f.fields or {}
             pkt = f.packet
@@ -35,8 +37,72 @@ def _messages_at(ctx) -> dict[int, list]:
             if body is not None:
                 pkt = max(pkt, body.packet)
             m.setdefault(pkt, []).append(f)
+            ends[id(f)] = pkt
+            if f.type == "REQUEST":
+                requests[(f.connection, fl.get("exchange"))] = (f, pkt)
         ctx.cache["h1_at"] = m
+        ctx.cache["h1_requests"] = requests
+        ctx.cache["h1_ends"] = ends
     return m
+
+
+def _request_of(ctx, fr):
+    """(request frame, the packet where it ends) of a response frame's exchange, or None when
+    the request ends after the response (a 100 Continue before the upload it asked for)."""
+    _messages_at(ctx)
+    r = ctx.cache.get("h1_requests", {}).get((fr.connection, (fr.fields or {}).get("exchange")))
+    if r is None or r[1] > ctx.cache["h1_ends"].get(id(fr), 0):
+        return None
+    return r
+
+
+def _full_uri(ctx, fr) -> list[str]:
+    """tshark's http.request.full_uri: scheme (https over TLS), Host, target; an absolute
+    target as it is."""
+    target = (fr.fields or {}).get("target")
+    if not isinstance(target, str):
+        return []
+    if not target.startswith("/"):
+        return [target]
+    host = header_values(fr.headers, "host")
+    if not host:
+        return []
+    conns = ctx.conns
+    c = conns[fr.connection] if 0 <= fr.connection < len(conns) else None
+    scheme = "https" if c is not None and c.tls is not None else "http"
+    return [f"{scheme}://{host[0]}{target}"]
+
+
+def _packet_field(name: str, type_: str, fn, desc: str, only: str, **kw) -> Field:
+    """A field of the messages ending on a packet that needs the capture (``fn(ctx, frame)``:
+    its request, the connection): packets only, not ``frames -Y``."""
+    def get(pv) -> list:
+        out: list = []
+        ctx = pv.ctx
+        for fr in _messages_at(ctx).get(pv.n, ()):
+            if _is_h1(fr) and fr.type == only:
+                out.extend(fn(ctx, fr))
+        return out
+
+    return Field(name, type_, get, desc, **kw)
+
+
+def _request_in(ctx, fr) -> list:
+    r = _request_of(ctx, fr)
+    return [r[1]] if r is not None else []
+
+
+def _time(ctx, fr) -> list:
+    r = _request_of(ctx, fr)
+    if r is None:
+        return []
+    ts = ctx.idx.ts
+    return [ts[ctx.cache["h1_ends"][id(fr)] - 1] - ts[r[1] - 1]]
+
+
+def _response_for(ctx, fr) -> list:
+    r = _request_of(ctx, fr)
+    return _full_uri(ctx, r[0]) if r is not None else []
 
 
 def _field(name: str, type_: str, fn, desc: str, only: str | None = None, **kw) -> Field:
@@ -87,6 +153,15 @@ PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("ht
     _field("http.response.version", STRING, _f("version"), "response version", only="RESPONSE"),
     _field("http.response.code", UINT, _f("status"), "status code", only="RESPONSE"),
     _field("http.response.phrase", STRING, _f("reason"), "reason phrase", only="RESPONSE"),
+    _packet_field("http.request.full_uri", STRING, _full_uri, "scheme, host and target of a request", only="REQUEST"),
+    _packet_field("http.request_in", UINT, _request_in, "on a response: the packet where its request ended", only="RESPONSE",
+                  note="wirefall pairs every response with its request by the exchange (an interim 1xx and the final one; "
+                       "pipelining included); tshark 4.0 only a request's first response, and pipelined responses with the "
+                       "last request of their packet"),
+    _packet_field("http.time", FLOAT, _time, "on a response: seconds from the packet where its request ended to this one",
+                  only="RESPONSE", note="as http.request_in"),
+    _packet_field("http.response_for.uri", STRING, _response_for, "on a response: its request's full URI", only="RESPONSE",
+                  note="as http.request_in"),
     _field("http.host", STRING, _hdr("host"), "Host header", only="REQUEST"),
     _field("http.user_agent", STRING, _hdr("user-agent"), "User-Agent header", only="REQUEST"),
     _field("http.referer", STRING, _hdr("referer"), "Referer header", only="REQUEST"),

@@ -58,7 +58,6 @@ def _body_media(analysis: Analysis, head: Frame) -> str | None:
 def messages_info(analysis: Analysis, n: int, frames: list[Frame], over_tls: bool = False) -> tuple[str, bool]:
     """(Info of the HTTP/1 messages ending on packet ``n``, whether a message's body ends
     later).  ``frames``: the HTTP/1 frames completing on ``n``."""
-    from wirefall.analyzer.detail import frames_on_packet
 
     parts: list[str] = []
     pending = False
