@@ -6,7 +6,7 @@ import ipaddress
 from wirefall.dissectors.dns import RCODE_NAMES, TYPE_NAMES
 
 from ._util import frame_field as F, frames_present
-from .types import BOOL, IPV4, IPV6, STRING, UINT, Protocol
+from .types import BOOL, FLOAT, IPV4, IPV6, STRING, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in TYPE_NAMES.items()}
 RCODE_CODES = {v: k for k, v in RCODE_NAMES.items()}
@@ -41,6 +41,51 @@ def _qtype(fr, ctx):
     return [c] if c is not None else []
 
 
+def _queries(ctx) -> dict:
+    """(connection, transaction id) -> the packet of its first query (each UDP flow is a
+    connection: a response's query is on its flow, as tshark pairs them)."""
+    q = ctx.cache.get("dns_queries")
+    if q is None:
+        q = {}
+        for fr in ctx.frames:
+            if fr.protocol == "dns" and fr.type != "RESPONSE":
+                q.setdefault((fr.connection, _fl(fr).get("id")), fr.packet)
+        ctx.cache["dns_queries"] = q
+    return q
+
+
+def _paired(fn):
+    """A field of each response on the packet with the packet of its query (``fn(ctx, n, q)``)."""
+    def get(pv) -> list:
+        out: list = []
+        for fr in pv.frames:
+            if fr.protocol == "dns" and fr.type == "RESPONSE":
+                q = _queries(pv.ctx).get((fr.connection, _fl(fr).get("id")))
+                if q is not None and q <= pv.n:
+                    out.append(fn(pv.ctx, pv.n, q))
+        return out
+    return get
+
+
+_ANSWERS_ONLY = "the answer section's records (tshark also lists the authority and additional sections')"
+
+
+def _ttl(fr, ctx):
+    return [a[2] for a in _fl(fr).get("answers") or () if len(a) >= 4 and isinstance(a[2], int)]
+
+
+def _rtype(fr, ctx):
+    out = []
+    for a in _fl(fr).get("answers") or ():
+        if len(a) >= 2:
+            c = TYPE_CODES.get(a[1])
+            if c is None and isinstance(a[1], str) and a[1].startswith("TYPE") and a[1][4:].isdigit():
+                c = int(a[1][4:])
+            if c is not None:
+                out.append(c)
+    return out
+
+
 PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, "a DNS message"), [
     F("dns.id", UINT, _is_dns, lambda fr, ctx: [i] if (i := _fl(fr).get("id")) is not None else [], "transaction id"),
     F("dns.flags.response", BOOL, _is_dns, lambda fr, ctx: [1 if fr.type == "RESPONSE" else 0], "1 for a response"),
@@ -51,6 +96,11 @@ PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, 
     F("dns.aaaa", IPV6, _is_dns, _answers("AAAA", lambda v: int(ipaddress.IPv6Address(v))), "IPv6 address in an answer"),
     F("dns.cname", STRING, _is_dns, _answers("CNAME", str), "CNAME target in an answer"),
     F("dns.resp.name", STRING, _is_dns, lambda fr, ctx: [a[0] for a in _fl(fr).get("answers") or () if a], "owner name of an answer"),
+    F("dns.resp.type", UINT, _is_dns, _rtype, "type of an answer record (5 CNAME, 1 A…)", names=TYPE_CODES, note=_ANSWERS_ONLY),
+    F("dns.resp.ttl", UINT, _is_dns, _ttl, "time to live of an answer record, seconds", note=_ANSWERS_ONLY),
+    Field("dns.time", FLOAT, _paired(lambda ctx, n, q: ctx.idx.ts[n - 1] - ctx.idx.ts[q - 1]),
+          "on a response: seconds since its query (same flow and transaction id)"),
+    Field("dns.response_to", UINT, _paired(lambda ctx, n, q: q), "on a response: the packet of its query"),
     F("dns.count.answers", UINT, _is_dns, lambda fr, ctx: [len(_fl(fr).get("answers") or ())], "answers in the message",
       note="the answers wirefall decoded (at most 512)"),
 ])
