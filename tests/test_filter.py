@@ -163,6 +163,11 @@ EXPRESSIONS = [
     "tls.handshake.extensions_server_name contains \".\"",
     "tls.handshake.ciphersuite == 0x1301",
     "tls.handshake.version == 0x0303",
+    "tls.handshake.session_id",
+    "tls.handshake.random",
+    "tls.handshake.extension.type == 43",
+    "tls.handshake.extension.type == 51",
+    "tls.handshake.extensions.supported_version == 0x0304",
     # http/1
     "http",
     "http.request.method == \"GET\"",

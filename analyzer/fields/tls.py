@@ -10,7 +10,7 @@ from __future__ import annotations
 from wirefall.dissectors.tls import CONTENT_TYPES, HANDSHAKE_TYPES
 
 from ._util import frame_field as F, label
-from .types import PROTO_OPAQUE, STRING, UINT, Field, Protocol
+from .types import BYTES, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 CONTENT_CODES = {v: k for k, v in CONTENT_TYPES.items()}
 HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
@@ -111,11 +111,12 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
                     out.append((1, parse_client_hello(body)))
                 elif t == 2:
                     out.append((2, parse_server_hello(body)))
-    if not out and ctx is not None and not _is_record(fr) and 1 in codes and fr.direction == 0:
-        ch = _quic_client_hello(fr, ctx)
-        if ch is not None:
-            out.append((1, ch))
-            codes = [c for c in codes if c != 1]
+    want = 1 if fr.direction == 0 else 2  # (QUIC: the client's Initial CRYPTO data begins with its ClientHello, the server's with its ServerHello)
+    if not out and ctx is not None and not _is_record(fr) and want in codes:
+        h = _quic_hello(fr, ctx)
+        if h is not None:
+            out.append((want, h))
+            codes = [c for c in codes if c != want]
     if not out or any(t not in {x for x, _ in out} for t in codes):  # QUIC, or a hello wirefall cannot read again: the connection's facts
         c = ctx.an.connections[fr.connection] if ctx is not None and 0 <= fr.connection < len(ctx.an.connections) else None
         tls = c.tls if c is not None else None
@@ -138,11 +139,12 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
 MAX_CRYPTO_SCAN = 8  # Initial packets read again for one ClientHello
 
 
-def _quic_client_hello(fr, ctx) -> dict | None:
-    """The ClientHello a QUIC connection's Initial CRYPTO frames carry, decrypted again from
-    the packets the message spans (analyzer.detail.decrypted_quic)."""
+def _quic_hello(fr, ctx) -> dict | None:
+    """The ClientHello (client) or ServerHello (server) a QUIC connection's Initial CRYPTO
+    frames carry in ``fr``'s direction, decrypted again from the packets the message spans
+    (analyzer.detail.decrypted_quic)."""
     from wirefall.analyzer.detail import decrypted_quic
-    from wirefall.dissectors.tls import parse_client_hello
+    from wirefall.dissectors.tls import parse_client_hello, parse_server_hello
     from .quic import _varint
 
     idx = ctx.idx
@@ -156,7 +158,7 @@ def _quic_client_hello(fr, ctx) -> dict | None:
         if seen > MAX_CRYPTO_SCAN:
             break
         for q in decrypted_quic(ctx.an, ctx.source, p):
-            if q.error or q.epoch != 0 or q.direction != 0:
+            if q.error or q.epoch != 0 or q.direction != fr.direction:
                 continue
             for j in range(len(q.starts)):
                 a, b = q.frame_span(j)
@@ -174,12 +176,13 @@ def _quic_client_hello(fr, ctx) -> dict | None:
         if not c:
             break
         buf += c
-    if len(buf) < 4 or buf[0] != 1:
+    want = 1 if fr.direction == 0 else 2
+    if len(buf) < 4 or buf[0] != want:
         return None
     ln = int.from_bytes(buf[1:4], "big")
     if len(buf) < 4 + ln:
         return None
-    return parse_client_hello(buf[4 : 4 + ln])
+    return (parse_client_hello if want == 1 else parse_server_hello)(buf[4 : 4 + ln])
 
 
 def _hs_version(fr, ctx):
@@ -208,6 +211,33 @@ def _alpn(fr, ctx):
     return out
 
 
+def _hello_bytes(key: str, nonempty: bool = False):
+    """A byte field of each hello (``random``, ``session_id``: tshark shows an empty session ID
+    as its length only)."""
+    def fn(fr, ctx):
+        out = []
+        for _, h in _hellos(fr, ctx):
+            v = h.get(key)
+            if isinstance(v, (bytes, bytearray)) and (v or not nonempty):
+                out.append(bytes(v))
+        return out
+    return fn
+
+
+def _extension_types(fr, ctx):
+    return [t for _, h in _hellos(fr, ctx) for t, _ in h.get("extensions") or ()]
+
+
+def _supported_versions(fr, ctx):
+    out = []
+    for t, h in _hellos(fr, ctx):
+        if t == 1:
+            out.extend(h.get("supported_versions") or ())
+        elif h.get("selected_version"):
+            out.append(h["selected_version"])
+    return out
+
+
 def _version(fr, ctx):
     v = (fr.fields or {}).get("version")
     c = VERSION_CODES.get(str(v)) if v is not None else None
@@ -230,5 +260,12 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
     F("tls.handshake.ciphersuite", UINT, _has_hs, _ciphersuite, "cipher suites offered (ClientHello) or chosen (ServerHello)",
       note="in QUIC the ClientHello's list is read from its Initial packets, decrypted again"),
     F("tls.handshake.extensions_server_name", STRING, _has_hs, _sni, "server name (SNI) in the ClientHello"),
-    F("tls.handshake.extensions_alpn_str", STRING, _has_hs, _alpn, "ALPN protocols offered or selected"),
+    F("tls.handshake.extensions_alpn_str", STRING, _has_hs, _alpn, "ALPN protocols offered or selected",
+      note="the hellos' (TLS 1.2 selects in the ServerHello): tshark also shows a decrypted TLS 1.3 EncryptedExtensions' selection"),
+    F("tls.handshake.random", BYTES, _has_hs, _hello_bytes("random"), "hello random (32 bytes)"),
+    F("tls.handshake.session_id", BYTES, _has_hs, _hello_bytes("session_id", nonempty=True), "hello legacy session ID (when not empty)"),
+    F("tls.handshake.extension.type", UINT, _has_hs, _extension_types, "a hello's extension types, in order (0 server_name, 16 ALPN, 43 "
+      "supported_versions…)", note="the hellos' extensions only: tshark also lists a decrypted TLS 1.3 EncryptedExtensions'"),
+    F("tls.handshake.extensions.supported_version", UINT, _has_hs, _supported_versions,
+      "versions a ClientHello offers (supported_versions) or a ServerHello selects (0x0304 TLS 1.3)"),
 ])
