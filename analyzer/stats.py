@@ -433,6 +433,12 @@ def _table(title: str, headers: list[str], rows: list[list[str]], right: set[int
     return "\n".join(out)
 
 
+def _tls_pair(b: Block, protocol: str | None) -> str:
+    """The TLS-overhead cell: "-" on QUIC (its packet protection is not TLS records and is not
+    counted; 0 there would read as none)."""
+    return "-" if (protocol or "").startswith(("h3", "quic", "gquic")) else _pair(b.tls_record_overhead)
+
+
 def render_text(st: Stats) -> str:
     c = st.capture
     parts = []
@@ -448,9 +454,10 @@ def render_text(st: Stats) -> str:
     rows = []
     for b in order + [c]:
         rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
-                     _pair(b.packets), _pair(b.bytes), _pair(b.payload), _pair(b.tls_record_overhead),
+                     _pair(b.packets), _pair(b.bytes), _pair(b.payload), _tls_pair(b, b.name if b is not c else None),
                      _pair(b.framing_overhead), _pair(b.retransmissions), _ms(b.ttfb), _ms(b.page_load_time)])
-    parts.append(_table("Traffic (client→server / server→client)",
+    parts.append(_table("Traffic (client→server / server→client; TLS overhead = TLS records' headers, MACs or tags and padding, "
+                        "over TCP: QUIC's packet protection is not counted, '-')",
                         ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans", "TTFB", "load"],
                         rows, set(range(1, 12))))
     rows = []
@@ -481,7 +488,7 @@ def render_text(st: Stats) -> str:
         if b.protocol == "dns":
             continue
         rows.append([b.name.split()[-1], b.protocol or "", b.endpoints or "", _pair(b.packets), _pair(b.bytes),
-                     _pair(b.tls_record_overhead), _pair(b.framing_overhead), _pair(b.retransmissions), _pair(b.gaps),
+                     _tls_pair(b, b.protocol), _pair(b.framing_overhead), _pair(b.retransmissions), _pair(b.gaps),
                      str(b.requests), str(b.pushes), str(b.max_streams_in_flight), _ms(b.ttfb)])
     if rows:
         parts.append(_table("Connections",
