@@ -95,12 +95,13 @@ class PhasePlan:
     and then each one's ``phases`` object on demand (``phases_of``), so that
     ``parallel.requests_json`` can make the phases of each process's share of the rows."""
 
-    def __init__(self, an: Analysis):
+    def __init__(self, an: Analysis, ordered: list[Exchange] | None = None):
         from .waterfall import PHASES, _plan, exchange_phases
 
         assert PHASES == _PHASES  # (the literals in _common_phases_dict and _phases_dict)
         self.conns = {c.id: c for c in an.connections}
-        self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns)
+        # (``ordered``: the command's rows, sorted by (request_start or response_start, id): see _plan)
+        self.exs, _, self.first_of_conn, self.dns_for, _ = _plan(an, self.conns, ordered=ordered)
         # exchange id -> its row's phases, for the rows that are not the common one (``_phases``
         # not None), as ``starts`` found them: ``phases_of`` then reads them (None: not yet)
         self.rows: dict[int, list] | None = None

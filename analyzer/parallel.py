@@ -1074,12 +1074,12 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
         out.write("\n")
 
     if n <= 1 or not hasattr(os, "fork") or len(exs) <= chunk:
-        serial(PhasePlan(an))  # (the waterfall planned once for the page and the phases)
+        serial(PhasePlan(an, exs))  # (the waterfall planned once for the page and the phases)
         return
     out.flush()
     sys.stderr.flush()
     c0 = time.process_time()
-    plan = PhasePlan(an)  # (before the fork: the child reads its phases, the parent its starts for the page)
+    plan = PhasePlan(an, exs)  # (before the fork: the child reads its phases, the parent its starts for the page)
     starts = plan.starts()
     k = (len(exs) + chunk - 1) // chunk
     theirs = _child_chunks(k, _CHILD_SHARE)

@@ -990,11 +990,17 @@ def phase_totals(row) -> dict[str, Any]:
     return tot
 
 
-def _plan(an: Analysis, conns: dict, dns: bool = True):
+def _plan(an: Analysis, conns: dict, dns: bool = True, ordered: list[Exchange] | None = None):
     """Exchanges with a time, in start order; per connection its exchanges; the first
-    exchange of each connection; the DNS lookup charged to each connection; all lookups."""
-    exs = [e for e in an.exchanges if _exchange_start(e) is not None]
-    exs.sort(key=lambda e: (_exchange_start(e), e.id))
+    exchange of each connection; the DNS lookup charged to each connection; all lookups.
+    ``ordered``: every exchange of ``an`` already sorted by (request_start, id) (``requests``'
+    own order): taken as it is when each has a request start, which is then its start (no
+    second sort: 20 ms of 60 k requests, serial in ``-j 2``)."""
+    if ordered is not None and len(ordered) == len(an.exchanges) and all(e.request_start for e in ordered):
+        exs = list(ordered)
+    else:
+        exs = [e for e in an.exchanges if _exchange_start(e) is not None]
+        exs.sort(key=lambda e: (_exchange_start(e), e.id))
     by_conn: dict[int, list[Exchange]] = {}
     for e in exs:
         by_conn.setdefault(e.connection, []).append(e)
