@@ -817,6 +817,11 @@ class WaterfallView(LineList):
         self.set_count(len(rows))
         self.post_message(self.Zoomed())
 
+    def on_resize(self) -> None:
+        # the axis above is drawn by the app from this view's width: redrawn once it is known
+        # (the app's own resize handler ran before the new layout gave this view its width)
+        self.post_message(self.Zoomed())
+
     def action_group(self, group: str = "connection") -> None:
         self.post_message(self.GroupToggled(group))
 
