@@ -39,3 +39,29 @@ async def test_waterfall_axis_follows_a_terminal_resize():
         assert len(axis.rstrip()) > 150, axis
         assert len(_ticks(axis)) > len(narrow) + 2, (narrow, axis)
         assert axis == wv.axis_text()
+
+
+@sync
+async def test_waterfall_axis_labels_read_alike():
+    """page-h2's axis read ┊0ms ┊50.0ms ┊100.0ms ┊150ms ┊200ms: a tick summed from 0.05 s
+    steps missed a whole ms by 1e-14 and got a decimal its neighbours lack."""
+    app = WirefallApp(*_h2())
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_loaded(pilot, app, must_load=True)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        ticks = _ticks(str(app.query_one("#wf-axis").render()))
+        assert len(ticks) >= 4
+        assert all(re.fullmatch(r"\d+ms", t) for t in ticks), ticks
+        values = [int(t[:-2]) for t in ticks]
+        steps = {b - a for a, b in zip(values, values[1:])}
+        assert len(steps) == 1 and values[0] == 0, ticks
+
+
+def test_tick_labels_one_unit_and_precision_per_axis():
+    from wirefall.ui.tui.widgets import tick_label
+
+    assert [tick_label(k * 0.05, 0.05) for k in range(5)] == ["0ms", "50ms", "100ms", "150ms", "200ms"]
+    assert [tick_label(k * 0.0005, 0.0005) for k in range(4)] == ["0.0ms", "0.5ms", "1.0ms", "1.5ms"]
+    assert [tick_label(k * 2.0, 2.0) for k in (0, 4, 5, 6)] == ["0s", "8s", "10s", "12s"]  # not 8000ms then 10.0s
+    assert tick_label(3 * 0.1, 0.1) == "300ms"

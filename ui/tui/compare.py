@@ -37,7 +37,7 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, ProgressBa
 
 from wirefall.analyzer.safetext import printable
 
-from .widgets import (CURSOR_STYLE, DEFAULT_STYLE, ZOOM_BINDINGS, LineList, _cell, bar_cells, cell_segments, fmt_ms, nice_step,
+from .widgets import (CURSOR_STYLE, DEFAULT_STYLE, ZOOM_BINDINGS, LineList, _cell, bar_cells, cell_segments, nice_step, tick_label,
                       waterfall_legend)
 
 NONE = "–"
@@ -260,13 +260,13 @@ class CompareWaterfall(LineList):
         bw = self.side_width
         step = nice_step(self.v1 - self.v0, bw)
         axis = [" "] * bw
-        t = math.ceil(self.v0 / step - 1e-9) * step
-        while t <= self.v1 + 1e-12:
+        k = math.ceil(self.v0 / step - 1e-9)
+        while (t := k * step) <= self.v1 + 1e-12:
             x = self.column(t)
-            s = "┊" + fmt_ms(t)
+            s = "┊" + tick_label(t, step)
             if 0 <= x and x + len(s) <= bw:
                 axis[x : x + len(s)] = list(s)
-            t += step
+            k += 1
         half = "".join(axis)
         return "  # request".ljust(self.LABEL) + " " + half + " " + half
 

@@ -697,6 +697,17 @@ def fmt_ms(t: float) -> str:
     return f"{ms:.1f}ms"
 
 
+def tick_label(t: float, step: float) -> str:
+    """A time-axis label: every tick of one axis in one unit with the decimals its step needs
+    (0ms 50ms 100ms 150ms, 0.5ms 1.0ms 1.5ms, 0s 2s … 12s), so that the labels read alike."""
+    import math
+
+    if step >= 1:
+        return f"{t:.{max(0, -math.floor(math.log10(step) + 1e-9))}f}s"
+    ms, sms = t * 1000, step * 1000
+    return f"{ms:.{max(0, -math.floor(math.log10(sms) + 1e-9))}f}ms"
+
+
 # the time-axis keys of the waterfall and of the compare view's side-by-side waterfalls
 ZOOM_BINDINGS = [
     Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
@@ -880,13 +891,13 @@ class WaterfallView(LineList):
         axis = [" "] * bw
         import math
 
-        t = math.ceil((self.v0 - self.t0) / step) * step + self.t0
-        while t <= self.v1:
-            x = int((t - self.v0) / (self.v1 - self.v0) * bw)
-            s = "┊" + fmt_ms(t - self.t0)
+        k = math.ceil((self.v0 - self.t0) / step - 1e-9)
+        while (t := k * step + self.t0) <= self.v1 + 1e-12:  # (k * step: no drift from a sum)
+            x = max(int((t - self.v0) / (self.v1 - self.v0) * bw), 0)
+            s = "┊" + tick_label(t - self.t0, step)
             if x + len(s) <= bw:
                 axis[x : x + len(s)] = list(s)
-            t += step
+            k += 1
         return label + " " + "".join(axis)
 
     def action_zoom(self, factor: float) -> None:
