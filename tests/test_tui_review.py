@@ -65,3 +65,21 @@ def test_tick_labels_one_unit_and_precision_per_axis():
     assert [tick_label(k * 0.0005, 0.0005) for k in range(4)] == ["0.0ms", "0.5ms", "1.0ms", "1.5ms"]
     assert [tick_label(k * 2.0, 2.0) for k in (0, 4, 5, 6)] == ["0s", "8s", "10s", "12s"]  # not 8000ms then 10.0s
     assert tick_label(3 * 0.1, 0.1) == "300ms"
+
+
+@sync
+async def test_waterfall_legend_names_every_glyph_on_screen():
+    """The legend was one line of 325 characters: even 200 columns cut it at "(download: dark =",
+    so what ◆ (priority signal, on every h2 row) and ┃ (retransmission) mean was never shown."""
+    from wirefall.ui.waterfall_layout import GLYPH_KINDS, GLYPH_MEANING
+
+    app = WirefallApp(*_h2())
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_loaded(pilot, app, must_load=True)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        leg = app.query_one("#wf-legend")
+        shown = "".join(leg.render_line(y).text for y in range(leg.size.height))
+        for k in GLYPH_KINDS:
+            assert GLYPH_MEANING[k] in shown, (k, shown)
+        assert "retransmission/loss" in shown and "packets arriving" in shown

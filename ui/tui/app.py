@@ -228,7 +228,7 @@ class WirefallApp(PacketHabits, App):
     #bytes { height: 1fr; }
     #wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #wf-list { height: 1fr; overflow-x: hidden; }
-    #wf-legend { height: 1; color: #a0a0a0; }
+    #wf-legend { height: auto; max-height: 4; color: #a0a0a0; }  /* wrapped: one line hid the glyphs' meanings */
     #connections { height: 1fr; }
     #stats-scroll { height: 1fr; overflow-x: auto; overflow-y: auto; }
     #stats { width: auto; }

@@ -412,7 +412,7 @@ class CompareScreen(Screen):
     #cmp-warnings { height: auto; color: $warning; padding: 0 1; }
     #cmp-wf-head, #cmp-wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #cmp-wf { height: 1fr; overflow-x: hidden; }
-    #cmp-wf-legend { height: 1; color: #a0a0a0; }
+    #cmp-wf-legend { height: auto; max-height: 4; color: #a0a0a0; }
     #cmp-status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
     """
     BINDINGS = [
