@@ -340,7 +340,7 @@ def test_lower_bound_body_sizes_say_so_everywhere(tmp_path):
     # summary: the headline; requests: "≥N" exactly on the cut streams
     assert head in _cli("summary", str(pcap), "--keylog", str(keys))
     table = _cli("requests", str(pcap), "--keylog", str(keys)).splitlines()[2:]
-    by_stream = {int(ln.split()[2]): ln for ln in table}
+    by_stream = {int(ln.split()[3]): ln for ln in table}  # (id conn protocol stream …)
     rows = {e.stream_id: e for e in an.exchanges}
     rows_by_id = {e.id: e for e in an.exchanges}
     for sid, ln in by_stream.items():
