@@ -83,3 +83,35 @@ async def test_waterfall_legend_names_every_glyph_on_screen():
         for k in GLYPH_KINDS:
             assert GLYPH_MEANING[k] in shown, (k, shown)
         assert "retransmission/loss" in shown and "packets arriving" in shown
+
+
+@sync
+async def test_waterfall_number_is_the_request_id_whatever_the_order():
+    """Sorted (s) or grouped (c / H), the waterfall renumbered its rows 1, 2, 3 … and the request
+    view said "Request 2" for the row now second, which `wirefall requests --detail 2` (and the
+    same view before the sort) calls another request. The number is the request's id now, as
+    Wireshark's No. stays with its packet when the list is sorted."""
+    from wirefall.ui.tui.app import TextScreen
+
+    app = WirefallApp(str(PAGE / "page-h1.pcapng"), [str(PAGE / "page-h1.keys")])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_loaded(pilot, app, must_load=True)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        wv = app.query_one(WaterfallView)
+        urls = {r.exchange: r.url for r in wv.rows}
+        for keys in (["s"], ["c"], ["H"]):  # by duration; grouped by connection; by host
+            await pilot.press(*keys)
+            await pilot.pause(0.5)
+            assert [r.exchange for r in wv.rows] != sorted(urls) or keys == ["H"]
+            for r in wv.rows:
+                label = wv.label_text(r)
+                num = label[5:9] if wv.group_by else label[:4]  # (bracket, connection, then the number)
+                assert urls[int(num)] == r.url, (keys, num, r.url)
+        await pilot.press("home", "down", "enter")
+        await pilot.pause(0.3)
+        r = wv.rows[1]
+        assert isinstance(app.screen, TextScreen)
+        assert app.screen.title_text.startswith(f"Request {r.exchange}: ")
+        ex = next(e for e in app.an.exchanges if e.id == r.exchange)
+        assert ex.url == r.url

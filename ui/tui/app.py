@@ -893,7 +893,7 @@ class WirefallApp(PacketHabits, App):
         e = self.exchange(r.exchange)
         if e is None:
             return
-        self.push_screen(TextScreen(f"Request {r.index + 1}: {r.method or ''} {r.url}", request_text(self.an, e, r, self.wf),
+        self.push_screen(TextScreen(f"Request {r.exchange}: {r.method or ''} {r.url}", request_text(self.an, e, r, self.wf),
                                     follow=partial(self.follow_stream, e.connection, e.stream_id, e)))
 
     # ------------------------------------------------------------ connections / statistics

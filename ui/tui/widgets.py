@@ -844,8 +844,9 @@ class WaterfallView(LineList):
         return max(self.size.width - self.LABEL - 8 - 5 - 2, 10)
 
     def label_text(self, r) -> str:
-        """Row number, marker glyphs and host…path as the figures elide it
-        (ui/waterfall_layout.py), then badge and status."""
+        """The request's id (as Wireshark's No., it stays with the request when the rows are
+        grouped or sorted; `wirefall requests --detail N` takes it), marker glyphs and
+        host…path as the figures elide it (ui/waterfall_layout.py), then badge and status."""
         from wirefall.ui.waterfall_layout import glyphs, short_url
 
         st = str(r.status) if r.status is not None else "-"
@@ -854,8 +855,8 @@ class WaterfallView(LineList):
         n = self.LABEL - (15 if g is not None else 10)
         what = printable((meth + " " if meth else "") + short_url(r.url, max(n - len(meth) - 1, 8)))
         if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter
-            return f"{g}{r.connection:>3} {r.index + 1:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
-        return f"{r.index + 1:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
+            return f"{g}{r.connection:>3} {r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
+        return f"{r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
 
     def line(self, i: int):
         r = self.rows[i]
@@ -884,7 +885,7 @@ class WaterfallView(LineList):
         """The time axis above the bars: tick labels in ms since the first packet."""
         width = self.size.width or 120
         n = len(self.label_text(self.rows[0])) if self.rows else self.LABEL + 14
-        head = {"connection": "conn    # request", "host": "host    # request"}.get(self.group_by or "", "   # request")
+        head = "conn    # request" if self.group_by else "   # request"  # (grouped by host too: the number is the connection)
         label = head[:n].ljust(n)
         bw = max(width - len(label) - 2, 1)
         step = nice_step(self.v1 - self.v0, bw)
