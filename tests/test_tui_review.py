@@ -115,3 +115,20 @@ async def test_waterfall_number_is_the_request_id_whatever_the_order():
         assert app.screen.title_text.startswith(f"Request {r.exchange}: ")
         ex = next(e for e in app.an.exchanges if e.id == r.exchange)
         assert ex.url == r.url
+
+
+def test_help_lists_every_waterfall_key():
+    """The footer offered H (group by host) and s (sort), the help's Waterfall section named
+    neither (and said c toggles back to 'start time', which is the current sort)."""
+    from wirefall.ui.tui.app import HELP
+
+    section = HELP.split("[b]Waterfall[/b]", 1)[1].split("[b]", 1)[0]
+    keys = set()
+    for line in section.splitlines():
+        col = line[2:20].strip()
+        if col and not col.startswith("("):
+            keys |= {k for part in col.split(" / ") for k in part.split()}
+    for b in WaterfallView.BINDINGS:
+        if b.show:
+            assert any(k in keys for k in b.key.split(",")) or b.key in ("plus,equals_sign", "minus,underscore"), b
+    assert {"H", "s", "c", "0"} <= keys, keys

@@ -66,7 +66,10 @@ HELP = """\
   + / -             zoom in (around the selected request) / out
   ← → / h l         pan the time axis
   0                 whole capture
-  c                 group the rows by connection (bracket and connection id in front) / by start time
+  c / H             group the rows by connection / by host (bracket and connection id in front);
+                    the same key again: ungrouped
+  s                 sort the rows (within a group): start time → duration → response size → host
+  #                 the request's id, whatever the order (`wirefall requests --detail N`)
   (browser log)     with --har/--netlog/--qlog, a row's lower half (▄, or ▀ under the wire's bar) is the
                     browser's view of the request: its log's request start → response end
   enter             request view: headers both ways, timing, sizes, frames of the stream
