@@ -132,3 +132,39 @@ def test_help_lists_every_waterfall_key():
         if b.show:
             assert any(k in keys for k in b.key.split(",")) or b.key in ("plus,equals_sign", "minus,underscore"), b
     assert {"H", "s", "c", "0"} <= keys, keys
+
+
+def _amazon() -> tuple[str, list[str]]:
+    import pytest
+
+    d = ROOT.parent / "shared" / "captures" / "pageload-amazon"
+    if not d.is_dir():
+        pytest.skip("third-party captures folder absent")
+    return str(d / "amazon1.cap.gz"), [str(d / "amazon1.key_log.txt.gz")]
+
+
+@sync
+async def test_packet_list_keeps_protocol_and_info_on_80_columns():
+    """On amazon1 (IPv6 addresses: 39-column Source and Destination) an 80-column terminal
+    showed No., Time, Source and Destination only: Protocol and Info were off the screen.
+    The address columns now narrow (elided in the middle) to leave Info its room; wide, they
+    stay whole."""
+    from wirefall.ui.tui.widgets import PacketList
+
+    app = WirefallApp(*_amazon())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot, app, must_load=True)
+        await pilot.pause(0.2)
+        pl = app.query_one(PacketList)
+        header = str(app.query_one("#packet-header").render())
+        assert "Protocol" in header and "Info" in header and header.index("Info") <= 80 - 12, header
+        pl.move_to(21)  # packet 22: IPv6 both ways
+        line = pl.line(21)[0]
+        assert "…" in line and line.index(" TLS") < 80 - 20, line
+        assert header.index("Protocol") == line.index("TLS")
+        await pilot.resize_terminal(200, 40)
+        await pilot.pause(0.3)
+        header = str(app.query_one("#packet-header").render())
+        line = pl.line(21)[0]
+        assert "2600:9000:215a:6200:7:49a5:5fd6:da1" in line and "…" not in line.split(" TLS", 1)[0]
+        assert header.index("Protocol") == line.index("TLS")

@@ -876,6 +876,11 @@ class WirefallApp(PacketHabits, App):
             return
         self.query_one("#wf-axis", Static).update(wv.axis_text())
 
+    @on(PacketList.ColumnsChanged)
+    def _packet_columns(self) -> None:
+        if self.an is not None:
+            self._redraw_packets(self.query_one(PacketList))
+
     def on_resize(self) -> None:
         if self.wf is not None:
             self.call_after_refresh(self._zoomed)

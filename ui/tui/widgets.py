@@ -80,6 +80,29 @@ def address_width(an) -> int:
     return min(max(ADDR_WIDTH, longest), 39)
 
 
+INFO_MIN = 30  # columns of Info the address columns leave on a narrow terminal
+ADDR_MIN = 15  # an IPv4 address whole
+
+
+def fit_address_width(want: int, width: int, time_format: str = "relative") -> int:
+    """The Source/Destination width on a list ``width`` columns wide: ``want`` (every address
+    whole) where Protocol, Length and ``INFO_MIN`` columns of Info still fit, else narrower
+    (down to ``ADDR_MIN``; the addresses elided in the middle), as Wireshark narrows its
+    columns rather than push Info out of the window."""
+    if width <= 0:
+        return want
+    fixed = sum(w for n, w, _ in _columns(None, TIME_WIDTH.get(time_format)) if n not in ("Source", "Destination"))
+    fixed += len(PACKET_COLUMNS)  # the spaces between the columns and before Info
+    return max(min(want, (width - fixed - INFO_MIN) // 2), min(want, ADDR_MIN))
+
+
+def _address_cell(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text.ljust(width)
+    a = (width - 1) // 2
+    return text[:a] + "…" + text[len(text) - (width - 1 - a):]
+
+
 TIME_TITLES = {"relative": "Time", "absolute": "Time (UTC)", "delta": "Delta time", "reference": "Ref time"}
 
 
@@ -118,7 +141,8 @@ def format_packet_row(row, addr_width: int | None = None, time: str | None = Non
     Time column's text in the chosen format (default: seconds since the first packet)."""
     no, tm, src, dst, proto, length, info = row.row() if hasattr(row, "row") else row
     vals = (str(no), time if time is not None else f"{tm:.6f}", src, dst, proto, str(length))
-    return " ".join(_cell(v, w, r) for v, (_, w, r) in zip(vals, _columns(addr_width, TIME_WIDTH.get(time_format)))) + " " + info
+    return " ".join(_address_cell(v, w) if n in ("Source", "Destination") else _cell(v, w, r)
+                    for v, (n, w, r) in zip(vals, _columns(addr_width, TIME_WIDTH.get(time_format)))) + " " + info
 
 
 def packet_search_text(row) -> str:
@@ -292,7 +316,7 @@ class PacketList(LineList):
         self.packets: Sequence[int] = range(0)
         self.displayed: Sequence[int] = range(0)
         self.row_fn: Callable[[int], Any] | None = None
-        self.addr_width = ADDR_WIDTH
+        self.wanted_addr_width = ADDR_WIDTH  # every address whole (address_width); addr_width: as drawn
         # packet -> (colouring rule, fg, bg) or None (ui/tui/expert.packet_colours); None: protocol colours
         self.colour_fn: Callable[[int], tuple[str, str, str] | None] | None = None
         self.analysis: Any = None  # for the Time column's other formats (analyzer.packet_record.time_text)
@@ -301,6 +325,20 @@ class PacketList(LineList):
         self.marks: set[int] = set()
         self.sort: tuple[str, bool] | None = None  # (column key, descending) the list is sorted by; None: capture order
         self._pos: dict[int, int] | None = None  # packet -> line, when sorted
+
+    class ColumnsChanged(Message):
+        """The address columns' width changed with the list's: the header is redrawn."""
+
+    @property
+    def addr_width(self) -> int:
+        return fit_address_width(self.wanted_addr_width, self.size.width, self.time_format)
+
+    @addr_width.setter
+    def addr_width(self, width: int) -> None:
+        self.wanted_addr_width = width
+
+    def on_resize(self) -> None:
+        self.post_message(self.ColumnsChanged())
 
     def search_text(self, i: int) -> str:
         try:
