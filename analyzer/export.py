@@ -162,11 +162,14 @@ def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]
     return out
 
 
-def har_timings(row) -> tuple[float, dict[str, float], float]:
+def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float]:
     """(start, HAR timings, total ms) of a waterfall row.  The row's phases are sequential
     and cover it (``waterfall.exchange_phases``): ``blocked`` is its queued/stalled time,
     ``connect`` includes ``ssl`` (HAR 1.2), −1 where a phase does not apply; blocked, dns,
-    connect, send, wait and receive add up to ``time`` (each boundary rounded to the µs once)."""
+    connect, send, wait and receive add up to ``time`` (each boundary rounded to the µs once).
+    ``quic``: the row's connection is QUIC, whose handshake (the waterfall's ``connect``) is
+    its TLS handshake: ``ssl`` is that time, as Chrome and WebPageTest give it (connect = ssl),
+    not −1, which would say that no TLS was negotiated."""
     from .waterfall import phase_totals
 
     tot = phase_totals(row)
@@ -175,6 +178,8 @@ def har_timings(row) -> tuple[float, dict[str, float], float]:
          "wait": max(ms("wait"), 0.0), "receive": max(ms("receive"), 0.0), "ssl": ms("tls")}
     if tot["connect"] is not None or tot["tls"] is not None:
         t["connect"] = ((tot["connect"] or 0) + (tot["tls"] or 0)) / 1000.0  # HAR: connect includes ssl
+        if quic:
+            t["ssl"] = t["connect"]
     return row.start, t, tot["total"] / 1000.0
 
 
@@ -227,7 +232,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     for row in wf.rows:
         e = exs[row.exchange]
         c = conns.get(e.connection)
-        start, timings, total = har_timings(row)
+        start, timings, total = har_timings(row, quic=c is not None and c.quic is not None)
         url = har_url(e, c) or ""
         try:
             qs = [{"name": k, "value": v} for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True)]

@@ -151,3 +151,21 @@ def test_path_only_url_completed_from_the_connection(tmp_path):
     en = h["log"]["entries"][0]
     assert en["request"]["url"] == f"https://{c.server[0]}:{c.server[1]}{e.path}"
     assert "URL completed from the connection" in en["comment"]
+
+
+def test_quic_handshake_is_the_ssl_time():
+    """A QUIC connection's handshake is its TLS handshake: the HAR's ``ssl`` is that time,
+    included in ``connect`` (WebPageTest's HAR of an h3 load: connect 73, ssl 73), never −1
+    (which says no TLS was negotiated); a TCP connection's ssl stays the TLS part only."""
+    an = analyze(str(SAMPLES / "page" / "page-h3.pcapng"), keylogs=[str(SAMPLES / "page" / "page-h3.keys")])
+    entries = ex.har(an)["log"]["entries"]
+    first = [e for e in entries if e["timings"]["connect"] > 0]
+    assert first and all(e["_protocol"] == "h3" for e in first)
+    for e in first:
+        assert e["timings"]["ssl"] == e["timings"]["connect"]
+    for e in entries:
+        if e["timings"]["connect"] < 0:
+            assert e["timings"]["ssl"] == -1
+    an2 = analyze(str(SAMPLES / "page" / "page-h2.pcapng"), keylogs=[str(SAMPLES / "page" / "page-h2.keys")])
+    t = [e["timings"] for e in ex.har(an2)["log"]["entries"] if e["timings"]["connect"] > 0][0]
+    assert 0 < t["ssl"] < t["connect"]
