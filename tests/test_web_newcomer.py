@@ -337,3 +337,41 @@ def test_newcomer_line_and_compressed_first_load(server, browser):
     assert js and all(encodings[u] in ("br", "gzip") for u, n in js.items() if n > 2048)
     assert total < 2_500_000  # 6.2 MB uncompressed before
     ctx.close()
+
+
+def test_detail_beside_the_waterfall_hides_nothing(server, browser):
+    """With a request's detail open beside it, the waterfall is 60 % of the page (about 720 px
+    on a 1200 px page): its legend was cut off at the bottom (the figure had room for the rows
+    of a 1200 px wide one) and the milestone labels lay over each other; a long URL in the
+    detail's title ran out of the panel (no spaces to wrap at).  Now the figure is laid out for
+    the narrower graph while a request is selected, and the title wraps."""
+    from webfix import new_page
+
+    st, url, ids = server
+    pg = new_page(browser, width=1200, height=900)
+    try:
+        pg.goto(url + f"?capture={ids['good']}&sel=8")
+        pg.wait_for_selector("#detail-title")
+        pg.wait_for_function("() => (document.querySelector('#waterfall .js-plotly-plot').layout.shapes || []).some(s => s.name === 'selected')")
+        pg.wait_for_timeout(500)
+        got = pg.evaluate("""() => {
+            const gd = document.querySelector('#waterfall .js-plotly-plot');
+            const svg = gd.querySelector('.main-svg').getBoundingClientRect();
+            const leg = gd.querySelector('.legend').getBoundingClientRect();
+            const notes = [...gd.querySelectorAll('.annotation')].map(a => a.getBoundingClientRect())
+                .filter(b => b.bottom < svg.top + gd._fullLayout._size.t);  // the milestone labels above the axis
+            let overlaps = 0;
+            for (let i = 0; i < notes.length; i++) for (let j = i + 1; j < notes.length; j++) {
+                const a = notes[i], b = notes[j];
+                if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) overlaps++;
+            }
+            return {legendBottom: leg.bottom, svgBottom: svg.bottom, labels: notes.length, overlaps: overlaps, graphWidth: svg.width};
+        }""")
+        shot(pg, "detail-beside-1200.png", full_page=True)
+        assert got["graphWidth"] < 800  # (the detail is beside the graph)
+        assert got["legendBottom"] <= got["svgBottom"], got
+        assert got["labels"] >= 3 and got["overlaps"] == 0, got
+        assert not pg.errors, pg.errors
+    finally:
+        pg.context.close()
+

@@ -435,8 +435,11 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
     try:
         v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
         xr = views.clamp_x_range(zoom_for(xrange, cid, search), v.waterfall)
+        sel = selected_for(selected, cid, search)
+        row = next((r for r in v.waterfall.rows if r.exchange == sel), None) if sel is not None else None
         fig = views.page_figure(e, v, (protocols, connections, contents, statuses, expr, order), title=e.name, x_range=xr,
-                                revision=cid, start=start)
+                                revision=cid, start=start,  # (a selected request: its detail beside the graph narrows it)
+                                narrowest=views.NARROWEST_WITH_DETAIL if sel is not None else views.NARROWEST_PAGE)
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
@@ -456,8 +459,6 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
                 fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
             else:
                 fig.layout.annotations = anns
-        sel = selected_for(selected, cid, search)
-        row = next((r for r in v.waterfall.rows if r.exchange == sel), None) if sel is not None else None
         if row is not None:
             fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y", y0=row.index - 0.5, y1=row.index + 0.5,
                           fillcolor="rgba(255, 193, 7, 0.28)", line=dict(color="#ff8f00", width=1), layer="below", name="selected")

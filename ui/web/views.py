@@ -218,8 +218,15 @@ def window_start_of(view: View, row: int, start: int | None = None) -> int:
     return row // WINDOW_ROWS * WINDOW_ROWS
 
 
+# The figure's layout (legend rows, milestone labels' stagger) is made for the narrowest graph
+# the page shows: the whole width of a 1200 px page, or, with the request detail open beside it
+# (.wf-split: the graph 60 %), about 720 px.  Made for 1200 px only, the open detail panel cut off
+# the legend's last rows and laid the milestone labels over each other.
+NARROWEST_PAGE, NARROWEST_WITH_DETAIL = 1200, 720
+
+
 def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True,
-           revision: str | None = None, start: int | None = None):
+           revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE):
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
     time axis only (the request axis is fixed), ``uirevision`` (``revision``: the capture's
     id) so that a re-render of the same capture keeps the zoom and another capture's does not.
@@ -227,8 +234,8 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
     from ``start`` (``row_window``; the exports draw every row)."""
     from wirefall.ui.figures import waterfall_figure
 
-    # milestone labels are staggered for the narrowest page (1200 px): a wider one only spreads them
-    fig = waterfall_figure(view.waterfall, title=title, narrowest=1200, hover=not for_export or fmt_html,
+    # the legend and the milestone labels are laid out for the narrowest graph (``narrowest`` px): a wider one only spreads them
+    fig = waterfall_figure(view.waterfall, title=title, narrowest=narrowest, hover=not for_export or fmt_html,
                            window=None if for_export else row_window(view, start))
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
@@ -243,7 +250,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
 
 
 def page_figure(entry: Entry, view: View, filters: tuple = (), title: str | None = None, x_range: list | None = None,
-                revision: str | None = None, start: int | None = None):
+                revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE):
     """``figure`` for the page.  The figure of the unfiltered view's first window, unzoomed
     (what a page opened on the capture draws first), is kept in the capture's memo as its
     plotly JSON, made by the warm-up (``WebState._warm``) while the page is still fetching its
@@ -253,11 +260,11 @@ def page_figure(entry: Entry, view: View, filters: tuple = (), title: str | None
     protocols, connections, contents, statuses, expr, order = (*filters, None, None, None, None, None, None)[:6]
     plain = not any(_norm(f) for f in (protocols, connections, contents, statuses)) and not (expr or "").strip()
     if not plain or x_range or start not in (None, 0) or entry.live is not None:
-        return figure(view, title=title, x_range=x_range, revision=revision, start=start)
+        return figure(view, title=title, x_range=x_range, revision=revision, start=start, narrowest=narrowest)
     import plotly.graph_objects as go
 
-    key = ("page-figure", order if order in ORDER_OPTIONS else "start", title, revision)
-    made = entry.memo(key, lambda: figure(view, title=title, revision=revision, start=start).to_plotly_json())
+    key = ("page-figure", order if order in ORDER_OPTIONS else "start", title, revision, narrowest)
+    made = entry.memo(key, lambda: figure(view, title=title, revision=revision, start=start, narrowest=narrowest).to_plotly_json())
     return go.Figure(made, _validate=False)  # (copied: the memo's JSON stays as it is)
 
 
