@@ -375,3 +375,22 @@ def test_detail_beside_the_waterfall_hides_nothing(server, browser):
     finally:
         pg.context.close()
 
+
+def test_detail_title_wraps_a_long_url(server, browser):
+    """The detail's title (method and URL) is one word to the browser: on a 1000 px page (the
+    panel 38 % of it) it ran out of the panel, its end hidden behind a horizontal scroll.
+    It wraps within the panel."""
+    from webfix import new_page
+
+    st, url, ids = server
+    pg = new_page(browser, width=1000, height=900)
+    try:
+        pg.goto(url + f"?capture={ids['good']}&sel=3")
+        pg.wait_for_selector("#detail-title")
+        got = pg.evaluate("""() => { const t = document.querySelector('#detail-title'), side = document.querySelector('#detail-side');
+            return {text: t.innerText, scroll: t.scrollWidth - t.clientWidth, right: t.getBoundingClientRect().right,
+                    sideRight: side.getBoundingClientRect().right}; }""")
+        assert "/css/theme.css" in got["text"]
+        assert got["scroll"] <= 1 and got["right"] <= got["sideRight"], got
+    finally:
+        pg.context.close()

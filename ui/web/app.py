@@ -56,6 +56,7 @@ table.headers td.v { font-family: monospace; word-break: break-all; }
 .wf-split .wf-main { flex: 1 1 60%; min-width: 0; }
 .wf-split .wf-side { flex: 0 0 38%; min-width: 0; position: sticky; top: 0; max-height: 100vh; overflow-y: auto; }
 .wf-split .wf-side.none { display: none; }
+#detail-title { overflow-wrap: anywhere; }  /* a long URL wraps in the panel: it has no spaces to break at */
 @media (max-width: 900px) { .wf-split { flex-direction: column; } .wf-split .wf-side { position: static; max-height: none; flex-basis: auto; width: 100%; } }
 .explain { background: #fff8e1; border: 1px solid #ffcc80; color: #5d4037; padding: 6px 10px; margin: 6px 0; font-size: 13px; }
 .explain ul { margin: 4px 0 0 0; padding-left: 18px; }
