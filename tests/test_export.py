@@ -385,3 +385,18 @@ def test_image_rendering_outside_a_server_is_isolated_and_bounded(tmp_path, monk
     with pytest.raises(figures.ImageError, match=r"did not finish within .* \(2 attempts\)"):
         export_any(an, str(tmp_path / "late.svg"))
     assert time.monotonic() - t < 30 and not (tmp_path / "late.svg").exists()
+
+
+def test_waterfall_without_requests_spans_the_capture():
+    """A capture with no request to draw (page-h2 without its key log: nothing decrypted) still
+    has its traffic in the throughput track; the time axis was 0-1 ms (the span of no rows),
+    so the track read as empty — "no traffic" — beside the message saying why no row shows.
+    The axis spans the capture, as the track's bins do."""
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.ui.figures import waterfall_figure
+
+    an = analyze(str(SAMPLES / "page" / "page-h2.pcapng"))
+    wf = waterfall.build(an)
+    assert not wf.rows and wf.throughput is not None and sum(wf.throughput.down) > 100_000
+    fig = waterfall_figure(wf, hover=False)
+    assert fig.layout.xaxis.range[1] >= (wf.t_end - wf.t0) * 1000.0

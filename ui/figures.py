@@ -157,6 +157,8 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     t0 = wf.t0
     end_ms = max((_ms(r.end, t0) for r in all_rows), default=0.0)  # (a window has the time axis of all rows)
     end_ms = max([end_ms] + [_ms(r.browser_phases[-1][2], t0) for r in all_rows if r.browser_phases])  # (a browser bar may end later)
+    if not all_rows:  # no request (nothing decrypted, say): the capture's time, so the throughput track shows its traffic
+        end_ms = max(end_ms, _ms(wf.t_end, t0))
     span = max(end_ms, 1.0)
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
     label_chars = max((len(L.row_label(r)) for r in rows[:max_labels]), default=20) if show_labels else 8
