@@ -1539,3 +1539,18 @@ def test_page_figure_is_the_figure_built_afresh(state, h2):
     assert json.loads(fig.to_json()) == json.loads(fresh.to_json())
     zoomed = views.page_figure(h2, v, (), title=h2.name, x_range=[1.0, 2.0], revision=h2.id, start=0)
     assert list(zoomed.layout.xaxis.range) == [1.0, 2.0]
+
+
+def test_no_keylog_advice_says_how_the_page_takes_one(state):
+    """A capture opened without its key log: the waterfall's banner said "next: pass --keylog
+    FILE" — a command-line option, which the page has no place for; there a key log is
+    uploaded (alone, it re-analyses the open capture with it).  The advice says that."""
+    from wirefall.ui.web import app as webapp
+    from wirefall.ui.web import views
+
+    e = state.add_file(str(H2), [], name="page-h2 without keys.pcapng")
+    state.wait(e.id)
+    assert e.status == "done", e.error
+    box = _text(webapp.explain_view(e, 0, 0))
+    assert "no requests: 2 connections not decrypted" in box
+    assert "--keylog" not in box and views.WEB_KEYLOG in box

@@ -200,7 +200,7 @@ def explain_view(e, shown: int | None = None, total: int | None = None):
 
         lines.append(html.Div(printable(views.entry_text(e, headline(an))), id="headline"))
         lines.append(html.Ul([html.Li([printable(views.entry_text(e, explain.reason_text(r, False))),
-                                       html.Span(" — next: " + printable(r.next_step), className="next") if r.next_step else ""])
+                                       html.Span(" — next: " + printable(views.entry_text(e, r.next_step)), className="next") if r.next_step else ""])
                               for r in rest[:5]]))
     if not lines:
         return None

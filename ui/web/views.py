@@ -512,8 +512,16 @@ def connection_notes(entry: Entry) -> list:
     return items
 
 
+# The analyzer's advice names the CLI's option; in the page a key log is given by uploading it
+# (alone, it re-analyses the open capture with it: cb_open).
+CLI_KEYLOG, WEB_KEYLOG = "pass --keylog FILE", "upload the key log (“Upload its key log”, then “Analyse upload”)"
+
+
 def entry_text(entry: Entry, text: str) -> str:
-    """A message with the private upload paths replaced by the uploaded file names."""
+    """A message with the private upload paths replaced by the uploaded file names, and the
+    CLI's "pass --keylog FILE" said as the page does it (``WEB_KEYLOG``)."""
+    if entry.live is None:
+        text = text.replace(CLI_KEYLOG, WEB_KEYLOG)
     if entry.origin == "upload":
         text = text.replace(entry.path, entry.name)
     for p, n in zip(entry.keylogs, entry.keylog_names):  # (a key log uploaded beside a capture opened from disk too)
