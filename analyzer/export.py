@@ -508,10 +508,13 @@ def qlog(an: Analysis) -> dict[str, Any]:
             "events": events,
         }
         traces.append(trace)
+    description = "QUIC and HTTP/3 events from a packet capture, network vantage point"
+    if not traces:  # (an empty file would read as "nothing happened": say that qlog covers QUIC only)
+        description += f": no QUIC connection in this capture ({len(an.connections)} connections of other protocols; qlog covers QUIC)"
     return {
         "qlog_version": "0.3",
         "qlog_format": "JSON",
         "title": f"wirefall {os.path.basename(an.path)}",
-        "description": "QUIC and HTTP/3 events from a packet capture, network vantage point",
+        "description": description,
         "traces": traces,
     }

@@ -653,6 +653,27 @@ def test_exports_of_what_is_shown(state, h2):
     assert dl["filename"] == "page-h2-waterfall.html"
 
 
+def test_qlog_export_in_the_page(state, h2, h3):
+    """The page's exports had no qlog (what qvis reads), which `wirefall export -o X.qlog` writes:
+    a QUIC user had to leave the page for the command line.  It has one now (every QUIC
+    connection of the capture), and a capture without QUIC says so rather than giving an
+    empty list of traces that reads as "nothing happened"."""
+    from wirefall.analyzer import export as ex
+    from wirefall.ui.web import views
+    from wirefall.ui.web.app import cb_export
+
+    assert "qlog" in views.EXPORT_FORMATS
+    dl, msg = cb_export(state, "qlog", h3.id, [], [], [], [], "", None)
+    doc = json.loads(base64.b64decode(dl["content"]))
+    assert dl["filename"] == "page-h3.qlog" and doc["qlog_version"] == "0.3"
+    cli = ex.qlog(h3.analysis)
+    assert [t["title"] for t in doc["traces"]] == [t["title"] for t in cli["traces"]] and cli["traces"]
+    assert all(t["events"] for t in doc["traces"])
+    dl, msg = cb_export(state, "qlog", h2.id, [], [], [], [], "", None)
+    doc = json.loads(base64.b64decode(dl["content"]))
+    assert doc["traces"] == [] and "no QUIC connection in this capture" in doc["description"]
+
+
 # ------------------------------------------------------------------------- uploads
 
 

@@ -26,7 +26,7 @@ from wirefall.analyzer.waterfall import Waterfall
 from .state import Entry
 
 STATUS_BUCKETS = ("1xx", "2xx", "3xx", "4xx", "5xx", "none")
-EXPORT_FORMATS = ("png", "svg", "html", "har", "json")
+EXPORT_FORMATS = ("png", "svg", "html", "har", "json", "qlog")  # (qlog: the capture's QUIC connections, for qvis)
 MAX_FRAMES_SHOWN = 400
 MAX_HEX_BYTES = 65535
 
@@ -1112,7 +1112,8 @@ def safe_stem(name: str) -> str:
 
 def export_bytes(entry: Entry, view: View, fmt: str, x_range: list | None = None) -> tuple[bytes, str]:
     """The bytes and file name of an export of what is shown: the filtered (and zoomed)
-    waterfall as png/svg/html, or the filtered requests as HAR / wirefall JSON."""
+    waterfall as png/svg/html, or the filtered requests as HAR / wirefall JSON; qlog: the
+    capture's QUIC connections (what qvis reads)."""
     from wirefall.analyzer import export as ex
     from wirefall.ui import figures
 
@@ -1128,7 +1129,12 @@ def export_bytes(entry: Entry, view: View, fmt: str, x_range: list | None = None
             data = figures.to_image(fig, fmt)
         return data, f"{stem}-waterfall.{fmt}"
     an = entry.analysis
-    if fmt == "har":
+    if fmt == "qlog":  # per QUIC connection, not per request: every QUIC connection, as `wirefall export -o X.qlog`
+        doc = ex.qlog(an)
+        doc["title"] = f"wirefall {entry.name}"
+        if view.expr or len(shown) != view.total:
+            doc["description"] += "; every QUIC connection of the capture (the waterfall's filter does not apply to a qlog)"
+    elif fmt == "har":
         doc = ex.har(an)
         log = doc["log"]
         log["entries"] = [e for e in log["entries"] if e.get("_exchange") in shown]
