@@ -227,6 +227,9 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     comp = _completeness.compute(an)
     conns = {c.id: c for c in an.connections}
     exs = {e.id: e for e in an.exchanges}
+    # HTTP/1's reason phrase ("OK") is on the wire, in its final response head (HTTP/2 and /3 have none: "")
+    reasons = {f.fields["exchange"]: f.fields.get("reason") for f in an.frames
+               if f.type == "RESPONSE" and f.fields and "exchange" in f.fields and not f.fields.get("interim")}
     entries = []
     orphans = []
     for row in wf.rows:
@@ -260,7 +263,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             },
             "response": {
                 "status": e.status if e.status is not None else 0,
-                "statusText": "",
+                "statusText": reasons.get(e.id) or "",
                 "httpVersion": ver,
                 "cookies": _cookies(e, True, include_sensitive),
                 "headers": _headers(e.response_headers, include_sensitive),

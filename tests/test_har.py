@@ -169,3 +169,18 @@ def test_quic_handshake_is_the_ssl_time():
     an2 = analyze(str(SAMPLES / "page" / "page-h2.pcapng"), keylogs=[str(SAMPLES / "page" / "page-h2.keys")])
     t = [e["timings"] for e in ex.har(an2)["log"]["entries"] if e["timings"]["connect"] > 0][0]
     assert 0 < t["ssl"] < t["connect"]
+
+
+def test_http1_status_text_is_the_reason_phrase():
+    """HAR's ``statusText`` was "" on every entry, where an HTTP/1.1 response carries its reason
+    phrase on the wire ("HTTP/1.1 200 OK": Chrome's HAR of the same load says "OK"); it is the
+    final response head's phrase now.  HTTP/2 has none: "" as in Chrome's HAR."""
+    an = analyze(str(SAMPLES / "page" / "pw-h1.pcapng"), keylogs=[str(SAMPLES / "page" / "pw-h1.keys")])
+    entries = ex.har(an)["log"]["entries"]
+    assert len(entries) == 13 and {e["response"]["statusText"] for e in entries} == {"OK"}
+    import gzip
+
+    chrome = json.loads(gzip.open(SAMPLES / "page" / "pw-h1.har.gz").read())["log"]["entries"]
+    assert {e["response"]["statusText"] for e in chrome} == {"OK"}
+    an2 = analyze(str(SAMPLES / "page" / "pw-h2.pcapng"), keylogs=[str(SAMPLES / "page" / "pw-h2.keys")])
+    assert {e["response"]["statusText"] for e in ex.har(an2)["log"]["entries"]} == {""}
