@@ -400,3 +400,21 @@ def test_waterfall_without_requests_spans_the_capture():
     assert not wf.rows and wf.throughput is not None and sum(wf.throughput.down) > 100_000
     fig = waterfall_figure(wf, hover=False)
     assert fig.layout.xaxis.range[1] >= (wf.t_end - wf.t0) * 1000.0
+
+
+def test_connection_labels_never_join_two_addresses():
+    """The connection view's label (``client → server``) was cut in its middle as one string:
+    with IPv6 on both sides (amazon1) it read ``[2600:1900:4…9000:215a:6200:7:49a5:5fd6:da1]:443``,
+    the client's first characters glued to the server's last ones — an address of neither, the
+    arrow gone.  The client goes first (its port kept), then the server's middle."""
+    from wirefall.ui import waterfall_layout as L
+
+    six = "[2600:1900:4090:1d:0:1::]:40494 → [2600:9000:215a:6200:7:49a5:5fd6:da1]:443"
+    server = "[2600:9000:215a:6200:7:49a5:5fd6:da1]:443"
+    assert L.elide_flow(six, 200, 12) == six
+    assert L.elide_flow(six, 51, 12) == "…:40494 → " + server and L.elide_flow(six, 50, 12) == server
+    cut = L.elide_flow(six, 36, 12)
+    assert len(cut) == 36 and cut.startswith("[2600:9000:2") and cut.endswith("5fd6:da1]:443") and "1900" not in cut
+    four = "10.20.0.3:49658 → 3.167.37.14:443"
+    assert L.elide_flow(four, 36, 12) == four
+    assert L.elide_flow(four, 25, 12) == "…:49658 → 3.167.37.14:443" and L.elide_flow(four, 24, 12) == "3.167.37.14:443"

@@ -438,7 +438,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         n_bg = sum(1 for r in all_rows if r.background)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
         head["subtitle"] = dict(text=html_text(wf.completeness + extra), font=dict(size=12, color=col))
-    conn_labels = [html_text(f"{L.elide(cn.label, label_chars - 9, 12)} {cn.protocol[:8]}") for cn in crow]
+    conn_labels = [html_text(f"{L.elide_flow(cn.label, label_chars - 9, 12)} {cn.protocol[:8]}") for cn in crow]
     fig.update_layout(
         title=head, shapes=shapes, annotations=notes,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",

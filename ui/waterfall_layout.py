@@ -41,6 +41,21 @@ def elide(text: str, n: int, keep_start: int) -> str:
     return text[:a] + "…" + (text[-b:] if b > 0 else "")
 
 
+def elide_flow(label: str, n: int, keep_start: int) -> str:
+    """A connection's ``client → server`` label in ``n`` characters: the client's address
+    goes first (its port kept: ``…:40494 → [2600:9000:…]:443``), then the server's middle
+    (``elide``).  One ``elide`` of the whole label joined the start of the client's address to
+    the end of the server's — with two IPv6 addresses, one address that exists nowhere, the
+    arrow gone."""
+    if len(label) <= n:
+        return label
+    client, sep, server = label.partition(" → ")
+    if not sep:
+        return elide(label, n, keep_start)
+    short = f"…:{client.rsplit(':', 1)[-1]}{sep}{server}"
+    return short if len(short) <= n else elide(server, n, keep_start)
+
+
 def short_url(url: str, n: int = LABEL_CHARS) -> str:
     """Host and path in ``n`` characters, WebPageTest-style: the start of the host and the
     end of the path are kept (``images-na.ssl-…/I/31bqB.jpg``); scheme and query dropped
