@@ -1575,3 +1575,27 @@ def test_no_keylog_advice_says_how_the_page_takes_one(state):
     box = _text(webapp.explain_view(e, 0, 0))
     assert "no requests: 2 connections not decrypted" in box
     assert "--keylog" not in box and views.WEB_KEYLOG in box
+
+
+def test_status_line_says_how_much_of_a_browser_log_matched(state):
+    """A browser log laid over a capture in the page was announced ("HAR X laid over Y") and
+    never summed up: a HAR of another page (WebPageTest's amazon load over pw-h2) matched none
+    of its requests and the page did not say so — each request simply had no browser bar, which
+    reads as "the browser agrees" or as nothing at all.  The status line gives each log's
+    summary, as the TUI and `wirefall summary` do."""
+    from wirefall.ui.web.app import cb_poll
+
+    page = PAGE
+    wpt = ROOT.parent / "shared" / "captures" / "hars" / "webpagetest-amazon.har.gz"
+    good = state.add_file(str(page / "pw-h2.pcapng"), [str(page / "pw-h2.keys")], name="pw-h2.pcapng",
+                          overlays=[("har", str(page / "pw-h2.har.gz"), "pw-h2.har.gz")])
+    state.wait(good.id)
+    assert good.status == "done", good.error
+    text = _text(cb_poll(state, 1, good.id, None, None, None)[2])
+    assert "HAR pw-h2.har.gz: 13 of 13 requests it sent matched" in text
+    if wpt.exists():
+        other = state.add_file(str(page / "pw-h2.pcapng"), [str(page / "pw-h2.keys")], name="pw-h2.pcapng + amazon",
+                               overlays=[("har", str(wpt), "webpagetest-amazon.har.gz")])
+        state.wait(other.id)
+        text = _text(cb_poll(state, 1, other.id, None, None, None)[2])
+        assert "HAR webpagetest-amazon.har.gz: 0 of " in text and "13 wire-only" in text

@@ -310,6 +310,8 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
 
             if explain.reasons(e.analysis):  # the headline; the waterfall tab's box says why and what next
                 text += " · " + printable(views.entry_text(e, headline(e.analysis)))
+            for line in overlay.summary_lines(e.analysis):  # how much of each browser log laid over it matched the wire
+                text += " · " + line
         status = html.Span(text, className="status error" if e.status == "error" else "status", id="status-text")
         prog = round(100 * e.fraction)
         pstyle = {"display": "inline-block", "width": "160px"} if e.status in ("queued", "running") else {"display": "none"}
