@@ -323,8 +323,11 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
         "startedDateTime": iso_time(first),
         "id": "page_1",
         "title": os.path.basename(an.path),
-        "pageTimings": {"onContentLoad": -1, "onLoad": round(pl * 1000.0, 3) if pl is not None else -1,
-                        "_firstByte": round((html.time - first) * 1000.0, 3) if html else -1},
+        # onLoad is the browser's load event, which the wire does not show (a HAR viewer draws it as
+        # that event): -1, as onContentLoad; the page's last response byte is _lastByte
+        "pageTimings": {"onContentLoad": -1, "onLoad": -1,
+                        "_firstByte": round((html.time - first) * 1000.0, 3) if html else -1,
+                        "_lastByte": round(pl * 1000.0, 3) if pl is not None else -1},
     }
     if page_comment:
         page["comment"] = page_comment
