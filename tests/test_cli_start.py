@@ -210,3 +210,14 @@ def test_dataclass_repr_is_the_generated_one():
     for o in objs:
         assert type(o).__repr__.__name__ == "dataclass_repr" and repr(o) == _stock_repr(o), type(o)
     assert len(repr(an.exchanges[0])) > 200
+
+
+@pytest.mark.parametrize("argv", [["tui", "/nonexistent/x.pcap"], ["/nonexistent/x.pcap"], ["tui", "/tmp"],
+                                  ["tui", "sample_captures/page/page-h2.pcapng", "--compare", "/nonexistent/b.pcap"]])
+def test_tui_on_a_file_it_cannot_open_says_so_in_one_line(argv):
+    """As every other command: one line, exit 2; the full-screen app used to open on it with a
+    notification instead."""
+    r = subprocess.run([sys.executable, "-m", "wirefall", *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr)
+    assert r.stderr.count("\n") == 1 and "cannot open" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert r.stdout == ""

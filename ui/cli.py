@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import time
 from collections.abc import Set
@@ -372,6 +373,16 @@ def cmd_tui(args) -> int:
         return run_live(session, save_to=args.write, limits=limits_of(args))
     if not args.file:
         raise UsageError("tui: give a capture FILE, or -i IFACE to capture live (-i alone lists the interfaces)")
+    for path in (args.file, args.compare):  # (said here in one line, as the other commands say it, not in the full-screen app)
+        if path:
+            try:  # (stat, not open: a FIFO would block until its writer came)
+                st = os.stat(path)
+                if stat.S_ISDIR(st.st_mode):
+                    raise IsADirectoryError(21, "Is a directory")
+                if not os.access(path, os.R_OK):
+                    raise PermissionError(13, "Permission denied")
+            except OSError as e:
+                raise UsageError(f"{path}: cannot open: {e.strerror or e}") from None
     return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache,
                limits=limits_of(args), overlays=overlay_args(args)) or 0
 
@@ -761,7 +772,9 @@ def main(argv: list[str] | None = None) -> int:
         argv = list(sys.argv[1:] if argv is None else argv)
         # `wirefall FILE [--keylog K]` opens the TUI
         first = next((a for a in argv if not a.startswith("-")), None)
-        if first is not None and first not in COMMANDS and os.path.exists(first):
+        # (and a path that does not exist: "cannot open" says more than "invalid choice" among the
+        # commands; a word without "/" or "." stays a mistyped command)
+        if first is not None and first not in COMMANDS and (os.path.exists(first) or "/" in first or "." in first):
             argv = ["tui"] + argv
         # the subcommand is argv's first word (the top level takes no option but --help)
         parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
