@@ -456,8 +456,8 @@ def render_text(st: Stats) -> str:
         rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
                      _pair(b.packets), _pair(b.bytes), _pair(b.payload), _tls_pair(b, b.name if b is not c else None),
                      _pair(b.framing_overhead), _pair(b.retransmissions), _ms(b.ttfb), _ms(b.page_load_time)])
-    parts.append(_table("Traffic (client→server / server→client; TLS overhead = TLS records' headers, MACs or tags and padding, "
-                        "over TCP: QUIC's packet protection is not counted, '-')",
+    parts.append(_table("Traffic (client→server / server→client; TLS overhead: TLS records' headers, MACs or tags and padding; "
+                        "'-' on QUIC)",
                         ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans", "TTFB", "load"],
                         rows, set(range(1, 12))))
     rows = []
