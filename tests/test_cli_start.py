@@ -221,3 +221,18 @@ def test_tui_on_a_file_it_cannot_open_says_so_in_one_line(argv):
     assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr)
     assert r.stderr.count("\n") == 1 and "cannot open" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert r.stdout == ""
+
+
+def test_requests_says_unknown_url_and_why_no_request_exists():
+    """A row whose URL the capture does not hold says <unknown> (it was blank), and --detail N
+    on a capture with no request seen says why (it said "the capture has none" of page-h2
+    without its key log: 13 requests, encrypted)."""
+    late = ROOT / "sample_captures/quic/page-h3-late.pcapng"
+    r = subprocess.run([sys.executable, "-m", "wirefall", "requests", str(late), "--keylog", str(late.with_suffix(".keys"))],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    rows = [ln for ln in r.stdout.splitlines()[2:] if ln.strip()]
+    assert len(rows) >= 20 and all(ln.rstrip().endswith(">") or "://" in ln for ln in rows), r.stdout[:800]
+    assert sum(ln.rstrip().endswith(" <unknown>") for ln in rows) >= 20
+    r = subprocess.run([sys.executable, "-m", "wirefall", "requests", "sample_captures/page/page-h2.pcapng", "--detail", "99"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "no request with id 99 (the capture shows none; incomplete: 2 connections not decrypted" in r.stderr, r.stderr

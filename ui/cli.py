@@ -287,11 +287,16 @@ def cmd_requests(args) -> int:
         rows.append([e.id, e.connection, e.protocol, "" if e.stream_id is None else e.stream_id, ("push " if e.pushed else "") + (e.method or ""),
                      e.status or (e.reset and "RST") or "", _fmt_time(e.request_start if e.request_start is not None else e.response_start, t0),
                      ms(e.request_start, e.response_start), ms(e.response_start, e.response_end),
-                     size_text(e.response_body_bytes, body_lower_bound(e, 1)), e.url or ""])
+                     size_text(e.response_body_bytes, body_lower_bound(e, 1)), e.url or UNKNOWN_URL])
     # (id first: the N that `--detail N`, --json and the TUI's waterfall number the request by)
     print(_table(rows, ["id", "conn", "protocol", "stream", "method", "status", "start", "ttfb ms", "recv ms", "bytes", "url"],
                  {0, 1, 3, 6, 7, 8, 9}))
     return 0
+
+
+# a row whose URL the capture does not hold (a QPACK entry inserted before the capture): said, not
+# left blank (the JSON's url is null and the completeness summary counts it)
+UNKNOWN_URL = "<unknown>"
 
 
 def cmd_stats(args) -> int:

@@ -16,7 +16,13 @@ def cmd_request_detail(args, an) -> int:
     e = next((x for x in an.exchanges if x.id == args.detail), None)
     if e is None:
         ids = [x.id for x in an.exchanges]
-        raise UsageError(f"requests: no request with id {args.detail} "
-                         + (f"(ids {min(ids)}–{max(ids)}; see `requests --json`)" if ids else "(the capture has none)"))
+        if ids:
+            why = f"(ids {min(ids)}–{max(ids)}; see `requests --json`)"
+        else:  # (none seen: say why, as the summary would — encrypted without a key log is the usual reason)
+            from wirefall.analyzer import completeness
+
+            head = completeness.compute(an).summary
+            why = "(the capture shows none" + ("" if head.startswith("Complete") else f"; {head[:1].lower()}{head[1:]}") + ")"
+        raise UsageError(f"requests: no request with id {args.detail} {why}")
     sys.stdout.write(detail_text(request_detail(an, e)).plain.rstrip("\n") + "\n")
     return 0
