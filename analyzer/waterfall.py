@@ -1432,7 +1432,7 @@ def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, lo
                 break
         row.markers.append(Marker("push", t, f"pushed by stream {e.push_parent}" if e.push_parent is not None else "pushed", pkt))
     if e.priority:
-        txt = ", ".join(f"{k}={v}" for k, v in e.priority.items())
+        txt = priority_text(e.priority)
         send = row.phase("send")
         row.markers.append(Marker("priority", send[0] if send else row.start, f"priority {txt}",
                                   e.request_start_packet))
@@ -1441,7 +1441,7 @@ def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, lo
             if f.stream_id != sid:
                 continue
             if f.type in priority_types and lo <= f.time <= hi:
-                row.markers.append(Marker("priority", f.time, f"{f.type} " + ", ".join(f"{k}={v}" for k, v in (f.fields or {}).items()), f.packet))
+                row.markers.append(Marker("priority", f.time, f"{f.type} " + priority_text(f.fields or {}), f.packet))
             elif f.type in reset_types:
                 code = _field(f, "error_code", "status", "code", default=e.reset)
                 row.markers.append(Marker("reset", f.time, f"{f.type} {code or ''}".strip(), f.packet))
@@ -1478,3 +1478,19 @@ def _hover(r: Row, e: Exchange, c: Connection | None) -> list[str]:
     if len(r.markers) > 8:
         lines.append(f"⚑ … {len(r.markers) - 8} more")
     return lines
+
+
+def priority_text(fields) -> str:
+    """A priority signal's fields as a person reads them ("exclusive, depends on 0, weight 110,
+    urgency 4, incremental"), not as Python writes a dict ("exclusive=True, depends_on=0…"): a
+    true flag by its name, a false one left out, a value after its name."""
+    out = []
+    for k, v in dict(fields).items():
+        name = str(k).replace("_", " ")
+        if v is True:
+            out.append(name)
+        elif v is False or v is None:
+            continue
+        else:
+            out.append(f"{name} {v}")
+    return ", ".join(out)

@@ -408,3 +408,22 @@ def test_hostile_request_detail_prints_escapes_only(tmp_path):
     e = next(x for x in an.exchanges if x.url != mi.NORMAL_URL)
     web_resp = [tuple(x) for x in _table(views.request_detail(_Entry(), e.id), "detail-response-headers")]
     assert ("Server", printable(mi.HOSTILE_SERVER)) in web_resp and not any(bad.search(v.encode()) for _k, v in web_resp)
+
+
+def test_priority_markers_read_as_words_not_python():
+    """A priority signal said "priority exclusive=True, depends_on=0, weight=110, urgency=4,
+    incremental=True" (a dict as Python writes it), and the detail repeated its kind
+    ("priority: priority …"): now "exclusive, depends on 0, weight 110, urgency 4, incremental"."""
+    from wirefall.analyzer.waterfall import priority_text
+
+    assert priority_text({"exclusive": True, "depends_on": 0, "weight": 110, "urgency": 4, "incremental": True}) == \
+        "exclusive, depends on 0, weight 110, urgency 4, incremental"
+    assert priority_text({"exclusive": False, "depends_on": 3, "weight": 16}) == "depends on 3, weight 16"
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "wirefall", "requests", "sample_captures/page/page-h2.pcapng", "--keylog",
+                        "sample_captures/page/page-h2.keys", "--detail", "1"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    markers = r.stdout.split("\nMarkers\n", 1)[1].split("\n\n", 1)[0]  # (not the request's own priority header)
+    lines = [ln for ln in markers.splitlines() if ln.startswith("  priority: ")]
+    assert lines and all("=" not in ln and "priority: priority" not in ln and "weight " in ln for ln in lines), r.stdout[-1500:]

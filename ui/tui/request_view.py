@@ -99,7 +99,8 @@ def detail_text(d) -> Text:
     if d.markers:
         h("Markers")
         for mk in d.markers:
-            t.append(P(f"  {mk.kind}: {mk.label}" + (f" (packet {mk.packet})" if mk.packet else "")) + "\n")
+            label = mk.label[len(mk.kind) + 1:] if mk.label.startswith(mk.kind + " ") else mk.label  # ("priority: priority …" said once)
+            t.append(P(f"  {mk.kind}: {label}" + (f" (packet {mk.packet})" if mk.packet else "")) + "\n")
     items = frame_items(d.frames, t0) or [(NO_FRAMES, DEFAULT_STYLE, None)]
     h(f"Frames of this {'stream' if d.stream_id is not None else 'exchange'} ({len(d.frames)})")
     for line, st, _ in items[:MAX_FRAME_LINES]:
