@@ -427,3 +427,15 @@ def test_priority_markers_read_as_words_not_python():
     markers = r.stdout.split("\nMarkers\n", 1)[1].split("\n\n", 1)[0]  # (not the request's own priority header)
     lines = [ln for ln in markers.splitlines() if ln.startswith("  priority: ")]
     assert lines and all("=" not in ln and "priority: priority" not in ln and "weight " in ln for ln in lines), r.stdout[-1500:]
+
+
+def test_frame_lines_name_the_stream_once():
+    """"HEADERS[3]: POST /x stream 3": an HTTP/2 summary names its stream already."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "wirefall", "requests", "sample_captures/page/page-h2.pcapng", "--keylog",
+                        "sample_captures/page/page-h2.keys", "--detail", "3"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    frames = [ln for ln in r.stdout.split("\nFrames of this stream", 1)[1].splitlines() if "  #" in ln]
+    assert frames and all(re.search(r"\[(\d+)\].* stream \1  len", ln) is None for ln in frames), frames
+    assert any(re.search(r"HEADERS\[\d+\]", ln) for ln in frames)

@@ -34,8 +34,10 @@ def frame_items(frames, t0: float) -> list:
         st = Style(color="#87d7ff") if f.direction == 0 else Style(color="#ffd787")
         if f.error:
             st = ERROR_STYLE
-        sid = f" stream {f.stream_id}" if f.stream_id is not None else ""
-        line = f"{f.time - t0:10.6f}  #{f.packet:<7} {arrow} {f.protocol:<8} {frame_summary(f)}{sid}  len {f.length}" + (f"  [{fl}]" if fl else "")
+        summ = frame_summary(f)
+        # (the stream said once: an HTTP/2 or SPDY summary names it already, "HEADERS[3]: …")
+        sid = f" stream {f.stream_id}" if f.stream_id is not None and f"[{f.stream_id}]" not in summ else ""
+        line = f"{f.time - t0:10.6f}  #{f.packet:<7} {arrow} {f.protocol:<8} {summ}{sid}  len {f.length}" + (f"  [{fl}]" if fl else "")
         if f.error:
             line += f"  ERROR: {f.error}"
         items.append((printable(line), st, f.packet))
