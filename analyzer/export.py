@@ -173,6 +173,17 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
     from .waterfall import phase_totals
 
     tot = phase_totals(row)
+    # a wait inside the handshake (the client's pause between the TCP handshake and its
+    # ClientHello: a "blocked" phase of the waterfall there) is the connection's set-up time: HAR
+    # viewers draw blocked before dns and connect, so it goes to connect, not blocked
+    hs = [(a, b) for n, a, b in row.phases if n in ("connect", "tls")]
+    inside = 0
+    if hs:
+        lo, hi = min(a for a, _ in hs), max(b for _, b in hs)
+        inside = sum(round(b * 1e6) - round(a * 1e6) for n, a, b in row.phases if n == "blocked" and lo <= a and b <= hi)
+    if inside:
+        tot["blocked"] -= inside
+        tot["connect"] = (tot["connect"] or 0) + inside
     ms = lambda n: -1.0 if tot[n] is None else tot[n] / 1000.0
     t = {"blocked": ms("blocked"), "dns": ms("dns"), "connect": -1.0, "send": max(ms("send"), 0.0),
          "wait": max(ms("wait"), 0.0), "receive": max(ms("receive"), 0.0), "ssl": ms("tls")}
