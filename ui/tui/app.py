@@ -878,8 +878,13 @@ class WirefallApp(PacketHabits, App):
 
     @on(PacketList.ColumnsChanged)
     def _packet_columns(self) -> None:
-        if self.an is not None:
-            self._redraw_packets(self.query_one(PacketList))
+        if self.an is None:
+            return
+        try:
+            pl = self.query_one(PacketList)
+        except NoMatches:  # (queued by a resize while the load's error screen replaced the list, or at shutdown)
+            return
+        self._redraw_packets(pl)
 
     def on_resize(self) -> None:
         if self.wf is not None:
