@@ -180,7 +180,7 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
     inside = 0
     if hs:
         lo, hi = min(a for a, _ in hs), max(b for _, b in hs)
-        inside = sum(round(b * 1e6) - round(a * 1e6) for n, a, b in row.phases if n == "blocked" and lo <= a and b <= hi)
+        inside = phase_totals([p for p in row.phases if p[0] == "blocked" and lo <= p[1] and p[2] <= hi])["blocked"] or 0
     if inside:
         tot["blocked"] -= inside
         tot["connect"] = (tot["connect"] or 0) + inside

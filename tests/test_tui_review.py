@@ -18,6 +18,13 @@ def _h2() -> tuple[str, list[str]]:
     return str(PAGE / "page-h2.pcapng"), [str(PAGE / "page-h2.keys")]
 
 
+async def _waterfall_tab(pilot, app) -> None:
+    """The capture loaded, the waterfall tab shown."""
+    await wait_loaded(pilot, app, must_load=True)
+    await pilot.press("2")
+    await pilot.pause(0.2)
+
+
 def _ticks(axis: str) -> list[str]:
     return re.findall(r"┊(\S+)", axis)
 
@@ -28,9 +35,7 @@ async def test_waterfall_axis_follows_a_terminal_resize():
     label, "0ms", over a 140-column bar) until a zoom key redrew it."""
     app = WirefallApp(*_h2())
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_loaded(pilot, app, must_load=True)
-        await pilot.press("2")
-        await pilot.pause(0.2)
+        await _waterfall_tab(pilot, app)
         narrow = _ticks(str(app.query_one("#wf-axis").render()))
         await pilot.resize_terminal(200, 50)
         await pilot.pause(0.3)
@@ -47,9 +52,7 @@ async def test_waterfall_axis_labels_read_alike():
     steps missed a whole ms by 1e-14 and got a decimal its neighbours lack."""
     app = WirefallApp(*_h2())
     async with app.run_test(size=(200, 50)) as pilot:
-        await wait_loaded(pilot, app, must_load=True)
-        await pilot.press("2")
-        await pilot.pause(0.2)
+        await _waterfall_tab(pilot, app)
         ticks = _ticks(str(app.query_one("#wf-axis").render()))
         assert len(ticks) >= 4
         assert all(re.fullmatch(r"\d+ms", t) for t in ticks), ticks
@@ -75,9 +78,7 @@ async def test_waterfall_legend_names_every_glyph_on_screen():
 
     app = WirefallApp(*_h2())
     async with app.run_test(size=(200, 50)) as pilot:
-        await wait_loaded(pilot, app, must_load=True)
-        await pilot.press("2")
-        await pilot.pause(0.2)
+        await _waterfall_tab(pilot, app)
         leg = app.query_one("#wf-legend")
         shown = "".join(leg.render_line(y).text for y in range(leg.size.height))
         for k in GLYPH_KINDS:
@@ -95,9 +96,7 @@ async def test_waterfall_number_is_the_request_id_whatever_the_order():
 
     app = WirefallApp(str(PAGE / "page-h1.pcapng"), [str(PAGE / "page-h1.keys")])
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_loaded(pilot, app, must_load=True)
-        await pilot.press("2")
-        await pilot.pause(0.2)
+        await _waterfall_tab(pilot, app)
         wv = app.query_one(WaterfallView)
         urls = {r.exchange: r.url for r in wv.rows}
         for keys in (["s"], ["c"], ["H"]):  # by duration; grouped by connection; by host

@@ -45,9 +45,14 @@ def frames_present(name: str, match: Callable[[Any], bool], desc: str, type_: st
     return Field(name, type_, get, desc, frame=frame, **kw)
 
 
-def label(name: str, match: Callable[[Any], bool], fn: Callable[[Any, Any], bool], desc: str) -> Field:
+def label(name: str, match: Callable[[Any], bool], fn: Callable[[Any, Any], bool], desc: str, **kw) -> Field:
     """An FT_NONE field: present on frames ``match`` accepts where ``fn(frame, ctx)``."""
-    return frame_field(name, NONE, match, lambda fr, ctx: [True] if fn(fr, ctx) else [], desc)
+    return frame_field(name, NONE, match, lambda fr, ctx: [True] if fn(fr, ctx) else [], desc, **kw)
+
+
+def fields_value(key: str) -> Callable[[Any, Any], list]:
+    """A frame field's extractor: the dissector's ``fields[key]``, where it is set."""
+    return lambda fr, ctx: [v] if (v := (fr.fields or {}).get(key)) is not None else []
 
 
 def header_values(headers, name: str) -> list[str]:
@@ -79,13 +84,10 @@ class header_family:
         self.proto, self.match, self.note, self.since = proto, match, note, since
 
     def generic(self) -> list[Field]:
-        p, m, note = self.proto, self.match, self.note
-        has = frame_field(f"{p}.header", NONE, m, lambda fr, ctx: [True] if fr.headers else [], "a decoded header field", note=note, since=self.since)
-        return [has,
-                frame_field(f"{p}.header.name", STRING, m, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name", note=note,
-                            since=self.since),
-                frame_field(f"{p}.header.value", STRING, m, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value",
-                            note=note, since=self.since)]
+        p, m, kw = self.proto, self.match, {"note": self.note, "since": self.since}
+        return [label(f"{p}.header", m, lambda fr, ctx: bool(fr.headers), "a decoded header field", **kw),
+                frame_field(f"{p}.header.name", STRING, m, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name", **kw),
+                frame_field(f"{p}.header.value", STRING, m, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value", **kw)]
 
     def named(self) -> list[Field]:
         return [self._field(s) for s in NAMED_HEADERS]
@@ -102,7 +104,6 @@ class header_family:
         if suffix in NUMERIC_HEADERS:
             def fn(fr, ctx):
                 return [v for v in (to_int(x) for x in header_values(fr.headers, name)) if v is not None]
-            return frame_field(fname, UINT, self.match, fn, f"decoded header {name} (as a number)", note=self.note,
-                               since=self.since)
+            return frame_field(fname, UINT, self.match, fn, f"decoded header {name} (as a number)", note=self.note, since=self.since)
         return frame_field(fname, STRING, self.match, lambda fr, ctx: header_values(fr.headers, name), f"decoded header {name}",
                            note=self.note, since=self.since)

@@ -33,11 +33,16 @@ def _answers(rtype: str, conv):
     return fn
 
 
-def _qtype(fr, ctx):
-    t = _fl(fr).get("qtype")
+def _type_code(t) -> int | None:
+    """A record type's number from the dissector's name ("AAAA", or "TYPE65" for one it lacks)."""
     c = TYPE_CODES.get(t) if t is not None else None
     if c is None and isinstance(t, str) and t.startswith("TYPE") and t[4:].isdigit():
         c = int(t[4:])
+    return c
+
+
+def _qtype(fr, ctx):
+    c = _type_code(_fl(fr).get("qtype"))
     return [c] if c is not None else []
 
 
@@ -75,15 +80,7 @@ def _ttl(fr, ctx):
 
 
 def _rtype(fr, ctx):
-    out = []
-    for a in _fl(fr).get("answers") or ():
-        if len(a) >= 2:
-            c = TYPE_CODES.get(a[1])
-            if c is None and isinstance(a[1], str) and a[1].startswith("TYPE") and a[1][4:].isdigit():
-                c = int(a[1][4:])
-            if c is not None:
-                out.append(c)
-    return out
+    return [c for a in _fl(fr).get("answers") or () if len(a) >= 2 and (c := _type_code(a[1])) is not None]
 
 
 PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, "a DNS message"), [

@@ -7,7 +7,7 @@ import re
 
 from wirefall.dissectors.http2 import ERROR_NAMES, FRAME_NAMES, SETTINGS_NAMES
 
-from ._util import frame_field as F, frames_present, header_family, label
+from ._util import fields_value, frame_field as F, frames_present, header_family, label
 from .types import BOOL, BYTES, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
@@ -38,14 +38,9 @@ def _flag(name: str, bit: int, types: frozenset[str], desc: str) -> Field:
     return F(f"http2.flags.{name}", BOOL, _is_h2, lambda fr, ctx: [1 if fr.flags & bit else 0] if fr.type in types else [], desc)
 
 
-def _of(ftype: str, key: str):
-    """The dissector's ``fields[key]`` of ``ftype`` frames."""
-    def fn(fr, ctx):
-        if fr.type != ftype:
-            return []
-        v = (fr.fields or {}).get(key)
-        return [v] if v is not None else []
-    return fn
+def _of_type(ftype: str):
+    """HTTP/2 frames of one type (the frames a type's own fields are read from)."""
+    return lambda fr: _is_h2(fr) and fr.type == ftype
 
 
 _SETTING_IDS = {v: k for k, v in SETTINGS_NAMES.items()}
@@ -95,12 +90,12 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     _flag("priority", 0x20, frozenset({"HEADERS"}), "PRIORITY (HEADERS)"),
     _flag("ack.settings", 0x1, frozenset({"SETTINGS"}), "ACK (SETTINGS)"),
     _flag("ack.ping", 0x1, frozenset({"PING"}), "ACK (PING)"),
-    F("http2.rst_stream.error", UINT, _is_h2, _of("RST_STREAM", "error_code"),
+    F("http2.rst_stream.error", UINT, _of_type("RST_STREAM"), fields_value("error_code"),
       "RST_STREAM error code (names work too: http2.rst_stream.error == CANCEL)", names=_ERRORS),
-    F("http2.goaway.error", UINT, _is_h2, _of("GOAWAY", "error_code"), "GOAWAY error code (names work too)", names=_ERRORS),
-    F("http2.goaway.last_stream_id", UINT, _is_h2, _of("GOAWAY", "last_stream_id"), "GOAWAY last stream identifier"),
-    F("http2.window_update.window_size_increment", UINT, _is_h2, _of("WINDOW_UPDATE", "increment"), "WINDOW_UPDATE increment"),
-    F("http2.push_promise.promised_stream_id", UINT, _is_h2, _of("PUSH_PROMISE", "promised_stream_id"), "PUSH_PROMISE promised stream"),
+    F("http2.goaway.error", UINT, _of_type("GOAWAY"), fields_value("error_code"), "GOAWAY error code (names work too)", names=_ERRORS),
+    F("http2.goaway.last_stream_id", UINT, _of_type("GOAWAY"), fields_value("last_stream_id"), "GOAWAY last stream identifier"),
+    F("http2.window_update.window_size_increment", UINT, _of_type("WINDOW_UPDATE"), fields_value("increment"), "WINDOW_UPDATE increment"),
+    F("http2.push_promise.promised_stream_id", UINT, _of_type("PUSH_PROMISE"), fields_value("promised_stream_id"), "PUSH_PROMISE promised stream"),
     F("http2.ping", BYTES, _is_h2, _ping, "PING opaque data (8 bytes)"),
     label("http2.settings", _is_h2, lambda fr, ctx: bool(_settings(fr, ctx)), "a SETTINGS frame with settings in it"),
     F("http2.settings.id", UINT, _is_h2, lambda fr, ctx: [i for i in map(_setting_id, _settings(fr, ctx)) if i is not None],

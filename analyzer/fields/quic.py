@@ -7,7 +7,7 @@ from wirefall's ``quic`` frames, so they exist only where the packet was decrypt
 tshark)."""
 from __future__ import annotations
 
-from ._util import frame_field as F, packet_field as P
+from ._util import fields_value, frame_field as F, packet_field as P
 from .types import BOOL, BYTES, PROTO_OPAQUE, UINT, Field, Protocol
 
 V2 = 0x6B3343CF
@@ -202,10 +202,6 @@ def _frames_of(*types: str):
     return lambda fr: fr.protocol == "quic" and fr.type in ts
 
 
-def _fv(key: str):
-    return lambda fr, ctx: [v] if (v := (fr.fields or {}).get(key)) is not None else []
-
-
 def _stream_bit(bit: int, value=None):
     """A STREAM frame's type bit (0x04 OFF, 0x02 LEN, 0x01 FIN) as a flag, or, with ``value``,
     the field that bit says is present (offset, length), as tshark shows them."""
@@ -245,9 +241,9 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
     F("quic.stream.offset", UINT, _STREAM, _stream_bit(0x04, lambda fr: [(fr.fields or {}).get("offset", 0)]),
       "STREAM frame's offset (where the OFF bit is set)"),
     F("quic.stream.length", UINT, _STREAM, _stream_bit(0x02, lambda fr: [fr.length]), "STREAM frame's data length (where the LEN bit is set)"),
-    F("quic.crypto.offset", UINT, _frames_of("CRYPTO"), _fv("offset"), "CRYPTO frame's offset"),
+    F("quic.crypto.offset", UINT, _frames_of("CRYPTO"), fields_value("offset"), "CRYPTO frame's offset"),
     F("quic.crypto.length", UINT, _frames_of("CRYPTO"), lambda fr, ctx: [fr.length], "CRYPTO frame's data length"),
-    F("quic.ack.largest_acknowledged", UINT, _ACK, _fv("largest_acknowledged"), "ACK frame's largest acknowledged packet number"),
-    F("quic.ack.ack_delay", UINT, _ACK, _fv("ack_delay"), "ACK frame's ACK Delay as sent (before the ack_delay_exponent scaling)"),
-    F("quic.ack.ack_range_count", UINT, _ACK, _fv("ack_range_count"), "ACK frame's ACK Range Count"),
+    F("quic.ack.largest_acknowledged", UINT, _ACK, fields_value("largest_acknowledged"), "ACK frame's largest acknowledged packet number"),
+    F("quic.ack.ack_delay", UINT, _ACK, fields_value("ack_delay"), "ACK frame's ACK Delay as sent (before the ack_delay_exponent scaling)"),
+    F("quic.ack.ack_range_count", UINT, _ACK, fields_value("ack_range_count"), "ACK frame's ACK Range Count"),
 ])

@@ -113,7 +113,7 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
                     out.append((2, parse_server_hello(body)))
     want = 1 if fr.direction == 0 else 2  # (QUIC: the client's Initial CRYPTO data begins with its ClientHello, the server's with its ServerHello)
     if not out and ctx is not None and not _is_record(fr) and want in codes:
-        h = _quic_hello(fr, ctx)
+        h = _quic_hello(fr, ctx, want)
         if h is not None:
             out.append((want, h))
             codes = [c for c in codes if c != want]
@@ -139,10 +139,10 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
 MAX_CRYPTO_SCAN = 8  # Initial packets read again for one ClientHello
 
 
-def _quic_hello(fr, ctx) -> dict | None:
-    """The ClientHello (client) or ServerHello (server) a QUIC connection's Initial CRYPTO
-    frames carry in ``fr``'s direction, decrypted again from the packets the message spans
-    (analyzer.detail.decrypted_quic)."""
+def _quic_hello(fr, ctx, want: int) -> dict | None:
+    """The ClientHello (``want`` 1, the client's) or ServerHello (2, the server's) a QUIC
+    connection's Initial CRYPTO frames carry in ``fr``'s direction, decrypted again from the
+    packets the message spans (analyzer.detail.decrypted_quic)."""
     from wirefall.analyzer.detail import decrypted_quic
     from wirefall.dissectors.tls import parse_client_hello, parse_server_hello
     from .quic import _varint
@@ -176,7 +176,6 @@ def _quic_hello(fr, ctx) -> dict | None:
         if not c:
             break
         buf += c
-    want = 1 if fr.direction == 0 else 2
     if len(buf) < 4 or buf[0] != want:
         return None
     ln = int.from_bytes(buf[1:4], "big")
