@@ -97,10 +97,13 @@ def fit_address_width(want: int, width: int, time_format: str = "relative") -> i
 
 
 def _address_cell(text: str, width: int) -> str:
-    """An address in its column, elided in the middle where it is wider (as the figures elide)."""
-    from wirefall.ui.waterfall_layout import elide
-
-    return elide(text, width, (width - 1) // 2).ljust(width)
+    """An address in its column, elided in the middle where it is wider.  (Not
+    ``waterfall_layout.elide``: importing it loads the waterfall model, ~20 ms on the packet
+    list's first row, which the TUI's first screen is timed by.)"""
+    if len(text) <= width:
+        return text.ljust(width)
+    a = (width - 1) // 2
+    return text[:a] + "…" + text[len(text) - (width - 1 - a):]
 
 
 TIME_TITLES = {"relative": "Time", "absolute": "Time (UTC)", "delta": "Delta time", "reference": "Ref time"}
