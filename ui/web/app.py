@@ -1106,7 +1106,7 @@ def layout(state: WebState):
         ]),
         dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
         dcc.Store(id="version", data=version), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
-        dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"),
+        dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"), dcc.Store(id="packets-asked"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
@@ -1420,20 +1420,39 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),
                  prevent_initial_call=True)(bind(cb_packet_rows))
     # what the rows show changed: the grid asks again for the rows it holds (a new filter or
-    # capture: from the top); AG Grid keeps its scroll position and selection
+    # capture: from the top); AG Grid keeps its scroll position and selection.  The same capture
+    # and filter set again is no change: the address's answer (cb_url_in) re-sets the capture
+    # the layout already chose, and on a busy server it came after the person had scrolled (a
+    # Ctrl-End thrown back to the top, tests/test_web_grid.py in CI).  The grid remembers what
+    # it was last told to show (a grid made anew, the tab shown again, asks for its rows itself).
     app.clientside_callback(
         """function(cid, expr, fmt, marks, refs, goto) {
             var t = (window.dash_clientside.callback_context.triggered || []).map(function (x) { return x.prop_id; }).join(' ');
             try {
-                var api = window.dash_ag_grid.getApi('packets');
-                if (/capture|packet-filter/.test(t)) { api.purgeInfiniteCache(); api.ensureIndexVisible(0, 'top'); }
-                else { api.refreshInfiniteCache(); }
+                var api = window.dash_ag_grid.getApi('packets'), shows = JSON.stringify([cid, expr || '']);
+                var fresh = /capture|packet-filter/.test(t) && api.wirefallShows !== shows;
+                api.wirefallShows = shows;
+                if (fresh) { api.purgeInfiniteCache(); api.ensureIndexVisible(0, 'top'); }
+                else if (/time-format|marks|timerefs|packet-goto/.test(t)) { api.refreshInfiniteCache(); }
             } catch (e) { /* the Packets tab is not shown: the grid asks for its rows when it is */ }
             return t;
         }""",
         Output("packets-refresh", "data"),
         Input("capture", "value"), Input("packet-filter", "value"), Input("time-format", "value"), Input("marks", "data"),
         Input("timerefs", "data"), Input("packet-goto", "value"), prevent_initial_call=True,
+    )
+    # the grid's first request is asked with the capture and filter it then shows: what the
+    # refresh above compares with (a grid just made has been told nothing yet)
+    app.clientside_callback(
+        """function(req, cid, expr) {
+            try {
+                var api = window.dash_ag_grid.getApi('packets');
+                if (api.wirefallShows === undefined) { api.wirefallShows = JSON.stringify([cid, expr || '']); }
+            } catch (e) { /* not shown */ }
+            return window.dash_clientside.no_update;
+        }""",
+        Output("packets-asked", "data"), Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
+        prevent_initial_call=True,
     )
     app.callback(Output("goto-pos", "data"), Input("packet-goto", "value"), Input("tabs", "value"), State("capture", "value"),
                  State("packet-filter", "value"), State("packets", "getRowsRequest"), State("time-format", "value"),
