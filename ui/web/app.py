@@ -100,6 +100,20 @@ document.addEventListener('keydown', function (ev) {
     document.getElementById(down ? 'wf-next' : 'wf-prev').click();
     if (down) { pager.scrollIntoView({block: 'start'}); }
 });
+// the waterfall's own x-range events, kept for XRANGE_JS: a zoom and the detail panel's resize
+// in one task reach its relayoutData as the resize alone; the zoom seen here is taken for it.
+// Watched from the graph's first drawing (WATERFALL_RESIZE), not from XRANGE_JS's first call:
+// when that first call was the merged event, the zoom was lost (the live test, 1 CI run in 4)
+window.wirefallWatchZoom = function (gd) {
+    if (!gd || !gd.on || gd._wfZoomSeen) { return; }
+    gd._wfZoomSeen = true;
+    gd.on('plotly_relayout', function (d) {
+        if (d['xaxis.autorange']) { gd._wfZoom = {range: null}; }
+        else if ('xaxis.range[0]' in d && 'xaxis.range[1]' in d) {
+            gd._wfZoom = {range: [Number(d['xaxis.range[0]']), Number(d['xaxis.range[1]'])]};
+        } else if (Array.isArray(d['xaxis.range'])) { gd._wfZoom = {range: d['xaxis.range'].slice(0, 2).map(Number)}; }
+    });
+};
 document.addEventListener('keydown', function (ev) {
     if (ev.ctrlKey && !ev.altKey && !ev.shiftKey && !ev.metaKey && (ev.key === 'm' || ev.key === 'M')) {
         var b = document.getElementById('btn-mark');
@@ -128,6 +142,19 @@ WATERFALL_RESIZE = """
             }
             return resize.apply(this, arguments);
         };
+        // the waterfall's zoom is watched from its first drawing (wirefallWatchZoom, PAGE_JS)
+        ['react', 'newPlot'].forEach(function (name) {
+            var f = P[name];
+            if (typeof f !== 'function') { return; }
+            P[name] = function (gd) {
+                var out = f.apply(this, arguments);
+                var el = typeof gd === 'string' ? document.getElementById(gd) : gd;
+                if (el && el.closest && el.closest('#waterfall')) {
+                    Promise.resolve(out).then(function () { window.wirefallWatchZoom(el); }, function () {});
+                }
+                return out;
+            };
+        });
         P.Plots._wirefall = true;
         return true;
     }
@@ -567,7 +594,7 @@ def cb_wf(state: WebState, first, prev, next_, last, row, cid, version, protocol
 # relayoutData (each event of its own task: a drag, a ResizeObserver's resize) runs the function
 # in order, with nothing to drop; an event without the time axis (autosize, the y axis) keeps
 # the zoom stored.  (Two relayouts within one task reach it as one, the last: a zoom among them
-# is taken from what the graph's own listener saw, below.)
+# is taken from what the graph's own listener saw, wirefallWatchZoom in PAGE_JS.)
 # The stored value is ``{capture, range}``; range null after a reset (the person's "no zoom",
 # which the address's zoom does not replace).
 XRANGE_JS = """function(relayout, prev, cid) {
@@ -576,15 +603,7 @@ XRANGE_JS = """function(relayout, prev, cid) {
     // resize in one task reach this function as the resize alone (the graph held the zoom, the
     // address never got it); the zoom seen since the last call is taken for such an event.
     var gd = document.querySelector('#waterfall .js-plotly-plot'), seen;
-    if (gd && gd.on && !gd._wfZoomSeen) {
-        gd._wfZoomSeen = true;
-        gd.on('plotly_relayout', function (d) {
-            if (d['xaxis.autorange']) { gd._wfZoom = {range: null}; }
-            else if ('xaxis.range[0]' in d && 'xaxis.range[1]' in d) {
-                gd._wfZoom = {range: [Number(d['xaxis.range[0]']), Number(d['xaxis.range[1]'])]};
-            } else if (Array.isArray(d['xaxis.range'])) { gd._wfZoom = {range: d['xaxis.range'].slice(0, 2).map(Number)}; }
-        });
-    }
+    window.wirefallWatchZoom(gd);  // (watched since its first drawing: this is for a graph drawn before the patch)
     if (gd) { seen = gd._wfZoom; gd._wfZoom = undefined; }
     if (!relayout) { return nu; }
     var before = null;
