@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
+from wirefall.dissectors.registry import over_quic
 
 from .model import Analysis, Connection, Exchange, NoteKind, notes_of
 from .keylog import BUDGET_WARNING
@@ -237,7 +238,7 @@ def _joined_midway(c: Connection) -> str | None:
         return None
     if c.transport == "tcp":
         return "no SYN seen"
-    if c.quic is not None or (c.protocol or "") in ("h3", "h3-29", "quic", "gquic"):
+    if c.quic is not None or over_quic(c.protocol):
         return "no QUIC handshake seen"
     return None
 

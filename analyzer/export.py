@@ -32,11 +32,12 @@ import tempfile
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from wirefall.dissectors.registry import find, over_quic
+
 from .model import Analysis, Exchange
 
 FORMATS = ("png", "svg", "html", "har", "json", "qlog")
 SENSITIVE = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
-QUIC_PROTOCOLS = ("h3", "h3-29", "quic")
 HTTP_VERSION = {"http/1.0": "HTTP/1.0", "http/1.1": "HTTP/1.1", "h2": "h2", "h2c": "h2c", "spdy/2": "spdy/2",
                 "spdy/3": "spdy/3", "spdy/3.1": "spdy/3.1", "h3": "h3", "h3-29": "h3-29"}
 
@@ -463,10 +464,11 @@ def qlog(an: Analysis) -> dict[str, Any]:
     traces = []
     h3_frames: dict[int, list] = {}
     for f in an.frames:
-        if f.protocol in ("h3", "h3-29"):
+        d = find(f.protocol)
+        if d is not None and d.name == "http3":
             h3_frames.setdefault(f.connection, []).append(f)
     for c in an.connections:
-        if c.transport != "udp" or not (c.quic is not None or c.protocol in QUIC_PROTOCOLS or c.protocol is None):
+        if c.transport != "udp" or not (c.quic is not None or c.protocol is None or (over_quic(c.protocol) and c.protocol != "gquic")):
             continue  # (gQUIC has no qlog schema; DNS and other UDP are not QUIC)
         ref = c.start * 1000.0
         events: list[dict] = []

@@ -436,7 +436,9 @@ def _table(title: str, headers: list[str], rows: list[list[str]], right: set[int
 def _tls_pair(b: Block, protocol: str | None) -> str:
     """The TLS-overhead cell: "-" on QUIC (its packet protection is not TLS records and is not
     counted; 0 there would read as none)."""
-    return "-" if (protocol or "").startswith(("h3", "quic", "gquic")) else _pair(b.tls_record_overhead)
+    from wirefall.dissectors.registry import over_quic
+
+    return "-" if over_quic(protocol) else _pair(b.tls_record_overhead)
 
 
 def render_text(st: Stats) -> str:

@@ -1291,7 +1291,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
                 continue
             if f.type == "STREAM" and f.protocol == "quic":  # (an HTTP/3 DATA frame spans many)
                 data.setdefault((cid, f.stream_id), []).append(f.packet)
-            elif f.type == "DATA" and f.protocol not in ("h3", "h3-29"):
+            elif f.type == "DATA" and not f.protocol.startswith("h3"):  # (HTTP/3 of any draft: its STREAM frames, above)
                 carried: list[int] = []
                 if f.offset >= 0:
                     if carriers is None:

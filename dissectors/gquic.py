@@ -28,7 +28,7 @@ MESSAGE_TAGS = {"CHLO", "REJ", "SHLO", "SREJ", "SCUP", "PRST"}
 
 DESCRIPTOR = ProtocolDescriptor(  # frames: "PACKET" / "PUBLIC_RESET" per packet, then its handshake message tags
     name="gquic", display="GQUIC", protocols=("gquic",), fields_module=None,  # (no gquic.* filter fields yet)
-    long_name="GQUIC (Google QUIC)", column_rank=2,
+    long_name="GQUIC (Google QUIC)", column_rank=2, over_quic=True,
     oracle=OracleSpec(layer="gquic", fields={"stream_id": "gquic.stream_id"}),
 )
 

@@ -94,6 +94,8 @@ def _descriptor() -> None:
         name="http3",
         display="HTTP3",
         protocols=("h3", "h3-29"),
+        draft_prefix="h3-",  # (any draft's ALPN: the connection keeps the one negotiated)
+        over_quic=True,
         frame_types=ft,
         type_names=FRAME_TYPES,
         kinds=FrameKinds(

@@ -94,6 +94,7 @@ def _descriptor() -> None:
         name="quic",
         display="QUIC",
         protocols=("quic",),
+        over_quic=True,
         frame_types=ft,
         type_names=FRAME_NAMES,
         kinds=FrameKinds(

@@ -134,13 +134,19 @@ class ProtocolDescriptor:
     # the SETTINGS id of the initial stream window (HTTP/2 4, SPDY 7).
     flow_control: Mapping[str, str] = field(default_factory=dict)
     initial_window_setting: int | None = None
+    # carried in QUIC packets (IETF QUIC, HTTP/3, Google QUIC): no TCP handshake, no TLS records,
+    # UDP datagrams (``over_quic``)
+    over_quic: bool = False
+    # protocol values claimed by prefix beyond ``protocols``: HTTP/3's drafts ("h3-32"), which the
+    # connection takes from the negotiated ALPN as it is
+    draft_prefix: str | None = None
 
     # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
     def __init__(self, name: str, display: str, protocols: tuple[str, ...], frame_types: type[IntEnum] | None = None,
                  type_names: Mapping[int, str] = FACTORY, flags: Mapping[str, tuple[tuple[int, str], ...]] = FACTORY,
                  kinds: FrameKinds = NO_KINDS, fields_module: str | None = None, oracle: OracleSpec | None = None, long_name: str | None = None, column_rank: int = 3,
                  frame_header: int = 0, hooks_module: str | None = None, flow_control: Mapping[str, str] = FACTORY,
-                 initial_window_setting: int | None = None) -> None:
+                 initial_window_setting: int | None = None, over_quic: bool = False, draft_prefix: str | None = None) -> None:
         self.name = name
         self.display = display
         self.protocols = protocols
@@ -156,6 +162,8 @@ class ProtocolDescriptor:
         self.hooks_module = hooks_module
         self.flow_control = {} if flow_control is FACTORY else flow_control
         self.initial_window_setting = initial_window_setting
+        self.over_quic = over_quic
+        self.draft_prefix = draft_prefix
 
     def type_code(self, type_name: str) -> int | None:
         """The wire number of a ``Frame.type`` name (the lowest, for names several numbers share)."""
@@ -223,6 +231,9 @@ def descriptor(name: str) -> ProtocolDescriptor:
     for d in reg.values():
         if name in d.protocols:
             return d
+    for d in reg.values():
+        if d.draft_prefix and name.startswith(d.draft_prefix):
+            return d
     raise KeyError(name)
 
 
@@ -241,6 +252,14 @@ def find(name: str) -> ProtocolDescriptor | None:
             _FIND_CACHE.clear()
         _FIND_CACHE[key] = got
     return got  # type: ignore[return-value]
+
+
+def over_quic(protocol: str | None) -> bool:
+    """Whether a ``Connection.protocol`` / ``Frame.protocol`` value is carried by QUIC (IETF
+    QUIC, HTTP/3 of any draft, Google QUIC): the one answer to "is this QUIC" (the statistics'
+    TLS overhead, the completeness reasons, the qlog export and the browser logs ask it)."""
+    d = find(protocol) if protocol else None
+    return d is not None and d.over_quic
 
 
 def version() -> int:

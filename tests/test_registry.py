@@ -85,6 +85,19 @@ def test_every_decoded_protocol_has_a_descriptor():
     assert app == {d.display for d in REGISTRY.values()}
 
 
+def test_one_answer_to_is_this_quic():
+    """Which protocols QUIC carries is the registry's answer (the statistics, the completeness
+    reasons, the qlog export and the browser logs each kept a list of their own, and HTTP/3's
+    later drafts were missing from some); an HTTP/3 draft's ALPN resolves to HTTP/3."""
+    from wirefall.dissectors.registry import over_quic
+
+    quic = {p for p in ("h3", "h3-29", "h3-32", "quic", "gquic", "h2", "h2c", "http/1.1", "spdy/3.1", "tls", "dns") if over_quic(p)}
+    assert quic == {"h3", "h3-29", "h3-32", "quic", "gquic"}
+    assert descriptor("h3-32") is REGISTRY["http3"] and not over_quic(None) and not over_quic("")
+    with pytest.raises(KeyError):
+        descriptor("h2-32")  # (a prefix claims drafts of its own protocol only)
+
+
 CAPTURES = [
     ("page/page-h3.pcapng", "page/page-h3.keys"),
     ("spdy/spdy2-plain.pcap", None),

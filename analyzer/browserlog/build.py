@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from wirefall.dissectors.registry import over_quic
+
 from ..model import Analysis, Connection, Exchange, PacketIndex, QuicInfo, TlsInfo
 from .records import BrowserLog, LogConnection, LogRequest
 
@@ -84,7 +86,7 @@ def to_analysis(log: BrowserLog) -> Analysis:
             conn = cid[r.connection]
         else:  # a request the log ties to no connection: one of its own, endpoints unknown
             conn = len(an.connections)
-            c = Connection(conn, "udp" if r.protocol in ("h3", "h3-29") else "tcp", UNKNOWN_ADDR, UNKNOWN_ADDR, protocol=r.protocol)
+            c = Connection(conn, "udp" if over_quic(r.protocol) else "tcp", UNKNOWN_ADDR, UNKNOWN_ADDR, protocol=r.protocol)
             an.connections.append(c)
             model_conns[conn] = c
         e = exchange(n, conn, r, log)

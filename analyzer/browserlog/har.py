@@ -21,6 +21,8 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from wirefall.dissectors.registry import over_quic
+
 from .detect import BrowserLogError, read_text
 from .records import (BrowserLog, obj, LogConnection, LogRequest, integer, nonneg, protocol_name, sane_epoch,
                       strip_brackets, text)
@@ -241,10 +243,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | Non
     else:
         sid = integer(en.get("_http2_stream_id")) if en.get("_http2_stream_id") not in (None, 0, "0") else None
         r.stream_id = sid
-    if r.protocol in ("h3", "h3-29", "quic", "gquic"):
-        transport = "udp"
-    else:
-        transport = "tcp"
+    transport = "udp" if over_quic(r.protocol) else "tcp"
     if ck is not None and r.sent:
         c = log.connections.get(ck)
         if c is None:
