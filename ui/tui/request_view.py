@@ -73,13 +73,18 @@ def detail_text(d) -> Text:
     if d.unknown:
         t.append(f"not in the capture: {', '.join(d.unknown)}\n", style="italic")
     h("Timing (ms since the first packet; packet numbers in brackets)")
-    for m in d.moments:
-        label = _MOMENT_LABELS.get(m.name, m.name)
-        t.append(f"  {label:<16}{(m.time - t0) * 1000:>12.3f} ms  [{m.packet}]\n" if m.time is not None else f"  {label:<16}{'-':>12}\n")
+    # the moments (times) and the phases (durations) in one pair of columns: the labels padded to
+    # the longest of both, the numbers right-aligned under one another
+    labels = [_MOMENT_LABELS.get(m.name, m.name) for m in d.moments]
+    w = max([len(x) for x in labels] + [len(p.label) for p in d.phases] + [16]) + 2
+    for label, m in zip(labels, d.moments):
+        t.append(f"  {label:<{w}}{(m.time - t0) * 1000:>12.3f} ms  [{m.packet}]\n" if m.time is not None else f"  {label:<{w}}{'-':>12}\n")
+    if d.phases:
+        t.append("  phases (durations, as DevTools' Timing)\n", style="italic")
     for p in d.phases:
-        t.append(f"  {p.label:<24}{p.duration * 1000:>10.3f} ms{_bounds(p)}\n", style=p.color or "")
+        t.append(f"  {p.label:<{w}}{p.duration * 1000:>12.3f} ms{_bounds(p)}\n", style=p.color or "")
     if d.duration is not None:
-        t.append(f"  {'total':<24}{d.duration * 1000:>10.3f} ms\n", style="bold")
+        t.append(f"  {'total':<{w}}{d.duration * 1000:>12.3f} ms\n", style="bold")
     t.append_text(browser_text(d.browser, t0, d.t0_is_first_packet))  # a browser log's times beside the wire's, fields by source
     s = d.sizes
     h("Sizes (bytes)")
