@@ -167,3 +167,25 @@ async def test_packet_list_keeps_protocol_and_info_on_80_columns():
         line = pl.line(21)[0]
         assert "2600:9000:215a:6200:7:49a5:5fd6:da1" in line and "…" not in line.split(" TLS", 1)[0]
         assert header.index("Protocol") == line.index("TLS")
+
+
+@sync
+async def test_waterfall_bars_keep_room_in_80_columns():
+    """In 80 columns the label column (number, glyphs, 34-character URL, an 8-column badge
+    for "h2", status) took 58 columns and left the bars 20; the URL now gives way so the bars
+    keep WaterfallView.BAR_MIN, the badge column is as wide as the widest badge, and every
+    row's label is as wide as the axis's; at 200 columns the URL gets what the badge left."""
+    app = WirefallApp(*_h2())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _waterfall_tab(pilot, app)
+        wv = app.query_one(WaterfallView)
+        labels = [wv.label_text(r) for r in wv.rows]
+        assert len({len(x) for x in labels}) == 1
+        assert wv.size.width - len(labels[0]) - 2 >= WaterfallView.BAR_MIN, (wv.size.width, labels[0])
+        assert all(re.search(r" h2 200 $", x) for x in labels), labels
+        assert wv.axis_text().index("┊") == len(labels[0]) + 1
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause(0.3)
+        wide = [wv.label_text(r) for r in wv.rows]
+        assert len(wide[0]) == 58  # (as wide as before: the six columns "h2" did not need went to the URL)
+        assert any("127.0.0.1:59833/data/config.json" in x for x in wide)

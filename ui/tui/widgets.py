@@ -858,6 +858,7 @@ class WaterfallView(LineList):
         if keep_view and t0 <= old[0] < old[1] <= t1:
             self.v0, self.v1 = old
         self.group_by = group_by
+        self.badge_w = min(max([len(r.badge) for r in rows] + [2]), 8)  # (the widest protocol badge shown: "h2" needs 2, not 8)
         self.glyph = {}
         if group_by in ("connection", "host"):
             key = (lambda r: r.connection) if group_by == "connection" else (lambda r: r.host)
@@ -880,9 +881,21 @@ class WaterfallView(LineList):
     def action_sort(self) -> None:
         self.post_message(self.SortCycled())
 
-    @property
-    def bar_width(self) -> int:
-        return max(self.size.width - self.LABEL - 8 - 5 - 2, 10)
+    BAR_MIN = 38  # columns the bars keep on a narrow terminal (the URL gives way, down to URL_MIN)
+    URL_MIN = 14
+
+    def url_chars(self, grouped: bool) -> int:
+        """The method and host…path width: 34 (29 grouped) and what a narrow badge column leaves;
+        on a terminal under ~100 columns less, so the bars keep BAR_MIN columns (at 80, they
+        had 20 of them beside a 58-column label)."""
+        from wirefall.ui.waterfall_layout import GLYPH_KINDS
+
+        bw = getattr(self, "badge_w", 8)
+        n = self.LABEL - (15 if grouped else 10) + 8 - bw
+        width = self.size.width
+        if width:  # (the rest of the label: number, glyphs, badge, status and their spaces; "│" either side of the bars)
+            n = min(n, width - (4 + 1 + len(GLYPH_KINDS) + 1 + 1 + bw + 4 + 1 + (5 if grouped else 0)) - self.BAR_MIN - 2)
+        return max(n, self.URL_MIN)
 
     def label_text(self, r) -> str:
         """The request's id (as Wireshark's No., it stays with the request when the rows are
@@ -893,11 +906,12 @@ class WaterfallView(LineList):
         st = str(r.status) if r.status is not None else "-"
         g = self.glyph.get(r.exchange) if self.group_by else None
         meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
-        n = self.LABEL - (15 if g is not None else 10)
+        n = self.url_chars(g is not None)
+        bw = getattr(self, "badge_w", 8)
         what = printable((meth + " " if meth else "") + short_url(r.url, max(n - len(meth) - 1, 8)))
         if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter
-            return f"{g}{r.connection:>3} {r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
-        return f"{r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, 8, False)}{st:>4} "
+            return f"{g}{r.connection:>3} {r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, bw, False)}{st:>4} "
+        return f"{r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, bw, False)}{st:>4} "
 
     def line(self, i: int):
         r = self.rows[i]
