@@ -201,7 +201,7 @@ def _fmt(key: str, v) -> str:
 def render_text(res: dict[str, Any]) -> str:
     out = [f"A: {res['a']['file']} ({', '.join(res['a']['protocols']) or '-'})",
            f"B: {res['b']['file']} ({', '.join(res['b']['protocols']) or '-'})", ""]
-    rows = [["", "A", "B", "B − A", "speedup"]]
+    rows = [["", "A", "B", "B − A", "(A − B) / A"]]
     for key, label in PAGE_ROWS:
         p = res["page"][key]
         sp = p["speedup"]
@@ -214,6 +214,7 @@ def render_text(res: dict[str, Any]) -> str:
         out.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, 5)]))
         if i == 0:
             out.append("  ".join("-" * x for x in w))
+    out.append("(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving")
     out.append("")
     out.append(f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}, "
                f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B")

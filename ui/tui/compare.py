@@ -442,7 +442,8 @@ class CompareScreen(Screen):
         with TabbedContent(initial="cmp-table-tab", id="cmp-tabs"):
             with TabPane("Table", id="cmp-table-tab"):
                 with VerticalScroll(id="cmp-scroll"):
-                    yield Static("Page (speedup = (A − B) / A, as the SPDY whitepaper defines it)", classes="cmp-caption")
+                    yield Static("Page ((A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving)",
+                                 classes="cmp-caption")
                     yield DataTable(id="cmp-page", cursor_type="row", zebra_stripes=True)
                     yield Static("Requests (ms from each capture's first packet)", id="cmp-req-caption", classes="cmp-caption")
                     yield DataTable(id="cmp-requests", cursor_type="row", zebra_stripes=True)
@@ -542,7 +543,7 @@ class CompareScreen(Screen):
         dt = self.query_one("#cmp-page", DataTable)
         dt.clear(columns=True)
         dt.add_column("", key="label")
-        for k in ("A", "B", "B − A", "speedup"):
+        for k in ("A", "B", "B − A", "(A − B) / A"):
             dt.add_column(Text(k, justify="right"), key=k)
         for key_label, row in zip(res["page"], page_rows(res)):
             dt.add_row(Text(printable(row[0])), *(Text(printable(v), justify="right") for v in row[1:]), key=key_label)

@@ -1019,8 +1019,10 @@ def compare_view(a: Entry | None, b: Entry | None):
                                      html.Td("–" if d is None else fmt(k, d)), html.Td("–" if sp is None else f"{100 * sp:.1f} %")]))
             else:
                 rows.append(html.Tr([html.Td(labels.get(k, k)), html.Td(_plainstr(v), colSpan=4)]))
-        parts += [html.H4("Page"), html.Table([html.Thead(html.Tr([html.Th(h) for h in ("", "A", "B", "B − A", "speedup (A − B) / A")])),
-                                               html.Tbody(rows)], className="grid", id="compare-page")]
+        parts += [html.H4("Page"), html.Table([html.Thead(html.Tr([html.Th(h) for h in ("", "A", "B", "B − A", "(A − B) / A")])),
+                                               html.Tbody(rows)], className="grid", id="compare-page"),
+                  html.P("(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving",
+                         className="note")]
     try:
         from wirefall.ui.compare_figure import compare_figure
 
