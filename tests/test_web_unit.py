@@ -396,7 +396,27 @@ def test_connections_tab_as_tshark(state, h2):
         assert r["decrypted"] == "yes"
     # handshake phases drawn for both connections
     names = {tr.name for tr in fig.data}
-    assert {"TCP connect", "TLS / QUIC handshake"} <= names
+    assert {"TCP connect", "TLS handshake"} <= names and "QUIC handshake" not in names
+
+
+@needs_tshark
+def test_connections_figure_names_a_quic_handshake(state, h3):
+    """page-h3's connection: its handshake is QUIC's, from the first Initial to the client's
+    Finished (tshark's frame), with the TLS handshake inside it — it was drawn as a "TCP
+    connect" of a UDP connection, beside a "TLS / QUIC handshake"."""
+    from wirefall.ui.web import views
+
+    fig = views.connections_figure(h3)
+    bars = {tr.name: tr for tr in fig.data}
+    assert "TCP connect" not in bars and {"QUIC handshake", "TLS handshake"} <= set(bars)
+    fin = _tshark("-r", str(H3), "-o", f"tls.keylog_file:{H3K}", "-Y", "tls.handshake.type == 20", "-T", "fields",
+                  "-e", "frame.time_relative", "-e", "udp.srcport")
+    c = h3.analysis.connections[0]
+    t_fin = next(float(t) for t, port in (line.split("\t") for line in fin.splitlines()) if int(port) == c.client[1])
+    q = bars["QUIC handshake"]
+    assert q.base[0] == pytest.approx(0.0, abs=1e-6) and q.base[0] + q.x[0] == pytest.approx(t_fin * 1000, abs=1e-3)
+    tls = bars["TLS handshake"]
+    assert q.base[0] <= tls.base[0] and tls.base[0] + tls.x[0] == pytest.approx(t_fin * 1000, abs=1e-3)
 
 
 @needs_tshark

@@ -460,7 +460,7 @@ def connection_rows(entry: Entry) -> list[dict]:
 
 CONNECTION_COLUMNS = [
     ("id", "id"), ("protocol", "protocol"), ("transport", "transport"), ("client", "client"), ("server", "server"),
-    ("start_ms", "start ms"), ("duration_ms", "duration ms"), ("connect_ms", "connect ms"), ("tls_ms", "TLS/QUIC ms"),
+    ("start_ms", "start ms"), ("duration_ms", "duration ms"), ("connect_ms", "connect / QUIC handshake ms"), ("tls_ms", "TLS handshake ms"),
     ("rtt_ms", "RTT ms"), ("version", "TLS/QUIC version"), ("cipher", "cipher suite"), ("sni", "SNI"), ("alpn", "ALPN"),
     ("alpn_offered", "ALPN offered"), ("resumed", "resumed"), ("decrypted", "decrypted"), ("packets", "packets c→s / s→c"),
     ("bytes", "bytes c→s / s→c"), ("requests", "requests"), ("closed", "closed"), ("notes", "notes"),
@@ -469,24 +469,27 @@ CONNECTION_NUMERIC = ("id", "start_ms", "duration_ms", "connect_ms", "tls_ms", "
 
 
 def connections_figure(entry: Entry):
-    """Handshake phases per connection: TCP connect, TLS/QUIC handshake, then the rest of
-    the connection's life."""
+    """Handshake phases per connection: the TCP connect or the QUIC handshake, the TLS
+    handshake (in QUIC, inside it), then the rest of the connection's life."""
     import plotly.graph_objects as go
 
     an: Analysis = entry.analysis
     t0 = an.index.ts[0] if len(an.index) else 0.0
     conns = [c for c in an.connections if c.protocol != "dns"][:300]
     fig = go.Figure()
-    spans: dict[str, list] = {"connection": [], "connect": [], "tls": []}
+    from wirefall.dissectors.registry import over_quic
+
+    spans: dict[str, list] = {"connection": [], "connect": [], "quic": [], "tls": []}
     for c in conns:
         y = html_text(f"{c.id}: {c.protocol or c.transport} {c.label}")  # a Plotly label: no markup from the capture
         spans["connection"].append((y, c.start, c.end))
-        if c.connect_start is not None and c.connect_end is not None:
-            spans["connect"].append((y, c.connect_start, c.connect_end))
-        if c.tls_start is not None and c.tls_end is not None:
+        if c.connect_start is not None and c.connect_end is not None:  # (a QUIC connection's is its handshake: no TCP)
+            spans["quic" if c.quic is not None or over_quic(c.protocol) else "connect"].append((y, c.connect_start, c.connect_end))
+        if c.tls_start is not None and c.tls_end is not None:  # (in QUIC: ClientHello to Finished, in CRYPTO frames)
             spans["tls"].append((y, c.tls_start, c.tls_end))
-    colors = {"connection": "#c4c4c4", "connect": "#ff9d42", "tls": "#d566df"}
-    names = {"connection": "connection open", "connect": "TCP connect", "tls": "TLS / QUIC handshake"}
+    # (the waterfall's colours: its "Initial connection" is the TCP connect or the QUIC handshake)
+    colors = {"connection": "#c4c4c4", "connect": "#ff9d42", "quic": "#ff9d42", "tls": "#d566df"}
+    names = {"connection": "connection open", "connect": "TCP connect", "quic": "QUIC handshake", "tls": "TLS handshake"}
     for k, items in spans.items():
         if not items:
             continue
