@@ -200,3 +200,34 @@ def parse(data: bytes | bytearray | memoryview) -> DnsMessage:
     except DnsError as e:
         msg.error = str(e)
     return msg
+
+
+def classes(data: bytes | bytearray | memoryview) -> tuple[list[int], list[int]]:
+    """The class of each question, and of each resource record of every section (answer,
+    authority, additional; not an OPT record, whose class field is a payload size), as far as
+    the message reads (``parse`` keeps neither)."""
+    buf = bytes(data)
+    qc: list[int] = []
+    rc: list[int] = []
+    if len(buf) < 12:
+        return qc, rc
+    _ident, _flags, qd, an, ns, ar = _HDR.unpack_from(buf, 0)
+    pos = 12
+    try:
+        for _ in range(min(qd, MAX_RECORDS)):
+            pos = _name(buf, pos)[1]
+            if pos + 4 > len(buf):
+                break
+            qc.append(_Q.unpack_from(buf, pos)[1])
+            pos += 4
+        for _ in range(min(an + ns + ar, MAX_RECORDS)):
+            pos = _name(buf, pos)[1]
+            if pos + 10 > len(buf):
+                break
+            rtype, rclass, _ttl, rdlen = _RR.unpack_from(buf, pos)
+            if rtype != RRType.OPT:
+                rc.append(rclass)
+            pos += 10 + rdlen
+    except DnsError:
+        pass
+    return qc, rc

@@ -129,6 +129,8 @@ EXPRESSIONS = [
     "tcp.len * 2 > 2000",
     "len(tcp.payload) > 1000",
     "tcp.payload contains \"HTTP\"",
+    "tcp.options.mss_val == 65495",
+    "tcp.options.mss_val < 1460",
     "not tls and tcp.len > 0",
     "tcp.port == 443 or udp.port == 443 and frame.number < 20",
     # tcp.analysis (analyzer/tcp_analysis.py through analyzer/fields/tcp.py)
@@ -168,6 +170,11 @@ EXPRESSIONS = [
     "tls.handshake.extension.type == 43",
     "tls.handshake.extension.type == 51",
     "tls.handshake.extensions.supported_version == 0x0304",
+    "tls.alert_message",
+    "tls.alert_message.level == 1 && tls.alert_message.desc == 0",
+    "tls.app_data",
+    "tls.app_data contains cf:7c:94:2d",
+    "len(tls.app_data) > 16000",
     # http/1
     "http",
     "http.request.method == \"GET\"",
@@ -219,6 +226,11 @@ EXPRESSIONS = [
     "http2.settings.enable_push == 0",
     "http2.settings.max_frame_size",
     "http2.settings.max_header_list_size",
+    "http2.data.data",
+    "http2.data.data contains \"html\"",
+    "http2.data.data[0:8] == \"wirefall\"",
+    "http2.data.data == 77:69:74:68:20:74:72:61:69:6c:65:72:73:0a",
+    "len(http2.data.data) > 100000",
     "upper(http2.headers.method) == \"GET\"",
     "count(http2.streamid) > 3",
     "len(http2.headers.path) > 20",
@@ -249,6 +261,8 @@ EXPRESSIONS = [
     "quic.ack.largest_acknowledged > 10",
     "quic.ack.ack_delay > 1000",
     "quic.ack.ack_range_count > 0",
+    "quic.cc.error_code == 0",
+    "quic.cc.error_code.app",
     "http3",
     "http3.frame_type == 1",
     # dns (and ordinary IPv4/IPv6 fields on the crafted capture)
@@ -268,6 +282,10 @@ EXPRESSIONS = [
     "dns.response_to > 20",
     "dns.resp.type == 5",
     "dns.resp.ttl > 3600",
+    "dns.qry.class == 1",
+    "dns.qry.class == 3 && dns.flags.response == 0",
+    "dns.resp.class == 0x0003",
+    "dns.resp.class",
     "ipv6.src == 2001:db8::10",
     "ipv6.nxt == 17 && ipv6.hlim == 64",
     "eth.src == 02:00:00:00:00:01",
@@ -276,6 +294,19 @@ EXPRESSIONS = [
     "http.user_agent contains \"wirefall\"",
     "frame.time_epoch >= 1700000000.05",
 ]
+
+# expressions that must select packets on a capture (tshark's selection, which wirefall's is
+# compared with): each field added later has one, so that no comparison passes by matching nothing
+SELECTS = {
+    "tcp.options.mss_val == 65495": "page-h2", "tcp.options.mss_val < 1460": "amazon",
+    "tls.alert_message": "tls13", "tls.alert_message.level == 1 && tls.alert_message.desc == 0": "tls13",
+    "tls.app_data": "page-h1", "tls.app_data contains cf:7c:94:2d": "page-h2", "len(tls.app_data) > 16000": "lossy-h2",
+    "http2.data.data": "h2c-nghttp", 'http2.data.data contains "html"': "page-h2", 'http2.data.data[0:8] == "wirefall"': "h2c-node",
+    "http2.data.data == 77:69:74:68:20:74:72:61:69:6c:65:72:73:0a": "h2c-node", "len(http2.data.data) > 100000": "h2c-nghttp",
+    "quic.cc.error_code == 0": "page-h3", "quic.cc.error_code.app": "aioquic-h3",
+    "dns.qry.class == 1": "crafted-dns", "dns.qry.class == 3 && dns.flags.response == 0": "crafted-dns",
+    "dns.resp.class == 0x0003": "crafted-dns", "dns.resp.class": "amazon",
+}
 
 # (capture, expression) -> why wirefall's packets differ from tshark 4.0's.  Kept few; each is
 # a tshark 4.0 limitation oracle/crosscheck.py documents (and the crosscheck sets aside) too.
@@ -389,6 +420,8 @@ def test_filters_select_the_packets_tshark_selects(name):
     assert not stale, f"{name}: these filters now agree with tshark, drop them from KNOWN: {stale}"
     # the filters must select something somewhere: a list of expressions that all match nothing proves little
     assert sum(1 for e in EXPRESSIONS if theirs[e]) >= 25, f"{name}: too few filters select any packet"
+    empty = [e for e, c in SELECTS.items() if c == name and not theirs[e]]
+    assert not empty, f"{name}: these filters select nothing, so their comparison proves nothing: {empty}"
 
 
 def _late_quic_packets(name: str) -> set[int]:
@@ -398,6 +431,10 @@ def _late_quic_packets(name: str) -> set[int]:
     late = {c.id for c in an.connections if c.transport == "udp" and c.quic is not None and c.connect_start is None}
     conn = an.index.conn
     return {i + 1 for i in range(len(conn)) if conn[i] in late}
+
+
+def test_every_selects_expression_is_compared():
+    assert set(SELECTS) <= set(EXPRESSIONS) and set(SELECTS.values()) <= set(CAPTURES)
 
 
 def test_exceptions_are_few():

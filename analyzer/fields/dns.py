@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from wirefall.dissectors.dns import RCODE_NAMES, TYPE_NAMES
+from wirefall.dissectors.dns import RCODE_NAMES, TYPE_NAMES, classes
 
 from ._util import frame_field as F, frames_present
 from .types import BOOL, FLOAT, IPV4, IPV6, STRING, UINT, Field, Protocol
@@ -72,6 +72,18 @@ def _paired(fn):
     return get
 
 
+def _classes(i: int):
+    """Question (``i`` 0) or record (1) classes of the packet's DNS message, read again from its
+    UDP payload (mDNS: without the top bit, its QU / cache-flush flag, as tshark shows them)."""
+    def get(pv) -> list:
+        L = pv.layers
+        if L.udp is None or not any(fr.protocol == "dns" for fr in pv.frames):
+            return []
+        out = classes(pv.data[L.udp_off + 8 : L.l4_end])[i]
+        return [c & 0x7FFF for c in out] if 5353 in L.udp[:2] else out
+    return get
+
+
 _ANSWERS_ONLY = "the answer section's records (tshark also lists the authority and additional sections')"
 
 
@@ -89,11 +101,13 @@ PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, 
     F("dns.flags.rcode", UINT, _is_dns, lambda fr, ctx: [c] if (c := RCODE_CODES.get(_fl(fr).get("rcode"))) is not None else [], "response code (3 NXDOMAIN)"),
     F("dns.qry.name", STRING, _is_dns, lambda fr, ctx: [q] if (q := _fl(fr).get("qname")) else [], "queried name"),
     F("dns.qry.type", UINT, _is_dns, _qtype, "query type (1 A, 28 AAAA, 65 HTTPS…)", names=TYPE_CODES),
+    Field("dns.qry.class", UINT, _classes(0), "query class (1 IN, 3 CH…)"),
     F("dns.a", IPV4, _is_dns, _answers("A", lambda v: int(ipaddress.IPv4Address(v))), "IPv4 address in an answer"),
     F("dns.aaaa", IPV6, _is_dns, _answers("AAAA", lambda v: int(ipaddress.IPv6Address(v))), "IPv6 address in an answer"),
     F("dns.cname", STRING, _is_dns, _answers("CNAME", str), "CNAME target in an answer"),
     F("dns.resp.name", STRING, _is_dns, lambda fr, ctx: [a[0] for a in _fl(fr).get("answers") or () if a], "owner name of an answer"),
     F("dns.resp.type", UINT, _is_dns, _rtype, "type of an answer record (5 CNAME, 1 A…)", names=TYPE_CODES, note=_ANSWERS_ONLY),
+    Field("dns.resp.class", UINT, _classes(1), "class of a resource record (1 IN), in every section"),
     F("dns.resp.ttl", UINT, _is_dns, _ttl, "time to live of an answer record, seconds", note=_ANSWERS_ONLY),
     Field("dns.time", FLOAT, _paired(lambda ctx, n, q: ctx.idx.ts[n - 1] - ctx.idx.ts[q - 1]),
           "on a response: seconds since its query (same flow and transaction id)"),

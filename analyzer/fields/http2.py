@@ -4,10 +4,11 @@ PUSH_PROMISE or CONTINUATION frame where their encoding ended."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from wirefall.dissectors.http2 import ERROR_NAMES, FRAME_NAMES, SETTINGS_NAMES
 
-from ._util import fields_value, frame_field as F, frames_present, header_family, label
+from ._util import fields_value, frame_field as F, frames_present, header_family, header_values, label
 from .types import BOOL, BYTES, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
@@ -70,6 +71,95 @@ def _ping(fr, ctx):
     return [bytes.fromhex(h)] if isinstance(h, str) else []
 
 
+def _plain(ctx, fr, a: int, b: int) -> bytes | None:
+    """Bytes [a, b) of the frame's direction of the HTTP/2 byte stream: the TCP stream's for
+    h2c; over TLS the plaintext stream's, its records decrypted again (the last one kept)."""
+    from wirefall.analyzer.detail import _redecrypt, _stream_bytes
+
+    an, cid, d = ctx.an, fr.connection, fr.direction
+    if not 0 <= cid < len(an.connections):
+        return None
+    if an.connections[cid].tls is None:
+        raw = _stream_bytes(an, ctx.source, cid, d, a, b, fr.first_packet or fr.packet, fr.packet)
+        return raw if isinstance(raw, bytes) else None
+    tab = (getattr(an, "tls_records", None) or {}).get((cid, d))
+    if tab is None:
+        return None
+    key = ("h2_rows", cid, d)
+    rows = ctx.cache.get(key)
+    if rows is None or rows[0] != len(tab):  # the application-data rows, by plaintext offset
+        k = len(tab)
+        rows = ctx.cache[key] = (k, *zip(*[(tab.pt_offset[i], i) for i in range(k) if tab.pt_offset[i] >= 0 and tab.pt_length[i]]))
+    if len(rows) < 3:
+        return None
+    starts, idx = rows[1], rows[2]
+    out = bytearray()
+    j = bisect_right(starts, a) - 1
+    while len(out) < b - a and 0 <= j < len(starts) and starts[j] <= a + len(out):
+        last = ctx.cache.get("h2_record")
+        if last is not None and last[0] == (cid, d, idx[j]):
+            pt = last[1]
+        else:
+            pt = _redecrypt(an, ctx.source, cid, d, tab, idx[j])
+            if isinstance(pt, str):
+                return None
+            ctx.cache["h2_record"] = ((cid, d, idx[j]), pt)
+        pos = a + len(out) - starts[j]
+        out += pt[pos : pos + b - a - len(out)]
+        j += 1
+    return bytes(out) if len(out) == b - a else None
+
+
+def _payload(fr, ctx) -> bytes | None:
+    """A DATA frame's payload without its padding, read again from the stream."""
+    if fr.offset < 0:
+        return None
+    padded = bool(fr.flags & 0x8)
+    pad = (fr.fields or {}).get("pad_length", 0) if padded else 0
+    a = fr.offset + 9 + padded
+    return _plain(ctx, fr, a, max(a, fr.offset + 9 + fr.length - pad))
+
+
+def _stream_frames(ctx, fr) -> list:
+    """The DATA and HEADERS frames of ``fr``'s stream and direction, in order (indexed once)."""
+    idx = ctx.cache.get("h2_streams")
+    if idx is None:
+        idx = ctx.cache["h2_streams"] = dict[tuple, list]()
+        for f in ctx.frames:
+            if _is_h2(f) and f.type in _DATA_HEADERS:
+                idx.setdefault((f.connection, f.direction, f.stream_id), []).append(f)
+    return idx.get((fr.connection, fr.direction, fr.stream_id), [])
+
+
+def _data(fr, ctx):
+    """As tshark 4.0 shows ``http2.data.data``: each DATA frame's payload, except where
+    END_STREAM ends the body (on its last DATA frame, or a trailing HEADERS after one): there
+    the whole body, its DATA frames joined, and decoded if its Content-Encoding is one tshark
+    decodes (gzip, deflate, br)."""
+    if ctx is None:
+        return []
+    parts = [fr]
+    if fr.flags & 0x1:
+        frames = _stream_frames(ctx, fr)
+        frames = frames[: frames.index(fr) + 1] if fr in frames else frames
+        parts = [f for f in frames if f.type == "DATA"]
+        if not parts:
+            return []
+    got = [_payload(f, ctx) for f in parts]
+    if any(g is None for g in got):
+        return []
+    body = b"".join(got)  # type: ignore[arg-type]
+    if fr.flags & 0x1:
+        ce = [v for f in frames if f.type == "HEADERS" for v in header_values(f.headers, "content-encoding")]
+        if ce and ce[-1].strip().lower() in ("gzip", "deflate", "br"):
+            from wirefall.analyzer.objects import decode_body
+
+            out: list[bytes] = []
+            if decode_body(ce[-1], [body], out.append).error is None:
+                body = b"".join(out)
+    return [body]
+
+
 _DATA_HEADERS = frozenset({"DATA", "HEADERS"})
 _PADDED = frozenset({"DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION"})  # (tshark shows the bit on CONTINUATION too)
 _ERRORS = {v: k for k, v in ERROR_NAMES.items()}
@@ -96,6 +186,8 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.goaway.last_stream_id", UINT, _of_type("GOAWAY"), fields_value("last_stream_id"), "GOAWAY last stream identifier"),
     F("http2.window_update.window_size_increment", UINT, _of_type("WINDOW_UPDATE"), fields_value("increment"), "WINDOW_UPDATE increment"),
     F("http2.push_promise.promised_stream_id", UINT, _of_type("PUSH_PROMISE"), fields_value("promised_stream_id"), "PUSH_PROMISE promised stream"),
+    F("http2.data.data", BYTES, lambda fr: _is_h2(fr) and (fr.type == "DATA" or fr.type == "HEADERS" and bool(fr.flags & 0x1)), _data,
+      "DATA frame payload (without padding); where END_STREAM ends the body, the whole body (decoded: gzip, deflate, br)"),
     F("http2.ping", BYTES, _is_h2, _ping, "PING opaque data (8 bytes)"),
     label("http2.settings", _is_h2, lambda fr, ctx: bool(_settings(fr, ctx)), "a SETTINGS frame with settings in it"),
     F("http2.settings.id", UINT, _is_h2, lambda fr, ctx: [i for i in map(_setting_id, _settings(fr, ctx)) if i is not None],

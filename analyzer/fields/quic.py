@@ -215,6 +215,11 @@ def _stream_bit(bit: int, value=None):
     return fn
 
 
+def _close(app: bool):
+    """CONNECTION_CLOSE frames of one kind: 0x1c (a transport error) or 0x1d (the application's)."""
+    return lambda fr: fr.protocol == "quic" and fr.type == "CONNECTION_CLOSE" and bool((fr.fields or {}).get("application")) == app
+
+
 _STREAM = _frames_of("STREAM")
 _ACK = _frames_of("ACK")
 
@@ -246,4 +251,6 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
     F("quic.ack.largest_acknowledged", UINT, _ACK, fields_value("largest_acknowledged"), "ACK frame's largest acknowledged packet number"),
     F("quic.ack.ack_delay", UINT, _ACK, fields_value("ack_delay"), "ACK frame's ACK Delay as sent (before the ack_delay_exponent scaling)"),
     F("quic.ack.ack_range_count", UINT, _ACK, fields_value("ack_range_count"), "ACK frame's ACK Range Count"),
+    F("quic.cc.error_code", UINT, _close(False), fields_value("error_code"), "CONNECTION_CLOSE (0x1c) transport error code (0 NO_ERROR…)"),
+    F("quic.cc.error_code.app", UINT, _close(True), fields_value("error_code"), "CONNECTION_CLOSE (0x1d) application error code"),
 ])

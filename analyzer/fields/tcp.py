@@ -33,6 +33,18 @@ def _payload(pv):
     return [pv.data[L.tcp_off + t[4] : L.l4_end]]
 
 
+def _mss(pv):
+    """The MSS option's value (kind 2, length 4), in any segment that carries one (a SYN's)."""
+    L = pv.layers
+    t = L.tcp
+    if t is None or t[4] <= 20:
+        return []
+    from wirefall.analyzer.detail import _tcp_options
+
+    opts = pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
+    return [int.from_bytes(v, "big") for k, v, _ in _tcp_options(opts) if k == 2 and len(v) == 2]
+
+
 def _state(pv):
     c = pv.conn_id
     states = pv.ctx.tcp_states
@@ -190,5 +202,6 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.checksum", UINT, _f(7), "checksum", size=2),
     P("tcp.urgent_pointer", UINT, _f(8), "urgent pointer", size=2),
     P("tcp.payload", BYTES, _payload, "payload bytes"),
+    P("tcp.options.mss_val", UINT, _mss, "maximum segment size option's value (in a SYN)"),
     *_analysis_fields(),
 ])

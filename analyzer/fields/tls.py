@@ -7,12 +7,14 @@ suites, server name, ALPN) are read again from the ClientHello/ServerHello bytes
 """
 from __future__ import annotations
 
-from wirefall.dissectors.tls import CONTENT_TYPES, HANDSHAKE_TYPES
+from wirefall.dissectors.tls import ALERT_DESCRIPTIONS, ALERT_LEVELS, CONTENT_TYPES, HANDSHAKE_TYPES
 
 from ._util import frame_field as F, label
 from .types import BYTES, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 CONTENT_CODES = {v: k for k, v in CONTENT_TYPES.items()}
+ALERT_LEVEL_CODES = {v: k for k, v in ALERT_LEVELS.items()}
+ALERT_DESC_CODES = {v: k for k, v in ALERT_DESCRIPTIONS.items()}
 HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
 VERSION_CODES = {"SSL 2.0": 0x0002, "SSL 3.0": 0x0300, "TLS 1.0": 0x0301, "TLS 1.1": 0x0302, "TLS 1.2": 0x0303, "TLS 1.3": 0x0304}
 
@@ -243,6 +245,34 @@ def _version(fr, ctx):
     return [c] if c is not None else []
 
 
+def _has_alert(fr) -> bool:
+    """A decrypted (or plaintext) alert record: the session's ``alert`` "level: description"."""
+    return _is_record(fr) and isinstance((fr.fields or {}).get("alert"), str)
+
+
+def _alert(i: int, codes: dict):
+    def fn(fr, ctx):
+        v = fr.fields["alert"].split(": ", 1)[i]
+        c = codes.get(v, int(v) if v.isdigit() else None)
+        return [c] if c is not None else []
+    return fn
+
+
+def _is_app_data(fr) -> bool:
+    return _is_record(fr) and fr.type == "APPLICATION_DATA"
+
+
+def _app_data(fr, ctx):
+    """The record's body as sent (the ciphertext), read again from the TCP segments."""
+    if ctx is None or fr.offset < 0:
+        return []
+    from wirefall.analyzer.detail import _stream_bytes
+
+    raw = _stream_bytes(ctx.an, ctx.source, fr.connection, fr.direction, fr.offset + 5, fr.offset + 5 + fr.length,
+                        fr.first_packet or fr.packet, fr.packet)
+    return [raw] if isinstance(raw, bytes) else []
+
+
 PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshake messages in QUIC too)",
                     Field("tls", PROTO_OPAQUE, _tls_present, "a TLS record or handshake message ends (or a record spanning segments begins)",
                           frame=lambda fr: [True] if _is_tls(fr) else []), [
@@ -252,6 +282,12 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
       names=CONTENT_CODES),
     F("tls.record.version", UINT, _is_record, _version, "record-layer version (0x0301 TLS 1.0 … 0x0303)"),
     F("tls.record.length", UINT, _is_record, lambda fr, ctx: [fr.length], "record length"),
+    label("tls.alert_message", _has_alert, lambda fr, ctx: True, "an alert (decrypted, or sent in the clear)"),
+    F("tls.alert_message.level", UINT, _has_alert, _alert(0, ALERT_LEVEL_CODES), "alert level (1 warning, 2 fatal)"),
+    F("tls.alert_message.desc", UINT, _has_alert, _alert(1, ALERT_DESC_CODES), "alert description (0 close_notify, 40 handshake_failure…)",
+      names=ALERT_DESC_CODES),
+    F("tls.app_data", BYTES, _is_app_data, _app_data, "an application-data record's body as sent (encrypted: ciphertext and tag)",
+      note="past 4096 records on a connection, a run of small undecrypted ones is one frame: its first record's body only"),
     label("tls.handshake", _has_hs, lambda fr, ctx: True, "a handshake message"),
     F("tls.handshake.type", UINT, _has_hs, lambda fr, ctx: _msg_codes(fr), "handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, 20 Finished…)",
       names={v: k for k, v in HANDSHAKE_TYPES.items()}),

@@ -1,6 +1,7 @@
 """A small Ethernet capture for the display-filter tests (tests/test_filter.py): DNS over
-IPv4 and IPv6 (A, AAAA and CNAME answers, an NXDOMAIN), and a whole HTTP/1.1 exchange over
-TCP (handshake, GET, 200 with a body, FIN) so that the test also checks ordinary traffic.
+IPv4 and IPv6 (A, AAAA and CNAME answers, an NXDOMAIN, a CHAOS-class TXT query), and a whole
+HTTP/1.1 exchange over TCP (handshake, GET, 200 with a body, FIN) so that the test also
+checks ordinary traffic.
 No sample capture of the project carries DNS.  ``python scripts/filters/dns_sample.py OUT``
 writes it; ``build()`` returns the bytes."""
 from __future__ import annotations
@@ -39,21 +40,23 @@ def _udp(sport, dport, data) -> dpkt.udp.UDP:
     return u
 
 
-def _dns(ident, name, qtype, answers=(), response=False, rcode=0) -> bytes:
+def _dns(ident, name, qtype, answers=(), response=False, rcode=0, cls=1) -> bytes:
     d = dpkt.dns.DNS(id=ident)
-    d.qd = [dpkt.dns.DNS.Q(name=name, type=qtype, cls=1)]
+    d.qd = [dpkt.dns.DNS.Q(name=name, type=qtype, cls=cls)]
     if response:
         d.op = dpkt.dns.DNS_QR | dpkt.dns.DNS_RD | dpkt.dns.DNS_RA
         d.rcode = rcode
         d.an = []
         for rname, rtype, value in answers:
-            rr = dpkt.dns.DNS.RR(name=rname, type=rtype, cls=1, ttl=300)
+            rr = dpkt.dns.DNS.RR(name=rname, type=rtype, cls=cls, ttl=300)
             if rtype == dpkt.dns.DNS_A:
                 rr.ip = socket.inet_aton(value)
             elif rtype == dpkt.dns.DNS_AAAA:
                 rr.ip6 = socket.inet_pton(socket.AF_INET6, value)
             elif rtype == dpkt.dns.DNS_CNAME:
                 rr.cname = value
+            elif rtype == dpkt.dns.DNS_TXT:
+                rr.text = [value.encode()]
             d.an.append(rr)
     else:
         d.op = dpkt.dns.DNS_RD
@@ -105,6 +108,10 @@ def packets() -> list[bytes]:
     tcp(True, cs + 1 + len(req), ss + 1 + len(resp), F.TH_ACK | F.TH_FIN)
     tcp(False, ss + 1 + len(resp), cs + 2 + len(req), F.TH_ACK | F.TH_FIN)
     tcp(True, cs + 2 + len(req), ss + 2 + len(resp), F.TH_ACK)
+    # a CHAOS-class query (dns.qry.class, dns.resp.class other than IN)
+    TXT = dpkt.dns.DNS_TXT
+    dns4(40004, _dns(0x4444, "version.bind", TXT, cls=3), True)
+    dns4(40004, _dns(0x4444, "version.bind", TXT, [("version.bind", TXT, "wirefall")], response=True, cls=3), False)
     return out
 
 
