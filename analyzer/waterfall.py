@@ -83,7 +83,7 @@ WAIT_COLOR = "#7fe07f"  # waiting for the first byte (WebPageTest's light TTFB g
 CONTENT_COLORS = {
     "html": ("#82b5fc", "#2d6fd1"),
     "css": ("#b2ea94", "#3f8f1f"),
-    "script": ("#fec584", "#e58a1f"),
+    "script": ("#fec584", "#a8700f"),  # (dark: a deep amber, apart from the connect orange #e58226 it once all but equalled)
     "image": ("#c4a7e7", "#8b5ccc"),
     "font": ("#ff7a6b", "#d9331f"),
     "video": ("#8ed8d8", "#168f8f"),
