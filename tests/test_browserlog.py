@@ -160,7 +160,10 @@ def test_netlog_offsets_per_phase_are_browser_minus_wire():
         assert s["offsets"][k]["count"] == 13
     assert s["offsets"]["connect_start"]["count"] == 1  # the request that opened the connection
     # the JSON carries them, documented fields
-    out = json.loads(_cli("requests", cap, "--keylog", keys, "--netlog", log, "--json").stdout)
+    run = _cli("requests", cap, "--keylog", keys, "--netlog", log, "--json")
+    out = json.loads(run.stdout)
+    # how the log matched, said on stderr (it was said only in the TUI and the page)
+    assert "NetLog page-h2.netlog.json.gz: 13 of 13 requests it sent matched, 0 not in the capture, 0 wire-only" in run.stderr
     assert [x["browser"]["offsets"]["response_start"] for x in out] == pytest.approx(
         [e.browser["offsets"]["response_start"] for e in sorted(an.exchanges, key=lambda e: (e.request_start, e.id))])
     assert all(x["sources"]["url"] == "wire" and x["sources"]["priority_name"] == "browser" for x in out)

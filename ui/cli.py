@@ -131,6 +131,10 @@ def _overlay(an, args) -> None:
 
         for kind, path in logs:
             overlay(an, path, kind=kind)
+        from wirefall.analyzer.browserlog import comparison as cmp
+
+        for s in cmp.overlays(an):  # how much of each log matched the wire (stderr, beside the notes; the TUI and the page show it too)
+            print(printable(cmp.summary_line(s)), file=sys.stderr)
 
 
 def _filter(args, scope: str | None = None):
