@@ -394,3 +394,36 @@ def test_detail_title_wraps_a_long_url(server, browser):
         assert got["scroll"] <= 1 and got["right"] <= got["sideRight"], got
     finally:
         pg.context.close()
+
+
+_HEADERS_JS = """() => [...document.querySelectorAll('#expert-grid .ag-header-cell')].map(c => {
+    const t = c.querySelector('.ag-header-cell-text');
+    return {col: c.getAttribute('col-id'), text: t.innerText, scroll: t.scrollWidth, width: t.clientWidth}; })"""
+
+
+def test_expert_headers_read_in_full(server, browser):
+    """The Expert tab's column headers on a 1366 px page: the columns (90-120 px) were narrower
+    than header, filter button and sort arrow, and read "pac…", "co…", "seve…", "proto…"
+    ("gro…" once sorted).  Each header shows its whole name, sorted or not."""
+    from webfix import new_page
+
+    from wirefall.ui.web.expert import COLUMNS
+
+    st, url, ids = server
+    pg = new_page(browser, width=1366, height=768)
+    try:
+        pg.goto(url + f"?capture={ids['good']}&tab=expert")
+        pg.wait_for_selector("#expert-grid .ag-row")
+        want = {c["field"]: c["headerName"] for c in COLUMNS}
+        for col in [None, *want]:  # unsorted, then sorted by each column in turn (its arrow takes room)
+            if col is not None:
+                pg.click(f"#expert-grid .ag-header-cell[col-id='{col}'] .ag-header-cell-label")
+                pg.wait_for_selector(f"#expert-grid .ag-header-cell[col-id='{col}'][aria-sort='ascending']")
+            got = pg.evaluate(_HEADERS_JS)
+            assert {h["col"]: h["text"] for h in got} == want
+            assert all(h["scroll"] <= h["width"] for h in got), (col, got)
+            if col in (None, "severity"):
+                shot(pg, f"expert-headers-1366{'-sorted' if col else ''}.png")
+        assert not pg.errors, pg.errors
+    finally:
+        pg.context.close()

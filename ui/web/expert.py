@@ -15,13 +15,27 @@ from wirefall.analyzer.safetext import printable
 
 MAX_ROWS = 50_000  # rows sent to the browser (the CLI's `wirefall expert FILE --json` lists all)
 
+
+def header_width(name: str) -> int:
+    """The width (px) that shows the header ``name`` whole: about 10 px a character of the
+    theme's bold header font, and 72 px of padding, filter button and sort arrow (narrower,
+    the headers read "pac…", "seve…", or "severi…" once sorted)."""
+    return 10 * len(name) + 72
+
+
+def _col(field: str, header: str, **kw) -> dict:
+    """A column no narrower than its header (``header_width``)."""
+    w = header_width(header)
+    return {"field": field, "headerName": header, "width": w, **kw, "minWidth": max(kw.get("minWidth", 0), w)}
+
+
 COLUMNS = [
-    {"field": "packet", "headerName": "packet", "type": "numericColumn", "width": 90},
-    {"field": "connection", "headerName": "conn", "type": "numericColumn", "width": 80},
-    {"field": "severity", "headerName": "severity", "width": 100},
-    {"field": "group", "headerName": "group", "width": 120},
-    {"field": "protocol", "headerName": "protocol", "width": 100},
-    {"field": "summary", "headerName": "summary", "flex": 1, "minWidth": 400},
+    _col("packet", "packet", type="numericColumn"),
+    _col("connection", "conn", type="numericColumn"),
+    _col("severity", "severity"),
+    _col("group", "group"),
+    _col("protocol", "protocol"),
+    _col("summary", "summary", flex=1, minWidth=400),
 ]
 SEVERITY_COLOURS = {"error": "#ffcdd2", "warning": "#fff3c4", "note": "#e1f5fe", "chat": "#f5f5f5", "comment": "#e8f5e9"}
 ROW_STYLE = {"styleConditions": [{"condition": f"params.data.severity === '{s}'", "style": {"backgroundColor": c}}
