@@ -3,8 +3,9 @@ tests/test_web_browser.py): the status line and the waterfall say why nothing sh
 log of other connections, a truncated file) and what to do; the page's state lives in its
 address (a reload keeps capture, filter, tab, zoom and selection); the selected bar is
 highlighted with its detail beside it; packet numbers open the packet; the Packets tab
-filters and highlights the packet gone to; the first load is compressed.  Screenshots go
-to /tmp/wirefall-shots/."""
+filters and highlights the packet gone to; the first load is compressed; the request detail
+needs no sideways scroll and the Expert headers read in full.  Screenshots go to
+/tmp/wirefall-shots/."""
 from __future__ import annotations
 
 import random
@@ -424,6 +425,46 @@ def test_expert_headers_read_in_full(server, browser):
             assert all(h["scroll"] <= h["width"] for h in got), (col, got)
             if col in (None, "severity"):
                 shot(pg, f"expert-headers-1366{'-sorted' if col else ''}.png")
+        assert not pg.errors, pg.errors
+    finally:
+        pg.context.close()
+
+
+_PANEL_JS = """() => {
+    const side = document.querySelector('#detail-side'), s = side.getBoundingClientRect(), right = s.left + side.clientWidth;
+    const ua = [...document.querySelectorAll('#detail-request-headers tr')].find(r => r.innerText.startsWith('user-agent'));
+    return {scroll: side.scrollWidth - side.clientWidth,
+            outside: [...side.querySelectorAll('h3, h4, p, li, table')].filter(e => e.getBoundingClientRect().right > right + 1)
+                .map(e => e.id || e.tagName),
+            tablesScroll: [...side.querySelectorAll('.hscroll')].filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.firstChild.id),
+            ua: ua.children[1].innerText, uaRight: ua.getBoundingClientRect().right, right: right}; }"""
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1920, 1080)])
+def test_detail_panel_reads_without_sideways_scroll(server, browser, size):
+    """The request detail beside the waterfall on a 1366 or 1920 px page: the frames table
+    (9 columns, the last an error column empty but for a frame in error) was wider than the
+    panel, so the panel scrolled sideways to read it.  Nothing in the panel is wider than it:
+    long words wrap (a user-agent, a URL), the frames table fits (no error column where no
+    frame has an error, narrower cell padding)."""
+    from webfix import new_page
+
+    st, url, ids = server
+    width, height = size
+    pg = new_page(browser, width=width, height=height)
+    try:
+        pg.goto(url + f"?capture={ids['good']}&sel=9")  # /js/vendor.js: frames from earlier packets, a 109-character user-agent
+        pg.wait_for_selector("#detail-frames")
+        pg.wait_for_timeout(300)
+        got = pg.evaluate(_PANEL_JS)
+        e = next(x for x in st.get(ids["good"]).analysis.exchanges if x.url.endswith("/js/vendor.js"))
+        assert got["ua"] == dict(e.request_headers)["user-agent"] and len(got["ua"]) > 100, got  # (whole, wrapped)
+        assert got["scroll"] <= 1, got
+        assert not got["outside"] and not got["tablesScroll"] and got["uaRight"] <= got["right"] + 1, got
+        pg.evaluate("() => document.querySelector('#detail-request-headers').scrollIntoView()")
+        shot(pg, f"detail-panel-{width}-headers.png")
+        pg.evaluate("() => document.querySelector('#detail-frames').scrollIntoView()")
+        shot(pg, f"detail-panel-{width}-frames.png")
         assert not pg.errors, pg.errors
     finally:
         pg.context.close()

@@ -56,7 +56,10 @@ table.headers td.v { font-family: monospace; word-break: break-all; }
 .wf-split .wf-main { flex: 1 1 60%; min-width: 0; }
 .wf-split .wf-side { flex: 0 0 38%; min-width: 0; position: sticky; top: 0; max-height: 100vh; overflow-y: auto; }
 .wf-split .wf-side.none { display: none; }
-#detail-title { overflow-wrap: anywhere; }  /* a long URL wraps in the panel: it has no spaces to break at */
+#request-detail { overflow-wrap: anywhere; }  /* long words (URLs, header values, addresses) wrap in the panel: no sideways scroll */
+#request-detail .hscroll { overflow-x: auto; overflow-wrap: normal; }  /* a table of columns keeps its words; too wide, it scrolls alone */
+#request-detail .hscroll th, #request-detail .hscroll td { padding: 2px 4px; }  /* (the frames' 8 columns fit a 1366 px page's panel) */
+#request-detail table.headers td.k { min-width: 10em; }  /* a header's name breaks only when long: the values give way */
 @media (max-width: 900px) { .wf-split { flex-direction: column; } .wf-split .wf-side { position: static; max-height: none; flex-basis: auto; width: 100%; } }
 .explain { background: #fff8e1; border: 1px solid #ffcc80; color: #5d4037; padding: 6px 10px; margin: 6px 0; font-size: 13px; }
 .explain ul { margin: 4px 0 0 0; padding-left: 18px; }

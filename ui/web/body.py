@@ -39,5 +39,5 @@ def bodies_section(bodies, url: str | None = None) -> list:
             out.append(html.Img(src=src, id=bid, alt=printable(url or ""), style={"maxWidth": "100%", "maxHeight": "480px"}))
         elif v.kind in ("json", "text", "hex"):
             out.append(html.Pre(v.text, id=bid, className=f"body body-{v.kind}",
-                                style={"maxHeight": "480px", "overflow": "auto", "whiteSpace": "pre-wrap"}))
+                                style={"maxHeight": "480px", "overflow": "auto", "whiteSpace": "pre" if v.kind == "hex" else "pre-wrap"}))
     return out

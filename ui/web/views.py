@@ -377,10 +377,11 @@ def detail_layout(d) -> html.Div:
     moments = [html.Tr([html.Td(_MOMENT_CELLS[m.name][0]), html.Td(_MOMENT_CELLS[m.name][1]), html.Td(_pkt_link(m.packet)),
                         html.Td(_ms(m.time, t0))]) for m in d.moments]
     frames = d.frames
+    errors = any(f.error for f in frames[:MAX_FRAMES_SHOWN])  # (an error column only where a frame has one: room in the panel)
     frame_rows = [html.Tr([html.Td(_pkt_link(f.packet)), html.Td(_pkt_link(f.first_packet) if f.first_packet != f.packet else ""),
                            html.Td(_ms(f.time, t0)), html.Td(DIRECTION_NAMES[f.direction]), html.Td(f.type),
                            html.Td(f"0x{f.flags:02x}" if f.flags else ""), html.Td(f.length), html.Td(f.protocol),
-                           html.Td(printable(f.error) if f.error else "")])
+                           *([html.Td(printable(f.error) if f.error else "")] if errors else [])])
                   for f in frames[:MAX_FRAMES_SHOWN]]
     more = [html.P(f"… {len(frames) - MAX_FRAMES_SHOWN} more frames")] if len(frames) > MAX_FRAMES_SHOWN else []
     markers = []
@@ -415,7 +416,8 @@ def detail_layout(d) -> html.Div:
         *bodies_section(d.bodies, d.url),
         *browser_section(d.browser, t0, d.t0_is_first_packet),
         html.H4(f"Frames ({len(frames)})"),
-        html.Table([html.Thead(html.Tr([html.Th(h) for h in FRAME_COLUMNS])), html.Tbody(frame_rows)], className="grid", id="detail-frames"),
+        html.Div(html.Table([html.Thead(html.Tr([html.Th(h) for h in FRAME_COLUMNS[:None if errors else -1]])), html.Tbody(frame_rows)],
+                            className="grid", id="detail-frames"), className="hscroll"),
         *more,
         *packets,
     ], className="detail")
