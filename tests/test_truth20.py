@@ -260,7 +260,7 @@ def test_phases_add_up_to_the_total_in_json_har_tui_and_web(p, tmp_root):
         det = request_detail(an, exs[r.exchange], row=r, waterfall=wf, bodies=False)
         assert [(x.name, x.start, x.end) for x in det.phases] == list(r.phases)
         text = detail_text(det).plain
-        shown = [(lab.strip(), v) for lab, v in re.findall(r"^  (.{24})\s*(-?[\d.]+) ms", text, re.M)
+        shown = [(lab.strip(), v) for lab, v in re.findall(r"^  (\S.*?) {2,}(-?[\d.]+) ms", text, re.M)
                  if lab.strip() in _LABELS or lab.strip() == "total"]
         tot = [v for lab, v in shown if lab == "total"]
         assert len(tot) == 1 and sum(_ms_us(v) for lab, v in shown if lab != "total") == _ms_us(tot[0]), (r.exchange, shown)
