@@ -992,6 +992,11 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
 def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]:
     """``(source, destination, protocol, info)`` of packet ``n`` in the packet list
     (``analyzer.packet_record`` adds the number, times, length and connection)."""
+    src, dst, pcol, info = _row_columns(analysis, source, n)
+    return src, dst, _media_column(pcol, info), info
+
+
+def _row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]:
     idx = analysis.index
     i = n - 1
     data = source.read(idx.offset[i], idx.caplen[i])
@@ -1032,9 +1037,16 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
                 own = [fr for fr in frames if fr.direction == direction]
             info, pending = stream_info(analysis, n, done, own, prefix)
             if info is not None:
+                if pending and pcol == "HTTP" and 0 <= conn_id < len(analysis.connections) and analysis.connections[conn_id].tls is None:
+                    pcol = "TCP"  # (an HTTP/1 head whose body ends later: tshark wrote its line, TCP keeps the column)
                 return (src, dst, pcol, info + (" " + SEGMENT if pending else ""))
             if pending and any(fr.protocol == "tls" and (fr.fields or {}).get("decrypted") for fr in done):
-                return (src, dst, pcol, prefix + TLS_SEGMENT)  # records read, the message they carry ends later
+                # records read, the message they carry ends later: the column is TLS's (the
+                # protocol that completed here), as tshark's
+                tls = [fr for fr in done if fr.protocol == "tls"]
+                return (src, dst, frame_proto_name(analysis, tls[-1]) if tls else pcol, prefix + TLS_SEGMENT)
+            if not done:  # nothing completes in this segment: tshark's column is TCP's (it names a protocol once its PDU is whole)
+                pcol = "TCP"
             if not done and any(_clears_info(fr.protocol) and fr.first_packet == n and fr.packet > n for fr in own):
                 return (src, dst, pcol, prefix + SEGMENT)  # a record/frame begins here: TLS/SPDY cleared the column, TCP says why
             if (pending or own) and "Retransmission]" not in prefix:
@@ -1068,10 +1080,42 @@ def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]
         sport, dport, ulen = l4
         if frames:
             done = [fr for fr in frames if fr.packet == n] or frames
+            if pcol in ("HTTP3", "QUIC"):
+                pcol = _h3_column(analysis, frames, n)
             return (src, dst, pcol, _udp_info(analysis, n, data, lt, done, frames))
         info = f"{sport} → {dport} Len={max(ulen - 8, 0)}"
         return (src, dst, pcol if pcol not in ("?", "IPv4", "IPv6") else "UDP", info)
     return (src, dst, pcol if pcol != "?" else IP_PROTOS.get(proto, str(proto)), f"IP protocol {IP_PROTOS.get(proto, proto)}")
+
+
+def _h3_column(analysis: Analysis, frames: list[Frame], n: int) -> str:
+    """A QUIC packet's protocol column as tshark's: HTTP3 where its HTTP/3 dissector ran on the
+    packet's stream bytes — an HTTP/3 frame begins here, or data on a unidirectional stream of
+    an HTTP/3 connection (control, QPACK encoder and decoder: dissected as they come) — else
+    QUIC, also where an HTTP/3 DATA frame begun earlier only continues or ends (wirefall named
+    HTTP3 where a frame ended: 86 packets of the sample captures differed)."""
+    if any(fr.protocol.startswith("h3") and fr.first_packet == n for fr in frames):
+        return "HTTP3"
+    for fr in frames:
+        if fr.protocol == "quic" and fr.type == "STREAM" and fr.packet == n and fr.stream_id is not None and fr.stream_id & 2:
+            c = analysis.connections[fr.connection] if 0 <= fr.connection < len(analysis.connections) else None
+            if c is not None and (c.protocol or "").startswith("h3"):
+                return "HTTP3"
+    return "QUIC"
+
+
+# The media-type dissectors that add their name to the protocol column: tshark's "HTTP/JSON",
+# "HTTP2/JSON" where the JSON dissector read a body that ended in the packet (its Info entry,
+# ``analyzer.info``, says so).
+_MEDIA_COLUMN = ((", JavaScript Object Notation (", "JSON"),)
+
+
+def _media_column(pcol: str, info: str) -> str:
+    if pcol in ("HTTP", "HTTP2", "SPDY"):
+        for mark, name in _MEDIA_COLUMN:
+            if mark in info:
+                return f"{pcol}/{name}"
+    return pcol
 
 
 def _clears_info(protocol: str) -> bool:

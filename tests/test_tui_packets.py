@@ -148,7 +148,7 @@ async def test_sort_by_columns_with_keys_and_header_clicks():
         hdr = _header(app)
         await pilot.click("#packet-header", offset=(hdr.index("Info") + 1, 0))
         await pilot.pause(0.05)
-        infos = {int(ln[:7]): ln[86:] for ln in _lines(pl)}  # (No. 7, Time 11, addresses 24, Protocol 8, Length 6)
+        infos = {int(ln[:7]): ln[88:] for ln in _lines(pl)}  # (No. 7, Time 11, addresses 24, Protocol 10, Length 6)
         assert pl.sort == ("info", False) and "Info ▲" in _header(app)
         assert _numbers(pl) == sorted(range(1, 75), key=lambda n: pl.row_fn(n).info)
         assert [infos[n] for n in _numbers(pl)] == sorted(infos.values())

@@ -157,14 +157,14 @@ async def test_packet_list_keeps_protocol_and_info_on_80_columns():
         pl = app.query_one(PacketList)
         header = str(app.query_one("#packet-header").render())
         assert "Protocol" in header and "Info" in header and header.index("Info") <= 80 - 12, header
-        pl.move_to(21)  # packet 22: IPv6 both ways
-        line = pl.line(21)[0]
+        pl.move_to(22)  # packet 23 (a Client Hello): IPv6 both ways
+        line = pl.line(22)[0]
         assert "…" in line and line.index(" TLS") < 80 - 20, line
         assert header.index("Protocol") == line.index("TLS")
         await pilot.resize_terminal(200, 40)
         await pilot.pause(0.3)
         header = str(app.query_one("#packet-header").render())
-        line = pl.line(21)[0]
+        line = pl.line(22)[0]
         assert "2600:9000:215a:6200:7:49a5:5fd6:da1" in line and "…" not in line.split(" TLS", 1)[0]
         assert header.index("Protocol") == line.index("TLS")
 

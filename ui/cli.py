@@ -233,7 +233,7 @@ def cmd_packets(args) -> int:
             w = sys.stdout.write
             P = printable
             for r in records:
-                w(f"{r.number:>7} {r.relative:>11.6f} {P(r.source):>22} → {P(r.destination):<22} {P(r.protocol):<7} {r.length:>6} {P(r.info)}\n")
+                w(f"{r.number:>7} {r.relative:>11.6f} {P(r.source):>22} → {P(r.destination):<22} {P(r.protocol):<10} {r.length:>6} {P(r.info)}\n")
     finally:
         src.close()
     return 0

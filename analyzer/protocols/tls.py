@@ -38,21 +38,45 @@ def _version_name(analysis: Analysis, conn_id: int) -> str:
         c = analysis.connections[conn_id]
     except IndexError:
         return "TLS"
-    v = c.tls.version if c.tls is not None else None
-    if v:
-        v = v.replace(" ", "")
-        if v.upper().startswith("TLS"):
-            return "TLSv" + v[3:].lstrip("v") if not v[3:].startswith("v") else "TLS" + v[3:]
-        return v
-    return "TLS"
+    return _column_name(c.tls.version if c.tls is not None else None)
+
+
+def _column_name(v: str | None) -> str:
+    """A version as Wireshark's protocol column names it: "TLS 1.3" -> TLSv1.3, "TLS 1.0" ->
+    TLSv1, "SSL 3.0" -> SSLv3, "SSL 2.0" -> SSLv2; None -> TLS."""
+    if not v:
+        return "TLS"
+    v = str(v).replace(" ", "")
+    if v.upper().startswith("SSL"):
+        return "SSLv" + v[3:].lstrip("v").split(".")[0]
+    if v.upper().startswith("TLS"):
+        v = "TLSv" + v[3:].lstrip("v")
+        return "TLSv1" if v == "TLSv1.0" else v
+    return v
 
 
 def proto_name(analysis: Analysis, fr: Frame) -> str:
     f = fr.fields or {}
-    if f.get("messages") == ["CLIENT_HELLO"] and f.get("version"):
-        # before the ServerHello Wireshark names the record-layer version
-        v = str(f["version"]).replace(" ", "")
-        return "TLSv1" if v == "TLS1.0" else v.replace("TLS", "TLSv")
+    if f.get("version"):
+        try:
+            c = analysis.connections[fr.connection]
+        except IndexError:
+            c = None
+        t = c.tls if c is not None else None
+        sh = t.server_hello_time if t is not None else None
+        before = sh is None or fr.time < sh
+        if before and t is not None and ("SERVER_HELLO" in (f.get("messages") or ())  # (a HelloRetryRequest: a ServerHello)
+                                         or t.hello_retry and t.client_hello_time is not None and fr.time > t.client_hello_time):
+            before = False  # the HelloRetryRequest, and after it: its version is known
+        if before:
+            # before the ServerHello — or with none seen, joined mid-way — Wireshark names the
+            # record-layer version of the packet's first record (a ClientHello's TLS 1.0 even
+            # with 0-RTT data after it)
+            from ..detail import frames_on_packet
+
+            first = next((x for x in frames_on_packet(analysis, fr.packet)
+                          if x.protocol == "tls" and x.connection == fr.connection and x.packet == fr.packet and (x.fields or {}).get("version")), fr)
+            return _column_name((first.fields or {}).get("version") or f["version"])
     return _version_name(analysis, fr.connection)
 
 

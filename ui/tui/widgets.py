@@ -42,11 +42,11 @@ HEADER_STYLE = Style(bold=True, color="#ffffff", bgcolor="#303030")
 def proto_style(proto: str) -> Style:
     if proto.startswith("TLS"):
         return PROTO_STYLES["TLS"]
-    return PROTO_STYLES.get(proto, DEFAULT_STYLE)
+    return PROTO_STYLES.get(proto.split("/", 1)[0], DEFAULT_STYLE)  # (HTTP/JSON as HTTP)
 
 
 PACKET_COLUMNS = (("No.", 7, True), ("Time", 11, True), ("Source", 24, False), ("Destination", 24, False),
-                  ("Protocol", 8, False), ("Length", 6, True))
+                  ("Protocol", 10, False), ("Length", 6, True))  # (Protocol: "HTTP2/JSON", as tshark names it, whole)
 # the record field each column sorts by (analyzer.packet_record.COLUMNS), in column order, Info last
 SORT_KEYS = ("no", "time", "source", "destination", "protocol", "length", "info")
 SORT_NAMES = dict(zip(SORT_KEYS, ("No.", "Time", "Source", "Destination", "Protocol", "Length", "Info")))
@@ -63,11 +63,16 @@ def _cell(text: str, width: int, right: bool) -> str:
 ADDR_WIDTH = 24  # Source / Destination columns; 39 (a full IPv6 address) when the capture has one longer
 
 
+PROTO_NARROW = 8  # the Protocol column where the addresses are squeezed to ADDR_MIN ("HTTP2/J…"): Info keeps 2 more
+
+
 def _columns(addr_width: int | None, time_width: int | None = None):
     if (not addr_width or addr_width == ADDR_WIDTH) and not time_width:
         return PACKET_COLUMNS
     aw = addr_width or ADDR_WIDTH
-    return tuple((n, aw if n in ("Source", "Destination") else (time_width or w) if n == "Time" else w, r) for n, w, r in PACKET_COLUMNS)
+    pw = PROTO_NARROW if aw <= ADDR_MIN else None
+    return tuple((n, aw if n in ("Source", "Destination") else (time_width or w) if n == "Time" else (pw or w) if n == "Protocol" else w, r)
+                 for n, w, r in PACKET_COLUMNS)
 
 
 def address_width(an) -> int:
@@ -93,7 +98,8 @@ def fit_address_width(want: int, width: int, time_format: str = "relative") -> i
         return want
     fixed = sum(w for n, w, _ in _columns(None, TIME_WIDTH.get(time_format)) if n not in ("Source", "Destination"))
     fixed += len(PACKET_COLUMNS)  # the spaces between the columns and before Info
-    return max(min(want, (width - fixed - INFO_MIN) // 2), min(want, ADDR_MIN))
+    fit = (width - fixed - INFO_MIN) // 2
+    return max(min(want, fit), min(want, ADDR_MIN)) if fit > ADDR_MIN else min(want, ADDR_MIN)  # (at ADDR_MIN the Protocol column narrows too)
 
 
 def _address_cell(text: str, width: int) -> str:
