@@ -72,7 +72,7 @@ def proto_name(analysis: Analysis, fr: Frame) -> str:
             # before the ServerHello — or with none seen, joined mid-way — Wireshark names the
             # record-layer version of the packet's first record (a ClientHello's TLS 1.0 even
             # with 0-RTT data after it)
-            from ..detail import frames_on_packet
+            from wirefall.analyzer.detail import frames_on_packet
 
             first = next((x for x in frames_on_packet(analysis, fr.packet)
                           if x.protocol == "tls" and x.connection == fr.connection and x.packet == fr.packet and (x.fields or {}).get("version")), fr)
