@@ -32,7 +32,7 @@ import tempfile
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from wirefall.dissectors.registry import find, over_quic
+from wirefall.dissectors.registry import over_quic
 
 from .model import Analysis, Exchange
 
@@ -464,8 +464,7 @@ def qlog(an: Analysis) -> dict[str, Any]:
     traces = []
     h3_frames: dict[int, list] = {}
     for f in an.frames:
-        d = find(f.protocol)
-        if d is not None and d.name == "http3":
+        if f.protocol.startswith("h3"):  # (HTTP/3 of any draft, as the waterfall and the JSON ask)
             h3_frames.setdefault(f.connection, []).append(f)
     for c in an.connections:
         if c.transport != "udp" or not (c.quic is not None or c.protocol is None or (over_quic(c.protocol) and c.protocol != "gquic")):

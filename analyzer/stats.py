@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
-from wirefall.dissectors.registry import REGISTRY
+from wirefall.dissectors.registry import REGISTRY, over_quic
 
 from .model import Analysis, Connection, Exchange
 
@@ -436,8 +436,6 @@ def _table(title: str, headers: list[str], rows: list[list[str]], right: set[int
 def _tls_pair(b: Block, protocol: str | None) -> str:
     """The TLS-overhead cell: "-" on QUIC (its packet protection is not TLS records and is not
     counted; 0 there would read as none)."""
-    from wirefall.dissectors.registry import over_quic
-
     return "-" if over_quic(protocol) else _pair(b.tls_record_overhead)
 
 

@@ -98,8 +98,7 @@ def fit_address_width(want: int, width: int, time_format: str = "relative") -> i
         return want
     fixed = sum(w for n, w, _ in _columns(None, TIME_WIDTH.get(time_format)) if n not in ("Source", "Destination"))
     fixed += len(PACKET_COLUMNS)  # the spaces between the columns and before Info
-    fit = (width - fixed - INFO_MIN) // 2
-    return max(min(want, fit), min(want, ADDR_MIN)) if fit > ADDR_MIN else min(want, ADDR_MIN)  # (at ADDR_MIN the Protocol column narrows too)
+    return max(min(want, (width - fixed - INFO_MIN) // 2), min(want, ADDR_MIN))  # (at ADDR_MIN the Protocol column narrows too: _columns)
 
 
 def _address_cell(text: str, width: int) -> str:
@@ -851,6 +850,7 @@ class WaterfallView(LineList):
         self.v1 = 1.0
         self.group_by: str | None = None
         self.glyph: dict[int, str] = {}  # exchange -> connection bracket when grouped
+        self.badge_w = 8  # the protocol badge column: as wide as the widest badge shown (set_rows)
 
     def set_rows(self, rows: list, t0: float, t1: float, group_by: str | None = None, keep_view: bool = False) -> None:
         """``group_by="connection"``: rows come ordered by connection (analyzer.waterfall.build);
@@ -896,7 +896,7 @@ class WaterfallView(LineList):
         had 20 of them beside a 58-column label)."""
         from wirefall.ui.waterfall_layout import GLYPH_KINDS
 
-        bw = getattr(self, "badge_w", 8)
+        bw = self.badge_w
         n = self.LABEL - (15 if grouped else 10) + 8 - bw
         width = self.size.width
         if width:  # (the rest of the label: number, glyphs, badge, status and their spaces; "│" either side of the bars)
@@ -913,7 +913,7 @@ class WaterfallView(LineList):
         g = self.glyph.get(r.exchange) if self.group_by else None
         meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
         n = self.url_chars(g is not None)
-        bw = getattr(self, "badge_w", 8)
+        bw = self.badge_w
         what = printable((meth + " " if meth else "") + short_url(r.url, max(n - len(meth) - 1, 8)))
         if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter
             return f"{g}{r.connection:>3} {r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, bw, False)}{st:>4} "
