@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,20 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     assert pg.locator("#detail-frames tbody tr").count() > 1
     pg.locator("#request-detail").scroll_into_view_if_needed()
     pg.screenshot(path=str(shots / "03-request-detail.png"), full_page=True)
+    # on a narrower window the panel leaves the graph ~650 px: its headings and legend are still
+    # whole (they start at its left edge: the plot area alone cut "· 1 more carried no request")
+    pg.set_viewport_size({"width": 1100, "height": 1000})
+    pg.wait_for_function("""() => { const r = document.querySelector('#waterfall .js-plotly-plot').getBoundingClientRect();
+        return r.width < 700; }""")
+    time.sleep(0.5)
+    out = pg.evaluate("""() => { const gd = document.querySelector('#waterfall .js-plotly-plot'), g = gd.getBoundingClientRect();
+        const els = [...gd.querySelectorAll('.annotation-text, .legend .legendtext')];
+        return [els.length, els.filter(e => { const r = e.getBoundingClientRect();
+            return r.width > 0 && (r.left < g.left - 0.5 || r.right > g.right + 0.5); }).map(e => e.textContent)]; }""")
+    assert out[0] > 10 and out[1] == [], out
+    assert any("more carried no request" in (t or "") for t in pg.locator("#waterfall .annotation-text").all_text_contents())
+    pg.screenshot(path=str(shots / "03b-request-detail-narrow.png"), full_page=True)
+    pg.set_viewport_size({"width": 1500, "height": 1000})
 
     # 4. a filter expression, then a broken one (error with its column)
     pg.fill("#filter-expr", 'url contains "css"')

@@ -396,6 +396,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     track_px = TRACK_PX if tp is not None else 0
     n_legend = sum(1 for t in fig.data if t.showlegend is not False)
     longest = max((len(t.name or "") for t in fig.data if t.showlegend is not False), default=10)
+    # (plotly wraps a horizontal legend at the plot area's width, though it starts at the figure's left edge)
     per_row = max(int(plot_w_narrow // (44 + longest * 6.2)), 1)
     mb = 48 + 22 * (-(-n_legend // per_row)) + 8
     plot_h = wf_px + gap_px + conn_px + (gap_px + track_px if track_px else 0)
@@ -421,11 +422,14 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     if wf.unused_connections:  # (the headline counts them: say where they went)
         k = wf.unused_connections
         conn_head += f" · {k} more carried no request (not drawn)"
+    # (the headings start at the figure's left edge, over the label column: the plot area alone, narrowed
+    # by the web page's detail panel, cut the connections' one short)
     notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                      text=conn_head, font=dict(size=11, color="#444444"), yshift=2))
+                      text=conn_head, font=dict(size=11, color="#444444"), yshift=2, xshift=8 - ml))
     if track_px and tp is not None:
         notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                          text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2))
+                          text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2,
+                          xshift=8 - ml))
 
     for a, b in _zebra(c, show_labels):
         shapes.append(dict(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
@@ -443,7 +447,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         title=head, shapes=shapes, annotations=notes,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",
         hovermode="y" if c.use_big and c.hover else "closest", margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False),
-        legend=dict(orientation="h", traceorder="normal", yanchor="top", y=-44.0 / plot_h, x=0.0, xanchor="left", font=dict(size=10),
+        legend=dict(orientation="h", traceorder="normal", yanchor="top", y=-44.0 / plot_h, x=0.0, xref="container", xanchor="left",
+                    font=dict(size=10),
                     bgcolor="rgba(255,255,255,0)", tracegroupgap=2),
         xaxis=dict(range=[0, xmax], side="top", zeroline=False, anchor="y", showline=True, linecolor="#bbbbbb", ticks="outside",
                    ticksuffix=" ms", tickfont=dict(size=10)),
