@@ -328,6 +328,8 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     first = wf.page_start if len(an.index) else 0.0
     pl = wf.page_load_time
     html = wf.milestone("html_first_byte")
+    dcl, onload = wf.milestone("dom_content_loaded"), wf.milestone("load_event")  # (the first page's, if several)
+    dcl, onload = (m if m is not None and m.time >= first else None for m in (dcl, onload))
     headline = comp.summary
     n_bg = sum(1 for r in wf.rows if r.background)
     page_comment = f"{n_bg} background request{'s' * (n_bg != 1)} in the capture are not the page's (_background)" if n_bg else None
@@ -336,8 +338,11 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
         "id": "page_1",
         "title": os.path.basename(an.path),
         # onLoad is the browser's load event, which the wire does not show (a HAR viewer draws it as
-        # that event): -1, as onContentLoad; the page's last response byte is _lastByte
-        "pageTimings": {"onContentLoad": -1, "onLoad": -1,
+        # that event): -1, as onContentLoad, unless a HAR laid over the capture gave them (placed
+        # on the capture's clock: analyzer.waterfall.browser_milestones); the page's last response
+        # byte is _lastByte
+        "pageTimings": {"onContentLoad": round((dcl.time - first) * 1000.0, 3) if dcl else -1,
+                        "onLoad": round((onload.time - first) * 1000.0, 3) if onload else -1,
                         "_firstByte": round((html.time - first) * 1000.0, 3) if html else -1,
                         "_lastByte": round(pl * 1000.0, 3) if pl is not None else -1},
     }

@@ -23,7 +23,8 @@ compare), built once from the timeline model.
   phase's total; they add up to the row's total.
 - content classes and colours in the WebPageTest convention, a protocol badge, markers
   (push, priority, reset, flow-control stall, retransmission, gap) and hover lines.
-- ``milestones``: first packet, first byte of the HTML, last byte of the last response
+- ``milestones``: first packet, first byte of the HTML, last byte of the last response, and
+  a laid-over HAR's DOMContentLoaded and load events (``browser_milestones``)
   (page load time as seen on the wire) — of the page's requests only: ``page_of`` tells the
   page apart from background traffic in the same capture (rows keep ``background`` and its
   ``background_reason``; the rule is in ``page_of``'s docstring and docs/JSON.md).
@@ -325,6 +326,41 @@ def _link_local_end(c: Connection | None) -> str | None:
 # page_of's rule 3 ties the requests that share a _Request at once, in order of first use, while
 # every one ties at its first request (True; tests/test_page_of_fast.py sets it off to compare)
 _TIE_BY_REQUEST_FACTS = True
+
+
+BROWSER_EVENTS = (("on_content_load", "dom_content_loaded", "DOMContentLoaded"), ("on_load", "load_event", "Load event"))
+BROWSER_EVENT_SLACK = 30.0  # seconds after the last packet (or row) within which a log's page event is this load's
+BROWSER_START_SLACK = 5.0  # seconds before the first packet within which a log's page may start (navigation before any packet)
+
+
+def browser_milestones(an: Analysis, t0: float, t_end: float) -> list:
+    """The browser's page events — a HAR's ``onContentLoad`` and ``onLoad`` (DevTools' and
+    WebPageTest's DOMContentLoaded and load lines) — as milestones on the capture's clock:
+    each laid-over page's times minus its ``clock_offset`` (``browserlog.matching.placed_pages``),
+    of the pages that start within the capture (``BROWSER_START_SLACK`` before its first
+    packet at most: WebPageTest's HAR of two runs, the capture of the first, gives the first)
+    and whose events fall before ``BROWSER_EVENT_SLACK`` after its end; no packet of their
+    own.  A log whose requests matched none gives no offset: its pages are not placed."""
+    from .waterfall_model import Milestone
+
+    b = an.browser if isinstance(an.browser, dict) else {}
+    pages = []
+    for p in b.get("pages") or ():
+        off = p.get("clock_offset") if isinstance(p, dict) else None
+        if not isinstance(off, (int, float)):
+            continue
+        ts = {k: p[k] - off for k, _, _ in BROWSER_EVENTS if isinstance(p.get(k), (int, float))}
+        start = p["start"] - off if isinstance(p.get("start"), (int, float)) else min(ts.values(), default=t0)
+        if ts and t0 - BROWSER_START_SLACK <= start <= t_end and all(t0 <= t <= t_end + BROWSER_EVENT_SLACK for t in ts.values()):
+            pages.append((p, ts))
+    out = []
+    for i, (p, ts) in enumerate(pages):
+        src = {"har": "HAR"}.get(str(p.get("source")), str(p.get("source") or "browser log"))
+        tag = f"{src} page {i + 1}" if len(pages) > 1 else src
+        for k, name, label in BROWSER_EVENTS:
+            if k in ts:
+                out.append(Milestone(name, f"{label} ({tag})", ts[k]))
+    return out
 
 
 def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, float] | None = None) -> Page:
@@ -1165,6 +1201,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         milestones.append(Milestone("html_first_byte", "First byte of the HTML", html.response_start, html.response_start_packet))
     if page.end is not None:
         milestones.append(Milestone("page_load", "Last byte of the last response", page.end, page.end_packet))
+    milestones += browser_milestones(an, t0, max([t_end, page.end or t_end] + [r.end for r in rows]))
     title = an.path.rsplit("/", 1)[-1]
     from .completeness import headline
 

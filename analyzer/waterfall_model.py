@@ -25,7 +25,7 @@ class Marker:
 
 @dataclass(slots=True)
 class Milestone:
-    name: str  # first_packet | html_first_byte | page_load
+    name: str  # first_packet | page_start | html_first_byte | page_load | dom_content_loaded | load_event
     label: str
     time: float
     packet: int | None = None

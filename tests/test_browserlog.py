@@ -554,3 +554,79 @@ def test_lab_netlog_reader_uses_the_shared_parser(tmp_path):
     p.write_bytes(raw[: raw.rindex(b"]", 0, raw.rindex(b'"polledData"')) - 30])  # cut inside an event: the old reader could not
     reqs = lab_netlog.requests(p, origin="https://127.0.0.1")
     assert len(reqs) == 13 and all(r.status == 200 for r in reqs)
+
+
+# ------------------------------------------------ the browser's page events as milestones
+
+
+def _har_page(har: Path, i: int = 0) -> tuple[float, float | None, float | None]:
+    """(start, DOMContentLoaded, load) of the HAR's page i, epoch seconds, read from its JSON here."""
+    from datetime import datetime
+
+    pg = json.loads(gzip.decompress(har.read_bytes()))["log"]["pages"][i]
+    start = datetime.fromisoformat(pg["startedDateTime"].replace("Z", "+00:00")).timestamp()
+    pt = pg["pageTimings"]
+    ev = [start + pt[k] / 1000.0 if isinstance(pt.get(k), (int, float)) and pt[k] >= 0 else None for k in ("onContentLoad", "onLoad")]
+    return start, ev[0], ev[1]
+
+
+def test_har_page_events_are_milestones_on_the_capture_clock():
+    """A HAR's onContentLoad / onLoad — DevTools' blue and red lines, WebPageTest's DOM Content
+    Loaded and On Load — were read into summary.browser.pages and drawn nowhere.  Laid over
+    its capture they are milestones, put on the capture's clock by the median over the matched
+    requests of (the HAR's response end: entry startedDateTime + its timings) − (the wire's response
+    end); opened alone, at the HAR's own times; the exported HAR carries them."""
+    from datetime import datetime
+
+    from wirefall.analyzer.export import har as har_of
+    from wirefall.analyzer.waterfall import build
+
+    cap, keys, har = SAMPLES / "page/pw-h2.pcapng", SAMPLES / "page/pw-h2.keys", SAMPLES / "page/pw-h2.har.gz"
+    start, dcl, load = _har_page(har)
+    assert dcl is not None and load is not None and start < dcl <= load
+    an = analyze(str(cap), keylogs=[str(keys)])
+    overlay(an, str(har))
+    ends = {}  # (start + the timings, -1 not counted: HAR 1.2's "time"; Playwright's own "time" counts ssl twice)
+    for en in json.loads(gzip.decompress(har.read_bytes()))["log"]["entries"]:
+        tm = sum(v for k, v in en["timings"].items() if k in ("blocked", "dns", "connect", "send", "wait", "receive") and v >= 0)
+        ends[en["request"]["url"]] = datetime.fromisoformat(en["startedDateTime"].replace("Z", "+00:00")).timestamp() + tm / 1000.0
+    off = statistics.median(ends[e.url] - e.response_end for e in an.exchanges)
+    assert len(an.exchanges) == len(ends) == 13
+    wf = build(an)
+    got = {m.name: m for m in wf.milestones}
+    assert got["dom_content_loaded"].label == "DOMContentLoaded (HAR)" and got["load_event"].label == "Load event (HAR)"
+    assert got["dom_content_loaded"].time == pytest.approx(dcl - off, abs=2e-6)
+    assert got["load_event"].time == pytest.approx(load - off, abs=2e-6)
+    assert got["dom_content_loaded"].packet is None  # (the browser's moment: no packet carried it)
+    # this page's scripts ran after the last byte arrived
+    assert got["page_load"].time < got["dom_content_loaded"].time <= got["load_event"].time
+    pt = har_of(an)["log"]["pages"][0]["pageTimings"]
+    assert pt["onContentLoad"] == pytest.approx((got["dom_content_loaded"].time - wf.page_start) * 1000, abs=1e-3)
+    assert pt["onLoad"] == pytest.approx((got["load_event"].time - wf.page_start) * 1000, abs=1e-3)
+
+    alone = build(open_any(str(har)))  # the HAR alone: its own clock
+    got = {m.name: m for m in alone.milestones}
+    assert got["dom_content_loaded"].time == pytest.approx(dcl, abs=2e-6) and got["load_event"].time == pytest.approx(load, abs=2e-6)
+    # a capture without a log: none
+    assert not {"dom_content_loaded", "load_event"} & {m.name for m in build(analyze(str(cap), keylogs=[str(keys)])).milestones}
+
+
+def test_webpagetest_har_over_amazon_gives_the_load_event_of_the_run_captured():
+    """WebPageTest's HAR holds two runs; the amazon capture is of the first (its 15 requests
+    match).  Its load event is drawn once, the first run's (it has no onContentLoad), before
+    the capture's last response (the late beacon POST): the second run, 17 s later, is
+    another load."""
+    from wirefall.analyzer.waterfall import build
+
+    har = shared("hars/webpagetest-amazon.har.gz")
+    cap = shared("pageload-amazon/amazon1.cap.gz")
+    an = analyze(str(cap), keylogs=[str(shared("pageload-amazon/amazon1.key_log.txt.gz"))])
+    s = overlay(an, str(har))
+    assert s["matched"] == len(an.exchanges) == 15
+    start, dcl, load = _har_page(har, 0)
+    assert dcl is None and load is not None
+    off = statistics.median(e.browser["offsets"]["response_end"] for e in an.exchanges)
+    ms = [m for m in build(an).milestones if m.name in ("dom_content_loaded", "load_event")]
+    assert [(m.name, m.label) for m in ms] == [("load_event", "Load event (HAR)")]
+    assert ms[0].time == pytest.approx(load - off, abs=2e-6)
+    assert an.index.ts[0] < ms[0].time < max(e.response_end for e in an.exchanges)

@@ -123,3 +123,36 @@ def test_browser_bar_columns_follow_the_model(cap, keys, netlog):
                 assert over[k][1] == cells[k][1]
 
     _open(cap, keys, [], without_log)
+
+
+def test_milestones_are_dotted_lines_down_the_rows():
+    """The TUI's waterfall drew no milestone: the first byte of the HTML, the last byte and — a
+    HAR laid over — the browser's DOMContentLoaded and load events are now a ┊ in their
+    colours (the figures' dotted lines) down every row where no bar is, named in the legend."""
+    from wirefall.ui.waterfall_layout import MILESTONE_COLORS
+
+    cap, keys, har = SAMPLES / "page" / "pw-h2.pcapng", SAMPLES / "page" / "pw-h2.keys", SAMPLES / "page" / "pw-h2.har.gz"
+
+    def each(app, wv):
+        legend = str(app.query_one("#wf-legend").render())
+        for name in ("HTML first byte", "last byte", "DOMContentLoaded", "load event"):
+            assert name in legend, (name, legend)
+        ms = {m.name: m.time for m in app.wf.milestones}
+        assert {"html_first_byte", "page_load", "dom_content_loaded", "load_event"} <= set(ms)
+        seen = {k: 0 for k in ("html_first_byte", "page_load", "dom_content_loaded", "load_event")}
+        for y in range(wv.count):
+            _first, cells = _cells(wv, y)
+            bw = len(cells)
+            for k in seen:
+                c = int((ms[k] - wv.v0) / (wv.v1 - wv.v0) * bw)
+                ch, fg, _bg = cells[c]
+                if ch == "┊":
+                    assert fg == MILESTONE_COLORS[k].lstrip("#") or fg == MILESTONE_COLORS[k], (k, y, fg)
+                    seen[k] += 1
+                else:  # (a bar, or the duration's text, keeps its cell)
+                    assert ch != " " or fg is not None or y == wv.cursor, (k, y, cells[c])
+        # each line shows (the browser's events come after the wire's bars; the HAR's own lower-half
+        # bars, which end later, take some of their cells)
+        assert min(seen.values()) >= 1 and seen["html_first_byte"] >= wv.count - 2, seen
+
+    _open(cap, keys, [("har", str(har))], each)

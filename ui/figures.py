@@ -40,7 +40,6 @@ TRACK_PX = 90  # the throughput track
 CHAR_PX = 6.1  # a 10 px monospace character (DejaVu Sans Mono: 6.02 px)
 LABEL_FONT = dict(size=10, family="DejaVu Sans Mono, monospace")
 MILESTONE_ROW_PX = 16
-MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728"}
 LEGEND_PX = 110  # room under the bottom axis for the legend (4 rows at 1280 px)
 MAX_ROWS_PX = 16000  # past 800 rows the request rows get thinner
 NARROWEST = 1200  # milestone labels are staggered for this figure width: wider only spreads them
@@ -159,6 +158,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     end_ms = max([end_ms] + [_ms(r.browser_phases[-1][2], t0) for r in all_rows if r.browser_phases])  # (a browser bar may end later)
     if not all_rows:  # no request (nothing decrypted, say): the capture's time, so the throughput track shows its traffic
         end_ms = max(end_ms, _ms(wf.t_end, t0))
+    end_ms = max([end_ms] + [_ms(m.time, t0) for m in wf.milestones])  # (a browser's load event may come after the last byte)
     span = max(end_ms, 1.0)
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
     label_chars = max((len(L.row_label(r)) for r in rows[:max_labels]), default=20) if show_labels else 8
@@ -410,7 +410,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         # segments and ticks: a path per colour
         shapes.append(shape)
     for (ms, x, text), (rw, anchor) in zip(ms_items, place):
-        col = MILESTONE_COLORS.get(ms.name, "#444444")
+        col = L.MILESTONE_COLORS.get(ms.name, "#444444")
         shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line=dict(color=col, width=1.5, dash="dot")))
         notes.append(dict(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor=anchor, showarrow=False,
                           yshift=axis_top_px + rw * MILESTONE_ROW_PX, text=html_text(text), font=dict(LABEL_FONT, color=col),

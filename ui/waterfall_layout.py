@@ -24,6 +24,11 @@ GLYPH_MEANING = {"push": "server push", "priority": "priority signal",
 TICK_KINDS = ("retransmission", "gap")
 TICK_COLORS = {"retransmission": "#e31a1c", "gap": "#000000"}
 TICK_MEANING = {"retransmission": "TCP retransmission", "gap": "bytes missing from the capture (lost segment)"}
+# the milestones' vertical lines (the figures' dotted lines, the TUI's ┊ columns)
+MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728",
+                    "dom_content_loaded": "#8e44ad", "load_event": "#c2185b"}  # (the browser's events: a HAR laid over)
+MILESTONE_SHORT = {"html_first_byte": "HTML first byte", "page_load": "last byte", "dom_content_loaded": "DOMContentLoaded",
+                   "load_event": "load event"}  # (the TUI's legend; first packet and page start are the axis' origin)
 LABEL_CHARS = 38  # host…path text of a row label (the whole label adds the number and glyphs)
 SORT_LABELS = {"start": "start time", "duration": "duration", "size": "response size", "host": "host"}
 GROUP_LABELS = {None: "no grouping", "connection": "connection", "host": "host"}

@@ -103,7 +103,9 @@ def to_analysis(log: BrowserLog) -> Analysis:
     not_sent = len(log.requests) - len(sent)
     # requests that never reached the network (served from a cache, failed or cancelled
     # before sending) are not exchanges: a capture of the same load would not show them
-    an.browser = {"logs": [summary(log, sent=len(sent), not_sent=not_sent)], "pages": list(log.pages)}
+    # (the analysis is on the log's own clock: its page timings need no placing)
+    pages = [dict(p, source=log.kind, clock_offset=0.0, clock_offset_from="log") for p in log.pages]
+    an.browser = {"logs": [summary(log, sent=len(sent), not_sent=not_sent)], "pages": pages}
     return an
 
 

@@ -321,7 +321,7 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
     }
     b = an.browser if isinstance(an.browser, dict) else {"logs": [], "pages": []}
     b.setdefault("logs", []).append(summary)
-    b.setdefault("pages", []).extend(log.pages)
+    b.setdefault("pages", []).extend(placed_pages(log, offs))
     an.browser = b
     for w in log.warnings:
         an.warnings.append(f"{log.kind} {log.path}: {w}")
@@ -381,6 +381,23 @@ def _minus(a: float | None, b: float | None) -> float | None:
 
 def _len(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else b - a
+
+
+# The page timings (DOMContentLoaded, load) are the browser's own moments, on its clock: they
+# are put on the capture's by the median browser-minus-wire offset of the log's matched
+# requests at the response's end (the browser saw the last byte that much after the capture
+# point, its clock and the delivery together), else at its start, else at the request's.
+PLACE_BY = ("response_end", "response_start", "request_start")
+
+
+def placed_pages(log: BrowserLog, offs: dict[str, list[float]]) -> list[dict]:
+    """``log.pages`` with ``source`` (the log's kind), ``clock_offset`` (browser minus
+    capture, seconds: subtract it from the page's times to place them on the capture's
+    clock; None when no matched request gives one) and ``clock_offset_from`` (the offset's
+    name in ``PLACE_BY``)."""
+    by = next((k for k in PLACE_BY if offs.get(k)), None)
+    off = statistics.median(offs[by]) if by is not None else None
+    return [dict(p, source=log.kind, clock_offset=off, clock_offset_from=by) for p in log.pages]
 
 
 def _stats(v: list[float]) -> dict:

@@ -231,7 +231,7 @@ class WirefallApp(PacketHabits, App):
     #bytes { height: 1fr; }
     #wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #wf-list { height: 1fr; overflow-x: hidden; }
-    #wf-legend { height: auto; max-height: 4; color: #a0a0a0; }  /* wrapped: one line hid the glyphs' meanings */
+    #wf-legend { height: auto; max-height: 5; color: #a0a0a0; }  /* wrapped: one line hid the glyphs' meanings; 5: a HAR's milestones at 100 columns */
     #connections { height: 1fr; }
     #stats-scroll { height: 1fr; overflow-x: auto; overflow-y: auto; }
     #stats { width: auto; }
@@ -336,8 +336,8 @@ class WirefallApp(PacketHabits, App):
         yield Footer()
 
     @staticmethod
-    def _legend(browser: list[str] | None = None) -> Text:
-        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by connection/host  s sort  enter open", browser)
+    def _legend(browser: list[str] | None = None, milestones: list | None = None) -> Text:
+        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by conn/host  s sort  enter open", browser, milestones)
 
     def on_mount(self) -> None:
         self.query_one("#detail", Tree).show_root = False
@@ -818,10 +818,12 @@ class WirefallApp(PacketHabits, App):
         t0 = self.wf.t0
         t1 = max([self.wf.t_end] + [r.end for r in rows if r.end is not None])
         t1 = max([t1] + [r.browser_phases[-1][2] for r in rows if r.browser_phases])  # (a browser bar may end later)
+        t1 = max([t1] + [m.time for m in self.wf.milestones])  # (a browser's load event may come after the last byte)
         sources = sorted({str((r.browser or {}).get("source") or "log") for r in self.wf.rows if r.browser_phases})
-        if sources:  # a browser log laid over the capture: the legend names its bar first
-            self.query_one("#wf-legend", Static).update(self._legend(sources))
-        self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view)
+        # the legend names a browser log's bar first (one laid over the capture), then the milestones' lines
+        self.query_one("#wf-legend", Static).update(self._legend(sources, self.wf.milestones))
+        self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view,
+                                               milestones=self.wf.milestones)
         self._wf_note()
 
     @on(WaterfallView.GroupToggled)

@@ -637,17 +637,24 @@ def cell_segments(cells, bg) -> list[Segment]:
     return segs
 
 
-def waterfall_legend(keys: str, browser: list[str] | None = None) -> Text:
+def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: list | None = None) -> Text:
     """The phase and content-class colours of the waterfall, the marker glyphs, then the
     view's keys (the same palette and glyphs as the figures: ui/waterfall_layout.py).
     ``browser``: the sources of a browser log laid over the capture (e.g. ``["netlog"]``),
-    named first: its thin bar is the lower half of each row (``browser_cells``)."""
+    named first: its thin bar is the lower half of each row (``browser_cells``);
+    ``milestones`` (``Waterfall.milestones``): each line's name, then."""
     from wirefall.ui import waterfall_layout as L
 
     t = Text(" ")
     if browser:
         t.append(BROWSER_GLYPH + BROWSER_GLYPH, style=L.BLOCKED_COLOR)
-        t.append(f" lower half: browser's view ({', '.join(browser)}), request start → response end, same colours  ")
+        t.append(f" lower half: browser's view ({', '.join(browser)}), same colours  ")
+    seen = set()
+    for m in milestones or ():
+        if m.name in L.MILESTONE_SHORT and m.name not in seen:
+            seen.add(m.name)
+            t.append("┊ ", style=L.MILESTONE_COLORS[m.name])
+            t.append(L.MILESTONE_SHORT[m.name] + "  ")
     for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
         t.append("█ ", style=c)
         t.append(L.PHASE_LABELS[k] + "  ")
@@ -655,7 +662,7 @@ def waterfall_legend(keys: str, browser: list[str] | None = None) -> Text:
         t.append("█", style=light)
         t.append("█ ", style=dark)
         t.append(k + "  ")
-    t.append("(download: dark = packets arriving)  ")
+    t.append("(dark: packets arriving)  ")
     for k in L.GLYPH_KINDS:
         t.append(f"{L.GLYPHS[k]} {L.GLYPH_MEANING[k]}  ")
     t.append("┃ retransmission/loss  " + keys)
@@ -851,12 +858,19 @@ class WaterfallView(LineList):
         self.group_by: str | None = None
         self.glyph: dict[int, str] = {}  # exchange -> connection bracket when grouped
         self.badge_w = 8  # the protocol badge column: as wide as the widest badge shown (set_rows)
+        self.milestones: list[tuple[float, str]] = []  # (time, colour): ┊ down every row where no bar is (set_rows)
 
-    def set_rows(self, rows: list, t0: float, t1: float, group_by: str | None = None, keep_view: bool = False) -> None:
+    def set_rows(self, rows: list, t0: float, t1: float, group_by: str | None = None, keep_view: bool = False,
+                 milestones: list | None = None) -> None:
         """``group_by="connection"``: rows come ordered by connection (analyzer.waterfall.build);
-        each row then starts with a bracket and the connection id."""
+        each row then starts with a bracket and the connection id.  ``milestones``: the
+        waterfall's (``Waterfall.milestones``), drawn as the figures draw them, a dotted line
+        down the rows (not the first packet's and the page start's: the axis' origin)."""
+        from wirefall.ui.waterfall_layout import MILESTONE_COLORS, MILESTONE_SHORT
+
         old = (self.v0, self.v1)
         self.rows = rows
+        self.milestones = [(m.time, MILESTONE_COLORS[m.name]) for m in milestones or () if m.name in MILESTONE_SHORT]
         if t1 <= t0:
             t1 = t0 + 1e-3
         self.t0, self.t1 = t0, t1
@@ -938,6 +952,11 @@ class WaterfallView(LineList):
         segs = [Segment(label, base), Segment("│", Style(color="#606060"))]
         bw = max(width - len(label) - 2, 1)
         cells = row_cells(r, self.v0, self.v1, bw)
+        span = (self.v1 - self.v0) or 1e-9
+        for t, col in self.milestones:  # (where no bar is: a bar is what the row is about)
+            c = int((t - self.v0) / span * bw)
+            if 0 <= c < bw and cells[c] == (" ", None):  # (not a space of the duration's text either)
+                cells[c] = ("┊", col)
         segs += cell_segments(cells, base.bgcolor if i == self.cursor else None)
         segs.append(Segment("│", Style(color="#606060")))
         return Strip(segs).crop_extend(0, width, None)
