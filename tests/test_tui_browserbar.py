@@ -144,7 +144,7 @@ def test_milestones_are_dotted_lines_down_the_rows():
             _first, cells = _cells(wv, y)
             bw = len(cells)
             for k in seen:
-                c = int((ms[k] - wv.v0) / (wv.v1 - wv.v0) * bw)
+                c = min(int((ms[k] - wv.v0) / (wv.v1 - wv.v0) * bw), bw - 1)  # (at the window's end: its last cell)
                 ch, fg, _bg = cells[c]
                 if ch == "┊":
                     assert fg == MILESTONE_COLORS[k].lstrip("#") or fg == MILESTONE_COLORS[k], (k, y, fg)

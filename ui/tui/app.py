@@ -816,7 +816,10 @@ class WirefallApp(PacketHabits, App):
         self.wf_by[(self.wf_group, self.wf_sort)] = self.wf
         rows = self.wf.rows if keep is None else [r for r in self.wf.rows if r.exchange in keep]
         t0 = self.wf.t0
-        t1 = max([self.wf.t_end] + [r.end for r in rows if r.end is not None])
+        # the axis ends where the rows do (as the figures'), not at the capture's last packet: a page's
+        # trailing ACKs and closes left pw-h2's 13 requests in the first fifth of the width
+        ends = [r.end for r in rows if r.end is not None]
+        t1 = max(ends) if ends else self.wf.t_end
         t1 = max([t1] + [r.browser_phases[-1][2] for r in rows if r.browser_phases])  # (a browser bar may end later)
         t1 = max([t1] + [m.time for m in self.wf.milestones])  # (a browser's load event may come after the last byte)
         sources = sorted({str((r.browser or {}).get("source") or "log") for r in self.wf.rows if r.browser_phases})

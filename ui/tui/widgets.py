@@ -954,8 +954,8 @@ class WaterfallView(LineList):
         cells = row_cells(r, self.v0, self.v1, bw)
         span = (self.v1 - self.v0) or 1e-9
         for t, col in self.milestones:  # (where no bar is: a bar is what the row is about)
-            c = int((t - self.v0) / span * bw)
-            if 0 <= c < bw and cells[c] == (" ", None):  # (not a space of the duration's text either)
+            c = min(int((t - self.v0) / span * bw), bw - 1) if self.v0 <= t <= self.v1 else -1  # (the window's end: its last cell)
+            if c >= 0 and cells[c] == (" ", None):  # (not a space of the duration's text either)
                 cells[c] = ("┊", col)
         segs += cell_segments(cells, base.bgcolor if i == self.cursor else None)
         segs.append(Segment("│", Style(color="#606060")))
