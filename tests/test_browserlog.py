@@ -164,6 +164,10 @@ def test_netlog_offsets_per_phase_are_browser_minus_wire():
     out = json.loads(run.stdout)
     # how the log matched, said on stderr (it was said only in the TUI and the page)
     assert "NetLog page-h2.netlog.json.gz: 13 of 13 requests it sent matched, 0 not in the capture, 0 wire-only" in run.stderr
+    # and where the browser and the capture point stand apart: the medians at the send and at the receipt
+    med = {k: statistics.median(e.browser["offsets"][k] for e in an.exchanges) for k in ("request_start", "response_end")}
+    assert (f"; browser − wire (median): request start {med['request_start'] * 1000:+.3f} ms, "
+            f"response end {med['response_end'] * 1000:+.3f} ms") in run.stderr
     assert [x["browser"]["offsets"]["response_start"] for x in out] == pytest.approx(
         [e.browser["offsets"]["response_start"] for e in sorted(an.exchanges, key=lambda e: (e.request_start, e.id))])
     assert all(x["sources"]["url"] == "wire" and x["sources"]["priority_name"] == "browser" for x in out)

@@ -221,11 +221,19 @@ def offset_rows(summary: dict) -> list[OffsetRow]:
 
 
 def summary_line(summary: dict) -> str:
-    """``NetLog page-h2.netlog.json.gz: 13 of 13 requests matched, 0 wire-only`` (text)."""
+    """``NetLog page-h2.netlog.json.gz: 13 of 13 requests it sent matched, 0 not in the
+    capture, 0 wire-only; browser − wire (median): request start −1.203 ms, response end
+    +0.412 ms`` (text): how much of the log matched, and where the browser's clock and the
+    capture point stand apart — at the send (the capture point sees a request after the browser
+    logged it: negative) and at the receipt (positive), a clock offset adding to both."""
     import os
 
     f = summary.get("file")
     name = os.path.basename(f) if isinstance(f, str) else ""
     kind = KIND_LABELS.get(str(summary.get("kind")), str(summary.get("kind")))
-    return (f"{kind} {name}: {summary.get('matched', 0)} of {summary.get('sent', 0)} requests it sent matched, "
+    line = (f"{kind} {name}: {summary.get('matched', 0)} of {summary.get('sent', 0)} requests it sent matched, "
             f"{summary.get('unmatched', 0)} not in the capture, {summary.get('wire_only', 0)} wire-only")
+    rs = {r.name: r for r in offset_rows(summary)}
+    offs = [f"{OFFSET_LABELS[k]} {fmt_ms(rs[k].median, signed=True)}" for k in ("request_start", "response_end")
+            if k in rs and rs[k].median is not None]
+    return line + (f"; browser − wire (median): {', '.join(offs)}" if offs else "")

@@ -50,10 +50,5 @@ def summary_notes(an) -> list[str]:
     """One line per log laid over ``an`` (shown once the capture is loaded)."""
     out = []
     for s in cmp.overlays(an):
-        line = cmp.summary_line(s)
-        rs = {r.name: r for r in cmp.offset_rows(s)}
-        r = rs.get("response_start")
-        if r is not None and r.median is not None:
-            line += f"; browser − wire at response start: median {cmp.fmt_ms(r.median, signed=True)}"
-        out.append(printable(line))
+        out.append(printable(cmp.summary_line(s)))  # (with the medians of browser − wire at the send and the receipt)
     return out
