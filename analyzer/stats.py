@@ -133,10 +133,13 @@ class Stats:
     completeness: Any = None  # analyzer.completeness.Completeness
     background_requests: int = 0  # requests not the page's (analyzer.waterfall.page_of)
     tcp_analysis: dict | None = None  # analyzer.tcp_analysis.stats(): packets per tcp.analysis.* flag
+    # the browser's page events of a HAR laid over the capture (analyzer.waterfall.browser_milestones):
+    # milestone name -> (label, seconds from the page's start, as TTFB and page load)
+    browser_events: dict | None = None
 
     def __init__(self, file: str, capture: Block, protocols: dict[str, Block], connections: list[Block], packets_total: int = 0,
                  bytes_total: int = 0, duration: float = 0.0, completeness: Any = None, background_requests: int = 0,
-                 tcp_analysis: dict | None = None) -> None:
+                 tcp_analysis: dict | None = None, browser_events: dict | None = None) -> None:
         self.file = file
         self.capture = capture
         self.protocols = protocols
@@ -147,6 +150,7 @@ class Stats:
         self.completeness = completeness
         self.background_requests = background_requests
         self.tcp_analysis = tcp_analysis
+        self.browser_events = browser_events
 
 
 def _add2(a: list[int], b) -> None:
@@ -313,14 +317,22 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
 
     page = page_of(an)
     page_exs = [e for e in an.exchanges if e.id not in page.background] if page.background else an.exchanges
-    _times(cap, page_exs, page.start if page.start is not None else t0)
+    p0 = page.start if page.start is not None else t0
+    _times(cap, page_exs, p0)
     dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
     from .tcp_analysis import stats_or_none
+    from .waterfall import browser_milestones
+
+    events = None
+    if p0 is not None and isinstance(an.browser, dict) and an.browser.get("pages"):
+        ends = [e.response_end for e in an.exchanges if e.response_end is not None]
+        t_end = max([idx.ts[-1] if len(idx) else p0] + ends)
+        events = {m.name: (m.label, m.time - p0) for m in browser_milestones(an, idx.ts[0] if len(idx) else p0, t_end)} or None
 
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
                  background_requests=len(page.background),
-                 tcp_analysis=stats_or_none(an) if tcp_analysis else None)
+                 tcp_analysis=stats_or_none(an) if tcp_analysis else None, browser_events=events)
 
 
 def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
@@ -398,6 +410,8 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "protocols": {k: block_dict(v) for k, v in sorted(st.protocols.items())},
         "connections": [block_dict(b) for b in st.connections],
         "background_requests": st.background_requests,
+        # a HAR laid over: its DOMContentLoaded / load event in seconds from the page's start (as ttfb, page_load_time)
+        "browser_events": {k: t for k, (_label, t) in st.browser_events.items()} if st.browser_events else None,
         "completeness": completeness.to_dict(st.completeness) if st.completeness is not None else None,
         **({"tcp_analysis": st.tcp_analysis} if st.tcp_analysis is not None else {}),
     }
@@ -449,6 +463,7 @@ def render_text(st: Stats) -> str:
         f"(from the {'page' + chr(39) + 's ' if st.background_requests else ''}first packet)"
         + (f"; {st.background_requests} background request{'s' * (st.background_requests != 1)} not counted in the page"
            if st.background_requests else "")
+        + ("; " + ", ".join(f"{label} {_ms(t)}" for label, t in st.browser_events.values()) if st.browser_events else "")
     )
     order = sorted(st.protocols.values(), key=lambda b: (-b.requests, b.name))
     rows = []

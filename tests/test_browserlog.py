@@ -608,6 +608,13 @@ def test_har_page_events_are_milestones_on_the_capture_clock():
     assert pt["onContentLoad"] == pytest.approx((got["dom_content_loaded"].time - wf.page_start) * 1000, abs=1e-3)
     assert pt["onLoad"] == pytest.approx((got["load_event"].time - wf.page_start) * 1000, abs=1e-3)
 
+    from wirefall.analyzer import stats
+
+    st = stats.to_dict(stats.compute(an))  # `wirefall stats --json`: from the page's start, as page_load_time
+    assert st["browser_events"] == pytest.approx({k: got[k].time - wf.page_start for k in ("dom_content_loaded", "load_event")})
+    assert st["capture"]["page_load_time"] == pytest.approx(got["page_load"].time - wf.page_start)
+    assert "DOMContentLoaded (HAR) 215.8 ms, Load event (HAR) 243.8 ms" in stats.render_text(stats.compute(an))
+
     alone = build(open_any(str(har)))  # the HAR alone: its own clock
     got = {m.name: m for m in alone.milestones}
     assert got["dom_content_loaded"].time == pytest.approx(dcl, abs=2e-6) and got["load_event"].time == pytest.approx(load, abs=2e-6)
