@@ -18,6 +18,10 @@ the file, a pcapng of one section of IDB, EPB, DSB, ISB and skipped blocks, no t
 clamp, no snap-length cut, no IPv4 fragment.  For anything else it returns None and the
 capture is demultiplexed the old way (the parent's own pass over ``read_capture``).
 
+A pcap of ``SPLIT_MIN`` bytes or more, for 2 or more processes, is walked in two halves at
+once (``_pcap_split``: the second by a forked process, from a record boundary the first half's
+walk proves), the same Scan.
+
 Two modes, one result: a pure-Python loop over the records, and on a large capture (the loop
 hands over part-way, see _NP_LEFT) a vectorised one (``_Vec``) that walks only the chain of
 record lengths in Python and reads every other field, decides the fast path and builds the
@@ -30,6 +34,7 @@ import mmap
 import os
 import struct
 import sys
+import time
 from array import array
 from dataclasses import dataclass, field
 from typing import Literal
@@ -59,6 +64,9 @@ class Scan:
     secrets: list[tuple[int, int, bytes]] = field(default_factory=list)  # (packets before it, type, data)
     worker: list[int] = field(default_factory=list)  # group -> its worker
     load: list[int] = field(default_factory=list)  # per worker: its packets' cost (captured bytes + PER_PACKET each)
+    # a split walk's CPU seconds (``_pcap_split``): {"mine": this process's half, "theirs": the
+    # other's} (benchmarks/parallel_accounting.py: the scan's critical path); None: one walk
+    split: dict | None = None
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -81,11 +89,13 @@ _NP_LEFT = 150_000  # records left (estimated) from which the vectorised mode pa
 _NP_LEFT_LOADED = 5_000  # the same with numpy already imported
 
 
-def scan(path: str, n: int, vector: bool | None = None) -> Scan | None:
+def scan(path: str, n: int, vector: bool | None = None, split: bool | None = None) -> Scan | None:
     """The scan of the capture at ``path`` for ``n`` processes (module docstring), or None.
     ``vector``: True, the vectorised mode from the first record; False, the pure-Python loop
     throughout; None (the default), the loop, which hands over to the vectorised mode when the
-    capture is large.  The result is the same in every mode."""
+    capture is large.  ``split``: a pcap's two halves walked at once (``_pcap_split``); None
+    (the default): for 2 or more processes, from SPLIT_MIN bytes.  The result is the same in
+    every mode."""
     try:
         f = open(path, "rb")  # (kept open: a record far from the last is read by os.pread, see FAR)
     except OSError:
@@ -98,7 +108,9 @@ def scan(path: str, n: int, vector: bool | None = None) -> Scan | None:
     try:
         head = mm[:4]
         if head in PCAP_MAGICS:
-            sc = _pcap(mm, head, vector, f.fileno())
+            if split is None:
+                split = n >= 2 and len(mm) >= SPLIT_MIN and hasattr(os, "fork")
+            sc = _pcap(mm, head, vector, f.fileno(), split=split)
         elif head == PCAPNG_SHB:
             sc = _pcapng(mm, vector, f.fileno())
         else:
@@ -217,34 +229,60 @@ def _vectorise(vector: bool | None, done: int, walked: int, left: int) -> bool:
 FAR = 12 << 10
 
 
-def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1) -> Scan:
+def _pcap_head(mm, magic: bytes) -> tuple[str, float, int, int]:
+    """(byte order, timestamp resolution, snap length, link type) of a pcap's file header."""
     endian, resol = PCAP_MAGICS[magic]
-    size = len(mm)
-    if size < 24:
+    if len(mm) < 24:
         raise _Odd("header")
     _, _, _, _, _, snaplen, network = struct.unpack_from(endian + "IHHiIII", mm, 0)
-    linktype = network & 0x0FFFFFFF
+    return endian, resol, snaplen, network & 0x0FFFFFFF
+
+
+def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1, split: bool = False) -> Scan:
+    """The pcap's scan; ``split``: its second half walked by a process of its own at the same
+    time (``_pcap_split``), the same Scan."""
+    endian, resol, snaplen, linktype = _pcap_head(mm, magic)
     sc = Scan("pcap", [Interface(linktype, snaplen, resol)])
+    groups = _Groups(endian)
+    size = len(mm)
+    got = _pcap_split(mm, magic, vector, fd, sc, groups) if split else None
+    if got is None:
+        pos = _pcap_records(mm, magic, vector, fd, sc, groups, 24, size)
+        if pos != size:
+            raise _Odd("the file ends inside a record header")
+    k = len(sc.ts)
+    sc.linktype = array("i", [linktype]) * k
+    sc.interface = array("I", [0]) * k
+    sc.load = [groups.other, *groups.cost]  # (moved into worker loads by _assign)
+    return sc
+
+
+def _pcap_records(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups: _Groups, begin: int, stop: int) -> int:
+    """Walk the pcap's records from the one at ``begin`` while they start before ``stop``,
+    appending to ``sc`` and ``groups``; returns where the walk ended: ``stop`` when a record
+    ends there, past it when one spans it (the file's end: ``size``)."""
+    endian, resol, _snaplen, linktype = _pcap_head(mm, magic)
+    size = len(mm)
     # the record header and the packet's first 47 bytes (Ethernet, IPv4, TCP ports and offset:
     # pipeline._analyze's fast path) in one unpack, in the record's byte order
     both = struct.Struct(endian + "IIII12xHBxH2xH1xB2xQI8xB")
     unpack, unpack_h, tail = both.unpack_from, struct.Struct(endian + "IIII").unpack_from, both.size
-    groups = _Groups(endian)
     memo, cost, new, slow = groups.memo, groups.cost, groups.new, groups.slow
     ETYPE, FRAG, SHORT = _fast(endian)
     eth, TCP = linktype == 1, PROTO_TCP
     ts_a, off_a, cap_a, orig_a, grp_a = sc.ts.append, sc.offset.append, sc.caplen.append, sc.origlen.append, sc.group.append
-    pos, last, tail_last = 24, size - 16, size - tail
-    dropped, drop_at = 0, _first_check(vector)
+    pos, last, tail_last = begin, min(size, stop + 15) - 16, size - tail
+    n0 = len(sc.ts)
+    dropped, drop_at = begin & ~(mmap.PAGESIZE - 1), begin + _first_check(vector)
     far, pread = False, os.pread  # (far: records FAR apart on average so far: heads read by pread)
     while pos <= last:
         if pos >= drop_at:
             dropped = _drop(mm, dropped, pos)
             drop_at = pos + _DROP
-            if _vectorise(vector, len(sc.ts), pos - 24, size - pos):
-                pos = _Vec(mm, sc, groups, endian).pcap(pos, dropped, resol, linktype)
+            if _vectorise(vector, len(sc.ts) - n0, pos - begin, stop - pos):
+                pos = _Vec(mm, sc, groups, endian).pcap(pos, dropped, resol, linktype, stop)
                 break
-            far = fd >= 0 and pos - 24 >= FAR * len(sc.ts)
+            far = fd >= 0 and pos - begin >= FAR * (len(sc.ts) - n0)
         if pos <= tail_last:
             if far:
                 sec, frac, caplen, origlen, etype, vihl, total, frag, proto, addrs, ports, doff = unpack(pread(fd, tail, pos))
@@ -272,13 +310,141 @@ def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1) -> Scan:
                 grp_a(g)
                 continue
         grp_a(slow(linktype, mm[start:pos], c))
-    if pos != size:
-        raise _Odd("the file ends inside a record header")
-    k = len(sc.ts)
-    sc.linktype = array("i", [linktype]) * k
-    sc.interface = array("I", [0]) * k
-    sc.load = [groups.other, *groups.cost]  # (moved into worker loads by _assign)
-    return sc
+    return pos
+
+
+# A pcap of SPLIT_MIN bytes or more scanned for 2 or more processes is walked in two halves at
+# once: a process forked for it walks from the first record boundary after the middle
+# (``_resync``: RESYNC_CHAIN records chained from it must read as plausible records) to the
+# end, while this one walks from the start; a record chain is found only by walking it, so the
+# half found by looking is proved by this walk landing on it exactly.  When it does not (a
+# false boundary: bytes of some packet that read as records), or the other process fails,
+# this one walks on to the end itself: the same Scan, only later.  The other half comes back
+# as arrays through a pipe; its groups are this walk's where their 4-tuples are, new ones
+# numbered after them in their order of first appearance, as one walk would have numbered them.
+SPLIT_MIN = 24 << 20
+RESYNC_WINDOW = 1 << 20  # bytes after the middle searched for a record boundary
+RESYNC_CHAIN = 32
+
+
+def _resync(mm, magic: bytes, at: int) -> int | None:
+    """The first offset at or after ``at`` (within RESYNC_WINDOW) where RESYNC_CHAIN records
+    (or all up to the file's end, at least 4) chain as plausible records: lengths the scan
+    takes (origlen <= caplen <= 64 MiB), seconds within a year of the first record's, a
+    fraction below a second."""
+    endian, resol, _snaplen, _lt = _pcap_head(mm, magic)
+    size = len(mm)
+    if size < 40:
+        return None
+    head = struct.Struct(endian + "IIII").unpack_from
+    t_ref = head(mm, 24)[0]
+    frac_max = int(round(1 / resol))
+    year = 366 * 86400
+    for p in range(at, min(at + RESYNC_WINDOW, size - 16)):
+        q, k = p, 0
+        while k < RESYNC_CHAIN and q <= size - 16:
+            sec, frac, cap, orig = head(mm, q)
+            if abs(sec - t_ref) > year or frac >= frac_max or cap > 0x4000000 or cap < orig:
+                break
+            q += 16 + cap
+            k += 1
+        if q == size and k >= 4 or k == RESYNC_CHAIN and q <= size:
+            return p
+    return None
+
+
+def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups: _Groups) -> int | None:
+    """Walk the pcap in two halves at once (see SPLIT_MIN); returns the end (``size``), or None
+    when it could not start (no boundary found, no process or pipe): then nothing is added."""
+    import pickle
+
+    size = len(mm)
+    mid = _resync(mm, magic, size // 2)
+    if mid is None or mid <= 24:
+        return None
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the other half, sent back as ("ok", columns, groups) or ("odd", why)
+        code = 0
+        try:
+            os.close(r)
+            half, hg = Scan("pcap", []), _Groups(PCAP_MAGICS[magic][0])
+            c_start = time.process_time()
+            msg: tuple
+            try:
+                end = _pcap_records(mm, magic, vector, fd, half, hg, mid, size)
+                cols = {k: getattr(half, k) for k in ("ts", "offset", "caplen", "origlen", "group")}
+                msg = ("ok", cols, hg.memo, hg.cost, hg.other, time.process_time() - c_start) \
+                    if end == size else ("odd", "the file ends inside a record header")
+            except (_Odd, struct.error, IndexError, OSError) as e:
+                msg = ("odd", str(e))
+            with os.fdopen(w, "wb", buffering=1 << 20) as f:
+                pickle.dump(msg, f, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:  # noqa: BLE001 - this process's failure costs only time: the other walks on
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    try:
+        c0 = time.process_time()
+        pos = _pcap_records(mm, magic, vector, fd, sc, groups, 24, mid)
+        mine = time.process_time() - c0
+        back: tuple | None = None
+        if pos == mid:  # (the walk proves the boundary: the other half is the file's)
+            try:
+                with os.fdopen(r, "rb") as f:
+                    r = -1
+                    back = pickle.load(f)
+            except Exception:  # noqa: BLE001 - a broken stream: walked here
+                back = None
+    finally:
+        if r >= 0:
+            os.close(r)
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+    if back is not None and back[0] == "odd":  # (from a true boundary: the one walk would have refused too)
+        raise _Odd(back[1])
+    if back is None or back[0] != "ok":
+        pos = _pcap_records(mm, magic, vector, fd, sc, groups, pos, size)  # (on from where this walk is)
+        if pos != size:
+            raise _Odd("the file ends inside a record header")
+        return pos
+    _, cols, memo, cost, other, theirs = back
+    sc.split = {"mine": mine, "theirs": theirs}
+    lut: list[int | None] = [None] * len(cost)
+    for key, h in memo.items():  # (a 4-tuple of both halves: this half's group)
+        if lut[h] is None:
+            lut[h] = groups.memo.get(key)
+    for h, c in enumerate(cost):  # (the others: numbered in the order the other half first saw them)
+        g = lut[h]
+        if g is None:
+            g = lut[h] = len(groups.cost)
+            groups.cost.append(0)
+            for key, hh in memo.items():
+                if hh == h:
+                    groups.memo[key] = g
+        groups.cost[g] += c
+    groups.other += other
+    for c in ("ts", "offset", "caplen", "origlen"):
+        getattr(sc, c).extend(cols[c])
+    np = sys.modules.get("numpy")
+    grp = cols["group"]
+    if np is not None and len(grp) >= 1 << 16:
+        table = np.array([*lut, -1], np.int32)  # (group -1, the last: not TCP)
+        sc.group.frombytes(table[np.frombuffer(grp, grp.typecode)].astype(sc.group.typecode, copy=False).tobytes())
+    else:
+        sc.group.extend(array(sc.group.typecode, (lut[g] if g >= 0 else -1 for g in grp)))  # type: ignore[misc]
+    return size
 
 
 def _options(mm, pos: int, end: int, endian: str):
@@ -472,14 +638,16 @@ class _Vec:
             a.frombytes(x.astype(a.typecode, copy=False).view(u8))
         self.count += len(cols["ts"])
 
-    def pcap(self, pos: int, dropped: int, resol: float, linktype: int) -> int:
+    def pcap(self, pos: int, dropped: int, resol: float, linktype: int, stop: int | None = None) -> int:
+        """The records from ``pos`` while they start before ``stop`` (the file's end); returns
+        where the walk ended (as ``_pcap_records``)."""
         np, mm, size = self.np, self.mm, self.size
         dt = self._fields(["sec", "frac", "caplen", "origlen"], [0, 4, 8, 12], 16)
         unpack = struct.Struct(self.endian + "I").unpack_from
         casts = self._casts(8)
         try:
             ms = casts[1:]
-            last = size - 16
+            last = size - 16 if stop is None else min(size, stop + 15) - 16
             while pos <= last:
                 lim = min(last, pos + _CHUNK)
                 offs: list[int] = []
@@ -492,8 +660,8 @@ class _Vec:
                     while pos <= lim:
                         ap(pos)
                         pos += 16 + unpack(mm, pos + 8)[0]
-                if pos > last and pos != size:
-                    raise _Odd("record")
+                if pos > size or pos > last and pos != size and last == size - 16:  # (a record past the file's end, or a
+                    raise _Odd("record")  # file ending inside a record header; a walk that stops earlier may end anywhere)
                 o, r = self._rows(offs, dt)
                 cap = r["caplen"].astype(np.uint32)
                 orig = r["origlen"].astype(np.uint32)
@@ -507,8 +675,6 @@ class _Vec:
         finally:
             for mv in reversed(casts):
                 mv.release()
-        if pos != size:
-            raise _Odd("the file ends inside a record header")
         return pos
 
     def pcapng(self, pos: int, dropped: int) -> None:

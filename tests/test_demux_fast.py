@@ -40,7 +40,10 @@ def _modes(path, monkeypatch, n: int = 2) -> dict:
     at its first checkpoint (moved to 2000 bytes), in chunks of 700 bytes; vectorised in chunks
     of 150 bytes (about one record each); the loop reading the record heads by ``os.pread``
     (records far apart: ``demux.FAR``) from its first checkpoint, at 1000 bytes."""
-    out = {"loop": scan(str(path), n, False), "vector": scan(str(path), n, True)}
+    out = {"loop": scan(str(path), n, False, split=False), "vector": scan(str(path), n, True, split=False)}
+    # the two halves walked at once (demux._pcap_split; pcap only, the others walk once), looped and vectorised
+    out["split"] = scan(str(path), n, False, split=True)
+    out["split vector"] = scan(str(path), n, True, split=True)
     with monkeypatch.context() as m:
         m.setattr(demux, "_FIRST_CHECK", 2000)
         m.setattr(demux, "_NP_LEFT", 0)
@@ -49,6 +52,7 @@ def _modes(path, monkeypatch, n: int = 2) -> dict:
         out["handed over"] = scan(str(path), n)
         m.setattr(demux, "_CHUNK", 150)
         out["small chunks"] = scan(str(path), n, True)
+        out["split small chunks"] = scan(str(path), n, None, split=True)
         m.setattr(demux, "_DROP", 1000)
         m.setattr(demux, "FAR", 0)
         out["pread"] = scan(str(path), n, False)  # (the loop reading record heads by os.pread from its first checkpoint)
@@ -350,3 +354,37 @@ def test_the_hand_over_estimate():
     assert demux._vectorise(True, 0, 0, 0)
     assert not demux._vectorise(None, 100, walked, walked)  # (100 more)
     assert demux._vectorise(None, 3000, walked, 100 * walked)  # (300 000 more)
+
+
+def test_split_walk_is_proved_by_the_other_half(tmp_path, monkeypatch):
+    """The two-halves walk (demux._pcap_split) starts its second half where 32 records chain
+    from the middle — found by looking, so a packet whose bytes are a chain of plausible
+    records (hostile input, built here) can fool the search.  The first half's walk then
+    does not land there: it walks on to the end itself, and the Scan is the one walk's; with
+    the packet moved away, the split holds and gives the same Scan."""
+    from wirefall.analyzer.demux import _resync
+
+    fake = b"".join(struct.pack("<IIII", 1700000000, 1000 + i, 20, 20) + bytes(20) for i in range(40))
+    before = _records(3)
+    after = _records(3)
+    for pad in range(0, 4000, 4):  # (the padding that puts the file's middle inside the fake chain's zeros)
+        big = _eth(_ip4(A, B, _tcp(40999, 443, bytes(pad) + bytes(64) + fake)))
+        recs = before + [(1700000001.5, big, len(big))] + after
+        p = _pcap(tmp_path / "fake.pcap", recs)
+        raw = p.read_bytes()
+        mid = len(raw) // 2
+        at = raw.find(fake)
+        if at - 64 <= mid < at:
+            break
+    else:
+        pytest.fail("no padding puts the middle before the fake chain")
+    import mmap
+
+    with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        assert _resync(mm, raw[:4], mid) == at  # (fooled: a boundary inside a packet)
+    sc = _same_in_every_mode(p, monkeypatch)
+    assert sc is not None and scan(str(p), 2, False, split=True).split is None  # (walked on here)
+    # without the fake chain the other half is taken
+    plain = _eth(_ip4(A, B, _tcp(40999, 443, bytes(2000))))
+    q = _pcap(tmp_path / "plain.pcap", before + [(1700000001.5, plain, len(plain))] + after)
+    assert _same_in_every_mode(q, monkeypatch) is not None and scan(str(q), 2, False, split=True).split is not None

@@ -92,6 +92,22 @@ def test_parallel_is_serial(rel, path, keys):
         _same(serial, par)
 
 
+SPLIT_CASES = [c for c in CASES if c[1].name.endswith((".pcap", ".cap")) and "shared/" not in c[0]]
+
+
+@pytest.mark.parametrize("rel,path,keys", SPLIT_CASES, ids=[c[0] for c in SPLIT_CASES])
+def test_parallel_with_the_scan_split_is_serial(rel, path, keys, monkeypatch):
+    """Every sample pcap with its scan's two halves walked at once (demux._pcap_split, from
+    SPLIT_MIN bytes: 0 here): the analysis is still the serial one."""
+    from wirefall.analyzer import demux
+
+    monkeypatch.setattr(demux, "SPLIT_MIN", 0)
+    par = analyze(str(path), keylogs=keys, workers=2)
+    _same(analyze(str(path), keylogs=keys), par)
+    if par.__dict__.get("_wf_parallel_mode") == "scanned":
+        assert par.__dict__["_wf_parallel_times"]["scan"] >= 0
+
+
 def test_a_multi_connection_capture_is_really_sharded():
     """page-h1: Chromium's 6 TLS connections; every worker gets some of them."""
     path = SAMPLES / "page" / "page-h1.pcapng"
