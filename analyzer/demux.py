@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import signal
 import struct
 import sys
 import time
@@ -393,11 +394,11 @@ def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups
         finally:
             os._exit(code)
     os.close(w)
+    back: tuple | None = None
     try:
         c0 = time.process_time()
         pos = _pcap_records(mm, magic, vector, fd, sc, groups, 24, mid)
         mine = time.process_time() - c0
-        back: tuple | None = None
         if pos == mid:  # (the walk proves the boundary: the other half is the file's)
             try:
                 with os.fdopen(r, "rb") as f:
@@ -408,6 +409,11 @@ def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups
     finally:
         if r >= 0:
             os.close(r)
+        if back is None:  # (its half is of no use: not waited for)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         try:
             os.waitpid(pid, 0)
         except OSError:

@@ -324,7 +324,7 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     from .waterfall import browser_milestones
 
     events = None
-    if p0 is not None and isinstance(an.browser, dict) and an.browser.get("pages"):
+    if p0 is not None and isinstance(an.browser, dict) and an.browser.get("pages"):  # (a HAR laid over: its page events)
         ends = [e.response_end for e in an.exchanges if e.response_end is not None]
         t_end = max([idx.ts[-1] if len(idx) else p0] + ends)
         events = {m.name: (m.label, m.time - p0) for m in browser_milestones(an, idx.ts[0] if len(idx) else p0, t_end)} or None

@@ -341,6 +341,7 @@ def browser_milestones(an: Analysis, t0: float, t_end: float) -> list:
     packet at most: WebPageTest's HAR of two runs, the capture of the first, gives the first)
     and whose events fall before ``BROWSER_EVENT_SLACK`` after its end; no packet of their
     own.  A log whose requests matched none gives no offset: its pages are not placed."""
+    from .browserlog.comparison import KIND_LABELS
     from .waterfall_model import Milestone
 
     b = an.browser if isinstance(an.browser, dict) else {}
@@ -355,7 +356,7 @@ def browser_milestones(an: Analysis, t0: float, t_end: float) -> list:
             pages.append((p, ts))
     out = []
     for i, (p, ts) in enumerate(pages):
-        src = {"har": "HAR"}.get(str(p.get("source")), str(p.get("source") or "browser log"))
+        src = KIND_LABELS.get(str(p.get("source")), str(p.get("source") or "browser log"))
         tag = f"{src} page {i + 1}" if len(pages) > 1 else src
         for k, name, label in BROWSER_EVENTS:
             if k in ts:
