@@ -1613,6 +1613,14 @@ def test_status_line_says_how_much_of_a_browser_log_matched(state):
     assert good.status == "done", good.error
     text = _text(cb_poll(state, 1, good.id, None, None, None)[2])
     assert "HAR pw-h2.har.gz: 13 of 13 requests it sent matched" in text
+    # the Statistics tab's summary: the HAR's DOMContentLoaded and load event beside TTFB and page load
+    from wirefall.analyzer import stats
+    from wirefall.ui.web import views
+
+    rows = dict(views.stats_summary(good))
+    ev = stats.compute(good.analysis).browser_events
+    assert rows["DOMContentLoaded (HAR)"] == f"{ev['dom_content_loaded'][1] * 1000:.1f} ms" == "215.8 ms"
+    assert rows["Load event (HAR)"] == f"{ev['load_event'][1] * 1000:.1f} ms"
     if wpt.exists():
         other = state.add_file(str(page / "pw-h2.pcapng"), [str(page / "pw-h2.keys")], name="pw-h2.pcapng + amazon",
                                overlays=[("har", str(wpt), "webpagetest-amazon.har.gz")])

@@ -737,6 +737,8 @@ def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
         ("connections", cap.connections), ("requests", cap.requests), ("pushes", cap.pushes), ("resets", cap.resets),
         ("max streams in flight", cap.max_streams_in_flight), ("TTFB (first response byte)", ms(cap.ttfb)),
         ("page load (last response byte)", ms(cap.page_load_time)),
+        # a HAR laid over the capture: the browser's events, from the same start (stats.browser_events)
+        *((label, ms(t)) for label, t in (st.browser_events or {}).values()),
         ("retransmissions c→s / s→c", f"{cap.retransmissions[0]} / {cap.retransmissions[1]}"),
     ]
 
