@@ -87,8 +87,8 @@ CONTENT_COLORS = {
     "script": ("#fec584", "#a8700f"),  # (dark: a deep amber, apart from the connect orange #e58226 it once all but equalled)
     "image": ("#c4a7e7", "#8b5ccc"),
     "font": ("#ff7a6b", "#d9331f"),
-    "video": ("#8ed8d8", "#168f8f"),
-    "other": ("#c4c4c4", "#8c8c8c"),
+    "video": ("#f4a6cf", "#d6338a"),  # (pink: its teal was the DNS lookup's to the eye, RGB distance 24)
+    "other": ("#b5b5b5", "#8c8c8c"),  # (light: #c4c4c4 was queued's #d3d3d3 but for 26)
 }
 # Colours for colour-by-connection (light, dark) — cycled.
 CONNECTION_COLORS = [

@@ -363,14 +363,15 @@ def test_flow_control_stalls_agree_with_spdy_session():
 def test_content_colours_stand_apart_from_the_phase_colours():
     """A script's download (dark: packets arriving) was #e58a1f beside the connect phase's
     #e58226 — the same orange to the eye (RGB distance 11): a 1-second JavaScript download
-    on amazon read as a 1-second TCP connect.  No content colour is within 20 of a phase
-    colour, and the script's is well apart from the connect's."""
+    on amazon read as a 1-second TCP connect.  No content colour is within 45 of a phase
+    colour (video's teal was 24 from the DNS lookup's, other's light grey 26 from queued's),
+    and the script's is well apart from the connect's."""
     from wirefall.analyzer.waterfall import BLOCKED_COLOR, CONTENT_COLORS, PHASE_COLORS, SEND_COLOR, WAIT_COLOR
 
     def dist(a: str, b: str) -> float:
         return sum((int(a[i:i + 2], 16) - int(b[i:i + 2], 16)) ** 2 for i in (1, 3, 5)) ** 0.5
 
     phases = {**PHASE_COLORS, "blocked": BLOCKED_COLOR, "send": SEND_COLOR, "wait": WAIT_COLOR}
-    near = [(k, c, p) for k, cs in CONTENT_COLORS.items() for c in cs for p, pc in phases.items() if dist(c, pc) < 20]
+    near = [(k, c, p) for k, cs in CONTENT_COLORS.items() for c in cs for p, pc in phases.items() if dist(c, pc) < 45]
     assert not near
     assert min(dist(c, PHASE_COLORS["connect"]) for c in CONTENT_COLORS["script"]) > 60
