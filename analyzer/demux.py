@@ -246,9 +246,9 @@ def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1, split: boo
     sc = Scan("pcap", [Interface(linktype, snaplen, resol)])
     groups = _Groups(endian)
     size = len(mm)
-    got = _pcap_split(mm, magic, vector, fd, sc, groups) if split else None
-    if got is None:
-        pos = _pcap_records(mm, magic, vector, fd, sc, groups, 24, size)
+    pos = _pcap_split(mm, magic, vector, fd, sc, groups) if split else 24
+    if pos != size:  # (the whole walk, or the rest of it where the split could not be used)
+        pos = _pcap_records(mm, magic, vector, fd, sc, groups, pos, size)
         if pos != size:
             raise _Odd("the file ends inside a record header")
     k = len(sc.ts)
@@ -354,25 +354,26 @@ def _resync(mm, magic: bytes, at: int) -> int | None:
     return None
 
 
-def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups: _Groups) -> int | None:
-    """Walk the pcap in two halves at once (see SPLIT_MIN); returns the end (``size``), or None
-    when it could not start (no boundary found, no process or pipe): then nothing is added."""
+def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups: _Groups) -> int:
+    """Walk the pcap in two halves at once (see SPLIT_MIN); returns where the walk stands: the
+    file's end with both halves in ``sc``, else where the caller walks on from (24 when it
+    could not start: no boundary found, no process or pipe)."""
     import pickle
 
     size = len(mm)
     mid = _resync(mm, magic, size // 2)
     if mid is None or mid <= 24:
-        return None
+        return 24
     try:
         r, w = os.pipe()
     except OSError:
-        return None
+        return 24
     try:
         pid = os.fork()
     except OSError:
         os.close(r)
         os.close(w)
-        return None
+        return 24
     if pid == 0:  # the other half, sent back as ("ok", columns, groups) or ("odd", why)
         code = 0
         try:
@@ -421,10 +422,7 @@ def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups
     if back is not None and back[0] == "odd":  # (from a true boundary: the one walk would have refused too)
         raise _Odd(back[1])
     if back is None or back[0] != "ok":
-        pos = _pcap_records(mm, magic, vector, fd, sc, groups, pos, size)  # (on from where this walk is)
-        if pos != size:
-            raise _Odd("the file ends inside a record header")
-        return pos
+        return pos  # (walked on from here by the caller)
     _, cols, memo, cost, other, theirs = back
     sc.split = {"mine": mine, "theirs": theirs}
     lut: list[int | None] = [None] * len(cost)
@@ -433,12 +431,9 @@ def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups
             lut[h] = groups.memo.get(key)
     for h, c in enumerate(cost):  # (the others: numbered in the order the other half first saw them)
         g = lut[h]
-        if g is None:
+        if g is None:  # (no walk follows: the memo needs no keys of them)
             g = lut[h] = len(groups.cost)
             groups.cost.append(0)
-            for key, hh in memo.items():
-                if hh == h:
-                    groups.memo[key] = g
         groups.cost[g] += c
     groups.other += other
     for c in ("ts", "offset", "caplen", "origlen"):
@@ -447,7 +442,7 @@ def _pcap_split(mm, magic: bytes, vector: bool | None, fd: int, sc: Scan, groups
     grp = cols["group"]
     if np is not None and len(grp) >= 1 << 16:
         table = np.array([*lut, -1], np.int32)  # (group -1, the last: not TCP)
-        sc.group.frombytes(table[np.frombuffer(grp, grp.typecode)].astype(sc.group.typecode, copy=False).tobytes())
+        sc.group.frombytes(table[np.frombuffer(grp, grp.typecode)].astype(sc.group.typecode, copy=False).view(np.uint8))
     else:
         sc.group.extend(array(sc.group.typecode, (lut[g] if g >= 0 else -1 for g in grp)))  # type: ignore[misc]
     return size

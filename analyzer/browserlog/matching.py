@@ -311,17 +311,18 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
                 durs[k].append(v)
         e.browser = rec
         e.sources = src
+    offsets = {k: _stats(v) for k, v in offs.items()}
     summary = {
         "kind": log.kind, "file": log.path, "creator": log.creator, "requests": len(log.requests), "sent": len(sent),
         "matched": len(pairs), "unmatched": len(unmatched), "unmatched_requests": unmatched[:MAX_LISTED],
         "wire_only": len(an.exchanges) - len(matched), "connections_matched": len(cmap), "connections": len(log.connections),
         "not_sent": len(log.requests) - len(sent),
-        "filled": filled, "offsets": {k: _stats(v) for k, v in offs.items()}, "durations": {k: _stats(v) for k, v in durs.items()},
+        "filled": filled, "offsets": offsets, "durations": {k: _stats(v) for k, v in durs.items()},
         "skipped": log.skipped, "warnings": list(log.warnings),
     }
     b = an.browser if isinstance(an.browser, dict) else {"logs": [], "pages": []}
     b.setdefault("logs", []).append(summary)
-    b.setdefault("pages", []).extend(placed_pages(log, offs))
+    b.setdefault("pages", []).extend(placed_pages(log, offsets))
     an.browser = b
     for w in log.warnings:
         an.warnings.append(f"{log.kind} {log.path}: {w}")
@@ -390,13 +391,13 @@ def _len(a: float | None, b: float | None) -> float | None:
 PLACE_BY = ("response_end", "response_start", "request_start")
 
 
-def placed_pages(log: BrowserLog, offs: dict[str, list[float]]) -> list[dict]:
+def placed_pages(log: BrowserLog, offsets: dict[str, dict]) -> list[dict]:
     """``log.pages`` with ``source`` (the log's kind), ``clock_offset`` (browser minus
     capture, seconds: subtract it from the page's times to place them on the capture's
     clock; None when no matched request gives one) and ``clock_offset_from`` (the offset's
-    name in ``PLACE_BY``)."""
-    by = next((k for k in PLACE_BY if offs.get(k)), None)
-    off = statistics.median(offs[by]) if by is not None else None
+    name in ``PLACE_BY``); ``offsets``: the summary's (``_stats`` per offset name)."""
+    by = next((k for k in PLACE_BY if offsets[k]["count"]), None)
+    off = offsets[by]["median"] if by is not None else None
     return [dict(p, source=log.kind, clock_offset=off, clock_offset_from=by) for p in log.pages]
 
 
