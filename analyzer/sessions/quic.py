@@ -50,8 +50,10 @@ from wirefall.dissectors.gquic import GquicDissector, is_gquic
 from wirefall.dissectors.http3 import Http3Dissector, h3_evidence
 from wirefall.dissectors.quic_crypto import SUITES
 
+from ..content import BodyDecoder
 from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home is the model)
 from ..model import PROTO_CODE, Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
+from . import finish_body, lower_bound, needs_decoder
 
 H3_ALPN = ("h3",)
 # The SHA-256 of each stream's bytes in quic_stats ("streams": {"d:sid": {"bytes", "sha256"}}):
@@ -131,6 +133,11 @@ AGG_NOTE = ("budget quic_frames_listed reached: from here on the data-free frame
 # (dissectors.http3.h3_evidence), then replayed; a stream whose first bytes were dropped is
 # then seen mid-stream, as if the capture had begun later.
 INFER_HOLD_BYTES = 1 << 20
+# DATA bytes held per connection for response bodies whose headers this session has not read
+# yet (they arrive in the same packet, or a QPACK-blocked block is still waiting): over it, the
+# body that would pass it is not decoded (its decoded size null)
+BODY_WAIT_BYTES = 1 << 20
+_UNDECIDED = object()
 INFER_HOLD_EVENTS = 4096
 INFERRED_NOTE = ("HTTP/3 recognised by the shape of its streams ({why}); the ALPN was not seen (the handshake is not "
                  "in the capture): QPACK entries inserted before the capture are shown as <unknown>")
@@ -177,6 +184,15 @@ class QuicSession:
         self.mid_rows: set[int] = set()  # request streams seen mid-stream that have their row
         self.mid_said: set[tuple[int, int]] = set()  # (d, sid) whose framing at the FIN is said on its row
         self.agg_noted = False
+        # HTTP/3 response bodies (``_tap_h3``): stream id -> its BodyDecoder once the response
+        # names a content coding, None once it names none (its decoded size is its size); the
+        # DATA bytes of a stream not yet decided wait in ``body_wait`` (the dissector hands them
+        # over while it parses, before this session has read the response's HEADERS), at most
+        # BODY_WAIT_BYTES per connection: a body whose start was not kept is not decoded
+        self.bodies: dict[int, object] = {}
+        self.body_wait: dict[int, list[bytes]] = {}
+        self.body_wait_bytes = 0
+        self.body_lost: set[int] = set()
         conn.quic = QuicInfo()
 
     # -- datagrams ----------------------------------------------------------------------
@@ -627,10 +643,71 @@ class QuicSession:
 
     # -- HTTP/3 ---------------------------------------------------------------------------
     def _tap_h3(self) -> None:
-        """DATA payloads to ``ctx.body_sink`` by stream id (analyzer/objects.py), if one is set."""
+        """DATA payloads from the dissector: each response's to its body decoder (``_body``),
+        and every one to ``ctx.body_sink`` by stream id (analyzer/objects.py) if one is set."""
         sink, conn = self.ctx.body_sink, self.conn
-        if sink is not None and self.h3 is not None:
-            self.h3.data_sink = lambda d, sid, data: sink(conn, sid, d, bytes(data))
+        if self.h3 is None:
+            return
+        body = self._body_data
+        if sink is None:
+            self.h3.data_sink = body
+        else:
+            def both(d, sid, data):
+                body(d, sid, data)
+                sink(conn, sid, d, bytes(data))
+            self.h3.data_sink = both
+
+    def _body_data(self, d: int, sid: int, data) -> None:
+        """A chunk of a DATA frame's payload (the server's: the response bodies' decoded sizes)."""
+        if d != 1:
+            return
+        b = self.bodies.get(sid, _UNDECIDED)
+        if b is None:
+            return
+        if b is not _UNDECIDED:
+            b.feed(bytes(data))  # type: ignore[attr-defined]
+        elif sid not in self.body_lost:
+            if self.body_wait_bytes + len(data) > BODY_WAIT_BYTES:
+                self.body_lost.add(sid)
+                self.body_wait_bytes -= sum(map(len, self.body_wait.pop(sid, ())))
+                return
+            self.body_wait.setdefault(sid, []).append(bytes(data))
+            self.body_wait_bytes += len(data)
+
+    def _body(self, ex: Exchange, sid: int) -> None:
+        """The response on stream ``sid`` has its headers (or its body began without them):
+        a decoder if they name a content coding, else its decoded size will be its size."""
+        if sid in self.bodies:
+            return
+        wait = self.body_wait.pop(sid, None)
+        if wait:
+            self.body_wait_bytes -= sum(map(len, wait))
+        ce = ex.content_encoding
+        if not needs_decoder(ce) or sid in self.body_lost or (1, sid) in self.h3.mid_streams:  # type: ignore[union-attr]
+            self.bodies[sid] = None
+            return
+        dec = self.bodies[sid] = BodyDecoder(ce, self.ctx.limits.get("body_decoded_bytes", 64 << 20), ctx=self.ctx,
+                                             conn=self.conn)
+        for chunk in wait or ():
+            dec.feed(chunk)
+
+    def _bodies_end(self) -> None:
+        """At the end of the connection: each response's decoded body size (HTTP/3 has no
+        end-of-body frame: the stream's FIN, which the exchange's last DATA frame stands for)."""
+        coded = {sid: b for sid, b in self.bodies.items() if b is not None}
+        for ex in list(self.exchanges.values()) + list(self.pushes.values()):
+            if ex.response_body_decoded_bytes is not None or (ex.status is None and not ex.response_body_bytes):
+                continue
+            sid = ex.stream_id
+            b = coded.get(sid) if sid is not None else None
+            if b is not None:
+                finish_body(self.conn, ex, b)
+            elif needs_decoder(ex.content_encoding):
+                continue  # (its start not seen or not kept: not decoded, null)
+            else:
+                ex.response_body_decoded_bytes = ex.response_body_bytes
+                if (ex.sources or {}).get("response_body_bytes") == "lower_bound":
+                    lower_bound(ex, "response_body_decoded_bytes")
 
     def _h3(self, frames):
         ctx = self.ctx
@@ -682,6 +759,8 @@ class QuicSession:
                 else:
                     ex.response_body_bytes += f.length
                     ex.response_end, ex.response_end_packet = t, f.packet
+                    if sid not in self.bodies:
+                        self._body(ex, sid)
                     if ex.response_start is None:
                         ex.response_start, ex.response_start_packet = ctx.time(f.first_packet), f.first_packet
             elif f.type == "PRIORITY_UPDATE" and f.fields and not f.fields.get("push"):
@@ -751,6 +830,8 @@ class QuicSession:
             ex.response_headers_end, ex.response_headers_end_packet = ctx.time(f.packet), f.packet
             ex.content_type = hd.get("content-type")
             ex.content_encoding = hd.get("content-encoding")
+            if ex.status is None or ex.status >= 200:
+                self._body(ex, sid)
         elif status is None and ex.response_headers:
             ex.response_headers = ex.response_headers + (f.headers or [])  # trailers
         if f.error and not ex.error:
@@ -809,6 +890,7 @@ class QuicSession:
                     self._mid_synced(d, sid)
             except Exception as e:
                 conn.notes.append(f"HTTP/3 end-of-capture decoding error: {e}")
+            self._bodies_end()
         info = conn.quic
         info.decrypted = self.decrypted_1rtt
         if not self.decrypted_1rtt:
