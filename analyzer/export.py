@@ -163,6 +163,13 @@ def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]
     return out
 
 
+# A first request sent this long after its connection was ready did not wait for the
+# connection (the browser made it ahead: a preconnect): its HAR entry starts at the request and
+# has no dns/connect/ssl, as DevTools and Chrome's own HAR give a request on a ready socket.
+# Below it the idle time is the entry's blocked (HAR has no place for a wait after connect).
+PRECONNECT_IDLE = 0.050
+
+
 def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float]:
     """(start, HAR timings, total ms) of a waterfall row.  The row's phases are sequential
     and cover it (``waterfall.exchange_phases``): ``blocked`` is its queued/stalled time,
@@ -170,21 +177,32 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
     connect, send, wait and receive add up to ``time`` (each boundary rounded to the µs once).
     ``quic``: the row's connection is QUIC, whose handshake (the waterfall's ``connect``) is
     its TLS handshake: ``ssl`` is that time, as Chrome and WebPageTest give it (connect = ssl),
-    not −1, which would say that no TLS was negotiated."""
+    not −1, which would say that no TLS was negotiated.  A connection ``idle`` after its
+    set-up: ``PRECONNECT_IDLE``."""
     from .waterfall import phase_totals
 
-    tot = phase_totals(row)
+    phases = row.phases
+    tot = phase_totals(phases)
+    if (tot["idle"] or 0) >= PRECONNECT_IDLE * 1e6:
+        # (an idle phase is followed by the request's: exchange_phases)
+        after = phases[max(i for i, p in enumerate(phases) if p[0] == "idle") + 1 :]
+        rt = phase_totals(after)
+        rms = lambda n: max(rt[n] / 1000.0, 0.0) if rt[n] is not None else 0.0
+        return after[0][1], {"blocked": -1.0, "dns": -1.0, "connect": -1.0, "send": rms("send"), "wait": rms("wait"),
+                             "receive": rms("receive"), "ssl": -1.0}, rt["total"] / 1000.0
     # a wait inside the handshake (the client's pause between the TCP handshake and its
     # ClientHello: a "blocked" phase of the waterfall there) is the connection's set-up time: HAR
     # viewers draw blocked before dns and connect, so it goes to connect, not blocked
-    hs = [(a, b) for n, a, b in row.phases if n in ("connect", "tls")]
+    hs = [(a, b) for n, a, b in phases if n in ("connect", "tls")]
     inside = 0
     if hs:
         lo, hi = min(a for a, _ in hs), max(b for _, b in hs)
-        inside = phase_totals([p for p in row.phases if p[0] == "blocked" and lo <= p[1] and p[2] <= hi])["blocked"] or 0
+        inside = phase_totals([p for p in phases if p[0] == "blocked" and lo <= p[1] and p[2] <= hi])["blocked"] or 0
     if inside:
         tot["blocked"] -= inside
         tot["connect"] = (tot["connect"] or 0) + inside
+    if tot["idle"]:
+        tot["blocked"] = (tot["blocked"] or 0) + tot["idle"]
     ms = lambda n: -1.0 if tot[n] is None else tot[n] / 1000.0
     t = {"blocked": ms("blocked"), "dns": ms("dns"), "connect": -1.0, "send": max(ms("send"), 0.0),
          "wait": max(ms("wait"), 0.0), "receive": max(ms("receive"), 0.0), "ssl": ms("tls")}
@@ -411,16 +429,27 @@ def _qframe(fr) -> dict[str, Any]:
             d["_ack_delay_raw"] = fl["ack_delay"]
     else:
         for k, v in fl.items():
-            if k in ("data",):
+            if k in ("data", "application"):
                 continue
-            if k == "frame_type":
-                k = "trigger_frame_type"
+            if k == "bidi":  # (MAX_STREAMS, STREAMS_BLOCKED)
+                k, v = "stream_type", "bidirectional" if v else "unidirectional"
+            k = _QLOG_FIELD.get(k, k)
             d[k] = v.hex() if isinstance(v, (bytes, bytearray)) else (list(v) if isinstance(v, tuple) else v)
         if t == "connection_close":
             d["error_space"] = "application" if fl.get("application") else "transport"
+            if "error_code" in fl:
+                d["raw_error_code"] = fl["error_code"]
             if "reason" in fl and isinstance(fl["reason"], (bytes, bytearray)):
                 d["reason"] = bytes(fl["reason"]).decode("utf-8", "replace")
+        elif t == "new_connection_id" and isinstance(fl.get("connection_id"), str):
+            d["length"] = len(fl["connection_id"]) // 2
     return d
+
+
+# the QUIC dissector's field names (Wireshark's wording) -> qlog 0.3's, as aioquic writes them
+# (sample_captures/quic/aioquic-qlog.qlog): frame data of packet_sent / packet_received
+_QLOG_FIELD = {"sequence": "sequence_number", "maximum_data": "maximum", "maximum_streams": "maximum",
+               "offending_frame_type": "trigger_frame_type", "frame_type": "trigger_frame_type"}
 
 
 def _quic_packets(an: Analysis, conn) -> list | None:
@@ -435,7 +464,9 @@ def _quic_packets(an: Analysis, conn) -> list | None:
 
     kl = an.keylog
     secret = (lambda label, cr: kl.get(label, cr)) if kl is not None else None
-    dis = QuicConnectionDissector(secret=secret)
+    # a connection whose handshake the capture missed: its 1-RTT keys are found by trial, over
+    # the key log's client randoms, as the analysis found them (sessions/quic.py)
+    dis = QuicConnectionDissector(secret=secret, candidates=(lambda label: list(kl.client_randoms(label))) if kl is not None else None)
     idx = an.index
     src = PacketSource(an.path)
     dec = Decoder()
@@ -482,7 +513,7 @@ def qlog(an: Analysis) -> dict[str, Any]:
             rel = round(ts * 1000.0 - ref, 6)
             if err is not None:
                 continue
-            events.append({"time": rel, "name": "transport:datagram_" + ("sent" if direction == 0 else "received"),
+            events.append({"time": rel, "name": "transport:datagrams_" + ("sent" if direction == 0 else "received"),
                            "data": {"count": len(qps), "raw": [{"length": size}], "_packet": pnum}})
             for qp in qps:
                 hdr: dict[str, Any] = {"packet_type": _QLOG_PTYPE.get(qp.type, "unknown")}
@@ -503,7 +534,7 @@ def qlog(an: Analysis) -> dict[str, Any]:
                     data["_error"] = qp.error
                 events.append({"time": rel, "name": "transport:packet_" + ("sent" if direction == 0 else "received"), "data": data})
         for f in h3_frames.get(c.id, []):
-            fr: dict[str, Any] = {"frame_type": f.type.lower()}
+            fr: dict[str, Any] = {"frame_type": "reserved" if f.type == "GREASE" else f.type.lower()}  # (qlog's name for GREASE)
             if f.headers is not None:
                 fr["headers"] = [{"name": k, "value": v} for k, v in f.headers]
             fl = f.fields or {}

@@ -164,7 +164,7 @@ def _common_phases_dict(s: float, a: float, b: float, end: float) -> dict[str, A
     four times: [("send", s, a), ("wait", a, b), ("receive", b, end)], as ``_phases_dict``
     writes them, without the list made and read back."""
     r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
-    return {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None, "connect": None, "tls": None,
+    return {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None, "connect": None, "tls": None, "idle": None,
             "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6, "receive": (r3 - r2) / 1e6}
 
 
@@ -190,7 +190,7 @@ def _phases_dict(ph: list[tuple[str, float, float]]) -> dict[str, Any]:
             # the common row (waterfall.exchange_phases' fast path): the loop below, unrolled
             r0, r1, r2, r3 = round(s * 1e6), round(a * 1e6), round(b * 1e6), round(end * 1e6)
             return {"start": s, "end": end, "total": (r3 - r0) / 1e6, "blocked": None, "dns": None,
-                    "connect": None, "tls": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
+                    "connect": None, "tls": None, "idle": None, "send": (r1 - r0) / 1e6, "wait": (r2 - r1) / 1e6,
                     "receive": (r3 - r2) / 1e6}
     tot = dict.fromkeys(_PHASES)
     pb: float | None = None  # the previous phase's end, and ``pr`` it rounded (phases are contiguous)
@@ -210,7 +210,7 @@ def _phases_dict(ph: list[tuple[str, float, float]]) -> dict[str, Any]:
     return d
 
 
-_PHASES = ("blocked", "dns", "connect", "tls", "send", "wait", "receive")  # waterfall.PHASES (held equal where it is imported)
+_PHASES = ("blocked", "dns", "connect", "tls", "idle", "send", "wait", "receive")  # waterfall.PHASES (held equal where it is imported)
 
 
 def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, phases: dict | None = None,

@@ -60,12 +60,13 @@ def __getattr__(name: str) -> Any:
         return getattr(waterfall_model, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-PHASES = ("blocked", "dns", "connect", "tls", "send", "wait", "receive")
+PHASES = ("blocked", "dns", "connect", "tls", "idle", "send", "wait", "receive")
 PHASE_LABELS = {
     "blocked": "Queued / stalled",
     "dns": "DNS lookup",
     "connect": "Initial connection",
     "tls": "TLS negotiation",
+    "idle": "Connection idle (ready, request not yet sent)",
     "send": "Request sent",
     "wait": "Waiting (TTFB)",
     "receive": "Content download",
@@ -79,6 +80,7 @@ CONTENT_CLASSES = ("html", "css", "script", "image", "font", "video", "other")
 # body (``Row.chunks``); without chunks the whole download is dark.
 PHASE_COLORS = {"dns": "#1f7c83", "connect": "#e58226", "tls": "#c141cd"}
 BLOCKED_COLOR = "#d3d3d3"  # queued / stalled
+IDLE_COLOR = "#606060"  # a connection set up before its first request was sent: a thin line (WebPageTest leaves it blank)
 SEND_COLOR = "#3f5ba9"  # request sent (indigo: never a content colour)
 WAIT_COLOR = "#7fe07f"  # waiting for the first byte (WebPageTest's light TTFB green)
 CONTENT_COLORS = {
@@ -968,7 +970,10 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
                 else:
                     out.pop()  # (cut to nothing)
             elif a > pb:
-                out.append(("blocked", pb, a))
+                # after the connection's set-up, before the request's first byte: the
+                # connection was ready and idle (made ahead, a preconnect, or the request
+                # came later) — not a request queued; between set-up steps: stalled
+                out.append(("idle" if pn in _SETUP and n not in _SETUP else "blocked", pb, a))
         out.append((n, a, max(a, b)))
     if start is not None and start < out[0][1]:
         out.insert(0, ("blocked", start, out[0][1]))
@@ -976,6 +981,8 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
         out.append(("wait" if e.response_start is None else "receive", out[-1][2], end))
     return out
 
+
+_SETUP = frozenset(("dns", "connect", "tls"))
 
 # the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order
 _BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_end"), ("connect", "connect_start"),
@@ -1149,7 +1156,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         cls = content_class(ctype, e.url or e.path)
         light, dark = conn_color.get(e.connection, CONNECTION_COLORS[0]) if color_by == "connection" else CONTENT_COLORS[cls]
         colors = dict(PHASE_COLORS, blocked=BLOCKED_COLOR, send=SEND_COLOR, wait=light if color_by == "connection" else WAIT_COLOR,
-                      receive=dark, idle=light)
+                      receive=dark, light=light, idle=IDLE_COLOR)
         url = e.url or (e.path or "")
         label = c.label if c is not None else f"connection {e.connection}"
         row = Row(

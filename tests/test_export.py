@@ -245,6 +245,34 @@ def test_qlog_packet_events_match_tshark(cap, keys, tmp_path):
     assert first["time"] == 0.0
 
 
+def test_qlog_names_are_those_aioquic_writes_for_the_same_connection():
+    """Event names and frame fields are qlog 0.3's as an independent implementation writes
+    them: aioquic's own qlog of sample_captures/quic/aioquic-qlog.pcap's connection (the
+    client's) against wirefall's export of the capture — every event name aioquic uses for
+    datagrams and packets, and for each frame type both write, the same field names."""
+    from wirefall.analyzer.pipeline import analyze
+
+    p, k, ql = (SAMPLES / "quic" / f"aioquic-qlog.{x}" for x in ("pcap", "keys", "qlog"))
+    theirs = json.loads(ql.read_text())["traces"][0]["events"]
+    an = analyze(str(p), keylogs=[str(k)])
+    ours = [e for tr in ex.qlog(an)["traces"] for e in tr["events"]]
+    names = lambda evs: {e["name"] for e in evs if e["name"].startswith("transport:")}  # noqa: E731
+    assert names(ours) <= names(theirs) and {"transport:datagrams_sent", "transport:packet_received"} <= names(ours)
+
+    def fields(evs) -> dict[str, set]:
+        out: dict[str, set] = {}
+        for e in evs:
+            for f in (e.get("data") or {}).get("frames") or ():
+                out.setdefault(f["frame_type"], set()).update(k for k in f if not k.startswith("_"))
+        return out
+
+    a, b = fields(ours), fields(theirs)
+    common = set(a) & set(b)
+    assert {"stream", "ack", "crypto", "new_connection_id", "connection_close"} <= common
+    for t in common:
+        assert a[t] == b[t] or (t == "padding" and a[t] - b[t] == {"length"}), (t, a[t], b[t])
+
+
 # ------------------------------------------------------------------------- images, HTML
 
 
@@ -341,7 +369,7 @@ def test_html_offline_in_headless_chromium(tmp_path):
     assert any("control" in ln for ln in ctl_console)  # the console is seen
     dom, console = run(out)
     assert console == []
-    assert dom.count('class="trace bars"') == 7 + 1  # blocked, dns, connect, tls, send, wait, receive drawn; the chunks
+    assert dom.count('class="trace bars"') == 8 + 1  # blocked, dns, connect, tls, idle, send, wait, receive drawn; the chunks
     assert dom.count('class="point"') >= 7 * 4
 
 

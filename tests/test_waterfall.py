@@ -89,7 +89,7 @@ def test_content_classes_colours_badges():
     # waiting and sending have colours of their own (a shared one hid which was which); the
     # light content colour is the download's where no packet arrives (Row.chunks are dark)
     assert by_url["app.js"].colors["wait"] == waterfall.WAIT_COLOR != by_url["app.js"].colors["send"] == waterfall.SEND_COLOR
-    assert by_url["app.js"].colors["idle"] == waterfall.CONTENT_COLORS["script"][0]
+    assert by_url["app.js"].colors["light"] == waterfall.CONTENT_COLORS["script"][0]
     assert by_url[""].badge == "HTTP/1.1" and by_url["app.js"].badge == "h2"
     assert waterfall.content_class(None, "/a/b.woff2?x=1") == "font"
     assert waterfall.content_class("application/json", "/x.js") == "script"  # URL decides when MIME is not a class

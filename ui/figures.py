@@ -32,6 +32,7 @@ from . import waterfall_layout as L
 
 BIG_THRESHOLD = 1500  # rows above which the bars are path shapes (see the module docstring)
 BAR_HALF = 0.36  # half a bar's height in rows (Bar width 0.72)
+IDLE_HALF = 0.05  # the idle phase (a connection ready, its request not yet sent): a thin line, not a bar
 CONN_HALF = 0.3
 BROWSER_Y, BROWSER_HALF = 0.43, 0.065  # the browser's thin bar: under the wire's (rows grow downwards)
 ROW_PX = 20
@@ -196,16 +197,17 @@ def _request_bars(c: _Fig) -> None:
         sel = [(r, a, b) for r in rows for (n_, a, b) in r.phases if n_ == ph]
         if not sel:
             continue
+        half = IDLE_HALF if ph == "idle" else BAR_HALF
         if c.use_big:
             for r, a, b in sel:
                 x0 = _ms(a, t0)
-                c.paths.rect("y", colors_of[r.index][ph], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
+                c.paths.rect("y", colors_of[r.index][ph], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, half)
         else:
             base = [_ms(a, t0) for _, a, _b in sel]
             dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
             tips = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel] if hover else None
             fig.add_trace(_bars(go, base, dur, [r.index for r, _, _ in sel], [colors_of[r.index][ph] for r, _, _ in sel], tips,
-                                PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel], [r.exchange for r, _, _ in sel]))
+                                PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel], [r.exchange for r, _, _ in sel], half))
         swatch.append((PHASE_LABELS[ph] + (" (light: no byte)" if ph == "receive" else ""), _legend_color(ph), ph))
     # download chunks: the bursts of packets that carried each response (dark on the light download)
     csel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
@@ -223,8 +225,10 @@ def _request_bars(c: _Fig) -> None:
     if csel:
         swatch.append(("Download: packet burst", "#555555", "chunk"))
     for name, col, group in swatch:
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=dict(symbol="square", size=12, color=col),
-                                 legendgroup=group, showlegend=True, hoverinfo="skip"))
+        mk = dict(symbol="line-ew", size=12, color=col, line=dict(width=2, color=col)) if group == "idle" else \
+            dict(symbol="square", size=12, color=col)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=mk, legendgroup=group, showlegend=True,
+                                 hoverinfo="skip"))
 
 
 def _browser_bars(c: _Fig) -> None:
@@ -485,14 +489,15 @@ def _browser_offsets(r) -> str:
 
 
 def _legend_color(ph: str) -> str | None:
-    return {"receive": "#8c8c8c", "wait": L.WAIT_COLOR, "send": L.SEND_COLOR, "blocked": L.BLOCKED_COLOR}.get(ph) or L.PHASE_COLORS.get(ph)
+    return {"receive": "#8c8c8c", "wait": L.WAIT_COLOR, "send": L.SEND_COLOR, "blocked": L.BLOCKED_COLOR,
+            "idle": L.IDLE_COLOR}.get(ph) or L.PHASE_COLORS.get(ph)
 
 
-def _bars(go, base, dur, ys, colors, hover, name: str, group: str, faded, exchanges):
+def _bars(go, base, dur, ys, colors, hover, name: str, group: str, faded, exchanges, half: float = BAR_HALF):
     """One trace of horizontal bars (SVG, exact in images; up to ``BIG_THRESHOLD`` rows)."""
     return go.Bar(orientation="h", base=base, x=dur, y=ys, name=name,
                   marker=dict(color=colors, line=dict(width=0), opacity=[0.35 if f else 1.0 for f in faded]),
-                  hovertext=hover, hoverinfo="text" if hover else "skip", width=BAR_HALF * 2, legendgroup=group, customdata=exchanges,
+                  hovertext=hover, hoverinfo="text" if hover else "skip", width=half * 2, legendgroup=group, customdata=exchanges,
                   showlegend=False)
 
 def write_html(fig, path: str) -> None:

@@ -8,10 +8,10 @@ orders are data of the model (analyzer/waterfall.py: ``PHASE_COLORS``, ``CONTENT
 """
 from __future__ import annotations
 
-from wirefall.analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT_COLORS, GROUPS, PHASE_COLORS, PHASE_LABELS, PHASES,
-                                SEND_COLOR, SORTS, WAIT_COLOR, Row)
+from wirefall.analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT_COLORS, GROUPS, IDLE_COLOR, PHASE_COLORS,
+                                PHASE_LABELS, PHASES, SEND_COLOR, SORTS, WAIT_COLOR, Row)
 
-__all__ = ["BLOCKED_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",
+__all__ = ["BLOCKED_COLOR", "IDLE_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",
            "SEND_COLOR", "SORTS", "WAIT_COLOR", "GLYPHS", "GLYPH_KINDS", "TICK_KINDS", "TICK_COLORS", "elide",
            "short_url", "glyphs", "duration_text", "row_label", "LABEL_CHARS", "stagger", "phase_colors"]
 
@@ -111,8 +111,8 @@ def phase_colors(r: Row) -> dict[str, str]:
     """The colours a row is drawn in; ``receive`` is the light download colour where the row
     has chunks (their bursts are drawn dark on top), else the dark one."""
     c = dict(r.colors)
-    if r.chunks and "idle" in c:
-        c["receive"] = c["idle"]
+    if r.chunks and "light" in c:
+        c["receive"] = c["light"]
     c["chunk"] = r.colors.get("receive", "#8c8c8c")
     return c
 

@@ -31,7 +31,7 @@ CAPTURE_FIELDS: list[tuple[str, pa.DataType]] = [
     ("rate_mbit", pa.float64()), ("run", pa.int64()),
 ]
 
-PHASES = pa.struct([(n, pa.float64()) for n in ("start", "end", "total", "blocked", "dns", "connect", "tls", "send", "wait", "receive")])
+PHASES = pa.struct([(n, pa.float64()) for n in ("start", "end", "total", "blocked", "dns", "connect", "tls", "idle", "send", "wait", "receive")])
 HEADERS = pa.list_(pa.list_(pa.string()))
 I, F, S, B, J = pa.int64(), pa.float64(), pa.string(), pa.bool_(), pa.json_()
 

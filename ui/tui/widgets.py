@@ -658,6 +658,8 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
     for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
         t.append("█ ", style=c)
         t.append(L.PHASE_LABELS[k] + "  ")
+    t.append(IDLE_CHAR + " ", style=IDLE_TUI_COLOR)
+    t.append("connection idle  ")
     for k, (light, dark) in L.CONTENT_COLORS.items():
         t.append("█", style=light)
         t.append("█ ", style=dark)
@@ -701,6 +703,9 @@ def duration_cells(cells, text: str) -> None:
         cells[at + k] = (ch, "#a8a8a8")
 
 
+IDLE_CHAR, IDLE_TUI_COLOR = "─", "#7a7a7a"  # the idle phase (waterfall.PHASES): WebPageTest leaves it blank
+
+
 def bar_cells(phases, colors: dict, v0: float, v1: float, width: int) -> list[tuple[str, str | None]]:
     """Cells of one waterfall bar: (character, colour) per cell, phases scaled from the
     time window [v0, v1] to ``width`` cells; a phase shorter than a cell still shows as a
@@ -715,6 +720,11 @@ def bar_cells(phases, colors: dict, v0: float, v1: float, width: int) -> list[tu
         c0 = max(int(x0), 0)
         c1 = min(int(x1) + 1, width)
         color = colors.get(name)
+        if name == "idle":  # (a connection ready before its request: a faint line, where nothing else is drawn)
+            for c in range(c0, c1):
+                if cells[c][0] == " ":
+                    cells[c] = (IDLE_CHAR, IDLE_TUI_COLOR)
+            continue
         for c in range(c0, c1):
             cov = min(x1, c + 1) - max(x0, c)
             if cov <= 0 and not (c == c0 and x1 - x0 < 1e-9 + 1 / 8):
