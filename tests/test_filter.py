@@ -34,6 +34,7 @@ CAPTURES = {
     "h2c-node": (S / "http/h2c-node.pcap", None),  # RST_STREAM both ways, GOAWAY, push
     "aioquic-h3": (S / "quic/aioquic-h3.pcap", S / "quic/aioquic-h3.keys"),
     "tls13": (S / "tls/tls13_aes128gcm.pcap", S / "tls/tls13_aes128gcm.keys"),
+    "tls12-no-keys": (S / "tls/tls12_aes128gcm.pcap", None),  # its close_notify alerts encrypted: tshark's "Encrypted Alert"
     "h1-nginx": (S / "http/http1-nginx.pcap", None),
     "crafted-dns": (None, None),  # scripts/filters/dns_sample.py: DNS over IPv4/IPv6 and an HTTP/1 exchange
     "amazon": (None, None),  # ../shared/captures/pageload-amazon: a real page load (DNS, TLS 1.2/1.3, HTTP/2), when present
@@ -85,6 +86,7 @@ EXPRESSIONS = [
     "frame.number in {1..5, 10, 20..22}",
     "frame.len > 1000 and frame.len <= 1514",
     "frame.cap_len < frame.len",
+    "frame.interface_id == 0",  # (pcapng only: tshark has no interface on a classic pcap's packets)
     "frame.time_relative > 0.1",
     "frame.time_delta > 0.01",
     "frame.len - 14 > 1500",

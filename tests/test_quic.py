@@ -238,6 +238,16 @@ def test_gquic_dragon3():
     assert ietf.quic.version == "draft-29" and ietf.quic.sni
     nq = subprocess.run(["tshark", "-r", str(p), "-Y", "quic"], capture_output=True, text=True, check=True).stdout.count("\n")
     assert ietf.stats[0].packets + ietf.stats[1].packets == nq
+    # gquic display-filter fields select what tshark's do
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.filter import filter_packets
+
+    src = PacketSource(str(p))
+    for expr in ("gquic", 'gquic.tag == "CHLO"', "gquic.packet_number == 2", "gquic && !gquic.tag"):
+        theirs = subprocess.run(["tshark", "-r", str(p), "-Y", expr, "-T", "fields", "-e", "frame.number"], capture_output=True,
+                                text=True, check=True).stdout.split()
+        ours = filter_packets(an, src, expr)
+        assert list(ours) == [int(x) for x in theirs] and theirs, expr
 
 
 # -- own captures (scripts/quic/make_captures.sh) ----------------------------------------------

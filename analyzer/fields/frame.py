@@ -55,7 +55,9 @@ PROTOCOL = Protocol("frame", "every captured packet", P("frame", PROTO, lambda p
     P("frame.time_delta", FLOAT, _delta, "seconds since the previous captured packet"),
     P("frame.len", UINT, lambda pv: [pv.ctx.idx.origlen[pv.n - 1]], "length on the wire"),
     P("frame.cap_len", UINT, lambda pv: [pv.ctx.idx.caplen[pv.n - 1]], "captured length"),
-    P("frame.interface_id", UINT, lambda pv: [pv.ctx.idx.interface[pv.n - 1]], "pcapng interface"),
+    # (tshark has it on pcapng packets only: a classic pcap file has no interfaces)
+    P("frame.interface_id", UINT, lambda pv: [pv.ctx.idx.interface[pv.n - 1]] if pv.ctx.an.capture_format == "pcapng" else [],
+      "pcapng interface"),
     P("frame.protocols", STRING, lambda pv: [protocols(pv)], "protocols in the packet, e.g. eth:ethertype:ip:tcp:tls:http2",
       note="lists the layers wirefall decodes (tshark also names e.g. data, x509sat, quic's tls)"),
 ])

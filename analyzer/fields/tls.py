@@ -250,6 +250,11 @@ def _has_alert(fr) -> bool:
     return _is_record(fr) and isinstance((fr.fields or {}).get("alert"), str)
 
 
+def _is_alert(fr) -> bool:
+    """An alert record, its content read or not (TLS 1.2's encrypted alert: content type 21)."""
+    return _is_record(fr) and CONTENT_CODES.get(fr.type) == 21
+
+
 def _alert(i: int, codes: dict):
     def fn(fr, ctx):
         v = fr.fields["alert"].split(": ", 1)[i]
@@ -282,7 +287,8 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
       names=CONTENT_CODES),
     F("tls.record.version", UINT, _is_record, _version, "record-layer version (0x0301 TLS 1.0 … 0x0303)"),
     F("tls.record.length", UINT, _is_record, lambda fr, ctx: [fr.length], "record length"),
-    label("tls.alert_message", _has_alert, lambda fr, ctx: True, "an alert (decrypted, or sent in the clear)"),
+    label("tls.alert_message", _is_alert, lambda fr, ctx: True, "an alert record (tshark's \"Encrypted Alert\" too: level and "
+          "description only decrypted or in the clear)"),
     F("tls.alert_message.level", UINT, _has_alert, _alert(0, ALERT_LEVEL_CODES), "alert level (1 warning, 2 fatal)"),
     F("tls.alert_message.desc", UINT, _has_alert, _alert(1, ALERT_DESC_CODES), "alert description (0 close_notify, 40 handshake_failure…)",
       names=ALERT_DESC_CODES),

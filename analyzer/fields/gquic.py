@@ -1,0 +1,25 @@
+"""``gquic``: Google QUIC (Q0xx) packets: the public header and the unencrypted handshake
+messages' tags (dissectors/gquic.py), as tshark's ``gquic`` names them."""
+from __future__ import annotations
+
+from ._util import frame_field as F, frames_present
+from .types import STRING, UINT, Protocol
+
+
+def _is_gquic(fr) -> bool:
+    return fr.protocol == "gquic"
+
+
+def _is_packet(fr) -> bool:
+    return fr.protocol == "gquic" and fr.type in ("PACKET", "PUBLIC_RESET")
+
+
+def _is_message(fr) -> bool:
+    return fr.protocol == "gquic" and fr.type not in ("PACKET", "PUBLIC_RESET")
+
+
+PROTOCOL = Protocol("gquic", "GQUIC", frames_present("gquic", _is_gquic, "a Google QUIC packet"), [
+    F("gquic.packet_number", UINT, _is_packet,
+      lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get("packet_number"), int) else [], "packet number (public header)"),
+    F("gquic.tag", STRING, _is_message, lambda fr, ctx: [fr.type], "handshake message tag (CHLO, REJ, SHLO…), unencrypted ones"),
+])
