@@ -407,9 +407,12 @@ class Connection:
 
     @property
     def label(self) -> str:
-        c, s = self.client, self.server
-        fmt = lambda a: "?" if not a[0] else f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
-        return f"{fmt(c)} → {fmt(s)}"
+        return f"{endpoint_text(self.client)} → {endpoint_text(self.server)}"
+
+
+def endpoint_text(a: tuple[str, int]) -> str:
+    """``host:port``, an IPv6 address in brackets (``[2001:db8::1]:443``), ``?`` unknown."""
+    return "?" if not a[0] else f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
 
 
 class FrameFields(Mapping):

@@ -16,6 +16,7 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
+from wirefall.analyzer.model import endpoint_text
 from wirefall.analyzer.safetext import printable, printable_lines
 
 if TYPE_CHECKING:
@@ -944,7 +945,7 @@ class WirefallApp(PacketHabits, App):
                 else:
                     dec = f"{ver} not decrypted: {why or sec.reason or 'no protected data'}"
             sni = (c.tls.sni if c.tls else None) or (c.quic.sni if c.quic else None) or ""
-            cells = (str(c.id), c.transport, f"{c.client[0]}:{c.client[1]}", f"{c.server[0]}:{c.server[1]}", c.protocol or "",
+            cells = (str(c.id), c.transport, endpoint_text(c.client), endpoint_text(c.server), c.protocol or "",
                      f"{c.stats[0].packets}/{c.stats[1].packets}", f"{c.stats[0].bytes}/{c.stats[1].bytes}",
                      f"{c.start - t0:.3f}", fmt_ms(c.end - c.start), sni, dec.strip(), str(nreq.get(c.id, 0)), str(len(c.notes)))
             # Text cells: DataTable reads a str cell as markup; captured text (SNI, reasons) is shown as it is

@@ -735,8 +735,8 @@ def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
     return [
         ("packets", f"{st.packets_total:,}"), ("bytes", f"{st.bytes_total:,}"), ("duration", ms(st.duration)),
         ("connections", cap.connections), ("requests", cap.requests), ("pushes", cap.pushes), ("resets", cap.resets),
-        ("max streams in flight", cap.max_streams_in_flight), ("TTFB (first response byte)", ms(cap.ttfb)),
-        ("page load (last response byte)", ms(cap.page_load_time)),
+        ("max streams in flight", cap.max_streams_in_flight), ("TTFB (first response byte, from the page's first packet)", ms(cap.ttfb)),
+        ("page load (last response byte, from the page's first packet)", ms(cap.page_load_time)),
         # a HAR laid over the capture: the browser's events, from the same start (stats.browser_events)
         *((label, ms(t)) for label, t in (st.browser_events or {}).values()),
         ("retransmissions c→s / s→c", f"{cap.retransmissions[0]} / {cap.retransmissions[1]}"),
