@@ -53,6 +53,10 @@ class Block:
     retransmissions: list[int] = field(default_factory=lambda: [0, 0])
     retransmitted_bytes: list[int] = field(default_factory=lambda: [0, 0])
     gaps: list[int] = field(default_factory=lambda: [0, 0])
+    # tshark's tcp.analysis.retransmission packets per direction (with the TCP analysis): fast and
+    # spurious ones and the segments that filled a hole; ``retransmissions`` counts only segments
+    # whose bytes the capture had already carried (the reassembler's duplicates)
+    tcp_retransmissions: list[int] | None = None
     requests: int = 0
     pushes: int = 0
     resets: int = 0
@@ -77,7 +81,8 @@ class Block:
     # (@dataclass(init=False): written out, not compiled at every `stats`; tests/test_dataclass_init.py)
     def __init__(self, name: str, connections: int = 0, packets: list[int] = FACTORY, bytes: list[int] = FACTORY, payload: list[int] = FACTORY,
                  tls_record_overhead: list[int] = FACTORY, framing_overhead: list[int] | None = None, frames: int = 0,
-                 retransmissions: list[int] = FACTORY, retransmitted_bytes: list[int] = FACTORY, gaps: list[int] = FACTORY, requests: int = 0,
+                 retransmissions: list[int] = FACTORY, retransmitted_bytes: list[int] = FACTORY, gaps: list[int] = FACTORY,
+                 tcp_retransmissions: list[int] | None = None, requests: int = 0,
                  pushes: int = 0, resets: int = 0, req_headers: list[int] = FACTORY, resp_headers: list[int] = FACTORY,
                  req_headers_first: list[int] = FACTORY, resp_headers_first: list[int] = FACTORY, req_headers_rest: list[int] = FACTORY,
                  resp_headers_rest: list[int] = FACTORY, qpack_encoder: list[int] = FACTORY, request_body: int = 0,
@@ -95,6 +100,7 @@ class Block:
         self.retransmissions = [0, 0] if retransmissions is FACTORY else retransmissions
         self.retransmitted_bytes = [0, 0] if retransmitted_bytes is FACTORY else retransmitted_bytes
         self.gaps = [0, 0] if gaps is FACTORY else gaps
+        self.tcp_retransmissions = tcp_retransmissions
         self.requests = requests
         self.pushes = pushes
         self.resets = resets
@@ -329,10 +335,26 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
         t_end = max([idx.ts[-1] if len(idx) else p0] + ends)
         events = {m.name: (m.label, m.time - p0) for m in browser_milestones(an, idx.ts[0] if len(idx) else p0, t_end)} or None
 
+    ta_stats = stats_or_none(an) if tcp_analysis else None
+    ta = an.__dict__.get("_wf_tcp_analysis") if ta_stats is not None else None
+    if ta is not None:
+        from .tcp_analysis import retransmissions_of
+
+        for c, cb in zip(an.connections, conns):
+            cb.tcp_retransmissions = [0, 0]
+            if c.transport == "tcp":
+                for _k, d, _f in retransmissions_of(an, ta, c):
+                    cb.tcp_retransmissions[d or 0] += 1  # (direction unknown: counted client's, rare)
+            for blk in (cap, protos[cb.protocol or ""] if (cb.protocol or "") in protos else None):
+                if blk is not None:
+                    blk.tcp_retransmissions = _plus(blk.tcp_retransmissions, cb.tcp_retransmissions)
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
-                 background_requests=len(page.background),
-                 tcp_analysis=stats_or_none(an) if tcp_analysis else None, browser_events=events)
+                 background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events)
+
+
+def _plus(a: list[int] | None, b: list[int]) -> list[int]:
+    return [x + y for x, y in zip(a or [0, 0], b)]
 
 
 def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
@@ -353,6 +375,11 @@ def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
 
 
 # ------------------------------------------------------------------------------- output
+
+
+def _retrans(b: Block) -> list[int]:
+    """The text tables' "retrans" column: tshark's count when the TCP analysis ran."""
+    return b.tcp_retransmissions if b.tcp_retransmissions is not None else b.retransmissions
 
 
 def _hdr_dict(pair: list[int]) -> dict[str, Any]:
@@ -376,6 +403,7 @@ def block_dict(b: Block) -> dict[str, Any]:
         "retransmissions": b.retransmissions,
         "retransmitted_bytes": b.retransmitted_bytes,
         "gaps": b.gaps,
+        **({"tcp_retransmissions": b.tcp_retransmissions} if b.tcp_retransmissions is not None else {}),
         "requests": b.requests,
         "pushes": b.pushes,
         "resets": b.resets,
@@ -470,7 +498,7 @@ def render_text(st: Stats) -> str:
     for b in order + [c]:
         rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
                      _pair(b.packets), _pair(b.bytes), _pair(b.payload), _tls_pair(b, b.name if b is not c else None),
-                     _pair(b.framing_overhead), _pair(b.retransmissions), _ms(b.ttfb), _ms(b.page_load_time)])
+                     _pair(b.framing_overhead), _pair(_retrans(b)), _ms(b.ttfb), _ms(b.page_load_time)])
     parts.append(_table("Traffic (client→server / server→client; TLS overhead: TLS records' headers, MACs or tags and padding; "
                         "'-' on QUIC)",
                         ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans", "TTFB", "load"],
@@ -503,7 +531,7 @@ def render_text(st: Stats) -> str:
         if b.protocol == "dns":
             continue
         rows.append([b.name.split()[-1], b.protocol or "", b.endpoints or "", _pair(b.packets), _pair(b.bytes),
-                     _tls_pair(b, b.protocol), _pair(b.framing_overhead), _pair(b.retransmissions), _pair(b.gaps),
+                     _tls_pair(b, b.protocol), _pair(b.framing_overhead), _pair(_retrans(b)), _pair(b.gaps),
                      str(b.requests), str(b.pushes), str(b.max_streams_in_flight), _ms(b.ttfb)])
     if rows:
         parts.append(_table("Connections",

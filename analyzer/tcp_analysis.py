@@ -335,6 +335,23 @@ class TcpAnalysis:
         return out
 
 
+def retransmissions_of(analysis: Analysis, ta: TcpAnalysis, conn) -> list[tuple[int, int | None, int]]:
+    """(packet, direction, flags) of each ``tcp.analysis.retransmission`` packet of wirefall's
+    connection ``conn`` (fast and spurious ones included), in packet order; the direction (0
+    client to server) from the connection's TCP payload maps (a segment that filled a hole
+    carried new bytes) or its duplicate lists, None when neither holds the packet."""
+    bit = FIELDS["tcp.analysis.retransmission"]
+    flags, cids = ta.flags, analysis.index.conn
+    first, last = max(conn.first_packet, 1), min(conn.last_packet, len(flags), len(cids))
+    hits = [k for k in range(first, last + 1) if flags[k - 1] & bit and cids[k - 1] == conn.id]
+    if not hits:
+        return []
+    by_dir = [set(m.packets) if (m := analysis.maps.get((conn.id, d))) is not None else set() for d in (0, 1)]
+    for d in (0, 1):
+        by_dir[d].update(conn.stats[d].retransmission_packets)
+    return [(k, 0 if k in by_dir[0] else 1 if k in by_dir[1] else None, flags[k - 1]) for k in hits]
+
+
 _LOCK = allocate_lock()
 
 

@@ -857,9 +857,40 @@ def flow_control_stalls(frames: list[Frame], protocol: str) -> list[tuple[int | 
     return out
 
 
-def connection_loss_events(an: Analysis, conn: Connection) -> list[tuple[str, float, int, str]]:
-    """Retransmissions and capture gaps on a connection: (kind, time, packet, text)."""
+# tshark's TCP analysis (analyzer/tcp_analysis.py: a second read of the TCP headers, ~6 µs a
+# packet) gives the waterfall its retransmissions up to this many packets, or whenever it has
+# been computed already; above, the reassembler's own list (segments whose bytes the capture
+# had already carried: not the retransmissions that filled a hole, a loss before the capture
+# point; docs/WATERFALL.md)
+LOSS_ANALYSIS_MAX = 100_000
+
+
+def tcp_flags_for_loss(an: Analysis):
+    """The capture's ``TcpAnalysis`` when the waterfall may use it (``LOSS_ANALYSIS_MAX``), else None."""
+    ta = an.__dict__.get("_wf_tcp_analysis")
+    n = len(an.index)
+    if ta is not None and ta.packets >= n:
+        return ta
+    import os
+
+    if n > LOSS_ANALYSIS_MAX or not an.path or not os.path.isfile(an.path):
+        return None
+    from .capture import PacketSource
+    from .tcp_analysis import tcp_analysis
+
+    try:
+        return tcp_analysis(an, PacketSource(an.path))
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def connection_loss_events(an: Analysis, conn: Connection, ta=None) -> list[tuple[str, float, int, str]]:
+    """Retransmissions and capture gaps on a connection: (kind, time, packet, text).  With
+    ``ta`` (``tcp_flags_for_loss``) the retransmissions are tshark's (``tcp.analysis.retransmission``,
+    fast and spurious ones included: a segment that filled a hole counts), else the
+    reassembler's duplicates of bytes already captured."""
     out = []
+    seen: set[int] = set()
     for n in conn.notes:
         if not isinstance(n, Note) or n.packet is None or not 0 < n.packet <= len(an.index):
             continue
@@ -867,11 +898,23 @@ def connection_loss_events(an: Analysis, conn: Connection) -> list[tuple[str, fl
             out.append(("gap", an.time(n.packet), n.packet, f"{n.length} bytes lost ({DIRECTION_ARROWS[n.direction or 0]})"))
         elif n.kind is NoteKind.RETRANSMISSION_DIFFERS:
             out.append(("retransmission", an.time(n.packet), n.packet, "retransmission (bytes differ)"))
+            seen.add(n.packet)
+    if ta is not None and conn.transport == "tcp":
+        from .tcp_analysis import F_FAST_RETRANSMISSION, F_SPURIOUS_RETRANSMISSION, retransmissions_of
+
+        for k, d, f in retransmissions_of(an, ta, conn):
+            if k in seen:
+                continue
+            kind = " (fast)" if f & F_FAST_RETRANSMISSION else " (spurious)" if f & F_SPURIOUS_RETRANSMISSION else ""
+            way = "" if d is None else " " + ("c→s" if d == 0 else "s→c")
+            out.append(("retransmission", an.time(k), k, f"retransmission{way}{kind}"))
+        out.sort(key=lambda x: x[2])
+        return out
     # Per-packet retransmission lists, when the flow layer keeps them
     # (DirStats.retransmission_packets: packet numbers).
     for d, st in enumerate(conn.stats):
         for pkt in getattr(st, "retransmission_packets", ()) or ():
-            if 0 < pkt <= len(an.index):
+            if 0 < pkt <= len(an.index) and pkt not in seen:
                 out.append(("retransmission", an.time(pkt), pkt, "retransmission " + ("c→s" if d == 0 else "s→c")))
     out.sort(key=lambda x: x[2])
     return out
@@ -1136,9 +1179,10 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         proto = (conns[cid].protocol if cid in conns else None) or by_conn[cid][0].protocol
         if flow_control(proto) is not None:
             stalls_by_conn[cid] = flow_control_stalls(fl, proto)
+    ta = tcp_flags_for_loss(an) if any(conns[cid].transport == "tcp" for cid in by_conn if cid in conns) else None
     for cid in by_conn:
         if cid in conns:
-            loss_by_conn[cid] = connection_loss_events(an, conns[cid])
+            loss_by_conn[cid] = connection_loss_events(an, conns[cid], ta)
 
     rows: list[Row] = []
     row_of: dict[tuple[int, int | None], int] = {}

@@ -375,3 +375,31 @@ def test_content_colours_stand_apart_from_the_phase_colours():
     near = [(k, c, p) for k, cs in CONTENT_COLORS.items() for c in cs for p, pc in phases.items() if dist(c, pc) < 45]
     assert not near
     assert min(dist(c, PHASE_COLORS["connect"]) for c in CONTENT_COLORS["script"]) > 60
+
+
+@pytest.mark.parametrize("name", ["lossy/page-h2", "lossy/page-h1", "lossy/page-spdy", "page/page-h2"])
+def test_retransmission_ticks_are_tsharks_retransmissions(name):
+    """The waterfall's retransmission ticks are tshark's tcp.analysis.retransmission packets
+    (fast ones included: a segment resent after a loss before the capture point fills a hole,
+    it duplicates no captured byte), each on every row of its connection whose time it falls
+    in; none that tshark does not flag."""
+    from wirefall.analyzer.pipeline import analyze
+
+    cap, keys = SAMPLES / f"{name}.pcapng", SAMPLES / f"{name}.keys"
+    an = analyze(str(cap), keylogs=[str(keys)])
+    wf = waterfall.build(an)
+    theirs = {int(x) for x in _tshark("-r", str(cap), "-Y", "tcp.analysis.retransmission", "-T", "fields", "-e", "frame.number").split()}
+    ticked = collections.defaultdict(set)
+    for r in wf.rows:
+        for m in r.markers:
+            if m.kind == "retransmission":
+                ticked[r.index].add(m.packet)
+    assert set().union(*ticked.values()) <= theirs
+    want = 0
+    for r in wf.rows:
+        for k in theirs:
+            if an.index.conn[k - 1] == r.connection and r.start <= an.time(k) <= r.end:
+                assert k in ticked[r.index], (name, r.index, k)
+                want += 1
+    if name.startswith("lossy/"):
+        assert want >= 2  # (the lossy loads' fast retransmissions fall in their rows)

@@ -739,7 +739,8 @@ def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
         ("page load (last response byte, from the page's first packet)", ms(cap.page_load_time)),
         # a HAR laid over the capture: the browser's events, from the same start (stats.browser_events)
         *((label, ms(t)) for label, t in (st.browser_events or {}).values()),
-        ("retransmissions c→s / s→c", f"{cap.retransmissions[0]} / {cap.retransmissions[1]}"),
+        # (tshark's count when the TCP analysis ran: a segment that filled a hole counts)
+        ("retransmissions c→s / s→c", "{} / {}".format(*(cap.tcp_retransmissions or cap.retransmissions))),
     ]
 
 
