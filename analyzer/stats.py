@@ -345,9 +345,9 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
             if c.transport == "tcp":
                 for _k, d, _f in retransmissions_of(an, ta, c):
                     cb.tcp_retransmissions[d or 0] += 1  # (direction unknown: counted client's, rare)
-            for blk in (cap, protos[cb.protocol or ""] if (cb.protocol or "") in protos else None):
-                if blk is not None:
-                    blk.tcp_retransmissions = _plus(blk.tcp_retransmissions, cb.tcp_retransmissions)
+            pb_ = protos.get(cb.protocol or "")
+            for blk in (cap, pb_) if pb_ is not None else (cap,):
+                blk.tcp_retransmissions = _plus(blk.tcp_retransmissions, cb.tcp_retransmissions)
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
                  background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events)
