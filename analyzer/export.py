@@ -319,6 +319,8 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
         }
         if e.reset:
             entry["_reset"] = e.reset
+        if e.error:  # (Chrome's HAR names a failed request's error so: "no response in the capture", a reset…)
+            entry["_error"] = e.error
         if c is not None:
             entry["serverIPAddress"] = c.server[0]
         entry["_background"] = row.background

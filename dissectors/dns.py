@@ -44,7 +44,7 @@ TYPE_NAMES = names_of(RRType)
 RCODE_NAMES = names_of(Rcode)
 
 DESCRIPTOR = ProtocolDescriptor(
-    name="dns", display="DNS", protocols=("dns",), fields_module="dns", hooks_module="dns",
+    name="dns", display="DNS", protocols=("dns",), fields_module="dns", hooks_module="dns", long_name="Domain Name System",
     oracle=OracleSpec(layer="dns", fields={"stream_id": "dns.id"}),  # (a message's id: wirefall's stream_id)
 )
 

@@ -235,6 +235,7 @@ EXPRESSIONS = [
     "len(http2.data.data) > 100000",
     "upper(http2.headers.method) == \"GET\"",
     "count(http2.streamid) > 3",
+    "count(http2.header) > 8",  # (one http2.header per header field, as tshark counts them)
     "len(http2.headers.path) > 20",
     # spdy
     "spdy",

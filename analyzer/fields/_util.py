@@ -85,7 +85,8 @@ class header_family:
 
     def generic(self) -> list[Field]:
         p, m, kw = self.proto, self.match, {"note": self.note, "since": self.since}
-        return [label(f"{p}.header", m, lambda fr, ctx: bool(fr.headers), "a decoded header field", **kw),
+        # (one item per header field, as tshark adds one: count(http2.header) counts the headers)
+        return [frame_field(f"{p}.header", NONE, m, lambda fr, ctx: [True] * len(fr.headers or ()), "a decoded header field", **kw),
                 frame_field(f"{p}.header.name", STRING, m, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name", **kw),
                 frame_field(f"{p}.header.value", STRING, m, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value", **kw)]
 

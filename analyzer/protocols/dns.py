@@ -57,3 +57,29 @@ def message_info(payload: bytes) -> str | None:
 
 def datagram_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame], spanning: list[Frame] | None = None) -> str | None:
     return message_info(payload)
+
+
+def frame_node(node, fr: Frame):
+    """A DNS message with Wireshark's field names (dns.*): its transaction ID (the frame's
+    stream_id, which a DNS message does not have), query or response, the question, the answers."""
+    from wirefall.analyzer.detail import value_nodes
+
+    f = dict(fr.fields or {})
+    what = ("response" if fr.type == "RESPONSE" else "query") + (f" 0x{fr.stream_id:04x}" if fr.stream_id is not None else "")
+    node.label = f"DNS: {what}" + (f" {f['qname']}" if f.get("qname") is not None else "")
+    if fr.stream_id is not None:
+        node.add(f"Transaction ID: 0x{fr.stream_id:04x}", abbrev="dns.id", value=f"0x{fr.stream_id:04x}")
+    resp = fr.type == "RESPONSE"
+    node.add(f"Flags: {'response' if resp else 'query'}", abbrev="dns.flags.response", value="1" if resp else "0")
+    node.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
+    node.add(f"Length: {fr.length}")
+    if f.get("qname") is not None:
+        node.add(f"Query: {f['qname']}" + (f" type {f['qtype']}" if f.get("qtype") else ""), abbrev="dns.qry.name", value=f["qname"])
+    if resp and f.get("rcode") is not None:
+        node.add(f"Reply code: {f['rcode']}")
+    if fr.error:
+        node.add(f"[Error: {fr.error}]")
+    for k, v in f.items():
+        if k not in ("id", "qname", "qtype", "rcode"):
+            value_nodes(node, k, v)
+    return node

@@ -691,6 +691,13 @@ class QuicSession:
         for chunk in wait or ():
             dec.feed(chunk)
 
+    def _unanswered(self) -> None:
+        """A request whose response the capture does not hold says so (as HTTP/2's do)."""
+        for ex in self.exchanges.values():
+            if ex.request_start is not None and ex.response_start is None and ex.error is None and ex.reset is None \
+                    and ex.status is None:
+                ex.error = "no response in the capture"
+
     def _bodies_end(self) -> None:
         """At the end of the connection: each response's decoded body size (HTTP/3 has no
         end-of-body frame: the stream's FIN, which the exchange's last DATA frame stands for)."""
@@ -891,6 +898,7 @@ class QuicSession:
             except Exception as e:
                 conn.notes.append(f"HTTP/3 end-of-capture decoding error: {e}")
             self._bodies_end()
+            self._unanswered()
         info = conn.quic
         info.decrypted = self.decrypted_1rtt
         if not self.decrypted_1rtt:

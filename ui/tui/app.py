@@ -78,7 +78,7 @@ HELP = """\
 
 [b]Display filter[/b] (same language as the CLI)
   stream == 1 && type == "HEADERS"     url contains "css"     status >= 400
-  protocol == "h2"     method in {"GET" "HEAD"}     connection == 3     packet > 100
+  protocol == "h2"     method in {"GET", "HEAD"}    connection == 3     packet > 100
   Packets: Wireshark's fields (tcp.port == 443, http2.streamid == 1, dns …, docs/FILTERS.md)
   and the fields of the frames on a packet, plus source, destination, info, length.
   Waterfall: fields of requests.  Connections: fields of connections.
@@ -242,8 +242,8 @@ class WirefallApp(PacketHabits, App):
     #follow-list { height: 1fr; }
     HelpScreen, TextScreen, FollowScreen { align: center middle; }
     #help-box { width: 112; max-width: 100%; height: 90%; border: round $accent; background: $surface; padding: 0 1;
-                overflow-x: auto; }
-    #help-text { width: auto; }
+                overflow-x: hidden; }
+    #help-text { width: 100%; }
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -1030,7 +1030,13 @@ class WirefallApp(PacketHabits, App):
         if not ev.value.strip():
             return
         try:
-            compile_filter(ev.value, FILTER_KIND.get(self.query_one(TabbedContent).active))
+            # (the text as Enter applies it, stripped: the same column either way, counted in the box)
+            lead = len(ev.value) - len(ev.value.lstrip())
+            try:
+                compile_filter(ev.value.strip(), FILTER_KIND.get(self.query_one(TabbedContent).active))
+            except FilterError as e:
+                e.column += lead
+                raise
             inp.add_class("-valid")
             self._status()
         except FilterError as e:
@@ -1047,6 +1053,7 @@ class WirefallApp(PacketHabits, App):
         """Filter the active tab (only it: each tab keeps its own filter)."""
         from wirefall.analyzer.filter import FilterError, compile_filter
 
+        lead = len(expr) - len(expr.lstrip())  # (an error's column is counted in the text as typed)
         expr = expr.strip()
         tab = self.query_one(TabbedContent).active
         if tab == "statistics":
@@ -1071,7 +1078,7 @@ class WirefallApp(PacketHabits, App):
         try:
             pred = compile_filter(expr, FILTER_KIND.get(tab))
         except FilterError as e:
-            self.notify(f"column {e.column}: {e.message}", title="Bad filter", severity="error")
+            self.notify(f"column {e.column + lead}: {e.message}", title="Bad filter", severity="error")
             return
         self.filters[tab] = expr
         if tab == "waterfall":
@@ -1169,7 +1176,10 @@ class WirefallApp(PacketHabits, App):
                 lst.move_to(i)
                 self.notify("search: still not found after 2 s; press n to continue from here", severity="warning")
                 return
-        self.notify(f"{self.search_text!r} not found", severity="warning")
+        if from_current:
+            self.notify(f"{self.search_text!r} not found from here down (N searches up)", severity="warning")
+        else:  # (n / N after a match: the others are the other way, or there is none)
+            self.notify(f"no more matches for {self.search_text!r} {'below' if direction > 0 else 'above'}", severity="warning")
 
     # ------------------------------------------------------------ misc
     def action_help(self) -> None:
