@@ -91,12 +91,16 @@ def _speedup(a, b):
 
 def page_figures(an: Analysis) -> dict[str, Any]:
     """The whitepaper's page-level quantities for one capture (web connections only:
-    those that carried at least one request; DNS and unrelated flows are left out)."""
+    those that carried at least one request; DNS and unrelated flows are left out).  Web
+    connections that carried none — a preconnect never used, a handshake the browser dropped,
+    a background connection — are counted apart (``connections_without_requests`` and their
+    ``bytes_without_requests``, both ways), not left out without a word."""
     from .stats import compute
 
     st = compute(an)  # (header bytes: for HTTP/3 with the QPACK encoder stream, see analyzer.stats)
     web = {e.connection for e in an.exchanges}
     conns = [c for c in an.connections if c.id in web]
+    idle = [c for c in an.connections if c.id not in web and c.protocol not in (None, "dns")]
     t0 = an.start_time
     ends = [t for e in an.exchanges if (t := e.response_end or e.response_start)]
     cap = st.capture
@@ -105,6 +109,8 @@ def page_figures(an: Analysis) -> dict[str, Any]:
     return {
         "page_load_time": (max(ends) - t0) if ends else None,
         "connections": len(conns),
+        "connections_without_requests": len(idle),
+        "bytes_without_requests": sum(c.stats[0].bytes + c.stats[1].bytes for c in idle),
         "requests": sum(1 for e in an.exchanges if not e.pushed),
         "pushes": sum(1 for e in an.exchanges if e.pushed),
         "packets_c2s": sum(c.stats[0].packets for c in conns),
@@ -126,6 +132,8 @@ def page_figures(an: Analysis) -> dict[str, Any]:
 PAGE_ROWS = [
     ("page_load_time", "page load time (s)"),
     ("connections", "connections"),
+    ("connections_without_requests", "  web connections without a request"),
+    ("bytes_without_requests", "  their bytes, both ways (not in the rows below)"),
     ("requests", "requests"),
     ("pushes", "pushes"),
     ("packets_c2s", "packets client→server"),
