@@ -217,6 +217,19 @@ def _packet_at(an: Analysis, cid: int, t: float, start: int) -> int | None:
     return None
 
 
+def _any_packet_at(an: Analysis, t: float) -> int | None:
+    """The first packet of the capture whose time is ``t`` (by bisection: captures are in time
+    order, mostly; a few packets either side are looked at), None if none."""
+    from bisect import bisect_left
+
+    ts = an.index.ts
+    i = bisect_left(ts, t)
+    for k in range(max(i - 8, 0), min(i + 8, len(ts))):
+        if ts[k] == t:
+            return k + 1
+    return None
+
+
 def _phases(an: Analysis, e: Exchange, c: Connection | None, row: Row, wf: Waterfall | None) -> list[Phase]:
     from .waterfall import PHASE_LABELS
 
@@ -238,6 +251,8 @@ def _phases(an: Analysis, e: Exchange, c: Connection | None, row: Row, wf: Water
             # from the latest packet known to be before t (captures are in time order, mostly)
             start = max((k for tk, k in known.items() if tk <= t), default=c.first_packet or 1)
             p = _packet_at(an, c.id, t, start)
+            if p is None:  # (a phase edge on another flow's packet: the DNS lookup's query or answer)
+                p = _any_packet_at(an, t)
             if p is not None:
                 known[t] = p
         return p

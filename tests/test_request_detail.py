@@ -439,3 +439,28 @@ def test_frame_lines_name_the_stream_once():
     frames = [ln for ln in r.stdout.split("\nFrames of this stream", 1)[1].splitlines() if "  #" in ln]
     assert frames and all(re.search(r"\[(\d+)\].* stream \1  len", ln) is None for ln in frames), frames
     assert any(re.search(r"HEADERS\[\d+\]", ln) for ln in frames)
+
+
+def test_detail_dns_phase_names_the_lookups_packets(tmp_path):
+    """A DNS phase's edges are the lookup's query and answer: packets of the DNS flow, not of the
+    exchange's connection — each named (it was '?' on the Amazon load's first requests)."""
+    import gzip
+
+    sh = ROOT.parent / "shared" / "captures" / "pageload-amazon"
+    if not (sh / "amazon1.cap.gz").exists():
+        pytest.skip("../shared/captures/pageload-amazon not present")
+    cap, keys = tmp_path / "a.pcap", tmp_path / "a.keys"
+    cap.write_bytes(gzip.decompress((sh / "amazon1.cap.gz").read_bytes()))
+    keys.write_bytes(gzip.decompress((sh / "amazon1.key_log.txt.gz").read_bytes()))
+    an = analyze(str(cap), [str(keys)])
+    wf = build(an)
+    dns_edges = 0
+    for r in wf.rows:
+        e = next(x for x in an.exchanges if x.id == r.exchange)
+        for p in request_detail(an, e, row=r, waterfall=wf, bodies=False).phases:
+            if p.name == "dns":
+                for t, k in ((p.start, p.start_packet), (p.end, p.end_packet)):
+                    assert k is not None and an.index.ts[k - 1] == t
+                    assert an.connections[an.index.conn[k - 1]].protocol == "dns"
+                    dns_edges += 1
+    assert dns_edges >= 8

@@ -138,6 +138,28 @@ FILTER_SCOPES = {
 FILTER_KIND = {"packets": "packets", "waterfall": "exchanges", "connections-tab": "connections"}
 
 
+NOTICE_LINES = 4  # #notice's max-height
+
+
+def _fit_notice(text: str, width: int, lines: int = NOTICE_LINES) -> str:
+    """The notice as it fits ``lines`` lines of ``width`` (word-wrapped): cut with where the
+    rest is, not in the middle of a sentence without a word (the Statistics tab's Completeness
+    section has all of it)."""
+    import textwrap
+
+    if width < 20 or not text:
+        return text
+    wrapped = textwrap.wrap(text, width)
+    if len(wrapped) <= lines:
+        return text
+    more = " … (all of it: 4 Statistics, Completeness)"
+    head = textwrap.wrap(text, width)[: lines]
+    last = head[-1]
+    if len(last) + len(more) > width:
+        last = last[: max(width - len(more), 0)].rsplit(" ", 1)[0]
+    return " ".join(head[:-1] + [last + more])
+
+
 class HelpScreen(ModalScreen):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
@@ -222,7 +244,7 @@ class WirefallApp(PacketHabits, App):
     #lower { height: 45%; }
     #detail { width: 1fr; min-width: 16; border-top: solid #404040; }
     #bytes-pane { width: 45%; max-width: 80; min-width: 41; border-top: solid #404040; border-left: solid #404040; }
-    #notice { height: auto; max-height: 3; background: #3a3000; color: #ffd787; padding: 0 1; }
+    #notice { height: auto; max-height: 4; background: #3a3000; color: #ffd787; padding: 0 1; }
     #notice.-none { display: none; }
     #hint { height: 1; background: #1c3040; color: #d0e8ff; padding: 0 1; }
     #hint.-hidden { display: none; }
@@ -638,7 +660,16 @@ class WirefallApp(PacketHabits, App):
         note = self.query_one("#notice", Static)
         b = explain.banner(self.an) if self.an is not None else None
         note.set_class(not b, "-none")
-        note.update(Text(printable(b or "")))
+        width = (note.size.width or self.size.width) - 2
+        if b and self.an is not None and _fit_notice(printable(b), width) != printable(b):
+            # too long for its lines: the reasons and their next step before the headline's counts
+            # (the Statistics tab's Completeness has those), then the first reason alone
+            rs = explain.reasons(self.an)
+            for k in (2, 1):
+                b = "Incomplete · " + " · ".join(explain.reason_text(r, i == 0) for i, r in enumerate(rs[:k]))
+                if _fit_notice(printable(b), width) == printable(b):
+                    break
+        note.update(Text(_fit_notice(printable(b or ""), width)))
         self._wf_note()
 
     def _wf_note(self) -> None:
@@ -895,6 +926,8 @@ class WirefallApp(PacketHabits, App):
     def on_resize(self) -> None:
         if self.wf is not None:
             self.call_after_refresh(self._zoomed)
+        if self.an is not None:
+            self.call_after_refresh(self._notice)  # (the notice is cut to its lines at this width)
 
     @on(LineList.Chosen, "#wf-list")
     def _request_chosen(self, ev: LineList.Chosen) -> None:

@@ -347,6 +347,7 @@ class PacketList(LineList):
 
     def on_resize(self) -> None:
         self.post_message(self.ColumnsChanged())
+        self.call_after_refresh(self._scroll_to_cursor)  # (a shorter list keeps the selected packet in view)
 
     def search_text(self, i: int) -> str:
         try:
