@@ -132,7 +132,7 @@ class _Fig:
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
-                     window: tuple[int, int] | None = None):
+                     window: tuple[int, int] | None = None, x_view: tuple[float, float] | None = None):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
@@ -167,7 +167,10 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     narrow = min(width, narrowest or NARROWEST)
     plot_w_narrow = max(narrow - ml - mr, 200)
     xmax = span / max(1.0 - 64.0 / plot_w_narrow, 0.5)
-    min_w = xmax / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
+    # ``x_view`` (ms): the time range the figure is shown at (the web page's zoom): bars' least
+    # width and the milestone labels' anchors are reckoned in it, not in the whole capture's
+    view = (float(x_view[0]), float(x_view[1])) if x_view and x_view[1] > x_view[0] else (0.0, xmax)
+    min_w = (view[1] - view[0]) / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
     c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w)
 
     _request_bars(c)
@@ -184,7 +187,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         _markers(c)
     crow = _connection_view(c, window)
     _throughput_track(c)
-    _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax)
+    _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax, view)
     return c.fig
 
 
@@ -378,7 +381,7 @@ def _zebra(c: _Fig, show_labels: bool) -> list[tuple[int, int]]:
 
 
 def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: list, show_labels: bool, label_chars: int,
-            width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float) -> None:
+            width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float, view: tuple[float, float]) -> None:
     """The vertical layout (pixels, top to bottom), the milestones, section headings, zebra
     shading, title and axes."""
     wf, fig, rows, all_rows, lo, n, t0, tp = c.wf, c.fig, c.rows, c.all_rows, c.lo, c.n, c.t0, c.wf.throughput
@@ -389,7 +392,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         x = _ms(ms.time, t0)
         text = f"{ms.label} {x:.0f} ms"
         ms_items.append((ms, x, text))
-    place = L.stagger([(x / xmax * plot_w_narrow, len(t) * CHAR_PX + 6) for _, x, t in ms_items], 0.0, float(plot_w_narrow))
+    v0, span = view[0], (view[1] - view[0]) or 1.0
+    place = L.stagger([((x - v0) / span * plot_w_narrow, len(t) * CHAR_PX + 6) for _, x, t in ms_items], 0.0, float(plot_w_narrow))
     ms_rows = max((rw for rw, _ in place), default=-1) + 1
     head_px = 34 + (20 if wf.completeness else 0)
     axis_top_px = 24
@@ -432,7 +436,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                       text=conn_head, font=dict(size=11, color="#444444"), yshift=2, xshift=8 - ml))
     if track_px and tp is not None:
         notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                          text=f"Throughput (wire bytes per {tp.bin * 1000:g} ms)", font=dict(size=11, color="#444444"), yshift=2,
+                          text=f"Throughput, whole capture (wire bytes per {tp.bin * 1000:g} ms; no filter applies to it)",
+                          font=dict(size=11, color="#444444"), yshift=2,
                           xshift=8 - ml))
 
     for a, b in _zebra(c, show_labels):

@@ -57,8 +57,12 @@ def elide_flow(label: str, n: int, keep_start: int) -> str:
     client, sep, server = label.partition(" → ")
     if not sep:
         return elide(label, n, keep_start)
-    short = f"…:{client.rsplit(':', 1)[-1]}{sep}{server}"
-    return short if len(short) <= n else elide(server, n, keep_start)
+    head = f"…:{client.rsplit(':', 1)[-1]}{sep}"
+    if len(head) + len(server) <= n:
+        return head + server
+    if n - len(head) >= 12:  # the client's port and the arrow kept, the server's address cut in its middle
+        return head + elide(server, n - len(head), min(keep_start, (n - len(head)) // 2))
+    return "→ " + elide(server, max(n - 2, 1), keep_start) if n > 4 else elide(server, n, keep_start)
 
 
 def short_url(url: str, n: int = LABEL_CHARS) -> str:

@@ -235,8 +235,10 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
     from wirefall.ui.figures import waterfall_figure
 
     # the legend and the milestone labels are laid out for the narrowest graph (``narrowest`` px): a wider one only spreads them
+    xr = (float(x_range[0]), float(x_range[1])) if x_range and len(x_range) == 2 and all(
+        isinstance(v, (int, float)) for v in x_range) else None
     fig = waterfall_figure(view.waterfall, title=title, narrowest=narrowest, hover=not for_export or fmt_html,
-                           window=None if for_export else row_window(view, start))
+                           window=None if for_export else row_window(view, start), x_view=xr)
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
