@@ -350,3 +350,23 @@ def test_chromium_capture_requests_and_stream_bytes():
         sorted((r["stream_id"], r["path"], r["status"], r["bytes"]) for r in server)
     compare_with_tshark(pcap, keys, min_frames=200)
     _check_streams_against_follow(pcap, keys, an, [e.stream_id for e in ex])
+
+
+@needs_tshark
+def test_filters_after_a_retry_and_a_hello_retry_request_match_tshark():
+    """ngtcp2-29-dsb: a Retry, then a HelloRetryRequest. The short header coalesced after the
+    client's Handshake packet is read with the CID length of the server's Initial (the Retry's
+    SCID is not the one the server goes on with), and the second ClientHello's and the real
+    ServerHello's fields are theirs (they follow the first ones in the Initial CRYPTO stream)."""
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.filter import filter_packets
+
+    p = _cap("pcap2qlog/ngtcp2-29-dsb.pcapng")
+    an = wirefall(str(p))
+    src = PacketSource(str(p))
+    for expr in ("quic.short", "quic.header_form == 0", "quic.spin_bit", "count(quic.dcid) == 2",
+                 "quic.frame_type == 6 && quic.header_form == 0", "tls.handshake.ciphersuite == 0x1301",
+                 "tls.handshake.extensions.supported_version == 0x0304", "tls.handshake.extensions_server_name"):
+        theirs = subprocess.run(["tshark", "-r", str(p), "-Y", expr, "-T", "fields", "-e", "frame.number"], capture_output=True,
+                                text=True, check=True).stdout.split()
+        assert list(filter_packets(an, src, expr)) == [int(x) for x in theirs] and theirs, expr

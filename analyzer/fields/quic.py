@@ -140,8 +140,10 @@ def _cid_lens(pv) -> dict:
                 continue
             for h in parse_headers(pl, None):
                 if h["form"] == 1 and h["version"]:
-                    lens[d] = len(h["scid"])
                     cids.update((h["scid"], h["dcid"]))
+                    if h["type"] == 3:  # a Retry's SCID is not the ID the server goes on with: its next Initial's is
+                        continue
+                    lens[d] = len(h["scid"])
                     break
         lens["cids"] = cids
         pv.ctx.cache[key] = lens

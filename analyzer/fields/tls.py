@@ -151,7 +151,10 @@ def _quic_hello(fr, ctx, want: int) -> dict | None:
 
     idx = ctx.idx
     chunks: dict[int, bytes] = {}
-    first, last = min(fr.first_packet or fr.packet, fr.packet), fr.packet
+    # from the connection's first packet: after a HelloRetryRequest the second ClientHello (and
+    # the real ServerHello) follow the first in the same Initial CRYPTO stream, not at offset 0
+    conn = ctx.an.connections[fr.connection] if 0 <= fr.connection < len(ctx.an.connections) else None
+    first, last = min(fr.first_packet or fr.packet, fr.packet, conn.first_packet if conn is not None else fr.packet), fr.packet
     seen = 0
     for p in range(max(first, 1), min(last, len(idx)) + 1):
         if idx.conn[p - 1] != fr.connection:
@@ -178,12 +181,18 @@ def _quic_hello(fr, ctx, want: int) -> dict | None:
         if not c:
             break
         buf += c
-    if len(buf) < 4 or buf[0] != want:
+    # the messages in order: the last whole one of the type wanted is this frame's
+    p, body = 0, None
+    while p + 4 <= len(buf):
+        ln = int.from_bytes(buf[p + 1 : p + 4], "big")
+        if p + 4 + ln > len(buf):
+            break
+        if buf[p] == want:
+            body = buf[p + 4 : p + 4 + ln]
+        p += 4 + ln
+    if body is None:
         return None
-    ln = int.from_bytes(buf[1:4], "big")
-    if len(buf) < 4 + ln:
-        return None
-    return (parse_client_hello if want == 1 else parse_server_hello)(buf[4 : 4 + ln])
+    return (parse_client_hello if want == 1 else parse_server_hello)(body)
 
 
 def _hs_version(fr, ctx):
