@@ -119,6 +119,7 @@ class ExpertItem:
 # expert field -> summary template (the fixed texts are tshark's)
 MESSAGES: dict[str, str] = {
     "tcp.analysis.retransmission": "This frame is a (suspected) retransmission",
+    "quic.retransmission": "This QUIC frame has a reused stream offset (retransmission?)",
     "tcp.analysis.fast_retransmission": "This frame is a (suspected) fast retransmission",
     "tcp.analysis.spurious_retransmission": "This frame is a (suspected) spurious retransmission",
     "tcp.analysis.out_of_order": "This frame is a (suspected) out-of-order segment",
@@ -295,9 +296,32 @@ def _frame_items(an: Analysis, noted: set[tuple[int | None, int | None, Any]]) -
             ex = fr.fields.get("exchange")
             if ex is not None:
                 bodies[(ex, fr.direction)] = fr
+    reach: dict[tuple, list] = {}  # (connection, direction, CRYPTO epoch, type) -> [start, end) ranges seen, merged
     for fr in an.frames:
         proto = _proto_name(fr.protocol)
         fl = fr.fields or {}
+        if fr.protocol == "quic" and fr.type == "CRYPTO" and fr.offset >= 0:
+            # tshark's quic.retransmission: a CRYPTO frame whose offset its epoch's stream already
+            # carried (not one merely out of order: Chromium sends its ClientHello's CRYPTO frames
+            # shuffled). tshark 4.0 marks CRYPTO frames only: amazon's client resends STREAM data
+            # (packet 520, offset 7228, as packet 497) and tshark says nothing of it
+            key = (fr.connection, fr.direction, fl.get("packet_type"), fr.type)
+            got = reach.setdefault(key, [])
+            a, b = fr.offset, fr.offset + max(fr.length, 0)
+            if any(x <= a < y for x, y in got):
+                add(ExpertItem(Severity.NOTE, Group.SEQUENCE, "QUIC", "quic.retransmission", (), fr.packet, fr.connection,
+                               Origin.WIRESHARK))
+            if b > a and len(got) < 4096:
+                got.append((a, b))
+                got.sort()
+                merged = [got[0]]
+                for x, y in got[1:]:
+                    if x <= merged[-1][1]:
+                        merged[-1] = (merged[-1][0], max(merged[-1][1], y))
+                    else:
+                        merged.append((x, y))
+                got[:] = merged
+            continue
         if fr.error and (fr.connection, fr.packet, fr.error) not in noted:
             sev, grp = classify(fr.error)
             if grp == Group.PROTOCOL:  # nothing more specific: a frame that does not parse

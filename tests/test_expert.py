@@ -334,3 +334,34 @@ def test_web_expert_tab_rows_and_click_go_to_the_packet(tmp_path, monkeypatch):
         assert "expert-grid.rowData" in outs and "expert-counts.children" in outs
     finally:
         st.close()
+
+
+@pytest.mark.parametrize("rel,keys", [("pcap2qlog/ngtcp2-29-dsb.pcapng", None), ("retina/quic_retry.pcapng", None),
+                                      ("pageload-amazon/amazon1.cap.gz", "pageload-amazon/amazon1.key_log.txt.gz")])
+def test_quic_reused_offsets_are_tsharks(rel, keys, tmp_path):
+    """quic.retransmission (a CRYPTO frame resent: after a Retry, a lost Handshake flight) on
+    the packets tshark marks, as many times — and not on Chromium's shuffled ClientHello frames
+    or a resent STREAM frame, which tshark 4.0 does not mark."""
+    import gzip
+
+    sh = ROOT.parent / "shared" / "captures"
+    if not (sh / rel).exists():
+        pytest.skip(f"{rel} not present")
+    p, k = sh / rel, (sh / keys if keys else None)
+    if rel.endswith(".gz"):
+        p = tmp_path / "c.pcap"
+        p.write_bytes(gzip.decompress((sh / rel).read_bytes()))
+        k = tmp_path / "k.txt"
+        k.write_bytes(gzip.decompress((sh / keys).read_bytes()))
+    an = analyze(str(p), [str(k)] if k else None)
+    ours = sorted(i.packet for i in expert.compute(an) if i.kind == "quic.retransmission")
+    cmd = ["tshark", "-r", str(p), "-Y", "quic.retransmission", "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message"]
+    if k:
+        cmd[3:3] = ["-o", f"tls.keylog_file:{k}"]
+    theirs = []
+    for line in subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines():
+        n, msgs = line.split("\t")
+        theirs += [int(n)] * msgs.count("reused stream offset")
+    assert ours == sorted(theirs)
+    if "amazon" not in rel:
+        assert ours
