@@ -53,9 +53,9 @@ def _short(url: str, n: int = 60) -> str:
 NBSP = "\u00a0"  # SVG text collapses runs of spaces: the label column pads with no-break spaces
 
 
-def row_label(r) -> str:
-    """The row's label column (number, marker glyphs, badge, host…path), escaped."""
-    return html_text(L.row_label(r)).replace(" ", NBSP)
+def row_label(r, n: int = L.LABEL_CHARS) -> str:
+    """The row's label column (number, marker glyphs, badge, host…path in ``n`` characters), escaped."""
+    return html_text(L.row_label(r, n)).replace(" ", NBSP)
 
 
 def _ms(t: float, t0: float) -> float:
@@ -128,11 +128,13 @@ class _Fig:
         self.notes: list[dict] = []  # annotations, likewise
         self.colors_of = {r.index: L.phase_colors(r) for r in rows}
         self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
+        self.url_chars = L.LABEL_CHARS  # host…path characters of a row label (waterfall_figure's url_chars)
 
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
-                     window: tuple[int, int] | None = None, x_view: tuple[float, float] | None = None):
+                     window: tuple[int, int] | None = None, x_view: tuple[float, float] | None = None,
+                     url_chars: int = L.LABEL_CHARS):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
@@ -162,7 +164,10 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     end_ms = max([end_ms] + [_ms(m.time, t0) for m in wf.milestones])  # (a browser's load event may come after the last byte)
     span = max(end_ms, 1.0)
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
-    label_chars = max((len(L.row_label(r)) for r in rows[:max_labels]), default=20) if show_labels else 8
+    # ``url_chars``: the host…path's characters in the label column (a narrow graph, beside the
+    # web page's detail panel, gives fewer to the labels and more to the time axis)
+    c_url = url_chars
+    label_chars = max((len(L.row_label(r, c_url)) for r in rows[:max_labels]), default=20) if show_labels else 8
     ml, mr = int(label_chars * CHAR_PX + 16), 24
     narrow = min(width, narrowest or NARROWEST)
     plot_w_narrow = max(narrow - ml - mr, 200)
@@ -172,6 +177,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     view = (float(x_view[0]), float(x_view[1])) if x_view and x_view[1] > x_view[0] else (0.0, xmax)
     min_w = (view[1] - view[0]) / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
     c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w)
+    c.url_chars = c_url
 
     _request_bars(c)
     _browser_bars(c)
@@ -393,7 +399,9 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         text = f"{ms.label} {x:.0f} ms"
         ms_items.append((ms, x, text))
     v0, span = view[0], (view[1] - view[0]) or 1.0
-    place = L.stagger([((x - v0) / span * plot_w_narrow, len(t) * CHAR_PX + 6) for _, x, t in ms_items], 0.0, float(plot_w_narrow))
+    # (a label may reach left over the label column: it is drawn above the axis, where that column is empty)
+    place = L.stagger([((x - v0) / span * plot_w_narrow, len(t) * CHAR_PX + 6) for _, x, t in ms_items], -(ml - 8.0),
+                      float(plot_w_narrow))
     ms_rows = max((rw for rw, _ in place), default=-1) + 1
     head_px = 34 + (20 if wf.completeness else 0)
     axis_top_px = 24
@@ -465,7 +473,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                     font=dict(size=11), standoff=4), showgrid=False, zeroline=False, tickfont=dict(size=10), ticksuffix=" ms"),
         yaxis=dict(domain=list(y_wf), autorange=False, tickmode="array" if show_labels else "auto",
                    tickvals=[r.index for r in rows] if show_labels else None,
-                   ticktext=[row_label(r) for r in rows] if show_labels else None, showticklabels=show_labels,
+                   ticktext=[row_label(r, c.url_chars) for r in rows] if show_labels else None, showticklabels=show_labels,
                    tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, ticklabeloverflow="allow",
                    range=[lo + n - 0.5, lo - 0.5] if n else [0.5, -0.5]),  # ("allow": the margin fits them; plotly's overflow check
                    # measured every label with the DOM laid out again each time: 45 % of a 10 000-row figure's drawing)

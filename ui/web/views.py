@@ -22,6 +22,7 @@ from wirefall.analyzer.model import DIRECTION_NAMES, Analysis
 from wirefall.analyzer.request_detail import size_text
 from wirefall.analyzer.safetext import html_text, printable
 from wirefall.analyzer.waterfall import Waterfall
+from wirefall.ui.waterfall_layout import LABEL_CHARS
 
 from .state import Entry
 
@@ -220,9 +221,11 @@ def window_start_of(view: View, row: int, start: int | None = None) -> int:
 
 # The figure's layout (legend rows, milestone labels' stagger) is made for the narrowest graph
 # the page shows: the whole width of a 1200 px page, or, with the request detail open beside it
-# (.wf-split: the graph 60 %), about 720 px.  Made for 1200 px only, the open detail panel cut off
-# the legend's last rows and laid the milestone labels over each other.
-NARROWEST_PAGE, NARROWEST_WITH_DETAIL = 1200, 720
+# (.wf-split: the graph 60 %), about 720 px on a 1200 px page and 570 px on a 1100 px one (the
+# narrowest the page is tested at).  Made for 1200 px only, the open detail panel cut off the
+# legend's last rows and laid the milestone labels over each other.
+NARROWEST_PAGE, NARROWEST_WITH_DETAIL = 1200, 570
+URL_CHARS_WITH_DETAIL = 24  # a row label's host…path beside the detail panel (38 otherwise: the time axis had 270 px at 1100)
 
 
 def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True,
@@ -238,7 +241,8 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
     xr = (float(x_range[0]), float(x_range[1])) if x_range and len(x_range) == 2 and all(
         isinstance(v, (int, float)) for v in x_range) else None
     fig = waterfall_figure(view.waterfall, title=title, narrowest=narrowest, hover=not for_export or fmt_html,
-                           window=None if for_export else row_window(view, start), x_view=xr)
+                           window=None if for_export else row_window(view, start), x_view=xr,
+                           url_chars=URL_CHARS_WITH_DETAIL if narrowest <= NARROWEST_WITH_DETAIL else LABEL_CHARS)
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
