@@ -27,7 +27,7 @@ TEXT_TAGS = {"SNI", "UAID", "VER"}
 MESSAGE_TAGS = {"CHLO", "REJ", "SHLO", "SREJ", "SCUP", "PRST"}
 
 DESCRIPTOR = ProtocolDescriptor(  # frames: "PACKET" / "PUBLIC_RESET" per packet, then its handshake message tags
-    name="gquic", display="GQUIC", protocols=("gquic",), fields_module="gquic",
+    name="gquic", display="GQUIC", protocols=("gquic",), fields_module="gquic", hooks_module="gquic",
     long_name="GQUIC (Google QUIC)", column_rank=2, over_quic=True,
     oracle=OracleSpec(layer="gquic", fields={"stream_id": "gquic.stream_id"}),
 )

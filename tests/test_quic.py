@@ -243,6 +243,15 @@ def test_gquic_dragon3():
     from wirefall.analyzer.filter import filter_packets
 
     src = PacketSource(str(p))
+    # the Info column of every gQUIC packet is tshark's
+    from wirefall.analyzer.detail import packet_row
+
+    info = subprocess.run(["tshark", "-r", str(p), "-Y", "gquic", "-T", "fields", "-e", "frame.number", "-e", "_ws.col.Info"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(info) == n
+    for line in info:
+        k, text = line.split("\t", 1)
+        assert packet_row(an, PacketSource(str(p)), int(k))[6] == text, line
     for expr in ("gquic", 'gquic.tag == "CHLO"', "gquic.packet_number == 2", "gquic && !gquic.tag"):
         theirs = subprocess.run(["tshark", "-r", str(p), "-Y", expr, "-T", "fields", "-e", "frame.number"], capture_output=True,
                                 text=True, check=True).stdout.split()
