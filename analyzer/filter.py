@@ -389,6 +389,8 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
         if ftype == T.ETHER and len(b) != 6:
             raise _Bad(f"{s!r} is not a 6-byte MAC address")
         return b
+    if ftype != T.ETHER and re.fullmatch(r"0[xX][0-9a-fA-F]{1,2}", s):
+        return bytes([int(s, 16)])  # one byte as tshark 4.0 reads it: tcp[13] == 0x02, tcp.payload[0] == 0x16
     raise _Bad(f"{s!r} is not a byte string (write bytes as 00:1a:2b, or a quoted string)")
 
 
@@ -896,8 +898,9 @@ class _Parser:
             raise FilterError(f"{other.name} can only be tested for presence (it has no value to compare)", optok[2], self.expr)
         if op == "contains" and ftype in T.NUMERIC:
             raise FilterError(f"{other.name} is a number: 'contains' needs a string or byte field", optok[2], self.expr)
-        if op == "&" and ftype not in (T.UINT, T.INT, T.BOOL):
-            raise FilterError(f"{other.name} is not an integer: '&' tests bits of integers", optok[2], self.expr)
+        if op == "&" and ftype not in (T.UINT, T.INT, T.BOOL, T.BYTES):
+            raise FilterError(f"{other.name} is not an integer or bytes: '&' tests bits of integers or byte strings", optok[2],
+                              self.expr)
         if op == "contains" and ftype in (T.IPV4, T.IPV6, T.ETHER):
             ftype = T.BYTES
         if ftype not in T.NUMERIC and not lit.quoted and lit.text[:1] in ("-", "+"):
@@ -1007,6 +1010,8 @@ class _Parser:
             bb = b if isinstance(b, bytes) else str(b).encode()
             return lambda x: (bb in x) if isinstance(x, (bytes, bytearray)) else (bb in (_as_bytes(x, ftype) or b""))
         if op == "&":
+            if isinstance(b, (bytes, bytearray)):  # bytes: any bit set in both, byte by byte from the start (tshark's)
+                return lambda x: isinstance(x, (bytes, bytearray)) and any(p & q for p, q in zip(x, b))
             return lambda x: bool(x & b)
         if op in ("!=", "!=="):
             return lambda x: x != b

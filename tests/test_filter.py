@@ -87,6 +87,10 @@ EXPRESSIONS = [
     "frame.len > 1000 and frame.len <= 1514",
     "frame.cap_len < frame.len",
     "frame.interface_id == 0",  # (pcapng only: tshark has no interface on a classic pcap's packets)
+    "tcp[13] == 0x02",  # (a one-byte slice against 0xNN, and '&' over bytes, as tshark 4.0 reads them)
+    "tcp[13] & 0x02",
+    "tcp.payload[0] == 0x16",
+    "eth.dst[0] & 1",
     "frame.time_relative > 0.1",
     "frame.time_delta > 0.01",
     "frame.len - 14 > 1500",
