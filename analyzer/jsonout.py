@@ -71,7 +71,7 @@ def connection_dict(c: Connection, subject: bool = True) -> dict[str, Any]:
     if c.quic is not None:
         q = c.quic
         d["quic"] = {"version": q.version, "sni": q.sni, "alpn": q.alpn, "scid": q.scid, "dcid": q.dcid,
-                     "decrypted": q.decrypted, "reason": q.reason}
+                     "server_scid": q.server_scid, "decrypted": q.decrypted, "reason": q.reason}
         if q.alpn_inferred:
             d["quic"]["alpn_inferred"] = True
     return d

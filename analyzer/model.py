@@ -271,10 +271,12 @@ class QuicInfo:
     decrypted: bool = False
     reason: str | None = None
     alpn_inferred: bool = False  # HTTP/3 recognised by its streams, the ALPN not seen (capture joined mid-way)
+    server_scid: str | None = None  # the server's own connection ID, from its first long header (not a Retry's)
 
     # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
     def __init__(self, version: str | None = None, sni: str | None = None, alpn: str | None = None, scid: str | None = None, dcid: str | None = None,
-                 decrypted: bool = False, reason: str | None = None, alpn_inferred: bool = False) -> None:
+                 decrypted: bool = False, reason: str | None = None, alpn_inferred: bool = False,
+                 server_scid: str | None = None) -> None:
         self.version = version
         self.sni = sni
         self.alpn = alpn
@@ -283,6 +285,7 @@ class QuicInfo:
         self.decrypted = decrypted
         self.reason = reason
         self.alpn_inferred = alpn_inferred
+        self.server_scid = server_scid
 
 
 @dataclass(init=False, slots=True, eq=False, repr=False)

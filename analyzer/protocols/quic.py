@@ -108,6 +108,12 @@ def datagram_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame
             k = next((i for i in range(min(len(tab), 64)) if tab.epoch(i) == 3), None)
             if k is not None:
                 short_cid = tab.hdr_len[k] - 1 - tab.pn_len(k)
+    if short_cid is None and frames and not info_rows and 0 <= frames[0].connection < len(analysis.connections):
+        # none decrypted in this direction: the length of the ID the peer gave in its long headers, as tshark takes it
+        qi = analysis.connections[frames[0].connection].quic
+        peer = (qi.server_scid if frames[0].direction == 0 else qi.scid) if qi is not None else None
+        if peer:
+            short_cid = len(peer) // 2
     head = _last_quic_header(payload, [r[:4] for r in info_rows], short_cid)
     if head is None:
         return None

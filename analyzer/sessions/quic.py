@@ -248,6 +248,8 @@ class QuicSession:
                     self.first_long[direction] = t
                     if direction == 1 and conn.connect_start is not None and conn.rtt is None:
                         conn.rtt = t - conn.connect_start
+                if direction == 1 and ptype in (dq.INITIAL, dq.HANDSHAKE) and conn.quic.server_scid is None and qp.scid is not None:
+                    conn.quic.server_scid = bytes(qp.scid).hex()
                 if ptype == dq.INITIAL and direction == 0 and conn.connect_start is None:
                     conn.connect_start = t
                     info = conn.quic
