@@ -285,6 +285,29 @@ _CANCEL = {"CANCEL", "H3_REQUEST_CANCELLED", "REFUSED_STREAM", "H3_REQUEST_REJEC
 _STREAM_ERRORS = ("RST_STREAM", "GOAWAY", "RESET_STREAM", "STOP_SENDING", "CONNECTION_CLOSE")
 
 
+MAX_RANGES = 4096  # disjoint ranges kept per CRYPTO stream (a hostile stream of gaps: past it none is added)
+
+
+def _seen_then_add(ranges: list[tuple[int, int]], a: int, b: int) -> bool:
+    """Whether offset ``a`` lies in one of ``ranges`` (sorted, disjoint, not touching [start,
+    end) pairs), then [a, b) merged into them: a bisection and the neighbours it overlaps,
+    not a sort of the whole list per frame."""
+    from bisect import bisect_right
+
+    i = bisect_right(ranges, (a, float("inf")))  # ranges[:i] start at or before a
+    hit = i > 0 and ranges[i - 1][1] > a
+    if b <= a or len(ranges) >= MAX_RANGES:
+        return hit
+    lo = i - 1 if i > 0 and ranges[i - 1][1] >= a else i
+    hi = i
+    while hi < len(ranges) and ranges[hi][0] <= b:
+        hi += 1
+    if lo < hi:
+        a, b = min(a, ranges[lo][0]), max(b, ranges[hi - 1][1])
+    ranges[lo:hi] = [(a, b)]
+    return hit
+
+
 def _frame_items(an: Analysis, noted: set[tuple[int | None, int | None, Any]]) -> list[ExpertItem]:
     """``noted``: (connection, packet, text) of the connection notes, which a frame's error
     often repeats (a QUIC packet not decrypted is both): those are not listed twice."""
@@ -296,7 +319,7 @@ def _frame_items(an: Analysis, noted: set[tuple[int | None, int | None, Any]]) -
             ex = fr.fields.get("exchange")
             if ex is not None:
                 bodies[(ex, fr.direction)] = fr
-    reach: dict[tuple, list] = {}  # (connection, direction, CRYPTO epoch, type) -> [start, end) ranges seen, merged
+    reach: dict[tuple, list] = {}  # (connection, direction, CRYPTO epoch) -> [start, end) ranges seen (_seen_then_add)
     for fr in an.frames:
         proto = _proto_name(fr.protocol)
         fl = fr.fields or {}
@@ -305,22 +328,10 @@ def _frame_items(an: Analysis, noted: set[tuple[int | None, int | None, Any]]) -
             # carried (not one merely out of order: Chromium sends its ClientHello's CRYPTO frames
             # shuffled). tshark 4.0 marks CRYPTO frames only: amazon's client resends STREAM data
             # (packet 520, offset 7228, as packet 497) and tshark says nothing of it
-            key = (fr.connection, fr.direction, fl.get("packet_type"), fr.type)
-            got = reach.setdefault(key, [])
-            a, b = fr.offset, fr.offset + max(fr.length, 0)
-            if any(x <= a < y for x, y in got):
+            got = reach.setdefault((fr.connection, fr.direction, fl.get("packet_type")), [])
+            if _seen_then_add(got, fr.offset, fr.offset + max(fr.length, 0)):
                 add(ExpertItem(Severity.NOTE, Group.SEQUENCE, "QUIC", "quic.retransmission", (), fr.packet, fr.connection,
                                Origin.WIRESHARK))
-            if b > a and len(got) < 4096:
-                got.append((a, b))
-                got.sort()
-                merged = [got[0]]
-                for x, y in got[1:]:
-                    if x <= merged[-1][1]:
-                        merged[-1] = (merged[-1][0], max(merged[-1][1], y))
-                    else:
-                        merged.append((x, y))
-                got[:] = merged
             continue
         if fr.error and (fr.connection, fr.packet, fr.error) not in noted:
             sev, grp = classify(fr.error)

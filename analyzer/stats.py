@@ -326,7 +326,7 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     p0 = page.start if page.start is not None else t0
     _times(cap, page_exs, p0)
     dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
-    from .tcp_analysis import stats_or_none
+    from .tcp_analysis import finished, retransmissions_of, stats_or_none
     from .waterfall import browser_milestones
 
     events = None
@@ -336,10 +336,8 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
         events = {m.name: (m.label, m.time - p0) for m in browser_milestones(an, idx.ts[0] if len(idx) else p0, t_end)} or None
 
     ta_stats = stats_or_none(an) if tcp_analysis else None
-    ta = an.__dict__.get("_wf_tcp_analysis") if ta_stats is not None else None
+    ta = finished(an) if ta_stats is not None else None
     if ta is not None:
-        from .tcp_analysis import retransmissions_of
-
         for c, cb in zip(an.connections, conns):
             cb.tcp_retransmissions = [0, 0]
             if c.transport == "tcp":

@@ -335,6 +335,12 @@ class TcpAnalysis:
         return out
 
 
+def finished(analysis: Analysis) -> TcpAnalysis | None:
+    """The analysis's TCP analysis if it has been computed over every packet (no pass made here)."""
+    ta = analysis.__dict__.get("_wf_tcp_analysis")
+    return ta if ta is not None and ta.packets >= len(analysis.index) else None
+
+
 def retransmissions_of(analysis: Analysis, ta: TcpAnalysis, conn) -> list[tuple[int, int | None, int]]:
     """(packet, direction, flags) of each ``tcp.analysis.retransmission`` packet of wirefall's
     connection ``conn`` (fast and spurious ones included), in packet order; the direction (0

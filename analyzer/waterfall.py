@@ -867,16 +867,16 @@ LOSS_ANALYSIS_MAX = 100_000
 
 def tcp_flags_for_loss(an: Analysis):
     """The capture's ``TcpAnalysis`` when the waterfall may use it (``LOSS_ANALYSIS_MAX``), else None."""
-    ta = an.__dict__.get("_wf_tcp_analysis")
-    n = len(an.index)
-    if ta is not None and ta.packets >= n:
-        return ta
     import os
 
-    if n > LOSS_ANALYSIS_MAX or not an.path or not os.path.isfile(an.path):
+    from .tcp_analysis import finished, tcp_analysis
+
+    ta = finished(an)
+    if ta is not None:
+        return ta
+    if len(an.index) > LOSS_ANALYSIS_MAX or not an.path or not os.path.isfile(an.path):
         return None
     from .capture import PacketSource
-    from .tcp_analysis import tcp_analysis
 
     try:
         return tcp_analysis(an, PacketSource(an.path))
@@ -908,14 +908,11 @@ def connection_loss_events(an: Analysis, conn: Connection, ta=None) -> list[tupl
             kind = " (fast)" if f & F_FAST_RETRANSMISSION else " (spurious)" if f & F_SPURIOUS_RETRANSMISSION else ""
             way = "" if d is None else " " + ("c→s" if d == 0 else "s→c")
             out.append(("retransmission", an.time(k), k, f"retransmission{way}{kind}"))
-        out.sort(key=lambda x: x[2])
-        return out
-    # Per-packet retransmission lists, when the flow layer keeps them
-    # (DirStats.retransmission_packets: packet numbers).
-    for d, st in enumerate(conn.stats):
-        for pkt in getattr(st, "retransmission_packets", ()) or ():
-            if 0 < pkt <= len(an.index) and pkt not in seen:
-                out.append(("retransmission", an.time(pkt), pkt, "retransmission " + ("c→s" if d == 0 else "s→c")))
+    else:  # the flow layer's per-packet lists (DirStats.retransmission_packets: packet numbers)
+        for d, st in enumerate(conn.stats):
+            for pkt in getattr(st, "retransmission_packets", ()) or ():
+                if 0 < pkt <= len(an.index) and pkt not in seen:
+                    out.append(("retransmission", an.time(pkt), pkt, "retransmission " + ("c→s" if d == 0 else "s→c")))
     out.sort(key=lambda x: x[2])
     return out
 

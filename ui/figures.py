@@ -116,7 +116,8 @@ class _Fig:
     (``rows = all_rows[lo:hi]``), the time origin and the shapes and annotations gathered
     for the layout (set once at the end: add_shape copies every shape added before)."""
 
-    def __init__(self, go, wf: Waterfall, rows: list, lo: int, hi: int, use_big: bool, hover: bool, min_w: float) -> None:
+    def __init__(self, go, wf: Waterfall, rows: list, lo: int, hi: int, use_big: bool, hover: bool, min_w: float,
+                 url_chars: int = L.LABEL_CHARS) -> None:
         self.go, self.wf, self.rows, self.lo, self.hi = go, wf, rows, lo, hi
         self.all_rows = wf.rows
         self.n = len(rows)
@@ -128,7 +129,7 @@ class _Fig:
         self.notes: list[dict] = []  # annotations, likewise
         self.colors_of = {r.index: L.phase_colors(r) for r in rows}
         self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
-        self.url_chars = L.LABEL_CHARS  # host…path characters of a row label (waterfall_figure's url_chars)
+        self.url_chars = url_chars  # host…path characters of a row label (waterfall_figure's url_chars)
 
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
@@ -166,8 +167,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
     # ``url_chars``: the host…path's characters in the label column (a narrow graph, beside the
     # web page's detail panel, gives fewer to the labels and more to the time axis)
-    c_url = url_chars
-    label_chars = max((len(L.row_label(r, c_url)) for r in rows[:max_labels]), default=20) if show_labels else 8
+    label_chars = max((len(L.row_label(r, url_chars)) for r in rows[:max_labels]), default=20) if show_labels else 8
     ml, mr = int(label_chars * CHAR_PX + 16), 24
     narrow = min(width, narrowest or NARROWEST)
     plot_w_narrow = max(narrow - ml - mr, 200)
@@ -176,8 +176,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     # width and the milestone labels' anchors are reckoned in it, not in the whole capture's
     view = (float(x_view[0]), float(x_view[1])) if x_view and x_view[1] > x_view[0] else (0.0, xmax)
     min_w = (view[1] - view[0]) / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
-    c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w)
-    c.url_chars = c_url
+    c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w, url_chars)
 
     _request_bars(c)
     _browser_bars(c)

@@ -133,12 +133,12 @@ AGG_NOTE = ("budget quic_frames_listed reached: from here on the data-free frame
 # (dissectors.http3.h3_evidence), then replayed; a stream whose first bytes were dropped is
 # then seen mid-stream, as if the capture had begun later.
 INFER_HOLD_BYTES = 1 << 20
+INFER_HOLD_EVENTS = 4096
 # DATA bytes held per connection for response bodies whose headers this session has not read
 # yet (they arrive in the same packet, or a QPACK-blocked block is still waiting): over it, the
 # body that would pass it is not decoded (its decoded size null)
 BODY_WAIT_BYTES = 1 << 20
 _UNDECIDED = object()
-INFER_HOLD_EVENTS = 4096
 INFERRED_NOTE = ("HTTP/3 recognised by the shape of its streams ({why}); the ALPN was not seen (the handshake is not "
                  "in the capture): QPACK entries inserted before the capture are shown as <unknown>")
 MID_NOTE = ("{n} request stream{s} seen mid-stream (begun before the capture): {streams}; framed from the first "

@@ -153,7 +153,7 @@ def _fit_notice(text: str, width: int, lines: int = NOTICE_LINES) -> str:
     if len(wrapped) <= lines:
         return text
     more = " … (all of it: 4 Statistics, Completeness)"
-    head = textwrap.wrap(text, width)[: lines]
+    head = wrapped[:lines]
     last = head[-1]
     if len(last) + len(more) > width:
         last = last[: max(width - len(more), 0)].rsplit(" ", 1)[0]
