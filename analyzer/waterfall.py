@@ -736,13 +736,21 @@ def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> D
                 best, best_t = d, rt
     if best is None:
         return None
-    # the lookup started with the first query for the same name sent with it (A, AAAA, HTTPS
-    # in parallel: still unanswered when it was sent), not with an earlier lookup of the name
-    first_q = min((d.query_time for d in lookups if d.name == best.name and d.query_time <= best.query_time
-                   and best.query_time - d.query_time < 1.0 and (d.response_time is None or d.response_time >= best.query_time)),
-                  default=best.query_time)
-    if first_q < best.query_time:
-        best = DnsLookup(best.name, first_q, best.query_packet, best.response_time, best.response_packet, best.addresses, best.names, best.rcode)
+    # the lookup started with the first query for the same name that belongs to it: one sent
+    # with it (A, AAAA, HTTPS in parallel: still unanswered when it was sent) or before it
+    # whose answer gave no address (Chromium asks HTTPS first and A once that is answered:
+    # bg-mixed's static.test, HTTPS 127 → 128, A 129 → 132, one 29 ms resolver job in its
+    # NetLog), back to an earlier query that did give addresses (an earlier lookup, another
+    # client's) or a second before
+    first, first_q = best, best.query_time
+    for d in sorted((d for d in lookups if d.name == best.name and d.query_time < best.query_time
+                     and best.query_time - d.query_time < 1.0), key=lambda d: d.query_time, reverse=True):
+        if d.response_time is not None and d.response_time < best.query_time and d.addresses:
+            break
+        if d.query_time < first_q:
+            first, first_q = d, d.query_time
+    if first is not best:
+        best = DnsLookup(best.name, first_q, first.query_packet, best.response_time, best.response_packet, best.addresses, best.names, best.rcode)
     return best
 
 

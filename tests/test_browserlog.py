@@ -220,6 +220,56 @@ def test_offsets_per_phase_on_every_netlog_load(cap, keys, log):
         assert abs(s["offsets"][k]["median"]) < 0.05, (k, s["offsets"][k])
 
 
+def _netlog_resolver_jobs(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """Host name -> [(begin, end)] of the NetLog's host resolver jobs that succeeded (raw json)."""
+    c, events = _raw_netlog(path)
+    ev = {v: k for k, v in c["logEventTypes"].items()}
+    off = c["timeTickOffset"]
+    begin: dict[int, tuple[str, float]] = {}
+    out: dict[str, list[tuple[float, float]]] = {}
+    for e in events:
+        if ev.get(e["type"]) != "HOST_RESOLVER_MANAGER_JOB":
+            continue
+        t, sid, p = (int(e["time"]) + off) / 1000.0, e["source"]["id"], e.get("params", {})
+        if e.get("phase") == 1:
+            begin[sid] = (p["host"].split("://", 1)[-1].split(":")[0], t)
+        elif e.get("phase") == 2 and sid in begin and "net_error" not in p:
+            out.setdefault(begin[sid][0], []).append((begin[sid][1], t))
+    return out
+
+
+@pytest.mark.parametrize("cap,keys,log", OFFSET_LOADS, ids=[Path(x[2]).name for x in OFFSET_LOADS])
+def test_netlog_dns_is_the_resolver_job_and_no_phase_is_negative(cap, keys, log):
+    """The browser's DNS phase of a request that opened its connection is the host resolver
+    job its connect job waited for (raw json: a job for the request's host that ended when
+    the phase ends, and began no later than the phase); a request bound to a connect job
+    begun a moment before it has no negative "blocked"."""
+    cap_p, keys_p, log_p = _sample(cap), _sample(keys), _sample(log)
+    an = analyze(str(cap_p), keylogs=[str(keys_p)])
+    overlay(an, str(log_p))
+    jobs = _netlog_resolver_jobs(log_p)
+    with_dns = 0
+    for e in an.exchanges:
+        b = e.browser
+        assert all(v is None or v >= 0 for v in b["phases"].values()), (b["url"], b["phases"])
+        t = b["times"]
+        if t["dns_start"] is None:
+            continue
+        with_dns += 1
+        host = b["url"].split("://", 1)[1].split("/")[0].split(":")[0]
+        assert any(end == t["dns_end"] and begin <= t["dns_start"] for begin, end in jobs.get(host, ())), (b["url"], t)
+        assert t["dns_end"] <= t["connect_start"]
+    if "bg-mixed" in log:  # theme.css opened static.test's connection: its lookup (HTTPS then A) took 29 ms
+        theme = next(e for e in an.exchanges if e.url == "https://static.test/css/theme.css")
+        assert round(theme.browser["phases"]["dns"] * 1000) == 29
+        # logo.png went on the HTTP/2 session another job opened (HTTP_STREAM_JOB_HTTP2_SESSION_AVAILABLE):
+        # bound by connection and stream, as the wire's
+        logo = next(e for e in an.exchanges if e.url == "https://static.test/img/logo.png")
+        assert logo.browser["stream_id"] == logo.stream_id == 5
+    if "bg-mixed" in log:  # (the other loads are of 127.0.0.1, amazon's connect jobs found their names in the cache)
+        assert with_dns >= 1, with_dns
+
+
 def test_netlog_overlay_on_a_connection_opened_before_the_capture():
     """page-h3-late: the NetLog holds both loads (39 requests sent), the capture only the
     second (26, streams 52..152): each of those matched by the browser's own stream id with

@@ -175,6 +175,14 @@ class _Fill:
         self.socks: dict[int, LogConnection] = {}
         self.quics: dict[int, LogConnection] = {}
         self.h2_alpn: dict[int, str] = {}
+        # DNS: a connect job (TCP/SSL, a QUIC session pool job) attaches to a resolver job
+        # (HOST_RESOLVER_MANAGER_JOB_ATTACH) and then sets its socket (CONNECT_JOB_SET_SOCKET)
+        # or creates its QUIC session (QUIC_SESSION_CREATED); the resolver job's begin and end
+        # are the lookup, from the moment this connect job attached to it
+        self.cj_resolver: dict[int, tuple[int, float]] = {}  # connect job -> (resolver job, attach time)
+        self.resolver: dict[int, list] = {}  # resolver job -> [begin, end, failed]
+        self.sock_cj: dict[int, int] = {}  # SOCKET -> connect job
+        self.quic_cj: dict[int, int] = {}  # QUIC_SESSION -> connect job
 
 
 def fill(log: BrowserLog, constants: dict, events: list) -> None:
@@ -318,6 +326,37 @@ def _stream_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) 
         st.job_h2[sid] = dep
     elif etype == "QUIC_SESSION_POOL_USE_EXISTING_SESSION":
         st.job_quic[sid] = dep
+    elif etype == "HTTP_STREAM_JOB_HTTP2_SESSION_AVAILABLE":  # (a session another job opened: bg-mixed's static.test/img/logo.png)
+        st.job_h2.setdefault(sid, dep)
+    elif etype == "HTTP_STREAM_JOB_BOUND_TO_REQUEST":  # (the job's side of the binding; the request's may not be logged)
+        st.job_of.setdefault(dep, sid)
+
+
+def _connect_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
+    """An event of a connect job (TCP, SSL, a QUIC session pool job): the resolver job it
+    waited for, the socket or QUIC session it made."""
+    dep = _dep(p)
+    if dep is None:
+        return
+    if etype in ("HOST_RESOLVER_MANAGER_JOB_ATTACH", "HOST_RESOLVER_IMPL_JOB_ATTACH"):
+        st.cj_resolver.setdefault(sid, (dep, t))
+    elif etype == "CONNECT_JOB_SET_SOCKET":
+        st.sock_cj.setdefault(dep, sid)
+    elif etype == "QUIC_SESSION_CREATED":
+        st.quic_cj.setdefault(dep, sid)
+
+
+def _resolver_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
+    """An event of a host resolver job: its begin and end (the lookup), and whether it failed."""
+    if etype not in ("HOST_RESOLVER_MANAGER_JOB", "HOST_RESOLVER_IMPL_JOB"):
+        return
+    r = st.resolver.setdefault(sid, [None, None, False])
+    if phase == "PHASE_BEGIN" and r[0] is None:
+        r[0] = t
+    elif phase == "PHASE_END" and r[1] is None:
+        r[1] = t
+        err = integer(p.get("net_error"))
+        r[2] = err is not None and err < 0
 
 
 def _socket(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
@@ -387,7 +426,28 @@ def _quic_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict
 _SOURCE_HANDLERS: dict[str, Callable[[_Fill, int, str, str, float, dict], None]] = {
     "URL_REQUEST": _url_request, "HTTP_STREAM_JOB": _stream_job, "SOCKET": _socket,
     "HTTP2_SESSION": _h2_session, "QUIC_SESSION": _quic_session,
+    "HOST_RESOLVER_IMPL_JOB": _resolver_job,
+    # (the connect jobs' source types over Chromium's versions)
+    **dict.fromkeys(("CONNECT_JOB", "TRANSPORT_CONNECT_JOB", "TCP_CONNECT_JOB", "SSL_CONNECT_JOB", "SOCKS_CONNECT_JOB",
+                     "HTTP_PROXY_CONNECT_JOB", "WEB_SOCKET_TRANSPORT_CONNECT_JOB", "QUIC_SESSION_POOL_DIRECT_JOB",
+                     "QUIC_SESSION_POOL_JOB", "QUIC_STREAM_FACTORY_JOB"), _connect_job),
 }
+
+
+def _not_before(t: float | None, start: float) -> float | None:
+    return None if t is None else max(t, start)
+
+
+def _dns_of(st: _Fill, cj: int | None) -> tuple[float, float] | None:
+    """(start, end) of the lookup connect job ``cj`` waited for: from when it attached to the
+    resolver job (or the job's begin, if later) to the job's end; None without one (a cached
+    or literal address) or when the lookup failed."""
+    at = st.cj_resolver.get(cj) if cj is not None else None
+    r = st.resolver.get(at[0]) if at is not None else None
+    if at is None or r is None or r[1] is None or r[2]:
+        return None
+    start = max(at[1], r[0]) if r[0] is not None else at[1]
+    return (start, r[1]) if r[1] >= start else None
 
 
 def _bind(st: _Fill) -> None:
@@ -397,6 +457,14 @@ def _bind(st: _Fill) -> None:
     used: dict[str, LogConnection] = {}
     first_on: dict[str, LogRequest] = {}
     srcid = lambda r: int(r.id.split(".", 1)[0])
+    for k, c in socks.items():
+        d = _dns_of(st, st.sock_cj.get(k))
+        if d is not None:
+            c.dns_start, c.dns_end = d
+    for k, c in quics.items():
+        d = _dns_of(st, st.quic_cj.get(k))
+        if d is not None:
+            c.dns_start, c.dns_end = d
     for r in log.requests:
         sid = srcid(r)
         conn = None
@@ -427,10 +495,17 @@ def _bind(st: _Fill) -> None:
         used[conn.key] = conn
         if r.sent and conn.key not in first_on:
             first_on[conn.key] = r
-            if conn.connect_start is not None and r.start is not None and conn.connect_start >= r.start - 0.001:
-                r.connect_start, r.connect_end = conn.connect_start, conn.connect_end
+            first = conn.dns_start if conn.dns_start is not None else conn.connect_start
+            if first is not None and r.start is not None and first >= r.start - 0.001:
+                # the request opened the connection (or bound to its connect job within the
+                # millisecond it began): its set-up, each step from the request's start at the
+                # earliest — a job begun a moment before is not a negative "blocked"
+                s0 = r.start
+                if conn.dns_start is not None:
+                    r.dns_start, r.dns_end = _not_before(conn.dns_start, s0), _not_before(conn.dns_end, s0)
+                r.connect_start, r.connect_end = _not_before(conn.connect_start, s0), _not_before(conn.connect_end, s0)
                 if conn.tls_end is not None:
-                    r.ssl_start, r.ssl_end = conn.tls_start, conn.tls_end
+                    r.ssl_start, r.ssl_end = _not_before(conn.tls_start, s0), _not_before(conn.tls_end, s0)
     for c in list(socks.values()) + list(quics.values()):
         if c.server is None:
             continue  # never connected (a name that did not resolve, a refused connection)

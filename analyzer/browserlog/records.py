@@ -30,6 +30,8 @@ class LogConnection:
     server: tuple[str, int] | None = None
     host: str | None = None  # the host name it was opened for (SNI)
     protocol: str | None = None
+    dns_start: float | None = None  # the host resolution it waited for (NetLog: its connect job's resolver job)
+    dns_end: float | None = None
     connect_start: float | None = None
     connect_end: float | None = None
     tls_start: float | None = None
