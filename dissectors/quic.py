@@ -161,6 +161,9 @@ def version_name(v: int | None) -> str | None:
     return f"0x{v:08x}"
 
 
+_TEXT_BYTES = bytes(range(0x20, 0x7F)) + b"\r\n\t"
+
+
 def looks_like_quic(data) -> str | None:
     """'ietf', 'gquic' or None from the first bytes of a UDP payload (RFC 8999 invariants)."""
     if len(data) < 7:
@@ -174,6 +177,13 @@ def looks_like_quic(data) -> str | None:
             return None
         return "ietf"
     if b0 & 0x40:
+        # a short header: all of it after the first byte and the DCID is ciphertext, so a
+        # datagram of text (SSDP "M-SEARCH * HTTP/1.1", SIP, syslog: a first byte 0x40-0x7f)
+        # is not one (tshark leaves it to its own dissector); 48 random bytes are all
+        # printable with odds of ~1e-20
+        head = bytes(data[:64])
+        if len(head) >= 16 and len(head.translate(None, _TEXT_BYTES)) * 10 <= len(head):
+            return None
         return "ietf"  # short header
     if b0 & 0x08 and b0 & 0x01 and len(data) >= 13 and data[9:10] in (b"Q", b"T") and bytes(data[10:13]).isdigit():
         return "gquic"  # Q043 and older public header with CID and version
