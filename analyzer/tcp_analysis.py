@@ -341,12 +341,13 @@ def finished(analysis: Analysis) -> TcpAnalysis | None:
     return ta if ta is not None and ta.packets >= len(analysis.index) else None
 
 
-def retransmissions_of(analysis: Analysis, ta: TcpAnalysis, conn) -> list[tuple[int, int | None, int]]:
-    """(packet, direction, flags) of each ``tcp.analysis.retransmission`` packet of wirefall's
-    connection ``conn`` (fast and spurious ones included), in packet order; the direction (0
-    client to server) from the connection's TCP payload maps (a segment that filled a hole
-    carried new bytes) or its duplicate lists, None when neither holds the packet."""
-    bit = FIELDS["tcp.analysis.retransmission"]
+def retransmissions_of(analysis: Analysis, ta: TcpAnalysis, conn, field: str = "tcp.analysis.retransmission") -> list[tuple[int, int | None, int]]:
+    """(packet, direction, flags) of each ``tcp.analysis.retransmission`` packet (or of another
+    flag ``field``: ``tcp.analysis.out_of_order``) of wirefall's connection ``conn`` (fast and
+    spurious ones included), in packet order; the direction (0 client to server) from the
+    connection's TCP payload maps (a segment that filled a hole carried new bytes) or its
+    duplicate lists, None when neither holds the packet."""
+    bit = FIELDS[field]
     flags, cids = ta.flags, analysis.index.conn
     first, last = max(conn.first_packet, 1), min(conn.last_packet, len(flags), len(cids))
     hits = [k for k in range(first, last + 1) if flags[k - 1] & bit and cids[k - 1] == conn.id]

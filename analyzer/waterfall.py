@@ -102,7 +102,7 @@ BADGES = {
     "http/1.0": "HTTP/1.0", "http/1.1": "HTTP/1.1", "h2": "h2", "h2c": "h2c", "spdy/2": "SPDY/2",
     "spdy/3": "SPDY/3", "spdy/3.1": "SPDY/3.1", "h3": "h3", "h3-29": "h3-29", "quic": "QUIC", "gquic": "gQUIC",
 }
-MARKER_KINDS = ("push", "priority", "reset", "stall", "retransmission", "gap")
+MARKER_KINDS = ("push", "priority", "reset", "stall", "retransmission", "out_of_order", "gap")
 SORTS = ("start", "duration", "size", "host")  # build(sort=...): row order within a group
 GROUPS = ("connection", "host")  # build(group_by=...): rows grouped, groups in order of first use
 THROUGHPUT_BIN = 0.010  # seconds per bin of the throughput track (widened for long captures)
@@ -895,8 +895,9 @@ def tcp_flags_for_loss(an: Analysis):
 def connection_loss_events(an: Analysis, conn: Connection, ta=None) -> list[tuple[str, float, int, str]]:
     """Retransmissions and capture gaps on a connection: (kind, time, packet, text).  With
     ``ta`` (``tcp_flags_for_loss``) the retransmissions are tshark's (``tcp.analysis.retransmission``,
-    fast and spurious ones included: a segment that filled a hole counts), else the
-    reassembler's duplicates of bytes already captured."""
+    fast and spurious ones included: a segment that filled a hole counts) and so are its
+    out-of-order segments (kind ``out_of_order``), else the reassembler's duplicates of bytes
+    already captured."""
     out = []
     seen: set[int] = set()
     for n in conn.notes:
@@ -916,6 +917,14 @@ def connection_loss_events(an: Analysis, conn: Connection, ta=None) -> list[tupl
             kind = " (fast)" if f & F_FAST_RETRANSMISSION else " (spurious)" if f & F_SPURIOUS_RETRANSMISSION else ""
             way = "" if d is None else " " + ("c→s" if d == 0 else "s→c")
             out.append(("retransmission", an.time(k), k, f"retransmission{way}{kind}"))
+        # tshark's out-of-order segments: a hole filled within the handshake's RTT of the
+        # highest segment (a lost segment resent at once — lossy page-h2's three late
+        # recoveries, 690-726 ms — or packets reordered on the way); not a retransmission in
+        # tshark's words, so a mark of its own
+        for k, d, _f in retransmissions_of(an, ta, conn, "tcp.analysis.out_of_order"):
+            if k not in seen:
+                way = "" if d is None else " " + ("c→s" if d == 0 else "s→c")
+                out.append(("out_of_order", an.time(k), k, f"out-of-order segment{way} (filled a hole: a quick resend or reordering)"))
     else:  # the flow layer's per-packet lists (DirStats.retransmission_packets: packet numbers)
         for d, st in enumerate(conn.stats):
             for pkt in getattr(st, "retransmission_packets", ()) or ():

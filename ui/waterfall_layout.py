@@ -21,9 +21,10 @@ GLYPHS = {"push": "↑", "priority": "◆", "reset": "✕", "stall": "‖"}
 GLYPH_MEANING = {"push": "server push", "priority": "priority signal",
                  "reset": "stream reset / cancelled", "stall": "flow-control stall"}
 # Markers ticked on the bar at their time (a thin vertical line, the bar still shows under it).
-TICK_KINDS = ("retransmission", "gap")
-TICK_COLORS = {"retransmission": "#e31a1c", "gap": "#000000"}
-TICK_MEANING = {"retransmission": "TCP retransmission", "gap": "bytes missing from the capture (lost segment)"}
+TICK_KINDS = ("retransmission", "out_of_order", "gap")
+TICK_COLORS = {"retransmission": "#e31a1c", "out_of_order": "#ff7f00", "gap": "#000000"}
+TICK_MEANING = {"retransmission": "TCP retransmission", "out_of_order": "TCP out-of-order segment (a hole filled: quick resend or reordering)",
+                "gap": "bytes missing from the capture (lost segment)"}
 # the milestones' vertical lines (the figures' dotted lines, the TUI's ┊ columns)
 MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728",
                     "dom_content_loaded": "#8e44ad", "load_event": "#c2185b"}  # (the browser's events: a HAR laid over)

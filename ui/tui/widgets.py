@@ -668,7 +668,10 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
     t.append("(dark: packets arriving)  ")
     for k in L.GLYPH_KINDS:
         t.append(f"{L.GLYPHS[k]} {L.GLYPH_MEANING[k]}  ")
-    t.append("┃ retransmission/loss  " + keys)
+    t.append("┃", style=L.TICK_COLORS["retransmission"])
+    t.append(" retransmission  ")
+    t.append("┃", style=L.TICK_COLORS["out_of_order"])
+    t.append(" out-of-order  ┃ loss  " + keys)
     return t
 
 
