@@ -1461,7 +1461,8 @@ def _connection_rows(rows: list[Row]) -> list[ConnectionRow]:
 def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None:
     """Wire bytes per ``bin_s`` each way (``Throughput``), the bin widened (×2, ×5, ×10…) so
     that a long capture has at most ``MAX_THROUGHPUT_BINS`` bins.  Direction comes from the
-    TCP segment maps and the decrypted QUIC packets; other packets are not counted."""
+    TCP segment maps and the decrypted QUIC packets, and for the other TCP packets
+    (retransmissions, ACKs) from tshark's TCP conversations; other packets are not counted."""
     from .waterfall_model import Throughput
 
     idx = an.index
@@ -1482,6 +1483,37 @@ def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None
             for p in q.packet:
                 if 0 < p <= n:
                     way[p - 1] = d + 1
+    # a TCP segment the maps do not hold goes the way of its connection's others: a
+    # retransmission (page-h2's 54 kB frame 66 at 125 ms was left out of its bin), a pure ACK.
+    # tshark's conversations (``tcp_analysis``, when computed) say which side sent each
+    # packet; else the flow layer's lists of duplicates
+    from .tcp_analysis import finished
+
+    ta = finished(an)
+    if ta is not None and len(ta.conv) >= n:
+        conv, fwd = ta.conv, ta.fwd
+        side: dict[int, int] = {}  # conversation -> the way of its "a" side (1 or 2)
+        for i in range(n):
+            w, c = way[i], conv[i]
+            if c >= 0:
+                if w:
+                    if c not in side:
+                        side[c] = w if not fwd[i] else 3 - w
+                else:
+                    a = side.get(c)
+                    if a is not None:
+                        way[i] = a if not fwd[i] else 3 - a
+        for i in range(n):  # (the packets of a conversation before its first mapped one)
+            c = conv[i]
+            if not way[i] and c >= 0 and c in side:
+                way[i] = side[c] if not fwd[i] else 3 - side[c]
+    else:
+        for c in an.connections:
+            if c.transport == "tcp":
+                for d in (0, 1):
+                    for p in c.stats[d].retransmission_packets:
+                        if 0 < p <= n and not way[p - 1]:
+                            way[p - 1] = d + 1
     ts, orig = idx.ts, idx.origlen
     t0 = ts[0]
     span = max(max(ts) - t0, 0.0)
