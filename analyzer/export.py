@@ -9,7 +9,7 @@ the same folder, then rename) and an existing file is never replaced unless ``fo
   ``timings`` from the waterfall phases (−1 where the phase does not apply or is unknown;
   ``connect`` includes ``ssl`` as the spec asks), ``startedDateTime`` the first byte of the
   entry's first phase with microseconds, and ``_``-prefixed extensions: ``_protocol``,
-  ``_connection``, ``_stream_id``, ``_priority``, ``_push_parent``, ``_pushed``,
+  ``_connection``, ``_stream_id``, ``_priority`` (Chrome's name), ``_priority_wire``, ``_push_parent``, ``_pushed``,
   ``_packets`` (packet numbers of the first/last request/response bytes),
   ``_header_bytes_wire``/``_header_bytes_decoded`` (``{"request", "response"}``),
   ``_reset``, ``_content_class``.  Cookie, Set-Cookie, Authorization and
@@ -133,6 +133,48 @@ def iso_time(t: float) -> str:
 
 def _headers(hs: list[tuple[str, str]], include_sensitive: bool) -> list[dict]:
     return [{"name": k, "value": v} for k, v in hs if include_sensitive or k.lower() not in SENSITIVE]
+
+
+# Chrome's HAR ``_priority`` (DevTools' Priority column): its names for net::RequestPriority
+_DEVTOOLS_PRIORITY = {"HIGHEST": "VeryHigh", "MEDIUM": "High", "LOW": "Medium", "LOWEST": "Low", "IDLE": "VeryLow",
+                      "THROTTLED": "VeryLow"}
+# RFC 9218 urgency as Chromium sets it (ConvertRequestPriorityToQuicPriority: HIGHEST 0, MEDIUM 1,
+# LOW 2, LOWEST 3, IDLE 4, THROTTLED 5), in DevTools' names
+_URGENCY_PRIORITY = ("VeryHigh", "High", "Medium", "Low", "VeryLow", "VeryLow", "VeryLow", "VeryLow")
+
+
+def _devtools_priority(e: Exchange) -> str | None:
+    """The entry's ``_priority`` as Chrome writes it ("VeryHigh" … "VeryLow"): the browser
+    log's priority when one was laid over, else the urgency the request itself stated (a
+    ``priority`` header or PRIORITY_UPDATE, HTTP/2 or HTTP/3; 3 when it names none), in Chromium's mapping; None
+    when neither says (an HTTP/2 weight alone names no browser priority).  The wire's own
+    priority object is ``_priority_wire`` (until 2026-12-03 it was ``_priority``, which
+    DevTools showed as "[object Object]")."""
+    b = e.browser
+    if isinstance(b, dict) and isinstance(b.get("priority"), str):
+        p = b["priority"].strip()
+        if p in _URGENCY_PRIORITY:
+            return p
+        name = _DEVTOOLS_PRIORITY.get(p.upper())
+        if name is not None:
+            return name
+    pr = e.priority
+    if isinstance(pr, dict):
+        u = pr.get("urgency")
+        stated = "incremental" in pr  # (a priority header or PRIORITY_UPDATE was parsed)
+        if not isinstance(u, int):
+            raw = pr.get("urgency_incremental") or pr.get("priority_update")
+            u = None
+            if isinstance(raw, str):
+                from .sessions.http2 import parse_priority_header
+
+                u = parse_priority_header(raw).get("urgency")
+                stated = True
+        if u is None and stated:  # "priority: i": urgency the default 3 (RFC 9218 §4.1), Chromium's LOWEST
+            u = 3
+        if isinstance(u, int) and not isinstance(u, bool) and 0 <= u <= 7:
+            return _URGENCY_PRIORITY[u]
+    return None
 
 
 def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]:
@@ -308,7 +350,8 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             "_protocol": e.protocol,
             "_connection": e.connection,
             "_stream_id": e.stream_id,
-            "_priority": e.priority,
+            "_priority": _devtools_priority(e),
+            "_priority_wire": e.priority,
             "_pushed": e.pushed,
             "_push_parent": e.push_parent,
             "_packets": dict(row.packets),

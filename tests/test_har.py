@@ -198,3 +198,51 @@ def test_a_pause_inside_the_handshake_is_connect_not_blocked():
     t = first["timings"]
     assert t["blocked"] < 1.0 and t["connect"] - t["ssl"] > 5.0, t
     assert first["time"] == pytest.approx(sum(v for k, v in t.items() if k != "ssl" and v > 0), abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["page-h2", "page-h3"])
+def test_priority_is_chromes_name_and_the_wire_object_beside_it(name):
+    """``_priority`` is a string as Chrome's HAR writes it (DevTools showed wirefall's object as
+    "[object Object]"): the urgency the request's own ``priority`` header states (tshark's
+    decrypted header values) in Chromium's mapping (u=0 VeryHigh, 1 High, 2 Medium, 3 Low,
+    4 VeryLow); with the NetLog laid over, the browser's own priority (the raw log's last
+    priority of the request) in DevTools' names; the wire's object is ``_priority_wire``."""
+    import gzip
+    import re
+
+    from wirefall.analyzer.browserlog import overlay
+
+    cap, keys = SAMPLES / "page" / f"{name}.pcapng", SAMPLES / "page" / f"{name}.keys"
+    log = cap.with_suffix(".netlog.json.gz")
+    d = json.loads(gzip.decompress(log.read_bytes()))
+    ev = {v: k for k, v in d["constants"]["logEventTypes"].items()}
+    want = []  # each request's urgency as sent
+    if name == "page-h2":  # tshark's decrypted priority header values ("i" alone: the default urgency 3)
+        out = run_tool("tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", 'http2.header.name == "priority"',
+                       "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|", "-e", "http2.header.name",
+                       "-e", "http2.header.value")
+        for line in out.splitlines():
+            hn, hv = line.split("\t")
+            want += [int(m.group(1)) if (m := re.search(r"u=(\d)", v)) else 3 for n, v in zip(hn.split("|"), hv.split("|"))
+                     if n == "priority"]
+    else:  # tshark 4.0 does not decode QPACK: the urgency the browser logged with each request it sent
+        want = [e["params"]["quic_priority_urgency"] for e in d["events"]
+                if ev.get(e["type"]) == "HTTP_TRANSACTION_QUIC_SEND_REQUEST_HEADERS"]
+    names = ("VeryHigh", "High", "Medium", "Low", "VeryLow")
+    an = analyze(str(cap), keylogs=[str(keys)])
+    har = ex.har(an)
+    got = [en for en in har["log"]["entries"]]
+    assert len(got) == 13 and all(isinstance(en["_priority_wire"], dict) for en in got)
+    assert len(want) == 13 and sorted(en["_priority"] for en in got) == sorted(names[u] for u in want)
+    # the browser's own priority, when its NetLog is laid over
+    last: dict[int, str] = {}
+    for e in d["events"]:
+        t, p = ev.get(e["type"]), e.get("params", {})
+        if t in ("REQUEST_ALIVE", "URL_REQUEST_SET_PRIORITY") and "priority" in p:
+            last[e["source"]["id"]] = p["priority"]
+    an2 = analyze(str(cap), keylogs=[str(keys)])
+    overlay(an2, str(log))
+    dev = {"HIGHEST": "VeryHigh", "MEDIUM": "High", "LOW": "Medium", "LOWEST": "Low", "IDLE": "VeryLow"}
+    by_exchange = {en["_exchange"]: en["_priority"] for en in ex.har(an2)["log"]["entries"]}
+    for e in an2.exchanges:
+        assert by_exchange[e.id] == dev[last[int(e.browser["id"])]], e.url

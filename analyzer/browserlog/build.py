@@ -142,8 +142,9 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
     e.response_headers_end = r.response_start
     x = r.extra
     if x:  # wirefall's own HAR: what it wrote of the exchange
-        if isinstance(x.get("_priority"), dict):
-            e.priority = x["_priority"]
+        wire = x.get("_priority_wire", x.get("_priority"))  # (``_priority`` held it until 2026-12-03)
+        if isinstance(wire, dict):
+            e.priority = wire
         if isinstance(x.get("_push_parent"), int):
             e.push_parent = x["_push_parent"]
         if isinstance(x.get("_reset"), str):

@@ -234,7 +234,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool) -> LogRequest | Non
         ck = f"{ip or host}|{port}|{r.protocol or ''}" if (ip or host) else None
         group = True
     if wirefall:
-        r.extra = {k: en[k] for k in ("_exchange", "_connection", "_stream_id", "_pushed", "_push_parent", "_priority",
+        r.extra = {k: en[k] for k in ("_exchange", "_connection", "_stream_id", "_pushed", "_push_parent", "_priority", "_priority_wire",
                                       "_header_bytes_wire", "_header_bytes_decoded", "_reset") if k in en}
         sid = integer(en.get("_stream_id"))
         r.stream_id = sid
