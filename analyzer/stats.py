@@ -23,12 +23,17 @@ from typing import Any
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.registry import REGISTRY, over_quic
 
-from .model import Analysis, Connection, Exchange
+from .model import PROTO_NAMES, Analysis, Connection, Exchange
 
 STATS_VERSION = 1
 # framing overhead per frame of the HTTP framing layers whose frames do not say it themselves
 # (HTTP/3's carry ``header_bytes``): the registry's ``frame_header`` of each protocol that
 # carries header blocks (HTTP/2 9, SPDY 8; TLS record headers are the TLS overhead)
+# the header pairs of a Block, by their JSON names
+HDR_KEYS = ("request", "response", "request_first", "request_rest", "response_first", "response_rest")
+HDR_ATTRS = dict(zip(HDR_KEYS, ("req_headers", "resp_headers", "req_headers_first", "req_headers_rest", "resp_headers_first",
+                                "resp_headers_rest")))
+UNKNOWN = "<unknown>"  # a header field the capture does not give (analyzer.completeness.UNKNOWN)
 FRAME_HEADER_BYTES = {p: d.frame_header for d in REGISTRY.values() if d.frame_header and d.kinds.headers for p in d.protocols}
 
 
@@ -68,6 +73,15 @@ class Block:
     req_headers_rest: list[int] = field(default_factory=lambda: [0, 0])
     resp_headers_rest: list[int] = field(default_factory=lambda: [0, 0])
     qpack_encoder: list[int] = field(default_factory=lambda: [0, 0])  # of the wire header bytes: [request, response]
+    # header fields whose size the capture does not give (``<unknown>``: HPACK/QPACK entries inserted
+    # before the capture), left out of ``decoded`` above: HDR_KEYS -> fields
+    headers_unknown: dict = field(default_factory=lambda: dict.fromkeys(HDR_KEYS, 0))
+    # connections whose start the capture missed: their first header block is not in it (all counted in rest)
+    first_block_unseen: int = 0
+    tls_connections: int = 0  # connections with TLS over TCP (whose records ``tls_record_overhead`` counts)
+    # connections only: an h2c Upgrade's HTTP/1.1 heads [[request wire, decoded], [response wire, decoded]],
+    # not in this block's header pairs (counted under HTTP/1.1's)
+    upgrade_heads: list[list[int]] | None = None
     request_body: int = 0
     response_body: list[int] = field(default_factory=lambda: [0, 0])  # [encoded, decoded]
     max_streams_in_flight: int = 0
@@ -85,7 +99,8 @@ class Block:
                  tcp_retransmissions: list[int] | None = None, requests: int = 0,
                  pushes: int = 0, resets: int = 0, req_headers: list[int] = FACTORY, resp_headers: list[int] = FACTORY,
                  req_headers_first: list[int] = FACTORY, resp_headers_first: list[int] = FACTORY, req_headers_rest: list[int] = FACTORY,
-                 resp_headers_rest: list[int] = FACTORY, qpack_encoder: list[int] = FACTORY, request_body: int = 0,
+                 resp_headers_rest: list[int] = FACTORY, qpack_encoder: list[int] = FACTORY, headers_unknown: dict = FACTORY,
+                 first_block_unseen: int = 0, tls_connections: int = 0, upgrade_heads: list[list[int]] | None = None, request_body: int = 0,
                  response_body: list[int] = FACTORY, max_streams_in_flight: int = 0, ttfb: float | None = None,
                  page_load_time: float | None = None, first_time: float | None = None, last_time: float | None = None,
                  endpoints: str | None = None, protocol: str | None = None) -> None:
@@ -111,6 +126,10 @@ class Block:
         self.req_headers_rest = [0, 0] if req_headers_rest is FACTORY else req_headers_rest
         self.resp_headers_rest = [0, 0] if resp_headers_rest is FACTORY else resp_headers_rest
         self.qpack_encoder = [0, 0] if qpack_encoder is FACTORY else qpack_encoder
+        self.headers_unknown = dict.fromkeys(HDR_KEYS, 0) if headers_unknown is FACTORY else headers_unknown
+        self.first_block_unseen = first_block_unseen
+        self.tls_connections = tls_connections
+        self.upgrade_heads = upgrade_heads
         self.request_body = request_body
         self.response_body = [0, 0] if response_body is FACTORY else response_body
         self.max_streams_in_flight = max_streams_in_flight
@@ -142,10 +161,18 @@ class Stats:
     # the browser's page events of a HAR laid over the capture (analyzer.waterfall.browser_milestones):
     # milestone name -> (label, seconds from the page's start, as TTFB and page load)
     browser_events: dict | None = None
+    # packets in no connection (ARP, ICMP, other IP protocols, IP fragments held for reassembly,
+    # undecodable ones): {"packets", "bytes", "kinds": {kind: [packets, bytes]}, "undecoded": {reason: packets}}
+    # (``_outside``); with the connections' rows they add up to the capture's packets and bytes
+    outside: dict | None = None
+    # packets cut by the snap length whose TCP/UDP length could not be read again (the capture file
+    # gone): their captured payload is what ``payload`` counts
+    payload_unread: int = 0
 
     def __init__(self, file: str, capture: Block, protocols: dict[str, Block], connections: list[Block], packets_total: int = 0,
                  bytes_total: int = 0, duration: float = 0.0, completeness: Any = None, background_requests: int = 0,
-                 tcp_analysis: dict | None = None, browser_events: dict | None = None) -> None:
+                 tcp_analysis: dict | None = None, browser_events: dict | None = None, outside: dict | None = None,
+                 payload_unread: int = 0) -> None:
         self.file = file
         self.capture = capture
         self.protocols = protocols
@@ -157,6 +184,8 @@ class Stats:
         self.background_requests = background_requests
         self.tcp_analysis = tcp_analysis
         self.browser_events = browser_events
+        self.outside = outside
+        self.payload_unread = payload_unread
 
 
 def _add2(a: list[int], b) -> None:
@@ -214,7 +243,44 @@ def resp_wire(e: Exchange) -> int:
     return e.response_header_bytes_wire + e.response_qpack_encoder_bytes
 
 
-def _fill_exchanges(b: Block, exs: list[Exchange]) -> None:
+def _unknown(headers) -> tuple[int, int]:
+    """(fields, their bytes as ``decoded`` counted them) of the ``<unknown>`` fields of a header
+    list: entries inserted before the capture, whose real name and size the capture does not give."""
+    n = size = 0
+    for k, v in headers or ():
+        if k == UNKNOWN or v == UNKNOWN:
+            n += 1
+            size += len(k) + len(v)
+    return n, size
+
+
+# one side's header bytes of one exchange: (wire, decoded of the known fields, unknown fields)
+Side = tuple[int, int, int]
+
+
+def _sides(e: Exchange, h1: dict[int, list[list[int]]] | None = None) -> tuple[Side, Side]:
+    """The request's and the response's header bytes of ``e``, ``<unknown>`` fields left out of
+    ``decoded`` (and counted), and the HTTP/1.1 heads of an h2c Upgrade (``h1``: exchange id ->
+    their [[wire, decoded], [wire, decoded]], counted under HTTP/1.1 instead) taken off."""
+    nq, bq = _unknown(e.request_headers)
+    ns, bs = _unknown(e.response_headers)
+    rw, rd = req_wire(e), e.request_header_bytes_decoded - bq
+    sw, sd = resp_wire(e), e.response_header_bytes_decoded - bs
+    heads = h1.get(e.id) if h1 else None
+    if heads is not None:
+        rw, rd = rw - heads[0][0], rd - heads[0][1]
+        sw, sd = sw - heads[1][0], sd - heads[1][1]
+    return (max(rw, 0), max(rd, 0), nq), (max(sw, 0), max(sd, 0), ns)
+
+
+def _add_side(b: Block, key: str, side: Side) -> None:
+    pair = getattr(b, HDR_ATTRS[key])
+    pair[0] += side[0]
+    pair[1] += side[1]
+    b.headers_unknown[key] += side[2]
+
+
+def _fill_exchanges(b: Block, exs: list[Exchange], h1: dict[int, list[list[int]]] | None = None) -> None:
     for e in exs:
         if e.pushed:
             b.pushes += 1
@@ -222,24 +288,60 @@ def _fill_exchanges(b: Block, exs: list[Exchange]) -> None:
             b.requests += 1
         if e.reset:
             b.resets += 1
-        _add2(b.req_headers, (req_wire(e), e.request_header_bytes_decoded))
-        _add2(b.resp_headers, (resp_wire(e), e.response_header_bytes_decoded))
+        rq, rs = _sides(e, h1)
+        _add_side(b, "request", rq)
+        _add_side(b, "response", rs)
         _add2(b.qpack_encoder, (e.request_qpack_encoder_bytes, e.response_qpack_encoder_bytes))
         b.request_body += e.request_body_bytes
         b.response_body[0] += e.response_body_bytes
         b.response_body[1] += e.response_body_bytes if e.response_body_decoded_bytes is None else e.response_body_decoded_bytes
 
 
-def _first_rest(b: Block, exs: list[Exchange]) -> None:
-    """Split header bytes of one connection's exchanges into first block / rest."""
-    reqs = sorted((e for e in exs if e.request_header_bytes_decoded or req_wire(e)),
-                  key=lambda e: (e.request_start if e.request_start is not None else float("inf"), e.id))
-    resps = sorted((e for e in exs if e.response_header_bytes_decoded or resp_wire(e)),
+def _first_rest(b: Block, exs: list[Exchange], h1: dict[int, list[list[int]]] | None = None, start_seen: bool = True) -> None:
+    """Split header bytes of one connection's exchanges into first block / rest.  A connection
+    whose start the capture missed has no first block in it (the dictionary was not empty at
+    the first block seen): all its blocks are counted in rest and ``first_block_unseen`` says so."""
+    sides = {e.id: _sides(e, h1) for e in exs}
+    # (a pushed request's block is the server's PUSH_PROMISE, of the server's compression context:
+    # never the client's first block, counted in rest)
+    reqs = sorted((e for e in exs if sides[e.id][0][:2] != (0, 0) or sides[e.id][0][2]),
+                  key=lambda e: (e.pushed, e.request_start if e.request_start is not None else float("inf"), e.id))
+    resps = sorted((e for e in exs if sides[e.id][1][:2] != (0, 0) or sides[e.id][1][2]),
                    key=lambda e: (e.response_start if e.response_start is not None else float("inf"), e.id))
+    if not start_seen and (reqs or resps):
+        b.first_block_unseen += 1
     for i, e in enumerate(reqs):
-        _add2(b.req_headers_first if i == 0 else b.req_headers_rest, (req_wire(e), e.request_header_bytes_decoded))
+        _add_side(b, "request_first" if i == 0 and start_seen and not e.pushed else "request_rest", sides[e.id][0])
     for i, e in enumerate(resps):
-        _add2(b.resp_headers_first if i == 0 else b.resp_headers_rest, (resp_wire(e), e.response_header_bytes_decoded))
+        _add_side(b, "response_first" if i == 0 and start_seen else "response_rest", sides[e.id][1])
+
+
+def _start_seen(c: Connection) -> bool:
+    """Whether the capture holds the connection's start (its TCP SYN, its QUIC handshake): where
+    it does not, the first header block seen is not the connection's first
+    (analyzer.completeness: "joined mid-way")."""
+    return c.connect_start is not None or not (c.transport == "tcp" or c.quic is not None or over_quic(c.protocol))
+
+
+def _upgrade_heads(an: Analysis, exs_by_conn: dict[int, list[Exchange]]) -> dict[int, dict[int, list[list[int]]]]:
+    """HTTP/1.x heads on connections whose exchanges are another protocol's (an h2c Upgrade: the
+    request and the 101 travel as HTTP/1.1 before the connection speaks HTTP/2): connection id ->
+    exchange id -> [[request wire, decoded], [response wire, decoded]] (the head's bytes as sent;
+    names + values), from the HTTP/1 message frames (``Frame.length`` is the head's size)."""
+    other = {cid for cid, exs in exs_by_conn.items() if exs and not exs[0].protocol.startswith("http/1")}
+    out: dict[int, dict[int, list[list[int]]]] = {}
+    if not other:
+        return out
+    for f in an.frames:
+        if f.connection not in other or not f.protocol.startswith("http/1") or f.type not in ("REQUEST", "RESPONSE"):
+            continue
+        ex = (f.fields or {}).get("exchange")
+        if ex is None:
+            continue
+        pair = out.setdefault(f.connection, {}).setdefault(ex, [[0, 0], [0, 0]])[0 if f.type == "REQUEST" else 1]
+        pair[0] += f.length
+        pair[1] += sum(len(k) + len(v) for k, v in f.headers or ())
+    return out
 
 
 def _fill_connection(b: Block, c: Connection) -> None:
@@ -252,7 +354,8 @@ def _fill_connection(b: Block, c: Connection) -> None:
         b.retransmissions[d] += s.retransmissions
         b.retransmitted_bytes[d] += s.retransmitted_bytes
         b.gaps[d] += s.gaps
-    if c.tls is not None:
+    if c.tls is not None and c.transport == "tcp":
+        b.tls_connections += 1
         _add2(b.tls_record_overhead, c.tls.record_overhead)
     b.first_time = c.start if b.first_time is None else min(b.first_time, c.start)
     b.last_time = c.end if b.last_time is None else max(b.last_time, c.end)
@@ -278,13 +381,15 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     cap = Block(name="capture")
     protos: dict[str, Block] = {}
     conns: list[Block] = []
+    heads = _upgrade_heads(an, exs_by_conn)
     for c in an.connections:
         exs = exs_by_conn.get(c.id, [])
         proto = conn_protocol(c, exs)
+        h1 = heads.get(c.id)
         cb = Block(name=f"connection {c.id}", endpoints=c.label, protocol=proto)
         _fill_connection(cb, c)
-        _fill_exchanges(cb, exs)
-        _first_rest(cb, exs)
+        _fill_exchanges(cb, exs, h1)
+        _first_rest(cb, exs, h1, _start_seen(c))
         cb.frames = frames_n.get(c.id, 0)
         if c.id in framing:
             cb.framing_overhead = list(framing[c.id])
@@ -301,29 +406,52 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
         pb = protos.setdefault(proto, Block(name=proto))
         for blk in (cap, pb):
             _fill_connection(blk, c)
-            _fill_exchanges(blk, exs)
-            for k in ("req_headers_first", "resp_headers_first", "req_headers_rest", "resp_headers_rest"):
-                _add2(getattr(blk, k), getattr(cb, k))
+            _fill_exchanges(blk, exs, h1)
+            _add_headers(blk, cb, HDR_KEYS[2:])  # (first/rest: _fill_exchanges added the rest)
             blk.frames += cb.frames
             if cb.framing_overhead is not None:
                 if blk.framing_overhead is None:
                     blk.framing_overhead = [0, 0]
                 _add2(blk.framing_overhead, cb.framing_overhead)
-    by_proto: dict[str, list[Exchange]] = {}
-    for c, cb in zip(an.connections, conns):
-        by_proto.setdefault(cb.protocol or "", []).extend(exs_by_conn.get(c.id, []))
-    for pname, pb in protos.items():
-        pexs = by_proto.get(pname, [])
-        pb.max_streams_in_flight = max_in_flight(pexs)
-        _times(pb, pexs, t0)
-    cap.max_streams_in_flight = max_in_flight(an.exchanges)
-    # the capture's TTFB and page load count the page, not background traffic beside it
+        if h1:  # an h2c Upgrade's HTTP/1.1 heads: counted under HTTP/1.1 (the capture's row keeps them)
+            hb = _heads_block(h1, _start_seen(c), name=next((f.protocol for f in an.frames if f.connection == c.id
+                                                               and f.protocol.startswith("http/1")), "http/1.1"))
+            cb.upgrade_heads = [list(hb.req_headers), list(hb.resp_headers)]
+            for blk in (cap, protos.setdefault(hb.name, Block(name=hb.name))):
+                _add_headers(blk, hb)
+    # payload as the TCP/UDP headers give it where the snap length cut packets (tshark's tcp.len)
+    src = _source(an)
+    try:
+        before = [list(cb.payload) for cb in conns]
+        payload_unread = _wire_payload(an, src, conns)
+        for cb, b0 in zip(conns, before):
+            extra = [cb.payload[0] - b0[0], cb.payload[1] - b0[1]]
+            if extra != [0, 0]:
+                _add2(cap.payload, extra)
+                _add2(protos[cb.protocol or ""].payload, extra)
+        outside = _outside(an, src)
+    finally:
+        if src is not None:
+            src.close()
+    # TTFB and page load of every row: the page's requests (background apart: analyzer.waterfall.page_of),
+    # from the page's first packet
     from . import completeness
     from .waterfall import page_of
 
     page = page_of(an)
     page_exs = [e for e in an.exchanges if e.id not in page.background] if page.background else an.exchanges
     p0 = page.start if page.start is not None else t0
+    by_proto: dict[str, list[Exchange]] = {}
+    conn_proto = {c.id: cb.protocol or "" for c, cb in zip(an.connections, conns)}
+    for e in page_exs:
+        by_proto.setdefault(conn_proto.get(e.connection, ""), []).append(e)
+    all_by_proto: dict[str, list[Exchange]] = {}
+    for c, cb in zip(an.connections, conns):
+        all_by_proto.setdefault(cb.protocol or "", []).extend(exs_by_conn.get(c.id, []))
+    for pname, pb in protos.items():
+        pb.max_streams_in_flight = max_in_flight(all_by_proto.get(pname, []))
+        _times(pb, by_proto.get(pname, []), p0)
+    cap.max_streams_in_flight = max_in_flight(an.exchanges)
     _times(cap, page_exs, p0)
     dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
     from .tcp_analysis import finished, retransmissions_of, stats_or_none
@@ -348,7 +476,170 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
                 blk.tcp_retransmissions = _plus(blk.tcp_retransmissions, cb.tcp_retransmissions)
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
-                 background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events)
+                 background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events, outside=outside,
+                 payload_unread=payload_unread)
+
+
+def _add_headers(blk: Block, cb: Block, keys: tuple[str, ...] = HDR_KEYS) -> None:
+    """Add a connection's header pairs (``keys``) and their unknown-field counts to a protocol's or the capture's block."""
+    for k in keys:
+        _add2(getattr(blk, HDR_ATTRS[k]), getattr(cb, HDR_ATTRS[k]))
+        blk.headers_unknown[k] += cb.headers_unknown[k]
+    blk.first_block_unseen += cb.first_block_unseen
+
+
+def _heads_block(h1: dict[int, list[list[int]]], start_seen: bool, name: str) -> Block:
+    """The header pairs of one connection's HTTP/1.x heads (an h2c Upgrade's): the first of each
+    direction is its first block (HTTP/1 compresses nothing: first only by position)."""
+    b = Block(name=name)
+    for ex in sorted(h1):
+        for key, pair in (("request", h1[ex][0]), ("response", h1[ex][1])):
+            if pair == [0, 0]:
+                continue
+            _add_side(b, key, (pair[0], pair[1], 0))
+            first = start_seen and getattr(b, HDR_ATTRS[key + "_first"]) == [0, 0]
+            _add_side(b, key + ("_first" if first else "_rest"), (pair[0], pair[1], 0))
+    if not start_seen:
+        b.first_block_unseen = 1
+    return b
+
+
+# how many packets outside connections (or cut by the snap length) are read again from the file to
+# say what they are (the rest are told by the packet index alone)
+MAX_REREAD = 200_000
+# IP protocol numbers by tshark's names, for packets in no connection
+IP_PROTOCOLS = {1: "ICMP", 2: "IGMP", 4: "IPIP", 41: "IPv6 in IP", 47: "GRE", 50: "ESP", 51: "AH", 58: "ICMPv6", 89: "OSPF",
+                103: "PIM", 112: "VRRP", 132: "SCTP"}
+ETHERTYPES = {0x0806: "ARP", 0x8035: "RARP", 0x88CC: "LLDP", 0x888E: "EAPOL", 0x8864: "PPPoE", 0x8863: "PPPoE discovery"}
+
+
+def _source(an: Analysis):
+    """The capture read again, or None (no file behind the analysis)."""
+    import os
+
+    if not an.path or not os.path.isfile(an.path):
+        return None
+    from .capture import PacketSource
+
+    return PacketSource(an.path)
+
+
+def _kind_of(linktype: int, data: bytes) -> str | None:
+    """What a packet in no connection is, from its own bytes: a protocol name, or None."""
+    from .packet import layers
+
+    lay = layers(linktype, data)
+    if lay.ipver == 0:
+        name = ETHERTYPES.get(lay.ethertype)
+        return name or (f"not IP ({lay.error})" if lay.error else None)
+    if lay.frag or lay.more:
+        return f"IPv{lay.ipver} fragment (held for reassembly, or never completed)"
+    if lay.proto < 0:
+        return f"IPv{lay.ipver} ({lay.error or 'header not read'})"
+    if lay.proto == 17:
+        return "UDP past the flow budgets"
+    if lay.proto == 6:
+        return "TCP not in a connection"
+    return IP_PROTOCOLS.get(lay.proto, f"IP protocol {lay.proto}")
+
+
+def _where(arr, test) -> list[int]:
+    """Indices where ``test(numpy, arr)`` holds (numpy, imported only when some packet needs it)."""
+    from .numpy_lite import numpy
+
+    np = numpy()
+    return np.flatnonzero(test(np, arr)).tolist()
+
+
+def _outside(an: Analysis, src) -> dict:
+    """The packets in no connection (``PacketIndex.conn`` < 0), by kind: read again from the file
+    (``src``, up to MAX_REREAD of them), else told by the index's protocol column."""
+    from .model import PROTO_CODE
+
+    idx = an.index
+    conn, proto, orig = idx.conn, idx.proto, idx.origlen
+    by_index = {PROTO_CODE["ICMP"]: "ICMP", PROTO_CODE["IPv4"]: "IPv4, not TCP or UDP, or a fragment held for reassembly",
+                PROTO_CODE["IPv6"]: "IPv6, not TCP or UDP", PROTO_CODE["UDP"]: "UDP past the flow budgets", 0: "not decoded"}
+    kinds: dict[str, list[int]] = {}
+    n = size = reread = 0
+    for i in _where(conn, lambda np, c: np.frombuffer(c, dtype=np.int32) < 0) if len(idx) and min(conn) < 0 else ():
+        c = conn[i]
+        n += 1
+        size += orig[i]
+        kind = None
+        if c == -2:
+            kind = "not assigned to a connection (parallel pass)"
+        elif src is not None and reread < MAX_REREAD:
+            reread += 1
+            try:
+                kind = _kind_of(idx.linktype[i], src.read(idx.offset[i], idx.caplen[i]))
+            except OSError:
+                kind = None
+        if kind is None:
+            p = proto[i]
+            kind = by_index.get(p) or (PROTO_NAMES[p] if p < len(PROTO_NAMES) else f"protocol {p}")
+        k = kinds.setdefault(kind, [0, 0])
+        k[0] += 1
+        k[1] += orig[i]
+    from .pipeline import PLAIN_UDP, SESSION_UDP
+
+    undecoded = {r: v for r, v in sorted(an.undecoded.items()) if r not in (PLAIN_UDP, SESSION_UDP)}
+    return {"packets": n, "bytes": size, "kinds": dict(sorted(kinds.items(), key=lambda kv: (-kv[1][1], kv[0]))), "undecoded": undecoded}
+
+
+def _wire_payload(an: Analysis, src, conns: list[Block]) -> int:
+    """Payload as the TCP/UDP headers give it (tshark's ``tcp.len``, ``udp.length`` − 8), not as
+    captured: for each packet of a connection cut by the snap length, add the bytes of its
+    payload the capture does not hold to its connection's ``payload`` (and its protocol's and the
+    capture's, by the caller).  Returns how many cut packets could not be read again (their
+    captured payload stays counted)."""
+    idx = an.index
+    cut = []
+    if len(idx) and sum(idx.caplen) != sum(idx.origlen):  # (a cut packet makes them differ)
+        conn = idx.conn
+        cut = [i for i in _where(idx, lambda np, x: np.frombuffer(x.caplen, dtype=np.uint32) < np.frombuffer(x.origlen, dtype=np.uint32))
+               if conn[i] >= 0]
+    if not cut:
+        return 0
+    if src is None:
+        return len(cut)
+    from .packet import addr_str, layers
+
+    unread = 0
+    by_id = {c.id: (c, cb) for c, cb in zip(an.connections, conns)}
+    for k, i in enumerate(cut):
+        hit = by_id.get(idx.conn[i])
+        if hit is None or k >= MAX_REREAD:
+            unread += 1
+            continue
+        c, cb = hit
+        try:
+            data = src.read(idx.offset[i], idx.caplen[i])
+        except OSError:
+            unread += 1
+            continue
+        lay = layers(idx.linktype[i], data)
+        if lay.proto not in (6, 17) or lay.transport < 0 or lay.length_end < 0 or lay.frag or lay.more:
+            unread += 1
+            continue
+        if lay.proto == 6:
+            if len(data) < lay.transport + 13:
+                unread += 1
+                continue
+            start = lay.transport + (data[lay.transport + 12] >> 4) * 4
+            wire = lay.length_end - start
+        else:
+            if len(data) < lay.transport + 6:
+                unread += 1
+                continue
+            start = lay.transport + 8
+            wire = int.from_bytes(data[lay.transport + 4 : lay.transport + 6], "big") - 8
+        have = max(0, min(len(data), lay.end) - start)
+        sport = int.from_bytes(data[lay.transport : lay.transport + 2], "big")
+        d = 0 if (addr_str(lay.src), sport) == tuple(c.client) else 1
+        if wire > have:
+            cb.payload[d] += wire - have
+    return unread
 
 
 def _plus(a: list[int] | None, b: list[int]) -> list[int]:
@@ -356,11 +647,10 @@ def _plus(a: list[int] | None, b: list[int]) -> list[int]:
 
 
 def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
-    """Capture/protocol level: TTFB = first response byte of the first exchange measured from
-    the first packet of the capture (navigation as the wire sees it: DNS, connect, TLS
-    included); page load = last byte of the last response from the first packet.  For the
-    capture block, the page's exchanges from the page's first packet (background traffic
-    apart: analyzer.waterfall.page_of)."""
+    """Capture/protocol level: TTFB = first response byte of the first of ``exs`` (the page's
+    requests of the row: background traffic apart, analyzer.waterfall.page_of) measured from
+    ``t0``, the page's first packet (navigation as the wire sees it: DNS, connect, TLS
+    included); page load = last byte of the last of them from the same start."""
     if t0 is None:
         return
     firsts = [(e, e.response_start) for e in exs if e.response_start is not None and _start(e) is not None]
@@ -380,9 +670,13 @@ def _retrans(b: Block) -> list[int]:
     return b.tcp_retransmissions if b.tcp_retransmissions is not None else b.retransmissions
 
 
-def _hdr_dict(pair: list[int]) -> dict[str, Any]:
+def _hdr_dict(pair: list[int], unknown: int = 0) -> dict[str, Any]:
+    """One header pair as JSON: with ``<unknown>`` fields (not in ``decoded``), the reduction is not
+    known — ``reduction`` is null and ``reduction_at_least`` its lower bound."""
     r = _reduction(pair)
-    return {"wire": pair[0], "decoded": pair[1], "reduction": None if r is None else round(r, 4)}
+    r = None if r is None else round(r, 4)
+    return {"wire": pair[0], "decoded": pair[1], "reduction": None if unknown else r, "unknown_fields": unknown,
+            "reduction_at_least": r if unknown else None}
 
 
 def block_dict(b: Block) -> dict[str, Any]:
@@ -396,6 +690,7 @@ def block_dict(b: Block) -> dict[str, Any]:
         "bytes": b.bytes,
         "payload_bytes": b.payload,
         "tls_record_overhead": b.tls_record_overhead,
+        "tls_connections": b.tls_connections,
         "framing_overhead": b.framing_overhead,
         "frames": b.frames,
         "retransmissions": b.retransmissions,
@@ -406,13 +701,12 @@ def block_dict(b: Block) -> dict[str, Any]:
         "pushes": b.pushes,
         "resets": b.resets,
         "headers": {
-            "request": _hdr_dict(b.req_headers),
-            "response": _hdr_dict(b.resp_headers),
-            "request_first": _hdr_dict(b.req_headers_first),
-            "request_rest": _hdr_dict(b.req_headers_rest),
-            "response_first": _hdr_dict(b.resp_headers_first),
-            "response_rest": _hdr_dict(b.resp_headers_rest),
+            **{k: _hdr_dict(getattr(b, HDR_ATTRS[k]), b.headers_unknown[k]) for k in HDR_KEYS},
             "qpack_encoder_bytes": list(b.qpack_encoder),
+            "first_block_unseen": b.first_block_unseen,
+            **({"http1_upgrade": {"request": {"wire": b.upgrade_heads[0][0], "decoded": b.upgrade_heads[0][1]},
+                                  "response": {"wire": b.upgrade_heads[1][0], "decoded": b.upgrade_heads[1][1]}}}
+               if b.upgrade_heads is not None else {}),
         },
         "request_body_bytes": b.request_body,
         "response_body_bytes": {"encoded": b.response_body[0], "decoded": b.response_body[1]},
@@ -436,6 +730,9 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "protocols": {k: block_dict(v) for k, v in sorted(st.protocols.items())},
         "connections": [block_dict(b) for b in st.connections],
         "background_requests": st.background_requests,
+        # packets in no connection, by kind: with the connections' they add up to packets and bytes
+        "not_in_connection": st.outside,
+        "payload_unread": st.payload_unread,
         # a HAR laid over: its DOMContentLoaded / load event in seconds from the page's start (as ttfb, page_load_time)
         "browser_events": {k: t for k, (_label, t) in st.browser_events.items()} if st.browser_events else None,
         "completeness": completeness.to_dict(st.completeness) if st.completeness is not None else None,
@@ -451,9 +748,10 @@ def _pair(p: list[int] | None) -> str:
     return "-" if p is None else f"{p[0]:,} / {p[1]:,}"
 
 
-def _pct(pair: list[int]) -> str:
+def _pct(pair: list[int], unknown: int = 0) -> str:
+    """The "saved" cell: with ``<unknown>`` fields (left out of decoded) a lower bound, marked ≥."""
     r = _reduction(pair)
-    return "-" if r is None else f"{r * 100:.1f}%"
+    return "-" if r is None else f"{'≥' if unknown else ''}{r * 100:.1f}%"
 
 
 def _ms(t: float | None) -> str:
@@ -473,10 +771,21 @@ def _table(title: str, headers: list[str], rows: list[list[str]], right: set[int
     return "\n".join(out)
 
 
-def _tls_pair(b: Block, protocol: str | None) -> str:
-    """The TLS-overhead cell: "-" on QUIC (its packet protection is not TLS records and is not
-    counted; 0 there would read as none)."""
-    return "-" if over_quic(protocol) else _pair(b.tls_record_overhead)
+def _tls_pair(b: Block, protocol: str | None = None) -> str:
+    """The TLS-overhead cell: "-" where no connection of the row is TLS over TCP (QUIC's packet
+    protection is not TLS records and is not counted; 0 there would read as none)."""
+    return "-" if not b.tls_connections else _pair(b.tls_record_overhead)
+
+
+def _outside_text(st: Stats) -> str | None:
+    o = st.outside
+    if not o or not o["packets"]:
+        return None
+    kinds = ", ".join(f"{k} {v[0]:,} / {v[1]:,} B" for k, v in o["kinds"].items())
+    und = "; not decoded: " + ", ".join(f"{r} {v:,}" for r, v in o["undecoded"].items()) if o["undecoded"] else ""
+    c = st.capture
+    return (f"Not in a connection: {o['packets']:,} packets, {o['bytes']:,} bytes ({kinds}{und}); with the rows above: "
+            f"{sum(c.packets) + o['packets']:,} packets, {sum(c.bytes) + o['bytes']:,} bytes")
 
 
 def render_text(st: Stats) -> str:
@@ -486,7 +795,7 @@ def render_text(st: Stats) -> str:
         f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s; "
         f"{c.connections} connections, {c.requests} requests, {c.pushes} pushed, {c.resets} reset; "
         f"max {c.max_streams_in_flight} in flight; TTFB {_ms(c.ttfb)}, page load {_ms(c.page_load_time)} "
-        f"(from the {'page' + chr(39) + 's ' if st.background_requests else ''}first packet)"
+        f"(from the page's first packet)"
         + (f"; {st.background_requests} background request{'s' * (st.background_requests != 1)} not counted in the page"
            if st.background_requests else "")
         + ("; " + ", ".join(f"{label} {_ms(t)}" for label, t in st.browser_events.values()) if st.browser_events else "")
@@ -494,25 +803,45 @@ def render_text(st: Stats) -> str:
     order = sorted(st.protocols.values(), key=lambda b: (-b.requests, b.name))
     rows = []
     for b in order + [c]:
+        if b is not c and not b.connections:  # (header bytes only: an h2c Upgrade's HTTP/1.1 heads)
+            continue
         rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
-                     _pair(b.packets), _pair(b.bytes), _pair(b.payload), _tls_pair(b, b.name if b is not c else None),
+                     _pair(b.packets), _pair(b.bytes), _pair(b.payload), _tls_pair(b),
                      _pair(b.framing_overhead), _pair(_retrans(b)), _ms(b.ttfb), _ms(b.page_load_time)])
-    parts.append(_table("Traffic (client→server / server→client; TLS overhead: TLS records' headers, MACs or tags and padding; "
-                        "'-' on QUIC)",
-                        ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans", "TTFB", "load"],
-                        rows, set(range(1, 12))))
+    traffic = _table("Traffic (client→server / server→client; payload: TCP/UDP length from the headers, as tshark's tcp.len; "
+                     "TLS overhead: every TLS record's header, and of protected records the MAC or tag, explicit nonce, padding "
+                     "and inner content type, '-' without TLS over TCP (QUIC); TTFB and load: the page's requests, background "
+                     "apart, from the page's first packet)",
+                     ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans", "TTFB", "load"],
+                     rows, set(range(1, 12)))
+    extra = [x for x in (_outside_text(st),
+                         f"{st.payload_unread:,} packets cut by the snap length could not be read again: their captured payload "
+                         f"is counted" if st.payload_unread else None) if x]
+    parts.append("\n".join([traffic] + extra))
     rows = []
     for b in order + [c]:
         if not (b.req_headers[1] or b.resp_headers[1] or b.req_headers[0] or b.resp_headers[0]):
             continue
         name = b.name if b is not c else "all"
-        for label, allp, first, rest in (("request", b.req_headers, b.req_headers_first, b.req_headers_rest),
-                                         ("response", b.resp_headers, b.resp_headers_first, b.resp_headers_rest)):
-            rows.append([name, label, _n(allp[0]), _n(allp[1]), _pct(allp), _pair(first), _pct(first), _pair(rest), _pct(rest)])
+        u = b.headers_unknown
+        for label in ("request", "response"):
+            allp, first, rest = (getattr(b, HDR_ATTRS[k]) for k in (label, label + "_first", label + "_rest"))
+            uf, ur = u[label + "_first"], u[label + "_rest"]
+            rows.append([name, label, _n(allp[0]), _n(allp[1]), _n(u[label]), _pct(allp, u[label]),
+                         "-" if first == [0, 0] and not uf else _pair(first), _pct(first, uf), _pair(rest), _pct(rest, ur)])
     if rows:
-        parts.append(_table("Header bytes (wire = header block on the wire, for HTTP/3 with the QPACK encoder-stream insertions it uses; decoded = header names + values; saved = 1 − wire/decoded, negative = framing costs more than it saves)",
-                            ["protocol", "", "wire", "decoded", "saved", "first block w/d", "saved", "later blocks w/d", "saved"],
-                            rows, {2, 3, 4, 5, 6, 7, 8}))
+        notes = []
+        if any(c.headers_unknown.values()):
+            notes.append("unknown = header fields shown <unknown> (HPACK/QPACK entries inserted before the capture): their size "
+                         "is not in decoded, and saved is then a lower bound (≥)")
+        if c.first_block_unseen:
+            notes.append(f"{c.first_block_unseen} connection{'s' * (c.first_block_unseen != 1)} joined mid-way: "
+                         "the first header block is not in the capture, all their blocks are counted as later blocks")
+        if any(b.upgrade_heads for b in st.connections):
+            notes.append("an h2c Upgrade's HTTP/1.1 request and 101 heads are counted under HTTP/1.1, its first HPACK block as h2c's first")
+        parts.append("\n".join([_table("Header bytes (wire = header block on the wire, for HTTP/3 with the QPACK encoder-stream insertions it uses; decoded = header names + values; saved = 1 − wire/decoded, negative = framing costs more than it saves)",
+                                        ["protocol", "", "wire", "decoded", "unknown", "saved", "first block w/d", "saved", "later blocks w/d",
+                                         "saved"], rows, {2, 3, 4, 5, 6, 7, 8, 9})] + notes))
     rows = []
     for b in order + [c]:
         if not (b.response_body[0] or b.request_body):
@@ -532,7 +861,7 @@ def render_text(st: Stats) -> str:
                      _tls_pair(b, b.protocol), _pair(b.framing_overhead), _pair(_retrans(b)), _pair(b.gaps),
                      str(b.requests), str(b.pushes), str(b.max_streams_in_flight), _ms(b.ttfb)])
     if rows:
-        parts.append(_table("Connections",
+        parts.append(_table("Connections (TTFB: its first response byte from its own start, the TCP SYN or QUIC Initial, else its first packet)",
                             ["id", "protocol", "endpoints", "packets", "wire bytes", "TLS overhead", "framing", "retrans", "gaps",
                              "reqs", "push", "max inflight", "TTFB"], rows, {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
     if dns:

@@ -19,9 +19,14 @@ record after ChangeCipherSpec); for TLS 1.3 the client Finished is estimated as 
 first encrypted record after the ServerHello and the server Finished as the server's last
 record before it.  ``conn.tls_start`` = ClientHello time, ``conn.tls_end`` = the later Finished.
 
-``TlsInfo.record_overhead[d]``: bytes of application-data records in direction d that are not
-application plaintext (5-byte header, explicit nonce, tag/MAC, padding, TLS 1.3 content type);
-exact when decrypted, from the cipher suite otherwise (CBC assumes minimal padding).
+``TlsInfo.record_overhead[d]``: bytes of the TLS records in direction d that are not their
+content — every record's 5-byte header, and of each protected record (application data,
+and the Finished, NewSessionTicket, alerts… sent under encryption) the explicit nonce,
+tag/MAC, padding and TLS 1.3 inner content type; exact when decrypted, from the cipher suite
+otherwise (CBC assumes minimal padding), headers only where the suite is not known (a
+capture that joined the connection mid-way).  The content of plaintext records (ClientHello,
+ServerHello, ChangeCipherSpec …) is not overhead.  (Since 2026-12-03: every record; before,
+application-data records only.)  An SSLv2 ClientHello's header is not counted.
 
 ``decrypted`` is True when any record was decrypted; ``reason`` says why nothing (or not
 everything) was: "no key for this client random", "unsupported cipher suite X", "gap in the
@@ -498,6 +503,8 @@ class TlsSession:
 
     def _plain(self, d: int, rec: T.Record, ctype: int, body, fields: dict) -> None:
         name = _TYPE_NAMES.get(ctype, str(ctype))
+        # the record's header, and of a protected one what is not its content (record_overhead)
+        self.info.record_overhead[d] += 5 + (len(rec.body) - len(body) if fields.get("encrypted") else 0)
         if ctype == T.HANDSHAKE:
             hs = self.hs[d]
             if not hs.buf:
@@ -532,8 +539,6 @@ class TlsSession:
             return
         if ctype == T.APPLICATION_DATA:
             self._frame(d, rec, name, fields)
-            if fields.get("encrypted"):
-                self.info.record_overhead[d] += 5 + len(rec.body) - len(body)
             if body:
                 tcp = self.tcp_maps.get(self.conn.id)  # the packet that carried the record's first byte
                 m = tcp[d].map if tcp is not None else None
@@ -542,14 +547,13 @@ class TlsSession:
         self._frame(d, rec, name, fields)
 
     def _no_key_record(self, d: int, rec: T.Record, rtype: int) -> None:
-        """Timeline facts from a record we cannot read."""
+        """Timeline facts from a record we cannot read (and its overhead, estimated)."""
         info = self.info
+        self._overhead_estimate(d, rec)
         if not self.tls13:
             if self.after_ccs[d] and rtype == T.HANDSHAKE:  # TLS 1.2 Finished
                 self.after_ccs[d] = False
                 self._finished(d, rec.packet)
-            elif rtype == T.APPLICATION_DATA:
-                self._overhead_estimate(d, rec)
             return
         if rtype != T.APPLICATION_DATA:
             return
@@ -557,12 +561,12 @@ class TlsSession:
             info.client_finished_time = self.ctx.time(rec.packet)
             if info.server_finished_time is None and self.last_s2c_packet:
                 info.server_finished_time = self.ctx.time(self.last_s2c_packet)
-        else:
-            self._overhead_estimate(d, rec)
 
     def _overhead_estimate(self, d: int, rec: T.Record) -> None:
+        """A protected record not decrypted: its header, and what the cipher suite adds (record_overhead)."""
         p = self.params
-        if p is None:
+        if p is None:  # (the suite unknown: the header only)
+            self.info.record_overhead[d] += 5
             return
         if p.tls13:
             ov = p.tag_len + 1
