@@ -1,10 +1,19 @@
 """Compare two captures of the same page: requests matched one by one, and the page-level
 table in the SPDY whitepaper's form (A, B, the difference and the speedup (A − B) / A).
 
+Both sides are pages (``analyzer.waterfall.page_of``, as ``wirefall stats`` and ``batch`` count
+them): times from the page's start, page requests matched only with page requests, the
+background requests of each capture listed apart (``background_a``/``background_b``, with
+page_of's reason), never matched, and counted apart in the page table.
+
 Matching: by normalised URL (scheme, host, port without its default, path and query); a
 URL loaded several times is matched in order.  When the two captures load the page from
 different origins (another host or port, as a lab or staging server does) and matching by
-URL finds fewer pairs than matching by path and query, the latter is used and said so.
+URL finds fewer pairs than matching by path and query, the latter is used and said so.  An
+exchange without a URL (a response whose request the capture does not show) is listed as
+only-A/only-B with its reason.  Warnings (``warning_items``: kind, side, text) say what makes
+the two loads less comparable: a capture not decrypted (then no difference or saving is
+given), incomplete, different clients (User-Agent), different links (largest frame).
 """
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ from urllib.parse import urlsplit
 
 from .model import Analysis, Exchange
 from .stats import req_wire, resp_wire
+from .waterfall import Page, page_of
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 LOW_MATCH = 0.5  # below this share of requests matched, warn that the pages differ
@@ -41,17 +51,22 @@ def _start(e: Exchange) -> float | None:
     return e.request_start if e.request_start is not None else e.response_start
 
 
-def _ordered(an: Analysis) -> list[Exchange]:
-    return sorted((e for e in an.exchanges if e.url), key=lambda e: (_start(e) or 0.0, e.id))
+def _ordered(exs: list[Exchange]) -> list[Exchange]:
+    """In start order (exchanges without any time last, by id)."""
+    return sorted(exs, key=lambda e: (_start(e) is None, _start(e) or 0.0, e.id))
 
 
 def _match(a: list[Exchange], b: list[Exchange], with_origin: bool):
+    """Pairs by normalised URL (a URL loaded several times: in order).  An exchange without a
+    URL (a response whose request the capture does not show) has nothing to be matched by: it
+    stays unmatched, with its reason (``NO_URL``)."""
     queues: dict[str, deque] = defaultdict(deque)
     for e in b:
-        queues[normalise_url(e.url, with_origin)].append(e)
+        if e.url:
+            queues[normalise_url(e.url, with_origin)].append(e)
     pairs, only_a = [], []
     for e in a:
-        q = queues.get(normalise_url(e.url, with_origin))
+        q = queues.get(normalise_url(e.url, with_origin)) if e.url else None
         if q:
             pairs.append((e, q.popleft()))
         else:
@@ -61,7 +76,11 @@ def _match(a: list[Exchange], b: list[Exchange], with_origin: bool):
     return pairs, only_a, only_b
 
 
-def _side(e: Exchange, t0: float) -> dict[str, Any]:
+NO_URL = "no URL: the capture holds this response but not its request, so it cannot be matched"
+NOT_IN = "no request for this URL in {side}"
+
+
+def _side(e: Exchange, t0: float, reason: str | None = None) -> dict[str, Any]:
     s = _start(e)
     ttfb = e.response_start - s if e.response_start is not None and s is not None else None
     end = e.response_end if e.response_end is not None else e.response_start
@@ -72,12 +91,13 @@ def _side(e: Exchange, t0: float) -> dict[str, Any]:
         "connection": e.connection,
         "stream_id": e.stream_id,
         "status": e.status,
-        "start": None if s is None else s - t0,
+        "start": None if s is None else s - t0,  # (from the page's start: analyzer.waterfall.page_of)
         "ttfb": ttfb,
         "duration": None if s is None or end is None else end - s,
         "bytes": e.response_body_bytes,
         "header_bytes_wire": req_wire(e) + resp_wire(e),  # (HTTP/3: QPACK encoder-stream bytes included)
         "pushed": e.pushed,
+        "reason": reason,
     }
 
 
@@ -89,30 +109,61 @@ def _speedup(a, b):
     return None if a in (None, 0) or b is None else (a - b) / a
 
 
-def page_figures(an: Analysis) -> dict[str, Any]:
-    """The whitepaper's page-level quantities for one capture (web connections only:
-    those that carried at least one request; DNS and unrelated flows are left out).  Web
-    connections that carried none — a preconnect never used, a handshake the browser dropped,
-    a background connection — are counted apart (``connections_without_requests`` and their
-    ``bytes_without_requests``, both ways), not left out without a word."""
-    from .stats import compute
+def split_page(an: Analysis, page: Page | None = None) -> tuple[Page, list[Exchange], list[Exchange]]:
+    """The page (``analyzer.waterfall.page_of``: what ``stats``, the waterfall and ``batch``
+    count), its exchanges and the background exchanges, in the model's order."""
+    if page is None:
+        page = page_of(an)
+    bg = page.background
+    return page, [e for e in an.exchanges if e.id not in bg], [e for e in an.exchanges if e.id in bg]
 
-    st = compute(an)  # (header bytes: for HTTP/3 with the QPACK encoder stream, see analyzer.stats)
-    web = {e.connection for e in an.exchanges}
+
+def _page_t0(an: Analysis, page: Page) -> float:
+    """Where the page's times start: its first row (``page.start``), else the capture's first
+    packet — as ``wirefall stats`` measures the page's TTFB and load time; for a browser log
+    opened alone (no packet), its first connection's start (``Analysis.start_time``)."""
+    return page.start if page.start is not None else an.start_time
+
+
+def page_figures(an: Analysis, page: Page | None = None) -> dict[str, Any]:
+    """The whitepaper's page-level quantities for one capture, of the page alone
+    (``analyzer.waterfall.page_of``, as ``wirefall stats`` and ``wirefall batch`` count it):
+    page load time and TTFB from the page's start (its first row, not the capture's first
+    packet), its requests, the connections that carried them and their packets and bytes, and
+    its requests' header bytes.
+
+    Nothing is left out unsaid: the background requests (another program's, another host's, a
+    long-poll open before the page: ``page.background``) and the connections that carried only
+    them are counted apart (``background_requests``, ``background_connections``,
+    ``background_bytes`` both ways), and so are web connections that carried no request at all
+    — a preconnect never used, a handshake the browser dropped, a connection not decrypted —
+    (``connections_without_requests`` and their ``bytes_without_requests``, both ways); DNS and
+    unrecognised flows are neither."""
+    from .stats import Block, _times
+
+    page, page_exs, bg_exs = split_page(an, page)
+    web = {e.connection for e in page_exs}
+    bg_only = {e.connection for e in bg_exs} - web
     conns = [c for c in an.connections if c.id in web]
-    idle = [c for c in an.connections if c.id not in web and c.protocol not in (None, "dns")]
-    t0 = an.start_time
-    ends = [t for e in an.exchanges if (t := e.response_end or e.response_start)]
-    cap = st.capture
-    req_w, req_d = cap.req_headers
-    resp_w, resp_d = cap.resp_headers
+    bgc = [c for c in an.connections if c.id in bg_only]
+    idle = [c for c in an.connections if c.id not in web and c.id not in bg_only and c.protocol not in (None, "dns")]
+    blk = Block(name="page")
+    _times(blk, page_exs, _page_t0(an, page))  # (the definition of `stats`' capture block, on the same requests)
+    req_w = sum(req_wire(e) for e in page_exs)
+    req_d = sum(e.request_header_bytes_decoded for e in page_exs)
+    resp_w = sum(resp_wire(e) for e in page_exs)
+    resp_d = sum(e.response_header_bytes_decoded for e in page_exs)
     return {
-        "page_load_time": (max(ends) - t0) if ends else None,
+        "page_load_time": blk.page_load_time,
+        "ttfb": blk.ttfb,
         "connections": len(conns),
         "connections_without_requests": len(idle),
         "bytes_without_requests": sum(c.stats[0].bytes + c.stats[1].bytes for c in idle),
-        "requests": sum(1 for e in an.exchanges if not e.pushed),
-        "pushes": sum(1 for e in an.exchanges if e.pushed),
+        "background_connections": len(bgc),
+        "background_bytes": sum(c.stats[0].bytes + c.stats[1].bytes for c in bgc),
+        "requests": sum(1 for e in page_exs if not e.pushed),
+        "background_requests": len(bg_exs),
+        "pushes": sum(1 for e in page_exs if e.pushed),
         "packets_c2s": sum(c.stats[0].packets for c in conns),
         "packets_s2c": sum(c.stats[1].packets for c in conns),
         "bytes_c2s": sum(c.stats[0].bytes for c in conns),
@@ -123,9 +174,9 @@ def page_figures(an: Analysis) -> dict[str, Any]:
         "response_header_bytes_decoded": resp_d,
         "request_header_compression": (1 - req_w / req_d) if req_d else None,
         "response_header_compression": (1 - resp_w / resp_d) if resp_d else None,
-        "request_qpack_encoder_bytes": cap.qpack_encoder[0],
-        "response_qpack_encoder_bytes": cap.qpack_encoder[1],
-        "protocols": sorted({e.protocol for e in an.exchanges}),
+        "request_qpack_encoder_bytes": sum(e.request_qpack_encoder_bytes for e in page_exs),
+        "response_qpack_encoder_bytes": sum(e.response_qpack_encoder_bytes for e in page_exs),
+        "protocols": sorted({e.protocol for e in page_exs}),
     }
 
 
@@ -134,7 +185,10 @@ PAGE_ROWS = [
     ("connections", "connections"),
     ("connections_without_requests", "  web connections without a request"),
     ("bytes_without_requests", "  their bytes, both ways (not in the rows below)"),
+    ("background_connections", "  background connections (not the page's)"),
+    ("background_bytes", "  their bytes, both ways (not in the rows below)"),
     ("requests", "requests"),
+    ("background_requests", "  background requests (not the page's, listed apart)"),
     ("pushes", "pushes"),
     ("packets_c2s", "packets client→server"),
     ("packets_s2c", "packets server→client"),
@@ -149,17 +203,67 @@ PAGE_ROWS = [
     ("request_header_compression", "request header compression"),
     ("response_header_compression", "response header compression"),
 ]
+# rows without a saving: ratios (their difference is in points), and what is not the page's
+NO_SPEEDUP = frozenset({"request_header_compression", "response_header_compression", "background_connections",
+                        "background_bytes", "background_requests"})
+FRAME_RATIO = 2.0  # largest frames this many times apart: the links (or their offloads) differ
+
+
+def _user_agent(e: Exchange | None) -> str | None:
+    if e is None:
+        return None
+    return next((v for k, v in e.request_headers if k.lower() == "user-agent"), None)
+
+
+def _page_agent(page: Page, page_exs: list[Exchange]) -> str | None:
+    """The User-Agent of the page's first request: its document's, else the first page
+    request (in start order) that sends one."""
+    doc = next((e for e in page_exs if e.id == page.document), None)
+    ua = _user_agent(doc)
+    if ua is None:
+        ua = next((u for e in _ordered(page_exs) if (u := _user_agent(e)) is not None), None)
+    return ua
+
+
+def _facts(an: Analysis, page: Page, page_exs: list[Exchange], bg_exs: list[Exchange], fig: dict[str, Any]) -> dict[str, Any]:
+    """One side's header: what was compared (the page's requests, the background set apart),
+    whether the capture is complete and decrypted, and what tells two loads apart (client,
+    link)."""
+    from . import completeness
+
+    comp = completeness.compute(an)
+    nd = [{"connection": cid, "reason": why} for cid, why in sorted(comp.not_decrypted.items())]
+    return {
+        "file": an.path,
+        "protocols": fig["protocols"],
+        "requests": len(page_exs),  # (pushes and exchanges without a URL included: every row of the page)
+        "background_requests": len(bg_exs),
+        "page_start": page.start,
+        "complete": comp.complete,
+        "completeness": completeness.headline(an),
+        "not_decrypted": nd,
+        "user_agent": _page_agent(page, page_exs),
+        "max_frame_bytes": int(max(an.index.origlen)) if len(an.index) else None,
+    }
+
+
+def _warn(items: list[dict[str, Any]], kind: str, text: str, side: str | None = None) -> None:
+    items.append({"kind": kind, "side": side, "text": text})
 
 
 def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
-    ea, eb = _ordered(a), _ordered(b)
+    """The two captures' pages compared: page requests matched with page requests, the
+    background requests of each listed apart (never matched), every exchange in one list."""
+    pg_a, page_a, bg_a = split_page(a)
+    pg_b, page_b, bg_b = split_page(b)
+    ea, eb = _ordered(page_a), _ordered(page_b)
     pairs, only_a, only_b = _match(ea, eb, True)
     mode = "url"
-    if ea and eb:
+    if any(e.url for e in ea) and any(e.url for e in eb):
         p2, oa2, ob2 = _match(ea, eb, False)
         if len(p2) > len(pairs):
             pairs, only_a, only_b, mode = p2, oa2, ob2, "path"
-    ta, tb = a.start_time, b.start_time
+    ta, tb = _page_t0(a, pg_a), _page_t0(b, pg_b)
     matched = []
     for x, y in pairs:
         sa, sb = _side(x, ta), _side(y, tb)
@@ -169,28 +273,67 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
             "b": sb,
             "diff": {k: _diff(sa[k], sb[k]) for k in ("start", "ttfb", "duration", "bytes", "header_bytes_wire")},
         })
-    pa, pb = page_figures(a), page_figures(b)
+    pa, pb = page_figures(a, pg_a), page_figures(b, pg_b)
+    fa, fb = _facts(a, pg_a, page_a, bg_a, pa), _facts(b, pg_b, page_b, bg_b, pb)
+
+    items: list[dict[str, Any]] = []
+    if mode == "path":
+        _warn(items, "different_origins", "the captures load the page from different origins; requests matched by path and query")
+    comparable = True
+    for side, f in (("A", fa), ("B", fb)):
+        s = side.lower()
+        if f["not_decrypted"]:
+            reasons = sorted({d["reason"] for d in f["not_decrypted"]})
+            n = len(f["not_decrypted"])
+            what = (f"{side} was not decrypted: {n} TLS/QUIC connection{'s' * (n != 1)} not decrypted ({'; '.join(reasons)}) "
+                    if not f["requests"] else
+                    f"{side}: {n} TLS/QUIC connection{'s' * (n != 1)} not decrypted ({'; '.join(reasons)}): "
+                    f"any request they carried is missing from {side}'s figures")
+            if not f["requests"]:
+                what += "and no request of it is seen: its figures are not a page load, no difference or saving is given"
+            _warn(items, "not_decrypted", what, s)
+        elif not f["requests"]:
+            _warn(items, "no_requests", f"{side} shows no request of a page: no difference or saving is given", s)
+        if not f["requests"]:
+            comparable = False
+        if not f["complete"]:
+            _warn(items, "incomplete", f"{side}: {f['completeness']}", s)
+    nu = [sum(1 for e in x if not e.url) for x in (ea, eb)]
+    for side, n in zip("AB", nu):
+        if n:
+            _warn(items, "no_url", f"{side}: {n} response{'s' * (n != 1)} without a request in the capture (no URL): listed "
+                                   f"only in {side}, not matched", side.lower())
+    total = max(len(ea), len(eb))
+    share = len(pairs) / total if total else 0.0
+    if total and share < LOW_MATCH:
+        _warn(items, "low_match", f"only {len(pairs)} of {total} requests matched: the captures may not load the same page")
+    ua, ub = fa["user_agent"], fb["user_agent"]
+    if ua is not None and ub is not None and ua != ub:
+        _warn(items, "user_agent_differs", f"different clients: the page's first request has User-Agent {ua!r} in A, "
+                                           f"{ub!r} in B — the loads may differ by more than the protocol")
+    ma, mb = fa["max_frame_bytes"], fb["max_frame_bytes"]
+    if ma and mb and max(ma, mb) >= FRAME_RATIO * min(ma, mb):
+        _warn(items, "frame_size_differs", f"the largest frames differ: {ma:,} bytes in A, {mb:,} in B (another link, MTU or "
+                                           "segmentation offload): packet counts and timings are not comparable one for one")
     page = {}
     for key, _label in PAGE_ROWS:
         va, vb = pa[key], pb[key]
-        page[key] = {"a": va, "b": vb, "diff": _diff(va, vb), "speedup": _speedup(va, vb) if key != "request_header_compression" and key != "response_header_compression" else None}
-    total = max(len(ea), len(eb), 1)
-    warnings = []
-    if mode == "path":
-        warnings.append("the captures load the page from different origins; requests matched by path and query")
-    share = len(pairs) / total
-    if share < LOW_MATCH:
-        warnings.append(f"only {len(pairs)} of {total} requests matched: the captures may not load the same page")
+        page[key] = {"a": va, "b": vb, "diff": _diff(va, vb) if comparable else None,
+                     "speedup": _speedup(va, vb) if comparable and key not in NO_SPEEDUP else None}
     return {
-        "a": {"file": a.path, "protocols": pa["protocols"]},
-        "b": {"file": b.path, "protocols": pb["protocols"]},
+        "a": fa,
+        "b": fb,
+        "comparable": comparable,
         "match_mode": mode,
         "match_share": share,
         "matched": matched,
-        "only_a": [_side(e, ta) for e in only_a],
-        "only_b": [_side(e, tb) for e in only_b],
+        "only_a": [_side(e, ta, NOT_IN.format(side="B") if e.url else NO_URL) for e in only_a],
+        "only_b": [_side(e, tb, NOT_IN.format(side="A") if e.url else NO_URL) for e in only_b],
+        "background_a": [_side(e, ta, pg_a.background[e.id]) for e in _ordered(bg_a)],
+        "background_b": [_side(e, tb, pg_b.background[e.id]) for e in _ordered(bg_b)],
         "page": page,
-        "warnings": warnings,
+        "warnings": [w["text"] for w in items],
+        "warning_items": items,
     }
 
 
@@ -206,9 +349,33 @@ def _fmt(key: str, v) -> str:
     return f"{v:,}"
 
 
+URL_CELL = 60  # characters of the text table's URL column
+
+
+def elide(prefix: str, url: str | None, width: int = URL_CELL) -> str:
+    """``prefix`` + ``url`` in ``width`` characters: the prefix kept whole, the URL's middle
+    elided ("…"), so that its scheme and host and its file name both stay in sight."""
+    u = url or "(no URL)"
+    room = width - len(prefix)
+    if len(u) <= room:
+        return prefix + u
+    if room < 3:
+        return prefix + "…"
+    head = (room - 1) // 2
+    return prefix + u[:head] + "…" + u[len(u) - (room - 1 - head):]
+
+
+def _side_line(name: str, f: dict[str, Any]) -> str:
+    s = f"{name}: {f['file']} ({', '.join(f['protocols']) or '-'}): {f['requests']} page request{'s' * (f['requests'] != 1)}"
+    if f["background_requests"]:
+        s += f", {f['background_requests']} background (not compared)"
+    if f["not_decrypted"]:
+        s += f"; {len(f['not_decrypted'])} connection{'s' * (len(f['not_decrypted']) != 1)} NOT DECRYPTED"
+    return s
+
+
 def render_text(res: dict[str, Any]) -> str:
-    out = [f"A: {res['a']['file']} ({', '.join(res['a']['protocols']) or '-'})",
-           f"B: {res['b']['file']} ({', '.join(res['b']['protocols']) or '-'})", ""]
+    out = [_side_line("A", res["a"]), _side_line("B", res["b"]), ""]
     rows = [["", "A", "B", "B − A", "(A − B) / A"]]
     for key, label in PAGE_ROWS:
         p = res["page"][key]
@@ -223,25 +390,43 @@ def render_text(res: dict[str, Any]) -> str:
         if i == 0:
             out.append("  ".join("-" * x for x in w))
     out.append("(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving")
+    out.append("the page as `wirefall stats` counts it: from its first row, background requests apart")
+    if not res.get("comparable", True):
+        out.append("no difference or saving given: a capture shows no request of a page (see the warnings)")
     out.append("")
-    out.append(f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}, "
-               f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B")
+    bga, bgb = res.get("background_a") or [], res.get("background_b") or []
+    out.append(f"{len(res['matched'])} page requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}, "
+               f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B; "
+               f"background requests (listed, not compared): {len(bga)} in A, {len(bgb)} in B")
     ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"
     rows = [["url", "start A", "start B", "ttfb A", "ttfb B", "dur A", "dur B", "bytes A", "bytes B"]]
     for m in res["matched"]:
         a, b = m["a"], m["b"]
-        rows.append([m["url"][-60:], ms(a["start"]), ms(b["start"]), ms(a["ttfb"]), ms(b["ttfb"]), ms(a["duration"]), ms(b["duration"]),
+        rows.append([elide("", m["url"]), ms(a["start"]), ms(b["start"]), ms(a["ttfb"]), ms(b["ttfb"]), ms(a["duration"]), ms(b["duration"]),
                      str(a["bytes"]), str(b["bytes"])])
     for e in res["only_a"]:
-        rows.append([("A only: " + (e["url"] or ""))[-60:], ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"]), ""])
+        rows.append([elide("A only: ", e["url"]), ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"]), ""])
     for e in res["only_b"]:
-        rows.append([("B only: " + (e["url"] or ""))[-60:], "", ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"])])
+        rows.append([elide("B only: ", e["url"]), "", ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"])])
+    for e in bga:
+        rows.append([elide("A background: ", e["url"]), ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"]), ""])
+    for e in bgb:
+        rows.append([elide("B background: ", e["url"]), "", ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"])])
     w = [max(len(r[i]) for r in rows) for i in range(9)]
     out.append("")
     for i, r in enumerate(rows):
         out.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, 9)]).rstrip())
         if i == 0:
             out.append("  ".join("-" * x for x in w))
+    notes: dict[tuple[str, str], list[str]] = {}  # (side, reason) -> exchange ids
+    for k, lst in (("A", res["only_a"]), ("B", res["only_b"]), ("A", bga), ("B", bgb)):
+        for e in lst:
+            if e.get("reason"):
+                notes.setdefault((k, e["reason"]), []).append(str(e["exchange"]))
+    if notes:
+        out.append("")
+        out.append("why the unmatched and background rows are apart (exchange ids as in `wirefall requests`):")
+        out += [f"  {k} {', '.join(ids)}: {why}" for (k, why), ids in notes.items()]
     for wmsg in res["warnings"]:
         out.append(f"warning: {wmsg}")
     return "\n".join(out)

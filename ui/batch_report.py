@@ -102,6 +102,10 @@ def render_html(summary: dict[str, Any], figs: list, pngs: list[str], errors: li
              f"<h1>wirefall batch report</h1><p>{summary['captures']} capture(s) analysed, {summary['errors']['count']} error(s); "
              f"grouped by {html.escape(', '.join(summary['group_by']))}. Medians and quartiles (linear interpolation); "
              "the boxes are drawn from the tables' numbers (whiskers: min and max).</p>"]
+    warns = summary.get("warnings") or []
+    if warns:  # (report.json's warnings: a speedup resting on one capture, captures without lab metadata)
+        parts.append("<h2>Warnings</h2><ul class='warnings'>" + "".join(f"<li>{html.escape(str(w.get('text', '')))}</li>" for w in warns)
+                     + "</ul>")
     if summary["whitepaper"] and len(summary["series"]) > 1:
         parts.append("<h2>Page load time per condition (the SPDY whitepaper's table)</h2>"
                      f"<p class='note'>speedup = (A − B) / A with A = {html.escape(str(summary['baseline'] or '–'))}, "

@@ -497,8 +497,18 @@ def _compare(args) -> int:
         def analyze(path, keylogs):
             return _analyze(path, keylogs=keylogs, limits=limits)
 
-    a = analyze(args.a, args.keylog)
-    b = analyze(args.b, (args.keylog or []) + (args.keylog_b or []) if args.keylog_b else args.keylog)
+    # each capture's key logs as `wirefall batch` finds them: NAME.keys (…) beside it, then --keylog
+    # (and --keylog-b for B); with none, the pipeline reads $SSLKEYLOGFILE
+    from wirefall.analyzer.batch.inputs import keylogs_beside, keylogs_for
+
+    keys = {}
+    for side, path, given in (("A", args.a, args.keylog or []), ("B", args.b, (args.keylog or []) + (args.keylog_b or []))):
+        keys[side] = keylogs_for(path, given)
+        beside = [k for k in keylogs_beside(path) if k not in given]
+        if beside:
+            print(f"wirefall: key log for {side}: {printable(beside[0])} (found beside the capture)", file=sys.stderr)
+    a = analyze(args.a, keys["A"] or None)
+    b = analyze(args.b, keys["B"] or None)
     for an in (a, b):
         for w in an.warnings:
             print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
@@ -710,7 +720,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("compare"):
         sp.add_argument("a", metavar="A")
         sp.add_argument("b", metavar="B")
-        sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
+        sp.add_argument("--keylog-b", action="append", metavar="FILE",
+                        help="key log for B only (--keylog applies to both; a key log beside each capture, NAME.keys, is read too)")
         sp.add_argument("--json", action="store_true")
         sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
         sp.add_argument("--force", action="store_true")

@@ -25,6 +25,10 @@ def _row_order(res: dict, wf_a, wf_b) -> tuple[list[str], dict[int, int], dict[i
     for e in res["only_b"]:
         yb[e["exchange"]] = len(labels)
         labels.append("B only: " + normalise_url(e["url"]))
+    for side, ymap in (("a", ya), ("b", yb)):  # not the page's: drawn, never matched
+        for e in res.get(f"background_{side}", ()):
+            ymap[e["exchange"]] = len(labels)
+            labels.append(f"{side.upper()} background: " + normalise_url(e["url"]))
     return labels, ya, yb
 
 
@@ -40,10 +44,13 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
     name_b = html_text(f"B: {', '.join(res['b']['protocols']) or b.path}")
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.02, subplot_titles=(name_a, name_b))
     xmax = 1.0
+    xmin = 0.0
     for col, (wf, ymap) in enumerate(((wf_a, ya), (wf_b, yb)), start=1):
-        t0 = wf.t0
-        for r in wf.rows:
-            xmax = max(xmax, (r.end - t0) * 1000.0)
+        t0 = wf.page_start  # (compare's times: from each page's start)
+        for r in wf.rows:  # the axis spans the pages; background rows beyond them are cut at its edges
+            if r.exchange in ymap and not r.background:
+                xmin = min(xmin, (r.start - t0) * 1000.0)
+                xmax = max(xmax, (r.end - t0) * 1000.0)
         for ph in PHASES:
             sel = [(r, s, e) for r in wf.rows if r.exchange in ymap for (p, s, e) in r.phases if p == ph]
             if not sel:
@@ -59,9 +66,10 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
         if pl is not None:
             fig.add_vline(x=pl * 1000.0, line=dict(color="#d62728", dash="dot", width=1.5), row=1, col=col,
                           annotation_text=f"page load {pl * 1000:.0f} ms", annotation_position="bottom right")
-    fig.update_xaxes(range=[0, xmax * 1.05], title_text="ms from the capture's first packet", rangemode="tozero")
+    fig.update_xaxes(range=[xmin * 1.05, xmax * 1.05], title_text="ms from each page's start (its first row's DNS lookup or connection set-up)")
     fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=list(range(n)),
-                     ticktext=[html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52) if l.startswith(("A only: ", "B only: "))
+                     ticktext=[html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52)
+                               if l.startswith(("A only: ", "B only: ", "A background: ", "B background: "))
                                else L.short_url(l, 60)) for l in labels], tickfont=dict(size=10, family="monospace"),
                      automargin=True, range=[n - 0.5, -0.5] if n else None, row=1, col=1)
     fig.update_layout(barmode="overlay", template="plotly_white", width=width, height=max(420, 220 + 20 * n),

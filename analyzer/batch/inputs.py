@@ -88,6 +88,19 @@ def keylogs_beside(path: str) -> list[str]:
     return []
 
 
+def keylogs_for(path: str, extra: list[str] | None = None, env: str | None = None, found: list[str] | None = None) -> list[str]:
+    """A capture's key logs, by the rule of the module docstring: ``found`` (a lab manifest's)
+    or else the one beside it by name (``keylogs_beside``), then each of ``extra``
+    (``--keylog``) not already among them; with none of those, ``env`` (``$SSLKEYLOGFILE``,
+    read by the caller) when it is a file.  ``wirefall batch`` (below) and ``wirefall
+    compare`` (ui/cli.py) find key logs by it."""
+    kl = list(found) if found is not None else keylogs_beside(path)
+    kl += [k for k in extra or [] if k not in kl]
+    if not kl and env and os.path.isfile(env):
+        kl = [env]
+    return kl
+
+
 def _num(v):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -231,13 +244,8 @@ def collect(inputs: list[str], keylogs: list[str] | None = None, use_env: bool =
     jobs = []
     for p in paths:
         ap = os.path.abspath(p)
-        if ap in lab:
-            kl, cond = lab[ap]
-        else:
-            kl, cond = keylogs_beside(p), {}
-        kl = list(kl) + [k for k in extra if k not in kl]
-        if not kl and env and os.path.isfile(env):
-            kl = [env]
+        found, cond = lab[ap] if ap in lab else (None, {})
+        kl = keylogs_for(p, extra, env, found)
         job = Job(path=os.path.abspath(p), keylogs=[os.path.abspath(k) for k in kl],
                   conditions={k: cond.get(k) for k in CONDITION_KEYS})
         try:

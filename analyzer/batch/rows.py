@@ -71,6 +71,7 @@ PAGES = pa.schema(CAPTURE_FIELDS + [
     ("format", S), ("compression", S), ("packets", I), ("bytes", I), ("duration", F), ("first_time", F),
     ("protocol", S), ("protocols", pa.list_(S)),
     ("page_load_time", F), ("ttfb", F), ("connections", I), ("requests", I), ("pushes", I), ("background_requests", I),
+    ("background_connections", I), ("background_bytes", I), ("connections_without_requests", I), ("bytes_without_requests", I),
     ("packets_c2s", I), ("packets_s2c", I), ("bytes_c2s", I), ("bytes_s2c", I),
     ("request_header_bytes_wire", I), ("request_header_bytes_decoded", I),
     ("response_header_bytes_wire", I), ("response_header_bytes_decoded", I),
@@ -195,29 +196,30 @@ def connection_rows(an, st, base: dict) -> list[dict]:
 
 
 def page_row(an, st, base: dict) -> dict:
-    """The capture as one page: the whitepaper's quantities (``analyzer.compare.page_figures``:
-    packets, bytes and header bytes of the connections that carried requests) with the page's
-    TTFB and load time of ``wirefall stats`` (from the page's first packet, background traffic
-    apart) and the completeness headline."""
+    """The capture as one page, of one definition: ``analyzer.compare.page_figures`` — the page
+    of ``analyzer.waterfall.page_of`` (what ``wirefall stats`` and ``wirefall compare`` count):
+    its load time and TTFB from its first row, its requests, the connections that carried them
+    with their packets and bytes, its header bytes; the background requests, the connections
+    that carried only them and their bytes, and the web connections without a request, each in
+    their own columns — and the completeness headline.  (``st``: the capture's ``stats``, kept
+    for the caller's signature.)"""
     from collections import Counter
 
     from wirefall.analyzer import completeness
-    from wirefall.analyzer.compare import page_figures
+    from wirefall.analyzer.compare import page_figures, split_page
     from wirefall.analyzer.jsonout import summary_dict
-    from wirefall.analyzer.waterfall import page_of
 
-    fig = page_figures(an)
+    page, page_exs, _bg = split_page(an)
+    fig = page_figures(an, page)
     s = summary_dict(an)
-    page = page_of(an)
-    c = Counter(e.protocol for e in an.exchanges if e.id not in page.background) or Counter(e.protocol for e in an.exchanges)
+    c = Counter(e.protocol for e in page_exs) or Counter(e.protocol for e in an.exchanges)
     proto = min(c, key=lambda p: (-c[p], p)) if c else None
     comp = completeness.compute(an)
     return {**base, "format": s["format"], "compression": s["compression"], "packets": s["packets"], "bytes": s["bytes"],
             "duration": s["duration"], "first_time": s["first_time"], "protocol": proto, "protocols": fig["protocols"],
-            "page_load_time": st.capture.page_load_time, "ttfb": st.capture.ttfb,
-            "connections": fig["connections"], "requests": fig["requests"], "pushes": fig["pushes"],
-            "background_requests": st.background_requests,
-            **{k: fig[k] for k in ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c",
+            **{k: fig[k] for k in ("page_load_time", "ttfb", "connections", "requests", "pushes", "background_requests",
+                                   "background_connections", "background_bytes", "connections_without_requests",
+                                   "bytes_without_requests", "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c",
                                    "request_header_bytes_wire", "request_header_bytes_decoded",
                                    "response_header_bytes_wire", "response_header_bytes_decoded",
                                    "request_header_compression", "response_header_compression",

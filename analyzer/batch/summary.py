@@ -22,6 +22,12 @@ METRICS: list[tuple[str, str, str]] = [  # (key, label, unit)
 ]
 BASELINES = ("h1", "http/1.1", "http/1.0")
 NONE_LABEL = "–"
+# the default grouping when some captures come from a lab: the lab's protocol and condition,
+# and for a capture without lab metadata its own protocol under this category — never pooled
+# with other protocols into one "–" group
+LAB_SERIES = "lab_protocol"
+NOT_FROM_LAB = "not from a lab (series: protocol)"
+SERIES_FALLBACK = "lab_protocol, else protocol"
 
 
 def quantile(xs: list[float], p: float) -> float | None:
@@ -51,8 +57,20 @@ def metric_value(row: dict, key: str):
 
 
 def default_group_by(rows: list[dict]) -> list[str]:
-    first = "lab_protocol" if any(r.get("lab_protocol") for r in rows) else "protocol"
+    """``lab_protocol`` and ``condition`` when some capture comes from a lab (a capture without
+    lab metadata is then grouped by its ``protocol``: ``_group_values``), else ``protocol`` and
+    ``condition``."""
+    first = LAB_SERIES if any(r.get(LAB_SERIES) for r in rows) else "protocol"
     return [first, "condition"]
+
+
+def _group_values(r: dict, keys: list[str], fallback: bool) -> tuple:
+    """A row's group.  ``fallback`` (the default grouping with lab captures among the rows): a
+    capture without lab metadata takes its own protocol as its series and ``NOT_FROM_LAB`` as
+    its category, so captures of different protocols are never pooled into one group."""
+    if fallback and not r.get(LAB_SERIES):
+        return (r.get("protocol"), NOT_FROM_LAB) + tuple(None for _ in keys[2:])
+    return tuple(r.get(k) for k in keys)
 
 
 def label(v) -> str:
@@ -72,14 +90,17 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
     first key is the series (a colour, the whitepaper table's columns), the others together the
     category (the x axis, the table's rows)."""
     keys = group_by or default_group_by(pages)
+    fallback = not group_by and keys[0] == LAB_SERIES and any(not r.get(LAB_SERIES) for r in pages)
     groups: dict[tuple, list[dict]] = {}
     for r in pages:
-        groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+        groups.setdefault(_group_values(r, keys, fallback), []).append(r)
     order = sorted(groups, key=lambda g: tuple(_sort_key(v) for v in g))
     out_groups: list[dict[str, Any]] = []
     for g in order:
         rs = groups[g]
-        out_groups.append({"key": dict(zip(keys, g)), "series": label(g[0]), "category": " · ".join(label(v) for v in g[1:]) or "all",
+        lab = not fallback or g[1] != NOT_FROM_LAB
+        key = dict(zip(keys, g)) if lab else {"protocol": g[0], LAB_SERIES: None, "condition": None}
+        out_groups.append({"key": key, "series": label(g[0]), "category": " · ".join(label(v) for v in g[1:]) or "all",
                            "captures": len(rs), "metrics": {m: describe([metric_value(r, m) for r in rs]) for m, _, _ in METRICS}})
     series: list[str] = sorted({grp["series"] for grp in out_groups}, key=lambda s: (s == NONE_LABEL, s))
     categories: list[str] = []
@@ -88,18 +109,32 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
             categories.append(grp["category"])
     base = next((b for b in BASELINES if b in series), None)
     table = []
+    warnings: list[dict[str, Any]] = []
     for cat in categories:
         cells: dict[str, Any] = {}
+        ns: dict[str, int] = {}
         for s in series:
             found = [x for x in out_groups if x["series"] == s and x["category"] == cat]
             cells[s] = found[0]["metrics"]["page_load_time"]["median"] if found else None
+            ns[s] = found[0]["metrics"]["page_load_time"]["n"] if found else 0
         a = cells.get(base) if base else None
         speedup = {s: (None if not a or cells[s] is None else (a - cells[s]) / a) for s in series if s != base} if base else {}
-        table.append({"category": cat, "page_load_time_median": cells, "speedup": speedup})
+        table.append({"category": cat, "page_load_time_median": cells, "n": ns, "speedup": speedup})
+        given = [s for s, v in speedup.items() if v is not None]
+        single = sorted({s for s in given if ns[s] == 1} | ({base} if given and base is not None and ns[base] == 1 else set()))
+        if single:
+            warnings.append({"kind": "single_capture", "category": cat, "series": single,
+                             "text": f"{cat}: the speedup of {', '.join(s for s in given)} over {base} rests on one capture of "
+                                     f"{', '.join(single)} (n = 1): a single load, not a median"})
+    if fallback:
+        warnings.append({"kind": "not_from_a_lab", "category": NOT_FROM_LAB, "series": [],
+                         "text": f"{sum(1 for r in pages if not r.get(LAB_SERIES))} capture(s) without lab metadata are grouped by "
+                                 f"their protocol under '{NOT_FROM_LAB}', apart from the lab's protocols and conditions"})
     kinds: dict[str, int] = {}
     for e in errors or []:
         kinds[e.get("kind") or NONE_LABEL] = kinds.get(e.get("kind") or NONE_LABEL, 0) + 1
-    return {"group_by": keys, "series": series, "categories": categories, "baseline": base,
+    return {"group_by": [SERIES_FALLBACK, *keys[1:]] if fallback else keys, "series": series, "categories": categories,
+            "baseline": base, "warnings": warnings,
             "metrics": [{"key": k, "label": lab, "unit": u} for k, lab, u in METRICS],
             "groups": out_groups, "whitepaper": table, "captures": len(pages),
             "errors": {"count": len(errors or []), "kinds": kinds}}

@@ -98,7 +98,7 @@ REQUEST_COLUMNS = ("url", "proto A", "proto B", "start A", "start B", "Δ start"
 URL_WIDTH = 40
 
 
-ONLY_PREFIXES = ("A only: ", "B only: ")
+ONLY_PREFIXES = ("A only: ", "B only: ", "A background: ", "B background: ")
 
 
 def _short(url: str, width: int = URL_WIDTH) -> str:
@@ -111,8 +111,9 @@ def _short(url: str, width: int = URL_WIDTH) -> str:
 
 
 def request_rows(res: dict) -> list[tuple[str, ...]]:
-    """Matched requests (times in ms since each capture's first packet), then only-A and
-    only-B rows (the other side's cells empty)."""
+    """Matched requests (times in ms from each page's start: ``compare``'s), then only-A and
+    only-B rows (the other side's cells empty), then each side's background requests (not the
+    page's: never matched, listed with their reason)."""
     from wirefall.analyzer.compare import normalise_url
 
     rows: list[tuple[str, ...]] = []
@@ -127,13 +128,27 @@ def request_rows(res: dict) -> list[tuple[str, ...]]:
     for e in res["only_b"]:
         rows.append((_short("B only: " + normalise_url(e["url"])), "", e["protocol"] or "", "", fmt_ms1(e["start"]), "",
                      "", fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), ""))
+    for e in res.get("background_a", ()):
+        rows.append((_short("A background: " + normalise_url(e["url"])), e["protocol"] or "", "", fmt_ms1(e["start"]), "", "",
+                     fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), "", ""))
+    for e in res.get("background_b", ()):
+        rows.append((_short("B background: " + normalise_url(e["url"])), "", e["protocol"] or "", "", fmt_ms1(e["start"]), "",
+                     "", fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), ""))
     return rows
 
 
 def match_line(res: dict) -> str:
     how = "URL (scheme, host, port, path and query)" if res["match_mode"] == "url" else "path and query"
+    bg = ""
+    if res.get("background_a") or res.get("background_b"):
+        bg = f", background (not the page's, not compared): {len(res.get('background_a', ()))} in A, {len(res.get('background_b', ()))} in B"
     return (f"{len(res['matched'])} requests matched by {how} ({100 * res['match_share']:.0f} %), "
-            f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B")
+            f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B{bg}")
+
+
+def _page_t0(wf, an) -> float:
+    """Where a side's times count from: its page's start (``compare``'s), else its start."""
+    return wf.page_start if wf is not None and wf.page_info is not None and wf.page_info.start is not None else an.start_time
 
 
 # ---------------------------------------------------------------- side-by-side waterfall
@@ -149,7 +164,7 @@ class CompareRow:
 
 def compare_rows(res: dict, wf_a, wf_b) -> list[CompareRow]:
     """One row per matched pair (in A's start order, as ``compare`` lists them), then the
-    only-A and only-B requests."""
+    only-A and only-B requests, then each side's background requests."""
     from wirefall.analyzer.compare import normalise_url
 
     by_a = {r.exchange: r for r in wf_a.rows} if wf_a is not None else {}
@@ -157,12 +172,16 @@ def compare_rows(res: dict, wf_a, wf_b) -> list[CompareRow]:
     rows = [CompareRow(m["url"], by_a.get(m["a"]["exchange"]), by_b.get(m["b"]["exchange"]), "matched") for m in res["matched"]]
     rows += [CompareRow("A only: " + normalise_url(e["url"]), by_a.get(e["exchange"]), None, "only_a") for e in res["only_a"]]
     rows += [CompareRow("B only: " + normalise_url(e["url"]), None, by_b.get(e["exchange"]), "only_b") for e in res["only_b"]]
+    rows += [CompareRow("A background: " + normalise_url(e["url"]), by_a.get(e["exchange"]), None, "only_a")
+             for e in res.get("background_a", ())]
+    rows += [CompareRow("B background: " + normalise_url(e["url"]), None, by_b.get(e["exchange"]), "only_b")
+             for e in res.get("background_b", ())]
     return rows
 
 
 class CompareWaterfall(LineList):
     """Rows of two waterfalls side by side.  The view window ``[v0, v1]`` is in seconds from
-    each capture's own first packet (``ta0`` / ``tb0``), the same for both halves, so one
+    each page's start (``ta0`` / ``tb0``), the same for both halves, so one
     column is the same number of ms on both sides."""
 
     BINDINGS = [*LineList.BINDINGS, *ZOOM_BINDINGS]
@@ -256,7 +275,7 @@ class CompareWaterfall(LineList):
         return Strip(segs).crop_extend(0, width, None)
 
     def axis_text(self) -> str:
-        """Tick labels (ms from each capture's first packet) above both halves."""
+        """Tick labels (ms from each page's start) above both halves."""
         bw = self.side_width
         step = nice_step(self.v1 - self.v0, bw)
         axis = [" "] * bw
@@ -283,7 +302,7 @@ class CompareWaterfall(LineList):
 
     def _request_spans(self, i: int) -> list[tuple[float, float]]:
         """Row i's request phases (request sent to last byte) per side, in seconds from that
-        side's first packet (the connection set-up drawn on a row is left out)."""
+        side's page start (the connection set-up drawn on a row is left out)."""
         r = self.rows[i]
         out = []
         for row, t0 in ((r.a, self.ta0), (r.b, self.tb0)):
@@ -445,7 +464,7 @@ class CompareScreen(Screen):
                     yield Static("Page ((A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving)",
                                  classes="cmp-caption")
                     yield DataTable(id="cmp-page", cursor_type="row", zebra_stripes=True)
-                    yield Static("Requests (ms from each capture's first packet)", id="cmp-req-caption", classes="cmp-caption")
+                    yield Static("Requests (ms from each page's start)", id="cmp-req-caption", classes="cmp-caption")
                     yield DataTable(id="cmp-requests", cursor_type="row", zebra_stripes=True)
                     yield Static("", id="cmp-warnings")
             with TabPane("Waterfalls", id="cmp-wf-tab"):
@@ -553,17 +572,19 @@ class CompareScreen(Screen):
         for i, c in enumerate(REQUEST_COLUMNS):
             rq.add_column(Text(c, justify="left" if i < 3 else "right"), key=c)
         for req_row in request_rows(res):
-            style = "" if not req_row[0].startswith(("A only: ", "B only: ")) else "italic #d7af5f"
+            style = ("dim italic" if req_row[0].startswith(("A background: ", "B background: ")) else
+                     "italic #d7af5f" if req_row[0].startswith(("A only: ", "B only: ")) else "")
             rq.add_row(*(Text(printable(v), style=style, justify="left" if i < 3 else "right") for i, v in enumerate(req_row)))
         self.query_one("#cmp-req-caption", Static).update(
-            Text(f"Requests — {match_line(res)} (ms from each capture's first packet; Δ = B − A)"))
+            Text(f"Requests — {match_line(res)} (ms from each page's start — its first row's DNS lookup or connection set-up; Δ = B − A)"))
         warn = "\n".join(f"⚠ {printable(w)}" for w in res["warnings"]) or "no warnings"
         self.query_one("#cmp-warnings", Static).update(Text(f"match mode: {res['match_mode']}\n{warn}"))
 
         wv = self.query_one(CompareWaterfall)
-        # each side from its own start, as compare() counts (a browser log has no packets:
-        # its first connection; 0.0 put its requests 1.8e9 s along the axis)
-        wv.set_rows(compare_rows(res, wf_a, wf_b), an_a.start_time, an_b.start_time)
+        # each side from its page's start, as compare() counts (background traffic before the
+        # page left the page a sliver at the right; a browser log has no packets: its first
+        # connection — 0.0 put its requests 1.8e9 s along the axis)
+        wv.set_rows(compare_rows(res, wf_a, wf_b), _page_t0(wf_a, an_a), _page_t0(wf_b, an_b))
         self.seconds = seconds
         self._set_status(f"{match_line(res)}" + "".join(f" · ⚠ {w}" for w in res["warnings"])
                          + " · 1 table  2 waterfalls  esc back")

@@ -1059,7 +1059,9 @@ def compare_view(a: Entry | None, b: Entry | None):
                 ms(x.get("duration")), ms(y.get("duration")), x.get("bytes"), y.get("bytes"))]))
         parts += [html.H4(f"Matched requests ({len(matched)}, by {mode})"),
                   html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], className="grid", id="compare-matched")]
-    for key, title in (("only_a", "Only in A"), ("only_b", "Only in B")):
+    for key, title in (("only_a", "Only in A"), ("only_b", "Only in B"),
+                       ("background_a", "Background in A (not the page's: not compared)"),
+                       ("background_b", "Background in B (not the page's: not compared)")):
         items = res.get(key)
         if isinstance(items, list):
             parts.append(html.H4(f"{title} ({len(items)})"))
