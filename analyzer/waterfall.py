@@ -1279,8 +1279,18 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
                      connections={cid: (conns[cid].label if cid in conns else str(cid)) for cid in by_conn},
                      dns=lookups, title=title, page_info=page, completeness=headline(an), sort=sort,
                      connection_rows=conn_rows, throughput=throughput(an),
-                     unused_connections=sum(1 for c in an.connections
-                                            if c.id not in by_conn and (c.transport == "tcp" or c.protocol in ("quic", "gquic"))))
+                     unused_connections=len(unused := [c for c in an.connections
+                                                       if c.id not in by_conn and (c.transport == "tcp" or c.protocol in ("quic", "gquic"))]),
+                     unused_undecrypted=sum(1 for c in unused if _not_decrypted(c)))
+
+
+def _not_decrypted(c: Connection) -> bool:
+    """Encrypted and not decrypted: what it carried (requests or none) is not known."""
+    if c.tls is not None:
+        return not c.tls.decrypted
+    if c.quic is not None:
+        return not c.quic.decrypted
+    return c.protocol in ("quic", "gquic")
 
 
 def _order(rows: list[Row], sort: str, group_by: str | None) -> list[Row]:

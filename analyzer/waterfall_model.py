@@ -126,6 +126,7 @@ class Waterfall:
     # socket, a connection the capture holds only the end of): not rows of the connection
     # view, which says how many there are
     unused_connections: int = 0
+    unused_undecrypted: int = 0  # of those, the ones not decrypted: whether they carried a request is not known
 
     def milestone(self, name: str) -> Milestone | None:
         return next((m for m in self.milestones if m.name == name), None)

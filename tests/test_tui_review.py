@@ -83,7 +83,7 @@ async def test_waterfall_legend_names_every_glyph_on_screen():
         shown = "".join(leg.render_line(y).text for y in range(leg.size.height))
         for k in GLYPH_KINDS:
             assert GLYPH_MEANING[k] in shown, (k, shown)
-        assert "retransmission/loss" in shown and "packets arriving" in shown
+        assert "┃ retransmission" in shown and "┃ out-of-order" in shown and "┃ loss" in shown and "packets arriving" in shown
 
 
 @sync

@@ -322,7 +322,8 @@ def cmd_export(args) -> int:
     kw = {"group_by": args.group_by} if args.group_by else {}
     if args.sort:
         kw["sort"] = args.sort
-    export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive, **kw)
+    export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive,
+           time_span=args.time_span, **kw)
     print(f"wrote {printable(args.output)}", file=sys.stderr)
     return 0
 
@@ -685,6 +686,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
         sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
         sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
+        sp.add_argument("--time-span", choices=["page", "capture"], default="page",
+                        help="images: the time axis spans the page (default; background rows beyond it are cut at its edges, "
+                             "the subtitle says how many) or the whole capture")
     if want("objects"):
         from wirefall.ui.cli_objects import cmd_objects
     sp = add("objects", cmd_objects if want("objects") else None, "write every HTTP request and response body to DIR, content-encoding undone, "

@@ -11,8 +11,11 @@ from wirefall.analyzer.model import Analysis
 
 
 def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
-           include_sensitive: bool = False, group_by: str | None = None, sort: str | None = None) -> str:
-    """Write ``analysis`` to ``out_path``; returns the format written."""
+           include_sensitive: bool = False, group_by: str | None = None, sort: str | None = None,
+           time_span: str = "page") -> str:
+    """Write ``analysis`` to ``out_path``; returns the format written.  ``time_span`` (images):
+    "page", the time axis spans the page (background rows beyond it cut at its edges, the
+    subtitle says how many), or "capture"."""
     fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
@@ -25,7 +28,7 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
     from . import figures
 
     wf = build(analysis, group_by=group_by, sort=sort)
-    fig = figures.waterfall_figure(wf, hover=fmt == "html")  # (images: no hover text)
+    fig = figures.waterfall_figure(wf, hover=fmt == "html", time_span=time_span, responsive=fmt == "html")  # (images: no hover text)
     if not wf.rows:  # an empty image says why, as the UIs do (ui.explain): never a blank that reads as "nothing there"
         import textwrap
 
@@ -33,14 +36,16 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
 
         from . import explain
 
-        why = textwrap.wrap(explain.empty_text(analysis, 0, 0), 90)[:4]
+        why = textwrap.wrap(explain.empty_text(analysis, 0, 0), 90)  # (all of it: cut at 4 lines it ended mid-word)
         fig.add_annotation(text="<br>".join(html_text(ln) for ln in why), x=0.5, y=0.5, xref="paper", yref="paper",
                            showarrow=False, font=dict(size=13, color="#d62728"))
-    data = figures.to_image(fig, fmt) if fmt != "html" else html_bytes(fig)
+    data = figures.to_image(fig, fmt) if fmt != "html" else figures.html_document(fig, os.path.basename(analysis.path or "") or None)
     write_atomic(out_path, data, force=force)
     return fmt
 
 
 def html_bytes(fig) -> bytes:
-    """An offline HTML page of a Plotly figure (plotly.js inlined)."""
-    return fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
+    """An offline HTML page of a Plotly figure (plotly.js inlined), titled (``figures.html_document``)."""
+    from . import figures
+
+    return figures.html_document(fig)

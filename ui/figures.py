@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from wirefall.analyzer.safetext import html_text
 from wirefall.analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_LABELS, PHASES, Waterfall
 
+from . import figures_marks as M
 from . import waterfall_layout as L
 
 BIG_THRESHOLD = 1500  # rows above which the bars are path shapes (see the module docstring)
@@ -42,6 +43,9 @@ CHAR_PX = 6.1  # a 10 px monospace character (DejaVu Sans Mono: 6.02 px)
 LABEL_FONT = dict(size=10, family="DejaVu Sans Mono, monospace")
 MILESTONE_ROW_PX = 16
 LEGEND_PX = 110  # room under the bottom axis for the legend (4 rows at 1280 px)
+LEGEND_LABELS = {"idle": "Idle: connected, request not yet sent"}  # (shorter than PHASE_LABELS': the legend's columns are its longest entry wide)
+LEGEND_ROW_PX = 19  # a row of the horizontal legend (10 px text)
+LEGEND_CHAR_PX = 5.6  # a character of its text (plotly's sans-serif at 10 px)
 MAX_ROWS_PX = 16000  # past 800 rows the request rows get thinner
 NARROWEST = 1200  # milestone labels are staggered for this figure width: wider only spreads them
 
@@ -53,9 +57,24 @@ def _short(url: str, n: int = 60) -> str:
 NBSP = "\u00a0"  # SVG text collapses runs of spaces: the label column pads with no-break spaces
 
 
-def row_label(r, n: int = L.LABEL_CHARS) -> str:
-    """The row's label column (number, marker glyphs, badge, host…path in ``n`` characters), escaped."""
-    return html_text(L.row_label(r, n)).replace(" ", NBSP)
+def row_label(r, n: int = L.LABEL_CHARS, mark_width: int = 0) -> str:
+    """The row's label column (number, marker glyphs, badge, host…path in ``n`` characters), escaped;
+    with ``mark_width``, a marked row (``figures_marks.mark``: background, method, status, no
+    response) has its mark right-aligned in that many characters before it (the labels are
+    right-aligned at the axis, so unmarked rows keep their text and every column stays aligned),
+    and a background row's label is muted."""
+    text = html_text(L.row_label(r, n)).replace(" ", NBSP)
+    m = M.mark(r) if mark_width else ""
+    if m:
+        text = html_text(m.rjust(mark_width) + "  ").replace(" ", NBSP) + text
+    if r.background and mark_width:
+        text = f'<span style="color:{M.MUTED}">{text}</span>'
+    return text
+
+
+def mark_width(rows) -> int:
+    """The width of the label column's marks over ``rows`` (0: no row is marked)."""
+    return max((len(M.mark(r)) for r in rows), default=0)
 
 
 def _ms(t: float, t0: float) -> float:
@@ -127,15 +146,33 @@ class _Fig:
         self.paths = _Paths()  # (big) rectangles and ticks per colour, made into shapes at the end
         self.shapes: list[dict] = []
         self.notes: list[dict] = []  # annotations, likewise
-        self.colors_of = {r.index: L.phase_colors(r) for r in rows}
-        self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover) for r in rows} if hover else {}
+        self.colors_of = {r.index: _row_colors(r) for r in rows}
+        # connections numbered in order of first use (the connection view's #k)
+        self.conn_no = {cr.connection: k + 1 for k, cr in enumerate(wf.connection_rows)}
+        self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover)
+                         + (f"<br>connection #{self.conn_no[r.connection]}" if r.connection in self.conn_no else "")
+                         for r in rows} if hover else {}
         self.url_chars = url_chars  # host…path characters of a row label (waterfall_figure's url_chars)
+        self.view = (0.0, 1.0)  # the time range (ms) the figure shows: set by waterfall_figure
+        self.mark_w = 0  # the label column's marks' width (figures_marks.mark)
+        self.page_view: tuple[float, float] | None = None  # the page's span, when the figure shows only it
+        self.t_end_ms = _ms(wf.t_end, wf.t0)
+
+
+def _row_colors(r) -> dict[str, str]:
+    """``waterfall_layout.phase_colors``, with the part of a download where no byte arrived
+    (drawn under the dark bursts of its packets) paled towards white: the class's light colour
+    itself was the waiting green's lightness (css: #b2ea94 beside #7fe07f, TTFB unreadable)."""
+    col = L.phase_colors(r)
+    if r.chunks and "light" in col:
+        col["receive"] = M.pale(col["light"])
+    return col
 
 
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
                      window: tuple[int, int] | None = None, x_view: tuple[float, float] | None = None,
-                     url_chars: int = L.LABEL_CHARS):
+                     url_chars: int = L.LABEL_CHARS, time_span: str = "page", responsive: bool | None = None):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
@@ -147,7 +184,12 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     at a time), each exactly as in the figure of all rows (its number, label, duration,
     markers, zebra shading; y = its row), with the time axis, milestones and throughput
     track of the whole capture and the connection view of the connections of those rows.
-    Layout decisions: ui/waterfall_layout.py."""
+    ``time_span``: ``"page"`` (default) shows the page's span when background traffic reaches
+    beyond it (``figures_marks.page_span``; the rows it clips end in an arrow and the subtitle
+    says so), ``"capture"`` the whole capture.  ``responsive`` (default: ``hover``, the HTML
+    export and the web page) leaves the width to the page (the layout is still made for
+    ``narrowest``); images keep ``width``.
+    Layout decisions: ui/waterfall_layout.py and ui/figures_marks.py."""
     import plotly.graph_objects as go
 
     all_rows = wf.rows
@@ -163,22 +205,34 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     if not all_rows:  # no request (nothing decrypted, say): the capture's time, so the throughput track shows its traffic
         end_ms = max(end_ms, _ms(wf.t_end, t0))
     end_ms = max([end_ms] + [_ms(m.time, t0) for m in wf.milestones])  # (a browser's load event may come after the last byte)
+    if any(M.no_response(r) for r in all_rows):  # (a request with no response is open to the capture's end)
+        end_ms = max(end_ms, _ms(wf.t_end, t0))
     span = max(end_ms, 1.0)
     # --- horizontal layout (pixels): the label column, the plot, room right of the last bar for its duration
     # ``url_chars``: the host…path's characters in the label column (a narrow graph, beside the
     # web page's detail panel, gives fewer to the labels and more to the time axis)
-    label_chars = max((len(L.row_label(r, url_chars)) for r in rows[:max_labels]), default=20) if show_labels else 8
+    mw = mark_width(all_rows) if show_labels else 0  # (of all rows: a window's labels are the whole figure's)
+    label_chars = max((len(L.row_label(r, url_chars)) for r in rows[:max_labels]), default=20) + (mw + 2 if mw else 0) \
+        if show_labels else 8
     ml, mr = int(label_chars * CHAR_PX + 16), 24
     narrow = min(width, narrowest or NARROWEST)
     plot_w_narrow = max(narrow - ml - mr, 200)
-    xmax = span / max(1.0 - 64.0 / plot_w_narrow, 0.5)
+    x_lo, x_hi = 0.0, span
+    if time_span not in ("page", "capture"):
+        raise ValueError(f"unknown time span {time_span!r} (choose from page, capture)")
+    page_view = _page_view(wf, span) if time_span == "page" else None
+    if page_view is not None:
+        x_lo, x_hi = page_view
+    xmax = x_lo + (x_hi - x_lo) / max(1.0 - 64.0 / plot_w_narrow, 0.5)  # (room right of the last bar for its duration)
     # ``x_view`` (ms): the time range the figure is shown at (the web page's zoom): bars' least
     # width and the milestone labels' anchors are reckoned in it, not in the whole capture's
-    view = (float(x_view[0]), float(x_view[1])) if x_view and x_view[1] > x_view[0] else (0.0, xmax)
+    view = (float(x_view[0]), float(x_view[1])) if x_view and x_view[1] > x_view[0] else (x_lo, xmax)
     min_w = (view[1] - view[0]) / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
     c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w, url_chars)
+    c.view, c.mark_w, c.page_view = view, mw, page_view
 
     _request_bars(c)
+    _no_response_bars(c)
     _browser_bars(c)
     if wf.color_by == "content":  # content-class legend entries (the download colours)
         present = {r.content_class for r in rows}
@@ -192,8 +246,28 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
         _markers(c)
     crow = _connection_view(c, window)
     _throughput_track(c)
-    _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax, view)
+    _legend_marks(c, show_labels)
+    _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax, view,
+            narrowest is None and not (hover if responsive is None else responsive))
+    if hover if responsive is None else responsive:  # (the HTML page and the web app: the page's width)
+        c.fig.update_layout(width=None, autosize=True)
     return c.fig
+
+
+def _page_view(wf: Waterfall, span: float) -> tuple[float, float] | None:
+    """The page's span (ms from the first packet, with a margin) when background rows reach
+    beyond it, else None (the whole capture is shown: it is the page's)."""
+    ps = M.page_span(wf)
+    if ps is None:
+        return None
+    a, b = _ms(ps[0], wf.t0), _ms(ps[1], wf.t0)
+    pad = max((b - a) * 0.03, 0.5)
+    a, b = max(a - pad, 0.0), min(b + pad, span)
+    if b <= a:
+        return None
+    out = [r for r in wf.rows if r.background and (_ms(r.start, wf.t0) < a or _ms(r.end, wf.t0) > b or M.no_response(r))]
+    # (a view that would cut a tenth or less off the capture is not worth a note)
+    return (a, b) if out and (b - a) < 0.9 * span else None
 
 
 def _request_bars(c: _Fig) -> None:
@@ -216,7 +290,10 @@ def _request_bars(c: _Fig) -> None:
             tips = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel] if hover else None
             fig.add_trace(_bars(go, base, dur, [r.index for r, _, _ in sel], [colors_of[r.index][ph] for r, _, _ in sel], tips,
                                 PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel], [r.exchange for r, _, _ in sel], half))
-        swatch.append((PHASE_LABELS[ph] + (" (light: no byte)" if ph == "receive" else ""), _legend_color(ph), ph))
+        if ph == "receive":
+            swatch.append(_receive_swatch(c))
+        else:
+            swatch.append((LEGEND_LABELS.get(ph, PHASE_LABELS[ph]), _legend_color(ph), ph))
     # download chunks: the bursts of packets that carried each response (dark on the light download)
     csel = [(r, a, b, k) for r in rows for (a, b, k) in r.chunks]
     if csel and c.use_big:
@@ -230,13 +307,66 @@ def _request_bars(c: _Fig) -> None:
                 for r, a, b, k in csel] if hover else None
         fig.add_trace(_bars(go, base, dur, [r.index for r, *_ in csel], [colors_of[r.index]["chunk"] for r, *_ in csel],
                             tips, "Download chunk", "chunk", [r.background for r, *_ in csel], [r.exchange for r, *_ in csel]))
-    if csel:
-        swatch.append(("Download: packet burst", "#555555", "chunk"))
+    if csel and c.wf.color_by != "content":  # (by content, the class entries are the bursts' colours)
+        swatch.append(("Download: packet burst (dark)", "#555555", "chunk"))
     for name, col, group in swatch:
         mk = dict(symbol="line-ew", size=12, color=col, line=dict(width=2, color=col)) if group == "idle" else \
             dict(symbol="square", size=12, color=col)
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=mk, legendgroup=group, showlegend=True,
                                  hoverinfo="skip"))
+
+
+def _receive_swatch(c: _Fig) -> tuple[str, str, str]:
+    """The legend entry of the download phase: the pale part where no byte arrived (rows with
+    chunks), in the pale of the first class drawn so; else the download drawn dark throughout."""
+    chunked = [r for r in c.rows if r.chunks and r.phase("receive")]
+    if chunked:
+        return "Download, no byte arriving (pale)", c.colors_of[chunked[0].index]["receive"], "receive"
+    r0 = next((r for r in c.rows if r.phase("receive")), None)
+    return PHASE_LABELS["receive"], c.colors_of[r0.index]["receive"] if r0 is not None else _legend_color("receive") or "#8c8c8c", "receive"
+
+
+def _no_response_bars(c: _Fig) -> None:
+    """A request the capture holds no response to: open from its last byte to the capture's
+    end, a dotted red line (its few microseconds of sending alone read as a finished request)."""
+    go, t0 = c.go, c.t0
+    open_rows = [r for r in c.rows if M.no_response(r)]
+    if not open_rows:
+        return
+    if c.use_big:
+        for r in open_rows:
+            c.paths.rect("y", M.NO_RESPONSE_COLOR, r.background, _ms(r.end, t0), max(c.t_end_ms, _ms(r.end, t0)), r.index, 0.06)
+    else:
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for r in open_rows:
+            xs += [_ms(r.end, t0), max(c.t_end_ms, _ms(r.end, t0)), None]
+            ys += [r.index, r.index, None]
+        c.fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=M.NO_RESPONSE_COLOR, width=2, dash="dot"),
+                                   hoverinfo="skip", showlegend=False, name="no response"))
+    c.fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=M.NO_RESPONSE_COLOR, width=2, dash="dot"),
+                               name="No response (open to the capture's end)", hoverinfo="skip", legendgroup="noresp"))
+
+
+def _legend_marks(c: _Fig, show_labels: bool) -> None:
+    """The label column's marks and the rows' tints, in the legend (when some row has them)."""
+    go, rows = c.go, c.rows
+    if not show_labels:
+        return
+    entries: list[tuple[str, str | None]] = []
+    if any(r.background for r in rows):
+        entries.append(("bg: background, not the page's (faded)", None))
+    marks = list(dict.fromkeys(m for r in rows if (m := M.mark(r).removeprefix("bg").strip())))
+    if marks:
+        entries.append((f"{', '.join(marks[:2])}: method ≠ GET, status ≠ 200", None))
+    if any(M.tint(r) == M.ERROR_TINT for r in rows):
+        entries.append(("error: status 4xx/5xx (row red)", M.ERROR_TINT))
+    if any(M.tint(r) == M.REDIRECT_TINT for r in rows):
+        entries.append(("redirect: status 3xx (row yellow)", M.REDIRECT_TINT))
+    for name, col in entries:
+        mk = dict(symbol="square", size=12, color=col) if col else dict(size=1, color="rgba(0,0,0,0)")
+        go_ = go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=mk, legendgroup="marks", hoverinfo="skip")
+        c.fig.add_trace(go_)
 
 
 def _browser_bars(c: _Fig) -> None:
@@ -275,12 +405,47 @@ def _row_texts(c: _Fig, show_labels: bool) -> None:
         c.fig.add_trace(go.Scatter(x=[(_ms(r.start, t0) + _ms(r.end, t0)) / 2 for r in rows], y=[r.index for r in rows], mode="none",
                                    hovertext=[c.hover_of[r.index] for r in rows], hoverinfo="text", customdata=[r.exchange for r in rows],
                                    name="request", showlegend=False, _validate=False))
-    # duration label right of each bar
+    # duration label right of each bar; a row the view cuts has it at the view's edge, with an arrow
     if show_labels and n:
-        c.fig.add_trace(go.Scatter(x=[max(_ms(r.end, t0), _ms(r.start, t0) + c.min_w) for r in rows], y=[r.index for r in rows],
-                                   mode="text", text=[L.duration_text(r.duration) for r in rows], textposition="middle right",
+        xs, texts, where = [], [], []
+        a, b = c.view
+        for r in rows:
+            x, txt, pos = _row_text(c, r)
+            xs.append(x)
+            texts.append(txt)
+            where.append(pos)
+        c.fig.add_trace(go.Scatter(x=xs, y=[r.index for r in rows],
+                                   mode="text", text=texts, textposition=where,
                                    textfont=dict(size=10, color="#333333", family=LABEL_FONT["family"]), showlegend=False,
                                    hoverinfo="skip", name="duration", cliponaxis=False))
+        # a row that began before the view: an arrow at its left edge
+        left = [r for r in rows if _ms(r.start, t0) < a and max(_ms(r.end, t0), _row_open_end(c, r)) >= a]
+        if left:
+            c.fig.add_trace(go.Scatter(x=[a] * len(left), y=[r.index for r in left], mode="text", text=["←"] * len(left),
+                                       textposition="middle right", textfont=dict(size=10, color="#333333"), showlegend=False,
+                                       hoverinfo="skip", name="begins earlier", cliponaxis=False))
+
+
+def _row_open_end(c: _Fig, r) -> float:
+    """Where a row's bar ends (ms): the capture's end for a request with no response."""
+    return max(c.t_end_ms, _ms(r.end, c.t0)) if M.no_response(r) else _ms(r.end, c.t0)
+
+
+def _row_text(c: _Fig, r) -> tuple[float, str, str]:
+    """The text right of a row's bar (its duration; "no response" and how long it was open
+    for a request with none), its x and position: at the view's right edge with ``→`` when
+    the bar goes on past it, at its left edge with ``←`` when the bar ended before it."""
+    a, b = c.view
+    t0 = c.t0
+    txt = L.duration_text(r.duration)
+    if M.no_response(r):
+        txt = f"no response (open ≥ {L.duration_text(max(c.t_end_ms - _ms(r.start, t0), 0.0) / 1000.0)})"
+    end = max(_row_open_end(c, r), _ms(r.start, t0) + c.min_w)
+    if end > b:  # (the text goes inside the plot, on the bar: faded background bars, mostly)
+        return b, f"{txt} →", "middle left"
+    if end < a:
+        return a, f"← {txt} (ended {end / 1000.0:.2f} s)", "middle right"
+    return end, txt, "middle right"
 
 
 def _markers(c: _Fig) -> None:
@@ -295,11 +460,11 @@ def _markers(c: _Fig) -> None:
         if c.use_big:  # ticks in one path (their labels are in the row's hover)
             for r, tm in ticks:
                 c.paths.tick("y", L.TICK_COLORS[kind], _ms(tm.time, t0), r.index, 0.45)
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"| {L.TICK_MEANING[kind]}", marker=mk,
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=L.TICK_MEANING[kind], marker=mk,
                                      hoverinfo="skip"))
             continue
         fig.add_trace(go.Scatter(x=[_ms(m.time, t0) for _, m in ticks], y=[r.index for r, _ in ticks], mode="markers",
-                                 name=f"| {L.TICK_MEANING[kind]}", marker=mk,
+                                 name=L.TICK_MEANING[kind], marker=mk,
                                  hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
                                  hoverinfo="text"))
     # the label column's glyphs, explained in the legend
@@ -357,14 +522,17 @@ def _throughput_track(c: _Fig) -> None:
     tp, go = c.wf.throughput, c.go
     if tp is None or not tp.down:
         return
-    xs = [_ms(tp.t0, c.t0) + (k + 0.5) * tp.bin * 1000.0 for k in range(len(tp.down))]
-    c.fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.down], mode="lines", line=dict(color="#2d6fd1", width=1, shape="hv"),
+    # bin k holds the bytes of [k·bin, (k+1)·bin): a step from its start ("hv"), and the last
+    # bin closed at its end (x was the bin's middle: every step drawn half a bin late)
+    nb = len(tp.down)
+    xs = [_ms(tp.t0, c.t0) + k * tp.bin * 1000.0 for k in range(nb + 1)]
+    c.fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.down] + [0.0], mode="lines", line=dict(color="#2d6fd1", width=1, shape="hv"),
                                fill="tozeroy", fillcolor="rgba(45,111,209,0.35)", name="▼ server→client",
-                               xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>down</extra>",
+                               xaxis="x", yaxis="y3", hovertemplate="%{y:.1f} kB from %{x:.0f} ms<extra>down</extra>",
                                hoverinfo="skip" if c.use_big else None))  # (big: hovermode "y" would pick bins by kB)
-    c.fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.up], mode="lines", line=dict(color="#e58226", width=1, shape="hv"),
+    c.fig.add_trace(go.Scatter(x=xs, y=[v / 1000.0 for v in tp.up] + [0.0], mode="lines", line=dict(color="#e58226", width=1, shape="hv"),
                                name="▲ client→server", xaxis="x", yaxis="y3",
-                               hovertemplate="%{y:.1f} kB at %{x:.0f} ms<extra>up</extra>", hoverinfo="skip" if c.use_big else None))
+                               hovertemplate="%{y:.1f} kB from %{x:.0f} ms<extra>up</extra>", hoverinfo="skip" if c.use_big else None))
 
 
 def _zebra(c: _Fig, show_labels: bool) -> list[tuple[int, int]]:
@@ -386,7 +554,7 @@ def _zebra(c: _Fig, show_labels: bool) -> list[tuple[int, int]]:
 
 
 def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: list, show_labels: bool, label_chars: int,
-            width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float, view: tuple[float, float]) -> None:
+            width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float, view: tuple[float, float], fit_width: bool = False) -> None:
     """The vertical layout (pixels, top to bottom), the milestones, section headings, zebra
     shading, title and axes."""
     wf, fig, rows, all_rows, lo, n, t0, tp = c.wf, c.fig, c.rows, c.all_rows, c.lo, c.n, c.t0, c.wf.throughput
@@ -395,6 +563,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     ms_items = []
     for ms in wf.milestones:
         x = _ms(ms.time, t0)
+        if not view[0] - 1e-9 <= x <= view[1] + 1e-9:  # (the page's view leaves the first packet out, say)
+            continue
         text = f"{ms.label} {x:.0f} ms"
         ms_items.append((ms, x, text))
     v0, span = view[0], (view[1] - view[0]) or 1.0
@@ -402,18 +572,33 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     place = L.stagger([((x - v0) / span * plot_w_narrow, len(t) * CHAR_PX + 6) for _, x, t in ms_items], -(ml - 8.0),
                       float(plot_w_narrow))
     ms_rows = max((rw for rw, _ in place), default=-1) + 1
-    head_px = 34 + (20 if wf.completeness else 0)
+    x_lo = c.page_view[0] if c.page_view else 0.0
+    n_bg = sum(1 for r in all_rows if r.background)
+    view_note = ""
+    if c.page_view:  # what the page's view leaves out, said under the title
+        a, b = x_lo, xmax
+        beyond = sum(1 for r in all_rows if r.background and (_ms(r.start, t0) < a or _row_open_end(c, r) > b))
+        view_note = (f"Time axis: the page's span ({a / 1000:.2f}–{b / 1000:.2f} s of {c.t_end_ms / 1000:.2f} s captured); "
+                     f"{beyond} background row{'s' * (beyond != 1)} reach{'es' * (beyond == 1)} beyond it (← →; "
+                     "the whole capture: export --time-span capture)")
+    head_px = 34 + (20 if wf.completeness else 0) + (18 if view_note else 0)
     axis_top_px = 24
     mt = head_px + ms_rows * MILESTONE_ROW_PX + axis_top_px + 4
     wf_px = min(max(ROW_PX * max(n, 1), 60), MAX_ROWS_PX)  # (past it, thinner rows)
     gap_px = 30
     conn_px = max(CONN_ROW_PX * max(nc, 1), 30) if nc * CONN_ROW_PX <= 4000 else 4000
     track_px = TRACK_PX if tp is not None else 0
-    n_legend = sum(1 for t in fig.data if t.showlegend is not False)
-    longest = max((len(t.name or "") for t in fig.data if t.showlegend is not False), default=10)
-    # (plotly wraps a horizontal legend at the plot area's width, though it starts at the figure's left edge)
-    per_row = max(int(plot_w_narrow // (44 + longest * 6.2)), 1)
-    mb = 48 + 22 * (-(-n_legend // per_row)) + 8
+    if not all_rows:  # room for the note saying why no row shows (centred on the plot area: in the request panel)
+        wf_px = max(wf_px, gap_px + conn_px + (gap_px + track_px if track_px else 0) + 160)
+    legend_names = [t.name or "" for t in fig.data if t.showlegend is not False]
+    n_legend = len(legend_names)
+    longest = max((len(t) for t in legend_names), default=10)
+    # plotly lays a horizontal legend out in columns as wide as its widest entry (text and a
+    # 40 px swatch), wrapped at the plot area's width though it starts at the figure's left edge;
+    # images are as wide as ``width``, pages as narrow as ``narrowest``
+    legend_w = (width - ml - mr) if fit_width else plot_w_narrow
+    per_row = max(int(legend_w // (40 + longest * LEGEND_CHAR_PX)), 1)
+    mb = 48 + LEGEND_ROW_PX * (-(-n_legend // per_row)) + 6
     plot_h = wf_px + gap_px + conn_px + (gap_px + track_px if track_px else 0)
     height = mt + plot_h + mb
     y_tp = (0.0, track_px / plot_h) if track_px else (0.0, 0.0)
@@ -436,7 +621,9 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     conn_head += ": handshake, then each request"
     if wf.unused_connections:  # (the headline counts them: say where they went)
         k = wf.unused_connections
-        conn_head += f" · {k} more carried no request (not drawn)"
+        u = wf.unused_undecrypted  # (not decrypted: whether they carried a request is not known)
+        conn_head += (f" · {k} more carried no request (not drawn)" if not u else
+                      f" · {k} more with no request seen (not drawn; {u} not decrypted: what {'it' if u == 1 else 'they'} carried is unknown)")
     # (the headings start at the figure's left edge, over the label column: the plot area alone, narrowed
     # by the web page's detail panel, cut the connections' one short)
     notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
@@ -450,15 +637,29 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     for a, b in _zebra(c, show_labels):
         shapes.append(dict(type="rect", x0=0, x1=1, xref="paper", y0=a - 0.5, y1=b + 0.5, yref="y",
                            fillcolor="rgba(0,0,0,0.045)", line=dict(width=0), layer="below"))
+    if show_labels:  # errors red, redirects yellow, label column and row (WebPageTest)
+        for r in rows:
+            tint = M.tint(r)
+            if tint:
+                shapes.append(dict(type="rect", x0=0, x1=1, xref="paper", y0=r.index - 0.5, y1=r.index + 0.5, yref="y",
+                                   fillcolor=tint, line=dict(width=0), layer="below"))
+                shapes.append(dict(type="rect", xref="paper", xsizemode="pixel", xanchor=0, x0=-(ml - 6), x1=0,
+                                   y0=r.index - 0.5, y1=r.index + 0.5, yref="y", fillcolor=tint, line=dict(width=0), layer="below"))
 
     head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01, y=1.0, yanchor="top", yref="container",
                 pad=dict(t=8))
     if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
         col = "#2ca02c" if wf.completeness.startswith("Complete") else "#d62728"
-        n_bg = sum(1 for r in all_rows if r.background)
-        extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded) not in the page load" if n_bg else ""
-        head["subtitle"] = dict(text=html_text(wf.completeness + extra), font=dict(size=12, color=col))
-    conn_labels = [html_text(f"{L.elide_flow(cn.label, label_chars - 9, 12)} {cn.protocol[:8]}") for cn in crow]
+        extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded, marked bg) not in the page load" if n_bg else ""
+        text = html_text(wf.completeness + extra) + (f'<br><span style="color:#444444">{html_text(view_note)}</span>' if view_note else "")
+        head["subtitle"] = dict(text=text, font=dict(size=12, color=col))
+    elif view_note:
+        head["subtitle"] = dict(text=html_text(view_note), font=dict(size=12, color="#444444"))
+    ticks = M.time_ticks(view[0], view[1], float(plot_w_narrow))
+    xticks = dict(tickmode="array", tickvals=ticks[0], ticktext=ticks[1], ticksuffix="") if ticks else dict(ticksuffix=" ms")
+    x_title = "time from the first packet" if ticks else "ms from the first packet"
+    conn_labels = [html_text(f"{L.elide(M.connection_label(c.conn_no.get(cn.connection, k + 1) - 1, cn, all_rows), label_chars - 9, 14)} "
+                             f"{cn.protocol[:8]}") for k, cn in enumerate(crow)]
     fig.update_layout(
         title=head, shapes=shapes, annotations=notes,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",
@@ -466,13 +667,13 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         legend=dict(orientation="h", traceorder="normal", yanchor="top", y=-44.0 / plot_h, x=0.0, xref="container", xanchor="left",
                     font=dict(size=10),
                     bgcolor="rgba(255,255,255,0)", tracegroupgap=2),
-        xaxis=dict(range=[0, xmax], side="top", zeroline=False, anchor="y", showline=True, linecolor="#bbbbbb", ticks="outside",
-                   ticksuffix=" ms", tickfont=dict(size=10)),
-        xaxis2=dict(matches="x", anchor="y3", side="bottom", title=dict(text="ms from the first packet",
-                    font=dict(size=11), standoff=4), showgrid=False, zeroline=False, tickfont=dict(size=10), ticksuffix=" ms"),
+        xaxis=dict(range=[x_lo, xmax], side="top", zeroline=False, anchor="y", showline=True, linecolor="#bbbbbb", ticks="outside",
+                   tickfont=dict(size=10), **xticks),
+        xaxis2=dict(matches="x", anchor="y3", side="bottom", title=dict(text=x_title,
+                    font=dict(size=11), standoff=4), showgrid=False, zeroline=False, tickfont=dict(size=10), **xticks),
         yaxis=dict(domain=list(y_wf), autorange=False, tickmode="array" if show_labels else "auto",
                    tickvals=[r.index for r in rows] if show_labels else None,
-                   ticktext=[row_label(r, c.url_chars) for r in rows] if show_labels else None, showticklabels=show_labels,
+                   ticktext=[row_label(r, c.url_chars, c.mark_w) for r in rows] if show_labels else None, showticklabels=show_labels,
                    tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, ticklabeloverflow="allow",
                    range=[lo + n - 0.5, lo - 0.5] if n else [0.5, -0.5]),  # ("allow": the margin fits them; plotly's overflow check
                    # measured every label with the DOM laid out again each time: 45 % of a 10 000-row figure's drawing)
@@ -481,8 +682,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                     showticklabels=nc <= 300, tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, fixedrange=True,
                     ticklabeloverflow="allow"),
         yaxis3=dict(domain=list(y_tp) if track_px else [0, 0.001], automargin=False,
-                    rangemode="tozero", tickfont=dict(size=9), nticks=4, zeroline=True, fixedrange=True, visible=bool(track_px),
-                    ticksuffix=" kB", ticklabelposition="inside top"),  # (outside, 0 kB would sit on the axis' 0 ms)
+                    rangemode="tozero", tickfont=dict(size=9), zeroline=True, fixedrange=True, visible=bool(track_px),
+                    **_track_ticks(tp)),  # (in the label column: inside, the bars overprinted them)
     )
     # the throughput track hangs on the bottom axis (xaxis2 matches the top one)
     for tr in fig.data:
@@ -490,6 +691,18 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
             tr.xaxis = "x2"
     fig.layout.yaxis3.anchor = "x2"
     fig.layout.yaxis2.anchor = "x"
+
+
+def _track_ticks(tp) -> dict:
+    """The throughput track's kB ticks: its range from 0 to its highest bin, ticks at a round
+    step under 85 % of it and none at 0 (the labels sit left of the track: "0 kB" met the time
+    axis' "0 ms" under it, the top one the track's heading over it)."""
+    top = max([0, *tp.down, *tp.up]) / 1000.0 if tp is not None else 0.0
+    if top <= 0:
+        return dict(nticks=4, ticksuffix=" kB")
+    step = next(m * 10 ** e for e in range(-3, 12) for m in (1, 2, 5) if m * 10 ** e * 4 >= top * 0.85)
+    vals = [k * step for k in range(1, 5) if k * step <= top * 0.85] or [top * 0.5]
+    return dict(range=[0, top * 1.04], autorange=False, tickmode="array", tickvals=vals, ticktext=[f"{v:g} kB" for v in vals])
 
 
 def _browser_offsets(r) -> str:
@@ -512,10 +725,25 @@ def _bars(go, base, dur, ys, colors, hover, name: str, group: str, faded, exchan
                   hovertext=hover, hoverinfo="text" if hover else "skip", width=half * 2, legendgroup=group, customdata=exchanges,
                   showlegend=False)
 
+def html_document(fig, title: str | None = None) -> bytes:
+    """The figure as a self-contained offline HTML page (plotly.js inlined), titled
+    ``wirefall — TITLE`` (the figure's own title when not given), as wide as the window
+    (a figure made with ``responsive``: no width of its own)."""
+    import html as _html
+
+    text = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True})
+    if title is None:
+        t = getattr(getattr(fig.layout, "title", None), "text", None)
+        title = _html.unescape(t) if isinstance(t, str) else None
+    head = f"<title>{_html.escape('wirefall — ' + title if title else 'wirefall')}</title>"
+    head += "<style>html,body{margin:0}</style>"
+    text = text.replace("</head>", head + "</head>", 1) if "</head>" in text else head + text
+    return text.encode("utf-8")
+
+
 def write_html(fig, path: str) -> None:
-    """Self-contained HTML (plotly.js inlined; works offline)."""
-    html = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True})
-    _atomic_write(path, html.encode("utf-8"))
+    """Self-contained HTML (``html_document``)."""
+    _atomic_write(path, html_document(fig))
 
 
 IMAGE_TIMEOUT = 60.0  # seconds for one rendering (a cold kaleido/Chromium start takes ~3 s)

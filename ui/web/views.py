@@ -1142,7 +1142,7 @@ def export_bytes(entry: Entry, view: View, fmt: str, x_range: list | None = None
     if fmt in ("png", "svg", "html"):
         fig = figure(view, title=entry.name, x_range=x_range, for_export=True, fmt_html=fmt == "html")
         if fmt == "html":
-            data = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True}).encode("utf-8")
+            data = figures.html_document(fig, entry.name)  # (offline, titled "wirefall — NAME")
         else:
             data = figures.to_image(fig, fmt)
         return data, f"{stem}-waterfall.{fmt}"

@@ -1,0 +1,104 @@
+"""What the waterfall figure (ui/figures.py) writes and tints beside its bars, as plain
+functions of the model's rows (no plotly here): the marks of the label column (background,
+method and status, no response), the rows tinted as WebPageTest tints them (errors red,
+redirects yellow), the pale colour of a download's bytes-not-yet-arriving part, the time
+axis' ticks in seconds, the view of the page's span apart from background traffic, and the
+connection view's labels (number, host and port).  docs/WATERFALL.md, "The image".
+"""
+from __future__ import annotations
+
+import math
+
+MUTED = "#8a8a8a"  # the label of a background row (and its "bg" mark)
+ERROR_TINT = "rgba(214,39,40,0.16)"  # a row whose response is 4xx/5xx (WebPageTest: red row)
+REDIRECT_TINT = "rgba(255,193,7,0.22)"  # a 3xx (WebPageTest: yellow row)
+NO_RESPONSE_COLOR = "#d62728"  # the open end of a request the capture holds no response to
+PALE = 0.65  # a download's part where no byte arrived: its light colour this far towards white
+
+
+def pale(color: str, k: float = PALE) -> str:
+    """``#rrggbb`` mixed ``k`` of the way to white (the part of a download where no byte arrived:
+    lighter than the waiting green, the packet bursts dark on it)."""
+    h = color.lstrip("#")
+    if len(h) != 6:
+        return color
+    rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+    return "#" + "".join(f"{round(c + (255 - c) * k):02x}" for c in rgb)
+
+
+def no_response(r) -> bool:
+    """The capture holds a request and no byte of its response (not a push): drawn open to the
+    capture's end and marked so, not as the request's own few microseconds."""
+    return not r.pushed and r.status is None and (r.packets or {}).get("response_start") is None
+
+
+def mark(r) -> str:
+    """A row's mark in the label column (plain text, "" for a GET answered 200 by the page):
+    ``bg`` for background traffic, the method when not GET, the status when not 200, ``no
+    response`` when the capture holds none."""
+    parts = []
+    if r.background:
+        parts.append("bg")
+    if r.method and r.method.upper() not in ("GET",) and not r.pushed:
+        parts.append(r.method.upper()[:7])
+    if no_response(r):
+        parts.append("no response")
+    elif r.status is not None and r.status != 200:
+        parts.append(str(r.status))
+    return " ".join(parts)
+
+
+def tint(r) -> str | None:
+    """The row's shading: red for an error (4xx, 5xx), yellow for a redirect (3xx), as WebPageTest."""
+    s = r.status
+    if isinstance(s, int) and s >= 400:
+        return ERROR_TINT
+    if isinstance(s, int) and 300 <= s < 400:
+        return REDIRECT_TINT
+    return None
+
+
+def page_span(wf) -> tuple[float, float] | None:
+    """The page's span (seconds, capture clock): from its start (the first packet that is not
+    background traffic's) to the latest of its rows' ends and milestones; None without page rows."""
+    page = [r for r in wf.rows if not r.background]
+    if not page:
+        return None
+    lo = min([wf.page_start] + [r.start for r in page])
+    hi = max([r.end for r in page] + [m.time for m in wf.milestones if m.name not in ("first_packet", "page_start")]
+             + [r.browser_phases[-1][2] for r in page if r.browser_phases])
+    return lo, max(hi, lo)
+
+
+def time_ticks(lo: float, hi: float, plot_px: float) -> tuple[list[float], list[str]] | None:
+    """Ticks of a time axis in ms (``lo``..``hi``) written in seconds ("1 s", "1.5 s") where
+    the view is 2 s or longer (plotly's own read "1k ms … 9k ms"); None: plotly's ms ticks."""
+    span = hi - lo
+    if not (span >= 2000.0 and math.isfinite(span)):
+        return None
+    want = max(plot_px / 80.0, 2.0)  # a tick per 80 px or more
+    step = next((s for s in (0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
+                 if span / 1000.0 / s <= want), 3600.0 * math.ceil(span / 1000.0 / 3600.0 / want))
+    k0 = math.ceil(lo / 1000.0 / step - 1e-9)
+    vals: list[float] = []
+    texts: list[str] = []
+    k = k0
+    while k * step * 1000.0 <= hi + 1e-6 and len(vals) < 200:
+        v = k * step
+        vals.append(v * 1000.0)
+        texts.append(f"{v:.2f}".rstrip("0").rstrip(".") + " s")
+        k += 1
+    return vals, texts
+
+
+def connection_label(k: int, cn, rows) -> str:
+    """The connection view's label: its number (in order of first use, as WebPageTest numbers
+    them), the host its requests named and the server's port, the protocol; the addresses when
+    no request named a host."""
+    host = next((r.host for r in rows if r.connection == cn.connection and r.host), "")
+    server = cn.label.partition(" → ")[2] or cn.label
+    port = server.rsplit(":", 1)[-1] if ":" in server and server.rsplit(":", 1)[-1].isdigit() else ""
+    if host and ":" in host and not host.endswith("]") and host.rsplit(":", 1)[-1].isdigit():
+        host, port = host.rsplit(":", 1)
+    where = f"{host}:{port}" if host and port else (host or cn.label)
+    return f"#{k + 1} {where}"
