@@ -237,6 +237,11 @@ def _joined_midway(c: Connection) -> str | None:
     if c.connect_start is not None:
         return None
     if c.transport == "tcp":
+        from .flows import client_by_ports
+
+        if client_by_ports(c.client[1], c.server[1]) is None and not (c.tls is not None and c.tls.decrypted):
+            # (a record decrypted with the client's or the server's secret would have told the ends apart)
+            return "no SYN seen; which end is the client was guessed from the first packet, its ports do not tell"
         return "no SYN seen"
     if c.quic is not None or over_quic(c.protocol):
         return "no QUIC handshake seen"

@@ -361,13 +361,10 @@ class UdpFlow:
         self.lazy = False  # on a QUIC port: the QUIC session is made by the first QUIC-like datagram
 
 
-def choose_client(sport: int, dport: int, flags: int | None) -> bool:
-    """True if the sender of the first packet seen is the client."""
-    if flags is not None:
-        if flags & SYN and not flags & ACK:
-            return True
-        if flags & SYN and flags & ACK:
-            return False
+def client_by_ports(sport: int, dport: int) -> bool | None:
+    """True if the ports say the ``sport`` end is the client (the other end's is a server's
+    well-known port, or only ``sport`` is ephemeral), False if they say the other end is,
+    None if they do not tell (both well-known, both ephemeral: two lab servers' random ports)."""
     s_srv = sport in WELL_KNOWN_SERVER_PORTS or sport < 1024
     d_srv = dport in WELL_KNOWN_SERVER_PORTS or dport < 1024
     if s_srv != d_srv:
@@ -375,7 +372,19 @@ def choose_client(sport: int, dport: int, flags: int | None) -> bool:
     s_eph, d_eph = sport >= 32768, dport >= 32768  # ephemeral (client) port ranges
     if s_eph != d_eph:
         return s_eph
-    return True  # the first sender
+    return None
 
 
-__all__ = ["TcpFlow", "TcpDirection", "UdpFlow", "AppSession", "DatagramSession", "choose_client", "FIN", "RST", "SYN", "ACK"]
+def choose_client(sport: int, dport: int, flags: int | None) -> bool:
+    """True if the sender of the first packet seen is the client."""
+    if flags is not None:
+        if flags & SYN and not flags & ACK:
+            return True
+        if flags & SYN and flags & ACK:
+            return False
+    by_ports = client_by_ports(sport, dport)
+    return True if by_ports is None else by_ports  # (None: the first sender)
+
+
+__all__ = ["TcpFlow", "TcpDirection", "UdpFlow", "AppSession", "DatagramSession", "choose_client", "client_by_ports", "FIN", "RST",
+           "SYN", "ACK"]
