@@ -827,6 +827,8 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     browser's view in the lower half (with a browser log) and the duration right of the bar."""
     from wirefall.ui.waterfall_layout import duration_text, phase_colors
 
+    from wirefall.ui.figures_marks import NO_RESPONSE_COLOR, no_response
+
     cols = phase_colors(r)
     cells: list[tuple] = list(bar_cells(r.phases, cols, v0, v1, width))
     if r.chunks:
@@ -834,8 +836,43 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
         cells = [o if o[0] != " " else c for c, o in zip(cells, over)]
     tick_cells(cells, r.markers, v0, v1)
     browser_cells(cells, r, v0, v1)
+    nr = no_response(r)
+    if (r.end < v0 or r.start > v1) and width > 12:  # the row is out of the view: said at the edge it lies beyond
+        text = ("no response" if nr else duration_text(r.duration))
+        text = f"← {text}" if r.end < v0 else f"{text} →"
+        at = 0 if r.end < v0 else max(width - len(text), 0)
+        for k, ch in enumerate(text[:width]):
+            cells[at + k] = (ch, NO_RESPONSE_COLOR if nr else "#a0a0a0")
+        return cells
+    if nr:  # (as the figures: open to the capture's end, not the request's own microseconds)
+        span = (v1 - v0) or 1e-9
+        c0 = max(int((r.end - v0) / span * width), 0) if r.end <= v1 else width
+        for k in range(c0, width):
+            if cells[k][0] == " ":
+                cells[k] = ("┄", NO_RESPONSE_COLOR)
+        text = "no response"
+        at = next((k for k in range(width - 1, -1, -1) if cells[k][0] not in (" ", "┄")), -1) + 2
+        if at + len(text) <= width:
+            for k, ch in enumerate(text):
+                cells[at + k] = (ch, NO_RESPONSE_COLOR)
+        return cells
     duration_cells(cells, duration_text(r.duration))
     return cells
+
+
+def _page_view(rows: list, t0: float, t1: float) -> tuple[float, float] | None:
+    """(v0, v1): the page's rows' span with a 3 % margin, when background rows reach beyond
+    it; None: the whole axis is the page's."""
+    page = [r for r in rows if not getattr(r, "background", False)]
+    bg = [r for r in rows if getattr(r, "background", False)]
+    if not page or not bg:
+        return None
+    lo, hi = min(r.start for r in page), max(r.end for r in page)
+    if not any(r.start < lo or r.end > hi for r in bg):
+        return None
+    m = max((hi - lo) * 0.03, 1e-3)
+    v0, v1 = max(t0, lo - m), min(t1, hi + m)
+    return (v0, v1) if v1 > v0 else None
 
 
 class WaterfallView(LineList):
@@ -888,7 +925,10 @@ class WaterfallView(LineList):
         if t1 <= t0:
             t1 = t0 + 1e-3
         self.t0, self.t1 = t0, t1
-        self.v0, self.v1 = t0, t1
+        # the page's span when background rows reach beyond it (as the figures: bg-mixed's
+        # metadata long-polls made the page's 11 rows a sliver of 9.9 s); 0 toggles to all of it
+        self.page_view = _page_view(rows, t0, t1)
+        self.v0, self.v1 = self.page_view or (t0, t1)
         if keep_view and t0 <= old[0] < old[1] <= t1:
             self.v0, self.v1 = old
         self.group_by = group_by
@@ -940,6 +980,8 @@ class WaterfallView(LineList):
         st = str(r.status) if r.status is not None else "-"
         g = self.glyph.get(r.exchange) if self.group_by else None
         meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
+        if r.background:  # (as the figures' "bg" mark: not the page's; the label is dimmed too)
+            meth = "bg " + meth
         n = self.url_chars(g is not None)
         bw = self.badge_w
         what = printable((meth + " " if meth else "") + short_url(r.url, max(n - len(meth) - 1, 8)))
@@ -959,6 +1001,8 @@ class WaterfallView(LineList):
         r = self.rows[i]
         label = self.label_text(r)
         base = Style(color="#d0d0d0")
+        if r.background:
+            base = Style(color="#808080")
         if r.status is not None and r.status >= 400 or getattr(r, "markers", None) and any(m.kind == "reset" for m in r.markers):
             base = Style(color="#ff8787")
         if i == self.cursor:
@@ -1022,7 +1066,10 @@ class WaterfallView(LineList):
         self.post_message(self.Zoomed())
 
     def action_reset_zoom(self) -> None:
-        self.v0, self.v1 = self.t0, self.t1
+        """The default view (the page's span, where background rows reach beyond it); pressed
+        there, the whole capture (and back)."""
+        pv = getattr(self, "page_view", None)
+        self.v0, self.v1 = pv if pv is not None and (self.v0, self.v1) != pv else (self.t0, self.t1)
         self.refresh()
         self.post_message(self.Zoomed())
 
