@@ -580,7 +580,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         beyond = sum(1 for r in all_rows if r.background and (_ms(r.start, t0) < a or _row_open_end(c, r) > b))
         view_note = (f"Time axis: the page's span ({a / 1000:.2f}–{b / 1000:.2f} s of {c.t_end_ms / 1000:.2f} s captured); "
                      f"{beyond} background row{'s' * (beyond != 1)} reach{'es' * (beyond == 1)} beyond it (← →; "
-                     "the whole capture: export --time-span capture)")
+                     "the whole capture: zoom out, or export --time-span capture)")
     head_px = 34 + (20 if wf.completeness else 0) + (18 if view_note else 0)
     axis_top_px = 24
     mt = head_px + ms_rows * MILESTONE_ROW_PX + axis_top_px + 4
