@@ -15,12 +15,16 @@ capture, and dumpcap's ring buffer (``-b``) bounds it on disk.
   secret the log does not hold yet waits up to ``KEY_WAIT`` seconds for the browser to write it
   (a browser derives the secret from the ServerHello the capture shows, so it is written
   milliseconds after the packet: a connection whose secret arrives late is decrypted when it
-  arrives, and one with no secret at all costs one wait, once).
+  arrives, and one with no secret at all costs one wait, once). A secret that comes later still
+  (the browser wrote it more than ``KEY_WAIT`` after the handshake) is noted (``KeyWait.missed``):
+  ``LiveSession.run(follow_late=True)`` then runs the pass again from the capture's start, at most
+  every ``RERUN_EVERY`` seconds while capturing and once more when the capture stops.
 - ``LiveSession`` ties them together and runs the ordinary pass (``pipeline.analyze``) on the feed;
   views read the growing Analysis (``on_start``) as they do while a file loads.
 """
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import signal
@@ -29,12 +33,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 from .keylog import KeyLog, load_keylog
 
 POLL = 0.02  # seconds between looks at a file that has not grown
 KEY_WAIT = 1.0  # seconds a session waits for a secret not yet in the key log (once per client random)
+RERUN_EVERY = 3.0  # seconds at least between two passes run again for secrets that came late
+# a live connection's reason while its secret has not come (the pass's own reason, "no key for this
+# client random", would read as the key log holding none: it may yet be written)
+LIVE_NO_KEY = "no key yet (waiting for the key log)"
+PASS_NO_KEY = "no key for this client random"
 # secrets without which a connection cannot be decrypted: waited for. The early secret is
 # absent from most handshakes (no 0-RTT) and is never waited for.
 WAITED_LABELS = frozenset({"CLIENT_RANDOM", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
@@ -143,7 +153,12 @@ class Capture:
             if self.proc.poll() is not None:
                 self._err.seek(0)
                 raise LiveError(f"{self.tool} on {self.iface}: " + (_why(self._err.read()) or f"exited with {self.proc.returncode}"))
-            if self.ring or (os.path.exists(self.path) and os.path.getsize(self.path) >= 28):
+            if self.ring:  # dumpcap names the ring's first file once the interface is open
+                self._err.seek(0)
+                stem, ext = os.path.splitext(self.path)
+                if "File:" in self._err.read() or glob.glob(glob.escape(stem) + "_*" + ext):
+                    return
+            elif os.path.exists(self.path) and os.path.getsize(self.path) >= 28:
                 return
             if self.tool == "tcpdump" and os.path.exists(self.path):  # its header comes with the first packet
                 self._err.seek(0)
@@ -220,6 +235,7 @@ class KeyWait:
     def __init__(self, poll: Callable[[], int], stopped: Callable[[], bool], wait: float = KEY_WAIT):
         self.poll, self.stopped, self.wait = poll, stopped, wait
         self.waited: set[bytes] = set()  # client randoms already waited for: at most one wait each
+        self.missed: set[tuple[str, bytes]] = set()  # (label, client random) asked for and not found by the pass
         self.seconds = 0.0  # total time spent waiting (shown in the status)
 
     def __call__(self, keylog: KeyLog, label: str, client_random: bytes) -> None:
@@ -227,16 +243,23 @@ class KeyWait:
             return
         cr = bytes(client_random)
         self.poll()
-        if keylog.has_secret(label, cr) or cr in self.waited:
+        if keylog.has_secret(label, cr):
             return
-        self.waited.add(cr)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < self.wait and not self.stopped():
-            time.sleep(POLL)
-            self.poll()
-            if keylog.has_secret(label, cr):
-                break
-        self.seconds += time.monotonic() - t0
+        if cr not in self.waited:
+            self.waited.add(cr)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < self.wait and not self.stopped():
+                time.sleep(POLL)
+                self.poll()
+                if keylog.has_secret(label, cr):
+                    break
+            self.seconds += time.monotonic() - t0
+        if not keylog.has_secret(label, cr):
+            self.missed.add((label, cr))
+
+    def late(self, keylog: KeyLog) -> bool:
+        """A secret the pass asked for and went without is in the key log now."""
+        return any(keylog.has_secret(label, cr) for label, cr in list(self.missed))
 
 
 class FollowFile:
@@ -244,10 +267,12 @@ class FollowFile:
     until ``finished()`` says the writer is done (then the rest is read and b"" ends the pass).
     ``idle()`` runs while waiting (the key followers)."""
 
-    def __init__(self, path: str, finished: Callable[[], bool], idle: Callable[[], object] = lambda: None):
+    def __init__(self, path: str, finished: Callable[[], bool], idle: Callable[[], object] = lambda: None,
+                 interrupt: Callable[[], bool] = lambda: False):
         self.f = open(path, "rb")  # noqa: SIM115 - closed by close()
-        self.finished, self.idle = finished, idle
+        self.finished, self.idle, self.interrupt = finished, idle, interrupt
         self.waiting = False  # True while at the end of what is written (the view is up to date)
+        self.interrupted = False  # ended early (``interrupt()``): the pass is run again
 
     def read(self, n: int = -1) -> bytes:
         while True:
@@ -259,6 +284,9 @@ class FollowFile:
                 return self.f.read(n if n and n > 0 else -1)  # what came in between
             self.waiting = True
             self.idle()
+            if self.interrupt():
+                self.interrupted = True
+                return b""
             time.sleep(POLL)
 
     def seek(self, pos: int, whence: int = 0) -> int:
@@ -292,6 +320,30 @@ class LiveSession:
         self.feed: FollowFile | None = None
         self.started: float | None = None
         self.stopped_at: float | None = None
+        self.done = threading.Event()  # run() has returned (``analysis`` is the capture's whole model)
+        self.analysis: Any = None
+        self.reruns = 0  # passes run again for secrets that came late
+        self.saved_secrets = 0  # secrets the last save() wrote
+        self._follow_late = False
+        self._pass_at = 0.0
+        self._marked: list = []  # (info) whose reason reads LIVE_NO_KEY while capturing
+        self._mark_lock = threading.Lock()
+
+    def keylog_notes(self) -> list[str]:
+        """One line per followed key log that cannot be read now: not there yet (followed: its
+        secrets are added when it appears), or not a readable file."""
+        notes = []
+        for f in self.followers:
+            try:
+                if os.path.isdir(f.path):
+                    raise IsADirectoryError(21, "Is a directory")
+                with open(f.path, "rb"):
+                    pass
+            except FileNotFoundError:
+                notes.append(f"key log {f.path} is not there yet; following it (its secrets are added when it appears)")
+            except OSError as e:
+                notes.append(f"cannot read key log {f.path}: {e.strerror or e}")
+        return notes
 
     def poll_keys(self) -> int:
         return sum(f.poll() for f in self.followers)
@@ -316,8 +368,14 @@ class LiveSession:
         # copies them); the pass ends when they are in the file
         return not self.capture.running
 
+    def _interrupt(self) -> bool:
+        """End the pass early to run it again: a secret it went without has come (while capturing,
+        at most every RERUN_EVERY seconds; after the stop the pass reads to the end and runs again)."""
+        return (self._follow_late and not self._stop.is_set() and time.monotonic() - self._pass_at >= RERUN_EVERY
+                and self.wait.late(self.keylog))
+
     def open(self, path: str):
-        self.feed = FollowFile(path, self._finished, self.poll_keys)
+        self.feed = FollowFile(path, self._finished, self.poll_keys, self._interrupt)
         return self.feed
 
     @property
@@ -325,16 +383,57 @@ class LiveSession:
         """The pass has read everything written so far (it is waiting for more)."""
         return self.feed is not None and self.feed.waiting
 
-    def run(self, on_start=None, progress=None):
-        """The ordinary streaming pass over the growing capture; returns the Analysis when stopped."""
+    def run(self, on_start=None, progress=None, follow_late: bool = False):
+        """The ordinary streaming pass over the growing capture; returns the Analysis when stopped.
+
+        ``follow_late``: when a secret the pass went without comes later, the pass is run again
+        from the capture's start (``on_start`` is called again with the new model): at most every
+        ``RERUN_EVERY`` s while capturing, and once more after the stop if one came since."""
         from .pipeline import analyze
 
-        return analyze(self.path, keylog=self.keylog, on_start=on_start, progress=progress, limits=self.limits, opener=self.open)
+        self._follow_late = follow_late
+        while True:
+            self._pass_at = time.monotonic()
+            try:
+                an = analyze(self.path, keylog=self.keylog, on_start=on_start, progress=progress, limits=self.limits, opener=self.open)
+            except Exception:
+                if self.feed is not None and self.feed.interrupted:
+                    an = None  # (cut mid-block: the pass runs again)
+                else:
+                    raise
+            if follow_late and ((self.feed is not None and self.feed.interrupted) or self.wait.late(self.keylog)):
+                self.reruns += 1
+                self.wait.missed.clear()  # the next pass notes what it goes without anew
+                if self.feed is not None:
+                    self.feed.close()
+                continue
+            break
+        with self._mark_lock:
+            for info in self._marked:  # the capture has ended: the pass's own reasons again
+                if info.reason == LIVE_NO_KEY:
+                    info.reason = PASS_NO_KEY
+            self._marked = []
+            self.analysis = an
+            self.done.set()
+        return an
+
+    def mark_waiting(self, analysis) -> None:
+        """While capturing: a connection whose secret has not come reads "no key yet (waiting for
+        the key log)", not the pass's "no key for this client random" (restored when it ends)."""
+        with self._mark_lock:
+            if self.done.is_set():
+                return
+            for c in list(analysis.connections):
+                info = c.quic if c.quic is not None else c.tls
+                if info is not None and not info.decrypted and info.reason == PASS_NO_KEY:
+                    info.reason = LIVE_NO_KEY
+                    self._marked.append(info)
 
     def save(self, dest: str, analysis=None) -> str:
         """The capture as pcapng with the secrets of its connections in a Decryption Secrets Block
         (``editcap --inject-secrets``); without ``analysis`` every secret followed is kept."""
         keys = secrets_for(self.keylog, analysis)
+        self.saved_secrets = keys.count("\n")
         return save_with_keys(self.path, dest, keys)
 
     def close(self) -> None:
@@ -345,26 +444,56 @@ class LiveSession:
             shutil.rmtree(self.own_dir, ignore_errors=True)
 
 
-def secrets_for(keylog: KeyLog, analysis=None) -> str:
-    """Key log lines for the connections of ``analysis`` (their client randoms), or all of them."""
-    want = None
+def client_randoms(analysis) -> set[bytes]:
+    """The client randoms of the TLS and QUIC connections of ``analysis``."""
+    want = set()
+    for c in analysis.connections:
+        for info in (c.tls, c.quic):
+            cr = getattr(info, "client_random", None) if info is not None else None
+            if cr:
+                want.add(bytes.fromhex(cr) if isinstance(cr, str) else bytes(cr))
+    return want
+
+
+def file_client_randoms(paths: list[str]) -> set[bytes]:
+    """The client randoms of the connections in the capture files ``paths`` (each analysed
+    without keys: a ClientHello is read in the clear, a QUIC Initial with its own keys)."""
+    from .pipeline import analyze
+
+    want: set[bytes] = set()
+    for p in paths:
+        want |= client_randoms(analyze(p, keylog=KeyLog()))
+    return want
+
+
+def secrets_for(keylog: KeyLog, analysis=None, randoms: set[bytes] | None = None) -> str:
+    """Key log lines for the connections of ``analysis`` (their client randoms) or of the client
+    randoms ``randoms``; all of them when neither is given."""
+    want = randoms
     if analysis is not None:
-        want = set()
-        for c in analysis.connections:
-            for info in (c.tls, c.quic):
-                cr = getattr(info, "client_random", None) if info is not None else None
-                if cr:
-                    want.add(bytes.fromhex(cr) if isinstance(cr, str) else bytes(cr))
+        want = client_randoms(analysis) | (want or set())
     return "".join(f"{label} {cr.hex()} {secret.hex()}\n" for (label, cr), secret in keylog.items()
                    if want is None or cr in want)
 
 
+def private_file(path: str, text: str = "") -> None:
+    """Create (or empty) ``path`` readable by its owner only (0600, as dumpcap's files), with ``text``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def save_with_keys(src: str, dest: str, keys: str) -> str:
-    """Copy the capture ``src`` to ``dest`` as pcapng, the key log text ``keys`` in a DSB."""
+    """Copy the capture ``src`` to ``dest`` as pcapng, the key log text ``keys`` in a DSB (the
+    file then readable by its owner only, as dumpcap's own)."""
     Path(dest).parent.mkdir(parents=True, exist_ok=True)
     if not keys:
         subprocess.run(["editcap", "-F", "pcapng", src, dest], check=True, capture_output=True, timeout=300)
         return dest
+    private_file(dest)  # (editcap writes into it: its mode stays)
     with tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False) as k:
         k.write(keys)
     try:
