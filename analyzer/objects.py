@@ -16,28 +16,34 @@ undone with analyzer/content.py's decoders (``decode_body``), at most
 (``decoded`` False, ``error`` says why), as tshark does.
 
 File names follow ``tshark --export-objects http,DIR`` (Wireshark 4.0.17,
-ui/cli/tap-exportobject.c and ui/export_object_ui.c, checked against tshark on
-scripts/hostile/objects_inputs.py's capture of odd URLs): the last component of the request
-target (glib's ``g_path_get_basename``: trailing slashes dropped, "/" for a target of only
-slashes); the bytes ``<>:"/\\|?*`` and 0x01-0x1f written as ``%xx`` (lower-case hex); names
-over 255 bytes cut, keeping the extension (from the last dot); a name that exists in DIR
-(written by this export or there before, "." and ".." included) gets ``(1)``, ``(2)`` … before
-its extension: no file is ever replaced; ``object<packet>`` for a body without a request.
-Objects are written in the order of the packet that completed them (tshark's tap order),
-request bodies (POST uploads) included, as tshark writes them.
+ui/cli/tap-exportobject.c and epan/export_object.c's eo_massage_str, checked against tshark on
+scripts/hostile/objects_inputs.py's and objects19_inputs.py's captures of odd URLs): the last
+component of the request target (glib's ``g_path_get_basename``: trailing slashes dropped, "/"
+for a target of only slashes) up to a NUL byte (tshark's C string ends there); every byte from
+0x80 up as U+FFFD (tshark reads the request line as ASCII: no bidi or C1 control survives); the
+bytes ``<>:"/\\|?*`` and 0x01-0x1f written as ``%xx`` (lower-case hex); names over 255 bytes
+cut, keeping the extension (from the last dot); a name that exists in DIR (written by this
+export or there before, "." and ".." included) gets ``(1)``, ``(2)`` … before its extension:
+no file is ever replaced; ``object<packet>`` and ``.<media type>`` (``object136.text%2fplain``)
+for a body without a request.  Objects are written in the order of the packet that completed
+them (tshark's tap order), request bodies (POST uploads) included, as tshark writes them.
 
-Where wirefall differs on purpose: the NUL byte is escaped too; no file outside DIR is written
-and no symbolic link followed; pipelined HTTP/1.1 responses are named after their own request
-(tshark 4.0 names them after the last request sent on the connection); a body whose
-Content-Encoding does not decode is written as it came, with ``error`` saying so (tshark 4.0
-writes nothing); decoded output stops at ``body_decoded_bytes`` (64 MiB; ``--limit``), where
-tshark decodes without a bound; after 999 duplicates of a name the body is not written
-(tshark overwrites the last).
+Where wirefall differs on purpose (docs/OBJECTS.md): DEL (0x7f) is ``%7f`` (tshark writes it
+as it is); the cut at 255 bytes never splits a character (tshark's may leave part of a U+FFFD)
+and counts the ``(N)`` and an extension longer than the limit; an HTTP/1 request line with a
+bare CR ends there (tshark's too, on its HTTP ports, where it then takes the rest for a request
+body); no file outside DIR is written and no symbolic link followed; pipelined HTTP/1.1
+responses are named after their own request (tshark 4.0 names them after the last request sent
+on the connection); a body whose Content-Encoding does not decode is written as it came, with
+``error`` saying so (tshark 4.0 writes nothing); decoded output stops at
+``body_decoded_bytes`` (64 MiB; ``--limit``), where tshark decodes without a bound; after 999
+duplicates of a name the body is not written (tshark overwrites the last).
 """
 from __future__ import annotations
 
 import errno
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -86,34 +92,93 @@ def _ext_at(name: bytes) -> int:
     return i if i >= 0 else len(name)
 
 
+_FFFD = "\ufffd".encode()
+# tshark's reject set, NUL (never reached by tshark: its C string ends there) and DEL (a
+# control character tshark writes as it is) as %xx
+_ESCAPE = [b"%%%02x" % b if b in _REJECT or b == 0x7F else bytes([b]) if b < 0x80 else _FFFD for b in range(256)]
+
+
+def _cut(data: bytes, n: int) -> bytes:
+    """``data`` cut to at most ``n`` bytes on a UTF-8 character boundary."""
+    n = max(n, 0)
+    if len(data) <= n:
+        return data
+    while n > 0 and 0x80 <= data[n] < 0xC0:  # a continuation byte: the cut would split a character
+        n -= 1
+    return data[:n]
+
+
+def _tail(data: bytes, n: int) -> bytes:
+    """The last ``n`` bytes of ``data`` at most, starting on a UTF-8 character boundary."""
+    i = max(len(data) - n, 0)
+    while i < len(data) and 0x80 <= data[i] < 0xC0:
+        i += 1
+    return data[i:]
+
+
 def massage(name: bytes, dup: int = 0, maxlen: int = MAX_NAME) -> bytes:
-    """eo_massage_str: forbidden bytes as %xx, cut to ``maxlen`` keeping the extension, and
-    ``(dup)`` before the extension when ``dup``."""
-    out = bytearray()
-    for b in name:
-        if b in _REJECT:
-            out += b"%%%02x" % b
+    """eo_massage_str on the bytes of a name as tshark 4.0 reads them: every byte from 0x80 up
+    is U+FFFD (its HTTP dissector reads the request line as ASCII), ``<>:"/\\|?*`` and the
+    controls (0x00-0x1f, 0x7f) ``%xx``; longer than ``maxlen`` bytes: cut on a character
+    boundary, keeping the extension (unless the extension alone is that long); ``(dup)``
+    before the extension when ``dup``, within ``maxlen`` too.  The result is valid UTF-8, with
+    no control or bidi character, of at most ``maxlen`` bytes."""
+    out = b"".join(_ESCAPE[b] for b in name)
+    suffix = b"(%d)" % dup if dup else b""
+    limit = maxlen - len(suffix)
+    if len(out) > limit:
+        i = out.rfind(b".")
+        if 0 <= i and len(out) - i < limit:
+            ext = out[i:]
+            out = _cut(out[:i], limit - len(ext)) + ext
         else:
-            out.append(b)
-    if len(out) > maxlen:
-        i = bytes(out).rfind(b".")
-        if i >= 0:
-            ext = bytes(out[i:])
-            out = out[: max(maxlen - len(ext), 0)] + ext
-        else:
-            del out[maxlen:]
-    if dup:
-        i = _ext_at(bytes(out))
-        out = out[:i] + b"(%d)" % dup + out[i:]
-    return bytes(out)
+            out = _cut(out, limit)
+    if suffix:
+        i = _ext_at(out)
+        out = out[:i] + suffix + out[i:]
+    return out
 
 
-def object_name(ex: Exchange | None, packet: int) -> bytes:
-    """The unsuffixed file name tshark gives a body of ``ex`` completed in ``packet``."""
+# Wireshark 4.0's http.tcp.port range: HTTP there is dissected whatever the first line; on any
+# other port its heuristic takes only a whole request line ("GET /x HTTP/1.1") for HTTP
+TSHARK_HTTP_PORTS = frozenset((80, 3128, 3132, 5985, 8080, 8088, 11371, 1900, 2869, 2710))
+
+
+# HTTP/1 targets keep a byte that is not part of valid UTF-8 as its Latin-1 character
+# (dissectors/http1._utf8_target): a C1 one (U+0080-U+009F) was such a byte, one byte to tshark
+_C1_BYTES = {c: 0xDC00 + c for c in range(0x80, 0xA0)}
+
+
+def raw_name(ex: Exchange | None, packet: int, direction: int = 1, conn: Connection | None = None) -> bytes:
+    """The name, before ``massage``, that tshark gives the body of ``ex`` (``direction``)
+    completed in ``packet``: the last component of the request target up to a NUL byte (and,
+    HTTP/1, a CR: tshark's request line ends there); with no request (or, in cleartext HTTP/1
+    on a port that is not one of tshark's HTTP ports, a request line with a bare CR, which
+    tshark does not take for one) ``object<packet>`` and ``.<media type>`` when the message has
+    a Content-Type."""
     target = request_target(ex) if ex is not None else None
-    if target is None:
-        return massage(b"object%d" % packet)
-    return massage(basename(target.encode("utf-8", "surrogateescape")))
+    http1 = ex is not None and protocol_family(ex.protocol) == "http"
+    if target is not None and http1:
+        target = target.translate(_C1_BYTES)
+    raw = None if target is None else target.encode("utf-8", "surrogateescape").split(b"\0", 1)[0]
+    if raw is not None and http1 and b"\r" in raw:
+        if conn is not None and conn.tls is None and conn.server[1] not in TSHARK_HTTP_PORTS:
+            raw = None
+        else:
+            raw = raw.split(b"\r", 1)[0]
+    if raw is not None:
+        return basename(raw)
+    name = b"object%d" % packet
+    ctype = _content_type(ex, direction) if ex is not None else None
+    if ctype:
+        media = re.split(r"[;\s]", ctype, maxsplit=1)[0].lower()
+        name += b"." + media.encode("utf-8", "surrogateescape").split(b"\0", 1)[0]
+    return name
+
+
+def object_name(ex: Exchange | None, packet: int, direction: int = 1, conn: Connection | None = None) -> bytes:
+    """The unsuffixed file name tshark gives a body of ``ex`` completed in ``packet``."""
+    return massage(raw_name(ex, packet, direction, conn))
 
 
 def request_target(ex: Exchange) -> str | None:
@@ -468,8 +533,7 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
                 if not b.seen or (protocol is not None and protocol_family(ex.protocol) != protocol):
                     continue
                 pkt = _complete_packet(ex, d)
-                target = request_target(ex)
-                raw = basename(target.encode("utf-8", "surrogateescape")) if target is not None else b"object%d" % pkt
+                raw = raw_name(ex, pkt, d, conns.get(ex.connection))
                 taken = names.take(massage(raw), raw)
                 if taken is None:
                     out.append(BodyObject(name="", exchange=eid, direction=d, packet=pkt, protocol=ex.protocol, url=ex.url,
@@ -477,8 +541,7 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
                                           wire_bytes=b.seen, size=0, decoded=False,
                                           error=f"not written: {MAX_DUPLICATES} files of this name already"))
                     continue
-                name = taken
-                fd = _open_named(dirfd, name)
+                fd, name = _open_named(dirfd, taken)
                 budget = col._budget(conns[b.conn]) if b.conn in conns else None
                 with os.fdopen(fd, "wb") as f:
                     coding = _content_encoding(ex, d)
@@ -496,17 +559,19 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
     return ObjectsResult(out, an, out_dir)
 
 
-def _open_named(dirfd: int, name: bytes) -> int:
-    """Open ``name`` (new) in the directory for writing; a name the file system refuses as
-    too long is cut further (tshark would fail to write it)."""
+def _open_named(dirfd: int, name: bytes) -> tuple[int, bytes]:
+    """Open ``name`` (new) in the directory for writing, and the name opened: one the file
+    system refuses as too long (shorter than 255 bytes there) is cut further, on a character
+    boundary (tshark would fail to write it)."""
     try:
-        return _write_new(dirfd, name)
+        return _write_new(dirfd, name), name
     except OSError as e:
         if e.errno != errno.ENAMETOOLONG:
             raise
         i = _ext_at(name)
-        ext = name[i:][-32:]
-        return _write_new(dirfd, name[: max(MAX_NAME - len(ext) - 8, 1)] + ext)
+        ext = _tail(name[i:], 32)
+        name = _cut(name, max(MAX_NAME - len(ext) - 8, 1)) + ext
+        return _write_new(dirfd, name), name
 
 
 # --------------------------------------------------------------------------- one body

@@ -94,6 +94,9 @@ class Result:
     headers_compared: int = 0  # header lists compared (and equal or reported)
     set_aside: dict[str, int] = field(default_factory=dict)  # documented tshark limitation -> frames
     problems: list[str] = field(default_factory=list)
+    packets_matched: int = 0  # packets where both sides show the same frames (``matched`` counts their frames)
+    packets_differ: int = 0  # packets where the frames differ (one ``problems`` line each)
+    headers_differ: int = 0  # header lists that differ (one ``problems`` line each)
 
 
 _GAP = ("frames after bytes missing from the capture in their direction (tshark's TCP reassembly waits for the "
@@ -162,8 +165,10 @@ def _compare(an: Analysis, tframes: list[TFrame], spec: Spec) -> Result:
         if ka != kb:
             out.append(f"packet {pkt}: {spec.name} frames differ: tshark [{', '.join(_fmt(k, spec) for k in kb)}], "
                        f"wirefall [{', '.join(_fmt(k, spec) for k in ka)}]")
+            res.packets_differ += 1
             continue
         res.matched += len(b)
+        res.packets_matched += 1
         if spec.headers is None:
             continue
         for e, y in zip(a, b):
@@ -177,6 +182,7 @@ def _compare(an: Analysis, tframes: list[TFrame], spec: Spec) -> Result:
                 diff = next((i for i, (p, q) in enumerate(zip(hx, hy)) if p != q), min(len(hx), len(hy)))
                 out.append(f"packet {pkt}: {spec.name} {x.type} stream {x.stream_id}: headers differ at #{diff}: "
                            f"tshark {hy[diff:diff + 1]} ({len(hy)} fields), wirefall {hx[diff:diff + 1]} ({len(hx)} fields)")
+                res.headers_differ += 1
     return res
 
 

@@ -296,7 +296,8 @@ def test_cli_crosscheck_with_cache_agrees_and_stores(tmp_path):
     runs = [subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
     assert len(list((tmp_path / "xdg" / "wirefall").glob("*.wfa.zst"))) == 1
-    assert runs[0].stderr == runs[1].stderr and "0 disagreements with tshark; 155 frames compared" in runs[1].stderr
+    assert runs[0].stderr == runs[1].stderr and runs[0].stdout == runs[1].stdout
+    assert "0 disagreements with tshark (0 packets whose frames differ, 0 header lists that differ); 155 frames matched" in runs[1].stdout
 
 
 # -- HTTP/3 cut by the capture's end, and tshark losing its place in a stream ----------------------

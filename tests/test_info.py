@@ -104,9 +104,6 @@ ALLOWED = [
      "a segment where a TLS record begins: tshark keeps the TCP summary when it had already reassembled part of the "
      "connection there, wirefall writes only the marker (or the other way)",
      None, lambda w, t: {w, t} <= {_SEG} | {x for x in (w, t) if x.endswith(" " + _SEG) and _TCP_LINE.match(x)} and _SEG in (w, t)),
-    ("media-not-an-image",
-     "a body served as image/png that is not a PNG: tshark's PNG dissector refuses it and the media dissector names the type",
-     None, lambda w, t: w.replace("(PNG)", "(image/png)") == t),
     ("h2-body-dissector-rewrites",
      "a packet ending an image body among several HTTP/2 (or SPDY) frames: the image dissector rewrites tshark's Info column, "
      "and frames before it disappear (or no name is written)",

@@ -329,22 +329,39 @@ def cmd_export(args) -> int:
 
 
 def cmd_crosscheck(args) -> int:
+    """The report (the table, then each disagreement) on stdout, so that ``> report.txt`` keeps it;
+    warnings and the verdict's errors on stderr.  Every count says its unit: frames (protocol
+    frames), packets, header lists."""
     from wirefall.oracle.crosscheck import MAX_REPORTED, crosscheck_report
 
     # --cache: the analysis may come from the cache (its key includes this code's fingerprint)
-    report = crosscheck_report(args.file, args.keylog or [], analysis=load(args) if args.cache or limits_of(args) else None)
+    if args.cache or limits_of(args):
+        an = load(args)  # (prints the capture's warnings)
+    else:
+        from wirefall.analyzer.pipeline import analyze
+
+        an = analyze(args.file, keylogs=args.keylog or [])
+        for w in an.warnings:  # e.g. the snap length, as every other command says it
+            print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
+    report = crosscheck_report(args.file, args.keylog or [], analysis=an)
     problems = [p for r in report.values() for p in r.problems]
-    for p in problems[:MAX_REPORTED]:
-        print(printable(p))
-    if len(problems) > MAX_REPORTED:
-        print(f"... {len(problems) - MAX_REPORTED} more disagreements")
-    rows = [[r.name, r.tshark_frames, r.wirefall_frames, r.matched, r.headers_compared,
-             ", ".join(f"{n} {k}" for k, n in r.set_aside.items()), len(r.problems)]
+    rows = [[r.name, r.tshark_frames, r.wirefall_frames, r.matched, r.packets_matched, r.headers_compared,
+             ", ".join(f"{n} {k}" for k, n in r.set_aside.items()), r.packets_differ, r.headers_differ]
             for r in report.values() if r.tshark_frames or r.wirefall_frames or r.problems]
-    print(_table(rows, ["protocol", "tshark", "wirefall", "matched", "headers", "set aside (tshark limits)", "disagreements"], {1, 2, 3, 4, 6}),
-          file=sys.stderr)
+    out = sys.stdout.write
+    out(_table(rows, ["protocol", "tshark frames", "wirefall frames", "frames matched", "in packets", "header lists compared",
+                      "set aside (tshark limits)", "packets differing", "header lists differing"], {1, 2, 3, 4, 5, 7, 8}) + "\n")
     compared = sum(r.matched for r in report.values())
-    print(f"{len(problems)} disagreements with tshark; {compared} frames compared", file=sys.stderr)
+    pk_differ = sum(r.packets_differ for r in report.values())
+    hd_differ = sum(r.headers_differ for r in report.values())
+    pk_matched = sum(r.packets_matched for r in report.values())
+    out(f"{len(problems)} disagreements with tshark ({pk_differ} packets whose frames differ, {hd_differ} header lists "
+        f"that differ); {compared} frames matched in {pk_matched} packets\n")
+    for p in problems[:MAX_REPORTED]:
+        out(printable(p) + "\n")
+    if len(problems) > MAX_REPORTED:
+        out(f"... {len(problems) - MAX_REPORTED} more disagreements\n")
+    sys.stdout.flush()
     if not compared:
         print("wirefall: crosscheck compared nothing (no frame of a known protocol on either side)", file=sys.stderr)
         return 1
@@ -399,44 +416,96 @@ def cmd_tui(args) -> int:
 
 def cmd_capture(args) -> int:
     """``wirefall capture -i IFACE -w FILE``: dumpcap into FILE (a ring buffer with -b), the key
-    logs followed while it runs and written into the file's Decryption Secrets Block at the end."""
-    from wirefall.analyzer.live import LiveError, LiveSession, save_with_keys, secrets_for
+    logs followed while it runs and the secrets of the capture's own connections written into the
+    file's Decryption Secrets Block at the end (with -b: beside the files, in FILE.keys).
 
-    try:
-        if _live_or_list(args) or args.interface is None:
-            if args.interface is None:
-                print(printable_lines(_interfaces_text()))
-            return 0
-        if not args.write:
-            raise UsageError("capture: -w FILE is required")
-        tmp = args.write + ".part" if not args.ring else args.write
-        session = LiveSession(args.interface, keylogs=args.keylog or [], bpf=args.capture_filter, path=tmp)
-        session.capture.ring = list(args.ring or [])
-        session.capture.duration = args.duration
-        session.start()
-    except LiveError as e:
-        raise UsageError(str(e)) from None
-    print(f"capturing on {args.interface} into {args.write}" + (f" for {args.duration:g} s" if args.duration else "") +
-          " (Ctrl+C stops)", file=sys.stderr)
-    try:
-        while session.capture.running:
-            session.poll_keys()
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        pass
-    session.stop()
-    session.poll_keys()
-    if args.ring:  # dumpcap wrote the ring's files itself; their keys beside them
-        keys = secrets_for(session.keylog)
-        if keys:
-            with open(args.write + ".keys", "w") as f:
-                f.write(keys)
-        print(f"ring buffer files: {args.write} (dumpcap's numbered names); keys in {args.write}.keys", file=sys.stderr)
+    Ctrl+C, SIGTERM (``kill``, ``timeout``) and SIGHUP (the terminal closed) all stop it the same
+    way: dumpcap stopped and waited for, FILE finished with its secrets."""
+    import glob
+    import math
+    import signal as sig
+    import subprocess
+
+    from wirefall.analyzer.live import LiveError, LiveSession, file_client_randoms, private_file, save_with_keys, secrets_for
+
+    if _live_or_list(args) or args.interface is None:
+        if args.interface is None:
+            print(printable_lines(_interfaces_text()))
         return 0
-    save_with_keys(tmp, args.write, secrets_for(session.keylog))
-    os.unlink(tmp)
-    print(f"wrote {args.write} ({len(session.keylog)} secrets in its Decryption Secrets Block)", file=sys.stderr)
-    return 0
+    if not args.write:
+        raise UsageError("capture: -w FILE is required")
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        raise UsageError(f"capture: --duration must be a number of seconds above 0, not {args.duration:g} "
+                         "(leave it out to capture until Ctrl+C)")
+    out = args.write
+    where = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise UsageError(f"cannot write {out}: it is a directory")
+    if not os.path.isdir(where):
+        raise UsageError(f"cannot write {out}: directory {where} does not exist")
+    if not os.access(where, os.W_OK):
+        raise UsageError(f"cannot write {out}: directory {where} is not writable")
+    tmp = out + ".part" if not args.ring else out
+    stop_by: list[str] = []
+
+    def on_signal(signum, _frame) -> None:
+        stop_by.append(sig.Signals(signum).name)
+
+    # SIGTERM and SIGHUP stop the capture as Ctrl+C does (the file finished, not left as FILE.part);
+    # once stopping, Ctrl+C no longer cuts the file's writing short either
+    old = {s: sig.signal(s, on_signal) for s in (sig.SIGTERM, sig.SIGHUP)}
+    try:
+        try:
+            session = LiveSession(args.interface, keylogs=args.keylog or [], bpf=args.capture_filter, path=tmp)
+            session.capture.ring = list(args.ring or [])
+            session.capture.duration = args.duration
+            for note in session.keylog_notes():
+                print(f"wirefall: warning: {printable(note)}", file=sys.stderr)
+            session.start()
+        except LiveError as e:
+            raise UsageError(str(e)) from None
+        except OSError as e:
+            raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+        print(f"capturing on {args.interface} into {out}" + (f" for {args.duration:g} s" if args.duration else "") +
+              " (Ctrl+C stops)", file=sys.stderr)
+        try:
+            while session.capture.running and not stop_by:
+                session.poll_keys()
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            pass
+        old[sig.SIGINT] = sig.signal(sig.SIGINT, on_signal)
+        if stop_by:
+            print(f"wirefall: {stop_by[0]}: stopping the capture", file=sys.stderr)
+        session.stop()
+        session.poll_keys()
+        if args.ring:  # dumpcap wrote the ring's files itself; their connections' keys beside them
+            stem, ext = os.path.splitext(out)
+            files = sorted(glob.glob(glob.escape(stem) + "_*" + ext))
+            keys = secrets_for(session.keylog, randoms=file_client_randoms(files)) if len(session.keylog) else ""
+            if keys:
+                private_file(out + ".keys", keys)
+            print(f"ring buffer files: {len(files)} beside {out} (dumpcap's numbered names); "
+                  + (f"{keys.count(chr(10))} secrets of their connections in {out}.keys" if keys else "no secrets of their connections"),
+                  file=sys.stderr)
+            return 0
+        keys = secrets_for(session.keylog, randoms=file_client_randoms([tmp])) if len(session.keylog) else ""
+        try:
+            save_with_keys(tmp, out, keys)
+        except (LiveError, OSError, subprocess.SubprocessError) as e:
+            raise UsageError(f"cannot write {out}: {e} (the capture is kept in {tmp})") from None
+        os.unlink(tmp)
+        k, n = keys.count("\n"), len(session.keylog)
+        print(f"wrote {out}" + ("" if not session.followers else
+                                f" ({k} secrets, those of its connections, in its Decryption Secrets Block"
+                                + (f"; the key log's {n - k} others left out)" if n > k else ")")), file=sys.stderr)
+        for note in session.keylog_notes():
+            if "not there yet" in note:
+                print(f"wirefall: warning: {printable(note.split(';')[0].replace('is not there yet', 'never appeared'))}", file=sys.stderr)
+        return 0
+    finally:
+        for s, h in old.items():
+            sig.signal(s, h)
 
 
 def cmd_web(args) -> int:
@@ -719,7 +788,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         live_args(sp)
         sp.add_argument("-w", "--write", metavar="FILE", help="the pcapng file to write")
         sp.add_argument("-b", "--ring", action="append", metavar="KEY:VALUE", help="dumpcap ring buffer, e.g. -b filesize:10240 -b files:5")
-        sp.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+        sp.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (more than 0; without it: until Ctrl+C, SIGTERM or SIGHUP)")
     sp = add("compare", cmd_compare, "compare two captures of the same page", json_=False, file=False, describe=False)
     if want("compare"):
         sp.add_argument("a", metavar="A")

@@ -46,13 +46,96 @@ def end_packet(analysis: Analysis, fr: Frame) -> int | None:
     return e.request_end_packet if fr.type == "REQUEST" else e.response_end_packet
 
 
+# Media types whose tshark 4.0 dissector checks the body's first bytes: it names the image
+# (``PNG``, ``JPEG JFIF image``, ``GIF89a``/``GIF87a``) only when they are there, and refuses it
+# otherwise, so that the media dissector writes the type (``(image/png)``)
+_MAGIC_TYPES = frozenset(("image/png", "image/jpeg", "image/jpg", "image/gif"))
+# the XML dissector's media types (the protocol column says ``HTTP/XML``; it writes no Info)
+_XML_TYPES = frozenset(("text/xml", "application/xml", "image/svg+xml", "application/rss+xml", "application/atom+xml"))
+# types another tshark 4.0 dissector takes that writes nothing to the Info column
+_SILENT_TYPES = _XML_TYPES | {"multipart/form-data", "multipart/mixed", "multipart/related", "multipart/alternative"}
+_PREFIX = 4096  # body bytes read to see the magic (more than the magic: a content-coded body is decoded from them)
+
+
+def image_name(ct: str, body: bytes) -> str | None:
+    """The name tshark 4.0's image dissector for ``ct`` writes for ``body``, or None when it
+    refuses the body (not the format its type says)."""
+    if ct == "image/png":
+        return "PNG" if body.startswith(b"\x89PNG\r\n\x1a\n") else None
+    if ct == "image/gif":
+        return body[:6].decode() if len(body) >= 20 and body[:6] in (b"GIF87a", b"GIF89a") else None
+    if ct in ("image/jpeg", "image/jpg"):
+        ok = (len(body) >= 20 and body[:2] == b"\xff\xd8" and body[2:4] in (b"\xff\xe0", b"\xff\xe1")
+              and body[6:11] in (b"JFIF\0", b"Exif\0"))
+        return "JPEG JFIF image" if ok else None
+    return None
+
+
+def _body_prefixes(analysis: Analysis) -> dict:
+    """(exchange id, direction) -> the first bytes of each HTTP/1 body of a ``_MAGIC_TYPES`` type,
+    content coding undone (None: not read), read again from the capture in one pass over their
+    connections when first asked (analysis.objects.exchange_bodies), kept on the analysis."""
+    memo = analysis.__dict__.get("_wf_h1_magic")
+    if memo is not None and memo[0] == len(analysis.exchanges):
+        return memo[1]
+    from wirefall.analyzer.objects import decode_body, exchange_bodies
+
+    old = memo[1] if memo is not None else {}
+    wanted = []
+    for e in analysis.exchanges:
+        if not (e.protocol or "").lower().startswith("http/"):
+            continue
+        for d in (0, 1):
+            key = (e.id, d)
+            if key in old or not (e.request_body_bytes if d == 0 else e.response_body_bytes):
+                continue
+            if _media_type(_ctype(e, d)) in _MAGIC_TYPES:
+                wanted.append((e, d))
+    got = dict(old)
+    if wanted:
+        for (eid, d), raw in exchange_bodies(analysis, wanted, max_bytes=_PREFIX).items():
+            if raw.error or not raw.data:
+                got[(eid, d)] = None
+                continue
+            e = next(x for x, dd in wanted if x.id == eid and dd == d)
+            coding = e.content_encoding if d == 1 else header(getattr(e, "request_headers", None), "content-encoding")
+            out = bytearray()
+            decode_body(coding, [raw.data], out.extend, cap=64)
+            got[(eid, d)] = bytes(out[:64])
+    analysis.__dict__["_wf_h1_magic"] = (len(analysis.exchanges), got)
+    return got
+
+
+def _ctype(e, d: int) -> str | None:
+    if d == 1:
+        return e.content_type or header(getattr(e, "response_headers", None), "content-type")
+    return header(getattr(e, "request_headers", None), "content-type")
+
+
+def _media_type(ct: str | None) -> str:
+    return (ct or "").split(";", 1)[0].strip().lower()
+
+
 def _body_media(analysis: Analysis, head: Frame) -> str | None:
+    """What tshark 4.0 appends to an HTTP/1 message's line for its body: the body dissector's
+    name when it takes the body (``(PNG)`` only for a PNG), else the media type."""
     e = exchange_by_id(analysis, (head.fields or {}).get("exchange"))
     if e is None:
         return None
-    if head.type == "RESPONSE":
-        return media_text(e.content_type or header(getattr(e, "response_headers", None), "content-type"))
-    return media_text(header(getattr(e, "request_headers", None), "content-type"))
+    d = 1 if head.type == "RESPONSE" else 0
+    ct = _ctype(e, d)
+    mt = _media_type(ct)
+    if mt in _SILENT_TYPES:
+        return None
+    if mt in ("image/x-icon", "image/vnd.microsoft.icon"):
+        return f" ({mt})"  # (the media dissector's, in HTTP/1 as tshark 4.0 writes it)
+    if mt.endswith("+json") and mt != "application/json":
+        return f" ({mt})"  # (tshark 4.0's JSON dissector is not registered for the +json types)
+    if mt in _MAGIC_TYPES:
+        body = _body_prefixes(analysis).get((e.id, d))
+        if body is not None:  # (None: the body was not read again: the type's dissector named)
+            return f" ({image_name(mt, body) or mt})"
+    return media_text(ct)
 
 
 def messages_info(analysis: Analysis, n: int, frames: list[Frame], over_tls: bool = False) -> tuple[str, bool]:

@@ -17,8 +17,10 @@ QUIC_SHORT = {
     "NEW_CONNECTION_ID": "NCI", "RETIRE_CONNECTION_ID": "RCI", "PATH_CHALLENGE": "PC", "PATH_RESPONSE": "PR",
     "CONNECTION_CLOSE": "CC", "HANDSHAKE_DONE": "DONE", "DATAGRAM": "DG",
 }
-# HTTP/3 frames tshark 4.0 names in the Info column where they begin (DATA mostly not, reserved types not)
-H3_NAMED = {"HEADERS", "SETTINGS", "PRIORITY_UPDATE", "MAX_PUSH_ID", "GOAWAY", "CANCEL_PUSH", "PUSH_PROMISE"}
+# HTTP/3 frames tshark names in the Info column where they begin; DATA only when it also ends in
+# that packet (amazon1 485: "STREAM(0), HEADERS, DATA"), not where it continues or ends, nor one
+# the capture cuts
+H3_NAMED = {"HEADERS", "DATA", "SETTINGS", "PRIORITY_UPDATE", "MAX_PUSH_ID", "GOAWAY", "CANCEL_PUSH", "PUSH_PROMISE"}
 H3_UNKNOWN: set[str] = set()  # (reserved GREASE frames: tshark writes nothing for them on a request or control stream)
 _LONG_TYPES = {0: "Initial", 1: "0-RTT", 2: "Handshake", 3: "Retry"}
 
@@ -126,7 +128,8 @@ def datagram_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame
     if last_key[1] is not None and mine and mine[0].type != "PROTECTED":
         parts.append(f"PKN: {last_key[1]}")
     h3 = [fr for fr in (spanning if spanning is not None else frames)
-          if fr.protocol == "h3" and fr.first_packet == n and fr.type in H3_NAMED and (fr.type != "DATA" or fr.packet == n)]
+          if fr.protocol == "h3" and fr.first_packet == n and fr.type in H3_NAMED
+          and (fr.type != "DATA" or fr.packet == n and fr.error is None)]  # (error: cut by the stream's or capture's end)
     for fr in mine:
         if fr.type in ("PROTECTED", "RETRY"):
             continue

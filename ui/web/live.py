@@ -6,7 +6,7 @@ pass is the ordinary streaming pass on the growing capture, in a thread of its o
 view reads it as it reads a finished capture's. While a live entry is shown:
 
 - the page polls every ``LIVE_POLL_MS`` (``dcc.Interval``); each poll reads the entry's
-  ``generation()`` (packets read, whether the pass is waiting for more, whether it ended) into the
+  ``generation()`` (packets read, whether the pass is waiting for more, whether it ended, how many times it was run again for late secrets) into the
   ``live-version`` store, and each change rebuilds the waterfall, connections, statistics, the
   selected request's detail, the filters' options and the packet list's rows, all in the one
   request after the poll's: no callback they wait for (the filters' values, the selection) follows
@@ -74,7 +74,9 @@ class WebLive:
             e.status = "done"  # the views read the growing model from now on
 
         try:
-            an = self.session.run(on_start=started)
+            # (a secret that reaches the key log after its connection's handshake: the pass runs
+            # again from the start, as in the TUI; ``started`` gets each new model)
+            an = self.session.run(on_start=started, follow_late=True)
         except Exception as ex:  # noqa: BLE001 - a message in the page, never a dead thread
             from .state import _error_text
 
@@ -99,7 +101,8 @@ class WebLive:
     def generation(self) -> tuple:
         """What the views are built from: changes whenever the model may have."""
         an = self.entry.analysis if self.entry is not None else None
-        return (an.packets if an is not None else -1, self.stable(), self.ended)
+        # (reruns: a pass run again for a late secret is a new model, whatever its packet count)
+        return (an.packets if an is not None else -1, self.stable(), self.ended, getattr(self.session, "reruns", 0))
 
     def packets(self) -> int:
         """Packets whose index row is complete (all of them once the model is whole)."""
@@ -146,10 +149,13 @@ class WebLive:
         if an is None:
             return f"● starting the capture on {self.where()}…"
         try:
+            mark = getattr(s, "mark_waiting", None)  # (a connection whose secret has not come yet: "no key yet", not "no key")
+            if mark is not None:
+                mark(an)
             conns = list(an.connections)
             dec = sum(1 for c in conns if (c.quic or c.tls) is not None and (c.quic or c.tls).decrypted)
             what = (f"{self.packets():,} packets · {len(conns)} connections ({dec} decrypted) · {len(an.exchanges)} requests · "
-                    f"{len(s.keylog)} secrets")
+                    f"{len(s.keylog)} secrets" + (f" · read again {n}× for late keys" if (n := getattr(s, "reruns", 0)) else ""))
         except Exception:  # noqa: BLE001 - a connection half made: its count next time
             what = f"{self.packets():,} packets"
         saved = f" · saved {self.saved}" if self.saved else ""
@@ -229,8 +235,8 @@ def live_version(e) -> str | None:
     lv = getattr(e, "live", None)
     if lv is None:
         return None
-    n, whole, ended = lv.generation()
-    return f"{e.id}:{n}:{int(whole)}:{int(ended)}"
+    n, whole, ended, reruns = lv.generation()
+    return f"{e.id}:{n}:{int(whole)}:{int(ended)}" + (f":r{reruns}" if reruns else "")
 
 
 # ---------------------------------------------------------------------- page
