@@ -471,3 +471,46 @@ def test_tui_sighup_sigterm_stop_dumpcap_and_keep_the_capture(lab, tmp_path, how
         assert f"wirefall: {sig}: the live capture stopped; wrote {saved}" in screen.replace("\n", ""), screen
     assert count_packets(saved) == truth and tshark_requests(saved) == ["/hup"]
     assert not list(tmp.iterdir()), list(tmp.iterdir())  # the temporary capture's directory is gone
+
+
+@needs_capture
+@pytest.mark.slow
+def test_web_live_secret_written_late_is_used_while_live(lab, tmp_path):
+    """The web app's live view as the TUI's: a key log line written 2 s after its connection
+    reads "no key yet (waiting for the key log)" in the meantime, then the pass runs again
+    (the views' generation says so) and the request is decrypted; Save's file decrypts the
+    same requests in tshark with its own secrets."""
+    from wirefall.analyzer.live import LIVE_NO_KEY, LiveSession
+    from wirefall.ui.web import WebState
+    from wirefall.ui.web.live import add_live, live_version
+
+    late, staged = tmp_path / "late.keys", tmp_path / "staged.keys"
+    session = LiveSession("lo", keylogs=[str(lab.keys), str(late)], bpf=lab.bpf)
+    st = WebState(use_cache=False)
+    try:
+        e = add_live(st, session)
+        lab.curl("/early")
+        lab.curl("/late", staged)
+
+        def until(cond, timeout, what):
+            t0 = time.monotonic()
+            while not cond():
+                assert time.monotonic() - t0 < timeout, what
+                time.sleep(0.05)
+
+        urls = lambda: [x.url or "" for x in (e.analysis.exchanges if e.analysis is not None else [])]  # noqa: E731
+        until(lambda: any("/early" in u for u in urls()), 10, "/early not shown")
+        time.sleep(KEY_WAIT_PLUS)
+        e.live.status_text()  # (what the page polls: it marks the connections still waiting)
+        reasons = [c.tls.reason for c in e.analysis.connections if c.tls and not c.tls.decrypted]
+        assert reasons == [LIVE_NO_KEY], reasons
+        before = live_version(e)
+        shutil.copy(staged, late)
+        until(lambda: any("/late" in (x.url or "") and x.status for x in e.analysis.exchanges), 10, "/late never decrypted")
+        assert session.reruns >= 1 and ":r" in live_version(e) and live_version(e) != before
+        assert "read again" in e.live.status_text()
+        out = Path(e.live.save(str(tmp_path / "web-late.pcapng")))
+    finally:
+        st.close()
+        session.close()
+    assert tshark_requests(out) == ["/early", "/late"]
