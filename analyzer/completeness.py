@@ -172,12 +172,13 @@ class Completeness:
     unknown_body: int = 0  # requests whose body size is a lower bound
     cut_short: int = 0  # frames / heads the capture ends inside (not decoded)
     unknown_authority: int = 0  # requests whose host nothing in the capture names
+    unknown_background: int = 0  # of the requests with an unknown field, those that are background traffic (not the page's)
 
     def __init__(self, complete: bool, connections: int, requests: int, joined_midway: list[int], requests_on_joined: int,
                  requests_unknown: int, unknown_url: int, unknown_method: int, unknown_status: int, unknown_headers: int,
                  bytes_lost: int, gaps: int, not_decrypted: dict[int, str], budgets_hit: dict[str, list[int]], warnings: list[str],
                  issues: list[Issue], per_connection: dict[int, ConnectionCompleteness], unknown_exchanges: dict[int, list[str]] = FACTORY,
-                 unknown_body: int = 0, cut_short: int = 0, unknown_authority: int = 0) -> None:
+                 unknown_body: int = 0, cut_short: int = 0, unknown_authority: int = 0, unknown_background: int = 0) -> None:
         self.complete = complete
         self.connections = connections
         self.requests = requests
@@ -199,6 +200,7 @@ class Completeness:
         self.unknown_body = unknown_body
         self.cut_short = cut_short
         self.unknown_authority = unknown_authority
+        self.unknown_background = unknown_background
 
     @property
     def summary(self) -> str:
@@ -409,13 +411,19 @@ def _compute(an: Analysis) -> Completeness:
     for w in warns:
         issues.append(Issue("capture_damaged", None, 1, w, _warning_next_step(w)))
     n_joined_req = sum(reqs_by_conn.get(cid, 0) for cid in joined)
+    unknown_bg = 0
+    if unknown_ex and source == "capture":  # which of them are not the page's (a metadata long-poll the capture ends in)
+        from .waterfall import page_of
+
+        bg = page_of(an).background
+        unknown_bg = sum(1 for eid in unknown_ex if eid in bg)
     return Completeness(
         complete=not issues, connections=len(an.connections), requests=len(an.exchanges), joined_midway=joined,
         requests_on_joined=n_joined_req, requests_unknown=len(unknown_ex), unknown_url=tot["url"],
         unknown_method=tot["method"], unknown_status=tot["status"], unknown_headers=tot["headers"], bytes_lost=lost,
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
         per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"],
-        cut_short=cut, unknown_authority=tot["authority"])
+        cut_short=cut, unknown_authority=tot["authority"], unknown_background=unknown_bg)
 
 
 def _warning_next_step(w: str) -> str:
@@ -458,8 +466,11 @@ def _headline(c: Completeness) -> str:
         parts.append(f"{_pl(c.unknown_url, 'request')} with unknown URL")
     other = c.requests_unknown - c.unknown_url
     if other > 0:  # (the requests without a known host are among them: analyzer.authority)
-        host = f" ({c.unknown_authority} with unknown host)" if c.unknown_authority else ""
-        parts.append(f"{_pl(other, 'request')} with unknown fields{host}")
+        notes = [f"{c.unknown_authority} with unknown host"] if c.unknown_authority else []
+        if c.unknown_background:  # (not the page's: a metadata long-poll the capture ends in)
+            notes.append("background traffic, not the page's" if c.unknown_background >= c.requests_unknown
+                         else f"{c.unknown_background} of them background traffic")
+        parts.append(f"{_pl(other, 'request')} with unknown fields" + (f" ({'; '.join(notes)})" if notes else ""))
     if c.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
         parts.append(f"{_pl(c.unknown_body, 'body size')} only a lower bound")
     if c.bytes_lost:
@@ -493,6 +504,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "joined_midway": list(c.joined_midway),
         "requests_on_joined": c.requests_on_joined,
         "requests_unknown": c.requests_unknown,
+        "requests_unknown_background": c.unknown_background,
         "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers,
                     "body": c.unknown_body, "authority": c.unknown_authority},
         "bytes_lost": c.bytes_lost,

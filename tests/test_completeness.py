@@ -349,3 +349,29 @@ def test_page_rule_on_its_own(tmp_path):
         want = BG_BEFORE_DOCUMENT if s < _exchange_start(doc) else None if s <= tied_end else BG_AFTER_PAGE
         assert page.background.get(e.id) == want
     assert set(page.background.values()) <= {BG_BEFORE_DOCUMENT, BG_AFTER_PAGE} and page.background
+
+
+def test_unknown_fields_of_background_traffic_are_said_to_be_background():
+    """bg-mixed: the one request with an unknown field is the metadata long-poll the capture
+    ends in (tshark: the only request to 169.254.169.254 without a response), background
+    traffic: the headline says so, so that "Incomplete" does not read as the page's; JSON
+    ``requests_unknown_background`` counts it. A page request's unknown field is not so marked
+    (page-h3-late)."""
+    need_tool("tshark")
+    cap = SAMPLES / "page" / "bg-mixed.pcapng"
+    out = run_tool("tshark", "-2", "-r", str(cap), "-Y", "http.request && ip.dst == 169.254.169.254", "-T", "fields",
+                   "-e", "frame.number", "-e", "http.response_in")
+    unanswered = [ln.split("\t")[0] for ln in out.splitlines() if not ln.split("\t")[1]]
+    assert len(unanswered) == 1
+    an = analyze(str(cap), keylogs=[str(cap.with_suffix(".keys"))])
+    c = C.compute(an)
+    (eid,) = c.unknown_exchanges
+    e = next(x for x in an.exchanges if x.id == eid)
+    assert e.request_start_packet == int(unanswered[0]) and c.unknown_exchanges[eid] == ["status"]
+    assert page_of(an).background[eid] == BG_LINK_LOCAL.format(addr="169.254.169.254")
+    assert c.unknown_background == 1 and C.to_dict(c)["requests_unknown_background"] == 1
+    assert "1 request with unknown fields (background traffic, not the page's)" in C.headline(an)
+    late = SAMPLES / "quic" / "page-h3-late.pcapng"
+    an2 = analyze(str(late), keylogs=[str(late.with_suffix(".keys"))])
+    c2 = C.compute(an2)
+    assert c2.requests_unknown and c2.unknown_background == 0 and "background" not in C.headline(an2)
