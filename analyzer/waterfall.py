@@ -1502,20 +1502,14 @@ def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None
     ta = finished(an)
     if ta is not None and len(ta.conv) >= n:
         conv, fwd = ta.conv, ta.fwd
-        side: dict[int, int] = {}  # conversation -> the way of its "a" side (1 or 2)
+        side: dict[int, int] = {}  # conversation -> the way of its "a" side (1 or 2), from its first mapped packet
         for i in range(n):
             w, c = way[i], conv[i]
-            if c >= 0:
-                if w:
-                    if c not in side:
-                        side[c] = w if not fwd[i] else 3 - w
-                else:
-                    a = side.get(c)
-                    if a is not None:
-                        way[i] = a if not fwd[i] else 3 - a
-        for i in range(n):  # (the packets of a conversation before its first mapped one)
+            if w and c >= 0 and c not in side:
+                side[c] = w if not fwd[i] else 3 - w
+        for i in range(n):
             c = conv[i]
-            if not way[i] and c >= 0 and c in side:
+            if not way[i] and c in side:
                 way[i] = side[c] if not fwd[i] else 3 - side[c]
     else:
         for c in an.connections:
