@@ -255,19 +255,9 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
 
 
 def _page_view(wf: Waterfall, span: float) -> tuple[float, float] | None:
-    """The page's span (ms from the first packet, with a margin) when background rows reach
-    beyond it, else None (the whole capture is shown: it is the page's)."""
-    ps = M.page_span(wf)
-    if ps is None:
-        return None
-    a, b = _ms(ps[0], wf.t0), _ms(ps[1], wf.t0)
-    pad = max((b - a) * 0.03, 0.5)
-    a, b = max(a - pad, 0.0), min(b + pad, span)
-    if b <= a:
-        return None
-    out = [r for r in wf.rows if r.background and (_ms(r.start, wf.t0) < a or _ms(r.end, wf.t0) > b or M.no_response(r))]
-    # (a view that would cut a tenth or less off the capture is not worth a note)
-    return (a, b) if out and (b - a) < 0.9 * span else None
+    """``figures_marks.page_view`` in ms from the first packet (``span``: the axis' length)."""
+    v = M.page_view(wf, wf.t0, wf.t0 + span / 1000.0)
+    return (_ms(v[0], wf.t0), _ms(v[1], wf.t0)) if v else None
 
 
 def _request_bars(c: _Fig) -> None:

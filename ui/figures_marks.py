@@ -58,16 +58,36 @@ def tint(r) -> str | None:
     return None
 
 
-def page_span(wf) -> tuple[float, float] | None:
+def page_span(wf, rows=None) -> tuple[float, float] | None:
     """The page's span (seconds, capture clock): from its start (the first packet that is not
-    background traffic's) to the latest of its rows' ends and milestones; None without page rows."""
-    page = [r for r in wf.rows if not r.background]
+    background traffic's) to the latest of its rows' ends and milestones; None without page rows.
+    ``rows``: the rows shown (a filtered view's), else the waterfall's."""
+    page = [r for r in (wf.rows if rows is None else rows) if not r.background]
     if not page:
         return None
     lo = min([wf.page_start] + [r.start for r in page])
     hi = max([r.end for r in page] + [m.time for m in wf.milestones if m.name not in ("first_packet", "page_start")]
              + [r.browser_phases[-1][2] for r in page if r.browser_phases])
     return lo, max(hi, lo)
+
+
+def page_view(wf, t0: float, t1: float, rows=None) -> tuple[float, float] | None:
+    """The view the waterfall opens on (seconds, capture clock), the one rule of the figures and
+    the TUI: the page's span (``page_span``) with a 3 % margin (0.5 ms at least) within
+    ``t0``..``t1``, when background rows reach beyond it (or are open: no response) and the
+    view cuts more than a tenth off the axis; None: the whole axis is the page's (bg-mixed's
+    metadata long-polls made the page's rows a sliver of 9.9 s)."""
+    rows = wf.rows if rows is None else rows
+    ps = page_span(wf, rows)
+    if ps is None:
+        return None
+    pad = max((ps[1] - ps[0]) * 0.03, 0.5e-3)
+    a, b = max(ps[0] - pad, t0), min(ps[1] + pad, t1)
+    if b <= a:
+        return None
+    out = [r for r in rows if r.background and (r.start < a or r.end > b or no_response(r))]
+    # (a view that would cut a tenth or less off the axis is not worth a note)
+    return (a, b) if out and (b - a) < 0.9 * (t1 - t0) else None
 
 
 def time_ticks(lo: float, hi: float, plot_px: float) -> tuple[list[float], list[str]] | None:

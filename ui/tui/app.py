@@ -858,7 +858,7 @@ class WirefallApp(PacketHabits, App):
         # the legend names a browser log's bar first (one laid over the capture), then the milestones' lines
         self.query_one("#wf-legend", Static).update(self._legend(sources, self.wf.milestones))
         self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view,
-                                               milestones=self.wf.milestones)
+                                               milestones=self.wf.milestones, wf=self.wf)
         self._wf_note()
 
     @on(WaterfallView.GroupToggled)

@@ -860,21 +860,6 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     return cells
 
 
-def _page_view(rows: list, t0: float, t1: float) -> tuple[float, float] | None:
-    """(v0, v1): the page's rows' span with a 3 % margin, when background rows reach beyond
-    it; None: the whole axis is the page's."""
-    page = [r for r in rows if not getattr(r, "background", False)]
-    bg = [r for r in rows if getattr(r, "background", False)]
-    if not page or not bg:
-        return None
-    lo, hi = min(r.start for r in page), max(r.end for r in page)
-    if not any(r.start < lo or r.end > hi for r in bg):
-        return None
-    m = max((hi - lo) * 0.03, 1e-3)
-    v0, v1 = max(t0, lo - m), min(t1, hi + m)
-    return (v0, v1) if v1 > v0 else None
-
-
 class WaterfallView(LineList):
     """One row per request: index, marker glyphs, host…path, protocol, status, then the phase
     bar scaled to the visible time window with the row's duration; + / - zoom around the
@@ -912,11 +897,12 @@ class WaterfallView(LineList):
         self.milestones: list[tuple[float, str]] = []  # (time, colour): ┊ down every row where no bar is (set_rows)
 
     def set_rows(self, rows: list, t0: float, t1: float, group_by: str | None = None, keep_view: bool = False,
-                 milestones: list | None = None) -> None:
+                 milestones: list | None = None, wf=None) -> None:
         """``group_by="connection"``: rows come ordered by connection (analyzer.waterfall.build);
         each row then starts with a bracket and the connection id.  ``milestones``: the
         waterfall's (``Waterfall.milestones``), drawn as the figures draw them, a dotted line
         down the rows (not the first packet's and the page start's: the axis' origin)."""
+        from wirefall.ui.figures_marks import page_view
         from wirefall.ui.waterfall_layout import MILESTONE_COLORS, MILESTONE_SHORT
 
         old = (self.v0, self.v1)
@@ -925,9 +911,9 @@ class WaterfallView(LineList):
         if t1 <= t0:
             t1 = t0 + 1e-3
         self.t0, self.t1 = t0, t1
-        # the page's span when background rows reach beyond it (as the figures: bg-mixed's
-        # metadata long-polls made the page's 11 rows a sliver of 9.9 s); 0 toggles to all of it
-        self.page_view = _page_view(rows, t0, t1)
+        # the page's span when background rows reach beyond it (the figures' rule,
+        # figures_marks.page_view; ``wf``: the waterfall the rows are of); 0 toggles to all of it
+        self.page_view = page_view(wf, t0, t1, rows) if wf is not None else None
         self.v0, self.v1 = self.page_view or (t0, t1)
         if keep_view and t0 <= old[0] < old[1] <= t1:
             self.v0, self.v1 = old
