@@ -61,6 +61,7 @@ class Interface:
     tsresol: float = 1e-6
     tsoffset: int = 0
     name: str = ""
+    tsdiv: float = 1e6  # ticks per second: a time is ticks / tsdiv, correctly rounded (ticks * 1e-6 is not: 1 ulp off tshark's)
 
     # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
     def __init__(self, linktype: int, snaplen: int = 0, tsresol: float = 1e-6, tsoffset: int = 0, name: str = "") -> None:
@@ -69,6 +70,7 @@ class Interface:
         self.tsresol = tsresol
         self.tsoffset = tsoffset
         self.name = name
+        self.tsdiv = 1e6 if tsresol == 1e-6 else 1.0 / tsresol
 
 
 @dataclass(init=False, eq=False, repr=False)
@@ -691,6 +693,7 @@ def pcapng_interface(buf, p: int, blen: int, endian: str, options=_parse_options
         if code == 9 and val:
             r = val[0]
             itf.tsresol = 2.0 ** -(r & 0x7F) if r & 0x80 else 10.0 ** -r
+            itf.tsdiv = 2.0 ** (r & 0x7F) if r & 0x80 else 10.0 ** r
         elif code == 14 and len(val) >= 8:
             (itf.tsoffset,) = struct.unpack_from(endian + "q", val, 0)
         elif code == 2:
@@ -738,7 +741,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 if btype_i != 6 or blen < 32 or blen & 3 or blen > 0x4000000 or pos + blen > n or iid >= nif:
                     break
                 itf = ifaces[iid]
-                ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
+                ts = ((tshi << 32) | tslo) / itf.tsdiv + itf.tsoffset
                 if not ts_lo <= ts <= ts_hi:
                     break  # the general path clamps it and counts it
                 number += 1
@@ -804,7 +807,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 iid = UNKNOWN_INTERFACE
             caplen = max(0, min(caplen, blen - 32))  # a block shorter than its header: no data
             start = p + 28
-            ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
+            ts = ((tshi << 32) | tslo) / itf.tsdiv + itf.tsoffset
             if not TS_MIN <= ts <= TS_MAX:
                 ts = _clamp_ts(info, ts, iid, itf, number)
             yield [_tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]
@@ -821,7 +824,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             itf = ifaces[iid] if iid < len(ifaces) else Interface(-1)
             caplen = max(0, min(caplen, blen - 32))
             start = p + 28
-            ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
+            ts = ((tshi << 32) | tslo) / itf.tsdiv + itf.tsoffset
             if not TS_MIN <= ts <= TS_MAX:
                 ts = _clamp_ts(info, ts, iid, itf, number)
             yield [_tuple_new(Record, (ts, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]

@@ -511,7 +511,7 @@ def _pcapng(mm, vector: bool | None = None, fd: int = -1) -> Scan:
             if blen < 32 or iid >= len(ifaces):
                 raise _Odd("EPB")
             itf = ifaces[iid]
-            ts = ((tshi << 32) | tslo) * itf.tsresol + itf.tsoffset
+            ts = ((tshi << 32) | tslo) / itf.tsdiv + itf.tsoffset
             if caplen > blen - 32:
                 caplen = blen - 32
             if not TS_MIN <= ts <= TS_MAX or caplen < origlen:
@@ -742,10 +742,10 @@ class _Vec:
         if (blen & 3).any() or (blen > 0x4000000).any() or (iid >= known).any():  # (interfaces described before it)
             raise _Odd("EPB")
         lts = np.array([i.linktype for i in ifaces], np.int64)[iid]
-        resol = np.array([i.tsresol for i in ifaces], np.float64)[iid]
+        div = np.array([i.tsdiv for i in ifaces], np.float64)[iid]
         tsoff = np.array([float(i.tsoffset) for i in ifaces], np.float64)[iid]
         ticks = r["tshi"].astype(np.uint64) << np.uint64(32) | r["tslo"].astype(np.uint64)
-        ts = ticks.astype(np.float64) * resol + tsoff
+        ts = ticks.astype(np.float64) / div + tsoff  # (divided: correctly rounded, as the record loop's)
         cap = np.minimum(r["caplen"].astype(np.int64), blen - 32)
         orig = r["origlen"].astype(np.int64)
         if not ((ts >= TS_MIN) & (ts <= TS_MAX)).all() or (cap < orig).any():

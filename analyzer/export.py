@@ -350,7 +350,6 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             "_protocol": e.protocol,
             "_connection": e.connection,
             "_stream_id": e.stream_id,
-            "_priority": _devtools_priority(e),
             "_priority_wire": e.priority,
             "_pushed": e.pushed,
             "_push_parent": e.push_parent,
@@ -360,6 +359,9 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             "_content_class": row.content_class,
             "_exchange": e.id,
         }
+        pr = _devtools_priority(e)
+        if pr is not None:  # (absent when neither the browser nor the wire says, as Chrome's HAR)
+            entry["_priority"] = pr
         if e.reset:
             entry["_reset"] = e.reset
         if e.error:  # (Chrome's HAR names a failed request's error so: "no response in the capture", a reset…)

@@ -487,13 +487,13 @@ def private_file(path: str, text: str = "") -> None:
 
 
 def save_with_keys(src: str, dest: str, keys: str) -> str:
-    """Copy the capture ``src`` to ``dest`` as pcapng, the key log text ``keys`` in a DSB (the
-    file then readable by its owner only, as dumpcap's own)."""
+    """Copy the capture ``src`` to ``dest`` as pcapng, the key log text ``keys`` in a DSB; the
+    file readable by its owner only, as dumpcap's own (with or without secrets: it holds traffic)."""
     Path(dest).parent.mkdir(parents=True, exist_ok=True)
+    private_file(dest)  # (editcap writes into it: its mode stays)
     if not keys:
         subprocess.run(["editcap", "-F", "pcapng", src, dest], check=True, capture_output=True, timeout=300)
         return dest
-    private_file(dest)  # (editcap writes into it: its mode stays)
     with tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False) as k:
         k.write(keys)
     try:

@@ -113,9 +113,28 @@ def load(args, listing: bool = True):
     _overlay(an, args)
     for w in an.warnings:
         print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
+    if not args.keylog and not os.environ.get("SSLKEYLOGFILE"):  # (neither --keylog nor $SSLKEYLOGFILE)
+        _keylog_hint(an, args.file)
     freeze_model()  # the model lives to the end of the command: no collection need walk it again
     gc.enable()
     return an
+
+
+def _keylog_hint(an, path: str) -> None:
+    """No key log given and connections left encrypted for want of one: say so on stderr,
+    naming the key log beside the capture (NAME.keys, as ``compare`` and ``batch`` find it),
+    which this command does not read unasked (a "wrote 0 objects" was all ``objects`` said)."""
+    from wirefall.analyzer.completeness import _for_want_of_keys, _not_decrypted
+
+    n = sum(1 for c in an.connections if (r := _not_decrypted(c)) and _for_want_of_keys(r))
+    if not n:
+        return
+    from wirefall.analyzer.batch.inputs import keylogs_beside
+
+    beside = keylogs_beside(path)
+    if beside:
+        print(f"wirefall: note: {_n(n, 'connection')} not decrypted: no key log given; {printable(beside[0])} "
+              f"lies beside the capture: --keylog {printable(beside[0])}", file=sys.stderr)
 
 
 def overlay_args(args) -> list[tuple[str, str]]:
@@ -186,7 +205,7 @@ def cmd_summary(args) -> int:
         _dump(d)
         return 0
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
-          f"{d['bytes']} bytes, {d['duration']:.3f} s, {len(an.connections)} connections, {an.count('exchanges')} requests")  # (a count: a reopened analysis keeps its requests packed)
+          f"{d['bytes']} bytes, {d['duration']:.3f} s, {_n(len(an.connections), 'connection')}, {_n(an.count('exchanges'), 'request')}")  # (a count: a reopened analysis keeps its requests packed)
     from wirefall.analyzer import completeness
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
@@ -693,6 +712,11 @@ def common_args(sp: argparse.ArgumentParser) -> None:
                              "URLs the capture lacks filled in, browser-minus-wire offsets per phase; repeatable")
 
 
+def _n(k: int, word: str) -> str:
+    """``k`` and the word, plural but for one: "1 connection", "4 connections"."""
+    return f"{k} {word}" if k == 1 else f"{k} {word}s"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with ``command`` (one of COMMANDS), only that subcommand's
     parser is built, the others are names alone (what an unknown command's error lists): a
@@ -772,7 +796,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         live_args(sp)
         sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")
         sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
-    sp = add("web", cmd_web, "start the web dashboard on 127.0.0.1", json_=False, file=False, describe=False)
+    sp = add("web", cmd_web, "start the web dashboard on 127.0.0.1", json_=False, file=False)
     if want("web"):
         sp.add_argument("files", nargs="*", metavar="FILE")
         sp.add_argument("--host", default="127.0.0.1",
@@ -783,26 +807,29 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
                         help="delete a staged upload not opened for this many minutes (default 60)")
         live_args(sp)
-    sp = add("capture", cmd_capture, "capture packets live into a pcapng file (dumpcap), with the key log's secrets in it", json_=False, file=False, describe=False)
+    sp = add("capture", cmd_capture, "capture packets live into a pcapng file (dumpcap), with the key log's secrets in it", json_=False, file=False)
     if want("capture"):
         live_args(sp)
         sp.add_argument("-w", "--write", metavar="FILE", help="the pcapng file to write")
         sp.add_argument("-b", "--ring", action="append", metavar="KEY:VALUE", help="dumpcap ring buffer, e.g. -b filesize:10240 -b files:5")
         sp.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (more than 0; without it: until Ctrl+C, SIGTERM or SIGHUP)")
-    sp = add("compare", cmd_compare, "compare two captures of the same page", json_=False, file=False, describe=False)
+    sp = add("compare", cmd_compare, "compare two captures of the same page: requests matched by URL, each side's page load and phases (docs/JSON.md)", json_=False, file=False)
     if want("compare"):
         sp.add_argument("a", metavar="A")
         sp.add_argument("b", metavar="B")
         sp.add_argument("--keylog-b", action="append", metavar="FILE",
                         help="key log for B only (--keylog applies to both; a key log beside each capture, NAME.keys, is read too)")
-        sp.add_argument("--json", action="store_true")
+        sp.add_argument("--json", action="store_true", help="JSON output (docs/JSON.md)")
         sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
-        sp.add_argument("--force", action="store_true")
-    sp = add("lab", cmd_lab, "capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout)", json_=False, file=False, describe=False)
+        sp.add_argument("--force", action="store_true", help="with -o: overwrite OUT if it exists")
+    sp = add("lab", cmd_lab, "capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout; docs/LAB.md)", json_=False, file=False)
     if want("lab"):
-        sp.add_argument("--protocols", default="h1,spdy,h2,h3")
-        sp.add_argument("--rtt", type=float, nargs="*", default=[0.0])
-        sp.add_argument("--loss", type=float, nargs="*", default=[0.0])
+        sp.add_argument("--protocols", default="h1,spdy,h2,h3", metavar="LIST",
+                        help="comma-separated, of h1, spdy, h2, h3 (default: h1,spdy,h2,h3)")
+        sp.add_argument("--rtt", type=float, nargs="*", default=[0.0], metavar="MS",
+                        help="round-trip times to add (the lab's relay: one-way delay RTT/2); every RTT x loss pair is run (default: 0)")
+        sp.add_argument("--loss", type=float, nargs="*", default=[0.0], metavar="PERCENT",
+                        help="random packet loss each way, in percent; every RTT x loss pair is run (default: 0)")
         sp.add_argument("--rate", type=float, default=None, help="Mbit/s each way (--down/--up set one each)")
         sp.add_argument("--down", type=float, default=None, metavar="MBIT", help="server→client rate")
         sp.add_argument("--up", type=float, default=None, metavar="MBIT", help="client→server rate")
@@ -811,7 +838,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--push", metavar="KINDS|PATHS", help="HTTP/2 and SPDY servers push these with the HTML: css,js,images… or /a.css,/b.js")
         sp.add_argument("--batch", nargs="?", const="", default=None, metavar="OUT",
                         help="then analyse the runs with `wirefall batch` on a local cluster into OUT (default RUNS_DIR/batch)")
-        sp.add_argument("--runs", type=int, default=1)
+        sp.add_argument("--runs", type=int, default=1, metavar="N", help="page loads per protocol and RTT x loss pair (default: 1)")
         sp.add_argument("--page", default=None, metavar="HAR|DIR|NAME",
                         help="a HAR's page (one host per origin, lab DNS), a directory, or jpeg[:N[:KB]] / whitepaper (docs/LAB.md)")
         sp.add_argument("--h3-server", choices=("auto", "ngtcp2", "caddy", "aioquic"), default="auto",

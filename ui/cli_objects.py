@@ -1,6 +1,7 @@
 """``wirefall objects`` and ``wirefall packets -w``: the CLI bodies (ui/cli.py parses)."""
 from __future__ import annotations
 
+import os
 import sys
 
 from wirefall.analyzer.safetext import printable
@@ -14,6 +15,10 @@ def cmd_objects(args) -> int:
     res = export_objects(args.file, args.output, keylogs=args.keylog, protocol=args.protocol, limits=limits_of(args))
     for warning in res.analysis.warnings:
         print(f"wirefall: warning: {printable(warning)}", file=sys.stderr)
+    if not args.keylog and not os.environ.get("SSLKEYLOGFILE"):
+        from wirefall.ui.cli import _keylog_hint
+
+        _keylog_hint(res.analysis, args.file)
     if args.json:
         _dump([o.to_dict() for o in res.objects])
     else:
