@@ -547,8 +547,9 @@ def entry_comment(c: Completeness, e: Exchange) -> str | None:
     if low:  # the HAR's bodySize stays the number counted; the comment says it is a lower bound
         parts.append(f"{' and '.join(low)} bodySize is a lower bound: not all of its bytes are in the capture (joined mid-way, "
                      "or cut by the capture's end or a limit)")
-    if src.get("response_body_decoded_bytes") == "lower_bound":
-        parts.append("response content size is a lower bound: its decoding stopped at a limit")
+    if src.get("response_body_decoded_bytes") == "lower_bound":  # (decoded from a body cut short, or stopped at a limit)
+        parts.append("response content size is a lower bound: " + ("decoded from the part of the body in the capture"
+                     if src.get("response_body_bytes") == "lower_bound" else "its decoding stopped at a limit"))
     p = c.per_connection.get(e.connection)
     if p is not None:
         if p.joined_midway:

@@ -291,7 +291,7 @@ def is_grease(v: int) -> bool:
 
 class H3Frame:
     __slots__ = ("direction", "stream_id", "type", "code", "length", "first_packet", "packet", "headers",
-                 "fields", "error", "push_id", "decoded_size", "offset", "cut", "table_bytes")
+                 "fields", "error", "push_id", "decoded_size", "offset", "cut", "table_bytes", "missing")
 
     def __init__(self, direction, stream_id, code, length, first_packet, packet):
         self.direction = direction
@@ -309,6 +309,9 @@ class H3Frame:
         self.offset = -1  # QUIC stream offset of the frame's first byte (its type)
         self.cut: dict | None = None  # field line -> (name, value length) pylsqpack would return cut
         self.table_bytes = 0  # encoder-stream bytes charged to this header block (see the module docstring)
+        # payload bytes of the frame that never came (the capture or the stream ended inside it):
+        # its payload in the capture is length - missing
+        self.missing = 0
 
     def __repr__(self):
         return f"<H3 {self.type} sid={self.stream_id} len={self.length} pk={self.first_packet}-{self.packet}>"
@@ -329,7 +332,8 @@ def _varint(buf, p: int):
 
 
 class _Stream:
-    __slots__ = ("kind", "head", "push_id", "cur", "need", "payload", "first", "done", "skip", "bytes", "held", "resync")
+    __slots__ = ("kind", "head", "push_id", "cur", "need", "payload", "first", "done", "skip", "bytes", "held", "resync",
+                 "head_last")
 
     def __init__(self, kind):
         self.kind = kind  # request | control | push | qpack_encoder | qpack_decoder | unknown | None (type not read yet)
@@ -339,6 +343,7 @@ class _Stream:
         self.need = 0  # payload bytes still to come for cur
         self.payload: bytearray | None = None
         self.first = 0  # packet of the first byte of the frame header being read
+        self.head_last = 0  # packet of the last byte of a frame header not complete yet (``head``)
         self.done = False
         self.skip = False  # rest of the stream is ignored
         self.bytes = 0
@@ -393,6 +398,10 @@ class Http3Dissector:
         self.errors: list[tuple[int, str]] = []  # (packet, message)
         self.out: list[H3Frame] = []
         self.data_sink: Callable | None = None  # (direction, stream_id, payload) for each DATA payload; None: counted only
+        # set by finish(): each frame (or frame header) the capture ends inside, on a stream not
+        # ended, reset nor given up: (direction, stream id, frame type or None for a header,
+        # frame length (the header's bytes seen for a header), payload bytes seen, last packet)
+        self.ends_inside: list[tuple[int, int, str | None, int, int, int]] = []
 
     # -- public ---------------------------------------------------------------------
     def stream_data(self, direction: int, stream_id: int, data, packet: int, fin: bool = False,
@@ -438,6 +447,7 @@ class Http3Dissector:
             if st.cur is not None:
                 f = st.cur
                 f.error = f"stream ended {st.need} bytes before the end of the {f.type} frame"
+                f.missing = st.need
                 f.packet = packet
                 st.cur = None
                 self.out.append(f)
@@ -465,12 +475,18 @@ class Http3Dissector:
         for d in (0, 1):
             if self.pending_encoder[d] or self.pending_blocks[d]:
                 self._make_decoder(d, {})
-        for st in self.streams.values():
+        ends = self.ends_inside
+        for (d, sid), st in self.streams.items():
             if st.cur is not None:
                 f = st.cur
                 f.error = f"capture ends {st.need} bytes before the end of the {f.type} frame"
+                f.missing = st.need
                 st.cur = None
                 self.out.append(f)
+                if not st.skip:
+                    ends.append((d, sid, f.type, f.length, f.length - st.need, f.packet))
+            elif st.head and st.head_last and not st.skip and not st.done and st.kind in ("request", "push", "control"):
+                ends.append((d, sid, None, len(st.head), 0, st.head_last))
         lq = self.lq
         for d in (0, 1):
             held, self.lenient_blocked[d] = self.lenient_blocked[d], []
@@ -571,6 +587,7 @@ class Http3Dissector:
             r2 = _varint(st.head, r[1]) if r is not None else None
             if r2 is None:
                 pos = n
+                st.head_last = packet  # (should the capture end inside this header)
                 if len(st.head) > 16:
                     st.skip = True
                 return

@@ -21,7 +21,11 @@ Model output
   ``Frame(protocol="gquic", type="PACKET"|"CHLO"|"REJ"|"SHLO"...)``.  With
   ``Context.listing`` off (``requests``) no QUIC or HTTP/3 frame is listed (nor a packet in
   ``quic_packets``, below); connections, exchanges, notes and budgets are the same.
-- Exchanges for HTTP/3 requests and pushes, like HTTP/2.
+- Exchanges for HTTP/3 requests and pushes, like HTTP/2: body sizes count the DATA payload in
+  the capture (a DATA frame the capture ends inside, its bytes that came); a response whose
+  stream the capture ends without its FIN has ``sources.response_body_bytes = "lower_bound"``
+  and error "response incomplete at the end of the capture"; each frame the capture ends
+  inside is a ``NoteKind.ENDS_IN_FRAME`` note (``completeness.cut_short``).
 - Per-connection statistics the model has no field for: ``ctx.shared["quic_stats"][conn.id]``
   (packets, ACK-only packets, undecrypted packets, retransmitted STREAM/CRYPTO bytes, key
   updates, spin-bit RTT samples, HANDSHAKE_DONE packet, per-stream byte counts, + SHA-256
@@ -145,6 +149,18 @@ MID_NOTE = ("{n} request stream{s} seen mid-stream (begun before the capture): {
             "frame boundary its end proves (the bytes before it not counted), their body sizes are lower bounds")
 
 
+def h3_priority(value) -> dict:
+    """An HTTP/3 request's ``priority``: the field value as sent (``urgency_incremental``, e.g.
+    ``"u=0, i"``) and, as HTTP/2's, its ``urgency`` and ``incremental`` (RFC 9218) where it
+    states them (added 2026-12-03)."""
+    from .http2 import parse_priority_header
+
+    out = {"urgency_incremental": value}
+    if isinstance(value, str):
+        out.update(parse_priority_header(value))
+    return out
+
+
 class QuicSession:
     def __init__(self, ctx, conn, **kw):
         self.ctx = ctx
@@ -193,6 +209,7 @@ class QuicSession:
         self.body_wait: dict[int, list[bytes]] = {}
         self.body_wait_bytes = 0
         self.body_lost: set[int] = set()
+        self.resets: set[tuple[int, int]] = set()  # (direction, stream id) of the RESET_STREAM frames seen
         conn.quic = QuicInfo()
 
     # -- datagrams ----------------------------------------------------------------------
@@ -495,6 +512,7 @@ class QuicSession:
                                     error=info.get("error")))
             elif kind == "reset":
                 _, d, sid, code, final, packet = ev
+                self.resets.add((d, sid))
                 if self.h3 is not None:
                     self.h3.stream_reset(d, sid)
                     ex = self.exchanges.get(sid)
@@ -700,6 +718,36 @@ class QuicSession:
                     and ex.status is None:
                 ex.error = "no response in the capture"
 
+    def _cut_ends(self) -> None:
+        """At the end of the capture, as HTTP/2's session does: each frame the capture ends
+        inside is a ``NoteKind.ENDS_IN_FRAME`` note (``completeness.cut_short``), and a response
+        whose stream the capture ends without its FIN (HTTP/3's only end of a body), neither
+        stream direction reset, has a body size that is a lower bound and says so."""
+        h3 = self.h3
+        conn = self.conn
+        ctx = self.ctx
+        for d, sid, ftype, length, seen, packet in h3.ends_inside:  # type: ignore[union-attr]
+            what = (f"a {ftype} frame of {length} payload bytes on stream {sid} ({seen} of them seen)" if ftype is not None
+                    else f"a frame header on stream {sid} ({length} bytes of it seen)")
+            conn.notes.append(Note(NoteKind.ENDS_IN_FRAME, packet, d, length=length,
+                                   detail=f"HTTP/3: the capture ends inside {what}"))
+            if ftype is None and d == 1:  # (a cut frame's last packet is already its exchange's end)
+                ex = self.exchanges.get(sid) if sid & 3 == 0 else None
+                if ex is not None and ex.response_end_packet is not None and packet > ex.response_end_packet:
+                    ex.response_end, ex.response_end_packet = ctx.time(packet), packet
+        streams = h3.streams  # type: ignore[union-attr]
+        resets = self.resets
+        for ex in list(self.exchanges.values()) + list(self.pushes.values()):
+            sid = ex.stream_id
+            if sid is None or ex.reset is not None or (1, sid) in resets or (0, sid) in resets:
+                continue
+            st = streams.get((1, sid))
+            if st is None or st.done or not st.bytes:
+                continue  # (the response ended with its FIN, or none of it is in the capture)
+            lower_bound(ex, "response_body_bytes")
+            if ex.error is None:
+                ex.error = "response incomplete at the end of the capture"
+
     def _bodies_end(self) -> None:
         """At the end of the connection: each response's decoded body size (HTTP/3 has no
         end-of-body frame: the stream's FIN, which the exchange's last DATA frame stands for)."""
@@ -711,6 +759,8 @@ class QuicSession:
             b = coded.get(sid) if sid is not None else None
             if b is not None:
                 finish_body(self.conn, ex, b)
+                if (ex.sources or {}).get("response_body_bytes") == "lower_bound":
+                    lower_bound(ex, "response_body_decoded_bytes")  # (decoded from the bytes that came)
             elif needs_decoder(ex.content_encoding):
                 continue  # (its start not seen or not kept: not decoded, null)
             else:
@@ -762,11 +812,13 @@ class QuicSession:
                 if ex is None:
                     continue
                 ex.frames += 1
+                # (the payload in the capture: a DATA frame the capture or the stream ended inside
+                # counts the bytes that came, never its declared length)
                 if f.direction == 0:
-                    ex.request_body_bytes += f.length
+                    ex.request_body_bytes += f.length - f.missing
                     ex.request_end, ex.request_end_packet = t, f.packet
                 else:
-                    ex.response_body_bytes += f.length
+                    ex.response_body_bytes += f.length - f.missing
                     ex.response_end, ex.response_end_packet = t, f.packet
                     if sid not in self.bodies:
                         self._body(ex, sid)
@@ -775,7 +827,7 @@ class QuicSession:
             elif f.type == "PRIORITY_UPDATE" and f.fields and not f.fields.get("push"):
                 ex = self.exchanges.get(f.fields.get("prioritized_element_id"))
                 if ex is not None:
-                    ex.priority = {"urgency_incremental": f.fields.get("priority_field_value")}
+                    ex.priority = h3_priority(f.fields.get("priority_field_value"))
         if self.h3.errors:
             for p, msg in self.h3.errors:
                 conn.notes.append(f"packet {p}: {msg}")
@@ -795,7 +847,7 @@ class QuicSession:
         if ex.scheme and ex.authority:
             ex.url = f"{ex.scheme}://{ex.authority}{ex.path or ''}"
         if hd.get("priority") and ex.priority is None:
-            ex.priority = {"urgency_incremental": hd["priority"]}
+            ex.priority = h3_priority(hd["priority"])
         if ex.request_start is None:
             ex.request_start, ex.request_start_packet = ctx.time(f.first_packet), f.first_packet
         ex.request_end, ex.request_end_packet = ctx.time(f.packet), f.packet
@@ -899,6 +951,7 @@ class QuicSession:
                     self._mid_synced(d, sid)
             except Exception as e:
                 conn.notes.append(f"HTTP/3 end-of-capture decoding error: {e}")
+            self._cut_ends()
             self._bodies_end()
             self._unanswered()
         info = conn.quic
