@@ -1624,7 +1624,10 @@ def priority_text(fields) -> str:
     urgency 4, incremental"), not as Python writes a dict ("exclusive=True, depends_on=0…"): a
     true flag by its name, a false one left out, a value after its name."""
     out = []
-    for k, v in dict(fields).items():
+    fields = dict(fields)
+    if "urgency" in fields or "incremental" in fields:  # (HTTP/3's field value, parsed beside it: said once)
+        fields.pop("urgency_incremental", None)
+    for k, v in fields.items():
         name = str(k).replace("_", " ")
         if v is True:
             out.append(name)

@@ -662,7 +662,7 @@ class H1Connection:
                 line = bytes(buf[:nl]).split(b";", 1)[0].strip()
                 try:
                     size = int(line, 16)
-                    if size < 0:
+                    if size < 0 or b"_" in line:  # (int() reads "1_0" as 16: tshark calls it malformed, as RFC 9112's HEXDIG does)
                         raise ValueError
                 except ValueError:
                     self._end_body(direction, d, out, d.body_last, complete=False)

@@ -60,8 +60,10 @@ def box_figure(summary: dict[str, Any], metric: dict[str, str]):
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    h = "".join(f"<th>{html.escape(x)}</th>" for x in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    # (html_text: markup escaped and control / bidi characters shown as escapes — a U+202E in a
+    # capture's file name reversed how it read; html.escape kept them raw)
+    h = "".join(f"<th>{html_text(x)}</th>" for x in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 

@@ -348,7 +348,7 @@ def _legend_marks(c: _Fig, show_labels: bool) -> None:
         entries.append(("bg: background, not the page's (faded)", None))
     marks = list(dict.fromkeys(m for r in rows if (m := M.mark(r).removeprefix("bg").strip())))
     if marks:
-        entries.append((f"{', '.join(marks[:2])}: method ≠ GET, status ≠ 200", None))
+        entries.append((html_text(f"{', '.join(marks[:2])}") + ": method ≠ GET, status ≠ 200", None))  # (a HAR's method is captured text)
     if any(M.tint(r) == M.ERROR_TINT for r in rows):
         entries.append(("error: status 4xx/5xx (row red)", M.ERROR_TINT))
     if any(M.tint(r) == M.REDIRECT_TINT for r in rows):
