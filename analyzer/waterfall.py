@@ -512,6 +512,18 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
         return r.tied
 
     add(dreq)
+    if dreq.origin is None:
+        # the document's own origin is not known (joined mid-way: its :authority an HPACK/QPACK
+        # reference from before the capture): the origins its connection's requests name in
+        # Referer / Origin are the page's — page-multi-late's subresources on static.lab.test
+        # said "Referer: https://www.lab.test/", the origin the document's connection's own
+        # requests named, and read as another origin's: background
+        for r in reqs.values():
+            if r.connection == doc.connection:
+                for o in (r.referer, r.origin_header):
+                    if o is not None and o not in origin_set:
+                        origin_set.add(o)
+                        origins.append(o)
     # redirects that led to the document
     redirects: list[int] = []
     target, dstart = doc, start_of(doc)

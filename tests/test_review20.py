@@ -49,3 +49,26 @@ def test_batch_report_errors_table_escapes_controls():
     cell = "\x1b]0;x\x07<img src=x>\u202eexe.txt"
     html = _table(["capture"], [[cell]])
     assert "\x1b" not in html and "\x07" not in html and "\u202e" not in html and "<img" not in html
+
+
+def test_page_origin_from_referer_when_the_document_host_is_unknown():
+    """page-multi-late: the document's QUIC connection began before the capture, its
+    :authority a QPACK reference from before — '<unknown>'. Its subresources on static.lab.test,
+    late.lab.test and fresh.lab.test say 'Referer: https://www.lab.test/', the origin the
+    document's own connection's requests name, and were all drawn 'bg' (32 of 90 requests, 'not
+    the page's'). The lab's manifest says every one of those hosts served the page: none is
+    background now, and the page's origins start with www.lab.test."""
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.analyzer.waterfall import page_of
+
+    cap = SAMPLES / "quic" / "page-multi-late.pcapng"
+    manifest = json.loads(cap.with_name("page-multi-late.manifest.json").read_text())
+    page_hosts = set(manifest["page"])
+    by_addr = {v["address"]: k for k, v in manifest["origins"].items()}
+    an = analyze(str(cap), keylogs=[str(cap.with_suffix(".keys"))])
+    page = page_of(an)
+    conns = {c.id: c for c in an.connections}
+    ours = [e for e in an.exchanges if by_addr.get(conns[e.connection].server[0]) in page_hosts]
+    assert len(ours) == len(an.exchanges) == 90
+    assert not [e.url for e in ours if e.id in page.background]
+    assert page.origins[0] == "https://www.lab.test"
