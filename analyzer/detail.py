@@ -45,6 +45,7 @@ from wirefall.dissectors.tls import ContentType
 from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder, Layers, layers
 from .protocols import hooks
+from .protocols import quic as quic_hooks
 from .protocols.http2 import TYPES as H2_TYPES  # noqa: F401 (HTTP/2's wire numbers by Frame.type, as tests name them)
 from .tcp_analysis import EXPERT as TA_EXPERT
 from .tcp_analysis import F_DUPLICATE_ACK as TA_DUPLICATE_ACK
@@ -880,8 +881,6 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             if last is None or getattr(last, "value", None) != key:
                 head = ", ".join(x for x in (str(key[0]) if key[0] else "", f"PKN: {key[1]}" if key[1] is not None else "") if x)
                 last = Node(f"QUIC packet: {head or '?'}", [], rng[0], rng[1], None, key)
-                if key[1] is not None:
-                    last.add(f"Packet Number: {key[1]}", abbrev="quic.packet_number", value=str(key[1]))
                 if qhit is not None:
                     k, r = qhit
                     if r.error:
@@ -902,10 +901,19 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                     fn.source, fn.start, fn.end = k, a, b
                     if fr.type == "STREAM" and fr.offset >= 0 and b - fr.length >= a:
                         spans.append((fr.direction, fr.stream_id, fr.offset, fr.length, k, b - fr.length, r))
+                    quic_hooks.frame_field_nodes(fn, fr, r.data, a, b, k, _is_h3(analysis, fr))
+            el = quic_hooks.error_label(fr, _is_h3(analysis, fr))
+            if el is not None:  # the wirefall field's code in words too
+                for c in fn.children:
+                    if c.abbrev is None and c.label.startswith("error_code: "):
+                        c.label = f"error_code: {el}"
         parent.children.append(fn)
         if rng[0] >= 0:
             g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
             g.end = max(g.end, rng[1])
+    if "QUIC" in groups and payload_off >= 0:
+        _quic_headers(analysis, groups["QUIC"], data[payload_off:end], payload_off, qdec,
+                      [fr for fr in frames if fr.protocol == "quic"])
     for pname, g in groups.items():
         if pname == "QUIC":
             nf = qframes
@@ -914,6 +922,38 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             g.label = f"{g.label}: {g.children[0].label.split(': ', 1)[-1]}"
         else:
             g.label = f"{g.label} ({len(g.children)} frames)"
+
+
+def _is_h3(analysis: Analysis, fr: Frame) -> bool:
+    try:
+        return str(analysis.connections[fr.connection].protocol or "").startswith("h3")
+    except IndexError:
+        return False
+
+
+def _quic_headers(analysis: Analysis, g: Node, payload: bytes, base: int, qdec: dict, qframes: list[Frame]) -> None:
+    """Give each QUIC packet node of the datagram its header node (tshark's fields, coalesced
+    packets each their own): matched by its bytes where the packet was decrypted, else by
+    packet type and order; a header no frame stands for gets a packet node of its own."""
+    rows = {r.offset: (r.hdr_len, r.pn_len, r.pn, r.first_byte) for _k, r in qdec.values()}
+    heads = quic_hooks.header_nodes(payload, base, rows, quic_hooks.short_dcid_len(analysis, qframes))
+    free = [h for h in heads if h[2] != "Padding"]
+    for pk in list(g.children):
+        key = pk.value if isinstance(pk.value, tuple) else (None, None)
+        hit = next((h for h in free if base + h[0] == pk.start and base + h[1] == pk.end), None)
+        if hit is None:
+            hit = next((h for h in free if h[2] == key[0]), None) or (free[0] if free else None)
+        if hit is None:
+            continue
+        free.remove(hit)
+        pk.children.insert(0, hit[3])
+        pk.start, pk.end = base + hit[0], base + hit[1]
+        if key[1] is not None and hit[3].find("quic.packet_number") is None:
+            pk.children.insert(1, Node(f"Packet Number: {key[1]}", [], -1, -1, "quic.packet_number", str(key[1])))
+    for h in free:
+        g.children.append(Node(f"QUIC packet: {h[2]}", [h[3]], base + h[0], base + h[1], None, (h[2], None)))
+    g.children.extend(h[3] for h in heads if h[2] == "Padding")
+    g.children.sort(key=lambda c: c.start)
 
 
 def _quic_tabs(analysis: Analysis, source, n: int) -> dict:
@@ -1469,6 +1509,8 @@ class DecryptedQuic:
     data: bytes = b""
     error: str | None = None
     starts: list = field(default_factory=list)  # position of each QUIC frame in ``data``
+    pn_len: int = 0  # length of the packet number field
+    first_byte: int | None = None  # the header's first byte without header protection (once decrypted again)
 
     @property
     def pt_length(self) -> int:
@@ -1512,11 +1554,11 @@ def decrypted_quic(analysis: Analysis, source, n: int) -> list[DecryptedQuic]:
     payload: bytes | str | None = None
     for cid, d, i in rows:
         tab = recs[(cid, d)]
-        r = DecryptedQuic(cid, d, i, tab.offset[i], tab.length[i], tab.hdr_len[i], tab.epoch(i), tab.pn[i])
+        r = DecryptedQuic(cid, d, i, tab.offset[i], tab.length[i], tab.hdr_len[i], tab.epoch(i), tab.pn[i], pn_len=tab.pn_len(i))
         try:
             if payload is None:
                 payload = _udp_payload(analysis, source, n)
-            pt = payload if isinstance(payload, str) else _quic_redecrypt(analysis, payload, tab, d, i)
+            pt = payload if isinstance(payload, str) else _quic_redecrypt(analysis, payload, tab, d, i, r)
             if isinstance(pt, str):
                 r.error = pt
             elif len(pt) != r.pt_length:
@@ -1586,7 +1628,7 @@ def _quic_keys(analysis: Analysis, tab, d: int, key: int):
     return val
 
 
-def _quic_redecrypt(analysis: Analysis, payload: bytes, tab, d: int, i: int) -> bytes | str:
+def _quic_redecrypt(analysis: Analysis, payload: bytes, tab, d: int, i: int, r: DecryptedQuic | None = None) -> bytes | str:
     from wirefall.dissectors.quic_crypto import DecryptError
 
     off, ln, hl = tab.offset[i], tab.length[i], tab.hdr_len[i]
@@ -1601,6 +1643,8 @@ def _quic_redecrypt(analysis: Analysis, payload: bytes, tab, d: int, i: int) -> 
         _tpn, got_len, header = keys.unprotect_header(pkt, hl - pn_len)
         if got_len != pn_len:
             return f"header protection removed to a {got_len}-byte packet number, not {pn_len}"
+        if r is not None:
+            r.first_byte = header[0]
         return keys.decrypt(pkt[hl:], header, tab.pn[i])
     except DecryptError as e:
         return f"does not decrypt again ({e})"

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +81,37 @@ SETTINGS_NAMES = {
     0x2B603742: "ENABLE_WEBTRANSPORT",
 }
 STREAM_TYPES = {v: k.lower() for k, v in _STREAM_TYPES.items()}
+SETTINGS_IDS = {v: k for k, v in SETTINGS_NAMES.items()}
+
+
+def setting_key(ident: int) -> str:
+    """A SETTINGS frame's ``fields`` key for identifier ``ident``: its name, ``GREASE_0x21``
+    for a reserved (GREASE, RFC 9114 §7.2.4.1) one, else ``0x4d44``."""
+    name = SETTINGS_NAMES.get(ident)
+    if name is not None:
+        return name
+    return f"GREASE_0x{ident:x}" if ident >= 0x21 and (ident - 0x21) % 0x1F == 0 else f"0x{ident:x}"
+
+
+def settings_items(fields: Mapping | None) -> list[tuple[int, str, int]]:
+    """``(identifier, key, value)`` of every setting of a SETTINGS frame's ``fields``, in wire
+    order: each key is ``setting_key(identifier)``, a repeat of an identifier ``KEY#2``,
+    ``KEY#3`` … (other keys, such as the analysis' ``stream_type``, are not settings)."""
+    out = []
+    for k, v in (fields or {}).items():
+        if not isinstance(k, str) or not isinstance(v, int) or isinstance(v, bool):
+            continue
+        base = k.split("#", 1)[0]
+        ident = SETTINGS_IDS.get(base)
+        if ident is None:
+            h = base[9:] if base.startswith("GREASE_0x") else base[2:] if base.startswith("0x") else ""
+            try:
+                ident = int(h, 16) if h else None
+            except ValueError:
+                ident = None
+        if ident is not None and setting_key(ident) == base:
+            out.append((ident, k, v))
+    return out
 
 
 def _descriptor() -> None:
@@ -637,7 +668,13 @@ class Http3Dissector:
                 self._headers(d, sid, f, bytes(payload[r[1] :]))
                 return
         elif code == 0x04:
+            # every setting in wire order (as tshark shows them), GREASE ones too (GREASE_0x21);
+            # a repeated identifier (H3_SETTINGS_ERROR, RFC 9114 §7.2.4) keeps its first value
+            # under its name and each repeat as NAME#2, NAME#3 …; the QPACK decoder reads the
+            # first value of each, as tshark's first field
+            fields: dict = {}
             settings: dict = {}
+            seen: dict = {}
             p = 0
             while p < len(payload):
                 a = _varint(payload, p)
@@ -645,11 +682,18 @@ class Http3Dissector:
                 if b is None:
                     f.error = "SETTINGS frame truncated"
                     break
-                name = SETTINGS_NAMES.get(a[0]) or ("GREASE" if is_grease(a[0]) else f"0x{a[0]:x}")
-                if name != "GREASE":
-                    settings[name] = b[0]
+                name = setting_key(a[0])
+                k = seen[name] = seen.get(name, 0) + 1
+                if k == 1:
+                    fields[name] = b[0]
+                    if not name.startswith("GREASE_"):
+                        settings[name] = b[0]
+                else:
+                    fields[f"{name}#{k}"] = b[0]
+                    if f.error is None:
+                        f.error = f"setting {name} repeated (H3_SETTINGS_ERROR)"
                 p = b[1]
-            f.fields = settings
+            f.fields = fields
             if st.kind != "control":
                 f.error = "SETTINGS outside the control stream (H3_FRAME_UNEXPECTED)"
             elif self.settings[d] is None:

@@ -18,8 +18,21 @@ def _is_message(fr) -> bool:
     return fr.protocol == "gquic" and fr.type not in ("PACKET", "PUBLIC_RESET")
 
 
+def _cid(fr, ctx) -> list:
+    c = (fr.fields or {}).get("cid")
+    if not isinstance(c, str) or len(c) != 16:
+        return []
+    try:
+        return [int(c, 16)]
+    except ValueError:
+        return []
+
+
 PROTOCOL = Protocol("gquic", "GQUIC", frames_present("gquic", _is_gquic, "a Google QUIC packet"), [
     F("gquic.packet_number", UINT, _is_packet,
       lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get("packet_number"), int) else [], "packet number (public header)"),
+    F("gquic.cid", UINT, _is_packet, _cid, "connection ID (public header, 8 bytes) as a number"),
+    F("gquic.version", STRING, _is_packet, lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get("version"), str) else [],
+      "version of a public header that carries one (Q043…)"),
     F("gquic.tag", STRING, _is_message, lambda fr, ctx: [fr.type], "handshake message tag (CHLO, REJ, SHLO…), unencrypted ones"),
 ])

@@ -50,13 +50,20 @@ def parse_headers(payload: bytes, short_dcid_len: int | None) -> list[dict]:
                     break
                 bits = (b0 >> 4) & 3
                 kind = _V2_TYPES[bits] if ver == V2 else bits
-                out.append({"form": 1, "version": ver, "bits": bits, "type": kind, "dcid": dcid, "scid": scid, "v2": ver == V2})
-                if ver == 0 or kind == 3:  # version negotiation, Retry: the rest of the datagram
+                h = {"form": 1, "version": ver, "bits": bits, "type": kind, "dcid": dcid, "scid": scid, "v2": ver == V2}
+                out.append(h)
+                if ver == 0:  # version negotiation: the supported versions fill the rest of the datagram
+                    h["versions"] = [int.from_bytes(payload[i : i + 4], "big") for i in range(q, n - 3, 4)]
+                    break
+                if kind == 3:  # Retry: its token, then the 16-byte integrity tag, end the datagram
+                    h["retry_token"] = bytes(payload[q : max(q, n - 16)])
                     break
                 if kind == 0:
                     tl, q = _varint(payload, q)
+                    h["token_length"], h["token"] = tl, bytes(payload[q : q + tl])
                     q += tl
                 ln, q = _varint(payload, q)
+                h["length"] = ln
                 p = q + ln
             else:
                 dcid = payload[p + 1 : p + 1 + short_dcid_len] if short_dcid_len else b""
@@ -217,6 +224,21 @@ def _stream_bit(bit: int, value=None):
     return fn
 
 
+def _nci(key: str, conv=None):
+    """A NEW_CONNECTION_ID frame's field (hex strings as bytes)."""
+    def fn(fr, ctx):
+        v = (fr.fields or {}).get(key)
+        if v is None:
+            return []
+        if conv is not None:
+            try:
+                return [conv(v)]
+            except ValueError:
+                return []
+        return [v]
+    return fn
+
+
 def _close(app: bool):
     """CONNECTION_CLOSE frames of one kind: 0x1c (a transport error) or 0x1d (the application's)."""
     return lambda fr: fr.protocol == "quic" and fr.type == "CONNECTION_CLOSE" and bool((fr.fields or {}).get("application")) == app
@@ -232,6 +254,15 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
     P("quic.long.packet_type", UINT, _hf(lambda h: [h["bits"]] if h["form"] and h["version"] and not h["v2"] else []),
       "long packet type (0 Initial, 1 0-RTT, 2 Handshake, 3 Retry)"),
     P("quic.long.packet_type_v2", UINT, _hf(lambda h: [h["bits"]] if h["form"] and h["v2"] else []), "QUIC v2 long packet type bits"),
+    P("quic.dcil", UINT, _hf(lambda h: [len(h["dcid"])] if h["form"] else []), "destination connection ID length (long header)"),
+    P("quic.scil", UINT, _hf(lambda h: [len(h["scid"])] if h["form"] else []), "source connection ID length (long header)"),
+    P("quic.token_length", UINT, _hf(lambda h: [h["token_length"]] if "token_length" in h else []),
+      "Initial packet's Token Length (0 when it has no token)"),
+    P("quic.token", BYTES, _hf(lambda h: [h["token"]] if h.get("token") else []), "Initial packet's token (where its length is not 0)"),
+    P("quic.length", UINT, _hf(lambda h: [h["length"]] if "length" in h else []),
+      "Length field of a long header (packet number and payload)"),
+    P("quic.retry_token", BYTES, _hf(lambda h: [h["retry_token"]] if "retry_token" in h else []), "Retry packet's token"),
+    P("quic.supported_version", UINT, _hf(lambda h: h.get("versions", [])), "a version a Version Negotiation packet lists"),
     P("quic.dcid", BYTES, _hf(lambda h: [h["dcid"]] if h["dcid"] else []), "destination connection ID"),
     P("quic.scid", BYTES, _hf(lambda h: [h["scid"]] if h["form"] and h.get("scid") else []), "source connection ID (long header)"),
     Field("quic.short", "none", lambda pv: [True] if any(h["form"] == 0 for h in headers(pv)) else [], "a short-header packet"),
@@ -253,6 +284,14 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
     F("quic.ack.largest_acknowledged", UINT, _ACK, fields_value("largest_acknowledged"), "ACK frame's largest acknowledged packet number"),
     F("quic.ack.ack_delay", UINT, _ACK, fields_value("ack_delay"), "ACK frame's ACK Delay as sent (before the ack_delay_exponent scaling)"),
     F("quic.ack.ack_range_count", UINT, _ACK, fields_value("ack_range_count"), "ACK frame's ACK Range Count"),
+    F("quic.nci.sequence", UINT, _frames_of("NEW_CONNECTION_ID"), _nci("sequence"), "NEW_CONNECTION_ID's Sequence Number"),
+    F("quic.nci.retire_prior_to", UINT, _frames_of("NEW_CONNECTION_ID"), _nci("retire_prior_to"), "NEW_CONNECTION_ID's Retire Prior To"),
+    F("quic.nci.connection_id.length", UINT, _frames_of("NEW_CONNECTION_ID"), _nci("connection_id", lambda v: len(v) // 2),
+      "NEW_CONNECTION_ID's connection ID length"),
+    F("quic.nci.connection_id", BYTES, _frames_of("NEW_CONNECTION_ID"), _nci("connection_id", bytes.fromhex),
+      "NEW_CONNECTION_ID's connection ID"),
+    F("quic.nci.stateless_reset_token", BYTES, _frames_of("NEW_CONNECTION_ID"), _nci("reset_token", bytes.fromhex),
+      "NEW_CONNECTION_ID's Stateless Reset Token"),
     F("quic.cc.error_code", UINT, _close(False), fields_value("error_code"), "CONNECTION_CLOSE (0x1c) transport error code (0 NO_ERROR…)"),
     F("quic.cc.error_code.app", UINT, _close(True), fields_value("error_code"), "CONNECTION_CLOSE (0x1d) application error code"),
 ])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from wirefall.analyzer.model import Frame
+from wirefall.dissectors.http3 import SETTINGS_NAMES, settings_items
 from wirefall.dissectors.registry import descriptor
 
 if TYPE_CHECKING:
@@ -45,4 +46,54 @@ def place_in_stream(fr: Frame, fn: Node, spans: list) -> None:
         s, e = max(fr.offset, off), min(fr.offset + hl + fr.length, off + ln)
         if s < e:
             fn.source, fn.start, fn.end = k, pos + s - off, pos + e - off
+            if fr.type == "SETTINGS" and fr.offset >= off and fr.offset + hl + fr.length <= off + ln:
+                settings_nodes(fn, fr, r.data, pos + fr.offset - off + hl, k)
             return
+
+
+# tshark's names of the settings it knows (packet-http3.c http3_settings_vals)
+_TSHARK_SETTINGS = {0x01: ("Max Table Capacity", "http3.settings.qpack.max_table_capacity"),
+                    0x06: ("Max Field Section Size", "http3.settings.max_field_section_size"),
+                    0x07: ("Blocked Streams", "http3.settings.qpack.blocked_streams"),
+                    0x08: ("Extended CONNECT", "http3.settings.extended_connect")}
+
+
+def _varint(b: bytes, p: int) -> tuple[int, int]:
+    n = 1 << (b[p] >> 6)
+    if p + n > len(b):
+        raise IndexError
+    v = b[p] & 0x3F
+    for i in range(1, n):
+        v = v << 8 | b[p + i]
+    return v, p + n
+
+
+def settings_nodes(fn: Node, fr: Frame, data: bytes, start: int, source: int) -> None:
+    """One node per setting of a SETTINGS frame, in wire order (GREASE ones and repeats too),
+    with tshark's fields (http3.settings.id / .value and the named ones) and their bytes in
+    the "Decrypted QUIC" tab ``source`` (the payload begins at ``data[start]``)."""
+    from wirefall.analyzer.detail import Node
+
+    items = settings_items(fr.fields)
+    p, end = start, start + fr.length
+    nodes = []
+    try:
+        for ident, key, value in items:
+            a, q = _varint(data, p)
+            v, q2 = _varint(data, q)
+            if (a, v) != (ident, value) or q2 > end:
+                return  # (the bytes are not the frame's: no ranges rather than wrong ones)
+            known = _TSHARK_SETTINGS.get(ident)
+            name = SETTINGS_NAMES.get(ident) or ("GREASE" if key.startswith("GREASE_") else "Unknown")
+            sn = Node(f"Setting: {name} (0x{ident:x}) = {value}", [], p, q2, "http3.settings", "")
+            sn.add(f"Settings Identifier: {name} (0x{ident:x})", p, q, "http3.settings.id", str(ident))
+            sn.add(f"Settings Value: {value}", q, q2, "http3.settings.value", str(value))
+            if known is not None:
+                sn.add(f"{known[0]}: {value}", q, q2, known[1], str(value))
+            for x in sn.walk():
+                x.source = source
+            nodes.append(sn)
+            p = q2
+    except IndexError:
+        return
+    fn.children.extend(nodes)
