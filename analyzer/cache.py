@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from .gcpause import gc_paused, model_frozen
 from .model import LAZY_FIELDS, Analysis, PacketIndex
 
-CACHE_VERSION = 8  # 3: summary part, raw packet index, body unpacked on first use; 4: classes pickled as wirefall.*; 5: typed connection notes (model.Note), TCP ISN and window scale on the connection; 6: frames in chunks (FrameChunks); 7: the body in parts, each unpacked on its own first use; 8: pcapng times ticks / ticks-per-second (correctly rounded)
+CACHE_VERSION = 8  # 3: summary part, raw packet index, body unpacked on first use; 4: classes pickled as wirefall.*; 5: typed connection notes (model.Note), TCP ISN and window scale on the connection; 6: frames in chunks (FrameChunks); 7: the body in parts, each unpacked on its own first use; 8: pcapng times ticks / ticks-per-second (correctly rounded), interface ids file-wide over sections
 MAX_BYTES = 2 << 30  # whole cache folder
 MAX_ENTRY_BYTES = 1 << 30  # one compressed entry
 SUFFIX = ".wfa.zst"

@@ -117,6 +117,11 @@ MAGIC_GZIP = b"\x1f\x8b"
 MAGIC_XZ = b"\xfd7zXZ\x00"
 MAGIC_BZ2 = b"BZh"
 MAGIC_ZSTD = b"\x28\xb5\x2f\xfd"
+# zstd skippable frames (RFC 8878 §3.1.2): magic 0x184D2A50-0x184D2A5F little-endian, a 32-bit
+# length, that many bytes of user data; pzstd starts each frame with one, the seekable format
+# ends with one.  zstd(1) skips them wherever a frame may start; so does the reader (the
+# zstandard decompressor reads one as a frame of no output: its declared length, within the file)
+ZSTD_SKIPPABLE = tuple(bytes([0x50 + i]) + b"\x2a\x4d\x18" for i in range(16))
 
 PCAP_MAGICS = {
     b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
@@ -135,7 +140,7 @@ def _sniff_compression(head: bytes) -> str:
         return "xz"
     if head.startswith(MAGIC_BZ2):
         return "bzip2"
-    if head.startswith(MAGIC_ZSTD):
+    if head.startswith(MAGIC_ZSTD) or head.startswith(ZSTD_SKIPPABLE):
         return "zstd"
     return ""
 
@@ -165,7 +170,7 @@ def open_decompressed(path: str, inflate_budget: Callable[[int], Budget] | None 
 IN_CHUNK = 16 << 10  # compressed bytes given to a decompressor at a time
 ZSTD_IN_CHUNK = 1 << 10  # zstandard's decompressobj has no output bound: 1 KiB of input makes at most 32 MiB
 FINE_STEP = 8  # input and output per call when the bytes just before a damage are recovered
-_MAGIC = {"gzip": MAGIC_GZIP, "xz": MAGIC_XZ, "bzip2": MAGIC_BZ2, "zstd": MAGIC_ZSTD}
+_MAGIC = {"gzip": (MAGIC_GZIP,), "xz": (MAGIC_XZ,), "bzip2": (MAGIC_BZ2,), "zstd": (MAGIC_ZSTD, *ZSTD_SKIPPABLE)}
 
 
 class Inflate:
@@ -183,7 +188,10 @@ class Inflate:
     the damage matches what ``gzip -dc`` (xz, zstd) writes out, and more for bzip2, whose
     tool drops a whole block whose checksum failed.
     Concatenated streams (``cat a.gz b.gz``) are read as one; null padding after a gzip or
-    xz stream is skipped; other bytes after the last stream end reading with ``trailing``.
+    xz stream is skipped, and zstd skippable frames (``ZSTD_SKIPPABLE``: before, between and
+    after frames, as pzstd and the seekable format write them) are read as frames of no
+    output: their declared length, the file cut short if it ends inside one; other bytes
+    after the last stream end reading with ``trailing``.
     ``budget`` (a ``dissectors.budget.Budget`` of decompressed bytes, the analysis pass's
     ``inflated_bytes``): delivering more ends the stream there, with ``stopped`` saying so.
     """
@@ -211,6 +219,7 @@ class Inflate:
         self._redone = False
         self._stream = (0, 0)  # (compressed offset, decompressed offset) where the current stream began
         self._errors: tuple = (EOFError, OSError, ValueError)
+        self._head = b""  # zstd: the first bytes of the current frame (a skippable frame's magic?)
         self._d = self._new()
 
     def _new(self):
@@ -232,6 +241,7 @@ class Inflate:
         import zstandard
 
         self._errors = (EOFError, OSError, ValueError, zstandard.ZstdError)
+        self._head = b""
         return zstandard.ZstdDecompressor().decompressobj()
 
     def _input(self, n: int) -> bytes:
@@ -257,12 +267,14 @@ class Inflate:
             self.error_out = self.produced  # every byte before the damage, delivered or not yet
 
     def _after_end(self, rest: bytes) -> None:
-        """One stream ended: start the next one, if the file goes on with one."""
-        magic = _MAGIC[self.comp]
+        """One stream ended: start the next one, if the file goes on with one (zstd: a frame or
+        a skippable frame, which the next decompressor skips)."""
+        magics = _MAGIC[self.comp]
+        need = len(magics[0])
         while True:
             if self.comp in ("gzip", "xz"):
                 rest = rest.lstrip(b"\0")  # padding, as gzip(1) and xz(1) accept it
-            if len(rest) >= len(magic) or (rest and not magic.startswith(rest)):
+            if len(rest) >= need or (rest and not any(m.startswith(rest) for m in magics)):
                 break
             try:
                 more = self.raw.read(IN_CHUNK)
@@ -276,7 +288,7 @@ class Inflate:
                 return
             rest += more
         at = self.fed - len(rest)
-        if rest.startswith(magic):
+        if rest.startswith(magics):
             self._d = self._new()
             self._pending = rest
             self._stream = (at, self.produced)
@@ -294,8 +306,10 @@ class Inflate:
         if self.comp == "zstd":
             data = self._input(min(step, ZSTD_IN_CHUNK))
             if not data:
-                self._fail(self._cut_short("zstd frame"))
+                self._fail(self._cut_short("zstd skippable frame" if self._head.startswith(ZSTD_SKIPPABLE) else "zstd frame"))
                 return b""
+            if len(self._head) < 4:
+                self._head += data[: 4 - len(self._head)]
             out = d.decompress(data)
         elif self.comp == "gzip":
             data = self._input(step)
@@ -716,10 +730,22 @@ def pcapng_stats(buf, p: int, blen: int, endian: str, options=_parse_options) ->
 PCAPNG_FIXED = {6: 32, 3: 16, 2: 32, 1: 20, 0x0A: 20, 5: 24, 0x0A0D0D0A: 28}
 
 
+def _pcapng_iface(info: CaptureInfo, ifaces: list[Interface], first: int, iid: int, number: int) -> tuple[Interface, int]:
+    """The interface a packet block's section-local ``iid`` names, and its file-wide number
+    (``Record.interface``); one no IDB of its section declared: ``UNKNOWN_INTERFACE``, counted."""
+    if iid < len(ifaces):
+        return ifaces[iid], first + iid
+    if info._unknown_iface is None:
+        info._unknown_iface = [0, number, iid]
+    info._unknown_iface[0] += 1
+    return Interface(-1), UNKNOWN_INTERFACE
+
+
 def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Iterator[list[Record]]:
     b = _Buf(f, magic)
     endian = "<"
-    ifaces: list[Interface] = []
+    ifaces: list[Interface] = []  # this section's interfaces, by their section-local id
+    first = 0  # the file-wide number (``info.interfaces``, ``Record.interface``) of this section's interface 0
     number = 0
     epb = {"<": struct.Struct("<7I").unpack_from, ">": struct.Struct(">7I").unpack_from}
     buf: bytearray | memoryview  # (the fast loop's buffer; the general path's view of its valid bytes)
@@ -747,7 +773,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 number += 1
                 if caplen > blen - 32:
                     caplen = blen - 32
-                add(new(Record, (ts, caplen, origlen, itf.linktype, base + pos + 28, bytes(mv[pos + 28 : pos + 28 + caplen]), iid)))
+                add(new(Record, (ts, caplen, origlen, itf.linktype, base + pos + 28, bytes(mv[pos + 28 : pos + 28 + caplen]), first + iid)))
                 pos += blen
             b.pos = pos
             if batch:
@@ -769,9 +795,19 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 endian = "<"
             elif bom == b"\x1a\x2b\x3c\x4d":
                 endian = ">"
-            else:
-                raise CaptureError(f"{path}: pcapng section header at offset {b.base + p} has a bad byte-order magic")
-            ifaces = []  # interfaces are per section
+            elif b.base + p == 0:
+                raise CaptureError(f"{path}: pcapng section header at offset 0 has a bad byte-order magic")
+            else:  # a later section: as other damage after the start, what came before is kept
+                info.truncated = True
+                info.warnings.append(f"{path}: pcapng section header at file offset {b.base + p} has a bad byte-order magic "
+                                     f"({bytes(bom).hex()}) after packet {number}; stopped reading")
+                return
+            # interfaces are per section: a later section's interface ids count from 0 again, and
+            # its interfaces follow the earlier sections' in info.interfaces (as capinfos numbers
+            # them): Record.interface is that file-wide number, so every interface id a record
+            # carries names its own interface (link type, resolution, offset) in info.interfaces
+            ifaces = []
+            first = len(info.interfaces)
         btype_i, blen = struct.unpack_from(endian + "II", buf, p)
         if blen < 12 or blen % 4 or blen > 0x4000000:
             if number == 0 and btype_i != 0x0A0D0D0A and not info.interfaces:
@@ -797,14 +833,7 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
         if btype_i == 6:  # Enhanced Packet Block
             iid, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "IIIII", buf, p + 8)
             number += 1
-            if iid < len(ifaces):
-                itf = ifaces[iid]
-            else:
-                if info._unknown_iface is None:
-                    info._unknown_iface = [0, number, iid]
-                info._unknown_iface[0] += 1
-                itf = Interface(-1)
-                iid = UNKNOWN_INTERFACE
+            itf, iid = _pcapng_iface(info, ifaces, first, iid, number)
             caplen = max(0, min(caplen, blen - 32))  # a block shorter than its header: no data
             start = p + 28
             ts = ((tshi << 32) | tslo) / itf.tsdiv + itf.tsoffset
@@ -814,14 +843,14 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
         elif btype_i == 3:  # Simple Packet Block: interface 0, no timestamp
             (origlen,) = struct.unpack_from(endian + "I", buf, p + 8)
             number += 1
-            itf = ifaces[0] if ifaces else Interface(-1)
+            itf, iid = _pcapng_iface(info, ifaces, first, 0, number)
             caplen = max(0, min(origlen, blen - 16, itf.snaplen or origlen))
             start = p + 12
-            yield [_tuple_new(Record, (0.0, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), 0))]
+            yield [_tuple_new(Record, (0.0, caplen, origlen, itf.linktype, b.base + start, bytes(buf[start : start + caplen]), iid))]
         elif btype_i == 2:  # obsolete Packet Block
             iid, _drops, tshi, tslo, caplen, origlen = struct.unpack_from(endian + "HHIIII", buf, p + 8)
             number += 1
-            itf = ifaces[iid] if iid < len(ifaces) else Interface(-1)
+            itf, iid = _pcapng_iface(info, ifaces, first, iid, number)
             caplen = max(0, min(caplen, blen - 32))
             start = p + 28
             ts = ((tshi << 32) | tslo) / itf.tsdiv + itf.tsoffset
@@ -836,7 +865,9 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             stype, slen = struct.unpack_from(endian + "II", buf, p + 8)
             info.secrets.append((stype, bytes(buf[p + 16 : p + 16 + min(slen, blen - 20)])))
         elif btype_i == 5:  # Interface Statistics Block
-            info.interface_stats.append(pcapng_stats(buf, p, blen, endian))
+            st = pcapng_stats(buf, p, blen, endian)
+            st["interface"] += first  # (file-wide, as Record.interface)
+            info.interface_stats.append(st)
         # other blocks (NRB, custom, SHB body) are skipped by length
         b.pos = p + blen
 

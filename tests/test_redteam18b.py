@@ -367,8 +367,10 @@ def test_decompression_bomb_stops_at_the_packet_budget(bombs, fmt):
     65 KB of gzip: 16 MiB, ratios 250-30 000): read to ``inflated_records`` packets
     (max(floor, 4 per compressed byte)), marked in the completeness summary and one warning;
     the normal exchange kept.  Lowered here so the test is quick: 65 536."""
+    from wirefall.analyzer.sessions import DEFAULT_LIMITS
+
     path = bombs[fmt]
-    cap = max(65536, 4 * path.stat().st_size)
+    cap = max(65536, DEFAULT_LIMITS["inflated_records_per_byte"] * path.stat().st_size)
     r = cli("summary", path, "--json", "--limit", "inflated_records=65536")
     assert r.returncode == 0 and r.secs < 30 and r.peak_mb < 300
     _summary_checks(r, "inflated_records", cap_records=cap // 4096 * 4096)  # (counted in steps of 4096 packets)

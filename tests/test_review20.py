@@ -72,3 +72,21 @@ def test_page_origin_from_referer_when_the_document_host_is_unknown():
     assert len(ours) == len(an.exchanges) == 90
     assert not [e.url for e in ours if e.id in page.background]
     assert page.origins[0] == "https://www.lab.test"
+
+
+def test_web_upload_takes_a_pzstd_capture(tmp_path):
+    """A capture compressed by pzstd starts with a zstd skippable frame (0x184D2A50): the
+    reader takes it (tests/test_capture_hostile20.py); the web app's upload check refused it."""
+    import shutil
+    import subprocess
+
+    from conftest import need_tool
+
+    need_tool("pzstd")
+    from wirefall.ui.web.state import CAPTURE_MAGICS
+
+    src = tmp_path / "c.pcap"
+    shutil.copy(SAMPLES / "tcp-port-reuse.pcap", src)
+    subprocess.run(["pzstd", "-q", "-f", str(src), "-o", str(tmp_path / "c.pcap.zst")], check=True)
+    head = (tmp_path / "c.pcap.zst").read_bytes()[:8]
+    assert any(head.startswith(m) for m in CAPTURE_MAGICS)

@@ -79,7 +79,7 @@ DEFAULT_LIMITS = {
     "inflated_bytes": 1 << 30,
     "inflated_bytes_per_byte": 100,
     "inflated_records": 1 << 18,  # a packet costs the pass ~5-10 us whatever its size: a few seconds
-    "inflated_records_per_byte": 4,
+    "inflated_records_per_byte": 1,  # >= 2x real captures: <= 0.032 packets per compressed byte, headers-only <= 0.19 (docs/ROBUSTNESS.md)
 }
 # Budgets (docs/ROBUSTNESS.md): a key NAME in DEFAULT_LIMITS caps one connection's use, and
 # NAME + "_capture" the whole capture's; ``Context.budget(NAME, conn)`` hands out the pair.

@@ -30,7 +30,7 @@ CAPTURE_MAGICS = (
     b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",  # pcap
     b"\x0a\x0d\x0d\x0a",  # pcapng
     b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh", b"\x28\xb5\x2f\xfd",  # gzip, xz, bzip2, zstd
-)
+) + tuple(bytes([0x50 + i, 0x2A, 0x4D, 0x18]) for i in range(16))  # zstd skippable frames (pzstd starts with one)
 
 
 class UploadError(ValueError):
