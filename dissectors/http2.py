@@ -19,8 +19,13 @@ What it does beyond splitting frames:
   tracked (initial window from SETTINGS, WINDOW_UPDATE increments); a DATA frame that
   exhausts a window gets ``fields["stalled"] = "connection" | "stream"``, one that overruns
   it is marked with an error;
-- RST_STREAM / GOAWAY error codes by name, SETTINGS by name, PRIORITY fields, ALTSVC, ORIGIN,
-  PRIORITY_UPDATE (RFC 9218) fields; unknown types are kept as ``UNKNOWN_0xNN``;
+- RST_STREAM / GOAWAY error codes by name, SETTINGS by name (``settings``: the last value of
+  each, the one that applies) and in wire order (``settings_list``: every [id, value], an
+  identifier repeated in one frame included, RFC 9113 section 6.5.3), PRIORITY fields, GOAWAY
+  debug data (``debug_data``: its first ``MAX_DEBUG_DATA`` bytes as UTF-8; where they are not
+  UTF-8, the bytes that are not as ``\\xNN`` escapes and ``debug_data_escaped``;
+  ``debug_data_length``: all of its bytes; ``debug_data_truncated`` when cut),
+  ALTSVC, ORIGIN, PRIORITY_UPDATE (RFC 9218) fields; unknown types are kept as ``UNKNOWN_0xNN``;
 - a stream that does not start with a frame boundary (capture started after the preface,
   or bytes lost by the capture) is resynchronised: the dissector searches the first offset
   where two consecutive plausible frame headers (known type, valid flags, length within
@@ -43,6 +48,7 @@ HPACK is the ``hpack`` library.
 """
 from __future__ import annotations
 
+import codecs
 import logging
 import struct
 from bisect import bisect_right
@@ -235,6 +241,7 @@ MAX_WINDOW = 0x7FFFFFFF
 DEFAULT_MAX_FRAME = 16384
 MAX_HEADER_BLOCK = 1 << 20  # assembled header block bytes (HEADERS + CONTINUATION) before giving up
 MAX_CONTINUATION = 1000
+MAX_DEBUG_DATA = 1024  # GOAWAY debug data bytes kept in fields["debug_data"] (the rest: debug_data_truncated)
 RESYNC_SCAN = 1 << 20  # bytes scanned for a frame boundary before the direction is given up
 
 _HDR = struct.Struct(">BHBBI")  # length hi byte, length lo 16, type, flags, stream id
@@ -919,7 +926,8 @@ class H2Connection:
                 items.append((ident, value))
                 st[SETTINGS_NAMES.get(ident, f"0x{ident:x}")] = value
                 self._setting(direction, ident, value, acked=False)
-            fl["settings"] = st
+            fl["settings"] = st  # by name, the last value of each (the one that applies, RFC 9113 section 6.5.3)
+            fl["settings_list"] = [[ident, value] for ident, value in items]  # every one, in wire order, repeats included
             self.settings[direction].update(st)
             pend = self.pending_settings[direction]
             pend.append(items)
@@ -943,7 +951,15 @@ class H2Connection:
             fl["error_code"] = code
             fl["error"] = error_name(code)
             if len(p) > 8:
-                fl["debug_data"] = bytes(p[8:256]).decode("utf-8", "replace")
+                dbg = bytes(p[8 : 8 + MAX_DEBUG_DATA])
+                try:  # (a character the bound cuts in two is left out: debug_data_truncated says so)
+                    fl["debug_data"] = codecs.getincrementaldecoder("utf-8")().decode(dbg, final=len(p) - 8 <= MAX_DEBUG_DATA)
+                except UnicodeDecodeError:  # bytes that are not UTF-8 stay visible, as \xNN escapes
+                    fl["debug_data"] = dbg.decode("utf-8", "backslashreplace")
+                    fl["debug_data_escaped"] = True
+                fl["debug_data_length"] = len(p) - 8
+                if len(p) - 8 > MAX_DEBUG_DATA:
+                    fl["debug_data_truncated"] = True
         elif t == WINDOW_UPDATE:
             (inc,) = struct.unpack_from(">I", p, 0)
             inc &= 0x7FFFFFFF

@@ -26,11 +26,24 @@ def _type(fr, ctx):
     return [c] if c is not None else []
 
 
-def _weight(real: bool):
+def _has_priority(fr) -> bool:
+    """A frame with RFC 7540 priority fields (exclusive, stream dependency, weight), where tshark
+    shows them: a PRIORITY frame, a HEADERS frame with the PRIORITY flag."""
+    return fr.type == "PRIORITY" or fr.type == "HEADERS" and bool(fr.flags & 0x20)
+
+
+def _priority(key: str, adjust: int = 0):
+    """``fields[key]`` (+ ``adjust``) of a frame with priority fields."""
     def fn(fr, ctx):
-        w = (fr.fields or {}).get("weight")
-        return [w if real else w - 1] if isinstance(w, int) and fr.type == "HEADERS" and fr.flags & 0x20 else []
+        v = (fr.fields or {}).get(key) if _has_priority(fr) else None
+        return [int(v) + adjust] if isinstance(v, (int, bool)) else []
     return fn
+
+
+def _weight(real: bool):
+    """The weight as sent (0..255, ``http2.headers.weight``) or plus one (``weight_real``): the
+    dissector keeps the latter."""
+    return _priority("weight", 0 if real else -1)
 
 
 def _flag(name: str, bit: int, types: frozenset[str], desc: str) -> Field:
@@ -57,18 +70,74 @@ def _setting_id(name: str) -> int | None:
     return i
 
 
-def _settings(fr, ctx) -> dict:
-    st = (fr.fields or {}).get("settings") if fr.type == "SETTINGS" else None
-    return st if isinstance(st, dict) else {}
+def _settings(fr, ctx) -> list[tuple[int, int]]:
+    """A SETTINGS frame's (identifier, value) pairs in wire order, a repeated identifier each
+    time (``fields["settings_list"]``; from the dict of last values in an analysis made before
+    the dissector kept the list)."""
+    fl = (fr.fields or {}) if fr.type == "SETTINGS" else {}
+    items = fl.get("settings_list")
+    if isinstance(items, list):
+        return [(int(i), int(v)) for i, v in items]
+    st = fl.get("settings")
+    if not isinstance(st, dict):
+        return []
+    return [(i, v) for k, v in st.items() if (i := _setting_id(k)) is not None]
 
 
 def _setting(ident: int):
-    return lambda fr, ctx: [v for k, v in _settings(fr, ctx).items() if _setting_id(k) == ident]
+    return lambda fr, ctx: [v for i, v in _settings(fr, ctx) if i == ident]
 
 
-def _ping(fr, ctx):
-    h = (fr.fields or {}).get("opaque") if fr.type == "PING" else None
-    return [bytes.fromhex(h)] if isinstance(h, str) else []
+# the identifiers tshark 4.0 names (http2.settings.<name>); any other is http2.settings.unknown
+_TSHARK_SETTINGS = frozenset({1, 2, 3, 4, 5, 6, 8})
+
+
+def _ping(ack: bool):
+    """PING opaque data: ``http2.ping`` on a PING, ``http2.pong`` on a PING ACK (tshark's)."""
+    def fn(fr, ctx):
+        h = (fr.fields or {}).get("opaque") if fr.type == "PING" and bool(fr.flags & 0x1) == ack else None
+        return [bytes.fromhex(h)] if isinstance(h, str) else []
+    return fn
+
+
+_PAD_TYPES = frozenset({"DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION"})
+
+
+def _pad_length(padded_only: bool):
+    """``http2.pad_length`` (tshark adds it, generated, to every DATA, HEADERS, PUSH_PROMISE and
+    CONTINUATION frame: 0 without the PADDED flag) or ``http2.padding`` (the Pad Length byte,
+    PADDED frames only).  tshark reads a Pad Length on a CONTINUATION with the PADDED bit too,
+    which RFC 9113 does not define: that byte is read again from the stream."""
+    def fn(fr, ctx):
+        if fr.type not in _PAD_TYPES:
+            return []
+        if not fr.flags & 0x8:
+            return [] if padded_only else [0]
+        if fr.type == "CONTINUATION":
+            if ctx is None or fr.offset < 0 or fr.length < 1:
+                return []
+            b = _plain(ctx, fr, fr.offset + 9, fr.offset + 10)
+            return [b[0]] if b else []
+        v = (fr.fields or {}).get("pad_length")
+        return [v] if isinstance(v, int) else []
+    return fn
+
+
+def _addata(fr, ctx):
+    """GOAWAY additional debug data, all of it: the bytes the dissector kept when it kept them
+    all and they were UTF-8, else read again from the stream."""
+    fl = fr.fields or {}
+    if fr.type != "GOAWAY" or fr.length <= 8:
+        return []
+    text = fl.get("debug_data")
+    if isinstance(text, str) and "debug_data_length" in fl and not fl.get("debug_data_truncated") and not fl.get("debug_data_escaped"):
+        b = text.encode("utf-8")
+        if len(b) == fr.length - 8:
+            return [b]
+    if ctx is None or fr.offset < 0:
+        return []
+    b = _plain(ctx, fr, fr.offset + 9 + 8, fr.offset + 9 + fr.length)
+    return [b] if b is not None else []
 
 
 def _plain(ctx, fr, a: int, b: int) -> bytes | None:
@@ -188,16 +257,25 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.push_promise.promised_stream_id", UINT, _of_type("PUSH_PROMISE"), fields_value("promised_stream_id"), "PUSH_PROMISE promised stream"),
     F("http2.data.data", BYTES, lambda fr: _is_h2(fr) and (fr.type == "DATA" or fr.type == "HEADERS" and bool(fr.flags & 0x1)), _data,
       "DATA frame payload (without padding); where END_STREAM ends the body, the whole body (decoded: gzip, deflate, br)"),
-    F("http2.ping", BYTES, _is_h2, _ping, "PING opaque data (8 bytes)"),
+    F("http2.goaway.addata", BYTES, _of_type("GOAWAY"), _addata, "GOAWAY additional debug data (all of it)"),
+    F("http2.ping", BYTES, _is_h2, _ping(False), "PING opaque data (8 bytes; not on a PING ACK: http2.pong)"),
+    F("http2.pong", BYTES, _is_h2, _ping(True), "PING ACK opaque data (8 bytes)"),
+    F("http2.pad_length", UINT, _is_h2, _pad_length(False),
+      "pad length of DATA, HEADERS, PUSH_PROMISE, CONTINUATION frames (0 without the PADDED flag, as tshark shows it)"),
+    F("http2.padding", UINT, _is_h2, _pad_length(True), "the Pad Length byte of a frame with the PADDED flag"),
+    F("http2.exclusive", BOOL, _is_h2, _priority("exclusive"), "exclusive flag of the stream dependency (PRIORITY; HEADERS with PRIORITY)"),
+    F("http2.stream_dependency", UINT, _is_h2, _priority("depends_on"), "stream dependency (PRIORITY; HEADERS with PRIORITY)"),
     label("http2.settings", _is_h2, lambda fr, ctx: bool(_settings(fr, ctx)), "a SETTINGS frame with settings in it"),
-    F("http2.settings.id", UINT, _is_h2, lambda fr, ctx: [i for i in map(_setting_id, _settings(fr, ctx)) if i is not None],
-      "setting identifier (1 HEADER_TABLE_SIZE … 6 MAX_HEADER_LIST_SIZE, 8 ENABLE_CONNECT_PROTOCOL)",
-      note="a setting given twice in one frame counts once (its last value), as the dissector applies it"),
+    F("http2.settings.id", UINT, _is_h2, lambda fr, ctx: [i for i, _ in _settings(fr, ctx)],
+      "setting identifier (1 HEADER_TABLE_SIZE … 6 MAX_HEADER_LIST_SIZE, 8 ENABLE_CONNECT_PROTOCOL), each in wire order",
+      note="a setting given twice in one frame is there twice, with each of its values, as tshark shows it"),
     *[F(f"http2.settings.{n}", UINT, _is_h2, _setting(i), f"SETTINGS_{n.upper()}") for n, i in (
         ("header_table_size", 1), ("enable_push", 2), ("max_concurrent_streams", 3), ("initial_window_size", 4),
         ("max_frame_size", 5), ("max_header_list_size", 6), ("extended_connect", 8))],
+    F("http2.settings.unknown", UINT, _is_h2, lambda fr, ctx: [v for i, v in _settings(fr, ctx) if i not in _TSHARK_SETTINGS],
+      "value of a setting tshark 4.0 does not name (9 NO_RFC7540_PRIORITIES, unknown identifiers)"),
     *HEADERS.generic(),
-    F("http2.headers.weight", UINT, _is_h2, _weight(False), "priority weight as sent (0..255)"),
-    F("http2.headers.weight_real", UINT, _is_h2, _weight(True), "priority weight (1..256)"),
+    F("http2.headers.weight", UINT, _is_h2, _weight(False), "priority weight as sent (0..255; PRIORITY; HEADERS with PRIORITY)"),
+    F("http2.headers.weight_real", UINT, _is_h2, _weight(True), "priority weight (1..256; PRIORITY; HEADERS with PRIORITY)"),
     *HEADERS.named(),
 ], prefixes={"http2.headers.": header_field})

@@ -25,6 +25,21 @@ def _type(fr, ctx):
 
 
 _NO_STREAM = ("SETTINGS", "PING", "GOAWAY", "NOOP")  # tshark shows no stream id on these
+_FIN_TYPES = frozenset({"DATA", "SYN_STREAM", "SYN_REPLY", "HEADERS"})  # the types that define FLAG_FIN
+
+
+def _known(fr) -> bool:
+    """A DATA frame or a control frame of a type tshark knows: of one it does not, tshark shows
+    the version and type, then stops (no flags, no length)."""
+    return fr.type == "DATA" or fr.type in TYPE_CODES
+
+
+def _of_type(ftype: str):
+    return lambda fr: _is_spdy(fr) and fr.type == ftype
+
+
+def _value(key: str):
+    return lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get(key), int) else []
 
 
 PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY frame"), [
@@ -32,9 +47,14 @@ PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY fra
       "stream identifier (not on SETTINGS, PING, GOAWAY, NOOP: tshark shows none there)"),
     F("spdy.type", UINT, _is_spdy, _type, "frame type (0 DATA, 1 SYN_STREAM, 2 SYN_REPLY, 3 RST_STREAM, 4 SETTINGS, 6 PING, 7 GOAWAY, 8 HEADERS, 9 WINDOW_UPDATE)",
       names=TYPE_CODES),
-    F("spdy.flags", UINT, _is_spdy, lambda fr, ctx: [fr.flags], "frame flags"),
-    F("spdy.flags.fin", BOOL, _is_spdy, lambda fr, ctx: [fr.flags & 1], "FLAG_FIN"),
-    F("spdy.length", UINT, _is_spdy, lambda fr, ctx: [fr.length], "frame length"),
+    F("spdy.flags", UINT, _is_spdy, lambda fr, ctx: [fr.flags] if _known(fr) else [], "frame flags (not on a control frame of an unknown type)"),
+    F("spdy.flags.fin", BOOL, _is_spdy, lambda fr, ctx: [fr.flags & 1] if fr.type in _FIN_TYPES else [],
+      "FLAG_FIN (DATA, SYN_STREAM, SYN_REPLY, HEADERS: the types that define it, as tshark shows it)"),
+    F("spdy.length", UINT, _is_spdy, lambda fr, ctx: [fr.length] if _known(fr) else [], "frame length (not on a control frame of an unknown type)"),
+    F("spdy.priority", UINT, _of_type("SYN_STREAM"), _value("priority"),
+      "SYN_STREAM priority (SPDY/3: 0..7, 0 highest; SPDY/2: 0..3, which tshark 4.0 does not decode)"),
+    F("spdy.rst_stream_status", UINT, _of_type("RST_STREAM"), _value("status"),
+      "RST_STREAM status code (1 PROTOCOL_ERROR … 11 FRAME_TOO_LARGE; SPDY/2's too, which tshark 4.0 does not decode)"),
     label("spdy.header", _is_spdy, lambda fr, ctx: bool(fr.headers), "a decoded header"),
     F("spdy.header.name", STRING, _is_spdy, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name"),
     F("spdy.header.value", STRING, _is_spdy, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value"),

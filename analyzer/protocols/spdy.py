@@ -25,8 +25,11 @@ def type_node(node: Node, fr: Frame) -> bool:
 def info(ctx: InfoContext, fr: Frame) -> str:
     """tshark's Info of one SPDY frame: its type name alone (``SYN_STREAM``, ``DATA``;
     ``dissect_spdy_frame`` appends ``frame_type_names`` and nothing else, with ``", "`` after
-    what is already there: ``[TCP Fast Retransmission] , DATA``)."""
+    what is already there: ``[TCP Fast Retransmission] , DATA``); nothing for a control frame
+    of a type it does not know (``UNKNOWN_0x0077``: it adds an expert item and stops)."""
     ctx.comma_after_prefix = True
+    if fr.type != "DATA" and fr.type not in TYPES:
+        return ""  # a control type tshark does not know: an expert item only, nothing in the column
     return fr.type
 
 
