@@ -94,10 +94,12 @@ def to_analysis(log: BrowserLog) -> Analysis:
         c = model_conns[conn]
         if c.protocol is None:
             c.protocol = e.protocol
+    of_conn: dict[int, list[Exchange]] = {}
+    for e in an.exchanges:
+        of_conn.setdefault(e.connection, []).append(e)
     for c in an.connections:
         ts = [t for t in (c.connect_start, c.connect_end, c.tls_end) if t is not None]
-        ts += [t for e in an.exchanges if e.connection == c.id
-               for t in (e.request_start, e.response_end, e.response_start) if t is not None]
+        ts += [t for e in of_conn.get(c.id, ()) for t in (e.request_start, e.response_end, e.response_start) if t is not None]
         if ts:
             c.start, c.end = min(ts), max(ts)
     not_sent = len(log.requests) - len(sent)

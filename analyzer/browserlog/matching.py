@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import ipaddress
 import statistics
-from typing import Any
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from ..model import Analysis, Connection, Exchange
@@ -108,6 +110,156 @@ def _url_fits(e: Exchange, r: LogRequest) -> int | None:
     return 1
 
 
+OK, SKIP, GONE = 0, 1, 2  # a candidate: fits; does not fit this query; is taken (for good)
+T = TypeVar("T")
+
+
+def _root(nxt: list[int], i: int) -> int:
+    """The first index still in from ``i`` on (``nxt``: a union-find of removed ones, halved on the way)."""
+    while nxt[i] != i:
+        nxt[i] = nxt[nxt[i]]
+        i = nxt[i]
+    return i
+
+
+class _Nearest(Generic[T]):
+    """Candidates for "nearest in time, first in their list's order among equals" — the
+    ``min(key=(abs(t - at), position))`` of a scan of the list — answered without walking
+    the list: sorted by time once, the ones taken (``GONE``) unlinked as they are met.
+    ``items``: (time or None, item) in the list's order; a time of None is infinitely far."""
+
+    __slots__ = ("times", "tpos", "titems", "right", "left", "items", "every", "untimed")
+
+    def __init__(self, items: Sequence[tuple[float | None, T]]) -> None:
+        timed = sorted((t, i) for i, (t, _) in enumerate(items) if t is not None)
+        self.times = [t for t, _ in timed]
+        self.tpos = [i for _, i in timed]
+        self.items = [it for _, it in items]
+        self.titems = [self.items[i] for i in self.tpos]
+        n = len(timed)
+        self.right = list(range(n + 1))  # right[i]: i if in, else on towards the end (n)
+        self.left = list(range(n + 1))  # left[i + 1]: i + 1 if i is in, else on towards the start (0: none)
+        # in the list's order: every position, and those of no time (each with its union-find)
+        every = list(range(len(items)))
+        untimed = [i for i, (t, _) in enumerate(items) if t is None]
+        self.every = (every, list(range(len(every) + 1)))
+        self.untimed = (untimed, list(range(len(untimed) + 1)))
+
+    def nearest(self, at: float | None, check: Callable[[T], int], limit: float | None = None) -> tuple[float, int, T] | None:
+        """(distance, position, item) of the candidate ``check`` says fits (``OK``) nearest
+        ``at`` (ties: first in the list), none further than ``limit``; None if there is none."""
+        if at is None:  # every candidate infinitely far: the first that fits
+            return None if limit is not None else self.first(check)
+        best: tuple[float, int, T] | None = None
+        times, tpos, titems, right, left, n = self.times, self.tpos, self.titems, self.right, self.left, len(self.times)
+        k = bisect_left(times, at)
+        i = _root(right, k)
+        while i < n:  # at or after ``at``: the distance grows (or stays) on the way
+            it = titems[i]
+            st = check(it)
+            if st == GONE:
+                right[i], left[i + 1] = i + 1, i
+            else:
+                dt = abs(times[i] - at)
+                if (limit is not None and dt > limit) or (best is not None and dt > best[0]):
+                    break
+                if st == OK and (best is None or (dt, tpos[i]) < (best[0], best[1])):
+                    best = (dt, tpos[i], it)
+            i = _root(right, i + 1)
+        j = _root(left, k) - 1
+        while j >= 0:  # before it, nearest first
+            it = titems[j]
+            st = check(it)
+            if st == GONE:
+                right[j], left[j + 1] = j + 1, j
+            else:
+                dt = abs(times[j] - at)
+                if (limit is not None and dt > limit) or (best is not None and dt > best[0]):
+                    break
+                if st == OK and (best is None or (dt, tpos[j]) < (best[0], best[1])):
+                    best = (dt, tpos[j], it)
+            j = _root(left, j) - 1
+        if best is None and limit is None:  # only those of no time may be left: the first that fits
+            best = self._first(self.untimed, check)
+        return best
+
+    def first(self, check: Callable[[T], int]) -> tuple[float, int, T] | None:
+        """The first candidate in the list's order that fits (distance: infinite)."""
+        return self._first(self.every, check)
+
+    def ones(self, check: Callable[[T], int], most: int) -> list[T]:
+        """The first ``most`` candidates in the list's order that fit."""
+        out: list[T] = []
+        pos, nxt = self.every
+        i = _root(nxt, 0)
+        while i < len(pos) and len(out) < most:
+            it = self.items[pos[i]]
+            st = check(it)
+            if st == GONE:
+                nxt[i] = i + 1
+            elif st == OK:
+                out.append(it)
+            i = _root(nxt, i + 1)
+        return out
+
+    def _first(self, which: tuple[list[int], list[int]], check: Callable[[T], int]) -> tuple[float, int, T] | None:
+        pos, nxt = which
+        i = _root(nxt, 0)
+        while i < len(pos):
+            it = self.items[pos[i]]
+            st = check(it)
+            if st == GONE:
+                nxt[i] = i + 1
+            elif st == OK:
+                return (float("inf"), pos[i], it)
+            i = _root(nxt, i + 1)
+        return None
+
+
+class _InUse:
+    """Connections by start, with the latest end among each range (a max segment tree): the
+    ones in use at a moment (``start <= t <= (end or start)``) found without walking all."""
+
+    __slots__ = ("starts", "conns", "size", "ends")
+
+    def __init__(self, conns: list[Connection]) -> None:
+        cs = sorted(conns, key=lambda c: c.start)
+        self.starts = [c.start for c in cs]
+        self.conns = cs
+        self.size = 1 << max(0, (len(cs) - 1).bit_length())
+        self.ends = [float("-inf")] * (2 * self.size)
+        for j, c in enumerate(cs):
+            self.ends[self.size + j] = c.end or c.start
+        for n in range(self.size - 1, 0, -1):
+            self.ends[n] = max(self.ends[2 * n], self.ends[2 * n + 1])
+
+    def at(self, t: float, gone: Callable[[Connection], bool], most: int) -> list[Connection]:
+        """Up to ``most`` connections in use at ``t`` that are not ``gone`` (those met are
+        left out for good)."""
+        out: list[Connection] = []
+        ends, size = self.ends, self.size
+        k = bisect_right(self.starts, t)  # started at or before t
+        stack = [(1, 0, size)]
+        while stack and len(out) < most:
+            n, lo, hi = stack.pop()
+            if lo >= k or ends[n] < t:
+                continue
+            if n >= size:
+                c = self.conns[n - size]
+                if not gone(c):
+                    out.append(c)
+                    continue
+                ends[n] = float("-inf")
+                while n > 1:
+                    n //= 2
+                    ends[n] = max(ends[2 * n], ends[2 * n + 1])
+                continue
+            mid = (lo + hi) // 2
+            stack.append((2 * n + 1, mid, hi))
+            stack.append((2 * n, lo, mid))
+        return out
+
+
 def _t_wire(e: Exchange) -> float | None:
     return next((t for t in (e.request_start, e.request_end, e.response_start, e.response_end) if t is not None), None)
 
@@ -146,22 +298,52 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
         if r.sent and r.connection:
             users[r.connection] = users.get(r.connection, 0) + 1
     order = sorted(log.connections.values(), key=lambda lc: (-users.get(lc.key, 0), lc.connect_start or 0.0, lc.key))
+    by_sni: dict[str, list[Connection]] = {}
+    by_cid: dict[str, list[int]] = {}
+    for n, x in enumerate(an.connections):
+        by_sni.setdefault(((x.tls and x.tls.sni) or (x.quic and x.quic.sni) or "").lower(), []).append(x)
+        if x.quic is not None:
+            for v in {(x.quic.scid or "").lower(), (x.quic.dcid or "").lower()}:
+                by_cid.setdefault(v, []).append(n)
+    first_t: dict[str, float] | None = None  # log connection key -> the log's time of its first request
+    ranked: dict[int, tuple[list[Connection], _Nearest[Connection]]] = {}  # id(candidate list) -> it, sorted by time
+
+    def rank(cands: list[Connection]) -> _Nearest[Connection]:
+        got = ranked.get(id(cands))
+        if got is None or got[0] is not cands:
+            got = ranked[id(cands)] = (cands, _Nearest([(c.connect_start if c.connect_start is not None else c.start, c)
+                                                        for c in cands]))
+        return got[1]
+
+    stabbed: dict[int, tuple[list[Connection], _InUse]] = {}  # id(candidate list) -> it, by start and end
+
+    def using(cands: list[Connection]) -> _InUse:
+        got = stabbed.get(id(cands))
+        if got is None or got[0] is not cands:
+            got = stabbed[id(cands)] = (cands, _InUse(cands))
+        return got[1]
+
+    def free(c: Connection) -> int:
+        return GONE if c.id in taken else OK
 
     def nearest(cands: list[Connection], t: float | None) -> Connection | None:
-        cands = [c for c in cands if c.id not in taken]
+        """The candidate not taken whose handshake began nearest ``t`` (first of equals); with
+        no ``t``, the only one not taken (None if more are)."""
         if not cands:
             return None
         if t is None:
-            return cands[0] if len(cands) == 1 else None
-        return min(cands, key=lambda c: abs((c.connect_start if c.connect_start is not None else c.start) - t))
+            left = rank(cands).ones(free, 2)
+            return left[0] if len(left) == 1 else None
+        hit = rank(cands).nearest(t, free)
+        return hit[2] if hit is not None else None
 
     for lc in order:
         t = lc.connect_start
         c: Connection | None = None
         if lc.group:
             sv = _ep(lc.server)
-            cands = (by_server.get((lc.transport, sv), []) or by_server.get((None, sv), [])) if sv is not None else [
-                x for x in an.connections if lc.host and ((x.tls and x.tls.sni) or (x.quic and x.quic.sni) or "").lower() == lc.host.lower()]
+            cands = (by_server.get((lc.transport, sv), []) or by_server.get((None, sv), [])) if sv is not None else (
+                by_sni.get(lc.host.lower(), []) if lc.host else [])
             if cands:
                 out[lc.key] = [x.id for x in cands]
             continue
@@ -170,25 +352,111 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
             c = nearest(by_tuple.get((lc.transport, cl, sv), []), t)
         if c is None and lc.key in log.cids:
             ids = log.cids[lc.key]
-            cands = [x for x in an.connections if x.quic is not None and
-                     ((x.quic.scid or "").lower() in ids or (x.quic.dcid or "").lower() in ids)]
-            c = nearest(cands, t)
+            c = nearest([an.connections[n] for n in sorted({n for v in ids for n in by_cid.get(v, ())})], t)
         if c is None and cl is None and sv is not None:
             cands = by_server.get((lc.transport, sv), []) or by_server.get((None, sv), [])
             if t is None and len(cands) > 1:
                 # no handshake in the log (a connection opened before it): the one in use at its first request
-                ts = [t for t in (_t_log(r) for r in log.requests if r.connection == lc.key) if t is not None]
-                first = min(ts) if ts else None
-                cands = [x for x in cands if first is not None and x.start <= first <= (x.end or x.start)]
-            c = nearest(cands, t)
+                if first_t is None:
+                    first_t = {}
+                    for r in log.requests:
+                        tr = _t_log(r)
+                        if r.connection is not None and tr is not None:
+                            first_t[r.connection] = min(first_t.get(r.connection, tr), tr)
+                first = first_t.get(lc.key)
+
+                left = using(cands).at(first, lambda x: x.id in taken, 2) if first is not None else []
+                c = left[0] if len(left) == 1 else None
+            else:
+                c = nearest(cands, t)
         if c is None and cl is None and sv is None and lc.host:
-            h = lc.host.lower()
-            cands = [x for x in an.connections if ((x.tls and x.tls.sni) or (x.quic and x.quic.sni) or "").lower() == h]
-            c = nearest(cands, t)
+            c = nearest(by_sni.get(lc.host.lower(), []), t)
         if c is not None:
             out[lc.key] = [c.id]
             taken.add(c.id)
     return out
+
+
+Cand = tuple[int, Exchange]  # (position in its pool, exchange)
+
+
+class _Pools:
+    """The exchanges a log request may be, by pool (the exchanges of its connection's wire
+    connections, or of the whole capture), indexed by the URL keys ``_url_fits`` compares
+    (each URL normalised once), by pushed and method, and within each by time: the request
+    finds its exchange without walking the pool — the same one ``_url_fits`` over the pool
+    in order would choose (least fit, then nearest in time, then first in the pool)."""
+
+    def __init__(self, exchanges: list[Exchange], by_conn: dict[int, list[Exchange]], matched: set[int]) -> None:
+        self.exchanges, self.by_conn, self.matched = exchanges, by_conn, matched
+        self.keys: dict[int, tuple[Hashable, ...]] = {}  # id(exchange) -> the URL keys it is a candidate under
+        self.pools: dict[tuple[int, ...] | None, dict[Hashable, dict[tuple[bool, str], list[tuple[float | None, Cand]]]]] = {}
+        self.ranked: dict[tuple[tuple[int, ...] | None, Hashable, tuple[bool, str]], _Nearest[Cand]] = {}
+
+    def _keys(self, x: Exchange) -> tuple[Hashable, ...]:
+        """As ``_url_fits`` sees an exchange: a request URL fits it at 0 under ("u", its URL)
+        or ("p", its path: the capture knows only that); at 1 under ("ap", the path of its URL:
+        its authority unknown) or ("any",) (the capture knows no path); a request of no URL
+        fits every exchange at 1 (("all",))."""
+        k = self.keys.get(id(x))
+        if k is None:
+            wu = _wire_url(x)
+            if wu is not None:
+                k = (("u", wu), ("ap", _path(wu))) if x.authority is None or UNKNOWN in (x.authority or "") else (("u", wu),)
+            else:
+                wp = x.path if x.path and UNKNOWN not in x.path else None
+                k = (("p", wp),) if wp is not None else (("any",),)
+            k += (("all",),)
+            self.keys[id(x)] = k
+        return k
+
+    def _pool(self, pk: tuple[int, ...] | None) -> dict[Hashable, dict[tuple[bool, str], list[tuple[float | None, Cand]]]]:
+        lists = self.pools.get(pk)
+        if lists is None:
+            pool = [x for i in pk for x in self.by_conn.get(i, ())] if pk else self.exchanges
+            lists = self.pools[pk] = {}
+            for n, x in enumerate(pool):
+                sub, tw = (x.pushed, x.method or ""), _t_wire(x)
+                for key in self._keys(x):
+                    lists.setdefault(key, {}).setdefault(sub, []).append((tw, (n, x)))
+        return lists
+
+    def find(self, pool_ids: list[int] | None, r: LogRequest, one_stream: bool, tl: float | None) -> tuple[int, Exchange] | None:
+        """(fit, exchange) for ``r`` among the unmatched exchanges of the pool (None: none
+        fits); ``one_stream``: one wire connection and ``r``'s stream id known, so an exchange
+        of another known stream id is not it; ``tl``: ``r``'s time."""
+        pk = tuple(pool_ids) if pool_ids else None
+        lists = self._pool(pk)
+        limit = None if pool_ids else TOLERANCE
+        ru = _norm_url(r.url)
+        levels: tuple[tuple[Hashable, ...], ...] = (
+            (("u", ru), ("p", _path(r.url))), (("ap", _path(ru)), ("any",))) if ru is not None else ((), (("all",),))
+        matched, sid = self.matched, r.stream_id
+
+        def check(c: Cand) -> int:
+            x = c[1]
+            if x.id in matched:
+                return GONE
+            return SKIP if one_stream and x.stream_id is not None and x.stream_id != sid else OK
+
+        for fit, keys in enumerate(levels):
+            best: tuple[float, int, Exchange] | None = None
+            for key in keys:
+                subs = lists.get(key)
+                if not subs:
+                    continue
+                for sub in ((r.pushed, ""), (r.pushed, r.method)) if r.method else [s for s in subs if s[0] == r.pushed]:
+                    if sub not in subs:
+                        continue
+                    nr = self.ranked.get((pk, key, sub))
+                    if nr is None:
+                        nr = self.ranked[(pk, key, sub)] = _Nearest(subs[sub])
+                    hit = nr.nearest(tl, check, limit)
+                    if hit is not None and (best is None or (hit[0], hit[2][0]) < (best[0], best[1])):
+                        best = (hit[0], hit[2][0], hit[2][1])
+            if best is not None:
+                return fit, best[2]
+        return None
 
 
 def apply(an: Analysis, log: BrowserLog) -> dict:
@@ -223,6 +491,7 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
             matched.add(hit.id)
             got[r.id] = (hit, "connection+stream")
     t0 = an.start_time if an.packets else None
+    pools = _Pools(an.exchanges, by_conn, matched)
     for r in sent:
         if r.id in got:
             pairs.append((r, *got[r.id]))
@@ -235,30 +504,11 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
         wc = one_conn(r)
         e: Exchange | None = None
         how = ""
-        pool = [x for i in pool_ids for x in by_conn.get(i, ())] if pool_ids else an.exchanges
-        tl = _t_log(r)
-        best = None
-        for x in pool:
-            if x.id in matched or x.pushed != r.pushed:
-                continue
-            if x.method and r.method and x.method != r.method:
-                continue
-            if wc is not None and r.stream_id is not None and x.stream_id is not None and x.stream_id != r.stream_id:
-                continue  # one connection, both know the stream: another request
-            fit = _url_fits(x, r)
-            if fit is None:
-                continue
-            tw = _t_wire(x)
-            dt = abs(tw - tl) if tw is not None and tl is not None else float("inf")
-            if not pool_ids and dt > TOLERANCE:
-                continue
-            key = (fit, dt)
-            if best is None or key < best[0]:
-                best = (key, x)
-        if best is not None:
-            e = best[1]
+        found = pools.find(pool_ids, r, wc is not None and r.stream_id is not None, _t_log(r))
+        if found is not None:
+            fit, e = found
             how = ("connection+" if wc is not None else "server+" if pool_ids else "") + (
-                "url+time" if best[0][0] == 0 else "time")
+                "url+time" if fit == 0 else "time")
         if e is None:
             why = ("its connection is not in the capture" if r.connection and not pool_ids and r.connection in log.connections
                    else "no exchange on its connection fits" if pool_ids else "no exchange in the capture fits")
