@@ -12,7 +12,7 @@ when the frame exhausted a window); HEADERS ``exclusive``/``depends_on``/``weigh
 ``hpack_state = "unknown"`` when the HPACK state was not seen from the start; RST_STREAM and
 GOAWAY ``error_code``/``error`` (name), GOAWAY ``last_stream_id``/``debug_data`` (at most
 1024 bytes; ``debug_data_length``, and ``debug_data_truncated`` / ``debug_data_escaped`` when
-cut / when bytes not UTF-8 are written ``\xNN``); SETTINGS ``settings`` {name: value} (the last
+cut / when bytes not UTF-8 are written ``\\xNN``); SETTINGS ``settings`` {name: value} (the last
 of a repeated identifier) and ``settings_list`` ([id, value] in wire order, repeats kept) or ``ack``; PING ``opaque``/``ack``; WINDOW_UPDATE ``increment``,
 ``window``; ALTSVC ``origin``/``alt_svc``; ORIGIN ``origins``; PRIORITY_UPDATE
 ``prioritized_stream_id``/``priority_field_value``.  A frame whose only fields are its header
