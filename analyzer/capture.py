@@ -64,13 +64,13 @@ class Interface:
     tsdiv: float = 1e6  # ticks per second: a time is ticks / tsdiv, correctly rounded (ticks * 1e-6 is not: 1 ulp off tshark's)
 
     # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
-    def __init__(self, linktype: int, snaplen: int = 0, tsresol: float = 1e-6, tsoffset: int = 0, name: str = "") -> None:
+    def __init__(self, linktype: int, snaplen: int = 0, tsresol: float = 1e-6, tsoffset: int = 0, name: str = "", tsdiv: float = 1e6) -> None:
         self.linktype = linktype
         self.snaplen = snaplen
         self.tsresol = tsresol
         self.tsoffset = tsoffset
         self.name = name
-        self.tsdiv = 1e6 if tsresol == 1e-6 else 1.0 / tsresol
+        self.tsdiv = tsdiv
 
 
 @dataclass(init=False, eq=False, repr=False)
@@ -641,7 +641,7 @@ def _read_pcap(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Itera
         raise CaptureError(f"{path}: pcap global header truncated")
     _, vmaj, vmin, _, _, snaplen, network = struct.unpack_from(endian + "IHHiIII", b.buf, 0)
     linktype = network & 0x0FFFFFFF
-    info.interfaces.append(Interface(linktype, snaplen, resol))
+    info.interfaces.append(Interface(linktype, snaplen, resol, tsdiv=1e6 if resol == 1e-6 else 1e9))
     b.pos = 24
     hdr = struct.Struct(endian + "IIII")
     unpack = hdr.unpack_from

@@ -243,7 +243,7 @@ def _pcap(mm, magic: bytes, vector: bool | None = None, fd: int = -1, split: boo
     """The pcap's scan; ``split``: its second half walked by a process of its own at the same
     time (``_pcap_split``), the same Scan."""
     endian, resol, snaplen, linktype = _pcap_head(mm, magic)
-    sc = Scan("pcap", [Interface(linktype, snaplen, resol)])
+    sc = Scan("pcap", [Interface(linktype, snaplen, resol, tsdiv=1e6 if resol == 1e-6 else 1e9)])
     groups = _Groups(endian)
     size = len(mm)
     pos = _pcap_split(mm, magic, vector, fd, sc, groups) if split else 24
