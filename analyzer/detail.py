@@ -513,6 +513,15 @@ def _window(st: _TcpState | None, direction: int, flags: int, win: int) -> int:
     return win
 
 
+def _tcp_analysis_to(analysis: Analysis, source, n: int):
+    """The TCP analysis run at least to packet ``n``: the one made already when it reaches that
+    far (a packet's flags depend only on the packets before it), else ``tcp_analysis``'s."""
+    ta = analysis.__dict__.get("_wf_tcp_analysis")
+    if ta is not None and ta.packets >= n:
+        return ta
+    return tcp_analysis(analysis, source, n)
+
+
 def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, p: int, end: int, src: str, dst: str) -> tuple[str, int] | None:
     try:
         tcp = dpkt.tcp.TCP(data[p:end])
@@ -522,7 +531,7 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     hl = tcp.off * 4
     plen = max(end - p - hl, 0)
     conn_id = analysis.index.conn[n - 1]
-    ta = tcp_analysis(analysis, source, n)
+    ta = _tcp_analysis_to(analysis, source, n)
     flags = tcp.flags | ((data[p + 12] & 1) << 8)
     rs, ra = ta.relative(n, tcp.seq, tcp.ack)
     base = None if rs is None else (tcp.seq - rs) & 0xFFFFFFFF
@@ -1029,17 +1038,20 @@ def packet_row(analysis: Analysis, source, n: int) -> tuple[int, float, str, str
     return packet_record(analysis, source, n).row()
 
 
-def row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]:
+def row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) -> tuple[str, str, str, str]:
     """``(source, destination, protocol, info)`` of packet ``n`` in the packet list
-    (``analyzer.packet_record`` adds the number, times, length and connection)."""
-    src, dst, pcol, info = _row_columns(analysis, source, n)
+    (``analyzer.packet_record`` adds the number, times, length and connection); ``data``: the
+    packet's captured bytes when the caller has read them already (a listing reads its rows'
+    bytes a window at a time), else they are read from ``source``."""
+    src, dst, pcol, info = _row_columns(analysis, source, n, data)
     return src, dst, _media_column(pcol, info), info
 
 
-def _row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str]:
+def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) -> tuple[str, str, str, str]:
     idx = analysis.index
     i = n - 1
-    data = source.read(idx.offset[i], idx.caplen[i])
+    if data is None:
+        data = source.read(idx.offset[i], idx.caplen[i])
     lt = idx.linktype[i]
     d = _decode_row(data, lt)
     if isinstance(d, str):
@@ -1061,7 +1073,7 @@ def _row_columns(analysis: Analysis, source, n: int) -> tuple[str, str, str, str
     if proto == 6 and l4 is not None:
         sport, dport, seq, ack, hl, flags, win, plen, opts = l4
         conn_id = idx.conn[i]
-        ta = tcp_analysis(analysis, source, n)
+        ta = _tcp_analysis_to(analysis, source, n)
         prefix = ta.info_prefix(n)  # "[TCP Retransmission] " … as tshark puts before the Info
         info_extra = ""
         if frames:

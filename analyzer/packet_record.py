@@ -56,16 +56,17 @@ class PacketRecord:
                 "connection": self.connection}
 
 
-def packet_record(analysis, source, n: int, colourer=None) -> PacketRecord:
+def packet_record(analysis, source, n: int, colourer=None, data: bytes | None = None) -> PacketRecord:
     """Packet ``n`` (1-based) of ``analysis``, its bytes read from ``source`` (a
-    ``PacketSource``); ``colourer`` (``analyzer.colouring.Colourer``) fills ``colour``."""
+    ``PacketSource``) unless given (``data``: its captured bytes); ``colourer``
+    (``analyzer.colouring.Colourer``) fills ``colour``."""
     from .detail import row_columns
 
     idx = analysis.index
     i = n - 1
     ts = idx.ts
     t = ts[i]
-    src, dst, proto, info = row_columns(analysis, source, n)
+    src, dst, proto, info = row_columns(analysis, source, n, data)
     c = idx.conn[i]
     colour = None
     if colourer is not None:
@@ -77,9 +78,62 @@ def packet_record(analysis, source, n: int, colourer=None) -> PacketRecord:
                         c if c >= 0 else None, colour)
 
 
+# a listing reads its rows' bytes in windows of at most this many bytes (the packet's own when larger)
+ROW_WINDOW = 1 << 18
+# and runs the TCP analysis (analyzer.tcp_analysis) this many packets past the row it shows, in
+# steps, not one call a row (a packet's flags depend only on the packets before it: the same rows)
+TCP_AHEAD = 0xFFF
+
+
 def packet_records(analysis, source, numbers: Iterable[int], colourer=None) -> Iterator[PacketRecord]:
-    for n in numbers:
-        yield packet_record(analysis, source, n, colourer)
+    """``packet_record`` of each packet of ``numbers`` (1-based, in capture order), their bytes
+    read a window at a time: one read from a row's packet to the end of the last of the
+    following rows' packets that lie within ``ROW_WINDOW`` bytes of it (not a read per row;
+    rows far apart are read one by one, so no more than the rows' span is read), the TCP
+    analysis run ahead of them ``TCP_AHEAD`` packets at a time."""
+    from .tcp_analysis import tcp_analysis
+
+    nums = numbers if isinstance(numbers, Sequence) else list(numbers)
+    idx = analysis.index
+    offs, caps = idx.offset, idx.caplen
+    npk = len(offs)
+    ta_done = 0
+    total = len(nums)
+    buf = b""
+    buf_at = buf_end = 0
+    for p, n in enumerate(nums):
+        data = None
+        if n > ta_done:
+            try:
+                ta_done = tcp_analysis(analysis, source, n + TCP_AHEAD).packets
+            except (OSError, ValueError, EOFError):  # (the row's own call raises it, as before)
+                ta_done = npk
+        if 0 < n <= npk:
+            off = offs[n - 1]
+            ln = caps[n - 1]
+            if not (buf_at <= off and off + ln <= buf_end):
+                end = off + ln
+                limit = off + max(ROW_WINDOW, ln)
+                q = p + 1
+                while q < total:
+                    k = nums[q]
+                    if not 0 < k <= npk:
+                        break
+                    o = offs[k - 1]
+                    e = o + caps[k - 1]
+                    if o < off or e > limit:
+                        break
+                    if e > end:
+                        end = e
+                    q += 1
+                try:
+                    buf = source.read(off, end - off) if q > p + 1 else b""
+                except OSError:  # (the row's own read says so, as it did before windows)
+                    buf = b""
+                buf_at, buf_end = off, off + len(buf)
+            if buf_at <= off and off + ln <= buf_end:
+                data = buf[off - buf_at : off - buf_at + ln]
+        yield packet_record(analysis, source, n, colourer, data)
 
 
 # ---------------------------------------------------------------- the Time column

@@ -53,6 +53,7 @@ import struct
 from _thread import allocate_lock  # (threading.Lock itself, without loading threading: as analyzer.model)
 from array import array
 from dataclasses import dataclass, field
+from _weakref import ref as _weakref  # (the builtin: no import of the weakref module)
 
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 
@@ -350,13 +351,36 @@ def retransmissions_of(analysis: Analysis, ta: TcpAnalysis, conn, field: str = "
     bit = FIELDS[field]
     flags, cids = ta.flags, analysis.index.conn
     first, last = max(conn.first_packet, 1), min(conn.last_packet, len(flags), len(cids))
-    hits = [k for k in range(first, last + 1) if flags[k - 1] & bit and cids[k - 1] == conn.id]
+    hits = [k for k in _flagged_by_conn(ta, cids, bit).get(conn.id, ()) if first <= k <= last]
     if not hits:
         return []
     by_dir = [set(m.packets) if (m := analysis.maps.get((conn.id, d))) is not None else set() for d in (0, 1)]
     for d in (0, 1):
         by_dir[d].update(conn.stats[d].retransmission_packets)
     return [(k, 0 if k in by_dir[0] else 1 if k in by_dir[1] else None, flags[k - 1]) for k in hits]
+
+
+def _flagged_by_conn(ta: TcpAnalysis, cids, bit: int) -> dict[int, list[int]]:
+    """wirefall connection id -> its packets (in order) whose flags have a bit of ``bit``: one
+    walk of the capture's flags per mask, kept on ``ta`` (``_wf_by_conn``) while neither the
+    analysis nor the connection array has grown — not a walk per connection (a capture of many
+    long-lived connections walked each one's span again)."""
+    flags = ta.flags
+    key = (ta.packets, len(flags), len(cids), id(cids))
+    memo = ta.__dict__.get("_wf_by_conn")
+    if memo is None or memo[0] != key:
+        memo = (key, {})
+        ta.__dict__["_wf_by_conn"] = memo
+    per_mask: dict[int, dict[int, list[int]]] = memo[1]
+    got = per_mask.get(bit)
+    if got is None:
+        got = {}
+        n = min(len(flags), len(cids))
+        for i, f in enumerate(flags):
+            if f & bit and i < n:
+                got.setdefault(cids[i], []).append(i + 1)
+        per_mask[bit] = got
+    return got
 
 
 _LOCK = allocate_lock()
@@ -440,6 +464,9 @@ def tcp_analysis_in_child(analysis: Analysis, path: str, run: ChildRun | None = 
             fresh = TcpAnalysis()
             _run(analysis, PacketSource(path), fresh, npk)
             fresh._decoder = None  # (its IPv4 reassembly state: the parent makes its own if the capture grows)
+            fresh.__dict__.pop("_wf_tcp_conn", None)  # (derived, per process: not sent)
+            fresh.__dict__.pop("_wf_buf", None)
+            fresh.__dict__.pop("_wf_by_conn", None)
             with os.fdopen(w, "wb") as f:
                 f.write(pickle.dumps(fresh, protocol=5))
             code = 0
@@ -465,14 +492,31 @@ def tcp_analysis_in_child(analysis: Analysis, path: str, run: ChildRun | None = 
     return True
 
 
+def _tcp_conns(analysis: Analysis, ta: TcpAnalysis) -> bytearray:
+    """Per wirefall connection id, 1 for a TCP one (made once per connection list, not per call:
+    a packet list advances the pass one packet a call)."""
+    conns = analysis.connections
+    got = ta.__dict__.get("_wf_tcp_conn")
+    if got is not None and got[0] is conns and got[1] == len(conns):
+        return got[2]
+    tcp_conn = bytearray(len(conns) + 1)
+    for c in conns:
+        if c.transport == "tcp":
+            tcp_conn[c.id] = 1
+    ta.__dict__["_wf_tcp_conn"] = (conns, len(conns), tcp_conn)
+    return tcp_conn
+
+
 def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
+    """The pass from packet ``ta.packets + 1`` to ``stop``.  The file is read in chunks of
+    ``_CHUNK`` bytes; the chunk last read stays on ``ta`` (``_wf_buf``: with the source it came
+    from, weakly) for the next call, so that a packet list advancing the pass a packet at a time
+    reads each chunk once, not one chunk per packet.  It is dropped when the pass reaches the
+    capture's last packet (at most one chunk is held, only while the pass is unfinished)."""
     idx = analysis.index
     npk = len(idx)
     start = ta.packets
-    tcp_conn = bytearray(len(analysis.connections) + 1)
-    for c in analysis.connections:
-        if c.transport == "tcp":
-            tcp_conn[c.id] = 1
+    tcp_conn = _tcp_conns(analysis, ta)
     P_IPV4 = PROTO_CODE["IPv4"]
     flags_out, conv_out, fwd_out, ws_out, tf_out = ta.flags, ta.conv, ta.fwd, ta.wshift, ta.tcp_flags
     _grow(ta, npk)
@@ -486,6 +530,9 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
     conn_of, offs, caplens, origlens, lts, protos, tss = idx.conn, idx.offset, idx.caplen, idx.origlen, idx.linktype, idx.proto, idx.ts
     buf = b""
     buf_at = 0
+    kept = ta.__dict__.pop("_wf_buf", None)
+    if kept is not None and kept[0]() is source:
+        _, buf_at, buf = kept
     read = source.read
     ntcp = len(tcp_conn)
     for i in range(start, stop):
@@ -693,6 +740,11 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         if f:
             flags_out[i] = f
     ta.packets = stop
+    if stop < npk and buf:
+        try:
+            ta.__dict__["_wf_buf"] = (_weakref(source), buf_at, buf)
+        except TypeError:  # (a source that cannot be referred to weakly: read again next call)
+            pass
 
 
 def _grow(ta: TcpAnalysis, npk: int) -> None:
