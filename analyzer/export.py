@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import marshal
 import os
+import re
 import tempfile
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -71,17 +74,80 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
     if os.path.exists(out_path) and not force:
         raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
     if fmt == "har":
-        data = _dumps(har(analysis, include_sensitive=include_sensitive))
+        doc = har(analysis, include_sensitive=include_sensitive)
     elif fmt == "json":
-        data = _dumps(model_json(analysis))
+        doc = model_json(analysis)
     else:
-        data = _dumps(qlog(analysis))
-    write_atomic(out_path, data, force=force)
+        doc = qlog(analysis)
+    write_atomic(out_path, json_chunks(doc), force=force)
     return fmt
 
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
+# -- writer ---------------------------------------------------------------------------------
+# The files are laid out as json.dumps(doc, indent=2, ensure_ascii=False) would lay them out
+# (docs/JSON.md "Layout"; before 2026-12-03 indent=1, the same values), written by orjson and
+# streamed: the document's upper levels member by member, its long lists (HAR entries, the
+# model's exchanges, frames and waterfall rows, qlog events) _BATCH elements per encoder call,
+# each piece written as it is made, so the document exists once (the dict tree), not also as a
+# str and its bytes (the stdlib's indented encoder runs in pure Python: 2.6 s for h1-mtu's
+# 45 MB HAR, and tracemalloc counted 7x the file's size while writing).  The values are the
+# standard library's, as before: orjson is given only what ``marshal`` takes (exact built-in
+# types: a subclass, a dataclass or a date goes to the stdlib, which writes or refuses it as it
+# did) with no NaN or ±Infinity (which orjson would write as null: the stdlib raises
+# ValueError, as the export always did); what orjson refuses (integers beyond 64 bits,
+# non-string keys, lone surrogates) is written (or refused) by the stdlib with the same layout.  Floats are shortest-round-trip in both (the same float
+# back from ``json.loads``; orjson writes ``1e-7`` for the stdlib's ``1e-07``).
+_BATCH = 256  # list elements per encoder call
+_FEW = 16  # a list of at most this many containers is written element by element (qlog's traces)
+_DEPTH = 4  # levels written member by member (qlog: document, traces, trace, events)
+# a marshalled float (version 2: b"g" and its 8 bytes, little-endian) whose exponent is all
+# ones: NaN or ±Infinity.  (Other bytes can match too: that piece then goes to the stdlib.)
+_NONFINITE = re.compile(rb"g.{6}[\xf0-\xff][\x7f\xff]", re.S)
+
+
+def _encode(obj: Any) -> bytes:
+    """The indent-2 UTF-8 text of ``obj`` (at indent 0), with the standard library's values
+    and refusals (see above)."""
+    try:
+        if _NONFINITE.search(marshal.dumps(obj, 2)) is None:
+            import orjson
+
+            return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+    except (ValueError, TypeError, ImportError):  # (not marshallable; orjson.JSONEncodeError is a TypeError)
+        pass
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def json_chunks(obj: Any, level: int = 0) -> Iterator[bytes]:
+    """``json.dumps(obj, indent=2, ensure_ascii=False).encode()`` in pieces (their
+    concatenation; ``level``: the indent ``obj`` starts at), made one at a time (see above)."""
+    pad = b"\n" + b"  " * level
+    t = type(obj)
+    if level < _DEPTH and t is dict and obj and all(type(k) is str for k in obj):
+        sep = b"{"
+        for k, v in obj.items():
+            yield sep + pad + b"  " + _encode(k) + b": "
+            yield from json_chunks(v, level + 1)
+            sep = b","
+        yield pad + b"}"
+    elif level < _DEPTH and (t is list or t is tuple) and obj:
+        if len(obj) <= _FEW and any(type(x) in (dict, list, tuple) for x in obj):
+            sep = b"["
+            for x in obj:
+                yield sep + pad + b"  "
+                yield from json_chunks(x, level + 1)
+                sep = b","
+            yield pad + b"]"
+            return
+        for i in range(0, len(obj), _BATCH):
+            text = _encode(obj[i : i + _BATCH])  # b"[\n  a,\n  b\n]": the elements at indent 2
+            if level:
+                text = text.replace(b"\n", pad)
+            yield (b"," if i else b"[") + text[1 : len(text) - len(pad) - 1]  # (the elements, without the brackets)
+        yield pad + b"]"
+    else:
+        text = _encode(obj)
+        yield text.replace(b"\n", pad) if level else text
 
 
 def publish(tmp: str, path: str, force: bool = False) -> None:
@@ -103,14 +169,19 @@ def publish(tmp: str, path: str, force: bool = False) -> None:
     os.unlink(tmp)
 
 
-def write_atomic(path: str, data: bytes, force: bool = False) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder.  Without
-    ``force`` the final step is a hard link, which fails if ``path`` appeared meanwhile."""
+def write_atomic(path: str, data: bytes | Iterable[bytes], force: bool = False) -> None:
+    """Write ``data`` (bytes, or pieces of them written as they come) to ``path`` through a
+    temporary file in the same folder.  Without ``force`` the final step is a hard link,
+    which fails if ``path`` appeared meanwhile."""
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".wirefall-", suffix=".tmp", dir=d)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                f.write(data)
+            else:
+                for piece in data:
+                    f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         publish(tmp, path, force)
