@@ -37,7 +37,9 @@ responses are named after their own request (tshark 4.0 names them after the las
 on the connection); a body whose Content-Encoding does not decode is written as it came, with
 ``error`` saying so (tshark 4.0 writes nothing); decoded output stops at
 ``body_decoded_bytes`` (64 MiB; ``--limit``), where tshark decodes without a bound; after 999
-duplicates of a name the body is not written (tshark overwrites the last).
+duplicates of a name the body is not written (``BodyObject.written`` False, counted apart by
+the CLI; tshark overwrites the last).  ``Names`` finds tshark's names in work linear in the
+bodies (tshark searches from ``(1)`` for each).
 """
 from __future__ import annotations
 
@@ -193,11 +195,21 @@ def request_target(ex: Exchange) -> str | None:
 
 class Names:
     """The names of one export, in order: taken when written before or present in the
-    directory (``exists(name)``), as tshark 4.0 tests each candidate on disk."""
+    directory (``exists(name)``), as tshark 4.0 tests each candidate on disk.
+
+    tshark tries ``name``, ``name(1)``, ``name(2)`` … for every body, from the start; a name
+    once taken stays taken (written by this export, or a file there), so the candidates a body
+    skipped are taken for the next body of the same name too: each name remembers where its
+    search stopped (``next``), and a name whose ``MAX_DUPLICATES`` candidates are all taken is
+    refused at once.  The names given are tshark's; the candidates tested (``massage`` and
+    ``exists``) are one per body plus one per name taken by another one (linear, where
+    starting from ``(1)`` each time was quadratic in the bodies of one name)."""
 
     def __init__(self, exists: Callable[[bytes], bool] | None = None) -> None:
         self.used: set[bytes] = set()
         self.exists = exists
+        self.next: dict[tuple[bool, bytes], int] = {}  # name -> the first candidate not known taken
+        self.refused: dict[bytes, int] = {}  # name -> bodies refused (its MAX_DUPLICATES candidates taken)
 
     def _taken(self, name: bytes) -> bool:
         return name in self.used or (self.exists is not None and self.exists(name))
@@ -206,15 +218,18 @@ class Names:
         """``base_name`` (the massaged name), or with the first free ``(N)`` (None after
         ``MAX_DUPLICATES``); ``raw`` is the name before massaging (the suffix is placed from
         it, as tshark massages again)."""
-        count = 0
-        name = base_name
-        while self._taken(name):
+        key = (raw is not None, raw if raw is not None else base_name)
+        count = self.next.get(key, 0)
+        while count < MAX_DUPLICATES:
+            name = base_name if not count else massage(raw, count) if raw is not None else _with_dup(base_name, count)
+            if not self._taken(name):
+                self.used.add(name)
+                self.next[key] = count + 1
+                return name
             count += 1
-            if count >= MAX_DUPLICATES:
-                return None
-            name = massage(raw, count) if raw is not None else _with_dup(base_name, count)
-        self.used.add(name)
-        return name
+        self.next[key] = MAX_DUPLICATES
+        self.refused[base_name] = self.refused.get(base_name, 0) + 1
+        return None
 
 
 def _with_dup(name: bytes, dup: int) -> bytes:
@@ -469,6 +484,7 @@ class BodyObject:
     decoded: bool  # Content-Encoding undone
     error: str | None = None
     truncated: str | None = None  # why fewer bytes were kept or written than the body had
+    written: bool = True  # False: not written (``error`` says why: MAX_DUPLICATES files of its name already)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -479,6 +495,19 @@ class ObjectsResult:
     objects: list[BodyObject]
     analysis: Analysis
     directory: str
+    full_names: dict[str, int] = field(default_factory=dict)  # name -> bodies refused: MAX_DUPLICATES files of it there
+
+    @property
+    def written(self) -> list[BodyObject]:
+        """The bodies written to a file of their own."""
+        return [o for o in self.objects if o.written]
+
+    @property
+    def refused(self) -> list[BodyObject]:
+        """The bodies not written: ``MAX_DUPLICATES`` files of their name there already
+        (tshark's limit of candidates per name, ``gui_max_export_objects``; tshark overwrites
+        the last, wirefall replaces no file)."""
+        return [o for o in self.objects if not o.written]
 
 
 def _complete_packet(ex: Exchange, d: int) -> int:
@@ -538,7 +567,7 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
                 if taken is None:
                     out.append(BodyObject(name="", exchange=eid, direction=d, packet=pkt, protocol=ex.protocol, url=ex.url,
                                           content_type=_content_type(ex, d), content_encoding=_content_encoding(ex, d),
-                                          wire_bytes=b.seen, size=0, decoded=False,
+                                          wire_bytes=b.seen, size=0, decoded=False, written=False,
                                           error=f"not written: {MAX_DUPLICATES} files of this name already"))
                     continue
                 fd, name = _open_named(dirfd, taken)
@@ -556,7 +585,7 @@ def export_objects(path: str, out_dir: str, keylogs: list[str] | None = None, pr
                                       wire_bytes=b.seen, size=res.size, decoded=res.decoded, error=res.error, truncated=trunc))
     finally:
         os.close(dirfd)
-    return ObjectsResult(out, an, out_dir)
+    return ObjectsResult(out, an, out_dir, {os.fsdecode(k): v for k, v in names.refused.items()})
 
 
 def _open_named(dirfd: int, name: bytes) -> tuple[int, bytes]:

@@ -28,9 +28,23 @@ def cmd_objects(args) -> int:
             write(f"{o.packet:>7} {'req' if o.direction == 0 else 'resp'} {o.size:>10} {printable(o.name)}  "
               f"{printable(o.url or '')}{'  [' + printable(note) + ']' if note else ''}\n")
     short = [o for o in res.objects if o.truncated]
-    print(f"wrote {len(res.objects)} objects to {printable(args.output)}"
-          + (f" ({len(short)} cut short: see the notes)" if short else ""), file=sys.stderr)
+    print(f"wrote {len(res.written)} objects to {printable(args.output)}"
+          + (f" ({len(short)} cut short: see the notes)" if short else "") + _refused_note(res), file=sys.stderr)
     return 0
+
+
+def _refused_note(res) -> str:
+    """How many bodies were not written and why (``; N not written: …``), or ""."""
+    from wirefall.analyzer.objects import MAX_DUPLICATES
+
+    refused = res.refused
+    if not refused:
+        return ""
+    full = list(res.full_names)
+    shown = ", ".join(printable(n) for n in full[:3]) + (f" and {len(full) - 3} more" if len(full) > 3 else "")
+    return (f"; {len(refused)} not written: {shown} had {MAX_DUPLICATES} files{' each' if len(full) > 1 else ''} "
+            f"already (NAME, NAME(1) … NAME({MAX_DUPLICATES - 1}): tshark's limit per name; tshark overwrites "
+            "the last, wirefall replaces no file)")
 
 
 def write_packets(args, an, src, shown) -> int:
