@@ -56,6 +56,46 @@ def run_measured(cmd: list[str], stdout=subprocess.DEVNULL, env=None) -> dict:
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024.0}
 
 
+def _tree_pss_kb(root: int) -> int:
+    """The summed PSS (kB, /proc/PID/smaps_rollup) of ``root`` and its descendants: a page two
+    processes share (copy-on-write after a fork) counted once between them, not once each as a
+    sum of RSS would."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat", "rb") as f:
+                    s = f.read()
+                kids.setdefault(int(s[s.rindex(b")") + 2:].split()[1]), []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                continue
+    total, todo = 0, [root]
+    while todo:
+        p = todo.pop()
+        todo += kids.get(p, [])
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            continue
+    return total
+
+
+def peak_tree_pss(cmd: list[str], env=None, every: float = 0.02) -> float:
+    """A separate, untimed run of ``cmd`` (sampling costs CPU): the peak, over samples every
+    ``every`` s, of its process tree's summed PSS, in MB — the memory a command with worker
+    processes really holds (``--pss``; ru_maxrss is the largest single process)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    peak = 0
+    while p.poll() is None:
+        peak = max(peak, _tree_pss_kb(p.pid))
+        time.sleep(every)
+    return peak / 1024.0
+
+
 def run_pair(cmd: list[str], env=None) -> dict:
     """Two copies of ``cmd`` started at once: the wall time until both have ended (the host's
     ceiling for two processes: a job split perfectly in two would take about this long)."""
@@ -607,6 +647,9 @@ def main() -> int:
     ap.add_argument("--corpus", metavar="DIR", help="corpus folder (default benchmarks/corpus of this tree)")
     ap.add_argument("--shared", metavar="DIR", help="the third-party captures folder (default ../shared/captures beside this tree): "
                                                     "the amazon page load is taken from it (a tree unpacked elsewhere needs this)")
+    ap.add_argument("--pss", action="store_true",
+                    help="also one untimed run of each tool sampling its process tree's summed PSS (the memory of "
+                         "wirefall's workers together, shared pages once): the peak, and wirefall/tshark")
     ap.add_argument("--accounting", action="store_true",
                     help="also the CPU accounting of -j1 against -j2 (benchmarks/parallel_accounting.py): the speed-up an idle "
                          "2-core host would show, computed from each process's CPU on the critical path")
@@ -628,6 +671,13 @@ def main() -> int:
     for name, cap, keys, fields in corpus:
         print(f"measuring {name} …", file=sys.stderr)
         results.append(bench_one(name, cap, keys, fields, args.pyshark_packets, args.repeat, args.pyshark_seconds))
+        if args.pss:
+            wf_pss = peak_tree_pss([WIREFALL, "requests", str(cap), "--keylog", str(keys), "--json"], env=WF_ENV)
+            ts_pss = peak_tree_pss(["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-T", "fields",
+                                    *(x for f in fields for x in ("-e", f))])
+            results[-1]["pss"] = {"wirefall_mb": wf_pss, "tshark_mb": ts_pss, "ratio": wf_pss / ts_pss if ts_pss else None}
+            print(f"  {name}: peak PSS of the process tree (-j auto) wirefall {wf_pss:.0f} MB, tshark {ts_pss:.0f} MB, "
+                  f"ratio {wf_pss / ts_pss if ts_pss else float('nan'):.2f}", file=sys.stderr)
         if args.accounting:
             from parallel_accounting import account  # (benchmarks/ is the script's folder)
 
