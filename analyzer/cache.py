@@ -687,11 +687,18 @@ def clear() -> int:
 
 
 def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callable | None = None,
-                   use_cache: bool = True, analyze: Callable | None = None, limits: dict | None = None) -> tuple[Analysis, bool]:
-    """``analyze(path, keylogs, limits=limits)`` through the cache.  Returns ``(analysis, from_cache)``.
+                   use_cache: bool = True, analyze: Callable | None = None, limits: dict | None = None,
+                   workers: int | str | None = None) -> tuple[Analysis, bool]:
+    """``analyze(path, keylogs, limits=limits, workers=workers)`` through the cache.  Returns
+    ``(analysis, from_cache)``.
 
     An analysis from the cache has ``path`` set to ``path`` (the same bytes may have been
-    opened under another name) and the key log re-read from ``keylogs`` (never from the cache)."""
+    opened under another name) and the key log re-read from ``keylogs`` (never from the cache).
+    ``workers`` (``-j``: a number, or "auto"): a miss is analysed with that many processes
+    (``analyzer.parallel``, whose result is the serial one: the key does not name it, and the
+    entry stored is the same; what the parallel pass adds, ``_wf_parallel*``, is derived and
+    not stored).  The analysis is always the whole model, with the per-packet listing of
+    frames: the cache serves every command."""
     if analyze is None:
         from .pipeline import analyze as default_analyze
 
@@ -715,7 +722,9 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
                     progress(an.packets, size, size)
                 an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
                 return an, True
-    kw: dict[str, Any] = {"limits": limits} if limits else {}  # (a stand-in analyze may not take limits)
+    kw: dict[str, Any] = {"limits": limits} if limits else {}  # (a stand-in analyze may not take limits, nor workers)
+    if workers is not None and workers != 1:
+        kw["workers"] = workers
     an = analyze(path, keylogs=keylogs, progress=progress, **kw)
     if key is not None:
         store(key, an)

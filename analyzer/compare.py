@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .model import Analysis, Exchange
-from .stats import req_wire, resp_wire
-from .waterfall import Page, page_of
+from .stats import page_once, req_wire, resp_wire
+from .waterfall import Page
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 LOW_MATCH = 0.5  # below this share of requests matched, warn that the pages differ
@@ -60,13 +60,14 @@ def _match(a: list[Exchange], b: list[Exchange], with_origin: bool):
     """Pairs by normalised URL (a URL loaded several times: in order).  An exchange without a
     URL (a response whose request the capture does not show) has nothing to be matched by: it
     stays unmatched, with its reason (``NO_URL``)."""
+    norm = _normaliser(with_origin)
     queues: dict[str, deque] = defaultdict(deque)
     for e in b:
         if e.url:
-            queues[normalise_url(e.url, with_origin)].append(e)
+            queues[norm(e.url)].append(e)
     pairs, only_a = [], []
     for e in a:
-        q = queues.get(normalise_url(e.url, with_origin)) if e.url else None
+        q = queues.get(norm(e.url)) if e.url else None
         if q:
             pairs.append((e, q.popleft()))
         else:
@@ -74,6 +75,20 @@ def _match(a: list[Exchange], b: list[Exchange], with_origin: bool):
     used = {id(y) for _, y in pairs}
     only_b = [e for e in b if id(e) not in used]
     return pairs, only_a, only_b
+
+
+def _normaliser(with_origin: bool):
+    """``normalise_url(url, with_origin)``, each distinct URL normalised once (a request-heavy
+    capture asks for the same few URLs again and again)."""
+    memo: dict[str, str] = {}
+
+    def norm(url: str) -> str:
+        n = memo.get(url)
+        if n is None:
+            n = memo[url] = normalise_url(url, with_origin)
+        return n
+
+    return norm
 
 
 NO_URL = "no URL: the capture holds this response but not its request, so it cannot be matched"
@@ -113,8 +128,10 @@ def split_page(an: Analysis, page: Page | None = None) -> tuple[Page, list[Excha
     """The page (``analyzer.waterfall.page_of``: what ``stats``, the waterfall and ``batch``
     count), its exchanges and the background exchanges, in the model's order."""
     if page is None:
-        page = page_of(an)
+        page = page_once(an)  # (page_of, with the phases made only for the rows that need them)
     bg = page.background
+    if not bg:
+        return page, list(an.exchanges), []
     return page, [e for e in an.exchanges if e.id not in bg], [e for e in an.exchanges if e.id in bg]
 
 
@@ -125,7 +142,8 @@ def _page_t0(an: Analysis, page: Page) -> float:
     return page.start if page.start is not None else an.start_time
 
 
-def page_figures(an: Analysis, page: Page | None = None) -> dict[str, Any]:
+def page_figures(an: Analysis, page: Page | None = None,
+                 split: tuple[Page, list[Exchange], list[Exchange]] | None = None) -> dict[str, Any]:
     """The whitepaper's page-level quantities for one capture, of the page alone
     (``analyzer.waterfall.page_of``, as ``wirefall stats`` and ``wirefall batch`` count it):
     page load time and TTFB from the page's start (its first row, not the capture's first
@@ -138,10 +156,10 @@ def page_figures(an: Analysis, page: Page | None = None) -> dict[str, Any]:
     ``background_bytes`` both ways), and so are web connections that carried no request at all
     — a preconnect never used, a handshake the browser dropped, a connection not decrypted —
     (``connections_without_requests`` and their ``bytes_without_requests``, both ways); DNS and
-    unrecognised flows are neither."""
+    unrecognised flows are neither.  ``split``: ``split_page(an, page)``, when the caller has it."""
     from .stats import Block, _times
 
-    page, page_exs, bg_exs = split_page(an, page)
+    page, page_exs, bg_exs = split_page(an, page) if split is None else split
     web = {e.connection for e in page_exs}
     bg_only = {e.connection for e in bg_exs} - web
     conns = [c for c in an.connections if c.id in web]
@@ -149,10 +167,23 @@ def page_figures(an: Analysis, page: Page | None = None) -> dict[str, Any]:
     idle = [c for c in an.connections if c.id not in web and c.id not in bg_only and c.protocol not in (None, "dns")]
     blk = Block(name="page")
     _times(blk, page_exs, _page_t0(an, page))  # (the definition of `stats`' capture block, on the same requests)
-    req_w = sum(req_wire(e) for e in page_exs)
-    req_d = sum(e.request_header_bytes_decoded for e in page_exs)
-    resp_w = sum(resp_wire(e) for e in page_exs)
-    resp_d = sum(e.response_header_bytes_decoded for e in page_exs)
+    # the page's requests' sums, in one pass (every one an integer)
+    req_w = req_d = resp_w = resp_d = req_q = resp_q = requests = pushes = 0
+    protocols = set()
+    for e in page_exs:
+        req_q += e.request_qpack_encoder_bytes
+        resp_q += e.response_qpack_encoder_bytes
+        req_w += e.request_header_bytes_wire
+        resp_w += e.response_header_bytes_wire
+        req_d += e.request_header_bytes_decoded
+        resp_d += e.response_header_bytes_decoded
+        if e.pushed:
+            pushes += 1
+        else:
+            requests += 1
+        protocols.add(e.protocol)
+    req_w += req_q  # (req_wire, resp_wire: HTTP/3's QPACK encoder-stream bytes included)
+    resp_w += resp_q
     return {
         "page_load_time": blk.page_load_time,
         "ttfb": blk.ttfb,
@@ -161,9 +192,9 @@ def page_figures(an: Analysis, page: Page | None = None) -> dict[str, Any]:
         "bytes_without_requests": sum(c.stats[0].bytes + c.stats[1].bytes for c in idle),
         "background_connections": len(bgc),
         "background_bytes": sum(c.stats[0].bytes + c.stats[1].bytes for c in bgc),
-        "requests": sum(1 for e in page_exs if not e.pushed),
+        "requests": requests,
         "background_requests": len(bg_exs),
-        "pushes": sum(1 for e in page_exs if e.pushed),
+        "pushes": pushes,
         "packets_c2s": sum(c.stats[0].packets for c in conns),
         "packets_s2c": sum(c.stats[1].packets for c in conns),
         "bytes_c2s": sum(c.stats[0].bytes for c in conns),
@@ -174,9 +205,9 @@ def page_figures(an: Analysis, page: Page | None = None) -> dict[str, Any]:
         "response_header_bytes_decoded": resp_d,
         "request_header_compression": (1 - req_w / req_d) if req_d else None,
         "response_header_compression": (1 - resp_w / resp_d) if resp_d else None,
-        "request_qpack_encoder_bytes": sum(e.request_qpack_encoder_bytes for e in page_exs),
-        "response_qpack_encoder_bytes": sum(e.response_qpack_encoder_bytes for e in page_exs),
-        "protocols": sorted({e.protocol for e in page_exs}),
+        "request_qpack_encoder_bytes": req_q,
+        "response_qpack_encoder_bytes": resp_q,
+        "protocols": sorted(protocols),
     }
 
 
@@ -265,15 +296,16 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
             pairs, only_a, only_b, mode = p2, oa2, ob2, "path"
     ta, tb = _page_t0(a, pg_a), _page_t0(b, pg_b)
     matched = []
+    norm = _normaliser(mode == "url")
     for x, y in pairs:
         sa, sb = _side(x, ta), _side(y, tb)
         matched.append({
-            "url": normalise_url(x.url, mode == "url"),
+            "url": norm(x.url),
             "a": sa,
             "b": sb,
             "diff": {k: _diff(sa[k], sb[k]) for k in ("start", "ttfb", "duration", "bytes", "header_bytes_wire")},
         })
-    pa, pb = page_figures(a, pg_a), page_figures(b, pg_b)
+    pa, pb = page_figures(a, split=(pg_a, page_a, bg_a)), page_figures(b, split=(pg_b, page_b, bg_b))
     fa, fb = _facts(a, pg_a, page_a, bg_a, pa), _facts(b, pg_b, page_b, bg_b, pb)
 
     items: list[dict[str, Any]] = []

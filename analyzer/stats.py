@@ -18,6 +18,7 @@ that is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
@@ -199,28 +200,64 @@ def _reduction(pair: list[int]) -> float | None:
 
 
 def _start(e: Exchange) -> float | None:
-    return next((t for t in (e.request_start, e.request_end, e.response_start, e.response_end) if t is not None), None)
+    """The first of the request's start and end and the response's start and end that is known."""
+    # (plain tests, no generator: called for every request of the capture, protocol and connection rows)
+    t = e.request_start
+    if t is None:
+        t = e.request_end
+        if t is None:
+            t = e.response_start
+            if t is None:
+                t = e.response_end
+    return t
 
 
 def _end(e: Exchange) -> float | None:
-    return next((t for t in (e.response_end, e.response_start, e.request_end, e.request_start) if t is not None), None)
+    """The last of the response's end and start and the request's end and start that is known."""
+    t = e.response_end
+    if t is None:
+        t = e.response_start
+        if t is None:
+            t = e.request_end
+            if t is None:
+                t = e.request_start
+    return t
+
+
+def _spans(exs: list[Exchange]) -> tuple[list[float], list[float]]:
+    """The starts and the ends (``_start``, ``_end``; the start again where no end is known) of
+    the exchanges of ``exs`` that have a start, for ``_in_flight``."""
+    starts: list[float] = []
+    ends: list[float] = []
+    for e in exs:
+        a = _start(e)
+        if a is None:
+            continue
+        b = _end(e)
+        starts.append(a)
+        ends.append(b if b is not None else a)
+    return starts, ends
+
+
+def _in_flight(starts: list[float], ends: list[float]) -> int:
+    """``max_in_flight`` of the spans (``_spans``), either list in any order (sorted here).  The
+    count only rises at a start, and an end at the same instant as a start counts after it: the
+    most open at once is, over the starts in order, (starts so far) − (ends before this one)."""
+    starts = sorted(starts)
+    ends = sorted(ends)
+    best = j = 0
+    n = len(ends)
+    for i, a in enumerate(starts, 1):
+        while j < n and ends[j] < a:
+            j += 1
+        if i - j > best:
+            best = i - j
+    return best
 
 
 def max_in_flight(exs: list[Exchange]) -> int:
     """Most exchanges open at once (from request start to response end)."""
-    ev = []
-    for e in exs:
-        a, b = _start(e), _end(e)
-        if a is None:
-            continue
-        ev.append((a, 1))
-        ev.append((b if b is not None else a, -1))
-    ev.sort(key=lambda x: (x[0], -x[1]))  # starts before ends at the same instant
-    cur = best = 0
-    for _, d in ev:
-        cur += d
-        best = max(best, cur)
-    return best
+    return _in_flight(*_spans(exs))
 
 
 def conn_protocol(c: Connection, exs: list[Exchange]) -> str:
@@ -246,8 +283,10 @@ def resp_wire(e: Exchange) -> int:
 def _unknown(headers) -> tuple[int, int]:
     """(fields, their bytes as ``decoded`` counted them) of the ``<unknown>`` fields of a header
     list: entries inserted before the capture, whose real name and size the capture does not give."""
+    if not headers or UNKNOWN not in chain.from_iterable(headers):  # (the common case, at C speed)
+        return 0, 0
     n = size = 0
-    for k, v in headers or ():
+    for k, v in headers:
         if k == UNKNOWN or v == UNKNOWN:
             n += 1
             size += len(k) + len(v)
@@ -280,40 +319,75 @@ def _add_side(b: Block, key: str, side: Side) -> None:
     b.headers_unknown[key] += side[2]
 
 
-def _fill_exchanges(b: Block, exs: list[Exchange], h1: dict[int, list[list[int]]] | None = None) -> None:
-    for e in exs:
+def _fill_exchanges(b: Block, exs: list[Exchange], h1: dict[int, list[list[int]]] | None = None,
+                    sides: list[tuple[Side, Side]] | None = None) -> None:
+    """Add the exchanges' counts, header pairs, QPACK encoder bytes and bodies to ``b``.
+    ``sides``: ``_sides`` of each of ``exs`` (in its order), when the caller has them."""
+    if sides is None:
+        sides = [_sides(e, h1) for e in exs]
+    hdr_q, hdr_s, unk, qpe, rbody = b.req_headers, b.resp_headers, b.headers_unknown, b.qpack_encoder, b.response_body
+    requests = pushes = resets = req_body = 0
+    for e, (rq, rs) in zip(exs, sides):
         if e.pushed:
-            b.pushes += 1
+            pushes += 1
         else:
-            b.requests += 1
+            requests += 1
         if e.reset:
-            b.resets += 1
-        rq, rs = _sides(e, h1)
-        _add_side(b, "request", rq)
-        _add_side(b, "response", rs)
-        _add2(b.qpack_encoder, (e.request_qpack_encoder_bytes, e.response_qpack_encoder_bytes))
-        b.request_body += e.request_body_bytes
-        b.response_body[0] += e.response_body_bytes
-        b.response_body[1] += e.response_body_bytes if e.response_body_decoded_bytes is None else e.response_body_decoded_bytes
+            resets += 1
+        hdr_q[0] += rq[0]
+        hdr_q[1] += rq[1]
+        unk["request"] += rq[2]
+        hdr_s[0] += rs[0]
+        hdr_s[1] += rs[1]
+        unk["response"] += rs[2]
+        qpe[0] += e.request_qpack_encoder_bytes
+        qpe[1] += e.response_qpack_encoder_bytes
+        req_body += e.request_body_bytes
+        enc = e.response_body_bytes
+        dec = e.response_body_decoded_bytes
+        rbody[0] += enc
+        rbody[1] += enc if dec is None else dec
+    b.requests += requests
+    b.pushes += pushes
+    b.resets += resets
+    b.request_body += req_body
 
 
-def _first_rest(b: Block, exs: list[Exchange], h1: dict[int, list[list[int]]] | None = None, start_seen: bool = True) -> None:
+def _first_rest(b: Block, exs: list[Exchange], h1: dict[int, list[list[int]]] | None = None, start_seen: bool = True,
+                sides_list: list[tuple[Side, Side]] | None = None) -> None:
     """Split header bytes of one connection's exchanges into first block / rest.  A connection
     whose start the capture missed has no first block in it (the dictionary was not empty at
-    the first block seen): all its blocks are counted in rest and ``first_block_unseen`` says so."""
-    sides = {e.id: _sides(e, h1) for e in exs}
-    # (a pushed request's block is the server's PUSH_PROMISE, of the server's compression context:
-    # never the client's first block, counted in rest)
-    reqs = sorted((e for e in exs if sides[e.id][0][:2] != (0, 0) or sides[e.id][0][2]),
-                  key=lambda e: (e.pushed, e.request_start if e.request_start is not None else float("inf"), e.id))
-    resps = sorted((e for e in exs if sides[e.id][1][:2] != (0, 0) or sides[e.id][1][2]),
-                   key=lambda e: (e.response_start if e.response_start is not None else float("inf"), e.id))
+    the first block seen): all its blocks are counted in rest and ``first_block_unseen`` says so.
+    ``sides_list``: ``_sides`` of each of ``exs`` (in its order), when the caller has them."""
+    if sides_list is None:
+        sides_list = [_sides(e, h1) for e in exs]
+    reqs = [(e, sd[0]) for e, sd in zip(exs, sides_list) if sd[0][0] or sd[0][1] or sd[0][2]]
+    resps = [(e, sd[1]) for e, sd in zip(exs, sides_list) if sd[1][0] or sd[1][1] or sd[1][2]]
     if not start_seen and (reqs or resps):
         b.first_block_unseen += 1
-    for i, e in enumerate(reqs):
-        _add_side(b, "request_first" if i == 0 and start_seen and not e.pushed else "request_rest", sides[e.id][0])
-    for i, e in enumerate(resps):
-        _add_side(b, "response_first" if i == 0 and start_seen else "response_rest", sides[e.id][1])
+    # the first block of each direction: the first request in (pushed last, start, id) order, the
+    # first response in (start, id) order (min: the first of equal keys, as a stable sort's first).
+    # A pushed request's block is the server's PUSH_PROMISE, of the server's compression context:
+    # never the client's first block, counted in rest
+    inf = float("inf")
+    first_q = first_s = None
+    if start_seen and reqs:
+        first_q = min(reqs, key=lambda p: (p[0].pushed, p[0].request_start if p[0].request_start is not None else inf, p[0].id))
+        if first_q[0].pushed:
+            first_q = None
+    if start_seen and resps:
+        first_s = min(resps, key=lambda p: (p[0].response_start if p[0].response_start is not None else inf, p[0].id))
+    for key, blocks, first in (("request", reqs, first_q), ("response", resps, first_s)):
+        w = d = u = 0  # the later blocks, added up
+        for p in blocks:
+            if p is first:
+                _add_side(b, key + "_first", p[1])
+            else:
+                sd = p[1]
+                w += sd[0]
+                d += sd[1]
+                u += sd[2]
+        _add_side(b, key + "_rest", (w, d, u))
 
 
 def _start_seen(c: Connection) -> bool:
@@ -370,49 +444,48 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     framing: dict[int, list[int]] = {}
     frames_n: dict[int, int] = {}
     for f in an.frames:
-        frames_n[f.connection] = frames_n.get(f.connection, 0) + 1
-        hb = (f.fields or {}).get("header_bytes") if f.fields else None
+        cid = f.connection
+        frames_n[cid] = frames_n.get(cid, 0) + 1
+        fl = f.fields  # (a dict, a FrameFields shape — never empty — or None: .get, not a truth test, which is a __len__ call)
+        hb = fl.get("header_bytes") if fl is not None else None
         if hb is None:
             hb = FRAME_HEADER_BYTES.get(f.protocol)
         if hb is not None:
-            fr = framing.setdefault(f.connection, [0, 0])
+            fr = framing.get(cid)
+            if fr is None:
+                fr = framing[cid] = [0, 0]
             fr[f.direction] += int(hb)
 
     cap = Block(name="capture")
     protos: dict[str, Block] = {}
     conns: list[Block] = []
     heads = _upgrade_heads(an, exs_by_conn)
+    spans: dict[int, tuple[list[float], list[float]]] = {}  # connection id -> its exchanges' (_spans)
     for c in an.connections:
         exs = exs_by_conn.get(c.id, [])
         proto = conn_protocol(c, exs)
         h1 = heads.get(c.id)
         cb = Block(name=f"connection {c.id}", endpoints=c.label, protocol=proto)
         _fill_connection(cb, c)
-        _fill_exchanges(cb, exs, h1)
-        _first_rest(cb, exs, h1, _start_seen(c))
+        sides = [_sides(e, h1) for e in exs]  # (once per exchange: the totals and the first/rest split)
+        _fill_exchanges(cb, exs, h1, sides)
+        _first_rest(cb, exs, h1, _start_seen(c), sides)
         cb.frames = frames_n.get(c.id, 0)
         if c.id in framing:
             cb.framing_overhead = list(framing[c.id])
-        cb.max_streams_in_flight = max_in_flight(exs)
-        firsts = [(e, e.response_start) for e in exs if e.response_start is not None]
-        if firsts:
-            _, rs = min(firsts, key=lambda er: (_start(er[0]), er[0].id))
+        sp = spans[c.id] = _spans(exs)
+        cb.max_streams_in_flight = _in_flight(*sp)
+        rs = _first_response(exs)
+        if rs is not None:
             base = c.connect_start if c.connect_start is not None else c.start
             cb.ttfb = rs - base
-        ends = [e.response_end for e in exs if e.response_end is not None]
-        if ends:
-            cb.page_load_time = max(ends) - (c.connect_start if c.connect_start is not None else c.start)
+        end = _last_end(exs)
+        if end is not None:
+            cb.page_load_time = end - (c.connect_start if c.connect_start is not None else c.start)
         conns.append(cb)
         pb = protos.setdefault(proto, Block(name=proto))
-        for blk in (cap, pb):
-            _fill_connection(blk, c)
-            _fill_exchanges(blk, exs, h1)
-            _add_headers(blk, cb, HDR_KEYS[2:])  # (first/rest: _fill_exchanges added the rest)
-            blk.frames += cb.frames
-            if cb.framing_overhead is not None:
-                if blk.framing_overhead is None:
-                    blk.framing_overhead = [0, 0]
-                _add2(blk.framing_overhead, cb.framing_overhead)
+        for blk in (cap, pb):  # (the connection's numbers added in, not computed again from its exchanges)
+            _add_block(blk, cb)
         if h1:  # an h2c Upgrade's HTTP/1.1 heads: counted under HTTP/1.1 (the capture's row keeps them)
             hb = _heads_block(h1, _start_seen(c), name=next((f.protocol for f in an.frames if f.connection == c.id
                                                                and f.protocol.startswith("http/1")), "http/1.1"))
@@ -436,22 +509,35 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     # TTFB and page load of every row: the page's requests (background apart: analyzer.waterfall.page_of),
     # from the page's first packet
     from . import completeness
-    from .waterfall import page_of
 
-    page = page_of(an)
+    page = page_once(an)
     page_exs = [e for e in an.exchanges if e.id not in page.background] if page.background else an.exchanges
     p0 = page.start if page.start is not None else t0
     by_proto: dict[str, list[Exchange]] = {}
     conn_proto = {c.id: cb.protocol or "" for c, cb in zip(an.connections, conns)}
     for e in page_exs:
         by_proto.setdefault(conn_proto.get(e.connection, ""), []).append(e)
-    all_by_proto: dict[str, list[Exchange]] = {}
+    # the most in flight of each protocol's connections together, and of the capture's (every
+    # exchange: those of no listed connection too), from the connections' spans
+    proto_spans: dict[str, tuple[list[float], list[float]]] = {}
     for c, cb in zip(an.connections, conns):
-        all_by_proto.setdefault(cb.protocol or "", []).extend(exs_by_conn.get(c.id, []))
+        ps = proto_spans.setdefault(cb.protocol or "", ([], []))
+        ps[0].extend(spans[c.id][0])
+        ps[1].extend(spans[c.id][1])
     for pname, pb in protos.items():
-        pb.max_streams_in_flight = max_in_flight(all_by_proto.get(pname, []))
+        pb.max_streams_in_flight = _in_flight(*proto_spans.get(pname, ([], [])))
         _times(pb, by_proto.get(pname, []), p0)
-    cap.max_streams_in_flight = max_in_flight(an.exchanges)
+    listed = {c.id for c in an.connections}
+    cap_starts: list[float] = []
+    cap_ends: list[float] = []
+    for sp in spans.values():
+        cap_starts += sp[0]
+        cap_ends += sp[1]
+    if any(cid not in listed for cid in exs_by_conn):  # (exchanges of no listed connection)
+        orphans = _spans([e for cid, exs in exs_by_conn.items() if cid not in listed for e in exs])
+        cap_starts += orphans[0]
+        cap_ends += orphans[1]
+    cap.max_streams_in_flight = _in_flight(cap_starts, cap_ends)
     _times(cap, page_exs, p0)
     dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
     from .tcp_analysis import finished, retransmissions_of, stats_or_none
@@ -486,6 +572,43 @@ def _add_headers(blk: Block, cb: Block, keys: tuple[str, ...] = HDR_KEYS) -> Non
         _add2(getattr(blk, HDR_ATTRS[k]), getattr(cb, HDR_ATTRS[k]))
         blk.headers_unknown[k] += cb.headers_unknown[k]
     blk.first_block_unseen += cb.first_block_unseen
+
+
+def _add_block(blk: Block, cb: Block) -> None:
+    """Add a connection's block (``cb``, filled from its connection and exchanges) to its
+    protocol's or the capture's: the same sums as filling ``blk`` from the connection and its
+    exchanges again (every number an integer count; first/last time the min/max)."""
+    blk.connections += cb.connections
+    for name in ("packets", "bytes", "payload", "retransmissions", "retransmitted_bytes", "gaps", "tls_record_overhead",
+                 "qpack_encoder", "response_body"):
+        _add2(getattr(blk, name), getattr(cb, name))
+    blk.tls_connections += cb.tls_connections
+    if cb.first_time is not None:
+        blk.first_time = cb.first_time if blk.first_time is None else min(blk.first_time, cb.first_time)
+    if cb.last_time is not None:
+        blk.last_time = cb.last_time if blk.last_time is None else max(blk.last_time, cb.last_time)
+    blk.requests += cb.requests
+    blk.pushes += cb.pushes
+    blk.resets += cb.resets
+    blk.request_body += cb.request_body
+    _add_headers(blk, cb)  # (all six header pairs, their unknown fields, first_block_unseen)
+    blk.frames += cb.frames
+    if cb.framing_overhead is not None:
+        if blk.framing_overhead is None:
+            blk.framing_overhead = [0, 0]
+        _add2(blk.framing_overhead, cb.framing_overhead)
+
+
+def page_once(an: Analysis):
+    """``waterfall.page_of(an)`` with the waterfall planned once and the phases made only for
+    the rows that need them (``jsonout.PhasePlan``: a request sent, then answered, on a
+    connection's later row starts at its request; ``phases_by_exchange``, which ``page_of``
+    computes otherwise, made every row's phases — 15 % of ``stats`` on 60 k requests)."""
+    from .jsonout import PhasePlan
+    from .waterfall import page_of
+
+    plan = PhasePlan(an)
+    return page_of(an, plan.exs, starts=plan.starts())
 
 
 def _heads_block(h1: dict[int, list[list[int]]], start_seen: bool, name: str) -> Block:
@@ -653,13 +776,35 @@ def _times(b: Block, exs: list[Exchange], t0: float | None) -> None:
     included); page load = last byte of the last of them from the same start."""
     if t0 is None:
         return
-    firsts = [(e, e.response_start) for e in exs if e.response_start is not None and _start(e) is not None]
-    if firsts:
-        _, rs = min(firsts, key=lambda er: (_start(er[0]), er[0].id))
+    rs = _first_response(exs)
+    if rs is not None:
         b.ttfb = rs - t0
-    ends = [e.response_end for e in exs if e.response_end is not None]
-    if ends:
-        b.page_load_time = max(ends) - t0
+    end = _last_end(exs)
+    if end is not None:
+        b.page_load_time = end - t0
+
+
+def _first_response(exs: list[Exchange]) -> float | None:
+    """The response start of the first of ``exs`` (by ``_start``, then id) that has one."""
+    rs = best_t = best_id = None
+    for e in exs:
+        r = e.response_start
+        if r is None:
+            continue
+        t = _start(e)  # (never None: the response's start is known)
+        if rs is None or (t, e.id) < (best_t, best_id):  # (the first of equal keys, as min())
+            rs, best_t, best_id = r, t, e.id
+    return rs
+
+
+def _last_end(exs: list[Exchange]) -> float | None:
+    """The latest response end of ``exs`` (None: none has one)."""
+    end = None
+    for e in exs:
+        t = e.response_end
+        if t is not None and (end is None or t > end):
+            end = t
+    return end
 
 
 # ------------------------------------------------------------------------------- output

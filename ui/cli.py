@@ -104,7 +104,9 @@ def load(args, listing: bool = True):
     if getattr(args, "cache", False):
         from wirefall.analyzer.cache import analyze_cached
 
-        an, _hit = analyze_cached(args.file, args.keylog, progress=progress, limits=limits_of(args))
+        # (-j: a miss is analysed with the workers too; the cache keeps the whole model, listing included)
+        an, _hit = analyze_cached(args.file, args.keylog, progress=progress, limits=limits_of(args),
+                                  workers=getattr(args, "workers", None))
     else:
         from wirefall.analyzer.pipeline import analyze
 
@@ -574,17 +576,21 @@ def _compare(args) -> int:
     from wirefall.analyzer.compare import compare, render_text
 
     limits = limits_of(args)
+    # -j (default auto: every core for a capture of 16 MB or more): each capture analysed with the
+    # workers, one after the other (A and B are not analysed at once: the second model would have
+    # to cross a pipe whole, and each analysis already uses the cores where it is large enough)
+    workers = getattr(args, "workers", None)
 
     if getattr(args, "cache", False):  # --cache: each capture through the analysis cache
         from wirefall.analyzer.cache import analyze_cached
 
         def analyze(path, keylogs):
-            return analyze_cached(path, keylogs, limits=limits)[0]
+            return analyze_cached(path, keylogs, limits=limits, workers=workers)[0]
     else:
         from wirefall.analyzer.pipeline import analyze as _analyze
 
         def analyze(path, keylogs):
-            return _analyze(path, keylogs=keylogs, limits=limits)
+            return _analyze(path, keylogs=keylogs, limits=limits, workers=workers)
 
     # each capture's key logs as `wirefall batch` finds them: NAME.keys (…) beside it, then --keylog
     # (and --keylog-b for B); with none, the pipeline reads $SSLKEYLOGFILE
