@@ -319,6 +319,16 @@ def test_requests_json_output_closed_ends_the_child(monkeypatch):
     reaped = []
     real_reap = parallel._reap
     monkeypatch.setattr(parallel, "_reap", lambda pid, r, kill=False: reaped.append(kill) or real_reap(pid, r, kill))
+    forked = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
 
     class Closed(io.BytesIO):
         def write(self, b):
@@ -330,9 +340,9 @@ def test_requests_json_output_closed_ends_the_child(monkeypatch):
     out.buffer = Closed()
     with pytest.raises(BrokenPipeError):
         parallel.requests_json(an, exs, 2, out, chunk=2)
-    assert reaped[0] is True
-    with pytest.raises(ChildProcessError):  # (no child left behind)
-        os.waitpid(-1, os.WNOHANG)
+    assert reaped[0] is True and len(forked) == 1
+    with pytest.raises(ChildProcessError):  # (its child reaped: none left behind — asked of that child, not of
+        os.waitpid(forked[0], os.WNOHANG)   # any: another test's, e.g. the TUI's TCP-analysis child, may be alive)
 
 
 def test_requests_json_without_a_fork_writes_serially(monkeypatch):
