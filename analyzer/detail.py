@@ -42,6 +42,7 @@ import dpkt
 from wirefall.dissectors.registry import REGISTRY, find
 from wirefall.dissectors.tls import ContentType
 
+from .info import frame_text
 from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder, Layers, layers
 from .protocols import hooks
@@ -286,29 +287,13 @@ def frame_proto_name(analysis: Analysis, fr: Frame) -> str:
     return d.display if d is not None else fr.protocol.upper()
 
 
-def _hdr(headers, name: str) -> str | None:
-    for k, v in headers or ():
-        if k == name:
-            return v
-    return None
-
-
 def frame_summary(fr: Frame) -> str:
     """One frame in the Info column: ``HEADERS[1]: GET /``, ``DATA[3]``, ``Client Hello``
     (the protocol's ``summary`` hook, else this generic form)."""
     h = hooks(fr.protocol).summary
     if h is not None:
         return h(fr)
-    s = f"{fr.type}[{fr.stream_id}]" if fr.stream_id is not None else fr.type
-    if fr.headers:
-        m, p, st = _hdr(fr.headers, ":method"), _hdr(fr.headers, ":path"), _hdr(fr.headers, ":status")
-        if m:
-            s += f": {m} {p or ''}".rstrip()
-        elif st:
-            s += f": {st}"
-    if fr.error:
-        s += " [error]"
-    return s
+    return frame_text(fr)
 
 
 # ---------------------------------------------------------------- link / IP / transport

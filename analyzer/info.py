@@ -67,6 +67,30 @@ def header(headers, name: str) -> str | None:
     return None
 
 
+def frame_text(fr, name: str | None = None) -> str:
+    """A frame's generic one-line form, ``analyzer.detail.frame_summary``'s when the protocol has
+    no ``summary`` hook (``HEADERS[1]: GET /``, ``DATA[3]``, ``[error]`` after a frame that
+    failed); ``name``: its type as the protocol's hook names it (HTTP/2: ``Unknown type (250)``)."""
+    name = fr.type if name is None else name
+    s = f"{name}[{fr.stream_id}]" if fr.stream_id is not None else name
+    if fr.headers:
+        m = p = st = None  # (the first of each, one pass)
+        for k, v in fr.headers:
+            if k == ":method" and m is None:
+                m = v
+            elif k == ":path" and p is None:
+                p = v
+            elif k == ":status" and st is None:
+                st = v
+        if m:
+            s += f": {m} {p or ''}".rstrip()
+        elif st:
+            s += f": {st}"
+    if fr.error:
+        s += " [error]"
+    return s
+
+
 @dataclass(slots=True)
 class InfoContext:
     """What a protocol's ``info`` hook sees of the TCP packet ``n`` it writes for."""

@@ -25,6 +25,7 @@ from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_
 from wirefall.dissectors.registry import REGISTRY, over_quic
 
 from .model import PROTO_NAMES, Analysis, Connection, Exchange
+from .waterfall import _exchange_end, _exchange_start
 
 STATS_VERSION = 1
 # framing overhead per frame of the HTTP framing layers whose frames do not say it themselves
@@ -199,29 +200,9 @@ def _reduction(pair: list[int]) -> float | None:
     return None if dec <= 0 else 1.0 - wire / dec
 
 
-def _start(e: Exchange) -> float | None:
-    """The first of the request's start and end and the response's start and end that is known."""
-    # (plain tests, no generator: called for every request of the capture, protocol and connection rows)
-    t = e.request_start
-    if t is None:
-        t = e.request_end
-        if t is None:
-            t = e.response_start
-            if t is None:
-                t = e.response_end
-    return t
-
-
-def _end(e: Exchange) -> float | None:
-    """The last of the response's end and start and the request's end and start that is known."""
-    t = e.response_end
-    if t is None:
-        t = e.response_start
-        if t is None:
-            t = e.request_end
-            if t is None:
-                t = e.request_start
-    return t
+# a request's first and last known times: the waterfall's own (one home for the rule)
+_start = _exchange_start
+_end = _exchange_end
 
 
 def _spans(exs: list[Exchange]) -> tuple[list[float], list[float]]:

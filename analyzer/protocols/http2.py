@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wirefall.analyzer.info import exchange_by_id, header, media_text, status_text
+from wirefall.analyzer.info import exchange_by_id, frame_text, header, media_text, status_text
 from wirefall.analyzer.model import Analysis, Frame
 from wirefall.dissectors.registry import descriptor
 
@@ -76,21 +76,7 @@ def summary(fr: Frame) -> str:
     """One frame in frame lists and the tree's frame line: ``analyzer.detail``'s generic form
     (``HEADERS[1]: GET /``, ``DATA[3]``), a type tshark does not know named as it names it
     (``Unknown type (250)[0]``)."""
-    name = type_text(fr)
-    s = f"{name}[{fr.stream_id}]" if fr.stream_id is not None else name
-    if fr.headers:
-        got = {}
-        for k, v in fr.headers:
-            if k in (":method", ":path", ":status") and k not in got:
-                got[k] = v
-        m, p, st = got.get(":method"), got.get(":path"), got.get(":status")
-        if m:
-            s += f": {m} {p or ''}".rstrip()
-        elif st:
-            s += f": {st}"
-    if fr.error:
-        s += " [error]"
-    return s
+    return frame_text(fr, type_text(fr))
 
 
 def frame_info(analysis: Analysis, fr: Frame) -> str:
