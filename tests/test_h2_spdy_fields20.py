@@ -1,4 +1,4 @@
-"""HTTP/2 and SPDY fields of review 20 (/tmp/review20/proto.md), against tshark 4.0.
+"""HTTP/2 and SPDY fields of session 20's protocol review, against tshark 4.0.
 
 - A SETTINGS identifier repeated in one frame keeps each value: ``fields["settings_list"]``
   (every [id, value] in wire order) beside ``settings`` (the last value of each), in the

@@ -126,7 +126,7 @@ def _keylog_hint(an, path: str) -> None:
     """No key log given and connections left encrypted for want of one: say so on stderr,
     naming the key log beside the capture (NAME.keys, as ``compare`` and ``batch`` find it),
     which this command does not read unasked (a "wrote 0 objects" was all ``objects`` said)."""
-    from wirefall.analyzer.completeness import _for_want_of_keys, _not_decrypted
+    from wirefall.analyzer.completeness import _for_want_of_keys, _not_decrypted, _pl
 
     n = sum(1 for c in an.connections if (r := _not_decrypted(c)) and _for_want_of_keys(r))
     if not n:
@@ -135,7 +135,7 @@ def _keylog_hint(an, path: str) -> None:
 
     beside = keylogs_beside(path)
     if beside:
-        print(f"wirefall: note: {_n(n, 'connection')} not decrypted: no key log given; {printable(beside[0])} "
+        print(f"wirefall: note: {_pl(n, 'connection')} not decrypted: no key log given; {printable(beside[0])} "
               f"lies beside the capture: --keylog {printable(beside[0])}", file=sys.stderr)
 
 
@@ -206,9 +206,11 @@ def cmd_summary(args) -> int:
     if args.json:
         _dump(d)
         return 0
-    print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
-          f"{d['bytes']} bytes, {d['duration']:.3f} s, {_n(len(an.connections), 'connection')}, {_n(an.count('exchanges'), 'request')}")  # (a count: a reopened analysis keeps its requests packed)
     from wirefall.analyzer import completeness
+    from wirefall.analyzer.completeness import _pl
+
+    print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
+          f"{d['bytes']} bytes, {d['duration']:.3f} s, {_pl(len(an.connections), 'connection')}, {_pl(an.count('exchanges'), 'request')}")  # (a count: a reopened analysis keeps its requests packed)
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:
@@ -716,11 +718,6 @@ def common_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(f"--{kind}", action="append", metavar="FILE",
                         help=f"lay {what} of the same load over the capture: its requests matched to the wire's, "
                              "URLs the capture lacks filled in, browser-minus-wire offsets per phase; repeatable")
-
-
-def _n(k: int, word: str) -> str:
-    """``k`` and the word, plural but for one: "1 connection", "4 connections"."""
-    return f"{k} {word}" if k == 1 else f"{k} {word}s"
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -8,6 +8,8 @@ from wirefall.analyzer.model import Frame
 from wirefall.dissectors.http3 import SETTINGS_NAMES, settings_items
 from wirefall.dissectors.registry import descriptor
 
+from .quic import _varint  # (QUIC's variable-length integers: one reader for the QUIC and HTTP/3 detail)
+
 if TYPE_CHECKING:
     from wirefall.analyzer.detail import Node
 
@@ -56,16 +58,6 @@ _TSHARK_SETTINGS = {0x01: ("Max Table Capacity", "http3.settings.qpack.max_table
                     0x06: ("Max Field Section Size", "http3.settings.max_field_section_size"),
                     0x07: ("Blocked Streams", "http3.settings.qpack.blocked_streams"),
                     0x08: ("Extended CONNECT", "http3.settings.extended_connect")}
-
-
-def _varint(b: bytes, p: int) -> tuple[int, int]:
-    n = 1 << (b[p] >> 6)
-    if p + n > len(b):
-        raise IndexError
-    v = b[p] & 0x3F
-    for i in range(1, n):
-        v = v << 8 | b[p + i]
-    return v, p + n
 
 
 def settings_nodes(fn: Node, fr: Frame, data: bytes, start: int, source: int) -> None:
