@@ -3,6 +3,7 @@ snake_case; every command's ``--json`` and the JSON/HAR exports are built from t
 from __future__ import annotations
 
 import io
+import sys
 from itertools import islice
 from typing import Any
 
@@ -316,10 +317,34 @@ def bytes_on_wire(an: Analysis) -> int:
     return memo[1]
 
 
+def time_span(an: Analysis) -> tuple[float, float] | None:
+    """(earliest, latest) packet time, as capinfos' "Earliest/Latest packet time" (None: no
+    packet).  A capture's packets are not always in time order (a merged or a clock-stepped
+    capture): its duration is latest - earliest, never last - first, which went negative.
+    Memoised for the index's length; numpy's min/max where numpy is loaded already (1.24 M
+    packets: ~1 ms against ~30 ms for the built-ins, whose cost is paid only where it is not)."""
+    ts = an.index.ts
+    n = len(ts)
+    if not n:
+        return None
+    memo = an.__dict__.get("_wf_span")
+    if memo is None or memo[0] != n:
+        np = sys.modules.get("numpy")
+        if np is not None and n > 4096:
+            v = np.frombuffer(ts, dtype="d")
+            span = (float(v.min()), float(v.max()))
+        else:
+            span = (min(ts), max(ts))
+        memo = an.__dict__["_wf_span"] = (n, span)
+    return memo[1]
+
+
 def summary_dict(an: Analysis, subjects: bool = True) -> dict[str, Any]:
-    """``subjects``: as ``connection_dict``'s ``subject``."""
+    """``subjects``: as ``connection_dict``'s ``subject``.  ``first_time``/``last_time``: the
+    first and the last packet's; ``duration``: latest - earliest (``time_span``)."""
     first = an.index.ts[0] if len(an.index) else None
     last = an.index.ts[-1] if len(an.index) else None
+    span = time_span(an)
     return {
         "version": SCHEMA_VERSION,
         "file": an.path,
@@ -328,7 +353,7 @@ def summary_dict(an: Analysis, subjects: bool = True) -> dict[str, Any]:
         "packets": an.packets,
         "first_time": first,
         "last_time": last,
-        "duration": (last - first) if first is not None else 0.0,
+        "duration": (span[1] - span[0]) if span is not None else 0.0,
         "bytes": bytes_on_wire(an),
         "undecoded": dict(an.undecoded),
         "warnings": list(an.warnings),

@@ -24,6 +24,7 @@ from typing import Any
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.registry import REGISTRY, over_quic
 
+from .jsonout import time_span
 from .model import PROTO_NAMES, Analysis, Connection, Exchange
 from .waterfall import _exchange_end, _exchange_start
 
@@ -520,7 +521,8 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
         cap_ends += orphans[1]
     cap.max_streams_in_flight = _in_flight(cap_starts, cap_ends)
     _times(cap, page_exs, p0)
-    dur = (idx.ts[-1] - idx.ts[0]) if len(idx) else 0.0
+    span = time_span(an)  # (latest - earliest: a capture out of time order gave a negative duration)
+    dur = (span[1] - span[0]) if span is not None else 0.0
     from .tcp_analysis import finished, retransmissions_of, stats_or_none
     from .waterfall import browser_milestones
 

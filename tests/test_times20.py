@@ -73,3 +73,32 @@ def test_saved_capture_private_without_keys(tmp_path):
         save_with_keys(str(SAMPLES / "tcp-port-reuse.pcap"), str(dest), keys)
         assert stat.S_IMODE(os.stat(dest).st_mode) == 0o600
         assert run_tool("capinfos", "-c", "-M", str(dest)).split()[-1] == run_tool("capinfos", "-c", "-M", str(SAMPLES / "tcp-port-reuse.pcap")).split()[-1]
+
+
+def test_duration_is_latest_minus_earliest(tmp_path):
+    """A capture whose packets are not in time order (merged, or the clock stepped back): its
+    duration is latest - earliest, as capinfos' "Capture duration" (it was last - first, and
+    negative here); ``first_time``/``last_time`` stay the first and the last packet's.  The
+    capture is a sample's packets written in reverse order by this test."""
+    need_tool("capinfos")
+    import dpkt
+
+    from wirefall.analyzer.jsonout import summary_dict
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.analyzer.stats import compute
+
+    with open(SAMPLES / "tcp-port-reuse.pcap", "rb") as f:
+        r = dpkt.pcap.Reader(f)
+        recs, lt = list(r), r.datalink()
+    out = tmp_path / "reversed.pcap"
+    with open(out, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=lt, nano=False)
+        for ts, buf in reversed(recs):
+            w.writepkt(buf, ts=ts)
+    caps = run_tool("capinfos", "-M", "-u", "-a", "-e", str(out))
+    want = float(next(x for x in caps.splitlines() if "Capture duration" in x).split(":", 1)[1].split()[0])
+    an = analyze(str(out), workers=1)
+    s = summary_dict(an)
+    assert s["first_time"] > s["last_time"] and want > 0
+    assert s["duration"] == pytest.approx(want, abs=1e-6)
+    assert compute(an).duration == pytest.approx(want, abs=1e-6)
