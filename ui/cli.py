@@ -249,14 +249,22 @@ def cmd_packets(args) -> int:
             from wirefall.ui.cli_objects import write_packets
 
             return write_packets(args, an, src, shown)
-        records = packet_records(an, src, shown)
         if args.json:
-            _dump(r.json() for r in records)
+            _dump(r.json() for r in packet_records(an, src, shown))
         else:
-            w = sys.stdout.write
+            from wirefall.analyzer.parallel import ROWS_CHILD_SHARE, ROWS_SPLIT_MIN, _plain_capture, split_output, worker_count
+
+            rows = shown if isinstance(shown, (list, range)) else list(shown)
             P = printable
-            for r in records:
-                w(f"{r.number:>7} {r.relative:>11.6f} {P(r.source):>22} → {P(r.destination):<22} {P(r.protocol):<10} {r.length:>6} {P(r.info)}\n")
+
+            def lines(a: int, b: int):
+                for r in packet_records(an, src, rows[a:b]):
+                    yield f"{r.number:>7} {r.relative:>11.6f} {P(r.source):>22} → {P(r.destination):<22} {P(r.protocol):<10} {r.length:>6} {P(r.info)}\n"
+
+            # a long listing is made by two processes where -j allows (analyzer.parallel.split_output:
+            # the rows are independent once the analysis is done; a plain file is read by offset)
+            n = worker_count(getattr(args, "workers", None), args.file) if len(rows) >= ROWS_SPLIT_MIN and _plain_capture(args.file) else 1
+            split_output(len(rows), lines, n, share=ROWS_CHILD_SHARE)
     finally:
         src.close()
     return 0
