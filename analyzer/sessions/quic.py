@@ -475,6 +475,8 @@ class QuicSession:
                         frames = h3.stream_data(d, sid, data, packet, fin, off)
                         if frames or h3.errors:
                             self._h3(frames)
+                        if fin:
+                            self._fin(d, sid, packet)
             elif kind == "tls":
                 _, d, epoch, mtype, info, first, packet = ev
                 info_q = conn.quic
@@ -538,6 +540,29 @@ class QuicSession:
                 self._mid_synced(d, sid)
         if frames or h3.errors:  # (most chunks complete no frame)
             self._h3(frames)
+        if fin:
+            self._fin(d, sid, packet)
+
+    def _fin(self, d: int, sid: int, packet: int) -> None:
+        """A stream is complete (its FIN, and every byte before it, in: the dissector's "stream"
+        event with ``fin``, at the packet that completed it): the end of the request (the client's
+        side) or of the response (the server's; a push stream's too). RFC 9114 §4.1: a message ends
+        with its stream, so an empty STREAM frame with FIN after the last DATA frame is the end, as
+        HTTP/2's empty END_STREAM DATA frame is (amazon1: www.amazon.com/'s FIN in packet 562,
+        after its last DATA in 561). An exchange with no byte of that side yet is left alone."""
+        if sid & 3 == 0:
+            ex = self.exchanges.get(sid)
+        elif sid & 3 == 3 and d == 1 and self.pushes:
+            ex = next((p for p in self.pushes.values() if p.stream_id == sid), None)
+        else:
+            return
+        if ex is None:
+            return
+        if d == 0:
+            if ex.request_end_packet is not None and packet > ex.request_end_packet:
+                ex.request_end, ex.request_end_packet = self.ctx.time(packet), packet
+        elif ex.response_end_packet is not None and packet > ex.response_end_packet:
+            ex.response_end, ex.response_end_packet = self.ctx.time(packet), packet
 
     def _infer(self, ev, held: deque[tuple]) -> None:
         """Hold a stream event of a connection joined mid-way until a stream shows HTTP/3;
