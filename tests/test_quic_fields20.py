@@ -22,10 +22,13 @@ from pathlib import Path
 import pytest
 
 from wirefall.analyzer.capture import PacketSource
-from wirefall.analyzer.detail import packet_detail
+from wirefall.analyzer.detail import decrypted_quic, frames_on_packet, packet_detail
+from wirefall.analyzer.fields import quic as quic_fields
+from wirefall.analyzer.fields.packet import PacketContext, PacketView
 from wirefall.analyzer.filter import filter_packets
 from wirefall.analyzer.packet_record import packet_record
 from wirefall.analyzer.pipeline import analyze
+from wirefall.analyzer.protocols import quic as quic_hooks
 from wirefall.dissectors.http3 import Http3Dissector, settings_items
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,13 +38,9 @@ LUA = Path(__file__).with_name("tshark_filters.lua")
 
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
 
-# tshark's QUIC header fields (packet bytes) and the frame fields wirefall names (decrypted bytes)
-HEADER_FIELDS = {
-    "quic.packet_length", "quic.header_form", "quic.fixed_bit", "quic.long.packet_type", "quic.long.packet_type_v2",
-    "quic.long.reserved", "quic.packet_number_length", "quic.version", "quic.dcil", "quic.dcid", "quic.scil", "quic.scid",
-    "quic.token_length", "quic.token", "quic.length", "quic.packet_number", "quic.short", "quic.spin_bit", "quic.short.reserved",
-    "quic.key_phase", "quic.vn.unused", "quic.supported_version", "quic.retry_token", "quic.retry_integrity_tag",
-}
+# tshark's QUIC header fields (packet bytes): the fields of the one header parser
+# (analyzer/protocols/quic.py: parse_headers); and the frame fields wirefall names (decrypted bytes)
+HEADER_FIELDS = quic_hooks.HEADER_FIELDS
 FRAME_FIELDS = {
     "quic.rsts.stream_id", "quic.rsts.application_error_code", "quic.rsts.final_size", "quic.ss.stream_id",
     "quic.ss.application_error_code", "quic.cc.error_code", "quic.cc.error_code.app", "quic.cc.frame_type",
@@ -110,11 +109,15 @@ def test_info_equals_tshark_packet_by_packet(made, spec, words):
 # ---------------------------------------------------------------- detail tree vs PDML
 
 
+@cache
+def _pdml_text(path: Path, keys: Path | None) -> str:
+    return subprocess.run([TSHARK, "-r", str(path), *_topts(keys), "-T", "pdml"], capture_output=True, text=True, check=True).stdout
+
+
 def _pdml(path: Path, keys: Path | None) -> list[list[tuple[str, str, int, int]]]:
     """Per packet: (field, show, pos, size) of tshark's QUIC header and named frame fields."""
-    out = subprocess.run([TSHARK, "-r", str(path), *_topts(keys), "-T", "pdml"], capture_output=True, text=True, check=True).stdout
     pkts = []
-    for pk in ET.fromstring(out).iter("packet"):
+    for pk in ET.fromstring(_pdml_text(path, keys)).iter("packet"):
         rows = []
         for k, proto in enumerate(q for q in pk.iter("proto") if q.get("name") == "quic"):
             fixed = next((f.get("show") for f in proto.iter("field") if f.get("name") == "quic.fixed_bit"), "1")
@@ -176,6 +179,97 @@ def test_detail_header_and_frame_fields_equal_pdml(made, spec):
     assert headers >= an.packets
     if spec in ("made:v1", "made:v2"):
         assert frames >= 50
+
+
+# ---------------------------------------------------------------- the header parser vs PDML
+
+
+def _pdml_headers(path: Path, keys: Path | None) -> list[list[tuple[str, str, int, int]]]:
+    """Per packet: (field, show, pos, size) of every QUIC header field tshark shows, in every
+    QUIC layer of the datagram (padding after the packets read as a short header too: tshark
+    4.0 does that where its fixed bit is clear and it begins with the first packet's DCID)."""
+    return [[(f.get("name"), f.get("show"), int(f.get("pos")), int(f.get("size")))
+             for proto in pk.iter("proto") if proto.get("name") == "quic"
+             for f in proto.iter("field") if f.get("name") in HEADER_FIELDS]
+            for pk in ET.fromstring(_pdml_text(path, keys)).iter("packet")]
+
+
+def _rows(fields, base: int) -> list[tuple[str, str, int, int]]:
+    return [(f.name, quic_hooks.field_show(f), base + f.offset, f.length) for f in fields]
+
+
+@pytest.mark.parametrize("spec,keys,kinds", [
+    ("made:v1", None, {"Initial", "Handshake", "1-RTT", "coalesced", "padding"}),
+    ("made:v2", None, {"Initial", "Handshake", "1-RTT", "coalesced", "padding"}),  # (v2's packet type bits)
+    ("made:vn", None, {"Initial", "Version Negotiation", "padding"}),
+    ("sample_captures/page/page-h3.pcapng", None, {"Initial", "Handshake", "1-RTT", "coalesced", "padding as a short header"}),
+    ("sample_captures/quic/aioquic-h3.pcap", None, {"Initial", "Handshake", "1-RTT", "coalesced", "padding"}),
+    ("shared:retina/quic_retry.pcapng", None, {"Initial", "Retry", "Handshake", "1-RTT", "coalesced", "padding"}),
+    ("shared:pcap2qlog/ngtcp2-29-dsb.pcapng", None, {"Initial", "Retry", "Handshake", "1-RTT", "coalesced"}),  # draft-29
+    ("shared:quic-illustrated/capture.pcap", "shared:quic-illustrated/keylog.txt", {"Initial", "Handshake", "1-RTT", "coalesced"}),
+])
+def test_header_parse_equals_pdml_field_by_field(made, spec, keys, kinds):
+    """The one QUIC header parser (protocols.quic.parse_headers), on every datagram of real
+    captures: each header field tshark shows — name, value as PDML shows it, position and size
+    in the frame — the same list in the same order, every QUIC packet of the datagram in turn.
+    Twice: as the detail tree parses (with what decrypting told: reserved bits, key phase, packet
+    number, a short header's DCID length), and as the display filter does (``fields.quic``:
+    the fields header protection hides are the frames' there).  ``kinds``: what the capture
+    must show, so that each case is met (v1, v2, Version Negotiation, Retry, coalesced packets,
+    short headers, padding)."""
+    path, k = _spec(made, spec)
+    if keys is not None:
+        k = _spec(made, keys)[0]
+    an = _analysis(path, k)
+    want = _pdml_headers(path, k)
+    assert len(want) == an.packets
+    src = PacketSource(str(path))
+    ctx = PacketContext(an, src)
+    seen: set[str] = set()
+    for n in range(1, an.packets + 1):
+        pv = PacketView(ctx, n)
+        heads = quic_fields.headers(pv)
+        if not heads:
+            assert want[n - 1] == [], f"{spec} packet {n}: tshark reads QUIC headers, wirefall none"
+            continue
+        base = pv.layers.udp_off + 8
+        # the filter's parse: the wire's fields, padding read as tshark 4.0 reads it
+        wire = [r for r in want[n - 1] if r[0] not in quic_hooks.PROTECTED_FIELDS]
+        assert [r for h in heads for r in _rows(h.fields, base)] == wire, f"{spec} packet {n} (filter)"
+        # the tree's parse: with the decrypted packets' header facts
+        rows = {r.offset: quic_hooks.Decrypted(r.hdr_len, r.pn_len, r.pn, r.first_byte) for r in decrypted_quic(an, src, n)}
+        short = quic_hooks.short_dcid_len(an, [fr for fr in frames_on_packet(an, n) if fr.protocol == "quic"])
+        parsed = quic_hooks.parse_headers(pv.data[base : pv.layers.l4_end], short, rows)
+        assert [r for h in parsed for r in _rows(h.fields, base)] == want[n - 1], f"{spec} packet {n}"
+        seen |= {h.kind for h in parsed}
+        seen |= {"coalesced"} if sum(h.kind != quic_hooks.PADDING for h in parsed) > 1 else set()
+        seen |= {"padding" if not h.fields else "padding as a short header" for h in parsed if h.kind == quic_hooks.PADDING}
+    assert kinds <= seen, kinds - seen
+
+
+@pytest.mark.parametrize("payload,short_cid,kinds,names", [
+    # an Initial (DCID 0102) and zero padding: its would-be DCID (short_cid bytes) is not 0102
+    ("c0 00000001 02 0102 00 00 02 0001" + "00" * 20, 2, ["Initial", "Padding"], []),
+    # an Initial with an empty DCID and zero padding: tshark 4.0 reads a short header (fixed bit 0)
+    ("c0 00000001 00 00 00 02 0001" + "00" * 20, 0, ["Initial", "Padding"],
+     ["quic.packet_length", "quic.short", "quic.header_form", "quic.fixed_bit", "quic.spin_bit"]),
+    # a Handshake, then a short header with the same DCID: coalesced
+    ("e0 00000001 02 0102 00 02 0001" + "41 0102" + "00" * 20, 2, ["Handshake", "1-RTT"], []),
+    # a Handshake, then a short header with another DCID: padding (RFC 9000 §12.2; tshark: coalesced padding data)
+    ("e0 00000001 02 0102 00 02 0001" + "41 0304" + "00" * 20, 2, ["Handshake", "Padding"], []),
+    # an Initial the capture cut before its Length: no header (tshark shows none either)
+    ("c0 00000001 02 0102 00 00", 2, [], []),
+    # a Version Negotiation listing two versions
+    ("80 00000000 02 0102 01 03 6b3343cf 00000001", 2, ["Version Negotiation"], []),
+], ids=["padding-not-the-dcid", "padding-fixed-bit-clear", "coalesced-short", "short-not-the-dcid", "cut-initial", "vn"])
+def test_header_parse_ends(payload, short_cid, kinds, names):
+    """Where the QUIC packets of a datagram end (coalesced packets, padding, a cut capture)."""
+    heads = quic_hooks.parse_headers(bytes.fromhex(payload), short_cid)
+    assert [h.kind for h in heads] == kinds
+    if kinds and kinds[-1] == quic_hooks.PADDING:
+        assert [f.name for f in heads[-1].fields] == names
+    if kinds == ["Version Negotiation"]:
+        assert [f.value for f in heads[0].fields if f.name == "quic.supported_version"] == [0x6B3343CF, 1]
 
 
 def test_vn_and_v2_headers_are_in_the_tree(made):

@@ -7,71 +7,15 @@ from wirefall's ``quic`` frames, so they exist only where the packet was decrypt
 tshark)."""
 from __future__ import annotations
 
+from wirefall.analyzer.protocols.quic import RETRY, QuicHeader, parse_headers
+from wirefall.analyzer.protocols.quic import _varint as _varint  # (fields.tls reads QUIC's varints from here)
+
 from ._util import fields_value, frame_field as F, packet_field as P
 from .types import BOOL, BYTES, PROTO_OPAQUE, UINT, Field, Protocol
 
-V2 = 0x6B3343CF
-_V2_TYPES = {1: 0, 2: 1, 3: 2, 0: 3}  # v2 bits -> v1 packet type
-MAX_COALESCED = 16
 CID_SCAN = 256  # packets of a connection scanned for its CID lengths
 
 _QUIC_CODES = (10, 11)  # analyzer.model.PROTO_NAMES: QUIC, HTTP3
-
-
-def _varint(b, p: int) -> tuple[int, int]:
-    first = b[p]
-    ln = 1 << (first >> 6)
-    if p + ln > len(b):
-        raise IndexError
-    v = first & 0x3F
-    for i in range(1, ln):
-        v = (v << 8) | b[p + i]
-    return v, p + ln
-
-
-def parse_headers(payload: bytes, short_dcid_len: int | None) -> list[dict]:
-    """The header of each QUIC packet coalesced in one UDP payload."""
-    out: list[dict] = []
-    p, n = 0, len(payload)
-    try:
-        while p < n and len(out) < MAX_COALESCED:
-            b0 = payload[p]
-            if b0 & 0x80:
-                if p + 6 > n:
-                    break
-                ver = int.from_bytes(payload[p + 1 : p + 5], "big")
-                dl = payload[p + 5]
-                q = p + 6 + dl
-                dcid = payload[p + 6 : q]
-                sl = payload[q]
-                scid = payload[q + 1 : q + 1 + sl]
-                q += 1 + sl
-                if q > n:
-                    break
-                bits = (b0 >> 4) & 3
-                kind = _V2_TYPES[bits] if ver == V2 else bits
-                h = {"form": 1, "version": ver, "bits": bits, "type": kind, "dcid": dcid, "scid": scid, "v2": ver == V2}
-                out.append(h)
-                if ver == 0:  # version negotiation: the supported versions fill the rest of the datagram
-                    h["versions"] = [int.from_bytes(payload[i : i + 4], "big") for i in range(q, n - 3, 4)]
-                    break
-                if kind == 3:  # Retry: its token, then the 16-byte integrity tag, end the datagram
-                    h["retry_token"] = bytes(payload[q : max(q, n - 16)])
-                    break
-                if kind == 0:
-                    tl, q = _varint(payload, q)
-                    h["token_length"], h["token"] = tl, bytes(payload[q : q + tl])
-                    q += tl
-                ln, q = _varint(payload, q)
-                h["length"] = ln
-                p = q + ln
-            else:
-                dcid = payload[p + 1 : p + 1 + short_dcid_len] if short_dcid_len else b""
-                out.append({"form": 0, "dcid": dcid, "coalesced": bool(out), "spin": (b0 >> 5) & 1})
-                break
-    except IndexError:
-        pass
-    return out
 
 
 def _payload(pv) -> bytes | None:
@@ -88,50 +32,15 @@ def _is_quic(pv) -> bool:
     return pv.ctx.idx.proto[pv.n - 1] in _QUIC_CODES or any(fr.protocol == "quic" for fr in pv.frames)
 
 
-def _known_cids(pv) -> set[bytes]:
-    """Connection IDs the connection's endpoints gave (long headers, NEW_CONNECTION_ID)."""
-    c = pv.connection
-    key = ("quic_cids", c.id)
-    got = pv.ctx.cache.get(key)
-    if got is None:
-        got = set(_cid_lens(pv).get("cids", ()))
-        for hexcid in (c.quic.scid, c.quic.dcid):
-            try:
-                got.add(bytes.fromhex(hexcid or ""))
-            except ValueError:
-                pass
-        got.update(_new_cids(pv.ctx).get(c.id, ()))
-        got.discard(b"")
-        pv.ctx.cache[key] = got
-    return got
-
-
-def _new_cids(ctx) -> dict[int, set[bytes]]:
-    """connection -> the IDs its NEW_CONNECTION_ID frames gave (one pass over the frames)."""
-    got = ctx.cache.get("quic_new_cids")
-    if got is None:
-        got = {}
-        for fr in ctx.frames:
-            if fr.type == "NEW_CONNECTION_ID" and fr.protocol == "quic":
-                try:
-                    got.setdefault(fr.connection, set()).add(bytes.fromhex((fr.fields or {}).get("connection_id") or ""))
-                except ValueError:
-                    pass
-        ctx.cache["quic_new_cids"] = got
-    return got
-
-
-def _cid_lens(pv) -> dict:
-    """direction -> the CID length the peer chose (its long headers' SCID length); "cids":
-    the CIDs seen in those long headers."""
-    from .packet import PacketView
-
+def _cid_lens(pv) -> dict[int, int]:
+    """direction -> the CID length the peer chose (its long headers' SCID length)."""
     c = pv.connection
     key = ("quic_cid", c.id)
     lens = pv.ctx.cache.get(key)
     if lens is None:
+        from .packet import PacketView  # (here, not per call: the filter asks on every packet)
+
         lens = {}
-        cids: set = set()
         idx = pv.ctx.idx
         scanned = 0
         for p in range(c.first_packet, min(c.last_packet, len(idx)) + 1):
@@ -146,19 +55,19 @@ def _cid_lens(pv) -> dict:
             if d is None or pl is None or d in lens:
                 continue
             for h in parse_headers(pl, None):
-                if h["form"] == 1 and h["version"]:
-                    cids.update((h["scid"], h["dcid"]))
-                    if h["type"] == 3:  # a Retry's SCID is not the ID the server goes on with: its next Initial's is
+                if h.version:  # (a long header; not Version Negotiation)
+                    if h.kind == RETRY:  # a Retry's SCID is not the ID the server goes on with: its next Initial's is
                         continue
-                    lens[d] = len(h["scid"])
+                    lens[d] = len(h.scid)
                     break
-        lens["cids"] = cids
         pv.ctx.cache[key] = lens
     return lens
 
 
-def headers(pv) -> list[dict]:
-    """The QUIC packet headers of this datagram (memoised on the view's context)."""
+def headers(pv) -> list[QuicHeader]:
+    """The QUIC packet headers of this datagram (memoised on the view's context), padding after
+    them included: tshark 4.0 reads bytes with the fixed bit clear and the first packet's DCID as
+    a short header (``parse_headers``), and its filters match that header's fields."""
     if not _is_quic(pv):
         return []
     memo = pv.memo
@@ -171,15 +80,17 @@ def headers(pv) -> list[dict]:
             return []
         d = pv.direction
         short = _cid_lens(pv).get(1 - d) if d is not None else None
-        h = parse_headers(pl, short)
-        if h and h[-1]["form"] == 0 and h[-1]["coalesced"] and h[-1]["dcid"] and h[-1]["dcid"] not in _known_cids(pv):
-            h.pop()  # bytes after coalesced packets that name no connection ID of ours: padding (tshark stops there too)
-        memo["quic"] = h
+        h = memo["quic"] = parse_headers(pl, short)
     return h
 
 
-def _hf(fn):
-    return lambda pv: [v for h in headers(pv) for v in fn(h)]
+def _hf(name: str):
+    """The values of the header field ``name`` in the datagram's QUIC packets (parse_headers'
+    fields: a filter field is the header field of the same tshark name)."""
+    return lambda pv: [f.value for h in headers(pv) for f in h.fields if f.name == name]
+
+
+_short = _hf("quic.short")
 
 
 def _is_qframe(fr) -> bool:
@@ -249,25 +160,22 @@ _ACK = _frames_of("ACK")
 
 
 PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [True] if headers(pv) else [], "a QUIC datagram"), [
-    P("quic.header_form", UINT, _hf(lambda h: [h["form"]]), "1 long header, 0 short header"),
-    P("quic.version", UINT, _hf(lambda h: [h["version"]] if h["form"] else []), "version of a long header (0x00000001)"),
-    P("quic.long.packet_type", UINT, _hf(lambda h: [h["bits"]] if h["form"] and h["version"] and not h["v2"] else []),
-      "long packet type (0 Initial, 1 0-RTT, 2 Handshake, 3 Retry)"),
-    P("quic.long.packet_type_v2", UINT, _hf(lambda h: [h["bits"]] if h["form"] and h["v2"] else []), "QUIC v2 long packet type bits"),
-    P("quic.dcil", UINT, _hf(lambda h: [len(h["dcid"])] if h["form"] else []), "destination connection ID length (long header)"),
-    P("quic.scil", UINT, _hf(lambda h: [len(h["scid"])] if h["form"] else []), "source connection ID length (long header)"),
-    P("quic.token_length", UINT, _hf(lambda h: [h["token_length"]] if "token_length" in h else []),
-      "Initial packet's Token Length (0 when it has no token)"),
-    P("quic.token", BYTES, _hf(lambda h: [h["token"]] if h.get("token") else []), "Initial packet's token (where its length is not 0)"),
-    P("quic.length", UINT, _hf(lambda h: [h["length"]] if "length" in h else []),
-      "Length field of a long header (packet number and payload)"),
-    P("quic.retry_token", BYTES, _hf(lambda h: [h["retry_token"]] if "retry_token" in h else []), "Retry packet's token"),
-    P("quic.supported_version", UINT, _hf(lambda h: h.get("versions", [])), "a version a Version Negotiation packet lists"),
-    P("quic.dcid", BYTES, _hf(lambda h: [h["dcid"]] if h["dcid"] else []), "destination connection ID"),
-    P("quic.scid", BYTES, _hf(lambda h: [h["scid"]] if h["form"] and h.get("scid") else []), "source connection ID (long header)"),
-    Field("quic.short", "none", lambda pv: [True] if any(h["form"] == 0 for h in headers(pv)) else [], "a short-header packet"),
+    P("quic.header_form", UINT, _hf("quic.header_form"), "1 long header, 0 short header"),
+    P("quic.version", UINT, _hf("quic.version"), "version of a long header (0x00000001)"),
+    P("quic.long.packet_type", UINT, _hf("quic.long.packet_type"), "long packet type (0 Initial, 1 0-RTT, 2 Handshake, 3 Retry)"),
+    P("quic.long.packet_type_v2", UINT, _hf("quic.long.packet_type_v2"), "QUIC v2 long packet type bits"),
+    P("quic.dcil", UINT, _hf("quic.dcil"), "destination connection ID length (long header)"),
+    P("quic.scil", UINT, _hf("quic.scil"), "source connection ID length (long header)"),
+    P("quic.token_length", UINT, _hf("quic.token_length"), "Initial packet's Token Length (0 when it has no token)"),
+    P("quic.token", BYTES, _hf("quic.token"), "Initial packet's token (where its length is not 0)"),
+    P("quic.length", UINT, _hf("quic.length"), "Length field of a long header (packet number and payload)"),
+    P("quic.retry_token", BYTES, _hf("quic.retry_token"), "Retry packet's token"),
+    P("quic.supported_version", UINT, _hf("quic.supported_version"), "a version a Version Negotiation packet lists"),
+    P("quic.dcid", BYTES, _hf("quic.dcid"), "destination connection ID"),
+    P("quic.scid", BYTES, _hf("quic.scid"), "source connection ID (long header)"),
+    Field("quic.short", "none", lambda pv: [True] if _short(pv) else [], "a short-header packet"),
     P("quic.packet_number", UINT, _pn, "packet number (decrypted packets)"),
-    P("quic.spin_bit", BOOL, _hf(lambda h: [h["spin"]] if h["form"] == 0 else []), "latency spin bit (short header)"),
+    P("quic.spin_bit", BOOL, _hf("quic.spin_bit"), "latency spin bit (short header)"),
     P("quic.key_phase", BOOL, _per_packet("key_phase"), "key phase bit (short header, decrypted packets)"),
     F("quic.frame_type", UINT, _is_qframe, lambda fr, ctx: [t] if (t := (fr.fields or {}).get("frame_type")) is not None else [],
       "frame type (0 PADDING, 1 PING, 2 ACK, 6 CRYPTO, 8..15 STREAM, 0x1c CONNECTION_CLOSE…)"),

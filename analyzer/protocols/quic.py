@@ -3,11 +3,16 @@ column keeps only the last of coalesced packets): ``Initial, DCID=…, SCID=…,
 PADDING`` or ``Protected Payload (KP0), DCID=…, PKN: 5, ACK, STREAM(0), HEADERS`` — frames in
 wire order, not collapsed, with tshark's short names (``DONE``, ``NCI``, ``SB`` …) and the
 HTTP/3 frames tshark names (HEADERS, SETTINGS, PRIORITY_UPDATE, …) after the STREAM frame
-carrying them."""
+carrying them.
+
+The QUIC packet header is read here, once, by ``parse_headers``: each packet of a datagram as a
+``QuicHeader`` whose ``HeaderField``s are tshark's fields with their bytes.  The Info column, the
+detail tree (``header_nodes``) and the display-filter fields (analyzer/fields/quic.py) are made
+of it."""
 from __future__ import annotations
 
-import struct
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wirefall.analyzer.model import Analysis, Frame
 
@@ -45,58 +50,233 @@ def _varint(b: bytes, p: int) -> tuple[int, int]:
     return v, p + n
 
 
-def _last_quic_header(payload: bytes, rows: list[tuple[int, int, int, int]], short_cid: int | None = None) -> str | None:
-    """tshark's header text of the datagram's last QUIC packet: ``Initial, DCID=…, SCID=…``
-    or ``Protected Payload (KP0), DCID=…``.  ``rows``: (offset, hdr_len, pn_len, key phase)
-    of the decrypted packets (for a short header's DCID length)."""
-    p = 0
-    kind = ""  # of the last packet: "long", "short" or "vn"
-    name, dcid, scid, off = "", b"", b"", 0
-    try:
-        for _ in range(16):
-            if p >= len(payload):
-                break
-            b0 = payload[p]
-            if p and not b0 & 0x40:
-                break  # not a QUIC packet (the fixed bit is clear): padding after the last one
-            if not b0 & 0x80:
-                kind, off = "short", p
-                break
-            version = struct.unpack_from("!I", payload, p + 1)[0]
-            dl = payload[p + 5]
-            dcid = payload[p + 6 : p + 6 + dl]
-            q = p + 6 + dl
-            sl = payload[q]
-            scid = payload[q + 1 : q + 1 + sl]
-            q += 1 + sl
-            if version == 0:
-                kind = "vn"
-                break
-            t = (b0 >> 4) & 3
-            if version == 0x6B3343CF:  # QUIC v2 renumbers the long packet types
-                t = {1: 0, 2: 1, 3: 2, 0: 3}[t]
-            kind, name = "long", _LONG_TYPES[t]
-            if t == 3:
-                break
-            if t == 0:
-                tl, q = _varint(payload, q)
-                q += tl
-            ln, q = _varint(payload, q)
-            p = q + ln
-    except (IndexError, struct.error, KeyError):
-        pass
-    if not kind:
+# ---------------------------------------------------------------- the packet header: one parser
+#
+# ``parse_headers`` is the one reading of QUIC packet headers above the dissector (which reads
+# them too, interleaved with its keys and state, while decrypting): the display-filter fields
+# (analyzer/fields/quic.py), the Info column (``datagram_info``) and the detail tree
+# (``header_nodes``) are all made of its ``QuicHeader``s.
+
+V1, V2 = 0x00000001, 0x6B3343CF
+_V2_TYPES = {1: 0, 2: 1, 3: 2, 0: 3}  # QUIC v2 packet type bits -> v1 type
+RETRY, VERSION_NEGOTIATION, ONE_RTT, PADDING = _LONG_TYPES[3], "Version Negotiation", "1-RTT", "Padding"
+MAX_COALESCED = 16  # QUIC packets read from one datagram
+
+
+class HeaderField(NamedTuple):
+    """One field of a QUIC packet header, named as tshark names it, with its bytes."""
+
+    name: str  # tshark's field: "quic.dcid"
+    offset: int  # its first byte in the UDP payload
+    length: int  # its bytes: 1 for a bit field of the first byte, 0 for a computed one ([Packet Length])
+    value: int | bytes | None  # a number; bytes (IDs, tokens, the Retry tag); None for quic.short (a subtree)
+
+
+class Decrypted(NamedTuple):
+    """What decrypting a packet told about its header, which header protection hides from a
+    parse: the first byte's low bits, the packet number and (short header) where the DCID ends."""
+
+    hdr_len: int  # header length up to and including the packet number
+    pn_len: int
+    pn: int
+    first_byte: int | None  # the first byte without header protection (None: not at hand)
+
+
+class QuicHeader(NamedTuple):
+    """One QUIC packet of a UDP payload, or the padding after the last one: its bytes
+    ``[start, end)`` in the payload, its type, version and connection IDs, and its header's
+    fields in tshark's order."""
+
+    start: int
+    end: int
+    kind: str  # "Initial", "0-RTT", "Handshake", "Retry", "Version Negotiation", "1-RTT" or "Padding"
+    version: int | None  # a long header's (0: Version Negotiation); None: short header, padding
+    dcid: bytes
+    scid: bytes  # (b"": short header, padding)
+    # A Padding header's fields are what tshark 4.0 shows for those bytes: nothing, or — bytes
+    # with the fixed bit clear that begin with the first packet's DCID — a short header
+    # (tshark 4.2 calls them padding)
+    fields: tuple[HeaderField, ...]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of the header's first field ``name``."""
+        for f in self.fields:
+            if f.name == name:
+                return f.value
+        return default
+
+
+# The display filter parses the datagram of every packet it reads, nearly all of them one short
+# header: all the parse sees of one (the datagram's length, the fixed and spin bits, the DCID)
+# repeats from packet to packet, so its QuicHeader (immutable) is made once and shared: ~0.35 us
+# a short header, as the filter's dicts before this parser, instead of ~0.8 (at most _SHORT_MAX
+# of them kept, ~0.9 kB each).  The fields are made by tuple.__new__, without the Python call of
+# a NamedTuple's __new__ (~0.12 us a field instead of ~0.3: an Initial in ~3.6 us, not ~4.7).
+_new = tuple.__new__
+_SHORT: dict[tuple[int, int, bytes], QuicHeader] = {}
+_SHORT_MAX = 4096
+
+
+def _fields(f: list[tuple[str, int, int, int | bytes | None]]) -> tuple[HeaderField, ...]:
+    return tuple([_new(HeaderField, x) for x in f])
+
+
+def _short_fields(payload: bytes, p: int, dcid: bytes, row: Decrypted | None) -> tuple[HeaderField, ...]:
+    n, b0 = len(payload), payload[p]
+    f: list[tuple[str, int, int, int | bytes | None]] = [
+        ("quic.packet_length", p, 0, n - p), ("quic.short", p, n - p, None), ("quic.header_form", p, 1, 0),
+        ("quic.fixed_bit", p, 1, (b0 >> 6) & 1), ("quic.spin_bit", p, 1, (b0 >> 5) & 1)]
+    fb = row.first_byte if row is not None else None
+    if fb is not None:
+        f += (("quic.short.reserved", p, 1, (fb >> 3) & 3), ("quic.key_phase", p, 1, (fb >> 2) & 1), ("quic.packet_number_length", p, 1, fb & 3))
+    if dcid:
+        f.append(("quic.dcid", p + 1, len(dcid), dcid))
+    if row is not None:
+        f.append(("quic.packet_number", p + 1 + len(dcid), row.pn_len, row.pn))
+    return _fields(f)
+
+
+def _long_header(payload: bytes, p: int, dcid: bytes, row: Decrypted | None) -> QuicHeader | None:
+    """The long header at ``p``; None where the capture cut it (before the end of its source
+    connection ID, or of an Initial, 0-RTT or Handshake packet's Length: tshark 4.0 shows no
+    header fields there either)."""
+    n = len(payload)
+    b0 = payload[p]
+    dl = len(dcid)
+    q = p + 6 + dl
+    if q >= n:
         return None
-    if kind == "vn":  # (tshark writes both IDs, empty or not)
-        return f"Version Negotiation, DCID={dcid.hex()}, SCID={scid.hex()}"
-    if kind == "long":
-        return name + (f", DCID={dcid.hex()}" if dcid else "") + (f", SCID={scid.hex()}" if scid else "")
-    row = next((r for r in rows if r[0] == off), None)
-    s = f"Protected Payload (KP{row[3] if row is not None else 0})"
-    cid_len = row[1] - 1 - row[2] if row is not None else short_cid
-    if cid_len and cid_len > 0:
-        s += f", DCID={payload[off + 1 : off + 1 + cid_len].hex()}"
-    return s
+    sl = payload[q]
+    s0 = q + 1
+    q = s0 + sl
+    if q > n:
+        return None
+    ver = int.from_bytes(payload[p + 1 : p + 5], "big")
+    scid = payload[s0:q]
+    # (the first field, [Packet Length], is known at the end)
+    f: list[tuple[str, int, int, int | bytes | None]] = [("quic.packet_length", p, 0, 0), ("quic.header_form", p, 1, 1)]
+    if ver == 0:
+        kind, t = VERSION_NEGOTIATION, -1
+        f.append(("quic.vn.unused", p, 1, b0 & 0x7F))
+    else:
+        bits = (b0 >> 4) & 3
+        t = _V2_TYPES[bits] if ver == V2 else bits
+        kind = _LONG_TYPES[t]
+        if t != 3:  # (tshark shows no Fixed Bit on a Retry)
+            f.append(("quic.fixed_bit", p, 1, (b0 >> 6) & 1))
+        f.append(("quic.long.packet_type_v2" if ver == V2 else "quic.long.packet_type", p, 1, bits))
+        fb = row.first_byte if row is not None else None
+        if fb is not None and t != 3:
+            f += (("quic.long.reserved", p, 1, (fb >> 2) & 3), ("quic.packet_number_length", p, 1, fb & 3))
+    f += (("quic.version", p + 1, 4, ver), ("quic.dcil", p + 5, 1, dl))
+    if dl:
+        f.append(("quic.dcid", p + 6, dl, dcid))
+    f.append(("quic.scil", s0 - 1, 1, sl))
+    if sl:
+        f.append(("quic.scid", s0, sl, scid))
+    end = n
+    if ver == 0:  # the versions the server supports fill the datagram
+        f += (("quic.supported_version", i, 4, int.from_bytes(payload[i : i + 4], "big")) for i in range(q, n - 3, 4))
+    elif t == 3:  # Retry: its token (never empty, RFC 9000 §17.2.5.2), then the 16-byte integrity tag, end the datagram
+        if n - 16 > q:
+            f.append(("quic.retry_token", q, n - 16 - q, payload[q : n - 16]))
+        if n - 16 >= q:
+            f.append(("quic.retry_integrity_tag", n - 16, 16, payload[n - 16 : n]))
+    else:
+        if t == 0:
+            tl, q2 = _varint(payload, q)
+            f.append(("quic.token_length", q, q2 - q, tl))
+            if tl:
+                f.append(("quic.token", q2, tl, payload[q2 : q2 + tl]))
+            q = q2 + tl
+        ln, q2 = _varint(payload, q)
+        f.append(("quic.length", q, q2 - q, ln))
+        if row is not None:
+            f.append(("quic.packet_number", q2, row.pn_len, row.pn))
+        end = min(q2 + ln, n)
+    f[0] = ("quic.packet_length", p, 0, end - p)
+    return _new(QuicHeader, (p, end, kind, ver, dcid, scid, _fields(f)))
+
+
+def parse_headers(payload: bytes, short_cid: int | None, decrypted: Mapping[int, Decrypted] | None = None) -> list[QuicHeader]:
+    """The header of each QUIC packet coalesced in one UDP payload, in order, each with its
+    fields and their bytes; then, if bytes follow that are not a QUIC packet, a ``Padding``
+    header for them.  ``short_cid``: the DCID length of a short header the analysis did not
+    decrypt; ``decrypted``: offset in the payload -> ``Decrypted``, for the packets it did (a
+    short header's DCID length, and the fields header protection hides: reserved bits, key
+    phase, packet number length and packet number).
+
+    After the first packet, bytes whose DCID is not the first packet's (RFC 9000 §12.2), or
+    whose fixed bit is clear (§17), end the QUIC packets: padding (tshark 4.0: "coalesced padding
+    data"; but it reads bytes with the fixed bit clear and that DCID as a short header — such a
+    Padding header carries those fields; tshark 4.2 calls them padding)."""
+    if type(payload) is not bytes:  # (the IDs and tokens are bytes, and a short header's DCID a key of _SHORT)
+        payload = bytes(payload)
+    n = len(payload)
+    if n and not payload[0] & 0x80:  # a short header (nearly every packet): the whole datagram
+        row = decrypted.get(0) if decrypted else None
+        cl = row.hdr_len - 1 - row.pn_len if row is not None else short_cid
+        dcid = payload[1 : 1 + cl] if cl and cl > 0 else b""
+        if row is not None:
+            return [QuicHeader(0, n, ONE_RTT, None, dcid, b"", _short_fields(payload, 0, dcid, row))]
+        key = (n, payload[0] & 0x60, dcid)
+        h = _SHORT.get(key)
+        if h is None:
+            if len(_SHORT) >= _SHORT_MAX:
+                _SHORT.clear()
+            h = _SHORT[key] = QuicHeader(0, n, ONE_RTT, None, dcid, b"", _short_fields(payload, 0, dcid, None))
+        return [h]
+    out: list[QuicHeader] = []
+    p = 0
+    first_dcid = b""
+    while p < n and len(out) < MAX_COALESCED:
+        b0 = payload[p]
+        row = decrypted.get(p) if decrypted else None
+        if b0 & 0x80:
+            if p + 6 > n:  # too short for a long header
+                if p:
+                    out.append(_new(QuicHeader, (p, n, PADDING, None, b"", b"", ())))
+                break
+            dcid = payload[p + 6 : p + 6 + payload[p + 5]]
+        else:
+            cl = row.hdr_len - 1 - row.pn_len if row is not None else short_cid
+            dcid = payload[p + 1 : p + 1 + cl] if cl and cl > 0 else b""
+        if p and (dcid != first_dcid or not b0 & 0x40):
+            as_short = dcid == first_dcid and not b0 & 0x80
+            out.append(_new(QuicHeader, (p, n, PADDING, None, b"", b"", _short_fields(payload, p, dcid, None) if as_short else ())))
+            break
+        if not b0 & 0x80:
+            out.append(_new(QuicHeader, (p, n, ONE_RTT, None, dcid, b"", _short_fields(payload, p, dcid, row))))
+            break
+        try:
+            h = _long_header(payload, p, dcid, row)
+        except IndexError:  # (a Token Length or Length the capture cut)
+            h = None
+        if h is None:
+            break
+        out.append(h)
+        if not p:
+            first_dcid = dcid
+        if h.kind in (VERSION_NEGOTIATION, RETRY):
+            break
+        p = h.end
+    return out
+
+
+def _last_quic_header(payload: bytes, rows: list[tuple[int, int, int, int, int]], short_cid: int | None = None) -> str | None:
+    """tshark's header text of the datagram's last QUIC packet: ``Initial, DCID=…, SCID=…``
+    or ``Protected Payload (KP0), DCID=…``.  ``rows``: (offset, hdr_len, pn_len, key phase,
+    packet number) of the decrypted packets."""
+    heads = [h for h in parse_headers(payload, short_cid, {r[0]: Decrypted(r[1], r[2], r[4], None) for r in rows}) if h.kind != PADDING]
+    if not heads:
+        return None
+    h = heads[-1]
+    if h.kind == VERSION_NEGOTIATION:  # (tshark writes both IDs, empty or not)
+        return f"Version Negotiation, DCID={h.dcid.hex()}, SCID={h.scid.hex()}"
+    if h.version is not None:
+        return h.kind + (f", DCID={h.dcid.hex()}" if h.dcid else "") + (f", SCID={h.scid.hex()}" if h.scid else "")
+    kp = next((r[3] for r in rows if r[0] == h.start), 0)
+    return f"Protected Payload (KP{kp})" + (f", DCID={h.dcid.hex()}" if h.dcid else "")
 
 
 def short_dcid_len(analysis: Analysis, frames: list[Frame]) -> int | None:
@@ -132,7 +312,7 @@ def datagram_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame
         tab = recs[(cid, d)]
         info_rows.append((tab.offset[i], tab.hdr_len[i], tab.pn_len(i), (tab.flags[i] >> 4) & 1, tab.pn[i]))
     short_cid = short_dcid_len(analysis, frames) if frames and not info_rows else None
-    head = _last_quic_header(payload, [r[:4] for r in info_rows], short_cid)
+    head = _last_quic_header(payload, info_rows, short_cid)
     if head is None:
         return None
     q = [fr for fr in frames if fr.protocol == "quic"]
@@ -160,8 +340,6 @@ def datagram_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame
 
 # ---------------------------------------------------------------- detail tree: headers, error codes
 
-V1, V2 = 0x00000001, 0x6B3343CF
-_V2_TYPES = {1: 0, 2: 1, 3: 2, 0: 3}  # QUIC v2 packet type bits -> v1 type
 # RFC 9000 §20.1 (packet-quic.c quic_transport_error_code_vals); 0x100-0x1ff CRYPTO_ERROR
 TRANSPORT_ERRORS = {
     0x00: "NO_ERROR", 0x01: "INTERNAL_ERROR", 0x02: "CONNECTION_REFUSED", 0x03: "FLOW_CONTROL_ERROR", 0x04: "STREAM_LIMIT_ERROR",
@@ -204,130 +382,82 @@ def _hv(b: bytes, limit: int = 36) -> str:
     return h if len(h) <= 2 * limit else h[: 2 * limit] + "…"
 
 
+# tshark's label of each header field (``h``: its header), and its value as PDML's "show" (``field_show``)
+_LABELS: dict[str, Callable[[Any, QuicHeader], str]] = {
+    "quic.packet_length": lambda v, h: f"[Packet Length: {v}]",
+    "quic.short": lambda v, h: "QUIC Short Header" + (f" DCID={h.dcid.hex()}" if h.dcid else "")
+    + (f" PKN={pn}" if (pn := h.get("quic.packet_number")) is not None else ""),
+    "quic.header_form": lambda v, h: "1... .... = Header Form: Long Header (1)" if v else "0... .... = Header Form: Short Header (0)",
+    "quic.vn.unused": lambda v, h: f"Unused: 0x{v:02x}",
+    "quic.fixed_bit": lambda v, h: f".{v}.. .... = Fixed Bit: {bool(v)}",
+    "quic.spin_bit": lambda v, h: f"..{v}. .... = Spin Bit: {bool(v)}",
+    "quic.long.packet_type": lambda v, h: f"Packet Type: {h.kind} ({v})",
+    "quic.long.packet_type_v2": lambda v, h: f"Packet Type: {h.kind} ({v})",
+    "quic.long.reserved": lambda v, h: f"Reserved: {v}",
+    "quic.short.reserved": lambda v, h: f"Reserved: {v}",
+    "quic.key_phase": lambda v, h: f"Key Phase Bit: {bool(v)}",
+    "quic.packet_number_length": lambda v, h: f"Packet Number Length: {v + 1} bytes ({v})",
+    "quic.version": lambda v, h: f"Version: {version_label(v)}",
+    "quic.dcil": lambda v, h: f"Destination Connection ID Length: {v}",
+    "quic.dcid": lambda v, h: f"Destination Connection ID: {v.hex()}",
+    "quic.scil": lambda v, h: f"Source Connection ID Length: {v}",
+    "quic.scid": lambda v, h: f"Source Connection ID: {v.hex()}",
+    "quic.supported_version": lambda v, h: f"Supported Version: {version_label(v)}",
+    "quic.retry_token": lambda v, h: f"Retry Token: {_hv(v)}",
+    "quic.retry_integrity_tag": lambda v, h: f"Retry Integrity Tag: {v.hex()}",
+    "quic.token_length": lambda v, h: f"Token Length: {v}",
+    "quic.token": lambda v, h: f"Token: {_hv(v)}",
+    "quic.length": lambda v, h: f"Length: {v}",
+    "quic.packet_number": lambda v, h: f"Packet Number: {v}",
+}
+HEADER_FIELDS = frozenset(_LABELS)  # every field parse_headers gives
+# the fields only a decrypted packet has (header protection hides them)
+PROTECTED_FIELDS = frozenset({"quic.long.reserved", "quic.short.reserved", "quic.key_phase", "quic.packet_number_length", "quic.packet_number"})
+_HEX_SHOWN = {"quic.version": "0x{:08x}", "quic.supported_version": "0x{:08x}", "quic.vn.unused": "0x{:02x}"}
+
+
+def field_show(f: HeaderField) -> str:
+    """A header field's value as tshark's PDML shows it (``show``): ``0x00000001``, ``8``,
+    ``aa:bb:…``."""
+    v = f.value
+    if v is None:
+        return ""
+    if isinstance(v, bytes):
+        return _colon(v)
+    fmt = _HEX_SHOWN.get(f.name)
+    return fmt.format(v) if fmt else str(v)
+
+
 def header_nodes(payload: bytes, base: int, rows: dict, short_cid: int | None) -> list[tuple[int, int, str, Node]]:
     """One header node per QUIC packet of a UDP payload (coalesced packets each their own), with
     tshark's fields and byte ranges (``base``: the payload's position in the packet):
-    ``(start, end, packet type, node)`` in datagram order.  ``rows``: offset in the payload ->
-    ``(header length, packet number length, packet number, first byte without header
-    protection or None)`` of the packets the analysis decrypted; the reserved bits, the
-    packet number length and the packet number are shown only for those, as tshark does."""
+    ``(start, end, packet type, node)`` in datagram order, made of ``parse_headers``.  ``rows``:
+    offset in the payload -> ``(header length, packet number length, packet number, first byte
+    without header protection or None)`` of the packets the analysis decrypted; the reserved
+    bits, the packet number length and the packet number are shown only for those, as tshark
+    does.  Bytes after the packets that are not one end in a padding node (its fields not
+    shown: tshark 4.0 shows a short header where their fixed bit is clear and they begin with the
+    first packet's DCID, 4.2 padding)."""
     from wirefall.analyzer.detail import Node
 
     out: list[tuple[int, int, str, Node]] = []
     n = len(payload)
-    p = 0
-
-    def leaf(parent: Node, label: str, s: int, e: int, abbrev: str, value: str) -> None:
-        parent.add(label, base + s, base + e, abbrev, value)
-
-    def vint(q: int) -> tuple[int, int]:
-        return _varint(payload, q)
-
-    try:
-        for _ in range(16):
-            if p >= n:
-                break
-            b0 = payload[p]
-            if p and not b0 & 0x40:
-                # not a QUIC packet (fixed bit clear): padding after the last one (RFC 9000 §12.2;
-                # tshark 4.0 shows it as a short header without keys, 4.2 as padding)
-                out.append((p, n, "Padding", Node(f"[Padding after the QUIC packets: {n - p} bytes (fixed bit clear)]", [], base + p, base + n)))
-                break
-            row = rows.get(p)
-            fb = row[3] if row is not None else None
-            if b0 & 0x80:
-                if p + 6 > n:
-                    break
-                ver = int.from_bytes(payload[p + 1 : p + 5], "big")
-                dl = payload[p + 5]
-                q = p + 6 + dl
-                if q >= n:
-                    break
-                sl = payload[q]
-                s0 = q + 1
-                q = s0 + sl
-                if q > n:
-                    break
-                node = Node("", [], base + p, base + n)
-                leaf(node, "1... .... = Header Form: Long Header (1)", p, p + 1, "quic.header_form", "1")
-                if ver == 0:
-                    kind = "Version Negotiation"
-                    leaf(node, f"Unused: 0x{b0 & 0x7F:02x}", p, p + 1, "quic.vn.unused", f"0x{b0 & 0x7F:02x}")
-                else:
-                    bits = (b0 >> 4) & 3
-                    t = _V2_TYPES[bits] if ver == V2 else bits
-                    kind = _LONG_TYPES[t]
-                    if t != 3:  # (tshark shows no Fixed Bit on a Retry)
-                        leaf(node, f".{(b0 >> 6) & 1}.. .... = Fixed Bit: {bool(b0 & 0x40)}", p, p + 1, "quic.fixed_bit", str((b0 >> 6) & 1))
-                    leaf(node, f"Packet Type: {kind} ({bits})", p, p + 1, "quic.long.packet_type_v2" if ver == V2 else "quic.long.packet_type",
-                         str(bits))
-                    if fb is not None and t != 3:
-                        leaf(node, f"Reserved: {(fb >> 2) & 3}", p, p + 1, "quic.long.reserved", str((fb >> 2) & 3))
-                        leaf(node, f"Packet Number Length: {(fb & 3) + 1} bytes ({fb & 3})", p, p + 1, "quic.packet_number_length", str(fb & 3))
-                leaf(node, f"Version: {version_label(ver)}", p + 1, p + 5, "quic.version", f"0x{ver:08x}")
-                leaf(node, f"Destination Connection ID Length: {dl}", p + 5, p + 6, "quic.dcil", str(dl))
-                if dl:
-                    leaf(node, f"Destination Connection ID: {payload[p + 6 : p + 6 + dl].hex()}", p + 6, p + 6 + dl, "quic.dcid",
-                         _colon(payload[p + 6 : p + 6 + dl]))
-                leaf(node, f"Source Connection ID Length: {sl}", s0 - 1, s0, "quic.scil", str(sl))
-                if sl:
-                    leaf(node, f"Source Connection ID: {payload[s0:q].hex()}", s0, q, "quic.scid", _colon(payload[s0:q]))
-                end = n
-                if ver == 0:
-                    for i in range(q, n - 3, 4):
-                        v = int.from_bytes(payload[i : i + 4], "big")
-                        leaf(node, f"Supported Version: {version_label(v)}", i, i + 4, "quic.supported_version", f"0x{v:08x}")
-                elif kind == "Retry":
-                    if n - 16 > q:
-                        leaf(node, f"Retry Token: {_hv(payload[q : n - 16])}", q, n - 16, "quic.retry_token", _colon(payload[q : n - 16]))
-                    if n - 16 >= q:
-                        leaf(node, f"Retry Integrity Tag: {payload[n - 16 : n].hex()}", n - 16, n, "quic.retry_integrity_tag",
-                             _colon(payload[n - 16 : n]))
-                else:
-                    if kind == "Initial":
-                        tl, q2 = vint(q)
-                        leaf(node, f"Token Length: {tl}", q, q2, "quic.token_length", str(tl))
-                        if tl:
-                            leaf(node, f"Token: {_hv(payload[q2 : q2 + tl])}", q2, q2 + tl, "quic.token", _colon(payload[q2 : q2 + tl]))
-                        q = q2 + tl
-                    ln, q2 = vint(q)
-                    leaf(node, f"Length: {ln}", q, q2, "quic.length", str(ln))
-                    if row is not None:
-                        leaf(node, f"Packet Number: {row[2]}", q2, q2 + row[1], "quic.packet_number", str(row[2]))
-                    end = min(q2 + ln, n)
-                node.children.insert(0, Node(f"[Packet Length: {end - p}]", [], base + p, base + p, "quic.packet_length", str(end - p)))
-                dcid = payload[p + 6 : p + 6 + dl].hex()
-                node.label = f"QUIC Long Header: {kind}, version {version_label(ver)}" + (f", DCID={dcid}" if dcid else "") + \
-                    (f", SCID={payload[s0 : s0 + sl].hex()}" if sl else "")
-                node.end = base + end
-                out.append((p, end, kind, node))
-                p = end
-                if ver == 0 or kind == "Retry":
-                    break
-            else:
-                cl = row[0] - 1 - row[1] if row is not None else short_cid
-                node = Node("", [], base + p, base + n, "quic.short", "")
-                leaf(node, "0... .... = Header Form: Short Header (0)", p, p + 1, "quic.header_form", "0")
-                leaf(node, f".{(b0 >> 6) & 1}.. .... = Fixed Bit: {bool(b0 & 0x40)}", p, p + 1, "quic.fixed_bit", str((b0 >> 6) & 1))
-                leaf(node, f"..{(b0 >> 5) & 1}. .... = Spin Bit: {bool(b0 & 0x20)}", p, p + 1, "quic.spin_bit", str((b0 >> 5) & 1))
-                if fb is not None:
-                    leaf(node, f"Reserved: {(fb >> 3) & 3}", p, p + 1, "quic.short.reserved", str((fb >> 3) & 3))
-                    leaf(node, f"Key Phase Bit: {bool(fb & 4)}", p, p + 1, "quic.key_phase", str((fb >> 2) & 1))
-                    leaf(node, f"Packet Number Length: {(fb & 3) + 1} bytes ({fb & 3})", p, p + 1, "quic.packet_number_length", str(fb & 3))
-                sd = bytes(payload[p + 1 : p + 1 + cl]) if cl else b""
-                if sd:
-                    leaf(node, f"Destination Connection ID: {sd.hex()}", p + 1, p + 1 + len(sd), "quic.dcid", _colon(sd))
-                if row is not None:
-                    q = p + 1 + len(sd)
-                    leaf(node, f"Packet Number: {row[2]}", q, q + row[1], "quic.packet_number", str(row[2]))
-                node.label = "QUIC Short Header" + (f" DCID={sd.hex()}" if sd else "") + (f" PKN={row[2]}" if row is not None else "")
-                wrap = Node(f"QUIC Short Header: 1-RTT, {n - p} bytes", [], base + p, base + n)
-                wrap.add(f"[Packet Length: {n - p}]", base + p, base + p, "quic.packet_length", str(n - p))
-                wrap.children.append(node)
-                out.append((p, n, "1-RTT", wrap))
-                break
-    except (IndexError, struct.error):
-        pass
+    for h in parse_headers(payload, short_cid, {k: Decrypted(*v) for k, v in rows.items()}):
+        p = h.start
+        if h.kind == PADDING:
+            why = "fixed bit clear" if not payload[p] & 0x40 else "not the first packet's connection ID"
+            out.append((p, n, PADDING, Node(f"[Padding after the QUIC packets: {n - p} bytes ({why})]", [], base + p, base + n)))
+            break
+        if h.version is not None:
+            node = parent = Node(f"QUIC Long Header: {h.kind}, version {version_label(h.version)}" + (f", DCID={h.dcid.hex()}" if h.dcid else "")
+                                 + (f", SCID={h.scid.hex()}" if h.scid else ""), [], base + p, base + h.end)
+        else:
+            node = parent = Node(f"QUIC Short Header: 1-RTT, {n - p} bytes", [], base + p, base + n)
+        for f in h.fields:
+            leaf = parent.add(_LABELS[f.name](f.value, h), base + f.offset, base + f.offset + f.length, f.name, field_show(f))
+            if f.name == "quic.short":  # the short header's own node (in the packet's) holds the fields after it
+                parent = leaf
+        out.append((p, h.end, h.kind, node))
     return out
 
 
