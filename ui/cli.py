@@ -63,9 +63,21 @@ def parse_limit(text: str) -> tuple[str, int]:
 
 
 def limits_of(args) -> dict | None:
-    """The ``--limit`` options as ``analyze(limits=...)`` takes them (None: the defaults)."""
-    pairs = getattr(args, "limit", None) or []
-    return dict(pairs) or None
+    """The ``--limit`` options as ``analyze(limits=...)`` takes them (None: the defaults),
+    with ``--har-page`` as ``har_page`` (analyzer.browserlog.pages)."""
+    pairs = dict(getattr(args, "limit", None) or [])
+    if getattr(args, "har_page", None) is not None:
+        pairs["har_page"] = args.har_page
+    return pairs or None
+
+
+def _har_page(text: str) -> int:
+    """``--har-page N|all`` → N (1-based) or 0 (every page)."""
+    if text.strip().lower() == "all":
+        return 0
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a page number (1, 2, …) or all")
+    return int(text)
 
 
 def _fmt_time(t: float | None, t0: float) -> str:
@@ -115,6 +127,11 @@ def load(args, listing: bool = True):
     _overlay(an, args)
     for w in an.warnings:
         print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
+    if getattr(an, "source", "capture") == "har":  # a HAR of several pages: which one is shown
+        from wirefall.analyzer.browserlog.comparison import page_notices
+
+        for n in page_notices(an):
+            print(f"wirefall: note: {printable(n)}", file=sys.stderr)
     if not args.keylog and not os.environ.get("SSLKEYLOGFILE"):  # (neither --keylog nor $SSLKEYLOGFILE)
         _keylog_hint(an, args.file)
     freeze_model()  # the model lives to the end of the command: no collection need walk it again
@@ -151,7 +168,7 @@ def _overlay(an, args) -> None:
         from wirefall.analyzer.browserlog import overlay
 
         for kind, path in logs:
-            overlay(an, path, kind=kind)
+            overlay(an, path, kind=kind, limits=limits_of(args))
         from wirefall.analyzer.browserlog import comparison as cmp
 
         for s in cmp.overlays(an):  # how much of each log matched the wire (stderr, beside the notes; the TUI and the page show it too)
@@ -726,6 +743,8 @@ def common_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(f"--{kind}", action="append", metavar="FILE",
                         help=f"lay {what} of the same load over the capture: its requests matched to the wire's, "
                              "URLs the capture lacks filled in, browser-minus-wire offsets per phase; repeatable")
+    sp.add_argument("--har-page", type=_har_page, metavar="N", help="a HAR of several pages (WebPageTest runs, DevTools' preserved "
+                    "log): show page N (1-based, in the HAR's order), or all; default the first, over a capture the one it holds")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

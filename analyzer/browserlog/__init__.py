@@ -11,6 +11,10 @@
   browser-minus-wire offsets per phase added (``Exchange.browser``, ``Exchange.sources``,
   ``Analysis.browser``).
 
+A HAR of several pages shows one (``pages``): alone the first, or ``limits["har_page"]``
+(1-based; 0: every page; the CLI's ``--har-page N|all``); over a capture the page whose
+requests the capture holds, or the one asked for.
+
 Every failure to read a log is a ``BrowserLogError`` (a ``CaptureError``: the CLI reports
 it in one line, exit code 2).
 """
@@ -20,7 +24,7 @@ from collections.abc import Callable
 
 from .detect import BrowserLogError, kind_of
 
-__all__ = ["BrowserLogError", "kind_of", "open_any", "open_log", "overlay", "read_log", "KINDS"]
+__all__ = ["BrowserLogError", "kind_of", "open_any", "open_log", "overlay", "page_asked", "read_log", "KINDS"]
 
 KINDS = ("har", "netlog", "qlog")
 
@@ -45,11 +49,24 @@ def read_log(path: str, kind: str | None = None, limits: dict | None = None):
         raise BrowserLogError(f"{path}: {found} too large to read in memory") from None
 
 
-def open_log(path: str, keylogs=None, limits: dict | None = None, progress: Callable | None = None, **_kw):
-    """A browser log opened alone, as an ``Analysis`` with zero packets."""
-    from .build import to_analysis
+def page_asked(limits: dict | None) -> int | None:
+    """``limits["har_page"]``: the HAR page to show (1-based; 0: all), None when not asked."""
+    v = (limits or {}).get("har_page")
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
-    an = to_analysis(read_log(path, limits=limits))
+
+def open_log(path: str, keylogs=None, limits: dict | None = None, progress: Callable | None = None, **_kw):
+    """A browser log opened alone, as an ``Analysis`` with zero packets (a HAR of several
+    pages: one of them, ``pages.select``)."""
+    from .build import to_analysis
+    from .pages import first_with_entries, select, split
+
+    log = read_log(path, limits=limits)
+    if log.kind == "har":
+        asked = page_asked(limits)
+        pgs = split(log)
+        log = select(log, first_with_entries(pgs) if asked is None else asked, "first" if asked is None else "asked", pgs)
+    an = to_analysis(log)
     if progress is not None:
         import os
 
@@ -71,4 +88,4 @@ def overlay(an, path: str, kind: str | None = None, limits: dict | None = None) 
     """Lay the browser log at ``path`` over ``an`` (in place); returns the overlay's summary."""
     from .matching import apply
 
-    return apply(an, read_log(path, kind=kind, limits=limits))
+    return apply(an, read_log(path, kind=kind, limits=limits), page=page_asked(limits))

@@ -18,16 +18,61 @@ TIME_FIELDS = ("start", "dns_start", "dns_end", "connect_start", "connect_end", 
 KIND_NAME = {"har": "a HAR", "netlog": "a Chrome NetLog", "qlog": "a qlog"}
 
 
-def _d(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else b - a
+# each phase of ``phases`` after ``blocked``: (name, the log's time it begins at, the one it ends at)
+_SPANS = (("dns", "dns_start", "dns_end"), ("connect", "connect_start", "connect_end"), ("ssl", "ssl_start", "ssl_end"),
+          ("send", "send_start", "send_end"), ("wait", "send_end", "response_start"), ("receive", "response_start", "response_end"))
+PHASE_NAMES = ("blocked",) + tuple(n for n, _a, _b in _SPANS)
+
+
+def sequential(spans: list[list]) -> list[list]:
+    """``[name, begin, end]`` spans in order, made sequential as the waterfall makes a row's
+    phases (``waterfall.exchange_phases``): a span never begins before the previous one began,
+    where two overlap the earlier ends where the later begins, and none ends before it
+    begins — so no length is negative.  In place; returns ``spans``."""
+    for i, sp in enumerate(spans):
+        if i:
+            prev = spans[i - 1]
+            sp[1] = max(sp[1], prev[1])
+            if sp[1] < prev[2]:
+                prev[2] = sp[1]
+        sp[2] = max(sp[1], sp[2])
+    return spans
 
 
 def phases(r: LogRequest) -> dict[str, float | None]:
-    """The browser's own phases in seconds (HAR's names and order; None: not in the log)."""
+    """The browser's own phases in seconds (HAR's names and order; None: not in the log),
+    between the log's own moments, sequential (``sequential``: never negative) as the wire's
+    row phases are: a response that began before the request's end cuts the send there
+    and leaves no wait (0)."""
     first = next((t for t in (r.dns_start, r.connect_start, r.send_start) if t is not None), None)
-    return {"blocked": _d(r.start, first), "dns": _d(r.dns_start, r.dns_end), "connect": _d(r.connect_start, r.connect_end),
-            "ssl": _d(r.ssl_start, r.ssl_end), "send": _d(r.send_start, r.send_end), "wait": _d(r.send_end, r.response_start),
-            "receive": _d(r.response_start, r.response_end)}
+    spans: list[list] = [["blocked", r.start, first]] if r.start is not None and first is not None else []
+    out: dict[str, float | None] = dict.fromkeys(PHASE_NAMES)
+    for name, a, b in _SPANS:
+        ta, tb = getattr(r, a), getattr(r, b)
+        if ta is not None and tb is not None:
+            if name == "wait" and tb < ta:  # the response began before the request ended: no wait (the send is cut there)
+                out["wait"] = 0.0
+                continue
+            spans.append([name, ta, tb])
+    for name, a, b in sequential(spans):
+        out[name] = b - a
+    return out
+
+
+WIRE_LENGTHS = ("send", "wait", "receive")
+
+
+def wire_lengths(e: Exchange) -> dict[str, float | None]:
+    """The wire's send, wait and receive of ``e`` in seconds — its row's phases
+    (``waterfall.exchange_phases``, the ``phases`` of ``requests --json``), the definition
+    the browser's ``phases`` follow — None where the exchange has no such phase."""
+    from ..waterfall import exchange_phases
+
+    out: dict[str, float | None] = dict.fromkeys(WIRE_LENGTHS)
+    for name, a, b in exchange_phases(e):
+        if name in out:
+            out[name] = (out[name] or 0.0) + (b - a)
+    return out
 
 
 def record(r: LogRequest, log: BrowserLog) -> dict:
@@ -112,8 +157,19 @@ def to_analysis(log: BrowserLog) -> Analysis:
 
 
 def summary(log: BrowserLog, **kw) -> dict:
-    return {"kind": log.kind, "file": log.path, "creator": log.creator, "requests": len(log.requests),
-            "skipped": log.skipped, "warnings": list(log.warnings), **kw}
+    """A log's entry in ``Analysis.browser["logs"]``; a HAR's also says which of its pages
+    is shown (``page_shown``: null when all; ``pages.select``) and how many it has."""
+    shown = log.page_shown
+    others = shown["other_pages_entries"] if shown else 0
+    out = {"kind": log.kind, "file": log.path, "creator": log.creator, "requests": len(log.requests) + others,
+           "skipped": log.skipped, "warnings": list(log.warnings), **kw}
+    if log.kind == "har":
+        from .pages import notice
+
+        out["pages_in_log"] = shown["of"] if shown else len(log.pages)
+        out["page_shown"] = dict(shown, notice=notice(shown)) if shown else None
+        out["other_pages"] = others
+    return out
 
 
 def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Connection, Exchange
+from .build import wire_lengths
 from .records import obj
 
 SOURCE_LABELS = {"wire": "wire", "browser": "browser log", "inferred": "inferred"}
@@ -28,9 +29,8 @@ _POINTS = (
 )
 _CONN_POINTS = (("connect_start", "connect start", "connect_start"), ("connect_end", "connect end", "connect_end"),
                 ("tls_end", "TLS end", "ssl_end"))
-# (name, label, wire start attribute, wire end attribute)
-_LENGTHS = (("send", "send", "request_start", "request_end"), ("wait", "wait", "request_end", "response_start"),
-            ("receive", "receive", "response_start", "response_end"))
+# (name, label): lengths, the wire's its row's phases (``build.wire_lengths``), the browser's its ``phases``
+_LENGTHS = (("send", "send"), ("wait", "wait"), ("receive", "receive"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +115,9 @@ def phase_comparison(e: Exchange, conn: Connection | None = None) -> list[PhaseR
         w = None if alone else getattr(e, attr)
         br = _num(times.get(tkey))
         rows.append(PhaseRow(name, label, "point", w, br, _minus(br, w), None if alone else getattr(e, pattr)))
-    for name, label, a, z in _LENGTHS:
-        w = None if alone else _minus(getattr(e, z), getattr(e, a))
+    wl = None if alone else wire_lengths(e)
+    for name, label in _LENGTHS:
+        w = None if wl is None else wl[name]
         br = _num(phases.get(name))
         rows.append(PhaseRow(name, label, "length", w, br, _minus(br, w)))
     return rows
@@ -231,9 +232,34 @@ def summary_line(summary: dict) -> str:
     f = summary.get("file")
     name = os.path.basename(f) if isinstance(f, str) else ""
     kind = KIND_LABELS.get(str(summary.get("kind")), str(summary.get("kind")))
-    line = (f"{kind} {name}: {summary.get('matched', 0)} of {summary.get('sent', 0)} requests it sent matched, "
+    shown = summary.get("page_shown")
+    head = f"{kind} {name}"
+    if isinstance(shown, dict):  # a HAR of several pages: which one was laid over
+        from .pages import page_name
+
+        head += f" {page_name(shown['number'], shown.get('title'))} (of {shown['of']} pages)"
+    line = (f"{head}: {summary.get('matched', 0)} of {summary.get('sent', 0)} requests it sent matched, "
             f"{summary.get('unmatched', 0)} not in the capture, {summary.get('wire_only', 0)} wire-only")
+    if isinstance(shown, dict) and shown.get("other_pages_entries"):
+        from .pages import other_pages_text
+
+        n = shown["other_pages_entries"]
+        why = "another load, not looked for in the capture" if shown.get("how") == "matched" else "not looked for in the capture"
+        line += f"; {n} {'entry' if n == 1 else 'entries'} of {other_pages_text(shown)} ({why})"
     rs = {r.name: r for r in offset_rows(summary)}
     offs = [f"{OFFSET_LABELS[k]} {fmt_ms(rs[k].median, signed=True)}" for k in ("request_start", "response_end")
             if k in rs and rs[k].median is not None]
     return line + (f"; browser − wire (median): {', '.join(offs)}" if offs else "")
+
+
+def page_notices(an) -> list[str]:
+    """For each HAR of several pages the analysis was made from (opened alone), the line
+    saying which page is shown and how to see the others (``pages.notice``)."""
+    b = getattr(an, "browser", None)
+    logs = b.get("logs") if isinstance(b, dict) else None
+    out = []
+    for s in logs or ():
+        shown = s.get("page_shown") if isinstance(s, dict) and "matched" not in s else None
+        if isinstance(shown, dict) and isinstance(shown.get("notice"), str):
+            out.append(shown["notice"])
+    return out

@@ -24,10 +24,16 @@ method, the status, header lists holding ``<unknown>``, the content type.  Added
 matched exchange: ``browser`` (``build.record``: the log's times, phases, priority name,
 initiator, plus ``offsets`` — browser minus wire, seconds, at each phase boundary:
 request_start, request_end, response_start, response_end and, for the request that opened
-the connection, connect_start, connect_end, tls_end — and ``durations``: browser minus
-wire length of send, wait and receive) and ``sources`` (each field: "wire", "browser", or
-"inferred" for the match itself when it rests on time alone).  The analysis gets a summary
-of the overlay in ``browser["logs"]`` and the log's page timings in ``browser["pages"]``.
+the connection, connect_start, connect_end, tls_end — and ``durations``: the browser's
+length of send, wait and receive (its ``phases``) minus the wire's (``build.wire_lengths``:
+the exchange's own row phases), each length of one definition and never negative, their
+difference signed) and ``sources`` (each field: "wire", "browser", or "inferred" for the
+match itself when it rests on time alone).  The analysis gets a summary of the overlay in
+``browser["logs"]`` and the log's page timings in ``browser["pages"]``.
+
+A HAR of several pages (``pages``) is laid over with one page: the one asked for, else the
+one whose requests the capture holds (``_page``: the most matched in a trial over the whole
+log); the others' entries are not looked for in the capture (``other_pages``).
 """
 from __future__ import annotations
 
@@ -39,7 +45,8 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from ..model import Analysis, Connection, Exchange
-from .build import record
+from .build import record, wire_lengths
+from .build import summary as summary_of
 from .records import BrowserLog, LogRequest
 
 TOLERANCE = 10.0  # seconds between a log request and a wire exchange on unmatched connections
@@ -459,9 +466,10 @@ class _Pools:
         return None
 
 
-def apply(an: Analysis, log: BrowserLog) -> dict:
+def _pair(an: Analysis, log: BrowserLog) -> tuple[dict[str, list[int]], list[tuple[LogRequest, Exchange, str]], list[dict], list[LogRequest]]:
+    """(connection map, (request, exchange, how) pairs, the unmatched requests, the requests
+    sent) — the matching alone: nothing of ``an`` is changed."""
     cmap = match_connections(an, log)
-    conns = {c.id: c for c in an.connections}
     by_conn: dict[int, list[Exchange]] = {}
     by_stream: dict[tuple[int, int], Exchange] = {}
     for x in an.exchanges:
@@ -516,6 +524,40 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
             continue
         matched.add(e.id)
         pairs.append((r, e, how))
+    return cmap, pairs, unmatched, sent
+
+
+def _page(an: Analysis, log: BrowserLog, page: int | None) -> BrowserLog:
+    """``log`` cut to the one of its pages laid over the capture (a HAR of several pages,
+    ``pages``): ``page`` when asked (1-based; ``pages.ALL``: every page), else the page whose
+    requests the capture holds — the most matched in a trial over the whole log (ties: the
+    first); the whole log when it names fewer than two pages or none of them matched."""
+    if log.kind != "har":
+        return log
+    from .pages import ALL, page_of, select, split
+
+    pgs = split(log)
+    if page is not None:
+        return select(log, page, "asked", pgs)
+    if not pgs:
+        return log
+    _cmap, trial, _unmatched, _sent = _pair(an, log)
+    of = page_of(pgs)
+    tally: dict[int, int] = {}
+    for r, _e, _how in trial:
+        tally[of[id(r)]] = tally.get(of[id(r)], 0) + 1
+    if not tally:
+        return select(log, ALL, "matched", pgs)
+    return select(log, min(tally, key=lambda n: (-tally[n], n)), "matched", pgs)
+
+
+def apply(an: Analysis, log: BrowserLog, page: int | None = None) -> dict:
+    """Lay ``log`` over ``an`` (in place) and return the overlay's summary; ``page``: of a HAR
+    of several pages, the one to lay over (None: the page the capture holds; ``_page``)."""
+    log = _page(an, log, page)
+    cmap, pairs, unmatched, sent = _pair(an, log)
+    conns = {c.id: c for c in an.connections}
+    matched = {e.id for _r, e, _how in pairs}
     filled = {"url": 0, "method": 0, "status": 0, "headers": 0, "content_type": 0}
     first_of: dict[int, int] = {}
     for e in sorted(an.exchanges, key=lambda x: (_t_wire(x) or 0.0, x.id)):
@@ -547,11 +589,11 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
             o["connect_start"] = _minus(lc.connect_start, c.connect_start)
             o["connect_end"] = _minus(lc.connect_end, c.connect_end)
             o["tls_end"] = _minus(lc.tls_end, _tls_end(c)) if c.transport == "tcp" else None
-        d = {
-            "send": _minus(_len(r.send_start, r.send_end), _len(e.request_start, e.request_end)),
-            "wait": _minus(_len(r.send_end, r.response_start), _len(e.request_end, e.response_start)),
-            "receive": _minus(_len(r.response_start, r.response_end), _len(e.response_start, e.response_end)),
-        }
+        # each side's own length of the phase, of one definition (sequential phases between
+        # its own moments: never negative); their difference may be (a browser that handed a
+        # request body to its socket at once, which the network carried for longer)
+        wl, bl = wire_lengths(e), rec["phases"]
+        d = {k: _minus(bl[k], wl[k]) for k in DURATIONS}
         rec["offsets"], rec["durations"] = o, d
         for k, v in o.items():
             if v is not None:
@@ -570,6 +612,11 @@ def apply(an: Analysis, log: BrowserLog) -> dict:
         "filled": filled, "offsets": offsets, "durations": {k: _stats(v) for k, v in durs.items()},
         "skipped": log.skipped, "warnings": list(log.warnings),
     }
+    if log.kind == "har":  # (after the others: the fields a HAR adds, as build.summary gives them)
+        page_fields = summary_of(log)
+        summary["requests"] = page_fields["requests"]
+        for k in ("pages_in_log", "page_shown", "other_pages"):
+            summary[k] = page_fields[k]
     b = an.browser if isinstance(an.browser, dict) else {"logs": [], "pages": []}
     b.setdefault("logs", []).append(summary)
     b.setdefault("pages", []).extend(placed_pages(log, offsets))
@@ -628,10 +675,6 @@ def _fill(e: Exchange, r: LogRequest, src: dict, filled: dict) -> None:
 
 def _minus(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
-
-
-def _len(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else b - a
 
 
 # The page timings (DOMContentLoaded, load) are the browser's own moments, on its clock: they

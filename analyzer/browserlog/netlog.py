@@ -15,7 +15,18 @@ What each request's record holds (``LogRequest``): URL_REQUEST_START_JOB gives m
 REQUEST_ALIVE and URL_REQUEST_SET_PRIORITY the priority; HTTP_TRANSACTION_SEND_REQUEST the
 send phase, its *_SEND_REQUEST_HEADERS event the request headers (and for QUIC the stream
 id); HTTP_TRANSACTION_READ_RESPONSE_HEADERS the status and response headers (response
-start); the last HTTP_TRANSACTION_READ_BODY the end.  The connection: the request's
+start); the last HTTP_TRANSACTION_READ_BODY the end.
+
+The send ends where the browser had sent the request's last byte: the end of
+HTTP_TRANSACTION_SEND_REQUEST (HTTP/1 and HTTP/2: when the body's last write to the socket
+completed — UPLOAD_DATA_STREAM_READ, HTTP2_STREAM_UPDATE_SEND_WINDOW and the session's
+HTTP2_SESSION_SEND_DATA come before it), or, when later, the frame that ended the request's
+stream (HTTP2_SESSION_SEND_HEADERS/SEND_DATA with ``fin``, QUIC_SESSION_STREAM_FRAME_SENT
+with ``fin``: QUIC sends what the transaction buffered as its congestion window allows).  A
+response the transaction never read to its end (a 204 to a beacon whose request was still
+alive when logging stopped: no READ_BODY, no REQUEST_ALIVE end) ends where its stream did:
+HTTP2_SESSION_RECV_HEADERS/RECV_DATA or QUIC_SESSION_STREAM_FRAME_RECEIVED with ``fin``.
+UPLOAD_DATA_STREAM_INIT's ``total_size`` is the request body's size.  The connection: the request's
 HTTP_STREAM_JOB bound to a SOCKET (TCP_CONNECT's local and remote address, SSL_CONNECT),
 or to an HTTP2_SESSION on a socket (HTTP2_SESSION_SEND_HEADERS names the job and the
 stream id), or the request bound to a QUIC_SESSION (its packets' self and peer address).
@@ -170,6 +181,11 @@ class _Fill:
         self.h2_sock: dict[int, int] = {}  # HTTP2_SESSION -> SOCKET
         self.h2_stream: dict[int, tuple[int, int]] = {}  # job -> (session, stream id)
         self.h2_data: dict[tuple[int, int], int] = {}  # (session, stream) -> DATA payload bytes received
+        # (session, stream) -> when the browser sent its last frame (fin), when it received the peer's
+        self.h2_sent_fin: dict[tuple[int, int], float] = {}
+        self.h2_recv_fin: dict[tuple[int, int], float] = {}
+        self.quic_sent_fin: dict[tuple[int, int], float] = {}
+        self.quic_recv_fin: dict[tuple[int, int], float] = {}
         self.quic_data: dict[tuple[int, int], int] = {}  # (session, stream) -> HTTP/3 DATA payload bytes received
         self.req_quic: dict[int, int] = {}  # URL_REQUEST -> QUIC_SESSION
         self.socks: dict[int, LogConnection] = {}
@@ -304,6 +320,10 @@ def _url_request(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict)
     elif etype == "HTTP_TRANSACTION_READ_BODY" and phase == "PHASE_END":
         if r.response_start is not None:
             r.response_end = t
+    elif etype == "UPLOAD_DATA_STREAM_INIT" and phase == "PHASE_END":
+        size = integer(p.get("total_size"))
+        if size is not None and size >= 0 and p.get("is_chunked") is not True:
+            r.request_body_bytes = size
     elif etype == "URL_REQUEST_JOB_FILTERED_BYTES_READ":
         nb = integer(p.get("byte_count"))
         if nb is not None and nb > 0:
@@ -393,10 +413,20 @@ def _h2_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) 
         dep, stream = _dep(p), integer(p.get("stream_id"))
         if dep is not None and stream is not None:
             st.h2_stream[dep] = (sid, stream)
-    elif etype == "HTTP2_SESSION_RECV_DATA":
-        stream, sz = integer(p.get("stream_id")), integer(p.get("size"))
-        if stream is not None and sz is not None and sz >= 0:
-            st.h2_data[(sid, stream)] = st.h2_data.get((sid, stream), 0) + sz
+        if stream is not None and p.get("fin") is True:
+            st.h2_sent_fin.setdefault((sid, stream), t)
+    elif etype == "HTTP2_SESSION_SEND_DATA":
+        stream = integer(p.get("stream_id"))
+        if stream is not None and p.get("fin") is True:
+            st.h2_sent_fin.setdefault((sid, stream), t)
+    elif etype in ("HTTP2_SESSION_RECV_HEADERS", "HTTP2_SESSION_RECV_DATA"):
+        stream = integer(p.get("stream_id"))
+        if etype == "HTTP2_SESSION_RECV_DATA":
+            sz = integer(p.get("size"))
+            if stream is not None and sz is not None and sz >= 0:
+                st.h2_data[(sid, stream)] = st.h2_data.get((sid, stream), 0) + sz
+        if stream is not None and p.get("fin") is True:
+            st.h2_recv_fin.setdefault((sid, stream), t)
 
 
 def _quic_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
@@ -417,6 +447,14 @@ def _quic_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict
         c.scid = text(p.get("source_connection_id"), 80)
     elif etype == "QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE" and c.connect_end is None:
         c.connect_end = t
+    elif etype == "QUIC_SESSION_STREAM_FRAME_SENT" and p.get("fin") is True:
+        stream = integer(p.get("stream_id"))
+        if stream is not None:
+            st.quic_sent_fin.setdefault((sid, stream), t)  # (the first: a retransmission is not the send)
+    elif etype == "QUIC_SESSION_STREAM_FRAME_RECEIVED" and p.get("fin") is True:
+        stream = integer(p.get("stream_id"))
+        if stream is not None:
+            st.quic_recv_fin.setdefault((sid, stream), t)
     elif etype == "HTTP3_DATA_FRAME_RECEIVED":
         stream, sz = integer(p.get("stream_id")), integer(p.get("payload_length"))
         if stream is not None and sz is not None and sz >= 0:
@@ -450,6 +488,16 @@ def _dns_of(st: _Fill, cj: int | None) -> tuple[float, float] | None:
     return (start, r[1]) if r[1] >= start else None
 
 
+def _stream_ends(r: LogRequest, sent_fin: float | None, recv_fin: float | None) -> None:
+    """The request's send end and (when the transaction never read its response to the end)
+    its response end from its stream's own ends at the session: the frame with ``fin`` the
+    browser sent, the one it received."""
+    if r.send_start is not None and sent_fin is not None and sent_fin >= r.send_start and (r.send_end is None or sent_fin > r.send_end):
+        r.send_end = sent_fin
+    if r.response_end is None and r.response_start is not None and recv_fin is not None:
+        r.response_end = max(recv_fin, r.response_start)
+
+
 def _bind(st: _Fill) -> None:
     """Bind each request to its connection (through its job's socket or session), keep the
     connections that connected."""
@@ -476,6 +524,8 @@ def _bind(st: _Fill) -> None:
             conn = quics[q]
             if r.stream_id is not None and (q, r.stream_id) in st.quic_data:
                 r.response_body_bytes = st.quic_data[(q, r.stream_id)]
+            if r.stream_id is not None:
+                _stream_ends(r, st.quic_sent_fin.get((q, r.stream_id)), st.quic_recv_fin.get((q, r.stream_id)))
         elif job is not None:
             sess = st.job_h2.get(job)
             sock = st.job_sock.get(job)
@@ -485,6 +535,7 @@ def _bind(st: _Fill) -> None:
                 if ss is not None:
                     r.stream_id = ss[1]
                     r.response_body_bytes = st.h2_data.get(ss)
+                    _stream_ends(r, st.h2_sent_fin.get(ss), st.h2_recv_fin.get(ss))
             if sock is not None and sock in socks:
                 conn = socks[sock]
                 if sess is not None:

@@ -83,6 +83,7 @@ class LogRequest:
     error: str | None = None
     pushed: bool = False
     cache: str | None = None  # memory | disk | … when the log says it came from a cache
+    page: str | None = None  # the id of the log's page it belongs to (HAR ``pageref``; None: the log names none)
     extra: dict = field(default_factory=dict)  # wirefall's own HAR extensions, read back
 
 
@@ -95,6 +96,8 @@ class BrowserLog:
     connections: dict[str, LogConnection] = field(default_factory=dict)
     requests: list[LogRequest] = field(default_factory=list)
     pages: list[dict] = field(default_factory=list)  # {"id", "title", "start", "on_content_load", "on_load"} (epoch)
+    # a HAR of several pages cut to one (``pages.select``): which page, of how many (``summary.page_shown``)
+    page_shown: dict | None = None
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0  # malformed records left out
     cids: dict = field(default_factory=dict)  # qlog: connection key -> the connection IDs its packets carry (lower-case hex)
