@@ -710,17 +710,11 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
         except OSError:
             key = None
         if key is not None:
-            t = time.monotonic()
-            an = load(key)
+            an = _open(key, path, keylogs)
             if an is not None:
-                an.path = path
-                from .keylog import load_keylog
-
-                an.keylog = load_keylog(keylogs)  # in memory only: lets views re-decrypt on demand
                 if progress is not None:
                     size = os.path.getsize(path)
                     progress(an.packets, size, size)
-                an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
                 return an, True
     kw: dict[str, Any] = {"limits": limits} if limits else {}  # (a stand-in analyze may not take limits, nor workers)
     if workers is not None and workers != 1:
@@ -729,3 +723,27 @@ def analyze_cached(path: str, keylogs: list[str] | None = None, progress: Callab
     if key is not None:
         store(key, an)
     return an, False
+
+
+def open_cached(path: str, keylogs: list[str] | None = None, limits: dict | None = None) -> Analysis | None:
+    """The analysis of ``path`` from the cache, as ``analyze_cached`` returns it on a hit (its
+    bulky parts unpacked on first use), or None: not in the cache (nothing is analysed nor
+    stored).  The TUI reads it while its own window is still being built."""
+    try:
+        key = cache_key(path, keylogs, limits)
+    except OSError:
+        return None
+    return _open(key, path, keylogs)
+
+
+def _open(key: str, path: str, keylogs: list[str] | None) -> Analysis | None:
+    t = time.monotonic()
+    an = load(key)
+    if an is None:
+        return None
+    an.path = path
+    from .keylog import load_keylog
+
+    an.keylog = load_keylog(keylogs)  # in memory only: lets views re-decrypt on demand
+    an.__dict__["_wf_cache_load_s"] = time.monotonic() - t
+    return an

@@ -1435,3 +1435,94 @@ async def test_tui_cache_first_screen_leaves_the_requests_packed(tmp_path, monke
     assert not fresh[0] and reopened[0]  # the second opening drew its first screen with the requests still packed
     assert "13 requests" in fresh[1] and fresh[1:] == reopened[1:]
     assert sorted(int(v) for v in fresh[2].values()) == [0, 13] and fresh[4] and fresh[5] == 13  # (two connections: one carries them)
+
+
+@pytest.mark.parametrize("rel", ["link-sll.pcap", "page/page-h2.pcapng", "page/page-h3.pcapng", "page/bg-mixed.pcapng"])
+def test_index_record_is_the_packet_record_without_what_needs_the_frames(rel):
+    """A row drawn from the packet index (`widgets.index_record`, a reopened capture's first
+    screen) is the packet record in every column the index and the packet's own headers give —
+    number, times, addresses, length, connection — with the Info pending and no colouring rule;
+    its protocol is the index's, the highest layer the analysis saw in the packet, which the
+    final row names the same way (with TLS's version), except where the protocol's message ends
+    on another packet (an HTTP/1 head or body segment: TCP in the final column, as tshark's; an
+    HTTP/3 frame and its QUIC packet)."""
+    from wirefall.analyzer.packet_record import packet_record
+    from wirefall.ui.tui.widgets import INFO_PENDING, index_record
+
+    path = SAMPLES / rel
+    keys = path.with_suffix(".keys")
+    an = _analysis(path, [keys] if keys.exists() else None)
+    src = PacketSource(str(path))
+    elsewhere = {("HTTP", "TCP"), ("HTTP3", "QUIC"), ("QUIC", "HTTP3")}
+    for n in range(1, an.packets + 1):
+        rec, want = index_record(an, src, n), packet_record(an, src, n)
+        assert (rec.number, rec.time, rec.relative, rec.delta, rec.source, rec.destination, rec.length, rec.connection) == \
+               (want.number, want.time, want.relative, want.delta, want.source, want.destination, want.length, want.connection)
+        assert rec.info == INFO_PENDING and rec.colour is None
+        assert want.protocol.startswith(rec.protocol) or (rec.protocol, want.protocol) in elsewhere, (n, rec.protocol, want.protocol)
+
+
+@sync
+async def test_tui_cache_shows_rows_from_the_packet_index_before_the_frames(tmp_path, monkeypatch):
+    """A capture reopened from the cache (`tui --cache`) shows its packet list at once from the
+    packet index — number, time, addresses, the protocol the index names, length — with every
+    Info saying it is pending, before its frames are unpacked: the loader unpacks them after
+    (held back here until the rows are looked at), never the UI thread, and keys move through
+    the rows meanwhile (the packet's detail says it follows).  Once the frames are read, the rows
+    are those of the fresh analysis, Info included."""
+    import threading
+
+    from wirefall.analyzer import cache
+    from wirefall.analyzer.colouring import Colourer
+    from wirefall.analyzer.packet_record import packet_record
+    from wirefall.ui.tui.widgets import INFO_PENDING
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    path, keys = _h2_sample()
+    fresh, hit = cache.analyze_cached(str(path), [str(keys)])  # (stored now)
+    assert not hit
+    src = PacketSource(str(path))
+    release, asked = threading.Event(), []  # asked: whether each request for the frames came from the UI thread
+    unpack = cache._PartLoader.__call__
+
+    def held(loader, name):
+        if cache.PART_OF[name] == "frames":
+            asked.append(threading.current_thread() is threading.main_thread())  # (run_test runs the app here)
+            if not asked[-1]:
+                release.wait(30)
+        return unpack(loader, name)
+
+    monkeypatch.setattr(cache._PartLoader, "__call__", held)
+    app = WirefallApp(str(path), [str(keys)], use_cache=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        pl = app.query_one(PacketList)
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if pl.count:
+                break
+        await pilot.pause()
+        assert pl.count == fresh.packets and not app.loaded and "frames" not in app.an.__dict__
+        lines = pl.visible_lines()
+        assert len(lines) >= 20 and all(INFO_PENDING in line for line in lines)
+        for i in range(len(lines)):
+            rec, want = pl.record(i), packet_record(fresh, src, i + 1)
+            assert (rec.number, rec.time, rec.source, rec.destination, rec.length, rec.connection) == \
+                   (want.number, want.time, want.source, want.destination, want.length, want.connection)
+            assert want.protocol.startswith(rec.protocol), (i + 1, rec.protocol, want.protocol)  # (TLS → TLSv1.3)
+            assert rec.info == INFO_PENDING and INFO_PENDING not in want.info
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert pl.current_packet == 3 and not app.loaded
+        tree = app.query_one("#detail")
+        assert "follows once the frames are read" in str(tree.root.children[0].label)
+        assert app.query_one(HexView).data == packet_bytes(src, fresh, 3)
+        release.set()
+        await wait_loaded(pilot, app, must_load=True)
+        await pilot.pause()
+        assert pl.current_packet == 3  # (the cursor kept where the keys put it)
+        colours = Colourer(fresh, src)
+        assert [(r.row(), r.colour) for r in (pl.record(i) for i in range(len(lines)))] == \
+               [(w.row(), w.colour) for w in (packet_record(fresh, src, i + 1, colours) for i in range(len(lines)))]
+        assert not any(INFO_PENDING in line for line in pl.visible_lines())
+        assert str(tree.root.children[0].label).startswith("Frame 3:")
+    assert asked and not any(asked)

@@ -9,12 +9,21 @@ dissection).  Analysis time is reported separately: the TUI shows a progress bar
 runs.  Targets (issue 8): first screen <= 1 s after the analysis, each key <= 100 ms.
 ``--loading``: the TUI loads the capture itself; time to the first rows and keys while loading.
 ``--cached``: the TUI reopens the capture from the analysis cache (``--cache``; a first run
-stores it through the TUI's own load, as a person does): time to the first painted rows, and until the waterfall and statistics are ready
-(built after the first screen from ``app.DEFER_VIEWS_PACKETS`` packets).
+stores it through the TUI's own load, as a person does): time to the first rows (drawn from the
+packet index, Info pending), to the whole first screen (Info, colours, detail: the frames unpacked
+by the loader meanwhile) with the longest the UI thread was away in between, and until the
+waterfall and statistics are ready (built after the first screen from ``app.DEFER_VIEWS_PACKETS``
+packets).
 ``--terminal [N]``: as a person opens it: ``wirefall tui CAPTURE --cache`` launched N times
 (default 5) in a tmux terminal of 200 × 60, timed from the launch (the interpreter's start
 and imports included) to the first packet row on the screen (tmux's ``capture-pane``, polled
-every 10 ms). The first launch of a capture not yet in the cache stores it and is left out.
+every 10 ms), to that row with its Info (not ``widgets.INFO_PENDING``), and the CPU the TUI had
+used by its first row (``/proc``: what a loaded machine stretches, not what it costs). The first
+launch of a capture not yet in the cache stores it and is left out.  It runs the tree the script
+is in (``PYTHONPATH``): a copy of the tree can be measured while the work tree changes.
+With ``--cold``: ``wirefall tui CAPTURE`` without ``--cache`` (the capture read from its start,
+rows shown as they are read).  Each line says the load average (``os.getloadavg``) at its start;
+the best of the runs is the figure to compare (a 2-core machine's other work only adds).
 """
 from __future__ import annotations
 
@@ -197,12 +206,33 @@ async def bench_cached(path: str, keylogs: list[str]) -> None:
     app = WirefallApp(path, keylogs, use_cache=True)
     async with app.run_test(size=(200, 60)) as pilot:
         pl = app.query_one(PacketList)
+        while not pl.count and not app.load_error and time.perf_counter() - t < 300:
+            await asyncio.sleep(0.005)
+        print(f"first rows (cache hit, from the packet index: Info pending): {time.perf_counter() - t:.2f} s, "
+              f"CPU {time.process_time() - c0:.2f} s (loaded={app.loaded})")
+        # keys while the frames are read: the cursor moves at once (the loader holds the GIL only
+        # between its steps); End takes the list to the last packet, whose row waits for the TCP
+        # analysis to the end (the loader has a child process make it before the rows are drawn)
+        if not app.loaded and os.environ.get("BENCH_END_WHILE_PENDING"):
+            k = time.perf_counter()
+            await pilot.press("end")
+            print(f"End while the frames are read: {(time.perf_counter() - k) * 1000:.0f} ms (packet {pl.current_packet:,})")
+        # how long the UI thread was away while the loading goes on: the gaps between the ticks
+        # of a 10 ms timer of the app's (a key waits as long), from the first rows' paint on
+        ticks: list[float] = []
+        painted = asyncio.Event()
+        app.call_after_refresh(painted.set)
+        await painted.wait()
+        timer = app.set_interval(0.01, lambda: ticks.append(time.perf_counter()))
         while not app.loaded and not app.load_error and time.perf_counter() - t < 300:
             await asyncio.sleep(0.005)
         await pilot.pause()
+        timer.stop()
+        worst = max((b - a for a, b in zip(ticks, ticks[1:])), default=0.0)
         lines = pl.visible_lines()
-        print(f"first screen (cache hit): {time.perf_counter() - t:.2f} s, CPU {time.process_time() - c0:.2f} s "
-              f"({len(lines)} rows painted; views deferred: {app.views_pending})")
+        print(f"first screen whole (Info, colours, detail): {time.perf_counter() - t:.2f} s, CPU {time.process_time() - c0:.2f} s "
+              f"({len(lines)} rows painted; views deferred: {app.views_pending}; from the first rows, the UI thread "
+              f"away at most {worst * 1000:.0f} ms at a time)")
         # from DEFER_VIEWS_PACKETS packets a child process makes the TCP analysis to the end
         # (app._tcp_in_child): the keys below wait for it, so End is timed with it ready
         an = app.an
@@ -226,7 +256,7 @@ async def bench_cached(path: str, keylogs: list[str]) -> None:
         print(f"waterfall tab opened → drawn: {time.perf_counter() - k:.2f} s")
 
 
-def bench_terminal(path: str, keylogs: list[str], runs: int) -> None:
+def bench_terminal(path: str, keylogs: list[str], runs: int, cold: bool = False) -> None:
     import re
     import shlex
     import shutil
@@ -235,34 +265,84 @@ def bench_terminal(path: str, keylogs: list[str], runs: int) -> None:
     if not shutil.which("tmux"):
         sys.exit("--terminal needs tmux")
     exe = Path(sys.executable).with_name("wirefall")
-    cmd = " ".join(shlex.quote(a) for a in [str(exe), "tui", path, "--cache", *[x for k in keylogs for x in ("--keylog", k)]])
+    # (the tree this script is in, not only the installed one: a copy of the tree can be measured
+    # while the work tree changes, as other edits to analyzer/ change the cache key)
+    cmd = " ".join(shlex.quote(a) for a in ["env", f"PYTHONPATH={ROOT}", str(exe), "tui", path, *([] if cold else ["--cache"]),
+                                             *[x for k in keylogs for x in ("--keylog", k)]])
     first_row = re.compile(r"^ +1 +\d")  # (packet 1's row: its number, then its time)
+    from wirefall.ui.tui import widgets
 
-    def launch(limit: float) -> float | None:
+    # (a row drawn from the packet index before its frames are read; a tree before that has none)
+    pending = getattr(widgets, "INFO_PENDING", "\0")[:12]
+
+    def cpu(pid: int | None) -> float | None:
+        """CPU seconds (user + system, all threads) the process has used so far (Linux)."""
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def launch(limit: float, until: Path | None = None) -> tuple[float | None, float | None, float | None]:
+        """Seconds from the launch to the first row, to the first row with its Info (not
+        ``INFO_PENDING``), and the CPU seconds the TUI had used when its first row was seen (what
+        a loaded machine stretches, not what it costs); ``until``: then wait (up to ``limit``) for
+        that file to exist before the terminal is closed (a miss's cache entry, written by the
+        app's loader once the whole capture is read, after its first rows)."""
         session = f"wirefall-bench-{os.getpid()}"
         subprocess.run(["tmux", "kill-session", "-t", session], stderr=subprocess.DEVNULL)
         t = time.perf_counter()
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd], check=True)
+        pid = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"], capture_output=True, text=True).stdout.strip()
+        first = info = used = None
         try:
             while time.perf_counter() - t < limit:
-                pane = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
-                if any(first_row.match(line) for line in pane.splitlines()):
-                    return time.perf_counter() - t
-                time.sleep(0.01)
-            return None
+                if info is None:
+                    pane = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+                    row = next((line for line in pane.splitlines() if first_row.match(line)), None)
+                    if row is not None:
+                        now = time.perf_counter() - t
+                        if first is None:
+                            first, used = now, cpu(int(pid) if pid.isdigit() else None)
+                        if pending not in row:
+                            info = now
+                if info is not None and (until is None or until.exists()):
+                    break
+                time.sleep(0.01 if info is None else 0.5)
+            return first, info, used
         finally:
             subprocess.run(["tmux", "kill-session", "-t", session], stderr=subprocess.DEVNULL)
 
     from wirefall.analyzer.cache import SUFFIX, cache_dir, cache_key
 
-    if not (cache_dir(create=False) / (cache_key(path, keylogs) + SUFFIX)).exists():
-        t = launch(900)
-        print(f"first launch (a cache miss, stored now; left out): {'-' if t is None else f'{t:.2f} s'}")
-        time.sleep(2)  # (the entry is written after the first screen, by a worker of the app)
-    times = [launch(60) for _ in range(runs)]
-    shown = [t for t in times if t is not None]
-    print(f"launch → first packet row on the screen, {len(shown)} of {runs} runs: "
-          + ", ".join(f"{t:.2f}" for t in shown) + (f" s (median {sorted(shown)[len(shown) // 2]:.2f} s)" if shown else ""))
+    entry = cache_dir(create=False) / (cache_key(path, keylogs) + SUFFIX)
+    if not cold and not entry.exists():
+        t, _, _ = launch(900, until=entry)
+        print(f"first launch (a cache miss, stored now; left out): {'-' if t is None else f'{t:.2f} s'}"
+              f" ({'stored' if entry.exists() else 'NOT stored'})")
+        time.sleep(2)
+    what = "cold" if cold else "cached"
+    shown, filled, cpus = [], [], []
+    for _ in range(runs):
+        load = os.getloadavg()[0]
+        t, i, c = launch(60)
+        print(f"  {what} launch → first row: {'-' if t is None else f'{t:.2f} s'}, its Info: {'-' if i is None else f'{i:.2f} s'}"
+              f", CPU to the first row: {'-' if c is None else f'{c:.2f} s'} (load {load:.2f})", flush=True)
+        if t is not None:
+            shown.append(t)
+        if i is not None:
+            filled.append(i)
+        if c is not None:
+            cpus.append(c)
+        time.sleep(1)  # (the previous launch's process ends)
+
+    def runs_text(ts: list[float]) -> str:
+        return (", ".join(f"{t:.2f}" for t in ts) + f" s (best {min(ts):.2f} s, median {sorted(ts)[len(ts) // 2]:.2f} s)") if ts else "-"
+
+    print(f"{what}: launch → first packet row on the screen, {len(shown)} of {runs} runs: {runs_text(shown)}")
+    print(f"{what}: launch → first row with its Info, {len(filled)} of {runs} runs: {runs_text(filled)}")
+    print(f"{what}: CPU used by the TUI up to its first row, {len(cpus)} of {runs} runs: {runs_text(cpus)}")
 
 
 def main() -> None:
@@ -274,6 +354,7 @@ def main() -> None:
     ap.add_argument("--cached", action="store_true", help="measure the TUI reopening the capture from the analysis cache")
     ap.add_argument("--terminal", type=int, nargs="?", const=5, metavar="N",
                     help="launch `wirefall tui --cache` N times in tmux: time to the first row on the screen")
+    ap.add_argument("--cold", action="store_true", help="with --terminal: launch without --cache")
     a = ap.parse_args()
     path = a.capture
     if path is None:
@@ -283,7 +364,7 @@ def main() -> None:
             build_capture(path, a.packets)
             print(f"built {path} ({os.path.getsize(path) / 1e6:.0f} MB) in {time.perf_counter() - t:.1f} s")
     if a.terminal:
-        bench_terminal(path, a.keylog, a.terminal)
+        bench_terminal(path, a.keylog, a.terminal, a.cold)
     elif a.cached:
         asyncio.run(bench_cached(path, a.keylog))
     elif a.loading:

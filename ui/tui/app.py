@@ -308,6 +308,8 @@ class WirefallApp(PacketHabits, App):
         self.source: PacketSource | None = None
         self._tcp_child: ChildRun | None = None  # (the child of _tcp_in_child, ended on quitting)
         self._shown_packet: tuple[int, int] | None = None  # (packet, frames on it) last shown in the detail
+        self._frames_pending = False  # a reopened capture's rows drawn from its index, its frames still unpacked (_index_rows)
+        self.current_nodes: list = []  # the detail tree's nodes (analyzer.detail.Node) of the packet shown
         self.wf = None
         self.loaded = False
         self.load_error: str | None = None
@@ -322,6 +324,12 @@ class WirefallApp(PacketHabits, App):
         self._warned = 0  # warnings of the analysis notified so far (_later_warnings)
         self._views_building: set[str] = set()
         self.sub_title = printable(path)
+        # --cache: the entry is read (its head and packet index: no frame) while the window is
+        # built, in a thread of its own (mostly file reads and decompression, which let the UI
+        # thread run); the loader takes it from there (_read_cache_early)
+        self._cache_read: tuple | None = None
+        if use_cache and analysis is None and not compare:
+            self._read_cache_early()
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -400,6 +408,32 @@ class WirefallApp(PacketHabits, App):
             self.load(an)
 
     # ------------------------------------------------------------ loading
+    def _read_cache_early(self) -> None:
+        import threading
+
+        got: list = []
+
+        def read() -> None:
+            try:
+                from wirefall.analyzer.cache import open_cached
+
+                got.append(open_cached(self.path, self.keylogs, self.limits))
+            except Exception:  # noqa: BLE001 - the loader reads it again (analyze_cached), and says what is wrong
+                pass
+
+        th = threading.Thread(target=read, name="wirefall-cache-read", daemon=True)
+        th.start()
+        self._cache_read = (th, got)
+
+    def _cached_early(self):
+        """(Loader thread.)  The analysis ``_read_cache_early`` read from the cache, or None."""
+        if self._cache_read is None:
+            return None
+        th, got = self._cache_read
+        self._cache_read = None
+        th.join()
+        return got[0] if got else None
+
     @work(thread=True, exclusive=True, group="load")
     def load(self, an=None) -> None:
         """Read the capture (``an``: already read, by the compare view: only the views are built)."""
@@ -435,11 +469,16 @@ class WirefallApp(PacketHabits, App):
             if an is None and self.use_cache:
                 from wirefall.analyzer.cache import analyze_cached
 
-                # a hit shows its rows once the views below are built (the rows' Info column
-                # needs the frame index; built on the UI thread it would block it)
-                an, hit = analyze_cached(self.path, self.keylogs, progress=progress, limits=self.limits,
-                                          analyze=lambda p, keylogs, progress, limits=None: analyze(p, keylogs, progress=progress,
-                                                                                                    on_start=started, limits=limits))
+                # (no progress on a hit: the bar's last step would wait for the UI thread)
+                an = self._cached_early()
+                hit = an is not None
+                if an is None:
+                    an, hit = analyze_cached(self.path, self.keylogs, limits=self.limits,
+                                              analyze=lambda p, keylogs, limits=None, **_: analyze(p, keylogs, progress=progress,
+                                                                                                   on_start=started, limits=limits))
+                if hit:
+                    # the rows at once from the packet index (Info pending), the frames unpacked after
+                    self._index_rows_first(an)
             elif an is None:
                 an = analyze(self.path, self.keylogs, progress=progress, on_start=started, limits=self.limits)
                 hit = False
@@ -459,10 +498,12 @@ class WirefallApp(PacketHabits, App):
         finally:
             sys.setswitchinterval(switch)
         # the heavy derived views are built here, off the UI thread
-        self.call_from_thread(self.query_one("#status", Static).update, f"{an.packets:,} packets read; building views…")
+        if not hit:
+            self.call_from_thread(self.query_one("#status", Static).update, f"{an.packets:,} packets read; building views…")
         from wirefall.analyzer.detail import _frame_index
 
-        _frame_index(an)
+        _frame_index(an)  # (a hit: the frames unpacked here, while its rows from the index are on screen)
+        rows = self._warm_rows(an) if hit else None
         defer = an.packets >= DEFER_VIEWS_PACKETS or an.count("exchanges") >= DEFER_VIEWS_REQUESTS
         if not defer:
             self._build_views(an)
@@ -480,7 +521,121 @@ class WirefallApp(PacketHabits, App):
             gc.collect()
         freeze_model()
         self.views_pending = {"waterfall", "statistics"} if defer else set()
-        self.call_from_thread(self._loaded, an, time.monotonic() - t)
+        from .overlay import summary_notes  # noqa: F401 (what _loaded imports, imported here: not on the UI thread)
+
+        self.call_from_thread(self._loaded, an, time.monotonic() - t, rows)
+
+    # a reopened capture's rows drawn from the packet index: the loader waits this long at most
+    # for them to be on screen before it unpacks the frames (unpickling holds the GIL throughout)
+    INDEX_ROWS_PAINT_WAIT = 1.0
+    WARM_ROWS_TCP = 20_000  # the loader runs the TCP analysis this far for the rows on screen, no further
+
+    def _index_rows_first(self, an) -> None:
+        """(Loader thread, a cache hit.)  Show the packet list's rows from the packet index at
+        once (``widgets.index_record``: Info pending), before the frames and their index are
+        unpacked; return once they are on screen."""
+        import threading
+
+        from wirefall.analyzer.capture import PacketSource
+
+        src = PacketSource(self.path)
+        try:
+            src.read(0, 1)
+        except OSError:
+            src.close()
+            return  # (the rows come with the whole load, as before; the load says what is wrong)
+        painted = threading.Event()
+        self.call_from_thread(self._index_rows, an, src, painted)
+        painted.wait(self.INDEX_ROWS_PAINT_WAIT)
+
+    def _index_rows(self, an, source, painted) -> None:
+        """The rows of a reopened capture from its packet index, Info pending (the frames are
+        unpacked by the loader; ``_loaded`` draws the rows again whole).  ``painted`` is set once
+        they are on screen."""
+        from .widgets import index_record
+
+        if self.loaded or self.an is not None:
+            source.close()
+            painted.set()
+            return
+        self.an = an
+        self.source = source
+        self._frames_pending = True
+        pl = self.query_one(PacketList)
+        pl.addr_width = address_width(an)
+        self.query_one("#packet-header", Static).update(packet_header_text(pl.addr_width, pl.time_format, pl.sort))
+        self.row_fn = lambda n: index_record(an, source, n)
+        pl.set_packets(range(1, an.packets + 1), self.row_fn)
+        self.query_one("#progress").add_class("-done")
+        self.query_one("#status", Static).update(Text(
+            f"{an.packets:,} packets (from the analysis cache) · reading the frames: Info and the packet detail follow…"))
+        if an.packets:
+            pl.move_to(0, notify=False)  # (the detail after the rows: painted first)
+            self.call_after_refresh(self._show_cursor_packet)
+        self.call_after_refresh(painted.set)
+
+    def _show_cursor_packet(self) -> None:
+        n = self.query_one(PacketList).current_packet
+        if n is not None:
+            self.show_packet(n)
+
+    def _show_packet_pending(self, n: int) -> None:
+        """The detail of packet ``n`` while the frames are unpacked (``_frames_pending``): its
+        bytes, and a line that says the tree follows (``_loaded`` shows it whole)."""
+        self._shown_packet = None
+        tree = self.query_one("#detail", Tree)
+        tree.clear()
+        tree.root.add_leaf(Text(f"Packet {n}: its detail follows once the frames are read from the analysis cache…", style="italic"))
+        self.current_nodes = []
+        idx = self.an.index
+        try:  # (analyzer.detail.packet_bytes without importing analyzer.detail on the UI thread yet)
+            data = self.source.read(idx.offset[n - 1], idx.caplen[n - 1]) if self.source is not None and 0 < n <= len(idx) else b""
+        except OSError:
+            data = b""
+        self.query_one(HexView).show_sources([(f"Frame ({len(data)} bytes)", data, None)])
+
+    def _warm_rows(self, an) -> dict | None:
+        """(Loader thread, a cache hit, frames unpacked.)  The records of the rows on screen
+        (packet → ``PacketRecord``, for ``_loaded`` to draw at once), made with what they and the
+        selected packet's detail need, which the UI thread then finds made: the colouring rules,
+        the frames' chunks, the TCP analysis up to them and the detail's modules.  Rows further
+        than ``WARM_ROWS_TCP`` packets into a big capture (keys took the list there while the
+        frames were read) wait for the whole TCP analysis, made by a child process (as
+        ``_tcp_in_child``'s): run here up to them it would take seconds, and drawn without it the
+        UI thread would."""
+        from wirefall.analyzer.packet_record import packet_record
+
+        src = self.source
+        if src is None or self.an is not an:
+            return None
+        made = {}
+        try:
+            pl = self.query_one(PacketList)
+            top, h = pl.scroll_offset.y, max(pl.scrollable_content_region.height, 1)
+            packets = pl.packets
+            rows = [packets[i] for i in range(top, min(top + h, len(packets)))]
+            cur = pl.current_packet
+            if an.packets >= DEFER_VIEWS_PACKETS and max(rows + [cur or 0]) > self.WARM_ROWS_TCP:
+                from wirefall.analyzer.tcp_analysis import ChildRun, tcp_analysis_in_child
+
+                self.call_from_thread(self.query_one("#status", Static).update, Text(
+                    f"{an.packets:,} packets (from the analysis cache) · the TCP analysis up to packet {max(rows):,}: Info follows…"))
+                run = self._tcp_child = ChildRun()
+                tcp_analysis_in_child(an, self.path, run)
+            ta = an.__dict__.get("_wf_tcp_analysis")
+            reach = max(self.WARM_ROWS_TCP, ta.packets if ta is not None else 0)
+            colourer = packet_colourer(an, src)  # (kept by the analysis: _loaded's is this one)
+            for n in rows:
+                if n <= reach:
+                    made[n] = packet_record(an, src, n, colourer)
+            if cur is not None and cur <= reach:
+                from wirefall.analyzer.detail import decrypted_tls, packet_detail
+
+                packet_detail(an, src, cur)
+                decrypted_tls(an, src, cur)
+        except Exception:  # noqa: BLE001 - only a head start: _loaded draws the rows all the same
+            pass
+        return made
 
     def _build_views(self, an) -> None:
         wf, err = build_waterfall(an)
@@ -529,6 +684,7 @@ class WirefallApp(PacketHabits, App):
 
     # rows while loading ------------------------------------------------------
     GROW_EVERY = 0.25  # seconds between packet-list updates while loading
+    FIRST_GROW = 0.03  # seconds from the start of the reading to the first rows (then every GROW_EVERY)
 
     def _started(self, an, source) -> None:
         """The analysis has begun: show its packets as they arrive (the index arrays only
@@ -544,6 +700,7 @@ class WirefallApp(PacketHabits, App):
         pl = self.query_one(PacketList)
         pl.set_packets(range(1, 1), self.row_fn)
         self._grow_timer = self.set_interval(self.GROW_EVERY, self._grow)
+        self.set_timer(self.FIRST_GROW, self._grow)  # (the first rows need not wait a whole interval)
 
     def _ready_packets(self) -> int:
         """Packets whose index entries are all written (lengths snapshot: the loader appends
@@ -563,7 +720,8 @@ class WirefallApp(PacketHabits, App):
             return
         pl.grow(n)
         if not was and n:
-            pl.move_to(0)
+            pl.move_to(0, notify=False)
+            self.call_after_refresh(self._show_cursor_packet)  # (the rows painted first, then the packet's detail)
         elif pl.current_packet is not None:
             self.show_packet_if_changed(pl.current_packet)
 
@@ -573,13 +731,16 @@ class WirefallApp(PacketHabits, App):
         self.query_one("#status", Static).update(Text(f"error: {printable(msg)}", style="bold red"))
         self.notify(printable(msg), title="Cannot open capture", severity="error", timeout=30, markup=False)
 
-    def _loaded(self, an, seconds: float) -> None:
+    def _loaded(self, an, seconds: float, rows: dict | None = None) -> None:
+        """The capture is read: every tab filled, the packet list's rows drawn whole (``rows``:
+        records made by the loader, packet → ``PacketRecord``, each used once)."""
         from wirefall.analyzer.capture import PacketSource
         from wirefall.analyzer.packet_record import packet_record
 
         timer = getattr(self, "_grow_timer", None)
         if timer is not None:
             timer.stop()
+        self._frames_pending = False
         pl = self.query_one(PacketList)
         keep = pl.current_packet if self.an is an and pl.count else None
         if self.source is None or self.an is not an:
@@ -594,7 +755,8 @@ class WirefallApp(PacketHabits, App):
         # the one packet record (analyzer.packet_record) with its colouring rule, per row drawn
         src = self.source
         colourer = packet_colourer(an, src)
-        self.row_fn = lambda n: packet_record(an, src, n, colourer)
+        made = rows or {}
+        self.row_fn = lambda n: made.pop(n, None) or packet_record(an, src, n, colourer)
         pl.analysis = an
         pl.set_packets(range(1, an.packets + 1), self.row_fn)  # rows drawn while loading are drawn again
         if self.query_one(TabbedContent).active == "expert":
@@ -610,11 +772,11 @@ class WirefallApp(PacketHabits, App):
 
         for line in summary_notes(an):
             self.notify(line, title="Browser log", timeout=10, markup=False)
-        if an.packets and (keep is None or not pl.select_packet(keep)):
+        if an.packets and (keep is None or not pl.select_packet(keep, notify=False)):
             pl.move_to(0)
         elif keep is not None:
             self._shown_packet = None
-            self.show_packet(keep)  # frames decoded since it was first shown
+            self.show_packet(keep)  # frames decoded since it was first shown (once: the move above did not notify)
         if an.packets >= DEFER_VIEWS_PACKETS:
             self._tcp_in_child(an)
 
@@ -737,6 +899,9 @@ class WirefallApp(PacketHabits, App):
             self.show_packet(n)
 
     def show_packet(self, n: int) -> None:
+        if self._frames_pending:  # (the loader unpacks them: not the UI thread, nor its imports of analyzer.detail)
+            self._show_packet_pending(n)
+            return
         from wirefall.analyzer.detail import frames_on_packet, packet_bytes, packet_detail
 
         try:

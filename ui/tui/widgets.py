@@ -153,6 +153,46 @@ def format_packet_row(row, addr_width: int | None = None, time: str | None = Non
                     for v, (n, w, r) in zip(vals, _columns(addr_width, TIME_WIDTH.get(time_format)))) + " " + info
 
 
+# The Info of a row drawn from the packet index before the analysis's frames are at hand
+# (``index_record``): what the packet carries is not known yet, so the row says so
+INFO_PENDING = "[Info pending: reading the frames…]"
+
+
+def index_record(an, source, n: int):
+    """Packet ``n``'s row from what a reopened analysis has at once, its packet index, with the
+    packet's own IP header read from ``source`` (``analyzer.packet_record.PacketRecord``, no
+    colouring rule): number, times, length and connection from the index; the addresses from
+    the IP header (none for a packet that is not IP, as its final row); the protocol the index
+    names (the highest layer the analysis saw in the packet: TLS where the list later names its
+    version); and the Info ``INFO_PENDING``: it and the list's final protocol need the frames on
+    the packet and the TCP analysis, which a capture reopened from the cache unpacks after its
+    first screen.  It reads ``analyzer.packet``'s header walk alone: ``analyzer.detail`` (0.1 s of
+    imports) is not needed before the first screen."""
+    import socket
+
+    from wirefall.analyzer.model import PROTO_NAMES
+    from wirefall.analyzer.packet import LINKTYPE_NAMES, layers
+    from wirefall.analyzer.packet_record import PacketRecord
+
+    idx = an.index
+    i = n - 1
+    try:
+        L = layers(idx.linktype[i], source.read(idx.offset[i], idx.caplen[i]))
+    except OSError:
+        L = None
+    src = dst = ""
+    if L is not None and L.transport >= 0 and L.ipver in (4, 6):  # (as analyzer.detail's row: addresses of a whole IP header)
+        family = socket.AF_INET if L.ipver == 4 else socket.AF_INET6
+        src, dst = socket.inet_ntop(family, L.src), socket.inet_ntop(family, L.dst)
+    code = idx.proto[i]
+    proto = PROTO_NAMES[code] if code or src else LINKTYPE_NAMES.get(idx.linktype[i], "?")
+    ts = idx.ts
+    t = ts[i]
+    c = idx.conn[i]
+    return PacketRecord(n, t, t - ts[0], t - ts[i - 1] if i > 0 else 0.0, src, dst, proto, idx.origlen[i], INFO_PENDING,
+                        c if c >= 0 else None)
+
+
 def packet_search_text(row) -> str:
     """Every column of a packet row, untruncated (what search looks in)."""
     no, tm, src, dst, proto, length, info = row.row() if hasattr(row, "row") else row
