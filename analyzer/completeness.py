@@ -41,6 +41,14 @@ count and the next step for the user):
 
 A TLS/QUIC connection with nothing protected to decrypt ("no encrypted records", "no 1-RTT
 packets") is not an issue.
+
+Whose is what is missing: an issue of a connection that is background traffic's — every request
+on it background (``waterfall.page_of``), or none on it and that known (``_background``) — is
+marked ``background`` and said apart, after the page's: "Incomplete: <the page's>; background
+traffic (not the page's): <the rest>", or, when nothing of the page is missing, "Page complete:
+…; background traffic (not the page's): 1 QUIC connection joined mid-way (began before the
+capture, no request on it)" (amazon1: Chrome's idle connection to Google).  ``complete`` stays
+false (something is missing); ``page_complete`` says whether the page's part is whole.
 """
 from __future__ import annotations
 
@@ -86,13 +94,15 @@ class Issue:
     count: int  # requests (joined_midway, unknown_fields), bytes (bytes_lost), packets (not_decrypted), 1
     detail: str  # what is missing, in words
     next_step: str  # what the user can do about it
+    background: bool = False  # on a connection of background traffic only (``Completeness.background_connections``)
 
-    def __init__(self, kind: str, connection: int | None, count: int, detail: str, next_step: str) -> None:
+    def __init__(self, kind: str, connection: int | None, count: int, detail: str, next_step: str, background: bool = False) -> None:
         self.kind = kind
         self.connection = connection
         self.count = count
         self.detail = detail
         self.next_step = next_step
+        self.background = background
 
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
@@ -117,11 +127,12 @@ class ConnectionCompleteness:
     not_decrypted: str | None = None  # the reason, when protected data was not decrypted
     budgets: list[str] = field(default_factory=list)
     cut_short: int = 0  # frames / heads the capture ends inside
+    protocol: str | None = None  # the connection's (``Connection.protocol``: "quic", "h2" …), for the headline's words
 
     def __init__(self, id: int, requests: int = 0, joined_midway: bool = False, unknown_requests: int = 0, unknown_url: int = 0,
                  unknown_method: int = 0, unknown_status: int = 0, unknown_headers: int = 0, unknown_body: int = 0,
                  unknown_authority: int = 0, bytes_lost: int = 0, gaps: int = 0, not_decrypted: str | None = None,
-                 budgets: list[str] = FACTORY, cut_short: int = 0) -> None:
+                 budgets: list[str] = FACTORY, cut_short: int = 0, protocol: str | None = None) -> None:
         self.id = id
         self.requests = requests
         self.joined_midway = joined_midway
@@ -137,6 +148,7 @@ class ConnectionCompleteness:
         self.not_decrypted = not_decrypted
         self.budgets = [] if budgets is FACTORY else budgets
         self.cut_short = cut_short
+        self.protocol = protocol
 
     @property
     def complete(self) -> bool:
@@ -173,12 +185,15 @@ class Completeness:
     cut_short: int = 0  # frames / heads the capture ends inside (not decoded)
     unknown_authority: int = 0  # requests whose host nothing in the capture names
     unknown_background: int = 0  # of the requests with an unknown field, those that are background traffic (not the page's)
+    background_connections: list[int] = field(default_factory=list)  # connections with something missing that are not the page's
+    page_requests: int = 0  # requests of the page (not background traffic)
 
     def __init__(self, complete: bool, connections: int, requests: int, joined_midway: list[int], requests_on_joined: int,
                  requests_unknown: int, unknown_url: int, unknown_method: int, unknown_status: int, unknown_headers: int,
                  bytes_lost: int, gaps: int, not_decrypted: dict[int, str], budgets_hit: dict[str, list[int]], warnings: list[str],
                  issues: list[Issue], per_connection: dict[int, ConnectionCompleteness], unknown_exchanges: dict[int, list[str]] = FACTORY,
-                 unknown_body: int = 0, cut_short: int = 0, unknown_authority: int = 0, unknown_background: int = 0) -> None:
+                 unknown_body: int = 0, cut_short: int = 0, unknown_authority: int = 0, unknown_background: int = 0,
+                 background_connections: list[int] = FACTORY, page_requests: int = 0) -> None:
         self.complete = complete
         self.connections = connections
         self.requests = requests
@@ -201,10 +216,17 @@ class Completeness:
         self.cut_short = cut_short
         self.unknown_authority = unknown_authority
         self.unknown_background = unknown_background
+        self.background_connections = [] if background_connections is FACTORY else background_connections
+        self.page_requests = page_requests
 
     @property
     def summary(self) -> str:
         return _headline(self)
+
+    @property
+    def page_complete(self) -> bool:
+        """Nothing of the page is missing: every issue (if any) is background traffic's."""
+        return all(i.background for i in self.issues)
 
 
 # ------------------------------------------------------------------------------ compute
@@ -314,8 +336,10 @@ def _compute(an: Analysis) -> Completeness:
     reqs_by_conn: dict[int, int] = {}
     unknown_ex: dict[int, list[str]] = {}
     tot = dict(url=0, method=0, status=0, headers=0, body=0, authority=0)
+    ex_by_conn: dict[int, list[int]] = {}
     for e in an.exchanges:
         reqs_by_conn[e.connection] = reqs_by_conn.get(e.connection, 0) + 1
+        ex_by_conn.setdefault(e.connection, []).append(e.id)
         u = unknown_fields(e)
         if not u:
             continue
@@ -352,8 +376,9 @@ def _compute(an: Analysis) -> Completeness:
         if why:
             cc.joined_midway = True
             joined.append(c.id)
-            issues.append(Issue("joined_midway", c.id, n_req, f"connection {c.id} ({c.label}) joined mid-way ({why}): "
-                                f"{n_req} request{'s' * (n_req != 1)} seen, earlier ones and its handshake are not in the capture",
+            seen = (f"{n_req} request{'s' * (n_req != 1)} seen, earlier ones and its handshake are not in the capture" if n_req
+                    else "no request seen on it; its handshake, and what it carried before, are not in the capture")
+            issues.append(Issue("joined_midway", c.id, n_req, f"connection {c.id} ({c.label}) joined mid-way ({why}): {seen}",
                                 NEXT_MIDWAY))
         if cc.unknown_requests:
             what = ", ".join((f"{cc.unknown_body} with a body size that is a lower bound" if k == "body" else
@@ -411,19 +436,56 @@ def _compute(an: Analysis) -> Completeness:
     for w in warns:
         issues.append(Issue("capture_damaged", None, 1, w, _warning_next_step(w)))
     n_joined_req = sum(reqs_by_conn.get(cid, 0) for cid in joined)
+    for c in an.connections:
+        if c.id in per:
+            per[c.id].protocol = c.protocol
     unknown_bg = 0
-    if unknown_ex and source == "capture":  # which of them are not the page's (a metadata long-poll the capture ends in)
+    bg_conns: list[int] = []
+    page_reqs = len(an.exchanges)
+    if (unknown_ex or per) and source == "capture" and an.exchanges:
+        # whose is what is missing: the page's, or background traffic's (a metadata long-poll the
+        # capture ends in, a connection of another program that began before the capture)
         from .waterfall import page_of
 
         bg = page_of(an).background
         unknown_bg = sum(1 for eid in unknown_ex if eid in bg)
+        page_reqs = len(an.exchanges) - sum(1 for e in an.exchanges if e.id in bg)
+        if page_reqs:  # (no page request at all: nothing to tell the page apart from)
+            bg_conns = [cid for cid, cc in per.items() if _background(an, cid, cc, ex_by_conn.get(cid), bg)]
+            for i in issues:
+                if i.connection is not None and i.connection in bg_conns:
+                    i.background = True
+                    i.detail += "; background traffic, not the page's"
+                    i.next_step = "nothing for the page, whose own requests are not on it; to see it whole: " + i.next_step
     return Completeness(
         complete=not issues, connections=len(an.connections), requests=len(an.exchanges), joined_midway=joined,
         requests_on_joined=n_joined_req, requests_unknown=len(unknown_ex), unknown_url=tot["url"],
         unknown_method=tot["method"], unknown_status=tot["status"], unknown_headers=tot["headers"], bytes_lost=lost,
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
         per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"],
-        cut_short=cut, unknown_authority=tot["authority"], unknown_background=unknown_bg)
+        cut_short=cut, unknown_authority=tot["authority"], unknown_background=unknown_bg, background_connections=sorted(bg_conns),
+        page_requests=page_reqs)
+
+
+def _background(an: Analysis, cid: int, cc: ConnectionCompleteness, ids: list[int] | None, bg: dict[int, str]) -> bool:
+    """Whether what connection ``cid`` misses is background traffic's, not the page's: every
+    request on it is background traffic (``page_of``), or it carried none — and that is known:
+    decrypted (or in clear), no byte of it lost or cut, no budget stopped its decoding, and for
+    QUIC no byte on a request (client-initiated bidirectional) stream (amazon1's connection to a
+    Google address: PINGs and ACKs, begun before the capture).  A connection not decrypted may
+    have carried the page's requests: never background."""
+    if ids:
+        return all(i in bg for i in ids)
+    if cc.not_decrypted or cc.bytes_lost or cc.gaps or cc.cut_short or cc.budgets or cc.unknown_requests:
+        return False
+    conn = next((c for c in an.connections if c.id == cid), None)
+    if conn is None:
+        return False
+    if conn.quic is not None:
+        streams = ((getattr(an, "quic_stats", None) or {}).get(cid) or {}).get("streams") or {}
+        if any(int(k.partition(":")[2]) & 2 == 0 and (v or {}).get("bytes") for k, v in streams.items()):
+            return False  # (request-stream bytes whose requests were not made out)
+    return True
 
 
 def _warning_next_step(w: str) -> str:
@@ -452,45 +514,135 @@ def _pl(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
+_PROTO_NAMES = {"quic": "QUIC", "gquic": "gQUIC", "h2": "HTTP/2", "h2c": "HTTP/2", "tls": "TLS", "dns": "DNS"}
+
+
+def _proto_name(p: str | None) -> str:
+    if not p:
+        return ""
+    if p.startswith("h3"):
+        return "HTTP/3"
+    if p.startswith("spdy"):
+        return "SPDY"
+    return _PROTO_NAMES.get(p, p.upper())
+
+
+class _Side:
+    """The counts one side of the headline states (the page's, or background traffic's)."""
+
+    __slots__ = ("joined", "joined_idle", "joined_protos", "unknown_url", "unknown", "unknown_authority", "unknown_background",
+                 "unknown_body", "bytes_lost", "cut_short", "not_decrypted", "budgets", "warnings", "no_packets")
+
+    def __init__(self) -> None:
+        self.joined = self.joined_idle = self.unknown_url = self.unknown = self.unknown_authority = 0
+        self.unknown_background = self.unknown_body = self.bytes_lost = self.cut_short = self.not_decrypted = 0
+        self.budgets = self.warnings = 0
+        self.joined_protos: set[str] = set()
+        self.no_packets: str | None = None
+
+    def parts(self, background: bool = False) -> list[str]:
+        parts = []
+        if self.joined:
+            proto = next(iter(self.joined_protos)) if background and len(self.joined_protos) == 1 else ""
+            s = f"{_pl(self.joined, (proto + ' ' if proto else '') + 'connection')} joined mid-way"
+            notes = []
+            if background:
+                notes.append("began before the capture" + (", no request on it" if self.joined_idle == self.joined == 1 else
+                                                           ", no request on them" if self.joined_idle == self.joined else ""))
+            if self.unknown_url:
+                notes.append(f"{_pl(self.unknown_url, 'request')} with unknown URL")
+            parts.append(s + (f" ({'; '.join(notes)})" if notes else ""))
+        elif self.unknown_url:
+            parts.append(f"{_pl(self.unknown_url, 'request')} with unknown URL")
+        other = self.unknown - self.unknown_url
+        if other > 0:  # (the requests without a known host are among them: analyzer.authority)
+            notes = [f"{self.unknown_authority} with unknown host"] if self.unknown_authority else []
+            if self.unknown_background and not background:  # (not the page's: a metadata long-poll the capture ends in)
+                notes.append("background traffic, not the page's" if self.unknown_background >= self.unknown
+                             else f"{self.unknown_background} of them background traffic")
+            parts.append(f"{_pl(other, 'request')} with unknown fields" + (f" ({'; '.join(notes)})" if notes else ""))
+        if self.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
+            parts.append(f"{_pl(self.unknown_body, 'body size')} only a lower bound")
+        if self.bytes_lost:
+            parts.append(f"{_kb(self.bytes_lost)} lost")
+        if self.cut_short:
+            parts.append(f"{_pl(self.cut_short, 'frame')} cut by the capture's end")
+        if self.not_decrypted:
+            parts.append(f"{_pl(self.not_decrypted, 'connection')} not decrypted")
+        if self.budgets:
+            parts.append(f"{_pl(self.budgets, 'budget')} ran out")
+        if self.warnings:
+            parts.append(f"capture damaged ({_pl(self.warnings, 'warning')})")
+        if self.no_packets is not None:
+            parts.insert(0, self.no_packets)
+        return parts
+
+
+def _sides(c: Completeness) -> tuple[_Side, _Side]:
+    """(the page's counts, background traffic's): the connections of
+    ``c.background_connections`` are background's, everything else (the capture's own
+    issues included) the page's."""
+    page, bg = _Side(), _Side()
+    bgc = set(c.background_connections)
+    page.joined = len(c.joined_midway)
+    page.unknown_url, page.unknown, page.unknown_authority = c.unknown_url, c.requests_unknown, c.unknown_authority
+    page.unknown_background, page.unknown_body = c.unknown_background, c.unknown_body
+    page.bytes_lost, page.cut_short, page.not_decrypted = c.bytes_lost, c.cut_short, len(c.not_decrypted)
+    page.warnings = len(c.warnings)
+    nop = next((i for i in c.issues if i.kind == "no_packets"), None)
+    if nop is not None:
+        page.no_packets = nop.detail.split(",", 1)[0]
+    for cid in bgc:
+        cc = c.per_connection.get(cid)
+        if cc is None:
+            continue
+        if cc.joined_midway:
+            bg.joined += 1
+            bg.joined_idle += cc.requests == 0
+            bg.joined_protos.add(_proto_name(cc.protocol))
+        bg.unknown_url += cc.unknown_url
+        bg.unknown += cc.unknown_requests
+        bg.unknown_authority += cc.unknown_authority
+        bg.unknown_body += cc.unknown_body
+        bg.bytes_lost += cc.bytes_lost
+        bg.cut_short += cc.cut_short
+        bg.not_decrypted += cc.not_decrypted is not None
+    page.joined -= bg.joined
+    page.unknown_url -= bg.unknown_url
+    page.unknown -= bg.unknown
+    page.unknown_authority -= bg.unknown_authority
+    page.unknown_background = max(page.unknown_background - bg.unknown, 0)
+    page.unknown_body -= bg.unknown_body
+    page.bytes_lost -= bg.bytes_lost
+    page.cut_short -= bg.cut_short
+    page.not_decrypted -= bg.not_decrypted
+    for cids in c.budgets_hit.values():
+        if all(cid in bgc for cid in cids):
+            bg.budgets += 1
+        else:
+            page.budgets += 1
+    return page, bg
+
+
 def _headline(c: Completeness) -> str:
     if c.complete:
         return (f"Complete: {_pl(c.connections, 'connection')} seen from the start, {_pl(c.requests, 'request')} "
                 "with every field known, no bytes lost, nothing left encrypted")
-    parts = []
-    if c.joined_midway:
-        s = f"{_pl(len(c.joined_midway), 'connection')} joined mid-way"
-        if c.unknown_url:
-            s += f" ({_pl(c.unknown_url, 'request')} with unknown URL)"
-        parts.append(s)
-    elif c.unknown_url:
-        parts.append(f"{_pl(c.unknown_url, 'request')} with unknown URL")
-    other = c.requests_unknown - c.unknown_url
-    if other > 0:  # (the requests without a known host are among them: analyzer.authority)
-        notes = [f"{c.unknown_authority} with unknown host"] if c.unknown_authority else []
-        if c.unknown_background:  # (not the page's: a metadata long-poll the capture ends in)
-            notes.append("background traffic, not the page's" if c.unknown_background >= c.requests_unknown
-                         else f"{c.unknown_background} of them background traffic")
-        parts.append(f"{_pl(other, 'request')} with unknown fields" + (f" ({'; '.join(notes)})" if notes else ""))
-    if c.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
-        parts.append(f"{_pl(c.unknown_body, 'body size')} only a lower bound")
-    if c.bytes_lost:
-        parts.append(f"{_kb(c.bytes_lost)} lost")
-    if c.cut_short:
-        parts.append(f"{_pl(c.cut_short, 'frame')} cut by the capture's end")
-    if c.not_decrypted:
-        parts.append(f"{_pl(len(c.not_decrypted), 'connection')} not decrypted")
-    if c.budgets_hit:
-        parts.append(f"{_pl(len(c.budgets_hit), 'budget')} ran out")
-    if c.warnings:
-        parts.append(f"capture damaged ({_pl(len(c.warnings), 'warning')})")
-    nop = next((i for i in c.issues if i.kind == "no_packets"), None)
-    if nop is not None:
-        parts.insert(0, nop.detail.split(",", 1)[0])
-    return "Incomplete: " + ", ".join(parts)
+    page, bg = _sides(c)
+    bg_parts = bg.parts(background=True) if c.background_connections else []
+    if not bg_parts:
+        return "Incomplete: " + ", ".join(page.parts())
+    bg_text = "background traffic (not the page's): " + ", ".join(bg_parts)
+    if c.page_complete:  # (never "Incomplete" for what is not the page's; never silent about it either)
+        return (f"Page complete: its {_pl(c.page_requests, 'request')} with every field known, their connections seen "
+                f"from the start; {bg_text}")
+    return "Incomplete: " + ", ".join(page.parts()) + "; " + bg_text
 
 
 def headline(an: Analysis) -> str:
-    """One line for status bars and image subtitles: "Complete: …" or "Incomplete: …"."""
+    """One line for status bars and image subtitles: "Complete: …", "Incomplete: …" (the page's
+    part first, then background traffic's), or "Page complete: …; background traffic (not the
+    page's): …" when only background traffic is partial."""
     return _headline(compute(an))
 
 
@@ -498,6 +650,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
     """The ``completeness`` object of ``summary --json`` and ``stats --json`` (docs/JSON.md)."""
     return {
         "complete": c.complete,
+        "page_complete": c.page_complete,
         "headline": _headline(c),
         "connections": c.connections,
         "requests": c.requests,
@@ -505,6 +658,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "requests_on_joined": c.requests_on_joined,
         "requests_unknown": c.requests_unknown,
         "requests_unknown_background": c.unknown_background,
+        "background_connections": list(c.background_connections),
         "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers,
                     "body": c.unknown_body, "authority": c.unknown_authority},
         "bytes_lost": c.bytes_lost,
@@ -513,8 +667,8 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "budgets_hit": {k: list(v) for k, v in c.budgets_hit.items()},
         "cut_short": c.cut_short,
         "warnings": list(c.warnings),
-        "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step}
-                   for i in c.issues],
+        "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step,
+                    "background": i.background} for i in c.issues],
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
              "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,

@@ -639,7 +639,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01, y=1.0, yanchor="top", yref="container",
                 pad=dict(t=8))
     if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
-        col = "#2ca02c" if wf.completeness.startswith("Complete") else "#d62728"
+        col = M.headline_color(wf.completeness)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded, marked bg) not in the page load" if n_bg else ""
         text = html_text(wf.completeness + extra) + (f'<br><span style="color:#444444">{html_text(view_note)}</span>' if view_note else "")
         head["subtitle"] = dict(text=text, font=dict(size=12, color=col))

@@ -2,8 +2,9 @@
 functions of the model's rows (no plotly here): the marks of the label column (background,
 method and status, no response), the rows tinted as WebPageTest tints them (errors red,
 redirects yellow), the pale colour of a download's bytes-not-yet-arriving part, the time
-axis' ticks in seconds, the view of the page's span apart from background traffic, and the
-connection view's labels (number, host and port).  docs/WATERFALL.md, "The image".
+axis' ticks in seconds, the view of the page's span apart from background traffic, the
+connection view's labels (number, host and port), the colour of the completeness line under
+the title.  docs/WATERFALL.md, "The image".
 """
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ ERROR_TINT = "rgba(214,39,40,0.16)"  # a row whose response is 4xx/5xx (WebPageT
 REDIRECT_TINT = "rgba(255,193,7,0.22)"  # a 3xx (WebPageTest: yellow row)
 NO_RESPONSE_COLOR = "#d62728"  # the open end of a request the capture holds no response to
 PALE = 0.65  # a download's part where no byte arrived: its light colour this far towards white
+# the completeness line under the title (analyzer.completeness.headline), by whose part is missing
+COMPLETE_COLOR = "#2ca02c"  # "Complete: …"
+PAGE_COMPLETE_COLOR = "#9c6500"  # "Page complete: …; background traffic (not the page's): …" — amber, never the red
+INCOMPLETE_COLOR = "#d62728"  # "Incomplete: …" (something of the page is missing)
 
 
 def pale(color: str, k: float = PALE) -> str:
@@ -24,6 +29,18 @@ def pale(color: str, k: float = PALE) -> str:
         return color
     rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
     return "#" + "".join(f"{round(c + (255 - c) * k):02x}" for c in rgb)
+
+
+def headline_color(headline: str) -> str:
+    """The colour of the completeness line: green when nothing is missing, amber when only
+    background traffic is partial (the page's rows are whole: red would say the page is
+    not — amazon1, Chrome's idle QUIC connection to Google begun before the capture), red when
+    something of the page is missing."""
+    if headline.startswith("Complete"):
+        return COMPLETE_COLOR
+    if headline.startswith("Page complete"):
+        return PAGE_COMPLETE_COLOR
+    return INCOMPLETE_COLOR
 
 
 def no_response(r) -> bool:
