@@ -7,9 +7,13 @@ compare), built once from the timeline model.
   with its ``phases`` ``(name, start, end)`` in epoch seconds taken from packet times:
   ``dns`` (the lookup in the capture for the connection's host — its SNI, else the
   request's Host/:authority — whose answer holds the connection's server address and that
-  ended before the connection began; one lookup is charged to one connection, the first to
-  use it — none when a request for that name on another connection, one already open or
-  joined mid-way, came between the answer and this connection), ``connect`` (TCP handshake, or QUIC Initial/Handshake), ``tls``, ``send``
+  ended before the connection began, from its first query to the last answer before the
+  connection of its queries for the name and its CNAME chain (``match_dns``); one lookup is
+  charged to one connection, the first to use it — none when a request for that name on
+  another connection, one already open or joined mid-way, came between the answer and this
+  connection), ``connect`` (TCP handshake: SYN → the client's ACK; or QUIC Initial →
+  handshake done), ``tls`` (TCP: from the end of the TCP handshake — the client's set-up of
+  TLS before its ClientHello is TLS — to the later Finished; QUIC: none), ``send``
   (request_start→request_end), ``wait`` (request_end→response_start: the first response
   byte's packet on the wire) and ``receive`` (response_start→response_end).  dns/connect/tls
   are drawn only on the first exchange of a connection (WebPageTest convention).
@@ -17,7 +21,8 @@ compare), built once from the timeline model.
   overlap on the wire (a request sent before the handshake ended — TLS False Start, 0-RTT,
   QUIC — or a response that began before the request ended) the earlier phase ends where the
   later one begins, and time no phase covers is ``blocked`` (queued/stalled: between the DNS
-  answer and the connection's first packet, between the handshake and the request).  A
+  lookup's last answer and the connection's first packet) or ``idle`` (between the set-up and
+  the request).  A
   capture cannot show when the browser queued a request, so a row begins at its first packet
   (DNS query, SYN/Initial, or the request's first byte).  ``phase_totals(row)`` gives each
   phase's total; they add up to the row's total.
@@ -159,10 +164,16 @@ class DnsLookup:
     names: list[str] = field(default_factory=list)  # qname and the CNAME chain
     rcode: str | None = None
     used_by: int | None = None  # connection id whose first row shows this lookup
+    qtype: str | None = None  # the query's record type ("A", "AAAA", "HTTPS" …)
+    client: str | None = None  # the address that asked
+    # (match_dns's lookup of a connection: the queries it is made of — the name's and its CNAME
+    # chain's, first to last answer; empty on a query of the capture)
+    parts: list[DnsLookup] = field(default_factory=list)
 
     # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
     def __init__(self, name: str, query_time: float, query_packet: int, response_time: float | None, response_packet: int | None,
-                 addresses: list[str] = FACTORY, names: list[str] = FACTORY, rcode: str | None = None, used_by: int | None = None) -> None:
+                 addresses: list[str] = FACTORY, names: list[str] = FACTORY, rcode: str | None = None, used_by: int | None = None,
+                 qtype: str | None = None, client: str | None = None, parts: list[DnsLookup] = FACTORY) -> None:
         self.name = name
         self.query_time = query_time
         self.query_packet = query_packet
@@ -172,6 +183,9 @@ class DnsLookup:
         self.names = [] if names is FACTORY else names
         self.rcode = rcode
         self.used_by = used_by
+        self.qtype = qtype
+        self.client = client
+        self.parts = [] if parts is FACTORY else parts
 
 
 # ------------------------------------------------------------------------- the page
@@ -649,6 +663,7 @@ def dns_lookups(an: Analysis) -> list[DnsLookup]:
             msgs.append((f.connection, f.time, f.packet, dict(f.fields, response=f.type == "RESPONSE")))
     if not msgs:
         msgs = _read_dns_packets(an)
+    client_of = {c.id: c.client[0] for c in an.connections if c.protocol == "dns"}  # (the flow's first sender: the asker)
     pending: dict[tuple[int, int | None, str | None], tuple[float, int]] = {}
     out: list[DnsLookup] = []
     for conn, t, pkt, fl in sorted(msgs, key=lambda m: m[2]):
@@ -663,11 +678,24 @@ def dns_lookups(an: Analysis) -> list[DnsLookup]:
         out.append(DnsLookup(
             name=fl.get("qname") or "", query_time=q[0] if q else t, query_packet=q[1] if q else pkt,
             response_time=t, response_packet=pkt, addresses=addrs, names=names, rcode=fl.get("rcode"),
+            qtype=_qtype(fl.get("qtype")), client=client_of.get(conn),
         ))
-    for (_conn, _id, name), (t, pkt) in pending.items():  # unanswered queries
-        out.append(DnsLookup(name=name or "", query_time=t, query_packet=pkt, response_time=None, response_packet=None))
+    qtypes = {(conn, fl.get("id"), fl.get("qname")): fl.get("qtype") for conn, _t, _p, fl in msgs if not fl.get("response")}
+    for key, (t, pkt) in pending.items():  # unanswered queries
+        out.append(DnsLookup(name=key[2] or "", query_time=t, query_packet=pkt, response_time=None, response_packet=None,
+                             qtype=_qtype(qtypes.get(key)), client=client_of.get(key[0])))
     out.sort(key=lambda d: d.query_packet)
     return out
+
+
+_QTYPE_NUMBERS = {1: "A", 28: "AAAA", 64: "SVCB", 65: "HTTPS"}
+
+
+def _qtype(v: Any) -> str | None:
+    """A query's record type by name (the DNS frames' ``qtype``: a name, or a number)."""
+    if isinstance(v, int):
+        return _QTYPE_NUMBERS.get(v, str(v))
+    return v if isinstance(v, str) and v else None
 
 
 def _read_dns_packets(an: Analysis) -> list[tuple[int, float, int, dict]]:
@@ -727,11 +755,33 @@ def _host_name(host: str | None) -> str | None:
     return h.rstrip(".") or None
 
 
+# the record types a browser's lookup asks and waits for before it connects: the addresses and
+# the HTTPS/SVCB record (ALPN, ECH), for the name and for each name of its CNAME chain
+LOOKUP_TYPES = frozenset(("A", "AAAA", "HTTPS", "SVCB"))
+# a query of the chain sent more than this after the lookup's latest answer so far is another
+# lookup's (the amazon load's resolver asked the CNAME targets' HTTPS records 9–13 ms after)
+LOOKUP_FOLLOW_GAP = 0.1
+
+
+def _dns_norm(name: str | None) -> str:
+    return (name or "").lower().rstrip(".")
+
+
 def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> DnsLookup | None:
     """The lookup that gave this connection its server address: the queried name is the
     connection's host (SNI, else Host/:authority), the answer holds the server's address and
     it arrived before the connection's first packet; the latest such lookup wins.  Without a
-    host name no lookup is charged (an address alone does not say which name was asked)."""
+    host name no lookup is charged (an address alone does not say which name was asked).
+
+    The lookup returned spans what the client waited for (``parts``: its queries): from its
+    first query (below) to the last answer, before the connection's SYN/Initial, of the
+    queries of the same asker for the name and for every name of its CNAME chain, of the
+    types ``LOOKUP_TYPES``, each sent at most ``LOOKUP_FOLLOW_GAP`` after the lookup's latest
+    answer so far (a resolver asks the chain's names once the name's answers name them).
+    Not the answer that carried the address alone: the amazon load's www.amazon.com — its A/AAAA
+    answered at 9.1 ms, the HTTPS records of its CNAME target e15316.dsca.akamaiedge.net at
+    37.6; Chrome's resolver job ran until its HTTPS query gave up (NetLog
+    HOST_RESOLVER_DNS_TASK_TIMEOUT) and WebPageTest's HAR says ``_dns_ms`` 54."""
     name = _host_name(host)
     if name is None:
         return None
@@ -743,7 +793,7 @@ def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> D
         rt = d.response_time
         if rt is None or rt > start + 1e-9:
             continue
-        if addr in d.addresses and (d.name or "").lower().rstrip(".") == name:
+        if addr in d.addresses and _dns_norm(d.name) == name:
             if best is None or rt >= best_t:
                 best, best_t = d, rt
     if best is None:
@@ -755,15 +805,37 @@ def match_dns(lookups: list[DnsLookup], conn: Connection, host: str | None) -> D
     # NetLog), back to an earlier query that did give addresses (an earlier lookup, another
     # client's) or a second before
     first, first_q = best, best.query_time
+    parts = [best]
     for d in sorted((d for d in lookups if d.name == best.name and d.query_time < best.query_time
                      and best.query_time - d.query_time < 1.0), key=lambda d: d.query_time, reverse=True):
         if d.response_time is not None and d.response_time < best.query_time and d.addresses:
             break
         if d.query_time < first_q:
             first, first_q = d, d.query_time
-    if first is not best:
-        best = DnsLookup(best.name, first_q, first.query_packet, best.response_time, best.response_packet, best.addresses, best.names, best.rcode)
-    return best
+        if d.response_time is not None and d.response_time <= start + 1e-9 and d.client == best.client:
+            parts.append(d)
+    # the rest of the lookup: the other queries for the name and its CNAME chain, answered
+    # before the connection began (a query answered after it was not waited for)
+    cands = sorted((d for d in lookups if d.response_time is not None and first_q <= d.query_time and d.response_time <= start + 1e-9
+                    and d.client == best.client and (d.qtype is None or d.qtype in LOOKUP_TYPES) and d not in parts),
+                   key=lambda d: d.query_time)
+    names = {_dns_norm(n) for d in parts for n in d.names} | {name}
+    end = max(d.response_time or best_t for d in parts)
+    grew = True
+    while grew:  # (passes in time order until nothing joins: as many as the chain has steps)
+        grew = False
+        for d in cands:
+            if d.query_time > end + LOOKUP_FOLLOW_GAP:
+                break
+            if d not in parts and _dns_norm(d.name) in names:
+                parts.append(d)
+                names.update(_dns_norm(n) for n in d.names)
+                end = max(end, d.response_time or end)
+                grew = True
+    last = max(parts, key=lambda d: (d.response_time or 0.0, d.response_packet or 0))
+    parts.sort(key=lambda d: d.query_packet)
+    return DnsLookup(best.name, first_q, first.query_packet, last.response_time, last.response_packet, best.addresses,
+                     best.names, best.rcode, qtype=best.qtype, client=best.client, parts=parts)
 
 
 # ------------------------------------------------------------------------ markers helpers
@@ -1016,6 +1088,17 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
         if ts is not None and te is not None:
             if c.connect_end is not None and ts < c.connect_end:
                 ts = c.connect_end  # QUIC: handshake is already the connect phase
+            elif (c.connect_start is not None and c.connect_end is not None and ts > c.connect_end
+                  and (e.request_start is None or e.request_start >= ts)):
+                # TLS over TCP: the client's TLS set-up begins as its TCP handshake ends (its
+                # ACK of the SYN/ACK) — Chrome's SSL_CONNECT begins in the millisecond its
+                # TCP_CONNECT ends, a HAR's ssl and the Resource Timing's secureConnectionStart
+                # likewise —, so the time until its ClientHello reached the wire is the
+                # client making it, not a queue: tls, not blocked (the amazon load's slow
+                # client host: ACK 68.3 ms, ClientHello 84.0, TLS done 111.9 — NetLog
+                # SSL_CONNECT 43 ms, WebPageTest's ssl 43).  Not when something else was sent
+                # first (a request in the clear before the ClientHello keeps its gap).
+                ts = c.connect_end
             if te > ts:
                 raw.append(("tls", ts, te))
     # a pushed response has no request on the wire: its "request" is the promise, so
@@ -1063,13 +1146,14 @@ _BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_
                    ("receive", "response_start"))
 
 
-def browser_phases(rec: dict | None) -> list[tuple[str, float, float]]:
+def browser_phases(rec: dict | None, clock_offset: float | None = None) -> list[tuple[str, float, float]]:
     """The browser's view of a request from its log's record (``Exchange.browser``): the
     phases (``PHASES`` names) between the times the log gives — blocked from its start to
     the first of dns/connect/send, dns, connect (to the TLS start or the connection's end),
     tls, send, wait (request sent → response headers), receive (→ response end) — on the
-    browser's clock, sequential (a time before the previous one counts as the previous).
-    Empty without a record or its response end."""
+    browser's clock, or with ``clock_offset`` (browser minus capture, seconds:
+    ``browser_clock_offsets``) on the capture's, sequential (a time before the previous one
+    counts as the previous).  Empty without a record or its response end."""
     times = (rec or {}).get("times") or {}
     end = times.get("response_end")
     if not isinstance(end, (int, float)):
@@ -1084,7 +1168,51 @@ def browser_phases(rec: dict | None) -> list[tuple[str, float, float]]:
             else:
                 points.append((name, t))
     out = [(name, a, b) for (name, a), (_n, b) in zip(points, points[1:] + [("end", float(end))]) if b > a]
+    if clock_offset:
+        out = [(name, a - clock_offset, b - clock_offset) for name, a, b in out]
     return out
+
+
+def browser_clock_offsets(an: Analysis) -> dict[tuple[str, str | None], float]:
+    """The clock offset (browser minus capture, seconds) by which each laid-over log's page
+    events are placed on the capture's clock (``browser_milestones``: its pages'
+    ``clock_offset``, ``browserlog.matching.placed_pages``), keyed by (log kind, file) — file
+    None: every log of that kind.  ``build`` draws the log's bars (``Row.browser_phases``)
+    moved by the same offset, so that a HAR's requests and its load event are on one clock
+    (WebPageTest's HAR of the amazon load is 130–164 ms behind the capture: its bars were drawn
+    that far left of the wire's while its load event was moved onto the capture's clock).  Only
+    logs with page events have one (a HAR; a NetLog or qlog is drawn on its own clock)."""
+    b = an.browser if isinstance(an.browser, dict) else {}
+    by_kind: dict[str, set[float]] = {}
+    for p in b.get("pages") or ():
+        off = p.get("clock_offset") if isinstance(p, dict) else None
+        if isinstance(off, (int, float)) and not isinstance(off, bool):
+            by_kind.setdefault(str(p.get("source")), set()).add(float(off))
+    out: dict[tuple[str, str | None], float] = {}
+    for kind, offs in by_kind.items():
+        if len(offs) == 1:
+            out[(kind, None)] = next(iter(offs))
+            continue
+        # (several logs of one kind, each with its own offset: the one of each file, by the
+        # rule its pages were placed by)
+        from .browserlog.matching import PLACE_BY
+
+        for lg in b.get("logs") or ():
+            if not isinstance(lg, dict) or lg.get("kind") != kind:
+                continue
+            o = lg.get("offsets") or {}
+            by = next((k for k in PLACE_BY if (o.get(k) or {}).get("count")), None)
+            if by is not None and isinstance(o[by].get("median"), (int, float)):
+                out[(kind, lg.get("file"))] = float(o[by]["median"])
+    return out
+
+
+def _clock_offset_of(rec: dict | None, offsets: dict[tuple[str, str | None], float]) -> float | None:
+    if not rec or not offsets:
+        return None
+    src = str(rec.get("source"))
+    off = offsets.get((src, rec.get("file")))
+    return off if off is not None else offsets.get((src, None))
 
 
 def phase_totals(row) -> dict[str, Any]:
@@ -1144,7 +1272,10 @@ def _plan(an: Analysis, conns: dict, dns: bool = True, ordered: list[Exchange] |
             if d is not None and d.response_time is not None:
                 cstart = c.connect_start if c.connect_start is not None else c.start
                 reqs = asked.get(_host_name(d.name) or "", [])
-                i = bisect_left(reqs, (d.response_time, -1))
+                # (from the answer that gave the address)
+                ans_t = max((p.response_time for p in d.parts if p.response_time is not None and c.server[0] in p.addresses),
+                            default=d.response_time)
+                i = bisect_left(reqs, (ans_t, -1))
                 while i < len(reqs) and reqs[i][0] < cstart:
                     if reqs[i][1] != cid:
                         used.add((d.name, d.query_time))  # the answer served a request elsewhere first
@@ -1156,9 +1287,9 @@ def _plan(an: Analysis, conns: dict, dns: bool = True, ordered: list[Exchange] |
             if d is not None and (d.name, d.query_time) not in used:
                 used.add((d.name, d.query_time))
                 dns_for[cid] = d
-                for orig in lookups:
-                    if orig.response_packet == d.response_packet:
-                        orig.used_by = cid
+                for part in d.parts:  # (every query of the lookup: the name's and its CNAME chain's)
+                    if part.used_by is None:
+                        part.used_by = cid
     return exs, by_conn, first_of_conn, dns_for, lookups
 
 
@@ -1216,6 +1347,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
 
     rows: list[Row] = []
     row_of: dict[tuple[int, int | None], int] = {}
+    clock_offsets = browser_clock_offsets(an) if an.browser else {}
     for e in exs:
         c = conns.get(e.connection)
         start = _exchange_start(e)
@@ -1246,7 +1378,9 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
                    "response_body_decoded": e.response_body_decoded_bytes},
         )
         row.host = _ex_host(e, c) or ""
-        row.browser_phases = browser_phases(e.browser)
+        if e.browser:
+            row.browser_clock_offset = _clock_offset_of(e.browser, clock_offsets)
+            row.browser_phases = browser_phases(e.browser, row.browser_clock_offset)
         if not e.pushed:
             row_of.setdefault((e.connection, e.stream_id), row.index)
         mf = markers_by_conn.get(e.connection)

@@ -59,8 +59,11 @@ class Row:
     background: bool = False  # not the page's (page_of): drawn, but outside the page's milestones
     background_reason: str | None = None
     browser: dict | None = None  # the browser log's record of the request (Exchange.browser), for a browser bar
-    # the browser's own view of the request (browser_phases: its log's times), drawn as a thin bar under the row
+    # the browser's own view of the request (browser_phases: its log's times), drawn as a thin bar under the row;
+    # on the capture's clock when its log's page events are (a HAR: moved by browser_clock_offset, the same
+    # offset as its Load event milestone), else on the log's own clock (browser_clock_offset None)
     browser_phases: list[tuple[str, float, float]] = field(default_factory=list)
+    browser_clock_offset: float | None = None  # browser minus capture, seconds, taken off browser_phases' times
     # bursts of the packets that carried the response's bytes: (first packet's time, last
     # packet's time, packets); from the stream's DATA frames (HTTP/2, SPDY, HTTP/3) or the
     # connection's server-to-client TCP segments between the response's first and last packet
@@ -157,7 +160,7 @@ class Waterfall:
             "milestones": [{"name": m.name, "label": m.label, "time": m.time, "packet": m.packet} for m in self.milestones],
             "page": self.page_info.to_dict() if self.page_info is not None else None,
             "completeness": self.completeness,
-            "dns": [{"name": d.name, "query_time": d.query_time, "query_packet": d.query_packet, "response_time": d.response_time,
+            "dns": [{"name": d.name, "qtype": d.qtype, "query_time": d.query_time, "query_packet": d.query_packet, "response_time": d.response_time,
                      "response_packet": d.response_packet, "addresses": d.addresses, "names": d.names, "rcode": d.rcode,
                      "used_by": d.used_by} for d in self.dns],
             "rows": [

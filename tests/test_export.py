@@ -97,10 +97,10 @@ def test_har_handmade_schema_times_sensitive():
         names = {x["name"].lower() for x in en["request"]["headers"] + en["response"]["headers"]}
         assert not names & {"cookie", "set-cookie", "authorization"}
     first = entries[0]
-    assert first["timings"]["dns"] == pytest.approx(8.0, abs=1e-3) and first["timings"]["ssl"] == pytest.approx(49.0, abs=1e-3)
-    # connect includes ssl, and the client's 1 ms pause between its TCP handshake (10-30 ms) and its
-    # ClientHello (31 ms): a wait inside the handshake is set-up time, not "blocked" (which HAR
-    # viewers draw before dns and connect)
+    # the client's 1 ms pause between its TCP handshake (10-30 ms) and its ClientHello (31 ms) is
+    # its TLS set-up (the waterfall's tls begins where the TCP handshake ends), in ssl; connect
+    # includes ssl; nothing of it is "blocked" (which HAR viewers draw before dns and connect)
+    assert first["timings"]["dns"] == pytest.approx(8.0, abs=1e-3) and first["timings"]["ssl"] == pytest.approx(1.0 + 49.0, abs=1e-3)
     assert first["timings"]["connect"] == pytest.approx(20.0 + 1.0 + 49.0, abs=1e-3)
     assert entries[1]["timings"]["dns"] == -1 and entries[2]["timings"]["connect"] == -1
     pushed = next(en for en in entries if en["_pushed"])

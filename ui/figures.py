@@ -372,7 +372,8 @@ def _browser_bars(c: _Fig) -> None:
             c.paths.rect("y", bcol(r, ph), r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index + BROWSER_Y, BROWSER_HALF)
     else:
         tips = [html_text(f"browser ({(r.browser or {}).get('source') or 'log'}): {PHASE_LABELS[ph]} {(b - a) * 1000:.1f} ms, "
-                          f"{_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms") + "<br>" + _browser_offsets(r) + hover_of[r.index]
+                          f"{_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms" + (" on the capture's clock" if r.browser_clock_offset else ""))
+                + "<br>" + _browser_offsets(r) + hover_of[r.index]
                 for r, ph, a, b in bsel] if hover else None
         fig.add_trace(go.Bar(orientation="h", base=[_ms(a, t0) for _r, _p, a, _b in bsel],
                              x=[max((b - a) * 1000.0, min_w) for _r, _p, a, b in bsel], y=[r.index for r, *_ in bsel],
@@ -382,8 +383,13 @@ def _browser_bars(c: _Fig) -> None:
                              hovertext=tips, hoverinfo="text" if hover else "skip", customdata=[r.exchange for r, *_ in bsel],
                              legendgroup="browser", showlegend=False))
     sources = sorted({str((r.browser or {}).get("source") or "log") for r, *_ in bsel})
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", legendgroup="browser", hoverinfo="skip",
-                             name=f"Browser's view ({', '.join(sources)}): thin bar under each row, same colours",
+    # a log whose clock is set apart from the capture's (a HAR: its page events are milestones
+    # on the capture's clock) has its bars moved by the same offset: the legend says by how much
+    # (as short as the entry it replaces: the legend's columns are its longest entry wide)
+    moved = sorted({-r.browser_clock_offset for r, *_ in bsel if r.browser_clock_offset})
+    name = (f"Browser's view ({', '.join(sources)}, moved {' / '.join(f'{o * 1000:+.0f}' for o in moved)} ms to the capture's clock)"
+            if moved else f"Browser's view ({', '.join(sources)}): thin bar under each row, same colours")
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", legendgroup="browser", hoverinfo="skip", name=name,
                              marker=dict(symbol="line-ew", size=14, color="#555555", line=dict(width=3, color="#555555"))))
 
 
@@ -696,11 +702,17 @@ def _track_ticks(tp) -> dict:
 
 
 def _browser_offsets(r) -> str:
-    """The browser-minus-wire offsets of a row's start and end, a hover line (or "")."""
+    """The browser-minus-wire offsets of a row's start and end, a hover line (or ""): as drawn
+    — after the log's clock offset, when its bars are moved onto the capture's clock
+    (``Row.browser_clock_offset``), which the line then names."""
     off = (r.browser or {}).get("offsets") or {}
-    parts = [f"{k.replace('_', ' ')} {v * 1000:+.1f} ms" for k in ("request_start", "response_end")
+    clock = r.browser_clock_offset or 0.0
+    parts = [f"{k.replace('_', ' ')} {(v - clock) * 1000:+.1f} ms" for k in ("request_start", "response_end")
              if isinstance(v := off.get(k), (int, float))]
-    return ("browser − wire: " + ", ".join(parts) + "<br>") if parts else ""
+    if not parts:
+        return ""
+    tail = f" (after the log's clock offset {clock * 1000:+.1f} ms)" if clock else ""
+    return "browser − wire: " + ", ".join(parts) + tail + "<br>"
 
 
 def _legend_color(ph: str) -> str | None:
