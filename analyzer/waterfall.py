@@ -92,7 +92,7 @@ CONTENT_COLORS = {
     "html": ("#82b5fc", "#2d6fd1"),
     "css": ("#b2ea94", "#3f8f1f"),
     "script": ("#fec584", "#a8700f"),  # (dark: a deep amber, apart from the connect orange #e58226 it once all but equalled)
-    "image": ("#c4a7e7", "#8b5ccc"),
+    "image": ("#c4a7e7", "#6c5ce0"),  # (dark: an iris violet; #8b5ccc was TLS's #c141cd beside it, CIEDE2000 10.7)
     "font": ("#ff7a6b", "#d9331f"),
     "video": ("#f4a6cf", "#d6338a"),  # (pink: its teal was the DNS lookup's to the eye, RGB distance 24)
     "other": ("#b5b5b5", "#8c8c8c"),  # (light: #c4c4c4 was queued's #d3d3d3 but for 26)

@@ -607,10 +607,24 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         shapes.append(shape)
     for (ms, x, text), (rw, anchor) in zip(ms_items, place):
         col = L.MILESTONE_COLORS.get(ms.name, "#444444")
-        shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line=dict(color=col, width=1.5, dash="dot")))
+        shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper", line=dict(color=col, width=1.5, dash="dot"),
+                           layer=M.MILESTONE_LAYER))
         notes.append(dict(x=x, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor=anchor, showarrow=False,
                           yshift=axis_top_px + rw * MILESTONE_ROW_PX, text=html_text(text), font=dict(LABEL_FONT, color=col),
                           borderpad=0))
+    if show_labels and ms_items:  # a milestone's line never crosses a row's text: the lines under the rows' bars and
+        # texts, and a text a line passes through on a box of its row's colour over the line (figures_marks.crossed_texts)
+        dur = next((t for t in fig.data if t.name == "duration"), None)
+        if dur is not None and dur.text:
+            texts, pos = list(dur.text), list(dur.textposition)
+            zebra = {i for a, b in _zebra(c, show_labels) for i in range(a, b + 1)}
+            for i in M.crossed_texts(list(zip(dur.x, texts, pos)), [x for _, x, _ in ms_items],
+                                     (view[1] - view[0]) / max(float(plot_w_narrow), 1.0), CHAR_PX):
+                r, w = rows[i], len(texts[i]) * CHAR_PX + M.TEXT_BOX_PAD_PX
+                x0, x1 = (-w, M.TEXT_BOX_PAD_PX / 2) if pos[i] == "middle left" else (-M.TEXT_BOX_PAD_PX / 2, w)
+                shapes.append(dict(type="rect", xref="x", xsizemode="pixel", xanchor=dur.x[i], x0=x0, x1=x1, yref="y",
+                                   ysizemode="pixel", yanchor=dur.y[i], y0=-7, y1=7, line=dict(width=0), layer=M.MILESTONE_LAYER,
+                                   fillcolor=M.row_background(r.index in zebra, M.tint(r))))
     # section headings in the gaps
     conn_head = (f"Connections ({nc})" if window is None else
                  f"Connections of requests {lo + 1}–{lo + n} ({nc} of {len(wf.connection_rows)})")

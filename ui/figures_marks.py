@@ -4,7 +4,7 @@ method and status, no response), the rows tinted as WebPageTest tints them (erro
 redirects yellow), the pale colour of a download's bytes-not-yet-arriving part, the time
 axis' ticks in seconds, the view of the page's span apart from background traffic, the
 connection view's labels (number, host and port), the colour of the completeness line under
-the title.  docs/WATERFALL.md, "The image".
+the title, and the rows' texts a milestone's line crosses.  docs/WATERFALL.md, "The image".
 """
 from __future__ import annotations
 
@@ -73,6 +73,48 @@ def tint(r) -> str | None:
     if isinstance(s, int) and 300 <= s < 400:
         return REDIRECT_TINT
     return None
+
+
+MILESTONE_LAYER = "between"  # the milestones' lines: above the grid, under the rows' bars and texts (plotly shape layer)
+TEXT_BOX_PAD_PX = 6.0  # a row text's box over a milestone's line: this much wider than its characters
+ZEBRA_SHADE = 0.045  # the figures' every-other-row shading: black at this opacity (ui/figures.py _zebra)
+
+
+def _rgba(color: str) -> tuple[float, float, float, float]:
+    if color.startswith("rgba("):
+        r, g, b, a = (float(v) for v in color[5:-1].split(","))
+        return r, g, b, a
+    h = color.lstrip("#")
+    return float(int(h[0:2], 16)), float(int(h[2:4], 16)), float(int(h[4:6], 16)), 1.0
+
+
+def row_background(zebra: bool, tint: str | None = None) -> str:
+    """The colour a row's background shows (white, its zebra shading, its tint over them), as
+    ``#rrggbb``: the box under a row's text that a milestone's line passes (``crossed_texts``)."""
+    rgb = [255.0, 255.0, 255.0]
+    layers = ([(0.0, 0.0, 0.0, ZEBRA_SHADE)] if zebra else []) + ([_rgba(tint)] if tint else [])
+    for r, g, b, a in layers:
+        rgb = [c + (v - c) * a for c, v in zip(rgb, (r, g, b))]
+    return "#" + "".join(f"{round(c):02x}" for c in rgb)
+
+
+def crossed_texts(texts, lines: list[float], ms_per_px: float, char_px: float, pad_px: float = 2.0) -> list[int]:
+    """Which of the rows' texts a milestone's vertical line crosses: ``texts`` are (x in ms,
+    text, plotly textposition — "middle right": the text starts at x, "middle left": it ends
+    there), ``lines`` the milestones' x (ms), ``ms_per_px`` the axis' scale, ``char_px`` the
+    width of a character of the (monospace) text; a line within ``pad_px`` of it counts.  The
+    figures draw the lines under the rows' bars and texts (``MILESTONE_LAYER``) and each such
+    text on a box of its row's colour over its line (bg-mixed: the page view's left edge held
+    row 1's "← 3004 ms (ended 3.00 s)", and the first-packet and HTML lines went through it)."""
+    out = []
+    for i, (x, text, pos) in enumerate(texts):
+        if not text or x is None:
+            continue
+        w, p = (len(text) * char_px + 2 * pad_px) * ms_per_px, pad_px * ms_per_px  # (a line at its very start, too)
+        a, b = (x - w, x + p) if pos == "middle left" else (x - p, x + w)
+        if any(a < m < b for m in lines):
+            out.append(i)
+    return out
 
 
 def page_span(wf, rows=None) -> tuple[float, float] | None:
