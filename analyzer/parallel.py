@@ -1094,18 +1094,11 @@ def requests_json(an: Analysis, exs: list[Exchange], n: int, out=None, chunk: in
                                    for e in exs[i * chunk : (i + 1) * chunk]]))[2:-2]
 
     rec = struct.Struct("<qqq")  # chunk, offset, length; (-1, CPU ns, 0) at the end
-    fds: list[int] = []
-    try:
-        mfd = _memory_file("wirefall-json")
-        fds.append(mfd)
-        r, w = os.pipe()
-        fds += (r, w)
-        pid = os.fork()
-    except OSError:  # (no memory file, pipe or process to be had: serially, as with one worker)
-        for fd in fds:
-            os.close(fd)
+    forked = _fork_to_memory_file("wirefall-json")
+    if forked is None:  # (no memory file, pipe or process to be had: serially, as with one worker)
         serial(plan)
         return
+    mfd, r, w, pid = forked
     if pid == 0:  # the child: its chunks into the memory file, as if no request were background
         code = 0
         try:
@@ -1229,6 +1222,22 @@ def _memory_file(name: str) -> int:
     return os.dup(tempfile.TemporaryFile().fileno())  # (unlinked; the file object's own descriptor closes with it)
 
 
+def _fork_to_memory_file(name: str) -> tuple[int, int, int, int] | None:
+    """A memory file (``_memory_file``), a pipe and a forked child: (memory file, the pipe's
+    read end, its write end, the child's pid: 0 in the child), or None (and nothing left
+    open) where one of them cannot be had."""
+    fds: list[int] = []
+    try:
+        fds.append(_memory_file(name))
+        fds += os.pipe()
+        pid = os.fork()
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return fds[0], fds[1], fds[2], pid
+
+
 def split_output(n: int, encode, workers: int, out=None, share: float = 0.5) -> None:
     """Items ``0 … n-1``'s text on ``out`` (stdout), in order, made by two processes where
     ``workers`` allows it: the forked child makes the last ``share`` of the items into a memory
@@ -1252,19 +1261,12 @@ def split_output(n: int, encode, workers: int, out=None, share: float = 0.5) -> 
         out.write(text)
     out.flush()
     sys.stderr.flush()
-    fds: list[int] = []
-    try:
-        mfd = _memory_file("wirefall-rows")
-        fds.append(mfd)
-        r, w = os.pipe()
-        fds += (r, w)
-        pid = os.fork()
-    except OSError:  # (no memory file, pipe or process: serially)
-        for fd in fds:
-            os.close(fd)
+    forked = _fork_to_memory_file("wirefall-rows")
+    if forked is None:  # (no memory file, pipe or process: serially)
         for text in encode(1, n):
             out.write(text)
         return
+    mfd, r, w, pid = forked
     if pid == 0:  # the child: items k … n-1 into the memory file, then their length through the pipe
         code = 1
         try:

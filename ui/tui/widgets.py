@@ -168,10 +168,8 @@ def index_record(an, source, n: int):
     the packet and the TCP analysis, which a capture reopened from the cache unpacks after its
     first screen.  It reads ``analyzer.packet``'s header walk alone: ``analyzer.detail`` (0.1 s of
     imports) is not needed before the first screen."""
-    import socket
-
     from wirefall.analyzer.model import PROTO_NAMES
-    from wirefall.analyzer.packet import LINKTYPE_NAMES, layers
+    from wirefall.analyzer.packet import LINKTYPE_NAMES, addr_str, layers
     from wirefall.analyzer.packet_record import PacketRecord
 
     idx = an.index
@@ -182,8 +180,7 @@ def index_record(an, source, n: int):
         L = None
     src = dst = ""
     if L is not None and L.transport >= 0 and L.ipver in (4, 6):  # (as analyzer.detail's row: addresses of a whole IP header)
-        family = socket.AF_INET if L.ipver == 4 else socket.AF_INET6
-        src, dst = socket.inet_ntop(family, L.src), socket.inet_ntop(family, L.dst)
+        src, dst = addr_str(L.src), addr_str(L.dst)
     code = idx.proto[i]
     proto = PROTO_NAMES[code] if code or src else LINKTYPE_NAMES.get(idx.linktype[i], "?")
     ts = idx.ts
