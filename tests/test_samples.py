@@ -112,16 +112,16 @@ def find(tree, key):
     return None
 
 
-def h1_exchanges(cap: Path, keys: Path | None, port: str) -> tuple[list, set]:
+def h1_exchanges(cap: Path, keys: Path | None, port: str, extra: tuple = ()) -> tuple[list, set]:
     """(method, uri, status, content-length) per response, paired by tshark's http.request_in; TCP streams used."""
     by_frame, got, conns = {}, [], set()
-    for L in tshark_json(cap, keys, "http.request", "frame tcp http"):
+    for L in tshark_json(cap, keys, "http.request", "frame tcp http", extra):
         assert L["tcp"]["tcp.dstport"] == port
         for h in as_list(L.get("http")):
             if find(h, "http.request.method"):
                 by_frame[L["frame"]["frame.number"]] = (find(h, "http.request.method"), find(h, "http.request.uri"))
                 conns.add(L["tcp"]["tcp.stream"])
-    for L in tshark_json(cap, keys, "http.response", "frame tcp http"):
+    for L in tshark_json(cap, keys, "http.response", "frame tcp http", extra):
         assert L["tcp"]["tcp.srcport"] == port
         for h in as_list(L.get("http")):
             if find(h, "http.response.code"):
