@@ -200,23 +200,27 @@ def _contains_secret(blob: bytes, secrets: list[bytes]) -> bool:
 MAGIC = b"WFA4"
 
 
-def _index_bytes(index: PacketIndex, on_wire: int) -> bytes:
+def _index_bytes(index: PacketIndex, on_wire: int, span: tuple[float, float] | None = None) -> bytes:
     """The packet index arrays as they lie in memory, behind a small description: reopening
     reads them back into arrays (1.2 M packets: ~10 ms) instead of decompressing and
     unpickling 40 MB (~110 ms).  They hold numbers the capture reader produced (times, file
     offsets, lengths, codes), never payload bytes, so the key-material check skips them.
     ``on_wire``: the packets' bytes on the wire (``jsonout.bytes_on_wire``), kept so that a
-    reopened summary need not add up 1.2 M lengths again (30 ms)."""
+    reopened summary need not add up 1.2 M lengths again (30 ms); ``span``: the earliest and
+    the latest packet time (``jsonout.time_span``), likewise (a min and a max over 1.2 M times:
+    70 ms where numpy is not loaded, a reopened summary's case)."""
     names = PacketIndex.__slots__
     arrays = [getattr(index, n) for n in names]
     desc = json.dumps({"byteorder": sys.byteorder, "on_wire": [len(index.origlen), on_wire],
+                       **({"span": [len(index.ts), *span]} if span is not None else {}),
                        "arrays": [[n, a.typecode, a.itemsize, len(a)] for n, a in zip(names, arrays)]}).encode()
     return b"".join([len(desc).to_bytes(4, "little"), desc, *(a.tobytes() for a in arrays)])
 
 
-def _index_from(f, size: int) -> tuple[PacketIndex, list | None]:
-    """The packet index of ``size`` bytes at ``f``'s position, and its bytes on the wire
-    (``[packets, bytes]``, or None in an entry without them).  Each array is read from the
+def _index_from(f, size: int) -> tuple[PacketIndex, list | None, list | None]:
+    """The packet index of ``size`` bytes at ``f``'s position, its bytes on the wire
+    (``[packets, bytes]``, or None in an entry without them) and its time span (``[packets,
+    earliest, latest]``, or None).  Each array is read from the
     file straight into its own memory (``readinto``): reading the whole entry and copying
     the arrays out of it faulted in and copied 100 MB for a 1.2 M-packet capture."""
     n = int.from_bytes(_read(f, 4), "little")
@@ -239,8 +243,9 @@ def _index_from(f, size: int) -> tuple[PacketIndex, list | None]:
         setattr(index, name, a)
     if left:
         raise ValueError("cache entry index does not fit its description")
-    on_wire = desc.get("on_wire")
-    return index, on_wire if isinstance(on_wire, list) and len(on_wire) == 2 else None
+    on_wire, span = desc.get("on_wire"), desc.get("span")
+    return (index, on_wire if isinstance(on_wire, list) and len(on_wire) == 2 else None,
+            span if isinstance(span, list) and len(span) == 3 and all(isinstance(x, (int, float)) for x in span) else None)
 
 
 def _read(f, n: int) -> bytes:
@@ -272,9 +277,9 @@ def dumps(an: Analysis) -> bytes:
         getattr(an, name)
     from . import completeness
     from .detail import BULK_FRAMES, _bulk_index
-    from .jsonout import bytes_on_wire
+    from .jsonout import bytes_on_wire, time_span
 
-    on_wire = bytes_on_wire(an)
+    on_wire, span = bytes_on_wire(an), time_span(an)
     completeness.compute(an)  # kept in the summary-sized part: `summary --cache` unpacks no request
     for c in an.connections:  # stored with the certificate's subject resolved: a reopened analysis never loads cryptography.x509
         if c.tls is not None:
@@ -325,7 +330,7 @@ def dumps(an: Analysis) -> bytes:
         raise ValueError("analysis holds key material; not cached")
     z = zstandard.ZstdCompressor(level=3, threads=-1, write_checksum=True)
     head = z.compress(raw_head)
-    idx = _index_bytes(index, on_wire)
+    idx = _index_bytes(index, on_wire, span)
     return b"".join([MAGIC, len(head).to_bytes(8, "little"), head, len(idx).to_bytes(8, "little"), idx,
                      _body_bytes({part: z.compress(raw) for part, raw in raw_parts.items()})])
 
@@ -529,9 +534,11 @@ def _load_from(f, size: int, entry: tuple | None = None) -> Analysis:
     m = int.from_bytes(_read(f, 8), "little")
     if m > size - 20 - n:
         raise ValueError("cache entry truncated")
-    an.index, on_wire = _index_from(f, m)
+    an.index, on_wire, span = _index_from(f, m)
     if on_wire is not None:
         an.__dict__["_wf_on_wire"] = tuple(on_wire)
+    if span is not None and span[0] == len(an.index.ts):
+        an.__dict__["_wf_span"] = (span[0], (float(span[1]), float(span[2])))
     try:
         parts = _body_parts(f.read())
         damaged = None
