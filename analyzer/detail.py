@@ -905,13 +905,14 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
         if rng[0] >= 0:
             g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
             g.end = max(g.end, rng[1])
+    padding = 0
     if "QUIC" in groups and payload_off >= 0:
-        _quic_headers(analysis, groups["QUIC"], data[payload_off:end], payload_off, qdec,
-                      [fr for fr in frames if fr.protocol == "quic"])
+        padding = _quic_headers(analysis, groups["QUIC"], data[payload_off:end], payload_off, qdec,
+                                [fr for fr in frames if fr.protocol == "quic"])
     for pname, g in groups.items():
         if pname == "QUIC":
-            nf = qframes
-            g.label = f"{g.label} ({len(g.children)} QUIC packet{'s' if len(g.children) != 1 else ''}, {nf} frames)"
+            npk = len(g.children) - padding  # (bytes after the last QUIC packet are padding, not a packet: as tshark counts)
+            g.label = f"{g.label} ({npk} QUIC packet{'s' if npk != 1 else ''}, {qframes} frames)"
         elif len(g.children) == 1:
             g.label = f"{g.label}: {g.children[0].label.split(': ', 1)[-1]}"
         else:
@@ -925,10 +926,11 @@ def _is_h3(analysis: Analysis, fr: Frame) -> bool:
         return False
 
 
-def _quic_headers(analysis: Analysis, g: Node, payload: bytes, base: int, qdec: dict, qframes: list[Frame]) -> None:
+def _quic_headers(analysis: Analysis, g: Node, payload: bytes, base: int, qdec: dict, qframes: list[Frame]) -> int:
     """Give each QUIC packet node of the datagram its header node (tshark's fields, coalesced
     packets each their own): matched by its bytes where the packet was decrypted, else by
-    packet type and order; a header no frame stands for gets a packet node of its own."""
+    packet type and order; a header no frame stands for gets a packet node of its own.  The
+    padding after the packets, if any, gets a node too; returns how many such nodes (0 or 1)."""
     rows = {r.offset: (r.hdr_len, r.pn_len, r.pn, r.first_byte) for _k, r in qdec.values()}
     heads = quic_hooks.header_nodes(payload, base, rows, quic_hooks.short_dcid_len(analysis, qframes))
     free = [h for h in heads if h[2] != "Padding"]
@@ -946,8 +948,10 @@ def _quic_headers(analysis: Analysis, g: Node, payload: bytes, base: int, qdec: 
             pk.children.insert(1, Node(f"Packet Number: {key[1]}", [], -1, -1, "quic.packet_number", str(key[1])))
     for h in free:
         g.children.append(Node(f"QUIC packet: {h[2]}", [h[3]], base + h[0], base + h[1], None, (h[2], None)))
-    g.children.extend(h[3] for h in heads if h[2] == "Padding")
+    pads = [h[3] for h in heads if h[2] == "Padding"]
+    g.children.extend(pads)
     g.children.sort(key=lambda c: c.start)
+    return len(pads)
 
 
 def _quic_tabs(analysis: Analysis, source, n: int) -> dict:
@@ -1126,19 +1130,58 @@ def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) 
 
 
 def _h3_column(analysis: Analysis, frames: list[Frame], n: int) -> str:
-    """A QUIC packet's protocol column as tshark's: HTTP3 where its HTTP/3 dissector ran on the
-    packet's stream bytes — an HTTP/3 frame begins here, or data on a unidirectional stream of
-    an HTTP/3 connection (control, QPACK encoder and decoder: dissected as they come) — else
-    QUIC, also where an HTTP/3 DATA frame begun earlier only continues or ends (wirefall named
-    HTTP3 where a frame ended: 86 packets of the sample captures differed)."""
+    return "HTTP3" if http3_on_packet(analysis, frames, n) else "QUIC"
+
+
+def http3_on_packet(analysis: Analysis, frames: list[Frame], n: int) -> bool:
+    """Whether tshark's HTTP/3 dissector runs on packet ``n`` (``frames``: every frame with a
+    byte on it): an HTTP/3 frame begins here, or STREAM data on a unidirectional stream of an
+    HTTP/3 connection (control, QPACK encoder and decoder: dissected as they come) — not where
+    an HTTP/3 frame begun earlier only continues or ends.  The one rule of the packet list's
+    HTTP3 protocol column and of the display filter's ``http3`` (analyzer/fields/http3.py);
+    the frames whose fields tshark shows there are fewer (``fields.http3.shown``)."""
     if any(fr.protocol.startswith("h3") and fr.first_packet == n for fr in frames):
-        return "HTTP3"
+        return True
     for fr in frames:
         if fr.protocol == "quic" and fr.type == "STREAM" and fr.packet == n and fr.stream_id is not None and fr.stream_id & 2:
             c = analysis.connections[fr.connection] if 0 <= fr.connection < len(analysis.connections) else None
             if c is not None and (c.protocol or "").startswith("h3"):
-                return "HTTP3"
-    return "QUIC"
+                return True
+    return False
+
+
+def h3_wire_type(analysis: Analysis, source, fr: Frame) -> int | None:
+    """The wire type of an HTTP/3 frame the analysis keeps by name only (a reserved, GREASE,
+    type: 0x1f * N + 0x21), read again from its first byte in the decrypted STREAM frame of its
+    first packet; None where that packet is not at hand (not decrypted again, no key log)."""
+    if fr.offset < 0 or fr.stream_id is None:
+        return None
+    n = fr.first_packet or fr.packet
+    try:
+        tabs: dict[tuple, DecryptedQuic] = {(r.packet_type, r.pn): r for r in decrypted_quic(analysis, source, n)}
+    except Exception:  # noqa: BLE001 - bad input never raises: no value
+        return None
+    seen: dict = {}
+    for q in frames_on_packet(analysis, n):
+        if q.protocol != "quic":
+            continue
+        f = q.fields or {}
+        key = (f.get("packet_type"), f.get("packet_number"))
+        j = seen[key] = seen.get(key, -1) + 1  # (the frame's place in its QUIC packet, as the tree counts it)
+        if (q.type != "STREAM" or (q.connection, q.direction, q.stream_id) != (fr.connection, fr.direction, fr.stream_id)
+                or not q.offset <= fr.offset < q.offset + q.length):
+            continue
+        r = tabs.get(key)
+        if r is None or r.error:
+            return None
+        a, b = r.frame_span(j)
+        if a < 0 or b - q.length < a:
+            return None
+        try:
+            return quic_hooks._varint(r.data, b - q.length + fr.offset - q.offset)[0]
+        except IndexError:
+            return None
+    return None
 
 
 # The media-type dissectors that add their name to the protocol column: tshark's "HTTP/JSON",

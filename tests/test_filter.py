@@ -317,8 +317,8 @@ SELECTS = {
 
 # (capture, expression) -> why wirefall's packets differ from tshark 4.0's.  Kept few; each is
 # a tshark 4.0 limitation oracle/crosscheck.py documents (and the crosscheck sets aside) too.
-_H3 = ("tshark 4.0 does not reassemble HTTP/3 frames that span STREAM frames: it shows http3 where such a frame begins "
-       "(and reads frame headers from inside it); wirefall shows each frame where it ends, as for HTTP/2 (oracle: _H3_SPAN, _H3_INSIDE)")
+_H3 = ("tshark 4.0 parses an out-of-order STREAM frame as if it began with a frame header (lossy-h3 packet 35, inside stream 8's "
+       "DATA frame): http3 there (oracle: _H3_REDO; tests/test_quic_filters22.py names each such packet)")
 _HEAD = ("responses after a pipelined HEAD: tshark takes the next response for the HEAD's body and shows it one message late "
          "(oracle: _H1_HEAD; nginx's log is the truth in tests/test_http1.py)")
 _CLOSE = "a close-delimited response over TLS: tshark 4.0 never completes it (oracle: _H1_CLOSE); wirefall shows it where its body ends"
@@ -329,10 +329,7 @@ _UNLINKED = ("a response tshark 4.0 pairs with no request (an interim 1xx's fina
 # evaluated by tshark with the expressions, for the rules above, not compared themselves
 HELPERS = ["http.response && !http.request_in"]
 KNOWN: dict[tuple[str, str], str] = {
-    ("amazon", "http3"): _H3,
-    ("page-h3", "http3"): _H3,
     ("lossy-h3", "http3"): _H3,
-    ("aioquic-h3", "http3"): _H3,
     ("h1-nginx", "http"): _HEAD,
     ("h1-nginx", "http.response.code == 200"): _HEAD,
     ("tls13", "http"): _CLOSE,

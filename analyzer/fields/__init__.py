@@ -1,7 +1,8 @@
 """The registry of display-filter fields: one module per protocol, each declaring
 ``PROTOCOL = Protocol(name, description, present_field, [fields…])`` (see ``types.py``).
 
-``lookup(name)`` finds a field (or a protocol's own presence field) by its Wireshark name,
+``lookup(name)`` finds a field (or a protocol's own presence field) by its Wireshark name
+(or one of wirefall's own the detail tree shows, ``OWN``: ``wirefall.type`` …),
 including families named by prefix (``http2.headers.<name>``); ``unsupported(name)`` says
 why a known-but-unsupported name (``tcp.analysis.*``) cannot be used; ``names()`` lists every
 name for suggestions and docs.  The per-protocol modules are meant to move into each
@@ -14,10 +15,11 @@ import importlib
 from wirefall.dissectors.registry import REGISTRY
 
 from .types import Field, Protocol
+from .wirefall import TREE
 
 # the packet's own layers, then each protocol's module as its registry descriptor names it
 # (``ProtocolDescriptor.fields_module``): a new protocol's fields need no edit here
-LAYERS = ("frame", "eth", "ip", "ipv6", "tcp", "udp")
+LAYERS = ("frame", "null", "eth", "ip", "ipv6", "tcp", "udp")
 MODULES = LAYERS + tuple(d.fields_module for d in REGISTRY.values() if d.fields_module)
 
 PROTOCOLS: dict[str, Protocol] = {}
@@ -35,8 +37,12 @@ for _m in MODULES:
     register(importlib.import_module(f"{__name__}.{_m}").PROTOCOL)
 
 
+# wirefall's own fields the detail tree names (``wirefall.type`` …): filter fields, not tshark's
+OWN: dict[str, Field] = {f.name: f for f in TREE.fields}
+
+
 def lookup(name: str) -> Field | None:
-    f = FIELDS.get(name)
+    f = FIELDS.get(name) or OWN.get(name)
     if f is not None:
         return f
     for p in PROTOCOLS.values():
@@ -56,4 +62,4 @@ def unsupported(name: str) -> str | None:
 
 
 def names() -> list[str]:
-    return list(FIELDS)
+    return list(FIELDS) + list(OWN)

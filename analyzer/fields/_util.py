@@ -13,17 +13,20 @@ def packet_field(name: str, type_: str, fn: Callable[[Any], list], desc: str, **
     return Field(name, type_, fn, desc, **kw)
 
 
-def frame_field(name: str, type_: str, match: Callable[[Any], bool], fn: Callable[[Any, Any], Iterable], desc: str, **kw) -> Field:
+def frame_field(name: str, type_: str, match: Callable[[Any], bool], fn: Callable[[Any, Any], Iterable], desc: str,
+                shown: Callable[[Any], bool] | None = None, **kw) -> Field:
     """A field of the analysis frames of one protocol (``match(frame)``): its values on a
     packet are those of the frames that complete there, in order; ``fn(frame, ctx)`` gives
     one frame's values (``ctx`` is the PacketContext, or None when a frame is filtered on its
-    own, as by ``frames -Y``)."""
+    own, as by ``frames -Y``).  ``shown(frame)``: whether a packet shows the frame's fields
+    at all, where tshark shows fewer frames than wirefall has (HTTP/3: only the frames a
+    STREAM frame holds whole); ``frames -Y`` still sees every frame ``match`` accepts."""
 
     def get(pv) -> list:
         out: list = []
         ctx = pv.ctx
         for fr in pv.frames:
-            if match(fr):
+            if match(fr) and (shown is None or shown(fr)):
                 out.extend(fn(fr, ctx))
         return out
 
@@ -80,15 +83,19 @@ class header_family:
     ``.header.value``, and ``<proto>.headers.<name>`` — the header ``name`` (``:name`` for the
     pseudo headers, ``_`` for ``-``; status, content_length, age, max_forwards as numbers)."""
 
-    def __init__(self, proto: str, match: Callable[[Any], bool], note: str = "", since: str = ""):
-        self.proto, self.match, self.note, self.since = proto, match, note, since
+    def __init__(self, proto: str, match: Callable[[Any], bool], note: str = "", since: str = "",
+                 shown: Callable[[Any], bool] | None = None):
+        self.proto, self.match, self.note, self.since, self.shown = proto, match, note, since, shown
 
     def generic(self) -> list[Field]:
-        p, m, kw = self.proto, self.match, {"note": self.note, "since": self.since}
+        p, m, sh, kw = self.proto, self.match, self.shown, {"note": self.note, "since": self.since}
         # (one item per header field, as tshark adds one: count(http2.header) counts the headers)
-        return [frame_field(f"{p}.header", NONE, m, lambda fr, ctx: [True] * len(fr.headers or ()), "a decoded header field", **kw),
-                frame_field(f"{p}.header.name", STRING, m, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name", **kw),
-                frame_field(f"{p}.header.value", STRING, m, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value", **kw)]
+        return [frame_field(f"{p}.header", NONE, m, lambda fr, ctx: [True] * len(fr.headers or ()), "a decoded header field",
+                            shown=sh, **kw),
+                frame_field(f"{p}.header.name", STRING, m, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name",
+                            shown=sh, **kw),
+                frame_field(f"{p}.header.value", STRING, m, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value",
+                            shown=sh, **kw)]
 
     def named(self) -> list[Field]:
         return [self._field(s) for s in NAMED_HEADERS]
@@ -105,6 +112,7 @@ class header_family:
         if suffix in NUMERIC_HEADERS:
             def fn(fr, ctx):
                 return [v for v in (to_int(x) for x in header_values(fr.headers, name)) if v is not None]
-            return frame_field(fname, UINT, self.match, fn, f"decoded header {name} (as a number)", note=self.note, since=self.since)
+            return frame_field(fname, UINT, self.match, fn, f"decoded header {name} (as a number)", note=self.note, since=self.since,
+                               shown=self.shown)
         return frame_field(fname, STRING, self.match, lambda fr, ctx: header_values(fr.headers, name), f"decoded header {name}",
-                           note=self.note, since=self.since)
+                           note=self.note, since=self.since, shown=self.shown)

@@ -4,17 +4,17 @@
 that the document lists every field)."""
 from __future__ import annotations
 
-from . import PROTOCOLS
+from . import PROTOCOLS, TREE
 from .types import FT_NAMES
 
 
 def tables() -> str:
     out = []
-    for p in PROTOCOLS.values():
+    for p in [*PROTOCOLS.values(), TREE]:
         out.append(f"### {p.name} — {p.desc}\n")
         out.append("| field | type (tshark) | meaning | differences from tshark |")
         out.append("| --- | --- | --- | --- |")
-        for f in [p.present, *p.fields]:
+        for f in [p.present, *p.fields] if p is not TREE else p.fields:
             desc = f.desc.replace("|", "\\|")
             out.append(f"| `{f.name}` | {f.type} ({FT_NAMES[f.type]}) | {desc} | {f.note.replace('|', chr(92) + '|')} |")
         for prefix in p.prefixes:

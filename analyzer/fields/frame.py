@@ -22,14 +22,24 @@ def protocols(pv) -> str:
         parts.append("udp")
     apps: list[str] = []
     inner: dict[str, bool] = {}
+    h3 = None
     for fr in pv.frames:
         # frame.protocols names the analysis protocols by tshark's layer (the descriptor's
         # oracle layer); the security and transport layers (TLS, QUIC) before what they carry
         d = find(fr.protocol)
         name = d.oracle.layer if d is not None and d.oracle is not None else None
+        if name == "http3":  # (on the packets the ``http3`` field is present on, below)
+            h3 = d
+            continue
         if name and name not in apps:
             apps.append(name)
             inner[name] = d is not None and d.column_rank >= 3
+    if "quic" in apps or h3 is not None:
+        from .http3 import PROTOCOL as HTTP3
+
+        if HTTP3.present.get(pv):
+            apps.append("http3")
+            inner["http3"] = True
     apps.sort(key=lambda a: inner[a])
     return ":".join(parts + apps)
 

@@ -1,12 +1,20 @@
-"""``http3``: HTTP/3 frames (QUIC streams), on the packet where the frame completes."""
+"""``http3``: HTTP/3 over QUIC streams, on the packets tshark 4.0 shows it on.
+
+``http3`` is present where tshark's HTTP/3 dissector runs — an HTTP/3 frame begins in the
+packet, or it carries data of a unidirectional stream (control, QPACK encoder and decoder) —
+the packet list's HTTP3 protocol column (one rule: ``analyzer.detail.http3_on_packet``).  The
+frame fields (``http3.frame_type``, ``.frame_length``, ``.settings*``, ``.header*``) are those
+of the frames a STREAM frame of the packet holds whole (``shown``): tshark 4.0 does not
+reassemble an HTTP/3 frame spanning STREAM frames, and shows its fields nowhere (a large DATA
+frame, a HEADERS frame whose type byte came alone).  ``frames -Y`` filters every frame."""
 from __future__ import annotations
 
 import re
 
 from wirefall.dissectors.http3 import FRAME_TYPES, settings_items
 
-from ._util import frame_field as F, frames_present, header_family
-from .types import NONE, UINT, Protocol
+from ._util import frame_field as F, header_family
+from .types import NONE, PROTO_OPAQUE, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_TYPES.items()}
 TYPE_CODES["PRIORITY_UPDATE"] = 0xF0700
@@ -16,7 +24,23 @@ def _is_h3(fr) -> bool:
     return fr.protocol.startswith("h3")
 
 
-HEADERS = header_family("http3", _is_h3, note="Wireshark 4.2 and later name these fields so; 4.0 does not decode QPACK", since="4.2")
+def shown(fr) -> bool:
+    """Whether tshark 4.0 shows an HTTP/3 frame's fields (on the packet where it begins): it
+    begins and ends in one packet and the capture or its stream does not end inside it."""
+    return fr.first_packet in (0, fr.packet) and not (fr.error or "").startswith(_CUT)
+
+
+_CUT = ("capture ends ", "stream ended ")  # (dissectors.http3: a frame whose bytes never all came)
+
+
+def _present(pv) -> list:
+    from wirefall.analyzer.detail import http3_on_packet
+
+    return [True] if http3_on_packet(pv.ctx.an, pv.spanning, pv.n) else []
+
+
+HEADERS = header_family("http3", _is_h3, note="Wireshark 4.2 and later name these fields so; 4.0 does not decode QPACK", since="4.2",
+                        shown=shown)
 
 
 def _type(fr, ctx):
@@ -26,6 +50,10 @@ def _type(fr, ctx):
     if c is None:
         m = re.fullmatch(r"UNKNOWN_0x([0-9a-fA-F]+)", fr.type)
         c = int(m.group(1), 16) if m else (fr.fields or {}).get("frame_type")
+    if c is None and ctx is not None:  # a reserved (GREASE) type, kept by name: read from the frame's bytes
+        from wirefall.analyzer.detail import h3_wire_type
+
+        c = h3_wire_type(ctx.an, ctx.source, fr)
     return [c] if c is not None else []
 
 
@@ -41,20 +69,26 @@ def _setting(ident: int | None, part: int = 2):
     return fn
 
 
-PROTOCOL = Protocol("http3", "HTTP/3", frames_present("http3", _is_h3, "an HTTP/3 frame ends here",
-                                                    note="tshark 4.0 shows an HTTP/3 frame where it begins (it does not reassemble frames "
-                                                         "spanning STREAM frames); wirefall where it ends, as for every other protocol"), [
+_SPAN = "a frame spanning STREAM frames is on no packet (tshark 4.0 does not reassemble it); frames -Y sees it"
+PROTOCOL = Protocol("http3", "HTTP/3", Field("http3", PROTO_OPAQUE, _present, "HTTP/3 stream data: a frame begins here, or "
+                                                                           "a unidirectional stream's bytes (control, QPACK)",
+                                             frame=lambda fr: [True] if _is_h3(fr) else []), [
     F("http3.frame_type", UINT, _is_h3, _type, "frame type (0 DATA, 1 HEADERS, 4 SETTINGS, 7 GOAWAY…)", names=TYPE_CODES,
-      note="a GREASE frame's type is not kept by wirefall: it has no value here"),
-    F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length"),
+      shown=shown, note=_SPAN + "; a GREASE frame's type is read from its bytes (none in frames -Y)"),
+    F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length", shown=shown, note=_SPAN),
     F("http3.settings", NONE, _is_settings, lambda fr, ctx: [True] * len(settings_items(fr.fields)),
-      "a setting of a SETTINGS frame (one per setting, GREASE ones too)"),
-    F("http3.settings.id", UINT, _is_settings, _setting(None, 0), "setting identifier (1 QPACK_MAX_TABLE_CAPACITY, 6, 7, 8, 0x33…)"),
-    F("http3.settings.value", UINT, _is_settings, _setting(None), "setting value"),
-    F("http3.settings.qpack.max_table_capacity", UINT, _is_settings, _setting(0x01), "SETTINGS_QPACK_MAX_TABLE_CAPACITY (0x01)"),
-    F("http3.settings.max_field_section_size", UINT, _is_settings, _setting(0x06), "SETTINGS_MAX_FIELD_SECTION_SIZE (0x06)"),
-    F("http3.settings.qpack.blocked_streams", UINT, _is_settings, _setting(0x07), "SETTINGS_QPACK_BLOCKED_STREAMS (0x07)"),
-    F("http3.settings.extended_connect", UINT, _is_settings, _setting(0x08), "SETTINGS_ENABLE_CONNECT_PROTOCOL (0x08, RFC 9220)"),
+      "a setting of a SETTINGS frame (one per setting, GREASE ones too)", shown=shown),
+    F("http3.settings.id", UINT, _is_settings, _setting(None, 0), "setting identifier (1 QPACK_MAX_TABLE_CAPACITY, 6, 7, 8, 0x33…)",
+      shown=shown),
+    F("http3.settings.value", UINT, _is_settings, _setting(None), "setting value", shown=shown),
+    F("http3.settings.qpack.max_table_capacity", UINT, _is_settings, _setting(0x01), "SETTINGS_QPACK_MAX_TABLE_CAPACITY (0x01)",
+      shown=shown),
+    F("http3.settings.max_field_section_size", UINT, _is_settings, _setting(0x06), "SETTINGS_MAX_FIELD_SECTION_SIZE (0x06)",
+      shown=shown),
+    F("http3.settings.qpack.blocked_streams", UINT, _is_settings, _setting(0x07), "SETTINGS_QPACK_BLOCKED_STREAMS (0x07)",
+      shown=shown),
+    F("http3.settings.extended_connect", UINT, _is_settings, _setting(0x08), "SETTINGS_ENABLE_CONNECT_PROTOCOL (0x08, RFC 9220)",
+      shown=shown),
     *HEADERS.generic(),
     *HEADERS.named(),
 ], prefixes={"http3.headers.": HEADERS.field})

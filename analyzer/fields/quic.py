@@ -7,11 +7,11 @@ from wirefall's ``quic`` frames, so they exist only where the packet was decrypt
 tshark)."""
 from __future__ import annotations
 
-from wirefall.analyzer.protocols.quic import RETRY, QuicHeader, parse_headers
+from wirefall.analyzer.protocols.quic import RETRY, Decrypted, QuicHeader, parse_headers, short_dcid_len
 from wirefall.analyzer.protocols.quic import _varint as _varint  # (fields.tls reads QUIC's varints from here)
 
 from ._util import fields_value, frame_field as F, packet_field as P
-from .types import BOOL, BYTES, PROTO_OPAQUE, UINT, Field, Protocol
+from .types import BOOL, BYTES, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 CID_SCAN = 256  # packets of a connection scanned for its CID lengths
 
@@ -64,6 +64,19 @@ def _cid_lens(pv) -> dict[int, int]:
     return lens
 
 
+def _short_cid(pv) -> int | None:
+    """A short header's DCID length: the peer's long headers' SCID length (as tshark learns it);
+    in a connection the capture joined mid-way (no long header), what decrypting its 1-RTT
+    packets told (``protocols.quic.short_dcid_len``, as the detail tree shows it)."""
+    d = pv.direction
+    short = _cid_lens(pv).get(1 - d) if d is not None else None
+    if short is None:
+        q = [fr for fr in pv.frames if fr.protocol == "quic"]
+        if q:
+            short = short_dcid_len(pv.ctx.an, q)
+    return short
+
+
 def headers(pv) -> list[QuicHeader]:
     """The QUIC packet headers of this datagram (memoised on the view's context), padding after
     them included: tshark 4.0 reads bytes with the fixed bit clear and the first packet's DCID as
@@ -78,9 +91,7 @@ def headers(pv) -> list[QuicHeader]:
         pl = _payload(pv)
         if pl is None:
             return []
-        d = pv.direction
-        short = _cid_lens(pv).get(1 - d) if d is not None else None
-        h = memo["quic"] = parse_headers(pl, short)
+        h = memo["quic"] = parse_headers(pl, _short_cid(pv))
     return h
 
 
@@ -91,6 +102,31 @@ def _hf(name: str):
 
 
 _short = _hf("quic.short")
+
+
+def _decrypted_headers(pv) -> list[QuicHeader]:
+    """The datagram's QUIC packet headers with what header protection hides (reserved bits,
+    packet number length), read where wirefall decrypted the packet: the datagram's packets
+    decrypted again (``analyzer.detail.decrypted_quic``), as the detail tree shows them."""
+    if not _is_quic(pv):
+        return []
+    memo = pv.memo
+    if memo is None:
+        memo = pv.memo = {}
+    h = memo.get("quic_decrypted")
+    if h is None:
+        from wirefall.analyzer.detail import decrypted_quic
+
+        pl = _payload(pv)
+        rows = decrypted_quic(pv.ctx.an, pv.ctx.source, pv.n) if pl is not None else []
+        dec = {r.offset: Decrypted(r.hdr_len, r.pn_len, r.pn, r.first_byte) for r in rows if not r.error}
+        h = memo["quic_decrypted"] = parse_headers(pl, _short_cid(pv), dec) if pl is not None and dec else []
+    return h
+
+
+def _hfd(name: str):
+    """``_hf`` for a field header protection hides (decrypted packets only, as in tshark)."""
+    return lambda pv: [f.value for h in _decrypted_headers(pv) for f in h.fields if f.name == name]
 
 
 def _is_qframe(fr) -> bool:
@@ -155,12 +191,28 @@ def _close(app: bool):
     return lambda fr: fr.protocol == "quic" and fr.type == "CONNECTION_CLOSE" and bool((fr.fields or {}).get("application")) == app
 
 
+def _reason(length: bool):
+    """A CONNECTION_CLOSE's reason phrase (as read, UTF-8), or its length in bytes."""
+    def fn(fr, ctx):
+        r = (fr.fields or {}).get("reason")
+        if not isinstance(r, str):
+            return []
+        return [len(r.encode("utf-8", "surrogatepass"))] if length else [r]
+    return fn
+
+
 _STREAM = _frames_of("STREAM")
 _ACK = _frames_of("ACK")
 
 
 PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [True] if headers(pv) else [], "a QUIC datagram"), [
+    P("quic.packet_length", UINT, _hf("quic.packet_length"), "[Packet Length]: a QUIC packet's bytes in the datagram (header included)"),
     P("quic.header_form", UINT, _hf("quic.header_form"), "1 long header, 0 short header"),
+    P("quic.fixed_bit", BOOL, _hf("quic.fixed_bit"), "fixed bit (1; not on a Retry or Version Negotiation)"),
+    P("quic.long.reserved", UINT, _hfd("quic.long.reserved"), "long header's reserved bits (decrypted packets)"),
+    P("quic.short.reserved", UINT, _hfd("quic.short.reserved"), "short header's reserved bits (decrypted packets)"),
+    P("quic.packet_number_length", UINT, _hfd("quic.packet_number_length"),
+      "packet number length bits: the length in bytes - 1 (decrypted packets)"),
     P("quic.version", UINT, _hf("quic.version"), "version of a long header (0x00000001)"),
     P("quic.long.packet_type", UINT, _hf("quic.long.packet_type"), "long packet type (0 Initial, 1 0-RTT, 2 Handshake, 3 Retry)"),
     P("quic.long.packet_type_v2", UINT, _hf("quic.long.packet_type_v2"), "QUIC v2 long packet type bits"),
@@ -202,4 +254,16 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
       "NEW_CONNECTION_ID's Stateless Reset Token"),
     F("quic.cc.error_code", UINT, _close(False), fields_value("error_code"), "CONNECTION_CLOSE (0x1c) transport error code (0 NO_ERROR…)"),
     F("quic.cc.error_code.app", UINT, _close(True), fields_value("error_code"), "CONNECTION_CLOSE (0x1d) application error code"),
+    F("quic.cc.frame_type", UINT, _close(False), fields_value("offending_frame_type"),
+      "CONNECTION_CLOSE (0x1c): the type of the frame that caused the error (0: none)"),
+    F("quic.cc.reason_phrase.length", UINT, _frames_of("CONNECTION_CLOSE"), _reason(True), "CONNECTION_CLOSE's Reason Phrase Length (bytes)"),
+    F("quic.cc.reason_phrase", STRING, _frames_of("CONNECTION_CLOSE"), _reason(False), "CONNECTION_CLOSE's Reason Phrase"),
+    F("quic.rsts.stream_id", UINT, _frames_of("RESET_STREAM"), lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None else [],
+      "RESET_STREAM's stream ID"),
+    F("quic.rsts.application_error_code", UINT, _frames_of("RESET_STREAM"), fields_value("error_code"), "RESET_STREAM's application error code"),
+    F("quic.rsts.final_size", UINT, _frames_of("RESET_STREAM"), fields_value("final_size"), "RESET_STREAM's final size"),
+    F("quic.ss.stream_id", UINT, _frames_of("STOP_SENDING"), lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None else [],
+      "STOP_SENDING's stream ID"),
+    F("quic.ss.application_error_code", UINT, _frames_of("STOP_SENDING"), fields_value("error_code"), "STOP_SENDING's application error code"),
+    F("quic.rci.sequence", UINT, _frames_of("RETIRE_CONNECTION_ID"), fields_value("sequence"), "RETIRE_CONNECTION_ID's sequence number"),
 ])

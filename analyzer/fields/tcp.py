@@ -33,16 +33,21 @@ def _payload(pv):
     return [pv.data[L.tcp_off + t[4] : L.l4_end]]
 
 
-def _mss(pv):
-    """The MSS option's value (kind 2, length 4), in any segment that carries one (a SYN's)."""
-    L = pv.layers
-    t = L.tcp
-    if t is None or t[4] <= 20:
-        return []
-    from wirefall.analyzer.detail import _tcp_options
+def _option(kind: int, size: int, part: slice):
+    """An option's value (``part`` of its ``size`` bytes, big-endian), in each segment that carries one."""
+    def get(pv):
+        L = pv.layers
+        t = L.tcp
+        if t is None or t[4] <= 20:
+            return []
+        from wirefall.analyzer.detail import _tcp_options
 
-    opts = pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
-    return [int.from_bytes(v, "big") for k, v, _ in _tcp_options(opts) if k == 2 and len(v) == 2]
+        opts = pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
+        return [int.from_bytes(v[part], "big") for k, v, _ in _tcp_options(opts) if k == kind and len(v) == size]
+    return get
+
+
+_mss = _option(2, 2, slice(0, 2))  # (kind 2, length 4: a SYN's)
 
 
 def _state(pv):
@@ -203,5 +208,8 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.urgent_pointer", UINT, _f(8), "urgent pointer", size=2),
     P("tcp.payload", BYTES, _payload, "payload bytes"),
     P("tcp.options.mss_val", UINT, _mss, "maximum segment size option's value (in a SYN)"),
+    P("tcp.options.wscale.shift", UINT, _option(3, 1, slice(0, 1)), "window scale option's shift count (in a SYN)"),
+    P("tcp.options.timestamp.tsval", UINT, _option(8, 8, slice(0, 4)), "timestamps option's TSval"),
+    P("tcp.options.timestamp.tsecr", UINT, _option(8, 8, slice(4, 8)), "timestamps option's TSecr"),
     *_analysis_fields(),
 ])

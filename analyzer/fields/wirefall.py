@@ -3,8 +3,17 @@ names existed): ``packet``, ``connection``, ``protocol`` (the list column and th
 of the frames on it), and, as lists over the frames that complete on the packet, ``type``,
 ``stream_id``, ``direction``, ``flags``, and their requests' ``method``, ``url``,
 ``status``, ``authority``; ``source``, ``destination``, ``info``, ``time`` and ``length`` are
-the packet-list columns.  Untyped: compared as the JSON values are (see analyzer.filter)."""
+the packet-list columns.  Untyped: compared as the JSON values are (see analyzer.filter).
+
+``TREE``: the fields the detail tree names ``wirefall.*`` on a frame's node (a protocol
+without Wireshark fields of its own there): ``wirefall.protocol``, ``.type``, ``.stream``,
+``.flags``, ``.length`` — typed, on the packet where the frame completes (where the tree
+shows them), and on each frame for ``frames -Y``.  ``wirefall.length`` is the frame's
+length, not the packet's (``length``)."""
 from __future__ import annotations
+
+from ._util import frame_field as F
+from .types import PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 
 def _frames(pv):
@@ -55,3 +64,21 @@ SHORT = {
     "time": lambda pv: [pv.row[1]],
     "length": lambda pv: [pv.ctx.idx.origlen[pv.n - 1]],
 }
+
+
+def _any(fr) -> bool:
+    return True
+
+
+_OWN = "wirefall's own: tshark has no such field"
+# Not in the registry of Wireshark's fields (``fields.FIELDS``: tshark's names only): ``fields.lookup``
+# finds these too, and docs/FILTERS.md lists them after Wireshark's.
+TREE = Protocol("wirefall", "wirefall's own fields of a protocol frame, as the detail tree names them",
+                Field("wirefall", PROTO_OPAQUE, lambda pv: [True] if pv.frames else [], "a protocol frame completes here",
+                      frame=lambda fr: [True]), [
+    F("wirefall.protocol", STRING, _any, lambda fr, ctx: [fr.protocol], "the frame's protocol (h2, h3, quic, tls, http/1.1 …)", note=_OWN),
+    F("wirefall.type", STRING, _any, lambda fr, ctx: [fr.type], "the frame's type (HEADERS, DATA, STREAM, ACK …)", note=_OWN),
+    F("wirefall.stream", UINT, lambda fr: fr.stream_id is not None, lambda fr, ctx: [fr.stream_id], "the frame's stream ID", note=_OWN),
+    F("wirefall.flags", UINT, lambda fr: bool(fr.flags), lambda fr, ctx: [fr.flags], "the frame's flags (where not 0)", note=_OWN),
+    F("wirefall.length", UINT, _any, lambda fr, ctx: [fr.length], "the frame's length (its payload; the packet's is `length`)", note=_OWN),
+])
