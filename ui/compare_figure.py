@@ -1,7 +1,10 @@
 """Side-by-side waterfalls of two captures on one time axis (each starting at its own
-first packet), matched requests on the same row.  Drawn from the shared waterfall model
-(analyzer/waterfall.py) with the same phases and colours as ui/figures.py."""
+page's start), matched requests on the same row.  Drawn from the shared waterfall model
+(analyzer/waterfall.py) by the waterfall image's own drawing of its request rows
+(ui/figures.py: ``request_drawing``, ``content_swatches``), so the two cannot drift."""
 from __future__ import annotations
+
+import html
 
 from wirefall.analyzer.compare import normalise_url
 from wirefall.analyzer.model import Analysis
@@ -33,8 +36,15 @@ def _row_order(res: dict, wf_a, wf_b) -> tuple[list[str], dict[int, int], dict[i
 
 
 def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
+    """Both pages' waterfalls side by side, each drawn as the waterfall image draws its
+    request rows (``figures.request_drawing``: phases, the download's bursts of packets over
+    its pale part, retransmission ticks), with that image's legend — the phases and the content
+    classes of both sides, each colour once — and each page's load line, its label inside the
+    plot."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
+
+    from .figures import CHAR_PX, LEGEND_CHAR_PX, LEGEND_ROW_PX, add_swatches, content_swatches, request_drawing
 
     wf_a, wf_b = build(a), build(b)
     labels, ya, yb = _row_order(res, wf_a, wf_b)
@@ -43,38 +53,68 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
     name_a = html_text(f"A: {', '.join(res['a']['protocols']) or a.path}")
     name_b = html_text(f"B: {', '.join(res['b']['protocols']) or b.path}")
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.02, subplot_titles=(name_a, name_b))
+    sides = [(wf, ymap, [r for r in wf.rows if r.exchange in ymap]) for wf, ymap in ((wf_a, ya), (wf_b, yb))]
     xmax = 1.0
     xmin = 0.0
-    for col, (wf, ymap) in enumerate(((wf_a, ya), (wf_b, yb)), start=1):
-        t0 = wf.page_start  # (compare's times: from each page's start)
-        for r in wf.rows:  # the axis spans the pages; background rows beyond them are cut at its edges
-            if r.exchange in ymap and not r.background:
-                xmin = min(xmin, (r.start - t0) * 1000.0)
-                xmax = max(xmax, (r.end - t0) * 1000.0)
-        for ph in PHASES:
-            sel = [(r, s, e) for r in wf.rows if r.exchange in ymap for (p, s, e) in r.phases if p == ph]
-            if not sel:
-                continue
-            fig.add_trace(go.Bar(
-                orientation="h", base=[(s - t0) * 1000.0 for _, s, _ in sel], x=[max((e - s) * 1000.0, 0.3) for _, s, e in sel],
-                y=[ymap[r.exchange] for r, _, _ in sel], marker=dict(color=[L.phase_colors(r)[ph] for r, _, _ in sel], line=dict(width=0)),
-                name=PHASE_LABELS[ph], legendgroup=ph, showlegend=col == 1, width=0.7,
-                hovertext=["<br>".join([f"{PHASE_LABELS[ph]}: {(e - s) * 1000:.1f} ms"] + [html_text(h) for h in r.hover]) for r, s, e in sel],
-                hoverinfo="text",
-            ), row=1, col=col)
+    for wf, _ymap, rows in sides:  # the axis spans the pages; background rows beyond them are cut at its edges
+        for r in rows:
+            if not r.background:
+                xmin = min(xmin, (r.start - wf.page_start) * 1000.0)  # (compare's times: from each page's start)
+                xmax = max(xmax, (r.end - wf.page_start) * 1000.0)
+    x_range = (xmin * 1.05, xmax * 1.05)
+    min_w = (x_range[1] - x_range[0]) / 900.0  # (a bar narrower is widened to stay visible, as in the waterfall image)
+    swatches: dict[str, tuple[str, str | None, str]] = {}
+    for col, (wf, ymap, rows) in enumerate(sides, start=1):
+        axes = ("x", "y") if col == 1 else (f"x{col}", f"y{col}")
+        for sw in request_drawing(go, fig, wf, rows, wf.page_start, {r.index: ymap[r.exchange] for r in rows}, axes, min_w):
+            if not (sw[0] == PHASE_LABELS["receive"] and wf.color_by == "content"):  # (a side without packets: its downloads
+                swatches.setdefault(sw[0], sw)  # are dark throughout, in the class colours the content entries name)
+    not_packets = any(not len(an.index) for an in (a, b))  # (a HAR: no bursts to draw, the download dark throughout)
+    order = {g: k for k, g in enumerate((*PHASES, "chunk"))}
+    legend = sorted(swatches.values(), key=lambda sw: order.get(sw[2], len(order)))
+    legend += content_swatches([r for _wf, _y, rows in sides for r in rows], wf_a.color_by)
+    add_swatches(go, fig, legend)
+    seen: set[str] = set()
+    for tr in fig.data:  # (each side's tick traces name their kind: the legend lists it once)
+        if tr.showlegend is not False and tr.name:
+            if tr.name in seen:
+                tr.showlegend = False
+            seen.add(tr.name)
+    for col, (wf, _ymap, _rows) in enumerate(sides, start=1):
         pl = wf.page_load_time
-        if pl is not None:
-            fig.add_vline(x=pl * 1000.0, line=dict(color="#d62728", dash="dot", width=1.5), row=1, col=col,
-                          annotation_text=f"page load {pl * 1000:.0f} ms", annotation_position="bottom right")
-    fig.update_xaxes(range=[xmin * 1.05, xmax * 1.05], title_text="ms from each page's start (its first row's DNS lookup or connection set-up)")
-    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=list(range(n)),
-                     ticktext=[html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52)
-                               if l.startswith(("A only: ", "B only: ", "A background: ", "B background: "))
-                               else L.short_url(l, 60)) for l in labels], tickfont=dict(size=10, family="monospace"),
-                     automargin=True, range=[n - 0.5, -0.5] if n else None, row=1, col=1)
-    fig.update_layout(barmode="overlay", template="plotly_white", width=width, height=max(420, 220 + 20 * n),
-                      title=dict(text=f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}", x=0.01),
-                      legend=dict(orientation="h", y=-0.22, yanchor="top"), margin=dict(l=10, r=10, t=80, b=110))
+        if pl is None:
+            continue
+        x = pl * 1000.0
+        fig.add_vline(x=x, line=dict(color=L.MILESTONE_COLORS["page_load"], dash="dot", width=1.5), row=1, col=col)
+        # the label inside the plot, at its top (the page's first rows are over by then): left of its
+        # line in the axis' right half (right of it at the axis' edge, it was cut off)
+        inside_left = x > (x_range[0] + x_range[1]) / 2
+        fig.add_annotation(x=x, y=1, xref="x" if col == 1 else f"x{col}", yref="paper", yanchor="top",
+                           xanchor="right" if inside_left else "left", xshift=-3 if inside_left else 3, showarrow=False,
+                           text=f"page load {x:.0f} ms", font=dict(size=11, color=L.MILESTONE_COLORS["page_load"]),
+                           bgcolor="rgba(255,255,255,0.85)")
+    ticktext = [html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52)
+                          if l.startswith(("A only: ", "B only: ", "A background: ", "B background: "))
+                          else L.short_url(l, 60)) for l in labels]
+    fig.update_xaxes(range=list(x_range), title_text="ms from the page's start", title_standoff=4)
+    fig.update_yaxes(autorange="reversed", tickmode="array", tickvals=list(range(n)), ticktext=ticktext,
+                     tickfont=dict(size=10, family="DejaVu Sans Mono, monospace"), automargin=False, range=[n - 0.5, -0.5] if n else None, row=1, col=1)
+    # the legend under the axis title, as many rows as it takes (plotly wraps a horizontal legend at
+    # the plot area's width, its columns as wide as its longest entry): the margin makes room for them all
+    ml, mr, mt = int(max((len(html.unescape(t)) for t in ticktext), default=8) * CHAR_PX) + 20, 10, 100
+    names = [t.name or "" for t in fig.data if t.showlegend is not False]
+    per_row = max(int((width - ml - mr) // (40 + max((len(x) for x in names), default=10) * LEGEND_CHAR_PX)), 1)
+    axis_px = 56  # tick labels and the axis title under the plot
+    mb = axis_px + LEGEND_ROW_PX * -(-len(names) // per_row) + 16
+    plot_h = max(200, 20 * n + 40)
+    fig.update_layout(barmode="overlay", bargap=0.25, template="plotly_white", width=width, height=mt + plot_h + mb,
+                      title=dict(text=f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}",
+                                 subtitle=dict(text="times from each page's start: its first row's DNS lookup or connection set-up"
+                                               + ("; a side without packets (a browser log) draws each download in its class colour throughout"
+                                                  if not_packets else ""), font=dict(size=12, color="#444444")), x=0.01),
+                      legend=dict(orientation="h", y=-axis_px / plot_h, yanchor="top", x=0.0, xanchor="left",
+                                  font=dict(size=10), traceorder="normal"),
+                      margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False))
     return fig
 
 

@@ -136,13 +136,18 @@ class _Fig:
     for the layout (set once at the end: add_shape copies every shape added before)."""
 
     def __init__(self, go, wf: Waterfall, rows: list, lo: int, hi: int, use_big: bool, hover: bool, min_w: float,
-                 url_chars: int = L.LABEL_CHARS) -> None:
+                 url_chars: int = L.LABEL_CHARS, fig=None, t0: float | None = None, y_of: dict[int, float] | None = None,
+                 axes: tuple[str, str] = ("x", "y")) -> None:
         self.go, self.wf, self.rows, self.lo, self.hi = go, wf, rows, lo, hi
         self.all_rows = wf.rows
         self.n = len(rows)
         self.use_big, self.hover, self.min_w = use_big, hover, min_w
-        self.t0 = wf.t0
-        self.fig = go.Figure()
+        self.t0 = wf.t0 if t0 is None else t0
+        self.fig = go.Figure() if fig is None else fig
+        # where the request bars go: each row's y (default its index) on the axes ``axes`` — the
+        # compare figure draws two waterfalls, matched rows on one line, into its two subplots
+        self.y_of = y_of if y_of is not None else {r.index: r.index for r in rows}
+        self.axes = axes
         self.paths = _Paths()  # (big) rectangles and ticks per colour, made into shapes at the end
         self.shapes: list[dict] = []
         self.notes: list[dict] = []  # annotations, likewise
@@ -156,7 +161,13 @@ class _Fig:
         self.view = (0.0, 1.0)  # the time range (ms) the figure shows: set by waterfall_figure
         self.mark_w = 0  # the label column's marks' width (figures_marks.mark)
         self.page_view: tuple[float, float] | None = None  # the page's span, when the figure shows only it
-        self.t_end_ms = _ms(wf.t_end, wf.t0)
+        self.t_end_ms = _ms(wf.t_end, self.t0)
+
+    def add(self, trace) -> None:
+        """A trace of the request rows, on this drawing's axes."""
+        if self.axes != ("x", "y"):
+            trace.update(xaxis=self.axes[0], yaxis=self.axes[1])
+        self.fig.add_trace(trace)
 
 
 def _row_colors(r) -> dict[str, str]:
@@ -234,13 +245,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     _request_bars(c)
     _no_response_bars(c)
     _browser_bars(c)
-    if wf.color_by == "content":  # content-class legend entries (the download colours)
-        present = {r.content_class for r in rows}
-        for cls in CONTENT_CLASSES:
-            if cls in present:
-                c.fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{cls} download",
-                                           marker=dict(symbol="square", size=12, color=CONTENT_COLORS[cls][1]),
-                                           legendgroup="class", showlegend=True, hoverinfo="skip"))
+    add_swatches(go, c.fig, content_swatches(rows, wf.color_by))  # content-class legend entries (the download colours)
     _row_texts(c, show_labels)
     if markers:
         _markers(c)
@@ -260,10 +265,11 @@ def _page_view(wf: Waterfall, span: float) -> tuple[float, float] | None:
     return (_ms(v[0], wf.t0), _ms(v[1], wf.t0)) if v else None
 
 
-def _request_bars(c: _Fig) -> None:
+def _request_bars(c: _Fig, legend: bool = True) -> list[tuple[str, str | None, str]]:
     """The request rows: one trace per phase (bars; above BIG_THRESHOLD rows, rectangles of
-    path shapes), the download chunks over them, and their legend swatches."""
-    go, fig, rows, t0, min_w, hover, hover_of, colors_of = c.go, c.fig, c.rows, c.t0, c.min_w, c.hover, c.hover_of, c.colors_of
+    path shapes), the download chunks over them, and their legend swatches (added to the
+    figure with ``legend``; returned either way: the compare figure merges its two sides')."""
+    go, rows, t0, min_w, hover, hover_of, colors_of, y_of = c.go, c.rows, c.t0, c.min_w, c.hover, c.hover_of, c.colors_of, c.y_of
     swatch: list[tuple[str, str | None, str]] = []  # legend entries in fixed colours (a bar trace's own would show its first row's)
     for ph in PHASES:
         sel = [(r, a, b) for r in rows for (n_, a, b) in r.phases if n_ == ph]
@@ -273,13 +279,13 @@ def _request_bars(c: _Fig) -> None:
         if c.use_big:
             for r, a, b in sel:
                 x0 = _ms(a, t0)
-                c.paths.rect("y", colors_of[r.index][ph], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, half)
+                c.paths.rect("y", colors_of[r.index][ph], r.background, x0, x0 + max((b - a) * 1000.0, min_w), y_of[r.index], half)
         else:
             base = [_ms(a, t0) for _, a, _b in sel]
             dur = [max((b - a) * 1000.0, min_w) for _, a, b in sel]
             tips = [PHASE_LABELS[ph] + f": {(b - a) * 1000:.1f} ms<br>" + hover_of[r.index] for r, a, b in sel] if hover else None
-            fig.add_trace(_bars(go, base, dur, [r.index for r, _, _ in sel], [colors_of[r.index][ph] for r, _, _ in sel], tips,
-                                PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel], [r.exchange for r, _, _ in sel], half))
+            c.add(_bars(go, base, dur, [y_of[r.index] for r, _, _ in sel], [colors_of[r.index][ph] for r, _, _ in sel], tips,
+                        PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel], [r.exchange for r, _, _ in sel], half))
         if ph == "receive":
             swatch.append(_receive_swatch(c))
         else:
@@ -289,21 +295,51 @@ def _request_bars(c: _Fig) -> None:
     if csel and c.use_big:
         for r, a, b, _k in csel:
             x0 = _ms(a, t0)
-            c.paths.rect("y", colors_of[r.index]["chunk"], r.background, x0, x0 + max((b - a) * 1000.0, min_w), r.index, BAR_HALF)
+            c.paths.rect("y", colors_of[r.index]["chunk"], r.background, x0, x0 + max((b - a) * 1000.0, min_w), y_of[r.index], BAR_HALF)
     elif csel:
         base = [_ms(a, t0) for _, a, _b, _k in csel]
         dur = [max((b - a) * 1000.0, min_w) for _, a, b, _k in csel]
         tips = [f"{k} packet{'s' * (k != 1)} of the response at {_ms(a, t0):.1f}–{_ms(b, t0):.1f} ms<br>" + hover_of[r.index]
                 for r, a, b, k in csel] if hover else None
-        fig.add_trace(_bars(go, base, dur, [r.index for r, *_ in csel], [colors_of[r.index]["chunk"] for r, *_ in csel],
-                            tips, "Download chunk", "chunk", [r.background for r, *_ in csel], [r.exchange for r, *_ in csel]))
+        c.add(_bars(go, base, dur, [y_of[r.index] for r, *_ in csel], [colors_of[r.index]["chunk"] for r, *_ in csel],
+                    tips, "Download chunk", "chunk", [r.background for r, *_ in csel], [r.exchange for r, *_ in csel]))
     if csel and c.wf.color_by != "content":  # (by content, the class entries are the bursts' colours)
         swatch.append(("Download: packet burst (dark)", "#555555", "chunk"))
+    if legend:
+        add_swatches(go, c.fig, swatch)
+    return swatch
+
+
+def content_swatches(rows, color_by: str) -> list[tuple[str, str | None, str]]:
+    """The content classes' legend entries (coloured by content: the download's dark colour,
+    its packets' bursts), of the classes ``rows`` have."""
+    if color_by != "content":
+        return []
+    present = {r.content_class for r in rows}
+    return [(f"{cls} download", CONTENT_COLORS[cls][1], "class") for cls in CONTENT_CLASSES if cls in present]
+
+
+def add_swatches(go, fig, swatch: list[tuple[str, str | None, str]]) -> None:
+    """Legend entries (name, colour, legend group) as traces of no point: the idle phase's a
+    line (it is drawn as one), the others a square."""
     for name, col, group in swatch:
         mk = dict(symbol="line-ew", size=12, color=col, line=dict(width=2, color=col)) if group == "idle" else \
             dict(symbol="square", size=12, color=col)
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=mk, legendgroup=group, showlegend=True,
                                  hoverinfo="skip"))
+
+
+def request_drawing(go, fig, wf: Waterfall, rows: list, t0: float, y_of: dict[int, float], axes: tuple[str, str], min_w: float,
+                    hover: bool = True) -> list[tuple[str, str | None, str]]:
+    """``rows`` of ``wf`` drawn into ``fig`` as the waterfall image draws its request rows —
+    the phases, the download's bursts of packets over its pale part, the retransmission and gap
+    ticks — at ``y_of[row.index]`` on ``axes``, times in ms from ``t0``: the compare figure's two
+    sides.  Returns the legend swatches (name, colour, group) of what it drew, not added: with
+    ``content_swatches`` they name every colour of the bars."""
+    c = _Fig(go, wf, rows, 0, len(rows), False, hover, min_w, fig=fig, t0=t0, y_of=y_of, axes=axes)
+    swatch = _request_bars(c, legend=False)
+    tick_marks(c)
+    return swatch
 
 
 def _receive_swatch(c: _Fig) -> tuple[str, str, str]:
@@ -447,22 +483,7 @@ def _row_text(c: _Fig, r) -> tuple[float, str, str]:
 def _markers(c: _Fig) -> None:
     """Retransmission and gap ticks, the label column's glyphs in the legend, push arrows."""
     go, fig, rows, t0 = c.go, c.fig, c.rows, c.t0
-    # retransmissions and gaps: thin ticks on the rows they delayed
-    for kind in L.TICK_KINDS:
-        ticks = [(r, m) for r in rows for m in r.markers if m.kind == kind]
-        if not ticks:
-            continue
-        mk = dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind], line=dict(width=1.2, color=L.TICK_COLORS[kind]))
-        if c.use_big:  # ticks in one path (their labels are in the row's hover)
-            for r, tm in ticks:
-                c.paths.tick("y", L.TICK_COLORS[kind], _ms(tm.time, t0), r.index, 0.45)
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=L.TICK_MEANING[kind], marker=mk,
-                                     hoverinfo="skip"))
-            continue
-        fig.add_trace(go.Scatter(x=[_ms(m.time, t0) for _, m in ticks], y=[r.index for r, _ in ticks], mode="markers",
-                                 name=L.TICK_MEANING[kind], marker=mk,
-                                 hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
-                                 hoverinfo="text"))
+    tick_marks(c)
     # the label column's glyphs, explained in the legend
     kinds = {m.kind for r in rows for m in r.markers}
     for kind in L.GLYPH_KINDS:
@@ -476,6 +497,25 @@ def _markers(c: _Fig) -> None:
         x = _ms(m.time if m else r.start, t0)
         c.notes.append(dict(x=x, y=r.index, ax=x, ay=r.push_parent_row, xref="x", yref="y", axref="x", ayref="y",
                             showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=1.2, arrowcolor="#1f77b4", text=""))
+
+
+def tick_marks(c: _Fig) -> None:
+    """Retransmission, out-of-order and gap ticks: thin ticks on the rows they delayed."""
+    go, rows, t0 = c.go, c.rows, c.t0
+    for kind in L.TICK_KINDS:
+        ticks = [(r, m) for r in rows for m in r.markers if m.kind == kind]
+        if not ticks:
+            continue
+        mk = dict(symbol="line-ns", size=ROW_PX * 0.8, color=L.TICK_COLORS[kind], line=dict(width=1.2, color=L.TICK_COLORS[kind]))
+        if c.use_big:  # ticks in one path (their labels are in the row's hover)
+            for r, tm in ticks:
+                c.paths.tick("y", L.TICK_COLORS[kind], _ms(tm.time, t0), c.y_of[r.index], 0.45)
+            c.add(go.Scatter(x=[None], y=[None], mode="markers", name=L.TICK_MEANING[kind], marker=mk, hoverinfo="skip"))
+            continue
+        c.add(go.Scatter(x=[_ms(m.time, t0) for _, m in ticks], y=[c.y_of[r.index] for r, _ in ticks], mode="markers",
+                         name=L.TICK_MEANING[kind], marker=mk,
+                         hovertext=[html_text(m.label) + (f" (packet {m.packet})" if m.packet else "") for _, m in ticks],
+                         hoverinfo="text"))
 
 
 def _connection_view(c: _Fig, window: tuple[int, int] | None) -> list:
