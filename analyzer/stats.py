@@ -22,6 +22,7 @@ from itertools import chain
 from typing import Any
 
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
+from wirefall.dissectors.http1 import start_line_size
 from wirefall.dissectors.registry import REGISTRY, over_quic
 
 from .jsonout import time_span
@@ -262,17 +263,12 @@ def resp_wire(e: Exchange) -> int:
     return e.response_header_bytes_wire + e.response_qpack_encoder_bytes
 
 
-def _unknown(headers) -> tuple[int, int]:
-    """(fields, their bytes as ``decoded`` counted them) of the ``<unknown>`` fields of a header
-    list: entries inserted before the capture, whose real name and size the capture does not give."""
+def _unknown(headers) -> int:
+    """The ``<unknown>`` fields of a header list: entries inserted before the capture, whose real
+    name and size the capture does not give (``decoded`` leaves them out)."""
     if not headers or UNKNOWN not in chain.from_iterable(headers):  # (the common case, at C speed)
-        return 0, 0
-    n = size = 0
-    for k, v in headers:
-        if k == UNKNOWN or v == UNKNOWN:
-            n += 1
-            size += len(k) + len(v)
-    return n, size
+        return 0
+    return sum(1 for k, v in headers if k == UNKNOWN or v == UNKNOWN)
 
 
 # one side's header bytes of one exchange: (wire, decoded of the known fields, unknown fields)
@@ -283,10 +279,10 @@ def _sides(e: Exchange, h1: dict[int, list[list[int]]] | None = None) -> tuple[S
     """The request's and the response's header bytes of ``e``, ``<unknown>`` fields left out of
     ``decoded`` (and counted), and the HTTP/1.1 heads of an h2c Upgrade (``h1``: exchange id ->
     their [[wire, decoded], [wire, decoded]], counted under HTTP/1.1 instead) taken off."""
-    nq, bq = _unknown(e.request_headers)
-    ns, bs = _unknown(e.response_headers)
-    rw, rd = req_wire(e), e.request_header_bytes_decoded - bq
-    sw, sd = resp_wire(e), e.response_header_bytes_decoded - bs
+    nq, ns = _unknown(e.request_headers), _unknown(e.response_headers)
+    # (decoded leaves the ``<unknown>`` fields out already: dissectors/http2.py, http3.py)
+    rw, rd = req_wire(e), e.request_header_bytes_decoded
+    sw, sd = resp_wire(e), e.response_header_bytes_decoded
     heads = h1.get(e.id) if h1 else None
     if heads is not None:
         rw, rd = rw - heads[0][0], rd - heads[0][1]
@@ -383,7 +379,8 @@ def _upgrade_heads(an: Analysis, exs_by_conn: dict[int, list[Exchange]]) -> dict
     """HTTP/1.x heads on connections whose exchanges are another protocol's (an h2c Upgrade: the
     request and the 101 travel as HTTP/1.1 before the connection speaks HTTP/2): connection id ->
     exchange id -> [[request wire, decoded], [response wire, decoded]] (the head's bytes as sent;
-    names + values), from the HTTP/1 message frames (``Frame.length`` is the head's size)."""
+    names + values, the start line's as pseudo-header fields: ``dissectors.http1.start_line_size``),
+    from the HTTP/1 message frames (``Frame.length`` is the head's size)."""
     other = {cid for cid, exs in exs_by_conn.items() if exs and not exs[0].protocol.startswith("http/1")}
     out: dict[int, dict[int, list[list[int]]]] = {}
     if not other:
@@ -391,12 +388,18 @@ def _upgrade_heads(an: Analysis, exs_by_conn: dict[int, list[Exchange]]) -> dict
     for f in an.frames:
         if f.connection not in other or not f.protocol.startswith("http/1") or f.type not in ("REQUEST", "RESPONSE"):
             continue
-        ex = (f.fields or {}).get("exchange")
+        fl = f.fields or {}
+        ex = fl.get("exchange")
         if ex is None:
             continue
         pair = out.setdefault(f.connection, {}).setdefault(ex, [[0, 0], [0, 0]])[0 if f.type == "REQUEST" else 1]
         pair[0] += f.length
         pair[1] += sum(len(k) + len(v) for k, v in f.headers or ())
+        # and the start line as the pseudo-header fields HTTP/2 would carry: the exchange's decoded size counts them
+        if f.type == "REQUEST" and fl.get("method") is not None:
+            pair[1] += start_line_size(fl["method"], fl.get("target") or "")
+        elif f.type == "RESPONSE" and fl.get("status") is not None:
+            pair[1] += start_line_size(status=fl["status"])
     return out
 
 

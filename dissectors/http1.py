@@ -91,7 +91,8 @@ class H1Head(_Event):
         self.content_length = content_length
         self.error = error
         self.names = names  # lower-case name -> first value (not shown, not compared)
-        self.decoded = decoded  # sum of name + value lengths of the fields (the decoded header size)
+        self.decoded = decoded  # the decoded header size: sum of name + value lengths of the fields and of the
+        # start line as HTTP/2's pseudo-header fields (``start_line_fields``)
 
     @property
     def is_request(self) -> bool:
@@ -246,18 +247,49 @@ def _template(raw: bytes, max_fields: int) -> tuple:
     lines = raw.replace(b"\r\n", b"\n").split(b"\n")
     hdrs, err = _parse_fields(lines[1:], max_fields)
     names = _names(hdrs)
-    decoded = sum(len(k) + len(v) for k, v in hdrs)
+    decoded = sum(len(k) + len(v) for k, v in hdrs)  # (a bad start line: the fields alone)
     framing = _framing_of(hdrs, names)
     start = lines[0].decode("latin-1")
     parts = start.split(" ", 2)
     if start.startswith("HTTP/"):
         if len(parts) < 2 or not (parts[1][:3].isascii() and parts[1][:3].isdigit()):
             return (-1, f"bad status line {start[:60]!r}", None, "", hdrs, err, names, decoded, framing)
+        decoded += start_line_size(status=parts[1][:3])
         return (1, int(parts[1][:3]), parts[2] if len(parts) > 2 else "", parts[0], hdrs, err, names, decoded, framing)
     if len(parts) != 3 or not parts[2].startswith("HTTP/"):
         return (-1, f"bad request line {start[:60]!r}", None, "", hdrs, err, names, decoded, framing)
+    decoded += start_line_size(parts[0], parts[1])  # (the target's bytes as sent)
     target = parts[1] if parts[1].isascii() else _utf8_target(parts[1])
     return (0, parts[0], target, parts[2], hdrs, err, names, decoded, framing)
+
+
+def start_line_fields(method: str | None = None, target: str = "", status: str | None = None) -> list[tuple[str, str]]:
+    """The pseudo-header fields HTTP/2 carries for an HTTP/1 start line (RFC 9113 §8.3.1), so
+    that HTTP/1's decoded header size counts what HPACK's and QPACK's do: a response's
+    ``:status`` (its 3-digit code); a request's ``:method`` and — origin form
+    (``/a?b``) or asterisk form (``*``) — ``:path`` the request-target; absolute form
+    (``http://h:8080/a?b``) ``:scheme``, ``:authority`` (userinfo dropped) and ``:path`` (its path
+    and query, ``/`` when empty); CONNECT's authority form ``:authority`` alone (§8.5).  The
+    message's own fields (Host…) are counted as they are, on top."""
+    if status is not None:
+        return [(":status", status)]
+    out = [(":method", method or "")]
+    if method == "CONNECT" and "/" not in target:
+        return out + [(":authority", target)]
+    scheme, sep, rest = target.partition("://")
+    if sep and scheme and scheme[0].isalpha() and all(c.isalnum() or c in "+-." for c in scheme):
+        cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+        authority, path = rest[:cut], rest[cut:].split("#", 1)[0]
+        return out + [(":scheme", scheme), (":authority", authority.rpartition("@")[2]),
+                      (":path", path if path.startswith("/") else "/" + path)]
+    return out + [(":path", target)]
+
+
+def start_line_size(method: str | None = None, target: str = "", status: int | str | None = None) -> int:
+    """Name + value lengths of ``start_line_fields`` (a status as its 3 digits): the start
+    line's share of an HTTP/1 head's decoded size."""
+    st = None if status is None else (f"{status:03d}" if isinstance(status, int) else status)
+    return sum(len(k) + len(v) for k, v in start_line_fields(method, target, st))
 
 
 def _framing_of(headers: list[tuple[str, str]], names: dict[str, str]) -> tuple[str, int | None, str | None]:

@@ -1100,6 +1100,7 @@ class H2Connection:
             return
         block = bytes(block)
         table = before = None
+        unknown = 0
         if d.hpack_unknown or d.hpack_failed:
             # the table's earlier entries are unknown: decode what can be known
             f.fields["hpack_state"] = "unknown"
@@ -1144,6 +1145,9 @@ class H2Connection:
             dec = 0
             for name, value in hdrs:
                 dec += len(name) + len(value)
+            if unknown:  # a ``<unknown>`` field (an entry from before the capture) adds nothing: its size is not known
+                unk = LenientHpack.UNKNOWN
+                dec -= sum(len(name) + len(value) for name, value in hdrs if name == unk or value == unk)
             f.block_decoded = dec
             f.block_hpack_size = dec + 32 * len(hdrs)
             if not self._charge(f, parts, f.block_hpack_size):

@@ -932,7 +932,10 @@ class Http3Dissector:
             b.charge(sum(len(k) + len(v) + 32 for k, v in headers))
         out = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
         f.headers = out
-        f.decoded_size = sum(len(k) + len(v) for k, v in out)
+        # decoded = names + values of the fields decoded: a ``<unknown>`` field (an entry from
+        # before the capture, or a name reference to one) adds nothing, its size is not known;
+        # ``qpack_unknown_refs`` counts them (as analyzer.stats counts them per exchange)
+        f.decoded_size = sum(len(k) + len(v) for k, v in headers if k != ql.UNKNOWN and v != ql.UNKNOWN)
         f.fields = dict(f.fields or {}, qpack_lenient=True)
         if unknown:
             f.fields["qpack_unknown_refs"] = unknown

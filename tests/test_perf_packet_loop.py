@@ -92,8 +92,10 @@ def test_http1_body_bytes_counted_without_events_when_nobody_reads_them():
     heads, bodies, end = _h1_exchange(None)
     assert [e.data for e in bodies] == [b"abc", b"xyz"]
     assert (end.payload, end.seen, end.packet) == (10, 6, 4)
-    # the decoded header size: name + value lengths, as HPACK/QPACK sizes are counted
-    assert [h.decoded for h in heads] == [len("Host") + 1, len("Content-Length") + 2 + len("Content-Type") + 10]
+    # the decoded header size: name + value lengths, as HPACK/QPACK sizes are counted, the start
+    # line as the pseudo-header fields HTTP/2 would carry (RFC 9113 §8.3.1)
+    assert [h.decoded for h in heads] == [len(":method") + 3 + len(":path") + 2 + len("Host") + 1,
+                                          len(":status") + 3 + len("Content-Length") + 2 + len("Content-Type") + 10]
     asked = []
     heads2, bodies2, end2 = _h1_exchange(lambda h: asked.append(h.status) or False)
     assert asked == [200] and bodies2 == []

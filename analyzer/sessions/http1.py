@@ -18,7 +18,9 @@ Exchanges: request_start = first byte of the request line, request_end = last by
 request (body included), response_start = first byte of the first response head (1xx
 included), response_end = last byte of the final response's body (or head).  Header bytes
 ``*_wire`` are the head sizes as sent (all heads of the exchange, 1xx included), ``*_decoded``
-the sum of name + value lengths (comparable with HPACK/QPACK decoded sizes).
+the sum of name + value lengths of the fields and of the start line counted as the
+pseudo-header fields HTTP/2 would carry for it (``:method``, ``:path``…, ``:status``:
+``dissectors.http1.start_line_fields``), comparable with HPACK/QPACK decoded sizes.
 Body bytes are the payload after transfer decoding; ``response_body_decoded_bytes`` after
 Content-Encoding.  ``Upgrade: h2c`` answered by 101 hands the connection to ``H2Session``
 (the exchange becomes stream 1, protocol ``h2c``); other upgrades (websocket) and CONNECT
