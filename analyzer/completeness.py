@@ -58,7 +58,7 @@ from typing import Any
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.registry import over_quic
 
-from .model import Analysis, Connection, Exchange, NoteKind, notes_of
+from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, ReasonKind, notes_of
 from .keylog import BUDGET_WARNING
 from .sessions import CAPTURE_ID, CAPTURE_WIDE
 from .sessions import SELF_REPORTED as READER_BUDGETS
@@ -284,14 +284,29 @@ def _not_decrypted(c: Connection) -> str | None:
 
 def _for_want_of_keys(reason: str) -> bool:
     """Whether ``reason`` says a secret was not in the key log (as opposed to a handshake not
-    captured, a cipher not supported, a key that did not open the data)."""
+    captured, a cipher not supported, a key that did not open the data).  A QUIC reason is
+    typed (``DecryptReason``): its kind says; TLS's is read from its words."""
+    if isinstance(reason, DecryptReason):
+        return reason.for_want_of_keys
     r = reason.lower()
     return "no key" in r or "in the key log" in r
+
+
+# the next step of a typed QUIC reason whose kind alone says it (a secret missing depends on
+# whether a key log was given: ``decryption_next_step``)
+_TYPED_STEPS = {
+    ReasonKind.NO_KEYLOG: NEXT_NO_KEYLOG,
+    ReasonKind.DECRYPTION_FAILED: "the key log's secret does not open this connection: pass the key log written during this capture",
+    ReasonKind.HANDSHAKE_NOT_CAPTURED: "the TLS handshake predates the capture: " + NEXT_MIDWAY,
+    ReasonKind.QUIC_CRYPTO: "gQUIC's QUIC-Crypto cannot be decrypted from a key log; only its unencrypted handshake is shown",
+}
 
 
 def decryption_next_step(reason: str, keys: bool | None) -> str:
     """The next step for a connection not decrypted for ``reason``; ``keys``: a key log with
     secrets was given (None: not known, e.g. an analysis from the cache)."""
+    if isinstance(reason, DecryptReason) and reason.kind in _TYPED_STEPS:
+        return _TYPED_STEPS[reason.kind]
     r = reason.lower()
     if "start not captured" in r or "already under way" in r:
         return NEXT_MIDWAY
@@ -406,10 +421,12 @@ def _compute(an: Analysis) -> Completeness:
             cc.not_decrypted = reason
             not_dec[c.id] = reason
             pk = c.stats[0].packets + c.stats[1].packets
-            # (no secret at all: said so, not "no CLIENT_TRAFFIC_SECRET_0 in the key log for this
-            # client random", which reads as if a key log had been given; the reason itself stays
-            # as the dissector stated it, in cc.not_decrypted and the connection's tls/quic info)
-            said = "no key log given" if keys is False and _for_want_of_keys(reason) else reason
+            # (no secret at all: said so, not "no key for this client random", which reads as if a
+            # key log had been given; TLS's reason stays as its session stated it, in cc.not_decrypted
+            # and the connection's tls info.  QUIC's is typed and says so itself, the same text
+            # everywhere: this line, the summary row, JSON quic.reason)
+            said = reason if isinstance(reason, DecryptReason) else \
+                "no key log given" if keys is False and _for_want_of_keys(reason) else reason
             issues.append(Issue("not_decrypted", c.id, pk, f"connection {c.id} ({(c.tls and c.tls.sni) or (c.quic and c.quic.sni) or c.label}) "
                                 f"not decrypted: {said}", decryption_next_step(reason, keys)))
     # requests of exchanges whose connection is not in the list (hand-built models)

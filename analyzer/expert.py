@@ -398,6 +398,7 @@ KIND_RULES: dict[NoteKind, tuple[Severity, Group]] = {
     NoteKind.STREAM_UNSEEN: (Severity.NOTE, Group.ASSUMPTION),
     NoteKind.ENDS_IN_FRAME: (Severity.NOTE, Group.ASSUMPTION),
     NoteKind.STREAM_MISUSE: (Severity.WARN, Group.PROTOCOL),
+    NoteKind.QUIC_RETRY: (Severity.CHAT, Group.SEQUENCE),  # a step of the handshake, as tshark's SYN is
 }
 
 

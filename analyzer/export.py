@@ -21,7 +21,10 @@ the same folder, then rename) and an existing file is never replaced unless ``fo
   client→server packets are ``transport:packet_sent``, server→client ones
   ``transport:packet_received``), packet headers and frames re-decoded with the QUIC
   dissector (``dissectors.quic``) and the capture's key log, plus ``http:frame_created`` /
-  ``http:frame_parsed`` from the HTTP/3 frames of the model.
+  ``http:frame_parsed`` from the HTTP/3 frames of the model.  Each UDP datagram is one
+  ``transport:datagrams_sent``/``_received`` event (``count`` 1, ``raw`` one RawInfo whose
+  ``length`` includes the 8-byte UDP header and ``payload_length`` does not, as aioquic logs
+  them), followed by a packet event per QUIC packet coalesced in it.
 """
 from __future__ import annotations
 
@@ -614,6 +617,9 @@ def _quic_packets(an: Analysis, conn) -> list | None:
     return out
 
 
+UDP_HEADER = 8  # bytes: a qlog datagram's RawInfo.length counts them (qlog 0.3, "including UDP header length")
+
+
 def qlog(an: Analysis) -> dict[str, Any]:
     traces = []
     h3_frames: dict[int, list] = {}
@@ -631,8 +637,11 @@ def qlog(an: Analysis) -> dict[str, Any]:
             rel = round(ts * 1000.0 - ref, 6)
             if err is not None:
                 continue
+            # one UDP datagram (qlog 0.3's datagrams_sent/received: ``count`` datagrams, a RawInfo
+            # each whose ``length`` includes the UDP header and ``payload_length`` does not, as
+            # aioquic logs them); its coalesced QUIC packets are the packet events below
             events.append({"time": rel, "name": "transport:datagrams_" + ("sent" if direction == 0 else "received"),
-                           "data": {"count": len(qps), "raw": [{"length": size}], "_packet": pnum}})
+                           "data": {"count": 1, "raw": [{"length": size + UDP_HEADER, "payload_length": size}], "_packet": pnum}})
             for qp in qps:
                 hdr: dict[str, Any] = {"packet_type": _QLOG_PTYPE.get(qp.type, "unknown")}
                 if qp.pn is not None:

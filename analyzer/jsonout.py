@@ -7,7 +7,7 @@ import sys
 from itertools import islice
 from typing import Any
 
-from .model import DIRECTION_NAMES, Analysis, Connection, Exchange, Frame, FrameFields
+from .model import DIRECTION_NAMES, Analysis, Connection, DecryptReason, Exchange, Frame, FrameFields
 
 SCHEMA_VERSION = 1
 
@@ -71,8 +71,13 @@ def connection_dict(c: Connection, subject: bool = True) -> dict[str, Any]:
         }
     if c.quic is not None:
         q = c.quic
+        r = q.reason
+        dr = r if isinstance(r, DecryptReason) else None  # (typed: the QUIC session's; a browser log's is plain text)
         d["quic"] = {"version": q.version, "sni": q.sni, "alpn": q.alpn, "scid": q.scid, "dcid": q.dcid,
-                     "server_scid": q.server_scid, "decrypted": q.decrypted, "reason": q.reason}
+                     "server_scid": q.server_scid, "decrypted": q.decrypted, "reason": None if r is None else str(r),
+                     "reason_kind": dr.kind.value if dr is not None else None,
+                     "missing_secrets": list(dr.missing) if dr is not None else [],
+                     "retry": q.retry}
         if q.alpn_inferred:
             d["quic"]["alpn_inferred"] = True
     return d

@@ -49,6 +49,7 @@ class NoteKind(enum.Enum):
     STREAM_UNSEEN = "stream_unseen"  # frames of a stream whose opening frame the capture does not hold
     ENDS_IN_FRAME = "ends_in_frame"  # the capture ends inside a frame; direction; length: the frame's size
     STREAM_MISUSE = "stream_misuse"  # a stream id reused, or a stream reset after it completed
+    QUIC_RETRY = "quic_retry"  # the server answered the client's Initial with a Retry; detail: token, integrity, the Initial that carries it
 
 
 class Note(str):
@@ -106,6 +107,76 @@ class Note(str):
 
     def __reduce__(self):
         return (Note, (self.kind, self.packet, self.direction, self.offset, self.length, self.detail))
+
+
+class ReasonKind(enum.StrEnum):
+    """Why a QUIC connection was not decrypted (``DecryptReason.kind``; JSON ``quic.reason_kind``)."""
+
+    NO_KEYLOG = "no_keylog"  # no key log given (or one without a secret): nothing could be looked up
+    SECRET_MISSING = "secret_missing"  # the key log lacks ``secret`` for this connection's client random
+    DECRYPTION_FAILED = "decryption_failed"  # keys were derived and do not open the packets
+    HANDSHAKE_NOT_CAPTURED = "handshake_not_captured"  # client random unknown, and no secret of the key log opened a packet
+    NO_1RTT = "no_1rtt"  # nothing to decrypt: no 1-RTT packet in the capture
+    QUIC_CRYPTO = "quic_crypto"  # gQUIC's QUIC-Crypto, which no key log opens
+    OTHER = "other"  # ``detail`` says (cipher suite, version)
+
+
+class DecryptReason(str):
+    """Why a QUIC connection was not decrypted, as one typed fact: ``kind`` (``ReasonKind``),
+    ``secret`` (the key-log label of the first level that could not be decrypted, e.g.
+    ``SERVER_HANDSHAKE_TRAFFIC_SECRET``), ``level`` (its packet type: ``Handshake``, ``0-RTT``,
+    ``1-RTT``), ``packet`` (the first packet of that level not decrypted), ``missing`` (every
+    label the connection needed and went without, first missing first) and ``detail`` (the
+    decoder's words, for ``OTHER`` and ``DECRYPTION_FAILED``).  The text every view shows
+    (``QuicInfo.reason``, the table row, the completeness line, JSON ``quic.reason``) is
+    rendered here from those fields, and only for display: code reads the fields.  A ``str``
+    (its text) as ``Note`` is; pickles as its fields."""
+
+    kind: ReasonKind
+    secret: str | None
+    level: str | None
+    packet: int | None
+    missing: tuple[str, ...]
+    detail: str
+
+    def __new__(cls, kind: ReasonKind, secret: str | None = None, level: str | None = None, packet: int | None = None,
+                missing: tuple[str, ...] = (), detail: str = "") -> DecryptReason:
+        self = super().__new__(cls, cls.render(kind, secret, level, packet, missing, detail))
+        d = self.__dict__
+        d["kind"], d["secret"], d["level"], d["packet"], d["missing"], d["detail"] = kind, secret, level, packet, tuple(missing), detail
+        return self
+
+    @staticmethod
+    def render(kind: ReasonKind, secret: str | None, level: str | None, packet: int | None,
+               missing: tuple[str, ...], detail: str) -> str:
+        where = f"{level} packets from packet {packet}" if level and packet is not None else (f"{level} packets" if level else "")
+        if kind is ReasonKind.NO_KEYLOG:
+            return "no key log given" + (f" ({where} need {secret})" if secret and where else "")
+        if kind is ReasonKind.SECRET_MISSING:
+            rest = [m for m in missing if m != secret]
+            return (f"no {secret} in the key log for this client random" + (f" ({where})" if where else "")
+                    + (f"; nor {', '.join(rest)}" if rest else ""))
+        if kind is ReasonKind.DECRYPTION_FAILED:
+            return (f"the key log's {secret} does not decrypt the {where}" if secret and where else "decryption failed") \
+                + (f": {detail}" if detail else "")
+        if kind is ReasonKind.HANDSHAKE_NOT_CAPTURED:
+            return "client random unknown (ClientHello not captured), and no secret of the key log opened a packet"
+        if kind is ReasonKind.NO_1RTT:
+            return "no 1-RTT packets"
+        if kind is ReasonKind.QUIC_CRYPTO:
+            return "gQUIC uses QUIC-Crypto; only the unencrypted handshake is shown"
+        return (f"cannot decrypt {where}: {detail}" if where else detail) or "not decrypted"
+
+    @property
+    def for_want_of_keys(self) -> bool:
+        """A secret was not there to look up (as opposed to a handshake not captured, a key that did not open the data)."""
+        return self.kind in (ReasonKind.NO_KEYLOG, ReasonKind.SECRET_MISSING)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"DecryptReason is immutable (setting {name!r})")
+
+    def __reduce__(self):
+        return (DecryptReason, (self.kind, self.secret, self.level, self.packet, self.missing, self.detail))
 
 
 def note_kind(note: str) -> NoteKind:
@@ -272,11 +343,12 @@ class QuicInfo:
     reason: str | None = None
     alpn_inferred: bool = False  # HTTP/3 recognised by its streams, the ALPN not seen (capture joined mid-way)
     server_scid: str | None = None  # the server's own connection ID, from its first long header (not a Retry's)
+    retry: int = 0  # Retry packets the server sent (stateless address validation)
 
     # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
     def __init__(self, version: str | None = None, sni: str | None = None, alpn: str | None = None, scid: str | None = None, dcid: str | None = None,
                  decrypted: bool = False, reason: str | None = None, alpn_inferred: bool = False,
-                 server_scid: str | None = None) -> None:
+                 server_scid: str | None = None, retry: int = 0) -> None:
         self.version = version
         self.sni = sni
         self.alpn = alpn
@@ -286,6 +358,7 @@ class QuicInfo:
         self.reason = reason
         self.alpn_inferred = alpn_inferred
         self.server_scid = server_scid
+        self.retry = retry
 
 
 @dataclass(init=False, slots=True, eq=False, repr=False)

@@ -135,7 +135,8 @@ def test_dissector_notes_are_typed_and_keep_their_words():
         out = subprocess.run(["tshark", "-n", "-r", str(cap), "-Y", "http.response.code == 101", "-T", "fields", "-e", "frame.number"],
                              capture_output=True, text=True, timeout=120, check=True).stdout.split()
         assert sorted(str(n.packet) for n in sw) == sorted(out)
-    typed = {NoteKind.PROTOCOL_SWITCH, NoteKind.FLOW_CONTROL, NoteKind.STREAM_UNSEEN, NoteKind.ENDS_IN_FRAME, NoteKind.STREAM_MISUSE}
+    typed = {NoteKind.PROTOCOL_SWITCH, NoteKind.FLOW_CONTROL, NoteKind.STREAM_UNSEEN, NoteKind.ENDS_IN_FRAME, NoteKind.STREAM_MISUSE,
+             NoteKind.QUIC_RETRY}
     assert set(expert.KIND_RULES) == typed
     seen = set()
     for sub in ("http", "spdy", "lossy", "page"):

@@ -12,7 +12,16 @@ Model output
   ClientHello; ``tls_end`` = client Finished (Handshake packet) or, without Handshake
   keys, the client's first 1-RTT packet; ``connect_end`` = ``tls_end`` (the client may send
   requests from then on; HANDSHAKE_DONE arrives one RTT later and is kept in stats);
-  ``rtt`` = first client Initial -> first server long-header packet.
+  ``rtt`` = the server's first Initial or Handshake packet minus the client Initial it answers:
+  the client's first Initial, or after a Retry (or a Version Negotiation) the client's first
+  Initial sent after it, the one carrying the Retry's token.  A Retry is answered statelessly
+  (often by a load balancer or a fast path), so Initial -> Retry is not the handshake's RTT;
+  ``conn.quic.retry`` counts the Retry packets and a ``NoteKind.QUIC_RETRY`` note names each
+  one (its packet, token length, integrity tag: a Chat item of the expert view).
+- ``conn.quic.reason``, when 1-RTT was not decrypted, is a ``DecryptReason``: its kind (no key
+  log given, a secret missing from the key log, keys that do not decrypt, ...), the key-log
+  label of the first level that could not be decrypted (in packet order: a Handshake packet
+  before the 1-RTT ones) and every label missing, the text made from them.
 - Frames: every QUIC frame as ``Frame(protocol="quic", type="STREAM"|"ACK"|...,
   fields={packet_number, packet_type, frame_type, offset, fin, ...})``; a packet that
   could not be decrypted as one ``Frame(type="PROTECTED", error=reason)``; Retry and
@@ -56,7 +65,7 @@ from wirefall.dissectors.quic_crypto import SUITES
 
 from ..content import BodyDecoder
 from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home is the model)
-from ..model import PROTO_CODE, Exchange, Frame, Note, NoteKind, QuicInfo, TlsInfo
+from ..model import PROTO_CODE, DecryptReason, Exchange, Frame, Note, NoteKind, QuicInfo, ReasonKind, TlsInfo
 from . import finish_body, lower_bound, needs_decoder
 
 H3_ALPN = ("h3",)
@@ -70,6 +79,8 @@ _SHA256 = Hash(SHA256())  # (copied for each stream: cheaper than a new context)
 ONE_RTT = dq.ONE_RTT  # (packet types are the dissector's constants: compared by identity per packet)
 LONG_TYPES = (dq.INITIAL, dq.HANDSHAKE, dq.ZERO_RTT, dq.RETRY, dq.VERSION_NEGOTIATION)
 P_QUIC = PROTO_CODE["QUIC"]
+_QUIC_CRYPTO = DecryptReason(ReasonKind.QUIC_CRYPTO)  # gQUIC's (one for every connection)
+_LEVELS = {1: dq.ZERO_RTT, 2: dq.HANDSHAKE, 3: dq.ONE_RTT}  # epoch -> the packet type named in a DecryptReason
 
 
 class QuicPackets:
@@ -178,7 +189,10 @@ class QuicSession:
         self.spin_pn = [-1, -1]
         self.spin_edges: list[list[float]] = [[], []]
         self.stream_hash: dict = {}
-        self.reason_1rtt: str | None = None
+        # the packets not decrypted, per (epoch, direction): the first one's (packet, kind, key-log
+        # label, the decoder's words), in the order they first failed (``_failed``, ``_reason``)
+        self.failed: dict[tuple[int, int], tuple[int, ReasonKind, str | None, str]] = {}
+        self.rtt_from: float | None = None  # the client Initial the handshake RTT is timed from (None: after a Retry)
         self.decrypted_1rtt = False
         self.flip_request = False  # the pipeline swaps client and server, then clears it
         cs = ctx.shared.setdefault("quic_stats", {})
@@ -263,16 +277,25 @@ class QuicSession:
             if ptype is not ONE_RTT and ptype in LONG_TYPES:
                 if self.first_long[direction] is None:
                     self.first_long[direction] = t
-                    if direction == 1 and conn.connect_start is not None and conn.rtt is None:
-                        conn.rtt = t - conn.connect_start
-                if direction == 1 and ptype in (dq.INITIAL, dq.HANDSHAKE) and conn.quic.server_scid is None and qp.scid is not None:
-                    conn.quic.server_scid = bytes(qp.scid).hex()
-                if ptype == dq.INITIAL and direction == 0 and conn.connect_start is None:
-                    conn.connect_start = t
-                    info = conn.quic
-                    info.version = dq.version_name(qp.version)
-                    info.dcid = bytes(qp.dcid).hex()
-                    info.scid = bytes(qp.scid or b"").hex()
+                if direction == 1 and ptype in (dq.INITIAL, dq.HANDSHAKE):
+                    if conn.rtt is None and self.rtt_from is not None:  # the server's first answer to the client's Initial
+                        conn.rtt = t - self.rtt_from
+                    if conn.quic.server_scid is None and qp.scid is not None:
+                        conn.quic.server_scid = bytes(qp.scid).hex()
+                if ptype == dq.INITIAL and direction == 0:
+                    if conn.connect_start is None:
+                        conn.connect_start = t
+                        info = conn.quic
+                        info.version = dq.version_name(qp.version)
+                        info.dcid = bytes(qp.dcid).hex()
+                        info.scid = bytes(qp.scid or b"").hex()
+                    if self.rtt_from is None and conn.rtt is None:
+                        self.rtt_from = t
+                elif direction == 1 and ptype in (dq.RETRY, dq.VERSION_NEGOTIATION):
+                    if conn.rtt is None:
+                        self.rtt_from = None  # the handshake starts again: timed from the client's next Initial
+                    if ptype == dq.RETRY:
+                        self._retry(qp, packet)
             if ptype is not ONE_RTT and ptype in (dq.RETRY, dq.VERSION_NEGOTIATION):
                 fields = {"packet_type": ptype, "dcid": bytes(qp.dcid).hex(), "scid": bytes(qp.scid or b"").hex()}
                 if ptype == dq.RETRY:
@@ -289,8 +312,6 @@ class QuicSession:
                     self.first_1rtt[direction] = (packet, t)
                 if qp.frames:
                     self.decrypted_1rtt = True
-                elif qp.error and self.reason_1rtt is None:
-                    self.reason_1rtt = qp.error
                 spin, spn = qp.spin, qp.pn
                 if spin is not None and spn is not None and spn > self.spin_pn[direction]:
                     self.spin_pn[direction] = spn
@@ -304,6 +325,7 @@ class QuicSession:
                                     error=qp.error or "no frames"), "QUIC")
                 if qp.error:
                     conn.notes.append(f"packet {packet}: {qp.error}")
+                    self._failed(direction, qp, packet)
                 continue
             pn, kp = qp.pn, qp.key_phase  # (_count gets them as (ptype, pn, kp), made only where it is called)
             listed = self.listed
@@ -384,6 +406,68 @@ class QuicSession:
             fields.update(f.fields)
         agg[key] = self.ctx.add_frame(Frame(packet, packet, t, self.conn.id, direction, "quic", f.stream_id, f.type,
                                             length=f.length, fields=fields, offset=f.offset, error=f.error), "QUIC")
+
+    def _retry(self, qp, packet: int) -> None:
+        """A Retry from the server: counted (``conn.quic.retry``) and noted on its packet."""
+        info = self.conn.quic
+        info.retry += 1
+        valid = qp.retry_valid
+        tag = "integrity tag valid" if valid else "integrity tag INVALID" if valid is False else "integrity tag not checked"
+        self.conn.notes.append(Note(NoteKind.QUIC_RETRY, packet, 1, None, len(qp.token or b""),
+                                    f"QUIC Retry: the server asks the client to prove its address (token {len(qp.token or b'')} bytes, "
+                                    f"{tag}); the handshake RTT is timed from the client's next Initial, which carries the token"))
+
+    def _failed(self, direction: int, qp, packet: int) -> None:
+        """A packet not decrypted: the first of its level and direction is kept, as a typed
+        cause (``ReasonKind``) and the key-log label it needed, for ``_reason``."""
+        epoch = dq.EPOCH.get(qp.type)
+        if epoch is None or epoch == 0:  # (not a key-log level: an Initial, an unsupported version)
+            key = (-1, direction)
+            if key not in self.failed:
+                self.failed[key] = (packet, ReasonKind.OTHER, None, qp.error or "")
+            return
+        key = (epoch, direction)
+        if key in self.failed:
+            return
+        q = self.q
+        label = dq.SECRET_LABELS.get(key)
+        words = (q.dirs[direction].reasons[epoch] or qp.error or "") if q is not None else (qp.error or "")
+        if q is None or label is None:
+            kind = ReasonKind.OTHER
+        elif ctx_has_no_keys(self.ctx):
+            kind = ReasonKind.NO_KEYLOG
+        elif q.dirs[direction].keys[epoch] is not None:
+            kind = ReasonKind.DECRYPTION_FAILED  # keys there, and they do not open it
+            words = (qp.error or "").partition(": ")[2]  # (the AEAD's words, after "cannot decrypt … packet: ")
+        elif q.client_random is None:
+            kind = ReasonKind.HANDSHAKE_NOT_CAPTURED
+        elif q.secret(label, q.client_random) is None:
+            kind = ReasonKind.SECRET_MISSING
+        else:
+            kind = ReasonKind.OTHER  # the secret is there: a cipher suite unknown or not QUIC's (``words``)
+        self.failed[key] = (packet, kind, label, words)
+
+    def _reason(self) -> str | None:
+        """Why 1-RTT was not decrypted (``DecryptReason``): the first level that failed, in
+        packet order (a Handshake packet before the 1-RTT ones it keys), every secret missing."""
+        fails = sorted(self.failed.items(), key=lambda kv: kv[1][0])  # (stable: the order they failed in)
+        typed = [(k, v) for k, v in fails if k[0] >= 1]
+        missing = tuple(dict.fromkeys(v[2] for _, v in typed if v[2] and v[1] in (ReasonKind.NO_KEYLOG, ReasonKind.SECRET_MISSING)))
+        if ctx_has_no_keys(self.ctx) and (typed or self.first_1rtt != [None, None]):
+            if typed:
+                (epoch, _d), (packet, _k, label, _w) = typed[0]
+                return DecryptReason(ReasonKind.NO_KEYLOG, label, _LEVELS[epoch], packet, missing)
+            return DecryptReason(ReasonKind.NO_KEYLOG)
+        for want in (ReasonKind.SECRET_MISSING, ReasonKind.DECRYPTION_FAILED, ReasonKind.HANDSHAKE_NOT_CAPTURED, ReasonKind.OTHER):
+            for (epoch, _d), (packet, kind, label, words) in typed:
+                if kind is want:
+                    return DecryptReason(kind, label, _LEVELS[epoch], packet, missing, words)
+        if self.first_1rtt == [None, None]:
+            return DecryptReason(ReasonKind.NO_1RTT)
+        if fails:  # an Initial, another version
+            return DecryptReason(ReasonKind.OTHER, None, None, None, (), fails[0][1][3])
+        return DecryptReason(ReasonKind.SECRET_MISSING if self.q is not None and self.q.client_random is not None
+                             else ReasonKind.HANDSHAKE_NOT_CAPTURED, "CLIENT_TRAFFIC_SECRET_0", "1-RTT", None, ())
 
     def _flip(self, packet: int) -> None:
         """The first sender was taken for the client, and the key log says it is the server
@@ -947,7 +1031,7 @@ class QuicSession:
         info.dcid = g.cid.hex() if g.cid else None
         info.sni = g.sni
         info.decrypted = False
-        info.reason = "gQUIC uses QUIC-Crypto; only the unencrypted handshake is shown"
+        info.reason = _QUIC_CRYPTO
         if gp.error:
             conn.notes.append(f"packet {packet}: {gp.error}")
 
@@ -982,10 +1066,7 @@ class QuicSession:
         info = conn.quic
         info.decrypted = self.decrypted_1rtt
         if not self.decrypted_1rtt:
-            reasons = [q.dirs[d].reasons[e] for e in (3, 2) for d in (0, 1) if q.dirs[d].reasons[e]]
-            info.reason = self.reason_1rtt or (reasons[0] if reasons else ("no 1-RTT packets" if self.first_1rtt == [None, None] else None))
-            if info.reason is None:
-                info.reason = "no key for this client random" if ctx_has_no_keys(self.ctx) else "1-RTT keys not found in the key log"
+            info.reason = self._reason()
         if info.sni is None and q.hello.get("sni"):
             info.sni = q.hello.get("sni")
         if conn.tls_end is None and self.first_1rtt[0] is not None and conn.connect_start is not None:
