@@ -13,7 +13,9 @@ URL finds fewer pairs than matching by path and query, the latter is used and sa
 exchange without a URL (a response whose request the capture does not show) is listed as
 only-A/only-B with its reason.  Warnings (``warning_items``: kind, side, text) say what makes
 the two loads less comparable: a capture not decrypted (then no difference or saving is
-given), incomplete, different clients (User-Agent), different links (largest frame).
+given), incomplete, different clients (User-Agent), different servers (the responses'
+``server``), different header sets, different links (largest frame), retransmissions, a side
+that is a browser log (no packets: what it cannot know is unknown, null, never 0).
 """
 from __future__ import annotations
 
@@ -142,13 +144,71 @@ def _page_t0(an: Analysis, page: Page) -> float:
     return page.start if page.start is not None else an.start_time
 
 
+def retransmitted(an: Analysis, conns: list) -> tuple[list[int], list[int]]:
+    """The data the connections ``conns`` carried again, per direction ``[c2s, s2c]``: (the
+    data's bytes, the wire bytes to take off the ``bytes`` rows for the data carried once).
+
+    TCP: the segments whose bytes the capture had already carried — ``wirefall stats``'
+    ``retransmissions`` and ``retransmitted_bytes`` (TCP payload), the packets tshark marks
+    ``tcp.analysis.retransmission`` that repeat captured bytes; a segment that filled a hole
+    left by a loss before the capture point repeats nothing the capture holds and is not one
+    (tshark marks it too: ``stats``' ``tcp_retransmissions``).  Their wire bytes are the
+    frames' lengths (``frame.len``); beyond the first ``DirStats.MAX_LISTED`` of a
+    connection's direction, the payload plus the direction's mean header bytes per packet.
+    QUIC (decrypted): the STREAM and CRYPTO bytes received again (``quic_stats``); QUIC sends
+    them in new packets beside other frames, so only those bytes are taken off."""
+    data, wire = [0, 0], [0, 0]
+    origlen = an.index.origlen
+    n = len(an.index)
+    for c in conns:
+        for d in (0, 1):
+            st = c.stats[d]
+            if st.retransmissions:
+                data[d] += st.retransmitted_bytes
+                listed = [k for k in st.retransmission_packets if 1 <= k <= n]
+                w = int(sum(int(origlen[k - 1]) for k in listed))
+                rest = st.retransmissions - len(listed)
+                if rest > 0:
+                    per = (st.bytes - st.payload) / st.packets if st.packets else 0.0
+                    w += round(st.retransmitted_bytes * rest / st.retransmissions + rest * per)
+                wire[d] += w
+        q = (an.quic_stats or {}).get(c.id) if getattr(c, "transport", None) == "udp" else None
+        if isinstance(q, dict):
+            for d in (0, 1):
+                dup = sum(int((q.get(k) or (0, 0))[d] or 0) for k in ("stream_dup_bytes", "crypto_dup_bytes"))
+                data[d] += dup
+                wire[d] += dup
+    return data, wire
+
+
+def browser_events(an: Analysis, t0: float | None) -> dict[str, float]:
+    """The browser's page events — a HAR's ``onLoad`` and ``onContentLoad`` (the load event,
+    DOMContentLoaded), of a HAR laid over the capture or of a HAR side — in seconds from
+    ``t0``, placed on the capture's clock as ``wirefall stats`` places them
+    (``stats --json``'s ``browser_events``: ``waterfall.browser_milestones``); of several
+    pages placed, the first's.  {} when no log gives them."""
+    if t0 is None or not (isinstance(an.browser, dict) and an.browser.get("pages")):
+        return {}
+    from .waterfall import browser_milestones
+
+    idx = an.index
+    ends = [e.response_end for e in an.exchanges if e.response_end is not None]
+    t_end = max([float(idx.ts[-1]) if len(idx) else t0] + ends)
+    out: dict[str, float] = {}
+    for m in browser_milestones(an, float(idx.ts[0]) if len(idx) else t0, t_end):
+        out.setdefault(m.name, m.time - t0)
+    return out
+
+
 def page_figures(an: Analysis, page: Page | None = None,
                  split: tuple[Page, list[Exchange], list[Exchange]] | None = None) -> dict[str, Any]:
     """The whitepaper's page-level quantities for one capture, of the page alone
     (``analyzer.waterfall.page_of``, as ``wirefall stats`` and ``wirefall batch`` count it):
-    page load time and TTFB from the page's start (its first row, not the capture's first
-    packet), its requests, the connections that carried them and their packets and bytes, and
-    its requests' header bytes.
+    page load time (the page's last response byte) and TTFB from the page's start (its first
+    row, not the capture's first packet), the browser's load event and DOMContentLoaded where a
+    browser log gives them (``browser_events``), its requests, the connections that carried
+    them and their packets and bytes (retransmissions included; the data carried again and the
+    bytes without it beside them: ``retransmitted``), and its requests' header bytes.
 
     Nothing is left out unsaid: the background requests (another program's, another host's, a
     long-poll open before the page: ``page.background``) and the connections that carried only
@@ -184,8 +244,14 @@ def page_figures(an: Analysis, page: Page | None = None,
         protocols.add(e.protocol)
     req_w += req_q  # (req_wire, resp_wire: HTTP/3's QPACK encoder-stream bytes included)
     resp_w += resp_q
+    t0 = _page_t0(an, page)
+    events = browser_events(an, t0)
+    rx_data, rx_wire = retransmitted(an, conns)
+    bytes_dir = [sum(c.stats[d].bytes for c in conns) for d in (0, 1)]
     return {
         "page_load_time": blk.page_load_time,
+        "load_event": events.get("load_event"),
+        "dom_content_loaded": events.get("dom_content_loaded"),
         "ttfb": blk.ttfb,
         "connections": len(conns),
         "connections_without_requests": len(idle),
@@ -197,8 +263,12 @@ def page_figures(an: Analysis, page: Page | None = None,
         "pushes": pushes,
         "packets_c2s": sum(c.stats[0].packets for c in conns),
         "packets_s2c": sum(c.stats[1].packets for c in conns),
-        "bytes_c2s": sum(c.stats[0].bytes for c in conns),
-        "bytes_s2c": sum(c.stats[1].bytes for c in conns),
+        "bytes_c2s": bytes_dir[0],
+        "bytes_s2c": bytes_dir[1],
+        "retransmitted_bytes_c2s": rx_data[0],
+        "retransmitted_bytes_s2c": rx_data[1],
+        "bytes_c2s_without_retransmissions": bytes_dir[0] - rx_wire[0],
+        "bytes_s2c_without_retransmissions": bytes_dir[1] - rx_wire[1],
         "request_header_bytes_wire": req_w,
         "request_header_bytes_decoded": req_d,
         "response_header_bytes_wire": resp_w,
@@ -212,7 +282,9 @@ def page_figures(an: Analysis, page: Page | None = None,
 
 
 PAGE_ROWS = [
-    ("page_load_time", "page load time (s)"),
+    ("page_load_time", "page load time: last response byte (s)"),
+    ("load_event", "browser load event, onload (s)"),
+    ("dom_content_loaded", "browser DOMContentLoaded (s)"),
     ("connections", "connections"),
     ("connections_without_requests", "  web connections without a request"),
     ("bytes_without_requests", "  their bytes, both ways (not in the rows below)"),
@@ -223,8 +295,12 @@ PAGE_ROWS = [
     ("pushes", "pushes"),
     ("packets_c2s", "packets client→server"),
     ("packets_s2c", "packets server→client"),
-    ("bytes_c2s", "bytes client→server"),
-    ("bytes_s2c", "bytes server→client"),
+    ("bytes_c2s", "bytes client→server (wire, retransmissions in)"),
+    ("bytes_s2c", "bytes server→client (wire, retransmissions in)"),
+    ("retransmitted_bytes_c2s", "  data retransmitted client→server"),
+    ("retransmitted_bytes_s2c", "  data retransmitted server→client"),
+    ("bytes_c2s_without_retransmissions", "bytes client→server without retransmissions"),
+    ("bytes_s2c_without_retransmissions", "bytes server→client without retransmissions"),
     ("request_header_bytes_wire", "request header bytes (wire)"),
     ("request_header_bytes_decoded", "request header bytes (decoded)"),
     ("response_header_bytes_wire", "response header bytes (wire)"),
@@ -233,10 +309,24 @@ PAGE_ROWS = [
     ("response_qpack_encoder_bytes", "  of the response wire: QPACK encoder stream"),
     ("request_header_compression", "request header compression"),
     ("response_header_compression", "response header compression"),
+    ("log_bytes_in", "HAR page's own _bytesIn"),
+    ("log_bytes_out", "HAR page's own _bytesOut"),
+    ("log_connections", "HAR page's own _connections"),
 ]
 # rows without a saving: ratios (their difference is in points), and what is not the page's
 NO_SPEEDUP = frozenset({"request_header_compression", "response_header_compression", "background_connections",
                         "background_bytes", "background_requests"})
+# rows the text table shows only when a side has a value (a browser log's)
+OPTIONAL_ROWS = frozenset({"load_event", "dom_content_loaded", "log_bytes_in", "log_bytes_out", "log_connections"})
+# what a browser log (HAR, NetLog, qlog: no packet) cannot know: unknown (null, "–"), never 0
+NO_PACKETS = ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c", "retransmitted_bytes_c2s", "retransmitted_bytes_s2c",
+              "bytes_c2s_without_retransmissions", "bytes_s2c_without_retransmissions", "connections_without_requests",
+              "bytes_without_requests", "background_bytes")
+HEADER_BYTES = ("request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
+                "response_header_bytes_decoded", "request_header_compression", "response_header_compression",
+                "request_qpack_encoder_bytes", "response_qpack_encoder_bytes")
+# a HAR page's own figures (WebPageTest's page record): page key -> the HAR's field
+LOG_PAGE_FIELDS = {"log_bytes_in": "_bytesIn", "log_bytes_out": "_bytesOut", "log_connections": "_connections"}
 FRAME_RATIO = 2.0  # largest frames this many times apart: the links (or their offloads) differ
 
 
@@ -256,6 +346,119 @@ def _page_agent(page: Page, page_exs: list[Exchange]) -> str | None:
     return ua
 
 
+def _esc(v: str, limit: int = 80) -> str:
+    """A value from the capture (a header's name or value) fit for a line of text: as it is
+    when printable, else its repr's escapes; at most ``limit`` characters."""
+    t = v if v.isprintable() else repr(v)[1:-1]
+    return t if len(t) <= limit else t[:limit - 1] + "…"
+
+
+def _servers(page_exs: list[Exchange]) -> list[tuple[str, int]]:
+    """The responses' ``server`` values and how many responses name each, the most common
+    first (ties: the first seen, in start order)."""
+    seen: dict[str, int] = {}
+    for e in _ordered(page_exs):
+        v = next((v for k, v in e.response_headers if k.lower() == "server"), None)
+        if v is not None:
+            seen[v] = seen.get(v, 0) + 1
+    order = {v: i for i, v in enumerate(seen)}
+    return sorted(seen.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+# header fields a protocol itself decides (not the client's or server's software): the
+# connection's own, HTTP/1's Host (h2/h3's :authority), h2/h3's Priority (RFC 9218) and
+# SPDY/2's request and status line as plain fields; pseudo-headers (":…") are never counted
+CONNECTION_FIELDS = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "host",
+                               "priority"})
+SPDY2_FIELDS = frozenset({"method", "url", "version", "scheme", "status"})
+HEADERS_DIFFER = 2  # usual fields of one side that none of the other side's messages has: from this many, warn
+NAMES_LISTED = 8
+
+
+def _header_names(exs: list[Exchange], response: bool) -> tuple[int, dict[str, int]]:
+    """(messages with headers, field name -> messages that have it) of the page's requests or
+    responses, leaving out pseudo-headers and ``CONNECTION_FIELDS``."""
+    n = 0
+    names: dict[str, int] = {}
+    for e in exs:
+        hs = e.response_headers if response else e.request_headers
+        if not hs:
+            continue
+        n += 1
+        skip = CONNECTION_FIELDS | (SPDY2_FIELDS if (e.protocol or "").startswith("spdy/2") else frozenset())
+        for k in {k.lower() for k, _v in hs}:
+            if not k.startswith(":") and k not in skip:
+                names[k] = names.get(k, 0) + 1
+    return n, names
+
+
+def _headers_lacking(a: tuple[int, dict[str, int]], b: tuple[int, dict[str, int]]) -> list[str]:
+    """The fields at least half of one side's messages have that none of the other's has."""
+    return sorted(k for k, c in a[1].items() if 2 * c >= a[0] and not b[1].get(k))
+
+
+def _har_page_fields(an: Analysis) -> dict[str, Any]:
+    """A HAR's own page record for the page compared (the page shown, or the page laid over
+    the capture): its numeric fields of ``LOG_PAGE_FIELDS`` and its load times
+    (``onLoad``, WebPageTest's ``_loadTime`` and ``_fullyLoaded``, in ms from its
+    ``startedDateTime``), those it has (a negative value, WebPageTest's "none", left out).
+    The HAR is read again: ``Analysis.browser`` keeps only the page's id, title and times."""
+    b = an.browser if isinstance(an.browser, dict) else {}
+    log = next((lg for lg in b.get("logs") or () if isinstance(lg, dict) and lg.get("kind") == "har"
+                and isinstance(lg.get("file"), str)), None)
+    if log is None:
+        return {}
+    pid = next((p.get("id") for p in b.get("pages") or () if isinstance(p, dict) and p.get("source") == "har"), None)
+    from .browserlog.detect import BrowserLogError, read_text
+
+    try:
+        import json
+
+        pages = json.loads(read_text(log["file"])[0])["log"]["pages"]
+    except (BrowserLogError, OSError, ValueError, KeyError, TypeError, RecursionError):
+        return {}
+    if not isinstance(pages, list):
+        return {}
+    rec = next((p for p in pages if isinstance(p, dict) and pid is not None and p.get("id") == pid), None)
+    if rec is None and pid is None and len(pages) == 1 and isinstance(pages[0], dict):
+        rec = pages[0]
+    if rec is None:
+        return {}
+    pt = rec.get("pageTimings")
+    pt = pt if isinstance(pt, dict) else {}
+    out: dict[str, Any] = {"id": pid}
+    for k, v in [(f, rec.get(f)) for f in (*LOG_PAGE_FIELDS.values(), "_loadTime", "_fullyLoaded")] + [("onLoad", pt.get("onLoad"))]:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+            out[k] = v
+    return out
+
+
+def _log_facts(an: Analysis, fig: dict[str, Any]) -> dict[str, Any] | None:
+    """A side that is a browser log (HAR, NetLog, qlog): which, which of its pages, the
+    figures it cannot know (``unknown``: page key -> why) and its HAR page's own fields."""
+    b = an.browser if isinstance(an.browser, dict) else {}
+    logs = [lg for lg in b.get("logs") or () if isinstance(lg, dict)]
+    source = getattr(an, "source", "capture") or "capture"
+    har = _har_page_fields(an)
+    if source == "capture" and not har:
+        return None
+    log = logs[0] if logs else {}
+    shown = log.get("page_shown") if isinstance(log.get("page_shown"), dict) else None
+    unknown: dict[str, str] = {}
+    if source != "capture":
+        for k in NO_PACKETS:
+            unknown[k] = "a browser log has no packets"
+        own = str(log.get("creator") or "").startswith("wirefall")  # (wirefall's HAR: its own wire and decoded sizes)
+        for k in HEADER_BYTES:
+            if not own:
+                unknown[k] = ("a HAR's headersSize is the browser's uncompressed HTTP/1-style size, not wire bytes; "
+                              "no decoded size" if source == "har" else "the log gives no header sizes")
+            elif "qpack" in k or ("h3" in fig["protocols"] and ("wire" in k or "compression" in k)):
+                unknown[k] = "wirefall's HAR does not carry the QPACK encoder-stream bytes"
+    return {"kind": source, "creator": log.get("creator"), "page": shown.get("notice") if shown else None,
+            "page_number": shown.get("number") if shown else None, "unknown": unknown, "har_page": har}
+
+
 def _facts(an: Analysis, page: Page, page_exs: list[Exchange], bg_exs: list[Exchange], fig: dict[str, Any]) -> dict[str, Any]:
     """One side's header: what was compared (the page's requests, the background set apart),
     whether the capture is complete and decrypted, and what tells two loads apart (client,
@@ -264,6 +467,7 @@ def _facts(an: Analysis, page: Page, page_exs: list[Exchange], bg_exs: list[Exch
 
     comp = completeness.compute(an)
     nd = [{"connection": cid, "reason": why} for cid, why in sorted(comp.not_decrypted.items())]
+    servers = _servers(page_exs)
     return {
         "file": an.path,
         "protocols": fig["protocols"],
@@ -274,7 +478,11 @@ def _facts(an: Analysis, page: Page, page_exs: list[Exchange], bg_exs: list[Exch
         "completeness": completeness.headline(an),
         "not_decrypted": nd,
         "user_agent": _page_agent(page, page_exs),
+        "server": servers[0][0] if servers else None,
+        "servers": dict(servers[:10]),
         "max_frame_bytes": int(max(an.index.origlen)) if len(an.index) else None,
+        "source": getattr(an, "source", "capture") or "capture",
+        "browser_log": _log_facts(an, fig),
     }
 
 
@@ -307,6 +515,13 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
         })
     pa, pb = page_figures(a, split=(pg_a, page_a, bg_a)), page_figures(b, split=(pg_b, page_b, bg_b))
     fa, fb = _facts(a, pg_a, page_a, bg_a, pa), _facts(b, pg_b, page_b, bg_b, pb)
+    for fig, f in ((pa, fa), (pb, fb)):  # what a browser log cannot know: unknown, not 0; its HAR page's own figures
+        lf = f["browser_log"] or {}
+        for k in lf.get("unknown") or ():
+            fig[k] = None
+        har = lf.get("har_page") or {}
+        for k, field in LOG_PAGE_FIELDS.items():
+            fig[k] = har.get(field)
 
     items: list[dict[str, Any]] = []
     if mode == "path":
@@ -343,10 +558,14 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
     if ua is not None and ub is not None and ua != ub:
         _warn(items, "user_agent_differs", f"different clients: the page's first request has User-Agent {ua!r} in A, "
                                            f"{ub!r} in B — the loads may differ by more than the protocol")
+    _software_warnings(items, fa, fb, page_a, page_b)
     ma, mb = fa["max_frame_bytes"], fb["max_frame_bytes"]
     if ma and mb and max(ma, mb) >= FRAME_RATIO * min(ma, mb):
         _warn(items, "frame_size_differs", f"the largest frames differ: {ma:,} bytes in A, {mb:,} in B (another link, MTU or "
                                            "segmentation offload): packet counts and timings are not comparable one for one")
+    _retransmission_warning(items, pa, pb)
+    for side, an, pg, f in (("A", a, pg_a, fa), ("B", b, pg_b, fb)):
+        _log_warnings(items, side, an, pg, f)
     page = {}
     for key, _label in PAGE_ROWS:
         va, vb = pa[key], pb[key]
@@ -367,6 +586,95 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
         "warnings": [w["text"] for w in items],
         "warning_items": items,
     }
+
+
+def _software_warnings(items: list[dict[str, Any]], fa: dict[str, Any], fb: dict[str, Any],
+                       page_a: list[Exchange], page_b: list[Exchange]) -> None:
+    """Different server software (the responses' most common ``server``), and header sets
+    that differ by more than the protocol (``HEADERS_DIFFER`` usual fields or more of one
+    side that the other side never sends): the table would count them as the protocol's."""
+    sa, sb = fa["server"], fb["server"]
+    heard = [any(e.response_headers for e in x) for x in (page_a, page_b)]  # (a side with no response header says nothing)
+    if sa != sb and all(heard):
+        def said(side, f, v):
+            n = sum(f["servers"].values())
+            return (f"{side}'s responses name no server" if v is None else
+                    f"{side}'s name {v[:80]!r} ({f['servers'][v]} of the {n} that name one)")
+
+        _warn(items, "server_differs", f"different servers: {said('A', fa, sa)}, {said('B', fb, sb)} — the loads may "
+                                       "differ by the server software as much as by the protocol")
+    for what, response in (("request", False), ("response", True)):
+        ha, hb = _header_names(page_a, response), _header_names(page_b, response)
+        if not ha[0] or not hb[0]:
+            continue
+        la, lb = _headers_lacking(ha, hb), _headers_lacking(hb, ha)
+        if max(len(la), len(lb)) < HEADERS_DIFFER:
+            continue
+
+        def names(xs):
+            if not xs:
+                return "none"
+            shown = ", ".join(_esc(x, 40) for x in xs[:NAMES_LISTED])
+            return shown + (f" and {len(xs) - NAMES_LISTED} more" if len(xs) > NAMES_LISTED else "") + f" ({len(xs)})"
+
+        def per(h):
+            return sum(h[1].values()) / h[0]
+
+        _warn(items, f"{what}_headers_differ",
+              f"different {what} headers: fields most of A's {what}s have and none of B's: {names(la)}; of B's and none of "
+              f"A's: {names(lb)}; {per(ha):.1f} fields a {what} in A, {per(hb):.1f} in B (pseudo-headers and "
+              f"connection fields not counted) — the header byte rows measure the software's headers as much as the "
+              f"protocol's compression")
+
+
+def _retransmission_warning(items: list[dict[str, Any]], pa: dict[str, Any], pb: dict[str, Any]) -> None:
+    """Retransmitted data on either side: the bytes rows count it."""
+    def said(side, f):
+        c, s = f["retransmitted_bytes_c2s"], f["retransmitted_bytes_s2c"]
+        return f"{side} {c:,} client→server, {s:,} server→client"
+
+    have = [(side, f) for side, f in (("A", pa), ("B", pb))
+            if f["retransmitted_bytes_c2s"] is not None and f["retransmitted_bytes_s2c"] is not None]
+    if any(f["retransmitted_bytes_c2s"] or f["retransmitted_bytes_s2c"] for _s, f in have):
+        _warn(items, "retransmissions", f"data retransmitted (bytes): {'; '.join(said(s, f) for s, f in have)} — the "
+                                        "'bytes' rows count it, the 'without retransmissions' rows leave it out")
+
+
+def _log_warnings(items: list[dict[str, Any]], side: str, an: Analysis, pg: Page, f: dict[str, Any]) -> None:
+    """A side that is a browser log: which page of it, what it cannot know, where its times run from."""
+    lf = f["browser_log"]
+    if not lf or lf["kind"] == "capture":
+        return
+    s = side.lower()
+    what = {"har": "a HAR", "netlog": "a Chrome NetLog", "qlog": "a qlog"}.get(lf["kind"], "a browser log")
+    if lf.get("creator"):
+        what += f" ({_esc(str(lf['creator']))})"
+    if lf.get("page"):
+        _warn(items, "log_page", f"{side}: {lf['page']}", s)
+    unknown = lf["unknown"]
+    har = lf.get("har_page") or {}
+    text = (f"{side} is {what}, not a capture: it has no packets, so its packets, bytes on the wire, retransmissions and "
+            "connections without a request are unknown (–)")
+    if any(k in unknown for k in HEADER_BYTES):
+        text += ", and so are its header bytes" + (" (a HAR's headersSize is the browser's uncompressed HTTP/1-style "
+                                                    "size, not wire bytes)" if lf["kind"] == "har" else "")
+    have = [f"{fld} {har[fld]:,}" for fld in LOG_PAGE_FIELDS.values() if fld in har]
+    if have:
+        text += (f"; its HAR page's own figures ({', '.join(have)}: the browser's counts of the requests' bytes, not frames "
+                 "on the wire) are in the \"HAR page's own\" rows")
+    _warn(items, "browser_log", text, s)
+    t0 = _page_t0(an, pg)
+    b = an.browser if isinstance(an.browser, dict) else {}
+    start = next((p.get("start") for p in b.get("pages") or () if isinstance(p, dict) and isinstance(p.get("start"), (int, float))), None)
+    text = f"{side}'s times run from its first row (the log's first request or connection start"
+    if start is not None and t0 is not None:
+        text += f", {t0 - start:.3f} s after its page's start"
+        own = [f"{k} {har[k]:,} ms" for k in ("onLoad", "_loadTime", "_fullyLoaded") if k in har]
+        if own:
+            text += f", from which the HAR's {', '.join(own)} count"
+    text += ("); `wirefall stats` gives a browser log opened alone no page load time, as it counts from the page's "
+             "first packet")
+    _warn(items, "log_times", text, s)
 
 
 def _fmt(key: str, v) -> str:
@@ -403,6 +711,9 @@ def _side_line(name: str, f: dict[str, Any]) -> str:
         s += f", {f['background_requests']} background (not compared)"
     if f["not_decrypted"]:
         s += f"; {len(f['not_decrypted'])} connection{'s' * (len(f['not_decrypted']) != 1)} NOT DECRYPTED"
+    lf = f.get("browser_log") or {}
+    if lf.get("kind") not in (None, "capture"):
+        s += f"; a browser log ({lf['kind']}), no packets" + (f", page {lf['page_number']}" if lf.get("page_number") else "")
     return s
 
 
@@ -410,7 +721,9 @@ def render_text(res: dict[str, Any]) -> str:
     out = [_side_line("A", res["a"]), _side_line("B", res["b"]), ""]
     rows = [["", "A", "B", "B − A", "(A − B) / A"]]
     for key, label in PAGE_ROWS:
-        p = res["page"][key]
+        p = res["page"].get(key) or {"a": None, "b": None, "diff": None, "speedup": None}
+        if key in OPTIONAL_ROWS and p["a"] is None and p["b"] is None:
+            continue
         sp = p["speedup"]
         rows.append([label, _fmt(key, p["a"]), _fmt(key, p["b"]),
                      ("–" if p["diff"] is None else (f"{100 * p['diff']:+.1f} pt" if key.endswith("compression") else
@@ -422,7 +735,13 @@ def render_text(res: dict[str, Any]) -> str:
         if i == 0:
             out.append("  ".join("-" * x for x in w))
     out.append("(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving")
-    out.append("the page as `wirefall stats` counts it: from its first row, background requests apart")
+    out.append("the page as `wirefall stats` counts it: from its first row, background requests apart; its load time is its "
+               "last response byte, not the browser's load event (a row of its own where a browser log gives it: a HAR "
+               "side, or --har laid over A)")
+    out.append("bytes: the frames of the connections that carried page requests, retransmissions in; data retransmitted: "
+               "TCP payload the capture carried twice, QUIC STREAM/CRYPTO bytes received again; without retransmissions: "
+               "the bytes less those frames, the data the load needed once")
+    out.append("–: not known to that side (a browser log has no packets) or no value; no difference or saving then")
     if not res.get("comparable", True):
         out.append("no difference or saving given: a capture shows no request of a page (see the warnings)")
     out.append("")

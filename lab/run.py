@@ -212,6 +212,79 @@ def server_figures(r: dict) -> dict:
             "server_handshake_ms": (r.get("link_check") or {}).get("server_handshake_ms")}
 
 
+def software(runs: list[dict], protos: list[str]) -> dict[str, dict[str, list[str]]]:
+    """Per protocol, the client and server programs its runs used (the manifest's
+    ``runs[].client`` and ``runs[].server``, as the lab started them), each distinct one once."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for p in protos:
+        sw: dict[str, list[str]] = {"client": [], "server": []}
+        for r in runs:
+            if r.get("protocol") != p:
+                continue
+            for k in ("client", "server"):
+                v = r.get(k)
+                if isinstance(v, str) and v and v not in sw[k]:
+                    sw[k].append(v)
+        out[p] = sw
+    return out
+
+
+# warnings of the runs' comparisons the summary does not repeat: each protocol's server listens on
+# a port of its own, so every pair loads the page from "different origins" by design
+SAID = frozenset({"different_origins"})
+
+
+def notes(s: dict) -> tuple[list[str], dict[tuple[str, str], list[int]]]:
+    """The footnotes of the summary: what besides the protocol differs between a protocol's
+    loads and the baseline's — another client or server program (``software``), and each
+    distinct warning of the runs' comparisons (``pairs[].warnings``: other clients, servers,
+    header sets, links, retransmissions …), with the runs it came from.  Returns the notes'
+    texts (note k is ``texts[k - 1]``) and (condition id, protocol) -> its notes' numbers."""
+    base = s["baseline"]
+    texts: list[str] = []
+    where: dict[tuple[str, str], list[int]] = {}
+
+    def note(cid: str, p: str, text: str) -> None:
+        if text not in texts:
+            texts.append(text)
+        k = texts.index(text) + 1
+        ks = where.setdefault((cid, p), [])
+        if k not in ks:
+            ks.append(k)
+
+    for c in s["conditions"]:
+        sw = c.get("software") or {}
+        b = sw.get(base) or {}
+        for p in s["protocols"]:
+            if p == base:
+                continue
+            mine = sw.get(p) or {}
+            for k in ("client", "server"):
+                if mine.get(k) and b.get(k) and mine[k] != b[k]:
+                    note(c["id"], p, f"{p} vs {base}: another {k} — {p}: {', '.join(mine[k])}; {base}: {', '.join(b[k])}")
+        runs: dict[tuple[str, str], list[int]] = {}
+        for pr in c.get("pairs") or ():
+            p = pr.get("protocol")
+            mine, said = sw.get(p) or {}, set()
+            for k, kind in (("client", "user_agent_differs"), ("server", "server_differs")):
+                if mine.get(k) and b.get(k) and mine[k] != b[k]:
+                    said.add(kind)  # (the software note above says it)
+            items = pr.get("warning_items")
+            ws = ([w["text"] for w in items if isinstance(w, dict) and w.get("kind") not in SAID | said]
+                  if isinstance(items, list) else list(pr.get("warnings") or ()))
+            for w in ws:
+                runs.setdefault((p, w), []).append(pr.get("run"))
+        for (p, w), ks in runs.items():
+            if p in s["protocols"]:
+                rn = ", ".join(str(k) for k in sorted(k for k in ks if k is not None))
+                note(c["id"], p, f"{p} vs {base} (run{'s' * (len(ks) != 1)} {rn}): {w}")
+    return texts, where
+
+
+def _marks(ks: list[int] | None) -> str:
+    return " [" + ",".join(str(k) for k in ks) + "]" if ks else ""
+
+
 def summarise(conditions: list[dict], runs: list[dict], protos: list[str], baseline: str) -> dict:
     """Per condition: each protocol's page figures over the runs (median, quartiles, n; means are
     not used: one retransmission timeout in three runs moves a mean by a third of a second), and
@@ -228,7 +301,7 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
         for p in protos:
             mine = [r for r in rs if r["protocol"] == p]
             fs = [r["figures"] for r in mine]
-            stats = {k: _describe([f[k] for f in fs]) for k, _ in PAGE_ROWS}
+            stats = {k: _describe([f.get(k) for f in fs]) for k, _ in PAGE_ROWS}  # (a key older runs lack: n 0)
             stats.update({k: _describe([server_figures(r)[k] for r in mine]) for k, _ in SERVER_ROWS})
             prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
                        "missed": sum(1 for r in mine if (r.get("link_check") or {}).get("ok") is False),
@@ -249,7 +322,8 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
         out.append({"id": c["id"], "rtt_ms": c["rtt_ms"], "loss_pct": c["loss_pct"], "rate_mbit": c.get("rate_mbit"),
                     **{k: c.get(k) for k in ("down_mbit", "up_mbit", "buffer", "loss_burst")},
                     "measured": c.get("measured"), "protocols": prot, "vs_baseline": vs,
-                    "pairs": [r["compare"] for r in rs if r.get("compare")]})
+                    "pairs": [r["compare"] for r in rs if r.get("compare")],
+                    "software": software(rs, protos)})
     return {"schema": SCHEMA, "statistic": "median", "baseline": baseline, "protocols": protos, "conditions": out}
 
 
@@ -289,11 +363,12 @@ def _condition_label(c: dict) -> str:
 
 
 def render_summary(s: dict) -> str:
-    from wirefall.analyzer.compare import PAGE_ROWS
+    from wirefall.analyzer.compare import OPTIONAL_ROWS, PAGE_ROWS
 
     protos, base = s["protocols"], s["baseline"]
+    texts, where = notes(s)
     lines = [f"wirefall lab: every protocol against {base} (median [quartiles] over n runs; "
-             f"speedup = ({base} − X) / {base} of the medians)", ""]
+             f"speedup = ({base} − X) / {base} of the medians; [k]: note k below, what besides the protocol differs)", ""]
     # the whitepaper's form: one row per condition, page load time per protocol and speedup
     head = ["condition", "runs"] + [f"{p} PLT (s)" if p == base else f"{p} PLT (s) / speedup" for p in protos]
     rows = [head]
@@ -310,7 +385,8 @@ def render_summary(s: dict) -> str:
                 cell.append(_fmt_iqr("page_load_time", st))
             else:
                 sp = c["vs_baseline"][p]["page_load_time"]["speedup"]
-                cell.append(f"{_fmt_iqr('page_load_time', st)} / " + ("–" if sp is None else f"{100 * sp:.1f} %"))
+                cell.append(f"{_fmt_iqr('page_load_time', st)} / " + ("–" if sp is None else f"{100 * sp:.1f} %")
+                            + _marks(where.get((c["id"], p))))
         rows.append(cell)
     w = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for i, r in enumerate(rows):
@@ -319,14 +395,20 @@ def render_summary(s: dict) -> str:
             lines.append("  ".join("-" * x for x in w))
     lines += ["", "runs: loads per protocol (" + "/".join(protos) + "); missed: loads whose measured link "
               "conditions missed the asked ones (manifest runs[].link_check); incomplete: loads that did not "
-              "fetch every resource of the page with a 200 (runs[].decode), left out of the medians"]
+              "fetch every resource of the page with a 200 (runs[].decode), left out of the medians",
+              "page load time: the page's last response byte from its first row (not the browser's load event)"]
+    if texts:
+        lines += ["", "notes (the speedups include these differences; runs[].compare.file has each comparison):"]
+        lines += [f"[{k}] {t}" for k, t in enumerate(texts, 1)]
     for c in s["conditions"]:
         m = c.get("measured") or {}
         lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms_min', '–')} ms (min; median {m.get('rtt_ms', '–')}), loss c2s {m.get('loss_c2s_pct', '–')} %, "
                       f"s2c {m.get('loss_s2c_pct', '–')} % ({m.get('udp_sent', 0)} UDP probes)"]
-        head = ["", "n"] + protos + [f"speedup {p}" for p in protos if p != base]
+        head = ["", "n"] + protos + [f"speedup {p}{_marks(where.get((c['id'], p)))}" for p in protos if p != base]
         rows = [head]
         for k, label in PAGE_ROWS + SERVER_ROWS:
+            if k in OPTIONAL_ROWS and not any(c["protocols"][p]["n"].get(k) for p in protos):
+                continue  # (a browser log's row: no run has it)
             r = [label, "/".join(str(c["protocols"][p]["n"][k]) for p in protos)]
             r += [_fmt_iqr(k, c["protocols"][p]["stats"][k]) for p in protos]
             for p in protos:

@@ -240,6 +240,8 @@ def cmd_summary(args) -> int:
         dec = ""
         if c["quic"]:
             dec = "decrypted" if quic.get("decrypted") else f"not decrypted: {quic.get('reason') or '?'}"
+            if quic.get("retry"):  # (stateless address validation: the rtt is timed from the Initial after it)
+                dec = f"Retry{' ×' + str(quic['retry']) if quic['retry'] > 1 else ''}, {dec}"
         elif c["tls"]:
             dec = "decrypted" if tls.get("decrypted") else f"not decrypted: {tls.get('reason') or '?'}"
         rows.append([c["id"], c["transport"], c["client"], c["server"], c["protocol"] or "",
@@ -631,6 +633,10 @@ def _compare(args) -> int:
             print(f"wirefall: key log for {side}: {printable(beside[0])} (found beside the capture)", file=sys.stderr)
     a = analyze(args.a, keys["A"] or None)
     b = analyze(args.b, keys["B"] or None)
+    if overlay_args(args):  # --har/--netlog/--qlog: the browser's log of A's load, laid over A (its load event: a row)
+        _overlay(a, args)
+        print("wirefall: note: --har/--netlog/--qlog laid over A only (a log of B's load: compare A against it as B)",
+              file=sys.stderr)
     for an in (a, b):
         for w in an.warnings:
             print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
