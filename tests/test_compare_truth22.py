@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLES, SHARED, run_tool
+from test_compare_truth19 import _need
 from wirefall.analyzer.compare import NO_PACKETS, compare, render_text
 from wirefall.analyzer.pipeline import analyze
 
@@ -36,12 +37,6 @@ WPT_HAR = SHARED / "hars" / "webpagetest-amazon.har.gz"
 AMAZON = SHARED / "pageload-amazon"
 
 
-def _need(*paths: Path) -> None:
-    for p in paths:
-        if not p.exists():
-            pytest.skip(f"{p.name} missing")
-    if shutil.which("tshark") is None:
-        pytest.skip("tshark missing")
 
 
 def _an(cap: Path, keys: Path | None = None):
