@@ -112,7 +112,8 @@ def _side(e: Exchange, t0: float, reason: str | None = None) -> dict[str, Any]:
         "ttfb": ttfb,
         "duration": None if s is None or end is None else end - s,
         "bytes": e.response_body_bytes,
-        "header_bytes_wire": req_wire(e) + resp_wire(e),  # (HTTP/3: QPACK encoder-stream bytes included)
+        # (HTTP/3: QPACK encoder-stream bytes included; a browser log's exchange has none: unknown)
+        "header_bytes_wire": None if (e.sources or {}).get("request_header_bytes_wire") == "unknown" else req_wire(e) + resp_wire(e),
         "pushed": e.pushed,
         "reason": reason,
     }
@@ -181,6 +182,75 @@ def retransmitted(an: Analysis, conns: list) -> tuple[list[int], list[int]]:
     return data, wire
 
 
+def tcp_retransmissions(an: Analysis, conns: list) -> tuple[list[int], list[int]] | None:
+    """The TCP retransmissions of the connections ``conns`` as tshark counts them, per direction
+    ``[c2s, s2c]``: (segments, their TCP payload bytes — tshark's ``tcp.len``).  The segments are
+    those tshark's TCP analysis flags ``tcp.analysis.retransmission`` (``analyzer.tcp_analysis``;
+    fast and spurious retransmissions included, as tshark sets the field on them too), whether
+    or not the capture carried their bytes before: a segment lost before the capture point and
+    sent again is a retransmission the capture carries once (it is not in ``retransmitted``).
+    What ``wirefall stats`` counts in its ``retrans`` column (``tcp_retransmissions``).  The
+    segments' lengths and senders are read again from the capture.  None when no connection of
+    ``conns`` is TCP, the analysis is a browser log's (no packets) or its capture cannot be read
+    again."""
+    tcp = [c for c in conns if getattr(c, "transport", None) == "tcp"]
+    if not tcp or (getattr(an, "source", "capture") or "capture") != "capture" or not len(an.index):
+        return None
+    import os
+
+    from .capture import PacketSource
+    from .packet import Decoded, Decoder, addr_str
+    from .tcp_analysis import finished, retransmissions_of, tcp_analysis
+
+    segs, data = [0, 0], [0, 0]
+    source = None
+    try:
+        ta = finished(an)
+        if ta is None:
+            if not an.path or not os.path.isfile(an.path):
+                return None
+            source = PacketSource(an.path)
+            ta = tcp_analysis(an, source)
+        idx = an.index
+        dec = Decoder()
+        for c in tcp:
+            hits = retransmissions_of(an, ta, c)
+            if not hits:
+                continue
+            if source is None:
+                if not an.path or not os.path.isfile(an.path):
+                    return None
+                source = PacketSource(an.path)
+            client = (str(c.client[0]), int(c.client[1]))
+            for k, d, _f in hits:
+                i = k - 1
+                flen = int(idx.origlen[i])
+                raw = source.read(int(idx.offset[i]), int(idx.caplen[i]))
+                try:
+                    p = dec.decode(int(idx.linktype[i]), raw)
+                except (IndexError, ValueError):
+                    p = None
+                n = 0
+                if type(p) is Decoded:
+                    if (addr_str(p.src), p.sport) == client:
+                        d = 0
+                    elif d is None:
+                        d = 1
+                    if p.l4_off < 0:  # (a datagram reassembled from IPv4 fragments: all of it is here)
+                        n = len(p.payload)
+                    else:
+                        end = min(p.l3_end if p.l3_end >= 0 else flen, flen)  # (tshark's reported length, as tcp_analysis)
+                        n = max(0, end - p.l4_off - (raw[p.l4_off + 12] >> 4) * 4)
+                segs[d or 0] += 1
+                data[d or 0] += n
+    except (OSError, ValueError, EOFError):  # the capture changed or went away
+        return None
+    finally:
+        if source is not None:
+            source.close()
+    return segs, data
+
+
 def browser_events(an: Analysis, t0: float | None) -> dict[str, float]:
     """The browser's page events — a HAR's ``onLoad`` and ``onContentLoad`` (the load event,
     DOMContentLoaded), of a HAR laid over the capture or of a HAR side — in seconds from
@@ -201,14 +271,18 @@ def browser_events(an: Analysis, t0: float | None) -> dict[str, float]:
 
 
 def page_figures(an: Analysis, page: Page | None = None,
-                 split: tuple[Page, list[Exchange], list[Exchange]] | None = None) -> dict[str, Any]:
+                 split: tuple[Page, list[Exchange], list[Exchange]] | None = None, tcp_analysis: bool = False) -> dict[str, Any]:
     """The whitepaper's page-level quantities for one capture, of the page alone
     (``analyzer.waterfall.page_of``, as ``wirefall stats`` and ``wirefall batch`` count it):
     page load time (the page's last response byte) and TTFB from the page's start (its first
     row, not the capture's first packet), the browser's load event and DOMContentLoaded where a
     browser log gives them (``browser_events``), its requests, the connections that carried
     them and their packets and bytes (retransmissions included; the data carried again and the
-    bytes without it beside them: ``retransmitted``), and its requests' header bytes.
+    bytes without it beside them: ``retransmitted``), and its requests' header bytes.  With
+    ``tcp_analysis`` (``compare`` asks for it: a pass over the capture's TCP headers), the TCP
+    retransmissions as tshark counts them (``tcp_retransmissions``: segments and their payload;
+    None where it cannot be had), four keys that are absent without it (``batch`` and the lab's
+    stored figures do not make that pass).
 
     Nothing is left out unsaid: the background requests (another program's, another host's, a
     long-poll open before the page: ``page.background``) and the connections that carried only
@@ -247,6 +321,7 @@ def page_figures(an: Analysis, page: Page | None = None,
     t0 = _page_t0(an, page)
     events = browser_events(an, t0)
     rx_data, rx_wire = retransmitted(an, conns)
+    tsh = tcp_retransmissions(an, conns) if tcp_analysis else None
     bytes_dir = [sum(c.stats[d].bytes for c in conns) for d in (0, 1)]
     return {
         "page_load_time": blk.page_load_time,
@@ -265,6 +340,10 @@ def page_figures(an: Analysis, page: Page | None = None,
         "packets_s2c": sum(c.stats[1].packets for c in conns),
         "bytes_c2s": bytes_dir[0],
         "bytes_s2c": bytes_dir[1],
+        **({"tcp_retransmissions_c2s": None if tsh is None else tsh[0][0],
+            "tcp_retransmissions_s2c": None if tsh is None else tsh[0][1],
+            "tcp_retransmitted_bytes_c2s": None if tsh is None else tsh[1][0],
+            "tcp_retransmitted_bytes_s2c": None if tsh is None else tsh[1][1]} if tcp_analysis else {}),
         "retransmitted_bytes_c2s": rx_data[0],
         "retransmitted_bytes_s2c": rx_data[1],
         "bytes_c2s_without_retransmissions": bytes_dir[0] - rx_wire[0],
@@ -297,10 +376,14 @@ PAGE_ROWS = [
     ("packets_s2c", "packets server→client"),
     ("bytes_c2s", "bytes client→server (wire, retransmissions in)"),
     ("bytes_s2c", "bytes server→client (wire, retransmissions in)"),
-    ("retransmitted_bytes_c2s", "  data retransmitted client→server"),
-    ("retransmitted_bytes_s2c", "  data retransmitted server→client"),
-    ("bytes_c2s_without_retransmissions", "bytes client→server without retransmissions"),
-    ("bytes_s2c_without_retransmissions", "bytes server→client without retransmissions"),
+    ("tcp_retransmissions_c2s", "  TCP retransmissions client→server (tshark's, segments)"),
+    ("tcp_retransmissions_s2c", "  TCP retransmissions server→client (tshark's, segments)"),
+    ("tcp_retransmitted_bytes_c2s", "    their TCP payload client→server (bytes)"),
+    ("tcp_retransmitted_bytes_s2c", "    their TCP payload server→client (bytes)"),
+    ("retransmitted_bytes_c2s", "  data the capture carried twice client→server"),
+    ("retransmitted_bytes_s2c", "  data the capture carried twice server→client"),
+    ("bytes_c2s_without_retransmissions", "bytes client→server less the data carried twice"),
+    ("bytes_s2c_without_retransmissions", "bytes server→client less the data carried twice"),
     ("request_header_bytes_wire", "request header bytes (wire)"),
     ("request_header_bytes_decoded", "request header bytes (decoded)"),
     ("response_header_bytes_wire", "response header bytes (wire)"),
@@ -313,13 +396,17 @@ PAGE_ROWS = [
     ("log_bytes_out", "HAR page's own _bytesOut"),
     ("log_connections", "HAR page's own _connections"),
 ]
-# rows without a saving: ratios (their difference is in points), and what is not the page's
+# rows without a saving: ratios (their difference is in points), what is not the page's, and the
+# retransmissions (fewer of them is no "saving" of the page: their difference says it)
+RETRANSMISSION_ROWS = ("tcp_retransmissions_c2s", "tcp_retransmissions_s2c", "tcp_retransmitted_bytes_c2s",
+                       "tcp_retransmitted_bytes_s2c", "retransmitted_bytes_c2s", "retransmitted_bytes_s2c")
 NO_SPEEDUP = frozenset({"request_header_compression", "response_header_compression", "background_connections",
-                        "background_bytes", "background_requests"})
+                        "background_bytes", "background_requests", *RETRANSMISSION_ROWS})
 # rows the text table shows only when a side has a value (a browser log's)
 OPTIONAL_ROWS = frozenset({"load_event", "dom_content_loaded", "log_bytes_in", "log_bytes_out", "log_connections"})
 # what a browser log (HAR, NetLog, qlog: no packet) cannot know: unknown (null, "–"), never 0
-NO_PACKETS = ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c", "retransmitted_bytes_c2s", "retransmitted_bytes_s2c",
+NO_PACKETS = ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c", "tcp_retransmissions_c2s", "tcp_retransmissions_s2c",
+              "tcp_retransmitted_bytes_c2s", "tcp_retransmitted_bytes_s2c", "retransmitted_bytes_c2s", "retransmitted_bytes_s2c",
               "bytes_c2s_without_retransmissions", "bytes_s2c_without_retransmissions", "connections_without_requests",
               "bytes_without_requests", "background_bytes")
 HEADER_BYTES = ("request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
@@ -513,7 +600,8 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
             "b": sb,
             "diff": {k: _diff(sa[k], sb[k]) for k in ("start", "ttfb", "duration", "bytes", "header_bytes_wire")},
         })
-    pa, pb = page_figures(a, split=(pg_a, page_a, bg_a)), page_figures(b, split=(pg_b, page_b, bg_b))
+    pa = page_figures(a, split=(pg_a, page_a, bg_a), tcp_analysis=True)
+    pb = page_figures(b, split=(pg_b, page_b, bg_b), tcp_analysis=True)
     fa, fb = _facts(a, pg_a, page_a, bg_a, pa), _facts(b, pg_b, page_b, bg_b, pb)
     for fig, f in ((pa, fa), (pb, fb)):  # what a browser log cannot know: unknown, not 0; its HAR page's own figures
         lf = f["browser_log"] or {}
@@ -568,7 +656,7 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
         _log_warnings(items, side, an, pg, f)
     page = {}
     for key, _label in PAGE_ROWS:
-        va, vb = pa[key], pb[key]
+        va, vb = pa.get(key), pb.get(key)
         page[key] = {"a": va, "b": vb, "diff": _diff(va, vb) if comparable else None,
                      "speedup": _speedup(va, vb) if comparable and key not in NO_SPEEDUP else None}
     return {
@@ -628,16 +716,38 @@ def _software_warnings(items: list[dict[str, Any]], fa: dict[str, Any], fb: dict
 
 
 def _retransmission_warning(items: list[dict[str, Any]], pa: dict[str, Any], pb: dict[str, Any]) -> None:
-    """Retransmitted data on either side: the bytes rows count it."""
-    def said(side, f):
-        c, s = f["retransmitted_bytes_c2s"], f["retransmitted_bytes_s2c"]
-        return f"{side} {c:,} client→server, {s:,} server→client"
+    """Retransmissions on either side, both figures: the TCP retransmissions as tshark counts them
+    (segments and their payload) and the data the capture carried twice (what the "less the data
+    carried twice" rows take off) — a segment lost before the capture point and sent again is
+    the first, not the second."""
+    def n(v) -> str:
+        return "–" if v is None else f"{v:,}"
+
+    def tcp(side, f):
+        def one(d):
+            segs, data = f.get(f"tcp_retransmissions_{d}"), f.get(f"tcp_retransmitted_bytes_{d}")
+            return f"{n(segs)} ({n(data)} bytes)"
+
+        return f"{side} {one('c2s')} client→server, {one('s2c')} server→client"
+
+    def twice(side, f):
+        return f"{side} {f['retransmitted_bytes_c2s']:,} client→server, {f['retransmitted_bytes_s2c']:,} server→client"
 
     have = [(side, f) for side, f in (("A", pa), ("B", pb))
             if f["retransmitted_bytes_c2s"] is not None and f["retransmitted_bytes_s2c"] is not None]
-    if any(f["retransmitted_bytes_c2s"] or f["retransmitted_bytes_s2c"] for _s, f in have):
-        _warn(items, "retransmissions", f"data retransmitted (bytes): {'; '.join(said(s, f) for s, f in have)} — the "
-                                        "'bytes' rows count it, the 'without retransmissions' rows leave it out")
+    any_tcp = any(f.get(k) for _s, f in have for k in ("tcp_retransmissions_c2s", "tcp_retransmissions_s2c"))
+    any_twice = any(f["retransmitted_bytes_c2s"] or f["retransmitted_bytes_s2c"] for _s, f in have)
+    if not (any_tcp or any_twice):
+        return
+    with_tcp = [(s, f) for s, f in have if f.get("tcp_retransmissions_c2s") is not None]
+    text = "retransmissions: "
+    if with_tcp:
+        text += (f"TCP retransmissions as tshark flags them (tcp.analysis.retransmission, fast and spurious ones in), segments "
+                 f"(payload): {'; '.join(tcp(s, f) for s, f in with_tcp)}; ")
+    text += (f"data the capture carried twice (bytes): {'; '.join(twice(s, f) for s, f in have)} — a segment lost before "
+             "the capture point and sent again is a retransmission the capture carries once; the 'bytes' rows count every "
+             "frame, the 'less the data carried twice' rows leave out only the second copies")
+    _warn(items, "retransmissions", text)
 
 
 def _log_warnings(items: list[dict[str, Any]], side: str, an: Analysis, pg: Page, f: dict[str, Any]) -> None:
@@ -717,6 +827,25 @@ def _side_line(name: str, f: dict[str, Any]) -> str:
     return s
 
 
+# what the page table's rows mean: printed under it by `wirefall compare` and the TUI's compare
+# table (ui/tui/compare.py), one text for both
+PAGE_NOTES = [
+    "(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving (none for "
+    "ratios, background rows and retransmissions: their difference says it)",
+    "the page as `wirefall stats` counts it: from its first row, background requests apart; its load time is its last "
+    "response byte, not the browser's load event (a row of its own where a browser log gives it: a HAR side, or --har "
+    "laid over A)",
+    "bytes: the frames of the connections that carried page requests, retransmissions in",
+    "TCP retransmissions: the segments tshark's TCP analysis flags tcp.analysis.retransmission (fast and spurious ones "
+    "in), and their TCP payload (tcp.len) — a segment lost before the capture point and sent again is one, though the "
+    "capture carries it once; – without a TCP connection",
+    "data the capture carried twice: TCP payload whose bytes the capture had already carried, QUIC STREAM/CRYPTO bytes "
+    "received again; the bytes less the data carried twice: less those frames (QUIC: those bytes), each byte of data "
+    "once as the capture saw it",
+    "–: not known to that side (a browser log has no packets) or no value; no difference or saving then",
+]
+
+
 def render_text(res: dict[str, Any]) -> str:
     out = [_side_line("A", res["a"]), _side_line("B", res["b"]), ""]
     rows = [["", "A", "B", "B − A", "(A − B) / A"]]
@@ -734,14 +863,7 @@ def render_text(res: dict[str, Any]) -> str:
         out.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, 5)]))
         if i == 0:
             out.append("  ".join("-" * x for x in w))
-    out.append("(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving")
-    out.append("the page as `wirefall stats` counts it: from its first row, background requests apart; its load time is its "
-               "last response byte, not the browser's load event (a row of its own where a browser log gives it: a HAR "
-               "side, or --har laid over A)")
-    out.append("bytes: the frames of the connections that carried page requests, retransmissions in; data retransmitted: "
-               "TCP payload the capture carried twice, QUIC STREAM/CRYPTO bytes received again; without retransmissions: "
-               "the bytes less those frames, the data the load needed once")
-    out.append("–: not known to that side (a browser log has no packets) or no value; no difference or saving then")
+    out += PAGE_NOTES
     if not res.get("comparable", True):
         out.append("no difference or saving given: a capture shows no request of a page (see the warnings)")
     out.append("")

@@ -277,22 +277,23 @@ def _not_decrypted(c: Connection) -> str | None:
     if info is None or info.decrypted:
         return None
     reason = info.reason or "not decrypted"
-    if reason in _NOTHING_TO_DECRYPT:
+    if (reason.kind in (ReasonKind.NO_1RTT, ReasonKind.NO_ENCRYPTED_RECORDS) if isinstance(reason, DecryptReason)
+            else reason in _NOTHING_TO_DECRYPT):
         return None
     return reason
 
 
 def _for_want_of_keys(reason: str) -> bool:
     """Whether ``reason`` says a secret was not in the key log (as opposed to a handshake not
-    captured, a cipher not supported, a key that did not open the data).  A QUIC reason is
-    typed (``DecryptReason``): its kind says; TLS's is read from its words."""
+    captured, a cipher not supported, a key that did not open the data).  A TLS or QUIC reason
+    is typed (``DecryptReason``): its kind says; a plain text is read from its words."""
     if isinstance(reason, DecryptReason):
         return reason.for_want_of_keys
     r = reason.lower()
     return "no key" in r or "in the key log" in r
 
 
-# the next step of a typed QUIC reason whose kind alone says it (a secret missing depends on
+# the next step of a typed TLS/QUIC reason whose kind alone says it (a secret missing depends on
 # whether a key log was given: ``decryption_next_step``)
 _TYPED_STEPS = {
     ReasonKind.NO_KEYLOG: NEXT_NO_KEYLOG,
@@ -422,9 +423,9 @@ def _compute(an: Analysis) -> Completeness:
             not_dec[c.id] = reason
             pk = c.stats[0].packets + c.stats[1].packets
             # (no secret at all: said so, not "no key for this client random", which reads as if a
-            # key log had been given; TLS's reason stays as its session stated it, in cc.not_decrypted
-            # and the connection's tls info.  QUIC's is typed and says so itself, the same text
-            # everywhere: this line, the summary row, JSON quic.reason)
+            # key log had been given.  TLS's and QUIC's reasons are typed and say so themselves, the
+            # same text everywhere: this line, not_decrypted, the summary row, JSON tls/quic.reason —
+            # TLS's since 2026-12-04; a plain text, a browser log's or a live wait's, is read here)
             said = reason if isinstance(reason, DecryptReason) else \
                 "no key log given" if keys is False and _for_want_of_keys(reason) else reason
             issues.append(Issue("not_decrypted", c.id, pk, f"connection {c.id} ({(c.tls and c.tls.sni) or (c.quic and c.quic.sni) or c.label}) "

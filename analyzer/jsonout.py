@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from .model import DIRECTION_NAMES, Analysis, Connection, DecryptReason, Exchange, Frame, FrameFields
@@ -49,6 +49,8 @@ def connection_dict(c: Connection, subject: bool = True) -> dict[str, Any]:
     }
     if c.tls is not None:
         t = c.tls
+        tr = t.reason
+        tdr = tr if isinstance(tr, DecryptReason) else None  # (typed: the TLS session's; a browser log's or a live wait's is plain text)
         d["tls"] = {
             "version": t.version,
             "cipher_suite": t.cipher_suite,
@@ -57,7 +59,7 @@ def connection_dict(c: Connection, subject: bool = True) -> dict[str, Any]:
             "alpn_offered": list(t.alpn_offered),
             "resumed": t.resumed,
             "decrypted": t.decrypted,
-            "reason": t.reason,
+            "reason": None if tr is None else str(tr),
             "cipher_suite_id": t.cipher_suite_id,
             "hello_retry": t.hello_retry,
             "npn": t.npn,
@@ -68,6 +70,8 @@ def connection_dict(c: Connection, subject: bool = True) -> dict[str, Any]:
             "server_hello_time": t.server_hello_time,
             "client_finished_time": t.client_finished_time,
             "server_finished_time": t.server_finished_time,
+            "reason_kind": tdr.kind.value if tdr is not None else None,
+            "missing_secrets": list(tdr.missing) if tdr is not None else [],
         }
     if c.quic is not None:
         q = c.quic
@@ -218,6 +222,34 @@ def _phases_dict(ph: list[tuple[str, float, float]]) -> dict[str, Any]:
 
 _PHASES = ("blocked", "dns", "connect", "tls", "idle", "send", "wait", "receive")  # waterfall.PHASES (held equal where it is imported)
 
+UNKNOWN = "<unknown>"  # a header field the capture does not give (analyzer.completeness.UNKNOWN)
+# an exchange's header byte counts, null in its JSON where ``sources`` says "unknown" (a browser
+# log's exchange: analyzer/browserlog/build.py)
+_HEADER_BYTES = ("request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
+                 "response_header_bytes_decoded")
+
+
+def unknown_fields(headers) -> int:
+    """The ``<unknown>`` fields of a header list (HPACK/QPACK entries inserted before the
+    capture: name or value unknown); ``stats`` counts them with it (its ``unknown_fields``)."""
+    if not headers:
+        return 0
+    # (decoders share one list between identical header blocks — 16 lists for h2-small's 120 k
+    # heads — and never change a decoded list: the count is kept per list, the list held so
+    # that its id stays its own; scanning each list cost ~60 ms of h2-small's ~0.4 s of JSON)
+    hit = _UNKNOWN_MEMO.get(id(headers))
+    if hit is not None and hit[0] is headers:
+        return hit[1]
+    n = 0 if UNKNOWN not in chain.from_iterable(headers) else sum(1 for k, v in headers if k == UNKNOWN or v == UNKNOWN)
+    if len(_UNKNOWN_MEMO) >= _UNKNOWN_MEMO_MAX:
+        _UNKNOWN_MEMO.clear()
+    _UNKNOWN_MEMO[id(headers)] = (headers, n)
+    return n
+
+
+_UNKNOWN_MEMO: dict[int, tuple[Any, int]] = {}
+_UNKNOWN_MEMO_MAX = 4096
+
 
 def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, phases: dict | None = None,
                   page=None) -> dict[str, Any]:
@@ -255,6 +287,8 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
         "request_header_bytes_decoded": e.request_header_bytes_decoded,
         "response_header_bytes_wire": e.response_header_bytes_wire,
         "response_header_bytes_decoded": e.response_header_bytes_decoded,
+        "request_header_fields_unknown": unknown_fields(e.request_headers),
+        "response_header_fields_unknown": unknown_fields(e.response_headers),
         "request_body_bytes": e.request_body_bytes,
         "response_body_bytes": e.response_body_bytes,
         "response_body_decoded_bytes": e.response_body_decoded_bytes,
@@ -263,6 +297,11 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
         "browser": e.browser,
         "sources": e.sources,
     }
+    src = e.sources
+    if src and src.get("request_header_bytes_wire") == "unknown":  # (a browser log's: not the wire's, not known)
+        for k in _HEADER_BYTES:
+            if src.get(k) == "unknown":
+                d[k] = None
     if e.protocol.startswith("h3"):
         d["request_qpack_encoder_bytes"] = e.request_qpack_encoder_bytes
         d["response_qpack_encoder_bytes"] = e.response_qpack_encoder_bytes

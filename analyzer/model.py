@@ -110,7 +110,8 @@ class Note(str):
 
 
 class ReasonKind(enum.StrEnum):
-    """Why a QUIC connection was not decrypted (``DecryptReason.kind``; JSON ``quic.reason_kind``)."""
+    """Why a TLS or QUIC connection was not decrypted (``DecryptReason.kind``; JSON
+    ``tls.reason_kind``, ``quic.reason_kind``)."""
 
     NO_KEYLOG = "no_keylog"  # no key log given (or one without a secret): nothing could be looked up
     SECRET_MISSING = "secret_missing"  # the key log lacks ``secret`` for this connection's client random
@@ -118,11 +119,12 @@ class ReasonKind(enum.StrEnum):
     HANDSHAKE_NOT_CAPTURED = "handshake_not_captured"  # client random unknown, and no secret of the key log opened a packet
     NO_1RTT = "no_1rtt"  # nothing to decrypt: no 1-RTT packet in the capture
     QUIC_CRYPTO = "quic_crypto"  # gQUIC's QUIC-Crypto, which no key log opens
-    OTHER = "other"  # ``detail`` says (cipher suite, version)
+    NO_ENCRYPTED_RECORDS = "no_encrypted_records"  # TLS: nothing to decrypt (no protected record in the capture)
+    OTHER = "other"  # ``detail`` says (cipher suite, version; TLS: a ServerHello or bytes lost)
 
 
 class DecryptReason(str):
-    """Why a QUIC connection was not decrypted, as one typed fact: ``kind`` (``ReasonKind``),
+    """Why a QUIC or TLS connection was not decrypted, as one typed fact: ``kind`` (``ReasonKind``),
     ``secret`` (the key-log label of the first level that could not be decrypted, e.g.
     ``SERVER_HANDSHAKE_TRAFFIC_SECRET``), ``level`` (its packet type: ``Handshake``, ``0-RTT``,
     ``1-RTT``), ``packet`` (the first packet of that level not decrypted), ``missing`` (every
@@ -130,7 +132,13 @@ class DecryptReason(str):
     decoder's words, for ``OTHER`` and ``DECRYPTION_FAILED``).  The text every view shows
     (``QuicInfo.reason``, the table row, the completeness line, JSON ``quic.reason``) is
     rendered here from those fields, and only for display: code reads the fields.  A ``str``
-    (its text) as ``Note`` is; pickles as its fields."""
+    (its text) as ``Note`` is; pickles as its fields.
+
+    A TLS connection's reason (``TlsInfo.reason``, ``sessions/tls.py``) names no ``level`` (its
+    records have no packet levels): its text is TLS's own words for the kind — "no key log
+    given", "no key for this client random" (``secret``: the first label looked up and not
+    found), "no ClientHello in the capture", "decryption failed at record N (packet P)"
+    (``detail``: "at record N (packet P)"), "no encrypted records", and ``OTHER``'s ``detail``."""
 
     kind: ReasonKind
     secret: str | None
@@ -150,6 +158,15 @@ class DecryptReason(str):
     def render(kind: ReasonKind, secret: str | None, level: str | None, packet: int | None,
                missing: tuple[str, ...], detail: str) -> str:
         where = f"{level} packets from packet {packet}" if level and packet is not None else (f"{level} packets" if level else "")
+        if level is None:  # TLS's (records, no packet levels): its own words, as they were before they were typed
+            if kind is ReasonKind.SECRET_MISSING:
+                return "no key for this client random"
+            if kind is ReasonKind.HANDSHAKE_NOT_CAPTURED:
+                return "no ClientHello in the capture"
+            if kind is ReasonKind.DECRYPTION_FAILED:
+                return "decryption failed" + (f" {detail}" if detail else "")
+            if kind is ReasonKind.NO_ENCRYPTED_RECORDS:
+                return "no encrypted records"
         if kind is ReasonKind.NO_KEYLOG:
             return "no key log given" + (f" ({where} need {secret})" if secret and where else "")
         if kind is ReasonKind.SECRET_MISSING:

@@ -18,14 +18,13 @@ that is.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.http1 import start_line_size
 from wirefall.dissectors.registry import REGISTRY, over_quic
 
-from .jsonout import time_span
+from .jsonout import time_span, unknown_fields
 from .model import PROTO_NAMES, Analysis, Connection, Exchange
 from .waterfall import _exchange_end, _exchange_start
 
@@ -263,12 +262,10 @@ def resp_wire(e: Exchange) -> int:
     return e.response_header_bytes_wire + e.response_qpack_encoder_bytes
 
 
-def _unknown(headers) -> int:
-    """The ``<unknown>`` fields of a header list: entries inserted before the capture, whose real
-    name and size the capture does not give (``decoded`` leaves them out)."""
-    if not headers or UNKNOWN not in chain.from_iterable(headers):  # (the common case, at C speed)
-        return 0
-    return sum(1 for k, v in headers if k == UNKNOWN or v == UNKNOWN)
+# the ``<unknown>`` fields of a header list: entries inserted before the capture, whose real
+# name and size the capture does not give (``decoded`` leaves them out); one rule with the JSON's
+# ``*_header_fields_unknown``
+_unknown = unknown_fields
 
 
 # one side's header bytes of one exchange: (wire, decoded of the known fields, unknown fields)
@@ -919,17 +916,43 @@ def _outside_text(st: Stats) -> str | None:
             f"{sum(c.packets) + o['packets']:,} packets, {sum(c.bytes) + o['bytes']:,} bytes")
 
 
+NOTES_WIDTH = 100  # the text tables' notes wrap at this many columns (the TUI's Statistics tab does not wrap)
+
+
+def _notes(lines: list[str], width: int = NOTES_WIDTH) -> str:
+    """Notes under a table, each wrapped at ``width`` columns (continuation lines indented)."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(ln, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+                     for ln in lines)
+
+
+def page_line(st: Stats) -> str:
+    """The page's moments, named for what they are: its first response byte (TTFB) and its last
+    response byte from the page's first packet — the last response byte is not the browser's
+    load event (a beacon sent after onload ends later), which is given beside it where a browser
+    log laid over the capture places it (``browser_events``)."""
+    c = st.capture
+    if c.ttfb is None and c.page_load_time is None:
+        return "Page: no response of a page request in the capture (no TTFB, no last response byte)"
+    s = (f"Page, from its first packet: TTFB {_ms(c.ttfb)} (first response byte), last response byte "
+         f"{_ms(c.page_load_time)}")
+    if st.browser_events:
+        s += "; " + ", ".join(f"browser {label[:1].lower() + label[1:]} {_ms(t)}" for label, t in st.browser_events.values())
+    elif c.page_load_time is not None:
+        s += " — not the browser's load event (a browser log gives it: --har, --netlog)"
+    if st.background_requests:
+        s += f"; {st.background_requests} background request{'s' * (st.background_requests != 1)} not counted in the page"
+    return s
+
+
 def render_text(st: Stats) -> str:
     c = st.capture
     parts = []
     parts.append(
         f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s; "
         f"{c.connections} connections, {c.requests} requests, {c.pushes} pushed, {c.resets} reset; "
-        f"max {c.max_streams_in_flight} in flight; TTFB {_ms(c.ttfb)}, page load {_ms(c.page_load_time)} "
-        f"(from the page's first packet)"
-        + (f"; {st.background_requests} background request{'s' * (st.background_requests != 1)} not counted in the page"
-           if st.background_requests else "")
-        + ("; " + ", ".join(f"{label} {_ms(t)}" for label, t in st.browser_events.values()) if st.browser_events else "")
+        f"max {c.max_streams_in_flight} in flight\n" + _notes([page_line(st)])
     )
     order = sorted(st.protocols.values(), key=lambda b: (-b.requests, b.name))
     rows = []
@@ -939,16 +962,26 @@ def render_text(st: Stats) -> str:
         rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
                      _pair(b.packets), _pair(b.bytes), _pair(b.payload), _tls_pair(b),
                      _pair(b.framing_overhead), _pair(_retrans(b)), _ms(b.ttfb), _ms(b.page_load_time)])
-    traffic = _table("Traffic (client→server / server→client; payload: TCP/UDP length from the headers, as tshark's tcp.len; "
-                     "TLS overhead: every TLS record's header, and of protected records the MAC or tag, explicit nonce, padding "
-                     "and inner content type, '-' without TLS over TCP (QUIC); TTFB and load: the page's requests, background "
-                     "apart, from the page's first packet)",
-                     ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans", "TTFB", "load"],
+    traffic = _table("Traffic (client→server / server→client)",
+                     ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans",
+                      "first byte", "last byte"],
                      rows, set(range(1, 12)))
+    traffic_notes = _notes([
+        "first byte, last byte: the first and the last response byte of the row's page requests (background apart), "
+        "from the page's first packet — on the 'all' row the page's TTFB and its last response byte (not the browser's "
+        "load event); on a protocol's row, when that protocol's first response came, not its requests' own TTFB (the "
+        "Connections table has each connection's)",
+        "payload: TCP/UDP length from the headers, as tshark's tcp.len",
+        "TLS overhead: every TLS record's header, and of protected records the MAC or tag, explicit nonce, padding and "
+        "inner content type; '-' without TLS over TCP (QUIC)",
+        "retrans: " + ("the TCP segments tshark flags tcp.analysis.retransmission (fast and spurious ones in)"
+                       if c.tcp_retransmissions is not None else "the TCP segments whose bytes the capture had already carried"),
+    ])
     extra = [x for x in (_outside_text(st),
                          f"{st.payload_unread:,} packets cut by the snap length could not be read again: their captured payload "
                          f"is counted" if st.payload_unread else None) if x]
     parts.append("\n".join([traffic] + extra))
+    parts.append(traffic_notes)
     rows = []
     for b in order + [c]:
         if not (b.req_headers[1] or b.resp_headers[1] or b.req_headers[0] or b.resp_headers[0]):
@@ -970,9 +1003,11 @@ def render_text(st: Stats) -> str:
                          "the first header block is not in the capture, all their blocks are counted as later blocks")
         if any(b.upgrade_heads for b in st.connections):
             notes.append("an h2c Upgrade's HTTP/1.1 request and 101 heads are counted under HTTP/1.1, its first HPACK block as h2c's first")
-        parts.append("\n".join([_table("Header bytes (wire = header block on the wire, for HTTP/3 with the QPACK encoder-stream insertions it uses; decoded = header names + values; saved = 1 − wire/decoded, negative = framing costs more than it saves)",
+        notes[:0] = ["wire: the header block on the wire, for HTTP/3 with the QPACK encoder-stream insertions it uses; "
+                     "decoded: header names + values; saved: 1 − wire/decoded, negative = framing costs more than it saves"]
+        parts.append("\n".join([_table("Header bytes",
                                         ["protocol", "", "wire", "decoded", "unknown", "saved", "first block w/d", "saved", "later blocks w/d",
-                                         "saved"], rows, {2, 3, 4, 5, 6, 7, 8, 9})] + notes))
+                                         "saved"], rows, {2, 3, 4, 5, 6, 7, 8, 9}), _notes(notes)]))
     rows = []
     for b in order + [c]:
         if not (b.response_body[0] or b.request_body):

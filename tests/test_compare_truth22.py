@@ -277,7 +277,7 @@ def test_retransmission_rows_page_h1_h2_are_tsharks():
     (w,) = _kinds(res)["retransmissions"]
     assert "54,272 server→client" in w["text"]
     text = render_text(res)
-    assert any(ln.startswith("  data retransmitted server→client") and "54,272" in ln for ln in text.splitlines())
+    assert any(ln.startswith("  data the capture carried twice server→client") and "54,272" in ln for ln in text.splitlines())
 
 
 @pytest.mark.parametrize("proto", ["h1", "spdy", "h2"])

@@ -212,7 +212,8 @@ def test_every_row_times_the_page_from_the_page_start():
         assert (b.ttfb is None) == (not any(e.response_start is not None for e in mine)), name
         if b.page_load_time is not None:
             assert b.page_load_time <= c.page_load_time and b.ttfb >= c.ttfb
-    assert "TTFB and load: the page's requests, background apart, from the page's first packet" in S.render_text(st)
+    text = S.render_text(st)  # (2026-12-04: the columns "first byte" / "last byte", what they are said below the table)
+    assert "first byte, last byte: the first and the last response byte of the row's page requests (background" in text
 
 
 # ------------------------------------------------------------------ 4. TLS overhead: every record

@@ -180,7 +180,7 @@ def _check_retina(an, rows, only):
         assert conn is not None and conn.tls is not None, f"connection {cp}->{sp} not recognised as TLS"
         assert conn.tls.cipher_suite_id == int(cs, 16), (cp, cs)
         assert not conn.tls.decrypted
-        assert conn.tls.reason == "no key for this client random" or conn.tls.reason.startswith("unsupported cipher suite "), conn.tls.reason
+        assert conn.tls.reason in ("no key log given", "no key for this client random") or conn.tls.reason.startswith("unsupported cipher suite "), conn.tls.reason
         assert not conn.notes, conn.notes
         n += 1
     return n
@@ -380,7 +380,7 @@ def test_no_keys_gives_timeline_and_reason():
     cap = SAMPLES / "tls13_aes128gcm.pcap"
     an, store = run(cap, [])
     (c,) = [c for c in an.connections if c.tls]
-    assert not store and not c.tls.decrypted and c.tls.reason == "no key for this client random"
+    assert not store and not c.tls.decrypted and c.tls.reason == "no key log given" and c.tls.reason.kind == "no_keylog"
     rows = tshark("-r", str(cap), "-Y", "tls", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=;", "-e", "frame.number", "-e", "tls.record.length").splitlines()
     theirs = [(int(n), int(x)) for n, ls in (r.split("\t") for r in rows) for x in ls.split(";")]
     assert [(f.packet, f.length) for f in _frames(an, c)] == theirs

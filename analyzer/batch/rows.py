@@ -44,6 +44,7 @@ REQUEST_JSON_FIELDS: list[tuple[str, pa.DataType]] = [
     ("response_headers_end", F), ("response_headers_end_packet", I), ("phases", PHASES),
     ("request_header_bytes_wire", I), ("request_header_bytes_decoded", I),
     ("response_header_bytes_wire", I), ("response_header_bytes_decoded", I),
+    ("request_header_fields_unknown", I), ("response_header_fields_unknown", I),
     ("request_body_bytes", I), ("response_body_bytes", I), ("response_body_decoded_bytes", I),
     ("reset", S), ("error", S), ("browser", J), ("sources", J),
     ("request_qpack_encoder_bytes", I), ("response_qpack_encoder_bytes", I),

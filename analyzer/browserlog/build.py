@@ -82,6 +82,9 @@ def record(r: LogRequest, log: BrowserLog) -> dict:
         "protocol": r.protocol, "stream_id": r.stream_id, "priority": r.priority, "initiator": r.initiator,
         "initiator_type": r.initiator_type, "resource_type": r.resource_type, "cache": r.cache, "error": r.error,
         "times": {k: getattr(r, k) for k in TIME_FIELDS}, "phases": phases(r), "offsets": None, "durations": None,
+        # a HAR's headersSize: the size of the header text the browser reports (for HTTP/2 and
+        # HTTP/3 an HTTP/1-style reconstruction, uncompressed), not bytes on the wire
+        "headers_size": {"request": r.request_header_bytes, "response": r.response_header_bytes},
     }
 
 
@@ -172,6 +175,12 @@ def summary(log: BrowserLog, **kw) -> dict:
     return out
 
 
+# the exchange's header byte counts; a browser log's exchange has them "unknown" in ``sources``
+# (JSON null) unless it is wirefall's own HAR
+HEADER_BYTE_FIELDS = ("request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
+                      "response_header_bytes_decoded")
+
+
 def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
     e = Exchange(id=n, connection=conn, protocol=r.protocol or "http/1.1", stream_id=r.stream_id, method=r.method,
                  url=r.url, status=r.status, pushed=r.pushed)
@@ -185,8 +194,11 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
             pass
     e.request_headers = list(r.request_headers)
     e.response_headers = list(r.response_headers)
-    e.request_header_bytes_wire = r.request_header_bytes or 0
-    e.response_header_bytes_wire = r.response_header_bytes or 0
+    # header bytes: a browser log does not know the wire's (a HAR's headersSize is the browser's
+    # uncompressed HTTP/1-style header text: ``browser.headers_size``), so they stay 0 and
+    # ``sources`` marks them "unknown" (JSON null) — but wirefall's own HAR carries its capture's
+    # wire and decoded sizes (``_header_bytes_wire`` / ``_header_bytes_decoded``), read below
+    sizes_known = False
     e.request_body_bytes = r.request_body_bytes or 0
     e.response_body_bytes = r.response_body_bytes or 0
     e.response_body_decoded_bytes = r.response_body_decoded_bytes
@@ -207,11 +219,12 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
             e.push_parent = x["_push_parent"]
         if isinstance(x.get("_reset"), str):
             e.reset = x["_reset"]
-        hb = x.get("_header_bytes_decoded")
-        if isinstance(hb, dict):
-            rq, rs = hb.get("request"), hb.get("response")
-            e.request_header_bytes_decoded = rq if isinstance(rq, int) else 0
-            e.response_header_bytes_decoded = rs if isinstance(rs, int) else 0
+        hw, hb = x.get("_header_bytes_wire"), x.get("_header_bytes_decoded")
+        if isinstance(hw, dict) and isinstance(hb, dict):
+            sizes_known = True
+            for attr, size in (("request_header_bytes_wire", hw.get("request")), ("response_header_bytes_wire", hw.get("response")),
+                            ("request_header_bytes_decoded", hb.get("request")), ("response_header_bytes_decoded", hb.get("response"))):
+                setattr(e, attr, size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 0)
     e.browser = record(r, log)
     src: dict[str, str] = {}
     val: object
@@ -222,5 +235,8 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
             src[f] = "browser"
     if e.request_headers or e.response_headers:
         src["headers"] = "browser"
+    if not sizes_known:
+        for f in HEADER_BYTE_FIELDS:
+            src[f] = "unknown"
     e.sources = src
     return e

@@ -218,6 +218,10 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     hv = text(resp.get("httpVersion"), 40) or text(req.get("httpVersion"), 40)
     r.protocol = protocol_name(en.get("_protocol")) if wirefall else None
     r.protocol = r.protocol or protocol_name(hv) or protocol_name(en.get("_protocol"))
+    # headersSize: the size of the header text the browser reports (HTTP/2, HTTP/3: an
+    # uncompressed HTTP/1-style reconstruction; Playwright's responses 0), not the wire's
+    # compressed header block; kept as the log's (``browser.headers_size``), never as wire bytes
+    # (build.exchange: wirefall's own HAR gives those in ``_header_bytes_wire``)
     hs = integer(req.get("headersSize"))
     r.request_header_bytes = hs if hs is not None and hs >= 0 else None
     hs = integer(resp.get("headersSize"))

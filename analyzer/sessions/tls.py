@@ -29,8 +29,14 @@ ServerHello, ChangeCipherSpec …) is not overhead.  (Since 2026-12-03: every re
 application-data records only.)  An SSLv2 ClientHello's header is not counted.
 
 ``decrypted`` is True when any record was decrypted; ``reason`` says why nothing (or not
-everything) was: "no key for this client random", "unsupported cipher suite X", "gap in the
-stream at offset N", "decryption failed at record N (packet P)", "no ClientHello in the capture".
+everything) was, typed as QUIC's is (``model.DecryptReason``: kind, the secret first looked up
+and not found, every secret missing): "no key log given" (``NO_KEYLOG``: none given, or one
+without a secret — since 2026-12-04: before, "no key for this client random" as if one had
+been given), "no key for this client random" (``SECRET_MISSING``), "no ClientHello in the
+capture" (``HANDSHAKE_NOT_CAPTURED``), "decryption failed at record N (packet P)"
+(``DECRYPTION_FAILED``), "no encrypted records" (``NO_ENCRYPTED_RECORDS``), and ``OTHER``:
+"unsupported cipher suite X", "unsupported version X", "gap in the stream at offset N", "no
+ServerHello in the capture".
 Decrypted application bytes go to the inner session with the packet of the record's last byte;
 the plaintext offset -> packet maps are kept in ``ctx.shared["tls_plaintext_maps"][(conn id, dir)]``.
 The packets that carried each plaintext byte on the wire (the first TCP segment of its record,
@@ -70,8 +76,12 @@ from array import array
 from bisect import bisect_right
 
 from ..model import NO_SERVER_HELLO  # noqa: F401  (the note kind's wording; its home is the model)
-from ..model import PROTO_CODE, Frame, Note, NoteKind, OffsetMap, TlsInfo
+from ..model import PROTO_CODE, DecryptReason, Frame, Note, NoteKind, OffsetMap, ReasonKind, TlsInfo
 from . import tls_late
+
+# the key-log labels a TLS 1.3 connection needs, in the order its records need them (the
+# server's handshake flight first)
+_TLS13_LABELS = ("SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_TRAFFIC_SECRET_0", "CLIENT_TRAFFIC_SECRET_0")
 
 P_TLS = PROTO_CODE["TLS"]
 
@@ -323,7 +333,7 @@ class TlsSession:
             self.lost[direction] = True
             dec = self.dec[direction]
             if dec is not None or self.next_dec[direction] is not None:
-                self._reason(f"gap in the stream at offset {offset}")
+                self._reason(DecryptReason(ReasonKind.OTHER, detail=f"gap in the stream at offset {offset}"))
             if self.inner is not None:
                 self.inner.gap(direction, self.pt_off[direction], length, packet)
                 self.pt_off[direction] += length  # (what the lost records held: unknown, this much at most)
@@ -340,11 +350,11 @@ class TlsSession:
             self._record(d, rec, flushing=True)
         info = self.info
         if self.ch is None and info.reason is None:
-            info.reason = "no ClientHello in the capture"
+            info.reason = DecryptReason(ReasonKind.HANDSHAKE_NOT_CAPTURED)
         elif self.sh is None and info.reason is None and not info.decrypted:
-            info.reason = "no ServerHello in the capture"
+            info.reason = DecryptReason(ReasonKind.OTHER, detail="no ServerHello in the capture")
         if info.reason is None and not info.decrypted:
-            info.reason = "no encrypted records"
+            info.reason = DecryptReason(ReasonKind.NO_ENCRYPTED_RECORDS)
         for d, r in enumerate(self.readers):
             if r.skipped:  # the capture began inside a record, or a gap / bad header broke the chain
                 self.ctx.note(self.conn, f"TLS {DIR[d]}: {r.skipped} bytes outside records skipped "
@@ -355,9 +365,18 @@ class TlsSession:
 
     # ------------------------------------------------------------ records
 
-    def _reason(self, msg: str) -> None:
+    def _reason(self, why: DecryptReason) -> None:
         if self.info.reason is None:
-            self.info.reason = msg
+            self.info.reason = why
+
+    def _no_key(self, *wanted: str) -> DecryptReason:
+        """The reason for keys not found: no key log at all (or one without a secret: nothing
+        could be looked up, ``NO_KEYLOG``) or one without these secrets for this client random
+        (``SECRET_MISSING``); ``wanted``: the key-log labels needed and not found, the first
+        looked up first."""
+        kl = self.ctx.keylog
+        kind = ReasonKind.NO_KEYLOG if kl is None or len(kl) == 0 else ReasonKind.SECRET_MISSING
+        return DecryptReason(kind, wanted[0] if wanted else None, None, None, wanted)
 
     def _record(self, d: int, rec: T.Record, flushing: bool = False) -> None:
         self.fast[0] = self.fast[1] = None  # (the state this record meets may change: data() asks again)
@@ -414,7 +433,8 @@ class TlsSession:
                 self._overhead_estimate(d, rec)
                 return
             except DecryptError:
-                self._reason(f"decryption failed at record {self.nrec} (packet {rec.packet})")
+                self._reason(DecryptReason(ReasonKind.DECRYPTION_FAILED, None, None, rec.packet, (),
+                                           f"at record {self.nrec} (packet {rec.packet})"))
                 self.ctx.note(self.conn, f"packet {rec.packet}: TLS record {self.nrec} did not decrypt ({DIR[d]}); decryption stopped in this direction")
                 self.lost[d] = True
                 self.dec[d] = None
@@ -676,7 +696,7 @@ class TlsSession:
                 if sec is not None:
                     self.dec[d] = self._tag(Tls13RecordDecryptor(self.params, sec), KEY_APP)
                 elif self.dec[d] is not None:
-                    self._reason("no key for this client random")  # traffic secret not logged
+                    self._reason(self._no_key(("CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0")[d]))  # traffic secret not logged
                     self.dec[d] = None
                 self.enc[d] = True
         elif t == T.HS_END_OF_EARLY_DATA and d == 0:
@@ -817,16 +837,21 @@ class TlsSession:
             self.enc[1] = True
             self.enc[0] = True if not self.early else False
             if params is None or not params.tls13:
-                self._reason(f"unsupported cipher suite {T.suite_name(cs)}")
+                self._reason(DecryptReason(ReasonKind.OTHER, detail=f"unsupported cipher suite {T.suite_name(cs)}"))
                 return
-            if cr is None or kl is None:
-                self._reason("no key for this client random")
+            if kl is None:
+                self._reason(self._no_key(*_TLS13_LABELS))
                 return
+            if cr is None:  # (its ClientHello was lost: no client random to look secrets up by)
+                self._reason(DecryptReason(ReasonKind.HANDSHAKE_NOT_CAPTURED))
+                return
+            # (an empty key log is still asked: a live one may wait for the secret, KeyLog.on_miss;
+            # _no_key then tells "no key log given" from a key log without this client random)
             g = kl.get
             chs, shs = g("CLIENT_HANDSHAKE_TRAFFIC_SECRET", cr), g("SERVER_HANDSHAKE_TRAFFIC_SECRET", cr)
             self.app_secret = [g("CLIENT_TRAFFIC_SECRET_0", cr), g("SERVER_TRAFFIC_SECRET_0", cr)]
             if shs is None and chs is None:
-                self._reason("no key for this client random")
+                self._reason(self._no_key(*(lb for lb, v in zip(_TLS13_LABELS, (shs, chs, *self.app_secret[::-1])) if v is None)))
                 return
             ref = self.ref
             ref.tls13, ref.version, ref.cipher_suite, ref.client_random = True, self.version, cs, cr
@@ -841,13 +866,13 @@ class TlsSession:
             else:
                 self.dec[0] = hs0
             if shs is None or chs is None:
-                self._reason("no key for this client random")
+                self._reason(self._no_key(*(lb for lb, v in zip(_TLS13_LABELS, (shs, chs, *self.app_secret[::-1])) if v is None)))
             return
         if params is None:
-            self._reason(f"unsupported cipher suite {T.suite_name(cs)}")
+            self._reason(DecryptReason(ReasonKind.OTHER, detail=f"unsupported cipher suite {T.suite_name(cs)}"))
             return
         if self.version is None or self.version < 0x0301:
-            self._reason(f"unsupported version {T.version_name(self.version)}")
+            self._reason(DecryptReason(ReasonKind.OTHER, detail=f"unsupported version {T.version_name(self.version)}"))
             return
         master = None
         master_cr = cr
@@ -861,7 +886,7 @@ class TlsSession:
             if master is not None:
                 info.resumed = True
         if master is None:
-            self._reason("no key for this client random")
+            self._reason(self._no_key("CLIENT_RANDOM"))
             return
         self.master = master
         self.master_cr = master_cr

@@ -4,7 +4,8 @@
 ``analyzer.compare.compare(A, B)``:
 
 - *Table* tab: the page-level table in the SPDY whitepaper's form (``PAGE_ROWS``: A, B,
-  B − A and the speedup (A − B) / A), the matched requests with both sides' start, time to
+  B − A and the speedup (A − B) / A) with what its rows mean under it (``PAGE_NOTES``: the
+  labels and definitions `wirefall compare` prints, one home), the matched requests with both sides' start, time to
   first byte, duration and bytes and the differences, the only-A / only-B rows, the match
   mode and the warnings.
 - *Waterfalls* tab: one row per matched URL (then the only-A / only-B rows), A's bar on the
@@ -91,6 +92,21 @@ def page_rows(res: dict) -> list[tuple[str, str, str, str, str]]:
         p = res["page"][key]
         out.append((label, fmt_page(key, p["a"]), fmt_page(key, p["b"]), fmt_page_diff(key, p["diff"]), fmt_speedup(p["speedup"])))
     return out
+
+
+def page_caption() -> str:
+    """The page table's caption: what its last column is (``PAGE_NOTES``' first line)."""
+    from wirefall.analyzer.compare import PAGE_NOTES
+
+    return f"Page ({PAGE_NOTES[0]})"
+
+
+def page_notes() -> Text:
+    """What the page table's rows mean: ``analyzer.compare.PAGE_NOTES``, the lines `wirefall
+    compare` prints under its table (the same row labels, ``PAGE_ROWS``, and definitions)."""
+    from wirefall.analyzer.compare import PAGE_NOTES
+
+    return Text("\n".join(PAGE_NOTES[1:]))  # (the first, the speedup's, is the table's caption)
 
 
 REQUEST_COLUMNS = ("url", "proto A", "proto B", "start A", "start B", "Δ start", "ttfb A", "ttfb B", "Δ ttfb",
@@ -429,6 +445,7 @@ class CompareScreen(Screen):
     #cmp-page, #cmp-requests { height: auto; width: auto; margin: 0 0 1 0; }
     .cmp-caption { height: 1; text-style: bold; padding: 0 1; }
     #cmp-warnings { height: auto; color: $warning; padding: 0 1; }
+    #cmp-page-notes { height: auto; color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
     #cmp-wf-head, #cmp-wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #cmp-wf { height: 1fr; overflow-x: hidden; }
     #cmp-wf-legend { height: auto; max-height: 4; color: #a0a0a0; }
@@ -461,9 +478,9 @@ class CompareScreen(Screen):
         with TabbedContent(initial="cmp-table-tab", id="cmp-tabs"):
             with TabPane("Table", id="cmp-table-tab"):
                 with VerticalScroll(id="cmp-scroll"):
-                    yield Static("Page ((A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving)",
-                                 classes="cmp-caption")
+                    yield Static(page_caption(), classes="cmp-caption")
                     yield DataTable(id="cmp-page", cursor_type="row", zebra_stripes=True)
+                    yield Static(page_notes(), id="cmp-page-notes")
                     yield Static("Requests (ms from each page's start)", id="cmp-req-caption", classes="cmp-caption")
                     yield DataTable(id="cmp-requests", cursor_type="row", zebra_stripes=True)
                     yield Static("", id="cmp-warnings")

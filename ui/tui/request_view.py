@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
+from wirefall.analyzer.jsonout import unknown_fields
 from wirefall.analyzer.request_detail import size_text
 from wirefall.analyzer.safetext import printable
 
@@ -54,6 +55,17 @@ def _bounds(p) -> str:
     return f"  [{a}]" if a == b else f"  [{a} → {b}]"
 
 
+def _header_bytes(wire: int, decoded: int, headers, d) -> str:
+    """A header block's sizes: wire and decoded, and how many of its fields are ``<unknown>``
+    (HPACK/QPACK entries from before the capture, which ``decoded`` leaves out: JSON
+    ``*_header_fields_unknown``); a browser log opened alone knows neither size (a HAR's
+    headersSize is not the wire's) unless it is wirefall's own HAR: "–"."""
+    if not d.t0_is_first_packet and wire == 0 and decoded == 0 and headers:
+        return "wire –  decoded –  (a browser log gives no header bytes)"
+    n = unknown_fields(headers)
+    return f"wire {wire}  decoded {decoded}" + (f"  ({n} <unknown>)" if n else "")
+
+
 def detail_text(d) -> Text:
     """A ``RequestDetail`` as the request view's text."""
     t0 = d.t0  # the first packet; for a browser log opened alone, its start
@@ -88,8 +100,8 @@ def detail_text(d) -> Text:
     t.append_text(browser_text(d.browser, t0, d.t0_is_first_packet))  # a browser log's times beside the wire's, fields by source
     s = d.sizes
     h("Sizes (bytes)")
-    t.append(f"  request headers   wire {s.request_headers_wire}  decoded {s.request_headers_decoded}\n")
-    t.append(f"  response headers  wire {s.response_headers_wire}  decoded {s.response_headers_decoded}\n")
+    t.append(f"  request headers   {_header_bytes(s.request_headers_wire, s.request_headers_decoded, d.request_headers, d)}\n")
+    t.append(f"  response headers  {_header_bytes(s.response_headers_wire, s.response_headers_decoded, d.response_headers, d)}\n")
     t.append(f"  request body      {size_text(s.request_body, s.request_body_lower_bound)}\n")
     t.append(f"  response body     {size_text(s.response_body, s.response_body_lower_bound)} on the wire"
              + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")
