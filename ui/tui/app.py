@@ -1202,11 +1202,9 @@ class WirefallApp(PacketHabits, App):
                 self.notify("this packet belongs to no connection", severity="warning")
 
     def follow_stream(self, cid: int, stream_id, ex, whole_connection: bool = False) -> None:
-        items = follow_items(self.an, cid, stream_id, ex, whole_connection)
-        c = self.an.connections[cid]
-        what = f"connection {cid}" if whole_connection or stream_id is None else f"stream {stream_id} of connection {cid}"
-        title = f"Follow {what}: {c.label} ({c.protocol or c.transport}) — {sum(1 for i in items if isinstance(i[2], int))} frames; enter jumps to the packet"
-        self.push_screen(FollowScreen(title, items), self._jump_to_packet)
+        frs = follow_frames(self.an, cid, stream_id, ex, whole_connection)
+        items = follow_items(self.an, cid, stream_id, ex, whole_connection, frames=frs)
+        self.push_screen(FollowScreen(follow_title(self.an, cid, stream_id, ex, frs, whole_connection), items), self._jump_to_packet)
 
     def _jump_to_packet(self, pkt) -> None:
         if isinstance(pkt, int):
@@ -1505,19 +1503,51 @@ def filter_packets(an, source, pred, expr: str):
     return matching(an, source, pred if getattr(pred, "scope", None) == "packets" else expr)
 
 
-def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True) -> list:
-    """Lines of the Follow view: one per frame (value = its packet) with its headers and
-    fields indented below.  Following one request (``ex``) shows the frames of that exchange
-    (``analyzer.request_detail.exchange_frames``, the request view's rule); following a
-    stream or a connection, every frame on it."""
-    t0 = an.index.ts[0] if an.packets else 0.0
+def follow_frames(an, cid: int, stream_id, ex, whole_connection: bool) -> list:
+    """The frames the Follow view lists, in order.  Following one request (``ex``): the frames
+    of that exchange (``analyzer.request_detail.exchange_frames``, the request view's rule);
+    following a stream or a connection, every frame on it."""
     if ex is not None and not whole_connection:
         from wirefall.analyzer.request_detail import exchange_frames
 
-        frs = exchange_frames(an, ex)
+        return list(exchange_frames(an, ex))
+    frs = [f for f in an.frames if f.connection == cid and (whole_connection or stream_id is None or f.stream_id == stream_id)]
+    frs.sort(key=lambda f: (f.packet, f.offset))
+    return frs
+
+
+def _n(k: int, what: str) -> str:
+    return f"{k:,} {what}{'' if k == 1 else 's'}"
+
+
+def follow_title(an, cid: int, stream_id, ex, frames: list, whole_connection: bool) -> str:
+    """The Follow view's title: what is followed, then its frames (one line each in the view,
+    whatever header lines follow them) and the packets they complete in — tshark's
+    ``-Y "http2.streamid == N && tcp.stream == S"`` frames and packets — and, as Wireshark's
+    Follow dialog, the bytes each way: of the frames' payloads when following a stream or a
+    request, of the transport's payload (``tcp.len``/``udp.length`` summed) for a connection.
+    The counts come before the addresses: the title is one line."""
+    from wirefall.ui.waterfall_layout import elide_flow
+
+    c = an.connections[cid]
+    whole = whole_connection or (stream_id is None and ex is None)
+    what = (f"connection {cid}" if whole else f"stream {stream_id} of connection {cid}" if stream_id is not None
+            else f"one request on connection {cid}")  # (an HTTP/1 request: its own messages)
+    count = f"{_n(len(frames), 'frame')} in {_n(len({f.packet for f in frames}), 'packet')}"
+    if whole:
+        size = f"{c.transport.upper()} payload: client {c.stats[0].payload:,} B, server {c.stats[1].payload:,} B"
     else:
-        frs = [f for f in an.frames if f.connection == cid and (whole_connection or stream_id is None or f.stream_id == stream_id)]
-        frs.sort(key=lambda f: (f.packet, f.offset))
+        b = [sum(f.length for f in frames if f.direction == d) for d in (0, 1)]
+        size = f"frame payload: client {b[0]:,} B, server {b[1]:,} B"
+    flow = elide_flow(c.label, 44, 20)  # (two IPv6 addresses took 90 columns)
+    return f"Follow {what} ({c.protocol or c.transport}): {count}; {size} — {flow}; enter jumps to the packet"
+
+
+def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True, frames: list | None = None) -> list:
+    """Lines of the Follow view: one per frame (value = its packet) with its headers and
+    fields indented below (``follow_frames``, unless ``frames`` gives them)."""
+    t0 = an.index.ts[0] if an.packets else 0.0
+    frs = follow_frames(an, cid, stream_id, ex, whole_connection) if frames is None else frames
     from .request_view import NO_FRAMES, frame_items
 
     items = frame_items(frs, t0)

@@ -705,24 +705,49 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
     t.append("(dark: packets arriving)  ")
     for k in L.GLYPH_KINDS:
         t.append(f"{L.GLYPHS[k]} {L.GLYPH_MEANING[k]}  ")
-    t.append("┃", style=L.TICK_COLORS["retransmission"])
-    t.append(" retransmission  ")
-    t.append("┃", style=L.TICK_COLORS["out_of_order"])
-    t.append(" out-of-order  ┃ loss  " + keys)
+    for k in L.TICK_KINDS:
+        t.append(TICK_GLYPH, style=tick_colors()[k])
+        t.append(f" {TICK_LABELS[k]}  ")
+    t.append(keys)
     return t
 
 
-def tick_cells(cells, markers, v0: float, v1: float) -> None:
-    """Retransmissions and gaps (``TICK_KINDS``) ticked on the bar cells, in place."""
-    from wirefall.ui.waterfall_layout import TICK_COLORS, TICK_KINDS
+# The bar's ticks (``TICK_KINDS``): one glyph, told apart by colour alone, so the legend and the
+# rows read these same colours.  The figures' loss tick is black (on their white paper); a tick
+# cell here is drawn on the terminal's own background, dark or light (or the cursor's blue), so
+# loss takes the Okabe–Ito bluish green: ≥ 3.4 : 1 on white and on the TUI's #121212, far in
+# hue from the retransmission's red and the out-of-order orange (for red–green colour blindness
+# too), and from every phase and content colour (CIEDE2000 ≥ 15; the CSS download's is closest).
+TICK_GLYPH = "┃"
+LOSS_TICK_COLOR = "#009e73"
+TICK_LABELS = {"retransmission": "retransmission", "out_of_order": "out-of-order", "gap": "loss"}
+_TICK_COLORS: dict[str, str] = {}
 
+
+def tick_colors() -> dict[str, str]:
+    """Each tick kind's colour in the TUI, legend and rows alike: the figures' own
+    (``waterfall_layout.TICK_COLORS``, read when first asked: that module is not imported at
+    start) but the loss tick's, ``LOSS_TICK_COLOR``."""
+    if not _TICK_COLORS:
+        from wirefall.ui.waterfall_layout import TICK_COLORS
+
+        _TICK_COLORS.update(TICK_COLORS, gap=LOSS_TICK_COLOR)
+    return _TICK_COLORS
+
+
+def tick_cells(cells, markers, v0: float, v1: float) -> None:
+    """Retransmissions and gaps (``TICK_KINDS``) ticked on the bar cells, in place, in the
+    legend's colours (``tick_colors``)."""
+    from wirefall.ui.waterfall_layout import TICK_KINDS
+
+    colors = tick_colors()
     width = len(cells)
     span = (v1 - v0) or 1e-9
     for m in markers:
         if m.kind in TICK_KINDS:
             c = int((m.time - v0) / span * width)
             if 0 <= c < width:
-                cells[c] = ("┃", TICK_COLORS[m.kind] if m.kind != "gap" else "#ffffff")
+                cells[c] = (TICK_GLYPH, colors[m.kind])
 
 
 def duration_cells(cells, text: str) -> None:
