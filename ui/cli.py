@@ -372,8 +372,10 @@ def cmd_export(args) -> int:
     kw = {"group_by": args.group_by} if args.group_by else {}
     if args.sort:
         kw["sort"] = args.sort
+    if getattr(args, "filter", None):
+        _filter(args, "exchanges")  # (a bad filter fails before the capture is read, as elsewhere)
     export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive,
-           time_span=args.time_span, **kw)
+           time_span=args.time_span, expr=getattr(args, "filter", None), **kw)
     print(f"wrote {printable(args.output)}", file=sys.stderr)
     return 0
 
@@ -807,7 +809,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("expert"):
         from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
     add("expert", cmd_expert if want("expert") else None, "expert information (tshark -z expert): notes, warnings and errors, with severity, group and packet", filt=True)
-    sp = add("export", cmd_export, "export the waterfall (png, svg, html) or data (har, json, qlog)", json_=False)
+    sp = add("export", cmd_export, "export the waterfall (png, svg, html) or data (har, json, qlog)", json_=False, filt=True)
     if want("export"):
         sp.add_argument("-o", "--output", required=True, metavar="OUT")
         sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")

@@ -57,13 +57,14 @@ def _short(url: str, n: int = 60) -> str:
 NBSP = "\u00a0"  # SVG text collapses runs of spaces: the label column pads with no-break spaces
 
 
-def row_label(r, n: int = L.LABEL_CHARS, mark_width: int = 0) -> str:
-    """The row's label column (number, marker glyphs, badge, host…path in ``n`` characters), escaped;
+def row_label(r, n: int = L.LABEL_CHARS, mark_width: int = 0, number: int | None = None) -> str:
+    """The row's label column (number — ``number``, else its place + 1 —, marker glyphs, badge,
+    host/path in ``n`` characters), escaped;
     with ``mark_width``, a marked row (``figures_marks.mark``: background, method, status, no
     response) has its mark right-aligned in that many characters before it (the labels are
     right-aligned at the axis, so unmarked rows keep their text and every column stays aligned),
     and a background row's label is muted."""
-    text = html_text(L.row_label(r, n)).replace(" ", NBSP)
+    text = html_text(L.row_label(r, n, number=number)).replace(" ", NBSP)
     m = M.mark(r) if mark_width else ""
     if m:
         text = html_text(m.rjust(mark_width) + "  ").replace(" ", NBSP) + text
@@ -137,7 +138,7 @@ class _Fig:
 
     def __init__(self, go, wf: Waterfall, rows: list, lo: int, hi: int, use_big: bool, hover: bool, min_w: float,
                  url_chars: int = L.LABEL_CHARS, fig=None, t0: float | None = None, y_of: dict[int, float] | None = None,
-                 axes: tuple[str, str] = ("x", "y")) -> None:
+                 axes: tuple[str, str] = ("x", "y"), unfiltered: Waterfall | None = None) -> None:
         self.go, self.wf, self.rows, self.lo, self.hi = go, wf, rows, lo, hi
         self.all_rows = wf.rows
         self.n = len(rows)
@@ -152,8 +153,13 @@ class _Fig:
         self.shapes: list[dict] = []
         self.notes: list[dict] = []  # annotations, likewise
         self.colors_of = {r.index: _row_colors(r) for r in rows}
+        # a filtered figure (``unfiltered``: the waterfall before the filter) numbers its rows and its
+        # connections as the unfiltered one does (the web app's 3, 4, 6, 7, 12, 13, not 1-6)
+        self.unfiltered = unfiltered if unfiltered is not None and unfiltered is not wf else None
+        self.numbers: dict[int, int] | None = ({r.exchange: r.index + 1 for r in self.unfiltered.rows}
+                                               if self.unfiltered is not None else None)
         # connections numbered in order of first use (the connection view's #k)
-        self.conn_no = {cr.connection: k + 1 for k, cr in enumerate(wf.connection_rows)}
+        self.conn_no = {cr.connection: k + 1 for k, cr in enumerate((self.unfiltered or wf).connection_rows)}
         self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover)
                          + (f"<br>connection #{self.conn_no[r.connection]}" if r.connection in self.conn_no else "")
                          for r in rows} if hover else {}
@@ -162,6 +168,11 @@ class _Fig:
         self.mark_w = 0  # the label column's marks' width (figures_marks.mark)
         self.page_view: tuple[float, float] | None = None  # the page's span, when the figure shows only it
         self.t_end_ms = _ms(wf.t_end, self.t0)
+        self.filter_note = ""  # "6 of 15 requests shown — filter: …" (figures_marks.filter_note)
+
+    def number(self, r) -> int:
+        """The row's number in its label: its own (the unfiltered view's) in a filtered figure."""
+        return self.numbers.get(r.exchange, r.index + 1) if self.numbers else r.index + 1
 
     def add(self, trace) -> None:
         """A trace of the request rows, on this drawing's axes."""
@@ -183,7 +194,8 @@ def _row_colors(r) -> dict[str, str]:
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
                      window: tuple[int, int] | None = None, x_view: tuple[float, float] | None = None,
-                     url_chars: int = L.LABEL_CHARS, time_span: str = "page", responsive: bool | None = None):
+                     url_chars: int = L.LABEL_CHARS, time_span: str = "page", responsive: bool | None = None,
+                     unfiltered: Waterfall | None = None, filter_text: str | None = None):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
@@ -200,6 +212,11 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     says so), ``"capture"`` the whole capture.  ``responsive`` (default: ``hover``, the HTML
     export and the web page) leaves the width to the page (the layout is still made for
     ``narrowest``); images keep ``width``.
+    A filtered view: ``wf`` holds the rows shown (re-indexed from 0), ``unfiltered`` the
+    waterfall they were taken from (the same order) and ``filter_text`` the filter as the user
+    wrote it; the rows and connections keep their unfiltered numbers, the title says "6 of 15
+    requests shown — filter: …", and a milestone of a request not shown is left out (the HTML's
+    first byte) or says so (the page's last byte: ``figures_marks.shown_milestones``).
     Layout decisions: ui/waterfall_layout.py and ui/figures_marks.py."""
     import plotly.graph_objects as go
 
@@ -239,8 +256,9 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     # width and the milestone labels' anchors are reckoned in it, not in the whole capture's
     view = (float(x_view[0]), float(x_view[1])) if x_view and x_view[1] > x_view[0] else (x_lo, xmax)
     min_w = (view[1] - view[0]) / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
-    c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w, url_chars)
+    c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w, url_chars, unfiltered=unfiltered)
     c.view, c.mark_w, c.page_view = view, mw, page_view
+    c.filter_note = M.filter_note(len(all_rows), len(c.unfiltered.rows) if c.unfiltered is not None else None, filter_text)
 
     _request_bars(c)
     _no_response_bars(c)
@@ -537,7 +555,7 @@ def _connection_view(c: _Fig, window: tuple[int, int] | None) -> list:
             if cr is None:
                 continue
             items.append((_ms(a, t0), max(_ms(b, t0), _ms(a, t0) + min_w), k, cr.colors.get("receive", "#8c8c8c"),
-                          "" if use_big else html_text(f"#{ri + 1} {L.short_url(cr.url, 60)} {L.duration_text(cr.duration)}")))
+                          "" if use_big else html_text(f"#{c.number(cr)} {L.short_url(cr.url, 60)} {L.duration_text(cr.duration)}")))
     if use_big:
         for x0, x1, k, col, _h in items:
             c.paths.rect("y2", col, False, x0, x1, k, CONN_HALF)
@@ -597,11 +615,11 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     shapes, notes = c.shapes, c.notes
     nc = len(crow)
     ms_items = []
-    for ms in wf.milestones:
+    for ms, label in M.shown_milestones(wf, c.numbers, c.unfiltered):  # (a filtered figure: not a hidden request's)
         x = _ms(ms.time, t0)
         if not view[0] - 1e-9 <= x <= view[1] + 1e-9:  # (the page's view leaves the first packet out, say)
             continue
-        text = f"{ms.label} {x:.0f} ms"
+        text = f"{label} {x:.0f} ms"
         ms_items.append((ms, x, text))
     v0, span = view[0], (view[1] - view[0]) or 1.0
     # (a label may reach left over the label column: it is drawn above the axis, where that column is empty)
@@ -696,8 +714,10 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                 shapes.append(dict(type="rect", xref="paper", xsizemode="pixel", xanchor=0, x0=-(ml - 6), x1=0,
                                    y0=r.index - 0.5, y1=r.index + 0.5, yref="y", fillcolor=tint, line=dict(width=0), layer="below"))
 
-    head = dict(text=html_text(title if title is not None else (wf.title or "waterfall")), x=0.01, y=1.0, yanchor="top", yref="container",
-                pad=dict(t=8))
+    head_text = html_text(title if title is not None else (wf.title or "waterfall"))
+    if c.filter_note:  # a filtered view says so, and what it shows of how many (a shared image read as the whole page)
+        head_text += f' <span style="color:{M.FILTER_COLOR};font-size:14px">— {html_text(c.filter_note)}</span>'
+    head = dict(text=head_text, x=0.01, y=1.0, yanchor="top", yref="container", pad=dict(t=8))
     if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
         col = M.headline_color(wf.completeness)
         extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded, marked bg) not in the page load" if n_bg else ""
@@ -723,7 +743,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                     font=dict(size=11), standoff=4), showgrid=False, zeroline=False, tickfont=dict(size=10), **xticks),
         yaxis=dict(domain=list(y_wf), autorange=False, tickmode="array" if show_labels else "auto",
                    tickvals=[r.index for r in rows] if show_labels else None,
-                   ticktext=[row_label(r, c.url_chars, c.mark_w) for r in rows] if show_labels else None, showticklabels=show_labels,
+                   ticktext=[row_label(r, c.url_chars, c.mark_w, c.number(r)) for r in rows] if show_labels else None,
+                   showticklabels=show_labels,
                    tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, ticklabeloverflow="allow",
                    range=[lo + n - 0.5, lo - 0.5] if n else [0.5, -0.5]),  # ("allow": the margin fits them; plotly's overflow check
                    # measured every label with the DOM laid out again each time: 45 % of a 10 000-row figure's drawing)
@@ -786,11 +807,12 @@ def html_document(fig, title: str | None = None) -> bytes:
     ``wirefall — TITLE`` (the figure's own title when not given), as wide as the window
     (a figure made with ``responsive``: no width of its own)."""
     import html as _html
+    import re
 
     text = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True})
     if title is None:
         t = getattr(getattr(fig.layout, "title", None), "text", None)
-        title = _html.unescape(t) if isinstance(t, str) else None
+        title = _html.unescape(re.sub(r"<[^>]*>", "", t)) if isinstance(t, str) else None  # (the filter's span: its text)
     head = f"<title>{_html.escape('wirefall — ' + title if title else 'wirefall')}</title>"
     head += "<style>html,body{margin:0}</style>"
     text = text.replace("</head>", head + "</head>", 1) if "</head>" in text else head + text

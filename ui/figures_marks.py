@@ -9,6 +9,7 @@ the title, and the rows' texts a milestone's line crosses.  docs/WATERFALL.md, "
 from __future__ import annotations
 
 import math
+from typing import Any
 
 MUTED = "#8a8a8a"  # the label of a background row (and its "bg" mark)
 ERROR_TINT = "rgba(214,39,40,0.16)"  # a row whose response is 4xx/5xx (WebPageTest: red row)
@@ -181,3 +182,66 @@ def connection_label(k: int, cn, rows) -> str:
         host, port = host.rsplit(":", 1)
     where = f"{host}:{port}" if host and port else (host or cn.label)
     return f"#{k + 1} {where}"
+
+
+# Milestones that are one request's moment.  A filtered figure that does not show that request
+# draws the first one not at all (a request's marker: DevTools and WebPageTest draw no marker for
+# a request their filter hides) and keeps the page's last byte (a page-level milestone, as
+# DevTools keeps DOMContentLoaded and Load whatever the filter), saying its request is not shown.
+REQUEST_MILESTONES = ("html_first_byte",)
+PAGE_ROW_MILESTONES = ("page_load",)
+FILTER_COLOR = "#9c4a00"  # "6 of 15 requests shown — filter: …" in the title
+
+
+def milestone_rows(ms, rows, document: int | None = None) -> list:
+    """The rows whose time a milestone is: the first byte of the HTML's response (its packet,
+    or the page's document), the last byte of the page's last response (its packet); without
+    packets (a browser log alone), the rows with a phase boundary, or an end, at its time.
+    [] for the page's own milestones (first packet, page start, the browser's events)."""
+    if ms.name not in REQUEST_MILESTONES + PAGE_ROW_MILESTONES:
+        return []
+    key = "response_start" if ms.name == "html_first_byte" else "response_end"
+    if ms.packet is not None:
+        out = [r for r in rows if (r.packets or {}).get(key) == ms.packet]
+        if out:
+            return out
+    if ms.name == "html_first_byte":
+        out = [r for r in rows if document is not None and r.exchange == document]
+        if out:
+            return out
+        return [r for r in rows if any(abs(b - ms.time) < 1e-9 for n, _a, b in r.phases if n == "wait")]
+    return [r for r in rows if abs(r.end - ms.time) < 1e-9]
+
+
+def shown_milestones(wf, numbers: dict[int, int] | None = None, unfiltered=None) -> list[tuple[Any, str]]:
+    """(milestone, label) of the milestones a figure of ``wf``'s rows draws: a request's
+    milestone (``REQUEST_MILESTONES``) only when its row is one of them; the page's last byte
+    always, ``(request 3, not shown)`` after its label when its row is not (``numbers``: the
+    rows' own numbers by exchange, ``unfiltered``: the waterfall before the filter)."""
+    doc = wf.page_info.document if wf.page_info is not None else None
+    out = []
+    for ms in wf.milestones:
+        label = ms.label
+        if ms.name in REQUEST_MILESTONES + PAGE_ROW_MILESTONES and not milestone_rows(ms, wf.rows, doc):
+            if ms.name in REQUEST_MILESTONES:
+                continue
+            hidden = milestone_rows(ms, unfiltered.rows, doc) if unfiltered is not None else []
+            nums = sorted((numbers or {}).get(r.exchange, r.index + 1) for r in hidden)
+            label += f" (request {nums[-1]}, not shown)" if nums else " (its request not shown)"
+        out.append((ms, label))
+    return out
+
+
+def filter_note(shown: int, total: int | None, filter_text: str | None, n: int = 160) -> str:
+    """What a filtered figure says in its title (plain text, the figure escapes it): ``6 of 15
+    requests shown — filter: protocol == "h3"`` (the filter cut in its middle past ``n``
+    characters); "" when nothing is left out and no filter is named."""
+    ft = " ".join((filter_text or "").split())
+    if not ft and (total is None or total == shown):
+        return ""
+    what = f"{shown} of {total} requests shown" if total is not None else f"{shown} request{'s' * (shown != 1)} shown"
+    if ft:
+        from .waterfall_layout import elide
+
+        what += " — filter: " + elide(ft, n, n * 2 // 3)
+    return what

@@ -1,7 +1,8 @@
 """Layout decisions of the waterfall shared by every view that draws it — the Plotly figure
 (web app, PNG/SVG/HTML exports: ui/figures.py) and the TUI's text waterfall
-(ui/tui/widgets.py) — so that they cannot drift: the row label (host and path with the
-middle elided), the duration text, the marker glyphs of the label column, which markers are
+(ui/tui/widgets.py) — so that they cannot drift: the row label (the host whole —
+cut in its middle only when very long —, the path's start, the query elided first), the
+duration text, the marker glyphs of the label column, which markers are
 ticked on the bar, and the placement of the milestone labels.  Colours, sort and group
 orders are data of the model (analyzer/waterfall.py: ``PHASE_COLORS``, ``CONTENT_COLORS``,
 ``SORTS``, ``GROUPS``).  No plotly, no Textual here.  docs/WATERFALL.md describes it all.
@@ -13,7 +14,7 @@ from wirefall.analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT
 
 __all__ = ["BLOCKED_COLOR", "IDLE_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",
            "SEND_COLOR", "SORTS", "WAIT_COLOR", "GLYPHS", "GLYPH_KINDS", "TICK_KINDS", "TICK_COLORS", "elide",
-           "short_url", "glyphs", "duration_text", "row_label", "LABEL_CHARS", "stagger", "phase_colors"]
+           "short_url", "short_host", "short_path", "registrable", "subset", "glyphs", "duration_text", "row_label", "LABEL_CHARS", "stagger", "phase_colors"]
 
 # Markers drawn as glyphs in the label column, one fixed column each (never on the bars).
 GLYPH_KINDS = ("push", "priority", "reset", "stall")
@@ -30,7 +31,7 @@ MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_fi
                     "dom_content_loaded": "#8e44ad", "load_event": "#c2185b"}  # (the browser's events: a HAR laid over)
 MILESTONE_SHORT = {"html_first_byte": "HTML first byte", "page_load": "last byte", "dom_content_loaded": "DOMContentLoaded",
                    "load_event": "load event"}  # (the TUI's legend; first packet and page start are the axis' origin)
-LABEL_CHARS = 38  # host…path text of a row label (the whole label adds the number and glyphs)
+LABEL_CHARS = 44  # host…path text of a row label (the whole label adds the number and glyphs)
 SORT_LABELS = {"start": "start time", "duration": "duration", "size": "response size", "host": "host"}
 GROUP_LABELS = {None: "no grouping", "connection": "connection", "host": "host"}
 
@@ -66,26 +67,103 @@ def elide_flow(label: str, n: int, keep_start: int) -> str:
     return "→ " + elide(server, max(n - 2, 1), keep_start) if n > 4 else elide(server, n, keep_start)
 
 
+# second-level labels under which a country's registrable names sit (``example.co.uk``): the
+# registrable domain is then three labels (a heuristic, not the Public Suffix List)
+_SECOND_LEVEL = frozenset({"co", "com", "net", "org", "gov", "edu", "ac", "ne", "or", "go", "gob", "mil", "nic", "ltd", "plc"})
+PATH_SHARE = 4  # a label keeps at least 1/PATH_SHARE of its characters (and 4) for the path, however long the host
+
+
+def registrable(host: str) -> str:
+    """The end of ``host`` that names who owns it (its registrable domain: ``amazon.com`` of
+    ``images-na.ssl-images-amazon.com``, ``bbc.co.uk``), with the port when the host has one;
+    an address is its own."""
+    name, port = host, ""
+    if host.startswith("["):  # [v6]:port
+        return host
+    if host.count(":") == 1 and host.rsplit(":", 1)[1].isdigit():
+        name, port = host.rsplit(":", 1)
+        port = ":" + port
+    labels = name.split(".")
+    if len(labels) <= 2 or all(p.isdigit() for p in labels) or ":" in name:
+        return host
+    k = 3 if len(labels[-1]) == 2 and labels[-2] in _SECOND_LEVEL and len(labels) > 3 else 2
+    return ".".join(labels[-k:]) + port
+
+
+def short_host(host: str, n: int) -> str:
+    """``host`` in ``n`` characters: whole when it fits, else cut in its middle keeping both
+    ends — its registrable domain (``registrable``) at the end where it fits with a quarter of
+    the room left for the start (the distinctive part: ``images-na``, ``1c5c1ecf7303``), else
+    half and half; the end begins at a label (``amazon.com``, not ``azon.com``) when one is
+    within 3 characters."""
+    if len(host) <= n:
+        return host
+    if n <= 4:
+        return elide(host, n, n // 2)
+    reg = registrable(host)
+    end = len(reg) if len(reg) <= n - 1 - max(3, n // 4) else (n - 1) // 2
+    dots = [len(host) - i - 1 for i, ch in enumerate(host) if ch == "."]  # the lengths of the ends that begin at a label
+    near = [k for k in dots if abs(k - end) <= 3 and 3 <= n - 1 - k]
+    if near and len(reg) > n - 1 - max(3, n // 4):
+        end = max(near)
+    return elide(host, n, n - 1 - end)
+
+
+def short_path(path: str, n: int) -> str:
+    """``path`` in ``n`` characters: its start (the first directories), and, where there is
+    room, its end (the file) after ``…``."""
+    if len(path) <= n:
+        return path
+    if n <= 0:
+        return ""
+    if n < 10:
+        return path[:n - 1] + "…"
+    return elide(path, n, n // 3 + 1)
+
+
 def short_url(url: str, n: int = LABEL_CHARS) -> str:
-    """Host and path in ``n`` characters, WebPageTest-style: the start of the host and the
-    end of the path are kept (``images-na.ssl-…/I/31bqB.jpg``); scheme and query dropped
-    first (the full URL is in the hover and the request view)."""
+    """Host and path in ``n`` characters, WebPageTest-style: the host whole (cut in its middle,
+    its registrable domain kept, only when it would leave the path less than a quarter of the
+    room: ``short_host``), then the path's start (and its end where there is room:
+    ``short_path``); the scheme dropped, and the query first (``?…``: the full URL is in the
+    hover and the request view).  ``images-na.ssl-images-amazon.com/images/…_V1_.css``."""
     u = url or "(no URL)"
     if "://" in u:
         u = u.split("://", 1)[1]
     host, slash, path = u.partition("/")
     path = slash + path
-    if len(host) + len(path) > n and "?" in path:
-        path = path.split("?", 1)[0] + "?…"
     if len(host) + len(path) <= n:
         return host + path
-    # the path's last segment first (the file), then as much of the host as fits
-    tail = path.rsplit("/", 1)[-1]
-    keep_host = max(min(len(host), n - min(len(path), max(len(tail) + 1, n // 2)) - 1), min(len(host), 8))
-    if keep_host >= len(host):
-        return host + elide(path, n - len(host), 1)
-    room = n - keep_host - 1  # after "host…"
-    return host[:keep_host] + "…" + (path[-room:] if room > 0 else "")
+    if "?" in path:
+        path = path.split("?", 1)[0] + "?…"
+        if len(host) + len(path) <= n:
+            return host + path
+    path_min = min(len(path), max(4, n // PATH_SHARE))
+    if len(host) > n - path_min:  # (a host that must be cut gives more room to the path: 3/5 of it, its registrable end kept)
+        host = short_host(host, max(min(n - path_min, max(n * 3 // 5, len(registrable(host)) + 4)), 1))
+    return host + short_path(path, n - len(host))
+
+
+def subset(wf, rows):
+    """A waterfall of some of ``wf``'s rows (a filtered view), re-indexed from 0 in their
+    order, push arrows kept where both ends are, the connection view of those rows; ``wf``
+    itself when every row is kept.  Its figure takes ``wf`` as ``unfiltered`` to keep the
+    rows' own numbers (``figures.waterfall_figure``)."""
+    import dataclasses
+
+    if len(rows) == len(wf.rows):
+        return wf
+    new_index = {r.index: i for i, r in enumerate(rows)}
+    out = [dataclasses.replace(r, index=i, push_parent_row=new_index.get(r.push_parent_row) if r.push_parent_row is not None else None)
+           for i, r in enumerate(rows)]
+    shown = {r.connection for r in out}
+    conn_rows = []
+    for c in wf.connection_rows:
+        reqs = [(new_index[i], a, b) for i, a, b in c.requests if i in new_index]
+        if reqs:
+            conn_rows.append(dataclasses.replace(c, requests=reqs))
+    return dataclasses.replace(wf, rows=out, connections={k: v for k, v in wf.connections.items() if k in shown},
+                               connection_rows=conn_rows)
 
 
 def glyphs(r: Row) -> str:
@@ -106,10 +184,11 @@ def duration_text(seconds: float | None) -> str:
     return f"{ms:.2f} ms"
 
 
-def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4) -> str:
-    """``  12 ◆  h2   host…/path``: row number, the glyph column, the badge, the short URL
-    (plain text: the figure escapes it, the TUI makes it printable)."""
-    return f"{r.index + 1:>{number_width}} {glyphs(r)} {r.badge[:8]:<8} {short_url(r.url, n):<{n}}"
+def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4, number: int | None = None) -> str:
+    """``  12 ◆  h2   host/path…``: row number (``number``, else the row's place + 1: a
+    filtered view's rows keep the numbers of the unfiltered one), the glyph column, the badge,
+    the short URL (plain text: the figure escapes it, the TUI makes it printable)."""
+    return f"{r.index + 1 if number is None else number:>{number_width}} {glyphs(r)} {r.badge[:8]:<8} {short_url(r.url, n):<{n}}"
 
 
 def phase_colors(r: Row) -> dict[str, str]:
