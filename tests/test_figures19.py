@@ -233,7 +233,7 @@ def test_legend_swatches_say_what_is_drawn():
 def test_connection_view_names_host_and_port():
     _an, wf, fig = _bg()
     ticks = [t.replace("\xa0", " ") for t in fig.layout.yaxis2.ticktext]
-    assert [t.split()[0] for t in ticks] == [f"#{k + 1}" for k in range(len(wf.connection_rows))]
+    assert [t.split()[0] for t in ticks] == [f"#{cn.connection}" for cn in wf.connection_rows]  # (the model's ids)
     assert any(t.startswith("#") and "page.test:443" in t for t in ticks)
     assert any("static.test:443" in t for t in ticks) and any("169.254.169.254:80" in t for t in ticks)
 

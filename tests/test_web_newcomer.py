@@ -88,7 +88,7 @@ def test_wrong_keylog_says_why_and_what_next(server, pg):
     st, url, ids = server
     an = st.get(ids["wrong"]).analysis
     reason = an.connections[0].quic.reason  # the model's reason (what `wirefall summary` prints)
-    assert not an.exchanges and "no SERVER_TRAFFIC_SECRET_0" in reason
+    assert not an.exchanges and "no SERVER_HANDSHAKE_TRAFFIC_SECRET in the key log" in reason and "SERVER_TRAFFIC_SECRET_0" in reason
     pg.goto(url + f"?capture={ids['wrong']}")
     wait_text(pg, "#wf-explain", "no requests")
     why = pg.inner_text("#empty-why")

@@ -158,8 +158,8 @@ class _Fig:
         self.unfiltered = unfiltered if unfiltered is not None and unfiltered is not wf else None
         self.numbers: dict[int, int] | None = ({r.exchange: r.index + 1 for r in self.unfiltered.rows}
                                                if self.unfiltered is not None else None)
-        # connections numbered in order of first use (the connection view's #k)
-        self.conn_no = {cr.connection: k + 1 for k, cr in enumerate((self.unfiltered or wf).connection_rows)}
+        # connections by the model's id (the connection view's #17, as the request detail and the JSON name them)
+        self.conn_no = {cr.connection: cr.connection for cr in (self.unfiltered or wf).connection_rows}  # (the model's id)
         self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover)
                          + (f"<br>connection #{self.conn_no[r.connection]}" if r.connection in self.conn_no else "")
                          for r in rows} if hover else {}
@@ -728,8 +728,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     ticks = M.time_ticks(view[0], view[1], float(plot_w_narrow))
     xticks = dict(tickmode="array", tickvals=ticks[0], ticktext=ticks[1], ticksuffix="") if ticks else dict(ticksuffix=" ms")
     x_title = "time from the first packet" if ticks else "ms from the first packet"
-    conn_labels = [html_text(f"{L.elide(M.connection_label(c.conn_no.get(cn.connection, k + 1) - 1, cn, all_rows), label_chars - 9, 14)} "
-                             f"{cn.protocol[:8]}") for k, cn in enumerate(crow)]
+    conn_labels = [html_text(f"{L.elide(M.connection_label(cn.connection, cn, all_rows), label_chars - 9, 14)} "
+                             f"{cn.protocol[:8]}") for cn in crow]
     fig.update_layout(
         title=head, shapes=shapes, annotations=notes,
         barmode="overlay", bargap=0.25, width=width, height=height, template="plotly_white",

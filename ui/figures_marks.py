@@ -171,17 +171,17 @@ def time_ticks(lo: float, hi: float, plot_px: float) -> tuple[list[float], list[
     return vals, texts
 
 
-def connection_label(k: int, cn, rows) -> str:
-    """The connection view's label: its number (in order of first use, as WebPageTest numbers
-    them), the host its requests named and the server's port, the protocol; the addresses when
-    no request named a host."""
+def connection_label(conn_id: int, cn, rows) -> str:
+    """The connection view's label: the model's connection id (``#17``: what the request detail,
+    the Connections tab, the statistics and the JSON call it), the host its requests named and
+    the server's port; the addresses when no request named a host."""
     host = next((r.host for r in rows if r.connection == cn.connection and r.host), "")
     server = cn.label.partition(" → ")[2] or cn.label
     port = server.rsplit(":", 1)[-1] if ":" in server and server.rsplit(":", 1)[-1].isdigit() else ""
     if host and ":" in host and not host.endswith("]") and host.rsplit(":", 1)[-1].isdigit():
         host, port = host.rsplit(":", 1)
     where = f"{host}:{port}" if host and port else (host or cn.label)
-    return f"#{k + 1} {where}"
+    return f"#{conn_id} {where}"
 
 
 # Milestones that are one request's moment.  A filtered figure that does not show that request

@@ -25,7 +25,7 @@ from dash.development.base_component import Component
 
 from wirefall.analyzer.safetext import html_text, printable
 
-from . import bundles, overlay, views
+from . import bundles, harpages, overlay, views
 from . import expert as expert_view
 from . import live as live_view
 from .state import UPLOAD_CHUNK, UploadError, WebState, _display_name, fmt_size
@@ -53,14 +53,21 @@ table.headers td.v { font-family: monospace; word-break: break-all; }
 .cols .col { flex: 1 1 420px; min-width: 0; }
 .detail { background: #fff; border: 1px solid #ddd; padding: 8px 12px; margin-top: 8px; }
 .wf-split { display: flex; gap: 10px; align-items: flex-start; }
-.wf-split .wf-main { flex: 1 1 60%; min-width: 0; }
-.wf-split .wf-side { flex: 0 0 38%; min-width: 0; position: sticky; top: 0; max-height: 100vh; overflow-y: auto; }
+.wf-split .wf-main { flex: 1 1 64%; min-width: 0; }
+.wf-split .wf-side { flex: 0 0 min(36%, 560px); min-width: 0; position: sticky; top: 0; max-height: 100vh; overflow-y: auto; }
 .wf-split .wf-side.none { display: none; }
+#detail-close { float: right; position: sticky; top: 4px; z-index: 1; margin: 4px 0 0 6px; }
+/* (DETAIL_BESIDE_MIN) narrower, the detail does not share the waterfall's row, which keeps the whole width: it is a sheet
+   over the bottom of the window (the waterfall scrolls above it; the page has room below for its last rows) */
+@media (max-width: 1099px) {
+  .wf-split .wf-side { position: fixed; left: 0; right: 0; bottom: 0; top: auto; max-height: 42vh; z-index: 20; width: auto;
+                       background: #fafafa; border-top: 2px solid #78909c; box-shadow: 0 -3px 10px rgba(0, 0, 0, 0.18); padding: 0 14px; }
+  .wf-split:has(.wf-side:not(.none)) { padding-bottom: 44vh; }
+}
 #request-detail { overflow-wrap: anywhere; }  /* long words (URLs, header values, addresses) wrap in the panel: no sideways scroll */
 #request-detail .hscroll { overflow-x: auto; overflow-wrap: normal; }  /* a table of columns keeps its words; too wide, it scrolls alone */
 #request-detail .hscroll th, #request-detail .hscroll td { padding: 2px 4px; }  /* (the frames' 8 columns fit a 1366 px page's panel) */
 #request-detail table.headers td.k { min-width: 10em; }  /* a header's name breaks only when long: the values give way */
-@media (max-width: 900px) { .wf-split { flex-direction: column; } .wf-split .wf-side { position: static; max-height: none; flex-basis: auto; width: 100%; } }
 .explain { background: #fff8e1; border: 1px solid #ffcc80; color: #5d4037; padding: 6px 10px; margin: 6px 0; font-size: 13px; }
 .explain ul { margin: 4px 0 0 0; padding-left: 18px; }
 .explain .next { color: #33691e; }
@@ -117,6 +124,18 @@ window.wirefallWatchZoom = function (gd) {
         } else if (Array.isArray(d['xaxis.range'])) { gd._wfZoom = {range: d['xaxis.range'].slice(0, 2).map(Number)}; }
     });
 };
+// a resize that changes the graph's width beside the request detail, or puts the detail under it (BESIDE_JS): the figure laid out again
+window.addEventListener('resize', function () {
+    clearTimeout(window.wirefallResizeTimer);
+    window.wirefallResizeTimer = setTimeout(function () {
+        var b = document.getElementById('wf-beside-check');
+        if (window.wirefallWfWidth && b && window.wirefallWfWidth() !== window.wirefallBeside) { b.click(); }
+    }, 200);
+});
+// where the waterfall was last clicked (the detail's sheet on a narrow window then keeps the clicked row in sight: DETAIL_SHOWN_JS)
+document.addEventListener('mousedown', function (ev) {
+    if (ev.target && ev.target.closest && ev.target.closest('#waterfall')) { window.wirefallClickY = ev.clientY; }
+}, true);
 document.addEventListener('keydown', function (ev) {
     if (ev.ctrlKey && !ev.altKey && !ev.shiftKey && !ev.metaKey && (ev.key === 'm' || ev.key === 'M')) {
         var b = document.getElementById('btn-mark');
@@ -342,6 +361,8 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
                 text += " · " + printable(views.entry_text(e, headline(e.analysis)))
             for line in overlay.summary_lines(e.analysis):  # how much of each browser log laid over it matched the wire
                 text += " · " + line
+            for line in harpages.notice_lines(e.analysis):  # a HAR of several pages: which one is shown
+                text += " · " + line
         status = html.Span(text, className="status error" if e.status == "error" else "status", id="status-text")
         prog = round(100 * e.fraction)
         pstyle = {"display": "inline-block", "width": "160px"} if e.status in ("queued", "running") else {"display": "none"}
@@ -451,11 +472,14 @@ def cb_filter_options(state: WebState, cid, version, trigger=None, search=None):
 
 
 def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, order=None, selected=None,
-                 xrange=None, start=None, search=None):
+                 xrange=None, start=None, search=None, beside=None):
     """The waterfall figure of what the filters select, in the chosen order (the zoom kept, the
     selected request's row highlighted; of a big view, the window of rows from ``start``),
     the filter error, the count, and why rows are missing.  ``search``: the page's address
-    (its zoom and selection until the stores hold this capture's: ``zoom_for``)."""
+    (its zoom and selection until the stores hold this capture's: ``zoom_for``).  ``beside``: the page's
+    ``wf-beside`` (``BESIDE_JS``) — false where a selected request's detail does not share the graph's
+    row (a window narrower than ``DETAIL_BESIDE_MIN``: the figure is laid out for the whole page), else
+    the graph's width beside it (None, not known: the narrowest, ``views.NARROWEST_WITH_DETAIL``)."""
     import plotly.graph_objects as go
 
     e = state.get(cid)
@@ -472,7 +496,7 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         row = next((r for r in v.waterfall.rows if r.exchange == sel), None) if sel is not None else None
         fig = views.page_figure(e, v, (protocols, connections, contents, statuses, expr, order), title=e.name, x_range=xr,
                                 revision=cid, start=start,  # (a selected request: its detail beside the graph narrows it)
-                                narrowest=views.NARROWEST_WITH_DETAIL if sel is not None else views.NARROWEST_PAGE)
+                                narrowest=views.narrowest_for(sel is not None, beside))
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
@@ -575,17 +599,18 @@ def wf_trigger(triggered) -> str | None:
 
 
 def cb_wf(state: WebState, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
-          order=None, selected=None, xrange=None, start=None, search=None, *, triggered=None):
+          order=None, selected=None, xrange=None, start=None, search=None, *, triggered=None, beside=None):
     """The waterfall's window of rows (``cb_wf_window``) and the figure of that window
     (``cb_waterfall``) in one answer, where the figure's callback waited for the window's
     (a round trip more for each page, filter, capture).  ``triggered``: the ids of the inputs
-    that fired (none: the page's first call)."""
+    that fired (none: the page's first call); ``beside``: the page's ``wf-beside`` (``BESIDE_JS``)."""
     t = set(triggered or ())
     trig = wf_trigger(t)
     win = cb_wf_window(state, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
                        order, selected, start, trigger="capture" if (not t or "capture" in t) and trig in (None, "version") else trig)
     a = start if win[0] is no_update else win[0]
-    fig = cb_waterfall(state, cid, version, protocols, connections, contents, statuses, expr, order, selected, xrange, a, search)
+    fig = cb_waterfall(state, cid, version, protocols, connections, contents, statuses, expr, order, selected, xrange, a, search,
+                       beside=beside)
     return (*win, *fig)
 
 
@@ -622,6 +647,42 @@ XRANGE_JS = """function(relayout, prev, cid) {
     if (r !== null && !(r.length === 2 && isFinite(r[0]) && isFinite(r[1]))) { return nu; }
     if (r === null ? before === null : (before !== null && r[0] === before[0] && r[1] === before[1])) { return nu; }
     return {capture: cid, range: r};
+}"""
+
+
+# The request detail shares the waterfall's row (beside it, at most min(36 %, 560 px) of the page)
+# only on a window this wide: narrower, it left the graph ~600 px and the time axis ~200 px (two
+# ticks at 1024 px, the axis stretched by the room the layout keeps right of the last bar), so it
+# is a sheet over the bottom of the window instead (CSS) and the graph keeps the whole width.
+DETAIL_BESIDE_MIN = 1100
+# The page's ``wf-beside``: false where the detail would not be beside the graph at this window's
+# width, else the graph's width beside it (the CSS's split, in steps of 100 px, within
+# views.NARROWEST_WITH_DETAIL .. NARROWEST_PAGE), for which cb_wf lays the figure out.  Sent on load
+# and with a selection, changed only when it changes (and when a resize changes it: PAGE_JS
+# clicks the hidden ``wf-beside-check``).
+BESIDE_JS = """function(sel, path, check, prev) {
+    window.wirefallWfWidth = function () {
+        var w = window.innerWidth;
+        if (w < MIN) { return false; }
+        var c = w - 28, side = Math.min(0.36 * c, 560);
+        return Math.max(NARROW, Math.min(PAGE, Math.floor((c - side - 10) / 100) * 100));
+    };
+    var b = window.wirefallWfWidth();
+    window.wirefallBeside = b;
+    return b === prev ? window.dash_clientside.no_update : b;
+}""".replace("MIN", str(DETAIL_BESIDE_MIN)).replace("NARROW", str(views.NARROWEST_WITH_DETAIL)).replace("PAGE", str(views.NARROWEST_PAGE))
+# the detail shown as the sheet (a narrow window): at its top, and the clicked row kept in sight above it
+DETAIL_SHOWN_JS = """function(cls) {
+    if (!cls || cls.indexOf('none') >= 0) { return window.dash_clientside.no_update; }
+    setTimeout(function () {
+        var side = document.getElementById('detail-side');
+        if (!side || getComputedStyle(side).position !== 'fixed') { return; }
+        side.scrollTop = 0;
+        var top = window.innerHeight - side.offsetHeight, y = window.wirefallClickY;
+        if (typeof y === 'number' && y > top - 24) { window.scrollBy({top: y - top + 48}); }
+        window.wirefallClickY = undefined;
+    }, 30);
+    return cls;
 }"""
 
 
@@ -710,6 +771,8 @@ def cb_select(state: WebState, click, cid, protocols, connections, contents, sta
     e = _ready(state, cid)
     if e is None:
         return no_update, html.Div()
+    if trigger == "detail-close":  # the detail's close button: nothing selected, the waterfall has the whole width again
+        return None, views.request_detail(e, None)
     try:
         if trigger == "waterfall" or (trigger is None and click is not None):
             v = views.filtered_view(e, protocols, connections, contents, statuses, expr, order)
@@ -1036,6 +1099,7 @@ def layout(state: WebState):
             html.H1("wirefall"),
             dcc.Dropdown(id="capture", options=options, value=cid, clearable=False, placeholder="capture", style={"minWidth": "420px"}),
             html.Progress(id="progress", max=100, value=prog, style=pstyle),  # type: ignore[arg-type]  # dash types value as str; a number is valid HTML and what cb_poll sends
+            *harpages.controls(),  # a HAR of several pages: the page shown
             html.Div(status, id="status"),
             *live_view.controls(),  # Stop and Save of a live capture
         ]),
@@ -1081,7 +1145,8 @@ def layout(state: WebState):
                     html.Div(dcc.Loading(dcc.Graph(id="waterfall", config={"displaylogo": False, "scrollZoom": False,
                                                                            "modeBarButtonsToRemove": ["select2d", "lasso2d"]}),
                                          type="dot", delay_show=400), className="wf-main"),
-                    html.Div(html.Div(id="request-detail"), className="wf-side none", id="detail-side"),
+                    html.Div([html.Button("✕ close", id="detail-close", title="close the request's detail"),
+                              html.Div(id="request-detail")], className="wf-side none", id="detail-side"),
                 ], className="wf-split"),
             ], className="tabpane")),
             dcc.Tab(label="Connections", value="connections", children=html.Div([
@@ -1128,6 +1193,8 @@ def layout(state: WebState):
         ]),
         dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
         dcc.Store(id="version", data=version), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
+        dcc.Store(id="wf-beside"), dcc.Store(id="detail-shown"),
+        html.Button(id="wf-beside-check", style={"display": "none"}),  # (PAGE_JS: a resize across DETAIL_BESIDE_MIN)
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"), dcc.Store(id="packets-asked"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
@@ -1392,6 +1459,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         prevent_initial_call=True,
     )(bind(cb_open))
     overlay.register(app, S)
+    harpages.register(app, S)
     live_view.register(app, S)
 
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
@@ -1409,7 +1477,11 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("capture", "value"), Input("version", "data"), *filters, Input("selected", "data"),
         Input("live-version", "data"),  # a live capture grew (ui.web.live): the figure drawn again
         State("xrange", "data"), State("wf-window", "data"), State("url", "search"),
-    )(_named("cb_wf", lambda *a: cb_wf(S, *a[:14], *a[15:], triggered=_triggered())))  # (live-version only triggers)
+        Input("wf-beside", "data"),  # the detail beside the graph or not: the figure laid out for its width
+    )(_named("cb_wf", lambda *a: cb_wf(S, *a[:14], *a[15:-1], triggered=_triggered(), beside=a[-1])))  # (live-version only triggers)
+    app.clientside_callback(BESIDE_JS, Output("wf-beside", "data"), Input("selected", "data"), Input("url", "pathname"),
+                            Input("wf-beside-check", "n_clicks"), State("wf-beside", "data"))
+    app.clientside_callback(DETAIL_SHOWN_JS, Output("detail-shown", "data"), Input("detail-side", "className"), prevent_initial_call=True)
     app.clientside_callback(XRANGE_JS, Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"),
                             State("capture", "value"), prevent_initial_call=True)
     # a click's selection is written to the address in the same answer as its detail (by
@@ -1420,10 +1492,11 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Output("url", "search", allow_duplicate=True),
         Input("waterfall", "clickData"), Input("capture", "value"), Input("version", "data"),
         *[State(i.component_id, i.component_property) for i in filters], State("selected", "data"), State("url", "search"),
+        Input("detail-close", "n_clicks"),
         prevent_initial_call="initial_duplicate",
-    )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected, search: _side(
+    )(_named("cb_select", lambda click, cid, _v, protocols, connections, contents, statuses, expr, order, selected, search, _close: _side(
         cid, cb_select(S, click, cid, protocols, connections, contents, statuses, expr, order, trigger=_trigger(), selected=selected,
-                       search=search), search if _trigger() == "waterfall" else None)))
+                       search=search), search if _trigger() in ("waterfall", "detail-close") else None)))
 
     for tab in ("connections", "stats"):
         app.clientside_callback(tab_key_js(tab, live=True), Output(f"{tab}-key", "data"),

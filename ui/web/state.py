@@ -71,6 +71,7 @@ class Entry:
     tokens: list = field(default_factory=list)  # staged uploads this entry was opened from
     overlays: list = field(default_factory=list)  # browser logs laid over it: (kind, path, shown name) (ui.web.overlay)
     live: Any = None  # a live capture's ui.web.live.WebLive (its analysis grows; origin "live")
+    har_page: int | None = None  # a HAR of several pages: the page asked for (1-based; 0: all; None: the first), ui.web.harpages
     _gen: Any = None  # the live model's generation the memo holds views of
 
     @property
@@ -104,6 +105,8 @@ class Entry:
         mark = {"queued": " (waiting)", "running": " (analysing…)", "error": " (error)"}.get(self.status, "")
         if self.live is not None and self.status != "error":
             mark = self.live.label_mark()
+        if self.har_page is not None:  # (the entry of a HAR page asked for: ui.web.harpages)
+            mark = (" · HAR: every page" if self.har_page == 0 else f" · HAR page {self.har_page}") + mark
         return f"{self.id}: {printable(self.name)}{mark}"
 
     @property
@@ -204,10 +207,11 @@ class WebState:
         return e
 
     def add_file(self, path: str, keylogs: list[str] | None = None, name: str | None = None, origin: str = "file",
-                 keylog_names: list[str] | None = None, overlays: list[tuple[str, str, str]] | None = None) -> Entry:
+                 keylog_names: list[str] | None = None, overlays: list[tuple[str, str, str]] | None = None,
+                 har_page: int | None = None) -> Entry:
         e = self.add_entry(name=name or path, path=path, keylogs=list(keylogs or []), origin=origin,
                            keylog_names=list(keylog_names if keylog_names is not None else (keylogs or [])),
-                           overlays=list(overlays or []))
+                           overlays=list(overlays or []), har_page=har_page)
         try:
             e.total_bytes = os.path.getsize(path)
         except OSError:
@@ -248,13 +252,14 @@ class WebState:
             if total:
                 e.total_bytes = total
 
+        limits = self.limits_of(e)
         try:
             an, hit = analyze_cached(e.path, keylogs=e.keylogs or None, progress=progress, use_cache=self.use_cache,
-                                     analyze=self._analyze, limits=self.limits)
+                                     analyze=self._analyze, limits=limits)
             if e.overlays:  # --har/--netlog/--qlog, or a browser log uploaded beside it
                 from .overlay import apply_overlays
 
-                apply_overlays(an, e, self.limits)
+                apply_overlays(an, e, limits)
         except Exception as ex:  # noqa: BLE001 - a bad capture is a message in the page
             e.error = _error_text(ex, e)
             e.status = "error"
@@ -265,6 +270,13 @@ class WebState:
         e.status = "done"
         if e.live is None:
             self._warm(e)
+
+    def limits_of(self, e: Entry) -> dict | None:
+        """The ``limits`` ``e`` is analysed with: the server's (``--limit``, ``--har-page``) and the
+        HAR page asked for in the page (``Entry.har_page``, as the CLI's ``--har-page``)."""
+        if e.har_page is None:
+            return self.limits
+        return {**(self.limits or {}), "har_page": e.har_page}
 
     @staticmethod
     def _warm(e: Entry) -> None:

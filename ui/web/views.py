@@ -219,13 +219,37 @@ def window_start_of(view: View, row: int, start: int | None = None) -> int:
     return row // WINDOW_ROWS * WINDOW_ROWS
 
 
-# The figure's layout (legend rows, milestone labels' stagger) is made for the narrowest graph
-# the page shows: the whole width of a 1200 px page, or, with the request detail open beside it
-# (.wf-split: the graph 60 %), about 720 px on a 1200 px page and 570 px on a 1100 px one (the
-# narrowest the page is tested at).  Made for 1200 px only, the open detail panel cut off the
-# legend's last rows and laid the milestone labels over each other.
-NARROWEST_PAGE, NARROWEST_WITH_DETAIL = 1200, 570
+# The figure's layout (legend rows, milestone labels' stagger, the room right of the last bar) is
+# made for the narrowest graph the page shows: the whole width of a 1200 px page, or, with the
+# request detail open beside it (.wf-split: the detail min(36 %, 560 px), only on a window of
+# app.DETAIL_BESIDE_MIN px or more; narrower it is a sheet over the window's bottom and the graph
+# keeps the whole width), about 676 px at 1100 px.  Made for 1200 px only, the open detail panel
+# cut off the legend's last rows and laid the milestone labels over each other; made for 570 px
+# (the graph beside a 38 % panel on a 1024 px page), the time axis was stretched to 5.1 s for a
+# 3.7 s page at any width.
+NARROWEST_PAGE, NARROWEST_WITH_DETAIL = 1200, 670
+
+
+def narrowest_for(selected: bool, beside=None) -> int:
+    """The width the page's figure is laid out for: the page's, unless a request's detail is
+    open beside the graph — ``beside`` (the page's ``wf-beside``, app.BESIDE_JS): the graph's
+    width then (px), false where the detail is not beside it, None where the page did not say."""
+    if not selected or beside is False:
+        return NARROWEST_PAGE
+    if isinstance(beside, (int, float)) and not isinstance(beside, bool) and math.isfinite(beside):
+        return int(min(max(beside, NARROWEST_WITH_DETAIL), NARROWEST_PAGE))
+    return NARROWEST_WITH_DETAIL
 URL_CHARS_WITH_DETAIL = 24  # a row label's host…path beside the detail panel (38 otherwise: the time axis had 270 px at 1100)
+
+
+def url_chars_for(narrowest: int) -> int:
+    """A row label's host…path characters in a graph laid out for ``narrowest`` px: 24 beside the
+    detail at its narrowest, LABEL_CHARS (38) at the page's width, in proportion between (a 900 px
+    graph beside the detail on a 1500 px page: 30, the whole of "127.0.0.1:PORT/js/vendor.js")."""
+    if narrowest >= NARROWEST_PAGE:
+        return LABEL_CHARS
+    f = max(narrowest - NARROWEST_WITH_DETAIL, 0) / (NARROWEST_PAGE - NARROWEST_WITH_DETAIL)
+    return round(URL_CHARS_WITH_DETAIL + f * (LABEL_CHARS - URL_CHARS_WITH_DETAIL))
 
 
 def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True,
@@ -242,7 +266,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
         isinstance(v, (int, float)) for v in x_range) else None
     fig = waterfall_figure(view.waterfall, title=title, narrowest=narrowest, hover=not for_export or fmt_html,
                            window=None if for_export else row_window(view, start), x_view=xr,
-                           url_chars=URL_CHARS_WITH_DETAIL if narrowest <= NARROWEST_WITH_DETAIL else LABEL_CHARS)
+                           url_chars=url_chars_for(narrowest))
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
@@ -410,7 +434,8 @@ def detail_layout(d) -> html.Div:
                      className="col"),
         ], className="cols"),
         html.Div([
-            html.Div([html.H4("Timing (ms from the first packet)"),
+            html.Div([html.H4("Timing (ms from the first packet)" if d.t0_is_first_packet
+                              else "Timing (ms from the page's start: a browser log opened alone, no packets)"),
                       html.Table([html.Thead(html.Tr([html.Th("phase"), html.Th("start"), html.Th("duration"), html.Th("packets")])),
                                   html.Tbody(timing)],
                                  className="grid", id="detail-timing")], className="col"),
@@ -1020,23 +1045,18 @@ def compare_view(a: Entry | None, b: Entry | None):
     parts: list = [html.H3(f"A = {a.name}    B = {b.name}")]
     for w in res.get("warnings") or ():
         parts.append(html.Div("warning: " + printable(w), className="error"))
-    page = res.get("page")
-    if isinstance(page, dict):
-        labels = dict(getattr(mod, "PAGE_ROWS", ()))
-        fmt = getattr(mod, "_fmt", lambda k, v: _plainstr(v))
-        rows = []
-        for k, v in page.items():
-            if isinstance(v, dict):
-                sp = v.get("speedup")
-                d = v.get("diff")
-                rows.append(html.Tr([html.Td(labels.get(k, k)), html.Td(fmt(k, v.get("a"))), html.Td(fmt(k, v.get("b"))),
-                                     html.Td("–" if d is None else fmt(k, d)), html.Td("–" if sp is None else f"{100 * sp:.1f} %")]))
-            else:
-                rows.append(html.Tr([html.Td(labels.get(k, k)), html.Td(_plainstr(v), colSpan=4)]))
-        parts += [html.H4("Page"), html.Table([html.Thead(html.Tr([html.Th(h) for h in ("", "A", "B", "B − A", "(A − B) / A")])),
-                                               html.Tbody(rows)], className="grid", id="compare-page"),
-                  html.P("(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving",
-                         className="note")]
+    table = page_table(mod, res)
+    if table:
+        head, rows = table[0], table[1:]
+        notes = getattr(mod, "PAGE_NOTES", None) or ["(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; "
+                                                     "a count's or a size's saving"]
+        parts += [html.H4("Page"),
+                  html.Table([html.Thead(html.Tr([html.Th(h) for h in head])),
+                              html.Tbody([html.Tr([html.Td(printable(r[0].strip()), className="k",
+                                                           style={"paddingLeft": f"{6 + 8 * _indent(r[0])}px"} if _indent(r[0]) else None),
+                                                   *[html.Td(printable(c.strip()), style={"textAlign": "right"}) for c in r[1:]]])
+                                          for r in rows])], className="grid", id="compare-page"),
+                  html.Div([html.P(printable(n), className="note") for n in notes], id="compare-page-notes")]
     try:
         from wirefall.ui.compare_figure import compare_figure
 
@@ -1068,6 +1088,43 @@ def compare_view(a: Entry | None, b: Entry | None):
             if items:
                 parts.append(_records_table(items, id=f"compare-{key}"))
     return html.Div(parts, id="compare-result")
+
+
+def _indent(label: str) -> int:
+    """A page-table label's level (the text table indents a row under its row by two spaces)."""
+    return (len(label) - len(label.lstrip(" "))) // 2
+
+
+def page_table(mod, res: dict) -> list[list[str]]:
+    """The whitepaper page table of the comparison ``res`` as ``wirefall compare`` prints it
+    (``analyzer.compare.render_text``): the header, then one row per quantity — label, A, B,
+    B − A, (A − B) / A — each cell the CLI's text (``+96.5 pt``, ``+3,724``, ``–``).  Taken
+    from ``mod.page_table(res)`` when the module has it, else cut from ``render_text``'s
+    table by its ruler's column widths: one formatter, never a second (the page showed a
+    difference of two percentages as "96.5 %", and unsigned, where the CLI says "+96.5 pt")."""
+    own = getattr(mod, "page_table", None)
+    if callable(own):
+        return [list(map(str, r)) for r in own(res)]
+    lines = mod.render_text(res).split("\n")
+    ruler = next((i for i, ln in enumerate(lines) if ln and set(ln) <= {"-", " "} and "-" in ln), None)
+    if ruler is None or ruler == 0:
+        return []
+    widths = [len(w) for w in lines[ruler].split("  ")]
+    first_note = (getattr(mod, "PAGE_NOTES", None) or [""])[0]
+
+    def cells(line: str) -> list[str]:
+        out, at = [], 0
+        for w in widths:
+            out.append(line[at:at + w])
+            at += w + 2
+        return out
+
+    rows = [cells(lines[ruler - 1])]
+    for ln in lines[ruler + 1:]:
+        if not ln or ln == first_note or len(ln) != sum(widths) + 2 * (len(widths) - 1):
+            break
+        rows.append(cells(ln))
+    return rows
 
 
 _SECONDS_KEYS = ("start", "end", "ttfb", "duration", "time", "connect", "wait", "receive")
