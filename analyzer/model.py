@@ -836,10 +836,20 @@ class Analysis:
     @property
     def start_time(self) -> float:
         """Where relative times start: the first packet; for a browser log (no packets), its
-        first connection's start (0.0 when it has none)."""
+        page's start (a HAR page's ``startedDateTime``) or, before it, its first request's
+        start (the DNS lookup, queueing and connect the log gives before the connection),
+        else its first connection's start (0.0 when it has none)."""
         if len(self.index):
             return self.index.ts[0]
-        return min((t for c in self.connections for t in (c.connect_start, c.start) if t), default=0.0)
+        ts = [t for c in self.connections for t in (c.connect_start, c.start) if t]
+        b = self.browser
+        if isinstance(b, dict):
+            ts += [p["start"] for p in b.get("pages") or () if isinstance(p, dict) and isinstance(p.get("start"), float)]
+            for e in self.exchanges:
+                times = e.browser.get("times") if isinstance(e.browser, dict) else None
+                if isinstance(times, dict):
+                    ts += [t for t in (times.get("start"), times.get("dns_start")) if isinstance(t, float) and t]
+        return min(ts, default=0.0)
 
     def __getattr__(self, name: str):
         # Reached only for attributes not set.  An analysis reopened from the cache

@@ -1290,7 +1290,28 @@ def _plan(an: Analysis, conns: dict, dns: bool = True, ordered: list[Exchange] |
                 for part in d.parts:  # (every query of the lookup: the name's and its CNAME chain's)
                     if part.used_by is None:
                         part.used_by = cid
+    if dns and not lookups and not len(an.index) and an.browser:
+        # a browser log opened alone (no packet, so no lookup on the wire): the lookup its own
+        # record gives for the first request of each connection (a HAR's timings.dns)
+        for cid, lst in by_conn.items():
+            d = _browser_dns(lst[0], conns.get(cid))
+            if d is not None:
+                dns_for[cid] = d
     return exs, by_conn, first_of_conn, dns_for, lookups
+
+
+def _browser_dns(e: Exchange, c: Connection | None) -> DnsLookup | None:
+    """The DNS lookup a browser log's record (``Exchange.browser``) of ``e`` gives (its
+    ``dns_start`` to ``dns_end``, on the log's clock), as a lookup of no packet; None without one."""
+    times = (e.browser or {}).get("times") if isinstance(e.browser, dict) else None
+    if not isinstance(times, dict):
+        return None
+    a, b = times.get("dns_start"), times.get("dns_end")
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or not b > a:
+        return None
+    addr = c.server[0] if c is not None and c.server and c.server[0] else None
+    return DnsLookup(_ex_host(e, c) or "", float(a), 0, float(b), None, addresses=[addr] if addr else [],
+                     used_by=c.id if c is not None else None)
 
 
 def phases_by_exchange(an: Analysis, dns: bool = True) -> dict[int, list[tuple[str, float, float]]]:

@@ -165,6 +165,34 @@ def _wpt_sent_at_start(en: dict, start: float, page_start: float | None) -> bool
     return abs(page_start + load_start / 1000.0 - start) <= 0.0015
 
 
+# WebPageTest's own set-up times of an entry (ms from its page's start; −1: none): the model's
+# (start, end) fields each pair sets
+_WPT_SPANS = (("_dns_start", "_dns_end", "dns_start", "dns_end"), ("_connect_start", "_connect_end", "connect_start", "connect_end"),
+              ("_ssl_start", "_ssl_end", "ssl_start", "ssl_end"))
+
+
+def _wpt_setup(r: LogRequest, en: dict, page_start: float, send: float) -> None:
+    """Where WebPageTest gives an entry's DNS, connect and TLS as times from its page's start
+    (``_dns_start``/``_dns_end``, ``_connect_*``, ``_ssl_*``), those times, not the
+    ``timings`` laid back to back before the send: WebPageTest's ``timings`` are lengths
+    without the gaps between them (amazon run 1, fls-na: DNS 2338–2425 ms, connect from
+    2451, the send at 2560 — the capture's DNS query at 2335 and SYN at 2450 on the same
+    clock —, where the lengths back to back put the DNS at 2366).  A pair is taken only
+    when whole and in order before the send; the request's start is then ``_all_start``."""
+    lim = (send - page_start) * 1000.0 + 1.0
+    for a, b, fa, fb in _WPT_SPANS:
+        ta, tb = num(en.get(a)), num(en.get(b))
+        if ta is not None and tb is not None and 0 <= ta <= tb <= lim:
+            setattr(r, fa, page_start + ta / 1000.0)
+            setattr(r, fb, page_start + tb / 1000.0)
+    first = min((x for x in (r.dns_start, r.connect_start, r.ssl_start) if x is not None), default=None)
+    all_start = num(en.get("_all_start"))
+    if all_start is not None and 0 <= all_start <= lim and (first is None or page_start + all_start / 1000.0 <= first + 0.0005):
+        r.start = page_start + all_start / 1000.0
+    elif first is not None and r.start is not None and first < r.start:
+        r.start = first
+
+
 def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[str, float] | None = None) -> LogRequest | None:
     if not isinstance(en, dict):
         return None
@@ -187,7 +215,9 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     blocked, dns, connect, ssl = ms("blocked"), ms("dns"), ms("connect"), ms("ssl")
     send, wait, receive = ms("send"), ms("wait"), ms("receive")
     before = sum(x for x in (blocked, dns, connect) if x is not None)
-    if before and _wpt_sent_at_start(en, start, (page_start or {}).get(r.page or "")):
+    p0 = (page_start or {}).get(r.page or "")
+    wpt = bool(before) and _wpt_sent_at_start(en, start, p0)
+    if wpt:
         start = r.start = start - before / 1000.0  # (WebPageTest: the set-up came before startedDateTime)
     t = start
     if blocked is not None:
@@ -201,6 +231,8 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
         if ssl is not None and ssl <= connect:
             r.ssl_start, r.ssl_end = t - ssl / 1000.0, t
             r.connect_end = r.ssl_start  # HAR: connect includes ssl; the model's connect is TCP (or QUIC) alone
+    if wpt and p0 is not None:
+        _wpt_setup(r, en, p0, t)
     r.send_start = t
     if send is not None:
         t += send / 1000.0

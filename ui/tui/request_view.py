@@ -84,13 +84,14 @@ def detail_text(d) -> Text:
         t.append(f"error: {P(d.error)}\n", style="red")
     if d.unknown:
         t.append(f"not in the capture: {', '.join(d.unknown)}\n", style="italic")
-    h("Timing (ms since the first packet; packet numbers in brackets)")
+    h("Timing (ms since the first packet; packet numbers in brackets)" if d.t0_is_first_packet
+      else "Timing (ms since the page's start: a browser log opened alone, no packets)")
     # the moments (times) and the phases (durations) in one pair of columns: the labels padded to
     # the longest of both, the numbers right-aligned under one another
     labels = [_MOMENT_LABELS.get(m.name, m.name) for m in d.moments]
     w = max([len(x) for x in labels] + [len(p.label) for p in d.phases] + [16]) + 2
     for label, m in zip(labels, d.moments):
-        t.append(f"  {label:<{w}}{(m.time - t0) * 1000:>12.3f} ms  [{m.packet}]\n" if m.time is not None else f"  {label:<{w}}{'-':>12}\n")
+        t.append(f"  {label:<{w}}{(m.time - t0) * 1000:>12.3f} ms{f'  [{m.packet}]' if m.packet is not None else ''}\n" if m.time is not None else f"  {label:<{w}}{'-':>12}\n")
     if d.phases:
         t.append("  phases (durations, as DevTools' Timing)\n", style="italic")
     for p in d.phases:
