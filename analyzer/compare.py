@@ -782,8 +782,7 @@ def _log_warnings(items: list[dict[str, Any]], side: str, an: Analysis, pg: Page
         own = [f"{k} {har[k]:,} ms" for k in ("onLoad", "_loadTime", "_fullyLoaded") if k in har]
         if own:
             text += f", from which the HAR's {', '.join(own)} count"
-    text += ("); `wirefall stats` gives a browser log opened alone no page load time, as it counts from the page's "
-             "first packet")
+    text += "); `wirefall stats` on the log alone counts its page's times from the same start"
     _warn(items, "log_times", text, s)
 
 

@@ -404,7 +404,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
                 "cookies": _cookies(e, False, include_sensitive),
                 "headers": _headers(e.request_headers, include_sensitive),
                 "queryString": qs,
-                "headersSize": e.request_header_bytes_wire if (e.request_header_bytes_wire or e.request_headers) else -1,
+                "headersSize": _headers_size(e, "request"),
                 "bodySize": e.request_body_bytes,
             },
             "response": {
@@ -415,7 +415,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
                 "headers": _headers(e.response_headers, include_sensitive),
                 "content": content,
                 "redirectURL": e.header("location") or "",
-                "headersSize": e.response_header_bytes_wire if (e.response_header_bytes_wire or e.response_headers) else -1,
+                "headersSize": _headers_size(e, "response"),
                 "bodySize": e.response_body_bytes if e.response_start is not None else -1,
             },
             "cache": {},
@@ -428,7 +428,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             "_pushed": e.pushed,
             "_push_parent": e.push_parent,
             "_packets": dict(row.packets),
-            "_header_bytes_wire": {"request": e.request_header_bytes_wire, "response": e.response_header_bytes_wire},
+            "_header_bytes_wire": {side: _wire_or_none(e, f"{side}_header_bytes_wire") for side in ("request", "response")},
             "_header_bytes_decoded": {"request": e.request_header_bytes_decoded, "response": e.response_header_bytes_decoded},
             "_content_class": row.content_class,
             "_exchange": e.id,
@@ -699,3 +699,21 @@ def qlog(an: Analysis) -> dict[str, Any]:
         "description": description,
         "traces": traces,
     }
+
+
+def _wire_or_none(e: Exchange, attr: str) -> int | None:
+    """A header-byte field of ``e``; None where it is not known (a browser log's exchange:
+    ``sources[attr] == "unknown"``, as requests --json gives it)."""
+    return None if (e.sources or {}).get(attr) == "unknown" else getattr(e, attr)
+
+
+def _headers_size(e: Exchange, side: str) -> int:
+    """HAR ``headersSize`` of one side: the wire's header block where the capture gave it; for a
+    browser log's exchange (wire bytes unknown) the log's own figure (``browser.headers_size``,
+    what the browser reported), else -1 (HAR 1.2: "-1 if the info is not available"), never 0."""
+    wire = _wire_or_none(e, f"{side}_header_bytes_wire")
+    if wire is not None:
+        return wire if (wire or (e.request_headers if side == "request" else e.response_headers)) else -1
+    hs = (e.browser or {}).get("headers_size") if isinstance(e.browser, dict) else None
+    v = hs.get(side) if isinstance(hs, dict) else None
+    return v if isinstance(v, int) and v >= 0 else -1

@@ -419,7 +419,9 @@ def _fill_connection(b: Block, c: Connection) -> None:
 
 def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     idx = an.index
-    t0 = idx.ts[0] if len(idx) else None
+    # the page's times from its first packet; a browser log opened alone (no packets), from the
+    # log's page start (Analysis.start_time: a HAR page's startedDateTime, else its first request)
+    t0 = idx.ts[0] if len(idx) else (an.start_time if an.exchanges else None)
     exs_by_conn: dict[int, list[Exchange]] = {}
     for e in an.exchanges:
         exs_by_conn.setdefault(e.connection, []).append(e)
@@ -935,10 +937,11 @@ def page_line(st: Stats) -> str:
     c = st.capture
     if c.ttfb is None and c.page_load_time is None:
         return "Page: no response of a page request in the capture (no TTFB, no last response byte)"
-    s = (f"Page, from its first packet: TTFB {_ms(c.ttfb)} (first response byte), last response byte "
+    whence = "its first packet" if st.packets_total else "its start in the browser log (no packets)"
+    s = (f"Page, from {whence}: TTFB {_ms(c.ttfb)} (first response byte), last response byte "
          f"{_ms(c.page_load_time)}")
     if st.browser_events:
-        s += "; " + ", ".join(f"browser {label[:1].lower() + label[1:]} {_ms(t)}" for label, t in st.browser_events.values())
+        s += "; the browser's " + ", ".join(f"{label} {_ms(t)}" for label, t in st.browser_events.values())
     elif c.page_load_time is not None:
         s += " — not the browser's load event (a browser log gives it: --har, --netlog)"
     if st.background_requests:

@@ -218,12 +218,15 @@ def test_har_side_has_unknowns_not_zeros_and_its_own_page_figures(amazon):
     on, full = first["pageTimings"]["onLoad"], first["_fullyLoaded"]
     assert page["page_load_time"]["b"] - page["load_event"]["b"] == pytest.approx((full - on) / 1000, abs=0.002)
     assert f"onLoad {on:,} ms" in k["log_times"][0]["text"]
-    assert "`wirefall stats` gives" in k["log_times"][0]["text"]
-    # `stats` on the HAR: no load time (the why is the warning above)
+    assert "`wirefall stats` on the log alone counts its page's times from the same start" in k["log_times"][0]["text"]
+    # `stats` on the HAR alone: the same page times, from the same start (the warning above)
     r = subprocess.run([sys.executable, "-m", "wirefall", "stats", str(WPT_HAR), "--json"], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["capture"]["page_load_time"] is None
+    st = json.loads(r.stdout)
+    assert st["capture"]["page_load_time"] == pytest.approx(page["page_load_time"]["b"], abs=1e-6)
+    assert st["browser_events"]["load_event"] == pytest.approx(page["load_event"]["b"], abs=1e-6)
+    assert st["capture"]["page_load_time"] == pytest.approx(full / 1000, abs=0.002)  # (WebPageTest's _fullyLoaded)
     text = render_text(res)
     row = next(ln for ln in text.splitlines() if ln.startswith("bytes server→client (wire"))
     assert row.split()[-3:] == ["–", "–", "–"] and "100.0 %" not in row

@@ -199,6 +199,7 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
     # ``sources`` marks them "unknown" (JSON null) — but wirefall's own HAR carries its capture's
     # wire and decoded sizes (``_header_bytes_wire`` / ``_header_bytes_decoded``), read below
     sizes_known = False
+    unknown_sizes: list[str] = []
     e.request_body_bytes = r.request_body_bytes or 0
     e.response_body_bytes = r.response_body_bytes or 0
     e.response_body_decoded_bytes = r.response_body_decoded_bytes
@@ -224,7 +225,10 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
             sizes_known = True
             for attr, size in (("request_header_bytes_wire", hw.get("request")), ("response_header_bytes_wire", hw.get("response")),
                             ("request_header_bytes_decoded", hb.get("request")), ("response_header_bytes_decoded", hb.get("response"))):
-                setattr(e, attr, size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 0)
+                known = isinstance(size, int) and not isinstance(size, bool) and size >= 0
+                setattr(e, attr, size if known else 0)
+                if not known:  # (null: wirefall's HAR of a browser log's exchange, whose sizes it did not know)
+                    unknown_sizes.append(attr)
     e.browser = record(r, log)
     src: dict[str, str] = {}
     val: object
@@ -235,8 +239,7 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
             src[f] = "browser"
     if e.request_headers or e.response_headers:
         src["headers"] = "browser"
-    if not sizes_known:
-        for f in HEADER_BYTE_FIELDS:
-            src[f] = "unknown"
+    for f in HEADER_BYTE_FIELDS if not sizes_known else unknown_sizes:
+        src[f] = "unknown"
     e.sources = src
     return e

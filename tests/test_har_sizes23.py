@@ -1,0 +1,73 @@
+"""A HAR written from a browser log keeps the log's header sizes; a log alone has page times.
+
+Review finding (2026-12-04): `wirefall export` of WebPageTest's amazon HAR opened alone wrote
+``headersSize: 0`` on every request and response (HAR 1.2: "-1 if the info is not available";
+the HAR itself says 682 and 589 for the first entry) and ``_header_bytes_wire`` 0, which read
+back as "0 wire bytes, known".  And `wirefall stats` of the HAR alone gave no TTFB and no last
+byte at all, where the HAR's own record has them.
+
+Outside truth: the HAR's own JSON, read here with nothing but ``json``: each entry's
+``request.headersSize``/``response.headersSize``, the page's ``_fullyLoaded`` (the last
+response's end from the page's start), ``pageTimings.onLoad``, and the first entry's
+``_ttfb_end`` (WebPageTest's ms from the page's start).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, shared
+
+WPT = "hars/webpagetest-amazon.har.gz"
+
+
+def _run(*args: str) -> str:
+    r = subprocess.run([sys.executable, "-m", "wirefall", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def _page1(src) -> tuple[dict, list[dict]]:
+    log = json.loads(gzip.decompress(src.read_bytes()))["log"]
+    page = log["pages"][0]
+    return page, [e for e in log["entries"] if e.get("pageref") == page["id"]]
+
+
+def test_export_keeps_the_logs_header_sizes_and_reads_back_unknown(tmp_path):
+    src = shared(WPT)
+    _page, entries = _page1(src)
+    out = tmp_path / "out.har"
+    _run("export", str(src), "-o", str(out))
+    got = json.loads(out.read_text())["log"]["entries"]
+    assert len(got) == len(entries) == 15
+    want = sorted((e["request"]["url"], e["request"]["headersSize"], e["response"]["headersSize"]) for e in entries)
+    have = sorted((e["request"]["url"], e["request"]["headersSize"], e["response"]["headersSize"]) for e in got)
+    assert have == want  # (the browser's figures, as the log gave them: 682 and 589 for the HTML)
+    assert all(e["request"]["headersSize"] != 0 for e in got)
+    assert all(e["_header_bytes_wire"] == {"request": None, "response": None} for e in got)
+    # read back: the wire's header bytes are unknown (null), the log's sizes kept beside them
+    back = json.loads(_run("requests", "--json", str(out)))
+    back = back if isinstance(back, list) else back["requests"]
+    assert len(back) == 15
+    for r in back:
+        assert r["request_header_bytes_wire"] is None and r["response_header_bytes_wire"] is None
+        assert r["sources"]["request_header_bytes_wire"] == "unknown"
+    assert sorted((r["url"], r["browser"]["headers_size"]["request"], r["browser"]["headers_size"]["response"]) for r in back) == want
+
+
+def test_stats_of_a_log_alone_counts_from_its_page_start():
+    src = shared(WPT)
+    page, entries = _page1(src)
+    st = json.loads(_run("stats", "--json", str(src)))
+    first = min(entries, key=lambda e: e["_load_start"])
+    assert st["capture"]["ttfb"] == pytest.approx(first["_ttfb_end"] / 1000, abs=0.002)  # 144 ms
+    assert st["capture"]["page_load_time"] == pytest.approx(page["_fullyLoaded"] / 1000, abs=0.002)  # 3716 ms
+    assert st["browser_events"]["load_event"] == pytest.approx(page["pageTimings"]["onLoad"] / 1000, abs=0.002)  # 2701 ms
+    text = _run("stats", str(src))
+    line = " ".join(ln.strip() for ln in text.split("\n\n", 1)[0].splitlines()[1:])
+    assert line.startswith("Page, from its start in the browser log (no packets): TTFB 144.0 ms"), line
+    assert f"last response byte {page['_fullyLoaded']:.1f} ms; the browser's Load event (HAR) {page['pageTimings']['onLoad']:.1f} ms" in line
