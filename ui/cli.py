@@ -156,14 +156,15 @@ def _keylog_hint(an, path: str) -> None:
               f"lies beside the capture: --keylog {printable(beside[0])}", file=sys.stderr)
 
 
-def overlay_args(args) -> list[tuple[str, str]]:
-    """--har/--netlog/--qlog as (kind, path), in that order."""
-    return [(k, f) for k in ("har", "netlog", "qlog") for f in (getattr(args, k, None) or [])]
+def overlay_args(args, suffix: str = "") -> list[tuple[str, str]]:
+    """--har/--netlog/--qlog as (kind, path), in that order (``suffix`` "_b": compare's
+    --har-b/--netlog-b/--qlog-b, B's logs)."""
+    return [(k, f) for k in ("har", "netlog", "qlog") for f in (getattr(args, k + suffix, None) or [])]
 
 
-def _overlay(an, args) -> None:
-    """--har/--netlog/--qlog: lay each browser log over the capture (analyzer.browserlog)."""
-    logs = overlay_args(args)
+def _overlay(an, args, logs: list[tuple[str, str]] | None = None) -> None:
+    """--har/--netlog/--qlog (or ``logs``): lay each browser log over the capture (analyzer.browserlog)."""
+    logs = overlay_args(args) if logs is None else logs
     if logs:
         from wirefall.analyzer.browserlog import overlay
 
@@ -635,10 +636,14 @@ def _compare(args) -> int:
             print(f"wirefall: key log for {side}: {printable(beside[0])} (found beside the capture)", file=sys.stderr)
     a = analyze(args.a, keys["A"] or None)
     b = analyze(args.b, keys["B"] or None)
+    logs_b = overlay_args(args, "_b")
     if overlay_args(args):  # --har/--netlog/--qlog: the browser's log of A's load, laid over A (its load event: a row)
         _overlay(a, args)
-        print("wirefall: note: --har/--netlog/--qlog laid over A only (a log of B's load: compare A against it as B)",
-              file=sys.stderr)
+        if not logs_b:
+            print("wirefall: note: --har/--netlog/--qlog laid over A only (a log of B's load: --har-b, --netlog-b, --qlog-b)",
+                  file=sys.stderr)
+    if logs_b:  # --har-b/--netlog-b/--qlog-b: the browser's log of B's load, laid over B
+        _overlay(b, args, logs_b)
     for an in (a, b):
         for w in an.warnings:
             print(f"wirefall: warning: {printable(w)}", file=sys.stderr)
@@ -857,6 +862,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("b", metavar="B")
         sp.add_argument("--keylog-b", action="append", metavar="FILE",
                         help="key log for B only (--keylog applies to both; a key log beside each capture, NAME.keys, is read too)")
+        for k, what in (("har", "a HAR 1.2"), ("netlog", "a Chrome NetLog"), ("qlog", "a qlog")):
+            sp.add_argument(f"--{k}-b", action="append", metavar="FILE",
+                            help=f"{what} of B's load, laid over B as --{k} is over A; repeatable")
         sp.add_argument("--json", action="store_true", help="JSON output (docs/JSON.md)")
         sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
         sp.add_argument("--force", action="store_true", help="with -o: overwrite OUT if it exists")

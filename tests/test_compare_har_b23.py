@@ -1,0 +1,62 @@
+"""compare lays a browser log over B too (--har-b, --netlog-b, --qlog-b).
+
+A user comparing two page loads, each captured with its browser's HAR (WebPageTest's runs,
+Playwright's), could lay a HAR over A only: B's load event row stayed empty and the note told
+them to compare A against B's HAR instead, losing B's packets.  Outside truth: each HAR's own
+``pageTimings`` (onContentLoad, onLoad: ms from its page's start, read here with ``json``), and
+``wirefall stats --har`` of each capture alone (which places them on the capture's clock).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, SAMPLES
+
+PAGE = SAMPLES / "page"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    r = subprocess.run([sys.executable, "-m", "wirefall", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def _timings(name: str) -> dict:
+    return json.loads(gzip.decompress((PAGE / f"{name}.har.gz").read_bytes()))["log"]["pages"][0]["pageTimings"]
+
+
+def test_har_b_lays_bs_log_over_b():
+    a, b = PAGE / "pw-h1.pcapng", PAGE / "pw-h2.pcapng"
+    r = _run("compare", str(a), str(b), "--keylog", str(PAGE / "pw-h1.keys"), "--keylog-b", str(PAGE / "pw-h2.keys"),
+             "--har", str(PAGE / "pw-h1.har.gz"), "--har-b", str(PAGE / "pw-h2.har.gz"), "--json")
+    page = json.loads(r.stdout)["page"]
+    assert "laid over A only" not in r.stderr
+    for side, name in (("a", "pw-h1"), ("b", "pw-h2")):
+        st = json.loads(_run("stats", str(PAGE / f"{name}.pcapng"), "--keylog", str(PAGE / f"{name}.keys"),
+                             "--har", str(PAGE / f"{name}.har.gz"), "--json").stdout)
+        ev = st["browser_events"]
+        assert page["load_event"][side] == pytest.approx(ev["load_event"], abs=1e-6)
+        assert page["dom_content_loaded"][side] == pytest.approx(ev["dom_content_loaded"], abs=1e-6)
+        pt = _timings(name)  # the HAR's own: the gap between its two events
+        assert page["load_event"][side] - page["dom_content_loaded"][side] == pytest.approx(
+            (pt["onLoad"] - pt["onContentLoad"]) / 1000, abs=0.0015)
+    assert page["load_event"]["diff"] == pytest.approx(page["load_event"]["b"] - page["load_event"]["a"], abs=1e-9)
+    # the text table's row has both sides
+    text = _run("compare", str(a), str(b), "--keylog", str(PAGE / "pw-h1.keys"), "--keylog-b", str(PAGE / "pw-h2.keys"),
+                "--har", str(PAGE / "pw-h1.har.gz"), "--har-b", str(PAGE / "pw-h2.har.gz")).stdout
+    row = next(ln for ln in text.splitlines() if ln.startswith("browser load event, onload (s)"))
+    assert f"{page['load_event']['a']:.3f}" in row and f"{page['load_event']['b']:.3f}" in row
+
+
+def test_har_over_a_alone_still_says_b_has_none():
+    a, b = PAGE / "pw-h1.pcapng", PAGE / "pw-h2.pcapng"
+    r = _run("compare", str(a), str(b), "--keylog", str(PAGE / "pw-h1.keys"), "--keylog-b", str(PAGE / "pw-h2.keys"),
+             "--har", str(PAGE / "pw-h1.har.gz"), "--json")
+    page = json.loads(r.stdout)["page"]
+    assert page["load_event"]["a"] is not None and page["load_event"]["b"] is None
+    assert "laid over A only" in r.stderr and "--har-b" in r.stderr
