@@ -148,10 +148,10 @@ def _check_annotations_inside(fig) -> None:
 def test_page_load_labels_lie_inside_the_plot():
     a, b, res, fig = _h2_h3()
     texts = [x.text for x in fig.layout.annotations]
-    assert sum(t.startswith("page load ") for t in texts) == 2
+    assert sum(t.startswith("last byte ") for t in texts) == 2
     _check_annotations_inside(fig)
     # B's line is at its axis' right end: its label goes left of it
-    b_label = next(x for x in fig.layout.annotations if x.text.startswith("page load ") and x.xref == "x2")
+    b_label = next(x for x in fig.layout.annotations if x.text.startswith("last byte ") and x.xref == "x2")
     assert b_label.xanchor == "right"
 
 

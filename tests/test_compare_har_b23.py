@@ -60,3 +60,31 @@ def test_har_over_a_alone_still_says_b_has_none():
     page = json.loads(r.stdout)["page"]
     assert page["load_event"]["a"] is not None and page["load_event"]["b"] is None
     assert "laid over A only" in r.stderr and "--har-b" in r.stderr
+
+
+def test_compare_image_draws_each_sides_browser_events():
+    """The side-by-side image drew one line per page, labelled "page load" at its last response
+    byte: now "last byte" there and, where a log gives them, the browser's DOMContentLoaded
+    and load event, each at the table's figure, each label inside its side's plot."""
+    from wirefall.analyzer.browserlog import overlay
+    from wirefall.analyzer.compare import compare
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.ui.compare_figure import compare_figure
+
+    a = analyze(str(PAGE / "pw-h1.pcapng"), keylogs=[str(PAGE / "pw-h1.keys")])
+    b = analyze(str(PAGE / "pw-h2.pcapng"), keylogs=[str(PAGE / "pw-h2.keys")])
+    overlay(a, str(PAGE / "pw-h1.har.gz"))
+    overlay(b, str(PAGE / "pw-h2.har.gz"))
+    res = compare(a, b)
+    fig = compare_figure(a, b, res)
+    notes = {(n.xref, n.text.rsplit(" ", 2)[0]): n for n in fig.layout.annotations if n.text.endswith(" ms")}
+    lines = {(sh.xref, round(sh.x0, 6)) for sh in fig.layout.shapes}
+    for side, xref in (("a", "x"), ("b", "x2")):
+        for key, label in (("page_load_time", "last byte"), ("dom_content_loaded", "DOMContentLoaded"), ("load_event", "load event")):
+            x = res["page"][key][side] * 1000.0
+            n = notes[(xref, label)]
+            assert n.x == pytest.approx(x) and n.text == f"{label} {x:.0f} ms"
+            assert (xref, round(x, 6)) in lines
+            lo, hi = fig.layout["xaxis" if xref == "x" else "xaxis2"].range
+            assert lo <= x <= hi
+    assert not any(n.text.startswith("page load ") for n in fig.layout.annotations)

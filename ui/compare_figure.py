@@ -39,8 +39,9 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
     """Both pages' waterfalls side by side, each drawn as the waterfall image draws its
     request rows (``figures.request_drawing``: phases, the download's bursts of packets over
     its pale part, retransmission ticks), with that image's legend — the phases and the content
-    classes of both sides, each colour once — and each page's load line, its label inside the
-    plot."""
+    classes of both sides, each colour once — and each page's last response byte (and the
+    browser's DOMContentLoaded and load event where a log gives them) as lines, their labels
+    inside the plot."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -61,6 +62,8 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
             if not r.background:
                 xmin = min(xmin, (r.start - wf.page_start) * 1000.0)  # (compare's times: from each page's start)
                 xmax = max(xmax, (r.end - wf.page_start) * 1000.0)
+    for k in ("dom_content_loaded", "load_event"):  # (the browser's events: on the axis too)
+        xmax = max([xmax] + [t * 1000.0 for t in ((res["page"].get(k) or {}).get(side) for side in "ab") if t is not None])
     x_range = (xmin * 1.05, xmax * 1.05)
     min_w = (x_range[1] - x_range[0]) / 900.0  # (a bar narrower is widened to stay visible, as in the waterfall image)
     swatches: dict[str, tuple[str, str | None, str]] = {}
@@ -80,19 +83,26 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
             if tr.name in seen:
                 tr.showlegend = False
             seen.add(tr.name)
-    for col, (wf, _ymap, _rows) in enumerate(sides, start=1):
-        pl = wf.page_load_time
-        if pl is None:
-            continue
-        x = pl * 1000.0
-        fig.add_vline(x=x, line=dict(color=L.MILESTONE_COLORS["page_load"], dash="dot", width=1.5), row=1, col=col)
-        # the label inside the plot, at its top (the page's first rows are over by then): left of its
-        # line in the axis' right half (right of it at the axis' edge, it was cut off)
-        inside_left = x > (x_range[0] + x_range[1]) / 2
-        fig.add_annotation(x=x, y=1, xref="x" if col == 1 else f"x{col}", yref="paper", yanchor="top",
-                           xanchor="right" if inside_left else "left", xshift=-3 if inside_left else 3, showarrow=False,
-                           text=f"page load {x:.0f} ms", font=dict(size=11, color=L.MILESTONE_COLORS["page_load"]),
-                           bgcolor="rgba(255,255,255,0.85)")
+    for col, (side, (wf, _ymap, _rows)) in enumerate(zip("ab", sides), start=1):
+        # each page's moments as lines, their labels inside the plot at its top, one under another:
+        # the last response byte (what `stats` and the table call the page load time: not the
+        # browser's load event) and, where a browser log gives them (a HAR side, --har, --har-b),
+        # the browser's DOMContentLoaded and load event (seconds from the page's start: res["page"])
+        marks = [("page_load", "last byte", wf.page_load_time, "dot")]
+        marks += [(k, L.MILESTONE_SHORT[k], (res["page"].get(k) or {}).get(side), "dash") for k in ("dom_content_loaded", "load_event")]
+        k = 0
+        for name, label, t, dash in marks:
+            if t is None:
+                continue
+            x = t * 1000.0
+            color = L.MILESTONE_COLORS[name]
+            fig.add_vline(x=x, line=dict(color=color, dash=dash, width=1.5), row=1, col=col)
+            # left of its line in the axis' right half (right of it at the axis' edge, it was cut off)
+            inside_left = x > (x_range[0] + x_range[1]) / 2
+            fig.add_annotation(x=x, y=1, xref="x" if col == 1 else f"x{col}", yref="paper", yanchor="top", yshift=-16 * k,
+                               xanchor="right" if inside_left else "left", xshift=-3 if inside_left else 3, showarrow=False,
+                               text=f"{label} {x:.0f} ms", font=dict(size=11, color=color), bgcolor="rgba(255,255,255,0.85)")
+            k += 1
     ticktext = [html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52)
                           if l.startswith(("A only: ", "B only: ", "A background: ", "B background: "))
                           else L.short_url(l, 60)) for l in labels]
