@@ -37,14 +37,15 @@ from typing import Any
 from pathlib import Path
 
 from .keylog import KeyLog, load_keylog
+from .model import DecryptReason, ReasonKind
 
 POLL = 0.02  # seconds between looks at a file that has not grown
 KEY_WAIT = 1.0  # seconds a session waits for a secret not yet in the key log (once per client random)
 RERUN_EVERY = 3.0  # seconds at least between two passes run again for secrets that came late
 # a live connection's reason while its secret has not come (the pass's own reason, "no key for this
-# client random", would read as the key log holding none: it may yet be written)
+# client random", would read as the key log holding none: it may yet be written); its text
+# (DecryptReason of kind KEY_PENDING)
 LIVE_NO_KEY = "no key yet (waiting for the key log)"
-PASS_NO_KEY = "no key for this client random"
 # secrets without which a connection cannot be decrypted: waited for. The early secret is
 # absent from most handshakes (no 0-RTT) and is never waited for.
 WAITED_LABELS = frozenset({"CLIENT_RANDOM", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
@@ -326,7 +327,7 @@ class LiveSession:
         self.saved_secrets = 0  # secrets the last save() wrote
         self._follow_late = False
         self._pass_at = 0.0
-        self._marked: list = []  # (info) whose reason reads LIVE_NO_KEY while capturing
+        self._marked: list = []  # (info, its pass's reason) whose reason reads LIVE_NO_KEY while capturing
         self._mark_lock = threading.Lock()
 
     def keylog_notes(self) -> list[str]:
@@ -409,9 +410,9 @@ class LiveSession:
                 continue
             break
         with self._mark_lock:
-            for info in self._marked:  # the capture has ended: the pass's own reasons again
-                if info.reason == LIVE_NO_KEY:
-                    info.reason = PASS_NO_KEY
+            for info, own in self._marked:  # the capture has ended: the pass's own reasons again
+                if getattr(info.reason, "kind", None) is ReasonKind.KEY_PENDING:
+                    info.reason = own
             self._marked = []
             self.analysis = an
             self.done.set()
@@ -425,9 +426,11 @@ class LiveSession:
                 return
             for c in list(analysis.connections):
                 info = c.quic if c.quic is not None else c.tls
-                if info is not None and not info.decrypted and info.reason == PASS_NO_KEY:
-                    info.reason = LIVE_NO_KEY
-                    self._marked.append(info)
+                r = info.reason if info is not None and not info.decrypted else None
+                if isinstance(r, DecryptReason) and r.kind is ReasonKind.SECRET_MISSING:
+                    # typed as the pass's (JSON reason_kind "key_pending", its secrets kept), restored at the end
+                    info.reason = DecryptReason(ReasonKind.KEY_PENDING, r.secret, r.level, r.packet, r.missing, r.detail)
+                    self._marked.append((info, r))
 
     def save(self, dest: str, analysis=None) -> str:
         """The capture as pcapng with the secrets of its connections in a Decryption Secrets Block

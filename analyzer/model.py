@@ -121,6 +121,7 @@ class ReasonKind(enum.StrEnum):
     QUIC_CRYPTO = "quic_crypto"  # gQUIC's QUIC-Crypto, which no key log opens
     NO_ENCRYPTED_RECORDS = "no_encrypted_records"  # TLS: nothing to decrypt (no protected record in the capture)
     OTHER = "other"  # ``detail`` says (cipher suite, version; TLS: a ServerHello or bytes lost)
+    KEY_PENDING = "key_pending"  # live capture: ``SECRET_MISSING`` while the key log may yet be written (analyzer.live)
 
 
 class DecryptReason(str):
@@ -158,6 +159,8 @@ class DecryptReason(str):
     def render(kind: ReasonKind, secret: str | None, level: str | None, packet: int | None,
                missing: tuple[str, ...], detail: str) -> str:
         where = f"{level} packets from packet {packet}" if level and packet is not None else (f"{level} packets" if level else "")
+        if kind is ReasonKind.KEY_PENDING:
+            return "no key yet (waiting for the key log)"
         if level is None:  # TLS's (records, no packet levels): its own words, as they were before they were typed
             if kind is ReasonKind.SECRET_MISSING:
                 return "no key for this client random"

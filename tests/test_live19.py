@@ -402,7 +402,7 @@ def test_tui_secret_written_late_is_used_while_live(lab, tmp_path):
             b = app.live_builds
             await _until(pilot, lambda: app.live_builds > b + 1, 5, "no rebuild")
             reasons = [(c.tls.reason if c.tls else None) for c in app.an.connections if c.tls and not c.tls.decrypted]
-            assert reasons == [LIVE_NO_KEY], reasons
+            assert reasons == [LIVE_NO_KEY] and [r.kind for r in reasons] == ["key_pending"], reasons  # (typed: JSON reason_kind)
             shutil.copy(staged, late)
             t0 = time.monotonic()
             await _until(pilot, lambda: any("/late" in (r.url or "") and r.status for r in _rows(app)), 10, "/late never decrypted")
@@ -503,7 +503,7 @@ def test_web_live_secret_written_late_is_used_while_live(lab, tmp_path):
         time.sleep(KEY_WAIT_PLUS)
         e.live.status_text()  # (what the page polls: it marks the connections still waiting)
         reasons = [c.tls.reason for c in e.analysis.connections if c.tls and not c.tls.decrypted]
-        assert reasons == [LIVE_NO_KEY], reasons
+        assert reasons == [LIVE_NO_KEY] and [r.kind for r in reasons] == ["key_pending"], reasons  # (typed: JSON reason_kind)
         before = live_version(e)
         shutil.copy(staged, late)
         until(lambda: any("/late" in (x.url or "") and x.status for x in e.analysis.exchanges), 10, "/late never decrypted")
