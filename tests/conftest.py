@@ -64,3 +64,18 @@ def vm_hwm_kb(pid: int | str = "self") -> int:
     except OSError:
         pass
     return 0
+
+
+@pytest.fixture(scope="module")
+def amazon(tmp_path_factory):
+    """A folder with the third-party amazon page load (``amazon1.cap``) and its key log
+    (``amazon1.key_log.txt``) unpacked; skipped without them or WebPageTest's HAR of it."""
+    import gzip
+
+    src = SHARED / "pageload-amazon"
+    if not ((SHARED / "hars" / "webpagetest-amazon.har.gz").exists() and (src / "amazon1.cap.gz").exists()):
+        pytest.skip("third-party captures not present (../shared/captures)")
+    d = tmp_path_factory.mktemp("amazon")
+    for name in ("amazon1.cap", "amazon1.key_log.txt"):
+        (d / name).write_bytes(gzip.decompress((src / f"{name}.gz").read_bytes()))
+    return d

@@ -178,14 +178,7 @@ def test_lab_summary_prints_the_programs_and_every_pairs_warning_as_notes():
 
 # ------------------------------------------------------------------ 2. a HAR side
 
-@pytest.fixture(scope="module")
-def amazon(tmp_path_factory):
-    if not (WPT_HAR.exists() and (AMAZON / "amazon1.cap.gz").exists()):
-        pytest.skip("third-party captures not present (../shared/captures)")
-    d = tmp_path_factory.mktemp("amazon")
-    for name in ("amazon1.cap", "amazon1.key_log.txt"):
-        (d / name).write_bytes(gzip.decompress((AMAZON / f"{name}.gz").read_bytes()))
-    return d
+# (the ``amazon`` fixture: conftest.py)
 
 
 def _wpt_pages() -> list[dict]:

@@ -190,14 +190,7 @@ def test_tui_compare_table_has_the_same_rows_and_definitions():
 
 # ------------------------------------------------------------------ 2. stats: last response byte, the load event
 
-@pytest.fixture(scope="module")
-def amazon(tmp_path_factory):
-    if not (WPT_HAR.exists() and (AMAZON / "amazon1.cap.gz").exists()):
-        pytest.skip("third-party captures not present (../shared/captures)")
-    d = tmp_path_factory.mktemp("amazon")
-    for name in ("amazon1.cap", "amazon1.key_log.txt"):
-        (d / name).write_bytes(gzip.decompress((AMAZON / f"{name}.gz").read_bytes()))
-    return d
+# (the ``amazon`` fixture: conftest.py)
 
 
 def _stats(amazon: Path, *extra: str) -> str:

@@ -128,7 +128,7 @@ def test_other_orders_of_a_real_capture():
 
 def test_the_window_and_its_moves(big):
     _an, wf = big
-    small = views.View(views.subset(wf, wf.rows[: views.WINDOW_THRESHOLD]), total=1000)
+    small = views.View(views.L.subset(wf, wf.rows[: views.WINDOW_THRESHOLD]), total=1000)
     assert views.row_window(small, 0) is None  # small views: every row
     v = views.View(wf, total=1000)
     assert views.row_window(v, None) == (0, views.WINDOW_ROWS)

@@ -22,6 +22,7 @@ from wirefall.analyzer.model import DIRECTION_NAMES, Analysis
 from wirefall.analyzer.request_detail import size_text
 from wirefall.analyzer.safetext import html_text, printable
 from wirefall.analyzer.waterfall import Waterfall
+from wirefall.ui import waterfall_layout as L
 from wirefall.ui.waterfall_layout import LABEL_CHARS
 
 from .state import Entry
@@ -165,7 +166,7 @@ def _filtered_view(entry: Entry, protocols, connections, contents, statuses, exp
         else:
             exs = {e.id: e for e in an.exchanges}
             rows = [r for r in rows if _safe(pred, exs.get(r.exchange))]
-    return View(subset(wf, rows), total=len(wf.rows), error=err, error_column=col, expr=expr)
+    return View(L.subset(wf, rows), total=len(wf.rows), error=err, error_column=col, expr=expr)
 
 
 def _safe(pred, obj) -> bool:
@@ -175,24 +176,6 @@ def _safe(pred, obj) -> bool:
         return bool(pred(obj))
     except Exception:  # noqa: BLE001 - a predicate that cannot evaluate a row does not match it
         return False
-
-
-def subset(wf: Waterfall, rows) -> Waterfall:
-    """A waterfall of some of ``wf``'s rows, re-indexed from 0 (push arrows kept when both
-    ends are shown)."""
-    if len(rows) == len(wf.rows):
-        return wf
-    new_index = {r.index: i for i, r in enumerate(rows)}
-    out = [dataclasses.replace(r, index=i, push_parent_row=new_index.get(r.push_parent_row) if r.push_parent_row is not None else None)
-           for i, r in enumerate(rows)]
-    shown = {r.connection for r in out}
-    conn_rows = []
-    for c in wf.connection_rows:  # the connection view: the requests shown, in their new rows
-        reqs = [(new_index[i], a, b) for i, a, b in c.requests if i in new_index]
-        if reqs:
-            conn_rows.append(dataclasses.replace(c, requests=reqs))
-    return dataclasses.replace(wf, rows=out, connections={k: v for k, v in wf.connections.items() if k in shown},
-                               connection_rows=conn_rows)
 
 
 WINDOW_THRESHOLD = 300  # the page draws a window of rows of a view with more rows than this (the exports: all)
