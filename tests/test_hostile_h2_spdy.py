@@ -382,8 +382,9 @@ def test_frame_longer_than_max_frame_size_is_an_error_and_framing_resynchronises
             if direction == 1 or key[0] != conn or key[1] < facts["stream_id"]:
                 assert a == b
             else:  # after the damaged request: HPACK references to entries of before are <unknown>
-                other = ("request_headers", "request_header_bytes_decoded", "url", "sources")
+                other = ("request_headers", "request_header_bytes_decoded", "url", "sources", "request_header_fields_unknown")
                 assert {k: v for k, v in a.items() if k not in other} == {k: v for k, v in b.items() if k not in other}
+                assert b["request_header_fields_unknown"] == sum(n == "<unknown>" for n, _v in b["request_headers"])
                 # an unknown :authority: the request's host is <unknown> (analyzer.authority: no SNI, no DNS), its path kept
                 assert b["url"] == a["url"] or (b["url"].startswith("http://<unknown>/") and b["sources"] == {"authority": "unknown"}
                                                 and a["url"].endswith(b["url"][len("http://<unknown>"):]))
