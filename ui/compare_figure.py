@@ -90,7 +90,7 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
         # the browser's DOMContentLoaded and load event (seconds from the page's start: res["page"])
         marks = [("page_load", "last byte", wf.page_load_time, "dot")]
         marks += [(k, L.MILESTONE_SHORT[k], (res["page"].get(k) or {}).get(side), "dash") for k in ("dom_content_loaded", "load_event")]
-        k = 0
+        placed = 0
         for name, label, t, dash in marks:
             if t is None:
                 continue
@@ -99,10 +99,10 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
             fig.add_vline(x=x, line=dict(color=color, dash=dash, width=1.5), row=1, col=col)
             # left of its line in the axis' right half (right of it at the axis' edge, it was cut off)
             inside_left = x > (x_range[0] + x_range[1]) / 2
-            fig.add_annotation(x=x, y=1, xref="x" if col == 1 else f"x{col}", yref="paper", yanchor="top", yshift=-16 * k,
+            fig.add_annotation(x=x, y=1, xref="x" if col == 1 else f"x{col}", yref="paper", yanchor="top", yshift=-16 * placed,
                                xanchor="right" if inside_left else "left", xshift=-3 if inside_left else 3, showarrow=False,
                                text=f"{label} {x:.0f} ms", font=dict(size=11, color=color), bgcolor="rgba(255,255,255,0.85)")
-            k += 1
+            placed += 1
     ticktext = [html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52)
                           if l.startswith(("A only: ", "B only: ", "A background: ", "B background: "))
                           else L.short_url(l, 60)) for l in labels]
