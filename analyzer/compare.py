@@ -832,8 +832,8 @@ PAGE_NOTES = [
     "(A − B) / A: the load time's speedup, as the SPDY whitepaper defines it; a count's or a size's saving (none for "
     "ratios, background rows and retransmissions: their difference says it)",
     "the page as `wirefall stats` counts it: from its first row, background requests apart; its load time is its last "
-    "response byte, not the browser's load event (a row of its own where a browser log gives it: a HAR side, or a log "
-    "laid over A with --har, over B with --har-b)",
+    "response byte, not the browser's load event (a row of its own where a HAR gives it: a HAR side, or a HAR laid over "
+    "A with --har, over B with --har-b; a NetLog or a qlog has no page events)",
     "bytes: the frames of the connections that carried page requests, retransmissions in",
     "TCP retransmissions: the segments tshark's TCP analysis flags tcp.analysis.retransmission (fast and spurious ones "
     "in), and their TCP payload (tcp.len) — a segment lost before the capture point and sent again is one, though the "

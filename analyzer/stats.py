@@ -943,7 +943,7 @@ def page_line(st: Stats) -> str:
     if st.browser_events:
         s += "; the browser's " + ", ".join(f"{label} {_ms(t)}" for label, t in st.browser_events.values())
     elif c.page_load_time is not None:
-        s += " — not the browser's load event (a browser log gives it: --har, --netlog)"
+        s += " — not the browser's load event (a HAR of the load gives it: --har; a NetLog or a qlog has no page events)"
     if st.background_requests:
         s += f"; {st.background_requests} background request{'s' * (st.background_requests != 1)} not counted in the page"
     return s

@@ -88,3 +88,20 @@ def test_compare_image_draws_each_sides_browser_events():
             lo, hi = fig.layout["xaxis" if xref == "x" else "xaxis2"].range
             assert lo <= x <= hi
     assert not any(n.text.startswith("page load ") for n in fig.layout.annotations)
+
+
+def test_stats_with_a_netlog_does_not_send_the_user_to_a_netlog_for_the_load_event():
+    """With the NetLog of the load laid over, stats said the load event was missing and that
+    "a browser log gives it: --har, --netlog" — a NetLog has no page events (Chrome's NetLog
+    is the network stack's; its event types name no DOMContentLoaded or load).  Checked
+    against the NetLog itself: no event type of its constants names a page load event."""
+    log = json.loads(gzip.decompress((PAGE / "pw-h1.netlog.json.gz").read_bytes()))
+    types = {str(k).lower() for k in log["constants"]["logEventTypes"]}
+    assert not any("domcontent" in t or "onload" in t or t.endswith("load_event") for t in types)
+    args = ("stats", str(PAGE / "pw-h1.pcapng"), "--keylog", str(PAGE / "pw-h1.keys"), "--netlog", str(PAGE / "pw-h1.netlog.json.gz"))
+    st = json.loads(_run(*args, "--json").stdout)
+    assert st["browser_events"] is None
+    text = _run(*args).stdout
+    page = " ".join(ln.strip() for ln in text.split("\n\n", 1)[0].splitlines()[1:])
+    assert "not the browser's load event (a HAR of the load gives it: --har; a NetLog or a qlog has no page events)" in page
+    assert "--netlog)" not in page
