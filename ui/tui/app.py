@@ -367,8 +367,9 @@ class WirefallApp(PacketHabits, App):
         yield Footer()
 
     @staticmethod
-    def _legend(browser: list[str] | None = None, milestones: list | None = None) -> Text:
-        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by conn/host  s sort  enter open", browser, milestones)
+    def _legend(browser: list[str] | None = None, milestones: list | None = None, alone: bool = False) -> Text:
+        return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by conn/host  s sort  enter open", browser, milestones,
+                                alone)
 
     def on_mount(self) -> None:
         self.query_one("#detail", Tree).show_root = False
@@ -772,6 +773,7 @@ class WirefallApp(PacketHabits, App):
 
         for line in summary_notes(an):
             self.notify(line, title="Browser log", timeout=10, markup=False)
+        self._har_page_note(an)
         if an.packets and (keep is None or not pl.select_packet(keep, notify=False)):
             pl.move_to(0)
         elif keep is not None:
@@ -813,6 +815,26 @@ class WirefallApp(PacketHabits, App):
             except Exception:  # noqa: BLE001
                 pass
         self.query_one("#status", Static).update(Text(printable(msg)))
+
+    def _har_page_note(self, an) -> None:
+        """A HAR of several pages opened alone shows one (analyzer/browserlog/pages.py): say which,
+        as the CLI's note and the web app's status line do -- the TUI said nothing, and WebPageTest's
+        run 2 was hidden without a word.  The header's subtitle keeps "HAR page 1 of 2"; the note,
+        with how to see the others (--har-page N), is notified."""
+        from wirefall.analyzer.browserlog.comparison import page_notices
+
+        try:
+            notes = page_notices(an)
+        except Exception:  # noqa: BLE001 (a note must not take the view down)
+            return
+        if not notes:
+            return
+        shown: list[dict] = [s["page_shown"] for s in (an.browser or {}).get("logs") or ()
+                             if isinstance(s, dict) and isinstance(s.get("page_shown"), dict) and "matched" not in s]
+        if shown:
+            self.sub_title = printable(f"{self.path} · HAR page {shown[0].get('number')} of {shown[0].get('of')}")
+        for line in notes:
+            self.notify(printable(line), title="HAR page", timeout=20, markup=False)
 
     def _notice(self) -> None:
         """The line above the status bar: why the capture shows less than it holds, and the
@@ -1021,7 +1043,9 @@ class WirefallApp(PacketHabits, App):
         t1 = max([t1] + [m.time for m in self.wf.milestones])  # (a browser's load event may come after the last byte)
         sources = sorted({str((r.browser or {}).get("source") or "log") for r in self.wf.rows if r.browser_phases})
         # the legend names a browser log's bar first (one laid over the capture), then the milestones' lines
-        self.query_one("#wf-legend", Static).update(self._legend(sources, self.wf.milestones))
+        # (a log opened alone: its bars are the log's; "lower half: browser's view" spoke of a wire bar there is not)
+        alone = not self.an.packets and getattr(self.an, "source", "capture") != "capture"
+        self.query_one("#wf-legend", Static).update(self._legend(sources, self.wf.milestones, alone))
         self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view,
                                                milestones=self.wf.milestones, wf=self.wf)
         self._wf_note()
@@ -1120,7 +1144,10 @@ class WirefallApp(PacketHabits, App):
         dt.add_columns("id", "transport", "client", "server", "protocol", "packets c/s", "bytes c/s", "start", "duration",
                        "SNI", "TLS / QUIC", "requests", "notes")
         an = self.an
-        t0 = an.index.ts[0] if an.packets else 0.0
+        # s from the first packet; a browser log opened alone has none: from its page's start (as the
+        # waterfall and the request view count), not from 1970 (the start read 1774569362.550 s)
+        t0 = an.index.ts[0] if an.packets else an.start_time
+        wire = bool(an.packets) or getattr(an, "source", "capture") == "capture"  # (a log alone: no packet or byte known: –, never 0)
         nreq = an.requests_per_connection()
         try:
             from wirefall.analyzer.completeness import compute
@@ -1144,7 +1171,8 @@ class WirefallApp(PacketHabits, App):
                     dec = f"{ver} not decrypted: {why or sec.reason or 'no protected data'}"
             sni = (c.tls.sni if c.tls else None) or (c.quic.sni if c.quic else None) or ""
             cells = (str(c.id), c.transport, endpoint_text(c.client), endpoint_text(c.server), c.protocol or "",
-                     f"{c.stats[0].packets}/{c.stats[1].packets}", f"{c.stats[0].bytes}/{c.stats[1].bytes}",
+                     f"{c.stats[0].packets}/{c.stats[1].packets}" if wire else "–",
+                     f"{c.stats[0].bytes}/{c.stats[1].bytes}" if wire else "–",
                      f"{c.start - t0:.3f}", fmt_ms(c.end - c.start), sni, dec.strip(), str(nreq.get(c.id, 0)), str(len(c.notes)))
             # Text cells: DataTable reads a str cell as markup; captured text (SNI, reasons) is shown as it is
             dt.add_row(*(Text(printable(v)) for v in cells), key=str(c.id))
@@ -1540,7 +1568,14 @@ def follow_title(an, cid: int, stream_id, ex, frames: list, whole_connection: bo
         b = [sum(f.length for f in frames if f.direction == d) for d in (0, 1)]
         size = f"frame payload: client {b[0]:,} B, server {b[1]:,} B"
     flow = elide_flow(c.label, 44, 20)  # (two IPv6 addresses took 90 columns)
+    if _log_alone(an):  # (no frame, packet or payload byte to count: "0 frames in 0 packets; client 0 B" read as an empty stream)
+        return f"Follow {what} ({c.protocol or c.transport}): a browser log opened alone, no packets — {flow}"
     return f"Follow {what} ({c.protocol or c.transport}): {count}; {size} — {flow}; enter jumps to the packet"
+
+
+def _log_alone(an) -> bool:
+    """A browser log (HAR, NetLog, qlog) opened alone: no packet, so no frame."""
+    return not an.packets and getattr(an, "source", "capture") != "capture"
 
 
 def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True, frames: list | None = None) -> list:
@@ -1548,11 +1583,11 @@ def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bo
     fields indented below (``follow_frames``, unless ``frames`` gives them)."""
     t0 = an.index.ts[0] if an.packets else 0.0
     frs = follow_frames(an, cid, stream_id, ex, whole_connection) if frames is None else frames
-    from .request_view import NO_FRAMES, frame_items
+    from .request_view import NO_FRAMES, NO_FRAMES_LOG, frame_items
 
     items = frame_items(frs, t0)
     if not items:
-        items.append((NO_FRAMES, DEFAULT_STYLE, None))
+        items.append((NO_FRAMES_LOG if _log_alone(an) else NO_FRAMES, DEFAULT_STYLE, None))
     from .body import with_bodies  # each message's content after its last frame (ui/tui/body.py)
 
     return with_bodies(an, items, cid, stream_id, ex, whole_connection) if bodies else items

@@ -59,13 +59,16 @@ def with_bodies(an, items: list, cid: int, stream_id, ex, whole_connection: bool
     except Exception as err:  # noqa: BLE001 - the frames stay shown whatever the bodies do
         return [*items, (printable(f"bodies not available: {type(err).__name__}: {err}"), _HEAD, None)]
     after: dict[int, list] = {}  # item index -> lines to insert after it
+    # under frame lines, indented as their headers; with no frame (a browser log alone: no packets)
+    # from the left, where 32 columns pushed "(a browser log holds no bodies)" out of a 160-column view
+    ind = 32 if any(it[2] is not None for it in items) else 2
     for e, d in wanted:
         v = views[(e.id, d)]
         end = e.request_end_packet if d == 0 else e.response_end_packet
         at = max((i for i, it in enumerate(items) if it[2] == end), default=len(items) - 1)
-        block = [(printable(f"{'':32}── {'request' if d == 0 else 'response'} body of {e.method or ''} {e.url or e.path or ''}: "
+        block = [(printable(f"{'':{ind}}── {'request' if d == 0 else 'response'} body of {e.method or ''} {e.url or e.path or ''}: "
                             f"{v.summary}"), _HEAD, None)]
-        block += [(f"{'':34}{line}", _STYLE[d], None) for line in _lines(v)]
+        block += [(f"{'':{ind + 2}}{line}", _STYLE[d], None) for line in _lines(v)]
         after.setdefault(at, []).extend(block)
     out: list = []
     for i, it in enumerate(items):

@@ -153,6 +153,15 @@ def request_rows(res: dict) -> list[tuple[str, ...]]:
     return rows
 
 
+def _side_packets(side: dict, an) -> str:
+    """``140 packets``; a browser log's side, as `wirefall compare` says it: ``a browser log
+    (har), no packets`` (it has none to count: "0 packets" read as an empty capture)."""
+    lf = side.get("browser_log")
+    if isinstance(lf, dict) and lf.get("kind") not in (None, "capture"):
+        return f"a browser log ({lf['kind']}), no packets" + (f", page {lf['page_number']}" if lf.get("page_number") else "")
+    return f"{an.packets:,} packets"
+
+
 def match_line(res: dict) -> str:
     how = "URL (scheme, host, port, path and query)" if res["match_mode"] == "url" else "path and query"
     bg = ""
@@ -443,13 +452,13 @@ class CompareScreen(Screen):
     #cmp-tabs { height: 1fr; }
     #cmp-scroll { height: 1fr; }
     #cmp-page, #cmp-requests { height: auto; width: auto; margin: 0 0 1 0; }
-    .cmp-caption { height: 1; text-style: bold; padding: 0 1; }
+    .cmp-caption { height: auto; text-style: bold; padding: 0 1; }  /* (wrapped: the page table's caption ran past 160 columns) */
     #cmp-warnings { height: auto; color: $warning; padding: 0 1; }
     #cmp-page-notes { height: auto; color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
     #cmp-wf-head, #cmp-wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #cmp-wf { height: 1fr; overflow-x: hidden; }
     #cmp-wf-legend { height: auto; max-height: 4; color: #a0a0a0; }
-    #cmp-status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
+    #cmp-status { height: auto; max-height: 3; background: $panel; color: $text-muted; padding: 0 1; }  /* (the warnings after the match line) */
     """
     BINDINGS = [
         Binding("escape", "close", "Back"),
@@ -570,9 +579,9 @@ class CompareScreen(Screen):
         self.name_b = f"B: {os.path.basename(self.path_b)} ({pb})"
         title = Text()
         title.append("A: ", style="bold #87d7ff")
-        title.append(printable(f"{self.path_a} ({pa}, {an_a.packets:,} packets)") + "\n")
+        title.append(printable(f"{self.path_a} ({pa}, {_side_packets(res['a'], an_a)})") + "\n")
         title.append("B: ", style="bold #ffd787")
-        title.append(printable(f"{self.path_b} ({pb}, {an_b.packets:,} packets)") + "\n")
+        title.append(printable(f"{self.path_b} ({pb}, {_side_packets(res['b'], an_b)})") + "\n")
         title.append(match_line(res))
         self.query_one("#cmp-title", Static).update(title)
 
@@ -603,7 +612,10 @@ class CompareScreen(Screen):
         # connection — 0.0 put its requests 1.8e9 s along the axis)
         wv.set_rows(compare_rows(res, wf_a, wf_b), _page_t0(wf_a, an_a), _page_t0(wf_b, an_b))
         self.seconds = seconds
-        self._set_status(f"{match_line(res)}" + "".join(f" · ⚠ {w}" for w in res["warnings"])
+        # (the warnings themselves are under the Table tab's tables: pw-h1 against pw-h2's ran to 7
+        # lines at 160 columns, cut after the first in a one-line status)
+        nw = len(res["warnings"])
+        self._set_status(f"{match_line(res)}" + (f" · ⚠ {nw} warning{'s' if nw != 1 else ''} (the Table tab lists them)" if nw else "")
                          + " · 1 table  2 waterfalls  esc back")
         if self.query_one(TabbedContent).active == "cmp-wf-tab":
             wv.focus()

@@ -26,8 +26,11 @@ def browser_text(b, t0: float, from_packets: bool) -> Text:
     t = Text()
     if b is None:
         return t
-    t.append(f"\n{'Browser log' if b.alone else 'Wire and browser log'} ({printable(b.label)}; ms since "
-             f"{'the first packet' if from_packets else 'the log began'})\n", style="bold underline")
+    # (a log opened alone counts from the page shown: a HAR's second page from its own start, not the
+    # log's -- "the log began" read WebPageTest's run 2 as 103 ms into a log that began 20 s before)
+    since = "the first packet" if from_packets else ("the page's start" if b.source == "har" else "the log began")
+    t.append(f"\n{'Browser log' if b.alone else 'Wire and browser log'} ({printable(b.label)}; ms since {since})\n",
+             style="bold underline")
     t.append(f"  {'phase':<18}{'wire':>14}{'browser log':>14}{'browser − wire':>17}\n", style="bold")
     for row in b.phases:
         w, br, d = cmp.cells(row, t0)

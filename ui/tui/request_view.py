@@ -18,6 +18,8 @@ from .overlay import browser_text  # a browser log's times beside the wire's, fi
 DEFAULT_STYLE = Style(color="#c0c0c0")
 ERROR_STYLE = Style(color="#ff5f5f", bold=True)
 NO_FRAMES = "no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)"
+# a browser log opened alone: no packet, hence no frame (NO_FRAMES blamed decryption or the protocol)
+NO_FRAMES_LOG = "no frames: a browser log opened alone has no packets (lay it over the load's capture for them)"
 MAX_FRAME_LINES = 2000  # frame lines of the request view (F: the Follow view shows them all)
 _MOMENT_LABELS = {"request_start": "request start", "request_end": "request end", "response_start": "response start",
                   "response_headers_end": "response headers", "response_end": "response end"}
@@ -121,7 +123,7 @@ def detail_text(d) -> Text:
         for mk in d.markers:
             label = mk.label[len(mk.kind) + 1:] if mk.label.startswith(mk.kind + " ") else mk.label  # ("priority: priority …" said once)
             t.append(P(f"  {mk.kind}: {label}" + (f" (packet {mk.packet})" if mk.packet else "")) + "\n")
-    items = frame_items(d.frames, t0) or [(NO_FRAMES, DEFAULT_STYLE, None)]
+    items = frame_items(d.frames, t0) or [(NO_FRAMES if d.t0_is_first_packet else NO_FRAMES_LOG, DEFAULT_STYLE, None)]
     h(f"Frames of this {'stream' if d.stream_id is not None else 'exchange'} ({len(d.frames)})")
     for line, st, _ in items[:MAX_FRAME_LINES]:
         t.append(line + "\n", style=st)

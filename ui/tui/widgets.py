@@ -675,16 +675,20 @@ def cell_segments(cells, bg) -> list[Segment]:
     return segs
 
 
-def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: list | None = None) -> Text:
+def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: list | None = None,
+                     alone: bool = False) -> Text:
     """The phase and content-class colours of the waterfall, the marker glyphs, then the
     view's keys (the same palette and glyphs as the figures: ui/waterfall_layout.py).
     ``browser``: the sources of a browser log laid over the capture (e.g. ``["netlog"]``),
     named first: its thin bar is the lower half of each row (``browser_cells``);
-    ``milestones`` (``Waterfall.milestones``): each line's name, then."""
+    ``milestones`` (``Waterfall.milestones``): each line's name, then.  ``alone``: a browser log
+    opened alone (no packets): every bar is the log's own, there is no wire bar above its half."""
     from wirefall.ui import waterfall_layout as L
 
     t = Text(" ")
-    if browser:
+    if browser and alone:
+        t.append(f"bars: the browser log's own times ({', '.join(browser)}; no packets, no wire bar)  ")
+    elif browser:
         t.append(BROWSER_GLYPH + BROWSER_GLYPH, style=L.BLOCKED_COLOR)
         t.append(f" lower half: browser's view ({', '.join(browser)}), same colours  ")
     seen = set()
