@@ -952,8 +952,15 @@ def page_line(st: Stats) -> str:
 def render_text(st: Stats) -> str:
     c = st.capture
     parts = []
+    # a browser log opened alone: no packet, so what the wire would give (packets, bytes, payload,
+    # TLS records, framing, retransmissions, gaps, header bytes) is unknown — "–", not 0
+    log_alone = st.packets_total == 0 and c.requests > 0
+    wire = (lambda _p: "–") if log_alone else _pair
+    tls = (lambda _b: "–") if log_alone else _tls_pair
+    head = (f"{st.file}: a browser log, no packets (what only the wire gives is unknown: –)" if log_alone
+            else f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s")
     parts.append(
-        f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s; "
+        f"{head}; "
         f"{c.connections} connections, {c.requests} requests, {c.pushes} pushed, {c.resets} reset; "
         f"max {c.max_streams_in_flight} in flight\n" + _notes([page_line(st)])
     )
@@ -963,15 +970,15 @@ def render_text(st: Stats) -> str:
         if b is not c and not b.connections:  # (header bytes only: an h2c Upgrade's HTTP/1.1 heads)
             continue
         rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
-                     _pair(b.packets), _pair(b.bytes), _pair(b.payload), _tls_pair(b),
-                     _pair(b.framing_overhead), _pair(_retrans(b)), _ms(b.ttfb), _ms(b.page_load_time)])
+                     wire(b.packets), wire(b.bytes), wire(b.payload), tls(b),
+                     wire(b.framing_overhead), wire(_retrans(b)), _ms(b.ttfb), _ms(b.page_load_time)])
     traffic = _table("Traffic (client→server / server→client)",
                      ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans",
                       "first byte", "last byte"],
                      rows, set(range(1, 12)))
     traffic_notes = _notes([
         "first byte, last byte: the first and the last response byte of the row's page requests (background apart), "
-        "from the page's first packet — on the 'all' row the page's TTFB and its last response byte (not the browser's "
+        f"from the page's {'start in the browser log' if log_alone else 'first packet'} — on the 'all' row the page's TTFB and its last response byte (not the browser's "
         "load event); on a protocol's row, when that protocol's first response came, not its requests' own TTFB (the "
         "Connections table has each connection's)",
         "payload: TCP/UDP length from the headers, as tshark's tcp.len",
@@ -987,8 +994,8 @@ def render_text(st: Stats) -> str:
     parts.append(traffic_notes)
     rows = []
     for b in order + [c]:
-        if not (b.req_headers[1] or b.resp_headers[1] or b.req_headers[0] or b.resp_headers[0]):
-            continue
+        if log_alone or not (b.req_headers[1] or b.resp_headers[1] or b.req_headers[0] or b.resp_headers[0]):
+            continue  # (a log alone: no header block on the wire to weigh)
         name = b.name if b is not c else "all"
         u = b.headers_unknown
         for label in ("request", "response"):
@@ -1026,11 +1033,12 @@ def render_text(st: Stats) -> str:
     for b in st.connections:
         if b.protocol == "dns":
             continue
-        rows.append([b.name.split()[-1], b.protocol or "", b.endpoints or "", _pair(b.packets), _pair(b.bytes),
-                     _tls_pair(b, b.protocol), _pair(b.framing_overhead), _pair(_retrans(b)), _pair(b.gaps),
+        rows.append([b.name.split()[-1], b.protocol or "", b.endpoints or "", wire(b.packets), wire(b.bytes),
+                     tls(b), wire(b.framing_overhead), wire(_retrans(b)), wire(b.gaps),
                      str(b.requests), str(b.pushes), str(b.max_streams_in_flight), _ms(b.ttfb)])
     if rows:
-        parts.append(_table("Connections (TTFB: its first response byte from its own start, the TCP SYN or QUIC Initial, else its first packet)",
+        parts.append(_table("Connections (TTFB: its first response byte from its own start, "
+                            + ("its connect start in the browser log)" if log_alone else "the TCP SYN or QUIC Initial, else its first packet)"),
                             ["id", "protocol", "endpoints", "packets", "wire bytes", "TLS overhead", "framing", "retrans", "gaps",
                              "reqs", "push", "max inflight", "TTFB"], rows, {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
     if dns:

@@ -71,3 +71,47 @@ def test_stats_of_a_log_alone_counts_from_its_page_start():
     line = " ".join(ln.strip() for ln in text.split("\n\n", 1)[0].splitlines()[1:])
     assert line.startswith("Page, from its start in the browser log (no packets): TTFB 144.0 ms"), line
     assert f"last response byte {page['_fullyLoaded']:.1f} ms; the browser's Load event (HAR) {page['pageTimings']['onLoad']:.1f} ms" in line
+
+
+def test_stats_of_a_log_alone_says_unknown_not_zero_for_what_only_the_wire_gives():
+    """A HAR has no packets (HAR 1.2 has no field for them): stats printed "0 / 0" packets,
+    wire bytes, payload, TLS overhead and retransmissions for each protocol and connection, and
+    "0 packets, 0 bytes, 0.000 s" — read as a load that sent nothing.  Now "–" (unknown), and
+    the first line says it is a browser log; the header-bytes table (wire sizes unknown) is
+    left out.  A capture's stats are unchanged: pw-h2's rows carry tshark's packet count."""
+    src = shared(WPT)
+    text = _run("stats", str(src))
+    first = text.splitlines()[0]
+    assert "a browser log, no packets (what only the wire gives is unknown: –)" in first and "0 packets" not in first
+    traffic = text.split("Traffic (", 1)[1].split("\n\n", 1)[0].splitlines()[3:]
+    assert [ln.split()[0] for ln in traffic] == ["h2", "h3", "all"]
+    for ln in traffic:
+        cells = ln.split()
+        assert cells[4:10] == ["–"] * 6 and "0 / 0" not in ln, ln
+    conns = text.split("Connections (", 1)[1].split("\n\n", 1)[0].splitlines()[3:]
+    assert len(conns) == 7 and all("0 / 0" not in ln for ln in conns)
+    assert "Header bytes" not in text
+    # a capture: numbers, as before (tshark's frame count for pw-h2)
+    from conftest import SAMPLES, run_tool  # noqa: PLC0415
+
+    cap = SAMPLES / "page" / "pw-h2.pcapng"
+    n = int(run_tool("capinfos", "-c", "-M", str(cap)).split()[-1])
+    ctext = _run("stats", str(cap), "--keylog", str(SAMPLES / "page" / "pw-h2.keys"))
+    assert ctext.splitlines()[0].split(": ", 1)[1].startswith(f"{n:,} packets")
+    assert "Header bytes" in ctext
+
+
+def test_a_log_alone_says_no_packets_once_in_the_status_banner():
+    """The TUI's and the web app's status line read "Incomplete: no packets: from a HAR · no
+    packets: from a HAR, the browser's own log …": the headline's reason said twice."""
+    from wirefall.analyzer.completeness import headline
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.ui.explain import banner
+
+    an = analyze(str(shared(WPT)))
+    assert headline(an) == "Incomplete: no packets: from a HAR"
+    b = banner(an)
+    assert b is not None and b.startswith("Incomplete · no packets: from a HAR, the browser's own log")
+    assert b.count("no packets") == 1
+    text = _run("stats", str(shared(WPT)))
+    assert "Connections (TTFB: its first response byte from its own start, its connect start in the browser log)" in text

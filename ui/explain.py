@@ -94,4 +94,8 @@ def banner(an, limit: int = 2) -> str | None:
         head = headline(an)
     except Exception:  # noqa: BLE001
         head = "Incomplete"
-    return head + " · " + " · ".join(reason_text(r, i == 0) for i, r in enumerate(rs[:limit]))
+    texts = [reason_text(r, i == 0) for i, r in enumerate(rs[:limit])]
+    word, _, said = head.partition(": ")
+    if said and texts[0].startswith(said):  # (the headline's reason is the first one's start: said once)
+        head = word
+    return head + " · " + " · ".join(texts)
