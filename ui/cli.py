@@ -464,7 +464,7 @@ def cmd_tui(args) -> int:
             except OSError as e:
                 raise UsageError(f"{path}: cannot open: {e.strerror or e}") from None
     return run(args.file, args.keylog or [], compare=args.compare, keylogs_b=args.keylog_b or [], use_cache=args.cache,
-               limits=limits_of(args), overlays=overlay_args(args)) or 0
+               limits=limits_of(args), overlays=overlay_args(args), overlays_b=overlay_args(args, "_b")) or 0
 
 
 def cmd_capture(args) -> int:
@@ -839,6 +839,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         live_args(sp)
         sp.add_argument("--compare", metavar="B", help="open the compare view of FILE (A) against capture B")
         sp.add_argument("--keylog-b", action="append", metavar="FILE", help="key log for B only (--keylog applies to both)")
+        for k, what in (("har", "a HAR 1.2"), ("netlog", "a Chrome NetLog"), ("qlog", "a qlog")):
+            sp.add_argument(f"--{k}-b", action="append", metavar="FILE",
+                            help=f"with --compare: {what} of B's load, laid over B as --{k} is over FILE; repeatable")
     sp = add("web", cmd_web, "start the web dashboard on 127.0.0.1", json_=False, file=False)
     if want("web"):
         sp.add_argument("files", nargs="*", metavar="FILE")

@@ -295,10 +295,11 @@ class WirefallApp(PacketHabits, App):
 
     def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
                  keylogs_b: list[str] | None = None, use_cache: bool = False, limits: dict | None = None,
-                 overlays: list[tuple[str, str]] | None = None) -> None:
+                 overlays: list[tuple[str, str]] | None = None, overlays_b: list[tuple[str, str]] | None = None) -> None:
         super().__init__()
         self.path = path
         self.overlays = list(overlays or [])  # --har/--netlog/--qlog: (kind, path) laid over the capture once read
+        self.overlays_b = list(overlays_b or [])  # --har-b/--netlog-b/--qlog-b: laid over B in the compare view
         self.limits = dict(limits) if limits else None  # --limit NAME=N: analyze(limits=...)
         self.use_cache = use_cache  # --cache: reopen the analysis from wirefall.analyzer.cache, store it after a miss
         self.keylogs = list(keylogs or [])
@@ -400,7 +401,8 @@ class WirefallApp(PacketHabits, App):
 
         mine = self.an if self.loaded else None
         self.push_screen(CompareScreen(self.path, self.keylogs, path_b, keylogs_b, analysis_a=mine,
-                                       on_a=None if mine is not None or self.an is not None else self._compare_read_a))
+                                       on_a=None if mine is not None or self.an is not None else self._compare_read_a,
+                                       overlays_a=self.overlays, overlays_b=self.overlays_b if path_b == self.compare_b else []))
 
     def _compare_read_a(self, an) -> None:
         if isinstance(an, str):

@@ -469,9 +469,13 @@ class CompareScreen(Screen):
     ]
 
     def __init__(self, path_a: str, keylogs_a: list[str] | None, path_b: str, keylogs_b: list[str] | None,
-                 analysis_a=None, analysis_b=None, on_a=None) -> None:
+                 analysis_a=None, analysis_b=None, on_a=None, overlays_a: list[tuple[str, str]] | None = None,
+                 overlays_b: list[tuple[str, str]] | None = None) -> None:
         super().__init__()
         self.path_a, self.path_b = path_a, path_b
+        # browser logs laid over each side once read (--har/--netlog/--qlog over A, --har-b/… over B);
+        # an analysis handed in (analysis_a, analysis_b) has its logs laid over already
+        self.overlays_a, self.overlays_b = list(overlays_a or []), list(overlays_b or [])
         self.keylogs_a = list(keylogs_a or [])
         self.keylogs_b = list(keylogs_b or [])
         self.an_a, self.an_b = analysis_a, analysis_b
@@ -521,10 +525,18 @@ class CompareScreen(Screen):
         def progress(side: int, name: str, packets: int, done: int, total: int) -> None:
             self.app.call_from_thread(self._progress, side, name, packets, done, total)
 
+        def lay(an, logs) -> None:
+            if logs:
+                from wirefall.analyzer.browserlog import overlay
+
+                for kind, log in logs:
+                    overlay(an, log, kind=kind)
+
         an_a = self.an_a
         if an_a is None:
             try:
                 an_a = analyze(self.path_a, self.keylogs_a, progress=partial(progress, 0, "A"))
+                lay(an_a, self.overlays_a)
             except Exception as e:  # CaptureError and anything else: a notice, never a crash
                 self.app.call_from_thread(self._failed, "A", self.path_a, str(e) or e.__class__.__name__)
                 return
@@ -533,6 +545,7 @@ class CompareScreen(Screen):
         if an_b is None:
             try:
                 an_b = analyze(self.path_b, self.keylogs_a + self.keylogs_b, progress=partial(progress, 1, "B"))
+                lay(an_b, self.overlays_b)
             except Exception as e:
                 self.app.call_from_thread(self._failed, "B", self.path_b, str(e) or e.__class__.__name__)
                 return
