@@ -115,3 +115,33 @@ def test_a_log_alone_says_no_packets_once_in_the_status_banner():
     assert b.count("no packets") == 1
     text = _run("stats", str(shared(WPT)))
     assert "Connections (TTFB: its first response byte from its own start, its connect start in the browser log)" in text
+
+
+def test_web_statistics_of_a_log_alone_say_unknown_and_count_from_the_page_start():
+    """The web app's Statistics summary of a HAR opened alone read packets 0, bytes 0,
+    duration 0.0 ms, retransmissions 0 / 0, times "from the page's first packet", and the last
+    response byte as "page load"; its bytes-by-protocol chart drew zero bars.  Now unknown
+    (–), from the page's start in the log, "last response byte", TTFB and last byte those of
+    `stats --json` (144 / 3716 ms: WebPageTest's own), and the chart says why it is empty."""
+    pytest.importorskip("dash")
+    from wirefall.ui.web import views
+    from wirefall.ui.web.state import WebState
+
+    src = shared(WPT)
+    page, _entries = _page1(src)
+    st = WebState(use_cache=False)
+    try:
+        e = st.add_file(str(src), [], name="webpagetest-amazon.har.gz")
+        st.wait(e.id, 60)
+        assert e.status == "done", e.error
+        rows = dict(views.stats_summary(e))
+        for k in ("packets", "bytes", "duration", "retransmissions c→s / s→c"):
+            assert rows[k] == "– (a browser log: no packets)", (k, rows[k])
+        assert rows["TTFB (first response byte, from the page's start in the browser log)"] == "144.0 ms"
+        last = "last response byte (from the page's start in the browser log; not the browser's load event)"
+        assert rows[last] == f"{page['_fullyLoaded']:.1f} ms"
+        assert rows["Load event (HAR)"] == f"{page['pageTimings']['onLoad']:.1f} ms"
+        fig = views.bytes_by_protocol_figure(e)
+        assert not fig.data and "no packets" in fig.layout.annotations[0].text
+    finally:
+        st.close()

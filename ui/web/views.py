@@ -574,6 +574,8 @@ def bytes_by_protocol_figure(entry: Entry):
     names = sorted(st.protocols)
     if not names:
         return _empty_fig("Bytes by protocol", "no connections")
+    if _log_alone(st):
+        return _empty_fig("Bytes on the wire by protocol", "a browser log has no packets: its bytes on the wire are unknown")
     labels = [html_text(n) for n in names]
     fig = go.Figure([
         go.Bar(x=labels, y=[st.protocols[n].bytes[0] for n in names], name="client → server"),
@@ -742,19 +744,30 @@ def in_flight_figure(entry: Entry):
     return fig
 
 
+def _log_alone(st) -> bool:
+    """A browser log opened alone (no packet): what only the wire gives is unknown, not 0
+    (``stats.render_text`` says "–" too)."""
+    return st.packets_total == 0 and st.capture.requests > 0
+
+
 def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
     st = stats_of(entry)
     cap = st.capture
     ms = lambda t: f"{t * 1000:.1f} ms" if t is not None else ""  # noqa: E731
+    alone = _log_alone(st)
+    unknown = "– (a browser log: no packets)"
+    start = "the page's start in the browser log" if alone else "the page's first packet"
     return [
-        ("packets", f"{st.packets_total:,}"), ("bytes", f"{st.bytes_total:,}"), ("duration", ms(st.duration)),
+        ("packets", unknown if alone else f"{st.packets_total:,}"), ("bytes", unknown if alone else f"{st.bytes_total:,}"),
+        ("duration", unknown if alone else ms(st.duration)),
         ("connections", cap.connections), ("requests", cap.requests), ("pushes", cap.pushes), ("resets", cap.resets),
-        ("max streams in flight", cap.max_streams_in_flight), ("TTFB (first response byte, from the page's first packet)", ms(cap.ttfb)),
-        ("page load (last response byte, from the page's first packet)", ms(cap.page_load_time)),
+        ("max streams in flight", cap.max_streams_in_flight), (f"TTFB (first response byte, from {start})", ms(cap.ttfb)),
+        # (the last response byte is not the browser's load event: `wirefall stats` names it so)
+        (f"last response byte (from {start}; not the browser's load event)", ms(cap.page_load_time)),
         # a HAR laid over the capture: the browser's events, from the same start (stats.browser_events)
         *((label, ms(t)) for label, t in (st.browser_events or {}).values()),
         # (tshark's count when the TCP analysis ran: a segment that filled a hole counts)
-        ("retransmissions c→s / s→c", "{} / {}".format(*(cap.tcp_retransmissions or cap.retransmissions))),
+        ("retransmissions c→s / s→c", unknown if alone else "{} / {}".format(*(cap.tcp_retransmissions or cap.retransmissions))),
     ]
 
 
