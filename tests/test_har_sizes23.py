@@ -143,5 +143,15 @@ def test_web_statistics_of_a_log_alone_say_unknown_and_count_from_the_page_start
         assert rows["Load event (HAR)"] == f"{page['pageTimings']['onLoad']:.1f} ms"
         fig = views.bytes_by_protocol_figure(e)
         assert not fig.data and "no packets" in fig.layout.annotations[0].text
+        # Connections: started in 1970 (epoch ms from 0.0) with 0 / 0 packets; now from the page's start
+        from datetime import datetime
+
+        p0 = datetime.fromisoformat(page["startedDateTime"].replace("Z", "+00:00")).timestamp()
+        summ = json.loads(_run("summary", str(src), "--json"))
+        want = {c["id"]: round((c["start"] - p0) * 1000, 3) for c in summ["connections"]}
+        rows_c = views.connection_rows(e)
+        assert {r["id"]: r["start_ms"] for r in rows_c} == pytest.approx(want, abs=0.002)
+        assert min(want.values()) >= 0 and all(r["packets"] == r["bytes"] == "–" for r in rows_c)
+        assert views.connections_figure(e).layout.xaxis.title.text == "ms from the page's start (a browser log: no packets)"
     finally:
         st.close()

@@ -442,7 +442,9 @@ def detail_layout(d) -> html.Div:
 
 def connection_rows(entry: Entry) -> list[dict]:
     an: Analysis = entry.analysis
-    t0 = an.index.ts[0] if len(an.index) else 0.0
+    # from the first packet; a browser log opened alone, from its page's start (Analysis.start_time)
+    t0 = an.index.ts[0] if len(an.index) else an.start_time
+    wire = bool(len(an.index)) or not an.exchanges  # (a log alone: packets and bytes unknown, –)
     exs: dict[int, int] = {}
     for e in an.exchanges:
         exs[e.connection] = exs.get(e.connection, 0) + 1
@@ -464,8 +466,8 @@ def connection_rows(entry: Entry) -> list[dict]:
             "resumed": "yes" if t and t.resumed else "",
             "decrypted": ("yes" if (t and t.decrypted) or (q and q.decrypted) else
                           ("no: " + ((t.reason if t else None) or (q.reason if q else None) or "no key")) if (t or q) else ""),
-            "packets": f"{c.stats[0].packets} / {c.stats[1].packets}",
-            "bytes": f"{c.stats[0].bytes} / {c.stats[1].bytes}",
+            "packets": f"{c.stats[0].packets} / {c.stats[1].packets}" if wire else "–",
+            "bytes": f"{c.stats[0].bytes} / {c.stats[1].bytes}" if wire else "–",
             "requests": exs.get(c.id, 0),
             "closed": c.closed or "",
             "notes": len(c.notes),
@@ -490,7 +492,7 @@ def connections_figure(entry: Entry):
     import plotly.graph_objects as go
 
     an: Analysis = entry.analysis
-    t0 = an.index.ts[0] if len(an.index) else 0.0
+    t0 = an.index.ts[0] if len(an.index) else an.start_time  # (a browser log alone: from its page's start)
     conns = [c for c in an.connections if c.protocol != "dns"][:300]
     fig = go.Figure()
     from wirefall.dissectors.registry import over_quic
@@ -514,7 +516,7 @@ def connections_figure(entry: Entry):
                              width=0.6 if k == "connection" else 0.4,
                              hovertemplate=names[k] + ": %{x:.3f} ms from %{base:.3f} ms<extra>%{y}</extra>"))
     fig.update_layout(barmode="overlay", template="plotly_white", height=max(220, 80 + 26 * len(conns)),
-                      margin=dict(l=10, r=10, t=40, b=40), xaxis_title="ms from the first packet",
+                      margin=dict(l=10, r=10, t=40, b=40), xaxis_title=x_title(an),
                       yaxis=dict(autorange="reversed", automargin=True, tickfont=dict(family="monospace", size=10)),
                       legend=dict(orientation="h", y=1.02, yanchor="bottom"), title="Connections and handshakes")
     return fig
@@ -702,11 +704,17 @@ def traffic_figure(entry: Entry):
     return fig
 
 
+def x_title(an: Analysis) -> str:
+    """The time axis' title of a figure of ``an``: from the first packet, or for a browser log
+    opened alone (no packet) from its page's start (``Analysis.start_time``)."""
+    return "ms from the first packet" if len(an.index) else "ms from the page's start (a browser log: no packets)"
+
+
 def in_flight_series(an: Analysis) -> tuple[list[float], list[int]]:
     """Streams (exchanges) in flight over time as a step function: (ms, count) after each
     change.  An exchange is in flight from its first request byte to its last response
     byte."""
-    t0 = an.index.ts[0] if len(an.index) else 0.0
+    t0 = an.index.ts[0] if len(an.index) else an.start_time  # (a browser log alone: from its page's start)
     ev = []
     for e in an.exchanges:
         a = e.request_start if e.request_start is not None else e.response_start
@@ -738,7 +746,7 @@ def in_flight_figure(entry: Entry):
         return _empty_fig("Streams in flight", "no requests")
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(shape="hv", color="#31a354"), fill="tozeroy", name="all"))
     fig.update_layout(title=f"Streams in flight over time (max {max(ys)})", template="plotly_white", height=320,
-                      xaxis_title="ms from the first packet", yaxis_title="requests in flight", margin=dict(l=10, r=10, t=50, b=40))
+                      xaxis_title=x_title(an), yaxis_title="requests in flight", margin=dict(l=10, r=10, t=50, b=40))
     fig.update_yaxes(rangemode="tozero", dtick=max(1, math.ceil(max(ys) / 8)))
     fig.update_xaxes(rangemode="tozero")
     return fig
