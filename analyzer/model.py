@@ -779,6 +779,11 @@ PROTO_NAMES = ["?", "ETH", "IPv4", "IPv6", "TCP", "UDP", "TLS", "HTTP", "HTTP2",
 PROTO_CODE = {n: i for i, n in enumerate(PROTO_NAMES)}
 
 
+# seconds before a browser log's first request or connection within which its page's start is
+# taken as the start of its times (Analysis.start_time): a page said to start at year 1 is not
+LOG_PAGE_START_SLACK = 60.0
+
+
 @dataclass(init=False, eq=False, repr=False)
 class Analysis:
     """The model of one capture (or browser log): its packet index, connections, exchanges and frames."""
@@ -841,17 +846,22 @@ class Analysis:
         """Where relative times start: the first packet; for a browser log (no packets), its
         page's start (a HAR page's ``startedDateTime``) or, before it, its first request's
         start (the DNS lookup, queueing and connect the log gives before the connection),
-        else its first connection's start (0.0 when it has none)."""
+        else its first connection's start (0.0 when it has none).  A page's start is taken only
+        within ``LOG_PAGE_START_SLACK`` before the log's first request or connection: a page said
+        to start at year 1 (or hours before any request) is no start of this load, and would
+        make every time from it ages long."""
         if len(self.index):
             return self.index.ts[0]
         ts = [t for c in self.connections for t in (c.connect_start, c.start) if t]
         b = self.browser
         if isinstance(b, dict):
-            ts += [p["start"] for p in b.get("pages") or () if isinstance(p, dict) and isinstance(p.get("start"), float)]
             for e in self.exchanges:
                 times = e.browser.get("times") if isinstance(e.browser, dict) else None
                 if isinstance(times, dict):
                     ts += [t for t in (times.get("start"), times.get("dns_start")) if isinstance(t, float) and t]
+            first = min(ts, default=None)
+            ts += [p["start"] for p in b.get("pages") or () if isinstance(p, dict) and isinstance(p.get("start"), float)
+                   and (first is None or p["start"] >= first - LOG_PAGE_START_SLACK)]
         return min(ts, default=0.0)
 
     def __getattr__(self, name: str):

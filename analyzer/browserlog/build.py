@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from wirefall.dissectors.registry import over_quic
 
 from ..model import Analysis, Connection, Exchange, PacketIndex, QuicInfo, TlsInfo
+from .har import MAX_SIZE
 from .records import BrowserLog, LogConnection, LogRequest
 
 UNKNOWN_ADDR = ("", 0)
@@ -216,16 +217,17 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
         wire = x.get("_priority_wire", x.get("_priority"))  # (``_priority`` held it until 2026-12-03)
         if isinstance(wire, dict):
             e.priority = wire
-        if isinstance(x.get("_push_parent"), int):
-            e.push_parent = x["_push_parent"]
+        pp = x.get("_push_parent")
+        if isinstance(pp, int) and not isinstance(pp, bool) and 0 <= pp < 1 << 62:  # (the pushing stream's id)
+            e.push_parent = pp
         if isinstance(x.get("_reset"), str):
-            e.reset = x["_reset"]
+            e.reset = x["_reset"][:200]
         hw, hb = x.get("_header_bytes_wire"), x.get("_header_bytes_decoded")
         if isinstance(hw, dict) and isinstance(hb, dict):
             sizes_known = True
             for attr, size in (("request_header_bytes_wire", hw.get("request")), ("response_header_bytes_wire", hw.get("response")),
                             ("request_header_bytes_decoded", hb.get("request")), ("response_header_bytes_decoded", hb.get("response"))):
-                known = isinstance(size, int) and not isinstance(size, bool) and size >= 0
+                known = isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_SIZE
                 setattr(e, attr, size if known else 0)
                 if not known:  # (null: wirefall's HAR of a browser log's exchange, whose sizes it did not know)
                     unknown_sizes.append(attr)

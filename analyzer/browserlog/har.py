@@ -41,6 +41,30 @@ from .records import (BrowserLog, obj, LogConnection, LogRequest, integer, nonne
                       strip_brackets, text)
 
 MAX_ENTRIES = 1_000_000  # limits["browserlog_entries"]
+# the longest phase or page time (ms) taken as a time: 30 days (a value beyond — 1e308, 1e15 —
+# is no time of a page load; laid end to end such values overflowed to infinity)
+MAX_PHASE_MS = 30 * 86_400_000.0
+# the largest byte count taken as a size: 2**53 - 1, exact in every JSON reader (10**400 is
+# valid JSON, and overflowed every float conversion)
+MAX_SIZE = (1 << 53) - 1
+
+
+def phase_ms(v: Any) -> float | None:
+    """A phase's or page time's length in ms: finite, 0 to ``MAX_PHASE_MS``; else None."""
+    f = nonneg(v)
+    return f if f is not None and f <= MAX_PHASE_MS else None
+
+
+def stream_id(v: Any) -> int | None:
+    """A stream id: an integer 0 to 2**62 - 1 (QUIC's largest; HTTP/2's are below 2**31)."""
+    n = integer(v)
+    return n if n is not None and 0 <= n < 1 << 62 else None
+
+
+def size(v: Any) -> int | None:
+    """A byte count: an integer 0 to ``MAX_SIZE`` (HAR's -1, "unknown", and the rest: None)."""
+    n = integer(v)
+    return n if n is not None and 0 <= n <= MAX_SIZE else None
 
 
 def parse_time(v: Any) -> float | None:
@@ -132,7 +156,7 @@ def fill(log: BrowserLog, d: Any, max_entries: int = MAX_ENTRIES) -> None:
                 continue
             start = parse_time(p.get("startedDateTime"))
             pt = obj(p.get("pageTimings"))
-            ocl, ol = nonneg(pt.get("onContentLoad")), nonneg(pt.get("onLoad"))
+            ocl, ol = phase_ms(pt.get("onContentLoad")), phase_ms(pt.get("onLoad"))
             log.pages.append({"id": text(p.get("id"), 200), "title": text(p.get("title"), 500), "start": start,
                               "on_content_load": None if ocl is None or start is None else start + ocl / 1000.0,
                               "on_load": None if ol is None or start is None else start + ol / 1000.0})
@@ -211,7 +235,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     st = integer(resp.get("status"))
     r.status = st if st is not None and 0 < st < 1000 else None
     tm = obj(en.get("timings"))
-    ms = lambda k: nonneg(tm.get(k))
+    ms = lambda k: phase_ms(tm.get(k))
     blocked, dns, connect, ssl = ms("blocked"), ms("dns"), ms("connect"), ms("ssl")
     send, wait, receive = ms("send"), ms("wait"), ms("receive")
     before = sum(x for x in (blocked, dns, connect) if x is not None)
@@ -254,17 +278,10 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     # uncompressed HTTP/1-style reconstruction; Playwright's responses 0), not the wire's
     # compressed header block; kept as the log's (``browser.headers_size``), never as wire bytes
     # (build.exchange: wirefall's own HAR gives those in ``_header_bytes_wire``)
-    hs = integer(req.get("headersSize"))
-    r.request_header_bytes = hs if hs is not None and hs >= 0 else None
-    hs = integer(resp.get("headersSize"))
-    r.response_header_bytes = hs if hs is not None and hs >= 0 else None
-    bs = integer(req.get("bodySize"))
-    r.request_body_bytes = bs if bs is not None and bs >= 0 else None
-    bs = integer(resp.get("bodySize"))
-    r.response_body_bytes = bs if bs is not None and bs >= 0 else None
+    r.request_header_bytes, r.response_header_bytes = size(req.get("headersSize")), size(resp.get("headersSize"))
+    r.request_body_bytes, r.response_body_bytes = size(req.get("bodySize")), size(resp.get("bodySize"))
     content = obj(resp.get("content"))
-    cs = integer(content.get("size"))
-    r.response_body_decoded_bytes = cs if cs is not None and cs >= 0 else None
+    r.response_body_decoded_bytes = size(content.get("size"))
     mt = text(content.get("mimeType"), 200)
     r.content_type = mt.split(";")[0].strip() or None if mt else None
     pr = en.get("_priority")
@@ -304,13 +321,11 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     if wirefall:
         r.extra = {k: en[k] for k in ("_exchange", "_connection", "_stream_id", "_pushed", "_push_parent", "_priority", "_priority_wire",
                                       "_header_bytes_wire", "_header_bytes_decoded", "_reset") if k in en}
-        sid = integer(en.get("_stream_id"))
-        r.stream_id = sid
+        r.stream_id = stream_id(en.get("_stream_id"))
         r.pushed = en.get("_pushed") is True
         r.priority = None
     else:
-        sid = integer(en.get("_http2_stream_id")) if en.get("_http2_stream_id") not in (None, 0, "0") else None
-        r.stream_id = sid
+        r.stream_id = stream_id(en.get("_http2_stream_id")) or None  # (0: none)
     transport = "udp" if over_quic(r.protocol) else "tcp"
     if ck is not None and r.sent:
         c = log.connections.get(ck)

@@ -112,10 +112,14 @@ def obj(v: Any) -> dict:
 
 
 def num(v: Any) -> float | None:
-    """A finite number, or None (bools, strings, NaN and infinities are not times)."""
+    """A finite number, or None (bools, strings, NaN and infinities are not times, nor is an
+    integer too large for a float: JSON's 10**400)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
     return f if math.isfinite(f) else None
 
 
