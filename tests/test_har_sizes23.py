@@ -155,3 +155,30 @@ def test_web_statistics_of_a_log_alone_say_unknown_and_count_from_the_page_start
         assert views.connections_figure(e).layout.xaxis.title.text == "ms from the page's start (a browser log: no packets)"
     finally:
         st.close()
+
+
+def test_a_hars_blocked_minus_one_is_no_queueing_not_zero():
+    """HAR 1.2's timings.blocked -1 means "does not apply": the browser-log phases read "blocked
+    (queued) 0.000 ms" (requests --detail, the TUI's and the web app's browser section) and
+    requests --json browser.phases.blocked 0.0.  Now null where the HAR says -1 and its own times
+    leave no gap; a NetLog's queueing (its own times) keeps its 0."""
+    src = shared(WPT)
+    _page, entries = _page1(src)
+    got = json.loads(_run("requests", "--json", str(src)))
+    got = got if isinstance(got, list) else got["requests"]
+    by_url = {}
+    for r in got:
+        by_url.setdefault(r["url"], []).append(r)
+    checked = 0
+    for en in entries:
+        if en["timings"].get("blocked", -1) != -1:
+            continue
+        r = by_url[en["request"]["url"]].pop(0)
+        t = r["browser"]["times"]
+        first = next(x for x in (t["dns_start"], t["connect_start"], t["send_start"]) if x is not None)
+        if first == t["start"]:
+            assert r["browser"]["phases"]["blocked"] is None, (en["request"]["url"], r["browser"]["phases"])
+            checked += 1
+    assert checked >= 10
+    detail = _run("requests", str(src), "--detail", "4")
+    assert "blocked (queued)" not in detail

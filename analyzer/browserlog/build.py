@@ -46,7 +46,10 @@ def phases(r: LogRequest) -> dict[str, float | None]:
     row phases are: a response that began before the request's end cuts the send there
     and leaves no wait (0)."""
     first = next((t for t in (r.dns_start, r.connect_start, r.send_start) if t is not None), None)
-    spans: list[list] = [["blocked", r.start, first]] if r.start is not None and first is not None else []
+    # queueing: from the request's start to its first moment; none (None, not 0) where a HAR
+    # says -1 ("does not apply") and leaves no gap
+    queued = r.start is not None and first is not None and (first > r.start or not r.blocked_unknown)
+    spans: list[list] = [["blocked", r.start, first]] if queued else []
     out: dict[str, float | None] = dict.fromkeys(PHASE_NAMES)
     for name, a, b in _SPANS:
         ta, tb = getattr(r, a), getattr(r, b)

@@ -152,14 +152,18 @@ def field_sources(e: Exchange) -> list[FieldRow]:
 
 
 def log_label(e: Exchange) -> str:
-    """``NetLog page-h2.netlog.json.gz, request 17`` — which log spoke of ``e``."""
+    """``NetLog page-h2.netlog.json.gz, request 17`` (the NetLog's source id) or ``HAR
+    pw-h2.har.gz, entries[0]`` (the entry's place in the HAR's ``log.entries``: a 0-based
+    index read as "request 0" above the waterfall's request 1) — which log spoke of ``e``."""
     b = e.browser if isinstance(e.browser, dict) else {}
     import os
 
     f = b.get("file")
     name = os.path.basename(f) if isinstance(f, str) else ""
-    return f"{KIND_LABELS.get(str(b.get('source')), str(b.get('source') or 'browser log'))} {name}".strip() + (
-        f", request {b['id']}" if b.get("id") is not None else "")
+    where = ""
+    if b.get("id") is not None:
+        where = f", entries[{b['id']}]" if b.get("source") == "har" else f", request {b['id']}"
+    return f"{KIND_LABELS.get(str(b.get('source')), str(b.get('source') or 'browser log'))} {name}".strip() + where
 
 
 # -- text, only when shown ---------------------------------------------------------------

@@ -246,6 +246,8 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     t = start
     if blocked is not None:
         t += blocked / 1000.0
+    else:
+        r.blocked_unknown = True
     if dns is not None:
         r.dns_start, t = t, t + dns / 1000.0
         r.dns_end = t

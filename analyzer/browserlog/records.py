@@ -58,6 +58,7 @@ class LogRequest:
     stream_id: int | None = None
     sent: bool = True  # reached the network (False: served from a cache, failed before sending)
     start: float | None = None  # the browser's request start (queued)
+    blocked_unknown: bool = False  # a HAR's timings.blocked -1 (or none): queueing "does not apply" (NetLog, qlog: from their times)
     dns_start: float | None = None
     dns_end: float | None = None
     connect_start: float | None = None
