@@ -128,11 +128,13 @@ class ConnectionCompleteness:
     budgets: list[str] = field(default_factory=list)
     cut_short: int = 0  # frames / heads the capture ends inside
     protocol: str | None = None  # the connection's (``Connection.protocol``: "quic", "h2" …), for the headline's words
+    response_status_unknown: int = 0  # of ``unknown_status``, those whose response came (its status not in the capture)
 
     def __init__(self, id: int, requests: int = 0, joined_midway: bool = False, unknown_requests: int = 0, unknown_url: int = 0,
                  unknown_method: int = 0, unknown_status: int = 0, unknown_headers: int = 0, unknown_body: int = 0,
                  unknown_authority: int = 0, bytes_lost: int = 0, gaps: int = 0, not_decrypted: str | None = None,
-                 budgets: list[str] = FACTORY, cut_short: int = 0, protocol: str | None = None) -> None:
+                 budgets: list[str] = FACTORY, cut_short: int = 0, protocol: str | None = None,
+                 response_status_unknown: int = 0) -> None:
         self.id = id
         self.requests = requests
         self.joined_midway = joined_midway
@@ -149,6 +151,7 @@ class ConnectionCompleteness:
         self.budgets = [] if budgets is FACTORY else budgets
         self.cut_short = cut_short
         self.protocol = protocol
+        self.response_status_unknown = response_status_unknown
 
     @property
     def complete(self) -> bool:
@@ -187,13 +190,14 @@ class Completeness:
     unknown_background: int = 0  # of the requests with an unknown field, those that are background traffic (not the page's)
     background_connections: list[int] = field(default_factory=list)  # connections with something missing that are not the page's
     page_requests: int = 0  # requests of the page (not background traffic)
+    response_status_unknown: int = 0  # of ``unknown_status``, those whose response came (its status not in the capture)
 
     def __init__(self, complete: bool, connections: int, requests: int, joined_midway: list[int], requests_on_joined: int,
                  requests_unknown: int, unknown_url: int, unknown_method: int, unknown_status: int, unknown_headers: int,
                  bytes_lost: int, gaps: int, not_decrypted: dict[int, str], budgets_hit: dict[str, list[int]], warnings: list[str],
                  issues: list[Issue], per_connection: dict[int, ConnectionCompleteness], unknown_exchanges: dict[int, list[str]] = FACTORY,
                  unknown_body: int = 0, cut_short: int = 0, unknown_authority: int = 0, unknown_background: int = 0,
-                 background_connections: list[int] = FACTORY, page_requests: int = 0) -> None:
+                 background_connections: list[int] = FACTORY, page_requests: int = 0, response_status_unknown: int = 0) -> None:
         self.complete = complete
         self.connections = connections
         self.requests = requests
@@ -218,6 +222,7 @@ class Completeness:
         self.unknown_background = unknown_background
         self.background_connections = [] if background_connections is FACTORY else background_connections
         self.page_requests = page_requests
+        self.response_status_unknown = response_status_unknown
 
     @property
     def summary(self) -> str:
@@ -352,6 +357,7 @@ def _compute(an: Analysis) -> Completeness:
     reqs_by_conn: dict[int, int] = {}
     unknown_ex: dict[int, list[str]] = {}
     tot = dict(url=0, method=0, status=0, headers=0, body=0, authority=0)
+    resp_unknown = 0  # responses that came whose status is unknown
     ex_by_conn: dict[int, list[int]] = {}
     for e in an.exchanges:
         reqs_by_conn[e.connection] = reqs_by_conn.get(e.connection, 0) + 1
@@ -365,6 +371,9 @@ def _compute(an: Analysis) -> Completeness:
         for k in u:
             tot[k] += 1
             setattr(cc, "unknown_" + k, getattr(cc, "unknown_" + k) + 1)
+        if e.status is None and e.response_start is not None and "status" in u:
+            cc.response_status_unknown += 1
+            resp_unknown += 1
     issues: list[Issue] = []
     joined: list[int] = []
     not_dec: dict[int, str] = {}
@@ -482,7 +491,7 @@ def _compute(an: Analysis) -> Completeness:
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
         per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"],
         cut_short=cut, unknown_authority=tot["authority"], unknown_background=unknown_bg, background_connections=sorted(bg_conns),
-        page_requests=page_reqs)
+        page_requests=page_reqs, response_status_unknown=resp_unknown)
 
 
 def _background(an: Analysis, cid: int, cc: ConnectionCompleteness, ids: list[int] | None, bg: dict[int, str]) -> bool:
@@ -549,10 +558,11 @@ class _Side:
     """The counts one side of the headline states (the page's, or background traffic's)."""
 
     __slots__ = ("joined", "joined_idle", "joined_protos", "unknown_url", "unknown", "unknown_authority", "unknown_background",
-                 "unknown_body", "bytes_lost", "cut_short", "not_decrypted", "budgets", "warnings", "no_packets")
+                 "unknown_status", "unknown_body", "bytes_lost", "cut_short", "not_decrypted", "budgets", "warnings", "no_packets")
 
     def __init__(self) -> None:
         self.joined = self.joined_idle = self.unknown_url = self.unknown = self.unknown_authority = 0
+        self.unknown_status = 0
         self.unknown_background = self.unknown_body = self.bytes_lost = self.cut_short = self.not_decrypted = 0
         self.budgets = self.warnings = 0
         self.joined_protos: set[str] = set()
@@ -579,6 +589,8 @@ class _Side:
                 notes.append("background traffic, not the page's" if self.unknown_background >= self.unknown
                              else f"{self.unknown_background} of them background traffic")
             parts.append(f"{_pl(other, 'request')} with unknown fields" + (f" ({'; '.join(notes)})" if notes else ""))
+        if self.unknown_status:  # (responses that came, among the requests above: a blank status reads as "no response")
+            parts.append(f"{_pl(self.unknown_status, 'response')} with unknown status")
         if self.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
             parts.append(f"{_pl(self.unknown_body, 'body size')} only a lower bound")
         if self.bytes_lost:
@@ -604,6 +616,7 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
     bgc = set(c.background_connections)
     page.joined = len(c.joined_midway)
     page.unknown_url, page.unknown, page.unknown_authority = c.unknown_url, c.requests_unknown, c.unknown_authority
+    page.unknown_status = c.response_status_unknown
     page.unknown_background, page.unknown_body = c.unknown_background, c.unknown_body
     page.bytes_lost, page.cut_short, page.not_decrypted = c.bytes_lost, c.cut_short, len(c.not_decrypted)
     page.warnings = len(c.warnings)
@@ -621,6 +634,7 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
         bg.unknown_url += cc.unknown_url
         bg.unknown += cc.unknown_requests
         bg.unknown_authority += cc.unknown_authority
+        bg.unknown_status += cc.response_status_unknown
         bg.unknown_body += cc.unknown_body
         bg.bytes_lost += cc.bytes_lost
         bg.cut_short += cc.cut_short
@@ -629,6 +643,7 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
     page.unknown_url -= bg.unknown_url
     page.unknown -= bg.unknown
     page.unknown_authority -= bg.unknown_authority
+    page.unknown_status -= bg.unknown_status
     page.unknown_background = max(page.unknown_background - bg.unknown, 0)
     page.unknown_body -= bg.unknown_body
     page.bytes_lost -= bg.bytes_lost
@@ -678,7 +693,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "requests_unknown_background": c.unknown_background,
         "background_connections": list(c.background_connections),
         "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers,
-                    "body": c.unknown_body, "authority": c.unknown_authority},
+                    "body": c.unknown_body, "authority": c.unknown_authority, "response_status": c.response_status_unknown},
         "bytes_lost": c.bytes_lost,
         "gaps": c.gaps,
         "not_decrypted": {str(k): v for k, v in c.not_decrypted.items()},
@@ -690,7 +705,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
              "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,
-                         "body": p.unknown_body, "authority": p.unknown_authority},
+                         "body": p.unknown_body, "authority": p.unknown_authority, "response_status": p.response_status_unknown},
              "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets),
              "cut_short": p.cut_short}
             for p in c.per_connection.values()

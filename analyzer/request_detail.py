@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from .model import Analysis, Connection, Exchange, Frame
 
+UNKNOWN = "<unknown>"  # what the capture does not give (analyzer.completeness.UNKNOWN)
+
 if TYPE_CHECKING:  # (imported lazily at run time: the body and waterfall modules cost start-up)
     from .body import BodyView
     from .browserlog.comparison import FieldRow, PhaseRow
@@ -175,6 +177,12 @@ class RequestDetail:
     bodies: list[Body] = field(default_factory=list)  # request (if it has one) then response; empty when not asked for
     browser: BrowserLog | None = None
     unknown: list[str] = field(default_factory=list)  # completeness.unknown_fields: url, method, status, headers
+    responded: bool = False  # a response was seen (its status may still be unknown: a QPACK entry the capture lacks)
+
+    @property
+    def status_text(self) -> str:
+        """The status as the views print it (``status_cell``), "no response" where none came."""
+        return status_cell(self.status, self.reset, self.responded) or "no response"
 
     @property
     def title_method(self) -> str:
@@ -305,6 +313,18 @@ def body_lower_bound(e: Exchange, direction: int) -> bool:
     return src.get("request_body_bytes" if direction == 0 else "response_body_bytes") == "lower_bound"
 
 
+def status_cell(status: int | None, reset: str | None, responded: bool) -> str:
+    """A response status as the tables print it: the code; "RST" for a stream reset before
+    one; ``<unknown>`` where a response came but its status is not in the capture (a QPACK
+    or HPACK entry inserted before it: never a blank, which reads as "no response"); "" where
+    no response came."""
+    if status is not None:
+        return str(status)
+    if reset:
+        return "RST"
+    return UNKNOWN if responded else ""
+
+
 def size_text(n: int, lower_bound: bool) -> str:
     """A body size as the views print it: "≥ N" when only a lower bound."""
     return f"≥{n}" if lower_bound else str(n)
@@ -342,4 +362,5 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
                     body_lower_bound(e, 0), body_lower_bound(e, 1)),
         markers=list(row.markers) if row is not None else [],
         frames=frames, packets=sorted({f.packet for f in frames}),
-        bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c), unknown=unknown_fields(e))
+        bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c), unknown=unknown_fields(e),
+        responded=e.response_start is not None)

@@ -1772,7 +1772,8 @@ def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, list], stalls, lo
 def _hover(r: Row, e: Exchange, c: Connection | None) -> list[str]:
     lines = [f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip()]
     lines.append(f"{r.badge} · connection {r.connection} ({r.connection_label})" + (f" · stream {r.stream_id}" if r.stream_id is not None else ""))
-    st = f"status {r.status}" if r.status is not None else ("reset " + e.reset if e.reset else "no response")
+    st = (f"status {r.status}" if r.status is not None else "reset " + e.reset if e.reset else
+          f"status {UNKNOWN_VALUE}" if e.response_start is not None else "no response")
     lines.append(f"{st} · {r.content_type or r.content_class}" + (f" · {e.content_encoding}" if e.content_encoding else ""))
     s = r.sizes
     low = "≥" if (e.sources or {}).get("response_body_bytes") == "lower_bound" else ""  # (analyzer.completeness)

@@ -171,6 +171,33 @@ def test_completeness_counts_what_is_unknown_and_says_joined_midway(late):
         assert "joined mid-way" in comment
 
 
+def test_a_response_whose_status_the_capture_lacks_reads_unknown_never_blank(late):
+    """The six 202 beacons (NetLog: answered, ``:status: 202`` from the QPACK dynamic table):
+    every view prints ``<unknown>`` for their status — a blank read as "no response" next to a
+    46 ms TTFB — and the headline names them; a request without a response stays blank."""
+    from wirefall.analyzer import completeness as C
+    from wirefall.analyzer.request_detail import request_detail, status_cell
+    from wirefall.analyzer.waterfall import build
+    from wirefall.ui.figures_marks import mark
+    from wirefall.ui.web.views import row_status_bucket
+
+    an, _truth, inside, _ = late
+    rows = {_key(an, e): e for e in an.exchanges}
+    answered = {(r["client"], r["stream"]) for r in inside if r["status"] == 202 and rows[(r["client"], r["stream"])].status is None}
+    hidden = [e for e in an.exchanges if e.status is None and e.response_start is not None]
+    assert {_key(an, e) for e in hidden} == answered and len(answered) == 6
+    c = C.compute(an)
+    assert c.response_status_unknown == 6 and C.to_dict(c)["unknown"]["response_status"] == 6
+    assert "6 responses with unknown status" in C.headline(an)
+    wf = build(an)
+    by_id = {r.exchange: r for r in wf.rows}
+    for e in hidden:
+        assert status_cell(e.status, e.reset, True) == UNKNOWN
+        assert request_detail(an, e, bodies=False).status_text == UNKNOWN
+        assert "status <unknown>" in mark(by_id[e.id]) and row_status_bucket(by_id[e.id]) == "unknown"
+    assert status_cell(None, None, False) == "" and status_cell(None, "CANCEL", False) == "RST" and status_cell(204, None, True) == "204"
+
+
 def test_the_html_marker_is_on_the_document(late):
     from wirefall.analyzer import waterfall
 

@@ -53,7 +53,8 @@ def no_response(r) -> bool:
 def mark(r) -> str:
     """A row's mark in the label column (plain text, "" for a GET answered 200 by the page):
     ``bg`` for background traffic, the method when not GET, the status when not 200, ``no
-    response`` when the capture holds none."""
+    response`` when the capture holds none, ``status <unknown>`` when it holds a response whose
+    status it does not give."""
     parts = []
     if r.background:
         parts.append("bg")
@@ -63,6 +64,8 @@ def mark(r) -> str:
         parts.append("no response")
     elif r.status is not None and r.status != 200:
         parts.append(str(r.status))
+    elif r.status is None and not r.pushed:  # a response came, its status not in the capture (a QPACK entry before it)
+        parts.append("status <unknown>")
     return " ".join(parts)
 
 

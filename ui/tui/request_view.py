@@ -79,7 +79,7 @@ def detail_text(d) -> Text:
 
     P = printable  # every captured string below: escapes, never raw control characters
     t.append(P(f"{d.method or ''} {d.url or ''}") + "\n", style="bold")
-    t.append(P(f"{d.protocol}  status {d.status if d.status is not None else '-'}  connection {d.connection}"
+    t.append(P(f"{d.protocol}  status {d.status_text}  connection {d.connection}"
                + (f" ({c.label})" if c else "") + (f"  stream {d.stream_id}" if d.stream_id is not None else "")
                + ("  pushed" if d.pushed else "") + (f"  reset {d.reset}" if d.reset else "")) + "\n")
     if d.error:

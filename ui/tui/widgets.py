@@ -1029,7 +1029,11 @@ class WaterfallView(LineList):
         host…path as the figures elide it (ui/waterfall_layout.py), then badge and status."""
         from wirefall.ui.waterfall_layout import glyphs, short_url
 
-        st = str(r.status) if r.status is not None else "-"
+        from wirefall.ui.figures_marks import no_response
+
+        # (the status; "<?>" where a response came whose status the capture does not give — a
+        # QPACK entry inserted before it —, "-" where none came)
+        st = str(r.status) if r.status is not None else "-" if r.pushed or no_response(r) else "<?>"
         g = self.glyph.get(r.exchange) if self.group_by else None
         meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
         if r.background:  # (as the figures' "bg" mark: not the page's; the label is dimmed too)

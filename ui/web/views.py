@@ -23,11 +23,12 @@ from wirefall.analyzer.request_detail import size_text
 from wirefall.analyzer.safetext import html_text, printable
 from wirefall.analyzer.waterfall import Waterfall
 from wirefall.ui import waterfall_layout as L
+from wirefall.ui.figures_marks import no_response
 from wirefall.ui.waterfall_layout import LABEL_CHARS
 
 from .state import Entry
 
-STATUS_BUCKETS = ("1xx", "2xx", "3xx", "4xx", "5xx", "none")
+STATUS_BUCKETS = ("1xx", "2xx", "3xx", "4xx", "5xx", "unknown", "none")
 EXPORT_FORMATS = ("png", "svg", "html", "har", "json", "qlog")  # (qlog: the capture's QUIC connections, for qvis)
 MAX_FRAMES_SHOWN = 400
 MAX_HEX_BYTES = 65535
@@ -98,13 +99,16 @@ def _filter_options(entry: Entry) -> dict[str, list[dict]]:
     protos = sorted({r.protocol for r in wf.rows})
     conns = sorted({r.connection for r in wf.rows})
     classes = sorted({r.content_class for r in wf.rows})
-    buckets = sorted({status_bucket(r.status) for r in wf.rows}, key=STATUS_BUCKETS.index)
+    buckets = sorted({row_status_bucket(r) for r in wf.rows}, key=STATUS_BUCKETS.index)
     return {
         "protocol": [{"label": p, "value": p} for p in protos],
         "connection": [{"label": f"{c}: {wf.connections.get(c, '')}", "value": c} for c in conns],
         "content": [{"label": c, "value": c} for c in classes],
-        "status": [{"label": b if b != "none" else "no response", "value": b} for b in buckets],
+        "status": [{"label": STATUS_BUCKET_LABELS.get(b, b), "value": b} for b in buckets],
     }
+
+
+STATUS_BUCKET_LABELS = {"none": "no response", "unknown": "status <unknown>"}
 
 
 def status_bucket(status: int | None) -> str:
@@ -112,6 +116,14 @@ def status_bucket(status: int | None) -> str:
         return "none"
     b = f"{status // 100}xx"
     return b if b in STATUS_BUCKETS else "none"
+
+
+def row_status_bucket(r) -> str:
+    """A row's status filter bucket: its status class, ``unknown`` where a response came whose
+    status the capture does not give (a QPACK entry inserted before it), ``none`` where none came."""
+    if r.status is None and not r.pushed and not no_response(r):
+        return "unknown"
+    return status_bucket(r.status)
 
 
 @dataclasses.dataclass
@@ -156,7 +168,7 @@ def _filtered_view(entry: Entry, protocols, connections, contents, statuses, exp
     if contents:
         rows = [r for r in rows if r.content_class in contents]
     if statuses:
-        rows = [r for r in rows if status_bucket(r.status) in statuses]
+        rows = [r for r in rows if row_status_bucket(r) in statuses]
     err, col = None, None
     if expr:
         try:
@@ -361,7 +373,7 @@ def detail_layout(d) -> html.Div:
     s = d.sizes
     title = printable(f"{d.title_method} {d.url or ''}".strip())
     facts: list[tuple[str, Any]] = [
-        ("status", d.status if d.status is not None else ("reset " + d.reset if d.reset else "no response")),
+        ("status", d.status if d.status is not None else ("reset " + d.reset if d.reset else d.status_text)),
         ("protocol", d.protocol),
         ("connection", f"{d.connection} ({c.label})" if c else d.connection),
         ("stream", d.stream_id),
