@@ -297,8 +297,15 @@ def page_figures(an: Analysis, page: Page | None = None,
     web = {e.connection for e in page_exs}
     bg_only = {e.connection for e in bg_exs} - web
     conns = [c for c in an.connections if c.id in web]
-    bgc = [c for c in an.connections if c.id in bg_only]
-    idle = [c for c in an.connections if c.id not in web and c.id not in bg_only and c.protocol not in (None, "dns")]
+    # a connection without a request that the completeness calls background traffic (a QUIC
+    # keep-alive the capture joined mid-way, decrypted, no request stream byte: every other
+    # command says "background traffic (not the page's)") is background here too, not the page's unused one
+    from .completeness import compute as completeness
+
+    bg_quiet = set(completeness(an).background_connections) - web
+    bgc = [c for c in an.connections if c.id in bg_only or c.id in bg_quiet]
+    idle = [c for c in an.connections if c.id not in web and c.id not in bg_only and c.id not in bg_quiet
+            and c.protocol not in (None, "dns")]
     blk = Block(name="page")
     _times(blk, page_exs, _page_t0(an, page))  # (the definition of `stats`' capture block, on the same requests)
     # the page's requests' sums, in one pass (every one an integer)
