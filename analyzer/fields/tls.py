@@ -272,6 +272,32 @@ def _alert(i: int, codes: dict):
     return fn
 
 
+def _tls13(fr, ctx) -> bool:
+    """The record is on a connection whose ServerHello selected TLS 1.3 (tshark's session
+    version: a connection joined mid-way has none)."""
+    if ctx is None:
+        return False
+    got = ctx.cache.get("tls13_conns")
+    if got is None:
+        got = ctx.cache["tls13_conns"] = {c.id for c in ctx.an.connections
+                                          if c.tls is not None and c.tls.version == "TLS 1.3" and c.tls.server_hello_time is not None}
+    return fr.connection in got
+
+
+def _opaque(fr, ctx) -> bool:
+    """A TLS 1.3 protected record (outer type 23): tshark names its outer type opaque_type."""
+    f = fr.fields or {}
+    return bool(f.get("encrypted")) and f.get("version") != "SSL 2.0" and _tls13(fr, ctx)
+
+
+def _content_type(fr, ctx):
+    """The outer type; on a TLS 1.3 protected record the inner type once decrypted, else none."""
+    c = CONTENT_CODES.get(fr.type)
+    if c is None or (not (fr.fields or {}).get("decrypted") and _opaque(fr, ctx)):
+        return []
+    return [c]
+
+
 def _is_app_data(fr) -> bool:
     return _is_record(fr) and fr.type == "APPLICATION_DATA"
 
@@ -291,9 +317,13 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
                     Field("tls", PROTO_OPAQUE, _tls_present, "a TLS record or handshake message ends (or a record spanning segments begins)",
                           frame=lambda fr: [True] if _is_tls(fr) else []), [
     label("tls.record", _is_record, lambda fr, ctx: True, "a TLS record (over TCP)"),
-    F("tls.record.content_type", UINT, _is_record, lambda fr, ctx: [c] if (c := CONTENT_CODES.get(fr.type)) is not None else [],
-      "record content type (20 CCS, 21 alert, 22 handshake, 23 application data); the inner type once decrypted",
-      names=CONTENT_CODES),
+    F("tls.record.content_type", UINT, _is_record, _content_type,
+      "record content type (20 CCS, 21 alert, 22 handshake, 23 application data); on a TLS 1.3 protected record the inner "
+      "type once decrypted, absent if not (see opaque_type)", names=CONTENT_CODES,
+      note="`frames -Y` cannot tell a TLS 1.3 record (no connection there): it reads the outer type"),
+    F("tls.record.opaque_type", UINT, _is_record, lambda fr, ctx: [23] if _opaque(fr, ctx) else [],
+      "a TLS 1.3 protected record's outer type (23), decrypted or not", names=CONTENT_CODES,
+      note="`frames -Y` cannot tell a TLS 1.3 record (no connection there): absent"),
     F("tls.record.version", UINT, _is_record, _version, "record-layer version (0x0301 TLS 1.0 … 0x0303)"),
     F("tls.record.length", UINT, _is_record, lambda fr, ctx: [fr.length], "record length"),
     label("tls.alert_message", _is_alert, lambda fr, ctx: True, "an alert record (tshark's \"Encrypted Alert\" too: level and "

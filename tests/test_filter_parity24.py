@@ -1,0 +1,163 @@
+"""Display filters against tshark 4.0, the review-24 findings: for each, the packets wirefall's
+``filter_packets`` (``packets -Y``) selects are the packets tshark's ``-Y`` selects, on real
+captures (one tshark pass per capture, a Lua tap per expression: tests/tshark_filters.lua).
+Captures the findings need that no sample has (a TCP handshake with its SYN-ACK lost, a SYN
+that arrives after its ACK) are made from a real capture's packets by
+``scripts/hostile/tcp_handshake_cuts.py`` at test time."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from wirefall.analyzer.capture import PacketSource
+from wirefall.analyzer.filter import filter_packets
+from wirefall.analyzer.pipeline import analyze
+
+ROOT = Path(__file__).resolve().parents[1]
+S = ROOT / "sample_captures"
+SHARED = ROOT.parent / "shared" / "captures"
+LUA = Path(__file__).with_name("tshark_filters.lua")
+
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+
+_TMP = Path(tempfile.mkdtemp(prefix="wirefall-parity24-"))
+
+
+def _cleanup() -> None:
+    shutil.rmtree(_TMP, ignore_errors=True)
+
+
+import atexit  # noqa: E402
+
+atexit.register(_cleanup)
+
+
+def _made(name: str) -> Path:
+    """A capture made by scripts/hostile/tcp_handshake_cuts.py from http/http1-nginx.pcap."""
+    out = _TMP / f"{name}.pcap"
+    if not out.exists():
+        sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
+        import tcp_handshake_cuts
+
+        out.write_bytes(tcp_handshake_cuts.build(name, (S / "http" / "http1-nginx.pcap").read_bytes()))
+    return out
+
+
+def _capture(name: str) -> tuple[Path, Path | None, list[str]]:
+    """(capture, key log, extra tshark arguments) of a capture by name."""
+    extra: list[str] = []
+    if name.startswith("made:"):
+        return _made(name[5:]), None, extra
+    if name == "amazon":
+        src = SHARED / "pageload-amazon"
+        if not (src / "amazon1.cap.gz").exists():
+            pytest.skip("../shared/captures/pageload-amazon is not present")
+        import gzip
+
+        cap, keys = _TMP / "amazon1.cap", _TMP / "amazon1.keys"
+        if not cap.exists():
+            cap.write_bytes(gzip.decompress((src / "amazon1.cap.gz").read_bytes()))
+            keys.write_bytes(gzip.decompress((src / "amazon1.key_log.txt.gz").read_bytes()))
+        return cap, keys, extra
+    nokeys = name.endswith("#nokeys")
+    cap = S / name.removesuffix("#nokeys")
+    keys = None if nokeys else cap.with_suffix(".keys")
+    if cap.name == "spdy3-plain.pcap":
+        extra = ["-d", "tcp.port==18330,spdy"]
+    return cap, keys if keys is not None and keys.exists() else None, extra
+
+
+@cache
+def _analysis(name: str):
+    cap, keys, _ = _capture(name)
+    return analyze(str(cap), keylogs=[str(keys)] if keys else [])
+
+
+def _tshark(name: str, exprs: list[str]) -> dict[str, list[int] | str]:
+    cap, keys, extra = _capture(name)
+    with tempfile.TemporaryDirectory() as d:
+        flt, out = Path(d) / "filters.txt", Path(d) / "out.txt"
+        flt.write_text("\n".join(exprs) + "\n")
+        cmd = ["tshark", "-n", "-q", "-r", str(cap), "-X", f"lua_script:{LUA}", *extra]
+        if keys:
+            cmd += ["-o", f"tls.keylog_file:{keys}"]
+        subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True,
+                       env={**os.environ, "WF_FILTERS": str(flt), "WF_OUT": str(out)})
+        res: dict[str, list[int] | str] = {e: [] for e in exprs}
+        for line in out.read_text().splitlines():
+            i, _, rest = line.partition(" ")
+            e = exprs[int(i) - 1]
+            if rest.startswith("ERROR"):
+                res[e] = rest
+            else:
+                res[e].append(int(rest))  # type: ignore[union-attr]
+    return res
+
+
+def _wirefall(name: str, expr: str) -> list[int]:
+    cap, _, _ = _capture(name)
+    src = PacketSource(str(cap))
+    try:
+        return list(filter_packets(_analysis(name), src, expr))
+    finally:
+        src.close()
+
+
+def _compare(name: str, cases: list[tuple[str, bool]]) -> None:
+    """Each (expression, must select something in tshark) selects tshark's packets."""
+    exprs = [e for e, _ in cases]
+    theirs = _tshark(name, exprs)
+    wrong = []
+    for e, nonempty in cases:
+        t = theirs[e]
+        assert not isinstance(t, str), f"{name}: tshark rejects {e!r}: {t}"
+        if nonempty:
+            assert t, f"{name}: {e!r} selects nothing in tshark: the comparison would prove little"
+        mine = _wirefall(name, e)
+        if mine != sorted(t):
+            wrong.append(f"{e!r}: tshark {len(t)}, wirefall {len(mine)}; only wirefall {sorted(set(mine) - set(t))[:10]}, "
+                         f"only tshark {sorted(set(t) - set(mine))[:10]}")
+    assert not wrong, f"{name}: {len(wrong)} of {len(cases)} filters disagree with tshark:\n" + "\n".join(wrong)
+
+
+# ---------------------------------------------------------------- the findings, capture by capture
+# (expression, True where tshark must select at least one packet there)
+
+CASES: dict[str, list[tuple[str, bool]]] = {
+    # A1: a TLS 1.3 protected record has opaque_type 23; content_type is its inner type once decrypted
+    "tls/tls13_aes128gcm.pcap": [
+        ("tls.record.content_type == 23", True),
+        ("tls.record.opaque_type == 23", True),
+        ("tls.record.opaque_type && tls.record.content_type", True),
+        ("tls.record.content_type == 22", True),
+        ("tls.record.content_type == 23 && tls.record.opaque_type == 23", True),
+    ],
+    "tls/tls13_aes128gcm.pcap#nokeys": [
+        ("tls.record.content_type == 23", False),
+        ("tls.record.opaque_type == 23", True),
+        ("tls.record.content_type", True),
+        ("tls.record.opaque_type && tls.record.content_type", True),
+    ],
+    "tls/tls12_aes128gcm.pcap#nokeys": [  # (no keys here: TLS 1.2's outer type stays content_type)
+        ("tls.record.content_type == 23", True),
+        ("tls.record.opaque_type", False),
+    ],
+    "tls/tls13_hrr.pcap#nokeys": [
+        ("tls.record.content_type == 23", False),
+        ("tls.record.opaque_type", True),
+        ("tls.record.content_type", True),
+    ],
+}
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", list(CASES))
+def test_filters_select_what_tshark_selects(name):
+    _compare(name, CASES[name])
