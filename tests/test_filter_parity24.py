@@ -154,7 +154,43 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("tls.record.opaque_type", True),
         ("tls.record.content_type", True),
     ],
+    # A2: tcp.window_size is the Info column's Win= (tshark's): scaled per direction once its SYN's scale is known
+    "made:drop-synack": [
+        ("tcp.stream == 0 && tcp.window_size < 1000", True),
+        ("tcp.window_size == 65536", True),
+        ("tcp.window_size > 60000", True),
+        ("tcp.window_size == tcp.window_size_value", True),
+    ],
+    "made:swap-syn": [
+        ("tcp.stream == 1 && tcp.window_size == 65536", True),
+        ("tcp.window_size < 1000", True),
+        ("tcp.window_size == tcp.window_size_value", True),
+    ],
+    "http/http1-nginx.pcap": [
+        ("tcp.window_size < 1000", False),
+        ("tcp.window_size == 65536", True),
+    ],
 }
+
+
+@pytest.mark.parametrize("name", ["made:drop-synack", "made:swap-syn", "http/http1-nginx.pcap"])
+def test_window_size_is_the_info_columns_win(name):
+    from wirefall.analyzer.fields.packet import PacketContext, PacketView
+    from wirefall.analyzer.fields import lookup
+    from wirefall.analyzer.packet_record import packet_record
+
+    an = _analysis(name)
+    cap, _, _ = _capture(name)
+    src = PacketSource(str(cap))
+    try:
+        ctx = PacketContext(an, src)
+        get = lookup("tcp.window_size").get  # type: ignore[union-attr]
+        for n in range(1, an.packets + 1):
+            info = packet_record(an, src, n).info
+            if " Win=" in info:
+                assert f" Win={get(PacketView(ctx, n))[0]} " in info, (n, info)
+    finally:
+        src.close()
 
 
 @needs_tshark

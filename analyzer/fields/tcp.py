@@ -93,13 +93,22 @@ def _nxtseq(pv):
 
 
 def _window(pv):
+    """tshark's calculated window, as the Info column shows it: scaled by the shift this
+    direction's SYN announced once the scale is known (TcpAnalysis.window: a SYN-ACK lost, a
+    SYN arriving after its ACK leave a direction unscaled or scaled as tshark does)."""
     t = _t(pv)
     if t is None:
         return []
-    from wirefall.analyzer.detail import _window as calc
-
     d = pv.direction
-    return [calc(_state(pv), d, t[5], t[6]) if d is not None else t[6]]
+    st = _state(pv)
+    if d is not None and st is not None and st.syn_seen[0] and st.syn_seen[1]:
+        # each direction began with its SYN (the usual handshake): the connection's scales, no
+        # TCP analysis pass needed (the same value: tests/test_filter_parity24.py)
+        from wirefall.analyzer.detail import _window as calc
+
+        return [calc(st, d, t[5], t[6])]
+    ta = _ta(pv)
+    return [ta.window(pv.n, t[6]) if ta is not None else t[6]]
 
 
 def _stream(pv):
@@ -203,7 +212,8 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     *[P(f"tcp.flags.{n}", BOOL, _flag(b), f"{label} flag") for n, b, label in FLAGS],
     P("tcp.flags.res", BOOL, lambda pv: [1 if t[5] & 0xE00 else 0] if (t := _t(pv)) else [], "reserved bits"),
     P("tcp.window_size_value", UINT, _f(6), "window as sent", size=2),
-    P("tcp.window_size", UINT, _window, "calculated window (scaled by the SYNs' window scale)"),
+    P("tcp.window_size", UINT, _window, "calculated window (scaled by the window scale its direction's SYN announced, as the "
+      "Info column's Win=: unscaled until that scale is known)"),
     P("tcp.checksum", UINT, _f(7), "checksum", size=2),
     P("tcp.urgent_pointer", UINT, _f(8), "urgent pointer", size=2),
     P("tcp.payload", BYTES, _payload, "payload bytes"),
