@@ -279,11 +279,11 @@ def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]
     return out
 
 
-# A first request sent this long after its connection was ready did not wait for the
-# connection (the browser made it ahead: a preconnect): its HAR entry starts at the request and
-# has no dns/connect/ssl, as DevTools and Chrome's own HAR give a request on a ready socket.
-# Below it the idle time is the entry's blocked (HAR has no place for a wait after connect).
-PRECONNECT_IDLE = 0.050
+# A first request sent ``PRECONNECT_IDLE`` or more after its connection was ready (a
+# preconnect: analyzer/waterfall.py ``preconnected``) starts its HAR entry at the request, with
+# no dns/connect/ssl, as DevTools and Chrome's own HAR give a request on a ready socket.  Below
+# it the idle time is the entry's blocked (HAR has no place for a wait after connect).
+from .waterfall import preconnected  # noqa: E402 - (the threshold's one home: waterfall.PRECONNECT_IDLE)
 
 
 def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float]:
@@ -299,9 +299,9 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
 
     phases = row.phases
     tot = phase_totals(phases)
-    if (tot["idle"] or 0) >= PRECONNECT_IDLE * 1e6:
-        # (an idle phase is followed by the request's: exchange_phases)
-        after = phases[max(i for i, p in enumerate(phases) if p[0] == "idle") + 1 :]
+    own = preconnected(phases)
+    if own is not None:
+        after = phases[own:]
         rt = phase_totals(after)
         rms = lambda n: max(rt[n] / 1000.0, 0.0) if rt[n] is not None else 0.0
         return after[0][1], {"blocked": -1.0, "dns": -1.0, "connect": -1.0, "send": rms("send"), "wait": rms("wait"),

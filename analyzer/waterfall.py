@@ -1235,6 +1235,26 @@ def phase_totals(row) -> dict[str, Any]:
     return tot
 
 
+# A first request sent this long after its connection was ready did not wait for the
+# connection (the browser made it ahead: a preconnect, or a connection raced for another
+# request): its HAR entry starts at the request and has no dns/connect/ssl, as DevTools and
+# Chrome's own HAR give a request on a ready socket (analyzer/export.py), and the views label
+# its row with the request's own time first (``preconnected``).
+PRECONNECT_IDLE = 0.050
+
+
+def preconnected(phases) -> int | None:
+    """Where a row's own request begins in its ``phases`` when its connection was set up at
+    least ``PRECONNECT_IDLE`` before it (an ``idle`` phase that long: the phases after the
+    last idle one), else None."""
+    idle, last = 0, -1
+    for i, (n, a, b) in enumerate(phases):
+        if n == "idle":
+            idle += round(b * 1e6) - round(a * 1e6)
+            last = i
+    return last + 1 if last >= 0 and idle >= PRECONNECT_IDLE * 1e6 and last + 1 < len(phases) else None
+
+
 def _plan(an: Analysis, conns: dict, dns: bool = True, ordered: list[Exchange] | None = None):
     """Exchanges with a time, in start order; per connection its exchanges; the first
     exchange of each connection; the DNS lookup charged to each connection; all lookups.

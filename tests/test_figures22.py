@@ -92,17 +92,24 @@ def test_every_label_names_its_host_and_fits_the_label_column(which):
         assert all(len(hs) == 1 for hs in host_text.values()), host_text
 
 
-def test_short_url_keeps_the_host_and_the_paths_start_and_drops_the_query_first():
+def test_short_url_keeps_the_host_and_the_file_and_drops_the_query_first():
+    """WebPageTest labels a row by host and file; the leading directories of a site's assets
+    (amazon's /images/G/01/…) are the same on every row, so the file is kept before them (a
+    review: rows read ``imag…d08d.js``, ``imag…79_.png``, told apart only by hovering)."""
     assert L.short_url("https://fls-na.amazon.com/1/batch/1/OE/") == "fls-na.amazon.com/1/batch/1/OE/"
     u = "https://images-na.ssl-images-amazon.com/images/G/01/AUIClients/AmazonUI-3c913031596ca78a3768f4e934b1cc02ce238101.secure.min._V1_.css"
     s = L.short_url(u)
-    assert s.startswith("images-na.ssl-images-amazon.com/imag") and s.endswith("V1_.css") and len(s) == L.LABEL_CHARS, s
+    assert s == "images-na.ssl-images-amazon.com/…/Amazo….css" and len(s) == L.LABEL_CHARS, s
+    assert L.short_url("https://h.example/images/G/01/csminstrumentation/csm-captcha-instrumentation.min.js", 36) == \
+        "h.example/…/csm-captcha-instrume….js"
+    assert L.short_url("https://h.example/images/G/01/x/csm.min.js", 30) == "h.example/images/…/csm.min.js"
     q = L.short_url("https://www.example.com/search/results?q=" + "x" * 80)
     assert q == "www.example.com/search/results?…", q
     long_host = "1c5c1ecf7303.c0b160fb.us-east-1.token.awswaf.com"
     s = L.short_url(f"https://{long_host}/1c5c1ecf7303/d6a7a58005ec/04c5ab18cd2d/challenge.js")
     host, path = s.split("/", 1)
-    assert host.startswith("1c5c1ecf7303") and host.endswith("awswaf.com") and "…" in host and path.startswith("1c5c"), s
+    assert host.startswith("1c5c1ecf7303") and host.endswith("awswaf.com") and "…" in host, s
+    assert path.startswith("1c5") and path.endswith("…/challenge.js"), s
     assert L.registrable("images-na.ssl-images-amazon.com") == "ssl-images-amazon.com"
     assert L.registrable("www.bbc.co.uk") == "bbc.co.uk" and L.registrable("127.0.0.1:59833") == "127.0.0.1:59833"
     for n in (8, 12, 24, 38, 44, 60):
@@ -213,3 +220,31 @@ def test_cli_export_takes_a_display_filter(tmp_path):
     for bad, fname in (('url contains "css"', "x.json"), ("url == ", "y.html")):
         r = subprocess.run([*cmd, str(tmp_path / fname), "-Y", bad], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and not (tmp_path / fname).exists(), r.stderr
+
+
+@pytest.mark.parametrize("which", ["amazon", "page-h1"])
+def test_a_preconnected_rows_text_is_its_requests_own_time_first(which):
+    """A request sent ≥ PRECONNECT_IDLE after its connection was ready (amazon's h3 document,
+    on a connection Chrome raced for the favicon; page-h1's third connection) is labelled with
+    its own time, request's first byte to response's last (the exchange's wire times, checked
+    against tshark elsewhere), then the connection's lead — not the total a reader quoted (278 ms
+    for a 25 ms request).  Every other row: its total.  The figure draws that text."""
+    cap, keys = _amazon() if which == "amazon" else (str(PAGE / "page-h1.pcapng"), str(PAGE / "page-h1.keys"))
+    an = _analysis(cap, keys)
+    wf = waterfall.build(an)
+    exs = {e.id: e for e in an.exchanges}
+    fig = figures.waterfall_figure(wf, hover=False)
+    texts = {a.text for a in fig.layout.annotations or []} | {t for d in fig.data for t in (getattr(d, "text", None) or ()) if isinstance(t, str)}
+    pre = 0
+    for r in wf.rows:
+        e = exs[r.exchange]
+        txt = L.row_duration_text(r)
+        if waterfall.preconnected(r.phases) is None:
+            assert txt == L.duration_text(r.duration)
+            continue
+        pre += 1
+        own, lead = e.response_end - e.request_start, e.request_start - r.start
+        assert lead >= waterfall.PRECONNECT_IDLE
+        assert txt == f"{L.duration_text(round(own, 6))} (+{L.duration_text(round(lead, 6))} preconnect)", (txt, own, lead)
+        assert any(txt in t for t in texts), txt
+    assert pre == 1

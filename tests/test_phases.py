@@ -278,7 +278,7 @@ def test_every_request_phases_add_up_to_its_total_in_json_and_har(name):
         parts = [t[k] for k in ("blocked", "dns", "connect", "send", "wait", "receive") if t[k] >= 0]
         assert sum(parts) == pytest.approx(en["time"], abs=1e-6), (en["_exchange"], t)
         p = ph[en["_exchange"]]
-        if (p["idle"] or 0) >= export.PRECONNECT_IDLE:
+        if (p["idle"] or 0) >= waterfall.PRECONNECT_IDLE:
             # a request sent long after its connection was ready: the entry is the request's,
             # from its first byte on the wire, without the connection's set-up (DevTools' preconnect)
             row = next(r for r in wf.rows if r.exchange == en["_exchange"])

@@ -254,7 +254,7 @@ def test_phases_add_up_to_the_total_in_json_har_tui_and_web(p, tmp_root):
         assert all(t[k] >= 0 for k in ("send", "wait", "receive"))
         total = sum(round(t[k] * 1000) for k in ("blocked", "dns", "connect", "send", "wait", "receive") if t[k] != -1)
         d = ph[en["_exchange"]]
-        if (d["idle"] or 0) >= export.PRECONNECT_IDLE:  # (the request's own time: its connection was ready long before)
+        if (d["idle"] or 0) >= waterfall.PRECONNECT_IDLE:  # (the request's own time: its connection was ready long before)
             after = round(d["total"] * 1e6) - sum(round((d[n] or 0) * 1e6) for n in ("blocked", "dns", "connect", "tls", "idle"))
             assert total == round(en["time"] * 1000) == after and t["connect"] == -1, (en["_exchange"], t, en["time"])
             continue

@@ -487,7 +487,7 @@ def _row_text(c: _Fig, r) -> tuple[float, str, str]:
     the bar goes on past it, at its left edge with ``←`` when the bar ended before it."""
     a, b = c.view
     t0 = c.t0
-    txt = L.duration_text(r.duration)
+    txt = L.row_duration_text(r)
     if M.no_response(r):
         txt = f"no response (open ≥ {L.duration_text(max(c.t_end_ms - _ms(r.start, t0), 0.0) / 1000.0)})"
     end = max(_row_open_end(c, r), _ms(r.start, t0) + c.min_w)

@@ -10,7 +10,7 @@ orders are data of the model (analyzer/waterfall.py: ``PHASE_COLORS``, ``CONTENT
 from __future__ import annotations
 
 from wirefall.analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT_COLORS, GROUPS, IDLE_COLOR, PHASE_COLORS,
-                                PHASE_LABELS, PHASES, SEND_COLOR, SORTS, WAIT_COLOR, Row)
+                                PHASE_LABELS, PHASES, SEND_COLOR, SORTS, WAIT_COLOR, Row, preconnected)
 
 __all__ = ["BLOCKED_COLOR", "IDLE_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",
            "SEND_COLOR", "SORTS", "WAIT_COLOR", "GLYPHS", "GLYPH_KINDS", "TICK_KINDS", "TICK_COLORS", "elide",
@@ -110,15 +110,31 @@ def short_host(host: str, n: int) -> str:
 
 
 def short_path(path: str, n: int) -> str:
-    """``path`` in ``n`` characters: its start (the first directories), and, where there is
-    room, its end (the file) after ``…``."""
+    """``path`` in ``n`` characters, its file kept first (WebPageTest labels a row by host and
+    file: the leading directories of a site's assets are the same on every row): the path's
+    start, ``…`` and its last segment whole where it fits (``/images/…/csm-captcha.min.js``),
+    else ``/…/`` and the segment's start and extension (``/…/csm-captc….min.js``)."""
     if len(path) <= n:
         return path
     if n <= 0:
         return ""
-    if n < 10:
-        return path[:n - 1] + "…"
-    return elide(path, n, n // 3 + 1)
+    q = path.endswith("?…")
+    bare = path[:-2] if q else path
+    cut = bare.rstrip("/")
+    at = cut.rfind("/")
+    tail = bare[at:] + ("?…" if q else "")  # "/file", "/dir/" or "/file?…"
+    if n < 10:  # little room: the file's start (the directories are the same on every row), else the path's
+        return "/…" + tail[1:n - 2] + "…" if at > 0 and n >= 5 else path[:n - 1] + "…"
+    if at <= 0:  # one segment: its start and end
+        return elide(path, n, n // 2 + 1)
+    if len(tail) + 2 <= n:  # the file whole, the path's start before it (whole directories where one fits)
+        head = path[:n - len(tail) - 1]
+        k = head.rfind("/")
+        return (head[:k + 1] if k > 0 else head) + "…" + tail
+    seg, m = tail[1:], n - 3  # "/…/" + the segment in m characters: its start, "…", its extension
+    dot = seg.rfind(".", 1)
+    keep_end = len(seg) - dot if 0 < dot and len(seg) - dot <= min(8, m // 2) else m // 3
+    return "/…/" + elide(seg, m, m - 1 - keep_end)
 
 
 def short_url(url: str, n: int = LABEL_CHARS) -> str:
@@ -182,6 +198,21 @@ def duration_text(seconds: float | None) -> str:
     if ms >= 1:
         return f"{ms:.1f} ms"
     return f"{ms:.2f} ms"
+
+
+def row_duration_text(r) -> str:
+    """The text beside a row's bar: its total (``duration_text``), but for a request sent on a
+    connection set up ``PRECONNECT_IDLE`` or more before it (a preconnect, or a connection raced
+    for another request) the request's own time first and the connection's lead after it —
+    ``25.3 ms (+253 ms preconnect)`` —, as its HAR entry and WebPageTest give it: the total
+    was what a reader quoted of the document (a review: 278 ms where the request took 25)."""
+    own = preconnected(r.phases) if r.start is not None and r.end is not None else None
+    if own is None:
+        return duration_text(r.duration)
+    t = r.phases[own][1]
+    mine = (round(r.end * 1e6) - round(t * 1e6)) / 1e6
+    lead = (round(t * 1e6) - round(r.start * 1e6)) / 1e6
+    return f"{duration_text(mine)} (+{duration_text(lead)} preconnect)"
 
 
 def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4, number: int | None = None) -> str:

@@ -891,7 +891,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     """The cells of one row as the figures draw it (ui/waterfall_layout.py): its phases, the
     bursts of packets of its download dark on the light download, retransmission ticks, the
     browser's view in the lower half (with a browser log) and the duration right of the bar."""
-    from wirefall.ui.waterfall_layout import duration_text, phase_colors
+    from wirefall.ui.waterfall_layout import duration_text, phase_colors, row_duration_text
 
     from wirefall.ui.figures_marks import NO_RESPONSE_COLOR, no_response
 
@@ -922,7 +922,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
             for k, ch in enumerate(text):
                 cells[at + k] = (ch, NO_RESPONSE_COLOR)
         return cells
-    duration_cells(cells, duration_text(r.duration))
+    duration_cells(cells, row_duration_text(r))
     return cells
 
 
