@@ -170,6 +170,25 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("tcp.window_size < 1000", False),
         ("tcp.window_size == 65536", True),
     ],
+    # A3: dns.flags.rcode only on responses
+    "page/bg-mixed.pcapng": [
+        ("dns.flags.rcode == 0", True),
+        ("dns.flags.rcode == 0 && dns.flags.response == 0", False),
+        ("dns.flags.rcode", True),
+        ("dns.flags.rcode != 0", True),
+        ("dns && !dns.flags.rcode", True),
+    ],
+    # A4: ip.version is on IPv6 packets too (6)
+    "link-sll.pcap": [
+        ("ip.version == 6", True),
+        ("ip.version == 4", True),
+        ("!ip.version", False),
+        ("ip.version == 6 && ipv6", True),
+    ],
+    "link-raw.pcap": [
+        ("ip.version == 6", True),
+        ("ip.version", True),
+    ],
 }
 
 

@@ -98,7 +98,8 @@ def _rtype(fr, ctx):
 PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, "a DNS message"), [
     F("dns.id", UINT, _is_dns, lambda fr, ctx: [i] if (i := _fl(fr).get("id")) is not None else [], "transaction id"),
     F("dns.flags.response", BOOL, _is_dns, lambda fr, ctx: [1 if fr.type == "RESPONSE" else 0], "1 for a response"),
-    F("dns.flags.rcode", UINT, _is_dns, lambda fr, ctx: [c] if (c := RCODE_CODES.get(_fl(fr).get("rcode"))) is not None else [], "response code (3 NXDOMAIN)"),
+    F("dns.flags.rcode", UINT, _is_dns, lambda fr, ctx: [c] if fr.type == "RESPONSE" and (c := RCODE_CODES.get(_fl(fr).get("rcode"))) is not None
+      else [], "a response's code (3 NXDOMAIN; not on queries, as tshark)", names=RCODE_CODES),
     F("dns.qry.name", STRING, _is_dns, lambda fr, ctx: [q] if (q := _fl(fr).get("qname")) else [], "queried name"),
     F("dns.qry.type", UINT, _is_dns, _qtype, "query type (1 A, 28 AAAA, 65 HTTPS…)", names=TYPE_CODES),
     Field("dns.qry.class", UINT, _classes(0), "query class (1 IN, 3 CH…)"),
