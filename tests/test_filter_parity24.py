@@ -189,6 +189,20 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("ip.version == 6", True),
         ("ip.version", True),
     ],
+    # A5: no spdy.type on DATA frames; spdy.data, their payload
+    "spdy/spdy3-plain.pcap": [
+        ("spdy.type == 0", False),
+        ("spdy && !spdy.type", True),
+        ("spdy.type", True),
+        ("spdy.data", True),
+        ("len(spdy.data) > 1000", True),
+        ("spdy.data[0:2] == 3c:21", True),
+    ],
+    "page/page-spdy.pcapng": [
+        ("spdy && !spdy.type", True),
+        ("spdy.data contains \"html\"", True),
+        ("len(spdy.data) > 1000", True),
+    ],
 }
 
 

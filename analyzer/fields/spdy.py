@@ -6,7 +6,7 @@ import re
 from wirefall.dissectors.spdy import CONTROL_NAMES
 
 from ._util import frame_field as F, frames_present, label
-from .types import BOOL, STRING, UINT, Protocol
+from .types import BOOL, BYTES, STRING, UINT, Protocol
 
 TYPE_CODES = {v: k for k, v in CONTROL_NAMES.items()}
 TYPE_CODES["DATA"] = 0
@@ -42,10 +42,26 @@ def _value(key: str):
     return lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get(key), int) else []
 
 
+def _is_data(fr) -> bool:
+    return _is_spdy(fr) and fr.type == "DATA"
+
+
+def _data(fr, ctx):
+    """A DATA frame's payload, read again from the (decrypted) stream."""
+    if ctx is None or fr.offset < 0:
+        return []
+    from .http2 import _plain
+
+    b = _plain(ctx, fr, fr.offset + 8, fr.offset + 8 + fr.length)
+    return [b] if b is not None else []
+
+
 PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY frame"), [
     F("spdy.streamid", UINT, _is_spdy, lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None and fr.type not in _NO_STREAM else [],
       "stream identifier (not on SETTINGS, PING, GOAWAY, NOOP: tshark shows none there)"),
-    F("spdy.type", UINT, _is_spdy, _type, "frame type (0 DATA, 1 SYN_STREAM, 2 SYN_REPLY, 3 RST_STREAM, 4 SETTINGS, 6 PING, 7 GOAWAY, 8 HEADERS, 9 WINDOW_UPDATE)",
+    F("spdy.data", BYTES, _is_data, _data, "a DATA frame's payload"),
+    F("spdy.type", UINT, lambda fr: _is_spdy(fr) and fr.type != "DATA", _type, "control frame type (1 SYN_STREAM, 2 SYN_REPLY, 3 RST_STREAM, 4 SETTINGS, 6 PING, 7 GOAWAY, 8 HEADERS, 9 WINDOW_UPDATE); "
+      "none on a DATA frame, as tshark (spdy.data there)",
       names=TYPE_CODES),
     F("spdy.flags", UINT, _is_spdy, lambda fr, ctx: [fr.flags] if _known(fr) else [], "frame flags (not on a control frame of an unknown type)"),
     F("spdy.flags.fin", BOOL, _is_spdy, lambda fr, ctx: [fr.flags & 1] if fr.type in _FIN_TYPES else [],
