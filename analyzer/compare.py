@@ -878,7 +878,7 @@ def render_text(res: dict[str, Any]) -> str:
                f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B; "
                f"background requests (listed, not compared): {len(bga)} in A, {len(bgb)} in B")
     ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"
-    rows = [["url", "start A", "start B", "ttfb A", "ttfb B", "dur A", "dur B", "bytes A", "bytes B"]]
+    rows = [["url", "start A ms", "start B ms", "ttfb A ms", "ttfb B ms", "dur A ms", "dur B ms", "bytes A", "bytes B"]]
     for m in res["matched"]:
         a, b = m["a"], m["b"]
         rows.append([elide("", m["url"]), ms(a["start"]), ms(b["start"]), ms(a["ttfb"]), ms(b["ttfb"]), ms(a["duration"]), ms(b["duration"]),

@@ -344,7 +344,7 @@ def cmd_requests(args) -> int:
                      ms(e.request_start, e.response_start), ms(e.response_start, e.response_end),
                      size_text(e.response_body_bytes, body_lower_bound(e, 1)), e.url or UNKNOWN_URL])
     # (id first: the N that `--detail N`, --json and the TUI's waterfall number the request by)
-    print(_table(rows, ["id", "conn", "protocol", "stream", "method", "status", "start", "ttfb ms", "recv ms", "bytes", "url"],
+    print(_table(rows, ["id", "conn", "protocol", "stream", "method", "status", "start s", "ttfb ms", "recv ms", "bytes", "url"],
                  {0, 1, 3, 6, 7, 8, 9}))
     return 0
 
