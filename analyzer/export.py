@@ -515,7 +515,7 @@ def model_json(an: Analysis) -> dict[str, Any]:
         "exchanges": [exchange_dict(e, phases=ph.get(e.id), page=page) for e in an.exchanges],
         "frames": [frame_dict(f) for f in an.frames],
         "waterfall": build(an).to_dict(),
-        "stats": _stats.to_dict(_stats.compute(an)),
+        "stats": _stats.to_dict(_stats.compute(an, tcp_analysis=True)),  # (as `stats --json`: its TCP analysis too)
     }
 
 
