@@ -89,7 +89,7 @@ _TOKEN = re.compile(
 )
 
 _KEYWORDS = {"and", "or", "not", "in", "any", "all", "xor"} | {k for k in OPS if k[0].isalpha()}
-_FUNCS = {"len", "count", "upper", "lower", "string"}
+_FUNCS = {"len", "count", "upper", "lower", "string", "abs", "min", "max"}
 
 # nested quantifiers: "(a+)+" can take exponential time in a backtracking engine
 _NESTED_QUANT = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{]")
@@ -384,6 +384,8 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
     # bytes-like: ETHER, BYTES, PROTO
     if lit.quoted:
         return s.encode("utf-8", "surrogateescape") if not lit.char else s.encode("latin-1", "replace")
+    if ftype == T.ETHER and re.fullmatch(r"[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}", s):  # Cisco's 0000.0000.0000
+        return bytes.fromhex(s.replace(".", ""))
     if _BYTES.fullmatch(s):
         b = _hexbytes(s)
         if ftype == T.ETHER and len(b) != 6:
@@ -392,6 +394,18 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
     if ftype != T.ETHER and re.fullmatch(r"0[xX][0-9a-fA-F]{1,2}", s):
         return bytes([int(s, 16)])  # one byte as tshark 4.0 reads it: tcp[13] == 0x02, tcp.payload[0] == 0x16
     raise _Bad(f"{s!r} is not a byte string (write bytes as 00:1a:2b, or a quoted string)")
+
+
+def _ipv4_str(v) -> str:
+    return str(ipaddress.IPv4Address(v)) if isinstance(v, int) else str(v)
+
+
+def _ipv6_str(v) -> str:
+    return str(ipaddress.IPv6Address(v)) if isinstance(v, int) else str(v)
+
+
+def _ether_str(v) -> str:
+    return ":".join(f"{c:02x}" for c in v) if isinstance(v, (bytes, bytearray)) else str(v)
 
 
 def _hexbytes(s: str) -> bytes:
@@ -672,6 +686,15 @@ class _Parser:
             if self.peek()[0] == "end":
                 self.error(f"expected a value after {nt!r}")
             right = self.value(lhs=False)
+            ak, at, acol = self.peek()
+            if op == "&" and ak == "op" and at in OPS and OPS[at] not in ("&", "contains", "matches"):
+                # tshark 4.0 reads "tcp.flags & 0x12 == 0x12" as "(tcp.flags & 0x12) == 0x12"
+                left = self.masked(left, right, (nk, nt, ncol))
+                self.take()
+                if self.peek()[0] == "end":
+                    self.error(f"expected a value after {at!r}")
+                right = self.value(lhs=False)
+                return self.compare(OPS[at], left, right, quant, (ak, at, acol))
             return self.compare(op, left, right, quant, (nk, nt, ncol))
         if nk == "op" and nt == "in":
             self.take()
@@ -682,6 +705,21 @@ class _Parser:
         if nk not in ("end",) and nt not in (")", "&&", "||", "and", "or", "xor", "^^"):
             self.error(f"expected an operator after {left.name or 'the value'!r}", (nk, nt, ncol))
         return self.present(left)
+
+    def masked(self, left: Val, right: Val, optok) -> Val:
+        """``left & right`` as a value (its bits, or bytes ANDed byte by byte), to compare."""
+        if not isinstance(right, _LitVal):
+            self.error("'&' before a comparison needs a constant mask on its right", optok)
+        if isinstance(left, _LitVal):
+            self.error(f"expected a field name, not {left.lit.text!r}", (None, None, left.lit.col))
+        m = self.literal_for(right.lit, left, "&", optok)
+        lv = left.vals
+        if isinstance(m, (bytes, bytearray)):
+            mb = bytes(m)
+            return Val(lambda o: [bytes(p & q for p, q in zip(x, mb)) for x in lv(o) if isinstance(x, (bytes, bytearray))],
+                       T.BYTES, None, f"{left.name} & {right.lit.text}", left.col)
+        ft = T.UINT if left.ftype == T.BOOL else left.ftype
+        return Val(lambda o: [x & m for x in lv(o)], ft, None, f"{left.name} & {right.lit.text}", left.col)
 
     def present(self, v: Val):
         if v.raw is not None:  # a wirefall name on an object: present and not false/empty
@@ -796,8 +834,11 @@ class _Parser:
                 self.error("expected '}'")
             self.take()
             return inner
-        if kind == "word" and text in _FUNCS and self.peek()[1] == "(":
-            return self.function(text, col)
+        if kind == "word" and self.peek()[1] == "(" and self.peek()[0] == "op":
+            if text in _FUNCS:
+                return self.function(text, col)
+            if re.fullmatch(r"[A-Za-z_]\w*", text):
+                self.error(f"unknown function {text!r} (functions: {', '.join(sorted(_FUNCS))})", (kind, text, col))
         if kind == "str":
             raw = text.startswith("r")
             body = text[2:-1] if raw else text[1:-1]
@@ -808,6 +849,8 @@ class _Parser:
             if lhs and _FLOAT.fullmatch(text) or _INT.fullmatch(text):  # a number (arithmetic, or "5 < frame.number")
                 return _LitVal(Lit(text, False, col))
             v = self.resolve(text, col, rhs=not lhs)
+            if v is None and not lhs and self.peek()[0] == "slice" and _fields.lookup(text) is not None:
+                v = self.resolve(text, col)  # a protocol sliced on the right: ip.src == ip[12:4]
             if v is None:
                 return _LitVal(Lit(text, False, col))
             return self.sliced(v)
@@ -839,15 +882,38 @@ class _Parser:
 
     def function(self, name: str, col: int) -> Val:
         self.take()  # (
-        arg = self.value(lhs=True)
+        args = [self.value(lhs=True)]
+        while name in ("min", "max") and self.peek()[1] == ",":  # tshark 4.0: max(a, b, …)
+            self.take()
+            args.append(self.value(lhs=True))
         if self.peek()[1] != ")":
-            self.error(f"expected ')' after the argument of {name}()")
+            self.error(f"expected ')' after the argument{'s' if name in ('min', 'max') else ''} of {name}()")
         self.take()
-        if isinstance(arg, _LitVal):
-            self.error(f"{name}() takes a field", (None, name, col))
+        for a in args:
+            if isinstance(a, _LitVal):
+                self.error(f"{name}() takes a field", (None, name, col))
+        arg = args[0]
         av, ft = arg.vals, arg.ftype
-        if name == "count":
-            return Val(lambda o: [len(av(o))], T.UINT, None, f"count({arg.name})", col)
+        if name == "count":  # no occurrence: no value (tshark 4.0: count(absent) == 0 is false)
+            return Val(lambda o: [n] if (n := len(av(o))) else [], T.UINT, None, f"count({arg.name})", col)
+        if name in ("abs", "min", "max"):
+            for a in args:
+                if a.ftype is not None and a.ftype not in T.NUMERIC:
+                    self.error(f"{name}() takes number fields, not {a.name}", (None, name, col))
+            if name == "abs":
+                fts = T.FLOAT if ft == T.FLOAT else T.UINT if ft in (T.INT, T.UINT, T.BOOL) else ft
+                return Val(lambda o: [abs(x) for x in av(o)], fts, None, f"abs({arg.name})", col)
+            if len({a.ftype for a in args}) > 1:
+                self.error(f"the arguments of {name}() must have the same type", (None, name, col))
+            pick = min if name == "min" else max
+            fns = tuple(a.vals for a in args)
+            fts = T.FLOAT if any(a.ftype == T.FLOAT for a in args) else ft
+
+            def extreme(o):
+                xs = [x for f in fns for x in f(o)]
+                return [pick(xs)] if xs else []
+
+            return Val(extreme, fts, None, f"{name}({', '.join(a.name for a in args)})", col)
         if name == "len":
             size = arg.field.size if arg.field is not None else 0
             if ft in (T.UINT, T.INT) and size:  # tshark: an integer field's length is its size in bytes
@@ -863,11 +929,24 @@ class _Parser:
                         out.append(len(b))
                 return out
             return Val(lens, T.UINT, None, f"len({arg.name})", col)
-        if name != "string" and ft is not None and ft != T.STRING:
+        if name == "string":
+            # tshark 4.0 converts integers (in decimal, whatever their display base) and
+            # addresses (as shown); booleans, times, bytes, protocols are "not supported"
+            conv: Callable[[Any], str] = str
+            if ft == T.IPV4:
+                conv = _ipv4_str
+            elif ft == T.IPV6:
+                conv = _ipv6_str
+            elif ft == T.ETHER:
+                conv = _ether_str
+            elif ft is not None and ft not in (T.UINT, T.INT, T.STRING):
+                self.error(f"string() cannot convert {arg.name} ({ft}): tshark 4.0 converts integer and address fields",
+                           (None, name, col))
+            return Val(lambda o: [conv(x) for x in av(o)], T.STRING, None, f"string({arg.name})", col)
+        if ft is not None and ft != T.STRING:
             self.error(f"{name}() takes a string field, not {arg.name}", (None, name, col))
-        convs: dict[str, Callable[[str], str]] = {"upper": str.upper, "lower": str.lower, "string": str}
-        conv = convs[name]
-        return Val(lambda o: [conv(str(x)) for x in av(o)], T.STRING, None, f"{name}({arg.name})", col)
+        case: Callable[[str], str] = str.upper if name == "upper" else str.lower
+        return Val(lambda o: [case(str(x)) for x in av(o)], T.STRING, None, f"{name}({arg.name})", col)
 
     # -- comparisons
     def literal_for(self, lit: Lit, other: Val, op: str, optok) -> Any:
@@ -918,8 +997,17 @@ class _Parser:
         if _NESTED_QUANT.search(pat):
             raise FilterError("regular expression refused: a repeated group that itself repeats (like (a+)+) can take "
                               "exponential time", lit.col, self.expr)
+        flags = re.I | re.S
+        m = re.match(r"\(\?([imsx]*)(?:-([imsx]+))?\)", pat)
+        if m and m.group(2):  # PCRE's "(?-i)" for the whole pattern; Python takes only "(?-i:…)" scoped
+            bits = {"i": re.I, "m": re.M, "s": re.S, "x": re.X}
+            for c in m.group(1):
+                flags |= bits[c]
+            for c in m.group(2):
+                flags &= ~bits[c]
+            pat = pat[m.end():]
         try:
-            return re.compile(pat, re.I | re.S)
+            return re.compile(pat, flags)
         except re.error as e:
             raise FilterError(f"bad regular expression: {e}", lit.col, self.expr) from None
 
@@ -964,13 +1052,14 @@ class _Parser:
 
         def pair(o2, x, y):
             if lt is None or rt is None or (lt in T.BYTELIKE and rt in T.BYTELIKE and lt != rt):
-                if not isinstance(x, (int, float)):
+                # (an IPv4/IPv6 value is an int: as bytes against a byte slice, ip[12:4] == ip.src)
+                if not isinstance(x, (int, float)) or lt in _ADDR_INT:
                     x = _as_bytes(x, lt or T.STRING)
-                if not isinstance(y, (int, float)):
+                if not isinstance(y, (int, float)) or rt in _ADDR_INT:
                     y = _as_bytes(y, rt or T.STRING)
                 if x is None or y is None:
                     return False
-            return _cmp(o2, x, y)
+            return _bcmp(o2, x, y)
 
         if op == "!=":  # all_ne
             return lambda o: bool(xs := lv(o)) and bool(ys := rv(o)) and not any(pair("==", x, y) for x in xs for y in ys)
@@ -1017,6 +1106,8 @@ class _Parser:
             return lambda x: x != b
         if op == "===":
             return lambda x: x == b
+        if isinstance(b, (bytes, bytearray)):
+            return lambda x: _bcmp(op, x, b)
         return lambda x: _cmp(op, x, b)
 
     def members(self, left: Val):
@@ -1045,7 +1136,7 @@ class _Parser:
                 lo_t, _dots, hi_t = self.take(), self.take(), self.take()
                 lo = self.literal_for(Lit(lo_t[1], False, lo_t[2]), left, ">=", lo_t)
                 hi = self.literal_for(Lit(hi_t[1], False, hi_t[2]), left, "<=", hi_t)
-                tests.append((lambda lo, hi: lambda x: _cmp(">=", x, lo) and _cmp("<=", x, hi))(lo, hi))  # noqa: B023
+                tests.append((lambda lo, hi: lambda x: _bcmp(">=", x, lo) and _bcmp("<=", x, hi))(lo, hi))  # noqa: B023
                 continue
             if len(tests) >= MAX_SET:
                 self.error(f"too many set members (more than {MAX_SET})")
@@ -1060,7 +1151,7 @@ class _Parser:
             if lo_hi is not None:
                 lo = self.literal_for(Lit(lo_hi[0], False, col), left, ">=", (kind, text, col))
                 hi = self.literal_for(Lit(lo_hi[1], False, col), left, "<=", (kind, text, col))
-                tests.append((lambda lo, hi: lambda x: _cmp(">=", x, lo) and _cmp("<=", x, hi))(lo, hi))  # noqa: B023 (bound by the outer lambda)
+                tests.append((lambda lo, hi: lambda x: _bcmp(">=", x, lo) and _bcmp("<=", x, hi))(lo, hi))  # noqa: B023 (bound by the outer lambda)
                 continue
             if kind == "str":
                 lit = Lit(_unescape(text[1:-1]) if not text.startswith("r") else text[2:-1], True, col)
@@ -1091,6 +1182,18 @@ _EXAMPLES = {"exchanges": ("method", "url", "status", "stream", "protocol", "con
 def _any_of(parts):
     fs = tuple(parts)
     return lambda o: any(f(o) for f in fs)
+
+
+_ADDR_INT = (T.IPV4, T.IPV6)
+_ORDER = frozenset(("<", "<=", ">", ">="))
+
+
+def _bcmp(op: str, x, y) -> bool:
+    """``_cmp`` where either side may be a byte string: tshark 4.0 orders byte strings by
+    length first, then byte by byte (``tcp.payload > 80:00`` is every payload longer than 2)."""
+    if op in _ORDER and isinstance(x, (bytes, bytearray)) and isinstance(y, (bytes, bytearray)) and len(x) != len(y):
+        x, y = len(x), len(y)
+    return _cmp(op, x, y)
 
 
 def _cmp(op: str, x, y) -> bool:
