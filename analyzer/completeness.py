@@ -241,8 +241,11 @@ def unknown_fields(e: Exchange) -> list[str]:
     """What the capture does not give of one exchange: ``url`` (neither URL nor path),
     ``authority`` (a path whose host no header, TLS SNI or DNS answer names: ``analyzer.authority``),
     ``method``, ``status``, ``headers`` (an ``<unknown>`` name or value), ``body`` (a body
-    size that is a lower bound)."""
-    out = []
+    size that is a lower bound).  Nothing for a browser log's request that never reached the
+    network (``browser.not_sent``: a cache hit, a failure before sending — no response to know)."""
+    out: list[str] = []
+    if isinstance(e.browser, dict) and e.browser.get("not_sent"):
+        return out
     if not e.url and not e.path:
         out.append("url")
     elif e.path is not None and e.method != "CONNECT" and (not e.authority or e.authority == UNKNOWN):

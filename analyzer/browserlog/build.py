@@ -11,7 +11,7 @@ from wirefall.dissectors.registry import over_quic
 
 from ..model import Analysis, Connection, Exchange, PacketIndex, QuicInfo, TlsInfo
 from .har import MAX_SIZE
-from .records import BrowserLog, LogConnection, LogRequest
+from .records import BrowserLog, LogConnection, LogRequest, NotSent, not_sent, not_sent_of
 
 UNKNOWN_ADDR = ("", 0)
 TIME_FIELDS = ("start", "dns_start", "dns_end", "connect_start", "connect_end", "ssl_start", "ssl_end",
@@ -132,8 +132,30 @@ def to_analysis(log: BrowserLog) -> Analysis:
         cid[lc.key] = i
         model_conns[i] = c
         an.connections.append(c)
-    sent.sort(key=lambda r: (r.send_start if r.send_start is not None else r.response_start, r.id))
-    for n, r in enumerate(sent, 1):
+    # the requests that never reached the network (served from a cache, failed or cancelled
+    # before sending) are rows too, as DevTools lists them — on one connection of their own,
+    # endpoints unknown (they had none) —, in start order among the others
+    inf = float("inf")
+    rows: list[tuple[float, str, LogRequest, NotSent | None]] = []
+    for r in sent:
+        t = r.send_start if r.send_start is not None else r.response_start
+        rows.append((inf if t is None else t, r.id, r, None))
+    for r in log.requests:
+        ns = not_sent(r)
+        if ns is not None and r.start is not None:  # (a request of no time cannot be placed)
+            rows.append((r.start, r.id, r, ns))
+    rows.sort(key=lambda x: (x[0], x[1]))
+    no_net: int | None = None
+    for n, (_t, _id, r, ns) in enumerate(rows, 1):
+        if ns is not None:
+            if no_net is None:
+                no_net = len(an.connections)
+                c = Connection(no_net, "tcp", UNKNOWN_ADDR, UNKNOWN_ADDR)
+                an.connections.append(c)
+                model_conns[no_net] = c
+            e = exchange(n, no_net, r, log, ns)
+            an.exchanges.append(e)
+            continue
         if r.connection in cid:
             conn = cid[r.connection]
         else:  # a request the log ties to no connection: one of its own, endpoints unknown
@@ -154,13 +176,23 @@ def to_analysis(log: BrowserLog) -> Analysis:
         ts += [t for e in of_conn.get(c.id, ()) for t in (e.request_start, e.response_end, e.response_start) if t is not None]
         if ts:
             c.start, c.end = min(ts), max(ts)
-    not_sent = len(log.requests) - len(sent)
-    # requests that never reached the network (served from a cache, failed or cancelled
-    # before sending) are not exchanges: a capture of the same load would not show them
     # (the analysis is on the log's own clock: its page timings need no placing)
     pages = [dict(p, source=log.kind, clock_offset=0.0, clock_offset_from="log") for p in log.pages]
-    an.browser = {"logs": [summary(log, sent=len(sent), not_sent=not_sent)], "pages": pages}
+    an.browser = {"logs": [summary(log, sent=len(sent), **not_sent_fields(log))], "pages": pages}
     return an
+
+
+MAX_NOT_SENT = 50  # not-sent requests listed in a log's summary (all counted)
+
+
+def not_sent_fields(log: BrowserLog) -> dict:
+    """A log's ``not_sent`` (count), ``not_sent_reasons`` (count per reason) and
+    ``not_sent_requests`` (the first ``MAX_NOT_SENT``: ``NotSent.to_json``) for its summary."""
+    ns = not_sent_of(log)
+    reasons: dict[str, int] = {}
+    for n in ns:
+        reasons[n.reason] = reasons.get(n.reason, 0) + 1
+    return {"not_sent": len(ns), "not_sent_reasons": reasons, "not_sent_requests": [n.to_json() for n in ns[:MAX_NOT_SENT]]}
 
 
 def summary(log: BrowserLog, **kw) -> dict:
@@ -185,7 +217,9 @@ HEADER_BYTE_FIELDS = ("request_header_bytes_wire", "request_header_bytes_decoded
                       "response_header_bytes_decoded")
 
 
-def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
+def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog, unsent: NotSent | None = None) -> Exchange:
+    """The exchange of ``r``; ``unsent``: why it never reached the network (a row with no wire:
+    from its start, the response where a cache served one; ``error`` the net error's name)."""
     e = Exchange(id=n, connection=conn, protocol=r.protocol or "http/1.1", stream_id=r.stream_id, method=r.method,
                  url=r.url, status=r.status, pushed=r.pushed)
     if r.url:
@@ -214,7 +248,15 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
             break
     e.request_start, e.request_end = r.send_start, r.send_end
     e.response_start, e.response_end = r.response_start, r.response_end
-    e.response_headers_end = r.response_start
+    if unsent is not None:  # no send: the row begins where the request did
+        e.request_start = e.request_end = r.start
+        if e.response_start is not None and r.start is not None and e.response_start < r.start:
+            e.response_start = r.start
+        if e.response_end is not None and e.response_start is not None and e.response_end < e.response_start:
+            e.response_end = e.response_start
+        if unsent.reason in ("failed", "cancelled"):
+            e.error = unsent.net_error_name or unsent.reason
+    e.response_headers_end = e.response_start
     x = r.extra
     if x:  # wirefall's own HAR: what it wrote of the exchange
         wire = x.get("_priority_wire", x.get("_priority"))  # (``_priority`` held it until 2026-12-03)
@@ -235,6 +277,8 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog) -> Exchange:
                 if not known:  # (null: wirefall's HAR of a browser log's exchange, whose sizes it did not know)
                     unknown_sizes.append(attr)
     e.browser = record(r, log)
+    if unsent is not None:
+        e.browser["not_sent"] = unsent.label
     src: dict[str, str] = {}
     val: object
     for f, val in (("url", e.url), ("method", e.method), ("status", e.status), ("stream_id", e.stream_id),

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..model import Connection, Exchange
 from .build import wire_lengths
-from .records import obj
+from .records import NOT_SENT_REASONS, NotSent, obj
 
+NOT_IN_LOG = "not in log"  # the browser column of a connection moment the wire has and the log lacks
 SOURCE_LABELS = {"wire": "wire", "browser": "browser log", "inferred": "inferred"}
 KIND_LABELS = {"har": "HAR", "netlog": "NetLog", "qlog": "qlog"}
 
@@ -42,6 +44,7 @@ class PhaseRow:
     browser: float | None  # from the browser log (None: the log does not say)
     diff: float | None  # browser minus wire, seconds (None unless both are known)
     wire_packet: int | None = None  # the packet of the wire's moment
+    browser_note: str | None = None  # shown for ``browser`` None where the log lacks what the wire has ("not in log")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +102,13 @@ def phase_comparison(e: Exchange, conn: Connection | None = None) -> list[PhaseR
     # which); for a log alone, the log's own connect times of the request
     for name, label, tkey in _CONN_POINTS:
         if offsets is not None and name in offsets and conn is not None:
-            w = conn.connect_start if name == "connect_start" else conn.connect_end if name == "connect_end" else (
-                _tls_end(conn) if conn.transport == "tcp" else None)
+            w = conn.connect_start if name == "connect_start" else conn.connect_end if name == "connect_end" else _tls_end(conn)
             d = _num(offsets.get(name))
             br = w + d if w is not None and d is not None else None
-            if br is None:
-                br = _num(times.get(tkey)) if tkey != "ssl_end" or conn.transport == "tcp" else None
+            if br is None:  # (QUIC: the TLS handshake ends with the set-up, Chrome's ssl_end = connect_end)
+                br = _num(times.get("connect_end" if tkey == "ssl_end" and conn.transport != "tcp" else tkey))
             if w is not None or br is not None:
-                rows.append(PhaseRow(name, label, "point", w, br, d))
+                rows.append(PhaseRow(name, label, "point", w, br, d, browser_note=NOT_IN_LOG if br is None else None))
         elif offsets is None:
             br = _num(times.get(tkey))
             if br is not None:
@@ -183,6 +185,8 @@ def cells(row: PhaseRow, t0: float) -> tuple[str, str, str]:
         br = fmt_ms(None if row.browser is None else row.browser - t0)
     else:
         w, br = fmt_ms(row.wire), fmt_ms(row.browser)
+    if row.browser is None and row.browser_note:
+        br = row.browser_note
     return w, br, fmt_ms(row.diff, signed=True)
 
 
@@ -250,10 +254,58 @@ def summary_line(summary: dict) -> str:
         n = shown["other_pages_entries"]
         why = "another load, not looked for in the capture" if shown.get("how") == "matched" else "not looked for in the capture"
         line += f"; {n} {'entry' if n == 1 else 'entries'} of {other_pages_text(shown)} ({why})"
+    unsent = not_sent_text(summary)
+    if unsent:
+        line += f"; {unsent}"
     rs = {r.name: r for r in offset_rows(summary)}
     offs = [f"{OFFSET_LABELS[k]} {fmt_ms(rs[k].median, signed=True)}" for k in ("request_start", "response_end")
             if k in rs and rs[k].median is not None]
     return line + (f"; browser − wire (median): {', '.join(offs)}" if offs else "")
+
+
+_NOT_SENT_WORDS = {"cache": "from the {cache}", "failed": "failed", "cancelled": "cancelled",
+                   "redirected": "redirected by the browser", "unfinished": "unfinished when logging stopped"}
+MAX_NAMED = 3  # requests (or errors) named per reason in the line
+
+
+def _short(n: NotSent) -> str:
+    """The request's last path segment (``favicon.ico``), else its host, cut to 60 characters."""
+    u = n.url or ""
+    try:
+        p = urlsplit(u)
+        name = p.path.rstrip("/").rsplit("/", 1)[-1] or p.hostname or u
+    except ValueError:
+        name = u
+    name = name or f"request {n.id}"
+    return name if len(name) <= 60 else name[:59] + "…"
+
+
+def not_sent_text(summary: dict) -> str:
+    """``2 not sent: 1 from the disk cache (favicon.ico), 1 failed (ERR_CONNECTION_REFUSED)``
+    (text, "" when the log sent every request): a log's requests that never reached the
+    network (``records.NotSent``, its summary's ``not_sent_requests``), by reason, each
+    named by its resource — or, for a failure, its net error."""
+    total = summary.get("not_sent")
+    facts = [n for n in map(NotSent.from_json, summary.get("not_sent_requests") or ()) if n is not None]
+    if not isinstance(total, int) or isinstance(total, bool) or total <= 0:
+        return ""
+    counts = obj(summary.get("not_sent_reasons"))
+    parts = []
+    for reason in NOT_SENT_REASONS:
+        n = counts.get(reason)
+        of = [f for f in facts if f.reason == reason]
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            continue
+        caches = sorted({f.cache or "" for f in of})
+        what = _NOT_SENT_WORDS[reason].format(cache=(caches[0] + " cache") if len(caches) == 1 and caches[0] else "cache")
+        if reason in ("failed", "cancelled"):
+            names = list(dict.fromkeys(f.net_error_name or (str(f.net_error_code) if f.net_error_code is not None else "") for f in of))
+        else:
+            names = list(dict.fromkeys(_short(f) for f in of))
+        names = [x for x in names if x]
+        shown = ", ".join(names[:MAX_NAMED]) + (", …" if len(names) > MAX_NAMED or len(of) < n and names else "")
+        parts.append(f"{n} {what}" + (f" ({shown})" if shown else ""))
+    return f"{total} not sent: {', '.join(parts)}" if parts else f"{total} not sent"
 
 
 def page_notices(an) -> list[str]:

@@ -45,7 +45,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from ..model import Analysis, Connection, Exchange
-from .build import record, wire_lengths
+from .build import not_sent_fields, record, wire_lengths
 from .build import summary as summary_of
 from .records import BrowserLog, LogRequest
 
@@ -588,7 +588,9 @@ def apply(an: Analysis, log: BrowserLog, page: int | None = None) -> dict:
         if c is not None and lc is not None and first_of.get(e.connection) == e.id:
             o["connect_start"] = _minus(lc.connect_start, c.connect_start)
             o["connect_end"] = _minus(lc.connect_end, c.connect_end)
-            o["tls_end"] = _minus(lc.tls_end, _tls_end(c)) if c.transport == "tcp" else None
+            # (QUIC: TLS ends with the connection's set-up — Chrome's connect timing sets ssl_end =
+            # connect_end, and the capture's QUIC tls_end is its connect_end, the client's Finished)
+            o["tls_end"] = _minus(lc.tls_end if c.transport == "tcp" else lc.connect_end, _tls_end(c))
         # each side's own length of the phase, of one definition (sequential phases between
         # its own moments: never negative); their difference may be (a browser that handed a
         # request body to its socket at once, which the network carried for longer)
@@ -608,7 +610,7 @@ def apply(an: Analysis, log: BrowserLog, page: int | None = None) -> dict:
         "kind": log.kind, "file": log.path, "creator": log.creator, "requests": len(log.requests), "sent": len(sent),
         "matched": len(pairs), "unmatched": len(unmatched), "unmatched_requests": unmatched[:MAX_LISTED],
         "wire_only": len(an.exchanges) - len(matched), "connections_matched": len(cmap), "connections": len(log.connections),
-        "not_sent": len(log.requests) - len(sent),
+        **not_sent_fields(log),
         "filled": filled, "offsets": offsets, "durations": {k: _stats(v) for k, v in durs.items()},
         "skipped": log.skipped, "warnings": list(log.warnings),
     }

@@ -41,7 +41,7 @@ from typing import Any
 from collections.abc import Callable, Iterator
 
 from .detect import BrowserLogError, read_text
-from .records import BrowserLog, LogConnection, LogRequest, integer, num, split_host_port, text
+from .records import BrowserLog, LogConnection, LogRequest, integer, net_error_name, num, split_host_port, text
 
 _CONSTANTS = re.compile(r'\s*\{\s*"constants"\s*:\s*')
 _EVENTS = re.compile(r'\s*,\s*"events"\s*:\s*\[\s*')
@@ -187,6 +187,10 @@ class _Fill:
         self.quic_sent_fin: dict[tuple[int, int], float] = {}
         self.quic_recv_fin: dict[tuple[int, int], float] = {}
         self.quic_data: dict[tuple[int, int], int] = {}  # (session, stream) -> HTTP/3 DATA payload bytes received
+        # QUIC_SESSION -> the client's first CRYPTO frame at the Handshake level (its Finished: the
+        # TLS handshake complete, Chrome's connect_end), the first HANDSHAKE_DONE it received
+        self.quic_finished: dict[int, float] = {}
+        self.quic_done: dict[int, float] = {}
         self.req_quic: dict[int, int] = {}  # URL_REQUEST -> QUIC_SESSION
         self.socks: dict[int, LogConnection] = {}
         self.quics: dict[int, LogConnection] = {}
@@ -248,6 +252,19 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
     _bind(st)
 
 
+def _set_error(st: _Fill, r: LogRequest, p: dict) -> None:
+    """The request's net error (``net_error`` < 0), named from the log's own table, else Chrome's."""
+    err = integer(p.get("net_error"))
+    if err is not None and err < 0 and r.error is None:
+        r.error_code = err if err > -(1 << 20) else None
+        r.error = net_error_name(r.error_code, st.neterr) or f"net error {err}"[:40]
+
+
+# the HTTP cache's events on a request: an entry opened and read (a hit, unless the request then
+# went to the network to validate it)
+_CACHE_READS = ("HTTP_CACHE_READ_INFO", "HTTP_CACHE_READ_DATA")
+
+
 def _url_request(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
     """An event of a URL_REQUEST source: the request's record, its times, headers and links."""
     r = st.reqs.get(sid)
@@ -257,15 +274,14 @@ def _url_request(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict)
         elif phase == "PHASE_END" and r is not None:
             if r.response_end is None and r.response_start is not None:
                 r.response_end = t
-            err = integer(p.get("net_error"))
-            if err is not None and err < 0 and r.error is None:
-                r.error = st.neterr.get(err, str(err))
+            _set_error(st, r, p)
     elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_BEGIN" and isinstance(p.get("url"), str):
         n: int = st.redirects.get(sid, 0)
         st.redirects[sid] = n + 1
         start, prio = st.alive.get(sid, (t, None))
         if r is not None:  # a redirect: the new job starts now
             start, prio = t, r.priority
+            r.redirected = True
         r = st.reqs[sid] = LogRequest(id=str(sid) if n == 0 else f"{sid}.{n}", method=text(p.get("method"), 40),
                                       url=text(p.get("url")), start=start, priority=prio, sent=False,
                                       initiator=text(p.get("initiator"), 2048), resource_type=text(p.get("request_type"), 80))
@@ -329,9 +345,12 @@ def _url_request(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict)
         if nb is not None and nb > 0:
             r.response_body_decoded_bytes = (r.response_body_decoded_bytes or 0) + nb
     elif etype == "URL_REQUEST_START_JOB" and phase == "PHASE_END":
-        err = integer(p.get("net_error"))
-        if err is not None and err < 0:
-            r.error = st.neterr.get(err, str(err))
+        _set_error(st, r, p)
+        if not r.sent and r.cache and r.error is None and r.response_start is None:
+            r.response_start = t  # served from the cache: its headers read, the body follows
+    elif etype in _CACHE_READS:
+        if not r.sent:
+            r.cache = "disk"  # Chrome's HTTP cache (DevTools' "(disk cache)"); the renderer's memory cache is not in a NetLog
 
 
 def _stream_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
@@ -447,6 +466,10 @@ def _quic_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict
         c.scid = text(p.get("source_connection_id"), 80)
     elif etype == "QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE" and c.connect_end is None:
         c.connect_end = t
+    elif etype == "QUIC_SESSION_CRYPTO_FRAME_SENT" and p.get("encryption_level") == "ENCRYPTION_HANDSHAKE":
+        st.quic_finished.setdefault(sid, t)
+    elif etype == "QUIC_SESSION_HANDSHAKE_DONE_FRAME_RECEIVED":
+        st.quic_done.setdefault(sid, t)
     elif etype == "QUIC_SESSION_STREAM_FRAME_SENT" and p.get("fin") is True:
         stream = integer(p.get("stream_id"))
         if stream is not None:
@@ -510,10 +533,16 @@ def _bind(st: _Fill) -> None:
         if d is not None:
             c.dns_start, c.dns_end = d
     for k, c in quics.items():
+        if c.connect_end is None:  # (no QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE: Chrome logs it no more)
+            end = st.quic_finished.get(k, st.quic_done.get(k))
+            if end is not None and c.connect_start is not None and end >= c.connect_start:
+                c.connect_end = end
         d = _dns_of(st, st.quic_cj.get(k))
         if d is not None:
             c.dns_start, c.dns_end = d
     for r in log.requests:
+        if r.sent:
+            r.cache = None  # (the cache entry read was validated over the network: not served from it)
         sid = srcid(r)
         conn = None
         q = st.req_quic.get(sid)

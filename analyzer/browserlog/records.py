@@ -4,6 +4,7 @@ become the model (``build.to_analysis``) or are laid over a capture (``matching.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,8 @@ class LogRequest:
     initiator_type: str | None = None
     resource_type: str | None = None
     error: str | None = None
+    error_code: int | None = None  # the log's net error code (NetLog ``net_error``; a HAR's Chrome name's code)
+    redirected: bool = False  # a later job of the same request followed it (NetLog: a redirect, also one the browser made itself)
     pushed: bool = False
     cache: str | None = None  # memory | disk | … when the log says it came from a cache
     page: str | None = None  # the id of the log's page it belongs to (HAR ``pageref``; None: the log names none)
@@ -102,6 +105,105 @@ class BrowserLog:
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0  # malformed records left out
     cids: dict = field(default_factory=dict)  # qlog: connection key -> the connection IDs its packets carry (lower-case hex)
+
+
+# Chrome's net errors (net/base/net_error_list.h) a NetLog without its own ``constants.netError``
+# table, or a HAR's ``_error`` text, may name: the NetLog's own table comes first
+NET_ERRORS = {
+    -2: "ERR_FAILED", -3: "ERR_ABORTED", -7: "ERR_TIMED_OUT", -20: "ERR_BLOCKED_BY_CLIENT", -21: "ERR_NETWORK_CHANGED",
+    -27: "ERR_BLOCKED_BY_RESPONSE", -100: "ERR_CONNECTION_CLOSED", -101: "ERR_CONNECTION_RESET",
+    -102: "ERR_CONNECTION_REFUSED", -103: "ERR_CONNECTION_ABORTED", -104: "ERR_CONNECTION_FAILED",
+    -105: "ERR_NAME_NOT_RESOLVED", -106: "ERR_INTERNET_DISCONNECTED", -107: "ERR_SSL_PROTOCOL_ERROR",
+    -109: "ERR_ADDRESS_UNREACHABLE", -118: "ERR_CONNECTION_TIMED_OUT", -137: "ERR_NAME_RESOLUTION_FAILED",
+    -200: "ERR_CERT_COMMON_NAME_INVALID", -201: "ERR_CERT_DATE_INVALID", -202: "ERR_CERT_AUTHORITY_INVALID",
+    -310: "ERR_TOO_MANY_REDIRECTS", -324: "ERR_EMPTY_RESPONSE", -356: "ERR_QUIC_PROTOCOL_ERROR",
+}
+_NET_CODES = {v: k for k, v in NET_ERRORS.items()}
+MAX_NET_ERROR = 1 << 20  # a code beyond ±this is no net error (Chrome's are −1 … −1000s)
+
+# why a request of the log never reached the network (``NotSent.reason``), and how a row says it
+NOT_SENT_REASONS = ("cache", "failed", "cancelled", "redirected", "unfinished")
+
+
+def net_error_name(code: int | None, table: dict[int, str] | None = None) -> str | None:
+    """Chrome's name of net error ``code`` (``ERR_CONNECTION_REFUSED``): the log's own table
+    (``constants.netError``) first, else ``NET_ERRORS``; None for no code or an unknown one."""
+    if code is None:
+        return None
+    name = (table or {}).get(code) or NET_ERRORS.get(code)
+    return name[:80] if isinstance(name, str) and name else None
+
+
+def net_error_code(name: str | None) -> int | None:
+    """The code of a Chrome net error named in text (``net::ERR_ABORTED``), None if none."""
+    if not name:
+        return None
+    m = re.search(r"ERR_[A-Z0-9_]+", name[:200])
+    return _NET_CODES.get(m.group(0)) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class NotSent:
+    """A request of the log that never reached the network: served from a cache, failed or
+    cancelled before sending, redirected by the browser itself, or not finished when logging
+    stopped.  ``start``: epoch seconds on the log's clock."""
+    id: str
+    url: str | None
+    method: str | None
+    reason: str  # one of NOT_SENT_REASONS
+    cache: str | None = None  # reason "cache": which ("disk", "memory", … as the log says)
+    net_error_code: int | None = None
+    net_error_name: str | None = None
+    start: float | None = None
+
+    @property
+    def label(self) -> str:
+        """How a row says it (DevTools writes "(disk cache)" in its size column)."""
+        if self.reason == "cache":
+            return f"{self.cache} cache" if self.cache else "cache"
+        return self.reason
+
+    def to_json(self) -> dict:
+        err = None
+        if self.net_error_code is not None or self.net_error_name is not None:
+            err = {"code": self.net_error_code, "name": self.net_error_name}
+        return {"id": self.id, "url": self.url, "method": self.method, "reason": self.reason, "cache": self.cache,
+                "net_error": err, "start": self.start}
+
+    @classmethod
+    def from_json(cls, d: Any) -> NotSent | None:
+        """Back from ``to_json`` (a summary's ``not_sent_requests``); None if it is not one."""
+        if not isinstance(d, dict) or d.get("reason") not in NOT_SENT_REASONS:
+            return None
+        err = obj(d.get("net_error"))
+        code = integer(err.get("code"))
+        return cls(str(d.get("id"))[:80], text(d.get("url")), text(d.get("method"), 40), d["reason"], text(d.get("cache"), 40),
+                   code if code is not None and abs(code) < MAX_NET_ERROR else None, text(err.get("name"), 80), num(d.get("start")))
+
+
+def not_sent(r: LogRequest) -> NotSent | None:
+    """Why ``r`` never reached the network (None: it did)."""
+    if r.sent:
+        return None
+    code = r.error_code if r.error_code is not None and abs(r.error_code) < MAX_NET_ERROR else net_error_code(r.error)
+    name = net_error_name(code) if r.error is None else r.error[:80]
+    if r.cache and r.error is None:
+        reason = "cache"
+    elif code == -3 or (r.error is not None and "ERR_ABORTED" in r.error[:200]):
+        reason = "cancelled"
+    elif r.error is not None or code is not None:
+        reason = "failed"
+    elif r.redirected:
+        reason = "redirected"
+    else:
+        reason = "unfinished"
+    return NotSent(r.id, r.url, r.method, reason, (r.cache or "")[:40] or None if reason == "cache" else None,
+                   code, name, r.start)
+
+
+def not_sent_of(log: BrowserLog) -> list[NotSent]:
+    """The requests of ``log`` that never reached the network, in the log's order."""
+    return [n for n in map(not_sent, log.requests) if n is not None]
 
 
 # -- small typed readers: a log is outside input, every field may be of any type ---------
