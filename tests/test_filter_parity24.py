@@ -138,6 +138,8 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("tls.record.opaque_type && tls.record.content_type", True),
         ("tls.record.content_type == 22", True),
         ("tls.record.content_type == 23 && tls.record.opaque_type == 23", True),
+        ('tls.record.content_type == "Application Data"', True),
+        ('tls.record.opaque_type == "Application Data"', True),
     ],
     "tls/tls13_aes128gcm.pcap#nokeys": [
         ("tls.record.content_type == 23", False),
@@ -206,6 +208,14 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("min(frame.len) == 66", True),
         # B6: Cisco's dotted MAC; PCRE's (?-i) prefix
         ("eth.src == 0000.0000.0000", True),
+        # B2: tshark's value names for ip.proto and eth.type
+        ("ip.proto == TCP", True),
+        ("ip.proto == UDP", False),
+        ('ip.proto == "TCP"', True),
+        ("ip.proto in {TCP, UDP}", True),
+        ("eth.type == IPv4", True),
+        ("eth.type == ipv4", True),
+        ("eth.type == IPv6", False),
         ('http.request.method matches "(?-i)get"', False),
         ('http.request.method matches "(?-i)GET"', True),
         ('http.request.method matches "(?i)get"', True),
@@ -224,6 +234,7 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("ip.version == 4", True),
         ("!ip.version", False),
         ("ip.version == 6 && ipv6", True),
+        ("ipv6.nxt == TCP", True),
     ],
     "link-raw.pcap": [
         ("ip.version == 6", True),

@@ -13,6 +13,8 @@ from ._util import frame_field as F, label
 from .types import BYTES, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 CONTENT_CODES = {v: k for k, v in CONTENT_TYPES.items()}
+# the names a content type is written with: wirefall's (APPLICATION_DATA) and tshark's ("Application Data")
+CONTENT_NAMES = {**CONTENT_CODES, "Change Cipher Spec": 20, "Alert": 21, "Handshake": 22, "Application Data": 23, "Heartbeat": 24}
 ALERT_LEVEL_CODES = {v: k for k, v in ALERT_LEVELS.items()}
 ALERT_DESC_CODES = {v: k for k, v in ALERT_DESCRIPTIONS.items()}
 HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
@@ -319,10 +321,10 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
     label("tls.record", _is_record, lambda fr, ctx: True, "a TLS record (over TCP)"),
     F("tls.record.content_type", UINT, _is_record, _content_type,
       "record content type (20 CCS, 21 alert, 22 handshake, 23 application data); on a TLS 1.3 protected record the inner "
-      "type once decrypted, absent if not (see opaque_type)", names=CONTENT_CODES,
+      "type once decrypted, absent if not (see opaque_type)", names=CONTENT_NAMES,
       note="`frames -Y` cannot tell a TLS 1.3 record (no connection there): it reads the outer type"),
     F("tls.record.opaque_type", UINT, _is_record, lambda fr, ctx: [23] if _opaque(fr, ctx) else [],
-      "a TLS 1.3 protected record's outer type (23), decrypted or not", names=CONTENT_CODES,
+      "a TLS 1.3 protected record's outer type (23), decrypted or not", names=CONTENT_NAMES,
       note="`frames -Y` cannot tell a TLS 1.3 record (no connection there): absent"),
     F("tls.record.version", UINT, _is_record, _version, "record-layer version (0x0301 TLS 1.0 … 0x0303)"),
     F("tls.record.length", UINT, _is_record, lambda fr, ctx: [fr.length], "record length"),
