@@ -178,11 +178,12 @@ class RequestDetail:
     browser: BrowserLog | None = None
     unknown: list[str] = field(default_factory=list)  # completeness.unknown_fields: url, method, status, headers
     responded: bool = False  # a response was seen (its status may still be unknown: a QPACK entry the capture lacks)
+    not_sent: str | None = None  # a browser log's request that never reached the network: why ("disk cache", "failed", …)
 
     @property
     def status_text(self) -> str:
         """The status as the views print it (``status_cell``), "no response" where none came."""
-        return status_cell(self.status, self.reset, self.responded) or "no response"
+        return status_cell(self.status, self.reset, self.responded, self.not_sent) or "no response"
 
     @property
     def title_method(self) -> str:
@@ -313,16 +314,26 @@ def body_lower_bound(e: Exchange, direction: int) -> bool:
     return src.get("request_body_bytes" if direction == 0 else "response_body_bytes") == "lower_bound"
 
 
-def status_cell(status: int | None, reset: str | None, responded: bool) -> str:
+def status_cell(status: int | None, reset: str | None, responded: bool, not_sent: str | None = None) -> str:
     """A response status as the tables print it: the code; "RST" for a stream reset before
-    one; ``<unknown>`` where a response came but its status is not in the capture (a QPACK
-    or HPACK entry inserted before it: never a blank, which reads as "no response"); "" where
-    no response came."""
+    one; ``(disk cache)``, ``(failed)``… for a browser log's request that never reached the
+    network (``browser.not_sent``, as DevTools writes it); ``<unknown>`` where a response came
+    but its status is not in the capture (a QPACK or HPACK entry inserted before it: never a
+    blank, which reads as "no response"); "" where no response came."""
     if status is not None:
         return str(status)
     if reset:
         return "RST"
+    if not_sent:
+        return f"({not_sent})"
     return UNKNOWN if responded else ""
+
+
+def not_sent_of(browser) -> str | None:
+    """``browser.not_sent`` of an exchange or row (a browser log's request that never reached
+    the network: "disk cache", "failed", …), else None."""
+    v = browser.get("not_sent") if isinstance(browser, dict) else None
+    return v if isinstance(v, str) and v else None
 
 
 def size_text(n: int, lower_bound: bool) -> str:
@@ -363,4 +374,4 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
         markers=list(row.markers) if row is not None else [],
         frames=frames, packets=sorted({f.packet for f in frames}),
         bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c), unknown=unknown_fields(e),
-        responded=e.response_start is not None)
+        responded=e.response_start is not None, not_sent=not_sent_of(e.browser))

@@ -115,6 +115,12 @@ def test_not_sent_requests_named_in_summary_and_rows_of_the_log_alone():
     out = _run("summary", str(nl)).stdout
     assert f"{truth['requests']} requests" in out.splitlines()[0]
     assert "unknown status" not in out  # (no response to know: not an unknown field of the log)
+    # the requests table marks them as DevTools does, not a blank or <unknown> status
+    table = _run("requests", str(nl)).stdout.splitlines()
+    for k, t in truth["unsent"].items():
+        want = "(disk cache)" if t["reason"] == "cache" else f"({t['reason']})"
+        line = next(ln for ln in table if ln.split()[0] == str(marked[k]["id"]))
+        assert want in line and t["url"] in line and "<unknown>" not in line, line
 
 
 @pytest.mark.slow

@@ -333,14 +333,14 @@ def cmd_requests(args) -> int:
         with gc_paused():
             requests_json(an, exs, worker_count(getattr(args, "workers", None), args.file))
         return 0
-    from wirefall.analyzer.request_detail import body_lower_bound, size_text, status_cell
+    from wirefall.analyzer.request_detail import body_lower_bound, not_sent_of, size_text, status_cell
 
     t0 = an.start_time
     rows = []
     for e in exs:
         ms = lambda a, b: "" if a is None or b is None else f"{(b - a) * 1000:.1f}"
         rows.append([e.id, e.connection, e.protocol, "" if e.stream_id is None else e.stream_id, ("push " if e.pushed else "") + (e.method or ""),
-                     status_cell(e.status, e.reset, e.response_start is not None), _fmt_time(e.request_start if e.request_start is not None else e.response_start, t0),
+                     status_cell(e.status, e.reset, e.response_start is not None, not_sent_of(e.browser)), _fmt_time(e.request_start if e.request_start is not None else e.response_start, t0),
                      ms(e.request_start, e.response_start), ms(e.response_start, e.response_end),
                      size_text(e.response_body_bytes, body_lower_bound(e, 1)), e.url or UNKNOWN_URL])
     # (id first: the N that `--detail N`, --json and the TUI's waterfall number the request by)

@@ -60,7 +60,10 @@ def mark(r) -> str:
         parts.append("bg")
     if r.method and r.method.upper() not in ("GET",) and not r.pushed:
         parts.append(r.method.upper()[:7])
-    if no_response(r):
+    ns = r.browser.get("not_sent") if isinstance(getattr(r, "browser", None), dict) else None
+    if ns and r.status is None:  # (a browser log's request that never reached the network: "disk cache", "failed" …)
+        parts.append(str(ns))
+    elif no_response(r):
         parts.append("no response")
     elif r.status is not None and r.status != 200:
         parts.append(str(r.status))

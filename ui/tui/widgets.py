@@ -1033,7 +1033,9 @@ class WaterfallView(LineList):
 
         # (the status; "<?>" where a response came whose status the capture does not give — a
         # QPACK entry inserted before it —, "-" where none came)
-        st = str(r.status) if r.status is not None else "-" if r.pushed or no_response(r) else "<?>"
+        ns = r.browser.get("not_sent") if isinstance(getattr(r, "browser", None), dict) else None
+        st = (str(r.status) if r.status is not None else "-" if r.pushed or no_response(r) else
+              "(c)" if ns and "cache" in str(ns) else "-" if ns else "<?>")
         g = self.glyph.get(r.exchange) if self.group_by else None
         meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
         if r.background:  # (as the figures' "bg" mark: not the page's; the label is dimmed too)

@@ -121,7 +121,8 @@ def status_bucket(status: int | None) -> str:
 def row_status_bucket(r) -> str:
     """A row's status filter bucket: its status class, ``unknown`` where a response came whose
     status the capture does not give (a QPACK entry inserted before it), ``none`` where none came."""
-    if r.status is None and not r.pushed and not no_response(r):
+    ns = r.browser.get("not_sent") if isinstance(getattr(r, "browser", None), dict) else None
+    if r.status is None and not r.pushed and not ns and not no_response(r):
         return "unknown"
     return status_bucket(r.status)
 
