@@ -227,6 +227,23 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("dns.flags.rcode", True),
         ("dns.flags.rcode != 0", True),
         ("dns && !dns.flags.rcode", True),
+        # A10: dns.resp.* over every section
+        ("dns.resp.name", True),
+        ("dns.resp.type", True),
+        ("dns.resp.ttl", True),
+    ],
+    "amazon": [  # (../shared: EDNS OPT records in the additional section, SOA records in the authority section)
+        ("dns.flags.rcode == 0", True),
+        ("dns.flags.rcode == 0 && dns.flags.response == 0", False),
+        ("ip.version == 6", True),
+        ('dns.resp.name == "<Root>"', True),
+        ("dns.resp.type == 41", True),
+        ("dns.resp.type == 6", True),
+        ("dns.resp.ttl > 3600", True),
+        ('dns.resp.name contains "amazon"', True),
+        ("tls.record.content_type == 23", True),
+        ("tls.record.opaque_type", True),
+        ("tcp.window_size > 100000", True),
     ],
     # A4: ip.version is on IPv6 packets too (6)
     "link-sll.pcap": [

@@ -85,6 +85,51 @@ def _classes(i: int):
 
 
 _ANSWERS_ONLY = "the answer section's records (tshark also lists the authority and additional sections')"
+_FRAMES_ANSWERS = "frames -Y: the answer section's records only"
+
+
+def _records(pv) -> list[tuple[str, int, int]]:
+    """(owner name, type, ttl) of every resource record of the packet's DNS message — answer,
+    authority and additional sections, as tshark lists them (the root is tshark's "<Root>";
+    an OPT record has no ttl: -1), read again from its UDP payload, once per packet."""
+    cache = pv.ctx.cache
+    hit = cache.get("dns_rr")
+    if hit is not None and hit[0] == pv.n:
+        return hit[1]
+    out: list[tuple[str, int, int]] = []
+    L = pv.layers
+    if L.udp is not None and any(fr.protocol == "dns" for fr in pv.frames):
+        from wirefall.dissectors.dns import _HDR, _Q, _RR, MAX_RECORDS, DnsError, RRType, _name
+
+        buf = bytes(pv.data[L.udp_off + 8 : L.l4_end])
+        if len(buf) >= 12:
+            _i, _f, qd, an, ns, ar = _HDR.unpack_from(buf, 0)
+            pos = 12
+            try:
+                for _ in range(min(qd, MAX_RECORDS)):
+                    pos = _name(buf, pos)[1] + _Q.size
+                for _ in range(min(an + ns + ar, MAX_RECORDS)):
+                    name, pos = _name(buf, pos)
+                    if pos + 10 > len(buf):
+                        break
+                    rtype, _c, ttl, rdlen = _RR.unpack_from(buf, pos)
+                    out.append((name or "<Root>", rtype, -1 if rtype == RRType.OPT else ttl))
+                    pos += 10 + rdlen
+            except DnsError:
+                pass
+    cache["dns_rr"] = (pv.n, out)
+    return out
+
+
+def _all_sections(i: int, frame_fn):
+    """A field of every resource record (``i``: 0 name, 1 type, 2 ttl) on packets; on a frame
+    (frames -Y) ``frame_fn``'s answers."""
+    def get(pv) -> list:
+        return [r[i] for r in _records(pv) if r[i] != -1]
+
+    def frame(fr) -> list:
+        return list(frame_fn(fr, None)) if _is_dns(fr) else []
+    return {"get": get, "frame": frame}
 
 
 def _ttl(fr, ctx):
@@ -106,10 +151,13 @@ PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, 
     F("dns.a", IPV4, _is_dns, _answers("A", lambda v: int(ipaddress.IPv4Address(v))), "IPv4 address in an answer"),
     F("dns.aaaa", IPV6, _is_dns, _answers("AAAA", lambda v: int(ipaddress.IPv6Address(v))), "IPv6 address in an answer"),
     F("dns.cname", STRING, _is_dns, _answers("CNAME", str), "CNAME target in an answer"),
-    F("dns.resp.name", STRING, _is_dns, lambda fr, ctx: [a[0] for a in _fl(fr).get("answers") or () if a], "owner name of an answer"),
-    F("dns.resp.type", UINT, _is_dns, _rtype, "type of an answer record (5 CNAME, 1 A…)", names=TYPE_CODES, note=_ANSWERS_ONLY),
+    Field("dns.resp.name", STRING, **_all_sections(0, lambda fr, ctx: [a[0] for a in _fl(fr).get("answers") or () if a]),
+          desc="owner name of a resource record, in every section (<Root> for the root: an EDNS OPT record's)", note=_FRAMES_ANSWERS),
+    Field("dns.resp.type", UINT, **_all_sections(1, _rtype), desc="type of a resource record, in every section (5 CNAME, 1 A, 41 OPT…)",
+          names=TYPE_CODES, note=_FRAMES_ANSWERS),
     Field("dns.resp.class", UINT, _classes(1), "class of a resource record (1 IN), in every section"),
-    F("dns.resp.ttl", UINT, _is_dns, _ttl, "time to live of an answer record, seconds", note=_ANSWERS_ONLY),
+    Field("dns.resp.ttl", UINT, **_all_sections(2, _ttl), desc="time to live of a resource record (not an OPT record), seconds, "
+          "in every section", note=_FRAMES_ANSWERS),
     Field("dns.time", FLOAT, _paired(lambda ctx, n, q: ctx.idx.ts[n - 1] - ctx.idx.ts[q - 1]),
           "on a response: seconds since its query (same flow and transaction id)"),
     Field("dns.response_to", UINT, _paired(lambda ctx, n, q: q), "on a response: the packet of its query"),
