@@ -244,6 +244,9 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("tls.record.content_type == 23", True),
         ("tls.record.opaque_type", True),
         ("tcp.window_size > 100000", True),
+        # A10: tls.handshake on a QUIC packet whose CRYPTO frame carries part of a handshake message
+        ("tls.handshake && udp && !tls.handshake.type", True),
+        ("tls.handshake", True),
     ],
     # A4: ip.version is on IPv6 packets too (6)
     "link-sll.pcap": [
@@ -265,11 +268,16 @@ CASES: dict[str, list[tuple[str, bool]]] = {
         ("spdy.data", True),
         ("len(spdy.data) > 1000", True),
         ("spdy.data[0:2] == 3c:21", True),
+        # A10: spdy.flags is each SETTINGS entry's flags too
+        ("spdy.flags & 1", True),
+        ("spdy.flags == 1", True),
     ],
     "page/page-spdy.pcapng": [
         ("spdy && !spdy.type", True),
         ("spdy.data contains \"html\"", True),
         ("len(spdy.data) > 1000", True),
+        ("spdy.flags & 1", True),
+        ("count(spdy.flags) == 2", True),
     ],
 }
 

@@ -42,6 +42,14 @@ def _value(key: str):
     return lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get(key), int) else []
 
 
+def _flags(fr, ctx):
+    if not _known(fr):
+        return []
+    if fr.type != "SETTINGS":
+        return [fr.flags]
+    return [fr.flags] + [e["flags"] for e in (fr.fields or {}).get("settings") or () if isinstance(e, dict) and isinstance(e.get("flags"), int)]
+
+
 def _is_data(fr) -> bool:
     return _is_spdy(fr) and fr.type == "DATA"
 
@@ -63,7 +71,8 @@ PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY fra
     F("spdy.type", UINT, lambda fr: _is_spdy(fr) and fr.type != "DATA", _type, "control frame type (1 SYN_STREAM, 2 SYN_REPLY, 3 RST_STREAM, 4 SETTINGS, 6 PING, 7 GOAWAY, 8 HEADERS, 9 WINDOW_UPDATE); "
       "none on a DATA frame, as tshark (spdy.data there)",
       names=TYPE_CODES),
-    F("spdy.flags", UINT, _is_spdy, lambda fr, ctx: [fr.flags] if _known(fr) else [], "frame flags (not on a control frame of an unknown type)"),
+    F("spdy.flags", UINT, _is_spdy, _flags, "frame flags (not on a control frame of an unknown type); then, as tshark names them "
+      "so too, each SETTINGS entry's flags (1 PERSIST_VALUE, 2 PERSISTED)"),
     F("spdy.flags.fin", BOOL, _is_spdy, lambda fr, ctx: [fr.flags & 1] if fr.type in _FIN_TYPES else [],
       "FLAG_FIN (DATA, SYN_STREAM, SYN_REPLY, HEADERS: the types that define it, as tshark shows it)"),
     F("spdy.length", UINT, _is_spdy, lambda fr, ctx: [fr.length] if _known(fr) else [], "frame length (not on a control frame of an unknown type)"),

@@ -300,6 +300,24 @@ def _content_type(fr, ctx):
     return [c]
 
 
+def _handshake_label() -> Field:
+    """``tls.handshake``: a handshake message; in QUIC also each packet whose CRYPTO data the
+    TLS dissector reads while the message is still partial (``_waiting``: tshark shows the
+    Handshake Protocol there, without a type)."""
+    f = label("tls.handshake", _has_hs, lambda fr, ctx: True, "a handshake message (in QUIC, also a packet whose CRYPTO frame "
+              "carries part of one, as tshark)")
+    per_frame = f.get
+
+    def get(pv) -> list:
+        out = per_frame(pv)
+        if not out and pv.layers.udp is not None and pv.n in _waiting(pv.ctx):
+            return [True]
+        return out
+
+    f.get = get
+    return f
+
+
 def _is_app_data(fr) -> bool:
     return _is_record(fr) and fr.type == "APPLICATION_DATA"
 
@@ -335,7 +353,7 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
       names=ALERT_DESC_CODES),
     F("tls.app_data", BYTES, _is_app_data, _app_data, "an application-data record's body as sent (encrypted: ciphertext and tag)",
       note="past 4096 records on a connection, a run of small undecrypted ones is one frame: its first record's body only"),
-    label("tls.handshake", _has_hs, lambda fr, ctx: True, "a handshake message"),
+    _handshake_label(),
     F("tls.handshake.type", UINT, _has_hs, lambda fr, ctx: _msg_codes(fr), "handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, 20 Finished…)",
       names={v: k for k, v in HANDSHAKE_TYPES.items()}),
     F("tls.handshake.version", UINT, _has_hs, _hs_version, "hello's legacy version (0x0303)"),
