@@ -125,7 +125,7 @@ def stream_info(analysis: Analysis, n: int, done: list[Frame], frames: list[Fram
     over_tls = bool(first) and 0 <= first[0].connection < len(conns) and conns[first[0].connection].tls is not None
     if over_tls and done and any(fr.protocol != "tls" and fr.packet > n for fr in frames) and all(
             fr.protocol == "tls" and fr.type == "APPLICATION_DATA" and (fr.fields or {}).get("decrypted") for fr in done):
-        return TLS_SEGMENT, False  # decrypted records carrying part of a message that ends later
+        return prefix + TLS_SEGMENT, False  # decrypted records carrying part of a message that ends later (a fast retransmission's prefix kept, as tshark's)
     ctx = InfoContext(analysis, n, done, frames, over_tls)
     parts: list[str] = []
     for fr in done:
