@@ -680,12 +680,17 @@ def qlog(an: Analysis) -> dict[str, Any]:
         events.sort(key=lambda ev: ev["time"])
         if odcid is None and c.quic is not None:
             odcid = c.quic.dcid
+        common: dict[str, Any] = {"reference_time": ref, "time_format": "relative",
+                                  # (HTTP3 only where the connection carried HTTP/3: a keep-alive joined mid-way carries none)
+                                  "protocol_type": ["QUIC", "HTTP3"] if h3_frames.get(c.id) or (c.protocol or "").startswith("h3")
+                                  else ["QUIC"]}
+        if odcid:  # (a connection joined mid-way: its original DCID is not in the capture — absent, not "")
+            common = {"ODCID": odcid, **common}
         trace = {
             "title": f"connection {c.id} {c.label}",
             "description": f"{c.protocol or 'quic'} from {os.path.basename(an.path)}",
             "vantage_point": {"name": "wirefall", "type": "network", "flow": "client"},
-            "common_fields": {"ODCID": odcid or "", "reference_time": ref, "time_format": "relative",
-                              "protocol_type": ["QUIC", "HTTP3"]},
+            "common_fields": common,
             "events": events,
         }
         traces.append(trace)

@@ -34,3 +34,28 @@ def test_the_model_exports_stats_are_stats_json_and_tsharks_retransmissions(tmp_
     want = [sum(1 for a in rows if a in syn), sum(1 for a in rows if a not in syn)]
     assert model["capture"]["tcp_retransmissions"] == want and sum(want) > 0
     assert model["tcp_analysis"]["capture"]["tcp.analysis.retransmission"] == sum(want)
+
+
+def test_qlog_common_fields_say_only_what_the_capture_shows(amazon):
+    """amazon's qlog (review 24): every trace declared ``["QUIC", "HTTP3"]`` and an ODCID of ""
+    — connection 16, Chrome's keep-alive joined mid-way, carries no HTTP/3 and shows no Initial.
+    Now HTTP3 only on connections where tshark decodes HTTP/3, and the ODCID the first client
+    Initial's DCID as tshark reads it, absent where there is none."""
+    cap, keys = amazon / "amazon1.cap", amazon / "amazon1.key_log.txt"
+    out = amazon / "x.qlog"
+    _wf("export", str(cap), "--keylog", str(keys), "-o", str(out))
+    traces = json.loads(out.read_text())["traces"]
+    h3_ports = set(run_tool("tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", "http3", "-T", "fields",
+                            "-e", "udp.srcport", "-e", "udp.dstport").split())
+    init: dict[str, str] = {}
+    for ln in run_tool("tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", "quic.long.packet_type == 0 && udp.dstport == 443",
+                       "-T", "fields", "-e", "udp.srcport", "-e", "quic.dcid").splitlines():
+        port, _, dcid = ln.partition("\t")
+        init.setdefault(port, dcid.split(",")[0].replace(":", ""))
+    assert len(traces) >= 2
+    for t in traces:
+        port = t["title"].split(" → ")[0].rsplit(":", 1)[1]
+        cf = t["common_fields"]
+        assert ("HTTP3" in cf["protocol_type"]) == (port in h3_ports), t["title"]
+        assert cf.get("ODCID") == init.get(port), t["title"]
+    assert any("ODCID" not in t["common_fields"] and t["common_fields"]["protocol_type"] == ["QUIC"] for t in traces)
