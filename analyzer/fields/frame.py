@@ -4,7 +4,7 @@ from __future__ import annotations
 from wirefall.dissectors.registry import find
 
 from ._util import packet_field as P
-from .types import ABSTIME, FLOAT, PROTO, STRING, UINT, Protocol
+from .types import ABSTIME, BOOL, FLOAT, PROTO, STRING, UINT, Protocol
 
 _LINK = {"eth": "eth:ethertype", "sll": "sll:ethertype", "sll2": "sll:ethertype", "null": "null", "raw": "raw"}
 
@@ -63,6 +63,11 @@ PROTOCOL = Protocol("frame", "every captured packet", P("frame", PROTO, lambda p
     P("frame.time_epoch", FLOAT, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1])], "arrival time, seconds since 1970"),
     P("frame.time_relative", FLOAT, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1] - pv.ctx.t0)], "seconds since the first packet"),
     P("frame.time_delta", FLOAT, _delta, "seconds since the previous captured packet"),
+    P("frame.time_delta_displayed", FLOAT, lambda pv: [], "seconds since the previous displayed packet",
+      unsupported="frame.time_delta_displayed is not a filter field in wirefall: under -Y tshark computes it against the "
+                  "previous packet the same filter displayed, so its value depends on the filter's own result "
+                  "('frame.time_delta_displayed > 0' selects nothing in tshark 4.0); use frame.time_delta"),
+    P("frame.marked", BOOL, lambda pv: [0], "whether the packet is marked (never, in a file read: always 0)"),
     P("frame.len", UINT, lambda pv: [pv.ctx.idx.origlen[pv.n - 1]], "length on the wire"),
     P("frame.cap_len", UINT, lambda pv: [pv.ctx.idx.caplen[pv.n - 1]], "captured length"),
     # (tshark has it on pcapng packets only: a classic pcap file has no interfaces)

@@ -6,7 +6,8 @@ acks_frame, bytes_in_flight, push_bytes_sent, rto) are not computed: naming one 
 from __future__ import annotations
 
 from ._util import packet_field as P
-from .types import BOOL, BYTES, FLOAT, NONE, PROTO, UINT, Protocol
+from .packet import decode_layers
+from .types import BOOL, BYTES, FLOAT, INT, NONE, PROTO, UINT, Protocol
 
 
 def _t(pv):
@@ -48,6 +49,19 @@ def _option(kind: int, size: int, part: slice):
 
 
 _mss = _option(2, 2, slice(0, 2))  # (kind 2, length 4: a SYN's)
+
+
+def _sack_perm(pv):
+    """tcp.options.sack_perm (FT_PROTOCOL): the SACK-permitted option's bytes (kind 4, length 2)."""
+    L = pv.layers
+    t = L.tcp
+    if t is None or t[4] <= 20:
+        return []
+    from wirefall.analyzer.detail import _tcp_options
+
+    start = L.tcp_off + 20
+    opts = pv.data[start : min(L.tcp_off + t[4], L.l4_end)]
+    return [opts[o : o + 2] for k, v, o in _tcp_options(opts) if k == 4 and not v]
 
 
 def _state(pv):
@@ -143,6 +157,136 @@ def _ta(pv):
     return ta
 
 
+def _walk(pv, key: str, step) -> dict | None:
+    """Per-packet values from a walk over tshark's TCP conversations (the TCP analysis's
+    ``conv``) in packet order, as far as the analysis has run (a filter walks the packets in
+    order: it goes on where it stopped).  ``step(i, conv, state)`` gives packet ``i + 1``'s
+    value; ``state`` is the conversation's own dict.  None: not a TCP packet."""
+    ta = _ta(pv)
+    if ta is None:
+        return None
+    cache = pv.ctx.cache
+    w = cache.get(key)
+    if w is None:
+        w = cache[key] = [0, {}, {}]  # packets walked, conversation -> its state, packet -> value
+    if w[0] < ta.packets:
+        conv, states, out = ta.conv, w[1], w[2]
+        for i in range(w[0], min(ta.packets, len(conv))):
+            c = conv[i]
+            if c >= 0:
+                st = states.get(c)
+                if st is None:
+                    st = states[c] = {}
+                out[i + 1] = step(pv, i, st)
+        w[0] = ta.packets
+    return w[2]
+
+
+def _time_step(pv, i, st):
+    """(tcp.time_relative, tcp.time_delta): seconds since the conversation's first packet and
+    its previous one (tshark's tcp.calculate_timestamps, on by default)."""
+    t = pv.ctx.idx.ts[i]
+    first = st.setdefault("first", t)
+    prev = st.get("prev", t)
+    st["prev"] = t
+    return (_us(t - first), _us(t - prev))
+
+
+def _us(x: float) -> float:
+    return round(x, 6)  # (as frame.time_delta: microseconds, as tshark computes in integers)
+
+
+def _times(i: int):
+    def get(pv):
+        out = _walk(pv, "tcp_times", _time_step)
+        v = out.get(pv.n) if out is not None else None
+        return [v[i]] if v is not None else []
+    return get
+
+
+# tshark 4.0's conversation completeness bits
+C_SYN, C_SYNACK, C_ACK, C_DATA, C_FIN, C_RST = 1, 2, 4, 8, 16, 32
+
+
+def _completeness_step(pv, i, st):
+    """tcp.completeness as tshark 4.0 shows it in one pass: the bits the conversation's packets
+    before this one set — SYN (1), SYN-ACK (2), a segment with ACK and no payload nor SYN (4),
+    payload (8), FIN (16), RST (32).  The conversation's first packet sets only a SYN's bit, and
+    only the first packet's SYN sets it (a SYN reusing a closed conversation's ports shows it on itself already); tshark's rules,
+    measured on captures cut by editcap (tests/test_filter_fields24.py)."""
+    ctx = pv.ctx
+    first = "bits" not in st
+    before = st.get("bits", 0)
+    if pv.n == i + 1:
+        t = pv.layers.tcp
+    else:
+        idx = ctx.idx
+        t = decode_layers(idx.linktype[i], ctx.source.read(idx.offset[i], idx.caplen[i])).tcp
+    bits = before
+    if t is not None:
+        f = t[5]
+        if first:
+            if f & 0x12 == 0x02:
+                bits = C_SYN
+                if ctx.cache["tcp_analysis"].has(i + 1, "tcp.analysis.reused_ports"):
+                    before = C_SYN
+        else:
+            if f & 0x12 == 0x12:
+                bits |= C_SYNACK
+            elif f & 0x02:
+                pass  # (a SYN after the first packet sets nothing: swap-syn's late SYN)
+            elif f & 0x10 and not t[9]:
+                bits |= C_ACK
+            if f & 0x04:
+                bits |= C_RST
+            if f & 0x01:
+                bits |= C_FIN
+            if t[9]:
+                bits |= C_DATA
+    st["bits"] = bits
+    return before
+
+
+def _completeness(pv):
+    out = _walk(pv, "tcp_completeness", _completeness_step)
+    v = out.get(pv.n) if out is not None else None
+    return [v] if v is not None else []
+
+
+def _scalefactor(pv):
+    """tcp.window_size_scalefactor on a segment without SYN: 2**shift once this direction's scale
+    is known, -2 once a SYN without the option showed that neither side scales, else -1."""
+    t = pv.layers.tcp
+    if t is None or t[5] & 0x02:
+        return []
+    ta = _ta(pv)
+    if ta is None or not 0 < pv.n <= len(ta.wshift):
+        return []
+    s = ta.wshift[pv.n - 1]
+    if s >= 0:
+        return [1 << s]
+    out = _walk(pv, "tcp_noscale", _noscale_step)
+    return [-2 if out and out.get(pv.n) else -1]
+
+
+def _noscale_step(pv, i, st):
+    """Whether a SYN without a window-scale option came before packet ``i + 1`` in its conversation."""
+    before = st.get("seen", False)
+    ctx = pv.ctx
+    ta = ctx.cache["tcp_analysis"]
+    if not before and ta.tcp_flags[i] & 0x02:
+        from wirefall.analyzer.detail import _tcp_options
+
+        idx = ctx.idx
+        data = ctx.source.read(idx.offset[i], idx.caplen[i])
+        L = decode_layers(idx.linktype[i], data)
+        t = L.tcp
+        if t is not None:
+            opts = data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
+            st["seen"] = not any(k == 3 and len(v) == 1 for k, v, _ in _tcp_options(opts))
+    return before
+
+
 def _analysis_flag(name):
     def get(pv):
         ta = _ta(pv)
@@ -221,5 +365,12 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.options.wscale.shift", UINT, _option(3, 1, slice(0, 1)), "window scale option's shift count (in a SYN)"),
     P("tcp.options.timestamp.tsval", UINT, _option(8, 8, slice(0, 4)), "timestamps option's TSval"),
     P("tcp.options.timestamp.tsecr", UINT, _option(8, 8, slice(4, 8)), "timestamps option's TSecr"),
+    P("tcp.options.sack_perm", PROTO, _sack_perm, "SACK-permitted option (its 2 bytes: tcp.options.sack_perm == 04:02)"),
+    P("tcp.window_size_scalefactor", INT, _scalefactor, "window scale factor on a segment without SYN: 2**shift "
+      "(-1 scale unknown, -2 no window scaling used)"),
+    P("tcp.time_relative", FLOAT, _times(0), "seconds since the first packet of this TCP conversation"),
+    P("tcp.time_delta", FLOAT, _times(1), "seconds since the previous packet of this TCP conversation"),
+    P("tcp.completeness", UINT, _completeness, "conversation completeness so far: 1 SYN, 2 SYN-ACK, 4 ACK, 8 data, 16 FIN, "
+      "32 RST seen on the conversation's packets before this one (tshark 4.0, one pass)"),
     *_analysis_fields(),
 ])

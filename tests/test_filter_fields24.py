@@ -1,0 +1,186 @@
+"""Display-filter fields added after review 24 (B5: common tshark 4.0 fields wirefall refused as
+"unknown field"): for each, the packets wirefall's ``filter_packets`` (``packets -Y``) selects
+are the packets tshark 4.0's ``-Y`` selects, on real captures (one tshark pass per capture, a
+Lua tap per expression: tests/tshark_filters.lua, as tests/test_filter_parity24.py).  Captures
+a rule needs that no sample has (a TCP conversation whose handshake is cut) are made from
+http1-nginx's packets by editcap at test time; ``#2pass`` runs tshark with -2 (the value
+Wireshark's packet list shows, where one pass has none: http.response_in)."""
+from __future__ import annotations
+
+import atexit
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from wirefall.analyzer.capture import PacketSource
+from wirefall.analyzer.filter import FilterError, compile_filter, filter_packets
+from wirefall.analyzer.pipeline import analyze
+
+ROOT = Path(__file__).resolve().parents[1]
+S = ROOT / "sample_captures"
+SHARED = ROOT.parent / "shared" / "captures"
+LUA = Path(__file__).with_name("tshark_filters.lua")
+NGINX = S / "http" / "http1-nginx.pcap"
+
+pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+
+_TMP = Path(tempfile.mkdtemp(prefix="wirefall-fields24-"))
+atexit.register(lambda: shutil.rmtree(_TMP, ignore_errors=True))
+
+
+def _cut(drop: str) -> Path:
+    """http1-nginx.pcap without the packets ``drop`` names (editcap's syntax, '+'-separated)."""
+    out = _TMP / f"cut-{drop}.pcap"
+    if not out.exists():
+        if shutil.which("editcap") is None:
+            pytest.skip("editcap not installed")
+        subprocess.run(["editcap", str(NGINX), str(out), *drop.split("+")], check=True, capture_output=True)
+    return out
+
+
+def _capture(name: str) -> tuple[Path, Path | None, list[str]]:
+    """(capture, key log, extra tshark arguments) of a capture by name."""
+    extra: list[str] = []
+    name, _, opt = name.partition("#")
+    if opt == "2pass":
+        extra.append("-2")
+    if name.startswith("cut:"):
+        return _cut(name[4:]), None, extra
+    if name.startswith("made:"):
+        sys.path.insert(0, str(ROOT / "scripts" / "hostile"))
+        import tcp_handshake_cuts
+
+        out = _TMP / f"{name[5:]}.pcap"
+        if not out.exists():
+            out.write_bytes(tcp_handshake_cuts.build(name[5:], NGINX.read_bytes()))
+        return out, None, extra
+    if name == "amazon":
+        src = SHARED / "pageload-amazon"
+        if not (src / "amazon1.cap.gz").exists():
+            pytest.skip("../shared/captures/pageload-amazon is not present")
+        cap, keys = _TMP / "amazon1.cap", _TMP / "amazon1.keys"
+        if not cap.exists():
+            cap.write_bytes(gzip.decompress((src / "amazon1.cap.gz").read_bytes()))
+            keys.write_bytes(gzip.decompress((src / "amazon1.key_log.txt.gz").read_bytes()))
+        return cap, keys, extra
+    if name.startswith("shared:"):
+        cap = SHARED / name[7:]
+        if not cap.exists():
+            pytest.skip(f"../shared/captures/{name[7:]} is not present")
+        keys = cap.with_name("keylog.txt")
+        return cap, keys if keys.exists() else None, extra
+    nokeys = opt == "nokeys"
+    cap = S / name
+    keys = None if nokeys else cap.with_suffix(".keys")
+    if cap.name == "page-h2c.pcapng":
+        extra += ["-d", "tcp.port==38617,http2"]
+    return cap, keys if keys is not None and keys.exists() else None, extra
+
+
+@cache
+def _analysis(name: str):
+    cap, keys, _ = _capture(name)
+    return analyze(str(cap), keylogs=[str(keys)] if keys else [])
+
+
+def _tshark(name: str, exprs: list[str]) -> dict[str, list[int] | str]:
+    cap, keys, extra = _capture(name)
+    with tempfile.TemporaryDirectory() as d:
+        flt, out = Path(d) / "filters.txt", Path(d) / "out.txt"
+        flt.write_text("\n".join(exprs) + "\n")
+        cmd = ["tshark", "-n", "-q", "-r", str(cap), "-X", f"lua_script:{LUA}", *extra]
+        if keys:
+            cmd += ["-o", f"tls.keylog_file:{keys}"]
+        subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True,
+                       env={**os.environ, "WF_FILTERS": str(flt), "WF_OUT": str(out)})
+        res: dict[str, list[int] | str] = {e: [] for e in exprs}
+        for line in out.read_text().splitlines():
+            i, _, rest = line.partition(" ")
+            e = exprs[int(i) - 1]
+            if rest.startswith("ERROR"):
+                res[e] = rest
+            elif int(rest) not in res[e]:  # (-2: a tap may see a packet in both passes)
+                res[e].append(int(rest))  # type: ignore[union-attr]
+    return res
+
+
+def _wirefall(name: str, expr: str) -> list[int]:
+    cap, _, _ = _capture(name)
+    src = PacketSource(str(cap))
+    try:
+        return list(filter_packets(_analysis(name), src, expr))
+    finally:
+        src.close()
+
+
+def _compare(name: str, cases: list[tuple[str, bool]]) -> None:
+    """Each (expression, must select something in tshark) selects tshark's packets."""
+    theirs = _tshark(name, [e for e, _ in cases])
+    wrong = []
+    for e, nonempty in cases:
+        t = theirs[e]
+        assert not isinstance(t, str), f"{name}: tshark rejects {e!r}: {t}"
+        if nonempty:
+            assert t, f"{name}: {e!r} selects nothing in tshark: the comparison would prove little"
+        mine = _wirefall(name, e)
+        if mine != sorted(t):
+            wrong.append(f"{e!r}: tshark {len(t)}, wirefall {len(mine)}; only wirefall {sorted(set(mine) - set(t))[:10]}, "
+                         f"only tshark {sorted(set(t) - set(mine))[:10]}")
+    assert not wrong, f"{name}: {len(wrong)} of {len(cases)} filters disagree with tshark:\n" + "\n".join(wrong)
+
+
+# ------------------------------------------------------------------ TCP, IP and frame
+# (expression, True where tshark must select at least one packet there)
+
+TCP_IP = [
+    ("tcp.time_relative", True), ("tcp.time_relative == 0", True), ("tcp.time_relative > 0.001", True),
+    ("tcp.time_delta", True), ("tcp.time_delta == 0", True), ("tcp.time_delta > 0.0001", True), ("tcp.time_delta < 0.00002", True),
+    ("tcp.completeness", True), ("tcp.completeness == 0", True), ("tcp.completeness == 31", True), ("tcp.completeness == 15", True),
+    ("tcp.completeness & 8", True), ("tcp.completeness & 4 && !(tcp.completeness & 2)", False), ("tcp.completeness > 7", True),
+    ("tcp.window_size_scalefactor", True), ("tcp.window_size_scalefactor == -1", False), ("tcp.window_size_scalefactor == -2", False),
+    ("tcp.window_size_scalefactor == 1024", False), ("tcp.window_size_scalefactor > 1", False),
+    ("tcp.options.sack_perm", False), ("tcp.options.sack_perm == 04:02", False), ("tcp && !tcp.options.sack_perm", True),
+    ("ip.dsfield.dscp == 0", True), ("ip.dsfield.ecn == 0", True), ("ip.dsfield.dscp > 0 || ip.dsfield.ecn > 0", False),
+    ('ip.src_host == "127.0.0.1"', False), ('ip.host contains "127."', False), ('ip.dst_host matches "^127\\\\."', False),
+    ("ip.src_host", True), ("ip.host", True), ('ip.src_host == ip.dst_host', False),
+    ("frame.marked == 0", True), ("frame.marked", True), ("frame.marked == 1", False),
+]
+
+CASES: dict[str, list[tuple[str, bool]]] = {
+    "http/http1-nginx.pcap": TCP_IP,
+    "tcp-port-reuse.pcap": [("tcp.completeness == 1", True), ("tcp.completeness == 31", True), ("tcp.time_relative == 0", True),
+                            ("tcp.time_delta > 0.001", True), ("tcp.window_size_scalefactor > 1", True)],
+    # a conversation cut: without its SYN, SYN-ACK, third ACK, handshake; pure ACKs gone before its FINs
+    **{f"cut:{d}": [("tcp.completeness == 0", True), ("tcp.completeness == 4", False), ("tcp.completeness == 8", False),
+                    ("tcp.completeness == 12", False), ("tcp.completeness == 11", False), ("tcp.completeness == 13", False),
+                    ("tcp.completeness == 31", False), ("tcp.time_relative == 0", True), ("tcp.window_size_scalefactor == -1", False),
+                    ("tcp.window_size_scalefactor == 1024", False)]
+       for d in ("1", "1-2", "1-3", "2", "3", "2-3", "3+5+7")},
+    "made:drop-synack": [("tcp.window_size_scalefactor == -1", True), ("tcp.window_size_scalefactor == 1024", True),
+                         ("tcp.completeness == 13", True)],
+    "made:swap-syn": [("tcp.window_size_scalefactor == -1", True), ("tcp.completeness == 4", True), ("tcp.completeness == 12", True)],
+    "quic/page-multi-late.pcapng": [("tcp.completeness == 0", True), ("tcp.completeness == 8", True), ("tcp.completeness == 12", True),
+                                    ("tcp.window_size_scalefactor == -1", True), ("tcp.time_delta > 0.01", True)],
+    "lossy/page-h1.pcapng": [("tcp.time_delta > 0.03", True), ("tcp.time_relative > 0.5", True), ("tcp.completeness == 15", True),
+                             ("tcp.window_size_scalefactor > 1", True), ("tcp.options.sack_perm", True)],
+    "link-sll.pcap": [("ip.host", True), ('ip.src_host == "127.0.0.1"', True), ("tcp.time_relative > 0", True),
+                      ("tcp.completeness == 31", True)],
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fields_select_what_tshark_selects(name):
+    _compare(name, CASES[name])
+
+
+def test_frame_time_delta_displayed_is_refused_with_the_reason():
+    # tshark's value under -Y is measured from the previous packet the same filter displayed
+    with pytest.raises(FilterError, match="previous packet the same filter displayed"):
+        compile_filter("frame.time_delta_displayed > 0")
