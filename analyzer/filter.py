@@ -606,7 +606,13 @@ class _Parser:
         cands = sorted(_short_names(self.scope))
         if self.scope not in ("exchanges", "connections"):
             cands += _fields.names()
-        close = difflib.get_close_matches(name, cands, n=1, cutoff=0.6)
+        # the same protocol's names first (tcp.segment: not http.user_agent), then a near miss in
+        # the protocol part too (htpp.host -> http.host)
+        proto = name.split(".", 1)[0]
+        same = [c for c in cands if c.split(".", 1)[0] == proto]
+        close = difflib.get_close_matches(name, same, n=1, cutoff=0.6) if "." in name else []
+        if not close:
+            close = difflib.get_close_matches(name, cands, n=1, cutoff=0.6 if "." not in name else 0.8)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"unknown field {name!r}{hint}"
 

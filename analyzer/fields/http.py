@@ -92,6 +92,31 @@ def _request_in(ctx, fr) -> list:
     return [r[1]] if r is not None else []
 
 
+def _response_in(ctx, fr) -> list:
+    """On a request: the packet where its first response ending after it ends (tshark's
+    two-pass value: a 100 Continue answered before the upload ends is not its response)."""
+    _messages_at(ctx)
+    first = ctx.cache.get("h1_first_response")
+    if first is None:
+        first = {}
+        requests = ctx.cache["h1_requests"]
+        for pkt, frs in ctx.cache["h1_at"].items():
+            for f in frs:
+                if f.type == "RESPONSE" and _is_h1(f):
+                    key = (f.connection, (f.fields or {}).get("exchange"))
+                    r = requests.get(key)
+                    if r is not None and pkt >= r[1] and pkt < first.get(key, 1 << 62):
+                        first[key] = pkt
+        ctx.cache["h1_first_response"] = first
+    v = first.get((fr.connection, (fr.fields or {}).get("exchange")))
+    return [v] if v is not None else []
+
+
+def _lines(fr) -> list[str]:
+    """Each header line as sent, with its CRLF (http.request.line / http.response.line)."""
+    return [f"{k}: {v}\r\n" for k, v in fr.headers or ()]
+
+
 def _time(ctx, fr) -> list:
     r = _request_of(ctx, fr)
     if r is None:
@@ -158,10 +183,16 @@ PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("ht
                   note="wirefall pairs every response with its request by the exchange (an interim 1xx and the final one; "
                        "pipelining included); tshark 4.0 only a request's first response, and pipelined responses with the "
                        "last request of their packet"),
+    _packet_field("http.response_in", UINT, _response_in, "on a request: the packet where its first response (ending after "
+                  "it) ends", only="REQUEST",
+                  note="Wireshark's value (tshark -2): tshark's one pass (-Y without -2) never has it, the response being later"),
     _packet_field("http.time", FLOAT, _time, "on a response: seconds from the packet where its request ended to this one",
                   only="RESPONSE", note="as http.request_in"),
     _packet_field("http.response_for.uri", STRING, _response_for, "on a response: its request's full URI", only="RESPONSE",
                   note="as http.request_in"),
+    _field("http.request.line", STRING, _lines, "each request header line (\"Host: example.com\\r\\n\")", only="REQUEST",
+           note="rebuilt as name, ': ', value, CRLF (a line sent with other spacing around the colon reads differently)"),
+    _field("http.response.line", STRING, _lines, "each response header line", only="RESPONSE", note="as http.request.line"),
     _field("http.host", STRING, _hdr("host"), "Host header", only="REQUEST"),
     _field("http.user_agent", STRING, _hdr("user-agent"), "User-Agent header", only="REQUEST"),
     _field("http.referer", STRING, _hdr("referer"), "Referer header", only="REQUEST"),
@@ -173,4 +204,10 @@ PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("ht
     _field("http.content_encoding", STRING, _hdr("content-encoding"), "Content-Encoding header"),
     _field("http.content_length", UINT, _hdr_int("content-length"), "Content-Length header"),
     _field("http.connection", STRING, _hdr("connection"), "Connection header"),
+    _field("http.accept_encoding", STRING, _hdr("accept-encoding"), "Accept-Encoding header", only="REQUEST"),
+    _field("http.transfer_encoding", STRING, _hdr("transfer-encoding"), "Transfer-Encoding header"),
+    _field("http.upgrade", STRING, _hdr("upgrade"), "Upgrade header"),
+    _field("http.file_data", STRING, lambda fr: [], "the message body (de-chunked, decoded)",
+           unsupported="http.file_data is not a filter field in wirefall yet: tshark's value is the de-chunked, decompressed "
+                       "body on the packet where the message ends, and wirefall's filter does not read bodies again"),
 ])

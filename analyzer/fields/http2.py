@@ -9,7 +9,7 @@ from bisect import bisect_right
 from wirefall.dissectors.http2 import ERROR_NAMES, FRAME_NAMES, SETTINGS_NAMES
 
 from ._util import fields_value, frame_field as F, frames_present, header_family, header_values, label
-from .types import BOOL, BYTES, UINT, Field, Protocol
+from .types import BOOL, BYTES, STRING, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
 
@@ -275,6 +275,15 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.settings.unknown", UINT, _is_h2, lambda fr, ctx: [v for i, v in _settings(fr, ctx) if i not in _TSHARK_SETTINGS],
       "value of a setting tshark 4.0 does not name (9 NO_RFC7540_PRIORITIES, unknown identifiers)"),
     *HEADERS.generic(),
+    F("http2.header.length", UINT, _is_h2, lambda fr, ctx: [sum(8 + len(k.encode()) + len(v.encode()) for k, v in fr.headers)]
+      if fr.headers else [], "decoded size of a header block: 8 bytes per header field plus its name and value "
+      "(tshark's [Header Length], on the frame that ends the block)"),
+    F("http2.magic", STRING, _is_h2, lambda fr, ctx: [], "the client's connection preface",
+      unsupported="http2.magic is not a filter field in wirefall yet: its HTTP/2 reader skips the connection preface "
+                  "without keeping the packet it ends on"),
+    label("http2.stream", _is_h2, lambda fr, ctx: True, "an HTTP/2 frame (tshark's Stream item, one per frame)",
+          note="tshark also adds one for the client's connection preface (count(http2.stream) is one more on that packet); "
+               "wirefall does not keep the preface's packet"),
     F("http2.headers.weight", UINT, _is_h2, _weight(False), "priority weight as sent (0..255; PRIORITY; HEADERS with PRIORITY)"),
     F("http2.headers.weight_real", UINT, _is_h2, _weight(True), "priority weight (1..256; PRIORITY; HEADERS with PRIORITY)"),
     *HEADERS.named(),

@@ -373,4 +373,9 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.completeness", UINT, _completeness, "conversation completeness so far: 1 SYN, 2 SYN-ACK, 4 ACK, 8 data, 16 FIN, "
       "32 RST seen on the conversation's packets before this one (tshark 4.0, one pass)"),
     *_analysis_fields(),
+    *[P(n, t, lambda pv: [], d, unsupported=f"{n} is not a filter field in wirefall: tshark adds it where its own TCP reassembly "
+        "(the desegmenting dissectors' PDU requests) puts PDU boundaries and segment lists, which wirefall's stream reassembly "
+        "does not reproduce packet for packet") for n, t, d in (
+        ("tcp.pdu.size", UINT, "size of a PDU in the segment"), ("tcp.segment", UINT, "a segment of a reassembled PDU"),
+        ("tcp.segments", NONE, "the segments of a reassembled PDU"))],
 ])

@@ -21,6 +21,11 @@ HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
 VERSION_CODES = {"SSL 2.0": 0x0002, "SSL 3.0": 0x0300, "TLS 1.0": 0x0301, "TLS 1.1": 0x0302, "TLS 1.2": 0x0303, "TLS 1.3": 0x0304}
 
 
+# why the fields of handshake messages other than the hellos are refused (an error, not a silent empty match)
+_NOT_HELLO = ("wirefall's filter reads the hellos again, not the other handshake messages (Certificate, ServerKeyExchange, "
+              "CertificateRequest, CertificateVerify, a decrypted TLS 1.3 EncryptedExtensions), where tshark 4.0 shows it too")
+
+
 def _is_tls(fr) -> bool:
     return fr.protocol == "tls"
 
@@ -368,4 +373,13 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
       "supported_versions…)", note="the hellos' extensions only: tshark also lists a decrypted TLS 1.3 EncryptedExtensions'"),
     F("tls.handshake.extensions.supported_version", UINT, _has_hs, _supported_versions,
       "versions a ClientHello offers (supported_versions) or a ServerHello selects (0x0304 TLS 1.3)"),
+    *[F(n, t, _has_hs, lambda fr, ctx: [], d, unsupported=f"{n} is not a filter field in wirefall yet: {why}") for n, t, d, why in (
+        ("tls.handshake.extensions_supported_group", UINT, "a supported group (ClientHello; a decrypted EncryptedExtensions)", _NOT_HELLO),
+        ("tls.handshake.sig_hash_alg", UINT, "a signature algorithm (hello extensions, ServerKeyExchange, CertificateRequest, "
+         "CertificateVerify)", _NOT_HELLO),
+        ("tls.handshake.certificate", BYTES, "a certificate (Certificate message)", _NOT_HELLO),
+        ("tls.handshake.length", UINT, "a handshake message's length", _NOT_HELLO),
+        ("tls.segment", UINT, "a record of a handshake message reassembled from several", "tshark adds it where its own "
+         "handshake reassembly joins records, which wirefall's TLS reader does not reproduce record for record"),
+        ("x509ce.dNSName", STRING, "a certificate's subjectAltName DNS name", _NOT_HELLO))],
 ])
