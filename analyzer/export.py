@@ -440,6 +440,15 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             entry["_reset"] = e.reset
         if e.error:  # (Chrome's HAR names a failed request's error so: "no response in the capture", a reset…)
             entry["_error"] = e.error
+        rec = e.browser if isinstance(e.browser, dict) else {}
+        ns = rec.get("not_sent")
+        if isinstance(ns, str) and ns:
+            # a browser log's request that never reached the network (analyzer/browserlog): Chrome's
+            # _fromCache for a cache hit, and wirefall's own _not_sent, so that reading the HAR
+            # back keeps it not sent (a failure's _error, with nothing sent, says so too)
+            entry["_not_sent"] = ns
+            if ns.endswith("cache"):
+                entry["_fromCache"] = rec.get("cache") or ns[: -len("cache")].strip() or "disk"
         if c is not None:
             entry["serverIPAddress"] = c.server[0]
         entry["_background"] = row.background

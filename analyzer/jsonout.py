@@ -305,6 +305,8 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
     if e.protocol.startswith("h3"):
         d["request_qpack_encoder_bytes"] = e.request_qpack_encoder_bytes
         d["response_qpack_encoder_bytes"] = e.response_qpack_encoder_bytes
+        if src and src.get("request_qpack_encoder_bytes") == "unknown":  # (a browser log's: no log gives them)
+            d["request_qpack_encoder_bytes"] = d["response_qpack_encoder_bytes"] = None
     if page is not None:
         why = page.background.get(e.id)
         d["background"] = why is not None

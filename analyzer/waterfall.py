@@ -428,6 +428,17 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
     if exs is None:
         exs = [e for e in an.exchanges if _exchange_start(e) is not None]
         exs.sort(key=lambda e: (_exchange_start(e), e.id))
+    if an.source != "capture":
+        # a browser log opened alone says itself which requests are not its page's (a HAR
+        # entry without pageref; wirefall's own _background): background, and the rules
+        # decide among the rest (analyzer/browserlog/build.py: ``browser.background``)
+        said = {e.id: why for e in exs if isinstance(e.browser, dict) and isinstance(why := e.browser.get("background"), str)}
+        if said:
+            p = page_of(an, [e for e in exs if e.id not in said], starts)
+            p.background.update(said)
+            if not len(an.index):
+                p.start = _log_page_start(an, [e for e in exs if e.id not in p.background])
+            return p
 
     def start_of(e: Exchange) -> float:
         t = _exchange_start(e)
@@ -647,7 +658,37 @@ def _page_bounds(an: Analysis, p: Page, exs: list[Exchange], starts: dict[int, f
             end, end_packet = t, e.response_end_packet
     if end is not None:
         p.end, p.end_packet = end, end_packet
+    if not n and bg and an.browser:
+        p.start = _log_page_start(an, [e for e in exs if e.id not in bg])
     return p
+
+
+def _log_page_start(an: Analysis, page_exs: list[Exchange]) -> float | None:
+    """A browser log's page start when background requests are set apart (the log's own
+    start, ``Analysis.start_time``, counts them): the first of its page's requests' starts
+    (the browser's request start, its DNS lookup, its connection's set-up) and the page
+    start the log gives (a HAR page's ``startedDateTime``) within ``LOG_PAGE_START_SLACK``
+    before them."""
+    from .model import LOG_PAGE_START_SLACK
+
+    conns = {c.id: c for c in an.connections}
+    ts: list[float] = []
+    for e in page_exs:
+        t = _exchange_start(e)
+        if t is not None:
+            ts.append(t)
+        times = e.browser.get("times") if isinstance(e.browser, dict) else None
+        if isinstance(times, dict):
+            ts += [t for t in (times.get("start"), times.get("dns_start")) if isinstance(t, float) and t]
+        c = conns.get(e.connection)
+        if c is not None and c.connect_start is not None:
+            ts.append(c.connect_start)
+    first = min(ts, default=None)
+    if first is None:
+        return None
+    pages = (an.browser or {}).get("pages") or ()
+    ts += [p["start"] for p in pages if isinstance(p, dict) and isinstance(p.get("start"), float) and first - LOG_PAGE_START_SLACK <= p["start"]]
+    return min(ts)
 
 
 # ---------------------------------------------------------------------------------- DNS
@@ -1111,6 +1152,13 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
     if e.response_start is not None and e.response_end is not None:
         raw.append(("receive", e.response_start, e.response_end))
     start, end = _exchange_start(e), _exchange_end(e)
+    if c is not None and c.first_packet == 0 and isinstance(e.browser, dict) and e.browser.get("source") == "har":
+        # a HAR opened alone (a connection of no packet): its entry's start, before the
+        # connection's set-up, begins the row — the HAR's blocked, before dns and connect
+        # (HAR 1.2: the timings add up to the entry's time)
+        hs = (e.browser.get("times") or {}).get("start")
+        if isinstance(hs, float) and start is not None and hs < start:
+            start = hs
     if not raw:
         if start is None or end is None or end <= start:
             return []

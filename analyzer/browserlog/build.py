@@ -89,6 +89,9 @@ def record(r: LogRequest, log: BrowserLog) -> dict:
         # a HAR's headersSize: the size of the header text the browser reports (for HTTP/2 and
         # HTTP/3 an HTTP/1-style reconstruction, uncompressed), not bytes on the wire
         "headers_size": {"request": r.request_header_bytes, "response": r.response_header_bytes},
+        # the log's own word that the request is not its page's (a HAR entry without pageref in a
+        # HAR of pages; wirefall's own ``_background_reason``): opened alone, a background row
+        "background": r.background,
     }
 
 
@@ -216,6 +219,9 @@ def summary(log: BrowserLog, **kw) -> dict:
 HEADER_BYTE_FIELDS = ("request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
                       "response_header_bytes_decoded")
 
+# an HTTP/3 exchange's QPACK encoder-stream byte counts: "unknown" in ``sources`` (JSON null)
+QPACK_BYTE_FIELDS = ("request_qpack_encoder_bytes", "response_qpack_encoder_bytes")
+
 
 def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog, unsent: NotSent | None = None) -> Exchange:
     """The exchange of ``r``; ``unsent``: why it never reached the network (a row with no wire:
@@ -256,6 +262,8 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog, unsent: NotSent 
             e.response_end = e.response_start
         if unsent.reason in ("failed", "cancelled"):
             e.error = unsent.net_error_name or unsent.reason
+    elif r.error:  # sent, then failed: the log's error (a HAR's ``_error``, wirefall's own included)
+        e.error = r.error[:500]
     e.response_headers_end = e.response_start
     x = r.extra
     if x:  # wirefall's own HAR: what it wrote of the exchange
@@ -290,5 +298,8 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog, unsent: NotSent 
         src["headers"] = "browser"
     for f in HEADER_BYTE_FIELDS if not sizes_known else unknown_sizes:
         src[f] = "unknown"
+    if e.protocol.startswith("h3"):  # the QPACK encoder-stream bytes: no log gives them (wirefall's HAR keeps none)
+        for f in QPACK_BYTE_FIELDS:
+            src[f] = "unknown"
     e.sources = src
     return e

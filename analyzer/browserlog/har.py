@@ -1,8 +1,9 @@
 """HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) as a ``BrowserLog``: Chrome and
 Firefox DevTools exports, WebPageTest, Playwright's ``record_har_path`` and wirefall's own
 export (whose ``_``-extensions — ``_exchange``, ``_connection``, ``_stream_id``,
-``_protocol``, ``_priority``, ``_pushed`` — are read back, so that a capture exported to HAR
-reads back as the same requests).
+``_protocol``, ``_priority``, ``_pushed``, ``_reset``, ``_error``, ``_packets``,
+``_background``, ``_not_sent`` — are read back, so that a capture exported to HAR reads back
+as the same requests: tests/test_har_roundtrip24.py).
 
 Times: ``startedDateTime`` (ISO 8601, any offset) is the request's start; the ``timings``
 follow in the spec's order — blocked, dns, connect (which includes ssl), send, wait,
@@ -12,7 +13,11 @@ blocked + dns + connect, ``response_start`` (headers received) = send_end + wait
 are named by the entry's ``connection`` (Chrome: its socket id; WebPageTest ``_socket``)
 with ``serverIPAddress`` and the URL's port (or ``_server_port``/``_serverPort``).
 Entries served from a cache (``_fromCache``, ``cache.beforeRequest`` hit with no timings)
-or that failed before sending (status 0 with ``_error``) did not reach the network.
+or that failed before sending (status 0 with ``_error``, nothing sent or waited for) did not
+reach the network; one that shows its request went out (``_packets``, a reset, time in send
+or wait) did, answered or not.  On QUIC ``ssl`` = ``connect`` is the handshake (the model's
+connect, no TLS span).  An entry without ``pageref`` in a HAR whose entries name pages, or
+with wirefall's ``_background``, is not the page's (``LogRequest.background``).
 
 WebPageTest writes an entry's ``startedDateTime`` at the request's *send* — its page's start
 plus the entry's ``_load_start`` (ms) — with the ``blocked``/``dns``/``connect`` before it
@@ -168,8 +173,10 @@ def fill(log: BrowserLog, d: Any, max_entries: int = MAX_ENTRIES) -> None:
     for pg in log.pages:
         if pg["id"] is not None and pg["start"] is not None:
             page_start.setdefault(pg["id"], pg["start"])
+    # a HAR that names pages and ties entries to them: an entry it ties to none is not the page's
+    paged = bool(log.pages) and any(isinstance(en, dict) and isinstance(en.get("pageref"), str) and en["pageref"] for en in entries)
     for i, en in enumerate(entries):
-        r = _entry(log, i, en, wirefall, page_start)
+        r = _entry(log, i, en, wirefall, page_start, has_pages=paged)
         if r is None:
             bad += 1
             continue
@@ -217,7 +224,28 @@ def _wpt_setup(r: LogRequest, en: dict, page_start: float, send: float) -> None:
         r.start = first
 
 
-def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[str, float] | None = None) -> LogRequest | None:
+# why an entry is not its HAR's page (``LogRequest.background``) when the HAR says no more
+NO_PAGEREF = "the HAR gives it no pageref: not one of its pages' requests"
+
+
+def _went_out(en: dict, send: float | None, wait: float | None) -> bool:
+    """Whether the entry shows its request on the network: wirefall's ``_packets`` with the
+    request's first packet, a stream reset (``_reset``, or an ``_error`` naming one: the
+    request was sent, the answer cut), or time spent sending or waiting (Chrome writes
+    send 0, wait 0 for a request that failed before it was sent)."""
+    pk = en.get("_packets")
+    if isinstance(pk, dict) and integer(pk.get("request_start")) is not None:
+        return True
+    if isinstance(en.get("_reset"), str) and en["_reset"]:
+        return True
+    err = en.get("_error")
+    if isinstance(err, str) and ("reset by the" in err[:200] or "RST_STREAM" in err[:200]):
+        return True
+    return (send or 0.0) + (wait or 0.0) > 0.0
+
+
+def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[str, float] | None = None,
+           has_pages: bool = False) -> LogRequest | None:
     if not isinstance(en, dict):
         return None
     req, resp = en.get("request"), en.get("response")
@@ -251,12 +279,19 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     if dns is not None:
         r.dns_start, t = t, t + dns / 1000.0
         r.dns_end = t
+    hv = text(resp.get("httpVersion"), 40) or text(req.get("httpVersion"), 40)
+    r.protocol = protocol_name(en.get("_protocol")) if wirefall else None
+    r.protocol = r.protocol or protocol_name(hv) or protocol_name(en.get("_protocol"))
     if connect is not None:
         r.connect_start, t = t, t + connect / 1000.0
         r.connect_end = t
-        if ssl is not None and ssl <= connect:
+        # HAR: connect includes ssl; the model's connect is TCP alone.  On QUIC the handshake
+        # is the TLS handshake: ssl = connect (Chrome, WebPageTest and wirefall's own HAR write
+        # it so) is the connect phase, with no TLS phase of its own — as the wire's QUIC rows
+        quic_hs = over_quic(r.protocol) and ssl is not None and abs(ssl - connect) <= 0.0005
+        if ssl is not None and ssl <= connect and not quic_hs:
             r.ssl_start, r.ssl_end = t - ssl / 1000.0, t
-            r.connect_end = r.ssl_start  # HAR: connect includes ssl; the model's connect is TCP (or QUIC) alone
+            r.connect_end = r.ssl_start
     if wpt and p0 is not None:
         _wpt_setup(r, en, p0, t)
     r.send_start = t
@@ -273,9 +308,6 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
         r.response_end = t
     r.request_headers = _headers(req.get("headers"))
     r.response_headers = _headers(resp.get("headers"))
-    hv = text(resp.get("httpVersion"), 40) or text(req.get("httpVersion"), 40)
-    r.protocol = protocol_name(en.get("_protocol")) if wirefall else None
-    r.protocol = r.protocol or protocol_name(hv) or protocol_name(en.get("_protocol"))
     # headersSize: the size of the header text the browser reports (HTTP/2, HTTP/3: an
     # uncompressed HTTP/1-style reconstruction; Playwright's responses 0), not the wire's
     # compressed header block; kept as the log's (``browser.headers_size``), never as wire bytes
@@ -285,7 +317,7 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     content = obj(resp.get("content"))
     r.response_body_decoded_bytes = size(content.get("size"))
     mt = text(content.get("mimeType"), 200)
-    r.content_type = mt.split(";")[0].strip() or None if mt else None
+    r.content_type = mt.strip() or None if mt else None  # (with its parameters, as the Content-Type: HAR 1.2 keeps the charset)
     pr = en.get("_priority")
     r.priority = text(pr, 40) if isinstance(pr, str) else None
     r.initiator, r.initiator_type = _initiator(en.get("_initiator"))
@@ -296,9 +328,28 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     fc = en.get("_fromCache") or (en.get("_cached") if isinstance(en.get("_cached"), str) else None)
     r.cache = text(fc, 40) if isinstance(fc, str) else None
     # did it reach the network?  a cache hit, a failure before sending or a request with no
-    # time at all (all timings −1) did not
-    if r.cache or (r.status is None and r.error) or (send is None and wait is None and receive is None and connect is None):
+    # time at all (all timings −1) did not — unless the entry shows it went out: the packets
+    # wirefall's own HAR names for its request, a stream reset (the server's or the client's:
+    # the request was on the wire), or time spent sending or waiting for an answer
+    # (a cache hit's own read time is no send: Chrome writes a wait for it)
+    ns = en.get("_not_sent") if wirefall else None
+    if isinstance(ns, str) and ns:  # wirefall's HAR of a browser log's request that never reached the network
         r.sent = False
+        r.redirected = ns == "redirected"
+        if ns == "cancelled" and r.error_code is None:
+            r.error_code = -3  # (ERR_ABORTED: what not_sent reads as cancelled)
+    elif r.cache and not _went_out(en, None, None):
+        r.sent = False
+    elif not _went_out(en, send, wait) and ((r.status is None and r.error) or (send is None and wait is None and receive is None
+                                                                                and connect is None)):
+        r.sent = False
+    # wirefall's own HAR says which entries are not the page's (``_background``, with its
+    # reason); any HAR that names pages does so by leaving an entry without ``pageref``
+    if wirefall and en.get("_background") is True:
+        why = en.get("_background_reason")
+        r.background = text(why, 500) if isinstance(why, str) and why else NO_PAGEREF
+    elif r.page is None and has_pages:
+        r.background = NO_PAGEREF
     # the connection: Chrome "connection" (socket id), WebPageTest _socket; server address and port
     ip = strip_brackets(en.get("serverIPAddress")) or strip_brackets(en.get("_ip_addr"))
     try:

@@ -88,6 +88,9 @@ class LogRequest:
     pushed: bool = False
     cache: str | None = None  # memory | disk | … when the log says it came from a cache
     page: str | None = None  # the id of the log's page it belongs to (HAR ``pageref``; None: the log names none)
+    # why the log says it is not its page's (a HAR entry without pageref where the HAR names
+    # pages; wirefall's own ``_background_reason``); None: the log does not say so
+    background: str | None = None
     extra: dict = field(default_factory=dict)  # wirefall's own HAR extensions, read back
 
 
