@@ -58,7 +58,7 @@ from typing import Any
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.registry import over_quic
 
-from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, ReasonKind, notes_of
+from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, ReasonKind, not_sent_of, notes_of
 from .keylog import BUDGET_WARNING
 from .sessions import CAPTURE_ID, CAPTURE_WIDE
 from .sessions import SELF_REPORTED as READER_BUDGETS
@@ -244,7 +244,7 @@ def unknown_fields(e: Exchange) -> list[str]:
     size that is a lower bound).  Nothing for a browser log's request that never reached the
     network (``browser.not_sent``: a cache hit, a failure before sending — no response to know)."""
     out: list[str] = []
-    if isinstance(e.browser, dict) and e.browser.get("not_sent"):
+    if not_sent_of(e.browser):
         return out
     if not e.url and not e.path:
         out.append("url")

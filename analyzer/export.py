@@ -40,7 +40,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from wirefall.dissectors.registry import over_quic
 
-from .model import Analysis, Exchange
+from .model import Analysis, Exchange, not_sent_of
 
 FORMATS = ("png", "svg", "html", "har", "json", "qlog")
 SENSITIVE = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
@@ -298,7 +298,6 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
     from .waterfall import phase_totals
 
     phases = row.phases
-    tot = phase_totals(phases)
     own = preconnected(phases)
     if own is not None:
         after = phases[own:]
@@ -306,6 +305,7 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
         rms = lambda n: max(rt[n] / 1000.0, 0.0) if rt[n] is not None else 0.0
         return after[0][1], {"blocked": -1.0, "dns": -1.0, "connect": -1.0, "send": rms("send"), "wait": rms("wait"),
                              "receive": rms("receive"), "ssl": -1.0}, rt["total"] / 1000.0
+    tot = phase_totals(phases)
     # a wait inside the handshake (the client's pause between the TCP handshake and its
     # ClientHello: a "blocked" phase of the waterfall there) is the connection's set-up time: HAR
     # viewers draw blocked before dns and connect, so it goes to connect, not blocked
@@ -440,15 +440,14 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             entry["_reset"] = e.reset
         if e.error:  # (Chrome's HAR names a failed request's error so: "no response in the capture", a reset…)
             entry["_error"] = e.error
-        rec = e.browser if isinstance(e.browser, dict) else {}
-        ns = rec.get("not_sent")
-        if isinstance(ns, str) and ns:
+        ns = not_sent_of(e.browser)
+        if ns:
             # a browser log's request that never reached the network (analyzer/browserlog): Chrome's
             # _fromCache for a cache hit, and wirefall's own _not_sent, so that reading the HAR
             # back keeps it not sent (a failure's _error, with nothing sent, says so too)
             entry["_not_sent"] = ns
             if ns.endswith("cache"):
-                entry["_fromCache"] = rec.get("cache") or ns[: -len("cache")].strip() or "disk"
+                entry["_fromCache"] = (e.browser or {}).get("cache") or ns[: -len("cache")].strip() or "disk"
         if c is not None:
             entry["serverIPAddress"] = c.server[0]
         entry["_background"] = row.background

@@ -784,6 +784,29 @@ PROTO_CODE = {n: i for i, n in enumerate(PROTO_NAMES)}
 LOG_PAGE_START_SLACK = 60.0
 
 
+def not_sent_of(browser: Any) -> str | None:
+    """``browser.not_sent`` of an exchange or a waterfall row (``Exchange.browser``: a browser
+    log's request that never reached the network — "disk cache", "failed", …), else None."""
+    v = browser.get("not_sent") if isinstance(browser, dict) else None
+    return v if isinstance(v, str) and v else None
+
+
+def log_start(pages: Any, exchanges: Iterable[Exchange], ts: list[float]) -> tuple[float | None, list[float]]:
+    """A browser log's times where its page starts: ``ts`` (the caller's request and connection
+    times) with the browser's own request starts and DNS lookups of ``exchanges``, then the
+    ``pages``' starts (a HAR page's ``startedDateTime``) taken only within
+    ``LOG_PAGE_START_SLACK`` before the earliest of those (any page's when there is none).
+    Returns (that earliest time or None, every time taken)."""
+    for e in exchanges:
+        times = e.browser.get("times") if isinstance(e.browser, dict) else None
+        if isinstance(times, dict):
+            ts += [t for t in (times.get("start"), times.get("dns_start")) if isinstance(t, float) and t]
+    first = min(ts, default=None)
+    ts += [p["start"] for p in pages or () if isinstance(p, dict) and isinstance(p.get("start"), float)
+           and (first is None or p["start"] >= first - LOG_PAGE_START_SLACK)]
+    return first, ts
+
+
 @dataclass(init=False, eq=False, repr=False)
 class Analysis:
     """The model of one capture (or browser log): its packet index, connections, exchanges and frames."""
@@ -855,13 +878,7 @@ class Analysis:
         ts = [t for c in self.connections for t in (c.connect_start, c.start) if t]
         b = self.browser
         if isinstance(b, dict):
-            for e in self.exchanges:
-                times = e.browser.get("times") if isinstance(e.browser, dict) else None
-                if isinstance(times, dict):
-                    ts += [t for t in (times.get("start"), times.get("dns_start")) if isinstance(t, float) and t]
-            first = min(ts, default=None)
-            ts += [p["start"] for p in b.get("pages") or () if isinstance(p, dict) and isinstance(p.get("start"), float)
-                   and (first is None or p["start"] >= first - LOG_PAGE_START_SLACK)]
+            _, ts = log_start(b.get("pages"), self.exchanges, ts)
         return min(ts, default=0.0)
 
     def __getattr__(self, name: str):

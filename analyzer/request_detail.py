@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import Analysis, Connection, Exchange, Frame
+from .model import Analysis, Connection, Exchange, Frame, not_sent_of
 
 UNKNOWN = "<unknown>"  # what the capture does not give (analyzer.completeness.UNKNOWN)
 
@@ -327,13 +327,6 @@ def status_cell(status: int | None, reset: str | None, responded: bool, not_sent
     if not_sent:
         return f"({not_sent})"
     return UNKNOWN if responded else ""
-
-
-def not_sent_of(browser) -> str | None:
-    """``browser.not_sent`` of an exchange or row (a browser log's request that never reached
-    the network: "disk cache", "failed", …), else None."""
-    v = browser.get("not_sent") if isinstance(browser, dict) else None
-    return v if isinstance(v, str) and v else None
 
 
 def size_text(n: int, lower_bound: bool) -> str:

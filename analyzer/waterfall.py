@@ -669,7 +669,7 @@ def _log_page_start(an: Analysis, page_exs: list[Exchange]) -> float | None:
     (the browser's request start, its DNS lookup, its connection's set-up) and the page
     start the log gives (a HAR page's ``startedDateTime``) within ``LOG_PAGE_START_SLACK``
     before them."""
-    from .model import LOG_PAGE_START_SLACK
+    from .model import log_start
 
     conns = {c.id: c for c in an.connections}
     ts: list[float] = []
@@ -677,18 +677,11 @@ def _log_page_start(an: Analysis, page_exs: list[Exchange]) -> float | None:
         t = _exchange_start(e)
         if t is not None:
             ts.append(t)
-        times = e.browser.get("times") if isinstance(e.browser, dict) else None
-        if isinstance(times, dict):
-            ts += [t for t in (times.get("start"), times.get("dns_start")) if isinstance(t, float) and t]
         c = conns.get(e.connection)
         if c is not None and c.connect_start is not None:
             ts.append(c.connect_start)
-    first = min(ts, default=None)
-    if first is None:
-        return None
-    pages = (an.browser or {}).get("pages") or ()
-    ts += [p["start"] for p in pages if isinstance(p, dict) and isinstance(p.get("start"), float) and first - LOG_PAGE_START_SLACK <= p["start"]]
-    return min(ts)
+    first, ts = log_start((an.browser or {}).get("pages"), page_exs, ts)
+    return None if first is None else min(ts)
 
 
 # ---------------------------------------------------------------------------------- DNS

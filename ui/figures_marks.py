@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from wirefall.analyzer.model import not_sent_of
+
 MUTED = "#8a8a8a"  # the label of a background row (and its "bg" mark)
 ERROR_TINT = "rgba(214,39,40,0.16)"  # a row whose response is 4xx/5xx (WebPageTest: red row)
 REDIRECT_TINT = "rgba(255,193,7,0.22)"  # a 3xx (WebPageTest: yellow row)
@@ -60,9 +62,9 @@ def mark(r) -> str:
         parts.append("bg")
     if r.method and r.method.upper() not in ("GET",) and not r.pushed:
         parts.append(r.method.upper()[:7])
-    ns = r.browser.get("not_sent") if isinstance(getattr(r, "browser", None), dict) else None
+    ns = not_sent_of(getattr(r, "browser", None))
     if ns and r.status is None:  # (a browser log's request that never reached the network: "disk cache", "failed" …)
-        parts.append(str(ns))
+        parts.append(ns)
     elif no_response(r):
         parts.append("no response")
     elif r.status is not None and r.status != 200:

@@ -1029,13 +1029,14 @@ class WaterfallView(LineList):
         host…path as the figures elide it (ui/waterfall_layout.py), then badge and status."""
         from wirefall.ui.waterfall_layout import glyphs, short_url
 
+        from wirefall.analyzer.model import not_sent_of
         from wirefall.ui.figures_marks import no_response
 
         # (the status; "<?>" where a response came whose status the capture does not give — a
         # QPACK entry inserted before it —, "-" where none came)
-        ns = r.browser.get("not_sent") if isinstance(getattr(r, "browser", None), dict) else None
+        ns = not_sent_of(getattr(r, "browser", None))
         st = (str(r.status) if r.status is not None else "-" if r.pushed or no_response(r) else
-              "(c)" if ns and "cache" in str(ns) else "-" if ns else "<?>")
+              "(c)" if ns and "cache" in ns else "-" if ns else "<?>")
         g = self.glyph.get(r.exchange) if self.group_by else None
         meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
         if r.background:  # (as the figures' "bg" mark: not the page's; the label is dimmed too)

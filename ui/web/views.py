@@ -18,7 +18,7 @@ from typing import Any
 
 from dash import dcc, html
 
-from wirefall.analyzer.model import DIRECTION_NAMES, Analysis
+from wirefall.analyzer.model import DIRECTION_NAMES, Analysis, not_sent_of
 from wirefall.analyzer.request_detail import size_text
 from wirefall.analyzer.safetext import html_text, printable
 from wirefall.analyzer.waterfall import Waterfall
@@ -121,8 +121,7 @@ def status_bucket(status: int | None) -> str:
 def row_status_bucket(r) -> str:
     """A row's status filter bucket: its status class, ``unknown`` where a response came whose
     status the capture does not give (a QPACK entry inserted before it), ``none`` where none came."""
-    ns = r.browser.get("not_sent") if isinstance(getattr(r, "browser", None), dict) else None
-    if r.status is None and not r.pushed and not ns and not no_response(r):
+    if r.status is None and not r.pushed and not not_sent_of(getattr(r, "browser", None)) and not no_response(r):
         return "unknown"
     return status_bucket(r.status)
 
