@@ -66,16 +66,28 @@ def vm_hwm_kb(pid: int | str = "self") -> int:
     return 0
 
 
+def unpack_amazon(d: Path) -> tuple[Path, Path]:
+    """The third-party amazon page load and its key log unpacked into ``d`` (once):
+    (``amazon1.cap``, ``amazon1.key_log.txt``); skipped without them."""
+    import gzip
+
+    src = SHARED / "pageload-amazon"
+    if not (src / "amazon1.cap.gz").exists():
+        pytest.skip("../shared/captures/pageload-amazon is not present")
+    out = []
+    for name in ("amazon1.cap", "amazon1.key_log.txt"):
+        if not (d / name).exists():
+            (d / name).write_bytes(gzip.decompress((src / f"{name}.gz").read_bytes()))
+        out.append(d / name)
+    return out[0], out[1]
+
+
 @pytest.fixture(scope="module")
 def amazon(tmp_path_factory):
     """A folder with the third-party amazon page load (``amazon1.cap``) and its key log
     (``amazon1.key_log.txt``) unpacked; skipped without them or WebPageTest's HAR of it."""
-    import gzip
-
-    src = SHARED / "pageload-amazon"
-    if not ((SHARED / "hars" / "webpagetest-amazon.har.gz").exists() and (src / "amazon1.cap.gz").exists()):
+    if not (SHARED / "hars" / "webpagetest-amazon.har.gz").exists():
         pytest.skip("third-party captures not present (../shared/captures)")
     d = tmp_path_factory.mktemp("amazon")
-    for name in ("amazon1.cap", "amazon1.key_log.txt"):
-        (d / name).write_bytes(gzip.decompress((src / f"{name}.gz").read_bytes()))
+    unpack_amazon(d)
     return d

@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import tshark_tap
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,16 +52,7 @@ def _analysis(path: str):
     return analyze(path, [str(k)] if k else None)
 
 
-def _tshark_args(an) -> list[str]:
-    """The decode-as ports and preferences oracle/crosscheck.py gives tshark for this capture."""
-    from wirefall.oracle.crosscheck import PROTOCOLS
-
-    args: list[str] = []
-    for spec in PROTOCOLS.values():
-        for a, b in zip(*[iter(list(spec.decode_as(an)) + list(spec.args))] * 2, strict=False):
-            if not any(args[i] == a and args[i + 1] == b for i in range(0, len(args), 2)):
-                args += [a, b]
-    return args
+_tshark_args = tshark_tap.decode_args
 
 
 def _tshark_cmd(path: Path, *extra: str) -> list[str]:

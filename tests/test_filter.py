@@ -14,12 +14,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import tshark_tap
 
 from wirefall.analyzer.filter import FilterError, compile_filter, filter_packets
 
 ROOT = Path(__file__).resolve().parent.parent
 S = ROOT / "sample_captures"
-LUA = Path(__file__).resolve().parent / "tshark_filters.lua"
 
 CAPTURES = {
     "page-h2": (S / "page/page-h2.pcapng", S / "page/page-h2.keys"),
@@ -345,55 +345,20 @@ def _analysis(name: str):
     return analyze(str(path), keylogs=[str(keys)] if keys else [])
 
 
-def _tshark_args(an) -> list[str]:
-    """The decode-as ports and preferences oracle/crosscheck.py gives tshark for this capture."""
-    from wirefall.oracle.crosscheck import PROTOCOLS
-
-    args: list[str] = []
-    for spec in PROTOCOLS.values():
-        for a, b in zip(*[iter(list(spec.decode_as(an)) + list(spec.args))] * 2, strict=False):
-            if not any(args[i] == a and args[i + 1] == b for i in range(0, len(args), 2)):
-                args += [a, b]
-    return args
+_tshark_args = tshark_tap.decode_args
 
 
 @cache
 def _tshark(name: str) -> dict[str, list[int] | str]:
     """expression -> packet numbers tshark's -Y selects (or its error text), in one pass."""
-    path, keys = _path(name), _keys(name)
-    with tempfile.TemporaryDirectory() as d:
-        flt = Path(d) / "filters.txt"
-        out = Path(d) / "out.txt"
-        flt.write_text("\n".join(EXPRESSIONS + HELPERS) + "\n")
-        cmd = ["tshark", "-n", "-q", "-r", str(path), "-X", f"lua_script:{LUA}"]
-        if keys:
-            cmd += ["-o", f"tls.keylog_file:{keys}"]
-        cmd += _tshark_args(_analysis(name))
-        subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "WF_FILTERS": str(flt), "WF_OUT": str(out)},
-                       check=True)
-        res: dict[str, list[int] | str] = {e: [] for e in EXPRESSIONS + HELPERS}
-        for line in out.read_text().splitlines():
-            i, _, rest = line.partition(" ")
-            e = (EXPRESSIONS + HELPERS)[int(i) - 1]
-            if rest.startswith("ERROR"):
-                res[e] = rest
-            else:
-                res[e].append(int(rest))
-    return res
+    return tshark_tap.tap(_path(name), EXPRESSIONS + HELPERS, _keys(name), _tshark_args(_analysis(name)))
 
 
 needs_tshark = pytest.mark.skipif(subprocess.run(["which", "tshark"], capture_output=True).returncode != 0, reason="tshark not installed")
 
 
 def _wirefall(name: str, expr: str) -> list[int]:
-    from wirefall.analyzer.capture import PacketSource
-
-    an = _analysis(name)
-    src = PacketSource(str(_path(name)))
-    try:
-        return list(filter_packets(an, src, expr))
-    finally:
-        src.close()
+    return tshark_tap.wirefall_packets(_analysis(name), _path(name), expr)
 
 
 @needs_tshark

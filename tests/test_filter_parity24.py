@@ -6,24 +6,23 @@ that arrives after its ACK) are made from a real capture's packets by
 ``scripts/hostile/tcp_handshake_cuts.py`` at test time."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from functools import cache
 from pathlib import Path
 
 import pytest
+import tshark_tap
+from conftest import unpack_amazon
 
 from wirefall.analyzer.capture import PacketSource
-from wirefall.analyzer.filter import FilterError, compile_filter, filter_packets
+from wirefall.analyzer.filter import FilterError, compile_filter
 from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 S = ROOT / "sample_captures"
 SHARED = ROOT.parent / "shared" / "captures"
-LUA = Path(__file__).with_name("tshark_filters.lua")
 
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 
@@ -56,16 +55,7 @@ def _capture(name: str) -> tuple[Path, Path | None, list[str]]:
     if name.startswith("made:"):
         return _made(name[5:]), None, extra
     if name == "amazon":
-        src = SHARED / "pageload-amazon"
-        if not (src / "amazon1.cap.gz").exists():
-            pytest.skip("../shared/captures/pageload-amazon is not present")
-        import gzip
-
-        cap, keys = _TMP / "amazon1.cap", _TMP / "amazon1.keys"
-        if not cap.exists():
-            cap.write_bytes(gzip.decompress((src / "amazon1.cap.gz").read_bytes()))
-            keys.write_bytes(gzip.decompress((src / "amazon1.key_log.txt.gz").read_bytes()))
-        return cap, keys, extra
+        return (*unpack_amazon(_TMP), extra)
     nokeys = name.endswith("#nokeys")
     cap = S / name.removesuffix("#nokeys")
     keys = None if nokeys else cap.with_suffix(".keys")
@@ -82,49 +72,16 @@ def _analysis(name: str):
 
 def _tshark(name: str, exprs: list[str]) -> dict[str, list[int] | str]:
     cap, keys, extra = _capture(name)
-    with tempfile.TemporaryDirectory() as d:
-        flt, out = Path(d) / "filters.txt", Path(d) / "out.txt"
-        flt.write_text("\n".join(exprs) + "\n")
-        cmd = ["tshark", "-n", "-q", "-r", str(cap), "-X", f"lua_script:{LUA}", *extra]
-        if keys:
-            cmd += ["-o", f"tls.keylog_file:{keys}"]
-        subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True,
-                       env={**os.environ, "WF_FILTERS": str(flt), "WF_OUT": str(out)})
-        res: dict[str, list[int] | str] = {e: [] for e in exprs}
-        for line in out.read_text().splitlines():
-            i, _, rest = line.partition(" ")
-            e = exprs[int(i) - 1]
-            if rest.startswith("ERROR"):
-                res[e] = rest
-            else:
-                res[e].append(int(rest))  # type: ignore[union-attr]
-    return res
+    return tshark_tap.tap(cap, exprs, keys, extra)
 
 
 def _wirefall(name: str, expr: str) -> list[int]:
-    cap, _, _ = _capture(name)
-    src = PacketSource(str(cap))
-    try:
-        return list(filter_packets(_analysis(name), src, expr))
-    finally:
-        src.close()
+    return tshark_tap.wirefall_packets(_analysis(name), _capture(name)[0], expr)
 
 
 def _compare(name: str, cases: list[tuple[str, bool]]) -> None:
     """Each (expression, must select something in tshark) selects tshark's packets."""
-    exprs = [e for e, _ in cases]
-    theirs = _tshark(name, exprs)
-    wrong = []
-    for e, nonempty in cases:
-        t = theirs[e]
-        assert not isinstance(t, str), f"{name}: tshark rejects {e!r}: {t}"
-        if nonempty:
-            assert t, f"{name}: {e!r} selects nothing in tshark: the comparison would prove little"
-        mine = _wirefall(name, e)
-        if mine != sorted(t):
-            wrong.append(f"{e!r}: tshark {len(t)}, wirefall {len(mine)}; only wirefall {sorted(set(mine) - set(t))[:10]}, "
-                         f"only tshark {sorted(set(t) - set(mine))[:10]}")
-    assert not wrong, f"{name}: {len(wrong)} of {len(cases)} filters disagree with tshark:\n" + "\n".join(wrong)
+    tshark_tap.assert_same_packets(name, cases, _tshark(name, [e for e, _ in cases]), lambda e: _wirefall(name, e))
 
 
 # ---------------------------------------------------------------- the findings, capture by capture

@@ -11,7 +11,6 @@ client and server in memory, key log) into a temporary folder; the others are sa
 third-party captures (skipped when absent)."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import tshark_tap
 
 from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import decrypted_quic, frames_on_packet, packet_detail
@@ -34,7 +34,6 @@ from wirefall.dissectors.http3 import Http3Dissector, settings_items
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "captures"
 TSHARK = shutil.which("tshark")
-LUA = Path(__file__).with_name("tshark_filters.lua")
 
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
 
@@ -346,25 +345,19 @@ FILTERS = [
 ]
 
 
-def _tshark_y(path: Path, keys: Path | None, exprs: list[str], tmp: Path) -> dict[str, list[int]]:
-    flt, out = tmp / "filters.txt", tmp / "out.txt"
-    flt.write_text("\n".join(exprs) + "\n")
-    subprocess.run([TSHARK, "-n", "-q", "-r", str(path), "-X", f"lua_script:{LUA}", *_topts(keys)], capture_output=True, text=True,
-                   timeout=600, env={**os.environ, "WF_FILTERS": str(flt), "WF_OUT": str(out)}, check=True)
-    res: dict[str, list[int]] = {e: [] for e in exprs}
-    for line in out.read_text().splitlines():
-        i, _, rest = line.partition(" ")
-        assert not rest.startswith("ERROR"), (exprs[int(i) - 1], rest)
-        res[exprs[int(i) - 1]].append(int(rest))
-    return res
+def _tshark_y(path: Path, keys: Path | None, exprs: list[str]) -> dict[str, list[int]]:
+    res = tshark_tap.tap(path, exprs, keys)
+    rejected = {e: v for e, v in res.items() if isinstance(v, str)}
+    assert not rejected, rejected
+    return res  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("spec", ["made:v1", "made:v2", "made:vn", "sample_captures/page/page-h3.pcapng",
                                   "shared:retina/quic_retry.pcapng", "shared:pcap2qlog/ngtcp2-29-dsb.pcapng", "shared:gquic/dragon3.pcap"])
-def test_filter_packet_sets_equal_tshark(made, spec, tmp_path):
+def test_filter_packet_sets_equal_tshark(made, spec):
     path, keys = _spec(made, spec)
     an = _analysis(path, keys)
-    want = _tshark_y(path, keys, FILTERS, tmp_path)
+    want = _tshark_y(path, keys, FILTERS)
     src = PacketSource(str(path))
     diff = {e: (want[e], list(filter_packets(an, src, e))) for e in FILTERS}
     assert {e: d for e, d in diff.items() if d[0] != d[1]} == {}

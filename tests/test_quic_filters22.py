@@ -17,7 +17,6 @@ covers (and each must still be a difference)."""
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import tshark_tap
 
 from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import packet_detail
@@ -38,7 +38,6 @@ from wirefall.analyzer.pipeline import analyze
 ROOT = Path(__file__).resolve().parents[1]
 S = ROOT / "sample_captures"
 SHARED = ROOT.parent / "shared" / "captures"
-LUA = Path(__file__).with_name("tshark_filters.lua")
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 
@@ -245,23 +244,7 @@ def _tree(name: str) -> tuple[dict[str, set[int]], dict[int, int]]:
 
 def _tshark_filters(name: str, exprs: list[str]) -> dict[str, list[int] | str]:
     cap, keys = _paths(name)
-    with tempfile.TemporaryDirectory() as d:
-        flt, out = Path(d) / "filters.txt", Path(d) / "out.txt"
-        flt.write_text("\n".join(exprs) + "\n")
-        subprocess.run(["tshark", "-n", "-q", "-r", str(cap), "-X", f"lua_script:{LUA}", "-o", f"tls.keylog_file:{keys}"],
-                       capture_output=True, text=True, timeout=600, check=True,
-                       env={**os.environ, "WF_FILTERS": str(flt), "WF_OUT": str(out)})
-        res: dict[str, list[int] | str] = {e: [] for e in exprs}
-        for line in out.read_text().splitlines():
-            i, _, rest = line.partition(" ")
-            e = exprs[int(i) - 1]
-            if rest.startswith("ERROR"):
-                res[e] = rest
-            else:
-                v = res[e]
-                assert isinstance(v, list)
-                v.append(int(rest))
-    return res
+    return tshark_tap.tap(cap, exprs, keys)
 
 
 @pytest.mark.parametrize("name", TREE_CAPTURES)
