@@ -55,7 +55,7 @@ FACTS_JS = """sel => {
     const line = q => [...root.querySelectorAll(q)].filter(p => (p.getAttribute('d') || '').length > 10).length;
     const chunk = gd._fullData.findIndex(t => t.name === 'Download chunk');
     return {
-        durations: texts.filter(s => /^[0-9]+(\\.[0-9]+)? ms$/.test(s)).length,
+        durations: texts.filter(s => /^[0-9]+(\\.[0-9]+)? ms( \\(\\+[0-9]+(\\.[0-9]+)? ms preconnect\\))?$/.test(s)).length,
         rows: root.querySelectorAll('.ytick text').length,
         conn_ticks: root.querySelectorAll('.y2tick text').length,
         conn_lines: line('.plot .xy2 .scatterlayer path.js-line, .xy2 .scatterlayer path.js-line'),

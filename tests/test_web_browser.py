@@ -142,7 +142,7 @@ def test_dashboard_as_a_person_uses_it(server, page, shots, tmp_path):
     pg.fill("#filter-expr", 'url contains "css"')
     pg.press("#filter-expr", "Enter")
     wait_rows(pg, 2)
-    assert all("css" in t for t in row_labels(pg))
+    assert all("css" in t for t in row_labels(pg)), row_labels(pg)
     pg.fill("#filter-expr", "status >= && x")
     pg.press("#filter-expr", "Enter")
     pg.wait_for_selector("#filter-error-msg")

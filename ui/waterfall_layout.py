@@ -123,18 +123,27 @@ def short_path(path: str, n: int) -> str:
     cut = bare.rstrip("/")
     at = cut.rfind("/")
     tail = bare[at:] + ("?…" if q else "")  # "/file", "/dir/" or "/file?…"
-    if n < 10:  # little room: the file's start (the directories are the same on every row), else the path's
-        return "/…" + tail[1:n - 2] + "…" if at > 0 and n >= 5 else path[:n - 1] + "…"
+    if n < 10:  # little room: the file's start and extension (the directories are the same on every row), else the path's
+        return "/…" + _short_file(tail[1:], n - 2) if at > 0 and n >= 5 else path[:n - 1] + "…"
     if at <= 0:  # one segment: its start and end
         return elide(path, n, n // 2 + 1)
     if len(tail) + 2 <= n:  # the file whole, the path's start before it (whole directories where one fits)
         head = path[:n - len(tail) - 1]
         k = head.rfind("/")
         return (head[:k + 1] if k > 0 else head) + "…" + tail
-    seg, m = tail[1:], n - 3  # "/…/" + the segment in m characters: its start, "…", its extension
+    if len(tail) + 1 <= n:  # the file whole, "…" for the directories
+        return "…" + tail
+    return "/…/" + _short_file(tail[1:], n - 3)  # the segment: its start, "…", its extension
+
+
+def _short_file(seg: str, m: int) -> str:
+    """A path's last segment in ``m`` characters: its start, ``…`` and its end — its extension
+    (up to 8 characters) and the two characters before it where there is room (what tells
+    ``photo-1.jpg`` from ``photo-2.jpg``), else its last third."""
     dot = seg.rfind(".", 1)
-    keep_end = len(seg) - dot if 0 < dot and len(seg) - dot <= min(8, m // 2) else m // 3
-    return "/…/" + elide(seg, m, m - 1 - keep_end)
+    ext = len(seg) - dot if 0 < dot else 0
+    keep_end = min(ext + 2, m - 2) if 0 < ext <= min(8, m - 2) else m // 3
+    return elide(seg, m, m - 1 - keep_end)
 
 
 def short_url(url: str, n: int = LABEL_CHARS) -> str:
