@@ -815,8 +815,9 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             info.truncated = True
             info.warnings.append(f"{path}: corrupt pcapng block (type {btype_i:#x}, length {blen}) at file offset {b.base + p} after packet {number}; stopped reading")
             return
+        at = b.base + p  # (before need(), which may move the buffer: base grows by p, p becomes 0)
         if not b.need(blen):
-            _truncated(info, path, number + 1, b.base + p, f"block of {blen} bytes incomplete", b)
+            _truncated(info, path, number + 1, at, f"block of {blen} bytes incomplete", b)
             return
         p = b.pos
         buf = b.view()

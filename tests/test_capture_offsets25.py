@@ -1,0 +1,48 @@
+"""A truncated pcapng's warning names the cut block's own file offset, past the reader's first
+buffer too (a block read across a buffer refill once gave base + p after need() had already
+moved base by p: twice the offset).  Offsets come from walking the file's block headers here,
+the packet count from tshark on the cut file."""
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+from analyzer.capture import CaptureInfo, read_capture
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_captures" / "quic" / "page-h3-late.pcapng"
+
+
+def _blocks(data: bytes):
+    """(offset, type, length) of each block of a little-endian pcapng."""
+    p = 0
+    while p + 8 <= len(data):
+        t, n = struct.unpack_from("<II", data, p)
+        yield p, t, n
+        p += n
+
+
+def test_truncated_block_past_the_first_buffer_names_its_own_offset(tmp_path):
+    one = SAMPLE.read_bytes()
+    assert one[8:12] == b"\x4d\x3c\x2b\x1a"
+    first = next(p for p, t, _ in _blocks(one) if t == 6)
+    data = one + one[first:] + one[first:]  # (its packets three times: a file past the 1 MiB first buffer)
+    epbs = [(p, n) for p, t, n in _blocks(data) if t == 6]
+    for cut_after in (3, len(epbs) // 2, len(epbs) - 2):  # inside the first buffer, past it, near the end
+        at, n = epbs[cut_after]
+        path = tmp_path / f"cut{cut_after}.pcapng"
+        path.write_bytes(data[: at + n // 2])
+        info = CaptureInfo()
+        got = sum(1 for _ in read_capture(str(path), info))
+        assert got == cut_after and info.truncated
+        want = f"capture truncated in packet {cut_after + 1} at file offset {at}: block of {n} bytes incomplete"
+        assert [w for w in info.warnings if want in w], (want, info.warnings)
+        if shutil.which("tshark"):
+            out = subprocess.run(["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "frame.number"],
+                                 capture_output=True, text=True)
+            assert len(out.stdout.split()) == got, out.stderr
+            assert re.search(r"cut short in the middle of a packet", out.stderr), out.stderr
+    assert epbs[len(epbs) // 2][0] > 1 << 20  # (the middle cut is past the first 1 MiB buffer)
