@@ -88,8 +88,17 @@ def _why(stderr: str) -> str:
     text = " ".join(line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith(("Capturing on", "File:")))
     low = text.lower()
     if "permission" in low or "not permitted" in low or "you don't have" in low:
-        return f"{NO_PERMISSION} ({text[:300]})"
-    return text[:500]
+        return f"{NO_PERMISSION} ({_clip(text, 300)})"
+    return _clip(text, 500)
+
+
+def _clip(text: str, n: int) -> str:
+    """At most ``n`` characters of the tool's message, cut after a whole sentence (marked "…"),
+    not in the middle of one (a review read "…On Debian and Debian d)")."""
+    if len(text) <= n:
+        return text
+    k = text.rfind(". ", 0, n - 2)
+    return (text[:k + 1] if k > 0 else text[:n - 2]) + " …"
 
 
 class Capture:

@@ -467,3 +467,13 @@ def test_a_capture_whose_worker_dies_every_time_is_a_worker_died_row(tmp_path):
     (e,) = read_dataset(out, "errors").to_pylist()
     assert (e["capture"], e["kind"]) == (str(fifo), "worker_died")
     assert [p["capture"] for p in read_dataset(out, "pages").to_pylist()] == [good[0].path]
+
+
+def test_memory_limit_that_is_no_size_or_too_small_is_a_usage_error(tmp_path):
+    """'lots' once ended with exit 1 and Dask's message; 100MB with every worker paused before its
+    first capture and the batch waiting for ever, silently (review 24)."""
+    rc, _, err = cli("batch", str(SAMPLES / "tls"), "-o", str(tmp_path / "o"), "--memory-limit", "lots")
+    assert rc == 2 and "--memory-limit: 'lots' is not a size" in err, err
+    rc, _, err = cli("batch", str(SAMPLES / "tls"), "-o", str(tmp_path / "o"), "--memory-limit", "100MB")
+    assert rc == 2 and "--memory-limit 100MB is below 256MB" in err, err
+    assert not (tmp_path / "o").exists()

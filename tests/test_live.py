@@ -311,3 +311,15 @@ def test_capture_command_writes_pcapng_with_the_secrets_tshark_decrypts(netns, t
         assert [(x["method"], x["url"].rsplit("/", 1)[-1], x["status"]) for x in rows] == [("GET", "x.txt", 200)]
     finally:
         procs.stop_all()
+
+
+def test_a_long_tool_message_is_cut_after_a_sentence_not_in_a_word():
+    """dumpcap's permission text once ended "…On Debian and Debian d)" (review 24)."""
+    from wirefall.analyzer.live import NO_PERMISSION, _why
+
+    msg = ("You don't have permission to capture on that device (socket: Operation not permitted). "
+           "On Debian and Debian derivatives such as Ubuntu, if you have installed Wireshark from a package, "
+           "try running sudo dpkg-reconfigure wireshark-common selecting yes. ") * 3
+    got = _why("Capturing on 'nosuch0'\n" + msg)
+    assert got.startswith(NO_PERMISSION + " (You don't have permission") and got.endswith("selecting yes. …)"), got
+    assert _why("dumpcap: There is no device named \"nosuch0\".\n") == 'dumpcap: There is no device named "nosuch0".'

@@ -225,6 +225,10 @@ def test_capture_bad_arguments_say_so_in_one_line(tmp_path):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and r.stderr.strip() == f"wirefall: cannot write {tmp_path}/no/x.pcapng: directory {tmp_path}/no does not exist"
     assert not list(tmp_path.iterdir())
+    # an interface dumpcap cannot open: its own reason, and no x.pcapng.part left behind (review 24)
+    r = subprocess.run([WIREFALL, "capture", "-i", "nosuch0", "-w", str(tmp_path / "x.pcapng")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "nosuch0" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not list(tmp_path.iterdir())
 
 
 @needs_capture

@@ -515,10 +515,10 @@ def cmd_capture(args) -> int:
             for note in session.keylog_notes():
                 print(f"wirefall: warning: {printable(note)}", file=sys.stderr)
             session.start()
-        except LiveError as e:
-            raise UsageError(str(e)) from None
-        except OSError as e:
-            raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+        except (LiveError, OSError) as e:
+            if not args.ring and os.path.isfile(tmp):  # (dumpcap created it, then failed to start: nothing captured, not left behind)
+                os.unlink(tmp)
+            raise UsageError(str(e) if isinstance(e, LiveError) else f"cannot write {out}: {e.strerror or e}") from None
         print(f"capturing on {args.interface} into {out}" + (f" for {args.duration:g} s" if args.duration else "") +
               " (Ctrl+C stops)", file=sys.stderr)
         try:

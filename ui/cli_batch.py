@@ -21,7 +21,7 @@ def add_parser(sub, workers_type, limit_type) -> None:
     sp.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://HOST:8786 (default: a local cluster)")
     sp.add_argument("-j", "--workers", type=workers_type, default=None, metavar="N",
                     help="worker processes of the local cluster (default auto: one per core)")
-    sp.add_argument("--memory-limit", metavar="SIZE", help="memory per local worker, e.g. 2GB (default: the machine's memory / N); "
+    sp.add_argument("--memory-limit", metavar="SIZE", help="memory per local worker, e.g. 2GB, at least 256MB (default auto: the machine's memory / N; 0: no limit); "
                                                            "a worker over it is restarted and its capture tried elsewhere")
     sp.add_argument("--keylog", action="append", metavar="FILE", help="key log added to every capture's (repeatable)")
     sp.add_argument("--limit", action="append", type=limit_type, metavar="NAME=N", help="raise or lower one decoding budget (as for every command)")
@@ -47,6 +47,7 @@ def cmd_batch(args) -> int:
     from wirefall.analyzer.batch.store import StoreError
 
     workers = None if args.workers in (None, "auto") else int(args.workers)
+    _check_memory_limit(args.memory_limit)
     if args.scheduler and (workers or args.memory_limit):
         raise UsageError("--workers and --memory-limit are for the local cluster; the scheduler's workers are its own")
     group_by = [k.strip() for k in (args.group_by or "").split(",") if k.strip()] or None
@@ -93,3 +94,25 @@ def cmd_batch(args) -> int:
         log("wrote " + ", ".join(files))
     return 0
 
+
+
+# A worker process holds about 100 MB before its first capture and Dask pauses a worker at 80 %
+# of its limit: below this, every worker would be paused before it starts and the batch would
+# wait for ever without a word (batch review 24)
+MEMORY_LIMIT_MIN = 256_000_000
+
+
+def _check_memory_limit(text: str | None) -> None:
+    from dask.utils import parse_bytes
+
+    from wirefall.ui.cli import UsageError
+
+    if text is None or text == "auto":
+        return
+    try:
+        n = parse_bytes(text)
+    except (ValueError, TypeError):
+        raise UsageError(f"--memory-limit: {text!r} is not a size (e.g. 2GB, 512MiB, auto, or 0 for no limit)") from None
+    if n != 0 and n < MEMORY_LIMIT_MIN:
+        raise UsageError(f"--memory-limit {text} is below {MEMORY_LIMIT_MIN // 1_000_000}MB: a worker holds about 100 MB "
+                         "before its first capture and Dask pauses it at 80 % of its limit, so no capture would ever run")
