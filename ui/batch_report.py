@@ -88,6 +88,9 @@ def whitepaper_table(summary: dict[str, Any]) -> str:
             if base and s != base:
                 sp = r["speedup"].get(s)
                 v += " / " + ("–" if sp is None else f"{100 * sp:.1f} %")
+            n, bad = r["n"].get(s, 0), r.get("incomplete", {}).get(s, 0)
+            if n or bad:  # (what the median rests on: the captures behind it, and those not whole)
+                v += f" (n {n}" + (f", {bad} incomplete" if bad else "") + ")"
             cells.append(v)
         rows.append(cells)
     return _table(heads, rows)
@@ -105,13 +108,13 @@ def render_html(summary: dict[str, Any], figs: list, pngs: list[str], errors: li
              f"grouped by {html.escape(', '.join(summary['group_by']))}. Medians and quartiles (linear interpolation); "
              "the boxes are drawn from the tables' numbers (whiskers: min and max).</p>"]
     warns = summary.get("warnings") or []
-    if warns:  # (report.json's warnings: a speedup resting on one capture, captures without lab metadata)
+    if warns:  # (report.json's warnings: a speedup on one capture, incomplete loads, no protocol, browser logs, captures without lab metadata)
         parts.append("<h2>Warnings</h2><ul class='warnings'>" + "".join(f"<li>{html.escape(str(w.get('text', '')))}</li>" for w in warns)
                      + "</ul>")
     if summary["whitepaper"] and len(summary["series"]) > 1:
         parts.append("<h2>Page load time per condition (the SPDY whitepaper's table)</h2>"
                      f"<p class='note'>speedup = (A − B) / A with A = {html.escape(str(summary['baseline'] or '–'))}, "
-                     "on the medians.</p>" + whitepaper_table(summary))
+                     "on the medians; n: the captures behind each median, and how many of them are incomplete loads.</p>" + whitepaper_table(summary))
     for i, (metric, fig) in enumerate(zip(summary["metrics"], figs)):
         parts.append(f"<h2>{html.escape(metric['label'])}</h2>")
         parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))

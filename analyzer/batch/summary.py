@@ -46,7 +46,18 @@ def describe(values: list) -> dict[str, Any]:
             "min": xs[0] if xs else None, "max": xs[-1] if xs else None}
 
 
+BROWSER_LOGS = ("har", "netlog", "qlog")  # pages.format of a browser log (no packets of its own)
+
+
+def _incomplete(row: dict) -> bool:
+    """A capture's load not whole (truncated, begun before the capture …); a browser log's "no
+    packets" is the ``browser_logs`` warning's, not this."""
+    return row.get("complete") is False and row.get("format") not in BROWSER_LOGS
+
+
 def metric_value(row: dict, key: str):
+    if key in ("packets", "bytes") and row.get("format") in BROWSER_LOGS:
+        return None  # (a browser log has no packets: left out of those figures, not a 0 in them)
     if key == "packets":
         a, b = row.get("packets_c2s"), row.get("packets_s2c")
         return None if a is None or b is None else a + b
@@ -101,7 +112,9 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
         lab = not fallback or g[1] != NOT_FROM_LAB
         key = dict(zip(keys, g)) if lab else {"protocol": g[0], LAB_SERIES: None, "condition": None}
         out_groups.append({"key": key, "series": label(g[0]), "category": " · ".join(label(v) for v in g[1:]) or "all",
-                           "captures": len(rs), "metrics": {m: describe([metric_value(r, m) for r in rs]) for m, _, _ in METRICS}})
+                           "captures": len(rs), "incomplete": sum(1 for r in rs if _incomplete(r)),
+                           "browser_logs": sum(1 for r in rs if r.get("format") in BROWSER_LOGS),
+                           "metrics": {m: describe([metric_value(r, m) for r in rs]) for m, _, _ in METRICS}})
     series: list[str] = sorted({grp["series"] for grp in out_groups}, key=lambda s: (s == NONE_LABEL, s))
     categories: list[str] = []
     for grp in out_groups:
@@ -113,19 +126,40 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
     for cat in categories:
         cells: dict[str, Any] = {}
         ns: dict[str, int] = {}
+        bad: dict[str, int] = {}
         for s in series:
             found = [x for x in out_groups if x["series"] == s and x["category"] == cat]
             cells[s] = found[0]["metrics"]["page_load_time"]["median"] if found else None
             ns[s] = found[0]["metrics"]["page_load_time"]["n"] if found else 0
+            bad[s] = found[0]["incomplete"] if found else 0
         a = cells.get(base) if base else None
         speedup = {s: (None if not a or cells[s] is None else (a - cells[s]) / a) for s in series if s != base} if base else {}
-        table.append({"category": cat, "page_load_time_median": cells, "n": ns, "speedup": speedup})
+        table.append({"category": cat, "page_load_time_median": cells, "n": ns, "incomplete": bad, "speedup": speedup})
         given = [s for s, v in speedup.items() if v is not None]
         single = sorted({s for s in given if ns[s] == 1} | ({base} if given and base is not None and ns[base] == 1 else set()))
         if single:
             warnings.append({"kind": "single_capture", "category": cat, "series": single,
                              "text": f"{cat}: the speedup of {', '.join(s for s in given)} over {base} rests on one capture of "
                                      f"{', '.join(single)} (n = 1): a single load, not a median"})
+    # what the medians rest on, said where a load is not whole (never implied complete): a
+    # truncated capture, one not decrypted (its protocol unknown: the series "–"), a browser log
+    # beside the capture of the same load (counted as a load of its own)
+    for g, grp in zip(order, out_groups):
+        if grp["incomplete"]:
+            why = sorted({str(r.get("completeness") or "") for r in groups[g] if _incomplete(r)} - {""})
+            warnings.append({"kind": "incomplete_loads", "category": grp["category"], "series": [grp["series"]],
+                             "text": f"{grp['series']} · {grp['category']}: {grp['incomplete']} of {grp['captures']} load(s) incomplete, "
+                                     f"counted in its figures all the same ({'; '.join(why[:3]) or 'see pages.parquet complete'})"})
+    unknown = [r for r in pages if not r.get("protocol") and r.get("format") not in BROWSER_LOGS]
+    if unknown:
+        warnings.append({"kind": "protocol_unknown", "category": "", "series": [NONE_LABEL],
+                         "text": f"{len(unknown)} capture(s) have no protocol (no request decrypted: no key log for them?): "
+                                 f"grouped by protocol, they are the series {NONE_LABEL}, not their own protocol's"})
+    logs = [r for r in pages if r.get("format") in BROWSER_LOGS]
+    if logs:
+        warnings.append({"kind": "browser_logs", "category": "", "series": sorted({label(r.get("protocol")) for r in logs}),
+                         "text": f"{len(logs)} browser log(s) ({', '.join(sorted({str(r['format']) for r in logs}))}) are loads of their own: "
+                                 "a log of a captured load counts that load twice; their packets and bytes are left out (none on a wire)"})
     if fallback:
         warnings.append({"kind": "not_from_a_lab", "category": NOT_FROM_LAB, "series": [],
                          "text": f"{sum(1 for r in pages if not r.get(LAB_SERIES))} capture(s) without lab metadata are grouped by "
