@@ -87,6 +87,23 @@ def test_an_unknown_option_is_refused_with_the_subcommands_usage(command, argv):
     assert "usage: wirefall [-h] COMMAND" in err.getvalue()
 
 
+@pytest.mark.parametrize("command,argv,refused", [
+    ("capture", ["capture", "-i", "lo", "-w", "x.pcapng"], ["-j", "--cache", "--har", "--netlog", "--qlog", "--har-page", "--limit"]),
+    ("lab", ["lab", "-o", "runs"], ["-j", "--cache", "--har", "--netlog", "--qlog", "--har-page"])])
+def test_commands_that_analyse_nothing_refuse_the_analysis_options(command, argv, refused):
+    """capture and lab listed -j, --cache, --har … and ran on, ignoring them (review 24: `lab
+    --har page.har` loaded the default page; the page is --page)."""
+    p = cli.build_parser(command)
+    assert p.parse_args(argv + ["--keylog", "k", "--debug"]).keylog == ["k"]
+    for opt in refused:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+            p.parse_args(argv + [opt, "1"])
+        assert "unrecognized arguments" in err.getvalue() and opt in err.getvalue(), opt
+    if command == "lab":  # (--limit: the budgets of its --batch analysis)
+        assert p.parse_args(argv + ["--limit", "tls_trial=100"]).limit
+
+
 def test_requests_run_imports_only_what_it_uses():
     # a requests run on an HTTP/1.1 page load: no HTTP/2, QUIC or HTTP/3 decoder, no UI toolkit,
     # no display-filter grammar, no oracle (and the same output as in-process)

@@ -740,11 +740,18 @@ class _Parser(argparse.ArgumentParser):
         return ns
 
 
-def common_args(sp: argparse.ArgumentParser) -> None:
+def common_args(sp: argparse.ArgumentParser, analysis: bool = True, limit: bool = True) -> None:
     """The options every capture subcommand takes (declared on each, not copied from a parent
-    parser: that built a parser and copied its actions at every start)."""
+    parser: that built a parser and copied its actions at every start).  ``analysis`` False (a
+    command that analyses nothing itself: capture, lab): only --keylog, --debug and (``limit``)
+    --limit — it listed and silently ignored -j, --cache, --har … (review 24)."""
     sp.add_argument("--keylog", action="append", metavar="FILE", help="TLS key log (NSS format); repeatable; default $SSLKEYLOGFILE")
     sp.add_argument("--debug", action="store_true", help="show tracebacks")
+    if not analysis:
+        if limit:
+            sp.add_argument("--limit", action="append", type=parse_limit, metavar="NAME=N",
+                            help="with --batch: raise or lower one decoding budget of the analysis; repeatable")
+        return
     sp.add_argument("-j", "--workers", type=_workers, default="auto", metavar="N",
                     help="analyse with N processes, connections sharded between them (same result); "
                          "auto (default): every core for captures of 16 MB or more, else 1")
@@ -776,7 +783,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.commands = sub.choices
     stub = None  # what the names of the subcommands not built stand for
 
-    def add(name, func, help, json_=True, filt=False, file=True, describe=True):
+    def add(name, func, help, json_=True, filt=False, file=True, describe=True, analysis=True, limit=True):
         nonlocal stub
         desc = help if describe else None
         if not want(name):
@@ -787,7 +794,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.choices[name] = stub  # never parsed: main builds the parser of argv's first word
             return None
         sp = sub.add_parser(name, help=help, description=desc)
-        common_args(sp)
+        common_args(sp, analysis, limit)
         if file:
             sp.add_argument("file", metavar="FILE", help="pcap or pcapng capture, or a browser log (HAR, Chrome NetLog, qlog), "
                                                          "optionally gzip/xz/bzip2/zstd compressed")
@@ -853,7 +860,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--upload-lifetime", type=float, default=60.0, metavar="MIN",
                         help="delete a staged upload not opened for this many minutes (default 60)")
         live_args(sp)
-    sp = add("capture", cmd_capture, "capture packets live into a pcapng file (dumpcap), with the key log's secrets in it", json_=False, file=False)
+    sp = add("capture", cmd_capture, "capture packets live into a pcapng file (dumpcap), with the key log's secrets in it", json_=False, file=False,
+             analysis=False, limit=False)
     if want("capture"):
         live_args(sp)
         sp.add_argument("-w", "--write", metavar="FILE", help="the pcapng file to write")
@@ -871,7 +879,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help="JSON output (docs/JSON.md)")
         sp.add_argument("-o", "--output", metavar="OUT", help="write the side-by-side waterfall (html, png, svg)")
         sp.add_argument("--force", action="store_true", help="with -o: overwrite OUT if it exists")
-    sp = add("lab", cmd_lab, "capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout; docs/LAB.md)", json_=False, file=False)
+    sp = add("lab", cmd_lab, "capture the same page over HTTP/1.1, SPDY, HTTP/2 and HTTP/3 (needs root and a wirefall checkout; docs/LAB.md)", json_=False, file=False,
+             analysis=False)
     if want("lab"):
         sp.add_argument("--protocols", default="h1,spdy,h2,h3", metavar="LIST",
                         help="comma-separated, of h1, spdy, h2, h3 (default: h1,spdy,h2,h3)")
