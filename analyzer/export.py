@@ -329,6 +329,15 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
     return row.start, t, tot["total"] / 1000.0
 
 
+def _spdy_reason(e: Exchange) -> str:
+    """SPDY's status header carries the reason phrase ("200 OK": :status in SPDY/3, status in
+    SPDY/2), HTTP/2's and HTTP/3's none."""
+    if not e.protocol.startswith("spdy"):
+        return ""
+    st = e.header(":status") or e.header("status") or ""
+    return st.partition(" ")[2]
+
+
 def har_url(e: Exchange, c) -> str | None:
     """The entry's absolute URL (HAR: "absolute URL of the request"): the exchange's, or —
     when the capture gave only the path (no :authority / Host seen) — the path on the
@@ -373,7 +382,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     comp = _completeness.compute(an)
     conns = {c.id: c for c in an.connections}
     exs = {e.id: e for e in an.exchanges}
-    # HTTP/1's reason phrase ("OK") is on the wire, in its final response head (HTTP/2 and /3 have none: "")
+    # HTTP/1's reason phrase ("OK") is on the wire, in its final response head (SPDY's in its status header: _spdy_reason; HTTP/2 and /3 have none: "")
     reasons = {f.fields["exchange"]: f.fields.get("reason") for f in an.frames
                if f.type == "RESPONSE" and f.fields and "exchange" in f.fields and not f.fields.get("interim")}
     entries = []
@@ -409,7 +418,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             },
             "response": {
                 "status": e.status if e.status is not None else 0,
-                "statusText": reasons.get(e.id) or "",
+                "statusText": reasons.get(e.id) or _spdy_reason(e),
                 "httpVersion": ver,
                 "cookies": _cookies(e, True, include_sensitive),
                 "headers": _headers(e.response_headers, include_sensitive),

@@ -256,3 +256,22 @@ def test_priority_is_chromes_name_and_the_wire_object_beside_it(name):
     by_exchange = {en["_exchange"]: en["_priority"] for en in ex.har(an2)["log"]["entries"]}
     for e in an2.exchanges:
         assert by_exchange[e.id] == dev[last[int(e.browser["id"])]], e.url
+
+
+@pytest.mark.parametrize("name", ["spdy2-plain", "spdy3-plain"])
+def test_spdy_status_text_is_the_status_headers_phrase(name):
+    """SPDY's status header carries the reason phrase ("200 OK"): statusText was "" on every
+    SPDY entry (review 24).  Truth: the server's own log of the headers it sent (Node spdy);
+    a pushed stream's ":status: 200" has none."""
+    log = [json.loads(ln) for ln in (SAMPLES / "spdy" / f"{name}.server.jsonl").read_text().splitlines() if ln.strip()]
+    sent = {}
+    for f in log:
+        if f["dir"] == "send" and f["frame"] in ("SYN_REPLY", "SYN_STREAM"):
+            st = dict(f["headers"]).get(":status") or dict(f["headers"]).get("status")
+            sent[f["stream"]] = st.partition(" ")[2]
+    an = analyze(str(SAMPLES / "spdy" / f"{name}.pcap"))
+    entries = ex.har(an)["log"]["entries"]
+    by_stream = {e["_stream_id"]: e for e in entries}
+    assert len(entries) == len(by_stream) == len(sent)
+    assert {sid: by_stream[sid]["response"]["statusText"] for sid in sent} == sent
+    assert {"OK", "Not Found", ""} == set(sent.values())
