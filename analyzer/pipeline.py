@@ -163,7 +163,8 @@ def _analyze(
     except OSError:
         total = 0
     last_progress = _time.monotonic()
-    if on_start is not None:
+    if on_start is not None:  # a view of the capture while it is read (live): the offset maps as they stand now
+        an.__dict__["live_maps"] = lambda: _maps_of(ctx, flows, retired)  # (dropped by _finish; analyzer.waterfall.maps_of)
         on_start(an)
     pkt = 0
     cut_short = first_cut = 0
@@ -474,11 +475,21 @@ def _finish(an: Analysis, ctx: Context, info: CaptureInfo, decoder: Decoder, flo
     an.capture_format = info.format
     an.compression = info.compression
     an.interfaces = info.interfaces
+    an.maps = _maps_of(ctx, flows, retired)
+    an.__dict__.pop("live_maps", None)
+
+
+def _maps_of(ctx: Context, flows: dict, retired: list) -> dict:
+    """The TCP offset maps (conn id, direction) -> OffsetMap and the TLS plaintext maps (conn id,
+    direction, "tls") -> decrypted offset -> packet that completed the record.  (Called from a
+    view's thread while a live pass runs: the tuple and list copies of the pass's dicts are
+    made under the GIL, never iterated as they grow.)"""
     # (a direction that carried no payload has no map: analysis.maps.get gives None)
-    an.maps = {(c.conn.id, i): c.dirs[i].map for c in (*retired, *flows.values()) if isinstance(c, TcpFlow)
-               for i in (0, 1) if c.dirs[i].map is not None}
-    for (cid, d), m in ctx.shared.get("tls_plaintext_maps", {}).items():
-        an.maps[(cid, d, "tls")] = m  # decrypted offset -> packet that completed the record
+    maps: dict = {(c.conn.id, i): c.dirs[i].map for c in (*retired, *flows.values()) if isinstance(c, TcpFlow)
+            for i in (0, 1) if c.dirs[i].map is not None}
+    for (cid, d), m in list(ctx.shared.get("tls_plaintext_maps", {}).items()):
+        maps[(cid, d, "tls")] = m
+    return maps
 
 
 def _stop_reading(info: CaptureInfo, path: str, pkt: int, budget, size: int) -> None:

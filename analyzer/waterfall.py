@@ -1580,7 +1580,7 @@ class _Carriers:
     record's plaintext sits in the TCP stream) when the stream is TLS."""
 
     def __init__(self, an: Analysis, conn: Connection | None, cid: int, d: int):
-        maps = an.maps if isinstance(an.maps, dict) else {}
+        maps = maps_of(an)
         self.tcp = maps.get((cid, d))
         recs = (an.tls_records if isinstance(getattr(an, "tls_records", None), dict) else {}).get((cid, d))
         self.tls = conn is not None and conn.tls is not None and recs is not None
@@ -1649,6 +1649,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
     segs: dict[int, list[int]] = {}
     from bisect import bisect_left, bisect_right
 
+    maps = maps_of(an)
     for r, e in zip(rows, exs):
         lo, hi = e.response_start_packet, e.response_end_packet
         pk: list[int] | None = None
@@ -1657,7 +1658,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
         elif e.stream_id is None and lo is not None and hi is not None:
             sl = segs.get(e.connection)
             if sl is None:
-                m = an.maps.get((e.connection, 1)) if isinstance(an.maps, dict) else None
+                m = maps.get((e.connection, 1))
                 sl = segs[e.connection] = sorted(set(m.packets)) if m is not None else []
             pk = sl[bisect_left(sl, lo): bisect_right(sl, hi)]
         if not pk:
@@ -1700,6 +1701,17 @@ def _connection_rows(rows: list[Row]) -> list[ConnectionRow]:
     return list(out.values())
 
 
+def maps_of(an: Analysis) -> dict:
+    """``an.maps``; while a live pass reads the capture (its maps are set when it ends), the
+    maps as they stand — the live web view's throughput strip stayed empty until Stop (review 24)."""
+    m = an.maps if isinstance(an.maps, dict) else {}
+    if not m:
+        live = an.__dict__.get("live_maps")
+        if live is not None:
+            return live()
+    return m
+
+
 def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None:
     """Wire bytes per ``bin_s`` each way (``Throughput``), the bin widened (×2, ×5, ×10…) so
     that a long capture has at most ``MAX_THROUGHPUT_BINS`` bins.  Direction comes from the
@@ -1712,7 +1724,7 @@ def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None
     if not n:
         return None
     way = bytearray(n)  # 0 unknown, 1 client→server, 2 server→client
-    maps = an.maps if isinstance(an.maps, dict) else {}
+    maps = maps_of(an)
     for key, m in maps.items():
         if len(key) == 2 and key[1] in (0, 1):
             d = key[1] + 1
