@@ -62,6 +62,7 @@ from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, Reas
 from .keylog import BUDGET_WARNING
 from .sessions import CAPTURE_ID, CAPTURE_WIDE
 from .sessions import SELF_REPORTED as READER_BUDGETS
+from .safetext import plural
 
 UNKNOWN = "<unknown>"
 _NOTHING_TO_DECRYPT = ("no encrypted records", "no 1-RTT packets")
@@ -540,8 +541,7 @@ def _kb(n: int) -> str:
     return f"{n / (1 << 20):.1f} MB"
 
 
-def _pl(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
+_pl = plural  # (the name the CLI imports)
 
 
 _PROTO_NAMES = {"quic": "QUIC", "gquic": "gQUIC", "h2": "HTTP/2", "h2c": "HTTP/2", "tls": "TLS", "dns": "DNS"}

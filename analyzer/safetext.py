@@ -86,3 +86,8 @@ def printable_lines(text: str) -> str:
     if (_UNSAFE or _patterns()[0]).search(text) is None:
         return text
     return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 connection``, ``2 connections`` (``many``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

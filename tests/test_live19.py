@@ -356,6 +356,7 @@ def test_tui_waterfall_axis_follows_the_capture_unless_zoomed(lab, tmp_path):
             wv = app.query_one(WaterfallView)
             await asyncio.to_thread(lab.curl, "/first")
             await _until(pilot, lambda: any(r.status for r in wv.rows), 10, "first request not shown")
+            assert not app.query_one("#progress").display  # (no "0%" load bar while capturing: review 24)
             first_end = wv.t1
             await asyncio.sleep(1.5)
             await asyncio.to_thread(lab.curl, "/second")

@@ -93,6 +93,9 @@ class LiveApp(WirefallApp):
 
     def on_mount(self) -> None:
         super().on_mount()
+        # a live capture has no end to be a percentage of: the bar read "0%" throughout (review 24);
+        # the status line says what has been captured
+        self.query_one("#progress").add_class("-done")
         self._live_timer = self.set_interval(LIVE_EVERY, self._live_tick)
         import asyncio
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, html, no_update
 
-from wirefall.analyzer.safetext import printable
+from wirefall.analyzer.safetext import plural, printable
 
 LIVE_POLL_MS = 250  # the page's poll while a live capture is shown (the views follow at most this often)
 IDLE_POLL_MS = 600  # the layout's own poll otherwise (ui.web.app.layout)
@@ -154,8 +154,8 @@ class WebLive:
                 mark(an)
             conns = list(an.connections)
             dec = sum(1 for c in conns if (c.quic or c.tls) is not None and (c.quic or c.tls).decrypted)
-            what = (f"{self.packets():,} packets · {len(conns)} connections ({dec} decrypted) · {len(an.exchanges)} requests · "
-                    f"{len(s.keylog)} secrets" + (f" · read again {n}× for late keys" if (n := getattr(s, "reruns", 0)) else ""))
+            what = (f"{self.packets():,} packets · {plural(len(conns), 'connection')} ({dec} decrypted) · {plural(len(an.exchanges), 'request')} · "
+                    f"{plural(len(s.keylog), 'secret')}" + (f" · read again {n}× for late keys" if (n := getattr(s, "reruns", 0)) else ""))
         except Exception:  # noqa: BLE001 - a connection half made: its count next time
             what = f"{self.packets():,} packets"
         saved = f" · saved {self.saved}" if self.saved else ""

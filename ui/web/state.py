@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
+from wirefall.analyzer.safetext import plural
+
 DEFAULT_UPLOAD_LIMIT = 200 * 1024 * 1024
 DEFAULT_KEYLOG_LIMIT = 16 * 1024 * 1024
 DEFAULT_UPLOAD_LIFETIME = 3600.0  # seconds an upload may go unused before it is deleted
@@ -97,7 +99,7 @@ class Entry:
             return err if err.startswith(self.name) else f"{self.name}: {err}"  # the message may name the file already
         an = self.analysis
         how = "from the cache" if self.from_cache else f"analysed in {self.seconds:.2f} s"
-        return f"{self.name}: {an.packets:,} packets, {len(an.connections)} connections, {an.count('exchanges')} requests ({how})"
+        return f"{self.name}: {an.packets:,} packets, {plural(len(an.connections), 'connection')}, {plural(an.count('exchanges'), 'request')} ({how})"
 
     def label(self) -> str:
         from wirefall.analyzer.safetext import printable
