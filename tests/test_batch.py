@@ -206,6 +206,8 @@ def test_batch_on_a_real_cluster_matches_serial_survives_a_killed_worker_and_rer
         total = len(captures) + len(bad)
         assert done_at_kill is not None and done_at_kill < total - 10, "".join(lines)
         assert f"{len(captures)} analysed, {len(bad)} error(s), 0 already" in "".join(lines)
+        counts = [ln.split()[2] for ln in lines if ln.startswith("wirefall: batch: ") and "/" in ln.split()[2] and ln.split()[2][0].isdigit()]
+        assert len(counts) == total and counts[-1] == f"{total}/{total}", counts[-3:]  # (-v counts to what it analyses)
 
         pages = read_dataset(out, "pages").to_pylist()
         assert sorted(p["capture"] for p in pages) == sorted(captures)  # every capture, once
@@ -477,3 +479,15 @@ def test_memory_limit_that_is_no_size_or_too_small_is_a_usage_error(tmp_path):
     rc, _, err = cli("batch", str(SAMPLES / "tls"), "-o", str(tmp_path / "o"), "--memory-limit", "100MB")
     assert rc == 2 and "--memory-limit 100MB is below 256MB" in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_glob_leaves_key_logs_to_their_captures():
+    """'page/page-h2*' matched page-h2.keys and made it an error row (review 24); its captures and
+    browser logs are inputs, the key log is the capture's."""
+    from wirefall.analyzer.batch.inputs import collect
+
+    jobs = collect([str(SAMPLES / "page" / "pw-h2*")], use_env=False)
+    names = sorted(os.path.basename(j.path) for j in jobs)
+    assert names == ["pw-h2.har.gz", "pw-h2.netlog.json.gz", "pw-h2.pcapng"]
+    (cap,) = [j for j in jobs if j.path.endswith(".pcapng")]
+    assert cap.keylogs == [str(SAMPLES / "page" / "pw-h2.keys")]

@@ -68,10 +68,10 @@ def cmd_batch(args) -> int:
 
     n = [0]
 
-    def on_done(job, outcome: str) -> None:
+    def on_done(job, outcome: str, total: int) -> None:
         n[0] += 1
-        if args.verbose:
-            log(f"{n[0]}/{len(jobs)} {outcome} {job.path}")
+        if args.verbose:  # (of what this run analyses: a rerun counted to every input, skipped ones too, and never reached it)
+            log(f"{n[0]}/{total} {outcome} {job.path}")
 
     try:
         res = run_batch(jobs, args.output, scheduler=args.scheduler, workers=workers, limits=limits_of(args),

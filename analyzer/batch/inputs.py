@@ -4,7 +4,8 @@ run folders name, each with its key logs and its conditions.
 - A file is taken as it is (a capture or a browser log: ``analyze`` decides); a folder is walked
   (sorted, symbolic links to files followed, to folders not) for names that end like a capture
   (``.pcap``, ``.pcapng``, ``.cap``, optionally ``.gz``/``.xz``/``.bz2``/``.zst``); a glob is
-  expanded (``**`` too) and each match taken as a file or a folder.
+  expanded (``**`` too) and each match taken as a file or a folder, but for files named as key
+  logs (below): they are read with their captures.
 - A folder holding a ``manifest.json`` of ``wirefall lab`` (``schema: wirefall-lab/1``, written by
   ``lab/run.py``) is a lab run folder: each of its ``runs[]`` names its capture
   (``<dir>/<files.capture>``) and key log (``files.keys``), and gives the conditions
@@ -155,6 +156,13 @@ def _walk(folder: str) -> list[str]:
     return found
 
 
+def _is_keylog(path: str) -> bool:
+    """A file named as a capture's key log (``NAME.keys``, ``keylog.txt`` …): read with its
+    capture, not analysed as one."""
+    name = os.path.basename(path).lower()
+    return name.endswith(KEYLOG_SUFFIXES) or name in FOLDER_KEYLOGS
+
+
 def expand(inputs: list[str]) -> list[str]:
     """Every capture path the inputs name, in order, each once (by real path)."""
     out: list[str] = []
@@ -183,7 +191,7 @@ def expand(inputs: list[str]) -> list[str]:
                 if os.path.isdir(h):
                     for p in _walk(h):
                         take(p)
-                elif os.path.isfile(h):
+                elif os.path.isfile(h) and not _is_keylog(h):  # ('runs/*/page-h2*' matches page-h2.keys too: a key log, not a capture)
                     take(h)
         else:
             raise InputError(f"{arg}: no such file or folder")

@@ -95,9 +95,9 @@ def open_client(scheduler: str | None, workers: int | None, memory_limit: str | 
 
 def run_batch(jobs: list[Job], out: str, client=None, scheduler: str | None = None, workers: int | None = None,
               limits: dict | None = None, retry_errors: bool = False, progress: bool = False, memory_limit: str | None = None,
-              log: Callable[[str], None] | None = None, on_done: Callable[[Job, str], None] | None = None) -> BatchResult:
+              log: Callable[[str], None] | None = None, on_done: Callable[[Job, str, int], None] | None = None) -> BatchResult:
     """Analyse ``jobs`` into OUT.  ``client``: an open ``distributed.Client`` to use (tests);
-    else one is opened (``open_client``) and closed at the end.  ``on_done(job, outcome)`` is
+    else one is opened (``open_client``) and closed at the end.  ``on_done(job, outcome, total)`` (total: the captures this run analyses or records as errors) is
     called as each capture is written ("ok" or the error kind)."""
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
@@ -116,14 +116,12 @@ def run_batch(jobs: list[Job], out: str, client=None, scheduler: str | None = No
             res.retried_errors = store.drop_errors(retry)
             errs -= retry
         todo: list[Job] = []
+        bad: list[Job] = []
         seen: set = set()
         for j in jobs:
             if j.problem is not None:
                 if j.key not in done and j.key not in errs or j.sha256 is None:
-                    store.add({"errors": _errors_table(j, "unreadable", j.problem)})
-                    res.errors += 1
-                    if on_done:
-                        on_done(j, "unreadable")
+                    bad.append(j)
                 else:
                     res.skipped_done += 1
                 continue
@@ -135,6 +133,12 @@ def run_batch(jobs: list[Job], out: str, client=None, scheduler: str | None = No
                 continue
             seen.add(j.key)
             todo.append(j)
+        total = len(bad) + len(todo)  # (what on_done counts to: the inputs skipped are not among them)
+        for j in bad:
+            store.add({"errors": _errors_table(j, "unreadable", j.problem or "")})
+            res.errors += 1
+            if on_done:
+                on_done(j, "unreadable", total)
         if not todo:
             return res
         if client is None:
@@ -173,7 +177,7 @@ def run_batch(jobs: list[Job], out: str, client=None, scheduler: str | None = No
                 else:
                     res.errors += 1
                 if on_done:
-                    on_done(j, outcome)
+                    on_done(j, outcome, total)
         finally:
             for f in futures:  # interrupted: nothing more to compute
                 f.cancel()
