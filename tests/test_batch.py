@@ -491,3 +491,34 @@ def test_a_glob_leaves_key_logs_to_their_captures():
     assert names == ["pw-h2.har.gz", "pw-h2.netlog.json.gz", "pw-h2.pcapng"]
     (cap,) = [j for j in jobs if j.path.endswith(".pcapng")]
     assert cap.keylogs == [str(SAMPLES / "page" / "pw-h2.keys")]
+
+
+@pytest.mark.slow
+def test_a_rerun_says_when_a_manifest_now_gives_other_conditions(tmp_path):
+    """A manifest written after a first batch: its conditions were dropped without a word for
+    captures already in OUT (review 24).  Now the rerun names them; the same manifest again says
+    nothing."""
+    from distributed import Client, LocalCluster
+
+    from wirefall.analyzer.batch.inputs import collect
+    from wirefall.analyzer.batch.run import run_batch
+
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    m = json.loads((SAMPLES / "lossy" / "manifest.json").read_text())
+    m["runs"] = [r for r in m["runs"] if r["protocol"] in ("h1", "h2")]
+    for r in m["runs"]:
+        for k in ("capture", "keys"):
+            shutil.copy(SAMPLES / "lossy" / r["files"][k], exp / r["files"][k])
+    (exp / "manifest.json").write_text(json.dumps(m))
+    out = tmp_path / "out"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
+        res = run_batch(collect([str(exp)], use_env=False), str(out), client=client)
+    assert (res.analysed, res.conditions_not_applied) == (2, [])
+    res = run_batch(collect([str(exp)], use_env=False), str(out))  # (nothing to analyse: no cluster)
+    assert (res.skipped_done, res.conditions_not_applied) == (2, [])
+    for r in m["runs"]:
+        r["condition"] = "lan"
+    (exp / "manifest.json").write_text(json.dumps(m))
+    res = run_batch(collect([str(exp)], use_env=False), str(out))
+    assert res.skipped_done == 2 and sorted(res.conditions_not_applied) == sorted(str(exp / r["files"]["capture"]) for r in m["runs"])

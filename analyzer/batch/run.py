@@ -36,6 +36,9 @@ class BatchResult:
     errors: int = 0  # errors rows written in this run
     skipped_done: int = 0  # already in OUT
     skipped_same: int = 0  # same content and keys as another input of this run
+    # already in OUT, whose lab manifest now gives other conditions than its rows were written
+    # with (a rerun keeps the first analysis: the new conditions are not applied)
+    conditions_not_applied: list[str] = field(default_factory=list)
     retried_errors: int = 0
     seconds: float = 0.0
     dashboard: str | None = None
@@ -117,6 +120,7 @@ def run_batch(jobs: list[Job], out: str, client=None, scheduler: str | None = No
             errs -= retry
         todo: list[Job] = []
         bad: list[Job] = []
+        relabelled: list[Job] = []
         seen: set = set()
         for j in jobs:
             if j.problem is not None:
@@ -127,12 +131,17 @@ def run_batch(jobs: list[Job], out: str, client=None, scheduler: str | None = No
                 continue
             if j.key in done or j.key in errs:
                 res.skipped_done += 1
+                if j.key in done and any(v is not None for v in j.conditions.values()):
+                    relabelled.append(j)
                 continue
             if j.key in seen:
                 res.skipped_same += 1
                 continue
             seen.add(j.key)
             todo.append(j)
+        if relabelled:
+            stored = store.conditions_of({j.key for j in relabelled})
+            res.conditions_not_applied = [j.path for j in relabelled if stored.get(j.key, j.conditions) != j.conditions]
         total = len(bad) + len(todo)  # (what on_done counts to: the inputs skipped are not among them)
         for j in bad:
             store.add({"errors": _errors_table(j, "unreadable", j.problem or "")})

@@ -112,6 +112,21 @@ class Store:
             keys.update(zip(t.column("sha256").to_pylist(), t.column("keylog_sha256").to_pylist()))
         return keys
 
+    def conditions_of(self, keys: set) -> dict[tuple, dict]:
+        """The lab conditions (``CONDITION_KEYS``) the pages rows of ``keys`` were written with."""
+        from wirefall.analyzer.batch.inputs import CONDITION_KEYS
+
+        out: dict[tuple, dict] = {}
+        if not keys:
+            return out
+        for p in self._parts("pages"):
+            t = pq.read_table(p, columns=["sha256", "keylog_sha256", *CONDITION_KEYS]).to_pylist()
+            for r in t:
+                k = (r["sha256"], r["keylog_sha256"])
+                if k in keys:
+                    out.setdefault(k, {c: r[c] for c in CONDITION_KEYS})
+        return out
+
     def done(self) -> tuple[set, set]:
         """(keys analysed, keys that are errors rows)."""
         return self._keys_of("pages"), self._keys_of("errors")
