@@ -781,6 +781,8 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
                 if number == last:  # (full: the buffer may hold more)
                     continue
         if not b.need(12):
+            if b.base + b.pos == 0:  # (as a pcap whose global header is cut short, and as tshark: not a capture)
+                raise CaptureError(f"{path}: pcapng section header truncated ({b.n} bytes)")
             if b.n - b.pos:
                 _truncated(info, path, number + 1, b.base + b.pos, "block header incomplete", b)
             else:
@@ -817,6 +819,8 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             return
         at = b.base + p  # (before need(), which may move the buffer: base grows by p, p becomes 0)
         if not b.need(blen):
+            if at == 0:
+                raise CaptureError(f"{path}: pcapng section header truncated ({b.n} of its {blen} bytes)")
             _truncated(info, path, number + 1, at, f"block of {blen} bytes incomplete", b)
             return
         p = b.pos

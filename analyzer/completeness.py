@@ -661,6 +661,8 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
 
 
 def _headline(c: Completeness) -> str:
+    if c.complete and not c.connections and not c.requests:  # (an empty capture: "0 connections seen from the start" read oddly)
+        return "Complete: no connection or request in the capture (nothing of one can be missing)"
     if c.complete:
         return (f"Complete: {_pl(c.connections, 'connection')} seen from the start, {_pl(c.requests, 'request')} "
                 "with every field known, no bytes lost, nothing left encrypted")

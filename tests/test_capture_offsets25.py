@@ -46,3 +46,25 @@ def test_truncated_block_past_the_first_buffer_names_its_own_offset(tmp_path):
             assert len(out.stdout.split()) == got, out.stderr
             assert re.search(r"cut short in the middle of a packet", out.stderr), out.stderr
     assert epbs[len(epbs) // 2][0] > 1 << 20  # (the middle cut is past the first 1 MiB buffer)
+
+
+def test_a_pcapng_cut_inside_its_section_header_is_not_a_capture(tmp_path):
+    """A 10-byte pcapng fragment read as a capture of 0 packets, 'damaged' (review 24), where a
+    pcap cut inside its global header is refused and tshark refuses both."""
+    import pytest
+
+    from analyzer.capture import CaptureError
+
+    one = SAMPLE.read_bytes()
+    shb_len = struct.unpack_from("<I", one, 4)[0]
+    for n in (4, 10, shb_len - 1):
+        path = tmp_path / f"head{n}.pcapng"
+        path.write_bytes(one[:n])
+        with pytest.raises(CaptureError, match="pcapng section header truncated"):
+            list(read_capture(str(path), CaptureInfo()))
+        if shutil.which("tshark") and n >= 8:  # (4 bytes: tshark's file-type heuristics read them as JSON)
+            r = subprocess.run(["tshark", "-n", "-r", str(path)], capture_output=True, text=True)
+            assert r.returncode != 0 and not r.stdout.strip(), (n, r.stderr)
+    path = tmp_path / "shb.pcapng"  # (the section header whole, nothing after it: a capture of 0 packets, as tshark reads it)
+    path.write_bytes(one[:shb_len])
+    assert list(read_capture(str(path), CaptureInfo())) == []

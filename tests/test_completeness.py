@@ -377,3 +377,13 @@ def test_unknown_fields_of_background_traffic_are_said_to_be_background():
     an2 = analyze(str(late), keylogs=[str(late.with_suffix(".keys"))])
     c2 = C.compute(an2)
     assert c2.requests_unknown and c2.unknown_background == 0 and "background" not in C.headline(an2)
+
+
+def test_an_empty_capture_says_there_is_nothing_rather_than_0_connections_seen(tmp_path):
+    """A live capture of nothing read "Complete: 0 connections seen from the start, 0 requests
+    with every field known …" (review 24).  The file: a real pcap's own file header, no record."""
+    p = tmp_path / "empty.pcap"
+    p.write_bytes((SAMPLES / "http" / "http1-nginx.pcap").read_bytes()[:24])
+    an = analyze(str(p))
+    assert an.packets == 0 and C.compute(an).complete
+    assert C.headline(an) == "Complete: no connection or request in the capture (nothing of one can be missing)"
