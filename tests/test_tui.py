@@ -264,6 +264,8 @@ async def test_tui_packet_list_and_moving_match_tshark():
         assert app.loaded and app.load_error is None
         pl = app.query_one(PacketList)
         assert pl.count == len(want) == 22
+        assert {r["tcp.stream"] for r in _tshark_fields(path, ["tcp.stream"])} == {"0"}  # (tshark: one TCP connection)
+        assert "22 packets · 1 connection (1 decrypted) · " in str(app.query_one("#status").render())  # (not "1 connections")
         lines = pl.visible_lines()
         assert len(lines) >= 10
         for line, w in zip(lines, want):

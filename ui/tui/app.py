@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
 from wirefall.analyzer.model import endpoint_text
-from wirefall.analyzer.safetext import printable, printable_lines
+from wirefall.analyzer.safetext import plural, printable, printable_lines
 
 if TYPE_CHECKING:
     from wirefall.analyzer.capture import PacketSource
@@ -805,7 +805,7 @@ class WirefallApp(PacketHabits, App):
         pl = self.query_one(PacketList)
         shown = f"{pl.count:,} of {an.packets:,} packets shown" if pl.count != an.packets else f"{an.packets:,} packets"
         dec = sum(1 for c in an.connections if (c.quic or c.tls) is not None and (c.quic or c.tls).decrypted)
-        msg = f"{shown} · {len(an.connections)} connections ({dec} decrypted) · {an.count('exchanges')} requests · {an.count('frames'):,} frames"
+        msg = f"{shown} · {plural(len(an.connections), 'connection')} ({dec} decrypted) · {plural(an.count('exchanges'), 'request')} · {an.count('frames'):,} frames"
         if extra:
             msg += " · " + extra
         elif self.loaded:

@@ -32,7 +32,7 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Static
 
-from wirefall.analyzer.safetext import printable
+from wirefall.analyzer.safetext import plural, printable
 
 from .app import LOAD_SWITCH_INTERVAL, WirefallApp, build_waterfall, stats_text
 
@@ -222,8 +222,8 @@ class LiveApp(WirefallApp):
         idx = an.index
         n = max(min(len(idx.proto), len(idx.conn), len(idx.ts)) - 1, 0)
         dec = sum(1 for c in an.connections if (c.quic or c.tls) is not None and (c.quic or c.tls).decrypted)
-        msg = (f"● capturing on {s.capture.iface}: {n:,} packets · {len(an.connections)} connections ({dec} decrypted) · "
-               f"{len(an.exchanges)} requests · {len(s.keylog)} secrets"
+        msg = (f"● capturing on {s.capture.iface}: {n:,} packets · {plural(len(an.connections), 'connection')} ({dec} decrypted) · "
+               f"{plural(len(an.exchanges), 'request')} · {plural(len(s.keylog), 'secret')}"
                + (f" · read again {s.reruns}× for late keys" if s.reruns else "")
                + f" · Ctrl+E stops, Ctrl+S saves{', q writes ' + self.save_to if self.save_to else ''}")
         self.query_one("#status", Static).update(Text(printable(msg)))
