@@ -209,3 +209,22 @@ def test_packets_filter_selects_the_same_packets_everywhere(analysis):
         finally:
             src.close()
     assert nonempty == len(good)
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
+@pytest.mark.parametrize("rel", ["page/page-h2.pcapng", "http/h2c-node.pcap", "quic/page-h3-late.pcapng"])
+def test_packets_json_relative_time_is_tsharks_to_the_microsecond(rel):
+    """``relative_time`` printed float noise (5.0067901611328125e-05 for tshark's 0.000050:
+    review 24, C2); now each packet's is tshark's frame.time_relative to the microsecond."""
+    path = ROOT / "sample_captures" / rel
+    truth = subprocess.run([TSHARK, "-n", "-r", str(path), "-T", "fields", "-e", "frame.time_relative"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    from wirefall.ui import cli
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["packets", str(path), "--json"]) == 0
+    got = [p["relative_time"] for p in json.loads(buf.getvalue())]
+    assert len(got) == len(truth)
+    assert got == [round(float(t), 6) for t in truth]
+    assert all(len(repr(t)) <= 10 for t in got if t)  # (no float noise: at most 6 decimals)
