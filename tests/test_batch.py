@@ -522,3 +522,17 @@ def test_a_rerun_says_when_a_manifest_now_gives_other_conditions(tmp_path):
     (exp / "manifest.json").write_text(json.dumps(m))
     res = run_batch(collect([str(exp)], use_env=False), str(out))
     assert res.skipped_done == 2 and sorted(res.conditions_not_applied) == sorted(str(exp / r["files"]["capture"]) for r in m["runs"])
+
+
+def test_an_input_naming_a_file_already_given_is_said(tmp_path):
+    """A symbolic link to an input (or the same file by another path) is taken once, as before,
+    and now named (review 24: it was folded away without a word)."""
+    from wirefall.analyzer.batch.inputs import collect
+
+    a = tmp_path / "a.pcap"
+    shutil.copy(SAMPLES / "http" / "h2c-curl.pcap", a)
+    (tmp_path / "c-link.pcap").symlink_to(a)
+    folded: list[str] = []
+    jobs = collect([str(a), str(tmp_path / "c-link.pcap"), str(tmp_path / "." / "a.pcap")], use_env=False, folded=folded)
+    assert [j.path for j in jobs] == [str(a)]
+    assert folded == [str(tmp_path / "c-link.pcap"), str(tmp_path / "." / "a.pcap")]

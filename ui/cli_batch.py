@@ -58,13 +58,18 @@ def cmd_batch(args) -> int:
         if bad:
             raise UsageError(f"--group-by: unknown column(s) {', '.join(bad)}; pages columns: {', '.join(PAGES.names)}")
     try:
-        jobs = collect(args.inputs, args.keylog)
+        folded: list[str] = []
+        jobs = collect(args.inputs, args.keylog, folded=folded)
     except InputError as e:
         raise UsageError(str(e)) from None
     err = sys.stderr
 
     def log(s: str) -> None:
         print(f"wirefall: batch: {printable(s)}", file=err, flush=True)
+
+    if folded:  # (review 24: a symbolic link to an input was folded away without a word)
+        log(f"{len(folded)} input(s) name a file already given (a symbolic link or another path to it), taken once: "
+            + ", ".join(folded[:3]) + (" …" if len(folded) > 3 else ""))
 
     n = [0]
 

@@ -163,8 +163,9 @@ def _is_keylog(path: str) -> bool:
     return name.endswith(KEYLOG_SUFFIXES) or name in FOLDER_KEYLOGS
 
 
-def expand(inputs: list[str]) -> list[str]:
-    """Every capture path the inputs name, in order, each once (by real path)."""
+def expand(inputs: list[str], folded: list[str] | None = None) -> list[str]:
+    """Every capture path the inputs name, in order, each once (by real path); ``folded``
+    gets the paths left out for naming a file already taken (a symbolic link, a second path)."""
     out: list[str] = []
     seen: set[str] = set()
 
@@ -173,6 +174,8 @@ def expand(inputs: list[str]) -> list[str]:
         if rp not in seen:
             seen.add(rp)
             out.append(p)
+        elif folded is not None:
+            folded.append(p)
 
     for arg in inputs:
         if os.path.isdir(arg):
@@ -237,16 +240,17 @@ def keylog_digest(paths: list[str]) -> str | None:
     return h.hexdigest()
 
 
-def collect(inputs: list[str], keylogs: list[str] | None = None, use_env: bool = True) -> list[Job]:
+def collect(inputs: list[str], keylogs: list[str] | None = None, use_env: bool = True,
+            folded: list[str] | None = None) -> list[Job]:
     """The jobs of a batch: every capture with its key logs, conditions and hashes.  A capture
     that cannot be read (or whose key log cannot) is a Job with ``problem`` set: it becomes a
     row of errors.parquet, never the end of the batch.  Raises InputError for an input that
-    names nothing."""
+    names nothing.  ``folded``: see ``expand``."""
     extra = list(keylogs or [])
     for k in extra:
         if not os.path.isfile(k):
             raise InputError(f"--keylog {k}: no such file")
-    paths = expand(inputs)
+    paths = expand(inputs, folded)
     lab = _manifests_for(paths)
     env = os.environ.get("SSLKEYLOGFILE") if use_env else None
     jobs = []
