@@ -428,7 +428,7 @@ def _compute(an: Analysis) -> Completeness:
         if c_cut:
             cc.cut_short = c_cut
             cut += c_cut
-            issues.append(Issue("cut_short", c.id, c_cut, f"connection {c.id}: the capture ends inside {_pl(c_cut, 'frame')} "
+            issues.append(Issue("cut_short", c.id, c_cut, f"connection {c.id}: the capture ends inside {plural(c_cut, 'frame')} "
                                 "(a message head or frame not complete): not decoded",
                                 "stop the capture after the page load has ended (the connections closed or idle)"))
         if reason:
@@ -541,9 +541,6 @@ def _kb(n: int) -> str:
     return f"{n / (1 << 20):.1f} MB"
 
 
-_pl = plural  # (the name the CLI imports)
-
-
 _PROTO_NAMES = {"quic": "QUIC", "gquic": "gQUIC", "h2": "HTTP/2", "h2c": "HTTP/2", "tls": "TLS", "dns": "DNS"}
 
 
@@ -575,37 +572,37 @@ class _Side:
         parts = []
         if self.joined:
             proto = next(iter(self.joined_protos)) if background and len(self.joined_protos) == 1 else ""
-            s = f"{_pl(self.joined, (proto + ' ' if proto else '') + 'connection')} joined mid-way"
+            s = f"{plural(self.joined, (proto + ' ' if proto else '') + 'connection')} joined mid-way"
             notes = []
             if background:
                 notes.append("began before the capture" + (", no request on it" if self.joined_idle == self.joined == 1 else
                                                            ", no request on them" if self.joined_idle == self.joined else ""))
             if self.unknown_url:
-                notes.append(f"{_pl(self.unknown_url, 'request')} with unknown URL")
+                notes.append(f"{plural(self.unknown_url, 'request')} with unknown URL")
             parts.append(s + (f" ({'; '.join(notes)})" if notes else ""))
         elif self.unknown_url:
-            parts.append(f"{_pl(self.unknown_url, 'request')} with unknown URL")
+            parts.append(f"{plural(self.unknown_url, 'request')} with unknown URL")
         other = self.unknown - self.unknown_url
         if other > 0:  # (the requests without a known host are among them: analyzer.authority)
             notes = [f"{self.unknown_authority} with unknown host"] if self.unknown_authority else []
             if self.unknown_background and not background:  # (not the page's: a metadata long-poll the capture ends in)
                 notes.append("background traffic, not the page's" if self.unknown_background >= self.unknown
                              else f"{self.unknown_background} of them background traffic")
-            parts.append(f"{_pl(other, 'request')} with unknown fields" + (f" ({'; '.join(notes)})" if notes else ""))
+            parts.append(f"{plural(other, 'request')} with unknown fields" + (f" ({'; '.join(notes)})" if notes else ""))
         if self.unknown_status:  # (responses that came, among the requests above: a blank status reads as "no response")
-            parts.append(f"{_pl(self.unknown_status, 'response')} with unknown status")
+            parts.append(f"{plural(self.unknown_status, 'response')} with unknown status")
         if self.unknown_body:  # (among the requests above: what every view says of "≥ N" body sizes)
-            parts.append(f"{_pl(self.unknown_body, 'body size')} only a lower bound")
+            parts.append(f"{plural(self.unknown_body, 'body size')} only a lower bound")
         if self.bytes_lost:
             parts.append(f"{_kb(self.bytes_lost)} lost")
         if self.cut_short:
-            parts.append(f"{_pl(self.cut_short, 'frame')} cut by the capture's end")
+            parts.append(f"{plural(self.cut_short, 'frame')} cut by the capture's end")
         if self.not_decrypted:
-            parts.append(f"{_pl(self.not_decrypted, 'connection')} not decrypted")
+            parts.append(f"{plural(self.not_decrypted, 'connection')} not decrypted")
         if self.budgets:
-            parts.append(f"{_pl(self.budgets, 'budget')} ran out")
+            parts.append(f"{plural(self.budgets, 'budget')} ran out")
         if self.warnings:
-            parts.append(f"capture damaged ({_pl(self.warnings, 'warning')})")
+            parts.append(f"capture damaged ({plural(self.warnings, 'warning')})")
         if self.no_packets is not None:
             parts.insert(0, self.no_packets)
         return parts
@@ -664,7 +661,7 @@ def _headline(c: Completeness) -> str:
     if c.complete and not c.connections and not c.requests:  # (an empty capture: "0 connections seen from the start" read oddly)
         return "Complete: no connection or request in the capture (nothing of one can be missing)"
     if c.complete:
-        return (f"Complete: {_pl(c.connections, 'connection')} seen from the start, {_pl(c.requests, 'request')} "
+        return (f"Complete: {plural(c.connections, 'connection')} seen from the start, {plural(c.requests, 'request')} "
                 "with every field known, no bytes lost, nothing left encrypted")
     page, bg = _sides(c)
     bg_parts = bg.parts(background=True) if c.background_connections else []
@@ -672,7 +669,7 @@ def _headline(c: Completeness) -> str:
         return "Incomplete: " + ", ".join(page.parts())
     bg_text = "background traffic (not the page's): " + ", ".join(bg_parts)
     if c.page_complete:  # (never "Incomplete" for what is not the page's; never silent about it either)
-        return (f"Page complete: its {_pl(c.page_requests, 'request')} with every field known, their connections seen "
+        return (f"Page complete: its {plural(c.page_requests, 'request')} with every field known, their connections seen "
                 f"from the start; {bg_text}")
     return "Incomplete: " + ", ".join(page.parts()) + "; " + bg_text
 

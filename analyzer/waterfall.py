@@ -1579,8 +1579,7 @@ class _Carriers:
     copy), reached through the decrypted records (``analysis.tls_records``: where each
     record's plaintext sits in the TCP stream) when the stream is TLS."""
 
-    def __init__(self, an: Analysis, conn: Connection | None, cid: int, d: int):
-        maps = maps_of(an)
+    def __init__(self, an: Analysis, maps: dict, conn: Connection | None, cid: int, d: int):
         self.tcp = maps.get((cid, d))
         recs = (an.tls_records if isinstance(getattr(an, "tls_records", None), dict) else {}).get((cid, d))
         self.tls = conn is not None and conn.tls is not None and recs is not None
@@ -1628,6 +1627,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
     ts = an.index.ts
     n_pk = len(ts)
     conns = {c.id: c for c in an.connections}
+    maps = maps_of(an)  # (once: while a live pass runs, they are gathered at each call)
     data: dict[tuple[int, int], list[int]] = {}
     for cid, fl in frames_by_conn.items():
         carriers: _Carriers | None = None
@@ -1640,7 +1640,7 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
                 carried: list[int] = []
                 if f.offset >= 0:
                     if carriers is None:
-                        carriers = _Carriers(an, conns.get(cid), cid, 1)
+                        carriers = _Carriers(an, maps, conns.get(cid), cid, 1)
                     h = _frame_header(f.protocol)
                     # the payload's bytes; an empty frame (END_STREAM alone): its header's
                     a, b = (f.offset + h, f.offset + h + f.length) if f.length > 0 else (f.offset, f.offset + h)
@@ -1649,7 +1649,6 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
     segs: dict[int, list[int]] = {}
     from bisect import bisect_left, bisect_right
 
-    maps = maps_of(an)
     for r, e in zip(rows, exs):
         lo, hi = e.response_start_packet, e.response_end_packet
         pk: list[int] | None = None

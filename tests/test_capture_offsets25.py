@@ -10,7 +10,7 @@ import struct
 import subprocess
 from pathlib import Path
 
-from analyzer.capture import CaptureInfo, read_capture
+from wirefall.analyzer.capture import CaptureInfo, read_capture
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_captures" / "quic" / "page-h3-late.pcapng"
@@ -53,7 +53,7 @@ def test_a_pcapng_cut_inside_its_section_header_is_not_a_capture(tmp_path):
     pcap cut inside its global header is refused and tshark refuses both."""
     import pytest
 
-    from analyzer.capture import CaptureError
+    from wirefall.analyzer.capture import CaptureError
 
     one = SAMPLE.read_bytes()
     shb_len = struct.unpack_from("<I", one, 4)[0]

@@ -143,7 +143,8 @@ def _keylog_hint(an, path: str) -> None:
     """No key log given and connections left encrypted for want of one: say so on stderr,
     naming the key log beside the capture (NAME.keys, as ``compare`` and ``batch`` find it),
     which this command does not read unasked (a "wrote 0 objects" was all ``objects`` said)."""
-    from wirefall.analyzer.completeness import _for_want_of_keys, _not_decrypted, _pl
+    from wirefall.analyzer.completeness import _for_want_of_keys, _not_decrypted
+    from wirefall.analyzer.safetext import plural
 
     n = sum(1 for c in an.connections if (r := _not_decrypted(c)) and _for_want_of_keys(r))
     if not n:
@@ -152,7 +153,7 @@ def _keylog_hint(an, path: str) -> None:
 
     beside = keylogs_beside(path)
     if beside:
-        print(f"wirefall: note: {_pl(n, 'connection')} not decrypted: no key log given; {printable(beside[0])} "
+        print(f"wirefall: note: {plural(n, 'connection')} not decrypted: no key log given; {printable(beside[0])} "
               f"lies beside the capture: --keylog {printable(beside[0])}", file=sys.stderr)
 
 
@@ -225,10 +226,10 @@ def cmd_summary(args) -> int:
         _dump(d)
         return 0
     from wirefall.analyzer import completeness
-    from wirefall.analyzer.completeness import _pl
+    from wirefall.analyzer.safetext import plural
 
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
-          f"{d['bytes']} bytes, {d['duration']:.3f} s, {_pl(len(an.connections), 'connection')}, {_pl(an.count('exchanges'), 'request')}")  # (a count: a reopened analysis keeps its requests packed)
+          f"{d['bytes']} bytes, {d['duration']:.3f} s, {plural(len(an.connections), 'connection')}, {plural(an.count('exchanges'), 'request')}")  # (a count: a reopened analysis keeps its requests packed)
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:

@@ -104,7 +104,6 @@ def cmd_batch(args) -> int:
     return 0
 
 
-
 # A worker process holds about 100 MB before its first capture and Dask pauses a worker at 80 %
 # of its limit: below this, every worker would be paused before it starts and the batch would
 # wait for ever without a word (batch review 24)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wirefall.analyzer.safetext import plural
+
 # which issues explain missing requests first: nothing decrypted > damaged file > budgets > the rest
 _ORDER = {"not_decrypted": 0, "capture_damaged": 1, "budget": 2, "bytes_lost": 3, "joined_midway": 4, "unknown_fields": 5}
 
@@ -54,13 +56,9 @@ def reasons(an) -> list[Reason]:
     return sorted(groups.values(), key=lambda r: (_ORDER.get(r.kind, 9), -r.count))
 
 
-def _pl(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
-
-
 def reason_text(r: Reason, with_next: bool = True) -> str:
     if r.kind == "not_decrypted":
-        s = f"{_pl(len(r.connections) or r.count, 'connection')} not decrypted ({r.what})"
+        s = f"{plural(len(r.connections) or r.count, 'connection')} not decrypted ({r.what})"
     elif r.kind in ("joined_midway", "unknown_fields", "bytes_lost", "budget") and r.count > 1:
         s = f"{r.what} (and {r.count - 1} more like it)"
     else:
@@ -71,13 +69,13 @@ def reason_text(r: Reason, with_next: bool = True) -> str:
 def empty_text(an, shown: int, total: int) -> str:
     """What to say where the waterfall has no row: why, and what to do."""
     if total and not shown:
-        return f"no request matches the filter ({_pl(total, 'request')} in the capture)"
+        return f"no request matches the filter ({plural(total, 'request')} in the capture)"
     rs = reasons(an)
     if not rs:
         conns = len(getattr(an, "connections", ()) or ())
         if not conns:
             return "no requests: the capture holds no TCP or UDP connection wirefall follows"
-        return (f"no requests: {_pl(conns, 'connection')}, none carrying HTTP, SPDY or HTTP/3 that wirefall decodes "
+        return (f"no requests: {plural(conns, 'connection')}, none carrying HTTP, SPDY or HTTP/3 that wirefall decodes "
                 "(see the Connections tab)")
     return "no requests: " + reason_text(rs[0]) + (f"; also: {'; '.join(reason_text(r, False) for r in rs[1:3])}" if len(rs) > 1 else "")
 

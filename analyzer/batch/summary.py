@@ -49,14 +49,18 @@ def describe(values: list) -> dict[str, Any]:
 BROWSER_LOGS = ("har", "netlog", "qlog")  # pages.format of a browser log (no packets of its own)
 
 
+def _is_log(row: dict) -> bool:
+    return row.get("format") in BROWSER_LOGS
+
+
 def _incomplete(row: dict) -> bool:
     """A capture's load not whole (truncated, begun before the capture …); a browser log's "no
     packets" is the ``browser_logs`` warning's, not this."""
-    return row.get("complete") is False and row.get("format") not in BROWSER_LOGS
+    return row.get("complete") is False and not _is_log(row)
 
 
 def metric_value(row: dict, key: str):
-    if key in ("packets", "bytes") and row.get("format") in BROWSER_LOGS:
+    if key in ("packets", "bytes") and _is_log(row):
         return None  # (a browser log has no packets: left out of those figures, not a 0 in them)
     if key == "packets":
         a, b = row.get("packets_c2s"), row.get("packets_s2c")
@@ -113,7 +117,7 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
         key = dict(zip(keys, g)) if lab else {"protocol": g[0], LAB_SERIES: None, "condition": None}
         out_groups.append({"key": key, "series": label(g[0]), "category": " · ".join(label(v) for v in g[1:]) or "all",
                            "captures": len(rs), "incomplete": sum(1 for r in rs if _incomplete(r)),
-                           "browser_logs": sum(1 for r in rs if r.get("format") in BROWSER_LOGS),
+                           "browser_logs": sum(1 for r in rs if _is_log(r)),
                            "metrics": {m: describe([metric_value(r, m) for r in rs]) for m, _, _ in METRICS}})
     series: list[str] = sorted({grp["series"] for grp in out_groups}, key=lambda s: (s == NONE_LABEL, s))
     categories: list[str] = []
@@ -150,12 +154,12 @@ def summarise(pages: list[dict], group_by: list[str] | None = None, errors: list
             warnings.append({"kind": "incomplete_loads", "category": grp["category"], "series": [grp["series"]],
                              "text": f"{grp['series']} · {grp['category']}: {grp['incomplete']} of {grp['captures']} load(s) incomplete, "
                                      f"counted in its figures all the same ({'; '.join(why[:3]) or 'see pages.parquet complete'})"})
-    unknown = [r for r in pages if not r.get("protocol") and r.get("format") not in BROWSER_LOGS]
+    unknown = [r for r in pages if not r.get("protocol") and not _is_log(r)]
     if unknown:
         warnings.append({"kind": "protocol_unknown", "category": "", "series": [NONE_LABEL],
                          "text": f"{len(unknown)} capture(s) have no protocol (no request decrypted: no key log for them?): "
                                  f"grouped by protocol, they are the series {NONE_LABEL}, not their own protocol's"})
-    logs = [r for r in pages if r.get("format") in BROWSER_LOGS]
+    logs = [r for r in pages if _is_log(r)]
     if logs:
         warnings.append({"kind": "browser_logs", "category": "", "series": sorted({label(r.get("protocol")) for r in logs}),
                          "text": f"{len(logs)} browser log(s) ({', '.join(sorted({str(r['format']) for r in logs}))}) are loads of their own: "
