@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .detect import BrowserLogError, kind_of
+from .records import to_microseconds
 
 __all__ = ["BrowserLogError", "kind_of", "open_any", "open_log", "overlay", "page_asked", "read_log", "KINDS"]
 
@@ -44,7 +45,7 @@ def read_log(path: str, kind: str | None = None, limits: dict | None = None):
     else:
         from . import qlog as mod  # type: ignore[no-redef]
     try:
-        return mod.read(path, limits)
+        return to_microseconds(mod.read(path, limits))  # (every log's times to the µs, as a capture's)
     except MemoryError:
         raise BrowserLogError(f"{path}: {found} too large to read in memory") from None
 

@@ -11,11 +11,9 @@ from wirefall.dissectors.registry import over_quic
 
 from ..model import Analysis, Connection, Exchange, PacketIndex, QuicInfo, TlsInfo
 from .har import MAX_SIZE
-from .records import BrowserLog, LogConnection, LogRequest, NotSent, not_sent, not_sent_of
+from .records import TIME_FIELDS, BrowserLog, LogConnection, LogRequest, NotSent, not_sent, not_sent_of
 
 UNKNOWN_ADDR = ("", 0)
-TIME_FIELDS = ("start", "dns_start", "dns_end", "connect_start", "connect_end", "ssl_start", "ssl_end",
-               "send_start", "send_end", "response_start", "response_end")
 KIND_NAME = {"har": "a HAR", "netlog": "a Chrome NetLog", "qlog": "a qlog"}
 
 

@@ -110,6 +110,33 @@ class BrowserLog:
     cids: dict = field(default_factory=dict)  # qlog: connection key -> the connection IDs its packets carry (lower-case hex)
 
 
+TIME_FIELDS = ("start", "dns_start", "dns_end", "connect_start", "connect_end", "ssl_start", "ssl_end",
+               "send_start", "send_end", "response_start", "response_end")  # a LogRequest's times
+_CONNECTION_TIMES = ("dns_start", "dns_end", "connect_start", "connect_end", "tls_start", "tls_end")
+_PAGE_TIMES = ("start", "on_content_load", "on_load")
+
+
+def to_microseconds(log: BrowserLog) -> BrowserLog:
+    """Every time of ``log`` (epoch seconds) rounded to the microsecond, in place: a log's times
+    are sums of milliseconds (a HAR's start plus its fractional-ms timings, a NetLog's base plus
+    its ticks), whose float noise (1796119088.7096932) went out in the JSON, whose times are
+    documented to the microsecond (docs/JSON.md) as a capture's are.  Durations stay differences."""
+    def r(o, names):
+        for k in names:
+            v = getattr(o, k)
+            if type(v) is float:
+                setattr(o, k, round(v, 6))
+    for c in log.connections.values():
+        r(c, _CONNECTION_TIMES)
+    for q in log.requests:
+        r(q, TIME_FIELDS)
+    for p in log.pages:
+        for k in _PAGE_TIMES:
+            if type(p.get(k)) is float:
+                p[k] = round(p[k], 6)
+    return log
+
+
 # Chrome's net errors (net/base/net_error_list.h) a NetLog without its own ``constants.netError``
 # table, or a HAR's ``_error`` text, may name: the NetLog's own table comes first
 NET_ERRORS = {
