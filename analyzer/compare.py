@@ -23,7 +23,7 @@ from collections import defaultdict, deque
 from typing import Any
 from urllib.parse import urlsplit
 
-from .model import Analysis, Exchange
+from .model import Analysis, Exchange, no_network_connections
 from .stats import page_once, req_wire, resp_wire
 from .waterfall import Page
 
@@ -294,7 +294,11 @@ def page_figures(an: Analysis, page: Page | None = None,
     from .stats import Block, _times
 
     page, page_exs, bg_exs = split_page(an, page) if split is None else split
-    web = {e.connection for e in page_exs}
+    # a browser log's requests that never reached the network (a cache hit, a failure before
+    # sending) are rows of the page but no connection's, protocol's or request count's:
+    # ``not_sent_requests`` (before 2026-12-04 a NetLog's counted as an HTTP/1.1 connection)
+    no_net = no_network_connections(an)
+    web = {e.connection for e in page_exs} - no_net
     bg_only = {e.connection for e in bg_exs} - web
     conns = [c for c in an.connections if c.id in web]
     # a connection without a request that the completeness calls background traffic (a QUIC
@@ -311,7 +315,11 @@ def page_figures(an: Analysis, page: Page | None = None,
     # the page's requests' sums, in one pass (every one an integer)
     req_w = req_d = resp_w = resp_d = req_q = resp_q = requests = pushes = 0
     protocols = set()
+    not_sent = 0
     for e in page_exs:
+        if e.connection in no_net:
+            not_sent += 1
+            continue
         req_q += e.request_qpack_encoder_bytes
         resp_q += e.response_qpack_encoder_bytes
         req_w += e.request_header_bytes_wire
@@ -342,6 +350,7 @@ def page_figures(an: Analysis, page: Page | None = None,
         "background_bytes": sum(c.stats[0].bytes + c.stats[1].bytes for c in bgc),
         "requests": requests,
         "background_requests": len(bg_exs),
+        "not_sent_requests": not_sent,
         "pushes": pushes,
         "packets_c2s": sum(c.stats[0].packets for c in conns),
         "packets_s2c": sum(c.stats[1].packets for c in conns),
@@ -567,6 +576,7 @@ def _facts(an: Analysis, page: Page, page_exs: list[Exchange], bg_exs: list[Exch
         "protocols": fig["protocols"],
         "requests": len(page_exs),  # (pushes and exchanges without a URL included: every row of the page)
         "background_requests": len(bg_exs),
+        "not_sent_requests": fig["not_sent_requests"],  # (of ``requests``: a browser log's that never reached the network)
         "page_start": page.start,
         "complete": comp.complete,
         "completeness": completeness.headline(an),
@@ -823,6 +833,8 @@ def elide(prefix: str, url: str | None, width: int = URL_CELL) -> str:
 
 def _side_line(name: str, f: dict[str, Any]) -> str:
     s = f"{name}: {f['file']} ({', '.join(f['protocols']) or '-'}): {f['requests']} page request{'s' * (f['requests'] != 1)}"
+    if f.get("not_sent_requests"):
+        s += f" ({f['not_sent_requests']} of them never sent: a cache, a failure before sending)"
     if f["background_requests"]:
         s += f", {f['background_requests']} background (not compared)"
     if f["not_decrypted"]:

@@ -481,7 +481,7 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             orphans.append({"_exchange": e.id, "_connection": e.connection, "_protocol": e.protocol, "_stream_id": e.stream_id,
                             "comment": "no packet time for this exchange in the capture"})
     entries.sort(key=lambda en: en["startedDateTime"])  # stable: rows in start order, same-microsecond ties kept
-    first = wf.page_start if len(an.index) else 0.0
+    first = wf.page_start  # (a browser log opened alone: its own page start, as a capture's)
     pl = wf.page_load_time
     html = wf.milestone("html_first_byte")
     dcl, onload = wf.milestone("dom_content_loaded"), wf.milestone("load_event")  # (the first page's, if several)

@@ -791,6 +791,17 @@ def not_sent_of(browser: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+def no_network_connections(an: Analysis) -> set[int]:
+    """The ids of the connections that carry only requests that never reached the network (a
+    browser log opened alone puts them on one of their own, endpoints unknown:
+    ``browserlog.build.to_analysis``): rows of the page, but no connection, protocol or
+    traffic of it."""
+    out: dict[int, bool] = {}
+    for e in an.exchanges:
+        out[e.connection] = out.get(e.connection, True) and not_sent_of(e.browser) is not None
+    return {cid for cid, none in out.items() if none}
+
+
 def log_start(pages: Any, exchanges: Iterable[Exchange], ts: list[float]) -> tuple[float | None, list[float]]:
     """A browser log's times where its page starts: ``ts`` (the caller's request and connection
     times) with the browser's own request starts and DNS lookups of ``exchanges``, then the

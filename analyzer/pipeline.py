@@ -321,10 +321,12 @@ def _analyze(
                         conn.connect_start = ts
                 else:
                     flow.syn_seen = True  # SYN/ACK: the client's next ACK ends the handshake
+                    if direction == 1 and conn.rtt is None and conn.connect_start is not None:
+                        # the handshake RTT: SYN → SYN/ACK (docs/JSON.md), as QUIC's is the client's
+                        # Initial → the server's answer; the client's ACK after it is the connect's end
+                        conn.rtt = ts - conn.connect_start
             elif direction == 0 and flow.syn_seen and conn.connect_end is None and flags & ACK:
                 conn.connect_end = ts
-                if conn.connect_start is not None:
-                    conn.rtt = ts - conn.connect_start
             if flags & (FIN | RST):
                 if flags & RST:
                     conn.closed = "rst"

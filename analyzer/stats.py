@@ -25,7 +25,7 @@ from wirefall.dissectors.http1 import start_line_size
 from wirefall.dissectors.registry import REGISTRY, over_quic
 
 from .jsonout import time_span, unknown_fields
-from .model import PROTO_NAMES, Analysis, Connection, Exchange
+from .model import PROTO_NAMES, Analysis, Connection, Exchange, no_network_connections
 from .waterfall import _exchange_end, _exchange_start
 
 STATS_VERSION = 1
@@ -171,11 +171,14 @@ class Stats:
     # packets cut by the snap length whose TCP/UDP length could not be read again (the capture file
     # gone): their captured payload is what ``payload`` counts
     payload_unread: int = 0
+    # a browser log's requests that never reached the network (a cache, a failure before sending):
+    # rows of the page, on no connection of it, counted in no protocol's row (``model.no_network_connections``)
+    not_sent_requests: int = 0
 
     def __init__(self, file: str, capture: Block, protocols: dict[str, Block], connections: list[Block], packets_total: int = 0,
                  bytes_total: int = 0, duration: float = 0.0, completeness: Any = None, background_requests: int = 0,
                  tcp_analysis: dict | None = None, browser_events: dict | None = None, outside: dict | None = None,
-                 payload_unread: int = 0) -> None:
+                 payload_unread: int = 0, not_sent_requests: int = 0) -> None:
         self.file = file
         self.capture = capture
         self.protocols = protocols
@@ -189,6 +192,7 @@ class Stats:
         self.browser_events = browser_events
         self.outside = outside
         self.payload_unread = payload_unread
+        self.not_sent_requests = not_sent_requests
 
 
 def _add2(a: list[int], b) -> None:
@@ -445,6 +449,7 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     conns: list[Block] = []
     heads = _upgrade_heads(an, exs_by_conn)
     spans: dict[int, tuple[list[float], list[float]]] = {}  # connection id -> its exchanges' (_spans)
+    no_net = no_network_connections(an)
     for c in an.connections:
         exs = exs_by_conn.get(c.id, [])
         proto = conn_protocol(c, exs)
@@ -467,6 +472,10 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
         if end is not None:
             cb.page_load_time = end - (c.connect_start if c.connect_start is not None else c.start)
         conns.append(cb)
+        if c.id in no_net:  # the requests that never reached the network: a row of their own, no connection nor protocol
+            cb.protocol, cb.endpoints, cb.connections = None, "none: not sent (a cache, or failed before sending)", 0
+            cb.ttfb = cb.page_load_time = None  # (a cache read is no first byte of a connection)
+            continue
         pb = protos.setdefault(proto, Block(name=proto))
         for blk in (cap, pb):  # (the connection's numbers added in, not computed again from its exchanges)
             _add_block(blk, cb)
@@ -514,7 +523,9 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     listed = {c.id for c in an.connections}
     cap_starts: list[float] = []
     cap_ends: list[float] = []
-    for sp in spans.values():
+    for cid, sp in spans.items():
+        if cid in no_net:  # (no stream of any connection)
+            continue
         cap_starts += sp[0]
         cap_ends += sp[1]
     if any(cid not in listed for cid in exs_by_conn):  # (exchanges of no listed connection)
@@ -548,7 +559,7 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
                  background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events, outside=outside,
-                 payload_unread=payload_unread)
+                 payload_unread=payload_unread, not_sent_requests=sum(len(exs_by_conn.get(i, ())) for i in no_net))
 
 
 def _add_headers(blk: Block, cb: Block, keys: tuple[str, ...] = HDR_KEYS) -> None:
@@ -860,6 +871,7 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "protocols": {k: block_dict(v) for k, v in sorted(st.protocols.items())},
         "connections": [block_dict(b) for b in st.connections],
         "background_requests": st.background_requests,
+        "not_sent_requests": st.not_sent_requests,  # (added 2026-12-04: a browser log's, in no protocol's or the capture's requests)
         # packets in no connection, by kind: with the connections' they add up to packets and bytes
         "not_in_connection": st.outside,
         "payload_unread": st.payload_unread,
@@ -929,6 +941,11 @@ def _notes(lines: list[str], width: int = NOTES_WIDTH) -> str:
                      for ln in lines)
 
 
+def _not_sent(st: Stats) -> str:
+    n = st.not_sent_requests
+    return f" (and {n} that never reached the network: a cache, or failed before sending)" if n else ""
+
+
 def page_line(st: Stats) -> str:
     """The page's moments, named for what they are: its first response byte (TTFB) and its last
     response byte from the page's first packet — the last response byte is not the browser's
@@ -961,7 +978,7 @@ def render_text(st: Stats) -> str:
             else f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s")
     parts.append(
         f"{head}; "
-        f"{c.connections} connections, {c.requests} requests, {c.pushes} pushed, {c.resets} reset; "
+        f"{c.connections} connections, {c.requests} requests{_not_sent(st)}, {c.pushes} pushed, {c.resets} reset; "
         f"max {c.max_streams_in_flight} in flight\n" + _notes([page_line(st)])
     )
     order = sorted(st.protocols.values(), key=lambda b: (-b.requests, b.name))

@@ -1145,10 +1145,12 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
     if e.response_start is not None and e.response_end is not None:
         raw.append(("receive", e.response_start, e.response_end))
     start, end = _exchange_start(e), _exchange_end(e)
-    if c is not None and c.first_packet == 0 and isinstance(e.browser, dict) and e.browser.get("source") == "har":
-        # a HAR opened alone (a connection of no packet): its entry's start, before the
-        # connection's set-up, begins the row — the HAR's blocked, before dns and connect
-        # (HAR 1.2: the timings add up to the entry's time)
+    if c is not None and c.first_packet == 0 and isinstance(e.browser, dict) and e.browser.get("source") in _LOG_KINDS:
+        # a browser log opened alone (a connection of no packet): the request's start, before
+        # the connection's set-up, begins the row — a HAR's blocked, before dns and connect
+        # (HAR 1.2: the timings add up to the entry's time), a NetLog's queueing from its
+        # URL_REQUEST's start (before 2026-12-04 a NetLog's row began at the connect: the amazon
+        # load's first request 41 ms late, its HAR entry 93 ms long for the log's 134)
         hs = (e.browser.get("times") or {}).get("start")
         if isinstance(hs, float) and start is not None and hs < start:
             start = hs
@@ -1180,6 +1182,7 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
 
 
 _SETUP = frozenset(("dns", "connect", "tls"))
+_LOG_KINDS = frozenset(("har", "netlog", "qlog"))  # ``Exchange.browser["source"]`` of a browser log's exchange
 
 # the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order
 _BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_end"), ("connect", "connect_start"),

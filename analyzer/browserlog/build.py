@@ -224,8 +224,10 @@ QPACK_BYTE_FIELDS = ("request_qpack_encoder_bytes", "response_qpack_encoder_byte
 def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog, unsent: NotSent | None = None) -> Exchange:
     """The exchange of ``r``; ``unsent``: why it never reached the network (a row with no wire:
     from its start, the response where a cache served one; ``error`` the net error's name)."""
-    e = Exchange(id=n, connection=conn, protocol=r.protocol or "http/1.1", stream_id=r.stream_id, method=r.method,
-                 url=r.url, status=r.status, pushed=r.pushed)
+    # (a request that never reached the network spoke no protocol unless the log says one — a
+    # cache hit's stored response —: "", not HTTP/1.1, which it was counted as before 2026-12-04)
+    e = Exchange(id=n, connection=conn, protocol=r.protocol or ("http/1.1" if unsent is None else ""), stream_id=r.stream_id,
+                 method=r.method, url=r.url, status=r.status, pushed=r.pushed)
     if r.url:
         try:
             u = urlsplit(r.url)

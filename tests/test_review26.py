@@ -1,0 +1,118 @@
+"""Session 26's review of what a user reads, each against an outside truth:
+- a TCP connection's ``rtt`` is SYN → SYN/ACK (docs/JSON.md), tshark's frame times;
+- a browser log opened alone: its first row starts at the request's start in the log (the
+  NetLog's URL_REQUEST), its HAR export's page where the log's page starts (the source HAR's
+  own page); its requests that never reached the network are no HTTP/1.1 connection."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from wirefall.analyzer.browserlog import open_log
+from wirefall.analyzer.compare import compare
+from wirefall.analyzer.export import har as har_dict
+from wirefall.analyzer.pipeline import analyze
+from wirefall.analyzer.stats import compute as stats_of
+
+ROOT = Path(__file__).resolve().parents[1]
+AMAZON = ROOT.parent / "shared" / "captures" / "pageload-amazon"
+PAGE = ROOT / "sample_captures" / "page"
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is the oracle")
+@pytest.mark.parametrize("cap", [PAGE / "page-h2.pcapng", PAGE / "page-h1.pcapng", AMAZON / "amazon1.cap.gz"], ids=lambda p: p.name)
+def test_tcp_rtt_is_syn_to_syn_ack(cap: Path):
+    if not cap.exists():
+        pytest.skip(f"{cap} not here")
+    out = subprocess.run(["tshark", "-r", str(cap), "-Y", "tcp.flags.syn == 1", "-T", "fields", "-e", "tcp.srcport",
+                          "-e", "tcp.dstport", "-e", "tcp.flags.ack", "-e", "frame.time_epoch"],
+                         capture_output=True, text=True, check=True).stdout
+    syn: dict[tuple[int, int], float] = {}
+    syn_ack: dict[tuple[int, int], float] = {}
+    for line in out.splitlines():
+        sp, dp, ack, t = line.split("\t")
+        if ack in ("1", "True"):
+            syn_ack.setdefault((int(dp), int(sp)), float(t))  # (keyed by the client's port first)
+        else:
+            syn.setdefault((int(sp), int(dp)), float(t))
+    an = analyze(str(cap))
+    checked = 0
+    for c in an.connections:
+        if c.transport != "tcp":
+            continue
+        k = (c.client[1], c.server[1])
+        if k in syn and k in syn_ack:
+            assert c.rtt is not None
+            assert abs(c.rtt - (syn_ack[k] - syn[k])) < 1.5e-6, (c.id, c.rtt, syn_ack[k] - syn[k])
+            assert c.connect_end is not None and c.connect_end - c.connect_start >= c.rtt  # (the connect ends at the client's ACK)
+            checked += 1
+    assert checked >= 1
+
+
+def test_netlog_alone_row_starts_at_the_request():
+    """The amazon NetLog's first request (source 158, www.amazon.com/): REQUEST_ALIVE at the
+    log's tick 20012922 + timeTickOffset; it waited 41 ms for its connection."""
+    path = AMAZON / "amazon1_netlog.json.gz"
+    if not path.exists():
+        pytest.skip("no amazon NetLog")
+    log = json.load(gzip.open(path))
+    names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
+    off = int(log["constants"]["timeTickOffset"])
+    src = next(e["source"]["id"] for e in log["events"]
+               if names[e["type"]] == "URL_REQUEST_START_JOB" and (e.get("params") or {}).get("url") == "https://www.amazon.com/")
+    alive = min(int(e["time"]) for e in log["events"] if e["source"]["id"] == src and names[e["type"]] == "REQUEST_ALIVE")
+    want = (off + alive) / 1000.0
+    an = open_log(str(path))
+    from wirefall.analyzer.jsonout import page_and_phases
+
+    _page, phases = page_and_phases(an)
+    e = next(x for x in an.exchanges if x.url == "https://www.amazon.com/")
+    ph = phases[e.id]
+    assert ph is not None and ph["start"] == pytest.approx(want, abs=1e-6)
+    assert ph["blocked"] == pytest.approx(e.browser["times"]["connect_start"] - want, abs=1e-6) and ph["blocked"] > 0.03
+    har = har_dict(an)["log"]
+    en = next(x for x in har["entries"] if x["request"]["url"] == "https://www.amazon.com/")
+    assert _epoch(en["startedDateTime"]) == pytest.approx(want, abs=1e-6)
+    assert en["timings"]["blocked"] == pytest.approx(ph["blocked"] * 1000, abs=1e-3)
+    assert _epoch(har["pages"][0]["startedDateTime"]) == pytest.approx(want, abs=1e-6)  # (the log's first request)
+
+
+def test_har_alone_export_keeps_the_page():
+    """pw-h2.har.gz (Playwright's HAR) opened alone and exported: its page's startedDateTime and
+    pageTimings as the HAR gives them (before: 1970-01-01 and epoch milliseconds)."""
+    path = PAGE / "pw-h2.har.gz"
+    src = json.load(gzip.open(path))["log"]["pages"][0]
+    page = har_dict(open_log(str(path)))["log"]["pages"][0]
+    assert _epoch(page["startedDateTime"]) == pytest.approx(_epoch(src["startedDateTime"]), abs=1e-6)
+    for k in ("onContentLoad", "onLoad"):
+        assert page["pageTimings"][k] == pytest.approx(src["pageTimings"][k], abs=1e-3)
+    assert 0 < page["pageTimings"]["_firstByte"] < page["pageTimings"]["_lastByte"] < 60_000
+
+
+def test_netlog_not_sent_requests_are_no_connection():
+    """The amazon NetLog's checkin POST (ERR_CONNECTION_REFUSED) and favicon (disk cache) never
+    reached the network: no protocol, no HTTP/1.1 connection; the capture of the same load and
+    the log then agree on the page's connections and requests."""
+    nl = open_log(str(AMAZON / "amazon1_netlog.json.gz")) if AMAZON.exists() else pytest.skip("no amazon load")
+    unsent = [e for e in nl.exchanges if (e.browser or {}).get("not_sent")]
+    assert sorted(e.url for e in unsent) == ["https://android.clients.google.com/checkin", "https://www.amazon.com/favicon.ico"]
+    assert {e.protocol for e in unsent} == {""}
+    st = stats_of(nl)
+    assert "http/1.1" not in st.protocols and "" not in st.protocols
+    assert st.not_sent_requests == 2 and st.capture.requests == len(nl.exchanges) - 2
+    cap = analyze(str(AMAZON / "amazon1.cap.gz"), keylogs=[str(AMAZON / "amazon1.key_log.txt.gz")])
+    res = compare(cap, nl)
+    assert res["b"]["not_sent_requests"] == 2 and res["b"]["protocols"] == res["a"]["protocols"] == ["h2", "h3"]
+    for k in ("connections", "requests"):
+        r = res["page"][k]
+        assert r["a"] == r["b"], (k, r)
