@@ -116,3 +116,28 @@ def test_netlog_not_sent_requests_are_no_connection():
     for k in ("connections", "requests"):
         r = res["page"][k]
         assert r["a"] == r["b"], (k, r)
+
+
+def test_web_filtered_waterfall_keeps_the_request_numbers():
+    """The web app's waterfall filtered to images-na's requests numbers them as the unfiltered
+    view and `wirefall requests` do (8-13 on the amazon load; they read 1-6), and a click on one
+    selects that request."""
+    import re
+
+    from wirefall.ui.web import WebState, views
+
+    cap, keys = AMAZON / "amazon1.cap.gz", AMAZON / "amazon1.key_log.txt.gz"
+    if not cap.exists():
+        pytest.skip("no amazon load")
+    an = analyze(str(cap), keylogs=[str(keys)])
+    from wirefall.analyzer.waterfall import build
+
+    want = [r.index + 1 for r in build(an).rows if "images-na" in (r.url or "")]
+    assert len(want) == 6 and want[0] > 1
+    st = WebState(use_cache=False)
+    e = st.wait(st.add_file(str(cap), name=cap.name, keylogs=[str(keys)]).id)
+    v = views.filtered_view(e, expr='url contains "images-na"')
+    fig = views.figure(v, title=e.name)
+    labels = [re.sub(r"<[^>]*>", "", t).replace("\xa0", " ").split() for t in fig.layout.yaxis.ticktext]
+    nums = [int(w[0]) if w[0].isdigit() else int(w[1]) for w in labels]
+    assert nums == want, labels

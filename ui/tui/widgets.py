@@ -887,6 +887,36 @@ def browser_cells(cells, r, v0: float, v1: float) -> None:
             cells[k] = (ch, fg, bc)
 
 
+def chunk_overlay(cells: list, chunks, color, v0: float, v1: float) -> None:
+    """The download's bursts of packets, dark on the light download, in place: a cell is
+    dark where bursts cover at least half of it — all the bursts in it summed (a continuous
+    download is many short bursts: each drawn alone, the last one's thin eighth replaced the
+    cell and a steady download read as broken ticks on an empty bar, review 26) — in the
+    shape the phase gives the cell; on no phase (a burst outside the row's phases) as the
+    eighths it covers.  Less than half a cell of bursts leaves the light download."""
+    width = len(cells)
+    span = (v1 - v0) or 1e-9
+    cover = [0.0] * width
+    for a, b, _k in chunks:
+        x0 = (a - v0) / span * width
+        x1 = (b - v0) / span * width
+        if x1 < 0 or x0 >= width:
+            continue
+        c0, c1 = max(int(x0), 0), min(int(x1) + 1, width)
+        for c in range(c0, c1):
+            cover[c] += max(min(x1, c + 1) - max(x0, c), 0.0)
+        if x1 - x0 < 1 / 8 and 0 <= c0 < width:  # (a burst of one instant still shows where nothing else is drawn)
+            cover[c0] = max(cover[c0], 1 / 8)
+    for c, cov in enumerate(cover):
+        if cov <= 0:
+            continue
+        ch = cells[c][0]
+        if ch == " ":
+            cells[c] = (EIGHTHS[max(1, min(8, int(min(cov, 1.0) * 8 + 0.999)))], color)
+        elif cov >= 0.5 and ch in EIGHTHS:
+            cells[c] = (ch, color)
+
+
 def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     """The cells of one row as the figures draw it (ui/waterfall_layout.py): its phases, the
     bursts of packets of its download dark on the light download, retransmission ticks, the
@@ -898,8 +928,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     cols = phase_colors(r)
     cells: list[tuple] = list(bar_cells(r.phases, cols, v0, v1, width))
     if r.chunks:
-        over = bar_cells([("chunk", a, b) for a, b, _k in r.chunks], cols, v0, v1, width)
-        cells = [o if o[0] != " " else c for c, o in zip(cells, over)]
+        chunk_overlay(cells, r.chunks, cols.get("chunk"), v0, v1)
     tick_cells(cells, r.markers, v0, v1)
     browser_cells(cells, r, v0, v1)
     nr = no_response(r)

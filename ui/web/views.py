@@ -133,6 +133,9 @@ class View:
     error: str | None = None  # filter expression error (shown next to the input)
     error_column: int | None = None
     expr: str = ""
+    # the waterfall before the filters, where they left out rows: the figure numbers the rows
+    # shown as it does (#8-13 for images-na's six, as the TUI and `wirefall requests`; they read 1-6)
+    unfiltered: Waterfall | None = None
 
     @property
     def exchange_ids(self) -> list[int]:
@@ -178,7 +181,8 @@ def _filtered_view(entry: Entry, protocols, connections, contents, statuses, exp
         else:
             exs = {e.id: e for e in an.exchanges}
             rows = [r for r in rows if _safe(pred, exs.get(r.exchange))]
-    return View(L.subset(wf, rows), total=len(wf.rows), error=err, error_column=col, expr=expr)
+    return View(L.subset(wf, rows), total=len(wf.rows), error=err, error_column=col, expr=expr,
+                unfiltered=wf if len(rows) != len(wf.rows) else None)
 
 
 def _safe(pred, obj) -> bool:
@@ -261,7 +265,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
         isinstance(v, (int, float)) for v in x_range) else None
     fig = waterfall_figure(view.waterfall, title=title, narrowest=narrowest, hover=not for_export or fmt_html,
                            window=None if for_export else row_window(view, start), x_view=xr,
-                           url_chars=url_chars_for(narrowest))
+                           url_chars=url_chars_for(narrowest), unfiltered=view.unfiltered)
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
