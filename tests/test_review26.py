@@ -141,3 +141,25 @@ def test_web_filtered_waterfall_keeps_the_request_numbers():
     labels = [re.sub(r"<[^>]*>", "", t).replace("\xa0", " ").split() for t in fig.layout.yaxis.ticktext]
     nums = [int(w[0]) if w[0].isdigit() else int(w[1]) for w in labels]
     assert nums == want, labels
+
+
+def test_tui_download_bar_is_not_broken_by_its_bursts():
+    """amazon's challenge.js downloads for ~900 ms in many short bursts: every cell its receive
+    phase covers whole is a full block in the TUI (it read as twelve thin ticks, ▏, between full
+    cells: a stall that did not happen), and the cells where bursts fill half or more are dark."""
+    from wirefall.analyzer.waterfall import build
+    from wirefall.ui.tui.widgets import row_cells
+
+    cap, keys = AMAZON / "amazon1.cap.gz", AMAZON / "amazon1.key_log.txt.gz"
+    if not cap.exists():
+        pytest.skip("no amazon load")
+    wf = build(analyze(str(cap), keylogs=[str(keys)]))
+    r = next(r for r in wf.rows if (r.url or "").endswith("challenge.js"))
+    width, v0, v1 = 150, wf.t0, wf.t_end
+    cells = row_cells(r, v0, v1, width)
+    span = (v1 - v0) / width
+    rec = [(a, b) for n, a, b in r.phases if n == "receive"]
+    assert rec and len(r.chunks) > 10
+    whole = [c for c in range(width) for a, b in rec if a <= v0 + c * span and v0 + (c + 1) * span <= b]
+    assert len(whole) > 20
+    assert all(cells[c][0] == "█" for c in whole), "".join(cells[c][0] for c in whole)
