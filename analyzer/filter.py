@@ -271,6 +271,12 @@ _NEG_NUM = re.compile(r"-(0[xX][0-9a-fA-F]+|\d+(\.\d+)?)")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _BYTES = re.compile(r"[0-9a-fA-F]{1,2}([:.\-][0-9a-fA-F]{1,2})*|[0-9a-fA-F]{2}(?:[0-9a-fA-F]{2})*")
 # tshark 4.0's relative time: seconds, a fraction; digits after a second "." are not read
+# PCRE2's POSIX classes (inside a bracket expression) as the ranges Python's ``re`` reads
+_POSIX_CLASS = re.compile(r"(?<!\\)\[:(\^?)([a-z]+):\]")
+_POSIX_CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
+                  "space": "\\s", "blank": " \\t", "xdigit": "0-9A-Fa-f", "word": "\\w", "cntrl": "\\x00-\\x1f\\x7f",
+                  "print": "\\x20-\\x7e", "graph": "\\x21-\\x7e", "ascii": "\\x00-\\x7f",
+                  "punct": "!-/:-@\\[-`{-~"}
 _RELTIME = re.compile(r"(-?\d+(?:\.\d+)?)(?:\.\d[\d.]*)?")
 _TIME_FORMATS = ("%b %d, %Y %H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
 
@@ -347,6 +353,8 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
         # boolean does not; a literal past 64 bits overflows; past the field's size is too big
         if ftype == T.BOOL and (s.startswith("-") or v > U64):
             raise _Bad(f"{s!r} is not a boolean: {'a boolean cannot be negative' if v < 0 else 'it overflows 64 bits'}")
+        if ftype == T.BOOL:  # tshark 4.0: any other value is true (tcp.flags.syn == 2 is tcp.flags.syn == 1)
+            return 1 if v else 0
         if v > U64 or v < -(1 << 63):
             raise _Bad(f"{s!r} causes an integer overflow")
         size = f.size if f is not None else 0
@@ -998,6 +1006,19 @@ class _Parser:
             raise FilterError(f"{other.name}: '&' needs an integer", lit.col, self.expr)
         return v
 
+    def _posix_classes(self, pat: str, lit: Lit) -> str:
+        """PCRE2's POSIX classes in a bracket expression (``[[:digit:]]``, tshark's regex library)
+        as Python's ``re`` ranges: ``re`` compiled them without a word as another pattern (a set
+        of '[', ':', 'd', … then ']'), and ``matches "[[:digit:]]"`` matched nothing (review 26).
+        A negated one (``[:^digit:]``) or an unknown name is refused."""
+        def one(m: re.Match) -> str:
+            neg, name = m.group(1), m.group(2)
+            if neg or name not in _POSIX_CLASSES:
+                raise FilterError(f"regular expression refused: POSIX class [:{neg}{name}:] is not supported here",
+                                  lit.col, self.expr)
+            return _POSIX_CLASSES[name]
+        return _POSIX_CLASS.sub(one, pat) if "[:" in pat else pat
+
     def regex(self, lit: Lit):
         pat = lit.text
         if _NESTED_QUANT.search(pat):
@@ -1012,6 +1033,7 @@ class _Parser:
             for c in m.group(2):
                 flags &= ~bits[c]
             pat = pat[m.end():]
+        pat = self._posix_classes(pat, lit)
         try:
             return re.compile(pat, flags)
         except re.error as e:

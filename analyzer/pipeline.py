@@ -271,7 +271,13 @@ def _analyze(
                 flow, direction = hit.flow, hit.dir
                 if flags & SYN and not flags & ACK and direction == 0:
                     cd = flow.dirs[0]
-                    if cd.syn_seq is not None and cd.syn_seq != seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0):
+                    if cd.syn_seq is not None:  # (its SYN seen: another SYN, not a retransmission of it, after it carried data or closed)
+                        reused = cd.syn_seq != seq and (flow.closed or cd.next > 0 or flow.dirs[1].next > 0)
+                    else:  # joined mid-way (no SYN seen): a SYN that is not its own (its own is one before its first byte), as
+                        # tshark's base sequence number decides (the connection after it was merged into it: its requests lost,
+                        # and the gap between the two sequence spaces counted as megabytes lost; review 26)
+                        reused = cd.isn is not None and (seq + 1) & 0xFFFFFFFF != cd.isn
+                    if reused:
                         flow.finish()  # port reused: a new connection
                         retired.append(flow)  # its offset maps still go into the analysis
                         rkey = (dst, dport, src, sport)
