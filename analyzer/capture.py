@@ -145,6 +145,40 @@ def _sniff_compression(head: bytes) -> str:
     return ""
 
 
+def spool_stream(path: str, into: str) -> str | None:
+    """A capture (or browser log) given as a pipe — a FIFO, ``/dev/stdin`` fed by a pipe,
+    ``<(…)`` — copied into the folder ``into`` (under its own name) so that it can be read by
+    offset and more than once, as every reader here does; returns the copy's path, or None
+    where ``path`` is a file to read as it is (a regular file, a directory, a missing path).
+    Opening a FIFO twice waited for ever for a writer that had gone, and a pipe on stdin
+    failed with "not seekable" (tshark reads both; review 26).  A stream that does not begin
+    as a capture, a compressed file or a JSON log (``/dev/zero``: endless) is not copied: a
+    ``CaptureError`` says so."""
+    import stat as _stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if _stat.S_ISREG(st.st_mode) or _stat.S_ISDIR(st.st_mode):
+        return None
+    try:
+        src = open(path, "rb")
+    except OSError as e:
+        raise CaptureError(f"{path}: cannot open: {e.strerror or e}") from None
+    with src:
+        head = src.read(8)
+        if not (head[:4] in PCAP_MAGICS or head[:4] == PCAPNG_SHB or _sniff_compression(head) or head.lstrip()[:1] in (b"{", b"[")):
+            raise CaptureError(f"{path}: not a capture (pcap, pcapng, optionally compressed) nor a browser log: a stream that "
+                               f"begins {head[:8].hex() or 'with nothing'}")
+        out = os.path.join(into, os.path.basename(path.rstrip("/")) or "stream")
+        with open(out, "wb") as dst:
+            dst.write(head)
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+    return out
+
+
 def open_decompressed(path: str, inflate_budget: Callable[[int], Budget] | None = None) -> tuple[BinaryIO, str]:
     """Open ``path`` and undo any compression, chosen by magic bytes, not by name.
 

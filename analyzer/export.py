@@ -172,12 +172,24 @@ def publish(tmp: str, path: str, force: bool = False) -> None:
     os.unlink(tmp)
 
 
+def temp_beside(path: str, suffix: str = ".tmp") -> tuple[int, str]:
+    """A temporary file in ``path``'s folder (``tempfile.mkstemp``: descriptor, name), to be
+    published as ``path``; a folder that is missing or cannot be written is the user's ``path``
+    named in an ``ExportError`` (before: FileNotFoundError on '.wirefall-….tmp', as an internal
+    error; review 26)."""
+    d = os.path.dirname(os.path.abspath(path))
+    try:
+        return tempfile.mkstemp(prefix=".wirefall-", suffix=suffix, dir=d)
+    except OSError as e:
+        why = "no such folder" if not os.path.isdir(d) else (e.strerror or str(e))
+        raise ExportError(f"{path}: cannot write: {why} ({d})") from None
+
+
 def write_atomic(path: str, data: bytes | Iterable[bytes], force: bool = False) -> None:
     """Write ``data`` (bytes, or pieces of them written as they come) to ``path`` through a
     temporary file in the same folder.  Without ``force`` the final step is a hard link,
     which fails if ``path`` appeared meanwhile."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".wirefall-", suffix=".tmp", dir=d)
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             if isinstance(data, (bytes, bytearray, memoryview)):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import os
 import struct
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -178,10 +177,11 @@ def write_pcapng(analysis: Analysis, packet_numbers: Iterable[int], path: str, k
     nums = sorted({p for p in packet_numbers if 1 <= p <= n})
     own = source is None
     src = PacketSource(analysis.path) if own else source
-    d = os.path.dirname(os.path.abspath(path))
     if not force and os.path.exists(path):
         raise FileExistsError(f"{path} exists (use --force to overwrite)")
-    fd, tmp = tempfile.mkstemp(prefix=".wirefall-", suffix=".pcapng.tmp", dir=d)
+    from .export import temp_beside
+
+    fd, tmp = temp_beside(path, ".pcapng.tmp")
     try:
         fmt = analysis.capture_format
         endian_pcap = None

@@ -217,3 +217,51 @@ def test_filters_as_tshark_reads_them(expr: str):
     finally:
         src.close()
     assert want and got == want
+
+
+def test_a_capture_through_a_pipe_or_a_fifo(tmp_path):
+    """`tcpdump -w - | wirefall summary /dev/stdin` and a FIFO read as the file itself (74
+    packets, tshark's count of http1-nginx.pcap); before, a FIFO hung (opened twice) and a
+    pipe failed with "not seekable".  A stream that is no capture (/dev/zero's zeros) is refused,
+    not copied for ever; nothing is left in the temporary folder."""
+    import os
+    import sys
+    import threading
+
+    cap = ROOT / "sample_captures" / "http" / "http1-nginx.pcap"
+    data = cap.read_bytes()
+    cmd = [sys.executable, "-m", "wirefall", "summary", "--json"]
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    p = subprocess.run(cmd + ["/dev/stdin"], input=data, capture_output=True, timeout=120, cwd=ROOT.parent, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["packets"] == 74 and b"is a stream" in p.stderr
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as f:
+            f.write(data)
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    p = subprocess.run(cmd + [str(fifo)], capture_output=True, timeout=120, cwd=ROOT.parent, env=env)
+    t.join(5)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["packets"] == 74
+    p = subprocess.run(cmd + ["/dev/stdin"], input=bytes(4096), capture_output=True, timeout=120, cwd=ROOT.parent, env=env)
+    assert p.returncode == 2 and b"not a capture" in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["f"], list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("how", [["export", "-o", "{out}.har"], ["export", "-o", "{out}.png"], ["packets", "-w", "{out}.pcapng"]])
+def test_an_output_that_cannot_be_written_is_named(tmp_path, how):
+    """An output in a folder that does not exist: exit 2 and the user's path named (it was the
+    catch-all internal error about '.wirefall-….tmp', exit 1)."""
+    import sys
+
+    out = tmp_path / "no-such-folder" / "x"
+    cmd = [sys.executable, "-m", "wirefall", how[0], str(ROOT / "sample_captures" / "http" / "http1-nginx.pcap"), how[1],
+           how[2].format(out=out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT.parent)
+    assert p.returncode == 2, p.stderr
+    assert f"{out}{how[2][len('{out}'):]}: cannot write: no such folder" in p.stderr and ".wirefall-" not in p.stderr
+    assert not (tmp_path / "no-such-folder").exists()

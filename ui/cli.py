@@ -968,9 +968,12 @@ def main(argv: list[str] | None = None) -> int:
             gc.freeze()
             gc.enable()
 
+    spooled: list[str] = []  # folders of inputs given as pipes, copied to be read by offset (_spool_inputs)
     try:
+        _spool_inputs(args, spooled)
         rc = args.func(args) or 0
         if program and args.command in PRINTING:
+            _remove(spooled)
             _exit_now(rc)
         return rc
     except CaptureError as e:
@@ -1006,6 +1009,49 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"wirefall: error: {e.__class__.__name__}: {printable(e)} (run with --debug for the traceback)", file=sys.stderr)
         return 1
+    finally:
+        _remove(spooled)
+
+
+def _spool_inputs(args, spooled: list[str]) -> None:
+    """A command's capture given as a pipe (a FIFO, /dev/stdin from a pipe) copied into a
+    temporary folder first (``analyzer.capture.spool_stream``): ``args.file`` then names the copy."""
+    v = getattr(args, "file", None)
+    if not isinstance(v, str) or getattr(args, "command", "") in ("capture", "lab", "batch"):
+        return
+    import stat  # (loaded by os already)
+
+    try:
+        if not stat.S_ISFIFO(os.stat(v).st_mode) and not stat.S_ISCHR(os.stat(v).st_mode):
+            return  # (a file, a folder: read as they are, nothing more imported)
+    except OSError:
+        return
+    import shutil
+    import tempfile
+
+    from wirefall.analyzer.capture import spool_stream
+
+    tmp = tempfile.mkdtemp(prefix="wirefall-stream-")
+    try:
+        got = spool_stream(v, tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if got is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    spooled.append(tmp)
+    args.file = got
+    print(f"wirefall: note: {printable(v)} is a stream: read into {printable(got)} first (removed at the end)", file=sys.stderr)
+
+
+def _remove(folders: list[str]) -> None:
+    if not folders:
+        return
+    import shutil
+
+    while folders:
+        shutil.rmtree(folders.pop(), ignore_errors=True)
 
 
 if __name__ == "__main__":
