@@ -877,6 +877,11 @@ class _Parser:
             kind, text, col = self.take()
             if isinstance(v, _LitVal):
                 self.error("a literal cannot be sliced", (kind, text, col))
+            if v.ftype in (T.UINT, T.INT, T.BOOL) and v.field is not None:  # (tshark 4.0 slices no integer: review 26)
+                size = v.field.size
+                self.error(f"{v.name} is {'a boolean' if v.ftype == T.BOOL else 'an integer'}"
+                           f"{f' ({size} byte{chr(115) * (size != 1)})' if size else ''} and cannot be sliced into a sequence "
+                           "of bytes", (kind, text, col))
             if v.ftype is not None and v.ftype not in T.BYTELIKE and not (v.field and v.field.size):
                 self.error(f"{v.name} is {'a protocol wirefall has no bytes of' if v.ftype == T.PROTO_OPAQUE else 'not a byte field'}: "
                            f"it cannot be sliced", (kind, text, col))

@@ -496,7 +496,7 @@ def test_errors_name_the_field_and_column():
                         ('http2.headers.path matches "("', "bad regular expression"),
                         ("tcp.port ==", "expected a value"), ("5 > 1", "expected a field name"),
                         ("(tcp.port == 1", "expected ')'"),
-                        ("tcp.port[0:1] == 01", "tcp.port is not a byte field: it cannot be sliced"),
+                        ("tcp.port[0:1] == 01", "tcp.port is an integer (2 bytes) and cannot be sliced"),
                         ("http2[0:1] == 01", "http2 is a protocol wirefall has no bytes of: it cannot be sliced")]:
         with pytest.raises(FilterError) as ei:
             compile_filter(expr, "packets")

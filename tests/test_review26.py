@@ -265,3 +265,30 @@ def test_an_output_that_cannot_be_written_is_named(tmp_path, how):
     assert p.returncode == 2, p.stderr
     assert f"{out}{how[2][len('{out}'):]}: cannot write: no such folder" in p.stderr and ".wirefall-" not in p.stderr
     assert not (tmp_path / "no-such-folder").exists()
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is the oracle")
+def test_integer_fields_have_tshark_s_sizes():
+    """Every unsigned integer filter field wirefall shares with tshark has tshark's size
+    (`tshark -G fields`: FT_UINT16 two bytes …): a literal past it is refused as tshark refuses
+    it (`tcp.port == 65536`, `tcp.stream == 4294967296` were accepted), len() of it is its size,
+    and no integer is sliced (`tcp.srcport[0:1]` was)."""
+    from wirefall.analyzer import fields as F
+    from wirefall.analyzer.fields import types as T
+    from wirefall.analyzer.filter import FilterError, compile_filter
+
+    out = subprocess.run(["tshark", "-G", "fields"], capture_output=True, text=True, check=True).stdout
+    ts = {p[2]: p[3] for p in (line.split("\t") for line in out.splitlines()) if len(p) > 3 and p[0] == "F"}
+    sizes = {"FT_UINT8": 1, "FT_UINT16": 2, "FT_UINT24": 3, "FT_UINT32": 4, "FT_UINT64": 8, "FT_FRAMENUM": 4}
+    checked, wrong = 0, []
+    for n in F.names():
+        f = F.lookup(n)
+        if f is None or f.type != T.UINT or f.unsupported or ts.get(n) not in sizes:
+            continue
+        checked += 1
+        if f.size != sizes[ts[n]]:
+            wrong.append((n, f.size, ts[n]))
+    assert checked > 150 and not wrong, wrong
+    for expr in ("tcp.port == 65536", "tcp.stream == 4294967296", "tcp.hdr_len == 256", "tcp.srcport[0:1] == 91"):
+        with pytest.raises(FilterError):
+            compile_filter(expr, "packets")

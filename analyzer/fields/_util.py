@@ -71,7 +71,8 @@ def to_int(v) -> int | None:
 
 
 PSEUDO = {"path", "method", "status", "authority", "scheme", "protocol"}
-NUMERIC_HEADERS = {"status", "content_length", "age", "max_forwards"}
+# the headers read as numbers, with tshark's size of each (http2.headers.status FT_UINT16, the others FT_UINT64)
+NUMERIC_HEADERS = {"status": 2, "content_length": 8, "age": 8, "max_forwards": 8}
 # the ``<proto>.headers.<name>`` fields listed (and documented) by name; any other name works too
 NAMED_HEADERS = ("path", "method", "status", "authority", "scheme", "content_type", "content_length", "user_agent", "server",
                  "cookie", "set_cookie", "referer", "location", "content_encoding")
@@ -113,6 +114,6 @@ class header_family:
             def fn(fr, ctx):
                 return [v for v in (to_int(x) for x in header_values(fr.headers, name)) if v is not None]
             return frame_field(fname, UINT, self.match, fn, f"decoded header {name} (as a number)", note=self.note, since=self.since,
-                               shown=self.shown)
+                               shown=self.shown, size=NUMERIC_HEADERS[suffix])
         return frame_field(fname, STRING, self.match, lambda fr, ctx: header_values(fr.headers, name), f"decoded header {name}",
                            note=self.note, since=self.since, shown=self.shown)

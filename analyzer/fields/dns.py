@@ -141,26 +141,26 @@ def _rtype(fr, ctx):
 
 
 PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, "a DNS message"), [
-    F("dns.id", UINT, _is_dns, lambda fr, ctx: [i] if (i := _fl(fr).get("id")) is not None else [], "transaction id"),
+    F("dns.id", UINT, _is_dns, lambda fr, ctx: [i] if (i := _fl(fr).get("id")) is not None else [], "transaction id", size=2),
     F("dns.flags.response", BOOL, _is_dns, lambda fr, ctx: [1 if fr.type == "RESPONSE" else 0], "1 for a response"),
     F("dns.flags.rcode", UINT, _is_dns, lambda fr, ctx: [c] if fr.type == "RESPONSE" and (c := RCODE_CODES.get(_fl(fr).get("rcode"))) is not None
-      else [], "a response's code (3 NXDOMAIN; not on queries, as tshark)", names=RCODE_CODES),
+      else [], "a response's code (3 NXDOMAIN; not on queries, as tshark)", names=RCODE_CODES, size=2),
     F("dns.qry.name", STRING, _is_dns, lambda fr, ctx: [q] if (q := _fl(fr).get("qname")) else [], "queried name"),
-    F("dns.qry.type", UINT, _is_dns, _qtype, "query type (1 A, 28 AAAA, 65 HTTPS…)", names=TYPE_CODES),
-    Field("dns.qry.class", UINT, _classes(0), "query class (1 IN, 3 CH…)"),
+    F("dns.qry.type", UINT, _is_dns, _qtype, "query type (1 A, 28 AAAA, 65 HTTPS…)", names=TYPE_CODES, size=2),
+    Field("dns.qry.class", UINT, _classes(0), "query class (1 IN, 3 CH…)", size=2),
     F("dns.a", IPV4, _is_dns, _answers("A", lambda v: int(ipaddress.IPv4Address(v))), "IPv4 address in an answer"),
     F("dns.aaaa", IPV6, _is_dns, _answers("AAAA", lambda v: int(ipaddress.IPv6Address(v))), "IPv6 address in an answer"),
     F("dns.cname", STRING, _is_dns, _answers("CNAME", str), "CNAME target in an answer"),
     Field("dns.resp.name", STRING, **_all_sections(0, lambda fr, ctx: [a[0] for a in _fl(fr).get("answers") or () if a]),
           desc="owner name of a resource record, in every section (<Root> for the root: an EDNS OPT record's)", note=_FRAMES_ANSWERS),
     Field("dns.resp.type", UINT, **_all_sections(1, _rtype), desc="type of a resource record, in every section (5 CNAME, 1 A, 41 OPT…)",
-          names=TYPE_CODES, note=_FRAMES_ANSWERS),
-    Field("dns.resp.class", UINT, _classes(1), "class of a resource record (1 IN), in every section"),
+          names=TYPE_CODES, note=_FRAMES_ANSWERS, size=2),
+    Field("dns.resp.class", UINT, _classes(1), "class of a resource record (1 IN), in every section", size=2),
     Field("dns.resp.ttl", UINT, **_all_sections(2, _ttl), desc="time to live of a resource record (not an OPT record), seconds, "
-          "in every section", note=_FRAMES_ANSWERS),
+          "in every section", note=_FRAMES_ANSWERS, size=4),
     Field("dns.time", FLOAT, _paired(lambda ctx, n, q: ctx.idx.ts[n - 1] - ctx.idx.ts[q - 1]),
           "on a response: seconds since its query (same flow and transaction id)"),
-    Field("dns.response_to", UINT, _paired(lambda ctx, n, q: q), "on a response: the packet of its query"),
+    Field("dns.response_to", UINT, _paired(lambda ctx, n, q: q), "on a response: the packet of its query", size=4),
     F("dns.count.answers", UINT, _is_dns, lambda fr, ctx: [len(_fl(fr).get("answers") or ())], "answers in the message",
-      note="the answers wirefall decoded (at most 512)"),
+      note="the answers wirefall decoded (at most 512)", size=2),
 ])

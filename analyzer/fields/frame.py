@@ -57,7 +57,7 @@ def _delta(pv) -> list:
 
 
 PROTOCOL = Protocol("frame", "every captured packet", P("frame", PROTO, lambda pv: [pv.data], "the packet's captured bytes"), [
-    P("frame.number", UINT, lambda pv: [pv.n], "packet number (1-based, file order)"),
+    P("frame.number", UINT, lambda pv: [pv.n], "packet number (1-based, file order)", size=4),
     P("frame.time", ABSTIME, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1])], "arrival time; compare with \"2026-11-29 18:17:59\" or \"Nov 29, 2026 18:17:59.1\" (UTC)",
       note="a literal without a zone is read as UTC (tshark reads it in the local zone)"),
     P("frame.time_epoch", FLOAT, lambda pv: [_us(pv.ctx.idx.ts[pv.n - 1])], "arrival time, seconds since 1970"),
@@ -68,11 +68,11 @@ PROTOCOL = Protocol("frame", "every captured packet", P("frame", PROTO, lambda p
                   "previous packet the same filter displayed, so its value depends on the filter's own result "
                   "('frame.time_delta_displayed > 0' selects nothing in tshark 4.0); use frame.time_delta"),
     P("frame.marked", BOOL, lambda pv: [0], "whether the packet is marked (never, in a file read: always 0)"),
-    P("frame.len", UINT, lambda pv: [pv.ctx.idx.origlen[pv.n - 1]], "length on the wire"),
-    P("frame.cap_len", UINT, lambda pv: [pv.ctx.idx.caplen[pv.n - 1]], "captured length"),
+    P("frame.len", UINT, lambda pv: [pv.ctx.idx.origlen[pv.n - 1]], "length on the wire", size=4),
+    P("frame.cap_len", UINT, lambda pv: [pv.ctx.idx.caplen[pv.n - 1]], "captured length", size=4),
     # (tshark has it on pcapng packets only: a classic pcap file has no interfaces)
     P("frame.interface_id", UINT, lambda pv: [pv.ctx.idx.interface[pv.n - 1]] if pv.ctx.an.capture_format == "pcapng" else [],
-      "pcapng interface"),
+      "pcapng interface", size=4),
     P("frame.protocols", STRING, lambda pv: [protocols(pv)], "protocols in the packet, e.g. eth:ethertype:ip:tcp:tls:http2",
       note="lists the layers wirefall decodes (tshark also names e.g. data, x509sat, quic's tls)"),
 ])

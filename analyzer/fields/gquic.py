@@ -30,8 +30,8 @@ def _cid(fr, ctx) -> list:
 
 PROTOCOL = Protocol("gquic", "GQUIC", frames_present("gquic", _is_gquic, "a Google QUIC packet"), [
     F("gquic.packet_number", UINT, _is_packet,
-      lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get("packet_number"), int) else [], "packet number (public header)"),
-    F("gquic.cid", UINT, _is_packet, _cid, "connection ID (public header, 8 bytes) as a number"),
+      lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get("packet_number"), int) else [], "packet number (public header)", size=8),
+    F("gquic.cid", UINT, _is_packet, _cid, "connection ID (public header, 8 bytes) as a number", size=8),
     F("gquic.version", STRING, _is_packet, lambda fr, ctx: [v] if isinstance(v := (fr.fields or {}).get("version"), str) else [],
       "version of a public header that carries one (Q043…)"),
     F("gquic.tag", STRING, _is_message, lambda fr, ctx: [fr.type], "handshake message tag (CHLO, REJ, SHLO…), unencrypted ones"),

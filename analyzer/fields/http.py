@@ -176,16 +176,16 @@ PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("ht
     _field("http.request.uri", STRING, _f("target"), "request target as sent", only="REQUEST"),
     _field("http.request.version", STRING, _f("version"), "request version (HTTP/1.1)", only="REQUEST"),
     _field("http.response.version", STRING, _f("version"), "response version", only="RESPONSE"),
-    _field("http.response.code", UINT, _f("status"), "status code", only="RESPONSE"),
+    _field("http.response.code", UINT, _f("status"), "status code", only="RESPONSE", size=2),
     _field("http.response.phrase", STRING, _f("reason"), "reason phrase", only="RESPONSE"),
     _packet_field("http.request.full_uri", STRING, _full_uri, "scheme, host and target of a request", only="REQUEST"),
     _packet_field("http.request_in", UINT, _request_in, "on a response: the packet where its request ended", only="RESPONSE",
                   note="wirefall pairs every response with its request by the exchange (an interim 1xx and the final one; "
                        "pipelining included); tshark 4.0 only a request's first response, and pipelined responses with the "
-                       "last request of their packet"),
+                       "last request of their packet", size=4),
     _packet_field("http.response_in", UINT, _response_in, "on a request: the packet where its first response (ending after "
                   "it) ends", only="REQUEST",
-                  note="Wireshark's value (tshark -2): tshark's one pass (-Y without -2) never has it, the response being later"),
+                  note="Wireshark's value (tshark -2): tshark's one pass (-Y without -2) never has it, the response being later", size=4),
     _packet_field("http.time", FLOAT, _time, "on a response: seconds from the packet where its request ended to this one",
                   only="RESPONSE", note="as http.request_in"),
     _packet_field("http.response_for.uri", STRING, _response_for, "on a response: its request's full URI", only="RESPONSE",
@@ -202,7 +202,7 @@ PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("ht
     _field("http.set_cookie", STRING, _hdr("set-cookie"), "Set-Cookie header", only="RESPONSE"),
     _field("http.content_type", STRING, _hdr("content-type"), "Content-Type header"),
     _field("http.content_encoding", STRING, _hdr("content-encoding"), "Content-Encoding header"),
-    _field("http.content_length", UINT, _hdr_int("content-length"), "Content-Length header"),
+    _field("http.content_length", UINT, _hdr_int("content-length"), "Content-Length header", size=8),
     _field("http.connection", STRING, _hdr("connection"), "Connection header"),
     _field("http.accept_encoding", STRING, _hdr("accept-encoding"), "Accept-Encoding header", only="REQUEST"),
     _field("http.transfer_encoding", STRING, _hdr("transfer-encoding"), "Transfer-Encoding header"),

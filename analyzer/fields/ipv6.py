@@ -25,7 +25,7 @@ PROTOCOL = Protocol("ipv6", "Internet Protocol version 6", P("ipv6", PROTO, _byt
     P("ipv6.nxt", UINT, _f(1), "next header of the fixed header (ipv6.nxt == UDP)", size=1, names=PROTO_NAMES),
     P("ipv6.hlim", UINT, _f(2), "hop limit", size=1),
     P("ipv6.plen", UINT, _f(0), "payload length", size=2),
-    P("ipv6.flow", UINT, _f(5), "flow label"),
-    P("ipv6.tclass", UINT, _f(6), "traffic class", size=1),
-    P("ipv6.version", UINT, lambda pv: [6] if pv.layers.ip6 else [], "6"),
+    P("ipv6.flow", UINT, _f(5), "flow label", size=3),
+    P("ipv6.tclass", UINT, _f(6), "traffic class", size=4),
+    P("ipv6.version", UINT, lambda pv: [6] if pv.layers.ip6 else [], "6", size=1),
 ])

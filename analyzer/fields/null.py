@@ -19,5 +19,5 @@ def _family(pv) -> list:
 
 PROTOCOL = Protocol("null", "Null/Loopback", P("null", PROTO, lambda pv: [pv.data[:4]] if pv.layers.link == "null" else [],
                                                "the loopback header"), [
-    P("null.family", UINT, _family, "address family (2 IPv4; 24, 28 or 30 IPv6)"),
+    P("null.family", UINT, _family, "address family (2 IPv4; 24, 28 or 30 IPv6)", size=4),
 ])

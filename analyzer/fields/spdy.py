@@ -66,20 +66,20 @@ def _data(fr, ctx):
 
 PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY frame"), [
     F("spdy.streamid", UINT, _is_spdy, lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None and fr.type not in _NO_STREAM else [],
-      "stream identifier (not on SETTINGS, PING, GOAWAY, NOOP: tshark shows none there)"),
+      "stream identifier (not on SETTINGS, PING, GOAWAY, NOOP: tshark shows none there)", size=4),
     F("spdy.data", BYTES, _is_data, _data, "a DATA frame's payload"),
     F("spdy.type", UINT, lambda fr: _is_spdy(fr) and fr.type != "DATA", _type, "control frame type (1 SYN_STREAM, 2 SYN_REPLY, 3 RST_STREAM, 4 SETTINGS, 6 PING, 7 GOAWAY, 8 HEADERS, 9 WINDOW_UPDATE); "
       "none on a DATA frame, as tshark (spdy.data there)",
-      names=TYPE_CODES),
+      names=TYPE_CODES, size=2),
     F("spdy.flags", UINT, _is_spdy, _flags, "frame flags (not on a control frame of an unknown type); then, as tshark names them "
-      "so too, each SETTINGS entry's flags (1 PERSIST_VALUE, 2 PERSISTED)"),
+      "so too, each SETTINGS entry's flags (1 PERSIST_VALUE, 2 PERSISTED)", size=1),
     F("spdy.flags.fin", BOOL, _is_spdy, lambda fr, ctx: [fr.flags & 1] if fr.type in _FIN_TYPES else [],
       "FLAG_FIN (DATA, SYN_STREAM, SYN_REPLY, HEADERS: the types that define it, as tshark shows it)"),
-    F("spdy.length", UINT, _is_spdy, lambda fr, ctx: [fr.length] if _known(fr) else [], "frame length (not on a control frame of an unknown type)"),
+    F("spdy.length", UINT, _is_spdy, lambda fr, ctx: [fr.length] if _known(fr) else [], "frame length (not on a control frame of an unknown type)", size=3),
     F("spdy.priority", UINT, _of_type("SYN_STREAM"), _value("priority"),
-      "SYN_STREAM priority (SPDY/3: 0..7, 0 highest; SPDY/2: 0..3, which tshark 4.0 does not decode)"),
+      "SYN_STREAM priority (SPDY/3: 0..7, 0 highest; SPDY/2: 0..3, which tshark 4.0 does not decode)", size=2),
     F("spdy.rst_stream_status", UINT, _of_type("RST_STREAM"), _value("status"),
-      "RST_STREAM status code (1 PROTOCOL_ERROR … 11 FRAME_TOO_LARGE; SPDY/2's too, which tshark 4.0 does not decode)"),
+      "RST_STREAM status code (1 PROTOCOL_ERROR … 11 FRAME_TOO_LARGE; SPDY/2's too, which tshark 4.0 does not decode)", size=4),
     label("spdy.header", _is_spdy, lambda fr, ctx: bool(fr.headers), "a decoded header"),
     F("spdy.header.name", STRING, _is_spdy, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name"),
     F("spdy.header.value", STRING, _is_spdy, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value"),

@@ -320,8 +320,8 @@ def _analysis_fields():
             desc += " (fast and spurious retransmissions too, as in tshark)"
         out.append(P(name, NONE, _analysis_flag(name), desc))
     out += [
-        P("tcp.analysis.duplicate_ack_num", UINT, _dupack(0), "this duplicate ACK's number (#N)"),
-        P("tcp.analysis.duplicate_ack_frame", UINT, _dupack(1), "the frame this duplicate ACK duplicates"),
+        P("tcp.analysis.duplicate_ack_num", UINT, _dupack(0), "this duplicate ACK's number (#N)", size=4),
+        P("tcp.analysis.duplicate_ack_frame", UINT, _dupack(1), "the frame this duplicate ACK duplicates", size=4),
         P("tcp.analysis.initial_rtt", FLOAT, _initial_rtt, "the conversation's initial RTT (SYN to the ACK of SYN/ACK), seconds",
           note="on every packet of the conversation from the one that measured it; tshark shows it only on packets with "
                "other SEQ/ACK analysis (an ACK of new data, a flag, bytes in flight), e.g. not on a FIN that acknowledges nothing new"),
@@ -340,38 +340,38 @@ FLAGS = [("fin", 0x001, "FIN"), ("syn", 0x002, "SYN"), ("reset", 0x004, "RST"), 
          ("urg", 0x020, "URG"), ("ece", 0x040, "ECN-Echo"), ("cwr", 0x080, "CWR"), ("ae", 0x100, "Accurate ECN (was NS)")]
 
 PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _bytes, "the TCP segment (header and payload)"), [
-    P("tcp.port", UINT, lambda pv: [t[0], t[1]] if (t := _t(pv)) else [], "source or destination port"),
+    P("tcp.port", UINT, lambda pv: [t[0], t[1]] if (t := _t(pv)) else [], "source or destination port", size=2),
     P("tcp.srcport", UINT, _f(0), "source port", size=2),
     P("tcp.dstport", UINT, _f(1), "destination port", size=2),
     P("tcp.stream", UINT, _stream, "TCP conversation number, from 0 in order of first packet",
-      note="counted over wirefall's connections (a reused port after FIN/RST or a new ISN is a new one, as in tshark)"),
-    P("tcp.len", UINT, _f(9), "payload length"),
-    P("tcp.seq", UINT, _seq, "sequence number, relative to the connection's first"),
+      note="counted over wirefall's connections (a reused port after FIN/RST or a new ISN is a new one, as in tshark)", size=4),
+    P("tcp.len", UINT, _f(9), "payload length", size=4),
+    P("tcp.seq", UINT, _seq, "sequence number, relative to the connection's first", size=4),
     P("tcp.seq_raw", UINT, _f(2), "sequence number as sent", size=4),
-    P("tcp.ack", UINT, _ack, "acknowledgment number, relative (the raw value when ACK is not set)"),
+    P("tcp.ack", UINT, _ack, "acknowledgment number, relative (the raw value when ACK is not set)", size=4),
     P("tcp.ack_raw", UINT, _f(3), "acknowledgment number as sent", size=4),
-    P("tcp.nxtseq", UINT, _nxtseq, "next sequence number (relative)"),
-    P("tcp.hdr_len", UINT, _f(4), "header length in bytes"),
-    P("tcp.flags", UINT, _f(5), "flags (12 bits): tcp.flags & 0x02 is a SYN"),
+    P("tcp.nxtseq", UINT, _nxtseq, "next sequence number (relative)", size=4),
+    P("tcp.hdr_len", UINT, _f(4), "header length in bytes", size=1),
+    P("tcp.flags", UINT, _f(5), "flags (12 bits): tcp.flags & 0x02 is a SYN", size=2),
     *[P(f"tcp.flags.{n}", BOOL, _flag(b), f"{label} flag") for n, b, label in FLAGS],
     P("tcp.flags.res", BOOL, lambda pv: [1 if t[5] & 0xE00 else 0] if (t := _t(pv)) else [], "reserved bits"),
     P("tcp.window_size_value", UINT, _f(6), "window as sent", size=2),
     P("tcp.window_size", UINT, _window, "calculated window (scaled by the window scale its direction's SYN announced, as the "
-      "Info column's Win=: unscaled until that scale is known)"),
+      "Info column's Win=: unscaled until that scale is known)", size=4),
     P("tcp.checksum", UINT, _f(7), "checksum", size=2),
     P("tcp.urgent_pointer", UINT, _f(8), "urgent pointer", size=2),
     P("tcp.payload", BYTES, _payload, "payload bytes"),
-    P("tcp.options.mss_val", UINT, _mss, "maximum segment size option's value (in a SYN)"),
-    P("tcp.options.wscale.shift", UINT, _option(3, 1, slice(0, 1)), "window scale option's shift count (in a SYN)"),
-    P("tcp.options.timestamp.tsval", UINT, _option(8, 8, slice(0, 4)), "timestamps option's TSval"),
-    P("tcp.options.timestamp.tsecr", UINT, _option(8, 8, slice(4, 8)), "timestamps option's TSecr"),
+    P("tcp.options.mss_val", UINT, _mss, "maximum segment size option's value (in a SYN)", size=2),
+    P("tcp.options.wscale.shift", UINT, _option(3, 1, slice(0, 1)), "window scale option's shift count (in a SYN)", size=1),
+    P("tcp.options.timestamp.tsval", UINT, _option(8, 8, slice(0, 4)), "timestamps option's TSval", size=4),
+    P("tcp.options.timestamp.tsecr", UINT, _option(8, 8, slice(4, 8)), "timestamps option's TSecr", size=4),
     P("tcp.options.sack_perm", PROTO, _sack_perm, "SACK-permitted option (its 2 bytes: tcp.options.sack_perm == 04:02)"),
     P("tcp.window_size_scalefactor", INT, _scalefactor, "window scale factor on a segment without SYN: 2**shift "
       "(-1 scale unknown, -2 no window scaling used)"),
     P("tcp.time_relative", FLOAT, _times(0), "seconds since the first packet of this TCP conversation"),
     P("tcp.time_delta", FLOAT, _times(1), "seconds since the previous packet of this TCP conversation"),
     P("tcp.completeness", UINT, _completeness, "conversation completeness so far: 1 SYN, 2 SYN-ACK, 4 ACK, 8 data, 16 FIN, "
-      "32 RST seen on the conversation's packets before this one (tshark 4.0, one pass)"),
+      "32 RST seen on the conversation's packets before this one (tshark 4.0, one pass)", size=1),
     *_analysis_fields(),
     *[P(n, t, lambda pv: [], d, unsupported=f"{n} is not a filter field in wirefall: tshark adds it where its own TCP reassembly "
         "(the desegmenting dissectors' PDU requests) puts PDU boundaries and segment lists, which wirefall's stream reassembly "

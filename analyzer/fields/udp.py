@@ -25,10 +25,10 @@ def _stream(pv):
 
 
 PROTOCOL = Protocol("udp", "User Datagram Protocol", P("udp", PROTO, _bytes, "the UDP datagram"), [
-    P("udp.port", UINT, lambda pv: [u[0], u[1]] if (u := pv.layers.udp) else [], "source or destination port"),
+    P("udp.port", UINT, lambda pv: [u[0], u[1]] if (u := pv.layers.udp) else [], "source or destination port", size=2),
     P("udp.srcport", UINT, _f(0), "source port", size=2),
     P("udp.dstport", UINT, _f(1), "destination port", size=2),
     P("udp.length", UINT, _f(2), "length (header and payload)", size=2),
     P("udp.checksum", UINT, _f(3), "checksum", size=2),
-    P("udp.stream", UINT, _stream, "UDP conversation number, from 0 in order of first packet"),
+    P("udp.stream", UINT, _stream, "UDP conversation number, from 0 in order of first packet", size=4),
 ])

@@ -59,8 +59,6 @@ OTHER = (
 KNOWN = {
     "frame.len == 1 ^^ frame.len == 2": "xor / ^^: Wireshark 4.2's, kept (tests/test_filter.py); tshark 4.0 lacks it",
     "frame.len == 1 xor frame.len == 2": "xor / ^^: Wireshark 4.2's, kept (tests/test_filter.py); tshark 4.0 lacks it",
-    "len(frame.len) == 1": "analyzer/fields declares no size for frame.len (len() of an integer field is its size)",
-    "tcp.port == 65536": "analyzer/fields declares no size for tcp.port (tcp.srcport has one: 65536 is refused there)",
 }
 
 
