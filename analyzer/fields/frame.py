@@ -31,6 +31,8 @@ def protocols(pv) -> str:
         if name == "http3":  # (on the packets the ``http3`` field is present on, below)
             h3 = d
             continue
+        if name == "http":  # (on the packets an HTTP/1 message ends on, as the ``http`` field, below: not where its head
+            continue        # was decoded — tshark names http on the packet of a message's last byte; review 26)
         if name and name not in apps:
             apps.append(name)
             inner[name] = d is not None and d.column_rank >= 3
@@ -40,6 +42,12 @@ def protocols(pv) -> str:
         if HTTP3.present.get(pv):
             apps.append("http3")
             inner["http3"] = True
+    if L.tcp is not None:
+        from .http import PROTOCOL as HTTP1
+
+        if HTTP1.present.get(pv):
+            apps.append("http")
+            inner["http"] = True
     apps.sort(key=lambda a: inner[a])
     return ":".join(parts + apps)
 
