@@ -317,3 +317,27 @@ def test_frame_protocols_names_http_where_a_message_ends():
                                                     'frame.protocols contains "http"', "-T", "fields", "-e", "frame.number"],
                                                    capture_output=True, text=True, check=True).stdout.split()]
             assert got == want
+
+
+def test_web_connections_chart_reads():
+    """The web Connections tab on the amazon load (TCP and QUIC): every legend entry its own
+    colour (TCP connect and QUIC handshake were one orange), the title in the top margin above
+    the legend (the legend covered it: "Connections and ha"); page-h2's notes list says there are
+    none instead of an empty heading."""
+    from wirefall.ui.web import WebState, views
+
+    cap, keys = AMAZON / "amazon1.cap.gz", AMAZON / "amazon1.key_log.txt.gz"
+    if not cap.exists():
+        pytest.skip("no amazon load")
+    st = WebState(use_cache=False)
+    e = st.wait(st.add_file(str(cap), name=cap.name, keylogs=[str(keys)]).id)
+    fig = views.connections_figure(e)
+    names = [t.name for t in fig.data]
+    assert {"TCP connect", "QUIC handshake"} <= set(names)
+    colors = [t.marker.color for t in fig.data]
+    assert len(set(colors)) == len(colors), dict(zip(names, colors))
+    lay = fig.layout
+    assert lay.title.yref == "container" and lay.title.yanchor == "top" and lay.legend.y >= 1.0 and lay.margin.t >= 70
+    h2 = st.wait(st.add_file(str(PAGE / "page-h2.pcapng"), name="page-h2", keylogs=[str(PAGE / "page-h2.keys")]).id)
+    notes = views.connection_notes(h2)
+    assert len(notes) >= 1 and all(str(n.children) for n in notes)

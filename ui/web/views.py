@@ -522,7 +522,8 @@ def connections_figure(entry: Entry):
         if c.tls_start is not None and c.tls_end is not None:  # (in QUIC: ClientHello to Finished, in CRYPTO frames)
             spans["tls"].append((y, c.tls_start, c.tls_end))
     # (the waterfall's colours: its "Initial connection" is the TCP connect or the QUIC handshake)
-    colors = {"connection": "#c4c4c4", "connect": "#ff9d42", "quic": "#ff9d42", "tls": "#d566df"}
+    # (the QUIC handshake a darker orange: the two side by side in one legend were one swatch, review 26)
+    colors = {"connection": "#c4c4c4", "connect": "#ff9d42", "quic": "#b35c00", "tls": "#d566df"}
     names = {"connection": "connection open", "connect": "TCP connect", "quic": "QUIC handshake", "tls": "TLS handshake"}
     for k, items in spans.items():
         if not items:
@@ -532,9 +533,15 @@ def connections_figure(entry: Entry):
                              width=0.6 if k == "connection" else 0.4,
                              hovertemplate=names[k] + ": %{x:.3f} ms from %{base:.3f} ms<extra>%{y}</extra>"))
     fig.update_layout(barmode="overlay", template="plotly_white", height=max(220, 80 + 26 * len(conns)),
-                      margin=dict(l=10, r=10, t=40, b=40), xaxis_title=x_title(an),
+                      margin=dict(l=10, r=10, t=80, b=40), xaxis_title=x_title(an),
                       yaxis=dict(autorange="reversed", automargin=True, tickfont=dict(family="monospace", size=10)),
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom"), title="Connections and handshakes")
+                      # the title at the top of the margin, the legend under it above the plot (the legend, at the
+                      # plot's top, was drawn over the title: "Connections and ha", review 26)
+                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+                      title=dict(text="Connections and handshakes", x=0.01, xanchor="left", y=1, yref="container",
+                                 yanchor="top", pad=dict(t=10)))
+    if not conns:
+        fig.add_annotation(text="no TCP or QUIC connection", x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
     return fig
 
 
@@ -546,7 +553,7 @@ def connection_notes(entry: Entry) -> list:
             items.append(html.Li(f"connection {c.id}: {printable(entry_text(entry, n))}"))
     for w in an.warnings[:100]:
         items.append(html.Li(f"capture: {printable(entry_text(entry, w))}"))
-    return items
+    return items or [html.Li("none: no connection has a note, the capture no warning")]  # (not an empty heading)
 
 
 # The analyzer's advice names the CLI's option; in the page a key log is given by uploading it
