@@ -187,5 +187,32 @@ async def test_waterfall_bars_keep_room_in_80_columns():
         await pilot.resize_terminal(200, 50)
         await pilot.pause(0.3)
         wide = [wv.label_text(r) for r in wv.rows]
-        assert len(wide[0]) == 58  # (as wide as before: the six columns "h2" did not need went to the URL)
+        # (58 before 2026-12-04, the six columns "h2" did not need going to the URL; a wide terminal's URL now takes a
+        # third of the columns past WIDE as well: 20 more at 200 columns — review 26)
+        from wirefall.ui.tui.widgets import WIDE
+
+        assert len(wide[0]) == 58 + min((200 - WIDE) // 3, 40)
         assert any("127.0.0.1:59833/data/config.json" in x for x in wide)
+
+
+@sync
+async def test_a_wide_terminal_names_each_file():
+    """At 200 columns the amazon load's rows name their files (the URL took 34 characters at any
+    width: images-na's five rows read "…/cs…in.js", "…/rd…8d.js"; review 26): each label holds
+    the first ten characters of its URL's last path segment."""
+    from urllib.parse import urlsplit
+
+    amazon = Path(__file__).resolve().parents[2] / "shared" / "captures" / "pageload-amazon"
+    if not (amazon / "amazon1.cap.gz").exists():
+        import pytest
+
+        pytest.skip("no amazon load")
+    app = WirefallApp(str(amazon / "amazon1.cap.gz"), [str(amazon / "amazon1.key_log.txt.gz")])
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _waterfall_tab(pilot, app)
+        wv = app.query_one(WaterfallView)
+        rows = [r for r in wv.rows if "images-na" in (r.url or "")]
+        assert len(rows) == 6
+        for r in rows:
+            name = urlsplit(r.url).path.rsplit("/", 1)[-1]
+            assert name[:10] in wv.label_text(r), (name, wv.label_text(r))

@@ -955,6 +955,9 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     return cells
 
 
+WIDE = 140  # terminal columns past which the waterfall's label widens (WaterfallView.url_chars)
+
+
 class WaterfallView(LineList):
     """One row per request: index, marker glyphs, host…path, protocol, status, then the phase
     bar scaled to the visible time window with the row's duration; + / - zoom around the
@@ -1048,6 +1051,9 @@ class WaterfallView(LineList):
         bw = self.badge_w
         n = self.LABEL - (15 if grouped else 10) + 8 - bw
         width = self.size.width
+        if width > WIDE:  # a wide terminal: the URL takes a third of the columns past WIDE (up to 40 more): at 200
+            # columns its 34 characters cut every file name on a real page ("…/cs…in.js"; review 26)
+            n += min((width - WIDE) // 3, 40)
         if width:  # (the rest of the label: number, glyphs, badge, status and their spaces; "│" either side of the bars)
             n = min(n, width - (4 + 1 + len(GLYPH_KINDS) + 1 + 1 + bw + 4 + 1 + (5 if grouped else 0)) - self.BAR_MIN - 2)
         return max(n, self.URL_MIN)
