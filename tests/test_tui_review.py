@@ -216,3 +216,25 @@ async def test_a_wide_terminal_names_each_file():
         for r in rows:
             name = urlsplit(r.url).path.rsplit("/", 1)[-1]
             assert name[:10] in wv.label_text(r), (name, wv.label_text(r))
+
+
+@sync
+async def test_a_short_terminal_gives_the_rows_the_lines():
+    """At 80x24 the amazon load's waterfall showed 3 of its 15 rows: the notice (4 lines), the
+    waterfall's note (3) and the legend (5) took the rest. Below SHORT_TERMINAL lines they take
+    2, 1 and 2: 10 rows; at 50 lines as before."""
+    amazon = Path(__file__).resolve().parents[2] / "shared" / "captures" / "pageload-amazon"
+    if not (amazon / "amazon1.cap.gz").exists():
+        import pytest
+
+        pytest.skip("no amazon load")
+    app = WirefallApp(str(amazon / "amazon1.cap.gz"), [str(amazon / "amazon1.key_log.txt.gz")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _waterfall_tab(pilot, app)
+        await pilot.pause(0.3)
+        wv = app.query_one(WaterfallView)
+        assert wv.count == 15 and wv.size.height >= 10, wv.size.height
+        assert app.query_one("#wf-legend").size.height <= 2 and app.query_one("#notice").size.height <= 2
+        await pilot.resize_terminal(120, 50)
+        await pilot.pause(0.3)
+        assert app.query_one("#wf-legend").size.height > 2

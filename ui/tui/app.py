@@ -139,6 +139,9 @@ FILTER_KIND = {"packets": "packets", "waterfall": "exchanges", "connections-tab"
 
 
 NOTICE_LINES = 4  # #notice's max-height
+# a terminal of fewer lines than this gives the waterfall's rows the lines of its notes: the notice
+# 2 lines, the waterfall's note 1, its legend 2 (at 80x24 the rows had 3 lines of 24; review 26)
+SHORT_TERMINAL = 32
 
 
 def _fit_notice(text: str, width: int, lines: int = NOTICE_LINES) -> str:
@@ -847,16 +850,27 @@ class WirefallApp(PacketHabits, App):
         b = explain.banner(self.an) if self.an is not None else None
         note.set_class(not b, "-none")
         width = (note.size.width or self.size.width) - 2
-        if b and self.an is not None and _fit_notice(printable(b), width) != printable(b):
+        lines = self._compact()
+        if b and self.an is not None and _fit_notice(printable(b), width, lines) != printable(b):
             # too long for its lines: the reasons and their next step before the headline's counts
             # (the Statistics tab's Completeness has those), then the first reason alone
             rs = explain.reasons(self.an)
             for k in (2, 1):
                 b = "Incomplete · " + " · ".join(explain.reason_text(r, i == 0) for i, r in enumerate(rs[:k]))
-                if _fit_notice(printable(b), width) == printable(b):
+                if _fit_notice(printable(b), width, lines) == printable(b):
                     break
-        note.update(Text(_fit_notice(printable(b or ""), width)))
+        note.update(Text(_fit_notice(printable(b or ""), width, lines)))
         self._wf_note()
+
+    def _compact(self) -> int:
+        """The notes' heights for the terminal's (``SHORT_TERMINAL``): the notice's lines returned."""
+        short = 0 < self.size.height < SHORT_TERMINAL
+        for sel, tall, low in (("#notice", NOTICE_LINES, 2), ("#wf-note", 3, 1), ("#wf-legend", 5, 2)):
+            try:
+                self.query_one(sel).styles.max_height = low if short else tall
+            except NoMatches:
+                pass
+        return 2 if short else NOTICE_LINES
 
     def _wf_note(self) -> None:
         """The waterfall's header line: why there is no row (or fewer than requests)."""
