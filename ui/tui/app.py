@@ -715,9 +715,12 @@ class WirefallApp(PacketHabits, App):
         return max(min(len(idx.proto), len(idx.conn), len(idx.ts)) - 1, 0)
 
     def _grow(self) -> None:
-        if self.loaded or self.an is None:
+        if self.loaded or self.an is None or self.load_error is not None:
             return
-        pl = self.query_one(PacketList)
+        try:
+            pl = self.query_one(PacketList)
+        except NoMatches:  # (a tick queued as the load's error screen replaced the list: CI, review 26)
+            return
         if pl.packets is not None and not isinstance(pl.packets, range):
             return  # a filtered list stays as it is until loading ends
         n = self._ready_packets()
