@@ -341,3 +341,25 @@ def test_web_connections_chart_reads():
     h2 = st.wait(st.add_file(str(PAGE / "page-h2.pcapng"), name="page-h2", keylogs=[str(PAGE / "page-h2.keys")]).id)
     notes = views.connection_notes(h2)
     assert len(notes) >= 1 and all(str(n.children) for n in notes)
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None or shutil.which("editcap") is None, reason="tshark is the oracle")
+def test_a_stray_fin_before_a_new_connection_on_the_same_ports(tmp_path):
+    """tcp-port-reuse.pcap with only the server's FIN and ACK of its first connection before the
+    second one's SYN (packets 1-9 and 11 dropped): the new connection's request and response are
+    read (tshark: http on packets 6 and 10); the stray FIN had fixed the server direction's start
+    and its response read as lost."""
+    cut = tmp_path / "stray.pcap"
+    subprocess.run(["editcap", str(ROOT / "sample_captures" / "tcp-port-reuse.pcap"), str(cut), "1-9", "11"], check=True,
+                   capture_output=True)
+    out = subprocess.run(["tshark", "-r", str(cut), "-Y", "http", "-T", "fields", "-e", "frame.number", "-e", "http.response.code"],
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    rows = [ln.split("\t") for ln in out if ln]
+    assert [int(n) for n, _c in rows] == [6, 10]
+    an = analyze(str(cut))
+    assert len(an.exchanges) == 1
+    e = an.exchanges[0]
+    assert e.request_start_packet == 6 and e.response_end_packet == 10 and e.status == int(rows[1][1]) == 200
+    from wirefall.analyzer.completeness import compute
+
+    assert compute(an).bytes_lost == 0
