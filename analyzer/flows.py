@@ -83,9 +83,10 @@ class TcpDirection:
 
     def segment(self, seq: int, flags: int, data: bytes | memoryview, pkt: int) -> None:
         if self.isn is None or (flags & SYN and self.syn_seq is None and self.next == 0 and not self.pending
-                                and self.map is None):
+                                and self.map is None and (seq + 1) & 0xFFFFFFFF != self.isn):
             # the direction's first segment; or its first SYN after stray segments that carried no byte
-            # (a FIN or an ACK of the connection before on these ports): the stream starts at the SYN,
+            # (a FIN or an ACK of the connection before on these ports), of another sequence space (its
+            # own ACK seen before it — a capture's swapped packets — changes nothing): the stream starts at the SYN,
             # as tshark's base sequence number (the stray FIN's kept the new connection's data 'lost'; review 26)
             if self.isn is not None:
                 self.fin_off = None

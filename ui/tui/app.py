@@ -139,8 +139,9 @@ FILTER_KIND = {"packets": "packets", "waterfall": "exchanges", "connections-tab"
 
 
 NOTICE_LINES = 4  # #notice's max-height
-# a terminal of fewer lines than this gives the waterfall's rows the lines of its notes: the notice
-# 2 lines, the waterfall's note 1, its legend 2 (at 80x24 the rows had 3 lines of 24; review 26)
+# a terminal of fewer lines than this gives the waterfall's rows the lines of its notes: the
+# waterfall's note 1, its legend 2 (at 80x24 the rows had 3 lines of 24; review 26) — not the notice,
+# whose reason and next step a newcomer must read whole (tests/test_ui_newcomer.py)
 SHORT_TERMINAL = 32
 
 
@@ -866,14 +867,14 @@ class WirefallApp(PacketHabits, App):
         self._wf_note()
 
     def _compact(self) -> int:
-        """The notes' heights for the terminal's (``SHORT_TERMINAL``): the notice's lines returned."""
+        """The waterfall notes' heights for the terminal's (``SHORT_TERMINAL``); the notice's lines returned."""
         short = 0 < self.size.height < SHORT_TERMINAL
-        for sel, tall, low in (("#notice", NOTICE_LINES, 2), ("#wf-note", 3, 1), ("#wf-legend", 5, 2)):
+        for sel, tall, low in (("#wf-note", 3, 1), ("#wf-legend", 5, 2)):
             try:
                 self.query_one(sel).styles.max_height = low if short else tall
             except NoMatches:
                 pass
-        return 2 if short else NOTICE_LINES
+        return NOTICE_LINES
 
     def _wf_note(self) -> None:
         """The waterfall's header line: why there is no row (or fewer than requests)."""
