@@ -50,6 +50,7 @@ from typing import Any, NoReturn
 from collections.abc import Callable
 
 from wirefall.analyzer import fields as _fields
+from wirefall.analyzer.safetext import plural
 from wirefall.analyzer.fields import types as T
 from wirefall.analyzer.fields.packet import PacketContext, PacketView
 from wirefall.analyzer.fields.wirefall import SHORT
@@ -270,13 +271,13 @@ U64 = (1 << 64) - 1
 _NEG_NUM = re.compile(r"-(0[xX][0-9a-fA-F]+|\d+(\.\d+)?)")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _BYTES = re.compile(r"[0-9a-fA-F]{1,2}([:.\-][0-9a-fA-F]{1,2})*|[0-9a-fA-F]{2}(?:[0-9a-fA-F]{2})*")
-# tshark 4.0's relative time: seconds, a fraction; digits after a second "." are not read
 # PCRE2's POSIX classes (inside a bracket expression) as the ranges Python's ``re`` reads
 _POSIX_CLASS = re.compile(r"(?<!\\)\[:(\^?)([a-z]+):\]")
 _POSIX_CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
                   "space": "\\s", "blank": " \\t", "xdigit": "0-9A-Fa-f", "word": "\\w", "cntrl": "\\x00-\\x1f\\x7f",
                   "print": "\\x20-\\x7e", "graph": "\\x21-\\x7e", "ascii": "\\x00-\\x7f",
                   "punct": "!-/:-@\\[-`{-~"}
+# tshark 4.0's relative time: seconds, a fraction; digits after a second "." are not read
 _RELTIME = re.compile(r"(-?\d+(?:\.\d+)?)(?:\.\d[\d.]*)?")
 _TIME_FORMATS = ("%b %d, %Y %H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
 
@@ -424,7 +425,7 @@ def _hexbytes(s: str) -> bytes:
     return bytes.fromhex(s)
 
 
-def _as_bytes(v: Any, ftype: str, size: int = 0) -> bytes | None:
+def _as_bytes(v: Any, ftype: str) -> bytes | None:
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v)
     if isinstance(v, str):
@@ -433,8 +434,6 @@ def _as_bytes(v: Any, ftype: str, size: int = 0) -> bytes | None:
         return v.to_bytes(4, "big")
     if ftype == T.IPV6 and isinstance(v, int):
         return v.to_bytes(16, "big")
-    if isinstance(v, int) and size:
-        return (v & ((1 << (8 * size)) - 1)).to_bytes(size, "big")
     return None
 
 
@@ -878,20 +877,19 @@ class _Parser:
             if isinstance(v, _LitVal):
                 self.error("a literal cannot be sliced", (kind, text, col))
             if v.ftype in (T.UINT, T.INT, T.BOOL) and v.field is not None:  # (tshark 4.0 slices no integer: review 26)
-                size = v.field.size
-                self.error(f"{v.name} is {'a boolean' if v.ftype == T.BOOL else 'an integer'}"
-                           f"{f' ({size} byte{chr(115) * (size != 1)})' if size else ''} and cannot be sliced into a sequence "
-                           "of bytes", (kind, text, col))
-            if v.ftype is not None and v.ftype not in T.BYTELIKE and not (v.field and v.field.size):
+                size = f" ({plural(v.field.size, 'byte')})" if v.field.size else ""
+                self.error(f"{v.name} is {'a boolean' if v.ftype == T.BOOL else 'an integer'}{size} and cannot be sliced "
+                           "into a sequence of bytes", (kind, text, col))
+            if v.ftype is not None and v.ftype not in T.BYTELIKE:
                 self.error(f"{v.name} is {'a protocol wirefall has no bytes of' if v.ftype == T.PROTO_OPAQUE else 'not a byte field'}: "
                            f"it cannot be sliced", (kind, text, col))
             fn = _slice_fn(text[1:-1], col, self.expr)
-            vals, ft, size = v.vals, v.ftype, v.field.size if v.field else 0
+            vals, ft = v.vals, v.ftype
 
-            def svals(o, vals=vals, ft=ft, size=size, fn=fn):
+            def svals(o, vals=vals, ft=ft, fn=fn):
                 out = []
                 for x in vals(o):
-                    b = _as_bytes(x, ft, size)
+                    b = _as_bytes(x, ft)
                     if b is not None:
                         out.append(fn(b))
                 return out

@@ -796,6 +796,8 @@ def no_network_connections(an: Analysis) -> set[int]:
     browser log opened alone puts them on one of their own, endpoints unknown:
     ``browserlog.build.to_analysis``): rows of the page, but no connection, protocol or
     traffic of it."""
+    if getattr(an, "source", "capture") == "capture":  # (only a browser log opened alone has such rows: a capture's exchanges are not walked)
+        return set()
     out: dict[int, bool] = {}
     for e in an.exchanges:
         out[e.connection] = out.get(e.connection, True) and not_sent_of(e.browser) is not None

@@ -1145,8 +1145,9 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
     if e.response_start is not None and e.response_end is not None:
         raw.append(("receive", e.response_start, e.response_end))
     start, end = _exchange_start(e), _exchange_end(e)
-    if c is not None and c.first_packet == 0 and isinstance(e.browser, dict) and e.browser.get("source") in _LOG_KINDS:
-        # a browser log opened alone (a connection of no packet): the request's start, before
+    if c is not None and c.first_packet == 0 and isinstance(e.browser, dict):
+        # a browser log opened alone (a connection of no packet; a log's exchange has a browser
+        # record, a capture's connection a first packet): the request's start, before
         # the connection's set-up, begins the row — a HAR's blocked, before dns and connect
         # (HAR 1.2: the timings add up to the entry's time), a NetLog's queueing from its
         # URL_REQUEST's start (before 2026-12-04 a NetLog's row began at the connect: the amazon
@@ -1182,7 +1183,6 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
 
 
 _SETUP = frozenset(("dns", "connect", "tls"))
-_LOG_KINDS = frozenset(("har", "netlog", "qlog"))  # ``Exchange.browser["source"]`` of a browser log's exchange
 
 # the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order
 _BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_end"), ("connect", "connect_start"),

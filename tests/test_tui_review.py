@@ -195,6 +195,16 @@ async def test_waterfall_bars_keep_room_in_80_columns():
         assert any("127.0.0.1:59833/data/config.json" in x for x in wide)
 
 
+def _amazon_app() -> WirefallApp:
+    """The TUI on the real amazon load (../shared/captures), skipped where it is not."""
+    amazon = ROOT.parent / "shared" / "captures" / "pageload-amazon"
+    if not (amazon / "amazon1.cap.gz").exists():
+        import pytest
+
+        pytest.skip("no amazon load")
+    return WirefallApp(str(amazon / "amazon1.cap.gz"), [str(amazon / "amazon1.key_log.txt.gz")])
+
+
 @sync
 async def test_a_wide_terminal_names_each_file():
     """At 200 columns the amazon load's rows name their files (the URL took 34 characters at any
@@ -202,12 +212,7 @@ async def test_a_wide_terminal_names_each_file():
     the first ten characters of its URL's last path segment."""
     from urllib.parse import urlsplit
 
-    amazon = Path(__file__).resolve().parents[2] / "shared" / "captures" / "pageload-amazon"
-    if not (amazon / "amazon1.cap.gz").exists():
-        import pytest
-
-        pytest.skip("no amazon load")
-    app = WirefallApp(str(amazon / "amazon1.cap.gz"), [str(amazon / "amazon1.key_log.txt.gz")])
+    app = _amazon_app()
     async with app.run_test(size=(200, 50)) as pilot:
         await _waterfall_tab(pilot, app)
         wv = app.query_one(WaterfallView)
@@ -224,12 +229,7 @@ async def test_a_short_terminal_gives_the_rows_the_lines():
     waterfall's note (3) and the legend (5) took the rest. Below SHORT_TERMINAL lines the note
     and the legend take 1 and 2 (the notice keeps its reason and next step whole): 8 rows; at 50
     lines as before."""
-    amazon = Path(__file__).resolve().parents[2] / "shared" / "captures" / "pageload-amazon"
-    if not (amazon / "amazon1.cap.gz").exists():
-        import pytest
-
-        pytest.skip("no amazon load")
-    app = WirefallApp(str(amazon / "amazon1.cap.gz"), [str(amazon / "amazon1.key_log.txt.gz")])
+    app = _amazon_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await _waterfall_tab(pilot, app)
         await pilot.pause(0.3)

@@ -1022,10 +1022,11 @@ def _spool_inputs(args, spooled: list[str]) -> None:
     import stat  # (loaded by os already)
 
     try:
-        if not stat.S_ISFIFO(os.stat(v).st_mode) and not stat.S_ISCHR(os.stat(v).st_mode):
-            return  # (a file, a folder: read as they are, nothing more imported)
+        mode = os.stat(v).st_mode
     except OSError:
         return
+    if not stat.S_ISFIFO(mode) and not stat.S_ISCHR(mode):
+        return  # (a file, a folder: read as they are, nothing more imported)
     import shutil
     import tempfile
 

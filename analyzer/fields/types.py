@@ -50,7 +50,7 @@ class Field:
     names: dict[str, int] | None = None  # value strings: "HEADERS" -> 1 (tshark accepts both)
     note: str = ""  # how wirefall's values differ from tshark's, if they do
     unsupported: str = ""  # referencing the field is an error with this text
-    size: int = 0  # bytes of the value, for slices of an integer field (0: not sliceable)
+    size: int = 0  # an unsigned integer field's size in bytes, tshark's: a literal past it is refused, len() is it (0: unknown)
     since: str = ""  # the Wireshark version that added the field, if later than 4.0 (Debian 12's tshark, the oracle)
 
 

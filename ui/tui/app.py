@@ -854,27 +854,26 @@ class WirefallApp(PacketHabits, App):
         b = explain.banner(self.an) if self.an is not None else None
         note.set_class(not b, "-none")
         width = (note.size.width or self.size.width) - 2
-        lines = self._compact()
-        if b and self.an is not None and _fit_notice(printable(b), width, lines) != printable(b):
+        self._compact()
+        if b and self.an is not None and _fit_notice(printable(b), width) != printable(b):
             # too long for its lines: the reasons and their next step before the headline's counts
             # (the Statistics tab's Completeness has those), then the first reason alone
             rs = explain.reasons(self.an)
             for k in (2, 1):
                 b = "Incomplete · " + " · ".join(explain.reason_text(r, i == 0) for i, r in enumerate(rs[:k]))
-                if _fit_notice(printable(b), width, lines) == printable(b):
+                if _fit_notice(printable(b), width) == printable(b):
                     break
-        note.update(Text(_fit_notice(printable(b or ""), width, lines)))
+        note.update(Text(_fit_notice(printable(b or ""), width)))
         self._wf_note()
 
-    def _compact(self) -> int:
-        """The waterfall notes' heights for the terminal's (``SHORT_TERMINAL``); the notice's lines returned."""
+    def _compact(self) -> None:
+        """The waterfall's note and legend as high as the terminal allows (``SHORT_TERMINAL``)."""
         short = 0 < self.size.height < SHORT_TERMINAL
         for sel, tall, low in (("#wf-note", 3, 1), ("#wf-legend", 5, 2)):
             try:
                 self.query_one(sel).styles.max_height = low if short else tall
             except NoMatches:
                 pass
-        return NOTICE_LINES
 
     def _wf_note(self) -> None:
         """The waterfall's header line: why there is no row (or fewer than requests)."""
