@@ -409,7 +409,8 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
        ``Origin`` or ``Sec-Fetch-Dest``), one whose ``User-Agent`` differs from the
        document's is background (another program: an agent, OS telemetry, curl), and of the
        others one that started before the
-       document (a long-poll already open) is background, one that starts before the page's
+       document (a long-poll already open; not a response whose request the capture did not
+       see: it may have begun after) is background, one that starts before the page's
        last tied response ends is the page's (no header ties it, its timing does) and any
        later one is background; without a browser (curl, h2load, nghttp: no such header
        anywhere) nothing tells a page apart and every remaining request is the page's.
@@ -604,8 +605,11 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
             background[e.id] = BG_OTHER_AGENT.format(agent=ua[:80])
         elif not browser:
             pass  # the page's
-        elif start_of(e) < dstart:
+        elif start_of(e) < dstart and e.request_start is not None:
             background[e.id] = BG_BEFORE_DOCUMENT
+        # (a response whose request the capture did not see — a download the capture joined
+        # mid-way — may have begun before the document or not: its timing below decides, so a
+        # page load the capture joined keeps its download in the page: amazon cut at packet 200)
         elif tied_end is not None and start_of(e) <= tied_end:
             pass  # the page's
         else:

@@ -359,6 +359,23 @@ def looks_like_h2_frames(head: bytes) -> bool:
     return seen >= 2 or (seen == 1 and pos == len(head))
 
 
+def h2_frames_fill(data) -> bool:
+    """``data`` (a TLS record's plaintext) is one or more plausible HTTP/2 frames that end
+    exactly where it ends: a chance of about 2**-24 a record for bytes that are not (the
+    length alone must land on the end).  A CONTINUATION may not open it."""
+    from wirefall.dissectors.http2 import plausible_frame_end
+
+    n, pos = len(data), 0
+    if n < 9:
+        return False
+    while pos + 9 <= n:
+        end = plausible_frame_end(data, pos)
+        if end is None or end > n:
+            return False
+        pos = end
+    return pos == n
+
+
 class Sniffer:
     """Holds the first bytes of a stream until the protocol is known, then hands
     everything to the right session and steps aside."""
@@ -409,6 +426,11 @@ class Sniffer:
                 kind = k1
         if kind == "raw" and self.conn.connect_start is None:  # no SYN: the capture may have begun mid-record
             kind = self._raw_or_tls(final=False)
+        if kind is None and self.tls_inside and h2_frames_fill(data):
+            # a record's plaintext that is HTTP/2 frames end to end, from either peer: a TLS
+            # connection joined mid-way (no ALPN seen) whose client has not spoken, or not from
+            # a frame's start (a server's DATA on a download the capture joined: amazon cut)
+            kind = "h2-mid"
         if kind is not None:
             self._decide(kind)
 

@@ -193,6 +193,7 @@ class QuicSession:
         # label, the decoder's words), in the order they first failed (``_failed``, ``_reason``)
         self.failed: dict[tuple[int, int], tuple[int, ReasonKind, str | None, str]] = {}
         self.rtt_from: float | None = None  # the client Initial the handshake RTT is timed from (None: after a Retry)
+        self.opened: bool | None = None  # the client's first Initial carried the ClientHello's start (None: none seen yet)
         self.decrypted_1rtt = False
         self.flip_request = False  # the pipeline swaps client and server, then clears it
         cs = ctx.shared.setdefault("quic_stats", {})
@@ -283,13 +284,24 @@ class QuicSession:
                     if conn.quic.server_scid is None and qp.scid is not None:
                         conn.quic.server_scid = bytes(qp.scid).hex()
                 if ptype == dq.INITIAL and direction == 0:
-                    if conn.connect_start is None:
-                        conn.connect_start = t
+                    if self.opened is None:  # the client's first Initial in the capture
                         info = conn.quic
                         info.version = dq.version_name(qp.version)
                         info.dcid = bytes(qp.dcid).hex()
                         info.scid = bytes(qp.scid or b"").hex()
-                    if self.rtt_from is None and conn.rtt is None:
+                        # it opens the handshake if it carries the ClientHello's first byte (CRYPTO
+                        # at offset 0).  One that does not (an ACK, the second half of a two-packet
+                        # ClientHello), or that the keys of its own DCID do not open (the client
+                        # moved to the server's DCID: its first Initial was earlier), follows a
+                        # handshake begun before the capture: the connection was joined mid-way,
+                        # its connect not in the capture (amazon cut at packet 512: the client's
+                        # later Initial read as the connect's start, a 16 ms handshake for 56).
+                        # A version without keys here cannot tell: taken as the first.
+                        self.opened = (any(f.code == 6 and f.offset == 0 for f in qp.frames) if qp.hdr_len
+                                       else not dq.qc.is_supported(qp.version or 0))
+                        if self.opened:
+                            conn.connect_start = t
+                    if self.rtt_from is None and conn.rtt is None and self.opened:
                         self.rtt_from = t
                 elif direction == 1 and ptype in (dq.RETRY, dq.VERSION_NEGOTIATION):
                     if conn.rtt is None:
@@ -680,7 +692,9 @@ class QuicSession:
     def _mid_row(self, d, sid, off, data, packet) -> None:
         """A request stream seen mid-stream (lenient): its row, with what is known (times;
         the sizes of the frames framed at its FIN, ``_mid_synced``), method, URL and status
-        unknown unless a frame tells."""
+        unknown unless a frame tells.  Its request's start is before the capture: unknown (the
+        first client bytes seen may be a retransmission sent after the response began: amazon
+        cut at packet 512 stamped the request's start 30 ms after its response's first byte)."""
         ctx = self.ctx
         ex = self.exchanges.get(sid)
         if ex is None:
@@ -697,8 +711,6 @@ class QuicSession:
                                     f"its body size is a lower bound")
         t = ctx.time(packet)
         if d == 0:
-            if ex.request_start is None:
-                ex.request_start, ex.request_start_packet = t, packet
             ex.request_end, ex.request_end_packet = t, packet
         else:
             if ex.response_start is None:

@@ -1,0 +1,148 @@
+"""A real page load the capture joined mid-way is told truthfully (review 27, reviewer R2).
+
+The real Chrome load of amazon.com (../shared/captures/pageload-amazon) cut at its start with
+``editcap -r`` — as a capture started late would be — against two outside truths: tshark on the
+whole capture (which frames and bytes came after the cut) and Chrome's NetLog of the same load
+(which request a socket carried).
+
+- Cut at packet 200: the TCP connection 10.20.0.3:49658 → 3.167.37.14:443 is inside the
+  download of challenge.js (stream 1, 342,893 bytes of DATA after the cut per tshark); its
+  TLS 1.3 keys are found by trial, but only the server spoke, so its HTTP/2 frames were never
+  recognised (the sniffer waited for the client) and the connection read as background
+  traffic "with no request on it".  Now: a row on stream 1 (its body a lower bound), the
+  page's, and the NetLog names it challenge.js.
+- Cut at packet 512: the QUIC connection on port 54950 began before the cut (its ClientHello
+  at packets 499-506 per tshark); its first client Initial in the capture carries no CRYPTO
+  at offset 0, and was read as the start of its connect (16 ms for a 56 ms handshake) with no
+  word that it was joined mid-way.  And on port 38863, a request stream seen mid-way got its
+  request's start from a retransmission sent after the response began (TTFB -30 ms).
+- Cut at packet 640: port 47668's ClientHello began in packet 635 (tshark); the Initial at
+  640 is its second half.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import need_tool, run_tool, shared
+
+from wirefall.analyzer import completeness as C
+from wirefall.analyzer import waterfall
+from wirefall.analyzer.pipeline import analyze
+
+AMAZON = "pageload-amazon"
+
+
+def _cut(tmp: Path, first: int) -> Path:
+    need_tool("editcap")
+    out = tmp / f"amazon1-from-{first}.pcap"
+    subprocess.run(["editcap", "-r", str(shared(AMAZON) / "amazon1.cap.gz"), str(out), f"{first}-100000"], check=True,
+                   capture_output=True)
+    return out
+
+
+def _keys() -> str:
+    return str(shared(AMAZON) / "amazon1.key_log.txt.gz")
+
+
+def _tshark_full(*args: str) -> list[list[str]]:
+    need_tool("tshark")
+    import gzip
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".keys") as f:  # (tshark reads a key log uncompressed)
+        f.write(gzip.decompress(Path(_keys()).read_bytes()))
+        f.flush()
+        out = run_tool("tshark", "-r", str(shared(AMAZON) / "amazon1.cap.gz"), "-o", f"tls.keylog_file:{f.name}", *args)
+    return [ln.split("\t") for ln in out.splitlines() if ln]
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cut27")
+
+
+def test_a_download_the_capture_joined_keeps_its_row_and_is_the_pages(tmp):
+    # truth: tshark on the whole capture — stream 1's DATA from the server on port 49658 after packet 200
+    rows = _tshark_full("-Y", "tcp.srcport == 443 && tcp.dstport == 49658 && http2.type == 0", "-T", "fields",
+                        "-e", "frame.number", "-e", "http2.length", "-e", "http2.streamid", "-e", "http2.type")
+    after = 0
+    for n, lens, sids, types in rows:
+        if int(n) >= 200:
+            after += sum(int(ln) for ln, s, t in zip(lens.split(","), sids.split(","), types.split(",")) if s == "1" and t == "0")
+    assert after == 342893
+    an = analyze(str(_cut(tmp, 200)), keylogs=[_keys()])
+    (conn,) = [c for c in an.connections if c.client == ("10.20.0.3", 49658)]
+    assert conn.protocol == "h2"
+    (ex,) = [e for e in an.exchanges if e.connection == conn.id]
+    assert ex.stream_id == 1 and ex.url is None and ex.request_start is None
+    assert (ex.sources or {}).get("response_body_bytes") == "lower_bound"
+    # a lower bound: the records the capture cut into, and those before the keys were found, are not counted
+    assert 0.9 * after <= ex.response_body_bytes <= after
+    # the page's, not background traffic: its request may have begun after the document's (unknown)
+    page = waterfall.page_of(an)
+    assert ex.id not in page.background
+    c = C.compute(an)
+    assert conn.id in c.joined_midway and conn.id not in c.background_connections
+
+
+def test_the_netlog_names_the_download_joined_mid_way(tmp):
+    from wirefall.analyzer.browserlog import overlay
+
+    an = analyze(str(_cut(tmp, 200)), keylogs=[_keys()])
+    overlay(an, str(shared(AMAZON) / "amazon1_netlog.json.gz"), "netlog")
+    (conn,) = [c for c in an.connections if c.client == ("10.20.0.3", 49658)]
+    (ex,) = [e for e in an.exchanges if e.connection == conn.id]
+    assert ex.url is not None and ex.url.endswith("/challenge.js")
+
+
+def test_a_quic_connection_whose_clienthello_predates_the_capture_is_joined_mid_way(tmp):
+    # truth: the ClientHello's first byte (CRYPTO at offset 0 in a client Initial) of port 54950 is before packet 512
+    first = [int(r[0]) for r in _tshark_full("-Y", "udp.srcport == 54950 && quic.long.packet_type == 0 && quic.crypto.offset == 0",
+                                             "-T", "fields", "-e", "frame.number")]
+    assert first and max(first) < 512
+    an = analyze(str(_cut(tmp, 512)), keylogs=[_keys()])
+    (conn,) = [c for c in an.connections if c.client[1] == 54950]
+    assert conn.connect_start is None and conn.rtt is None
+    assert conn.id in C.compute(an).joined_midway
+    # its request (www.amazon.com/) has no connect phase: the handshake is not in the capture
+    (ex,) = [e for e in an.exchanges if e.connection == conn.id]
+    names = [p[0] for p in waterfall.exchange_phases(ex, conn)]
+    assert "connect" not in names and "tls" not in names
+
+
+def test_a_request_stream_seen_mid_way_has_no_request_start(tmp):
+    an = analyze(str(_cut(tmp, 512)), keylogs=[_keys()])
+    (conn,) = [c for c in an.connections if c.client[1] == 38863]
+    mid = [e for e in an.exchanges if e.connection == conn.id and e.url is None]
+    assert mid
+    for e in mid:
+        # truth (tshark, whole capture): stream 4's request began at packet 489, before the cut
+        assert e.request_start is None
+        assert e.response_start is not None
+    (s4,) = [e for e in mid if e.stream_id == 4]
+    # its first client bytes in the capture (packet 520 of the whole: offset 7228) came after its response's first (515)
+    rows = _tshark_full("-Y", "udp.srcport == 38863 && quic.stream.stream_id == 4", "-T", "fields", "-e", "frame.number",
+                        "-e", "quic.stream.offset")
+    after = [int(n) for n, off in rows if int(n) >= 512]
+    assert after and min(after) == 520 and s4.request_end_packet == 520 - 511
+
+
+def test_the_second_half_of_a_clienthello_does_not_open_the_connect(tmp):
+    first = [int(r[0]) for r in _tshark_full("-Y", "udp.srcport == 47668 && quic.long.packet_type == 0 && quic.crypto.offset == 0",
+                                             "-T", "fields", "-e", "frame.number")]
+    assert first == [635]
+    an = analyze(str(_cut(tmp, 640)), keylogs=[_keys()])
+    (conn,) = [c for c in an.connections if c.client[1] == 47668]
+    assert conn.connect_start is None
+    assert conn.id in C.compute(an).joined_midway
+
+
+def test_the_whole_load_is_unchanged():
+    an = analyze(str(shared(AMAZON) / "amazon1.cap.gz"), keylogs=[_keys()])
+    quic = [c for c in an.connections if c.quic is not None and c.protocol and c.protocol.startswith("h3")]
+    assert quic and all(c.connect_start is not None and c.rtt is not None for c in quic)
+    c = C.compute(an)
+    assert c.page_complete and c.page_requests == 15
