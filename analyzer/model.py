@@ -165,7 +165,7 @@ class DecryptReason(str):
             if kind is ReasonKind.SECRET_MISSING:
                 return "no key for this client random"
             if kind is ReasonKind.HANDSHAKE_NOT_CAPTURED:
-                return "no ClientHello in the capture"
+                return "no ClientHello in the capture" + (f"; {detail}" if detail else "")
             if kind is ReasonKind.DECRYPTION_FAILED:
                 return "decryption failed" + (f" {detail}" if detail else "")
             if kind is ReasonKind.NO_ENCRYPTED_RECORDS:

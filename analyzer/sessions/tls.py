@@ -164,6 +164,10 @@ def _decrypted_fields(version: int, plaintext: int) -> dict:
     return {"version": _VNAME_CACHE.get(version) or _vname(version), "encrypted": True, "decrypted": True, "plaintext": plaintext}
 
 
+# (HANDSHAKE_NOT_CAPTURED's detail where keys were looked for by trial and none opened a record)
+_TRIED = "no key log secret opened it by trial (only TLS 1.3 can be; TLS 1.2 needs its handshake)"
+
+
 class TlsSession:
     def __init__(self, ctx, conn, **kw):
         self.ctx = ctx
@@ -350,7 +354,13 @@ class TlsSession:
             self._record(d, rec, flushing=True)
         info = self.info
         if self.ch is None and info.reason is None:
-            info.reason = DecryptReason(ReasonKind.HANDSHAKE_NOT_CAPTURED)
+            # with a key log, each direction's first protected records were tried against its
+            # TLS 1.3 secrets (sessions/tls_late.py): say that none opened them — the limit
+            # (a TLS 1.2 connection cannot be opened without its handshake) is the reader's
+            # to know (the amazon load cut at packet 700: fls-na's TLS 1.2 POST, said only to
+            # miss its ClientHello)
+            tried = any(getattr(self, "late_tries", None) or ())
+            info.reason = DecryptReason(ReasonKind.HANDSHAKE_NOT_CAPTURED, detail=_TRIED if tried else "")
         elif self.sh is None and info.reason is None and not info.decrypted:
             info.reason = DecryptReason(ReasonKind.OTHER, detail="no ServerHello in the capture")
         if info.reason is None and not info.decrypted:
