@@ -1105,10 +1105,36 @@ def _tls_span(conn: Connection) -> tuple[float | None, float | None]:
     return t.client_hello_time, (max(ends) if ends else None)
 
 
+def _log_says_ready(e: Exchange, c: Connection) -> bool:
+    """The browser's own record of this request (a NetLog or HAR laid over the capture) has no
+    DNS, connect or TLS of its own, and the wire shows the connection ready (its handshake
+    done) before the request began (its browser start moved to the wire's clock by the log's
+    own offset): the browser found the connection ready — made for another request it raced
+    for, or a preconnect —, so the connection's set-up is not this row's; the connection's own
+    row still draws it.  The amazon load's ue-base.js, the first request on a QUIC connection
+    ready 13 ms before it (raced for three requests that went over TCP; NetLog: bound to the
+    QUIC session, no connect) drew 72 ms of connect and 19 ms idle; its second document, on a
+    connection ready 194 ms before, the same.  A document whose connection the navigation
+    opened just before its request (the lab's loads: ready 10-40 ms after it) keeps it."""
+    b = e.browser
+    if not isinstance(b, dict) or b.get("source") not in ("netlog", "har"):
+        return False
+    t, off = b.get("times"), b.get("offsets")
+    if not (isinstance(t, dict) and isinstance(off, dict) and t.get("send_start") is not None and t.get("connect_start") is None
+            and t.get("ssl_start") is None and t.get("dns_start") is None):
+        return False
+    start, shift = t.get("start"), off.get("request_start")
+    ready = max((x for x in (c.connect_end, c.tls_end) if x is not None), default=None)
+    return isinstance(start, float) and isinstance(shift, float) and ready is not None and ready <= start - shift
+
+
 def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup | None = None) -> list[tuple[str, float, float]]:
     """The phases of one exchange's row, sequential and contiguous (see the module doc):
     ``conn`` (and its ``dns`` lookup) for the first exchange of a connection, which also
-    draws the connection's phases."""
+    draws the connection's phases — unless a browser log laid over the capture says the request
+    did not wait for it (``_log_says_ready``)."""
+    if conn is not None and conn.first_packet and _log_says_ready(e, conn):
+        conn = dns = None
     if conn is None and not e.pushed:
         # the common row (a request sent, then answered, in order): what the loop below makes
         # of it, without the loop (request-heavy captures have tens of thousands of them)

@@ -146,3 +146,30 @@ def test_the_whole_load_is_unchanged():
     assert quic and all(c.connect_start is not None and c.rtt is not None for c in quic)
     c = C.compute(an)
     assert c.page_complete and c.page_requests == 15
+
+
+def test_the_png_headline_is_wrapped_not_cut(tmp):
+    """The completeness headline of the cut capture (230 characters) ran past the PNG's right
+    edge ("…joined mid-way (began before the captu"); its lines now end inside the image: no
+    pixel of the headline's colour in the image's last 40 columns, and every word is drawn
+    (the figure's subtitle holds the whole headline, line breaks apart)."""
+    pytest.importorskip("kaleido")
+    Image = pytest.importorskip("PIL.Image")
+    from wirefall.analyzer import completeness as C2
+    from wirefall.ui import figures
+    from wirefall.ui import figures_marks as M
+    from wirefall.ui.exports import export
+
+    an = analyze(str(_cut(tmp, 512)), keylogs=[_keys()])
+    head = C2.headline(an)
+    assert len(head) > 200
+    out = tmp / "cut512.png"
+    export(an, str(out), "png")
+    im = Image.open(out).convert("RGB")
+    w, h = im.size
+    want = tuple(int(M.INCOMPLETE_COLOR[i:i + 2], 16) for i in (1, 3, 5))
+    px = im.load()
+    reds = [x for y in range(0, 80) for x in range(w) if sum(abs(a - b) for a, b in zip(px[x, y], want)) < 60]
+    assert reds and max(reds) < w - 40
+    sub = figures.waterfall_figure(waterfall.build(an), hover=False).layout.title.subtitle.text
+    assert "<br>" in sub and sub.replace("<br>", " ").startswith(head.split(";")[0])

@@ -342,9 +342,12 @@ def cmd_requests(args) -> int:
         ms = lambda a, b: "" if a is None or b is None else f"{(b - a) * 1000:.1f}"
         rows.append([e.id, e.connection, e.protocol, "" if e.stream_id is None else e.stream_id, ("push " if e.pushed else "") + (e.method or ""),
                      status_cell(e.status, e.reset, e.response_start is not None, not_sent_of(e.browser)), _fmt_time(e.request_start if e.request_start is not None else e.response_start, t0),
-                     ms(e.request_start, e.response_start), ms(e.response_start, e.response_end),
+                     ms(e.request_end if e.request_end is not None and not e.pushed else e.request_start, e.response_start),
+                     ms(e.response_start, e.response_end),
                      size_text(e.response_body_bytes, body_lower_bound(e, 1)), e.url or UNKNOWN_URL])
-    # (id first: the N that `--detail N`, --json and the TUI's waterfall number the request by)
+    # (id first: the N that `--detail N`, --json and the TUI's waterfall number the request by;
+    # ttfb: the request's last byte to the response's first — DevTools' and WebPageTest's TTFB,
+    # the detail's "Waiting (TTFB)": from the request's start it counted an upload's send in)
     print(_table(rows, ["id", "conn", "protocol", "stream", "method", "status", "start s", "ttfb ms", "recv ms", "bytes", "url"],
                  {0, 1, 3, 6, 7, 8, 9}))
     return 0

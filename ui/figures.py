@@ -22,6 +22,7 @@ shows as the characters it is and makes no element.
 from __future__ import annotations
 
 import os
+import textwrap
 from contextlib import contextmanager
 from collections.abc import Iterable
 
@@ -47,6 +48,8 @@ LEGEND_LABELS = {"idle": "Idle: connected, request not yet sent"}  # (shorter th
 LEGEND_ROW_PX = 19  # a row of the horizontal legend (10 px text)
 LEGEND_CHAR_PX = 5.6  # a character of its text (plotly's sans-serif at 10 px)
 MAX_ROWS_PX = 16000  # past 800 rows the request rows get thinner
+SUBTITLE_CHAR_PX = 6.4  # a character of the 12 px subtitle (plotly's sans-serif; the amazon headline: 6.05 px on average)
+SUBTITLE_LINE_PX = 16  # each line of the subtitle after its first
 NARROWEST = 1200  # milestone labels are staggered for this figure width: wider only spreads them
 
 
@@ -635,7 +638,13 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         view_note = (f"Time axis: the page's span ({a / 1000:.2f}–{b / 1000:.2f} s of {c.t_end_ms / 1000:.2f} s captured); "
                      f"{beyond} background row{'s' * (beyond != 1)} reach{'es' * (beyond == 1)} beyond it (← →; "
                      "the whole capture: zoom out, or export --time-span capture)")
-    head_px = 34 + (20 if wf.completeness else 0) + (18 if view_note else 0)
+    # the headline and the view's note wrapped to the narrowest figure's width (a line past it was
+    # cut at the image's edge: the amazon load cut at packet 512, "…joined mid-way (began before the captu")
+    sub_chars = max(int((plot_w_narrow + ml + mr - 24) / SUBTITLE_CHAR_PX), 40)
+    extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded, marked bg) not in the page load" if n_bg else ""
+    head_lines = textwrap.wrap(wf.completeness + extra, sub_chars) if wf.completeness else []
+    note_lines = textwrap.wrap(view_note, sub_chars) if view_note else []
+    head_px = 34 + (20 + SUBTITLE_LINE_PX * (len(head_lines) - 1) if head_lines else 0) + 18 * len(note_lines)
     axis_top_px = 24
     mt = head_px + ms_rows * MILESTONE_ROW_PX + axis_top_px + 4
     wf_px = min(max(ROW_PX * max(n, 1), 60), MAX_ROWS_PX)  # (past it, thinner rows)
@@ -718,13 +727,13 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     if c.filter_note:  # a filtered view says so, and what it shows of how many (a shared image read as the whole page)
         head_text += f' <span style="color:{M.FILTER_COLOR};font-size:14px">— {html_text(c.filter_note)}</span>'
     head = dict(text=head_text, x=0.01, y=1.0, yanchor="top", yref="container", pad=dict(t=8))
-    if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
+    note_html = "<br>".join(html_text(ln) for ln in note_lines)
+    if head_lines:  # what the capture does not show, under the title (analyzer.completeness)
         col = M.headline_color(wf.completeness)
-        extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded, marked bg) not in the page load" if n_bg else ""
-        text = html_text(wf.completeness + extra) + (f'<br><span style="color:#444444">{html_text(view_note)}</span>' if view_note else "")
+        text = "<br>".join(html_text(ln) for ln in head_lines) + (f'<br><span style="color:#444444">{note_html}</span>' if note_html else "")
         head["subtitle"] = dict(text=text, font=dict(size=12, color=col))
-    elif view_note:
-        head["subtitle"] = dict(text=html_text(view_note), font=dict(size=12, color="#444444"))
+    elif note_html:
+        head["subtitle"] = dict(text=note_html, font=dict(size=12, color="#444444"))
     ticks = M.time_ticks(view[0], view[1], float(plot_w_narrow))
     xticks = dict(tickmode="array", tickvals=ticks[0], ticktext=ticks[1], ticksuffix="") if ticks else dict(ticksuffix=" ms")
     x_title = "time from the first packet" if ticks else "ms from the first packet"
