@@ -13,7 +13,11 @@ the same folder, then rename) and an existing file is never replaced unless ``fo
   ``_packets`` (packet numbers of the first/last request/response bytes),
   ``_header_bytes_wire``/``_header_bytes_decoded`` (``{"request", "response"}``),
   ``_reset``, ``_content_class``.  Cookie, Set-Cookie, Authorization and
-  Proxy-Authorization are left out unless ``include_sensitive``.
+  Proxy-Authorization are left out unless ``include_sensitive``.  A request with a body has
+  ``postData`` (``_post_data``): ``mimeType`` its Content-Type, and only with
+  ``include_sensitive`` (a POST body can hold a password) its ``text`` — read again from the
+  capture, Content-Encoding undone, decoded in its charset; left out for a binary body, which
+  HAR 1.2 cannot hold — and, for a form (``application/x-www-form-urlencoded``), ``params``.
 - JSON: ``{"format": "wirefall-model", "version", "summary", "exchanges", "frames",
   "waterfall", "stats"}`` from ``analyzer.jsonout`` (connection/exchange/frame dicts).
 - qlog: draft-ietf-quic-qlog main schema 0.3 (JSON, what qvis loads): one trace per QUIC
@@ -263,6 +267,78 @@ def _devtools_priority(e: Exchange) -> str | None:
     return None
 
 
+POST_DATA_BYTES = 16 << 20  # request body bytes read again and decoded for a HAR's postData.text
+
+
+def _request_bodies(an: Analysis, exs: list[Exchange]) -> dict[int, tuple[bytes, str | None]]:
+    """The request bodies of ``exs`` for ``postData``: exchange id -> (decoded bytes, why the text
+    is not the whole body or not the body as sent, or None), read again from the capture in one
+    pass (``analyzer.objects.exchange_bodies``), each at most ``POST_DATA_BYTES``; an exchange
+    whose body could not be read again maps to (b"", why)."""
+    from .objects import decode_body, exchange_bodies
+
+    raws = exchange_bodies(an, [(e, 0) for e in exs], max_bytes=POST_DATA_BYTES)
+    out: dict[int, tuple[bytes, str | None]] = {}
+    for e in exs:
+        raw = raws[(e.id, 0)]
+        if raw.error:
+            out[e.id] = (b"", f"request body not available: {raw.error}")
+            continue
+        parts: list[bytes] = []
+        coding = e.header("content-encoding", response=False)
+        res = decode_body(None if raw.compressed_frames else coding, [raw.data], parts.append, cap=POST_DATA_BYTES)
+        why = raw.truncated or (f"decoded body cut at {POST_DATA_BYTES} bytes" if res.capped else None)
+        if res.error:
+            why = f"{why}; {res.error}" if why else res.error
+        elif raw.seen < e.request_body_bytes:
+            why = why or f"the capture holds {raw.seen} of its {e.request_body_bytes} bytes"
+        out[e.id] = (b"".join(parts), why)
+    return out
+
+
+def _post_data(e: Exchange, body: tuple[bytes, str | None] | None, include_sensitive: bool) -> dict[str, Any]:
+    """HAR 1.2 ``postData`` of a request with a body: ``mimeType`` the request's Content-Type
+    ("" without one), as Chrome writes it; with ``include_sensitive`` (``body`` read again:
+    ``_request_bodies``) ``text``, the body as text — Content-Encoding undone, decoded in the
+    Content-Type's charset (UTF-8 without one) when the type is textual (``analyzer.body``'s
+    test: text/*, JSON, XML, JavaScript, forms…), else when the bytes are UTF-8 with few control
+    characters — and for ``application/x-www-form-urlencoded`` also ``params`` (name/value
+    pairs, as Chrome gives both).  A binary body has no ``text``: HAR 1.2 has no encoding field
+    for postData (Chrome writes such a body as UTF-8 text, replacing what does not decode,
+    which no reader can turn back into the bytes); ``comment`` says so, as it says when the
+    body is left out (no ``include_sensitive``), not available, or cut."""
+    from .body import _decode_text, _is_json, _is_text, _looks_textual, _mime
+
+    ctype = e.header("content-type", response=False) or ""
+    pd: dict[str, Any] = {"mimeType": ctype}
+    n = e.request_body_bytes
+    if not include_sensitive:
+        pd["comment"] = (f"request body ({n} bytes) left out: it may hold credentials "
+                         "(wirefall export --include-sensitive keeps it)")
+        return pd
+    data, why = body if body is not None else (b"", "request body not available")
+    mime = _mime(ctype)
+    text = None
+    if data:
+        text = _decode_text(data, ctype) if (_is_text(mime) or _is_json(mime)) else _looks_textual(data)
+    notes = [why] if why else []
+    if text is not None:
+        pd["text"] = text
+        if mime == "application/x-www-form-urlencoded":
+            charset = next((v.strip().strip('"') for k, _, v in (x.partition("=") for x in ctype.split(";")[1:])
+                            if k.strip().lower() == "charset"), None) or "utf-8"
+            try:
+                pairs = parse_qsl(text, keep_blank_values=True, encoding=charset, errors="replace")
+            except (LookupError, ValueError):
+                pairs = parse_qsl(text, keep_blank_values=True, errors="replace")
+            pd["params"] = [{"name": k, "value": v} for k, v in pairs]
+    elif data:
+        notes.insert(0, f"binary request body ({len(data)} bytes) not included: HAR 1.2 postData has no encoding for binary data")
+    if notes:
+        pd["comment"] = "; ".join(notes)
+    return pd
+
+
 def _cookies(e: Exchange, response: bool, include_sensitive: bool) -> list[dict]:
     if not include_sensitive:
         return []
@@ -399,6 +475,8 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
                if f.type == "RESPONSE" and f.fields and "exchange" in f.fields and not f.fields.get("interim")}
     entries = []
     orphans = []
+    # request bodies read again for postData.text only when they are to be written (include_sensitive)
+    bodies = _request_bodies(an, [exs[r.exchange] for r in wf.rows if exs[r.exchange].request_body_bytes > 0]) if include_sensitive else {}
     for row in wf.rows:
         e = exs[row.exchange]
         c = conns.get(e.connection)
@@ -454,6 +532,8 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             "_content_class": row.content_class,
             "_exchange": e.id,
         }
+        if e.request_body_bytes > 0:  # (HAR 1.2 postData, after bodySize as Chrome writes it)
+            entry["request"]["postData"] = _post_data(e, bodies.get(e.id), include_sensitive)
         pr = _devtools_priority(e)
         if pr is not None:  # (absent when neither the browser nor the wire says, as Chrome's HAR)
             entry["_priority"] = pr

@@ -23,6 +23,7 @@ from typing import Any
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.http1 import start_line_size
 from wirefall.dissectors.registry import REGISTRY, over_quic
+from wirefall.dissectors.tls_suites import overhead_bound
 
 from .jsonout import time_span, unknown_fields
 from .model import PROTO_NAMES, Analysis, Connection, Exchange, no_network_connections
@@ -82,6 +83,9 @@ class Block:
     # connections whose start the capture missed: their first header block is not in it (all counted in rest)
     first_block_unseen: int = 0
     tls_connections: int = 0  # connections with TLS over TCP (whose records ``tls_record_overhead`` counts)
+    # per direction: False where ``tls_record_overhead`` is only a lower bound (records not decrypted
+    # whose overhead the cipher suite does not fix: analyzer.sessions.tls.TlsSession._overhead_estimate)
+    tls_record_overhead_exact: list[bool] = field(default_factory=lambda: [True, True])
     # connections only: an h2c Upgrade's HTTP/1.1 heads [[request wire, decoded], [response wire, decoded]],
     # not in this block's header pairs (counted under HTTP/1.1's)
     upgrade_heads: list[list[int]] | None = None
@@ -103,7 +107,8 @@ class Block:
                  pushes: int = 0, resets: int = 0, req_headers: list[int] = FACTORY, resp_headers: list[int] = FACTORY,
                  req_headers_first: list[int] = FACTORY, resp_headers_first: list[int] = FACTORY, req_headers_rest: list[int] = FACTORY,
                  resp_headers_rest: list[int] = FACTORY, qpack_encoder: list[int] = FACTORY, headers_unknown: dict = FACTORY,
-                 first_block_unseen: int = 0, tls_connections: int = 0, upgrade_heads: list[list[int]] | None = None, request_body: int = 0,
+                 first_block_unseen: int = 0, tls_connections: int = 0, tls_record_overhead_exact: list[bool] = FACTORY,
+                 upgrade_heads: list[list[int]] | None = None, request_body: int = 0,
                  response_body: list[int] = FACTORY, max_streams_in_flight: int = 0, ttfb: float | None = None,
                  page_load_time: float | None = None, first_time: float | None = None, last_time: float | None = None,
                  endpoints: str | None = None, protocol: str | None = None) -> None:
@@ -132,6 +137,7 @@ class Block:
         self.headers_unknown = dict.fromkeys(HDR_KEYS, 0) if headers_unknown is FACTORY else headers_unknown
         self.first_block_unseen = first_block_unseen
         self.tls_connections = tls_connections
+        self.tls_record_overhead_exact = [True, True] if tls_record_overhead_exact is FACTORY else tls_record_overhead_exact
         self.upgrade_heads = upgrade_heads
         self.request_body = request_body
         self.response_body = [0, 0] if response_body is FACTORY else response_body
@@ -417,6 +423,9 @@ def _fill_connection(b: Block, c: Connection) -> None:
     if c.tls is not None and c.transport == "tcp":
         b.tls_connections += 1
         _add2(b.tls_record_overhead, c.tls.record_overhead)
+        for d, bound in enumerate(overhead_bound(c.tls)):
+            if bound:
+                b.tls_record_overhead_exact[d] = False
     b.first_time = c.start if b.first_time is None else min(b.first_time, c.start)
     b.last_time = c.end if b.last_time is None else max(b.last_time, c.end)
 
@@ -579,6 +588,8 @@ def _add_block(blk: Block, cb: Block) -> None:
                  "qpack_encoder", "response_body"):
         _add2(getattr(blk, name), getattr(cb, name))
     blk.tls_connections += cb.tls_connections
+    for d in (0, 1):
+        blk.tls_record_overhead_exact[d] = blk.tls_record_overhead_exact[d] and cb.tls_record_overhead_exact[d]
     if cb.first_time is not None:
         blk.first_time = cb.first_time if blk.first_time is None else min(blk.first_time, cb.first_time)
     if cb.last_time is not None:
@@ -832,6 +843,8 @@ def block_dict(b: Block) -> dict[str, Any]:
         "payload_bytes": b.payload,
         "tls_record_overhead": b.tls_record_overhead,
         "tls_connections": b.tls_connections,
+        # (added 2026-12-05, additive) per direction, false where tls_record_overhead is a lower bound; null without TLS over TCP
+        "tls_record_overhead_exact": list(b.tls_record_overhead_exact) if b.tls_connections else None,
         "framing_overhead": b.framing_overhead,
         "frames": b.frames,
         "retransmissions": b.retransmissions,
@@ -916,7 +929,16 @@ def _table(title: str, headers: list[str], rows: list[list[str]], right: set[int
 def _tls_pair(b: Block, protocol: str | None = None) -> str:
     """The TLS-overhead cell: "-" where no connection of the row is TLS over TCP (QUIC's packet
     protection is not TLS records and is not counted; 0 there would read as none)."""
-    return "-" if not b.tls_connections else _pair(b.tls_record_overhead)
+    if not b.tls_connections:
+        return "-"
+    p, ex = b.tls_record_overhead, b.tls_record_overhead_exact
+    return f"{'' if ex[0] else '≥'}{p[0]:,} / {'' if ex[1] else '≥'}{p[1]:,}"
+
+
+TLS_BOUND_NOTE = ("≥: a lower bound — protected records not decrypted whose overhead the cipher suite does not fix "
+                  "(CBC padding taken as one byte, except in a Finished or an alert without TLS compression, whose "
+                  "length is known; TLS 1.3 padding unknown; the header only where the suite's record protection is "
+                  "not known); the key log gives exact figures")
 
 
 def _outside_text(st: Stats) -> str | None:
@@ -1001,6 +1023,7 @@ def render_text(st: Stats) -> str:
         "payload: TCP/UDP length from the headers, as tshark's tcp.len",
         "TLS overhead: every TLS record's header, and of protected records the MAC or tag, explicit nonce, padding and "
         "inner content type; '-' without TLS over TCP (QUIC)",
+        *([TLS_BOUND_NOTE] if not log_alone and c.tls_connections and not all(c.tls_record_overhead_exact) else []),
         "retrans: " + ("the TCP segments tshark flags tcp.analysis.retransmission (fast and spurious ones in)"
                        if c.tcp_retransmissions is not None else "the TCP segments whose bytes the capture had already carried"),
     ])

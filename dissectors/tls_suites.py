@@ -1,5 +1,9 @@
 """TLS cipher suite names by id (IANA TLS Cipher Suites registry names, as Wireshark 4.0
-lists them; generated from ``tshark -G values``).  Used for display only."""
+lists them; generated from ``tshark -G values``), for display; and read from those names, what
+each TLS 1.0–1.2 suite adds to a record (``record_protection``: MAC, block and explicit IV, AEAD
+nonce and tag), for the record overhead of records that were not decrypted
+(``analyzer.sessions.tls``), whose total per direction is a ``RecordOverhead`` (it says when the
+figure is only a lower bound)."""
 
 CIPHER_SUITES: dict[int, str] = {
     0x0000: "TLS_NULL_WITH_NULL_NULL",
@@ -425,3 +429,99 @@ CIPHER_SUITES: dict[int, str] = {
     0xffe0: "SSL_RSA_FIPS_WITH_3DES_EDE_CBC_SHA",
     0xffe1: "SSL_RSA_FIPS_WITH_DES_CBC_SHA",
 }
+
+
+# ------------------------------------------------------------------ record protection
+
+class RecordProtection(tuple):
+    """How a TLS 1.0–1.2 cipher suite protects a record (what it adds to its content):
+    ``kind`` ``"stream"`` (RC4 and NULL: the MAC only), ``"cbc"`` (the MAC, then padding to
+    ``block`` with at least its length byte, and from TLS 1.1 on an explicit IV of ``block``
+    bytes) or ``"aead"`` (``nonce`` explicit nonce bytes and a ``tag``: RFC 5288 GCM, RFC 6655
+    CCM, RFC 7905 ChaCha20-Poly1305); ``mac`` the HMAC length (MD5 16, SHA-1 20, SHA-256 32,
+    SHA-384 48)."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind: str, block: int = 0, mac: int = 0, nonce: int = 0, tag: int = 0) -> "RecordProtection":
+        return tuple.__new__(cls, (kind, block, mac, nonce, tag))
+
+    kind = property(lambda self: self[0])
+    block = property(lambda self: self[1])
+    mac = property(lambda self: self[2])
+    nonce = property(lambda self: self[3])
+    tag = property(lambda self: self[4])
+
+    def minimum(self, version: int | None) -> int:
+        """The fewest bytes this protection adds to a record of protocol ``version`` (0x0301
+        TLS 1.0 …): exact for stream and AEAD suites, with one byte of padding for CBC."""
+        if self.kind == "cbc":
+            return (self.block if version is not None and version >= 0x0302 else 0) + self.mac + 1
+        return self.mac + self.nonce + self.tag
+
+
+_MAC_LEN = {"MD5": 16, "SHA": 20, "SHA256": 32, "SHA384": 48}
+# the bulk ciphers of the IANA TLS Cipher Suites registry's TLS 1.0–1.2 suites (their names'
+# part after _WITH_, before the MAC), and their block size (0: a stream cipher)
+_BLOCK = {"NULL": 0, "RC4_40": 0, "RC4_56": 0, "RC4_128": 0, "RC2_CBC_40": 8, "RC2_CBC_56": 8, "DES40_CBC": 8, "DES_CBC_40": 8,
+          "DES_CBC": 8, "3DES_EDE_CBC": 8, "IDEA_CBC": 8, "SEED_CBC": 16, "AES_128_CBC": 16, "AES_256_CBC": 16,
+          "CAMELLIA_128_CBC": 16, "CAMELLIA_256_CBC": 16, "ARIA_128_CBC": 16, "ARIA_256_CBC": 16}
+_AEAD = {"GCM": (8, 16), "CCM": (8, 16), "CCM_8": (8, 8), "POLY1305": (0, 16)}  # explicit nonce, tag
+_protection: dict[int, RecordProtection | None] = {}
+
+
+def record_protection(cs: int | None) -> RecordProtection | None:
+    """The record protection of TLS 1.0–1.2 suite ``cs`` (``RecordProtection``), read from its
+    IANA name in ``CIPHER_SUITES``; None for a suite this table cannot tell (unknown ids,
+    TLS 1.3 suites, the SSL 3.0 FORTEZZA and FIPS suites, the GOST, SM and Salsa20 suites,
+    whose MAC sizes and padding are not those of the name's parts)."""
+    if cs is None:
+        return None
+    if cs in _protection:
+        return _protection[cs]
+    name = CIPHER_SUITES.get(cs, "")
+    out: RecordProtection | None = None
+    head, sep, tail = name.partition("_WITH_")
+    if sep and head.startswith("TLS_"):
+        if tail == "NULL_NULL":
+            out = RecordProtection("stream")
+        else:
+            parts = tail.split("_")
+            mac = _MAC_LEN.get(parts[-1])
+            bulk = "_".join(parts[:-1]) if mac is not None else tail
+            for mode, (nonce, tag) in _AEAD.items():
+                algo = bulk[: -len(mode) - 1] if bulk.endswith("_" + mode) else None
+                if algo in ("AES_128", "AES_256", "CAMELLIA_128", "CAMELLIA_256", "ARIA_128", "ARIA_256", "CHACHA20"):
+                    out = RecordProtection("aead", nonce=nonce, tag=tag)
+                    break
+            else:
+                if mac is not None and bulk in _BLOCK:
+                    out = RecordProtection("cbc" if _BLOCK[bulk] else "stream", _BLOCK[bulk], mac)
+    _protection[cs] = out
+    return out
+
+
+# ------------------------------------------------------------------ record overhead
+
+class RecordOverhead(list):
+    """``TlsInfo.record_overhead`` ([client→server, server→client] bytes), with ``bound``
+    [c2s, s2c]: True where the figure is only a lower bound — a protected record not decrypted
+    whose overhead the cipher suite does not fix (CBC padding, TLS 1.3 padding, an unknown
+    suite: see ``analyzer.sessions.tls.TlsSession._overhead_estimate``).  A list as before (JSON, sums); the flag
+    travels with it (pickled with the analysis: cache, parallel workers)."""
+
+    __slots__ = ("bound",)
+
+    def __init__(self, values=(0, 0), bound=None) -> None:
+        super().__init__(values)
+        self.bound = list(bound) if bound is not None else [False, False]
+
+    def __reduce__(self):
+        return (RecordOverhead, (list(self), list(self.bound)))
+
+
+def overhead_bound(info) -> list[bool]:
+    """Per direction, whether ``info.record_overhead`` (a ``model.TlsInfo``'s) is a lower bound (``RecordOverhead.bound``;
+    [False, False] for a plain list: no estimate was made on it)."""
+    ro = info.record_overhead if info is not None else None
+    return list(ro.bound) if isinstance(ro, RecordOverhead) else [False, False]

@@ -830,7 +830,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("-o", "--output", required=True, metavar="OUT")
         sp.add_argument("--format", choices=["png", "svg", "html", "har", "json", "qlog"], help="default: from OUT's extension")
         sp.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
-        sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization in HAR")
+        sp.add_argument("--include-sensitive", action="store_true", help="keep Cookie, Set-Cookie and Authorization, and request bodies (postData text), in HAR")
         sp.add_argument("--group-by", choices=["connection", "host"], help="group waterfall rows by connection or by host")
         sp.add_argument("--sort", choices=["start", "duration", "size", "host"], help="order of the waterfall rows (in each group): default start")
         sp.add_argument("--time-span", choices=["page", "capture"], default="page",

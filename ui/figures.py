@@ -728,7 +728,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         head_text += f' <span style="color:{M.FILTER_COLOR};font-size:14px">— {html_text(c.filter_note)}</span>'
     head = dict(text=head_text, x=0.01, y=1.0, yanchor="top", yref="container", pad=dict(t=8))
     note_html = "<br>".join(html_text(ln) for ln in note_lines)
-    if head_lines:  # what the capture does not show, under the title (analyzer.completeness)
+    if head_lines and wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
         col = M.headline_color(wf.completeness)
         text = "<br>".join(html_text(ln) for ln in head_lines) + (f'<br><span style="color:#444444">{note_html}</span>' if note_html else "")
         head["subtitle"] = dict(text=text, font=dict(size=12, color=col))

@@ -23,8 +23,12 @@ record before it.  ``conn.tls_start`` = ClientHello time, ``conn.tls_end`` = the
 content — every record's 5-byte header, and of each protected record (application data,
 and the Finished, NewSessionTicket, alerts… sent under encryption) the explicit nonce,
 tag/MAC, padding and TLS 1.3 inner content type; exact when decrypted, from the cipher suite
-otherwise (CBC assumes minimal padding), headers only where the suite is not known (a
-capture that joined the connection mid-way).  The content of plaintext records (ClientHello,
+otherwise (``dissectors.tls_suites.record_protection``: exact for TLS 1.0–1.2 stream and AEAD
+suites and for a CBC Finished or alert, whose plaintext length is known; CBC assumes minimal
+padding elsewhere, TLS 1.3 no padding), headers only where the suite is not known (a
+capture that joined the connection mid-way).  ``record_overhead`` is a
+``tls_suites.RecordOverhead``, whose ``bound`` says per direction when the figure is only a
+lower bound (``_overhead_estimate``).  The content of plaintext records (ClientHello,
 ServerHello, ChangeCipherSpec …) is not overhead.  (Since 2026-12-03: every record; before,
 application-data records only.)  An SSLv2 ClientHello's header is not counted.
 
@@ -65,6 +69,7 @@ server random and the client random whose master secret applies) to look up in t
 from __future__ import annotations
 
 from wirefall.dissectors import tls as T
+from wirefall.dissectors.tls_suites import RecordOverhead, record_protection
 from wirefall.dissectors.tls_crypto import (
     AEAD_ERRORS,
     DecryptError,
@@ -168,11 +173,19 @@ def _decrypted_fields(version: int, plaintext: int) -> dict:
 _TRIED = "no key log secret opened it by trial (only TLS 1.3 can be; TLS 1.2 needs its handshake)"
 
 
+FINISHED_PLAINTEXT = 16  # TLS 1.0–1.2 Finished: 4-byte handshake header + 12 bytes verify_data (RFC 5246 7.4.9)
+FINISHED_PLAINTEXT_SSL3 = 40  # SSL 3.0: header + MD5 (16) + SHA-1 (20) hashes
+ALERT_PLAINTEXT = 2  # level, description
+_NPN_EXTENSIONS = (13172, 30032)  # next_protocol_negotiation, channel_id: an encrypted client message before its Finished
+
+
 class TlsSession:
     def __init__(self, ctx, conn, **kw):
         self.ctx = ctx
         self.conn = conn
         self.info = conn.tls = conn.tls or TlsInfo()
+        if not isinstance(self.info.record_overhead, RecordOverhead):
+            self.info.record_overhead = RecordOverhead(self.info.record_overhead)
         if conn.protocol is None:
             conn.protocol = "tls"
         self.readers = (T.RecordReader(), T.RecordReader())
@@ -579,7 +592,7 @@ class TlsSession:
     def _no_key_record(self, d: int, rec: T.Record, rtype: int) -> None:
         """Timeline facts from a record we cannot read (and its overhead, estimated)."""
         info = self.info
-        self._overhead_estimate(d, rec)
+        self._overhead_estimate(d, rec, rtype)
         if not self.tls13:
             if self.after_ccs[d] and rtype == T.HANDSHAKE:  # TLS 1.2 Finished
                 self.after_ccs[d] = False
@@ -592,19 +605,55 @@ class TlsSession:
             if info.server_finished_time is None and self.last_s2c_packet:
                 info.server_finished_time = self.ctx.time(self.last_s2c_packet)
 
-    def _overhead_estimate(self, d: int, rec: T.Record) -> None:
-        """A protected record not decrypted: its header, and what the cipher suite adds (record_overhead)."""
-        p = self.params
-        if p is None:  # (the suite unknown: the header only)
-            self.info.record_overhead[d] += 5
-            return
-        if p.tls13:
-            ov = p.tag_len + 1
-        elif p.tag_len:
-            ov = p.tag_len + (0 if p.cipher == "CHACHA20-POLY1305" else 8)
+    def _overhead_estimate(self, d: int, rec: T.Record, rtype: int | None = None) -> None:
+        """A protected record not decrypted: its header, and what the cipher suite adds
+        (record_overhead).  Exact where the suite fixes it — TLS 1.0–1.2 stream (RC4, NULL: the
+        MAC) and AEAD suites (explicit nonce and tag) — and, for a CBC suite, on a record whose
+        plaintext length is known (the Finished right after ChangeCipherSpec, 16 bytes; an alert,
+        2 bytes; not under TLS compression, not a client whose NPN or Channel ID message may come
+        first): the record's length less it.  Elsewhere a lower bound (``RecordOverhead.bound``):
+        other CBC records (one byte of padding assumed), TLS 1.3 records (tag and content type;
+        padding unknown), and a suite whose record protection is not known (the header only:
+        ``dissectors.tls_suites.record_protection``; a capture that joined mid-way)."""
+        n = len(rec.body)
+        ov, exact = 0, False
+        if self.tls13:
+            p = self.params
+            if p is not None and p.tls13:
+                ov = p.tag_len + 1
         else:
-            ov = (p.block if self.version and self.version >= 0x0302 else 0) + p.mac_len + 1
-        self.info.record_overhead[d] += 5 + min(ov, len(rec.body))
+            sh = self.sh or {}
+            rp = record_protection(sh.get("cipher_suite"))
+            if rp is not None:
+                ov = rp.minimum(self.version)
+                exact = rp.kind != "cbc"
+                known = self._known_plaintext(d, rtype) if rp.kind == "cbc" else None
+                if known is not None:
+                    iv = rp.block if self.version is not None and self.version >= 0x0302 else 0
+                    etm = bool((self.ch or {}).get("encrypt_then_mac")) and bool(sh.get("encrypt_then_mac"))
+                    ct = n - iv - (rp.mac if etm else 0)  # the CBC ciphertext: whole blocks
+                    if n - known >= ov and ct > 0 and ct % rp.block == 0:
+                        ov, exact = n - known, True
+        if ov > n:  # (shorter than the suite's least overhead: malformed, counted as it is)
+            ov, exact = n, False
+        ro = self.info.record_overhead
+        ro[d] += 5 + ov
+        if not exact and isinstance(ro, RecordOverhead):
+            ro.bound[d] = True
+
+    def _known_plaintext(self, d: int, rtype: int | None) -> int | None:
+        """The plaintext length of a protected TLS 1.0–1.2 record not decrypted, where the
+        protocol fixes it (``_overhead_estimate``), else None."""
+        sh = self.sh or {}
+        if sh.get("compression_method") != 0:  # (DEFLATE: the compressed length is not known)
+            return None
+        if rtype == T.ALERT:
+            return ALERT_PLAINTEXT
+        if rtype == T.HANDSHAKE and self.after_ccs[d]:
+            if d == 0 and (sh.get("npn") or any(e[0] in _NPN_EXTENSIONS for e in sh.get("extensions") or ())):
+                return None
+            return FINISHED_PLAINTEXT_SSL3 if self.version == 0x0300 else FINISHED_PLAINTEXT
+        return None
 
     def _frame(self, d: int, rec: T.Record, type_: str, fields: dict) -> Frame:
         pk = rec.packet
