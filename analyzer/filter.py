@@ -52,6 +52,7 @@ from collections.abc import Callable
 from wirefall.analyzer import fields as _fields
 from wirefall.analyzer.safetext import plural
 from wirefall.analyzer.fields import types as T
+from wirefall.analyzer.fields import valuestrings as VS
 from wirefall.analyzer.fields.packet import PacketContext, PacketView
 from wirefall.analyzer.fields.wirefall import SHORT
 
@@ -323,6 +324,45 @@ class _Bad(Exception):
     pass
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _value_string(f: T.Field | None, ftype: str, s: str, quoted: bool) -> int:
+    """The value a name stands for in an integer or boolean field, as tshark 4.0 reads it
+    (epan/dfilter/semcheck.c ``mk_fvalue_from_val_string``): Wireshark's value strings of the
+    field (``analyzer/fields/valuestrings.py``, generated from ``tshark -G values``), compared
+    ignoring ASCII case, the first that matches winning; a boolean's true/false strings ("Set",
+    "Not set"; "True", "False" for one without).  A quoted string uses the field name's first
+    registration (tshark walks the same-name list back for a string: ``tls.handshake.type ==
+    "Server Hello"`` is SSLv2's 4), an unquoted word its last; an unquoted word that is a
+    Wireshark field or protocol name is that field (``ip.proto == tcp`` is an error in tshark)."""
+    name = f.name if f is not None else ""
+    what = "the possible values for " + name if name else "the possible values"
+    low = s.translate(_ASCII_LOWER)
+    if not quoted and s in VS.FIELD_NAMES:
+        raise _Bad(f"{s!r} is a Wireshark protocol or field name, not a value of {name or 'the field'} (tshark reads it as that "
+                   f"field: not of a compatible type)")
+    if ftype == T.BOOL:
+        tf = VS.BOOLEANS.get(name, ("True", "False"))
+        if low == tf[0].translate(_ASCII_LOWER):
+            return 1
+        if low == tf[1].translate(_ASCII_LOWER):
+            return 0
+        raise _Bad(f"{s!r} cannot be found among {what} (a boolean: 1, 0, or {tf[0]!r}/{tf[1]!r})")
+    if name in VS.RANGES:
+        raise _Bad(f"{name} cannot accept [range] strings as values: write the number")
+    table = VS.QUOTED.get(name) if quoted and name in VS.QUOTED else VS.UNQUOTED.get(name)
+    if table is None:
+        if quoted:
+            raise _Bad(f"an integer cannot be converted from a string ({s!r}): {name or 'the field'} has no value strings")
+        raise _Bad(f"{s!r} is not a valid integer")
+    v = table.get(low)
+    if v is None:
+        raise _Bad(f"{s!r} cannot be found among {what}" + (" (quoted: tshark looks a string up in the field's first "
+                                                             "registration's values)" if quoted and name in VS.QUOTED else ""))
+    return v
+
+
 def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
     """The literal as a value of ``ftype``: int, float, str, bytes, or for addresses an
     (int value, int mask) pair.  Raises _Bad with a reason."""
@@ -335,21 +375,17 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
             return ord(body)
         s = _unescape(s)
     if ftype in (T.UINT, T.INT, T.BOOL):
-        if f is not None and f.names:
-            for k, named in f.names.items():
-                if k.lower() == s.lower():
-                    return named
-        if ftype == T.BOOL and s in ("True", "TRUE", "False", "FALSE"):  # tshark 4.0 ("true", "tRUE" are errors)
+        if lit.quoted and not lit.char:  # a quoted string: only a value string (tshark 4.0: "1" is refused)
+            return _value_string(f, ftype, s, True)
+        if ftype == T.BOOL and s in ("True", "TRUE", "False", "FALSE"):  # tshark 4.0 ("true", "tRUE" are value strings)
             return 1 if s[0] == "T" else 0
-        if lit.quoted and not lit.char:
-            raise _Bad(f"{'a boolean' if ftype == T.BOOL else 'an integer'} cannot be converted from a string ({s!r})")
         v = _parse_int(s)
         if v is None and ftype != T.BOOL and s.count("/") == 1:  # tshark 4.0 reads "4/2" as a division
             num, den = (_parse_int(x) for x in s.split("/"))
             if num is not None and den is not None:
                 v = num // den if den else 0
-        if v is None:
-            raise _Bad(f"{s!r} is not a valid {'boolean' if ftype == T.BOOL else 'integer'}")
+        if v is None:  # not a number: the field's value strings, as tshark reads a word
+            return _value_string(f, ftype, s, False)
         # tshark 4.0: an unsigned field takes a negative literal (it matches no value); a
         # boolean does not; a literal past 64 bits overflows; past the field's size is too big
         if ftype == T.BOOL and (s.startswith("-") or v > U64):

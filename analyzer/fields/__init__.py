@@ -15,12 +15,14 @@ import importlib
 from wirefall.dissectors.registry import REGISTRY
 
 from .types import Field, Protocol
+from .valuestrings import UNQUOTED
 from .wirefall import TREE
 
 # the packet's own layers, then each protocol's module as its registry descriptor names it
 # (``ProtocolDescriptor.fields_module``): a new protocol's fields need no edit here
 LAYERS = ("frame", "null", "eth", "ip", "ipv6", "tcp", "udp")
-MODULES = LAYERS + tuple(d.fields_module for d in REGISTRY.values() if d.fields_module)
+PSEUDO = ("wsexpert",)  # fields of no protocol: Wireshark's _ws.expert.* (read from the expert items; last)
+MODULES = LAYERS + tuple(d.fields_module for d in REGISTRY.values() if d.fields_module) + PSEUDO
 
 PROTOCOLS: dict[str, Protocol] = {}
 FIELDS: dict[str, Field] = {}
@@ -31,6 +33,9 @@ def register(p: Protocol) -> None:
     FIELDS[p.name] = p.present
     for f in p.fields:
         FIELDS[f.name] = f
+        # Wireshark's value strings (tshark -G values, scripts/gen_value_strings.py): the names a
+        # filter takes for the field's values, as tshark reads them (analyzer.filter._value_string)
+        f.names = UNQUOTED.get(f.name)
 
 
 for _m in MODULES:

@@ -9,7 +9,7 @@ from bisect import bisect_right
 from wirefall.dissectors.http2 import ERROR_NAMES, FRAME_NAMES, SETTINGS_NAMES
 
 from ._util import fields_value, frame_field as F, frames_present, header_family, header_values, label
-from .types import BOOL, BYTES, STRING, UINT, Field, Protocol
+from .types import BOOL, BYTES, NONE, STRING, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
 
@@ -240,7 +240,7 @@ header_field = HEADERS.field
 
 PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/2 frame"), [
     F("http2.streamid", UINT, _is_h2, lambda fr, ctx: [fr.stream_id] if fr.stream_id is not None else [], "stream identifier", size=4),
-    F("http2.type", UINT, _is_h2, _type, "frame type (0 DATA, 1 HEADERS, 3 RST_STREAM, 4 SETTINGS, …; names work too: http2.type == HEADERS)", names=TYPE_CODES, size=1),
+    F("http2.type", UINT, _is_h2, _type, "frame type (0 DATA, 1 HEADERS, 3 RST_STREAM, 4 SETTINGS, …; names work too: http2.type == HEADERS)", size=1),
     F("http2.flags", UINT, _is_h2, lambda fr, ctx: [fr.flags], "frame flags (http2.flags & 0x01: END_STREAM)", size=1),
     F("http2.length", UINT, _is_h2, lambda fr, ctx: [fr.length], "frame payload length", size=3),
     _flag("end_stream", 0x1, _DATA_HEADERS, "END_STREAM (DATA, HEADERS)"),
@@ -250,8 +250,8 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     _flag("ack.settings", 0x1, frozenset({"SETTINGS"}), "ACK (SETTINGS)"),
     _flag("ack.ping", 0x1, frozenset({"PING"}), "ACK (PING)"),
     F("http2.rst_stream.error", UINT, _of_type("RST_STREAM"), fields_value("error_code"),
-      "RST_STREAM error code (names work too: http2.rst_stream.error == CANCEL)", names=_ERRORS, size=4),
-    F("http2.goaway.error", UINT, _of_type("GOAWAY"), fields_value("error_code"), "GOAWAY error code (names work too)", names=_ERRORS, size=4),
+      "RST_STREAM error code (names work too: http2.rst_stream.error == CANCEL)", size=4),
+    F("http2.goaway.error", UINT, _of_type("GOAWAY"), fields_value("error_code"), "GOAWAY error code (names work too)", size=4),
     F("http2.goaway.last_stream_id", UINT, _of_type("GOAWAY"), fields_value("last_stream_id"), "GOAWAY last stream identifier", size=4),
     F("http2.window_update.window_size_increment", UINT, _of_type("WINDOW_UPDATE"), fields_value("increment"), "WINDOW_UPDATE increment", size=4),
     F("http2.push_promise.promised_stream_id", UINT, _of_type("PUSH_PROMISE"), fields_value("promised_stream_id"), "PUSH_PROMISE promised stream", size=4),
@@ -265,7 +265,8 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.padding", UINT, _is_h2, _pad_length(True), "the Pad Length byte of a frame with the PADDED flag", size=1),
     F("http2.exclusive", BOOL, _is_h2, _priority("exclusive"), "exclusive flag of the stream dependency (PRIORITY; HEADERS with PRIORITY)"),
     F("http2.stream_dependency", UINT, _is_h2, _priority("depends_on"), "stream dependency (PRIORITY; HEADERS with PRIORITY)", size=4),
-    label("http2.settings", _is_h2, lambda fr, ctx: bool(_settings(fr, ctx)), "a SETTINGS frame with settings in it"),
+    # one item per setting, as tshark adds one (count(http2.settings) counts a SETTINGS frame's settings)
+    F("http2.settings", NONE, _is_h2, lambda fr, ctx: [True] * len(_settings(fr, ctx)), "a setting of a SETTINGS frame (one per setting)"),
     F("http2.settings.id", UINT, _is_h2, lambda fr, ctx: [i for i, _ in _settings(fr, ctx)],
       "setting identifier (1 HEADER_TABLE_SIZE … 6 MAX_HEADER_LIST_SIZE, 8 ENABLE_CONNECT_PROTOCOL), each in wire order",
       note="a setting given twice in one frame is there twice, with each of its values, as tshark shows it", size=2),

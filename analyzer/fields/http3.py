@@ -73,7 +73,7 @@ _SPAN = "a frame spanning STREAM frames is on no packet (tshark 4.0 does not rea
 PROTOCOL = Protocol("http3", "HTTP/3", Field("http3", PROTO_OPAQUE, _present, "HTTP/3 stream data: a frame begins here, or "
                                                                            "a unidirectional stream's bytes (control, QPACK)",
                                              frame=lambda fr: [True] if _is_h3(fr) else []), [
-    F("http3.frame_type", UINT, _is_h3, _type, "frame type (0 DATA, 1 HEADERS, 4 SETTINGS, 7 GOAWAY…)", names=TYPE_CODES,
+    F("http3.frame_type", UINT, _is_h3, _type, "frame type (0 DATA, 1 HEADERS, 4 SETTINGS, 7 GOAWAY…)",
       shown=shown, note=_SPAN + "; a GREASE frame's type is read from its bytes (none in frames -Y)", size=8),
     F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length", shown=shown, note=_SPAN, size=8),
     F("http3.settings", NONE, _is_settings, lambda fr, ctx: [True] * len(settings_items(fr.fields)),

@@ -28,16 +28,11 @@ def _host(*which):
     return get
 
 
-# tshark's value strings for the common IP protocols (ip.proto == TCP; names case-insensitive)
-PROTO_NAMES = {"ICMP": 1, "IGMP": 2, "IPIP": 4, "TCP": 6, "UDP": 17, "IPv6": 41, "Generic Routing Encapsulation": 47,
-               "Encap Security Payload": 50, "Authentication Header": 51, "ICMPv6": 58, "OSPF IGP": 89, "PIM": 103,
-               "VRRP": 112, "SCTP": 132, "UDPLite": 136}
-
 PROTOCOL = Protocol("ip", "Internet Protocol version 4", P("ip", PROTO, _bytes, "the IPv4 datagram"), [
     P("ip.addr", IPV4, lambda pv: [ip[9], ip[10]] if (ip := pv.layers.ip) else [], "source or destination address (CIDR: ip.addr == 10.0.0.0/8)"),
     P("ip.src", IPV4, _f(9), "source address"),
     P("ip.dst", IPV4, _f(10), "destination address"),
-    P("ip.proto", UINT, _f(7), "protocol (6 TCP, 17 UDP; tshark's names: ip.proto == TCP)", size=1, names=PROTO_NAMES),
+    P("ip.proto", UINT, _f(7), "protocol (6 TCP, 17 UDP; tshark's names: ip.proto == TCP)", size=1),
     P("ip.ttl", UINT, _f(6), "time to live", size=1),
     P("ip.len", UINT, _f(3), "total length", size=2),
     P("ip.id", UINT, _f(4), "identification", size=2),

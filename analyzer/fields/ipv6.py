@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ._util import packet_field as P
-from .ip import PROTO_NAMES
 from .types import IPV6, PROTO, UINT, Protocol
 
 
@@ -22,7 +21,7 @@ PROTOCOL = Protocol("ipv6", "Internet Protocol version 6", P("ipv6", PROTO, _byt
     P("ipv6.addr", IPV6, lambda pv: [ip[3], ip[4]] if (ip := pv.layers.ip6) else [], "source or destination address (ipv6.addr == fe80::/10)"),
     P("ipv6.src", IPV6, _f(3), "source address"),
     P("ipv6.dst", IPV6, _f(4), "destination address"),
-    P("ipv6.nxt", UINT, _f(1), "next header of the fixed header (ipv6.nxt == UDP)", size=1, names=PROTO_NAMES),
+    P("ipv6.nxt", UINT, _f(1), "next header of the fixed header (ipv6.nxt == UDP)", size=1),
     P("ipv6.hlim", UINT, _f(2), "hop limit", size=1),
     P("ipv6.plen", UINT, _f(0), "payload length", size=2),
     P("ipv6.flow", UINT, _f(5), "flow label", size=3),

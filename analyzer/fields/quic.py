@@ -11,7 +11,7 @@ from wirefall.analyzer.protocols.quic import RETRY, Decrypted, QuicHeader, parse
 from wirefall.analyzer.protocols.quic import _varint as _varint  # (fields.tls reads QUIC's varints from here)
 
 from ._util import fields_value, frame_field as F, packet_field as P
-from .types import BOOL, BYTES, PROTO_OPAQUE, STRING, UINT, Field, Protocol
+from .types import BOOL, BYTES, NONE, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 CID_SCAN = 256  # packets of a connection scanned for its CID lengths
 
@@ -225,7 +225,7 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
     P("quic.supported_version", UINT, _hf("quic.supported_version"), "a version a Version Negotiation packet lists", size=4),
     P("quic.dcid", BYTES, _hf("quic.dcid"), "destination connection ID"),
     P("quic.scid", BYTES, _hf("quic.scid"), "source connection ID (long header)"),
-    Field("quic.short", "none", lambda pv: [True] if _short(pv) else [], "a short-header packet"),
+    Field("quic.short", NONE, lambda pv: [True] * len(_short(pv)), "a short-header packet (one per short-header packet in the datagram)"),
     P("quic.packet_number", UINT, _pn, "packet number (decrypted packets)", size=8),
     P("quic.spin_bit", BOOL, _hf("quic.spin_bit"), "latency spin bit (short header)"),
     P("quic.key_phase", BOOL, _per_packet("key_phase"), "key phase bit (short header, decrypted packets)"),

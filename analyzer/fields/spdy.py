@@ -5,8 +5,8 @@ import re
 
 from wirefall.dissectors.spdy import CONTROL_NAMES
 
-from ._util import frame_field as F, frames_present, label
-from .types import BOOL, BYTES, STRING, UINT, Protocol
+from ._util import frame_field as F, frames_present
+from .types import BOOL, BYTES, NONE, STRING, UINT, Protocol
 
 TYPE_CODES = {v: k for k, v in CONTROL_NAMES.items()}
 TYPE_CODES["DATA"] = 0
@@ -69,8 +69,7 @@ PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY fra
       "stream identifier (not on SETTINGS, PING, GOAWAY, NOOP: tshark shows none there)", size=4),
     F("spdy.data", BYTES, _is_data, _data, "a DATA frame's payload"),
     F("spdy.type", UINT, lambda fr: _is_spdy(fr) and fr.type != "DATA", _type, "control frame type (1 SYN_STREAM, 2 SYN_REPLY, 3 RST_STREAM, 4 SETTINGS, 6 PING, 7 GOAWAY, 8 HEADERS, 9 WINDOW_UPDATE); "
-      "none on a DATA frame, as tshark (spdy.data there)",
-      names=TYPE_CODES, size=2),
+      "none on a DATA frame, as tshark (spdy.data there)", size=2),
     F("spdy.flags", UINT, _is_spdy, _flags, "frame flags (not on a control frame of an unknown type); then, as tshark names them "
       "so too, each SETTINGS entry's flags (1 PERSIST_VALUE, 2 PERSISTED)", size=1),
     F("spdy.flags.fin", BOOL, _is_spdy, lambda fr, ctx: [fr.flags & 1] if fr.type in _FIN_TYPES else [],
@@ -80,7 +79,8 @@ PROTOCOL = Protocol("spdy", "SPDY", frames_present("spdy", _is_spdy, "a SPDY fra
       "SYN_STREAM priority (SPDY/3: 0..7, 0 highest; SPDY/2: 0..3, which tshark 4.0 does not decode)", size=2),
     F("spdy.rst_stream_status", UINT, _of_type("RST_STREAM"), _value("status"),
       "RST_STREAM status code (1 PROTOCOL_ERROR … 11 FRAME_TOO_LARGE; SPDY/2's too, which tshark 4.0 does not decode)", size=4),
-    label("spdy.header", _is_spdy, lambda fr, ctx: bool(fr.headers), "a decoded header"),
+    # one item per header, as tshark adds one (count(spdy.header) counts the headers, not the frames)
+    F("spdy.header", NONE, _is_spdy, lambda fr, ctx: [True] * len(fr.headers or ()), "a decoded header (one per header)"),
     F("spdy.header.name", STRING, _is_spdy, lambda fr, ctx: [k for k, _ in fr.headers or ()], "decoded header name"),
     F("spdy.header.value", STRING, _is_spdy, lambda fr, ctx: [v for _, v in fr.headers or ()], "decoded header value"),
 ])

@@ -10,11 +10,9 @@ from __future__ import annotations
 from wirefall.dissectors.tls import ALERT_DESCRIPTIONS, ALERT_LEVELS, CONTENT_TYPES, HANDSHAKE_TYPES
 
 from ._util import frame_field as F, label
-from .types import BYTES, PROTO_OPAQUE, STRING, UINT, Field, Protocol
+from .types import BYTES, NONE, PROTO_OPAQUE, STRING, UINT, Field, Protocol
 
 CONTENT_CODES = {v: k for k, v in CONTENT_TYPES.items()}
-# the names a content type is written with: wirefall's (APPLICATION_DATA) and tshark's ("Application Data")
-CONTENT_NAMES = {**CONTENT_CODES, "Change Cipher Spec": 20, "Alert": 21, "Handshake": 22, "Application Data": 23, "Heartbeat": 24}
 ALERT_LEVEL_CODES = {v: k for k, v in ALERT_LEVELS.items()}
 ALERT_DESC_CODES = {v: k for k, v in ALERT_DESCRIPTIONS.items()}
 HS_CODES = {v.replace("_", ""): k for k, v in HANDSHAKE_TYPES.items()}
@@ -96,6 +94,12 @@ def _msg_codes(fr) -> list[int]:
 
 def _has_hs(fr) -> bool:
     return fr.protocol == "tls" and bool(_msg_codes(fr))
+
+
+def _encrypted_hs(fr) -> bool:
+    """A handshake record whose content was not decrypted (its messages unknown)."""
+    fl = fr.fields or {}
+    return _is_record(fr) and fr.type == "HANDSHAKE" and bool(fl.get("encrypted")) and not fl.get("decrypted") and not fl.get("messages")
 
 
 def _hellos(fr, ctx) -> list[tuple[int, dict]]:
@@ -309,8 +313,10 @@ def _handshake_label() -> Field:
     """``tls.handshake``: a handshake message; in QUIC also each packet whose CRYPTO data the
     TLS dissector reads while the message is still partial (``_waiting``: tshark shows the
     Handshake Protocol there, without a type)."""
-    f = label("tls.handshake", _has_hs, lambda fr, ctx: True, "a handshake message (in QUIC, also a packet whose CRYPTO frame "
-              "carries part of one, as tshark)")
+    # one item per message, as tshark adds one (a record may hold several), and one for a handshake
+    # record not decrypted (tshark's "Encrypted Handshake Message": a TLS 1.2 Finished without keys)
+    f = F("tls.handshake", NONE, lambda fr: _has_hs(fr) or _encrypted_hs(fr), lambda fr, ctx: [True] * max(len(_msg_codes(fr)), 1),
+          "a handshake message (an encrypted one too; in QUIC, also a packet whose CRYPTO frame carries part of one, as tshark)")
     per_frame = f.get
 
     def get(pv) -> list:
@@ -344,23 +350,21 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
     label("tls.record", _is_record, lambda fr, ctx: True, "a TLS record (over TCP)"),
     F("tls.record.content_type", UINT, _is_record, _content_type,
       "record content type (20 CCS, 21 alert, 22 handshake, 23 application data); on a TLS 1.3 protected record the inner "
-      "type once decrypted, absent if not (see opaque_type)", names=CONTENT_NAMES,
+      "type once decrypted, absent if not (see opaque_type)",
       note="`frames -Y` cannot tell a TLS 1.3 record (no connection there): it reads the outer type", size=1),
     F("tls.record.opaque_type", UINT, _is_record, lambda fr, ctx: [23] if _opaque(fr, ctx) else [],
-      "a TLS 1.3 protected record's outer type (23), decrypted or not", names=CONTENT_NAMES,
+      "a TLS 1.3 protected record's outer type (23), decrypted or not",
       note="`frames -Y` cannot tell a TLS 1.3 record (no connection there): absent", size=1),
     F("tls.record.version", UINT, _is_record, _version, "record-layer version (0x0301 TLS 1.0 … 0x0303)", size=2),
     F("tls.record.length", UINT, _is_record, lambda fr, ctx: [fr.length], "record length", size=2),
     label("tls.alert_message", _is_alert, lambda fr, ctx: True, "an alert record (tshark's \"Encrypted Alert\" too: level and "
           "description only decrypted or in the clear)"),
     F("tls.alert_message.level", UINT, _has_alert, _alert(0, ALERT_LEVEL_CODES), "alert level (1 warning, 2 fatal)", size=1),
-    F("tls.alert_message.desc", UINT, _has_alert, _alert(1, ALERT_DESC_CODES), "alert description (0 close_notify, 40 handshake_failure…)",
-      names=ALERT_DESC_CODES, size=1),
+    F("tls.alert_message.desc", UINT, _has_alert, _alert(1, ALERT_DESC_CODES), "alert description (0 close_notify, 40 handshake_failure…)", size=1),
     F("tls.app_data", BYTES, _is_app_data, _app_data, "an application-data record's body as sent (encrypted: ciphertext and tag)",
       note="past 4096 records on a connection, a run of small undecrypted ones is one frame: its first record's body only"),
     _handshake_label(),
-    F("tls.handshake.type", UINT, _has_hs, lambda fr, ctx: _msg_codes(fr), "handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, 20 Finished…)",
-      names={v: k for k, v in HANDSHAKE_TYPES.items()}, size=1),
+    F("tls.handshake.type", UINT, _has_hs, lambda fr, ctx: _msg_codes(fr), "handshake message type (1 ClientHello, 2 ServerHello, 11 Certificate, 20 Finished…)", size=1),
     F("tls.handshake.version", UINT, _has_hs, _hs_version, "hello's legacy version (0x0303)", size=2),
     F("tls.handshake.ciphersuite", UINT, _has_hs, _ciphersuite, "cipher suites offered (ClientHello) or chosen (ServerHello)",
       note="in QUIC the ClientHello's list is read from its Initial packets, decrypted again", size=2),
