@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ._util import packet_field as P
-from .types import PROTO, UINT, Protocol
+from .types import BYTES, PROTO, UINT, Protocol
 
 
 def _f(i):
@@ -15,6 +15,11 @@ def _f(i):
 def _bytes(pv):
     L = pv.layers
     return [pv.data[L.udp_off : L.l4_end]] if L.udp is not None else []
+
+
+def _payload(pv):
+    L = pv.layers
+    return [pv.data[L.udp_off + 8 : L.l4_end]] if L.udp is not None else []
 
 
 def _stream(pv):
@@ -31,4 +36,5 @@ PROTOCOL = Protocol("udp", "User Datagram Protocol", P("udp", PROTO, _bytes, "th
     P("udp.length", UINT, _f(2), "length (header and payload)", size=2),
     P("udp.checksum", UINT, _f(3), "checksum", size=2),
     P("udp.stream", UINT, _stream, "UDP conversation number, from 0 in order of first packet", size=4),
+    P("udp.payload", BYTES, _payload, "payload bytes (every datagram's, as tshark 4.0 gives it)"),
 ])
