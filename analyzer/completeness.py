@@ -662,7 +662,7 @@ def _headline(c: Completeness) -> str:
         return "Complete: no connection or request in the capture (nothing of one can be missing)"
     if c.complete:
         return (f"Complete: {plural(c.connections, 'connection')} seen from the start, {plural(c.requests, 'request')} "
-                "with every field known, no bytes lost, nothing left encrypted")
+                "with every field known, no byte missing from the capture, nothing left encrypted")
     page, bg = _sides(c)
     bg_parts = bg.parts(background=True) if c.background_connections else []
     if not bg_parts:

@@ -48,7 +48,7 @@ from wirefall.dissectors.http2 import (
 )
 
 from ..content import BodyDecoder
-from . import IdentityBody, end_response, finish_body, needs_decoder
+from . import IdentityBody, end_response, finish_body, lower_bound, needs_decoder
 from .tls import wire_packet
 from ..model import PROTO_CODE, Connection, Exchange, Frame, FrameFields, HeaderBytes, Note, NoteKind, Windows
 
@@ -79,16 +79,6 @@ def parse_priority_header(value: str) -> dict:
 
 
 FACTS_MEMO_ENTRIES = 4096  # header lists whose facts an HTTP/2 session remembers (then forgets all)
-
-
-def _lower_bound(ex, key: str) -> None:
-    """A stream whose first frame this way is DATA, on a connection the capture joined
-    mid-way: its earlier frames (headers, body) are not in the capture, so the body size
-    counted is a lower bound (``exchange.sources``, docs/JSON.md; counted by
-    analyzer.completeness)."""
-    src = dict(ex.sources or {})
-    src[key] = "lower_bound"
-    ex.sources = src
 
 
 class _Stream:
@@ -184,7 +174,7 @@ class H2Session:
                 ex.response_end_packet = st.last_s2c
                 ex.response_end = self.ctx.time(st.last_s2c)
                 if ex.reset is None:
-                    _lower_bound(ex, "response_body_bytes")
+                    lower_bound(ex, "response_body_bytes")
                 if ex.error is None and ex.reset is None:
                     ex.error = "response incomplete at the end of the capture"
             elif not st.resp_done and ex.response_start is None and ex.error is None and ex.reset is None:
@@ -309,7 +299,7 @@ class H2Session:
                 self.ctx.body_sink(self.conn, ex, f.direction, f.data)
             if f.direction == 0:
                 if ex.request_start is None and self.conn.connect_start is None:
-                    _lower_bound(ex, "request_body_bytes")
+                    lower_bound(ex, "request_body_bytes")
                 ex.request_body_bytes += f.data_length
                 if f.flags & 1:
                     self._request_end(st, f)
@@ -318,7 +308,7 @@ class H2Session:
                     p = self._wire(1, f.offset, f.first_packet)
                     ex.response_start, ex.response_start_packet = ctx.time(p), p
                     if self.conn.connect_start is None:
-                        _lower_bound(ex, "response_body_bytes")
+                        lower_bound(ex, "response_body_bytes")
                 ex.response_body_bytes += f.data_length
                 st.last_s2c = pk
                 data = f.data  # (set with data_length: non-empty iff data_length)
