@@ -827,6 +827,14 @@ UNQUOTED: dict[str, dict[str, int]] = {
         '3 bytes': 2,
         '4 bytes': 3,
     },
+    'quic.stream.direction': {
+        'bidirectional': 0,
+        'unidirectional': 1,
+    },
+    'quic.stream.initiator': {
+        'client-initiated': 0,
+        'server-initiated': 1,
+    },
     'spdy.rst_stream_status': {
         'protocol_error': 1,
         'invalid_stream': 2,

@@ -4,7 +4,7 @@ A ``Spec`` (``oracle.spec``) registered on import; ``oracle.crosscheck`` imports
 for the ``tls`` registry descriptor."""
 from __future__ import annotations
 
-from wirefall.analyzer.model import Analysis, NoteKind, notes_of
+from wirefall.analyzer.model import Analysis, NoteKind, ReasonKind, notes_of
 from wirefall.dissectors.registry import descriptor
 from wirefall.oracle.spec import (
     TCP_ARGS,
@@ -52,7 +52,8 @@ _TLS_MID = ("TLS records of a connection the capture joined mid-stream, where ts
 def _tls_mid_conns(an: Analysis) -> set[int]:
     """TLS connections whose start the capture missed: tshark finds their records only from
     where its per-segment guess lands on a record header, wirefall from a chain of headers."""
-    return {c.id for c in an.connections if c.tls is not None and c.tls.reason == "no ClientHello in the capture"}
+    # (the reason's kind, not its words: the words grew a detail where keys were tried by trial)
+    return {c.id for c in an.connections if c.tls is not None and getattr(c.tls.reason, "kind", None) is ReasonKind.HANDSHAKE_NOT_CAPTURED}
 
 
 def _tls_no_sh_conns(an: Analysis) -> set[int]:
