@@ -12,8 +12,9 @@ different origins (another host or port, as a lab or staging server does) and ma
 URL finds fewer pairs than matching by path and query, the latter is used and said so.  An
 exchange without a URL (a response whose request the capture does not show) is listed as
 only-A/only-B with its reason.  Warnings (``warning_items``: kind, side, text) say what makes
-the two loads less comparable: a capture not decrypted (then no difference or saving is
-given), incomplete, different clients (User-Agent), different servers (the responses'
+the two loads less comparable: a capture not decrypted, incomplete (then no difference or saving
+is given: ``withheld`` says why, ``lower_bounds`` which of its figures count only what the capture
+holds), different clients (User-Agent), different servers (the responses'
 ``server``), different header sets, different links (largest frame), retransmissions, a side
 that is a browser log (no packets: what it cannot know is unknown, null, never 0).
 """
@@ -23,7 +24,7 @@ from collections import defaultdict, deque
 from typing import Any
 from urllib.parse import urlsplit
 
-from .model import Analysis, Exchange, no_network_connections
+from .model import Analysis, Exchange, no_network_connections, not_sent_of
 from .stats import page_once, req_wire, resp_wire
 from .waterfall import Page
 
@@ -61,15 +62,17 @@ def _ordered(exs: list[Exchange]) -> list[Exchange]:
 def _match(a: list[Exchange], b: list[Exchange], with_origin: bool):
     """Pairs by normalised URL (a URL loaded several times: in order).  An exchange without a
     URL (a response whose request the capture does not show) has nothing to be matched by: it
-    stays unmatched, with its reason (``NO_URL``)."""
+    stays unmatched, with its reason (``NO_URL``); nor has a browser log's request that never
+    reached the network (a cache hit, a failure before sending: ``not_sent_of``), whose times and
+    bytes are no load's (``NOT_SENT``)."""
     norm = _normaliser(with_origin)
     queues: dict[str, deque] = defaultdict(deque)
     for e in b:
-        if e.url:
+        if e.url and not not_sent_of(e.browser):
             queues[norm(e.url)].append(e)
     pairs, only_a = [], []
     for e in a:
-        q = queues.get(norm(e.url)) if e.url else None
+        q = queues.get(norm(e.url)) if e.url and not not_sent_of(e.browser) else None
         if q:
             pairs.append((e, q.popleft()))
         else:
@@ -95,12 +98,51 @@ def _normaliser(with_origin: bool):
 
 NO_URL = "no URL: the capture holds this response but not its request, so it cannot be matched"
 NOT_IN = "no request for this URL in {side}"
+# the other side has connections not decrypted, or its page is otherwise incomplete: the request
+# may be in what it does not show
+NOT_IN_UNDECRYPTED = ("no request for this URL in what {side} shows: {side} has {n} not decrypted: "
+                      "the URL may be there")
+NOT_IN_INCOMPLETE = ("no request for this URL in {side}, whose page is incomplete: the request may be in what "
+                     "its capture does not hold")
+
+
+def not_sent_reason(e: Exchange) -> str | None:
+    """Why a browser log's request is no load's: "not sent by the browser (from the disk
+    cache)", "not sent by the browser (failed: ERR_CONNECTION_REFUSED)" — its browser record's
+    ``not_sent`` (``model.not_sent_of``, the label `wirefall requests` shows in its status
+    column) and net error; None for a request that reached the network."""
+    ns = not_sent_of(e.browser)
+    if ns is None:
+        return None
+    err = e.browser.get("error") if isinstance(e.browser, dict) else None
+    what = f"from the {ns}" if ns.endswith("cache") else ns
+    if isinstance(err, str) and err and not ns.endswith("cache"):
+        what += f": {err[:80]}"
+    return f"not sent by the browser ({what})"
+
+
+def response_state(e: Exchange) -> str:
+    """How much of ``e``'s response the capture (or log) holds: ``"complete"`` (its last byte),
+    ``"cut"`` (it began, but its end is not in the capture — no ``response_end``, or a body size
+    that is only a lower bound: the capture ends inside it), ``"none"`` (sent, no response in
+    the capture), ``"reset"`` (the stream or connection was reset before its end) or
+    ``"not_sent"`` (a browser log's request that never reached the network)."""
+    if not_sent_of(e.browser):
+        return "not_sent"
+    if e.response_end is not None and (e.sources or {}).get("response_body_bytes") != "lower_bound":
+        return "complete"
+    if e.reset:
+        return "reset"
+    return "none" if e.response_start is None else "cut"
 
 
 def _side(e: Exchange, t0: float, reason: str | None = None) -> dict[str, Any]:
     s = _start(e)
     ttfb = e.response_start - s if e.response_start is not None and s is not None else None
-    end = e.response_end if e.response_end is not None else e.response_start
+    state = response_state(e)
+    # a response whose end the capture does not hold has no duration ("–"), not its TTFB (before
+    # 2026-12-04 the end fell back to the response's start) nor the part of its body captured
+    end = e.response_end if state in ("complete", "reset") else None
     return {
         "exchange": e.id,
         "url": e.url,
@@ -116,6 +158,7 @@ def _side(e: Exchange, t0: float, reason: str | None = None) -> dict[str, Any]:
         "header_bytes_wire": None if (e.sources or {}).get("request_header_bytes_wire") == "unknown" else req_wire(e) + resp_wire(e),
         "pushed": e.pushed,
         "reason": reason,
+        "response": state,
     }
 
 
@@ -590,6 +633,46 @@ def _facts(an: Analysis, page: Page, page_exs: list[Exchange], bg_exs: list[Exch
     }
 
 
+# the page figures that count what a capture holds: of a page that is incomplete, the page's own
+# can only be larger (its load time: a start no later and an end no earlier; its requests,
+# connections, packets and bytes: more of them) — ``lower_bounds``, "≥" in the text table
+LOWER_BOUND_ROWS = ("page_load_time", "connections", "requests", "pushes", "packets_c2s", "packets_s2c", "bytes_c2s",
+                    "bytes_s2c", "bytes_c2s_without_retransmissions", "bytes_s2c_without_retransmissions",
+                    "request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
+                    "response_header_bytes_decoded", "request_qpack_encoder_bytes", "response_qpack_encoder_bytes")
+
+
+def _page_gaps(an: Analysis, page_exs: list[Exchange], t0: float | None) -> dict[str, Any]:
+    """Whether the side's page is whole, and what of it is not: the completeness model's issues
+    of the page (``completeness.Completeness.page_complete``: connections not decrypted or joined
+    mid-way, bytes lost, fields unknown, frames cut by the capture's end …; a browser log's
+    "no packets" is not one — what it cannot know is unknown, null, per figure), and the page's
+    responses whose end the capture does not hold (``response_state``: ``cut`` — a body cut by
+    the capture's end is not always an issue of the model — or ``none``)."""
+    from . import completeness
+
+    comp = completeness.compute(an)
+    issues = [i for i in comp.issues if not i.background and i.kind != "no_packets"]
+    cut = [e.id for e in page_exs if response_state(e) == "cut"]
+    none = [e.id for e in page_exs if response_state(e) == "none"]
+    parts = []
+    if issues:
+        head = completeness.headline(an)
+        parts.append(head.removeprefix("Incomplete: "))
+    if cut or none:
+        r = []
+        if none:
+            r.append(f"{len(none)} response{'s' * (len(none) != 1)} not in the capture")
+        if cut:
+            r.append(f"{len(cut)} cut before {'its' if len(cut) == 1 else 'their'} last byte")
+        text = ", ".join(r)
+        if len(an.index) and t0 is not None:
+            text += f" (its last packet: {float(an.index.ts[-1]) - t0:.3f} s from the page's start)"
+        parts.append(text)
+    return {"page_complete": not (issues or cut or none), "responses_cut": cut, "responses_missing": none,
+            "incomplete": "; ".join(parts) or None}
+
+
 def _warn(items: list[dict[str, Any]], kind: str, text: str, side: str | None = None) -> None:
     items.append({"kind": kind, "side": side, "text": text})
 
@@ -631,7 +714,23 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     if mode == "path":
         _warn(items, "different_origins", "the captures load the page from different origins; requests matched by path and query")
-    comparable = True
+    for f, an, pg, exs in ((fa, a, pg_a, page_a), (fb, b, pg_b, page_b)):
+        f.update(_page_gaps(an, exs, _page_t0(an, pg)))
+    # why no difference or saving is given: a side that shows no page, or whose page is incomplete
+    # (its figures then count only what the capture holds: ``lower_bounds``)
+    withheld: list[dict[str, Any]] = []
+    lower_bounds: dict[str, list[str]] = {"a": [], "b": []}
+    for side, f, fig in (("A", fa, pa), ("B", fb, pb)):
+        s = side.lower()
+        if not f["requests"]:
+            withheld.append({"side": s, "kind": "no_requests", "text": f"{side} shows no request of a page"
+                             + (" (connections not decrypted)" if f["not_decrypted"] else "")})
+        elif not f["page_complete"]:
+            withheld.append({"side": s, "kind": "incomplete",
+                             "text": f"{side}'s page is incomplete ({f['incomplete']}): its figures count what the capture "
+                                     f"holds, the page's own load time, requests and bytes can only be larger (≥)"})
+            lower_bounds[s] = [k for k in LOWER_BOUND_ROWS if fig.get(k) is not None]
+    comparable = not withheld
     for side, f in (("A", fa), ("B", fb)):
         s = side.lower()
         if f["not_decrypted"]:
@@ -646,8 +745,6 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
             _warn(items, "not_decrypted", what, s)
         elif not f["requests"]:
             _warn(items, "no_requests", f"{side} shows no request of a page: no difference or saving is given", s)
-        if not f["requests"]:
-            comparable = False
         if not f["complete"]:
             _warn(items, "incomplete", f"{side}: {f['completeness']}", s)
     nu = [sum(1 for e in x if not e.url) for x in (ea, eb)]
@@ -671,6 +768,9 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
     _retransmission_warning(items, pa, pb)
     for side, an, pg, f in (("A", a, pg_a, fa), ("B", b, pg_b, fb)):
         _log_warnings(items, side, an, pg, f)
+    for side, f in (("A", fa), ("B", fb)):  # (a page incomplete for want of a response alone: its own warning)
+        if f["incomplete"] and (f["complete"] or f["completeness"].startswith("Page complete")):
+            _warn(items, "incomplete", f"{side}: Incomplete: {f['incomplete']}", side.lower())
     page = {}
     for key, _label in PAGE_ROWS:
         va, vb = pa.get(key), pb.get(key)
@@ -680,17 +780,34 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
         "a": fa,
         "b": fb,
         "comparable": comparable,
+        "withheld": withheld,
+        "lower_bounds": lower_bounds,
         "match_mode": mode,
         "match_share": share,
         "matched": matched,
-        "only_a": [_side(e, ta, NOT_IN.format(side="B") if e.url else NO_URL) for e in only_a],
-        "only_b": [_side(e, tb, NOT_IN.format(side="A") if e.url else NO_URL) for e in only_b],
+        "only_a": [_side(e, ta, _unmatched(e, "B", fb)) for e in only_a],
+        "only_b": [_side(e, tb, _unmatched(e, "A", fa)) for e in only_b],
         "background_a": [_side(e, ta, pg_a.background[e.id]) for e in _ordered(bg_a)],
         "background_b": [_side(e, tb, pg_b.background[e.id]) for e in _ordered(bg_b)],
         "page": page,
         "warnings": [w["text"] for w in items],
         "warning_items": items,
     }
+
+
+def _unmatched(e: Exchange, other: str, f: dict[str, Any]) -> str:
+    """Why the page exchange ``e`` has no partner on side ``other`` (its facts ``f``)."""
+    why = not_sent_reason(e)
+    if why is not None:
+        return why
+    if not e.url:
+        return NO_URL
+    n = len(f["not_decrypted"])
+    if n:
+        return NOT_IN_UNDECRYPTED.format(side=other, n=f"{n} connection{'s' * (n != 1)}")
+    if not f["page_complete"]:
+        return NOT_IN_INCOMPLETE.format(side=other)
+    return NOT_IN.format(side=other)
 
 
 def _software_warnings(items: list[dict[str, Any]], fa: dict[str, Any], fb: dict[str, Any],
@@ -839,6 +956,8 @@ def _side_line(name: str, f: dict[str, Any]) -> str:
         s += f", {f['background_requests']} background (not compared)"
     if f["not_decrypted"]:
         s += f"; {len(f['not_decrypted'])} connection{'s' * (len(f['not_decrypted']) != 1)} NOT DECRYPTED"
+    if f["requests"] and not f.get("page_complete", True):
+        s += "; its page INCOMPLETE: its figures are lower bounds (≥), no difference or saving given"
     lf = f.get("browser_log") or {}
     if lf.get("kind") not in (None, "capture"):
         s += f"; a browser log ({lf['kind']}), no packets" + (f", page {lf['page_number']}" if lf.get("page_number") else "")
@@ -864,25 +983,38 @@ PAGE_NOTES = [
 ]
 
 
+def _withheld_cell(res: dict[str, Any]) -> str:
+    """The saving cell of a row whose difference is withheld: which side, and why, in short."""
+    return "withheld: " + "; ".join(f"{w['side'].upper()} {'incomplete' if w['kind'] == 'incomplete' else 'no page'}"
+                                    for w in res.get("withheld") or ())
+
+
 def render_text(res: dict[str, Any]) -> str:
     out = [_side_line("A", res["a"]), _side_line("B", res["b"]), ""]
     rows = [["", "A", "B", "B − A", "(A − B) / A"]]
+    bounds = res.get("lower_bounds") or {}
+    withheld = bool(res.get("withheld"))
     for key, label in PAGE_ROWS:
         p = res["page"].get(key) or {"a": None, "b": None, "diff": None, "speedup": None}
         if key in OPTIONAL_ROWS and p["a"] is None and p["b"] is None:
             continue
         sp = p["speedup"]
-        rows.append([label, _fmt(key, p["a"]), _fmt(key, p["b"]),
+        cells = [("≥ " if key in bounds.get(s, ()) else "") + _fmt(key, p[s]) for s in "ab"]
+        # (a difference withheld is said beside the numbers, not left a bare "–")
+        said = withheld and p["a"] is not None and p["b"] is not None and key not in NO_SPEEDUP
+        rows.append([label, *cells,
                      ("–" if p["diff"] is None else (f"{100 * p['diff']:+.1f} pt" if key.endswith("compression") else
                                                       (f"{p['diff']:+.3f}" if isinstance(p["diff"], float) else f"{p['diff']:+,}"))),
-                     "–" if sp is None else f"{100 * sp:.1f} %"])
+                     _withheld_cell(res) if said else "–" if sp is None else f"{100 * sp:.1f} %"])
     w = [max(len(r[i]) for r in rows) for i in range(5)]
     for i, r in enumerate(rows):
         out.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, 5)]))
         if i == 0:
             out.append("  ".join("-" * x for x in w))
     out += PAGE_NOTES
-    if not res.get("comparable", True):
+    for w in res.get("withheld") or ():
+        out.append(f"no difference or saving given: {w['text']}")
+    if not res.get("comparable", True) and "withheld" not in res:  # (a result from before 2026-12-04)
         out.append("no difference or saving given: a capture shows no request of a page (see the warnings)")
     out.append("")
     bga, bgb = res.get("background_a") or [], res.get("background_b") or []
@@ -890,19 +1022,23 @@ def render_text(res: dict[str, Any]) -> str:
                f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B; "
                f"background requests (listed, not compared): {len(bga)} in A, {len(bgb)} in B")
     ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"
+
+    def nb(e):  # (a response cut by the capture's end: the bytes it holds, a lower bound)
+        return ("≥ " if e.get("response") == "cut" else "") + str(e["bytes"])
+
     rows = [["url", "start A ms", "start B ms", "ttfb A ms", "ttfb B ms", "dur A ms", "dur B ms", "bytes A", "bytes B"]]
     for m in res["matched"]:
         a, b = m["a"], m["b"]
         rows.append([elide("", m["url"]), ms(a["start"]), ms(b["start"]), ms(a["ttfb"]), ms(b["ttfb"]), ms(a["duration"]), ms(b["duration"]),
-                     str(a["bytes"]), str(b["bytes"])])
+                     nb(a), nb(b)])
     for e in res["only_a"]:
-        rows.append([elide("A only: ", e["url"]), ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"]), ""])
+        rows.append([elide("A only: ", e["url"]), ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", nb(e), ""])
     for e in res["only_b"]:
-        rows.append([elide("B only: ", e["url"]), "", ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"])])
+        rows.append([elide("B only: ", e["url"]), "", ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", nb(e)])
     for e in bga:
-        rows.append([elide("A background: ", e["url"]), ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"]), ""])
+        rows.append([elide("A background: ", e["url"]), ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", nb(e), ""])
     for e in bgb:
-        rows.append([elide("B background: ", e["url"]), "", ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", str(e["bytes"])])
+        rows.append([elide("B background: ", e["url"]), "", ms(e["start"]), "", ms(e["ttfb"]), "", ms(e["duration"]), "", nb(e)])
     w = [max(len(r[i]) for r in rows) for i in range(9)]
     out.append("")
     for i, r in enumerate(rows):

@@ -115,7 +115,8 @@ def _tshark_requests_by_host(cap: Path, keys: Path, hosts: list[str]) -> dict[st
 
 
 def test_background_traffic_is_counted_apart_and_never_matched(tmp_path):
-    """compare(bg-mixed, bg-mixed without the background) says 0 % on every page figure; the
+    """compare(bg-mixed, bg-mixed without the background) has the same value on both sides for
+    every page figure (no difference or saving: one page connection is not decrypted); the
     page's requests are tshark's requests outside the background hosts (10), the background
     ones (6) are listed apart with their reasons, and the other host's /css/main.css is not
     paired with the browser's."""
@@ -136,8 +137,12 @@ def test_background_traffic_is_counted_apart_and_never_matched(tmp_path):
             continue  # (what the cut removed: the background, and its hosts' idle connections)
         if row["a"] is None and row["b"] is None:
             continue  # (a browser log's row — load event, a HAR page's own figures: no log here)
-        assert row["diff"] == pytest.approx(0, abs=1e-9), (key, row)
-        assert row["speedup"] is None or row["speedup"] == pytest.approx(0.0, abs=1e-9), (key, row)
+        # the same figures on both sides; since 2026-12-04 no difference or saving: each side holds
+        # static.test's connection whose client random bg-mixed.keys lacks (not decrypted), so each
+        # page is incomplete (tests/test_compare_review27.py checks that connection against tshark)
+        assert row["a"] == pytest.approx(row["b"], abs=1e-9), (key, row)
+        assert row["diff"] is None and row["speedup"] is None, (key, row)
+    assert [(w["side"], w["kind"]) for w in res["withheld"]] == [("a", "incomplete"), ("b", "incomplete")]
     # the page load time is `wirefall stats`' (one definition), and the page's alone
     from wirefall.analyzer import stats
 

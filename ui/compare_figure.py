@@ -88,7 +88,9 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
         # the last response byte (what `stats` and the table call the page load time: not the
         # browser's load event) and, where a browser log gives them (a HAR side, --har, --har-b),
         # the browser's DOMContentLoaded and load event (seconds from the page's start: res["page"])
-        marks = [("page_load", "last byte", wf.page_load_time, "dot")]
+        # (a side whose page is incomplete: its last byte in the capture, the page's own no earlier)
+        last = "last byte ≥" if "page_load_time" in (res.get("lower_bounds") or {}).get(side, ()) else "last byte"
+        marks = [("page_load", last, wf.page_load_time, "dot")]
         marks += [(k, L.MILESTONE_SHORT[k], (res["page"].get(k) or {}).get(side), "dash") for k in ("dom_content_loaded", "load_event")]
         placed = 0
         for name, label, t, dash in marks:
