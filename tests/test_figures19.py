@@ -225,7 +225,10 @@ def test_legend_swatches_say_what_is_drawn():
     assert not [n for n in entries if n.startswith("|")]
     pale = entries["Download, no byte arriving (pale)"].marker.color
     drawn = set(_trace(fig, "Content download").marker.color)
-    assert pale in drawn and _lab(pale)[0] > 85  # the swatch is light, and is a colour the bars have
+    # the swatch is light and neutral (review 27: the first row's pale orange read as a faded connect), each
+    # class's own pale is what the bars have
+    assert pale == figures.PALE_SWATCH and _lab(pale)[0] > 85
+    assert {M.pale(r.colors["light"]) for r in wf.rows if r.chunks and r.phase("receive")} <= drawn
     dark = {n: t.marker.color for n, t in entries.items() if n.endswith(" download")}
     assert pale not in dark.values() and len(set(dark.values())) == len(dark)
 
@@ -281,6 +284,6 @@ def test_connections_not_decrypted_are_not_said_to_carry_no_request():
     randoms = run_tool("tshark", "-r", str(cap), "-Y", "tls.handshake.type == 1", "-T", "fields", "-e", "tls.handshake.random").split()
     logged = {ln.split()[1].lower() for ln in cap.with_suffix(".keys").read_text().splitlines() if len(ln.split()) == 3}
     assert sum(r.lower() not in logged for r in randoms) == 1
-    texts = [a.text for a in waterfall_figure(wf, hover=False).layout.annotations if a.text]
+    texts = [a.text.replace("<br>", " ") for a in waterfall_figure(wf, hover=False).layout.annotations if a.text]  # (wrapped in the label column)
     assert any("2 more with no request seen (not drawn; 1 not decrypted: what it carried is unknown)" in t for t in texts)
     assert not any("carried no request" in t for t in texts)

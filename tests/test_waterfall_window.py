@@ -210,10 +210,10 @@ def test_connection_view_says_how_many_connections_carried_no_request():
     idle = [c for c in an.connections if c.id not in {r.connection for r in wf.rows}]
     assert len(an.connections) == 2 and len(wf.connection_rows) == 1 and len(idle) == 1 and idle[0].transport == "tcp"
     assert wf.unused_connections == 1
-    heads = [a.text for a in waterfall_figure(wf).layout.annotations if a.text.startswith("Connections")]
+    heads = [a.text.replace("<br>", " ") for a in waterfall_figure(wf).layout.annotations if a.text.startswith("Connections")]  # (wrapped)
     assert heads == ["Connections (1): handshake, then each request · 1 more carried no request (not drawn)"]
     an = analyze(str(root / "http" / "h2-tls.pcap"), [str(root / "http" / "h2-tls.keys")])
     wf = W.build(an)
     assert wf.unused_connections == 0
-    assert [a.text for a in waterfall_figure(wf).layout.annotations if a.text.startswith("Connections")] == [
+    assert [a.text.replace("<br>", " ") for a in waterfall_figure(wf).layout.annotations if a.text.startswith("Connections")] == [
         f"Connections ({len(wf.connection_rows)}): handshake, then each request"]

@@ -51,12 +51,21 @@ MAX_ROWS_PX = 16000  # past 800 rows the request rows get thinner
 SUBTITLE_CHAR_PX = 6.4  # a character of the 12 px subtitle (plotly's sans-serif; the amazon headline: 6.05 px on average)
 SUBTITLE_LINE_PX = 16  # each line of the subtitle after its first
 NARROWEST = 1200  # milestone labels are staggered for this figure width: wider only spreads them
+PAGE_TEXT_PX = 1000  # a page's figure (HTML, web app) wraps its subtitle for a window this narrow (a 1024 px one)
+HEADING_CHAR_PX = 6.3  # a character of an 11 px section heading (plotly's sans-serif)
+HEADING_LINE_PX = 15  # each of its lines
 
 
 def _short(url: str, n: int = 60) -> str:
     return L.short_url(url, n)
 
 
+START_UNKNOWN_HOVER = "began before the capture (its request is not in it): the bar starts at its first byte captured, total"
+START_UNKNOWN_NAME = "start not in the capture"  # (the trace of the ← marks at the bars' left ends)
+START_UNKNOWN_LEGEND = "← ≥: began before the capture (start unknown, duration at least)"
+# the legend's "Download, no byte arriving (pale)": each class's own pale is drawn; the swatch is a neutral near-white
+# square edged in grey (no phase's colour, nor the queued grey's, nor a faded phase's)
+PALE_SWATCH, PALE_SWATCH_EDGE = "#fafafa", "#8c8c8c"
 NBSP = "\u00a0"  # SVG text collapses runs of spaces: the label column pads with no-break spaces
 
 
@@ -165,6 +174,7 @@ class _Fig:
         self.conn_no = {cr.connection: cr.connection for cr in (self.unfiltered or wf).connection_rows}  # (the model's id)
         self.hover_of = {r.index: "<br>".join(html_text(h) for h in r.hover)
                          + (f"<br>connection #{self.conn_no[r.connection]}" if r.connection in self.conn_no else "")
+                         + (f"<br>{START_UNKNOWN_HOVER} {L.row_duration_text(r)}" if L.start_unknown(r) else "")
                          for r in rows} if hover else {}
         self.url_chars = url_chars  # host…path characters of a row label (waterfall_figure's url_chars)
         self.view = (0.0, 1.0)  # the time range (ms) the figure shows: set by waterfall_figure
@@ -274,7 +284,8 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     _throughput_track(c)
     _legend_marks(c, show_labels)
     _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax, view,
-            narrowest is None and not (hover if responsive is None else responsive))
+            narrowest is None and not (hover if responsive is None else responsive),
+            bool(hover if responsive is None else responsive))
     if hover if responsive is None else responsive:  # (the HTML page and the web app: the page's width)
         c.fig.update_layout(width=None, autosize=True)
     return c.fig
@@ -345,6 +356,7 @@ def add_swatches(go, fig, swatch: list[tuple[str, str | None, str]]) -> None:
     line (it is drawn as one), the others a square."""
     for name, col, group in swatch:
         mk = dict(symbol="line-ew", size=12, color=col, line=dict(width=2, color=col)) if group == "idle" else \
+            dict(symbol="square", size=11, color=col, line=dict(width=1, color=PALE_SWATCH_EDGE)) if col == PALE_SWATCH else \
             dict(symbol="square", size=12, color=col)
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=mk, legendgroup=group, showlegend=True,
                                  hoverinfo="skip"))
@@ -365,10 +377,11 @@ def request_drawing(go, fig, wf: Waterfall, rows: list, t0: float, y_of: dict[in
 
 def _receive_swatch(c: _Fig) -> tuple[str, str, str]:
     """The legend entry of the download phase: the pale part where no byte arrived (rows with
-    chunks), in the pale of the first class drawn so; else the download drawn dark throughout."""
+    chunks), a neutral swatch (``PALE_SWATCH``: each class has its own pale); else the download
+    drawn dark throughout."""
     chunked = [r for r in c.rows if r.chunks and r.phase("receive")]
-    if chunked:
-        return "Download, no byte arriving (pale)", c.colors_of[chunked[0].index]["receive"], "receive"
+    if chunked:  # (a neutral swatch: the first row's pale script orange read as a faded connect phase)
+        return "Download, no byte arriving (pale)", PALE_SWATCH, "receive"
     r0 = next((r for r in c.rows if r.phase("receive")), None)
     return PHASE_LABELS["receive"], c.colors_of[r0.index]["receive"] if r0 is not None else _legend_color("receive") or "#8c8c8c", "receive"
 
@@ -403,9 +416,13 @@ def _legend_marks(c: _Fig, show_labels: bool) -> None:
     entries: list[tuple[str, str | None]] = []
     if any(r.background for r in rows):
         entries.append(("bg: background, not the page's (faded)", None))
-    marks = list(dict.fromkeys(m for r in rows if (m := M.mark(r).removeprefix("bg").strip())))
+    marks = list(dict.fromkeys(m for r in rows if (m := M.mark(r).removeprefix("bg").strip().removeprefix(M.UNKNOWN_METHOD).strip())))
     if marks:
         entries.append((html_text(f"{', '.join(marks[:2])}") + ": method ≠ GET, status ≠ 200", None))  # (a HAR's method is captured text)
+    if any(M.mark(r).removeprefix("bg").strip().startswith(M.UNKNOWN_METHOD) for r in rows):
+        entries.append((f"{M.UNKNOWN_METHOD}: method unknown (its request is not in the capture)", None))
+    if any(L.start_unknown(r) for r in rows):
+        entries.append((START_UNKNOWN_LEGEND, None))
     if any(M.tint(r) == M.ERROR_TINT for r in rows):
         entries.append(("error: status 4xx/5xx (row red)", M.ERROR_TINT))
     if any(M.tint(r) == M.REDIRECT_TINT for r in rows):
@@ -471,12 +488,21 @@ def _row_texts(c: _Fig, show_labels: bool) -> None:
                                    mode="text", text=texts, textposition=where,
                                    textfont=dict(size=10, color="#333333", family=LABEL_FONT["family"]), showlegend=False,
                                    hoverinfo="skip", name="duration", cliponaxis=False))
-        # a row that began before the view: an arrow at its left edge
-        left = [r for r in rows if _ms(r.start, t0) < a and max(_ms(r.end, t0), _row_open_end(c, r)) >= a]
+        # a row that began before the view, or whose start is not in the capture (its request came
+        # before it: ``waterfall_layout.start_unknown``, its duration "≥…"): an arrow at its left edge
+        seen = [r for r in rows if max(_ms(r.end, t0), _row_open_end(c, r)) >= a and _ms(r.start, t0) <= b]
+        unknown = [r for r in seen if L.start_unknown(r)]
+        left = [r for r in seen if _ms(r.start, t0) < a and not L.start_unknown(r)]
         if left:
             c.fig.add_trace(go.Scatter(x=[a] * len(left), y=[r.index for r in left], mode="text", text=["←"] * len(left),
                                        textposition="middle right", textfont=dict(size=10, color="#333333"), showlegend=False,
                                        hoverinfo="skip", name="begins earlier", cliponaxis=False))
+        if unknown:  # (on a white box at the bar's left end: on the bar's dark bursts a bare arrow could not be seen)
+            c.fig.add_trace(go.Scatter(x=[max(a, _ms(r.start, t0)) for r in unknown], y=[r.index for r in unknown],
+                                       mode="markers+text", text=[L.START_UNKNOWN] * len(unknown), textposition="middle center",
+                                       textfont=dict(size=10, color="#000000", family=LABEL_FONT["family"]),
+                                       marker=dict(symbol="square", size=11, color="#ffffff", line=dict(width=1, color="#333333")),
+                                       showlegend=False, hoverinfo="skip", name=START_UNKNOWN_NAME, cliponaxis=False))
 
 
 def _row_open_end(c: _Fig, r) -> float:
@@ -611,7 +637,8 @@ def _zebra(c: _Fig, show_labels: bool) -> list[tuple[int, int]]:
 
 
 def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: list, show_labels: bool, label_chars: int,
-            width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float, view: tuple[float, float], fit_width: bool = False) -> None:
+            width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float, view: tuple[float, float], fit_width: bool = False,
+            responsive: bool = False) -> None:
     """The vertical layout (pixels, top to bottom), the milestones, section headings, zebra
     shading, title and axes."""
     wf, fig, rows, all_rows, lo, n, t0, tp = c.wf, c.fig, c.rows, c.all_rows, c.lo, c.n, c.t0, c.wf.throughput
@@ -640,7 +667,10 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                      "the whole capture: zoom out, or export --time-span capture)")
     # the headline and the view's note wrapped to the narrowest figure's width (a line past it was
     # cut at the image's edge: the amazon load cut at packet 512, "…joined mid-way (began before the captu")
-    sub_chars = max(int((plot_w_narrow + ml + mr - 24) / SUBTITLE_CHAR_PX), 40)
+    # — a page (the HTML export, the web app) as narrow as ``PAGE_TEXT_PX``: the layout is made for 1200 px,
+    # the window may be narrower (at 1024 px the HTML cut "…joined mid-way (be")
+    sub_px = plot_w_narrow + ml + mr
+    sub_chars = max(int(((min(sub_px, PAGE_TEXT_PX) if responsive else sub_px) - 24) / SUBTITLE_CHAR_PX), 40)
     extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded, marked bg) not in the page load" if n_bg else ""
     head_lines = textwrap.wrap(wf.completeness + extra, sub_chars) if wf.completeness else []
     note_lines = textwrap.wrap(view_note, sub_chars) if view_note else []
@@ -649,10 +679,26 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     mt = head_px + ms_rows * MILESTONE_ROW_PX + axis_top_px + 4
     wf_px = min(max(ROW_PX * max(n, 1), 60), MAX_ROWS_PX)  # (past it, thinner rows)
     gap_px = 30
+    # section headings in the gaps, in the label column (wrapped to it: over the plot, the milestones'
+    # lines crossed "… (not drawn; 1 not decrypted: …)"), the gap above each as tall as its lines
+    conn_head = (f"Connections ({nc})" if window is None else
+                 f"Connections of requests {lo + 1}–{lo + n} ({nc} of {len(wf.connection_rows)})")
+    conn_head += ": handshake, then each request"
+    if wf.unused_connections:  # (the headline counts them: say where they went)
+        k = wf.unused_connections
+        u = wf.unused_undecrypted  # (not decrypted: whether they carried a request is not known)
+        conn_head += (f" · {k} more carried no request (not drawn)" if not u else
+                      f" · {k} more with no request seen (not drawn; {u} not decrypted: what {'it' if u == 1 else 'they'} carried is unknown)")
+    tp_head = f"Throughput, whole capture (wire bytes per {tp.bin * 1000:g} ms; no filter applies to it)" if tp is not None else ""
+    head_w = max(int((ml - 12) / HEADING_CHAR_PX), 40)  # (a figure without labels has a narrow column: the heading runs on)
+    conn_head_lines = textwrap.wrap(conn_head, head_w)
+    tp_head_lines = textwrap.wrap(tp_head, head_w)
+    conn_gap_px = max(gap_px, HEADING_LINE_PX * len(conn_head_lines) + 8)
+    tp_gap_px = max(gap_px, HEADING_LINE_PX * len(tp_head_lines) + 8)
     conn_px = max(CONN_ROW_PX * max(nc, 1), 30) if nc * CONN_ROW_PX <= 4000 else 4000
     track_px = TRACK_PX if tp is not None else 0
     if not all_rows:  # room for the note saying why no row shows (centred on the plot area: in the request panel)
-        wf_px = max(wf_px, gap_px + conn_px + (gap_px + track_px if track_px else 0) + 160)
+        wf_px = max(wf_px, conn_gap_px + conn_px + (tp_gap_px + track_px if track_px else 0) + 160)
     legend_names = [t.name or "" for t in fig.data if t.showlegend is not False]
     n_legend = len(legend_names)
     longest = max((len(t) for t in legend_names), default=10)
@@ -662,10 +708,10 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     legend_w = (width - ml - mr) if fit_width else plot_w_narrow
     per_row = max(int(legend_w // (40 + longest * LEGEND_CHAR_PX)), 1)
     mb = 48 + LEGEND_ROW_PX * (-(-n_legend // per_row)) + 6
-    plot_h = wf_px + gap_px + conn_px + (gap_px + track_px if track_px else 0)
+    plot_h = wf_px + conn_gap_px + conn_px + (tp_gap_px + track_px if track_px else 0)
     height = mt + plot_h + mb
     y_tp = (0.0, track_px / plot_h) if track_px else (0.0, 0.0)
-    c_lo = (track_px + gap_px) / plot_h if track_px else 0.0
+    c_lo = (track_px + tp_gap_px) / plot_h if track_px else 0.0
     y_conn = (c_lo, c_lo + conn_px / plot_h)
     y_wf = (1.0 - wf_px / plot_h, 1.0)
 
@@ -692,23 +738,13 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                 shapes.append(dict(type="rect", xref="x", xsizemode="pixel", xanchor=dur.x[i], x0=x0, x1=x1, yref="y",
                                    ysizemode="pixel", yanchor=dur.y[i], y0=-7, y1=7, line=dict(width=0), layer=M.MILESTONE_LAYER,
                                    fillcolor=M.row_background(r.index in zebra, M.tint(r))))
-    # section headings in the gaps
-    conn_head = (f"Connections ({nc})" if window is None else
-                 f"Connections of requests {lo + 1}–{lo + n} ({nc} of {len(wf.connection_rows)})")
-    conn_head += ": handshake, then each request"
-    if wf.unused_connections:  # (the headline counts them: say where they went)
-        k = wf.unused_connections
-        u = wf.unused_undecrypted  # (not decrypted: whether they carried a request is not known)
-        conn_head += (f" · {k} more carried no request (not drawn)" if not u else
-                      f" · {k} more with no request seen (not drawn; {u} not decrypted: what {'it' if u == 1 else 'they'} carried is unknown)")
-    # (the headings start at the figure's left edge, over the label column: the plot area alone, narrowed
+    # (the headings start at the figure's left edge, in the label column: the plot area alone, narrowed
     # by the web page's detail panel, cut the connections' one short)
-    notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                      text=conn_head, font=dict(size=11, color="#444444"), yshift=2, xshift=8 - ml))
+    notes.append(dict(x=0, y=y_conn[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False, align="left",
+                      text="<br>".join(conn_head_lines), font=dict(size=11, color="#444444"), yshift=2, xshift=8 - ml))
     if track_px and tp is not None:
-        notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                          text=f"Throughput, whole capture (wire bytes per {tp.bin * 1000:g} ms; no filter applies to it)",
-                          font=dict(size=11, color="#444444"), yshift=2,
+        notes.append(dict(x=0, y=y_tp[1], xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False, align="left",
+                          text="<br>".join(tp_head_lines), font=dict(size=11, color="#444444"), yshift=2,
                           xshift=8 - ml))
 
     for a, b in _zebra(c, show_labels):

@@ -13,6 +13,7 @@ from typing import Any
 
 from wirefall.analyzer.model import not_sent_of
 
+UNKNOWN_METHOD = "?"  # the mark of a row whose method the capture does not give (figures and TUI)
 MUTED = "#8a8a8a"  # the label of a background row (and its "bg" mark)
 ERROR_TINT = "rgba(214,39,40,0.16)"  # a row whose response is 4xx/5xx (WebPageTest: red row)
 REDIRECT_TINT = "rgba(255,193,7,0.22)"  # a 3xx (WebPageTest: yellow row)
@@ -54,7 +55,8 @@ def no_response(r) -> bool:
 
 def mark(r) -> str:
     """A row's mark in the label column (plain text, "" for a GET answered 200 by the page):
-    ``bg`` for background traffic, the method when not GET, the status when not 200, ``no
+    ``bg`` for background traffic, the method when not GET (``?`` when the capture does not give
+    it: its request came before the capture), the status when not 200, ``no
     response`` when the capture holds none, ``status <unknown>`` when it holds a response whose
     status it does not give."""
     parts = []
@@ -62,6 +64,8 @@ def mark(r) -> str:
         parts.append("bg")
     if r.method and r.method.upper() not in ("GET",) and not r.pushed:
         parts.append(r.method.upper()[:7])
+    elif not r.method and not r.pushed:  # (a response whose request is not in the capture: a blank said GET)
+        parts.append(UNKNOWN_METHOD)
     ns = not_sent_of(getattr(r, "browser", None))
     if ns and r.status is None:  # (a browser log's request that never reached the network: "disk cache", "failed" …)
         parts.append(ns)

@@ -14,7 +14,8 @@ from wirefall.analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT
 
 __all__ = ["BLOCKED_COLOR", "IDLE_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",
            "SEND_COLOR", "SORTS", "WAIT_COLOR", "GLYPHS", "GLYPH_KINDS", "TICK_KINDS", "TICK_COLORS", "elide",
-           "short_url", "short_host", "short_path", "registrable", "subset", "glyphs", "duration_text", "row_label", "LABEL_CHARS", "stagger", "phase_colors"]
+           "short_url", "short_host", "short_path", "registrable", "subset", "glyphs", "duration_text", "row_duration_text", "short_duration_text",
+           "start_unknown", "START_UNKNOWN", "row_label", "LABEL_CHARS", "stagger", "phase_colors"]
 
 # Markers drawn as glyphs in the label column, one fixed column each (never on the bars).
 GLYPH_KINDS = ("push", "priority", "reset", "stall")
@@ -27,8 +28,10 @@ TICK_COLORS = {"retransmission": "#e31a1c", "out_of_order": "#ff7f00", "gap": "#
 TICK_MEANING = {"retransmission": "TCP retransmission", "out_of_order": "TCP out-of-order segment (a hole filled: quick resend or reordering)",
                 "gap": "bytes missing from the capture (lost segment)"}
 # the milestones' vertical lines (the figures' dotted lines, the TUI's ┊ columns)
+# (the browser's events, a HAR laid over, in WebPageTest's hues — DOMContentLoaded magenta, load blue: the load event was
+# crimson beside the last byte's red, DOMContentLoaded purple beside the TLS phase's — and apart from the HTML's blue)
 MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728",
-                    "dom_content_loaded": "#8e44ad", "load_event": "#c2185b"}  # (the browser's events: a HAR laid over)
+                    "dom_content_loaded": "#cc3399", "load_event": "#0b8fb3"}
 MILESTONE_SHORT = {"html_first_byte": "HTML first byte", "page_load": "last byte", "dom_content_loaded": "DOMContentLoaded",
                    "load_event": "load event"}  # (the TUI's legend; first packet and page start are the axis' origin)
 LABEL_CHARS = 44  # host…path text of a row label (the whole label adds the number and glyphs)
@@ -118,15 +121,11 @@ def short_path(path: str, n: int) -> str:
         return path
     if n <= 0:
         return ""
-    q = path.endswith("?…")
-    bare = path[:-2] if q else path
-    cut = bare.rstrip("/")
-    at = cut.rfind("/")
-    tail = bare[at:] + ("?…" if q else "")  # "/file", "/dir/" or "/file?…"
+    at, tail = _tail(path)
     if n < 10:  # little room: the file's start and extension (the directories are the same on every row), else the path's
         return "/…" + _short_file(tail[1:], n - 2) if at > 0 and n >= 5 else path[:n - 1] + "…"
     if at <= 0:  # one segment: its start and end
-        return elide(path, n, n // 2 + 1)
+        return "/" + _short_file(path[1:], n - 1) if path.startswith("/") else elide(path, n, n // 2 + 1)
     if len(tail) + 2 <= n:  # the file whole, the path's start before it (whole directories where one fits)
         head = path[:n - len(tail) - 1]
         k = head.rfind("/")
@@ -136,22 +135,55 @@ def short_path(path: str, n: int) -> str:
     return "/…/" + _short_file(tail[1:], n - 3)  # the segment: its start, "…", its extension
 
 
+def _tail(path: str) -> tuple[int, str]:
+    """Where ``path``'s last segment begins (its ``/``; 0 or -1: the path is one segment) and
+    that segment with its ``/`` (``/file``, ``/dir/``, ``/file?…``)."""
+    q = path.endswith("?…")
+    bare = path[:-2] if q else path
+    at = bare.rstrip("/").rfind("/")
+    return at, bare[at:] + ("?…" if q else "")
+
+
+FILE_START = 6  # a shortened file name keeps at least this much of its start (what tells rows apart) before its end
+
+
 def _short_file(seg: str, m: int) -> str:
     """A path's last segment in ``m`` characters: its start, ``…`` and its end — its extension
-    (up to 8 characters) and the two characters before it where there is room (what tells
-    ``photo-1.jpg`` from ``photo-2.jpg``), else its last third."""
+    (up to 8 characters) and the two characters before it where that leaves ``FILE_START`` of its
+    start — 2 of a short numbered name's (what tells ``photo-1.jpg`` from ``photo-2.jpg``) —, the extension alone where it leaves
+    4 (``csm-ca….js``: the start tells the rows apart, ``cs…in.js`` did not), else its last
+    third; the query's ``?…`` is its end, when it has one."""
+    if len(seg) <= m:
+        return seg
+    if m <= 1:
+        return "…"[:m]
+    if seg.endswith("?…") and m >= 6:  # (the name's start, then "…": the query is the least of it)
+        return seg[:m - 1] + "…"
     dot = seg.rfind(".", 1)
     ext = len(seg) - dot if 0 < dot else 0
-    keep_end = min(ext + 2, m - 2) if 0 < ext <= min(8, m - 2) else m // 3
+    numbered = 0 < dot <= 8 and seg[dot - 1].isdigit()  # (photo-1.jpg, icon-2.png: told apart by their end)
+    if 0 < ext <= 8 and m - 1 - (ext + 2) >= (2 if numbered else FILE_START):
+        keep_end = ext + 2
+    elif 0 < ext <= 8 and m - 1 - ext >= min(4, len(seg) - ext):
+        keep_end = ext
+    else:
+        keep_end = m // 3
     return elide(seg, m, m - 1 - keep_end)
 
 
+FILE_WHOLE = 12  # a file name this short is kept whole before the host is (``favicon.ico``, ``photo-1.jpg``)
+FILE_MIN = 10  # characters of the file's name a label keeps before its host is cut (the host whole at 44: a 31-character one)
+HOST_BOTH_ENDS = 9  # a host given fewer characters keeps its start alone (``images…/csm-capt….js``), not both ends
+
+
 def short_url(url: str, n: int = LABEL_CHARS) -> str:
-    """Host and path in ``n`` characters, WebPageTest-style: the host whole (cut in its middle,
-    its registrable domain kept, only when it would leave the path less than a quarter of the
-    room: ``short_host``), then the path's start (and its end where there is room:
-    ``short_path``); the scheme dropped, and the query first (``?…``: the full URL is in the
-    hover and the request view).  ``images-na.ssl-images-amazon.com/images/…_V1_.css``."""
+    """Host and path in ``n`` characters, WebPageTest-style (it labels a row by host and file):
+    the file first — its whole name (``FILE_WHOLE`` characters or fewer), or its start and
+    extension in ``FILE_MIN`` characters or more —, the host whole where that leaves the file its room, else cut in its middle, its
+    registrable domain kept (``short_host``), and in few characters its start alone
+    (``images…/csm-capt….js``); the path's start between them where there is room
+    (``short_path``); the scheme dropped, and the query first (``?…``: the full URL is in the
+    hover and the request view).  ``images-na.ssl-images-amazon.com/…/Amazo….css``."""
     u = url or "(no URL)"
     if "://" in u:
         u = u.split("://", 1)[1]
@@ -163,10 +195,29 @@ def short_url(url: str, n: int = LABEL_CHARS) -> str:
         path = path.split("?", 1)[0] + "?…"
         if len(host) + len(path) <= n:
             return host + path
-    path_min = min(len(path), max(4, n // PATH_SHARE))
-    if len(host) > n - path_min:  # (a host that must be cut gives more room to the path: 3/5 of it, its registrable end kept)
-        host = short_host(host, max(min(n - path_min, max(n * 3 // 5, len(registrable(host)) + 4)), 1))
-    return host + short_path(path, n - len(host))
+    at, tail = _tail(path)
+    if not path or path == "/" or n < 12:  # (no file to keep: the host, then what of the path fits)
+        path_min = min(len(path), max(4, n // PATH_SHARE))
+        if len(host) > n - path_min:
+            host = short_host(host, max(min(n - path_min, max(n * 3 // 5, len(registrable(host)) + 4)), 1))
+        return host + short_path(path, n - len(host))
+    # the path's least room: the file's name whole, or FILE_MIN of it (its start and extension), and
+    # "/" before it (one segment) or "/…/" (directories between)
+    fname = tail[1:]
+    lead = 1 if at <= 0 else 2  # ("/" before a one-segment path's file, "…/" for the directories)
+    least = len(fname) if len(fname) <= FILE_WHOLE else FILE_MIN  # (a short name whole: photo-1.jpg, favicon.ico)
+    need = min(len(path), lead + least)
+    if len(host) <= n - need:
+        return host + short_path(path, n - len(host))
+    # the host must be cut: the file takes up to half the room (its whole name where it fits)
+    room = n - min(len(path), lead + min(len(fname), max(least, n // 2)))
+    if room >= HOST_BOTH_ENDS:  # the host cut in its middle, both ends kept (its registrable domain where there is room)
+        host = short_host(host, min(room, max(n * 3 // 5, len(registrable(host)) + 4)))  # (3/5 of the label at most)
+        return host + short_path(path, n - len(host))
+    # little room: the host's start (its distinctive part) and the file, "…/" between them
+    m = min(len(fname), n - 2 - min(FILE_START, len(host)))
+    start = host[:max(n - 2 - m, 1)]
+    return start + "…/" + _short_file(fname, n - len(start) - 2)
 
 
 def subset(wf, rows):
@@ -209,12 +260,33 @@ def duration_text(seconds: float | None) -> str:
     return f"{ms:.2f} ms"
 
 
+START_UNKNOWN = "←"  # the mark at the left end of a row whose start the capture does not hold (its duration then "≥…")
+LOWER_BOUND = "≥"
+
+
+def start_unknown(r) -> bool:
+    """The row's start is not in the capture: a request the capture holds no first byte of
+    (``packets["request_start"]`` None: its stream was joined mid-way, on a connection the
+    capture joined mid-way, or its first bytes were lost), not a push, with packets of its own
+    in the capture (a browser log's row alone has its log's times), and no browser log's record
+    giving its start (its thin bar then shows it).  Its bar begins at its first byte in the
+    capture, so its duration is only a lower bound: ``≥615 ms`` and ``←`` at the bar's left end
+    (cut200's challenge.js: 615 ms in the cut, 983 ms in the whole capture)."""
+    p = getattr(r, "packets", None) or {}
+    if r.pushed or p.get("request_start") is not None or not any(v is not None for v in p.values()):
+        return False
+    return not getattr(r, "browser_phases", None)
+
+
 def row_duration_text(r) -> str:
     """The text beside a row's bar: its total (``duration_text``), but for a request sent on a
     connection set up ``PRECONNECT_IDLE`` or more before it (a preconnect, or a connection raced
     for another request) the request's own time first and the connection's lead after it —
     ``25.3 ms (+253 ms preconnect)`` —, as its HAR entry and WebPageTest give it: the total
-    was what a reader quoted of the document (a review: 278 ms where the request took 25)."""
+    was what a reader quoted of the document (a review: 278 ms where the request took 25).  A row
+    whose start is not in the capture (``start_unknown``): ``≥615 ms``, a lower bound."""
+    if start_unknown(r):  # (its start is not in the capture: at least this long)
+        return LOWER_BOUND + duration_text(r.duration)
     own = preconnected(r.phases) if r.start is not None and r.end is not None else None
     if own is None:
         return duration_text(r.duration)
@@ -222,6 +294,12 @@ def row_duration_text(r) -> str:
     mine = (round(r.end * 1e6) - round(t * 1e6)) / 1e6
     lead = (round(t * 1e6) - round(r.start * 1e6)) / 1e6
     return f"{duration_text(mine)} (+{duration_text(lead)} preconnect)"
+
+
+def short_duration_text(r) -> str:
+    """``row_duration_text`` without its preconnect lead (``25.3 ms``): where the whole text has
+    no room beside the bar (the TUI at 100 columns dropped it)."""
+    return row_duration_text(r).split(" (", 1)[0]
 
 
 def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4, number: int | None = None) -> str:

@@ -372,9 +372,9 @@ class WirefallApp(PacketHabits, App):
         yield Footer()
 
     @staticmethod
-    def _legend(browser: list[str] | None = None, milestones: list | None = None, alone: bool = False) -> Text:
+    def _legend(browser: list[str] | None = None, milestones: list | None = None, alone: bool = False, rows: list | None = None) -> Text:
         return waterfall_legend("+/- zoom  ←/→ pan  0 reset  c/H group by conn/host  s sort  enter open", browser, milestones,
-                                alone)
+                                alone, rows)
 
     def on_mount(self) -> None:
         self.query_one("#detail", Tree).show_root = False
@@ -1064,7 +1064,7 @@ class WirefallApp(PacketHabits, App):
         # the legend names a browser log's bar first (one laid over the capture), then the milestones' lines
         # (a log opened alone: its bars are the log's; "lower half: browser's view" spoke of a wire bar there is not)
         alone = not self.an.packets and getattr(self.an, "source", "capture") != "capture"
-        self.query_one("#wf-legend", Static).update(self._legend(sources, self.wf.milestones, alone))
+        self.query_one("#wf-legend", Static).update(self._legend(sources, self.wf.milestones, alone, self.wf.rows))
         self.query_one(WaterfallView).set_rows(rows, t0, t1, group_by=self.wf_group, keep_view=keep_view,
                                                milestones=self.wf.milestones, wf=self.wf)
         self._wf_note()

@@ -676,14 +676,17 @@ def cell_segments(cells, bg) -> list[Segment]:
 
 
 def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: list | None = None,
-                     alone: bool = False) -> Text:
+                     alone: bool = False, rows: list | None = None) -> Text:
     """The phase and content-class colours of the waterfall, the marker glyphs, then the
     view's keys (the same palette and glyphs as the figures: ui/waterfall_layout.py).
     ``browser``: the sources of a browser log laid over the capture (e.g. ``["netlog"]``),
     named first: its thin bar is the lower half of each row (``browser_cells``);
     ``milestones`` (``Waterfall.milestones``): each line's name, then.  ``alone``: a browser log
-    opened alone (no packets): every bar is the log's own, there is no wire bar above its half."""
+    opened alone (no packets): every bar is the log's own, there is no wire bar above its half.
+    ``rows``: the waterfall's rows — a row that began before the capture (``←`` and ``≥``), or
+    whose method the capture does not give (``?``), has its marks explained after the milestones."""
     from wirefall.ui import waterfall_layout as L
+    from wirefall.ui.figures_marks import UNKNOWN_METHOD
 
     t = Text(" ")
     if browser and alone:
@@ -697,6 +700,10 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
             seen.add(m.name)
             t.append("┊ ", style=L.MILESTONE_COLORS[m.name])
             t.append(L.MILESTONE_SHORT[m.name] + "  ")
+    if any(L.start_unknown(r) for r in rows or ()):
+        t.append(f"{L.START_UNKNOWN} ≥ began before the capture (start unknown, duration at least)  ")
+    if any(not r.method and not r.pushed for r in rows or ()):
+        t.append(f"{UNKNOWN_METHOD} method unknown  ")
     for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
         t.append("█ ", style=c)
         t.append(L.PHASE_LABELS[k] + "  ")
@@ -754,23 +761,45 @@ def tick_cells(cells, markers, v0: float, v1: float) -> None:
                 cells[c] = (TICK_GLYPH, colors[m.kind])
 
 
-def duration_cells(cells, text: str) -> None:
-    """The row's duration written right of its bar (left of it when no room), in place."""
+def duration_cells(cells, text: str, *shorter: str) -> None:
+    """The row's duration written right of its bar (left of it when no room), in place; where
+    neither side has room for ``text``, the first of ``shorter`` that fits (``25.3 ms`` for
+    ``25.3 ms (+253 ms preconnect)``: at 100 columns the row had no duration at all)."""
     if not text:
         return
     filled = [i for i, cell in enumerate(cells) if cell[0] != " "]
     if not filled:
         return
     a, b = filled[0], filled[-1]
-    t = " " + text
-    if b + 1 + len(t) <= len(cells):
-        at = b + 1
-    elif a - len(t) - 1 >= 0:
-        at, t = a - len(t) - 1, text + " "
+    for cand in (text, *shorter):
+        t = " " + cand
+        if b + 1 + len(t) <= len(cells):
+            at = b + 1
+            break
+        if a - len(t) - 1 >= 0:
+            at, t = a - len(t) - 1, cand + " "
+            break
     else:
         return
     for k, ch in enumerate(t):
         cells[at + k] = (ch, "#a8a8a8")
+
+
+def start_cells(cells, r, v0: float, v1: float) -> None:
+    """A row whose start is not in the capture (``waterfall_layout.start_unknown``): ``←`` at its
+    bar's left end, in place — in the cell before the bar where it is blank, else on the bar's
+    first cell (dark on the bar's colour)."""
+    from wirefall.ui.waterfall_layout import START_UNKNOWN, start_unknown
+
+    if not start_unknown(r) or not cells or r.end < v0 or r.start > v1:
+        return
+    c = max(int((r.start - v0) / ((v1 - v0) or 1e-9) * len(cells)), 0)
+    c = min(c, len(cells) - 1)
+    if c > 0 and cells[c - 1][0] == " ":
+        cells[c - 1] = (START_UNKNOWN, "#e0e0e0")
+    else:
+        cell = cells[c]
+        cells[c] = (START_UNKNOWN, "#000000", cell[1] or "#a8a8a8") if cell[0] != " " else (START_UNKNOWN, "#e0e0e0")
 
 
 IDLE_CHAR, IDLE_TUI_COLOR = "─", "#7a7a7a"  # the idle phase (waterfall.PHASES): WebPageTest leaves it blank
@@ -921,7 +950,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     """The cells of one row as the figures draw it (ui/waterfall_layout.py): its phases, the
     bursts of packets of its download dark on the light download, retransmission ticks, the
     browser's view in the lower half (with a browser log) and the duration right of the bar."""
-    from wirefall.ui.waterfall_layout import duration_text, phase_colors, row_duration_text
+    from wirefall.ui.waterfall_layout import phase_colors, row_duration_text, short_duration_text
 
     from wirefall.ui.figures_marks import NO_RESPONSE_COLOR, no_response
 
@@ -933,7 +962,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     browser_cells(cells, r, v0, v1)
     nr = no_response(r)
     if (r.end < v0 or r.start > v1) and width > 12:  # the row is out of the view: said at the edge it lies beyond
-        text = ("no response" if nr else duration_text(r.duration))
+        text = ("no response" if nr else short_duration_text(r))
         text = f"← {text}" if r.end < v0 else f"{text} →"
         at = 0 if r.end < v0 else max(width - len(text), 0)
         for k, ch in enumerate(text[:width]):
@@ -951,7 +980,9 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
             for k, ch in enumerate(text):
                 cells[at + k] = (ch, NO_RESPONSE_COLOR)
         return cells
-    duration_cells(cells, row_duration_text(r))
+    start_cells(cells, r, v0, v1)
+    text = row_duration_text(r)
+    duration_cells(cells, text, short_duration_text(r))
     return cells
 
 
@@ -1065,7 +1096,7 @@ class WaterfallView(LineList):
         from wirefall.ui.waterfall_layout import glyphs, short_url
 
         from wirefall.analyzer.model import not_sent_of
-        from wirefall.ui.figures_marks import no_response
+        from wirefall.ui.figures_marks import UNKNOWN_METHOD, no_response
 
         # (the status; "<?>" where a response came whose status the capture does not give — a
         # QPACK entry inserted before it —, "-" where none came)
@@ -1073,7 +1104,7 @@ class WaterfallView(LineList):
         st = (str(r.status) if r.status is not None else "-" if r.pushed or no_response(r) else
               "(c)" if ns and "cache" in ns else "-" if ns else "<?>")
         g = self.glyph.get(r.exchange) if self.group_by else None
-        meth = (r.method or ("PUSH" if r.pushed else ""))[:7]
+        meth = (r.method or ("PUSH" if r.pushed else UNKNOWN_METHOD))[:7]  # ("?": its request is not in the capture)
         if r.background:  # (as the figures' "bg" mark: not the page's; the label is dimmed too)
             meth = "bg " + meth
         n = self.url_chars(g is not None)
