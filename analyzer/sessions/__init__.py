@@ -267,6 +267,24 @@ def needs_decoder(content_encoding: str | None) -> bool:
     return v
 
 
+def end_unfinished(ctx: Context, ex: Exchange, resp_done: bool, last_s2c: int | None) -> None:
+    """At the end of the capture, a stream's response not finished: it ends, for now, at its
+    last packet seen (``last_s2c``), its body a lower bound, and says so; with no response
+    byte at all, that it had none (HTTP/2 and SPDY; page-spdy cut at packet 100: hero.jpg,
+    40,960 of 97,342 bytes, read as a finished response with no end before SPDY did this)."""
+    if resp_done:
+        return
+    if ex.response_end is None and last_s2c:
+        ex.response_end_packet = last_s2c
+        ex.response_end = ctx.time(last_s2c)
+        if ex.reset is None:
+            lower_bound(ex, "response_body_bytes")
+        if ex.error is None and ex.reset is None:
+            ex.error = "response incomplete at the end of the capture"
+    elif ex.response_start is None and ex.error is None and ex.reset is None:
+        ex.error = "no response in the capture"
+
+
 def end_response(conn: Connection, st, time: float, packet: int) -> None:
     """The last byte of a stream's response arrived (``st`` has ``ex``, ``body``, ``resp_done``)."""
     ex = st.ex

@@ -48,7 +48,7 @@ from wirefall.dissectors.http2 import (
 )
 
 from ..content import BodyDecoder
-from . import IdentityBody, end_response, finish_body, lower_bound, needs_decoder
+from . import IdentityBody, end_response, end_unfinished, finish_body, lower_bound, needs_decoder
 from .tls import wire_packet
 from ..model import PROTO_CODE, Connection, Exchange, Frame, FrameFields, HeaderBytes, Note, NoteKind, Windows
 
@@ -170,15 +170,7 @@ class H2Session:
             ex = st.ex
             if st.body is not None:
                 self._finish_body(st)
-            if not st.resp_done and ex.response_end is None and st.last_s2c is not None:
-                ex.response_end_packet = st.last_s2c
-                ex.response_end = self.ctx.time(st.last_s2c)
-                if ex.reset is None:
-                    lower_bound(ex, "response_body_bytes")
-                if ex.error is None and ex.reset is None:
-                    ex.error = "response incomplete at the end of the capture"
-            elif not st.resp_done and ex.response_start is None and ex.error is None and ex.reset is None:
-                ex.error = "no response in the capture"
+            end_unfinished(self.ctx, ex, st.resp_done, st.last_s2c)
         self._notes()
 
     # -- internals ------------------------------------------------------------------------

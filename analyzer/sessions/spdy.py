@@ -60,7 +60,7 @@ from wirefall.dissectors.spdy import (
     SpdyFrame,
 )
 
-from . import IdentityBody, end_response, finish_body, lower_bound, needs_decoder
+from . import IdentityBody, end_response, end_unfinished, finish_body, needs_decoder
 from .tls import wire_packet
 from ..model import Connection, Exchange, Frame, Note, NoteKind, OffsetMap
 
@@ -179,19 +179,7 @@ class SpdySession:
         for st in self.streams.values():
             if st.body is not None:
                 self._finish_body(st)
-            ex = st.ex
-            # (as HTTP/2's: a response the capture ends inside ends, for now, at its last packet
-            # seen, its body a lower bound, and says so — page-spdy cut at packet 100: hero.jpg,
-            # 40,960 of 97,342 bytes, read as a finished response with no end)
-            if not st.resp_done and ex.response_end is None and st.last_s2c:
-                ex.response_end_packet = st.last_s2c
-                ex.response_end = self.ctx.time(st.last_s2c)
-                if ex.reset is None:
-                    lower_bound(ex, "response_body_bytes")
-                if ex.error is None and ex.reset is None:
-                    ex.error = "response incomplete at the end of the capture"
-            elif not st.resp_done and ex.response_start is None and ex.error is None and ex.reset is None:
-                ex.error = "no response in the capture"
+            end_unfinished(self.ctx, st.ex, st.resp_done, st.last_s2c)  # (as HTTP/2's)
 
     # -- helpers
     def _set_proto(self, proto: str):
