@@ -136,17 +136,32 @@ def generate(values_text: str, version: str, names: set[str] | frozenset[str] = 
         "from __future__ import annotations",
         "",
         "# fmt: off",
-        "UNQUOTED: dict[str, dict[str, int]] = {",
     ]
-    for name, t in unquoted.items():
-        lines.append(f"    {name!r}: {{")
-        lines += [f"        {k!r}: {v!r}," for k, v in t.items()]
-        lines.append("    },")
+    # a table several fields share (Wireshark's one value_string behind ip.proto and ipv6.nxt, …)
+    # is written once, named, and the fields refer to it
+    uses: dict[tuple, int] = {}
+    for t in (*unquoted.values(), *quoted.values()):
+        uses[tuple(t.items())] = uses.get(tuple(t.items()), 0) + 1
+    shared = {k: f"_SHARED_{i}" for i, k in enumerate(k for k, n in uses.items() if n > 1 and k)}
+    for k, ref in shared.items():
+        lines.append(f"{ref}: dict[str, int] = {{")
+        lines += [f"    {n!r}: {v!r}," for n, v in k]
+        lines += ["}", ""]
+
+    def entries(tables: dict[str, dict[str, int]]) -> None:
+        for name, t in tables.items():
+            ref = shared.get(tuple(t.items()))
+            if ref is not None:
+                lines.append(f"    {name!r}: {ref},")
+                continue
+            lines.append(f"    {name!r}: {{")
+            lines.extend(f"        {k!r}: {v!r}," for k, v in t.items())
+            lines.append("    },")
+
+    lines.append("UNQUOTED: dict[str, dict[str, int]] = {")
+    entries(unquoted)
     lines += ["}", "", "QUOTED: dict[str, dict[str, int]] = {"]
-    for name, t in quoted.items():
-        lines.append(f"    {name!r}: {{")
-        lines += [f"        {k!r}: {v!r}," for k, v in t.items()]
-        lines.append("    },")
+    entries(quoted)
     lines += ["}", "", "BOOLEANS: dict[str, tuple[str, str]] = {"]
     lines += [f"    {name!r}: {tf!r}," for name, tf in booleans.items()]
     # an unquoted word that is a tshark field or protocol name is that field, not a value string
