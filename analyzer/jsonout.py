@@ -8,6 +8,7 @@ from itertools import chain, islice
 from typing import Any
 
 from .model import DIRECTION_NAMES, Analysis, Connection, DecryptReason, Exchange, Frame, FrameFields
+from wirefall.dissectors.tls_suites import overhead_bound
 
 SCHEMA_VERSION = 1
 
@@ -66,6 +67,7 @@ def connection_dict(c: Connection, subject: bool = True) -> dict[str, Any]:
             "certificate_subject": t.certificate_subject if subject else None,
             "records": t.records,
             "record_overhead": list(t.record_overhead),
+            "record_overhead_exact": [not b for b in overhead_bound(t)],
             "client_hello_time": t.client_hello_time,
             "server_hello_time": t.server_hello_time,
             "client_finished_time": t.client_finished_time,

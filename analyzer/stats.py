@@ -843,7 +843,7 @@ def block_dict(b: Block) -> dict[str, Any]:
         "payload_bytes": b.payload,
         "tls_record_overhead": b.tls_record_overhead,
         "tls_connections": b.tls_connections,
-        # (added 2026-12-05, additive) per direction, false where tls_record_overhead is a lower bound; null without TLS over TCP
+        # (added 2026-12-04, additive) per direction, false where tls_record_overhead is a lower bound; null without TLS over TCP
         "tls_record_overhead_exact": list(b.tls_record_overhead_exact) if b.tls_connections else None,
         "framing_overhead": b.framing_overhead,
         "frames": b.frames,

@@ -506,3 +506,29 @@ def test_stats_frames_counts_tls_records_and_http2_frames():
         assert b.frames == tls + h2, (c.id, b.frames, tls, h2)
         if c.id == 0:
             assert (b.frames, tls, h2) == (145, 64, 81)
+
+
+def test_summary_json_says_when_the_overhead_is_a_lower_bound():
+    """summary --json's connections[].tls.record_overhead_exact (additive) is the stats block's
+    flag for that connection: on retina/tls_ciphers.pcap, true for the stream and AEAD suites
+    and false for the CBC ones (their padding unknown without keys: tshark's records, above)."""
+    from wirefall.analyzer.jsonout import connection_dict
+
+    need_tool("tshark")
+    cap = shared("retina/tls_ciphers.pcap")
+    truth = _tls_records(cap)
+    an = analyze(str(cap))
+    seen = 0
+    for c in an.connections:
+        if c.tls is None:
+            continue
+        d = connection_dict(c)["tls"]
+        ports = (int(c.client[1]), int(c.server[1]))
+        (t,) = [t for t in truth.values() if t["ports"] == ports]
+        exact = record_protection(t["suite"]).kind != "cbc"
+        assert d["record_overhead_exact"] == [exact, exact], t["suite"]
+        seen += 1
+    assert seen == 73
+    an = analyze(str(SAMPLES / "tls" / "tls12_aes128gcm.pcap"), keylogs=[str(SAMPLES / "tls" / "tls12_aes128gcm.keys")])
+    (c,) = [c for c in an.connections if c.tls is not None]
+    assert connection_dict(c)["tls"]["record_overhead_exact"] == [True, True]  # (decrypted: exact)
