@@ -948,6 +948,19 @@ def elide(prefix: str, url: str | None, width: int = URL_CELL) -> str:
     return prefix + u[:head] + "…" + u[len(u) - (room - 1 - head):]
 
 
+def side_incomplete(f: dict[str, Any]) -> str | None:
+    """What a side's header says of its page when it is incomplete (``page_complete`` false, a page
+    request seen): the CLI's side line, the TUI's title and the web page's header, one text."""
+    if f.get("requests") and not f.get("page_complete", True):
+        return "its page INCOMPLETE: its figures are lower bounds (≥), no difference or saving given"
+    return None
+
+
+def side_line(name: str, f: dict[str, Any]) -> str:
+    """The line `wirefall compare` prints for side ``name`` (its facts ``f``: ``res["a"]``)."""
+    return _side_line(name, f)
+
+
 def _side_line(name: str, f: dict[str, Any]) -> str:
     s = f"{name}: {f['file']} ({', '.join(f['protocols']) or '-'}): {f['requests']} page request{'s' * (f['requests'] != 1)}"
     if f.get("not_sent_requests"):
@@ -956,8 +969,9 @@ def _side_line(name: str, f: dict[str, Any]) -> str:
         s += f", {f['background_requests']} background (not compared)"
     if f["not_decrypted"]:
         s += f"; {len(f['not_decrypted'])} connection{'s' * (len(f['not_decrypted']) != 1)} NOT DECRYPTED"
-    if f["requests"] and not f.get("page_complete", True):
-        s += "; its page INCOMPLETE: its figures are lower bounds (≥), no difference or saving given"
+    inc = side_incomplete(f)
+    if inc:
+        s += f"; {inc}"
     lf = f.get("browser_log") or {}
     if lf.get("kind") not in (None, "capture"):
         s += f"; a browser log ({lf['kind']}), no packets" + (f", page {lf['page_number']}" if lf.get("page_number") else "")
@@ -989,33 +1003,68 @@ def _withheld_cell(res: dict[str, Any]) -> str:
                                     for w in res.get("withheld") or ())
 
 
-def render_text(res: dict[str, Any]) -> str:
-    out = [_side_line("A", res["a"]), _side_line("B", res["b"]), ""]
-    rows = [["", "A", "B", "B − A", "(A − B) / A"]]
+LOWER_BOUND = "≥ "  # before a figure that counts only what an incomplete side's capture holds
+
+
+def page_cells(res: dict[str, Any], key: str) -> list[str]:
+    """The page row ``key``'s cells A, B, B − A, (A − B) / A as every front-end shows them (the
+    CLI's table, the TUI's compare table, the web app's Compare tab: one formatter): a figure in
+    ``lower_bounds`` "≥ 0.098", a difference or saving withheld (``withheld``: a side incomplete
+    or with no page) "withheld: B incomplete" in the saving column — not a bare "–" —, "–" for
+    what is unknown or has no value."""
+    p = res["page"].get(key) or {"a": None, "b": None, "diff": None, "speedup": None}
     bounds = res.get("lower_bounds") or {}
-    withheld = bool(res.get("withheld"))
+    sp, d = p["speedup"], p["diff"]
+    cells = [(LOWER_BOUND if key in bounds.get(s, ()) else "") + _fmt(key, p[s]) for s in "ab"]
+    # (a difference withheld is said beside the numbers, not left a bare "–")
+    said = bool(res.get("withheld")) and p["a"] is not None and p["b"] is not None and key not in NO_SPEEDUP
+    return [*cells,
+            ("–" if d is None else (f"{100 * d:+.1f} pt" if key.endswith("compression") else
+                                    (f"{d:+.3f}" if isinstance(d, float) else f"{d:+,}"))),
+            _withheld_cell(res) if said else "–" if sp is None else f"{100 * sp:.1f} %"]
+
+
+PAGE_HEAD = ["", "A", "B", "B − A", "(A − B) / A"]
+
+
+def page_table(res: dict[str, Any]) -> list[list[str]]:
+    """The page table as `wirefall compare` prints it: ``PAGE_HEAD``, then per ``PAGE_ROWS`` row
+    (a browser page event or a HAR page's own figure only when a side has it) its label (indented
+    under its row by two spaces) and ``page_cells``."""
+    rows = [list(PAGE_HEAD)]
     for key, label in PAGE_ROWS:
-        p = res["page"].get(key) or {"a": None, "b": None, "diff": None, "speedup": None}
+        p = res["page"].get(key) or {"a": None, "b": None}
         if key in OPTIONAL_ROWS and p["a"] is None and p["b"] is None:
             continue
-        sp = p["speedup"]
-        cells = [("≥ " if key in bounds.get(s, ()) else "") + _fmt(key, p[s]) for s in "ab"]
-        # (a difference withheld is said beside the numbers, not left a bare "–")
-        said = withheld and p["a"] is not None and p["b"] is not None and key not in NO_SPEEDUP
-        rows.append([label, *cells,
-                     ("–" if p["diff"] is None else (f"{100 * p['diff']:+.1f} pt" if key.endswith("compression") else
-                                                      (f"{p['diff']:+.3f}" if isinstance(p["diff"], float) else f"{p['diff']:+,}"))),
-                     _withheld_cell(res) if said else "–" if sp is None else f"{100 * sp:.1f} %"])
+        rows.append([label, *page_cells(res, key)])
+    return rows
+
+
+def withheld_lines(res: dict[str, Any]) -> list[str]:
+    """Why no difference or saving is given ("no difference or saving given: B's page is
+    incomplete (…)"), a line per side withheld; [] when the sides are comparable."""
+    out = [f"no difference or saving given: {w['text']}" for w in res.get("withheld") or ()]
+    if not res.get("comparable", True) and "withheld" not in res:  # (a result from before 2026-12-04)
+        out.append("no difference or saving given: a capture shows no request of a page (see the warnings)")
+    return out
+
+
+def bytes_cell(side: dict[str, Any], fmt=str) -> str:
+    """A request row's response bytes (``fmt`` of its ``bytes``), "≥ " before those of a response
+    cut by the capture's end (``response`` ``cut``: the bytes it holds, a lower bound)."""
+    return (LOWER_BOUND if side.get("response") == "cut" else "") + fmt(side.get("bytes"))
+
+
+def render_text(res: dict[str, Any]) -> str:
+    out = [_side_line("A", res["a"]), _side_line("B", res["b"]), ""]
+    rows = page_table(res)
     w = [max(len(r[i]) for r in rows) for i in range(5)]
     for i, r in enumerate(rows):
         out.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, 5)]))
         if i == 0:
             out.append("  ".join("-" * x for x in w))
     out += PAGE_NOTES
-    for w in res.get("withheld") or ():
-        out.append(f"no difference or saving given: {w['text']}")
-    if not res.get("comparable", True) and "withheld" not in res:  # (a result from before 2026-12-04)
-        out.append("no difference or saving given: a capture shows no request of a page (see the warnings)")
+    out += withheld_lines(res)
     out.append("")
     bga, bgb = res.get("background_a") or [], res.get("background_b") or []
     out.append(f"{len(res['matched'])} page requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}, "
@@ -1023,8 +1072,7 @@ def render_text(res: dict[str, Any]) -> str:
                f"background requests (listed, not compared): {len(bga)} in A, {len(bgb)} in B")
     ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"
 
-    def nb(e):  # (a response cut by the capture's end: the bytes it holds, a lower bound)
-        return ("≥ " if e.get("response") == "cut" else "") + str(e["bytes"])
+    nb = bytes_cell  # (a response cut by the capture's end: the bytes it holds, a lower bound)
 
     rows = [["url", "start A ms", "start B ms", "ttfb A ms", "ttfb B ms", "dur A ms", "dur B ms", "bytes A", "bytes B"]]
     for m in res["matched"]:

@@ -84,14 +84,33 @@ def fmt_dbytes(v) -> str:
 
 
 def page_rows(res: dict) -> list[tuple[str, str, str, str, str]]:
-    """The page table: (label, A, B, B − A, speedup) per ``PAGE_ROWS`` entry."""
-    from wirefall.analyzer.compare import PAGE_ROWS
+    """The page table: (label, A, B, B − A, speedup) per ``PAGE_ROWS`` entry, each cell the CLI's
+    (``analyzer.compare.page_cells``: "≥ 0.098" for an incomplete side's lower bound, "withheld: B
+    incomplete" where the difference and saving are withheld)."""
+    from wirefall.analyzer.compare import PAGE_ROWS, page_cells
 
     out = []
     for key, label in PAGE_ROWS:
-        p = res["page"][key]
-        out.append((label, fmt_page(key, p["a"]), fmt_page(key, p["b"]), fmt_page_diff(key, p["diff"]), fmt_speedup(p["speedup"])))
+        a, b, d, sp = page_cells(res, key)
+        out.append((label, a, b, d, sp))
     return out
+
+
+def withheld_text(res: dict) -> Text:
+    """Why no difference or saving is given (``analyzer.compare.withheld_lines``, the lines
+    `wirefall compare` prints under its page table); empty when the sides are comparable."""
+    from wirefall.analyzer.compare import withheld_lines
+
+    return Text("\n".join(printable(w) for w in withheld_lines(res)), style="bold")
+
+
+def side_title(side: dict) -> str:
+    """"; its page INCOMPLETE: …" after a side's title line when its page is incomplete
+    (``analyzer.compare.side_incomplete``, the CLI's side line's words), else ""."""
+    from wirefall.analyzer.compare import side_incomplete
+
+    inc = side_incomplete(side)
+    return f"; {inc}" if inc else ""
 
 
 def page_caption() -> str:
@@ -110,7 +129,8 @@ def page_notes() -> Text:
 
 
 REQUEST_COLUMNS = ("url", "proto A", "proto B", "start A", "start B", "Δ start", "ttfb A", "ttfb B", "Δ ttfb",
-                   "dur A", "dur B", "Δ dur", "bytes A", "bytes B", "Δ bytes")
+                   "dur A", "dur B", "Δ dur", "bytes A", "bytes B", "Δ bytes", "why apart")
+WHY_COLUMN = len(REQUEST_COLUMNS) - 1  # (an unmatched or background row's reason: compare()'s, as the CLI's notes)
 URL_WIDTH = 40
 
 
@@ -129,27 +149,36 @@ def _short(url: str, width: int = URL_WIDTH) -> str:
 def request_rows(res: dict) -> list[tuple[str, ...]]:
     """Matched requests (times in ms from each page's start: ``compare``'s), then only-A and
     only-B rows (the other side's cells empty), then each side's background requests (not the
-    page's: never matched, listed with their reason)."""
-    from wirefall.analyzer.compare import normalise_url
+    page's: never matched, listed with their reason).  A response cut by the capture's end has
+    its bytes "≥ N" (``analyzer.compare.bytes_cell``, as the CLI) and no duration ("–"); the last
+    column, "why apart", is an unmatched or background row's reason (``compare``'s, the CLI's
+    "why the unmatched and background rows are apart"), empty for a matched row."""
+    from wirefall.analyzer.compare import bytes_cell, normalise_url
+
+    def nb(e: dict) -> str:
+        return bytes_cell(e, fmt_bytes)
+
+    def why(e: dict) -> str:
+        return e.get("reason") or ""
 
     rows: list[tuple[str, ...]] = []
     for m in res["matched"]:
         a, b, d = m["a"], m["b"], m["diff"]
         rows.append((_short(m["url"]), a["protocol"] or "", b["protocol"] or "", fmt_ms1(a["start"]), fmt_ms1(b["start"]),
                      fmt_dms(d["start"]), fmt_ms1(a["ttfb"]), fmt_ms1(b["ttfb"]), fmt_dms(d["ttfb"]), fmt_ms1(a["duration"]),
-                     fmt_ms1(b["duration"]), fmt_dms(d["duration"]), fmt_bytes(a["bytes"]), fmt_bytes(b["bytes"]), fmt_dbytes(d["bytes"])))
+                     fmt_ms1(b["duration"]), fmt_dms(d["duration"]), nb(a), nb(b), fmt_dbytes(d["bytes"]), ""))
     for e in res["only_a"]:
         rows.append((_short("A only: " + normalise_url(e["url"])), e["protocol"] or "", "", fmt_ms1(e["start"]), "", "",
-                     fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), "", ""))
+                     fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", nb(e), "", "", why(e)))
     for e in res["only_b"]:
         rows.append((_short("B only: " + normalise_url(e["url"])), "", e["protocol"] or "", "", fmt_ms1(e["start"]), "",
-                     "", fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), ""))
+                     "", fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", nb(e), "", why(e)))
     for e in res.get("background_a", ()):
         rows.append((_short("A background: " + normalise_url(e["url"])), e["protocol"] or "", "", fmt_ms1(e["start"]), "", "",
-                     fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), "", ""))
+                     fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", nb(e), "", "", why(e)))
     for e in res.get("background_b", ()):
         rows.append((_short("B background: " + normalise_url(e["url"])), "", e["protocol"] or "", "", fmt_ms1(e["start"]), "",
-                     "", fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", fmt_bytes(e["bytes"]), ""))
+                     "", fmt_ms1(e["ttfb"]), "", "", fmt_ms1(e["duration"]), "", "", nb(e), "", why(e)))
     return rows
 
 
@@ -454,6 +483,8 @@ class CompareScreen(Screen):
     #cmp-page, #cmp-requests { height: auto; width: auto; margin: 0 0 1 0; }
     .cmp-caption { height: auto; text-style: bold; padding: 0 1; }  /* (wrapped: the page table's caption ran past 160 columns) */
     #cmp-warnings { height: auto; color: $warning; padding: 0 1; }
+    #cmp-withheld { height: auto; color: $warning; padding: 0 1; }
+    #cmp-withheld.-none { display: none; }
     #cmp-page-notes { height: auto; color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
     #cmp-wf-head, #cmp-wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #cmp-wf { height: 1fr; overflow-x: hidden; }
@@ -493,6 +524,7 @@ class CompareScreen(Screen):
                 with VerticalScroll(id="cmp-scroll"):
                     yield Static(page_caption(), classes="cmp-caption")
                     yield DataTable(id="cmp-page", cursor_type="row", zebra_stripes=True)
+                    yield Static("", id="cmp-withheld")
                     yield Static(page_notes(), id="cmp-page-notes")
                     yield Static("Requests (ms from each page's start)", id="cmp-req-caption", classes="cmp-caption")
                     yield DataTable(id="cmp-requests", cursor_type="row", zebra_stripes=True)
@@ -592,9 +624,12 @@ class CompareScreen(Screen):
         self.name_b = f"B: {os.path.basename(self.path_b)} ({pb})"
         title = Text()
         title.append("A: ", style="bold #87d7ff")
-        title.append(printable(f"{self.path_a} ({pa}, {_side_packets(res['a'], an_a)})") + "\n")
-        title.append("B: ", style="bold #ffd787")
-        title.append(printable(f"{self.path_b} ({pb}, {_side_packets(res['b'], an_b)})") + "\n")
+        title.append(printable(f"{self.path_a} ({pa}, {_side_packets(res['a'], an_a)})"))
+        title.append(side_title(res["a"]), style="bold #ffaf5f")
+        title.append("\nB: ", style="bold #ffd787")
+        title.append(printable(f"{self.path_b} ({pb}, {_side_packets(res['b'], an_b)})"))
+        title.append(side_title(res["b"]), style="bold #ffaf5f")
+        title.append("\n")
         title.append(match_line(res))
         self.query_one("#cmp-title", Static).update(title)
 
@@ -605,15 +640,19 @@ class CompareScreen(Screen):
             dt.add_column(Text(k, justify="right"), key=k)
         for key_label, row in zip(res["page"], page_rows(res)):
             dt.add_row(Text(printable(row[0])), *(Text(printable(v), justify="right") for v in row[1:]), key=key_label)
+        wh = self.query_one("#cmp-withheld", Static)
+        wh.update(withheld_text(res))
+        wh.set_class(not res.get("withheld") and res.get("comparable", True), "-none")
 
         rq = self.query_one("#cmp-requests", DataTable)
         rq.clear(columns=True)
         for i, c in enumerate(REQUEST_COLUMNS):
-            rq.add_column(Text(c, justify="left" if i < 3 else "right"), key=c)
+            rq.add_column(Text(c, justify="left" if i < 3 or i == WHY_COLUMN else "right"), key=c)
         for req_row in request_rows(res):
             style = ("dim italic" if req_row[0].startswith(("A background: ", "B background: ")) else
                      "italic #d7af5f" if req_row[0].startswith(("A only: ", "B only: ")) else "")
-            rq.add_row(*(Text(printable(v), style=style, justify="left" if i < 3 else "right") for i, v in enumerate(req_row)))
+            rq.add_row(*(Text(printable(v), style=style, justify="left" if i < 3 or i == WHY_COLUMN else "right")
+                         for i, v in enumerate(req_row)))
         self.query_one("#cmp-req-caption", Static).update(
             Text(f"Requests — {match_line(res)} (ms from each page's start — its first row's DNS lookup or connection set-up; Δ = B − A)"))
         warn = "\n".join(f"⚠ {printable(w)}" for w in res["warnings"]) or "no warnings"

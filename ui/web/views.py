@@ -1070,6 +1070,15 @@ def compare_view(a: Entry | None, b: Entry | None):
     if not isinstance(res, dict):
         return html.Pre(str(res)[:20000])
     parts: list = [html.H3(f"A = {a.name}    B = {b.name}")]
+    # each side as `wirefall compare` heads it: its page's requests, and "its page INCOMPLETE: …"
+    # when a capture cut before the load ended (analyzer.compare.side_line / side_incomplete)
+    side_line, side_incomplete = getattr(mod, "side_line", None), getattr(mod, "side_incomplete", None)
+    if callable(side_line) and callable(side_incomplete):
+        for s in ("a", "b"):
+            f = res.get(s)
+            if isinstance(f, dict):
+                parts.append(html.Div(printable(side_line(s.upper(), f)), id=f"compare-side-{s}",
+                                      className="error" if side_incomplete(f) else "hint"))
     for w in res.get("warnings") or ():
         parts.append(html.Div("warning: " + printable(w), className="error"))
     table = page_table(mod, res)
@@ -1084,6 +1093,10 @@ def compare_view(a: Entry | None, b: Entry | None):
                                                    *[html.Td(printable(c.strip()), style={"textAlign": "right"}) for c in r[1:]]])
                                           for r in rows])], className="grid", id="compare-page"),
                   html.Div([html.P(printable(n), className="note") for n in notes], id="compare-page-notes")]
+        withheld = getattr(mod, "withheld_lines", None)
+        lines = withheld(res) if callable(withheld) else []
+        if lines:  # why the difference and saving cells say "withheld": the CLI's lines under its table
+            parts.append(html.Div([html.P(printable(w)) for w in lines], className="error", id="compare-withheld"))
     try:
         from wirefall.ui.compare_figure import compare_figure
 
@@ -1093,6 +1106,8 @@ def compare_view(a: Entry | None, b: Entry | None):
     except Exception:  # noqa: BLE001 - the tables alone still compare
         pass
     ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"  # noqa: E731
+    # a response cut by the capture's end: its bytes "≥ N", as the CLI (analyzer.compare.bytes_cell)
+    nb = getattr(mod, "bytes_cell", None) or (lambda side: side.get("bytes"))
     matched = res.get("matched")
     if isinstance(matched, list):
         mode = "URL" if res.get("match_mode") == "url" else "path and query"
@@ -1103,7 +1118,7 @@ def compare_view(a: Entry | None, b: Entry | None):
             x, y = m.get("a", {}), m.get("b", {})
             body.append(html.Tr([html.Td(printable(m.get("url")))] + [html.Td(v) for v in (
                 x.get("status"), y.get("status"), ms(x.get("start")), ms(y.get("start")), ms(x.get("ttfb")), ms(y.get("ttfb")),
-                ms(x.get("duration")), ms(y.get("duration")), x.get("bytes"), y.get("bytes"))]))
+                ms(x.get("duration")), ms(y.get("duration")), nb(x), nb(y))]))
         parts += [html.H4(f"Matched requests ({len(matched)}, by {mode})"),
                   html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], className="grid", id="compare-matched")]
     for key, title in (("only_a", "Only in A"), ("only_b", "Only in B"),
