@@ -166,6 +166,12 @@ def _diff(a, b):
     return None if a is None or b is None else b - a
 
 
+def _bytes_diff(sa: dict, sb: dict) -> dict:
+    """No bytes difference where a side's response is not whole (``cut``, ``none``: its bytes
+    are the capture's, not the response's): B − A of a cut hero.jpg read -40,000 bytes."""
+    return {"bytes": None} if sa.get("response") in ("cut", "none") or sb.get("response") in ("cut", "none") else {}
+
+
 def _speedup(a, b):
     return None if a in (None, 0) or b is None else (a - b) / a
 
@@ -698,7 +704,8 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
             "url": norm(x.url),
             "a": sa,
             "b": sb,
-            "diff": {k: _diff(sa[k], sb[k]) for k in ("start", "ttfb", "duration", "bytes", "header_bytes_wire")},
+            "diff": {k: _diff(sa[k], sb[k]) for k in ("start", "ttfb", "duration", "bytes", "header_bytes_wire")}
+            | _bytes_diff(sa, sb),
         })
     pa = page_figures(a, split=(pg_a, page_a, bg_a), tcp_analysis=True)
     pb = page_figures(b, split=(pg_b, page_b, bg_b), tcp_analysis=True)

@@ -151,6 +151,7 @@ def test_spdy_cut_response_has_no_duration(tmp_path):
     assert hero["url"].endswith("/img/hero.jpg")
     assert hero["b"]["ttfb"] == pytest.approx(hero["a"]["ttfb"], abs=1e-6) and hero["b"]["ttfb"] > 0.04
     assert hero["b"]["duration"] is None and hero["diff"]["duration"] is None and hero["b"]["response"] == "cut"
+    assert hero["diff"]["bytes"] is None  # (its bytes are the capture's, not the response's: no B − A)
     assert hero["a"]["duration"] is not None and hero["a"]["response"] == "complete"
     assert res["comparable"] is False and res["page"]["page_load_time"]["speedup"] is None
     # the cut file's last packet bounds B's page load time from above (its last response byte is in it)
