@@ -22,6 +22,7 @@ itself was longer than the budget).
 from __future__ import annotations
 
 import json
+from typing import Any
 from dataclasses import dataclass
 
 from .model import Analysis, Exchange
@@ -67,7 +68,8 @@ class BodyView:
         return ", ".join(parts)
 
 
-def _mime(content_type: str | None) -> str | None:
+def mime_of(content_type: str | None) -> str | None:
+    """The media type of a Content-Type value, lower-cased, without its parameters."""
     if not content_type:
         return None
     return content_type.split(";", 1)[0].strip().lower() or None
@@ -94,12 +96,25 @@ def _looks_textual(data: bytes) -> str | None:
     return text if bad * 100 <= len(sample) else None
 
 
-def _decode_text(data: bytes, content_type: str | None) -> str:
-    charset = None
+def charset_of(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a Content-Type value, lower-cased (None without one)."""
     for part in (content_type or "").split(";")[1:]:
         k, _, v = part.partition("=")
         if k.strip().lower() == "charset":
-            charset = v.strip().strip('"').lower() or None
+            return v.strip().strip('"').lower() or None
+    return None
+
+
+def body_text(data: bytes, content_type: str | None) -> str | None:
+    """Decoded body bytes as text: in their charset (UTF-8 without one) where the type is
+    textual (``text/*``, JSON, XML, JavaScript, forms…), else where the bytes are UTF-8 with few
+    control characters; None for a binary body (the views' "text" kind, a HAR's postData)."""
+    mime = mime_of(content_type)
+    return _decode_text(data, content_type) if (_is_text(mime) or _is_json(mime)) else _looks_textual(data)
+
+
+def _decode_text(data: bytes, content_type: str | None) -> str:
+    charset = charset_of(content_type)
     try:
         return data.decode(charset or "utf-8", errors="replace")
     except LookupError:
@@ -115,7 +130,7 @@ def _shown(text: str) -> tuple[str, bool]:
 def view_bytes(data: bytes, content_type: str | None, *, truncated: bool = False) -> BodyView:
     """The view of decoded body bytes ``data`` of ``content_type`` (``truncated``: the body
     was longer than ``data``)."""
-    mime = _mime(content_type)
+    mime = mime_of(content_type)
     v = BodyView("empty", mime=mime, size=len(data), truncated=truncated)
     if not data:
         return v
@@ -137,7 +152,7 @@ def view_bytes(data: bytes, content_type: str | None, *, truncated: bool = False
                 v.text, cut = _shown(pretty)
                 v.truncated = v.truncated or cut
                 return v
-    text = _decode_text(data, content_type) if (_is_text(mime) or _is_json(mime)) else _looks_textual(data)
+    text = body_text(data, content_type)
     if text is not None:
         v.kind = "text"
         v.text, cut = _shown(text)
@@ -156,28 +171,47 @@ def body_view(an: Analysis, ex: Exchange, direction: int = 1, budget: int = DISP
     return body_views(an, [(ex, direction)], budget)[(ex.id, direction)]
 
 
-def body_views(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int = DISPLAY_BUDGET) -> dict[tuple[int, int], BodyView]:
-    """``body_view`` of several (exchange, direction) pairs, read again in one pass."""
+def decoded_bodies(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int = DISPLAY_BUDGET,
+                   wire_budget: int = WIRE_BUDGET) -> dict[tuple[int, int], tuple[Any, bytes, Any]]:
+    """The bodies of (exchange, direction) pairs (1: the response, 0: the request) read again
+    from the capture in one pass (``analyzer.objects.exchange_bodies``, at most ``wire_budget``
+    bytes each) and their Content-Encoding undone (``decode_body``, at most ``budget`` bytes kept):
+    (exchange id, direction) -> (what was read, the decoded bytes, the decoding's result; b"" and
+    None where the body could not be read again: ``raw.error`` says why)."""
     from .objects import decode_body, exchange_bodies
 
-    raws = exchange_bodies(an, wanted, max_bytes=WIRE_BUDGET)
+    raws = exchange_bodies(an, wanted, max_bytes=wire_budget)
+    out: dict[tuple[int, int], tuple[Any, bytes, Any]] = {}
+    for ex, direction in wanted:
+        raw = raws[(ex.id, direction)]
+        if raw.error:
+            out[(ex.id, direction)] = (raw, b"", None)
+            continue
+        coding = ex.content_encoding if direction == 1 else ex.header("content-encoding", response=False)
+        parts: list[bytes] = []
+        res = decode_body(None if raw.compressed_frames else coding, [raw.data], parts.append, cap=budget)
+        out[(ex.id, direction)] = (raw, b"".join(parts), res)
+    return out
+
+
+def body_views(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int = DISPLAY_BUDGET) -> dict[tuple[int, int], BodyView]:
+    """``body_view`` of several (exchange, direction) pairs, read again in one pass."""
+    got = decoded_bodies(an, wanted, budget)
     out: dict[tuple[int, int], BodyView] = {}
     for ex, direction in wanted:
         response = direction == 1
         ctype = ex.content_type if response else ex.header("content-type", response=False)
         coding = ex.content_encoding if response else ex.header("content-encoding", response=False)
         expected = ex.response_body_bytes if response else ex.request_body_bytes
-        raw = raws[(ex.id, direction)]
+        raw, data, res = got[(ex.id, direction)]
         if not expected:
-            out[(ex.id, direction)] = BodyView("empty", mime=_mime(ctype), content_encoding=coding)
+            out[(ex.id, direction)] = BodyView("empty", mime=mime_of(ctype), content_encoding=coding)
             continue
-        if raw.error:
-            out[(ex.id, direction)] = BodyView("unavailable", mime=_mime(ctype), content_encoding=coding, error=raw.error,
+        if res is None:
+            out[(ex.id, direction)] = BodyView("unavailable", mime=mime_of(ctype), content_encoding=coding, error=raw.error,
                                                wire_size=expected)
             continue
-        parts: list[bytes] = []
-        res = decode_body(None if raw.compressed_frames else coding, [raw.data], parts.append, cap=budget)
-        v = view_bytes(b"".join(parts), ctype, truncated=bool(res.capped or raw.truncated))
+        v = view_bytes(data, ctype, truncated=bool(res.capped or raw.truncated))
         v.wire_size, v.content_encoding, v.decoded = raw.seen, coding, res.decoded
         v.error = res.error
         out[(ex.id, direction)] = v

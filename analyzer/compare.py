@@ -659,8 +659,9 @@ def _page_gaps(an: Analysis, page_exs: list[Exchange], t0: float | None) -> dict
 
     comp = completeness.compute(an)
     issues = [i for i in comp.issues if not i.background and i.kind != "no_packets"]
-    cut = [e.id for e in page_exs if response_state(e) == "cut"]
-    none = [e.id for e in page_exs if response_state(e) == "none"]
+    states = [(e.id, response_state(e)) for e in page_exs]
+    cut = [i for i, st in states if st == "cut"]
+    none = [i for i, st in states if st == "none"]
     parts = []
     if issues:
         head = completeness.headline(an)
@@ -965,10 +966,6 @@ def side_incomplete(f: dict[str, Any]) -> str | None:
 
 def side_line(name: str, f: dict[str, Any]) -> str:
     """The line `wirefall compare` prints for side ``name`` (its facts ``f``: ``res["a"]``)."""
-    return _side_line(name, f)
-
-
-def _side_line(name: str, f: dict[str, Any]) -> str:
     s = f"{name}: {f['file']} ({', '.join(f['protocols']) or '-'}): {f['requests']} page request{'s' * (f['requests'] != 1)}"
     if f.get("not_sent_requests"):
         s += f" ({f['not_sent_requests']} of them never sent: a cache, a failure before sending)"
@@ -1063,7 +1060,7 @@ def bytes_cell(side: dict[str, Any], fmt=str) -> str:
 
 
 def render_text(res: dict[str, Any]) -> str:
-    out = [_side_line("A", res["a"]), _side_line("B", res["b"]), ""]
+    out = [side_line("A", res["a"]), side_line("B", res["b"]), ""]
     rows = page_table(res)
     w = [max(len(r[i]) for r in rows) for i in range(5)]
     for i, r in enumerate(rows):
@@ -1078,9 +1075,7 @@ def render_text(res: dict[str, Any]) -> str:
                f"{len(res['only_a'])} only in A, {len(res['only_b'])} only in B; "
                f"background requests (listed, not compared): {len(bga)} in A, {len(bgb)} in B")
     ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"
-
     nb = bytes_cell  # (a response cut by the capture's end: the bytes it holds, a lower bound)
-
     rows = [["url", "start A ms", "start B ms", "ttfb A ms", "ttfb B ms", "dur A ms", "dur B ms", "bytes A", "bytes B"]]
     for m in res["matched"]:
         a, b = m["a"], m["b"]

@@ -273,26 +273,23 @@ POST_DATA_BYTES = 16 << 20  # request body bytes read again and decoded for a HA
 def _request_bodies(an: Analysis, exs: list[Exchange]) -> dict[int, tuple[bytes, str | None]]:
     """The request bodies of ``exs`` for ``postData``: exchange id -> (decoded bytes, why the text
     is not the whole body or not the body as sent, or None), read again from the capture in one
-    pass (``analyzer.objects.exchange_bodies``), each at most ``POST_DATA_BYTES``; an exchange
+    pass (``analyzer.body.decoded_bodies``), each at most ``POST_DATA_BYTES``; an exchange
     whose body could not be read again maps to (b"", why)."""
-    from .objects import decode_body, exchange_bodies
+    from .body import decoded_bodies
 
-    raws = exchange_bodies(an, [(e, 0) for e in exs], max_bytes=POST_DATA_BYTES)
+    got = decoded_bodies(an, [(e, 0) for e in exs], POST_DATA_BYTES, POST_DATA_BYTES)
     out: dict[int, tuple[bytes, str | None]] = {}
     for e in exs:
-        raw = raws[(e.id, 0)]
-        if raw.error:
+        raw, data, res = got[(e.id, 0)]
+        if res is None:
             out[e.id] = (b"", f"request body not available: {raw.error}")
             continue
-        parts: list[bytes] = []
-        coding = e.header("content-encoding", response=False)
-        res = decode_body(None if raw.compressed_frames else coding, [raw.data], parts.append, cap=POST_DATA_BYTES)
         why = raw.truncated or (f"decoded body cut at {POST_DATA_BYTES} bytes" if res.capped else None)
         if res.error:
             why = f"{why}; {res.error}" if why else res.error
         elif raw.seen < e.request_body_bytes:
             why = why or f"the capture holds {raw.seen} of its {e.request_body_bytes} bytes"
-        out[e.id] = (b"".join(parts), why)
+        out[e.id] = (data, why)
     return out
 
 
@@ -307,7 +304,7 @@ def _post_data(e: Exchange, body: tuple[bytes, str | None] | None, include_sensi
     for postData (Chrome writes such a body as UTF-8 text, replacing what does not decode,
     which no reader can turn back into the bytes); ``comment`` says so, as it says when the
     body is left out (no ``include_sensitive``), not available, or cut."""
-    from .body import _decode_text, _is_json, _is_text, _looks_textual, _mime
+    from .body import body_text, charset_of, mime_of
 
     ctype = e.header("content-type", response=False) or ""
     pd: dict[str, Any] = {"mimeType": ctype}
@@ -317,16 +314,12 @@ def _post_data(e: Exchange, body: tuple[bytes, str | None] | None, include_sensi
                          "(wirefall export --include-sensitive keeps it)")
         return pd
     data, why = body if body is not None else (b"", "request body not available")
-    mime = _mime(ctype)
-    text = None
-    if data:
-        text = _decode_text(data, ctype) if (_is_text(mime) or _is_json(mime)) else _looks_textual(data)
+    text = body_text(data, ctype) if data else None
     notes = [why] if why else []
     if text is not None:
         pd["text"] = text
-        if mime == "application/x-www-form-urlencoded":
-            charset = next((v.strip().strip('"') for k, _, v in (x.partition("=") for x in ctype.split(";")[1:])
-                            if k.strip().lower() == "charset"), None) or "utf-8"
+        if mime_of(ctype) == "application/x-www-form-urlencoded":
+            charset = charset_of(ctype) or "utf-8"
             try:
                 pairs = parse_qsl(text, keep_blank_values=True, encoding=charset, errors="replace")
             except (LookupError, ValueError):

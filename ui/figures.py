@@ -283,10 +283,10 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     crow = _connection_view(c, window)
     _throughput_track(c)
     _legend_marks(c, show_labels)
+    page = bool(hover if responsive is None else responsive)  # (the HTML page and the web app: the page's width)
     _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax, view,
-            narrowest is None and not (hover if responsive is None else responsive),
-            bool(hover if responsive is None else responsive))
-    if hover if responsive is None else responsive:  # (the HTML page and the web app: the page's width)
+            narrowest is None and not page, page)
+    if page:
         c.fig.update_layout(width=None, autosize=True)
     return c.fig
 
@@ -416,10 +416,11 @@ def _legend_marks(c: _Fig, show_labels: bool) -> None:
     entries: list[tuple[str, str | None]] = []
     if any(r.background for r in rows):
         entries.append(("bg: background, not the page's (faded)", None))
-    marks = list(dict.fromkeys(m for r in rows if (m := M.mark(r).removeprefix("bg").strip().removeprefix(M.UNKNOWN_METHOD).strip())))
+    own = [M.mark(r).removeprefix("bg").strip() for r in rows]  # (each row's mark, its "bg" apart)
+    marks = list(dict.fromkeys(m for m in (x.removeprefix(M.UNKNOWN_METHOD).strip() for x in own) if m))
     if marks:
         entries.append((html_text(f"{', '.join(marks[:2])}") + ": method ≠ GET, status ≠ 200", None))  # (a HAR's method is captured text)
-    if any(M.mark(r).removeprefix("bg").strip().startswith(M.UNKNOWN_METHOD) for r in rows):
+    if any(x.startswith(M.UNKNOWN_METHOD) for x in own):
         entries.append((f"{M.UNKNOWN_METHOD}: method unknown (its request is not in the capture)", None))
     if any(L.start_unknown(r) for r in rows):
         entries.append((START_UNKNOWN_LEGEND, None))
@@ -764,7 +765,7 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         head_text += f' <span style="color:{M.FILTER_COLOR};font-size:14px">— {html_text(c.filter_note)}</span>'
     head = dict(text=head_text, x=0.01, y=1.0, yanchor="top", yref="container", pad=dict(t=8))
     note_html = "<br>".join(html_text(ln) for ln in note_lines)
-    if head_lines and wf.completeness:  # what the capture does not show, under the title (analyzer.completeness)
+    if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness; head_lines its lines)
         col = M.headline_color(wf.completeness)
         text = "<br>".join(html_text(ln) for ln in head_lines) + (f'<br><span style="color:#444444">{note_html}</span>' if note_html else "")
         head["subtitle"] = dict(text=text, font=dict(size=12, color=col))

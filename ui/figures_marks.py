@@ -53,6 +53,11 @@ def no_response(r) -> bool:
     return not r.pushed and r.status is None and (r.packets or {}).get("response_start") is None
 
 
+def method_unknown(r) -> bool:
+    """The row's method is not in the capture (its request came before it; a push has none)."""
+    return not r.method and not r.pushed
+
+
 def mark(r) -> str:
     """A row's mark in the label column (plain text, "" for a GET answered 200 by the page):
     ``bg`` for background traffic, the method when not GET (``?`` when the capture does not give
@@ -64,7 +69,7 @@ def mark(r) -> str:
         parts.append("bg")
     if r.method and r.method.upper() not in ("GET",) and not r.pushed:
         parts.append(r.method.upper()[:7])
-    elif not r.method and not r.pushed:  # (a response whose request is not in the capture: a blank said GET)
+    elif method_unknown(r):  # (a response whose request is not in the capture: a blank said GET)
         parts.append(UNKNOWN_METHOD)
     ns = not_sent_of(getattr(r, "browser", None))
     if ns and r.status is None:  # (a browser log's request that never reached the network: "disk cache", "failed" …)

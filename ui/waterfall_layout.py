@@ -176,6 +176,12 @@ FILE_MIN = 10  # characters of the file's name a label keeps before its host is 
 HOST_BOTH_ENDS = 9  # a host given fewer characters keeps its start alone (``images…/csm-capt….js``), not both ends
 
 
+def _cut_host(host: str, room: int, n: int) -> str:
+    """``host`` cut (``short_host``) to at most ``room`` characters of an ``n``-character label:
+    3/5 of the label, or its registrable domain and 4 more where that is longer."""
+    return short_host(host, max(min(room, max(n * 3 // 5, len(registrable(host)) + 4)), 1))
+
+
 def short_url(url: str, n: int = LABEL_CHARS) -> str:
     """Host and path in ``n`` characters, WebPageTest-style (it labels a row by host and file):
     the file first — its whole name (``FILE_WHOLE`` characters or fewer), or its start and
@@ -199,7 +205,7 @@ def short_url(url: str, n: int = LABEL_CHARS) -> str:
     if not path or path == "/" or n < 12:  # (no file to keep: the host, then what of the path fits)
         path_min = min(len(path), max(4, n // PATH_SHARE))
         if len(host) > n - path_min:
-            host = short_host(host, max(min(n - path_min, max(n * 3 // 5, len(registrable(host)) + 4)), 1))
+            host = _cut_host(host, n - path_min, n)
         return host + short_path(path, n - len(host))
     # the path's least room: the file's name whole, or FILE_MIN of it (its start and extension), and
     # "/" before it (one segment) or "/…/" (directories between)
@@ -212,7 +218,7 @@ def short_url(url: str, n: int = LABEL_CHARS) -> str:
     # the host must be cut: the file takes up to half the room (its whole name where it fits)
     room = n - min(len(path), lead + min(len(fname), max(least, n // 2)))
     if room >= HOST_BOTH_ENDS:  # the host cut in its middle, both ends kept (its registrable domain where there is room)
-        host = short_host(host, min(room, max(n * 3 // 5, len(registrable(host)) + 4)))  # (3/5 of the label at most)
+        host = _cut_host(host, room, n)
         return host + short_path(path, n - len(host))
     # little room: the host's start (its distinctive part) and the file, "…/" between them
     m = min(len(fname), n - 2 - min(FILE_START, len(host)))
@@ -278,13 +284,14 @@ def start_unknown(r) -> bool:
     return not getattr(r, "browser_phases", None)
 
 
-def row_duration_text(r) -> str:
+def row_duration_text(r, with_lead: bool = True) -> str:
     """The text beside a row's bar: its total (``duration_text``), but for a request sent on a
     connection set up ``PRECONNECT_IDLE`` or more before it (a preconnect, or a connection raced
     for another request) the request's own time first and the connection's lead after it —
     ``25.3 ms (+253 ms preconnect)`` —, as its HAR entry and WebPageTest give it: the total
     was what a reader quoted of the document (a review: 278 ms where the request took 25).  A row
-    whose start is not in the capture (``start_unknown``): ``≥615 ms``, a lower bound."""
+    whose start is not in the capture (``start_unknown``): ``≥615 ms``, a lower bound.  Without
+    ``with_lead`` the preconnect's lead is left out (``25.3 ms``: where the whole text has no room)."""
     if start_unknown(r):  # (its start is not in the capture: at least this long)
         return LOWER_BOUND + duration_text(r.duration)
     own = preconnected(r.phases) if r.start is not None and r.end is not None else None
@@ -292,6 +299,8 @@ def row_duration_text(r) -> str:
         return duration_text(r.duration)
     t = r.phases[own][1]
     mine = (round(r.end * 1e6) - round(t * 1e6)) / 1e6
+    if not with_lead:
+        return duration_text(mine)
     lead = (round(t * 1e6) - round(r.start * 1e6)) / 1e6
     return f"{duration_text(mine)} (+{duration_text(lead)} preconnect)"
 
@@ -299,7 +308,7 @@ def row_duration_text(r) -> str:
 def short_duration_text(r) -> str:
     """``row_duration_text`` without its preconnect lead (``25.3 ms``): where the whole text has
     no room beside the bar (the TUI at 100 columns dropped it)."""
-    return row_duration_text(r).split(" (", 1)[0]
+    return row_duration_text(r, with_lead=False)
 
 
 def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4, number: int | None = None) -> str:

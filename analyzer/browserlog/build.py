@@ -214,11 +214,6 @@ def summary(log: BrowserLog, **kw) -> dict:
 
 # the exchange's header byte counts; a browser log's exchange has them "unknown" in ``sources``
 # (JSON null) unless it is wirefall's own HAR
-def _content_encoded(headers) -> bool:
-    """A Content-Encoding other than identity among ``headers``."""
-    return any(k.lower() == "content-encoding" and v.strip().lower() not in ("", "identity") for k, v in headers or ())
-
-
 HEADER_BYTE_FIELDS = ("request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
                       "response_header_bytes_decoded")
 
@@ -250,18 +245,21 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog, unsent: NotSent 
     sizes_known = False
     unknown_sizes: list[str] = []
     e.request_body_bytes = r.request_body_bytes or 0
-    body = r.response_body_bytes
-    if body is None and r.response_body_decoded_bytes is not None and not _content_encoded(r.response_headers):
-        # (a NetLog of HTTP/1.1 counts only the bytes its filters passed on: with no
-        # Content-Encoding they are the body's own — page-h1's hero.jpg 97,342, shown 0 before)
-        body = r.response_body_decoded_bytes
-    e.response_body_bytes = body or 0
-    e.response_body_decoded_bytes = r.response_body_decoded_bytes
-    e.content_type = r.content_type
     for k, v in e.response_headers:
         if k.lower() == "content-encoding":
             e.content_encoding = v
             break
+    body = r.response_body_bytes
+    if body is None and r.response_body_decoded_bytes is not None:
+        from ..sessions import needs_decoder  # (here: a log opened alone does not load the sessions)
+
+        if not needs_decoder(e.content_encoding):
+            # (a NetLog of HTTP/1.1 counts only the bytes its filters passed on: with no
+            # Content-Encoding they are the body's own — page-h1's hero.jpg 97,342, shown 0 before)
+            body = r.response_body_decoded_bytes
+    e.response_body_bytes = body or 0
+    e.response_body_decoded_bytes = r.response_body_decoded_bytes
+    e.content_type = r.content_type
     e.request_start, e.request_end = r.send_start, r.send_end
     e.response_start, e.response_end = r.response_start, r.response_end
     if unsent is not None:  # no send: the row begins where the request did

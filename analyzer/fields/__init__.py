@@ -15,7 +15,6 @@ import importlib
 from wirefall.dissectors.registry import REGISTRY
 
 from .types import Field, Protocol
-from .valuestrings import UNQUOTED
 from .wirefall import TREE
 
 # the packet's own layers, then each protocol's module as its registry descriptor names it
@@ -33,9 +32,6 @@ def register(p: Protocol) -> None:
     FIELDS[p.name] = p.present
     for f in p.fields:
         FIELDS[f.name] = f
-        # Wireshark's value strings (tshark -G values, scripts/gen_value_strings.py): the names a
-        # filter takes for the field's values, as tshark reads them (analyzer.filter._value_string)
-        f.names = UNQUOTED.get(f.name)
 
 
 for _m in MODULES:

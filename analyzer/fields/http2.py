@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from wirefall.dissectors.http2 import ERROR_NAMES, FRAME_NAMES, SETTINGS_NAMES
+from wirefall.dissectors.http2 import FRAME_NAMES, SETTINGS_NAMES
 
 from ._util import fields_value, frame_field as F, frames_present, header_family, header_values, label
 from .types import BOOL, BYTES, NONE, STRING, UINT, Field, Protocol
@@ -231,7 +231,6 @@ def _data(fr, ctx):
 
 _DATA_HEADERS = frozenset({"DATA", "HEADERS"})
 _PADDED = frozenset({"DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION"})  # (tshark shows the bit on CONTINUATION too)
-_ERRORS = {v: k for k, v in ERROR_NAMES.items()}
 
 
 HEADERS = header_family("http2", _is_h2)

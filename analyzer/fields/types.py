@@ -47,7 +47,6 @@ class Field:
     get: Callable[[Any], list]  # PacketView -> values on that packet
     desc: str = ""
     frame: Callable[[Any], list] | None = None  # analysis Frame -> values (frame-level fields)
-    names: dict[str, int] | None = None  # Wireshark's value strings, lower-cased ("headers" -> 1): set by the registry from valuestrings.py
     note: str = ""  # how wirefall's values differ from tshark's, if they do
     unsupported: str = ""  # referencing the field is an error with this text
     size: int = 0  # an unsigned integer field's size in bytes, tshark's: a literal past it is refused, len() is it (0: unknown)

@@ -363,35 +363,34 @@ def tls_record_chain(buf: bytes) -> bool:
             return False
         p = q + 1  # a header whose record runs past these bytes: look further
 
-def looks_like_h2_frames(head: bytes) -> bool:
-    """Plausible chained HTTP/2 frame headers from the first bytes of a stream."""
-    from wirefall.dissectors.http2 import plausible_frame_end  # (the HTTP/2 dissector's one rule)
+def _h2_chain(buf, block_middle: bool = False) -> tuple[int, int | None]:
+    """HTTP/2 frame headers chained from ``buf``'s start (the HTTP/2 dissector's one rule,
+    ``plausible_frame_end``): how many, and where the last one's frame ends (past ``buf`` if
+    it is cut), or None where a header in ``buf`` is not plausible."""
+    from wirefall.dissectors.http2 import plausible_frame_end
 
     pos, seen = 0, 0
-    while pos + 9 <= len(head):
-        end = plausible_frame_end(head, pos, block_middle=True)
+    while pos + 9 <= len(buf):
+        end = plausible_frame_end(buf, pos, block_middle=block_middle)
         if end is None:
-            return False
+            return seen, None
         seen += 1
         pos = end
-    return seen >= 2 or (seen == 1 and pos == len(head))
+    return seen, pos
+
+
+def looks_like_h2_frames(head: bytes) -> bool:
+    """Plausible chained HTTP/2 frame headers from the first bytes of a stream."""
+    seen, end = _h2_chain(head, block_middle=True)
+    return end is not None and (seen >= 2 or (seen == 1 and end == len(head)))
 
 
 def h2_frames_fill(data) -> bool:
     """``data`` (a TLS record's plaintext) is one or more plausible HTTP/2 frames that end
     exactly where it ends: a chance of about 2**-24 a record for bytes that are not (the
     length alone must land on the end).  A CONTINUATION may not open it."""
-    from wirefall.dissectors.http2 import plausible_frame_end
-
-    n, pos = len(data), 0
-    if n < 9:
-        return False
-    while pos + 9 <= n:
-        end = plausible_frame_end(data, pos)
-        if end is None or end > n:
-            return False
-        pos = end
-    return pos == n
+    seen, end = _h2_chain(data)
+    return seen >= 1 and end == len(data)
 
 
 class Sniffer:

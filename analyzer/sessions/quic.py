@@ -61,7 +61,7 @@ from cryptography.hazmat.primitives.hashes import SHA256, Hash  # (not hashlib: 
 from wirefall.dissectors import quic as dq
 from wirefall.dissectors.gquic import GquicDissector, is_gquic
 from wirefall.dissectors.http3 import Http3Dissector, h3_evidence
-from wirefall.dissectors.quic_crypto import SUITES
+from wirefall.dissectors.quic_crypto import SUITES, is_supported
 
 from ..content import BodyDecoder
 from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home is the model)
@@ -298,7 +298,7 @@ class QuicSession:
                         # later Initial read as the connect's start, a 16 ms handshake for 56).
                         # A version without keys here cannot tell: taken as the first.
                         self.opened = (any(f.code == 6 and f.offset == 0 for f in qp.frames) if qp.hdr_len
-                                       else not dq.qc.is_supported(qp.version or 0))
+                                       else not is_supported(qp.version or 0))
                         if self.opened:
                             conn.connect_start = t
                     if self.rtt_from is None and conn.rtt is None and self.opened:

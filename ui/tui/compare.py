@@ -45,27 +45,6 @@ NONE = "–"
 
 
 # ---------------------------------------------------------------- formatting
-def fmt_page(key: str, v) -> str:
-    """A page-table value as ``render_text`` prints it (compression in %, times in s)."""
-    from wirefall.analyzer.compare import _fmt
-
-    return _fmt(key, v)
-
-
-def fmt_page_diff(key: str, d) -> str:
-    if d is None:
-        return NONE
-    if key.endswith("compression"):
-        return f"{100 * d:+.1f} pt"
-    if isinstance(d, float):
-        return f"{d:+.3f}"
-    return f"{d:+,}"
-
-
-def fmt_speedup(s) -> str:
-    return NONE if s is None else f"{100 * s:.1f} %"
-
-
 def fmt_ms1(v) -> str:
     """Seconds → ms with 0.1 ms resolution."""
     return NONE if v is None else f"{1000 * v:.1f}"

@@ -686,7 +686,7 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
     ``rows``: the waterfall's rows — a row that began before the capture (``←`` and ``≥``), or
     whose method the capture does not give (``?``), has its marks explained after the milestones."""
     from wirefall.ui import waterfall_layout as L
-    from wirefall.ui.figures_marks import UNKNOWN_METHOD
+    from wirefall.ui.figures_marks import UNKNOWN_METHOD, method_unknown
 
     t = Text(" ")
     if browser and alone:
@@ -702,7 +702,7 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
             t.append(L.MILESTONE_SHORT[m.name] + "  ")
     if any(L.start_unknown(r) for r in rows or ()):
         t.append(f"{L.START_UNKNOWN} ≥ began before the capture (start unknown, duration at least)  ")
-    if any(not r.method and not r.pushed for r in rows or ()):
+    if any(method_unknown(r) for r in rows or ()):
         t.append(f"{UNKNOWN_METHOD} method unknown  ")
     for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
         t.append("█ ", style=c)
@@ -981,8 +981,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
                 cells[at + k] = (ch, NO_RESPONSE_COLOR)
         return cells
     start_cells(cells, r, v0, v1)
-    text = row_duration_text(r)
-    duration_cells(cells, text, short_duration_text(r))
+    duration_cells(cells, row_duration_text(r), short_duration_text(r))
     return cells
 
 

@@ -1072,13 +1072,11 @@ def compare_view(a: Entry | None, b: Entry | None):
     parts: list = [html.H3(f"A = {a.name}    B = {b.name}")]
     # each side as `wirefall compare` heads it: its page's requests, and "its page INCOMPLETE: …"
     # when a capture cut before the load ended (analyzer.compare.side_line / side_incomplete)
-    side_line, side_incomplete = getattr(mod, "side_line", None), getattr(mod, "side_incomplete", None)
-    if callable(side_line) and callable(side_incomplete):
-        for s in ("a", "b"):
-            f = res.get(s)
-            if isinstance(f, dict):
-                parts.append(html.Div(printable(side_line(s.upper(), f)), id=f"compare-side-{s}",
-                                      className="error" if side_incomplete(f) else "hint"))
+    for s in ("a", "b"):
+        f = res.get(s)
+        if isinstance(f, dict):
+            parts.append(html.Div(printable(mod.side_line(s.upper(), f)), id=f"compare-side-{s}",
+                                  className="error" if mod.side_incomplete(f) else "hint"))
     for w in res.get("warnings") or ():
         parts.append(html.Div("warning: " + printable(w), className="error"))
     table = page_table(mod, res)
@@ -1093,8 +1091,7 @@ def compare_view(a: Entry | None, b: Entry | None):
                                                    *[html.Td(printable(c.strip()), style={"textAlign": "right"}) for c in r[1:]]])
                                           for r in rows])], className="grid", id="compare-page"),
                   html.Div([html.P(printable(n), className="note") for n in notes], id="compare-page-notes")]
-        withheld = getattr(mod, "withheld_lines", None)
-        lines = withheld(res) if callable(withheld) else []
+        lines = mod.withheld_lines(res)
         if lines:  # why the difference and saving cells say "withheld": the CLI's lines under its table
             parts.append(html.Div([html.P(printable(w)) for w in lines], className="error", id="compare-withheld"))
     try:
@@ -1107,7 +1104,7 @@ def compare_view(a: Entry | None, b: Entry | None):
         pass
     ms = lambda v: "–" if v is None else f"{1000 * v:.1f}"  # noqa: E731
     # a response cut by the capture's end: its bytes "≥ N", as the CLI (analyzer.compare.bytes_cell)
-    nb = getattr(mod, "bytes_cell", None) or (lambda side: side.get("bytes"))
+    nb = mod.bytes_cell
     matched = res.get("matched")
     if isinstance(matched, list):
         mode = "URL" if res.get("match_mode") == "url" else "path and query"
@@ -1139,34 +1136,11 @@ def _indent(label: str) -> int:
 
 def page_table(mod, res: dict) -> list[list[str]]:
     """The whitepaper page table of the comparison ``res`` as ``wirefall compare`` prints it
-    (``analyzer.compare.render_text``): the header, then one row per quantity — label, A, B,
-    B − A, (A − B) / A — each cell the CLI's text (``+96.5 pt``, ``+3,724``, ``–``).  Taken
-    from ``mod.page_table(res)`` when the module has it, else cut from ``render_text``'s
-    table by its ruler's column widths: one formatter, never a second (the page showed a
-    difference of two percentages as "96.5 %", and unsigned, where the CLI says "+96.5 pt")."""
-    own = getattr(mod, "page_table", None)
-    if callable(own):
-        return [list(map(str, r)) for r in own(res)]
-    lines = mod.render_text(res).split("\n")
-    ruler = next((i for i, ln in enumerate(lines) if ln and set(ln) <= {"-", " "} and "-" in ln), None)
-    if ruler is None or ruler == 0:
-        return []
-    widths = [len(w) for w in lines[ruler].split("  ")]
-    first_note = (getattr(mod, "PAGE_NOTES", None) or [""])[0]
-
-    def cells(line: str) -> list[str]:
-        out, at = [], 0
-        for w in widths:
-            out.append(line[at:at + w])
-            at += w + 2
-        return out
-
-    rows = [cells(lines[ruler - 1])]
-    for ln in lines[ruler + 1:]:
-        if not ln or ln == first_note or len(ln) != sum(widths) + 2 * (len(widths) - 1):
-            break
-        rows.append(cells(ln))
-    return rows
+    (``analyzer.compare.page_table``): the header, then one row per quantity — label, A, B,
+    B − A, (A − B) / A — each cell the CLI's text (``+96.5 pt``, ``+3,724``, ``≥ 0.098``, ``–``):
+    one formatter, never a second (the page showed a difference of two percentages as "96.5 %",
+    and unsigned, where the CLI says "+96.5 pt")."""
+    return [list(map(str, r)) for r in mod.page_table(res)]
 
 
 _SECONDS_KEYS = ("start", "end", "ttfb", "duration", "time", "connect", "wait", "receive")
