@@ -657,8 +657,7 @@ def _page_gaps(an: Analysis, page_exs: list[Exchange], t0: float | None) -> dict
     the capture's end is not always an issue of the model — or ``none``)."""
     from . import completeness
 
-    comp = completeness.compute(an)
-    issues = [i for i in comp.issues if not i.background and i.kind != "no_packets"]
+    issues = _page_issues(an)
     states = [(e.id, response_state(e)) for e in page_exs]
     cut = [i for i, st in states if st == "cut"]
     none = [i for i, st in states if st == "none"]
@@ -678,6 +677,24 @@ def _page_gaps(an: Analysis, page_exs: list[Exchange], t0: float | None) -> dict
         parts.append(text)
     return {"page_complete": not (issues or cut or none), "responses_cut": cut, "responses_missing": none,
             "incomplete": "; ".join(parts) or None}
+
+
+def _page_issues(an: Analysis) -> list:
+    """The completeness model's issues counted against the capture's page: not background
+    traffic's, not a browser log's "no packets" (``completeness.Issue``)."""
+    from . import completeness
+
+    return [i for i in completeness.compute(an).issues if not i.background and i.kind != "no_packets"]
+
+
+def page_gaps(an: Analysis) -> dict[str, Any]:
+    """``_page_gaps`` of the capture's own page (``split_page``), and its page's exchanges
+    (``page_exchanges``) and the issues counted against it (``issues``): what ``compare``
+    withholds a side on, for the lab's medians."""
+    page, page_exs, _bg = split_page(an)
+    g = _page_gaps(an, page_exs, _page_t0(an, page))
+    g["page_exchanges"], g["issues"] = page_exs, _page_issues(an)
+    return g
 
 
 def _warn(items: list[dict[str, Any]], kind: str, text: str, side: str | None = None) -> None:

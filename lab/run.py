@@ -9,7 +9,8 @@ checkout's scripts, page generator and npm packages anyway); the network conditi
 
 RUNS_DIR/
   manifest.json                     conditions (asked and measured), every run and its files
-  compare.txt, compare.json         every protocol against HTTP/1.1, per condition (medians, quartiles, n)
+  compare.txt, compare.json         every protocol against HTTP/1.1, per condition (medians, quartiles, n
+                                    over the runs whose page is whole and fetched: the others counted, with why)
   <condition>/run<k>/page-<p>.*     capture (pcapng), key log, NetLog / client+server logs
   <condition>/run<k>/compare-<p>-vs-h1.txt   the request-by-request comparison of that run
 """
@@ -167,6 +168,92 @@ def check_origins(an, origins: dict[str, str]) -> dict:
     return {"origins": out, "dns_missing": missing, "ok": not missing}
 
 
+# what the summary says of each kind of gap in a load's page, in this order: the analyzer's
+# completeness issue kinds (analyzer/completeness.py), the page's responses whose end the capture
+# does not hold (analyzer.compare's response states) and a capture with no request of a page
+GAP_WORDS = {
+    "not_decrypted": "connection not decrypted",
+    "joined_midway": "connection joined mid-way",
+    "no_requests": "no request of the page seen",
+    "responses_missing": "response not in the capture",
+    "responses_cut": "response cut before its end",
+    "cut_short": "frame cut by the capture's end",
+    "bytes_lost": "bytes lost",
+    "unknown_fields": "request fields unknown",
+    "budget": "budget ran out",
+    "capture_damaged": "capture damaged",
+}
+
+
+def page_completeness(an) -> dict:
+    """Whether one load's page is whole in its capture — the verdict ``wirefall compare`` withholds
+    a side on (``analyzer.compare.page_gaps``, its ``withheld`` kinds ``incomplete`` and
+    ``no_requests``), not derived again here: the completeness model's issues of the page
+    (``completeness.compute``; background traffic's and a browser log's "no packets" are not the
+    page's) and the page's responses whose end the capture does not hold. Of an incomplete page
+    the figures count only what the capture holds (its load time is a lower bound)."""
+    from wirefall.analyzer.compare import page_gaps
+
+    g = page_gaps(an)
+    page_exs, issues = g["page_exchanges"], g["issues"]  # (the issues counted against the page, as typed facts)
+    kinds = {i.kind for i in issues}
+    if g["responses_missing"]:
+        kinds.add("responses_missing")
+    if g["responses_cut"]:
+        kinds.add("responses_cut")
+    if not page_exs:
+        kinds.add("no_requests")
+    ok = bool(g["page_complete"]) and bool(page_exs)
+    if not ok and not kinds:  # (a reason the analyzer gave that this list does not know: never a page called whole)
+        kinds.add("incomplete")
+    return {"page_complete": ok,
+            "kinds": sorted(kinds, key=lambda k: (list(GAP_WORDS).index(k) if k in GAP_WORDS else len(GAP_WORDS), k)),
+            "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count} for i in issues],
+            "responses_missing": len(g["responses_missing"]), "responses_cut": len(g["responses_cut"]),
+            "incomplete": g["incomplete"] if page_exs else "no request of a page in the capture"}
+
+
+def analyse_load(an, requests: list[str], pushable: list[str] | None = None, origins: dict[str, str] | None = None) -> dict:
+    """What the lab records of one load from its analysis: the decode check (``check_requests``),
+    for a page with origins ``origins`` (``check_origins``), whether the page is whole
+    (``page_complete`` and ``completeness``: ``page_completeness``) and the page figures."""
+    from wirefall.analyzer.compare import page_figures
+
+    rec: dict[str, Any] = {"decode": check_requests(an, requests, pushable, origins)}
+    if origins:
+        rec["origins"] = check_origins(an, origins)
+    comp = page_completeness(an)
+    rec["page_complete"] = comp["page_complete"]
+    rec["completeness"] = comp
+    rec["figures"] = page_figures(an)
+    return rec
+
+
+def exclusion(r: dict) -> list[str]:
+    """Why a run is left out of the medians: ``page_incomplete`` (its page is not whole in its
+    capture: ``page_complete`` false), ``decode`` (not every resource of the page a 200:
+    ``decode.ok`` false); [] for a run in them. A run recorded before the lab recorded
+    ``page_complete`` is not left out for it (``unchecked`` in the summary)."""
+    why = []
+    if r.get("page_complete") is False:
+        why.append("page_incomplete")
+    if not (r.get("decode") or {}).get("ok", True):
+        why.append("decode")
+    return why
+
+
+def exclusion_text(r: dict) -> str:
+    """An excluded run's reasons in words: "page incomplete (connection not decrypted)"."""
+    out = []
+    for why in exclusion(r):
+        if why == "page_incomplete":
+            kinds = (r.get("completeness") or {}).get("kinds") or []
+            out.append("page incomplete" + (f" ({', '.join(GAP_WORDS.get(k, k.replace('_', ' ')) for k in kinds)})" if kinds else ""))
+        else:
+            out.append("not every resource a 200")
+    return ", ".join(out)
+
+
 def push_paths(spec: str | None, page: dict) -> list[str]:
     """``--push``: ``css,js`` style kinds (by extension: css, js, jpg, png, json, images), or
     paths (``/a.css,/b.js``); [] without it."""
@@ -295,17 +382,34 @@ def summarise(conditions: list[dict], runs: list[dict], protos: list[str], basel
     out = []
     for c in conditions:
         every = [r for r in runs if r["condition"] == c["id"] and r.get("figures")]
-        # a load that did not fetch the whole page is no page load: out of the medians, counted
-        rs = [r for r in every if (r.get("decode") or {}).get("ok", True)]
+        # a load that did not fetch the whole page, or whose page its capture does not hold whole
+        # (its load time only a lower bound: a median with it is biased low), is no page load's
+        # figure: out of the medians, counted and said why (``exclusion``)
+        rs = [r for r in every if not exclusion(r)]
         prot: dict[str, dict[str, Any]] = {}
         for p in protos:
             mine = [r for r in rs if r["protocol"] == p]
+            theirs = [r for r in every if r["protocol"] == p]
+            left = [r for r in theirs if exclusion(r)]
             fs = [r["figures"] for r in mine]
             stats = {k: _describe([f.get(k) for f in fs]) for k, _ in PAGE_ROWS}  # (a key older runs lack: n 0)
             stats.update({k: _describe([server_figures(r)[k] for r in mine]) for k, _ in SERVER_ROWS})
+            reasons: dict[str, int] = {}
+            kinds: dict[str, int] = {}
+            for r in left:
+                for why in exclusion(r):
+                    reasons[why] = reasons.get(why, 0) + 1
+                if r.get("page_complete") is False:
+                    for k in (r.get("completeness") or {}).get("kinds") or ():
+                        kinds[k] = kinds.get(k, 0) + 1
             prot[p] = {"runs": len(fs), "page_load_time": [f["page_load_time"] for f in fs],
                        "missed": sum(1 for r in mine if (r.get("link_check") or {}).get("ok") is False),
-                       "incomplete": sum(1 for r in every if r["protocol"] == p) - len(mine),
+                       "incomplete": sum(1 for r in theirs if not (r.get("decode") or {}).get("ok", True)),
+                       "runs_total": len(theirs), "excluded": len(left), "excluded_reasons": reasons, "excluded_kinds": kinds,
+                       "excluded_runs": [{"run": r.get("run"), "reasons": exclusion(r),
+                                          "kinds": list((r.get("completeness") or {}).get("kinds") or ()) if r.get("page_complete") is False else [],
+                                          "text": exclusion_text(r)} for r in left],
+                       "unchecked": sum(1 for r in mine if "page_complete" not in r),
                        "median": {k: v["median"] for k, v in stats.items()},
                        "q1": {k: v["q1"] for k, v in stats.items()}, "q3": {k: v["q3"] for k, v in stats.items()},
                        "n": {k: v["n"] for k, v in stats.items()}, "stats": stats}
@@ -362,6 +466,35 @@ def _condition_label(c: dict) -> str:
     return s
 
 
+NO_COMPLETE = "no complete run"
+
+
+def _no_complete(pr: dict) -> bool:
+    """Runs of the protocol were made, none of them in the medians."""
+    return not pr.get("runs") and bool(pr.get("runs_total"))
+
+
+def excluded_line(pr: dict) -> str | None:
+    """What of one protocol × condition is not in its medians: "n 9 of 10; 1 excluded: page
+    incomplete (connection not decrypted) (run 4)", and runs in them whose completeness was not
+    recorded; None when every run is in them, checked."""
+    n, total = pr.get("runs", 0), pr.get("runs_total", pr.get("runs", 0))
+    parts = []
+    ex = pr.get("excluded_runs") or []
+    if ex:
+        groups: dict[str, list] = {}
+        for x in ex:
+            groups.setdefault(x.get("text") or "", []).append(x.get("run"))
+        parts.append(f"{len(ex)} excluded: " + "; ".join(
+            f"{t} (run{'s' * (len(ks) != 1)} {', '.join(str(k) for k in ks)})" for t, ks in groups.items()))
+    if pr.get("unchecked"):
+        u = pr["unchecked"]
+        parts.append(f"{u} in the medians unchecked (recorded before the lab recorded a run's page_complete)")
+    if not parts:
+        return None
+    return "; ".join([f"n {n} of {total}" + (f"; {NO_COMPLETE}" if not n else "")] + parts)
+
+
 def render_summary(s: dict) -> str:
     from wirefall.analyzer.compare import OPTIONAL_ROWS, PAGE_ROWS
 
@@ -375,13 +508,15 @@ def render_summary(s: dict) -> str:
     for c in s["conditions"]:
         pr = c["protocols"]
         missed = sum(pr[p].get("missed", 0) for p in protos)
-        incomplete = sum(pr[p].get("incomplete", 0) for p in protos)
+        excluded = sum(pr[p].get("excluded", pr[p].get("incomplete", 0)) for p in protos)
         cell = [_condition_label(c),
                 "/".join(str(pr[p]["runs"]) for p in protos) + (f" ({missed} missed)" if missed else "")
-                + (f" ({incomplete} incomplete)" if incomplete else "")]
+                + (f" ({excluded} excluded)" if excluded else "")]
         for p in protos:
             st = pr[p]["stats"]["page_load_time"]
-            if p == base:
+            if _no_complete(pr[p]):  # (not a number: there is none to give)
+                cell.append(NO_COMPLETE + _marks(where.get((c["id"], p))))
+            elif p == base:
                 cell.append(_fmt_iqr("page_load_time", st))
             else:
                 sp = c["vs_baseline"][p]["page_load_time"]["speedup"]
@@ -393,10 +528,15 @@ def render_summary(s: dict) -> str:
         lines.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, len(r))]))
         if i == 0:
             lines.append("  ".join("-" * x for x in w))
-    lines += ["", "runs: loads per protocol (" + "/".join(protos) + "); missed: loads whose measured link "
-              "conditions missed the asked ones (manifest runs[].link_check); incomplete: loads that did not "
-              "fetch every resource of the page with a 200 (runs[].decode), left out of the medians",
+    lines += ["", "runs: loads per protocol in the medians (" + "/".join(protos) + "); missed: loads whose measured link "
+              "conditions missed the asked ones (manifest runs[].link_check); excluded: loads left out of the medians, "
+              "below with why — a page its capture does not hold whole (runs[].completeness, wirefall's completeness "
+              "model: its load time only a lower bound) or not every resource a 200 (runs[].decode)",
               "page load time: the page's last response byte from its first row (not the browser's load event)"]
+    said = [f"  {_condition_label(c)}, {p}: {ln}" for c in s["conditions"] for p in protos
+            if (ln := excluded_line(c["protocols"][p]))]
+    if said:
+        lines += ["", "left out of the medians, or in them unchecked:"] + said
     if texts:
         lines += ["", "notes (the speedups include these differences; runs[].compare.file has each comparison):"]
         lines += [f"[{k}] {t}" for k, t in enumerate(texts, 1)]
@@ -404,7 +544,8 @@ def render_summary(s: dict) -> str:
         m = c.get("measured") or {}
         lines += ["", f"== {c['id']}: measured RTT {m.get('rtt_ms_min', '–')} ms (min; median {m.get('rtt_ms', '–')}), loss c2s {m.get('loss_c2s_pct', '–')} %, "
                       f"s2c {m.get('loss_s2c_pct', '–')} % ({m.get('udp_sent', 0)} UDP probes)"]
-        head = ["", "n"] + protos + [f"speedup {p}{_marks(where.get((c['id'], p)))}" for p in protos if p != base]
+        head = ["", "n"] + [f"{p} ({NO_COMPLETE})" if _no_complete(c["protocols"][p]) else p for p in protos] \
+            + [f"speedup {p}{_marks(where.get((c['id'], p)))}" for p in protos if p != base]
         rows = [head]
         for k, label in PAGE_ROWS + SERVER_ROWS:
             if k in OPTIONAL_ROWS and not any(c["protocols"][p]["n"].get(k) for p in protos):
@@ -433,7 +574,7 @@ def _write_json(path: Path, obj) -> None:
 def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), count=12, log=print,
             down=None, up=None, buffer=None, burst=None, push=None, page_spec=None, h3_server="auto") -> dict:
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
-    from wirefall.analyzer.compare import compare, page_figures, render_text
+    from wirefall.analyzer.compare import compare, render_text
     from .measure import check as check_link
     from .measure import measure_capture, relay_delta, server_time
     from .net import CLIENT_IP, LabNet
@@ -545,10 +686,7 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                     pushable = lab.push if p in ("h2", "spdy") else None
                     if lab.origins and pushable:
                         pushable = [f"https://{lab.doc_host}{x}" for x in pushable]
-                    rec["decode"] = check_requests(an, page["requests"], pushable, lab.origins or None)
-                    if lab.origins:
-                        rec["origins"] = check_origins(an, lab.origins)
-                    rec["figures"] = page_figures(an)
+                    rec.update(analyse_load(an, page["requests"], pushable, lab.origins or None))
                     measured = measure_capture(str(rdir / r["capture"]), CLIENT_IP)
                     rec["link_measured"] = {**measured, "relay": relay}
                     rec["link_check"] = lc = check_link(asked, measured, relay)
@@ -566,6 +704,9 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                     if not d["ok"]:
                         log(f"[{cid} run {k}] {p}: warning: missing {d['missing']} not 200 {d['not_200']} "
                             f"wrong address {d['wrong_address']}", flush=True)
+                    if not rec["page_complete"]:
+                        log(f"[{cid} run {k}] {p}: warning: page incomplete in the capture ({rec['completeness']['incomplete']}): "
+                            "left out of the medians", flush=True)
                     if rec.get("origins"):
                         o = rec["origins"]
                         log(f"[{cid} run {k}] {p}: connections per origin "
