@@ -48,7 +48,7 @@ from wirefall.dissectors.http2 import (
 )
 
 from ..content import BodyDecoder
-from . import IdentityBody, end_response, end_unfinished, finish_body, lower_bound, needs_decoder
+from . import IdentityBody, bound_gapped, end_response, end_unfinished, finish_body, lower_bound, needs_decoder, note_gap
 from .tls import wire_packet
 from ..model import PROTO_CODE, Connection, Exchange, Frame, FrameFields, HeaderBytes, Note, NoteKind, Windows
 
@@ -122,6 +122,7 @@ class H2Session:
         self.facts_memo: tuple[dict[int, tuple], dict[int, tuple]] = ({}, {})
         self.wire_maps: list = [None, None]  # per direction, the OffsetMap ``wire_packet`` reads, once it exists
         self.streams: dict[int, _Stream] = {}
+        self.gapped: dict = {}  # streams open across a hole of the capture (sessions.note_gap)
         self.priorities: dict[int, dict] = {}  # priority info seen before the stream's request
         self.notes_seen = 0
         self.goaway: int | None = None
@@ -155,6 +156,8 @@ class H2Session:
 
     def gap(self, direction, offset, length, packet):
         self.h2.gap(direction, length, packet)
+        if length:
+            note_gap(self.gapped, self.streams, direction)
         self._notes()
 
     def end(self):
@@ -171,6 +174,7 @@ class H2Session:
             if st.body is not None:
                 self._finish_body(st)
             end_unfinished(self.ctx, ex, st.resp_done, st.last_s2c)
+        bound_gapped(self.gapped)
         self._notes()
 
     # -- internals ------------------------------------------------------------------------

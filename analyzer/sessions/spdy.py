@@ -60,7 +60,7 @@ from wirefall.dissectors.spdy import (
     SpdyFrame,
 )
 
-from . import IdentityBody, end_response, end_unfinished, finish_body, needs_decoder
+from . import IdentityBody, bound_gapped, end_response, end_unfinished, finish_body, needs_decoder, note_gap
 from .tls import wire_packet
 from ..model import Connection, Exchange, Frame, Note, NoteKind, OffsetMap
 
@@ -137,6 +137,7 @@ class SpdySession:
                 self.proto = p
                 self.version_known = True
         self.streams: dict[int, _Stream] = {}
+        self.gapped: dict = {}  # streams open across a hole of the capture (sessions.note_gap)
         self.frames: list[Frame] = []
         self.exchanges: list[Exchange] = []
         self.initial_window = [DEFAULT_WINDOW, DEFAULT_WINDOW]  # for streams sent by client, server
@@ -168,6 +169,8 @@ class SpdySession:
             self.dis.set_offset(direction, offset)
         self.maps[direction].add(offset, packet)
         self.conn.notes.append(f"packet {packet}: {length} bytes lost by the capture ({DIR_NAMES[direction]}), SPDY framing resynchronised")
+        if length:  # (before the frame the hole cut, which the dissector hands on: its stream lost bytes too)
+            note_gap(self.gapped, self.streams, direction)
         for f in self.dis.gap(direction, length):
             self._frame(direction, f, packet)
 
@@ -180,6 +183,7 @@ class SpdySession:
             if st.body is not None:
                 self._finish_body(st)
             end_unfinished(self.ctx, st.ex, st.resp_done, st.last_s2c)  # (as HTTP/2's)
+        bound_gapped(self.gapped)
 
     # -- helpers
     def _set_proto(self, proto: str):
