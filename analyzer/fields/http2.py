@@ -234,6 +234,28 @@ _PADDED = frozenset({"DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION"})  # (tsh
 
 
 HEADERS = header_family("http2", _is_h2)
+
+
+def _full_uri(fr, ctx) -> list[str]:
+    """tshark's generated Full request URI of a header block with an ``:authority`` (a request,
+    or a PUSH_PROMISE's promised one): ``scheme://authority path`` (glib's "(null)" for a missing
+    part, as tshark prints it), the authority alone for CONNECT; the last of a repeated pseudo
+    header counts, as tshark's loop keeps it."""
+    if not fr.headers:
+        return []
+    last: dict[str, str] = {}
+    for k, v in fr.headers:
+        if k in _URI_PARTS:
+            last[k] = v
+    a = last.get(":authority")
+    if a is None:
+        return []
+    if last.get(":method") == "CONNECT":
+        return [a]
+    return [f"{last.get(':scheme', '(null)')}://{a}{last.get(':path', '(null)')}"]
+
+
+_URI_PARTS = frozenset({":authority", ":method", ":scheme", ":path"})
 header_field = HEADERS.field
 
 
@@ -278,6 +300,8 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.header.length", UINT, _is_h2, lambda fr, ctx: [sum(8 + len(k.encode()) + len(v.encode()) for k, v in fr.headers)]
       if fr.headers else [], "decoded size of a header block: 8 bytes per header field plus its name and value "
       "(tshark's [Header Length], on the frame that ends the block)", size=4),
+    F("http2.request.full_uri", STRING, _is_h2, _full_uri, "[Full request URI] of a header block with :authority: "
+      "scheme://authority path (the authority alone for CONNECT)"),
     F("http2.magic", STRING, _is_h2, lambda fr, ctx: [], "the client's connection preface",
       unsupported="http2.magic is not a filter field in wirefall yet: its HTTP/2 reader skips the connection preface "
                   "without keeping the packet it ends on"),

@@ -69,6 +69,26 @@ def _setting(ident: int | None, part: int = 2):
     return fn
 
 
+def _stream_types(pv) -> list:
+    """The Stream Type of each unidirectional stream that opens in the packet (0 control, 1 push,
+    2 QPACK encoder, 3 QPACK decoder, or a reserved one), as tshark 4.0 adds it: once per STREAM
+    frame at stream offset 0 on an HTTP/3 connection (a resent one again), read from that frame's
+    first byte decrypted again (the analysis keeps the stream's kind by name only)."""
+    an = pv.ctx.an
+    out: list[int] = []
+    for fr in pv.frames:
+        if (fr.protocol == "quic" and fr.type == "STREAM" and fr.offset == 0 and fr.length and fr.stream_id is not None
+                and fr.stream_id & 2):
+            c = an.connections[fr.connection] if 0 <= fr.connection < len(an.connections) else None
+            if c is not None and (c.protocol or "").startswith("h3"):
+                from wirefall.analyzer.detail import h3_wire_type
+
+                v = h3_wire_type(an, pv.ctx.source, fr)
+                if v is not None:
+                    out.append(v)
+    return out
+
+
 _SPAN = "a frame spanning STREAM frames is on no packet (tshark 4.0 does not reassemble it); frames -Y sees it"
 PROTOCOL = Protocol("http3", "HTTP/3", Field("http3", PROTO_OPAQUE, _present, "HTTP/3 stream data: a frame begins here, or "
                                                                            "a unidirectional stream's bytes (control, QPACK)",
@@ -76,6 +96,8 @@ PROTOCOL = Protocol("http3", "HTTP/3", Field("http3", PROTO_OPAQUE, _present, "H
     F("http3.frame_type", UINT, _is_h3, _type, "frame type (0 DATA, 1 HEADERS, 4 SETTINGS, 7 GOAWAY…)",
       shown=shown, note=_SPAN + "; a GREASE frame's type is read from its bytes (none in frames -Y)", size=8),
     F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length", shown=shown, note=_SPAN, size=8),
+    Field("http3.stream_type", UINT, _stream_types, "unidirectional stream type, where the stream opens (0 control, 1 push, "
+          "2 QPACK encoder, 3 QPACK decoder)", size=8),
     F("http3.settings", NONE, _is_settings, lambda fr, ctx: [True] * len(settings_items(fr.fields)),
       "a setting of a SETTINGS frame (one per setting, GREASE ones too)", shown=shown),
     F("http3.settings.id", UINT, _is_settings, _setting(None, 0), "setting identifier (1 QPACK_MAX_TABLE_CAPACITY, 6, 7, 8, 0x33…)",

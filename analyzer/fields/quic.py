@@ -201,8 +201,62 @@ def _reason(length: bool):
     return fn
 
 
+def _ack_ranges(part: str):
+    """An ACK frame's ranges as sent, from the dissector's ``ranges`` (each (smallest, largest)
+    packet number, the first range first): ``first`` the First ACK Range (largest - smallest),
+    ``gap`` each Gap (packets between a range and the next lower one, minus 1), ``range`` each
+    ACK Range (largest - smallest, after the first) — what tshark adds, one per range, in order."""
+    def fn(fr, ctx):
+        r = (fr.fields or {}).get("ranges")
+        if not r:
+            return []
+        if part == "first":
+            return [r[0][1] - r[0][0]]
+        if part == "gap":
+            return [r[i - 1][0] - r[i][1] - 2 for i in range(1, len(r))]
+        return [hi - lo for lo, hi in r[1:]]
+    return fn
+
+
+def _ecn(i: int):
+    """An ACK_ECN (0x03) frame's ECT(0), ECT(1) or ECN-CE count."""
+    def fn(fr, ctx):
+        e = (fr.fields or {}).get("ecn")
+        return [e[i]] if e else []
+    return fn
+
+
+def _sid(fr, ctx) -> list:
+    return [fr.stream_id] if fr.stream_id is not None else []
+
+
+def _hex(key: str):
+    """A frame's field kept as a hex string, as bytes."""
+    def fn(fr, ctx):
+        v = (fr.fields or {}).get(key)
+        try:
+            return [bytes.fromhex(v)] if isinstance(v, str) else []
+        except ValueError:
+            return []
+    return fn
+
+
+def _tls_alert(fr, ctx) -> list:
+    """A CONNECTION_CLOSE (0x1c) CRYPTO_ERROR's TLS alert: tshark adds it for codes 0x100-0x1ff
+    (RFC 9001 §4.8: 0x100 + the alert), from the code's last byte."""
+    c = (fr.fields or {}).get("error_code")
+    return [c & 0xFF] if isinstance(c, int) and c >> 8 == 1 else []
+
+
+def _dg_length(fr, ctx) -> list:
+    """A DATAGRAM frame's Length field: only type 0x31 has one (0x30 runs to the packet's end)."""
+    return [fr.length] if (fr.fields or {}).get("frame_type") == 0x31 else []
+
+
 _STREAM = _frames_of("STREAM")
 _ACK = _frames_of("ACK")
+_ACK_NOTE = ("an ACK frame's first 64 ranges (dissectors.quic.MAX_ACK_RANGES: a frame listing more has its "
+             "ack_range_count; tshark lists them all)")
 
 
 PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [True] if headers(pv) else [], "a QUIC datagram"), [
@@ -250,6 +304,32 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
     F("quic.ack.largest_acknowledged", UINT, _ACK, fields_value("largest_acknowledged"), "ACK frame's largest acknowledged packet number", size=8),
     F("quic.ack.ack_delay", UINT, _ACK, fields_value("ack_delay"), "ACK frame's ACK Delay as sent (before the ack_delay_exponent scaling)", size=8),
     F("quic.ack.ack_range_count", UINT, _ACK, fields_value("ack_range_count"), "ACK frame's ACK Range Count", size=8),
+    F("quic.ack.first_ack_range", UINT, _ACK, _ack_ranges("first"),
+      "ACK frame's First ACK Range: packets acknowledged below the largest", size=8),
+    F("quic.ack.gap", UINT, _ACK, _ack_ranges("gap"), "ACK frame's Gap before each further ACK Range (unacknowledged packets - 1)",
+      note=_ACK_NOTE, size=8),
+    F("quic.ack.ack_range", UINT, _ACK, _ack_ranges("range"), "ACK frame's further ACK Ranges (packets acknowledged - 1), in order",
+      note=_ACK_NOTE, size=8),
+    F("quic.ack.ect0_count", UINT, _ACK, _ecn(0), "ACK_ECN (0x03) frame's ECT(0) count", size=8),
+    F("quic.ack.ect1_count", UINT, _ACK, _ecn(1), "ACK_ECN (0x03) frame's ECT(1) count", size=8),
+    F("quic.ack.ecn_ce_count", UINT, _ACK, _ecn(2), "ACK_ECN (0x03) frame's ECN-CE count", size=8),
+    F("quic.nt.length", UINT, _frames_of("NEW_TOKEN"), lambda fr, ctx: [fr.length], "NEW_TOKEN's token length", size=8),
+    F("quic.nt.token", BYTES, _frames_of("NEW_TOKEN"), _hex("token"), "NEW_TOKEN's token"),
+    F("quic.md.maximum_data", UINT, _frames_of("MAX_DATA"), fields_value("maximum_data"), "MAX_DATA's Maximum Data (connection flow-control limit)",
+      size=8),
+    F("quic.msd.stream_id", UINT, _frames_of("MAX_STREAM_DATA"), _sid, "MAX_STREAM_DATA's stream ID", size=8),
+    F("quic.msd.maximum_stream_data", UINT, _frames_of("MAX_STREAM_DATA"), fields_value("maximum_stream_data"),
+      "MAX_STREAM_DATA's Maximum Stream Data (the stream's flow-control limit)", size=8),
+    F("quic.ms.max_streams", UINT, _frames_of("MAX_STREAMS"), fields_value("maximum_streams"),
+      "MAX_STREAMS' Maximum Streams (0x12 bidirectional, 0x13 unidirectional: quic.frame_type says which)", size=8),
+    F("quic.sb.stream_data_limit", UINT, _frames_of("DATA_BLOCKED", "STREAM_DATA_BLOCKED"), fields_value("limit"),
+      "DATA_BLOCKED's and STREAM_DATA_BLOCKED's limit (tshark names both so)", size=8),
+    F("quic.sdb.stream_id", UINT, _frames_of("STREAM_DATA_BLOCKED"), _sid, "STREAM_DATA_BLOCKED's stream ID", size=8),
+    F("quic.sib.stream_limit", UINT, _frames_of("STREAMS_BLOCKED"), fields_value("limit"),
+      "STREAMS_BLOCKED's Maximum Streams (0x16 bidirectional, 0x17 unidirectional)", size=8),
+    F("quic.path_challenge.data", BYTES, _frames_of("PATH_CHALLENGE"), _hex("data"), "PATH_CHALLENGE's 8 data bytes"),
+    F("quic.path_response.data", BYTES, _frames_of("PATH_RESPONSE"), _hex("data"), "PATH_RESPONSE's 8 data bytes"),
+    F("quic.dg.length", UINT, _frames_of("DATAGRAM"), _dg_length, "DATAGRAM (0x31) frame's Length", size=8),
     F("quic.nci.sequence", UINT, _frames_of("NEW_CONNECTION_ID"), _nci("sequence"), "NEW_CONNECTION_ID's Sequence Number", size=8),
     F("quic.nci.retire_prior_to", UINT, _frames_of("NEW_CONNECTION_ID"), _nci("retire_prior_to"), "NEW_CONNECTION_ID's Retire Prior To", size=8),
     F("quic.nci.connection_id.length", UINT, _frames_of("NEW_CONNECTION_ID"), _nci("connection_id", lambda v: len(v) // 2),
@@ -260,6 +340,8 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
       "NEW_CONNECTION_ID's Stateless Reset Token"),
     F("quic.cc.error_code", UINT, _close(False), fields_value("error_code"), "CONNECTION_CLOSE (0x1c) transport error code (0 NO_ERROR…)", size=8),
     F("quic.cc.error_code.app", UINT, _close(True), fields_value("error_code"), "CONNECTION_CLOSE (0x1d) application error code", size=8),
+    F("quic.cc.error_code.tls_alert", UINT, _close(False), _tls_alert,
+      "CONNECTION_CLOSE (0x1c) CRYPTO_ERROR's TLS alert (error code 0x100 + alert)", size=1),
     F("quic.cc.frame_type", UINT, _close(False), fields_value("offending_frame_type"),
       "CONNECTION_CLOSE (0x1c): the type of the frame that caused the error (0: none)", size=8),
     F("quic.cc.reason_phrase.length", UINT, _frames_of("CONNECTION_CLOSE"), _reason(True), "CONNECTION_CLOSE's Reason Phrase Length (bytes)", size=8),

@@ -64,6 +64,32 @@ def _sack_perm(pv):
     return [opts[o : o + 2] for k, v, o in _tcp_options(opts) if k == 4 and not v]
 
 
+def _sack(part: str):
+    """The SACK option's blocks (kind 5) as tshark adds them: each block's left (``le``) and right
+    (``re``) edge, relative to the peer's base sequence number (as tcp.ack), D-SACK blocks too;
+    ``count`` the blocks in each SACK option."""
+    def get(pv) -> list[int]:
+        L = pv.layers
+        t = L.tcp
+        if t is None or t[4] <= 20:
+            return []
+        from wirefall.analyzer.detail import _tcp_options
+
+        opts = pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
+        out: list[int] = []
+        for k, v, _ in _tcp_options(opts):
+            if k != 5:
+                continue
+            n = len(v) // 8
+            if part == "count":
+                out.append(n)
+                continue
+            at = 0 if part == "le" else 4
+            out.extend(_rel(pv, int.from_bytes(v[8 * i + at : 8 * i + at + 4], "big"), True) for i in range(n))
+        return out
+    return get
+
+
 def _state(pv):
     c = pv.conn_id
     states = pv.ctx.tcp_states
@@ -366,6 +392,9 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.options.timestamp.tsval", UINT, _option(8, 8, slice(0, 4)), "timestamps option's TSval", size=4),
     P("tcp.options.timestamp.tsecr", UINT, _option(8, 8, slice(4, 8)), "timestamps option's TSecr", size=4),
     P("tcp.options.sack_perm", PROTO, _sack_perm, "SACK-permitted option (its 2 bytes: tcp.options.sack_perm == 04:02)"),
+    P("tcp.options.sack_le", UINT, _sack("le"), "SACK block's left edge, relative (every block, D-SACK too)", size=4),
+    P("tcp.options.sack_re", UINT, _sack("re"), "SACK block's right edge, relative (every block, D-SACK too)", size=4),
+    P("tcp.options.sack.count", UINT, _sack("count"), "SACK blocks in a SACK option", size=1),
     P("tcp.window_size_scalefactor", INT, _scalefactor, "window scale factor on a segment without SYN: 2**shift "
       "(-1 scale unknown, -2 no window scaling used)"),
     P("tcp.time_relative", FLOAT, _times(0), "seconds since the first packet of this TCP conversation"),
