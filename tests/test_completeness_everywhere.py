@@ -12,8 +12,9 @@ without a client Initial: joined mid-way; tshark cannot decrypt without the key 
 aioquic's own record of which streams the capture cut.  The facts are those of
 ``analyzer.completeness``; every surface must state its headline's counts — ``wirefall
 summary`` (text, --json), ``wirefall stats`` (text, --json), the HAR's comments, the SVG and
-HTML waterfalls' subtitle, the TUI's status line, notice and waterfall header (Textual pilot),
-the web app's status line, waterfall box and figure subtitle (its Dash callbacks).
+HTML waterfalls' subtitle, the TUI's notice line (its status line the headline's word, its
+waterfall header not again: said once, report 28), the web app's waterfall box (its status line
+the word, its figure's subtitle not again) (Textual pilot, Dash callbacks).
 """
 from __future__ import annotations
 
@@ -251,7 +252,8 @@ async def test_tui_status_notice_and_waterfall_header(case):
         def text(sel: str) -> str:
             return str(app.query_one(sel).render()).replace("\n", " ")
 
-        _says(text("#status"), case, "TUI status line")
+        # the headline once (report 28): the notice line whole, the status bar its word
+        assert text("#status").endswith(" · Incomplete") and case.head not in text("#status")
         notice = text("#notice")
         _says(notice, case, "TUI notice")
         for reason in case.facts["not_decrypted"].values():
@@ -259,10 +261,10 @@ async def test_tui_status_notice_and_waterfall_header(case):
         await pilot.press("2")
         await pilot.pause(0.1)
         note = text("#wf-note")
-        assert app.query_one("#wf-note").display
-        if app.query_one(WaterfallView).count:
-            _says(note, case, "TUI waterfall header")
+        if app.query_one(WaterfallView).count:  # the notice line says it: the header does not again
+            assert case.head not in note
         else:  # no row: the header says why (the counts are on the lines below)
+            assert app.query_one("#wf-note").display
             reason, = case.facts["not_decrypted"].values()
             assert note.startswith("no requests: 1 connection not decrypted") and reason[:30] in note
 
@@ -304,14 +306,15 @@ def test_web_status_line_and_waterfall_header(case, web):
     web.wait(e.id)
     assert e.status == "done", e.error
     _opts, _value, status, *_ = cb_poll(web, 1, e.id, None, None, None)
-    _says(_text(status), case, "web status line")
+    # the headline once (report 28): the box whole, the status line its word, the page's figure not
+    assert "· Incomplete (what and why: the Waterfall tab)" in _text(status) and case.head not in _text(status)
     fig, _err, _count, why = cb_waterfall(web, e.id, "v", [], [], [], [], "")
     box = _text(why)
     for reason in case.facts["not_decrypted"].values():
         assert reason in box  # why
     if case.facts["requests"]:
         _says(box, case, "web waterfall box")
-        _says(str(fig.layout.title.subtitle.text).replace("<br>", " "), case, "web waterfall subtitle")  # (wrapped)
+        assert case.head not in str(fig.layout.title.subtitle.text or "").replace("<br>", " ")  # (the image keeps it: test_html_figure_subtitle)
     else:
         assert box.startswith("no requests: 1 connection not decrypted")
 

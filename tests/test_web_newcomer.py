@@ -93,7 +93,9 @@ def test_wrong_keylog_says_why_and_what_next(server, pg):
     wait_text(pg, "#wf-explain", "no requests")
     why = pg.inner_text("#empty-why")
     assert why.startswith("no requests: 1 connection not decrypted") and reason in why and NEXT_WRONG_KEYLOG in why
-    assert "1 connection not decrypted" in pg.inner_text("#status")  # the status line, not "0 requests" alone
+    # the status line, not "0 requests" alone: its word, and where the headline is (said once: report 28)
+    assert "· Incomplete (what and why: the Waterfall tab)" in pg.inner_text("#status")
+    assert "1 connection not decrypted" in pg.inner_text("#explain-box")
     pg.wait_for_function("() => [...document.querySelectorAll('#waterfall .annotation-text')].some(a => a.textContent.includes('no requests:'))")
     ann = pg.locator("#waterfall .annotation-text").all_text_contents()
     joined = " ".join(ann)
@@ -111,7 +113,7 @@ def test_truncated_capture_warning_in_the_waterfall_tab(server, pg):
     box = pg.inner_text("#explain-box")
     assert "capture damaged (1 warning)" in box and "next: the capture file is cut short or damaged" in box
     assert "truncated-page-h2.pcapng" in box  # the file's name, not the server's path
-    assert "capture damaged" in pg.inner_text("#status")
+    assert "· Incomplete (what and why: the Waterfall tab)" in pg.inner_text("#status")  # (the box says what: report 28)
     wait_rows(pg, len(an.exchanges))
     shot(pg, "web-truncated.png")
 

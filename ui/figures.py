@@ -26,6 +26,7 @@ import textwrap
 from contextlib import contextmanager
 from collections.abc import Iterable
 
+from wirefall.analyzer.model import not_sent_of
 from wirefall.analyzer.safetext import html_text
 from wirefall.analyzer.waterfall import CONTENT_CLASSES, CONTENT_COLORS, PHASE_LABELS, PHASES, Waterfall
 
@@ -178,6 +179,7 @@ class _Fig:
                          for r in rows} if hover else {}
         self.url_chars = url_chars  # host…path characters of a row label (waterfall_figure's url_chars)
         self.view = (0.0, 1.0)  # the time range (ms) the figure shows: set by waterfall_figure
+        self.plot_w = 900.0  # the plot's width (px) it is laid out for: set by waterfall_figure
         self.mark_w = 0  # the label column's marks' width (figures_marks.mark)
         self.page_view: tuple[float, float] | None = None  # the page's span, when the figure shows only it
         self.t_end_ms = _ms(wf.t_end, self.t0)
@@ -208,7 +210,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
                      window: tuple[int, int] | None = None, x_view: tuple[float, float] | None = None,
                      url_chars: int = L.LABEL_CHARS, time_span: str = "page", responsive: bool | None = None,
-                     unfiltered: Waterfall | None = None, filter_text: str | None = None):
+                     unfiltered: Waterfall | None = None, filter_text: str | None = None, headline: bool = True):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
@@ -230,6 +232,9 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     wrote it; the rows and connections keep their unfiltered numbers, the title says "6 of 15
     requests shown — filter: …", and a milestone of a request not shown is left out (the HTML's
     first byte) or says so (the page's last byte: ``figures_marks.shown_milestones``).
+    ``headline=False``: the subtitle leaves out the completeness headline (``wf.completeness``)
+    — the web page says it once, in its box over the figure with the reasons (ui.web.views.box_headline);
+    an image keeps it, the only place it has.
     Layout decisions: ui/waterfall_layout.py and ui/figures_marks.py."""
     import plotly.graph_objects as go
 
@@ -271,6 +276,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     min_w = (view[1] - view[0]) / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
     c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w, url_chars, unfiltered=unfiltered)
     c.view, c.mark_w, c.page_view = view, mw, page_view
+    c.plot_w = float(plot_w_narrow)  # (the row texts: what fits right of a bar)
     c.filter_note = M.filter_note(len(all_rows), len(c.unfiltered.rows) if c.unfiltered is not None else None, filter_text)
 
     _request_bars(c)
@@ -285,7 +291,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     _legend_marks(c, show_labels)
     page = bool(hover if responsive is None else responsive)  # (the HTML page and the web app: the page's width)
     _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax, view,
-            narrowest is None and not page, page)
+            narrowest is None and not page, page, headline)
     if page:
         c.fig.update_layout(width=None, autosize=True)
     return c.fig
@@ -319,7 +325,9 @@ def _request_bars(c: _Fig, legend: bool = True) -> list[tuple[str, str | None, s
             c.add(_bars(go, base, dur, [y_of[r.index] for r, _, _ in sel], [colors_of[r.index][ph] for r, _, _ in sel], tips,
                         PHASE_LABELS[ph], ph, [r.background for r, _, _ in sel], [r.exchange for r, _, _ in sel], half))
         if ph == "receive":
-            swatch.append(_receive_swatch(c))
+            rs = _receive_swatch(c)
+            if rs is not None:
+                swatch.append(rs)
         else:
             swatch.append((LEGEND_LABELS.get(ph, PHASE_LABELS[ph]), _legend_color(ph), ph))
     # download chunks: the bursts of packets that carried each response (dark on the light download)
@@ -375,13 +383,15 @@ def request_drawing(go, fig, wf: Waterfall, rows: list, t0: float, y_of: dict[in
     return swatch
 
 
-def _receive_swatch(c: _Fig) -> tuple[str, str, str]:
+def _receive_swatch(c: _Fig) -> tuple[str, str, str] | None:
     """The legend entry of the download phase: the pale part where no byte arrived (rows with
     chunks), a neutral swatch (``PALE_SWATCH``: each class has its own pale); else the download
     drawn dark throughout."""
     chunked = [r for r in c.rows if r.chunks and r.phase("receive")]
     if chunked:  # (a neutral swatch: the first row's pale script orange read as a faded connect phase)
         return "Download, no byte arriving (pale)", PALE_SWATCH, "receive"
+    if c.wf.color_by == "content":  # drawn dark throughout in its class's colour: the class entries name them
+        return None  # (a "Content download" swatch in the first row's html blue beside "html download": one blue named twice)
     r0 = next((r for r in c.rows if r.phase("receive")), None)
     return PHASE_LABELS["receive"], c.colors_of[r0.index]["receive"] if r0 is not None else _legend_color("receive") or "#8c8c8c", "receive"
 
@@ -425,7 +435,9 @@ def _legend_marks(c: _Fig, show_labels: bool) -> None:
     if any(L.start_unknown(r) for r in rows):
         entries.append((START_UNKNOWN_LEGEND, None))
     if any(M.tint(r) == M.ERROR_TINT for r in rows):
-        entries.append(("error: status 4xx/5xx (row red)", M.ERROR_TINT))
+        what = "status 4xx/5xx" if any(isinstance(r.status, int) and r.status >= 400 for r in rows) else ""
+        what += (" or " if what else "") + "failed before the network" if any(M.failed(r) for r in rows) else ""
+        entries.append((f"error: {what} (row red)", M.ERROR_TINT))
     if any(M.tint(r) == M.REDIRECT_TINT for r in rows):
         entries.append(("redirect: status 3xx (row yellow)", M.REDIRECT_TINT))
     for name, col in entries:
@@ -435,9 +447,13 @@ def _legend_marks(c: _Fig, show_labels: bool) -> None:
 
 
 def _browser_bars(c: _Fig) -> None:
-    """The browser's view (a browser log laid over the capture): a thin bar under the row, in the phase colours."""
+    """The browser's view (a browser log laid over the capture): a thin bar under the row, in the phase colours.
+    Not under a row with no packet in the capture (a browser log opened alone, a request only the log has):
+    its bar is the log's already — WebPageTest's HAR drew every request twice, the thin copy with the
+    TLS time grey, and the legend spoke of a capture there was not."""
     go, fig, t0, min_w, hover, hover_of, colors_of = c.go, c.fig, c.t0, c.min_w, c.hover, c.hover_of, c.colors_of
-    bsel = [(r, ph, a, b) for r in c.rows for (ph, a, b) in r.browser_phases]
+    bsel = [(r, ph, a, b) for r in c.rows if any(v is not None for v in (r.packets or {}).values())
+            for (ph, a, b) in r.browser_phases]
     if not bsel:
         return
     bcol = lambda r, ph: L.BLOCKED_COLOR if ph == "blocked" else colors_of[r.index].get("chunk" if ph == "receive" else ph, "#999999")
@@ -520,11 +536,18 @@ def _row_text(c: _Fig, r) -> tuple[float, str, str]:
     txt = L.row_duration_text(r)
     if M.no_response(r):
         txt = f"no response (open ≥ {L.duration_text(max(c.t_end_ms - _ms(r.start, t0), 0.0) / 1000.0)})"
+    elif M.failed(r):  # (its bar is an instant: "0.0 ms" read as a request that took no time)
+        txt = M.failed(r) or txt
     end = max(_row_open_end(c, r), _ms(r.start, t0) + c.min_w)
     if end > b:  # (the text goes inside the plot, on the bar: faded background bars, mostly)
         return b, f"{txt} →", "middle left"
     if end < a:
         return a, f"← {txt} (ended {end / 1000.0:.2f} s)", "middle right"
+    w = len(txt) * CHAR_PX * (b - a) / max(c.plot_w, 1.0)
+    if end + w > b:  # past the view's right edge the text was cut ("no response (open" at the image's
+        # edge): it ends where the row's bar begins (the row is empty there), else at the bar's end
+        s0 = max(_ms(r.start, t0), a)
+        return (s0, txt, "middle left") if s0 - w >= a else (end, txt, "middle left")
     return end, txt, "middle right"
 
 
@@ -570,6 +593,12 @@ def _connection_view(c: _Fig, window: tuple[int, int] | None) -> list:
     """The connection view: handshake phases, then each request as a segment; returns the connection rows drawn."""
     go, t0, min_w, use_big = c.go, c.t0, c.min_w, c.use_big
     crow = c.wf.connection_rows
+    # not the connection a browser log gives its requests that never reached the network (served
+    # from the disk cache, failed at once): they had none — it was drawn as "#10 android.clients.google.com"
+    # with a cache hit of www.amazon.com on it
+    unsent = {r.index for r in c.all_rows if not_sent_of(getattr(r, "browser", None)) is not None}
+    if unsent:
+        crow = [cr for cr in crow if not cr.requests or any(ri not in unsent for ri, _a, _b in cr.requests)]
     if window is not None:  # the connections of the rows drawn (their other requests' segments are not)
         crow = [cr for cr in crow if any(c.lo <= ri < c.hi for ri, _a, _b in cr.requests)]
     nc = len(crow)
@@ -639,7 +668,7 @@ def _zebra(c: _Fig, show_labels: bool) -> list[tuple[int, int]]:
 
 def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: list, show_labels: bool, label_chars: int,
             width: int, ml: int, mr: int, plot_w_narrow: int, xmax: float, view: tuple[float, float], fit_width: bool = False,
-            responsive: bool = False) -> None:
+            responsive: bool = False, headline: bool = True) -> None:
     """The vertical layout (pixels, top to bottom), the milestones, section headings, zebra
     shading, title and axes."""
     wf, fig, rows, all_rows, lo, n, t0, tp = c.wf, c.fig, c.rows, c.all_rows, c.lo, c.n, c.t0, c.wf.throughput
@@ -673,7 +702,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
     sub_px = plot_w_narrow + ml + mr
     sub_chars = max(int(((min(sub_px, PAGE_TEXT_PX) if responsive else sub_px) - 24) / SUBTITLE_CHAR_PX), 40)
     extra = f" · {n_bg} background request{'s' * (n_bg != 1)} (faded, marked bg) not in the page load" if n_bg else ""
-    head_lines = textwrap.wrap(wf.completeness + extra, sub_chars) if wf.completeness else []
+    said = (wf.completeness or "") if headline else ""  # (headline=False: the web page's box says it, not the figure too)
+    head_lines = textwrap.wrap(said + extra if said else extra.removeprefix(" · "), sub_chars) if said or extra else []
     note_lines = textwrap.wrap(view_note, sub_chars) if view_note else []
     head_px = 34 + (20 + SUBTITLE_LINE_PX * (len(head_lines) - 1) if head_lines else 0) + 18 * len(note_lines)
     axis_top_px = 24
@@ -765,8 +795,8 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
         head_text += f' <span style="color:{M.FILTER_COLOR};font-size:14px">— {html_text(c.filter_note)}</span>'
     head = dict(text=head_text, x=0.01, y=1.0, yanchor="top", yref="container", pad=dict(t=8))
     note_html = "<br>".join(html_text(ln) for ln in note_lines)
-    if wf.completeness:  # what the capture does not show, under the title (analyzer.completeness; head_lines its lines)
-        col = M.headline_color(wf.completeness)
+    if head_lines:  # what the capture does not show, under the title (analyzer.completeness; head_lines its lines)
+        col = M.headline_color(wf.completeness or "") if said else "#444444"
         text = "<br>".join(html_text(ln) for ln in head_lines) + (f'<br><span style="color:#444444">{note_html}</span>' if note_html else "")
         head["subtitle"] = dict(text=text, font=dict(size=12, color=col))
     elif note_html:

@@ -49,8 +49,25 @@ def headline_color(headline: str) -> str:
 
 def no_response(r) -> bool:
     """The capture holds a request and no byte of its response (not a push): drawn open to the
-    capture's end and marked so, not as the request's own few microseconds."""
-    return not r.pushed and r.status is None and (r.packets or {}).get("response_start") is None
+    capture's end and marked so, not as the request's own few microseconds.  Not a browser
+    log's request that never reached the network (``not_sent_of``: served from the disk cache,
+    failed at once): it was not open — the amazon NetLog's favicon.ico from the disk cache (its
+    7 ms read) and its refused checkin were drawn as "no response (open ≥ 2.7 s)"."""
+    return (not r.pushed and r.status is None and (r.packets or {}).get("response_start") is None
+            and not_sent_of(getattr(r, "browser", None)) is None)
+
+
+FAILED_NOT_SENT = ("failed", "cancelled")  # a browser log's not-sent reasons that are an error (the row red, as WebPageTest)
+
+
+def failed(r) -> str | None:
+    """A browser log's request that failed (or was cancelled) before it reached the network:
+    the text beside its bar, "failed: ERR_CONNECTION_REFUSED" (the log's own error name), else None."""
+    ns = not_sent_of(getattr(r, "browser", None))
+    if ns not in FAILED_NOT_SENT:
+        return None
+    err = (r.browser or {}).get("error")
+    return f"{ns}: {err}" if isinstance(err, str) and err else str(ns)
 
 
 def method_unknown(r) -> bool:
@@ -86,7 +103,7 @@ def mark(r) -> str:
 def tint(r) -> str | None:
     """The row's shading: red for an error (4xx, 5xx), yellow for a redirect (3xx), as WebPageTest."""
     s = r.status
-    if isinstance(s, int) and s >= 400:
+    if isinstance(s, int) and s >= 400 or failed(r):
         return ERROR_TINT
     if isinstance(s, int) and 300 <= s < 400:
         return REDIRECT_TINT

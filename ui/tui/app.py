@@ -819,8 +819,10 @@ class WirefallApp(PacketHabits, App):
             from wirefall.analyzer.completeness import headline
 
             try:
-                head = headline(an)  # Incomplete with its counts (the line above says why); Complete alone
-                msg += " · " + (head if head.startswith("Incomplete") else head.split(":", 1)[0])
+                # its word alone ("Complete", "Page complete", "Incomplete"): the notice line right above
+                # says the headline whole with why and what next (both, and the waterfall's header,
+                # said it three times over on the Waterfall tab)
+                msg += " · " + headline(an).split(":", 1)[0]
             except Exception:  # noqa: BLE001
                 pass
         self.query_one("#status", Static).update(Text(printable(msg)))
@@ -890,10 +892,8 @@ class WirefallApp(PacketHabits, App):
             # the reason; its next step is on the notice line above the status bar
             text = ("no requests: " + explain.reason_text(rs[0], False) + " (next step: the line above the status bar)"
                     if rs and not total else explain.empty_text(self.an, n, total))
-        elif explain.reasons(self.an):  # rows, but not all the capture held: never read as complete
-            from wirefall.analyzer.completeness import headline
-
-            text = headline(self.an) + " (why and the next step: the line above the status bar)"
+        # rows, but not all the capture held: the notice line above the status bar says so, on
+        # every tab (the headline here too was the screen's second, with the status bar's third)
         note = self.query_one("#wf-note", Static)
         note.set_class(not text, "-none")
         note.update(Text(printable(text or ""), style="bold"))

@@ -238,16 +238,21 @@ def explain_view(e, shown: int | None = None, total: int | None = None):
     if e is None or e.status != "done" or e.analysis is None:
         return None
     an = e.analysis
-    rs = explain.reasons(an)
     lines: list = []
     if shown == 0:
         lines.append(html.Div(printable(views.entry_text(e, explain.empty_text(an, shown, total or 0))), className="empty-why",
                               id="empty-why", style={"fontWeight": 600}))
-    rest = rs[1:] if shown == 0 and rs else rs  # the first reason is the empty view's line already
-    if rest:
-        from wirefall.analyzer.completeness import headline
+    # the first reason is the empty view's line already when the capture has no request (with a
+    # filter that matches none, that line is the filter's: the first reason was left out)
+    rest = views.box_reasons(e, shown or 0, total or 0)
+    head = views.box_headline(e, shown or 0, total or 0)
+    if rest and head:
+        from wirefall.ui.figures_marks import headline_color
 
-        lines.append(html.Div(printable(views.entry_text(e, headline(an))), id="headline"))
+        # the page's one statement of the headline (the status line says its word, the figure's
+        # subtitle leaves it out), in the subtitle's colour
+        lines.append(html.Div(printable(views.entry_text(e, head)), id="headline",
+                              style={"color": headline_color(head), "fontWeight": 600}))
         lines.append(html.Ul([html.Li([printable(views.entry_text(e, explain.reason_text(r, False))),
                                        html.Span(" — next: " + printable(views.entry_text(e, r.next_step)), className="next") if r.next_step else ""])
                               for r in rest[:5]]))
@@ -353,12 +358,11 @@ def cb_poll(state: WebState, _n, current, old_options, old_version, old_status, 
     else:
         text = views.entry_text(e, e.status_text())
         if e.status == "done" and e.analysis is not None and (e.live is None or not e.live.running):
-            from wirefall.ui import explain
-
             from wirefall.analyzer.completeness import headline
 
-            if explain.reasons(e.analysis):  # the headline; the waterfall tab's box says why and what next
-                text += " · " + printable(views.entry_text(e, headline(e.analysis)))
+            if views.reasons_of(e):  # the headline's word; the waterfall tab's box says it whole, why and what next
+                # (the whole headline here too was the page's third: status line, box and figure subtitle)
+                text += " · " + headline(e.analysis).partition(":")[0] + " (what and why: the Waterfall tab)"
             for line in overlay.summary_lines(e.analysis):  # how much of each browser log laid over it matched the wire
                 text += " · " + line
             for line in harpages.notice_lines(e.analysis):  # a HAR of several pages: which one is shown

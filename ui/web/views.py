@@ -251,13 +251,50 @@ def url_chars_for(narrowest: int) -> int:
     return round(URL_CHARS_WITH_DETAIL + f * (LABEL_CHARS - URL_CHARS_WITH_DETAIL))
 
 
+def reasons_of(entry: Entry) -> list:
+    """``ui.explain.reasons`` of the entry's analysis, kept in its memo (the status line, the box
+    and the figure each ask)."""
+    from wirefall.ui import explain
+
+    an = entry.analysis
+    return [] if an is None else entry.memo(("explain-reasons",), lambda: explain.reasons(an))
+
+
+def box_reasons(entry: Entry, shown: int, total: int) -> list:
+    """The reasons the waterfall tab's box lists under its headline: all of them, but when no
+    request is in the capture the first is the empty view's own line already."""
+    rs = reasons_of(entry)
+    return rs[1:] if shown == 0 and not total else rs
+
+
+def box_headline(entry: Entry, shown: int, total: int) -> str | None:
+    """The completeness headline the waterfall tab's box leads with (None: no box, or no
+    headline in it) — the page's one statement of it, next to its reasons and next steps: the
+    status line says only its word, the figure's subtitle leaves it out (``figure(headline=...)``;
+    the status line, the box and the subtitle said it three times over).  "Incomplete" alone
+    when the first reason says the rest ("Incomplete: no packets: from a HAR" over "no packets:
+    from a HAR, the browser's own log …"), as ``explain.banner`` does."""
+    from wirefall.analyzer.completeness import headline
+    from wirefall.ui import explain
+
+    rest = box_reasons(entry, shown, total)
+    if not rest or entry.analysis is None:
+        return None
+    head = headline(entry.analysis)
+    word, _, said = head.partition(": ")
+    if said and explain.reason_text(rest[0], False).startswith(said):
+        head = word
+    return head
+
+
 def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True,
-           revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE):
+           revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE, headline: bool = True):
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
     time axis only (the request axis is fixed), ``uirevision`` (``revision``: the capture's
     id) so that a re-render of the same capture keeps the zoom and another capture's does not.
     A view of more than ``WINDOW_THRESHOLD`` rows: the page gets the ``WINDOW_ROWS`` rows
-    from ``start`` (``row_window``; the exports draw every row)."""
+    from ``start`` (``row_window``; the exports draw every row).  ``headline``: the completeness
+    headline in the subtitle (the page leaves it to its box: ``box_headline``; an export keeps it)."""
     from wirefall.ui.figures import waterfall_figure
 
     # the legend and the milestone labels are laid out for the narrowest graph (``narrowest`` px): a wider one only spreads them
@@ -265,7 +302,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
         isinstance(v, (int, float)) for v in x_range) else None
     fig = waterfall_figure(view.waterfall, title=title, narrowest=narrowest, hover=not for_export or fmt_html,
                            window=None if for_export else row_window(view, start), x_view=xr,
-                           url_chars=url_chars_for(narrowest), unfiltered=view.unfiltered)
+                           url_chars=url_chars_for(narrowest), unfiltered=view.unfiltered, headline=headline or for_export)
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
@@ -288,12 +325,15 @@ def page_figure(entry: Entry, view: View, filters: tuple = (), title: str | None
     filtered_view's arguments (protocols, connections, contents, statuses, expr, order)."""
     protocols, connections, contents, statuses, expr, order = (*filters, None, None, None, None, None, None)[:6]
     plain = not any(_norm(f) for f in (protocols, connections, contents, statuses)) and not (expr or "").strip()
+    # (the headline in the subtitle unless the box over the figure says it)
+    head = box_headline(entry, len(view.waterfall.rows), view.total) is None
     if not plain or x_range or start not in (None, 0) or entry.live is not None:
-        return figure(view, title=title, x_range=x_range, revision=revision, start=start, narrowest=narrowest)
+        return figure(view, title=title, x_range=x_range, revision=revision, start=start, narrowest=narrowest, headline=head)
     import plotly.graph_objects as go
 
-    key = ("page-figure", order if order in ORDER_OPTIONS else "start", title, revision, narrowest)
-    made = entry.memo(key, lambda: figure(view, title=title, revision=revision, start=start, narrowest=narrowest).to_plotly_json())
+    key = ("page-figure", order if order in ORDER_OPTIONS else "start", title, revision, narrowest, head)
+    made = entry.memo(key, lambda: figure(view, title=title, revision=revision, start=start, narrowest=narrowest,
+                                          headline=head).to_plotly_json())
     return go.Figure(made, _validate=False)  # (copied: the memo's JSON stays as it is)
 
 
