@@ -1220,8 +1220,8 @@ _SETUP = frozenset(("dns", "connect", "tls"))
 
 # the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order
 _BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_end"), ("connect", "connect_start"),
-                   ("tls", "ssl_start"), ("blocked", "connect_end"), ("send", "send_start"), ("wait", "send_end"),
-                   ("receive", "response_start"))
+                   ("tls", "ssl_start"), ("blocked", "ssl_end"), ("blocked", "connect_end"), ("send", "send_start"),
+                   ("wait", "send_end"), ("receive", "response_start"))
 
 
 def browser_phases(rec: dict | None, clock_offset: float | None = None) -> list[tuple[str, float, float]]:
