@@ -58,7 +58,7 @@ from typing import Any
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.registry import over_quic
 
-from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, ReasonKind, not_sent_of, notes_of
+from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, ReasonKind, no_network_connections, not_sent_of, notes_of
 from .keylog import BUDGET_WARNING
 from .sessions import CAPTURE_ID, CAPTURE_WIDE
 from .sessions import SELF_REPORTED as READER_BUDGETS
@@ -388,11 +388,13 @@ def _compute(an: Analysis) -> Completeness:
         issues.append(Issue("no_packets", None, len(an.exchanges), f"no packets: from {NO_PACKETS.get(source, source)}, "
                             "the browser's own log (times as the browser saw them; no packet, frame or byte on the wire)",
                             f"open the capture of the same load, and lay this log over it with --{source} FILE"))
+    no_net = no_network_connections(an)  # (a browser log's requests that never reached the network: no wire to miss)
     for c in an.connections:
         conn_ids.add(c.id)
         n_req = reqs_by_conn.get(c.id, 0)
-        why = _joined_midway(c) if source == "capture" else None
-        reason = _not_decrypted(c) if source == "capture" else None
+        wire = source == "capture" and c.id not in no_net
+        why = _joined_midway(c) if wire else None
+        reason = _not_decrypted(c) if wire else None
         c_lost = c_gaps = 0
         for n in notes_of(c.notes, NoteKind.GAP):
             c_lost += n.length or 0

@@ -791,12 +791,21 @@ def not_sent_of(browser: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+def overlaid_not_sent(browser: Any) -> bool:
+    """Whether a browser log laid over the capture added rows for its requests that never
+    reached the network (its summary's ``not_sent_rows``: analyzer/browserlog/matching.py)."""
+    logs = browser.get("logs") if isinstance(browser, dict) else None
+    return any(isinstance(s, dict) and s.get("not_sent_rows") for s in logs or ())
+
+
 def no_network_connections(an: Analysis) -> set[int]:
     """The ids of the connections that carry only requests that never reached the network (a
     browser log opened alone puts them on one of their own, endpoints unknown:
     ``browserlog.build.to_analysis``): rows of the page, but no connection, protocol or
     traffic of it."""
-    if getattr(an, "source", "capture") == "capture":  # (only a browser log opened alone has such rows: a capture's exchanges are not walked)
+    if getattr(an, "source", "capture") == "capture" and not overlaid_not_sent(an.browser):
+        # (only a browser log opened alone, or laid over the capture, has such rows: a capture's
+        # exchanges are not walked otherwise)
         return set()
     out: dict[int, bool] = {}
     for e in an.exchanges:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_repr
 from wirefall.dissectors.registry import find, kind_types
 
-from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind
+from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind, not_sent_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -305,7 +305,7 @@ class _Request:
     ties a request — the page's origins, hosts and connections — only grows)."""
 
     __slots__ = ("connection", "pushed", "origin", "host", "referer", "origin_header", "agent", "browser",
-                 "navigation", "tied")
+                 "navigation", "tied", "unsent")
 
     def __init__(self, e: Exchange, c: Connection | None) -> None:
         ref = org = dest = ua = None  # the first of each request header (one pass over them)
@@ -330,6 +330,9 @@ class _Request:
         self.browser = ref is not None or org is not None or dest is not None  # a browser's headers
         self.navigation = dest is not None and dest.strip().lower() == "document"  # Sec-Fetch-Dest: document
         self.tied = False
+        # a browser log's request that never reached the network: its connection is the one all
+        # such rows share (browserlog.build.no_network_connection), which ties none to another
+        self.unsent = not_sent_of(e.browser) is not None
 
 
 def _link_local_end(c: Connection | None) -> str | None:
@@ -403,7 +406,8 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
        ``Origin`` is one of the page's origins, or that shares a connection with a page
        request, or — having neither header, and no ``User-Agent`` other than the
        document's — goes to a host of the page; its origin, host and connection then belong
-       to the page.
+       to the page (not the connection that a browser log's requests that never reached the
+       network share: a cache hit of the page ties none of Chrome's own failed look-ups).
     4. *The rest*, in start order: a request with a Referer/Origin from another origin is
        background.  If the capture shows a browser (some request carries ``Referer``,
        ``Origin`` or ``Sec-Fetch-Dest``), one whose ``User-Agent`` differs from the
@@ -527,7 +531,8 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
             origins.append(r.origin)
         if r.host is not None:
             hosts.add(r.host)
-        pconns.add(r.connection)
+        if not r.unsent:
+            pconns.add(r.connection)
 
     def tie(r: _Request) -> bool:
         """Rule 3 for a request with these facts, now."""
@@ -1218,7 +1223,9 @@ def exchange_phases(e: Exchange, conn: Connection | None = None, dns: DnsLookup 
 
 _SETUP = frozenset(("dns", "connect", "tls"))
 
-# the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order
+# the browser log's times (BrowserRecord.times, docs/JSON.md) that begin each phase, in order;
+# TLS ends at ssl_end where the log gives it: a NetLog's connect_end is its TCP_CONNECT's end, the
+# TLS start (amazon's document: TCP 17 ms, SSL_CONNECT 43 ms, drawn as 43 ms "blocked" before)
 _BROWSER_POINTS = (("blocked", "start"), ("dns", "dns_start"), ("blocked", "dns_end"), ("connect", "connect_start"),
                    ("tls", "ssl_start"), ("blocked", "ssl_end"), ("blocked", "connect_end"), ("send", "send_start"),
                    ("wait", "send_end"), ("receive", "response_start"))

@@ -48,6 +48,12 @@ ALONE = NETLOG_LOADS + [
 ]
 
 
+def _sent(an) -> list:
+    """The capture's exchanges: not the rows a log laid over adds for its requests that never
+    reached the network (``browser.not_sent``, since 2026-12-04: tests/test_overlay_notsent28.py)."""
+    return [e for e in an.exchanges if not not_sent_of(e.browser)]
+
+
 def _cli(*args, check=True) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.run([sys.executable, "-m", "wirefall", *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT,
@@ -97,7 +103,7 @@ def test_netlog_overlay_matches_every_sent_request_with_its_exact_url(cap, keys,
     sent = _netlog_sent(SAMPLES / log)
     assert len(sent) == 13 and s["sent"] == 13
     assert s["matched"] == 13 and s["unmatched"] == 0 and s["wire_only"] == 0
-    by_id = {e.browser["id"]: e for e in an.exchanges if e.browser}
+    by_id = {e.browser["id"]: e for e in _sent(an)}
     assert set(by_id) == {str(k) for k in sent}
     for sid, want in sent.items():
         e = by_id[str(sid)]
@@ -140,7 +146,7 @@ def test_netlog_offsets_per_phase_are_browser_minus_wire():
     s = overlay(an, str(log))
     sent = _netlog_sent(log)
     offs = []
-    for e in an.exchanges:
+    for e in _sent(an):
         b = e.browser
         # the browser's side is the raw event's time; the wire's the packet of the headers'
         # first byte (tshark shows the frame where its record completes: response_headers_end)
@@ -162,15 +168,15 @@ def test_netlog_offsets_per_phase_are_browser_minus_wire():
     assert s["offsets"]["connect_start"]["count"] == 1  # the request that opened the connection
     # the JSON carries them, documented fields
     run = _cli("requests", cap, "--keylog", keys, "--netlog", log, "--json")
-    out = json.loads(run.stdout)
+    out = [x for x in json.loads(run.stdout) if not x["browser"].get("not_sent")]  # (the log's not-sent rows: no wire)
     # how the log matched, said on stderr (it was said only in the TUI and the page)
     assert "NetLog page-h2.netlog.json.gz: 13 of 13 requests it sent matched, 0 not in the capture, 0 wire-only" in run.stderr
     # and where the browser and the capture point stand apart: the medians at the send and at the receipt
-    med = {k: statistics.median(e.browser["offsets"][k] for e in an.exchanges) for k in ("request_start", "response_end")}
+    med = {k: statistics.median(e.browser["offsets"][k] for e in _sent(an)) for k in ("request_start", "response_end")}
     assert (f"; browser − wire (median): request start {med['request_start'] * 1000:+.3f} ms, "
             f"response end {med['response_end'] * 1000:+.3f} ms") in run.stderr
     assert [x["browser"]["offsets"]["response_start"] for x in out] == pytest.approx(
-        [e.browser["offsets"]["response_start"] for e in sorted(an.exchanges, key=lambda e: (e.request_start, e.id))])
+        [e.browser["offsets"]["response_start"] for e in sorted(_sent(an), key=lambda e: (e.request_start, e.id))])
     assert all(x["sources"]["url"] == "wire" and x["sources"]["priority_name"] == "browser" for x in out)
     summ = json.loads(_cli("summary", cap, "--keylog", keys, "--netlog", log, "--json").stdout)
     assert summ["source"] == "capture" and summ["browser"]["logs"][0]["matched"] == 13
@@ -200,22 +206,22 @@ def test_offsets_per_phase_on_every_netlog_load(cap, keys, log):
     sent = _netlog_sent(log_p)
     times = {int(n): float(t) for n, t in (r.split("\t") for r in run_tool(
         "tshark", "-r", str(cap_p), "-T", "fields", "-e", "frame.number", "-e", "frame.time_epoch").splitlines())}
-    assert s["matched"] == len([e for e in an.exchanges if e.browser]) > 0
-    for e in an.exchanges:
+    assert s["matched"] == len(_sent(an)) > 0
+    for e in _sent(an):
         b = e.browser
         raw = sent[int(b["id"])]
         assert b["offsets"]["response_start"] == pytest.approx(raw["headers_at"] - times[e.response_start_packet], abs=1e-6)
         if "send_at" in raw:
             assert b["offsets"]["request_start"] == pytest.approx(raw["send_at"] - times[e.request_start_packet], abs=1e-6)
     for k, st in s["offsets"].items():
-        vals = [e.browser["offsets"][k] for e in an.exchanges if e.browser["offsets"].get(k) is not None]
+        vals = [e.browser["offsets"][k] for e in _sent(an) if e.browser["offsets"].get(k) is not None]
         assert st["count"] == len(vals), k
         if vals:
             assert (st["median"], st["min"], st["max"]) == pytest.approx((statistics.median(vals), min(vals), max(vals)))
     for k in ("request_start", "request_end", "response_start"):
         assert s["offsets"][k]["count"] == s["matched"], k
     # (amazon: a 204 beacon still alive when the NetLog stopped ends where its stream did, since 2026-12-03)
-    assert all(e.browser["times"]["response_end"] is not None for e in an.exchanges)
+    assert all(e.browser["times"]["response_end"] is not None for e in _sent(an))
     assert s["offsets"]["response_end"]["count"] == s["matched"]
     for k in ("request_start", "request_end", "response_start", "response_end"):
         assert abs(s["offsets"][k]["median"]) < 0.05, (k, s["offsets"][k])
@@ -285,7 +291,7 @@ def test_netlog_overlay_on_a_connection_opened_before_the_capture():
     t0 = an.start_time
     late = {sid: r for sid, r in sent.items() if r["headers_at"] >= t0}
     assert len(late) == 26 and sorted(r["stream"] for r in late.values()) == list(range(52, 153, 4))
-    for e in an.exchanges:
+    for e in _sent(an):
         r = late[int(e.browser["id"])]
         assert (e.stream_id, e.url, e.method, e.status) == (r["stream"], r["url"], r["method"], r["status"])
         assert e.sources["match_by"] == "connection+stream" and e.sources["url"] == "browser"
@@ -301,7 +307,7 @@ def test_amazon_page_load_netlog_overlay():
     sent = [r for r in log.requests if r.sent]
     assert s["sent"] == len(sent) == 15 and s["matched"] == 15 and s["unmatched"] == 0
     assert s["connections_matched"] == s["connections"] == 10
-    for e in an.exchanges:
+    for e in _sent(an):
         r = next(x for x in sent if x.id == e.browser["id"])
         assert e.url == r.url and e.method == r.method
         if r.stream_id is not None:

@@ -228,8 +228,16 @@ def cmd_summary(args) -> int:
     from wirefall.analyzer import completeness
     from wirefall.analyzer.safetext import plural
 
+    from wirefall.analyzer.model import no_network_connections, not_sent_of
+
+    # a browser log's requests that never reached the network are rows, on a connection of their
+    # own that the wire never had: counted apart (as stats does), not as a connection of the capture
+    no_net = no_network_connections(an)
+    unsent = sum(1 for e in an.exchanges if e.connection in no_net and not_sent_of(e.browser)) if no_net else 0
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
-          f"{d['bytes']} bytes, {d['duration']:.3f} s, {plural(len(an.connections), 'connection')}, {plural(an.count('exchanges'), 'request')}")  # (a count: a reopened analysis keeps its requests packed)
+          f"{d['bytes']} bytes, {d['duration']:.3f} s, {plural(len(an.connections) - len(no_net), 'connection')}, "
+          f"{plural(an.count('exchanges'), 'request')}"  # (a count: a reopened analysis keeps its requests packed)
+          + (f" ({unsent} never reached the network)" if unsent else ""))
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:

@@ -5,6 +5,7 @@ stay None (a HAR names no client port: the connection's client is ``("", 0)``, s
 unknown; no log gives packet numbers); ``Analysis.source`` says which log it was."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from wirefall.dissectors.registry import over_quic
@@ -147,15 +148,16 @@ def to_analysis(log: BrowserLog) -> Analysis:
             rows.append((r.start, r.id, r, ns))
     rows.sort(key=lambda x: (x[0], x[1]))
     no_net: int | None = None
+    unsent_rows: dict[str, int] = {}  # the log's request id -> its row's
     for n, (_t, _id, r, ns) in enumerate(rows, 1):
         if ns is not None:
             if no_net is None:
-                no_net = len(an.connections)
-                c = Connection(no_net, "tcp", UNKNOWN_ADDR, UNKNOWN_ADDR)
-                an.connections.append(c)
+                c = no_network_connection(an)
+                no_net = c.id
                 model_conns[no_net] = c
             e = exchange(n, no_net, r, log, ns)
             an.exchanges.append(e)
+            unsent_rows[r.id] = n
             continue
         if r.connection in cid:
             conn = cid[r.connection]
@@ -173,27 +175,46 @@ def to_analysis(log: BrowserLog) -> Analysis:
     for e in an.exchanges:
         of_conn.setdefault(e.connection, []).append(e)
     for c in an.connections:
-        ts = [t for t in (c.connect_start, c.connect_end, c.tls_end) if t is not None]
-        ts += [t for e in of_conn.get(c.id, ()) for t in (e.request_start, e.response_end, e.response_start) if t is not None]
-        if ts:
-            c.start, c.end = min(ts), max(ts)
+        span(c, of_conn.get(c.id, ()))
     # (the analysis is on the log's own clock: its page timings need no placing)
     pages = [dict(p, source=log.kind, clock_offset=0.0, clock_offset_from="log") for p in log.pages]
-    an.browser = {"logs": [summary(log, sent=len(sent), **not_sent_fields(log))], "pages": pages}
+    an.browser = {"logs": [summary(log, sent=len(sent), **not_sent_fields(log, unsent_rows))], "pages": pages}
     return an
+
+
+def no_network_connection(an: Analysis) -> Connection:
+    """A new connection of ``an`` for the rows of a browser log's requests that never reached
+    the network (served from a cache, failed or cancelled before sending): one of their own,
+    endpoints unknown — they had none —, the next id (``model.no_network_connections``)."""
+    c = Connection(len(an.connections), "tcp", UNKNOWN_ADDR, UNKNOWN_ADDR)
+    an.connections.append(c)
+    return c
+
+
+def span(c: Connection, exs: Iterable[Exchange]) -> None:
+    """``c.start`` and ``c.end``: its set-up's and its exchanges' first and last moment (as
+    the log gives them; unchanged when it gives none)."""
+    ts = [t for t in (c.connect_start, c.connect_end, c.tls_end) if t is not None]
+    ts += [t for e in exs for t in (e.request_start, e.response_end, e.response_start) if t is not None]
+    if ts:
+        c.start, c.end = min(ts), max(ts)
 
 
 MAX_NOT_SENT = 50  # not-sent requests listed in a log's summary (all counted)
 
 
-def not_sent_fields(log: BrowserLog) -> dict:
-    """A log's ``not_sent`` (count), ``not_sent_reasons`` (count per reason) and
-    ``not_sent_requests`` (the first ``MAX_NOT_SENT``: ``NotSent.to_json``) for its summary."""
+def not_sent_fields(log: BrowserLog, rows: dict[str, int]) -> dict:
+    """A log's ``not_sent`` (count), ``not_sent_reasons`` (count per reason),
+    ``not_sent_requests`` (the first ``MAX_NOT_SENT``: ``NotSent.to_json`` and ``row``, the id
+    of its row or None) and ``not_sent_rows`` (how many are rows) for its summary; ``rows``:
+    the log's request id -> the id of the exchange that is its row."""
     ns = not_sent_of(log)
     reasons: dict[str, int] = {}
     for n in ns:
         reasons[n.reason] = reasons.get(n.reason, 0) + 1
-    return {"not_sent": len(ns), "not_sent_reasons": reasons, "not_sent_requests": [n.to_json() for n in ns[:MAX_NOT_SENT]]}
+    return {"not_sent": len(ns), "not_sent_reasons": reasons,
+            "not_sent_requests": [dict(n.to_json(), row=rows.get(n.id)) for n in ns[:MAX_NOT_SENT]],
+            "not_sent_rows": sum(1 for n in ns if n.id in rows)}
 
 
 def summary(log: BrowserLog, **kw) -> dict:

@@ -31,6 +31,12 @@ difference signed) and ``sources`` (each field: "wire", "browser", or "inferred"
 match itself when it rests on time alone).  The analysis gets a summary of the overlay in
 ``browser["logs"]`` and the log's page timings in ``browser["pages"]``.
 
+The log's requests that never reached the network (served from a cache, failed or cancelled
+before sending: ``records.not_sent``) are not looked for in the capture: each becomes a row of
+its own (``_not_sent_rows``), made as the log alone makes it, after the capture's exchanges and
+on the capture's clock; they are no wire exchange (``wire_only``, ``matched``) and no candidate
+for a later log's requests.
+
 A HAR of several pages (``pages``) is laid over with one page: the one asked for, else the
 one whose requests the capture holds (``_page``: the most matched in a trial over the whole
 log); the others' entries are not looked for in the capture (``other_pages``).
@@ -44,14 +50,15 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
-from ..model import Analysis, Connection, Exchange
-from .build import not_sent_fields, record, wire_lengths
+from ..model import Analysis, Connection, Exchange, no_network_connections, not_sent_of
+from .build import exchange, no_network_connection, not_sent_fields, record, span, wire_lengths
 from .build import summary as summary_of
-from .records import BrowserLog, LogRequest
+from .records import BrowserLog, LogRequest, not_sent
 
 TOLERANCE = 10.0  # seconds between a log request and a wire exchange on unmatched connections
 UNKNOWN = "<unknown>"
 MAX_LISTED = 50  # unmatched requests named in the summary
+SAME_NOT_SENT = 1.0  # seconds between two logs' placings of one request that never reached the network (one row)
 OFFSET_POINTS = ("request_start", "request_end", "response_start", "response_end", "connect_start", "connect_end", "tls_end")
 DURATIONS = ("send", "wait", "receive")
 
@@ -292,7 +299,9 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
     taken: set[int] = set()
     by_tuple: dict[tuple, list[Connection]] = {}
     by_server: dict[tuple, list[Connection]] = {}
-    for wc in an.connections:
+    no_net = no_network_connections(an)
+    wire = [wc for wc in an.connections if wc.id not in no_net] if no_net else an.connections
+    for wc in wire:
         cl, sv = _ep(wc.client), _ep(wc.server)
         by_tuple.setdefault((wc.transport, cl, sv), []).append(wc)
         by_server.setdefault((wc.transport, sv), []).append(wc)
@@ -308,6 +317,8 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
     by_sni: dict[str, list[Connection]] = {}
     by_cid: dict[str, list[int]] = {}
     for n, x in enumerate(an.connections):
+        if x.id in no_net:
+            continue
         by_sni.setdefault(((x.tls and x.tls.sni) or (x.quic and x.quic.sni) or "").lower(), []).append(x)
         if x.quic is not None:
             for v in {(x.quic.scid or "").lower(), (x.quic.dcid or "").lower()}:
@@ -472,7 +483,8 @@ def _pair(an: Analysis, log: BrowserLog) -> tuple[dict[str, list[int]], list[tup
     cmap = match_connections(an, log)
     by_conn: dict[int, list[Exchange]] = {}
     by_stream: dict[tuple[int, int], Exchange] = {}
-    for x in an.exchanges:
+    wire = _wire_exchanges(an)
+    for x in wire:
         by_conn.setdefault(x.connection, []).append(x)
         if x.stream_id is not None and not x.pushed:
             by_stream.setdefault((x.connection, x.stream_id), x)
@@ -499,7 +511,7 @@ def _pair(an: Analysis, log: BrowserLog) -> tuple[dict[str, list[int]], list[tup
             matched.add(hit.id)
             got[r.id] = (hit, "connection+stream")
     t0 = an.start_time if an.packets else None
-    pools = _Pools(an.exchanges, by_conn, matched)
+    pools = _Pools(wire, by_conn, matched)
     for r in sent:
         if r.id in got:
             pairs.append((r, *got[r.id]))
@@ -558,9 +570,11 @@ def apply(an: Analysis, log: BrowserLog, page: int | None = None) -> dict:
     cmap, pairs, unmatched, sent = _pair(an, log)
     conns = {c.id: c for c in an.connections}
     matched = {e.id for _r, e, _how in pairs}
+    wire = _wire_exchanges(an)
+    n_wire = len(wire)  # (before this log's own rows are added to the exchanges)
     filled = {"url": 0, "method": 0, "status": 0, "headers": 0, "content_type": 0}
     first_of: dict[int, int] = {}
-    for e in sorted(an.exchanges, key=lambda x: (_t_wire(x) or 0.0, x.id)):
+    for e in sorted(wire, key=lambda x: (_t_wire(x) or 0.0, x.id)):
         first_of.setdefault(e.connection, e.id)
     offs: dict[str, list[float]] = {k: [] for k in OFFSET_POINTS}
     durs: dict[str, list[float]] = {k: [] for k in DURATIONS}
@@ -606,11 +620,12 @@ def apply(an: Analysis, log: BrowserLog, page: int | None = None) -> dict:
         e.browser = rec
         e.sources = src
     offsets = {k: _stats(v) for k, v in offs.items()}
+    rows = _not_sent_rows(an, log, clock_offset(offsets)[0])
     summary = {
         "kind": log.kind, "file": log.path, "creator": log.creator, "requests": len(log.requests), "sent": len(sent),
         "matched": len(pairs), "unmatched": len(unmatched), "unmatched_requests": unmatched[:MAX_LISTED],
-        "wire_only": len(an.exchanges) - len(matched), "connections_matched": len(cmap), "connections": len(log.connections),
-        **not_sent_fields(log),
+        "wire_only": n_wire - len(matched), "connections_matched": len(cmap), "connections": len(log.connections),
+        **not_sent_fields(log, rows),
         "filled": filled, "offsets": offsets, "durations": {k: _stats(v) for k, v in durs.items()},
         "skipped": log.skipped, "warnings": list(log.warnings),
     }
@@ -686,14 +701,91 @@ def _minus(a: float | None, b: float | None) -> float | None:
 PLACE_BY = ("response_end", "response_start", "request_start")
 
 
+def clock_offset(offsets: dict[str, dict]) -> tuple[float | None, str | None]:
+    """(browser minus capture in seconds, the name in ``PLACE_BY`` it is the median offset of)
+    by which the log's own moments are placed on the capture's clock; (None, None) when no
+    matched request gives one.  ``offsets``: the summary's (``_stats`` per offset name)."""
+    by = next((k for k in PLACE_BY if offsets[k]["count"]), None)
+    return (offsets[by]["median"] if by is not None else None), by
+
+
 def placed_pages(log: BrowserLog, offsets: dict[str, dict]) -> list[dict]:
     """``log.pages`` with ``source`` (the log's kind), ``clock_offset`` (browser minus
     capture, seconds: subtract it from the page's times to place them on the capture's
     clock; None when no matched request gives one) and ``clock_offset_from`` (the offset's
     name in ``PLACE_BY``); ``offsets``: the summary's (``_stats`` per offset name)."""
-    by = next((k for k in PLACE_BY if offsets[k]["count"]), None)
-    off = offsets[by]["median"] if by is not None else None
+    off, by = clock_offset(offsets)
     return [dict(p, source=log.kind, clock_offset=off, clock_offset_from=by) for p in log.pages]
+
+
+def _wire_exchanges(an: Analysis) -> list[Exchange]:
+    """The capture's exchanges: not the rows an earlier overlay added for its log's requests
+    that never reached the network."""
+    no_net = no_network_connections(an)
+    return [e for e in an.exchanges if e.connection not in no_net] if no_net else an.exchanges
+
+
+_ROW_TIMES = ("request_start", "request_end", "response_start", "response_end", "response_headers_end")
+
+
+def _not_sent_rows(an: Analysis, log: BrowserLog, off: float | None) -> dict[str, int]:
+    """Add a row for each request of ``log`` that never reached the network (served from a
+    cache, failed or cancelled before sending), as the log opened alone makes it
+    (``build.exchange``): no wire, on a connection of their own (``build.no_network_connection``),
+    ids after the capture's exchanges, in the log's start order; its times the log's placed on
+    the capture's clock as its page's are (minus ``off``, ``clock_offset``: ``browser.clock_offset``).
+    Not placed, so no row: a request of no time, every request of a log none of whose
+    requests matched (no ``off``: it may be another load's; its page events are not placed
+    either), one placed outside the capture's time (as its page's events: from
+    ``BROWSER_START_SLACK`` before the first packet to ``BROWSER_EVENT_SLACK`` after the last),
+    and one an earlier log laid over gave a row (same method, URL and why, placed within
+    ``SAME_NOT_SENT``).  Returns the log's request id -> its row's id."""
+    idx = an.index
+    if off is None or not len(idx):
+        return {}
+    from ..waterfall import BROWSER_EVENT_SLACK, BROWSER_START_SLACK
+
+    lo, hi = idx.ts[0] - BROWSER_START_SLACK, idx.ts[-1] + BROWSER_EVENT_SLACK
+    todo = sorted(((r, ns) for r in log.requests if (ns := not_sent(r)) is not None and r.start is not None
+                   and lo <= r.start - off <= hi), key=lambda x: (x[0].start, x[0].id))
+    if not todo:
+        return {}
+    no_net = no_network_connections(an)
+    earlier: dict[tuple, list[Exchange]] = {}  # the rows of logs laid over before, by what they were
+    for e in an.exchanges:
+        if e.connection in no_net:
+            earlier.setdefault((e.method, e.url, not_sent_of(e.browser)), []).append(e)
+    out: dict[str, int] = {}
+    new: list[Exchange] = []
+    conn: Connection | None = None
+    n = max((e.id for e in an.exchanges), default=0)
+    for r, ns in todo:
+        assert r.start is not None
+        at = r.start - off
+        cands = earlier.get((r.method, r.url, ns.label), [])
+        same = next((e for e in cands if e.request_start is not None and abs(e.request_start - at) <= SAME_NOT_SENT), None)
+        if same is not None:  # (each taken once)
+            cands.remove(same)
+            out[r.id] = same.id
+            continue
+        if conn is None:
+            conn = next((c for c in an.connections if c.id in no_net), None) or no_network_connection(an)
+        n += 1
+        e = exchange(n, conn.id, r, log, ns)
+        for k in _ROW_TIMES:
+            t = getattr(e, k)
+            if t is not None:
+                setattr(e, k, round(t - off, 6))  # (to the µs, as every time: records.to_microseconds)
+        assert e.browser is not None
+        # (its offsets and durations stay null, as alone: no wire to be minus — and every view
+        # shows only the log's side of it, comparison.from_log_alone)
+        e.browser["clock_offset"] = off
+        new.append(e)
+        out[r.id] = e.id
+    if conn is not None:
+        an.exchanges.extend(new)
+        span(conn, [e for e in an.exchanges if e.connection == conn.id])
+    return out
 
 
 def _stats(v: list[float]) -> dict:
