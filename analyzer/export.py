@@ -571,6 +571,8 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     html = wf.milestone("html_first_byte")
     dcl, onload = wf.milestone("dom_content_loaded"), wf.milestone("load_event")  # (the first page's, if several)
     dcl, onload = (m if m is not None and m.time >= first else None for m in (dcl, onload))
+    render = wf.milestone("start_render")
+    render = render if render is not None and render.time >= first else None
     headline = comp.summary
     n_bg = sum(1 for r in wf.rows if r.background)
     page_comment = f"{n_bg} background request{'s' * (n_bg != 1)} in the capture are not the page's (_background)" if n_bg else None
@@ -587,6 +589,8 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
                         "_firstByte": round((html.time - first) * 1000.0, 3) if html else -1,
                         "_lastByte": round(pl * 1000.0, 3) if pl is not None else -1},
     }
+    if render is not None:  # (WebPageTest's Start Render, from a HAR laid over: read back as it came)
+        page["pageTimings"]["_startRender"] = round((render.time - first) * 1000.0, 3)
     if page_comment:
         page["comment"] = page_comment
     log: dict[str, Any] = {

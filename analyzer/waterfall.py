@@ -347,7 +347,8 @@ def _link_local_end(c: Connection | None) -> str | None:
 _TIE_BY_REQUEST_FACTS = True
 
 
-BROWSER_EVENTS = (("on_content_load", "dom_content_loaded", "DOMContentLoaded"), ("on_load", "load_event", "Load event"))
+BROWSER_EVENTS = (("start_render", "start_render", "Start Render"), ("on_content_load", "dom_content_loaded", "DOMContentLoaded"),
+                  ("on_load", "load_event", "Load event"))
 BROWSER_EVENT_SLACK = 30.0  # seconds after the last packet (or row) within which a log's page event is this load's
 BROWSER_START_SLACK = 5.0  # seconds before the first packet within which a log's page may start (navigation before any packet)
 

@@ -25,7 +25,7 @@ class Marker:
 
 @dataclass(slots=True)
 class Milestone:
-    name: str  # first_packet | page_start | html_first_byte | page_load | dom_content_loaded | load_event
+    name: str  # first_packet | page_start | html_first_byte | page_load | dom_content_loaded | load_event | start_render
     label: str
     time: float
     packet: int | None = None

@@ -31,9 +31,9 @@ TICK_MEANING = {"retransmission": "TCP retransmission", "out_of_order": "TCP out
 # (the browser's events, a HAR laid over, in WebPageTest's hues — DOMContentLoaded magenta, load blue: the load event was
 # crimson beside the last byte's red, DOMContentLoaded purple beside the TLS phase's — and apart from the HTML's blue)
 MILESTONE_COLORS = {"first_packet": "#555555", "page_start": "#555555", "html_first_byte": "#2d6fd1", "page_load": "#d62728",
-                    "dom_content_loaded": "#cc3399", "load_event": "#0b8fb3"}
+                    "dom_content_loaded": "#cc3399", "load_event": "#0b8fb3", "start_render": "#28a745"}  # (Start Render: WPT's green)
 MILESTONE_SHORT = {"html_first_byte": "HTML first byte", "page_load": "last byte", "dom_content_loaded": "DOMContentLoaded",
-                   "load_event": "load event"}  # (the TUI's legend; first packet and page start are the axis' origin)
+                   "load_event": "load event", "start_render": "Start Render"}  # (the TUI's legend; first packet and page start are the axis' origin)
 LABEL_CHARS = 44  # host…path text of a row label (the whole label adds the number and glyphs)
 SORT_LABELS = {"start": "start time", "duration": "duration", "size": "response size", "host": "host"}
 GROUP_LABELS = {None: "no grouping", "connection": "connection", "host": "host"}

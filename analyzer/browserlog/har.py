@@ -162,9 +162,14 @@ def fill(log: BrowserLog, d: Any, max_entries: int = MAX_ENTRIES) -> None:
             start = parse_time(p.get("startedDateTime"))
             pt = obj(p.get("pageTimings"))
             ocl, ol = phase_ms(pt.get("onContentLoad")), phase_ms(pt.get("onLoad"))
+            # WebPageTest's Start Render (its waterfall's green line: the first paint of content),
+            # pageTimings._startRender, else its page's _render; wirefall's own HAR writes the former
+            sr = phase_ms(pt.get("_startRender"))
+            sr = phase_ms(p.get("_render")) if sr is None else sr
             log.pages.append({"id": text(p.get("id"), 200), "title": text(p.get("title"), 500), "start": start,
                               "on_content_load": None if ocl is None or start is None else start + ocl / 1000.0,
-                              "on_load": None if ol is None or start is None else start + ol / 1000.0})
+                              "on_load": None if ol is None or start is None else start + ol / 1000.0,
+                              "start_render": None if not sr or start is None else start + sr / 1000.0})
     if len(entries) > max_entries:
         log.warnings.append(f"HAR has {len(entries)} entries; read the first {max_entries} (limits['browserlog_entries'])")
         entries = entries[:max_entries]

@@ -102,7 +102,7 @@ class BrowserLog:
     compression: str = ""
     connections: dict[str, LogConnection] = field(default_factory=dict)
     requests: list[LogRequest] = field(default_factory=list)
-    pages: list[dict] = field(default_factory=list)  # {"id", "title", "start", "on_content_load", "on_load"} (epoch)
+    pages: list[dict] = field(default_factory=list)  # {"id", "title", "start", "on_content_load", "on_load", "start_render"} (epoch)
     # a HAR of several pages cut to one (``pages.select``): which page, of how many (``summary.page_shown``)
     page_shown: dict | None = None
     warnings: list[str] = field(default_factory=list)
@@ -113,7 +113,7 @@ class BrowserLog:
 TIME_FIELDS = ("start", "dns_start", "dns_end", "connect_start", "connect_end", "ssl_start", "ssl_end",
                "send_start", "send_end", "response_start", "response_end")  # a LogRequest's times
 _CONNECTION_TIMES = ("dns_start", "dns_end", "connect_start", "connect_end", "tls_start", "tls_end")
-_PAGE_TIMES = ("start", "on_content_load", "on_load")
+_PAGE_TIMES = ("start", "on_content_load", "on_load", "start_render")
 
 
 def to_microseconds(log: BrowserLog) -> BrowserLog:
