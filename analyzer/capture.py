@@ -92,12 +92,16 @@ class CaptureInfo:
     _cut: tuple | None = None  # (packet, offset, what) where a broken compressed stream ended the capture
     _unknown_iface: list | None = None  # [packets, first packet, first interface id] naming no declared interface
     _clamped: dict = field(default_factory=dict)  # interface -> [packets, first packet, Interface] with clamped times
+    # bytes of secrets-block data the reader may still keep (None: all): the analysis pass sets
+    # it to the key-log budget's room + 1, so secrets the key log could never read are not held
+    # (1 MB of gzip held 1 GB of zero-filled DSBs) while the budget still sees its excess and says so
+    secrets_room: int | None = None
 
     # (@dataclass(init=False): written out, not compiled at every start; tests/test_dataclass_init.py)
     def __init__(self, format: str = "", compression: str = "", interfaces: list[Interface] = FACTORY, secrets: list[tuple[int, bytes]] = FACTORY,
                  warnings: list[str] = FACTORY, truncated: bool = False, interface_stats: list[dict] = FACTORY, stream_error: str = "",
                  stream_error_offset: int = -1, clamped_timestamps: dict[int, int] = FACTORY, _cut: tuple | None = None,
-                 _unknown_iface: list | None = None, _clamped: dict = FACTORY) -> None:
+                 _unknown_iface: list | None = None, _clamped: dict = FACTORY, secrets_room: int | None = None) -> None:
         self.format = format
         self.compression = compression
         self.interfaces = [] if interfaces is FACTORY else interfaces
@@ -111,6 +115,7 @@ class CaptureInfo:
         self._cut = _cut
         self._unknown_iface = _unknown_iface
         self._clamped = {} if _clamped is FACTORY else _clamped
+        self.secrets_room = secrets_room
 
 
 MAGIC_GZIP = b"\x1f\x8b"
@@ -902,7 +907,12 @@ def _read_pcapng(f: BinaryIO, magic: bytes, info: CaptureInfo, path: str) -> Ite
             info.interfaces.append(itf)
         elif btype_i == 0x0A:  # Decryption Secrets Block
             stype, slen = struct.unpack_from(endian + "II", buf, p + 8)
-            info.secrets.append((stype, bytes(buf[p + 16 : p + 16 + min(slen, blen - 20)])))
+            n = max(0, min(slen, blen - 20))
+            room = info.secrets_room
+            if room is not None:
+                n = min(n, room)
+                info.secrets_room = room - n
+            info.secrets.append((stype, bytes(buf[p + 16 : p + 16 + n])))
         elif btype_i == 5:  # Interface Statistics Block
             st = pcapng_stats(buf, p, blen, endian)
             st["interface"] += first  # (file-wide, as Record.interface)

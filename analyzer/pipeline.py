@@ -109,6 +109,7 @@ def _analyze(
     index = PacketIndex()
     an = Analysis(path=path, index=index, keylog=keylog)
     info = CaptureInfo()
+    info.secrets_room = keylog.bytes.room() + 1  # (secrets blocks past the key-log budget are not held)
     ctx = Context(an, keylog, limits)
     ctx.listing = listing
     marks = shard.setup(ctx, info) if shard is not None else None  # (packet, frames, exchanges) after each packet that made some

@@ -163,7 +163,7 @@ class H1Switch(_Event):
 class _Dir:
     __slots__ = ("buf", "base", "starts", "packets", "state", "head", "remaining", "chunk_state",
                  "body_payload", "body_wire", "body_first", "body_last", "body_offset", "chunks",
-                 "trailers", "dead", "hold", "version", "scan", "lscan", "body_seen", "emit")
+                 "trailers", "dead", "why", "hold", "version", "scan", "lscan", "body_seen", "emit")
 
     def __init__(self):
         self.buf = bytearray()
@@ -182,6 +182,7 @@ class _Dir:
         self.chunks = 0
         self.trailers: list[tuple[str, str]] = []
         self.dead = False
+        self.why: str | None = None  # why parsing stopped (_die), for the messages it left unread
         self.hold = False  # client waits for the answer to an Upgrade / CONNECT
         self.version = None
         # stream offsets up to which the buffer holds no end of head / no newline: a head or
@@ -305,7 +306,9 @@ def _framing_of(headers: list[tuple[str, str]], names: dict[str, str]) -> tuple[
                 if n < 0:
                     raise ValueError
             except ValueError:
-                err = err or f"bad Content-Length {v!r}"
+                # (the value cut: it may be up to http1_header_bytes long, and it is repeated in
+                # the exchange's error, the expert list and every note that quotes it)
+                err = err or f"bad Content-Length {v[:60]!r}" + (f"… ({len(v)} bytes)" if len(v) > 60 else "")
                 continue
             if cl is not None and n != cl:
                 err = err or "conflicting Content-Length values"
@@ -601,6 +604,7 @@ class H1Connection:
             self._end_body(direction, d, out, d.body_last or d.head.packet, complete=False)
             out[-1].error = f"{msg}: the body was not read further"
         d.dead = True
+        d.why = msg
         d.buf.clear()
 
     @staticmethod

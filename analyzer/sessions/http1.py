@@ -153,7 +153,9 @@ class Http1Session:
         if ex is None:
             ex = self.ctx.new_exchange(self.conn, self.proto)
             ex.scheme = self.scheme
-            ex.error = "response without a request in the capture"
+            why = self.p.dirs[0].why
+            # a request the parser gave up on (a budget, a bad head) is in the capture: say why it was not read
+            ex.error = f"request not read: {why}" if why else "response without a request in the capture"
             self.orphans[id(h)] = ex
             self.all.append(ex)
         return ex
