@@ -210,8 +210,12 @@ def test_stats_names_the_last_response_byte_and_puts_the_load_event_beside_it(am
     assert on == 2701
     assert end - load == pytest.approx((full - on) / 1000, abs=0.01) and end - load > 0.9
     page = " ".join(ln.strip() for ln in text.split("\n\n", 1)[0].splitlines()[1:])
+    # (WebPageTest's Start Render before it, the HAR's _startRender 100 ms on the same clock: report 28)
+    render = j["browser_events"]["start_render"]
+    assert load - render == pytest.approx((on - first["pageTimings"]["_startRender"]) / 1000, abs=0.0015)
     assert page.startswith(f"Page, from its first packet: TTFB {1000 * ttfb:.1f} ms (first response byte), "
-                           f"last response byte {1000 * end:.1f} ms; the browser's Load event (HAR) {1000 * load:.1f} ms"), page
+                           f"last response byte {1000 * end:.1f} ms; the browser's Start Render (HAR) {1000 * render:.1f} ms, "
+                           f"Load event (HAR) {1000 * load:.1f} ms"), page
     assert "page load" not in text.lower().split("\n\n", 2)[0] + text.lower().split("\n\n", 2)[1]
     # the per-protocol columns: the first and last response byte of that protocol from the page's
     # start (h3's first response 1.59 s in: not its requests' own TTFB), said so under the table
