@@ -1457,12 +1457,12 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
 
     # frames by (connection) for markers, only for connections with exchanges
     frames_by_conn: dict[int, list[Frame]] = {}
-    markers_by_conn: dict[int, tuple[dict, list]] = {}
+    markers_by_conn: dict[int, tuple[dict, dict]] = {}
     for f in an.frames:
         if f.connection in by_conn:
             frames_by_conn.setdefault(f.connection, []).append(f)
-    stalls_by_conn: dict[int, list] = {}
-    loss_by_conn: dict[int, list] = {}
+    stalls_by_conn: dict[int, _SpanEvents] = {}
+    loss_by_conn: dict[int, _SpanEvents] = {}
     for cid, fl in frames_by_conn.items():
         proto = (conns[cid].protocol if cid in conns else None) or by_conn[cid][0].protocol
         kind = flow_control(proto)
