@@ -12,7 +12,9 @@ kept) and returns a ``BodyView``:
 - "image": a raster image type (PNG, JPEG, GIF, WebP, AVIF, BMP, ICO) whose whole body is
   kept: ``data`` and ``mime`` (the web app shows it as a ``data:`` URL);
 - "hex": anything else, as ``tshark -x`` lines of the first ``HEX_BYTES`` bytes;
-- "empty" (no body) and "unavailable" (``error`` says why: not decrypted, a browser log…).
+- "empty" (no body) and "unavailable" (``error`` says why: not decrypted, a browser log, a
+  browser log's request that never reached the network — served from a cache, failed before
+  sending: no capture holds its body, which is not looked for in the one open).
 
 ``text`` is always safe to print: control, bidi and surrogate characters are escaped
 (``analyzer.safetext.printable``; line breaks kept, CRLF shown as a line break), and at most
@@ -178,9 +180,19 @@ def decoded_bodies(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int
     bytes each) and their Content-Encoding undone (``decode_body``, at most ``budget`` bytes kept):
     (exchange id, direction) -> (what was read, the decoded bytes, the decoding's result; b"" and
     None where the body could not be read again: ``raw.error`` says why)."""
-    from .objects import decode_body, exchange_bodies
+    from .model import not_sent_of
+    from .objects import RawBody, decode_body, exchange_bodies
 
-    raws = exchange_bodies(an, wanted, max_bytes=wire_budget)
+    # (a browser log's request that never reached the network is not looked for in the capture
+    # laid under it: two passes over it found nothing, and blamed decryption or loss)
+    unsent = [(ex, d) for ex, d in wanted if not_sent_of(ex.browser)]
+    raws = exchange_bodies(an, [w for w in wanted if not not_sent_of(w[0].browser)] if unsent else wanted, max_bytes=wire_budget)
+    if unsent:
+        from .request_detail import not_sent_body, not_sent_record
+
+        for ex, d in unsent:
+            ns = not_sent_record(an, ex)
+            raws[(ex.id, d)] = RawBody(b"", 0, error=not_sent_body(ns, d) if ns is not None else "never reached the network")
     out: dict[tuple[int, int], tuple[Any, bytes, Any]] = {}
     for ex, direction in wanted:
         raw = raws[(ex.id, direction)]
@@ -196,6 +208,8 @@ def decoded_bodies(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int
 
 def body_views(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int = DISPLAY_BUDGET) -> dict[tuple[int, int], BodyView]:
     """``body_view`` of several (exchange, direction) pairs, read again in one pass."""
+    from .model import not_sent_of
+
     got = decoded_bodies(an, wanted, budget)
     out: dict[tuple[int, int], BodyView] = {}
     for ex, direction in wanted:
@@ -204,6 +218,10 @@ def body_views(an: Analysis, wanted: list[tuple[Exchange, int]], budget: int = D
         coding = ex.content_encoding if response else ex.header("content-encoding", response=False)
         expected = ex.response_body_bytes if response else ex.request_body_bytes
         raw, data, res = got[(ex.id, direction)]
+        if res is None and not_sent_of(ex.browser) and (expected or response):
+            # never reached the network: why (a failed request's absent response too, not "no body")
+            out[(ex.id, direction)] = BodyView("unavailable", mime=mime_of(ctype), content_encoding=coding, error=raw.error)
+            continue
         if not expected:
             out[(ex.id, direction)] = BodyView("empty", mime=mime_of(ctype), content_encoding=coding)
             continue

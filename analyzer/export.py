@@ -542,6 +542,13 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             entry["_not_sent"] = ns
             if ns.endswith("cache"):
                 entry["_fromCache"] = (e.browser or {}).get("cache") or ns[: -len("cache")].strip() or "disk"
+                # HAR 1.2: response.bodySize "Set to 0 in case of responses coming from the cache";
+                # content.size keeps the body's length. As Chrome's DevTools writes a cache hit
+                # (HARLog responseBodySize 0, no content.compression, _transferSize 0): nothing was
+                # received over the network (before 2026-12-05: the body's 17,542 bytes for amazon's favicon)
+                entry["response"]["bodySize"] = 0
+                entry["response"]["_transferSize"] = 0
+                content.pop("compression", None)
         if c is not None:
             entry["serverIPAddress"] = c.server[0]
         entry["_background"] = row.background

@@ -40,6 +40,7 @@ UNKNOWN = "<unknown>"  # what the capture does not give (analyzer.completeness.U
 if TYPE_CHECKING:  # (imported lazily at run time: the body and waterfall modules cost start-up)
     from .body import BodyView
     from .browserlog.comparison import FieldRow, PhaseRow
+    from .browserlog.records import NotSent
     from .waterfall import Marker, Row, Waterfall
 
 PACKET_SEARCH = 65536  # packets of a connection searched for the one at a phase boundary
@@ -145,6 +146,9 @@ class BrowserLog:
     source: str  # har | netlog | qlog
     phases: list[PhaseRow]
     fields: list[FieldRow]
+    # the request never reached the network (``not_sent_record``): the log's side is all there
+    # is, over a capture too — no wire times to lay it beside, whatever is opened
+    not_sent: NotSent | None = None
 
 
 @dataclass(slots=True)
@@ -179,11 +183,20 @@ class RequestDetail:
     unknown: list[str] = field(default_factory=list)  # completeness.unknown_fields: url, method, status, headers
     responded: bool = False  # a response was seen (its status may still be unknown: a QPACK entry the capture lacks)
     not_sent: str | None = None  # a browser log's request that never reached the network: why ("disk cache", "failed", …)
+    # the same request as its log says it (``not_sent_record``: why, which cache, the net error);
+    # the views say it never reached the network — no packets because no network, not because of
+    # the capture (a browser log laid over one: the capture is there)
+    unsent: NotSent | None = None
 
     @property
     def status_text(self) -> str:
         """The status as the views print it (``status_cell``), "no response" where none came."""
         return status_cell(self.status, self.reset, self.responded, self.not_sent) or "no response"
+
+    @property
+    def unsent_text(self) -> str | None:
+        """What the views say of a request that never reached the network (None: it did)."""
+        return not_sent_text(self.unsent, self.sizes) if self.unsent is not None else None
 
     @property
     def title_method(self) -> str:
@@ -297,15 +310,77 @@ def bodies_of(an: Analysis, e: Exchange) -> list[Body]:
     return out
 
 
-def browser_log(e: Exchange, c: Connection | None) -> BrowserLog | None:
-    """What a browser log says of ``e`` (``c``: its connection); None when no log speaks of it."""
+def browser_log(e: Exchange, c: Connection | None, unsent: NotSent | None = None) -> BrowserLog | None:
+    """What a browser log says of ``e`` (``c``: its connection; ``unsent``: ``not_sent_record``
+    of it); None when no log speaks of it."""
     from .browserlog import comparison as cmp
 
     if not cmp.has_browser(e):
         return None
     b: dict[str, Any] = e.browser or {}
     return BrowserLog(cmp.log_label(e), cmp.from_log_alone(e), str(b.get("source") or "har"),
-                      cmp.phase_comparison(e, c), cmp.field_sources(e))
+                      cmp.phase_comparison(e, c), cmp.field_sources(e), unsent)
+
+
+def not_sent_record(an: Analysis, e: Exchange) -> NotSent | None:
+    """Why ``e``, a browser log's request, never reached the network, as its log says
+    (``records.NotSent``: reason, which cache, the net error's code and name); None for a
+    request that did (``model.not_sent_of``).  The log's own record of it — its summary's
+    ``not_sent_requests`` entry whose ``row`` is ``e`` (alone or laid over a capture:
+    ``build.not_sent_fields``) —, else (past the first ``build.MAX_NOT_SENT`` listed) the row's
+    own label and error."""
+    from .browserlog.records import NOT_SENT_REASONS, NotSent
+
+    label = not_sent_of(e.browser)
+    if label is None:
+        return None
+    b: dict[str, Any] = e.browser or {}
+    logs = an.browser.get("logs") if isinstance(an.browser, dict) else None
+    for s in logs or ():
+        if not isinstance(s, dict) or s.get("file") != b.get("file"):
+            continue
+        for d in s.get("not_sent_requests") or ():
+            if isinstance(d, dict) and d.get("row") == e.id and str(d.get("id")) == str(b.get("id")):
+                ns = NotSent.from_json(d)
+                if ns is not None:
+                    return ns
+    # (``NotSent.label``: "<which> cache" for a cache hit, else the reason itself)
+    reason = "cache" if label.endswith("cache") else label if label in NOT_SENT_REASONS else "unfinished"
+    cache = label[: -len("cache")].strip() or None if reason == "cache" else None
+    return NotSent(str(b.get("id")), e.url, e.method, reason, cache, None, e.error if reason != "cache" else None)
+
+
+def _not_sent_why(ns: NotSent, sizes: Sizes | None = None) -> str:
+    err = f" ({ns.net_error_name})" if ns.net_error_name else ""
+    if ns.reason == "cache":
+        n = None
+        if sizes is not None:
+            n = sizes.response_body_decoded if sizes.response_body_decoded is not None else sizes.response_body
+        return f"served from the browser's {ns.label}" + (f", {n} body bytes read (the log's count)" if n else "")
+    if ns.reason in ("failed", "cancelled"):
+        return f"{ns.reason} before sending{err}"
+    if ns.reason == "redirected":
+        return "redirected by the browser itself, no request sent"
+    return "not sent yet when the log stopped"
+
+
+def not_sent_text(ns: NotSent, sizes: Sizes | None = None) -> str:
+    """How the views say that a request never reached the network, and why: served from a
+    cache (with the body bytes the log says it read: ``sizes``), failed or cancelled before
+    sending (the net error's name), … — no packets because there was no network, whatever
+    capture is open."""
+    return f"never reached the network: {_not_sent_why(ns, sizes)}; no packets, frames or bytes on the wire"
+
+
+def not_sent_body(ns: NotSent, direction: int) -> str:
+    """Why a body of a request that never reached the network is not shown (``direction`` 1:
+    the response), for ``analyzer.body``: not the capture's doing."""
+    if direction == 0:
+        return "never sent: the request never reached the network"
+    if ns.reason == "cache":
+        # (a NetLog logged with its bytes holds them; wirefall reads no body from a browser log)
+        return f"served from the browser's {ns.label}, never on the network: no capture holds it"
+    return f"no response — the request never reached the network: {_not_sent_why(ns)}"
 
 
 def body_lower_bound(e: Exchange, direction: int) -> bool:
@@ -352,6 +427,7 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
     if c is not None and c.id != e.connection:  # (ids are list positions; never trust it blindly)
         c = next((x for x in an.connections if x.id == e.connection), None)
     frames = exchange_frames(an, e)
+    unsent = not_sent_record(an, e)
     return RequestDetail(
         exchange=e.id, connection=e.connection, protocol=e.protocol, method=e.method, url=e.url or e.path,
         status=e.status, stream_id=e.stream_id, pushed=e.pushed, push_parent=e.push_parent,
@@ -366,5 +442,5 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
                     body_lower_bound(e, 0), body_lower_bound(e, 1)),
         markers=list(row.markers) if row is not None else [],
         frames=frames, packets=sorted({f.packet for f in frames}),
-        bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c), unknown=unknown_fields(e),
-        responded=e.response_start is not None, not_sent=not_sent_of(e.browser))
+        bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c, unsent), unknown=unknown_fields(e),
+        responded=e.response_start is not None, not_sent=not_sent_of(e.browser), unsent=unsent)

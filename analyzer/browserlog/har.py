@@ -303,7 +303,15 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     if send is not None:
         t += send / 1000.0
     r.send_end = t
-    seen = r.status is not None or (integer(resp.get("bodySize")) or -1) > 0
+    fc = en.get("_fromCache") or (en.get("_cached") if isinstance(en.get("_cached"), str) else None)
+    r.cache = text(fc, 40) if isinstance(fc, str) else None
+    err = en.get("_error") or resp.get("_error") or resp.get("_failureText")
+    r.error = text(err, 500) if err else None
+    # a response came: a status, a body received — or a cache hit (a response from the cache,
+    # whose bodySize is 0 by HAR 1.2: nothing received; a NetLog's has no status either).  Status 0
+    # with no body and no cache is none (its wait, if any, ran to the end)
+    cache_hit = r.cache is not None and r.error is None
+    seen = r.status is not None or (integer(resp.get("bodySize")) or -1) > 0 or cache_hit
     if seen:  # a response came (status 0 with no body: none did; its wait, if any, ran to the end)
         if wait is not None:
             t += wait / 1000.0
@@ -321,6 +329,10 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     r.request_body_bytes, r.response_body_bytes = size(req.get("bodySize")), size(resp.get("bodySize"))
     content = obj(resp.get("content"))
     r.response_body_decoded_bytes = size(content.get("size"))
+    if cache_hit and not r.response_body_bytes:
+        # (bodySize 0: none over the network, HAR 1.2's rule for a cache hit — not an empty body:
+        # the body's size is content.size, as a NetLog's cache hit reads its bytes: build.exchange)
+        r.response_body_bytes = None
     mt = text(content.get("mimeType"), 200)
     r.content_type = mt.strip() or None if mt else None  # (with its parameters, as the Content-Type: HAR 1.2 keeps the charset)
     pr = en.get("_priority")
@@ -328,10 +340,6 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     r.initiator, r.initiator_type = _initiator(en.get("_initiator"))
     r.initiator_type = r.initiator_type or text(en.get("_initiator_type"), 40)
     r.resource_type = text(en.get("_resourceType"), 80) or text(en.get("_request_type"), 80)
-    err = en.get("_error") or resp.get("_error") or resp.get("_failureText")
-    r.error = text(err, 500) if err else None
-    fc = en.get("_fromCache") or (en.get("_cached") if isinstance(en.get("_cached"), str) else None)
-    r.cache = text(fc, 40) if isinstance(fc, str) else None
     # did it reach the network?  a cache hit, a failure before sending or a request with no
     # time at all (all timings −1) did not — unless the entry shows it went out: the packets
     # wirefall's own HAR names for its request, a stream reset (the server's or the client's:

@@ -14,10 +14,10 @@ SOURCE_STYLES = {"wire": "#87d787", "browser": "#87d7ff", "inferred": "#ffd787"}
 
 def comparison_text(an, e) -> Text:
     """The section of the request view for ``e`` (empty when no browser log speaks of it)."""
-    from wirefall.analyzer.request_detail import browser_log
+    from wirefall.analyzer.request_detail import browser_log, not_sent_record
 
     conn = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
-    return browser_text(browser_log(e, conn), an.start_time, an.packets > 0)
+    return browser_text(browser_log(e, conn, not_sent_record(an, e)), an.start_time, an.packets > 0)
 
 
 def browser_text(b, t0: float, from_packets: bool) -> Text:
@@ -29,7 +29,7 @@ def browser_text(b, t0: float, from_packets: bool) -> Text:
     # (a log opened alone counts from the page shown: a HAR's second page from its own start, not the
     # log's -- "the log began" read WebPageTest's run 2 as 103 ms into a log that began 20 s before)
     since = "the first packet" if from_packets else ("the page's start" if b.source == "har" else "the log began")
-    t.append(f"\n{'Browser log' if b.alone else 'Wire and browser log'} ({printable(b.label)}; ms since {since})\n",
+    t.append(f"\n{'Browser log' if b.alone or b.not_sent is not None else 'Wire and browser log'} ({printable(b.label)}; ms since {since})\n",
              style="bold underline")
     t.append(f"  {'phase':<18}{'wire':>14}{'browser log':>14}{'browser − wire':>17}\n", style="bold")
     for row in b.phases:
@@ -38,7 +38,10 @@ def browser_text(b, t0: float, from_packets: bool) -> Text:
         t.append(f"{w:>14}", style=SOURCE_STYLES["wire"] if row.wire is not None else "")
         t.append(f"{br:>14}", style=SOURCE_STYLES["browser"] if row.browser is not None else "")
         t.append(f"{d:>17}" + (f"  [{row.wire_packet}]" if row.wire_packet else "") + "\n")
-    if b.alone:
+    if b.not_sent is not None:  # (alone or over a capture: no capture has wire times of it)
+        t.append(f"  (no wire times in any capture: the request never reached the network — {printable(b.not_sent.label)})\n",
+                 style="italic")
+    elif b.alone:
         t.append("  (no packets: a browser log opened alone; lay it over a capture with --"
                  f"{b.source} for the wire's times)\n", style="italic")
     t.append("\nFields by source\n", style="bold underline")

@@ -20,6 +20,9 @@ ERROR_STYLE = Style(color="#ff5f5f", bold=True)
 NO_FRAMES = "no decoded frames on this stream (not decrypted, or a protocol wirefall does not decode)"
 # a browser log opened alone: no packet, hence no frame (NO_FRAMES blamed decryption or the protocol)
 NO_FRAMES_LOG = "no frames: a browser log opened alone has no packets (lay it over the load's capture for them)"
+# a browser log's request that never reached the network (a cache hit, a failure before sending):
+# no frame in any capture — neither decryption nor the capture is to blame, nor is a capture missing
+NO_FRAMES_UNSENT = "no frames: the request never reached the network"
 MAX_FRAME_LINES = 2000  # frame lines of the request view (F: the Follow view shows them all)
 _MOMENT_LABELS = {"request_start": "request start", "request_end": "request end", "response_start": "response start",
                   "response_headers_end": "response headers", "response_end": "response end"}
@@ -68,6 +71,32 @@ def _header_bytes(wire: int, decoded: int, headers, d) -> str:
     return f"wire {wire}  decoded {decoded}" + (f"  ({n} <unknown>)" if n else "")
 
 
+def _sizes(t: Text, d) -> None:
+    s, P = d.sizes, printable
+    t.append(f"  request headers   {_header_bytes(s.request_headers_wire, s.request_headers_decoded, d.request_headers, d)}\n")
+    t.append(f"  response headers  {_header_bytes(s.response_headers_wire, s.response_headers_decoded, d.response_headers, d)}\n")
+    t.append(f"  request body      {size_text(s.request_body, s.request_body_lower_bound)}\n")
+    t.append(f"  response body     {size_text(s.response_body, s.response_body_lower_bound)} on the wire"
+             + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")
+             + (f" ({P(s.content_encoding)})" if s.content_encoding else "") + (f"  {P(s.content_type)}" if s.content_type else "") + "\n")
+
+
+def _unsent_sizes(t: Text, d) -> None:
+    """A request that never reached the network: no byte on the wire (not "wire 0"); what the
+    log says it read from a cache, or that no response came."""
+    s, ns, P = d.sizes, d.unsent, printable
+    t.append("  on the wire       none: the request never reached the network\n")
+    if s.request_body:
+        t.append(f"  request body      {s.request_body} (the log's count; never sent)\n")
+    if ns.reason == "cache":
+        n = s.response_body_decoded if s.response_body_decoded is not None else s.response_body
+        t.append(f"  response body     {n} read from the browser's {P(ns.label)} (the log's count)"
+                 + (f"  {P(s.content_type)}" if s.content_type else "") + "\n")
+    else:
+        how = f", the request {ns.reason} before sending" if ns.reason in ("failed", "cancelled") else ""
+        t.append(f"  response body     none: no response{how}\n")
+
+
 def detail_text(d) -> Text:
     """A ``RequestDetail`` as the request view's text."""
     t0 = d.t0  # the first packet; for a browser log opened alone, its start
@@ -79,15 +108,23 @@ def detail_text(d) -> Text:
 
     P = printable  # every captured string below: escapes, never raw control characters
     t.append(P(f"{d.method or ''} {d.url or ''}") + "\n", style="bold")
-    t.append(P(f"{d.protocol}  status {d.status_text}  connection {d.connection}"
-               + (f" ({c.label})" if c else "") + (f"  stream {d.stream_id}" if d.stream_id is not None else "")
-               + ("  pushed" if d.pushed else "") + (f"  reset {d.reset}" if d.reset else "")) + "\n")
+    # (a request that never reached the network is on a connection of the log's rows, which had none:
+    # "? → ?" read as endpoints the capture did not show)
+    where = " (none: never on the network)" if d.unsent is not None else f" ({c.label})" if c else ""
+    t.append(P(f"{d.protocol}  status {d.status_text}  connection {d.connection}{where}"
+               + (f"  stream {d.stream_id}" if d.stream_id is not None else "") + ("  pushed" if d.pushed else "") + (f"  reset {d.reset}" if d.reset else "")) + "\n")
     if d.error:
         t.append(f"error: {P(d.error)}\n", style="red")
+    if d.unsent_text:
+        t.append(P(d.unsent_text) + "\n", style="italic #ffd787")
     if d.unknown:
         t.append(f"not in the capture: {', '.join(d.unknown)}\n", style="italic")
-    h("Timing (ms since the first packet; packet numbers in brackets)" if d.t0_is_first_packet
-      else "Timing (ms since the page's start: a browser log opened alone, no packets)")
+    if d.unsent is not None:  # (its times are the log's, over a capture placed on the capture's clock)
+        h("Timing (ms since the first packet; the browser log's times on the capture's clock: it never reached the network)" if d.t0_is_first_packet
+          else "Timing (ms since the page's start: the browser log's times, it never reached the network)")
+    else:
+        h("Timing (ms since the first packet; packet numbers in brackets)" if d.t0_is_first_packet
+          else "Timing (ms since the page's start: a browser log opened alone, no packets)")
     # the moments (times) and the phases (durations) in one pair of columns: the labels padded to
     # the longest of both, the numbers right-aligned under one another
     labels = [_MOMENT_LABELS.get(m.name, m.name) for m in d.moments]
@@ -101,14 +138,11 @@ def detail_text(d) -> Text:
     if d.duration is not None:
         t.append(f"  {'total':<{w}}{d.duration * 1000:>12.3f} ms\n", style="bold")
     t.append_text(browser_text(d.browser, t0, d.t0_is_first_packet))  # a browser log's times beside the wire's, fields by source
-    s = d.sizes
     h("Sizes (bytes)")
-    t.append(f"  request headers   {_header_bytes(s.request_headers_wire, s.request_headers_decoded, d.request_headers, d)}\n")
-    t.append(f"  response headers  {_header_bytes(s.response_headers_wire, s.response_headers_decoded, d.response_headers, d)}\n")
-    t.append(f"  request body      {size_text(s.request_body, s.request_body_lower_bound)}\n")
-    t.append(f"  response body     {size_text(s.response_body, s.response_body_lower_bound)} on the wire"
-             + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")
-             + (f" ({P(s.content_encoding)})" if s.content_encoding else "") + (f"  {P(s.content_type)}" if s.content_type else "") + "\n")
+    if d.unsent is not None:
+        _unsent_sizes(t, d)
+    else:
+        _sizes(t, d)
     h(f"Request headers ({len(d.request_headers)})")
     for k, v in d.request_headers:
         t.append(f"  {P(k)}: ", style="#87d7ff")
@@ -123,7 +157,8 @@ def detail_text(d) -> Text:
         for mk in d.markers:
             label = mk.label[len(mk.kind) + 1:] if mk.label.startswith(mk.kind + " ") else mk.label  # ("priority: priority …" said once)
             t.append(P(f"  {mk.kind}: {label}" + (f" (packet {mk.packet})" if mk.packet else "")) + "\n")
-    items = frame_items(d.frames, t0) or [(NO_FRAMES if d.t0_is_first_packet else NO_FRAMES_LOG, DEFAULT_STYLE, None)]
+    none = NO_FRAMES_UNSENT if d.unsent is not None else NO_FRAMES if d.t0_is_first_packet else NO_FRAMES_LOG
+    items = frame_items(d.frames, t0) or [(none, DEFAULT_STYLE, None)]
     h(f"Frames of this {'stream' if d.stream_id is not None else 'exchange'} ({len(d.frames)})")
     for line, st, _ in items[:MAX_FRAME_LINES]:
         t.append(line + "\n", style=st)

@@ -104,9 +104,15 @@ def browser_section(b, t0: float, from_packets: bool) -> list:
                              html.Td("" if r.wire_packet is None else str(r.wire_packet))]))
     fields = [html.Tr([html.Td(f.label, className="k"), html.Td(_src(f.source)), html.Td(printable(cmp.field_cell(f)), className="v")])
               for f in b.fields]
-    what = "Browser log" if b.alone else "Wire and browser log"
-    note = [html.P("No packets: a browser log opened alone. Lay it over a capture of the same load for the wire's times.",
-                   className="hint")] if b.alone else []
+    what = "Browser log" if b.alone or b.not_sent is not None else "Wire and browser log"
+    if b.not_sent is not None:  # (alone or over a capture: no capture has wire times of it)
+        note = [html.P(printable(f"No wire times in any capture: the request never reached the network ({b.not_sent.label})."),
+                       className="hint", id="detail-browser-note")]
+    elif b.alone:
+        note = [html.P("No packets: a browser log opened alone. Lay it over a capture of the same load for the wire's times.",
+                       className="hint", id="detail-browser-note")]
+    else:
+        note = []
     return [
         html.H4(f"{what} ({printable(b.label)}; ms from {'the first packet' if from_packets else 'the log start'})"),
         html.Table([html.Thead(html.Tr([html.Th(h) for h in ("phase", "wire", "browser log", "browser − wire", "packet")])),

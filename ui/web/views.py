@@ -410,6 +410,22 @@ def request_detail(entry: Entry, exchange_id: int | None):
     return detail_layout(d)
 
 
+def _unsent_sizes(d) -> list[tuple[str, Any]]:
+    """The sizes of a request that never reached the network: none on the wire (not "0 bytes on
+    the wire"), the body the log says it read from a cache, or no response."""
+    s, ns = d.sizes, d.unsent
+    out: list[tuple[str, Any]] = [("on the wire", "none: the request never reached the network")]
+    if ns.reason == "cache":
+        n = s.response_body_decoded if s.response_body_decoded is not None else s.response_body
+        out.append(("response body", f"{n} bytes read from the browser's {ns.label} (the log's count)"))
+    else:
+        how = f", the request {ns.reason} before sending" if ns.reason in ("failed", "cancelled") else ""
+        out.append(("response body", f"none: no response{how}"))
+    if s.request_body:
+        out.append(("request body", f"{s.request_body} bytes (the log's count; never sent)"))
+    return out
+
+
 def detail_layout(d) -> html.Div:
     """A ``RequestDetail`` (analyzer/request_detail.py) as the web app's components."""
     t0 = d.t0
@@ -419,15 +435,17 @@ def detail_layout(d) -> html.Div:
     facts: list[tuple[str, Any]] = [
         ("status", d.status if d.status is not None else ("reset " + d.reset if d.reset else d.status_text)),
         ("protocol", d.protocol),
-        ("connection", f"{d.connection} ({c.label})" if c else d.connection),
+        # (a request that never reached the network: its connection had no endpoints, "? → ?")
+        ("connection", f"{d.connection} (none: never on the network)" if d.unsent is not None else f"{d.connection} ({c.label})" if c else d.connection),
         ("stream", d.stream_id),
         ("content type", s.content_type),
         ("content encoding", s.content_encoding),
-        ("response body", f"{size_text(s.response_body, s.response_body_lower_bound)} bytes on the wire"
-         + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")),
-        ("request body", f"{size_text(s.request_body, s.request_body_lower_bound)} bytes"),
-        ("request headers", f"{s.request_headers_wire} bytes on the wire, {s.request_headers_decoded} decoded"),
-        ("response headers", f"{s.response_headers_wire} bytes on the wire, {s.response_headers_decoded} decoded"),
+        *(_unsent_sizes(d) if d.unsent is not None else [
+            ("response body", f"{size_text(s.response_body, s.response_body_lower_bound)} bytes on the wire"
+             + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")),
+            ("request body", f"{size_text(s.request_body, s.request_body_lower_bound)} bytes"),
+            ("request headers", f"{s.request_headers_wire} bytes on the wire, {s.request_headers_decoded} decoded"),
+            ("response headers", f"{s.response_headers_wire} bytes on the wire, {s.response_headers_decoded} decoded")]),
     ]
     if d.pushed:
         facts.append(("pushed by stream", d.push_parent))
@@ -463,9 +481,18 @@ def detail_layout(d) -> html.Div:
                        "complete): ", *[x for p in d.packets[:MAX_FRAMES_SHOWN] for x in (_pkt_link(p), " ")],
                        f"… {len(d.packets) - MAX_FRAMES_SHOWN} more" if len(d.packets) > MAX_FRAMES_SHOWN else ""],
                       id="detail-exchange-packets")] if d.packets else []
+    unsent = [html.P(printable(d.unsent_text), className="hint", id="detail-not-sent")] if d.unsent_text else []
+    if d.unsent is not None:
+        timing_title = ("Timing (ms from the first packet; the browser log's times on the capture's clock: it never reached the network)"
+                        if d.t0_is_first_packet else "Timing (ms from the page's start: the browser log's times, it never reached the network)")
+    else:
+        timing_title = ("Timing (ms from the first packet)" if d.t0_is_first_packet
+                        else "Timing (ms from the page's start: a browser log opened alone, no packets)")
+    no_frames = [html.P("No frames: the request never reached the network.", className="hint", id="detail-no-frames")] if d.unsent and not frames else []
     return html.Div([
         html.H3(title, id="detail-title"),
-        _kv_table(facts),
+        *unsent,
+        _kv_table(facts, id="detail-facts"),
         html.Div([
             html.Div([html.H4("Request headers"), _kv_table(d.request_headers, "headers", ["name", "value"], id="detail-request-headers")],
                      className="col"),
@@ -473,8 +500,7 @@ def detail_layout(d) -> html.Div:
                      className="col"),
         ], className="cols"),
         html.Div([
-            html.Div([html.H4("Timing (ms from the first packet)" if d.t0_is_first_packet
-                              else "Timing (ms from the page's start: a browser log opened alone, no packets)"),
+            html.Div([html.H4(timing_title),
                       html.Table([html.Thead(html.Tr([html.Th("phase"), html.Th("start"), html.Th("duration"), html.Th("packets")])),
                                   html.Tbody(timing)],
                                  className="grid", id="detail-timing")], className="col"),
@@ -488,6 +514,7 @@ def detail_layout(d) -> html.Div:
         html.H4(f"Frames ({len(frames)})"),
         html.Div(html.Table([html.Thead(html.Tr([html.Th(h) for h in FRAME_COLUMNS[:None if errors else -1]])), html.Tbody(frame_rows)],
                             className="grid", id="detail-frames"), className="hscroll"),
+        *no_frames,
         *more,
         *packets,
     ], className="detail")
