@@ -300,3 +300,24 @@ def test_the_record_past_the_listed_ones(amazon):
         ns, t = not_sent_record(an, x), amazon["truth"][sid]
         assert (ns.reason, ns.cache, ns.net_error_name) == (listed[sid].reason, listed[sid].cache, listed[sid].net_error_name)
         assert (ns.reason, ns.cache, ns.net_error_name) == (("cache", "disk", None) if t["cache"] else ("failed", None, t["error"]))
+
+
+def test_follow_title_of_a_request_that_never_reached_the_network():
+    """The TUI's Follow view of amazon's disk-cache favicon laid over the capture said "0 frames
+    in 0 packets … ? → ?" (a stream the capture lost); it never reached the network."""
+    from wirefall.analyzer.browserlog import overlay
+    from wirefall.analyzer.model import no_network_connections
+    from wirefall.analyzer.pipeline import analyze
+    from wirefall.ui.tui.app import follow_frames, follow_title
+
+    base = shared("pageload-amazon")
+    an = analyze(str(base / "amazon1.cap.gz"), [str(base / "amazon1.key_log.txt.gz")])
+    overlay(an, str(base / "amazon1_netlog.json.gz"))
+    fav = next(e for e in an.exchanges if not_sent_of(e.browser) and e.url.endswith("/favicon.ico"))
+    assert fav.connection in no_network_connections(an)
+    frs = follow_frames(an, fav.connection, fav.stream_id, fav, False)
+    title = follow_title(an, fav.connection, fav.stream_id, fav, frs, False)
+    assert frs == [] and "never reached the network" in title and "?" not in title
+    wire = next(e for e in an.exchanges if not not_sent_of(e.browser) and e.url.endswith("/favicon.ico"))
+    assert "never reached" not in follow_title(an, wire.connection, wire.stream_id, wire,
+                                               follow_frames(an, wire.connection, wire.stream_id, wire, False), False)

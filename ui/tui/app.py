@@ -1587,6 +1587,11 @@ def follow_title(an, cid: int, stream_id, ex, frames: list, whole_connection: bo
         b = [sum(f.length for f in frames if f.direction == d) for d in (0, 1)]
         size = f"frame payload: client {b[0]:,} B, server {b[1]:,} B"
     flow = elide_flow(c.label, 44, 20)  # (two IPv6 addresses took 90 columns)
+    from wirefall.analyzer.model import no_network_connections
+
+    if cid in no_network_connections(an):  # (a browser log's requests served from a cache or failed before sending:
+        # the connection the wire never had — "0 frames in 0 packets … ? → ?" read as a stream the capture lost)
+        return f"Follow {what}: never reached the network (a browser log's request from a cache, or failed before sending): no frames, no packets"
     if _log_alone(an):  # (no frame, packet or payload byte to count: "0 frames in 0 packets; client 0 B" read as an empty stream)
         return f"Follow {what} ({c.protocol or c.transport}): a browser log opened alone, no packets — {flow}"
     return f"Follow {what} ({c.protocol or c.transport}): {count}; {size} — {flow}; enter jumps to the packet"
