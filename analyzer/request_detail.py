@@ -350,12 +350,22 @@ def not_sent_record(an: Analysis, e: Exchange) -> NotSent | None:
     return NotSent(str(b.get("id")), e.url, e.method, reason, cache, None, e.error if reason != "cache" else None)
 
 
+def cache_bytes(sizes: Sizes) -> int | None:
+    """The body bytes a browser log says a request served from a cache read (its content size,
+    else its body size)."""
+    return sizes.response_body_decoded if sizes.response_body_decoded is not None else sizes.response_body
+
+
+def no_response_text(ns: NotSent) -> str:
+    """The response of a request that never reached the network and was not served from a cache."""
+    how = f", the request {ns.reason} before sending" if ns.reason in ("failed", "cancelled") else ""
+    return f"none: no response{how}"
+
+
 def _not_sent_why(ns: NotSent, sizes: Sizes | None = None) -> str:
     err = f" ({ns.net_error_name})" if ns.net_error_name else ""
     if ns.reason == "cache":
-        n = None
-        if sizes is not None:
-            n = sizes.response_body_decoded if sizes.response_body_decoded is not None else sizes.response_body
+        n = cache_bytes(sizes) if sizes is not None else None
         return f"served from the browser's {ns.label}" + (f", {n} body bytes read (the log's count)" if n else "")
     if ns.reason in ("failed", "cancelled"):
         return f"{ns.reason} before sending{err}"

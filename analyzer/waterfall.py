@@ -38,6 +38,7 @@ Nothing here imports plotly; ``ui/figures.py`` draws a ``Waterfall``.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -332,7 +333,7 @@ class _Request:
         self.tied = False
         # a browser log's request that never reached the network: its connection is the one all
         # such rows share (browserlog.build.no_network_connection), which ties none to another
-        self.unsent = not_sent_of(e.browser) is not None
+        self.unsent = e.browser is not None and not_sent_of(e.browser) is not None  # (no call for a capture's exchange: page_of is on requests --json's path)
 
 
 def _link_local_end(c: Connection | None) -> str | None:
@@ -630,8 +631,6 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
 def _packet_at_time(an: Analysis, t: float) -> int | None:
     """The first packet whose time is ``t`` (captures are in time order, mostly: a bisection,
     then a bounded scan when the order is broken there)."""
-    from bisect import bisect_left
-
     ts = an.index.ts
     n = len(ts)
     i = bisect_left(ts, t)
@@ -1363,8 +1362,6 @@ def _plan(an: Analysis, conns: dict, dns: bool = True, ordered: list[Exchange] |
         # per host name, the (start, connection) of every request to it: an answer a request
         # on another connection (one already open, one the capture joined mid-way, one
         # coalesced) used before this connection began was not looked up for this connection
-        from bisect import bisect_left
-
         asked: dict[str, list[tuple[float, int]]] = {}
         for e in exs:  # (in start order: each list is sorted)
             h = _host_name(e.authority or _ex_host(e, conns.get(e.connection)))
@@ -1652,8 +1649,6 @@ class _Carriers:
             return []
         if not self.tls:
             return self.tcp.packets_between(a, b)
-        from bisect import bisect_right
-
         out: list[int] = []
         i = max(bisect_right(self.pt, a) - 1, 0)
         while i < len(self.pt) and self.pt[i] < b:
@@ -1698,8 +1693,6 @@ def _chunks(an: Analysis, rows: list[Row], exs: list[Exchange], frames_by_conn: 
                     carried = [p for p in carriers.packets(a, b) if 0 < p <= n_pk]
                 data.setdefault((cid, f.stream_id), []).extend(carried or [f.packet])
     segs: dict[int, list[int]] = {}
-    from bisect import bisect_left, bisect_right
-
     for r, e in zip(rows, exs):
         lo, hi = e.response_start_packet, e.response_end_packet
         pk: list[int] | None = None
@@ -1876,8 +1869,8 @@ class _SpanEvents:
     def within(self, lo: float, hi: float, sid) -> tuple[list, int]:
         """The events in [lo, hi] (the connection's, and stream ``sid``'s), in time order (then
         their order of finding), at most ``MAX_SPAN_MARKERS``; and how many more there are."""
-        from bisect import bisect_left, bisect_right
-
+        if not self.times and not self.by_sid:  # (most connections: no loss, no stall)
+            return [], 0
         i, j = bisect_left(self.times, lo), bisect_right(self.times, hi)
         got = self.conn[i:j]
         mine = [x for x in self.by_sid.get(sid, ()) if lo <= x[0] <= hi] if sid is not None and self.by_sid else ()

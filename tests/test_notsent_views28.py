@@ -17,16 +17,15 @@ Chrome DevTools' HAR writer for a cache hit (``_fromCache``, ``_transferSize`` 0
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, shared
+from netlog_truth import netlog_unsent
 
 from wirefall.analyzer.model import not_sent_of
 
@@ -43,36 +42,6 @@ def _run(*args) -> str:
     return p.stdout
 
 
-def _netlog_not_sent(path: Path) -> dict[str, dict]:
-    """The NetLog's URL requests that sent no request (no ``…SEND_REQUEST…`` event): source id
-    -> {url, method, cache (read the HTTP cache, no error), bytes (its job's filtered bytes
-    read), error (the net error REQUEST_ALIVE ended with, by the log's own constants.netError)}."""
-    d = json.loads(gzip.decompress(path.read_bytes()))
-    c = d["constants"]
-    ev = {v: k for k, v in c["logEventTypes"].items()}
-    src = {v: k for k, v in c["logSourceType"].items()}
-    errors = {v: k for k, v in c["netError"].items()}
-    reqs: dict[int, dict] = {}
-    for e in d["events"]:
-        if src.get(e["source"]["type"]) != "URL_REQUEST":
-            continue
-        r = reqs.setdefault(e["source"]["id"], {"sent": False, "cache": False, "error": None, "bytes": 0})
-        name, p = ev[e["type"]], e.get("params") or {}
-        if name == "REQUEST_ALIVE" and e["phase"] == 1:
-            r["url"] = p["url"]
-        elif name == "REQUEST_ALIVE" and e["phase"] == 2 and p.get("net_error"):
-            r["error"] = errors[p["net_error"]]
-        elif name == "URL_REQUEST_START_JOB" and e["phase"] == 1:
-            r.setdefault("method", p["method"])
-        elif "SEND_REQUEST" in name:
-            r["sent"] = True
-        elif name in ("HTTP_CACHE_READ_INFO", "HTTP_CACHE_READ_DATA"):
-            r["cache"] = True
-        elif name == "URL_REQUEST_JOB_FILTERED_BYTES_READ":
-            r["bytes"] += p["byte_count"]
-    return {str(sid): dict(r, cache=r["cache"] and r["error"] is None) for sid, r in reqs.items() if not r["sent"]}
-
-
 @pytest.fixture(scope="module")
 def amazon():
     from wirefall.analyzer.browserlog import open_any, overlay
@@ -80,7 +49,7 @@ def amazon():
 
     d = shared("pageload-amazon")
     cap, keys, nl = d / "amazon1.cap.gz", d / "amazon1.key_log.txt.gz", d / "amazon1_netlog.json.gz"
-    truth = _netlog_not_sent(nl)
+    truth = netlog_unsent(nl)
     # the NetLog's own two: favicon.ico read from the disk cache, the checkin POST refused
     assert sorted((t["method"], t["url"].rsplit("/", 1)[-1], t["cache"], t["error"]) for t in truth.values()) == [
         ("GET", "favicon.ico", True, None), ("POST", "checkin", False, "ERR_CONNECTION_REFUSED")]
@@ -103,7 +72,7 @@ def _check_view(text: str, t: dict) -> None:
     assert "no frames: the request never reached the network" in text
     if t["cache"]:
         assert "served from the browser's disk cache" in text
-        assert f"{t['bytes']} body bytes read" in text and f"{t['bytes']} read from the browser's disk cache" in text
+        assert f"{t['body']} body bytes read" in text and f"{t['body']} read from the browser's disk cache" in text
         assert "Response body (body not available: served from the browser's disk cache, never on the network" in text
     else:
         assert f"failed before sending ({t['error']})" in text
@@ -229,8 +198,8 @@ def test_web_request_detail_of_the_rows(amazon):
                 assert "request headers" not in facts and "bytes on the wire" not in facts["response body"]
                 assert facts["connection"].endswith("(none: never on the network)")
                 if t["cache"]:
-                    assert facts["response body"] == f"{t['bytes']} bytes read from the browser's disk cache (the log's count)"
-                    assert f"{t['bytes']} body bytes read" in h["detail-not-sent"]
+                    assert facts["response body"] == f"{t['body']} bytes read from the browser's disk cache (the log's count)"
+                    assert f"{t['body']} body bytes read" in h["detail-not-sent"]
                 else:
                     assert facts["response body"] == "none: no response, the request failed before sending"
                     assert facts["error"] == t["error"] and f"({t['error']})" in h["detail-not-sent"]
@@ -252,7 +221,7 @@ def test_har_cache_hit_body_size_is_zero_and_reads_back(amazon, tmp_path):
         en = next(x for x in h["log"]["entries"] if x["request"]["url"] == fav["url"] and x.get("_not_sent"))
         assert en["_fromCache"] == "disk" and en["_not_sent"] == "disk cache"
         assert en["response"]["bodySize"] == 0  # (before: 17542)
-        assert en["response"]["content"]["size"] == fav["bytes"]
+        assert en["response"]["content"]["size"] == fav["body"]
         assert en["response"]["_transferSize"] == 0 and "compression" not in en["response"]["content"]
         failed = next(x for x in h["log"]["entries"] if x.get("_not_sent") == "failed")
         assert failed["response"]["bodySize"] == -1 and "_transferSize" not in failed["response"]  # (no response: unknown)
@@ -261,7 +230,7 @@ def test_har_cache_hit_body_size_is_zero_and_reads_back(amazon, tmp_path):
     row = next(r for r in back if r["url"] == fav["url"])
     want = solo[sid]
     assert row["browser"]["not_sent"] == "disk cache" and row["browser"]["cache"] == "disk"
-    assert row["response_body_decoded_bytes"] == fav["bytes"] == want["response_body_decoded_bytes"]
+    assert row["response_body_decoded_bytes"] == fav["body"] == want["response_body_decoded_bytes"]
     assert row["response_body_bytes"] == want["response_body_bytes"]
     for k in ("request_start", "response_start", "response_end"):  # (the response read from the cache is kept)
         assert row[k] == pytest.approx(want[k], abs=2e-6), k

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLES, shared
+from netlog_truth import netlog_unsent
 
 from wirefall.analyzer.browserlog import overlay
 from wirefall.analyzer.model import not_sent_of
@@ -46,39 +47,6 @@ def _amazon() -> tuple[Path, Path, Path]:
     return d / "amazon1.cap.gz", d / "amazon1.key_log.txt.gz", d / "amazon1_netlog.json.gz"
 
 
-def _netlog_unsent(path: Path) -> dict[str, dict]:
-    """The NetLog's URL requests that sent no request (no ``…SEND_REQUEST…`` event): source id ->
-    {url, method, start (epoch s), reason ("cache": read the HTTP cache, no error; else
-    "failed"), error (the netError name REQUEST_ALIVE ended with), body (bytes its job read)}."""
-    d = json.loads(gzip.decompress(path.read_bytes()))
-    c = d["constants"]
-    ev = {v: k for k, v in c["logEventTypes"].items()}
-    src = {v: k for k, v in c["logSourceType"].items()}
-    errors = {v: k for k, v in c["netError"].items()}
-    off = float(c["timeTickOffset"])
-    reqs: dict[int, dict] = {}
-    for e in d["events"]:
-        if src.get(e["source"]["type"]) != "URL_REQUEST":
-            continue
-        r = reqs.setdefault(e["source"]["id"], {"sent": False, "cache": False, "error": None, "body": 0})
-        name, p = ev[e["type"]], e.get("params") or {}
-        if name == "REQUEST_ALIVE" and e["phase"] == 1:
-            r["start"], r["url"] = (int(e["time"]) + off) / 1000.0, p["url"]
-        elif name == "REQUEST_ALIVE" and e["phase"] == 2 and p.get("net_error"):
-            r["error"] = errors[p["net_error"]]
-        elif name == "URL_REQUEST_START_JOB" and e["phase"] == 1:
-            r.setdefault("method", p["method"])
-        elif "SEND_REQUEST" in name:
-            r["sent"] = True
-        elif name.startswith("HTTP_CACHE_READ_"):
-            r["cache"] = True
-        elif name == "URL_REQUEST_JOB_FILTERED_BYTES_READ":
-            r["body"] += p["byte_count"]
-    return {str(sid): dict(url=r["url"], method=r["method"], start=r["start"], error=r["error"], body=r["body"],
-                           reason="cache" if r["cache"] and r["error"] is None else "failed")
-            for sid, r in reqs.items() if not r["sent"]}
-
-
 @pytest.fixture(scope="module")
 def amazon():
     cap, keys, nl = _amazon()
@@ -86,7 +54,7 @@ def amazon():
     wire = json.loads(_run("requests", cap, "--keylog", keys, "--json").stdout)
     alone = json.loads(_run("requests", nl, "--json").stdout)
     summ = json.loads(_run("summary", cap, "--keylog", keys, "--netlog", nl, "--json").stdout)
-    return dict(cap=cap, keys=keys, nl=nl, truth=_netlog_unsent(nl), over=over, wire=wire, alone=alone, summ=summ)
+    return dict(cap=cap, keys=keys, nl=nl, truth=netlog_unsent(nl), over=over, wire=wire, alone=alone, summ=summ)
 
 
 def test_the_netlogs_not_sent_requests_are_rows_over_the_capture(amazon):
@@ -247,7 +215,7 @@ def test_a_shared_no_network_connection_ties_none_to_the_page(tmp_path):
     before the document to the page (the page's start and its background stay the capture's)."""
     nl = SAMPLES / "page/pw-h2.netlog.json.gz"
     d = json.loads(gzip.decompress(nl.read_bytes()))
-    truth = _netlog_unsent(nl)
+    truth = netlog_unsent(nl)
     last = max(truth, key=lambda sid: truth[sid]["start"])
     page_host = "https://127.0.0.1:32807"
     for e in d["events"]:

@@ -226,14 +226,14 @@ def cmd_summary(args) -> int:
         _dump(d)
         return 0
     from wirefall.analyzer import completeness
+    from wirefall.analyzer.model import no_network_connections
     from wirefall.analyzer.safetext import plural
 
-    from wirefall.analyzer.model import no_network_connections, not_sent_of
-
     # a browser log's requests that never reached the network are rows, on a connection of their
-    # own that the wire never had: counted apart (as stats does), not as a connection of the capture
+    # own that the wire never had (every row on it is one): counted apart, as stats does, not as a
+    # connection of the capture
     no_net = no_network_connections(an)
-    unsent = sum(1 for e in an.exchanges if e.connection in no_net and not_sent_of(e.browser)) if no_net else 0
+    unsent = sum(1 for e in an.exchanges if e.connection in no_net) if no_net else 0
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
           f"{d['bytes']} bytes, {d['duration']:.3f} s, {plural(len(an.connections) - len(no_net), 'connection')}, "
           f"{plural(an.count('exchanges'), 'request')}"  # (a count: a reopened analysis keeps its requests packed)

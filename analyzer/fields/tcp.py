@@ -34,17 +34,22 @@ def _payload(pv):
     return [pv.data[L.tcp_off + t[4] : L.l4_end]]
 
 
+def _options(pv) -> list:
+    """The segment's TCP options, ``(kind, value, offset)`` each (``detail._tcp_options``); [] for
+    a segment with none."""
+    L = pv.layers
+    t = L.tcp
+    if t is None or t[4] <= 20:
+        return []
+    from wirefall.analyzer.detail import _tcp_options
+
+    return _tcp_options(pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)])
+
+
 def _option(kind: int, size: int, part: slice):
     """An option's value (``part`` of its ``size`` bytes, big-endian), in each segment that carries one."""
     def get(pv):
-        L = pv.layers
-        t = L.tcp
-        if t is None or t[4] <= 20:
-            return []
-        from wirefall.analyzer.detail import _tcp_options
-
-        opts = pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
-        return [int.from_bytes(v[part], "big") for k, v, _ in _tcp_options(opts) if k == kind and len(v) == size]
+        return [int.from_bytes(v[part], "big") for k, v, _ in _options(pv) if k == kind and len(v) == size]
     return get
 
 
@@ -69,15 +74,8 @@ def _sack(part: str):
     (``re``) edge, relative to the peer's base sequence number (as tcp.ack), D-SACK blocks too;
     ``count`` the blocks in each SACK option."""
     def get(pv) -> list[int]:
-        L = pv.layers
-        t = L.tcp
-        if t is None or t[4] <= 20:
-            return []
-        from wirefall.analyzer.detail import _tcp_options
-
-        opts = pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
         out: list[int] = []
-        for k, v, _ in _tcp_options(opts):
+        for k, v, _ in _options(pv):
             if k != 5:
                 continue
             n = len(v) // 8

@@ -227,16 +227,6 @@ def note_gap(gapped: dict, streams: dict, direction: int) -> None:
             gapped[(sid, direction)] = (st, (ex.response_start if direction else ex.request_start) is not None)
 
 
-def _content_length(headers) -> int | None:
-    for k, v in headers or ():
-        if k == "content-length":
-            try:
-                return int(v)
-            except (TypeError, ValueError):
-                return None
-    return None
-
-
 def bound_gapped(gapped: dict) -> None:
     """At the end of the capture: a body that may have lost frames in a hole of the capture
     (``note_gap``) counts only the bytes that came — a lower bound (``lower_bound``; lossy
@@ -246,16 +236,17 @@ def bound_gapped(gapped: dict) -> None:
     for (_sid, d), (st, begun) in gapped.items():
         ex = st.ex
         if d:
-            head_seen, key, n, hdrs = ex.status is not None, "response_body_bytes", ex.response_body_bytes, ex.response_headers
+            head_seen, key, n = ex.status is not None, "response_body_bytes", ex.response_body_bytes
             if ex.method == "HEAD" or ex.status in (204, 304):
                 continue
         else:
-            head_seen, key, n, hdrs = ex.method is not None, "request_body_bytes", ex.request_body_bytes, ex.request_headers
+            head_seen, key, n = ex.method is not None, "request_body_bytes", ex.request_body_bytes
         if not begun and head_seen:
             continue  # (its head came after the hole, so did the rest)
         if (ex.response_start if d else ex.request_start) is None:
             continue  # (nothing of it came at all: no size to bound)
-        if _content_length(hdrs) == n:
+        cl = ex.header("content-length", response=bool(d))
+        if cl is not None and cl.strip().isdigit() and int(cl) == n:
             continue  # every byte of it counted
         lower_bound(ex, key)
         if d and ex.response_body_decoded_bytes is not None:

@@ -8,7 +8,7 @@ from rich.style import Style
 from rich.text import Text
 
 from wirefall.analyzer.jsonout import unknown_fields
-from wirefall.analyzer.request_detail import size_text
+from wirefall.analyzer.request_detail import cache_bytes, no_response_text, size_text
 from wirefall.analyzer.safetext import printable
 
 from .body import body_text  # request and response bodies
@@ -89,12 +89,10 @@ def _unsent_sizes(t: Text, d) -> None:
     if s.request_body:
         t.append(f"  request body      {s.request_body} (the log's count; never sent)\n")
     if ns.reason == "cache":
-        n = s.response_body_decoded if s.response_body_decoded is not None else s.response_body
-        t.append(f"  response body     {n} read from the browser's {P(ns.label)} (the log's count)"
+        t.append(f"  response body     {cache_bytes(s)} read from the browser's {P(ns.label)} (the log's count)"
                  + (f"  {P(s.content_type)}" if s.content_type else "") + "\n")
     else:
-        how = f", the request {ns.reason} before sending" if ns.reason in ("failed", "cancelled") else ""
-        t.append(f"  response body     none: no response{how}\n")
+        t.append(f"  response body     {no_response_text(ns)}\n")
 
 
 def detail_text(d) -> Text:

@@ -19,7 +19,7 @@ from typing import Any
 from dash import dcc, html
 
 from wirefall.analyzer.model import DIRECTION_NAMES, Analysis, not_sent_of
-from wirefall.analyzer.request_detail import size_text
+from wirefall.analyzer.request_detail import cache_bytes, no_response_text, size_text
 from wirefall.analyzer.safetext import html_text, printable
 from wirefall.analyzer.waterfall import Waterfall
 from wirefall.ui import waterfall_layout as L
@@ -416,11 +416,9 @@ def _unsent_sizes(d) -> list[tuple[str, Any]]:
     s, ns = d.sizes, d.unsent
     out: list[tuple[str, Any]] = [("on the wire", "none: the request never reached the network")]
     if ns.reason == "cache":
-        n = s.response_body_decoded if s.response_body_decoded is not None else s.response_body
-        out.append(("response body", f"{n} bytes read from the browser's {ns.label} (the log's count)"))
+        out.append(("response body", f"{cache_bytes(s)} bytes read from the browser's {ns.label} (the log's count)"))
     else:
-        how = f", the request {ns.reason} before sending" if ns.reason in ("failed", "cancelled") else ""
-        out.append(("response body", f"none: no response{how}"))
+        out.append(("response body", no_response_text(ns)))
     if s.request_body:
         out.append(("request body", f"{s.request_body} bytes (the log's count; never sent)"))
     return out
