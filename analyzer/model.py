@@ -897,7 +897,10 @@ class Analysis:
         make every time from it ages long."""
         if len(self.index):
             return self.index.ts[0]
-        ts = [t for c in self.connections for t in (c.connect_start, c.start) if t]
+        # (a connection that carried none of the log's requests and whose set-up it did not see — a
+        # session that began before the log — is background: its first event is no start of the page)
+        used = {e.connection for e in self.exchanges}
+        ts = [t for c in self.connections for t in (c.connect_start, c.start if c.id in used or c.connect_start else None) if t]
         b = self.browser
         if isinstance(b, dict):
             _, ts = log_start(b.get("pages"), self.exchanges, ts)

@@ -234,15 +234,21 @@ def cmd_summary(args) -> int:
     # connection of the capture
     no_net = no_network_connections(an)
     unsent = sum(1 for e in an.exchanges if e.connection in no_net) if no_net else 0
-    print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {d['packets']} packets, "
-          f"{d['bytes']} bytes, {d['duration']:.3f} s, {plural(len(an.connections) - len(no_net), 'connection')}, "
+    # a browser log opened alone has no packet: what only the wire gives (packets, bytes, the
+    # capture's span) is unknown, "–" as stats and the web app say, not "0 packets, 0.000 s"
+    # (read as a load that sent nothing); its connections' times count from the page's start
+    log_alone = not len(an.index) and bool(an.exchanges)
+    wire = ("a browser log, no packets (what only the wire gives is unknown: –)" if log_alone else
+            f"{d['packets']} packets, {d['bytes']} bytes, {d['duration']:.3f} s")
+    print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {wire}, "
+          f"{plural(len(an.connections) - len(no_net), 'connection')}, "
           f"{plural(an.count('exchanges'), 'request')}"  # (a count: a reopened analysis keeps its requests packed)
           + (f" ({unsent} never reached the network)" if unsent else ""))
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:
         print("undecoded packets: " + ", ".join(f"{n} ({printable(r)})" for r, n in sorted(an.undecoded.items())))
-    t0 = d["first_time"] or 0.0
+    t0 = d["first_time"] if d["first_time"] is not None else (an.start_time if log_alone else 0.0) or 0.0
     rows = []
     for c in d["connections"]:
         tls = c["tls"] or {}
@@ -255,7 +261,7 @@ def cmd_summary(args) -> int:
         elif c["tls"]:
             dec = "decrypted" if tls.get("decrypted") else f"not decrypted: {tls.get('reason') or '?'}"
         rows.append([c["id"], c["transport"], c["client"], c["server"], c["protocol"] or "",
-                     f"{c['packets'][0]}/{c['packets'][1]}", f"{c['bytes'][0]}/{c['bytes'][1]}",
+                     "–" if log_alone else f"{c['packets'][0]}/{c['packets'][1]}", "–" if log_alone else f"{c['bytes'][0]}/{c['bytes'][1]}",
                      f"{c['start'] - t0:.3f}", f"{c['end'] - t0:.3f}", tls.get("sni") or quic.get("sni") or "", dec])
     print(_table(rows, ["id", "proto", "client", "server", "protocol", "packets c/s", "bytes c/s", "start", "end", "sni", "tls"], {0, 5, 6, 7, 8}))
     return 0

@@ -174,8 +174,9 @@ def to_analysis(log: BrowserLog) -> Analysis:
     of_conn: dict[int, list[Exchange]] = {}
     for e in an.exchanges:
         of_conn.setdefault(e.connection, []).append(e)
+    seen = {cid[lc.key]: (lc.first_seen, lc.last_seen) for lc in conns if lc.first_seen is not None}
     for c in an.connections:
-        span(c, of_conn.get(c.id, ()))
+        span(c, of_conn.get(c.id, ()), seen.get(c.id))
     # (the analysis is on the log's own clock: its page timings need no placing)
     pages = [dict(p, source=log.kind, clock_offset=0.0, clock_offset_from="log") for p in log.pages]
     an.browser = {"logs": [summary(log, sent=len(sent), **not_sent_fields(log, unsent_rows))], "pages": pages}
@@ -191,11 +192,16 @@ def no_network_connection(an: Analysis) -> Connection:
     return c
 
 
-def span(c: Connection, exs: Iterable[Exchange]) -> None:
+def span(c: Connection, exs: Iterable[Exchange], seen: tuple | None = None) -> None:
     """``c.start`` and ``c.end``: its set-up's and its exchanges' first and last moment (as
-    the log gives them; unchanged when it gives none)."""
+    the log gives them); where it gives neither, ``seen``: the log's first and last event of
+    the connection (a NetLog's QUIC session that began before the log and carried none of its
+    requests: without it the connection read as started at the epoch, 1.7e9 s before the page);
+    unchanged when there is nothing."""
     ts = [t for t in (c.connect_start, c.connect_end, c.tls_end) if t is not None]
     ts += [t for e in exs for t in (e.request_start, e.response_end, e.response_start) if t is not None]
+    if not ts and seen is not None:
+        ts = [t for t in seen if t is not None]
     if ts:
         c.start, c.end = min(ts), max(ts)
 

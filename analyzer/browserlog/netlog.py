@@ -403,6 +403,10 @@ def _socket(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> N
     c = st.socks.get(sid)
     if c is None:
         c = st.socks[sid] = LogConnection(f"socket {sid}", "tcp")
+    if c.first_seen is None or t < c.first_seen:
+        c.first_seen = t
+    if c.last_seen is None or t > c.last_seen:
+        c.last_seen = t
     if etype == "TCP_CONNECT":
         if phase == "PHASE_BEGIN":
             c.connect_start = t
@@ -453,6 +457,10 @@ def _quic_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict
     c = st.quics.get(sid)
     if c is None:
         c = st.quics[sid] = LogConnection(f"quic session {sid}", "udp", protocol="h3", alpn="h3")
+    if c.first_seen is None or t < c.first_seen:
+        c.first_seen = t
+    if c.last_seen is None or t > c.last_seen:
+        c.last_seen = t
     if etype == "QUIC_SESSION" and phase == "PHASE_BEGIN":
         c.connect_start = t
         c.host = text(p.get("host"), 300)

@@ -46,6 +46,10 @@ class LogConnection:
     dcid: str | None = None
     resumed: bool | None = None
     group: bool = False  # the log does not tell its connections apart (a HAR without "connection"): all to one server
+    # the log's first and last event of the socket or session (NetLog): its span where nothing
+    # else times it — a session that began before the log and carried no request of it
+    first_seen: float | None = None
+    last_seen: float | None = None
 
 
 @dataclass(slots=True)
