@@ -180,11 +180,13 @@ class Stats:
     # a browser log's requests that never reached the network (a cache, a failure before sending):
     # rows of the page, on no connection of it, counted in no protocol's row (``model.no_network_connections``)
     not_sent_requests: int = 0
+    # the page's requests by content class (``content_breakdown``), as WebPageTest's breakdown
+    content: dict[str, list[int]] | None = None
 
     def __init__(self, file: str, capture: Block, protocols: dict[str, Block], connections: list[Block], packets_total: int = 0,
                  bytes_total: int = 0, duration: float = 0.0, completeness: Any = None, background_requests: int = 0,
                  tcp_analysis: dict | None = None, browser_events: dict | None = None, outside: dict | None = None,
-                 payload_unread: int = 0, not_sent_requests: int = 0) -> None:
+                 payload_unread: int = 0, not_sent_requests: int = 0, content: dict[str, list[int]] | None = None) -> None:
         self.file = file
         self.capture = capture
         self.protocols = protocols
@@ -198,6 +200,7 @@ class Stats:
         self.browser_events = browser_events
         self.outside = outside
         self.payload_unread = payload_unread
+        self.content = content
         self.not_sent_requests = not_sent_requests
 
 
@@ -430,6 +433,30 @@ def _fill_connection(b: Block, c: Connection) -> None:
     b.last_time = c.end if b.last_time is None else max(b.last_time, c.end)
 
 
+# WebPageTest's breakdown's classes, in its order (analyzer.waterfall.content_class: its "js" is "script")
+CONTENT_CLASSES = ("html", "script", "css", "image", "font", "video", "other")
+
+
+def content_breakdown(exs) -> dict[str, list[int]]:
+    """Content class (``waterfall.content_class``: the MIME type, else the URL's extension) ->
+    [requests, response body bytes as transferred, decoded]: WebPageTest's "Content
+    Breakdown" (its ``breakdown``: requests, bytes, bytesUncompressed per class), of the
+    exchanges given; the classes with none left out, the rest in ``CONTENT_CLASSES``' order."""
+    from .waterfall import content_class
+
+    out: dict[str, list[int]] = {}
+    for e in exs:
+        k = content_class(e.content_type, e.url)
+        v = out.get(k)
+        if v is None:
+            v = out[k] = [0, 0, 0]
+        enc, dec = e.response_body_bytes, e.response_body_decoded_bytes
+        v[0] += 1
+        v[1] += enc
+        v[2] += enc if dec is None else dec
+    return {k: out[k] for k in (*CONTENT_CLASSES, *sorted(set(out) - set(CONTENT_CLASSES))) if k in out}
+
+
 def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     idx = an.index
     # the page's times from its first packet; a browser log opened alone (no packets), from the
@@ -568,7 +595,9 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
                  background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events, outside=outside,
-                 payload_unread=payload_unread, not_sent_requests=sum(len(exs_by_conn.get(i, ())) for i in no_net))
+                 payload_unread=payload_unread, not_sent_requests=sum(len(exs_by_conn.get(i, ())) for i in no_net),
+                 # (the page's requests that reached the network: a cache read transferred nothing)
+                 content=content_breakdown(e for e in page_exs if e.connection not in no_net))
 
 
 def _add_headers(blk: Block, cb: Block, keys: tuple[str, ...] = HDR_KEYS) -> None:
@@ -890,6 +919,8 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "payload_unread": st.payload_unread,
         # a HAR laid over: its DOMContentLoaded / load event in seconds from the page's start (as ttfb, page_load_time)
         "browser_events": {k: t for k, (_label, t) in st.browser_events.items()} if st.browser_events else None,
+        # (added 2026-12-05) the page's requests by content class, as WebPageTest's breakdown
+        "content": {k: {"requests": v[0], "body_bytes": v[1], "decoded_bytes": v[2]} for k, v in (st.content or {}).items()},
         "completeness": completeness.to_dict(st.completeness) if st.completeness is not None else None,
         **({"tcp_analysis": st.tcp_analysis} if st.tcp_analysis is not None else {}),
     }
@@ -1068,6 +1099,11 @@ def render_text(st: Stats) -> str:
     if rows:
         parts.append(_table("Bodies (response encoded = as transferred, decoded = after Content-Encoding)",
                             ["protocol", "request", "response encoded", "decoded", "saved"], rows, {1, 2, 3, 4}))
+    rows = [[k, _n(v[0]), _n(v[1]), _n(v[2])] for k, v in (st.content or {}).items()]
+    if rows and len(rows) > 1 or rows and rows[0][0] != "other":
+        parts.append(_table("Content (the page's requests by type, as WebPageTest's breakdown: MIME type, else the "
+                            "URL's extension; response bodies as transferred and decoded)",
+                            ["type", "requests", "bytes", "decoded"], rows, {1, 2, 3}))
     rows = []
     dns = [b for b in st.connections if b.protocol == "dns"]
     for b in st.connections:

@@ -328,7 +328,11 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
     r.request_header_bytes, r.response_header_bytes = size(req.get("headersSize")), size(resp.get("headersSize"))
     r.request_body_bytes, r.response_body_bytes = size(req.get("bodySize")), size(resp.get("bodySize"))
     content = obj(resp.get("content"))
-    r.response_body_decoded_bytes = size(content.get("size"))
+    # HAR 1.2's content.size is the decoded length; WebPageTest writes there the bytes as
+    # transferred (its ``_objectSize``, = bodySize: amazon's HTML 2007 of 5070 decoded) and the
+    # decoded length in ``_objectSizeUncompressed`` (its breakdown's "bytesUncompressed")
+    unc = size(en.get("_objectSizeUncompressed"))
+    r.response_body_decoded_bytes = unc if unc is not None else size(content.get("size"))
     if cache_hit and not r.response_body_bytes:
         # (bodySize 0: none over the network, HAR 1.2's rule for a cache hit — not an empty body:
         # the body's size is content.size, as a NetLog's cache hit reads its bytes: build.exchange)

@@ -677,17 +677,9 @@ def bytes_by_protocol_figure(entry: Entry):
 
 
 def content_bytes(entry: Entry) -> dict[str, list[int]]:
-    """content class -> [responses, body bytes on the wire, decoded body bytes]."""
-    wf = waterfall_of(entry)
-    exs = {e.id: e for e in entry.analysis.exchanges}
-    out: dict[str, list[int]] = {}
-    for r in wf.rows:
-        e = exs[r.exchange]
-        v = out.setdefault(r.content_class, [0, 0, 0])
-        v[0] += 1
-        v[1] += e.response_body_bytes
-        v[2] += e.response_body_decoded_bytes if e.response_body_decoded_bytes is not None else e.response_body_bytes
-    return out
+    """content class -> [responses, body bytes on the wire, decoded body bytes]: the page's
+    requests that reached the network, as `stats` counts them (``stats.content_breakdown``)."""
+    return stats_of(entry).content or {}
 
 
 def bytes_by_content_figure(entry: Entry):
@@ -698,7 +690,7 @@ def bytes_by_content_figure(entry: Entry):
     cb = content_bytes(entry)
     if not cb:
         return _empty_fig("Bytes by content type", "no responses")
-    names = sorted(cb)
+    names = list(cb)  # (WebPageTest's order: stats.CONTENT_CLASSES)
     labels = [html_text(n) for n in names]
     fig = go.Figure([
         go.Bar(x=labels, y=[cb[n][1] for n in names], name="body on the wire", marker_color=[CONTENT_COLORS.get(n, ("", "#888"))[1] for n in names],
