@@ -28,8 +28,17 @@ count and the next step for the user):
 - ``not_decrypted``: TLS or QUIC connections with protected data not decrypted; the reason is
   ``conn.tls.reason`` / ``conn.quic.reason``; count = the connection's packets.
 - ``budget``: a budget of ``analysis.budgets_hit`` ran out (CAPTURE_ID, -1, there = the capture),
-  or a per-block limit (``http1_header_bytes``, ``http1_header_count``, ``http1_chunk_line`` …)
-  cut a head or chunk of that connection undecoded (``Context.limit_hit``).
+  or a per-block limit (``PER_BLOCK_LIMITS``: ``http1_header_bytes``, ``http1_header_count``,
+  ``http1_chunk_line``) cut a head or chunk of that connection undecoded (``Context.limit_hit``):
+  then the issue says "limit NAME exceeded", which block and what it cost, and the next step
+  ``--limit NAME=N`` with N above that block's size (a real option of every analysis command).
+
+The next step of ``unknown_fields`` follows the cause (``_unknown_cause``): a connection joined
+mid-way, its HPACK/QPACK entries from before the capture → start the capture before the page
+load (``NEXT_MIDWAY``); a per-block limit that stopped the connection's decoding → raise it; a
+response header block the capture ends blocked on QPACK encoder instructions, on a connection
+whose start is in the capture → those packets were lost (``NEXT_QPACK_LOST``); a decoded body
+size stopped by ``body_decoded_bytes`` → raise it; else the capture's own cut (``NEXT_OTHER_HALF``).
 - ``cut_short``: heads or frames the capture ends inside (``NoteKind.ENDS_IN_FRAME`` notes:
   their bytes are in the capture but not decoded); count = such frames.
 - ``capture_damaged``: the capture's own warnings (truncated file, corrupt block, snap length,
@@ -60,7 +69,7 @@ from wirefall.dissectors.registry import over_quic
 
 from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, ReasonKind, no_network_connections, not_sent_of, notes_of
 from .keylog import BUDGET_WARNING
-from .sessions import CAPTURE_ID, CAPTURE_WIDE
+from .sessions import CAPTURE_ID, CAPTURE_WIDE, DEFAULT_LIMITS
 from .sessions import SELF_REPORTED as READER_BUDGETS
 from .safetext import plural
 
@@ -77,6 +86,45 @@ NEXT_WRONG_KEYLOG = ("this key log holds no secret for these connections: pass t
                      "this capture (SSLKEYLOGFILE set before the browser started)")
 NEXT_UNKNOWN_KEYLOG = ("pass --keylog FILE with the key log written during this capture (a key log given holds "
                        "no secret for these connections)")
+NEXT_OTHER_HALF = "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends"
+# (a QUIC connection whose start is in the capture: its QPACK encoder stream began in it, so the
+# instructions a header block waits for were sent inside the capture and are not in the file)
+NEXT_QPACK_LOST = ("their QPACK header blocks refer to dynamic-table entries whose encoder-stream instructions are not in the "
+                   "capture, though the connection's start is (packets lost, or the capture stopped first): capture on the "
+                   "client with a larger buffer (tcpdump -B 16384) and without a snap length (-s 0), and stop it after the "
+                   "page load has ended")
+# the text of a header block the capture ends blocked on (dissectors/http3.py, Http3Dissector.finish):
+# its exchange's error; a connection joined mid-way decodes such blocks with ``<unknown>`` instead
+QPACK_BLOCKED = "blocked on QPACK encoder instructions"
+# Per-block limits (``Context.limit_hit``): a block over one is left undecoded at once, no
+# budget "runs out".  name -> (the block over it with the default ``{v}``, what N must exceed, what is lost).  Raising one
+# is ``--limit NAME=N`` on any analysis command (ui/cli.py ``limit_names``: DEFAULT_LIMITS' keys).
+PER_BLOCK_LIMITS = {
+    "http1_header_bytes": ("an HTTP/1 head or trailer section longer than the limit ({v} bytes", "that section's size in bytes",
+                           "that direction of the connection was not decoded from there on"),
+    "http1_header_count": ("an HTTP/1 head with more header fields than the limit ({v}", "that head's number of fields",
+                           "the fields past the limit were not kept"),
+    "http1_chunk_line": ("an HTTP/1 chunk-size line (chunk extensions included) longer than the limit ({v} bytes", "that line's length in bytes",
+                         "that direction of the connection was not decoded from there on"),
+}
+# budgets that can stop a body's decoding (analyzer/content.py), besides its per-body cap body_decoded_bytes
+_BODY_BUDGETS = ("decompress_bytes", "body_decoder_memory", "body_held_bytes")
+
+
+def _limit_value(n: int) -> str:
+    """A limit as ``--limit`` takes it (M, G: 2**20, 2**30)."""
+    for unit, shift in (("G", 30), ("M", 20)):
+        if n >= 1 << shift and not n % (1 << shift):
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def limit_next_step(name: str) -> str:
+    """What to do about the per-block limit ``name`` (``PER_BLOCK_LIMITS``): raise it, for a
+    capture whose traffic is trusted (the limits keep a hostile capture from costing memory or time)."""
+    measure = PER_BLOCK_LIMITS[name][1]
+    return (f"if the traffic is genuine, analyse it again with --limit {name}=N, N above {measure} "
+            f"(default {_limit_value(DEFAULT_LIMITS[name])}; the limit guards against hostile input)")
 
 
 # (``summary`` loads this module: its dataclasses' __init__ are written out and their __repr__
@@ -335,6 +383,42 @@ def decryption_next_step(reason: str, keys: bool | None) -> str:
     return NEXT_NO_KEYLOG if keys is False else "check that the key log belongs to this capture"
 
 
+def _unknown_cause(e: Exchange, u: list[str]) -> str:
+    """Why exchange ``e`` (not on a connection joined mid-way) has the unknown fields ``u``:
+    ``qpack`` (a response header block the capture ends blocked on: its encoder instructions are
+    not in the capture), ``decoded_cap`` (only its decoded body size is a lower bound, the body
+    itself whole: its decoding stopped at a limit), else ``capture`` (a half not in the capture:
+    cut by its start or end, or stopped by a per-block limit of the connection)."""
+    if e.error and QPACK_BLOCKED in e.error:
+        return "qpack"
+    src = e.sources or {}
+    if u == ["body"] and src.get("response_body_decoded_bytes") == "lower_bound" \
+            and "lower_bound" not in (src.get("response_body_bytes"), src.get("request_body_bytes")):
+        return "decoded_cap"
+    return "capture"
+
+
+def _unknown_next_step(cid: int, causes: set[str], budgets: dict[str, list[int]]) -> str:
+    """The next step for the requests with unknown fields of connection ``cid`` (seen from its
+    start), from their causes (``_unknown_cause``): a per-block limit that stopped its decoding
+    names itself (every request after the block is the limit's, not the capture's), then blocked
+    QPACK, then a decoding cap; the capture's own cut only for what none of these explains."""
+    steps = []
+    limits = [n for n, ids in sorted(budgets.items()) if n in PER_BLOCK_LIMITS and cid in ids]
+    for name in limits:  # (the limit's own issue says by how much)
+        steps.append(f"raise the limit that stopped this connection's decoding: --limit {name}=N")
+    if "qpack" in causes:
+        steps.append(NEXT_QPACK_LOST)
+    if "decoded_cap" in causes:
+        spent = [n for n in _BODY_BUDGETS if cid in budgets.get(n, ()) or CAPTURE_ID in budgets.get(n, ())]
+        steps.append("a body's decoding stopped at a limit: raise it with --limit body_decoded_bytes=N (bytes of one decoded "
+                     f"body, default {_limit_value(DEFAULT_LIMITS['body_decoded_bytes'])})"
+                     + "".join(f", or --limit {n}=N (ran out)" for n in spent))
+    if "capture" in causes and not limits:
+        steps.append(NEXT_OTHER_HALF)
+    return "; ".join(steps) or NEXT_OTHER_HALF
+
+
 def compute(an: Analysis) -> Completeness:
     """The completeness of ``an``, computed once: kept on the analysis (``_completeness``;
     an analysis cached after this holds it in its summary-sized part, so that reopening it
@@ -363,6 +447,7 @@ def _compute(an: Analysis) -> Completeness:
     tot = dict(url=0, method=0, status=0, headers=0, body=0, authority=0)
     resp_unknown = 0  # responses that came whose status is unknown
     ex_by_conn: dict[int, list[int]] = {}
+    causes_by_conn: dict[int, set[str]] = {}  # connection -> why its requests have unknown fields (``_unknown_cause``)
     for e in an.exchanges:
         reqs_by_conn[e.connection] = reqs_by_conn.get(e.connection, 0) + 1
         ex_by_conn.setdefault(e.connection, []).append(e.id)
@@ -370,6 +455,8 @@ def _compute(an: Analysis) -> Completeness:
         if not u:
             continue
         unknown_ex[e.id] = u
+        causes = causes_by_conn.setdefault(e.connection, set())
+        causes.add(_unknown_cause(e, u))
         cc = per.setdefault(e.connection, ConnectionCompleteness(e.connection))
         cc.unknown_requests += 1
         for k in u:
@@ -388,6 +475,7 @@ def _compute(an: Analysis) -> Completeness:
         issues.append(Issue("no_packets", None, len(an.exchanges), f"no packets: from {NO_PACKETS.get(source, source)}, "
                             "the browser's own log (times as the browser saw them; no packet, frame or byte on the wire)",
                             f"open the capture of the same load, and lay this log over it with --{source} FILE"))
+    budgets = {k: list(v) for k, v in (getattr(an, "budgets_hit", None) or {}).items()}
     no_net = no_network_connections(an)  # (a browser log's requests that never reached the network: no wire to miss)
     for c in an.connections:
         conn_ids.add(c.id)
@@ -416,8 +504,7 @@ def _compute(an: Analysis) -> Completeness:
                               f"{cc.unknown_authority} without a known host" if k == "authority" else
                               f"{getattr(cc, 'unknown_' + k)} without {'a known ' if k != 'headers' else 'all '}{k}")
                              for k in ("url", "authority", "method", "status", "headers", "body") if getattr(cc, "unknown_" + k))
-            step = (NEXT_MIDWAY if cc.joined_midway else
-                    "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends")
+            step = NEXT_MIDWAY if cc.joined_midway else _unknown_next_step(c.id, causes_by_conn.get(c.id, set()), budgets)
             issues.append(Issue("unknown_fields", c.id, cc.unknown_requests,
                                 f"connection {c.id}: {cc.unknown_requests} request{'s' * (cc.unknown_requests != 1)} with unknown fields ({what})",
                                 step))
@@ -451,7 +538,6 @@ def _compute(an: Analysis) -> Completeness:
             cc.requests = reqs_by_conn.get(cid, 0)
             issues.append(Issue("unknown_fields", cid, cc.unknown_requests,
                                 f"connection {cid}: {cc.unknown_requests} requests with unknown fields", "capture the whole page load"))
-    budgets = {k: list(v) for k, v in (getattr(an, "budgets_hit", None) or {}).items()}
     for name, cids in sorted(budgets.items()):
         for cid in cids:
             if cid == CAPTURE_ID and name in READER_BUDGETS:  # the compressed capture was read no further
@@ -460,6 +546,12 @@ def _compute(an: Analysis) -> Completeness:
             elif cid == CAPTURE_ID:
                 issues.append(Issue("budget", None, 1, f"budget {name} for the capture ran out: later work of this kind was not done",
                                     f"raise it with --limit {name}{'' if name in CAPTURE_WIDE else '_capture'}=N"))
+            elif name in PER_BLOCK_LIMITS:  # (a block over the limit, not a budget spent: say which and what it cost)
+                per.setdefault(cid, ConnectionCompleteness(cid, requests=reqs_by_conn.get(cid, 0))).budgets.append(name)
+                what, _, cost = PER_BLOCK_LIMITS[name]
+                issues.append(Issue("budget", cid, 1, f"connection {cid}: limit {name} exceeded: "
+                                    + what.format(v=_limit_value(DEFAULT_LIMITS[name])) + f" unless --limit set it); {cost}",
+                                    limit_next_step(name)))
             else:
                 per.setdefault(cid, ConnectionCompleteness(cid, requests=reqs_by_conn.get(cid, 0))).budgets.append(name)
                 issues.append(Issue("budget", cid, 1, f"connection {cid}: budget {name} ran out: part of it was not decoded",

@@ -45,6 +45,7 @@ from wirefall.dissectors.tls import ContentType
 from .info import frame_text
 from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, Decoder, Layers, layers
+from .packet_record import seconds_text
 from .protocols import hooks
 from .protocols import quic as quic_hooks
 from .protocols.http2 import TYPES as H2_TYPES  # noqa: F401 (HTTP/2's wire numbers by Frame.type, as tests name them)
@@ -755,8 +756,10 @@ def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
     _leaf(fr_node, "Arrival Time", _fmt_time(ts), -1, -1)
     _leaf(fr_node, "Epoch Arrival Time", f"{ts:.9f}", -1, -1, "frame.time_epoch", shown=f"{ts:.6f} seconds")
     prev = idx.ts[i - 1] if i else ts
-    _leaf(fr_node, "Time delta from previous captured frame", f"{ts - prev:.9f}", -1, -1, "frame.time_delta", shown=f"{ts - prev:.6f} seconds")
-    _leaf(fr_node, "Time since reference or first frame", f"{ts - idx.ts[0]:.9f}", -1, -1, "frame.time_relative", shown=f"{ts - idx.ts[0]:.6f} seconds")
+    # (never "-0.000000000": timestamps tshark reads as the same nanosecond may differ as doubles, packet_record.seconds_text)
+    delta, rel = ts - prev, ts - idx.ts[0]
+    _leaf(fr_node, "Time delta from previous captured frame", seconds_text(delta, 9), -1, -1, "frame.time_delta", shown=f"{seconds_text(delta)} seconds")
+    _leaf(fr_node, "Time since reference or first frame", seconds_text(rel, 9), -1, -1, "frame.time_relative", shown=f"{seconds_text(rel)} seconds")
     _leaf(fr_node, "Frame Number", str(number), -1, -1, "frame.number")
     _leaf(fr_node, "Frame Length", str(origlen), -1, -1, "frame.len", shown=f"{origlen} bytes ({origlen * 8} bits)")
     _leaf(fr_node, "Capture Length", str(caplen), -1, -1, "frame.cap_len", shown=f"{caplen} bytes ({caplen * 8} bits)")
@@ -1032,8 +1035,11 @@ def row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) -
     (``analyzer.packet_record`` adds the number, times, length and connection); ``data``: the
     packet's captured bytes when the caller has read them already (a listing reads its rows'
     bytes a window at a time), else they are read from ``source``."""
+    from .info import cap_info
+
     src, dst, pcol, info = _row_columns(analysis, source, n, data)
-    return src, dst, _media_column(pcol, info), info
+    # (the protocol column from the whole text: tshark's dissectors set it, not the Info buffer)
+    return src, dst, _media_column(pcol, info), cap_info(info)  # the one place the Info is capped, as tshark's column buffer
 
 
 def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) -> tuple[str, str, str, str]:
@@ -1065,11 +1071,11 @@ def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) 
         ta = _tcp_analysis_to(analysis, source, n)
         prefix = ta.info_prefix(n)  # "[TCP Retransmission] " … as tshark puts before the Info
         info_extra = ""
+        own: list[Frame] = []
         if frames:
             from .info import SEGMENT, TLS_SEGMENT, stream_info
 
             done = [fr for fr in frames if fr.packet == n]
-            own: list[Frame] = []
             if plen and 0 <= conn_id < len(analysis.connections):
                 # the frames of this segment's direction: a pure ACK (or the peer's segment)
                 # between a frame's first and last packet carries none of it
@@ -1095,6 +1101,13 @@ def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) 
                 # dissector of ours reassembles its PDUs) that completes later; a retransmission
                 # (not reassembled again) gets no marker
                 info_extra = " " + SEGMENT
+        if not own and plen and "Retransmission]" not in prefix:
+            from .info import SEGMENT, ahead_of_its_pdu
+
+            if ahead_of_its_pdu(analysis, n, conn_id, (src, sport), seq, plen):
+                # arrived after a hole, ahead of its frame's first byte: tshark holds it until
+                # the retransmission fills the hole (out-of-order reassembly)
+                pcol, info_extra = "TCP", " " + SEGMENT
         fl = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
         rs, ra = ta.relative(n, seq, ack)
         info = f"{prefix}{sport} → {dport} [{fl}] Seq={seq if rs is None else rs}"

@@ -7,19 +7,45 @@ or ``datagram_info`` (a UDP datagram's); each protocol's own wording is a hook o
 registry descriptor), written there protocol by protocol (HTTP/1.x, HTTP/2, SPDY, TLS, QUIC/HTTP/3,
 DNS; docs/PACKETS.md lists what still differs from tshark and why).  This module holds what
 several protocols share: the media type tshark appends after a body, the status phrase, the
-exchange of a frame, and how the parts are joined.
+exchange of a frame, how the parts are joined, the column's length cap (``cap_info``, applied
+once in ``row_columns``) and the TCP segments that arrived ahead of their PDU (``ahead_of_its_pdu``).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
+
+from wirefall.dissectors.registry import find
 
 from .model import Analysis, Frame
 from .protocols import hooks
 
 SEGMENT = "[TCP segment of a reassembled PDU]"
 TLS_SEGMENT = "[TLS segment of a reassembled PDU]"
+
+# tshark's Info column is a buffer of this many bytes, its NUL included (COL_MAX_INFO_LEN,
+# epan/column-info.h): what a dissector writes past 4095 bytes of UTF-8 is dropped, with no
+# ellipsis (tshark 4.0.17 on a request line of 5,000 bytes: its first 4,095)
+COL_MAX_INFO_LEN = 4096
+
+
+def cap_info(text: str) -> str:
+    """``text`` as tshark's Info column holds it: its first 4,095 bytes of UTF-8.  tshark cuts
+    at the byte, inside a character if one straddles the limit (its column then ends with
+    that character's first bytes, not text); a str holds no half character, so the cut here
+    drops it (the column is then 1 to 3 bytes shorter than tshark's, the bytes before equal).
+    Constant time past the first 4,095 characters (each is at least one byte)."""
+    if len(text) < COL_MAX_INFO_LEN // 4:  # (at most 4 bytes a character: always within)
+        return text
+    b = text[:COL_MAX_INFO_LEN].encode("utf-8", "surrogatepass")
+    if len(b) < COL_MAX_INFO_LEN:
+        return text
+    k = COL_MAX_INFO_LEN - 1
+    while k > 0 and b[k] & 0xC0 == 0x80:  # (b[k] continues the character that straddles: drop it)
+        k -= 1
+    return b[:k].decode("utf-8", "surrogatepass")
 
 # what the body dissector tshark hands a media type to writes in the Info column
 _NO_DISSECTOR = {"application/octet-stream", "image/x-icon", "image/vnd.microsoft.icon"}
@@ -161,3 +187,75 @@ def datagram_info(analysis: Analysis, n: int, payload: bytes, frames: list[Frame
         if h is not None:
             return h(analysis, n, payload, frames, spanning)
     return None
+
+
+# ---------------------------------------------------------------- a segment ahead of its PDU
+
+def ahead_of_its_pdu(analysis: Analysis, n: int, conn_id: int, sender: tuple[str, int], seq: int, plen: int) -> bool:
+    """Whether TCP segment ``n`` (``plen`` bytes from sequence number ``seq``, sent by
+    ``sender``) carries bytes of a frame that completes on a later packet, its first byte
+    not captured before it: a segment that arrived after a hole and before the
+    retransmission filling it.  tshark (out-of-order reassembly on) holds it until the hole is
+    filled and writes ``[TCP segment of a reassembled PDU]``; the frame index does not have it
+    (a frame is on the packets from its first byte's packet, here the retransmission, up to
+    its last), so the stream offsets decide.  Only on a connection a dissector recognised."""
+    conns = analysis.connections
+    if not (plen and 0 <= conn_id < len(conns)):
+        return False
+    c = conns[conn_id]
+    if c.transport != "tcp" or c.protocol is None or c.tcp is None:
+        return False
+    d = 0 if tuple(sender) == tuple(c.client) else 1
+    isn = c.tcp.isn[d]
+    if isn is None:
+        return False
+    g = _stream_spans(analysis).get((conn_id, d))
+    if not g:
+        return False
+    if not g[3]:  # (a frame added out of offset order: sort once)
+        rows = sorted(zip(g[0], g[1], g[2], strict=True))
+        g[:] = [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], True]
+    starts, ends, packets = g[0], g[1], g[2]
+    a = (seq - isn) & 0xFFFFFFFF
+    b = a + plen
+    i = max(bisect_right(starts, a) - 1, 0)
+    while i < len(starts) and starts[i] < b:
+        if ends[i] > a and packets[i] > n:
+            return True
+        i += 1
+    return False
+
+
+def _stream_spans(analysis: Analysis) -> dict[tuple[int, int], list]:
+    """(connection, direction) -> ``[starts, ends, packets, sorted]``: the TCP stream's frames
+    (first byte's offset, end offset, completing packet), sorted by offset when asked for:
+    the frames of the byte stream itself (a TLS connection's records, a cleartext
+    connection's HTTP/1, HTTP/2 and SPDY frames; not the frames inside decrypted records,
+    whose offsets are the plaintext's).  Kept on the analysis and extended as frames are
+    added (loading: frames are only appended)."""
+    frames = analysis.frames
+    nfr = len(frames)
+    memo = analysis.__dict__.get("_wf_stream_spans")
+    if memo is None:
+        memo = analysis.__dict__["_wf_stream_spans"] = [0, {}]
+    done, groups = memo
+    if done < nfr:
+        conns = analysis.connections
+        for fr in frames[done:nfr]:
+            cid = fr.connection
+            if fr.offset < 0 or not 0 <= cid < len(conns):
+                continue
+            c = conns[cid]
+            if c.transport != "tcp" or c.tls is not None and fr.protocol != "tls":
+                continue
+            g = groups.get((cid, fr.direction))
+            if g is None:
+                g = groups[(cid, fr.direction)] = [[], [], [], True]
+            if g[0] and fr.offset < g[0][-1]:
+                g[3] = False
+            d = find(fr.protocol)
+            g[0].append(fr.offset)
+            g[1].append(fr.offset + (d.frame_header if d is not None else 0) + max(fr.length, 1))
+            g[2].append(fr.packet)
+        memo[0] = nfr
+    return groups

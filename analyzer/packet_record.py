@@ -25,7 +25,21 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["PacketRecord", "packet_record", "packet_records", "TIME_FORMATS", "TIME_FORMAT_ORDER", "COLUMNS", "time_value",
-           "time_text", "sort_packets", "SORT_TEXT_LIMIT", "next_time_format"]
+           "time_text", "sort_packets", "SORT_TEXT_LIMIT", "next_time_format", "unsigned_zero", "seconds_text"]
+
+
+def unsigned_zero(v: float, digits: int = 6) -> float:
+    """``v``, or 0.0 when it is negative (or -0.0) and rounds to zero at ``digits`` decimals: a
+    difference of two timestamps printed there is never "-0.000000".  Two packets tshark stamps with the same
+    nanosecond (a pcapng ``if_tsresol`` finer than 1 ns: 10^-19 s, 2^-127 s …, packets out of
+    order below it) differ as doubles by float noise, e.g. -5.9e-39 s: tshark prints
+    0.000000000 for their ``frame.time_relative``, and the list printed -0.000000."""
+    return 0.0 if v <= 0 and round(v, digits) == 0 else v
+
+
+def seconds_text(v: float, digits: int = 6) -> str:
+    """Seconds (a relative time or a delta) to ``digits`` decimals, never a negative zero."""
+    return f"{unsigned_zero(v, digits):.{digits}f}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +48,8 @@ class PacketRecord:
 
     number: int
     time: float  # capture timestamp, seconds since the epoch (frame.time_epoch)
-    relative: float  # seconds since the first packet (frame.time_relative)
-    delta: float  # seconds since the previous captured packet (frame.time_delta)
+    relative: float  # seconds since the first packet (frame.time_relative); never -0.0 nor a negative that prints as 0 (``unsigned_zero``)
+    delta: float  # seconds since the previous captured packet (frame.time_delta); likewise
     source: str
     destination: str
     protocol: str
@@ -77,7 +91,8 @@ def packet_record(analysis, source, n: int, colourer=None, data: bytes | None = 
             colour = colourer.colour(n)
         except Exception:  # noqa: BLE001 - an uncoloured row rather than none
             colour = None
-    return PacketRecord(n, t, t - ts[0], t - ts[i - 1] if i > 0 else 0.0, src, dst, proto, idx.origlen[i], info,
+    # (relative and delta as every list prints them, to the microsecond: never "-0.000000")
+    return PacketRecord(n, t, unsigned_zero(t - ts[0]), unsigned_zero(t - ts[i - 1]) if i > 0 else 0.0, src, dst, proto, idx.origlen[i], info,
                         c if c >= 0 else None, colour)
 
 
@@ -191,7 +206,7 @@ def time_text(analysis, n: int, fmt: str, displayed: Sequence[int] | None = None
         except (OverflowError, OSError, ValueError):
             return f"{v:.6f}"
         return d.strftime("%Y-%m-%d %H:%M:%S.%f")
-    return f"{v:.6f}"
+    return seconds_text(v)
 
 
 # ---------------------------------------------------------------- sorting by a column

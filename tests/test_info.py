@@ -132,11 +132,6 @@ ALLOWED = [
      "server records: 'Continuation Data' where wirefall names the SPDY frames, 'Application Data' for its Close "
      "Notify alert (the frames themselves are compared by test_crosscheck)",
      ("lossy/page-spdy",), lambda w, t: "[Dissector bug" in t or t.endswith("Continuation Data") or t == "Application Data"),
-    ("segment-ahead-of-its-pdu",
-     "a segment that arrived after a hole (lost segment) and before the retransmission filling it: tshark marks it a "
-     "segment of the PDU the retransmission completes; wirefall's frames start at their first byte's packet (the "
-     "retransmission) and do not reach back to it",
-     ("lossy/",), lambda w, t: "[TCP Previous segment not captured]" in w and t == w + " " + _SEG),
     ("websocket",
      "WebSocket frames after an HTTP/1.1 Upgrade: wirefall does not decode WebSocket",
      None, lambda w, t: t.startswith("WebSocket")),

@@ -55,7 +55,8 @@ def protocols(pv) -> str:
 # Times are float epoch seconds (about 0.2 µs of precision today): differences are rounded to
 # the microsecond, so that 0.13 - 0.12 compares as the 0.01 tshark computes in integers.
 def _us(x: float) -> float:
-    return round(x, 6)
+    # (+ 0.0: a difference that rounds to -0.0 — timestamps finer than tshark's nanosecond — is 0, as tshark prints it)
+    return round(x, 6) + 0.0
 
 
 def _delta(pv) -> list:
