@@ -38,7 +38,10 @@ import marshal
 import os
 import re
 import tempfile
+from array import array
 from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from types import GeneratorType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -80,8 +83,8 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
         raise ExportError(f"{fmt} is an image: ui.exports.export draws it")
     if os.path.exists(out_path) and not force:
         raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
-    if fmt == "har":
-        doc = har(analysis, include_sensitive=include_sensitive)
+    if fmt == "har":  # (its entries made as they are written: har_stream)
+        doc = har_stream(analysis, include_sensitive=include_sensitive)
     elif fmt == "json":
         doc = model_json(analysis)
     else:
@@ -97,7 +100,10 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
 # model's exchanges, frames and waterfall rows, qlog events) _BATCH elements per encoder call,
 # each piece written as it is made, so the document exists once (the dict tree), not also as a
 # str and its bytes (the stdlib's indented encoder runs in pure Python: 2.6 s for h1-mtu's
-# 45 MB HAR, and tracemalloc counted 7x the file's size while writing).  The values are the
+# 45 MB HAR, and tracemalloc counted 7x the file's size while writing).  A generator in the tree
+# (the HAR's entries: ``har_stream``) is written as the list it gives, its elements made a batch
+# at a time (its first _FEW + 1 looked at first, to lay it out as that list is laid out), so
+# that those are not held as dicts either.  The values are the
 # standard library's, as before: orjson is given only what ``marshal`` takes (exact built-in
 # types: a subclass, a dataclass or a date goes to the stdlib, which writes or refuses it as it
 # did) with no NaN or ±Infinity (which orjson would write as null: the stdlib raises
@@ -146,15 +152,33 @@ def json_chunks(obj: Any, level: int = 0) -> Iterator[bytes]:
                 sep = b","
             yield pad + b"]"
             return
-        for i in range(0, len(obj), _BATCH):
-            text = _encode(obj[i : i + _BATCH])  # b"[\n  a,\n  b\n]": the elements at indent 2
-            if level:
-                text = text.replace(b"\n", pad)
-            yield (b"," if i else b"[") + text[1 : len(text) - len(pad) - 1]  # (the elements, without the brackets)
-        yield pad + b"]"
+        yield from _list_chunks((obj[i : i + _BATCH] for i in range(0, len(obj), _BATCH)), pad)
+    elif level < _DEPTH and t is GeneratorType:
+        # a list made as it is written (the HAR's entries): the list's own pieces, the same
+        # batches (its first _FEW + 1 elements looked at to choose the layout, as for a list)
+        head = list(islice(obj, _FEW + 1))
+        if len(head) <= _FEW:
+            yield from json_chunks(head, level)
+            return
+        it = chain(head, obj)
+        del head
+        yield from _list_chunks(iter(lambda: list(islice(it, _BATCH)), []), pad)
     else:
         text = _encode(obj)
         yield text.replace(b"\n", pad) if level else text
+
+
+def _list_chunks(batches: Iterable[Any], pad: bytes) -> Iterator[bytes]:
+    """The pieces of a non-empty list given as its ``batches`` (each made and encoded in turn)."""
+    first = True
+    for batch in batches:
+        text = _encode(batch)  # b"[\n  a,\n  b\n]": the elements at indent 2
+        del batch
+        if len(pad) > 1:
+            text = text.replace(b"\n", pad)
+        yield (b"[" if first else b",") + text[1 : len(text) - len(pad) - 1]  # (the elements, without the brackets)
+        first = False
+    yield pad + b"]"
 
 
 def publish(tmp: str, path: str, force: bool = False) -> None:
@@ -455,7 +479,28 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     without a URL (a response whose request the capture did not show) goes to
     ``log._orphans`` instead, in the same shape; ``log.comment`` and each entry's
     ``comment`` say what the capture does not show (analyzer.completeness), entries of
-    background traffic carry ``_background`` and ``_background_reason``."""
+    background traffic carry ``_background`` and ``_background_reason``.  The whole document
+    as dicts (``har_stream``'s, its lists made)."""
+    doc = har_stream(an, include_sensitive)
+    log = doc["log"]
+    log["entries"] = list(log["entries"])
+    log["_orphans"] = list(log["_orphans"])
+    return doc
+
+
+def _har_start(row) -> float:
+    """The entry's start (``har_timings``' first value) without its timings: a preconnected
+    row's own request, else the row's start."""
+    own = preconnected(row.phases)
+    return row.start if own is None else row.phases[own][1]
+
+
+def har_stream(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
+    """``har``'s document with ``log.entries`` and ``log._orphans`` generators, each entry's
+    dict made as the writer (``json_chunks``) asks for it and dropped once written: a HAR's
+    entries took ~8 KB each as dicts and text (484 MB over the analysis for 63 k requests),
+    where now the rows' order takes a few bytes each (docs/PERFORMANCE.md, review 29).  The order is ``har``'s: entries by
+    ``startedDateTime`` (the rows' order among equal ones), found before any entry is made."""
     from . import completeness as _completeness
     from .waterfall import build
 
@@ -466,11 +511,11 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     # HTTP/1's reason phrase ("OK") is on the wire, in its final response head (SPDY's in its status header: _spdy_reason; HTTP/2 and /3 have none: "")
     reasons = {f.fields["exchange"]: f.fields.get("reason") for f in an.frames
                if f.type == "RESPONSE" and f.fields and "exchange" in f.fields and not f.fields.get("interim")}
-    entries = []
-    orphans = []
     # request bodies read again for postData.text only when they are to be written (include_sensitive)
     bodies = _request_bodies(an, [exs[r.exchange] for r in wf.rows if exs[r.exchange].request_body_bytes > 0]) if include_sensitive else {}
-    for row in wf.rows:
+
+    def entry_of(row) -> dict[str, Any]:
+        """The HAR entry of a waterfall row (an orphan's still has its ``pageref``)."""
         e = exs[row.exchange]
         c = conns.get(e.connection)
         start, timings, total = har_timings(row, quic=c is not None and c.quic is not None)
@@ -562,17 +607,39 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             entry["comment"] = "; ".join(notes)
         if row.background:
             entry.pop("pageref")  # not the page's: HAR viewers show it outside the page
-        if url:
-            entries.append(entry)
+        return entry
+
+    # the entries' order before any entry is made: their startedDateTime text (iso_time of
+    # har_timings' start), sorted stably as the list of entries was; a row without a URL is an orphan
+    rows = wf.rows
+    keys: list[str] = []
+    pos = array("q")  # the rows with a URL, in row order, then in entry order
+    lone = array("q")  # the rows without one (orphans, in row order)
+    for i, row in enumerate(rows):
+        e = exs[row.exchange]
+        if har_url(e, conns.get(e.connection)):
+            keys.append(iso_time(_har_start(row)))
+            pos.append(i)
         else:
+            lone.append(i)
+    pos = array("q", (pos[j] for j in sorted(range(len(keys)), key=keys.__getitem__)))
+    del keys
+
+    def entries() -> Iterator[dict[str, Any]]:
+        for i in pos:
+            yield entry_of(rows[i])
+
+    def orphans() -> Iterator[dict[str, Any]]:
+        for i in lone:
+            entry = entry_of(rows[i])
             entry.pop("pageref", None)
-            orphans.append(entry)
-    in_rows = {r.exchange for r in wf.rows}
-    for e in an.exchanges:  # no time at all: not drawn, but not lost either
-        if e.id not in in_rows:
-            orphans.append({"_exchange": e.id, "_connection": e.connection, "_protocol": e.protocol, "_stream_id": e.stream_id,
-                            "comment": "no packet time for this exchange in the capture"})
-    entries.sort(key=lambda en: en["startedDateTime"])  # stable: rows in start order, same-microsecond ties kept
+            yield entry
+        in_rows = {r.exchange for r in rows}
+        for e in an.exchanges:  # no time at all: not drawn, but not lost either
+            if e.id not in in_rows:
+                yield {"_exchange": e.id, "_connection": e.connection, "_protocol": e.protocol, "_stream_id": e.stream_id,
+                       "comment": "no packet time for this exchange in the capture"}
+
     first = wf.page_start  # (a browser log opened alone: its own page start, as a capture's)
     pl = wf.page_load_time
     html = wf.milestone("html_first_byte")
@@ -604,10 +671,10 @@ def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
         "version": "1.2",
         "creator": {"name": "wirefall", "version": _version()},
         "pages": [page],
-        "entries": entries,
+        "entries": entries(),
         "comment": f"{headline}{_why_not_decrypted(comp)}. Timings from packet times of the capture (wirefall)",
         "_complete": comp.complete,
-        "_orphans": orphans,
+        "_orphans": orphans(),
     }
     return {"log": log}
 

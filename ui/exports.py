@@ -51,7 +51,8 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
         why = textwrap.wrap(explain.empty_text(analysis, 0, 0), 90)  # (all of it: cut at 4 lines it ended mid-word)
         fig.add_annotation(text="<br>".join(html_text(ln) for ln in why), x=0.5, y=0.5, xref="paper", yref="paper",
                            showarrow=False, font=dict(size=13, color="#d62728"))
-    data = figures.to_image(fig, fmt) if fmt != "html" else figures.html_document(fig, os.path.basename(analysis.path or "") or None)
+    # (the HTML page written as it is made: figures.html_chunks)
+    data = figures.to_image(fig, fmt) if fmt != "html" else figures.html_chunks(fig, os.path.basename(analysis.path or "") or None)
     write_atomic(out_path, data, force=force)
     return fmt
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import textwrap
 from contextlib import contextmanager
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from wirefall.analyzer.model import not_sent_of
 from wirefall.analyzer.safetext import html_text
@@ -881,18 +881,104 @@ def _bars(go, base, dur, ys, colors, hover, name: str, group: str, faded, exchan
 def html_document(fig, title: str | None = None) -> bytes:
     """The figure as a self-contained offline HTML page (plotly.js inlined), titled
     ``wirefall — TITLE`` (the figure's own title when not given), as wide as the window
-    (a figure made with ``responsive``: no width of its own)."""
+    (a figure made with ``responsive``: no width of its own): ``html_chunks`` joined."""
+    return b"".join(html_chunks(fig, title))
+
+
+_JSON_BATCH = 2048  # elements of a list per JSON encoder call (html_chunks)
+
+
+def html_chunks(fig, title: str | None = None) -> Iterator[bytes]:
+    """``html_document``'s page in pieces, each encoded as it is made: plotly's ``to_html``
+    page, byte for byte (its own random div id aside), without the page as one text.  Plotly
+    makes the figure's JSON as one str (two bytes a character once a hover text holds "—"),
+    then three escaped copies of it, the script, the page and, here, the page with its title
+    and its bytes: 300 MB at once over the figure's 90 MB for 63 k requests.  Here plotly
+    writes the page around placeholders (``data`` and the layout's lists: the bars' path
+    shapes, the annotations), and each placeholder's JSON is written in its stead, a trace, a
+    shape, ``_JSON_BATCH`` list elements at a time, by plotly's own encoder
+    (``to_json_plotly``: compact JSON, "<", ">", "/" escaped, the same text for a value
+    wherever it stands), so that only the figure itself is held whole."""
     import html as _html
     import re
+    import uuid
 
-    text = fig.to_html(full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True})
+    import plotly.io as pio
+
+    d = fig.to_dict() if hasattr(fig, "to_dict") else fig  # (plotly's copy: its lists, not their strings)
+    layout = d.get("layout") or {}
+    mark = f"wirefall-{uuid.uuid4().hex}"
+    holes: dict[str, object] = {f"{mark}-data": d.get("data", [])}
+    shell_layout = dict(layout)
+    for k, v in layout.items():
+        if isinstance(v, (list, tuple)) and v:
+            holes[f"{mark}-{k}"] = v
+            shell_layout[k] = f"{mark}-{k}"
+    shell = {k: v for k, v in d.items() if k not in ("data", "layout")}
+    shell.update(data=f"{mark}-data", layout=shell_layout)
+    text = pio.to_html(shell, validate=False, full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True})
     if title is None:
-        t = getattr(getattr(fig.layout, "title", None), "text", None)
+        t = getattr(getattr(getattr(fig, "layout", None), "title", None), "text", None)
         title = _html.unescape(re.sub(r"<[^>]*>", "", t)) if isinstance(t, str) else None  # (the filter's span: its text)
+    text = _titled(text, title)
+    if any(text.count(f'"{k}"') != 1 for k in holes):  # (a plotly that writes its page otherwise: its page whole, as before)
+        yield _whole_page(fig, title)
+        return
+    at = sorted((text.index(f'"{k}"'), k) for k in holes)  # (plotly's JSON of each placeholder string, once)
+    done = 0
+    for i, k in at:
+        yield text[done:i].encode("utf-8")
+        for piece in _json_pieces(holes[k]):
+            yield piece.encode("utf-8")
+        done = i + len(k) + 2
+    yield text[done:].encode("utf-8")
+
+
+def _whole_page(fig, title: str | None) -> bytes:
+    """``html_chunks``' page made whole: plotly's ``to_html`` (of a Figure), then the title."""
+    import plotly.io as pio
+
+    text = pio.to_html(fig, full_html=True, include_plotlyjs=True, config={"displaylogo": False, "responsive": True})
+    return _titled(text, title).encode("utf-8")
+
+
+def _titled(text: str, title: str | None) -> str:
+    """The page with its ``<title>`` (``wirefall — TITLE``) and no margin."""
+    import html as _html
+
     head = f"<title>{_html.escape('wirefall — ' + title if title else 'wirefall')}</title>"
     head += "<style>html,body{margin:0}</style>"
-    text = text.replace("</head>", head + "</head>", 1) if "</head>" in text else head + text
-    return text.encode("utf-8")
+    return text.replace("</head>", head + "</head>", 1) if "</head>" in text else head + text
+
+
+def _json_pieces(obj) -> Iterator[str]:
+    """``plotly.io.json.to_json_plotly(obj)`` in pieces (their concatenation): dicts member by
+    member, lists ``_JSON_BATCH`` elements per call (compact JSON: a value's text is the same
+    inside its container as alone)."""
+    from plotly.io.json import to_json_plotly
+
+    if type(obj) is dict and obj and all(type(k) is str for k in obj):
+        sep = "{"
+        for k, v in obj.items():
+            yield sep + to_json_plotly(k) + ":"
+            yield from _json_pieces(v)
+            sep = ","
+        yield "}"
+    elif type(obj) in (list, tuple) and obj:
+        if len(obj) <= 64 and any(type(x) in (dict, list, tuple) for x in obj):  # (traces, shapes)
+            sep = "["
+            for x in obj:
+                yield sep
+                yield from _json_pieces(x)
+                sep = ","
+            yield "]"
+            return
+        for i in range(0, len(obj), _JSON_BATCH):
+            text = to_json_plotly(obj[i : i + _JSON_BATCH])
+            yield ("[" if i == 0 else ",") + text[1:-1]
+        yield "]"
+    else:
+        yield to_json_plotly(obj)
 
 
 def write_html(fig, path: str) -> None:
