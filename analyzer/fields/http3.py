@@ -89,6 +89,33 @@ def _stream_types(pv) -> list:
     return out
 
 
+def _push_ids(pv) -> list:
+    """The Push ID of each push stream (type 1) that opens in the packet, as tshark 4.0 adds it:
+    the varint after the Stream Type in a STREAM frame at stream offset 0 (a resent one again),
+    where that frame holds it; read from the frame decrypted again, as ``_stream_types``."""
+    import copy
+
+    an = pv.ctx.an
+    out: list[int] = []
+    for fr in pv.frames:
+        if (fr.protocol == "quic" and fr.type == "STREAM" and fr.offset == 0 and fr.length > 1 and fr.stream_id is not None
+                and fr.stream_id & 2):
+            c = an.connections[fr.connection] if 0 <= fr.connection < len(an.connections) else None
+            if c is None or not (c.protocol or "").startswith("h3"):
+                continue
+            from wirefall.analyzer.detail import h3_wire_type
+
+            if h3_wire_type(an, pv.ctx.source, fr) != 1:
+                continue
+            after = copy.copy(fr)
+            after.offset = 1  # (the Stream Type 1 in its one-byte encoding, as every sender writes it)
+            v = h3_wire_type(an, pv.ctx.source, after)
+            # (whole in the STREAM frame, taken as minimally encoded: tshark reads no varint past it)
+            if v is not None and 1 + (1 if v < 1 << 6 else 2 if v < 1 << 14 else 4 if v < 1 << 30 else 8) <= fr.length:
+                out.append(v)
+    return out
+
+
 _SPAN = "a frame spanning STREAM frames is on no packet (tshark 4.0 does not reassemble it); frames -Y sees it"
 PROTOCOL = Protocol("http3", "HTTP/3", Field("http3", PROTO_OPAQUE, _present, "HTTP/3 stream data: a frame begins here, or "
                                                                            "a unidirectional stream's bytes (control, QPACK)",
@@ -98,6 +125,8 @@ PROTOCOL = Protocol("http3", "HTTP/3", Field("http3", PROTO_OPAQUE, _present, "H
     F("http3.frame_length", UINT, _is_h3, lambda fr, ctx: [fr.length], "frame payload length", shown=shown, note=_SPAN, size=8),
     Field("http3.stream_type", UINT, _stream_types, "unidirectional stream type, where the stream opens (0 control, 1 push, "
           "2 QPACK encoder, 3 QPACK decoder)", size=8),
+    Field("http3.push_id", UINT, _push_ids, "a push stream's Push ID, where the stream opens (after its Stream Type 1)", size=8,
+          note="the Stream Type read as one byte (as senders write 1): a longer encoding of it would shift the Push ID"),
     F("http3.settings", NONE, _is_settings, lambda fr, ctx: [True] * len(settings_items(fr.fields)),
       "a setting of a SETTINGS frame (one per setting, GREASE ones too)", shown=shown),
     F("http3.settings.id", UINT, _is_settings, _setting(None, 0), "setting identifier (1 QPACK_MAX_TABLE_CAPACITY, 6, 7, 8, 0x33…)",

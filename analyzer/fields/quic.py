@@ -287,6 +287,8 @@ PROTOCOL = Protocol("quic", "QUIC (IETF)", P("quic", PROTO_OPAQUE, lambda pv: [T
       "frame type (0 PADDING, 1 PING, 2 ACK, 6 CRYPTO, 8..15 STREAM, 0x1c CONNECTION_CLOSE…)", size=8),
     F("quic.frame", NONE, _is_qframe, lambda fr, ctx: [True] if (fr.fields or {}).get("frame_type") is not None else [],
       "a QUIC frame (of a decrypted packet)"),
+    F("quic.padding_length", UINT, _frames_of("PADDING"), lambda fr, ctx: [fr.length],
+      "a run of PADDING frames' length in bytes (consecutive 0x00 bytes are one item, as tshark counts them)", size=4),
     F("quic.stream.initiator", UINT, _STREAM, lambda fr, ctx: [fr.stream_id & 1] if fr.stream_id is not None else [],
       "STREAM frame's stream initiator (0 client, 1 server: the stream ID's low bit)", size=8),
     F("quic.stream.direction", UINT, _STREAM, lambda fr, ctx: [(fr.stream_id >> 1) & 1] if fr.stream_id is not None else [],

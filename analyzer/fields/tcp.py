@@ -88,6 +88,47 @@ def _sack(part: str):
     return get
 
 
+def _dsack(part: str):
+    """The D-SACK block's edges (``le``, ``re``), relative: tshark 4.0's test, at the end of
+    each SACK option, on the blocks of the segment's SACK options so far (its first four, as
+    its tcpheader keeps them): the first block's right edge at or below the ACK number (RFC
+    2883 §4.1.1), or the first block's right edge inside the second block (le2 < re1 <= re2,
+    §4.1.2); then the edges are that option's first block's.  (analyzer.expert's D-SACK item,
+    ``tcp.options.sack.dsack``, tests the first block's left edge below the ACK number or the
+    whole block inside the second: the two differ only where a block straddles the ACK number
+    or the second block's left edge.)"""
+    def get(pv) -> list[int]:
+        t = pv.layers.tcp
+        sacks = [v for k, v, _ in _options(pv) if k == 5] if t is not None else []
+        if not sacks:
+            return []
+        out: list[int] = []
+        les: list[int] = []
+        res: list[int] = []
+        ack = _rel(pv, t[3], True) if t[5] & 0x10 else t[3]
+        for v in sacks:
+            blocks = [(_rel(pv, int.from_bytes(v[8 * i : 8 * i + 4], "big"), True),
+                       _rel(pv, int.from_bytes(v[8 * i + 4 : 8 * i + 8], "big"), True)) for i in range(len(v) // 8)]
+            for le, re_ in blocks:
+                if len(les) < 4:
+                    les.append(le)
+                    res.append(re_)
+            if not blocks:  # (tshark would compare an unset first block: none in real captures)
+                continue
+            if _le_seq(res[0], ack) or (len(les) > 1 and _lt_seq(les[1], res[0]) and _le_seq(res[0], res[1])):
+                out.append(blocks[0][0] if part == "le" else blocks[0][1])
+        return out
+    return get
+
+
+def _lt_seq(a: int, b: int) -> bool:
+    return (a - b) & 0xFFFFFFFF >= 0x80000000
+
+
+def _le_seq(a: int, b: int) -> bool:
+    return a == b or _lt_seq(a, b)
+
+
 def _state(pv):
     c = pv.conn_id
     states = pv.ctx.tcp_states
@@ -393,6 +434,9 @@ PROTOCOL = Protocol("tcp", "Transmission Control Protocol", P("tcp", PROTO, _byt
     P("tcp.options.sack_le", UINT, _sack("le"), "SACK block's left edge, relative (every block, D-SACK too)", size=4),
     P("tcp.options.sack_re", UINT, _sack("re"), "SACK block's right edge, relative (every block, D-SACK too)", size=4),
     P("tcp.options.sack.count", UINT, _sack("count"), "SACK blocks in a SACK option", size=1),
+    P("tcp.options.sack.dsack_le", UINT, _dsack("le"), "D-SACK block's left edge, relative (RFC 2883: the first SACK block, "
+      "at or below the ACK number or inside the second block)", size=4),
+    P("tcp.options.sack.dsack_re", UINT, _dsack("re"), "D-SACK block's right edge, relative", size=4),
     P("tcp.window_size_scalefactor", INT, _scalefactor, "window scale factor on a segment without SYN: 2**shift "
       "(-1 scale unknown, -2 no window scaling used)"),
     P("tcp.time_relative", FLOAT, _times(0), "seconds since the first packet of this TCP conversation"),

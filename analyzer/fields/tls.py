@@ -4,6 +4,8 @@ Record fields come from wirefall's ``tls`` frames (one per record, on the packet
 completes it, with the inner content type once decrypted); hello fields (version, cipher
 suites, server name, ALPN) are read again from the ClientHello/ServerHello bytes on demand
 (only for packets that carry a hello), or taken from the connection's TLS facts for QUIC.
+QUIC's transport parameters (``tls.quic.parameter.*``) are read from the ClientHello read again
+and from the EncryptedExtensions, its Handshake packets decrypted again.
 """
 from __future__ import annotations
 
@@ -149,23 +151,34 @@ def _hellos(fr, ctx) -> list[tuple[int, dict]]:
     return out
 
 
-MAX_CRYPTO_SCAN = 8  # Initial packets read again for one ClientHello
+MAX_CRYPTO_SCAN = 8  # QUIC packets of the connection read again for one ClientHello or EncryptedExtensions
 
 
 def _quic_hello(fr, ctx, want: int) -> dict | None:
     """The ClientHello (``want`` 1, the client's) or ServerHello (2, the server's) a QUIC
-    connection's Initial CRYPTO frames carry in ``fr``'s direction, decrypted again from the
-    packets the message spans (analyzer.detail.decrypted_quic)."""
-    from wirefall.analyzer.detail import decrypted_quic
+    connection's Initial CRYPTO frames carry in ``fr``'s direction (``_quic_message``)."""
     from wirefall.dissectors.tls import parse_client_hello, parse_server_hello
+
+    # from the connection's first packet: after a HelloRetryRequest the second ClientHello (and
+    # the real ServerHello) follow the first in the same Initial CRYPTO stream, not at offset 0
+    conn = ctx.an.connections[fr.connection] if 0 <= fr.connection < len(ctx.an.connections) else None
+    body = _quic_message(fr, ctx, 0, want, conn.first_packet if conn is not None else fr.packet)
+    if body is None:
+        return None
+    return (parse_client_hello if want == 1 else parse_server_hello)(body)
+
+
+def _quic_message(fr, ctx, epoch: int, want: int, first: int) -> bytes | None:
+    """The body of the last whole handshake message of type ``want`` in ``fr``'s direction's
+    CRYPTO stream of one packet space (``epoch`` 0 Initial, 2 Handshake), as far as the packets
+    from ``first`` to ``fr.packet`` carry it in order, decrypted again (analyzer.detail.decrypted_quic):
+    the message ``fr`` (a QUIC handshake message completing there) stands for."""
+    from wirefall.analyzer.detail import decrypted_quic
     from .quic import _varint
 
     idx = ctx.idx
     chunks: dict[int, bytes] = {}
-    # from the connection's first packet: after a HelloRetryRequest the second ClientHello (and
-    # the real ServerHello) follow the first in the same Initial CRYPTO stream, not at offset 0
-    conn = ctx.an.connections[fr.connection] if 0 <= fr.connection < len(ctx.an.connections) else None
-    first, last = min(fr.first_packet or fr.packet, fr.packet, conn.first_packet if conn is not None else fr.packet), fr.packet
+    first, last = min(fr.first_packet or fr.packet, fr.packet, first), fr.packet
     seen = 0
     for p in range(max(first, 1), min(last, len(idx)) + 1):
         if idx.conn[p - 1] != fr.connection:
@@ -174,7 +187,7 @@ def _quic_hello(fr, ctx, want: int) -> dict | None:
         if seen > MAX_CRYPTO_SCAN:
             break
         for q in decrypted_quic(ctx.an, ctx.source, p):
-            if q.error or q.epoch != 0 or q.direction != fr.direction:
+            if q.error or q.epoch != epoch or q.direction != fr.direction:
                 continue
             for j in range(len(q.starts)):
                 a, b = q.frame_span(j)
@@ -201,9 +214,7 @@ def _quic_hello(fr, ctx, want: int) -> dict | None:
         if buf[p] == want:
             body = buf[p + 4 : p + 4 + ln]
         p += 4 + ln
-    if body is None:
-        return None
-    return (parse_client_hello if want == 1 else parse_server_hello)(body)
+    return body
 
 
 def _hs_version(fr, ctx):
@@ -257,6 +268,151 @@ def _supported_versions(fr, ctx):
         elif h.get("selected_version"):
             out.append(h["selected_version"])
     return out
+
+
+# QUIC transport parameters (RFC 9000 §18): their extension's codepoints (RFC 9001's and the
+# drafts'), and tshark 4.0's fields of the parameters it decodes: name -> (parameter, how it is
+# read: "varint", "bytes" (the value), "u32" (4 bytes), a fixed size in bytes, "vi.chosen" /
+# "vi.other" (RFC 9368's Version Information: the first version, each further one), FT type,
+# integer size, meaning)
+QUIC_TP_EXTENSIONS = (0x39, 0xFFA5)
+QUIC_TP: dict[str, tuple[int, str | int, str, int, str]] = {
+    "original_destination_connection_id": (0x00, "bytes", BYTES, 0, "the DCID of the client's first Initial (server)"),
+    "max_idle_timeout": (0x01, "varint", UINT, 8, "idle timeout (ms)"),
+    "stateless_reset_token": (0x02, 16, BYTES, 0, "stateless reset token (server)"),
+    "max_udp_payload_size": (0x03, "varint", UINT, 8, "largest UDP payload the endpoint receives"),
+    "initial_max_data": (0x04, "varint", UINT, 8, "initial connection flow-control limit (bytes)"),
+    "initial_max_stream_data_bidi_local": (0x05, "varint", UINT, 8, "initial limit of the endpoint's own bidirectional streams"),
+    "initial_max_stream_data_bidi_remote": (0x06, "varint", UINT, 8, "initial limit of the peer's bidirectional streams"),
+    "initial_max_stream_data_uni": (0x07, "varint", UINT, 8, "initial limit of unidirectional streams"),
+    "initial_max_streams_bidi": (0x08, "varint", UINT, 8, "bidirectional streams the peer may open"),
+    "initial_max_streams_uni": (0x09, "varint", UINT, 8, "unidirectional streams the peer may open"),
+    "ack_delay_exponent": (0x0A, "varint", UINT, 8, "ACK delay exponent"),
+    "max_ack_delay": (0x0B, "varint", UINT, 8, "maximum ACK delay (ms)"),
+    "active_connection_id_limit": (0x0E, "varint", UINT, 8, "connection IDs the endpoint keeps"),
+    "initial_source_connection_id": (0x0F, "bytes", BYTES, 0, "the SCID of the endpoint's first Initial"),
+    "retry_source_connection_id": (0x10, "bytes", BYTES, 0, "the SCID of the server's Retry (server)"),
+    "vi.chosen_version": (0x11, "vi.chosen", UINT, 4, "Version Information's chosen version (RFC 9368)"),
+    "vi.other_version": (0x11, "vi.other", UINT, 4, "Version Information's other versions, each"),
+    "max_datagram_frame_size": (0x20, "varint", UINT, 8, "largest DATAGRAM frame accepted (RFC 9221)"),
+    "google.initial_rtt": (0x3127, "varint", UINT, 8, "Google's initial RTT (µs; Chromium)"),
+    "google.connection_options": (0x3128, "bytes", BYTES, 0, "Google's connection options (Chromium)"),
+    "google.quic_version": (0x4752, "u32", UINT, 4, "Google's QUIC version (Chromium)"),
+}
+
+
+def _tp_parse(data: bytes) -> dict:
+    """One quic_transport_parameters extension as tshark 4.0 reads it: ``old`` (the drafts
+    before 27: a 2-byte total length, 2-byte types and lengths — tshark's test: the first two
+    bytes are the rest's length and the first parameter fits), ``len`` (that total), and
+    ``params``: (type, length, value bytes, the extension's bytes from the value on) each, in
+    order (a decoded varint is read where the value starts, its length unchecked, as tshark
+    reads it).  A parameter running past the extension ends the list (a malformed extension:
+    tshark still shows that one's type and length)."""
+    from .quic import _varint
+
+    n = len(data)
+    old = n >= 6 and 2 + int.from_bytes(data[0:2], "big") == n and 6 + int.from_bytes(data[4:6], "big") <= n
+    out: dict = {"old": old, "len": int.from_bytes(data[0:2], "big") if old else None, "params": []}
+    p = 2 if old else 0
+    while p < n:
+        try:
+            if old:
+                if p + 4 > n:
+                    break
+                t, ln, p = int.from_bytes(data[p : p + 2], "big"), int.from_bytes(data[p + 2 : p + 4], "big"), p + 4
+            else:
+                t, p = _varint(data, p)
+                ln, p = _varint(data, p)
+        except IndexError:
+            break
+        if p + ln > n:
+            break
+        out["params"].append((t, ln, data[p : p + ln], data[p:]))
+        p += ln
+    return out
+
+
+def _tp_decode(how: str | int, value: bytes, tail: bytes) -> list:
+    """A parameter's decoded values (``QUIC_TP``'s ``how``)."""
+    from .quic import _varint
+
+    if how == "varint":
+        try:
+            return [_varint(tail, 0)[0]]
+        except IndexError:
+            return []
+    if how == "bytes":
+        return [value]
+    if how == "u32":
+        return [int.from_bytes(tail[:4], "big")] if len(tail) >= 4 else []
+    if how == "vi.chosen":
+        return [int.from_bytes(value[:4], "big")] if len(value) >= 4 else []
+    if how == "vi.other":
+        return [int.from_bytes(value[i : i + 4], "big") for i in range(4, len(value) - 3, 4)]
+    assert isinstance(how, int)
+    return [tail[:how]] if len(tail) >= how else []
+
+
+def _tp_exts(fr, ctx) -> list[dict]:
+    """The transport-parameter extensions of the QUIC handshake message(s) ``fr`` carries, as
+    ``_tp_parse`` reads each: a ClientHello's (read again: ``_hellos``) and a decrypted
+    EncryptedExtensions' (its Handshake CRYPTO stream decrypted again), in message order."""
+    codes = [c for c in _msg_codes(fr) if c in (1, 8)]
+    if not codes or ctx is None:
+        return []
+    key = ("tls_quic_tp", id(fr))
+    got = ctx.cache.get(key)
+    if got is not None:
+        return got
+    from wirefall.dissectors.tls import parse_encrypted_extensions
+
+    got = []
+    for c in codes:
+        if c == 1:
+            exts = [e for t, h in _hellos(fr, ctx) if t == 1 for e in h.get("extensions") or ()]
+        elif not _is_record(fr):  # (over TCP an EncryptedExtensions carries no QUIC parameters)
+            body = _quic_message(fr, ctx, 2, 8, fr.first_packet or fr.packet)
+            exts = parse_encrypted_extensions(body)["extensions"] if body is not None else []
+        else:
+            exts = []
+        got.extend(_tp_parse(d) for t, d in exts if t in QUIC_TP_EXTENSIONS)
+    ctx.cache[key] = got
+    return got
+
+
+def _has_tp(fr) -> bool:
+    return fr.protocol == "tls" and any(c in (1, 8) for c in _msg_codes(fr))
+
+
+def _tp(part: str):
+    """Values of every transport parameter in the frame's extensions: ``type``, ``length``
+    (the varint encoding's), ``old_length`` (the drafts' 2-byte one), ``value`` (its bytes,
+    empty too), ``len`` (the drafts' total length, once per extension)."""
+    def fn(fr, ctx) -> list:
+        out: list = []
+        for e in _tp_exts(fr, ctx):
+            if part == "len":
+                out.extend([e["len"]] if e["old"] else [])
+            elif part == "length" and e["old"] or part == "old_length" and not e["old"]:
+                continue
+            else:
+                i = {"type": 0, "length": 1, "old_length": 1, "value": 2}[part]
+                out.extend(x[i] for x in e["params"])
+        return out
+    return fn
+
+
+def _tp_value(ident: int, how: str | int):
+    """The decoded values of each transport parameter ``ident`` (as tshark's field for it)."""
+    def fn(fr, ctx):
+        return [v for e in _tp_exts(fr, ctx) for x in e["params"] if x[0] == ident for v in _tp_decode(how, x[2], x[3])]
+    return fn
+
+
+_TP_NOTE = ("read again from the message's packets (a ClientHello's Initial packets; an EncryptedExtensions' Handshake "
+            "packets, with the key log), at most the connection's first 8 from where it begins; none in frames -Y (no packets there)")
+_TP_SAME = "as tls.quic.parameter.type"
 
 
 def _version(fr, ctx):
@@ -377,6 +533,18 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
       "supported_versions…)", note="the hellos' extensions only: tshark also lists a decrypted TLS 1.3 EncryptedExtensions'", size=2),
     F("tls.handshake.extensions.supported_version", UINT, _has_hs, _supported_versions,
       "versions a ClientHello offers (supported_versions) or a ServerHello selects (0x0304 TLS 1.3)", size=2),
+    F("tls.quic.len", UINT, _has_tp, _tp("len"), "QUIC transport parameters' total length (drafts before 27 only)",
+      note=_TP_SAME, size=2),
+    F("tls.quic.parameter.type", UINT, _has_tp, _tp("type"), "a QUIC transport parameter's type, each in order (ClientHello, "
+      "EncryptedExtensions: 4 initial_max_data, 0x0f initial_source_connection_id…)", note=_TP_NOTE, size=8),
+    F("tls.quic.parameter.length", UINT, _has_tp, _tp("length"), "a QUIC transport parameter's length (varint encoding)",
+      note=_TP_SAME, size=8),
+    F("tls.quic.parameter.lengt.old", UINT, _has_tp, _tp("old_length"), "a QUIC transport parameter's 2-byte length "
+      "(drafts before 27; tshark's name)", note=_TP_SAME, size=2),
+    F("tls.quic.parameter.value", BYTES, _has_tp, _tp("value"), "a QUIC transport parameter's value bytes (every parameter, "
+      "empty ones too)", note=_TP_SAME),
+    *[F(f"tls.quic.parameter.{name}", ft, _has_tp, _tp_value(ident, how), f"transport parameter {name} (0x{ident:02x}): {desc}",
+        note=_TP_SAME, size=size) for name, (ident, how, ft, size, desc) in QUIC_TP.items()],
     *[F(n, t, _has_hs, lambda fr, ctx: [], d, unsupported=f"{n} is not a filter field in wirefall yet: {why}") for n, t, d, why in (
         ("tls.handshake.extensions_supported_group", UINT, "a supported group (ClientHello; a decrypted EncryptedExtensions)", _NOT_HELLO),
         ("tls.handshake.sig_hash_alg", UINT, "a signature algorithm (hello extensions, ServerKeyExchange, CertificateRequest, "

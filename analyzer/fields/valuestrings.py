@@ -1409,7 +1409,7 @@ BOOLEANS: dict[str, tuple[str, str]] = {
     'tcp.flags.urg': ('Set', 'Not set'),
 }
 
-RANGES: frozenset[str] = frozenset({'quic.cc.error_code', 'quic.frame_type', 'quic.supported_version', 'quic.version'})
+RANGES: frozenset[str] = frozenset({'quic.cc.error_code', 'quic.frame_type', 'quic.supported_version', 'quic.version', 'tls.quic.parameter.google.quic_version', 'tls.quic.parameter.vi.chosen_version', 'tls.quic.parameter.vi.other_version'})
 
 # value strings (lower-cased) that tshark reads as a field when written unquoted
 FIELD_NAMES: frozenset[str] = frozenset({'6lowpan', 'aarp', 'arp', 'crtp', 'data', 'ecpri', 'eigrp', 'epl_v1', 'hip', 'homeplug', 'icmp', 'icmpv6', 'idp', 'igmp', 'igrp', 'ip', 'ipcomp', 'ipv6', 'osi', 'pgm', 'pim', 'ptp', 'rohc', 'sctp', 'sm', 'smp', 'srp', 'stp', 'swipe', 'tcp', 'ttp', 'udp', 'udplite', 'vines', 'vrrp', 'xtp'})
