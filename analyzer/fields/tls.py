@@ -312,6 +312,7 @@ def _tp_parse(data: bytes) -> dict:
     from .quic import _varint
 
     n = len(data)
+    tails = memoryview(data)  # (each parameter's "rest of the extension" a view: a copy each was quadratic in a hostile extension)
     old = n >= 6 and 2 + int.from_bytes(data[0:2], "big") == n and 6 + int.from_bytes(data[4:6], "big") <= n
     out: dict = {"old": old, "len": int.from_bytes(data[0:2], "big") if old else None, "params": []}
     p = 2 if old else 0
@@ -328,7 +329,7 @@ def _tp_parse(data: bytes) -> dict:
             break
         if p + ln > n:
             break
-        out["params"].append((t, ln, data[p : p + ln], data[p:]))
+        out["params"].append((t, ln, data[p : p + ln], tails[p:]))
         p += ln
     return out
 
@@ -351,7 +352,7 @@ def _tp_decode(how: str | int, value: bytes, tail: bytes) -> list:
     if how == "vi.other":
         return [int.from_bytes(value[i : i + 4], "big") for i in range(4, len(value) - 3, 4)]
     assert isinstance(how, int)
-    return [tail[:how]] if len(tail) >= how else []
+    return [bytes(tail[:how])] if len(tail) >= how else []
 
 
 def _tp_exts(fr, ctx) -> list[dict]:
