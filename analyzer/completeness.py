@@ -93,9 +93,6 @@ NEXT_QPACK_LOST = ("their QPACK header blocks refer to dynamic-table entries who
                    "capture, though the connection's start is (packets lost, or the capture stopped first): capture on the "
                    "client with a larger buffer (tcpdump -B 16384) and without a snap length (-s 0), and stop it after the "
                    "page load has ended")
-# the text of a header block the capture ends blocked on (dissectors/http3.py, Http3Dissector.finish):
-# its exchange's error; a connection joined mid-way decodes such blocks with ``<unknown>`` instead
-QPACK_BLOCKED = "blocked on QPACK encoder instructions"
 # Per-block limits (``Context.limit_hit``): a block over one is left undecoded at once, no
 # budget "runs out".  name -> (the block over it with the default ``{v}``, what N must exceed, what is lost).  Raising one
 # is ``--limit NAME=N`` on any analysis command (ui/cli.py ``limit_names``: DEFAULT_LIMITS' keys).
@@ -389,8 +386,15 @@ def _unknown_cause(e: Exchange, u: list[str]) -> str:
     not in the capture), ``decoded_cap`` (only its decoded body size is a lower bound, the body
     itself whole: its decoding stopped at a limit), else ``capture`` (a half not in the capture:
     cut by its start or end, or stopped by a per-block limit of the connection)."""
-    if e.error and QPACK_BLOCKED in e.error:
-        return "qpack"
+    if e.error:
+        # the error of a header block the capture ends blocked on: the dissector's one constant
+        # (dissectors/http3.py, imported here only for an exchange with an error: 25 ms of pylsqpack
+        # a summary need not load), which the exchange's error holds (joined to others by "; ");
+        # a connection joined mid-way decodes such blocks with ``<unknown>`` instead
+        from wirefall.dissectors.http3 import BLOCKED_AT_END
+
+        if BLOCKED_AT_END in e.error:
+            return "qpack"
     src = e.sources or {}
     if u == ["body"] and src.get("response_body_decoded_bytes") == "lower_bound" \
             and "lower_bound" not in (src.get("response_body_bytes"), src.get("request_body_bytes")):

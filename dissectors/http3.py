@@ -320,6 +320,11 @@ def is_grease(v: int) -> bool:
     return v >= 0x21 and (v - 0x21) % 0x1F == 0
 
 
+# a header block the capture ends blocked on (its Required Insert Count above the entries the
+# encoder stream gave): its frame's and exchange's error, which analyzer.completeness recognises
+BLOCKED_AT_END = "header block still blocked on QPACK encoder instructions at the end of the capture"
+
+
 class H3Frame:
     __slots__ = ("direction", "stream_id", "type", "code", "length", "first_packet", "packet", "headers",
                  "fields", "error", "push_id", "decoded_size", "offset", "cut", "table_bytes", "missing")
@@ -538,7 +543,7 @@ class Http3Dissector:
                 self.errors.append((0, f"stream {sid}: unidirectional stream seen mid-stream; its type could not be "
                                        f"inferred from its bytes, not decoded"))
         for f in list(self.blocked.values()):
-            f.error = "header block still blocked on QPACK encoder instructions at the end of the capture"
+            f.error = BLOCKED_AT_END
             self.out.append(f)
         self.blocked.clear()
         self.blocked_blocks.clear()
