@@ -173,8 +173,8 @@ M32 = 0xFFFFFFFF
 
 
 def _dsack(opts: bytes, ack: int) -> bool:
-    """Whether the TCP options hold a D-SACK (RFC 2883: the first SACK block lies below the
-    cumulative ACK, or inside the second block), as tshark marks ``tcp.options.sack.dsack``."""
+    """Whether the TCP options hold a D-SACK (RFC 2883: the first SACK block ends at or below the
+    cumulative ACK, or within the second block), as tshark marks ``tcp.options.sack.dsack``."""
     i, n = 0, len(opts)
     while i < n:
         k = opts[i]
@@ -189,14 +189,18 @@ def _dsack(opts: bytes, ack: int) -> bool:
         if ln < 2 or i + ln > n:
             return False
         if k == 5 and ln >= 10:
-            le = int.from_bytes(opts[i + 2 : i + 6], "big")
+            # tshark's test (its D-SACK fields too: analyzer/fields/tcp.py _dsack): the first block's
+            # right edge at or below the ACK (RFC 2883 §4.1.1), or inside the second block,
+            # le2 < re1 <= re2 (§4.1.2) — not its left edge below the ACK (a block straddling
+            # the ACK is none), nor the whole block inside (one straddling le2 is one): checked
+            # on built segments against tshark 4.0 (tests/test_dsack29.py)
             re_ = int.from_bytes(opts[i + 6 : i + 10], "big")
-            if ((le - ack) & M32) >= _HALF:  # LT_SEQ(le, ack)
+            if ((ack - re_) & M32) < _HALF:  # LE_SEQ(re1, ack)
                 return True
             if ln >= 18:
                 le2 = int.from_bytes(opts[i + 10 : i + 14], "big")
                 re2 = int.from_bytes(opts[i + 14 : i + 18], "big")
-                if ((le - le2) & M32) < _HALF and ((re2 - re_) & M32) < _HALF:  # le2 <= le, re <= re2
+                if ((le2 - re_) & M32) >= _HALF and ((re2 - re_) & M32) < _HALF:  # LT_SEQ(le2, re1), LE_SEQ(re1, re2)
                     return True
             return False
         i += ln
