@@ -19,7 +19,8 @@ the same folder, then rename) and an existing file is never replaced unless ``fo
   capture, Content-Encoding undone, decoded in its charset; left out for a binary body, which
   HAR 1.2 cannot hold — and, for a form (``application/x-www-form-urlencoded``), ``params``.
 - JSON: ``{"format": "wirefall-model", "version", "summary", "exchanges", "frames",
-  "waterfall", "stats"}`` from ``analyzer.jsonout`` (connection/exchange/frame dicts).
+  "waterfall", "stats"}`` from ``analyzer.jsonout`` (connection/exchange/frame dicts), its
+  long lists made as they are written (``model_json_stream``).
 - qlog: draft-ietf-quic-qlog main schema 0.3 (JSON, what qvis loads): one trace per QUIC
   connection seen from the network (``vantage_point`` ``network``, ``flow`` ``client``:
   client→server packets are ``transport:packet_sent``, server→client ones
@@ -32,6 +33,7 @@ the same folder, then rename) and an existing file is never replaced unless ``fo
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import json
 import marshal
@@ -85,8 +87,8 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
         raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
     if fmt == "har":  # (its entries made as they are written: har_stream)
         doc = har_stream(analysis, include_sensitive=include_sensitive)
-    elif fmt == "json":
-        doc = model_json(analysis)
+    elif fmt == "json":  # (its exchanges, frames and rows made as they are written: model_json_stream)
+        doc = model_json_stream(analysis)
     else:
         doc = qlog(analysis)
     write_atomic(out_path, json_chunks(doc), force=force)
@@ -101,7 +103,8 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
 # each piece written as it is made, so the document exists once (the dict tree), not also as a
 # str and its bytes (the stdlib's indented encoder runs in pure Python: 2.6 s for h1-mtu's
 # 45 MB HAR, and tracemalloc counted 7x the file's size while writing).  A generator in the tree
-# (the HAR's entries: ``har_stream``) is written as the list it gives, its elements made a batch
+# (the HAR's entries: ``har_stream``; the model's exchanges, frames and rows: ``model_json_stream``)
+# is written as the list it gives, its elements made a batch
 # at a time (its first _FEW + 1 looked at first, to lay it out as that list is laid out), so
 # that those are not held as dicts either.  The values are the
 # standard library's, as before: orjson is given only what ``marshal`` takes (exact built-in
@@ -683,19 +686,65 @@ def har_stream(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
 
 
 def model_json(an: Analysis) -> dict[str, Any]:
-    from . import stats as _stats
-    from .jsonout import SCHEMA_VERSION, exchange_dict, frame_dict, page_and_phases, summary_dict
-    from .waterfall import build
+    """The model JSON (docs/JSON.md "wirefall export -o OUT.json"): the whole document as
+    dicts (``model_json_stream``'s, its lists made)."""
+    return _made(model_json_stream(an))
 
-    page, ph = page_and_phases(an)
+
+def _made(obj: Any) -> Any:
+    """``obj`` with every generator among its dicts' values made a list (the document
+    ``json_chunks`` writes from it)."""
+    if type(obj) is dict:
+        for k, v in obj.items():
+            obj[k] = list(v) if type(v) is GeneratorType else _made(v)
+    return obj
+
+
+def model_json_stream(an: Analysis) -> dict[str, Any]:
+    """``model_json``'s document with its lists that grow with the capture — ``exchanges``,
+    ``frames``, ``waterfall.rows``, ``waterfall.dns`` and ``stats.connections`` — generators,
+    each element's dict made as the writer (``json_chunks``) asks for it and dropped once
+    written: on 63 k requests those dicts were 460 MB beside the waterfall they restate
+    (docs/PERFORMANCE.md, review 29).  ``summary.connections`` and the completeness objects
+    stay lists (``jsonout.summary_dict``, ``completeness.to_dict`` make them whole: one per
+    connection)."""
+    from dataclasses import replace
+
+    from . import stats as _stats
+    from .jsonout import SCHEMA_VERSION, PhasePlan, exchange_dict, frame_dict, summary_dict
+    from .waterfall import build, page_of
+
+    summary = summary_dict(an)
+    # jsonout.page_and_phases, each exchange's phases object made with its dict (not all of them
+    # first): phases_of is None for an exchange the plan has no row for, as ph.get(e.id) was
+    plan = PhasePlan(an)
+    page = page_of(an, plan.exs, starts=plan.starts())
+    wf = build(an)
+    st = _stats.compute(an, tcp_analysis=True)  # (as `stats --json`: its TCP analysis too)
+
+    def waterfall_items(attr: str) -> Iterator[dict[str, Any]]:
+        """``wf.to_dict()[attr]``'s elements, made by ``to_dict`` itself (the dicts' one home)
+        from a waterfall holding _BATCH of them at a time."""
+        xs = getattr(wf, attr)
+        for i in range(0, len(xs), _BATCH):
+            part: dict[str, Any] = {"rows": [], "dns": [], attr: xs[i : i + _BATCH]}
+            yield from replace(wf, milestones=[], page_info=None, **part).to_dict()[attr]
+
+    waterfall = replace(wf, rows=[], dns=[]).to_dict()  # (its other members; their order is to_dict's)
+    waterfall["dns"] = waterfall_items("dns")
+    waterfall["rows"] = waterfall_items("rows")
+    light = copy.copy(st)  # (the same: the stats' dict from a copy without its connections' blocks)
+    light.connections = []
+    stats = _stats.to_dict(light)
+    stats["connections"] = (_stats.block_dict(b) for b in st.connections)
     return {
         "format": "wirefall-model",
         "version": SCHEMA_VERSION,
-        "summary": summary_dict(an),
-        "exchanges": [exchange_dict(e, phases=ph.get(e.id), page=page) for e in an.exchanges],
-        "frames": [frame_dict(f) for f in an.frames],
-        "waterfall": build(an).to_dict(),
-        "stats": _stats.to_dict(_stats.compute(an, tcp_analysis=True)),  # (as `stats --json`: its TCP analysis too)
+        "summary": summary,
+        "exchanges": (exchange_dict(e, phases=plan.phases_of(e), page=page) for e in an.exchanges),
+        "frames": (frame_dict(f) for f in an.frames),
+        "waterfall": waterfall,
+        "stats": stats,
     }
 
 
