@@ -22,7 +22,6 @@ STREAM_DATA_BLOCKED, a close with CRYPTO_ERROR 0x178 (no_application_protocol)."
 from __future__ import annotations
 
 import atexit
-import gzip
 import shutil
 import subprocess
 import sys
@@ -32,10 +31,9 @@ from pathlib import Path
 
 import pytest
 import tshark_tap
+from field_oracle import capture_file, tshark_values, wirefall_values
 
-from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.fields import lookup
-from wirefall.analyzer.fields.packet import PacketContext, PacketView
 from wirefall.analyzer.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,16 +140,7 @@ def _made_dir(kind: str) -> Path:
 
 
 def _file(spec: str) -> Path:
-    kind, _, rel = spec.partition(":")
-    path = S / rel if kind == "sample" else SHARED / rel
-    if not path.exists():
-        pytest.skip(f"{rel} absent")
-    if kind == "shared-gz":
-        out = _TMP / path.name.removesuffix(".gz")
-        if not out.exists():
-            out.write_bytes(gzip.decompress(path.read_bytes()))
-        return out
-    return path
+    return capture_file(spec, _TMP)
 
 
 def _paths(name: str) -> tuple[Path, Path | None]:
@@ -183,45 +172,12 @@ def _trial_packets(name: str) -> frozenset[int]:
 
 def _theirs(name: str, names: tuple[str, ...] = NEW_FIELDS) -> dict[int, dict[str, list]]:
     cap, keys = _paths(name)
-    cmd = ["tshark", "-n", "-r", str(cap), "-T", "fields", "-E", "occurrence=a", "-e", "frame.number"]
-    cmd += [x for f in names for x in ("-e", f)]
-    if keys:
-        cmd += ["-o", f"tls.keylog_file:{keys}"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    out: dict[int, dict[str, list]] = {}
-    for line in r.stdout.splitlines():
-        c = line.split("\t")
-        vals = {}
-        for f, x in zip(names, c[1:], strict=True):
-            if x:
-                vals[f] = x.split(",") if f in BYTES_FIELDS else [int(v, 0) for v in x.split(",")]
-        if vals:
-            out[int(c[0])] = vals
-    return out
+    return tshark_values(cap, keys, names, BYTES_FIELDS)
 
 
 def _mine(name: str, names: tuple[str, ...] = NEW_FIELDS) -> dict[int, dict[str, list]]:
-    an = _analysis(name)
     cap, _ = _paths(name)
-    fields = {f: lookup(f) for f in names}
-    out: dict[int, dict[str, list]] = {}
-    src = PacketSource(str(cap))
-    try:
-        ctx = PacketContext(an, src)
-        for n in range(1, an.packets + 1):
-            pv = PacketView(ctx, n)
-            vals = {}
-            for f, fld in fields.items():
-                assert fld is not None, f
-                v = fld.get(pv)
-                if v:
-                    vals[f] = [x.hex() for x in v] if f in BYTES_FIELDS else v
-            if vals:
-                out[n] = vals
-    finally:
-        src.close()
-    return out
+    return wirefall_values(_analysis(name), cap, names, BYTES_FIELDS)
 
 
 # the fields each capture must show in tshark (a comparison that matches nothing proves little)
