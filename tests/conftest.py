@@ -91,3 +91,32 @@ def amazon(tmp_path_factory):
     d = tmp_path_factory.mktemp("amazon")
     unpack_amazon(d)
     return d
+
+
+def sample_captures() -> list[tuple[Path, list[str]]]:
+    """Every bundled capture (sample_captures/, .pcap and .pcapng) with its key log (FILE.keys) when it has one."""
+    out = []
+    for p in sorted(SAMPLES.rglob("*")):
+        if p.suffix in (".pcap", ".pcapng"):
+            k = p.with_suffix(".keys")
+            out.append((p, [str(k)] if k.exists() else []))
+    return out
+
+
+_ANALYSED: dict = {}
+
+
+def analysed(path: Path, keys: list[str]):
+    """``analyze(path, keylogs=keys)`` once per path for the session, $SSLKEYLOGFILE not read."""
+    if path not in _ANALYSED:
+        import os
+
+        from wirefall.analyzer.pipeline import analyze
+
+        old = os.environ.pop("SSLKEYLOGFILE", None)
+        try:
+            _ANALYSED[path] = analyze(str(path), keylogs=keys)
+        finally:
+            if old is not None:
+                os.environ["SSLKEYLOGFILE"] = old
+    return _ANALYSED[path]

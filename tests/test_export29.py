@@ -11,7 +11,6 @@ page the figure itself."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -21,37 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, run_tool
+from conftest import ROOT, SAMPLES, analysed, run_tool, sample_captures
 
 from wirefall.analyzer import export as ex
-from wirefall.analyzer.pipeline import analyze
 from wirefall.analyzer.waterfall import build
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "har-1.2.schema.json").read_text())
 
 
-def _captures() -> list[tuple[Path, list[str]]]:
-    out = []
-    for p in sorted(SAMPLES.rglob("*")):
-        if p.suffix in (".pcap", ".pcapng"):
-            k = p.with_suffix(".keys")
-            out.append((p, [str(k)] if k.exists() else []))
-    return out
-
-
-CAPTURES = _captures()
-_cache: dict = {}
-
-
-def _an(path: Path, keys: list[str]):
-    if path not in _cache:
-        old = os.environ.pop("SSLKEYLOGFILE", None)
-        try:
-            _cache[path] = analyze(str(path), keylogs=keys)
-        finally:
-            if old is not None:
-                os.environ["SSLKEYLOGFILE"] = old
-    return _cache[path]
+CAPTURES = sample_captures()
+_an = analysed
 
 
 # ------------------------------------------------------------------------------------ HAR

@@ -14,40 +14,18 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES
+from conftest import ROOT, SAMPLES, analysed, sample_captures
 
 from wirefall.analyzer import export as ex
 from wirefall.analyzer import jsonout
-from wirefall.analyzer.pipeline import analyze
 from wirefall.analyzer.waterfall_model import Waterfall
 
 
-def _captures() -> list[tuple[Path, list[str]]]:
-    out = []
-    for p in sorted(SAMPLES.rglob("*")):
-        if p.suffix in (".pcap", ".pcapng"):
-            k = p.with_suffix(".keys")
-            out.append((p, [str(k)] if k.exists() else []))
-    return out
-
-
-CAPTURES = _captures()
-_cache: dict = {}
-
-
-def _an(path: Path, keys: list[str]):
-    if path not in _cache:
-        old = os.environ.pop("SSLKEYLOGFILE", None)
-        try:
-            _cache[path] = analyze(str(path), keylogs=keys)
-        finally:
-            if old is not None:
-                os.environ["SSLKEYLOGFILE"] = old
-    return _cache[path]
+CAPTURES = sample_captures()
+_an = analysed
 
 
 def _former_model_json(an) -> dict:
