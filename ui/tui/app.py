@@ -860,9 +860,12 @@ class WirefallApp(PacketHabits, App):
         if b and self.an is not None and _fit_notice(printable(b), width) != printable(b):
             # too long for its lines: the reasons and their next step before the headline's counts
             # (the Statistics tab's Completeness has those), then the first reason alone
+            # led by the banner's own word: "Page complete" stays so (a fixed "Incomplete" here said the
+            # amazon load's page was incomplete, its status bar and the web page "Page complete"; review 29)
+            word = b.split(" · ", 1)[0].split(":", 1)[0]
             rs = explain.reasons(self.an)
             for k in (2, 1):
-                b = "Incomplete · " + " · ".join(explain.reason_text(r, i == 0) for i, r in enumerate(rs[:k]))
+                b = word + " · " + " · ".join(explain.reason_text(r, i == 0) for i, r in enumerate(rs[:k]))
                 if _fit_notice(printable(b), width) == printable(b):
                     break
         note.update(Text(_fit_notice(printable(b or ""), width)))
@@ -1168,6 +1171,12 @@ class WirefallApp(PacketHabits, App):
         t0 = an.index.ts[0] if an.packets else an.start_time
         wire = bool(an.packets) or getattr(an, "source", "capture") == "capture"  # (a log alone: no packet or byte known: –, never 0)
         nreq = an.requests_per_connection()
+        from wirefall.analyzer.model import no_network_connections
+
+        # the "connection" of a browser log's requests that never reached the network (the amazon
+        # NetLog's refused checkin and disk-cache favicon.ico): none — it read "tcp ? ? 0/0 … 1655ms",
+        # a TCP connection open 1.7 s that no packet and no NetLog socket shows (review 29)
+        none = no_network_connections(an)
         try:
             from wirefall.analyzer.completeness import compute
 
@@ -1194,6 +1203,9 @@ class WirefallApp(PacketHabits, App):
                      f"{c.stats[0].bytes}/{c.stats[1].bytes}" if wire else "–",
                      f"{c.start - t0:.3f}", fmt_ms(c.end - c.start), sni, dec.strip(), str(nreq.get(c.id, 0)), str(len(c.notes)))
             # Text cells: DataTable reads a str cell as markup; captured text (SNI, reasons) is shown as it is
+            if c.id in none:
+                cells = (str(c.id), "–", NO_NETWORK_CLIENT, "–", "", "–", "–", f"{c.start - t0:.3f}", "–", "", "",
+                         str(nreq.get(c.id, 0)), str(len(c.notes)))
             dt.add_row(*(Text(printable(v)) for v in cells), key=str(c.id))
 
     @on(DataTable.RowSelected, "#connections")
@@ -1607,11 +1619,15 @@ def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bo
     fields indented below (``follow_frames``, unless ``frames`` gives them)."""
     t0 = an.index.ts[0] if an.packets else 0.0
     frs = follow_frames(an, cid, stream_id, ex, whole_connection) if frames is None else frames
-    from .request_view import NO_FRAMES, NO_FRAMES_LOG, frame_items
+    from wirefall.analyzer.model import no_network_connections
+
+    from .request_view import NO_FRAMES, NO_FRAMES_LOG, NO_FRAMES_UNSENT, frame_items
 
     items = frame_items(frs, t0)
-    if not items:
-        items.append((NO_FRAMES_LOG if _log_alone(an) else NO_FRAMES, DEFAULT_STYLE, None))
+    if not items:  # (why none: the title's reason again — a request that never reached the network was
+        # said "not decrypted, or a protocol wirefall does not decode" under "never reached the network")
+        items.append((NO_FRAMES_UNSENT if cid in no_network_connections(an) else NO_FRAMES_LOG if _log_alone(an) else NO_FRAMES,
+                      DEFAULT_STYLE, None))
     from .body import with_bodies  # each message's content after its last frame (ui/tui/body.py)
 
     return with_bodies(an, items, cid, stream_id, ex, whole_connection) if bodies else items
@@ -1628,11 +1644,20 @@ def request_text(an, e, r, wf=None) -> Text:
     return detail_text(request_detail(an, e, row=r, waterfall=wf))
 
 
+NO_NETWORK_CLIENT = "none: never on the network (a browser log's requests from a cache or failed before sending)"
+
+
 def stats_bars(st) -> Text:
     """Small bar charts: wire bytes per protocol, header bytes saved per connection."""
     t = Text()
     t.append("Wire bytes per protocol\n", style="bold underline")
-    blocks = sorted(st.protocols.values(), key=lambda b: -(b.bytes[0] + b.bytes[1]))
+    if st.packets_total == 0 and st.capture.requests > 0:
+        # a browser log opened alone: its bytes on the wire are unknown, not 0 (WebPageTest's HAR says
+        # 573,908 bytes came in; the bars said "h2 0", where the tables above and the web page say "–")
+        t.append("  – (a browser log has no packets: its bytes on the wire are unknown)\n")
+        blocks = []
+    else:
+        blocks = sorted(st.protocols.values(), key=lambda b: -(b.bytes[0] + b.bytes[1]))
     top = max([b.bytes[0] + b.bytes[1] for b in blocks] + [1])
     for b in blocks:
         tot = b.bytes[0] + b.bytes[1]

@@ -685,8 +685,9 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
     opened alone (no packets): every bar is the log's own, there is no wire bar above its half.
     ``rows``: the waterfall's rows — a row that began before the capture (``←`` and ``≥``), or
     whose method the capture does not give (``?``), has its marks explained after the milestones."""
+    from wirefall.analyzer.model import not_sent_of
     from wirefall.ui import waterfall_layout as L
-    from wirefall.ui.figures_marks import UNKNOWN_METHOD, method_unknown
+    from wirefall.ui.figures_marks import UNKNOWN_METHOD, failed, method_unknown
 
     t = Text(" ")
     if browser and alone:
@@ -704,6 +705,14 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
         t.append(f"{L.START_UNKNOWN} ≥ began before the capture (start unknown, duration at least)  ")
     if any(method_unknown(r) for r in rows or ()):
         t.append(f"{UNKNOWN_METHOD} method unknown  ")
+    # a browser log's requests that never reached the network: their status column's words (the
+    # figures' "disk cache" and red "failed" rows; "(c)" was explained nowhere)
+    ns = {not_sent_of(getattr(r, "browser", None)) for r in rows or ()}
+    if any(n and "cache" in n for n in ns):
+        t.append("(c) from the browser's cache  ")
+    if any(failed(r) for r in rows or ()):
+        t.append("fail", style="#ff8787")
+        t.append(" failed before the network (its error beside it)  ")
     for k, c in (("blocked", L.BLOCKED_COLOR), *L.PHASE_COLORS.items(), ("send", L.SEND_COLOR), ("wait", L.WAIT_COLOR)):
         t.append("█ ", style=c)
         t.append(L.PHASE_LABELS[k] + "  ")
@@ -952,7 +961,7 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     browser's view in the lower half (with a browser log) and the duration right of the bar."""
     from wirefall.ui.waterfall_layout import phase_colors, row_duration_text, short_duration_text
 
-    from wirefall.ui.figures_marks import NO_RESPONSE_COLOR, no_response
+    from wirefall.ui.figures_marks import NO_RESPONSE_COLOR, failed, no_response
 
     cols = phase_colors(r)
     cells: list[tuple] = list(bar_cells(r.phases, cols, v0, v1, width))
@@ -981,7 +990,9 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
                 cells[at + k] = (ch, NO_RESPONSE_COLOR)
         return cells
     start_cells(cells, r, v0, v1)
-    duration_cells(cells, row_duration_text(r), short_duration_text(r))
+    why = failed(r)  # (a browser log's request that failed before the network: its error, as the figures say
+    # it — "0.00 ms" beside its instant read as a request that took no time; review 29)
+    duration_cells(cells, why or row_duration_text(r), *(("failed",) if why else (short_duration_text(r),)))
     return cells
 
 
@@ -1095,13 +1106,14 @@ class WaterfallView(LineList):
         from wirefall.ui.waterfall_layout import glyphs, short_url
 
         from wirefall.analyzer.model import not_sent_of
-        from wirefall.ui.figures_marks import UNKNOWN_METHOD, no_response
+        from wirefall.ui.figures_marks import UNKNOWN_METHOD, failed, no_response
 
         # (the status; "<?>" where a response came whose status the capture does not give — a
         # QPACK entry inserted before it —, "-" where none came)
+        # ("fail": a browser log's request that failed before the network, its row red — it read "-")
         ns = not_sent_of(getattr(r, "browser", None))
         st = (str(r.status) if r.status is not None else "-" if r.pushed or no_response(r) else
-              "(c)" if ns and "cache" in ns else "-" if ns else "<?>")
+              "(c)" if ns and "cache" in ns else "fail" if failed(r) else "-" if ns else "<?>")
         g = self.glyph.get(r.exchange) if self.group_by else None
         meth = (r.method or ("PUSH" if r.pushed else UNKNOWN_METHOD))[:7]  # ("?": its request is not in the capture)
         if r.background:  # (as the figures' "bg" mark: not the page's; the label is dimmed too)
@@ -1122,12 +1134,15 @@ class WaterfallView(LineList):
         width = self.size.width
         if i >= self.count:
             return Strip.blank(width)
+        from wirefall.ui.figures_marks import failed
+
         r = self.rows[i]
         label = self.label_text(r)
         base = Style(color="#d0d0d0")
         if r.background:
             base = Style(color="#808080")
-        if r.status is not None and r.status >= 400 or getattr(r, "markers", None) and any(m.kind == "reset" for m in r.markers):
+        if (r.status is not None and r.status >= 400 or getattr(r, "markers", None) and any(m.kind == "reset" for m in r.markers)
+                or failed(r)):  # (red as the figures' tint: an error, or a request that failed before the network)
             base = Style(color="#ff8787")
         if i == self.cursor:
             base = base + (CURSOR_STYLE if self.has_focus else Style(bgcolor="#3a3a3a"))

@@ -849,7 +849,10 @@ def cb_stats(state: WebState, cid, version, tab):
         return html.Div(), empty, empty, empty, empty, empty, []
     try:
         return live_view.steady(e, lambda: (
-            views._kv_table(views.stats_summary(e), "grid"), views.bytes_by_protocol_figure(e), views.bytes_by_content_figure(e),
+            # (the summary, and beside it the content breakdown's numbers: views.content_table)
+            html.Div([html.Div(views._kv_table(views.stats_summary(e), "grid")), html.Div(views.content_table(e))],
+                     className="cols", style={"gap": "24px", "alignItems": "flex-start"}),
+            views.bytes_by_protocol_figure(e), views.bytes_by_content_figure(e),
             views.header_compression_figure(e), views.traffic_figure(e), views.in_flight_figure(e), views.header_compression_rows(e)))
     except Exception as ex:  # noqa: BLE001
         if live_view.transient(e):

@@ -18,9 +18,9 @@ from typing import Any
 
 from dash import dcc, html
 
-from wirefall.analyzer.model import DIRECTION_NAMES, Analysis, not_sent_of
+from wirefall.analyzer.model import DIRECTION_NAMES, Analysis, no_network_connections, not_sent_of
 from wirefall.analyzer.request_detail import cache_bytes, no_response_text, size_text
-from wirefall.analyzer.safetext import html_text, printable
+from wirefall.analyzer.safetext import html_text, plural, printable
 from wirefall.analyzer.waterfall import Waterfall
 from wirefall.ui import waterfall_layout as L
 from wirefall.ui.figures_marks import no_response
@@ -521,6 +521,13 @@ def detail_layout(d) -> html.Div:
 # ------------------------------------------------------------------------ connections
 
 
+# The "connection" a browser log's requests that never reached the network are put on (served
+# from a cache, failed before sending: ``model.no_network_connections``) is none: the amazon
+# NetLog's refused checkin and disk-cache favicon.ico read "tcp ? → ?", open 1655 ms, in the
+# table and as a grey bar in the figure — a connection no packet and no NetLog socket shows.
+NO_NETWORK = ("none: never on the network", "a browser log's requests from a cache or failed before sending")
+
+
 def connection_rows(entry: Entry) -> list[dict]:
     an: Analysis = entry.analysis
     # from the first packet; a browser log opened alone, from its page's start (Analysis.start_time)
@@ -529,10 +536,16 @@ def connection_rows(entry: Entry) -> list[dict]:
     exs: dict[int, int] = {}
     for e in an.exchanges:
         exs[e.connection] = exs.get(e.connection, 0) + 1
+    none = no_network_connections(an)
     out = []
     for c in an.connections:
         t, q = c.tls, c.quic
         dur = lambda a, b: round((b - a) * 1000, 3) if a is not None and b is not None else None  # noqa: E731
+        if c.id in none:  # (see NO_NETWORK)
+            out.append({"id": c.id, "protocol": "", "transport": "–", "client": NO_NETWORK[0], "server": NO_NETWORK[1],
+                        "start_ms": round((c.start - t0) * 1000, 3), "duration_ms": None, "packets": "–", "bytes": "–",
+                        "requests": exs.get(c.id, 0), "notes": len(c.notes)})
+            continue
         out.append({
             "id": c.id, "protocol": c.protocol or "", "transport": c.transport,
             "client": c.label.split(" → ")[0], "server": c.label.split(" → ")[1],
@@ -574,7 +587,8 @@ def connections_figure(entry: Entry):
 
     an: Analysis = entry.analysis
     t0 = an.index.ts[0] if len(an.index) else an.start_time  # (a browser log alone: from its page's start)
-    conns = [c for c in an.connections if c.protocol != "dns"][:300]
+    none = no_network_connections(an)
+    conns = [c for c in an.connections if c.protocol != "dns" and c.id not in none][:300]
     fig = go.Figure()
     from wirefall.dissectors.registry import over_quic
 
@@ -603,7 +617,9 @@ def connections_figure(entry: Entry):
                       # the title at the top of the margin, the legend under it above the plot (the legend, at the
                       # plot's top, was drawn over the title: "Connections and ha", review 26)
                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
-                      title=dict(text="Connections and handshakes", x=0.01, xanchor="left", y=1, yref="container",
+                      title=dict(text="Connections and handshakes" + (
+                          f" · not drawn: {plural(len(none), 'connection')} of requests that never reached the network"
+                          if none else ""), x=0.01, xanchor="left", y=1, yref="container",
                                  yanchor="top", pad=dict(t=10)))
     if not conns:
         fig.add_annotation(text="no TCP or QUIC connection", x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
@@ -680,6 +696,25 @@ def content_bytes(entry: Entry) -> dict[str, list[int]]:
     """content class -> [responses, body bytes on the wire, decoded body bytes]: the page's
     requests that reached the network, as `stats` counts them (``stats.content_breakdown``)."""
     return stats_of(entry).content or {}
+
+
+CONTENT_HEAD = ("type", "requests", "bytes (as transferred)", "decoded")
+
+
+def content_table(entry: Entry):
+    """The page's requests by type as a table (the TUI's Statistics "Content" section, WebPageTest's
+    "Content Breakdown": requests, bytes, uncompressed): the chart beside it gave the request counts
+    only on hover, and a type of a few kB (the amazon load's html, 3,833 bytes) no visible bar."""
+    cb = content_bytes(entry)
+    title = html.Div("Content, as WebPageTest's breakdown", style={"fontWeight": 600, "fontSize": "13px"})
+    what = html.Div("the page's requests by type (MIME type, else the URL's extension); response bodies as transferred "
+                    "and decoded", className="status", style={"fontSize": "12px", "maxWidth": "380px"})
+    if not cb:
+        return html.Div([title, html.Div("no responses", className="status")], id="st-content-table")
+    num = {"textAlign": "right"}
+    body = [html.Tr([html.Td(printable(k)), *(html.Td(f"{v:,}", style=num) for v in vals[:3])]) for k, vals in cb.items()]
+    head = html.Thead(html.Tr([html.Th(h, style=None if i == 0 else num) for i, h in enumerate(CONTENT_HEAD)]))
+    return html.Div([title, html.Table([head, html.Tbody(body)], className="grid"), what], id="st-content-table")
 
 
 def bytes_by_content_figure(entry: Entry):
