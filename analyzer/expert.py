@@ -252,10 +252,17 @@ def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
                 add(ExpertItem(Severity.NOTE, SEQ, T, "tcp.connection.fin_active", (), n, cid, W))
         if t & _RST:
             add(ExpertItem(Severity.WARN, SEQ, T, "tcp.connection.rst", (), n, cid, W))
-        if h is not None and h[4] > 20 and t & _ACK:
+        if h is not None and h[4] > 20:
             o = L.tcp_off + 20
             data = buf[j : j + ln]
-            if _dsack(data[o : L.tcp_off + h[4]], h[3]):
+            a = h[3]
+            if not t & _ACK:
+                # tshark tests a segment without ACK too (an RST carrying SACK blocks): its blocks
+                # relative to the other side's base, its ACK field as it is — the same test as
+                # on the raw block against the field plus that base (tests/test_tcp_diff29.py)
+                rel = ta.relative(n, 0, 0)[1]
+                a = (a - rel) & M32 if rel is not None else a
+            if _dsack(data[o : L.tcp_off + h[4]], a):
                 add(ExpertItem(Severity.WARN, SEQ, T, "tcp.options.sack.dsack", (), n, cid, W))
         f = flags[i]
         if f:

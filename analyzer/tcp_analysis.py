@@ -18,7 +18,9 @@ order of checks:
 
 Where tshark 4.0.17 differs from later packet-tcp.c, this follows 4.0.17 (checked packet by
 packet, see docs/TCP_ANALYSIS.md): ACKed unseen jumps with ``LT_SEQ``, a retransmitted SYN is
-no port reuse, the duplicate-ACK counter is unsigned (its -1 counts as >= 2).
+no port reuse, the duplicate-ACK counter is unsigned (its -1 counts as >= 2), a SYN sent again
+(same ISN) takes the flow's highest sequence number back to its highest contiguous one.  Times
+compare in whole microseconds (nanoseconds for finer captures), as tshark's integers do.
 
 Conversations are tshark's: by 4-tuple, a new one when a SYN on a known 4-tuple carries
 another initial sequence number than the conversation's (tshark's "port numbers reused").
@@ -164,6 +166,19 @@ _FAST_RT_WINDOW = 0.020  # fast retransmission: within 20 ms of the last duplica
 _OOO_DEFAULT = 0.003  # out-of-order threshold without an initial RTT: 3 ms
 
 
+def _ticks_per_second(analysis: Analysis) -> float:
+    """The unit the pass counts time in: microseconds when every interface's timestamps are
+    whole microseconds (pcap, pcapng's default), nanoseconds otherwise.  tshark compares whole
+    nanoseconds, so a duplicate ACK exactly 20 ms before a retransmission is not "within 20 ms";
+    differences of float seconds near 1.7e9 are off by up to 0.2 µs either way, which made
+    such ties fall on either side (tests/test_tcp_diff29.py)."""
+    for itf in getattr(analysis, "interfaces", None) or ():
+        r = getattr(itf, "tsresol", 1e-6) * 1e6
+        if r < 1 - 1e-9 or abs(r - round(r)) > 1e-9:
+            return 1e9
+    return 1e6
+
+
 class _Flow:
     """One direction of a tshark conversation (tcp_flow_t + tcp_analyze_seq_flow_info_t)."""
 
@@ -179,9 +194,9 @@ class _Flow:
         self.is_first_ack = False
         self.lastsegmentflags = 0
         self.nextseq = 0  # highest next sequence number seen (0: none, as tshark)
-        self.nextseqtime = 0.0
+        self.nextseqtime = 0  # (times in the pass's ticks: _ticks_per_second)
         self.lastack = 0
-        self.lastacktime = 0.0
+        self.lastacktime = 0
         self.maxseqtobeacked = 0
         self.dupacknum = 0  # guint32 in tshark: its -1 (after an ACKed unseen segment) counts as >= 2
         self.lastnondupack = 0
@@ -197,8 +212,8 @@ class _Conv:
     def __init__(self, index: int):
         self.a = _Flow()  # the flow of the conversation's first packet's sender
         self.b = _Flow()
-        self.mru_syn = 0.0  # time of the most recent SYN (0: none)
-        self.first_rtt = 0.0  # SYN -> first ACK (0: not yet)
+        self.mru_syn = 0  # time of the most recent SYN, in ticks (0: none)
+        self.first_rtt = 0  # SYN -> first ACK, in ticks (0: not yet)
         self.index = index
 
 
@@ -218,14 +233,17 @@ class TcpAnalysis:
     base: array = field(default_factory=lambda: array("q"))  # 2 per conversation: a's, b's base seq (-1: unset)
     rtt: array = field(default_factory=lambda: array("d"))  # per conversation: initial RTT (SYN -> first ACK), 0: none
     rtt_at: array = field(default_factory=lambda: array("i"))  # per conversation: the packet that measured it
+    # (conversation, direction) -> [(packet, base before it)]: a SYN/ACK with another ISN re-bases
+    # its side; the packets before it keep the base they were shown with (tshark's one pass)
+    rebased: dict = field(default_factory=dict)
     packets: int = 0  # packets analysed so far
     _state: dict = field(default_factory=dict, repr=False)  # 4-tuple -> (conv, dir) to go on with
     _convs: list = field(default_factory=list, repr=False)
     _decoder: Decoder | None = field(default=None, repr=False)
 
     def __init__(self, flags: array = FACTORY, dupack: dict = FACTORY, conv: array = FACTORY, fwd: bytearray = FACTORY, wshift: array = FACTORY,
-                 tcp_flags: array = FACTORY, base: array = FACTORY, rtt: array = FACTORY, rtt_at: array = FACTORY, packets: int = 0,
-                 _state: dict = FACTORY, _convs: list = FACTORY, _decoder: Decoder | None = None) -> None:
+                 tcp_flags: array = FACTORY, base: array = FACTORY, rtt: array = FACTORY, rtt_at: array = FACTORY, rebased: dict = FACTORY,
+                 packets: int = 0, _state: dict = FACTORY, _convs: list = FACTORY, _decoder: Decoder | None = None) -> None:
         self.flags = array("H") if flags is FACTORY else flags
         self.dupack = {} if dupack is FACTORY else dupack
         self.conv = array("i") if conv is FACTORY else conv
@@ -235,6 +253,7 @@ class TcpAnalysis:
         self.base = array("q") if base is FACTORY else base
         self.rtt = array("d") if rtt is FACTORY else rtt
         self.rtt_at = array("i") if rtt_at is FACTORY else rtt_at
+        self.rebased = {} if rebased is FACTORY else rebased
         self.packets = packets
         self._state = {} if _state is FACTORY else _state
         self._convs = [] if _convs is FACTORY else _convs
@@ -281,7 +300,16 @@ class TcpAnalysis:
             return None, None
         d = self.fwd[n - 1]
         bs, br = self.base[2 * c + d], self.base[2 * c + 1 - d]
+        if self.rebased:
+            bs, br = self._base_at(n, c, d, bs), self._base_at(n, c, 1 - d, br)
         return ((seq - bs) & M32 if bs >= 0 else None), ((ack - br) & M32 if br >= 0 else None)
+
+    def _base_at(self, n: int, c: int, d: int, base: int) -> int:
+        """Side ``d`` of conversation ``c``'s base as packet ``n`` was shown with it."""
+        for at, before in self.rebased.get((c, d), ()):
+            if at > n:
+                return before
+        return base
 
     def colour_rule(self, n: int) -> str | None:
         """The Wireshark colouring rule TCP gives packet ``n`` ("Bad TCP", "TCP RST",
@@ -528,6 +556,10 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         dec = ta._decoder = Decoder()
     decode = dec.decode
     conn_of, offs, caplens, origlens, lts, protos, tss = idx.conn, idx.offset, idx.caplen, idx.origlen, idx.linktype, idx.proto, idx.ts
+    tick = ta.__dict__.get("_tick")  # (chosen once: the flows' times are kept in it)
+    if tick is None:
+        tick = ta.__dict__["_tick"] = _ticks_per_second(analysis)
+    fast_rt, ooo_default = round(_FAST_RT_WINDOW * tick), round(_OOO_DEFAULT * tick)
     buf = b""
     buf_at = 0
     kept = ta.__dict__.pop("_wf_buf", None)
@@ -583,7 +615,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
             if b"\x03\x03" in opts:
                 ws = _wscale(opts)
         pkt = i + 1
-        now = tss[i]
+        now = round(tss[i] * tick)
         key = (src, sport, dst, dport)
         hit = state.get(key)
         if hit is None:
@@ -595,12 +627,20 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         f = 0
         synack = flags & (_SYN | _ACK)
         # a SYN on a known conversation with another ISN: a new conversation (ports reused)
-        if synack == _SYN and fwd.base_set and seq != fwd.base_seq:
-            cv = _new_conv(ta, key, (dst, dport, src, sport))
-            di = 0
-            fwd, rev = cv.a, cv.b
-            f |= F_REUSED_PORTS
+        if synack == _SYN and fwd.base_set:
+            if seq != fwd.base_seq:
+                cv = _new_conv(ta, key, (dst, dport, src, sport))
+                di = 0
+                fwd, rev = cv.a, cv.b
+                f |= F_REUSED_PORTS
+            else:
+                # the SYN again (same ISN, a retransmission): tshark 4.0.17 takes the flow's
+                # highest sequence number back to its highest contiguous one (maxseqtobeacked),
+                # so that data after it is "previous segment not captured", not retransmitted
+                # (probed on built flows, tests/test_tcp_diff29.py; a SYN/ACK again does not)
+                fwd.nextseq = fwd.maxseqtobeacked
         elif synack == (_SYN | _ACK) and fwd.base_set and seq != fwd.base_seq:
+            ta.rebased.setdefault((cv.index, di), []).append((pkt, fwd.base_seq))
             fwd.base_seq = seq
             f |= F_REUSED_PORTS
 
@@ -665,11 +705,11 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                 f |= F_SPURIOUS_RETRANSMISSION
             else:
                 t = now - rev.lastacktime
-                if not_adv and (rev.dupacknum >= 2 or rev.dupacknum == -1) and rla == seq and 0 <= t < _FAST_RT_WINDOW:
+                if not_adv and (rev.dupacknum >= 2 or rev.dupacknum == -1) and rla == seq and 0 <= t < fast_rt:
                     f |= F_FAST_RETRANSMISSION
                 else:
                     t = now - fwd.nextseqtime
-                    thres = cv.first_rtt or _OOO_DEFAULT
+                    thres = cv.first_rtt or ooo_default
                     # tshark compares unsigned nanoseconds: a negative time is a huge one
                     soon = (0 <= t < thres) if thres > 0 else (t >= 0 or t < thres)
                     if not_adv and soon and nextseq != ((seq + seglen + (1 if synfin else 0)) & M32):
@@ -719,7 +759,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
             if cv.mru_syn and not cv.first_rtt:
                 cv.first_rtt = now - cv.mru_syn
                 if cv.first_rtt:
-                    ta.rtt[cv.index] = cv.first_rtt
+                    ta.rtt[cv.index] = cv.first_rtt / tick
                     ta.rtt_at[cv.index] = pkt
             fwd.is_first_ack = False
         ws_out[i] = fwd.win_scale if not flags & _SYN and fwd.win_scale >= 0 else -1

@@ -94,9 +94,9 @@ def _dsack(part: str):
     its tcpheader keeps them): the first block's right edge at or below the ACK number (RFC
     2883 §4.1.1), or the first block's right edge inside the second block (le2 < re1 <= re2,
     §4.1.2); then the edges are that option's first block's.  (analyzer.expert's D-SACK item,
-    ``tcp.options.sack.dsack``, tests the first block's left edge below the ACK number or the
-    whole block inside the second: the two differ only where a block straddles the ACK number
-    or the second block's left edge.)"""
+    ``tcp.options.sack.dsack``, makes the same test on the segment's first SACK option:
+    tests/test_dsack29.py checks both against tshark on blocks straddling the ACK and the second
+    block's left edge.)"""
     def get(pv) -> list[int]:
         t = pv.layers.tcp
         sacks = [v for k, v, _ in _options(pv) if k == 5] if t is not None else []
