@@ -1051,12 +1051,14 @@ def render_text(st: Stats) -> str:
         f"from the page's {'start in the browser log' if log_alone else 'first packet'} — on the 'all' row the page's TTFB and its last response byte (not the browser's "
         "load event); on a protocol's row, when that protocol's first response came, not its requests' own TTFB (the "
         "Connections table has each connection's)",
-        "payload: TCP/UDP length from the headers, as tshark's tcp.len",
-        "TLS overhead: every TLS record's header, and of protected records the MAC or tag, explicit nonce, padding and "
-        "inner content type; '-' without TLS over TCP (QUIC)",
-        *([TLS_BOUND_NOTE] if not log_alone and c.tls_connections and not all(c.tls_record_overhead_exact) else []),
-        "retrans: " + ("the TCP segments tshark flags tcp.analysis.retransmission (fast and spurious ones in)"
-                       if c.tcp_retransmissions is not None else "the TCP segments whose bytes the capture had already carried"),
+        # (the wire columns' notes only where the columns have numbers: a browser log alone shows "–" in each)
+        *(() if log_alone else (
+            "payload: TCP/UDP length from the headers, as tshark's tcp.len",
+            "TLS overhead: every TLS record's header, and of protected records the MAC or tag, explicit nonce, padding and "
+            "inner content type; '-' without TLS over TCP (QUIC)",
+            *([TLS_BOUND_NOTE] if c.tls_connections and not all(c.tls_record_overhead_exact) else []),
+            "retrans: " + ("the TCP segments tshark flags tcp.analysis.retransmission (fast and spurious ones in)"
+                           if c.tcp_retransmissions is not None else "the TCP segments whose bytes the capture had already carried"))),
     ])
     extra = [x for x in (_outside_text(st),
                          f"{st.payload_unread:,} packets cut by the snap length could not be read again: their captured payload "

@@ -119,3 +119,17 @@ def test_web_connections_of_a_netlog_alone_start_from_the_page():
         assert r["duration_ms"] == pytest.approx((end - s) * 1000, abs=0.002)
     finally:
         st.close()
+
+
+def test_stats_of_a_log_alone_explains_no_wire_column_it_leaves_empty():
+    """A HAR's Traffic table shows "–" in every wire column (packets, bytes, payload, TLS overhead,
+    framing, retrans): their notes ("payload: TCP/UDP length from the headers, as tshark's
+    tcp.len" …) explained numbers that are not there.  A capture keeps them."""
+    text = _run("stats", str(HAR))
+    notes = text.split("Traffic (", 1)[1].split("\n\nBodies", 1)[0]
+    assert "first byte, last byte:" in notes
+    for gone in ("payload: TCP/UDP length", "TLS overhead: every TLS record", "retrans: the TCP segments"):
+        assert gone not in notes, gone
+    cap = ROOT / "sample_captures" / "page" / "page-h2.pcapng"
+    ctext = _run("stats", str(cap), "--keylog", str(cap.with_suffix(".keys")))
+    assert "payload: TCP/UDP length" in ctext and "retrans: the TCP segments" in ctext
