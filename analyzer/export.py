@@ -545,7 +545,7 @@ def har_stream(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
                 "headers": _headers(e.request_headers, include_sensitive),
                 "queryString": qs,
                 "headersSize": _headers_size(e, "request"),
-                "bodySize": e.request_body_bytes,
+                "bodySize": -1 if (e.sources or {}).get("request_body_bytes") == "unknown" else e.request_body_bytes,
             },
             "response": {
                 "status": e.status if e.status is not None else 0,

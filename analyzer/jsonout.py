@@ -306,6 +306,8 @@ def exchange_dict(e: Exchange, with_headers: bool = True, shared: bool = False, 
                 d[k] = None
     if src and src.get("response_body_bytes") == "unknown":  # (a browser log that does not give it)
         d["response_body_bytes"] = None
+    if src and src.get("request_body_bytes") == "unknown":  # (a browser log's POST of no body size)
+        d["request_body_bytes"] = None
     if e.protocol.startswith("h3"):
         d["request_qpack_encoder_bytes"] = e.request_qpack_encoder_bytes
         d["response_qpack_encoder_bytes"] = e.response_qpack_encoder_bytes

@@ -119,7 +119,7 @@ class Sizes:
     request_headers_decoded: int
     response_headers_wire: int
     response_headers_decoded: int
-    request_body: int
+    request_body: int | None  # (None: a browser log's request body it gives no size of)
     response_body: int  # on the wire (after transfer framing, before content decoding)
     response_body_decoded: int | None
     content_type: str | None
@@ -414,8 +414,11 @@ def status_cell(status: int | None, reset: str | None, responded: bool, not_sent
     return UNKNOWN if responded else ""
 
 
-def size_text(n: int, lower_bound: bool) -> str:
-    """A body size as the views print it: "≥ N" when only a lower bound."""
+def size_text(n: int | None, lower_bound: bool) -> str:
+    """A body size as the views print it: "≥ N" when only a lower bound; "unknown" for None (a
+    browser log's request body it gives no size of)."""
+    if n is None:
+        return "unknown"
     return f"≥{n}" if lower_bound else str(n)
 
 
@@ -447,7 +450,8 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
         start=row.start if row is not None else None, end=row.end if row is not None else None,
         request_headers=list(e.request_headers), response_headers=list(e.response_headers),
         sizes=Sizes(e.request_header_bytes_wire, e.request_header_bytes_decoded, e.response_header_bytes_wire,
-                    e.response_header_bytes_decoded, e.request_body_bytes, e.response_body_bytes,
+                    e.response_header_bytes_decoded,
+                    None if (e.sources or {}).get("request_body_bytes") == "unknown" else e.request_body_bytes, e.response_body_bytes,
                     e.response_body_decoded_bytes, e.content_type, e.content_encoding,
                     body_lower_bound(e, 0), body_lower_bound(e, 1)),
         markers=list(row.markers) if row is not None else [],

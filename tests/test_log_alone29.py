@@ -133,3 +133,25 @@ def test_stats_of_a_log_alone_explains_no_wire_column_it_leaves_empty():
     cap = ROOT / "sample_captures" / "page" / "page-h2.pcapng"
     ctext = _run("stats", str(cap), "--keylog", str(cap.with_suffix(".keys")))
     assert "payload: TCP/UDP length" in ctext and "retrans: the TCP segments" in ctext
+
+
+def test_a_logs_post_of_no_body_size_is_unknown_not_empty(tmp_path):
+    """WebPageTest's HAR gives every request ``bodySize`` -1 (unknown) and its POSTs' postData
+    no text: the POSTs read as bodies of 0 bytes.  A request of a method that may carry a body
+    (not GET, HEAD …) whose size the log does not give is now unknown: requests --json null, the
+    HAR export -1 (read back the same), the request view "unknown"; a GET stays 0."""
+    har = json.loads(gzip.decompress(HAR.read_bytes()))
+    page = har["log"]["pages"][0]["id"]
+    truth = [(e["request"]["method"], e["request"]["bodySize"]) for e in har["log"]["entries"] if e["pageref"] == page]
+    reqs = json.loads(_run("requests", str(HAR), "--json"))
+    assert [(r["method"]) for r in reqs] == [m for m, _ in truth] and {b for _, b in truth} == {-1}
+    assert [r["request_body_bytes"] for r in reqs] == [None if m == "POST" else 0 for m, _ in truth]
+    out = tmp_path / "back.har"
+    _run("export", str(HAR), "-o", str(out))
+    back = json.loads(out.read_text())
+    assert [e["request"]["bodySize"] for e in back["log"]["entries"]] == [-1 if m == "POST" else 0 for m, _ in truth]
+    again = json.loads(_run("requests", str(out), "--json"))
+    assert [r["request_body_bytes"] for r in again] == [r["request_body_bytes"] for r in reqs]
+    post = next(r for r in reqs if r["method"] == "POST")
+    detail = _run("requests", str(HAR), "--detail", str(post["id"]))
+    assert "  request body      unknown\n" in detail

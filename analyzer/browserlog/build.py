@@ -183,6 +183,11 @@ def to_analysis(log: BrowserLog) -> Analysis:
     return an
 
 
+# methods whose requests carry no body (RFC 9110 §9.3: a body has no defined meaning): a log's
+# request of one of these without a body size is an empty one
+BODILESS_METHODS = frozenset(("GET", "HEAD", "OPTIONS", "DELETE", "TRACE", "CONNECT"))
+
+
 def no_network_connection(an: Analysis) -> Connection:
     """A new connection of ``an`` for the rows of a browser log's requests that never reached
     the network (served from a cache, failed or cancelled before sending): one of their own,
@@ -335,6 +340,10 @@ def exchange(n: int, conn: int, r: LogRequest, log: BrowserLog, unsent: NotSent 
         src[f] = "unknown"
     if body is None and e.response_start is not None and unsent is None:
         src["response_body_bytes"] = "unknown"  # (a compressed HTTP/1.1 body in a NetLog: JSON null, not 0)
+    if r.request_body_bytes is None and unsent is None and (e.method or "GET").upper() not in BODILESS_METHODS:
+        # a request that may carry a body whose size the log does not give (WebPageTest's HAR: POSTs
+        # with bodySize -1 and no postData text): unknown — JSON null, HAR -1 —, not an empty body
+        src["request_body_bytes"] = "unknown"
     if e.protocol.startswith("h3"):  # the QPACK encoder-stream bytes: no log gives them (wirefall's HAR keeps none)
         for f in QPACK_BYTE_FIELDS:
             src[f] = "unknown"

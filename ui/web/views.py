@@ -441,7 +441,8 @@ def detail_layout(d) -> html.Div:
         *(_unsent_sizes(d) if d.unsent is not None else [
             ("response body", f"{size_text(s.response_body, s.response_body_lower_bound)} bytes on the wire"
              + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")),
-            ("request body", f"{size_text(s.request_body, s.request_body_lower_bound)} bytes"),
+            ("request body", f"{size_text(s.request_body, s.request_body_lower_bound)}"
+                             f"{' bytes' if s.request_body is not None else ' (the browser log gives no size)'}"),
             ("request headers", f"{s.request_headers_wire} bytes on the wire, {s.request_headers_decoded} decoded"),
             ("response headers", f"{s.response_headers_wire} bytes on the wire, {s.response_headers_decoded} decoded")]),
     ]
