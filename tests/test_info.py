@@ -141,6 +141,34 @@ ALLOWED = [
 ]
 
 
+# (name, reason, predicate(wirefall protocol, wirefall Info, tshark protocol, tshark Info)) — differences the captures
+# above do not show, seen on the HTTP/1 captures tests/test_info_h1_29.py makes with real tools at test time (pipelined
+# requests, responses cut by a small receive window); docs/PACKETS.md, "Info: what still differs".  Each is a part
+# of the row analyzer/info.py or analyzer/detail.py writes, not HTTP/1's wording.
+_H1_LINE = r"(?:[A-Z]+ \S+ HTTP/1\.[01]|HTTP/1\.[01] \d{3}[^()\[]*)"
+_PREFIX = r"((?:\[TCP [^]]*\] )*)"
+ALLOWED_ROWS = [
+    ("http1-head-begun-alone",
+     "a segment where an HTTP/1 head begins and no message ends: tshark writes the head's first line (when whole) before "
+     "TCP's marker; wirefall writes the TCP summary and the marker (analyzer/info.stream_info calls a protocol's Info "
+     "hook only for frames completing on the packet)",
+     lambda wp, w, tp, t: wp == tp == "TCP" and (m := re.fullmatch(_PREFIX + _H1_LINE + "  " + re.escape(_SEG), t)) is not None
+     and w.startswith(m.group(1)) and _TCP_LINE.match(w) is not None and w.endswith(" " + _SEG)),
+    ("http1-json-protocol-column",
+     "the protocol column of a packet with several HTTP/1 messages, one with a JSON body: tshark names JSON only when that "
+     "message's HTTP pass set the column last (not after a message reassembled from earlier segments, whose pass alone "
+     "writes it, nor before another message whose head HTTP reads there); wirefall says HTTP/JSON when any message of "
+     "the packet has JSON (analyzer/detail._media_column); the Info is the same",
+     lambda wp, w, tp, t: w == t and wp == "HTTP/JSON" and tp == "HTTP" and "JavaScript Object Notation (" in t
+     and len(re.findall(_H1_LINE + " ", t)) >= 2),
+    ("tcp-retransmission-in-open-pdu",
+     "a retransmission of bytes of a PDU tshark is still reassembling (the head of an HTTP/1 message begun on the segment "
+     "it repeats): tshark adds them to the reassembly and writes TCP's marker; wirefall writes none on a retransmission "
+     "(analyzer/detail.py)",
+     lambda wp, w, tp, t: wp == tp == "TCP" and "[TCP Retransmission] " in w and t == w + " " + _SEG),
+]
+
+
 def _p(spec: str) -> Path:
     if spec.startswith("shared:"):
         if not SHARED.is_dir():
@@ -225,6 +253,8 @@ def test_info_is_tsharks(tmp_path):
 def test_allowed_differences_are_documented():
     doc = (ROOT / "docs" / "PACKETS.md").read_text()
     for name, _reason, _, _ in ALLOWED:
+        assert f"`{name}`" in doc, name
+    for name, _reason, _ in ALLOWED_ROWS:
         assert f"`{name}`" in doc, name
 
 

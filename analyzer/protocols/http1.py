@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wirefall.analyzer.info import exchange_by_id, header, media_text
+from wirefall.analyzer.info import TLS_SEGMENT, exchange_by_id, header, media_text
 from wirefall.analyzer.model import Analysis, Frame
 
 if TYPE_CHECKING:
@@ -138,29 +138,51 @@ def _body_media(analysis: Analysis, head: Frame) -> str | None:
     return media_text(ct)
 
 
-def messages_info(analysis: Analysis, n: int, frames: list[Frame], over_tls: bool = False) -> tuple[str, bool]:
-    """(Info of the HTTP/1 messages ending on packet ``n``, whether a message's body ends
-    later).  ``frames``: the HTTP/1 frames completing on ``n``."""
+def messages_info(analysis: Analysis, n: int, frames: list[Frame], over_tls: bool = False,
+                  next_head: Frame | None = None) -> tuple[str, bool]:
+    """(Info of the HTTP/1 messages ending on packet ``n``, whether the packet's first message
+    ends later: tshark's TCP marker follows).  ``frames``: the HTTP/1 frames completing on
+    ``n``; ``next_head``: the head of a message that begins on ``n`` and is read on a later
+    packet (``_next_head``).
+
+    What follows the messages that end here, as tshark 4.0 writes it: HTTP writes a message's
+    first line as soon as it has read the line, before it asks TCP (or TLS) for the rest of the
+    message, so the message read last — its head begun here and ended later, or its head read
+    here and its body ending later — adds ``LINE `` when its first line is whole on the packet,
+    with no marker after a message that ended (TCP writes ``[TCP segment of a reassembled
+    PDU]`` only where it could dissect nothing of the segment).  Over TLS the same, except when
+    the one message ending in the record is a body whose head was read in an earlier record and
+    whose length its head gave (Content-Length): TLS reassembled exactly that body, hands the
+    rest of the record to HTTP on its own, and writes ``[TLS segment of a reassembled PDU]`` over
+    the line when HTTP asks for more of it.  (A head read across records, or a chunked body, is
+    reassembled a whole record at a time: HTTP reads the next message in the same pass and TLS
+    writes nothing.)  tshark 4.0.17 on captures made with python's http.server and ssl
+    (tests/test_info_h1_29.py)."""
 
     parts: list[str] = []
-    pending = False
-    # (exchange, direction) of the packet's bodies and heads, looked up per message: an
-    # any() over the packet's frames per message was quadratic (50,000 pipelined requests in
-    # one segment run: 158 s of `packets`)
-    bodies = {((b.fields or {}).get("exchange"), b.direction) for b in frames if b.type == "BODY"}
-    heads = {((h.fields or {}).get("exchange"), h.direction) for h in frames if h.type in ("REQUEST", "RESPONSE")}
+    # (exchange, direction) of the packet's bodies and heads, made in one pass and looked up
+    # per message: an any() over the packet's frames per message was quadratic (50,000
+    # pipelined requests in one segment run: 158 s of `packets`)
+    bodies: set = set()
+    heads: set = set()
+    for x in frames:
+        if x.type == "BODY":
+            bodies.add(((x.fields or {}).get("exchange"), x.direction))
+        elif x.type in ("REQUEST", "RESPONSE"):
+            heads.add(((x.fields or {}).get("exchange"), x.direction))
+    ended = 0  # messages ending on the packet
+    reassembled = False  # the first of them is a body of known length whose head was read on an earlier packet
+    late: Frame | None = None  # a head read here whose body ends later
     for fr in frames:
         if fr.type in ("REQUEST", "RESPONSE"):
             end = end_packet(analysis, fr)
             if end is not None and end > n:
-                pending = True  # its body ends later: shown there, in full
-                line = start_line(fr)
-                if line is not None and not over_tls:
-                    parts.append(line + " ")  # (tshark's HTTP writes the head it read before asking TCP for more)
+                late = fr  # its body ends later: shown there, in full
                 continue
             line = start_line(fr)
             if line is None:
                 continue
+            ended += 1
             has_body = ((fr.fields or {}).get("exchange"), fr.direction) in bodies
             parts.append(line + " " + (_body_media(analysis, fr) or "" if has_body else ""))
         elif fr.type == "BODY":
@@ -170,8 +192,60 @@ def messages_info(analysis: Analysis, n: int, frames: list[Frame], over_tls: boo
             head = _head_of(analysis, fr, ex)
             line = start_line(head) if head is not None else None
             if head is not None and line is not None:
+                if not ended:  # (its head was read on an earlier packet, its body's length known there)
+                    reassembled = not _chunked(analysis, ex, fr.direction)
+                ended += 1
                 parts.append(line + " " + (_body_media(analysis, head) or ""))
-    return "".join(parts), pending
+    nxt = late or next_head
+    if nxt is None:
+        return "".join(parts), False
+    line = start_line(nxt)
+    if not ended:  # the packet's first message ends later: TCP's marker (over TLS, TLS's alone)
+        if late is not None and line is not None and not over_tls:
+            parts.append(line + " ")  # (tshark's HTTP writes the head it read before asking TCP for more)
+        return "".join(parts), True
+    if over_tls and ended == 1 and reassembled:
+        parts.append(TLS_SEGMENT)  # (TLS's column text after the record's reassembled message, no space)
+    elif line is not None and (late is not None or _line_on(analysis, nxt, n, over_tls, line)):
+        parts.append(line + " ")
+    return "".join(parts), False
+
+
+def _chunked(analysis: Analysis, ex, direction: int) -> bool:
+    """Whether the body of exchange ``ex`` in ``direction`` is chunked (tshark asks TCP or TLS
+    for one more segment at a time for it, not for a length)."""
+    e = exchange_by_id(analysis, ex)
+    if e is None:
+        return False
+    te = header(e.response_headers if direction == 1 else getattr(e, "request_headers", None), "transfer-encoding")
+    return te is not None and "chunked" in te.lower()
+
+
+def _next_head(frames: list[Frame], n: int) -> Frame | None:
+    """The head of the HTTP/1 message that begins on packet ``n`` and is read on a later one
+    (its first byte here, its end later), among ``frames`` (the packet's frames of its
+    direction); one pass."""
+    found = None
+    for fr in frames:
+        if fr.type in ("REQUEST", "RESPONSE") and fr.first_packet == n and fr.packet > n and fr.protocol.startswith("http/"):
+            found = fr
+    return found
+
+
+def _line_on(analysis: Analysis, head: Frame, n: int, over_tls: bool, line: str) -> bool:
+    """Whether the first line of ``head`` (begun on packet ``n``), its line end included, is on
+    ``n``: the packet that carried the line's last byte, from the connection's stream-offset
+    map (TCP's; over TLS the plaintext's, to the packet completing each record).  The line's
+    length is its text's (``start_line``) and a CRLF: a line with a bare LF, or with spaces
+    the fields do not keep, moves its end by a byte or two.  Without a map (a live pass not
+    finished): not written."""
+    if head.offset < 0:
+        return False
+    key = (head.connection, head.direction, "tls") if over_tls else (head.connection, head.direction)
+    m = (analysis.maps or {}).get(key)
+    if m is None or not len(m.packets):
+        return False
+    return m.packet_at(head.offset + len(line.encode("utf-8", "surrogateescape")) + 1) == n
 
 
 def _head_of(analysis: Analysis, body: Frame, ex) -> Frame | None:
@@ -200,12 +274,16 @@ def info(ctx: InfoContext, fr: Frame) -> str:
     if "http1" in ctx.memo:
         return ""
     mine = [f for f in ctx.done if f.protocol.startswith("http/")]
-    text, pending = messages_info(ctx.analysis, ctx.n, mine, ctx.over_tls)
+    text, pending = messages_info(ctx.analysis, ctx.n, mine, ctx.over_tls, _next_head(ctx.frames, ctx.n))
     ctx.memo["http1"] = True
     ctx.pending = ctx.pending or pending
     return text
 
 
 def continues(ctx: InfoContext) -> bool:
-    """A body of a message on this packet ends on a later one."""
+    """A body of a message on this packet ends on a later one, and no HTTP/1 message ends on it
+    (where one does, ``info`` has said whether TCP's marker follows: only when the packet's
+    first message goes on)."""
+    if "http1" in ctx.memo:
+        return False
     return any(fr.packet > ctx.n and fr.protocol.startswith("http/") and fr.type == "BODY" for fr in ctx.frames)
