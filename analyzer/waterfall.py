@@ -49,7 +49,7 @@ from wirefall.dissectors.registry import find, kind_types
 from .model import DIRECTION_ARROWS, Analysis, Connection, Exchange, Frame, Note, NoteKind, not_sent_of
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from .waterfall_model import ConnectionRow, Marker, Milestone, Row, Throughput, Waterfall  # noqa: F401 (re-exported)
 
@@ -1435,7 +1435,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     ``"connection"`` or ``"host"`` orders rows by group (groups in order of first use), then by
     ``sort``; ``color_by="connection"`` colours the waiting and receiving bars by connection
     instead of by content class."""
-    from .waterfall_model import Milestone, Row, Waterfall
+    from .waterfall_model import HoverFacts, Milestone, Row, Waterfall
 
     if sort not in (None, *SORTS):
         raise ValueError(f"unknown sort {sort!r} (choose from {', '.join(SORTS)})")
@@ -1478,6 +1478,13 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     rows: list[Row] = []
     row_of: dict[tuple[int, int | None], int] = {}
     clock_offsets = browser_clock_offsets(an) if an.browser else {}
+    # what many rows hold alike, one object for all of them (review 29: a row took ~3 KB): the
+    # colour dicts (one per colour), the connection labels (``Connection.label`` makes a new
+    # string at each read), host names, the hover facts
+    colors_of: dict[tuple[str, str], dict[str, str]] = {}
+    labels: dict[int, str] = {}
+    hosts: dict[str, str] = {}
+    facts_of: dict[HoverFacts, HoverFacts] = {}
     for e in exs:
         c = conns.get(e.connection)
         start = _exchange_start(e)
@@ -1491,23 +1498,32 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         ctype = e.content_type or e.header("content-type")
         cls = content_class(ctype, e.url or e.path)
         light, dark = conn_color.get(e.connection, CONNECTION_COLORS[0]) if color_by == "connection" else CONTENT_COLORS[cls]
-        colors = dict(PHASE_COLORS, blocked=BLOCKED_COLOR, send=SEND_COLOR, wait=light if color_by == "connection" else WAIT_COLOR,
-                      receive=dark, light=light, idle=IDLE_COLOR)
+        colors = colors_of.get((light, dark))
+        if colors is None:  # (read-only: waterfall_layout.phase_colors copies it)
+            colors = colors_of[(light, dark)] = dict(
+                PHASE_COLORS, blocked=BLOCKED_COLOR, send=SEND_COLOR, wait=light if color_by == "connection" else WAIT_COLOR,
+                receive=dark, light=light, idle=IDLE_COLOR)
         url = e.url or (e.path or "")
-        label = c.label if c is not None else f"connection {e.connection}"
+        label = labels.get(e.connection)
+        if label is None:
+            label = labels[e.connection] = c.label if c is not None else f"connection {e.connection}"
+        facts = HoverFacts(e.reset, e.response_start is not None, e.content_encoding,
+                           (e.sources or {}).get("response_body_bytes") == "lower_bound")  # (analyzer.completeness)
+        facts = facts_of.setdefault(facts, facts)
         row = Row(
             index=len(rows), exchange=e.id, connection=e.connection, connection_label=label, protocol=e.protocol,
             badge=BADGES.get(e.protocol, e.protocol.upper()), method=e.method, url=url, status=e.status,
             content_class=cls, content_type=ctype, start=start, end=end, phases=phases, colors=colors,
             first_of_connection=first, pushed=e.pushed, stream_id=e.stream_id, browser=e.browser,
-            packets={"request_start": e.request_start_packet, "request_end": e.request_end_packet,
-                     "response_start": e.response_start_packet, "response_end": e.response_end_packet},
-            sizes={"request_headers_wire": e.request_header_bytes_wire, "request_headers_decoded": e.request_header_bytes_decoded,
-                   "response_headers_wire": e.response_header_bytes_wire, "response_headers_decoded": e.response_header_bytes_decoded,
-                   "request_body": e.request_body_bytes, "response_body": e.response_body_bytes,
-                   "response_body_decoded": e.response_body_decoded_bytes},
+            # (waterfall_model.PACKET_KEYS' and SIZE_KEYS' order)
+            packet_numbers=(e.request_start_packet, e.request_end_packet, e.response_start_packet, e.response_end_packet),
+            size_values=(e.request_header_bytes_wire, e.request_header_bytes_decoded, e.response_header_bytes_wire,
+                         e.response_header_bytes_decoded, e.request_body_bytes, e.response_body_bytes,
+                         e.response_body_decoded_bytes),
+            hover_facts=facts,
         )
-        row.host = _ex_host(e, c) or ""
+        host = _ex_host(e, c) or ""
+        row.host = hosts.setdefault(host, host)
         if e.browser:
             row.browser_clock_offset = _clock_offset_of(e.browser, clock_offsets)
             row.browser_phases = browser_phases(e.browser, row.browser_clock_offset)
@@ -1522,7 +1538,7 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
     for r, e in zip(rows, exs):
         if e.pushed and e.push_parent is not None:
             r.push_parent_row = row_of.get((e.connection, e.push_parent))
-        r.hover = _hover(r, e, conns.get(e.connection))
+    del colors_of, labels, hosts, facts_of
 
     # the page apart from background traffic: milestones count the page only
     page = page_of(an, by_start, {r.exchange: r.start for r in rows})
@@ -1530,7 +1546,6 @@ def build(an: Analysis, group_by: str | None = None, color_by: str = "content", 
         why = page.background.get(r.exchange)
         if why is not None:
             r.background, r.background_reason = True, why
-            r.hover.append(f"background, not the page's: {why}")
     milestones = []
     if len(an.index):
         milestones.append(Milestone("first_packet", "First packet", t0, 1))
@@ -1853,7 +1868,7 @@ class _SpanEvents:
     export, 15 GB of RSS from a 2.5 MB capture).  ``time_at``: the event's time in its tuple;
     ``sid_at``: its stream id (None: the connection's) where events can be a stream's."""
 
-    __slots__ = ("conn", "times", "by_sid")
+    __slots__ = ("conn", "times", "by_sid", "marks")
 
     def __init__(self, events, time_at: int, sid_at: int | None = None) -> None:
         evs = sorted(((ev[time_at], i, ev) for i, ev in enumerate(events)), key=lambda x: (x[0], x[1]))
@@ -1861,6 +1876,7 @@ class _SpanEvents:
         self.conn = conn
         self.times = [x[0] for x in conn]
         self.by_sid: dict = {}
+        self.marks: dict[int, Marker] = {}  # (marker: by the event's id; the events are held above)
         if sid_at is not None:
             for x in evs:
                 if x[2][sid_at] is not None:
@@ -1877,6 +1893,16 @@ class _SpanEvents:
         if mine:
             got = sorted([*got, *mine], key=lambda x: (x[0], x[1]))
         return [x[2] for x in got[:MAX_SPAN_MARKERS]], max(0, len(got) - MAX_SPAN_MARKERS)
+
+    def marker(self, ev, make: Callable[[Any], Marker]) -> Marker:
+        """The marker of event ``ev`` (one ``within`` returned), ``make(ev)`` made once and the
+        same object in every row whose span holds the event: a QUIC connection's BLOCKED
+        frames marked each of 126 rows of aioquic-h3-cut 64 times, each with its own marker
+        and label (11 KB a row of 16).  Markers are not changed once made."""
+        m = self.marks.get(id(ev))
+        if m is None:
+            m = self.marks[id(ev)] = make(ev)
+        return m
 
 
 _NO_EVENTS = _SpanEvents((), time_at=0)
@@ -1928,31 +1954,51 @@ def _markers(row: Row, e: Exchange, marker_frames: tuple[dict, dict], stalls: _S
     if e.reset and not any(m.kind == "reset" for m in row.markers):
         row.markers.append(Marker("reset", row.end, f"reset {e.reset}", e.response_end_packet))
     evs, more = stalls.within(lo, hi, sid)
-    for s_sid, d, t0, t1, pkt in evs:
-        who = "server" if d == 1 else "client"
-        what = "connection" if s_sid is None else "stream"
-        dur = f", {(t1 - t0) * 1000:.1f} ms" if t1 is not None else ""
-        row.markers.append(Marker("stall", t0, f"flow control: {who} blocked by the {what} window{dur}", pkt))
+    for ev in evs:
+        row.markers.append(stalls.marker(ev, _stall_marker))
     if more:
         row.markers.append(Marker("stall", evs[-1][2], f"{more} more flow-control stalls in this row's span, not drawn "
                                   f"(at most {MAX_SPAN_MARKERS} a row)"))
     evs, more = losses.within(lo, hi, None)
-    for kind, t, pkt, text in evs:
-        row.markers.append(Marker(kind, t, text, pkt))
+    for ev in evs:
+        row.markers.append(losses.marker(ev, _loss_marker))
     if more:  # (said, with the last one drawn's kind and time: the row's span holds more of them)
         row.markers.append(Marker(evs[-1][0], evs[-1][1], f"{more} more TCP retransmissions, out-of-order segments or gaps "
                                   f"of the connection in this row's span, not drawn (at most {MAX_SPAN_MARKERS} a row)"))
     row.markers.sort(key=lambda m: m.time)
 
 
-def _hover(r: Row, e: Exchange, c: Connection | None) -> list[str]:
+def _stall_marker(ev) -> Marker:
+    """A flow-control stall's marker (``flow_control_stalls``' event)."""
+    from .waterfall_model import Marker
+
+    s_sid, d, t0, t1, pkt = ev
+    who = "server" if d == 1 else "client"
+    what = "connection" if s_sid is None else "stream"
+    dur = f", {(t1 - t0) * 1000:.1f} ms" if t1 is not None else ""
+    return Marker("stall", t0, f"flow control: {who} blocked by the {what} window{dur}", pkt)
+
+
+def _loss_marker(ev) -> Marker:
+    """A loss's marker (``connection_loss_events``' event)."""
+    from .waterfall_model import Marker
+
+    kind, t, pkt, text = ev
+    return Marker(kind, t, text, pkt)
+
+
+def hover_lines(r: Row) -> list[str]:
+    """``Row.hover``: the row's hover lines, from the row and its ``hover_facts`` (the
+    exchange's reset, whether a response started, its content coding, whether its body's size
+    is a lower bound), made when asked for and not held."""
+    f = r.hover_facts
     lines = [f"{r.method or ('PUSH' if r.pushed else '')} {r.url}".strip()]
     lines.append(f"{r.badge} · connection {r.connection} ({r.connection_label})" + (f" · stream {r.stream_id}" if r.stream_id is not None else ""))
-    st = (f"status {r.status}" if r.status is not None else "reset " + e.reset if e.reset else
-          f"status {UNKNOWN_VALUE}" if e.response_start is not None else "no response")
-    lines.append(f"{st} · {r.content_type or r.content_class}" + (f" · {e.content_encoding}" if e.content_encoding else ""))
+    st = (f"status {r.status}" if r.status is not None else "reset " + f.reset if f.reset else
+          f"status {UNKNOWN_VALUE}" if f.responded else "no response")
+    lines.append(f"{st} · {r.content_type or r.content_class}" + (f" · {f.content_encoding}" if f.content_encoding else ""))
     s = r.sizes
-    low = "≥" if (e.sources or {}).get("response_body_bytes") == "lower_bound" else ""  # (analyzer.completeness)
+    low = "≥" if f.body_lower_bound else ""
     body = low + _fmt_bytes(s["response_body"]) + (f" ({_fmt_bytes(s['response_body_decoded'])} decoded)" if s.get("response_body_decoded") is not None else "")
     lines.append(f"body {body} · headers req {s['request_headers_wire']}/{s['request_headers_decoded']} B, "
                  f"resp {s['response_headers_wire']}/{s['response_headers_decoded']} B (wire/decoded)")
@@ -1964,6 +2010,8 @@ def _hover(r: Row, e: Exchange, c: Connection | None) -> list[str]:
         lines.append(f"⚑ {m.label}" + (f" (packet {m.packet})" if m.packet else ""))
     if len(r.markers) > 8:
         lines.append(f"⚑ … {len(r.markers) - 8} more")
+    if r.background:
+        lines.append(f"background, not the page's: {r.background_reason}")
     return lines
 
 
