@@ -1811,11 +1811,12 @@ def throughput(an: Analysis, bin_s: float = THROUGHPUT_BIN) -> Throughput | None
                     way[p - 1] = d + 1
     # a TCP segment the maps do not hold goes the way of its connection's others: a
     # retransmission (page-h2's 54 kB frame 66 at 125 ms was left out of its bin), a pure ACK.
-    # tshark's conversations (``tcp_analysis``, when computed) say which side sent each
-    # packet; else the flow layer's lists of duplicates
-    from .tcp_analysis import finished
-
-    ta = finished(an)
+    # tshark's conversations (``tcp_analysis``) say which side sent each packet, the analysis
+    # the loss markers use (``tcp_flags_for_loss``: computed up to LOSS_ANALYSIS_MAX packets);
+    # else the flow layer's lists of duplicates.  (It read only a finished one: the markers,
+    # made after, computed it, so a capture's first waterfall lacked the handshakes' bytes its
+    # second had — tls13_0rtt's first bin 140 bytes; review 29)
+    ta = tcp_flags_for_loss(an)
     if ta is not None and len(ta.conv) >= n:
         conv, fwd = ta.conv, ta.fwd
         side: dict[int, int] = {}  # conversation -> the way of its "a" side (1 or 2), from its first mapped packet
