@@ -1,8 +1,9 @@
 """While a live pass reads a capture, the throughput strip counts what was read so far (review
 24: the live web view's strip stayed empty until Stop — the TCP offset maps it reads were set
 only when the pass ended).  The pass is paused mid-file through its opener, as a live capture's
-FollowFile pauses it; the truth is tshark's frame lengths of the TCP segments with payload read
-so far, per direction."""
+FollowFile pauses it; the truth is tshark's frame lengths of the TCP packets read so far, per
+direction (since review 29 every TCP packet, ACKs and handshakes too, as the finished track
+counts them: the track takes directions from the TCP analysis the loss markers use)."""
 from __future__ import annotations
 
 import io
@@ -52,7 +53,7 @@ def test_throughput_counts_what_a_live_pass_has_read():
     k, tp = seen["packets"], seen["tp"]
     assert tp is not None
     server = {str(c.server[1]) for c in an.connections if c.transport == "tcp"}
-    out = subprocess.run(["tshark", "-n", "-r", str(CAP), "-Y", f"frame.number <= {k} && tcp.len > 0",
+    out = subprocess.run(["tshark", "-n", "-r", str(CAP), "-Y", f"frame.number <= {k} && tcp",
                           "-T", "fields", "-e", "tcp.srcport", "-e", "frame.len"], capture_output=True, text=True, check=True).stdout
     down = up = 0
     for line in out.splitlines():
