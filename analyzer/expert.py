@@ -189,20 +189,12 @@ def _dsack(opts: bytes, ack: int) -> bool:
         if ln < 2 or i + ln > n:
             return False
         if k == 5 and ln >= 10:
-            # tshark's test (its D-SACK fields too: analyzer/fields/tcp.py _dsack): the first block's
-            # right edge at or below the ACK (RFC 2883 §4.1.1), or inside the second block,
-            # le2 < re1 <= re2 (§4.1.2) — not its left edge below the ACK (a block straddling
-            # the ACK is none), nor the whole block inside (one straddling le2 is one): checked
-            # on built segments against tshark 4.0 (tests/test_dsack29.py)
-            re_ = int.from_bytes(opts[i + 6 : i + 10], "big")
-            if ((ack - re_) & M32) < _HALF:  # LE_SEQ(re1, ack)
-                return True
-            if ln >= 18:
-                le2 = int.from_bytes(opts[i + 10 : i + 14], "big")
-                re2 = int.from_bytes(opts[i + 14 : i + 18], "big")
-                if ((le2 - re_) & M32) >= _HALF and ((re2 - re_) & M32) < _HALF:  # LT_SEQ(le2, re1), LE_SEQ(re1, re2)
-                    return True
-            return False
+            # tshark's test, the D-SACK fields' (checked on built segments against tshark 4.0:
+            # tests/test_dsack29.py), on the option's first block and its second, if any
+            from .fields.tcp import is_dsack
+
+            words = [int.from_bytes(opts[j : j + 4], "big") for j in range(i + 2, i + min(ln, 18), 4)]
+            return is_dsack(words[1], ack, *words[2:4])
         i += ln
     return False
 

@@ -798,6 +798,12 @@ def overlaid_not_sent(browser: Any) -> bool:
     return any(isinstance(s, dict) and s.get("not_sent_rows") for s in logs or ())
 
 
+def log_alone(an: Any) -> bool:
+    """A browser log (HAR, NetLog, qlog) opened alone: no packet, so what only the wire gives
+    (packets, bytes, frames) is unknown — "–", not 0."""
+    return not len(an.index) and getattr(an, "source", "capture") != "capture"
+
+
 def no_network_connections(an: Analysis) -> set[int]:
     """The ids of the connections that carry only requests that never reached the network (a
     browser log opened alone puts them on one of their own, endpoints unknown:

@@ -226,7 +226,7 @@ def cmd_summary(args) -> int:
         _dump(d)
         return 0
     from wirefall.analyzer import completeness
-    from wirefall.analyzer.model import no_network_connections
+    from wirefall.analyzer.model import log_alone, no_network_connections
     from wirefall.analyzer.safetext import plural
 
     # a browser log's requests that never reached the network are rows, on a connection of their
@@ -237,8 +237,8 @@ def cmd_summary(args) -> int:
     # a browser log opened alone has no packet: what only the wire gives (packets, bytes, the
     # capture's span) is unknown, "–" as stats and the web app say, not "0 packets, 0.000 s"
     # (read as a load that sent nothing); its connections' times count from the page's start
-    log_alone = not len(an.index) and bool(an.exchanges)
-    wire = ("a browser log, no packets (what only the wire gives is unknown: –)" if log_alone else
+    alone = log_alone(an)
+    wire = ("a browser log, no packets (what only the wire gives is unknown: –)" if alone else
             f"{d['packets']} packets, {d['bytes']} bytes, {d['duration']:.3f} s")
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {wire}, "
           f"{plural(len(an.connections) - len(no_net), 'connection')}, "
@@ -248,7 +248,7 @@ def cmd_summary(args) -> int:
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:
         print("undecoded packets: " + ", ".join(f"{n} ({printable(r)})" for r, n in sorted(an.undecoded.items())))
-    t0 = d["first_time"] if d["first_time"] is not None else (an.start_time if log_alone else 0.0) or 0.0
+    t0 = d["first_time"] if d["first_time"] is not None else (an.start_time if alone else 0.0) or 0.0
     rows = []
     for c in d["connections"]:
         tls = c["tls"] or {}
@@ -261,7 +261,7 @@ def cmd_summary(args) -> int:
         elif c["tls"]:
             dec = "decrypted" if tls.get("decrypted") else f"not decrypted: {tls.get('reason') or '?'}"
         rows.append([c["id"], c["transport"], c["client"], c["server"], c["protocol"] or "",
-                     "–" if log_alone else f"{c['packets'][0]}/{c['packets'][1]}", "–" if log_alone else f"{c['bytes'][0]}/{c['bytes'][1]}",
+                     "–" if alone else f"{c['packets'][0]}/{c['packets'][1]}", "–" if alone else f"{c['bytes'][0]}/{c['bytes'][1]}",
                      f"{c['start'] - t0:.3f}", f"{c['end'] - t0:.3f}", tls.get("sni") or quic.get("sni") or "", dec])
     print(_table(rows, ["id", "proto", "client", "server", "protocol", "packets c/s", "bytes c/s", "start", "end", "sni", "tls"], {0, 5, 6, 7, 8}))
     return 0

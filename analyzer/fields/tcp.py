@@ -115,10 +115,18 @@ def _dsack(part: str):
                     res.append(re_)
             if not blocks:  # (tshark would compare an unset first block: none in real captures)
                 continue
-            if _le_seq(res[0], ack) or (len(les) > 1 and _lt_seq(les[1], res[0]) and _le_seq(res[0], res[1])):
+            if is_dsack(res[0], ack, *((les[1], res[1]) if len(les) > 1 else ())):
                 out.append(blocks[0][0] if part == "le" else blocks[0][1])
         return out
     return get
+
+
+def is_dsack(re1: int, ack: int, le2: int | None = None, re2: int | None = None) -> bool:
+    """tshark 4.0's D-SACK test (RFC 2883) on the first SACK block's right edge ``re1`` and the
+    second block (``le2``, ``re2``) when there is one, in 32-bit sequence space: ``re1`` at or
+    below the ACK (§4.1.1), or inside the second block, le2 < re1 <= re2 (§4.1.2).  The one
+    test of the D-SACK fields here and of analyzer.expert's item."""
+    return _le_seq(re1, ack) or (le2 is not None and re2 is not None and _lt_seq(le2, re1) and _le_seq(re1, re2))
 
 
 def _lt_seq(a: int, b: int) -> bool:

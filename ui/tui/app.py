@@ -1610,8 +1610,10 @@ def follow_title(an, cid: int, stream_id, ex, frames: list, whole_connection: bo
 
 
 def _log_alone(an) -> bool:
-    """A browser log (HAR, NetLog, qlog) opened alone: no packet, so no frame."""
-    return not an.packets and getattr(an, "source", "capture") != "capture"
+    """A browser log (HAR, NetLog, qlog) opened alone: no packet, so no frame (``model.log_alone``)."""
+    from wirefall.analyzer.model import log_alone
+
+    return log_alone(an)
 
 
 def follow_items(an, cid: int, stream_id, ex, whole_connection: bool, bodies: bool = True, frames: list | None = None) -> list:
