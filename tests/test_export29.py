@@ -11,16 +11,14 @@ page the figure itself."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, analysed, run_tool, sample_captures
+from export_memory import export_peak
+from conftest import SAMPLES, analysed, run_tool, sample_captures
 
 from wirefall.analyzer import export as ex
 from wirefall.analyzer.waterfall import build
@@ -173,37 +171,6 @@ def test_html_page_is_plotlys_page(cap, keys, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------ memory (slow)
 
-CORPUS = ROOT / "benchmarks" / "corpus"
-_CHILD = textwrap.dedent("""
-    import gc, json, os, sys
-    os.environ.pop("SSLKEYLOGFILE", None)
-    from wirefall.analyzer.pipeline import analyze
-    from wirefall.analyzer.waterfall import build
-    from wirefall.ui.exports import export
-
-    def kb(field):
-        with open("/proc/self/status") as f:
-            return next(int(ln.split()[1]) for ln in f if ln.startswith(field + ":"))
-
-    def reset_peak():
-        with open("/proc/self/clear_refs", "w") as f:  # (5: the peak RSS starts again from the current RSS)
-            f.write("5")
-
-    cap, keys, out, fmt = sys.argv[1:5]
-    an = analyze(cap, keylogs=[keys])
-    gc.collect()
-    base = kb("VmRSS")
-    reset_peak()
-    wf = build(an)  # the waterfall every export makes (and holds while it writes)
-    wf_kb = kb("VmHWM") - base
-    del wf
-    gc.collect()
-    base = kb("VmRSS")
-    reset_peak()
-    export(an, out, fmt=fmt)
-    print(json.dumps({"exchanges": len(an.exchanges), "waterfall_kb": wf_kb, "export_kb": kb("VmHWM") - base,
-                      "size": os.path.getsize(out)}))
-""")
 
 
 @pytest.mark.slow
@@ -215,21 +182,9 @@ def test_export_peak_rss_is_the_waterfall_not_the_document(fmt, per_request, tmp
     a time (before: 488 MB over the analysis, 290 MB beyond the waterfall, 4.8 KB a request),
     the page's figure JSON a piece at a time (before: 621 MB, 7 KB a request beyond the
     waterfall; now ~2 KB, the figure itself: its hover texts, bars and their building)."""
-    cap, keys = CORPUS / "h2-requests.pcap", CORPUS / "h2-requests.keys"
-    if not cap.exists() or not keys.exists():
-        pytest.skip("benchmarks/corpus/h2-requests.pcap not made (benchmarks/bench.py)")
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pytest.skip("no /proc/self/clear_refs to reset the peak RSS")
     if fmt == "html":
         pytest.importorskip("plotly")
-    out = tmp_path / f"x.{fmt}"
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(cap), str(keys), str(out), fmt], capture_output=True, text=True,
-                       timeout=600, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-2000:]
-    m = json.loads(r.stdout.splitlines()[-1])
+    m = export_peak(fmt, tmp_path)
     n = m["exchanges"]
     assert n >= 60000
     beyond = (m["export_kb"] - m["waterfall_kb"]) * 1024

@@ -13,10 +13,10 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
+from export_memory import export_peak
 from conftest import ROOT, SAMPLES, analysed, sample_captures
 
 from wirefall.analyzer import export as ex
@@ -154,37 +154,6 @@ def test_entries_are_made_as_they_are_written(monkeypatch, tmp_path):
 
 # ------------------------------------------------------------------------ memory (slow)
 
-CORPUS = ROOT / "benchmarks" / "corpus"
-_CHILD = textwrap.dedent("""
-    import gc, json, os, sys
-    os.environ.pop("SSLKEYLOGFILE", None)
-    from wirefall.analyzer.export import export
-    from wirefall.analyzer.pipeline import analyze
-    from wirefall.analyzer.waterfall import build
-
-    def kb(field):
-        with open("/proc/self/status") as f:
-            return next(int(ln.split()[1]) for ln in f if ln.startswith(field + ":"))
-
-    def reset_peak():
-        with open("/proc/self/clear_refs", "w") as f:  # (5: the peak RSS starts again from the current RSS)
-            f.write("5")
-
-    cap, keys, out = sys.argv[1:4]
-    an = analyze(cap, keylogs=[keys])
-    gc.collect()
-    base = kb("VmRSS")
-    reset_peak()
-    wf = build(an)  # the waterfall the export makes (and holds while it writes: its rows are the document's)
-    wf_kb = kb("VmHWM") - base
-    del wf
-    gc.collect()
-    base = kb("VmRSS")
-    reset_peak()
-    export(an, out, fmt="json")
-    print(json.dumps({"exchanges": len(an.exchanges), "frames": len(an.frames), "waterfall_kb": wf_kb,
-                      "export_kb": kb("VmHWM") - base, "size": os.path.getsize(out)}))
-""")
 
 
 @pytest.mark.slow
@@ -194,19 +163,7 @@ def test_json_export_peak_rss_is_the_waterfall_not_the_document(tmp_path):
     a row) plus at most 1 KB a request: exchanges, frames and rows are made and written a batch
     at a time (before: 665 MB over the analysis, 463 MB beyond the waterfall, 7.3 KB a request;
     now about nothing beyond it)."""
-    cap, keys = CORPUS / "h2-requests.pcap", CORPUS / "h2-requests.keys"
-    if not cap.exists() or not keys.exists():
-        pytest.skip("benchmarks/corpus/h2-requests.pcap not made (benchmarks/bench.py)")
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pytest.skip("no /proc/self/clear_refs to reset the peak RSS")
-    out = tmp_path / "x.json"
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(cap), str(keys), str(out)], capture_output=True, text=True,
-                       timeout=600, cwd=ROOT)
-    assert r.returncode == 0, r.stderr[-2000:]
-    m = json.loads(r.stdout.splitlines()[-1])
+    m = export_peak("json", tmp_path)
     n = m["exchanges"]
     assert n >= 60000 and m["size"] > 300 << 20
     beyond = (m["export_kb"] - m["waterfall_kb"]) * 1024
