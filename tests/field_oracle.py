@@ -1,9 +1,12 @@
 """The field-value oracle the filter-field tests share (tests/test_filter_fields28.py, 29):
 tshark's values of display-filter fields, every occurrence on every packet, against wirefall's
-(``Field.get`` on each packet), and the captures they name."""
+(``Field.get`` on each packet), and the captures they name; and tshark's expert items per
+packet (``tshark_expert_items``: tests/test_expert.py, tests/test_tcp_diff29.py)."""
 from __future__ import annotations
 
+import collections
 import gzip
+import re
 import subprocess
 from pathlib import Path
 
@@ -83,3 +86,21 @@ def wirefall_values(an, cap: Path, names: tuple[str, ...], bytes_fields=frozense
     finally:
         src.close()
     return out
+
+
+def tshark_expert_items(cmd: list[str], compared: re.Pattern) -> dict[int, collections.Counter]:
+    """packet -> Counter of its expert items ``(message, severity, group)`` whose message
+    ``compared`` matches, as ``cmd`` (``tshark -r CAP`` and its options) prints them with ``-T
+    fields`` (every occurrence of each item field, in order)."""
+    out = subprocess.run(cmd + ["-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=\x1f",
+                                "-e", "frame.number", "-e", "_ws.expert.message", "-e", "_ws.expert.severity", "-e", "_ws.expert.group"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    res: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 4 or not parts[1]:
+            continue
+        for m, s, g in zip(parts[1].split("\x1f"), parts[2].split("\x1f"), parts[3].split("\x1f"), strict=False):
+            if compared.search(m):
+                res[int(parts[0])][(m, int(s), int(g))] += 1
+    return res

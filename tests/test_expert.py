@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import tshark_tap
+from field_oracle import tshark_expert_items
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -65,18 +66,7 @@ def _tshark_cmd(path: Path, *extra: str) -> list[str]:
 
 @cache
 def _tshark_items(path: str) -> dict[int, collections.Counter]:
-    out = subprocess.run(_tshark_cmd(Path(path), "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=\x1f",
-                                     "-e", "frame.number", "-e", "_ws.expert.message", "-e", "_ws.expert.severity", "-e", "_ws.expert.group"),
-                         capture_output=True, text=True, timeout=600, check=True).stdout
-    res: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 4 or not parts[1]:
-            continue
-        for m, s, g in zip(parts[1].split("\x1f"), parts[2].split("\x1f"), parts[3].split("\x1f"), strict=False):
-            if _COMPARED.search(m):
-                res[int(parts[0])][(m, int(s), int(g))] += 1
-    return res
+    return tshark_expert_items(_tshark_cmd(Path(path)), _COMPARED)
 
 
 def _ours(path: str) -> dict[int, collections.Counter]:

@@ -42,6 +42,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from field_oracle import tshark_expert_items
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -406,20 +407,10 @@ _COMPARED = re.compile(r"^(This frame is a|This frame (initiates|undergoes)|Prev
 
 
 def _tshark_expert(path: Path, prefs: tuple[str, ...] = ()) -> dict[int, collections.Counter]:
-    cmd = ["tshark", "-n", "-r", str(path), "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=\x1f",
-           "-e", "frame.number", "-e", "_ws.expert.message", "-e", "_ws.expert.severity", "-e", "_ws.expert.group"]
+    cmd = ["tshark", "-n", "-r", str(path)]
     for p in prefs:
         cmd += ["-o", p]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout
-    res: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
-    for line in out.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 4 or not parts[1]:
-            continue
-        for m, s, g in zip(parts[1].split("\x1f"), parts[2].split("\x1f"), parts[3].split("\x1f"), strict=False):
-            if _COMPARED.search(m):
-                res[int(parts[0])][(m, int(s), int(g))] += 1
-    return res
+    return tshark_expert_items(cmd, _COMPARED)
 
 
 def differences(path: Path, firsts: list[int]) -> dict[str, list[str]]:
