@@ -584,16 +584,28 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
 
 
 def _seq_ack_node(node: Node, ta, n: int) -> None:
-    """Wireshark's "[SEQ/ACK analysis]": the initial RTT, the analysis flags as expert items
-    and the duplicate ACK's number and frame (analyzer.tcp_analysis; tshark's field names)."""
+    """Wireshark's "[SEQ/ACK analysis]": the frame this ACK acknowledges and its RTT, the
+    initial RTT, bytes in flight and since the last PSH, the analysis flags as expert items (a
+    retransmission's RTO among them) and the duplicate ACK's number and frame
+    (analyzer.tcp_analysis; tshark's field names, in its order)."""
     f = ta.flags[n - 1] if 0 < n <= len(ta.flags) else 0
     rtt = ta.initial_rtt(n)
-    if not f and rtt is None:
+    acked = ta.acked(n)
+    bif = ta.in_flight(n)
+    if not f and rtt is None and acked is None and bif is None:
         return
     sa = node.add("[SEQ/ACK analysis]", abbrev="tcp.analysis", value="")
+    if acked is not None:
+        fr, art = acked
+        sa.add(f"[This is an ACK to the segment in frame: {fr}]", abbrev="tcp.analysis.acks_frame", value=str(fr))
+        if art is not None:
+            sa.add(f"[The RTT to ACK the segment was: {art:.9f} seconds]", abbrev="tcp.analysis.ack_rtt", value=f"{art:.9f}")
     if rtt is not None:
         rtt = round(rtt, 6)  # a difference of float epoch times: microseconds are what is exact
         sa.add(f"[iRTT: {rtt:.9f} seconds]", abbrev="tcp.analysis.initial_rtt", value=f"{rtt:.9f}")
+    if bif is not None:
+        sa.add(f"[Bytes in flight: {bif[0]}]", abbrev="tcp.analysis.bytes_in_flight", value=str(bif[0]))
+        sa.add(f"[Bytes sent since last PSH flag: {bif[1]}]", abbrev="tcp.analysis.push_bytes_sent", value=str(bif[1]))
     if not f:
         return
     fl = sa.add("[TCP Analysis Flags]", abbrev="tcp.analysis.flags", value="")
@@ -609,6 +621,10 @@ def _seq_ack_node(node: Node, ta, n: int) -> None:
         e.add(f"[{text}]", abbrev=TA_NAMES[bit], value="")
         e.add(f"[Severity level: {sev}]")
         e.add("[Group: Sequence]")
+        rto = ta.rto.get(n) if bit == TA_RETRANSMISSION else None
+        if rto is not None:
+            fl.add(f"[The RTO for this segment was: {rto[0]:.9f} seconds]", abbrev="tcp.analysis.rto", value=f"{rto[0]:.9f}")
+            fl.add(f"[RTO based on delta from frame: {rto[1]}]", abbrev="tcp.analysis.rto_frame", value=str(rto[1]))
         if bit in (TA_FAST_RETRANSMISSION, TA_SPURIOUS_RETRANSMISSION):  # tshark adds the retransmission item too
             sev, text = TA_EXPERT[TA_RETRANSMISSION]
             e = fl.add(f"[Expert Info ({sev}/Sequence): {text}]")

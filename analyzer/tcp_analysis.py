@@ -42,16 +42,35 @@ recomputes it on first use):
   sequence numbers (``base``) for relative sequence numbers;
 - ``counts(conn_ids, conn)`` / ``stats(analysis)``: counts per flag name, per connection
   (wirefall's connection ids) and for the capture;
-- ``colour_rule(n)``: Wireshark's default colouring rule for TCP (Bad TCP, TCP RST, TCP SYN/FIN).
+- ``colour_rule(n)``: Wireshark's default colouring rule for TCP (Bad TCP, TCP RST, TCP SYN/FIN);
+- from tshark's list of unacknowledged segments per direction (``tcp_unacked_t``: seq, next
+  seq, frame, time; at most 10 000, ``MAX_UNACKED``, past which a segment is not listed and a
+  FIN's sequence number not counted), per packet in arrays (0: absent): ``acks_frame`` and
+  ``ack_rtt`` (``acked(n)``: the oldest listed segment whose next seq is this packet's ACK
+  number, and the seconds since it, shown only when not 0; every segment the ACK number
+  reaches leaves the list, one it ends within is cut to it — whether the ACK flag is set or
+  not, as in tshark), ``bytes_in_flight`` and ``push_bytes_sent`` (``in_flight(n)``: on a
+  segment with data, the span of its direction's list — lowest relative seq to highest
+  relative next seq, compared unsigned — less the bytes the first three blocks of the peer's
+  last segment's SACK option cover, less one for a SYN or FIN, shown when between 0 and 2e9;
+  not after a segment not captured until the peer's next ACK; the bytes since the last PSH,
+  shown with it), and ``rto`` (packet -> (seconds, frame) of a plain retransmission: since the
+  oldest listed segment, else the highest one; absent when 0).
 
-Not computed (they need the unacknowledged-segment list's timing, not flags): acks_frame,
-ack_rtt, bytes_in_flight, push_bytes_sent, rto; nor MPTCP or TCP Fast Open analysis.  The
-list's length is followed only as far as its cap (10 000 unacknowledged segments per
-direction, past which tshark stops counting a FIN's sequence number) needs.
+The list is kept in arrival order as parallel lists.  While its segments' seq and next seq
+never go back (the usual case) the segments an ACK removes are a run at its start — or, for an
+ACK number 2^31 away, at its end — and the span is its first seq to its last next seq: no walk.
+Otherwise (retransmissions, reordering) each ACK walks it as tshark does, unless it can touch
+no segment (all lie past the last ACK walked, by more than this one moves; ``_ack_walk``).
+tshark 4.0.17's SACK count is its segment's own: a segment without SACK clears it (checked
+against tshark on captures whose SACK blocks stop; tests/test_tcp_rtt30.py).
+
+Not computed: MPTCP or TCP Fast Open analysis.
 """
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left, bisect_right
 from _thread import allocate_lock  # (threading.Lock itself, without loading threading: as analyzer.model)
 from array import array
 from dataclasses import dataclass, field
@@ -70,7 +89,7 @@ M32 = 0xFFFFFFFF
 _HALF = 0x80000000
 
 # TCP header flag bits
-_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+_FIN, _SYN, _RST, _PSH, _ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
 # analysis flag bits (tshark's TCP_A_*), one uint16 per packet
 F_RETRANSMISSION = 1 << 0
@@ -160,7 +179,6 @@ _PREPEND_ORDER = (
 TREE_ORDER = tuple(b for b, _ in _PREPEND_ORDER)
 
 MAX_UNACKED = 10_000  # TCP_MAX_UNACKED_SEGMENTS: tshark keeps at most this many per direction
-_PRUNE_EVERY = 1_000  # exact recount of a full unacked list at most once per this many of its packets
 _CHUNK = 1 << 20
 _FAST_RT_WINDOW = 0.020  # fast retransmission: within 20 ms of the last duplicate ACK
 _OOO_DEFAULT = 0.003  # out-of-order threshold without an initial RTT: 3 ms
@@ -183,10 +201,11 @@ class _Flow:
     """One direction of a tshark conversation (tcp_flow_t + tcp_analyze_seq_flow_info_t)."""
 
     __slots__ = ("base_seq", "base_set", "win_scale", "window", "is_first_ack", "lastsegmentflags",
-                 "nextseq", "nextseqtime", "lastack", "lastacktime", "maxseqtobeacked", "dupacknum",
-                 "lastnondupack", "segs", "head", "pruned_at")
+                 "nextseq", "nextseqframe", "nextseqtime", "lastack", "lastacktime", "maxseqtobeacked", "dupacknum",
+                 "lastnondupack", "valid_bif", "push_bytes", "push_last", "sack",
+                 "useq", "unxt", "ufr", "uh", "usorted", "uref", "umind", "umaxd", "ulohi", "quiet")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.base_seq = 0
         self.base_set = False
         self.win_scale = -1  # -1 unknown, -2 no scaling, else the shift
@@ -194,16 +213,34 @@ class _Flow:
         self.is_first_ack = False
         self.lastsegmentflags = 0
         self.nextseq = 0  # highest next sequence number seen (0: none, as tshark)
+        self.nextseqframe = 0  # the packet that set it
         self.nextseqtime = 0  # (times in the pass's ticks: _ticks_per_second)
         self.lastack = 0
         self.lastacktime = 0
         self.maxseqtobeacked = 0
         self.dupacknum = 0  # guint32 in tshark: its -1 (after an ACKed unseen segment) counts as >= 2
         self.lastnondupack = 0
-        # unacknowledged segments' next sequence numbers, oldest first (only their number matters)
-        self.segs: list[int] = []
-        self.head = 0
-        self.pruned_at = -_PRUNE_EVERY
+        self.valid_bif = True  # bytes in flight counted (off from a lost segment to the peer's next ACK)
+        self.push_bytes = 0  # bytes sent since the last PSH (tshark's push_bytes_sent, push_set_last)
+        self.push_last = 0  # (the last one's PSH bit)
+        self.sack = 0  # the bytes the SACK blocks of this side's last SACK option cover (its first 3 blocks)
+        # tshark's list of unacknowledged segments, oldest first from index ``uh`` (tcp_unacked_t:
+        # seq — moved up by a partial ACK —, next seq, frame; its time is the frame's), as parallel lists
+        self.useq: list[int] = []
+        self.unxt: list[int] = []
+        self.ufr: list[int] = []
+        self.uh = 0
+        # "sorted": seq and next seq never go back along the list, all within 2^31 of the first
+        # segment's seq — an ACK then removes a run at the start (or, past 2^31, at the end),
+        # found without walking the list; else ``_ack_walk`` walks it as tshark does, unless
+        # the ACK cannot touch any segment: all lie at or after ``uref`` (an ACK number), their
+        # seqs at least ``umind`` and their next seqs at most ``umaxd`` past it
+        self.usorted = True
+        self.uref: int | None = None
+        self.umind = 0
+        self.umaxd = 0
+        self.ulohi: tuple[int, int] | None = None  # unsorted list: (lowest seq, highest next seq), relative, unsigned
+        self.quiet = -1  # the ACK number last walked: walking again for it changes nothing (until a segment joins)
 
 
 class _Conv:
@@ -233,6 +270,12 @@ class TcpAnalysis:
     base: array = field(default_factory=lambda: array("q"))  # 2 per conversation: a's, b's base seq (-1: unset)
     rtt: array = field(default_factory=lambda: array("d"))  # per conversation: initial RTT (SYN -> first ACK), 0: none
     rtt_at: array = field(default_factory=lambda: array("i"))  # per conversation: the packet that measured it
+    # from the unacknowledged-segment lists, per packet (0: the field is absent)
+    acks_frame: array = field(default_factory=lambda: array("I"))  # tcp.analysis.acks_frame
+    ack_rtt: array = field(default_factory=lambda: array("d"))  # tcp.analysis.ack_rtt, seconds (0: absent)
+    bytes_in_flight: array = field(default_factory=lambda: array("I"))  # tcp.analysis.bytes_in_flight
+    push_bytes_sent: array = field(default_factory=lambda: array("I"))  # tcp.analysis.push_bytes_sent (with bytes_in_flight)
+    rto: dict = field(default_factory=dict)  # retransmission -> (tcp.analysis.rto seconds, tcp.analysis.rto_frame)
     # (conversation, direction) -> [(packet, base before it)]: a SYN/ACK with another ISN re-bases
     # its side; the packets before it keep the base they were shown with (tshark's one pass)
     rebased: dict = field(default_factory=dict)
@@ -242,7 +285,9 @@ class TcpAnalysis:
     _decoder: Decoder | None = field(default=None, repr=False)
 
     def __init__(self, flags: array = FACTORY, dupack: dict = FACTORY, conv: array = FACTORY, fwd: bytearray = FACTORY, wshift: array = FACTORY,
-                 tcp_flags: array = FACTORY, base: array = FACTORY, rtt: array = FACTORY, rtt_at: array = FACTORY, rebased: dict = FACTORY,
+                 tcp_flags: array = FACTORY, base: array = FACTORY, rtt: array = FACTORY, rtt_at: array = FACTORY,
+                 acks_frame: array = FACTORY, ack_rtt: array = FACTORY, bytes_in_flight: array = FACTORY,
+                 push_bytes_sent: array = FACTORY, rto: dict = FACTORY, rebased: dict = FACTORY,
                  packets: int = 0, _state: dict = FACTORY, _convs: list = FACTORY, _decoder: Decoder | None = None) -> None:
         self.flags = array("H") if flags is FACTORY else flags
         self.dupack = {} if dupack is FACTORY else dupack
@@ -253,6 +298,11 @@ class TcpAnalysis:
         self.base = array("q") if base is FACTORY else base
         self.rtt = array("d") if rtt is FACTORY else rtt
         self.rtt_at = array("i") if rtt_at is FACTORY else rtt_at
+        self.acks_frame = array("I") if acks_frame is FACTORY else acks_frame
+        self.ack_rtt = array("d") if ack_rtt is FACTORY else ack_rtt
+        self.bytes_in_flight = array("I") if bytes_in_flight is FACTORY else bytes_in_flight
+        self.push_bytes_sent = array("I") if push_bytes_sent is FACTORY else push_bytes_sent
+        self.rto = {} if rto is FACTORY else rto
         self.rebased = {} if rebased is FACTORY else rebased
         self.packets = packets
         self._state = {} if _state is FACTORY else _state
@@ -341,6 +391,25 @@ class TcpAnalysis:
             return raw
         s = self.wshift[n - 1]
         return raw << s if s > 0 else raw
+
+    def acked(self, n: int) -> tuple[int, float | None] | None:
+        """(tcp.analysis.acks_frame, tcp.analysis.ack_rtt) of packet ``n``: the segment its ACK
+        number acknowledges exactly (the oldest such still unacknowledged) and the time since it
+        (None when zero: tshark shows no RTT then); None when it acknowledges none that way."""
+        if not 0 < n <= len(self.acks_frame):
+            return None
+        fr = self.acks_frame[n - 1]
+        if not fr:
+            return None
+        r = self.ack_rtt[n - 1]
+        return fr, (r if r else None)
+
+    def in_flight(self, n: int) -> tuple[int, int] | None:
+        """(tcp.analysis.bytes_in_flight, tcp.analysis.push_bytes_sent) of packet ``n``, or None."""
+        if not 0 < n <= len(self.bytes_in_flight):
+            return None
+        b = self.bytes_in_flight[n - 1]
+        return (b, self.push_bytes_sent[n - 1]) if b else None
 
     def counts(self, conn_ids=None, conn: int | None = None) -> dict[str, int]:
         """Packets per flag field name (tshark's field semantics), over the capture or one
@@ -548,6 +617,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
     P_IPV4 = PROTO_CODE["IPv4"]
     flags_out, conv_out, fwd_out, ws_out, tf_out = ta.flags, ta.conv, ta.fwd, ta.wshift, ta.tcp_flags
     _grow(ta, npk)
+    acked_out, rtt_out, bif_out, push_out, rto = ta.acks_frame, ta.ack_rtt, ta.bytes_in_flight, ta.push_bytes_sent, ta.rto
     dupack = ta.dupack
     state = ta._state
     base = ta.base
@@ -610,10 +680,13 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         if seglen < 0:
             continue  # shorter than its TCP header: tshark does not analyse it either
         ws = None
+        sack = -1
         if hl > 20:
             opts = data[toff + 20 : toff + hl]
             if b"\x03\x03" in opts:
                 ws = _wscale(opts)
+            if b"\x05" in opts:
+                sack = _sack_covered(opts)
         pkt = i + 1
         now = round(tss[i] * tick)
         key = (src, sport, dst, dport)
@@ -642,6 +715,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         elif synack == (_SYN | _ACK) and fwd.base_set and seq != fwd.base_seq:
             ta.rebased.setdefault((cv.index, di), []).append((pkt, fwd.base_seq))
             fwd.base_seq = seq
+            fwd.ulohi = None  # (relative to the base)
             f |= F_REUSED_PORTS
 
         # ---- tcp_analyze_sequence_number
@@ -651,6 +725,8 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         if not rev.base_set and flags & _ACK:
             rev.base_seq = (ack - 1) & M32
             rev.base_set = True
+        if flags & _ACK:
+            rev.valid_bif = True
         nextseq = fwd.nextseq
         noflag = not flags & (_SYN | _FIN | _RST)
         while True:  # one pass; "break" is tshark's goto finished_fwd
@@ -661,6 +737,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                 f |= F_ZERO_WINDOW
             if nextseq and ((nextseq - seq) & M32) >= _HALF and not flags & _RST:
                 f |= F_LOST_SEGMENT
+                fwd.valid_bif = False  # until the peer's next ACK
             if seglen <= 1 and seq == ((nextseq - 1) & M32) and noflag:
                 f |= F_KEEP_ALIVE
             if seglen == 0 and noflag and seq == nextseq and ack == fwd.lastack:
@@ -716,22 +793,44 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                         f |= F_OUT_OF_ORDER
                     elif not_adv:
                         f |= F_RETRANSMISSION
+                        # the RTO: since the oldest unacknowledged segment, else since the
+                        # highest one (tshark shows none when it is 0)
+                        if fwd.uh < len(fwd.unxt):
+                            fr = fwd.ufr[fwd.uh]
+                            t = now - round(tss[fr - 1] * tick)
+                        else:
+                            t, fr = now - fwd.nextseqtime, fwd.nextseqframe
+                        if t:
+                            rto[pkt] = (t / tick, fr)
         # finished_checking_retransmission_type:
         nxt = (seq + seglen) & M32
+        span = -1  # (the list's span, when the segment joined a sorted list the usual way)
         if seglen or synfin:
-            segs = fwd.segs
-            cnt = len(segs) - fwd.head
-            if cnt >= MAX_UNACKED and pkt - fwd.pruned_at >= _PRUNE_EVERY:
-                _prune(fwd, rev.lastack, pkt)
-                cnt = len(fwd.segs)
-            if cnt < MAX_UNACKED:
+            unxt = fwd.unxt
+            h = fwd.uh
+            if len(unxt) - h < MAX_UNACKED:
                 if synfin:
                     nxt = (nxt + 1) & M32
-                fwd.segs.append(nxt)
+                fwd.quiet = -1
+                # (the usual segment: right after the last one, the list sorted and within 2^31)
+                if fwd.usorted and h < len(unxt) and seq == unxt[-1]:
+                    useq = fwd.useq
+                    a = useq[h]
+                    span = (nxt - a) & M32
+                    if span < _HALF and ((a - fwd.base_seq) & M32) + span <= M32:
+                        useq.append(seq)
+                        unxt.append(nxt)
+                        fwd.ufr.append(pkt)
+                    else:
+                        span = -1
+                        _append(fwd, seq, nxt, pkt)
+                else:
+                    _append(fwd, seq, nxt, pkt)
         zwp = f & F_ZERO_WINDOW_PROBE
         if not nextseq or ((nextseq - nxt) & M32) >= _HALF:
             if not zwp:
                 fwd.nextseq = nxt
+                fwd.nextseqframe = pkt
                 fwd.nextseqtime = now
         if seq == fwd.maxseqtobeacked or not fwd.maxseqtobeacked:
             if not zwp:
@@ -740,16 +839,29 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         fwd.lastack = ack
         fwd.lastacktime = now
         fwd.lastsegmentflags = f
-        # the segments this ACK covers leave the reverse list (oldest first; the rest when it fills)
-        rs = rev.segs
-        h = rev.head
-        nrs = len(rs)
-        while h < nrs and ((ack - rs[h]) & M32) < _HALF:  # not GT_SEQ(nextseq, ack): acknowledged
-            h += 1
-        if h > 4096 and h * 2 > nrs:
-            del rs[:h]
-            h = 0
-        rev.head = h
+        # the segments this ACK number covers leave the reverse list (whether ACK is set or not,
+        # as in tshark); the one it ends exactly is the segment it acknowledges
+        if ack != rev.quiet and rev.uh < len(rev.unxt):
+            fr = _ack_walk(rev, ack)
+            rev.quiet = ack
+            if fr:
+                acked_out[i] = fr
+                t = now - round(tss[fr - 1] * tick)
+                if t:
+                    rtt_out[i] = t / tick
+        # bytes in flight after this segment: its direction's unacknowledged span (from the
+        # lowest seq to the highest next seq, relative, unsigned) less the peer's SACKed bytes
+        if seglen and fwd.valid_bif and (span >= 0 or fwd.uh < len(fwd.unxt)):
+            inf = ((span if span >= 0 else _span(fwd)) - rev.sack) & M32
+            if 0 < inf < 2_000_000_000:
+                bif_out[i] = inf - 1 if synfin else inf  # (the SYN's, the FIN's sequence number is no byte)
+            # (tshark's push_bytes_sent and push_set_last)
+            fwd.push_bytes = push_out[i] = seglen if fwd.push_last else (fwd.push_bytes + seglen) & M32
+            fwd.push_last = flags & _PSH
+        if sack > 0:
+            fwd.sack = sack
+        elif fwd.sack:
+            fwd.sack = 0  # (a segment without SACK blocks clears its side's count)
         # ---- after the analysis (dissect_tcp): SYN bookkeeping, initial RTT, options
         if flags & _SYN:
             if not flags & _ACK:
@@ -796,6 +908,10 @@ def _grow(ta: TcpAnalysis, npk: int) -> None:
         ta.conv.extend(array("i", [-1]) * grow)
         ta.fwd.extend(bytes(grow))
         ta.wshift.extend(array("b", [-1]) * grow)
+        ta.acks_frame.frombytes(bytes(4 * grow))
+        ta.ack_rtt.frombytes(bytes(8 * grow))
+        ta.bytes_in_flight.frombytes(bytes(4 * grow))
+        ta.push_bytes_sent.frombytes(bytes(4 * grow))
 
 
 def _new_conv(ta: TcpAnalysis, key: tuple, rkey: tuple) -> _Conv:
@@ -831,12 +947,182 @@ def _slow_header(decode, lt: int, data: bytes, flen: int) -> tuple | None:
     return d.src, d.dst, d.sport, d.dport, d.seq, d.ack, d.flags, d.win, toff, doff, end, flen
 
 
-def _prune(flow: _Flow, ack: int, pkt: int) -> None:
-    """Recount a full unacknowledged list: drop every segment ``ack`` covers, not only the
-    oldest ones (a retransmission appended late may be covered already)."""
-    flow.segs = [x for x in flow.segs[flow.head :] if ((ack - x) & M32) >= _HALF]  # GT_SEQ(x, ack)
-    flow.head = 0
-    flow.pruned_at = pkt
+def _sack_covered(opts: bytes) -> int:
+    """The bytes the blocks of the last SACK option among TCP options ``opts`` cover (right edge
+    less left edge, modulo 2^32), as tshark 4.0 keeps them for bytes in flight: each SACK option
+    starts the count again and only its first three complete blocks are kept; -1 without a SACK
+    option (the side's previous count stays)."""
+    out = -1
+    i, n = 0, len(opts)
+    while i < n:
+        k = opts[i]
+        if k == 0:
+            break
+        if k == 1:
+            i += 1
+            continue
+        if i + 1 >= n:
+            break
+        ln = opts[i + 1]
+        if ln < 2 or i + ln > n:
+            break
+        if k == 5:
+            out = 0
+            for b in range(min((ln - 2) // 8, 3)):
+                le, re_ = struct.unpack_from("!II", opts, i + 2 + 8 * b)
+                out = (out + re_ - le) & M32
+        i += ln
+    return out
+
+
+def _append(fl: _Flow, seq: int, nxt: int, pkt: int) -> None:
+    """A segment joins ``fl``'s unacknowledged list (tshark puts it at its head: newest first)."""
+    unxt = fl.unxt
+    h = fl.uh
+    if h == len(unxt):  # empty: start again, sorted
+        if h:
+            fl.useq, fl.unxt, fl.ufr = [seq], [nxt], [pkt]
+            fl.uh = 0
+        else:
+            fl.useq.append(seq)
+            unxt.append(nxt)
+            fl.ufr.append(pkt)
+        fl.usorted = True
+        return
+    useq = fl.useq
+    if fl.usorted:
+        a = useq[h]
+        os_, on = (seq - a) & M32, (nxt - a) & M32
+        if not (os_ >= (useq[-1] - a) & M32 and on >= (unxt[-1] - a) & M32 and os_ <= on < _HALF):
+            fl.usorted = False
+            fl.uref = None
+            fl.ulohi = _lohi_scan(fl)
+    if not fl.usorted:
+        r = fl.uref
+        if r is not None:
+            ds, dn = (seq - r) & M32, (nxt - r) & M32
+            if ds < dn <= _HALF:
+                if ds < fl.umind:
+                    fl.umind = ds
+                if dn > fl.umaxd:
+                    fl.umaxd = dn
+            else:
+                fl.uref = None
+        lo, hi = fl.ulohi or _lohi_scan(fl)  # (None after a re-base)
+        b = fl.base_seq
+        x, y = (seq - b) & M32, (nxt - b) & M32
+        fl.ulohi = (x if x < lo else lo, y if y > hi else hi)
+    useq.append(seq)
+    unxt.append(nxt)
+    fl.ufr.append(pkt)
+
+
+def _ack_walk(fl: _Flow, ack: int) -> int:
+    """tshark's walk of ``fl``'s unacknowledged list for the peer's ACK number ``ack``: a
+    segment whose next seq is at or before it leaves; one it ends within has its seq moved up
+    to it.  Returns the frame of the oldest segment it ends exactly (0: none)."""
+    useq, unxt = fl.useq, fl.unxt
+    h, n = fl.uh, len(unxt)
+    hit = None
+    if fl.usorted:
+        # next seqs, as offsets from the first seq, never go back and stay under 2^31: those at or
+        # before the ACK number (LE_SEQ: acknowledged) are the first ones, found by bisection —
+        # unless the ACK number is 2^31 or more past the first seq: then the last ones may go
+        a = useq[h]
+        oa = (ack - a) & M32
+        if oa < _HALF or oa - _HALF >= (unxt[-1] - a) & M32:
+            if oa < _HALF:
+                key = lambda x: (x - a) & M32  # noqa: E731
+                j = bisect_right(unxt, oa, h, n, key=key)
+                if j > h and unxt[j - 1] == ack:
+                    hit = bisect_left(unxt, oa, h, j, key=key)
+            else:
+                j = h  # (none acknowledged)
+            k = j
+            while k < n and ((useq[k] - ack) & M32) >= _HALF:  # GT_SEQ(ack, seq): partly acknowledged
+                useq[k] = ack
+                k += 1
+            got = fl.ufr[hit] if hit is not None else 0
+            if j == n:
+                fl.useq, fl.unxt, fl.ufr = [], [], []
+                fl.uh = 0
+            elif j > 4096 and j * 2 > n:
+                del useq[:j], unxt[:j], fl.ufr[:j]
+                fl.uh = 0
+            else:
+                fl.uh = j
+            return got
+        hit = 0
+    else:
+        r = fl.uref
+        if r is not None:  # an ACK that can touch none of the segments: nothing to walk
+            d = (ack - r) & M32
+            if (d <= fl.umind) if d < _HALF else (fl.umaxd + (1 << 32) - d <= _HALF):
+                return 0
+    ks, kn, kf = [], [], []
+    ufr = fl.ufr
+    mind, maxd = _HALF, 0
+    for j in range(h, n):
+        x = unxt[j]
+        d = (ack - x) & M32
+        if d < _HALF:
+            if not hit and not d:
+                hit = ufr[j]
+            continue
+        s = useq[j]
+        if ((s - ack) & M32) >= _HALF:
+            s = ack
+        ks.append(s)
+        kn.append(x)
+        kf.append(ufr[j])
+        if (s - ack) & M32 < mind:
+            mind = (s - ack) & M32
+        if (x - ack) & M32 > maxd:
+            maxd = (x - ack) & M32
+    fl.useq, fl.unxt, fl.ufr = ks, kn, kf
+    fl.uh = 0
+    fl.uref, fl.umind, fl.umaxd = ack, mind, maxd
+    fl.usorted = _is_sorted(ks, kn)
+    fl.ulohi = None if fl.usorted else _lohi_scan(fl)
+    return hit or 0
+
+
+def _is_sorted(useq: list[int], unxt: list[int]) -> bool:
+    """Whether a list's seqs and next seqs never go back, all within 2^31 of the first seq."""
+    if not useq:
+        return True
+    a = useq[0]
+    ps = pn = 0
+    for s, x in zip(useq, unxt):
+        os_, on = (s - a) & M32, (x - a) & M32
+        if os_ < ps or on < pn or not os_ <= on < _HALF:
+            return False
+        ps, pn = os_, on
+    return True
+
+
+def _lohi_scan(fl: _Flow) -> tuple[int, int]:
+    """(lowest seq, highest next seq) of ``fl``'s list, relative to its base, compared unsigned (tshark's)."""
+    b = fl.base_seq
+    h = fl.uh
+    return min((s - b) & M32 for s in fl.useq[h:]), max((x - b) & M32 for x in fl.unxt[h:])
+
+
+def _span(fl: _Flow) -> int:
+    """tshark's bytes in flight before SACK: highest relative next seq less lowest relative seq
+    over ``fl``'s (non-empty) unacknowledged list."""
+    if fl.usorted:
+        a = fl.useq[fl.uh]
+        c, last = (a - fl.base_seq) & M32, (fl.unxt[-1] - a) & M32
+        if c + last <= M32:  # (relative numbers do not wrap inside the list: the first seq is the lowest)
+            return last
+        lo, hi = _lohi_scan(fl)
+    else:
+        lh = fl.ulohi
+        if lh is None:
+            lh = fl.ulohi = _lohi_scan(fl)
+        lo, hi = lh
+    return (hi - lo) & M32
 
 
 # ------------------------------------------------------------------ statistics

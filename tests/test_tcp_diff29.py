@@ -19,8 +19,9 @@ Outside truth: tshark 4.0 with its default preferences, as tests/test_tcp_analys
 ``tcp.analysis.*`` flag fields, the duplicate ACK's number and frame and the Info prefix;
 and the TCP expert items (``_ws.expert.message``, severity, group) as tests/test_expert.py
 compares them.  (``tcp.reassemble_out_of_order:TRUE`` gives the same flags on these flows:
-``test_reassemble_out_of_order_changes_no_flag``.)  wirefall offers no ``bytes_in_flight``,
-``ack_rtt`` nor ``acks_frame`` (docs/TCP_ANALYSIS.md, "Not computed"): not compared.
+``test_reassemble_out_of_order_changes_no_flag``.)  ``bytes_in_flight``, ``ack_rtt``,
+``acks_frame``, ``push_bytes_sent`` and ``rto`` are compared on these flows by
+tests/test_tcp_rtt30.py.
 
 The disagreements the flows found, each fixed and kept by a test on hand-written segments
 below: time ties (a retransmission exactly 20 ms after the last duplicate ACK, a segment exactly

@@ -1,8 +1,8 @@
 """``tcp``: TCP header, with tshark's relative sequence numbers, calculated window and
 stream numbers; ``tcp.analysis.*`` (retransmissions, duplicate ACKs, window problems, the
-initial RTT) from analyzer/tcp_analysis.py, computed on first use as far as the packet asked
-about.  The analysis fields that need the unacknowledged-segment timing (ack_rtt,
-acks_frame, bytes_in_flight, push_bytes_sent, rto) are not computed: naming one is an error."""
+initial RTT, and from tshark's list of unacknowledged segments: the frame an ACK acknowledges
+and its RTT, bytes in flight, bytes since the last PSH, a retransmission's RTO) from
+analyzer/tcp_analysis.py, computed on first use as far as the packet asked about."""
 from __future__ import annotations
 
 from ._util import packet_field as P
@@ -381,6 +381,32 @@ def _initial_rtt(pv):
     return [r] if r is not None else []
 
 
+def _acked(i):
+    """(tcp.analysis.acks_frame, tcp.analysis.ack_rtt)[i]: the RTT only when not zero, as tshark."""
+    def get(pv):
+        ta = _ta(pv)
+        a = ta.acked(pv.n) if ta is not None else None
+        return [a[i]] if a is not None and a[i] is not None else []
+    return get
+
+
+def _in_flight(i):
+    """(tcp.analysis.bytes_in_flight, tcp.analysis.push_bytes_sent)[i]: both only when bytes are in flight."""
+    def get(pv):
+        ta = _ta(pv)
+        b = ta.in_flight(pv.n) if ta is not None else None
+        return [b[i]] if b is not None else []
+    return get
+
+
+def _rto(i):
+    def get(pv):
+        ta = _ta(pv)
+        r = ta.rto.get(pv.n) if ta is not None else None
+        return [r[i]] if r is not None else []
+    return get
+
+
 def _analysis_fields():
     from wirefall.analyzer.tcp_analysis import EXPERT, FIELDS, NAMES
 
@@ -399,10 +425,20 @@ def _analysis_fields():
           note="on every packet of the conversation from the one that measured it; tshark shows it only on packets with "
                "other SEQ/ACK analysis (an ACK of new data, a flag, bytes in flight), e.g. not on a FIN that acknowledges nothing new"),
     ]
-    why = "not computed by wirefall's TCP analysis (it needs the unacknowledged segments' timing)"
-    out += [P(f"tcp.analysis.{n}", t, lambda pv: [], why, unsupported=f"tcp.analysis.{n} is {why}")
-            for n, t in (("ack_rtt", FLOAT), ("acks_frame", UINT), ("bytes_in_flight", UINT), ("push_bytes_sent", UINT),
-                         ("rto", FLOAT), ("rto_frame", UINT))]
+    out += [
+        P("tcp.analysis.acks_frame", UINT, _acked(0), "the frame of the segment this ACK acknowledges (its ACK number is "
+          "that segment's next sequence number; the oldest such segment not yet acknowledged)", size=4),
+        P("tcp.analysis.ack_rtt", FLOAT, _acked(1), "the RTT to ACK the segment (seconds since the acks_frame segment; "
+          "absent when 0, negative when the capture's times go back)"),
+        P("tcp.analysis.bytes_in_flight", UINT, _in_flight(0), "bytes in flight after this data segment: its direction's "
+          "unacknowledged sequence span less the bytes the peer's last segment SACKed (not after a segment not captured "
+          "until the peer's next ACK)", size=4),
+        P("tcp.analysis.push_bytes_sent", UINT, _in_flight(1), "bytes sent since the last PSH flag (on segments with "
+          "bytes_in_flight)", size=4),
+        P("tcp.analysis.rto", FLOAT, _rto(0), "on a retransmission (not a fast or spurious one): seconds since the oldest "
+          "unacknowledged segment (else the highest one); absent when 0"),
+        P("tcp.analysis.rto_frame", UINT, _rto(1), "the frame the RTO is measured from", size=4),
+    ]
     out.append(P("tcp.analysis", NONE, lambda pv: [], "SEQ/ACK analysis tree",
                  unsupported="tcp.analysis (the SEQ/ACK analysis tree itself) is not a filter field in wirefall; "
                              "use tcp.analysis.flags or one of its flags"))

@@ -1,0 +1,321 @@
+"""tshark's fields from its list of unacknowledged TCP segments, against tshark 4.0 packet by
+packet: ``tcp.analysis.acks_frame`` and ``tcp.analysis.ack_rtt`` (the segment an ACK
+acknowledges and the time since it: Wireshark's RTT graph), ``tcp.analysis.bytes_in_flight``,
+``tcp.analysis.push_bytes_sent``, a retransmission's ``tcp.analysis.rto`` and
+``tcp.analysis.rto_frame`` (analyzer/tcp_analysis.py through analyzer/fields/tcp.py).
+
+Outside truth: ``tshark -r CAP -T fields -e frame.number -e tcp.analysis.…`` (every occurrence)
+against each field's values on each packet (``Field.get``, tests/field_oracle.py), times as
+whole nanoseconds (tshark prints nine decimals); ``tshark -Y`` against ``wirefall packets -Y``
+for filters on them (tests/tshark_tap.py); tshark's JSON ``[SEQ/ACK analysis]`` against the
+packet detail tree.  Captures: every bundled sample, the third-party ones with TCP (the Amazon
+page load with its keys), the seeded hostile flows tests/test_tcp_diff29.py builds (losses,
+reordering, duplicate ACKs with SACK and D-SACK, zero windows, keep-alives, ports reused,
+sequence numbers wrapping), and segments written here for the corners those flows do not reach:
+the 10,000-segment cap of tshark's list, an ACK number 2^31 past the segments, relative sequence
+numbers wrapping inside the list, SACK options with four blocks, two SACK options in a segment,
+a retransmission whose RTO counts from the highest segment.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tshark_tap
+from conftest import sample_captures, unpack_amazon
+from field_oracle import capture_file, tshark_values, wirefall_values
+from test_tcp_diff29 import ACK, FIN, PSH, SEED, SYN, T0, _Script, flows, write
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from wirefall.analyzer.capture import PacketSource  # noqa: E402
+from wirefall.analyzer.pipeline import analyze  # noqa: E402
+
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+
+TIMES = ("tcp.analysis.ack_rtt", "tcp.analysis.rto")
+FIELDS = ("tcp.analysis.ack_rtt", "tcp.analysis.acks_frame", "tcp.analysis.bytes_in_flight",
+          "tcp.analysis.push_bytes_sent", "tcp.analysis.rto", "tcp.analysis.rto_frame")
+COMMON = FIELDS[:4]  # (on every capture with TCP data both ways; the RTO only where segments are retransmitted)
+M32 = 0xFFFFFFFF
+
+
+def _ns(text: str) -> int:
+    """A relative time as tshark prints it ("-0.000001000") in whole nanoseconds."""
+    neg = text.startswith("-")
+    sec, _, frac = text.lstrip("-").partition(".")
+    v = int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
+    return -v if neg else v
+
+
+def compare(cap: Path, keys: Path | None = None) -> tuple[int, dict[str, int], list[str]]:
+    """(packets compared, values per field in tshark's output, disagreements) over every packet of ``cap``."""
+    # (the time fields come back as tshark prints them — "bytes" fields are kept as text — and
+    # become nanoseconds here; wirefall's seconds likewise)
+    theirs = tshark_values(cap, keys, FIELDS, bytes_fields=frozenset(TIMES))
+    an = analyze(str(cap), keylogs=[str(keys)] if keys else [])
+    ours = wirefall_values(an, cap, FIELDS)
+    seen = dict.fromkeys(FIELDS, 0)
+    bad = []
+    for n in range(1, an.packets + 1):
+        t, o = theirs.get(n, {}), ours.get(n, {})
+        for f in FIELDS:
+            a, b = t.get(f), o.get(f)
+            if f in TIMES:
+                a = [_ns(x) for x in a] if a else None
+                b = [round(x * 1e9) for x in b] if b else None
+            seen[f] += len(a or ())
+            if a != b:
+                bad.append(f"{cap.name} frame {n} {f}: tshark {a} wirefall {b}")
+    return an.packets, seen, bad
+
+
+def _agrees(cap: Path, keys: Path | None = None, every: bool = True) -> dict[str, int]:
+    npk, seen, bad = compare(cap, keys)
+    assert not bad, (len(bad), bad[:8])
+    if every:  # (a comparison that cannot fail is none)
+        assert all(seen[f] for f in COMMON), seen
+    return seen
+
+
+# ------------------------------------------------------------------ bundled and third-party captures
+
+
+@needs_tshark
+@pytest.mark.parametrize("cap", [p for p, _ in sample_captures()], ids=lambda p: str(p.relative_to(ROOT / "sample_captures")))
+def test_sample_captures_equal_tshark(cap):
+    keys = cap.with_suffix(".keys")
+    _agrees(cap, keys if keys.exists() else None, every=False)
+
+
+@needs_tshark
+def test_lossy_page_loads_have_every_field(tmp_path):
+    got = {f: 0 for f in FIELDS}
+    for name in ("page-h1", "page-h2", "page-spdy"):
+        seen = _agrees(capture_file(f"sample:lossy/{name}.pcapng", tmp_path))
+        got = {f: got[f] + seen[f] for f in FIELDS}
+    assert all(got.values()), got
+
+
+@needs_tshark
+def test_amazon_page_load_equals_tshark(tmp_path):
+    cap, keys = unpack_amazon(tmp_path)
+    seen = _agrees(cap, keys)
+    assert seen["tcp.analysis.ack_rtt"] > 100 and seen["tcp.analysis.bytes_in_flight"] > 100, seen
+
+
+@needs_tshark
+@pytest.mark.parametrize("rel", ["tls12/capture.pcap", "tls13/capture.pcap", "retina/tls_ciphers.pcap"])
+def test_third_party_captures_equal_tshark(tmp_path, rel):
+    _agrees(capture_file(f"shared:{rel}", tmp_path))
+
+
+@needs_tshark
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["spdy-mtu", "h2-small"])
+def test_benchmark_captures_equal_tshark(name):
+    cap = ROOT / "benchmarks" / "corpus" / f"{name}.pcap"
+    if not cap.exists():
+        pytest.skip(f"{cap.name} absent")
+    _agrees(cap)
+
+
+# ------------------------------------------------------------------ hostile flows
+
+
+@needs_tshark
+def test_thirty_hostile_flows_equal_tshark(tmp_path):
+    p = tmp_path / "flows.pcap"
+    write(p, flows(SEED, 30))
+    seen = _agrees(p)
+    assert seen["tcp.analysis.rto"] > 10, seen
+
+
+@needs_tshark
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [SEED, 2029, 30])
+def test_three_hundred_hostile_flows_equal_tshark(tmp_path, seed):
+    p = tmp_path / f"flows-{seed}.pcap"
+    write(p, flows(seed, 300))
+    npk, seen, bad = compare(p)
+    assert not bad, (len(bad), bad[:8])
+    assert npk > 9000 and all(seen.values()), seen
+
+
+@needs_tshark
+def test_mangled_packets_equal_tshark(tmp_path):
+    """Cut and corrupted packets (scripts/filters/dns_sample.py's, as tests/test_filter.py uses them)."""
+    sys.path.insert(0, str(ROOT / "scripts" / "filters"))
+    import dns_sample
+
+    p = tmp_path / "mangled.pcap"
+    p.write_bytes(dns_sample.mangled())
+    _agrees(p)
+
+
+def _sack(*blocks: tuple[int, int]) -> bytes:
+    return bytes([5, 2 + 8 * len(blocks)]) + b"".join(struct.pack("!II", a & M32, b & M32) for a, b in blocks)
+
+
+def corners(cap_segments: int = 10_004) -> list[tuple[float, bytes]]:
+    """Conversations for the corners of tshark's list (one client port each)."""
+    sc = _Script()
+    t = T0
+    # an ACK number 2^31 past the segments: those at the end of the list leave, the first stay
+    cp, ci, si = 50002, 7000, 0x7FFFFF00
+    sc.handshake(t, cp, ci, si)
+    for k in range(6):
+        sc.s(t + 0.02 + k * 1e-4, cp, si + 1 + 1000 * k, ci + 1, n=1000)
+    sc.c(t + 0.03, cp, ci + 1, si + 1 + 3000 + 0x80000000)
+    sc.c(t + 0.031, cp, ci + 1, si + 1 + 2500 - 0x80000000)
+    sc.s(t + 0.032, cp, si + 1 + 6000, ci + 1, n=1000)
+    sc.c(t + 0.033, cp, ci + 1, si + 1 + 7000)
+    # segments before the base sequence number: relative numbers wrap inside the list
+    t += 1
+    cp, ci, si = 50003, 9000, 100000
+    sc.handshake(t, cp, ci, si)
+    for k in range(5):
+        sc.s(t + 0.02 + k * 1e-4, cp, si - 2500 + 1000 * k, ci + 1, n=1000)
+    sc.c(t + 0.03, cp, ci + 1, si - 1500)
+    sc.s(t + 0.031, cp, si + 2500, ci + 1, n=1000)
+    # SACK: four blocks (tshark keeps three), two options in one segment (the last counts), a
+    # block going back, an option with a block and a half, then a segment without SACK
+    t += 1
+    cp, ci, si = 50004, 11000, 300000
+    sc.handshake(t, cp, ci, si)
+    for k in range(10):
+        sc.s(t + 0.02 + k * 1e-4, cp, si + 1 + 1000 * k, ci + 1, n=1000, flags=ACK | (PSH if k % 3 == 2 else 0))
+    a = si + 1
+    sc.c(t + 0.03, cp, ci + 1, a + 1000, opts=b"\x01\x01" + _sack((a + 2000, a + 3000), (a + 4000, a + 5000), (a + 6000, a + 7000), (a + 8000, a + 9000)))
+    sc.s(t + 0.031, cp, a + 10000, ci + 1, n=1000)
+    sc.c(t + 0.032, cp, ci + 1, a + 1000, opts=_sack((a + 2000, a + 3000)) + _sack((a + 4000, a + 6000)))
+    sc.s(t + 0.033, cp, a + 11000, ci + 1, n=1000)
+    sc.c(t + 0.034, cp, ci + 1, a + 1000, opts=_sack((a + 9000, a + 2000)))
+    sc.s(t + 0.035, cp, a + 12000, ci + 1, n=1000, flags=ACK | FIN)
+    sc.c(t + 0.036, cp, ci + 1, a + 1000, opts=b"\x01\x01" + bytes([5, 14]) + struct.pack("!III", a + 2000, a + 3000, a + 5000))
+    sc.s(t + 0.037, cp, a + 1000, ci + 1, n=1000)
+    sc.c(t + 0.038, cp, ci + 1, a + 1000)
+    sc.s(t + 0.039, cp, a + 1000, ci + 1, n=1000)
+    sc.c(t + 0.040, cp, ci + 1, a + 13001)
+    # a SYN/ACK with another ISN re-bases the server's side while its list is out of order
+    t += 1
+    cp, ci, si = 50007, 14000, 600000
+    sc.handshake(t, cp, ci, si)
+    sc.s(t + 0.02, cp, si + 1001, ci + 1, n=1000)
+    sc.s(t + 0.021, cp, si + 1, ci + 1, n=1000)
+    sc.s(t + 0.022, cp, si + 2001, ci + 1, n=1000)
+    sc.s(t + 0.023, cp, si + 7777, ci + 1, flags=SYN | ACK)
+    sc.s(t + 0.024, cp, si + 3001, ci + 1, n=1000)
+    sc.c(t + 0.03, cp, ci + 1, si + 2001)
+    sc.s(t + 0.031, cp, si + 4001, ci + 1, n=1000)
+    # ACKs at the same instant as their segment: acks_frame without ack_rtt
+    t += 1
+    cp, ci, si = 50005, 12000, 400000
+    sc.handshake(t, cp, ci, si)
+    sc.s(t + 0.26, cp, si + 1, ci + 1, n=500)
+    sc.s(t + 0.26, cp, si + 501, ci + 1, n=500)
+    sc.c(t + 0.26, cp, ci + 1, si + 1001)
+    # past the cap (10,000 unacknowledged segments a direction): the list emptied by an ACK of
+    # what it held, a retransmission's RTO counts from the highest segment
+    t += 1
+    cp, ci, si = 50006, 13000, 500000
+    sc.handshake(t, cp, ci, si)
+    for k in range(cap_segments):
+        sc.s(t + 0.02 + k * 1e-6, cp, si + 1 + 10 * k, ci + 1, n=10)
+    sc.c(t + 0.5, cp, ci + 1, si + 1 + 10 * min(cap_segments, 10_000))
+    sc.s(t + 1.5, cp, si + 1 + 10 * (cap_segments - 2), ci + 1, n=10)
+    sc.c(t + 1.6, cp, ci + 1, si + 1 + 10 * cap_segments)
+    return sc.out
+
+
+@needs_tshark
+def test_corners_of_the_list_equal_tshark(tmp_path):
+    p = tmp_path / "corners.pcap"
+    write(p, [corners(40)])
+    _agrees(p)
+
+
+@needs_tshark
+@pytest.mark.slow
+def test_the_ten_thousand_segment_cap_equals_tshark(tmp_path):
+    p = tmp_path / "cap.pcap"
+    write(p, [corners()])
+    seen = _agrees(p)
+    assert seen["tcp.analysis.rto"] >= 1, seen
+
+
+# ------------------------------------------------------------------ display filters
+
+
+FILTERS = ["tcp.analysis.ack_rtt > 0.01", "tcp.analysis.bytes_in_flight >= 10000", "tcp.analysis.acks_frame",
+           "tcp.analysis.ack_rtt < 0.001 && tcp.analysis.acks_frame", "tcp.analysis.push_bytes_sent > 4000",
+           "tcp.analysis.rto > 0.1", "tcp.analysis.bytes_in_flight == tcp.len", "tcp.analysis.rto_frame && !tcp.analysis.rto"]
+# the filters that select nothing in tshark on a capture (every other one must select something)
+EMPTY = {"lossy-h2": {FILTERS[7]}, "amazon": {FILTERS[3], FILTERS[5], FILTERS[7]}, "flows": {FILTERS[1], FILTERS[7]}}
+
+
+@needs_tshark
+@pytest.mark.parametrize("which", sorted(EMPTY))
+def test_filters_select_what_tshark_selects(tmp_path, which):
+    if which == "amazon":
+        cap, keys = unpack_amazon(tmp_path)
+    elif which == "flows":
+        cap, keys = tmp_path / "flows.pcap", None
+        write(cap, flows(SEED, 30))
+    else:
+        cap, keys = ROOT / "sample_captures" / "lossy" / "page-h2.pcapng", None
+    an = analyze(str(cap), keylogs=[str(keys)] if keys else [])
+    theirs = tshark_tap.tap(cap, FILTERS, keys)
+    assert all(not theirs[e] for e in EMPTY[which]), theirs
+    tshark_tap.assert_same_packets(which, [(e, e not in EMPTY[which]) for e in FILTERS], theirs,
+                                   lambda e: tshark_tap.wirefall_packets(an, cap, e))
+
+
+# ------------------------------------------------------------------ the packet detail tree
+
+
+def _json_fields(obj, out: list) -> list:
+    """tshark's JSON items of the compared fields under ``obj``, in tree order."""
+    for k, v in obj.items():
+        if k in FIELDS:
+            out.append((k, v))
+        elif isinstance(v, dict):
+            _json_fields(v, out)
+    return out
+
+
+@needs_tshark
+@pytest.mark.parametrize("which", ["lossy/page-h1.pcapng", "flows"])
+def test_seq_ack_analysis_tree_shows_them_as_tshark(tmp_path, which):
+    from wirefall.analyzer.detail import packet_detail
+
+    if which == "flows":
+        cap = tmp_path / "flows.pcap"
+        write(cap, flows(SEED, 30))
+    else:
+        cap = ROOT / "sample_captures" / which
+    theirs = tshark_values(cap, None, FIELDS, bytes_fields=frozenset(TIMES))
+    want = sorted(theirs)[:40] + [n for n in sorted(theirs) if "tcp.analysis.rto" in theirs[n]][:20]
+    flt = " || ".join(f"frame.number == {n}" for n in sorted(set(want)))
+    raw = subprocess.run(["tshark", "-n", "-r", str(cap), "-T", "json", "-Y", flt], capture_output=True, text=True, check=True).stdout
+    pkts = {int(p["_source"]["layers"]["frame"]["frame.number"]): p["_source"]["layers"]["tcp"] for p in json.loads(raw)}
+    an = analyze(str(cap))
+    src = PacketSource(str(cap))
+    try:
+        for n in sorted(set(want)):
+            exp = _json_fields(pkts[n].get("tcp.analysis", {}), [])
+            got = []
+            for root in packet_detail(an, src, n):
+                sa = root.find("tcp.analysis")
+                if sa is not None:
+                    got += [(x.abbrev, x.value) for x in sa.walk() if x.abbrev in FIELDS]
+            assert got == exp, (n, got, exp)
+    finally:
+        src.close()
+    assert any(k == "tcp.analysis.rto" for n in want for k in theirs[n]) or which != "flows"
