@@ -182,11 +182,14 @@ class Stats:
     not_sent_requests: int = 0
     # the page's requests by content class (``content_breakdown``), as WebPageTest's breakdown
     content: dict[str, list[int]] | None = None
+    # WebPageTest's TTFB (``webpagetest_ttfb``): (seconds from the page's start, exchange id), or None
+    webpagetest_ttfb: tuple[float, int] | None = None
 
     def __init__(self, file: str, capture: Block, protocols: dict[str, Block], connections: list[Block], packets_total: int = 0,
                  bytes_total: int = 0, duration: float = 0.0, completeness: Any = None, background_requests: int = 0,
                  tcp_analysis: dict | None = None, browser_events: dict | None = None, outside: dict | None = None,
-                 payload_unread: int = 0, not_sent_requests: int = 0, content: dict[str, list[int]] | None = None) -> None:
+                 payload_unread: int = 0, not_sent_requests: int = 0, content: dict[str, list[int]] | None = None,
+                 webpagetest_ttfb: tuple[float, int] | None = None) -> None:
         self.file = file
         self.capture = capture
         self.protocols = protocols
@@ -202,6 +205,7 @@ class Stats:
         self.payload_unread = payload_unread
         self.content = content
         self.not_sent_requests = not_sent_requests
+        self.webpagetest_ttfb = webpagetest_ttfb
 
 
 def _add2(a: list[int], b) -> None:
@@ -597,7 +601,8 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
                  background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events, outside=outside,
                  payload_unread=payload_unread, not_sent_requests=sum(len(exs_by_conn.get(i, ())) for i in no_net),
                  # (the page's requests that reached the network: a cache read transferred nothing)
-                 content=content_breakdown(e for e in page_exs if e.connection not in no_net))
+                 content=content_breakdown(e for e in page_exs if e.connection not in no_net),
+                 webpagetest_ttfb=webpagetest_ttfb(page_exs, p0))
 
 
 def _add_headers(blk: Block, cb: Block, keys: tuple[str, ...] = HDR_KEYS) -> None:
@@ -833,6 +838,32 @@ def _first_response(exs: list[Exchange]) -> float | None:
     return rs
 
 
+# content types WebPageTest leaves out of its TTFB (certificate checks the browser makes)
+_WPT_TTFB_SKIP = ("ocsp-response", "pkix-crl", "pkix-cert", "ca-cert")
+
+
+def webpagetest_ttfb(exs: list[Exchange], t0: float | None) -> tuple[float, int] | None:
+    """WebPageTest's TTFB of the page: the first response byte of the first of ``exs`` (by
+    start, then id, as its requests are ordered) whose status is 200 or 304 and whose content
+    type is no certificate check, from ``t0`` (WebPageTest's agent: the first such request's
+    ``load_start + ttfb_ms``) — (seconds, exchange id), or None.  The page's own ``ttfb`` is its
+    first response byte whatever the status: a 202 challenge page or a redirect comes earlier."""
+    if t0 is None:
+        return None
+    best = None
+    for e in exs:
+        rs = e.response_start
+        if e.status not in (200, 304) or rs is None:
+            continue
+        ct = e.content_type or ""
+        if any(x in ct for x in _WPT_TTFB_SKIP):
+            continue
+        key = (_start(e), e.id)
+        if best is None or key < best[0]:
+            best = (key, rs - t0, e.id)
+    return None if best is None else (best[1], best[2])
+
+
 def _last_end(exs: list[Exchange]) -> float | None:
     """The latest response end of ``exs`` (None: none has one)."""
     end = None
@@ -921,6 +952,9 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "browser_events": {k: t for k, (_label, t) in st.browser_events.items()} if st.browser_events else None,
         # (added 2026-12-05) the page's requests by content class, as WebPageTest's breakdown
         "content": {k: {"requests": v[0], "body_bytes": v[1], "decoded_bytes": v[2]} for k, v in (st.content or {}).items()},
+        # (added 2026-12-05) WebPageTest's TTFB: its first 200/304 response's first byte from the page's start
+        "webpagetest_ttfb": ({"ttfb": st.webpagetest_ttfb[0], "exchange": st.webpagetest_ttfb[1]}
+                             if st.webpagetest_ttfb is not None else None),
         "completeness": completeness.to_dict(st.completeness) if st.completeness is not None else None,
         **({"tcp_analysis": st.tcp_analysis} if st.tcp_analysis is not None else {}),
     }
@@ -1008,8 +1042,11 @@ def page_line(st: Stats) -> str:
     if c.ttfb is None and c.page_load_time is None:
         return "Page: no response of a page request in the capture (no TTFB, no last response byte)"
     whence = "its first packet" if st.packets_total else "its start in the browser log (no packets)"
-    s = (f"Page, from {whence}: TTFB {_ms(c.ttfb)} (first response byte), last response byte "
-         f"{_ms(c.page_load_time)}")
+    s = f"Page, from {whence}: TTFB {_ms(c.ttfb)} (first response byte"
+    w = st.webpagetest_ttfb
+    if w is not None and (c.ttfb is None or round(w[0] * 1e4) != round(c.ttfb * 1e4)):  # (where the two differ: a 202, a redirect first)
+        s += f"; WebPageTest's TTFB — its first 200 or 304 response, request {w[1]} — {_ms(w[0])}"
+    s += f"), last response byte {_ms(c.page_load_time)}"
     if st.browser_events:
         s += "; the browser's " + ", ".join(f"{label} {_ms(t)}" for label, t in st.browser_events.values())
     elif c.page_load_time is not None:
