@@ -156,7 +156,8 @@ def test_status_and_method_marks_and_error_rows_are_tinted():
     # rows answered 200 to a GET are labelled as the layout labels them (no mark)
     from wirefall.ui import waterfall_layout as L
     plain = [r for r in wf.rows if not M.mark(r)]
-    assert plain and all(labels[r.index] == L.row_label(r) for r in plain)
+    n, bw = figures.label_columns(wf.rows, 1400, figures.mark_width(wf.rows))  # (the image's width: its labels' room)
+    assert plain and all(labels[r.index] == L.row_label(r, n, badge_chars=bw) for r in plain)
 
 
 @pytest.mark.slow

@@ -76,7 +76,10 @@ def test_web_app_draws_10000_requests(big):
     k = views.WINDOW_ROWS
     assert r["window"] == (0, k) and r["window_scrolled"] == (k, 2 * k) and r["window_pgdn"] == (2 * k, 3 * k)
     wf = waterfall.build(big)
-    label = lambda row: L.row_label(row).replace(" ", NBSP).rstrip(NBSP)
+    from wirefall.ui.figures import NARROWEST, label_columns, mark_width
+
+    n, bw = label_columns(wf.rows, NARROWEST, mark_width(wf.rows))  # (the page's labels: the room of the width it is laid out for)
+    label = lambda row: L.row_label(row, n, badge_chars=bw).replace(" ", NBSP).rstrip(NBSP)
     shown_of = lambda labels: [t.rstrip(NBSP) for t in labels]
     shown = lambda key: shown_of(r[key])
     assert shown("labels_open") == [label(x) for x in wf.rows[:k]]  # rows 1..k, numbered and labelled as the model's

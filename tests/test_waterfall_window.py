@@ -18,7 +18,7 @@ from wf_scale_fixture import make_big_analysis  # noqa: E402
 
 from wirefall.analyzer import waterfall as W  # noqa: E402
 from wirefall.ui import waterfall_layout as L  # noqa: E402
-from wirefall.ui.figures import NBSP, waterfall_figure  # noqa: E402
+from wirefall.ui.figures import NARROWEST, NBSP, label_columns, mark_width, waterfall_figure  # noqa: E402
 from wirefall.ui.web import views  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,8 @@ def test_a_window_draws_its_rows_as_the_whole_figure_does(big):
     win = waterfall_figure(wf, window=(lo, hi))
     assert list(win.layout.yaxis.tickvals) == list(range(lo, hi))
     assert list(win.layout.yaxis.ticktext) == list(full.layout.yaxis.ticktext)[lo:hi]
-    assert list(win.layout.yaxis.ticktext)[0] == L.row_label(wf.rows[lo]).replace(" ", NBSP)  # numbered as in the whole: 401
+    n, bw = label_columns(wf.rows, NARROWEST, mark_width(wf.rows))  # (a page's labels: the room of the width it is laid out for)
+    assert list(win.layout.yaxis.ticktext)[0] == L.row_label(wf.rows[lo], n, badge_chars=bw).replace(" ", NBSP)  # numbered as in the whole: 401
     assert list(win.layout.yaxis.range) == [hi - 0.5, lo - 0.5]
     assert list(win.layout.xaxis.range) == list(full.layout.xaxis.range)  # the time axis of all rows
     a, b = _drawn(full, lo, hi), _drawn(win, lo, hi)
@@ -166,7 +167,8 @@ def test_the_pager_callback(big, served):
     assert style == {"display": "none"} and text == ""
     fig, *_ = cb_waterfall(st, e.id, "v", [], [], [], [], "", None, None, None, 300)
     assert list(fig.layout.yaxis.tickvals) == list(range(300, 300 + k))
-    assert fig.layout.yaxis.ticktext[0] == L.row_label(wf.rows[300]).replace(" ", NBSP)
+    n, bw = label_columns(wf.rows, NARROWEST, mark_width(wf.rows))
+    assert fig.layout.yaxis.ticktext[0] == L.row_label(wf.rows[300], n, badge_chars=bw).replace(" ", NBSP)
 
 
 def test_the_window_and_its_figure_in_one_answer(big, served):

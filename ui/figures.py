@@ -70,20 +70,44 @@ PALE_SWATCH, PALE_SWATCH_EDGE = "#fafafa", "#8c8c8c"
 NBSP = "\u00a0"  # SVG text collapses runs of spaces: the label column pads with no-break spaces
 
 
-def row_label(r, n: int = L.LABEL_CHARS, mark_width: int = 0, number: int | None = None) -> str:
-    """The row's label column (number — ``number``, else its place + 1 —, marker glyphs, badge,
-    host/path in ``n`` characters), escaped;
+def row_label(r, n: int = L.LABEL_CHARS, mark_width: int = 0, number: int | None = None, badge_chars: int = L.BADGE_CHARS) -> str:
+    """The row's label column (number — ``number``, else its place + 1 —, marker glyphs, badge
+    in ``badge_chars``, host/path in ``n`` characters), escaped;
     with ``mark_width``, a marked row (``figures_marks.mark``: background, method, status, no
     response) has its mark right-aligned in that many characters before it (the labels are
     right-aligned at the axis, so unmarked rows keep their text and every column stays aligned),
     and a background row's label is muted."""
-    text = html_text(L.row_label(r, n, number=number)).replace(" ", NBSP)
+    text = html_text(L.row_label(r, n, number=number, badge_chars=badge_chars)).replace(" ", NBSP)
     m = M.mark(r) if mark_width else ""
     if m:
         text = html_text(m.rjust(mark_width) + "  ").replace(" ", NBSP) + text
     if r.background and mark_width:
         text = f'<span style="color:{M.MUTED}">{text}</span>'
     return text
+
+
+LABEL_STANDOFF = 6  # px between a row label's end and the plot (the margin's 16 px of slack hold it)
+LABEL_SHARE = 0.385  # the label column's share of the figure's width: 461 px at 1200 px, as wide as it was (the time axis has the rest)
+URL_CHARS_MIN = 24  # a row label's host…path characters at the least (a graph beside the web page's request detail)
+
+
+def url_chars_for(room_px: float, fixed_chars: int) -> int:
+    """A row label's host…path characters in a figure ``room_px`` wide: what the label column's
+    ``LABEL_SHARE`` of it holds less its ``fixed_chars`` (number, glyphs, badge, marks), at least
+    ``URL_CHARS_MIN``.  It was 44 at any width: on a 1400 px image the amazon load's CDN files
+    read ``images-na.ssl-images-amazon.com/…/csm-ca….js``, six characters of their names."""
+    return max(int((LABEL_SHARE * room_px - 16) / CHAR_PX) - fixed_chars, URL_CHARS_MIN)
+
+
+def label_columns(rows, room_px: float, mark_w: int = 0) -> tuple[int, int]:
+    """A figure's label columns for ``rows`` (all of them: a window's labels are the whole
+    figure's) in ``room_px``: (host…path characters — ``url_chars_for``, no more than the longest
+    URL needs whole, 12 at least: a blank column past the longest was the time axis' —, badge
+    characters: ``waterfall_layout.badge_width``): with ``n, bw = label_columns(...)``,
+    ``waterfall_layout.row_label(r, n, badge_chars=bw)`` is the label ``waterfall_figure`` draws."""
+    bw = L.badge_width(rows)
+    n = url_chars_for(room_px, L.row_label_fixed(bw) + (mark_w + 2 if mark_w else 0))
+    return min(n, max([L.url_chars_needed(r.url) for r in rows] + [12])), bw
 
 
 def mark_width(rows) -> int:
@@ -181,6 +205,7 @@ class _Fig:
         self.view = (0.0, 1.0)  # the time range (ms) the figure shows: set by waterfall_figure
         self.plot_w = 900.0  # the plot's width (px) it is laid out for: set by waterfall_figure
         self.mark_w = 0  # the label column's marks' width (figures_marks.mark)
+        self.badge_w = L.BADGE_CHARS  # the label column's badge width (waterfall_layout.badge_width)
         self.page_view: tuple[float, float] | None = None  # the page's span, when the figure shows only it
         self.t_end_ms = _ms(wf.t_end, self.t0)
         self.filter_note = ""  # "6 of 15 requests shown — filter: …" (figures_marks.filter_note)
@@ -209,8 +234,9 @@ def _row_colors(r) -> dict[str, str]:
 def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = True, big: bool | None = None,
                      width: int = 1400, max_labels: int = 300, narrowest: int | None = None, hover: bool = True,
                      window: tuple[int, int] | None = None, x_view: tuple[float, float] | None = None,
-                     url_chars: int = L.LABEL_CHARS, time_span: str = "page", responsive: bool | None = None,
-                     unfiltered: Waterfall | None = None, filter_text: str | None = None, headline: bool = True):
+                     url_chars: int | None = None, time_span: str = "page", responsive: bool | None = None,
+                     unfiltered: Waterfall | None = None, filter_text: str | None = None, headline: bool = True,
+                     label_room: int | None = None):
     """The waterfall as a ``plotly.graph_objects.Figure``: x = milliseconds from the first
     packet; the request rows (top to bottom in ``wf.rows`` order) with their durations, the
     connection view and the throughput track under it on the same time axis, the milestone
@@ -232,6 +258,9 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     wrote it; the rows and connections keep their unfiltered numbers, the title says "6 of 15
     requests shown — filter: …", and a milestone of a request not shown is left out (the HTML's
     first byte) or says so (the page's last byte: ``figures_marks.shown_milestones``).
+    ``url_chars``: a row label's host…path characters; by default what the room allows
+    (``url_chars_for``: ``LABEL_SHARE`` of ``label_room`` px — the page's graph as wide as the
+    web page says —, else of the figure's width: an image's ``width``, a page's ``narrowest``).
     ``headline=False``: the subtitle leaves out the completeness headline (``wf.completeness``)
     — the web page says it once, in its box over the figure with the reasons (ui.web.views.box_headline);
     an image keeps it, the only place it has.
@@ -258,10 +287,14 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     # ``url_chars``: the host…path's characters in the label column (a narrow graph, beside the
     # web page's detail panel, gives fewer to the labels and more to the time axis)
     mw = mark_width(all_rows) if show_labels else 0  # (of all rows: a window's labels are the whole figure's)
-    label_chars = max((len(L.row_label(r, url_chars)) for r in rows[:max_labels]), default=20) + (mw + 2 if mw else 0) \
-        if show_labels else 8
-    ml, mr = int(label_chars * CHAR_PX + 16), 24
     narrow = min(width, narrowest or NARROWEST)
+    page = bool(hover if responsive is None else responsive)  # (the HTML page and the web app: the page's width)
+    # (the label column's share of the room: more of each file name on a wider figure)
+    n_url, bw = label_columns(all_rows, label_room or (narrow if page else width), mw)
+    url_chars = n_url if url_chars is None else url_chars
+    label_chars = max((len(L.row_label(r, url_chars, badge_chars=bw)) for r in rows[:max_labels]), default=20) \
+        + (mw + 2 if mw else 0) if show_labels else 8
+    ml, mr = int(label_chars * CHAR_PX + 16), 24
     plot_w_narrow = max(narrow - ml - mr, 200)
     x_lo, x_hi = 0.0, span
     if time_span not in ("page", "capture"):
@@ -275,7 +308,7 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     view = (float(x_view[0]), float(x_view[1])) if x_view and x_view[1] > x_view[0] else (x_lo, xmax)
     min_w = (view[1] - view[0]) / 900.0  # bars shorter than this are widened to stay visible (hover shows the real time)
     c = _Fig(go, wf, rows, lo, hi, use_big, hover, min_w, url_chars, unfiltered=unfiltered)
-    c.view, c.mark_w, c.page_view = view, mw, page_view
+    c.view, c.mark_w, c.badge_w, c.page_view = view, mw, bw, page_view
     c.plot_w = float(plot_w_narrow)  # (the row texts: what fits right of a bar)
     c.filter_note = M.filter_note(len(all_rows), len(c.unfiltered.rows) if c.unfiltered is not None else None, filter_text)
 
@@ -289,7 +322,6 @@ def waterfall_figure(wf: Waterfall, title: str | None = None, markers: bool = Tr
     crow = _connection_view(c, window)
     _throughput_track(c)
     _legend_marks(c, show_labels)
-    page = bool(hover if responsive is None else responsive)  # (the HTML page and the web app: the page's width)
     _layout(c, title, window, crow, show_labels, label_chars, width, ml, mr, plot_w_narrow, xmax, view,
             narrowest is None and not page, page, headline)
     if page:
@@ -819,9 +851,10 @@ def _layout(c: _Fig, title: str | None, window: tuple[int, int] | None, crow: li
                     font=dict(size=11), standoff=4), showgrid=False, zeroline=False, tickfont=dict(size=10), **xticks),
         yaxis=dict(domain=list(y_wf), autorange=False, tickmode="array" if show_labels else "auto",
                    tickvals=[r.index for r in rows] if show_labels else None,
-                   ticktext=[row_label(r, c.url_chars, c.mark_w, c.number(r)) for r in rows] if show_labels else None,
+                   ticktext=[row_label(r, c.url_chars, c.mark_w, c.number(r), c.badge_w) for r in rows] if show_labels else None,
                    showticklabels=show_labels,
                    tickfont=LABEL_FONT, automargin=False, showgrid=False, zeroline=False, ticklabeloverflow="allow",
+                   ticklabelstandoff=LABEL_STANDOFF,  # (the labels' last character touched the first packet's line)
                    range=[lo + n - 0.5, lo - 0.5] if n else [0.5, -0.5]),  # ("allow": the margin fits them; plotly's overflow check
                    # measured every label with the DOM laid out again each time: 45 % of a 10 000-row figure's drawing)
         yaxis2=dict(domain=list(y_conn), autorange=False, range=[max(nc, 1) - 0.5, -0.5], tickmode="array",

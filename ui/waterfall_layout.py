@@ -1,7 +1,7 @@
 """Layout decisions of the waterfall shared by every view that draws it — the Plotly figure
 (web app, PNG/SVG/HTML exports: ui/figures.py) and the TUI's text waterfall
-(ui/tui/widgets.py) — so that they cannot drift: the row label (the host whole —
-cut in its middle only when very long —, the path's start, the query elided first), the
+(ui/tui/widgets.py) — so that they cannot drift: the row label (host and file, the file
+kept before the host, the query and the directories elided first: ``short_url``), the
 duration text, the marker glyphs of the label column, which markers are
 ticked on the bar, and the placement of the milestone labels.  Colours, sort and group
 orders are data of the model (analyzer/waterfall.py: ``PHASE_COLORS``, ``CONTENT_COLORS``,
@@ -15,7 +15,8 @@ from wirefall.analyzer.waterfall import (BLOCKED_COLOR, CONTENT_CLASSES, CONTENT
 __all__ = ["BLOCKED_COLOR", "IDLE_COLOR", "CONTENT_CLASSES", "CONTENT_COLORS", "GROUPS", "PHASE_COLORS", "PHASE_LABELS", "PHASES",
            "SEND_COLOR", "SORTS", "WAIT_COLOR", "GLYPHS", "GLYPH_KINDS", "TICK_KINDS", "TICK_COLORS", "elide",
            "short_url", "short_host", "short_path", "registrable", "subset", "glyphs", "duration_text", "row_duration_text", "short_duration_text",
-           "start_unknown", "START_UNKNOWN", "row_label", "LABEL_CHARS", "stagger", "phase_colors"]
+           "start_unknown", "START_UNKNOWN", "row_label", "row_label_fixed", "badge_width", "BADGE_CHARS",
+           "host_floor", "url_chars_needed", "LABEL_CHARS", "stagger", "phase_colors"]
 
 # Markers drawn as glyphs in the label column, one fixed column each (never on the bars).
 GLYPH_KINDS = ("push", "priority", "reset", "stall")
@@ -97,19 +98,21 @@ def short_host(host: str, n: int) -> str:
     """``host`` in ``n`` characters: whole when it fits, else cut in its middle keeping both
     ends — its registrable domain (``registrable``) at the end where it fits with a quarter of
     the room left for the start (the distinctive part: ``images-na``, ``1c5c1ecf7303``), else
-    half and half; the end begins at a label (``amazon.com``, not ``azon.com``) when one is
-    within 3 characters."""
+    half and half; the end begins at a label or a word of one (``amazon.com``, not ``azon.com``)
+    when one is within 3 characters, and the start does not end in a dot (``images-na…``)."""
     if len(host) <= n:
         return host
     if n <= 4:
         return elide(host, n, n // 2)
     reg = registrable(host)
     end = len(reg) if len(reg) <= n - 1 - max(3, n // 4) else (n - 1) // 2
-    dots = [len(host) - i - 1 for i, ch in enumerate(host) if ch == "."]  # the lengths of the ends that begin at a label
+    # the lengths of the ends that begin at a label, or at a word of one (``amazon.com`` of ``ssl-images-amazon.com``)
+    dots = [len(host) - i - 1 for i, ch in enumerate(host) if ch in ".-"]
     near = [k for k in dots if abs(k - end) <= 3 and 3 <= n - 1 - k]
     if near and len(reg) > n - 1 - max(3, n // 4):
         end = max(near)
-    return elide(host, n, n - 1 - end)
+    start = host[:n - 1 - end]
+    return (start[:-1] if start.endswith(".") else start) + "…" + host[len(host) - end:]  # (``images-na…``, not ``images-na.…``)
 
 
 def short_path(path: str, n: int) -> str:
@@ -126,10 +129,10 @@ def short_path(path: str, n: int) -> str:
         return "/…" + _short_file(tail[1:], n - 2) if at > 0 and n >= 5 else path[:n - 1] + "…"
     if at <= 0:  # one segment: its start and end
         return "/" + _short_file(path[1:], n - 1) if path.startswith("/") else elide(path, n, n // 2 + 1)
-    if len(tail) + 2 <= n:  # the file whole, the path's start before it (whole directories where one fits)
+    if len(tail) + 2 <= n:  # the file whole, the path's whole directories before it where one fits (``/images/…/x.js``, not ``/im…/x.js``)
         head = path[:n - len(tail) - 1]
         k = head.rfind("/")
-        return (head[:k + 1] if k > 0 else head) + "…" + tail
+        return (head[:k + 1] if k > 0 else "/") + "…" + tail
     if len(tail) + 1 <= n:  # the file whole, "…" for the directories
         return "…" + tail
     return "/…/" + _short_file(tail[1:], n - 3)  # the segment: its start, "…", its extension
@@ -150,9 +153,11 @@ FILE_START = 6  # a shortened file name keeps at least this much of its start (w
 def _short_file(seg: str, m: int) -> str:
     """A path's last segment in ``m`` characters: its start, ``…`` and its end — its extension
     (up to 8 characters) and the two characters before it where that leaves ``FILE_START`` of its
-    start — 2 of a short numbered name's (what tells ``photo-1.jpg`` from ``photo-2.jpg``) —, the extension alone where it leaves
-    4 (``csm-ca….js``: the start tells the rows apart, ``cs…in.js`` did not), else its last
-    third; the query's ``?…`` is its end, when it has one."""
+    start — 2 of a short numbered name's (what tells ``photo-1.jpg`` from ``photo-2.jpg``) —, more
+    of its end in more room (a third of it, up to 6 before the extension, from a ``.``, ``-`` or
+    ``_``: ``csm-captcha-inst….min.js``), the extension alone where it leaves 4 (``csm-ca….js``:
+    the start tells the rows apart, ``cs…in.js`` did not), else its last third; the query's ``?…``
+    is its end, when it has one."""
     if len(seg) <= m:
         return seg
     if m <= 1:
@@ -163,7 +168,11 @@ def _short_file(seg: str, m: int) -> str:
     ext = len(seg) - dot if 0 < dot else 0
     numbered = 0 < dot <= 8 and seg[dot - 1].isdigit()  # (photo-1.jpg, icon-2.png: told apart by their end)
     if 0 < ext <= 8 and m - 1 - (ext + 2) >= (2 if numbered else FILE_START):
+        more = min((m - 1) // 3, ext + 6, m - 1 - FILE_START)
         keep_end = ext + 2
+        if more > keep_end:  # (from a separator where one is within 2 characters: ".min.js", "._V2_.js", not "n.min.js")
+            cut = next((j for j in range(len(seg) - more, len(seg) - more + 3) if seg[j] in "._-"), None)
+            keep_end = len(seg) - cut if cut is not None and len(seg) - cut > keep_end else more
     elif 0 < ext <= 8 and m - 1 - ext >= min(4, len(seg) - ext):
         keep_end = ext
     else:
@@ -172,8 +181,9 @@ def _short_file(seg: str, m: int) -> str:
 
 
 FILE_WHOLE = 12  # a file name this short is kept whole before the host is (``favicon.ico``, ``photo-1.jpg``)
-FILE_MIN = 10  # characters of the file's name a label keeps before its host is cut (the host whole at 44: a 31-character one)
+FILE_MIN = 11  # characters of a long file name a label keeps at least before its host (10 of the name and its "…")
 HOST_BOTH_ENDS = 9  # a host given fewer characters keeps its start alone (``images…/csm-capt….js``), not both ends
+HOST_START = 6  # a host cut to its floor keeps this much of its start (``1c5c1e…awswaf.com``: what tells a domain's hosts apart)
 
 
 def _cut_host(host: str, room: int, n: int) -> str:
@@ -182,14 +192,39 @@ def _cut_host(host: str, room: int, n: int) -> str:
     return short_host(host, max(min(room, max(n * 3 // 5, len(registrable(host)) + 4)), 1))
 
 
+def host_floor(host: str) -> str:
+    """The least a label with room cuts ``host`` to: its start (``HOST_START`` characters, its
+    first label where that is shorter), ``…`` and its registrable domain whole
+    (``1c5c1e…awswaf.com``) — the whole host where that would save fewer than 4 characters
+    (``images-na.ssl-images-amazon.com``: its registrable domain is ``ssl-images-amazon.com``)."""
+    reg = registrable(host)
+    start = host[:min(len(host.split(".", 1)[0]), HOST_START)]
+    cut = start + "…" + reg
+    return host if reg == host or len(cut) > len(host) - 4 else cut
+
+
+def _host_in(host: str, m: int) -> str:
+    """``host`` in ``m`` characters, ``m`` at least its floor's (``host_floor``): its start, ``…``
+    and its registrable domain whole (the start not ending in the label's dot)."""
+    if len(host) <= m:
+        return host
+    reg = registrable(host)
+    start = host[:m - 1 - len(reg)].rstrip(".")
+    return start + "…" + reg
+
+
 def short_url(url: str, n: int = LABEL_CHARS) -> str:
-    """Host and path in ``n`` characters, WebPageTest-style (it labels a row by host and file):
-    the file first — its whole name (``FILE_WHOLE`` characters or fewer), or its start and
-    extension in ``FILE_MIN`` characters or more —, the host whole where that leaves the file its room, else cut in its middle, its
-    registrable domain kept (``short_host``), and in few characters its start alone
-    (``images…/csm-capt….js``); the path's start between them where there is room
-    (``short_path``); the scheme dropped, and the query first (``?…``: the full URL is in the
-    hover and the request view).  ``images-na.ssl-images-amazon.com/…/Amazo….css``."""
+    """Host and path in ``n`` characters, WebPageTest-style (it labels a row ``host - file``):
+    the scheme dropped, the query first (``?…``: the full URL is in the hover and the request
+    view), then the directories (``/…/``), then the file before the host: the host is cut so
+    that the file is whole — to its start and registrable domain (``host_floor``:
+    ``1c5c1e…awswaf.com``) at the least while there is room —, else the file takes what its
+    host's floor leaves and at least half the label, its start and end kept (``_short_file``:
+    ``csm-captcha-inst….min.js``), and the host is cut in its middle to what is left
+    (``short_host``), in few characters to its start alone (``images…/csm-ca…in.js``).  On the
+    amazon load at 54 characters ``images-na.ssl-im…amazon.com/…/csm-captcha-inst….min.js``,
+    where the host kept whole left the file 10 (``…/csm-ca….js``); a host kept whole and the
+    path's start between where the file fits (``fls-na.amazon.com/1/oc-csi/1/…/requestId=…``)."""
     u = url or "(no URL)"
     if "://" in u:
         u = u.split("://", 1)[1]
@@ -207,23 +242,38 @@ def short_url(url: str, n: int = LABEL_CHARS) -> str:
         if len(host) > n - path_min:
             host = _cut_host(host, n - path_min, n)
         return host + short_path(path, n - len(host))
-    # the path's least room: the file's name whole, or FILE_MIN of it (its start and extension), and
-    # "/" before it (one segment) or "/…/" (directories between)
     fname = tail[1:]
-    lead = 1 if at <= 0 else 2  # ("/" before a one-segment path's file, "…/" for the directories)
-    least = len(fname) if len(fname) <= FILE_WHOLE else FILE_MIN  # (a short name whole: photo-1.jpg, favicon.ico)
-    need = min(len(path), lead + least)
-    if len(host) <= n - need:
+    lead = 1 if at <= 0 else 3  # ("/" before a one-segment path's file, "/…/" for the directories between)
+    need = min(len(path), lead + len(fname))  # (the file whole)
+    if len(host) + need <= n:  # the host and the file whole, the path's start between them where there is room
         return host + short_path(path, n - len(host))
-    # the host must be cut: the file takes up to half the room (its whole name where it fits)
-    room = n - min(len(path), lead + min(len(fname), max(least, n // 2)))
-    if room >= HOST_BOTH_ENDS:  # the host cut in its middle, both ends kept (its registrable domain where there is room)
-        host = _cut_host(host, room, n)
+    # the file before the host: its whole name where the host's floor (its start and registrable
+    # domain: ``host_floor``) leaves room for it, else at least half the room and FILE_MIN of its name
+    # (FILE_WHOLE or fewer: whole), the host cut to what is left — to its start and registrable
+    # domain down to its floor, below that in its middle (``short_host``), and with fewer than
+    # HOST_BOTH_ENDS its start alone
+    least = lead + (len(fname) if len(fname) <= FILE_WHOLE else FILE_MIN)
+    room = n - min(need, max(least, n - len(host_floor(host)), n // 2))
+    if room >= len(host_floor(host)):
+        host = _host_in(host, room)
+        return host + short_path(path, n - len(host))
+    if room >= HOST_BOTH_ENDS:
+        host = short_host(host, room)
         return host + short_path(path, n - len(host))
     # little room: the host's start (its distinctive part) and the file, "…/" between them
     m = min(len(fname), n - 2 - min(FILE_START, len(host)))
     start = host[:max(n - 2 - m, 1)]
     return start + "…/" + _short_file(fname, n - len(start) - 2)
+
+
+def url_chars_needed(url: str) -> int:
+    """The characters ``short_url`` gives ``url`` whole (its query elided: ``?…``) — a label
+    column wider than the longest of them would only be blank."""
+    u = url or "(no URL)"
+    if "://" in u:
+        u = u.split("://", 1)[1]
+    q = u.find("?", max(u.find("/"), 0))
+    return len(u) if q < 0 else min(len(u), q + 2)
 
 
 def subset(wf, rows):
@@ -311,11 +361,27 @@ def short_duration_text(r) -> str:
     return row_duration_text(r, with_lead=False)
 
 
-def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4, number: int | None = None) -> str:
-    """``  12 ◆  h2   host/path…``: row number (``number``, else the row's place + 1: a
-    filtered view's rows keep the numbers of the unfiltered one), the glyph column, the badge,
-    the short URL (plain text: the figure escapes it, the TUI makes it printable)."""
-    return f"{r.index + 1 if number is None else number:>{number_width}} {glyphs(r)} {r.badge[:8]:<8} {short_url(r.url, n):<{n}}"
+BADGE_CHARS = 8  # the widest protocol badge column
+
+
+def badge_width(rows) -> int:
+    """The badge column's width over ``rows``: their widest badge (``h2``: 2, not ``BADGE_CHARS``:
+    six blank columns the URL did not get), 2 at least, ``BADGE_CHARS`` at most."""
+    return min(max([len(r.badge) for r in rows] + [2]), BADGE_CHARS)
+
+
+def row_label_fixed(badge_chars: int = BADGE_CHARS, number_width: int = 4) -> int:
+    """The characters of ``row_label`` before its URL: number, glyph column, badge and the spaces between."""
+    return number_width + 1 + len(GLYPH_KINDS) + 1 + badge_chars + 1
+
+
+def row_label(r: Row, n: int = LABEL_CHARS, number_width: int = 4, number: int | None = None, badge_chars: int = BADGE_CHARS) -> str:
+    """``  12 ◆  h2 host/path…``: row number (``number``, else the row's place + 1: a
+    filtered view's rows keep the numbers of the unfiltered one), the glyph column, the badge
+    (in ``badge_chars``: ``badge_width`` of the rows drawn), the short URL (plain text: the
+    figure escapes it, the TUI makes it printable)."""
+    return (f"{r.index + 1 if number is None else number:>{number_width}} {glyphs(r)} {r.badge[:badge_chars]:<{badge_chars}} "
+            f"{short_url(r.url, n):<{n}}")
 
 
 def phase_colors(r: Row) -> dict[str, str]:

@@ -24,7 +24,6 @@ from wirefall.analyzer.safetext import html_text, plural, printable
 from wirefall.analyzer.waterfall import Waterfall
 from wirefall.ui import waterfall_layout as L
 from wirefall.ui.figures_marks import no_response
-from wirefall.ui.waterfall_layout import LABEL_CHARS
 
 from .state import Entry
 
@@ -238,17 +237,19 @@ def narrowest_for(selected: bool, beside=None) -> int:
     if isinstance(beside, (int, float)) and not isinstance(beside, bool) and math.isfinite(beside):
         return int(min(max(beside, NARROWEST_WITH_DETAIL), NARROWEST_PAGE))
     return NARROWEST_WITH_DETAIL
-URL_CHARS_WITH_DETAIL = 24  # a row label's host…path beside the detail panel (38 otherwise: the time axis had 270 px at 1100)
+LABEL_ROOM_MAX = 2400  # (a page's graph wider than this gives its labels no more)
 
 
-def url_chars_for(narrowest: int) -> int:
-    """A row label's host…path characters in a graph laid out for ``narrowest`` px: 24 beside the
-    detail at its narrowest, LABEL_CHARS (38) at the page's width, in proportion between (a 900 px
-    graph beside the detail on a 1500 px page: 30, the whole of "127.0.0.1:PORT/js/vendor.js")."""
-    if narrowest >= NARROWEST_PAGE:
-        return LABEL_CHARS
-    f = max(narrowest - NARROWEST_WITH_DETAIL, 0) / (NARROWEST_PAGE - NARROWEST_WITH_DETAIL)
-    return round(URL_CHARS_WITH_DETAIL + f * (LABEL_CHARS - URL_CHARS_WITH_DETAIL))
+def label_room_for(narrowest: int, graph_px=None) -> int:
+    """The width (px) whose share a row label's host…path takes (``figures.url_chars_for``): the
+    graph's own width where the page says it (``graph_px``, in steps of 100 px: a 1500 px page's
+    graph is ~1470 px wide, though its figure is laid out for 1200), else the width the figure is
+    laid out for (``narrowest``: beside the request detail, 670-1200).  The label had 44
+    characters at any width (38 before): the amazon load's CDN files read ``csm-ca….js`` on a
+    1920 px page."""
+    if isinstance(graph_px, (int, float)) and not isinstance(graph_px, bool) and math.isfinite(graph_px) and graph_px > 0:
+        return int(min(max(graph_px // 100 * 100, NARROWEST_WITH_DETAIL), LABEL_ROOM_MAX))
+    return int(narrowest)
 
 
 def reasons_of(entry: Entry) -> list:
@@ -288,13 +289,15 @@ def box_headline(entry: Entry, shown: int, total: int) -> str | None:
 
 
 def figure(view: View, title: str | None = None, x_range: list | None = None, for_export: bool = False, fmt_html: bool = True,
-           revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE, headline: bool = True):
+           revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE, headline: bool = True,
+           graph_px: int | None = None):
     """The shared waterfall figure, adapted to the page: responsive width, box zoom on the
     time axis only (the request axis is fixed), ``uirevision`` (``revision``: the capture's
     id) so that a re-render of the same capture keeps the zoom and another capture's does not.
     A view of more than ``WINDOW_THRESHOLD`` rows: the page gets the ``WINDOW_ROWS`` rows
     from ``start`` (``row_window``; the exports draw every row).  ``headline``: the completeness
-    headline in the subtitle (the page leaves it to its box: ``box_headline``; an export keeps it)."""
+    headline in the subtitle (the page leaves it to its box: ``box_headline``; an export keeps it).
+    ``graph_px``: the graph's width on the page, when it says it — the row labels' room (``label_room_for``)."""
     from wirefall.ui.figures import waterfall_figure
 
     # the legend and the milestone labels are laid out for the narrowest graph (``narrowest`` px): a wider one only spreads them
@@ -302,7 +305,8 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
         isinstance(v, (int, float)) for v in x_range) else None
     fig = waterfall_figure(view.waterfall, title=title, narrowest=narrowest, hover=not for_export or fmt_html,
                            window=None if for_export else row_window(view, start), x_view=xr,
-                           url_chars=url_chars_for(narrowest), unfiltered=view.unfiltered, headline=headline or for_export)
+                           label_room=None if for_export else label_room_for(narrowest, graph_px), unfiltered=view.unfiltered,
+                           headline=headline or for_export)
     if not view.waterfall.rows:
         fig.add_annotation(text="no request matches the filters" if view.total else "no requests in this capture",
                            x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
@@ -316,7 +320,7 @@ def figure(view: View, title: str | None = None, x_range: list | None = None, fo
 
 
 def page_figure(entry: Entry, view: View, filters: tuple = (), title: str | None = None, x_range: list | None = None,
-                revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE):
+                revision: str | None = None, start: int | None = None, narrowest: int = NARROWEST_PAGE, graph_px: int | None = None):
     """``figure`` for the page.  The figure of the unfiltered view's first window, unzoomed
     (what a page opened on the capture draws first), is kept in the capture's memo as its
     plotly JSON, made by the warm-up (``WebState._warm``) while the page is still fetching its
@@ -328,12 +332,15 @@ def page_figure(entry: Entry, view: View, filters: tuple = (), title: str | None
     # (the headline in the subtitle unless the box over the figure says it)
     head = box_headline(entry, len(view.waterfall.rows), view.total) is None
     if not plain or x_range or start not in (None, 0) or entry.live is not None:
-        return figure(view, title=title, x_range=x_range, revision=revision, start=start, narrowest=narrowest, headline=head)
+        return figure(view, title=title, x_range=x_range, revision=revision, start=start, narrowest=narrowest, headline=head,
+                      graph_px=graph_px)
     import plotly.graph_objects as go
 
-    key = ("page-figure", order if order in ORDER_OPTIONS else "start", title, revision, narrowest, head)
+    room = label_room_for(narrowest, graph_px)
+    key = ("page-figure", order if order in ORDER_OPTIONS else "start", title, revision, narrowest, head) \
+        + ((room,) if room != narrowest else ())  # (the warm-up's key when the page did not say its width)
     made = entry.memo(key, lambda: figure(view, title=title, revision=revision, start=start, narrowest=narrowest,
-                                          headline=head).to_plotly_json())
+                                          headline=head, graph_px=graph_px).to_plotly_json())
     return go.Figure(made, _validate=False)  # (copied: the memo's JSON stays as it is)
 
 
