@@ -95,6 +95,25 @@ window.dashAgGridFunctions = Object.assign(window.dashAgGridFunctions || {}, {
         return {backgroundColor: d.bg || '', color: d.fg || ''};
     }
 });
+// AG Grid draws its own vertical scrollbar beside the rows (.ag-body-vertical-scroll-viewport)
+// and keeps it in step: each scroll of the rows' viewport is written to the scrollbar, whose
+// scroll event (the echo of that write) comes with the next frame.  AG Grid ignores the echo
+// only within 150 ms of the viewport's last scroll; on a busy machine the next frame came later,
+// the echo was taken for a person moving the scrollbar and the rows were put back where they
+// were a frame before — the browser's smooth scroll (Ctrl-End, the wheel) stopped mid-list or
+// was thrown back from the end (tests/test_web_grid.py in CI).  A scrollbar position the
+// viewport has already taken is an echo and is not passed on; a person's move of the
+// scrollbar (anywhere else) is.
+window.addEventListener('scroll', function (ev) {
+    var el = ev.target, cl = el && el.classList;
+    if (!cl) { return; }
+    if (cl.contains('ag-body-viewport')) { el.wirefallTop = el.scrollTop; return; }
+    if (!cl.contains('ag-body-vertical-scroll-viewport')) { return; }
+    var root = el.closest('.ag-root'), vp = root && root.querySelector('.ag-body-viewport');
+    if (vp && (Math.abs(el.scrollTop - vp.scrollTop) < 1 || Math.abs(el.scrollTop - vp.wirefallTop) < 1)) {
+        ev.stopImmediatePropagation();
+    }
+}, true);
 // a big waterfall's window of rows: PgDn with the window's last row in sight shows the next
 // window, PgUp with its first row in sight the previous one (else the page scrolls as usual)
 document.addEventListener('keydown', function (ev) {
