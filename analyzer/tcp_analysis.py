@@ -57,11 +57,17 @@ recomputes it on first use):
   shown with it), and ``rto`` (packet -> (seconds, frame) of a plain retransmission: since the
   oldest listed segment, else the highest one; absent when 0).
 
-The list is kept in arrival order as parallel lists.  While its segments' seq and next seq
-never go back (the usual case) the segments an ACK removes are a run at its start — or, for an
-ACK number 2^31 away, at its end — and the span is its first seq to its last next seq: no walk.
-Otherwise (retransmissions, reordering) each ACK walks it as tshark does, unless it can touch
-no segment (all lie past the last ACK walked, by more than this one moves; ``_ack_walk``).
+The list is kept so that no ACK and no segment walks it (``_Flow.umode``): while its segments'
+seq and next seq never go back (the usual case) as parallel lists in arrival order — the
+segments an ACK removes are a run at its start (or, for an ACK number 2^31 away, at its end),
+the ones it cuts the run after them (kept cut lazily), the span its first seq to its last next
+seq, all found by bisection; otherwise (retransmissions, reordering) in an index ordered by
+sequence number (``_Index``: O(log n) per ACK and segment, amortised).  Only a list spread over
+2^31 or more cannot be ordered: it is walked as tshark walks it, the segments visited counted
+against budgets (``WALK_BUDGET_FLOW`` a direction, ``WALK_BUDGET`` a capture); past one its
+direction's list is no longer followed and its fields are unknown from that packet
+(``list_unknown``: (conversation, direction) -> packet; they are then absent, a FIN's sequence
+number counted as if the list were not full).
 tshark 4.0.17's SACK count is its segment's own: a segment without SACK clears it (checked
 against tshark on captures whose SACK blocks stop; tests/test_tcp_rtt30.py).
 
@@ -70,7 +76,7 @@ Not computed: MPTCP or TCP Fast Open analysis.
 from __future__ import annotations
 
 import struct
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from _thread import allocate_lock  # (threading.Lock itself, without loading threading: as analyzer.model)
 from array import array
 from dataclasses import dataclass, field
@@ -179,6 +185,9 @@ _PREPEND_ORDER = (
 TREE_ORDER = tuple(b for b, _ in _PREPEND_ORDER)
 
 MAX_UNACKED = 10_000  # TCP_MAX_UNACKED_SEGMENTS: tshark keeps at most this many per direction
+# segments visited walking lists spread over 2^31 (_Flow.umode 2): per direction, per capture
+WALK_BUDGET_FLOW = 1_000_000  # (~0.6 s)
+WALK_BUDGET = 5_000_000
 _CHUNK = 1 << 20
 _FAST_RT_WINDOW = 0.020  # fast retransmission: within 20 ms of the last duplicate ACK
 _OOO_DEFAULT = 0.003  # out-of-order threshold without an initial RTT: 3 ms
@@ -203,9 +212,10 @@ class _Flow:
     __slots__ = ("base_seq", "base_set", "win_scale", "window", "is_first_ack", "lastsegmentflags",
                  "nextseq", "nextseqframe", "nextseqtime", "lastack", "lastacktime", "maxseqtobeacked", "dupacknum",
                  "lastnondupack", "valid_bif", "push_bytes", "push_last", "sack",
-                 "useq", "unxt", "ufr", "uh", "usorted", "uref", "umind", "umaxd", "ulohi", "quiet")
+                 "useq", "unxt", "ufr", "uh", "umode", "ucut", "ix", "uref", "umind", "umaxd", "ulohi", "quiet",
+                 "uleft", "ubud")
 
-    def __init__(self) -> None:
+    def __init__(self, budget: list[int]) -> None:
         self.base_seq = 0
         self.base_set = False
         self.win_scale = -1  # -1 unknown, -2 no scaling, else the shift
@@ -230,25 +240,36 @@ class _Flow:
         self.unxt: list[int] = []
         self.ufr: list[int] = []
         self.uh = 0
-        # "sorted": seq and next seq never go back along the list, all within 2^31 of the first
-        # segment's seq — an ACK then removes a run at the start (or, past 2^31, at the end),
-        # found without walking the list; else ``_ack_walk`` walks it as tshark does, unless
-        # the ACK cannot touch any segment: all lie at or after ``uref`` (an ACK number), their
-        # seqs at least ``umind`` and their next seqs at most ``umaxd`` past it
-        self.usorted = True
+        # how the list is kept (``umode``):
+        # 0 "sorted": seq and next seq never go back along it, all within 2^31 of the first
+        #   segment's seq — an ACK removes a run at its start (or, 2^31 away, at its end) and cuts
+        #   the run after it, both found by bisection; the segments from ``uh`` up to ``ucut``
+        #   have been cut to the first one's seq (``useq[uh]``, the only one written);
+        # 1 "indexed": not in order but within 2^31 of each other: the lists are empty and ``ix``
+        #   (_Index) keeps the segments ordered by sequence number;
+        # 2 "walked": spread over 2^31 or more (only hostile or broken captures): each ACK walks
+        #   the list as tshark does, unless it can touch no segment (all lie at or after ``uref``,
+        #   an ACK number, their seqs at least ``umind`` and next seqs at most ``umaxd`` past it),
+        #   the segments visited counted against ``uleft`` and the capture's ``ubud[0]``;
+        # 3 "unknown": a budget ran out: the list is no longer followed (TcpAnalysis.list_unknown)
+        self.umode = 0
+        self.ucut = 0
+        self.ix: _Index | None = None
         self.uref: int | None = None
         self.umind = 0
         self.umaxd = 0
-        self.ulohi: tuple[int, int] | None = None  # unsorted list: (lowest seq, highest next seq), relative, unsigned
+        self.ulohi: tuple[int, int] | None = None  # walked list: (lowest seq, highest next seq), relative, unsigned
+        self.uleft = WALK_BUDGET_FLOW
+        self.ubud = budget  # (one list per capture, shared by its flows)
         self.quiet = -1  # the ACK number last walked: walking again for it changes nothing (until a segment joins)
 
 
 class _Conv:
     __slots__ = ("a", "b", "mru_syn", "first_rtt", "index")
 
-    def __init__(self, index: int):
-        self.a = _Flow()  # the flow of the conversation's first packet's sender
-        self.b = _Flow()
+    def __init__(self, index: int, budget: list[int]):
+        self.a = _Flow(budget)  # the flow of the conversation's first packet's sender
+        self.b = _Flow(budget)
         self.mru_syn = 0  # time of the most recent SYN, in ticks (0: none)
         self.first_rtt = 0  # SYN -> first ACK, in ticks (0: not yet)
         self.index = index
@@ -276,6 +297,10 @@ class TcpAnalysis:
     bytes_in_flight: array = field(default_factory=lambda: array("I"))  # tcp.analysis.bytes_in_flight
     push_bytes_sent: array = field(default_factory=lambda: array("I"))  # tcp.analysis.push_bytes_sent (with bytes_in_flight)
     rto: dict = field(default_factory=dict)  # retransmission -> (tcp.analysis.rto seconds, tcp.analysis.rto_frame)
+    # (conversation, direction) -> the packet from which that direction's list is no longer
+    # followed (a walk budget ran out): from it on, its ACK-side fields (acks_frame, ack_rtt on the
+    # peer's packets) and its own (bytes_in_flight, push_bytes_sent, rto) are unknown, not absent
+    list_unknown: dict = field(default_factory=dict)
     # (conversation, direction) -> [(packet, base before it)]: a SYN/ACK with another ISN re-bases
     # its side; the packets before it keep the base they were shown with (tshark's one pass)
     rebased: dict = field(default_factory=dict)
@@ -287,7 +312,7 @@ class TcpAnalysis:
     def __init__(self, flags: array = FACTORY, dupack: dict = FACTORY, conv: array = FACTORY, fwd: bytearray = FACTORY, wshift: array = FACTORY,
                  tcp_flags: array = FACTORY, base: array = FACTORY, rtt: array = FACTORY, rtt_at: array = FACTORY,
                  acks_frame: array = FACTORY, ack_rtt: array = FACTORY, bytes_in_flight: array = FACTORY,
-                 push_bytes_sent: array = FACTORY, rto: dict = FACTORY, rebased: dict = FACTORY,
+                 push_bytes_sent: array = FACTORY, rto: dict = FACTORY, list_unknown: dict = FACTORY, rebased: dict = FACTORY,
                  packets: int = 0, _state: dict = FACTORY, _convs: list = FACTORY, _decoder: Decoder | None = None) -> None:
         self.flags = array("H") if flags is FACTORY else flags
         self.dupack = {} if dupack is FACTORY else dupack
@@ -303,6 +328,7 @@ class TcpAnalysis:
         self.bytes_in_flight = array("I") if bytes_in_flight is FACTORY else bytes_in_flight
         self.push_bytes_sent = array("I") if push_bytes_sent is FACTORY else push_bytes_sent
         self.rto = {} if rto is FACTORY else rto
+        self.list_unknown = {} if list_unknown is FACTORY else list_unknown
         self.rebased = {} if rebased is FACTORY else rebased
         self.packets = packets
         self._state = {} if _state is FACTORY else _state
@@ -353,6 +379,16 @@ class TcpAnalysis:
         if self.rebased:
             bs, br = self._base_at(n, c, d, bs), self._base_at(n, c, 1 - d, br)
         return ((seq - bs) & M32 if bs >= 0 else None), ((ack - br) & M32 if br >= 0 else None)
+
+    def list_unknown_at(self, n: int) -> int | None:
+        """The packet from which the list fields packet ``n`` would carry are unknown (its own
+        direction's bytes in flight and RTO, the peer's list for its ACK's frame and RTT: a
+        walk budget ran out, ``list_unknown``), or None (known)."""
+        if not self.list_unknown or not 0 < n <= len(self.conv) or self.conv[n - 1] < 0:
+            return None
+        c, d = self.conv[n - 1], self.fwd[n - 1]
+        at = [p for p in (self.list_unknown.get((c, d)), self.list_unknown.get((c, 1 - d))) if p is not None and p <= n]
+        return min(at) if at else None
 
     def _base_at(self, n: int, c: int, d: int, base: int) -> int:
         """Side ``d`` of conversation ``c``'s base as packet ``n`` was shown with it."""
@@ -795,12 +831,12 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                         f |= F_RETRANSMISSION
                         # the RTO: since the oldest unacknowledged segment, else since the
                         # highest one (tshark shows none when it is 0)
-                        if fwd.uh < len(fwd.unxt):
-                            fr = fwd.ufr[fwd.uh]
+                        fr = _oldest(fwd)
+                        if fr > 0:
                             t = now - round(tss[fr - 1] * tick)
-                        else:
+                        elif not fr:
                             t, fr = now - fwd.nextseqtime, fwd.nextseqframe
-                        if t:
+                        if t and fr > 0:  # (-1: the list is no longer followed)
                             rto[pkt] = (t / tick, fr)
         # finished_checking_retransmission_type:
         nxt = (seq + seglen) & M32
@@ -808,12 +844,13 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         if seglen or synfin:
             unxt = fwd.unxt
             h = fwd.uh
-            if len(unxt) - h < MAX_UNACKED:
+            # (a list no longer followed counts as not full: a FIN's sequence number counts)
+            if (len(unxt) - h if fwd.umode != 1 else len(fwd.ix.N)) < MAX_UNACKED:  # type: ignore[union-attr]
                 if synfin:
                     nxt = (nxt + 1) & M32
                 fwd.quiet = -1
                 # (the usual segment: right after the last one, the list sorted and within 2^31)
-                if fwd.usorted and h < len(unxt) and seq == unxt[-1]:
+                if not fwd.umode and h < len(unxt) and seq == unxt[-1]:
                     useq = fwd.useq
                     a = useq[h]
                     span = (nxt - a) & M32
@@ -841,7 +878,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         fwd.lastsegmentflags = f
         # the segments this ACK number covers leave the reverse list (whether ACK is set or not,
         # as in tshark); the one it ends exactly is the segment it acknowledges
-        if ack != rev.quiet and rev.uh < len(rev.unxt):
+        if ack != rev.quiet and (rev.uh < len(rev.unxt) or rev.umode == 1):
             fr = _ack_walk(rev, ack)
             rev.quiet = ack
             if fr:
@@ -851,13 +888,18 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                     rtt_out[i] = t / tick
         # bytes in flight after this segment: its direction's unacknowledged span (from the
         # lowest seq to the highest next seq, relative, unsigned) less the peer's SACKed bytes
-        if seglen and fwd.valid_bif and (span >= 0 or fwd.uh < len(fwd.unxt)):
-            inf = ((span if span >= 0 else _span(fwd)) - rev.sack) & M32
-            if 0 < inf < 2_000_000_000:
-                bif_out[i] = inf - 1 if synfin else inf  # (the SYN's, the FIN's sequence number is no byte)
-            # (tshark's push_bytes_sent and push_set_last)
-            fwd.push_bytes = push_out[i] = seglen if fwd.push_last else (fwd.push_bytes + seglen) & M32
-            fwd.push_last = flags & _PSH
+        if seglen and fwd.valid_bif and (span >= 0 or fwd.uh < len(fwd.unxt) or fwd.umode == 1):
+            if span < 0:
+                span = _span(fwd)
+            if span >= 0:  # (else the list is no longer followed: neither is known)
+                inf = (span - rev.sack) & M32
+                if 0 < inf < 2_000_000_000:
+                    bif_out[i] = inf - 1 if synfin else inf  # (the SYN's, the FIN's sequence number is no byte)
+                # (tshark's push_bytes_sent and push_set_last)
+                fwd.push_bytes = push_out[i] = seglen if fwd.push_last else (fwd.push_bytes + seglen) & M32
+                fwd.push_last = flags & _PSH
+        if fwd.umode == 3 or rev.umode == 3:
+            _unknown(ta, cv.index, di, fwd, rev, pkt)
         if sack > 0:
             fwd.sack = sack
         elif fwd.sack:
@@ -899,6 +941,13 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
             pass
 
 
+def _unknown(ta: TcpAnalysis, ci: int, di: int, fwd: _Flow, rev: _Flow, pkt: int) -> None:
+    """Note the directions of conversation ``ci`` whose list is no longer followed, from ``pkt``."""
+    for fl, d in ((fwd, di), (rev, 1 - di)):
+        if fl.umode == 3 and (ci, d) not in ta.list_unknown:
+            ta.list_unknown[(ci, d)] = pkt
+
+
 def _grow(ta: TcpAnalysis, npk: int) -> None:
     """The per-packet tables made ``npk`` long (a capture still loading grows)."""
     grow = npk - len(ta.flags)
@@ -916,7 +965,7 @@ def _grow(ta: TcpAnalysis, npk: int) -> None:
 
 def _new_conv(ta: TcpAnalysis, key: tuple, rkey: tuple) -> _Conv:
     """A new conversation, ``key`` its first packet's direction, ``rkey`` the other."""
-    cv = _Conv(len(ta._convs))
+    cv = _Conv(len(ta._convs), ta._convs[0].a.ubud if ta._convs else [WALK_BUDGET])
     ta._convs.append(cv)
     ta.base.extend((-1, -1))
     ta.rtt.append(0.0)
@@ -975,8 +1024,285 @@ def _sack_covered(opts: bytes) -> int:
     return out
 
 
+_JM = 1 << 40  # an _Index key: position * _JM + segment id (ids stay far below it)
+
+
+def _neg(v: int) -> int:
+    return -v
+
+
+class _Index:
+    """An unsorted list of unacknowledged segments within 2^31 of each other, ordered by
+    sequence number, so that an ACK finds what it removes and what it cuts by bisection.
+
+    Positions are sequence numbers unwrapped to integers (``_ix_build``, ``_ix_add``: congruent
+    modulo 2^32, the highest next seq less than 2^31 past the lowest seq), so tshark's
+    comparisons within the list (GT_SEQ, LE_SEQ) become integer ones: an ACK at position A
+    removes the segments whose next seq is at most A and cuts those it ends within to A — or, at
+    2^31 or more past the lowest seq, removes those whose next seq is more than A - 2^31 and
+    cuts none.  A cut moves every segment whose seq is below A up to A, so the segments cut
+    stay in groups (one per ACK that cut, merged when a later ACK cuts past them), their
+    positions decreasing from the oldest group to the newest: a cut visits the segments it
+    moves for the first time and the groups it merges, never the others."""
+
+    __slots__ = ("seg", "cut", "N", "S", "cst", "cv", "cc", "tau", "j0", "nid", "ops")
+
+    def __init__(self) -> None:
+        self.seg: dict[int, tuple[int, int, int]] = {}  # id (arrival order) -> (seq position, next seq position, frame)
+        self.cut: dict[int, int] = {}  # id -> the ACK (``tau``) that cut it first: its group
+        self.N: list[int] = []  # next seq position * _JM + id, sorted
+        self.S: list[int] = []  # seq position * _JM + id of the segments not cut, sorted
+        self.cst: list[int] = []  # the cut groups, oldest first: the first ACK merged into each,
+        self.cv: list[int] = []  # its position (decreasing along the stack),
+        self.cc: list[int] = []  # its segments still listed (a group without any is dropped)
+        self.tau = 0  # ACKs seen
+        self.j0 = 0  # no listed segment has a lower id
+        self.nid = 0
+        self.ops = 0  # segments and ACKs since the last check for order (_ix_sorted)
+
+
+def _ix_build(useq: list[int], unxt: list[int], ufr: list[int], h: int) -> _Index | None:
+    """The index of the list from ``h`` (its seqs as ACKs have cut them), None when its
+    segments do not lie within 2^31 of each other."""
+    if h == len(unxt):
+        return None
+    a = useq[h]
+    ix = _Index()
+    seg = ix.seg
+    lo = hi = a
+    for j in range(h, len(unxt)):
+        s = useq[j]
+        u = a + ((s - a + _HALF) & M32) - _HALF
+        v = u + ((unxt[j] - s) & M32)
+        seg[j - h] = (u, v, ufr[j])
+        if u < lo:
+            lo = u
+        if v > hi:
+            hi = v
+    if hi - lo >= _HALF:
+        return None
+    ix.N = sorted([v * _JM + j for j, (_, v, _f) in seg.items()])
+    ix.S = sorted([u * _JM + j for j, (u, _, _f) in seg.items()])
+    ix.nid = len(seg)
+    return ix
+
+
+def _ix_low(ix: _Index) -> int:
+    """The lowest seq position listed."""
+    c = ix.cv
+    if ix.S:
+        s = ix.S[0] // _JM
+        return c[-1] if c and c[-1] < s else s
+    return c[-1]
+
+
+def _ix_seq(ix: _Index, j: int) -> int:
+    """Segment ``j``'s seq position as tshark has it (cut or not)."""
+    t = ix.cut.get(j)
+    return ix.seg[j][0] if t is None else ix.cv[bisect_right(ix.cst, t) - 1]
+
+
+def _ix_add(ix: _Index, seq: int, nxt: int, pkt: int) -> bool:
+    """A segment joins the index; False (nothing done) when it would not lie within 2^31 of the others."""
+    lo = _ix_low(ix)
+    hi = ix.N[-1] // _JM
+    u = lo + ((seq - lo + _HALF) & M32) - _HALF
+    v = u + ((nxt - seq) & M32)
+    if (v if v > hi else hi) - (u if u < lo else lo) >= _HALF:
+        return False
+    j = ix.nid
+    ix.nid = j + 1
+    ix.seg[j] = (u, v, pkt)
+    insort(ix.N, v * _JM + j)
+    insort(ix.S, u * _JM + j)
+    ix.ops += 1
+    return True
+
+
+def _ix_drop(ix: _Index, j: int) -> None:
+    """Segment ``j`` leaves the list (its entry in ``ix.N`` is the caller's; in ``ix.S``, when
+    not cut, too)."""
+    t = ix.cut.pop(j, None)
+    if t is not None:
+        g = bisect_right(ix.cst, t) - 1
+        ix.cc[g] -= 1
+        if not ix.cc[g]:
+            del ix.cst[g], ix.cv[g], ix.cc[g]
+    del ix.seg[j]
+
+
+def _ix_ack(ix: _Index, ack: int) -> int:
+    """tshark's walk of the list for ACK number ``ack``, on the index: the frame of the oldest
+    segment it ends exactly (0: none)."""
+    lo = _ix_low(ix)
+    oa = (ack - lo) & M32
+    N, S, seg = ix.N, ix.S, ix.seg
+    ix.ops += 1
+    if oa >= _HALF:  # (2^31 or more past every seq: those ending more than A - 2^31 leave, none is cut)
+        k = bisect_right(N, (lo + oa - _HALF + 1) * _JM - 1)
+        for e in N[k:]:
+            j = e % _JM
+            if j not in ix.cut:
+                del S[bisect_left(S, seg[j][0] * _JM + j)]
+            _ix_drop(ix, j)
+        del N[k:]
+        return 0
+    A = lo + oa
+    hit = 0
+    k = bisect_right(N, (A + 1) * _JM - 1)
+    if k:
+        e = bisect_left(N, A * _JM, 0, k)
+        if e < k:
+            hit = seg[N[e] % _JM][2]  # (same position: the lowest id, the oldest)
+        for e in N[:k]:
+            _ix_drop(ix, e % _JM)  # (one not cut is in ix.S below A: dropped from it next)
+        del N[:k]
+    # every segment left whose seq is below A is cut to A: those not cut yet join a new group,
+    # the groups below A merge into it
+    m = bisect_left(S, A * _JM)
+    moved = 0
+    if m:
+        tau, cut = ix.tau, ix.cut
+        for e in S[:m]:
+            j = e % _JM
+            if j in seg:
+                cut[j] = tau
+                moved += 1
+        del S[:m]
+    cst, cv, cc = ix.cst, ix.cv, ix.cc
+    start = ix.tau
+    while cv and cv[-1] <= A:
+        cv.pop()
+        moved += cc.pop()
+        start = cst.pop()
+    if moved:
+        cst.append(start)
+        cv.append(A)
+        cc.append(moved)
+    ix.tau += 1
+    return hit
+
+
+def _ix_oldest(ix: _Index) -> int:
+    """The frame of the oldest segment listed."""
+    seg, j = ix.seg, ix.j0
+    while j not in seg:
+        j += 1
+    ix.j0 = j
+    return seg[j][2]
+
+
+def _ix_lists(ix: _Index) -> tuple[list[int], list[int], list[int]]:
+    """The list in arrival order: seqs (cut), next seqs, frames (modulo 2^32)."""
+    cut = ix.cut
+    cv, cst = ix.cv, ix.cst
+    useq, unxt, ufr = [], [], []
+    for j, (u, v, fr) in ix.seg.items():  # (ids in arrival order)
+        t = cut.get(j)
+        useq.append((u if t is None else cv[bisect_right(cst, t) - 1]) & M32)
+        unxt.append(v & M32)
+        ufr.append(fr)
+    return useq, unxt, ufr
+
+
+def _ix_span(ix: _Index, base: int) -> int:
+    """Bytes in flight before SACK over the index: highest relative next seq less lowest
+    relative seq, both compared unsigned as tshark does — relative numbers wrapping inside the
+    list (a segment before the base) make the lowest the first at or after the wrap."""
+    lo = _ix_low(ix)
+    N = ix.N
+    hi = N[-1] // _JM
+    c = (lo - base) & M32
+    if c + hi - lo <= M32:
+        return hi - lo
+    w = lo + (1 << 32) - c  # the position of relative 0
+    S, cv = ix.S, ix.cv
+    first = None
+    k = bisect_left(S, w * _JM)
+    if k < len(S):
+        first = S[k] // _JM
+    k = bisect_right(cv, -w, key=_neg) - 1  # (the lowest group at or past it)
+    if k >= 0 and (first is None or cv[k] < first):
+        first = cv[k]
+    k = bisect_left(N, w * _JM) - 1
+    last = c + N[k] // _JM - lo if k >= 0 else hi - w
+    return (last - (c if first is None else first - w)) & M32
+
+
+def _ix_sorted(fl: _Flow, ix: _Index) -> None:
+    """Back to a sorted list when the index's segments are in order again (checked once per as
+    many segments and ACKs as it lists: linear overall)."""
+    n = len(ix.N)
+    if ix.ops <= n + 64:
+        return
+    ix.ops = 0
+    ps = pn = _ix_low(ix)  # (so the oldest segment's seq is the lowest)
+    for j, (_, v, _f) in ix.seg.items():
+        u = _ix_seq(ix, j)
+        if u < ps or v < pn:
+            return
+        ps, pn = u, v
+    fl.useq, fl.unxt, fl.ufr = _ix_lists(ix)
+    fl.uh = fl.ucut = 0
+    fl.umode = 0
+    fl.ix = None
+
+
+def _give_up(fl: _Flow) -> None:
+    """A walk budget ran out: the list is no longer followed (fields from it absent)."""
+    fl.umode = 3
+    fl.useq, fl.unxt, fl.ufr = [], [], []
+    fl.uh = fl.ucut = 0
+    fl.ix = None
+    fl.ulohi = None
+
+
+def _spend(fl: _Flow, cost: int) -> bool:
+    """Charge ``cost`` segments visited to the flow's and the capture's walk budgets; False
+    (and the list given up) when either would run out."""
+    if cost > fl.uleft or cost > fl.ubud[0]:
+        _give_up(fl)
+        return False
+    fl.uleft -= cost
+    fl.ubud[0] -= cost
+    return True
+
+
+def _unsorted(fl: _Flow) -> None:
+    """The list (``useq[uh:]``, its cuts written out) no longer sorted: indexed, else walked."""
+    ix = _ix_build(fl.useq, fl.unxt, fl.ufr, fl.uh)
+    if ix is not None:
+        fl.umode = 1
+        fl.ix = ix
+        fl.useq, fl.unxt, fl.ufr = [], [], []
+        fl.uh = fl.ucut = 0
+        return
+    fl.umode = 2
+    fl.uref = None
+    fl.ulohi = None
+    if _spend(fl, 2 * (len(fl.unxt) - fl.uh)):  # (the index tried, the span scanned)
+        fl.ulohi = _lohi_scan(fl)
+
+
 def _append(fl: _Flow, seq: int, nxt: int, pkt: int) -> None:
     """A segment joins ``fl``'s unacknowledged list (tshark puts it at its head: newest first)."""
+    mode = fl.umode
+    if mode == 1:
+        ix = fl.ix
+        assert ix is not None
+        if _ix_add(ix, seq, nxt, pkt):
+            _ix_sorted(fl, ix)
+            return
+        fl.useq, fl.unxt, fl.ufr = _ix_lists(ix)
+        fl.uh = 0
+        fl.ix = None
+        fl.useq.append(seq)
+        fl.unxt.append(nxt)
+        fl.ufr.append(pkt)
+        _unsorted(fl)
+        return
+    if mode == 3:
+        return
     unxt = fl.unxt
     h = fl.uh
     if h == len(unxt):  # empty: start again, sorted
@@ -987,78 +1313,117 @@ def _append(fl: _Flow, seq: int, nxt: int, pkt: int) -> None:
             fl.useq.append(seq)
             unxt.append(nxt)
             fl.ufr.append(pkt)
-        fl.usorted = True
+        fl.umode = 0
+        fl.ucut = 0
         return
     useq = fl.useq
-    if fl.usorted:
+    if mode == 0:
         a = useq[h]
         os_, on = (seq - a) & M32, (nxt - a) & M32
-        if not (os_ >= (useq[-1] - a) & M32 and on >= (unxt[-1] - a) & M32 and os_ <= on < _HALF):
-            fl.usorted = False
+        last = a if len(useq) <= fl.ucut else useq[-1]
+        useq.append(seq)
+        unxt.append(nxt)
+        fl.ufr.append(pkt)
+        if not (os_ >= (last - a) & M32 and on >= (unxt[-2] - a) & M32 and os_ <= on < _HALF):
+            for k in range(h + 1, fl.ucut):  # (the cuts written out)
+                useq[k] = a
+            fl.ucut = 0
+            _unsorted(fl)
+        return
+    r = fl.uref
+    if r is not None:
+        ds, dn = (seq - r) & M32, (nxt - r) & M32
+        if ds < dn <= _HALF:
+            if ds < fl.umind:
+                fl.umind = ds
+            if dn > fl.umaxd:
+                fl.umaxd = dn
+        else:
             fl.uref = None
-            fl.ulohi = _lohi_scan(fl)
-    if not fl.usorted:
-        r = fl.uref
-        if r is not None:
-            ds, dn = (seq - r) & M32, (nxt - r) & M32
-            if ds < dn <= _HALF:
-                if ds < fl.umind:
-                    fl.umind = ds
-                if dn > fl.umaxd:
-                    fl.umaxd = dn
-            else:
-                fl.uref = None
-        lo, hi = fl.ulohi or _lohi_scan(fl)  # (None after a re-base)
-        b = fl.base_seq
-        x, y = (seq - b) & M32, (nxt - b) & M32
-        fl.ulohi = (x if x < lo else lo, y if y > hi else hi)
+    if fl.ulohi is None:  # (after a re-base)
+        if not _spend(fl, len(unxt) - h):
+            return
+        fl.ulohi = _lohi_scan(fl)
+    lo, hi = fl.ulohi
+    b = fl.base_seq
+    x, y = (seq - b) & M32, (nxt - b) & M32
+    fl.ulohi = (x if x < lo else lo, y if y > hi else hi)
     useq.append(seq)
     unxt.append(nxt)
     fl.ufr.append(pkt)
 
 
 def _ack_walk(fl: _Flow, ack: int) -> int:
-    """tshark's walk of ``fl``'s unacknowledged list for the peer's ACK number ``ack``: a
-    segment whose next seq is at or before it leaves; one it ends within has its seq moved up
-    to it.  Returns the frame of the oldest segment it ends exactly (0: none)."""
+    """tshark's walk of ``fl``'s (non-empty) unacknowledged list for the peer's ACK number
+    ``ack``: a segment whose next seq is at or before it leaves; one it ends within has its seq
+    moved up to it.  Returns the frame of the oldest segment it ends exactly (0: none)."""
+    mode = fl.umode
+    if mode == 1:
+        ix = fl.ix
+        assert ix is not None
+        hit = _ix_ack(ix, ack)
+        if not ix.N:
+            fl.umode = 0
+            fl.ix = None
+        else:
+            _ix_sorted(fl, ix)
+        return hit
     useq, unxt = fl.useq, fl.unxt
     h, n = fl.uh, len(unxt)
-    hit = None
-    if fl.usorted:
+    if mode == 0:
         # next seqs, as offsets from the first seq, never go back and stay under 2^31: those at or
         # before the ACK number (LE_SEQ: acknowledged) are the first ones, found by bisection —
-        # unless the ACK number is 2^31 or more past the first seq: then the last ones may go
+        # unless the ACK number is 2^31 or more past the first seq: then those more than 2^31
+        # before it are the last ones
         a = useq[h]
         oa = (ack - a) & M32
-        if oa < _HALF or oa - _HALF >= (unxt[-1] - a) & M32:
-            if oa < _HALF:
-                key = lambda x: (x - a) & M32  # noqa: E731
-                j = bisect_right(unxt, oa, h, n, key=key)
-                if j > h and unxt[j - 1] == ack:
-                    hit = bisect_left(unxt, oa, h, j, key=key)
-            else:
-                j = h  # (none acknowledged)
-            k = j
-            while k < n and ((useq[k] - ack) & M32) >= _HALF:  # GT_SEQ(ack, seq): partly acknowledged
-                useq[k] = ack
-                k += 1
-            got = fl.ufr[hit] if hit is not None else 0
-            if j == n:
+        key = lambda x: (x - a) & M32  # noqa: E731
+        if oa >= _HALF:
+            j = bisect_right(unxt, oa - _HALF, h, n, key=key)
+            if j == h:
                 fl.useq, fl.unxt, fl.ufr = [], [], []
-                fl.uh = 0
-            elif j > 4096 and j * 2 > n:
-                del useq[:j], unxt[:j], fl.ufr[:j]
-                fl.uh = 0
+                fl.uh = fl.ucut = 0
             else:
-                fl.uh = j
-            return got
+                del useq[j:], unxt[j:], fl.ufr[j:]
+                if fl.ucut > j:
+                    fl.ucut = j
+            return 0
         hit = 0
-    else:
-        r = fl.uref
-        if r is not None:  # an ACK that can touch none of the segments: nothing to walk
-            d = (ack - r) & M32
-            if (d <= fl.umind) if d < _HALF else (fl.umaxd + (1 << 32) - d <= _HALF):
-                return 0
+        j = bisect_right(unxt, oa, h, n, key=key)
+        if j > h and unxt[j - 1] == ack:
+            hit = fl.ufr[bisect_left(unxt, oa, h, j, key=key)]
+        if j == n:
+            fl.useq, fl.unxt, fl.ufr = [], [], []
+            fl.uh = fl.ucut = 0
+            return hit
+        # the segments left whose seq is before the ACK number (GT_SEQ(ack, seq)) are cut to it:
+        # the ones already cut (to the first seq, below it) and a run after them
+        cu = fl.ucut
+        if j < cu:
+            useq[j] = a
+        if oa:
+            k = bisect_left(useq, oa, j if j > cu else cu, n, key=key)
+            if k > j:
+                useq[j] = ack
+                cu = k
+        if j > 4096 and j * 2 > n:
+            del useq[:j], unxt[:j], fl.ufr[:j]
+            fl.uh = 0
+            fl.ucut = cu - j if cu > j else 0
+        else:
+            fl.uh = j
+            fl.ucut = cu
+        return hit
+    if mode == 3:
+        return 0
+    r = fl.uref
+    if r is not None:  # an ACK that can touch none of the segments: nothing to walk
+        d = (ack - r) & M32
+        if (d <= fl.umind) if d < _HALF else (fl.umaxd + (1 << 32) - d <= _HALF):
+            return 0
+    if not _spend(fl, n - h):
+        return 0
+    hit = 0
     ks, kn, kf = [], [], []
     ufr = fl.ufr
     mind, maxd = _HALF, 0
@@ -1080,11 +1445,19 @@ def _ack_walk(fl: _Flow, ack: int) -> int:
         if (x - ack) & M32 > maxd:
             maxd = (x - ack) & M32
     fl.useq, fl.unxt, fl.ufr = ks, kn, kf
-    fl.uh = 0
+    fl.uh = fl.ucut = 0
     fl.uref, fl.umind, fl.umaxd = ack, mind, maxd
-    fl.usorted = _is_sorted(ks, kn)
-    fl.ulohi = None if fl.usorted else _lohi_scan(fl)
-    return hit or 0
+    if _is_sorted(ks, kn):
+        fl.umode = 0
+    elif _spend(fl, len(ks)):  # (the index, or the span, made again: as long as a walk)
+        ix = _ix_build(ks, kn, kf, 0)
+        if ix is not None:
+            fl.umode = 1
+            fl.ix = ix
+            fl.useq, fl.unxt, fl.ufr = [], [], []
+        else:
+            fl.ulohi = _lohi_scan(fl)
+    return hit
 
 
 def _is_sorted(useq: list[int], unxt: list[int]) -> bool:
@@ -1108,20 +1481,49 @@ def _lohi_scan(fl: _Flow) -> tuple[int, int]:
     return min((s - b) & M32 for s in fl.useq[h:]), max((x - b) & M32 for x in fl.unxt[h:])
 
 
+def _oldest(fl: _Flow) -> int:
+    """The frame of the oldest segment in ``fl``'s list (0: empty, -1: not followed)."""
+    m = fl.umode
+    if m == 1:
+        assert fl.ix is not None
+        return _ix_oldest(fl.ix)
+    if m == 3:
+        return -1
+    return fl.ufr[fl.uh] if fl.uh < len(fl.ufr) else 0
+
+
 def _span(fl: _Flow) -> int:
     """tshark's bytes in flight before SACK: highest relative next seq less lowest relative seq
-    over ``fl``'s (non-empty) unacknowledged list."""
-    if fl.usorted:
-        a = fl.useq[fl.uh]
-        c, last = (a - fl.base_seq) & M32, (fl.unxt[-1] - a) & M32
+    over ``fl``'s (non-empty) unacknowledged list; -1 when the list is not followed."""
+    m = fl.umode
+    if m == 1:
+        assert fl.ix is not None
+        return _ix_span(fl.ix, fl.base_seq)
+    if m == 3:
+        return -1
+    useq, unxt = fl.useq, fl.unxt
+    h = fl.uh
+    if m == 0:
+        a = useq[h]
+        c, last = (a - fl.base_seq) & M32, (unxt[-1] - a) & M32
         if c + last <= M32:  # (relative numbers do not wrap inside the list: the first seq is the lowest)
             return last
-        lo, hi = _lohi_scan(fl)
-    else:
-        lh = fl.ulohi
-        if lh is None:
-            lh = fl.ulohi = _lohi_scan(fl)
-        lo, hi = lh
+        # they wrap at offset w from the first seq: the lowest is the first seq at or past it (the
+        # cut ones are at offset 0), the highest the last next seq before it
+        w = (1 << 32) - c
+        key = lambda x: (x - a) & M32  # noqa: E731
+        n = len(unxt)
+        k = bisect_left(useq, w, max(h, fl.ucut), n, key=key)
+        lo = key(useq[k]) - w if k < n else c
+        k = bisect_left(unxt, w, h, n, key=key) - 1
+        hi = c + key(unxt[k]) if k >= h else last - w
+        return (hi - lo) & M32
+    lh = fl.ulohi
+    if lh is None:
+        if not _spend(fl, len(unxt) - h):
+            return -1
+        lh = fl.ulohi = _lohi_scan(fl)
+    lo, hi = lh
     return (hi - lo) & M32
 
 

@@ -250,6 +250,79 @@ def test_the_ten_thousand_segment_cap_equals_tshark(tmp_path):
     assert seen["tcp.analysis.rto"] >= 1, seen
 
 
+def cut_corners() -> list[tuple[float, bytes]]:
+    """Lists whose segments ACKs cut (tcp_analysis keeps the cuts lazily: a sorted list's run of
+    cut segments, an unsorted list's groups) — with copies of one segment, ACKs 2^31 away and
+    relative numbers wrapping inside the list — each segment followed by bytes in flight."""
+    sc = _Script()
+    t = T0
+    # a sorted list with each segment sent three times: every ACK inside one cuts its copies
+    cp, ci, si = 50010, 20000, 700000
+    sc.handshake(t, cp, ci, si)
+    for k in range(4):
+        for r in range(3):
+            sc.s(t + 0.02 + (3 * k + r) * 1e-4, cp, si + 1 + 100 * k, ci + 1, n=100)
+    for j, a in enumerate((5, 50, 50, 20, 99, 150, 260, 255)):
+        sc.c(t + 0.03 + j * 1e-4, cp, ci + 1, si + 1 + a)
+        sc.s(t + 0.0301 + j * 1e-4, cp, si + 1 + 400 + 10 * j, ci + 1, n=10)
+    sc.c(t + 0.04, cp, ci + 1, si + 1 + 270 + 0x80000000)  # 2^31 past: the last ones leave, cut ones stay
+    sc.s(t + 0.041, cp, si + 1 + 290, ci + 1, n=100)
+    sc.c(t + 0.042, cp, ci + 1, si + 1 + 300)
+    sc.s(t + 0.043, cp, si + 1 + 390, ci + 1, n=10)
+    sc.c(t + 0.044, cp, ci + 1, si + 1 + 500)
+    # sorted, from before the base (relative numbers wrap inside it), cut while it wraps
+    t += 1
+    cp, ci, si = 50011, 21000, 800000
+    sc.handshake(t, cp, ci, si)
+    for k in range(6):
+        sc.s(t + 0.02 + k * 1e-4, cp, si - 250 + 100 * k, ci + 1, n=100)
+    for j, a in enumerate((-240, -240, -170, -30, 10, 120)):
+        sc.c(t + 0.03 + j * 1e-4, cp, ci + 1, si + a)
+        sc.s(t + 0.0301 + j * 1e-4, cp, si + 350 + 10 * j, ci + 1, n=10)
+    # out of order around the base: groups of cut segments, new ones below them, ACKs 2^31 away
+    t += 1
+    cp, ci, si = 50012, 22000, 900000
+    sc.handshake(t, cp, ci, si)
+    for j, k in enumerate((3, 1, 4, -2, 0, 2, -1, 5, 1)):
+        sc.s(t + 0.02 + j * 1e-4, cp, si + 1 + 50 * k, ci + 1, n=50 if k != 1 else 120)
+    acks = (-90, -60, 10, 5, 30, 31, 60, 0x80000000 + 100, 70, 120, 0x80000000 + 40, 260, 300)
+    for j, a in enumerate(acks):
+        sc.c(t + 0.03 + j * 1e-4, cp, ci + 1, si + 1 + a)
+        sc.s(t + 0.0301 + j * 1e-4, cp, si + 1 + 50 * (j % 4) - 80, ci + 1, n=30)
+    # sorted, three segments from one seq cut together, the last of them left by an ACK 2^31
+    # away, then one out of order: the list stops being sorted with cut segments in it
+    t += 1
+    cp, ci, si = 50013, 23000, 1000000
+    sc.handshake(t, cp, ci, si)
+    for j, (a, n) in enumerate(((0, 100), (0, 110), (0, 120), (120, 100), (399, 10))):
+        sc.s(t + 0.02 + j * 1e-4, cp, si + 1 + a, ci + 1, n=n)
+    for j, (a, seg) in enumerate(((49, None), (49 + 65 + 0x80000000, (20, 20)), (59, (300, 10)), (100, (309, 5)), (110, None), (119, (310, 10)))):
+        sc.c(t + 0.03 + j * 1e-4, cp, ci + 1, si + 1 + a)
+        if seg:
+            sc.s(t + 0.0301 + j * 1e-4, cp, si + 1 + seg[0], ci + 1, n=seg[1])
+    # a segment whose next seq is exactly 2^31 past the ACK that cuts the first one: the list
+    # spans 2^31 after the ACK too (walked), a segment joins it, ACKs walk it back into order
+    t += 1
+    cp, ci, si = 50014, 24000, 1100000
+    sc.handshake(t, cp, ci, si)
+    sc.s(t + 0.02, cp, si + 1, ci + 1, n=100)
+    sc.s(t + 0.0201, cp, si + 101, ci + 1, n=100)
+    sc.s(t + 0.0202, cp, si + 1 + 50 + 0x80000000 - 10, ci + 1, n=10)
+    for j, (a, seg) in enumerate(((50, (200, 100)), (40, (300, 10)), (60, (310, 10)), (55, None), (101, (320, 10)), (320, (330, 10)))):
+        sc.c(t + 0.03 + j * 1e-4, cp, ci + 1, si + 1 + a)
+        if seg:
+            sc.s(t + 0.0301 + j * 1e-4, cp, si + 1 + seg[0], ci + 1, n=seg[1])
+    return sc.out
+
+
+@needs_tshark
+def test_cut_lists_equal_tshark(tmp_path):
+    p = tmp_path / "cuts.pcap"
+    write(p, [cut_corners()])
+    seen = _agrees(p)
+    assert seen["tcp.analysis.bytes_in_flight"] > 30 and seen["tcp.analysis.acks_frame"] > 3, seen
+
+
 # ------------------------------------------------------------------ display filters
 
 
