@@ -412,12 +412,20 @@ class TcpAnalysis:
         return None
 
     def initial_rtt(self, n: int) -> float | None:
-        """The conversation's initial RTT as tshark shows it on packet ``n`` (from the packet
-        that measured it on), or None."""
+        """The conversation's initial RTT as tshark shows it on packet ``n``, or None: from the
+        packet that measured it on, where tshark prints a SEQ/ACK analysis tree — its per-packet
+        record exists: an analysis flag, an ACK of a listed segment, an RTO, or a segment the
+        bytes-in-flight and PSH count ran on (``push_bytes_sent`` set; it is, whenever that
+        count runs) — and on every such packet once the list is no longer followed
+        (``list_unknown``: whether tshark's record exists is not known there)."""
         if not 0 < n <= len(self.conv):
             return None
         c = self.conv[n - 1]
         if c < 0 or not self.rtt_at[c] or n < self.rtt_at[c]:
+            return None
+        i = n - 1
+        if not (self.flags[i] or (i < len(self.acks_frame) and self.acks_frame[i]) or (i < len(self.push_bytes_sent) and self.push_bytes_sent[i])
+                or n in self.rto or self.list_unknown_at(n) is not None):
             return None
         return self.rtt[c]
 

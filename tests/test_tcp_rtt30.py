@@ -43,6 +43,13 @@ TIMES = ("tcp.analysis.ack_rtt", "tcp.analysis.rto")
 FIELDS = ("tcp.analysis.ack_rtt", "tcp.analysis.acks_frame", "tcp.analysis.bytes_in_flight",
           "tcp.analysis.push_bytes_sent", "tcp.analysis.rto", "tcp.analysis.rto_frame")
 COMMON = FIELDS[:4]  # (on every capture with TCP data both ways; the RTO only where segments are retransmitted)
+# compared too on real captures: the initial RTT, which tshark shows only where its SEQ/ACK tree
+# is (its per-packet record exists: a flag, an ACK of a listed segment, the bytes-in-flight
+# count).  Not on the built flows (the seeded hostile ones, the list's corners): on some pure
+# ACKs there (2 of 30 flows' packets) tshark 4.0.17 has a record wirefall does not reproduce (no
+# flag, no acked frame, no data) — left, and said in the field's note
+COMPARED = FIELDS + ("tcp.analysis.initial_rtt",)
+TIMES_COMPARED = TIMES + ("tcp.analysis.initial_rtt",)
 M32 = 0xFFFFFFFF
 
 
@@ -54,20 +61,20 @@ def _ns(text: str) -> int:
     return -v if neg else v
 
 
-def compare(cap: Path, keys: Path | None = None) -> tuple[int, dict[str, int], list[str]]:
+def compare(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = FIELDS) -> tuple[int, dict[str, int], list[str]]:
     """(packets compared, values per field in tshark's output, disagreements) over every packet of ``cap``."""
     # (the time fields come back as tshark prints them — "bytes" fields are kept as text — and
     # become nanoseconds here; wirefall's seconds likewise)
-    theirs = tshark_values(cap, keys, FIELDS, bytes_fields=frozenset(TIMES))
+    theirs = tshark_values(cap, keys, fields, bytes_fields=frozenset(TIMES_COMPARED) & set(fields))
     an = analyze(str(cap), keylogs=[str(keys)] if keys else [])
-    ours = wirefall_values(an, cap, FIELDS)
-    seen = dict.fromkeys(FIELDS, 0)
+    ours = wirefall_values(an, cap, fields)
+    seen = dict.fromkeys(fields, 0)
     bad = []
     for n in range(1, an.packets + 1):
         t, o = theirs.get(n, {}), ours.get(n, {})
-        for f in FIELDS:
+        for f in fields:
             a, b = t.get(f), o.get(f)
-            if f in TIMES:
+            if f in TIMES_COMPARED:
                 a = [_ns(x) for x in a] if a else None
                 b = [round(x * 1e9) for x in b] if b else None
             seen[f] += len(a or ())
@@ -76,11 +83,11 @@ def compare(cap: Path, keys: Path | None = None) -> tuple[int, dict[str, int], l
     return an.packets, seen, bad
 
 
-def _agrees(cap: Path, keys: Path | None = None, every: bool = True) -> dict[str, int]:
-    npk, seen, bad = compare(cap, keys)
+def _agrees(cap: Path, keys: Path | None = None, every: bool = True, fields: tuple[str, ...] = FIELDS) -> dict[str, int]:
+    npk, seen, bad = compare(cap, keys, fields)
     assert not bad, (len(bad), bad[:8])
     if every:  # (a comparison that cannot fail is none)
-        assert all(seen[f] for f in COMMON), seen
+        assert all(seen[f] for f in COMMON + fields[len(FIELDS):]), seen
     return seen
 
 
@@ -91,14 +98,14 @@ def _agrees(cap: Path, keys: Path | None = None, every: bool = True) -> dict[str
 @pytest.mark.parametrize("cap", [p for p, _ in sample_captures()], ids=lambda p: str(p.relative_to(ROOT / "sample_captures")))
 def test_sample_captures_equal_tshark(cap):
     keys = cap.with_suffix(".keys")
-    _agrees(cap, keys if keys.exists() else None, every=False)
+    _agrees(cap, keys if keys.exists() else None, every=False, fields=COMPARED)
 
 
 @needs_tshark
 def test_lossy_page_loads_have_every_field(tmp_path):
     got = {f: 0 for f in FIELDS}
     for name in ("page-h1", "page-h2", "page-spdy"):
-        seen = _agrees(capture_file(f"sample:lossy/{name}.pcapng", tmp_path))
+        seen = _agrees(capture_file(f"sample:lossy/{name}.pcapng", tmp_path), fields=COMPARED)
         got = {f: got[f] + seen[f] for f in FIELDS}
     assert all(got.values()), got
 
@@ -106,14 +113,14 @@ def test_lossy_page_loads_have_every_field(tmp_path):
 @needs_tshark
 def test_amazon_page_load_equals_tshark(tmp_path):
     cap, keys = unpack_amazon(tmp_path)
-    seen = _agrees(cap, keys)
+    seen = _agrees(cap, keys, fields=COMPARED)
     assert seen["tcp.analysis.ack_rtt"] > 100 and seen["tcp.analysis.bytes_in_flight"] > 100, seen
 
 
 @needs_tshark
 @pytest.mark.parametrize("rel", ["tls12/capture.pcap", "tls13/capture.pcap", "retina/tls_ciphers.pcap"])
 def test_third_party_captures_equal_tshark(tmp_path, rel):
-    _agrees(capture_file(f"shared:{rel}", tmp_path))
+    _agrees(capture_file(f"shared:{rel}", tmp_path), fields=COMPARED)
 
 
 @needs_tshark
@@ -123,7 +130,7 @@ def test_benchmark_captures_equal_tshark(name):
     cap = ROOT / "benchmarks" / "corpus" / f"{name}.pcap"
     if not cap.exists():
         pytest.skip(f"{cap.name} absent")
-    _agrees(cap)
+    _agrees(cap, fields=COMPARED)
 
 
 # ------------------------------------------------------------------ hostile flows
