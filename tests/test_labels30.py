@@ -197,7 +197,7 @@ def test_the_web_page_draws_the_labels_and_keeps_the_full_url():
             texts = [x.split()[-1] for x in labels]
             assert counts(urls, texts) == (0, 0), labels
             _check_rows(texts, _wf())
-            assert texts[8] == "images-na.ssl-…amazon.com/…/csm-captcha-in….min.js", texts
+            assert texts[8] == "images-na.ssl-images-amazon.com/…/csm-captcha-instrume….min.js", texts  # (the 1500 px page: its graph is 1400 px wide)
             shot(pg, "labels30-amazon-1500.png")
             hover = pg.evaluate("""() => JSON.stringify(document.querySelector('#waterfall .js-plotly-plot').data
                                    .map(t => t.hovertext || t.text || ''))""")

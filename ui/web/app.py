@@ -143,17 +143,47 @@ window.wirefallWatchZoom = function (gd) {
         } else if (Array.isArray(d['xaxis.range'])) { gd._wfZoom = {range: d['xaxis.range'].slice(0, 2).map(Number)}; }
     });
 };
-// a resize that changes the graph's width beside the request detail, or puts the detail under it (BESIDE_JS): the figure laid out again
+// a resize that changes the graph's width beside the request detail, or puts the detail under it (BESIDE_JS), or
+// changes the graph's own width in steps of 100 px (GRAPH_WIDTH_JS: the row labels' room): the figure laid out again —
+// once the resize has paused, and only when a rounded width changed (not at each pixel of a drag)
 window.addEventListener('resize', function () {
     clearTimeout(window.wirefallResizeTimer);
     window.wirefallResizeTimer = setTimeout(function () {
         var b = document.getElementById('wf-beside-check');
-        if (window.wirefallWfWidth && b && window.wirefallWfWidth() !== window.wirefallBeside) { b.click(); }
+        if (b && ((window.wirefallWfWidth && window.wirefallWfWidth() !== window.wirefallBeside) ||
+                  (window.wirefallGraphWidth && window.wirefallGraphWidth() !== window.wirefallGraphPx))) { b.click(); }
     }, 200);
 });
 // where the waterfall was last clicked (the detail's sheet on a narrow window then keeps the clicked row in sight: DETAIL_SHOWN_JS)
 document.addEventListener('mousedown', function (ev) {
     if (ev.target && ev.target.closest && ev.target.closest('#waterfall')) { window.wirefallClickY = ev.clientY; }
+}, true);
+// Ctrl-Home / Ctrl-End in the packet list select its first / last row as shown (sorted, filtered), as a click
+// does (its detail; the focused cell follows), as Wireshark's do: the browser only scrolled the list, the focus and
+// the detail stayed on the packet before.  The grid's infinite model holds the row once its block has come.
+document.addEventListener('keydown', function (ev) {
+    if (!ev.ctrlKey || ev.altKey || ev.shiftKey || ev.metaKey || (ev.key !== 'Home' && ev.key !== 'End')) { return; }
+    var t = ev.target;
+    if (!t || !t.closest || !t.closest('#packets') || t.tagName === 'INPUT' || t.tagName === 'TEXTAREA') { return; }
+    var api;
+    try { api = window.dash_ag_grid.getApi('packets'); } catch (e) { return; }
+    var n = api.getDisplayedRowCount();
+    if (!n) { return; }
+    ev.preventDefault();
+    ev.stopPropagation();  // (AG Grid's own handling, and the browser's smooth scroll, left out)
+    var i = ev.key === 'End' ? n - 1 : 0, f = api.getFocusedCell();
+    var col = f ? f.column : api.getAllDisplayedColumns()[0], tries = 0;
+    window.wirefallCtrlKey = (window.wirefallCtrlKey || 0) + 1;
+    var mine = window.wirefallCtrlKey;  // (a later Ctrl-Home/End, before this row came, wins)
+    api.ensureIndexVisible(i);
+    (function select() {
+        if (mine !== window.wirefallCtrlKey || (api.isDestroyed && api.isDestroyed())) { return; }
+        var node = api.getDisplayedRowAtIndex(i);
+        if (!node || !node.data) { if (++tries < 400) { setTimeout(select, 25); } return; }
+        api.ensureIndexVisible(i);
+        api.setFocusedCell(i, col);
+        node.setSelected(true, true);
+    })();
 }, true);
 document.addEventListener('keydown', function (ev) {
     if (ev.ctrlKey && !ev.altKey && !ev.shiftKey && !ev.metaKey && (ev.key === 'm' || ev.key === 'M')) {
@@ -495,14 +525,16 @@ def cb_filter_options(state: WebState, cid, version, trigger=None, search=None):
 
 
 def cb_waterfall(state: WebState, cid, version, protocols, connections, contents, statuses, expr, order=None, selected=None,
-                 xrange=None, start=None, search=None, beside=None):
+                 xrange=None, start=None, search=None, beside=None, graph_px=None):
     """The waterfall figure of what the filters select, in the chosen order (the zoom kept, the
     selected request's row highlighted; of a big view, the window of rows from ``start``),
     the filter error, the count, and why rows are missing.  ``search``: the page's address
     (its zoom and selection until the stores hold this capture's: ``zoom_for``).  ``beside``: the page's
     ``wf-beside`` (``BESIDE_JS``) — false where a selected request's detail does not share the graph's
     row (a window narrower than ``DETAIL_BESIDE_MIN``: the figure is laid out for the whole page), else
-    the graph's width beside it (None, not known: the narrowest, ``views.NARROWEST_WITH_DETAIL``)."""
+    the graph's width beside it (None, not known: the narrowest, ``views.NARROWEST_WITH_DETAIL``).
+    ``graph_px``: the page's ``wf-width`` (``GRAPH_WIDTH_JS``), the graph's width with no detail beside
+    it — the row labels' room then (``views.label_room_for``; beside the detail, ``beside`` is)."""
     import plotly.graph_objects as go
 
     e = state.get(cid)
@@ -517,9 +549,12 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
         xr = views.clamp_x_range(zoom_for(xrange, cid, search), v.waterfall)
         sel = selected_for(selected, cid, search)
         row = next((r for r in v.waterfall.rows if r.exchange == sel), None) if sel is not None else None
+        alone = not _detail_beside(sel, beside)  # (a selected request: its detail beside the graph narrows it)
+        if alone and isinstance(graph_px, int) and not isinstance(graph_px, bool):
+            state.graph_px = graph_px  # (the next capture's warm-up makes its first figure for this width)
         fig = views.page_figure(e, v, (protocols, connections, contents, statuses, expr, order), title=e.name, x_range=xr,
-                                revision=cid, start=start,  # (a selected request: its detail beside the graph narrows it)
-                                narrowest=views.narrowest_for(sel is not None, beside))
+                                revision=cid, start=start, narrowest=views.narrowest_for(sel is not None, beside),
+                                graph_px=graph_px if alone else None)
         shown = len(v.waterfall.rows)
         why = explain_view(e, shown, v.total)
         if not shown:
@@ -554,6 +589,11 @@ def cb_waterfall(state: WebState, cid, version, protocols, connections, contents
                        id="filter-error-msg")
     count = f"{len(v.waterfall.rows)} of {v.total} requests"
     return fig, err, count, why
+
+
+def _detail_beside(sel, beside) -> bool:
+    """Whether a selected request's detail shares the graph's row (``views.narrowest_for``'s case)."""
+    return sel is not None and beside is not False
 
 
 WF_PAGE_BUTTONS = ("wf-first", "wf-prev", "wf-next", "wf-last")
@@ -622,18 +662,22 @@ def wf_trigger(triggered) -> str | None:
 
 
 def cb_wf(state: WebState, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
-          order=None, selected=None, xrange=None, start=None, search=None, *, triggered=None, beside=None):
+          order=None, selected=None, xrange=None, start=None, search=None, *, triggered=None, beside=None, graph_px=None):
     """The waterfall's window of rows (``cb_wf_window``) and the figure of that window
     (``cb_waterfall``) in one answer, where the figure's callback waited for the window's
     (a round trip more for each page, filter, capture).  ``triggered``: the ids of the inputs
-    that fired (none: the page's first call); ``beside``: the page's ``wf-beside`` (``BESIDE_JS``)."""
+    that fired (none: the page's first call); ``beside``: the page's ``wf-beside`` (``BESIDE_JS``);
+    ``graph_px``: its ``wf-width`` (``GRAPH_WIDTH_JS``) — a new width alone, with the detail beside
+    the graph (which lays the figure out for its own width), changes nothing."""
     t = set(triggered or ())
+    if t == {"wf-width"} and _detail_beside(selected_for(selected, cid, search), beside):
+        return (no_update,) * 7
     trig = wf_trigger(t)
     win = cb_wf_window(state, first, prev, next_, last, row, cid, version, protocols, connections, contents, statuses, expr,
                        order, selected, start, trigger="capture" if (not t or "capture" in t) and trig in (None, "version") else trig)
     a = start if win[0] is no_update else win[0]
     fig = cb_waterfall(state, cid, version, protocols, connections, contents, statuses, expr, order, selected, xrange, a, search,
-                       beside=beside)
+                       beside=beside, graph_px=graph_px)
     return (*win, *fig)
 
 
@@ -694,6 +738,23 @@ BESIDE_JS = """function(sel, path, check, prev) {
     window.wirefallBeside = b;
     return b === prev ? window.dash_clientside.no_update : b;
 }""".replace("MIN", str(DETAIL_BESIDE_MIN)).replace("NARROW", str(views.NARROWEST_WITH_DETAIL)).replace("PAGE", str(views.NARROWEST_PAGE))
+# The page's ``wf-width``: the waterfall's width with no request detail beside it (its row's,
+# .wf-split, measured; the tab not shown: the window's less the page's padding), in steps of 100
+# px within views.NARROWEST_WITH_DETAIL .. LABEL_ROOM_MAX — the row labels' room
+# (views.label_room_for: at 1920 px they were laid out as at 1200).  Sent on load, and after a
+# resize only when the step changes (PAGE_JS clicks ``wf-beside-check``): cb_wf draws the figure
+# again only then.
+GRAPH_WIDTH_JS = """function(path, check, prev) {
+    window.wirefallGraphWidth = function () {
+        var g = document.getElementById('waterfall'), row = g && g.closest('.wf-split');
+        var w = row ? row.getBoundingClientRect().width : 0;
+        if (!(w > 0)) { w = window.innerWidth - 28; }
+        return Math.max(NARROW, Math.min(MAX, Math.floor(w / 100) * 100));
+    };
+    var w = window.wirefallGraphWidth();
+    window.wirefallGraphPx = w;
+    return w === prev ? window.dash_clientside.no_update : w;
+}""".replace("NARROW", str(views.NARROWEST_WITH_DETAIL)).replace("MAX", str(views.LABEL_ROOM_MAX))
 # the detail shown as the sheet (a narrow window): at its top, and the clicked row kept in sight above it
 DETAIL_SHOWN_JS = """function(cls) {
     if (!cls || cls.indexOf('none') >= 0) { return window.dash_clientside.no_update; }
@@ -1219,8 +1280,8 @@ def layout(state: WebState):
         ]),
         dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
         dcc.Store(id="version", data=version), dcc.Store(id="selected"), dcc.Store(id="xrange"), dcc.Store(id="wf-window", data=0), dcc.Store(id="limits", data=limits),
-        dcc.Store(id="wf-beside"), dcc.Store(id="detail-shown"),
-        html.Button(id="wf-beside-check", style={"display": "none"}),  # (PAGE_JS: a resize across DETAIL_BESIDE_MIN)
+        dcc.Store(id="wf-beside"), dcc.Store(id="wf-width"), dcc.Store(id="detail-shown"),
+        html.Button(id="wf-beside-check", style={"display": "none"}),  # (PAGE_JS: a resize across DETAIL_BESIDE_MIN, or to another 100 px step)
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"), dcc.Store(id="packets-asked"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
@@ -1504,9 +1565,13 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("live-version", "data"),  # a live capture grew (ui.web.live): the figure drawn again
         State("xrange", "data"), State("wf-window", "data"), State("url", "search"),
         Input("wf-beside", "data"),  # the detail beside the graph or not: the figure laid out for its width
-    )(_named("cb_wf", lambda *a: cb_wf(S, *a[:14], *a[15:-1], triggered=_triggered(), beside=a[-1])))  # (live-version only triggers)
+        Input("wf-width", "data"),  # the graph's width (no detail beside it): the row labels' room
+    )(_named("cb_wf", lambda *a: cb_wf(S, *a[:14], *a[15:-2], triggered=_triggered(), beside=a[-2], graph_px=a[-1])))
+    # (live-version, a[14], only triggers)
     app.clientside_callback(BESIDE_JS, Output("wf-beside", "data"), Input("selected", "data"), Input("url", "pathname"),
                             Input("wf-beside-check", "n_clicks"), State("wf-beside", "data"))
+    app.clientside_callback(GRAPH_WIDTH_JS, Output("wf-width", "data"), Input("url", "pathname"),
+                            Input("wf-beside-check", "n_clicks"), State("wf-width", "data"))
     app.clientside_callback(DETAIL_SHOWN_JS, Output("detail-shown", "data"), Input("detail-side", "className"), prevent_initial_call=True)
     app.clientside_callback(XRANGE_JS, Output("xrange", "data"), Input("waterfall", "relayoutData"), State("xrange", "data"),
                             State("capture", "value"), prevent_initial_call=True)

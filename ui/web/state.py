@@ -197,6 +197,9 @@ class WebState:
         self._sweeper: threading.Thread | None = None
         self._stop = threading.Event()
         self.closed = False
+        # the graph's width (px) the last page said (its ``wf-width``, app.cb_waterfall): the
+        # warm-up makes the first figure for it too (None: no page has said one yet)
+        self.graph_px: int | None = None
 
     # ------------------------------------------------------------------ captures
 
@@ -271,7 +274,7 @@ class WebState:
         e.seconds = time.monotonic() - t
         e.status = "done"
         if e.live is None:
-            self._warm(e)
+            self._warm(e, self.graph_px)
 
     def limits_of(self, e: Entry) -> dict | None:
         """The ``limits`` ``e`` is analysed with: the server's (``--limit``, ``--har-page``) and the
@@ -281,11 +284,14 @@ class WebState:
         return {**(self.limits or {}), "har_page": e.har_page}
 
     @staticmethod
-    def _warm(e: Entry) -> None:
+    def _warm(e: Entry, graph_px: int | None = None) -> None:
         """The waterfall model and the filters' options built once the analysis is done, in this
         (background) thread: the page's first callbacks find them in the memo (or wait for this
         build, Entry.memo) — while the browser is still fetching its JavaScript — instead of the
-        filters' callback building the model while the waterfall's waits for its answer."""
+        filters' callback building the model while the waterfall's waits for its answer.
+        The first figure is laid out for the page's default width (a 1200-1299 px graph) and for
+        ``graph_px``, the width the last page said (its row labels take its room: built by the
+        page's callback, the figure took 80-220 ms more than the warm copy's 5-10 ms)."""
         try:
             from . import views
 
@@ -294,6 +300,8 @@ class WebState:
             # the page's first figure (its first window, kept as JSON: views.page_figure) — and with
             # it plotly's figure classes and validators, made on first use (0.1 s otherwise)
             views.page_figure(e, v, title=e.name, revision=e.id, start=0)
+            if graph_px is not None and views.label_room_for(views.NARROWEST_PAGE, graph_px) != views.NARROWEST_PAGE:
+                views.page_figure(e, v, title=e.name, revision=e.id, start=0, graph_px=graph_px)
         except Exception:  # noqa: BLE001 - the callbacks build it again and say why
             pass
 
