@@ -96,6 +96,11 @@ _HALF = 0x80000000
 
 # TCP header flag bits
 _FIN, _SYN, _RST, _PSH, _ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+# ``tcp_flags`` bit 14 (above the header's nine): the ACK number passed the peer's highest
+# contiguous next seq (tshark's "ACKed unseen segment" check), where tshark 4.0.17 makes the
+# packet's record (``struct tcp_acked``: its SEQ/ACK tree) whether or not it sets the flag —
+# it does not when the peer's dup-ACK count is not 0 (an earlier such ACK made it -1)
+_ACKED_PAST = 0x4000
 
 # analysis flag bits (tshark's TCP_A_*), one uint16 per packet
 F_RETRANSMISSION = 1 << 0
@@ -287,7 +292,7 @@ class TcpAnalysis:
     conv: array = field(default_factory=lambda: array("i"))  # packet -> tshark conversation index, -1
     fwd: bytearray = field(default_factory=bytearray)  # packet -> 0: sent by the conversation's "a" side
     wshift: array = field(default_factory=lambda: array("b"))  # packet -> window shift in Info (-1: none)
-    tcp_flags: array = field(default_factory=lambda: array("H"))  # packet -> TCP header flags (0: not analysed)
+    tcp_flags: array = field(default_factory=lambda: array("H"))  # packet -> TCP header flags, bit 15 (0: not analysed), 14 (_ACKED_PAST)
     base: array = field(default_factory=lambda: array("q"))  # 2 per conversation: a's, b's base seq (-1: unset)
     rtt: array = field(default_factory=lambda: array("d"))  # per conversation: initial RTT (SYN -> first ACK), 0: none
     rtt_at: array = field(default_factory=lambda: array("i"))  # per conversation: the packet that measured it
@@ -414,17 +419,19 @@ class TcpAnalysis:
     def initial_rtt(self, n: int) -> float | None:
         """The conversation's initial RTT as tshark shows it on packet ``n``, or None: from the
         packet that measured it on, where tshark prints a SEQ/ACK analysis tree — its per-packet
-        record exists: an analysis flag, an ACK of a listed segment, an RTO, or a segment the
-        bytes-in-flight and PSH count ran on (``push_bytes_sent`` set; it is, whenever that
-        count runs) — and on every such packet once the list is no longer followed
-        (``list_unknown``: whether tshark's record exists is not known there)."""
+        record exists: an analysis flag, an ACK past the peer's highest contiguous next seq
+        (``_ACKED_PAST``: tshark makes the record there even when it sets no "ACKed unseen"
+        flag), an ACK of a listed segment, an RTO, or a segment the bytes-in-flight and PSH
+        count ran on (``push_bytes_sent`` set; it is, whenever that count runs) — and on every
+        such packet once the list is no longer followed (``list_unknown``: whether tshark's
+        record exists is not known there)."""
         if not 0 < n <= len(self.conv):
             return None
         c = self.conv[n - 1]
         if c < 0 or not self.rtt_at[c] or n < self.rtt_at[c]:
             return None
         i = n - 1
-        if not (self.flags[i] or (i < len(self.acks_frame) and self.acks_frame[i]) or (i < len(self.push_bytes_sent) and self.push_bytes_sent[i])
+        if not (self.flags[i] or self.tcp_flags[i] & _ACKED_PAST or (i < len(self.acks_frame) and self.acks_frame[i]) or (i < len(self.push_bytes_sent) and self.push_bytes_sent[i])
                 or n in self.rto or self.list_unknown_at(n) is not None):
             return None
         return self.rtt[c]
@@ -809,6 +816,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
             fwd.dupacknum = 0
         rmax = rev.maxseqtobeacked
         if rmax and flags & _ACK and ((rmax - ack) & M32) >= _HALF:
+            flags |= _ACKED_PAST  # (kept in tcp_flags below; no header flag test sees bit 14)
             if ((rmax - rev.nextseq) & M32) >= _HALF:  # LT_SEQ(max, nextseq): jump to nextseq
                 rev.maxseqtobeacked = rev.nextseq
                 f |= F_ACK_LOST_SEGMENT

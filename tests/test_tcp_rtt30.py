@@ -2,7 +2,8 @@
 packet: ``tcp.analysis.acks_frame`` and ``tcp.analysis.ack_rtt`` (the segment an ACK
 acknowledges and the time since it: Wireshark's RTT graph), ``tcp.analysis.bytes_in_flight``,
 ``tcp.analysis.push_bytes_sent``, a retransmission's ``tcp.analysis.rto`` and
-``tcp.analysis.rto_frame`` (analyzer/tcp_analysis.py through analyzer/fields/tcp.py).
+``tcp.analysis.rto_frame``, and ``tcp.analysis.initial_rtt`` where tshark shows it (on the packets
+with a SEQ/ACK tree) (analyzer/tcp_analysis.py through analyzer/fields/tcp.py).
 
 Outside truth: ``tshark -r CAP -T fields -e frame.number -e tcp.analysis.…`` (every occurrence)
 against each field's values on each packet (``Field.get``, tests/field_oracle.py), times as
@@ -43,11 +44,9 @@ TIMES = ("tcp.analysis.ack_rtt", "tcp.analysis.rto")
 FIELDS = ("tcp.analysis.ack_rtt", "tcp.analysis.acks_frame", "tcp.analysis.bytes_in_flight",
           "tcp.analysis.push_bytes_sent", "tcp.analysis.rto", "tcp.analysis.rto_frame")
 COMMON = FIELDS[:4]  # (on every capture with TCP data both ways; the RTO only where segments are retransmitted)
-# compared too on real captures: the initial RTT, which tshark shows only where its SEQ/ACK tree
-# is (its per-packet record exists: a flag, an ACK of a listed segment, the bytes-in-flight
-# count).  Not on the built flows (the seeded hostile ones, the list's corners): on some pure
-# ACKs there (2 of 30 flows' packets) tshark 4.0.17 has a record wirefall does not reproduce (no
-# flag, no acked frame, no data) — left, and said in the field's note
+# compared too: the initial RTT, which tshark shows only where its SEQ/ACK tree is (its
+# per-packet record exists: a flag, an ACK of a listed segment, the bytes-in-flight count, an
+# ACK past the peer's highest contiguous next seq even where no "ACKed unseen" flag is set)
 COMPARED = FIELDS + ("tcp.analysis.initial_rtt",)
 TIMES_COMPARED = TIMES + ("tcp.analysis.initial_rtt",)
 M32 = 0xFFFFFFFF
@@ -61,7 +60,7 @@ def _ns(text: str) -> int:
     return -v if neg else v
 
 
-def compare(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = FIELDS) -> tuple[int, dict[str, int], list[str]]:
+def compare(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = COMPARED) -> tuple[int, dict[str, int], list[str]]:
     """(packets compared, values per field in tshark's output, disagreements) over every packet of ``cap``."""
     # (the time fields come back as tshark prints them — "bytes" fields are kept as text — and
     # become nanoseconds here; wirefall's seconds likewise)
@@ -83,7 +82,7 @@ def compare(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = FIELD
     return an.packets, seen, bad
 
 
-def _agrees(cap: Path, keys: Path | None = None, every: bool = True, fields: tuple[str, ...] = FIELDS) -> dict[str, int]:
+def _agrees(cap: Path, keys: Path | None = None, every: bool = True, fields: tuple[str, ...] = COMPARED) -> dict[str, int]:
     npk, seen, bad = compare(cap, keys, fields)
     assert not bad, (len(bad), bad[:8])
     if every:  # (a comparison that cannot fail is none)
@@ -98,14 +97,14 @@ def _agrees(cap: Path, keys: Path | None = None, every: bool = True, fields: tup
 @pytest.mark.parametrize("cap", [p for p, _ in sample_captures()], ids=lambda p: str(p.relative_to(ROOT / "sample_captures")))
 def test_sample_captures_equal_tshark(cap):
     keys = cap.with_suffix(".keys")
-    _agrees(cap, keys if keys.exists() else None, every=False, fields=COMPARED)
+    _agrees(cap, keys if keys.exists() else None, every=False)
 
 
 @needs_tshark
 def test_lossy_page_loads_have_every_field(tmp_path):
     got = {f: 0 for f in FIELDS}
     for name in ("page-h1", "page-h2", "page-spdy"):
-        seen = _agrees(capture_file(f"sample:lossy/{name}.pcapng", tmp_path), fields=COMPARED)
+        seen = _agrees(capture_file(f"sample:lossy/{name}.pcapng", tmp_path))
         got = {f: got[f] + seen[f] for f in FIELDS}
     assert all(got.values()), got
 
@@ -113,14 +112,14 @@ def test_lossy_page_loads_have_every_field(tmp_path):
 @needs_tshark
 def test_amazon_page_load_equals_tshark(tmp_path):
     cap, keys = unpack_amazon(tmp_path)
-    seen = _agrees(cap, keys, fields=COMPARED)
+    seen = _agrees(cap, keys)
     assert seen["tcp.analysis.ack_rtt"] > 100 and seen["tcp.analysis.bytes_in_flight"] > 100, seen
 
 
 @needs_tshark
 @pytest.mark.parametrize("rel", ["tls12/capture.pcap", "tls13/capture.pcap", "retina/tls_ciphers.pcap"])
 def test_third_party_captures_equal_tshark(tmp_path, rel):
-    _agrees(capture_file(f"shared:{rel}", tmp_path), fields=COMPARED)
+    _agrees(capture_file(f"shared:{rel}", tmp_path))
 
 
 @needs_tshark
@@ -130,7 +129,7 @@ def test_benchmark_captures_equal_tshark(name):
     cap = ROOT / "benchmarks" / "corpus" / f"{name}.pcap"
     if not cap.exists():
         pytest.skip(f"{cap.name} absent")
-    _agrees(cap, fields=COMPARED)
+    _agrees(cap)
 
 
 # ------------------------------------------------------------------ hostile flows
@@ -330,6 +329,28 @@ def test_cut_lists_equal_tshark(tmp_path):
     assert seen["tcp.analysis.bytes_in_flight"] > 30 and seen["tcp.analysis.acks_frame"] > 3, seen
 
 
+@needs_tshark
+def test_acks_past_the_peers_data_show_the_initial_rtt_as_tshark(tmp_path):
+    """tshark 4.0.17 makes a packet's SEQ/ACK record wherever its ACK number passes the peer's
+    highest contiguous next seq, though it flags "ACKed unseen segment" only the first time (the
+    peer's dup-ACK count then -1): the ACK after it has a tree with the initial RTT alone."""
+    sc = _Script()
+    cp, ci, si = 50020, 1000, 5000
+    sc.handshake(T0, cp, ci, si)
+    sc.s(T0 + 0.02, cp, si + 1, ci + 1, n=100)
+    sc.c(T0 + 0.03, cp, ci + 1, si + 201)  # past the server's data: flagged
+    sc.c(T0 + 0.04, cp, ci + 1, si + 301)  # further past: no flag, the record all the same
+    sc.c(T0 + 0.05, cp, ci + 1, si + 301)  # (a duplicate ACK)
+    sc.s(T0 + 0.06, cp, si + 301, ci + 1, n=100)
+    sc.c(T0 + 0.07, cp, ci + 1, si + 501)
+    p = tmp_path / "past.pcap"
+    write(p, [sc.out])
+    _agrees(p, every=False)
+    theirs = tshark_values(p, None, ("tcp.analysis.flags",) + COMPARED, bytes_fields=frozenset(TIMES_COMPARED),
+                           none_fields=frozenset({"tcp.analysis.flags"}))
+    assert [n for n in sorted(theirs) if list(theirs[n]) == ["tcp.analysis.initial_rtt"]] == [6], theirs
+
+
 # ------------------------------------------------------------------ display filters
 
 
@@ -363,7 +384,7 @@ def test_filters_select_what_tshark_selects(tmp_path, which):
 def _json_fields(obj, out: list) -> list:
     """tshark's JSON items of the compared fields under ``obj``, in tree order."""
     for k, v in obj.items():
-        if k in FIELDS:
+        if k in COMPARED:
             out.append((k, v))
         elif isinstance(v, dict):
             _json_fields(v, out)
@@ -380,8 +401,12 @@ def test_seq_ack_analysis_tree_shows_them_as_tshark(tmp_path, which):
         write(cap, flows(SEED, 30))
     else:
         cap = ROOT / "sample_captures" / which
-    theirs = tshark_values(cap, None, FIELDS, bytes_fields=frozenset(TIMES))
-    want = sorted(theirs)[:40] + [n for n in sorted(theirs) if "tcp.analysis.rto" in theirs[n]][:20]
+    theirs = tshark_values(cap, None, ("tcp.analysis.flags",) + COMPARED, bytes_fields=frozenset(TIMES_COMPARED),
+                           none_fields=frozenset({"tcp.analysis.flags"}))
+    listed = [n for n in sorted(theirs) if any(f in theirs[n] for f in FIELDS)]
+    # (and the packets whose tree holds the initial RTT alone, no flag: ACKs past the peer's data)
+    alone = [n for n in sorted(theirs) if list(theirs[n]) == ["tcp.analysis.initial_rtt"]]
+    want = listed[:40] + [n for n in listed if "tcp.analysis.rto" in theirs[n]][:20] + alone[:20]
     flt = " || ".join(f"frame.number == {n}" for n in sorted(set(want)))
     raw = subprocess.run(["tshark", "-n", "-r", str(cap), "-T", "json", "-Y", flt], capture_output=True, text=True, check=True).stdout
     pkts = {int(p["_source"]["layers"]["frame"]["frame.number"]): p["_source"]["layers"]["tcp"] for p in json.loads(raw)}
@@ -394,8 +419,8 @@ def test_seq_ack_analysis_tree_shows_them_as_tshark(tmp_path, which):
             for root in packet_detail(an, src, n):
                 sa = root.find("tcp.analysis")
                 if sa is not None:
-                    got += [(x.abbrev, x.value) for x in sa.walk() if x.abbrev in FIELDS]
+                    got += [(x.abbrev, x.value) for x in sa.walk() if x.abbrev in COMPARED]
             assert got == exp, (n, got, exp)
     finally:
         src.close()
-    assert any(k == "tcp.analysis.rto" for n in want for k in theirs[n]) or which != "flows"
+    assert (any(k == "tcp.analysis.rto" for n in want for k in theirs[n]) and alone) or which != "flows"

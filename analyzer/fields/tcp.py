@@ -423,8 +423,8 @@ def _analysis_fields():
         P("tcp.analysis.duplicate_ack_frame", UINT, _dupack(1), "the frame this duplicate ACK duplicates", size=4),
         P("tcp.analysis.initial_rtt", FLOAT, _initial_rtt, "the conversation's initial RTT (SYN to the ACK of SYN/ACK), seconds",
           note="from the packet that measured it, on packets where tshark prints a SEQ/ACK analysis tree (a flag, an ACK of "
-               "a listed segment, a segment the bytes-in-flight count ran on), as tshark; on some built pure ACKs tshark 4.0.17 "
-               "has that tree where wirefall does not (tests/test_tcp_rtt30.py)"),
+               "a listed segment, an ACK past the peer's highest contiguous next sequence number, a segment the bytes-in-flight "
+               "count ran on), as tshark (tests/test_tcp_rtt30.py)"),
     ]
     out += [
         P("tcp.analysis.acks_frame", UINT, _acked(0), "the frame of the segment this ACK acknowledges (its ACK number is "
