@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from field_oracle import tshark_values, wirefall_values
-from test_tcp_rtt30 import FIELDS, TIMES, _ns, compare
+from test_tcp_rtt30 import FIELDS, compare, differences
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -101,20 +100,8 @@ def test_a_list_spread_over_2_31_equals_tshark_within_its_budget(tmp_path):
 
 
 def _differences(cap: Path) -> tuple[list[tuple[int, str, list | None, list | None]], dict, object]:
-    theirs = tshark_values(cap, None, FIELDS, bytes_fields=frozenset(TIMES))
-    an = analyze(str(cap))
-    ours = wirefall_values(an, cap, FIELDS)
-    out = []
-    for n in range(1, an.packets + 1):
-        t, o = theirs.get(n, {}), ours.get(n, {})
-        for f in FIELDS:
-            a, b = t.get(f), o.get(f)
-            if f in TIMES:
-                a = [_ns(x) for x in a] if a else None
-                b = [round(x * 1e9) for x in b] if b else None
-            if a != b:
-                out.append((n, f, a, b))
-    return out, theirs, an.__dict__["_wf_tcp_analysis"]
+    diffs, theirs, an = differences(cap, fields=FIELDS)
+    return diffs, theirs, an.__dict__["_wf_tcp_analysis"]
 
 
 def _walk(nodes):

@@ -60,15 +60,15 @@ def _ns(text: str) -> int:
     return -v if neg else v
 
 
-def compare(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = COMPARED) -> tuple[int, dict[str, int], list[str]]:
-    """(packets compared, values per field in tshark's output, disagreements) over every packet of ``cap``."""
-    # (the time fields come back as tshark prints them — "bytes" fields are kept as text — and
-    # become nanoseconds here; wirefall's seconds likewise)
+def differences(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = COMPARED):
+    """Every packet of ``cap`` compared with tshark: ([(frame, field, tshark's, wirefall's)] where
+    they differ, tshark's values per packet, the analysis).  The time fields come back as tshark
+    prints them — "bytes" fields are kept as text — and become nanoseconds here; wirefall's
+    seconds likewise."""
     theirs = tshark_values(cap, keys, fields, bytes_fields=frozenset(TIMES_COMPARED) & set(fields))
     an = analyze(str(cap), keylogs=[str(keys)] if keys else [])
     ours = wirefall_values(an, cap, fields)
-    seen = dict.fromkeys(fields, 0)
-    bad = []
+    out = []
     for n in range(1, an.packets + 1):
         t, o = theirs.get(n, {}), ours.get(n, {})
         for f in fields:
@@ -76,10 +76,16 @@ def compare(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = COMPA
             if f in TIMES_COMPARED:
                 a = [_ns(x) for x in a] if a else None
                 b = [round(x * 1e9) for x in b] if b else None
-            seen[f] += len(a or ())
             if a != b:
-                bad.append(f"{cap.name} frame {n} {f}: tshark {a} wirefall {b}")
-    return an.packets, seen, bad
+                out.append((n, f, a, b))
+    return out, theirs, an
+
+
+def compare(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = COMPARED) -> tuple[int, dict[str, int], list[str]]:
+    """(packets compared, values per field in tshark's output, disagreements) over every packet of ``cap``."""
+    diffs, theirs, an = differences(cap, keys, fields)
+    seen = {f: sum(len(v.get(f) or ()) for v in theirs.values()) for f in fields}
+    return an.packets, seen, [f"{cap.name} frame {n} {f}: tshark {a} wirefall {b}" for n, f, a, b in diffs]
 
 
 def _agrees(cap: Path, keys: Path | None = None, every: bool = True, fields: tuple[str, ...] = COMPARED) -> dict[str, int]:
