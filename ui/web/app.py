@@ -83,6 +83,9 @@ button { cursor: pointer; }
 .packet-grid .ag-row.pkt-ref [col-id="time"] { font-weight: bold; }
 """
 
+# how often, at most, a key held down in the packet list moves the selection (wirefallFocusSelects)
+FOCUS_SELECT_MS = 120
+
 # The page's own script: AG Grid row functions (named in the grids' options), Ctrl-M, and the
 # waterfall's resize filter (see WATERFALL_RESIZE).
 PAGE_JS = """
@@ -93,6 +96,26 @@ window.dashAgGridFunctions = Object.assign(window.dashAgGridFunctions || {}, {
     wirefallRowStyle: function (params) {
         var d = params.data || {};
         return {backgroundColor: d.bg || '', color: d.fg || ''};
+    },
+    // the packet list's selection follows the keyboard's focus (arrows, PgUp/PgDn, Home/End), as Wireshark's: AG
+    // Grid's keys move only the focus, the selection (its detail, the address's pkt) stayed on the packet clicked.
+    // A key held down moves the focus at each repeat; the selection follows at most every FOCUS_SELECT_MS and
+    // ends on the row the focus ends on (each selection asks the server for its packet's detail).  A row whose
+    // block has not come yet is selected when it comes, if it still has the focus.
+    wirefallFocusSelects: function (params) {
+        var api = params.api, i = params.rowIndex, tries = 0;
+        if (!api || i === null || i === undefined || params.rowPinned) { return; }
+        clearTimeout(api.wirefallFocusTimer);
+        function select() {
+            if (api.isDestroyed && api.isDestroyed()) { return; }
+            var f = api.getFocusedCell();
+            if (!f || f.rowIndex !== i) { return; }  // (the focus moved on: its own call selects)
+            var node = api.getDisplayedRowAtIndex(i);
+            if (!node || !node.data) { if (++tries < 400) { api.wirefallFocusTimer = setTimeout(select, 25); } return; }
+            if (!node.isSelected()) { api.wirefallFocusAt = Date.now(); node.setSelected(true, true); }
+        }
+        var wait = (api.wirefallFocusAt || 0) + __FOCUS_SELECT_MS__ - Date.now();
+        if (wait > 0) { api.wirefallFocusTimer = setTimeout(select, wait); } else { select(); }
     }
 });
 // AG Grid draws its own vertical scrollbar beside the rows (.ag-body-vertical-scroll-viewport)
@@ -191,7 +214,7 @@ document.addEventListener('keydown', function (ev) {
         if (b && b.offsetParent !== null) { ev.preventDefault(); b.click(); }
     }
 });
-"""
+""".replace("__FOCUS_SELECT_MS__", str(FOCUS_SELECT_MS))
 
 # dcc.Graph answers every size change of its box (height too) with Plotly.Plots.resize, a
 # full redraw.  The waterfall's height is its own (one row per request, set by the figure),
@@ -320,8 +343,9 @@ def _ready(state: WebState, cid):
 
 def url_params(search: str | None) -> dict[str, str]:
     """The page's state in its query string: capture, filter, tab, x0/x1 (zoom), sel (the
-    selected request), pkt (the packet gone to), order (the waterfall's), time (the packet
-    list's time format); the dropdown filters (URL_LISTS) are in ``url_lists``."""
+    selected request), pkt (the packet selected or gone to in the packet list), order (the
+    waterfall's), time (the packet list's time format); the dropdown filters (URL_LISTS) are in
+    ``url_lists``."""
     q = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
     return {k: v[-1] for k, v in q.items() if v}
 
@@ -787,8 +811,11 @@ def cb_url_in(state: WebState, pathname, search):
 
 
 def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search, protocols=None, connections=None,
-               contents=None, statuses=None, order=None, time_format=None):
-    """The page's state written to its query string (replaced, so that a reload keeps it)."""
+               contents=None, statuses=None, order=None, time_format=None, *, goto_changed: bool = True):
+    """The page's state written to its query string (replaced, so that a reload keeps it).
+    ``pkt`` is the packet gone to when this call is the go-to's (``goto_changed``), else the
+    address's: the packet list's selection is written there by the page (PACKET_URL_JS), which
+    this server callback does not see."""
     if not ready:
         return no_update
     q: dict[str, object] = {}
@@ -809,8 +836,9 @@ def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, s
     sel = selected_for(selected, cid, search)
     if sel is not None:
         q["sel"] = str(sel)
-    if goto:
-        q["pkt"] = str(goto)
+    pkt = goto if goto_changed else url_params(search).get("pkt") or goto
+    if pkt:
+        q["pkt"] = str(pkt)
     if time_format and time_format != "relative":
         q["time"] = time_format
     new = "?" + urlencode(q, doseq=True) if q else ""
@@ -889,17 +917,48 @@ def tab_key_js(tab: str, live: bool = False) -> str:
 }}"""
 
 
+# the number of the packet whose detail the key ``k`` shows, as cb_packet_detail takes it (null: none)
+KEY_PACKET_JS = """function (k) {
+    var n = k ? parseInt(k.t === 'packet-goto' ? k.goto : (k.sel && k.sel[0] && k.sel[0].no), 10) : NaN;
+    return n > 0 ? n : null;
+}"""
+
 # the packet detail's key: the packet selected or gone to, while the Packets tab is shown (t:
-# what chose it — "packet-goto", "packets" (the grid's selection) or "capture")
+# what chose it — "packet-goto", "packets" (the grid's selection) or "capture").  The same
+# packet of the same capture is no new key (the row gone to, then selected; a selected row's
+# data refreshed by a mark): its detail is not asked again.
 PACKET_DETAIL_KEY_JS = """function(cid, sel, goto, tab, prev) {
     if (tab !== 'packets') { return window.dash_clientside.no_update; }
     var t = (window.dash_clientside.callback_context.triggered || []).map(function (x) { return x.prop_id; }).join(' ');
     var why = /packet-goto/.test(t) ? 'packet-goto' : /selectedRows/.test(t) ? 'packets' : /capture/.test(t) ? 'capture'
         : (prev ? prev.t : null);
-    var k = {capture: cid, sel: sel || null, goto: goto === undefined ? null : goto, t: why};
-    if (prev && JSON.stringify(prev) === JSON.stringify(k)) { return window.dash_clientside.no_update; }
+    var k = {capture: cid, sel: sel || null, goto: goto === undefined ? null : goto, t: why}, no = (__KEY_PACKET__);
+    if (prev && (JSON.stringify(prev) === JSON.stringify(k) || (prev.capture === k.capture && no(k) && no(prev) === no(k)))) {
+        return window.dash_clientside.no_update;
+    }
     return k;
-}"""
+}""".replace("__KEY_PACKET__", KEY_PACKET_JS)
+
+# The packet selected (or gone to) written to the address's ``pkt`` at once, by the page: a
+# packet list's selection (a click, the keys) is shared or reloaded as it is, as Wireshark's
+# users expect.  The history entry is replaced, not added (dcc.Location with refresh=False pushes
+# one per change: ten arrow keys, ten Back presses), and the store is then set to the address
+# the browser already shows (dcc.Location pushes nothing for it); no request to the server, and
+# the list is not told anything (a go-to's packet-goto would re-fetch its rows and scroll).
+# Also run when another callback wrote the address (cb_url_out's answer to a change made before
+# the last key): the selection's packet is put back.
+PACKET_URL_JS = """function(key, search) {
+    var nu = window.dash_clientside.no_update, n = (__KEY_PACKET__)(key), loc = window.location;
+    if (!n || !key.capture || new URLSearchParams(loc.search).get('capture') !== key.capture
+            || new URLSearchParams(loc.search).get('pkt') === String(n)) { return nu; }
+    var order = __URL_ORDER__, at = order.indexOf('pkt'), name = function (p) { return decodeURIComponent(p.split('=')[0]); };
+    var parts = loc.search.replace(/^\\?/, '').split('&').filter(function (p) { return p && name(p) !== 'pkt'; });
+    var i = parts.findIndex(function (p) { var j = order.indexOf(name(p)); return j < 0 || j > at; });
+    parts.splice(i < 0 ? parts.length : i, 0, 'pkt=' + n);  // (where cb_url_out puts it: the same address string)
+    var next = '?' + parts.join('&');
+    window.history.replaceState(window.history.state, '', loc.pathname + next + loc.hash);
+    return next;
+}""".replace("__URL_ORDER__", json.dumps(list(URL_ORDER))).replace("__KEY_PACKET__", KEY_PACKET_JS)
 
 
 def _key(k) -> dict:
@@ -1147,6 +1206,7 @@ def packet_grid():
             for k, n in views.PACKET_COLUMNS]
     return AgGrid(id="packets", columnDefs=[{k: v for k, v in c.items() if v is not None} for c in cols],
                   rowModelType="infinite", getRowId="wirefallRowId(params)",
+                  eventListeners={"cellFocused": ["wirefallFocusSelects(params)"]},  # (PAGE_JS)
                   defaultColDef={"sortable": True, "resizable": True, "filter": False},
                   rowClassRules={"pkt-marked": "wirefallHas(params, 'marked')", "pkt-goto": "wirefallHas(params, 'goto')",
                                  "pkt-ref": "wirefallHas(params, 'ref')"},
@@ -1520,7 +1580,9 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
         Input("wf-order", "value"), Input("time-format", "value"),
         prevent_initial_call=True,
-    )(bind(cb_url_out))
+    )(_named("cb_url_out", lambda *a: cb_url_out(S, *a, goto_changed="packet-goto" in _triggered())))
+    app.clientside_callback(PACKET_URL_JS, Output("url", "search", allow_duplicate=True),
+                            Input("packet-detail-key", "data"), Input("url", "search"), prevent_initial_call=True)
     app.callback(
         Output("tabs", "value", allow_duplicate=True), Output("packet-goto", "value", allow_duplicate=True),
         Input({"type": "pkt", "n": ALL}, "n_clicks"), prevent_initial_call=True,
@@ -1644,22 +1706,38 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  State("packet-filter", "value"), State("packets", "getRowsRequest"), State("time-format", "value"),
                  State("timerefs", "data"), prevent_initial_call=True)(
         _named("cb_packet_goto", lambda goto, tab, *a: cb_packet_goto(S, goto, *a) if tab == "packets" else no_update))
-    # the grid scrolls to the row gone to once it exists (a packet link opens the tab and goes at once)
+    # the grid scrolls to the row gone to once it exists (a packet link opens the tab and goes at
+    # once); when it is the packet whose detail is shown (a go-to, a link, an address's pkt: not
+    # the tab shown again after the keys moved on) it is also selected and focused, as a click
+    # would: a reloaded address shows its packet selected, and the keys go on from it
     app.clientside_callback(
-        """function(pos) {
+        """function(pos, key) {
             if (!pos) { return window.dash_clientside.no_update; }
+            var select = (__KEY_PACKET__)(key) === pos.n;
             window.dash_ag_grid.getApiAsync('packets').then(function (api) {
                 // a grid just shown knows one row until its first block arrives: scroll once it knows the row
                 var tries = 0;
                 (function go() {
                     if (api.isDestroyed && api.isDestroyed()) { return; }
-                    if (api.getDisplayedRowCount() > pos.index || ++tries > 100) { api.ensureIndexVisible(pos.index, 'middle'); }
+                    if (api.getDisplayedRowCount() > pos.index || ++tries > 100) {
+                        api.ensureIndexVisible(pos.index, 'middle');
+                        if (select) { tries = 0; pick(); }
+                    }
                     else { setTimeout(go, 50); }
                 })();
+                function pick() {  // (the row's block is asked for by the scroll: select it once it came)
+                    if (api.isDestroyed && api.isDestroyed()) { return; }
+                    var node = api.getDisplayedRowAtIndex(pos.index);
+                    if (!node || !node.data) { if (++tries < 400) { setTimeout(pick, 25); } return; }
+                    if (node.data.no !== pos.n) { return; }
+                    var f = api.getFocusedCell();
+                    node.setSelected(true, true);
+                    api.setFocusedCell(pos.index, f ? f.column : api.getAllDisplayedColumns()[0]);
+                }
             });
             return pos.n;
-        }""",
-        Output("goto-done", "data"), Input("goto-pos", "data"), prevent_initial_call=True,
+        }""".replace("__KEY_PACKET__", KEY_PACKET_JS),
+        Output("goto-done", "data"), Input("goto-pos", "data"), State("packet-detail-key", "data"), prevent_initial_call=True,
     )
     app.callback(Output("marks", "data"), Output("timerefs", "data"), Output("mark-msg", "children"),
                  Input("btn-mark", "n_clicks"), Input("btn-timeref", "n_clicks"), State("packets", "selectedRows"),
