@@ -174,6 +174,7 @@ def time_web(an, viewport: tuple[int, int] = (1500, 1000), startup: bool = False
                         out["callbacks"] = sum(1 for p, *_ in pg.evaluate(RESOURCES_JS) if p.startswith("/_dash-update-component"))
                         return out
                     out["labels_open"] = pg.evaluate(LABELS_JS)
+                    out["graph_px"] = pg.evaluate("() => window.wirefallGraphPx || null")  # (the width the labels were laid out for)
                     out["dom_nodes"] = pg.evaluate("() => document.querySelectorAll('#waterfall svg *').length")
                     out["hover"] = _hover_text(pg)
                     if nxt != first:

@@ -111,6 +111,7 @@ def cold_open(an, runs: int = 5, viewport: tuple[int, int] = (1500, 1000), profi
                     if profile and k == runs - 1:
                         Path(profile).write_text(json.dumps(cdp.send("Profiler.stop")["profile"]))
                     r["labels"] = pg.evaluate(W.LABELS_JS)
+                    r["graph_px"] = pg.evaluate("() => window.wirefallGraphPx || null")
                     r["pager"] = pg.inner_text("#wf-rows-text")
                     res = [x for x in pg.evaluate(RESOURCES_JS) if not x[0].startswith("/_dash-update-component")]
                     js = [x for x in res if x[0].split("?")[0].endswith(".js")]

@@ -78,8 +78,12 @@ def test_web_app_draws_10000_requests(big):
     wf = waterfall.build(big)
     from wirefall.ui.figures import NARROWEST, label_columns, mark_width
 
-    n, bw = label_columns(wf.rows, NARROWEST, mark_width(wf.rows))  # (the page's labels: the room of the width it is laid out for)
-    label = lambda row: L.row_label(row, n, badge_chars=bw).replace(" ", NBSP).rstrip(NBSP)
+    # (the page's labels: the room of the graph's width the page measured, views.label_room_for)
+    assert r["graph_px"] and r["graph_px"] > NARROWEST  # (a 1500 px page: its graph is wider than the 1200 it is laid out for)
+    n, bw = label_columns(wf.rows, views.label_room_for(NARROWEST, r["graph_px"]), mark_width(wf.rows))
+
+    def label(row, n=n, bw=bw):
+        return L.row_label(row, n, badge_chars=bw).replace(" ", NBSP).rstrip(NBSP)
     shown_of = lambda labels: [t.rstrip(NBSP) for t in labels]
     shown = lambda key: shown_of(r[key])
     assert shown("labels_open") == [label(x) for x in wf.rows[:k]]  # rows 1..k, numbered and labelled as the model's
@@ -92,7 +96,8 @@ def test_web_app_draws_10000_requests(big):
     assert "https://" in r["hover"]  # the row under the pointer has its tooltip
     cold = C.cold_open(big, runs=1)[0]  # a new server and an empty browser cache (benchmarks/web_cold_open.py)
     _show("web app opened cold", {k: v for k, v in cold.items() if isinstance(v, (int, float))})
-    assert shown_of(cold["labels"]) == [label(x) for x in wf.rows[:k]]  # drawn: the first window of rows, as the model's
+    nc, bwc = label_columns(wf.rows, views.label_room_for(NARROWEST, cold["graph_px"]), mark_width(wf.rows))
+    assert shown_of(cold["labels"]) == [label(x, nc, bwc) for x in wf.rows[:k]]  # drawn: the first window of rows, as the model's
     assert cold["pager"].strip().startswith(f"requests 1–{k} of {ROWS}")  # rows windowed (the pager says which)
     files = {name.split(".")[0]: dec for name, _w, dec, *_ in cold["js_files"]}
     assert "dash_ag_grid" not in files  # loaded when a table is first drawn, not to draw the waterfall
