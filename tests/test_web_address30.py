@@ -36,8 +36,10 @@ def _at(pg, number: int) -> dict:
     try:
         _wait_query(pg, "pkt", str(number))
         wait_text(pg, "#packet-detail-title", f"Packet {number}", timeout=10_000)
-        pg.wait_for_function("n => { const s = window.dash_ag_grid.getApi('packets').getSelectedNodes();"
-                             " return s.length === 1 && s[0].data && s[0].data.no === n; }", arg=number, timeout=10_000)
+        # (getApi throws until the grid is made: after a reload on a busy machine it may not be yet)
+        pg.wait_for_function("n => { let s; try { s = window.dash_ag_grid.getApi('packets').getSelectedNodes(); }"
+                             " catch (e) { return false; } return s.length === 1 && s[0].data && s[0].data.no === n; }",
+                             arg=number, timeout=10_000)
     except playwright_api.TimeoutError:
         raise AssertionError(f"packet {number} is not the one selected, shown and in the address: {_state(pg)}") from None
     return _state(pg)
