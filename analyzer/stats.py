@@ -850,18 +850,17 @@ def webpagetest_ttfb(exs: list[Exchange], t0: float | None) -> tuple[float, int]
     first response byte whatever the status: a 202 challenge page or a redirect comes earlier."""
     if t0 is None:
         return None
-    best = None
-    for e in exs:
-        rs = e.response_start
-        if e.status not in (200, 304) or rs is None:
-            continue
-        ct = e.content_type or ""
-        if any(x in ct for x in _WPT_TTFB_SKIP):
-            continue
-        key = (_start(e), e.id)
-        if best is None or key < best[0]:
-            best = (key, rs - t0, e.id)
-    return None if best is None else (best[1], best[2])
+    ok = [e for e in exs if e.status in (200, 304) and e.response_start is not None
+          and not any(x in (e.content_type or "") for x in _WPT_TTFB_SKIP)]
+    e = min(ok, key=lambda e: (_start(e), e.id), default=None)
+    return None if e is None or e.response_start is None else (e.response_start - t0, e.id)
+
+
+def webpagetest_ttfb_apart(st: Stats) -> tuple[float, int] | None:
+    """``st.webpagetest_ttfb`` where it is another moment than the page's TTFB (a 202 or a
+    redirect first), else None: what the text and the web summary show beside the TTFB."""
+    w, t = st.webpagetest_ttfb, st.capture.ttfb
+    return w if w is not None and (t is None or round(w[0] * 1e4) != round(t * 1e4)) else None
 
 
 def _last_end(exs: list[Exchange]) -> float | None:
@@ -1043,8 +1042,8 @@ def page_line(st: Stats) -> str:
         return "Page: no response of a page request in the capture (no TTFB, no last response byte)"
     whence = "its first packet" if st.packets_total else "its start in the browser log (no packets)"
     s = f"Page, from {whence}: TTFB {_ms(c.ttfb)} (first response byte"
-    w = st.webpagetest_ttfb
-    if w is not None and (c.ttfb is None or round(w[0] * 1e4) != round(c.ttfb * 1e4)):  # (where the two differ: a 202, a redirect first)
+    w = webpagetest_ttfb_apart(st)
+    if w is not None:
         s += f"; WebPageTest's TTFB — its first 200 or 304 response, request {w[1]} — {_ms(w[0])}"
     s += f"), last response byte {_ms(c.page_load_time)}"
     if st.browser_events:

@@ -882,6 +882,8 @@ def _log_alone(st) -> bool:
 
 
 def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
+    from wirefall.analyzer.stats import webpagetest_ttfb_apart
+
     st = stats_of(entry)
     cap = st.capture
     ms = lambda t: f"{t * 1000:.1f} ms" if t is not None else ""  # noqa: E731
@@ -893,9 +895,9 @@ def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
         ("duration", unknown if alone else ms(st.duration)),
         ("connections", cap.connections), ("requests", cap.requests), ("pushes", cap.pushes), ("resets", cap.resets),
         ("max streams in flight", cap.max_streams_in_flight), (f"TTFB (first response byte, from {start})", ms(cap.ttfb)),
-        # (where it differs — a 202 or a redirect first —: WebPageTest's TTFB, stats.webpagetest_ttfb)
+        # (where it differs — a 202 or a redirect first —: WebPageTest's TTFB, stats.webpagetest_ttfb_apart)
         *(((f"WebPageTest's TTFB (its first 200 or 304 response, request {w[1]})", ms(w[0])),)
-          if (w := st.webpagetest_ttfb) is not None and (cap.ttfb is None or round(w[0] * 1e4) != round(cap.ttfb * 1e4)) else ()),
+          if (w := webpagetest_ttfb_apart(st)) is not None else ()),
         # (the last response byte is not the browser's load event: `wirefall stats` names it so)
         (f"last response byte (from {start}; not the browser's load event)", ms(cap.page_load_time)),
         # a HAR laid over the capture: the browser's events, from the same start (stats.browser_events)
