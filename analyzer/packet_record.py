@@ -98,9 +98,9 @@ def packet_record(analysis, source, n: int, colourer=None, data: bytes | None = 
 
 # a listing reads its rows' bytes in windows of at most this many bytes (the packet's own when larger)
 ROW_WINDOW = 1 << 18
-# and runs the TCP analysis (analyzer.tcp_analysis) this many packets past the row it shows, in
-# steps, not one call a row (a packet's flags depend only on the packets before it: the same rows)
-TCP_AHEAD = 0xFFF
+# and runs the TCP analysis (analyzer.tcp_analysis) past the row it shows in steps, not one call a
+# row (a packet's flags depend only on the packets before it: the same rows): as a filter does
+# (``fields.tcp.ahead``: up to 4,096 packets, fewer near the capture's start)
 
 
 def packet_records(analysis, source, numbers: Iterable[int], colourer=None) -> Iterator[PacketRecord]:
@@ -108,7 +108,8 @@ def packet_records(analysis, source, numbers: Iterable[int], colourer=None) -> I
     read a window at a time: one read from a row's packet to the end of the last of the
     following rows' packets that lie within ``ROW_WINDOW`` bytes of it (not a read per row;
     rows far apart are read one by one, so no more than the rows' span is read), the TCP
-    analysis run ahead of them ``TCP_AHEAD`` packets at a time."""
+    analysis run ahead of them in steps (``fields.tcp.ahead``)."""
+    from .fields.tcp import ahead as tcp_ahead
     from .tcp_analysis import tcp_analysis
 
     nums = numbers if isinstance(numbers, Sequence) else list(numbers)
@@ -123,7 +124,7 @@ def packet_records(analysis, source, numbers: Iterable[int], colourer=None) -> I
         data = None
         if n > ta_done:
             try:
-                ta_done = tcp_analysis(analysis, source, n + TCP_AHEAD).packets
+                ta_done = tcp_analysis(analysis, source, tcp_ahead(n)).packets
             except (OSError, ValueError, EOFError):  # (the row's own call raises it, as before)
                 ta_done = npk
         if 0 < n <= npk:

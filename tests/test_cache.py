@@ -201,9 +201,14 @@ def test_reopened_analysis_brings_its_packet_to_frames_index(tmp_path, monkeypat
     got = detail._frame_index(again)
     assert not built and again.__dict__[cache.FRAME_INDEX][1] is got
     assert [list(got.get(p)) for p in range(n + 2)] == [list(want.get(p)) for p in range(n + 2)]
-    # an index whose frame count is not the body's is left out (built again on use)
-    body = cache._unpickle(cache.unpack(blob)[1])
-    assert not cache._whole_frame_index(body[cache.FRAME_INDEX], len(body["frames"]) - 1)
+    # stored as a part of its own, its arrays as they lie in memory; one whose frame or packet count
+    # is not the body's is refused (built again on use)
+    raw = cache._body_parts(cache._parts(blob)[2])[cache.FRAME_INDEX_PART]
+    nf, npk = len(fresh.frames), len(fresh.index.ts)
+    assert cache._frame_index_from(raw, nf, npk)[1].get(3) == want.get(3)
+    for bad in ((nf - 1, npk), (nf, 0)):
+        with pytest.raises(ValueError):
+            cache._frame_index_from(raw, *bad)
 
 
 def test_frames_of_a_big_analysis_come_back_a_chunk_at_a_time(tmp_path, monkeypatch):

@@ -124,7 +124,7 @@ async def test_tui_has_a_large_capture_s_tcp_analysis_made_by_a_child(monkeypatc
     from wirefall.analyzer.fields import tcp as tcp_fields
 
     monkeypatch.setattr(tui, "DEFER_VIEWS_PACKETS", 1)
-    # (the colouring's filters run the analysis 4096 packets ahead: on this capture of a few
+    # (the colouring's filters run the analysis up to 4096 packets ahead: on this capture of a few
     # hundred the first screen would reach its end here, racing the child — as no capture of
     # DEFER_VIEWS_PACKETS would)
     monkeypatch.setattr(tcp_fields, "AHEAD", 0)
