@@ -996,7 +996,32 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     return cells
 
 
-WIDE = 140  # terminal columns past which the waterfall's label widens (WaterfallView.url_chars)
+def narrow_url(url: str | None, n: int) -> str:
+    """A narrow terminal's host…path in ``n`` characters: ``short_url``'s where it keeps the
+    file (the path's last segment) whole, else the host's start alone (``HOST_START``
+    characters, its first label where that is shorter, more where the file leaves room), ``…``
+    and the file in the rest, its start and end (``images…/csm-captcha-i…min.js``): at 80 columns
+    ``short_url`` gave the amazon load's images-na host 14 of 29 characters
+    (``imag…amazon.com/…/csm-cap….js``) and its files 10."""
+    from wirefall.ui.waterfall_layout import HOST_START, short_path, short_url
+
+    s = short_url(url or "", n)
+    u = (url or "").split("://", 1)[-1]
+    host, _, path = u.partition("/")
+    path, q, _ = path.partition("?")
+    seg = path.rstrip("/").rsplit("/", 1)[-1]
+    if not seg:  # (no file: the host names the request)
+        return s
+    seg += path[len(path.rstrip("/")):][:1] + ("?…" if q else "")  # ("OE/", "inputs?…": as short_url ends them)
+    if s.endswith("/" + seg) or s.endswith("…" + seg):
+        return s
+    first = min(len(host.split(".", 1)[0]), HOST_START)
+    m = min(len(seg), n - 2 - first)  # (the file's characters: whole where the host's start leaves room for it)
+    start = host[:max(n - 2 - m, 1)].rstrip(".")
+    return start + "…" + short_path("/" + seg, n - len(start) - 1)
+
+
+WIDE = 140  # terminal columns past which the waterfall's label widens (WaterfallView.url_room)
 
 
 class WaterfallView(LineList):
@@ -1080,13 +1105,14 @@ class WaterfallView(LineList):
     def action_sort(self) -> None:
         self.post_message(self.SortCycled())
 
-    BAR_MIN = 38  # columns the bars keep on a narrow terminal (the URL gives way, down to URL_MIN)
+    BAR_SHARE = 0.4  # of a narrow terminal's columns the bars keep (the URL gives way, down to URL_MIN): 32 of 80
+    BAR_MIN = 20  # columns the bars keep at the least (on a terminal under 50 columns)
     URL_MIN = 14
 
-    def url_chars(self, grouped: bool) -> int:
-        """The method and host…path width: 34 (29 grouped) and what a narrow badge column leaves;
-        on a terminal under ~100 columns less, so the bars keep BAR_MIN columns (at 80, they
-        had 20 of them beside a 58-column label)."""
+    def url_room(self, grouped: bool) -> tuple[int, bool]:
+        """The method and host…path width — 34 (29 grouped) and what a narrow badge column
+        leaves — and whether the terminal is too narrow for it (the width then less, so the bars
+        keep BAR_SHARE of the columns: at 80, 32 of them; they had 20 beside a 58-column label)."""
         from wirefall.ui.waterfall_layout import GLYPH_KINDS
 
         bw = self.badge_w
@@ -1095,14 +1121,20 @@ class WaterfallView(LineList):
         if width > WIDE:  # a wide terminal: the URL takes a third of the columns past WIDE (up to 40 more): at 200
             # columns its 34 characters cut every file name on a real page ("…/cs…in.js"; review 26)
             n += min((width - WIDE) // 3, 40)
-        if width:  # (the rest of the label: number, glyphs, badge, status and their spaces; "│" either side of the bars)
-            n = min(n, width - (4 + 1 + len(GLYPH_KINDS) + 1 + 1 + bw + 4 + 1 + (5 if grouped else 0)) - self.BAR_MIN - 2)
-        return max(n, self.URL_MIN)
+        if not width:
+            return n, False
+        bars = max(self.BAR_MIN, int(width * self.BAR_SHARE))
+        # (the rest of the label: number, glyphs, badge, status and their spaces; "│" either side of the bars)
+        fits = width - (4 + 1 + len(GLYPH_KINDS) + 1 + 1 + bw + 4 + 1 + (5 if grouped else 0)) - bars - 2
+        return max(min(n, fits), self.URL_MIN), fits < n
 
     def label_text(self, r) -> str:
         """The request's id (as Wireshark's No., it stays with the request when the rows are
         grouped or sorted; `wirefall requests --detail N` takes it), marker glyphs and
-        host…path as the figures elide it (ui/waterfall_layout.py), then badge and status."""
+        host…path as the figures elide it (ui/waterfall_layout.py), then badge and status.
+        On a narrow terminal (``url_room``) the label keeps what names the request: no "GET"
+        (only other methods are shown; WebPageTest and DevTools show none) and a file that
+        would be cut keeps its room before the host (``narrow_url``; the request view has all)."""
         from wirefall.ui.waterfall_layout import glyphs, short_url
 
         from wirefall.analyzer.model import not_sent_of
@@ -1115,12 +1147,15 @@ class WaterfallView(LineList):
         st = (str(r.status) if r.status is not None else "-" if r.pushed or no_response(r) else
               "(c)" if ns and "cache" in ns else "fail" if failed(r) else "-" if ns else "<?>")
         g = self.glyph.get(r.exchange) if self.group_by else None
+        n, narrow = self.url_room(g is not None)
         meth = (r.method or ("PUSH" if r.pushed else UNKNOWN_METHOD))[:7]  # ("?": its request is not in the capture)
+        if narrow and meth == "GET":
+            meth = ""
         if r.background:  # (as the figures' "bg" mark: not the page's; the label is dimmed too)
-            meth = "bg " + meth
-        n = self.url_chars(g is not None)
+            meth = ("bg " + meth).rstrip()
         bw = self.badge_w
-        what = printable((meth + " " if meth else "") + short_url(r.url, max(n - len(meth) - 1, 8)))
+        room = max(n - len(meth) - 1, 8) if meth else n
+        what = printable((meth + " " if meth else "") + (narrow_url(r.url, room) if narrow else short_url(r.url, room)))
         if g is not None:  # grouped: bracket and connection id in front, the URL 5 shorter
             return f"{g}{r.connection:>3} {r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, bw, False)}{st:>4} "
         return f"{r.exchange:>4} {glyphs(r)} {_cell(what, n, False)} {_cell(r.badge, bw, False)}{st:>4} "
