@@ -31,7 +31,10 @@ HTTP_STREAM_JOB bound to a SOCKET (TCP_CONNECT's local and remote address, SSL_C
 or to an HTTP2_SESSION on a socket (HTTP2_SESSION_SEND_HEADERS names the job and the
 stream id), or the request bound to a QUIC_SESSION (its packets' self and peer address).
 A request without *_SEND_REQUEST_HEADERS never reached the network (a cache hit, a DNS
-failure): ``sent`` is False.
+failure): ``sent`` is False.  DNS: the lookup of the connect job that opened the request's
+connection, or, for a request its main job served while the QUIC job racing it resolved the
+name (the main job held back for it), that QUIC job's lookup, as Chrome's load timing has it
+(``_raced_dns``).
 """
 from __future__ import annotations
 
@@ -203,6 +206,11 @@ class _Fill:
         self.resolver: dict[int, list] = {}  # resolver job -> [begin, end, failed]
         self.sock_cj: dict[int, int] = {}  # SOCKET -> connect job
         self.quic_cj: dict[int, int] = {}  # QUIC_SESSION -> connect job
+        self.cj_lookup: dict[int, list] = {}  # connect job -> [begin, end] of its own HOST_RESOLVER_MANAGER_REQUEST
+        # a request's race (HTTP_STREAM_JOB_CONTROLLER): its jobs, the QUIC ones' session pool
+        # jobs (BOUND_TO_QUIC_SESSION_POOL_JOB) and when they bound to them
+        self.job_ctl: dict[int, tuple[int, bool, str | None]] = {}  # job -> (controller, a QUIC job racing the main, destination)
+        self.job_pool: dict[int, tuple[int, float]] = {}  # QUIC job -> (QUIC session pool job, bind time)
 
 
 def fill(log: BrowserLog, constants: dict, events: list) -> None:
@@ -358,7 +366,12 @@ def _stream_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) 
     dep = _dep(p)
     if dep is None:
         return
-    if etype == "SOCKET_POOL_BOUND_TO_SOCKET":
+    if etype == "HTTP_STREAM_JOB" and phase == "PHASE_BEGIN":  # (its dependency: the job controller)
+        racing = p.get("using_quic") is True and p.get("type") in ("alternative", "dns_alpn_h3")
+        st.job_ctl.setdefault(sid, (dep, racing, text(p.get("destination"), 300)))
+    elif etype == "BOUND_TO_QUIC_SESSION_POOL_JOB":
+        st.job_pool.setdefault(sid, (dep, t))
+    elif etype == "SOCKET_POOL_BOUND_TO_SOCKET":
         st.job_sock[sid] = dep
     elif etype in ("HTTP2_SESSION_POOL_IMPORTED_SESSION_FROM_SOCKET", "HTTP2_SESSION_POOL_FOUND_EXISTING_SESSION",
                    "HTTP2_SESSION_POOL_CREATED_SESSION_FROM_SOCKET"):
@@ -374,6 +387,12 @@ def _stream_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) 
 def _connect_job(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict) -> None:
     """An event of a connect job (TCP, SSL, a QUIC session pool job): the resolver job it
     waited for, the socket or QUIC session it made."""
+    if etype in ("HOST_RESOLVER_MANAGER_REQUEST", "HOST_RESOLVER_IMPL_REQUEST"):  # (its own lookup, a cache hit too: Chrome's domain_lookup_*)
+        lk = st.cj_lookup.setdefault(sid, [None, None])
+        i = 0 if phase == "PHASE_BEGIN" else 1 if phase == "PHASE_END" else None
+        if i is not None and lk[i] is None:
+            lk[i] = t
+        return
     dep = _dep(p)
     if dep is None:
         return
@@ -519,6 +538,31 @@ def _dns_of(st: _Fill, cj: int | None) -> tuple[float, float] | None:
     return (start, r[1]) if r[1] >= start else None
 
 
+def _raced_dns(st: _Fill, job: int | None, ctl_jobs: dict[int, list[int]]) -> tuple[float, float] | None:
+    """The lookup the QUIC jobs racing ``job`` (the main job that served the request) waited
+    for: Chrome's ``JobController::OnQuicHostResolution`` — a QUIC job (alternative, DNS ALPN
+    H3) of the same controller and destination bound to a session pool job whose lookup (not
+    a cache hit: it attached to a resolver job) was still running gives the request that
+    job's DNS times (its HOST_RESOLVER_MANAGER_REQUEST, where Chrome stamps
+    ``dns_resolution_start/end_time``; ``SetDnsResolutionTimeOverrides`` keeps the earliest
+    start and the earliest end), while the main job waits for them.  None without one."""
+    info = st.job_ctl.get(job) if job is not None else None
+    if info is None:
+        return None
+    found = []
+    for j in ctl_jobs.get(info[0], ()):
+        ji, bound = st.job_ctl[j], st.job_pool.get(j)
+        if j == job or not ji[1] or ji[2] != info[2] or bound is None or bound[0] not in st.cj_resolver:
+            continue
+        lk = st.cj_lookup.get(bound[0])
+        # (bound while the lookup ran — Chrome's WaitForHostResolution; else no override)
+        if lk is not None and lk[0] is not None and lk[1] is not None and lk[0] <= lk[1] and bound[1] <= lk[1]:
+            found.append((lk[0], lk[1]))
+    if not found:
+        return None
+    return min(a for a, _b in found), min(b for _a, b in found)
+
+
 def _stream_ends(r: LogRequest, sent_fin: float | None, recv_fin: float | None) -> None:
     """The request's send end and (when the transaction never read its response to the end)
     its response end from its stream's own ends at the session: the frame with ``fin`` the
@@ -536,6 +580,9 @@ def _bind(st: _Fill) -> None:
     used: dict[str, LogConnection] = {}
     first_on: dict[str, LogRequest] = {}
     srcid = lambda r: int(r.id.split(".", 1)[0])
+    ctl_jobs: dict[int, list[int]] = {}
+    for j, info in st.job_ctl.items():
+        ctl_jobs.setdefault(info[0], []).append(j)
     for k, c in socks.items():
         d = _dns_of(st, st.sock_cj.get(k))
         if d is not None:
@@ -563,7 +610,8 @@ def _bind(st: _Fill) -> None:
                 r.response_body_bytes = st.quic_data[(q, r.stream_id)]
             if r.stream_id is not None:
                 _stream_ends(r, st.quic_sent_fin.get((q, r.stream_id)), st.quic_recv_fin.get((q, r.stream_id)))
-        elif job is not None:
+        sock = None
+        if conn is None and job is not None:
             sess = st.job_h2.get(job)
             sock = st.job_sock.get(job)
             if sess is not None:
@@ -591,6 +639,14 @@ def _bind(st: _Fill) -> None:
                 s0 = r.start
                 if conn.dns_start is not None:
                     r.dns_start, r.dns_end = _not_before(conn.dns_start, s0), _not_before(conn.dns_end, s0)
+                # served by the main job while a racing QUIC job looked the name up: Chrome's load
+                # timing (HttpNetworkTransaction::GetLoadTimingInfo) takes the QUIC job's lookup
+                # where it began and ended before the connection's own (a cache hit once the main
+                # job, held back for it, resumed) — the wait was DNS, not queueing
+                raced = _raced_dns(st, job, ctl_jobs) if sock is not None else None
+                own = st.cj_lookup.get(st.sock_cj.get(sock, -1)) if sock is not None else None
+                if raced is not None and (own is None or None in own or (raced[0] <= own[0] and raced[1] <= own[1])):
+                    r.dns_start, r.dns_end = _not_before(raced[0], s0), _not_before(raced[1], s0)
                 r.connect_start, r.connect_end = _not_before(conn.connect_start, s0), _not_before(conn.connect_end, s0)
                 if conn.tls_end is not None:
                     r.ssl_start, r.ssl_end = _not_before(conn.tls_start, s0), _not_before(conn.tls_end, s0)
