@@ -9,7 +9,10 @@
   conversation —, ``.rst``) and D-SACK blocks (``tcp.options.sack.dsack``);
 - HTTP/1.x request and response lines (``http.chat``: Chat/Sequence, on the packet where tshark
   shows the message: the request's, or the response body's last packet);
-- wirefall's own facts (``origin == WIREFALL``, no tshark counterpart): malformed frames
+- wirefall's own facts (``origin == WIREFALL``, no tshark counterpart): where the TCP analysis
+  stops knowing its fields (``wirefall.tcp.list_unknown``: a direction's unacknowledged-segment
+  list given up past its walk budget; ``wirefall.tcp.analysis_unknown``: a SYN or FIN whose
+  count in the sequence space is not known, the conversation's later flags left out), malformed frames
   (``Frame.error``), RST_STREAM / GOAWAY / RESET_STREAM / STOP_SENDING / CONNECTION_CLOSE with an
   error code, HTTP responses 4xx/5xx (Response code) on every protocol, each connection note
   (``Connection.notes``: gaps, decryption, budgets, resynchronisation…, with the packet the note
@@ -146,6 +149,10 @@ MESSAGES: dict[str, str] = {
     "wirefall.stream_error": "{0} {1}: {2}",
     "wirefall.response_code": "{0} response {1}: {2}",
     "wirefall.undecoded": "{0} packets not decoded: {1}",
+    "wirefall.tcp.list_unknown": "TCP analysis (wirefall): the unacknowledged segments from port {0} to port {1} are no longer "
+                                 "followed from this frame (walk budget ran out): their ACK RTT, bytes in flight and RTO unknown",
+    "wirefall.tcp.analysis_unknown": "TCP analysis (wirefall): whether this {0} from port {1} counts in its sequence space is "
+                                     "unknown (tshark's 10,000-segment list no longer followed): no analysis flags after it",
 }
 
 # ------------------------------------------------------------------ TCP (tshark's items)
@@ -207,6 +214,12 @@ def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
     idx = an.index
     conn_of, offs, caplens, lts = idx.conn, idx.offset, idx.caplen, idx.linktype
     tf, flags, conv, fwd, dupack = ta.tcp_flags, ta.flags, ta.conv, ta.fwd, ta.dupack
+    # wirefall's own: where the analysis stops knowing (TcpAnalysis.list_unknown, seq_unknown),
+    # packet -> [(conversation, direction whose list is given up)] / the SYN or FIN in doubt
+    gone: dict[int, list[tuple[int, int]]] = {}
+    for cd, p in sorted(ta.list_unknown.items()):
+        gone.setdefault(p, []).append(cd)
+    doubt = set(ta.seq_unknown.values())
     out: list[ExpertItem] = []
     add = out.append
     initiator: set[tuple[int, int]] = set()  # (tshark conversation, direction) that sent a FIN first
@@ -268,6 +281,12 @@ def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
                 add(ExpertItem(sev, SEQ, T, kind, (), n, cid, W))
                 if bit in (ta_mod.F_FAST_RETRANSMISSION, ta_mod.F_SPURIOUS_RETRANSMISSION):
                     add(ExpertItem(Severity.NOTE, SEQ, T, "tcp.analysis.retransmission", (), n, cid, W))
+        if n in gone or n in doubt:
+            sp, dp = (h[0], h[1]) if h is not None else ("?", "?")  # (a datagram reassembled from fragments)
+            for _c, d in gone.get(n, ()):
+                add(ExpertItem(Severity.WARN, SEQ, T, "wirefall.tcp.list_unknown", (sp, dp) if d == fwd[i] else (dp, sp), n, cid))
+            if n in doubt:
+                add(ExpertItem(Severity.WARN, SEQ, T, "wirefall.tcp.analysis_unknown", ("SYN" if t & _SYN else "FIN", sp), n, cid))
     return out
 
 

@@ -66,8 +66,11 @@ sequence number (``_Index``: O(log n) per ACK and segment, amortised).  Only a l
 2^31 or more cannot be ordered: it is walked as tshark walks it, the segments visited counted
 against budgets (``WALK_BUDGET_FLOW`` a direction, ``WALK_BUDGET`` a capture); past one its
 direction's list is no longer followed and its fields are unknown from that packet
-(``list_unknown``: (conversation, direction) -> packet; they are then absent, a FIN's sequence
-number counted as if the list were not full).
+(``list_unknown``: (conversation, direction) -> packet; they are then absent).  Whether tshark's
+list then holds its 10,000 segments is known only while an upper bound of its count (``ubound``)
+stays below that: a SYN or FIN sent past it may or may not count in the sequence space, so the
+analysis flags of its conversation's later packets are unknown and left absent
+(``seq_unknown``: conversation -> that packet).
 tshark 4.0.17's SACK count is its segment's own: a segment without SACK clears it (checked
 against tshark on captures whose SACK blocks stop; tests/test_tcp_rtt30.py).
 
@@ -218,7 +221,7 @@ class _Flow:
                  "nextseq", "nextseqframe", "nextseqtime", "lastack", "lastacktime", "maxseqtobeacked", "dupacknum",
                  "lastnondupack", "valid_bif", "push_bytes", "push_last", "sack",
                  "useq", "unxt", "ufr", "uh", "umode", "ucut", "ix", "uref", "umind", "umaxd", "ulohi", "quiet",
-                 "uleft", "ubud")
+                 "uleft", "ubud", "ubound")
 
     def __init__(self, budget: list[int]) -> None:
         self.base_seq = 0
@@ -267,10 +270,15 @@ class _Flow:
         self.uleft = WALK_BUDGET_FLOW
         self.ubud = budget  # (one list per capture, shared by its flows)
         self.quiet = -1  # the ACK number last walked: walking again for it changes nothing (until a segment joins)
+        # once the list is no longer followed (``umode`` 3): at least as many segments as it holds
+        # (it held that many when given up, and each segment tshark may have listed since adds
+        # one; an ACK may remove some, which is not known), so that tshark's 10,000-segment cap
+        # is known not to be reached while it stays below MAX_UNACKED
+        self.ubound = 0
 
 
 class _Conv:
-    __slots__ = ("a", "b", "mru_syn", "first_rtt", "index")
+    __slots__ = ("a", "b", "mru_syn", "first_rtt", "index", "unknown")
 
     def __init__(self, index: int, budget: list[int]):
         self.a = _Flow(budget)  # the flow of the conversation's first packet's sender
@@ -278,6 +286,7 @@ class _Conv:
         self.mru_syn = 0  # time of the most recent SYN, in ticks (0: none)
         self.first_rtt = 0  # SYN -> first ACK, in ticks (0: not yet)
         self.index = index
+        self.unknown = 0  # the SYN/FIN after which the analysis flags are unknown (TcpAnalysis.seq_unknown), 0: none
 
 
 @dataclass(init=False, repr=False, eq=False)  # (written out, not compiled at every start, as analyzer/stats.py's)
@@ -306,6 +315,13 @@ class TcpAnalysis:
     # followed (a walk budget ran out): from it on, its ACK-side fields (acks_frame, ack_rtt on the
     # peer's packets) and its own (bytes_in_flight, push_bytes_sent, rto) are unknown, not absent
     list_unknown: dict = field(default_factory=dict)
+    # conversation -> the SYN or FIN packet from which its analysis flags are unknown: sent while
+    # its direction's list was no longer followed and may have held tshark's 10,000 segments,
+    # so whether tshark counts its sequence number (and so that side's next sequence number,
+    # which nearly every flag compares with) is not known.  The packet's own flags are known;
+    # the conversation's later packets carry none (nor a duplicate-ACK number, an RTO, an "ACK
+    # past" bit): absent, not possibly different from tshark's (``seq_unknown_at``)
+    seq_unknown: dict = field(default_factory=dict)
     # (conversation, direction) -> [(packet, base before it)]: a SYN/ACK with another ISN re-bases
     # its side; the packets before it keep the base they were shown with (tshark's one pass)
     rebased: dict = field(default_factory=dict)
@@ -317,8 +333,8 @@ class TcpAnalysis:
     def __init__(self, flags: array = FACTORY, dupack: dict = FACTORY, conv: array = FACTORY, fwd: bytearray = FACTORY, wshift: array = FACTORY,
                  tcp_flags: array = FACTORY, base: array = FACTORY, rtt: array = FACTORY, rtt_at: array = FACTORY,
                  acks_frame: array = FACTORY, ack_rtt: array = FACTORY, bytes_in_flight: array = FACTORY,
-                 push_bytes_sent: array = FACTORY, rto: dict = FACTORY, list_unknown: dict = FACTORY, rebased: dict = FACTORY,
-                 packets: int = 0, _state: dict = FACTORY, _convs: list = FACTORY, _decoder: Decoder | None = None) -> None:
+                 push_bytes_sent: array = FACTORY, rto: dict = FACTORY, list_unknown: dict = FACTORY, seq_unknown: dict = FACTORY,
+                 rebased: dict = FACTORY, packets: int = 0, _state: dict = FACTORY, _convs: list = FACTORY, _decoder: Decoder | None = None) -> None:
         self.flags = array("H") if flags is FACTORY else flags
         self.dupack = {} if dupack is FACTORY else dupack
         self.conv = array("i") if conv is FACTORY else conv
@@ -334,6 +350,7 @@ class TcpAnalysis:
         self.push_bytes_sent = array("I") if push_bytes_sent is FACTORY else push_bytes_sent
         self.rto = {} if rto is FACTORY else rto
         self.list_unknown = {} if list_unknown is FACTORY else list_unknown
+        self.seq_unknown = {} if seq_unknown is FACTORY else seq_unknown
         self.rebased = {} if rebased is FACTORY else rebased
         self.packets = packets
         self._state = {} if _state is FACTORY else _state
@@ -394,6 +411,14 @@ class TcpAnalysis:
         c, d = self.conv[n - 1], self.fwd[n - 1]
         at = [p for p in (self.list_unknown.get((c, d)), self.list_unknown.get((c, 1 - d))) if p is not None and p <= n]
         return min(at) if at else None
+
+    def seq_unknown_at(self, n: int) -> int | None:
+        """The SYN or FIN packet after which packet ``n``'s analysis flags are unknown (its
+        conversation's ``seq_unknown``; ``n`` after it), or None (known)."""
+        if not self.seq_unknown or not 0 < n <= len(self.conv) or self.conv[n - 1] < 0:
+            return None
+        at = self.seq_unknown.get(self.conv[n - 1])
+        return at if at is not None and at < n else None
 
     def _base_at(self, n: int, c: int, d: int, base: int) -> int:
         """Side ``d`` of conversation ``c``'s base as packet ``n`` was shown with it."""
@@ -667,7 +692,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
     tcp_conn = _tcp_conns(analysis, ta)
     P_IPV4 = PROTO_CODE["IPv4"]
     flags_out, conv_out, fwd_out, ws_out, tf_out = ta.flags, ta.conv, ta.fwd, ta.wshift, ta.tcp_flags
-    _grow(ta, npk)
+    _grow(ta, stop, npk)
     acked_out, rtt_out, bif_out, push_out, rto = ta.acks_frame, ta.ack_rtt, ta.bytes_in_flight, ta.push_bytes_sent, ta.rto
     dupack = ta.dupack
     state = ta._state
@@ -860,8 +885,18 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
         if seglen or synfin:
             unxt = fwd.unxt
             h = fwd.uh
-            # (a list no longer followed counts as not full: a FIN's sequence number counts)
-            if (len(unxt) - h if fwd.umode != 1 else len(fwd.ix.N)) < MAX_UNACKED:  # type: ignore[union-attr]
+            um = fwd.umode
+            # (a list no longer followed: its upper bound, ``ubound``)
+            if (len(unxt) - h if um == 0 or um == 2 else fwd.ubound if um == 3 else len(fwd.ix.N)) >= MAX_UNACKED:  # type: ignore[union-attr]
+                if synfin and um == 3 and not cv.unknown:
+                    # tshark counts a SYN's or FIN's sequence number only while the list has room:
+                    # whether it did is not known, so neither is this side's next sequence number
+                    # from here (the flags of the conversation's later packets: seq_unknown). The
+                    # pass goes on as if it counted; what depends on it is not output
+                    cv.unknown = pkt
+                    ta.seq_unknown[cv.index] = pkt
+                    nxt = (nxt + 1) & M32
+            else:
                 if synfin:
                     nxt = (nxt + 1) & M32
                 fwd.quiet = -1
@@ -940,6 +975,11 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                 fwd.win_scale = rev.win_scale = -2
             elif flags & _ACK and rev.win_scale == -2:
                 fwd.win_scale = -2
+        if cv.unknown and cv.unknown < pkt:  # (after a SYN/FIN whose count is unknown: seq_unknown)
+            f &= F_REUSED_PORTS  # (ISNs only: known)
+            flags &= ~_ACKED_PAST
+            dupack.pop(pkt, None)
+            rto.pop(pkt, None)
         ci = cv.index
         tf_out[i] = flags | 0x8000  # (bit 15: analysed, so that a packet without flags is not 0)
         conv_out[i] = ci
@@ -964,9 +1004,17 @@ def _unknown(ta: TcpAnalysis, ci: int, di: int, fwd: _Flow, rev: _Flow, pkt: int
             ta.list_unknown[(ci, d)] = pkt
 
 
-def _grow(ta: TcpAnalysis, npk: int) -> None:
-    """The per-packet tables made ``npk`` long (a capture still loading grows)."""
-    grow = npk - len(ta.flags)
+def _grow(ta: TcpAnalysis, stop: int, npk: int) -> None:
+    """The per-packet tables made at least ``stop`` long, at most ``npk`` (the capture's
+    packets): doubled, so that a pass run in steps extends them O(log n) times, and a pass run
+    only to the first screen's rows does not allocate and zero 30 bytes for every packet of the
+    capture (37 MB for 1.24 M packets).  A packet past their end reads as one not analysed yet,
+    as a packet past ``packets`` always did: every reader checks the length of the table it
+    reads (``0 < n <= len(...)``) or reads only below ``packets``."""
+    have = len(ta.flags)
+    if have >= stop:
+        return
+    grow = min(npk, max(stop, 2 * have)) - have
     if grow > 0:
         ta.flags.frombytes(bytes(2 * grow))
         ta.tcp_flags.frombytes(bytes(2 * grow))
@@ -1265,7 +1313,9 @@ def _ix_sorted(fl: _Flow, ix: _Index) -> None:
 
 
 def _give_up(fl: _Flow) -> None:
-    """A walk budget ran out: the list is no longer followed (fields from it absent)."""
+    """A walk budget ran out: the list is no longer followed (fields from it absent); how many
+    segments it held is kept as the start of ``ubound``."""
+    fl.ubound = len(fl.unxt) - fl.uh if fl.ix is None else len(fl.ix.N)
     fl.umode = 3
     fl.useq, fl.unxt, fl.ufr = [], [], []
     fl.uh = fl.ucut = 0
@@ -1318,6 +1368,7 @@ def _append(fl: _Flow, seq: int, nxt: int, pkt: int) -> None:
         _unsorted(fl)
         return
     if mode == 3:
+        fl.ubound += 1  # (tshark listed it: the caller found room, ``ubound`` below the cap)
         return
     unxt = fl.unxt
     h = fl.uh
@@ -1358,6 +1409,7 @@ def _append(fl: _Flow, seq: int, nxt: int, pkt: int) -> None:
             fl.uref = None
     if fl.ulohi is None:  # (after a re-base)
         if not _spend(fl, len(unxt) - h):
+            fl.ubound += 1  # (given up before this segment joined: tshark listed it)
             return
         fl.ulohi = _lohi_scan(fl)
     lo, hi = fl.ulohi

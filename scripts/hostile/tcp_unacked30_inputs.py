@@ -20,7 +20,10 @@ enough for tshark, which walks its list on every ACK and every data segment) ret
   storm), then ACKs nibbling inside them (every copy is cut by every ACK);
 - ``spread``: reversed segments, then 1,000·s times a segment 2^31 past them (the one shape
   the list cannot be ordered in: walked, under a budget) and an ACK nibbling inside them;
-  then 200·s new segments, each followed by an ACK of a whole one.
+  then 200·s new segments, each followed by an ACK of a whole one;
+- ``spread_fin`` (``EXTRA``): ``spread`` at the 10,000-segment cap until the walk budget runs
+  out, then a FIN (tshark's list full: it does not count it; ``spread_fin_room``: it does;
+  ``spread_fin_short``: 2,000 segments, far from the cap: it does, and that is known).
 
 ``python scripts/hostile/tcp_unacked30_inputs.py OUTDIR [SCALE]`` writes ``NAME.pcap`` for each
 (tests/test_tcp_hostile30.py builds them at test time; nothing made is committed).
@@ -253,9 +256,47 @@ def spread(s: float = 1) -> Frames:
     return out
 
 
+def spread_fin(s: float = 1, full: bool = True, n: int = 9_999) -> Frames:
+    """``spread`` at tshark's 10,000-segment cap: ``n`` segments in order, then (60·s times) a
+    segment 2^31 past them (the flow's highest next seq is then there) and an ACK nibbling
+    inside them, each walking the full list, until the walk budget runs out (WALK_BUDGET_FLOW)
+    and the list is no longer followed; then, with ``full``, segments sent again that fill
+    tshark's list to its cap, so that it does not count the FIN that follows at the highest
+    next seq (without: the list still has room and it does); then the close (the client's ACK
+    of the FIN, the FIN again — a retransmission only if the first one counted —, the client's
+    FIN and the server's ACK of it — "previous segment not captured" only if neither counted)."""
+    out: Frames = []
+    cv = _Conv(out, 40006, 8000, 400000, T0)
+    for k in range(n):
+        cv.data(20 * k, 10)
+    a = 1
+    top = 0
+    for _ in range(int(60 * s)):
+        cv.data(a + (1 << 31) + 1000, 10)
+        top = a + (1 << 31) + 1010
+        cv.ack(a)
+        a += 1
+        if a % 20 >= 10:
+            a += 20 - a % 20
+    for i in range(40 if full else 0):  # (more than the segments the nibbling ACKs removed)
+        cv.data(20 * (n + i), 10)
+    cv.s(cv.si + 1 + top, cv.ci + 1, FIN | ACK)
+    cv.ack(top + 1)
+    cv.s(cv.si + 1 + top, cv.ci + 1, FIN | ACK)  # (the FIN again)
+    cv.c(cv.ci + 1, cv.last, FIN | ACK)
+    cv.s(cv.si + 2 + top, cv.ci + 2, ACK)
+    cv.ack(top + 1)
+    return out
+
+
 INPUTS: dict[str, Callable[..., Frames]] = {
     "nibble": nibble, "backforth": backforth, "sack": sack, "many_flows": many_flows,
     "wrap": wrap, "dup_nibble": dup_nibble, "spread": spread,
+}
+# inputs of tests/test_tcp_budget31.py (not of the linearity test: their lists are at the cap)
+EXTRA: dict[str, Callable[..., Frames]] = {
+    "spread_fin": spread_fin, "spread_fin_room": lambda s=1: spread_fin(s, full=False),
+    "spread_fin_short": lambda s=1: spread_fin(3 * s, full=False, n=2_000),
 }
 
 
@@ -274,7 +315,7 @@ def main(argv: list[str]) -> int:
     out = Path(argv[1])
     scale = float(argv[2]) if len(argv) > 2 else 1.0
     out.mkdir(parents=True, exist_ok=True)
-    for name, fn in INPUTS.items():
+    for name, fn in {**INPUTS, **EXTRA}.items():
         n = write(out / f"{name}.pcap", fn(scale))
         print(f"{name}.pcap: {n} packets")
     return 0
