@@ -593,12 +593,16 @@ def _seq_ack_node(node: Node, ta, n: int) -> None:
     acked = ta.acked(n)
     bif = ta.in_flight(n)
     gone = ta.list_unknown_at(n)  # (a walk budget ran out: the list fields are unknown, not absent)
-    if not f and rtt is None and acked is None and bif is None and gone is None:
+    flags_gone = ta.seq_unknown_at(n)  # (a SYN/FIN tshark may not have counted: the flags are unknown, not absent)
+    if not f and rtt is None and acked is None and bif is None and gone is None and flags_gone is None:
         return
     sa = node.add("[SEQ/ACK analysis]", abbrev="tcp.analysis", value="")
     if gone is not None:
         sa.add(f"[ACK RTT, bytes in flight, RTO: unknown — the unacknowledged-segment list is no longer followed from frame {gone} "
                "(its walk budget ran out)]")
+    if flags_gone is not None:
+        sa.add(f"[TCP analysis flags: unknown — whether frame {flags_gone}'s SYN/FIN counts in the sequence space is not known "
+               "(the unacknowledged-segment list may have held 10,000 segments)]")
     if acked is not None:
         fr, art = acked
         sa.add(f"[This is an ACK to the segment in frame: {fr}]", abbrev="tcp.analysis.acks_frame", value=str(fr))

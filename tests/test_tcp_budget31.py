@@ -174,12 +174,34 @@ def test_a_fin_that_may_not_count_leaves_the_flags_after_it_unknown_not_wrong(tm
     an, _, items = _analysis(cap)
     got = _own(items, "wirefall.tcp.analysis_unknown")
     assert [(it.packet, it.args, it.severity, it.group) for it in got] == [(fin, ("FIN", 80), expert.Severity.WARN, expert.Group.SEQUENCE)]
+    # the packet detail says so from the packet after the FIN (not on the FIN, whose flags are known)
+    assert [_flags_unknown_line(an, cap, n) for n in (fin, fin + 1, fin + 2)] == [
+        None, f"frame {fin}'s SYN/FIN", f"frame {fin}'s SYN/FIN"]
     # the FIN sent again (fin + 2): tshark says "retransmission" only where it counted the first
     again = theirs.get(fin + 2, {})
     assert ("tcp.analysis.retransmission" in again) == (name == "spread_fin_room")
     assert not ta.has(fin + 2, "tcp.analysis.retransmission") and not ta.fields(fin + 2)
     # tshark has flags there that we leave out (a comparison that cannot fail is none)
     assert any(f in FLAGS for n, f, _a, _b in diffs), diffs
+
+
+def _flags_unknown_line(an, cap: Path, n: int) -> str | None:
+    """What packet ``n``'s SEQ/ACK tree says of flags it cannot know: "frame F's SYN/FIN", or None."""
+    from wirefall.analyzer.detail import packet_detail
+
+    src = PacketSource(str(cap))
+    try:
+        nodes = packet_detail(an, src, n)
+    finally:
+        src.close()
+    stack, lines = list(nodes), []
+    while stack:
+        nd = stack.pop()
+        lines.append(nd.label)
+        stack += nd.children
+    got = [ln for ln in lines if ln.startswith("[TCP analysis flags: unknown")]
+    assert len(got) <= 1
+    return got[0].split("whether ", 1)[1].split(" counts", 1)[0] if got else None
 
 
 def _server_fins(cap: Path) -> list[int]:
