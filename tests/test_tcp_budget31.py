@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 from conftest import sample_captures
-from field_oracle import tshark_values, wirefall_values
 from test_tcp_rtt30 import FIELDS, differences
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,22 +67,10 @@ def _own(items, kind: str):
 
 def _against_tshark(cap: Path):
     """([(packet, field, tshark's, wirefall's)] that differ — flags as present or not, per packet
-    —, the analysis): every ``tcp.analysis`` flag, the duplicate-ACK number and frame, and the
-    fields from the list."""
-    names = FLAGS + DUP + LIST
-    theirs = tshark_values(cap, None, names, none_fields=frozenset(FLAGS))
-    an = analyze(str(cap))
-    ours = wirefall_values(an, cap, names)
-    out = []
-    for n in range(1, an.packets + 1):
-        t, o = theirs.get(n, {}), ours.get(n, {})
-        for f in names:
-            a, b = t.get(f), o.get(f)
-            if f in FLAGS:  # (tshark repeats some flag fields on a packet: present or not)
-                a, b = (True if a else None), (True if b else None)
-            if a != b:
-                out.append((n, f, a, b))
-    return out, theirs, an.__dict__["_wf_tcp_analysis"]
+    —, tshark's values, the analysis): every ``tcp.analysis`` flag, the duplicate-ACK number and
+    frame, and the fields from the list (``test_tcp_rtt30.differences``)."""
+    diffs, theirs, an = differences(cap, None, FLAGS + DUP + LIST, present=frozenset(FLAGS))
+    return diffs, theirs, an.__dict__["_wf_tcp_analysis"]
 
 
 # ------------------------------------------------------------------ (1) the expert item of a list given up

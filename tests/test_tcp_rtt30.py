@@ -60,12 +60,13 @@ def _ns(text: str) -> int:
     return -v if neg else v
 
 
-def differences(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = COMPARED):
+def differences(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = COMPARED, present=frozenset()):
     """Every packet of ``cap`` compared with tshark: ([(frame, field, tshark's, wirefall's)] where
     they differ, tshark's values per packet, the analysis).  The time fields come back as tshark
     prints them — "bytes" fields are kept as text — and become nanoseconds here; wirefall's
-    seconds likewise."""
-    theirs = tshark_values(cap, keys, fields, bytes_fields=frozenset(TIMES_COMPARED) & set(fields))
+    seconds likewise.  ``present``: fields of no value (the analysis flags), compared as there or
+    not (True or None: tshark repeats some of them on a packet)."""
+    theirs = tshark_values(cap, keys, fields, bytes_fields=frozenset(TIMES_COMPARED) & set(fields), none_fields=frozenset(present))
     an = analyze(str(cap), keylogs=[str(keys)] if keys else [])
     ours = wirefall_values(an, cap, fields)
     out = []
@@ -76,6 +77,8 @@ def differences(cap: Path, keys: Path | None = None, fields: tuple[str, ...] = C
             if f in TIMES_COMPARED:
                 a = [_ns(x) for x in a] if a else None
                 b = [round(x * 1e9) for x in b] if b else None
+            elif f in present:
+                a, b = (True if a else None), (True if b else None)
             if a != b:
                 out.append((n, f, a, b))
     return out, theirs, an
