@@ -56,6 +56,24 @@ def reasons(an) -> list[Reason]:
     return sorted(groups.values(), key=lambda r: (_ORDER.get(r.kind, 9), -r.count))
 
 
+def background_line(an) -> str | None:
+    """One short line where the page is complete and only background traffic (not the page's)
+    is partial: "Page complete · 1 background connection partial";
+    None otherwise.  A status area that told the background connection's whole story (four
+    lines at 80 columns for amazon's QUIC connection joined mid-way, no request on it) left the
+    packet list five rows; the whole story is in the Completeness section."""
+    from wirefall.analyzer.completeness import compute
+
+    try:
+        c = compute(an)
+    except Exception:  # noqa: BLE001 - a status line never takes the UI down
+        return None
+    if c.complete or not c.page_complete:
+        return None
+    bg = {i.connection for i in c.issues if i.background and i.connection is not None}
+    return "Page complete · " + (f"{plural(len(bg), 'background connection')} partial" if bg else "background traffic partial")
+
+
 def reason_text(r: Reason, with_next: bool = True) -> str:
     if r.kind == "not_decrypted":
         s = f"{plural(len(r.connections) or r.count, 'connection')} not decrypted ({r.what})"

@@ -857,7 +857,10 @@ class WirefallApp(PacketHabits, App):
         note.set_class(not b, "-none")
         width = (note.size.width or self.size.width) - 2
         self._compact()
-        if b and self.an is not None and _fit_notice(printable(b), width) != printable(b):
+        short = explain.background_line(self.an) if b and self.an is not None else None
+        if short is not None:  # (the page whole: one line, not the background connection's story)
+            b = short + " — 4 Statistics, Completeness"
+        elif b and self.an is not None and _fit_notice(printable(b), width) != printable(b):
             # too long for its lines: the reasons and their next step before the headline's counts
             # (the Statistics tab's Completeness has those), then the first reason alone
             # led by the banner's own word: "Page complete" stays so (a fixed "Incomplete" here said the
