@@ -575,12 +575,17 @@ def _row_text(c: _Fig, r) -> tuple[float, str, str]:
         return b, f"{txt} →", "middle left"
     if end < a:
         return a, f"← {txt} (ended {end / 1000.0:.2f} s)", "middle right"
-    w = len(txt) * CHAR_PX * (b - a) / max(c.plot_w, 1.0)
+    px = (b - a) / max(c.plot_w, 1.0)  # (ms a pixel)
+    gap = LABEL_GAP_PX * px  # (WebPageTest leaves one between a bar and its text; flush, "25.3 ms" read as part of the bar)
+    w = len(txt) * CHAR_PX * px + gap
     if end + w > b:  # past the view's right edge the text was cut ("no response (open" at the image's
         # edge): it ends where the row's bar begins (the row is empty there), else at the bar's end
         s0 = max(_ms(r.start, t0), a)
-        return (s0, txt, "middle left") if s0 - w >= a else (end, txt, "middle left")
-    return end, txt, "middle right"
+        return (s0 - gap, txt, "middle left") if s0 - w >= a else (end, txt, "middle left")
+    return end + gap, txt, "middle right"
+
+
+LABEL_GAP_PX = 4  # between a row's bar and its duration text
 
 
 def _markers(c: _Fig) -> None:
