@@ -138,13 +138,17 @@ def _tokenize(expr: str) -> list[tuple[str, str, int]]:
 def _get(obj: Any, name: str) -> Any:
     name = ALIASES.get(name, name)
     if name.startswith("header.") or name.startswith("headers."):
+        # every instance, the request's then the response's (a frame's own on a frame): a field
+        # that occurs several times matches when any occurrence does, as Wireshark's fields (the
+        # first alone hid a response's Content-Type behind its request's, and every Set-Cookie
+        # but the first: review 31).  Names compare ignoring case, as HTTP's; an ``<unknown>``
+        # entry (HPACK/QPACK inserted before the capture) has no name, so it is none of them.
         h = name.split(".", 1)[1].lower()
+        out = []
         for attr in ("request_headers", "response_headers", "headers"):
             hs = obj.get(attr) if isinstance(obj, dict) else getattr(obj, attr, None)
-            for k, v in hs or ():
-                if k.lower() == h:
-                    return v
-        return None
+            out += [v for k, v in hs or () if k.lower() == h]
+        return out or None
     if isinstance(obj, dict):
         if name in obj:
             return obj[name]
