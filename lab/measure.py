@@ -306,3 +306,42 @@ def server_time(exchanges: Iterable, rtt_ms: float | None) -> dict:
         return {"think_first_ms": None, "think_median_ms": None, "requests": len(xs)}
     th = [1000 * (rs - re) - rtt_ms for _, re, rs in xs]
     return {"think_first_ms": round(th[0], 3), "think_median_ms": round(statistics.median(th), 3), "requests": len(xs)}
+
+
+def netlog_quic(path) -> dict:
+    """What Chromium's NetLog (``--log-net-log``, gzipped) says of its QUIC sessions: per host the
+    sessions it opened (``QUIC_SESSION`` begins) and the times it moved one to another UDP port
+    (``QUIC_PORT_MIGRATION_TRIGGERED`` begins), and the field trial groups in force
+    (``activeFieldTrialGroups``, where the lab's QUIC trial shows: lab.run.CHROMIUM_QUIC_FLAGS).
+    ``error`` instead when the log cannot be read."""
+    import gzip
+    import json
+
+    try:
+        with gzip.open(path, "rt") as f:
+            text = f.read()
+        try:
+            log = json.loads(text)
+        except ValueError:  # a log Chromium did not close (killed): its events so far
+            log = json.loads(text.rstrip().rstrip(",") + "]}")
+    except (OSError, ValueError, EOFError) as err:
+        return {"error": f"{type(err).__name__}: {err}"}
+    c = log.get("constants") or {}
+    types = c.get("logEventTypes") or {}
+    begin = (c.get("logEventPhase") or {}).get("PHASE_BEGIN", 1)
+    session, moved = types.get("QUIC_SESSION"), types.get("QUIC_PORT_MIGRATION_TRIGGERED")
+    host: dict[Any, str] = {}
+    sessions: dict[str, int] = {}
+    migrations: dict[str, int] = {}
+    for e in log.get("events") or []:
+        if e.get("phase") != begin:
+            continue
+        sid = (e.get("source") or {}).get("id")
+        if e.get("type") == session and (e.get("params") or {}).get("host"):
+            host[sid] = e["params"]["host"]
+            sessions[host[sid]] = sessions.get(host[sid], 0) + 1
+        elif e.get("type") == moved:
+            h = host.get(sid, f"session {sid}")
+            migrations[h] = migrations.get(h, 0) + 1
+    return {"sessions": sessions, "port_migrations": migrations,
+            "field_trials": list(c.get("activeFieldTrialGroups") or [])}

@@ -45,6 +45,32 @@ class LabError(Exception):
     pass
 
 
+# Chromium's QUIC takes a stalled path (no ACK for a few PTOs: a busy host, e.g. CI's load) for a
+# degrading one and moves the connection to a new UDP port (port migration, on by default); when
+# the new path fails it closes the session and reconnects with 0-RTT. The lab's link never
+# changes, so a migration only says the host was busy, and it splits one connection into two UDP
+# flows, the server's half of the new one beyond what tshark 4.0 can follow (Chromium's own
+# connection IDs are empty), or adds a second connection for the origin. Off, through the
+# parameter Chromium's network_session_configurator reads from the QUIC field trial; the NetLog's
+# activeFieldTrialGroups shows the trial in force ("*": activated, so listed there; runs[].quic,
+# lab.measure.netlog_quic).
+QUIC_FIELD_TRIAL = "WirefallLab"
+CHROMIUM_QUIC_FLAGS = [f"--force-fieldtrials=*QUIC/{QUIC_FIELD_TRIAL}",
+                       f"--force-fieldtrial-params=QUIC.{QUIC_FIELD_TRIAL}:allow_port_migration/false"]
+
+
+def lab_class(sac):
+    """serve_and_capture's ``Lab`` with ``CHROMIUM_QUIC_FLAGS`` on every Chromium that speaks QUIC."""
+
+    class Lab(sac.Lab):
+        def chromium(self, name: str, url: str, extra: list[str]) -> dict:
+            if "--enable-quic" in extra:
+                extra = [*extra, *CHROMIUM_QUIC_FLAGS]
+            return super().chromium(name, url, extra)
+
+    return Lab
+
+
 def _scripts():
     """scripts/lab/serve_and_capture.py as a module (scripts/ is not an installed package)."""
     name = "wirefall_lab_serve_and_capture"
@@ -576,7 +602,7 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
     """Do the whole lab; returns the manifest (also written to out/manifest.json)."""
     from wirefall.analyzer.compare import compare, render_text
     from .measure import check as check_link
-    from .measure import measure_capture, relay_delta, server_time
+    from .measure import measure_capture, netlog_quic, relay_delta, server_time
     from .net import CLIENT_IP, LabNet
     from wirefall.analyzer.pipeline import analyze
 
@@ -612,8 +638,8 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)  # also when started in the background (SIGINT ignored)
     try:
-        lab = sac.Lab(out, work, count, net=net, site=Path(page_dir) if page_dir else None, procs=procs,
-                      page_spec=page_spec, h3=h3_server)
+        lab = lab_class(sac)(out, work, count, net=net, site=Path(page_dir) if page_dir else None, procs=procs,
+                                page_spec=page_spec, h3=h3_server)
         page = {k: lab.page.get(k) for k in ("count", "seed", "requests", "files", "name", "source", "origins", "bytes", "notes")
                 if k in lab.page or k in ("count", "seed", "requests", "files")}
         if lab.origins:
@@ -691,6 +717,8 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                     rec["link_measured"] = {**measured, "relay": relay}
                     rec["link_check"] = lc = check_link(asked, measured, relay)
                     rec["server_time"] = server_time(an.exchanges, m.get("rtt_ms_min"))
+                    if p == "h3" and r.get("netlog"):
+                        rec["quic"] = netlog_quic(rdir / r["netlog"])
                     analyses[p] = an
                     manifest["runs"].append(rec)
                     d = rec["decode"]
@@ -707,6 +735,9 @@ def run_lab(protos, rtts, losses, rate, runs, page_dir, out: Path, keylogs=(), c
                     if not rec["page_complete"]:
                         log(f"[{cid} run {k}] {p}: warning: page incomplete in the capture ({rec['completeness']['incomplete']}): "
                             "left out of the medians", flush=True)
+                    moved = {h: n for h, n in (rec.get("quic") or {}).get("port_migrations", {}).items() if n}
+                    if moved:
+                        log(f"[{cid} run {k}] {p}: warning: Chromium moved QUIC connections to another UDP port {moved}", flush=True)
                     if rec.get("origins"):
                         o = rec["origins"]
                         log(f"[{cid} run {k}] {p}: connections per origin "

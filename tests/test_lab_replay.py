@@ -7,6 +7,7 @@ one for the multiplexed protocols (at most six for HTTP/1.1).
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -126,3 +127,33 @@ def test_replay_looks_up_every_origin_and_opens_its_connections(replay, proto):
     # the lab's own record agrees
     o = r["origins"]
     assert o["ok"] and {h: v["connections"] for h, v in o["origins"].items()} == per
+
+
+def _netlog_quic(path):
+    """Chromium's NetLog read here, apart from the lab's reader: its active field trial groups, the
+    QUIC sessions it began per host and the port migrations it began per host."""
+    log = json.loads(gzip.open(path, "rt").read())
+    t, begin = log["constants"]["logEventTypes"], log["constants"]["logEventPhase"]["PHASE_BEGIN"]
+    host, sessions, moved = {}, {}, {}
+    for e in log["events"]:
+        if e["phase"] == begin and e["type"] == t["QUIC_SESSION"]:
+            host[e["source"]["id"]] = e["params"]["host"]
+            sessions[e["params"]["host"]] = sessions.get(e["params"]["host"], 0) + 1
+        elif e["phase"] == begin and e["type"] == t["QUIC_PORT_MIGRATION_TRIGGERED"]:
+            moved[host[e["source"]["id"]]] = moved.get(host[e["source"]["id"]], 0) + 1
+    return log["constants"]["activeFieldTrialGroups"], sessions, moved
+
+
+def test_replay_h3_one_quic_session_per_origin_never_moved(replay):
+    """Chromium's own record of the HTTP/3 load: the lab's QUIC field trial in force (port
+    migration off: on a busy host Chromium took the stalls for a degrading path and moved
+    connections to new UDP ports, whose server half tshark 4.0 does not follow, or reopened them
+    with 0-RTT), one QUIC session per origin and no port migration; the lab's record agrees."""
+    from wirefall.lab.run import QUIC_FIELD_TRIAL
+
+    out, m = replay
+    r = next(x for x in m["runs"] if x["protocol"] == "h3")
+    trials, sessions, moved = _netlog_quic(out / r["dir"] / r["files"]["netlog"])
+    assert f"QUIC:{QUIC_FIELD_TRIAL}" in trials, trials
+    assert sessions == {h: 1 for h in m["page"]["addresses"]} and not moved, (sessions, moved)
+    assert r["quic"] == {"sessions": sessions, "port_migrations": moved, "field_trials": trials}
