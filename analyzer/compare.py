@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .model import Analysis, Exchange, no_network_connections, not_sent_of
+from .request_detail import ttfb
 from .stats import page_once, req_wire, resp_wire
 from .waterfall import Page
 
@@ -138,7 +139,6 @@ def response_state(e: Exchange) -> str:
 
 def _side(e: Exchange, t0: float, reason: str | None = None) -> dict[str, Any]:
     s = _start(e)
-    ttfb = e.response_start - s if e.response_start is not None and s is not None else None
     state = response_state(e)
     # a response whose end the capture does not hold has no duration ("–"), not its TTFB (before
     # 2026-12-04 the end fell back to the response's start) nor the part of its body captured
@@ -151,7 +151,11 @@ def _side(e: Exchange, t0: float, reason: str | None = None) -> dict[str, Any]:
         "stream_id": e.stream_id,
         "status": e.status,
         "start": None if s is None else s - t0,  # (from the page's start: analyzer.waterfall.page_of)
-        "ttfb": ttfb,
+        # the request's last byte to the response's first (request_detail.ttfb: `requests`' "ttfb
+        # ms", the detail's "Waiting (TTFB)", a HAR's timings.wait); before 2026-12-05 from the
+        # request's first byte, an upload's send counted in, and 0 where the request is not in
+        # the capture
+        "ttfb": ttfb(e),
         "duration": None if s is None or end is None else end - s,
         "bytes": e.response_body_bytes,
         # (HTTP/3: QPACK encoder-stream bytes included; a browser log's exchange has none: unknown)
@@ -1024,6 +1028,15 @@ def _withheld_cell(res: dict[str, Any]) -> str:
                                     for w in res.get("withheld") or ())
 
 
+# what the request table's times are (under it in `wirefall compare`; the same for a browser log
+# side, on its own times)
+REQUEST_NOTES = [
+    "ttfb: the request's last byte to the response's first (DevTools' and WebPageTest's TTFB, `wirefall requests`' "
+    "ttfb and its detail's \"Waiting (TTFB)\"; a HAR side's timings.wait); dur: the request's first byte to the "
+    "response's last; – where the side does not hold them",
+]
+
+
 LOWER_BOUND = "≥ "  # before a figure that counts only what an incomplete side's capture holds
 
 
@@ -1112,6 +1125,7 @@ def render_text(res: dict[str, Any]) -> str:
         out.append("  ".join([r[0].ljust(w[0])] + [r[j].rjust(w[j]) for j in range(1, 9)]).rstrip())
         if i == 0:
             out.append("  ".join("-" * x for x in w))
+    out += REQUEST_NOTES
     notes: dict[tuple[str, str], list[str]] = {}  # (side, reason) -> exchange ids
     for k, lst in (("A", res["only_a"]), ("B", res["only_b"]), ("A", bga), ("B", bgb)):
         for e in lst:

@@ -399,6 +399,31 @@ def body_lower_bound(e: Exchange, direction: int) -> bool:
     return src.get("request_body_bytes" if direction == 0 else "response_body_bytes") == "lower_bound"
 
 
+def ttfb_start(e: Exchange) -> float | None:
+    """Where a request's TTFB starts: the request's last byte (DevTools' and WebPageTest's
+    TTFB — a HAR's ``timings.wait``, the detail's "Waiting (TTFB)"), or its first where the
+    response began before the request ended (a server answering an upload early); None — no
+    ttfb — where the request's start is not in the capture (a stream seen mid-way: its client
+    bytes after the response are retransmissions, not the request's end); a push's, its
+    promise.  The one rule of `wirefall requests`' "ttfb ms" and `wirefall compare`'s ttfb; a
+    browser log's exchange has its own send and response times (a HAR's send end and first
+    byte), so the same rule gives its log's wait."""
+    if e.request_start is None or e.response_start is None:
+        return None
+    if e.pushed:
+        return e.request_start
+    if e.request_end is not None and e.request_end <= e.response_start:
+        return e.request_end
+    return e.request_start if e.request_start <= e.response_start else None
+
+
+def ttfb(e: Exchange) -> float | None:
+    """A request's TTFB in seconds (``ttfb_start`` to the response's first byte), None where
+    it has none."""
+    s = ttfb_start(e)
+    return None if s is None or e.response_start is None else e.response_start - s
+
+
 def status_cell(status: int | None, reset: str | None, responded: bool, not_sent: str | None = None) -> str:
     """A response status as the tables print it: the code; "RST" for a stream reset before
     one; ``(disk cache)``, ``(failed)``… for a browser log's request that never reached the

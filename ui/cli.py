@@ -327,21 +327,6 @@ def cmd_frames(args) -> int:
     return 0
 
 
-def _ttfb_from(e):
-    """Where the requests table's ttfb starts: the request's last byte (DevTools' and
-    WebPageTest's TTFB, the detail's "Waiting (TTFB)"), or its first where the response began
-    before the request ended (a server answering an upload early); None — no ttfb — where the
-    request's start is not in the capture (a stream seen mid-way: its client bytes after the
-    response are retransmissions, not the request's end); a push's, its promise."""
-    if e.request_start is None or e.response_start is None:
-        return None
-    if e.pushed:
-        return e.request_start
-    if e.request_end is not None and e.request_end <= e.response_start:
-        return e.request_end
-    return e.request_start if e.request_start <= e.response_start else None
-
-
 def cmd_requests(args) -> int:
     pred = _filter(args, "exchanges")
     # (the exchanges only: no frame listing, unless one request's detail is asked for, which
@@ -363,7 +348,7 @@ def cmd_requests(args) -> int:
         with gc_paused():
             requests_json(an, exs, worker_count(getattr(args, "workers", None), args.file))
         return 0
-    from wirefall.analyzer.request_detail import body_lower_bound, not_sent_of, size_text, status_cell
+    from wirefall.analyzer.request_detail import body_lower_bound, not_sent_of, size_text, status_cell, ttfb_start
 
     t0 = an.start_time
     rows = []
@@ -371,11 +356,12 @@ def cmd_requests(args) -> int:
         ms = lambda a, b: "" if a is None or b is None else f"{(b - a) * 1000:.1f}"
         rows.append([e.id, e.connection, e.protocol, "" if e.stream_id is None else e.stream_id, ("push " if e.pushed else "") + (e.method or ""),
                      status_cell(e.status, e.reset, e.response_start is not None, not_sent_of(e.browser)), _fmt_time(e.request_start if e.request_start is not None else e.response_start, t0),
-                     ms(_ttfb_from(e), e.response_start), ms(e.response_start, e.response_end),
+                     ms(ttfb_start(e), e.response_start), ms(e.response_start, e.response_end),
                      size_text(e.response_body_bytes, body_lower_bound(e, 1)), e.url or UNKNOWN_URL])
     # (id first: the N that `--detail N`, --json and the TUI's waterfall number the request by;
     # ttfb: the request's last byte to the response's first — DevTools' and WebPageTest's TTFB,
-    # the detail's "Waiting (TTFB)": from the request's start it counted an upload's send in)
+    # the detail's "Waiting (TTFB)": from the request's start it counted an upload's send in;
+    # the rule is analyzer.request_detail.ttfb_start, compare's too)
     print(_table(rows, ["id", "conn", "protocol", "stream", "method", "status", "start s", "ttfb ms", "recv ms", "bytes", "url"],
                  {0, 1, 3, 6, 7, 8, 9}))
     return 0
