@@ -6,15 +6,19 @@ Forms read: JSON (``{"qlog_version", "traces": [{"vantage_point", "common_fields
 after an RS byte: the header record with one ``trace``, then one event a record, as quiche
 and ngtcp2 write it; a record cut short at the end is dropped with a warning), and the
 older draft form whose events are lists named by ``event_fields``.  Event names are
-``category:event`` (``transport:``/``quic:``, ``http:``/``h3:``) or separate ``category``
+``category:event`` (``transport:``/``quic:``, ``http:``/``h3:``/``http3:``) or separate ``category``
 and ``event`` keys.  Times are milliseconds: ``relative`` to ``common_fields.reference_time``
 (epoch ms), ``delta`` from the previous event, or absolute (epoch ms, aioquic).
 
 From the client's point of view (``vantage_point.type`` client; a server's log is read
 with the roles turned): an HTTP/3 HEADERS ``frame_created`` on a request stream is the
-request (send start; the first STREAM frame of that stream in a ``packet_sent`` is the
-send end), the HEADERS ``frame_parsed`` the response (its status, response start), and the
-STREAM frame with ``fin`` (or the last DATA frame parsed) its end.  The connection: the
+request (send start; the packet that first carried the client's STREAM frame with ``fin``
+on that stream is the send end — or, with no ``fin``, the first to carry its highest offset
+—, and the DATA ``frame_created`` lengths are the request body), the HEADERS ``frame_parsed``
+the response (its status, response start), and the STREAM frame with ``fin`` (or the last
+DATA frame parsed) its end.  A DATA frame's length is the event's ``length`` (qlog 0.3,
+aioquic, quiche), ``raw.payload_length`` or, in the later drafts, ``frame.raw.payload_length``;
+a STREAM frame's is its ``length`` or ``raw.payload_length``/``raw.length`` (later drafts).  The connection: the
 addresses of ``connection_started`` when given (aioquic gives none), the connection IDs
 (``common_fields.ODCID``, the packets' ``scid``/``dcid``) that tell a capture's QUIC
 connection, the first Initial sent as its start and the client's Handshake packet with
@@ -137,6 +141,18 @@ def _event(e: Any, fields: list[str] | None) -> tuple[float | None, str | None, 
     return t, name, data if isinstance(data, dict) else {}
 
 
+def _length(v: Any, raw: Any, raw_total: str | None) -> int | None:
+    """A byte count given as ``v`` or in a RawInfo ``raw`` (its ``payload_length``, else its
+    ``raw_total`` field when named); None when none is a count ≥ 0 (0 is a count: an empty
+    DATA frame)."""
+    n = integer(v)
+    if n is None and isinstance(raw, dict):
+        n = integer(raw.get("payload_length"))
+        if n is None and raw_total:
+            n = integer(raw.get(raw_total))
+    return n if n is not None and n >= 0 else None
+
+
 def _trace(log: BrowserLog, idx: int, tr: dict) -> None:
     cf: dict = tr["common_fields"] if isinstance(tr.get("common_fields"), dict) else {}
     cfg: dict = tr["configuration"] if isinstance(tr.get("configuration"), dict) else {}
@@ -161,7 +177,11 @@ def _trace(log: BrowserLog, idx: int, tr: dict) -> None:
         c.dcid = odcid
         cids.add(odcid.lower())
     streams: dict[int, LogRequest] = {}
-    first_stream_sent: dict[int, float] = {}
+    # the client's side of each request stream: when the STREAM frame with fin was first sent,
+    # and (no fin logged) the highest end offset and when it was first sent — a retransmission
+    # sends the same bytes again, later, and is not the request's end (as on the wire)
+    fin_sent: dict[int, float] = {}
+    sent_end: dict[int, tuple[int, float]] = {}
     fin_recv: dict[int, float] = {}
     last_data: dict[int, float] = {}
     prev = 0.0
@@ -221,13 +241,21 @@ def _trace(log: BrowserLog, idx: int, tr: dict) -> None:
                         if sid is None or sid & 0x2:  # unidirectional: control, QPACK
                             continue
                         if from_client:
-                            first_stream_sent.setdefault(sid, t)
+                            if f.get("fin") is True:
+                                fin_sent.setdefault(sid, t)
+                            at = max(integer(f.get("offset")) or 0, 0)  # (later drafts: offset defaults to 0)
+                            n = _length(f.get("length"), f.get("raw"), "length")
+                            was = sent_end.get(sid)
+                            if n is None:  # no length logged: the last frame sent
+                                sent_end[sid] = (was[0] if was else at, t)
+                            elif was is None or at + n > was[0]:
+                                sent_end[sid] = (at + n, t)
                         elif f.get("fin") is True:
                             fin_recv[sid] = t
             elif ev == "version_information" and c.quic_version is None:
                 ver = integer(data.get("chosen_version"))
                 c.quic_version = None if ver is None else {1: "RFCv1", 0x6B3343CF: "RFCv2"}.get(ver, f"0x{ver:08x}")
-        elif cat in ("http", "h3"):
+        elif cat in ("http", "h3", "http3"):
             if ev not in ("frame_created", "frame_parsed"):
                 continue
             sid = integer(data.get("stream_id"))
@@ -265,21 +293,25 @@ def _trace(log: BrowserLog, idx: int, tr: dict) -> None:
                         r.content_type = ct.split(";")[0].strip() if ct else None
                     elif st is None:  # trailers
                         pass
-            elif ft == "data" and not from_client:
+            elif ft == "data":
                 r = streams.get(sid)
                 if r is not None:
-                    n = integer(data.get("length")) or integer(data.get("raw", {}).get("payload_length") if isinstance(data.get("raw"), dict) else None)
-                    if n is not None and n >= 0:
-                        r.response_body_bytes = (r.response_body_bytes or 0) + n
-                    last_data[sid] = t
+                    n = _length(data.get("length"), data.get("raw"), None)
+                    if n is None:
+                        n = _length(None, fr.get("raw"), None)
+                    if from_client:  # the request body (an upload: POST, PUT …)
+                        if n is not None:
+                            r.request_body_bytes = (r.request_body_bytes or 0) + n
+                    else:
+                        if n is not None:
+                            r.response_body_bytes = (r.response_body_bytes or 0) + n
+                        last_data[sid] = t
     if bad:
         log.skipped += bad
         log.warnings.append(f"qlog trace {idx}: {bad} malformed events left out")
     for sid, r in streams.items():
-        if sid in first_stream_sent and r.send_start is not None:
-            r.send_end = max(first_stream_sent[sid], r.send_start)
-        else:
-            r.send_end = r.send_start
+        last = fin_sent.get(sid, sent_end[sid][1] if sid in sent_end else None)
+        r.send_end = max(last, r.send_start) if last is not None and r.send_start is not None else r.send_start
         if r.response_start is not None:
             ends = [x for x in (fin_recv.get(sid), last_data.get(sid)) if x is not None]
             r.response_end = max(ends) if ends else r.response_start
