@@ -42,7 +42,18 @@ size stopped by ``body_decoded_bytes`` → raise it; else the capture's own cut 
 - ``cut_short``: heads or frames the capture ends inside (``NoteKind.ENDS_IN_FRAME`` notes:
   their bytes are in the capture but not decoded); count = such frames.
 - ``capture_damaged``: the capture's own warnings (truncated file, corrupt block, snap length,
-  fragments missing), except the budget warnings already counted.
+  fragments missing), except the budget warnings already counted and the key log's own
+  (``KeyLog.said``: never "capture damaged" for a key log that could not be read).
+- ``keylog_unreadable``, ``keylog_no_secrets``, ``keylog_damaged``: a key log given that could
+  not be read at all, that was read and gave no secret (empty, not a key log), or that gave
+  secrets but was read only in part (a broken gzip, lines not understood: cut mid-line?); count
+  1, ``file`` the key log as named; from ``KeyLog.problems`` and ``KeyLog.read_from`` (typed,
+  not the warnings' words).  Only where a connection was not decrypted (its key might have been
+  in what was not read); else the key log's problem costs this capture nothing (its warning
+  stays among the analysis's).  A connection not decrypted for want of a secret then says
+  which of the three it is: "no key log given", "the key log given could not be read" / "holds
+  no secret" (``_keylog_words``), or the layer's "no key for this client random" with the key
+  logs' problems in its next step.
 - ``no_packets``: the analysis comes from a browser log opened alone (``Analysis.source``
   har, netlog or qlog: analyzer.browserlog), which holds no packet; count = its requests.
   Handshakes and decryption are then not the log's to show: no ``joined_midway`` or
@@ -61,6 +72,7 @@ false (something is missing); ``page_complete`` says whether the page's part is 
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +80,7 @@ from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_
 from wirefall.dissectors.registry import over_quic
 
 from .model import Analysis, Connection, DecryptReason, Exchange, NoteKind, ReasonKind, no_network_connections, not_sent_of, notes_of
-from .keylog import BUDGET_WARNING
+from .keylog import BUDGET_WARNING, KeyLog
 from .sessions import CAPTURE_ID, CAPTURE_WIDE, DEFAULT_LIMITS
 from .sessions import SELF_REPORTED as READER_BUDGETS
 from .safetext import plural
@@ -86,6 +98,7 @@ NEXT_WRONG_KEYLOG = ("this key log holds no secret for these connections: pass t
                      "this capture (SSLKEYLOGFILE set before the browser started)")
 NEXT_UNKNOWN_KEYLOG = ("pass --keylog FILE with the key log written during this capture (a key log given holds "
                        "no secret for these connections)")
+NEXT_UNUSABLE_KEYLOG = "pass --keylog FILE with the key log (SSLKEYLOGFILE) the browser wrote during this capture"
 NEXT_OTHER_HALF = "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends"
 # (a QUIC connection whose start is in the capture: its QPACK encoder stream began in it, so the
 # instructions a header block waits for were sent inside the capture and are not in the file)
@@ -135,20 +148,23 @@ class Issue:
     __repr__ = dataclass_repr
     __eq__ = dataclass_eq
 
-    kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged | no_packets
+    kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged | no_packets | keylog_*
     connection: int | None  # None: the capture as a whole
     count: int  # requests (joined_midway, unknown_fields), bytes (bytes_lost), packets (not_decrypted), 1
     detail: str  # what is missing, in words
     next_step: str  # what the user can do about it
     background: bool = False  # on a connection of background traffic only (``Completeness.background_connections``)
+    file: str | None = None  # keylog_* issues: the key log, as named
 
-    def __init__(self, kind: str, connection: int | None, count: int, detail: str, next_step: str, background: bool = False) -> None:
+    def __init__(self, kind: str, connection: int | None, count: int, detail: str, next_step: str, background: bool = False,
+                 file: str | None = None) -> None:
         self.kind = kind
         self.connection = connection
         self.count = count
         self.detail = detail
         self.next_step = next_step
         self.background = background
+        self.file = file
 
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
@@ -380,6 +396,89 @@ def decryption_next_step(reason: str, keys: bool | None) -> str:
     return NEXT_NO_KEYLOG if keys is False else "check that the key log belongs to this capture"
 
 
+class _KeyLogs:
+    """What the key logs given say of themselves, from their typed facts (``KeyLog.problems``,
+    ``KeyLog.read_from``; never a warning's words): ``unreadable`` (problems: not read at all),
+    ``empty`` (sources read that gave no secret), ``partial`` (problems of sources that gave
+    secrets but were read in part: a broken gzip, lines not understood)."""
+
+    __slots__ = ("given", "secrets", "unreadable", "empty", "partial", "problems")
+
+    def __init__(self, kl: KeyLog) -> None:
+        self.problems = kl.problems
+        read = kl.read_from
+        self.unreadable = [p for p in self.problems if p.kind == "unreadable" and not read.get(p.source)]
+        bad = {p.source for p in self.unreadable}
+        self.empty = [src for src in dict.fromkeys(kl.sources) if not read.get(src) and src not in bad]
+        self.partial = [p for p in self.problems if p.kind in ("broken_gzip", "lines_skipped") and read.get(p.source)]
+        self.given = bool(kl.sources or self.unreadable)
+        self.secrets = len(kl)
+
+    def why_empty(self, src: str) -> str:
+        """Why ``src``, read, gave no secret: its own problems, or none (no key log line in it)."""
+        said = [f"{plural(p.lines, 'line')} not understood, the first at line {p.first_line}" if p.kind == "lines_skipped"
+                else f"a broken gzip file ({p.why}), read up to the damage" for p in self.problems
+                if p.source == src and p.kind in ("lines_skipped", "broken_gzip")]
+        return "; ".join(said) or "no key log line in it"
+
+    def facts(self) -> list[str]:
+        """Each key log's problem, in a few words (for a next step)."""
+        return ([f"{p.source} could not be read: {p.why}" for p in self.unreadable]
+                + [f"{src} holds no secret: {self.why_empty(src)}" for src in self.empty]
+                + [f"{src} read in part: {self.why_partial(src)}" for src in self.partial_sources()])
+
+    def partial_sources(self) -> list[str]:
+        return list(dict.fromkeys(p.source for p in self.partial))
+
+    def why_partial(self, src: str) -> str:
+        """What of ``src`` (which gave secrets) was not read or not understood."""
+        return "; ".join(f"{plural(p.lines, 'line')} not understood, the first at line {p.first_line}, skipped" if p.kind == "lines_skipped"
+                         else f"a broken gzip file ({p.why}), only the lines before the damage read" for p in self.partial if p.source == src)
+
+    def issues(self) -> list[Issue]:
+        """One issue per key log with a problem (kinds ``keylog_unreadable``, ``keylog_no_secrets``, ``keylog_damaged``)."""
+        out = [Issue("keylog_unreadable", None, 1, f"key log {p.source} could not be read ({p.why}): no secret from it",
+                     "check that --keylog names a readable file: the key log (SSLKEYLOGFILE) the browser wrote during this capture",
+                     file=p.source)
+               for p in self.unreadable]
+        out += [Issue("keylog_no_secrets", None, 1, f"key log {src} was read and holds no secret ({self.why_empty(src)})",
+                      f"{NEXT_UNUSABLE_KEYLOG} ({src} is not one, or not whole: an NSS key log's lines are LABEL CLIENT_RANDOM SECRET)",
+                      file=src) for src in self.empty]
+        out += [Issue("keylog_damaged", None, 1, f"key log {src} read in part: {self.why_partial(src)} (a secret there is not used)",
+                      "if the key log was cut short or damaged (copied while the browser still wrote it?), copy it whole again",
+                      file=src) for src in self.partial_sources()]
+        return out
+
+
+def _needs(reason: str) -> str:
+    """" (Handshake packets from packet 471 need SERVER_HANDSHAKE_TRAFFIC_SECRET)" of a QUIC reason
+    that names its level, else "" (from the reason's fields, as ``DecryptReason.render`` says it)."""
+    if not isinstance(reason, DecryptReason) or not (reason.secret and reason.level):
+        return ""
+    where = f"{reason.level} packets" + (f" from packet {reason.packet}" if reason.packet is not None else "")
+    return f" ({where} need {reason.secret})"
+
+
+def _keylog_words(reason: str, ks: _KeyLogs | None) -> tuple[str, str] | None:
+    """(what, next step) of a connection not decrypted for want of a secret (``_for_want_of_keys``)
+    when a key log was given: none of it readable → "the key log given could not be read"; read and
+    no secret in it → "… holds no secret" (the layer's reason says "no key log given": it found
+    nothing to look up); with secrets → the layer's own words ("no key for this client random"),
+    the key logs' problems in the next step.  None when no key log was given (or not known)."""
+    if ks is None or not ks.given or not _for_want_of_keys(reason):
+        return None
+    if ks.secrets:  # (the key logs' issues say what of each was not read)
+        step = decryption_next_step(reason, True)
+        names = [p.source for p in ks.unreadable] + ks.empty + ks.partial_sources()
+        return reason, step + (f" (and a key log given was not read whole or holds no secret: {', '.join(names)})" if names else "")
+    facts = ks.facts()
+    n = len(ks.unreadable) + len(ks.empty)
+    what = "key log given" if n == 1 else "key logs given"
+    what = (f"the {what} could not be read" if not ks.empty else f"the {what} holds no secret" if not ks.unreadable and n == 1
+            else f"the {what} hold no secret" if not ks.unreadable else f"the {what} could not be read or hold no secret")
+    return what + _needs(reason), f"{NEXT_UNUSABLE_KEYLOG} ({'; '.join(facts)})"
+
+
 def _unknown_cause(e: Exchange, u: list[str]) -> str:
     """Why exchange ``e`` (not on a connection joined mid-way) has the unknown fields ``u``:
     ``qpack`` (a response header block the capture ends blocked on: its encoder instructions are
@@ -445,6 +544,7 @@ def compute(an: Analysis) -> Completeness:
 def _compute(an: Analysis) -> Completeness:
     kl = an.keylog
     keys = None if kl is None else len(kl) > 0
+    ks = _KeyLogs(kl) if isinstance(kl, KeyLog) else None  # (None: no key log object, or not ours)
     per: dict[int, ConnectionCompleteness] = {}
     reqs_by_conn: dict[int, int] = {}
     unknown_ex: dict[int, list[str]] = {}
@@ -534,8 +634,13 @@ def _compute(an: Analysis) -> Completeness:
             # TLS's since 2026-12-04; a plain text, a browser log's or a live wait's, is read here)
             said = reason if isinstance(reason, DecryptReason) else \
                 "no key log given" if keys is False and _for_want_of_keys(reason) else reason
+            step = decryption_next_step(reason, keys)
+            # (a key log given, and not read or without a secret: the layer says "no key log given",
+            # having found nothing to look up; these words say which, and where a key log's end was
+            # not read, the next step says so)
+            said, step = _keylog_words(reason, ks) or (said, step)
             issues.append(Issue("not_decrypted", c.id, pk, f"connection {c.id} ({(c.tls and c.tls.sni) or (c.quic and c.quic.sni) or c.label}) "
-                                f"not decrypted: {said}", decryption_next_step(reason, keys)))
+                                f"not decrypted: {said}", step))
     # requests of exchanges whose connection is not in the list (hand-built models)
     for cid, cc in per.items():
         if cid not in conn_ids and cc.unknown_requests:
@@ -561,7 +666,12 @@ def _compute(an: Analysis) -> Completeness:
                 issues.append(Issue("budget", cid, 1, f"connection {cid}: budget {name} ran out: part of it was not decoded",
                                     f"raise it with --limit {name}=N"))
     warns = [w for w in an.warnings if not w.startswith("budget ") and BUDGET_WARNING not in w
-             and not any(f"budget {n} (" in w for n in READER_BUDGETS)]
+             and not any(f"budget {n} (" in w for n in READER_BUDGETS) and not (ks is not None and kl.said(w))]
+    if ks is not None and not_dec:
+        # the key logs' own problems, said first (they are why the connections above were not
+        # decrypted, or may be); where every connection was decrypted they cost nothing here
+        first = 1 if issues and issues[0].kind == "no_packets" else 0
+        issues[first:first] = ks.issues()
     for w in warns:
         issues.append(Issue("capture_damaged", None, 1, w, _warning_next_step(w)))
     n_joined_req = sum(reqs_by_conn.get(cid, 0) for cid in joined)
@@ -656,7 +766,8 @@ class _Side:
     """The counts one side of the headline states (the page's, or background traffic's)."""
 
     __slots__ = ("joined", "joined_idle", "joined_protos", "unknown_url", "unknown", "unknown_authority", "unknown_background",
-                 "unknown_status", "unknown_body", "bytes_lost", "cut_short", "not_decrypted", "budgets", "warnings", "no_packets")
+                 "unknown_status", "unknown_body", "bytes_lost", "cut_short", "not_decrypted", "budgets", "warnings", "no_packets",
+                 "keylog")
 
     def __init__(self) -> None:
         self.joined = self.joined_idle = self.unknown_url = self.unknown = self.unknown_authority = 0
@@ -665,6 +776,7 @@ class _Side:
         self.budgets = self.warnings = 0
         self.joined_protos: set[str] = set()
         self.no_packets: str | None = None
+        self.keylog: list[str] = []  # what the key logs' own issues say, in a few words each
 
     def parts(self, background: bool = False) -> list[str]:
         parts = []
@@ -697,6 +809,7 @@ class _Side:
             parts.append(f"{plural(self.cut_short, 'frame')} cut by the capture's end")
         if self.not_decrypted:
             parts.append(f"{plural(self.not_decrypted, 'connection')} not decrypted")
+        parts.extend(self.keylog)
         if self.budgets:
             parts.append(f"{plural(self.budgets, 'budget')} ran out")
         if self.warnings:
@@ -704,6 +817,11 @@ class _Side:
         if self.no_packets is not None:
             parts.insert(0, self.no_packets)
         return parts
+
+
+# what the headline says of each key-log issue ({} its file's name)
+_KEYLOG_WORDS = {"keylog_unreadable": "key log {} could not be read", "keylog_no_secrets": "key log {} holds no secret",
+                 "keylog_damaged": "key log {} read in part"}
 
 
 def _sides(c: Completeness) -> tuple[_Side, _Side]:
@@ -718,6 +836,7 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
     page.unknown_background, page.unknown_body = c.unknown_background, c.unknown_body
     page.bytes_lost, page.cut_short, page.not_decrypted = c.bytes_lost, c.cut_short, len(c.not_decrypted)
     page.warnings = len(c.warnings)
+    page.keylog = [_KEYLOG_WORDS[i.kind].format(os.path.basename(i.file or "")) for i in c.issues if i.kind in _KEYLOG_WORDS]
     nop = next((i for i in c.issues if i.kind == "no_packets"), None)
     if nop is not None:
         page.no_packets = nop.detail.split(",", 1)[0]
@@ -801,7 +920,7 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "cut_short": c.cut_short,
         "warnings": list(c.warnings),
         "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step,
-                    "background": i.background} for i in c.issues],
+                    "background": i.background, **({"file": i.file} if i.file is not None else {})} for i in c.issues],
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
              "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,

@@ -10,12 +10,17 @@ Key logs are hostile input too, and read within two budgets shared by every sour
 gzip key log is inflated step by step (never whole), and lines that are not understood are
 counted, one warning per source ("N lines not understood, the first at line L"), never one
 per line.  So memory is the secrets kept (at most one per line read) plus one step.
+
+Each problem is also a typed fact (``KeyLog.problems``: source, kind, counts — the warning's text
+made from it) and ``KeyLog.read_from`` counts the secrets each source gave, so that the
+completeness model tells a key log not read, one with no secret and one read in part apart
+without reading the warnings' words (``KeyLog.said``: whether a warning is the key log's).
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from wirefall.dissectors.budget import Budget
 
@@ -48,11 +53,29 @@ REASONS = {
 }
 
 
+class KeyLogProblem(NamedTuple):
+    """One problem met reading one key-log source, as a typed fact (``KeyLog.problems``): what
+    analyzer.completeness reasons from, never the warning's words.  ``kind``: ``unreadable``
+    (the file was not opened or not read: nothing from it; ``why`` the system's words),
+    ``broken_gzip`` (read up to the damage; ``why`` the decompressor's words), ``lines_skipped``
+    (``lines`` lines not understood, the first at line ``first_line``), ``budget`` (a key-log
+    budget ran out: the rest of it not read).  ``text``: the warning, as ``KeyLog.warnings`` says it."""
+
+    source: str  # the file as named (``--keylog``, ``SSLKEYLOGFILE``), or "pcapng secrets block"
+    kind: str
+    text: str
+    why: str = ""
+    lines: int = 0
+    first_line: int = 0
+
+
 class KeyLog:
     def __init__(self, limits: dict | None = None):
         limits = limits or {}
         self._secrets: dict[tuple[str, bytes], bytes] = {}
-        self._messages: list[str] = []  # one-off problems (unreadable file, broken gzip)
+        self._messages: list[KeyLogProblem] = []  # one-off problems (unreadable file, broken gzip)
+        self.read_from: dict[str, int] = {}  # source -> secrets read from it (lines that gave one; 0: none)
+        self._said: set[str] = set()  # every warning text given (a followed key log's counts grow: an older text is still its)
         self._bad: dict[str, list] = {}  # source -> [lines skipped, first line, {reason: lines}]
         self._cut: dict[str, str] = {}  # source -> why its end was not read (a budget)
         self.sources: list[str] = []
@@ -69,15 +92,28 @@ class KeyLog:
         return len(self._secrets)
 
     @property
-    def warnings(self) -> list[str]:
-        """Problems met, at most a few per source, in the order the sources were read."""
+    def problems(self) -> list[KeyLogProblem]:
+        """Problems met, at most a few per source, in the order the sources were read (typed)."""
         out = list(self._messages)
         for source, (n, first, why) in self._bad.items():
             detail = ", ".join(f"{k} {REASONS[r]}" for r, k in why.items())
-            out.append(f"{source}: {n} lines not understood, the first at line {first} ({detail}); skipped")
+            out.append(KeyLogProblem(source, "lines_skipped", f"{source}: {n} lines not understood, the first at line {first} "
+                                     f"({detail}); skipped", lines=n, first_line=first))
         for source, why in self._cut.items():
-            out.append(f"{source}: {why}")
+            out.append(KeyLogProblem(source, "budget", f"{source}: {why}"))
         return out
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems met, at most a few per source, in the order the sources were read."""
+        out = [p.text for p in self.problems]
+        self._said.update(out)
+        return out
+
+    def said(self, warning: str) -> bool:
+        """Whether ``warning`` is one this key log gave (``warnings``, now or before): a key log's
+        problem, not the capture's."""
+        return warning in self._said or warning in self.warnings
 
     @property
     def budgets_hit(self) -> list[str]:
@@ -154,13 +190,15 @@ class KeyLog:
         added = self._read_lines(_Text(text), source)
         if not follow or source not in self.sources:
             self.sources.append(source)
+        self.read_from[source] = self.read_from.get(source, 0) + added
         return added
 
     def add_file(self, path: str) -> int:
         try:
             raw = open(path, "rb")  # noqa: SIM115 - closed below, after Inflate may have wrapped it
         except OSError as e:
-            self._messages.append(f"{path}: cannot read key log: {e.strerror or e}")
+            why = str(e.strerror or e)
+            self._messages.append(KeyLogProblem(path, "unreadable", f"{path}: cannot read key log: {why}", why))
             return 0
         f: BinaryIO | Inflate = raw
         try:
@@ -171,14 +209,17 @@ class KeyLog:
             raw.seek(0)
             added = self._read_lines(f, path)
         except OSError as e:
-            self._messages.append(f"{path}: cannot read key log: {e.strerror or e}")
+            why = str(e.strerror or e)
+            self._messages.append(KeyLogProblem(path, "unreadable", f"{path}: cannot read key log: {why}", why))
             added = 0
         finally:
             raw.close()
         err = getattr(f, "error", None)
         if err:
-            self._messages.append(f"{path}: key log is a broken gzip file ({err}); the lines before the damage were read")
+            self._messages.append(KeyLogProblem(path, "broken_gzip", f"{path}: key log is a broken gzip file ({err}); the lines "
+                                                "before the damage were read", str(err)))
         self.sources.append(path)
+        self.read_from[path] = self.read_from.get(path, 0) + added
         return added
 
     def _read_lines(self, f, source: str) -> int:

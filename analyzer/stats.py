@@ -27,6 +27,7 @@ from wirefall.dissectors.tls_suites import overhead_bound
 
 from .jsonout import time_span, unknown_fields
 from .model import PROTO_NAMES, Analysis, Connection, Exchange, no_network_connections
+from .safetext import plural
 from .waterfall import _exchange_end, _exchange_start
 
 STATS_VERSION = 1
@@ -184,12 +185,19 @@ class Stats:
     content: dict[str, list[int]] | None = None
     # WebPageTest's TTFB (``webpagetest_ttfb``): (seconds from the page's start, exchange id), or None
     webpagetest_ttfb: tuple[float, int] | None = None
+    # the page's requests WebPageTest's breakdown leaves out, and so ``content`` (``content_breakdown``):
+    # why ("favicon") -> [requests, body bytes, decoded]
+    content_left_out: dict[str, list[int]] | None = None
+    # what is known to be off about a browser event of ``browser_events``: name -> "before_first_response_byte"
+    # (it falls before the page's first response byte on the wire: the browser's value, not the wire's)
+    browser_event_notes: dict[str, str] | None = None
 
     def __init__(self, file: str, capture: Block, protocols: dict[str, Block], connections: list[Block], packets_total: int = 0,
                  bytes_total: int = 0, duration: float = 0.0, completeness: Any = None, background_requests: int = 0,
                  tcp_analysis: dict | None = None, browser_events: dict | None = None, outside: dict | None = None,
                  payload_unread: int = 0, not_sent_requests: int = 0, content: dict[str, list[int]] | None = None,
-                 webpagetest_ttfb: tuple[float, int] | None = None) -> None:
+                 webpagetest_ttfb: tuple[float, int] | None = None, content_left_out: dict[str, list[int]] | None = None,
+                 browser_event_notes: dict[str, str] | None = None) -> None:
         self.file = file
         self.capture = capture
         self.protocols = protocols
@@ -206,6 +214,8 @@ class Stats:
         self.content = content
         self.not_sent_requests = not_sent_requests
         self.webpagetest_ttfb = webpagetest_ttfb
+        self.content_left_out = content_left_out
+        self.browser_event_notes = browser_event_notes
 
 
 def _add2(a: list[int], b) -> None:
@@ -437,28 +447,77 @@ def _fill_connection(b: Block, c: Connection) -> None:
     b.last_time = c.end if b.last_time is None else max(b.last_time, c.end)
 
 
-# WebPageTest's breakdown's classes, in its order (analyzer.waterfall.content_class: its "js" is "script")
-CONTENT_CLASSES = ("html", "script", "css", "image", "font", "video", "other")
+# WebPageTest's breakdown's classes, in its order (its MimeColors(); its "js" is "script", as
+# analyzer.waterfall.content_class names it)
+CONTENT_CLASSES = ("html", "script", "css", "image", "flash", "font", "video", "other")
+# WebPageTest's classes by the URL path's extension, where the MIME type names none (ContentType()
+# in its www/contentColors.inc, word for word: no .jpeg, .webp, .svg or .ico, and no .css — its
+# branch for css tests ".js" again, so a CSS file without a MIME type is "other" there)
+_WPT_EXT = {"js": "script", "htm": "html", "html": "html", "png": "image", "gif": "image", "jpg": "image", "avif": "image",
+            "jxl": "image", "swf": "flash", "eot": "font", "ttf": "font", "woff": "font", "woff2": "font", "otf": "font",
+            "mp4": "video", "f4v": "video", "flv": "video"}
 
 
-def content_breakdown(exs) -> dict[str, list[int]]:
-    """Content class (``waterfall.content_class``: the MIME type, else the URL's extension) ->
-    [requests, response body bytes as transferred, decoded]: WebPageTest's "Content
-    Breakdown" (its ``breakdown``: requests, bytes, bytesUncompressed per class), of the
-    exchanges given; the classes with none left out, the rest in ``CONTENT_CLASSES``' order."""
-    from .waterfall import content_class
+def wpt_content_class(content_type: str | None, url: str | None) -> str:
+    """WebPageTest's class of a response (its ContentType(), www/contentColors.inc): the MIME type
+    up to ";" — javascript, ecmascript or text/js* → script; text/css* → css; text/html* → html;
+    image/* → image; video/* → video; application/x-shockwave-flash → flash; any with "font" →
+    font —, else the extension that ends the URL's path, else "other".  (Not
+    ``waterfall.content_class``, which the waterfall's colours keep: it also reads .svg, .ico,
+    .css, XHTML and HLS/DASH types, which WebPageTest's breakdown counts as "other".)"""
+    m = (content_type or "").split(";", 1)[0].strip().lower()
+    if "javascript" in m or "ecmascript" in m or m.startswith("text/js"):
+        return "script"
+    for prefix, k in (("text/css", "css"), ("text/html", "html"), ("image/", "image"), ("video/", "video")):
+        if m.startswith(prefix):
+            return k
+    if m == "application/x-shockwave-flash":
+        return "flash"
+    if "font" in m:
+        return "font"
+    path = _url_path(url).split("?", 1)[0]
+    last = path.rsplit("/", 1)[-1]
+    ext = last.rsplit(".", 1)[1] if "." in last else ""
+    return _WPT_EXT.get(ext.lower(), "other") if ext.isascii() and ext.isalnum() else "other"
 
+
+def _url_path(url: str | None) -> str:
+    """The URL from its path on (path, query, fragment cut at "#"): what WebPageTest's request
+    ``url`` holds (its JSON's requests: "/favicon.ico", "/…/inputs?client=browser")."""
+    u = (url or "").split("#", 1)[0]
+    scheme, sep, rest = u.partition("://")
+    if sep and "/" not in scheme:
+        slash = rest.find("/")
+        return rest[slash:] if slash >= 0 else ""
+    return u
+
+
+def wpt_left_out(url: str | None) -> str | None:
+    """Why WebPageTest's breakdown leaves a request out, or None: "favicon" — its URL holds
+    "favicon.ico", any case (www/breakdown.inc: ``stripos($object, 'favicon.ico') === FALSE``)."""
+    return "favicon" if "favicon.ico" in _url_path(url).lower() else None
+
+
+def content_breakdown(exs) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """(class -> [requests, response body bytes as transferred, decoded], why left out ->
+    the same): WebPageTest's "Content Breakdown" (its ``breakdown``: requests, bytes,
+    bytesUncompressed per class; www/breakdown.inc) of the exchanges given, by its rules: the
+    class ``wpt_content_class``, a favicon.ico left out (``wpt_left_out``) and counted apart;
+    the classes with none not listed, the rest in ``CONTENT_CLASSES``' order."""
     out: dict[str, list[int]] = {}
+    left: dict[str, list[int]] = {}
     for e in exs:
-        k = content_class(e.content_type, e.url)
-        v = out.get(k)
+        why = wpt_left_out(e.url)
+        k = why or wpt_content_class(e.content_type, e.url)
+        into = left if why else out
+        v = into.get(k)
         if v is None:
-            v = out[k] = [0, 0, 0]
+            v = into[k] = [0, 0, 0]
         enc, dec = e.response_body_bytes, e.response_body_decoded_bytes
         v[0] += 1
         v[1] += enc
         v[2] += enc if dec is None else dec
-    return {k: out[k] for k in (*CONTENT_CLASSES, *sorted(set(out) - set(CONTENT_CLASSES))) if k in out}
+    return {k: out[k] for k in (*CONTENT_CLASSES, *sorted(set(out) - set(CONTENT_CLASSES))) if k in out}, left
 
 
 def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
@@ -596,13 +655,20 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
             pb_ = protos.get(cb.protocol or "")
             for blk in (cap, pb_) if pb_ is not None else (cap,):
                 blk.tcp_retransmissions = _plus(blk.tcp_retransmissions, cb.tcp_retransmissions)
+    # (the page's requests that reached the network: a cache read transferred nothing)
+    content, content_left_out = content_breakdown(e for e in page_exs if e.connection not in no_net)
+    # a browser event before the page's first response byte on the wire cannot be what its name
+    # says (nothing to render, no document to load yet): WebPageTest's run 1 of the amazon load gives
+    # _startRender 100 ms — 67.2 ms on the wire's clock, the first byte at 123.8 ms — with its own
+    # firstContentfulPaint at 2608 ms.  Shown as the browser gives it, and said to be unchecked.
+    ev_notes = None if events is None else {k: "before_first_response_byte" for k, (_label, t) in events.items()
+                                            if cap.ttfb is not None and t < cap.ttfb}
     return Stats(file=an.path, capture=cap, protocols=protos, connections=conns, packets_total=len(idx),
                  bytes_total=int(sum(idx.origlen)), duration=dur, completeness=completeness.compute(an),
                  background_requests=len(page.background), tcp_analysis=ta_stats, browser_events=events, outside=outside,
                  payload_unread=payload_unread, not_sent_requests=sum(len(exs_by_conn.get(i, ())) for i in no_net),
-                 # (the page's requests that reached the network: a cache read transferred nothing)
-                 content=content_breakdown(e for e in page_exs if e.connection not in no_net),
-                 webpagetest_ttfb=webpagetest_ttfb(page_exs, p0))
+                 content=content, content_left_out=content_left_out, webpagetest_ttfb=webpagetest_ttfb(page_exs, p0),
+                 browser_event_notes=ev_notes)
 
 
 def _add_headers(blk: Block, cb: Block, keys: tuple[str, ...] = HDR_KEYS) -> None:
@@ -949,8 +1015,13 @@ def to_dict(st: Stats) -> dict[str, Any]:
         "payload_unread": st.payload_unread,
         # a HAR laid over: its DOMContentLoaded / load event in seconds from the page's start (as ttfb, page_load_time)
         "browser_events": {k: t for k, (_label, t) in st.browser_events.items()} if st.browser_events else None,
+        # (added 2026-12-05) of those, the ones known to be off: {name: "before_first_response_byte"}; null without browser_events
+        "browser_event_notes": dict(st.browser_event_notes) if st.browser_events and st.browser_event_notes is not None else None,
         # (added 2026-12-05) the page's requests by content class, as WebPageTest's breakdown
         "content": {k: {"requests": v[0], "body_bytes": v[1], "decoded_bytes": v[2]} for k, v in (st.content or {}).items()},
+        # (added 2026-12-05) the page's requests WebPageTest's breakdown leaves out, so ``content`` too: {"favicon": {…}}
+        "content_left_out": {k: {"requests": v[0], "body_bytes": v[1], "decoded_bytes": v[2]}
+                             for k, v in (st.content_left_out or {}).items()},
         # (added 2026-12-05) WebPageTest's TTFB: its first 200/304 response's first byte from the page's start
         "webpagetest_ttfb": ({"ttfb": st.webpagetest_ttfb[0], "exchange": st.webpagetest_ttfb[1]}
                              if st.webpagetest_ttfb is not None else None),
@@ -1047,7 +1118,10 @@ def page_line(st: Stats) -> str:
         s += f"; WebPageTest's TTFB — its first 200 or 304 response, request {w[1]} — {_ms(w[0])}"
     s += f"), last response byte {_ms(c.page_load_time)}"
     if st.browser_events:
-        s += "; the browser's " + ", ".join(f"{label} {_ms(t)}" for label, t in st.browser_events.values())
+        notes = st.browser_event_notes or {}
+        s += "; the browser's " + ", ".join(f"{label} {_ms(t)}" + (" (before the page's first response byte: the browser's value, "
+                                                                   "not checked)" if notes.get(k) == "before_first_response_byte" else "")
+                                            for k, (label, t) in st.browser_events.items())
     elif c.page_load_time is not None:
         s += " — not the browser's load event (a HAR of the load gives it: --har; a NetLog or a qlog has no page events)"
     if st.background_requests:
@@ -1139,8 +1213,12 @@ def render_text(st: Stats) -> str:
                             ["protocol", "request", "response encoded", "decoded", "saved"], rows, {1, 2, 3, 4}))
     rows = [[k, _n(v[0]), _n(v[1]), _n(v[2])] for k, v in (st.content or {}).items()]
     if rows and len(rows) > 1 or rows and rows[0][0] != "other":
+        left = st.content_left_out or {}
+        fav = left.get("favicon")
         parts.append(_table("Content (the page's requests by type, as WebPageTest's breakdown: MIME type, else the "
-                            "URL's extension; response bodies as transferred and decoded)",
+                            "URL's extension; response bodies as transferred and decoded"
+                            + (f"; favicon.ico left out, as WebPageTest does: {plural(fav[0], 'request')}, {_n(fav[1])} bytes"
+                               if fav else "") + ")",
                             ["type", "requests", "bytes", "decoded"], rows, {1, 2, 3}))
     rows = []
     dns = [b for b in st.connections if b.protocol == "dns"]
