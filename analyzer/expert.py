@@ -465,8 +465,8 @@ def _note_items(an: Analysis) -> list[ExpertItem]:
     comp = completeness.compute(an)
     conns = {c.id: c for c in an.connections}
     for iss in comp.issues:
-        if iss.kind in ("bytes_lost", "budget", "capture_damaged"):
-            continue  # a connection note or capture warning above says each of these already
+        if iss.kind in ("bytes_lost", "budget", "capture_damaged") or iss.kind.startswith("keylog_"):
+            continue  # a connection note or capture warning above says each of these already (a key log's: its warning)
         sev, grp = {"joined_midway": (Severity.NOTE, Group.ASSUMPTION), "unknown_fields": (Severity.NOTE, Group.UNDECODED),
                     "not_decrypted": (Severity.WARN, Group.DECRYPTION), "no_packets": (Severity.NOTE, Group.ASSUMPTION)
                     }.get(iss.kind, (Severity.NOTE, Group.ASSUMPTION))

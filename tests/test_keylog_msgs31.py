@@ -187,3 +187,24 @@ def test_keylog_problems_are_typed_and_the_warnings_unchanged(tmp_path):
                               "1 with a value that is not hex); skipped")
     assert kl.read_from[str(bad)] == 3 and str(tmp_path / "none.keys") not in kl.read_from
     assert all(kl.said(w) for w in kl.warnings) and not kl.said("truncated capture")
+
+
+def test_the_expert_list_says_a_key_log_problem_once(tmp_path):
+    """The key log's warning is one expert item; its completeness issue (keylog_unreadable) is not
+    listed again beside it, and the connections say why they are not decrypted."""
+    from wirefall.analyzer import expert
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.pipeline import analyze
+
+    missing = str(tmp_path / "nonexist.keys")
+    an = analyze(str(CAP), keylogs=[missing])
+    src = PacketSource(str(CAP))
+    try:
+        items = expert.compute(an, src)
+    finally:
+        src.close()
+    said = [it for it in items if any("nonexist.keys" in str(a) for a in it.args)]
+    assert [it.kind for it in said] == ["wirefall.warning"], said
+    assert not [it for it in items if it.kind.startswith("wirefall.completeness.keylog_")]
+    nd = [it for it in items if it.kind == "wirefall.completeness.not_decrypted"]
+    assert nd and all("the key log given could not be read" in it.args[0] for it in nd)

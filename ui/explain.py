@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from wirefall.analyzer.safetext import plural
 
 # which issues explain missing requests first: nothing decrypted > damaged file > budgets > the rest
-_ORDER = {"not_decrypted": 0, "capture_damaged": 1, "budget": 2, "bytes_lost": 3, "joined_midway": 4, "unknown_fields": 5}
+# (a key log's own problem first: it is why connections were not decrypted)
+_ORDER = {"keylog_unreadable": -1, "keylog_no_secrets": -1, "keylog_damaged": -1, "not_decrypted": 0, "capture_damaged": 1, "budget": 2,
+          "bytes_lost": 3, "joined_midway": 4, "unknown_fields": 5}
 
 
 @dataclass(slots=True)
