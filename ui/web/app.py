@@ -103,8 +103,10 @@ window.dashAgGridFunctions = Object.assign(window.dashAgGridFunctions || {}, {
     // ends on the row the focus ends on (each selection asks the server for its packet's detail).  A row whose
     // block has not come yet is selected when it comes, if it still has the focus.
     wirefallFocusSelects: function (params) {
-        var api = params.api, i = params.rowIndex, tries = 0;
+        var api = params.api, i = params.rowIndex, tries = 0, src = params.sourceEvent;
         if (!api || i === null || i === undefined || params.rowPinned) { return; }
+        // a click selects by itself (Ctrl-click on the selected row deselects it: here it was selected again)
+        if (src && /^(pointer|mouse|touch)/.test(src.type)) { return; }
         clearTimeout(api.wirefallFocusTimer);
         function select() {
             if (api.isDestroyed && api.isDestroyed()) { return; }
@@ -127,14 +129,30 @@ window.dashAgGridFunctions = Object.assign(window.dashAgGridFunctions || {}, {
 // was thrown back from the end (tests/test_web_grid.py in CI).  A scrollbar position the
 // viewport has already taken is an echo and is not passed on; a person's move of the
 // scrollbar (anywhere else) is.
+// Sideways the same: the columns' viewport (.ag-center-cols-viewport) is written to the horizontal
+// scrollbar, the header and the pinned/sticky rows' viewports (AG Grid's scroll partners), with the
+// same 150 ms; a late echo took the control of the scroll and the viewport's own scrolls after it
+// were ignored: the header and the scrollbar stopped short of the rows, the column titles a few
+// pixels off their columns until the next scroll (tests/test_web_select31.py).
+var WIREFALL_H_PARTNERS = ['ag-body-horizontal-scroll-viewport', 'ag-header-viewport', 'ag-floating-top-viewport',
+                           'ag-floating-bottom-viewport', 'ag-sticky-top-viewport', 'ag-sticky-bottom-viewport'];
 window.addEventListener('scroll', function (ev) {
-    var el = ev.target, cl = el && el.classList;
+    var el = ev.target, cl = el && el.classList, root, vp;
     if (!cl) { return; }
     if (cl.contains('ag-body-viewport')) { el.wirefallTop = el.scrollTop; return; }
-    if (!cl.contains('ag-body-vertical-scroll-viewport')) { return; }
-    var root = el.closest('.ag-root'), vp = root && root.querySelector('.ag-body-viewport');
-    if (vp && (Math.abs(el.scrollTop - vp.scrollTop) < 1 || Math.abs(el.scrollTop - vp.wirefallTop) < 1)) {
-        ev.stopImmediatePropagation();
+    if (cl.contains('ag-center-cols-viewport')) { el.wirefallLeft = el.scrollLeft; return; }
+    if (cl.contains('ag-body-vertical-scroll-viewport')) {
+        root = el.closest('.ag-root');
+        vp = root && root.querySelector('.ag-body-viewport');
+        if (vp && (Math.abs(el.scrollTop - vp.scrollTop) < 1 || Math.abs(el.scrollTop - vp.wirefallTop) < 1)) {
+            ev.stopImmediatePropagation();
+        }
+    } else if (WIREFALL_H_PARTNERS.some(function (c) { return cl.contains(c); })) {
+        root = el.closest('.ag-root-wrapper');
+        vp = root && root.querySelector('.ag-center-cols-viewport');
+        if (vp && (Math.abs(el.scrollLeft - vp.scrollLeft) < 1 || Math.abs(el.scrollLeft - vp.wirefallLeft) < 1)) {
+            ev.stopImmediatePropagation();
+        }
     }
 }, true);
 // a big waterfall's window of rows: PgDn with the window's last row in sight shows the next
@@ -811,11 +829,13 @@ def cb_url_in(state: WebState, pathname, search):
 
 
 def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search, protocols=None, connections=None,
-               contents=None, statuses=None, order=None, time_format=None, *, goto_changed: bool = True):
+               contents=None, statuses=None, order=None, time_format=None, *, goto_changed: bool = True, packet_key=None):
     """The page's state written to its query string (replaced, so that a reload keeps it).
     ``pkt`` is the packet gone to when this call is the go-to's (``goto_changed``), else the
     address's: the packet list's selection is written there by the page (PACKET_URL_JS), which
-    this server callback does not see."""
+    this server callback does not see — none when the address names another capture (its packet is
+    not this one's), and the last go-to not put back when ``packet_key`` (the packet detail's key)
+    is this capture's and names no packet (nothing is selected in the list)."""
     if not ready:
         return no_update
     q: dict[str, object] = {}
@@ -836,13 +856,30 @@ def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, s
     sel = selected_for(selected, cid, search)
     if sel is not None:
         q["sel"] = str(sel)
-    pkt = goto if goto_changed else url_params(search).get("pkt") or goto
+    at = url_params(search)
+    if goto_changed:
+        pkt = goto
+    elif at.get("capture", cid) != cid:  # another capture shown: the address's packet (and go-to) was the other one's
+        pkt = None
+    else:
+        pkt = at.get("pkt") or (None if _no_packet(packet_key, cid) else goto)
     if pkt:
         q["pkt"] = str(pkt)
     if time_format and time_format != "relative":
         q["time"] = time_format
     new = "?" + urlencode(q, doseq=True) if q else ""
     return new if new != (search or "") else no_update
+
+
+def _no_packet(key, cid) -> bool:
+    """Whether the packet detail's key (PACKET_DETAIL_KEY_JS) is capture ``cid``'s and names no
+    packet (KEY_PACKET_JS's null): nothing is selected in the packet list."""
+    if not isinstance(key, dict) or not cid or key.get("capture") != cid:
+        return False
+    sel = key.get("sel")
+    n = key.get("goto") if key.get("t") == "packet-goto" else (sel[0].get("no") if isinstance(sel, list) and sel
+                                                                 and isinstance(sel[0], dict) else None)
+    return (_goto(n) or 0) <= 0
 
 
 # the query string's keys in cb_url_out's order
@@ -926,36 +963,44 @@ KEY_PACKET_JS = """function (k) {
 # the packet detail's key: the packet selected or gone to, while the Packets tab is shown (t:
 # what chose it — "packet-goto", "packets" (the grid's selection) or "capture").  The same
 # packet of the same capture is no new key (the row gone to, then selected; a selected row's
-# data refreshed by a mark): its detail is not asked again.
+# data refreshed by a mark; nothing selected, then nothing again): its detail is not asked again.
+# The tab shown again (or the capture set again to the one shown) changes nothing: the detail is
+# as it was, and the grid, made anew without a selection, is given the address's packet again
+# (cb_packet_where, the go-to's callback).  The tab's first key is the address's packet (the
+# go-to cb_url_in set from its pkt); another capture starts with nothing selected (the grid's
+# selection was of the capture before: the packet of the same number is not this one's).
 PACKET_DETAIL_KEY_JS = """function(cid, sel, goto, tab, prev) {
     if (tab !== 'packets') { return window.dash_clientside.no_update; }
     var t = (window.dash_clientside.callback_context.triggered || []).map(function (x) { return x.prop_id; }).join(' ');
-    var why = /packet-goto/.test(t) ? 'packet-goto' : /selectedRows/.test(t) ? 'packets' : /capture/.test(t) ? 'capture'
-        : (prev ? prev.t : null);
-    var k = {capture: cid, sel: sel || null, goto: goto === undefined ? null : goto, t: why}, no = (__KEY_PACKET__);
-    if (prev && (JSON.stringify(prev) === JSON.stringify(k) || (prev.capture === k.capture && no(k) && no(prev) === no(k)))) {
-        return window.dash_clientside.no_update;
-    }
+    var same = !!prev && prev.capture === cid, no = (__KEY_PACKET__);
+    if (same && !/packet-goto|selectedRows/.test(t)) { return window.dash_clientside.no_update; }
+    var why = /packet-goto/.test(t) ? 'packet-goto' : /selectedRows/.test(t) ? 'packets' : prev ? 'capture'
+        : goto ? 'packet-goto' : null;
+    var k = {capture: cid, sel: why === 'capture' || !(sel && sel.length) ? null : sel, goto: goto === undefined ? null : goto, t: why};
+    if (same && no(prev) === no(k)) { return window.dash_clientside.no_update; }
     return k;
 }""".replace("__KEY_PACKET__", KEY_PACKET_JS)
 
 # The packet selected (or gone to) written to the address's ``pkt`` at once, by the page: a
 # packet list's selection (a click, the keys) is shared or reloaded as it is, as Wireshark's
-# users expect.  The history entry is replaced, not added (dcc.Location with refresh=False pushes
-# one per change: ten arrow keys, ten Back presses), and the store is then set to the address
-# the browser already shows (dcc.Location pushes nothing for it); no request to the server, and
-# the list is not told anything (a go-to's packet-goto would re-fetch its rows and scroll).
-# Also run when another callback wrote the address (cb_url_out's answer to a change made before
-# the last key): the selection's packet is put back.
+# users expect; nothing selected (a Ctrl-click on the selected row, a filter that hides it,
+# another capture), no ``pkt`` (a reload would select the packet left).  The history entry is
+# replaced, not added (dcc.Location with refresh=False pushes one per change: ten arrow keys, ten
+# Back presses), and the store is then set to the address the browser already shows
+# (dcc.Location pushes nothing for it); no request to the server, and the list is not told
+# anything (a go-to's packet-goto would re-fetch its rows and scroll).  Also run when another
+# callback wrote the address (cb_url_out's answer to a change made before the last key): the
+# selection's packet is put back, or taken out.  A key of another capture (the address not
+# written yet for it), or none (the Packets tab not opened yet), leaves the address alone.
 PACKET_URL_JS = """function(key, search) {
     var nu = window.dash_clientside.no_update, n = (__KEY_PACKET__)(key), loc = window.location;
-    if (!n || !key.capture || new URLSearchParams(loc.search).get('capture') !== key.capture
-            || new URLSearchParams(loc.search).get('pkt') === String(n)) { return nu; }
+    var q = new URLSearchParams(loc.search);
+    if (!key || !key.capture || q.get('capture') !== key.capture || (n ? q.get('pkt') === String(n) : !q.has('pkt'))) { return nu; }
     var order = __URL_ORDER__, at = order.indexOf('pkt'), name = function (p) { return decodeURIComponent(p.split('=')[0]); };
     var parts = loc.search.replace(/^\\?/, '').split('&').filter(function (p) { return p && name(p) !== 'pkt'; });
     var i = parts.findIndex(function (p) { var j = order.indexOf(name(p)); return j < 0 || j > at; });
-    parts.splice(i < 0 ? parts.length : i, 0, 'pkt=' + n);  // (where cb_url_out puts it: the same address string)
-    var next = '?' + parts.join('&');
+    if (n) { parts.splice(i < 0 ? parts.length : i, 0, 'pkt=' + n); }  // (where cb_url_out puts it: the same address string)
+    var next = parts.length ? '?' + parts.join('&') : '';
     window.history.replaceState(window.history.state, '', loc.pathname + next + loc.hash);
     return next;
 }""".replace("__URL_ORDER__", json.dumps(list(URL_ORDER))).replace("__KEY_PACKET__", KEY_PACKET_JS)
@@ -1073,6 +1118,30 @@ def cb_packet_goto(state: WebState, goto, cid, expr=None, request=None, time_for
     if i is None:
         return no_update
     return {"index": i, "count": len(order), "n": g}
+
+
+def cb_packet_where(state: WebState, goto, tab, cid, expr=None, request=None, time_format=None, refs=None, search=None, *,
+                    triggered=()):
+    """Where the packet list goes (``goto-pos``), while the Packets tab is shown: a go-to (or a
+    packet link: ``packet-goto`` among ``triggered``) → its row (``cb_packet_goto``).  The tab
+    shown again → the row of the packet selected, which is the address's ``pkt`` (the page writes
+    the selection there, PACKET_URL_JS): the grid is made anew with each showing of the tab, and
+    selects and shows it again (Wireshark keeps the selected packet in view); it scrolled to the
+    last go-to, and selected nothing.  A new filter of the list that hides that packet:
+    ``{index: None, n}`` — the page selects nothing (AG Grid kept the hidden row selected: its
+    detail, and the address's pkt, stayed); one that keeps it: nothing (it stays selected)."""
+    if tab != "packets":
+        return no_update
+    if "packet-goto" in triggered:
+        return cb_packet_goto(state, goto, cid, expr, request, time_format, refs)
+    q = url_params(search)
+    n = _goto(q.get("pkt")) if cid and q.get("capture") == cid else None
+    if n is None:
+        return no_update
+    pos = cb_packet_goto(state, n, cid, expr, request, time_format, refs)
+    if "packet-filter" not in triggered:
+        return pos
+    return {"index": None, "n": n} if pos is no_update and _ready(state, cid) is not None else no_update
 
 
 def _toggle(cid, store, n: int) -> dict:
@@ -1578,9 +1647,9 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("capture", "value"), Input("filter-expr", "value"), Input("tabs", "value"), Input("xrange", "data"),
         Input("selected", "data"), Input("packet-goto", "value"), Input("url-ready", "data"), State("url", "search"),
         Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
-        Input("wf-order", "value"), Input("time-format", "value"),
+        Input("wf-order", "value"), Input("time-format", "value"), State("packet-detail-key", "data"),
         prevent_initial_call=True,
-    )(_named("cb_url_out", lambda *a: cb_url_out(S, *a, goto_changed="packet-goto" in _triggered())))
+    )(_named("cb_url_out", lambda *a: cb_url_out(S, *a[:-1], goto_changed="packet-goto" in _triggered(), packet_key=a[-1])))
     app.clientside_callback(PACKET_URL_JS, Output("url", "search", allow_duplicate=True),
                             Input("packet-detail-key", "data"), Input("url", "search"), prevent_initial_call=True)
     app.callback(
@@ -1680,7 +1749,12 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                 var api = window.dash_ag_grid.getApi('packets'), shows = JSON.stringify([cid, expr || '']);
                 var fresh = /capture|packet-filter/.test(t) && api.wirefallShows !== shows;
                 api.wirefallShows = shows;
-                if (fresh) { api.purgeInfiniteCache(); api.ensureIndexVisible(0, 'top'); }
+                if (fresh) {
+                    // (another capture: its packet of the selected number is not the one selected, which AG Grid
+                    // would keep selected by the row's id; a new filter that hides the selected packet: cb_packet_where)
+                    if (/capture/.test(t) && api.getSelectedNodes().length) { api.deselectAll(); }
+                    api.purgeInfiniteCache(); api.ensureIndexVisible(0, 'top');
+                }
                 else if (/time-format|marks|timerefs|packet-goto/.test(t)) { api.refreshInfiniteCache(); }
             } catch (e) { /* the Packets tab is not shown: the grid asks for its rows when it is */ }
             return t;
@@ -1703,18 +1777,35 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         prevent_initial_call=True,
     )
     app.callback(Output("goto-pos", "data"), Input("packet-goto", "value"), Input("tabs", "value"), State("capture", "value"),
-                 State("packet-filter", "value"), State("packets", "getRowsRequest"), State("time-format", "value"),
-                 State("timerefs", "data"), prevent_initial_call=True)(
-        _named("cb_packet_goto", lambda goto, tab, *a: cb_packet_goto(S, goto, *a) if tab == "packets" else no_update))
+                 Input("packet-filter", "value"), State("packets", "getRowsRequest"), State("time-format", "value"),
+                 State("timerefs", "data"), State("url", "search"), prevent_initial_call=True)(
+        _named("cb_packet_where", lambda *a: cb_packet_where(S, *a, triggered=_triggered())))
+    # the grid is made anew each time the Packets tab is shown, and dash-ag-grid gives it the
+    # selection it had (selectedRows) before its rows exist: its getRowId (ours, a function it
+    # cannot evaluate) gave it no id, the loading row has none yet either, so that row was
+    # selected — AG Grid's warning #60 ("cannot select node until it has finished loading") —
+    # and then nothing.  The tab left, the grid has no selection to be given; the shown tab's
+    # packet is selected again once its row has come (cb_packet_where and the go-to below).
+    app.clientside_callback(
+        """function(tab, sel) {
+            return tab === 'packets' || sel === null || sel === undefined ? window.dash_clientside.no_update : null;
+        }""",
+        Output("packets", "selectedRows"), Input("tabs", "value"), State("packets", "selectedRows"), prevent_initial_call=True,
+    )
     # the grid scrolls to the row gone to once it exists (a packet link opens the tab and goes at
-    # once); when it is the packet whose detail is shown (a go-to, a link, an address's pkt: not
-    # the tab shown again after the keys moved on) it is also selected and focused, as a click
-    # would: a reloaded address shows its packet selected, and the keys go on from it
+    # once); when it is the packet whose detail is shown (a go-to, a link, an address's pkt, the
+    # selected packet on the tab shown again) it is also selected and focused, as a click would:
+    # a reloaded address shows its packet selected, and the keys go on from it
     app.clientside_callback(
         """function(pos, key) {
             if (!pos) { return window.dash_clientside.no_update; }
             var select = (__KEY_PACKET__)(key) === pos.n;
             window.dash_ag_grid.getApiAsync('packets').then(function (api) {
+                if (pos.index === null) {  // the filter hides the packet selected: nothing is selected (its detail and pkt go)
+                    var s = api.getSelectedNodes();
+                    if (s.length && s[0].data && s[0].data.no === pos.n) { api.deselectAll(); }
+                    return;
+                }
                 // a grid just shown knows one row until its first block arrives: scroll once it knows the row
                 var tries = 0;
                 (function go() {
