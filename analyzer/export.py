@@ -12,8 +12,10 @@ the same folder, then rename) and an existing file is never replaced unless ``fo
   ``_connection``, ``_stream_id``, ``_priority`` (Chrome's name), ``_priority_wire``, ``_push_parent``, ``_pushed``,
   ``_packets`` (packet numbers of the first/last request/response bytes),
   ``_header_bytes_wire``/``_header_bytes_decoded`` (``{"request", "response"}``),
-  ``_reset``, ``_content_class``.  Cookie, Set-Cookie, Authorization and
-  Proxy-Authorization are left out unless ``include_sensitive``.  A request with a body has
+  ``_reset``, ``_content_class``.  Unless ``include_sensitive``, the values of Cookie,
+  Set-Cookie, Authorization and Proxy-Authorization are left out: each such header stays in
+  its list with the value ``LEFT_OUT`` ("<left out: sensitive>"), ``cookies`` is [], and the
+  entry's ``comment`` names the headers (names only) as ``log.comment`` counts them.  A request with a body has
   ``postData`` (``_post_data``): ``mimeType`` its Content-Type, and only with
   ``include_sensitive`` (a POST body can hold a password) its ``text`` — read again from the
   capture, Content-Encoding undone, decoded in its charset; left out for a binary body, which
@@ -53,6 +55,10 @@ from .model import Analysis, Exchange, not_sent_of
 
 FORMATS = ("png", "svg", "html", "har", "json", "qlog")
 SENSITIVE = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
+# a SENSITIVE header's value in a HAR written without include_sensitive: the header stays in its
+# list (DevTools and HAR viewers show the header list, never a comment: a header dropped there
+# read as "none sent"), the entry's comment names it; the text is no value a client sends
+LEFT_OUT = "<left out: sensitive>"
 HTTP_VERSION = {"http/1.0": "HTTP/1.0", "http/1.1": "HTTP/1.1", "h2": "h2", "h2c": "h2c", "spdy/2": "spdy/2",
                 "spdy/3": "spdy/3", "spdy/3.1": "spdy/3.1", "h3": "h3", "h3-29": "h3-29"}
 
@@ -74,17 +80,37 @@ IMAGE_FORMATS = ("png", "svg", "html")
 DATA_FORMATS = ("har", "json", "qlog")
 
 
+def check_output(out_path: str, fmt: str | None = None, force: bool = False) -> str:
+    """The format ``out_path`` is to be written in (``fmt``, else its extension), or the
+    error the export would end with: an unknown format (Parquet named: ``wirefall batch``
+    writes it), a folder that is missing or cannot be written, ``out_path`` a folder, or a file
+    there without ``force``.  Cheap (no analysis): ``wirefall export`` asks it before reading
+    the capture, which took the whole analysis to say "unknown format" (review 31)."""
+    if os.path.isdir(out_path):  # (before the format: a folder has no extension to read one from)
+        raise ExportError(f"{out_path}: cannot write: it is a folder (give a file name, e.g. {os.path.join(out_path, 'page.har')})")
+    fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
+    if fmt == "parquet":
+        raise ExportError(f"{out_path}: export does not write Parquet: `wirefall batch INPUT… -o OUT` does "
+                          f"(OUT/requests.parquet and three more datasets: docs/BATCH.md); export writes {', '.join(FORMATS)}")
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    d = os.path.dirname(os.path.abspath(out_path))
+    if not os.path.isdir(d):
+        raise ExportError(f"{out_path}: cannot write: no such folder ({d})")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise ExportError(f"{out_path}: cannot write: folder not writable ({d})")
+    if os.path.lexists(out_path) and not force:
+        raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
+    return fmt
+
+
 def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
            include_sensitive: bool = False, group_by: str | None = None) -> str:
     """Write ``analysis`` to ``out_path`` as data (HAR, model JSON, qlog); returns the format
     written.  Images are drawn by the UI layer: ``ui.exports.export`` takes every format."""
-    fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    fmt = check_output(out_path, fmt, force)
     if fmt in IMAGE_FORMATS:
         raise ExportError(f"{fmt} is an image: ui.exports.export draws it")
-    if os.path.exists(out_path) and not force:
-        raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
     if fmt == "har":  # (its entries made as they are written: har_stream)
         doc = har_stream(analysis, include_sensitive=include_sensitive)
     elif fmt == "json":  # (its exchanges, frames and rows made as they are written: model_json_stream)
@@ -249,7 +275,34 @@ def iso_time(t: float) -> str:
 
 
 def _headers(hs: list[tuple[str, str]], include_sensitive: bool) -> list[dict]:
-    return [{"name": k, "value": v} for k, v in hs if include_sensitive or k.lower() not in SENSITIVE]
+    """HAR name/value pairs of a header list; without ``include_sensitive`` a ``SENSITIVE``
+    header keeps its place and name, its value ``LEFT_OUT`` (the entry's ``comment`` names it)."""
+    if include_sensitive:
+        return [{"name": k, "value": v} for k, v in hs]
+    return [{"name": k, "value": LEFT_OUT if k.lower() in SENSITIVE else v} for k, v in hs]
+
+
+def _left_out_names(hs: list[tuple[str, str]]) -> list[str]:
+    """The ``SENSITIVE`` header names of ``hs`` whose values the HAR leaves out, each once (as
+    first spelled), "×N" after one sent N times (HTTP/2 and HTTP/3 may split a cookie)."""
+    counts: dict[str, list] = {}
+    for k, _ in hs:
+        kl = k.lower()
+        if kl in SENSITIVE:
+            counts.setdefault(kl, [k, 0])[1] += 1
+    return [f"{k} ×{n}" if n > 1 else k for k, n in counts.values()]
+
+
+def _left_out_note(e: Exchange) -> str | None:
+    """The entry's ``comment`` part naming the headers whose values were left out (names
+    only), as postData's comment says a left-out body; None when there are none."""
+    req, resp = _left_out_names(e.request_headers), _left_out_names(e.response_headers)
+    if not req and not resp:
+        return None
+    sides = " and ".join(x for x in (f"request {', '.join(req)}" if req else "", f"response {', '.join(resp)}" if resp else "") if x)
+    cookies = any(n.split(" ")[0].lower() in ("cookie", "set-cookie") for n in req + resp)
+    return (f"header values left out ({sides}: value {LEFT_OUT!r}{', cookies []' if cookies else ''}): they may hold "
+            "credentials (wirefall export --include-sensitive keeps them)")
 
 
 # Chrome's HAR ``_priority`` (DevTools' Priority column): its names for net::RequestPriority
@@ -477,6 +530,20 @@ def _why_not_decrypted(comp) -> str:
     return f" ({s}{f'; … {len(nd) - 5} more' if len(nd) > 5 else ''})"
 
 
+def _left_out_log(rows, exs: dict[int, Exchange]) -> str:
+    """``log.comment``'s sentence on what a HAR without include_sensitive leaves out: the
+    entries whose sensitive header values are left out, and the request bodies ("" when none)."""
+    heads = sum(1 for r in rows if any(k.lower() in SENSITIVE for hs in (exs[r.exchange].request_headers, exs[r.exchange].response_headers)
+                                       for k, _ in hs))
+    bodies = sum(1 for r in rows if exs[r.exchange].request_body_bytes > 0)
+    parts = ([f"Cookie, Set-Cookie, Authorization and Proxy-Authorization header values in {heads} "
+              f"entr{'y' if heads == 1 else 'ies'} (value {LEFT_OUT!r}, cookies []; each entry's comment names them)"] if heads else []) + \
+            ([f"{bodies} request bod{'y' if bodies == 1 else 'ies'} (postData.text)"] if bodies else [])
+    if not parts:
+        return ""
+    return f". Left out, as they may hold credentials: {' and '.join(parts)}; wirefall export --include-sensitive keeps them"
+
+
 def har(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
     """HAR 1.2 (docs/JSON.md "HAR"): entries sorted by ``startedDateTime``; an exchange
     without a URL (a response whose request the capture did not show) goes to
@@ -604,7 +671,8 @@ def har_stream(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
             entry["_background_reason"] = row.background_reason
         notes = [x for x in (_completeness.entry_comment(comp, e),
                              f"background traffic, not the page's: {row.background_reason}" if row.background else None,
-                             f"URL completed from the connection ({url}): the capture shows only the path" if url and url != (e.url or e.path) else None)
+                             f"URL completed from the connection ({url}): the capture shows only the path" if url and url != (e.url or e.path) else None,
+                             None if include_sensitive else _left_out_note(e))
                  if x]
         if notes:
             entry["comment"] = "; ".join(notes)
@@ -675,7 +743,8 @@ def har_stream(an: Analysis, include_sensitive: bool = False) -> dict[str, Any]:
         "creator": {"name": "wirefall", "version": _version()},
         "pages": [page],
         "entries": entries(),
-        "comment": f"{headline}{_why_not_decrypted(comp)}. Timings from packet times of the capture (wirefall)",
+        "comment": f"{headline}{_why_not_decrypted(comp)}. Timings from packet times of the capture (wirefall)"
+                   f"{'' if include_sensitive else _left_out_log(rows, exs)}",
         "_complete": comp.complete,
         "_orphans": orphans(),
     }

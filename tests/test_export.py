@@ -94,8 +94,13 @@ def test_har_handmade_schema_times_sensitive():
         for k, v in _har_times(en).items():
             assert v == pytest.approx(getattr(e, k), abs=2e-6), (e.id, k)
         assert en["time"] == pytest.approx(sum(v for k, v in en["timings"].items() if k != "ssl" and v > 0), abs=1e-6)
-        names = {x["name"].lower() for x in en["request"]["headers"] + en["response"]["headers"]}
-        assert not names & {"cookie", "set-cookie", "authorization"}
+        # a sensitive header keeps its place, its value left out and named in the entry's comment (review 31: dropped without a word)
+        left = [x["name"].lower() for x in en["request"]["headers"] + en["response"]["headers"] if x["value"] == ex.LEFT_OUT]
+        assert {x["name"].lower() for x in en["request"]["headers"] + en["response"]["headers"]
+                if x["name"].lower() in ex.SENSITIVE} == set(left)
+        for n in left:
+            assert n in en["comment"] and "--include-sensitive" in en["comment"]
+    assert "secret" not in json.dumps(h) and any(x["name"] == "cookie" and x["value"] == ex.LEFT_OUT for x in entries[0]["request"]["headers"])
     first = entries[0]
     # the client's 1 ms pause between its TCP handshake (10-30 ms) and its ClientHello (31 ms) is
     # its TLS set-up (the waterfall's tls begins where the TCP handshake ends), in ssl; connect

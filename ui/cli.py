@@ -385,14 +385,17 @@ def cmd_stats(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from wirefall.ui.exports import export
+    from wirefall.ui.exports import check, export
 
+    # the output's format, folder and --force, and the filter, before the capture is read (a
+    # bad -o failed only after the whole analysis: review 31); export checks them again
+    check(args.output, args.format, args.force, getattr(args, "filter", None))
+    if getattr(args, "filter", None):
+        _filter(args, "exchanges")  # (a bad filter fails before the capture is read, as elsewhere)
     an = load(args)
     kw = {"group_by": args.group_by} if args.group_by else {}
     if args.sort:
         kw["sort"] = args.sort
-    if getattr(args, "filter", None):
-        _filter(args, "exchanges")  # (a bad filter fails before the capture is read, as elsewhere)
     export(an, args.output, fmt=args.format, force=args.force, include_sensitive=args.include_sensitive,
            time_span=args.time_span, expr=getattr(args, "filter", None), **kw)
     print(f"wrote {printable(args.output)}", file=sys.stderr)

@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import os
 
-from wirefall.analyzer.export import FORMATS, IMAGE_FORMATS, ExportError, write_atomic
+from wirefall.analyzer.export import IMAGE_FORMATS, ExportError, check_output, write_atomic
 from wirefall.analyzer.export import export as export_data
 from wirefall.analyzer.model import Analysis
+
+
+def check(out_path: str, fmt: str | None = None, force: bool = False, expr: str | None = None) -> str:
+    """The format ``export`` would write ``out_path`` in, or its error (``ExportError``,
+    ``FileExistsError``) — format, folder, an existing file, a filter on a data format — found
+    without the analysis: ``wirefall export`` asks it before reading the capture."""
+    fmt = check_output(out_path, fmt, force)
+    if fmt not in IMAGE_FORMATS and (expr or "").strip():
+        raise ExportError(f"a filter applies to the waterfall images (png, svg, html), not to {fmt}")
+    return fmt
 
 
 def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: bool = False,
@@ -19,15 +29,9 @@ def export(analysis: Analysis, out_path: str, fmt: str | None = None, force: boo
     requests (``requests -Y``'s): only the rows it matches are drawn, with their own numbers,
     and the title says "N of M requests shown — filter: EXPR" (a bad filter raises
     ``analyzer.filter.FilterError``)."""
-    fmt = (fmt or os.path.splitext(out_path)[1].lstrip(".")).lower()
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    fmt = check(out_path, fmt, force, expr)
     if fmt not in IMAGE_FORMATS:
-        if (expr or "").strip():
-            raise ExportError(f"a filter applies to the waterfall images (png, svg, html), not to {fmt}")
         return export_data(analysis, out_path, fmt=fmt, force=force, include_sensitive=include_sensitive)
-    if os.path.exists(out_path) and not force:
-        raise FileExistsError(f"{out_path} exists (use --force to overwrite)")
     from wirefall.analyzer.waterfall import build
 
     from . import figures
