@@ -101,6 +101,14 @@ def parse_time(v: Any) -> float | None:
         return None
 
 
+# what wirefall's HAR export writes for a header value it leaves out (analyzer.export.LEFT_OUT)
+# and the value a header read back then has: not known, counted as such (requests' unknown
+# fields), never the placeholder taken for what was sent
+_LEFT_OUT = "<left out: sensitive>"
+_SENSITIVE = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
+_UNKNOWN = "<unknown>"
+
+
 def _headers(v: Any) -> list[tuple[str, str]]:
     out = []
     if isinstance(v, list):
@@ -108,7 +116,8 @@ def _headers(v: Any) -> list[tuple[str, str]]:
             if isinstance(h, dict):
                 k, x = h.get("name"), h.get("value")
                 if isinstance(k, str) and isinstance(x, (str, int, float)) and not isinstance(x, bool):
-                    out.append((k[:8192], str(x)[:1 << 16]))
+                    x = _UNKNOWN if x == _LEFT_OUT and k.lower() in _SENSITIVE else str(x)
+                    out.append((k[:8192], x[:1 << 16]))
     return out
 
 
