@@ -82,7 +82,7 @@ def test_the_capture_of_that_load_names_the_same_request():
     assert w["ttfb"] - st["capture"]["ttfb"] == pytest.approx(e["response_start"] - first, abs=1e-6) and w["ttfb"] > st["capture"]["ttfb"]
     text = _cli(str(CAP), "--keylog", str(KEYS)).stdout
     line = " ".join(text.split("\n\n", 1)[0].split())
-    assert f"WebPageTest's TTFB — its first 200 or 304 response, request {w['exchange']} — {w['ttfb'] * 1000:.1f} ms" in line
+    assert f"by WebPageTest's rule — its first 200 or 304 response, request {w['exchange']} — {w['ttfb'] * 1000:.1f} ms on the wire" in line
     assert f"TTFB {st['capture']['ttfb'] * 1000:.1f} ms (first response byte;" in line
 
 
