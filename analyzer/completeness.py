@@ -462,8 +462,8 @@ def _needs(reason: str) -> str:
 def _keylog_words(reason: str, ks: _KeyLogs | None) -> tuple[str, str] | None:
     """(what, next step) of a connection not decrypted for want of a secret (``_for_want_of_keys``)
     when a key log was given: none of it readable → "the key log given could not be read"; read and
-    no secret in it → "… holds no secret" (the layer's reason says "no key log given": it found
-    nothing to look up); with secrets → the layer's own words ("no key for this client random"),
+    no secret in it → "… holds no secret" (the layer's reason says so too, "the key log given holds
+    no secret": it found nothing to look up); with secrets → the layer's own words ("no key for this client random"),
     the key logs' problems in the next step.  None when no key log was given (or not known)."""
     if ks is None or not ks.given or not _for_want_of_keys(reason):
         return None
@@ -635,9 +635,9 @@ def _compute(an: Analysis) -> Completeness:
             said = reason if isinstance(reason, DecryptReason) else \
                 "no key log given" if keys is False and _for_want_of_keys(reason) else reason
             step = decryption_next_step(reason, keys)
-            # (a key log given, and not read or without a secret: the layer says "no key log given",
-            # having found nothing to look up; these words say which, and where a key log's end was
-            # not read, the next step says so)
+            # (a key log given, and not read or without a secret: the layer says "the key log given
+            # holds no secret", having found nothing to look up; these words say which, and where a
+            # key log's end was not read, the next step says so)
             said, step = _keylog_words(reason, ks) or (said, step)
             issues.append(Issue("not_decrypted", c.id, pk, f"connection {c.id} ({(c.tls and c.tls.sni) or (c.quic and c.quic.sni) or c.label}) "
                                 f"not decrypted: {said}", step))

@@ -92,6 +92,13 @@ class KeyLog:
         return len(self._secrets)
 
     @property
+    def given(self) -> bool:
+        """A key log was given (a file named, readable or not, text added, a secrets block),
+        whether or not it gave a secret: a connection not decrypted for want of any secret then
+        says "the key log given holds no secret", not "no key log given"."""
+        return bool(self.sources or self._messages)
+
+    @property
     def problems(self) -> list[KeyLogProblem]:
         """Problems met, at most a few per source, in the order the sources were read (typed)."""
         out = list(self._messages)

@@ -124,6 +124,11 @@ class ReasonKind(enum.StrEnum):
     KEY_PENDING = "key_pending"  # live capture: ``SECRET_MISSING`` while the key log may yet be written (analyzer.live)
 
 
+# NO_KEYLOG's words where a key log was given and holds no secret (unreadable, empty, not a key
+# log): "no key log given" read as if --keylog had been forgotten (review 31)
+NO_KEYLOG_GIVEN = "the key log given holds no secret"
+
+
 class DecryptReason(str):
     """Why a QUIC or TLS connection was not decrypted, as one typed fact: ``kind`` (``ReasonKind``),
     ``secret`` (the key-log label of the first level that could not be decrypted, e.g.
@@ -170,8 +175,8 @@ class DecryptReason(str):
                 return "decryption failed" + (f" {detail}" if detail else "")
             if kind is ReasonKind.NO_ENCRYPTED_RECORDS:
                 return "no encrypted records"
-        if kind is ReasonKind.NO_KEYLOG:
-            return "no key log given" + (f" ({where} need {secret})" if secret and where else "")
+        if kind is ReasonKind.NO_KEYLOG:  # (``detail``: NO_KEYLOG_GIVEN where one was given that holds none)
+            return (detail or "no key log given") + (f" ({where} need {secret})" if secret and where else "")
         if kind is ReasonKind.SECRET_MISSING:
             rest = [m for m in missing if m != secret]
             return (f"no {secret} in the key log for this client random" + (f" ({where})" if where else "")

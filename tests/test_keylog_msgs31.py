@@ -208,3 +208,21 @@ def test_the_expert_list_says_a_key_log_problem_once(tmp_path):
     assert not [it for it in items if it.kind.startswith("wirefall.completeness.keylog_")]
     nd = [it for it in items if it.kind == "wirefall.completeness.not_decrypted"]
     assert nd and all("the key log given could not be read" in it.args[0] for it in nd)
+
+
+def test_the_connection_reason_says_a_key_log_was_given(tmp_path, monkeypatch):
+    """A connection's own reason (the summary's tls column, JSON tls.reason / quic.reason) says "the
+    key log given holds no secret" where a key log was given that holds none, "no key log given"
+    where none was; its kind stays no_keylog either way."""
+    from wirefall.analyzer.model import NO_KEYLOG_GIVEN, ReasonKind
+    from wirefall.analyzer.pipeline import analyze
+
+    monkeypatch.delenv("SSLKEYLOGFILE", raising=False)
+
+    def reasons(an):
+        got = [x.reason for c in an.connections for x in (c.tls, c.quic) if x is not None and x.reason]
+        assert len(got) >= 10 and all(r.kind is ReasonKind.NO_KEYLOG for r in got), got
+        return got
+
+    assert all(r.startswith(NO_KEYLOG_GIVEN) for r in reasons(analyze(str(CAP), keylogs=[str(tmp_path / "nonexist.keys")])))
+    assert all(r.startswith("no key log given") for r in reasons(analyze(str(CAP))))

@@ -65,7 +65,7 @@ from wirefall.dissectors.quic_crypto import SUITES, is_supported
 
 from ..content import BodyDecoder
 from ..model import TRIAL_NOTE  # noqa: F401  (the note kind's wording; its home is the model)
-from ..model import PROTO_CODE, DecryptReason, Exchange, Frame, Note, NoteKind, QuicInfo, ReasonKind, TlsInfo
+from ..model import NO_KEYLOG_GIVEN, PROTO_CODE, DecryptReason, Exchange, Frame, Note, NoteKind, QuicInfo, ReasonKind, TlsInfo
 from . import finish_body, lower_bound, needs_decoder
 
 H3_ALPN = ("h3",)
@@ -466,10 +466,12 @@ class QuicSession:
         typed = [(k, v) for k, v in fails if k[0] >= 1]
         missing = tuple(dict.fromkeys(v[2] for _, v in typed if v[2] and v[1] in (ReasonKind.NO_KEYLOG, ReasonKind.SECRET_MISSING)))
         if ctx_has_no_keys(self.ctx) and (typed or self.first_1rtt != [None, None]):
+            kl = self.ctx.keylog
+            given = NO_KEYLOG_GIVEN if kl is not None and getattr(kl, "given", False) else ""
             if typed:
                 (epoch, _d), (packet, _k, label, _w) = typed[0]
-                return DecryptReason(ReasonKind.NO_KEYLOG, label, _LEVELS[epoch], packet, missing)
-            return DecryptReason(ReasonKind.NO_KEYLOG)
+                return DecryptReason(ReasonKind.NO_KEYLOG, label, _LEVELS[epoch], packet, missing, given)
+            return DecryptReason(ReasonKind.NO_KEYLOG, detail=given)
         for want in (ReasonKind.SECRET_MISSING, ReasonKind.DECRYPTION_FAILED, ReasonKind.HANDSHAKE_NOT_CAPTURED, ReasonKind.OTHER):
             for (epoch, _d), (packet, kind, label, words) in typed:
                 if kind is want:

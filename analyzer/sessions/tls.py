@@ -34,9 +34,10 @@ application-data records only.)  An SSLv2 ClientHello's header is not counted.
 
 ``decrypted`` is True when any record was decrypted; ``reason`` says why nothing (or not
 everything) was, typed as QUIC's is (``model.DecryptReason``: kind, the secret first looked up
-and not found, every secret missing): "no key log given" (``NO_KEYLOG``: none given, or one
-without a secret — since 2026-12-04: before, "no key for this client random" as if one had
-been given), "no key for this client random" (``SECRET_MISSING``), "no ClientHello in the
+and not found, every secret missing): "no key log given" (``NO_KEYLOG``: none given — since
+2026-12-04: before, "no key for this client random" as if one had been given; one given that
+holds no secret, unreadable or not a key log, says "the key log given holds no secret" since
+2026-12-05, ``model.NO_KEYLOG_GIVEN``), "no key for this client random" (``SECRET_MISSING``), "no ClientHello in the
 capture" (``HANDSHAKE_NOT_CAPTURED``), "decryption failed at record N (packet P)"
 (``DECRYPTION_FAILED``), "no encrypted records" (``NO_ENCRYPTED_RECORDS``), and ``OTHER``:
 "unsupported cipher suite X", "unsupported version X", "gap in the stream at offset N", "no
@@ -81,7 +82,7 @@ from array import array
 from bisect import bisect_right
 
 from ..model import NO_SERVER_HELLO  # noqa: F401  (the note kind's wording; its home is the model)
-from ..model import PROTO_CODE, DecryptReason, Frame, Note, NoteKind, OffsetMap, ReasonKind, TlsInfo
+from ..model import NO_KEYLOG_GIVEN, PROTO_CODE, DecryptReason, Frame, Note, NoteKind, OffsetMap, ReasonKind, TlsInfo
 from . import tls_late
 
 # the key-log labels a TLS 1.3 connection needs, in the order its records need them (the
@@ -399,7 +400,8 @@ class TlsSession:
         looked up first."""
         kl = self.ctx.keylog
         kind = ReasonKind.NO_KEYLOG if kl is None or len(kl) == 0 else ReasonKind.SECRET_MISSING
-        return DecryptReason(kind, wanted[0] if wanted else None, None, None, wanted)
+        given = kind is ReasonKind.NO_KEYLOG and kl is not None and getattr(kl, "given", False)
+        return DecryptReason(kind, wanted[0] if wanted else None, None, None, wanted, NO_KEYLOG_GIVEN if given else "")
 
     def _record(self, d: int, rec: T.Record, flushing: bool = False) -> None:
         self.fast[0] = self.fast[1] = None  # (the state this record meets may change: data() asks again)
