@@ -149,6 +149,10 @@ class BrowserLog:
     # the request never reached the network (``not_sent_record``): the log's side is all there
     # is, over a capture too — no wire times to lay it beside, whatever is opened
     not_sent: NotSent | None = None
+    # browser minus capture (seconds) by which ``phases``' browser moments were put on the
+    # capture's clock, as the waterfall moves the log's bars (``comparison.clock_note`` says
+    # so); None: the log's own clock
+    clock_offset: float | None = None
 
 
 @dataclass(slots=True)
@@ -199,6 +203,16 @@ class RequestDetail:
         return not_sent_text(self.unsent, self.sizes) if self.unsent is not None else None
 
     @property
+    def priority_text(self) -> str:
+        """The request's priority signal as DevTools and Wireshark say it (``priority_label``)."""
+        return priority_label(self.priority)
+
+    def marker_text(self, m: Marker) -> str:
+        """A marker's text in the request view: a priority signal's as the priority line says it
+        (``priority_text``), any other the waterfall's own (``Marker.label``)."""
+        return f"priority {self.priority_text}" if m.kind == "priority" and self.priority else m.label
+
+    @property
     def title_method(self) -> str:
         """The method, or PUSH for a pushed response."""
         return self.method or ("PUSH" if self.pushed else "")
@@ -207,6 +221,51 @@ class RequestDetail:
     def duration(self) -> float | None:
         """The row's total (seconds, from its ends rounded to the microsecond, as each phase's)."""
         return None if self.start is None or self.end is None else (round(self.end * 1e6) - round(self.start * 1e6)) / 1e6
+
+
+_H2_DEPENDENCY = ("weight", "depends_on", "exclusive")  # RFC 7540 §5.3: HEADERS' or a PRIORITY frame's fields
+_RFC9218 = ("urgency", "incremental", "urgency_incremental")  # the ``priority`` header / PRIORITY_UPDATE, parsed and raw
+_SPDY = ("priority", "lowest", "slot")
+
+
+def priority_label(fields: dict | None) -> str:
+    """A request's priority signal (``Exchange.priority``) as DevTools and Wireshark say it,
+    not as Python writes a dict ("exclusive=True, depends_on=0, weight=256",
+    "urgency_incremental=u=1, i, urgency=1, incremental=True" read before review 31):
+
+    - HTTP/2's dependency (RFC 7540 §5.3; Wireshark's Weight real, Stream Dependency,
+      Exclusive): "weight 256, depends on stream 0, exclusive";
+    - Extensible Priorities (RFC 9218: the ``priority`` header — which stays as sent among the
+      request's headers — or PRIORITY_UPDATE; HTTP/3, and HTTP/2 beside its dependency):
+      "urgency 1, incremental", an urgency the signal leaves out "urgency 3 (default)";
+    - SPDY: "priority 0 (0 highest, 7 lowest)";
+
+    "; " between two schemes a request sent both of; any other field as "name value"."""
+    if not fields:
+        return ""
+    f = dict(fields)
+    parts: list[str] = []
+    if any(k in f for k in _H2_DEPENDENCY):
+        h2 = []
+        if f.get("weight") is not None:
+            h2.append(f"weight {f['weight']}")
+        if f.get("depends_on") is not None:
+            h2.append(f"depends on stream {f['depends_on']}")
+        if f.get("exclusive") is True:
+            h2.append("exclusive")
+        parts.append(", ".join(h2))
+    if any(k in f for k in _RFC9218):
+        u = f.get("urgency")
+        ext = f"urgency {u}" if isinstance(u, int) and not isinstance(u, bool) else "urgency 3 (default)"
+        parts.append(ext + (", incremental" if f.get("incremental") is True else ""))
+    if any(k in f for k in _SPDY):
+        lowest = f.get("lowest")
+        parts.append(f"priority {f.get('priority')}" + (f" (0 highest, {lowest} lowest)" if lowest is not None else "")
+                     + (f", slot {f['slot']}" if f.get("slot") else ""))
+    known = set(_H2_DEPENDENCY + _RFC9218 + _SPDY)
+    rest = [str(k).replace("_", " ") if v is True else f"{str(k).replace('_', ' ')} {v}"
+            for k, v in f.items() if k not in known and v is not False and v is not None]
+    return "; ".join(p for p in [*parts, ", ".join(rest)] if p)
 
 
 def _connection_facts(an: Analysis, c: Connection) -> ConnectionFacts:
@@ -310,16 +369,20 @@ def bodies_of(an: Analysis, e: Exchange) -> list[Body]:
     return out
 
 
-def browser_log(e: Exchange, c: Connection | None, unsent: NotSent | None = None) -> BrowserLog | None:
+def browser_log(e: Exchange, c: Connection | None, unsent: NotSent | None = None,
+                clock_offset: float | None = None) -> BrowserLog | None:
     """What a browser log says of ``e`` (``c``: its connection; ``unsent``: ``not_sent_record``
-    of it); None when no log speaks of it."""
+    of it; ``clock_offset``: the one its waterfall row's browser bars were moved by,
+    ``Row.browser_clock_offset``); None when no log speaks of it."""
     from .browserlog import comparison as cmp
 
     if not cmp.has_browser(e):
         return None
     b: dict[str, Any] = e.browser or {}
+    phases = cmp.phase_comparison(e, c, clock_offset)
+    moved = clock_offset if clock_offset and isinstance(b.get("offsets"), dict) else None  # (as phase_comparison moves them)
     return BrowserLog(cmp.log_label(e), cmp.from_log_alone(e), str(b.get("source") or "har"),
-                      cmp.phase_comparison(e, c), cmp.field_sources(e), unsent)
+                      phases, cmp.field_sources(e), unsent, moved)
 
 
 def not_sent_record(an: Analysis, e: Exchange) -> NotSent | None:
@@ -481,5 +544,7 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
                     body_lower_bound(e, 0), body_lower_bound(e, 1)),
         markers=list(row.markers) if row is not None else [],
         frames=frames, packets=sorted({f.packet for f in frames}),
-        bodies=bodies_of(an, e) if bodies else [], browser=browser_log(e, c, unsent), unknown=unknown_fields(e),
+        bodies=bodies_of(an, e) if bodies else [],
+        # (its times on the capture's clock where the waterfall moved the log's bars: Row.browser_clock_offset)
+        browser=browser_log(e, c, unsent, row.browser_clock_offset if row is not None else None), unknown=unknown_fields(e),
         responded=e.response_start is not None, not_sent=not_sent_of(e.browser), unsent=unsent)

@@ -113,7 +113,7 @@ def test_web_statistics_summary_shows_both_ttfbs():
         labels = [k for k, _ in rows]
         i = next(i for i, k in enumerate(labels) if k.startswith("TTFB (first response byte"))
         truth = _wpt_ttfb_request(_run1())
-        w = next(k for k in labels if k.startswith("WebPageTest's TTFB"))
+        w = next(k for k in labels if k.startswith("TTFB by WebPageTest's rule"))
         assert labels.index(w) == i + 1 and rows[i][1] == "144.0 ms" and rows[i + 1][1] == "355.0 ms"
         n = int(w.rsplit("request ", 1)[1].rstrip(")"))
         assert _requests(str(HAR))[n]["url"] == truth["full_url"]

@@ -83,16 +83,21 @@ def _tls_end(c: Connection) -> float | None:
     return max(ends) if ends else None
 
 
-def phase_comparison(e: Exchange, conn: Connection | None = None) -> list[PhaseRow]:
+def phase_comparison(e: Exchange, conn: Connection | None = None, clock_offset: float | None = None) -> list[PhaseRow]:
     """Per phase of ``e``: wire, browser, browser minus wire.  Empty when no browser log
     speaks of ``e``.  ``conn``: ``e``'s connection (its handshake times for the request
-    that opened it)."""
+    that opened it).  ``clock_offset`` (browser minus capture, seconds: the log's clock
+    offset by which the waterfall moves its bars, ``exchange_clock_offset``): the browser's
+    moments are moved onto the capture's clock by it and their difference is what remains
+    (a HAR from another machine: WebPageTest's amazon HAR read connect start −158 ms, of which
+    −130 ms is the two clocks); lengths need no clock."""
     b = e.browser
     if not isinstance(b, dict):
         return []
     times, phases = obj(b.get("times")), obj(b.get("phases"))
     offsets: dict | None = b["offsets"] if isinstance(b.get("offsets"), dict) else None
     alone = from_log_alone(e)
+    clock = clock_offset if offsets is not None and clock_offset else 0.0  # (only beside a wire: a log alone has one clock)
     rows: list[PhaseRow] = []
     for name, label in (("blocked", "blocked (queued)"), ("dns", "DNS")):
         v = _num(phases.get(name))
@@ -108,14 +113,15 @@ def phase_comparison(e: Exchange, conn: Connection | None = None) -> list[PhaseR
             if br is None:  # (QUIC: the TLS handshake ends with the set-up, Chrome's ssl_end = connect_end)
                 br = _num(times.get("connect_end" if tkey == "ssl_end" and conn.transport != "tcp" else tkey))
             if w is not None or br is not None:
-                rows.append(PhaseRow(name, label, "point", w, br, d, browser_note=NOT_IN_LOG if br is None else None))
+                rows.append(PhaseRow(name, label, "point", w, _minus(br, clock), _minus(d, clock),
+                                     browser_note=NOT_IN_LOG if br is None else None))
         elif offsets is None:
             br = _num(times.get(tkey))
             if br is not None:
                 rows.append(PhaseRow(name, label, "point", None, br, None))
     for name, label, attr, pattr, tkey in _POINTS:
         w = None if alone else getattr(e, attr)
-        br = _num(times.get(tkey))
+        br = _minus(_num(times.get(tkey)), clock)
         rows.append(PhaseRow(name, label, "point", w, br, _minus(br, w), None if alone else getattr(e, pattr)))
     wl = None if alone else wire_lengths(e)
     for name, label in _LENGTHS:
@@ -218,15 +224,72 @@ def overlays(an) -> list[dict]:
     return [s for s in logs or () if isinstance(s, dict) and "matched" in s]
 
 
-def offset_rows(summary: dict) -> list[OffsetRow]:
+def offset_rows(summary: dict, clock_offset: float | None = None) -> list[OffsetRow]:
+    """The summary's offsets per phase (``summary["offsets"]``: browser minus wire, raw), each
+    minus ``clock_offset`` where given (``log_clock_offset``: what is left once the log's
+    clock is put on the capture's)."""
     offs = obj(summary.get("offsets"))
+    clock = clock_offset or 0.0
     out = []
     for name, label in OFFSET_LABELS.items():
         st = obj(offs.get(name))
         n = st.get("count")
         if isinstance(n, int) and n:
-            out.append(OffsetRow(name, label, n, _num(st.get("median")), _num(st.get("min")), _num(st.get("max"))))
+            out.append(OffsetRow(name, label, n, _minus(_num(st.get("median")), clock), _minus(_num(st.get("min")), clock),
+                                 _minus(_num(st.get("max")), clock)))
     return out
+
+
+def log_clock_offset(summary: dict) -> tuple[float | None, str | None]:
+    """(browser minus capture in seconds, the offset's name in ``matching.PLACE_BY``) by which
+    the waterfall puts a laid-over log on the capture's clock — its page events and its bars
+    (``waterfall.browser_clock_offsets``: the log's pages' ``clock_offset``) —, else (None,
+    None): only a log with page events has one (a HAR with pages; a NetLog or qlog is drawn on
+    its own clock, the browser's machine's, which is often the capture's).  Its median
+    browser − wire at the response's end, taken as the two clocks' difference: WebPageTest's
+    amazon HAR, −129.7 ms, where the NetLog of the same load, on the capture's clock, reads
+    +13.3 ms there — so the difference left after it is relative to that moment."""
+    from .matching import PLACE_BY
+
+    pages = summary.get("pages_in_log")
+    if not isinstance(pages, int) or isinstance(pages, bool) or pages <= 0:
+        return None, None
+    offs = obj(summary.get("offsets"))
+    by = next((k for k in PLACE_BY if obj(offs.get(k)).get("count")), None)
+    med = _num(obj(offs.get(by)).get("median")) if by is not None else None
+    return (med, by) if med is not None else (None, None)
+
+
+def exchange_clock_offset(an, e: Exchange) -> float | None:
+    """The clock offset the waterfall moved ``e``'s browser bars by (``Row.browser_clock_offset``:
+    its log's, ``waterfall.browser_clock_offsets``), None when they are on the log's own clock."""
+    from ..waterfall import browser_clock_offsets
+
+    b = e.browser if isinstance(e.browser, dict) else None
+    offs = browser_clock_offsets(an) if b is not None else {}
+    if not offs or b is None:
+        return None
+    src = str(b.get("source"))
+    v = offs.get((src, b.get("file")))
+    return v if v is not None else offs.get((src, None))
+
+
+def clock_text(kind: str | None, clock_offset: float) -> str:
+    """``clocks: the HAR's is 129.692 ms behind the capture's`` (``clock_offset``: browser minus
+    capture, seconds; ``kind``: the log's, "har")."""
+    who = KIND_LABELS.get(str(kind), str(kind or "browser log"))
+    ms = abs(clock_offset) * 1000
+    if f"{ms:.3f}" == "0.000":
+        return f"clocks: the {who}'s and the capture's agree"
+    return f"clocks: the {who}'s is {ms:.3f} ms {'behind' if clock_offset < 0 else 'ahead of'} the capture's"
+
+
+def clock_note(kind: str | None, clock_offset: float) -> str:
+    """The request view's line above its phases when the log's times were moved onto the
+    capture's clock (``phase_comparison``'s ``clock_offset``)."""
+    return (f"{clock_text(kind, clock_offset)} (the log's median browser − wire at the response end — else at the response's "
+            "start, else the request's —, by which the waterfall moves its bars); its times here are on the capture's clock, "
+            "browser − wire what is left after that")
 
 
 def summary_line(summary: dict) -> str:
@@ -234,7 +297,13 @@ def summary_line(summary: dict) -> str:
     capture, 0 wire-only; browser − wire (median): request start −1.203 ms, response end
     +0.412 ms`` (text): how much of the log matched, and where the browser's clock and the
     capture point stand apart — at the send (the capture point sees a request after the browser
-    logged it: negative) and at the receipt (positive), a clock offset adding to both."""
+    logged it: negative) and at the receipt (positive), a clock offset adding to both.  A log
+    the waterfall puts on the capture's clock (``log_clock_offset``: a HAR with pages) has
+    that clock offset said apart, and the offsets after it: ``…; clocks: the HAR's is 129.692
+    ms behind the capture's (its median browser − wire at the response end, by which the
+    waterfall moves its bars); after that, browser − wire (median): request start −34.656 ms``
+    (WebPageTest's amazon HAR read "request start −164.348 ms", the two machines' clocks apart;
+    the moment the clocks were set by is left out: 0 by that choice)."""
     import os
 
     f = summary.get("file")
@@ -257,10 +326,15 @@ def summary_line(summary: dict) -> str:
     unsent = not_sent_text(summary)
     if unsent:
         line += f"; {unsent}"
-    rs = {r.name: r for r in offset_rows(summary)}
+    clock, by = log_clock_offset(summary)
+    rs = {r.name: r for r in offset_rows(summary, clock)}
     offs = [f"{OFFSET_LABELS[k]} {fmt_ms(rs[k].median, signed=True)}" for k in ("request_start", "response_end")
-            if k in rs and rs[k].median is not None]
-    return line + (f"; browser − wire (median): {', '.join(offs)}" if offs else "")
+            if k in rs and rs[k].median is not None and k != by]
+    if clock is None or by is None:
+        return line + (f"; browser − wire (median): {', '.join(offs)}" if offs else "")
+    line += (f"; {clock_text(summary.get('kind'), clock)} (its median browser − wire at the {OFFSET_LABELS[by]}, "
+             "by which the waterfall moves its bars)")
+    return line + (f"; after that, browser − wire (median): {', '.join(offs)}" if offs else "")
 
 
 _NOT_SENT_WORDS = {"cache": "from the {cache}", "failed": "failed", "cancelled": "cancelled",

@@ -17,7 +17,8 @@ def comparison_text(an, e) -> Text:
     from wirefall.analyzer.request_detail import browser_log, not_sent_record
 
     conn = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
-    return browser_text(browser_log(e, conn, not_sent_record(an, e)), an.start_time, an.packets > 0)
+    # (on the capture's clock where the waterfall moves the log's bars: cmp.exchange_clock_offset)
+    return browser_text(browser_log(e, conn, not_sent_record(an, e), cmp.exchange_clock_offset(an, e)), an.start_time, an.packets > 0)
 
 
 def browser_text(b, t0: float, from_packets: bool) -> Text:
@@ -31,6 +32,8 @@ def browser_text(b, t0: float, from_packets: bool) -> Text:
     since = "the first packet" if from_packets else ("the page's start" if b.source == "har" else "the log began")
     t.append(f"\n{'Browser log' if b.alone or b.not_sent is not None else 'Wire and browser log'} ({printable(b.label)}; ms since {since})\n",
              style="bold underline")
+    if b.clock_offset is not None:  # (its times moved onto the capture's clock, as the waterfall's bars: said so)
+        t.append(f"  {printable(cmp.clock_note(b.source, b.clock_offset))}\n", style="italic")
     t.append(f"  {'phase':<18}{'wire':>14}{'browser log':>14}{'browser − wire':>17}\n", style="bold")
     for row in b.phases:
         w, br, d = cmp.cells(row, t0)
@@ -56,5 +59,6 @@ def summary_notes(an) -> list[str]:
     """One line per log laid over ``an`` (shown once the capture is loaded)."""
     out = []
     for s in cmp.overlays(an):
-        out.append(printable(cmp.summary_line(s)))  # (with the medians of browser − wire at the send and the receipt)
+        # (with the medians of browser − wire at the send and the receipt; a HAR's clock offset said apart)
+        out.append(printable(cmp.summary_line(s)))
     return out

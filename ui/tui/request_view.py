@@ -153,7 +153,8 @@ def detail_text(d) -> Text:
     if d.markers:
         h("Markers")
         for mk in d.markers:
-            label = mk.label[len(mk.kind) + 1:] if mk.label.startswith(mk.kind + " ") else mk.label  # ("priority: priority …" said once)
+            text = d.marker_text(mk)  # (a priority signal as the detail's priority line says it: request_detail.priority_label)
+            label = text[len(mk.kind) + 1:] if text.startswith(mk.kind + " ") else text  # ("priority: priority …" said once)
             t.append(P(f"  {mk.kind}: {label}" + (f" (packet {mk.packet})" if mk.packet else "")) + "\n")
     none = NO_FRAMES_UNSENT if d.unsent is not None else NO_FRAMES if d.t0_is_first_packet else NO_FRAMES_LOG
     items = frame_items(d.frames, t0) or [(none, DEFAULT_STYLE, None)]

@@ -37,6 +37,26 @@ def _limit_from_env(default: int) -> int:
         return default
 
 
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host``:``port`` ("Address already in use"), or None:
+    a socket bound as werkzeug binds its own (its address family and address, SO_REUSEADDR),
+    then closed at once — so "serving on" is said only of an address that can be served."""
+    import socket
+
+    from werkzeug.serving import get_sockaddr, select_address_family
+
+    if host.startswith("unix://"):  # (binding would leave the socket's file behind: werkzeug's own bind says it)
+        return None
+    try:
+        family = select_address_family(host, port)
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(get_sockaddr(host, port, family))
+    except OSError as e:  # (socket.gaierror too: a host that does not resolve)
+        return e.strerror or str(e)
+    return None
+
+
 def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: str = "127.0.0.1", port: int = 8050,
         upload_limit: int | None = None, use_cache: bool = True, debug: bool = False, limits: dict | None = None,
         upload_lifetime: float | None = None, token: str | None = None, overlays: list[tuple[str, str]] | None = None,
@@ -90,6 +110,11 @@ def run(files: list[str] | None = None, keylogs: list[str] | None = None, host: 
 
         signal.signal(signal.SIGTERM, _term)
     query = f"?token={token}" if token else ""
+    busy = _cannot_listen(host, port)
+    if busy is not None:  # (before saying it serves: werkzeug would print its own lines, then exit 1)
+        print(f"wirefall web: cannot listen on {address(host, port)}: {busy}", file=sys.stderr, flush=True)
+        state.close()
+        return 2
     print(f"wirefall web: serving on {address(host, port)}{query}  (Ctrl-C to stop)", flush=True)
     if not local:
         if host.strip("[]") in ("0.0.0.0", "::", ""):

@@ -431,6 +431,25 @@ def _unsent_sizes(d) -> list[tuple[str, Any]]:
     return out
 
 
+# The waterfall's TLS phase and the Connections tab's TLS handshake are two lengths of one
+# handshake (amazon's connection 8: 43.6 ms and 27.9 ms): each says which it is.
+TLS_WATERFALL_LABEL = "TLS (from TCP connected, as WebPageTest/DevTools)"
+TLS_CONNECTION_LABEL = "TLS handshake (ClientHello → Finished)"
+PHASE_DETAIL_LABELS = {"tls": TLS_WATERFALL_LABEL}
+
+
+def _with_clock_note(section: list, b) -> list:
+    """``section`` (ui/web/overlay.browser_section) with, under its heading, the line saying the
+    log's times in its table were moved onto the capture's clock and by how much
+    (``RequestDetail.browser.clock_offset``, as the waterfall moves its bars)."""
+    if b is None or b.clock_offset is None or not section:
+        return section
+    from wirefall.analyzer.browserlog import comparison as cmp
+
+    note = html.P(printable(cmp.clock_note(b.source, b.clock_offset)), className="hint", id="detail-browser-clock")
+    return [section[0], note, *section[1:]]
+
+
 def detail_layout(d) -> html.Div:
     """A ``RequestDetail`` (analyzer/request_detail.py) as the web app's components."""
     t0 = d.t0
@@ -456,12 +475,12 @@ def detail_layout(d) -> html.Div:
     if d.pushed:
         facts.append(("pushed by stream", d.push_parent))
     if d.priority:
-        facts.append(("priority", ", ".join(f"{k}={v}" for k, v in d.priority.items())))
+        facts.append(("priority", d.priority_text))  # (as DevTools and Wireshark say it: request_detail.priority_label)
     if d.error:
         facts.append(("error", d.error))
     if d.unknown:
         facts.append(("not in the capture", ", ".join(d.unknown)))
-    timing = [html.Tr([html.Td(p.label), html.Td(f"{(p.start - t0) * 1000:.3f}"), html.Td(f"{p.duration * 1000:.3f}"),
+    timing = [html.Tr([html.Td(PHASE_DETAIL_LABELS.get(p.name, p.label)), html.Td(f"{(p.start - t0) * 1000:.3f}"), html.Td(f"{p.duration * 1000:.3f}"),
                        html.Td([_pkt_link(p.start_packet), *([" → ", _pkt_link(p.end_packet)] if p.end_packet != p.start_packet else [])])])
               for p in d.phases]
     if d.start is not None and d.end is not None and d.phases:
@@ -479,7 +498,8 @@ def detail_layout(d) -> html.Div:
     more = [html.P(f"… {len(frames) - MAX_FRAMES_SHOWN} more frames")] if len(frames) > MAX_FRAMES_SHOWN else []
     markers = []
     if d.markers:
-        markers = [html.H4("Events"), html.Ul([html.Li(printable(m.label) + (f" (packet {m.packet})" if m.packet else "")) for m in d.markers[:50]])]
+        markers = [html.H4("Events"), html.Ul([html.Li(printable(d.marker_text(m)) + (f" (packet {m.packet})" if m.packet else ""))
+                                               for m in d.markers[:50]])]
     from .body import bodies_section  # request and response bodies (ui/web/body.py)
     from .overlay import browser_section  # wire and browser log per phase, fields by source (ui/web/overlay.py)
 
@@ -516,7 +536,7 @@ def detail_layout(d) -> html.Div:
         ], className="cols"),
         *markers,
         *bodies_section(d.bodies, d.url),
-        *browser_section(d.browser, t0, d.t0_is_first_packet),
+        *_with_clock_note(browser_section(d.browser, t0, d.t0_is_first_packet), d.browser),
         html.H4(f"Frames ({len(frames)})"),
         html.Div(html.Table([html.Thead(html.Tr([html.Th(h) for h in FRAME_COLUMNS[:None if errors else -1]])), html.Tbody(frame_rows)],
                             className="grid", id="detail-frames"), className="hscroll"),
@@ -580,12 +600,16 @@ def connection_rows(entry: Entry) -> list[dict]:
 
 CONNECTION_COLUMNS = [
     ("id", "id"), ("protocol", "protocol"), ("transport", "transport"), ("client", "client"), ("server", "server"),
-    ("start_ms", "start ms"), ("duration_ms", "duration ms"), ("connect_ms", "connect / QUIC handshake ms"), ("tls_ms", "TLS handshake ms"),
+    ("start_ms", "start ms"), ("duration_ms", "duration ms"), ("connect_ms", "connect / QUIC handshake ms"),
+    ("tls_ms", f"{TLS_CONNECTION_LABEL} ms"),
     ("rtt_ms", "RTT ms"), ("version", "TLS/QUIC version"), ("cipher", "cipher suite"), ("sni", "SNI"), ("alpn", "ALPN"),
     ("alpn_offered", "ALPN offered"), ("resumed", "resumed"), ("decrypted", "decrypted"), ("packets", "packets c→s / s→c"),
     ("bytes", "bytes c→s / s→c"), ("requests", "requests"), ("closed", "closed"), ("notes", "notes"),
 ]
 CONNECTION_NUMERIC = ("id", "start_ms", "duration_ms", "connect_ms", "tls_ms", "rtt_ms", "requests", "notes")
+# (a column's header tooltip, for app._grid: what the number measures where two definitions exist)
+CONNECTION_TIPS = {"tls_ms": "the client's ClientHello to its Finished, as the packets show them; the waterfall's TLS phase "
+                             "starts earlier, when the TCP handshake ends, as WebPageTest and DevTools count it"}
 
 
 def connections_figure(entry: Entry):
@@ -612,13 +636,14 @@ def connections_figure(entry: Entry):
     # (the QUIC handshake a darker orange: the two side by side in one legend were one swatch, review 26)
     colors = {"connection": "#c4c4c4", "connect": "#ff9d42", "quic": "#b35c00", "tls": "#d566df"}
     names = {"connection": "connection open", "connect": "TCP connect", "quic": "QUIC handshake", "tls": "TLS handshake"}
+    tips = {"tls": TLS_CONNECTION_LABEL}  # (the hover says which TLS length: the waterfall's starts at TCP connected)
     for k, items in spans.items():
         if not items:
             continue
         fig.add_trace(go.Bar(orientation="h", y=[y for y, _, _ in items], base=[(a - t0) * 1000 for _, a, _ in items],
                              x=[max((b - a) * 1000, 0.05) for _, a, b in items], name=names[k], marker_color=colors[k],
                              width=0.6 if k == "connection" else 0.4,
-                             hovertemplate=names[k] + ": %{x:.3f} ms from %{base:.3f} ms<extra>%{y}</extra>"))
+                             hovertemplate=tips.get(k, names[k]) + ": %{x:.3f} ms from %{base:.3f} ms<extra>%{y}</extra>"))
     fig.update_layout(barmode="overlay", template="plotly_white", height=max(220, 80 + 26 * len(conns)),
                       margin=dict(l=10, r=10, t=80, b=40), xaxis_title=x_title(an),
                       yaxis=dict(autorange="reversed", automargin=True, tickfont=dict(family="monospace", size=10)),
@@ -896,7 +921,10 @@ def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
         ("connections", cap.connections), ("requests", cap.requests), ("pushes", cap.pushes), ("resets", cap.resets),
         ("max streams in flight", cap.max_streams_in_flight), (f"TTFB (first response byte, from {start})", ms(cap.ttfb)),
         # (where it differs — a 202 or a redirect first —: WebPageTest's TTFB, stats.webpagetest_ttfb_apart)
-        *(((f"WebPageTest's TTFB (its first 200 or 304 response, request {w[1]})", ms(w[0])),)
+        # (the rule is WebPageTest's, the moment the wire's — or, a log alone, the log's: amazon's 320.4 ms on the
+        # wire where WebPageTest, from the browser, says 355)
+        *(((f"TTFB by WebPageTest's rule, {'in the browser log' if alone else 'on the wire'} (its first 200 or 304 response, "
+            f"request {w[1]})", ms(w[0])),)
           if (w := webpagetest_ttfb_apart(st)) is not None else ()),
         # (the last response byte is not the browser's load event: `wirefall stats` names it so)
         (f"last response byte (from {start}; not the browser's load event)", ms(cap.page_load_time)),
