@@ -1117,7 +1117,8 @@ def page_line(st: Stats) -> str:
     if w is not None:
         # (the wire's moment by WebPageTest's rule, not WebPageTest's figure: its browser waited longer
         # than the wire, 355 ms for this 320.4 on the amazon load; web review 31)
-        s += f"; by WebPageTest's rule — its first 200 or 304 response, request {w[1]} — {_ms(w[0])} on the wire"
+        s += f"; by WebPageTest's rule — its first 200 or 304 response, request {w[1]} — {_ms(w[0])} " + (
+            "on the wire" if st.packets_total else "in the browser log")
     s += f"), last response byte {_ms(c.page_load_time)}"
     if st.browser_events:
         notes = st.browser_event_notes or {}

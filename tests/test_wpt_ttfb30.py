@@ -61,6 +61,9 @@ def test_webpagetests_har_gives_webpagetests_own_ttfb():
     assert _requests(str(HAR))[w["exchange"]]["url"] == truth["full_url"]
     # the page's first response byte is another moment: the 202 challenge page's
     assert round(st["capture"]["ttfb"] * 1000) == run["requests"][0]["ttfb_end"] == 144 and run["requests"][0]["responseCode"] == 202
+    # and the text says whose clock the 355 ms is on: the browser log's, not a wire's
+    text = _cli(str(HAR)).stdout
+    assert f"request {w['exchange']} — 355.0 ms in the browser log)" in text and "on the wire" not in text.split("\n\n", 1)[0]
 
 
 @pytest.mark.skipif(not CAP.exists(), reason="third-party capture not present")
