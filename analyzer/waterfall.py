@@ -388,7 +388,11 @@ def browser_milestones(an: Analysis, t0: float, t_end: float) -> list:
 def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, float] | None = None) -> Page:
     """The page of a capture, told apart from unrelated traffic captured with it.
 
-    Requests are taken in start order (first known byte).  The rule:
+    Requests are taken in start order (first known byte).  First, a request a browser log
+    says is not its page's (``browser.background``: a HAR entry without pageref, wirefall's
+    own ``_background``, a NetLog request Chrome made for itself or for another site's page —
+    ``browserlog.netlog._mark_background``) is background with the log's reason, the log
+    opened alone or laid over the capture; the rule then decides among the rest:
 
     1. *Link-local*: a request on a connection with an endpoint in 169.254.0.0/16 or
        fe80::/10 (a cloud metadata server, a VM agent's long-poll) is background — unless
@@ -435,10 +439,14 @@ def page_of(an: Analysis, exs: list[Exchange] | None = None, starts: dict[int, f
     if exs is None:
         exs = [e for e in an.exchanges if _exchange_start(e) is not None]
         exs.sort(key=lambda e: (_exchange_start(e), e.id))
-    if an.source != "capture":
-        # a browser log opened alone says itself which requests are not its page's (a HAR
-        # entry without pageref; wirefall's own _background): background, and the rules
-        # decide among the rest (analyzer/browserlog/build.py: ``browser.background``)
+    if an.source != "capture" or an.browser:
+        # a browser log, opened alone or laid over the capture, says itself which requests are
+        # not its page's (a HAR entry without pageref; wirefall's own _background; a NetLog
+        # request Chrome made for itself, or for another site's page: netlog._mark_background):
+        # background, and the rules decide among the rest (analyzer/browserlog/build.py:
+        # ``browser.background``).  Over a capture as alone: the amazon load's GMS check-in,
+        # refused before the network, was a page row there, as bg-mixed's second ListAccounts,
+        # timed inside the page, of three alike
         said = {e.id: why for e in exs if isinstance(e.browser, dict) and isinstance(why := e.browser.get("background"), str)}
         if said:
             p = page_of(an, [e for e in exs if e.id not in said], starts)

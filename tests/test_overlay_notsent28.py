@@ -99,7 +99,9 @@ def test_the_netlogs_not_sent_requests_are_rows_over_the_capture(amazon):
         assert {k: v for k, v in b.items() if k != "clock_offset"} == a["browser"]  # (offsets, durations null: no wire)
         assert r["sources"] == a["sources"]
         assert all(r[k] is None for k in ("request_start_packet", "request_end_packet", "response_start_packet", "response_end_packet"))
-        assert r["background"] is False  # (as alone: the page's)
+        # as alone: the favicon the page's; the check-in, Chrome's own by the NetLog's initiator and
+        # isolation key, background (review 31: it was the page's; tests/test_netlog_page31.py)
+        assert r["background"] == a["background"] == (t["reason"] != "cache")
 
 
 def test_summary_counts_stay_the_capture_s(amazon):
@@ -136,7 +138,7 @@ def test_the_waterfall_draws_them(amazon):
     for sid, t in amazon["truth"].items():
         e = next(e for e in an.exchanges if e.browser and e.browser["id"] == sid)
         r = drawn[e.id]
-        assert (r.url, r.method) == (t["url"], t["method"]) and not r.background
+        assert (r.url, r.method) == (t["url"], t["method"]) and r.background == (t["reason"] != "cache")  # (the check-in: Chrome's own)
         assert mark(r).endswith("disk cache" if t["reason"] == "cache" else "failed")
         assert r.start == pytest.approx(t["start"] - e.browser["clock_offset"], abs=2e-6)
     # the page's load is still its last response byte, its start the capture's
@@ -156,7 +158,11 @@ def test_the_har_export_has_them_as_the_log_alone_does(amazon, tmp_path):
         r = next(r for r in rows.values() if r["browser"] and r["browser"]["id"] == sid)
         en = next(x for x in o if x["_exchange"] == r["id"])
         al = next(x for x in a if x["request"]["url"] == t["url"] and x.get("_not_sent"))
-        assert en["request"]["method"] == t["method"] and en["pageref"] == "page_1"
+        assert en["request"]["method"] == t["method"]
+        if t["reason"] == "cache":  # the page's favicon; the check-in is Chrome's own: background, no pageref
+            assert en["pageref"] == "page_1"
+        else:
+            assert "pageref" not in en and en["_background"] is True
         assert en["_not_sent"] == al["_not_sent"] == ("disk cache" if t["reason"] == "cache" else "failed")
         if t["reason"] == "cache":  # Chrome's HAR convention for a cache hit
             assert en["_fromCache"] == "disk" and en["response"]["content"]["size"] == t["body"]
@@ -222,6 +228,8 @@ def test_a_shared_no_network_connection_ties_none_to_the_page(tmp_path):
         p = e.get("params")
         if str(e["source"]["id"]) == last and isinstance(p, dict) and "url" in p:
             p["url"] = f"{page_host}/favicon.ico"
+            if "network_isolation_key" in p:  # (the page's own request, as the page's favicon is logged)
+                p["initiator"], p["network_isolation_key"] = page_host, "https://127.0.0.1 https://127.0.0.1"
     path = tmp_path / "pw-h2-favicon.netlog.json"
     path.write_text(json.dumps(d))
     from wirefall.analyzer.waterfall import page_of
@@ -256,10 +264,14 @@ def test_compare_names_them_apart(amazon):
     cap, keys, nl = amazon["cap"], amazon["keys"], amazon["nl"]
     res = json.loads(_run("compare", cap, cap, "--keylog", keys, "--keylog-b", keys, "--netlog", nl, "--json").stdout)
     assert res["comparable"] is True
-    assert res["a"]["not_sent_requests"] == len(amazon["truth"]) and res["b"]["not_sent_requests"] == 0
+    # the page's: the favicon; the check-in, Chrome's own (the NetLog's initiator and isolation key), is background
+    assert res["a"]["not_sent_requests"] == len(amazon["truth"]) - 1 and res["b"]["not_sent_requests"] == 0
     assert res["page"]["requests"]["a"] == res["page"]["requests"]["b"] == len(amazon["wire"])
     assert res["page"]["connections"]["a"] == res["page"]["connections"]["b"]
     got = {e["url"]: e["reason"] for e in res["only_a"] if e["response"] == "not_sent"}
-    want = {t["url"]: "not sent by the browser (from the disk cache)" if t["reason"] == "cache"
-            else f"not sent by the browser (failed: {t['error']})" for t in amazon["truth"].values()}
+    want = {t["url"]: "not sent by the browser (from the disk cache)" for t in amazon["truth"].values() if t["reason"] == "cache"}
     assert got == want
+    # the check-in: background (page_of's reason, docs/JSON.md), listed apart as not sent
+    bg = [e for e in res["background_a"] if e["response"] == "not_sent"]
+    assert [e["url"] for e in bg] == [t["url"] for t in amazon["truth"].values() if t["reason"] != "cache"]
+    assert bg[0]["reason"].startswith("the browser's own request")

@@ -11,7 +11,10 @@ event at a time — a hand-written loop around the standard parser, because no J
 reads a document that never closes).
 
 What each request's record holds (``LogRequest``): URL_REQUEST_START_JOB gives method, URL
-(a redirect starts a new job on the same source: a new record), initiator and request type;
+(a redirect starts a new job on the same source: a new record), initiator and request type,
+and whose request it is — the initiator "not an origin" (``browser_initiated``), the network
+isolation key and its sites, site_for_cookies — from which ``_mark_background`` sets apart the
+requests Chrome made for itself or for another site's page;
 REQUEST_ALIVE and URL_REQUEST_SET_PRIORITY the priority; HTTP_TRANSACTION_SEND_REQUEST the
 send phase, its *_SEND_REQUEST_HEADERS event the request headers (and for QUIC the stream
 id); HTTP_TRANSACTION_READ_RESPONSE_HEADERS the status and response headers (response
@@ -258,6 +261,66 @@ def fill(log: BrowserLog, constants: dict, events: list) -> None:
     if bad:
         log.warnings.append(f"NetLog: {bad} malformed events left out")
     _bind(st)
+    _mark_background(log)
+
+
+def isolation_sites(key: str) -> tuple[str | None, str | None]:
+    """The top-frame and frame sites of a NetLog ``network_isolation_key`` (Chrome's
+    ``NetworkIsolationKey::ToDebugString``: the two sites space-separated, "null" for one not
+    set, an opaque one as "null [internally: …]", then " (with nonce …)" when it has one);
+    None for a site that is not a scheme://host one."""
+    sites: list[str | None] = []
+    inside = False  # within an opaque site's "[internally: …]" (its precursor may hold spaces)
+    for t in key.split()[:64]:
+        if inside or t.startswith("[internally:"):
+            inside = not t.endswith("]")
+            continue
+        if t.startswith("("):  # " (with nonce …)": no site follows
+            break
+        sites.append(t.lower() if "://" in t and t != "null" else None)
+        if len(sites) == 2:
+            break
+    return (sites[0] if sites else None), (sites[1] if len(sites) > 1 else None)
+
+
+_COOKIE_SITE = re.compile(r"site=([^;}\s]+)")
+
+
+def _cookie_site(v: Any) -> str | None:
+    """The site of a NetLog ``site_for_cookies`` ("SiteForCookies: {site=https://amazon.com;
+    schemefully_same=true}"); None for "site=null" or another form."""
+    m = _COOKIE_SITE.search(v[:1024]) if isinstance(v, str) else None
+    return m.group(1).lower() if m and "://" in m.group(1) else None
+
+
+# why a request of the log is not its page's (``LogRequest.background``), from the log's own
+# facts: Chrome's own request (no initiator, an isolation key of no page the log navigated to),
+# or one of a page of another site (a tab the log did not see navigate)
+BG_BROWSER = "the browser's own request (NetLog: initiator \"not an origin\", isolation key \"{key}\"; {pages})"
+BG_OTHER_SITE = "another site's page's request (NetLog: isolation key \"{key}\", top-frame site {site}; {pages})"
+
+
+def _mark_background(log: BrowserLog) -> None:
+    """Set ``background`` on the requests the NetLog itself shows are no page's: the top-frame
+    sites of its main-frame requests (Chrome's own site of each page it navigated to:
+    ``https://amazon.com`` for www.amazon.com, ``https://127.0.0.1`` for 127.0.0.1:59887) are
+    its pages' sites; a request with an isolation key whose top-frame site is none of them is
+    the browser's own when no origin initiated it (GMS check-in, accounts.google.com's
+    ListAccounts, the component updater's "null null"), else another site's page's.  A log
+    without a main-frame request (logging began after the navigation; an embedder such as
+    Cronet, whose requests are all "not an origin") names no page: nothing is set.  A request
+    without an isolation key (an older Chrome's log) is left to the page rules."""
+    sites = list(dict.fromkeys(r.top_frame_site for r in log.requests if r.resource_type == "main frame" and r.top_frame_site))
+    if not sites:
+        return
+    pages = f"the page's site {sites[0]}" if len(sites) == 1 else f"the pages' sites {', '.join(sites[:4])}"
+    for r in log.requests:
+        if r.isolation_key is None or r.background is not None or r.resource_type == "main frame" or r.top_frame_site in sites:
+            continue
+        if r.browser_initiated:
+            r.background = BG_BROWSER.format(key=r.isolation_key[:200], pages=pages)
+        elif r.top_frame_site is not None:
+            r.background = BG_OTHER_SITE.format(key=r.isolation_key[:200], site=r.top_frame_site, pages=pages)
 
 
 def _set_error(st: _Fill, r: LogRequest, p: dict) -> None:
@@ -293,8 +356,13 @@ def _url_request(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict)
         r = st.reqs[sid] = LogRequest(id=str(sid) if n == 0 else f"{sid}.{n}", method=text(p.get("method"), 40),
                                       url=text(p.get("url")), start=start, priority=prio, sent=False,
                                       initiator=text(p.get("initiator"), 2048), resource_type=text(p.get("request_type"), 80))
-        if r.initiator == "not an origin":
-            r.initiator = None
+        if r.initiator == "not an origin":  # (Chrome's word for no initiator: no document started it)
+            r.initiator, r.browser_initiated = None, True
+        key = text(p.get("network_isolation_key"), 1024)
+        if key is not None:
+            r.isolation_key = key
+            r.top_frame_site, r.frame_site = isolation_sites(key)
+        r.site_for_cookies = _cookie_site(p.get("site_for_cookies"))
         st.log.requests.append(r)
     elif r is None:
         if etype == "HTTP_STREAM_REQUEST_BOUND_TO_JOB" and _dep(p) is not None:

@@ -96,6 +96,17 @@ class LogRequest:
     # pages; wirefall's own ``_background_reason``); None: the log does not say so
     background: str | None = None
     extra: dict = field(default_factory=dict)  # wirefall's own HAR extensions, read back
+    # whose request it is, as Chrome's NetLog says (URL_REQUEST_START_JOB; None: the log does not say).
+    # ``browser_initiated``: its initiator is "not an origin" — no document started it: the browser
+    # itself, or a navigation typed in the address bar.  ``isolation_key``: the network isolation
+    # key as logged ("https://amazon.com https://amazon.com": top-frame site, frame site, nonce),
+    # ``top_frame_site`` / ``frame_site`` its sites (None: "null", opaque or absent),
+    # ``site_for_cookies`` the site of "SiteForCookies: {site=…}" (None: null)
+    browser_initiated: bool = False
+    isolation_key: str | None = None
+    top_frame_site: str | None = None
+    frame_site: str | None = None
+    site_for_cookies: str | None = None
 
 
 @dataclass
