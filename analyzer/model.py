@@ -824,6 +824,19 @@ def no_network_connections(an: Analysis) -> set[int]:
     return {cid for cid, none in out.items() if none}
 
 
+def connections_text(an: Analysis) -> str:
+    """"42 connections, 17 requests (2 never reached the network)": the capture's connections (a
+    browser log's rows that never reached the network are on one of their own, which is no
+    connection of the capture: ``no_network_connections``) and requests, as every status line
+    says them (the web's said 43 where the summary said 42; review 31)."""
+    from .safetext import plural
+
+    no_net = no_network_connections(an)
+    unsent = sum(1 for e in an.exchanges if e.connection in no_net) if no_net else 0
+    return (f"{plural(len(an.connections) - len(no_net), 'connection')}, {plural(an.count('exchanges'), 'request')}"
+            + (f" ({unsent} never reached the network)" if unsent else ""))
+
+
 def log_start(pages: Any, exchanges: Iterable[Exchange], ts: list[float]) -> tuple[float | None, list[float]]:
     """A browser log's times where its page starts: ``ts`` (the caller's request and connection
     times) with the browser's own request starts and DNS lookups of ``exchanges``, then the

@@ -226,14 +226,11 @@ def cmd_summary(args) -> int:
         _dump(d)
         return 0
     from wirefall.analyzer import completeness
-    from wirefall.analyzer.model import log_alone, no_network_connections
-    from wirefall.analyzer.safetext import plural
+    from wirefall.analyzer.model import connections_text, log_alone
 
-    # a browser log's requests that never reached the network are rows, on a connection of their
-    # own that the wire never had (every row on it is one): counted apart, as stats does, not as a
-    # connection of the capture
-    no_net = no_network_connections(an)
-    unsent = sum(1 for e in an.exchanges if e.connection in no_net) if no_net else 0
+    # (a browser log's requests that never reached the network are rows, on a connection of their
+    # own that the wire never had: counted apart, as stats does, not as a connection of the
+    # capture: model.connections_text)
     # a browser log opened alone has no packet: what only the wire gives (packets, bytes, the
     # capture's span) is unknown, "–" as stats and the web app say, not "0 packets, 0.000 s"
     # (read as a load that sent nothing); its connections' times count from the page's start
@@ -241,9 +238,7 @@ def cmd_summary(args) -> int:
     wire = ("a browser log, no packets (what only the wire gives is unknown: –)" if alone else
             f"{d['packets']} packets, {d['bytes']} bytes, {d['duration']:.3f} s")
     print(f"{printable(an.path)}: {d['format']}{' (' + d['compression'] + ')' if d['compression'] else ''}, {wire}, "
-          f"{plural(len(an.connections) - len(no_net), 'connection')}, "
-          f"{plural(an.count('exchanges'), 'request')}"  # (a count: a reopened analysis keeps its requests packed)
-          + (f" ({unsent} never reached the network)" if unsent else ""))
+          + connections_text(an))
 
     print("\n".join(printable(ln) for ln in completeness.render_text(completeness.compute(an))))
     if an.undecoded:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
-from wirefall.analyzer.safetext import plural
 
 DEFAULT_UPLOAD_LIMIT = 200 * 1024 * 1024
 DEFAULT_KEYLOG_LIMIT = 16 * 1024 * 1024
@@ -99,7 +98,9 @@ class Entry:
             return err if err.startswith(self.name) else f"{self.name}: {err}"  # the message may name the file already
         an = self.analysis
         how = "from the cache" if self.from_cache else f"analysed in {self.seconds:.2f} s"
-        return f"{self.name}: {an.packets:,} packets, {plural(len(an.connections), 'connection')}, {plural(an.count('exchanges'), 'request')} ({how})"
+        from wirefall.analyzer.model import connections_text
+
+        return f"{self.name}: {an.packets:,} packets, {connections_text(an)} ({how})"
 
     def label(self) -> str:
         from wirefall.analyzer.safetext import printable
