@@ -122,6 +122,12 @@ def not_sent_reason(e: Exchange) -> str | None:
     return f"not sent by the browser ({what})"
 
 
+def _and_not_sent(why: str, e: Exchange) -> str:
+    """A background row's reason, with ``not_sent_reason`` where the browser never sent it."""
+    ns = not_sent_reason(e)
+    return f"{why}; {ns}" if ns else why
+
+
 def response_state(e: Exchange) -> str:
     """How much of ``e``'s response the capture (or log) holds: ``"complete"`` (its last byte),
     ``"cut"`` (it began, but its end is not in the capture — no ``response_end``, or a body size
@@ -816,8 +822,10 @@ def compare(a: Analysis, b: Analysis) -> dict[str, Any]:
         "matched": matched,
         "only_a": [_side(e, ta, _unmatched(e, "B", fb)) for e in only_a],
         "only_b": [_side(e, tb, _unmatched(e, "A", fa)) for e in only_b],
-        "background_a": [_side(e, ta, pg_a.background[e.id]) for e in _ordered(bg_a)],
-        "background_b": [_side(e, tb, pg_b.background[e.id]) for e in _ordered(bg_b)],
+        # (a background row the browser never sent says that too: "…; not sent by the browser
+        # (failed: ERR_CONNECTION_REFUSED)", as a page row's reason does)
+        "background_a": [_side(e, ta, _and_not_sent(pg_a.background[e.id], e)) for e in _ordered(bg_a)],
+        "background_b": [_side(e, tb, _and_not_sent(pg_b.background[e.id], e)) for e in _ordered(bg_b)],
         "page": page,
         "warnings": [w["text"] for w in items],
         "warning_items": items,

@@ -250,6 +250,8 @@ def test_netlog_not_sent_reason(tmp_path):
     assert set(got) | set(bg) == set(truth) and not set(got) & set(bg)
     assert all(got[u] == truth[u] for u in got) and list(got) == ["https://www.amazon.com/favicon.ico"]
     assert all(e["reason"].startswith("the browser's own request") for e in bg.values())
+    # and why it never reached the network, from the same events (its net error)
+    assert all(e["reason"].endswith("; " + truth[u]) for u, e in bg.items()) and bg
     assert not any(e["reason"].startswith("no request for this URL") for e in res["only_b"] if e["url"] in truth)
     # A (the capture) requested favicon.ico once; it is matched with B's request that went to the network
     fav = [u for (u,) in _fields(cap, keys, "http2.headers.path == \"/favicon.ico\"", "http2.headers.path")]
