@@ -2025,19 +2025,10 @@ def hover_lines(r: Row) -> list[str]:
 
 
 def priority_text(fields) -> str:
-    """A priority signal's fields as a person reads them ("exclusive, depends on 0, weight 110,
-    urgency 4, incremental"), not as Python writes a dict ("exclusive=True, depends_on=0…"): a
-    true flag by its name, a false one left out, a value after its name."""
-    out = []
-    fields = dict(fields)
-    if "urgency" in fields or "incremental" in fields:  # (HTTP/3's field value, parsed beside it: said once)
-        fields.pop("urgency_incremental", None)
-    for k, v in fields.items():
-        name = str(k).replace("_", " ")
-        if v is True:
-            out.append(name)
-        elif v is False or v is None:
-            continue
-        else:
-            out.append(f"{name} {v}")
-    return ", ".join(out)
+    """A priority signal's fields as a person reads them: ``request_detail.priority_label``
+    ("weight 110, depends on stream 0, exclusive; urgency 4, incremental"), the one wording of
+    the detail, the markers and the hover (before review 31 the markers had their own: "exclusive,
+    depends on 0, weight 110, urgency 4, incremental")."""
+    from .request_detail import priority_label
+
+    return priority_label(fields)

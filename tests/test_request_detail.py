@@ -416,9 +416,10 @@ def test_priority_markers_read_as_words_not_python():
     ("priority: priority …"): now "exclusive, depends on 0, weight 110, urgency 4, incremental"."""
     from wirefall.analyzer.waterfall import priority_text
 
+    # (the detail's wording, request_detail.priority_label, since review 31)
     assert priority_text({"exclusive": True, "depends_on": 0, "weight": 110, "urgency": 4, "incremental": True}) == \
-        "exclusive, depends on 0, weight 110, urgency 4, incremental"
-    assert priority_text({"exclusive": False, "depends_on": 3, "weight": 16}) == "depends on 3, weight 16"
+        "weight 110, depends on stream 0, exclusive; urgency 4, incremental"
+    assert priority_text({"exclusive": False, "depends_on": 3, "weight": 16}) == "weight 16, depends on stream 3"
     import subprocess
     import sys
 
