@@ -89,7 +89,7 @@ def test_selected_packet_is_in_the_address(grid_server, browser):  # noqa: F811
         # detail asked per key (a key held down is throttled: FOCUS_SELECT_MS)
         assert s["history"] <= start["history"] + 1, (start, s)
         assert s["scroll"] == start["scroll"], (start, s)
-        assert not [o for o in sent if "getRowsResponse" in o or "url.search" in o or "goto-pos" in o], sent
+        assert not [o for o in sent if "packets-rows" in o or "getRowsResponse" in o or "url.search" in o or "goto-pos" in o], sent
         assert 2 <= sum("packet-detail.children" in o for o in sent) <= 11, sent
         assert "pkt=1237" in pg.url
         # the address reloaded: the same packet selected, in view, its detail open, the keys go on from it

@@ -199,6 +199,55 @@ window.addEventListener('resize', function () {
 document.addEventListener('mousedown', function (ev) {
     if (ev.target && ev.target.closest && ev.target.closest('#waterfall')) { window.wirefallClickY = ev.clientY; }
 }, true);
+// The packet list's focused cell put on row i (the keys go on from it), once the row is drawn.  AG Grid's
+// setFocusedCell gives the browser's focus to a cell drawn; a row drawn just after (its block had just come)
+// had the grid's focus and not the browser's, and the arrow keys did nothing until a click (an address's
+// pkt=47) — or, given to a cell being made (a row of the list before still drawn at that place), it came
+// later, taken from wherever the person was then.  A person elsewhere (typing in the filter box, another
+// control) keeps the browser's focus: only the grid's focused cell moves (the cell's own focus() left out).
+// Else it is given again until the cell has it.
+window.wirefallFocusRow = function (api, i, n) {
+    var f = api.getFocusedCell(), col = f ? f.column : api.getAllDisplayedColumns()[0], tries = 0, set = false;
+    (function go() {
+        if (api.isDestroyed && api.isDestroyed()) { return; }
+        var g = api.getFocusedCell(), grid = document.getElementById('packets'), a = document.activeElement;
+        if (!grid || (set && (!g || g.rowIndex !== i))) { return; }  // (the focus moved on: a key, a click)
+        var row = a && a.closest && a.closest('.ag-row');
+        if (set && row && grid.contains(row) && row.getAttribute('row-index') === String(i)) { return; }
+        if (grid.querySelector('.ag-center-cols-container .ag-row[row-index="' + i + '"][row-id="' + n + '"] [col-id="' +
+                               col.getColId() + '"]')) {
+            set = true;
+            if (a && a !== document.body && !grid.contains(a)) {
+                var focus = HTMLElement.prototype.focus;
+                HTMLElement.prototype.focus = function () {};
+                try { api.setFocusedCell(i, col); } finally { HTMLElement.prototype.focus = focus; }
+                return;
+            }
+            api.setFocusedCell(i, col);
+        }
+        if (++tries < 80) { setTimeout(go, 25); }
+    })();
+};
+// A new filter that keeps the selected packet (cb_packet_where's keep: its row in the new list): that row is
+// shown, selected and focused once its block has come — called when the keep is known and after each block
+// comes (ROWS_JS), as Wireshark keeps the selected packet in view.  The list went to the top and the focused
+// cell stayed at the old row number (another packet's).  Nothing is done to a row before its block has come
+// (a jump to the row while the new list was loading met AG Grid's error #13, a row node it had dropped).
+window.wirefallKeepInView = function (api) {
+    var k = api && api.wirefallKeep;
+    if (!k || (api.isDestroyed && api.isDestroyed())) { return; }
+    if (api.getDisplayedRowCount() <= k.index) { return; }  // (the new list's first block, with its count, has not come)
+    var node = api.getDisplayedRowAtIndex(k.index);
+    if (!node || !node.data) {  // its block is asked for as it is shown, and comes through ROWS_JS
+        if (!k.asked) { k.asked = true; api.ensureIndexVisible(k.index, 'middle'); }
+        return;
+    }
+    api.wirefallKeep = null;
+    if (node.data.no !== k.n) { return; }  // (another list since)
+    api.ensureIndexVisible(k.index, 'middle');
+    if (!node.isSelected()) { node.setSelected(true, true); }
+    window.wirefallFocusRow(api, k.index, k.n);
+};
 // Ctrl-Home / Ctrl-End in the packet list select its first / last row as shown (sorted, filtered), as a click
 // does (its detail; the focused cell follows), as Wireshark's do: the browser only scrolled the list, the focus and
 // the detail stayed on the packet before.  The grid's infinite model holds the row once its block has come.
@@ -361,9 +410,9 @@ def _ready(state: WebState, cid):
 
 def url_params(search: str | None) -> dict[str, str]:
     """The page's state in its query string: capture, filter, tab, x0/x1 (zoom), sel (the
-    selected request), pkt (the packet selected or gone to in the packet list), order (the
-    waterfall's), time (the packet list's time format); the dropdown filters (URL_LISTS) are in
-    ``url_lists``."""
+    selected request), pf (the packet list's display filter), pkt (the packet selected or gone to
+    in the packet list), order (the waterfall's), time (the packet list's time format); the
+    dropdown filters (URL_LISTS) are in ``url_lists``."""
     q = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
     return {k: v[-1] for k, v in q.items() if v}
 
@@ -829,13 +878,16 @@ def cb_url_in(state: WebState, pathname, search):
 
 
 def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search, protocols=None, connections=None,
-               contents=None, statuses=None, order=None, time_format=None, *, goto_changed: bool = True, packet_key=None):
+               contents=None, statuses=None, order=None, time_format=None, packet_filter=None, *, goto_changed: bool = True,
+               packet_key=None):
     """The page's state written to its query string (replaced, so that a reload keeps it).
     ``pkt`` is the packet gone to when this call is the go-to's (``goto_changed``), else the
     address's: the packet list's selection is written there by the page (PACKET_URL_JS), which
     this server callback does not see — none when the address names another capture (its packet is
     not this one's), and the last go-to not put back when ``packet_key`` (the packet detail's key)
-    is this capture's and names no packet (nothing is selected in the list)."""
+    is this capture's and names no packet (nothing is selected in the list).  ``pf``: the packet
+    list's display filter as applied (a filter with an error too: the box shows it again, and says
+    the error)."""
     if not ready:
         return no_update
     q: dict[str, object] = {}
@@ -856,6 +908,8 @@ def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, s
     sel = selected_for(selected, cid, search)
     if sel is not None:
         q["sel"] = str(sel)
+    if isinstance(packet_filter, str) and packet_filter:
+        q["pf"] = packet_filter
     at = url_params(search)
     if goto_changed:
         pkt = goto
@@ -883,7 +937,7 @@ def _no_packet(key, cid) -> bool:
 
 
 # the query string's keys in cb_url_out's order
-URL_ORDER = ("capture", "filter", *URL_LISTS.values(), "order", "tab", "x0", "x1", "sel", "pkt", "time")
+URL_ORDER = ("capture", "filter", *URL_LISTS.values(), "order", "tab", "x0", "x1", "sel", "pf", "pkt", "time")
 
 
 def search_with_sel(search: str | None, cid, xid) -> str | None:
@@ -984,26 +1038,66 @@ PACKET_DETAIL_KEY_JS = """function(cid, sel, goto, tab, prev) {
 # The packet selected (or gone to) written to the address's ``pkt`` at once, by the page: a
 # packet list's selection (a click, the keys) is shared or reloaded as it is, as Wireshark's
 # users expect; nothing selected (a Ctrl-click on the selected row, a filter that hides it,
-# another capture), no ``pkt`` (a reload would select the packet left).  The history entry is
+# another capture), no ``pkt`` (a reload would select the packet left).  The packet filter
+# applied (packet-expr) likewise, as ``pf`` (none when there is none).  The history entry is
 # replaced, not added (dcc.Location with refresh=False pushes one per change: ten arrow keys, ten
 # Back presses), and the store is then set to the address the browser already shows
 # (dcc.Location pushes nothing for it); no request to the server, and the list is not told
 # anything (a go-to's packet-goto would re-fetch its rows and scroll).  Also run when another
 # callback wrote the address (cb_url_out's answer to a change made before the last key): the
-# selection's packet is put back, or taken out.  A key of another capture (the address not
-# written yet for it), or none (the Packets tab not opened yet), leaves the address alone.
-PACKET_URL_JS = """function(key, search) {
+# selection's packet and the filter are put back, or taken out.  A key of another capture (the
+# address not written yet for it), or none (the Packets tab not opened yet), leaves ``pkt`` alone.
+# Values are encoded as cb_url_out's urlencode does (the same address string).
+PACKET_URL_JS = """function(key, expr, search) {
     var nu = window.dash_clientside.no_update, n = (__KEY_PACKET__)(key), loc = window.location;
-    var q = new URLSearchParams(loc.search);
-    if (!key || !key.capture || q.get('capture') !== key.capture || (n ? q.get('pkt') === String(n) : !q.has('pkt'))) { return nu; }
-    var order = __URL_ORDER__, at = order.indexOf('pkt'), name = function (p) { return decodeURIComponent(p.split('=')[0]); };
-    var parts = loc.search.replace(/^\\?/, '').split('&').filter(function (p) { return p && name(p) !== 'pkt'; });
-    var i = parts.findIndex(function (p) { var j = order.indexOf(name(p)); return j < 0 || j > at; });
-    if (n) { parts.splice(i < 0 ? parts.length : i, 0, 'pkt=' + n); }  // (where cb_url_out puts it: the same address string)
+    var q = new URLSearchParams(loc.search), want = {pf: expr || null}, order = __URL_ORDER__;
+    if (key && key.capture && q.get('capture') === key.capture) { want.pkt = n ? String(n) : null; }
+    var names = Object.keys(want).filter(function (k) { return q.get(k) !== want[k]; });
+    if (!q.has('capture') || !names.length) { return nu; }
+    var name = function (p) { return decodeURIComponent(p.split('=')[0]); };
+    var quote = function (v) {  // (Python's quote_plus)
+        return encodeURIComponent(v).replace(/[!'()*]/g, function (c) { return '%' + c.charCodeAt(0).toString(16).toUpperCase(); })
+            .replace(/%20/g, '+');
+    };
+    var parts = loc.search.replace(/^\\?/, '').split('&').filter(function (p) { return p && names.indexOf(name(p)) < 0; });
+    names.forEach(function (k) {
+        if (!want[k]) { return; }
+        var at = order.indexOf(k), i = parts.findIndex(function (p) { var j = order.indexOf(name(p)); return j < 0 || j > at; });
+        parts.splice(i < 0 ? parts.length : i, 0, k + '=' + quote(want[k]));  // (where cb_url_out puts it)
+    });
     var next = parts.length ? '?' + parts.join('&') : '';
     window.history.replaceState(window.history.state, '', loc.pathname + next + loc.hash);
     return next;
 }""".replace("__URL_ORDER__", json.dumps(list(URL_ORDER))).replace("__KEY_PACKET__", KEY_PACKET_JS)
+
+
+# The rows cb_packet_rows answers (packets-rows) are given to the grid's request here, by the request's own
+# successCallback, once.  dash-ag-grid (35.3) gives its getRowsResponse itself, but after an answer of 0
+# rows it defers the next answer to a timer that its own effect cancels as it sets getRowsResponse back to
+# null: that request was never answered, and AG Grid, counting its loads by the answers
+# (maxConcurrentDatasourceRequests 1), asked for no block again — after a filter that matched nothing,
+# every later one drew its count over empty rows until a reload.  An answer for other rows than the
+# request's (of a grid made since) is not given to it.  A request without its callbacks (another
+# dash-ag-grid) is answered dash-ag-grid's own way.
+ROWS_JS = """function(ans, req) {
+    var nu = window.dash_clientside.no_update;
+    if (!ans || !req) { return nu; }
+    if (typeof req.successCallback !== 'function') { return {rowData: ans.rowData, rowCount: ans.rowCount}; }
+    var api = req.api;
+    if (!api) { try { api = window.dash_ag_grid.getApi('packets'); } catch (e) { api = null; } }
+    if (ans.startRow !== req.startRow || ans.endRow !== req.endRow || (api && api.wirefallAnswered === req.successCallback)) { return nu; }
+    if (api) { api.wirefallAnswered = req.successCallback; }
+    req.successCallback(ans.rowData || [], ans.rowCount);
+    if (api) { setTimeout(function () { window.wirefallKeepInView(api); }, 0); }
+    return nu;
+}"""
+
+# the packet filter applied (packet-expr, what the list, the address and the exports follow): the box's
+# text on Enter or on leaving the box, when it changed
+PACKET_FILTER_JS = """function(_submit, _blur, value, applied) {
+    var v = value || '';
+    return v === (applied || '') ? window.dash_clientside.no_update : v;
+}"""
 
 
 def _key(k) -> dict:
@@ -1077,11 +1171,13 @@ def cb_packet_rows(state: WebState, request, cid, expr=None, time_format=None, m
     """The rows AG Grid's infinite row model asks for (``getRowsRequest``: startRow, endRow,
     sortModel) of the packets the filter keeps, sorted as asked, with the Time column in the
     chosen format and each row's marks — the grid scrolls through the whole capture, a block
-    at a time, without pages."""
+    at a time, without pages.  The answer names the rows asked for (``startRow``, ``endRow``):
+    the page gives it to that request (ROWS_JS)."""
+    req = request if isinstance(request, dict) else {}
+    asked = {"startRow": req.get("startRow"), "endRow": req.get("endRow")}
     e = _ready(state, cid)
     if e is None:
-        return {"rowData": [], "rowCount": 0}, ""
-    req = request if isinstance(request, dict) else {}
+        return {"rowData": [], "rowCount": 0, **asked}, ""
     fmt = time_format if time_format in views.TIME_FORMATS else "relative"
     numbers, msg = _packets_shown(e, expr)
     def block():
@@ -1094,10 +1190,10 @@ def cb_packet_rows(state: WebState, request, cid, expr=None, time_format=None, m
     try:
         order, note, rows = live_view.steady(e, block)
     except Exception as ex:  # noqa: BLE001
-        return {"rowData": [], "rowCount": 0}, _err(ex, "cannot read packets: ")
+        return {"rowData": [], "rowCount": 0, **asked}, _err(ex, "cannot read packets: ")
     if note:
         msg = html.Span([msg, html.Span(" · " + note, className="error", id="packet-sort-note")])
-    return {"rowData": rows, "rowCount": len(order)}, msg
+    return {"rowData": rows, "rowCount": len(order), **asked}, msg
 
 
 def cb_packet_goto(state: WebState, goto, cid, expr=None, request=None, time_format=None, refs=None):
@@ -1129,7 +1225,9 @@ def cb_packet_where(state: WebState, goto, tab, cid, expr=None, request=None, ti
     selects and shows it again (Wireshark keeps the selected packet in view); it scrolled to the
     last go-to, and selected nothing.  A new filter of the list that hides that packet:
     ``{index: None, n}`` — the page selects nothing (AG Grid kept the hidden row selected: its
-    detail, and the address's pkt, stayed); one that keeps it: nothing (it stays selected)."""
+    detail, and the address's pkt, stayed); one that keeps it: its new row with ``keep`` — the
+    page shows and focuses that row once its block has come (the list went to the top and the
+    focused cell stayed at the old row number, another packet's: the keys went on from it)."""
     if tab != "packets":
         return no_update
     if "packet-goto" in triggered:
@@ -1139,9 +1237,11 @@ def cb_packet_where(state: WebState, goto, tab, cid, expr=None, request=None, ti
     if n is None:
         return no_update
     pos = cb_packet_goto(state, n, cid, expr, request, time_format, refs)
-    if "packet-filter" not in triggered:
+    if "packet-expr" not in triggered:
         return pos
-    return {"index": None, "n": n} if pos is no_update and _ready(state, cid) is not None else no_update
+    if pos is no_update:
+        return {"index": None, "n": n} if _ready(state, cid) is not None else no_update
+    return {**pos, "keep": True}
 
 
 def _toggle(cid, store, n: int) -> dict:
@@ -1304,7 +1404,11 @@ def layout(state: WebState):
     # waterfall are then the page's first callbacks, one round trip after the layout, where
     # they waited for the poll's answer (a round trip more).  The poll answers "no change"
     # to it (cb_poll compares with the page's values).
-    options, cid, status, prog, pstyle, version, *_ = cb_poll(state, None, None, None, None, None, page_search())
+    search = page_search()
+    options, cid, status, prog, pstyle, version, *_ = cb_poll(state, None, None, None, None, None, search)
+    # the packet filter of the address (pf) is the layout's, not a callback's: an answer coming while
+    # the person types in the box would overwrite what was typed
+    pf = url_params(search).get("pf", "")
     version = None if version is no_update else version
     export_title = ("write" if views.export_available() else
                     "(needs wirefall.analyzer.pcapng_write, which this version lacks) write")
@@ -1382,7 +1486,10 @@ def layout(state: WebState):
             dcc.Tab(label="Packets", value="packets", children=html.Div([
                 html.Div([html.Span("Go to packet "), html.Div(dcc.Input(id="packet-goto", type="number", min=1, debounce=True),
                                                               style={"width": "150px"}),
-                          dcc.Input(id="packet-filter", type="text", debounce=True, style={"width": "360px", "fontFamily": "monospace"},
+                          # applied on Enter or on leaving the box (PACKET_FILTER_JS → packet-expr), and not debounced
+                          # by dcc: its debounce put the caret back where it was a key before once the page's timers
+                          # lagged the keys (typed at 5 ms a key: 'frame.len > 140 and0'), with or without the server
+                          dcc.Input(id="packet-filter", type="text", value=pf, style={"width": "360px", "fontFamily": "monospace"},
                                     placeholder='filter, e.g. tcp.port == 443 || http2.streamid == 1'),
                           html.Span("Time"),
                           dcc.Dropdown(id="time-format", options=[{"label": v, "value": k} for k, v in views.TIME_FORMATS.items()],
@@ -1412,6 +1519,7 @@ def layout(state: WebState):
         dcc.Store(id="wf-beside"), dcc.Store(id="wf-width"), dcc.Store(id="detail-shown"),
         html.Button(id="wf-beside-check", style={"display": "none"}),  # (PAGE_JS: a resize across DETAIL_BESIDE_MIN, or to another 100 px step)
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"), dcc.Store(id="packets-asked"),
+        dcc.Store(id="packet-expr", data=pf), dcc.Store(id="packets-rows"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
@@ -1647,11 +1755,12 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         Input("capture", "value"), Input("filter-expr", "value"), Input("tabs", "value"), Input("xrange", "data"),
         Input("selected", "data"), Input("packet-goto", "value"), Input("url-ready", "data"), State("url", "search"),
         Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
-        Input("wf-order", "value"), Input("time-format", "value"), State("packet-detail-key", "data"),
+        Input("wf-order", "value"), Input("time-format", "value"), State("packet-expr", "data"), State("packet-detail-key", "data"),
         prevent_initial_call=True,
     )(_named("cb_url_out", lambda *a: cb_url_out(S, *a[:-1], goto_changed="packet-goto" in _triggered(), packet_key=a[-1])))
     app.clientside_callback(PACKET_URL_JS, Output("url", "search", allow_duplicate=True),
-                            Input("packet-detail-key", "data"), Input("url", "search"), prevent_initial_call=True)
+                            Input("packet-detail-key", "data"), Input("packet-expr", "data"), Input("url", "search"),
+                            prevent_initial_call=True)
     app.callback(
         Output("tabs", "value", allow_duplicate=True), Output("packet-goto", "value", allow_duplicate=True),
         Input({"type": "pkt", "n": ALL}, "n_clicks"), prevent_initial_call=True,
@@ -1732,10 +1841,16 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  Output("st-headers-table", "rowData"),
                  Input("stats-key", "data"), prevent_initial_call=True)(
         _named("cb_stats", lambda k: cb_stats(S, _key(k).get("capture"), _key(k).get("version"), "stats")))
-    app.callback(Output("packets", "getRowsResponse"), Output("packet-filter-msg", "children"),
-                 Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
+    app.callback(Output("packets-rows", "data"), Output("packet-filter-msg", "children"),
+                 Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-expr", "data"),
                  State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),
                  prevent_initial_call=True)(bind(cb_packet_rows))
+    app.clientside_callback(ROWS_JS, Output("packets", "getRowsResponse"), Input("packets-rows", "data"),
+                            State("packets", "getRowsRequest"), prevent_initial_call=True)
+    # the filter typed is applied on Enter, or on leaving the box (as dcc's debounce did)
+    app.clientside_callback(PACKET_FILTER_JS, Output("packet-expr", "data"), Input("packet-filter", "n_submit"),
+                            Input("packet-filter", "n_blur"), State("packet-filter", "value"), State("packet-expr", "data"),
+                            prevent_initial_call=True)
     # what the rows show changed: the grid asks again for the rows it holds (a new filter or
     # capture: from the top); AG Grid keeps its scroll position and selection.  The same capture
     # and filter set again is no change: the address's answer (cb_url_in) re-sets the capture
@@ -1747,12 +1862,13 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
             var t = (window.dash_clientside.callback_context.triggered || []).map(function (x) { return x.prop_id; }).join(' ');
             try {
                 var api = window.dash_ag_grid.getApi('packets'), shows = JSON.stringify([cid, expr || '']);
-                var fresh = /capture|packet-filter/.test(t) && api.wirefallShows !== shows;
+                var fresh = /capture|packet-expr/.test(t) && api.wirefallShows !== shows;
                 api.wirefallShows = shows;
                 if (fresh) {
                     // (another capture: its packet of the selected number is not the one selected, which AG Grid
                     // would keep selected by the row's id; a new filter that hides the selected packet: cb_packet_where)
                     if (/capture/.test(t) && api.getSelectedNodes().length) { api.deselectAll(); }
+                    api.wirefallKeep = null;  // (the row the filter before kept: cb_packet_where tells this one's)
                     api.purgeInfiniteCache(); api.ensureIndexVisible(0, 'top');
                 }
                 else if (/time-format|marks|timerefs|packet-goto/.test(t)) { api.refreshInfiniteCache(); }
@@ -1760,7 +1876,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
             return t;
         }""",
         Output("packets-refresh", "data"),
-        Input("capture", "value"), Input("packet-filter", "value"), Input("time-format", "value"), Input("marks", "data"),
+        Input("capture", "value"), Input("packet-expr", "data"), Input("time-format", "value"), Input("marks", "data"),
         Input("timerefs", "data"), Input("packet-goto", "value"), prevent_initial_call=True,
     )
     # the grid's first request is asked with the capture and filter it then shows: what the
@@ -1773,11 +1889,11 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
             } catch (e) { /* not shown */ }
             return window.dash_clientside.no_update;
         }""",
-        Output("packets-asked", "data"), Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-filter", "value"),
+        Output("packets-asked", "data"), Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-expr", "data"),
         prevent_initial_call=True,
     )
     app.callback(Output("goto-pos", "data"), Input("packet-goto", "value"), Input("tabs", "value"), State("capture", "value"),
-                 Input("packet-filter", "value"), State("packets", "getRowsRequest"), State("time-format", "value"),
+                 Input("packet-expr", "data"), State("packets", "getRowsRequest"), State("time-format", "value"),
                  State("timerefs", "data"), State("url", "search"), prevent_initial_call=True)(
         _named("cb_packet_where", lambda *a: cb_packet_where(S, *a, triggered=_triggered())))
     # the grid is made anew each time the Packets tab is shown, and dash-ag-grid gives it the
@@ -1795,7 +1911,10 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     # the grid scrolls to the row gone to once it exists (a packet link opens the tab and goes at
     # once); when it is the packet whose detail is shown (a go-to, a link, an address's pkt, the
     # selected packet on the tab shown again) it is also selected and focused, as a click would:
-    # a reloaded address shows its packet selected, and the keys go on from it
+    # a reloaded address shows its packet selected, and the keys go on from it (wirefallFocusRow).
+    # A new filter that keeps the selected packet (pos.keep): its new row is shown and focused
+    # once the block holding it has come (wirefallKeepInView, called again as each block comes:
+    # ROWS_JS) — not at once, the rows of the filter before may still be the ones shown.
     app.clientside_callback(
         """function(pos, key) {
             if (!pos) { return window.dash_clientside.no_update; }
@@ -1804,6 +1923,11 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                 if (pos.index === null) {  // the filter hides the packet selected: nothing is selected (its detail and pkt go)
                     var s = api.getSelectedNodes();
                     if (s.length && s[0].data && s[0].data.no === pos.n) { api.deselectAll(); }
+                    return;
+                }
+                if (pos.keep) {
+                    api.wirefallKeep = {index: pos.index, n: pos.n};
+                    window.wirefallKeepInView(api);
                     return;
                 }
                 // a grid just shown knows one row until its first block arrives: scroll once it knows the row
@@ -1821,9 +1945,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                     var node = api.getDisplayedRowAtIndex(pos.index);
                     if (!node || !node.data) { if (++tries < 400) { setTimeout(pick, 25); } return; }
                     if (node.data.no !== pos.n) { return; }
-                    var f = api.getFocusedCell();
                     node.setSelected(true, true);
-                    api.setFocusedCell(pos.index, f ? f.column : api.getAllDisplayedColumns()[0]);
+                    window.wirefallFocusRow(api, pos.index, pos.n);
                 }
             });
             return pos.n;
@@ -1837,7 +1960,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         _named("cb_mark", lambda nm, nr, sel, cid, marks, refs, goto: cb_mark(S, nm, nr, sel, cid, marks, refs, goto, trigger=_trigger())))
     app.callback(Output("download", "data", allow_duplicate=True), Output("mark-msg", "children", allow_duplicate=True),
                  Input("export-marked", "n_clicks"), Input("export-displayed", "n_clicks"), State("capture", "value"),
-                 State("marks", "data"), State("packet-filter", "value"), prevent_initial_call=True)(
+                 State("marks", "data"), State("packet-expr", "data"), prevent_initial_call=True)(
         _named("cb_export_packets", lambda _m, _d, *a: cb_export_packets(S, (_trigger() or "export-displayed").split("-", 1)[1], *a)))
     app.clientside_callback(PACKET_DETAIL_KEY_JS, Output("packet-detail-key", "data"),
                             Input("capture", "value"), Input("packets", "selectedRows"), Input("packet-goto", "value"),
