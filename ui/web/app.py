@@ -1342,11 +1342,14 @@ def _dd(id_, placeholder, multi=True):
     return dcc.Dropdown(id=id_, options=[], value=[], multi=multi, placeholder=placeholder, className="filter-dd")
 
 
-def _grid(id_: str, columns, numeric=()):
+def _grid(id_: str, columns, numeric=(), tips=None):
     """A small table (all its rows in the page): AG Grid's client-side rows, sorted and
     filtered in the browser (a filter row under the header), at most 15 rows high then
-    scrolled (the rows outside the view are not drawn)."""
-    cols = [{"field": k, "headerName": n, **({"filter": "agNumberColumnFilter", "type": "numericColumn"} if k in numeric else {})}
+    scrolled (the rows outside the view are not drawn).  ``tips``: a column's header tooltip
+    (what its figure is)."""
+    tips = tips or {}
+    cols = [{"field": k, "headerName": n, **({"filter": "agNumberColumnFilter", "type": "numericColumn"} if k in numeric else {}),
+             **({"headerTooltip": tips[k]} if k in tips else {})}
             for k, n in columns]
     return AgGrid(id=id_, columnDefs=cols, rowData=[], className="grid-wrap",
                   defaultColDef={"sortable": True, "filter": True, "floatingFilter": True, "resizable": True, "minWidth": 70,
@@ -1471,7 +1474,7 @@ def layout(state: WebState):
             ], className="tabpane")),
             dcc.Tab(label="Connections", value="connections", children=html.Div([
                 dcc.Graph(id="conn-fig", config={"displaylogo": False}),
-                _grid("conn-table", views.CONNECTION_COLUMNS, numeric=views.CONNECTION_NUMERIC),
+                _grid("conn-table", views.CONNECTION_COLUMNS, numeric=views.CONNECTION_NUMERIC, tips=views.CONNECTION_TIPS),
                 html.H4("Notes and warnings"), html.Ul(id="conn-notes"),
             ], className="tabpane")),
             dcc.Tab(label="Statistics", value="stats", children=html.Div([
