@@ -42,6 +42,7 @@ import truth20 as T  # noqa: E402
 from wirefall.analyzer import export, jsonout, waterfall  # noqa: E402
 from wirefall.analyzer.model import NoteKind  # noqa: E402
 from wirefall.analyzer.pipeline import analyze  # noqa: E402
+from wirefall.ui.web.views import PHASE_DETAIL_LABELS  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 
@@ -208,6 +209,8 @@ def test_quic_starts_are_the_packet_of_the_stream_frame_with_byte_0(p, tmp_root)
 # ---------------------------------------------------------- phases add up, in every view
 
 _LABELS = {waterfall.PHASE_LABELS[n] for n in waterfall.PHASES}
+# (the web detail names its TLS phase's start since review 31: "TLS (from TCP connected, as WebPageTest/DevTools)")
+_LABELS |= set(PHASE_DETAIL_LABELS.values())
 
 
 def _ms_us(s: str) -> int:
