@@ -101,12 +101,11 @@ def parse_time(v: Any) -> float | None:
         return None
 
 
-# what wirefall's HAR export writes for a header value it leaves out (analyzer.export.LEFT_OUT)
-# and the value a header read back then has: not known, counted as such (requests' unknown
-# fields), never the placeholder taken for what was sent
-_LEFT_OUT = "<left out: sensitive>"
-_SENSITIVE = frozenset({"cookie", "set-cookie", "authorization", "proxy-authorization"})
-_UNKNOWN = "<unknown>"
+# what wirefall's HAR export writes for a header value it leaves out reads back as not known,
+# counted as such (requests' unknown fields), never the placeholder taken for what was sent
+from ..completeness import UNKNOWN as _UNKNOWN  # noqa: E402
+from ..export import LEFT_OUT as _LEFT_OUT  # noqa: E402
+from ..export import SENSITIVE as _SENSITIVE  # noqa: E402
 
 
 def _headers(v: Any) -> list[tuple[str, str]]:
