@@ -411,7 +411,7 @@ class _KeyLogs:
         bad = {p.source for p in self.unreadable}
         self.empty = [src for src in dict.fromkeys(kl.sources) if not read.get(src) and src not in bad]
         self.partial = [p for p in self.problems if p.kind in ("broken_gzip", "lines_skipped") and read.get(p.source)]
-        self.given = bool(kl.sources or self.unreadable)
+        self.given = kl.given
         self.secrets = len(kl)
 
     def why_empty(self, src: str) -> str:
@@ -450,15 +450,6 @@ class _KeyLogs:
         return out
 
 
-def _needs(reason: str) -> str:
-    """" (Handshake packets from packet 471 need SERVER_HANDSHAKE_TRAFFIC_SECRET)" of a QUIC reason
-    that names its level, else "" (from the reason's fields, as ``DecryptReason.render`` says it)."""
-    if not isinstance(reason, DecryptReason) or not (reason.secret and reason.level):
-        return ""
-    where = f"{reason.level} packets" + (f" from packet {reason.packet}" if reason.packet is not None else "")
-    return f" ({where} need {reason.secret})"
-
-
 def _keylog_words(reason: str, ks: _KeyLogs | None) -> tuple[str, str] | None:
     """(what, next step) of a connection not decrypted for want of a secret (``_for_want_of_keys``)
     when a key log was given: none of it readable → "the key log given could not be read"; read and
@@ -476,7 +467,7 @@ def _keylog_words(reason: str, ks: _KeyLogs | None) -> tuple[str, str] | None:
     what = "key log given" if n == 1 else "key logs given"
     what = (f"the {what} could not be read" if not ks.empty else f"the {what} holds no secret" if not ks.unreadable and n == 1
             else f"the {what} hold no secret" if not ks.unreadable else f"the {what} could not be read or hold no secret")
-    return what + _needs(reason), f"{NEXT_UNUSABLE_KEYLOG} ({'; '.join(facts)})"
+    return what + (reason.needs if isinstance(reason, DecryptReason) else ""), f"{NEXT_UNUSABLE_KEYLOG} ({'; '.join(facts)})"
 
 
 def _unknown_cause(e: Exchange, u: list[str]) -> str:

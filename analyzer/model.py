@@ -124,6 +124,11 @@ class ReasonKind(enum.StrEnum):
     KEY_PENDING = "key_pending"  # live capture: ``SECRET_MISSING`` while the key log may yet be written (analyzer.live)
 
 
+def _where(level: str | None, packet: int | None) -> str:
+    """"Handshake packets from packet 471" (a ``DecryptReason``'s level and first packet), or ""."""
+    return f"{level} packets from packet {packet}" if level and packet is not None else (f"{level} packets" if level else "")
+
+
 # NO_KEYLOG's words where a key log was given and holds no secret (unreadable, empty, not a key
 # log): "no key log given" read as if --keylog had been forgotten (review 31)
 NO_KEYLOG_GIVEN = "the key log given holds no secret"
@@ -163,7 +168,7 @@ class DecryptReason(str):
     @staticmethod
     def render(kind: ReasonKind, secret: str | None, level: str | None, packet: int | None,
                missing: tuple[str, ...], detail: str) -> str:
-        where = f"{level} packets from packet {packet}" if level and packet is not None else (f"{level} packets" if level else "")
+        where = _where(level, packet)
         if kind is ReasonKind.KEY_PENDING:
             return "no key yet (waiting for the key log)"
         if level is None:  # TLS's (records, no packet levels): its own words, as they were before they were typed
@@ -191,6 +196,13 @@ class DecryptReason(str):
         if kind is ReasonKind.QUIC_CRYPTO:
             return "gQUIC uses QUIC-Crypto; only the unencrypted handshake is shown"
         return (f"cannot decrypt {where}: {detail}" if where else detail) or "not decrypted"
+
+    @property
+    def needs(self) -> str:
+        """" (Handshake packets from packet 471 need SERVER_HANDSHAKE_TRAFFIC_SECRET)" where the
+        reason names the level and the secret it went without, else "" (as ``render`` says it)."""
+        where = _where(self.level, self.packet)
+        return f" ({where} need {self.secret})" if self.secret and where else ""
 
     @property
     def for_want_of_keys(self) -> bool:
