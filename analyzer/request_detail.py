@@ -208,9 +208,10 @@ class RequestDetail:
         return priority_label(self.priority)
 
     def marker_text(self, m: Marker) -> str:
-        """A marker's text in the request view: a priority signal's as the priority line says it
-        (``priority_text``), any other the waterfall's own (``Marker.label``)."""
-        return f"priority {self.priority_text}" if m.kind == "priority" and self.priority else m.label
+        """A marker's text in the request view: the waterfall's own (``Marker.label``), which words a
+        priority signal as the priority line does (``waterfall.priority_text`` is ``priority_label``;
+        a PRIORITY frame's marker keeps its frame's type and fields, not the request's signal)."""
+        return m.label
 
     @property
     def title_method(self) -> str:
