@@ -922,6 +922,13 @@ def webpagetest_ttfb(exs: list[Exchange], t0: float | None) -> tuple[float, int]
     return None if e is None or e.response_start is None else (e.response_start - t0, e.id)
 
 
+def content_left_out_text(st: Stats) -> str | None:
+    """"favicon.ico left out, as WebPageTest does: 1 request, 17,542 bytes" (``content_left_out``),
+    or None: what the text's and the web's content tables say under their rows."""
+    fav = (st.content_left_out or {}).get("favicon")
+    return f"favicon.ico left out, as WebPageTest does: {plural(fav[0], 'request')}, {_n(fav[1])} bytes" if fav else None
+
+
 def webpagetest_ttfb_apart(st: Stats) -> tuple[float, int] | None:
     """``st.webpagetest_ttfb`` where it is another moment than the page's TTFB (a 202 or a
     redirect first), else None: what the text and the web summary show beside the TTFB."""
@@ -1216,12 +1223,9 @@ def render_text(st: Stats) -> str:
                             ["protocol", "request", "response encoded", "decoded", "saved"], rows, {1, 2, 3, 4}))
     rows = [[k, _n(v[0]), _n(v[1]), _n(v[2])] for k, v in (st.content or {}).items()]
     if rows and len(rows) > 1 or rows and rows[0][0] != "other":
-        left = st.content_left_out or {}
-        fav = left.get("favicon")
+        left = content_left_out_text(st)
         parts.append(_table("Content (the page's requests by type, as WebPageTest's breakdown: MIME type, else the "
-                            "URL's extension; response bodies as transferred and decoded"
-                            + (f"; favicon.ico left out, as WebPageTest does: {plural(fav[0], 'request')}, {_n(fav[1])} bytes"
-                               if fav else "") + ")",
+                            "URL's extension; response bodies as transferred and decoded" + (f"; {left}" if left else "") + ")",
                             ["type", "requests", "bytes", "decoded"], rows, {1, 2, 3}))
     rows = []
     dns = [b for b in st.connections if b.protocol == "dns"]

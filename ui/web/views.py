@@ -739,12 +739,12 @@ def content_table(entry: Entry):
     "Content Breakdown": requests, bytes, uncompressed): the chart beside it gave the request counts
     only on hover, and a type of a few kB (the amazon load's html, 3,833 bytes) no visible bar."""
     cb = content_bytes(entry)
-    fav = (stats_of(entry).content_left_out or {}).get("favicon")
+    from wirefall.analyzer.stats import content_left_out_text
+
+    left = content_left_out_text(stats_of(entry))
     title = html.Div("Content, as WebPageTest's breakdown", style={"fontWeight": 600, "fontSize": "13px"})
     what = html.Div("the page's requests by type (MIME type, else the URL's extension); response bodies as transferred "
-                    "and decoded" + (f"; favicon.ico left out, as WebPageTest does: {fav[0]:,} "
-                                     f"{'request' if fav[0] == 1 else 'requests'}, {fav[1]:,} bytes" if fav else ""),
-                    className="status", style={"fontSize": "12px", "maxWidth": "380px"})
+                    "and decoded" + (f"; {left}" if left else ""), className="status", style={"fontSize": "12px", "maxWidth": "380px"})
     if not cb:
         return html.Div([title, html.Div("no responses", className="status")], id="st-content-table")
     num = {"textAlign": "right"}
