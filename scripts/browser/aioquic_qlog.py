@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -68,23 +67,10 @@ def main() -> int:
     qdir = work / "qlog"
     qdir.mkdir()
     keys.unlink(missing_ok=True)
-    procs = []
-    try:
-        td = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "-w", str(pcap), "udp", "port", str(port)], stderr=subprocess.DEVNULL)
-        procs.append(td)
-        srv = subprocess.Popen([sys.executable, str(cap.LAB / "h3_server.py"), "--root", str(site), "--cert", str(cert),
-                                "--key", str(key), "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(srv)
-        time.sleep(1.5)
+    with cap.captured(pcap, port, [sys.executable, str(cap.LAB / "h3_server.py"), "--root", str(site), "--cert", str(cert),
+                                   "--key", str(key), "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
         results = asyncio.run(run_client(port, paths, keys, qdir))
         time.sleep(0.5)
-    finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGINT if p is procs[0] else signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
     qlogs = sorted(qdir.glob("*.qlog"))
     if len(qlogs) != 1:
         raise SystemExit(f"aioquic_qlog: expected one qlog, found {len(qlogs)}")

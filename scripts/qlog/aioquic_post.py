@@ -23,19 +23,20 @@ import hashlib
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from aioquic.asyncio import QuicConnectionProtocol, connect, serve
-from aioquic.h3.connection import H3_ALPN, H3Connection
-from aioquic.h3.events import DataReceived, HeadersReceived
-from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.events import ProtocolNegotiated
-from aioquic.quic.logger import QuicFileLogger
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "quic"))
+import aioquic_capture as cap  # noqa: E402  (the aioquic samples' helpers: free_port, captured)
+from aioquic.asyncio import QuicConnectionProtocol, connect, serve  # noqa: E402
+from aioquic.h3.connection import H3_ALPN, H3Connection  # noqa: E402
+from aioquic.h3.events import DataReceived, HeadersReceived  # noqa: E402
+from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
+from aioquic.quic.events import ProtocolNegotiated  # noqa: E402
+from aioquic.quic.logger import QuicFileLogger  # noqa: E402
 
 SPLIT = 20_000  # the body's first DATA frame (the rest, with end_stream, is the second)
 
@@ -149,14 +150,6 @@ async def run_client(port: int, body: bytes, keys: Path, qlog_dir: Path) -> list
     return out
 
 
-def free_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir", type=Path, nargs="?")
@@ -175,7 +168,7 @@ def main() -> int:
     cert, key = work / "cert.pem", work / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                     "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost"], check=True, capture_output=True)
-    port = free_port()
+    port = cap.free_port()
     out = a.outdir / a.name
     pcap, keys = Path(f"{out}.pcap"), Path(f"{out}.keys")
     cdir, sdir = work / "client", work / "server"
@@ -183,13 +176,7 @@ def main() -> int:
     sdir.mkdir()
     keys.unlink(missing_ok=True)
     body = body_of(a.body)
-    procs = []
-    try:
-        td = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "-w", str(pcap), "udp", "port", str(port)], stderr=subprocess.DEVNULL)
-        procs.append(td)
-        srv = subprocess.Popen([sys.executable, __file__, "--delay", str(a.delay), "--serve", str(port), str(cert), str(key), str(sdir)])
-        procs.append(srv)
-        time.sleep(1.5)
+    with cap.captured(pcap, port, [sys.executable, __file__, "--delay", str(a.delay), "--serve", str(port), str(cert), str(key), str(sdir)]):
         results = asyncio.run(run_client(port, body, keys, cdir))
         # the server writes its qlog when its side of the connection ends (after draining)
         for _ in range(50):
@@ -197,13 +184,6 @@ def main() -> int:
                 break
             time.sleep(0.1)
         time.sleep(0.3)
-    finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGINT if p is procs[0] else signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
     for d, suffix in ((cdir, ".qlog"), (sdir, ".server.qlog")):
         qlogs = sorted(d.glob("*.qlog"))
         if len(qlogs) != 1:

@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from aioquic.asyncio import connect
@@ -83,6 +85,28 @@ def free_port() -> int:
     return p
 
 
+@contextmanager
+def captured(pcap: Path, port: int, server: list[str], **popen) -> Iterator[None]:
+    """tcpdump on loopback writing UDP ``port``'s packets to ``pcap``, and the server ``server``
+    (its argv; ``popen``: Popen's other arguments) started; the body runs the client; then the
+    server is stopped (SIGTERM) and tcpdump (SIGINT: it writes what it holds), killed after 5 s.
+    (The aioquic samples' scripts: this one, scripts/browser/aioquic_qlog.py, scripts/qlog/aioquic_post.py.)"""
+    procs = []
+    try:
+        procs.append(subprocess.Popen(["tcpdump", "-i", "lo", "-U", "-w", str(pcap), "udp", "port", str(port)],
+                                      stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(server, **popen))
+        time.sleep(1.5)
+        yield
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGINT if p is procs[0] else signal.SIGTERM)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir", type=Path)
@@ -102,23 +126,10 @@ def main() -> int:
     port = free_port()
     pcap, keys, log = a.outdir / "aioquic-h3.pcap", a.outdir / "aioquic-h3.keys", a.outdir / "aioquic-h3.client.json"
     keys.unlink(missing_ok=True)
-    procs = []
-    try:
-        td = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "-w", str(pcap), "udp", "port", str(port)], stderr=subprocess.DEVNULL)
-        procs.append(td)
-        srv = subprocess.Popen([sys.executable, str(LAB / "h3_server.py"), "--root", str(site), "--cert", str(cert), "--key", str(key),
-                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        procs.append(srv)
-        time.sleep(1.5)
+    with captured(pcap, port, [sys.executable, str(LAB / "h3_server.py"), "--root", str(site), "--cert", str(cert), "--key", str(key),
+                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
         results = asyncio.run(run_client(port, paths, keys))
         time.sleep(0.5)
-    finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGINT if p is procs[0] else signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
     import aioquic
     log.write_text(json.dumps({"aioquic": aioquic.__version__, "port": port, "responses": results}, indent=1))
     print(f"{pcap} {pcap.stat().st_size} bytes, {len(results)} responses")
