@@ -13,7 +13,7 @@ import shutil
 import pytest
 from webfix import browser_fixture, needs_chromium, new_page, wait_text
 
-from test_web_grid import ROWS, _cell, _in_view, _open_packets, _tshark_lengths, _wait_cell, _wait_query
+from test_web_grid import ROWS, _cell, _in_view, _open_packets, _show_row, _tshark_lengths, _wait_cell, _wait_query
 from test_web_grid import server as grid_server  # noqa: F401 - the fixture (the 20,050-packet capture)
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
@@ -68,8 +68,7 @@ def test_selected_packet_is_in_the_address(grid_server, browser):  # noqa: F811
     pg = new_page(browser, width=1500, height=1000)
     try:
         _open_packets(pg, url, ids["many"], total)
-        pg.evaluate("() => window.dash_ag_grid.getApi('packets').ensureIndexVisible(1233, 'middle')")
-        _wait_cell(pg, 1233, "no", "1234")
+        _show_row(pg, 1233, 1234)
         pg.click(f"{ROWS}[row-index='1233'] [col-id='info']")
         start = _at(pg, 1234)
         sent = _outputs(pg)

@@ -72,6 +72,17 @@ def _wait_cell(pg, index: int, col: str, text: str) -> None:
                          arg=[f"{ROWS}[row-index='{index}'] [col-id='{col}']", text])
 
 
+def _show_row(pg, index: int, number: int) -> None:
+    """Scroll the list until row ``index`` is drawn with packet ``number`` in it.  The scroll is
+    asked again at each poll: the filter's message can show before the grid has taken the rows
+    of the same answer (ROWS_JS runs after it), and a grid that does not know the row yet does
+    not scroll to it (a flake in CI, session 32)."""
+    pg.wait_for_function("""([i, s, t]) => { let api; try { api = window.dash_ag_grid.getApi('packets'); } catch (e) { return false; }
+        const e = document.querySelector(s); if (e && e.innerText.trim() === t) return true;
+        if (api.getDisplayedRowCount() > i) api.ensureIndexVisible(i, 'middle'); return false; }""",
+                         arg=[index, f"{ROWS}[row-index='{index}'] [col-id='no']", str(number)], polling=100)
+
+
 def _in_view(pg, sel: str) -> bool:
     return pg.evaluate("""s => { const e = document.querySelector(s); if (!e) return false;
         const r = e.getBoundingClientRect(), v = document.querySelector('#packets .ag-body-viewport').getBoundingClientRect();

@@ -24,7 +24,7 @@ import subprocess
 import pytest
 from webfix import browser_fixture, needs_chromium, new_page, wait_text
 
-from test_web_grid import LATE_FRAMES, ROWS, _cell, _in_view, _open_packets, _tshark_lengths, _wait_cell, _wait_query
+from test_web_grid import LATE_FRAMES, ROWS, _cell, _in_view, _open_packets, _show_row, _tshark_lengths, _wait_cell, _wait_query
 from test_web_grid import server as grid_server  # noqa: F401 - the fixture (the 20,050-packet capture)
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright for Python not installed")
@@ -102,8 +102,7 @@ def test_tab_shown_again_selects_the_packet_in_the_address(grid_server, browser)
         pg.fill("#packet-goto", "3000")
         pg.keyboard.press("Enter")
         _selected(pg, 3000, 2999)
-        pg.evaluate("() => window.dash_ag_grid.getApi('packets').ensureIndexVisible(9000, 'middle')")
-        _wait_cell(pg, 9000, "no", "9001")
+        _show_row(pg, 9000, 9001)
         pg.click(f"{ROWS}[row-index='9000'] [col-id='info']")
         for _ in range(3):
             pg.keyboard.press("ArrowDown")
@@ -172,8 +171,7 @@ def test_nothing_selected_leaves_no_packet_in_the_address(grid_server, browser):
         pg.fill("#packet-filter", "")
         pg.keyboard.press("Enter")
         wait_text(pg, "#packet-filter-msg", f"{total:,} packets")
-        pg.evaluate("() => window.dash_ag_grid.getApi('packets').ensureIndexVisible(9003, 'middle')")
-        _wait_cell(pg, 9003, "no", "9004")
+        _show_row(pg, 9003, 9004)
         pg.click(f"{ROWS}[row-index='9003'] [col-id='info']")
         _selected(pg, 9004, 9003)
         expr = "frame.number > 5000"
@@ -184,8 +182,7 @@ def test_nothing_selected_leaves_no_packet_in_the_address(grid_server, browser):
         s = _state(pg)
         assert s["selected"] == [9004] and "pkt=9004" in s["search"] and s["title"] == "Packet 9004", s
         index = _tshark_count(many, f"{expr} && frame.number < 9004")
-        pg.evaluate("i => window.dash_ag_grid.getApi('packets').ensureIndexVisible(i, 'middle')", index)
-        _wait_cell(pg, index, "no", "9004")
+        _show_row(pg, index, 9004)
         pg.wait_for_selector(f"{ROWS}[row-index='{index}'].ag-row-selected")
         assert _cell(pg, index, "length") == str(lens[9004])
         assert not [w for w in warned if "AG Grid" in w], warned
