@@ -91,6 +91,12 @@ def record(r: LogRequest, log: BrowserLog) -> dict:
         # the log's own word that the request is not its page's (a HAR entry without pageref in a
         # HAR of pages; wirefall's own ``_background_reason``): opened alone, a background row
         "background": r.background,
+        # whose request it is, as the log's own facts (a NetLog's; null where the log gives
+        # none): the reason above is text made from them
+        "isolation": ({"browser_initiated": r.browser_initiated, "network_isolation_key": r.isolation_key,
+                       "top_frame_site": r.top_frame_site, "frame_site": r.frame_site,
+                       "site_for_cookies": r.site_for_cookies}
+                      if r.isolation_key is not None or r.browser_initiated else None),
     }
 
 
