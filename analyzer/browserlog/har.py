@@ -10,8 +10,9 @@ follow in the spec's order — blocked, dns, connect (which includes ssl), send,
 receive; −1 (or absent) is "does not apply" and adds nothing.  So ``send_start`` = start +
 blocked + dns + connect, ``response_start`` (headers received) = send_end + wait,
 ``response_end`` = that + receive.  A HAR gives no client port and no packet: connections
-are named by the entry's ``connection`` (Chrome: its socket id; WebPageTest ``_socket``)
-with ``serverIPAddress`` and the URL's port (or ``_server_port``/``_serverPort``).
+are named by the entry's ``_connectionId`` (Chrome DevTools' socket id; its ``connection`` is
+the server's port, not an id), else ``connection`` (wirefall: its connection id), else
+WebPageTest's ``_socket``, with ``serverIPAddress`` and the URL's port (or ``_server_port``/``_serverPort``).
 Entries served from a cache (``_fromCache``, ``cache.beforeRequest`` hit with no timings)
 or that failed before sending (status 0 with ``_error``, nothing sent or waited for) did not
 reach the network; one that shows its request went out (``_packets``, a reset, time in send
@@ -162,6 +163,7 @@ def fill(log: BrowserLog, d: Any, max_entries: int = MAX_ENTRIES) -> None:
     if isinstance(cr, dict):
         log.creator = " ".join(x for x in (text(cr.get("name"), 80), text(cr.get("version"), 40)) if x) or None
     wirefall = (log.creator or "").startswith("wirefall")
+    devtools = (log.creator or "").startswith("WebInspector")  # (Chrome DevTools' creator name)
     pages = hl.get("pages")
     if isinstance(pages, list):
         for p in pages:
@@ -189,7 +191,7 @@ def fill(log: BrowserLog, d: Any, max_entries: int = MAX_ENTRIES) -> None:
     # a HAR that names pages and ties entries to them: an entry it ties to none is not the page's
     paged = bool(log.pages) and any(isinstance(en, dict) and isinstance(en.get("pageref"), str) and en["pageref"] for en in entries)
     for i, en in enumerate(entries):
-        r = _entry(log, i, en, wirefall, page_start, has_pages=paged)
+        r = _entry(log, i, en, wirefall, page_start, has_pages=paged, devtools=devtools)
         if r is None:
             bad += 1
             continue
@@ -258,7 +260,7 @@ def _went_out(en: dict, send: float | None, wait: float | None) -> bool:
 
 
 def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[str, float] | None = None,
-           has_pages: bool = False) -> LogRequest | None:
+           has_pages: bool = False, devtools: bool = False) -> LogRequest | None:
     if not isinstance(en, dict):
         return None
     req, resp = en.get("request"), en.get("response")
@@ -375,7 +377,8 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
         r.background = text(why, 500) if isinstance(why, str) and why else NO_PAGEREF
     elif r.page is None and has_pages:
         r.background = NO_PAGEREF
-    # the connection: Chrome "connection" (socket id), WebPageTest _socket; server address and port
+    # the connection: Chrome _connectionId (socket id), wirefall's and others' "connection",
+    # WebPageTest _socket; server address and port
     ip = strip_brackets(en.get("serverIPAddress")) or strip_brackets(en.get("_ip_addr"))
     try:
         parts = urlsplit(url)
@@ -386,7 +389,16 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
         port, host, scheme = None, None, ""
     sp = integer(en.get("_server_port")) or integer(en.get("_serverPort"))
     port = sp if sp and 0 < sp < 65536 else port or {"https": 443, "http": 80}.get(scheme)
-    key = en.get("connection")
+    # Chrome DevTools writes its socket id as ``_connectionId`` and, in ``connection``, the
+    # server's port ("443": the remote address after its last colon, HARLog.ts): taken as an id,
+    # that port made every connection to one address one (its h2 and h3, its six HTTP/1.1
+    # sockets), whose requests then found no exchange on the one wire connection it matched.  A
+    # DevTools HAR without _connectionId (older DevTools) names no socket: grouped by server
+    key = en.get("_connectionId")
+    if key is None or isinstance(key, bool) or str(key) in ("", "0"):
+        key = en.get("connection")
+        if devtools and isinstance(key, str) and key.isdigit() and port is not None and int(key) == port:
+            key = None
     if key is None or isinstance(key, bool):
         key = en.get("_socket")
     group = False

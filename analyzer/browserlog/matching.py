@@ -8,8 +8,10 @@ Matching, most certain first:
    the wire connection of the same transport and 4-tuple (nearest in time if a port was
    reused); a qlog trace is the QUIC connection whose connection IDs its packets carry; a
    HAR connection (server address, no client port) is the wire connection to that server
-   whose handshake began nearest the log's, each wire connection taken once; without an
-   address, the SNI of the URL's host.
+   that carried the most of its requests' URLs (``carriers``; Chrome opens two sockets to one
+   server milliseconds apart, one of which may carry nothing), of those the one whose
+   handshake began nearest the log's, each wire connection taken once; without an address,
+   the SNI of the URL's host.
 2. Requests: first, every request on a matched connection whose stream id (HTTP/2,
    HTTP/3) both sides know, to the exchange of that stream; then the others in the order
    the browser sent them, to the unmatched exchange on that connection (of no other known
@@ -53,7 +55,7 @@ from urllib.parse import urlsplit
 from ..model import Analysis, Connection, Exchange, no_network_connections, not_sent_of
 from .build import exchange, no_network_connection, not_sent_fields, record, span, wire_lengths
 from .build import summary as summary_of
-from .records import BrowserLog, LogRequest, not_sent
+from .records import BrowserLog, LogConnection, LogRequest, not_sent
 
 TOLERANCE = 10.0  # seconds between a log request and a wire exchange on unmatched connections
 UNKNOWN = "<unknown>"
@@ -61,6 +63,7 @@ MAX_LISTED = 50  # unmatched requests named in the summary
 SAME_NOT_SENT = 1.0  # seconds between two logs' placings of one request that never reached the network (one row)
 OFFSET_POINTS = ("request_start", "request_end", "response_start", "response_end", "connect_start", "connect_end", "tls_end")
 DURATIONS = ("send", "wait", "receive")
+SPREAD = 64  # wire connections one URL may be on and still tell a HAR connection's apart (match_connections)
 
 
 def _addr(a: Any) -> str:
@@ -301,6 +304,7 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
     by_server: dict[tuple, list[Connection]] = {}
     no_net = no_network_connections(an)
     wire = [wc for wc in an.connections if wc.id not in no_net] if no_net else an.connections
+    wire_ex = _wire_exchanges(an)
     for wc in wire:
         cl, sv = _ep(wc.client), _ep(wc.server)
         by_tuple.setdefault((wc.transport, cl, sv), []).append(wc)
@@ -310,9 +314,12 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
     # the connections that carried requests of the log come first (a HAR connection is
     # matched by time: the busy ones should not lose their wire connection to a preconnect)
     users: dict[str, int] = {}
+    raw_urls: dict[str, list[str]] = {}  # (for ``carriers``, in the same walk of the requests)
     for r in log.requests:
         if r.sent and r.connection:
             users[r.connection] = users.get(r.connection, 0) + 1
+            if r.url:
+                raw_urls.setdefault(r.connection, []).append(r.url)
     order = sorted(log.connections.values(), key=lambda lc: (-users.get(lc.key, 0), lc.connect_start or 0.0, lc.key))
     by_sni: dict[str, list[Connection]] = {}
     by_cid: dict[str, list[int]] = {}
@@ -355,6 +362,35 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
         hit = rank(cands).nearest(t, free)
         return hit[2] if hit is not None else None
 
+    url_conns: dict[str, set[int]] = {}  # a URL as the capture knows it -> the wire connections that carried it
+    cand_ids: dict[int, tuple[list[Connection], set[int]]] = {}  # id(candidate list) -> it, its ids
+
+    def carriers(lc: LogConnection, cands: list[Connection]) -> set[int]:
+        """The ids of ``cands`` not taken carrying the most of ``lc``'s requests' URLs (none:
+        empty).  A URL on more than ``SPREAD`` connections tells none apart and is passed over
+        (so that the work stays linear)."""
+        want = {u for u in map(_norm_url, raw_urls.get(lc.key, ())) if u is not None}
+        if not want:
+            return set()
+        if not url_conns:
+            for x in wire_ex:
+                wu = _wire_url(x)
+                if wu is not None:
+                    url_conns.setdefault(wu, set()).add(x.connection)
+        got = cand_ids.get(id(cands))
+        if got is None or got[0] is not cands:
+            got = cand_ids[id(cands)] = (cands, {x.id for x in cands})
+        ids = got[1]
+        score: dict[int, int] = {}
+        for u in want:
+            on = url_conns.get(u, ())
+            if len(on) <= SPREAD:
+                for i in on:
+                    if i in ids and i not in taken:
+                        score[i] = score.get(i, 0) + 1
+        best = max(score.values(), default=0)
+        return {i for i, n in score.items() if n == best} if best else set()
+
     for lc in order:
         t = lc.connect_start
         c: Connection | None = None
@@ -373,7 +409,18 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
             c = nearest([an.connections[n] for n in sorted({n for v in ids for n in by_cid.get(v, ())})], t)
         if c is None and cl is None and sv is not None:
             cands = by_server.get((lc.transport, sv), []) or by_server.get((None, sv), [])
-            if t is None and len(cands) > 1:
+            fit = carriers(lc, cands) if len(cands) > 1 else None
+            if fit:
+                # the wire connections that carried its requests' URLs, nearest in time: a
+                # HAR's connect time alone chose, between Chrome's two sockets to one server
+                # opened 2.7 ms apart, the one that carried nothing (amazon: wirefall's own HAR
+                # read back matched 13 of 15)
+                def fits(x: Connection, fit: set[int] = fit) -> int:
+                    return GONE if x.id in taken else OK if x.id in fit else SKIP
+
+                hit = rank(cands).nearest(t, fits) if t is not None else rank(cands).first(fits)
+                c = hit[2] if hit is not None else None
+            if c is None and t is None and len(cands) > 1:
                 # no handshake in the log (a connection opened before it): the one in use at its first request
                 if first_t is None:
                     first_t = {}
@@ -385,7 +432,7 @@ def match_connections(an: Analysis, log: BrowserLog) -> dict[str, list[int]]:
 
                 left = using(cands).at(first, lambda x: x.id in taken, 2) if first is not None else []
                 c = left[0] if len(left) == 1 else None
-            else:
+            elif c is None:
                 c = nearest(cands, t)
         if c is None and cl is None and sv is None and lc.host:
             c = nearest(by_sni.get(lc.host.lower(), []), t)
