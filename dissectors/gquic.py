@@ -40,7 +40,8 @@ def fnv1a_128(data: bytes, h: int = FNV_OFFSET) -> int:
 
 
 class GquicPacket:
-    __slots__ = ("direction", "packet", "flags", "cid", "version", "pn", "size", "encrypted", "messages", "error", "reset", "versions")
+    __slots__ = ("direction", "packet", "flags", "cid", "version", "pn", "size", "encrypted", "messages", "sizes", "error", "reset",
+                 "versions")
 
     def __init__(self, direction, packet):
         self.direction = direction
@@ -52,6 +53,7 @@ class GquicPacket:
         self.size = 0
         self.encrypted = True
         self.messages: list[tuple[str, dict]] = []  # handshake messages completed in this packet
+        self.sizes: list[int] = []  # each one's size in bytes (tag, count, entries and values), as tshark's gquic.data_len
         self.error: str | None = None
         self.reset = False
         self.versions: list[str] | None = None
@@ -235,6 +237,7 @@ class GquicDissector:
                 return
             tag, tags = msg
             gp.messages.append(msg)
+            gp.sizes.append(size)
             self.messages.append((d, gp.packet, tag, tags))
             if tag == "CHLO":
                 self.sni = self.sni or tags.get("SNI")

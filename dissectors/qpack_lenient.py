@@ -65,6 +65,13 @@ MAX_BYTES = 1 << 20  # entries kept (name + value + 32 each); the oldest are dro
 _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
 
 
+def _unknown(entry: tuple[bytes, bytes]) -> bool:
+    """An entry whose name or value is not known: one not captured, or one the capture saw
+    inserted by reference to one it did not (a duplicate of it, its name) — shown ``<unknown>``
+    and counted as such (``qpack_unknown_refs``, as ``jsonout.unknown_fields`` counts the list)."""
+    return entry[0] == UNKNOWN or entry[1] == UNKNOWN
+
+
 class QpackError(ValueError):
     pass
 
@@ -251,7 +258,7 @@ class LenientQpack:
                 self._insert(name, value, base + q)
             else:  # duplicate
                 hit = self._relative(a)
-                name, value = hit or (UNKNOWN, UNKNOWN)
+                name, value = hit or (UNKNOWN, b"")  # (a field referring to it shows as one not captured does)
                 self._insert(name, value, base + q)
             p = q
         rest = buf[p:]
@@ -343,7 +350,8 @@ class LenientQpack:
                 for c in valid if self.faults.get(c[0], 0) == key]
 
     def decode(self, block, force: bool = False) -> tuple[list[tuple[bytes, bytes]], int, int | None]:
-        """(fields, how many refer to entries not captured, RIC as a captured-entry count or
+        """(fields, how many are ``<unknown>`` (refer to entries not captured, or to one inserted
+        by reference to such an entry), RIC as a captured-entry count or
         None when unknown); QpackError / IndexError if the block is malformed; ``Blocked``
         (see ``_ric``) unless ``force``.  A reference is resolved under every capacity as
         consistent as the best: where they do not agree on the entry, it is ``<unknown>``."""
@@ -373,7 +381,7 @@ class LenientQpack:
                     hit = self._resolve(places, idx, False)
                     if hit is None:
                         hit = (UNKNOWN, b"")
-                        unknown += 1
+                    unknown += _unknown(hit)
             elif c & 0x40:  # literal with name reference
                 idx, p = _int(block, p, 4)
                 value, p = _str(block, p, 7, limit)
@@ -384,7 +392,7 @@ class LenientQpack:
                 else:
                     e = self._resolve(places, idx, False)
                     name = e[0] if e else UNKNOWN
-                    unknown += e is None
+                    unknown += name == UNKNOWN
                 hit = (name, value)
             elif c & 0x20:  # literal with literal name
                 name, p = _str(block, p, 3, limit)
@@ -395,13 +403,13 @@ class LenientQpack:
                 hit = self._resolve(places, idx, True)
                 if hit is None:
                     hit = (UNKNOWN, b"")
-                    unknown += 1
+                unknown += _unknown(hit)
             else:  # literal with post-base name reference
                 idx, p = _int(block, p, 3)
                 value, p = _str(block, p, 7, limit)
                 e = self._resolve(places, idx, True)
-                unknown += e is None
                 hit = (e[0] if e else UNKNOWN, value)
+                unknown += hit[0] == UNKNOWN
             size += len(hit[0]) + len(hit[1]) + 32
             if size > limit:
                 raise QpackError(f"header list larger than {limit} bytes")

@@ -318,8 +318,12 @@ class _Dir:
 class QuicConnectionDissector:
     """Sans-IO dissector of one QUIC connection (both directions)."""
 
-    def __init__(self, secret=None, stream_limit: int = 16 << 20, tls=None, candidates=None, trial_budget=None):
+    def __init__(self, secret=None, stream_limit: int = 16 << 20, tls=None, candidates=None, trial_budget=None,
+                 no_secrets=None):
         """``secret(label, client_random) -> bytes | None`` looks up key-log secrets;
+        ``no_secrets() -> str | None`` says, when the key log holds no secret at all, why in a few
+        words ("no key log given"), so that a packet's reason does not read as if a key log had
+        been searched (None: it holds some, or not known);
         ``trial_budget``: a ``dissectors.budget.Budget`` of AEAD attempts for finding keys by
         trial (``quic_trial``; None: ``TRIAL_BUDGET`` per connection);
         ``candidates(label) -> [client_random]`` lists the key log's client randoms having a
@@ -327,6 +331,7 @@ class QuicConnectionDissector:
         ``tls`` is a module with parse_client_hello/parse_server_hello/parse_encrypted_extensions
         (dissectors.tls) or None to import it lazily."""
         self.secret = secret or (lambda label, cr: None)
+        self.no_secrets: Callable[[], str | None] = no_secrets or (lambda: None)
         self.candidates: Callable[[str], list[bytes]] = candidates or (lambda label: [])
         self.trials = [0, 0]  # packets tried against the whole key log, per direction
         self.trial_cost = 0  # AEAD attempts spent on it
@@ -710,7 +715,8 @@ class QuicConnectionDissector:
             return None
         secret = self.secret(label, self.client_random)
         if secret is None:
-            d.reasons[epoch] = f"no {label} in the key log for this client random"
+            none = self.no_secrets()
+            d.reasons[epoch] = f"{none} ({label} needed)" if none else f"no {label} in the key log for this client random"
             return None
         suite = self.suite if epoch != 1 else (self.early_suite or self.suite)
         if suite is None and epoch != 1:

@@ -153,6 +153,9 @@ INFER_HOLD_EVENTS = 4096
 # yet (they arrive in the same packet, or a QPACK-blocked block is still waiting): over it, the
 # body that would pass it is not decoded (its decoded size null)
 BODY_WAIT_BYTES = 1 << 20
+# PRIORITY_UPDATE values held for requests not seen yet, per connection (bounded: a flood of
+# them for streams that never come costs no more)
+MAX_PRIO_PENDING = 1024
 _UNDECIDED = object()
 INFERRED_NOTE = ("HTTP/3 recognised by the shape of its streams ({why}); the ALPN was not seen (the handshake is not "
                  "in the capture): QPACK entries inserted before the capture are shown as <unknown>")
@@ -225,6 +228,10 @@ class QuicSession:
         self.body_wait_bytes = 0
         self.body_lost: set[int] = set()
         self.resets: set[tuple[int, int]] = set()  # (direction, stream id) of the RESET_STREAM frames seen
+        # PRIORITY_UPDATE values for request streams whose exchange does not exist yet: Chromium
+        # sends the frame on its control stream just before the request's HEADERS (in the same
+        # packet, read first); applied when the exchange is made (``_new_request``)
+        self.prio_pending: dict[int, str] = {}
         conn.quic = QuicInfo()
 
     # -- datagrams ----------------------------------------------------------------------
@@ -245,7 +252,7 @@ class QuicSession:
                 self.q = dq.QuicConnectionDissector(
                     kl.get if kl is not None else None, self.ctx.limits["quic_stream_buffer"],
                     candidates=(lambda label: [cr for cr in kl.client_randoms(label) if cr not in claimed]) if kl is not None else None,
-                    trial_budget=self.ctx.budget("quic_trial", self.conn))
+                    trial_budget=self.ctx.budget("quic_trial", self.conn), no_secrets=self._no_secrets)
                 self.conn.protocol = "quic"
         try:
             if self.kind == "gquic":
@@ -254,6 +261,15 @@ class QuicSession:
                 self._ietf(direction, data, packet)
         except Exception as e:  # bad input never stops the capture
             self.conn.notes.append(f"packet {packet}: QUIC decoding error {e.__class__.__name__}: {e}")
+
+    def _no_secrets(self) -> str | None:
+        """Why no packet of any level can be opened, when the key log holds no secret: the words
+        the connection's reason uses ("no key log given", ``NO_KEYLOG_GIVEN``); None otherwise
+        (a packet's reason then names the secret the key log lacks for its client random)."""
+        if not ctx_has_no_keys(self.ctx):
+            return None
+        kl = self.ctx.keylog
+        return NO_KEYLOG_GIVEN if kl is not None and getattr(kl, "given", False) else "no key log given"
 
     def _ietf(self, direction, data, packet):
         ctx = self.ctx
@@ -700,7 +716,7 @@ class QuicSession:
         ctx = self.ctx
         ex = self.exchanges.get(sid)
         if ex is None:
-            ex = self.exchanges[sid] = ctx.new_exchange(self.conn, self.conn.protocol, sid)
+            ex = self._new_request(sid)
         if sid not in self.mid_rows:
             self.mid_rows.add(sid)
         src = dict(ex.sources or {})
@@ -914,7 +930,7 @@ class QuicSession:
                 if f.stream_id & 3 == 0:
                     ex = self.exchanges.get(sid)
                     if ex is None:
-                        ex = self.exchanges[sid] = ctx.new_exchange(conn, proto, sid)
+                        ex = self._new_request(sid)
                     self._on_headers(ex, f, sid)
                 elif f.push_id is not None:
                     ex = self.pushes.get(f.push_id)
@@ -948,13 +964,28 @@ class QuicSession:
                     if ex.response_start is None:
                         ex.response_start, ex.response_start_packet = ctx.time(f.first_packet), f.first_packet
             elif f.type == "PRIORITY_UPDATE" and f.fields and not f.fields.get("push"):
-                ex = self.exchanges.get(f.fields.get("prioritized_element_id"))
+                target = f.fields.get("prioritized_element_id")
+                ex = self.exchanges.get(target)
                 if ex is not None:
                     ex.priority = h3_priority(f.fields.get("priority_field_value"))
+                elif isinstance(target, int) and target & 3 == 0 and len(self.prio_pending) < MAX_PRIO_PENDING:
+                    # (before its request: kept for it — page-multi-late's www requests, whose own
+                    # priority header is a QPACK entry from before the capture, had none)
+                    self.prio_pending[target] = f.fields.get("priority_field_value")
         if self.h3.errors:
             for p, msg in self.h3.errors:
                 conn.notes.append(f"packet {p}: {msg}")
             self.h3.errors.clear()
+
+    def _new_request(self, sid: int) -> Exchange:
+        """The exchange of request stream ``sid`` (not made yet), with the priority a
+        PRIORITY_UPDATE gave it before its first frame came (RFC 9218 §7: it overrides the
+        request's priority header, which ``_request_headers`` then leaves alone)."""
+        ex = self.exchanges[sid] = self.ctx.new_exchange(self.conn, self.conn.protocol, sid)
+        pv = self.prio_pending.pop(sid, None)
+        if pv is not None:
+            ex.priority = h3_priority(pv)
+        return ex
 
     def _request_headers(self, ex, f):
         ctx = self.ctx
@@ -1036,8 +1067,9 @@ class QuicSession:
             fields["versions"] = gp.versions
         ctx.add_frame(Frame(packet, packet, t, conn.id, direction, "gquic", None, "PUBLIC_RESET" if gp.reset else "PACKET",
                             length=gp.size, fields=fields, error=gp.error), "gQUIC")
-        for tag, tags in gp.messages:
-            ctx.add_frame(Frame(packet, packet, t, conn.id, direction, "gquic", 1, tag, fields=dict(tags)), "gQUIC")
+        for (tag, tags), size in zip(gp.messages, gp.sizes):
+            # (length: the message's bytes, as tshark's gquic.data_len of the STREAM frame that carries it whole)
+            ctx.add_frame(Frame(packet, packet, t, conn.id, direction, "gquic", 1, tag, length=size, fields=dict(tags)), "gQUIC")
             if tag == "SHLO" and conn.connect_end is None:
                 conn.connect_end = t
         info = conn.quic
