@@ -455,7 +455,7 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
     ``quic``: the row's connection is QUIC, whose handshake (the waterfall's ``connect``) is
     its TLS handshake: ``ssl`` is that time, as Chrome and WebPageTest give it (connect = ssl),
     not −1, which would say that no TLS was negotiated.  A connection ``idle`` after its
-    set-up: ``PRECONNECT_IDLE``."""
+    set-up: ``PRECONNECT_IDLE``; a shorter one is in ``send`` (``_send_idle``)."""
     from .waterfall import phase_totals
 
     phases = row.phases
@@ -478,11 +478,17 @@ def har_timings(row, quic: bool = False) -> tuple[float, dict[str, float], float
     if inside:
         tot["blocked"] -= inside
         tot["connect"] = (tot["connect"] or 0) + inside
-    if tot["idle"]:
-        tot["blocked"] = (tot["blocked"] or 0) + tot["idle"]
     ms = lambda n: -1.0 if tot[n] is None else tot[n] / 1000.0
     t = {"blocked": ms("blocked"), "dns": ms("dns"), "connect": -1.0, "send": max(ms("send"), 0.0),
          "wait": max(ms("wait"), 0.0), "receive": max(ms("receive"), 0.0), "ssl": ms("tls")}
+    if tot["idle"]:
+        # the connection ready, the request not yet sent: in ``send``, as Chrome DevTools' HAR
+        # has it (HARLog.ts: send starts at the connect's end), so that dns and connect are
+        # drawn where they were; ``_send_idle`` says how much of send it is (wirefall's reader
+        # takes it out again).  In ``blocked`` — before 2026-12-05 — HAR viewers drew the
+        # connection's set-up that much later than the wire had it
+        t["send"] += tot["idle"] / 1000.0
+        t["_send_idle"] = tot["idle"] / 1000.0
     if tot["connect"] is not None or tot["tls"] is not None:
         t["connect"] = ((tot["connect"] or 0) + (tot["tls"] or 0)) / 1000.0  # HAR: connect includes ssl
         if quic:

@@ -205,7 +205,7 @@ def test_a_pause_inside_the_handshake_is_connect_not_blocked():
     first = ex.har(an)["log"]["entries"][0]
     t = first["timings"]
     assert t["blocked"] < 1.0 and t["ssl"] > 5.0 and 0 <= t["connect"] - t["ssl"] < 1.0, t
-    assert first["time"] == pytest.approx(sum(v for k, v in t.items() if k != "ssl" and v > 0), abs=1e-6)
+    assert first["time"] == pytest.approx(sum(v for k, v in t.items() if k != "ssl" and not k.startswith("_") and v > 0), abs=1e-6)
     chrome = json.loads(gzip.decompress((page / "pw-h2.har.gz").read_bytes()))["log"]["entries"][0]["timings"]
     assert chrome["connect"] - chrome["ssl"] < 1.0 and chrome.get("blocked", -1) < 1.0, chrome
 

@@ -309,6 +309,12 @@ def _entry(log: BrowserLog, i: int, en: Any, wirefall: bool, page_start: dict[st
             r.connect_end = r.ssl_start
     if wpt and p0 is not None:
         _wpt_setup(r, en, p0, t)
+    # wirefall's own HAR counts in send the connection's idle before the request went out
+    # (``_send_idle``, as DevTools puts that gap in send): the request's first byte is after it
+    idle = phase_ms(tm.get("_send_idle")) if wirefall else None
+    if idle is not None and send is not None and 0 < idle <= send:
+        t += idle / 1000.0
+        send -= idle
     r.send_start = t
     if send is not None:
         t += send / 1000.0
