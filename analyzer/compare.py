@@ -673,8 +673,11 @@ def _page_gaps(an: Analysis, page_exs: list[Exchange], t0: float | None) -> dict
     none = [i for i, st in states if st == "none"]
     parts = []
     if issues:
-        head = completeness.headline(an)
-        parts.append(head.removeprefix("Incomplete: "))
+        # the headline's page part alone: what background traffic misses is not the page's (bg-mixed's
+        # page read "incomplete (1 connection not decrypted; background traffic (not the page's): 1
+        # request with unknown fields)", a metadata long-poll the capture ends in counted against it)
+        page_part = ", ".join(completeness._sides(completeness.compute(an))[0].parts())
+        parts.append(page_part or completeness.headline(an).removeprefix("Incomplete: "))
     if cut or none:
         r = []
         if none:
@@ -918,6 +921,11 @@ def _retransmission_warning(items: list[dict[str, Any]], pa: dict[str, Any], pb:
     text += (f"data the capture carried twice (bytes): {'; '.join(twice(s, f) for s, f in have)} — a segment lost before "
              "the capture point and sent again is a retransmission the capture carries once; the 'bytes' rows count every "
              "frame, the 'less the data carried twice' rows leave out only the second copies")
+    quic = [side for side, f in have if any(str(p).startswith(("h3", "quic")) for p in f.get("protocols") or ())]
+    if quic:  # (beside a TCP side's flagged retransmissions, a QUIC side's 0 reads as "no loss": it is not one)
+        text += (f"; {' and '.join(quic)} {'is' if len(quic) == 1 else 'are'} QUIC: packets lost before the capture point "
+                 "are counted nowhere (QUIC sends their data again in new packets, carried once), so no figure here says "
+                 f"how much {' or '.join(quic)} lost")
     _warn(items, "retransmissions", text)
 
 
@@ -1011,6 +1019,14 @@ def side_line(name: str, f: dict[str, Any]) -> str:
     return s
 
 
+# a QUIC side's losses: QUIC resends lost data in new packets, so a packet lost before the capture point
+# leaves no second copy and no tshark flag (lossy/page-h3 lost 11 server packets — packet numbers
+# 16, 18, 36 … missing — and showed "0" and "–" beside SPDY's 3 TCP retransmissions)
+QUIC_LOSS_NOTE = ("QUIC: a packet lost before the capture point is counted in no row (its data comes again in new packets, "
+                  "which the capture carries once, and QUIC has no tshark retransmission flag): a QUIC side's 0 and – do "
+                  "not say it lost nothing")
+
+
 # what the page table's rows mean: printed under it by `wirefall compare` and the TUI's compare
 # table (ui/tui/compare.py), one text for both
 PAGE_NOTES = [
@@ -1026,6 +1042,7 @@ PAGE_NOTES = [
     "data the capture carried twice: TCP payload whose bytes the capture had already carried, QUIC STREAM/CRYPTO bytes "
     "received again; the bytes less the data carried twice: less those frames (QUIC: those bytes), each byte of data "
     "once as the capture saw it",
+    QUIC_LOSS_NOTE,
     "–: not known to that side (a browser log has no packets) or no value; no difference or saving then",
 ]
 
@@ -1097,8 +1114,144 @@ def bytes_cell(side: dict[str, Any], fmt=str) -> str:
     return (LOWER_BOUND if side.get("response") == "cut" else "") + fmt(side.get("bytes"))
 
 
+# warnings that make the two loads more than one protocol against another, in a few words each: the
+# verdict's "not like for like" (the warnings under the tables say how)
+CAVEATS = {"user_agent_differs": "other clients (User-Agent)", "server_differs": "other servers",
+           "request_headers_differ": "other request headers", "response_headers_differ": "other response headers",
+           "frame_size_differs": "other links (largest frames)", "retransmissions": "retransmissions",
+           "low_match": "few requests matched", "not_decrypted": "connections not decrypted",
+           "incomplete": "a page incomplete", "no_url": "responses without their request",
+           "browser_log": "a browser log side (no packets)"}
+SAME_TIME = 0.0005  # two last bytes closer than this (s): neither side is called faster
+
+
+def _who(res: dict[str, Any], s: str) -> str:
+    """"A (http/1.1)": a side's letter and its page's protocols."""
+    return f"{s.upper()} ({', '.join(res[s].get('protocols') or ()) or '-'})"
+
+
+def in_flight(res: dict[str, Any], s: str) -> dict[str, Any] | None:
+    """Where side ``s``'s page time went, from the comparison's own rows (its matched and only-A/B
+    page rows: start and duration from the page's start): ``first`` (its first request's start),
+    ``span`` (from it to the page's last response byte), ``idle`` (of the span, the time with no
+    page request in flight — connection set-ups, the client's own work (parsing, scripts) or
+    waiting), ``gap`` (its longest such stretch, ``[from, to]``) and ``after`` (the URL of the
+    request whose end opened it); ``idle`` and ``gap`` null when a row's end is not known or the
+    side's page is incomplete.  A browser log's request never sent is no row of it; None when the
+    side has no timed row."""
+    rows = [m[s] for m in res["matched"]] + list(res.get(f"only_{s}") or ())
+    rows = [r for r in rows if r.get("response") != "not_sent"]
+    starts = [r["start"] for r in rows if r.get("start") is not None]
+    if not starts:
+        return None
+    first = min(starts)
+    spans = sorted((r["start"], r["start"] + r["duration"], r.get("url")) for r in rows
+                   if r.get("start") is not None and r.get("duration") is not None)
+    last = (res["page"].get("page_load_time") or {}).get(s)
+    if last is None:
+        last = max((b for _a, b, _u in spans), default=None)
+    out: dict[str, Any] = {"first": first, "span": None, "idle": None, "gap": None, "after": None}
+    if last is None:
+        return out
+    out["span"] = max(last - first, 0.0)
+    if len(spans) != len(rows) or s in {w["side"] for w in res.get("withheld") or ()}:
+        return out
+    idle, end, after, gap = 0.0, first, None, (first, first)
+    for a, b, url in spans:  # (the stretches between the union of the requests' spans, up to the last byte)
+        a, b = min(a, last), min(b, last)
+        if a > end:
+            idle += a - end
+            if a - end > gap[1] - gap[0]:
+                gap, out["after"] = (end, a), after
+        if b >= end:
+            end, after = b, url
+    if last > end:
+        idle += last - end
+        if last - end > gap[1] - gap[0]:
+            gap, out["after"] = (end, last), after
+    out["idle"], out["gap"] = idle, list(gap)
+    return out
+
+
+def verdict(res: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the comparison says at a glance, ``(kind, text)`` lines made from its figures (display
+    only, nothing new is measured): ``winner`` — which side's page got its last response byte
+    sooner and by how much (or why none is named: a side withheld); ``load_event`` — the same by
+    the browser's load event where both sides have it, and whether the two measures disagree;
+    ``time`` — where each side's time went (``in_flight``: its first request, then how much of
+    the rest no page request was in flight, and its longest such stretch), a line a side, and
+    ``time_note`` what that time is; ``caveats`` — what makes the loads more than one
+    protocol against another (``CAVEATS`` of the warnings), or that none was found."""
+    out: list[tuple[str, str]] = []
+    ms = lambda v: f"{1000 * v:,.0f} ms"  # noqa: E731
+    if res.get("withheld"):
+        out.append(("winner", "no faster side named: " + "; ".join(
+            f"{w['side'].upper()} {'shows no page' if w['kind'] == 'no_requests' else 'is incomplete, its times lower bounds'}"
+            for w in res["withheld"])))
+    winners: dict[str, str | None] = {}
+    for key, what in (("page_load_time", "last response byte"), ("load_event", "browser's load event")):
+        p = res["page"].get(key) or {}
+        a, b = p.get("a"), p.get("b")
+        if res.get("withheld") or a is None or b is None:
+            continue
+        if abs(b - a) < SAME_TIME:
+            winners[key] = None
+            out.append(("winner" if key == "page_load_time" else "load_event",
+                        f"by the {what}: {_who(res, 'a')} and {_who(res, 'b')} alike, {ms(a)}"))
+            continue
+        w, l = ("b", "a") if b < a else ("a", "b")
+        winners[key] = w
+        sp = p.get("speedup")
+        text = (f"faster by the {what}: {_who(res, w)}, {ms(p[w])} against {ms(p[l])} for {_who(res, l)}: "
+                f"{ms(abs(b - a))} sooner" + ("" if sp is None else f", (A − B) / A = {100 * sp:.1f} %"))
+        if key == "load_event" and winners.get("page_load_time", w) != w:
+            text += " — the two measures disagree"
+        logs = [x.upper() for x in "ab" if res[x].get("source", "capture") != "capture"]
+        if key == "page_load_time" and logs and len(logs) < 2:  # (a browser's clock against the wire's)
+            text += f" — {logs[0]}'s times are its browser log's, not the wire's"
+        out.append(("winner" if key == "page_load_time" else "load_event", text))
+    parts = []
+    for s in "ab":
+        f = in_flight(res, s)
+        if f is None:
+            continue
+        t = f"{_who(res, s)}: first request sent at {ms(f['first'])}"
+        if f["idle"] is not None:
+            t += f"; of the {ms(f['span'])} from it to its last byte, {ms(f['idle'])} with no page request in flight"
+            g = f["gap"]
+            if g[1] - g[0] >= SAME_TIME:
+                t += (f", {ms(g[1] - g[0])} of it at once ({1000 * g[0]:,.0f} → {1000 * g[1]:,.0f} ms"
+                      + (f", after {_esc(normalise_url(f['after'], res.get('match_mode') != 'path'), 60)}"
+                         if f["after"] else "") + ")")
+        elif f["span"] is not None:
+            t += f", its last byte {ms(f['span'])} later"
+        parts.append(t)
+    out += [("time", t) for t in parts]
+    if any("in flight" in t for t in parts):
+        out.append(("time_note", "no page request in flight: none between its first byte sent and its response's last byte "
+                                 "received — connection set-ups, the client's own work (parsing, scripts) or waiting, not "
+                                 "transfers"))
+    def counts(w: dict[str, Any]) -> bool:  # (a browser log's "Incomplete: no packets" leaves its page whole: no caveat)
+        return w["kind"] != "incomplete" or not (res.get(w.get("side") or "") or {}).get("page_complete", False)
+
+    said = [CAVEATS[k] for k in CAVEATS if any(w["kind"] == k and counts(w) for w in res.get("warning_items") or ())]
+    # a QUIC side beside a TCP one: the TCP side's losses are counted (tshark's flags), the QUIC side's
+    # before the capture point are not (QUIC_LOSS_NOTE) — its "0" is no win
+    tcp = [s for s in "ab" if (res["page"].get("tcp_retransmissions_s2c") or {}).get(s) is not None]
+    quic = [s for s in "ab" if s not in tcp and res[s].get("source", "capture") == "capture"
+            and any(str(p).startswith(("h3", "quic")) for p in res[s].get("protocols") or ())]
+    if tcp and quic:
+        said.append(f"{' and '.join(_who(res, s) for s in quic)}'s QUIC losses uncounted beside "
+                    f"{' and '.join(_who(res, s) for s in tcp)}'s TCP retransmissions")
+    out.append(("caveats", "not like for like: " + ", ".join(said) + " — see the warnings" if said else
+                "no difference beyond the protocol found in the clients, servers, header sets or links"))
+    return out
+
+
 def render_text(res: dict[str, Any]) -> str:
     out = [side_line("A", res["a"]), side_line("B", res["b"]), ""]
+    out += [text for _kind, text in verdict(res)]  # (at a glance: who won, where the time went, how alike the loads are)
+    out.append("")
     rows = page_table(res)
     w = [max(len(r[i]) for r in rows) for i in range(5)]
     for i, r in enumerate(rows):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from wirefall.analyzer.compare import normalise_url
+from wirefall.analyzer.compare import in_flight, normalise_url, verdict
 from wirefall.analyzer.model import Analysis
 from wirefall.analyzer.safetext import html_text
 from wirefall.analyzer.waterfall import PHASE_LABELS, PHASES, build
@@ -105,6 +105,19 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
                                xanchor="right" if inside_left else "left", xshift=-3 if inside_left else 3, showarrow=False,
                                text=f"{label} {x:.0f} ms", font=dict(size=11, color=color), bgcolor="rgba(255,255,255,0.85)")
             placed += 1
+    for col, side in enumerate("ab", start=1):
+        # each side's longest stretch with no page request in flight (the title's "at once"), shaded:
+        # page-h1's 239 ms after its document, most of the time it lost to page-h2, is the client's, not
+        # the wire's — shown where it is when it is a tenth of the side's time or more
+        f = in_flight(res, side)
+        if f and f["gap"] and f["span"] and f["gap"][1] - f["gap"][0] >= 0.1 * f["span"]:
+            g0, g1 = (1000.0 * t for t in f["gap"])
+            fig.add_vrect(x0=g0, x1=g1, fillcolor="#9e9e9e", opacity=0.15, line_width=0, layer="below", row=1, col=col)
+            left = g0 < (x_range[0] + x_range[1]) / 2  # (from its start rightwards, else from its end leftwards: inside the axis)
+            fig.add_annotation(x=g0 if left else g1, y=0, xref="x" if col == 1 else f"x{col}", yref="paper", yanchor="bottom",
+                               xanchor="left" if left else "right", xshift=3 if left else -3,
+                               showarrow=False, text=f"no page request in flight {g1 - g0:,.0f} ms",
+                               font=dict(size=10, color="#616161"), bgcolor="rgba(255,255,255,0.85)")
     ticktext = [html_text(l.split(": ", 1)[0] + ": " + L.short_url(l.split(": ", 1)[1], 52)
                           if l.startswith(("A only: ", "B only: ", "A background: ", "B background: "))
                           else L.short_url(l, 60)) for l in labels]
@@ -113,17 +126,28 @@ def compare_figure(a: Analysis, b: Analysis, res: dict, width: int = 1600):
                      tickfont=dict(size=10, family="DejaVu Sans Mono, monospace"), automargin=False, range=[n - 0.5, -0.5] if n else None, row=1, col=1)
     # the legend under the axis title, as many rows as it takes (plotly wraps a horizontal legend at
     # the plot area's width, its columns as wide as its longest entry): the margin makes room for them all
-    ml, mr, mt = int(max((len(html.unescape(t)) for t in ticktext), default=8) * CHAR_PX) + 20, 10, 100
+    # the title says at a glance which side won and why (analyzer.compare.verdict, the lines `wirefall
+    # compare` prints above its table): the faster side by the last response byte (or why none is
+    # named), by the load event where a log gives it, where each side's time went, how alike the two
+    # loads are; then what the rows are. Before, the title was the match count alone: which protocol
+    # won was left to reading two dotted lines, and "other clients, other servers" to the CLI's warnings
+    lines = verdict(res)
+    head = [t for k, t in lines if k == "winner"][:1] or [f"{len(res['matched'])} requests matched"]
+    sub = [html_text(t) for k, t in lines if k != "winner" or t != head[0]]
+    sub.append(html_text(f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}; "
+                         "times from each page's start: its first row's DNS lookup or connection set-up"
+                         + ("; a side without packets (a browser log) draws each download in its class colour throughout"
+                            if not_packets else "")))
+    ml, mr, mt = int(max((len(html.unescape(t)) for t in ticktext), default=8) * CHAR_PX) + 20, 10, 64 + 17 * len(sub)
     names = [t.name or "" for t in fig.data if t.showlegend is not False]
     per_row = max(int((width - ml - mr) // (40 + max((len(x) for x in names), default=10) * LEGEND_CHAR_PX)), 1)
     axis_px = 56  # tick labels and the axis title under the plot
     mb = axis_px + LEGEND_ROW_PX * -(-len(names) // per_row) + 16
     plot_h = max(200, 20 * n + 40)
     fig.update_layout(barmode="overlay", bargap=0.25, template="plotly_white", width=width, height=mt + plot_h + mb,
-                      title=dict(text=f"{len(res['matched'])} requests matched by {'URL' if res['match_mode'] == 'url' else 'path and query'}",
-                                 subtitle=dict(text="times from each page's start: its first row's DNS lookup or connection set-up"
-                                               + ("; a side without packets (a browser log) draws each download in its class colour throughout"
-                                                  if not_packets else ""), font=dict(size=12, color="#444444")), x=0.01),
+                      title=dict(text=f"<b>{html_text(head[0])}</b>", font=dict(size=15),
+                                 subtitle=dict(text="<br>".join(sub), font=dict(size=12, color="#444444")), x=0.01,
+                                 y=1 - 8 / (mt + plot_h + mb), yref="container", yanchor="top"),
                       legend=dict(orientation="h", y=-axis_px / plot_h, yanchor="top", x=0.0, xanchor="left",
                                   font=dict(size=10), traceorder="normal"),
                       margin=dict(l=ml, r=mr, t=mt, b=mb, autoexpand=False))

@@ -3,6 +3,8 @@
 ``CompareScreen`` loads both captures in a worker thread (progress bar), then shows
 ``analyzer.compare.compare(A, B)``:
 
+- above both tabs' contents, the verdict (``analyzer.compare.verdict``: which side won, where
+  each side's time went, how alike the loads are; the Waterfalls tab its winner lines);
 - *Table* tab: the page-level table in the SPDY whitepaper's form (``PAGE_ROWS``: A, B,
   B − A and the speedup (A − B) / A) with what its rows mean under it (``PAGE_NOTES``: the
   labels and definitions `wirefall compare` prints, one home), the matched requests with both sides' start, time to
@@ -10,9 +12,9 @@
   mode and the warnings.
 - *Waterfalls* tab: one row per matched URL (then the only-A / only-B rows), A's bar on the
   left and B's on the right, drawn with the TUI waterfall's eighth-block cells
-  (``widgets.bar_cells``).  Each side is on its own capture's time axis from its first
-  packet; both use the same window of offsets, hence the same ms per column, so bars
-  compare directly.  + / - zoom (around the selected row), ← / → pan, 0 resets, as in the
+  (``widgets.bar_cells``).  Each side is on its own time axis from its page's start (as
+  ``compare`` times it); both use the same window of offsets, hence the same ms per column, so
+  bars compare directly.  + / - zoom (around the selected row), ← / → pan, 0 resets, as in the
   Waterfall tab; Enter opens both requests' views.
 
 ``CompareDialog`` asks for capture B (and an optional key log) from inside the TUI (key C).
@@ -90,6 +92,23 @@ def side_title(side: dict) -> str:
 
     inc = side_incomplete(side)
     return f"; {inc}" if inc else ""
+
+
+def verdict_text(res: dict, kinds: tuple[str, ...] | None = None) -> Text:
+    """What the comparison says at a glance (``analyzer.compare.verdict``, the lines `wirefall
+    compare` prints above its table): the faster side — bold — or why none is named, where each
+    side's time went, how alike the loads are; ``kinds``: only those lines."""
+    from wirefall.analyzer.compare import verdict
+
+    t = Text()
+    for kind, line in verdict(res):
+        if kinds is not None and kind not in kinds:
+            continue
+        if t:
+            t.append("\n")
+        t.append(printable(line), style="bold" if kind in ("winner", "load_event") else
+                 "#d7af5f" if kind == "caveats" and line.startswith("not like") else "")
+    return t
 
 
 def page_caption() -> str:
@@ -254,8 +273,8 @@ class CompareWaterfall(LineList):
         return f"{i + 1:>3} {_cell(_short(printable(r.label), self.LABEL - 4), self.LABEL - 4, False)}"
 
     def column(self, rel: float) -> int:
-        """The bar cell (0-based, within a side) where ``rel`` seconds from that side's first
-        packet falls in the current window."""
+        """The bar cell (0-based, within a side) where ``rel`` seconds from that side's page
+        start falls in the current window."""
         return int((rel - self.v0) / ((self.v1 - self.v0) or 1e-9) * self.side_width)
 
     def side_cells(self, row, t0: float):
@@ -465,6 +484,8 @@ class CompareScreen(Screen):
     #cmp-withheld { height: auto; color: $warning; padding: 0 1; }
     #cmp-withheld.-none { display: none; }
     #cmp-page-notes { height: auto; color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
+    #cmp-verdict { height: auto; padding: 0 1; margin: 0 0 1 0; }
+    #cmp-wf-verdict { height: auto; padding: 0 1; }
     #cmp-wf-head, #cmp-wf-axis { height: 1; background: #303030; color: #c0c0c0; }
     #cmp-wf { height: 1fr; overflow-x: hidden; }
     #cmp-wf-legend { height: auto; max-height: 4; color: #a0a0a0; }
@@ -501,6 +522,9 @@ class CompareScreen(Screen):
         with TabbedContent(initial="cmp-table-tab", id="cmp-tabs"):
             with TabPane("Table", id="cmp-table-tab"):
                 with VerticalScroll(id="cmp-scroll"):
+                    # (at a glance, first: which side won and why — a reader had to find it in the table's
+                    # first row and "other clients" at the foot of the requests)
+                    yield Static("", id="cmp-verdict")
                     yield Static(page_caption(), classes="cmp-caption")
                     yield DataTable(id="cmp-page", cursor_type="row", zebra_stripes=True)
                     yield Static("", id="cmp-withheld")
@@ -509,6 +533,7 @@ class CompareScreen(Screen):
                     yield DataTable(id="cmp-requests", cursor_type="row", zebra_stripes=True)
                     yield Static("", id="cmp-warnings")
             with TabPane("Waterfalls", id="cmp-wf-tab"):
+                yield Static("", id="cmp-wf-verdict")
                 yield Static("", id="cmp-wf-head")
                 yield Static("", id="cmp-wf-axis")
                 yield CompareWaterfall(id="cmp-wf")
@@ -611,6 +636,8 @@ class CompareScreen(Screen):
         title.append("\n")
         title.append(match_line(res))
         self.query_one("#cmp-title", Static).update(title)
+        self.query_one("#cmp-verdict", Static).update(verdict_text(res))
+        self.query_one("#cmp-wf-verdict", Static).update(verdict_text(res, ("winner", "load_event")))
 
         dt = self.query_one("#cmp-page", DataTable)
         dt.clear(columns=True)
