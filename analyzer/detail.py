@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -508,6 +509,46 @@ def _tcp_analysis_to(analysis: Analysis, source, n: int):
     return tcp_analysis(analysis, source, n)
 
 
+_FIELD_CTX_LOCK = threading.Lock()
+
+
+def _tcp_fields(analysis: Analysis, source, n: int, names: tuple[str, ...]) -> dict[str, list]:
+    """Values of display-filter fields (``analyzer.fields``) on packet ``n``, as ``-Y`` reads
+    them: the TCP tree's conversation facts (tshark's stream index, completeness, scaling
+    factor, conversation timestamps) are the filter's, so tree and filter cannot disagree.
+    One field context per analysis and source: its conversation walks go on where they stopped."""
+    from .fields import FIELDS
+    from .fields.packet import PacketContext, PacketView
+
+    with _FIELD_CTX_LOCK:
+        held = analysis.__dict__.get("_wf_detail_fields")
+        if held is None or held[0] is not source:
+            held = analysis.__dict__["_wf_detail_fields"] = (source, PacketContext(analysis, source))
+        pv = PacketView(held[1], n)
+        out: dict[str, list] = {}
+        for name in names:
+            try:
+                out[name] = list(FIELDS[name].get(pv))
+            except Exception:  # noqa: BLE001 - a field that cannot be read is left out of the tree, never breaks it
+                out[name] = []
+        return out
+
+
+# tshark 4.0's words for tcp.completeness (packet-tcp.c, conversation_completeness_fill)
+_COMPLETENESS = {1: "Incomplete, SYN_SENT", 3: "Incomplete, CLIENT_ESTABLISHED", 7: "Incomplete, ESTABLISHED",
+                 15: "Incomplete, DATA", 31: "Complete, WITH_DATA", 47: "Complete, WITH_DATA", 63: "Complete, WITH_DATA",
+                 23: "Complete, NO_DATA", 39: "Complete, NO_DATA", 55: "Complete, NO_DATA"}
+
+
+def completeness_text(v: int) -> str:
+    """tcp.completeness as tshark's tree shows it: "Incomplete, DATA (15)"."""
+    return f"{_COMPLETENESS.get(v, 'Incomplete')} ({v})"
+
+
+def _scalefactor_text(v: int) -> str:
+    return {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(v, str(v))
+
+
 def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, p: int, end: int, src: str, dst: str) -> tuple[str, int] | None:
     try:
         tcp = dpkt.tcp.TCP(data[p:end])
@@ -533,13 +574,20 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     node = Node(label, [], p, p + hl)
     _leaf(node, "Source Port", str(tcp.sport), p, p + 2, "tcp.srcport")
     _leaf(node, "Destination Port", str(tcp.dport), p + 2, p + 4, "tcp.dstport")
+    fv = _tcp_fields(analysis, source, n, ("tcp.stream", "tcp.completeness", "tcp.window_size_scalefactor",
+                                           "tcp.time_relative", "tcp.time_delta"))
+    for v in fv["tcp.stream"][:1]:
+        node.add(f"[Stream index: {v}]", abbrev="tcp.stream", value=str(v))
+    for v in fv["tcp.completeness"][:1]:
+        node.add(f"[Conversation completeness: {completeness_text(v)}]", abbrev="tcp.completeness", value=str(v))
     if conn_id >= 0:
         node.add(f"[Connection: {conn_id}]")
     _leaf(node, "[TCP Segment Len]", str(plen), -1, -1, "tcp.len")
     _leaf(node, "Sequence Number", str(seq), p + 4, p + 8, "tcp.seq", shown=f"{seq}    (relative sequence number)" if base is not None else None)
     _leaf(node, "Sequence Number (raw)", str(tcp.seq), p + 4, p + 8, "tcp.seq_raw")
     _leaf(node, "[Next Sequence Number]", str(nxt), -1, -1, "tcp.nxtseq")
-    _leaf(node, "Acknowledgment Number", str(ack), p + 8, p + 12, "tcp.ack")
+    _leaf(node, "Acknowledgment Number", str(ack), p + 8, p + 12, "tcp.ack",
+          shown=f"{ack}    (relative ack number)" if rbase is not None and flags & 0x10 else None)
     _leaf(node, "Acknowledgment number (raw)", str(tcp.ack), p + 8, p + 12, "tcp.ack_raw")
     _leaf(node, "Header Length", str(hl), p + 12, p + 13, "tcp.hdr_len", shown=f"{hl} bytes ({tcp.off})")
     fnames = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
@@ -548,6 +596,8 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
         fl.add(f"{nm}: {'Set' if flags & b else 'Not set'}", p + 12, p + 14)
     _leaf(node, "Window", str(tcp.win), p + 14, p + 16, "tcp.window_size_value")
     _leaf(node, "[Calculated window size]", str(win), -1, -1, "tcp.window_size")
+    for v in fv["tcp.window_size_scalefactor"][:1]:
+        _leaf(node, "[Window size scaling factor]", str(v), -1, -1, "tcp.window_size_scalefactor", shown=_scalefactor_text(v))
     _leaf(node, "Checksum", f"0x{tcp.sum:04x}", p + 16, p + 18, "tcp.checksum")
     _leaf(node, "Urgent Pointer", str(tcp.urp), p + 18, p + 20, "tcp.urgent_pointer")
     opts = data[p + 20 : p + hl]
@@ -569,13 +619,25 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
             elif kind == 4:
                 on.add("SACK permitted", s, oe)
             elif kind == 5:
-                on.add(f"SACK: {' '.join(str(_rel(x, rbase)) for x in struct.unpack(f'!{len(val) // 4}I', val[: len(val) // 4 * 4]))}", s, oe)
+                edges = [_rel(x, rbase) for x in struct.unpack(f"!{len(val) // 4}I", val[: len(val) // 4 * 4])]
+                blocks = list(zip(edges[0::2], edges[1::2], strict=False))
+                so = on.add(f"SACK: {' '.join(f'{a}-{b}' for a, b in blocks)}", s, oe)
+                rel = " (relative)" if rbase is not None else ""
+                for k, (a, b) in enumerate(blocks):
+                    so.add(f"left edge = {a}{rel}", s + 2 + 8 * k, s + 6 + 8 * k, "tcp.options.sack_le", str(a))
+                    so.add(f"right edge = {b}{rel}", s + 6 + 8 * k, s + 10 + 8 * k, "tcp.options.sack_re", str(b))
+                so.add(f"[TCP SACK Count: {len(blocks)}]", abbrev="tcp.options.sack.count", value=str(len(blocks)))
             elif kind == 1:
                 on.add("No-Operation (NOP)", s, oe)
             elif kind == 0:
                 on.add("End of Option List (EOL)", s, oe)
             else:
                 on.add(f"Option kind {kind}, length {len(val) + 2}", s, oe)
+    if fv["tcp.time_relative"] and fv["tcp.time_delta"]:
+        ts = node.add("[Timestamps]")
+        rel_t, delta = fv["tcp.time_relative"][0], fv["tcp.time_delta"][0]
+        ts.add(f"[Time since first frame in this TCP stream: {rel_t:.9f} seconds]", abbrev="tcp.time_relative", value=f"{rel_t:.9f}")
+        ts.add(f"[Time since previous frame in this TCP stream: {delta:.9f} seconds]", abbrev="tcp.time_delta", value=f"{delta:.9f}")
     _seq_ack_node(node, ta, n)
     if plen:
         node.add(f"TCP payload ({plen} bytes)", p + hl, p + hl + plen)

@@ -358,7 +358,7 @@ def _value_string(f: T.Field | None, ftype: str, s: str, quoted: bool) -> int:
     table = VS.QUOTED.get(name) if quoted and name in VS.QUOTED else VS.UNQUOTED.get(name)
     if table is None:
         if quoted:
-            raise _Bad(f"an integer cannot be converted from a string ({s!r}): {name or 'the field'} has no value strings")
+            raise _Bad(f"an integer cannot be converted from a string ({s!r}): the field has no value strings")
         raise _Bad(f"{s!r} is not a valid integer")
     v = table.get(low)
     if v is None:
@@ -426,6 +426,11 @@ def _typed(lit: Lit, f: T.Field | None, ftype: str) -> Any:
                 b = _hexbytes(s)
                 if len(b) == 4:
                     return (int.from_bytes(b, "big"), 0xFFFFFFFF)
+            addr, slash, bits = s.partition("/")
+            top = 32 if ftype == T.IPV4 else 128
+            if slash and bits.isdigit() and int(bits) > top:  # (tshark names the netmask, not the address)
+                what = "netmask bits in a CIDR IPv4 address" if ftype == T.IPV4 else "prefix in an IPv6 address"
+                raise _Bad(f"{what} should be <= {top}, not {bits}") from None
             raise _Bad(f"{s!r} is not an {'IPv4' if ftype == T.IPV4 else 'IPv6'} address (host names are not resolved)") from None
         if (net.version == 4) != (ftype == T.IPV4):
             raise _Bad(f"{s!r} is an IPv{net.version} address, {f.name if f else 'the field'} an IPv{4 if ftype == T.IPV4 else 6} one")

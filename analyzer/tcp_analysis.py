@@ -104,6 +104,9 @@ _FIN, _SYN, _RST, _PSH, _ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 # packet's record (``struct tcp_acked``: its SEQ/ACK tree) whether or not it sets the flag —
 # it does not when the peer's dup-ACK count is not 0 (an earlier such ACK made it -1)
 _ACKED_PAST = 0x4000
+# ``tcp_flags`` bit 13: the segment carries payload (tcp.len > 0), which tcp.completeness's
+# walk reads (analyzer/fields/tcp.py) instead of decoding every packet again
+_DATA = 0x2000
 
 # analysis flag bits (tshark's TCP_A_*), one uint16 per packet
 F_RETRANSMISSION = 1 << 0
@@ -301,7 +304,7 @@ class TcpAnalysis:
     conv: array = field(default_factory=lambda: array("i"))  # packet -> tshark conversation index, -1
     fwd: bytearray = field(default_factory=bytearray)  # packet -> 0: sent by the conversation's "a" side
     wshift: array = field(default_factory=lambda: array("b"))  # packet -> window shift in Info (-1: none)
-    tcp_flags: array = field(default_factory=lambda: array("H"))  # packet -> TCP header flags, bit 15 (0: not analysed), 14 (_ACKED_PAST)
+    tcp_flags: array = field(default_factory=lambda: array("H"))  # packet -> TCP header flags, bit 15 (0: not analysed), 14 (_ACKED_PAST), 13 (_DATA)
     base: array = field(default_factory=lambda: array("q"))  # 2 per conversation: a's, b's base seq (-1: unset)
     rtt: array = field(default_factory=lambda: array("d"))  # per conversation: initial RTT (SYN -> first ACK), 0: none
     rtt_at: array = field(default_factory=lambda: array("i"))  # per conversation: the packet that measured it
@@ -750,6 +753,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
                 continue
             src, dst, sport, dport, seq, ack, flags, win, toff, doff, end, flen = hd
         hl = (doff >> 4) * 4
+        data_bit = _DATA if end - toff - hl > 0 else 0  # (the IP header's payload, as tcp.len: before a snap length's cut)
         if end > flen:
             end = flen
         seglen = end - toff - hl
@@ -981,7 +985,7 @@ def _run(analysis: Analysis, source, ta: TcpAnalysis, stop: int) -> None:
             dupack.pop(pkt, None)
             rto.pop(pkt, None)
         ci = cv.index
-        tf_out[i] = flags | 0x8000  # (bit 15: analysed, so that a packet without flags is not 0)
+        tf_out[i] = flags | data_bit | 0x8000  # (bit 15: analysed, so that a packet without flags is not 0)
         conv_out[i] = ci
         fwd_out[i] = di
         base[2 * ci + di] = fwd.base_seq

@@ -36,6 +36,14 @@ def protocols(pv) -> str:
         if name and name not in apps:
             apps.append(name)
             inner[name] = d is not None and d.column_rank >= 3
+    if "tls" not in apps and (L.tcp is not None or L.udp is not None):
+        from .tls import _waiting
+
+        # tshark's TLS dissector also ran where a record spanning segments begins (it read the
+        # header and asked TCP for the rest): the `tls` field is there, and so is the layer
+        if pv.n in _waiting(pv.ctx):
+            apps.append("tls")
+            inner["tls"] = False
     if "quic" in apps or h3 is not None:
         from .http3 import PROTOCOL as HTTP3
 

@@ -299,7 +299,11 @@ def _completeness_step(pv, i, st):
     ctx = pv.ctx
     first = "bits" not in st
     before = st.get("bits", 0)
-    if pv.n == i + 1:
+    tf = ctx.cache["tcp_analysis"].tcp_flags
+    if i < len(tf) and tf[i] & 0x8000:  # the TCP analysis's header flags and payload bit: no decode (0.4 s of 2 s on 243 k packets)
+        f = tf[i]
+        t = (0, 0, 0, 0, 0, f & 0x1FF, 0, 0, 0, 1 if f & 0x2000 else 0)
+    elif pv.n == i + 1:
         t = pv.layers.tcp
     else:
         idx = ctx.idx

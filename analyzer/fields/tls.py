@@ -217,6 +217,37 @@ def _quic_message(fr, ctx, epoch: int, want: int, first: int) -> bytes | None:
     return body
 
 
+def _ee(fr, ctx) -> list[dict]:
+    """The decrypted TLS 1.3 EncryptedExtensions in ``fr`` (a TCP record, or a QUIC handshake
+    message), each as ``parse_encrypted_extensions`` reads it (its ``extensions`` and selected
+    ``alpn``): tshark lists their extension types and the ALPN the server selects as it does a
+    hello's.  Decrypted again (a TCP record: analyzer.detail.decrypted_tls; QUIC: its Handshake
+    packets, ``_quic_message``); none without the key log."""
+    if ctx is None or 8 not in _msg_codes(fr):
+        return []
+    if _is_record(fr) and not (fr.fields or {}).get("decrypted"):
+        return []
+    key = ("tls_ee", id(fr))
+    got = ctx.cache.get(key)
+    if got is not None:
+        return got
+    from wirefall.analyzer.detail import decrypted_tls
+    from wirefall.dissectors.tls import parse_encrypted_extensions, parse_handshake_messages
+
+    got = []
+    if not _is_record(fr):
+        body = _quic_message(fr, ctx, 2, 8, fr.first_packet or fr.packet)
+        got = [parse_encrypted_extensions(body)] if body is not None else []
+        ctx.cache[key] = got
+        return got
+    for r in decrypted_tls(ctx.an, ctx.source, fr.packet):
+        if r.offset == fr.offset and r.ctype == 22 and r.data:
+            msgs, _ = parse_handshake_messages(r.data)
+            got.extend(parse_encrypted_extensions(body) for t, body in msgs if t == 8)
+    ctx.cache[key] = got
+    return got
+
+
 def _hs_version(fr, ctx):
     return [h["legacy_version"] for _, h in _hellos(fr, ctx) if h.get("legacy_version") is not None]
 
@@ -237,7 +268,7 @@ def _sni(fr, ctx):
 
 def _alpn(fr, ctx):
     out = []
-    for _, h in _hellos(fr, ctx):
+    for h in [h for _, h in _hellos(fr, ctx)] + _ee(fr, ctx):
         a = h.get("alpn")
         out.extend(a if isinstance(a, list) else [a] if a else [])
     return out
@@ -257,7 +288,7 @@ def _hello_bytes(key: str, nonempty: bool = False):
 
 
 def _extension_types(fr, ctx):
-    return [t for _, h in _hellos(fr, ctx) for t, _ in h.get("extensions") or ()]
+    return [t for h in [h for _, h in _hellos(fr, ctx)] + _ee(fr, ctx) for t, _ in h.get("extensions") or ()]
 
 
 def _supported_versions(fr, ctx):
@@ -526,12 +557,15 @@ PROTOCOL = Protocol("tls", "Transport Layer Security (records over TCP, handshak
     F("tls.handshake.ciphersuite", UINT, _has_hs, _ciphersuite, "cipher suites offered (ClientHello) or chosen (ServerHello)",
       note="in QUIC the ClientHello's list is read from its Initial packets, decrypted again", size=2),
     F("tls.handshake.extensions_server_name", STRING, _has_hs, _sni, "server name (SNI) in the ClientHello"),
-    F("tls.handshake.extensions_alpn_str", STRING, _has_hs, _alpn, "ALPN protocols offered or selected",
-      note="the hellos' (TLS 1.2 selects in the ServerHello): tshark also shows a decrypted TLS 1.3 EncryptedExtensions' selection"),
+    F("tls.handshake.extensions_alpn_str", STRING, _has_hs, _alpn, "ALPN protocols offered or selected (the ServerHello's, or a decrypted "
+      "TLS 1.3 EncryptedExtensions')",
+      note="an EncryptedExtensions is decrypted again: over TCP its record; in QUIC its Handshake packets, at most the "
+      "connection's first 8 from where it begins"),
     F("tls.handshake.random", BYTES, _has_hs, _hello_bytes("random"), "hello random (32 bytes)"),
     F("tls.handshake.session_id", BYTES, _has_hs, _hello_bytes("session_id", nonempty=True), "hello legacy session ID (when not empty)"),
-    F("tls.handshake.extension.type", UINT, _has_hs, _extension_types, "a hello's extension types, in order (0 server_name, 16 ALPN, 43 "
-      "supported_versions…)", note="the hellos' extensions only: tshark also lists a decrypted TLS 1.3 EncryptedExtensions'", size=2),
+    F("tls.handshake.extension.type", UINT, _has_hs, _extension_types, "extension types of a hello or a decrypted TLS 1.3 EncryptedExtensions, "
+      "in order (0 server_name, 16 ALPN, 43 supported_versions…)", note="as tls.handshake.extensions_alpn_str; a TLS 1.3 Certificate's per-certificate extensions (5 status_request: "
+      "OCSP), which tshark lists too, are not read", size=2),
     F("tls.handshake.extensions.supported_version", UINT, _has_hs, _supported_versions,
       "versions a ClientHello offers (supported_versions) or a ServerHello selects (0x0304 TLS 1.3)", size=2),
     F("tls.quic.len", UINT, _has_tp, _tp("len"), "QUIC transport parameters' total length (drafts before 27 only)",
