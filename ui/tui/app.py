@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, ProgressBar, Static, TabbedContent, TabPane, Tree
 
 from wirefall.analyzer.model import endpoint_text
-from wirefall.analyzer.safetext import plural, printable, printable_lines
+from wirefall.analyzer.safetext import printable, printable_lines
 
 if TYPE_CHECKING:
     from wirefall.analyzer.capture import PacketSource
@@ -66,11 +66,13 @@ HELP = """\
 [b]Waterfall[/b]
   + / -             zoom in (around the selected request) / out
   ← → / h l         pan the time axis
-  0                 whole capture
+  0                 the page's span (background rows may reach beyond it); again: the whole capture
   c / H             group the rows by connection / by host (bracket and connection id in front);
                     the same key again: ungrouped
   s                 sort the rows (within a group): start time → duration → response size → host
-  #                 the request's id, whatever the order (`wirefall requests --detail N`)
+  (# column)        the request's id, whatever the order (`wirefall requests --detail N`)
+  (row colours)     grey with "bg": background traffic, not the page's; red: status ≥ 400, a reset
+                    stream, or a browser log's request that failed before the network
   (browser log)     with --har/--netlog/--qlog, a row's lower half (▄, or ▀ under the wire's bar) is the
                     browser's view of the request: its log's request start → response end
   enter             request view: headers both ways, timing, sizes, frames of the stream
@@ -79,16 +81,17 @@ HELP = """\
 [b]Display filter[/b] (same language as the CLI)
   stream == 1 && type == "HEADERS"     url contains "css"     status >= 400
   protocol == "h2"     method in {"GET", "HEAD"}    connection == 3     packet > 100
-  Packets: Wireshark's fields (tcp.port == 443, http2.streamid == 1, dns …, docs/FILTERS.md)
-  and the fields of the frames on a packet, plus source, destination, info, length.
+  Packets: Wireshark's fields (tcp.port == 443, http2.streamid == 1, dns …, docs/FILTERS.md) \
+and the fields of the frames on a packet, plus source, destination, info, length.
   Waterfall: fields of requests.  Connections: fields of connections.
 
-[b]Search[/b] (/) looks in every column: packets: number, time, addresses, protocol, length, info;
-  waterfall: method, URL, status, content type, protocol, connection.
+[b]Search[/b] (/) looks in every column of the current tab's list: packets: number, time, \
+addresses, protocol, length, info; waterfall: method, URL, status, content type, protocol, \
+connection; connections: every cell; expert: every item.
 
-[b]An empty or partial view[/b]: the line above the status bar says what the capture does not
-  show (no key log, a key log without these connections' secrets, a truncated file, a budget
-  hit …) and what to do next; `wirefall summary FILE` lists every such issue.
+[b]An empty or partial view[/b]: the line above the status bar says what the capture does not \
+show (no key log, a key log without these connections' secrets, a truncated file, a budget hit …) \
+and what to do next; `wirefall summary FILE` lists every such issue.
 """.replace("{packet_help}", PACKET_HELP)
 
 HINT = "1 Packets 2 Waterfall · ? help · f filter · s sort · t time · m mark · ^G go"  # fits 80 columns
@@ -164,12 +167,51 @@ def _fit_notice(text: str, width: int, lines: int = NOTICE_LINES) -> str:
     return " ".join(head[:-1] + [last + more])
 
 
+HELP_KEY_COLUMN = 20  # where a key's description starts in HELP (and in packets.HELP)
+
+
+def help_text(width: int, text: str = HELP) -> str:
+    """``HELP`` wrapped to ``width`` columns: a key's description (from ``HELP_KEY_COLUMN``, its
+    continuation lines indented as far) wrapped under itself, other lines under their own
+    indent.  HELP is laid out for 112 columns; at 80 Textual wrapped its lines to column 0,
+    "Expert tab" under the keys and "as its label / says" split mid-sentence (review 32)."""
+    import textwrap
+
+    k = HELP_KEY_COLUMN
+    entries: list[list[str]] = []  # [line] or [key part, description, …continuations]
+    for line in text.split("\n"):
+        if entries and len(entries[-1]) > 1 and line.startswith(" " * k) and line.strip():
+            entries[-1].append(line.strip())  # (a description's next line)
+        elif len(line) > k and line.startswith("  ") and line[2] != " " and line[k - 2:k] == "  " and line[k] != " ":
+            entries.append([line[:k], line[k:]])
+        else:
+            entries.append([line])
+    out: list[str] = []
+    for e in entries:
+        if len(e) > 1:
+            out += textwrap.wrap(" ".join(e[1:]), max(width, k + 20), initial_indent=e[0], subsequent_indent=" " * k,
+                                 break_on_hyphens=False)
+        elif len(e[0]) > width:
+            lead = " " * (len(e[0]) - len(e[0].lstrip()))
+            out += textwrap.wrap(e[0], width, subsequent_indent=lead + "  ", break_on_hyphens=False)
+        else:
+            out.append(e[0])
+    return "\n".join(out)
+
+
 class HelpScreen(ModalScreen):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static(HELP, id="help-text")
+            yield Static(help_text(self._width()), id="help-text")
+
+    def _width(self) -> int:
+        # #help-box: 112 columns at most, less its border, padding and the scroll bar (2 each)
+        return min(112, self.app.size.width or 112) - 6
+
+    def on_resize(self) -> None:
+        self.query_one("#help-text", Static).update(help_text(self._width()))
 
 
 class TextScreen(ModalScreen):
@@ -812,7 +854,7 @@ class WirefallApp(PacketHabits, App):
         pl = self.query_one(PacketList)
         shown = f"{pl.count:,} of {an.packets:,} packets shown" if pl.count != an.packets else f"{an.packets:,} packets"
         dec = sum(1 for c in an.connections if (c.quic or c.tls) is not None and (c.quic or c.tls).decrypted)
-        msg = f"{shown} · {plural(len(an.connections), 'connection')} ({dec} decrypted) · {plural(an.count('exchanges'), 'request')} · {an.count('frames'):,} frames"
+        msg = f"{shown} · {_n(len(an.connections), 'connection')} ({dec:,} decrypted) · {_n(an.count('exchanges'), 'request')} · {an.count('frames'):,} frames"
         if extra:
             msg += " · " + extra
         elif self.loaded:
@@ -1385,6 +1427,9 @@ class WirefallApp(PacketHabits, App):
 
     # ------------------------------------------------------------ search
     def action_search(self) -> None:
+        if self._search_list() is None:  # (the Statistics tab: a page of text, no line to go to)
+            self.notify("this tab has no list to search (1 Packets, 2 Waterfall, 3 Connections, 5 Expert have)", severity="warning")
+            return
         s = self.query_one("#search", Input)
         s.add_class("-shown")
         s.focus()
@@ -1393,7 +1438,7 @@ class WirefallApp(PacketHabits, App):
     def _search_submitted(self, ev: Input.Submitted) -> None:
         self.search_text = ev.value
         ev.input.remove_class("-shown")
-        self._focused_list().focus()
+        self._tab_widget().focus()
         self.action_search_next(1, from_current=True)
 
     def _search_text(self, lst, i: int) -> str:
@@ -1408,30 +1453,49 @@ class WirefallApp(PacketHabits, App):
             return printable(" ".join(parts))
         if isinstance(lst, PacketList):
             return lst.search_text(i)
+        if isinstance(lst, DataTable):  # (the connections: every cell, as shown)
+            return " ".join(str(c) for c in lst.get_row_at(i))
         return lst.cached_line(i)[0]
 
-    def _focused_list(self) -> LineList:
-        tab = self.query_one(TabbedContent).active
-        if tab == "waterfall":
-            return self.query_one(WaterfallView)
-        return self.query_one(PacketList)
+    # the widget that takes the keys on each tab (action_tab's); Esc and search go back to it
+    TAB_FOCUS = {"packets": "#packet-list", "waterfall": "#wf-list", "connections-tab": "#connections",
+                 "statistics": "#stats-scroll", "expert": "#expert-list"}
+
+    def _tab_widget(self):
+        return self.query_one(self.TAB_FOCUS.get(self.query_one(TabbedContent).active, "#packet-list"))
+
+    def _search_list(self):
+        """The list search walks on the current tab (a LineList, or the connections' DataTable);
+        None on the Statistics tab.  (Search and Esc went to the packet list whatever the tab:
+        "/" on Connections searched the packets and switched to the Packets tab; review 32.)"""
+        w = self._tab_widget()
+        return w if isinstance(w, (LineList, DataTable)) else None
 
     def action_search_next(self, direction: int = 1, from_current: bool = False) -> None:
         if not self.search_text or not self.loaded:
             return
-        lst = self._focused_list()
+        lst = self._search_list()
+        if lst is None:
+            return
+        if isinstance(lst, DataTable):
+            count, cursor = lst.row_count, lst.cursor_row
+
+            def move(i: int) -> None:
+                lst.move_cursor(row=i)
+        else:
+            count, cursor, move = lst.count, lst.cursor, lst.move_to
         needle = self.search_text.lower()
-        start = lst.cursor + (0 if from_current else direction)
+        start = cursor + (0 if from_current else direction)
         deadline = time.monotonic() + 2.0
         i = start
-        while 0 <= i < lst.count:
+        while 0 <= i < count:
             if needle in self._search_text(lst, i).lower():
-                lst.move_to(i)
+                move(i)
                 self._status(f"found {self.search_text!r}")
                 return
             i += direction
             if time.monotonic() > deadline:
-                lst.move_to(i)
+                move(i)
                 self.notify("search: still not found after 2 s; press n to continue from here", severity="warning")
                 return
         if from_current:
@@ -1507,7 +1571,7 @@ class WirefallApp(PacketHabits, App):
         f = self.focused
         if isinstance(f, Input):
             f.remove_class("-shown") if f.id == "search" else None
-            self._focused_list().focus()
+            self._tab_widget().focus()  # (not the packet list: that switched the tab to Packets)
 
     def on_unmount(self) -> None:
         if self._tcp_child is not None:  # (quitting: not the seconds the child would take to finish)

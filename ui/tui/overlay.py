@@ -35,12 +35,15 @@ def browser_text(b, t0: float, from_packets: bool) -> Text:
     if b.clock_offset is not None:  # (its times moved onto the capture's clock, as the waterfall's bars: said so)
         t.append(f"  {printable(cmp.clock_note(b.source, b.clock_offset))}\n", style="italic")
     t.append(f"  {'phase':<18}{'wire':>14}{'browser log':>14}{'browser − wire':>17}\n", style="bold")
-    for row in b.phases:
-        w, br, d = cmp.cells(row, t0)
-        t.append(f"  {row.label:<18}")
-        t.append(f"{w:>14}", style=SOURCE_STYLES["wire"] if row.wire is not None else "")
-        t.append(f"{br:>14}", style=SOURCE_STYLES["browser"] if row.browser is not None else "")
-        t.append(f"{d:>17}" + (f"  [{row.wire_packet}]" if row.wire_packet else "") + "\n")
+    # moments first, then durations, each under its own line: in one list under "ms since the first
+    # packet", "DNS 39.000 ms" (a length) read as a moment 39 ms in (review 32)
+    points = [r for r in b.phases if r.kind == "point"]
+    lengths = [r for r in b.phases if r.kind != "point"]
+    for rows, what in ((points, f"moments (ms since {since})"), (lengths, "durations (ms)")):
+        if rows:
+            t.append(f"  {what}\n", style="italic")
+        for row in rows:
+            _phase_line(t, row, t0)
     if b.not_sent is not None:  # (alone or over a capture: no capture has wire times of it)
         t.append(f"  (no wire times in any capture: the request never reached the network — {printable(b.not_sent.label)})\n",
                  style="italic")
@@ -53,6 +56,15 @@ def browser_text(b, t0: float, from_packets: bool) -> Text:
         t.append(f"{cmp.SOURCE_LABELS[f.source]:<13}", style=SOURCE_STYLES[f.source])
         t.append(printable(cmp.field_cell(f))[:200] + "\n")
     return t
+
+
+def _phase_line(t: Text, row, t0: float) -> None:
+    """One row of the phase table: its label, the wire's, the log's and their difference."""
+    w, br, d = cmp.cells(row, t0)
+    t.append(f"  {row.label:<18}")
+    t.append(f"{w:>14}", style=SOURCE_STYLES["wire"] if row.wire is not None else "")
+    t.append(f"{br:>14}", style=SOURCE_STYLES["browser"] if row.browser is not None else "")
+    t.append(f"{d:>17}" + (f"  [{row.wire_packet}]" if row.wire_packet else "") + "\n")
 
 
 def summary_notes(an) -> list[str]:

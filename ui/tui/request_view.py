@@ -52,6 +52,27 @@ def frame_items(frames, t0: float) -> list:
     return items
 
 
+LABEL_MAX = 24  # the label column at most: a longer phase label runs past it, its numbers after it
+
+
+def _timing_line(label: str, w: int, number: str) -> str:
+    """``label`` in a column ``w`` wide and ``number`` right-aligned after it (12 wide); a label
+    longer than the column runs on, two spaces and the number after it.  The idle phase's
+    "Connection idle (ready, request not yet sent)" made the column 47 wide, and at 80 columns
+    every line's packet numbers wrapped onto a line of their own (review 32)."""
+    if len(label) <= w:
+        return f"  {label:<{w}}{number:>12}"
+    return f"  {label}  {number.strip()}"
+
+
+def _no_response(d) -> bool:
+    """A request the capture holds without any byte of its response (not a push, not a browser
+    log's request that never reached the network): figures_marks.no_response's rule."""
+    ends = {m.name: m.time for m in d.moments}
+    return (not d.pushed and d.unsent is None and not d.responded and d.status is None and "response_start" in ends
+            and ends["response_start"] is None and d.t0_is_first_packet)
+
+
 def _bounds(p) -> str:
     """`` [a → b]``: the packets at a phase's ends (``?`` where no packet is at that time)."""
     if p.start_packet is None and p.end_packet is None:
@@ -126,15 +147,19 @@ def detail_text(d) -> Text:
     # the moments (times) and the phases (durations) in one pair of columns: the labels padded to
     # the longest of both, the numbers right-aligned under one another
     labels = [_MOMENT_LABELS.get(m.name, m.name) for m in d.moments]
-    w = max([len(x) for x in labels] + [len(p.label) for p in d.phases] + [16]) + 2
+    w = max([len(x) for x in labels + [p.label for p in d.phases] if len(x) <= LABEL_MAX] + [16]) + 2
     for label, m in zip(labels, d.moments):
-        t.append(f"  {label:<{w}}{(m.time - t0) * 1000:>12.3f} ms{f'  [{m.packet}]' if m.packet is not None else ''}\n" if m.time is not None else f"  {label:<{w}}{'-':>12}\n")
+        t.append(_timing_line(label, w, f"{(m.time - t0) * 1000:.3f}") + f" ms{f'  [{m.packet}]' if m.packet is not None else ''}\n"
+                 if m.time is not None else _timing_line(label, w, "-") + "\n")
     if d.phases:
         t.append("  phases (durations, as DevTools' Timing)\n", style="italic")
     for p in d.phases:
-        t.append(f"  {p.label:<{w}}{p.duration * 1000:>12.3f} ms{_bounds(p)}\n", style=p.color or "")
+        t.append(_timing_line(p.label, w, f"{p.duration * 1000:.3f}") + f" ms{_bounds(p)}\n", style=p.color or "")
     if d.duration is not None:
-        t.append(f"  {'total':<{w}}{d.duration * 1000:>12.3f} ms\n", style="bold")
+        # (no response: the row ends at its request's end, "total 0.000 ms" read as a request that took no
+        # time; the waterfall says "no response", open to the capture's end)
+        t.append(_timing_line("total", w, f"{d.duration * 1000:.3f}") + " ms"
+                 + ("  (no response in the capture: its request's own time)" if _no_response(d) else "") + "\n", style="bold")
     t.append_text(browser_text(d.browser, t0, d.t0_is_first_packet))  # a browser log's times beside the wire's, fields by source
     h("Sizes (bytes)")
     if d.unsent is not None:

@@ -705,6 +705,9 @@ def waterfall_legend(keys: str, browser: list[str] | None = None, milestones: li
         t.append(f"{L.START_UNKNOWN} ≥ began before the capture (start unknown, duration at least)  ")
     if any(method_unknown(r) for r in rows or ()):
         t.append(f"{UNKNOWN_METHOD} method unknown  ")
+    if any(getattr(r, "background", False) for r in rows or ()):  # (the label's "bg", its row grey: said nowhere)
+        t.append("bg", style="#808080")
+        t.append(" background traffic, not the page's  ")
     # a browser log's requests that never reached the network: their status column's words (the
     # figures' "disk cache" and red "failed" rows; "(c)" was explained nowhere)
     ns = {not_sent_of(getattr(r, "browser", None)) for r in rows or ()}
@@ -970,12 +973,15 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
     tick_cells(cells, r.markers, v0, v1)
     browser_cells(cells, r, v0, v1)
     nr = no_response(r)
+    why = failed(r)  # (a browser log's request that failed before the network: its error, as the figures say
+    # it — "0.00 ms" beside its instant read as a request that took no time; review 29)
     if (r.end < v0 or r.start > v1) and width > 12:  # the row is out of the view: said at the edge it lies beyond
-        text = ("no response" if nr else short_duration_text(r))
+        # (a failed row too: "← 0.00 ms" read as a request that took no time, where in view it said its error)
+        text = ("no response" if nr else "failed" if why else short_duration_text(r))
         text = f"← {text}" if r.end < v0 else f"{text} →"
         at = 0 if r.end < v0 else max(width - len(text), 0)
         for k, ch in enumerate(text[:width]):
-            cells[at + k] = (ch, NO_RESPONSE_COLOR if nr else "#a0a0a0")
+            cells[at + k] = (ch, NO_RESPONSE_COLOR if nr else "#ff8787" if why else "#a0a0a0")
         return cells
     if nr:  # (as the figures: open to the capture's end, not the request's own microseconds)
         span = (v1 - v0) or 1e-9
@@ -990,8 +996,6 @@ def row_cells(r, v0: float, v1: float, width: int) -> list[tuple]:
                 cells[at + k] = (ch, NO_RESPONSE_COLOR)
         return cells
     start_cells(cells, r, v0, v1)
-    why = failed(r)  # (a browser log's request that failed before the network: its error, as the figures say
-    # it — "0.00 ms" beside its instant read as a request that took no time; review 29)
     duration_cells(cells, why or row_duration_text(r), *(("failed",) if why else (short_duration_text(r),)))
     return cells
 
@@ -1199,6 +1203,8 @@ class WaterfallView(LineList):
         n = len(self.label_text(self.rows[0])) if self.rows else self.LABEL + 14
         head = "conn    # request" if self.group_by else "   # request"  # (grouped by host too: the number is the connection)
         label = head[:n].ljust(n)
+        if not self.rows:  # (no row, or none yet: ticks of the default 0 … 1 s read as a time axis of nothing)
+            return label
         bw = max(width - len(label) - 2, 1)
         step = nice_step(self.v1 - self.v0, bw)
         axis = [" "] * bw
