@@ -733,7 +733,8 @@ def cb_wf_window(state: WebState, first, prev, next_, last, row, cid, version, p
 
 # what moves the window: the page buttons and the row input; a new capture, filter or order
 # starts from the top (cb_wf_window's triggers)
-WF_FROM_TOP = ("capture", "f-protocol", "f-connection", "f-content", "f-status", "filter-expr", "wf-order")
+# (wf-expr: the waterfall filter applied, PACKET_FILTER_JS; filter-expr, the box, as the store was named before)
+WF_FROM_TOP = ("capture", "f-protocol", "f-connection", "f-content", "f-status", "wf-expr", "filter-expr", "wf-order")
 
 
 def wf_trigger(triggered) -> str | None:
@@ -861,10 +862,13 @@ DETAIL_SHOWN_JS = """function(cls) {
 }"""
 
 
-def cb_url_in(state: WebState, pathname, search):
+def cb_url_in(state: WebState, pathname, search, applied=None):
     """The page opened (or reloaded) with a query string: the capture, filter, tab, zoom
     and packet it names.  (The selected request is cb_select's: it takes the address's when
-    the selection store holds none of this capture, ``selected_for``.)"""
+    the selection store holds none of this capture, ``selected_for``.)  The waterfall's filter
+    is the layout's (``applied``: the store ``wf-expr`` it made): given only when the layout
+    had another (a page whose layout was asked without its address), so that an answer coming
+    while the person types does not undo what was applied."""
     q = url_params(search)
     cid = q.get("capture")
     cap = cid if cid and state.get(cid) is not None else no_update
@@ -874,7 +878,8 @@ def cb_url_in(state: WebState, pathname, search):
     pkt = int(q["pkt"]) if q.get("pkt", "").isdigit() else no_update
     order = q["order"] if q.get("order") in views.ORDER_OPTIONS else no_update
     tf = q["time"] if q.get("time") in views.TIME_FORMATS else no_update
-    return cap, q.get("filter", no_update), tab, xr, pkt, True, order, tf
+    expr = q.get("filter", "")
+    return cap, expr if expr != (applied or "") else no_update, tab, xr, pkt, True, order, tf
 
 
 def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, search, protocols=None, connections=None,
@@ -921,6 +926,9 @@ def cb_url_out(state: WebState, cid, expr, tab, xrange, selected, goto, ready, s
         q["pkt"] = str(pkt)
     if time_format and time_format != "relative":
         q["time"] = time_format
+    for k in COMPARE_KEYS:  # the captures compared: the page's (COMPARE_URL_JS), kept as they are
+        if at.get(k):
+            q[k] = at[k]
     new = "?" + urlencode(q, doseq=True) if q else ""
     return new if new != (search or "") else no_update
 
@@ -937,7 +945,7 @@ def _no_packet(key, cid) -> bool:
 
 
 # the query string's keys in cb_url_out's order
-URL_ORDER = ("capture", "filter", *URL_LISTS.values(), "order", "tab", "x0", "x1", "sel", "pf", "pkt", "time")
+URL_ORDER = ("capture", "filter", *URL_LISTS.values(), "order", "tab", "x0", "x1", "sel", "pf", "pkt", "time", "ca", "cb")
 
 
 def search_with_sel(search: str | None, cid, xid) -> str | None:
@@ -1094,6 +1102,9 @@ ROWS_JS = """function(ans, req) {
 
 # the packet filter applied (packet-expr, what the list, the address and the exports follow): the box's
 # text on Enter or on leaving the box, when it changed
+# The waterfall's filter box (filter-expr) likewise → wf-expr, which the waterfall, the selection and
+# the address follow.  It was dcc's debounce: typed fast, the text the page sent back put the caret
+# where it had been a key before ('url contains "css"' typed at 5 ms a key came out scrambled).
 PACKET_FILTER_JS = """function(_submit, _blur, value, applied) {
     var v = value || '';
     return v === (applied || '') ? window.dash_clientside.no_update : v;
@@ -1313,6 +1324,37 @@ def cb_packet_detail(state: WebState, cid, selected, goto, trigger=None):
         return _err(ex, f"cannot decode packet {number}: ")
 
 
+# The captures compared (Compare tab: A and B) are in the address as ``ca`` and ``cb``, written by
+# the page from the store ``compared`` (what Compare was last pressed on; the history entry
+# replaced, as PACKET_URL_JS does), and put back when another callback wrote the address, so that
+# a reload or a bookmark shows the comparison again (the layout's, compare_out_of).  Before, the
+# tab came back empty: "Pick capture A and capture B".
+COMPARE_KEYS = ("ca", "cb")
+COMPARE_URL_JS = """function(compared, search) {
+    if (!compared) { return window.dash_clientside.no_update; }
+    var loc = window.location, q = new URLSearchParams(loc.search), want = {ca: compared.ca || null, cb: compared.cb || null};
+    var names = Object.keys(want).filter(function (k) { return q.get(k) !== want[k]; });
+    if (!names.length) { return window.dash_clientside.no_update; }
+    var name = function (p) { return decodeURIComponent(p.split('=')[0]); };
+    var parts = loc.search.replace(/^\\?/, '').split('&').filter(function (p) { return p && names.indexOf(name(p)) < 0; });
+    names.forEach(function (k) { if (want[k]) { parts.push(k + '=' + encodeURIComponent(want[k])); } });  // (last: URL_ORDER)
+    var next = parts.length ? '?' + parts.join('&') : '';
+    window.history.replaceState(window.history.state, '', loc.pathname + next + loc.hash);
+    return next;
+}"""
+
+
+def compare_out_of(state: WebState, search: str | None) -> tuple:
+    """The Compare tab's first content and its ``compared`` store: the comparison of the
+    address's ``ca`` and ``cb`` when both are analysed captures; else the hint (a capture still
+    being analysed: press Compare once it is) and None."""
+    q = url_params(search)
+    a, b = (q.get(k) for k in COMPARE_KEYS)
+    if a and b and _ready(state, a) is not None and _ready(state, b) is not None:
+        return cb_compare(state, 1, a, b), {"ca": a, "cb": b}
+    return cb_compare(state, None, None, None), None
+
+
 def cb_compare(state: WebState, n_clicks, a, b):
     if not views.compare_available():
         return views.compare_view(None, None)
@@ -1400,6 +1442,11 @@ def page_search() -> str | None:
     return "?" + q if q else ""
 
 
+def _known(state: WebState, cid):
+    """``cid`` when it names a capture of ``state``, else None (an address's stale id)."""
+    return cid if cid and state.get(cid) is not None else None
+
+
 def layout(state: WebState):
     limits = {"capture": state.upload_limit, "keylog": state.keylog_limit}
     # The first poll's answer (the capture list, the capture the address names or the first,
@@ -1412,6 +1459,9 @@ def layout(state: WebState):
     # the packet filter of the address (pf) is the layout's, not a callback's: an answer coming while
     # the person types in the box would overwrite what was typed
     pf = url_params(search).get("pf", "")
+    wf_expr = url_params(search).get("filter", "")
+    ca, cb = (url_params(search).get(k) for k in COMPARE_KEYS)  # (the captures compared: COMPARE_URL_JS)
+    compared_view, compared = compare_out_of(state, search)  # (the waterfall's filter: the same, PACKET_FILTER_JS)
     version = None if version is no_update else version
     export_title = ("write" if views.export_available() else
                     "(needs wirefall.analyzer.pcapng_write, which this version lacks) write")
@@ -1447,7 +1497,7 @@ def layout(state: WebState):
                 html.Div([
                     _dd("f-protocol", "protocol"), _dd("f-connection", "connection"), _dd("f-content", "content type"),
                     _dd("f-status", "status"),
-                    dcc.Input(id="filter-expr", type="text", debounce=True, placeholder='filter, e.g. status >= 400 || url contains "css"'),
+                    dcc.Input(id="filter-expr", type="text", value=wf_expr, placeholder='filter, e.g. status >= 400 || url contains "css"'),
                     dcc.Dropdown(id="wf-order", options=[{"label": l, "value": k} for k, l in views.ORDER_LABELS.items()],
                                  value="start", clearable=False, className="filter-dd", style={"minWidth": "170px"}),
                     html.Span(id="shown-count", className="status"),
@@ -1511,10 +1561,10 @@ def layout(state: WebState):
             ], className="tabpane")),
             expert_view.tab(),
             dcc.Tab(label="Compare", value="compare", children=html.Div([
-                html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=options, style={"minWidth": "360px"}),
-                          html.Span("B"), dcc.Dropdown(id="compare-b", options=options, style={"minWidth": "360px"}),
+                html.Div([html.Span("A"), dcc.Dropdown(id="compare-a", options=options, value=_known(state, ca), style={"minWidth": "360px"}),
+                          html.Span("B"), dcc.Dropdown(id="compare-b", options=options, value=_known(state, cb), style={"minWidth": "360px"}),
                           html.Button("Compare", id="btn-compare")], className="bar"),
-                html.Div(cb_compare(state, None, None, None), id="compare-out"),
+                html.Div(compared_view, id="compare-out"),
             ], className="tabpane")),
         ]),
         dcc.Interval(id="poll", interval=600), dcc.Store(id="poll-go"), dcc.Store(id="poll-done"),  # (POLL_GATE_JS)
@@ -1522,7 +1572,7 @@ def layout(state: WebState):
         dcc.Store(id="wf-beside"), dcc.Store(id="wf-width"), dcc.Store(id="detail-shown"),
         html.Button(id="wf-beside-check", style={"display": "none"}),  # (PAGE_JS: a resize across DETAIL_BESIDE_MIN, or to another 100 px step)
         dcc.Store(id="url-ready"), dcc.Store(id="marks", data={}), dcc.Store(id="timerefs", data={}), dcc.Store(id="packets-refresh"), dcc.Store(id="packets-asked"),
-        dcc.Store(id="packet-expr", data=pf), dcc.Store(id="packets-rows"),
+        dcc.Store(id="packet-expr", data=pf), dcc.Store(id="wf-expr", data=wf_expr), dcc.Store(id="compared", data=compared), dcc.Store(id="packets-rows"),
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
@@ -1748,14 +1798,14 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.clientside_callback(POLL_GATE_JS, Output("poll-go", "data"), Input("poll", "n_intervals"), State("poll-go", "data"),
                             State("poll-done", "data"))
     app.callback(
-        Output("capture", "value", allow_duplicate=True), Output("filter-expr", "value"), Output("tabs", "value"),
+        Output("capture", "value", allow_duplicate=True), Output("wf-expr", "data", allow_duplicate=True), Output("tabs", "value"),
         Output("xrange", "data", allow_duplicate=True), Output("packet-goto", "value"),
-        Output("url-ready", "data"), Output("wf-order", "value"), Output("time-format", "value"),
-        Input("url", "pathname"), State("url", "search"), prevent_initial_call="initial_duplicate",
-    )(bind(cb_url_in))
+        Output("url-ready", "data"), Output("wf-order", "value"), Output("time-format", "value"), Output("filter-expr", "value"),
+        Input("url", "pathname"), State("url", "search"), State("wf-expr", "data"), prevent_initial_call="initial_duplicate",
+    )(_named("cb_url_in", lambda *a: (lambda out: (*out, out[1]))(cb_url_in(S, *a))))  # (the box shows what is applied)
     app.callback(
         Output("url", "search"),
-        Input("capture", "value"), Input("filter-expr", "value"), Input("tabs", "value"), Input("xrange", "data"),
+        Input("capture", "value"), Input("wf-expr", "data"), Input("tabs", "value"), Input("xrange", "data"),
         Input("selected", "data"), Input("packet-goto", "value"), Input("url-ready", "data"), State("url", "search"),
         Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
         Input("wf-order", "value"), Input("time-format", "value"), State("packet-expr", "data"), State("packet-detail-key", "data"),
@@ -1793,7 +1843,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     live_view.register(app, S)
 
     filters = [Input("f-protocol", "value"), Input("f-connection", "value"), Input("f-content", "value"), Input("f-status", "value"),
-               Input("filter-expr", "value"), Input("wf-order", "value")]
+               Input("wf-expr", "data"), Input("wf-order", "value")]
     app.callback(
         Output("f-protocol", "options"), Output("f-connection", "options"), Output("f-content", "options"), Output("f-status", "options"),
         Output("f-protocol", "value"), Output("f-connection", "value"), Output("f-content", "value"), Output("f-status", "value"),
@@ -1851,6 +1901,9 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.clientside_callback(ROWS_JS, Output("packets", "getRowsResponse"), Input("packets-rows", "data"),
                             State("packets", "getRowsRequest"), prevent_initial_call=True)
     # the filter typed is applied on Enter, or on leaving the box (as dcc's debounce did)
+    app.clientside_callback(PACKET_FILTER_JS, Output("wf-expr", "data"), Input("filter-expr", "n_submit"),
+                            Input("filter-expr", "n_blur"), State("filter-expr", "value"), State("wf-expr", "data"),
+                            prevent_initial_call=True)
     app.clientside_callback(PACKET_FILTER_JS, Output("packet-expr", "data"), Input("packet-filter", "n_submit"),
                             Input("packet-filter", "n_blur"), State("packet-filter", "value"), State("packet-expr", "data"),
                             prevent_initial_call=True)
@@ -1971,8 +2024,11 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
     app.callback(Output("packet-detail", "children"), Input("packet-detail-key", "data"), prevent_initial_call=True)(
         _named("cb_packet_detail", lambda k: cb_packet_detail(S, _key(k).get("capture"), _key(k).get("sel"), _key(k).get("goto"),
                                                               trigger=_key(k).get("t"))))
-    app.callback(Output("compare-out", "children"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
-                 State("compare-b", "value"), prevent_initial_call=True)(bind(cb_compare))  # (the layout holds its first answer)
+    app.callback(Output("compare-out", "children"), Output("compared", "data"), Input("btn-compare", "n_clicks"), State("compare-a", "value"),
+                 State("compare-b", "value"), prevent_initial_call=True)(  # (the layout holds its first answer)
+        _named("cb_compare", lambda n, a, b: (cb_compare(S, n, a, b), {"ca": a, "cb": b} if n and a and b else no_update)))
+    app.clientside_callback(COMPARE_URL_JS, Output("url", "search", allow_duplicate=True), Input("compared", "data"),
+                            Input("url", "search"), prevent_initial_call=True)
     expert_view.register(app, S, _ready)
     app.callback(
         Output("download", "data"), Output("export-msg", "children"),
