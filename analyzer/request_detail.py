@@ -371,16 +371,17 @@ def bodies_of(an: Analysis, e: Exchange) -> list[Body]:
 
 
 def browser_log(e: Exchange, c: Connection | None, unsent: NotSent | None = None,
-                clock_offset: float | None = None) -> BrowserLog | None:
+                clock_offset: float | None = None, wire_phases=None) -> BrowserLog | None:
     """What a browser log says of ``e`` (``c``: its connection; ``unsent``: ``not_sent_record``
     of it; ``clock_offset``: the one its waterfall row's browser bars were moved by,
-    ``Row.browser_clock_offset``); None when no log speaks of it."""
+    ``Row.browser_clock_offset``; ``wire_phases``: its row's phases, whose blocked and dns the
+    table sets beside the log's); None when no log speaks of it."""
     from .browserlog import comparison as cmp
 
     if not cmp.has_browser(e):
         return None
     b: dict[str, Any] = e.browser or {}
-    phases = cmp.phase_comparison(e, c, clock_offset)
+    phases = cmp.phase_comparison(e, c, clock_offset, wire_phases)
     moved = clock_offset if clock_offset and isinstance(b.get("offsets"), dict) else None  # (as phase_comparison moves them)
     return BrowserLog(cmp.log_label(e), cmp.from_log_alone(e), str(b.get("source") or "har"),
                       phases, cmp.field_sources(e), unsent, moved)
@@ -547,5 +548,6 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
         frames=frames, packets=sorted({f.packet for f in frames}),
         bodies=bodies_of(an, e) if bodies else [],
         # (its times on the capture's clock where the waterfall moved the log's bars: Row.browser_clock_offset)
-        browser=browser_log(e, c, unsent, row.browser_clock_offset if row is not None else None), unknown=unknown_fields(e),
+        browser=browser_log(e, c, unsent, row.browser_clock_offset if row is not None else None,
+                            row.phases if row is not None else None), unknown=unknown_fields(e),
         responded=e.response_start is not None, not_sent=not_sent_of(e.browser), unsent=unsent)

@@ -10,6 +10,7 @@ differences seconds; text is made only by ``cells`` / ``fmt_*`` when a row is sh
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,7 +19,7 @@ from ..model import Connection, Exchange
 from .build import wire_lengths
 from .records import NOT_SENT_REASONS, NotSent, obj
 
-NOT_IN_LOG = "not in log"  # the browser column of a connection moment the wire has and the log lacks
+NOT_IN_LOG = "not in log"  # the browser column of a connection moment (or blocked, DNS) the wire has and the log lacks
 SOURCE_LABELS = {"wire": "wire", "browser": "browser log", "inferred": "inferred"}
 KIND_LABELS = {"har": "HAR", "netlog": "NetLog", "qlog": "qlog"}
 
@@ -83,14 +84,24 @@ def _tls_end(c: Connection) -> float | None:
     return max(ends) if ends else None
 
 
-def phase_comparison(e: Exchange, conn: Connection | None = None, clock_offset: float | None = None) -> list[PhaseRow]:
+def phase_comparison(e: Exchange, conn: Connection | None = None, clock_offset: float | None = None,
+                     wire_phases: Sequence[tuple[str, float, float]] | None = None) -> list[PhaseRow]:
     """Per phase of ``e``: wire, browser, browser minus wire.  Empty when no browser log
     speaks of ``e``.  ``conn``: ``e``'s connection (its handshake times for the request
     that opened it).  ``clock_offset`` (browser minus capture, seconds: the log's clock
     offset by which the waterfall moves its bars, ``exchange_clock_offset``): the browser's
     moments are moved onto the capture's clock by it and their difference is what remains
     (a HAR from another machine: WebPageTest's amazon HAR read connect start −158 ms, of which
-    −130 ms is the two clocks); lengths need no clock."""
+    −130 ms is the two clocks); lengths need no clock.
+
+    ``wire_phases``: ``e``'s waterfall row's phases (``Row.phases``: ``waterfall.exchange_phases``
+    with the DNS lookup charged to its connection), the ones the request view's Timing section
+    and ``requests --json``'s ``phases`` show.  The wire's ``blocked`` (queued / stalled) and
+    ``dns`` are their totals (``waterfall.phase_totals``, to the µs): until 2026-12-05 (review
+    32) they were always "–", under the Timing section's "DNS lookup 37.631 ms" for the amazon
+    load's document (its NetLog: 39 ms).  The wire's is None for a row with no such phase (a
+    request on an already-open connection has no DNS), for a log alone, and without
+    ``wire_phases``; the browser's, None where the log gives none ("not in log" beside a wire's)."""
     b = e.browser
     if not isinstance(b, dict):
         return []
@@ -99,10 +110,14 @@ def phase_comparison(e: Exchange, conn: Connection | None = None, clock_offset: 
     alone = from_log_alone(e)
     clock = clock_offset if offsets is not None and clock_offset else 0.0  # (only beside a wire: a log alone has one clock)
     rows: list[PhaseRow] = []
+    from ..waterfall import phase_totals  # (lazily, as exchange_clock_offset: the waterfall module costs start-up)
+
+    wt = None if alone or wire_phases is None else phase_totals(list(wire_phases))  # (µs, None where the row has none)
     for name, label in (("blocked", "blocked (queued)"), ("dns", "DNS")):
         v = _num(phases.get(name))
-        if v is not None:  # the wire does not tie a DNS query or the browser's queue to a request
-            rows.append(PhaseRow(name, label, "length", None, v, None))
+        w = None if wt is None or wt[name] is None else wt[name] / 1e6
+        if v is not None or w is not None:
+            rows.append(PhaseRow(name, label, "length", w, v, _minus(v, w), browser_note=NOT_IN_LOG if v is None else None))
     # the connection's handshake: for the request that opened it (the overlay's offsets say
     # which); for a log alone, the log's own connect times of the request
     for name, label, tkey in _CONN_POINTS:

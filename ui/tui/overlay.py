@@ -15,10 +15,13 @@ SOURCE_STYLES = {"wire": "#87d787", "browser": "#87d7ff", "inferred": "#ffd787"}
 def comparison_text(an, e) -> Text:
     """The section of the request view for ``e`` (empty when no browser log speaks of it)."""
     from wirefall.analyzer.request_detail import browser_log, not_sent_record
+    from wirefall.analyzer.waterfall import phases_by_exchange
 
     conn = an.connections[e.connection] if 0 <= e.connection < len(an.connections) else None
-    # (on the capture's clock where the waterfall moves the log's bars: cmp.exchange_clock_offset)
-    return browser_text(browser_log(e, conn, not_sent_record(an, e), cmp.exchange_clock_offset(an, e)), an.start_time, an.packets > 0)
+    # (on the capture's clock where the waterfall moves the log's bars: cmp.exchange_clock_offset;
+    # the row's own phases for the wire's blocked and dns, as the request view's Timing shows them)
+    return browser_text(browser_log(e, conn, not_sent_record(an, e), cmp.exchange_clock_offset(an, e),
+                                    phases_by_exchange(an).get(e.id)), an.start_time, an.packets > 0)
 
 
 def browser_text(b, t0: float, from_packets: bool) -> Text:
