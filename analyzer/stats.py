@@ -67,6 +67,15 @@ class Block:
     # spurious ones and the segments that filled a hole; ``retransmissions`` counts only segments
     # whose bytes the capture had already carried (the reassembler's duplicates)
     tcp_retransmissions: list[int] | None = None
+    # QUIC (``_fill_quic``): QUIC connections of the row; per direction the STREAM and CRYPTO bytes the
+    # capture carried a second time (quic_stats' stream_dup_bytes + crypto_dup_bytes), the packet
+    # numbers of the application space (0-RTT and 1-RTT) missing between the lowest and highest
+    # decrypted, and the QUIC connections with packets that way not decrypted (their numbers are
+    # unknown: left out of the missing count; their data not seen: the bytes again a lower bound)
+    quic_connections: int = 0
+    quic_data_again: list[int] = field(default_factory=lambda: [0, 0])
+    quic_packets_missing: list[int] = field(default_factory=lambda: [0, 0])
+    quic_not_decrypted: list[int] = field(default_factory=lambda: [0, 0])
     requests: int = 0
     pushes: int = 0
     resets: int = 0
@@ -104,7 +113,8 @@ class Block:
     def __init__(self, name: str, connections: int = 0, packets: list[int] = FACTORY, bytes: list[int] = FACTORY, payload: list[int] = FACTORY,
                  tls_record_overhead: list[int] = FACTORY, framing_overhead: list[int] | None = None, frames: int = 0,
                  retransmissions: list[int] = FACTORY, retransmitted_bytes: list[int] = FACTORY, gaps: list[int] = FACTORY,
-                 tcp_retransmissions: list[int] | None = None, requests: int = 0,
+                 tcp_retransmissions: list[int] | None = None, quic_connections: int = 0, quic_data_again: list[int] = FACTORY,
+                 quic_packets_missing: list[int] = FACTORY, quic_not_decrypted: list[int] = FACTORY, requests: int = 0,
                  pushes: int = 0, resets: int = 0, req_headers: list[int] = FACTORY, resp_headers: list[int] = FACTORY,
                  req_headers_first: list[int] = FACTORY, resp_headers_first: list[int] = FACTORY, req_headers_rest: list[int] = FACTORY,
                  resp_headers_rest: list[int] = FACTORY, qpack_encoder: list[int] = FACTORY, headers_unknown: dict = FACTORY,
@@ -125,6 +135,10 @@ class Block:
         self.retransmitted_bytes = [0, 0] if retransmitted_bytes is FACTORY else retransmitted_bytes
         self.gaps = [0, 0] if gaps is FACTORY else gaps
         self.tcp_retransmissions = tcp_retransmissions
+        self.quic_connections = quic_connections
+        self.quic_data_again = [0, 0] if quic_data_again is FACTORY else quic_data_again
+        self.quic_packets_missing = [0, 0] if quic_packets_missing is FACTORY else quic_packets_missing
+        self.quic_not_decrypted = [0, 0] if quic_not_decrypted is FACTORY else quic_not_decrypted
         self.requests = requests
         self.pushes = pushes
         self.resets = resets
@@ -447,6 +461,33 @@ def _fill_connection(b: Block, c: Connection) -> None:
     b.last_time = c.end if b.last_time is None else max(b.last_time, c.end)
 
 
+def _fill_quic(b: Block, c: Connection, q: Any, tabs: dict) -> None:
+    """A QUIC connection's figures of what the capture shows carried again or missing (its
+    ``quic_stats`` ``q``, its decrypted packets ``tabs``: ``Analysis.quic_packets``).  QUIC sends
+    lost data again in new packets: data lost before the capture point leaves no second copy in
+    it, so no figure here can count that loss; a packet number the capture lacks may be one lost
+    before it, or one the sender skipped (RFC 9000 §12.3 allows it: Chrome skips one before a
+    probe).  Not IETF QUIC's stats (an empty dict: no QUIC packet read) — not counted."""
+    if not isinstance(q, dict) or not ("stream_dup_bytes" in q or q.get("kind") == "gquic"):
+        return
+    b.quic_connections += 1
+    for d in (0, 1):
+        if q.get("kind") == "gquic":  # (never decrypted: what its packets carry is not known)
+            b.quic_not_decrypted[d] += bool(c.stats[d].packets)
+            continue
+        b.quic_data_again[d] += int(q["stream_dup_bytes"][d]) + int((q.get("crypto_dup_bytes") or (0, 0))[d])
+        und = int((q.get("undecrypted") or (0, 0))[d])
+        tab = tabs.get((c.id, d))
+        n = len(tab) if tab is not None else 0  # (``packet`` is appended last: the other arrays are at least as long)
+        if und or (not n and int((q.get("packets") or (0, 0))[d])):  # (a packet not opened, or none listed)
+            b.quic_not_decrypted[d] += 1
+            continue
+        # the application space's numbers (0-RTT and 1-RTT share it, RFC 9000 §12.3): epochs 1 and 3, the odd ones
+        pns = {pn for pn, fl in zip(tab.pn[:n], tab.flags[:n]) if fl & 1} if tab is not None and n else set()
+        if pns:
+            b.quic_packets_missing[d] += max(pns) - min(pns) + 1 - len(pns)
+
+
 # WebPageTest's breakdown's classes, in its order (its MimeColors(); its "js" is "script", as
 # analyzer.waterfall.content_class names it)
 CONTENT_CLASSES = ("html", "script", "css", "image", "flash", "font", "video", "other")
@@ -549,12 +590,16 @@ def compute(an: Analysis, tcp_analysis: bool = False) -> Stats:
     heads = _upgrade_heads(an, exs_by_conn)
     spans: dict[int, tuple[list[float], list[float]]] = {}  # connection id -> its exchanges' (_spans)
     no_net = no_network_connections(an)
+    quic_stats = getattr(an, "quic_stats", None) or {}
+    quic_tabs = (getattr(an, "quic_packets", None) or {}) if quic_stats else {}
     for c in an.connections:
         exs = exs_by_conn.get(c.id, [])
         proto = conn_protocol(c, exs)
         h1 = heads.get(c.id)
         cb = Block(name=f"connection {c.id}", endpoints=c.label, protocol=proto)
         _fill_connection(cb, c)
+        if c.transport == "udp" and c.id in quic_stats:
+            _fill_quic(cb, c, quic_stats[c.id], quic_tabs)
         sides = [_sides(e, h1) for e in exs]  # (once per exchange: the totals and the first/rest split)
         _fill_exchanges(cb, exs, h1, sides)
         _first_rest(cb, exs, h1, _start_seen(c), sides)
@@ -685,8 +730,9 @@ def _add_block(blk: Block, cb: Block) -> None:
     exchanges again (every number an integer count; first/last time the min/max)."""
     blk.connections += cb.connections
     for name in ("packets", "bytes", "payload", "retransmissions", "retransmitted_bytes", "gaps", "tls_record_overhead",
-                 "qpack_encoder", "response_body"):
+                 "qpack_encoder", "response_body", "quic_data_again", "quic_packets_missing", "quic_not_decrypted"):
         _add2(getattr(blk, name), getattr(cb, name))
+    blk.quic_connections += cb.quic_connections
     blk.tls_connections += cb.tls_connections
     for d in (0, 1):
         blk.tls_record_overhead_exact[d] = blk.tls_record_overhead_exact[d] and cb.tls_record_overhead_exact[d]
@@ -949,9 +995,38 @@ def _last_end(exs: list[Exchange]) -> float | None:
 # ------------------------------------------------------------------------------- output
 
 
-def _retrans(b: Block) -> list[int]:
-    """The text tables' "retrans" column: tshark's count when the TCP analysis ran."""
+def _retrans(b: Block) -> list[int] | None:
+    """The text tables' "retrans" column: tshark's count when the TCP analysis ran; None ("-")
+    on a row of QUIC connections only, whose retransmissions are no TCP segments (0 / 0 read as
+    "nothing sent twice": the "QUIC again" column has what the capture shows)."""
+    if b.quic_connections and b.quic_connections == b.connections:
+        return None
     return b.tcp_retransmissions if b.tcp_retransmissions is not None else b.retransmissions
+
+
+def _gaps(b: Block) -> list[int] | None:
+    """The Connections table's "gaps" (holes in a TCP byte stream): "-" on a QUIC connection (its
+    packet numbers missing are in "PN gaps")."""
+    return None if b.quic_connections and b.quic_connections == b.connections else b.gaps
+
+
+def _quic_pair(b: Block, pair: list[int]) -> str:
+    """A QUIC cell: "-" without QUIC; per direction "?" where no connection's packets that way
+    were all decrypted and nothing was counted, "≥N" where some were not (a lower bound)."""
+    if not b.quic_connections:
+        return "-"
+    return " / ".join("?" if b.quic_not_decrypted[d] and not pair[d] else f"{'≥' if b.quic_not_decrypted[d] else ''}{pair[d]:,}"
+                      for d in (0, 1))
+
+
+QUIC_AGAIN_NOTE = ("QUIC again: the STREAM and CRYPTO bytes the capture carried a second time, per direction. QUIC sends "
+                   "lost data again in new packets, so data lost before the capture point has no second copy in it: no "
+                   "figure from the capture alone counts that loss")
+QUIC_UNDECRYPTED_NOTE = ("QUIC ≥: packets that way not decrypted (no keys) — the data again a lower bound, the packet numbers "
+                         "of those connections not known and left out; ?: none known")
+QUIC_PN_NOTE = ("PN gaps: packet numbers of the QUIC application space (0-RTT, 1-RTT) missing from the capture between "
+                "the lowest and the highest decrypted — a packet lost before the capture point, or a number the sender "
+                "skipped (RFC 9000 §12.3 allows it)")
 
 
 def _hdr_dict(pair: list[int], unknown: int = 0) -> dict[str, Any]:
@@ -983,6 +1058,11 @@ def block_dict(b: Block) -> dict[str, Any]:
         "retransmitted_bytes": b.retransmitted_bytes,
         "gaps": b.gaps,
         **({"tcp_retransmissions": b.tcp_retransmissions} if b.tcp_retransmissions is not None else {}),
+        # (added 2026-12-05, additive) QUIC: `retransmissions` counts TCP segments only (0 on QUIC, which
+        # carries lost data again in new packets); what the capture shows of QUIC's, null without QUIC
+        "quic_connections": b.quic_connections,
+        **{k: (list(getattr(b, k)) if b.quic_connections else None)
+           for k in ("quic_data_again", "quic_packets_missing", "quic_not_decrypted")},
         "requests": b.requests,
         "pushes": b.pushes,
         "resets": b.resets,
@@ -1146,6 +1226,11 @@ def render_text(st: Stats) -> str:
     # TLS records, framing, retransmissions, gaps, header bytes) is unknown — "–", not 0
     log_alone = st.packets_total == 0 and c.requests > 0
     wire = (lambda _p: "–") if log_alone else _pair
+    # the QUIC columns only where the capture has QUIC connections (a TCP capture's tables as they were)
+    has_quic = bool(c.quic_connections) and not log_alone
+
+    def quic_again(b: Block) -> list[str]:
+        return [_quic_pair(b, b.quic_data_again)] if has_quic else []
     tls = (lambda _b: "–") if log_alone else _tls_pair
     head = (f"{st.file}: a browser log, no packets (what only the wire gives is unknown: –)" if log_alone
             else f"{st.file}: {st.packets_total:,} packets, {st.bytes_total:,} bytes, {st.duration:.3f} s")
@@ -1161,11 +1246,11 @@ def render_text(st: Stats) -> str:
             continue
         rows.append([b.name if b is not c else "all", str(b.connections), str(b.requests), str(b.pushes),
                      wire(b.packets), wire(b.bytes), wire(b.payload), tls(b),
-                     wire(b.framing_overhead), wire(_retrans(b)), _ms(b.ttfb), _ms(b.page_load_time)])
+                     wire(b.framing_overhead), wire(_retrans(b)), *quic_again(b), _ms(b.ttfb), _ms(b.page_load_time)])
     traffic = _table("Traffic (client→server / server→client)",
                      ["protocol", "conns", "reqs", "push", "packets", "wire bytes", "payload", "TLS overhead", "framing", "retrans",
-                      "first byte", "last byte"],
-                     rows, set(range(1, 12)))
+                      *(["QUIC again"] if has_quic else []), "first byte", "last byte"],
+                     rows, set(range(1, 12 + has_quic)))
     traffic_notes = _notes([
         "first byte, last byte: the first and the last response byte of the row's page requests (background apart), "
         f"from the page's {'start in the browser log' if log_alone else 'first packet'} — on the 'all' row the page's TTFB and its last response byte (not the browser's "
@@ -1178,7 +1263,10 @@ def render_text(st: Stats) -> str:
             "inner content type; '-' without TLS over TCP (QUIC)",
             *([TLS_BOUND_NOTE] if c.tls_connections and not all(c.tls_record_overhead_exact) else []),
             "retrans: " + ("the TCP segments tshark flags tcp.analysis.retransmission (fast and spurious ones in)"
-                           if c.tcp_retransmissions is not None else "the TCP segments whose bytes the capture had already carried"))),
+                           if c.tcp_retransmissions is not None else "the TCP segments whose bytes the capture had already carried")
+            + ("; '-' on rows of QUIC connections only (see QUIC again)" if has_quic else ""),
+            *([QUIC_AGAIN_NOTE] if has_quic else []),
+            *([QUIC_UNDECRYPTED_NOTE] if has_quic and any(c.quic_not_decrypted) else []))),
     ])
     extra = [x for x in (_outside_text(st),
                          f"{st.payload_unread:,} packets cut by the snap length could not be read again: their captured payload "
@@ -1233,13 +1321,17 @@ def render_text(st: Stats) -> str:
         if b.protocol == "dns":
             continue
         rows.append([b.name.split()[-1], b.protocol or "", b.endpoints or "", wire(b.packets), wire(b.bytes),
-                     tls(b), wire(b.framing_overhead), wire(_retrans(b)), wire(b.gaps),
+                     tls(b), wire(b.framing_overhead), wire(_retrans(b)), wire(_gaps(b)), *quic_again(b),
+                     *([_quic_pair(b, b.quic_packets_missing)] if has_quic else []),
                      str(b.requests), str(b.pushes), str(b.max_streams_in_flight), _ms(b.ttfb)])
     if rows:
         parts.append(_table("Connections (TTFB: its first response byte from its own start, "
                             + ("its connect start in the browser log)" if log_alone else "the TCP SYN or QUIC Initial, else its first packet)"),
                             ["id", "protocol", "endpoints", "packets", "wire bytes", "TLS overhead", "framing", "retrans", "gaps",
-                             "reqs", "push", "max inflight", "TTFB"], rows, {0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
+                             *(["QUIC again", "PN gaps"] if has_quic else []), "reqs", "push", "max inflight", "TTFB"],
+                            rows, {0, *range(3, 13 + 2 * has_quic)}))
+        if has_quic:
+            parts.append(_notes(["retrans, gaps: TCP's; '-' on a QUIC connection", QUIC_PN_NOTE]))
     if dns:
         parts.append(f"({len(dns)} DNS flows not listed; see --json)")
     if st.tcp_analysis and st.tcp_analysis["capture"]["tcp.analysis.flags"]:
