@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 from .expert import ExpertPane, legend_text
 from .packets import BINDINGS as PACKET_BINDINGS
+from .packets import PACKETS_TAB_ACTIONS
 from .packets import HELP as PACKET_HELP
 from .packets import PacketHabits
 from .widgets import (waterfall_legend, DEFAULT_STYLE, HexView, LineList, PacketHeader, PacketList, TabLine, TextList,
@@ -338,6 +339,16 @@ class WirefallApp(PacketHabits, App):
         Binding("left_square_bracket", "resize('list', -2)", "Shorter list", show=False),
         Binding("right_square_bracket", "resize('list', 2)", "Longer list", show=False),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Textual's dynamic bindings: the Packets tab's keys (``PACKETS_TAB_ACTIONS``) only
+        while it is shown, the tab keys only on the main view (over the compare view 5 switched
+        the hidden one's tab); False: disabled and out of the footer, the key does nothing."""
+        if action in PACKETS_TAB_ACTIONS:
+            return self.packets_tab_shown()
+        if action == "tab":
+            return self.main_view_shown()
+        return True
 
     def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
                  keylogs_b: list[str] | None = None, use_cache: bool = False, limits: dict | None = None,

@@ -15,9 +15,10 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static, TabbedContent
 
@@ -37,6 +38,14 @@ BINDINGS = [
     Binding("W", "export_packets('displayed')", "Write shown packets", show=False),
     Binding("E", "export_packets('marked')", "Write marked packets", show=False),
 ]
+
+# The actions above, and the app's keys for the Packets tab's panes (d b x < > [ ] in
+# ui/tui/app.py), mean something only while the Packets tab is shown: elsewhere they changed the
+# hidden list unseen (t: its time format, m: its marks), jumped to it (d, b) and over the compare
+# view wrote files (W, E).  ``WirefallApp.check_action`` disables them there, as Wireshark's and
+# DevTools' keys act on what is shown.
+PACKETS_TAB_ACTIONS = frozenset({"goto_packet", "sort_next", "sort_reverse", "time_format", "time_reference",
+                                 "mark_packet", "export_packets", "focus_detail", "focus_bytes", "bytes_tab", "resize"})
 
 HELP = """\
 [b]Packet list (as in Wireshark)[/b]
@@ -116,12 +125,27 @@ class PacketHabits(_AppBase):
     last_export: str | None = None
 
     # ---------------------------------------------------------------- helpers
+    def packets_tab_shown(self) -> bool:
+        """The main view is on screen (not the compare view or a dialog) with its Packets tab."""
+        try:
+            return self.screen.query_one("#tabs", TabbedContent).active == "packets"
+        except (NoMatches, ScreenStackError):  # another screen, or none yet
+            return False
+
+    def main_view_shown(self) -> bool:
+        """The main view (its tabs) is the screen on top."""
+        try:
+            self.screen.query_one("#tabs", TabbedContent)
+        except (NoMatches, ScreenStackError):
+            return False
+        return True
+
     def _packet_list_ready(self) -> PacketList | None:
         """The packet list when the Packets tab is shown and the capture is read."""
         if not self.loaded or self.an is None:
             self.notify("the capture is still loading", severity="warning")
             return None
-        if self.query_one(TabbedContent).active != "packets":
+        if not self.packets_tab_shown():  # (keys are disabled there: check_action; this is for other callers)
             self.notify("packet-list keys work on the Packets tab (1)", severity="warning")
             return None
         return self.query_one(PacketList)
