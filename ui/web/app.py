@@ -170,6 +170,41 @@ document.addEventListener('keydown', function (ev) {
     document.getElementById(down ? 'wf-next' : 'wf-prev').click();
     if (down) { pager.scrollIntoView({block: 'start'}); }
 });
+// Up / Down move the waterfall's selection to the row above / below among the rows drawn, and Escape closes the
+// request's detail, as in the browsers' DevTools: the same paths as a click on a bar (the graph's clickData, which
+// cb_select answers with the detail and the address's sel) and the detail's close button.  Nothing selected: Down
+// takes the first row, Up the last.  Not while typing in a box, with the focus in the detail (its own keys scroll
+// it), or on another tab; elsewhere the arrows scrolled the page.
+document.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey || ev.altKey || ev.metaKey || ev.shiftKey || ['ArrowUp', 'ArrowDown', 'Escape'].indexOf(ev.key) < 0) { return; }
+    var t = ev.target, gd = document.querySelector('#waterfall .js-plotly-plot'), side = document.getElementById('detail-side');
+    if (!gd || gd.offsetParent === null || !gd._fullData || !window.dash_clientside || !window.dash_clientside.set_props) { return; }
+    if (t && t.closest && t.closest('input, textarea, select, [contenteditable="true"], .dash-dropdown, .Select')) { return; }
+    if (ev.key === 'Escape') {
+        if (side && !side.classList.contains('none')) { ev.preventDefault(); document.getElementById('detail-close').click(); }
+        return;
+    }
+    if (t && t.closest && t.closest('#detail-side')) { return; }
+    var ids = {};  // row index -> exchange id, from the traces that carry it (customdata: a bar's, a row's hover point)
+    gd._fullData.forEach(function (tr) {
+        var cd = tr.customdata, y = tr.y;
+        if (!cd || !y || typeof cd[0] !== 'number') { return; }
+        for (var i = 0; i < cd.length && i < y.length; i++) {
+            var r = Math.round(Number(y[i]));
+            if (isFinite(r) && !(r in ids)) { ids[r] = cd[i]; }
+        }
+    });
+    var rows = Object.keys(ids).map(Number).sort(function (a, b) { return a - b; });
+    if (!rows.length) { return; }
+    var sel = new URLSearchParams(location.search).get('sel'), at = -1;
+    for (var k = 0; k < rows.length; k++) { if (String(ids[rows[k]]) === sel) { at = k; break; } }
+    var down = ev.key === 'ArrowDown', to = at < 0 ? (down ? 0 : rows.length - 1) : at + (down ? 1 : -1);
+    ev.preventDefault();
+    if (to < 0 || to >= rows.length) { return; }
+    window.dash_clientside.set_props('waterfall', {clickData: {points: [{y: rows[to], customdata: ids[rows[to]]}]}});
+    var ya = gd._fullLayout.yaxis, py = gd.getBoundingClientRect().top + ya._offset + ya.l2p(rows[to]);
+    if (py < 40 || py > window.innerHeight - 40) { window.scrollBy(0, py - window.innerHeight / 2); }  // (the row kept in sight)
+});
 // the waterfall's own x-range events, kept for XRANGE_JS: a zoom and the detail panel's resize
 // in one task reach its relayoutData as the resize alone; the zoom seen here is taken for it.
 // Watched from the graph's first drawing (WATERFALL_RESIZE), not from XRANGE_JS's first call:
@@ -363,6 +398,20 @@ function(contents, filename, limits, previous) {
       .catch(function (e) { return {error: 'failed', name: name, message: 'the upload failed: ' + e}; });
 }
 """.replace("__ROUTE__", UPLOAD_ROUTE)
+
+
+# A new file chosen (dcc.Upload's contents): its line says at once that it is being checked, in
+# place of the previous file's (without its name: the line naming the file is the one saying it is
+# ready, as the tests and a person read it), and ``up-KIND-busy`` holds its name until cb_stage answers (the
+# check: SIZE_CHECK_JS's upload, then cb_stage), so that "Analyse upload" pressed meanwhile says
+# so (cb_open) rather than "upload a capture first" or analysing the file replaced.
+CHECKING_JS = """
+function(contents, filename) {
+    if (!contents) { return [window.dash_clientside.no_update, window.dash_clientside.no_update]; }
+    var name = (Array.isArray(filename) ? filename[0] : filename) || 'upload';
+    return ['__LABEL__ chosen: being checked\u2026', name];
+}
+"""
 
 
 def _err(ex: Exception, what: str = ""):
@@ -576,11 +625,17 @@ def cb_stage(state: WebState, kind: str, data, limits, previous=None):
     return st, html.Span(f"{label}: {st['name']} ({fmt_size(st['size'])})", className="status"), None
 
 
-def cb_open(state: WebState, n_clicks, staged_capture, staged_keylog, cid_open=None):
+def cb_open(state: WebState, n_clicks, staged_capture, staged_keylog, cid_open=None, busy_capture=None, busy_keylog=None):
     """"Analyse" → a new capture entry analysed in the background, selected; pressed again
-    for the same uploads: that entry; a key log alone: the open capture analysed again with it."""
+    for the same uploads: that entry; a key log alone: the open capture analysed again with it.
+    ``busy_*``: the name of a file still being checked (CHECKING_JS): nothing is analysed yet."""
     if not n_clicks:
         return no_update, no_update
+    busy = [f"{'capture' if k == 'capture' else 'key log'} {printable(str(b))}"
+            for k, b in (("capture", busy_capture), ("keylog", busy_keylog)) if b]
+    if busy:
+        return no_update, html.Span(f"the {' and the '.join(busy)} {'is' if len(busy) == 1 else 'are'} still being checked: "
+                                    "press Analyse upload again when its line names its size", className="error", id="open-busy")
     ct, kt = (staged_capture or {}).get("token"), (staged_keylog or {}).get("token")
     again = state.opened_from(ct, kt)
     if again is not None:
@@ -1576,6 +1631,7 @@ def layout(state: WebState):
         dcc.Store(id="goto-pos"), dcc.Store(id="goto-done"),
         dcc.Store(id="connections-key"), dcc.Store(id="stats-key"), dcc.Store(id="expert-key"), dcc.Store(id="packet-detail-key"),
         dcc.Store(id="up-capture-ok"), dcc.Store(id="up-keylog-ok"), dcc.Store(id="staged-capture"), dcc.Store(id="staged-keylog"),
+        dcc.Store(id="up-capture-busy"), dcc.Store(id="up-keylog-busy"),
         dcc.Download(id="download"),
     ])
 
@@ -1830,12 +1886,19 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
         )
         app.callback(
             Output(f"staged-{kind}", "data"), Output(f"up-{kind}-msg", "children"), Output(f"up-{kind}-ok", "data", allow_duplicate=True),
+            Output(f"up-{kind}-busy", "data", allow_duplicate=True),  # (the check ended: CHECKING_JS)
             Input(f"up-{kind}-ok", "data"), State("limits", "data"), State(f"staged-{kind}", "data"), prevent_initial_call=True,
-        )(_named(f"cb_stage_{kind}", lambda d, lim, prev, k=kind: cb_stage(S, k, d, lim, prev)))
+        )(_named(f"cb_stage_{kind}", lambda d, lim, prev, k=kind: (*cb_stage(S, k, d, lim, prev), no_update if not d else None)))
+        app.clientside_callback(
+            CHECKING_JS.replace("__LABEL__", "a new capture" if kind == "capture" else "a new key log"),
+            Output(f"up-{kind}-msg", "children", allow_duplicate=True), Output(f"up-{kind}-busy", "data"),
+            Input(f"up-{kind}", "contents"), State(f"up-{kind}", "filename"), prevent_initial_call=True,
+        )
 
     app.callback(
         Output("capture", "value", allow_duplicate=True), Output("open-msg", "children"),
         Input("btn-open", "n_clicks"), State("staged-capture", "data"), State("staged-keylog", "data"), State("capture", "value"),
+        State("up-capture-busy", "data"), State("up-keylog-busy", "data"),
         prevent_initial_call=True,
     )(bind(cb_open))
     overlay.register(app, S)

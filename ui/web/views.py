@@ -450,6 +450,20 @@ def _with_clock_note(section: list, b) -> list:
     return [section[0], note, *section[1:]]
 
 
+def _content_encoding_text(d) -> str:
+    """The response's Content-Encoding; "none" where its headers were read and have none (a blank
+    cell said neither that nor that they were not known); "<unknown>" where they were not read (no
+    response header block, or a header name that could not be decoded might have been it)."""
+    from wirefall.analyzer.completeness import UNKNOWN
+
+    if d.sizes.content_encoding:
+        return d.sizes.content_encoding
+    hs = d.response_headers
+    if hs and not any(k == UNKNOWN for k, _v in hs):
+        return "none"
+    return UNKNOWN
+
+
 def detail_layout(d) -> html.Div:
     """A ``RequestDetail`` (analyzer/request_detail.py) as the web app's components."""
     t0 = d.t0
@@ -463,7 +477,7 @@ def detail_layout(d) -> html.Div:
         ("connection", f"{d.connection} (none: never on the network)" if d.unsent is not None else f"{d.connection} ({c.label})" if c else d.connection),
         ("stream", d.stream_id),
         ("content type", s.content_type),
-        ("content encoding", s.content_encoding),
+        ("content encoding", _content_encoding_text(d)),
         *(_unsent_sizes(d) if d.unsent is not None else [
             ("response body", f"{size_text(s.response_body, s.response_body_lower_bound)} bytes on the wire"
              + (f", {s.response_body_decoded} decoded" if s.response_body_decoded is not None else "")),
@@ -1213,6 +1227,13 @@ def compare_view(a: Entry | None, b: Entry | None):
         if isinstance(f, dict):
             parts.append(html.Div(printable(mod.side_line(s.upper(), f)), id=f"compare-side-{s}",
                                   className="error" if mod.side_incomplete(f) else "hint"))
+    # the verdict, as `wirefall compare` and the TUI print it above the page table (analyzer.compare.verdict):
+    # who got its last response byte sooner and by how much, where each side's time went, how alike the loads are
+    verdict = getattr(mod, "verdict", None)
+    if verdict is not None:
+        parts.append(html.Div([html.P(printable(text), className=f"verdict-{kind}",
+                                      style={"fontWeight": "bold"} if kind in ("winner", "load_event") else None)
+                               for kind, text in verdict(res)], id="compare-verdict"))
     for w in res.get("warnings") or ():
         parts.append(html.Div("warning: " + printable(w), className="error"))
     table = page_table(mod, res)
