@@ -360,15 +360,19 @@ def page_figures(an: Analysis, page: Page | None = None,
     web = {e.connection for e in page_exs} - no_net
     bg_only = {e.connection for e in bg_exs} - web
     conns = [c for c in an.connections if c.id in web]
-    # a connection without a request that the completeness calls background traffic (a QUIC
-    # keep-alive the capture joined mid-way, decrypted, no request stream byte: every other
-    # command says "background traffic (not the page's)") is background here too, not the page's unused one
+    # a connection without a request that the completeness calls background traffic is background
+    # here too, not the page's unused one; one joined mid-way with no request seen (a QUIC keep-alive:
+    # amazon's to Google) is of unknown owner there and here — neither the page's nor background
+    # (since 2026-12-05; before, background: a connection cut from the page's early requests read so)
     from .completeness import compute as completeness
 
-    bg_quiet = set(completeness(an).background_connections) - web
+    cc = completeness(an)
+    bg_quiet = set(cc.background_connections) - web
+    unknown_owner = set(cc.owner_unknown_connections) - web - bg_quiet
     bgc = [c for c in an.connections if c.id in bg_only or c.id in bg_quiet]
+    unk = [c for c in an.connections if c.id in unknown_owner and c.id not in bg_only]
     idle = [c for c in an.connections if c.id not in web and c.id not in bg_only and c.id not in bg_quiet
-            and c.protocol not in (None, "dns")]
+            and c.id not in unknown_owner and c.protocol not in (None, "dns")]
     blk = Block(name="page")
     _times(blk, page_exs, _page_t0(an, page))  # (the definition of `stats`' capture block, on the same requests)
     # the page's requests' sums, in one pass (every one an integer)
@@ -407,6 +411,8 @@ def page_figures(an: Analysis, page: Page | None = None,
         "bytes_without_requests": sum(c.stats[0].bytes + c.stats[1].bytes for c in idle),
         "background_connections": len(bgc),
         "background_bytes": sum(c.stats[0].bytes + c.stats[1].bytes for c in bgc),
+        "owner_unknown_connections": len(unk),
+        "owner_unknown_bytes": sum(c.stats[0].bytes + c.stats[1].bytes for c in unk),
         "requests": requests,
         "background_requests": len(bg_exs),
         "not_sent_requests": not_sent,
@@ -444,6 +450,8 @@ PAGE_ROWS = [
     ("bytes_without_requests", "  their bytes, both ways (not in the rows below)"),
     ("background_connections", "  background connections (not the page's)"),
     ("background_bytes", "  their bytes, both ways (not in the rows below)"),
+    ("owner_unknown_connections", "  joined mid-way, no request seen: whose unknown"),
+    ("owner_unknown_bytes", "  their bytes, both ways (not in the rows below)"),
     ("requests", "requests"),
     ("background_requests", "  background requests (not the page's, listed apart)"),
     ("pushes", "pushes"),
@@ -476,14 +484,15 @@ PAGE_ROWS = [
 RETRANSMISSION_ROWS = ("tcp_retransmissions_c2s", "tcp_retransmissions_s2c", "tcp_retransmitted_bytes_c2s",
                        "tcp_retransmitted_bytes_s2c", "retransmitted_bytes_c2s", "retransmitted_bytes_s2c")
 NO_SPEEDUP = frozenset({"request_header_compression", "response_header_compression", "background_connections",
-                        "background_bytes", "background_requests", *RETRANSMISSION_ROWS})
+                        "background_bytes", "background_requests", "owner_unknown_connections", "owner_unknown_bytes",
+                        *RETRANSMISSION_ROWS})
 # rows the text table shows only when a side has a value (a browser log's)
 OPTIONAL_ROWS = frozenset({"load_event", "dom_content_loaded", "log_bytes_in", "log_bytes_out", "log_connections"})
 # what a browser log (HAR, NetLog, qlog: no packet) cannot know: unknown (null, "–"), never 0
 NO_PACKETS = ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c", "tcp_retransmissions_c2s", "tcp_retransmissions_s2c",
               "tcp_retransmitted_bytes_c2s", "tcp_retransmitted_bytes_s2c", "retransmitted_bytes_c2s", "retransmitted_bytes_s2c",
               "bytes_c2s_without_retransmissions", "bytes_s2c_without_retransmissions", "connections_without_requests",
-              "bytes_without_requests", "background_bytes")
+              "bytes_without_requests", "background_bytes", "owner_unknown_bytes")
 HEADER_BYTES = ("request_header_bytes_wire", "request_header_bytes_decoded", "response_header_bytes_wire",
                 "response_header_bytes_decoded", "request_header_compression", "response_header_compression",
                 "request_qpack_encoder_bytes", "response_qpack_encoder_bytes")
@@ -697,7 +706,10 @@ def _page_issues(an: Analysis) -> list:
     traffic's, not a browser log's "no packets" (``completeness.Issue``)."""
     from . import completeness
 
-    return [i for i in completeness.compute(an).issues if not i.background and i.kind != "no_packets"]
+    # (a connection of unknown owner — joined mid-way, no request seen — is not counted against the page,
+    # as completeness.page_complete does not: its figures are apart, ``owner_unknown_connections``)
+    return [i for i in completeness.compute(an).issues
+            if not i.background and i.kind != "no_packets" and getattr(i, "whose", None) != "unknown"]
 
 
 def page_gaps(an: Analysis) -> dict[str, Any]:

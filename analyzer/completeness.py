@@ -62,13 +62,27 @@ size stopped by ``body_decoded_bytes`` → raise it; else the capture's own cut 
 A TLS/QUIC connection with nothing protected to decrypt ("no encrypted records", "no 1-RTT
 packets") is not an issue.
 
+- ``record_not_decrypted``: a TLS connection whose records decrypted up to one that did not (its
+  integrity check failed: damaged bytes, or a wrong key), after which sessions/tls.py decrypts
+  nothing more in that direction; count = the requests on it with unknown fields (what came after
+  it, counted ``requests_not_decrypted``).  Their ``unknown_fields`` next step is this one's
+  (``NEXT_RECORD_FAILED``), never the capture's missing other half, and the request detail says
+  "no response decrypted", not "no response in the capture" (``undecrypted_error``).
+
 Whose is what is missing: an issue of a connection that is background traffic's — every request
-on it background (``waterfall.page_of``), or none on it and that known (``_background``) — is
-marked ``background`` and said apart, after the page's: "Incomplete: <the page's>; background
-traffic (not the page's): <the rest>", or, when nothing of the page is missing, "Page complete:
-…; background traffic (not the page's): 1 QUIC connection joined mid-way (began before the
-capture, no request on it)" (amazon1: Chrome's idle connection to Google).  ``complete`` stays
-false (something is missing); ``page_complete`` says whether the page's part is whole.
+on it background (``waterfall.page_of``) — is marked ``background`` and said apart, after the
+page's: "Incomplete: <the page's>; background traffic (not the page's): <the rest>".  A connection
+joined mid-way that carried no request in the capture (known: decrypted, nothing lost, no
+request-stream byte: ``_background``) is nobody's that the capture can tell — what it carried
+before is not in it (amazon1 cut at packet 549: the awswaf connection had carried the page's
+``inputs`` and ``mp_verify`` before the cut, says the NetLog).  Unless a fact outside it ties it
+to the page (``_page_ties``: its server carried the page's requests on another connection, or its
+SNI is a page request's host: ``Issue.whose`` "page", ``Issue.tie``), it is ``whose`` "unknown"
+(``Completeness.owner_unknown_connections``), neither the page's nor background, and said so: "Page
+complete: …; 1 QUIC connection joined mid-way, no request seen: whose it is is unknown" (amazon1
+whole: Chrome's idle connection to Google).  ``complete`` stays false (something is missing);
+``page_complete`` says whether the page's requests seen are whole (issues background or of unknown
+owner only).
 """
 from __future__ import annotations
 
@@ -99,6 +113,12 @@ NEXT_WRONG_KEYLOG = ("this key log holds no secret for these connections: pass t
 NEXT_UNKNOWN_KEYLOG = ("pass --keylog FILE with the key log written during this capture (a key log given holds "
                        "no secret for these connections)")
 NEXT_UNUSABLE_KEYLOG = "pass --keylog FILE with the key log (SSLKEYLOGFILE) the browser wrote during this capture"
+# (a record that fails its integrity check: the capture's bytes changed, or a secret that opened the
+# earlier records does not open this one; TLS cannot resynchronise, so every later record of that
+# direction stays encrypted — sessions/tls.py stops there)
+NEXT_RECORD_FAILED = ("a TLS record did not decrypt (damaged bytes or a wrong key), and nothing after it in that direction was "
+                      "decrypted: check the capture file is not damaged (copy it whole again; capture with tcpdump -s 0 on the "
+                      "client) and that the key log is the one written during this capture")
 NEXT_OTHER_HALF = "the requests' other half is not in the capture: capture the whole page load, from before it starts to after it ends"
 # (a QUIC connection whose start is in the capture: its QPACK encoder stream began in it, so the
 # instructions a header block waits for were sent inside the capture and are not in the file)
@@ -148,16 +168,20 @@ class Issue:
     __repr__ = dataclass_repr
     __eq__ = dataclass_eq
 
-    kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | budget | capture_damaged | no_packets | keylog_*
+    kind: str  # joined_midway | unknown_fields | bytes_lost | not_decrypted | record_not_decrypted | budget | capture_damaged | no_packets | keylog_*
     connection: int | None  # None: the capture as a whole
     count: int  # requests (joined_midway, unknown_fields), bytes (bytes_lost), packets (not_decrypted), 1
     detail: str  # what is missing, in words
     next_step: str  # what the user can do about it
     background: bool = False  # on a connection of background traffic only (``Completeness.background_connections``)
     file: str | None = None  # keylog_* issues: the key log, as named
+    # joined_midway with no request seen: "unknown" (nothing in the capture says whose it is:
+    # ``Completeness.owner_unknown_connections``) or "page" (an outside fact ties it to the page: ``tie``)
+    whose: str | None = None
+    tie: str | None = None  # the fact that ties it to the page, in words
 
     def __init__(self, kind: str, connection: int | None, count: int, detail: str, next_step: str, background: bool = False,
-                 file: str | None = None) -> None:
+                 file: str | None = None, whose: str | None = None, tie: str | None = None) -> None:
         self.kind = kind
         self.connection = connection
         self.count = count
@@ -165,6 +189,8 @@ class Issue:
         self.next_step = next_step
         self.background = background
         self.file = file
+        self.whose = whose
+        self.tie = tie
 
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
@@ -191,12 +217,14 @@ class ConnectionCompleteness:
     cut_short: int = 0  # frames / heads the capture ends inside
     protocol: str | None = None  # the connection's (``Connection.protocol``: "quic", "h2" …), for the headline's words
     response_status_unknown: int = 0  # of ``unknown_status``, those whose response came (its status not in the capture)
+    record_failed: int | None = None  # the packet of a TLS record that did not decrypt, decryption stopped after it
+    requests_not_decrypted: int = 0  # requests with unknown fields on it after that record
 
     def __init__(self, id: int, requests: int = 0, joined_midway: bool = False, unknown_requests: int = 0, unknown_url: int = 0,
                  unknown_method: int = 0, unknown_status: int = 0, unknown_headers: int = 0, unknown_body: int = 0,
                  unknown_authority: int = 0, bytes_lost: int = 0, gaps: int = 0, not_decrypted: str | None = None,
                  budgets: list[str] = FACTORY, cut_short: int = 0, protocol: str | None = None,
-                 response_status_unknown: int = 0) -> None:
+                 response_status_unknown: int = 0, record_failed: int | None = None, requests_not_decrypted: int = 0) -> None:
         self.id = id
         self.requests = requests
         self.joined_midway = joined_midway
@@ -214,11 +242,13 @@ class ConnectionCompleteness:
         self.cut_short = cut_short
         self.protocol = protocol
         self.response_status_unknown = response_status_unknown
+        self.record_failed = record_failed
+        self.requests_not_decrypted = requests_not_decrypted
 
     @property
     def complete(self) -> bool:
         return not (self.joined_midway or self.unknown_requests or self.bytes_lost or self.gaps
-                    or self.not_decrypted or self.budgets or self.cut_short)
+                    or self.not_decrypted or self.budgets or self.cut_short or self.record_failed is not None)
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -253,13 +283,17 @@ class Completeness:
     background_connections: list[int] = field(default_factory=list)  # connections with something missing that are not the page's
     page_requests: int = 0  # requests of the page (not background traffic)
     response_status_unknown: int = 0  # of ``unknown_status``, those whose response came (its status not in the capture)
+    # connections joined mid-way with no request seen whose owner nothing says (``Issue.whose`` "unknown")
+    owner_unknown_connections: list[int] = field(default_factory=list)
+    requests_not_decrypted: int = 0  # requests after a TLS record that did not decrypt (issue ``record_not_decrypted``)
 
     def __init__(self, complete: bool, connections: int, requests: int, joined_midway: list[int], requests_on_joined: int,
                  requests_unknown: int, unknown_url: int, unknown_method: int, unknown_status: int, unknown_headers: int,
                  bytes_lost: int, gaps: int, not_decrypted: dict[int, str], budgets_hit: dict[str, list[int]], warnings: list[str],
                  issues: list[Issue], per_connection: dict[int, ConnectionCompleteness], unknown_exchanges: dict[int, list[str]] = FACTORY,
                  unknown_body: int = 0, cut_short: int = 0, unknown_authority: int = 0, unknown_background: int = 0,
-                 background_connections: list[int] = FACTORY, page_requests: int = 0, response_status_unknown: int = 0) -> None:
+                 background_connections: list[int] = FACTORY, page_requests: int = 0, response_status_unknown: int = 0,
+                 owner_unknown_connections: list[int] = FACTORY, requests_not_decrypted: int = 0) -> None:
         self.complete = complete
         self.connections = connections
         self.requests = requests
@@ -285,6 +319,8 @@ class Completeness:
         self.background_connections = [] if background_connections is FACTORY else background_connections
         self.page_requests = page_requests
         self.response_status_unknown = response_status_unknown
+        self.owner_unknown_connections = [] if owner_unknown_connections is FACTORY else owner_unknown_connections
+        self.requests_not_decrypted = requests_not_decrypted
 
     @property
     def summary(self) -> str:
@@ -292,8 +328,10 @@ class Completeness:
 
     @property
     def page_complete(self) -> bool:
-        """Nothing of the page is missing: every issue (if any) is background traffic's."""
-        return all(i.background for i in self.issues)
+        """Nothing of the page's requests seen is missing: every issue (if any) is background
+        traffic's, or a connection joined mid-way with no request seen whose owner is unknown
+        (said apart: never called the page's, never background)."""
+        return all(i.background or i.whose == "unknown" for i in self.issues)
 
 
 # ------------------------------------------------------------------------------ compute
@@ -340,6 +378,31 @@ def _joined_midway(c: Connection) -> str | None:
     if c.quic is not None or over_quic(c.protocol):
         return "no QUIC handshake seen"
     return None
+
+
+def _record_failed(c: Connection) -> DecryptReason | None:
+    """The reason of a connection whose records decrypted up to one that did not (``DECRYPTION_FAILED``
+    on a connection decrypted otherwise: sessions/tls.py stops that direction there), else None.  TLS
+    only: a QUIC packet that fails to open does not stop the next ones."""
+    info = c.tls if c.quic is None else None
+    r = None if info is None else info.reason
+    if info is not None and info.decrypted and isinstance(r, DecryptReason) and r.kind is ReasonKind.DECRYPTION_FAILED:
+        return r
+    return None
+
+
+def undecrypted_error(c: Connection | None, e: Exchange) -> str | None:
+    """What to say of exchange ``e`` instead of "no response in the capture" (or "response
+    incomplete …") when its connection's decryption stopped at a record that did not decrypt:
+    its missing half may be in the capture, encrypted.  None otherwise."""
+    r = None if c is None else _record_failed(c)
+    if r is None or not e.error or not unknown_fields(e):
+        return None
+    if "no response in the capture" not in e.error and "response incomplete" not in e.error:
+        return None
+    what = "response decrypted only in part" if e.response_start is not None else "no response decrypted"
+    return (f"{what}: a TLS record did not decrypt ({r.detail or 'packet ' + str(r.packet)}; damaged bytes or a "
+            "wrong key) and decryption stopped in that direction: the rest of its response may be in the capture, not decrypted")
 
 
 def _not_decrypted(c: Connection) -> str | None:
@@ -492,12 +555,12 @@ def _unknown_cause(e: Exchange, u: list[str]) -> str:
     return "capture"
 
 
-def _unknown_next_step(cid: int, causes: set[str], budgets: dict[str, list[int]]) -> str:
+def _unknown_next_step(cid: int, causes: set[str], budgets: dict[str, list[int]], record_failed: bool = False) -> str:
     """The next step for the requests with unknown fields of connection ``cid`` (seen from its
     start), from their causes (``_unknown_cause``): a per-block limit that stopped its decoding
     names itself (every request after the block is the limit's, not the capture's), then blocked
     QPACK, then a decoding cap; the capture's own cut only for what none of these explains."""
-    steps = []
+    steps = [NEXT_RECORD_FAILED] if record_failed else []  # (not the capture's cut: the bytes are there, encrypted)
     limits = [n for n, ids in sorted(budgets.items()) if n in PER_BLOCK_LIMITS and cid in ids]
     for name in limits:  # (the limit's own issue says by how much)
         steps.append(f"raise the limit that stopped this connection's decoding: --limit {name}=N")
@@ -508,7 +571,7 @@ def _unknown_next_step(cid: int, causes: set[str], budgets: dict[str, list[int]]
         steps.append("a body's decoding stopped at a limit: raise it with --limit body_decoded_bytes=N (bytes of one decoded "
                      f"body, default {_limit_value(DEFAULT_LIMITS['body_decoded_bytes'])})"
                      + "".join(f", or --limit {n}=N (ran out)" for n in spent))
-    if "capture" in causes and not limits:
+    if "capture" in causes and not limits and not record_failed:
         steps.append(NEXT_OTHER_HALF)
     return "; ".join(steps) or NEXT_OTHER_HALF
 
@@ -563,7 +626,7 @@ def _compute(an: Analysis) -> Completeness:
     issues: list[Issue] = []
     joined: list[int] = []
     not_dec: dict[int, str] = {}
-    lost = gaps = cut = 0
+    lost = gaps = cut = n_undec = 0
     conn_ids = set()
     source = getattr(an, "source", "capture") or "capture"
     if source != "capture":
@@ -583,7 +646,8 @@ def _compute(an: Analysis) -> Completeness:
             c_lost += n.length or 0
             c_gaps += 1
         c_cut = sum(1 for _ in notes_of(c.notes, NoteKind.ENDS_IN_FRAME))
-        if not (why or reason or c_lost or c_cut or c.id in per):
+        failed = _record_failed(c) if wire else None
+        if not (why or reason or c_lost or c_cut or failed or c.id in per):
             continue
         cc = per.setdefault(c.id, ConnectionCompleteness(c.id))
         cc.requests = n_req
@@ -594,12 +658,21 @@ def _compute(an: Analysis) -> Completeness:
                     else "no request seen on it; its handshake, and what it carried before, are not in the capture")
             issues.append(Issue("joined_midway", c.id, n_req, f"connection {c.id} ({c.label}) joined mid-way ({why}): {seen}",
                                 NEXT_MIDWAY))
+        if failed is not None:
+            after = [eid for eid in ex_by_conn.get(c.id, ()) if eid in unknown_ex]
+            cc.record_failed, cc.requests_not_decrypted = failed.packet, len(after)
+            n_undec += len(after)
+            issues.append(Issue("record_not_decrypted", c.id, len(after),
+                                f"connection {c.id}: a TLS record did not decrypt ({failed.detail or 'packet ' + str(failed.packet)}; "
+                                f"damaged bytes or a wrong key): decryption stopped in that direction, {plural(len(after), 'request')} "
+                                "after it not decrypted", NEXT_RECORD_FAILED))
         if cc.unknown_requests:
             what = ", ".join((f"{cc.unknown_body} with a body size that is a lower bound" if k == "body" else
                               f"{cc.unknown_authority} without a known host" if k == "authority" else
                               f"{getattr(cc, 'unknown_' + k)} without {'a known ' if k != 'headers' else 'all '}{k}")
                              for k in ("url", "authority", "method", "status", "headers", "body") if getattr(cc, "unknown_" + k))
-            step = NEXT_MIDWAY if cc.joined_midway else _unknown_next_step(c.id, causes_by_conn.get(c.id, set()), budgets)
+            step = NEXT_MIDWAY if cc.joined_midway else _unknown_next_step(c.id, causes_by_conn.get(c.id, set()), budgets,
+                                                                           failed is not None)
             issues.append(Issue("unknown_fields", c.id, cc.unknown_requests,
                                 f"connection {c.id}: {cc.unknown_requests} request{'s' * (cc.unknown_requests != 1)} with unknown fields ({what})",
                                 step))
@@ -671,6 +744,7 @@ def _compute(an: Analysis) -> Completeness:
             per[c.id].protocol = c.protocol
     unknown_bg = 0
     bg_conns: list[int] = []
+    unknown_owner: list[int] = []
     page_reqs = len(an.exchanges)
     if (unknown_ex or per) and source == "capture" and an.exchanges:
         # whose is what is missing: the page's, or background traffic's (a metadata long-poll the
@@ -681,12 +755,26 @@ def _compute(an: Analysis) -> Completeness:
         unknown_bg = sum(1 for eid in unknown_ex if eid in bg)
         page_reqs = len(an.exchanges) - sum(1 for e in an.exchanges if e.id in bg)
         if page_reqs:  # (no page request at all: nothing to tell the page apart from)
-            bg_conns = [cid for cid, cc in per.items() if _background(an, cid, cc, ex_by_conn.get(cid), bg)]
+            bg_conns = [cid for cid, cc in per.items() if ex_by_conn.get(cid) and _background(an, cid, cc, ex_by_conn.get(cid), bg)]
+            # a connection joined mid-way that carried no request in the capture: what it carried
+            # before is not in the capture, so whose it is cannot be known from it (amazon1 cut at
+            # packet 549: the awswaf connection had carried the page's requests before the cut);
+            # said "unknown", or tied to the page by an outside fact
+            idle = [cid for cid, cc in per.items() if cc.joined_midway and not ex_by_conn.get(cid) and _background(an, cid, cc, None, bg)]
+            ties = _page_ties(an, idle, bg) if idle else {}
+            unknown_owner = [cid for cid in idle if cid not in ties]
             for i in issues:
                 if i.connection is not None and i.connection in bg_conns:
                     i.background = True
                     i.detail += "; background traffic, not the page's"
                     i.next_step = "nothing for the page, whose own requests are not on it; to see it whole: " + i.next_step
+                elif i.connection in ties and i.kind == "joined_midway":
+                    i.whose, i.tie = "page", ties[i.connection]
+                    i.detail += f"; {i.tie}: it may have carried the page's requests before the capture"
+                elif i.connection in unknown_owner and i.kind == "joined_midway":
+                    i.whose = "unknown"
+                    i.detail += "; whose it is is unknown (what it carried is not in the capture)"
+                    i.next_step = "to know whose it is: " + i.next_step
     return Completeness(
         complete=not issues, connections=len(an.connections), requests=len(an.exchanges), joined_midway=joined,
         requests_on_joined=n_joined_req, requests_unknown=len(unknown_ex), unknown_url=tot["url"],
@@ -694,12 +782,44 @@ def _compute(an: Analysis) -> Completeness:
         gaps=gaps, not_decrypted=not_dec, budgets_hit=budgets, warnings=warns, issues=issues,
         per_connection={k: per[k] for k in sorted(per)}, unknown_exchanges=unknown_ex, unknown_body=tot["body"],
         cut_short=cut, unknown_authority=tot["authority"], unknown_background=unknown_bg, background_connections=sorted(bg_conns),
-        page_requests=page_reqs, response_status_unknown=resp_unknown)
+        page_requests=page_reqs, response_status_unknown=resp_unknown, owner_unknown_connections=sorted(unknown_owner),
+        requests_not_decrypted=n_undec)
+
+
+def _page_ties(an: Analysis, cids: list[int], bg: dict[int, str]) -> dict[int, str]:
+    """Of the connections ``cids`` (joined mid-way, no request seen), those a fact outside them ties
+    to the page, with that fact in words: its server (address and port) is one that carried the
+    page's own requests on another connection, or its SNI is the host of a page request."""
+    page_conns: set[int] = set()
+    hosts: set[str] = set()
+    for e in an.exchanges:
+        if e.id in bg:
+            continue
+        if e.authority and e.authority != UNKNOWN:
+            hosts.add(e.authority.rsplit(":", 1)[0] if not e.authority.endswith("]") else e.authority)
+        page_conns.add(e.connection)
+    servers: dict[tuple, int] = {}
+    for c in an.connections:
+        if c.id in page_conns:
+            servers.setdefault((c.transport, tuple(c.server)), c.id)
+    out: dict[int, str] = {}
+    for c in an.connections:
+        if c.id not in cids:
+            continue
+        sni = (c.tls and c.tls.sni) or (c.quic and c.quic.sni)
+        other = servers.get((c.transport, tuple(c.server)))
+        if other is not None:
+            host = c.server[0] if ":" not in str(c.server[0]) else f"[{c.server[0]}]"
+            out[c.id] = f"its server {host}:{c.server[1]} carried the page's requests on connection {other}"
+        elif sni and sni in hosts:
+            out[c.id] = f"its SNI {sni} is a host of the page's requests"
+    return out
 
 
 def _background(an: Analysis, cid: int, cc: ConnectionCompleteness, ids: list[int] | None, bg: dict[int, str]) -> bool:
-    """Whether what connection ``cid`` misses is background traffic's, not the page's: every
-    request on it is background traffic (``page_of``), or it carried none — and that is known:
+    """With ``ids``: whether what connection ``cid`` misses is background traffic's, not the page's:
+    every request on it is background traffic (``page_of``).  Without: whether it carried none in
+    the capture — and that is known (whose it is then is not: ``_compute`` says "unknown"):
     decrypted (or in clear), no byte of it lost or cut, no budget stopped its decoding, and for
     QUIC no byte on a request (client-initiated bidirectional) stream (amazon1's connection to a
     Google address: PINGs and ACKs, begun before the capture).  A connection not decrypted may
@@ -758,9 +878,10 @@ class _Side:
 
     __slots__ = ("joined", "joined_idle", "joined_protos", "unknown_url", "unknown", "unknown_authority", "unknown_background",
                  "unknown_status", "unknown_body", "bytes_lost", "cut_short", "not_decrypted", "budgets", "warnings", "no_packets",
-                 "keylog")
+                 "keylog", "records_failed", "requests_not_decrypted", "joined_tied")
 
     def __init__(self) -> None:
+        self.records_failed = self.requests_not_decrypted = self.joined_tied = 0
         self.joined = self.joined_idle = self.unknown_url = self.unknown = self.unknown_authority = 0
         self.unknown_status = 0
         self.unknown_background = self.unknown_body = self.bytes_lost = self.cut_short = self.not_decrypted = 0
@@ -771,6 +892,9 @@ class _Side:
 
     def parts(self, background: bool = False) -> list[str]:
         parts = []
+        if self.records_failed:  # (first: the requests with unknown fields below are mostly these)
+            parts.append(f"{plural(self.records_failed, 'TLS record')} did not decrypt (damaged bytes or a wrong key): "
+                         f"{plural(self.requests_not_decrypted, 'request')} after it not decrypted")
         if self.joined:
             proto = next(iter(self.joined_protos)) if background and len(self.joined_protos) == 1 else ""
             s = f"{plural(self.joined, (proto + ' ' if proto else '') + 'connection')} joined mid-way"
@@ -778,6 +902,8 @@ class _Side:
             if background:
                 notes.append("began before the capture" + (", no request on it" if self.joined_idle == self.joined == 1 else
                                                            ", no request on them" if self.joined_idle == self.joined else ""))
+            if self.joined_tied:  # (no request seen, tied to the page by its server or SNI: Issue.tie)
+                notes.append(f"{self.joined_tied} with no request seen, its server or SNI the page's")
             if self.unknown_url:
                 notes.append(f"{plural(self.unknown_url, 'request')} with unknown URL")
             parts.append(s + (f" ({'; '.join(notes)})" if notes else ""))
@@ -828,6 +954,9 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
     page.bytes_lost, page.cut_short, page.not_decrypted = c.bytes_lost, c.cut_short, len(c.not_decrypted)
     page.warnings = len(c.warnings)
     page.keylog = [_KEYLOG_WORDS[i.kind].format(os.path.basename(i.file or "")) for i in c.issues if i.kind in _KEYLOG_WORDS]
+    page.joined_tied = sum(1 for i in c.issues if i.kind == "joined_midway" and i.whose == "page")
+    page.records_failed = sum(1 for cc in c.per_connection.values() if cc.record_failed is not None)
+    page.requests_not_decrypted = c.requests_not_decrypted
     nop = next((i for i in c.issues if i.kind == "no_packets"), None)
     if nop is not None:
         page.no_packets = nop.detail.split(",", 1)[0]
@@ -847,7 +976,11 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
         bg.bytes_lost += cc.bytes_lost
         bg.cut_short += cc.cut_short
         bg.not_decrypted += cc.not_decrypted is not None
-    page.joined -= bg.joined
+        bg.records_failed += cc.record_failed is not None
+        bg.requests_not_decrypted += cc.requests_not_decrypted
+    page.joined -= bg.joined + len(c.owner_unknown_connections)  # (said apart: ``_owner_unknown_text``)
+    page.records_failed -= bg.records_failed
+    page.requests_not_decrypted -= bg.requests_not_decrypted
     page.unknown_url -= bg.unknown_url
     page.unknown -= bg.unknown
     page.unknown_authority -= bg.unknown_authority
@@ -865,6 +998,19 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
     return page, bg
 
 
+def _owner_unknown_text(c: Completeness) -> str | None:
+    """The part of the headline for the connections joined mid-way with no request seen whose
+    owner nothing says: "1 QUIC connection joined mid-way, no request seen: whose it is is unknown"."""
+    ids = c.owner_unknown_connections
+    if not ids:
+        return None
+    protos = {_proto_name(c.per_connection[i].protocol) for i in ids if i in c.per_connection}
+    proto = next(iter(protos)) + " " if len(protos) == 1 and "" not in protos else ""
+    one = len(ids) == 1
+    return (f"{plural(len(ids), proto + 'connection')} joined mid-way, no request seen: "
+            + ("whose it is is unknown" if one else "whose they are is unknown"))
+
+
 def _headline(c: Completeness) -> str:
     if c.complete and not c.connections and not c.requests:  # (an empty capture: "0 connections seen from the start" read oddly)
         return "Complete: no connection or request in the capture (nothing of one can be missing)"
@@ -873,13 +1019,12 @@ def _headline(c: Completeness) -> str:
                 "with every field known, no byte missing from the capture, nothing left encrypted")
     page, bg = _sides(c)
     bg_parts = bg.parts(background=True) if c.background_connections else []
-    if not bg_parts:
-        return "Incomplete: " + ", ".join(page.parts())
-    bg_text = "background traffic (not the page's): " + ", ".join(bg_parts)
-    if c.page_complete:  # (never "Incomplete" for what is not the page's; never silent about it either)
+    # (neither the page's nor background traffic's: what the capture cannot know is said so)
+    rest = [t for t in (_owner_unknown_text(c), "background traffic (not the page's): " + ", ".join(bg_parts) if bg_parts else None) if t]
+    if c.page_complete and rest:  # (never "Incomplete" for what is not the page's; never silent about it either)
         return (f"Page complete: its {plural(c.page_requests, 'request')} with every field known, their connections seen "
-                f"from the start; {bg_text}")
-    return "Incomplete: " + ", ".join(page.parts()) + "; " + bg_text
+                "from the start; " + "; ".join(rest))
+    return "Incomplete: " + ", ".join(page.parts()) + "".join("; " + t for t in rest)
 
 
 def headline(an: Analysis) -> str:
@@ -902,6 +1047,8 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "requests_unknown": c.requests_unknown,
         "requests_unknown_background": c.unknown_background,
         "background_connections": list(c.background_connections),
+        "owner_unknown_connections": list(c.owner_unknown_connections),
+        "requests_not_decrypted": c.requests_not_decrypted,
         "unknown": {"url": c.unknown_url, "method": c.unknown_method, "status": c.unknown_status, "headers": c.unknown_headers,
                     "body": c.unknown_body, "authority": c.unknown_authority, "response_status": c.response_status_unknown},
         "bytes_lost": c.bytes_lost,
@@ -911,13 +1058,17 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "cut_short": c.cut_short,
         "warnings": list(c.warnings),
         "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step,
-                    "background": i.background, **({"file": i.file} if i.file is not None else {})} for i in c.issues],
+                    "background": i.background, **({"file": i.file} if i.file is not None else {}),
+                    **({"whose": i.whose} if i.whose is not None else {}), **({"tie": i.tie} if i.tie is not None else {})}
+                   for i in c.issues],
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,
              "unknown": {"url": p.unknown_url, "method": p.unknown_method, "status": p.unknown_status, "headers": p.unknown_headers,
                          "body": p.unknown_body, "authority": p.unknown_authority, "response_status": p.response_status_unknown},
              "bytes_lost": p.bytes_lost, "gaps": p.gaps, "not_decrypted": p.not_decrypted, "budgets": list(p.budgets),
-             "cut_short": p.cut_short}
+             "cut_short": p.cut_short,
+             **({"record_failed": p.record_failed, "requests_not_decrypted": p.requests_not_decrypted}
+                if p.record_failed is not None else {})}
             for p in c.per_connection.values()
         ],
     }
@@ -955,4 +1106,7 @@ def entry_comment(c: Completeness, e: Exchange) -> str | None:
             parts.append(f"its connection lost {p.bytes_lost} bytes in the capture")
         if p.not_decrypted:
             parts.append(f"its connection was not decrypted ({p.not_decrypted})")
+        if p.record_failed is not None and u:
+            parts.append(f"its connection's decryption stopped at a TLS record that did not decrypt (packet {p.record_failed}; "
+                         "damaged bytes or a wrong key): what it lacks may be in the capture, not decrypted")
     return "; ".join(parts) if parts else None

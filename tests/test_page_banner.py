@@ -30,9 +30,11 @@ from wirefall.ui import figures
 from wirefall.ui import figures_marks as M
 
 GOOGLE = "[2001:4860:4829:7700::]:443"
+# (since 2026-12-05 the connection joined mid-way with no request seen is of unknown owner, not
+# "background traffic (not the page's)": a capture cut from the page's early requests is the same
+# to the wire — tests/test_completeness32b.py)
 AMAZON_HEAD = ("Page complete: its 15 requests with every field known, their connections seen from the start; "
-               "background traffic (not the page's): 1 QUIC connection joined mid-way (began before the capture, "
-               "no request on it)")
+               "1 QUIC connection joined mid-way, no request seen: whose it is is unknown")
 
 
 def _amazon(cut: int | None = None, tmp: Path | None = None):
@@ -74,16 +76,16 @@ def test_amazon_page_complete_background_said_apart():
     # wirefall: the page's 15 rows whole; that connection, no request on it, the only thing missing
     assert not any(e.connection == g.id for e in an.exchanges)
     assert not c.complete and c.page_complete and c.page_requests == 15
-    assert c.joined_midway == [g.id] and c.background_connections == [g.id]
+    assert c.joined_midway == [g.id] and c.owner_unknown_connections == [g.id] and not c.background_connections
     (i,) = c.issues
-    assert i.kind == "joined_midway" and i.background and i.connection == g.id
+    assert i.kind == "joined_midway" and not i.background and i.whose == "unknown" and i.connection == g.id
     assert i.detail.endswith("no request seen on it; its handshake, and what it carried before, are not in the capture; "
-                             "background traffic, not the page's")
-    assert i.next_step.startswith("nothing for the page, whose own requests are not on it; to see it whole: start the capture")
+                             "whose it is is unknown (what it carried is not in the capture)")
+    assert i.next_step.startswith("to know whose it is: start the capture before the page load")
     assert C.headline(an) == AMAZON_HEAD
     d = C.to_dict(c)
     assert d["complete"] is False and d["page_complete"] is True and d["headline"] == AMAZON_HEAD
-    assert d["background_connections"] == [g.id] and d["issues"][0]["background"] is True
+    assert d["owner_unknown_connections"] == [g.id] and d["issues"][0]["background"] is False
     # the image: the line under the title says it, amber (not the red of a page incomplete, not green)
     text, color = _subtitle(an)
     assert text.startswith("Page complete: its 15 requests") and "1 QUIC connection joined mid-way" in text
@@ -95,12 +97,12 @@ def test_amazon_cut_page_incomplete_and_background_both_said(tmp_path):
     inside its body — the page is incomplete, said first; the Google connection after it."""
     an = _amazon(300, tmp_path)
     c = C.compute(an)
-    assert not c.page_complete and len(c.background_connections) == 1
+    assert not c.page_complete and len(c.owner_unknown_connections) == 1
     head = C.headline(an)
-    assert head == ("Incomplete: 1 request with unknown fields, 1 body size only a lower bound; background traffic "
-                    "(not the page's): 1 QUIC connection joined mid-way (began before the capture, no request on it)")
-    page_issue = next(i for i in c.issues if not i.background)
-    assert page_issue.kind == "unknown_fields" and page_issue.connection not in c.background_connections
+    assert head == ("Incomplete: 1 request with unknown fields, 1 body size only a lower bound; "
+                    "1 QUIC connection joined mid-way, no request seen: whose it is is unknown")
+    page_issue = next(i for i in c.issues if not i.background and i.whose != "unknown")
+    assert page_issue.kind == "unknown_fields" and page_issue.connection not in c.owner_unknown_connections
     assert _subtitle(an)[1] == M.INCOMPLETE_COLOR
 
 

@@ -116,12 +116,12 @@ async def test_tui_notice_says_page_complete_as_its_status_bar_and_tshark():
         await wait_loaded(pilot, app, steps=1200, must_load=True, settle=0.3)
         notice, status = _text(app, "#notice"), _text(app, "#status")
         assert status.endswith(" · Page complete"), status
-        # one line since review 31: the page complete, one background connection partial — tshark's one
+        # one line since review 31: the page complete, one connection of unknown owner (since 2026-12-05) — tshark's one
         # flow without an Initial, which the Completeness section names
-        assert notice == "Page complete · 1 background connection partial — 4 Statistics, Completeness", notice
+        assert notice == "Page complete · 1 connection of unknown owner — 4 Statistics, Completeness", notice
         from wirefall.analyzer.completeness import compute
 
-        assert [i for i in compute(app.an).issues if i.background and f"({joined}) joined mid-way" in i.detail]
+        assert [i for i in compute(app.an).issues if i.whose == "unknown" and f"({joined}) joined mid-way" in i.detail]
 
 
 # ------------------------------------------------------------------ 2, 3. requests that never reached the network (TUI)

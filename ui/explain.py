@@ -16,7 +16,8 @@ from wirefall.analyzer.safetext import plural
 
 # which issues explain missing requests first: nothing decrypted > damaged file > budgets > the rest
 # (a key log's own problem first: it is why connections were not decrypted)
-_ORDER = {"keylog_unreadable": -1, "keylog_no_secrets": -1, "keylog_damaged": -1, "not_decrypted": 0, "capture_damaged": 1, "budget": 2,
+_ORDER = {"keylog_unreadable": -1, "keylog_no_secrets": -1, "keylog_damaged": -1, "not_decrypted": 0, "record_not_decrypted": 0,
+          "capture_damaged": 1, "budget": 2,
           "bytes_lost": 3, "joined_midway": 4, "unknown_fields": 5}
 
 
@@ -60,7 +61,8 @@ def reasons(an) -> list[Reason]:
 
 def background_line(an) -> str | None:
     """One short line where the page is complete and only background traffic (not the page's)
-    is partial: "Page complete · 1 background connection partial";
+    or a connection joined mid-way with no request seen, whose it is unknown, is partial: "Page
+    complete · 1 background connection partial", "Page complete · 1 connection of unknown owner";
     None otherwise.  A status area that told the background connection's whole story (four
     lines at 80 columns for amazon's QUIC connection joined mid-way, no request on it) left the
     packet list five rows; the whole story is in the Completeness section."""
@@ -73,7 +75,11 @@ def background_line(an) -> str | None:
     if c.complete or not c.page_complete:
         return None
     bg = {i.connection for i in c.issues if i.background and i.connection is not None}
-    return "Page complete · " + (f"{plural(len(bg), 'background connection')} partial" if bg else "background traffic partial")
+    said = [f"{plural(len(bg), 'background connection')} partial"] if bg else []
+    if c.owner_unknown_connections:  # (joined mid-way, no request seen: never called background, whose it is unknown)
+        n = len(c.owner_unknown_connections)
+        said.append(f"{plural(n, 'connection')} of unknown owner")  # (one line at 80 columns with the notice's tail)
+    return "Page complete · " + (" · ".join(said) or "background traffic partial")
 
 
 def reason_text(r: Reason, with_next: bool = True) -> str:
