@@ -46,6 +46,12 @@ def _messages_at(ctx) -> dict[int, list]:
     return m
 
 
+def messages_ending_at(ctx, n: int) -> list:
+    """The HTTP/1 messages (REQUEST/RESPONSE frames) that end on packet ``n``, where tshark shows
+    their headers (and what it decodes from them: an HTTP2-Settings header's settings)."""
+    return [fr for fr in _messages_at(ctx).get(n, ()) if _is_h1(fr)]
+
+
 def _request_of(ctx, fr):
     """(request frame, the packet where it ends) of a response frame's exchange, or None when
     the request ends after the response (a 100 Continue before the upload it asked for)."""
@@ -207,6 +213,8 @@ PROTOCOL = Protocol("http", "Hypertext Transfer Protocol (HTTP/1.x)", _field("ht
     _field("http.accept_encoding", STRING, _hdr("accept-encoding"), "Accept-Encoding header", only="REQUEST"),
     _field("http.transfer_encoding", STRING, _hdr("transfer-encoding"), "Transfer-Encoding header"),
     _field("http.upgrade", STRING, _hdr("upgrade"), "Upgrade header"),
+    _field("http.http2_settings", STRING, _hdr("http2-settings"), "HTTP2-Settings header (h2c upgrade), as sent: its settings are "
+           "http2.settings.*"),
     _field("http.accept", STRING, _hdr("accept"), "Accept header"),
     _field("http.accept_language", STRING, _hdr("accept-language"), "Accept-Language header"),
     _field("http.authorization", STRING, _hdr("authorization"), "Authorization header"),

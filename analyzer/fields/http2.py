@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import lru_cache
 
-from wirefall.dissectors.http2 import FRAME_NAMES, SETTINGS_NAMES
+from wirefall.dissectors.http2 import FRAME_NAMES, SETTINGS, SETTINGS_NAMES, H2Connection
 
 from ._util import fields_value, frame_field as F, frames_present, header_family, header_values, label
+from .http import messages_ending_at
 from .types import BOOL, BYTES, NONE, STRING, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in FRAME_NAMES.items()}
@@ -84,8 +86,65 @@ def _settings(fr, ctx) -> list[tuple[int, int]]:
     return [(i, v) for k, v in st.items() if (i := _setting_id(k)) is not None]
 
 
+MAX_UPGRADE_SETTINGS = 4096  # characters of an HTTP2-Settings header decoded (682 settings); a longer one gives none
+
+
+@lru_cache(maxsize=64)
+def _decode_upgrade_settings(text: str) -> tuple[tuple[int, int], ...]:
+    """The (identifier, value) pairs of an HTTP2-Settings header value (RFC 7540 section 3.2.1:
+    a SETTINGS payload, base64url without padding), parsed by the HTTP/2 dissector itself: the
+    payload goes to a fresh connection as one SETTINGS frame (a trailing partial setting is
+    left out, as it leaves one out of a frame).  Malformed base64: none."""
+    import base64  # (only an h2c upgrade needs it)
+
+    text = text.strip()
+    if len(text) > MAX_UPGRADE_SETTINGS:
+        return ()
+    try:
+        payload = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:  # (binascii.Error, and non-ASCII text)
+        return ()
+    head = len(payload).to_bytes(3, "big") + bytes((SETTINGS, 0)) + bytes(4)
+    frames = H2Connection().receive(1, head + payload, 0)  # (direction 1: no preface expected)
+    items = (frames[0].fields or {}).get("settings_list") if frames else None
+    return tuple((int(i), int(v)) for i, v in items or ())
+
+
+def _upgrade_settings(fr) -> tuple[tuple[int, int], ...]:
+    """The settings an HTTP/1 message's HTTP2-Settings headers carry (h2c upgrade), which tshark
+    decodes under the HTTP/1.1 request, with http2.settings.* fields."""
+    out: tuple[tuple[int, int], ...] = ()
+    for v in header_values(fr.headers, "http2-settings"):
+        out += _decode_upgrade_settings(v)
+    return out
+
+
+def _settings_field(name: str, values, desc: str, type_: str = UINT, **kw) -> Field:
+    """A field of settings (``values(pairs)``: its values of a list of (identifier, value)): on
+    each SETTINGS frame completing on the packet, and on each HTTP/1 message ending there whose
+    HTTP2-Settings header carries settings (tshark shows them there too: http2.settings.* on the
+    Upgrade request's packet, which is no ``http2`` packet)."""
+    def get(pv) -> list:
+        out: list = []
+        for fr in messages_ending_at(pv.ctx, pv.n):  # (the request's bytes come before any HTTP/2 frame)
+            out.extend(values(_upgrade_settings(fr)))
+        for fr in pv.frames:
+            if _is_h2(fr):
+                out.extend(values(_settings(fr, None)))
+        return out
+
+    def frame(fr) -> list:
+        if _is_h2(fr):
+            return list(values(_settings(fr, None)))
+        if fr.protocol.startswith("http/") and fr.type in ("REQUEST", "RESPONSE"):
+            return list(values(_upgrade_settings(fr)))
+        return []
+
+    return Field(name, type_, get, desc, frame=frame, **kw)
+
+
 def _setting(ident: int):
-    return lambda fr, ctx: [v for i, v in _settings(fr, ctx) if i == ident]
+    return lambda pairs: [v for i, v in pairs if i == ident]
 
 
 # the identifiers tshark 4.0 names (http2.settings.<name>); any other is http2.settings.unknown
@@ -287,15 +346,20 @@ PROTOCOL = Protocol("http2", "HTTP/2", frames_present("http2", _is_h2, "an HTTP/
     F("http2.exclusive", BOOL, _is_h2, _priority("exclusive"), "exclusive flag of the stream dependency (PRIORITY; HEADERS with PRIORITY)"),
     F("http2.stream_dependency", UINT, _is_h2, _priority("depends_on"), "stream dependency (PRIORITY; HEADERS with PRIORITY)", size=4),
     # one item per setting, as tshark adds one (count(http2.settings) counts a SETTINGS frame's settings)
-    F("http2.settings", NONE, _is_h2, lambda fr, ctx: [True] * len(_settings(fr, ctx)), "a setting of a SETTINGS frame (one per setting)"),
-    F("http2.settings.id", UINT, _is_h2, lambda fr, ctx: [i for i, _ in _settings(fr, ctx)],
-      "setting identifier (1 HEADER_TABLE_SIZE … 6 MAX_HEADER_LIST_SIZE, 8 ENABLE_CONNECT_PROTOCOL), each in wire order",
-      note="a setting given twice in one frame is there twice, with each of its values, as tshark shows it", size=2),
-    *[F(f"http2.settings.{n}", UINT, _is_h2, _setting(i), f"SETTINGS_{n.upper()}", size=4) for n, i in (
+    # (and on an HTTP/1.1 request's packet, from its HTTP2-Settings header: _settings_field)
+    _settings_field("http2.settings", lambda p: [True] * len(p), "a setting of a SETTINGS frame or of an h2c Upgrade request's "
+                    "HTTP2-Settings header (one per setting)", NONE,
+                    note="an HTTP2-Settings header longer than 4096 characters, or not base64url, gives no settings (tshark "
+                         "decodes any length and skips characters that are not base64); a trailing partial setting is left "
+                         "out (tshark shows its identifier and marks the packet malformed)"),
+    _settings_field("http2.settings.id", lambda p: [i for i, _ in p],
+                    "setting identifier (1 HEADER_TABLE_SIZE … 6 MAX_HEADER_LIST_SIZE, 8 ENABLE_CONNECT_PROTOCOL), each in wire order",
+                    note="a setting given twice in one frame is there twice, with each of its values, as tshark shows it", size=2),
+    *[_settings_field(f"http2.settings.{n}", _setting(i), f"SETTINGS_{n.upper()}", size=4) for n, i in (
         ("header_table_size", 1), ("enable_push", 2), ("max_concurrent_streams", 3), ("initial_window_size", 4),
         ("max_frame_size", 5), ("max_header_list_size", 6), ("extended_connect", 8))],
-    F("http2.settings.unknown", UINT, _is_h2, lambda fr, ctx: [v for i, v in _settings(fr, ctx) if i not in _TSHARK_SETTINGS],
-      "value of a setting tshark 4.0 does not name (9 NO_RFC7540_PRIORITIES, unknown identifiers)", size=4),
+    _settings_field("http2.settings.unknown", lambda p: [v for i, v in p if i not in _TSHARK_SETTINGS],
+                    "value of a setting tshark 4.0 does not name (9 NO_RFC7540_PRIORITIES, unknown identifiers)", size=4),
     *HEADERS.generic(),
     F("http2.header.length", UINT, _is_h2, lambda fr, ctx: [sum(8 + len(k.encode()) + len(v.encode()) for k, v in fr.headers)]
       if fr.headers else [], "decoded size of a header block: 8 bytes per header field plus its name and value "
