@@ -1343,3 +1343,133 @@ def render_text(st: Stats) -> str:
 
         parts.append("Completeness\n" + "\n".join(completeness.render_text(st.completeness)))
     return "\n\n".join(parts)
+
+
+# ------------------------------------------------------------------ protocol hierarchy (tshark -z io,phs)
+
+PHS_RULE = "=" * 67
+
+
+def protocol_hierarchy(an: Analysis, source: Any = None) -> list[dict[str, Any]] | None:
+    """Wireshark's Statistics → Protocol Hierarchy (``tshark -q -z io,phs``): a tree of layer
+    paths, each node ``{"protocol", "frames", "bytes", "children"}``, children in the order
+    first seen (as tshark lists them).  A packet counts once in every node of its path, with
+    its length on the wire (``frame.len``).
+
+    The path is the packet's ``frame.protocols`` (analyzer.fields.frame.protocols: wirefall's
+    layers by tshark's names) without ``ethertype`` (not a tree item in tshark).  It names each
+    layer once: tshark's tree repeats a layer per PDU (``tls:http2:http2`` for two HTTP/2
+    frames, ``quic:quic`` for coalesced QUIC packets) and names items wirefall does not
+    decode (``tcp.segments``, ``data``, ``data-text-lines``, ``media``): below the first
+    application layer tshark's nodes can differ (tests/test_phs32b.py lists where).  None
+    without packets to read (a browser log alone, or the capture file gone); ``source``: an
+    open PacketSource to read the packets from (else the file is opened and closed here).
+
+    One pass over the packets, reading each one's link/IP/TCP/UDP headers (as the display
+    filter does); a path string is resolved to its nodes once."""
+    from .fields.frame import protocols
+    from .fields.packet import PacketContext, PacketView
+
+    if an.source != "capture":
+        return None
+    idx = an.index
+    if not len(idx):
+        return []
+    src = source if source is not None else _source(an)
+    if src is None:
+        return None
+    ctx = PacketContext(an, src)
+    roots: list[dict[str, Any]] = []
+    paths: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    orig = idx.origlen
+    try:
+        for n in range(1, len(idx) + 1):
+            pv = PacketView(ctx, n)
+            fp = protocols(pv)
+            key = (fp, _quic_count(pv) if "quic" in fp else 1)
+            nodes = paths.get(key)
+            if nodes is None:
+                nodes = []
+                level = roots
+                names: list[str] = []
+                for name in key[0].split(":"):
+                    if name == "ethertype" or not name:
+                        continue
+                    if name == "tls" and names and names[-1] in ("quic", "gquic"):
+                        continue  # (QUIC's handshake is dissected inside its quic item: no tls item in tshark's tree)
+                    names += [name] * (key[1] if name == "quic" else 1)
+                for name in names:
+                    node = next((c for c in level if c["protocol"] == name), None)
+                    if node is None:
+                        node = {"protocol": name, "frames": 0, "bytes": 0, "children": []}
+                        level.append(node)
+                    nodes.append(node)
+                    level = node["children"]
+                paths[key] = nodes
+            size = orig[n - 1]
+            for node in nodes:
+                node["frames"] += 1
+                node["bytes"] += size
+    finally:
+        if source is None:
+            src.close()
+    return roots
+
+
+def _quic_count(pv) -> int:
+    """QUIC packets in the packet's UDP datagram (RFC 9000 section 12.2: long-header packets
+    coalesced by their Length field, a short-header one last), read from the headers as
+    tshark does, whether or not they could be decrypted: tshark's tree has a quic item each."""
+    L = pv.layers
+    if L.udp is None:
+        return 1
+    data, p, end = pv.data, L.udp_off + 8, L.l4_end
+    count = 0
+    while p < end:
+        count += 1
+        b = data[p]
+        if not b & 0x80 or end - p < 7:
+            break  # (a short header runs to the datagram's end)
+        version = int.from_bytes(data[p + 1 : p + 5], "big")
+        q = p + 5
+        q += 1 + data[q]  # DCID
+        if q >= end:
+            break
+        q += 1 + data[q]  # SCID
+        if version == 0 or q > end or (b >> 4) & 3 == 3:
+            break  # version negotiation and Retry take the rest
+        if (b >> 4) & 3 == 0:  # Initial: a token
+            tlen, q = _varint(data, q)
+            q += tlen
+        length, q = _varint(data, q)
+        if q > end:
+            break
+        p = q + length
+    return max(count, 1)
+
+
+def _varint(data: bytes, q: int) -> tuple[int, int]:
+    """A QUIC variable-length integer at ``q``, and the offset after it (past the end: a huge value)."""
+    if q >= len(data):
+        return 1 << 62, q
+    n = 1 << (data[q] >> 6)
+    if q + n > len(data):
+        return 1 << 62, q + n
+    return int.from_bytes(data[q : q + n], "big") & ((1 << (8 * n - 2)) - 1), q + n
+
+
+def render_phs(tree: list[dict[str, Any]] | None, filt: str = "") -> str:
+    """The tree as ``tshark -q -z io,phs`` prints it (two spaces per level, the name in 40
+    columns)."""
+    lines = ["", PHS_RULE, "Protocol Hierarchy Statistics", f"Filter: {filt}", ""]
+    if tree is None:
+        lines.append("(no packets to count: the input is a browser log, or its capture file cannot be read)")
+
+    def walk(nodes: list[dict[str, Any]], depth: int) -> None:
+        for nd in nodes:
+            lines.append(f"{'  ' * depth + nd['protocol']:<40} frames:{nd['frames']} bytes:{nd['bytes']}")
+            walk(nd["children"], depth + 1)
+
+    walk(tree or [], 0)
+    lines.append(PHS_RULE)
+    return "\n".join(lines)

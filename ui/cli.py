@@ -372,10 +372,17 @@ def cmd_stats(args) -> int:
 
     an = load(args)
     st = stats.compute(an, tcp_analysis=True)  # (the TCP analysis re-reads the packet headers: only here and in the TUI)
+    # --phs: Wireshark's Protocol Hierarchy (tshark -q -z io,phs) after the tables, or as the JSON's "protocol_hierarchy"
+    phs = stats.protocol_hierarchy(an) if getattr(args, "phs", False) else None
     if args.json:
-        _dump(stats.to_dict(st) if hasattr(stats, "to_dict") else st)
+        d = stats.to_dict(st)
+        if getattr(args, "phs", False):
+            d["protocol_hierarchy"] = phs
+        _dump(d)
     else:
         print(printable_lines(stats.render_text(st)))
+        if getattr(args, "phs", False):
+            print(printable_lines(stats.render_phs(phs)))
     return 0
 
 
@@ -833,7 +840,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("requests"):
         sp.add_argument("--detail", type=int, metavar="N", help="the detail of request N (its id, as in --json): headers, "
                                                                 "timing with packets, frames and packets of its stream, bodies")
-    add("stats", cmd_stats, "packet, byte and header-compression statistics")
+    sp = add("stats", cmd_stats, "packet, byte and header-compression statistics")
+    if want("stats"):
+        sp.add_argument("--phs", action="store_true", help="also the protocol hierarchy (Wireshark's Statistics → Protocol Hierarchy, "
+                                                           "tshark -q -z io,phs): frames and bytes per layer path")
     if want("expert"):
         from wirefall.ui.cli_expert import cmd_expert  # (a few lines; imports analyzer.expert only when run)
     add("expert", cmd_expert if want("expert") else None, "expert information (tshark -z expert): notes, warnings and errors, with severity, group and packet", filt=True)
