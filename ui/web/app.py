@@ -113,7 +113,7 @@ window.dashAgGridFunctions = Object.assign(window.dashAgGridFunctions || {}, {
             var f = api.getFocusedCell();
             if (!f || f.rowIndex !== i) { return; }  // (the focus moved on: its own call selects)
             var node = api.getDisplayedRowAtIndex(i);
-            if (!node || !node.data) { if (++tries < 400) { api.wirefallFocusTimer = setTimeout(select, 25); } return; }
+            if (!node || !node.data) { if (++tries < 1200) { api.wirefallFocusTimer = setTimeout(select, 25); } return; }
             if (!node.isSelected()) { api.wirefallFocusAt = Date.now(); node.setSelected(true, true); }
         }
         var wait = (api.wirefallFocusAt || 0) + __FOCUS_SELECT_MS__ - Date.now();
@@ -260,7 +260,7 @@ window.wirefallFocusRow = function (api, i, n) {
             }
             api.setFocusedCell(i, col);
         }
-        if (++tries < 80) { setTimeout(go, 25); }
+        if (++tries < 1200) { setTimeout(go, 25); }  // (30 s: a busy server answers the rows late)
     })();
 };
 // A new filter that keeps the selected packet (cb_packet_where's keep: its row in the new list): that row is
@@ -304,7 +304,7 @@ document.addEventListener('keydown', function (ev) {
     (function select() {
         if (mine !== window.wirefallCtrlKey || (api.isDestroyed && api.isDestroyed())) { return; }
         var node = api.getDisplayedRowAtIndex(i);
-        if (!node || !node.data) { if (++tries < 400) { setTimeout(select, 25); } return; }
+        if (!node || !node.data) { if (++tries < 1200) { setTimeout(select, 25); } return; }
         api.ensureIndexVisible(i);
         api.setFocusedCell(i, col);
         node.setSelected(true, true);
@@ -2053,7 +2053,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                 var tries = 0;
                 (function go() {
                     if (api.isDestroyed && api.isDestroyed()) { return; }
-                    if (api.getDisplayedRowCount() > pos.index || ++tries > 100) {
+                    if (api.getDisplayedRowCount() > pos.index || ++tries > 600) {
                         api.ensureIndexVisible(pos.index, 'middle');
                         if (select) { tries = 0; pick(); }
                     }
@@ -2062,7 +2062,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                 function pick() {  // (the row's block is asked for by the scroll: select it once it came)
                     if (api.isDestroyed && api.isDestroyed()) { return; }
                     var node = api.getDisplayedRowAtIndex(pos.index);
-                    if (!node || !node.data) { if (++tries < 400) { setTimeout(pick, 25); } return; }
+                    if (!node || !node.data) { if (++tries < 1200) { setTimeout(pick, 25); } return; }
                     if (node.data.no !== pos.n) { return; }
                     node.setSelected(true, true);
                     window.wirefallFocusRow(api, pos.index, pos.n);
