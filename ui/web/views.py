@@ -948,8 +948,23 @@ def stats_summary(entry: Entry) -> list[tuple[str, Any]]:
         # a HAR laid over the capture: the browser's events, from the same start (stats.browser_events)
         *((label, ms(t)) for label, t in (st.browser_events or {}).values()),
         # (tshark's count when the TCP analysis ran: a segment that filled a hole counts)
-        ("retransmissions c→s / s→c", unknown if alone else "{} / {}".format(*(cap.tcp_retransmissions or cap.retransmissions))),
+        *((("retransmissions c→s / s→c", unknown if alone else "{} / {}".format(*(cap.tcp_retransmissions or cap.retransmissions))),)
+          if alone or not cap.quic_connections else _quic_rows(cap)),
     ]
+
+
+def _quic_rows(cap) -> list[tuple[str, Any]]:
+    """A capture with QUIC: its TCP retransmissions said to be TCP's (an HTTP/3 load read "0 / 0"
+    as if nothing had been sent twice), then what the capture shows of QUIC's (stats' QUIC
+    figures, the text tables' "QUIC again" and "PN gaps"), and what it cannot."""
+    from wirefall.analyzer.stats import _quic_pair
+
+    tcp = cap.connections - cap.quic_connections
+    return [("TCP retransmissions c→s / s→c",
+             "{} / {}".format(*(cap.tcp_retransmissions or cap.retransmissions)) if tcp > 0 else "– (no TCP connection)"),
+            ("QUIC data carried again c→s / s→c (bytes)", _quic_pair(cap, cap.quic_data_again)),
+            ("QUIC packet numbers missing c→s / s→c (lost before the capture point, or skipped)",
+             _quic_pair(cap, cap.quic_packets_missing))]
 
 
 # ----------------------------------------------------------------------------- packets
