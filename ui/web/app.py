@@ -1205,6 +1205,22 @@ def cb_stats(state: WebState, cid, version, tab):
         return _err(ex, "statistics failed: "), empty, empty, empty, empty, empty, []
 
 
+def cb_phs(state: WebState, cid, trigger=None):
+    """The Statistics tab's protocol hierarchy: computed only when its button is pressed
+    (``trigger`` "phs-go"), in the analysis workers (WebState.start_job); the section says
+    "computing…" and polls (phs-poll) until it is done.  Returns (section, poll disabled,
+    button disabled, button label)."""
+    e = _ready(state, cid)
+    if e is not None and trigger == "phs-go" and views.phs_none_text(e) is None:
+        state.start_job(e, views.PHS_KEY, lambda: live_view.steady(e, lambda: views.protocol_hierarchy_of(e)))
+    try:
+        out, polling, off, label = views.phs_view(e, e.jobs.get(views.PHS_KEY) if e is not None else None)
+    except Exception as ex:  # noqa: BLE001
+        return html.Div(printable(f"protocol hierarchy failed: {ex.__class__.__name__}: {ex}"), className="error"), True, False, \
+            "Compute again"
+    return out, not polling, off, label
+
+
 def _packet_state(cid, store) -> list[int]:
     """The packet numbers a per-capture store ({capture: [numbers]}: marks, time
     references) holds for capture ``cid``."""
@@ -1584,6 +1600,14 @@ def layout(state: WebState):
             ], className="tabpane")),
             dcc.Tab(label="Statistics", value="stats", children=html.Div([
                 html.Div(id="stats-summary"),
+                html.Details([  # (computed when asked for: cb_phs)
+                    html.Summary("Protocol hierarchy (Wireshark's Statistics → Protocol Hierarchy)", style={"fontWeight": 600}),
+                    html.Div([html.Button("Compute protocol hierarchy", id="phs-go",
+                                          title="count every packet's protocols (reads each packet's headers again)")],
+                             className="bar"),
+                    html.Div(html.Div("Not computed yet.", className="hint"), id="phs-out"),
+                    dcc.Interval(id="phs-poll", interval=400, disabled=True),
+                ], id="phs-section", open=True, style={"margin": "6px 0"}),
                 html.Div([html.Div(dcc.Graph(id="st-proto"), className="col"), html.Div(dcc.Graph(id="st-content"), className="col")],
                          className="cols"),
                 dcc.Graph(id="st-headers"),
@@ -1957,6 +1981,11 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                  Output("st-headers-table", "rowData"),
                  Input("stats-key", "data"), prevent_initial_call=True)(
         _named("cb_stats", lambda k: cb_stats(S, _key(k).get("capture"), _key(k).get("version"), "stats")))
+    app.callback(Output("phs-out", "children"), Output("phs-poll", "disabled"), Output("phs-go", "disabled"),
+                 Output("phs-go", "children"),
+                 Input("phs-go", "n_clicks"), Input("stats-key", "data"), Input("phs-poll", "n_intervals"), State("capture", "value"),
+                 prevent_initial_call=True)(
+        _named("cb_phs", lambda _n, _k, _i, cid: cb_phs(S, cid, trigger=_trigger())))
     app.callback(Output("packets-rows", "data"), Output("packet-filter-msg", "children"),
                  Input("packets", "getRowsRequest"), State("capture", "value"), State("packet-expr", "data"),
                  State("time-format", "value"), State("marks", "data"), State("timerefs", "data"), State("packet-goto", "value"),

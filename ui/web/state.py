@@ -49,6 +49,16 @@ def fmt_size(n: int) -> str:
 
 
 @dataclass
+class Job:
+    """A slow view of one capture computed on demand in the analysis workers
+    (``WebState.start_job``): the page shows its state at each poll and never waits for it."""
+    status: str = "queued"  # queued | running | done | error
+    value: Any = None
+    error: str | None = None
+    seconds: float = 0.0  # how long it ran (done or error)
+
+
+@dataclass
 class Entry:
     id: str
     name: str  # what the page shows (the command-line path, or the uploaded file's name)
@@ -74,6 +84,7 @@ class Entry:
     live: Any = None  # a live capture's ui.web.live.WebLive (its analysis grows; origin "live")
     har_page: int | None = None  # a HAR of several pages: the page asked for (1-based; 0: all; None: the first), ui.web.harpages
     _gen: Any = None  # the live model's generation the memo holds views of
+    jobs: dict = field(default_factory=dict)  # views computed on demand: key -> Job (WebState.start_job)
 
     @property
     def fraction(self) -> float:
@@ -305,6 +316,36 @@ class WebState:
                 views.page_figure(e, v, title=e.name, revision=e.id, start=0, graph_px=graph_px)
         except Exception:  # noqa: BLE001 - the callbacks build it again and say why
             pass
+
+    def start_job(self, e: Entry, key, make: Callable[[], Any]) -> Job:
+        """``make()`` computed for ``e`` in the analysis workers, as an analysis is (a callback
+        never waits for it: the page polls ``e.jobs[key]``), kept as ``e.jobs[key]`` in place of
+        the one before.  One still queued or running is returned as it is: pressed twice, the
+        work is done once."""
+        with e.lock:
+            job = e.jobs.get(key)
+            if job is not None and job.status in ("queued", "running"):
+                return job
+            job = e.jobs[key] = Job()
+        try:
+            self._pool.submit(self._run_job, job, make)
+        except RuntimeError:  # (the pool is shut down: the server is stopping)
+            job.error, job.status = "the server is stopping", "error"
+        return job
+
+    @staticmethod
+    def _run_job(job: Job, make: Callable[[], Any]) -> None:
+        job.status = "running"
+        t = time.monotonic()
+        try:
+            value = make()
+        except Exception as ex:  # noqa: BLE001 - a failed view is a message in the page
+            job.error = f"{ex.__class__.__name__}: {ex}"
+            job.seconds = time.monotonic() - t
+            job.status = "error"
+            return
+        job.value, job.seconds = value, time.monotonic() - t
+        job.status = "done"  # (last: a poll that reads "done" finds the value)
 
     # ------------------------------------------------------------------ uploads
 

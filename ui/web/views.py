@@ -767,6 +767,125 @@ def content_table(entry: Entry):
     return html.Div([title, html.Table([head, html.Tbody(body)], className="grid"), what], id="st-content-table")
 
 
+# ------------------------------------------------------------------ protocol hierarchy
+
+# Wireshark's Statistics → Protocol Hierarchy window (its first five columns), computed only when
+# the person asks (it reads every packet's headers again: ~10-70 µs a packet) in the analysis
+# workers (WebState.start_job): the Statistics tab shows "computing…" meanwhile.
+PHS_KEY = ("protocol-hierarchy",)
+PHS_HEAD = ("Protocol", "Percent Packets", "Packets", "Percent Bytes", "Bytes")
+
+
+def protocol_hierarchy_of(entry: Entry) -> dict[str, Any]:
+    """``{"tree", "packets", "bytes", "why"}``: analyzer.stats.protocol_hierarchy's tree (None
+    without packets: ``why`` says so) and the packets and bytes of the capture it counted (the
+    percentages' 100 %, as Wireshark's).  Read through the entry's open PacketSource: a file
+    deleted once it was open is still read; one gone before, never opened, is not."""
+    import os
+
+    from wirefall.analyzer.stats import protocol_hierarchy
+
+    an = entry.analysis
+    if an.source != "capture":
+        return {"tree": None, "packets": 0, "bytes": 0, "why": phs_none_text(entry)}
+    if entry._source is None and not os.path.isfile(entry.path):
+        return {"tree": None, "packets": 0, "bytes": 0, "why": "the capture file cannot be read any more (moved or deleted)"}
+    idx = an.index
+    n = len(idx)
+    tree = protocol_hierarchy(an, entry.source)
+    if tree is None:
+        return {"tree": None, "packets": 0, "bytes": 0, "why": "the capture file cannot be read"}
+    # (each packet is in exactly one top node; a live capture may have grown since n was read)
+    frames = max(n, sum(r["frames"] for r in tree))
+    size = sum(r["bytes"] for r in tree) if frames > n else sum(idx.origlen[:n])
+    return {"tree": tree, "packets": frames, "bytes": size, "why": None}
+
+
+def phs_none_text(entry: Entry) -> str | None:
+    """Why there is no hierarchy to compute for ``entry`` at all (a browser log alone), else None."""
+    an = entry.analysis
+    if an is not None and an.source != "capture":
+        return (f"the input is a browser log ({printable(an.source)}) without a capture: it has no packets to count "
+                "(open it with its capture for the packets' protocols)")
+    return None
+
+
+def _pct_cell(part: int, whole: int):
+    """A percentage with one decimal, as Wireshark's window shows it, drawn as a bar too (as its
+    percent columns are)."""
+    pct = 100.0 * part / whole if whole else 0.0
+    bar = f"linear-gradient(to right, #c5e1a5 {min(pct, 100):.1f}%, transparent {min(pct, 100):.1f}%)"
+    return html.Td(f"{pct:.1f}%", className="num pct", style={"background": bar, "textAlign": "right", "minWidth": "90px"})
+
+
+def phs_table(res: dict[str, Any]):
+    """The tree as Wireshark's window lists it: one row per node in tree order, the protocol
+    indented by its depth (``data-depth``), packets and bytes with their share of the capture's."""
+    total_f, total_b = res["packets"], res["bytes"]
+    num = {"textAlign": "right"}
+    rows: list = []
+
+    def walk(nodes, depth: int) -> None:
+        depth_attr: dict[str, Any] = {"data-depth": str(depth)}  # (a data-* attribute: what a test reads the tree from)
+        for nd in nodes:
+            rows.append(html.Tr([
+                html.Td(printable(nd["protocol"]), className="proto", style={"paddingLeft": f"{6 + 18 * depth}px"}, **depth_attr),
+                _pct_cell(nd["frames"], total_f), html.Td(f"{nd['frames']:,}", className="num", style=num),
+                _pct_cell(nd["bytes"], total_b), html.Td(f"{nd['bytes']:,}", className="num", style=num),
+            ]))
+            walk(nd["children"], depth + 1)
+
+    walk(res["tree"], 0)
+    head = html.Thead(html.Tr([html.Th(h, style=None if i == 0 else num) for i, h in enumerate(PHS_HEAD)]))
+    return html.Table([head, html.Tbody(rows)], className="grid", id="phs-table")
+
+
+PHS_NOTE = ("As tshark -q -z io,phs counts: each packet once in every protocol of its path (its layers, by tshark's names; "
+            "QUIC once per QUIC packet coalesced in the datagram), with its length on the wire; percentages are of all "
+            "{packets} packets ({bytes} bytes) of the capture. A protocol's packets need not add up to its parent's (a TCP "
+            "segment carrying no TLS record stops at tcp). Below the first application layer tshark's tree can differ: it "
+            "repeats a layer once per PDU (http2 under http2) and names items wirefall does not decode (tcp.segments, "
+            "data, body types such as png).")
+
+
+def phs_view(entry: Entry | None, job) -> tuple[Any, bool, bool, str]:
+    """The Statistics tab's protocol hierarchy section for ``entry`` and its job (state.Job, or
+    None: not asked for yet): ``(children, polling, button disabled, button label)``."""
+    label = "Compute protocol hierarchy"
+    if entry is None:
+        return html.Div("no capture analysed", className="hint", id="phs-state"), False, True, label
+    why = phs_none_text(entry)
+    if why is not None:
+        return html.Div("No protocol hierarchy: " + why, className="hint", id="phs-none"), False, True, label
+    n = packet_count(entry)
+    if job is None:
+        return (html.Div(f"Not computed yet: press the button to count the protocols of the {n:,} packets (it reads every "
+                         "packet's headers again, as tshark -z io,phs does).", className="hint", id="phs-state"),
+                False, False, label)
+    if job.status in ("queued", "running"):
+        what = (f"computing… reading the headers of {n:,} packets" if job.status == "running" else
+                "computing… waiting for a worker (captures being analysed go first)")
+        return html.Div(what, className="status", id="phs-computing"), True, True, label
+    if job.status == "error":
+        return (html.Div(printable(f"protocol hierarchy failed: {job.error}"), className="error", id="phs-error"),
+                False, False, "Compute again")
+    res = job.value
+    if res["tree"] is None:
+        return html.Div("No protocol hierarchy: " + printable(res["why"]), className="hint", id="phs-none"), False, False, "Compute again"
+    note = PHS_NOTE.format(packets=f"{res['packets']:,}", bytes=f"{res['bytes']:,}")
+    parts: list = []
+    if not res["tree"]:
+        parts.append(html.Div("the capture has no packets", className="hint", id="phs-none"))
+    else:
+        parts.append(phs_table(res))
+    if n > res["packets"]:  # (a live capture grown since)
+        parts.append(html.Div(f"counted the first {res['packets']:,} packets; the capture has {n:,} now: compute again for "
+                              "all of them", className="explain", id="phs-grown"))
+    parts.append(html.Div(note + f" (computed in {job.seconds:.2f} s)", className="status", style={"maxWidth": "900px"},
+                          id="phs-note"))
+    return html.Div(parts, id="phs-done"), False, False, "Compute again"
+
+
 def bytes_by_content_figure(entry: Entry):
     import plotly.graph_objects as go
 
