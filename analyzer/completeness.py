@@ -83,6 +83,11 @@ complete: …; 1 QUIC connection joined mid-way, no request seen: whose it is is
 whole: Chrome's idle connection to Google).  ``complete`` stays false (something is missing);
 ``page_complete`` says whether the page's requests seen are whole (issues background or of unknown
 owner only).
+A browser log laid over says first (``_log_owners``: the log connection it matched to it, one to
+one, ``browser.logs[].matched_connections``): a request of that connection in the log the page's →
+``whose`` "page", the tie "Chrome's NetLog matched it: QUIC session 220, isolation key …"; every one
+set apart by the log (``LogRequest.background``) → background, with the log's reason; no request of
+it in the log → unknown, the match said in its detail (``Issue.log``: the log's entry).
 """
 from __future__ import annotations
 
@@ -102,6 +107,7 @@ from .safetext import plural
 UNKNOWN = "<unknown>"
 _NOTHING_TO_DECRYPT = ("no encrypted records", "no 1-RTT packets")
 NO_PACKETS = {"har": "a HAR", "netlog": "a Chrome NetLog", "qlog": "a qlog"}
+LOG_NAMES = {"har": "the HAR", "netlog": "Chrome's NetLog", "qlog": "the qlog"}  # a log laid over, in a sentence
 
 NEXT_MIDWAY = ("start the capture before the page load, and make the browser open new connections "
                "(quit it first, or use a fresh profile) so no connection predates the capture")
@@ -179,9 +185,12 @@ class Issue:
     # ``Completeness.owner_unknown_connections``) or "page" (an outside fact ties it to the page: ``tie``)
     whose: str | None = None
     tie: str | None = None  # the fact that ties it to the page, in words
+    # joined_midway with no request seen that a browser log laid over matched (``_log_owners``): that
+    # log's entry of ``browser.logs[].matched_connections`` with its ``kind`` and ``file``
+    log: dict | None = None
 
     def __init__(self, kind: str, connection: int | None, count: int, detail: str, next_step: str, background: bool = False,
-                 file: str | None = None, whose: str | None = None, tie: str | None = None) -> None:
+                 file: str | None = None, whose: str | None = None, tie: str | None = None, log: dict | None = None) -> None:
         self.kind = kind
         self.connection = connection
         self.count = count
@@ -191,6 +200,7 @@ class Issue:
         self.file = file
         self.whose = whose
         self.tie = tie
+        self.log = log
 
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
@@ -761,19 +771,30 @@ def _compute(an: Analysis) -> Completeness:
             # packet 549: the awswaf connection had carried the page's requests before the cut);
             # said "unknown", or tied to the page by an outside fact
             idle = [cid for cid, cc in per.items() if cc.joined_midway and not ex_by_conn.get(cid) and _background(an, cid, cc, None, bg)]
-            ties = _page_ties(an, idle, bg) if idle else {}
-            unknown_owner = [cid for cid in idle if cid not in ties]
+            # a browser log laid over says whose it is (its requests on it: the log's word first), else
+            # its server or SNI may tie it to the page
+            logged = _log_owners(an, idle) if idle else {}
+            ties = {cid: _log_words(f) for cid, f in logged.items() if f["whose"] == "page"}
+            bg_by_log = [cid for cid, f in logged.items() if f["whose"] == "background"]
+            rest = [cid for cid in idle if cid not in logged or logged[cid]["whose"] is None]
+            ties.update(_page_ties(an, rest, bg) if rest else {})
+            unknown_owner = [cid for cid in rest if cid not in ties]
+            bg_conns += bg_by_log
             for i in issues:
+                f = logged.get(i.connection) if i.connection is not None and i.kind == "joined_midway" else None
                 if i.connection is not None and i.connection in bg_conns:
                     i.background = True
-                    i.detail += "; background traffic, not the page's"
+                    i.detail += "; background traffic, not the page's" + (f": {_log_words(f)}" if f is not None else "")
                     i.next_step = "nothing for the page, whose own requests are not on it; to see it whole: " + i.next_step
+                    i.log = f
                 elif i.connection in ties and i.kind == "joined_midway":
-                    i.whose, i.tie = "page", ties[i.connection]
-                    i.detail += f"; {i.tie}: it may have carried the page's requests before the capture"
+                    i.whose, i.tie, i.log = "page", ties[i.connection], f
+                    i.detail += (f"; {i.tie}: it carried them before the capture" if f is not None and f["whose"] == "page"
+                                 else f"; {i.tie}: it may have carried the page's requests before the capture")
                 elif i.connection in unknown_owner and i.kind == "joined_midway":
-                    i.whose = "unknown"
-                    i.detail += "; whose it is is unknown (what it carried is not in the capture)"
+                    i.whose, i.log = "unknown", f
+                    i.detail += "; whose it is is unknown (what it carried is not in the capture" + (
+                        f"; {_log_words(f)})" if f is not None else ")")
                     i.next_step = "to know whose it is: " + i.next_step
     return Completeness(
         complete=not issues, connections=len(an.connections), requests=len(an.exchanges), joined_midway=joined,
@@ -784,6 +805,47 @@ def _compute(an: Analysis) -> Completeness:
         cut_short=cut, unknown_authority=tot["authority"], unknown_background=unknown_bg, background_connections=sorted(bg_conns),
         page_requests=page_reqs, response_status_unknown=resp_unknown, owner_unknown_connections=sorted(unknown_owner),
         requests_not_decrypted=n_undec)
+
+
+def _log_owners(an: Analysis, cids: list[int]) -> dict[int, dict]:
+    """Of the connections ``cids`` (joined mid-way, no request seen), those a browser log laid over
+    matched, one wire connection to one log connection (``browser.logs[].matched_connections``,
+    analyzer/browserlog/matching.py), each with that entry and its log's ``kind`` and ``file``; its
+    ``whose`` is the log's word ("page", "background", None: the log does not say).  Of several
+    logs, one that says "page" wins, then "background"."""
+    logs = an.browser.get("logs") if isinstance(an.browser, dict) else None
+    out: dict[int, dict] = {}
+    rank = {"page": 2, "background": 1}
+    for log in logs if isinstance(logs, list) else ():
+        for m in log.get("matched_connections") or () if isinstance(log, dict) else ():
+            wire = m.get("wire") or []
+            if m.get("group") or len(wire) != 1 or wire[0] not in cids:
+                continue
+            f = dict(m, kind=log.get("kind"), file=log.get("file"))
+            old = out.get(wire[0])
+            if old is None or rank.get(f["whose"], 0) > rank.get(old["whose"], 0):
+                out[wire[0]] = f
+    return out
+
+
+def _log_words(f: dict) -> str:
+    """What a browser log says of a connection it matched (``_log_owners``), in words: "Chrome's
+    NetLog matched it: QUIC session 220, isolation key https://amazon.com https://amazon.com (the
+    page's site https://amazon.com), 3 of the page's requests on it in the log"."""
+    key = str(f.get("log_connection"))
+    label = key.replace("quic session", "QUIC session") if f.get("kind") == "netlog" else f"connection {key}"
+    s = f"{LOG_NAMES.get(f.get('kind') or '', 'the browser log')} matched it: {label}"
+    keys, sites = f.get("isolation_keys") or [], f.get("page_sites") or []
+    if keys:
+        s += f", isolation key {'; '.join(keys[:2])}"
+        if f["whose"] == "page" and sites:
+            s += f" (the page's site{'s' if len(sites) > 1 else ''} {', '.join(sites[:4])})"
+    n = f.get("requests") or 0
+    if f["whose"] == "page":
+        return s + f", {f.get('page_requests') or 0} of the page's requests on it in the log"
+    if f["whose"] == "background":
+        return s + f", every one of its {plural(n, 'request')} in the log set apart by it: {f.get('reason')}"
+    return s + (", no request on it in the log" if not n else f", none of its {plural(n, 'request')} in the log said to be the page's or not")
 
 
 def _page_ties(an: Analysis, cids: list[int], bg: dict[int, str]) -> dict[int, str]:
@@ -878,10 +940,11 @@ class _Side:
 
     __slots__ = ("joined", "joined_idle", "joined_protos", "unknown_url", "unknown", "unknown_authority", "unknown_background",
                  "unknown_status", "unknown_body", "bytes_lost", "cut_short", "not_decrypted", "budgets", "warnings", "no_packets",
-                 "keylog", "records_failed", "requests_not_decrypted", "joined_tied")
+                 "keylog", "records_failed", "requests_not_decrypted", "joined_tied", "joined_logged")
 
     def __init__(self) -> None:
         self.records_failed = self.requests_not_decrypted = self.joined_tied = 0
+        self.joined_logged: dict[str, int] = {}  # of joined_tied, those a browser log ties: its kind -> how many
         self.joined = self.joined_idle = self.unknown_url = self.unknown = self.unknown_authority = 0
         self.unknown_status = 0
         self.unknown_background = self.unknown_body = self.bytes_lost = self.cut_short = self.not_decrypted = 0
@@ -902,8 +965,11 @@ class _Side:
             if background:
                 notes.append("began before the capture" + (", no request on it" if self.joined_idle == self.joined == 1 else
                                                            ", no request on them" if self.joined_idle == self.joined else ""))
-            if self.joined_tied:  # (no request seen, tied to the page by its server or SNI: Issue.tie)
-                notes.append(f"{self.joined_tied} with no request seen, its server or SNI the page's")
+            by_log = sum(self.joined_logged.values())
+            if self.joined_tied > by_log:  # (no request seen, tied to the page by its server or SNI: Issue.tie)
+                notes.append(f"{self.joined_tied - by_log} with no request seen, its server or SNI the page's")
+            for kind, n in self.joined_logged.items():  # (by a browser log's requests on it: ``_log_owners``)
+                notes.append(f"{n} with no request seen, the page's by {LOG_NAMES.get(kind, kind)}")
             if self.unknown_url:
                 notes.append(f"{plural(self.unknown_url, 'request')} with unknown URL")
             parts.append(s + (f" ({'; '.join(notes)})" if notes else ""))
@@ -955,6 +1021,9 @@ def _sides(c: Completeness) -> tuple[_Side, _Side]:
     page.warnings = len(c.warnings)
     page.keylog = [_KEYLOG_WORDS[i.kind].format(os.path.basename(i.file or "")) for i in c.issues if i.kind in _KEYLOG_WORDS]
     page.joined_tied = sum(1 for i in c.issues if i.kind == "joined_midway" and i.whose == "page")
+    for i in c.issues:
+        if i.kind == "joined_midway" and i.whose == "page" and i.log is not None:
+            page.joined_logged[i.log["kind"]] = page.joined_logged.get(i.log["kind"], 0) + 1
     page.records_failed = sum(1 for cc in c.per_connection.values() if cc.record_failed is not None)
     page.requests_not_decrypted = c.requests_not_decrypted
     nop = next((i for i in c.issues if i.kind == "no_packets"), None)
@@ -1059,7 +1128,8 @@ def to_dict(c: Completeness) -> dict[str, Any]:
         "warnings": list(c.warnings),
         "issues": [{"kind": i.kind, "connection": i.connection, "count": i.count, "detail": i.detail, "next_step": i.next_step,
                     "background": i.background, **({"file": i.file} if i.file is not None else {}),
-                    **({"whose": i.whose} if i.whose is not None else {}), **({"tie": i.tie} if i.tie is not None else {})}
+                    **({"whose": i.whose} if i.whose is not None else {}), **({"tie": i.tie} if i.tie is not None else {}),
+                    **({"log": i.log} if i.log is not None else {})}
                    for i in c.issues],
         "per_connection": [
             {"id": p.id, "requests": p.requests, "joined_midway": p.joined_midway, "unknown_requests": p.unknown_requests,

@@ -676,6 +676,7 @@ def apply(an: Analysis, log: BrowserLog, page: int | None = None) -> dict:
         "filled": filled, "offsets": offsets, "durations": {k: _stats(v) for k, v in durs.items()},
         "skipped": log.skipped, "warnings": list(log.warnings),
     }
+    summary["matched_connections"] = matched_connections(log, cmap, sent)
     if log.kind == "har":  # (after the others: the fields a HAR adds, as build.summary gives them)
         page_fields = summary_of(log)
         summary["requests"] = page_fields["requests"]
@@ -689,6 +690,60 @@ def apply(an: Analysis, log: BrowserLog, page: int | None = None) -> dict:
         an.warnings.append(f"{log.kind} {log.path}: {w}")
     _forget_completeness(an)
     return summary
+
+
+MAX_KEYS = 8  # isolation keys and sites listed per log connection
+
+
+def _page_sites(log: BrowserLog) -> list[str]:
+    """The log's pages' sites: the top-frame sites of its main-frame requests (a NetLog's; as
+    netlog ``_mark_background`` takes them)."""
+    return list(dict.fromkeys(r.top_frame_site for r in log.requests if r.resource_type == "main frame" and r.top_frame_site))
+
+
+def _source_id(key: str) -> int | None:
+    """A NetLog connection's source id ("quic session 220", "socket 165": its last word)."""
+    last = key.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else None
+
+
+def matched_connections(log: BrowserLog, cmap: dict[str, list[int]], sent: list[LogRequest]) -> list[dict]:
+    """Each log connection matched to the capture, with whose it is by the log's own word (for
+    ``completeness``: a connection the capture joined mid-way with no request seen, whose
+    requests the log holds; ``sent``: the log's requests that reached the network, ``_pair``'s).
+    ``whose`` "page": a request of it in the log is the page's — keyed
+    to a page's site (NetLog: its isolation key's top-frame site is that of a main-frame request),
+    or of the HAR page shown (``pageref``), and not set apart as background; "background": it
+    carried requests and the log sets every one apart (``LogRequest.background``: ``reason``, the
+    first's words); None: the log does not say (no request of it; a qlog; a log of no page).
+    Listed in the log's connection order; a HAR connection of no id (``group``) names all the
+    wire connections to its server."""
+    by_conn: dict[str, list[LogRequest]] = {}
+    for r in sent:
+        if r.connection is not None and r.connection in cmap:
+            by_conn.setdefault(r.connection, []).append(r)
+    # (the log's requests walked again only where a site can matter: a HAR's thousands are not)
+    keyed = any(r.top_frame_site is not None for reqs in by_conn.values() for r in reqs)
+    sites = _page_sites(log) if keyed else []
+    out = []
+    for key, lc in log.connections.items():
+        wire = cmap.get(key)
+        if not wire:
+            continue
+        reqs = by_conn.get(key, [])
+        page = [r for r in reqs if r.background is None and ((r.top_frame_site is not None and r.top_frame_site in sites)
+                                                             or (log.kind == "har" and r.page is not None))]
+        bg = [r for r in reqs if r.background is not None]
+        whose = "page" if page else "background" if reqs and len(bg) == len(reqs) else None
+        out.append({
+            "log_connection": key, "source_id": _source_id(key) if log.kind == "netlog" else None, "wire": list(wire),
+            "group": lc.group, "requests": len(reqs), "request_ids": [r.id for r in reqs[:MAX_LISTED]],
+            "page_requests": len(page), "background_requests": len(bg),
+            "isolation_keys": list(dict.fromkeys(r.isolation_key for r in reqs if r.isolation_key is not None))[:MAX_KEYS],
+            "top_frame_sites": list(dict.fromkeys(r.top_frame_site for r in reqs if r.top_frame_site is not None))[:MAX_KEYS],
+            "page_sites": sites[:MAX_KEYS], "whose": whose, "reason": bg[0].background if whose == "background" else None,
+        })
+    return out
 
 
 def _fill(e: Exchange, r: LogRequest, src: dict, filled: dict) -> None:
