@@ -1147,11 +1147,24 @@ def _num(s: str):
 def _check_compare_screen(scr: CompareScreen, res: dict, tshark_a, tshark_b) -> None:
     """The table shows compare()'s numbers; every URL of the page is one matched row; request
     starts equal tshark's request packets' times."""
-    from wirefall.analyzer.compare import PAGE_ROWS
+    from wirefall.analyzer.compare import PAGE_ROWS, render_text
 
     dt = scr.query_one("#cmp-page", DataTable)
-    assert dt.row_count == len(PAGE_ROWS)
-    for i, (key, label) in enumerate(PAGE_ROWS):
+    # the rows `wirefall compare` prints for the pair (its text: after the table's ruler, a line per
+    # row shown, in PAGE_ROWS' order — three rows share a label — until the notes): the browser's
+    # page events and a HAR page's figures only where a side has them
+    lines = render_text(res).splitlines()
+    ruler = next(i for i, ln in enumerate(lines) if ln.startswith("---"))
+    cli: list[tuple[str, str]] = []
+    rest = list(PAGE_ROWS)
+    for ln in lines[ruler + 1:]:
+        at = next((j for j, (_, lab) in enumerate(rest) if ln.startswith(lab + "  ")), None)
+        if at is None:
+            break
+        cli.append(rest[at])
+        rest = rest[at + 1:]
+    assert dt.row_count == len(cli), ([str(dt.get_row_at(i)[0]) for i in range(dt.row_count)], cli)
+    for i, (key, label) in enumerate(cli):
         cells = [str(c) for c in dt.get_row_at(i)]
         assert cells[0] == label
         p = res["page"][key]

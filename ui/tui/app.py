@@ -79,6 +79,10 @@ HELP = """\
   enter             request view: headers both ways, timing, sizes, frames of the stream
   F                 follow the request's stream
 
+[b]Statistics[/b]
+  p                 the protocol hierarchy (Wireshark's Statistics → Protocol Hierarchy): computed
+                    when asked, its packets and bytes per layer and their % of the capture's
+
 [b]Display filter[/b] (same language as the CLI)
   stream == 1 && type == "HEADERS"     url contains "css"     status >= 400
   protocol == "h2"     method in {"GET", "HEAD"}    connection == 3     packet > 100
@@ -305,6 +309,7 @@ class WirefallApp(PacketHabits, App):
     #connections { height: 1fr; }
     #stats-scroll { height: 1fr; overflow-x: auto; overflow-y: auto; }
     #stats { width: auto; }
+    #phs { width: auto; margin: 0 0 1 0; }
     #dialog { width: 92%; height: 90%; border: round $accent; background: $surface; }
     #dialog-title { height: 1; background: $accent; padding: 0 1; }
     #dialog-body { height: 1fr; }
@@ -327,6 +332,7 @@ class WirefallApp(PacketHabits, App):
         Binding("3", "tab('connections')", "Connections", show=False),
         Binding("4", "tab('statistics')", "Statistics", show=False),
         Binding("5", "tab('expert')", "Expert", show=False),
+        Binding("p", "protocol_hierarchy", "Protocol hierarchy", show=False),
         Binding("L", "colour_legend", "Colours", show=False),
         Binding("d", "focus_detail", "Detail", show=False),
         Binding("b", "focus_bytes", "Bytes", show=False),
@@ -348,6 +354,8 @@ class WirefallApp(PacketHabits, App):
             return self.packets_tab_shown()
         if action == "tab":
             return self.main_view_shown()
+        if action == "protocol_hierarchy":
+            return self.main_view_shown() and self.screen.query_one("#tabs", TabbedContent).active == "statistics"
         return True
 
     def __init__(self, path: str, keylogs: list[str] | None = None, analysis=None, compare: str | None = None,
@@ -378,6 +386,11 @@ class WirefallApp(PacketHabits, App):
         self.wf_sort: str = "start"  # waterfall sort (analyzer.waterfall.SORTS)
         self.wf_by: dict = {}  # group_by -> built Waterfall
         self.stats_text: Text | None = None
+        # the Statistics tab's protocol hierarchy (key p): computed when asked, in a thread (it reads every
+        # packet's headers: ~70 µs a packet); (analysis, tree or None, error or None) once computed
+        self.phs: tuple | None = None
+        self._phs_open = False
+        self._phs_computing = None  # the analysis whose hierarchy the thread is computing
         self.views_pending: set[str] = set()  # views built when their tab is opened (DEFER_VIEWS_PACKETS)
         self._warned = 0  # warnings of the analysis notified so far (_later_warnings)
         self._views_building: set[str] = set()
@@ -417,6 +430,7 @@ class WirefallApp(PacketHabits, App):
                 yield DataTable(id="connections", cursor_type="row", zebra_stripes=True)
             with TabPane("Statistics", id="statistics"):
                 with VerticalScroll(id="stats-scroll"):
+                    yield Static(PHS_PROMPT, id="phs")
                     yield Static("", id="stats")
             with TabPane("Expert", id="expert"):
                 yield ExpertPane(id="expert-pane")
@@ -1271,6 +1285,9 @@ class WirefallApp(PacketHabits, App):
         self.follow_stream(int(ev.row_key.value), None, None, whole_connection=True)
 
     def _fill_stats(self) -> None:
+        if self.phs is not None and self.phs[0] is not self.an:  # (another capture read: its own, when asked)
+            self.phs, self._phs_open = None, False
+        self._fill_phs()
         if self.stats_text is None and "statistics" in self.views_pending:
             if self.query_one(TabbedContent).active == "statistics":
                 self._want_view("statistics")
@@ -1279,6 +1296,48 @@ class WirefallApp(PacketHabits, App):
         if self.stats_text is None:
             self.stats_text = stats_text(self.an)
         self.query_one("#stats", Static).update(self.stats_text)
+
+    # ------------------------------------------------------------ protocol hierarchy (Statistics tab, key p)
+    def action_protocol_hierarchy(self) -> None:
+        """Show (or hide again) Wireshark's Protocol Hierarchy of the capture, computed the first
+        time it is asked for, off the UI thread."""
+        if not self.loaded or self.an is None:
+            self.query_one("#phs", Static).update(Text("protocol hierarchy: the capture is still being read; p again once it is",
+                                                       style="bold"))
+            return
+        self._phs_open = not self._phs_open
+        if self._phs_open and self.phs is None and self._phs_computing is not self.an:
+            self._phs_computing = self.an
+            self._compute_phs(self.an)
+        self._fill_phs()
+
+    @work(thread=True, group="phs")
+    def _compute_phs(self, an) -> None:
+        from wirefall.analyzer.stats import protocol_hierarchy
+
+        try:  # (no source handed in: its own file handle, the packet list reads self.source meanwhile)
+            tree, err = protocol_hierarchy(an), None
+        except Exception as e:  # noqa: BLE001 - a bug there must not take the TUI down
+            tree, err = None, f"{e.__class__.__name__}: {e}"
+        self.call_from_thread(self._phs_done, an, tree, err)
+
+    def _phs_done(self, an, tree, err) -> None:
+        if self._phs_computing is an:
+            self._phs_computing = None
+        if an is not self.an:
+            return
+        self.phs = (an, tree, err)
+        self._fill_phs()
+
+    def _fill_phs(self) -> None:
+        w = self.query_one("#phs", Static)
+        if not self._phs_open or self.an is None:
+            w.update(PHS_PROMPT)
+        elif self.phs is None:
+            w.update(Text(f"{PHS_TITLE}\ncomputing the protocol hierarchy… (it reads the headers of every packet: "
+                          f"{self.an.packets:,})", style="bold"))
+        else:
+            w.update(phs_text(*self.phs))
 
     # ------------------------------------------------------------ follow stream
     def action_follow(self) -> None:
@@ -1623,6 +1682,50 @@ def stats_text(an) -> Text:
         return text
     except Exception as e:
         return Text(printable(f"statistics unavailable: {e.__class__.__name__}: {e}"), style="red")
+
+
+PHS_TITLE = "Protocol Hierarchy (as Wireshark's; tshark -z io,phs)"
+PHS_PROMPT = Text.assemble((PHS_TITLE, "bold"), ": press p to compute it")  # (in 80 columns)
+
+
+def phs_text(an, tree, err: str | None) -> Text:
+    """``analyzer.stats.protocol_hierarchy``'s tree as Wireshark's window shows it: a row per
+    node, indented two spaces a level under the whole capture's "frame" row, with its packets
+    and bytes (``frame.len``) and their percentages of the capture's packets and bytes ("Percent
+    Packets", "Percent Bytes"); or why there is none."""
+    t = Text()
+    t.append(PHS_TITLE, style="bold underline")
+    t.append(" — p hides it\n")
+    if err is not None:
+        t.append(printable(f"protocol hierarchy unavailable: {err}"), style="red")
+        return t
+    if tree is None:
+        t.append("no packets to count: " + ("a browser log opened alone (HAR, NetLog, qlog) has none" if an.source != "capture" else
+                                            f"the capture file cannot be read ({printable(an.path or '?')})"), style="#ffd787")
+        return t
+    packets = len(an.index)
+    total = sum(an.index.origlen)
+    rows: list[tuple[str, int, int]] = [("frame", packets, total)]
+
+    def walk(nodes, depth: int) -> None:
+        for nd in nodes:
+            rows.append(("  " * depth + printable(nd["protocol"]), nd["frames"], nd["bytes"]))
+            walk(nd["children"], depth + 1)
+
+    walk(tree, 1)
+    w = max(len(r[0]) for r in rows) + 2
+
+    def pct(k: int, of: int) -> str:
+        return f"{100 * k / of:.1f}" if of else "–"
+
+    t.append(f"{'Protocol':<{w}}{'Percent Packets':>16}{'Packets':>12}{'Percent Bytes':>16}{'Bytes':>16}\n", style="bold")
+    for name, k, b in rows:
+        t.append(f"{name:<{w}}{pct(k, packets):>16}{k:>12,}{pct(b, total):>16}{b:>16,}\n")
+    t.append("a packet counts once in each layer of its path (frame.protocols); the rows under a layer need not add\n"
+             "up to it (TCP ACKs, segments of a PDU reassembled in another packet); below the first application layer\n"
+             "tshark's tree repeats a layer per PDU and names items wirefall does not decode (its body types, data)",
+             style="#a0a0a0")
+    return t
 
 
 def _safe(pred, obj) -> bool:

@@ -64,16 +64,21 @@ def fmt_dbytes(v) -> str:
     return NONE if v is None else f"{v:+,}"
 
 
-def page_rows(res: dict) -> list[tuple[str, str, str, str, str]]:
-    """The page table: (label, A, B, B − A, speedup) per ``PAGE_ROWS`` entry, each cell the CLI's
-    (``analyzer.compare.page_cells``: "≥ 0.098" for an incomplete side's lower bound, "withheld: B
-    incomplete" where the difference and saving are withheld)."""
-    from wirefall.analyzer.compare import PAGE_ROWS, page_cells
+def page_rows(res: dict) -> list[tuple[str, str, str, str, str, str]]:
+    """The page table: (key, label, A, B, B − A, speedup) per ``PAGE_ROWS`` entry, each cell the
+    CLI's (``analyzer.compare.page_cells``: "≥ 0.098" for an incomplete side's lower bound,
+    "withheld: B incomplete" where the difference and saving are withheld).  The rows the CLI
+    and the web page leave out when neither side has a value (``OPTIONAL_ROWS``: the browser's
+    page events, a HAR page's own figures) are left out here too: a row of "–" said nothing."""
+    from wirefall.analyzer.compare import OPTIONAL_ROWS, PAGE_ROWS, page_cells
 
     out = []
     for key, label in PAGE_ROWS:
+        p = res["page"].get(key) or {"a": None, "b": None}
+        if key in OPTIONAL_ROWS and p["a"] is None and p["b"] is None:
+            continue
         a, b, d, sp = page_cells(res, key)
-        out.append((label, a, b, d, sp))
+        out.append((key, label, a, b, d, sp))
     return out
 
 
@@ -496,7 +501,8 @@ class CompareScreen(Screen):
         Binding("1", "show('cmp-table-tab')", "Table"),
         Binding("2", "show('cmp-wf-tab')", "Waterfalls"),
         # the main view's keys have no meaning here (they would act on the screen below)
-        Binding("F,f,ctrl+f,slash,n,N,d,b,x,C,3,4", "nothing", show=False),
+        # (5 and L too: L opened the colour key over this view, which has no packet list to colour)
+        Binding("F,f,ctrl+f,slash,n,N,d,b,x,C,3,4,5,L", "nothing", show=False),
     ]
 
     def __init__(self, path_a: str, keylogs_a: list[str] | None, path_b: str, keylogs_b: list[str] | None,
@@ -644,8 +650,8 @@ class CompareScreen(Screen):
         dt.add_column("", key="label")
         for k in ("A", "B", "B − A", "(A − B) / A"):
             dt.add_column(Text(k, justify="right"), key=k)
-        for key_label, row in zip(res["page"], page_rows(res)):
-            dt.add_row(Text(printable(row[0])), *(Text(printable(v), justify="right") for v in row[1:]), key=key_label)
+        for key, label, *cells in page_rows(res):
+            dt.add_row(Text(printable(label)), *(Text(printable(v), justify="right") for v in cells), key=key)
         wh = self.query_one("#cmp-withheld", Static)
         wh.update(withheld_text(res))
         wh.set_class(not res.get("withheld") and res.get("comparable", True), "-none")
