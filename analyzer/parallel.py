@@ -1032,11 +1032,12 @@ def _merge(an: Analysis, shard: Shard, parts: list[dict]) -> None:
 # ------------------------------------------------------------------ the output, in parallel
 
 _CHUNK = 1024  # exchanges per chunk of ``requests_json``'s output (~2 MB of JSON)
-# the forked child's share of the chunks (three of every five, the first among them): it
-# encodes from the fork on, while the parent computes the page first; measured balanced on
-# h2-small and h2-requests (60 k requests: the parent's page_of 0.06 and 0.07 s of CPU, then its
-# JSON 0.11 and 0.12 s; the child's JSON 0.20 and 0.21 s, copy-on-write of the model included)
-_CHILD_SHARE = 3 / 5
+# the forked child's share of the chunks (the first among them): it encodes from the fork on,
+# while the parent computes the page first; measured balanced on h2-small and h2-requests
+# (session 32, CPU, least of 3: at 3/5 the child's JSON less the parent's page_of was 0.18 and
+# 0.20 s against the parent's 0.15 and 0.16; at 0.55 0.15/0.17 against 0.16/0.16 — the JSON's
+# critical path 0.03 s shorter; at 0.5 the parent's 0.17/0.18 was the longer again)
+_CHILD_SHARE = 0.55
 
 
 class _NoBackground:
