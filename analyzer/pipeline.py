@@ -67,7 +67,30 @@ def analyze(*args, workers: int | str | None = None, **kw) -> Analysis:
         from .authority import fill  # hosts of requests that do not name theirs (SNI, DNS), on the whole model
 
         fill(an)
+        _undecrypted_errors(an)
         return an
+
+
+def _undecrypted_errors(an: Analysis) -> None:
+    """An exchange whose response a TLS record that did not decrypt cut off says so in its
+    ``error`` (``completeness.undecrypted_error``: "no response decrypted: a TLS record did not
+    decrypt (…)"), not "no response in the capture": its bytes may be there, encrypted (the
+    JSON's ``error``, the HAR's ``_error``).  Only where such a record was met (a damaged capture,
+    a wrong key): the check costs a look at each connection."""
+    from .model import ReasonKind
+
+    failed = {c.id: c for c in an.connections
+              if c.quic is None and c.tls is not None and getattr(c.tls.reason, "kind", None) is ReasonKind.DECRYPTION_FAILED}
+    if not failed:
+        return
+    from .completeness import undecrypted_error
+
+    for e in an.exchanges:
+        c = failed.get(e.connection)
+        if c is not None:
+            why = undecrypted_error(c, e)
+            if why is not None:
+                e.error = why
 
 
 def _capture_magic(path: str) -> bool:
