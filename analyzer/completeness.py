@@ -841,6 +841,11 @@ def _log_words(f: dict) -> str:
         if f["whose"] == "page" and sites:
             s += f" (the page's site{'s' if len(sites) > 1 else ''} {', '.join(sites[:4])})"
     n = f.get("requests") or 0
+    if not n and f.get("session_key") and f["whose"] in ("page", "background"):  # (whose by the session's own key)
+        s += f", opened under the key {f['session_key']}"
+        if f["whose"] == "page":
+            return s + f" (the page's site {', '.join(sites[:4])}), no request on it in the log: a preconnect of the page"
+        return s + f", no request on it in the log: {f.get('reason')}"
     if f["whose"] == "page":
         return s + f", {f.get('page_requests') or 0} of the page's requests on it in the log"
     if f["whose"] == "background":

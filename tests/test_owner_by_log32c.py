@@ -177,3 +177,24 @@ def test_a_session_whose_requests_the_log_sets_apart_is_background(tmp_path):
     assert c.id in comp.background_connections and c.id not in comp.owner_unknown_connections
     head = C.headline(an)
     assert "background traffic (not the page's): 1 QUIC connection joined mid-way (began before the capture, no request on it)" in head
+
+
+@pytest.mark.slow
+def test_cut_560_a_preconnect_the_log_opened_under_the_pages_key_is_the_page(tmp_path):
+    """Cut at packet 560, the page's preconnect (NetLog QUIC session 265) carried no request of the
+    log: its session's own key — the QUIC_SESSION begin event's network_anonymization_key,
+    "https://amazon.com same_site" — has the page's site: the page's (it stayed "unknown" when only
+    requests' keys were read)."""
+    t = _truth()
+    s = t["sessions"][265]
+    assert s["begun"] and not s["requests"] and s["key"].split()[0] in t["sites"]
+    an = _cut(tmp_path, shared("pageload-amazon") / "amazon1_netlog.json.gz", cut="560-999999")
+    c = _wire(an, s["self"])
+    i = _issue(C.compute(an), c.id)
+    assert i.kind == "joined_midway" and i.whose == "page" and not i.background, i
+    assert i.log["source_id"] == 265 and i.log["session_key"] == s["key"] and i.log["requests"] == 0
+    assert f"opened under the key {s['key']}" in i.tie and "a preconnect of the page" in i.tie
+    # without the log: unknown, as the capture alone cannot say
+    (tmp_path / "bare").mkdir()
+    j = _issue(C.compute(_cut(tmp_path / "bare", None, cut="560-999999")), c.id)
+    assert j.whose == "unknown"

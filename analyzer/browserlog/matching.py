@@ -56,6 +56,7 @@ from ..model import Analysis, Connection, Exchange, no_network_connections, not_
 from .build import exchange, no_network_connection, not_sent_fields, record, span, wire_lengths
 from .build import summary as summary_of
 from .records import BrowserLog, LogConnection, LogRequest, not_sent
+from .netlog import isolation_sites
 
 TOLERANCE = 10.0  # seconds between a log request and a wire exchange on unmatched connections
 UNKNOWN = "<unknown>"
@@ -723,7 +724,8 @@ def matched_connections(log: BrowserLog, cmap: dict[str, list[int]], sent: list[
         if r.connection is not None and r.connection in cmap:
             by_conn.setdefault(r.connection, []).append(r)
     # (the log's requests walked again only where a site can matter: a HAR's thousands are not)
-    keyed = any(r.top_frame_site is not None for reqs in by_conn.values() for r in reqs)
+    keyed = (any(r.top_frame_site is not None for reqs in by_conn.values() for r in reqs)
+             or any(lc.isolation_key for k, lc in log.connections.items() if k in cmap))
     sites = _page_sites(log) if keyed else []
     out = []
     for key, lc in log.connections.items():
@@ -735,13 +737,24 @@ def matched_connections(log: BrowserLog, cmap: dict[str, list[int]], sent: list[
                                                              or (log.kind == "har" and r.page is not None))]
         bg = [r for r in reqs if r.background is not None]
         whose = "page" if page else "background" if reqs and len(bg) == len(reqs) else None
+        # a session that carried no request of the log: the key it was opened under (a NetLog QUIC
+        # session's network anonymization key, its top-frame site) says whose it is — a page's
+        # preconnect (amazon's session 265, "https://amazon.com same_site"), or another site's
+        session_site = isolation_sites(lc.isolation_key)[0] if lc.isolation_key else None
+        reason = bg[0].background if whose == "background" else None
+        if whose is None and not reqs and session_site is not None and sites:
+            whose = "page" if session_site in sites else "background"
+            if whose == "background":
+                reason = (f"another site's connection (NetLog: its session's key \"{lc.isolation_key[:200]}\", top-frame site "
+                          f"{session_site}; the page's site{'s' if len(sites) > 1 else ''} {', '.join(sites[:4])})")
         out.append({
             "log_connection": key, "source_id": _source_id(key) if log.kind == "netlog" else None, "wire": list(wire),
             "group": lc.group, "requests": len(reqs), "request_ids": [r.id for r in reqs[:MAX_LISTED]],
             "page_requests": len(page), "background_requests": len(bg),
             "isolation_keys": list(dict.fromkeys(r.isolation_key for r in reqs if r.isolation_key is not None))[:MAX_KEYS],
             "top_frame_sites": list(dict.fromkeys(r.top_frame_site for r in reqs if r.top_frame_site is not None))[:MAX_KEYS],
-            "page_sites": sites[:MAX_KEYS], "whose": whose, "reason": bg[0].background if whose == "background" else None,
+            "page_sites": sites[:MAX_KEYS], "whose": whose, "reason": reason,
+            "session_key": lc.isolation_key, "session_site": session_site,
         })
     return out
 

@@ -552,6 +552,7 @@ def _quic_session(st: _Fill, sid: int, etype: str, phase: str, t: float, p: dict
         c.connect_start = t
         c.host = text(p.get("host"), 300)
         c.dcid = text(p.get("connection_id"), 80)
+        c.isolation_key = text(p.get("network_anonymization_key") or p.get("network_isolation_key"), 1024)
     elif etype == "QUIC_SESSION_PACKET_RECEIVED" and c.client is None:
         c.client = split_host_port(p.get("self_address"))
         c.server = split_host_port(p.get("peer_address"))

@@ -50,6 +50,9 @@ class LogConnection:
     # else times it — a session that began before the log and carried no request of it
     first_seen: float | None = None
     last_seen: float | None = None
+    # the key the browser opened it under (a NetLog QUIC session's ``network_anonymization_key``,
+    # "https://amazon.com same_site"): whose it is where it carried no request of the log
+    isolation_key: str | None = None
 
 
 @dataclass(slots=True)
