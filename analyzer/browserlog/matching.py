@@ -740,12 +740,13 @@ def matched_connections(log: BrowserLog, cmap: dict[str, list[int]], sent: list[
         # a session that carried no request of the log: the key it was opened under (a NetLog QUIC
         # session's network anonymization key, its top-frame site) says whose it is — a page's
         # preconnect (amazon's session 265, "https://amazon.com same_site"), or another site's
-        session_site = isolation_sites(lc.isolation_key)[0] if lc.isolation_key else None
+        skey = lc.isolation_key or ""
+        session_site = isolation_sites(skey)[0] if skey else None
         reason = bg[0].background if whose == "background" else None
         if whose is None and not reqs and session_site is not None and sites:
             whose = "page" if session_site in sites else "background"
             if whose == "background":
-                reason = (f"another site's connection (NetLog: its session's key \"{lc.isolation_key[:200]}\", top-frame site "
+                reason = (f"another site's connection (NetLog: its session's key \"{skey[:200]}\", top-frame site "
                           f"{session_site}; the page's site{'s' if len(sites) > 1 else ''} {', '.join(sites[:4])})")
         out.append({
             "log_connection": key, "source_id": _source_id(key) if log.kind == "netlog" else None, "wire": list(wire),
