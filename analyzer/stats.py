@@ -1458,18 +1458,24 @@ def _varint(data: bytes, q: int) -> tuple[int, int]:
     return int.from_bytes(data[q : q + n], "big") & ((1 << (8 * n - 2)) - 1), q + n
 
 
+def phs_rows(tree: list[dict[str, Any]] | None) -> list[tuple[int, dict[str, Any]]]:
+    """``protocol_hierarchy``'s nodes in tree order, each with its depth (0: a top node): what
+    the text, the TUI and the web page list, one row a node."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    stack = [(0, nd) for nd in reversed(tree or [])]
+    while stack:
+        depth, nd = stack.pop()
+        out.append((depth, nd))
+        stack.extend((depth + 1, ch) for ch in reversed(nd["children"]))
+    return out
+
+
 def render_phs(tree: list[dict[str, Any]] | None, filt: str = "") -> str:
     """The tree as ``tshark -q -z io,phs`` prints it (two spaces per level, the name in 40
     columns)."""
     lines = ["", PHS_RULE, "Protocol Hierarchy Statistics", f"Filter: {filt}", ""]
     if tree is None:
         lines.append("(no packets to count: the input is a browser log, or its capture file cannot be read)")
-
-    def walk(nodes: list[dict[str, Any]], depth: int) -> None:
-        for nd in nodes:
-            lines.append(f"{'  ' * depth + nd['protocol']:<40} frames:{nd['frames']} bytes:{nd['bytes']}")
-            walk(nd["children"], depth + 1)
-
-    walk(tree or [], 0)
+    lines += [f"{'  ' * depth + nd['protocol']:<40} frames:{nd['frames']} bytes:{nd['bytes']}" for depth, nd in phs_rows(tree)]
     lines.append(PHS_RULE)
     return "\n".join(lines)

@@ -1705,14 +1705,10 @@ def phs_text(an, tree, err: str | None) -> Text:
         return t
     packets = len(an.index)
     total = sum(an.index.origlen)
-    rows: list[tuple[str, int, int]] = [("frame", packets, total)]
+    from wirefall.analyzer.stats import phs_rows
 
-    def walk(nodes, depth: int) -> None:
-        for nd in nodes:
-            rows.append(("  " * depth + printable(nd["protocol"]), nd["frames"], nd["bytes"]))
-            walk(nd["children"], depth + 1)
-
-    walk(tree, 1)
+    rows = [("frame", packets, total)] + [("  " * (depth + 1) + printable(nd["protocol"]), nd["frames"], nd["bytes"])
+                                          for depth, nd in phs_rows(tree)]
     w = max(len(r[0]) for r in rows) + 2
 
     def pct(k: int, of: int) -> str:

@@ -823,19 +823,16 @@ def phs_table(res: dict[str, Any]):
     indented by its depth (``data-depth``), packets and bytes with their share of the capture's."""
     total_f, total_b = res["packets"], res["bytes"]
     num = {"textAlign": "right"}
-    rows: list = []
+    from wirefall.analyzer.stats import phs_rows
 
-    def walk(nodes, depth: int) -> None:
-        depth_attr: dict[str, Any] = {"data-depth": str(depth)}  # (a data-* attribute: what a test reads the tree from)
-        for nd in nodes:
-            rows.append(html.Tr([
-                html.Td(printable(nd["protocol"]), className="proto", style={"paddingLeft": f"{6 + 18 * depth}px"}, **depth_attr),
-                _pct_cell(nd["frames"], total_f), html.Td(f"{nd['frames']:,}", className="num", style=num),
-                _pct_cell(nd["bytes"], total_b), html.Td(f"{nd['bytes']:,}", className="num", style=num),
-            ]))
-            walk(nd["children"], depth + 1)
+    def depth_attr(depth: int) -> dict[str, Any]:  # (a data-* attribute: what a test reads the tree from)
+        return {"data-depth": str(depth)}
 
-    walk(res["tree"], 0)
+    rows = [html.Tr([
+        html.Td(printable(nd["protocol"]), className="proto", style={"paddingLeft": f"{6 + 18 * depth}px"}, **depth_attr(depth)),
+        _pct_cell(nd["frames"], total_f), html.Td(f"{nd['frames']:,}", className="num", style=num),
+        _pct_cell(nd["bytes"], total_b), html.Td(f"{nd['bytes']:,}", className="num", style=num),
+    ]) for depth, nd in phs_rows(res["tree"])]
     head = html.Thead(html.Tr([html.Th(h, style=None if i == 0 else num) for i, h in enumerate(PHS_HEAD)]))
     return html.Table([head, html.Tbody(rows)], className="grid", id="phs-table")
 
