@@ -518,7 +518,7 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
     (phases, colours, markers) if the caller has it, else ``waterfall``'s, else a waterfall is
     built (``analyzer.waterfall.build``: pass one when asking for many).  ``bodies``: read
     the request and response bodies again from the capture (``analyzer.body``)."""
-    from .completeness import undecrypted_error, unknown_fields
+    from .completeness import unknown_fields
 
     if row is None:
         if waterfall is None:
@@ -534,8 +534,8 @@ def request_detail(an: Analysis, e: Exchange, row: Row | None = None, waterfall:
     return RequestDetail(
         exchange=e.id, connection=e.connection, protocol=e.protocol, method=e.method, url=e.url or e.path,
         status=e.status, stream_id=e.stream_id, pushed=e.pushed, push_parent=e.push_parent,
-        # (a response lost to a record that did not decrypt is not "no response in the capture": its bytes may be there)
-        priority=dict(e.priority) if e.priority else None, reset=e.reset, error=undecrypted_error(c, e) or e.error,
+        # (a response lost to a record that did not decrypt says so in e.error: pipeline._undecrypted_errors)
+        priority=dict(e.priority) if e.priority else None, reset=e.reset, error=e.error,
         conn=_connection_facts(an, c) if c is not None else None, t0=an.start_time, t0_is_first_packet=an.packets > 0,
         moments=_moments(e), phases=_phases(an, e, c, row, waterfall) if row is not None else [],
         start=row.start if row is not None else None, end=row.end if row is not None else None,
