@@ -50,6 +50,38 @@ def new_page(browser, *, width: int = 1500, height: int = 1000, timeout: float =
     return page
 
 
+# AG Grid's warnings and errors with the stack that logged them.  ag-grid-react sets a row up
+# (RowCtrl.setComp -> initialiseRowComp -> updateRowIndexes) in React's commit, a task after the
+# render that made it; a row whose node the grid dropped in between (the infinite cache purged
+# by a new filter while React was still drawing the list before) has no row index, and AG Grid
+# logs its error #13 and leaves that row, which is being removed, undrawn.  That is AG Grid's
+# own race, not the app's use of the grid: it came in CI on a loaded host (session 32's
+# submission) and comes at will with the page's CPU slowed 4x (CDP Emulation.setCPUThrottlingRate),
+# with only React's scheduler and AG Grid in the stack.  ``grid_warnings`` leaves that one out;
+# every other AG Grid message, error #13 from any other caller included, is kept.
+_GRID_STACKS_JS = """(() => { for (const k of ['error', 'warn']) { const o = console[k];
+    console[k] = function (...a) {
+        if (String(a[0]).indexOf('AG Grid') >= 0) {
+            const l = Error.stackTraceLimit; Error.stackTraceLimit = 40;
+            try { a = [String(a[0]) + '\\n' + new Error().stack]; } finally { Error.stackTraceLimit = l; }
+        }
+        return o.apply(this, a); }; } })();"""
+
+
+def _react_row_race(text: str) -> bool:
+    return "error #13" in text and ".initialiseRowComp" in text and ".setComp" in text
+
+
+def grid_warnings(pg) -> list[str]:
+    """The AG Grid warnings and errors the page logs from now on (each with its stack), less
+    AG Grid's race of a React row set up after its node left (above); call before ``goto``."""
+    pg.add_init_script(_GRID_STACKS_JS)
+    seen: list[str] = []
+    pg.on("console", lambda m: seen.append(m.text)
+          if m.type in ("warning", "error") and "AG Grid" in m.text and not _react_row_race(m.text) else None)
+    return seen
+
+
 def browser_fixture(scope: str = "module"):
     """The ``browser`` fixture: one headless Chromium per ``scope`` (per test module by default)."""
     @pytest.fixture(scope=scope)
