@@ -2084,7 +2084,9 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                     if (api.isDestroyed && api.isDestroyed()) { return; }
                     if (api.getDisplayedRowCount() > pos.index || ++tries > 600) {
                         api.ensureIndexVisible(pos.index, 'middle');
-                        if (select) { tries = 0; pick(); }
+                        // (a reloaded address's pkt: on a busy page the detail's key can still be the one before
+                    // the address was read when this runs — CI, session 33: nothing was selected)
+                    if (select || new URLSearchParams(window.location.search).get('pkt') === String(pos.n)) { tries = 0; pick(); }
                     }
                     else { setTimeout(go, 50); }
                 })();
