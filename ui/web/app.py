@@ -2078,15 +2078,21 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                     window.wirefallKeepInView(api);
                     return;
                 }
+                // Whether the row is to be selected: its packet is the detail's (the key given with the
+                // position), or becomes it — the address's pkt, which the page writes from that key.  On a
+                // busy page this callback can run before the key's own callback has taken the go-to or the
+                // reloaded address (CI, session 33: the detail showed the packet, nothing was selected);
+                // the address is then awaited for WANT_MS, and a row selected meanwhile (another pkt) wins.
+                var waited = 0, WANT_MS = 5000;
+                function wanted() { return select || new URLSearchParams(window.location.search).get('pkt') === String(pos.n); }
                 // a grid just shown knows one row until its first block arrives: scroll once it knows the row
                 var tries = 0;
                 (function go() {
                     if (api.isDestroyed && api.isDestroyed()) { return; }
                     if (api.getDisplayedRowCount() > pos.index || ++tries > 600) {
                         api.ensureIndexVisible(pos.index, 'middle');
-                        // (a reloaded address's pkt: on a busy page the detail's key can still be the one before
-                    // the address was read when this runs — CI, session 33: nothing was selected)
-                    if (select || new URLSearchParams(window.location.search).get('pkt') === String(pos.n)) { tries = 0; pick(); }
+                        tries = 0;
+                        pick();
                     }
                     else { setTimeout(go, 50); }
                 })();
@@ -2095,6 +2101,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                     var node = api.getDisplayedRowAtIndex(pos.index);
                     if (!node || !node.data) { if (++tries < 1200) { setTimeout(pick, 25); } return; }
                     if (node.data.no !== pos.n) { return; }
+                    if (!wanted()) { if ((waited += 25) < WANT_MS) { setTimeout(pick, 25); } return; }
                     node.setSelected(true, true);
                     window.wirefallFocusRow(api, pos.index, pos.n);
                 }
