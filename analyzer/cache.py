@@ -92,14 +92,17 @@ def file_digest(path: str) -> str:
     """SHA-256 of the file's content.  Hashing a 1.7 GB capture takes ~1.5 s, so the digest
     of a file is remembered in the cache folder by its device, inode, size, mtime and ctime
     (ctime changes with any write and cannot be set back): an unchanged file is not read
-    again, a changed one always is."""
+    again, a changed one always is.  The folder is made here for a file worth remembering: a
+    first ``--cache`` run on a machine without the folder stored its entry but not the
+    digest, and the next launch hashed the file again (the TUI's first reopen of a 1.7 GB
+    capture: 1.73 s to its first row instead of 0.58 s)."""
     st = os.stat(path)
     ident = f"{st.st_dev}:{st.st_ino}"
     stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
     memo_path = None
     memo: dict = {}
     try:
-        d = cache_dir(create=False)
+        d = cache_dir(create=st.st_size >= _CHUNK)
         if d.is_dir() and _trusted(d):
             memo_path = d / DIGEST_MEMO
             if memo_path.exists():
