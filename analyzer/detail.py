@@ -854,17 +854,14 @@ def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
         _transport_and_frames(out, analysis, source, number, data, lt)
     except Exception as e:  # bad input never raises: show what broke instead
         out.append(Node(f"[Malformed packet: {e.__class__.__name__}: {e}]"))
-    protos = []
-    for n in out[1:]:
-        word = n.label.split(",")[0].split(":")[0].split(" [")[0].split(" (")[0]
-        protos.append(_SHORT.get(word, word.lower()))
-    fr_node.add(f"[Protocols in frame: {':'.join(protos)}]")
+    # (the display filter's frame.protocols, tshark's words: the tree's labels are not its names)
+    try:
+        protos = _tcp_fields(analysis, source, number, ("frame.protocols",))["frame.protocols"]
+    except Exception:  # noqa: BLE001 - bad input never raises (above): the line is left out
+        protos = []
+    if protos:
+        fr_node.add(f"[Protocols in frame: {protos[0]}]", abbrev="frame.protocols", value=protos[0])
     return out
-
-
-_SHORT = {"Ethernet II": "eth", "Linux cooked capture v1": "sll", "Linux cooked capture v2": "sll", "Null/Loopback": "null",
-          "Internet Protocol Version 4": "ip", "Internet Protocol Version 6": "ipv6", "Transmission Control Protocol": "tcp",
-          "User Datagram Protocol": "udp"}
 
 
 def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: int, data: bytes, lt: int) -> None:
@@ -936,13 +933,18 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                 qhit = qdec.get((f.get("packet_type"), f.get("packet_number")))
                 if qhit is not None:  # the QUIC packet's own bytes in the datagram
                     rng = (payload_off + qhit[1].offset, payload_off + qhit[1].offset + qhit[1].length)
+        hk = hooks(fr.protocol)
+        if proto == 17 and payload_off >= 0 and hk.datagram_node is not None and fr.packet == number:
+            # a message that is the datagram (DNS): its own node, from the datagram's bytes
+            out.append(hk.datagram_node(Node("", [], -1, -1), fr, data[payload_off:end], payload_off,
+                                        lambda names: _tcp_fields(analysis, source, number, names)))
+            continue
         pname = frame_proto_name(analysis, fr)
         g = groups.get(pname)
         if g is None:
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
         fn = _frame_node(analysis, fr, rng)
-        hk = hooks(fr.protocol)
         if dec_recs and fr.packet == number:
             _place_in_decrypted(analysis, fr, fn, dec_recs)
         elif hk.header_ranges is not None and rng[0] >= 0 and fr.packet == number and conn_is_clear(analysis, fr):

@@ -121,6 +121,12 @@ class DnsMessage:
 
 def _name(buf: bytes, pos: int) -> tuple[str, int]:
     """Decode a (possibly compressed) name at pos; return (name, position after it)."""
+    name, end, _ = _name_labels(buf, pos)
+    return name, end
+
+
+def _name_labels(buf: bytes, pos: int) -> tuple[str, int, int]:
+    """``_name`` and the name's label count."""
     labels: list[str] = []
     end = -1
     hops = 0
@@ -152,7 +158,7 @@ def _name(buf: bytes, pos: int) -> tuple[str, int]:
             raise DnsError("name longer than 255 bytes")
         labels.append(buf[pos : pos + ln].decode("ascii", "replace"))
         pos += ln
-    return ".".join(labels), (end if end >= 0 else pos)
+    return ".".join(labels), (end if end >= 0 else pos), len(labels)
 
 
 def parse(data: bytes | bytearray | memoryview) -> DnsMessage:
@@ -206,28 +212,141 @@ def classes(data: bytes | bytearray | memoryview) -> tuple[list[int], list[int]]
     """The class of each question, and of each resource record of every section (answer,
     authority, additional; not an OPT record, whose class field is a payload size), as far as
     the message reads (``parse`` keeps neither)."""
+    lay = layout(data)
+    return [q.cls for q in lay.questions], [r.cls for r in lay.records if r.type != RRType.OPT]
+
+
+# Where each part of a message lies, for the detail tree (Wireshark's, with byte ranges) and
+# the display-filter fields of every section (``parse`` keeps the answers only, as values).
+@dataclass(init=False, slots=True, repr=False)
+class DnsName:
+    """A name in a message: its text ("" for the root), label count, and the bytes it takes
+    where it stands (``start`` to ``end``: a compression pointer's two, not what they point to)."""
+
+    __repr__ = dataclass_repr
+
+    text: str
+    labels: int
+    start: int
+    end: int
+
+    def __init__(self, text: str, labels: int, start: int, end: int) -> None:
+        self.text = text
+        self.labels = labels
+        self.start = start
+        self.end = end
+
+
+@dataclass(init=False, slots=True, repr=False)
+class DnsQuestion:
+    """A question: its name, type and class (``start`` to ``end``: the whole entry)."""
+
+    __repr__ = dataclass_repr
+
+    name: DnsName
+    type: int
+    cls: int
+    start: int
+    end: int
+
+    def __init__(self, name: DnsName, type: int, cls: int, start: int, end: int) -> None:
+        self.name = name
+        self.type = type
+        self.cls = cls
+        self.start = start
+        self.end = end
+
+
+@dataclass(init=False, slots=True, repr=False)
+class DnsRecord:
+    """A resource record: its section (0 answer, 1 authority, 2 additional), owner name,
+    type, class (an OPT record's: the UDP payload size), ttl (an OPT record's: extended rcode,
+    version and flags), data (``rdata`` to ``end``), and where it starts."""
+
+    __repr__ = dataclass_repr
+
+    section: int
+    name: DnsName
+    type: int
+    cls: int
+    ttl: int
+    rdata: int
+    end: int
+    start: int
+
+    def __init__(self, section: int, name: DnsName, type: int, cls: int, ttl: int, rdata: int, end: int, start: int) -> None:
+        self.section = section
+        self.name = name
+        self.type = type
+        self.cls = cls
+        self.ttl = ttl
+        self.rdata = rdata
+        self.end = end
+        self.start = start
+
+
+@dataclass(init=False, slots=True, repr=False)
+class DnsLayout:
+    """A message's header (``counts``: questions, answer, authority and additional records, as
+    the header says) and every question and record that reads whole, in order; ``error``
+    (with ``error_at``, the offset it was found at) where the message stops reading (at most
+    ``MAX_RECORDS`` records a section are read)."""
+
+    __repr__ = dataclass_repr
+
+    id: int
+    flags: int
+    counts: tuple[int, int, int, int]
+    questions: list[DnsQuestion]
+    records: list[DnsRecord]
+    error: str | None
+    error_at: int
+
+    def __init__(self, id: int = 0, flags: int = 0, counts: tuple[int, int, int, int] = (0, 0, 0, 0),
+                 questions: list[DnsQuestion] = FACTORY, records: list[DnsRecord] = FACTORY, error: str | None = None,
+                 error_at: int = -1) -> None:
+        self.id = id
+        self.flags = flags
+        self.counts = counts
+        self.questions = [] if questions is FACTORY else questions
+        self.records = [] if records is FACTORY else records
+        self.error = error
+        self.error_at = error_at
+
+
+def layout(data: bytes | bytearray | memoryview) -> DnsLayout:
+    """Every part of one DNS message with its offsets (``DnsLayout``).  Never raises: a part
+    that does not read stops the walk with ``error`` set."""
     buf = bytes(data)
-    qc: list[int] = []
-    rc: list[int] = []
+    lay = DnsLayout()
     if len(buf) < 12:
-        return qc, rc
-    _ident, _flags, qd, an, ns, ar = _HDR.unpack_from(buf, 0)
+        lay.error, lay.error_at = "message shorter than the 12-byte header", 0
+        return lay
+    ident, flags, qd, an, ns, ar = _HDR.unpack_from(buf, 0)
+    lay.id, lay.flags, lay.counts = ident, flags, (qd, an, ns, ar)
     pos = 12
     try:
         for _ in range(min(qd, MAX_RECORDS)):
-            pos = _name(buf, pos)[1]
+            start = pos
+            text, pos, k = _name_labels(buf, pos)
             if pos + 4 > len(buf):
-                break
-            qc.append(_Q.unpack_from(buf, pos)[1])
+                raise DnsError("truncated question")
+            qtype, qclass = _Q.unpack_from(buf, pos)
             pos += 4
-        for _ in range(min(an + ns + ar, MAX_RECORDS)):
-            pos = _name(buf, pos)[1]
-            if pos + 10 > len(buf):
-                break
-            rtype, rclass, _ttl, rdlen = _RR.unpack_from(buf, pos)
-            if rtype != RRType.OPT:
-                rc.append(rclass)
-            pos += 10 + rdlen
-    except DnsError:
-        pass
-    return qc, rc
+            lay.questions.append(DnsQuestion(DnsName(text, k, start, pos - 4), qtype, qclass, start, pos))
+        for section, count in enumerate((an, ns, ar)):
+            for _ in range(min(count, MAX_RECORDS)):
+                start = pos
+                text, pos, k = _name_labels(buf, pos)
+                if pos + 10 > len(buf):
+                    raise DnsError("truncated resource record")
+                rtype, rclass, ttl, rdlen = _RR.unpack_from(buf, pos)
+                name = DnsName(text, k, start, pos)
+                pos += 10
+                if pos + rdlen > len(buf):
+                    raise DnsError("record data runs past the end of the message")
+                lay.records.append(DnsRecord(section, name, rtype, rclass, ttl, pos, pos + rdlen, start))
+                pos += rdlen
+    except DnsError as e:
+        lay.error, lay.error_at = str(e), pos
+    return lay

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ipaddress
+from bisect import bisect_right
 
-from wirefall.dissectors.dns import RCODE_NAMES, TYPE_NAMES, classes
+from wirefall.dissectors.dns import RCODE_NAMES, TYPE_NAMES, RRType, classes, layout
 
 from ._util import frame_field as F, frames_present
+from .frame import _us
 from .types import BOOL, FLOAT, IPV4, IPV6, STRING, UINT, Field, Protocol
 
 TYPE_CODES = {v: k for k, v in TYPE_NAMES.items()}
@@ -59,6 +61,31 @@ def _queries(ctx) -> dict:
     return q
 
 
+def _responses(ctx) -> dict:
+    """(connection, transaction id) -> the packets of its responses, in order."""
+    r = ctx.cache.get("dns_responses")
+    if r is None:
+        r = {}
+        for fr in ctx.frames:
+            if fr.protocol == "dns" and fr.type == "RESPONSE":
+                r.setdefault((fr.connection, _fl(fr).get("id")), []).append(fr.packet)
+        ctx.cache["dns_responses"] = r
+    return r
+
+
+def _response_in(pv) -> list:
+    """On a query: the packet of the first response after it (same flow and transaction id)."""
+    out: list = []
+    for fr in pv.frames:
+        if fr.protocol == "dns" and fr.type != "RESPONSE":
+            got = _responses(pv.ctx).get((fr.connection, _fl(fr).get("id")))
+            if got:
+                i = bisect_right(got, pv.n)
+                if i < len(got):
+                    out.append(got[i])
+    return out
+
+
 def _paired(fn):
     """A field of each response on the packet with the packet of its query (``fn(ctx, n, q)``)."""
     def get(pv) -> list:
@@ -99,24 +126,8 @@ def _records(pv) -> list[tuple[str, int, int]]:
     out: list[tuple[str, int, int]] = []
     L = pv.layers
     if L.udp is not None and any(fr.protocol == "dns" for fr in pv.frames):
-        from wirefall.dissectors.dns import _HDR, _Q, _RR, MAX_RECORDS, DnsError, RRType, _name
-
-        buf = bytes(pv.data[L.udp_off + 8 : L.l4_end])
-        if len(buf) >= 12:
-            _i, _f, qd, an, ns, ar = _HDR.unpack_from(buf, 0)
-            pos = 12
-            try:
-                for _ in range(min(qd, MAX_RECORDS)):
-                    pos = _name(buf, pos)[1] + _Q.size
-                for _ in range(min(an + ns + ar, MAX_RECORDS)):
-                    name, pos = _name(buf, pos)
-                    if pos + 10 > len(buf):
-                        break
-                    rtype, _c, ttl, rdlen = _RR.unpack_from(buf, pos)
-                    out.append((name or "<Root>", rtype, -1 if rtype == RRType.OPT else ttl))
-                    pos += 10 + rdlen
-            except DnsError:
-                pass
+        out = [(r.name.text or "<Root>", r.type, -1 if r.type == RRType.OPT else r.ttl)
+               for r in layout(pv.data[L.udp_off + 8 : L.l4_end]).records]
     cache["dns_rr"] = (pv.n, out)
     return out
 
@@ -157,9 +168,10 @@ PROTOCOL = Protocol("dns", "Domain Name System", frames_present("dns", _is_dns, 
     Field("dns.resp.class", UINT, _classes(1), "class of a resource record (1 IN), in every section", size=2),
     Field("dns.resp.ttl", UINT, **_all_sections(2, _ttl), desc="time to live of a resource record (not an OPT record), seconds, "
           "in every section", note=_FRAMES_ANSWERS, size=4),
-    Field("dns.time", FLOAT, _paired(lambda ctx, n, q: ctx.idx.ts[n - 1] - ctx.idx.ts[q - 1]),
+    Field("dns.time", FLOAT, _paired(lambda ctx, n, q: _us(ctx.idx.ts[n - 1] - ctx.idx.ts[q - 1])),
           "on a response: seconds since its query (same flow and transaction id)"),
     Field("dns.response_to", UINT, _paired(lambda ctx, n, q: q), "on a response: the packet of its query", size=4),
+    Field("dns.response_in", UINT, _response_in, "on a query: the packet of its response (the first after it; tshark -2)", size=4),
     F("dns.count.answers", UINT, _is_dns, lambda fr, ctx: [len(_fl(fr).get("answers") or ())], "answers in the message",
       note="the answers wirefall decoded (at most 512)", size=2),
 ])

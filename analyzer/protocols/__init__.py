@@ -18,6 +18,11 @@ others):
   UDP datagram carrying this protocol.
 - ``frame_node(node, fr) -> Node``: the whole detail-tree node of a frame, Wireshark's fields
   (``type_node(node, fr) -> bool``: only its type line, in the generic node).
+- ``datagram_node(node, fr, payload, base, fields) -> Node``: the whole detail-tree node of a
+  frame that is a UDP datagram's message, read again from the datagram (``payload``, at
+  ``base`` of the packet's bytes): Wireshark's tree with byte ranges; ``fields(names)`` gives
+  the packet's display-filter values (generated fields: the filter's, so tree and filter agree).
+  It stands alone in the tree (not under a protocol group node), as Wireshark's does.
 - ``header_ranges(node, source, start, end)``: byte ranges of the frame header's fields, the
   frame starting at ``start`` of bytes tab ``source``.
 - ``place_in_stream(fr, node, spans)``: point a frame's node at its bytes inside the decrypted
@@ -45,6 +50,7 @@ class Hooks:
     shown: Callable[..., list[Any]] | None = None
     datagram_info: Callable[..., str | None] | None = None
     frame_node: Callable[..., Any] | None = None
+    datagram_node: Callable[..., Any] | None = None
     type_node: Callable[..., bool] | None = None
     header_ranges: Callable[..., None] | None = None
     place_in_stream: Callable[..., None] | None = None
