@@ -309,14 +309,73 @@ def _mac(b: bytes) -> str:
     return ":".join(f"{x:02x}" for x in b)
 
 
+def bit_text(value: int, mask: int, width: int) -> str:
+    """A bit field as Wireshark draws it: ``.000 0... .... ....`` (``width`` bits, the masked
+    ones as 0/1, dots elsewhere, in groups of four)."""
+    s = "".join(str(value >> b & 1) if mask >> b & 1 else "." for b in range(width - 1, -1, -1))
+    return " ".join(s[i : i + 4] for i in range(0, width, 4))
+
+
+def _bits(parent: Node, value: int, mask: int, width: int, name: str, text: str, start: int, end: int, abbrev: str | None = None) -> Node:
+    """A bit field's line (``.... ..1. = Name: text``) over bytes ``start``-``end``."""
+    v = (value & mask) >> ((mask & -mask).bit_length() - 1)
+    return parent.add(f"{bit_text(value, mask, width)} = {name}: {text}", start, end, abbrev, str(v))
+
+
+def _mac_node(parent: Node, word: str, abbrev: str, data: bytes, at: int) -> None:
+    """An Ethernet address and its LG and IG bits (of the OUI's first byte), as Wireshark's tree."""
+    mac = _mac(data[at : at + 6])
+    a = _leaf(parent, word, mac, at, at + 6, abbrev)
+    _leaf(a, "Address", mac, at, at + 6, "eth.addr")
+    oui = int.from_bytes(data[at : at + 3], "big")
+    _bits(a, oui, 0x020000, 24, "LG bit", "Locally administered address (this is NOT the factory default)" if oui & 0x020000
+          else "Globally unique address (factory default)", at, at + 3, f"{abbrev}.lg")
+    _bits(a, oui, 0x010000, 24, "IG bit", "Group address (multicast/broadcast)" if oui & 0x010000
+          else "Individual address (unicast)", at, at + 3, f"{abbrev}.ig")
+
+
+# Wireshark's DSCP (short and long) and ECN names (packet-ip.c: dscp_short_vals, dscp_vals, ecn_short_vals, ecn_vals)
+_DSCP_SHORT = {0: "CS0", 8: "CS1", 10: "AF11", 12: "AF12", 14: "AF13", 16: "CS2", 18: "AF21", 20: "AF22", 22: "AF23", 24: "CS3",
+               26: "AF31", 28: "AF32", 30: "AF33", 32: "CS4", 34: "AF41", 36: "AF42", 38: "AF43", 40: "CS5", 44: "VA", 46: "EF",
+               48: "CS6", 56: "CS7", 1: "LE"}
+_DSCP_LONG = {0: "Default", 8: "Class Selector 1", 10: "Assured Forwarding 11", 12: "Assured Forwarding 12", 14: "Assured Forwarding 13",
+              16: "Class Selector 2", 18: "Assured Forwarding 21", 20: "Assured Forwarding 22", 22: "Assured Forwarding 23",
+              24: "Class Selector 3", 26: "Assured Forwarding 31", 28: "Assured Forwarding 32", 30: "Assured Forwarding 33",
+              32: "Class Selector 4", 34: "Assured Forwarding 41", 36: "Assured Forwarding 42", 38: "Assured Forwarding 43",
+              40: "Class Selector 5", 44: "Voice Admit", 46: "Expedited Forwarding", 48: "Class Selector 6", 56: "Class Selector 7",
+              1: "Lower Effort"}
+_ECN_SHORT = {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}
+_ECN_LONG = {0: "Not ECN-Capable Transport", 1: "ECN-Capable Transport codepoint '01'", 2: "ECN-Capable Transport codepoint '10'",
+             3: "Congestion Experienced"}
+
+
+def _ds_text(tos: int) -> str:
+    return f"DSCP: {_DSCP_SHORT.get(tos >> 2, 'Unknown')}, ECN: {_ECN_SHORT[tos & 3]}"
+
+
+_HATYPES = {1: "Ethernet", 512: "PPP", 772: "Loopback", 776: "IPv6-in-IPv4", 778: "IP over IP", 65534: "None"}  # (sll.hatype's, arphrd)
+
+
+def _hatype_text(hatype: int) -> str:
+    return f"{_HATYPES[hatype]} ({hatype})" if hatype in _HATYPES else str(hatype)
+
+
+def _sll_address(node: Node, data: bytes, at: int, halen: int) -> None:
+    """The cooked header's 8-byte address field: an Ethernet source, then what is unused."""
+    if halen == 6:
+        _leaf(node, "Source", _mac(data[at : at + 6]), at, at + 6, "sll.src.eth")
+    if halen < 8:
+        _leaf(node, "Unused", data[at + halen : at + 8].hex(), at + halen, at + 8, "sll.unused")
+
+
 def _link(node_list: list[Node], linktype: int, data: bytes) -> tuple[int, int | None]:
     """Add the link-layer node; return (offset of the network header, ethertype or None)."""
     n = len(data)
     if linktype == 1 and n >= 14:
         et = struct.unpack_from("!H", data, 12)[0]
         node = Node(f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}", [], 0, 14)
-        _leaf(node, "Destination", _mac(data[0:6]), 0, 6, "eth.dst")
-        _leaf(node, "Source", _mac(data[6:12]), 6, 12, "eth.src")
+        _mac_node(node, "Destination", "eth.dst", data, 0)
+        _mac_node(node, "Source", "eth.src", data, 6)
         off = 14
         while et in (0x8100, 0x88A8, 0x9100) and n >= off + 4:
             tci, et2 = struct.unpack_from("!HH", data, off)
@@ -333,10 +392,9 @@ def _link(node_list: list[Node], linktype: int, data: bytes) -> tuple[int, int |
         et = struct.unpack_from("!H", data, 14)[0]
         node = Node("Linux cooked capture v1", [], 0, 16)
         _leaf(node, "Packet type", str(pkttype), 0, 2, "sll.pkttype", shown=f"{SLL_PKTTYPES.get(pkttype, 'Unknown')} ({pkttype})")
-        _leaf(node, "Link-layer address type", str(hatype), 2, 4, "sll.hatype")
+        _leaf(node, "Link-layer address type", str(hatype), 2, 4, "sll.hatype", shown=_hatype_text(hatype))
         _leaf(node, "Link-layer address length", str(halen), 4, 6, "sll.halen")
-        if halen == 6:
-            _leaf(node, "Source", _mac(data[6:12]), 6, 12, "sll.src.eth")
+        _sll_address(node, data, 6, halen)
         _leaf(node, "Protocol", f"0x{et:04x}", 14, 16, "sll.etype", shown=f"{ETHERTYPES.get(et, 'Unknown')} (0x{et:04x})")
         node_list.append(node)
         return 16, et
@@ -345,23 +403,23 @@ def _link(node_list: list[Node], linktype: int, data: bytes) -> tuple[int, int |
         node = Node("Linux cooked capture v2", [], 0, 20)
         _leaf(node, "Protocol", f"0x{et:04x}", 0, 2, "sll.etype", shown=f"{ETHERTYPES.get(et, 'Unknown')} (0x{et:04x})")
         _leaf(node, "Interface index", str(ifindex), 4, 8, "sll.ifindex")
-        _leaf(node, "Link-layer address type", str(hatype), 8, 10, "sll.hatype")
+        _leaf(node, "Link-layer address type", str(hatype), 8, 10, "sll.hatype", shown=_hatype_text(hatype))
         _leaf(node, "Packet type", str(pkttype), 10, 11, "sll.pkttype", shown=f"{SLL_PKTTYPES.get(pkttype, 'Unknown')} ({pkttype})")
         _leaf(node, "Link-layer address length", str(halen), 11, 12, "sll.halen")
-        if halen == 6:
-            _leaf(node, "Source", _mac(data[12:18]), 12, 18, "sll.src.eth")
+        _sll_address(node, data, 12, halen)
         node_list.append(node)
         return 20, et
     if linktype in (0, 108) and n >= 4:
         fam = int.from_bytes(data[:4], "big" if linktype == 108 else "little")
         if linktype == 0 and fam > 0xFFFF:
             fam = int.from_bytes(data[:4], "big")
-        node = Node(f"Null/Loopback, Family: {'IP' if fam == 2 else 'IPv6' if fam in (10, 24, 28, 30) else fam}", [], 0, 4)
-        _leaf(node, "Family", str(fam), 0, 4, "null.family")
+        word = "IP" if fam == 2 else "IPv6" if fam in (10, 24, 28, 30) else "Unknown"
+        node = Node("Null/Loopback", [], 0, 4)
+        _leaf(node, "Family", str(fam), 0, 4, "null.family", shown=f"{word} ({fam})")
         node_list.append(node)
         return 4, 0x0800 if fam == 2 else 0x86DD if fam in (10, 24, 28, 30) else None
     if linktype in (101, 228, 229, 12, 14) and n:
-        node_list.append(Node(f"Raw packet data ({LINKTYPE_NAMES.get(linktype, linktype)})", [], 0, 0))
+        node_list.append(Node("Raw packet data", [], 0, n))
         v = data[0] >> 4
         return 0, 0x0800 if v == 4 else 0x86DD if v == 6 else None
     node_list.append(Node(f"Unsupported or truncated link layer (link type {linktype}, {n} bytes)", [], 0, n))
@@ -378,19 +436,25 @@ def _ipv4(out: list[Node], data: bytes, L: Layers):
     hl = ip.hl * 4
     src, dst = socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst)
     node = Node(f"Internet Protocol Version 4, Src: {src}, Dst: {dst}", [], off, off + hl)
-    _leaf(node, "Version", "4", off, off + 1, "ip.version")
-    _leaf(node, "Header Length", str(hl), off, off + 1, "ip.hdr_len", shown=f"{hl} bytes ({ip.hl})")
-    _leaf(node, "Differentiated Services Field", f"0x{ip.tos:02x}", off + 1, off + 2, "ip.dsfield")
+    vhl = data[off]
+    _bits(node, vhl, 0xF0, 8, "Version", "4", off, off + 1, "ip.version")
+    _bits(node, vhl, 0x0F, 8, "Header Length", f"{hl} bytes ({ip.hl})", off, off + 1, "ip.hdr_len")
+    ds = _leaf(node, "Differentiated Services Field", f"0x{ip.tos:02x}", off + 1, off + 2, "ip.dsfield", shown=f"0x{ip.tos:02x} ({_ds_text(ip.tos)})")
+    _bits(ds, ip.tos, 0xFC, 8, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(ip.tos >> 2, 'Unknown')} ({ip.tos >> 2})", off + 1, off + 2, "ip.dsfield.dscp")
+    _bits(ds, ip.tos, 0x03, 8, "Explicit Congestion Notification", f"{_ECN_LONG[ip.tos & 3]} ({ip.tos & 3})", off + 1, off + 2, "ip.dsfield.ecn")
     _leaf(node, "Total Length", str(ip.len), off + 2, off + 4, "ip.len")
     _leaf(node, "Identification", f"0x{ip.id:04x}", off + 4, off + 6, "ip.id", shown=f"0x{ip.id:04x} ({ip.id})")
     fo = struct.unpack_from("!H", data, off + 6)[0]
     flags = fo >> 13
     names = ", ".join(n for b, n in ((2, "Don't fragment"), (1, "More fragments")) if flags & b)
-    _leaf(node, "Flags", f"0x{flags:02x}", off + 6, off + 7, "ip.flags", shown=f"0x{flags:x}{', ' + names if names else ''}")
-    _leaf(node, "Fragment Offset", str((fo & 0x1FFF) * 8), off + 6, off + 8, "ip.frag_offset")
+    fl = _bits(node, fo >> 8, 0xE0, 8, "Flags", f"0x{flags:x}{', ' + names if names else ''}", off + 6, off + 7, "ip.flags")
+    for m, word, abbrev in ((0x80, "Reserved bit", "ip.flags.rb"), (0x40, "Don't fragment", "ip.flags.df"), (0x20, "More fragments", "ip.flags.mf")):
+        _bits(fl, fo >> 8, m, 8, word, "Set" if fo >> 8 & m else "Not set", off + 6, off + 7, abbrev)
+    _bits(node, fo, 0x1FFF, 16, "Fragment Offset", str((fo & 0x1FFF) * 8), off + 6, off + 8, "ip.frag_offset")
     _leaf(node, "Time to Live", str(ip.ttl), off + 8, off + 9, "ip.ttl")
     _leaf(node, "Protocol", str(ip.p), off + 9, off + 10, "ip.proto", shown=f"{IP_PROTOS.get(ip.p, 'Unknown')} ({ip.p})")
-    _leaf(node, "Header Checksum", f"0x{ip.sum:04x}", off + 10, off + 12, "ip.checksum")
+    _leaf(node, "Header Checksum", f"0x{ip.sum:04x}", off + 10, off + 12, "ip.checksum", shown=f"0x{ip.sum:04x} [validation disabled]")
+    node.add("[Header checksum status: Unverified]", abbrev="ip.checksum.status", value="2")
     _leaf(node, "Source Address", src, off + 12, off + 16, "ip.src")
     _leaf(node, "Destination Address", dst, off + 16, off + 20, "ip.dst")
     out.append(node)
@@ -407,9 +471,12 @@ def _ipv6(out: list[Node], data: bytes, L: Layers):
     vfc, plen, nxt, hlim = struct.unpack_from("!IHBB", data, off)
     src, dst = socket.inet_ntop(socket.AF_INET6, data[off + 8 : off + 24]), socket.inet_ntop(socket.AF_INET6, data[off + 24 : off + 40])
     node = Node(f"Internet Protocol Version 6, Src: {src}, Dst: {dst}", [], off, off + 40)
-    _leaf(node, "Version", "6", off, off + 1, "ipv6.version")
-    _leaf(node, "Traffic Class", f"0x{(vfc >> 20) & 0xFF:08x}", off, off + 2, "ipv6.tclass", shown=f"0x{(vfc >> 20) & 0xFF:02x}")
-    _leaf(node, "Flow Label", f"0x{vfc & 0xFFFFF:06x}", off + 1, off + 4, "ipv6.flow")
+    tc = (vfc >> 20) & 0xFF
+    _bits(node, data[off], 0xF0, 8, "Version", "6", off, off + 1, "ipv6.version")
+    t = _bits(node, vfc, 0x0FF00000, 32, "Traffic Class", f"0x{tc:02x} ({_ds_text(tc)})", off, off + 4, "ipv6.tclass")
+    _bits(t, vfc, 0x0FC00000, 32, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(tc >> 2, 'Unknown')} ({tc >> 2})", off, off + 4, "ipv6.tclass.dscp")
+    _bits(t, vfc, 0x00300000, 32, "Explicit Congestion Notification", f"{_ECN_LONG[tc & 3]} ({tc & 3})", off, off + 4, "ipv6.tclass.ecn")
+    _bits(node, vfc & 0xFFFFFF, 0xFFFFF, 24, "Flow Label", f"0x{vfc & 0xFFFFF:05x}", off + 1, off + 4, "ipv6.flow")
     _leaf(node, "Payload Length", str(plen), off + 4, off + 6, "ipv6.plen")
     _leaf(node, "Next Header", str(nxt), off + 6, off + 7, "ipv6.nxt", shown=f"{IP_PROTOS.get(nxt, 'Unknown')} ({nxt})")
     _leaf(node, "Hop Limit", str(hlim), off + 7, off + 8, "ipv6.hlim")
@@ -426,7 +493,89 @@ def _ipv6(out: list[Node], data: bytes, L: Layers):
     return L.proto, L.transport, L.end, src, dst, bool(L.frag)
 
 
-_TCP_FLAG_BITS = ((0x100, "AE"), (0x80, "CWR"), (0x40, "ECE"), (0x20, "URG"), (0x10, "ACK"), (0x08, "PSH"), (0x04, "RST"), (0x02, "SYN"), (0x01, "FIN"))
+# tshark's flag lines (packet-tcp.c): mask, name, field
+_TCP_FLAG_BITS = ((0xE00, "Reserved", "tcp.flags.res"), (0x100, "Accurate ECN", "tcp.flags.ae"),
+                  (0x80, "Congestion Window Reduced", "tcp.flags.cwr"), (0x40, "ECN-Echo", "tcp.flags.ece"), (0x20, "Urgent", "tcp.flags.urg"),
+                  (0x10, "Acknowledgment", "tcp.flags.ack"), (0x08, "Push", "tcp.flags.push"), (0x04, "Reset", "tcp.flags.reset"),
+                  (0x02, "Syn", "tcp.flags.syn"), (0x01, "Fin", "tcp.flags.fin"))
+
+
+def _flag_expert(bit: int, flags: int, sport: int, dport: int) -> tuple[str, str, str] | None:
+    """The expert item tshark hangs under a flag's line: a SYN (with or without ACK), a FIN,
+    a RST (severity, its words (packet-tcp.c), its field)."""
+    if bit == 0x02 and flags & 0x02:
+        if flags & 0x10:
+            return "Chat", f"Connection establish acknowledge (SYN+ACK): server port {sport}", "tcp.connection.sack"
+        return "Chat", f"Connection establish request (SYN): server port {dport}", "tcp.connection.syn"
+    if bit == 0x01 and flags & 0x01:
+        return "Chat", "Connection finish (FIN)", "tcp.connection.fin"
+    if bit == 0x04 and flags & 0x04:
+        return "Warning", "Connection reset (RST)", "tcp.connection.rst"
+    return None
+
+
+def _expert_node(parent: Node, severity: str, text: str, abbrev: str | None = None) -> Node:
+    """An expert item in the tree, as Wireshark nests it under the item it is about."""
+    e = parent.add(f"[Expert Info ({severity}/Sequence): {text}]")
+    e.add(f"[{text}]", abbrev=abbrev, value="")
+    e.add(f"[Severity level: {severity}]")
+    e.add("[Group: Sequence]")
+    return e
+
+
+# tshark's option kinds (tcp_option_kind_vs) and the summary words of each option's line
+_OPT_KINDS = {0: "End of Option List", 1: "No-Operation", 2: "Maximum Segment Size", 3: "Window Scale", 4: "SACK Permitted", 5: "SACK",
+              8: "Time Stamp Option", 28: "User Timeout", 29: "TCP Authentication Option", 30: "Multipath TCP", 34: "TCP Fast Open Cookie"}
+_OPT_WORDS = {0: "End of Option List (EOL)", 1: "No-Operation (NOP)", 2: "Maximum segment size", 3: "Window scale", 4: "SACK permitted",
+              5: "SACK", 8: "Timestamps", 34: "TCP Fast Open"}
+
+
+def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, dsack: tuple[int, int] | None = None) -> None:
+    """The TCP options as tshark's tree: ``Options: (N bytes), <each option's name>``, then one
+    ``TCP Option - …`` node each with its kind, length and values."""
+    parsed = _tcp_options(opts)
+    on = node.add(f"Options: ({len(opts)} bytes), " + ", ".join(_OPT_WORDS.get(k, "Unknown") for k, _, _ in parsed), at, at + len(opts),
+                  "tcp.options")
+    for kind, val, o in parsed:
+        s = at + o
+        oe = s + (1 if kind in (0, 1) else 2 + len(val))
+        word = _OPT_WORDS.get(kind, f"Unknown (0x{kind:02x})")
+        if kind == 2 and len(val) == 2:
+            v = struct.unpack("!H", val)[0]
+            head, rows = f"{word}: {v} bytes", [(f"MSS Value: {v}", s + 2, s + 4, "tcp.options.mss_val", str(v))]
+        elif kind == 3 and val:
+            head = f"{word}: {val[0]} (multiply by {1 << val[0]})"
+            rows = [(f"Shift count: {val[0]}", s + 2, s + 3, "tcp.options.wscale.shift", str(val[0])),
+                    (f"[Multiplier: {1 << val[0]}]", s + 2, s + 3, "tcp.options.wscale.multiplier", str(1 << val[0]))]
+        elif kind == 8 and len(val) == 8:
+            tv, te = struct.unpack("!II", val)
+            head = f"{word}: TSval {tv}, TSecr {te}"
+            rows = [(f"Timestamp value: {tv}", s + 2, s + 6, "tcp.options.timestamp.tsval", str(tv)),
+                    (f"Timestamp echo reply: {te}", s + 6, s + 10, "tcp.options.timestamp.tsecr", str(te))]
+        elif kind == 5:
+            edges = [_rel(x, rbase) for x in struct.unpack(f"!{len(val) // 4}I", val[: len(val) // 4 * 4])]
+            blocks = list(zip(edges[0::2], edges[1::2], strict=False))
+            head = f"{word} {' '.join(f'{a}-{b}' for a, b in blocks)}"
+            rel = " (relative)" if rbase is not None else ""
+            rows = []
+            for k, (a, b) in enumerate(blocks):
+                rows.append((f"left edge = {a}{rel}", s + 2 + 8 * k, s + 6 + 8 * k, "tcp.options.sack_le", str(a)))
+                rows.append((f"right edge = {b}{rel}", s + 6 + 8 * k, s + 10 + 8 * k, "tcp.options.sack_re", str(b)))
+            rows.append((f"[TCP SACK Count: {len(blocks)}]", -1, -1, "tcp.options.sack.count", str(len(blocks))))
+            if dsack and blocks and (blocks[0][0], blocks[0][1]) == dsack:  # (the filter's D-SACK test: analyzer.fields.tcp.is_dsack)
+                rows += [(f"[D-SACK Left Edge = {dsack[0]}{rel}]", s + 2, s + 6, "tcp.options.sack.dsack_le", str(dsack[0])),
+                         (f"[D-SACK Right Edge = {dsack[1]}{rel}]", s + 6, s + 10, "tcp.options.sack.dsack_re", str(dsack[1])),
+                         ("D-SACK Sequence", s + 2, s + 10, "", "")]
+        else:
+            head, rows = word, []
+        opt = on.add(f"TCP Option - {head}", s, oe)
+        opt.add(f"Kind: {_OPT_KINDS.get(kind, 'Unknown')} ({kind})", s, s + 1, "tcp.option_kind", str(kind))
+        if kind not in (0, 1):
+            opt.add(f"Length: {len(val) + 2}", s + 1, s + 2, "tcp.option_len", str(len(val) + 2))
+        for text, a, b, abbrev, v in rows:
+            row = opt.add(text, a, b, abbrev or None, v)
+            if text == "D-SACK Sequence":
+                _expert_node(row, "Warning", "D-SACK Sequence", "tcp.options.sack.dsack")
 _INFO_FLAGS = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"), (0x100, "AE"))
 
 
@@ -582,57 +731,43 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
         node.add(f"[Conversation completeness: {completeness_text(v)}]", abbrev="tcp.completeness", value=str(v))
     if conn_id >= 0:
         node.add(f"[Connection: {conn_id}]")
-    _leaf(node, "[TCP Segment Len]", str(plen), -1, -1, "tcp.len")
+    node.add(f"[TCP Segment Len: {plen}]", abbrev="tcp.len", value=str(plen))
     _leaf(node, "Sequence Number", str(seq), p + 4, p + 8, "tcp.seq", shown=f"{seq}    (relative sequence number)" if base is not None else None)
     _leaf(node, "Sequence Number (raw)", str(tcp.seq), p + 4, p + 8, "tcp.seq_raw")
-    _leaf(node, "[Next Sequence Number]", str(nxt), -1, -1, "tcp.nxtseq")
+    node.add(f"[Next Sequence Number: {nxt}{'    (relative sequence number)' if base is not None else ''}]", abbrev="tcp.nxtseq", value=str(nxt))
     _leaf(node, "Acknowledgment Number", str(ack), p + 8, p + 12, "tcp.ack",
           shown=f"{ack}    (relative ack number)" if rbase is not None and flags & 0x10 else None)
     _leaf(node, "Acknowledgment number (raw)", str(tcp.ack), p + 8, p + 12, "tcp.ack_raw")
-    _leaf(node, "Header Length", str(hl), p + 12, p + 13, "tcp.hdr_len", shown=f"{hl} bytes ({tcp.off})")
+    _bits(node, data[p + 12], 0xF0, 8, "Header Length", f"{hl} bytes ({tcp.off})", p + 12, p + 13, "tcp.hdr_len")
     fnames = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
-    fl = _leaf(node, "Flags", f"0x{flags:04x}", p + 12, p + 14, "tcp.flags", shown=f"0x{flags:03x} ({fnames})")
-    for b, nm in _TCP_FLAG_BITS:
-        fl.add(f"{nm}: {'Set' if flags & b else 'Not set'}", p + 12, p + 14)
+    fl = _leaf(node, "Flags", f"0x{flags:03x}", p + 12, p + 14, "tcp.flags", shown=f"0x{flags:03x} ({fnames})")
+    for b, nm, abbrev in _TCP_FLAG_BITS:
+        at = p + 12 if b >= 0x100 else p + 13  # (tshark's offsets: the first byte for the top four bits)
+        _bits(fl, flags, b, 12, nm, "Set" if flags & b else "Not set", at, at + 1, abbrev)
+        expert = _flag_expert(b, flags, tcp.sport, tcp.dport)
+        if expert is not None:
+            _expert_node(fl.children[-1], *expert)
+    letters = "".join(ch if flags >> (11 - i) & 1 else "\u00b7" for i, ch in enumerate("RRRACEUAPRSF"))
+    fs = fl.add(f"[TCP Flags: {letters}]", p + 12, p + 14, "tcp.flags.str", letters)
+    closing = ta.closing(n) if flags & 0x01 else None
+    if closing is not None:
+        _expert_node(fs, "Note", "This frame initiates the connection closing" if closing else "This frame undergoes the connection closing",
+                     "tcp.connection.fin_active" if closing else "tcp.connection.fin_passive")
     _leaf(node, "Window", str(tcp.win), p + 14, p + 16, "tcp.window_size_value")
-    _leaf(node, "[Calculated window size]", str(win), -1, -1, "tcp.window_size")
+    node.add(f"[Calculated window size: {win}]", p + 14, p + 16, "tcp.window_size", str(win))
     for v in fv["tcp.window_size_scalefactor"][:1]:
-        _leaf(node, "[Window size scaling factor]", str(v), -1, -1, "tcp.window_size_scalefactor", shown=_scalefactor_text(v))
-    _leaf(node, "Checksum", f"0x{tcp.sum:04x}", p + 16, p + 18, "tcp.checksum")
+        node.add(f"[Window size scaling factor: {_scalefactor_text(v)}]", p + 14, p + 16, "tcp.window_size_scalefactor", str(v))
+    _leaf(node, "Checksum", f"0x{tcp.sum:04x}", p + 16, p + 18, "tcp.checksum", shown=f"0x{tcp.sum:04x} [unverified]")
+    node.add("[Checksum Status: Unverified]", abbrev="tcp.checksum.status", value="2")
     _leaf(node, "Urgent Pointer", str(tcp.urp), p + 18, p + 20, "tcp.urgent_pointer")
     opts = data[p + 20 : p + hl]
     if opts:
-        on = node.add(f"Options: ({len(opts)} bytes)", p + 20, p + hl)
-        for kind, val, o in _tcp_options(opts):
-            s = p + 20 + o
-            oe = s + (1 if kind in (0, 1) else 2 + len(val))
-            if kind == 2 and len(val) == 2:
-                v = struct.unpack("!H", val)[0]
-                on.add(f"Maximum segment size: {v} bytes", s, oe, "tcp.options.mss_val", str(v))
-            elif kind == 3 and val:
-                on.add(f"Window scale: {val[0]} (multiply by {1 << val[0]})", s, oe, "tcp.options.wscale.shift", str(val[0]))
-            elif kind == 8 and len(val) == 8:
-                tv, te = struct.unpack("!II", val)
-                t = on.add(f"Timestamps: TSval {tv}, TSecr {te}", s, oe)
-                t.add(f"Timestamp value: {tv}", s + 2, s + 6, "tcp.options.timestamp.tsval", str(tv))
-                t.add(f"Timestamp echo reply: {te}", s + 6, s + 10, "tcp.options.timestamp.tsecr", str(te))
-            elif kind == 4:
-                on.add("SACK permitted", s, oe)
-            elif kind == 5:
-                edges = [_rel(x, rbase) for x in struct.unpack(f"!{len(val) // 4}I", val[: len(val) // 4 * 4])]
-                blocks = list(zip(edges[0::2], edges[1::2], strict=False))
-                so = on.add(f"SACK: {' '.join(f'{a}-{b}' for a, b in blocks)}", s, oe)
-                rel = " (relative)" if rbase is not None else ""
-                for k, (a, b) in enumerate(blocks):
-                    so.add(f"left edge = {a}{rel}", s + 2 + 8 * k, s + 6 + 8 * k, "tcp.options.sack_le", str(a))
-                    so.add(f"right edge = {b}{rel}", s + 6 + 8 * k, s + 10 + 8 * k, "tcp.options.sack_re", str(b))
-                so.add(f"[TCP SACK Count: {len(blocks)}]", abbrev="tcp.options.sack.count", value=str(len(blocks)))
-            elif kind == 1:
-                on.add("No-Operation (NOP)", s, oe)
-            elif kind == 0:
-                on.add("End of Option List (EOL)", s, oe)
-            else:
-                on.add(f"Option kind {kind}, length {len(val) + 2}", s, oe)
+        dsack = None
+        if 5 in opts:  # (a SACK option may be there: the filter's D-SACK edges, the one test of it)
+            dv = _tcp_fields(analysis, source, n, ("tcp.options.sack.dsack_le", "tcp.options.sack.dsack_re"))
+            if dv["tcp.options.sack.dsack_le"] and dv["tcp.options.sack.dsack_re"]:
+                dsack = (dv["tcp.options.sack.dsack_le"][0], dv["tcp.options.sack.dsack_re"][0])
+        _options_node(node, opts, p + 20, rbase, dsack)
     if fv["tcp.time_relative"] and fv["tcp.time_delta"]:
         ts = node.add("[Timestamps]")
         rel_t, delta = fv["tcp.time_relative"][0], fv["tcp.time_delta"][0]
@@ -711,7 +846,7 @@ def _seq_ack_node(node: Node, ta, n: int) -> None:
         e.add("[Group: Sequence]")
 
 
-def _udp_node(out: list[Node], data: bytes, p: int, end: int) -> tuple[str, int] | None:
+def _udp_node(out: list[Node], data: bytes, p: int, end: int, fields) -> tuple[str, int] | None:
     if end - p < 8:
         out.append(Node("User Datagram Protocol [truncated]", [], p, end))
         return None
@@ -720,7 +855,16 @@ def _udp_node(out: list[Node], data: bytes, p: int, end: int) -> tuple[str, int]
     _leaf(node, "Source Port", str(sport), p, p + 2, "udp.srcport")
     _leaf(node, "Destination Port", str(dport), p + 2, p + 4, "udp.dstport")
     _leaf(node, "Length", str(ulen), p + 4, p + 6, "udp.length")
-    _leaf(node, "Checksum", f"0x{csum:04x}", p + 6, p + 8, "udp.checksum")
+    _leaf(node, "Checksum", f"0x{csum:04x}", p + 6, p + 8, "udp.checksum", shown=f"0x{csum:04x} [unverified]")
+    node.add("[Checksum Status: Unverified]", abbrev="udp.checksum.status", value="2")
+    fv = fields(("udp.stream", "udp.time_relative", "udp.time_delta"))
+    for v in fv["udp.stream"][:1]:
+        node.add(f"[Stream index: {v}]", abbrev="udp.stream", value=str(v))
+    if fv["udp.time_relative"] and fv["udp.time_delta"]:
+        ts = node.add("[Timestamps]")
+        for abbrev, word in (("udp.time_relative", "Time since first frame"), ("udp.time_delta", "Time since previous frame")):
+            v = seconds_text(fv[abbrev][0], 9)
+            ts.add(f"[{word}: {v} seconds]", abbrev=abbrev, value=v)
     plen = (min(ulen, end - p) if ulen >= 8 else end - p) - 8
     if plen > 0:
         node.add(f"UDP payload ({plen} bytes)", p + 8, p + 8 + plen)
@@ -818,9 +962,21 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
 
 # ---------------------------------------------------------------- the tree
 
-def _fmt_time(ts: float) -> str:
+# tshark's frame.encap_type (its own numbers, not the link type) of the link types whose words
+# the captures here confirm; any other shows its link type
+_ENCAP = {1: ("Ethernet", 1), 101: ("Raw IP", 7), 12: ("Raw IP", 7), 14: ("Raw IP", 7), 113: ("Linux cooked-mode capture v1", 25),
+          276: ("Linux cooked-mode capture v2", 210), 0: ("NULL/Loopback", 15)}
+
+
+def _fmt_time(ts: float, us: bool = True) -> str:
+    """An arrival time as tshark writes it (``Mar 26, 2026 23:56:02.656462000 UTC``)."""
     try:
-        return datetime.fromtimestamp(ts, UTC).strftime("%b %d, %Y %H:%M:%S.%f UTC")
+        sec = int(ts // 1)
+        frac = round((ts - sec) * 1e6) * 1000 if us else round((ts - sec) * 1e9)
+        if frac >= 1_000_000_000:
+            sec, frac = sec + 1, frac - 1_000_000_000
+        d = datetime.fromtimestamp(sec, UTC)
+        return f"{d:%b} {d.day:2d}, {d:%Y %H:%M:%S}.{frac:09d} UTC"  # (the day padded with a space, as tshark's)
     except (OverflowError, OSError, ValueError):
         return f"{ts:.6f}"
 
@@ -836,16 +992,33 @@ def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
     lt = idx.linktype[i]
     iface = idx.interface[i]
     out: list[Node] = []
-    fr_node = Node(f"Frame {number}: {origlen} bytes on wire ({origlen * 8} bits), {caplen} bytes captured ({caplen * 8} bits) on interface {iface}", [], 0, len(data))
-    _leaf(fr_node, "Interface id", str(iface), -1, -1, "frame.interface_id")
-    _leaf(fr_node, "Encapsulation type", LINKTYPE_NAMES.get(lt, str(lt)), -1, -1, None, shown=f"{LINKTYPE_NAMES.get(lt, 'Unknown')} (link type {lt})")
-    _leaf(fr_node, "Arrival Time", _fmt_time(ts), -1, -1)
-    _leaf(fr_node, "Epoch Arrival Time", f"{ts:.9f}", -1, -1, "frame.time_epoch", shown=f"{ts:.6f} seconds")
+    ifs = analysis.interfaces
+    itf = ifs[iface] if 0 <= iface < len(ifs) else None
+    pcapng = analysis.capture_format == "pcapng"
+    # times to the nanosecond as tshark writes them; a capture in microseconds is exact to its
+    # microsecond (the float's digits past it are not the capture's)
+    us = itf is None or itf.tsdiv <= 1e6
+
+    def t9(v: float) -> str:
+        return seconds_text(v, 6) + "000" if us else seconds_text(v, 9)
+
+    title = f"Frame {number}: {origlen} bytes on wire ({origlen * 8} bits), {caplen} bytes captured ({caplen * 8} bits)"
+    name = (itf.name if itf is not None else "") or "unknown"
+    fr_node = Node(title + (f" on interface {name}, id {iface}" if pcapng else ""), [], 0, len(data))
+    if pcapng:
+        ifn = _leaf(fr_node, "Interface id", str(iface), -1, -1, "frame.interface_id", shown=f"{iface} ({name})")
+        ifn.add(f"Interface name: {name}", abbrev="frame.interface_name", value=name)
+    encap = _ENCAP.get(lt)
+    _leaf(fr_node, "Encapsulation type", str(encap[1]) if encap else str(lt), -1, -1, "frame.encap_type",
+          shown=f"{encap[0]} ({encap[1]})" if encap else f"{LINKTYPE_NAMES.get(lt, 'Unknown')} (link type {lt})")
+    _leaf(fr_node, "Arrival Time", _fmt_time(ts, us), -1, -1, "frame.time")
+    fr_node.add("[Time shift for this packet: 0.000000000 seconds]", abbrev="frame.offset_shift", value="0.000000000")
+    _leaf(fr_node, "Epoch Time", t9(ts), -1, -1, "frame.time_epoch", shown=f"{t9(ts)} seconds")
     prev = idx.ts[i - 1] if i else ts
     # (never "-0.000000000": timestamps tshark reads as the same nanosecond may differ as doubles, packet_record.seconds_text)
     delta, rel = ts - prev, ts - idx.ts[0]
-    _leaf(fr_node, "Time delta from previous captured frame", seconds_text(delta, 9), -1, -1, "frame.time_delta", shown=f"{seconds_text(delta)} seconds")
-    _leaf(fr_node, "Time since reference or first frame", seconds_text(rel, 9), -1, -1, "frame.time_relative", shown=f"{seconds_text(rel)} seconds")
+    fr_node.add(f"[Time delta from previous captured frame: {t9(delta)} seconds]", abbrev="frame.time_delta", value=t9(delta))
+    fr_node.add(f"[Time since reference or first frame: {t9(rel)} seconds]", abbrev="frame.time_relative", value=t9(rel))
     _leaf(fr_node, "Frame Number", str(number), -1, -1, "frame.number")
     _leaf(fr_node, "Frame Length", str(origlen), -1, -1, "frame.len", shown=f"{origlen} bytes ({origlen * 8} bits)")
     _leaf(fr_node, "Capture Length", str(caplen), -1, -1, "frame.cap_len", shown=f"{caplen} bytes ({caplen * 8} bits)")
@@ -893,7 +1066,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             sn = out[-1].find("tcp.seq")
             seq_rel = int(sn.value) if sn is not None else None
     elif proto == 17:
-        t = _udp_node(out, data, p, end)
+        t = _udp_node(out, data, p, end, lambda names: _tcp_fields(analysis, source, number, names))
         if t is not None:
             payload_off = t[1]
     elif proto >= 0:

@@ -444,6 +444,23 @@ class TcpAnalysis:
             return "TCP SYN/FIN"
         return None
 
+    def closing(self, n: int) -> bool | None:
+        """On a FIN: whether it comes from the side that sent its conversation's first FIN —
+        tshark's expert items ``tcp.connection.fin_active`` ("This frame initiates the connection
+        closing", True) and ``tcp.connection.fin_passive`` ("… undergoes …", False); None: not an
+        analysed FIN.  The first FIN of each conversation is found by one walk, resumed as later
+        packets are asked for (``_closers``: packets walked, conversation -> its direction)."""
+        if not 0 < n <= len(self.tcp_flags) or self.tcp_flags[n - 1] & 0x8001 != 0x8001 or self.conv[n - 1] < 0:
+            return None
+        memo = self.__dict__.setdefault("_closers", [0, {}])
+        first = memo[1]
+        tf, conv, fwd = self.tcp_flags, self.conv, self.fwd
+        for k in range(memo[0], n):
+            if tf[k] & 0x8001 == 0x8001 and conv[k] >= 0 and conv[k] not in first:
+                first[conv[k]] = fwd[k]
+        memo[0] = max(memo[0], n)
+        return first.get(conv[n - 1]) == fwd[n - 1]
+
     def initial_rtt(self, n: int) -> float | None:
         """The conversation's initial RTT as tshark shows it on packet ``n``, or None: from the
         packet that measured it on, where tshark prints a SEQ/ACK analysis tree — its per-packet

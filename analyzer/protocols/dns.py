@@ -99,12 +99,6 @@ _RCODE_WORDS = {0: "No error", **_DNS_RCODES}
 _SECTIONS = ("Answers", "Authoritative nameservers", "Additional records")
 
 
-def _bits(value: int, mask: int, width: int = 16) -> str:
-    """A bit field as Wireshark draws it: ``.000 0... .... ....`` (the masked bits, dots elsewhere)."""
-    s = "".join(str(value >> b & 1) if mask >> b & 1 else "." for b in range(width - 1, -1, -1))
-    return " ".join(s[i : i + 4] for i in range(0, width, 4))
-
-
 def time_text(secs: int) -> str:
     """Seconds as Wireshark writes a TTL or an SOA interval: ``1751 (29 minutes, 11 seconds)``."""
     parts = []
@@ -127,7 +121,7 @@ def datagram_node(node, fr: Frame, payload: bytes, base: int, fields) -> object:
     (``fields(names)``: analyzer.fields.dns).  A message that stops reading says where."""
     from wirefall.dissectors.dns import layout
 
-    from ..detail import Node
+    from ..detail import Node, bit_text
 
     lay = layout(payload)
     resp = bool(lay.flags & 0x8000)
@@ -171,7 +165,7 @@ def datagram_node(node, fr: Frame, payload: bytes, base: int, fields) -> object:
                 text = f"{_RCODE_WORDS.get(v, 'Unknown error')} ({v})"
             else:
                 text = (yes if v else no) or ""
-            leaf(fn, f"{_bits(f, mask)} = {name}: {text}", 2, 2, abbrev, str(v))
+            leaf(fn, f"{bit_text(f, mask, 16)} = {name}: {text}", 2, 2, abbrev, str(v))
         for i, (name, abbrev) in enumerate((("Questions", "dns.count.queries"), ("Answer RRs", "dns.count.answers"),
                                             ("Authority RRs", "dns.count.auth_rr"), ("Additional RRs", "dns.count.add_rr"))):
             leaf(node, f"{name}: {lay.counts[i]}", 4 + 2 * i, 2, abbrev, str(lay.counts[i]))
@@ -215,6 +209,8 @@ def _record_node(parent, r, payload: bytes, leaf) -> None:
 
     from wirefall.dissectors.dns import DnsError, RRType, _name
 
+    from ..detail import bit_text
+
     name = r.name.text or "<Root>"
     n0, n1 = r.name.start, r.name.end
     d0, d1 = r.rdata, r.end
@@ -229,9 +225,9 @@ def _record_node(parent, r, payload: bytes, leaf) -> None:
         leaf(e, f"EDNS0 version: {r.ttl >> 16 & 0xFF}", n1 + 5, 1, "dns.resp.edns0_version", str(r.ttl >> 16 & 0xFF))
         z = r.ttl & 0xFFFF
         zn = leaf(e, f"Z: 0x{z:04x}", n1 + 6, 2, "dns.resp.z", f"0x{z:04x}")
-        leaf(zn, f"{_bits(z, 0x8000)} = DO bit: {'Accepts' if z & 0x8000 else 'Cannot handle'} DNSSEC security RRs", n1 + 6, 2,
+        leaf(zn, f"{bit_text(z, 0x8000, 16)} = DO bit: {'Accepts' if z & 0x8000 else 'Cannot handle'} DNSSEC security RRs", n1 + 6, 2,
              "dns.resp.z.do", str(z >> 15))
-        leaf(zn, f"{_bits(z, 0x7FFF)} = Reserved: 0x{z & 0x7FFF:04x}", n1 + 6, 2, "dns.resp.z.reserved", f"0x{z & 0x7FFF:04x}")
+        leaf(zn, f"{bit_text(z, 0x7FFF, 16)} = Reserved: 0x{z & 0x7FFF:04x}", n1 + 6, 2, "dns.resp.z.reserved", f"0x{z & 0x7FFF:04x}")
         leaf(e, f"Data length: {d1 - d0}", n1 + 8, 2, "dns.resp.len", str(d1 - d0))
         if data:
             leaf(e, f"Option data ({d1 - d0} bytes)", d0, d1 - d0, "dns.opt", data.hex())
