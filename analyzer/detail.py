@@ -927,6 +927,21 @@ def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_re
     return (-1, -1)
 
 
+def wirefall_node(fr: Frame) -> Node:
+    """wirefall's own fields of a frame (``wirefall.protocol``, ``.type``, ``.stream``,
+    ``.flags``, ``.length``: analyzer/fields/wirefall.py), in a node of their own under a
+    protocol's Wireshark tree (TLS, DNS), so that tree and filter keep agreeing."""
+    n = Node(f"[wirefall: {fr.protocol} {fr.type}]")
+    n.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
+    n.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
+    if fr.stream_id is not None:
+        n.add(f"Stream Identifier: {fr.stream_id}", abbrev="wirefall.stream", value=fr.stream_id)
+    if fr.flags:
+        n.add(f"Flags: 0x{fr.flags:02x}", abbrev="wirefall.flags", value=fr.flags)
+    n.add(f"Length: {fr.length}", abbrev="wirefall.length", value=fr.length)
+    return n
+
+
 def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     pname = frame_proto_name(analysis, fr)
     summ = frame_summary(fr)
@@ -1034,7 +1049,28 @@ def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
         protos = []
     if protos:
         fr_node.add(f"[Protocols in frame: {protos[0]}]", abbrev="frame.protocols", value=protos[0])
+    _filterable_names(out)
     return out
+
+
+_TREE_ONLY = frozenset({"tcp.analysis"})  # (a node's name that names a subtree, not a value: kept)
+# the trees written line for line as Wireshark's (with every field name of its own, filterable or not)
+_WIRESHARK_TREES = ("frame.", "eth.", "sll.", "null.", "ip.", "ipv6.", "udp.", "tcp.", "dns.", "tls.")
+
+
+def _filterable_names(out: list[Node]) -> None:
+    """The tree names a line by its field (Wireshark's abbreviation) only where the display
+    filter has that field: a line whose field the filter lacks keeps its words and value, not
+    the name (so "apply as filter" is offered only where it works; tests/test_quic_filters22.py)."""
+    from .fields import FIELDS, OWN, lookup, unsupported
+
+    for root in out:
+        for x in root.walk():
+            a = x.abbrev
+            if a is None or a in _TREE_ONLY or not a.startswith(_WIRESHARK_TREES):
+                continue
+            if unsupported(a) or a not in FIELDS and a not in OWN and lookup(a) is None:
+                x.abbrev = None
 
 
 def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: int, data: bytes, lt: int) -> None:
@@ -1091,6 +1127,8 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
     qdec = _quic_tabs(analysis, source, number) if proto == 17 and payload_off >= 0 else {}
     qseen: dict = {}  # QUIC packet -> frames placed so far
     qframes = 0
+    tls_dec: dict | None = None  # (connection, direction, stream offset) -> (tab, DecryptedRecord): made once, when a record asks
+    whole_groups: set[int] = set()  # groups of record nodes: named as Wireshark names the layer, no summary
     spans: list = []  # STREAM data in the tabs: (direction, stream, stream offset, length, tab, position, packet)
     for fr in frames:
         rng = _frame_range(analysis, fr, number, payload_off, seq_rel, plen, [])
@@ -1118,6 +1156,19 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
         fn = _frame_node(analysis, fr, rng)
+        if hk.record_node is not None and fr.packet != number:
+            fn.children = []  # (a record completing later: its tree is there, as Wireshark's; here only where it goes on)
+        elif hk.record_node is not None and fr.offset >= 0:
+            if tls_dec is None:
+                tls_dec = {(r.connection, r.direction, r.offset): (k, r) for k, r in enumerate(decrypted_tls(analysis, source, number), 1)}
+            rb = _record_bytes(analysis, source, fr, data, rng, tls_dec)
+            if rb is not None:
+                g.children.append(hk.record_node(analysis, fn, fr, rb))
+                whole_groups.add(id(g))
+                if rng[0] >= 0:
+                    g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
+                    g.end = max(g.end, rng[1])
+                continue
         if dec_recs and fr.packet == number:
             _place_in_decrypted(analysis, fr, fn, dec_recs)
         elif hk.header_ranges is not None and rng[0] >= 0 and fr.packet == number and conn_is_clear(analysis, fr):
@@ -1177,6 +1228,8 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
         if pname == "QUIC":
             npk = len(g.children) - padding  # (bytes after the last QUIC packet are padding, not a packet: as tshark counts)
             g.label = f"{g.label} ({npk} QUIC packet{'s' if npk != 1 else ''}, {qframes} frames)"
+        elif id(g) in whole_groups:
+            pass
         elif len(g.children) == 1:
             g.label = f"{g.label}: {g.children[0].label.split(': ', 1)[-1]}"
         else:
@@ -1564,6 +1617,55 @@ def packet_rows(analysis: Analysis, source, start: int, stop: int) -> list[tuple
 
 MAX_RECORD_SCAN = 20000  # packets scanned to re-read one record's segments
 DEC_CACHE = 64  # record decryptors (derived keys) kept per analysis
+
+
+@dataclass(slots=True)
+class RecordBytes:
+    """A TLS record's bytes for its tree node: the 5-byte header, the body as on the wire
+    (``cipher``), what the body says (``body``: the wire body of a record in the clear, the
+    plaintext of a decrypted one; None: not to be had), where they are (``at``: the packet
+    offset of the header, -1 when the record is not whole in the packet; ``body_source`` /
+    ``body_at``: the bytes tab and offset of ``body``, -1 unknown) and, for a decrypted TLS 1.3
+    record, its inner content type."""
+
+    header: bytes
+    cipher: bytes | None
+    body: bytes | None
+    at: int
+    body_source: int
+    body_at: int
+    inner_type: int | None
+
+
+_CONTENT_TYPES = {"CHANGE_CIPHER_SPEC": 20, "ALERT": 21, "HANDSHAKE": 22, "APPLICATION_DATA": 23, "HEARTBEAT": 24}
+
+
+def _record_bytes(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple[int, int], dec: dict) -> RecordBytes | None:
+    """A TLS record's ``RecordBytes``: from the packet when it is whole there, else from the
+    segments that carried it; the plaintext from its "Decrypted TLS" tab (``dec``: (connection,
+    direction, stream offset) -> (tab, DecryptedRecord)).  None: its header cannot be had."""
+    whole = 5 + fr.length
+    if rng[0] >= 0 and rng[1] - rng[0] == whole:
+        raw: bytes | str = data[rng[0] : rng[1]]
+        at = rng[0]
+    else:
+        raw = _stream_bytes(analysis, source, fr.connection, fr.direction, fr.offset, fr.offset + whole, fr.first_packet, fr.packet)
+        at = -1
+    if isinstance(raw, str) or len(raw) < 5:
+        return None
+    f = fr.fields or {}
+    hit = dec.get((fr.connection, fr.direction, fr.offset))
+    if hit is not None and hit[1].data:
+        k, r = hit
+        try:
+            tls13 = analysis.connections[fr.connection].tls.version == "TLS 1.3"  # type: ignore[union-attr]
+        except (IndexError, AttributeError):
+            tls13 = False
+        inner = _CONTENT_TYPES.get(fr.type) if tls13 and raw[0] == 23 else None
+        return RecordBytes(raw[:5], raw[5:], r.data, at, k, 0, inner)
+    if f.get("encrypted"):
+        return RecordBytes(raw[:5], raw[5:], None, at, 0, -1, None)
+    return RecordBytes(raw[:5], raw[5:], raw[5:], at, 0, at + 5 if at >= 0 else -1, None)
 
 
 @dataclass(slots=True)

@@ -50,7 +50,8 @@ def _ours(tree: list[Node]) -> list[tuple[str, int, int]] | None:
     if dns is None:
         return None
     rows: list[tuple[str, int, int]] = []
-    for n in dns.walk():
+    own = {id(y) for w in dns.children if w.label.startswith("[wirefall: ") for y in w.walk()}  # (wirefall's own fields)
+    for n in (x for x in dns.walk() if id(x) not in own):
         label = n.label[1:-1] if n.label.startswith("[") and n.label.endswith("]") else n.label  # (generated: tshark's pdml has no brackets)
         rows.append((label, n.start, n.end - n.start if n.start >= 0 else -1))
     return rows
@@ -114,4 +115,4 @@ def test_hostile_messages_say_where_they_stop(tmp_path):
     assert "[Malformed Packet: DNS: compression pointer loop]" in labels[2]
     assert "[Malformed Packet: DNS: record data runs past the end of the message]" in labels[3]
     assert any(lb.startswith("[Malformed record data (3 bytes)]") for lb in labels[4])
-    assert labels[5][-2:] == ["Domain Name System (query)", "[Malformed Packet: DNS: message shorter than the 12-byte header]"]
+    assert "Domain Name System (query)" in labels[5] and "[Malformed Packet: DNS: message shorter than the 12-byte header]" in labels[5]

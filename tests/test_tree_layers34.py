@@ -70,7 +70,7 @@ def _line(label: str, pos: int, size: int) -> tuple[str, int, int]:
 
 
 def _tshark(path: str, keys: str | None) -> dict[int, dict[str, list]]:
-    xml = run_tool("tshark", "-n", "-r", path, "-T", "pdml", *(["-o", f"tls.keylog_file:{keys}"] if keys else []))
+    xml = run_tool("tshark", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-T", "pdml", *(["-o", f"tls.keylog_file:{keys}"] if keys else []))
     out: dict[int, dict[str, list]] = {}
     for pkt in ET.fromstring(xml).iter("packet"):
         num = int(next(f for f in pkt.iter("field") if f.get("name") == "frame.number").get("show"))

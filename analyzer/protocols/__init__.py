@@ -23,6 +23,8 @@ others):
   ``base`` of the packet's bytes): Wireshark's tree with byte ranges; ``fields(names)`` gives
   the packet's display-filter values (generated fields: the filter's, so tree and filter agree).
   It stands alone in the tree (not under a protocol group node), as Wireshark's does.
+- ``record_node(analysis, node, fr, rb) -> Node``: the whole node of a record whose bytes the
+  tree reads again (``rb``: ``analyzer.detail.RecordBytes``: header, wire body, plaintext): TLS.
 - ``header_ranges(node, source, start, end)``: byte ranges of the frame header's fields, the
   frame starting at ``start`` of bytes tab ``source``.
 - ``place_in_stream(fr, node, spans)``: point a frame's node at its bytes inside the decrypted
@@ -51,6 +53,7 @@ class Hooks:
     datagram_info: Callable[..., str | None] | None = None
     frame_node: Callable[..., Any] | None = None
     datagram_node: Callable[..., Any] | None = None
+    record_node: Callable[..., Any] | None = None
     type_node: Callable[..., bool] | None = None
     header_ranges: Callable[..., None] | None = None
     place_in_stream: Callable[..., None] | None = None

@@ -121,7 +121,7 @@ def datagram_node(node, fr: Frame, payload: bytes, base: int, fields) -> object:
     (``fields(names)``: analyzer.fields.dns).  A message that stops reading says where."""
     from wirefall.dissectors.dns import layout
 
-    from ..detail import Node, bit_text
+    from ..detail import Node, bit_text, wirefall_node
 
     lay = layout(payload)
     resp = bool(lay.flags & 0x8000)
@@ -191,6 +191,7 @@ def datagram_node(node, fr: Frame, payload: bytes, base: int, fields) -> object:
             _record_node(sn, r, payload, leaf)
     if lay.error is not None:
         node.add(f"[Malformed Packet: DNS: {lay.error}]", b + max(lay.error_at, 0), b + len(payload), "_ws.malformed")
+    node.children.append(wirefall_node(fr))
     got = fields(("dns.response_in", "dns.response_to", "dns.time"))
     for v in got.get("dns.response_in", [])[:1]:
         node.children.append(Node(f"[Response In: {v}]", [], -1, -1, "dns.response_in", str(v)))

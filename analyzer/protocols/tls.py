@@ -127,3 +127,262 @@ def info(ctx: InfoContext, fr: Frame) -> str:
     if s.startswith("Server Hello") and ctx.n in hrr_packets(ctx.analysis):
         s = "Hello Retry Request" + s[len("Server Hello"):]
     return s
+
+
+# ---------------------------------------------------------------- the detail tree (Wireshark's)
+
+# packet-tls-utils.c's words
+_CT_WORDS = {20: "Change Cipher Spec", 21: "Alert", 22: "Handshake", 23: "Application Data", 24: "Heartbeat"}
+_VERSION_WORDS = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", 0x0304: "TLS 1.3"}
+_HS_WORDS = {0: "Hello Request", 1: "Client Hello", 2: "Server Hello", 4: "New Session Ticket", 5: "End of Early Data",
+             8: "Encrypted Extensions", 11: "Certificate", 12: "Server Key Exchange", 13: "Certificate Request",
+             14: "Server Hello Done", 15: "Certificate Verify", 16: "Client Key Exchange", 20: "Finished",
+             22: "Certificate Status", 24: "Key Update", 67: "Encrypted Extensions"}  # (67: NPN's, named as tshark names it)
+# the protocol an application-data record carries, by the connection's protocol
+_APP_WORDS = {"h2": "HyperText Transfer Protocol 2", "http/1.1": "Hypertext Transfer Protocol", "http/1.0": "Hypertext Transfer Protocol",
+              "spdy/3.1": "SPDY", "spdy/3": "SPDY", "spdy/2": "SPDY"}
+_HEX_SHOWN = 36  # bytes of a long value written in hex before "…", as tshark's tree
+
+
+def _app_protocol(analysis: Analysis, fr: Frame) -> str | None:
+    """The protocol Wireshark says application data carries: the one the connection's ALPN
+    names, when Wireshark could read the ALPN (the ServerHello's, or TLS 1.3's encrypted
+    extensions, decrypted); None: unknown to it."""
+    try:
+        c = analysis.connections[fr.connection]
+    except IndexError:
+        return None
+    t = c.tls
+    if t is None or not t.alpn or t.version == "TLS 1.3" and not t.decrypted:
+        return None
+    return _APP_WORDS.get(t.alpn)
+
+
+def _version_text(v: int) -> str:
+    if v & 0x0F0F == 0x0A0A and v >> 8 == v & 0xFF:
+        return f"Reserved (GREASE) (0x{v:04x})"
+    return f"{_VERSION_WORDS.get(v, 'Unknown')} (0x{v:04x})"
+
+
+def _hex(b: bytes) -> str:
+    return b[:_HEX_SHOWN].hex() + ("\u2026" if len(b) > _HEX_SHOWN else "")
+
+
+def _early_data_connections(analysis: Analysis) -> set[int]:
+    """Connections with TLS 1.3 early data (0-RTT records), found once per analysis."""
+    memo = analysis.__dict__.get("_wf_tls_early")
+    if memo is None or memo[0] != len(analysis.frames):
+        memo = (len(analysis.frames), {fr.connection for fr in analysis.frames
+                                       if fr.protocol == "tls" and fr.fields and fr.fields.get("early_data")})
+        analysis.__dict__["_wf_tls_early"] = memo
+    return memo[1]
+
+
+def _record_title_version(analysis: Analysis, fr: Frame, record_version: int, server_hello: bool, client_hello: bool = False) -> str:
+    """The version a record's line names: the record layer's before the ServerHello is read
+    (the ServerHello's own record included), the session's after it."""
+    try:
+        t = analysis.connections[fr.connection].tls
+    except IndexError:
+        t = None
+    sh = t.server_hello_time if t is not None else None
+    if server_hello and fr.packet in hrr_packets(analysis):  # (the HelloRetryRequest's own record)
+        return _column_name(_VERSION_WORDS.get(record_version))
+    if t is not None and t.hello_retry and t.client_hello_time is not None and fr.time > t.client_hello_time:
+        return _version_name(analysis, fr.connection)  # (after a HelloRetryRequest, as proto_name: its version is known)
+    if (not client_hello and t is not None and t.version == "TLS 1.3" and t.client_hello_time is not None
+            and fr.time >= t.client_hello_time and fr.connection in _early_data_connections(analysis)):
+        return "TLSv1.3"  # (after a ClientHello with 0-RTT data tshark takes the session for TLS 1.3)
+    if server_hello or sh is None or fr.time < sh:
+        return _column_name(_VERSION_WORDS.get(record_version))
+    return _version_name(analysis, fr.connection)
+
+
+def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
+    """A TLS record as Wireshark's tree shows it (``tls.record.*``, the handshake messages'
+    headers and hellos, alerts, application data), from its bytes (``rb``: the record header
+    and its body or decrypted plaintext, ``analyzer.detail.RecordBytes``).  What the record's
+    bytes do not give (a handshake message continued in the next record) is left out."""
+    from wirefall.dissectors.tls import HANDSHAKE_TYPES, parse_handshake_messages
+
+    from ..detail import Node, wirefall_node
+
+    h = rb.header
+    outer, rver, rlen = h[0], int.from_bytes(h[1:3], "big"), int.from_bytes(h[3:5], "big")
+    inner = rb.inner_type if rb.inner_type is not None else outer
+    msgs, _ = parse_handshake_messages(rb.body) if inner == 22 and rb.body is not None else ([], b"")
+    ver = _record_title_version(analysis, fr, rver, any(t == 2 for t, _ in msgs), any(t == 1 for t, _ in msgs))
+    app = _app_protocol(analysis, fr)
+    hrr = fr.packet in hrr_packets(analysis)
+
+    def hs_name(t: int) -> str:
+        if t == 2 and hrr:
+            return "Hello Retry Request"
+        return _HS_WORDS.get(t, title(HANDSHAKE_TYPES.get(t, "Unknown")))
+    if inner == 22:
+        if msgs:
+            what = "Handshake Protocol: " + (hs_name(msgs[0][0]) if len(msgs) == 1 else "Multiple Handshake Messages")
+        else:
+            what = "Handshake Protocol: Encrypted Handshake Message"
+    elif inner == 23:
+        what = f"Application Data Protocol: {app or 'Application Data'}"
+    elif inner == 21:
+        what = alert_text(fr)
+    elif inner == 20:
+        what = "Change Cipher Spec Protocol: Change Cipher Spec"
+    else:
+        what = f"{_CT_WORDS.get(inner, 'Unknown')} Protocol"
+    node.label = f"{ver} Record Layer: {what}"
+    node.children = []
+    at = rb.at
+
+    def hdr(text: str, start: int, size: int, abbrev: str, value) -> None:
+        node.add(text, at + start if at >= 0 else -1, at + start + size if at >= 0 else -1, abbrev, str(value))
+
+    opaque = outer == 23 and ver == "TLSv1.3"  # (TLS 1.3's outer type, whether or not the record could be read)
+    hdr(f"{'Opaque Type' if opaque else 'Content Type'}: {_CT_WORDS.get(outer, 'Unknown')} ({outer})", 0, 1,
+        "tls.record.opaque_type" if opaque else "tls.record.content_type", outer)
+    hdr(f"Version: {_version_text(rver)}", 1, 2, "tls.record.version", f"0x{rver:04x}")
+    hdr(f"Length: {rlen}", 3, 2, "tls.record.length", rlen)
+    if rb.inner_type is not None:
+        hdr(f"[Content Type: {_CT_WORDS.get(inner, 'Unknown')} ({inner})]", 0, 1, "tls.record.content_type", inner)
+    src, base = rb.body_source, rb.body_at
+
+    def add(parent, text: str, start: int, size: int, abbrev: str | None = None, value=None):
+        n = Node(text, [], base + start if base >= 0 else -1, base + start + size if base >= 0 else -1, abbrev,
+                 None if value is None else str(value), src if base >= 0 else 0)
+        parent.children.append(n)
+        return n
+
+    if inner == 22:
+        p = 0
+        for t, body in msgs:
+            name = hs_name(t)
+            m = add(node, f"Handshake Protocol: {name}", p, 4 + len(body))
+            add(m, f"Handshake Type: {_HS_WORDS.get(t, name)} ({t})", p, 1, "tls.handshake.type", t)
+            add(m, f"Length: {len(body)}", p + 1, 3, "tls.handshake.length", len(body))
+            if t in (1, 2):
+                _hello_nodes(m, body, p + 4, t == 1, add, hrr)
+            elif t == 8:  # EncryptedExtensions
+                _extensions(m, body, 0, p + 4, add)
+            elif t == 4 and ver == "TLSv1.3" and len(body) >= 9:  # NewSessionTicket: lifetime, age add, nonce, ticket, extensions
+                q = 9 + body[8]
+                if q + 2 <= len(body):
+                    _extensions(m, body, q + 2 + int.from_bytes(body[q : q + 2], "big"), p + 4, add)
+            p += 4 + len(body)
+    elif inner == 23:
+        data = rb.cipher if rb.cipher is not None else (rb.body or b"")
+        node.add(f"Encrypted Application Data: {_hex(data)}", at + 5 if at >= 0 else -1, at + 5 + len(data) if at >= 0 else -1,
+                 "tls.app_data", data.hex())
+        if app is not None:
+            node.add(f"[Application Data Protocol: {app}]", abbrev="tls.app_data_proto", value=app)
+    elif inner == 21 and rb.body is not None and len(rb.body) >= 2:
+        a = add(node, "Alert Message", 0, 2)
+        level, desc = rb.body[0], rb.body[1]
+        from wirefall.dissectors.tls import ALERT_DESCRIPTIONS, ALERT_LEVELS
+
+        add(a, f"Level: {ALERT_LEVELS.get(level, 'Unknown').capitalize()} ({level})", 0, 1, "tls.alert_message.level", level)
+        words = " ".join(_ALERT_WORDS.get(w, w.capitalize()) for w in ALERT_DESCRIPTIONS.get(desc, "unknown").split("_"))
+        add(a, f"Description: {words} ({desc})", 1, 1, "tls.alert_message.desc", desc)
+    elif inner == 20:
+        add(node, "Change Cipher Spec Message", 0, len(rb.body or b"\x01"), "tls.change_cipher_spec", "")
+    node.children.append(wirefall_node(fr))
+    return node
+
+
+def _hello_nodes(m, body: bytes, p: int, client: bool, add, hrr: bool = False) -> None:
+    """A ClientHello's or ServerHello's fields up to its extensions' headers (tls.handshake.*)."""
+    from wirefall.dissectors.tls import HRR_RANDOM, suite_name
+
+    try:
+        v = int.from_bytes(body[0:2], "big")
+        add(m, f"Version: {_version_text(v)}", p, 2, "tls.handshake.version", f"0x{v:04x}")
+        magic = " (HelloRetryRequest magic)" if not client and body[2:34] == HRR_RANDOM else ""
+        add(m, f"Random: {body[2:34].hex()}{magic}", p + 2, 32, "tls.handshake.random", body[2:34].hex())
+        q = 34
+        sl = body[q]
+        add(m, f"Session ID Length: {sl}", p + q, 1, "tls.handshake.session_id_length", sl)
+        if sl:
+            add(m, f"Session ID: {body[q + 1 : q + 1 + sl].hex()}", p + q + 1, sl, "tls.handshake.session_id", body[q + 1 : q + 1 + sl].hex())
+        q += 1 + sl
+        if client:
+            cl = int.from_bytes(body[q : q + 2], "big")
+            add(m, f"Cipher Suites Length: {cl}", p + q, 2, "tls.handshake.cipher_suites_length", cl)
+            cs = add(m, f"Cipher Suites ({cl // 2} suite{'s' if cl // 2 != 1 else ''})", p + q + 2, cl)
+            for i in range(q + 2, q + 2 + cl - 1, 2):
+                c = int.from_bytes(body[i : i + 2], "big")
+                add(cs, f"Cipher Suite: {_suite_text(c, suite_name)}", p + i, 2, "tls.handshake.ciphersuite", f"0x{c:04x}")
+            q += 2 + cl
+            ml = body[q]
+            add(m, f"Compression Methods Length: {ml}", p + q, 1, "tls.handshake.comp_methods_length", ml)
+            cm = add(m, f"Compression Methods ({ml} method{'s' if ml != 1 else ''})", p + q + 1, ml)
+            for i in range(q + 1, q + 1 + ml):
+                add(cm, f"Compression Method: {'null' if body[i] == 0 else 'Unknown'} ({body[i]})", p + i, 1, "tls.handshake.comp_method", body[i])
+            q += 1 + ml
+        else:
+            c = int.from_bytes(body[q : q + 2], "big")
+            add(m, f"Cipher Suite: {_suite_text(c, suite_name)}", p + q, 2, "tls.handshake.ciphersuite", f"0x{c:04x}")
+            add(m, f"Compression Method: {'null' if body[q + 2] == 0 else 'Unknown'} ({body[q + 2]})", p + q + 2, 1, "tls.handshake.comp_method", body[q + 2])
+            q += 3
+        _extensions(m, body, q, p, add)
+    except IndexError:  # (a hello cut short: what was read stands)
+        return
+
+
+def _extensions(m, body: bytes, q: int, p: int, add) -> None:
+    """A message's extensions from offset ``q`` of its body: their length, then each one's
+    header line, type and length (its contents left out)."""
+    from wirefall.dissectors.tls import EXTENSION_NAMES
+
+    if q + 2 > len(body):
+        return
+    el = int.from_bytes(body[q : q + 2], "big")
+    add(m, f"Extensions Length: {el}", p + q, 2, "tls.handshake.extensions_length", el)
+    q += 2
+    end = min(q + el, len(body))
+    while q + 4 <= end:
+        t, ln = int.from_bytes(body[q : q + 2], "big"), int.from_bytes(body[q + 2 : q + 4], "big")
+        grease = t & 0x0F0F == 0x0A0A and t >> 8 == t & 0xFF
+        name = "Reserved (GREASE)" if grease else EXTENSION_NAMES.get(t) if t not in _EXT_UNNAMED else None
+        e = add(m, f"Extension: {name or f'Unknown type {t}'} (len={ln})", p + q, 4 + ln)
+        add(e, f"Type: {name or 'Unknown'} ({t})", p + q, 2, "tls.handshake.extension.type", t)
+        add(e, f"Length: {ln}", p + q + 2, 2, "tls.handshake.extension.len", ln)
+        q += 4 + ln
+
+
+# extension types tshark 4.0 (Debian 12, the oracle) does not name: "Unknown type 65037" in its tree
+_EXT_UNNAMED = frozenset({0xFE0D})
+
+
+def _suite_text(c: int, suite_name) -> str:
+    if c & 0x0F0F == 0x0A0A and c >> 8 == c & 0xFF:
+        return f"Reserved (GREASE) (0x{c:04x})"
+    name = suite_name(c)
+    return f"{name if name and not name.startswith('0x') else 'Unknown'} (0x{c:04x})"
+
+
+def frame_node(node, fr: Frame):
+    """A TLS record or handshake message whose bytes the tree does not read again (one
+    carried in QUIC CRYPTO frames; a record whose segments the capture lacks): Wireshark's
+    lines that its frame gives, without bytes."""
+    from wirefall.dissectors.tls import HANDSHAKE_TYPES
+
+    f = fr.fields or {}
+    codes = {v: k for k, v in HANDSHAKE_TYPES.items()}
+    ctype = {"CHANGE_CIPHER_SPEC": 20, "ALERT": 21, "HANDSHAKE": 22, "APPLICATION_DATA": 23, "HEARTBEAT": 24}.get(fr.type)
+    if "quic_epoch" not in f and ctype is not None:
+        node.add(f"Content Type: {_CT_WORDS[ctype]} ({ctype})", abbrev="tls.record.content_type", value=str(ctype))
+        node.add(f"Length: {fr.length}", abbrev="tls.record.length", value=str(fr.length))
+    for m in f.get("messages") or ():
+        key = str(m).upper() if "_" in str(m) else _CAMEL.sub("_", str(m)).upper()
+        t = codes.get(key)
+        name = _HS_WORDS.get(t, title(m)) if t is not None else title(m)
+        h = node.add(f"Handshake Protocol: {name}")
+        if t is not None:
+            h.add(f"Handshake Type: {name} ({t})", abbrev="tls.handshake.type", value=str(t))
+    if fr.error:
+        node.add(f"[Error: {fr.error}]")
+    from ..detail import wirefall_node
+
+    node.children.append(wirefall_node(fr))
+    return node

@@ -1,0 +1,123 @@
+"""The TLS detail tree is Wireshark's: on every packet of real captures, the tree's TLS lines
+are tshark's (``tshark -n -T pdml`` with the key log, and without it; segments after a hole
+reassembled when it is filled, ``tcp.reassemble_out_of_order``, as wirefall does), in tshark's order, and
+every record line tshark shows — ``TLSv1.3 Record Layer: Handshake Protocol: Server Hello``,
+content/opaque type, version, length, each handshake message with its type, a hello's cipher
+suites and extensions, encrypted application data, alerts — is there.
+
+Before (session 33): a generic node per record ("Protocol: tls", "Type: HANDSHAKE",
+"messages: ['CLIENT_HELLO']", "encrypted: False"), no record layer, no handshake message.
+
+Compared by label (the words and order); a record's byte ranges are the packet's where the
+record is whole in it (checked here) — tshark places the lines of a reassembled or decrypted
+record in data sources of its own.  What the tree leaves out of tshark's: the contents of
+extensions, certificates (ASN.1, and a TLS 1.3 certificate entry's extensions), key exchange and
+signature fields, JA3, and a handshake message continued across records."""
+from __future__ import annotations
+
+import gzip
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+
+from wirefall.analyzer.capture import PacketSource
+from wirefall.analyzer.detail import packet_detail
+from wirefall.analyzer.pipeline import analyze
+
+from conftest import SAMPLES, SHARED, run_tool
+
+CAPTURES = {
+    "page-h2": ("sample", "page/page-h2.pcapng", "page/page-h2.keys"),
+    "page-h2-nokeys": ("sample", "page/page-h2.pcapng", None),
+    "page-h1": ("sample", "page/page-h1.pcapng", "page/page-h1.keys"),
+    "page-spdy": ("sample", "page/page-spdy.pcapng", "page/page-spdy.keys"),
+    "h2-tls": ("sample", "http/h2-tls.pcap", "http/h2-tls.keys"),
+    "lossy-h2": ("sample", "lossy/page-h2.pcapng", "lossy/page-h2.keys"),
+    "amazon": ("shared", "pageload-amazon/amazon1.cap.gz", "pageload-amazon/amazon1.key_log.txt.gz"),
+    "tls12": ("shared", "tls12/capture.pcap", "tls12/keylog.txt"),
+    "tls13": ("shared", "tls13/capture.pcap", "tls13/keylog.txt"),
+    # one capture per TLS version, cipher family and feature (sample_captures/tls, its README)
+    **{f"tls/{p.stem}": ("sample", f"tls/{p.name}", f"tls/{p.stem}.keys" if p.with_suffix(".keys").exists() else None)
+       for p in sorted((SAMPLES / "tls").glob("*.pcap"))},
+}
+# the lines of tshark's a record's node always has (as many of each on the packet)
+MUST = ("TLSv", "SSLv", "Content Type: ", "Opaque Type: ", "Version: ", "Handshake Protocol: ", "Handshake Type: ",
+        "Cipher Suite: ", "Cipher Suites Length", "Extension: ", "Encrypted Application Data: ",
+        "Application Data Protocol: ", "Alert Message", "Level: ", "Description: ", "Change Cipher Spec Message", "Session ID")
+
+
+def _plain(path, tmp_path) -> str:
+    if path.suffix != ".gz":
+        return str(path)
+    out = tmp_path / path.stem
+    out.write_bytes(gzip.decompress(path.read_bytes()))
+    return str(out)
+
+
+def _label(s: str) -> str:
+    return s[1:-1] if s.startswith("[") and s.endswith("]") else s
+
+
+def _tshark(path: str, keys: str | None) -> dict[int, list[tuple[str, int, int, bool]]]:
+    """Packet -> tshark's TLS lines: (label, offset, length, inside a certificate list)."""
+    xml = run_tool("tshark", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-T", "pdml", "-Y", "tls", *(["-o", f"tls.keylog_file:{keys}"] if keys else []))
+    out: dict[int, list[tuple[str, int, int, bool]]] = {}
+    for pkt in ET.fromstring(xml).iter("packet"):
+        num = int(next(f for f in pkt.iter("field") if f.get("name") == "frame.number").get("show"))
+        rows: list[tuple[str, int, int, bool]] = []
+        for proto in pkt.findall("proto"):
+            if proto.get("name") != "tls":
+                continue
+
+            def walk(el, inside: bool):
+                for f in el.findall("field"):
+                    if f.get("hide") == "yes":
+                        continue
+                    label = _label(f.get("showname") or f.get("show") or "")
+                    rows.append((label, int(f.get("pos") or 0), int(f.get("size") or 0), inside))
+                    walk(f, inside or label.startswith("Certificates ("))
+            walk(proto, False)
+        out[num] = rows
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_tls_tree_is_tsharks(name, tmp_path):
+    where, cap, keys = CAPTURES[name]
+    root = SHARED if where == "shared" else SAMPLES
+    if not (root / cap).exists():
+        pytest.skip(f"{cap} not present")
+    path = _plain(root / cap, tmp_path)
+    kpath = _plain(root / keys, tmp_path) if keys else None
+    want = _tshark(path, kpath)
+    an = analyze(path, keylogs=[kpath] if kpath else [])
+    src = PacketSource(path)
+    records = ranged = 0
+    for n, theirs in want.items():
+        if not theirs:
+            continue  # (TLS inside QUIC: under tshark's QUIC node, tests/test_detail_quic.py)
+        tree = packet_detail(an, src, n)
+        group = next((x for x in tree if x.label.startswith("Transport Layer Security")), None)
+        assert group is not None, f"packet {n}: no TLS node"
+        ours = []
+        for rec in group.children:
+            if "[continued: " in rec.label:
+                continue  # (a record that completes on a later packet: its node is there, as tshark's)
+            records += 1
+            own = {id(y) for w in rec.children if w.label.startswith("[wirefall: ") for y in w.walk()}  # (wirefall's fields)
+            ours += [x for x in rec.walk() if id(x) not in own]
+        labels = [_label(x.label) for x in ours]
+        it = iter(t[0] for t in theirs)
+        for lb in labels:
+            assert any(lb == t for t in it), f"packet {n}: {lb!r} is not tshark's (or not in its order)"
+        must = Counter(t[0] for t in theirs if t[0].startswith(MUST) and not t[3])
+        have = Counter(lb for lb in labels if lb.startswith(MUST))
+        assert must - have == Counter(), f"packet {n}: tshark also shows {list((must - have).elements())[:4]}"
+        # where a node has the packet's bytes, they are tshark's for that line
+        exact = {(t[0], t[1], t[2]) for t in theirs}
+        for x in ours:
+            if x.source == 0 and x.start >= 0 and x.end > x.start and not x.label.startswith(("TLSv", "SSLv", "Handshake Protocol")):
+                assert (_label(x.label), x.start, x.end - x.start) in exact, f"packet {n}: {x.label} at {x.start}-{x.end}"
+                ranged += 1
+    assert records > len(want) // 2 and ranged > 0
