@@ -927,13 +927,13 @@ def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_re
     return (-1, -1)
 
 
-def wirefall_node(fr: Frame) -> Node:
+def wirefall_node(fr: Frame, type_text: str | None = None) -> Node:
     """wirefall's own fields of a frame (``wirefall.protocol``, ``.type``, ``.stream``,
     ``.flags``, ``.length``: analyzer/fields/wirefall.py), in a node of their own under a
     protocol's Wireshark tree (TLS, DNS), so that tree and filter keep agreeing."""
-    n = Node(f"[wirefall: {fr.protocol} {fr.type}]")
+    n = Node(f"[wirefall: {fr.protocol} {type_text or fr.type}]")
     n.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
-    n.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
+    n.add(f"Type: {type_text or fr.type}", abbrev="wirefall.type", value=fr.type)
     if fr.stream_id is not None:
         n.add(f"Stream Identifier: {fr.stream_id}", abbrev="wirefall.stream", value=fr.stream_id)
     if fr.flags:
@@ -1055,7 +1055,7 @@ def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
 
 _TREE_ONLY = frozenset({"tcp.analysis"})  # (a node's name that names a subtree, not a value: kept)
 # the trees written line for line as Wireshark's (with every field name of its own, filterable or not)
-_WIRESHARK_TREES = ("frame.", "eth.", "sll.", "null.", "ip.", "ipv6.", "udp.", "tcp.", "dns.", "tls.")
+_WIRESHARK_TREES = ("frame.", "eth.", "sll.", "null.", "ip.", "ipv6.", "udp.", "tcp.", "dns.", "tls.", "http2.")
 
 
 def _filterable_names(out: list[Node]) -> None:
@@ -1129,6 +1129,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
     qframes = 0
     tls_dec: dict | None = None  # (connection, direction, stream offset) -> (tab, DecryptedRecord): made once, when a record asks
     whole_groups: set[int] = set()  # groups of record nodes: named as Wireshark names the layer, no summary
+    prefaced: set[int] = set()  # connections whose HTTP/2 preface this tree has
     spans: list = []  # STREAM data in the tabs: (direction, stream, stream offset, length, tab, position, packet)
     for fr in frames:
         rng = _frame_range(analysis, fr, number, payload_off, seq_rel, plen, [])
@@ -1152,7 +1153,13 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             continue
         pname = frame_proto_name(analysis, fr)
         g = groups.get(pname)
-        if g is None:
+        if hk.frame_group is not None and fr.packet == number:
+            for x in hk.frame_group(analysis, fr, prefaced):  # (what goes before it: HTTP/2's connection preface)
+                out.append(x)
+            g = Node(_group_label(pname), [], -1, -1)  # (a node of its own, the group's words without a summary)
+            out.append(g)
+            whole_groups.add(id(g))
+        elif g is None:
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
         fn = _frame_node(analysis, fr, rng)

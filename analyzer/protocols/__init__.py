@@ -25,6 +25,9 @@ others):
   It stands alone in the tree (not under a protocol group node), as Wireshark's does.
 - ``record_node(analysis, node, fr, rb) -> Node``: the whole node of a record whose bytes the
   tree reads again (``rb``: ``analyzer.detail.RecordBytes``: header, wire body, plaintext): TLS.
+- ``frame_group(analysis, fr, done) -> list[Node]``: the frame's node stands in a protocol node
+  of its own (HTTP/2: one "HyperText Transfer Protocol 2" a frame, as Wireshark's), after the
+  nodes returned (HTTP/2's connection preface, ``Stream: Magic``; ``done``: per packet, its own).
 - ``header_ranges(node, source, start, end)``: byte ranges of the frame header's fields, the
   frame starting at ``start`` of bytes tab ``source``.
 - ``place_in_stream(fr, node, spans)``: point a frame's node at its bytes inside the decrypted
@@ -54,6 +57,7 @@ class Hooks:
     frame_node: Callable[..., Any] | None = None
     datagram_node: Callable[..., Any] | None = None
     record_node: Callable[..., Any] | None = None
+    frame_group: Callable[..., list[Any]] | None = None
     type_node: Callable[..., bool] | None = None
     header_ranges: Callable[..., None] | None = None
     place_in_stream: Callable[..., None] | None = None

@@ -112,55 +112,148 @@ def info(ctx: InfoContext, fr: Frame) -> str:
     return s
 
 
-def frame_node(node: Node, fr: Frame) -> Node:
-    """An HTTP/2 frame with Wireshark's field names (http2.*)."""
-    from wirefall.analyzer.detail import flag_names, value_nodes
+# tshark's flag bits of each frame type (packet-http2.c), high to low; the other bits are "Unused"
+_FLAG_BITS = {"DATA": ((0x08, "Padded", "padded"), (0x01, "End Stream", "end_stream")),
+              "HEADERS": ((0x20, "Priority", "priority"), (0x08, "Padded", "padded"), (0x04, "End Headers", "eh"),
+                          (0x01, "End Stream", "end_stream")),
+              "SETTINGS": ((0x01, "ACK", "ack"),), "PING": ((0x01, "ACK", "ack"),),
+              "PUSH_PROMISE": ((0x08, "Padded", "padded"), (0x04, "End Headers", "eh")),
+              "CONTINUATION": ((0x08, "Padded", "padded"), (0x04, "End Headers", "eh"))}  # (tshark reads Padded on CONTINUATION too)
+# SETTINGS identifiers as tshark words them: (the entry's and the identifier's word, the value's)
+_SETTING_WORDS = {1: ("Header table size", "Header table size"), 2: ("Enable PUSH", "Enable PUSH"),
+                  3: ("Max concurrent streams", "Max concurrent streams"), 4: ("Initial Windows size", "Initial Windows Size"),
+                  5: ("Max frame size", "Max frame size"), 6: ("Max header list size", "Max header list size"),
+                  8: ("Extended CONNECT", "Extended CONNECT")}  # (tshark 4.0 knows no other: "Unknown (9)", "Unknown Settings")
 
-    fl = flag_names(fr)
-    node.add(f"Length: {fr.length}", abbrev="http2.length", value=str(fr.length))
+
+_LABEL_MAX = 239  # characters of a tree line tshark writes (ITEM_LABEL_LENGTH, 240 with its NUL)
+
+
+def _field_label(word: str, v: str) -> str:
+    """A string field's line as Wireshark writes it, "[truncated]" after its name when cut."""
+    s = f"{word}: {v}"
+    return s if len(s) <= _LABEL_MAX else f"{word} [truncated]: {v}"[: _LABEL_MAX - 1]  # (one shorter, as tshark's)
+
+
+def frame_group(analysis: Analysis, fr: Frame, done: set) -> list[Node]:
+    """Each HTTP/2 frame is a "HyperText Transfer Protocol 2" node of its own, as Wireshark's;
+    before the client's first frame of a connection, the connection preface's (``Stream:
+    Magic``): the nodes to put before the frame's (``done``: the connections whose preface this
+    packet's tree has)."""
+    from wirefall.analyzer.detail import Node
+
+    if fr.direction != 0 or fr.connection in done or fr.first_packet not in first_client_packets(analysis):
+        return []
+    first = next((x for x in analysis.frames if x.connection == fr.connection and x.direction == 0
+                  and x.protocol in ("h2", "h2c")), None) if fr.first_packet in first_client_packets(analysis) else None
+    if first is not fr:
+        return []
+    done.add(fr.connection)
+    g = Node("HyperText Transfer Protocol 2")
+    m = g.add("Stream: Magic")
+    m.add("Magic: PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n", abbrev="http2.magic", value="PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+    return [g]
+
+
+def frame_node(node: Node, fr: Frame) -> Node:
+    """An HTTP/2 frame as Wireshark's tree shows it (``http2.*``): ``Stream: HEADERS, Stream ID:
+    1, Length 437, GET /``, the frame header with its flag bits, the type's fields, each
+    header; wirefall's own facts (direction, window, header bytes) in a node of their own."""
+    from wirefall.analyzer.detail import bit_text, value_nodes, wirefall_node
+
     t = type_code(fr)
-    known = fr.type in TYPES
-    node.add(f"Type: {fr.type if known else 'Unknown'} ({t if t is not None else '?'})", abbrev="http2.type",
-             value=str(t) if t is not None else fr.type)
-    node.add(f"Flags: 0x{fr.flags:02x}{' (' + fl + ')' if fl else ''}", abbrev="http2.flags", value=f"0x{fr.flags:02x}")
-    node.add(f"Stream Identifier: {fr.stream_id}", abbrev="http2.streamid", value=str(fr.stream_id))
-    node.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
-    if fr.first_packet and fr.first_packet != fr.packet:
-        node.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
-    if fr.error:
-        node.add(f"[Error: {fr.error}]")
-    if fr.headers:
-        hn = node.add(f"Header list ({len(fr.headers)} headers)")
-        for k, v in fr.headers:
-            h = hn.add(f"Header: {k}: {v}")
-            h.add(f"Name: {k}", abbrev="http2.header.name", value=k)
-            h.add(f"Value: {v}", abbrev="http2.header.value", value=v)
+    name = type_text(fr)
+    what = ""
+    if fr.headers:  # (the request's method and path, the response's status and phrase: tshark's Info words)
+        m, p, st = header(fr.headers, ":method"), header(fr.headers, ":path"), header(fr.headers, ":status")
+        what = f"{m} {p or ''}".rstrip() if m else status_text(st) if st else ""
+    title = f"Stream: {name if fr.type in TYPES else 'Unknown'}, Stream ID: {fr.stream_id}, Length {fr.length}"
+    if what:
+        title += f", {what}"
+    elif fr.type == "DATA" and not fr.flags & 0x1:
+        title += " (partial entity body)"
+    node.label = title
     fields = fr.fields or {}
+
+    def bits(parent, value: int, mask: int, width: int, word: str, text: str, abbrev: str | None = None):
+        return parent.add(f"{bit_text(value, mask, width)} = {word}: {text}", abbrev=abbrev, value=str((value & mask) >> ((mask & -mask).bit_length() - 1)))
+
+    node.add(f"Length: {fr.length}", abbrev="http2.length", value=str(fr.length))
+    node.add(f"Type: {fr.type if fr.type in TYPES else 'Unknown'} ({t if t is not None else '?'})", abbrev="http2.type",
+             value=str(t) if t is not None else fr.type)
+    defs = _FLAG_BITS.get(fr.type, ())
+    set_words = "".join(f", {w}" for b, w, _ in defs if fr.flags & b)
+    fl = node.add(f"Flags: 0x{fr.flags:02x}{set_words}", abbrev="http2.flags", value=f"0x{fr.flags:02x}")
+    unused = 0xFB if fr.type == "CONTINUATION" else 0xFF & ~sum(b for b, _, _ in defs)  # (tshark's CONTINUATION: Padded inside its unused bits)
+    bits(fl, fr.flags, unused, 8, "Unused", f"0x{fr.flags & unused:02x}", "http2.flags.unused")
+    for b, w, ab in defs:
+        bits(fl, fr.flags, b, 8, w, "True" if fr.flags & b else "False", f"http2.flags.{ab}")
+    sid = fr.stream_id or 0
+    bits(node, sid, 0x80000000, 32, "Reserved", "0x0", "http2.r")
+    bits(node, sid, 0x7FFFFFFF, 32, "Stream Identifier", str(sid), "http2.streamid")
     skip: set[str] = set()
+    if fr.type in ("DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION") and not fr.flags & 0x08:
+        node.add("[Pad Length: 0]", abbrev="http2.pad_length", value="0")
     if fr.type == "PRIORITY" or fr.type == "HEADERS" and fr.flags & 0x20:
-        _priority_nodes(node, fields, skip)
+        _priority_nodes(node, fields, skip, bits)
+    if fr.type == "PUSH_PROMISE" and isinstance(fields.get("promised_stream_id"), int):
+        ps = fields["promised_stream_id"]
+        bits(node, ps, 0x80000000, 32, "Reserved", "0x0", "http2.push_promise.r")
+        bits(node, ps, 0x7FFFFFFF, 32, "Promised-Stream-ID", str(ps), "http2.push_promise.promised_stream_id")
+        skip.add("promised_stream_id")
     if fr.type == "SETTINGS":
         _settings_nodes(node, fields, skip)
+    if fr.type == "WINDOW_UPDATE" and isinstance(fields.get("increment"), int):
+        inc = fields["increment"]
+        bits(node, inc, 0x80000000, 32, "Reserved", "0x0", "http2.window_update.r")
+        bits(node, inc, 0x7FFFFFFF, 32, "Window Size Increment", str(inc), "http2.window_update.window_size_increment")
+        skip.add("increment")
+    if fr.type == "GOAWAY" and isinstance(fields.get("last_stream_id"), int):
+        ls = fields["last_stream_id"]
+        bits(node, ls, 0x80000000, 32, "Reserved", "0x0", "http2.goaway.r")
+        bits(node, ls, 0x7FFFFFFF, 32, "Last-Stream-ID", str(ls), "http2.goaway.last_stream_id")
+        skip.add("last_stream_id")
+    if fr.type in ("RST_STREAM", "GOAWAY") and isinstance(fields.get("error_code"), int):
+        code = fields["error_code"]
+        node.add(f"Error: {fields.get('error') or 'Unknown'} ({code})",
+                 abbrev="http2.rst_stream.error" if fr.type == "RST_STREAM" else "http2.goaway.error", value=str(code))
+        skip.update(("error_code", "error"))
     if fr.type == "GOAWAY" and "debug_data" in fields:
         _debug_data_node(node, fields, skip)
+    if fr.headers:
+        # (tshark's [Header Length] and [Header Count] count the block's representations, a table
+        # size update among them, which wirefall does not keep: left out)
+        for k, v in fr.headers:
+            # (a line is cut at Wireshark's label length, ITEM_LABEL_LENGTH; the field's value is whole)
+            h = node.add(f"Header: {k}: {status_text(v) if k == ':status' else v}"[:_LABEL_MAX], abbrev="http2.header")
+            h.add(_field_label("Name", k), abbrev="http2.header.name", value=k)
+            h.add(_field_label("Value", v), abbrev="http2.header.value", value=v)
     if fr.type not in TYPES and "unknown_type" in fields:
         skip.add("unknown_type")  # (the Type line says it)
+    own = wirefall_node(fr, name)
+    own.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
+    if fr.first_packet and fr.first_packet != fr.packet:
+        own.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
+    if fr.error:
+        node.add(f"[Error: {fr.error}]")
     for k, v in fields.items():
         if k not in skip:
-            value_nodes(node, k, v)
+            value_nodes(own, k, v)
+    node.children.append(own)
     return node
 
 
-def _priority_nodes(node: Node, fields: Mapping[str, Any], skip: set[str]) -> None:
+def _priority_nodes(node: Node, fields: Mapping[str, Any], skip: set[str], bits) -> None:
     """Exclusive, stream dependency and weight, with tshark's names: ``http2.headers.weight`` is
     the byte sent, ``weight_real`` one more (the dissector keeps the latter as ``weight``)."""
     ex, dep, w = fields.get("exclusive"), fields.get("depends_on"), fields.get("weight")
-    if ex is None or dep is None or not isinstance(w, int):
+    if ex is None or not isinstance(dep, int) or not isinstance(w, int):
         return
-    node.add(f"Exclusive: {'True' if ex else 'False'}", abbrev="http2.exclusive", value="1" if ex else "0")
-    node.add(f"Stream Dependency: {dep}", abbrev="http2.stream_dependency", value=str(dep))
+    word = (0x80000000 if ex else 0) | dep
+    bits(node, word, 0x80000000, 32, "Exclusive", "True" if ex else "False", "http2.exclusive")
+    bits(node, word, 0x7FFFFFFF, 32, "Stream Dependency", str(dep), "http2.stream_dependency")
     node.add(f"Weight: {w - 1}", abbrev="http2.headers.weight", value=str(w - 1))
-    node.add(f"Weight real: {w}", abbrev="http2.headers.weight_real", value=str(w))
+    node.add(f"[Weight real: {w}]", abbrev="http2.headers.weight_real", value=str(w))
     skip.update(("exclusive", "depends_on", "weight"))
 
 
@@ -170,16 +263,14 @@ _SETTING_FIELDS = {1: "header_table_size", 2: "enable_push", 3: "max_concurrent_
 
 def _settings_nodes(node: Node, fields: Mapping[str, Any], skip: set[str]) -> None:
     """Each setting in wire order (a repeated identifier each time), as tshark lists them."""
-    from wirefall.dissectors.http2 import SETTINGS_NAMES
-
     items = fields.get("settings_list")
     if not isinstance(items, list):
         return
     for ident, value in items:
-        name = SETTINGS_NAMES.get(ident, f"0x{ident:x}")
-        sn = node.add(f"Settings - {name} : {value}", abbrev="http2.settings")
+        name, vname = _SETTING_WORDS.get(ident, ("Unknown", "Unknown Settings"))
+        sn = node.add(f"Settings - {name if ident in _SETTING_WORDS else f'Unknown ({ident})'} : {value}", abbrev="http2.settings")
         sn.add(f"Settings Identifier: {name} ({ident})", abbrev="http2.settings.id", value=str(ident))
-        sn.add(f"{name}: {value}", abbrev=f"http2.settings.{_SETTING_FIELDS.get(ident, 'unknown')}", value=str(value))
+        sn.add(f"{vname}: {value}", abbrev=f"http2.settings.{_SETTING_FIELDS.get(ident, 'unknown')}", value=str(value))
     skip.update(("settings", "settings_list"))
 
 
@@ -195,14 +286,17 @@ def _debug_data_node(node: Node, fields: Mapping[str, Any], skip: set[str]) -> N
     skip.update(("debug_data", "debug_data_length", "debug_data_truncated", "debug_data_escaped"))
 
 
-_HEADER_SPANS = {"http2.length": (0, 3), "http2.type": (3, 4), "http2.flags": (4, 5), "http2.streamid": (5, 9)}
+_HEADER_SPANS = {"http2.length": (0, 3), "http2.type": (3, 4), "http2.flags": (4, 5), "http2.r": (5, 9), "http2.streamid": (5, 9)}
 
 
 def header_ranges(fn: Node, source: int, start: int, end: int) -> None:
-    """Byte ranges of the HTTP/2 frame header fields, the frame starting at ``start``."""
+    """Byte ranges of the HTTP/2 frame header fields (and the flag bits'), the frame starting at ``start``."""
     if end - start < 9:
         return
     for c in fn.children:
         if c.abbrev in _HEADER_SPANS:
             a, b = _HEADER_SPANS[c.abbrev]
             c.source, c.start, c.end = source, start + a, start + b
+            if c.abbrev == "http2.flags":
+                for x in c.children:
+                    x.source, x.start, x.end = source, start + 4, start + 5
