@@ -120,3 +120,23 @@ def analysed(path: Path, keys: list[str]):
             if old is not None:
                 os.environ["SSLKEYLOGFILE"] = old
     return _ANALYSED[path]
+
+
+def capture_and_keys(where: str, cap: str, keys: str | None, tmp_path: Path) -> tuple[str, str | None]:
+    """A capture and its key log, from sample_captures (``where`` "sample") or ../shared/captures
+    ("shared"), gzipped ones unpacked into ``tmp_path`` (tshark and wirefall then read the same
+    file); skipped when the capture is not there."""
+    import gzip
+
+    root = SHARED if where == "shared" else SAMPLES
+
+    def plain(p: Path) -> str:
+        if p.suffix != ".gz":
+            return str(p)
+        out = tmp_path / p.stem
+        out.write_bytes(gzip.decompress(p.read_bytes()))
+        return str(out)
+
+    if not (root / cap).exists():
+        pytest.skip(f"{cap} not present")
+    return plain(root / cap), plain(root / keys) if keys else None

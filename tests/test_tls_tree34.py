@@ -15,7 +15,6 @@ extensions, certificates (ASN.1, and a TLS 1.3 certificate entry's extensions), 
 signature fields, JA3, and a handshake message continued across records."""
 from __future__ import annotations
 
-import gzip
 import xml.etree.ElementTree as ET
 from collections import Counter
 
@@ -25,7 +24,7 @@ from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import packet_detail
 from wirefall.analyzer.pipeline import analyze
 
-from conftest import SAMPLES, SHARED, run_tool
+from conftest import SAMPLES, capture_and_keys, run_tool
 
 CAPTURES = {
     "page-h2": ("sample", "page/page-h2.pcapng", "page/page-h2.keys"),
@@ -47,12 +46,6 @@ MUST = ("TLSv", "SSLv", "Content Type: ", "Opaque Type: ", "Version: ", "Handsha
         "Application Data Protocol: ", "Alert Message", "Level: ", "Description: ", "Change Cipher Spec Message", "Session ID")
 
 
-def _plain(path, tmp_path) -> str:
-    if path.suffix != ".gz":
-        return str(path)
-    out = tmp_path / path.stem
-    out.write_bytes(gzip.decompress(path.read_bytes()))
-    return str(out)
 
 
 def _label(s: str) -> str:
@@ -84,12 +77,7 @@ def _tshark(path: str, keys: str | None) -> dict[int, list[tuple[str, int, int, 
 
 @pytest.mark.parametrize("name", sorted(CAPTURES))
 def test_tls_tree_is_tsharks(name, tmp_path):
-    where, cap, keys = CAPTURES[name]
-    root = SHARED if where == "shared" else SAMPLES
-    if not (root / cap).exists():
-        pytest.skip(f"{cap} not present")
-    path = _plain(root / cap, tmp_path)
-    kpath = _plain(root / keys, tmp_path) if keys else None
+    path, kpath = capture_and_keys(*CAPTURES[name], tmp_path)
     want = _tshark(path, kpath)
     an = analyze(path, keylogs=[kpath] if kpath else [])
     src = PacketSource(path)

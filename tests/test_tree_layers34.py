@@ -14,7 +14,6 @@ Linux cooked v1/v2 and raw IP, a D-SACK (page-h1), FINs from both sides (h2c-cur
 page load, the h2 TLS capture, pcapng with interfaces (page-h2)."""
 from __future__ import annotations
 
-import gzip
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -23,7 +22,7 @@ from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import Node, packet_detail
 from wirefall.analyzer.pipeline import analyze
 
-from conftest import SAMPLES, SHARED, run_tool
+from conftest import capture_and_keys, run_tool
 
 # tshark's protocol -> the start of the tree node's label that is that layer
 LAYERS = {"frame": "Frame ", "eth": "Ethernet II", "sll": "Linux cooked", "null": "Null/Loopback", "raw": "Raw packet data",
@@ -54,13 +53,6 @@ CAPTURES = {
 }
 
 
-def _plain(path, tmp_path) -> str:
-    """A gzipped capture unpacked (tshark and wirefall then read the same file)."""
-    if path.suffix != ".gz":
-        return str(path)
-    out = tmp_path / path.stem
-    out.write_bytes(gzip.decompress(path.read_bytes()))
-    return str(out)
 
 
 def _line(label: str, pos: int, size: int) -> tuple[str, int, int]:
@@ -103,12 +95,7 @@ def _ours(tree: list[Node], name: str) -> list | None:
 
 @pytest.mark.parametrize("name", sorted(CAPTURES))
 def test_layers_are_tsharks(name, tmp_path):
-    where, cap, keys = CAPTURES[name]
-    root = SHARED if where == "shared" else SAMPLES
-    if not (root / cap).exists():
-        pytest.skip(f"{cap} not present")
-    path = _plain(root / cap, tmp_path)
-    kpath = _plain(root / keys, tmp_path) if keys else None
+    path, kpath = capture_and_keys(*CAPTURES[name], tmp_path)
     want = _tshark(path, kpath)
     an = analyze(path, keylogs=[kpath] if kpath else None)
     src = PacketSource(path)
