@@ -1055,7 +1055,7 @@ def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
 
 _TREE_ONLY = frozenset({"tcp.analysis"})  # (a node's name that names a subtree, not a value: kept)
 # the trees written line for line as Wireshark's (with every field name of its own, filterable or not)
-_WIRESHARK_TREES = ("frame.", "eth.", "sll.", "null.", "ip.", "ipv6.", "udp.", "tcp.", "dns.", "tls.", "http2.")
+_WIRESHARK_TREES = ("frame.", "eth.", "sll.", "null.", "ip.", "ipv6.", "udp.", "tcp.", "dns.", "tls.", "http2.", "http.")
 
 
 def _filterable_names(out: list[Node]) -> None:
@@ -1151,6 +1151,11 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             out.append(hk.datagram_node(Node("", [], -1, -1), fr, data[payload_off:end], payload_off,
                                         lambda names: _tcp_fields(analysis, source, number, names)))
             continue
+        if hk.message_node is not None and fr.packet == number:
+            msg = hk.message_node(analysis, fr, number)
+            if msg is not None:
+                out.extend(msg)  # (a node of its own: a message, as Wireshark's protocol node)
+                continue
         pname = frame_proto_name(analysis, fr)
         g = groups.get(pname)
         if hk.frame_group is not None and fr.packet == number:

@@ -28,6 +28,9 @@ others):
 - ``frame_group(analysis, fr, done) -> list[Node]``: the frame's node stands in a protocol node
   of its own (HTTP/2: one "HyperText Transfer Protocol 2" a frame, as Wireshark's), after the
   nodes returned (HTTP/2's connection preface, ``Stream: Magic``; ``done``: per packet, its own).
+- ``message_node(analysis, fr, number) -> list[Node] | None``: the top-level nodes a frame puts
+  in packet ``number``'s tree (HTTP/1: a message where it ends, head and body as one, as
+  Wireshark's); None: the generic node.
 - ``header_ranges(node, source, start, end)``: byte ranges of the frame header's fields, the
   frame starting at ``start`` of bytes tab ``source``.
 - ``place_in_stream(fr, node, spans)``: point a frame's node at its bytes inside the decrypted
@@ -58,6 +61,7 @@ class Hooks:
     datagram_node: Callable[..., Any] | None = None
     record_node: Callable[..., Any] | None = None
     frame_group: Callable[..., list[Any]] | None = None
+    message_node: Callable[..., Any] | None = None
     type_node: Callable[..., bool] | None = None
     header_ranges: Callable[..., None] | None = None
     place_in_stream: Callable[..., None] | None = None

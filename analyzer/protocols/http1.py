@@ -287,3 +287,129 @@ def continues(ctx: InfoContext) -> bool:
     if "http1" in ctx.memo:
         return False
     return any(fr.packet > ctx.n and fr.protocol.startswith("http/") and fr.type == "BODY" for fr in ctx.frames)
+
+
+# ---------------------------------------------------------------- the detail tree (Wireshark's)
+
+def _conn_exchanges(analysis: Analysis, conn: int) -> list:
+    """The connection's HTTP/1 exchanges in order (one map per analysis, rebuilt as they grow)."""
+    memo = analysis.__dict__.get("_wf_h1_conn_ex")
+    exs = analysis.exchanges
+    if memo is None or memo[0] != len(exs):
+        by: dict[int, list] = {}
+        for e in exs:
+            if str(e.protocol or "").startswith("http/1"):
+                by.setdefault(e.connection, []).append(e)
+        memo = (len(exs), by)
+        analysis.__dict__["_wf_h1_conn_ex"] = memo
+    return memo[1].get(conn, [])
+
+
+def message_node(analysis: Analysis, fr: Frame, number: int):
+    """[node] of an HTTP/1 message as Wireshark's tree shows it, on the packet where it ends (tshark
+    reassembles the body first): its start line with its parts, each header line, the blank
+    line, the full URI, its place on the connection (``[HTTP request 2/5]``) and the frames of
+    the requests and responses around it.  A head whose message ends later says where; a
+    body's node is its message's ([]: its head on the same packet writes it).  None: the generic
+    node serves (no head to read)."""
+    from wirefall.analyzer.detail import Node, wirefall_node
+
+    head = fr
+    if fr.type == "BODY":
+        found = _head_for_body(analysis, fr)
+        if found is None:
+            return None
+        head = found
+        if head.packet == number:
+            return []  # (the head on this packet writes the message)
+    elif fr.type not in ("REQUEST", "RESPONSE"):
+        return None
+    end = end_packet(analysis, head)
+    node = Node("Hypertext Transfer Protocol")
+    if fr.type != "BODY" and end is not None and end > number:
+        node.add(f"[The message goes on: it ends in packet {end}]")
+        node.children.append(wirefall_node(fr))
+        return [node]
+    f = head.fields or {}
+    line = start_line(head) or summary(head)
+    sl = node.add(f"{line}\\r\\n")
+    e = sl.add(f"[Expert Info (Chat/Sequence): {line}\\r\\n]")
+    e.add(f"[{line}\\r\\n]")
+    e.add("[Severity level: Chat]")
+    e.add("[Group: Sequence]")
+    version = f.get("version") or head.protocol.upper()
+    if head.type == "REQUEST":
+        sl.add(f"Request Method: {f.get('method')}", abbrev="http.request.method", value=f.get("method"))
+        sl.add(f"Request URI: {f.get('target')}", abbrev="http.request.uri", value=f.get("target"))
+        sl.add(f"Request Version: {version}", abbrev="http.request.version", value=version)
+    else:
+        st = f.get("status")
+        sl.add(f"Response Version: {version}", abbrev="http.response.version", value=version)
+        sl.add(f"Status Code: {st}", abbrev="http.response.code", value=str(st))
+        from wirefall.analyzer.info import status_text
+
+        words = status_text(st).split(" ", 1)
+        if len(words) == 2:
+            sl.add(f"[Status Code Description: {words[1]}]", abbrev="http.response.code.desc", value=words[1])
+        sl.add(f"Response Phrase: {f.get('reason', '')}", abbrev="http.response.phrase", value=f.get("reason", ""))
+    for k, v in head.headers or ():
+        h = node.add(f"{k}: {v}\\r\\n")
+        if str(k).lower() == "content-length" and str(v).strip().isdigit():
+            h.add(f"[Content length: {int(v)}]", abbrev="http.content_length", value=str(int(v)))
+    node.add("\\r\\n")
+    exs = _conn_exchanges(analysis, head.connection)
+    ex = exchange_by_id(analysis, f.get("exchange"))
+    i = next((k for k, x in enumerate(exs) if x is ex), None)
+    uri = _full_uri(analysis, head, ex)
+    if head.type == "REQUEST":
+        if uri:
+            node.add(f"[Full request URI: {uri}]", abbrev="http.request.full_uri", value=uri)
+        if i is not None:
+            node.add(f"[HTTP request {i + 1}/{len(exs)}]")
+            _link(node, "Prev request in frame", exs[i - 1].request_end_packet if i else None, "http.prev_request_in")
+            _link(node, "Response in frame", ex.response_end_packet, "http.response_in")
+            _link(node, "Next request in frame", exs[i + 1].request_end_packet if i + 1 < len(exs) else None, "http.next_request_in")
+    elif i is not None:
+        node.add(f"[HTTP response {i + 1}/{len(exs)}]")
+        if ex.request_end is not None and ex.response_end is not None:
+            from wirefall.analyzer.packet_record import seconds_text
+
+            t = seconds_text(round(ex.response_end - ex.request_end, 6), 6) + "000"
+            node.add(f"[Time since request: {t} seconds]", abbrev="http.time", value=t)
+        _link(node, "Prev request in frame", exs[i - 1].request_end_packet if i else None, "http.prev_request_in")
+        _link(node, "Prev response in frame", exs[i - 1].response_end_packet if i else None, "http.prev_response_in")
+        _link(node, "Request in frame", ex.request_end_packet, "http.request_in")
+        _link(node, "Next request in frame", exs[i + 1].request_end_packet if i + 1 < len(exs) else None, "http.next_request_in")
+        _link(node, "Next response in frame", exs[i + 1].response_end_packet if i + 1 < len(exs) else None, "http.next_response_in")
+        if uri:
+            node.add(f"[Request URI: {uri}]", abbrev="http.response_for.uri", value=uri)
+    node.children.append(wirefall_node(fr))
+    return [node]
+
+
+def _link(node, word: str, packet: int | None, abbrev: str) -> None:
+    if packet:
+        node.add(f"[{word}: {packet}]", abbrev=abbrev, value=str(packet))
+
+
+def _full_uri(analysis: Analysis, head: Frame, ex) -> str | None:
+    """The request's full URI as tshark writes it: scheme, the Host header, the target."""
+    url = getattr(ex, "url", None) if ex is not None else None
+    if isinstance(url, str) and "://" in url:
+        return url
+    return None
+
+
+def _head_for_body(analysis: Analysis, body: Frame) -> Frame | None:
+    """The head frame of a body's message (same exchange and direction)."""
+    ex_id = (body.fields or {}).get("exchange")
+    want = "REQUEST" if body.direction == 0 else "RESPONSE"
+    head = None
+    for fr in analysis.frames:  # (the last head of the exchange before the body: a final response, not a 100 Continue)
+        if fr.packet > body.packet:
+            break
+        if fr.connection == body.connection and fr.type == want and (fr.fields or {}).get("exchange") == ex_id:
+            st = (fr.fields or {}).get("status")
+            if not (isinstance(st, int) and 100 <= st < 200):
+                head = fr
+    return head
