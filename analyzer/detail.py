@@ -316,10 +316,12 @@ def bit_text(value: int, mask: int, width: int) -> str:
     return " ".join(s[i : i + 4] for i in range(0, width, 4))
 
 
-def _bits(parent: Node, value: int, mask: int, width: int, name: str, text: str, start: int, end: int, abbrev: str | None = None) -> Node:
-    """A bit field's line (``.... ..1. = Name: text``) over bytes ``start``-``end``."""
+def _bits(parent: Node, value: int, mask: int, width: int, name: str, text: str, start: int, end: int, abbrev: str | None = None,
+          shown: str | None = None) -> Node:
+    """A bit field's line (``.... ..1. = Name: text``) over bytes ``start``-``end``; its value
+    as tshark -T json prints it (``shown``; else the bits' number)."""
     v = (value & mask) >> ((mask & -mask).bit_length() - 1)
-    return parent.add(f"{bit_text(value, mask, width)} = {name}: {text}", start, end, abbrev, str(v))
+    return parent.add(f"{bit_text(value, mask, width)} = {name}: {text}", start, end, abbrev, shown if shown is not None else str(v))
 
 
 def _mac_node(parent: Node, word: str, abbrev: str, data: bytes, at: int) -> None:
@@ -438,7 +440,7 @@ def _ipv4(out: list[Node], data: bytes, L: Layers):
     node = Node(f"Internet Protocol Version 4, Src: {src}, Dst: {dst}", [], off, off + hl)
     vhl = data[off]
     _bits(node, vhl, 0xF0, 8, "Version", "4", off, off + 1, "ip.version")
-    _bits(node, vhl, 0x0F, 8, "Header Length", f"{hl} bytes ({ip.hl})", off, off + 1, "ip.hdr_len")
+    _bits(node, vhl, 0x0F, 8, "Header Length", f"{hl} bytes ({ip.hl})", off, off + 1, "ip.hdr_len", str(hl))
     ds = _leaf(node, "Differentiated Services Field", f"0x{ip.tos:02x}", off + 1, off + 2, "ip.dsfield", shown=f"0x{ip.tos:02x} ({_ds_text(ip.tos)})")
     _bits(ds, ip.tos, 0xFC, 8, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(ip.tos >> 2, 'Unknown')} ({ip.tos >> 2})", off + 1, off + 2, "ip.dsfield.dscp")
     _bits(ds, ip.tos, 0x03, 8, "Explicit Congestion Notification", f"{_ECN_LONG[ip.tos & 3]} ({ip.tos & 3})", off + 1, off + 2, "ip.dsfield.ecn")
@@ -447,10 +449,10 @@ def _ipv4(out: list[Node], data: bytes, L: Layers):
     fo = struct.unpack_from("!H", data, off + 6)[0]
     flags = fo >> 13
     names = ", ".join(n for b, n in ((2, "Don't fragment"), (1, "More fragments")) if flags & b)
-    fl = _bits(node, fo >> 8, 0xE0, 8, "Flags", f"0x{flags:x}{', ' + names if names else ''}", off + 6, off + 7, "ip.flags")
+    fl = _bits(node, fo >> 8, 0xE0, 8, "Flags", f"0x{flags:x}{', ' + names if names else ''}", off + 6, off + 7, "ip.flags", f"0x{flags:02x}")
     for m, word, abbrev in ((0x80, "Reserved bit", "ip.flags.rb"), (0x40, "Don't fragment", "ip.flags.df"), (0x20, "More fragments", "ip.flags.mf")):
         _bits(fl, fo >> 8, m, 8, word, "Set" if fo >> 8 & m else "Not set", off + 6, off + 7, abbrev)
-    _bits(node, fo, 0x1FFF, 16, "Fragment Offset", str((fo & 0x1FFF) * 8), off + 6, off + 8, "ip.frag_offset")
+    _bits(node, fo, 0x1FFF, 16, "Fragment Offset", str((fo & 0x1FFF) * 8), off + 6, off + 8, "ip.frag_offset", str((fo & 0x1FFF) * 8))
     _leaf(node, "Time to Live", str(ip.ttl), off + 8, off + 9, "ip.ttl")
     _leaf(node, "Protocol", str(ip.p), off + 9, off + 10, "ip.proto", shown=f"{IP_PROTOS.get(ip.p, 'Unknown')} ({ip.p})")
     _leaf(node, "Header Checksum", f"0x{ip.sum:04x}", off + 10, off + 12, "ip.checksum", shown=f"0x{ip.sum:04x} [validation disabled]")
@@ -473,10 +475,10 @@ def _ipv6(out: list[Node], data: bytes, L: Layers):
     node = Node(f"Internet Protocol Version 6, Src: {src}, Dst: {dst}", [], off, off + 40)
     tc = (vfc >> 20) & 0xFF
     _bits(node, data[off], 0xF0, 8, "Version", "6", off, off + 1, "ipv6.version")
-    t = _bits(node, vfc, 0x0FF00000, 32, "Traffic Class", f"0x{tc:02x} ({_ds_text(tc)})", off, off + 4, "ipv6.tclass")
+    t = _bits(node, vfc, 0x0FF00000, 32, "Traffic Class", f"0x{tc:02x} ({_ds_text(tc)})", off, off + 4, "ipv6.tclass", f"0x{tc:08x}")
     _bits(t, vfc, 0x0FC00000, 32, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(tc >> 2, 'Unknown')} ({tc >> 2})", off, off + 4, "ipv6.tclass.dscp")
     _bits(t, vfc, 0x00300000, 32, "Explicit Congestion Notification", f"{_ECN_LONG[tc & 3]} ({tc & 3})", off, off + 4, "ipv6.tclass.ecn")
-    _bits(node, vfc & 0xFFFFFF, 0xFFFFF, 24, "Flow Label", f"0x{vfc & 0xFFFFF:05x}", off + 1, off + 4, "ipv6.flow")
+    _bits(node, vfc & 0xFFFFFF, 0xFFFFF, 24, "Flow Label", f"0x{vfc & 0xFFFFF:05x}", off + 1, off + 4, "ipv6.flow", f"0x{vfc & 0xFFFFF:06x}")
     _leaf(node, "Payload Length", str(plen), off + 4, off + 6, "ipv6.plen")
     _leaf(node, "Next Header", str(nxt), off + 6, off + 7, "ipv6.nxt", shown=f"{IP_PROTOS.get(nxt, 'Unknown')} ({nxt})")
     _leaf(node, "Hop Limit", str(hlim), off + 7, off + 8, "ipv6.hlim")
@@ -738,9 +740,9 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     _leaf(node, "Acknowledgment Number", str(ack), p + 8, p + 12, "tcp.ack",
           shown=f"{ack}    (relative ack number)" if rbase is not None and flags & 0x10 else None)
     _leaf(node, "Acknowledgment number (raw)", str(tcp.ack), p + 8, p + 12, "tcp.ack_raw")
-    _bits(node, data[p + 12], 0xF0, 8, "Header Length", f"{hl} bytes ({tcp.off})", p + 12, p + 13, "tcp.hdr_len")
+    _bits(node, data[p + 12], 0xF0, 8, "Header Length", f"{hl} bytes ({tcp.off})", p + 12, p + 13, "tcp.hdr_len", str(hl))
     fnames = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
-    fl = _leaf(node, "Flags", f"0x{flags:03x}", p + 12, p + 14, "tcp.flags", shown=f"0x{flags:03x} ({fnames})")
+    fl = _leaf(node, "Flags", f"0x{flags:04x}", p + 12, p + 14, "tcp.flags", shown=f"0x{flags:03x} ({fnames})")
     for b, nm, abbrev in _TCP_FLAG_BITS:
         at = p + 12 if b >= 0x100 else p + 13  # (tshark's offsets: the first byte for the top four bits)
         _bits(fl, flags, b, 12, nm, "Set" if flags & b else "Not set", at, at + 1, abbrev)
