@@ -402,14 +402,26 @@ def _full_uri(analysis: Analysis, head: Frame, ex) -> str | None:
 
 def _head_for_body(analysis: Analysis, body: Frame) -> Frame | None:
     """The head frame of a body's message (same exchange and direction)."""
+    from wirefall.analyzer.detail import frames_on_packet
+
     ex_id = (body.fields or {}).get("exchange")
     want = "REQUEST" if body.direction == 0 else "RESPONSE"
-    head = None
-    for fr in analysis.frames:  # (the last head of the exchange before the body: a final response, not a 100 Continue)
-        if fr.packet > body.packet:
-            break
-        if fr.connection == body.connection and fr.type == want and (fr.fields or {}).get("exchange") == ex_id:
-            st = (fr.fields or {}).get("status")
-            if not (isinstance(st, int) and 100 <= st < 200):
-                head = fr
-    return head
+    e = exchange_by_id(analysis, ex_id)
+    first = (e.request_start_packet if body.direction == 0 else e.response_start_packet) if e is not None else None
+
+    def head_of(frames) -> Frame | None:
+        head = None  # (the last head of the exchange before the body: a final response, not a 100 Continue)
+        for fr in frames:
+            if fr.packet > body.packet:
+                break
+            if fr.connection == body.connection and fr.type == want and (fr.fields or {}).get("exchange") == ex_id:
+                st = (fr.fields or {}).get("status")
+                if not (isinstance(st, int) and 100 <= st < 200):
+                    head = fr
+        return head
+
+    if first and 0 <= body.packet - first <= 256:  # (the packets from the message's first byte on: its head is there)
+        got = head_of(x for p in range(first, body.packet + 1) for x in frames_on_packet(analysis, p))
+        if got is not None:
+            return got
+    return head_of(analysis.frames)

@@ -144,8 +144,11 @@ def frame_group(analysis: Analysis, fr: Frame, done: set) -> list[Node]:
 
     if fr.direction != 0 or fr.connection in done or fr.first_packet not in first_client_packets(analysis):
         return []
-    first = next((x for x in analysis.frames if x.connection == fr.connection and x.direction == 0
-                  and x.protocol in ("h2", "h2c")), None) if fr.first_packet in first_client_packets(analysis) else None
+    from wirefall.analyzer.detail import frames_on_packet
+
+    # (the connection's first client frame begins on that packet: the first of them there)
+    first = next((x for x in frames_on_packet(analysis, fr.first_packet) if x.connection == fr.connection and x.direction == 0
+                  and x.protocol in ("h2", "h2c")), None)
     if first is not fr:
         return []
     done.add(fr.connection)
