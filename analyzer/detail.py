@@ -881,6 +881,11 @@ def value_nodes(parent: Node, key: str, v: Any, depth: int = 0) -> None:
     if depth > 6:
         parent.add(f"{key}: …")
         return
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (list, tuple)) and len(x) == 2 and all(type(y) is int for y in x) for x in v):
+        # ranges (a QUIC ACK's packet numbers: [low, high] pairs) as numbers, not Python's brackets
+        shown = ", ".join(str(a) if a == b else f"{a}\u2013{b}" for a, b in v[:500])
+        parent.add(f"{key}: {shown}{' …' if len(v) > 500 else ''}")
+        return
     if isinstance(v, dict):
         n = parent.add(f"{key}")
         for k2, v2 in v.items():
