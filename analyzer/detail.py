@@ -1656,9 +1656,6 @@ class RecordBytes:
     inner_type: int | None
 
 
-_CONTENT_TYPES = {"CHANGE_CIPHER_SPEC": 20, "ALERT": 21, "HANDSHAKE": 22, "APPLICATION_DATA": 23, "HEARTBEAT": 24}
-
-
 def _record_bytes(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple[int, int], dec: dict) -> RecordBytes | None:
     """A TLS record's ``RecordBytes``: from the packet when it is whole there, else from the
     segments that carried it; the plaintext from its "Decrypted TLS" tab (``dec``: (connection,
@@ -1680,7 +1677,10 @@ def _record_bytes(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple
             tls13 = analysis.connections[fr.connection].tls.version == "TLS 1.3"  # type: ignore[union-attr]
         except (IndexError, AttributeError):
             tls13 = False
-        inner = _CONTENT_TYPES.get(fr.type) if tls13 and raw[0] == 23 else None
+        from wirefall.dissectors.tls import ContentType
+
+        ct = ContentType.__members__.get(fr.type)
+        inner = int(ct) if ct is not None and tls13 and raw[0] == 23 else None
         return RecordBytes(raw[:5], raw[5:], r.data, at, k, 0, inner)
     if f.get("encrypted"):
         return RecordBytes(raw[:5], raw[5:], None, at, 0, -1, None)

@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from wirefall.analyzer.model import Analysis, Frame
+from wirefall.dissectors.tls import VERSIONS, ContentType
 
 if TYPE_CHECKING:
     from wirefall.analyzer.info import InfoContext
@@ -133,7 +134,6 @@ def info(ctx: InfoContext, fr: Frame) -> str:
 
 # packet-tls-utils.c's words
 _CT_WORDS = {20: "Change Cipher Spec", 21: "Alert", 22: "Handshake", 23: "Application Data", 24: "Heartbeat"}
-_VERSION_WORDS = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2", 0x0304: "TLS 1.3"}
 _HS_WORDS = {0: "Hello Request", 1: "Client Hello", 2: "Server Hello", 4: "New Session Ticket", 5: "End of Early Data",
              8: "Encrypted Extensions", 11: "Certificate", 12: "Server Key Exchange", 13: "Certificate Request",
              14: "Server Hello Done", 15: "Certificate Verify", 16: "Client Key Exchange", 20: "Finished",
@@ -161,7 +161,7 @@ def _app_protocol(analysis: Analysis, fr: Frame) -> str | None:
 def _version_text(v: int) -> str:
     if v & 0x0F0F == 0x0A0A and v >> 8 == v & 0xFF:
         return f"Reserved (GREASE) (0x{v:04x})"
-    return f"{_VERSION_WORDS.get(v, 'Unknown')} (0x{v:04x})"
+    return f"{VERSIONS.get(v, 'Unknown')} (0x{v:04x})"
 
 
 def _hex(b: bytes) -> str:
@@ -187,14 +187,14 @@ def _record_title_version(analysis: Analysis, fr: Frame, record_version: int, se
         t = None
     sh = t.server_hello_time if t is not None else None
     if server_hello and fr.packet in hrr_packets(analysis):  # (the HelloRetryRequest's own record)
-        return _column_name(_VERSION_WORDS.get(record_version))
+        return _column_name(VERSIONS.get(record_version))
     if t is not None and t.hello_retry and t.client_hello_time is not None and fr.time > t.client_hello_time:
         return _version_name(analysis, fr.connection)  # (after a HelloRetryRequest, as proto_name: its version is known)
     if (not client_hello and t is not None and t.version == "TLS 1.3" and t.client_hello_time is not None
             and fr.time >= t.client_hello_time and fr.connection in _early_data_connections(analysis)):
         return "TLSv1.3"  # (after a ClientHello with 0-RTT data tshark takes the session for TLS 1.3)
     if server_hello or sh is None or fr.time < sh:
-        return _column_name(_VERSION_WORDS.get(record_version))
+        return _column_name(VERSIONS.get(record_version))
     return _version_name(analysis, fr.connection)
 
 
@@ -369,7 +369,8 @@ def frame_node(node, fr: Frame):
 
     f = fr.fields or {}
     codes = {v: k for k, v in HANDSHAKE_TYPES.items()}
-    ctype = {"CHANGE_CIPHER_SPEC": 20, "ALERT": 21, "HANDSHAKE": 22, "APPLICATION_DATA": 23, "HEARTBEAT": 24}.get(fr.type)
+    ct = ContentType.__members__.get(fr.type)
+    ctype = int(ct) if ct is not None else None
     if "quic_epoch" not in f and ctype is not None:
         node.add(f"Content Type: {_CT_WORDS[ctype]} ({ctype})", abbrev="tls.record.content_type", value=str(ctype))
         node.add(f"Length: {fr.length}", abbrev="tls.record.length", value=str(fr.length))
