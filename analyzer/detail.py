@@ -31,6 +31,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+from functools import lru_cache
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -316,8 +317,8 @@ def bit_text(value: int, mask: int, width: int) -> str:
     return " ".join(s[i : i + 4] for i in range(0, width, 4))
 
 
-def _bits(parent: Node, value: int, mask: int, width: int, name: str, text: str, start: int, end: int, abbrev: str | None = None,
-          shown: str | None = None) -> Node:
+def bit_node(parent: Node, value: int, mask: int, width: int, name: str, text: str, start: int = -1, end: int = -1,
+             abbrev: str | None = None, shown: str | None = None) -> Node:
     """A bit field's line (``.... ..1. = Name: text``) over bytes ``start``-``end``; its value
     as tshark -T json prints it (``shown``; else the bits' number)."""
     v = (value & mask) >> ((mask & -mask).bit_length() - 1)
@@ -330,9 +331,9 @@ def _mac_node(parent: Node, word: str, abbrev: str, data: bytes, at: int) -> Non
     a = _leaf(parent, word, mac, at, at + 6, abbrev)
     _leaf(a, "Address", mac, at, at + 6, "eth.addr")
     oui = int.from_bytes(data[at : at + 3], "big")
-    _bits(a, oui, 0x020000, 24, "LG bit", "Locally administered address (this is NOT the factory default)" if oui & 0x020000
+    bit_node(a, oui, 0x020000, 24, "LG bit", "Locally administered address (this is NOT the factory default)" if oui & 0x020000
           else "Globally unique address (factory default)", at, at + 3, f"{abbrev}.lg")
-    _bits(a, oui, 0x010000, 24, "IG bit", "Group address (multicast/broadcast)" if oui & 0x010000
+    bit_node(a, oui, 0x010000, 24, "IG bit", "Group address (multicast/broadcast)" if oui & 0x010000
           else "Individual address (unicast)", at, at + 3, f"{abbrev}.ig")
 
 
@@ -439,20 +440,20 @@ def _ipv4(out: list[Node], data: bytes, L: Layers):
     src, dst = socket.inet_ntoa(ip.src), socket.inet_ntoa(ip.dst)
     node = Node(f"Internet Protocol Version 4, Src: {src}, Dst: {dst}", [], off, off + hl)
     vhl = data[off]
-    _bits(node, vhl, 0xF0, 8, "Version", "4", off, off + 1, "ip.version")
-    _bits(node, vhl, 0x0F, 8, "Header Length", f"{hl} bytes ({ip.hl})", off, off + 1, "ip.hdr_len", str(hl))
+    bit_node(node, vhl, 0xF0, 8, "Version", "4", off, off + 1, "ip.version")
+    bit_node(node, vhl, 0x0F, 8, "Header Length", f"{hl} bytes ({ip.hl})", off, off + 1, "ip.hdr_len", str(hl))
     ds = _leaf(node, "Differentiated Services Field", f"0x{ip.tos:02x}", off + 1, off + 2, "ip.dsfield", shown=f"0x{ip.tos:02x} ({_ds_text(ip.tos)})")
-    _bits(ds, ip.tos, 0xFC, 8, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(ip.tos >> 2, 'Unknown')} ({ip.tos >> 2})", off + 1, off + 2, "ip.dsfield.dscp")
-    _bits(ds, ip.tos, 0x03, 8, "Explicit Congestion Notification", f"{_ECN_LONG[ip.tos & 3]} ({ip.tos & 3})", off + 1, off + 2, "ip.dsfield.ecn")
+    bit_node(ds, ip.tos, 0xFC, 8, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(ip.tos >> 2, 'Unknown')} ({ip.tos >> 2})", off + 1, off + 2, "ip.dsfield.dscp")
+    bit_node(ds, ip.tos, 0x03, 8, "Explicit Congestion Notification", f"{_ECN_LONG[ip.tos & 3]} ({ip.tos & 3})", off + 1, off + 2, "ip.dsfield.ecn")
     _leaf(node, "Total Length", str(ip.len), off + 2, off + 4, "ip.len")
     _leaf(node, "Identification", f"0x{ip.id:04x}", off + 4, off + 6, "ip.id", shown=f"0x{ip.id:04x} ({ip.id})")
     fo = struct.unpack_from("!H", data, off + 6)[0]
     flags = fo >> 13
     names = ", ".join(n for b, n in ((2, "Don't fragment"), (1, "More fragments")) if flags & b)
-    fl = _bits(node, fo >> 8, 0xE0, 8, "Flags", f"0x{flags:x}{', ' + names if names else ''}", off + 6, off + 7, "ip.flags", f"0x{flags:02x}")
+    fl = bit_node(node, fo >> 8, 0xE0, 8, "Flags", f"0x{flags:x}{', ' + names if names else ''}", off + 6, off + 7, "ip.flags", f"0x{flags:02x}")
     for m, word, abbrev in ((0x80, "Reserved bit", "ip.flags.rb"), (0x40, "Don't fragment", "ip.flags.df"), (0x20, "More fragments", "ip.flags.mf")):
-        _bits(fl, fo >> 8, m, 8, word, "Set" if fo >> 8 & m else "Not set", off + 6, off + 7, abbrev)
-    _bits(node, fo, 0x1FFF, 16, "Fragment Offset", str((fo & 0x1FFF) * 8), off + 6, off + 8, "ip.frag_offset", str((fo & 0x1FFF) * 8))
+        bit_node(fl, fo >> 8, m, 8, word, "Set" if fo >> 8 & m else "Not set", off + 6, off + 7, abbrev)
+    bit_node(node, fo, 0x1FFF, 16, "Fragment Offset", str((fo & 0x1FFF) * 8), off + 6, off + 8, "ip.frag_offset", str((fo & 0x1FFF) * 8))
     _leaf(node, "Time to Live", str(ip.ttl), off + 8, off + 9, "ip.ttl")
     _leaf(node, "Protocol", str(ip.p), off + 9, off + 10, "ip.proto", shown=f"{IP_PROTOS.get(ip.p, 'Unknown')} ({ip.p})")
     _leaf(node, "Header Checksum", f"0x{ip.sum:04x}", off + 10, off + 12, "ip.checksum", shown=f"0x{ip.sum:04x} [validation disabled]")
@@ -474,11 +475,11 @@ def _ipv6(out: list[Node], data: bytes, L: Layers):
     src, dst = socket.inet_ntop(socket.AF_INET6, data[off + 8 : off + 24]), socket.inet_ntop(socket.AF_INET6, data[off + 24 : off + 40])
     node = Node(f"Internet Protocol Version 6, Src: {src}, Dst: {dst}", [], off, off + 40)
     tc = (vfc >> 20) & 0xFF
-    _bits(node, data[off], 0xF0, 8, "Version", "6", off, off + 1, "ipv6.version")
-    t = _bits(node, vfc, 0x0FF00000, 32, "Traffic Class", f"0x{tc:02x} ({_ds_text(tc)})", off, off + 4, "ipv6.tclass", f"0x{tc:08x}")
-    _bits(t, vfc, 0x0FC00000, 32, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(tc >> 2, 'Unknown')} ({tc >> 2})", off, off + 4, "ipv6.tclass.dscp")
-    _bits(t, vfc, 0x00300000, 32, "Explicit Congestion Notification", f"{_ECN_LONG[tc & 3]} ({tc & 3})", off, off + 4, "ipv6.tclass.ecn")
-    _bits(node, vfc & 0xFFFFFF, 0xFFFFF, 24, "Flow Label", f"0x{vfc & 0xFFFFF:05x}", off + 1, off + 4, "ipv6.flow", f"0x{vfc & 0xFFFFF:06x}")
+    bit_node(node, data[off], 0xF0, 8, "Version", "6", off, off + 1, "ipv6.version")
+    t = bit_node(node, vfc, 0x0FF00000, 32, "Traffic Class", f"0x{tc:02x} ({_ds_text(tc)})", off, off + 4, "ipv6.tclass", f"0x{tc:08x}")
+    bit_node(t, vfc, 0x0FC00000, 32, "Differentiated Services Codepoint", f"{_DSCP_LONG.get(tc >> 2, 'Unknown')} ({tc >> 2})", off, off + 4, "ipv6.tclass.dscp")
+    bit_node(t, vfc, 0x00300000, 32, "Explicit Congestion Notification", f"{_ECN_LONG[tc & 3]} ({tc & 3})", off, off + 4, "ipv6.tclass.ecn")
+    bit_node(node, vfc & 0xFFFFFF, 0xFFFFF, 24, "Flow Label", f"0x{vfc & 0xFFFFF:05x}", off + 1, off + 4, "ipv6.flow", f"0x{vfc & 0xFFFFF:06x}")
     _leaf(node, "Payload Length", str(plen), off + 4, off + 6, "ipv6.plen")
     _leaf(node, "Next Header", str(nxt), off + 6, off + 7, "ipv6.nxt", shown=f"{IP_PROTOS.get(nxt, 'Unknown')} ({nxt})")
     _leaf(node, "Hop Limit", str(hlim), off + 7, off + 8, "ipv6.hlim")
@@ -516,7 +517,7 @@ def _flag_expert(bit: int, flags: int, sport: int, dport: int) -> tuple[str, str
     return None
 
 
-def _expert_node(parent: Node, severity: str, text: str, abbrev: str | None = None) -> Node:
+def expert_node(parent: Node, severity: str, text: str, abbrev: str | None = None) -> Node:
     """An expert item in the tree, as Wireshark nests it under the item it is about."""
     e = parent.add(f"[Expert Info ({severity}/Sequence): {text}]")
     e.add(f"[{text}]", abbrev=abbrev, value="")
@@ -577,7 +578,7 @@ def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, dsack: tu
         for text, a, b, abbrev, v in rows:
             row = opt.add(text, a, b, abbrev or None, v)
             if text == "D-SACK Sequence":
-                _expert_node(row, "Warning", "D-SACK Sequence", "tcp.options.sack.dsack")
+                expert_node(row, "Warning", "D-SACK Sequence", "tcp.options.sack.dsack")
 _INFO_FLAGS = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"), (0x100, "AE"))
 
 
@@ -663,19 +664,23 @@ def _tcp_analysis_to(analysis: Analysis, source, n: int):
 _FIELD_CTX_LOCK = threading.Lock()
 
 
-def _tcp_fields(analysis: Analysis, source, n: int, names: tuple[str, ...]) -> dict[str, list]:
+def _packet_fields(analysis: Analysis, source, n: int, names: tuple[str, ...]) -> dict[str, list]:
     """Values of display-filter fields (``analyzer.fields``) on packet ``n``, as ``-Y`` reads
-    them: the TCP tree's conversation facts (tshark's stream index, completeness, scaling
-    factor, conversation timestamps) are the filter's, so tree and filter cannot disagree.
-    One field context per analysis and source: its conversation walks go on where they stopped."""
+    them: the tree's generated facts (TCP's and UDP's stream index and times, completeness,
+    scaling factor, D-SACK edges, DNS pairing, frame.protocols) are the filter's, so tree and
+    filter cannot disagree.  One field context per analysis and source (its conversation walks
+    go on where they stopped) and one view of the last packet asked for (its bytes read and
+    decoded once for the tree's several calls)."""
     from .fields import FIELDS
     from .fields.packet import PacketContext, PacketView
 
     with _FIELD_CTX_LOCK:
         held = analysis.__dict__.get("_wf_detail_fields")
         if held is None or held[0] is not source:
-            held = analysis.__dict__["_wf_detail_fields"] = (source, PacketContext(analysis, source))
-        pv = PacketView(held[1], n)
+            held = analysis.__dict__["_wf_detail_fields"] = [source, PacketContext(analysis, source), None]
+        pv = held[2]
+        if pv is None or pv.n != n:
+            pv = held[2] = PacketView(held[1], n)
         out: dict[str, list] = {}
         for name in names:
             try:
@@ -725,8 +730,10 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     node = Node(label, [], p, p + hl)
     _leaf(node, "Source Port", str(tcp.sport), p, p + 2, "tcp.srcport")
     _leaf(node, "Destination Port", str(tcp.dport), p + 2, p + 4, "tcp.dstport")
-    fv = _tcp_fields(analysis, source, n, ("tcp.stream", "tcp.completeness", "tcp.window_size_scalefactor",
-                                           "tcp.time_relative", "tcp.time_delta"))
+    opts = data[p + 20 : p + hl]
+    dsack_names = ("tcp.options.sack.dsack_le", "tcp.options.sack.dsack_re") if 5 in opts else ()  # (a SACK option may be there)
+    fv = _packet_fields(analysis, source, n, ("tcp.stream", "tcp.completeness", "tcp.window_size_scalefactor",
+                                              "tcp.time_relative", "tcp.time_delta", *dsack_names))
     for v in fv["tcp.stream"][:1]:
         node.add(f"[Stream index: {v}]", abbrev="tcp.stream", value=str(v))
     for v in fv["tcp.completeness"][:1]:
@@ -740,20 +747,20 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     _leaf(node, "Acknowledgment Number", str(ack), p + 8, p + 12, "tcp.ack",
           shown=f"{ack}    (relative ack number)" if rbase is not None and flags & 0x10 else None)
     _leaf(node, "Acknowledgment number (raw)", str(tcp.ack), p + 8, p + 12, "tcp.ack_raw")
-    _bits(node, data[p + 12], 0xF0, 8, "Header Length", f"{hl} bytes ({tcp.off})", p + 12, p + 13, "tcp.hdr_len", str(hl))
+    bit_node(node, data[p + 12], 0xF0, 8, "Header Length", f"{hl} bytes ({tcp.off})", p + 12, p + 13, "tcp.hdr_len", str(hl))
     fnames = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
     fl = _leaf(node, "Flags", f"0x{flags:04x}", p + 12, p + 14, "tcp.flags", shown=f"0x{flags:03x} ({fnames})")
     for b, nm, abbrev in _TCP_FLAG_BITS:
         at = p + 12 if b >= 0x100 else p + 13  # (tshark's offsets: the first byte for the top four bits)
-        _bits(fl, flags, b, 12, nm, "Set" if flags & b else "Not set", at, at + 1, abbrev)
+        bit_node(fl, flags, b, 12, nm, "Set" if flags & b else "Not set", at, at + 1, abbrev)
         expert = _flag_expert(b, flags, tcp.sport, tcp.dport)
         if expert is not None:
-            _expert_node(fl.children[-1], *expert)
+            expert_node(fl.children[-1], *expert)
     letters = "".join(ch if flags >> (11 - i) & 1 else "\u00b7" for i, ch in enumerate("RRRACEUAPRSF"))
     fs = fl.add(f"[TCP Flags: {letters}]", p + 12, p + 14, "tcp.flags.str", letters)
     closing = ta.closing(n) if flags & 0x01 else None
     if closing is not None:
-        _expert_node(fs, "Note", "This frame initiates the connection closing" if closing else "This frame undergoes the connection closing",
+        expert_node(fs, "Note", "This frame initiates the connection closing" if closing else "This frame undergoes the connection closing",
                      "tcp.connection.fin_active" if closing else "tcp.connection.fin_passive")
     _leaf(node, "Window", str(tcp.win), p + 14, p + 16, "tcp.window_size_value")
     node.add(f"[Calculated window size: {win}]", p + 14, p + 16, "tcp.window_size", str(win))
@@ -762,14 +769,9 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     _leaf(node, "Checksum", f"0x{tcp.sum:04x}", p + 16, p + 18, "tcp.checksum", shown=f"0x{tcp.sum:04x} [unverified]")
     node.add("[Checksum Status: Unverified]", abbrev="tcp.checksum.status", value="2")
     _leaf(node, "Urgent Pointer", str(tcp.urp), p + 18, p + 20, "tcp.urgent_pointer")
-    opts = data[p + 20 : p + hl]
     if opts:
-        dsack = None
-        if 5 in opts:  # (a SACK option may be there: the filter's D-SACK edges, the one test of it)
-            dv = _tcp_fields(analysis, source, n, ("tcp.options.sack.dsack_le", "tcp.options.sack.dsack_re"))
-            if dv["tcp.options.sack.dsack_le"] and dv["tcp.options.sack.dsack_re"]:
-                dsack = (dv["tcp.options.sack.dsack_le"][0], dv["tcp.options.sack.dsack_re"][0])
-        _options_node(node, opts, p + 20, rbase, dsack)
+        le, re_ = fv.get("tcp.options.sack.dsack_le"), fv.get("tcp.options.sack.dsack_re")  # (the filter's D-SACK test, the one test of it)
+        _options_node(node, opts, p + 20, rbase, (le[0], re_[0]) if le and re_ else None)
     if fv["tcp.time_relative"] and fv["tcp.time_delta"]:
         ts = node.add("[Timestamps]")
         rel_t, delta = fv["tcp.time_relative"][0], fv["tcp.time_delta"][0]
@@ -824,28 +826,19 @@ def _seq_ack_node(node: Node, ta, n: int) -> None:
             fl.add("[This is a TCP duplicate ack]", abbrev="tcp.analysis.duplicate_ack", value="")
             continue
         sev, text = TA_EXPERT[bit]
-        e = fl.add(f"[Expert Info ({sev}/Sequence): {text}]")
-        e.add(f"[{text}]", abbrev=TA_NAMES[bit], value="")
-        e.add(f"[Severity level: {sev}]")
-        e.add("[Group: Sequence]")
+        expert_node(fl, sev, text, TA_NAMES[bit])
         rto = ta.rto.get(n) if bit == TA_RETRANSMISSION else None
         if rto is not None:
             fl.add(f"[The RTO for this segment was: {rto[0]:.9f} seconds]", abbrev="tcp.analysis.rto", value=f"{rto[0]:.9f}")
             fl.add(f"[RTO based on delta from frame: {rto[1]}]", abbrev="tcp.analysis.rto_frame", value=str(rto[1]))
         if bit in (TA_FAST_RETRANSMISSION, TA_SPURIOUS_RETRANSMISSION):  # tshark adds the retransmission item too
             sev, text = TA_EXPERT[TA_RETRANSMISSION]
-            e = fl.add(f"[Expert Info ({sev}/Sequence): {text}]")
-            e.add(f"[{text}]", abbrev=TA_NAMES[TA_RETRANSMISSION], value="")
-            e.add(f"[Severity level: {sev}]")
-            e.add("[Group: Sequence]")
+            expert_node(fl, sev, text, TA_NAMES[TA_RETRANSMISSION])
     if dup is not None:
         num, frame = dup
         sa.add(f"[Duplicate ACK #: {num}]", abbrev="tcp.analysis.duplicate_ack_num", value=str(num))
         d = sa.add(f"[Duplicate to the ACK in frame: {frame}]", abbrev="tcp.analysis.duplicate_ack_frame", value=str(frame))
-        e = d.add(f"[Expert Info (Note/Sequence): Duplicate ACK (#{num})]")
-        e.add(f"[Duplicate ACK (#{num})]", abbrev="tcp.analysis.duplicate_ack", value="")
-        e.add("[Severity level: Note]")
-        e.add("[Group: Sequence]")
+        expert_node(d, "Note", f"Duplicate ACK (#{num})", "tcp.analysis.duplicate_ack")
 
 
 def _udp_node(out: list[Node], data: bytes, p: int, end: int, fields) -> tuple[str, int] | None:
@@ -937,7 +930,7 @@ def _frame_range(analysis: Analysis, fr: Frame, n: int, payload_off: int, seq_re
 def wirefall_node(fr: Frame, type_text: str | None = None) -> Node:
     """wirefall's own fields of a frame (``wirefall.protocol``, ``.type``, ``.stream``,
     ``.flags``, ``.length``: analyzer/fields/wirefall.py), in a node of their own under a
-    protocol's Wireshark tree (TLS, DNS), so that tree and filter keep agreeing."""
+    protocol's Wireshark tree (DNS, TLS, HTTP/2, HTTP/1), so that tree and filter keep agreeing."""
     n = Node(f"[wirefall: {fr.protocol} {type_text or fr.type}]")
     n.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
     n.add(f"Type: {type_text or fr.type}", abbrev="wirefall.type", value=fr.type)
@@ -1051,7 +1044,7 @@ def packet_detail(analysis: Analysis, source, number: int) -> list[Node]:
         out.append(Node(f"[Malformed packet: {e.__class__.__name__}: {e}]"))
     # (the display filter's frame.protocols, tshark's words: the tree's labels are not its names)
     try:
-        protos = _tcp_fields(analysis, source, number, ("frame.protocols",))["frame.protocols"]
+        protos = _packet_fields(analysis, source, number, ("frame.protocols",))["frame.protocols"]
     except Exception:  # noqa: BLE001 - bad input never raises (above): the line is left out
         protos = []
     if protos:
@@ -1069,15 +1062,19 @@ def _filterable_names(out: list[Node]) -> None:
     """The tree names a line by its field (Wireshark's abbreviation) only where the display
     filter has that field: a line whose field the filter lacks keeps its words and value, not
     the name (so "apply as filter" is offered only where it works; tests/test_quic_filters22.py)."""
-    from .fields import FIELDS, OWN, lookup, unsupported
-
     for root in out:
         for x in root.walk():
             a = x.abbrev
-            if a is None or a in _TREE_ONLY or not a.startswith(_WIRESHARK_TREES):
-                continue
-            if unsupported(a) or a not in FIELDS and a not in OWN and lookup(a) is None:
+            if a is not None and a not in _TREE_ONLY and a.startswith(_WIRESHARK_TREES) and not _filterable(a):
                 x.abbrev = None
+
+
+@lru_cache(maxsize=2048)
+def _filterable(name: str) -> bool:
+    """Whether the display filter has field ``name`` (asked once per name: a tree has hundreds of lines)."""
+    from .fields import FIELDS, OWN, lookup, unsupported
+
+    return not unsupported(name) and (name in FIELDS or name in OWN or lookup(name) is not None)
 
 
 def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: int, data: bytes, lt: int) -> None:
@@ -1109,7 +1106,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             sn = out[-1].find("tcp.seq")
             seq_rel = int(sn.value) if sn is not None else None
     elif proto == 17:
-        t = _udp_node(out, data, p, end, lambda names: _tcp_fields(analysis, source, number, names))
+        t = _udp_node(out, data, p, end, lambda names: _packet_fields(analysis, source, number, names))
         if t is not None:
             payload_off = t[1]
     elif proto >= 0:
@@ -1156,7 +1153,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
         if proto == 17 and payload_off >= 0 and hk.datagram_node is not None and fr.packet == number:
             # a message that is the datagram (DNS): its own node, from the datagram's bytes
             out.append(hk.datagram_node(Node("", [], -1, -1), fr, data[payload_off:end], payload_off,
-                                        lambda names: _tcp_fields(analysis, source, number, names)))
+                                        lambda names: _packet_fields(analysis, source, number, names)))
             continue
         if hk.message_node is not None and fr.packet == number:
             msg = hk.message_node(analysis, fr, number)
@@ -1174,20 +1171,20 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
         elif g is None:
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
-        fn = _frame_node(analysis, fr, rng)
-        if hk.record_node is not None and fr.packet != number:
-            fn.children = []  # (a record completing later: its tree is there, as Wireshark's; here only where it goes on)
-        elif hk.record_node is not None and fr.offset >= 0:
+        if hk.record_node is not None and fr.packet == number and fr.offset >= 0:
             if tls_dec is None:
                 tls_dec = {(r.connection, r.direction, r.offset): (k, r) for k, r in enumerate(decrypted_tls(analysis, source, number), 1)}
             rb = _record_bytes(analysis, source, fr, data, rng, tls_dec)
-            if rb is not None:
-                g.children.append(hk.record_node(analysis, fn, fr, rb))
+            if rb is not None:  # (the record read again: its node written from its bytes alone)
+                g.children.append(hk.record_node(analysis, Node("", [], rng[0], rng[1]), fr, rb))
                 whole_groups.add(id(g))
                 if rng[0] >= 0:
                     g.start = rng[0] if g.start < 0 else min(g.start, rng[0])
                     g.end = max(g.end, rng[1])
                 continue
+        fn = _frame_node(analysis, fr, rng)
+        if hk.record_node is not None and fr.packet != number:
+            fn.children = []  # (a record completing later: its tree is there, as Wireshark's; here only where it goes on)
         if dec_recs and fr.packet == number:
             _place_in_decrypted(analysis, fr, fn, dec_recs)
         elif hk.header_ranges is not None and rng[0] >= 0 and fr.packet == number and conn_is_clear(analysis, fr):
@@ -1677,8 +1674,6 @@ def _record_bytes(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple
             tls13 = analysis.connections[fr.connection].tls.version == "TLS 1.3"  # type: ignore[union-attr]
         except (IndexError, AttributeError):
             tls13 = False
-        from wirefall.dissectors.tls import ContentType
-
         ct = ContentType.__members__.get(fr.type)
         inner = int(ct) if ct is not None and tls13 and raw[0] == 23 else None
         return RecordBytes(raw[:5], raw[5:], r.data, at, k, 0, inner)

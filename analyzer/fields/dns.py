@@ -48,29 +48,23 @@ def _qtype(fr, ctx):
     return [c] if c is not None else []
 
 
-def _queries(ctx) -> dict:
-    """(connection, transaction id) -> the packet of its first query (each UDP flow is a
-    connection: a response's query is on its flow, as tshark pairs them)."""
-    q = ctx.cache.get("dns_queries")
-    if q is None:
-        q = {}
+def _transactions(ctx) -> tuple[dict, dict]:
+    """(connection, transaction id) -> the packet of its first query, and -> the packets of its
+    responses in order (each UDP flow is a connection: a response's query is on its flow, as
+    tshark pairs them); one walk over the frames, kept for the capture."""
+    t = ctx.cache.get("dns_transactions")
+    if t is None:
+        q: dict = {}
+        r: dict = {}
         for fr in ctx.frames:
-            if fr.protocol == "dns" and fr.type != "RESPONSE":
-                q.setdefault((fr.connection, _fl(fr).get("id")), fr.packet)
-        ctx.cache["dns_queries"] = q
-    return q
-
-
-def _responses(ctx) -> dict:
-    """(connection, transaction id) -> the packets of its responses, in order."""
-    r = ctx.cache.get("dns_responses")
-    if r is None:
-        r = {}
-        for fr in ctx.frames:
-            if fr.protocol == "dns" and fr.type == "RESPONSE":
-                r.setdefault((fr.connection, _fl(fr).get("id")), []).append(fr.packet)
-        ctx.cache["dns_responses"] = r
-    return r
+            if fr.protocol == "dns":
+                key = (fr.connection, _fl(fr).get("id"))
+                if fr.type == "RESPONSE":
+                    r.setdefault(key, []).append(fr.packet)
+                else:
+                    q.setdefault(key, fr.packet)
+        t = ctx.cache["dns_transactions"] = (q, r)
+    return t
 
 
 def _response_in(pv) -> list:
@@ -78,7 +72,7 @@ def _response_in(pv) -> list:
     out: list = []
     for fr in pv.frames:
         if fr.protocol == "dns" and fr.type != "RESPONSE":
-            got = _responses(pv.ctx).get((fr.connection, _fl(fr).get("id")))
+            got = _transactions(pv.ctx)[1].get((fr.connection, _fl(fr).get("id")))
             if got:
                 i = bisect_right(got, pv.n)
                 if i < len(got):
@@ -92,7 +86,7 @@ def _paired(fn):
         out: list = []
         for fr in pv.frames:
             if fr.protocol == "dns" and fr.type == "RESPONSE":
-                q = _queries(pv.ctx).get((fr.connection, _fl(fr).get("id")))
+                q = _transactions(pv.ctx)[0].get((fr.connection, _fl(fr).get("id")))
                 if q is not None and q <= pv.n:
                     out.append(fn(pv.ctx, pv.n, q))
         return out

@@ -121,7 +121,7 @@ def datagram_node(node, fr: Frame, payload: bytes, base: int, fields) -> object:
     (``fields(names)``: analyzer.fields.dns).  A message that stops reading says where."""
     from wirefall.dissectors.dns import layout
 
-    from ..detail import Node, bit_text, wirefall_node
+    from ..detail import Node, bit_node, wirefall_node
 
     lay = layout(payload)
     resp = bool(lay.flags & 0x8000)
@@ -165,7 +165,7 @@ def datagram_node(node, fr: Frame, payload: bytes, base: int, fields) -> object:
                 text = f"{_RCODE_WORDS.get(v, 'Unknown error')} ({v})"
             else:
                 text = (yes if v else no) or ""
-            leaf(fn, f"{bit_text(f, mask, 16)} = {name}: {text}", 2, 2, abbrev, str(v))
+            bit_node(fn, f, mask, 16, name, text, b + 2, b + 4, abbrev)
         for i, (name, abbrev) in enumerate((("Questions", "dns.count.queries"), ("Answer RRs", "dns.count.answers"),
                                             ("Authority RRs", "dns.count.auth_rr"), ("Additional RRs", "dns.count.add_rr"))):
             leaf(node, f"{name}: {lay.counts[i]}", 4 + 2 * i, 2, abbrev, str(lay.counts[i]))

@@ -312,11 +312,11 @@ def message_node(analysis: Analysis, fr: Frame, number: int):
     the requests and responses around it.  A head whose message ends later says where; a
     body's node is its message's ([]: its head on the same packet writes it).  None: the generic
     node serves (no head to read)."""
-    from wirefall.analyzer.detail import Node, wirefall_node
+    from wirefall.analyzer.detail import Node, expert_node, wirefall_node
 
     head = fr
     if fr.type == "BODY":
-        found = _head_for_body(analysis, fr)
+        found = _head_of(analysis, fr, (fr.fields or {}).get("exchange"))
         if found is None:
             return None
         head = found
@@ -333,10 +333,7 @@ def message_node(analysis: Analysis, fr: Frame, number: int):
     f = head.fields or {}
     line = start_line(head) or summary(head)
     sl = node.add(f"{line}\\r\\n")
-    e = sl.add(f"[Expert Info (Chat/Sequence): {line}\\r\\n]")
-    e.add(f"[{line}\\r\\n]")
-    e.add("[Severity level: Chat]")
-    e.add("[Group: Sequence]")
+    expert_node(sl, "Chat", f"{line}\\r\\n")
     version = f.get("version") or head.protocol.upper()
     if head.type == "REQUEST":
         sl.add(f"Request Method: {f.get('method')}", abbrev="http.request.method", value=f.get("method"))
@@ -360,7 +357,7 @@ def message_node(analysis: Analysis, fr: Frame, number: int):
     exs = _conn_exchanges(analysis, head.connection)
     ex = exchange_by_id(analysis, f.get("exchange"))
     i = next((k for k, x in enumerate(exs) if x is ex), None)
-    uri = _full_uri(analysis, head, ex)
+    uri = ex.url if ex is not None and "://" in (ex.url or "") else None  # (the full URI: scheme, Host, target)
     if head.type == "REQUEST":
         if uri:
             node.add(f"[Full request URI: {uri}]", abbrev="http.request.full_uri", value=uri)
@@ -390,38 +387,3 @@ def message_node(analysis: Analysis, fr: Frame, number: int):
 def _link(node, word: str, packet: int | None, abbrev: str) -> None:
     if packet:
         node.add(f"[{word}: {packet}]", abbrev=abbrev, value=str(packet))
-
-
-def _full_uri(analysis: Analysis, head: Frame, ex) -> str | None:
-    """The request's full URI as tshark writes it: scheme, the Host header, the target."""
-    url = getattr(ex, "url", None) if ex is not None else None
-    if isinstance(url, str) and "://" in url:
-        return url
-    return None
-
-
-def _head_for_body(analysis: Analysis, body: Frame) -> Frame | None:
-    """The head frame of a body's message (same exchange and direction)."""
-    from wirefall.analyzer.detail import frames_on_packet
-
-    ex_id = (body.fields or {}).get("exchange")
-    want = "REQUEST" if body.direction == 0 else "RESPONSE"
-    e = exchange_by_id(analysis, ex_id)
-    first = (e.request_start_packet if body.direction == 0 else e.response_start_packet) if e is not None else None
-
-    def head_of(frames) -> Frame | None:
-        head = None  # (the last head of the exchange before the body: a final response, not a 100 Continue)
-        for fr in frames:
-            if fr.packet > body.packet:
-                break
-            if fr.connection == body.connection and fr.type == want and (fr.fields or {}).get("exchange") == ex_id:
-                st = (fr.fields or {}).get("status")
-                if not (isinstance(st, int) and 100 <= st < 200):
-                    head = fr
-        return head
-
-    if first and 0 <= body.packet - first <= 256:  # (the packets from the message's first byte on: its head is there)
-        got = head_of(x for p in range(first, body.packet + 1) for x in frames_on_packet(analysis, p))
-        if got is not None:
-            return got
-    return head_of(analysis.frames)

@@ -140,11 +140,10 @@ def frame_group(analysis: Analysis, fr: Frame, done: set) -> list[Node]:
     before the client's first frame of a connection, the connection preface's (``Stream:
     Magic``): the nodes to put before the frame's (``done``: the connections whose preface this
     packet's tree has)."""
-    from wirefall.analyzer.detail import Node
+    from wirefall.analyzer.detail import Node, frames_on_packet
 
     if fr.direction != 0 or fr.connection in done or fr.first_packet not in first_client_packets(analysis):
         return []
-    from wirefall.analyzer.detail import frames_on_packet
 
     # (the connection's first client frame begins on that packet: the first of them there)
     first = next((x for x in frames_on_packet(analysis, fr.first_packet) if x.connection == fr.connection and x.direction == 0
@@ -162,7 +161,7 @@ def frame_node(node: Node, fr: Frame) -> Node:
     """An HTTP/2 frame as Wireshark's tree shows it (``http2.*``): ``Stream: HEADERS, Stream ID:
     1, Length 437, GET /``, the frame header with its flag bits, the type's fields, each
     header; wirefall's own facts (direction, window, header bytes) in a node of their own."""
-    from wirefall.analyzer.detail import bit_text, value_nodes, wirefall_node
+    from wirefall.analyzer.detail import bit_node, value_nodes, wirefall_node
 
     t = type_code(fr)
     name = type_text(fr)
@@ -178,9 +177,6 @@ def frame_node(node: Node, fr: Frame) -> Node:
     node.label = title
     fields = fr.fields or {}
 
-    def bits(parent, value: int, mask: int, width: int, word: str, text: str, abbrev: str | None = None):
-        return parent.add(f"{bit_text(value, mask, width)} = {word}: {text}", abbrev=abbrev, value=str((value & mask) >> ((mask & -mask).bit_length() - 1)))
-
     node.add(f"Length: {fr.length}", abbrev="http2.length", value=str(fr.length))
     node.add(f"Type: {fr.type if fr.type in TYPES else 'Unknown'} ({t if t is not None else '?'})", abbrev="http2.type",
              value=str(t) if t is not None else fr.type)
@@ -188,33 +184,25 @@ def frame_node(node: Node, fr: Frame) -> Node:
     set_words = "".join(f", {w}" for b, w, _ in defs if fr.flags & b)
     fl = node.add(f"Flags: 0x{fr.flags:02x}{set_words}", abbrev="http2.flags", value=f"0x{fr.flags:02x}")
     unused = 0xFB if fr.type == "CONTINUATION" else 0xFF & ~sum(b for b, _, _ in defs)  # (tshark's CONTINUATION: Padded inside its unused bits)
-    bits(fl, fr.flags, unused, 8, "Unused", f"0x{fr.flags & unused:02x}", "http2.flags.unused")
+    bit_node(fl, fr.flags, unused, 8, "Unused", f"0x{fr.flags & unused:02x}", abbrev="http2.flags.unused")
     for b, w, ab in defs:
-        bits(fl, fr.flags, b, 8, w, "True" if fr.flags & b else "False", f"http2.flags.{ab}")
-    sid = fr.stream_id or 0
-    bits(node, sid, 0x80000000, 32, "Reserved", "0x0", "http2.r")
-    bits(node, sid, 0x7FFFFFFF, 32, "Stream Identifier", str(sid), "http2.streamid")
+        bit_node(fl, fr.flags, b, 8, w, "True" if fr.flags & b else "False", abbrev=f"http2.flags.{ab}")
+    _reserved_and(node, fr.stream_id or 0, "Stream Identifier", "http2.r", "http2.streamid")
     skip: set[str] = set()
     if fr.type in ("DATA", "HEADERS", "PUSH_PROMISE", "CONTINUATION") and not fr.flags & 0x08:
         node.add("[Pad Length: 0]", abbrev="http2.pad_length", value="0")
     if fr.type == "PRIORITY" or fr.type == "HEADERS" and fr.flags & 0x20:
-        _priority_nodes(node, fields, skip, bits)
+        _priority_nodes(node, fields, skip)
     if fr.type == "PUSH_PROMISE" and isinstance(fields.get("promised_stream_id"), int):
-        ps = fields["promised_stream_id"]
-        bits(node, ps, 0x80000000, 32, "Reserved", "0x0", "http2.push_promise.r")
-        bits(node, ps, 0x7FFFFFFF, 32, "Promised-Stream-ID", str(ps), "http2.push_promise.promised_stream_id")
+        _reserved_and(node, fields["promised_stream_id"], "Promised-Stream-ID", "http2.push_promise.r", "http2.push_promise.promised_stream_id")
         skip.add("promised_stream_id")
     if fr.type == "SETTINGS":
         _settings_nodes(node, fields, skip)
     if fr.type == "WINDOW_UPDATE" and isinstance(fields.get("increment"), int):
-        inc = fields["increment"]
-        bits(node, inc, 0x80000000, 32, "Reserved", "0x0", "http2.window_update.r")
-        bits(node, inc, 0x7FFFFFFF, 32, "Window Size Increment", str(inc), "http2.window_update.window_size_increment")
+        _reserved_and(node, fields["increment"], "Window Size Increment", "http2.window_update.r", "http2.window_update.window_size_increment")
         skip.add("increment")
     if fr.type == "GOAWAY" and isinstance(fields.get("last_stream_id"), int):
-        ls = fields["last_stream_id"]
-        bits(node, ls, 0x80000000, 32, "Reserved", "0x0", "http2.goaway.r")
-        bits(node, ls, 0x7FFFFFFF, 32, "Last-Stream-ID", str(ls), "http2.goaway.last_stream_id")
+        _reserved_and(node, fields["last_stream_id"], "Last-Stream-ID", "http2.goaway.r", "http2.goaway.last_stream_id")
         skip.add("last_stream_id")
     if fr.type in ("RST_STREAM", "GOAWAY") and isinstance(fields.get("error_code"), int):
         code = fields["error_code"]
@@ -246,15 +234,25 @@ def frame_node(node: Node, fr: Frame) -> Node:
     return node
 
 
-def _priority_nodes(node: Node, fields: Mapping[str, Any], skip: set[str], bits) -> None:
+def _reserved_and(node: Node, word: int, name: str, abbrev_r: str, abbrev: str) -> None:
+    """A 32-bit word as tshark draws it: its reserved top bit, then the 31-bit field ``name``."""
+    from wirefall.analyzer.detail import bit_node
+
+    bit_node(node, word, 0x80000000, 32, "Reserved", "0x0", abbrev=abbrev_r)
+    bit_node(node, word, 0x7FFFFFFF, 32, name, str(word & 0x7FFFFFFF), abbrev=abbrev)
+
+
+def _priority_nodes(node: Node, fields: Mapping[str, Any], skip: set[str]) -> None:
     """Exclusive, stream dependency and weight, with tshark's names: ``http2.headers.weight`` is
     the byte sent, ``weight_real`` one more (the dissector keeps the latter as ``weight``)."""
     ex, dep, w = fields.get("exclusive"), fields.get("depends_on"), fields.get("weight")
     if ex is None or not isinstance(dep, int) or not isinstance(w, int):
         return
+    from wirefall.analyzer.detail import bit_node
+
     word = (0x80000000 if ex else 0) | dep
-    bits(node, word, 0x80000000, 32, "Exclusive", "True" if ex else "False", "http2.exclusive")
-    bits(node, word, 0x7FFFFFFF, 32, "Stream Dependency", str(dep), "http2.stream_dependency")
+    bit_node(node, word, 0x80000000, 32, "Exclusive", "True" if ex else "False", abbrev="http2.exclusive")
+    bit_node(node, word, 0x7FFFFFFF, 32, "Stream Dependency", str(dep), abbrev="http2.stream_dependency")
     node.add(f"Weight: {w - 1}", abbrev="http2.headers.weight", value=str(w - 1))
     node.add(f"[Weight real: {w}]", abbrev="http2.headers.weight_real", value=str(w))
     skip.update(("exclusive", "depends_on", "weight"))
@@ -271,7 +269,8 @@ def _settings_nodes(node: Node, fields: Mapping[str, Any], skip: set[str]) -> No
         return
     for ident, value in items:
         name, vname = _SETTING_WORDS.get(ident, ("Unknown", "Unknown Settings"))
-        sn = node.add(f"Settings - {name if ident in _SETTING_WORDS else f'Unknown ({ident})'} : {value}", abbrev="http2.settings")
+        entry = name if ident in _SETTING_WORDS else f"Unknown ({ident})"
+        sn = node.add(f"Settings - {entry} : {value}", abbrev="http2.settings")
         sn.add(f"Settings Identifier: {name} ({ident})", abbrev="http2.settings.id", value=str(ident))
         sn.add(f"{vname}: {value}", abbrev=f"http2.settings.{_SETTING_FIELDS.get(ident, 'unknown')}", value=str(value))
     skip.update(("settings", "settings_list"))

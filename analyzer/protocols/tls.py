@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from wirefall.analyzer.model import Analysis, Frame
-from wirefall.dissectors.tls import VERSIONS, ContentType
+from wirefall.dissectors.tls import VERSIONS, ContentType, is_grease
 
 if TYPE_CHECKING:
     from wirefall.analyzer.info import InfoContext
@@ -84,13 +84,17 @@ def proto_name(analysis: Analysis, fr: Frame) -> str:
 _ALERT_WORDS = {"mac": "MAC", "psk": "PSK", "ca": "CA"}
 
 
+def _alert_words(desc: str) -> str:
+    """An alert description in Wireshark's words: close_notify -> Close Notify, bad_record_mac -> Bad Record MAC."""
+    return " ".join(_ALERT_WORDS.get(w, w.capitalize()) for w in desc.split("_"))
+
+
 def alert_text(fr: Frame) -> str:
     f = fr.fields or {}
     a = f.get("alert")
     if isinstance(a, str) and ": " in a:
         level, desc = a.split(": ", 1)
-        words = " ".join(_ALERT_WORDS.get(w, w.capitalize()) for w in desc.split("_"))
-        return f"Alert (Level: {level.capitalize()}, Description: {words})"
+        return f"Alert (Level: {level.capitalize()}, Description: {_alert_words(desc)})"
     if f.get("encrypted") and not f.get("decrypted"):
         return "Encrypted Alert"
     return "Alert"
@@ -159,7 +163,7 @@ def _app_protocol(analysis: Analysis, fr: Frame) -> str | None:
 
 
 def _version_text(v: int) -> str:
-    if v & 0x0F0F == 0x0A0A and v >> 8 == v & 0xFF:
+    if is_grease(v):
         return f"Reserved (GREASE) (0x{v:04x})"
     return f"{VERSIONS.get(v, 'Unknown')} (0x{v:04x})"
 
@@ -282,8 +286,7 @@ def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
         from wirefall.dissectors.tls import ALERT_DESCRIPTIONS, ALERT_LEVELS
 
         add(a, f"Level: {ALERT_LEVELS.get(level, 'Unknown').capitalize()} ({level})", 0, 1, "tls.alert_message.level", level)
-        words = " ".join(_ALERT_WORDS.get(w, w.capitalize()) for w in ALERT_DESCRIPTIONS.get(desc, "unknown").split("_"))
-        add(a, f"Description: {words} ({desc})", 1, 1, "tls.alert_message.desc", desc)
+        add(a, f"Description: {_alert_words(ALERT_DESCRIPTIONS.get(desc, 'unknown'))} ({desc})", 1, 1, "tls.alert_message.desc", desc)
     elif inner == 20:
         add(node, "Change Cipher Spec Message", 0, len(rb.body or b"\x01"), "tls.change_cipher_spec", "")
     node.children.append(wirefall_node(fr))
@@ -342,8 +345,7 @@ def _extensions(m, body: bytes, q: int, p: int, add) -> None:
     end = min(q + el, len(body))
     while q + 4 <= end:
         t, ln = int.from_bytes(body[q : q + 2], "big"), int.from_bytes(body[q + 2 : q + 4], "big")
-        grease = t & 0x0F0F == 0x0A0A and t >> 8 == t & 0xFF
-        name = "Reserved (GREASE)" if grease else EXTENSION_NAMES.get(t) if t not in _EXT_UNNAMED else None
+        name = "Reserved (GREASE)" if is_grease(t) else EXTENSION_NAMES.get(t) if t not in _EXT_UNNAMED else None
         e = add(m, f"Extension: {name or f'Unknown type {t}'} (len={ln})", p + q, 4 + ln)
         add(e, f"Type: {name or 'Unknown'} ({t})", p + q, 2, "tls.handshake.extension.type", t)
         add(e, f"Length: {ln}", p + q + 2, 2, "tls.handshake.extension.len", ln)
@@ -355,7 +357,7 @@ _EXT_UNNAMED = frozenset({0xFE0D})
 
 
 def _suite_text(c: int, suite_name) -> str:
-    if c & 0x0F0F == 0x0A0A and c >> 8 == c & 0xFF:
+    if is_grease(c):
         return f"Reserved (GREASE) (0x{c:04x})"
     name = suite_name(c)
     return f"{name if name and not name.startswith('0x') else 'Unknown'} (0x{c:04x})"
