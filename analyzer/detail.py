@@ -670,17 +670,18 @@ def _packet_fields(analysis: Analysis, source, n: int, names: tuple[str, ...]) -
     scaling factor, D-SACK edges, DNS pairing, frame.protocols) are the filter's, so tree and
     filter cannot disagree.  One field context per analysis and source (its conversation walks
     go on where they stopped) and one view of the last packet asked for (its bytes read and
-    decoded once for the tree's several calls)."""
+    decoded once for the tree's several calls; made again when the analysis has grown)."""
     from .fields import FIELDS
     from .fields.packet import PacketContext, PacketView
 
     with _FIELD_CTX_LOCK:
         held = analysis.__dict__.get("_wf_detail_fields")
         if held is None or held[0] is not source:
-            held = analysis.__dict__["_wf_detail_fields"] = [source, PacketContext(analysis, source), None]
+            held = analysis.__dict__["_wf_detail_fields"] = [source, PacketContext(analysis, source), None, -1]
         pv = held[2]
-        if pv is None or pv.n != n:
+        if pv is None or pv.n != n or held[3] != len(analysis.frames):  # (a live capture's frames grow: a new view then)
             pv = held[2] = PacketView(held[1], n)
+            held[3] = len(analysis.frames)
         out: dict[str, list] = {}
         for name in names:
             try:
