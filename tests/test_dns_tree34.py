@@ -14,7 +14,6 @@ compression loop): the tree says where the message stopped reading, never raises
 from __future__ import annotations
 
 import struct
-import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -22,26 +21,17 @@ from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import Node, packet_detail
 from wirefall.analyzer.pipeline import analyze
 
+import pdml
 from conftest import SAMPLES, run_tool, shared
 
 
 def _tshark_trees(path: str) -> dict[int, list[tuple[str, int, int]]]:
     """Packet -> tshark's dns tree as (label, offset, length) lines, depth first (a generated
     field of no bytes: offset and length -1)."""
-    xml = run_tool("tshark", "-2", "-r", path, "-T", "pdml", "-Y", "dns")
     out: dict[int, list[tuple[str, int, int]]] = {}
-    for pkt in ET.fromstring(xml).iter("packet"):
-        num = int(next(f for f in pkt.iter("field") if f.get("name") == "frame.number").get("show"))
+    for num, pkt in pdml.packets("-2", "-r", path, "-Y", "dns"):
         dns = next(p for p in pkt.findall("proto") if p.get("name") == "dns")
-        rows = [(dns.get("showname") or "", int(dns.get("pos")), int(dns.get("size")))]
-
-        def walk(el):
-            for f in el.findall("field"):
-                size = int(f.get("size") or 0)
-                rows.append((f.get("showname") or f.get("show") or "", int(f.get("pos")) if size else -1, size if size else -1))
-                walk(f)
-        walk(dns)
-        out[num] = rows
+        out[num] = [pdml.proto_line(dns), *(r[:3] for r in pdml.field_lines(dns))]
     return out
 
 
@@ -49,12 +39,8 @@ def _ours(tree: list[Node]) -> list[tuple[str, int, int]] | None:
     dns = next((n for n in tree if n.label.startswith("Domain Name System")), None)
     if dns is None:
         return None
-    rows: list[tuple[str, int, int]] = []
     own = {id(y) for w in dns.children if w.label.startswith("[wirefall: ") for y in w.walk()}  # (wirefall's own fields)
-    for n in (x for x in dns.walk() if id(x) not in own):
-        label = n.label[1:-1] if n.label.startswith("[") and n.label.endswith("]") else n.label  # (generated: tshark's pdml has no brackets)
-        rows.append((label, n.start, n.end - n.start if n.start >= 0 else -1))
-    return rows
+    return [pdml.line(n.label, n.start, n.end - n.start if n.start >= 0 else -1) for n in dns.walk() if id(n) not in own]
 
 
 @pytest.mark.parametrize("which", ["amazon", "bg-mixed"])

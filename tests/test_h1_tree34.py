@@ -11,8 +11,6 @@ headers)", "method: GET", "exchange: 1"; the head where it was read, the body ap
 tshark's: chunked encoding, content coding and the file data of a body."""
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from collections import Counter
 
 import pytest
 
@@ -20,7 +18,8 @@ from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import packet_detail
 from wirefall.analyzer.pipeline import analyze
 
-from conftest import capture_and_keys, run_tool
+import pdml
+from conftest import capture_and_keys
 
 CAPTURES = {
     "http1-nginx": ("sample", "http/http1-nginx.pcap", None),
@@ -56,34 +55,18 @@ MUST = ("Request Method: ", "Request URI: ", "Request Version: ", "Response Vers
         "Prev response", "Next request", "Next response", "Time since request: ")
 
 
-def _label(s: str) -> str:
-    return s[1:-1] if s.startswith("[") and s.endswith("]") else s
-
-
 def _must(label: str) -> bool:
     return label.startswith(MUST) or label.endswith("\\r\\n")
 
 
 def _tshark(path: str, keys: str | None) -> dict[int, list[str]]:
-    args = ["tshark", "-2", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-T", "pdml", "-Y", "http"]
+    args = ["-2", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-Y", "http"]
     args += ["-o", f"tls.keylog_file:{keys}"] if keys else []
-    out: dict[int, list[str]] = {}
-    for pkt in ET.fromstring(run_tool(*args)).iter("packet"):
-        num = int(next(f for f in pkt.iter("field") if f.get("name") == "frame.number").get("show"))
-        rows: list[str] = []
 
-        def walk(el):
-            for f in el.findall("field"):
-                label = _label(f.get("showname") or f.get("show") or "")
-                if f.get("hide") == "yes" or label.startswith(("HTTP chunked response", "Content-encoded entity body", "File Data")):
-                    continue  # (the body's encodings and data: left out)
-                rows.append(label)
-                walk(f)
-        for proto in pkt.iter("proto"):
-            if proto.get("name") == "http":
-                walk(proto)
-        out[num] = rows
-    return out
+    def skip(f, label: str) -> bool:  # (the body's encodings and data: left out)
+        return label.startswith(("HTTP chunked response", "Content-encoded entity body", "File Data"))
+    return {num: [r[0] for proto in pkt.iter("proto") if proto.get("name") == "http" for r in pdml.field_lines(proto, skip)]
+            for num, pkt in pdml.packets(*args)}
 
 
 @pytest.mark.parametrize("name", sorted(CAPTURES))
@@ -104,11 +87,7 @@ def test_h1_tree_is_tsharks(name, tmp_path):
                 continue
             messages += 1
             own = {id(y) for w in top.children if w.label.startswith("[wirefall: ") for y in w.walk()}
-            ours += [lb for lb in (_label(x.label) for x in top.walk() if id(x) not in own) if not skip or not lb.startswith(skip)][1:]
-        it = iter(theirs)
-        for lb in ours:
-            assert any(lb == t for t in it), f"packet {n}: {lb!r} is not tshark's (or not in its order)"
-        must = Counter(t for t in theirs if _must(t))
-        have = Counter(lb for lb in ours if _must(lb))
-        assert must - have == Counter(), f"packet {n}: tshark also shows {list((must - have).elements())[:4]}"
+            ours += [lb for lb in (pdml.label(x.label) for x in top.walk() if id(x) not in own) if not skip or not lb.startswith(skip)][1:]
+        pdml.in_order(ours, theirs, f"packet {n}")
+        pdml.all_there((t for t in theirs if _must(t)), (lb for lb in ours if _must(lb)), f"packet {n}")
     assert messages >= len(want) - len(elsewhere)

@@ -13,8 +13,6 @@ header's representation and index, the block's header count and length (they cou
 update too), body data and its reassembly, PING data."""
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from collections import Counter
 
 import pytest
 
@@ -22,7 +20,8 @@ from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import packet_detail
 from wirefall.analyzer.pipeline import analyze
 
-from conftest import SAMPLES, run_tool
+import pdml
+from conftest import SAMPLES
 
 CAPTURES = {
     "page-h2": ("page/page-h2.pcapng", "page/page-h2.keys", None),
@@ -40,36 +39,19 @@ MUST_BITS = ("Stream Identifier", "Reserved", "Window Size Increment", "Promised
              "Unused", "End Stream", "End Headers", "Padded", "Priority", "ACK")
 
 
-def _label(s: str) -> str:
-    return s[1:-1] if s.startswith("[") and s.endswith("]") else s
-
-
 def _must(label: str) -> bool:
     return label.startswith(MUST) or " = " in label and label.split(" = ", 1)[1].split(":", 1)[0] in MUST_BITS
 
 
 def _tshark(path: str, keys: str | None, decode: str | None) -> dict[int, list[str]]:
-    args = ["tshark", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-T", "pdml", "-Y", "http2"]
+    args = ["-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-Y", "http2"]
     args += ["-o", f"tls.keylog_file:{keys}"] if keys else []
     args += ["-d", decode] if decode else []
-    out: dict[int, list[str]] = {}
-    for pkt in ET.fromstring(run_tool(*args)).iter("packet"):
-        num = int(next(f for f in pkt.iter("field") if f.get("name") == "frame.number").get("show"))
-        rows: list[str] = []
 
-        def walk(el):
-            for f in el.findall("field"):
-                label = _label(f.get("showname") or f.get("show") or "")
-                if f.get("hide") == "yes" or " Body fragments (" in label or (f.get("name") or "").startswith("data"):
-                    # (tshark's body reassembly and the body as data: left out)
-                    continue
-                rows.append(label)
-                walk(f)
-        for proto in pkt.iter("proto"):
-            if proto.get("name") == "http2":
-                walk(proto)
-        out[num] = rows
-    return out
+    def skip(f, label: str) -> bool:  # (tshark's body reassembly and the body as data: left out)
+        return " Body fragments (" in label or (f.get("name") or "").startswith("data")
+    return {num: [r[0] for proto in pkt.iter("proto") if proto.get("name") == "http2" for r in pdml.field_lines(proto, skip)]
+            for num, pkt in pdml.packets(*args)}
 
 
 @pytest.mark.parametrize("name", sorted(CAPTURES))
@@ -91,11 +73,7 @@ def test_h2_tree_is_tsharks(name):
                     continue
                 frames += 1
                 own = {id(y) for w in fn.children if w.label.startswith("[wirefall: ") for y in w.walk()}
-                ours += [_label(x.label) for x in fn.walk() if id(x) not in own]
-        it = iter(theirs)
-        for lb in ours:
-            assert any(lb == t for t in it), f"packet {n}: {lb!r} is not tshark's (or not in its order)"
-        must = Counter(t for t in theirs if _must(t))
-        have = Counter(lb for lb in ours if _must(lb))
-        assert must - have == Counter(), f"packet {n}: tshark also shows {list((must - have).elements())[:4]}"
+                ours += [pdml.label(x.label) for x in fn.walk() if id(x) not in own]
+        pdml.in_order(ours, theirs, f"packet {n}")
+        pdml.all_there((t for t in theirs if _must(t)), (lb for lb in ours if _must(lb)), f"packet {n}")
     assert frames >= len(want)

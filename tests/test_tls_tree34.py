@@ -15,8 +15,6 @@ extensions, certificates (ASN.1, and a TLS 1.3 certificate entry's extensions), 
 signature fields, JA3, and a handshake message continued across records."""
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from collections import Counter
 
 import pytest
 
@@ -24,7 +22,8 @@ from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import packet_detail
 from wirefall.analyzer.pipeline import analyze
 
-from conftest import SAMPLES, capture_and_keys, run_tool
+import pdml
+from conftest import SAMPLES, capture_and_keys
 
 CAPTURES = {
     "page-h2": ("sample", "page/page-h2.pcapng", "page/page-h2.keys"),
@@ -48,31 +47,12 @@ MUST = ("TLSv", "SSLv", "Content Type: ", "Opaque Type: ", "Version: ", "Handsha
 
 
 
-def _label(s: str) -> str:
-    return s[1:-1] if s.startswith("[") and s.endswith("]") else s
-
-
 def _tshark(path: str, keys: str | None) -> dict[int, list[tuple[str, int, int, bool]]]:
     """Packet -> tshark's TLS lines: (label, offset, length, inside a certificate list)."""
-    xml = run_tool("tshark", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-T", "pdml", "-Y", "tls", *(["-o", f"tls.keylog_file:{keys}"] if keys else []))
-    out: dict[int, list[tuple[str, int, int, bool]]] = {}
-    for pkt in ET.fromstring(xml).iter("packet"):
-        num = int(next(f for f in pkt.iter("field") if f.get("name") == "frame.number").get("show"))
-        rows: list[tuple[str, int, int, bool]] = []
-        for proto in pkt.findall("proto"):
-            if proto.get("name") != "tls":
-                continue
-
-            def walk(el, inside: bool):
-                for f in el.findall("field"):
-                    if f.get("hide") == "yes":
-                        continue
-                    label = _label(f.get("showname") or f.get("show") or "")
-                    rows.append((label, int(f.get("pos") or 0), int(f.get("size") or 0), inside))
-                    walk(f, inside or label.startswith("Certificates ("))
-            walk(proto, False)
-        out[num] = rows
-    return out
+    args = ["-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-Y", "tls", *(["-o", f"tls.keylog_file:{keys}"] if keys else [])]
+    return {num: [r for proto in pkt.findall("proto") if proto.get("name") == "tls"
+                  for r in pdml.field_lines(proto, into=lambda lb: lb.startswith("Certificates ("))]
+            for num, pkt in pdml.packets(*args)}
 
 
 @pytest.mark.parametrize("name", sorted(CAPTURES))
@@ -95,17 +75,14 @@ def test_tls_tree_is_tsharks(name, tmp_path):
             records += 1
             own = {id(y) for w in rec.children if w.label.startswith("[wirefall: ") for y in w.walk()}  # (wirefall's fields)
             ours += [x for x in rec.walk() if id(x) not in own]
-        labels = [_label(x.label) for x in ours]
-        it = iter(t[0] for t in theirs)
-        for lb in labels:
-            assert any(lb == t for t in it), f"packet {n}: {lb!r} is not tshark's (or not in its order)"
-        must = Counter(t[0] for t in theirs if t[0].startswith(MUST) and not t[3])
-        have = Counter(lb for lb in labels if lb.startswith(MUST))
-        assert must - have == Counter(), f"packet {n}: tshark also shows {list((must - have).elements())[:4]}"
+        labels = [pdml.label(x.label) for x in ours]
+        pdml.in_order(labels, [t[0] for t in theirs], f"packet {n}")
+        pdml.all_there((t[0] for t in theirs if t[0].startswith(MUST) and not t[3]), (lb for lb in labels if lb.startswith(MUST)),
+                       f"packet {n}")
         # where a node has the packet's bytes, they are tshark's for that line
         exact = {(t[0], t[1], t[2]) for t in theirs}
         for x in ours:
             if x.source == 0 and x.start >= 0 and x.end > x.start and not x.label.startswith(("TLSv", "SSLv", "Handshake Protocol")):
-                assert (_label(x.label), x.start, x.end - x.start) in exact, f"packet {n}: {x.label} at {x.start}-{x.end}"
+                assert (pdml.label(x.label), x.start, x.end - x.start) in exact, f"packet {n}: {x.label} at {x.start}-{x.end}"
                 ranged += 1
     assert records > len(want) // 2 and ranged > 0

@@ -14,7 +14,6 @@ Linux cooked v1/v2 and raw IP, a D-SACK (page-h1), FINs from both sides (h2c-cur
 page load, the h2 TLS capture, pcapng with interfaces (page-h2)."""
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -22,7 +21,8 @@ from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import Node, packet_detail
 from wirefall.analyzer.pipeline import analyze
 
-from conftest import capture_and_keys, run_tool
+import pdml
+from conftest import capture_and_keys
 
 # tshark's protocol -> the start of the tree node's label that is that layer
 LAYERS = {"frame": "Frame ", "eth": "Ethernet II", "sll": "Linux cooked", "null": "Null/Loopback", "raw": "Raw packet data",
@@ -55,31 +55,16 @@ CAPTURES = {
 
 
 
-def _line(label: str, pos: int, size: int) -> tuple[str, int, int]:
-    if label.startswith("[") and label.endswith("]"):
-        label = label[1:-1]  # (generated: tshark's pdml has no brackets)
-    return (label, pos, size) if size > 0 else (label, -1, -1)
-
-
 def _tshark(path: str, keys: str | None) -> dict[int, dict[str, list]]:
-    xml = run_tool("tshark", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, "-T", "pdml", *(["-o", f"tls.keylog_file:{keys}"] if keys else []))
     out: dict[int, dict[str, list]] = {}
-    for pkt in ET.fromstring(xml).iter("packet"):
-        num = int(next(f for f in pkt.iter("field") if f.get("name") == "frame.number").get("show"))
+    args = ["-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-r", path, *(["-o", f"tls.keylog_file:{keys}"] if keys else [])]
+    for num, pkt in pdml.packets(*args):
         layers: dict[str, list] = {}
         for proto in pkt.findall("proto"):
             name = proto.get("name")
             if name not in LAYERS or name in layers:  # (the outer one of a layer met twice: tunnels)
                 continue
-            rows = [_line(proto.get("showname") or "", int(proto.get("pos")), int(proto.get("size")))]
-
-            def walk(el):
-                for f in el.findall("field"):
-                    if f.get("hide") == "yes":
-                        continue
-                    rows.append(_line(f.get("showname") or f.get("show") or "", int(f.get("pos") or 0), int(f.get("size") or 0)))
-                    walk(f)
-            walk(proto)
+            rows = [pdml.proto_line(proto), *(r[:3] for r in pdml.field_lines(proto))]
             layers[name] = [r for r in rows if not r[0].startswith("Protocols in frame")]
         out[num] = layers
     return out
@@ -89,7 +74,7 @@ def _ours(tree: list[Node], name: str) -> list | None:
     node = next((n for n in tree if n.label.startswith(LAYERS[name])), None)
     if node is None:
         return None
-    return [_line(n.label, n.start, n.end - n.start if n.start >= 0 else -1) for n in node.walk()
+    return [pdml.line(n.label, n.start, n.end - n.start if n.start >= 0 else -1) for n in node.walk()
             if not n.label.startswith(("[Connection: ", "[Protocols in frame"))]  # (wirefall's own; the filter's field: test_dns_tree34)
 
 
@@ -107,9 +92,7 @@ def test_layers_are_tsharks(name, tmp_path):
             ours = _ours(tree, layer)
             assert ours is not None, f"packet {n}: no {layer} node"
             # ours, in order, within theirs; and nothing of theirs left out but LEFT_OUT
-            it = iter(theirs)
-            for line in ours:
-                assert any(line == t for t in it), f"packet {n} {layer}: {line} is not tshark's (or not in its order)"
+            pdml.in_order(ours, theirs, f"packet {n} {layer}")
             extra = [t for t in theirs if t not in ours and not t[0].startswith(LEFT_OUT)]
             assert not extra, f"packet {n} {layer}: tshark also shows {extra[:3]}"
             checked += len(ours)
