@@ -268,9 +268,14 @@ window.wirefallFocusRow = function (api, i, n) {
 // comes (ROWS_JS), as Wireshark keeps the selected packet in view.  The list went to the top and the focused
 // cell stayed at the old row number (another packet's).  Nothing is done to a row before its block has come
 // (a jump to the row while the new list was loading met AG Grid's error #13, a row node it had dropped).
+// The keep names its list (shows, as the refresh's wirefallShows): on a busy page cb_packet_where's answer came
+// before the refresh had purged the list before, whose row at that index (another packet) dropped the keep —
+// the packet stayed selected by its id, the focus on its old row number (CI, session 34; 1 run in 3 on a loaded
+// host, 0 in 25 since).
 window.wirefallKeepInView = function (api) {
     var k = api && api.wirefallKeep;
     if (!k || (api.isDestroyed && api.isDestroyed())) { return; }
+    if (k.shows !== api.wirefallShows) { return; }  // (the list before is still shown: the new one's refresh comes)
     if (api.getDisplayedRowCount() <= k.index) { return; }  // (the new list's first block, with its count, has not come)
     var node = api.getDisplayedRowAtIndex(k.index);
     if (!node || !node.data) {  // its block is asked for as it is shown, and comes through ROWS_JS
@@ -1323,7 +1328,7 @@ def cb_packet_where(state: WebState, goto, tab, cid, expr=None, request=None, ti
         return pos
     if pos is no_update:
         return {"index": None, "n": n} if _ready(state, cid) is not None else no_update
-    return {**pos, "keep": True}
+    return {**pos, "keep": True, "shows": [cid, expr or ""]}  # (the list the row is of: the page may not show it yet)
 
 
 def _toggle(cid, store, n: int) -> dict:
@@ -2016,7 +2021,8 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                     // (another capture: its packet of the selected number is not the one selected, which AG Grid
                     // would keep selected by the row's id; a new filter that hides the selected packet: cb_packet_where)
                     if (/capture/.test(t) && api.getSelectedNodes().length) { api.deselectAll(); }
-                    api.wirefallKeep = null;  // (the row the filter before kept: cb_packet_where tells this one's)
+                    // (the row the filter before kept: cb_packet_where tells this one's — its answer may have come first)
+                    if (api.wirefallKeep && api.wirefallKeep.shows !== shows) { api.wirefallKeep = null; }
                     api.purgeInfiniteCache(); api.ensureIndexVisible(0, 'top');
                 }
                 else if (/time-format|marks|timerefs|packet-goto/.test(t)) { api.refreshInfiniteCache(); }
@@ -2074,7 +2080,7 @@ def create_app(state: WebState, host: str = "127.0.0.1", token: str | None = Non
                     return;
                 }
                 if (pos.keep) {
-                    api.wirefallKeep = {index: pos.index, n: pos.n};
+                    api.wirefallKeep = {index: pos.index, n: pos.n, shows: JSON.stringify(pos.shows)};
                     window.wirefallKeepInView(api);
                     return;
                 }
