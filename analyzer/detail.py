@@ -1192,6 +1192,12 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             hk.header_ranges(fn, 0, rng[0], rng[1])
         elif hk.place_in_stream is not None and spans:
             hk.place_in_stream(fr, fn, spans)
+        if hk.frame_bytes_node is not None and fr.packet == number:
+            if tls_dec is None and dec_recs:
+                tls_dec = {(r.connection, r.direction, r.offset): (k, r) for k, r in enumerate(decrypted_tls(analysis, source, number), 1)}
+            raw = _frame_raw(analysis, source, fr, data, rng, dec_recs, tls_dec)
+            if raw is not None:
+                hk.frame_bytes_node(fn, fr, raw)
         if fr.packet != number:
             # only part of this frame is here; Wireshark shows it where it completes, and so
             # do the field names (abbrev) — this node is for reading, not for comparing
@@ -1296,6 +1302,29 @@ def _quic_tabs(analysis: Analysis, source, n: int) -> dict:
     except Exception:  # noqa: BLE001 - the tree still shows without the tabs
         return {}
     return {(r.packet_type, r.pn): (k, r) for k, r in enumerate(rows, 1)}
+
+
+def _frame_raw(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple[int, int], rows, dec: dict | None) -> bytes | None:
+    """A frame's whole bytes, header included: from the packet or the TCP stream of a
+    connection in the clear, else from the one "Decrypted TLS" tab that holds all of it
+    (``rows``: ``_decrypted_rows``; ``dec``: the packet's decrypted records by (connection,
+    direction, offset)).  None when they are not to be had whole (a frame over several records)."""
+    d = find(fr.protocol)
+    if fr.offset < 0 or d is None:
+        return None
+    whole = d.frame_header + fr.length
+    if conn_is_clear(analysis, fr):
+        if rng[0] >= 0 and rng[1] - rng[0] == whole:
+            return data[rng[0] : rng[1]]
+        raw = _stream_bytes(analysis, source, fr.connection, fr.direction, fr.offset, fr.offset + whole, fr.first_packet, fr.packet)
+        return raw if isinstance(raw, bytes) and len(raw) == whole else None
+    tabs = {k: r for k, r in (dec or {}).values()}
+    for k, cid, dd, _off, pto, ptl in rows or ():
+        if (cid, dd) == (fr.connection, fr.direction) and 0 <= pto <= fr.offset and fr.offset + whole <= pto + ptl:
+            r = tabs.get(k)
+            if r is not None and r.data:
+                return bytes(r.data[fr.offset - pto : fr.offset - pto + whole])
+    return None
 
 
 def conn_is_clear(analysis: Analysis, fr: Frame) -> bool:

@@ -463,6 +463,71 @@ def hpack_field_ends(block: bytes) -> list[int]:
     return ends
 
 
+class HpackRepr(IntEnum):
+    """An HPACK representation (RFC 7541 s6), numbered as Wireshark's ``http2.header.repr``
+    values (packet-http2.c ``http2_header_repr_type``); their words are the descriptor's
+    ``HPACK_REPR_WORDS``."""
+
+    INDEXED = 1
+    INCREMENTAL_INDEXED_NAME = 2
+    INCREMENTAL_NEW_NAME = 3
+    WITHOUT_INDEXED_NAME = 4
+    WITHOUT_NEW_NAME = 5
+    NEVER_INDEXED_NAME = 6
+    NEVER_NEW_NAME = 7
+    TABLE_SIZE_UPDATE = 8
+
+
+HPACK_REPR_WORDS = {
+    HpackRepr.INDEXED: "Indexed Header Field",
+    HpackRepr.INCREMENTAL_INDEXED_NAME: "Literal Header Field with Incremental Indexing - Indexed Name",
+    HpackRepr.INCREMENTAL_NEW_NAME: "Literal Header Field with Incremental Indexing - New Name",
+    HpackRepr.WITHOUT_INDEXED_NAME: "Literal Header Field without Indexing - Indexed Name",
+    HpackRepr.WITHOUT_NEW_NAME: "Literal Header Field without Indexing - New Name",
+    HpackRepr.NEVER_INDEXED_NAME: "Literal Header Field never Indexed - Indexed Name",
+    HpackRepr.NEVER_NEW_NAME: "Literal Header Field never Indexed - New Name",
+    HpackRepr.TABLE_SIZE_UPDATE: "Maximum Header Table Size Change",
+}
+
+
+def hpack_representations(block: bytes, limit: int = 4096) -> list[tuple[HpackRepr, int, int, int]]:
+    """Each representation of a whole HPACK block in order: ``(kind, integer, start, end)`` —
+    the integer is the index (0 for a new name) or a table size update's size; start and end
+    its bytes in the block.  As ``hpack_field_ends``, only prefixes are read (the ``hpack``
+    library decodes, and does not say how each field was represented).  Stops at a truncated
+    representation, and after ``limit`` of them (the detail tree's budget)."""
+    out: list[tuple[HpackRepr, int, int, int]] = []
+    i, n = 0, len(block)
+    try:
+        while i < n and len(out) < limit:
+            c, s = block[i], i
+            if c & 0x80:
+                v, i = _int_end(block, i, 7)
+                kind = HpackRepr.INDEXED
+            elif c & 0x40:
+                v, i = _int_end(block, i, 6)
+                kind = HpackRepr.INCREMENTAL_INDEXED_NAME if v else HpackRepr.INCREMENTAL_NEW_NAME
+            elif c & 0x20:
+                v, i = _int_end(block, i, 5)
+                kind = HpackRepr.TABLE_SIZE_UPDATE
+            else:
+                v, i = _int_end(block, i, 4)
+                if c & 0x10:
+                    kind = HpackRepr.NEVER_INDEXED_NAME if v else HpackRepr.NEVER_NEW_NAME
+                else:
+                    kind = HpackRepr.WITHOUT_INDEXED_NAME if v else HpackRepr.WITHOUT_NEW_NAME
+            if kind not in (HpackRepr.INDEXED, HpackRepr.TABLE_SIZE_UPDATE):
+                if not v:
+                    i = _str_end(block, i)
+                i = _str_end(block, i)
+            if i > n:
+                break
+            out.append((kind, v, s, i))
+    except IndexError:
+        pass
+    return out
+
+
 class _PacketRuns:
     """Packets of the bytes buffered in one direction: (start offset, packet) runs."""
 

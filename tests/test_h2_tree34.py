@@ -8,9 +8,12 @@ and every line tshark shows of these kinds is there.
 Before (session 33): one group node ("HyperText Transfer Protocol 2 (3 frames)"), frames as
 "HTTP2: SETTINGS[0]", flags as a number, settings in RFC names, wirefall's facts ("window: …",
 "header_bytes_wire: …") among Wireshark's fields.  wirefall's own facts are now in a
-``[wirefall: …]`` node of their own.  Left out of tshark's: the header block's bytes and each
-header's representation and index, the block's header count and length (they count a table size
-update too), body data and its reassembly, PING data."""
+``[wirefall: …]`` node of their own.  Session 35: each header as tshark shows it — its name and
+value lengths, its own field (``:method: GET``, ``content-length: 9``), ``[Unescaped: …]``, its
+HPACK representation and index — the block's bytes, ``[Header Length]`` and ``[Header Count]``
+(which count a table size update too), the table size update where it stands, a request's
+``[Full request URI]``.  Left out of tshark's: body data and its reassembly, PING data, and the
+representations of a block continued over CONTINUATION frames."""
 from __future__ import annotations
 
 
@@ -34,9 +37,15 @@ CAPTURES = {
     "curl-h2-nghttpd": ("tls/curl_h2_nghttpd.pcap", "tls/curl_h2_nghttpd.keys", None),
 }
 MUST = ("Stream: ", "Length: ", "Type: ", "Flags: ", "Settings - ", "Settings Identifier: ", "Header: ", "Error: ",
-        "Weight: ", "Weight real: ")
+        "Weight: ", "Weight real: ", "Header Block Fragment: ", "Header Length: ", "Header Count: ", "Name Length: ",
+        "Name: ", "Value Length: ", "Value: ", "Unescaped: ", "Representation: ", "Index: ", "Header table size",
+        "Full request URI: ", ":method: ", ":path: ", ":status: ", ":authority: ", ":scheme: ", "content-length: ",
+        "content-type: ", "user-agent: ")
 MUST_BITS = ("Stream Identifier", "Reserved", "Window Size Increment", "Promised-Stream-ID", "Exclusive", "Stream Dependency",
              "Unused", "End Stream", "End Headers", "Padded", "Priority", "ACK")
+
+CONTINUATION_LEFT_OUT = ("Continuation Header", "Header Length: ", "Header Count: ", "Representation: ", "Index: ",
+                         "Header table size")
 
 
 def _must(label: str) -> bool:
@@ -50,7 +59,12 @@ def _tshark(path: str, keys: str | None, decode: str | None) -> dict[int, list[s
 
     def skip(f, label: str) -> bool:  # (tshark's body reassembly and the body as data: left out)
         return " Body fragments (" in label or (f.get("name") or "").startswith("data")
-    return {num: [r[0] for proto in pkt.iter("proto") if proto.get("name") == "http2" for r in pdml.field_lines(proto, skip)]
+    def lines(proto) -> list[str]:
+        out = [r[0] for r in pdml.field_lines(proto, skip)]
+        if out and out[0].startswith("Stream: CONTINUATION"):  # (what wirefall leaves out of a CONTINUATION)
+            out = [x for x in out if not x.startswith(CONTINUATION_LEFT_OUT)]
+        return out
+    return {num: [x for proto in pkt.iter("proto") if proto.get("name") == "http2" for x in lines(proto)]
             for num, pkt in pdml.packets(*args)}
 
 

@@ -31,6 +31,10 @@ others):
 - ``message_node(analysis, fr, number) -> list[Node] | None``: the top-level nodes a frame puts
   in packet ``number``'s tree (HTTP/1: a message where it ends, head and body as one, as
   Wireshark's); None: the generic node.
+- ``frame_bytes_node(node, fr, raw)``: after ``frame_node``, what only the frame's bytes tell
+  (``raw``: the whole frame, header included, when it is whole in one bytes tab or in the TCP
+  stream of a connection in the clear), written into its node (HTTP/2: the header block, each
+  header's HPACK representation and index).
 - ``header_ranges(node, source, start, end)``: byte ranges of the frame header's fields, the
   frame starting at ``start`` of bytes tab ``source``.
 - ``place_in_stream(fr, node, spans)``: point a frame's node at its bytes inside the decrypted
@@ -63,6 +67,7 @@ class Hooks:
     frame_group: Callable[..., list[Any]] | None = None
     message_node: Callable[..., Any] | None = None
     type_node: Callable[..., bool] | None = None
+    frame_bytes_node: Callable[..., None] | None = None
     header_ranges: Callable[..., None] | None = None
     place_in_stream: Callable[..., None] | None = None
 

@@ -212,13 +212,14 @@ def frame_node(node: Node, fr: Frame) -> Node:
     if fr.type == "GOAWAY" and "debug_data" in fields:
         _debug_data_node(node, fields, skip)
     if fr.headers:
-        # (tshark's [Header Length] and [Header Count] count the block's representations, a table
-        # size update among them, which wirefall does not keep: left out)
+        # (the block's bytes, each header's representation and index, [Header Length] and
+        # [Header Count] — which count a table size update too — come with the frame's bytes:
+        # frame_bytes_node)
         for k, v in fr.headers:
-            # (a line is cut at Wireshark's label length, ITEM_LABEL_LENGTH; the field's value is whole)
-            h = node.add(f"Header: {k}: {status_text(v) if k == ':status' else v}"[:_LABEL_MAX], abbrev="http2.header")
-            h.add(_field_label("Name", k), abbrev="http2.header.name", value=k)
-            h.add(_field_label("Value", v), abbrev="http2.header.value", value=v)
+            _header_node(node, k, v)
+        uri = _full_uri(fr.headers)
+        if uri is not None:
+            node.add("[" + _field_label("Full request URI", uri) + "]", abbrev="http2.request.full_uri", value=uri)
     if fr.type not in TYPES and "unknown_type" in fields:
         skip.add("unknown_type")  # (the Type line says it)
     own = wirefall_node(fr, name)
@@ -232,6 +233,149 @@ def frame_node(node: Node, fr: Frame) -> Node:
             value_nodes(own, k, v)
     node.children.append(own)
     return node
+
+
+# the header names Wireshark gives a field of their own (packet-http2.c register_static_headers:
+# RFC 7541 Appendix A's), each ``http2.headers.<name>``; the numeric ones read as numbers (bits)
+_NAMED_HEADERS = frozenset((
+    ":authority", ":status", ":path", ":method", ":scheme", "accept", "accept-charset", "accept-encoding",
+    "accept-language", "accept-ranges", "access-control-allow-origin", "age", "allow", "authorization",
+    "cache-control", "content-disposition", "content-encoding", "content-language", "content-length",
+    "content-location", "content-range", "content-type", "cookie", "date", "etag", "expect", "expires", "from",
+    "if-match", "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "last-modified", "link",
+    "location", "max-forwards", "proxy-authenticate", "proxy-authorization", "range", "referer", "refresh",
+    "retry-after", "server", "set-cookie", "strict-transport-security", "user-agent", "vary", "via",
+    "www-authenticate"))
+_NUMERIC_HEADERS = {":status": 32, "age": 64, "content-length": 64, "max-forwards": 64}  # (ws_strtou32 / ws_strtou64)
+
+
+def _header_node(node: Node, k: str, v: str) -> Node:
+    """A header as Wireshark's tree shows it: ``Header: name: value`` with its name and value
+    and their lengths (bytes), its own field when the name is one of the static table's, and
+    the value with its %-escapes undone (``[Unescaped: …]``, as glib's g_uri_unescape_string:
+    none when an escape is bad)."""
+    # (a line is cut at Wireshark's label length, ITEM_LABEL_LENGTH; the field's value is whole)
+    h = node.add(f"Header: {k}: {status_text(v) if k == ':status' else v}"[:_LABEL_MAX], abbrev="http2.header")
+    h.add(f"Name Length: {len(k.encode('utf-8', 'surrogateescape'))}", abbrev="http2.header.name.length")
+    h.add(_field_label("Name", k), abbrev="http2.header.name", value=k)
+    h.add(f"Value Length: {len(v.encode('utf-8', 'surrogateescape'))}", abbrev="http2.header.value.length")
+    h.add(_field_label("Value", v), abbrev="http2.header.value", value=v)
+    if k in _NAMED_HEADERS:
+        ab = "http2.headers." + k.lstrip(":").replace("-", "_")
+        bits = _NUMERIC_HEADERS.get(k)
+        if bits is None:
+            h.add(_field_label(k, v), abbrev=ab, value=v)
+        elif v.isascii() and v.isdigit() and int(v) < 1 << bits:
+            h.add(f"{k}: {int(v)}", abbrev=ab, value=str(int(v)))
+    u = _unescaped(v)
+    if u is not None:
+        h.add("[" + _field_label("Unescaped", u) + "]", abbrev="http2.header.unescaped", value=u)
+    return h
+
+
+def _unescaped(v: str) -> str | None:
+    """``v`` with its %XX escapes decoded, as glib's g_uri_unescape_string (what tshark calls):
+    None for a '%' not followed by two hex digits or an escaped NUL."""
+    if "%" not in v:
+        return v
+    b = v.encode("utf-8", "surrogateescape")
+    out = bytearray()
+    i, n = 0, len(b)
+    while i < n:
+        c = b[i]
+        if c == 0x25:
+            h = b[i + 1 : i + 3]
+            if len(h) < 2 or not all(x in b"0123456789abcdefABCDEF" for x in h) or h == b"00":
+                return None
+            out.append(int(h, 16))
+            i += 3
+            continue
+        out.append(c)
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _full_uri(headers) -> str | None:
+    """tshark's ``[Full request URI]`` of a header list that names an authority: the
+    authority of a CONNECT, else scheme://authority path ("(null)" for one missing, as C's
+    printf writes it)."""
+    auth = header(headers, ":authority")
+    if auth is None:
+        return None
+    m = header(headers, ":method")
+    if m == "CONNECT":
+        return auth
+    sch, path = header(headers, ":scheme"), header(headers, ":path")
+    return f"{sch if sch is not None else '(null)'}://{auth}{path if path is not None else '(null)'}"
+
+
+# (a CONTINUATION's fragment, which tshark shows as text, and its representations, which read on
+# from the fragments before it — bytes of other packets — are left out)
+_BLOCK_FRAMES = {"HEADERS": "Header Block Fragment", "PUSH_PROMISE": "Header Block Fragment"}
+
+
+def frame_bytes_node(node: Node, fr: Frame, raw: bytes) -> None:
+    """What only the frame's bytes (``raw``: its 9-byte header and payload) tell, written into
+    its node: the header block fragment (the first 36 bytes in hex, as Wireshark's bytes
+    fields), ``[Header Length]`` and ``[Header Count]``, a table size update where it stands
+    and each header's ``Representation`` and ``Index`` (RFC 7541 s6).  Only for a block's first
+    fragment (HEADERS, PUSH_PROMISE): a CONTINUATION's headers keep their other lines."""
+    from wirefall.analyzer.detail import Node as _Node
+    from wirefall.dissectors.http2 import HPACK_REPR_WORDS, HpackRepr, hpack_representations
+
+    word = _BLOCK_FRAMES.get(fr.type)
+    if word is None or len(raw) != 9 + fr.length:
+        return
+    p = raw[9:]
+    a, b = 0, len(p)
+    if fr.flags & 0x08:  # padded: the pad length, and the padding at the end
+        if not p:
+            return
+        a, b = 1, len(p) - p[0]
+    if fr.type == "HEADERS" and fr.flags & 0x20:
+        a += 5
+    elif fr.type == "PUSH_PROMISE":
+        a += 4
+    if b < a:
+        return
+    block = p[a:b]
+    kids = node.children
+    at = next((i for i, c in enumerate(kids) if c.abbrev == "http2.header"), None)
+    if at is None:  # (no header decoded: after the frame's own fields, before wirefall's node and the URI)
+        at = next((i for i, c in enumerate(kids) if c.label.startswith(("[wirefall: ", "[Full request URI", "[Error: "))), len(kids))
+    hexed = block[:36].hex() + ("…" if len(block) > 36 else "")
+    lines = [_Node(f"{word}: {hexed}" if block else f"{word}: <MISSING>", [], -1, -1, "http2.headers")]
+    # (a block's first fragment: the representations whole in it are the headers that ended in
+    # this frame, as the dissector gives them; one continued reads on from an earlier frame's)
+    reps = hpack_representations(block)
+    heads = [i for i, c in enumerate(kids) if c.abbrev == "http2.header"]
+    fields = [r for r in reps if r[0] != HpackRepr.TABLE_SIZE_UPDATE]
+    if reps and len(fields) == len(heads) == len(fr.headers or ()):
+        size = sum(8 + len(k.encode("utf-8", "surrogateescape")) + len(v.encode("utf-8", "surrogateescape"))
+                   for k, v in fr.headers or ())
+        lines.append(_Node(f"[Header Length: {size}]", [], -1, -1, "http2.header.length"))
+        lines.append(_Node(f"[Header Count: {len(reps)}]", [], -1, -1, "http2.header.count"))
+        for (kind, v, _s, _e), i in zip(fields, heads):
+            h = kids[i]
+            h.add(f"Representation: {HPACK_REPR_WORDS[kind]}", abbrev="http2.header.repr")
+            if kind in (HpackRepr.INDEXED, HpackRepr.INCREMENTAL_INDEXED_NAME, HpackRepr.WITHOUT_INDEXED_NAME,
+                        HpackRepr.NEVER_INDEXED_NAME):
+                h.add(f"Index: {v}", abbrev="http2.header.index")
+        # a table size update stands where it is in the block, among the headers
+        out, j = [], 0
+        for kind, v, _s, _e in reps:
+            if kind == HpackRepr.TABLE_SIZE_UPDATE:
+                u = _Node("Header table size update", [], -1, -1, "http2.header.table_size_update")
+                u.add(f"Header table size: {v}", abbrev="http2.header.table_size")
+                out.append(u)
+            else:
+                out.append(kids[heads[j]])
+                j += 1
+        if heads:
+            kids[heads[0] : heads[-1] + 1] = out
+        else:
+            lines += out
+    kids[at:at] = lines
 
 
 def _reserved_and(node: Node, word: int, name: str, abbrev_r: str, abbrev: str) -> None:
