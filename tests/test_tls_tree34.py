@@ -10,9 +10,14 @@ Before (session 33): a generic node per record ("Protocol: tls", "Type: HANDSHAK
 
 Compared by label (the words and order); a record's byte ranges are the packet's where the
 record is whole in it (checked here) — tshark places the lines of a reassembled or decrypted
-record in data sources of its own.  What the tree leaves out of tshark's: the contents of
-extensions, certificates (ASN.1, and a TLS 1.3 certificate entry's extensions), key exchange and
-signature fields, JA3, and a handshake message continued across records."""
+record in data sources of its own.  Session 35: the contents of the extensions Wireshark users
+read most (server_name, ALPN, supported_versions, supported_groups, key_share, signature_algorithms,
+ec_point_formats, psk_key_exchange_modes, renegotiation_info, padding, compress_certificate,
+status_request, a server's pre_shared_key and NPN list, a GREASE or unknown extension's data).
+What the tree leaves out of tshark's: the other extensions' contents (a client's pre_shared_key,
+QUIC transport parameters, a session ticket's bytes), certificates (ASN.1, and a TLS 1.3
+certificate entry's extensions), key exchange and signature fields, JA3, and a handshake message
+continued across records."""
 from __future__ import annotations
 
 
@@ -42,7 +47,12 @@ CAPTURES = {
 # the lines of tshark's a record's node always has (as many of each on the packet)
 MUST = ("TLSv", "SSLv", "Content Type: ", "Opaque Type: ", "Version: ", "Handshake Protocol: ", "Handshake Type: ",
         "Cipher Suite: ", "Cipher Suites Length", "Extension: ", "Encrypted Application Data: ",
-        "Application Data Protocol: ", "Alert Message", "Level: ", "Description: ", "Change Cipher Spec Message", "Session ID")
+        "Application Data Protocol: ", "Alert Message", "Level: ", "Description: ", "Change Cipher Spec Message", "Session ID",
+        # session 35: the contents of the extensions Wireshark users read most
+        "Server Name", "ALPN ", "Supported Version", "Supported Group", "Key Share ", "Key Exchange Length: ",
+        "Selected Group: ", "EC point format", "Signature Hash Algorithms", "PSK Key Exchange Mode", "Renegotiation info",
+        "Padding Data: ", "Algorithms Length: ", "Selected Identity: ", "Next Protocol", "Protocol string length: ",
+        "Certificate Status Type: ", "Responder ID list Length: ", "Request Extensions Length: ")
 
 
 

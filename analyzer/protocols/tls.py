@@ -268,11 +268,11 @@ def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
             if t in (1, 2):
                 _hello_nodes(m, body, p + 4, t == 1, add, hrr)
             elif t == 8:  # EncryptedExtensions
-                _extensions(m, body, 0, p + 4, add)
+                _extensions(m, body, 0, p + 4, add, 8)
             elif t == 4 and ver == "TLSv1.3" and len(body) >= 9:  # NewSessionTicket: lifetime, age add, nonce, ticket, extensions
                 q = 9 + body[8]
                 if q + 2 <= len(body):
-                    _extensions(m, body, q + 2 + int.from_bytes(body[q : q + 2], "big"), p + 4, add)
+                    _extensions(m, body, q + 2 + int.from_bytes(body[q : q + 2], "big"), p + 4, add, 4)
             p += 4 + len(body)
     elif inner == 23:
         data = rb.cipher if rb.cipher is not None else (rb.body or b"")
@@ -327,14 +327,16 @@ def _hello_nodes(m, body: bytes, p: int, client: bool, add, hrr: bool = False) -
             add(m, f"Cipher Suite: {_suite_text(c, suite_name)}", p + q, 2, "tls.handshake.ciphersuite", f"0x{c:04x}")
             add(m, f"Compression Method: {'null' if body[q + 2] == 0 else 'Unknown'} ({body[q + 2]})", p + q + 2, 1, "tls.handshake.comp_method", body[q + 2])
             q += 3
-        _extensions(m, body, q, p, add)
+        _extensions(m, body, q, p, add, 1 if client else 6 if hrr else 2)
     except IndexError:  # (a hello cut short: what was read stands)
         return
 
 
-def _extensions(m, body: bytes, q: int, p: int, add) -> None:
+def _extensions(m, body: bytes, q: int, p: int, add, msg: int = 0) -> None:
     """A message's extensions from offset ``q`` of its body: their length, then each one's
-    header line, type and length (its contents left out)."""
+    header line, type and length, and the contents of those Wireshark users read most
+    (``_extension_body``; ``msg``: the handshake message's type, 1 ClientHello, 2 ServerHello,
+    6 HelloRetryRequest as the tree reads it)."""
     from wirefall.dissectors.tls import EXTENSION_NAMES
 
     if q + 2 > len(body):
@@ -349,11 +351,183 @@ def _extensions(m, body: bytes, q: int, p: int, add) -> None:
         e = add(m, f"Extension: {name or f'Unknown type {t}'} (len={ln})", p + q, 4 + ln)
         add(e, f"Type: {name or 'Unknown'} ({t})", p + q, 2, "tls.handshake.extension.type", t)
         add(e, f"Length: {ln}", p + q + 2, 2, "tls.handshake.extension.len", ln)
+        if q + 4 + ln <= end:
+            try:
+                _extension_body(e, t, body[q + 4 : q + 4 + ln], p + q + 4, msg, add, name is None or is_grease(t))
+            except IndexError:  # (an extension cut short: what was read stands)
+                pass
         q += 4 + ln
 
 
 # extension types tshark 4.0 (Debian 12, the oracle) does not name: "Unknown type 65037" in its tree
 _EXT_UNNAMED = frozenset({0xFE0D})
+
+
+def _names(field: str, fixes: dict[int, str] | None = None) -> dict[int, str]:
+    """Value -> Wireshark's word, from the generated value strings (lower-cased there: ``fixes``
+    puts back the case of the words that have capitals)."""
+    from wirefall.analyzer.fields.valuestrings import UNQUOTED
+
+    out = {v: k for k, v in UNQUOTED.get(field, {}).items()}
+    out.update(fixes or {})
+    return out
+
+
+_GROUPS = _names("tls.handshake.extensions_supported_group",
+                 {26: "brainpoolP256r1", 27: "brainpoolP384r1", 28: "brainpoolP512r1", 41: "curveSM2"})
+_SIG_SCHEMES = _names("tls.handshake.sig_hash_alg")
+_SIG_HASH = {0: "None", 1: "MD5", 2: "SHA1", 3: "SHA224", 4: "SHA256", 5: "SHA384", 6: "SHA512", 7: "SM3"}  # tls.handshake.sig_hash_hash
+_SIG_SIG = {0: "Anonymous", 1: "RSA", 2: "DSA", 3: "ECDSA", 4: "SM2"}  # tls.handshake.sig_hash_sig
+_POINT_FORMATS = {0: "uncompressed", 1: "ansiX962_compressed_prime", 2: "ansiX962_compressed_char2"}
+_PSK_MODES = {0: "PSK-only key establishment (psk_ke)", 1: "PSK with (EC)DHE key establishment (psk_dhe_ke)"}
+_CERT_COMPRESSION = {1: "zlib", 2: "brotli", 3: "zstd"}
+_STATUS_TYPES = {1: "OCSP", 2: "OCSP Multi"}
+
+
+def _group_text(g: int, entry: bool = False) -> str:
+    """A group's word; in a key share entry's title an unknown one says its number (val_to_str's "Unknown (%d)")."""
+    return "Reserved (GREASE)" if is_grease(g) else _GROUPS.get(g) or (f"Unknown ({g})" if entry else "Unknown")
+
+
+def _u16(b: bytes, i: int) -> int:
+    if i + 2 > len(b):
+        raise IndexError(i)
+    return int.from_bytes(b[i : i + 2], "big")
+
+
+def _extension_body(e, t: int, d: bytes, at: int, msg: int, add, unknown: bool) -> None:
+    """An extension's contents as Wireshark's tree shows them (``d`` at ``at`` of the record's
+    body): server_name, supported_groups, ec_point_formats, signature_algorithms, ALPN,
+    status_request, padding, compress_certificate, session_ticket, pre_shared_key (the
+    server's), supported_versions, psk_key_exchange_modes, key_share, renegotiation_info, NPN
+    (the server's), and an unknown or GREASE extension's data.  Others keep their header lines."""
+    n = len(d)
+    if unknown:  # (GREASE or a type tshark does not know: its bytes)
+        add(e, f"Data: {_hex(d)}" if d else "Data: <MISSING>", at, n, "tls.handshake.extension.data", d.hex())
+        return
+    if t == 0 and n >= 2:  # server_name
+        sni = add(e, "Server Name Indication extension", at, n)
+        ll = _u16(d, 0)
+        add(sni, f"Server Name list length: {ll}", at, 2, "tls.handshake.extensions_server_name_list_len", ll)
+        i = 2
+        while i + 3 <= min(n, 2 + ll):
+            kind, sl = d[i], _u16(d, i + 1)
+            add(sni, f"Server Name Type: {'host_name' if kind == 0 else 'Unknown'} ({kind})", at + i, 1,
+                "tls.handshake.extensions_server_name_type", kind)
+            add(sni, f"Server Name length: {sl}", at + i + 1, 2, "tls.handshake.extensions_server_name_len", sl)
+            name = d[i + 3 : i + 3 + sl].decode("ascii", "replace")
+            add(sni, f"Server Name: {name}", at + i + 3, sl, "tls.handshake.extensions_server_name", name)
+            i += 3 + sl
+    elif t == 10:  # supported_groups
+        ll = _u16(d, 0)
+        add(e, f"Supported Groups List Length: {ll}", at, 2, "tls.handshake.extensions_supported_groups_length", ll)
+        g = add(e, f"Supported Groups ({ll // 2} group{'s' if ll // 2 != 1 else ''})", at + 2, ll)
+        for i in range(2, min(n, 2 + ll) - 1, 2):
+            v = _u16(d, i)
+            add(g, f"Supported Group: {_group_text(v)} (0x{v:04x})", at + i, 2, "tls.handshake.extensions_supported_group", f"0x{v:04x}")
+    elif t == 11:  # ec_point_formats
+        ll = d[0]
+        add(e, f"EC point formats Length: {ll}", at, 1, "tls.handshake.extensions_ec_point_formats_length", ll)
+        f = add(e, f"Elliptic curves point formats ({ll})", at + 1, ll)
+        for i in range(1, min(n, 1 + ll)):
+            add(f, f"EC point format: {_POINT_FORMATS.get(d[i], 'Unknown')} ({d[i]})", at + i, 1,
+                "tls.handshake.extensions_ec_point_format", d[i])
+    elif t == 13:  # signature_algorithms
+        ll = _u16(d, 0)
+        add(e, f"Signature Hash Algorithms Length: {ll}", at, 2, "tls.handshake.sig_hash_alg_len", ll)
+        a = add(e, f"Signature Hash Algorithms ({ll // 2} algorithm{'s' if ll // 2 != 1 else ''})", at + 2, ll)
+        for i in range(2, min(n, 2 + ll) - 1, 2):
+            v = _u16(d, i)
+            hh, ss = v >> 8, v & 0xFF
+            word = _SIG_SCHEMES.get(v) or f"{_SIG_HASH.get(hh, 'Unknown')} {_SIG_SIG.get(ss, 'Unknown')}"
+            x = add(a, f"Signature Algorithm: {word} (0x{v:04x})", at + i, 2, "tls.handshake.sig_hash_alg", f"0x{v:04x}")
+            add(x, f"Signature Hash Algorithm Hash: {_SIG_HASH.get(hh, 'Unknown')} ({hh})", at + i, 1, "tls.handshake.sig_hash_hash", hh)
+            add(x, f"Signature Hash Algorithm Signature: {_SIG_SIG.get(ss, 'Unknown')} ({ss})", at + i + 1, 1,
+                "tls.handshake.sig_hash_sig", ss)
+    elif t == 16:  # application_layer_protocol_negotiation
+        ll = _u16(d, 0)
+        add(e, f"ALPN Extension Length: {ll}", at, 2, "tls.handshake.extensions_alpn_len", ll)
+        a = add(e, "ALPN Protocol", at + 2, ll)
+        i = 2
+        while i < min(n, 2 + ll):
+            sl = d[i]
+            add(a, f"ALPN string length: {sl}", at + i, 1, "tls.handshake.extensions_alpn_str_len", sl)
+            proto = d[i + 1 : i + 1 + sl].decode("ascii", "replace")
+            add(a, f"ALPN Next Protocol: {proto}", at + i + 1, sl, "tls.handshake.extensions_alpn_str", proto)
+            i += 1 + sl
+    elif t == 13172 and msg == 2:  # next_protocol_negotiation, the server's list
+        a = add(e, "Next Protocol Negotiation", at, n)
+        i = 0
+        while i < n:
+            sl = d[i]
+            add(a, f"Protocol string length: {sl}", at + i, 1, "tls.handshake.extensions_npn_str_len", sl)
+            proto = d[i + 1 : i + 1 + sl].decode("ascii", "replace")
+            add(a, f"Next Protocol: {proto}", at + i + 1, sl, "tls.handshake.extensions_npn", proto)
+            i += 1 + sl
+    elif t == 5 and msg == 1 and n >= 5 and d[0] == 1:  # status_request: OCSP
+        add(e, f"Certificate Status Type: {_STATUS_TYPES[1]} (1)", at, 1, "tls.handshake.extensions_status_request_type", 1)
+        r = _u16(d, 1)
+        add(e, f"Responder ID list Length: {r}", at + 1, 2, "tls.handshake.extensions_status_request_responder_ids_len", r)
+        x = _u16(d, 3 + r)
+        add(e, f"Request Extensions Length: {x}", at + 3 + r, 2, "tls.handshake.extensions_status_request_exts_len", x)
+    elif t == 21:  # padding
+        add(e, f"Padding Data: {_hex(d)}", at, n, "tls.handshake.extensions_padding_data", d.hex())
+    elif t == 27 and n >= 1:  # compress_certificate
+        ll = d[0]
+        add(e, f"Algorithms Length: {ll}", at, 1, "tls.handshake.compress_certificate.algorithms_length", ll)
+        for i in range(1, min(n, 1 + ll) - 1, 2):
+            v = _u16(d, i)
+            add(e, f"Algorithm: {_CERT_COMPRESSION.get(v, 'Unknown')} ({v})", at + i, 2, "tls.handshake.compress_certificate.algorithm", v)
+    elif t == 35 and not n:  # session_ticket, empty
+        add(e, "Data (0 bytes)", at, 0)
+    elif t == 41 and msg == 2 and n == 2:  # pre_shared_key, the server's choice
+        k = add(e, "Pre-Shared Key extension", at, n)
+        add(k, f"Selected Identity: {_u16(d, 0)}", at, 2, "tls.handshake.extensions.psk.identity.selected", _u16(d, 0))
+    elif t == 43:  # supported_versions
+        if msg == 1:
+            ll = d[0]
+            add(e, f"Supported Versions length: {ll}", at, 1, "tls.handshake.extensions.supported_versions_len", ll)
+            for i in range(1, min(n, 1 + ll) - 1, 2):
+                v = _u16(d, i)
+                add(e, f"Supported Version: {_version_text(v)}", at + i, 2, "tls.handshake.extensions.supported_version", f"0x{v:04x}")
+        elif n == 2:
+            v = _u16(d, 0)
+            add(e, f"Supported Version: {_version_text(v)}", at, 2, "tls.handshake.extensions.supported_version", f"0x{v:04x}")
+    elif t == 45 and n >= 1:  # psk_key_exchange_modes
+        ll = d[0]
+        add(e, f"PSK Key Exchange Modes Length: {ll}", at, 1, "tls.extension.psk_ke_modes_length", ll)
+        for i in range(1, min(n, 1 + ll)):
+            add(e, f"PSK Key Exchange Mode: {_PSK_MODES.get(d[i], 'Unknown')} ({d[i]})", at + i, 1, "tls.extension.psk_ke_mode", d[i])
+    elif t == 51:  # key_share
+        k = add(e, "Key Share extension", at, n)
+        if msg == 1:
+            ll = _u16(d, 0)
+            add(k, f"Client Key Share Length: {ll}", at, 2, "tls.handshake.extensions_key_share_client_length", ll)
+            i = 2
+            while i + 4 <= min(n, 2 + ll):
+                g, kl = _u16(d, i), _u16(d, i + 2)
+                x = add(k, f"Key Share Entry: Group: {_group_text(g, True)}, Key Exchange length: {kl}", at + i, 4 + kl)
+                add(x, f"Group: {_group_text(g)} ({g})", at + i, 2, "tls.handshake.extensions_key_share_group", g)
+                add(x, f"Key Exchange Length: {kl}", at + i + 2, 2, "tls.handshake.extensions_key_share_key_exchange_length", kl)
+                kx = d[i + 4 : i + 4 + kl]
+                add(x, f"Key Exchange: {_hex(kx)}", at + i + 4, kl, "tls.handshake.extensions_key_share_key_exchange", kx.hex())
+                i += 4 + kl
+        elif n == 2:  # a HelloRetryRequest's: the group the server asks for
+            g = _u16(d, 0)
+            add(k, f"Selected Group: {_group_text(g)} ({g})", at, 2, "tls.handshake.extensions_key_share_selected_group", g)
+        elif n >= 4:
+            g, kl = _u16(d, 0), _u16(d, 2)
+            x = add(k, f"Key Share Entry: Group: {_group_text(g, True)}, Key Exchange length: {kl}", at, 4 + kl)
+            add(x, f"Group: {_group_text(g)} ({g})", at, 2, "tls.handshake.extensions_key_share_group", g)
+            add(x, f"Key Exchange Length: {kl}", at + 2, 2, "tls.handshake.extensions_key_share_key_exchange_length", kl)
+            kx = d[4 : 4 + kl]
+            add(x, f"Key Exchange: {_hex(kx)}", at + 4, kl, "tls.handshake.extensions_key_share_key_exchange", kx.hex())
+    elif t == 65281 and n >= 1:  # renegotiation_info
+        r = add(e, "Renegotiation Info extension", at, n)
+        add(r, f"Renegotiation info extension length: {d[0]}", at, 1, "tls.handshake.extensions_reneg_info_len", d[0])
+        if d[0]:
+            v = d[1 : 1 + d[0]]
+            add(r, f"Renegotiation info: {_hex(v)}", at + 1, d[0], "tls.handshake.extensions_reneg_info", v.hex())
 
 
 def _suite_text(c: int, suite_name) -> str:
