@@ -526,8 +526,8 @@ def _extension_body(e, t: int, d: bytes, at: int, msg: int, add, unknown: bool) 
         r = add(e, "Renegotiation Info extension", at, n)
         add(r, f"Renegotiation info extension length: {d[0]}", at, 1, "tls.handshake.extensions_reneg_info_len", d[0])
         if d[0]:
-            v = d[1 : 1 + d[0]]
-            add(r, f"Renegotiation info: {_hex(v)}", at + 1, d[0], "tls.handshake.extensions_reneg_info", v.hex())
+            ri = d[1 : 1 + d[0]]
+            add(r, f"Renegotiation info: {_hex(ri)}", at + 1, d[0], "tls.handshake.extensions_reneg_info", ri.hex())
 
 
 def _suite_text(c: int, suite_name) -> str:
