@@ -402,132 +402,137 @@ def _extension_body(e, t: int, d: bytes, at: int, msg: int, add, unknown: bool) 
     server's), supported_versions, psk_key_exchange_modes, key_share, renegotiation_info, NPN
     (the server's), and an unknown or GREASE extension's data.  Others keep their header lines."""
     n = len(d)
+
+    def put(parent, text: str, start: int, size: int, *more):
+        # (a length that overruns the extension: its line covers only the extension's bytes, as a malformed one)
+        return add(parent, text, start, max(0, min(size, at + n - start)), *more)
+
     if unknown:  # (GREASE or a type tshark does not know: its bytes)
-        add(e, f"Data: {_hex(d)}" if d else "Data: <MISSING>", at, n, "tls.handshake.extension.data", d.hex())
+        put(e, f"Data: {_hex(d)}" if d else "Data: <MISSING>", at, n, "tls.handshake.extension.data", d.hex())
         return
     if t == 0 and n >= 2:  # server_name
-        sni = add(e, "Server Name Indication extension", at, n)
+        sni = put(e, "Server Name Indication extension", at, n)
         ll = _u16(d, 0)
-        add(sni, f"Server Name list length: {ll}", at, 2, "tls.handshake.extensions_server_name_list_len", ll)
+        put(sni, f"Server Name list length: {ll}", at, 2, "tls.handshake.extensions_server_name_list_len", ll)
         i = 2
         while i + 3 <= min(n, 2 + ll):
             kind, sl = d[i], _u16(d, i + 1)
-            add(sni, f"Server Name Type: {'host_name' if kind == 0 else 'Unknown'} ({kind})", at + i, 1,
+            put(sni, f"Server Name Type: {'host_name' if kind == 0 else 'Unknown'} ({kind})", at + i, 1,
                 "tls.handshake.extensions_server_name_type", kind)
-            add(sni, f"Server Name length: {sl}", at + i + 1, 2, "tls.handshake.extensions_server_name_len", sl)
+            put(sni, f"Server Name length: {sl}", at + i + 1, 2, "tls.handshake.extensions_server_name_len", sl)
             name = d[i + 3 : i + 3 + sl].decode("ascii", "replace")
-            add(sni, f"Server Name: {name}", at + i + 3, sl, "tls.handshake.extensions_server_name", name)
+            put(sni, f"Server Name: {name}", at + i + 3, sl, "tls.handshake.extensions_server_name", name)
             i += 3 + sl
     elif t == 10:  # supported_groups
         ll = _u16(d, 0)
-        add(e, f"Supported Groups List Length: {ll}", at, 2, "tls.handshake.extensions_supported_groups_length", ll)
-        g = add(e, f"Supported Groups ({ll // 2} group{'s' if ll // 2 != 1 else ''})", at + 2, ll)
+        put(e, f"Supported Groups List Length: {ll}", at, 2, "tls.handshake.extensions_supported_groups_length", ll)
+        g = put(e, f"Supported Groups ({ll // 2} group{'s' if ll // 2 != 1 else ''})", at + 2, ll)
         for i in range(2, min(n, 2 + ll) - 1, 2):
             v = _u16(d, i)
-            add(g, f"Supported Group: {_group_text(v)} (0x{v:04x})", at + i, 2, "tls.handshake.extensions_supported_group", f"0x{v:04x}")
+            put(g, f"Supported Group: {_group_text(v)} (0x{v:04x})", at + i, 2, "tls.handshake.extensions_supported_group", f"0x{v:04x}")
     elif t == 11:  # ec_point_formats
         ll = d[0]
-        add(e, f"EC point formats Length: {ll}", at, 1, "tls.handshake.extensions_ec_point_formats_length", ll)
-        f = add(e, f"Elliptic curves point formats ({ll})", at + 1, ll)
+        put(e, f"EC point formats Length: {ll}", at, 1, "tls.handshake.extensions_ec_point_formats_length", ll)
+        f = put(e, f"Elliptic curves point formats ({ll})", at + 1, ll)
         for i in range(1, min(n, 1 + ll)):
-            add(f, f"EC point format: {_POINT_FORMATS.get(d[i], 'Unknown')} ({d[i]})", at + i, 1,
+            put(f, f"EC point format: {_POINT_FORMATS.get(d[i], 'Unknown')} ({d[i]})", at + i, 1,
                 "tls.handshake.extensions_ec_point_format", d[i])
     elif t == 13:  # signature_algorithms
         ll = _u16(d, 0)
-        add(e, f"Signature Hash Algorithms Length: {ll}", at, 2, "tls.handshake.sig_hash_alg_len", ll)
-        a = add(e, f"Signature Hash Algorithms ({ll // 2} algorithm{'s' if ll // 2 != 1 else ''})", at + 2, ll)
+        put(e, f"Signature Hash Algorithms Length: {ll}", at, 2, "tls.handshake.sig_hash_alg_len", ll)
+        a = put(e, f"Signature Hash Algorithms ({ll // 2} algorithm{'s' if ll // 2 != 1 else ''})", at + 2, ll)
         for i in range(2, min(n, 2 + ll) - 1, 2):
             v = _u16(d, i)
             hh, ss = v >> 8, v & 0xFF
             word = _SIG_SCHEMES.get(v) or f"{_SIG_HASH.get(hh, 'Unknown')} {_SIG_SIG.get(ss, 'Unknown')}"
-            x = add(a, f"Signature Algorithm: {word} (0x{v:04x})", at + i, 2, "tls.handshake.sig_hash_alg", f"0x{v:04x}")
-            add(x, f"Signature Hash Algorithm Hash: {_SIG_HASH.get(hh, 'Unknown')} ({hh})", at + i, 1, "tls.handshake.sig_hash_hash", hh)
-            add(x, f"Signature Hash Algorithm Signature: {_SIG_SIG.get(ss, 'Unknown')} ({ss})", at + i + 1, 1,
+            x = put(a, f"Signature Algorithm: {word} (0x{v:04x})", at + i, 2, "tls.handshake.sig_hash_alg", f"0x{v:04x}")
+            put(x, f"Signature Hash Algorithm Hash: {_SIG_HASH.get(hh, 'Unknown')} ({hh})", at + i, 1, "tls.handshake.sig_hash_hash", hh)
+            put(x, f"Signature Hash Algorithm Signature: {_SIG_SIG.get(ss, 'Unknown')} ({ss})", at + i + 1, 1,
                 "tls.handshake.sig_hash_sig", ss)
     elif t == 16:  # application_layer_protocol_negotiation
         ll = _u16(d, 0)
-        add(e, f"ALPN Extension Length: {ll}", at, 2, "tls.handshake.extensions_alpn_len", ll)
-        a = add(e, "ALPN Protocol", at + 2, ll)
+        put(e, f"ALPN Extension Length: {ll}", at, 2, "tls.handshake.extensions_alpn_len", ll)
+        a = put(e, "ALPN Protocol", at + 2, ll)
         i = 2
         while i < min(n, 2 + ll):
             sl = d[i]
-            add(a, f"ALPN string length: {sl}", at + i, 1, "tls.handshake.extensions_alpn_str_len", sl)
+            put(a, f"ALPN string length: {sl}", at + i, 1, "tls.handshake.extensions_alpn_str_len", sl)
             proto = d[i + 1 : i + 1 + sl].decode("ascii", "replace")
-            add(a, f"ALPN Next Protocol: {proto}", at + i + 1, sl, "tls.handshake.extensions_alpn_str", proto)
+            put(a, f"ALPN Next Protocol: {proto}", at + i + 1, sl, "tls.handshake.extensions_alpn_str", proto)
             i += 1 + sl
     elif t == 13172 and msg == 2:  # next_protocol_negotiation, the server's list
-        a = add(e, "Next Protocol Negotiation", at, n)
+        a = put(e, "Next Protocol Negotiation", at, n)
         i = 0
         while i < n:
             sl = d[i]
-            add(a, f"Protocol string length: {sl}", at + i, 1, "tls.handshake.extensions_npn_str_len", sl)
+            put(a, f"Protocol string length: {sl}", at + i, 1, "tls.handshake.extensions_npn_str_len", sl)
             proto = d[i + 1 : i + 1 + sl].decode("ascii", "replace")
-            add(a, f"Next Protocol: {proto}", at + i + 1, sl, "tls.handshake.extensions_npn", proto)
+            put(a, f"Next Protocol: {proto}", at + i + 1, sl, "tls.handshake.extensions_npn", proto)
             i += 1 + sl
     elif t == 5 and msg == 1 and n >= 5 and d[0] == 1:  # status_request: OCSP
-        add(e, f"Certificate Status Type: {_STATUS_TYPES[1]} (1)", at, 1, "tls.handshake.extensions_status_request_type", 1)
+        put(e, f"Certificate Status Type: {_STATUS_TYPES[1]} (1)", at, 1, "tls.handshake.extensions_status_request_type", 1)
         r = _u16(d, 1)
-        add(e, f"Responder ID list Length: {r}", at + 1, 2, "tls.handshake.extensions_status_request_responder_ids_len", r)
+        put(e, f"Responder ID list Length: {r}", at + 1, 2, "tls.handshake.extensions_status_request_responder_ids_len", r)
         x = _u16(d, 3 + r)
-        add(e, f"Request Extensions Length: {x}", at + 3 + r, 2, "tls.handshake.extensions_status_request_exts_len", x)
+        put(e, f"Request Extensions Length: {x}", at + 3 + r, 2, "tls.handshake.extensions_status_request_exts_len", x)
     elif t == 21:  # padding
-        add(e, f"Padding Data: {_hex(d)}", at, n, "tls.handshake.extensions_padding_data", d.hex())
+        put(e, f"Padding Data: {_hex(d)}", at, n, "tls.handshake.extensions_padding_data", d.hex())
     elif t == 27 and n >= 1:  # compress_certificate
         ll = d[0]
-        add(e, f"Algorithms Length: {ll}", at, 1, "tls.handshake.compress_certificate.algorithms_length", ll)
+        put(e, f"Algorithms Length: {ll}", at, 1, "tls.handshake.compress_certificate.algorithms_length", ll)
         for i in range(1, min(n, 1 + ll) - 1, 2):
             v = _u16(d, i)
-            add(e, f"Algorithm: {_CERT_COMPRESSION.get(v, 'Unknown')} ({v})", at + i, 2, "tls.handshake.compress_certificate.algorithm", v)
+            put(e, f"Algorithm: {_CERT_COMPRESSION.get(v, 'Unknown')} ({v})", at + i, 2, "tls.handshake.compress_certificate.algorithm", v)
     elif t == 35 and not n:  # session_ticket, empty
-        add(e, "Data (0 bytes)", at, 0)
+        put(e, "Data (0 bytes)", at, 0)
     elif t == 41 and msg == 2 and n == 2:  # pre_shared_key, the server's choice
-        k = add(e, "Pre-Shared Key extension", at, n)
-        add(k, f"Selected Identity: {_u16(d, 0)}", at, 2, "tls.handshake.extensions.psk.identity.selected", _u16(d, 0))
+        k = put(e, "Pre-Shared Key extension", at, n)
+        put(k, f"Selected Identity: {_u16(d, 0)}", at, 2, "tls.handshake.extensions.psk.identity.selected", _u16(d, 0))
     elif t == 43:  # supported_versions
         if msg == 1:
             ll = d[0]
-            add(e, f"Supported Versions length: {ll}", at, 1, "tls.handshake.extensions.supported_versions_len", ll)
+            put(e, f"Supported Versions length: {ll}", at, 1, "tls.handshake.extensions.supported_versions_len", ll)
             for i in range(1, min(n, 1 + ll) - 1, 2):
                 v = _u16(d, i)
-                add(e, f"Supported Version: {_version_text(v)}", at + i, 2, "tls.handshake.extensions.supported_version", f"0x{v:04x}")
+                put(e, f"Supported Version: {_version_text(v)}", at + i, 2, "tls.handshake.extensions.supported_version", f"0x{v:04x}")
         elif n == 2:
             v = _u16(d, 0)
-            add(e, f"Supported Version: {_version_text(v)}", at, 2, "tls.handshake.extensions.supported_version", f"0x{v:04x}")
+            put(e, f"Supported Version: {_version_text(v)}", at, 2, "tls.handshake.extensions.supported_version", f"0x{v:04x}")
     elif t == 45 and n >= 1:  # psk_key_exchange_modes
         ll = d[0]
-        add(e, f"PSK Key Exchange Modes Length: {ll}", at, 1, "tls.extension.psk_ke_modes_length", ll)
+        put(e, f"PSK Key Exchange Modes Length: {ll}", at, 1, "tls.extension.psk_ke_modes_length", ll)
         for i in range(1, min(n, 1 + ll)):
-            add(e, f"PSK Key Exchange Mode: {_PSK_MODES.get(d[i], 'Unknown')} ({d[i]})", at + i, 1, "tls.extension.psk_ke_mode", d[i])
+            put(e, f"PSK Key Exchange Mode: {_PSK_MODES.get(d[i], 'Unknown')} ({d[i]})", at + i, 1, "tls.extension.psk_ke_mode", d[i])
     elif t == 51:  # key_share
-        k = add(e, "Key Share extension", at, n)
+        k = put(e, "Key Share extension", at, n)
         if msg == 1:
             ll = _u16(d, 0)
-            add(k, f"Client Key Share Length: {ll}", at, 2, "tls.handshake.extensions_key_share_client_length", ll)
+            put(k, f"Client Key Share Length: {ll}", at, 2, "tls.handshake.extensions_key_share_client_length", ll)
             i = 2
             while i + 4 <= min(n, 2 + ll):
                 g, kl = _u16(d, i), _u16(d, i + 2)
-                x = add(k, f"Key Share Entry: Group: {_group_text(g, True)}, Key Exchange length: {kl}", at + i, 4 + kl)
-                add(x, f"Group: {_group_text(g)} ({g})", at + i, 2, "tls.handshake.extensions_key_share_group", g)
-                add(x, f"Key Exchange Length: {kl}", at + i + 2, 2, "tls.handshake.extensions_key_share_key_exchange_length", kl)
+                x = put(k, f"Key Share Entry: Group: {_group_text(g, True)}, Key Exchange length: {kl}", at + i, 4 + kl)
+                put(x, f"Group: {_group_text(g)} ({g})", at + i, 2, "tls.handshake.extensions_key_share_group", g)
+                put(x, f"Key Exchange Length: {kl}", at + i + 2, 2, "tls.handshake.extensions_key_share_key_exchange_length", kl)
                 kx = d[i + 4 : i + 4 + kl]
-                add(x, f"Key Exchange: {_hex(kx)}", at + i + 4, kl, "tls.handshake.extensions_key_share_key_exchange", kx.hex())
+                put(x, f"Key Exchange: {_hex(kx)}", at + i + 4, kl, "tls.handshake.extensions_key_share_key_exchange", kx.hex())
                 i += 4 + kl
         elif n == 2:  # a HelloRetryRequest's: the group the server asks for
             g = _u16(d, 0)
-            add(k, f"Selected Group: {_group_text(g)} ({g})", at, 2, "tls.handshake.extensions_key_share_selected_group", g)
+            put(k, f"Selected Group: {_group_text(g)} ({g})", at, 2, "tls.handshake.extensions_key_share_selected_group", g)
         elif n >= 4:
             g, kl = _u16(d, 0), _u16(d, 2)
-            x = add(k, f"Key Share Entry: Group: {_group_text(g, True)}, Key Exchange length: {kl}", at, 4 + kl)
-            add(x, f"Group: {_group_text(g)} ({g})", at, 2, "tls.handshake.extensions_key_share_group", g)
-            add(x, f"Key Exchange Length: {kl}", at + 2, 2, "tls.handshake.extensions_key_share_key_exchange_length", kl)
+            x = put(k, f"Key Share Entry: Group: {_group_text(g, True)}, Key Exchange length: {kl}", at, 4 + kl)
+            put(x, f"Group: {_group_text(g)} ({g})", at, 2, "tls.handshake.extensions_key_share_group", g)
+            put(x, f"Key Exchange Length: {kl}", at + 2, 2, "tls.handshake.extensions_key_share_key_exchange_length", kl)
             kx = d[4 : 4 + kl]
-            add(x, f"Key Exchange: {_hex(kx)}", at + 4, kl, "tls.handshake.extensions_key_share_key_exchange", kx.hex())
+            put(x, f"Key Exchange: {_hex(kx)}", at + 4, kl, "tls.handshake.extensions_key_share_key_exchange", kx.hex())
     elif t == 65281 and n >= 1:  # renegotiation_info
-        r = add(e, "Renegotiation Info extension", at, n)
-        add(r, f"Renegotiation info extension length: {d[0]}", at, 1, "tls.handshake.extensions_reneg_info_len", d[0])
+        r = put(e, "Renegotiation Info extension", at, n)
+        put(r, f"Renegotiation info extension length: {d[0]}", at, 1, "tls.handshake.extensions_reneg_info_len", d[0])
         if d[0]:
             ri = d[1 : 1 + d[0]]
-            add(r, f"Renegotiation info: {_hex(ri)}", at + 1, d[0], "tls.handshake.extensions_reneg_info", ri.hex())
+            put(r, f"Renegotiation info: {_hex(ri)}", at + 1, d[0], "tls.handshake.extensions_reneg_info", ri.hex())
 
 
 def _suite_text(c: int, suite_name) -> str:
