@@ -953,7 +953,9 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     node = Node(label, [], rng[0], rng[1])
     h = hooks(fr.protocol)
     if h.frame_node is not None:
-        return h.frame_node(node, fr)
+        out = h.frame_node(node, fr)
+        if out is not None:  # (None: the generic node below, QUIC's packets that are no frame)
+            return out
     node.add(f"Protocol: {fr.protocol}", abbrev="wirefall.protocol", value=fr.protocol)
     if h.type_node is None or not h.type_node(node, fr):
         node.add(f"Type: {fr.type}", abbrev="wirefall.type", value=fr.type)
@@ -1222,7 +1224,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                 g.children.append(last)
             parent = last
             qframes += 1
-            if f.get("frame_type") is not None:
+            if f.get("frame_type") is not None and not (fn.children and fn.children[0].abbrev == "quic.frame_type"):
                 fn.children.insert(0, Node(f"Frame Type: {fr.type} ({f['frame_type']:#x})", [], -1, -1, "quic.frame_type", str(f["frame_type"])))
             if qhit is not None:
                 # the frame's bytes in its packet's "Decrypted QUIC" tab
@@ -1236,7 +1238,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                     quic_hooks.frame_field_nodes(fn, fr, r.data, a, b, k, _is_h3(analysis, fr))
             el = quic_hooks.error_label(fr, _is_h3(analysis, fr))
             if el is not None:  # the wirefall field's code in words too
-                for c in fn.children:
+                for c in fn.walk():
                     if c.abbrev is None and c.label.startswith("error_code: "):
                         c.label = f"error_code: {el}"
         parent.children.append(fn)

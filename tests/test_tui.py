@@ -431,7 +431,7 @@ async def test_tui_h3_packet_decrypted_quic_tab_and_frame_highlight():
         pk = gq.children[-1]
         pk.expand()
         await pilot.pause(0.05)
-        st = next(c for c in pk.children if c.label.plain.startswith("QUIC: STREAM"))
+        st = next(c for c in pk.children if c.label.plain.startswith("STREAM id="))
         tree.move_cursor(st)
         await pilot.pause(0.05)
         a, b = hv.hl

@@ -461,12 +461,106 @@ def header_nodes(payload: bytes, base: int, rows: dict, short_cid: int | None) -
     return out
 
 
+# tshark's frame type words (packet-quic.c quic_frame_type_vals)
+_FT_WORDS = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK_ECN", 0x04: "RESET_STREAM", 0x05: "STOP_SENDING",
+             0x06: "CRYPTO", 0x07: "NEW_TOKEN", **{t: "STREAM" for t in range(0x08, 0x10)}, 0x10: "MAX_DATA",
+             0x11: "MAX_STREAM_DATA", 0x12: "MAX_STREAMS (BIDI)", 0x13: "MAX_STREAMS (UNI)", 0x14: "DATA_BLOCKED",
+             0x15: "STREAM_DATA_BLOCKED", 0x16: "STREAMS_BLOCKED (BIDI)", 0x17: "STREAMS_BLOCKED (UNI)",
+             0x18: "NEW_CONNECTION_ID", 0x19: "RETIRE_CONNECTION_ID", 0x1A: "PATH_CHALLENGE", 0x1B: "PATH_RESPONSE",
+             0x1C: "CONNECTION_CLOSE (Transport)", 0x1D: "CONNECTION_CLOSE (Application)", 0x1E: "HANDSHAKE_DONE",
+             0x30: "DATAGRAM", 0x31: "DATAGRAM"}
+
+
+def frame_node(node: Node, fr: Frame) -> Node | None:
+    """A decrypted QUIC frame as Wireshark's tree shows it (``quic.*``): ``STREAM id=3 fin=0
+    off=0 len=12 dir=Unidirectional origin=Server-initiated``, ``ACK``, ``PADDING Length: 220``,
+    its frame type (a STREAM frame's FIN/LEN/OFF bits), then its fields — ACK's largest
+    acknowledged, delay, ranges and ECN counts, CRYPTO's and STREAM's offset and length, a
+    stream's initiator and direction bits; the fields read from the frame's bytes (error codes,
+    connection IDs, stream data) come after (``frame_field_nodes``).  wirefall's own facts
+    (packet type and number, direction) in a ``[wirefall: …]`` node.  None (the generic node)
+    for what is not a frame (a packet that could not be decrypted, Retry, Version Negotiation)."""
+    from wirefall.analyzer.detail import bit_node, value_nodes, wirefall_node
+
+    f = fr.fields or {}
+    t = f.get("frame_type")
+    if not isinstance(t, int):
+        return None
+    word = _FT_WORDS.get(t, fr.type)
+    ftl = node.add(f"Frame Type: {word} (0x{t:016x})", abbrev="quic.frame_type", value=str(t))
+    skip = {"frame_type", "offset", "fin", "largest_acknowledged", "ack_delay", "ack_range_count", "ranges", "ecn"}
+    title = word
+    if t == 0x00:
+        title = f"PADDING Length: {fr.length}"
+        node.add(f"[Padding Length: {fr.length}]", abbrev="quic.padding_length", value=str(fr.length))
+    elif t in (0x02, 0x03) and isinstance(f.get("largest_acknowledged"), int):
+        largest = f["largest_acknowledged"]
+        node.add(f"Largest Acknowledged: {largest}", abbrev="quic.ack.largest_acknowledged", value=str(largest))
+        node.add(f"ACK Delay: {f.get('ack_delay')}", abbrev="quic.ack.ack_delay", value=str(f.get("ack_delay")))
+        node.add(f"ACK Range Count: {f.get('ack_range_count')}", abbrev="quic.ack.ack_range_count", value=str(f.get("ack_range_count")))
+        ranges = f.get("ranges") or []
+        if ranges:
+            lo, hi = ranges[0]
+            node.add(f"First ACK Range: {hi - lo}", abbrev="quic.ack.first_ack_range", value=str(hi - lo))
+            for (plo, _phi), (lo, hi) in zip(ranges, ranges[1:]):  # (the ranges the dissector kept: MAX_ACK_RANGES)
+                node.add(f"Gap: {plo - hi - 2}", abbrev="quic.ack.gap", value=str(plo - hi - 2))
+                node.add(f"ACK Range: {hi - lo}", abbrev="quic.ack.ack_range", value=str(hi - lo))
+        ecn = f.get("ecn")
+        if t == 0x03 and isinstance(ecn, (tuple, list)) and len(ecn) == 3:
+            for w, ab, v in zip(("ECT0 Count", "ECT1 Count", "ECN-CE Count"), ("ect0_count", "ect1_count", "ecn_ce_count"), ecn):
+                node.add(f"{w}: {v}", abbrev=f"quic.ack.{ab}", value=str(v))
+    elif t == 0x06:
+        off = f.get("offset")
+        node.add(f"Offset: {off}", abbrev="quic.crypto.offset", value=str(off))
+        node.add(f"Length: {fr.length}", abbrev="quic.crypto.length", value=str(fr.length))
+        node.add("Crypto Data")  # (quic.crypto.crypto_data: not a field of wirefall's filter)
+    elif 0x08 <= t <= 0x0F and fr.stream_id is not None:
+        sid, off = fr.stream_id, f.get("offset") if isinstance(f.get("offset"), int) else max(fr.offset, 0)
+        uni, server = sid & 0x2, sid & 0x1
+        title = (f"STREAM id={sid} fin={1 if t & 0x1 else 0} off={off} len={fr.length} "
+                 f"dir={'Unidirectional' if uni else 'Bidirectional'} origin={'Server' if server else 'Client'}-initiated")
+        bit_node(ftl, t, 0x01, 8, "Fin", str(bool(t & 0x01)), abbrev="quic.stream.fin")
+        bit_node(ftl, t, 0x02, 8, "Len(gth)", str(bool(t & 0x02)), abbrev="quic.stream.len")
+        bit_node(ftl, t, 0x04, 8, "Off(set)", str(bool(t & 0x04)), abbrev="quic.stream.off")
+        sn = node.add(f"Stream ID: {sid}", abbrev="quic.stream.stream_id", value=str(sid))
+        bit_node(sn, sid, 0x1, 64, "Stream initiator", f"{'Server' if server else 'Client'}-initiated ({server})",
+                 abbrev="quic.stream.initiator")
+        bit_node(sn, sid, 0x2, 64, "Stream direction", f"{'Unidirectional' if uni else 'Bidirectional'} ({uni >> 1})",
+                 abbrev="quic.stream.direction")
+        if t & 0x04:
+            node.add(f"Offset: {off}", abbrev="quic.stream.offset", value=str(off))
+        if t & 0x02:
+            node.add(f"Length: {fr.length}", abbrev="quic.stream.length", value=str(fr.length))
+    elif t in (0x1C, 0x1D) and isinstance(f.get("error_code"), int):
+        code = f["error_code"]
+        title = f"{word} Error code: {transport_error_name(code) if t == 0x1C else code}"
+    node.label = title
+    node.abbrev = "quic.frame"
+    own = wirefall_node(fr, fr.type)
+    own.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
+    for k, v in f.items():
+        if k not in skip:
+            value_nodes(own, k, v)
+    node.children.append(own)
+    return node
+
+
 def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: int, h3: bool) -> None:
     """tshark's fields of a decrypted QUIC frame that carries error codes or connection IDs
     (RESET_STREAM, STOP_SENDING, CONNECTION_CLOSE, NEW_CONNECTION_ID, RETIRE_CONNECTION_ID),
     with their bytes in the "Decrypted QUIC" tab ``source`` (``data[a:b]``: the frame).
     ``h3``: the connection is HTTP/3 (application error codes are named)."""
     t = (fr.fields or {}).get("frame_type")
+    if isinstance(t, int) and 0x08 <= t <= 0x0F and 0 <= a < b <= len(data) and 0 <= b - fr.length:
+        from wirefall.analyzer.detail import Node as _Node
+
+        at = len(fn.children) - (1 if fn.children and fn.children[-1].label.startswith("[wirefall: ") else 0)  # (before wirefall's node)
+        sd = bytes(data[b - fr.length : b])
+        # (quic.stream_data: not a field of wirefall's filter, the line is named by none)
+        n = _Node(f"Stream Data: {_hv(sd)}" if sd else "Stream Data: <MISSING>", [], b - fr.length, b)
+        n.source = source
+        fn.children.insert(at, n)
+        return
     if t not in (0x04, 0x05, 0x18, 0x19, 0x1C, 0x1D) or not 0 <= a < b <= len(data):
         return
     kids: list = []
