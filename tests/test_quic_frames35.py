@@ -6,8 +6,9 @@ real captures (Chromium, aioquic, ngtcp2, a lossy load), the lines of the frames
 (``-T pdml``), in order, and every line tshark shows of these kinds is there.
 
 Before (session 34): "QUIC: STREAM" with wirefall's own fields ("packet_type: 1-RTT",
-"frame_type: 10", "fin: False"), now in a ``[wirefall: …]`` node of their own.  Left out of
-tshark's: the TLS handshake reassembled from CRYPTO frames (under "Crypto Data")."""
+"frame_type: 10", "fin: False"), now in a ``[wirefall: …]`` node of their own.  The TLS handshake messages a
+CRYPTO frame holds whole from its level's offset 0 are tshark's ``TLSv1.3 Record Layer: Handshake
+Protocol: …`` node under it; left out: those tshark reassembles from several CRYPTO frames."""
 from __future__ import annotations
 
 import pytest
@@ -32,23 +33,38 @@ MUST = ("PING", "PADDING", "ACK", "CRYPTO", "STREAM", "HANDSHAKE_DONE", "NEW_CON
         "Sequence: ", "Connection ID: ", "Error code: ", "Reason phrase")
 # (a stream ID's and a STREAM frame type's bit lines: their names, after " = ")
 MUST_BITS = ("Fin", "Len(gth)", "Off(set)", "Stream initiator", "Stream direction")
-LEFT_OUT = ("TLSv", "Handshake Protocol", "CRYPTO fragment", "Reassembled CRYPTO")  # (the reassembled handshake)
+LEFT_OUT = ("CRYPTO fragment", "Reassembled CRYPTO")  # (the pieces of tshark's reassembly)
 
 
 def _must(lb: str) -> bool:
     return lb.startswith(MUST) or " = " in lb and lb.split(" = ", 1)[1].split(":", 1)[0] in MUST_BITS
 
 
-def _tshark(path: str, keys: str | None) -> dict[int, list[str]]:
+def _tshark(path: str, keys: str | None) -> dict[int, list[tuple[str, bool]]]:
+    """Packet -> the lines of its QUIC frames: (words, inside the TLS handshake a CRYPTO frame carries)."""
     args = ["-n", "-r", path, "-Y", "quic", *(["-o", f"tls.keylog_file:{keys}"] if keys else [])]
-    out: dict[int, list[str]] = {}
+    out: dict[int, list[tuple[str, bool]]] = {}
     for num, pkt in pdml.packets(*args):
-        lines: list[str] = []
+        lines: list[tuple[str, bool]] = []
         for f in pkt.iter("field"):
             if f.get("name") == "quic.frame":
-                lines.append(pdml.label(f.get("showname") or f.get("show") or ""))
-                lines += [r[0] for r in pdml.field_lines(f, lambda e, lb: lb.startswith(LEFT_OUT))]
+                lines.append((pdml.label(f.get("showname") or f.get("show") or ""), False))
+                lines += _lines(f)
         out[num] = lines
+    return out
+
+
+def _lines(el, inside: bool = False) -> list[tuple[str, bool]]:
+    """The lines under a frame's element, depth first: its fields, and a protocol it carries (the
+    TLS handshake of a CRYPTO frame, a <proto> of its own in PDML, whose words are the record's
+    line) with that protocol's lines, marked ``inside``."""
+    out: list[tuple[str, bool]] = []
+    for c in el:
+        text = pdml.label(c.get("showname") or c.get("show") or "")
+        if c.tag not in ("field", "proto") or c.get("hide") == "yes" or text.startswith(LEFT_OUT):
+            continue
+        out.append((text, inside or c.tag == "proto"))
+        out += _lines(c, inside or c.tag == "proto")
     return out
 
 
@@ -58,9 +74,10 @@ def test_quic_frames_are_tsharks(name, tmp_path):
     want = _tshark(path, kpath)
     an = analyze(path, keylogs=[kpath] if kpath else [])
     src = PacketSource(path)
-    frames = streams = acks = 0
+    frames = streams = acks = hellos = 0
     for n, theirs in want.items():
         ours: list[str] = []
+        quic_lines: list[str] = []  # (ours outside the TLS handshake a CRYPTO frame carries)
         for top in packet_detail(an, src, n):
             if not top.label.startswith("QUIC IETF"):
                 continue
@@ -68,8 +85,16 @@ def test_quic_frames_are_tsharks(name, tmp_path):
                 frames += 1
                 streams += fn.label.startswith("STREAM")
                 acks += fn.label == "ACK"
+                hellos += any(x.label == "Handshake Type: Client Hello (1)" for x in fn.walk())
                 own = {id(y) for w in fn.children if w.label.startswith("[wirefall: ") for y in w.walk()}
-                ours += [pdml.label(x.label) for x in fn.walk() if id(x) not in own]
-        pdml.in_order(ours, theirs, f"packet {n}")
-        pdml.all_there((t for t in theirs if _must(t)), (lb for lb in ours if _must(lb)), f"packet {n}")
+                tls = {id(y) for w in fn.children if w.label.startswith("TLSv") for y in w.walk()}
+                for x in fn.walk():
+                    if id(x) not in own:
+                        ours.append(pdml.label(x.label))
+                        if id(x) not in tls:
+                            quic_lines.append(ours[-1])
+        pdml.in_order(ours, [t for t, _ in theirs], f"packet {n}")
+        pdml.all_there((t for t, tls in theirs if _must(t) and not tls), (lb for lb in quic_lines if _must(lb)), f"packet {n}")
     assert frames >= 10 and streams >= 1 and acks >= 1
+    if name == "aioquic-h3":  # (a ClientHello whole in one CRYPTO frame: its TLS tree, as tshark's)
+        assert hellos == 1

@@ -561,6 +561,9 @@ def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: 
         n.source = source
         fn.children.insert(at, n)
         return
+    if t == 0x06 and 0 <= a < b <= len(data):
+        _crypto_handshake(fn, data, a, b, source)
+        return
     if t not in (0x04, 0x05, 0x18, 0x19, 0x1C, 0x1D) or not 0 <= a < b <= len(data):
         return
     kids: list = []
@@ -619,6 +622,44 @@ def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: 
         fn.children.remove(n)
     at = 1 if fn.children and fn.children[0].abbrev == "quic.frame_type" else 0
     fn.children[at:at] = kids
+
+
+def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int) -> None:
+    """The TLS handshake messages a CRYPTO frame (``data[a:b]``) holds whole from the start of
+    its level's stream (offset 0), as tshark's ``TLSv1.3 Record Layer: Handshake Protocol: …``
+    node under the frame, with their bytes in the "Decrypted QUIC" tab ``source``.  Messages that
+    go on in later frames (tshark reassembles them there) are left out."""
+    from wirefall.analyzer.detail import Node as _Node
+    from wirefall.dissectors.tls import parse_handshake_messages
+
+    from .tls import handshake_nodes, handshake_title
+
+    try:
+        _, q = _varint(data, a)
+        off, q = _varint(data, q)
+        ln, q = _varint(data, q)
+    except IndexError:
+        return
+    if off != 0 or q + ln > b:
+        return
+    msgs, rest = parse_handshake_messages(bytes(data[q : q + ln]))
+    if not msgs:
+        return
+    whole = sum(4 + len(body) for _t, body in msgs)
+    frag = rest[0] if rest else None  # (a message going on in a later frame: "(fragment)", as tshark's)
+
+    def add(parent, text: str, start: int, size: int, abbrev: str | None = None, value=None):
+        n = _Node(text, [], q + start, q + start + size, abbrev, None if value is None else str(value), source)
+        parent.children.append(n)
+        return n
+    rec = _Node(f"TLSv1.3 Record Layer: {handshake_title(msgs if frag is None else [*msgs, (frag, b'')])}", [], q, q + ln, None, None,
+                source)
+    handshake_nodes(rec, msgs, add, False, True)
+    if frag is not None:
+        name = handshake_title([(frag, b"")]).split(": ", 1)[1]
+        add(rec, f"Handshake Protocol: {name} (fragment)", whole, ln - whole)
+    at = len(fn.children) - (1 if fn.children and fn.children[-1].label.startswith("[wirefall: ") else 0)  # (before wirefall's node)
+    fn.children.insert(at, rec)
 
 
 def error_label(fr: Frame, h3: bool) -> str | None:

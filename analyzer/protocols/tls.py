@@ -207,7 +207,7 @@ def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
     headers and hellos, alerts, application data), from its bytes (``rb``: the record header
     and its body or decrypted plaintext, ``analyzer.detail.RecordBytes``).  What the record's
     bytes do not give (a handshake message continued in the next record) is left out."""
-    from wirefall.dissectors.tls import HANDSHAKE_TYPES, parse_handshake_messages
+    from wirefall.dissectors.tls import parse_handshake_messages
 
     from ..detail import Node, wirefall_node
 
@@ -219,13 +219,9 @@ def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
     app = _app_protocol(analysis, fr)
     hrr = fr.packet in hrr_packets(analysis)
 
-    def hs_name(t: int) -> str:
-        if t == 2 and hrr:
-            return "Hello Retry Request"
-        return _HS_WORDS.get(t, title(HANDSHAKE_TYPES.get(t, "Unknown")))
     if inner == 22:
         if msgs:
-            what = "Handshake Protocol: " + (hs_name(msgs[0][0]) if len(msgs) == 1 else "Multiple Handshake Messages")
+            what = handshake_title(msgs, hrr)
         else:
             what = "Handshake Protocol: Encrypted Handshake Message"
     elif inner == 23:
@@ -259,21 +255,7 @@ def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
         return n
 
     if inner == 22:
-        p = 0
-        for t, body in msgs:
-            name = hs_name(t)
-            m = add(node, f"Handshake Protocol: {name}", p, 4 + len(body))
-            add(m, f"Handshake Type: {_HS_WORDS.get(t, name)} ({t})", p, 1, "tls.handshake.type", t)
-            add(m, f"Length: {len(body)}", p + 1, 3, "tls.handshake.length", len(body))
-            if t in (1, 2):
-                _hello_nodes(m, body, p + 4, t == 1, add, hrr)
-            elif t == 8:  # EncryptedExtensions
-                _extensions(m, body, 0, p + 4, add, 8)
-            elif t == 4 and ver == "TLSv1.3" and len(body) >= 9:  # NewSessionTicket: lifetime, age add, nonce, ticket, extensions
-                q = 9 + body[8]
-                if q + 2 <= len(body):
-                    _extensions(m, body, q + 2 + int.from_bytes(body[q : q + 2], "big"), p + 4, add, 4)
-            p += 4 + len(body)
+        handshake_nodes(node, msgs, add, hrr, ver == "TLSv1.3")
     elif inner == 23:
         data = rb.cipher if rb.cipher is not None else (rb.body or b"")
         node.add(f"Encrypted Application Data: {_hex(data)}", at + 5 if at >= 0 else -1, at + 5 + len(data) if at >= 0 else -1,
@@ -291,6 +273,39 @@ def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
         add(node, "Change Cipher Spec Message", 0, len(rb.body or b"\x01"), "tls.change_cipher_spec", "")
     node.children.append(wirefall_node(fr))
     return node
+
+
+def handshake_title(msgs: list, hrr: bool = False) -> str:
+    """``Handshake Protocol: Client Hello`` (or ``Multiple Handshake Messages``): what a record,
+    or a QUIC CRYPTO frame, carries."""
+    from wirefall.dissectors.tls import HANDSHAKE_TYPES
+
+    if len(msgs) != 1:
+        return "Handshake Protocol: Multiple Handshake Messages"
+    t = msgs[0][0]
+    return "Handshake Protocol: " + ("Hello Retry Request" if t == 2 and hrr else _HS_WORDS.get(t, title(HANDSHAKE_TYPES.get(t, "Unknown"))))
+
+
+def handshake_nodes(node, msgs: list, add, hrr: bool, tls13: bool) -> None:
+    """Each handshake message of ``msgs`` ((type, body) from offset 0 of the bytes ``add``
+    places) as Wireshark's ``Handshake Protocol: …`` node: type, length, a hello's fields and
+    extensions, EncryptedExtensions' and a TLS 1.3 NewSessionTicket's extensions.  A TLS record's
+    (``record_node``) and a QUIC CRYPTO frame's (``analyzer.protocols.quic``)."""
+    p = 0
+    for t, body in msgs:
+        name = handshake_title([(t, body)], hrr).split(": ", 1)[1]
+        m = add(node, f"Handshake Protocol: {name}", p, 4 + len(body))
+        add(m, f"Handshake Type: {_HS_WORDS.get(t, name)} ({t})", p, 1, "tls.handshake.type", t)
+        add(m, f"Length: {len(body)}", p + 1, 3, "tls.handshake.length", len(body))
+        if t in (1, 2):
+            _hello_nodes(m, body, p + 4, t == 1, add, hrr)
+        elif t == 8:  # EncryptedExtensions
+            _extensions(m, body, 0, p + 4, add, 8)
+        elif t == 4 and tls13 and len(body) >= 9:  # NewSessionTicket: lifetime, age add, nonce, ticket, extensions
+            q = 9 + body[8]
+            if q + 2 <= len(body):
+                _extensions(m, body, q + 2 + int.from_bytes(body[q : q + 2], "big"), p + 4, add, 4)
+        p += 4 + len(body)
 
 
 def _hello_nodes(m, body: bytes, p: int, client: bool, add, hrr: bool = False) -> None:
