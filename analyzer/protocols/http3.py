@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from wirefall.analyzer.model import Frame
-from wirefall.dissectors.http3 import SETTINGS_NAMES, settings_items
+from wirefall.dissectors.http3 import settings_items
 from wirefall.dissectors.registry import descriptor
 
 from .quic import _varint  # (QUIC's variable-length integers: one reader for the QUIC and HTTP/3 detail)
@@ -36,6 +36,43 @@ def header_len(fr: Frame, data: bytes, pos: int) -> int:
     return _vlen(_CODES.get(fr.type, 0x21)) + _vlen(fr.length)
 
 
+# tshark's stream type words (packet-http3.c http3_stream_types) by the dissector's stream_type
+_STREAM_TYPES = {"control": (0x00, "Control Stream"), "push": (0x01, "Push Stream"),
+                 "qpack_encoder": (0x02, "QPACK Encoder Stream"), "qpack_decoder": (0x03, "QPACK Decoder Stream")}
+
+
+def frame_node(node: Node, fr: Frame) -> Node:
+    """An HTTP/3 frame as tshark 4.0 shows it (``http3.*``): the stream's type before the
+    first frame of a unidirectional stream (``Stream Type: Control Stream (0x0000000000000000)``),
+    ``Type: HEADERS (0x0000000000000001)``, ``Length``; the payload's bytes and a SETTINGS frame's
+    settings come with the bytes (``place_in_stream``).  The decoded header list (QPACK: tshark
+    4.0 does not decode it) stays in view; wirefall's own facts in a ``[wirefall: …]`` node."""
+    from wirefall.analyzer.detail import value_nodes, wirefall_node
+
+    f = fr.fields or {}
+    st = _STREAM_TYPES.get(str(f.get("stream_type")))
+    if st is not None and fr.offset == _vlen(st[0]):  # (the stream's first frame, right after its type)
+        node.add(f"Stream Type: {st[1]} (0x{st[0]:016x})", abbrev="http3.stream_type", value=str(st[0]))
+    code = _CODES.get(fr.type)
+    if code is not None:
+        node.add(f"Type: {fr.type} (0x{code:016x})", abbrev="http3.frame_type", value=str(code))
+    node.add(f"Length: {fr.length}", abbrev="http3.frame_length", value=str(fr.length))
+    if fr.headers:
+        hn = node.add(f"Header list ({len(fr.headers)} headers)")
+        for k, v in fr.headers:
+            hn.add(f"{k}: {v}")
+    own = wirefall_node(fr, fr.type)
+    own.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
+    if fr.first_packet and fr.first_packet != fr.packet:
+        own.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
+    if fr.error:
+        node.add(f"[Error: {fr.error}]")
+    for k, v in f.items():
+        value_nodes(own, k, v)
+    node.children.append(own)
+    return node
+
+
 def place_in_stream(fr: Frame, fn: Node, spans: list) -> None:
     """Point an HTTP/3 frame's node at its bytes in the "Decrypted QUIC" tab of the STREAM
     frame carrying them in this datagram (the first one that does)."""
@@ -48,16 +85,52 @@ def place_in_stream(fr: Frame, fn: Node, spans: list) -> None:
         s, e = max(fr.offset, off), min(fr.offset + hl + fr.length, off + ln)
         if s < e:
             fn.source, fn.start, fn.end = k, pos + s - off, pos + e - off
-            if fr.type == "SETTINGS" and fr.offset >= off and fr.offset + hl + fr.length <= off + ln:
-                settings_nodes(fn, fr, r.data, pos + fr.offset - off + hl, k)
+            if fr.offset >= off and fr.offset + hl + fr.length <= off + ln:  # (the whole frame here: its payload)
+                if not any(c.abbrev == "http3.frame_type" for c in fn.children):  # (a reserved type: its number from the bytes)
+                    _reserved_type_node(fn, r.data, pos + fr.offset - off, k)
+                _payload_node(fn, r.data, pos + fr.offset - off + hl, fr.length, k)
+                if fr.type == "SETTINGS":
+                    settings_nodes(fn, fr, r.data, pos + fr.offset - off + hl, k)
             return
 
 
-# tshark's names of the settings it knows (packet-http3.c http3_settings_vals)
+def _reserved_type_node(fn: Node, data: bytes, at: int, source: int) -> None:
+    """``Type: Reserved (0x185ef4b55d)``: a frame type no HTTP/3 frame has (a GREASE one, RFC 9114
+    s7.2.8), its number unpadded as tshark writes it, before the Length line."""
+    from wirefall.analyzer.detail import Node
+
+    try:
+        t, q = _varint(data, at)
+    except IndexError:
+        return
+    n = Node(f"Type: Reserved (0x{t:x})", [], at, q, "http3.frame_type", str(t))
+    n.source = source
+    i = next((i for i, c in enumerate(fn.children) if c.abbrev == "http3.frame_length"), len(fn.children))
+    fn.children.insert(i, n)
+
+
+def _payload_node(fn: Node, data: bytes, start: int, length: int, source: int) -> None:
+    """``Frame Payload: <hex>`` (its first 36 bytes, as tshark's bytes fields) after the frame's
+    Length line, with its bytes in the "Decrypted QUIC" tab ``source``."""
+    from wirefall.analyzer.detail import Node
+
+    b = bytes(data[start : start + length])
+    if len(b) != length or not length:
+        return
+    # (http3.frame_payload: not a field of wirefall's filter, the line is named by none)
+    n = Node(f"Frame Payload: {b[:36].hex()}{'…' if length > 36 else ''}", [], start, start + length)
+    n.source = source
+    at = next((i + 1 for i, c in enumerate(fn.children) if c.abbrev == "http3.frame_length"), len(fn.children))
+    fn.children.insert(at, n)
+
+
+# tshark's names of the settings it knows (packet-http3.c http3_settings_vals; 4.0 names no other:
+# "Unknown"), and the fields it adds for some (Extended CONNECT too)
 _TSHARK_SETTINGS = {0x01: ("Max Table Capacity", "http3.settings.qpack.max_table_capacity"),
-                    0x06: ("Max Field Section Size", "http3.settings.max_field_section_size"),
+                    0x06: ("Max header list size", "http3.settings.max_field_section_size"),
                     0x07: ("Blocked Streams", "http3.settings.qpack.blocked_streams"),
                     0x08: ("Extended CONNECT", "http3.settings.extended_connect")}
+_TSHARK_SETTING_WORDS = {0x01: "Max Table Capacity", 0x06: "Max Field Section Size", 0x07: "Blocked Streams"}
 
 
 def settings_nodes(fn: Node, fr: Frame, data: bytes, start: int, source: int) -> None:
@@ -76,9 +149,14 @@ def settings_nodes(fn: Node, fr: Frame, data: bytes, start: int, source: int) ->
             if (a, v) != (ident, value) or q2 > end:
                 return  # (the bytes are not the frame's: no ranges rather than wrong ones)
             known = _TSHARK_SETTINGS.get(ident)
-            name = SETTINGS_NAMES.get(ident) or ("GREASE" if key.startswith("GREASE_") else "Unknown")
-            sn = Node(f"Setting: {name} (0x{ident:x}) = {value}", [], p, q2, "http3.settings", "")
-            sn.add(f"Settings Identifier: {name} (0x{ident:x})", p, q, "http3.settings.id", str(ident))
+            if key.startswith("GREASE_"):  # (tshark's words for a reserved identifier, its number unpadded)
+                sn = Node("Settings - GREASE", [], p, q2, "http3.settings", "")
+                sn.add(f"Type: GREASE (0x{ident:x})", p, q, "http3.settings.id", str(ident))
+            else:
+                name = _TSHARK_SETTING_WORDS.get(ident, "Unknown")
+                # (the value in the title where tshark has a field of its own for the setting)
+                sn = Node(f"Settings - {name}: {value}" if known else f"Settings - {name}", [], p, q2, "http3.settings", "")
+                sn.add(f"Settings Identifier: {name} (0x{ident:016x})", p, q, "http3.settings.id", str(ident))
             sn.add(f"Settings Value: {value}", q, q2, "http3.settings.value", str(value))
             if known is not None:
                 sn.add(f"{known[0]}: {value}", q, q2, known[1], str(value))
@@ -88,4 +166,5 @@ def settings_nodes(fn: Node, fr: Frame, data: bytes, start: int, source: int) ->
             p = q2
     except IndexError:
         return
-    fn.children.extend(nodes)
+    at = len(fn.children) - (1 if fn.children and fn.children[-1].label.startswith("[wirefall: ") else 0)  # (before wirefall's node)
+    fn.children[at:at] = nodes
