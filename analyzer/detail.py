@@ -943,6 +943,20 @@ def wirefall_node(fr: Frame, type_text: str | None = None) -> Node:
     return n
 
 
+def frame_facts_node(fr: Frame, type_text: str | None = None, fields=None, skip=()) -> Node:
+    """``wirefall_node`` with what a frame's Wireshark tree does not say: its direction, the
+    packets of its first and last bytes when they differ, and the dissector's fields (``fields``,
+    but those in ``skip``: the tree's own lines say them) — under an HTTP/2, QUIC or HTTP/3 frame."""
+    own = wirefall_node(fr, type_text)
+    own.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
+    if fr.first_packet and fr.first_packet != fr.packet:
+        own.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
+    for k, v in (fields or {}).items():
+        if k not in skip:
+            value_nodes(own, k, v)
+    return own
+
+
 def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     pname = frame_proto_name(analysis, fr)
     summ = frame_summary(fr)

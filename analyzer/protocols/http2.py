@@ -161,7 +161,7 @@ def frame_node(node: Node, fr: Frame) -> Node:
     """An HTTP/2 frame as Wireshark's tree shows it (``http2.*``): ``Stream: HEADERS, Stream ID:
     1, Length 437, GET /``, the frame header with its flag bits, the type's fields, each
     header; wirefall's own facts (direction, window, header bytes) in a node of their own."""
-    from wirefall.analyzer.detail import bit_node, value_nodes, wirefall_node
+    from wirefall.analyzer.detail import bit_node, frame_facts_node
 
     t = type_code(fr)
     name = type_text(fr)
@@ -222,16 +222,9 @@ def frame_node(node: Node, fr: Frame) -> Node:
             node.add("[" + _field_label("Full request URI", uri) + "]", abbrev="http2.request.full_uri", value=uri)
     if fr.type not in TYPES and "unknown_type" in fields:
         skip.add("unknown_type")  # (the Type line says it)
-    own = wirefall_node(fr, name)
-    own.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
-    if fr.first_packet and fr.first_packet != fr.packet:
-        own.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
     if fr.error:
         node.add(f"[Error: {fr.error}]")
-    for k, v in fields.items():
-        if k not in skip:
-            value_nodes(own, k, v)
-    node.children.append(own)
+    node.children.append(frame_facts_node(fr, name, fields, skip))
     return node
 
 

@@ -47,7 +47,7 @@ def frame_node(node: Node, fr: Frame) -> Node:
     ``Type: HEADERS (0x0000000000000001)``, ``Length``; the payload's bytes and a SETTINGS frame's
     settings come with the bytes (``place_in_stream``).  The decoded header list (QPACK: tshark
     4.0 does not decode it) stays in view; wirefall's own facts in a ``[wirefall: …]`` node."""
-    from wirefall.analyzer.detail import value_nodes, wirefall_node
+    from wirefall.analyzer.detail import frame_facts_node
 
     f = fr.fields or {}
     st = _STREAM_TYPES.get(str(f.get("stream_type")))
@@ -61,15 +61,9 @@ def frame_node(node: Node, fr: Frame) -> Node:
         hn = node.add(f"Header list ({len(fr.headers)} headers)")
         for k, v in fr.headers:
             hn.add(f"{k}: {v}")
-    own = wirefall_node(fr, fr.type)
-    own.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
-    if fr.first_packet and fr.first_packet != fr.packet:
-        own.add(f"[First byte in packet {fr.first_packet}, last byte in packet {fr.packet}]")
     if fr.error:
         node.add(f"[Error: {fr.error}]")
-    for k, v in f.items():
-        value_nodes(own, k, v)
-    node.children.append(own)
+    node.children.append(frame_facts_node(fr, fr.type, f))
     return node
 
 

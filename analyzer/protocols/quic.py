@@ -480,7 +480,7 @@ def frame_node(node: Node, fr: Frame) -> Node | None:
     connection IDs, stream data) come after (``frame_field_nodes``).  wirefall's own facts
     (packet type and number, direction) in a ``[wirefall: …]`` node.  None (the generic node)
     for what is not a frame (a packet that could not be decrypted, Retry, Version Negotiation)."""
-    from wirefall.analyzer.detail import bit_node, value_nodes, wirefall_node
+    from wirefall.analyzer.detail import bit_node, frame_facts_node
 
     f = fr.fields or {}
     t = f.get("frame_type")
@@ -536,12 +536,7 @@ def frame_node(node: Node, fr: Frame) -> Node | None:
         title = f"{word} Error code: {transport_error_name(code) if t == 0x1C else code}"
     node.label = title
     node.abbrev = "quic.frame"
-    own = wirefall_node(fr, fr.type)
-    own.add(f"Direction: {'client → server' if fr.direction == 0 else 'server → client'}")
-    for k, v in f.items():
-        if k not in skip:
-            value_nodes(own, k, v)
-    node.children.append(own)
+    node.children.append(frame_facts_node(fr, fr.type, f, skip))
     return node
 
 
