@@ -957,6 +957,22 @@ def frame_facts_node(fr: Frame, type_text: str | None = None, fields=None, skip=
     return own
 
 
+def insert_before_facts(node: Node, nodes: list[Node]) -> None:
+    """Put ``nodes`` at the end of ``node``'s children but before its ``[wirefall: …]`` facts
+    node (``frame_facts_node``), which stays last: the lines a frame's bytes add come after
+    the lines its fields gave."""
+    kids = node.children
+    at = len(kids) - (1 if kids and kids[-1].label.startswith("[wirefall: ") else 0)
+    kids[at:at] = nodes
+
+
+def header_list_node(node: Node, headers) -> None:
+    """A decoded header list under a frame's node, one ``name: value`` line each."""
+    hn = node.add(f"Header list ({len(headers)} headers)")
+    for k, v in headers:
+        hn.add(f"{k}: {v}")
+
+
 def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     pname = frame_proto_name(analysis, fr)
     summ = frame_summary(fr)
@@ -984,9 +1000,7 @@ def _frame_node(analysis: Analysis, fr: Frame, rng: tuple[int, int]) -> Node:
     if fr.error:
         node.add(f"[Error: {fr.error}]")
     if fr.headers:
-        hn = node.add(f"Header list ({len(fr.headers)} headers)")
-        for k, v in fr.headers:
-            hn.add(f"{k}: {v}")
+        header_list_node(node, fr.headers)
     for k, v in (fr.fields or {}).items():
         value_nodes(node, k, v)
     return node
@@ -1148,7 +1162,8 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
     qdec = _quic_tabs(analysis, source, number) if proto == 17 and payload_off >= 0 else {}
     qseen: dict = {}  # QUIC packet -> frames placed so far
     qframes = 0
-    tls_dec: dict | None = None  # (connection, direction, stream offset) -> (tab, DecryptedRecord): made once, when a record asks
+    tls_rows: list | None = None  # the packet's decrypted TLS records, in bytes-tab order: decrypted once, when a frame asks
+    tls_dec: dict = {}  # (connection, direction, stream offset) -> (tab, DecryptedRecord), of tls_rows
     whole_groups: set[int] = set()  # groups of record nodes: named as Wireshark names the layer, no summary
     prefaced: set[int] = set()  # connections whose HTTP/2 preface this tree has
     spans: list = []  # STREAM data in the tabs: (direction, stream, stream offset, length, tab, position, packet)
@@ -1189,8 +1204,9 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
             g = groups[pname] = Node(_group_label(pname), [], -1, -1)
             out.append(g)
         if hk.record_node is not None and fr.packet == number and fr.offset >= 0:
-            if tls_dec is None:
-                tls_dec = {(r.connection, r.direction, r.offset): (k, r) for k, r in enumerate(decrypted_tls(analysis, source, number), 1)}
+            if tls_rows is None:
+                tls_rows = decrypted_tls(analysis, source, number)
+                tls_dec = {(r.connection, r.direction, r.offset): (k, r) for k, r in enumerate(tls_rows, 1)}
             rb = _record_bytes(analysis, source, fr, data, rng, tls_dec)
             if rb is not None:  # (the record read again: its node written from its bytes alone)
                 g.children.append(hk.record_node(analysis, Node("", [], rng[0], rng[1]), fr, rb))
@@ -1209,9 +1225,10 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
         elif hk.place_in_stream is not None and spans:
             hk.place_in_stream(fr, fn, spans)
         if hk.frame_bytes_node is not None and fr.packet == number:
-            if tls_dec is None and dec_recs:
-                tls_dec = {(r.connection, r.direction, r.offset): (k, r) for k, r in enumerate(decrypted_tls(analysis, source, number), 1)}
-            raw = _frame_raw(analysis, source, fr, data, rng, dec_recs, tls_dec)
+            if tls_rows is None and dec_recs and not conn_is_clear(analysis, fr):
+                tls_rows = decrypted_tls(analysis, source, number)
+                tls_dec = {(r.connection, r.direction, r.offset): (k, r) for k, r in enumerate(tls_rows, 1)}
+            raw = _frame_raw(analysis, source, fr, data, rng, dec_recs, tls_rows)
             if raw is not None:
                 hk.frame_bytes_node(fn, fr, raw)
         if fr.packet != number:
@@ -1238,8 +1255,6 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                 g.children.append(last)
             parent = last
             qframes += 1
-            if f.get("frame_type") is not None and not (fn.children and fn.children[0].abbrev == "quic.frame_type"):
-                fn.children.insert(0, Node(f"Frame Type: {fr.type} ({f['frame_type']:#x})", [], -1, -1, "quic.frame_type", str(f["frame_type"])))
             if qhit is not None:
                 # the frame's bytes in its packet's "Decrypted QUIC" tab
                 k, r = qhit
@@ -1320,11 +1335,11 @@ def _quic_tabs(analysis: Analysis, source, n: int) -> dict:
     return {(r.packet_type, r.pn): (k, r) for k, r in enumerate(rows, 1)}
 
 
-def _frame_raw(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple[int, int], rows, dec: dict | None) -> bytes | None:
+def _frame_raw(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple[int, int], rows, tabs: list | None) -> bytes | None:
     """A frame's whole bytes, header included: from the packet or the TCP stream of a
     connection in the clear, else from the one "Decrypted TLS" tab that holds all of it
-    (``rows``: ``_decrypted_rows``; ``dec``: the packet's decrypted records by (connection,
-    direction, offset)).  None when they are not to be had whole (a frame over several records)."""
+    (``rows``: ``_decrypted_rows``; ``tabs``: the packet's decrypted records, tab k at k - 1).
+    None when they are not to be had whole (a frame over several records)."""
     d = find(fr.protocol)
     if fr.offset < 0 or d is None:
         return None
@@ -1334,10 +1349,9 @@ def _frame_raw(analysis: Analysis, source, fr: Frame, data: bytes, rng: tuple[in
             return data[rng[0] : rng[1]]
         raw = _stream_bytes(analysis, source, fr.connection, fr.direction, fr.offset, fr.offset + whole, fr.first_packet, fr.packet)
         return raw if isinstance(raw, bytes) and len(raw) == whole else None
-    tabs = {k: r for k, r in (dec or {}).values()}
     for k, cid, dd, _off, pto, ptl in rows or ():
         if (cid, dd) == (fr.connection, fr.direction) and 0 <= pto <= fr.offset and fr.offset + whole <= pto + ptl:
-            r = tabs.get(k)
+            r = tabs[k - 1] if tabs and k <= len(tabs) else None
             if r is not None and r.data:
                 return bytes(r.data[fr.offset - pto : fr.offset - pto + whole])
     return None

@@ -430,37 +430,12 @@ class LenientHpack:
 
 
 def hpack_field_ends(block: bytes) -> list[int]:
-    """End offset of each header field representation in an HPACK block (RFC 7541 s6).
-
-    Only the integer and string-length prefixes are read; the ``hpack`` library decodes the
-    block, this tells in which frame of a HEADERS + CONTINUATION sequence each field ended
-    (the library does not expose offsets).  Stops at a truncated representation."""
-    ends: list[int] = []
-    i, n = 0, len(block)
-    try:
-        while i < n:
-            c = block[i]
-            if c & 0x80:  # indexed
-                _, i = _int_end(block, i, 7)
-            elif c & 0x40:  # literal with incremental indexing
-                idx, i = _int_end(block, i, 6)
-                if idx == 0:
-                    i = _str_end(block, i)
-                i = _str_end(block, i)
-            elif c & 0x20:  # dynamic table size update: no field
-                _, i = _int_end(block, i, 5)
-                continue
-            else:  # literal without indexing / never indexed
-                idx, i = _int_end(block, i, 4)
-                if idx == 0:
-                    i = _str_end(block, i)
-                i = _str_end(block, i)
-            if i > n:
-                break
-            ends.append(i)
-    except IndexError:
-        pass
-    return ends
+    """End offset of each header field representation in an HPACK block (RFC 7541 s6): the
+    representations' ends (``hpack_representations``), table size updates left out.  The
+    ``hpack`` library decodes the block, this tells in which frame of a HEADERS + CONTINUATION
+    sequence each field ended (the library does not expose offsets).  Stops at a truncated
+    representation."""
+    return [e for kind, _v, _s, e in hpack_representations(block, limit=len(block)) if kind is not HpackRepr.TABLE_SIZE_UPDATE]
 
 
 class HpackRepr(IntEnum):
@@ -493,8 +468,8 @@ HPACK_REPR_WORDS = {
 def hpack_representations(block: bytes, limit: int = 4096) -> list[tuple[HpackRepr, int, int, int]]:
     """Each representation of a whole HPACK block in order: ``(kind, integer, start, end)`` —
     the integer is the index (0 for a new name) or a table size update's size; start and end
-    its bytes in the block.  As ``hpack_field_ends``, only prefixes are read (the ``hpack``
-    library decodes, and does not say how each field was represented).  Stops at a truncated
+    its bytes in the block.  Only the integer and string-length prefixes are read (the ``hpack``
+    library decodes, and does not say how each field was represented, nor where it ends).  Stops at a truncated
     representation, and after ``limit`` of them (the detail tree's budget)."""
     out: list[tuple[HpackRepr, int, int, int]] = []
     i, n = 0, len(block)

@@ -47,7 +47,7 @@ def frame_node(node: Node, fr: Frame) -> Node:
     ``Type: HEADERS (0x0000000000000001)``, ``Length``; the payload's bytes and a SETTINGS frame's
     settings come with the bytes (``place_in_stream``).  The decoded header list (QPACK: tshark
     4.0 does not decode it) stays in view; wirefall's own facts in a ``[wirefall: …]`` node."""
-    from wirefall.analyzer.detail import frame_facts_node
+    from wirefall.analyzer.detail import frame_facts_node, header_list_node
 
     f = fr.fields or {}
     st = _STREAM_TYPES.get(str(f.get("stream_type")))
@@ -58,9 +58,7 @@ def frame_node(node: Node, fr: Frame) -> Node:
         node.add(f"Type: {fr.type} (0x{code:016x})", abbrev="http3.frame_type", value=str(code))
     node.add(f"Length: {fr.length}", abbrev="http3.frame_length", value=str(fr.length))
     if fr.headers:
-        hn = node.add(f"Header list ({len(fr.headers)} headers)")
-        for k, v in fr.headers:
-            hn.add(f"{k}: {v}")
+        header_list_node(node, fr.headers)
     if fr.error:
         node.add(f"[Error: {fr.error}]")
     node.children.append(frame_facts_node(fr, fr.type, f))
@@ -118,20 +116,19 @@ def _payload_node(fn: Node, data: bytes, start: int, length: int, source: int) -
     fn.children.insert(at, n)
 
 
-# tshark's names of the settings it knows (packet-http3.c http3_settings_vals; 4.0 names no other:
-# "Unknown"), and the fields it adds for some (Extended CONNECT too)
-_TSHARK_SETTINGS = {0x01: ("Max Table Capacity", "http3.settings.qpack.max_table_capacity"),
-                    0x06: ("Max header list size", "http3.settings.max_field_section_size"),
-                    0x07: ("Blocked Streams", "http3.settings.qpack.blocked_streams"),
-                    0x08: ("Extended CONNECT", "http3.settings.extended_connect")}
-_TSHARK_SETTING_WORDS = {0x01: "Max Table Capacity", 0x06: "Max Field Section Size", 0x07: "Blocked Streams"}
+# the settings tshark adds a field of its own for: (the identifier's word — packet-http3.c
+# http3_settings_vals; 4.0 names no other, "Unknown" — the field's word, the field)
+_TSHARK_SETTINGS = {0x01: ("Max Table Capacity", "Max Table Capacity", "http3.settings.qpack.max_table_capacity"),
+                    0x06: ("Max Field Section Size", "Max header list size", "http3.settings.max_field_section_size"),
+                    0x07: ("Blocked Streams", "Blocked Streams", "http3.settings.qpack.blocked_streams"),
+                    0x08: ("Unknown", "Extended CONNECT", "http3.settings.extended_connect")}
 
 
 def settings_nodes(fn: Node, fr: Frame, data: bytes, start: int, source: int) -> None:
     """One node per setting of a SETTINGS frame, in wire order (GREASE ones and repeats too),
     with tshark's fields (http3.settings.id / .value and the named ones) and their bytes in
     the "Decrypted QUIC" tab ``source`` (the payload begins at ``data[start]``)."""
-    from wirefall.analyzer.detail import Node
+    from wirefall.analyzer.detail import Node, insert_before_facts
 
     items = settings_items(fr.fields)
     p, end = start, start + fr.length
@@ -147,18 +144,17 @@ def settings_nodes(fn: Node, fr: Frame, data: bytes, start: int, source: int) ->
                 sn = Node("Settings - GREASE", [], p, q2, "http3.settings", "")
                 sn.add(f"Type: GREASE (0x{ident:x})", p, q, "http3.settings.id", str(ident))
             else:
-                name = _TSHARK_SETTING_WORDS.get(ident, "Unknown")
+                name = known[0] if known is not None else "Unknown"
                 # (the value in the title where tshark has a field of its own for the setting)
                 sn = Node(f"Settings - {name}: {value}" if known else f"Settings - {name}", [], p, q2, "http3.settings", "")
                 sn.add(f"Settings Identifier: {name} (0x{ident:016x})", p, q, "http3.settings.id", str(ident))
             sn.add(f"Settings Value: {value}", q, q2, "http3.settings.value", str(value))
             if known is not None:
-                sn.add(f"{known[0]}: {value}", q, q2, known[1], str(value))
+                sn.add(f"{known[1]}: {value}", q, q2, known[2], str(value))
             for x in sn.walk():
                 x.source = source
             nodes.append(sn)
             p = q2
     except IndexError:
         return
-    at = len(fn.children) - (1 if fn.children and fn.children[-1].label.startswith("[wirefall: ") else 0)  # (before wirefall's node)
-    fn.children[at:at] = nodes
+    insert_before_facts(fn, nodes)

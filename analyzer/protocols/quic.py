@@ -547,14 +547,13 @@ def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: 
     ``h3``: the connection is HTTP/3 (application error codes are named)."""
     t = (fr.fields or {}).get("frame_type")
     if isinstance(t, int) and 0x08 <= t <= 0x0F and 0 <= a < b <= len(data) and 0 <= b - fr.length:
-        from wirefall.analyzer.detail import Node as _Node
+        from wirefall.analyzer.detail import Node as _Node, insert_before_facts
 
-        at = len(fn.children) - (1 if fn.children and fn.children[-1].label.startswith("[wirefall: ") else 0)  # (before wirefall's node)
         sd = bytes(data[b - fr.length : b])
         # (quic.stream_data: not a field of wirefall's filter, the line is named by none)
         n = _Node(f"Stream Data: {_hv(sd)}" if sd else "Stream Data: <MISSING>", [], b - fr.length, b)
         n.source = source
-        fn.children.insert(at, n)
+        insert_before_facts(fn, [n])
         return
     if t == 0x06 and 0 <= a < b <= len(data):
         _crypto_handshake(fn, data, a, b, source)
@@ -624,7 +623,7 @@ def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int) -> Non
     its level's stream (offset 0), as tshark's ``TLSv1.3 Record Layer: Handshake Protocol: …``
     node under the frame, with their bytes in the "Decrypted QUIC" tab ``source``.  Messages that
     go on in later frames (tshark reassembles them there) are left out."""
-    from wirefall.analyzer.detail import Node as _Node
+    from wirefall.analyzer.detail import Node as _Node, insert_before_facts
     from wirefall.dissectors.tls import parse_handshake_messages
 
     from .tls import handshake_nodes, handshake_title
@@ -653,8 +652,7 @@ def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int) -> Non
     if frag is not None:
         name = handshake_title([(frag, b"")]).split(": ", 1)[1]
         add(rec, f"Handshake Protocol: {name} (fragment)", whole, ln - whole)
-    at = len(fn.children) - (1 if fn.children and fn.children[-1].label.startswith("[wirefall: ") else 0)  # (before wirefall's node)
-    fn.children.insert(at, rec)
+    insert_before_facts(fn, [rec])
 
 
 def error_label(fr: Frame, h3: bool) -> str | None:
