@@ -60,6 +60,7 @@ import hpack
 
 from wirefall.dissectors.budget import Budget
 from wirefall.dissectors.dataclass_repr import dataclass_eq, dataclass_repr
+from wirefall.dissectors.prefix_int import prefix_int
 from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable
@@ -320,25 +321,8 @@ _H2FRAME_SLOTS = ("direction", "type", "flags", "stream_id", "length", "offset",
 assert H2Frame.__slots__ == _H2FRAME_SLOTS
 
 
-def _int_end(b: bytes, i: int, prefix: int) -> tuple[int, int]:
-    """HPACK integer at ``i`` with an N-bit prefix: (value, offset after it)."""
-    mask = (1 << prefix) - 1
-    v = b[i] & mask
-    i += 1
-    if v < mask:
-        return v, i
-    m = 0
-    while True:
-        c = b[i]
-        i += 1
-        v += (c & 0x7F) << m
-        m += 7
-        if not c & 0x80 or m > 63:
-            return v, i
-
-
 def _str_end(b: bytes, i: int) -> int:
-    n, i = _int_end(b, i, 7)
+    n, i = prefix_int(b, i, 7)
     return i + n
 
 
@@ -375,7 +359,7 @@ class LenientHpack:
 
     @staticmethod
     def _str(b: bytes, i: int) -> tuple[bytes, int]:
-        n, j = _int_end(b, i, 7)
+        n, j = prefix_int(b, i, 7)
         if j + n > len(b):
             raise ValueError("string beyond the end of the header block")
         s = b[j : j + n]
@@ -390,20 +374,20 @@ class LenientHpack:
             while i < n:
                 c = block[i]
                 if c & 0x80:  # indexed field
-                    idx, i = _int_end(block, i, 7)
+                    idx, i = prefix_int(block, i, 7)
                     hit = self._field(idx)
                     if hit is None:
                         hit = (self.UNKNOWN, b"")
                     out.append(hit)
                 elif c & 0x20 and not c & 0x40:  # dynamic table size update
-                    size, i = _int_end(block, i, 5)
+                    size, i = prefix_int(block, i, 5)
                     if size == 0:
                         self.entries.clear()  # the real table is empty now
                         self.size = 0
                     continue
                 else:  # literal: with incremental indexing (6-bit prefix), without / never (4-bit)
                     incr = bool(c & 0x40)
-                    idx, i = _int_end(block, i, 6 if incr else 4)
+                    idx, i = prefix_int(block, i, 6 if incr else 4)
                     if idx:
                         hit = self._field(idx)
                         name = hit[0] if hit is not None else self.UNKNOWN
@@ -477,16 +461,16 @@ def hpack_representations(block: bytes, limit: int = 4096) -> list[tuple[HpackRe
         while i < n and len(out) < limit:
             c, s = block[i], i
             if c & 0x80:
-                v, i = _int_end(block, i, 7)
+                v, i = prefix_int(block, i, 7)
                 kind = HpackRepr.INDEXED
             elif c & 0x40:
-                v, i = _int_end(block, i, 6)
+                v, i = prefix_int(block, i, 6)
                 kind = HpackRepr.INCREMENTAL_INDEXED_NAME if v else HpackRepr.INCREMENTAL_NEW_NAME
             elif c & 0x20:
-                v, i = _int_end(block, i, 5)
+                v, i = prefix_int(block, i, 5)
                 kind = HpackRepr.TABLE_SIZE_UPDATE
             else:
-                v, i = _int_end(block, i, 4)
+                v, i = prefix_int(block, i, 4)
                 if c & 0x10:
                     kind = HpackRepr.NEVER_INDEXED_NAME if v else HpackRepr.NEVER_NEW_NAME
                 else:
@@ -498,7 +482,7 @@ def hpack_representations(block: bytes, limit: int = 4096) -> list[tuple[HpackRe
             if i > n:
                 break
             out.append((kind, v, s, i))
-    except IndexError:
+    except (IndexError, ValueError):  # (cut, or an integer past 62 bits: the representations before it)
         pass
     return out
 

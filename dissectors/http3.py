@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
 
+from .prefix_int import prefix_int
+
 if TYPE_CHECKING:
     from . import qpack_lenient as ql  # (imported where used: only a connection joined mid-way needs it)
 
@@ -166,25 +168,12 @@ STATIC_ENTRY_MAX = 128  # largest RFC 9204 Appendix A entry (name + value) is un
 
 
 def _qint(buf, p: int, n: int):
-    """QPACK/HPACK prefixed integer at buf[p] with an n-bit prefix: (value, next) or None."""
-    if p >= len(buf):
+    """QPACK/HPACK prefixed integer at buf[p] with an n-bit prefix: (value, next) or None if
+    cut; ValueError past 62 bits (``prefix_int``)."""
+    try:
+        return prefix_int(buf, p, n)
+    except IndexError:
         return None
-    m = (1 << n) - 1
-    v = buf[p] & m
-    p += 1
-    if v < m:
-        return v, p
-    shift = 0
-    while p < len(buf):
-        b = buf[p]
-        p += 1
-        v += (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, p
-        if shift > 62:
-            raise ValueError("QPACK integer too long")
-    return None
 
 
 def _qstr(buf, p: int, n: int):

@@ -44,6 +44,7 @@ from pylsqpack import Decoder
 # (one copy for the exact and the lenient decoder, in http3, which imports this module only
 # for a connection joined mid-way)
 from .http3 import MAX_CHARGE_POINTS, required_insert_count  # noqa: F401  (required_insert_count: also read here by callers)
+from .prefix_int import prefix_int
 
 UNKNOWN = b"<unknown>"
 
@@ -81,22 +82,12 @@ class Blocked(Exception):
 
 
 def _int(buf, p: int, n: int) -> tuple[int, int]:
-    """Prefixed integer with an n-bit prefix at buf[p]: (value, next); IndexError if cut."""
-    m = (1 << n) - 1
-    v = buf[p] & m
-    p += 1
-    if v < m:
-        return v, p
-    shift = 0
-    while True:
-        b = buf[p]
-        p += 1
-        v += (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, p
-        if shift > 62:
-            raise QpackError("QPACK integer too long")
+    """Prefixed integer with an n-bit prefix at buf[p]: (value, next); IndexError if cut,
+    QpackError past 62 bits (``prefix_int``'s ValueError, as this module's callers catch it)."""
+    try:
+        return prefix_int(buf, p, n)
+    except ValueError as e:
+        raise QpackError(str(e)) from None
 
 
 def _str(buf, p: int, n: int, limit: int) -> tuple[bytes, int]:

@@ -58,10 +58,20 @@ def write_seeds(target: str, d: Path) -> int:
     return n
 
 
+def _atheris():
+    """The atheris module, or exit 2 saying how to get it (it is the ``fuzz`` extra, not a
+    dependency: a missing module made every target "rc=1, 0 inputs" with no word of why)."""
+    try:
+        import atheris
+    except ImportError as e:
+        raise SystemExit(f"fuzz/run.py: atheris is not installed ({e}); install it with: pip install -e '.[fuzz]'") from None
+    return atheris
+
+
 def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, rss_mb: int, max_len: int,
              keep_going: bool = False) -> None:
     """Run libFuzzer on one target in this process (does not return normally)."""
-    import atheris
+    atheris = _atheris()
 
     with atheris.instrument_imports(include=list(INSTRUMENT)):
         from wirefall.analyzer.capture import CaptureError, CaptureInfo, read_capture
@@ -160,6 +170,7 @@ def main(argv=None) -> int:
         return 0
     if not a.all:
         ap.error("--target or --all")
+    _atheris()  # (before running a target process per target, each to fail alike)
     targets = a.targets.split(",") if a.targets else TARGETS
     results = {}
     for t in targets:
@@ -182,6 +193,10 @@ def main(argv=None) -> int:
               f"peak_rss={r['peak_rss_mb']}MB rc={rc} wall={r['wall']}s", flush=True)
         for site in r["crash_sites"]:
             print(f"{'':12s} crash: {site}", flush=True)
+        if rc and not r["inputs"]:  # (the target never ran: say why, from its log)
+            tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
+            for ln in tail:
+                print(f"{'':12s} {ln[:300]}", flush=True)
         if a.summary:
             a.summary.write_text(json.dumps(results, indent=1))
     total = sum(r["inputs"] for r in results.values())
