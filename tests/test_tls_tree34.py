@@ -14,8 +14,9 @@ record in data sources of its own.  Session 35: the contents of the extensions W
 read most (server_name, ALPN, supported_versions, supported_groups, key_share, signature_algorithms,
 ec_point_formats, psk_key_exchange_modes, renegotiation_info, padding, compress_certificate,
 status_request, a server's pre_shared_key and NPN list, a GREASE or unknown extension's data).
-What the tree leaves out of tshark's: the other extensions' contents (a client's pre_shared_key,
-QUIC transport parameters, a session ticket's bytes), certificates (ASN.1, and a TLS 1.3
+Session 36: a client's pre_shared_key and QUIC transport parameters (tests/test_tls_qtp36.py).
+What the tree leaves out of tshark's: the other extensions' contents (a session ticket's bytes),
+certificates (ASN.1, and a TLS 1.3
 certificate entry's extensions), key exchange and signature fields, JA3, and a handshake message
 continued across records."""
 from __future__ import annotations
@@ -52,7 +53,9 @@ MUST = ("TLSv", "SSLv", "Content Type: ", "Opaque Type: ", "Version: ", "Handsha
         "Server Name", "ALPN ", "Supported Version", "Supported Group", "Key Share ", "Key Exchange Length: ",
         "Selected Group: ", "EC point format", "Signature Hash Algorithms", "PSK Key Exchange Mode", "Renegotiation info",
         "Padding Data: ", "Algorithms Length: ", "Selected Identity: ", "Next Protocol", "Protocol string length: ",
-        "Certificate Status Type: ", "Responder ID list Length: ", "Request Extensions Length: ")
+        "Certificate Status Type: ", "Responder ID list Length: ", "Request Extensions Length: ",
+        # session 36: a client's pre_shared_key, QUIC transport parameters
+        "Identities Length: ", "PSK Identity (", "Identity Length: ", "Obfuscated Ticket Age: ", "PSK Binders", "Parameter: ")
 
 
 

@@ -209,7 +209,7 @@ def record_node(analysis: Analysis, node, fr: Frame, rb) -> object:
     bytes do not give (a handshake message continued in the next record) is left out."""
     from wirefall.dissectors.tls import parse_handshake_messages
 
-    from ..detail import Node, wirefall_node
+    from wirefall.analyzer.detail import Node, wirefall_node
 
     h = rb.header
     outer, rver, rlen = h[0], int.from_bytes(h[1:3], "big"), int.from_bytes(h[3:5], "big")
@@ -362,7 +362,7 @@ def _extensions(m, body: bytes, q: int, p: int, add, msg: int = 0) -> None:
     end = min(q + el, len(body))
     while q + 4 <= end:
         t, ln = int.from_bytes(body[q : q + 2], "big"), int.from_bytes(body[q + 2 : q + 4], "big")
-        name = "Reserved (GREASE)" if is_grease(t) else EXTENSION_NAMES.get(t) if t not in _EXT_UNNAMED else None
+        name = "Reserved (GREASE)" if is_grease(t) else _EXT_WORDS.get(t) or EXTENSION_NAMES.get(t) if t not in _EXT_UNNAMED else None
         e = add(m, f"Extension: {name or f'Unknown type {t}'} (len={ln})", p + q, 4 + ln)
         add(e, f"Type: {name or 'Unknown'} ({t})", p + q, 2, "tls.handshake.extension.type", t)
         add(e, f"Length: {ln}", p + q + 2, 2, "tls.handshake.extension.len", ln)
@@ -376,6 +376,8 @@ def _extensions(m, body: bytes, q: int, p: int, add, msg: int = 0) -> None:
 
 # extension types tshark 4.0 (Debian 12, the oracle) does not name: "Unknown type 65037" in its tree
 _EXT_UNNAMED = frozenset({0xFE0D})
+# and those it names in other words than dissectors.tls's
+_EXT_WORDS = {0xFFA5: "quic_transport_parameters (drafts version)"}
 
 
 def _names(field: str, fixes: dict[int, str] | None = None) -> dict[int, str]:
@@ -414,8 +416,10 @@ def _extension_body(e, t: int, d: bytes, at: int, msg: int, add, unknown: bool) 
     """An extension's contents as Wireshark's tree shows them (``d`` at ``at`` of the record's
     body): server_name, supported_groups, ec_point_formats, signature_algorithms, ALPN,
     status_request, padding, compress_certificate, session_ticket, pre_shared_key (the
-    server's), supported_versions, psk_key_exchange_modes, key_share, renegotiation_info, NPN
-    (the server's), and an unknown or GREASE extension's data.  Others keep their header lines."""
+    client's identities and binders, the server's choice), supported_versions,
+    psk_key_exchange_modes, key_share, renegotiation_info, NPN (the server's), QUIC transport
+    parameters (``_quic_parameters``), and an unknown or GREASE extension's data.  Others keep
+    their header lines."""
     n = len(d)
 
     def put(parent, text: str, start: int, size: int, *more):
@@ -503,6 +507,10 @@ def _extension_body(e, t: int, d: bytes, at: int, msg: int, add, unknown: bool) 
     elif t == 41 and msg == 2 and n == 2:  # pre_shared_key, the server's choice
         k = put(e, "Pre-Shared Key extension", at, n)
         put(k, f"Selected Identity: {_u16(d, 0)}", at, 2, "tls.handshake.extensions.psk.identity.selected", _u16(d, 0))
+    elif t == 41 and msg == 1:  # pre_shared_key, the client's identities and binders
+        _psk_offer(e, d, at, put)
+    elif t in (57, 0xFFA5):  # quic_transport_parameters (0xffa5: the drafts')
+        _quic_parameters(e, d, at, msg, put)
     elif t == 43:  # supported_versions
         if msg == 1:
             ll = d[0]
@@ -550,6 +558,270 @@ def _extension_body(e, t: int, d: bytes, at: int, msg: int, add, unknown: bool) 
             put(r, f"Renegotiation info: {_hex(ri)}", at + 1, d[0], "tls.handshake.extensions_reneg_info", ri.hex())
 
 
+def _bytes_text(b: bytes) -> str:
+    """A bytes field's words: its hex (cut as tshark's tree cuts it), ``<MISSING>`` when empty."""
+    return _hex(b) if b else "<MISSING>"
+
+
+def _psk_offer(e, d: bytes, at: int, put) -> None:
+    """A ClientHello's pre_shared_key (RFC 8446 4.2.11) as tshark 4.0 writes it: the identities'
+    length, each identity (its length, bytes and obfuscated ticket age), the binders' length and
+    the binders (one line: 4.0 does not list them).  A length that overruns its list is cut to
+    it (ssl_add_vector's "truncating"); a field the extension's bytes do not hold ends it."""
+    n = len(d)
+    k = put(e, "Pre-Shared Key extension", at, n)
+    if n < 2:
+        return
+    il = _u16(d, 0)
+    put(k, f"Identities Length: {il}", at, 2, "tls.handshake.extensions.psk.identities.length", il)
+    end = 2 + min(il, n - 2)
+    i = 2
+    while i < end:
+        x = put(k, "PSK Identity (", at + i, 4)
+        if end - i < 2:
+            return  # (no room for the identity's length: tshark ends the extension there)
+        sl = _u16(d, i)
+        put(x, f"Identity Length: {sl}", at + i, 2, "tls.handshake.extensions.psk.identity.identity_length", sl)
+        sl = min(sl, end - i - 2)
+        x.label = f"PSK Identity (length: {sl})"
+        ident = d[i + 2 : i + 2 + sl]
+        put(x, f"Identity: {_bytes_text(ident)}", at + i + 2, sl, "tls.handshake.extensions.psk.identity.identity", ident.hex())
+        if i + 2 + sl + 4 > n:
+            return
+        age = int.from_bytes(d[i + 2 + sl : i + 6 + sl], "big")
+        put(x, f"Obfuscated Ticket Age: {age}", at + i + 2 + sl, 4, "tls.handshake.extensions.psk.identity.obfuscated_ticket_age", age)
+        if x.start >= 0:
+            x.end = x.start + 2 + sl + 4  # (the identity's node: its length, bytes and age)
+        i += 2 + sl + 4
+    i = end  # (a list that does not end where its length says: tshark goes on from that end)
+    if n - i < 2:
+        return
+    bl = _u16(d, i)
+    put(k, f"PSK Binders length: {bl}", at + i, 2, "tls.handshake.extensions.psk.binders_len", bl)
+    put(k, "PSK Binders", at + i + 2, bl, "tls.handshake.extensions.psk.binders", "")
+
+
+def _varint_at(d: bytes, i: int) -> tuple[int, int] | None:
+    """The QUIC variable-length integer at ``d[i]`` and its size; None where ``d`` cuts it."""
+    from wirefall.dissectors.quic import _varint
+
+    try:
+        v, end = _varint(d, i)
+    except IndexError:
+        return None
+    return v, end - i
+
+
+# packet-tls-utils.c's quic_transport_parameter_id, as tshark 4.0 has it (0x11 version_information; 0xff73db unnamed)
+_QUIC_TP_NAMES = {
+    0x00: "original_destination_connection_id", 0x01: "max_idle_timeout", 0x02: "stateless_reset_token",
+    0x03: "max_udp_payload_size", 0x04: "initial_max_data", 0x05: "initial_max_stream_data_bidi_local",
+    0x06: "initial_max_stream_data_bidi_remote", 0x07: "initial_max_stream_data_uni", 0x08: "initial_max_streams_bidi",
+    0x09: "initial_max_streams_uni", 0x0A: "ack_delay_exponent", 0x0B: "max_ack_delay", 0x0C: "disable_active_migration",
+    0x0D: "preferred_address", 0x0E: "active_connection_id_limit", 0x0F: "initial_source_connection_id",
+    0x10: "retry_source_connection_id", 0x11: "version_information", 0x20: "max_datagram_frame_size",
+    0x1000: "cibir_encoding", 0x1057: "loss_bits", 0x2AB2: "grease_quic_bit", 0x7157: "enable_time_stamp",
+    0x7158: "enable_time_stamp_v2", 0xDE1A: "min_ack_delay", 0xFF03DE1A: "min_ack_delay",
+    0x3127: "google_initial_rtt", 0x3128: "google_connection_options", 0x3129: "google_user_agent",
+    0x312A: "google_support_handshake_done", 0x312B: "google_key_update_not_yet_supported",
+    0x4751: "google_quic_params", 0x4752: "google_quic_version", 0xFF00: "facebook_partial_reliability",
+}
+# parameters whose value is one variable-length integer: (field, its words, the parameter line's
+# suffix: None nothing, else the value and this unit)
+_QUIC_TP_VARINTS: dict[int, tuple[str, str, str | None]] = {
+    0x01: ("max_idle_timeout", "max_idle_timeout", " ms"),
+    0x03: ("max_udp_payload_size", "max_udp_payload_size", ""),
+    0x04: ("initial_max_data", "initial_max_data", ""),
+    0x05: ("initial_max_stream_data_bidi_local", "initial_max_stream_data_bidi_local", ""),
+    0x06: ("initial_max_stream_data_bidi_remote", "initial_max_stream_data_bidi_remote", ""),
+    0x07: ("initial_max_stream_data_uni", "initial_max_stream_data_uni", ""),
+    0x08: ("initial_max_streams_bidi", "initial_max_streams_bidi", ""),
+    0x09: ("initial_max_streams_uni", "initial_max_streams_uni", ""),
+    0x0A: ("ack_delay_exponent", "ack_delay_exponent", None),
+    0x0B: ("max_ack_delay", "max_ack_delay", ""),
+    0x0E: ("active_connection_id_limit", "Active Connection ID Limit", ""),
+    0x20: ("max_datagram_frame_size", "max_datagram_frame_size", ""),
+    0x1057: ("loss_bits", "loss_bits", None),
+    0x7158: ("enable_time_stamp_v2", "Enable TimestampV2", None),
+    0xDE1A: ("min_ack_delay", "min_ack_delay", ""),
+    0xFF03DE1A: ("min_ack_delay", "min_ack_delay", ""),
+    0x3127: ("google.initial_rtt", "Google Initial RTT", " us"),
+    0xFF00: ("facebook.partial_reliability", "Facebook Partial Reliability", None),
+}
+# parameters whose value is its bytes: (field, its words, written as text)
+_QUIC_TP_BYTES: dict[int, tuple[str, str, bool]] = {
+    0x00: ("original_destination_connection_id", "original_destination_connection_id", False),
+    0x0F: ("initial_source_connection_id", "Initial Source Connection ID", False),
+    0x10: ("retry_source_connection_id", "Retry Source Connection ID", False),
+    0x3128: ("google.connection_options", "Google Connection options", False),
+    0x3129: ("google.user_agent", "Google UserAgent", True),
+}
+# parameters tshark writes as a line of no value over the parameter's bytes
+_QUIC_TP_FLAGS = {0x312A: ("google.support_handshake_done", "Google Support Handshake Done"),
+                  0x312B: ("google.key_update_not_yet_supported", "Google Key Update not yet supported")}
+_TIME_STAMP_V2 = {1: "I would like to receive TIME_STAMP frames", 2: "I am able to generate TIME_STAMP frames",
+                  3: "I am able to generate TIME_STAMP frames and I would like to receive them"}
+# packet-quic.c's quic_version_vals (a range string): (first, last, words)
+_QUIC_VERSIONS = (
+    (0x00000000, 0x00000000, "Version Negotiation"), (0x00000001, 0x00000001, "1"), (0x45474700, 0x454747FF, "Quant"),
+    (0x50435130, 0x50435131, "Picoquic internal"), (0x50524F58, 0x50524F58, "Proxied QUIC (PROX)"),
+    (0x51303433, 0x51303433, "Google Q043"), (0x51303434, 0x51303434, "Google Q044"), (0x51303436, 0x51303436, "Google Q046"),
+    (0x51303530, 0x51303530, "Google Q050"), (0x51474F00, 0x51474FFF, "QGO (QUIC GO)"), (0x54303530, 0x54303530, "Google T050"),
+    (0x54303531, 0x54303531, "Google T051"), (0x91C17000, 0x91C170FF, "Quicly"), (0xABCD0000, 0xABCD000F, "MsQuic"),
+    (0xF0F0F0F0, 0xF0F0F0FF, "ETH Z\u00fcrich (Measurability experiments)"),
+    (0xF0F0F1F0, 0xF0F0F1FF, "Telecom Italia (Measurability experiments)"), (0xF123F0C0, 0xF123F0CF, "MozQuic"),
+    (0xFACEB001, 0xFACEB001, "Facebook mvfst (draft-22)"), (0xFACEB002, 0xFACEB002, "Facebook mvfst (draft-27)"),
+    (0xFACEB003, 0xFACEB00D, "Facebook mvfst"), (0xFACEB00E, 0xFACEB00E, "Facebook mvfst (Experimental)"),
+    (0xFACEB00F, 0xFACEB00F, "Facebook mvfst"),
+    *((0xFF000000 + k, 0xFF000000 + k, f"draft-{k:02d}") for k in range(4, 35)),
+    (0xFF020000, 0xFF020000, "v2-draft-00"), (0x709A50C4, 0x709A50C4, "v2-draft-01"), (0x6B3343CF, 0x6B3343CF, "2"),
+)
+
+
+def _quic_version_text(v: int, grease: bool = False) -> str:
+    """A QUIC version field's words: ``1 (0x00000001)``, ``Unknown (0x1a2a3a4a) (GREASE)``
+    (``grease``: quic_proto_tree_add_version's word for a reserved version, 0x?a?a?a?a)."""
+    name = next((w for lo, hi, w in _QUIC_VERSIONS if lo <= v <= hi), "Unknown")
+    return f"{name} (0x{v:08x})" + (" (GREASE)" if grease and v & 0x0F0F0F0F == 0x0A0A0A0A else "")
+
+
+def _quic_tp_name(t: int) -> tuple[str, str]:
+    """(the parameter line's words, the Type line's) for parameter id ``t``, as tshark 4.0 writes
+    them: an id 27 + 31 N (N >= 1) is GREASE, one it does not know "Unknown 0x0012"."""
+    if t % 31 == 27 and t != 27:
+        return "GREASE", "GREASE"
+    name = _QUIC_TP_NAMES.get(t)
+    return name or f"Unknown 0x{t:04x}", name or "Unknown"
+
+
+def _quic_parameters(e, d: bytes, at: int, msg: int, put) -> None:
+    """quic_transport_parameters (RFC 9000 18.2; type 0x39, and 0xffa5 of the drafts) as tshark
+    4.0 writes them: per parameter ``Parameter: max_idle_timeout (len=4) 60000 ms`` with its type,
+    length and value bytes, and what the value says (an integer, a connection ID, a token, the
+    preferred address, versions, Google's and Facebook's).  A list of draft 26 or older (a 16-bit
+    length first, 16-bit ids and lengths) is read as such where tshark takes it for one.
+    Hostile bytes: a length that overruns the extension gives lines cut to it; a value read at a
+    fixed size or as an integer that the extension's bytes do not hold is left out (tshark reads
+    on past the extension there, or stops); an id or length that cannot be read ends the list."""
+    n = len(d)
+    old = n >= 6 and 2 + _u16(d, 0) == n and 6 + _u16(d, 4) <= n
+    i = 0
+    if old:
+        put(e, f"Parameters Length: {_u16(d, 0)}", at, 2, "tls.quic.len", _u16(d, 0))
+        i = 2
+    while i < n:
+        if old:
+            if i + 4 > n:
+                return
+            t, tsize, ln64, lsize = _u16(d, i), 2, _u16(d, i + 2), 2
+            ln = min(ln64, n - i - 4)  # (ssl_add_vector's truncation)
+        else:
+            tv = _varint_at(d, i)
+            lv = _varint_at(d, i + tv[1]) if tv is not None else None
+            if tv is None or lv is None:
+                return
+            (t, tsize), (ln64, lsize) = tv, lv
+            ln = ln64 & 0xFFFFFFFF  # (tshark keeps 32 bits of it)
+        words, type_words = _quic_tp_name(t)
+        v = i + tsize + lsize  # (the value's offset)
+        p = put(e, f"Parameter: {words} (len={ln})", at + i, tsize + lsize + ln)
+        put(p, f"Type: {type_words} (0x{t:02x})", at + i, tsize, "tls.quic.parameter.type", t)
+        put(p, f"Length: {ln64}", at + i + tsize, lsize, "tls.quic.parameter.lengt.old" if old else "tls.quic.parameter.length", ln64)
+        value = d[v : v + ln]
+        put(p, f"Value: {_bytes_text(value)}", at + v, ln, "tls.quic.parameter.value", value.hex())
+        _quic_parameter_value(p, t, d, v, ln, at, msg, put)
+        i = v + ln
+
+
+def _quic_parameter_value(p, t: int, d: bytes, v: int, ln: int, at: int, msg: int, put) -> None:
+    """The lines a transport parameter's value (``d[v : v + ln]``, at ``at + v``) gives under its node ``p``."""
+    f = "tls.quic.parameter."
+    if t in _QUIC_TP_VARINTS:
+        field, words, suffix = _QUIC_TP_VARINTS[t]
+        r = _varint_at(d, v)
+        if r is None:
+            return
+        x, size = r
+        shown = f"{_TIME_STAMP_V2.get(x, 'Unknown')} ({x})" if t == 0x7158 else str(x)
+        put(p, f"{words}: {shown}", at + v, size, f + field, x)
+        if suffix is not None:
+            p.label += f" {x}{suffix}"
+    elif t in _QUIC_TP_BYTES:
+        field, words, text = _QUIC_TP_BYTES[t]
+        b = d[v : v + ln]
+        shown = b.decode("ascii", "replace") if text else _bytes_text(b)
+        put(p, f"{words}: {shown}", at + v, ln, f + field, shown if text else b.hex())
+    elif t in _QUIC_TP_FLAGS:
+        field, words = _QUIC_TP_FLAGS[t]
+        put(p, words, at + v, ln, f + field, "")
+    elif t == 0x02 and v + 16 <= len(d):  # stateless_reset_token: 16 bytes, whatever the length says
+        put(p, f"stateless_reset_token: {d[v : v + 16].hex()}", at + v, 16, f + "stateless_reset_token", d[v : v + 16].hex())
+    elif t == 0x0D:  # preferred_address
+        _preferred_address(p, d, v, at, put)
+    elif t == 0x1000:  # cibir_encoding: two integers
+        r = _varint_at(d, v)
+        if r is None:
+            return
+        put(p, f"length: {r[0]}", at + v, r[1], f + "cibir_encoding.length", r[0])
+        p.label += f" Length: {r[0]}"
+        r2 = _varint_at(d, v + r[1])
+        if r2 is None:
+            return
+        put(p, f"offset: {r2[0]}", at + v + r[1], r2[1], f + "cibir_encoding.offset", r2[0])
+        p.label += f", Offset: {r2[0]}"
+    elif t == 0x11:  # version_information: the chosen version, then the others, 4 bytes each
+        for k in range(0, max(ln, 4), 4):
+            if v + k + 4 > len(d):
+                return
+            ver = int.from_bytes(d[v + k : v + k + 4], "big")
+            put(p, f"{'Other' if k else 'Chosen'} Version: {_quic_version_text(ver, True)}", at + v + k, 4,
+                f + ("vi.other_version" if k else "vi.chosen_version"), f"0x{ver:08x}")
+    elif t == 0x4752 and v + 4 <= len(d):  # google_quic_version (and the server's list, in EncryptedExtensions)
+        ver = int.from_bytes(d[v : v + 4], "big")
+        put(p, f"Google QUIC version: {_quic_version_text(ver)}", at + v, 4, f + "google.quic_version", f"0x{ver:08x}")
+        if msg == 8 and v + 5 <= len(d):
+            vl = d[v + 4]
+            put(p, f"Google Supported Versions Length: {vl}", at + v + 4, 1, f + "google.supported_versions_length", vl)
+            for k in range(v + 5, v + 5 + vl // 4 * 4, 4):
+                if k + 4 > len(d):
+                    return
+                ver = int.from_bytes(d[k : k + 4], "big")
+                put(p, f"Google Supported Version: {_quic_version_text(ver, True)}", at + k, 4,
+                    f + "google.supported_version", f"0x{ver:08x}")
+    elif t == 0x4751:  # google_quic_params: its bytes and their first 4 (gQUIC's tags after those are not written)
+        b = d[v : v + ln]
+        put(p, f"Google QUIC parameters: {_bytes_text(b)}", at + v, ln, f + "google.quic_params", b.hex())
+        if v + 4 <= len(d):
+            put(p, f"Google Unknown Field: {d[v : v + 4].hex()}", at + v, 4, f + "google.quic_params_unknown_field", d[v : v + 4].hex())
+
+
+def _preferred_address(p, d: bytes, v: int, at: int, put) -> None:
+    """preferred_address: IPv4 address and port, IPv6 address and port, a connection ID (its
+    length read against the extension's end, as tshark reads it) and a stateless reset token."""
+    import socket
+
+    f = "tls.quic.parameter.preferred_address."
+    n = len(d)
+    if v + 24 > n:
+        return
+    ip4, ip6 = socket.inet_ntop(socket.AF_INET, d[v : v + 4]), socket.inet_ntop(socket.AF_INET6, d[v + 6 : v + 22])
+    put(p, f"ipv4Address: {ip4}", at + v, 4, f + "ipv4address", ip4)
+    put(p, f"ipv4Port: {_u16(d, v + 4)}", at + v + 4, 2, f + "ipv4port", _u16(d, v + 4))
+    put(p, f"ipv6Address: {ip6}", at + v + 6, 16, f + "ipv6address", ip6)
+    put(p, f"ipv6Port: {_u16(d, v + 22)}", at + v + 22, 2, f + "ipv6port", _u16(d, v + 22))
+    q = v + 24
+    if q >= n:
+        return  # (no room for the connection ID's length)
+    cl = d[q]
+    put(p, f"Length: {cl}", at + q, 1, f + "connectionid.length", cl)
+    cl = min(cl, n - q - 1)
+    cid = d[q + 1 : q + 1 + cl]
+    put(p, f"connectionId: {_bytes_text(cid)}", at + q + 1, cl, f + "connectionid", cid.hex())
+    q += 1 + cl
+    if q + 16 <= n:
+        put(p, f"statelessResetToken: {d[q : q + 16].hex()}", at + q, 16, f + "statelessresettoken", d[q : q + 16].hex())
+
+
 def _suite_text(c: int, suite_name) -> str:
     if is_grease(c):
         return f"Reserved (GREASE) (0x{c:04x})"
@@ -579,7 +851,7 @@ def frame_node(node, fr: Frame):
             h.add(f"Handshake Type: {name} ({t})", abbrev="tls.handshake.type", value=str(t))
     if fr.error:
         node.add(f"[Error: {fr.error}]")
-    from ..detail import wirefall_node
+    from wirefall.analyzer.detail import wirefall_node
 
     node.children.append(wirefall_node(fr))
     return node
