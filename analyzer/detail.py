@@ -31,7 +31,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-from functools import lru_cache
+from functools import lru_cache, partial
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -1264,7 +1264,8 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                     fn.source, fn.start, fn.end = k, a, b
                     if fr.type == "STREAM" and fr.offset >= 0 and b - fr.length >= a:
                         spans.append((fr.direction, fr.stream_id, fr.offset, fr.length, k, b - fr.length, r))
-                    quic_hooks.frame_field_nodes(fn, fr, r.data, a, b, k, _is_h3(analysis, fr))
+                    quic_hooks.frame_field_nodes(fn, fr, r.data, a, b, k, _is_h3(analysis, fr),
+                                                 partial(quic_crypto_frames, analysis, source, fr, r, a))
             el = quic_hooks.error_label(fr, _is_h3(analysis, fr))
             if el is not None:  # the wirefall field's code in words too
                 for c in fn.walk():
@@ -2063,6 +2064,84 @@ def decrypted_quic(analysis: Analysis, source, n: int) -> list[DecryptedQuic]:
         out.append(r)
     analysis.__dict__["_wf_quic_last"] = (n, len(rows), out, analysis.keylog)
     return out
+
+
+# the packets read again for one CRYPTO frame's handshake stream, at most (a handshake's flights
+# take a few; a stream of more — hostile, or a long one — shows what its frame alone holds)
+CRYPTO_PACKETS_MAX = 64
+
+
+def _crypto_packets(analysis: Analysis) -> dict[tuple, list[int]]:
+    """(connection, direction, packet type) -> the packets with CRYPTO frames of that handshake
+    stream, in order: one walk of the frames, kept while the analysis does not grow."""
+    held = analysis.__dict__.get("_wf_crypto_packets")
+    if held is not None and held[0] == len(analysis.frames):
+        return held[1]
+    out: dict[tuple, list[int]] = {}
+    for f in analysis.frames:
+        if f.type == "CRYPTO" and f.protocol == "quic":
+            lst = out.setdefault((f.connection, f.direction, (f.fields or {}).get("packet_type")), [])
+            if not lst or lst[-1] != f.packet:
+                lst.append(f.packet)
+    analysis.__dict__["_wf_crypto_packets"] = (len(analysis.frames), out)
+    return out
+
+
+def _crypto_frames_in(r: DecryptedQuic, packet: int, upto: int | None = None) -> list[tuple[int, int, bytes]]:
+    """(packet, stream offset, data) of the CRYPTO frames in a decrypted QUIC packet, in order
+    (those that start before ``upto``, and the one at it, when given)."""
+    from .protocols.quic import _varint as read_varint
+
+    out = []
+    for s0 in r.starts:
+        if upto is not None and s0 > upto:
+            break
+        if r.data[s0] != 0x06:
+            continue
+        try:
+            off, q = read_varint(r.data, s0 + 1)
+            ln, q = read_varint(r.data, q)
+        except (IndexError, ValueError):
+            continue
+        if q + ln <= len(r.data):
+            out.append((packet, off, bytes(r.data[q : q + ln])))
+    return out
+
+
+def quic_crypto_frames(analysis: Analysis, source, fr: Frame, r: DecryptedQuic, a: int) -> list[tuple[int, int, bytes]] | None:
+    """The CRYPTO frames of ``fr``'s handshake stream (its connection, direction and packet
+    type) up to ``fr``, the frame at ``a`` of the decrypted QUIC packet ``r`` (of the packet
+    shown): (packet, stream offset, data) each, in capture order, the earlier packets decrypted
+    again (``decrypted_quic``; the packet shown stays the one it keeps).  None where one of
+    them cannot be, or they are more than ``CRYPTO_PACKETS_MAX``."""
+    from bisect import bisect_left
+
+    level = (fr.fields or {}).get("packet_type")
+    key = (fr.connection, fr.direction, level)
+    pkts = _crypto_packets(analysis).get(key, [])
+    earlier = pkts[: bisect_left(pkts, fr.packet)]
+    if len(earlier) > CRYPTO_PACKETS_MAX:
+        return None
+    kept = analysis.__dict__.get("_wf_quic_last")
+    out: list[tuple[int, int, bytes]] = []
+    try:
+        for p in earlier:
+            for rr in decrypted_quic(analysis, source, p):
+                if (rr.connection, rr.direction, rr.packet_type) == key:
+                    if rr.error:
+                        return None
+                    out += _crypto_frames_in(rr, p)
+        analysis.__dict__["_wf_quic_last"] = kept
+        for rr in decrypted_quic(analysis, source, fr.packet):  # (the packet shown: kept, not read again)
+            if rr is r:
+                break
+            if (rr.connection, rr.direction, rr.packet_type) == key and not rr.error:
+                out += _crypto_frames_in(rr, fr.packet)
+    except Exception:  # noqa: BLE001 - the tree shows what the frame alone holds
+        return None
+    finally:
+        analysis.__dict__["_wf_quic_last"] = kept
+    return out + _crypto_frames_in(r, fr.packet, a)
 
 
 def _udp_payload(analysis: Analysis, source, n: int) -> bytes | str:

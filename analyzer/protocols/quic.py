@@ -540,7 +540,8 @@ def frame_node(node: Node, fr: Frame) -> Node | None:
     return node
 
 
-def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: int, h3: bool) -> None:
+def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: int, h3: bool,
+                      level_frames: Callable[[], list[tuple[int, int, bytes]] | None] | None = None) -> None:
     """tshark's fields of a decrypted QUIC frame that carries error codes or connection IDs
     (RESET_STREAM, STOP_SENDING, CONNECTION_CLOSE, NEW_CONNECTION_ID, RETIRE_CONNECTION_ID),
     with their bytes in the "Decrypted QUIC" tab ``source`` (``data[a:b]``: the frame).
@@ -556,7 +557,7 @@ def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: 
         insert_before_facts(fn, [n])
         return
     if t == 0x06 and 0 <= a < b <= len(data):
-        _crypto_handshake(fn, data, a, b, source)
+        _crypto_handshake(fn, data, a, b, source, level_frames)
         return
     if t not in (0x04, 0x05, 0x18, 0x19, 0x1C, 0x1D) or not 0 <= a < b <= len(data):
         return
@@ -618,13 +619,153 @@ def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: 
     fn.children[at:at] = kids
 
 
-def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int) -> None:
-    """The TLS handshake messages a CRYPTO frame (``data[a:b]``) holds whole from the start of
-    its level's stream (offset 0), as tshark's ``TLSv1.3 Record Layer: Handshake Protocol: …``
-    node under the frame, with their bytes in the "Decrypted QUIC" tab ``source``.  Messages that
-    go on in later frames (tshark reassembles them there) are left out."""
+# tshark's reassembly of a handshake stream (a connection's CRYPTO frames of one direction and
+# packet type): the bytes held at once are bounded (a hostile stream of far offsets, or a message
+# that claims 16 MB, shows its frames but no reassembled message)
+CRYPTO_HOLD_MAX = 1 << 18  # bytes of out-of-order CRYPTO frames held, waiting for a gap to fill
+HANDSHAKE_MESSAGE_MAX = 1 << 18  # a handshake message reassembled from several deliveries, at most
+
+
+class CryptoDelivery(NamedTuple):
+    """What tshark's QUIC layer hands its TLS layer at one CRYPTO frame: the bytes from stream
+    offset ``offset`` on, made of ``parts`` ((packet, length) of each CRYPTO frame in it, in
+    offset order: more than one when out-of-order frames were reassembled)."""
+
+    offset: int
+    data: bytes
+    parts: tuple[tuple[int, int], ...]
+
+
+def crypto_deliveries(frames: list[tuple[int, int, bytes]]) -> list[CryptoDelivery | None]:
+    """tshark 4.0's QUIC CRYPTO reassembly over one handshake stream's frames ((packet, stream
+    offset, data) in capture order): per frame, what is handed to TLS there, or None.  A frame
+    at the next expected offset with none held is handed on as it is (TLS reassembles a message
+    it cuts: ``handshake_pieces``); one beyond it is held, with those that follow, until the held
+    frames run without a gap from the expected offset (Chrome scatters its ClientHello over
+    many frames and two packets: handed on, all together, at the one that fills the last gap);
+    data already handed on (a retransmission) hands on nothing."""
+    out: list[CryptoDelivery | None] = []
+    expected = 0
+    held: list[tuple[int, int, bytes]] = []  # (offset, packet, data)
+    size = 0
+    for pkt, off, data in frames:
+        end = off + len(data)
+        if end <= expected:
+            out.append(None)
+            continue
+        if off <= expected and not held:
+            d = data[expected - off :]
+            out.append(CryptoDelivery(expected, d, ((pkt, len(d)),)))
+            expected = end
+            continue
+        size += len(data)
+        if size > CRYPTO_HOLD_MAX:  # (beyond the budget: nothing more is reassembled on this stream)
+            held.clear()
+            expected = 1 << 62
+            out.append(None)
+            continue
+        held.append((off, pkt, data))
+        pos, pieces, parts = expected, [], []
+        for o, p, d in sorted(held, key=lambda h: h[0]):
+            if o > pos:
+                break
+            if o + len(d) > pos:
+                pieces.append(d[pos - o :])
+                parts.append((p, o + len(d) - pos))
+                pos = o + len(d)
+        else:
+            out.append(CryptoDelivery(expected, b"".join(pieces), tuple(parts)))
+            expected, held, size = pos, [], 0
+            continue
+        out.append(None)
+    return out
+
+
+class HandshakePiece(NamedTuple):
+    """A handshake message, or a part of one, in a delivery: ``kind`` "whole", "first" (it goes
+    on in a later delivery), "middle" or "last"; its type, where it lies in the delivery
+    (``start``, ``size``); a "last" one's whole message (``body``: after its 4-byte header) and
+    the deliveries it was reassembled from (``fragments``: (packet, bytes) each)."""
+
+    kind: str
+    type: int
+    start: int
+    size: int
+    body: bytes = b""
+    fragments: tuple[tuple[int, int], ...] = ()
+
+
+def handshake_pieces(deliveries: list[tuple[int, bytes]]) -> list[list[HandshakePiece]]:
+    """tshark's TLS handshake reassembly over a handshake stream's deliveries ((packet, bytes)
+    each, in order): per delivery, its messages and parts of messages.  A message longer than
+    ``HANDSHAKE_MESSAGE_MAX`` is shown as its first part, and nothing after it on the stream."""
+    out: list[list[HandshakePiece]] = []
+    # the message going on: (type, whole length with its 4-byte header: -1 while the header
+    # itself is cut, its bytes so far, (packet, bytes) of each delivery that brought some)
+    pend: tuple[int, int, bytearray, list[tuple[int, int]]] | None = None
+    dead = False
+    for pkt, data in deliveries:
+        pieces: list[HandshakePiece] = []
+        out.append(pieces)
+        if dead:
+            continue
+        p, n = 0, len(data)
+        if pend is not None:
+            t, whole, got, frags = pend
+            if whole < 0:  # (its header cut: completed first)
+                p = min(n, 4 - len(got))
+                got += data[:p]
+                if len(got) == 4:
+                    whole = 4 + int.from_bytes(got[1:4], "big")
+            if whole > HANDSHAKE_MESSAGE_MAX:
+                dead = True
+                continue
+            if whole >= 0:
+                k = min(n - p, whole - len(got))
+                got += data[p : p + k]
+                p += k
+            frags.append((pkt, p))
+            if len(got) == whole:
+                pieces.append(HandshakePiece("last", t, 0, p, bytes(got[4:]), tuple(frags)))
+                pend = None
+            else:
+                pieces.append(HandshakePiece("middle", t, 0, p))
+                pend = (t, whole, got, frags)
+        while p < n:
+            t = data[p]
+            if n - p < 4:  # (a message header cut by the delivery: its length comes with the next)
+                pend = (t, -1, bytearray(data[p:]), [(pkt, n - p)])
+                pieces.append(HandshakePiece("first", t, p, n - p))
+                break
+            ln = int.from_bytes(data[p + 1 : p + 4], "big")
+            if p + 4 + ln <= n:
+                pieces.append(HandshakePiece("whole", t, p, 4 + ln, bytes(data[p + 4 : p + 4 + ln])))
+                p += 4 + ln
+                continue
+            pieces.append(HandshakePiece("first", t, p, n - p))
+            if 4 + ln > HANDSHAKE_MESSAGE_MAX:
+                dead = True
+            else:
+                pend = (t, 4 + ln, bytearray(data[p:]), [(pkt, n - p)])
+            break
+    return out
+
+
+def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int,
+                      level_frames: Callable[[], list[tuple[int, int, bytes]] | None] | None = None) -> None:
+    """The TLS handshake a CRYPTO frame (``data[a:b]``) hands on, as tshark shows it under the
+    frame: where tshark reassembled out-of-order frames, ``[N Reassembled QUIC CRYPTO Data
+    Fragments (…)]``; then ``TLSv1.3 Record Layer: Handshake Protocol: …`` with each message
+    whole in what is handed on, a message's ``(fragment)`` that goes on in a later one, and
+    where one ends its ``(last fragment)``, ``[N Reassembled Handshake Fragments (…)]`` and the
+    whole message.  ``level_frames``: the handshake stream's CRYPTO frames up to this one
+    ((packet, offset, data) each, this one last; None where earlier packets cannot be read
+    again: then only what this frame holds from offset 0).  Lines of what this frame's own bytes
+    hold are placed in the "Decrypted QUIC" tab ``source``; a reassembled message's lines have
+    no bytes (tshark shows them in a tab of their own)."""
     from wirefall.analyzer.detail import Node as _Node, insert_before_facts
-    from wirefall.dissectors.tls import parse_handshake_messages
+
+    from wirefall.dissectors.tls import HRR_RANDOM
 
     from .tls import handshake_nodes, handshake_title
 
@@ -634,25 +775,80 @@ def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int) -> Non
         ln, q = _varint(data, q)
     except IndexError:
         return
-    if off != 0 or q + ln > b:
+    if q + ln > b:
         return
-    msgs, rest = parse_handshake_messages(bytes(data[q : q + ln]))
-    if not msgs:
+    own = bytes(data[q : q + ln])
+    frames = level_frames() if level_frames is not None else None
+    if not frames or frames[-1][1:] != (off, own):
+        frames = [(-1, off, own)]
+    deliveries = crypto_deliveries(frames)
+    got = deliveries[-1]
+    if got is None:
         return
-    whole = sum(4 + len(body) for _t, body in msgs)
-    frag = rest[0] if rest else None  # (a message going on in a later frame: "(fragment)", as tshark's)
+    handed = [(frames[i][0], d.data) for i, d in enumerate(deliveries) if d is not None]
+    pieces = handshake_pieces(handed)[-1]
+    if not pieces:
+        return
+    placed = len(got.parts) == 1  # (the delivery is this frame's bytes, from q + skip)
+    at = q + (got.offset - off) if placed else -1
 
     def add(parent, text: str, start: int, size: int, abbrev: str | None = None, value=None):
-        n = _Node(text, [], q + start, q + start + size, abbrev, None if value is None else str(value), source)
+        s = at + start if placed and start >= 0 else -1
+        n = _Node(text, [], s, s + size if s >= 0 else -1, abbrev, None if value is None else str(value), source if s >= 0 else 0)
         parent.children.append(n)
         return n
-    rec = _Node(f"TLSv1.3 Record Layer: {handshake_title(msgs if frag is None else [*msgs, (frag, b'')])}", [], q, q + ln, None, None,
-                source)
-    handshake_nodes(rec, msgs, add, False, True)
-    if frag is not None:
-        name = handshake_title([(frag, b"")]).split(": ", 1)[1]
-        add(rec, f"Handshake Protocol: {name} (fragment)", whole, ln - whole)
-    insert_before_facts(fn, [rec])
+
+    def unplaced(parent, text: str, start: int, size: int, abbrev: str | None = None, value=None):
+        n = _Node(text, [], -1, -1, abbrev, None if value is None else str(value))
+        parent.children.append(n)
+        return n
+
+    def word(t: int) -> str:
+        return handshake_title([(t, b"")]).split(": ", 1)[1]
+
+    def hrr(k: HandshakePiece) -> bool:  # (a ServerHello with HelloRetryRequest's random: tshark's words for it)
+        return k.type == 2 and k.body[2:34] == HRR_RANDOM
+
+    out: list = []
+    if not placed:  # tshark's QUIC reassembly of the frames handed on together
+        total = sum(m for _p, m in got.parts)
+        rn = _Node(f"[{len(got.parts)} Reassembled QUIC CRYPTO Data Fragments ({total} bytes): "
+                   + ", ".join(f"#{p}({m})" for p, m in got.parts) + "]", [], -1, -1)
+        pos = 0
+        for p, m in got.parts:
+            rn.children.append(_Node(f"[Frame: {p}, payload: {pos}-{pos + m - 1} ({m} byte{'s' if m != 1 else ''})]", [], -1, -1))
+            pos += m
+        rn.children.append(_Node(f"[Fragment count: {len(got.parts)}]", [], -1, -1))
+        out.append(rn)
+    if len(pieces) == 1 and pieces[0].kind != "whole":
+        k = pieces[0]
+        head = {"first": f"Handshake Protocol: {word(k.type)} (fragment)", "last": f"Handshake Protocol: {word(k.type)}",
+                "middle": "Handshake Protocol: Multiple Handshake Messages"}[k.kind]
+    else:
+        head = handshake_title([(k.type, k.body) for k in pieces], any(map(hrr, pieces)))
+    rec = _Node(f"TLSv1.3 Record Layer: {head}", [], at if placed else -1, at + len(got.data) if placed else -1, None, None,
+                source if placed else 0)
+    for k in pieces:
+        if k.kind == "whole":
+            sub = _Node("", [], -1, -1)
+            handshake_nodes(sub, [(k.type, k.body)], lambda parent, text, start, size, abbrev=None, value=None, _k=k:
+                            add(parent, text, _k.start + start, size, abbrev, value), hrr(k), True)
+            rec.children += sub.children
+        elif k.kind in ("first", "middle"):
+            add(rec, f"Handshake Protocol: {word(k.type)} (fragment)", k.start, k.size)
+        else:
+            add(rec, f"Handshake Protocol: {word(k.type)} (last fragment)", k.start, k.size)
+            whole = sum(m for _p, m in k.fragments)
+            fr_node = unplaced(rec, f"[{len(k.fragments)} Reassembled Handshake Fragments ({whole} bytes): "
+                               + ", ".join(f"#{p}({m})" for p, m in k.fragments) + "]", -1, 0)
+            pos = 0
+            for p, m in k.fragments:
+                unplaced(fr_node, f"[Frame: {p}, payload: {pos}-{pos + m - 1} ({m} byte{'s' if m != 1 else ''})]", -1, 0)
+                pos += m
+            unplaced(fr_node, f"[Handshake Fragment count: {len(k.fragments)}]", -1, 0)
+            handshake_nodes(rec, [(k.type, k.body)], unplaced, hrr(k), True)
+    out.append(rec)
+    insert_before_facts(fn, out)
 
 
 def error_label(fr: Frame, h3: bool) -> str | None:
