@@ -58,14 +58,15 @@ CAPTURES = {
     "quic-illustrated": (("shared", "quic-illustrated/capture.pcap", "quic-illustrated/keylog.txt"), 2,
                          ("Parameter: max_udp_payload_size", "original_destination_connection_id: ")),
     # no key log: its Initial packets decrypt from the client's DCID
-    "retina-quic": (("shared", "retina/quic.pcap", None), 3,
+    "retina-quic": (("shared", "retina/quic.pcap", None), 9,
                     ("Parameter: Unknown 0xff73db (len=12)", "Google QUIC version: 1 (0x00000001)", "Google Initial RTT: ",
                      "Initial Source Connection ID: <MISSING>", "PSK Identity (length: ", "Obfuscated Ticket Age: ")),
     "retina-retry": (("shared", "retina/quic_retry.pcapng", None), 2, ("Parameter: ",)),
     # QUIC draft-29: the drafts' extension type, 0xffa5 (key log inside the pcapng)
     "ngtcp2-29": (("shared", "pcap2qlog/ngtcp2-29-dsb.pcapng", None), 2,
                   ("Extension: quic_transport_parameters (drafts version) (len=", "Retry Source Connection ID: ")),
-    "amazon": (("shared", "pageload-amazon/amazon1.cap.gz", "pageload-amazon/amazon1.key_log.txt.gz"), 4, ("Parameter: ",)),
+    # (session 36: Chrome's ClientHellos reassembled from their scattered CRYPTO frames, all compared)
+    "amazon": (("shared", "pageload-amazon/amazon1.cap.gz", "pageload-amazon/amazon1.key_log.txt.gz"), 8, ("Parameter: ",)),
     # a client's pre_shared_key (TLS 1.3 resumption), over TCP
     "tls13_resumed": (("sample", "tls/tls13_resumed.pcap", "tls/tls13_resumed.keys"), 2,
                       ("Identities Length: 214", "PSK Identity (length: 208)", "PSK Binders length: 49", "PSK Binders")),
