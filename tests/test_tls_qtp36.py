@@ -33,10 +33,10 @@ from fuzz.profiles import fuzz_settings
 from wirefall.analyzer.capture import PacketSource
 from wirefall.analyzer.detail import Node, _filterable, packet_detail
 from wirefall.analyzer.pipeline import analyze
-from wirefall.analyzer.protocols.tls import _extensions
 
 import pdml
 from conftest import capture_and_keys
+from test_tls_ext35 import _tree  # (the nodes _extensions writes for a list of extensions)
 
 HEADS = ("Extension: quic_transport_parameters", "Extension: pre_shared_key")
 # a line: (words, offset from the extension's first byte, length, depth under the extension, field name)
@@ -385,17 +385,6 @@ def test_a_servers_google_versions():
 
 # ---------------------------------------------------------------- hostile bytes
 
-def _tree(exts: bytes, msg: int = 1) -> list[Node]:
-    """The nodes ``_extensions`` writes for these extensions (offsets from the list's length)."""
-    body = len(exts).to_bytes(2, "big") + exts
-    top = Node("hello")
-
-    def add(parent, text, start, size, abbrev=None, value=None):
-        n = Node(text, [], start, start + size, abbrev, value)
-        parent.children.append(n)
-        return n
-    _extensions(top, body, 0, 0, add, msg)
-    return list(top.walk())[1:]
 
 
 def _inside(nodes: list[Node], size: int) -> None:
