@@ -1259,7 +1259,7 @@ def _transport_and_frames(out: list[Node], analysis: Analysis, source, number: i
                 # the frame's bytes in its packet's "Decrypted QUIC" tab
                 k, r = qhit
                 j = qseen[key] = qseen.get(key, -1) + 1
-                a, b = r.frame_span(j)
+                a, b = _quic_frame_span(r, j, fr)
                 if a >= 0:
                     fn.source, fn.start, fn.end = k, a, b
                     if fr.type == "STREAM" and fr.offset >= 0 and b - fr.length >= a:
@@ -2071,19 +2071,68 @@ def decrypted_quic(analysis: Analysis, source, n: int) -> list[DecryptedQuic]:
 CRYPTO_PACKETS_MAX = 64
 
 
+def _quic_frame_span(r: DecryptedQuic, j: int, fr: Frame) -> tuple[int, int]:
+    """Where QUIC frame ``fr`` lies in its decrypted packet ``r``: the ``j``-th frame's bytes when
+    they are its (its type; a CRYPTO frame's offset, a STREAM frame's stream), else the first
+    frame of ``r`` that is (past the budget ``quic_frames_listed`` a datagram's data-free frames
+    of one type are one Frame, which shifts the frames after it: a CRYPTO frame's bytes were
+    then another frame's); (-1, -1) when none is."""
+    f = fr.fields or {}
+    t = f.get("frame_type")
+
+    def its(a: int) -> bool:
+        if a < 0:
+            return False
+        if not isinstance(t, int):
+            return True  # (no type to check: the position's)
+        d = r.data
+        try:
+            ft, q = quic_varint(d, a)
+            if ft != t:
+                return False
+            if t == 0x06:
+                return quic_varint(d, q)[0] == f.get("offset")
+            if 0x08 <= t <= 0x0F:
+                sid, q = quic_varint(d, q)
+                return sid == fr.stream_id and (not t & 0x04 or fr.offset < 0 or quic_varint(d, q)[0] == fr.offset)
+        except IndexError:
+            return False
+        return True
+
+    from .protocols.quic import _varint as quic_varint
+
+    a, b = r.frame_span(j)
+    if its(a):
+        return a, b
+    for i, s0 in enumerate(r.starts):
+        if its(s0):
+            return r.frame_span(i)
+    return -1, -1
+
+
+# a handshake stream's CRYPTO frames reassembled for the tree, at most (a handshake takes tens;
+# more — hostile one-byte frames — and the frame shows its own lines only)
+CRYPTO_FRAMES_MAX = 1024
+
+
 def _crypto_packets(analysis: Analysis) -> dict[tuple, list[int]]:
     """(connection, direction, packet type) -> the packets with CRYPTO frames of that handshake
-    stream, in order: one walk of the frames, kept while the analysis does not grow."""
+    stream, in order: one walk of the frames, kept while the analysis does not grow (the frames
+    counted before the walk: a live capture's loader may add more meanwhile)."""
+    from itertools import islice
+
+    frames = analysis.frames
+    n = len(frames)
     held = analysis.__dict__.get("_wf_crypto_packets")
-    if held is not None and held[0] == len(analysis.frames):
+    if held is not None and held[0] == n:
         return held[1]
     out: dict[tuple, list[int]] = {}
-    for f in analysis.frames:
+    for f in islice(frames, n):
         if f.type == "CRYPTO" and f.protocol == "quic":
             lst = out.setdefault((f.connection, f.direction, (f.fields or {}).get("packet_type")), [])
             if not lst or lst[-1] != f.packet:
                 lst.append(f.packet)
-    analysis.__dict__["_wf_crypto_packets"] = (len(analysis.frames), out)
+    analysis.__dict__["_wf_crypto_packets"] = (n, out)
     return out
 
 
@@ -2118,30 +2167,43 @@ def quic_crypto_frames(analysis: Analysis, source, fr: Frame, r: DecryptedQuic, 
 
     level = (fr.fields or {}).get("packet_type")
     key = (fr.connection, fr.direction, level)
-    pkts = _crypto_packets(analysis).get(key, [])
-    earlier = pkts[: bisect_left(pkts, fr.packet)]
-    if len(earlier) > CRYPTO_PACKETS_MAX:
-        return None
-    kept = analysis.__dict__.get("_wf_quic_last")
-    out: list[tuple[int, int, bytes]] = []
+    # the frames of the packets before this one: read again once for all the CRYPTO frames of
+    # the packet shown (its tree asks for each), not once each
+    memo = analysis.__dict__.get("_wf_crypto_before")
+    if memo is not None and memo[0] == (key, fr.packet, source):
+        out = memo[1]
+    else:
+        pkts = _crypto_packets(analysis).get(key, [])
+        earlier = pkts[: bisect_left(pkts, fr.packet)]
+        if len(earlier) > CRYPTO_PACKETS_MAX:
+            return None
+        kept = analysis.__dict__.get("_wf_quic_last")
+        out = []
+        try:
+            for p in earlier:
+                for rr in decrypted_quic(analysis, source, p):
+                    if (rr.connection, rr.direction, rr.packet_type) == key:
+                        if rr.error:
+                            return None
+                        out += _crypto_frames_in(rr, p)
+        except Exception:  # noqa: BLE001 - the tree shows what the frame alone holds
+            return None
+        finally:
+            analysis.__dict__["_wf_quic_last"] = kept
+        analysis.__dict__["_wf_crypto_before"] = ((key, fr.packet, source), out)
+    now: list[tuple[int, int, bytes]] = []
     try:
-        for p in earlier:
-            for rr in decrypted_quic(analysis, source, p):
-                if (rr.connection, rr.direction, rr.packet_type) == key:
-                    if rr.error:
-                        return None
-                    out += _crypto_frames_in(rr, p)
-        analysis.__dict__["_wf_quic_last"] = kept
-        for rr in decrypted_quic(analysis, source, fr.packet):  # (the packet shown: kept, not read again)
-            if rr is r:
+        for rr in decrypted_quic(analysis, source, fr.packet):  # (the packet shown: its rows kept, not read again)
+            if (rr.connection, rr.direction, rr.index) == (r.connection, r.direction, r.index):
                 break
-            if (rr.connection, rr.direction, rr.packet_type) == key and not rr.error:
-                out += _crypto_frames_in(rr, fr.packet)
-    except Exception:  # noqa: BLE001 - the tree shows what the frame alone holds
+            if (rr.connection, rr.direction, rr.packet_type) == key:
+                if rr.error:
+                    return None
+                now += _crypto_frames_in(rr, fr.packet)
+    except Exception:  # noqa: BLE001
         return None
-    finally:
-        analysis.__dict__["_wf_quic_last"] = kept
-    return out + _crypto_frames_in(r, fr.packet, a)
+    got = out + now + _crypto_frames_in(r, fr.packet, a)
+    return got if len(got) <= CRYPTO_FRAMES_MAX else None
 
 
 def _udp_payload(analysis: Analysis, source, n: int) -> bytes | str:

@@ -181,3 +181,67 @@ def test_hostile_streams_never_raise(seed):
     for x, p in zip(handed, pcs):
         assert sum(k.size for k in p) <= len(x.data)
         assert all(k.start + k.size <= len(x.data) for k in p)
+
+
+# ------------------------------------------------------------------ crafted (scripts/hostile/quic_inputs.py)
+
+def _hostile():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "hostile"))
+    import quic_inputs
+
+    return quic_inputs
+
+
+def _write(tmp_path, built) -> tuple[str, str]:
+    pcap, keys = built
+    (tmp_path / "c.pcap").write_bytes(pcap)
+    (tmp_path / "c.keys").write_text(keys)
+    return str(tmp_path / "c.pcap"), str(tmp_path / "c.keys")
+
+
+def test_a_helloretryrequest_cut_over_two_packets_is_tsharks(tmp_path):
+    """Reassembled, it is named as tshark names it: the record 'Hello Retry Request', the
+    fragment 'Server Hello (last fragment)' (review of session 36: was 'Server Hello')."""
+    path, keys = _write(tmp_path, _hostile().split_server_hello(30, hrr=True))
+    want = _tshark(path, keys)
+    an = analyze(path, keylogs=[keys])
+    src = PacketSource(path)
+    ours = _ours(an, src, 3)
+    assert [x for x in ours[0] if x.startswith(MUST)][:2] == [x for x in want[3][0] if x.startswith(MUST)][:2] == [
+        "TLSv1.3 Record Layer: Handshake Protocol: Hello Retry Request", "Handshake Protocol: Server Hello (last fragment)"]
+    pdml.all_there((x for x in want[3][0] if x.startswith(MUST)), (x for x in ours[0] if x.startswith(MUST)), "packet 3")
+
+
+def test_scattered_one_byte_frames_are_held_within_bounds(tmp_path):
+    """3,000 one-byte CRYPTO frames at shuffled offsets, offset 0 never sent: every frame held,
+    nothing handed on — no TLS line, as tshark — and the frames a tree reassembles are bounded
+    (``CRYPTO_HOLD_FRAMES``; review of session 36: the tree of the last packet took 70 s, the
+    held frames sorted again for each one)."""
+    from wirefall.analyzer.protocols.quic import CRYPTO_HOLD_FRAMES
+
+    path, keys = _write(tmp_path, _hostile().crypto_scatter(20, 150))
+    an = analyze(path, keylogs=[keys])
+    src = PacketSource(path)
+    ours = _ours(an, src, 20)
+    assert len(ours) == 150 and not any(x.startswith(MUST) for o in ours for x in o)
+    frames = [(1, 1 + i, b"\x01") for i in range(CRYPTO_HOLD_FRAMES + 10)]
+    d = crypto_deliveries(frames + [(2, 0, b"\x01")])
+    assert all(x is None for x in d)  # (past the bound the stream hands on nothing more, even once the gap fills)
+    assert crypto_deliveries(frames[:CRYPTO_HOLD_FRAMES - 1] + [(2, 0, b"\x01")])[-1].data == b"\x01" * CRYPTO_HOLD_FRAMES
+
+
+def test_frames_listed_as_counts_keep_the_crypto_frames_bytes(tmp_path):
+    """Past the budget quic_frames_listed a datagram's PADDING and PING frames are one Frame
+    each (with a count): the CRYPTO frames after them still read their own bytes (review of
+    session 36: the frame's position then named another frame's bytes, and amazon's
+    ClientHellos were lost)."""
+    path, keys = capture_and_keys(*CAPTURES["page-h3"], tmp_path)
+    src = PacketSource(path)
+    full = analyze(path, keylogs=[keys])
+    counted = analyze(path, keylogs=[keys], limits={"quic_frames_listed": 0})
+    assert any((f.fields or {}).get("count", 1) > 1 for f in counted.frames if f.packet == 2)  # (the budget did count)
+    assert _ours(full, src, 2) == [o for o in _ours(counted, src, 2) if o[0].startswith("Frame Type: CRYPTO")]
+    assert any("Reassembled QUIC CRYPTO Data Fragments" in x for o in _ours(counted, src, 2) for x in o)

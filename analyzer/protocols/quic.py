@@ -623,6 +623,7 @@ def frame_field_nodes(fn: Node, fr: Frame, data: bytes, a: int, b: int, source: 
 # packet type): the bytes held at once are bounded (a hostile stream of far offsets, or a message
 # that claims 16 MB, shows its frames but no reassembled message)
 CRYPTO_HOLD_MAX = 1 << 18  # bytes of out-of-order CRYPTO frames held, waiting for a gap to fill
+CRYPTO_HOLD_FRAMES = 512  # and frames (Chrome scatters a ClientHello over ~15)
 HANDSHAKE_MESSAGE_MAX = 1 << 18  # a handshake message reassembled from several deliveries, at most
 
 
@@ -644,9 +645,12 @@ def crypto_deliveries(frames: list[tuple[int, int, bytes]]) -> list[CryptoDelive
     frames run without a gap from the expected offset (Chrome scatters its ClientHello over
     many frames and two packets: handed on, all together, at the one that fills the last gap);
     data already handed on (a retransmission) hands on nothing."""
+    from bisect import insort
+
     out: list[CryptoDelivery | None] = []
     expected = 0
-    held: list[tuple[int, int, bytes]] = []  # (offset, packet, data)
+    held: list[tuple[int, int, int, bytes]] = []  # (offset, arrival, packet, data), by offset
+    reach, run = 0, 0  # held[:run] run without a gap from ``expected`` to ``reach``
     size = 0
     for pkt, off, data in frames:
         end = off + len(data)
@@ -659,25 +663,30 @@ def crypto_deliveries(frames: list[tuple[int, int, bytes]]) -> list[CryptoDelive
             expected = end
             continue
         size += len(data)
-        if size > CRYPTO_HOLD_MAX:  # (beyond the budget: nothing more is reassembled on this stream)
+        if size > CRYPTO_HOLD_MAX or len(held) >= CRYPTO_HOLD_FRAMES:  # (beyond the budget: nothing more is reassembled here)
             held.clear()
             expected = 1 << 62
             out.append(None)
             continue
-        held.append((off, pkt, data))
-        pos, pieces, parts = expected, [], []
-        for o, p, d in sorted(held, key=lambda h: h[0]):
-            if o > pos:
-                break
+        if not held:
+            reach, run = expected, 0
+        insort(held, (off, len(held), pkt, data))  # (beyond ``reach``: after the run; else within or just after it)
+        if off <= reach:  # (the run grows by it, and by the held frames it now joins)
+            reach, run = max(reach, end), run + 1
+            while run < len(held) and held[run][0] <= reach:
+                reach = max(reach, held[run][0] + len(held[run][3]))
+                run += 1
+        if run < len(held):
+            out.append(None)
+            continue
+        pieces, parts, pos = [], [], expected
+        for o, _a, p, d in held:
             if o + len(d) > pos:
                 pieces.append(d[pos - o :])
                 parts.append((p, o + len(d) - pos))
                 pos = o + len(d)
-        else:
-            out.append(CryptoDelivery(expected, b"".join(pieces), tuple(parts)))
-            expected, held, size = pos, [], 0
-            continue
-        out.append(None)
+        out.append(CryptoDelivery(expected, b"".join(pieces), tuple(parts)))
+        expected, held, size = pos, [], 0
     return out
 
 
@@ -822,7 +831,7 @@ def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int,
         out.append(rn)
     if len(pieces) == 1 and pieces[0].kind != "whole":
         k = pieces[0]
-        head = {"first": f"Handshake Protocol: {word(k.type)} (fragment)", "last": f"Handshake Protocol: {word(k.type)}",
+        head = {"first": f"Handshake Protocol: {word(k.type)} (fragment)", "last": handshake_title([(k.type, k.body)], hrr(k)),
                 "middle": "Handshake Protocol: Multiple Handshake Messages"}[k.kind]
     else:
         head = handshake_title([(k.type, k.body) for k in pieces], any(map(hrr, pieces)))

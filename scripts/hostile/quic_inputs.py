@@ -321,6 +321,34 @@ def qpack_long_value(length: int = 500_000, huffman: bool = False) -> tuple[byte
     return capture([(conn, dg)])
 
 
+def crypto_scatter(packets: int, per: int, start: int = 1, seed: int = 2) -> tuple[bytes, str]:
+    """A client Initial CRYPTO stream of one-byte frames at shuffled offsets from ``start`` on
+    (1: offset 0 never comes, so a reader that reassembles holds every frame), ``per`` frames
+    a packet, ``packets`` packets (the detail tree of the last one reassembles the stream)."""
+    import random
+
+    rnd = random.Random(seed)
+    conn = Connection(1)
+    offs = list(range(start, start + packets * per))
+    rnd.shuffle(offs)
+    dg = [(0, conn.initial_packet(0, b"".join(crypto_frame(o, b"\x01") for o in offs[k * per : (k + 1) * per])))
+          for k in range(packets)]
+    return capture([(conn, dg)], sample=False)
+
+
+def split_server_hello(cut: int, hrr: bool = False) -> tuple[bytes, str]:
+    """A ClientHello, then the server's ServerHello (HelloRetryRequest's, with ``hrr``) cut
+    at byte ``cut`` over two Initial packets: a handshake message a reader reassembles from
+    two CRYPTO frames."""
+    from wirefall.dissectors.tls import HRR_RANDOM
+
+    conn = Connection(1)
+    sh = server_hello(HRR_RANDOM if hrr else bytes(31) + b"\x01")
+    dg = [(0, conn.initial_packet(0, crypto_frame(0, client_hello(conn.random)))),
+          (1, conn.initial_packet(1, crypto_frame(0, sh[:cut]))), (1, conn.initial_packet(1, crypto_frame(cut, sh[cut:])))]
+    return capture([(conn, dg)], sample=False)
+
+
 BUILDERS = {
     "qpack_bomb_initial": lambda: qpack_bomb(540, "initial"),  # ~154 KB of QPACK, as in the finding
     "qpack_bomb_1rtt": lambda: qpack_bomb(540, "1rtt"),
@@ -331,6 +359,8 @@ BUILDERS = {
     "ack_ranges": lambda: ping_flood(2_000_000, "acks"),
     "qpack_long_value": lambda: qpack_long_value(500_000),
     "qpack_long_value_huffman": lambda: qpack_long_value(500_000, huffman=True),
+    "crypto_scatter": lambda: crypto_scatter(20, 150),
+    "split_hrr": lambda: split_server_hello(30, hrr=True),
 }
 
 
