@@ -293,19 +293,25 @@ def handshake_nodes(node, msgs: list, add, hrr: bool, tls13: bool) -> None:
     (``record_node``) and a QUIC CRYPTO frame's (``analyzer.protocols.quic``)."""
     p = 0
     for t, body in msgs:
+        end = p + 4 + len(body)
+
+        def inside(parent, text: str, start: int, size: int, *more, _end=end):
+            # (a length a hostile message gives past its own end: the line's bytes cut to the message)
+            return add(parent, text, start, max(0, min(size, _end - start)), *more)
+
         name = handshake_title([(t, body)], hrr).split(": ", 1)[1]
         m = add(node, f"Handshake Protocol: {name}", p, 4 + len(body))
         add(m, f"Handshake Type: {_HS_WORDS.get(t, name)} ({t})", p, 1, "tls.handshake.type", t)
         add(m, f"Length: {len(body)}", p + 1, 3, "tls.handshake.length", len(body))
         if t in (1, 2):
-            _hello_nodes(m, body, p + 4, t == 1, add, hrr)
+            _hello_nodes(m, body, p + 4, t == 1, inside, hrr)
         elif t == 8:  # EncryptedExtensions
-            _extensions(m, body, 0, p + 4, add, 8)
+            _extensions(m, body, 0, p + 4, inside, 8)
         elif t == 4 and tls13 and len(body) >= 9:  # NewSessionTicket: lifetime, age add, nonce, ticket, extensions
             q = 9 + body[8]
             if q + 2 <= len(body):
-                _extensions(m, body, q + 2 + int.from_bytes(body[q : q + 2], "big"), p + 4, add, 4)
-        p += 4 + len(body)
+                _extensions(m, body, q + 2 + int.from_bytes(body[q : q + 2], "big"), p + 4, inside, 4)
+        p = end
 
 
 def _hello_nodes(m, body: bytes, p: int, client: bool, add, hrr: bool = False) -> None:
