@@ -2085,21 +2085,19 @@ def _quic_frame_span(r: DecryptedQuic, j: int, fr: Frame) -> tuple[int, int]:
             return False
         if not isinstance(t, int):
             return True  # (no type to check: the position's)
-        d = r.data
+        dd = r.data
         try:
-            ft, q = quic_varint(d, a)
+            ft, q = quic_hooks._varint(dd, a)
             if ft != t:
                 return False
             if t == 0x06:
-                return quic_varint(d, q)[0] == f.get("offset")
+                return quic_hooks.crypto_frame_at(dd, a)[0] == f.get("offset")
             if 0x08 <= t <= 0x0F:
-                sid, q = quic_varint(d, q)
-                return sid == fr.stream_id and (not t & 0x04 or fr.offset < 0 or quic_varint(d, q)[0] == fr.offset)
+                sid, q = quic_hooks._varint(dd, q)
+                return sid == fr.stream_id and (not t & 0x04 or fr.offset < 0 or quic_hooks._varint(dd, q)[0] == fr.offset)
         except IndexError:
             return False
         return True
-
-    from .protocols.quic import _varint as quic_varint
 
     a, b = r.frame_span(j)
     if its(a):
@@ -2139,8 +2137,6 @@ def _crypto_packets(analysis: Analysis) -> dict[tuple, list[int]]:
 def _crypto_frames_in(r: DecryptedQuic, packet: int, upto: int | None = None) -> list[tuple[int, int, bytes]]:
     """(packet, stream offset, data) of the CRYPTO frames in a decrypted QUIC packet, in order
     (those that start before ``upto``, and the one at it, when given)."""
-    from .protocols.quic import _varint as read_varint
-
     out = []
     for s0 in r.starts:
         if upto is not None and s0 > upto:
@@ -2148,9 +2144,8 @@ def _crypto_frames_in(r: DecryptedQuic, packet: int, upto: int | None = None) ->
         if r.data[s0] != 0x06:
             continue
         try:
-            off, q = read_varint(r.data, s0 + 1)
-            ln, q = read_varint(r.data, q)
-        except (IndexError, ValueError):
+            off, q, ln = quic_hooks.crypto_frame_at(r.data, s0)
+        except IndexError:
             continue
         if q + ln <= len(r.data):
             out.append((packet, off, bytes(r.data[q : q + ln])))
@@ -2163,8 +2158,6 @@ def quic_crypto_frames(analysis: Analysis, source, fr: Frame, r: DecryptedQuic, 
     shown): (packet, stream offset, data) each, in capture order, the earlier packets decrypted
     again (``decrypted_quic``; the packet shown stays the one it keeps).  None where one of
     them cannot be, or they are more than ``CRYPTO_PACKETS_MAX``."""
-    from bisect import bisect_left
-
     level = (fr.fields or {}).get("packet_type")
     key = (fr.connection, fr.direction, level)
     # the frames of the packets before this one: read again once for all the CRYPTO frames of

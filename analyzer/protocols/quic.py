@@ -11,6 +11,7 @@ detail tree (``header_nodes``) and the display-filter fields (analyzer/fields/qu
 of it."""
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -365,6 +366,31 @@ def transport_error_name(code: int) -> str:
     return TRANSPORT_ERRORS.get(code, "Unknown")
 
 
+# packet-quic.c's quic_version_vals (a range string): (first, last, words)
+QUIC_VERSIONS = (
+    (0x00000000, 0x00000000, "Version Negotiation"), (0x00000001, 0x00000001, "1"), (0x45474700, 0x454747FF, "Quant"),
+    (0x50435130, 0x50435131, "Picoquic internal"), (0x50524F58, 0x50524F58, "Proxied QUIC (PROX)"),
+    (0x51303433, 0x51303433, "Google Q043"), (0x51303434, 0x51303434, "Google Q044"), (0x51303436, 0x51303436, "Google Q046"),
+    (0x51303530, 0x51303530, "Google Q050"), (0x51474F00, 0x51474FFF, "QGO (QUIC GO)"), (0x54303530, 0x54303530, "Google T050"),
+    (0x54303531, 0x54303531, "Google T051"), (0x91C17000, 0x91C170FF, "Quicly"), (0xABCD0000, 0xABCD000F, "MsQuic"),
+    (0xF0F0F0F0, 0xF0F0F0FF, "ETH Z\u00fcrich (Measurability experiments)"),
+    (0xF0F0F1F0, 0xF0F0F1FF, "Telecom Italia (Measurability experiments)"), (0xF123F0C0, 0xF123F0CF, "MozQuic"),
+    (0xFACEB001, 0xFACEB001, "Facebook mvfst (draft-22)"), (0xFACEB002, 0xFACEB002, "Facebook mvfst (draft-27)"),
+    (0xFACEB003, 0xFACEB00D, "Facebook mvfst"), (0xFACEB00E, 0xFACEB00E, "Facebook mvfst (Experimental)"),
+    (0xFACEB00F, 0xFACEB00F, "Facebook mvfst"),
+    *((0xFF000000 + k, 0xFF000000 + k, f"draft-{k:02d}") for k in range(4, 35)),
+    (0xFF020000, 0xFF020000, "v2-draft-00"), (0x709A50C4, 0x709A50C4, "v2-draft-01"), (0x6B3343CF, 0x6B3343CF, "2"),
+)
+
+
+
+
+def version_words(v: int) -> str:
+    """A QUIC version's words in tshark 4.0's table (``QUIC_VERSIONS``): ``1``, ``draft-29``,
+    ``Google Q050``, ``Unknown``."""
+    return next((w for lo, hi, w in QUIC_VERSIONS if lo <= v <= hi), "Unknown")
+
+
 def version_label(v: int) -> str:
     """tshark's Version text: ``1 (0x00000001)``, ``draft-29 (0xff00001d)``."""
     if v == 0:
@@ -627,6 +653,30 @@ CRYPTO_HOLD_FRAMES = 512  # and frames (Chrome scatters a ClientHello over ~15)
 HANDSHAKE_MESSAGE_MAX = 1 << 18  # a handshake message reassembled from several deliveries, at most
 
 
+def crypto_frame_at(d: bytes, a: int) -> tuple[int, int, int]:
+    """The CRYPTO frame at ``d[a]`` (its type byte): (stream offset, where its data starts, its
+    length); IndexError where ``d`` cuts the header."""
+    off, p = _varint(d, a + 1)
+    ln, p = _varint(d, p)
+    return off, p, ln
+
+
+def _fragments_node(what: str, count_words: str, parts) -> Node:
+    """tshark's list of the pieces a reassembly put together, ``parts`` ((packet, bytes) each):
+    ``[3 Reassembled QUIC CRYPTO Data Fragments (462 bytes): #2(274), …]`` with a ``[Frame: 2,
+    payload: 0-273 (274 bytes)]`` line each and ``[Fragment count: 3]``."""
+    from wirefall.analyzer.detail import Node as _Node
+
+    total = sum(m for _p, m in parts)
+    node = _Node(f"[{len(parts)} Reassembled {what} ({total} bytes): " + ", ".join(f"#{p}({m})" for p, m in parts) + "]", [], -1, -1)
+    pos = 0
+    for p, m in parts:
+        node.children.append(_Node(f"[Frame: {p}, payload: {pos}-{pos + m - 1} ({m} byte{'s' if m != 1 else ''})]", [], -1, -1))
+        pos += m
+    node.children.append(_Node(f"[{count_words}: {len(parts)}]", [], -1, -1))
+    return node
+
+
 class CryptoDelivery(NamedTuple):
     """What tshark's QUIC layer hands its TLS layer at one CRYPTO frame: the bytes from stream
     offset ``offset`` on, made of ``parts`` ((packet, length) of each CRYPTO frame in it, in
@@ -645,8 +695,6 @@ def crypto_deliveries(frames: list[tuple[int, int, bytes]]) -> list[CryptoDelive
     frames run without a gap from the expected offset (Chrome scatters its ClientHello over
     many frames and two packets: handed on, all together, at the one that fills the last gap);
     data already handed on (a retransmission) hands on nothing."""
-    from bisect import insort
-
     out: list[CryptoDelivery | None] = []
     expected = 0
     held: list[tuple[int, int, int, bytes]] = []  # (offset, arrival, packet, data), by offset
@@ -779,9 +827,7 @@ def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int,
     from .tls import handshake_nodes, handshake_title
 
     try:
-        _, q = _varint(data, a)
-        off, q = _varint(data, q)
-        ln, q = _varint(data, q)
+        off, q, ln = crypto_frame_at(data, a)
     except IndexError:
         return
     if q + ln > b:
@@ -818,17 +864,8 @@ def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int,
     def hrr(k: HandshakePiece) -> bool:  # (a ServerHello with HelloRetryRequest's random: tshark's words for it)
         return k.type == 2 and k.body[2:34] == HRR_RANDOM
 
-    out: list = []
-    if not placed:  # tshark's QUIC reassembly of the frames handed on together
-        total = sum(m for _p, m in got.parts)
-        rn = _Node(f"[{len(got.parts)} Reassembled QUIC CRYPTO Data Fragments ({total} bytes): "
-                   + ", ".join(f"#{p}({m})" for p, m in got.parts) + "]", [], -1, -1)
-        pos = 0
-        for p, m in got.parts:
-            rn.children.append(_Node(f"[Frame: {p}, payload: {pos}-{pos + m - 1} ({m} byte{'s' if m != 1 else ''})]", [], -1, -1))
-            pos += m
-        rn.children.append(_Node(f"[Fragment count: {len(got.parts)}]", [], -1, -1))
-        out.append(rn)
+    # tshark's QUIC reassembly of the frames handed on together
+    out: list = [] if placed else [_fragments_node("QUIC CRYPTO Data Fragments", "Fragment count", got.parts)]
     if len(pieces) == 1 and pieces[0].kind != "whole":
         k = pieces[0]
         head = {"first": f"Handshake Protocol: {word(k.type)} (fragment)", "last": handshake_title([(k.type, k.body)], hrr(k)),
@@ -839,22 +876,13 @@ def _crypto_handshake(fn: Node, data: bytes, a: int, b: int, source: int,
                 source if placed else 0)
     for k in pieces:
         if k.kind == "whole":
-            sub = _Node("", [], -1, -1)
-            handshake_nodes(sub, [(k.type, k.body)], lambda parent, text, start, size, abbrev=None, value=None, _k=k:
+            handshake_nodes(rec, [(k.type, k.body)], lambda parent, text, start, size, abbrev=None, value=None, _k=k:
                             add(parent, text, _k.start + start, size, abbrev, value), hrr(k), True)
-            rec.children += sub.children
         elif k.kind in ("first", "middle"):
             add(rec, f"Handshake Protocol: {word(k.type)} (fragment)", k.start, k.size)
         else:
             add(rec, f"Handshake Protocol: {word(k.type)} (last fragment)", k.start, k.size)
-            whole = sum(m for _p, m in k.fragments)
-            fr_node = unplaced(rec, f"[{len(k.fragments)} Reassembled Handshake Fragments ({whole} bytes): "
-                               + ", ".join(f"#{p}({m})" for p, m in k.fragments) + "]", -1, 0)
-            pos = 0
-            for p, m in k.fragments:
-                unplaced(fr_node, f"[Frame: {p}, payload: {pos}-{pos + m - 1} ({m} byte{'s' if m != 1 else ''})]", -1, 0)
-                pos += m
-            unplaced(fr_node, f"[Handshake Fragment count: {len(k.fragments)}]", -1, 0)
+            rec.children.append(_fragments_node("Handshake Fragments", "Handshake Fragment count", k.fragments))
             handshake_nodes(rec, [(k.type, k.body)], unplaced, hrr(k), True)
     out.append(rec)
     insert_before_facts(fn, out)

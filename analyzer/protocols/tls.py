@@ -609,7 +609,7 @@ def _psk_offer(e, d: bytes, at: int, put) -> None:
 
 def _varint_at(d: bytes, i: int) -> tuple[int, int] | None:
     """The QUIC variable-length integer at ``d[i]`` and its size; None where ``d`` cuts it."""
-    from wirefall.dissectors.quic import _varint
+    from .quic import _varint
 
     try:
         v, end = _varint(d, i)
@@ -667,27 +667,12 @@ _QUIC_TP_FLAGS = {0x312A: ("google.support_handshake_done", "Google Support Hand
                   0x312B: ("google.key_update_not_yet_supported", "Google Key Update not yet supported")}
 _TIME_STAMP_V2 = {1: "I would like to receive TIME_STAMP frames", 2: "I am able to generate TIME_STAMP frames",
                   3: "I am able to generate TIME_STAMP frames and I would like to receive them"}
-# packet-quic.c's quic_version_vals (a range string): (first, last, words)
-_QUIC_VERSIONS = (
-    (0x00000000, 0x00000000, "Version Negotiation"), (0x00000001, 0x00000001, "1"), (0x45474700, 0x454747FF, "Quant"),
-    (0x50435130, 0x50435131, "Picoquic internal"), (0x50524F58, 0x50524F58, "Proxied QUIC (PROX)"),
-    (0x51303433, 0x51303433, "Google Q043"), (0x51303434, 0x51303434, "Google Q044"), (0x51303436, 0x51303436, "Google Q046"),
-    (0x51303530, 0x51303530, "Google Q050"), (0x51474F00, 0x51474FFF, "QGO (QUIC GO)"), (0x54303530, 0x54303530, "Google T050"),
-    (0x54303531, 0x54303531, "Google T051"), (0x91C17000, 0x91C170FF, "Quicly"), (0xABCD0000, 0xABCD000F, "MsQuic"),
-    (0xF0F0F0F0, 0xF0F0F0FF, "ETH Z\u00fcrich (Measurability experiments)"),
-    (0xF0F0F1F0, 0xF0F0F1FF, "Telecom Italia (Measurability experiments)"), (0xF123F0C0, 0xF123F0CF, "MozQuic"),
-    (0xFACEB001, 0xFACEB001, "Facebook mvfst (draft-22)"), (0xFACEB002, 0xFACEB002, "Facebook mvfst (draft-27)"),
-    (0xFACEB003, 0xFACEB00D, "Facebook mvfst"), (0xFACEB00E, 0xFACEB00E, "Facebook mvfst (Experimental)"),
-    (0xFACEB00F, 0xFACEB00F, "Facebook mvfst"),
-    *((0xFF000000 + k, 0xFF000000 + k, f"draft-{k:02d}") for k in range(4, 35)),
-    (0xFF020000, 0xFF020000, "v2-draft-00"), (0x709A50C4, 0x709A50C4, "v2-draft-01"), (0x6B3343CF, 0x6B3343CF, "2"),
-)
-
-
 def _quic_version_text(v: int, grease: bool = False) -> str:
     """A QUIC version field's words: ``1 (0x00000001)``, ``Unknown (0x1a2a3a4a) (GREASE)``
     (``grease``: quic_proto_tree_add_version's word for a reserved version, 0x?a?a?a?a)."""
-    name = next((w for lo, hi, w in _QUIC_VERSIONS if lo <= v <= hi), "Unknown")
+    from .quic import version_words
+
+    name = version_words(v)
     return f"{name} (0x{v:08x})" + (" (GREASE)" if grease and v & 0x0F0F0F0F == 0x0A0A0A0A else "")
 
 
