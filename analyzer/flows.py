@@ -25,6 +25,11 @@ class AppSession(Protocol):
 
     def end(self) -> None: ...
 
+    # optional: ``close(direction, packet)`` — the direction's stream ended where the sender
+    # closed it (TCP: its FIN reached in order; a TLS session tells its inner one of a
+    # close_notify too), at ``packet``; what ends with the stream (an HTTP/1 body delimited by
+    # the close) ends there.  Sessions without it ignore it (``TcpFlow.close``).
+
 
 class DatagramSession(Protocol):
     """What a UDP flow hands its datagrams to (see analyzer.sessions).  A session that finds
@@ -47,7 +52,7 @@ class TcpDirection:
     only this object's slots."""
 
     __slots__ = ("dir", "isn", "next", "pending", "pending_bytes", "map", "fin_off", "acked",
-                 "tail", "tail_start", "tail_len", "flow", "max_pending", "syn_seq", "unseen_acked")
+                 "tail", "tail_start", "tail_len", "flow", "max_pending", "syn_seq", "unseen_acked", "fin_pkt")
 
     TAIL = 16384  # delivered bytes kept to tell identical from different retransmissions
     # The tail is the delivered segments themselves (immutable bytes, held, not copied into a
@@ -67,6 +72,9 @@ class TcpDirection:
         self.pending_bytes = 0
         self.map: OffsetMap | None = None  # stream offset -> packet, from the first payload
         self.fin_off: int | None = None
+        # the packet of the FIN (set with fin_off); -1 once the session was told the stream
+        # closed there (``_closed``: when every byte before the FIN is in)
+        self.fin_pkt = 0
         self.acked = 0  # highest offset the peer acknowledged
         self.tail: list | None = None  # the delivered segments [tail_start, next), oldest first
         self.tail_start = 0
@@ -90,6 +98,7 @@ class TcpDirection:
             # as tshark's base sequence number (the stray FIN's kept the new connection's data 'lost'; review 26)
             if self.isn is not None:
                 self.fin_off = None
+                self.fin_pkt = 0
             self.isn = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq
             tcp = self.flow.conn.tcp
             if tcp is not None:
@@ -106,7 +115,10 @@ class TcpDirection:
             off = 0
         if flags & FIN and self.fin_off is None:
             self.fin_off = off + n
+            self.fin_pkt = pkt
         if not n:
+            if flags & FIN and self.fin_off is not None and self.next >= self.fin_off:
+                self._closed(pkt)
             return
         end = off + n
         if off < 0:  # bytes before the first one seen (capture started mid-stream)
@@ -159,6 +171,9 @@ class TcpDirection:
                     app_failed(flow, e, pkt)
             if self.pending:
                 self._drain(pkt)
+            fo = self.fin_off
+            if fo is not None and self.next >= fo:
+                self._closed(pkt)
         else:
             if self.pending is None:
                 self.pending = []
@@ -250,6 +265,19 @@ class TcpDirection:
                 data = data[self.next - off :]
                 off = self.next
             self._deliver(off, data, pkt, None if ready is None else max(ready, pkt))
+        fo = self.fin_off
+        if fo is not None and self.next >= fo and ready is not None:
+            self._closed(ready)
+
+    def _closed(self, ready: int) -> None:
+        """Every byte before the FIN is in: the session is told the stream closed, once, at
+        the FIN's packet or, where the FIN came before a hole was filled, at the packet that
+        filled it (``ready``), as the receiving application learns of it."""
+        fp = self.fin_pkt
+        if fp < 0:
+            return
+        self.fin_pkt = -1
+        self.flow.close(self.dir, max(fp, ready))
 
     def ack(self, ack_off: int, pkt: int | None = None) -> None:
         if ack_off > self.acked:
@@ -277,6 +305,9 @@ class TcpDirection:
         self.tail_start = upto
         self.tail_len = 0
         self.flow.gap(self.dir, start, upto - start, pkt)
+        fo = self.fin_off
+        if fo is not None and upto >= fo:
+            self._closed(pkt)
 
     def force_gap(self, pkt: int) -> None:
         """Declare the bytes before the first pending segment lost by the capture."""
@@ -336,6 +367,16 @@ class TcpFlow:
             try:
                 self.app.gap(direction, offset, length, pkt)
             except Exception as e:  # noqa: BLE001
+                app_failed(self, e, pkt)
+
+    def close(self, direction: int, pkt: int) -> None:
+        """The direction's stream closed (its FIN in order) at ``pkt``: the session told, if it
+        listens (``AppSession``'s optional ``close``)."""
+        close = getattr(self.app, "close", None)
+        if close is not None:
+            try:
+                close(direction, pkt)
+            except Exception as e:  # noqa: BLE001 - see app_failed
                 app_failed(self, e, pkt)
 
     def finish(self) -> None:

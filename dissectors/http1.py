@@ -7,7 +7,10 @@ bytes with the packet that carried them and returns events:
   wire (``wire``: start line, fields, CRLFs, as sent) and its first / last packets;
 - ``H1Body``: some body payload bytes (after chunked decoding), to be counted or decoded;
 - ``H1End``: end of a message body: payload bytes, wire bytes (with chunk framing), chunks,
-  trailers, first / last packet; sent for every message that has a body (possibly empty);
+  trailers, first / last packet; sent for every message that has a body (possibly empty); a
+  body delimited by the connection's close ends at ``close(direction, packet)`` (the TCP FIN
+  or TLS close_notify the caller saw, once every byte before it was in), or, without one, is
+  cut at ``end()``;
 - ``H1Switch``: the connection leaves HTTP/1 (101 Switching Protocols, a 2xx answer to
   CONNECT): the bytes of both directions after the switch point, with their packets, are
   in ``pending[direction]`` as (data, offset, packet) chunks; later bytes are not parsed.
@@ -135,7 +138,8 @@ class H1End(_Event):
         self.payload = payload  # body bytes after removing chunk framing
         self.wire = wire  # body bytes on the wire (chunk sizes and CRLFs included)
         self.first_packet = first_packet
-        self.packet = packet  # packet of the body's last byte (the head's packet for an empty body)
+        self.packet = packet  # packet of the body's last byte (the head's packet for an empty body); of a
+        # close-delimited body, the packet of the close (``H1Connection.close``)
         self.offset = offset  # stream offset of the first body byte
         self.chunks = chunks
         self.trailers = [] if trailers is None else trailers
@@ -420,8 +424,20 @@ class H1Connection:
         d.dead = True
         return out
 
+    def close(self, direction: int, packet: int) -> list:
+        """The direction's stream closed at ``packet`` (its TCP FIN, or a TLS close_notify,
+        once every byte before it is in): a body delimited by the close ends there, complete
+        (RFC 9112 section 6.3 item 8) — at the close, not at its last byte: only the close
+        tells the receiver that it was the last (tshark ends the message at the FIN too)."""
+        out: list = []
+        d = self.dirs[direction]
+        if self.switched is None and not d.dead and d.state == "close":
+            self._end_body(direction, d, out, packet, closed=True)
+        return out
+
     def end(self) -> list:
-        """End of the connection / capture: close-delimited bodies end, others are cut."""
+        """End of the connection / capture: bodies not ended yet are cut — a close-delimited
+        one included: without the close (``close``) the capture does not show its end."""
         out: list = []
         if self.switched is not None:
             return out
@@ -429,7 +445,8 @@ class H1Connection:
             if d.dead or d.head is _NO_HEAD:
                 continue
             if d.state == "close":
-                self._end_body(direction, d, out, d.body_last or d.head.packet)
+                self._end_body(direction, d, out, d.body_last or d.head.packet, complete=False,
+                               why="body incomplete: delimited by the connection's close, which the capture does not show")
             elif d.state in ("length", "chunked"):
                 self._end_body(direction, d, out, d.body_last or d.head.packet, complete=False)
         for direction, d in enumerate(self.dirs):
@@ -677,11 +694,14 @@ class H1Connection:
         else:
             d.state = "close"
 
-    def _end_body(self, direction: int, d: _Dir, out: list, packet: int, complete: bool = True) -> None:
+    def _end_body(self, direction: int, d: _Dir, out: list, packet: int, complete: bool = True, closed: bool = False,
+                  why: str = "body incomplete: the connection or the capture ended first") -> None:
+        """``closed``: ended by the stream's close at ``packet``, where the body ends even
+        when empty (else an empty body ends with its head)."""
         h = d.head
         out.append(H1End(direction, h, d.body_payload, d.body_wire, d.body_first if d.body_wire else h.packet,
-                         packet if d.body_wire else h.packet, d.body_offset, d.chunks, d.trailers, complete,
-                         None if complete else "body incomplete: the connection or the capture ended first", d.body_seen))
+                         packet if d.body_wire or closed else h.packet, d.body_offset, d.chunks, d.trailers, complete,
+                         None if complete else why, d.body_seen))
         d.state = "head"
 
     def _chunked(self, direction: int, d: _Dir, out: list) -> bool:

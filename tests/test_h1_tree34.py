@@ -32,10 +32,10 @@ CAPTURES = {
 }
 # Named differences (each a line prefix not compared on that capture, with the packets whose
 # message tshark places elsewhere):
-# - a close-delimited response: tshark ends the message at the connection's FIN (http1-node), or
-#   never, over TLS (curl-http11: closed by close_notify, its response stays "[TLS segment of a
-#   reassembled PDU]"); wirefall at the body's last byte, where the exchange's response ends
-#   (docs/PACKETS.md); the links to it differ;
+# - a close-delimited response: tshark ends the message at the connection's FIN (http1-node, as
+#   wirefall does since 2026-12-06: packet 10 is compared), or never, over TLS (curl-http11:
+#   closed by close_notify, its response stays "[TLS segment of a reassembled PDU]"; wirefall
+#   ends it at the close_notify, docs/PACKETS.md); the links to it differ;
 # - a port reused by a later connection (http1-nginx): tshark counts the requests of the 4-tuple
 #   as one conversation ("[HTTP request 4/6]"), wirefall per connection ("1/4"), as the serial
 #   flow table splits them.
@@ -46,7 +46,7 @@ CAPTURES = {
 _LINKS = ("HTTP request ", "HTTP response ", "Prev request", "Prev response", "Next request", "Next response", "Request in frame",
           "Response in frame", "Time since request", "Request URI: ")
 NOT_COMPARED = {
-    "http1-node": (_LINKS, {10}),
+    "http1-node": (_LINKS, set()),
     "curl-http11": (("Response in frame",), set()),
     "http1-nginx": (_LINKS, {72}),  # (72: tshark takes the pipelined HEAD's response for one with a body, ended by the FIN)
 }

@@ -112,12 +112,12 @@ def test_requests_and_responses_match_tshark(name):
             assert ex.status == s["code"]
             frames = [f for f in an.frames if f.fields and f.fields.get("exchange") == ex.id]
             body = [f for f in frames if f.type == "BODY" and f.direction == 1]
+            # tshark shows a close-delimited response at the server's FIN, where it ends (since
+            # 2026-12-06 wirefall's end is that FIN too; before, the body's last byte)
+            assert ex.response_end_packet == s["packet"]
+            assert ex.response_end == pytest.approx(s["time"], abs=1e-6)
             if body and body[0].fields["framing"] == "close":
-                # tshark waits for the FIN; wirefall's end is the last body byte, before it
-                assert ex.response_end_packet < s["packet"]
-            else:
-                assert ex.response_end_packet == s["packet"]
-                assert ex.response_end == pytest.approx(s["time"], abs=1e-6)
+                assert body[0].packet == s["packet"] and not body[0].fields.get("incomplete")
             # header bytes as sent: start line + field lines (tshark lists them with their CRLF) + CRLF
             start = len(r["method"]) + 1 + len(r["uri"]) + 1 + len(r["version"]) + 2
             assert ex.request_header_bytes_wire == start + sum(len(_unesc(x)) for x in r["lines"]) + 2

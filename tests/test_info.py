@@ -107,8 +107,10 @@ ALLOWED = [
      None, lambda w, t: re.sub(r", (HEADERS|DATA|Unknown)", "", w) == re.sub(r", (HEADERS|DATA|Unknown)", "", t)),
     ("http1-body-to-close",
      "an HTTP/1.0 or close-delimited body: tshark shows the response on the "
-     "connection's last packet and the TLS or TCP segments before; wirefall shows it where its body's last byte is",
+     "connection's last packet and the TLS or TCP segments before, and over TLS never (the server's close_notify "
+     "ends it: wirefall shows it there, since 2026-12-06, after the alert); wirefall shows it where the close is",
      None, lambda w, t: w.startswith("HTTP/1.0 ") and t == _TLS_SEG
+     or t.startswith("Alert (") and w.startswith(t + ", ") and _http_line(w[len(t) + 2:])
      or (_http_line(w) or _http_line(t)) and (_SEG in w + t or "FIN" in w + t or _TCP_LINE.match(w) or _TCP_LINE.match(t))),
     ("tls-first-record-segment",
      "a segment where a TLS record begins: tshark keeps the TCP summary when it had already reassembled part of the "

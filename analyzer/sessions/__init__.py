@@ -456,7 +456,9 @@ class Sniffer:
         else:
             self.target = self.ctx.make(kind, self.conn, **({"cleartext": not self.tls_inside} if kind in ("h2", "spdy") else {}))
         for ev in self.held:
-            getattr(self.target, ev[0])(*ev[1:])
+            call = getattr(self.target, ev[0], None)  # (a "close" only where the session listens)
+            if call is not None:
+                call(*ev[1:])
         self.held = []
         if self.owner is not None and self.owner.app is self:
             self.owner.app = self.target  # no call through the sniffer per segment from here on
@@ -532,6 +534,17 @@ class Sniffer:
         scan = self.scan
         if scan is not None:
             self._scan_add(scan, ev)
+
+    def close(self, direction, packet):
+        if self.target is not None:
+            close = getattr(self.target, "close", None)
+            if close is not None:
+                close(direction, packet)
+            return
+        ev = ("close", direction, packet)
+        self.held.append(ev)
+        if self.scan is not None:
+            self._scan_add(self.scan, ev)  # (no byte after it: the direction's scan ends)
 
     def end(self):
         if self.target is None:

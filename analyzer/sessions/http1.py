@@ -74,6 +74,13 @@ class Http1Session:
             return self.next.gap(direction, offset, length, packet)
         self._events(self.p.gap(direction, length, packet))
 
+    def close(self, direction, packet):
+        """The direction's stream closed (``flows.AppSession``): a close-delimited body ends."""
+        if self.next is not None:
+            close = getattr(self.next, "close", None)
+            return close(direction, packet) if close is not None else None
+        self._events(self.p.close(direction, packet))
+
     def end(self):
         if self.next is not None:
             self._limits()

@@ -359,6 +359,15 @@ class TlsSession:
                 self.resume[direction] = (dec, RESUME_RECORDS)  # the record numbers lost are unknown: see _resume
             self.dec[direction] = self.next_dec[direction] = None
 
+    def close(self, direction, packet):
+        """The TCP stream closed (``flows.AppSession``): the plaintext stream too, for the
+        session inside (a close_notify before it told it already: ``_plain``) — unless a record
+        was left cut: then the plaintext did not end where it was meant to."""
+        r = self.readers[direction]
+        close = getattr(self.inner, "close", None)
+        if close is not None and not (r.held or r.buf):
+            close(direction, packet)
+
     def end(self):
         self.fast[0] = self.fast[1] = None
         if self.sh is None and self.pending:
@@ -581,6 +590,10 @@ class TlsSession:
             if len(body) == 2:
                 fields["alert"] = f"{a['level']}: {a['description']}"
             self._frame(d, rec, name, fields)
+            if len(body) == 2 and body[1] == 0 and self.inner is not None:  # close_notify (RFC 8446 6.1): the
+                close = getattr(self.inner, "close", None)  # sender's plaintext stream ends here, as its peer reads it
+                if close is not None:
+                    close(d, rec.packet)
             return
         if ctype == T.APPLICATION_DATA:
             self._frame(d, rec, name, fields)
