@@ -46,7 +46,7 @@ from wirefall.dissectors.tls import ContentType
 
 from .info import frame_text
 from .model import PROTO_NAMES, Analysis, Frame
-from .packet import LINKTYPE_NAMES, Decoder, Layers, layers
+from .packet import LINKTYPE_NAMES, OPT_NO_LENGTH, OPT_PADDING, OPT_PAST_END, OPT_TOO_SHORT, Decoder, Layers, layers, tcp_options
 from .packet_record import seconds_text
 from .protocols import hooks
 from .protocols import quic as quic_hooks
@@ -526,80 +526,157 @@ def expert_node(parent: Node, severity: str, text: str, abbrev: str | None = Non
     return e
 
 
-# tshark's option kinds (tcp_option_kind_vs) and the summary words of each option's line
+# tshark 4.0's option kinds (tcp_option_kind_vs, "Kind:") and the words it names each option by
+# (its dissector's: the "Options:" line, "TCP Option - …", a bad length's note); a kind of
+# neither is tshark's "Unknown (0xNN)", its bytes a "Payload:" line
 _OPT_KINDS = {0: "End of Option List", 1: "No-Operation", 2: "Maximum Segment Size", 3: "Window Scale", 4: "SACK Permitted", 5: "SACK",
-              8: "Time Stamp Option", 28: "User Timeout", 29: "TCP Authentication Option", 30: "Multipath TCP", 34: "TCP Fast Open Cookie"}
+              6: "Echo", 7: "Echo Reply", 8: "Time Stamp Option", 9: "Partial Order Connection Permitted",
+              10: "Partial Order Service Profile", 11: "CC", 12: "CC.NEW", 13: "CC.ECHO", 14: "TCP Alternate Checksum Request",
+              15: "TCP Alternate Checksum Data", 16: "Skeeter", 17: "Bubba", 18: "Trailer Checksum Option", 19: "MD5 Signature Option",
+              20: "SCPS Capabilities", 21: "Selective Negative Acknowledgements", 22: "Record Boundaries", 23: "Corruption experienced",
+              24: "SNAP", 25: "Unassigned", 26: "TCP Compression Filter", 27: "Quick-Start Response", 28: "User Timeout Option",
+              29: "The TCP Authentication Option", 30: "Multipath TCP", 34: "TCP Fast Open Cookie", 76: "Riverbed Probe",
+              78: "Riverbed Transparency", 172: "Accurate ECN Order 0", 174: "Accurate ECN Order 1", 253: "RFC3692-style Experiment 1",
+              254: "RFC3692-style Experiment 2"}
 _OPT_WORDS = {0: "End of Option List (EOL)", 1: "No-Operation (NOP)", 2: "Maximum segment size", 3: "Window scale", 4: "SACK permitted",
-              5: "SACK", 8: "Timestamps", 34: "TCP Fast Open"}
+              5: "SACK", 6: "Echo", 7: "Echo reply", 8: "Timestamps", 11: "CC", 12: "CC.NEW", 13: "CC.ECHO", 19: "TCP MD5 signature",
+              20: "SCPS capabilities", 21: "Selective Negative Acknowledgment", 22: "SCPS record boundary",
+              23: "SCPS corruption experienced", 27: "Quick-Start", 28: "User Timeout", 29: "TCP AO", 30: "MPTCP", 34: "TCP Fast Open",
+              76: "Riverbed Probe", 78: "Riverbed Transparency", 172: "Accurate ECN", 174: "Accurate ECN", 253: "Experimental",
+              254: "Experimental"}
+# the length tshark's dissector of an option requires ("option length should be N", a Note;
+# each kind's seen in tshark 4.0.17 on a 4-byte option of it)
+_OPT_LENGTH = {2: 4, 3: 3, 4: 2, 6: 6, 7: 6, 8: 10, 11: 6, 12: 6, 13: 6, 19: 18, 21: 6, 22: 2, 23: 2, 27: 8, 28: 4}
 
 
-def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, dsack: tuple[int, int] | None = None) -> None:
-    """The TCP options as tshark's tree: ``Options: (N bytes), <each option's name>``, then one
-    ``TCP Option - …`` node each with its kind, length and values."""
-    parsed = _tcp_options(opts)
-    on = node.add(f"Options: ({len(opts)} bytes), " + ", ".join(_OPT_WORDS.get(k, "Unknown") for k, _, _ in parsed), at, at + len(opts),
-                  "tcp.options")
-    for kind, val, o in parsed:
+def _opt_word(kind: int) -> str:
+    return _OPT_WORDS.get(kind) or f"Unknown (0x{kind:02x})"
+
+
+def _opt_expert(parent: Node, severity: str, group: str, text: str, abbrev: str) -> None:
+    """An expert item of the options' (``expert_node``'s, of any group)."""
+    e = parent.add(f"[Expert Info ({severity}/{group}): {text}]")
+    e.add(f"[{text}]", abbrev=abbrev, value="")
+    e.add(f"[Severity level: {severity}]")
+    e.add(f"[Group: {group}]")
+
+
+def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, ack: int, syn: bool) -> bool:
+    """The TCP options as tshark 4.0's tree: ``Options: (N bytes), <each option's name>``, then
+    one ``TCP Option - …`` node each with its kind, length and values, and the notes tshark
+    adds on them: where the walk stopped (``analyzer.packet.tcp_options``), a wrong length,
+    four NOPs in a row, a window scale shift over 14, a SYN without MSS or an MSS without SYN,
+    a SACK block cut short, D-SACK blocks (``analyzer.fields.tcp.sack_marks`` on ``ack``, the
+    test's ACK).  True when tshark throws on a SACK option (its tree ends there)."""
+    from .fields.tcp import sack_marks
+
+    parsed = tcp_options(opts)
+    marks, threw = sack_marks(parsed, ack, partial(_rel, base=rbase))
+    shown = parsed if threw is None else parsed[: threw + 1]
+    named = shown if threw is None else shown[:-1]  # (tshark names an option once its dissector returns)
+    on = node.add(f"Options: ({len(opts)} bytes)" + "".join(", " + _opt_word(k) for k, _, _ in named), at, at + len(opts), "tcp.options")
+    rel = " (relative)" if rbase is not None else ""
+    nops = 0
+    sack_no = 0
+    for kind, val, o in shown:
         s = at + o
         oe = s + (1 if kind in (0, 1) else 2 + len(val))
-        word = _OPT_WORDS.get(kind, f"Unknown (0x{kind:02x})")
+        word = _opt_word(kind)
+        if kind == 1:
+            # tshark 4.0 counts NOPs in a row within a 32-bit word of the header (the options
+            # start on one): the count goes up on a NOP at the word's start only from 0, else it
+            # starts again at 0; other options do not end a row (NOP at 0, 1, 2, MSS, NOP at 7:
+            # the note, tests/test_tcp_options37.py)
+            if nops == 0 or o % 4:
+                nops += 1
+                if nops == 4:
+                    _opt_expert(on, "Warning", "Protocol", "4 NOP in a row - a router may have removed some options", "tcp.nop")
+            else:
+                nops = 0
+        rows: list[tuple[str, int, int, str, str]] = []
         if kind == 2 and len(val) == 2:
             v = struct.unpack("!H", val)[0]
             head, rows = f"{word}: {v} bytes", [(f"MSS Value: {v}", s + 2, s + 4, "tcp.options.mss_val", str(v))]
-        elif kind == 3 and val:
-            head = f"{word}: {val[0]} (multiply by {1 << val[0]})"
+        elif kind == 3 and len(val) == 1:
+            # the shift as sent, the multiplier (and the scale applied) of at most 14 (RFC 7323 §2.3)
+            m = 1 << min(val[0], 14)
+            head = f"{word}: {val[0]} (multiply by {m})"
             rows = [(f"Shift count: {val[0]}", s + 2, s + 3, "tcp.options.wscale.shift", str(val[0])),
-                    (f"[Multiplier: {1 << val[0]}]", s + 2, s + 3, "tcp.options.wscale.multiplier", str(1 << val[0]))]
+                    (f"[Multiplier: {m}]", s + 2, s + 3, "tcp.options.wscale.multiplier", str(m))]
         elif kind == 8 and len(val) == 8:
             tv, te = struct.unpack("!II", val)
             head = f"{word}: TSval {tv}, TSecr {te}"
             rows = [(f"Timestamp value: {tv}", s + 2, s + 6, "tcp.options.timestamp.tsval", str(tv)),
                     (f"Timestamp echo reply: {te}", s + 6, s + 10, "tcp.options.timestamp.tsecr", str(te))]
         elif kind == 5:
+            # tshark's loop on the blocks: a left edge when four bytes are left, a right edge when
+            # four more are, else "suboption would go past end of option" where the block starts
+            # (over what is left of the option); the count and the SLE/SRE words whole blocks only
             edges = [_rel(x, rbase) for x in struct.unpack(f"!{len(val) // 4}I", val[: len(val) // 4 * 4])]
             blocks = list(zip(edges[0::2], edges[1::2], strict=False))
-            head = f"{word} {' '.join(f'{a}-{b}' for a, b in blocks)}"
-            rel = " (relative)" if rbase is not None else ""
-            rows = []
-            for k, (a, b) in enumerate(blocks):
-                rows.append((f"left edge = {a}{rel}", s + 2 + 8 * k, s + 6 + 8 * k, "tcp.options.sack_le", str(a)))
-                rows.append((f"right edge = {b}{rel}", s + 6 + 8 * k, s + 10 + 8 * k, "tcp.options.sack_re", str(b)))
+            head = word + "".join(f" {a}-{b}" for a, b in blocks)
+            for k, e in enumerate(edges):
+                side, abbrev = ("left", "tcp.options.sack_le") if k % 2 == 0 else ("right", "tcp.options.sack_re")
+                rows.append((f"{side} edge = {e}{rel}", s + 2 + 4 * k, s + 6 + 4 * k, abbrev, str(e)))
+            r = len(val) % 8
+            if r:
+                b0 = s + 2 + len(val) - r
+                rows.append(("suboption would go past end of option", b0, b0 + (r if r < 4 else r - 4), "", ""))
             rows.append((f"[TCP SACK Count: {len(blocks)}]", -1, -1, "tcp.options.sack.count", str(len(blocks))))
-            if dsack and blocks and (blocks[0][0], blocks[0][1]) == dsack:  # (the filter's D-SACK test: analyzer.fields.tcp.is_dsack)
-                rows += [(f"[D-SACK Left Edge = {dsack[0]}{rel}]", s + 2, s + 6, "tcp.options.sack.dsack_le", str(dsack[0])),
-                         (f"[D-SACK Right Edge = {dsack[1]}{rel}]", s + 6, s + 10, "tcp.options.sack.dsack_re", str(dsack[1])),
-                         ("D-SACK Sequence", s + 2, s + 10, "", "")]
+            if sack_no < len(marks) and marks[sack_no]:  # (that option's first block, the D-SACK fields')
+                if edges:
+                    rows.append((f"[D-SACK Left Edge = {edges[0]}{rel}]", s + 2, s + 6, "tcp.options.sack.dsack_le", str(edges[0])))
+                if blocks:
+                    rows += [(f"[D-SACK Right Edge = {edges[1]}{rel}]", s + 6, s + 10, "tcp.options.sack.dsack_re", str(edges[1])),
+                             ("D-SACK Sequence", s + 2, s + 10, "", "")]
+            sack_no += 1
+        elif kind not in _OPT_WORDS:
+            head = "Unknown"
+            if val:
+                rows = [(f"Payload: {val.hex()}", s + 2, s + 2 + len(val), "tcp.options.unknown.payload", val.hex(":"))]
         else:
-            head, rows = word, []
+            head = word
         opt = on.add(f"TCP Option - {head}", s, oe)
+        if kind == 2 and not syn:
+            _opt_expert(opt, "Warning", "Protocol", "The non-SYN packet does contain a MSS option", "tcp.options.mss.present")
         opt.add(f"Kind: {_OPT_KINDS.get(kind, 'Unknown')} ({kind})", s, s + 1, "tcp.option_kind", str(kind))
         if kind not in (0, 1):
-            opt.add(f"Length: {len(val) + 2}", s + 1, s + 2, "tcp.option_len", str(len(val) + 2))
+            ln = opt.add(f"Length: {len(val) + 2}", s + 1, s + 2, "tcp.option_len", str(len(val) + 2))
+            want = _OPT_LENGTH.get(kind)
+            if want is not None and want != len(val) + 2:
+                _opt_expert(ln, "Note", "Sequence", f"option length should be {want}", "tcp.option.len.invalid")
         for text, a, b, abbrev, v in rows:
             row = opt.add(text, a, b, abbrev or None, v)
             if text == "D-SACK Sequence":
                 expert_node(row, "Warning", "D-SACK Sequence", "tcp.options.sack.dsack")
+            elif text == "suboption would go past end of option":
+                _opt_expert(row, "Error", "Malformed", text, "tcp.suboption_malformed")
+            elif abbrev == "tcp.options.wscale.shift" and val[0] > 14:
+                _opt_expert(row, "Warning", "Protocol", "Window scale shift exceeds 14", "tcp.options.wscale.shift.invalid")
+    if threw is not None:
+        return True
+    if parsed.stop is not None:
+        why, o = parsed.stop
+        s = at + o
+        if why == OPT_PADDING:
+            text, abbrev, sev, group, end = "Non-zero header padding", "tcp.non_zero_bytes_after_eol", "Error", "Protocol", at + len(opts)
+        else:
+            olen = opts[o + 1] if o + 1 < len(opts) else 0
+            unit = "byte" if olen == 1 else "bytes"
+            text, end = {OPT_NO_LENGTH: (f"{_opt_word(opts[o])} (length byte past end of options)", s + 1),
+                         OPT_TOO_SHORT: (f"{_opt_word(opts[o])} (with too-short option length = {olen} {unit})", s + 2),
+                         # (over the bytes left after a kind and a length byte, from the option's start: tshark's)
+                         OPT_PAST_END: (f"{_opt_word(opts[o])} (option length = {olen} {unit} says option goes past end of options)",
+                                        s + len(opts) - o - 2)}[why]
+            abbrev, sev, group = "tcp.option.len.invalid", "Note", "Sequence"
+        _opt_expert(on.add(text, s, end), sev, group, text, abbrev)
+    elif syn and not any(k == 2 for k, _, _ in parsed):
+        # (tshark makes this check after a walk that reached the options' end only)
+        _opt_expert(on, "Note", "Protocol", "The SYN packet does not contain a MSS option", "tcp.options.mss.absent")
+    return False
+
+
 _INFO_FLAGS = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"), (0x100, "AE"))
-
-
-def _tcp_options(opts: bytes) -> list[tuple[int, bytes, int]]:
-    """(kind, value, offset-in-options) for each TCP option."""
-    out = []
-    i = 0
-    while i < len(opts):
-        kind = opts[i]
-        if kind in (0, 1):
-            out.append((kind, b"", i))
-            i += 1
-            continue
-        if i + 1 >= len(opts):
-            break
-        ln = opts[i + 1]
-        if ln < 2:
-            break
-        out.append((kind, opts[i + 2 : i + ln], i))
-        i += ln
-    return out
 
 
 class _TcpState:
@@ -732,9 +809,8 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     _leaf(node, "Source Port", str(tcp.sport), p, p + 2, "tcp.srcport")
     _leaf(node, "Destination Port", str(tcp.dport), p + 2, p + 4, "tcp.dstport")
     opts = data[p + 20 : p + hl]
-    dsack_names = ("tcp.options.sack.dsack_le", "tcp.options.sack.dsack_re") if 5 in opts else ()  # (a SACK option may be there)
     fv = _packet_fields(analysis, source, n, ("tcp.stream", "tcp.completeness", "tcp.window_size_scalefactor",
-                                              "tcp.time_relative", "tcp.time_delta", *dsack_names))
+                                              "tcp.time_relative", "tcp.time_delta"))
     for v in fv["tcp.stream"][:1]:
         node.add(f"[Stream index: {v}]", abbrev="tcp.stream", value=str(v))
     for v in fv["tcp.completeness"][:1]:
@@ -770,14 +846,23 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     _leaf(node, "Checksum", f"0x{tcp.sum:04x}", p + 16, p + 18, "tcp.checksum", shown=f"0x{tcp.sum:04x} [unverified]")
     node.add("[Checksum Status: Unverified]", abbrev="tcp.checksum.status", value="2")
     _leaf(node, "Urgent Pointer", str(tcp.urp), p + 18, p + 20, "tcp.urgent_pointer")
+    threw = False
     if opts:
-        le, re_ = fv.get("tcp.options.sack.dsack_le"), fv.get("tcp.options.sack.dsack_re")  # (the filter's D-SACK test, the one test of it)
-        _options_node(node, opts, p + 20, rbase, (le[0], re_[0]) if le and re_ else None)
+        # (the D-SACK test's ACK: relative with the flag set, else the field as it is)
+        threw = _options_node(node, opts, p + 20, rbase, ack if flags & 0x10 else tcp.ack, bool(flags & 0x02))
     if fv["tcp.time_relative"] and fv["tcp.time_delta"]:
         ts = node.add("[Timestamps]")
         rel_t, delta = fv["tcp.time_relative"][0], fv["tcp.time_delta"][0]
         ts.add(f"[Time since first frame in this TCP stream: {rel_t:.9f} seconds]", abbrev="tcp.time_relative", value=f"{rel_t:.9f}")
         ts.add(f"[Time since previous frame in this TCP stream: {delta:.9f} seconds]", abbrev="tcp.time_delta", value=f"{delta:.9f}")
+    if threw:
+        # tshark threw in the options (analyzer.fields.tcp.sack_marks): its TCP tree ends with
+        # the timestamps, a "Malformed Packet" after it
+        out.append(node)
+        m = Node("[Malformed Packet: TCP]", [], -1, -1)
+        _opt_expert(m, "Error", "Malformed", "Malformed Packet (Exception occurred)", "_ws.malformed.expert")
+        out.append(m)
+        return None
     _seq_ack_node(node, ta, n)
     if plen:
         node.add(f"TCP payload ({plen} bytes)", p + hl, p + hl + plen)
@@ -1506,7 +1591,13 @@ def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) 
             info += f" Ack={ack if ra is None else ra}"
         info += f" Win={ta.window(n, win)} Len={plen}"
         rbase = None if ra is None else (ack - ra) & 0xFFFFFFFF
-        for kind, val, _ in _tcp_options(opts):
+        parsed = tcp_options(opts)  # (the option dissectors' words, as tshark adds them to the column)
+        threw = None
+        if any(k == 5 and len(v) < 8 for k, v, _ in parsed):  # (a SACK option tshark may throw on: _options_node)
+            from .fields.tcp import sack_marks
+
+            threw = sack_marks(parsed, (ack if ra is None else ra) if flags & 0x10 else ack, partial(_rel, base=rbase))[1]
+        for kind, val, _ in parsed if threw is None else parsed[: threw + 1]:
             if kind == 2 and len(val) == 2:
                 info += f" MSS={struct.unpack('!H', val)[0]}"
             elif kind == 4:
@@ -1514,12 +1605,14 @@ def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) 
             elif kind == 8 and len(val) == 8:
                 tv, te = struct.unpack("!II", val)
                 info += f" TSval={tv} TSecr={te}"
-            elif kind == 3 and val:
+            elif kind == 3 and len(val) == 1:
                 info += f" WS={1 << min(val[0], 14)}"
             elif kind == 5 and len(val) >= 8:
                 for k in range(0, len(val) // 8 * 8, 8):
                     le, re_ = struct.unpack_from("!II", val, k)
                     info += f" SLE={_rel(le, rbase)} SRE={_rel(re_, rbase)}"
+        if threw is not None:
+            return (src, dst, "TCP", info + "[Malformed Packet]")  # (tshark's words after its exception, nothing after them)
         return (src, dst, "TCP", info + info_extra)
     if proto == 17 and l4 is not None:
         sport, dport, ulen = l4

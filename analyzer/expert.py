@@ -40,6 +40,7 @@ from typing import Any
 from wirefall.dissectors.registry import find
 
 from .model import Analysis, Frame, NoteKind, note_kind
+from .packet import tcp_options
 
 # ------------------------------------------------------------------ types
 
@@ -179,31 +180,17 @@ _HALF = 0x80000000
 M32 = 0xFFFFFFFF
 
 
-def _dsack(opts: bytes, ack: int) -> bool:
-    """Whether the TCP options hold a D-SACK (RFC 2883: the first SACK block ends at or below the
-    cumulative ACK, or within the second block), as tshark marks ``tcp.options.sack.dsack``."""
-    i, n = 0, len(opts)
-    while i < n:
-        k = opts[i]
-        if k == 0:
-            return False
-        if k == 1:
-            i += 1
-            continue
-        if i + 1 >= n:
-            return False
-        ln = opts[i + 1]
-        if ln < 2 or i + ln > n:
-            return False
-        if k == 5 and ln >= 10:
-            # tshark's test, the D-SACK fields' (checked on built segments against tshark 4.0:
-            # tests/test_dsack29.py), on the option's first block and its second, if any
-            from .fields.tcp import is_dsack
+def _dsack(opts: bytes, ack: int, rel) -> int:
+    """How many D-SACK items (``tcp.options.sack.dsack``) tshark 4.0 adds on TCP options
+    ``opts``: one per SACK option its test marks (``analyzer.fields.tcp.sack_marks``, the
+    D-SACK fields' test; ``ack`` and ``rel`` as there) whose first block is whole — on one
+    without, tshark throws before the item (checked on built segments against tshark 4.0:
+    tests/test_dsack29.py, tests/test_tcp_options37.py)."""
+    from .fields.tcp import sack_marks
 
-            words = [int.from_bytes(opts[j : j + 4], "big") for j in range(i + 2, i + min(ln, 18), 4)]
-            return is_dsack(words[1], ack, *words[2:4])
-        i += ln
-    return False
+    walked = tcp_options(opts)
+    marks = sack_marks(walked, ack, rel)[0]
+    return sum(1 for v, m in zip([v for k, v, _ in walked if k == 5], marks) if m and len(v) >= 8)
 
 
 def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
@@ -257,17 +244,14 @@ def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
                 add(ExpertItem(Severity.NOTE, SEQ, T, "tcp.connection.fin_active", (), n, cid, W))
         if t & _RST:
             add(ExpertItem(Severity.WARN, SEQ, T, "tcp.connection.rst", (), n, cid, W))
-        if h is not None and h[4] > 20:
-            o = L.tcp_off + 20
-            data = buf[j : j + ln]
-            a = h[3]
-            if not t & _ACK:
-                # tshark tests a segment without ACK too (an RST carrying SACK blocks): its blocks
-                # relative to the other side's base, its ACK field as it is — the same test as
-                # on the raw block against the field plus that base (tests/test_tcp_diff29.py)
-                rel = ta.relative(n, 0, 0)[1]
-                a = (a - rel) & M32 if rel is not None else a
-            if _dsack(data[o : L.tcp_off + h[4]], a):
+        opts = buf[j + L.tcp_off + 20 : j + min(L.tcp_off + h[4], ln)] if h is not None and h[4] > 20 else b""
+        if 5 in opts:  # (a SACK option may be there)
+            # the blocks relative to the other side's base, the ACK too when the flag is set;
+            # tshark tests a segment without ACK too (an RST carrying SACK blocks), against its
+            # ACK field as it is (tests/test_tcp_diff29.py)
+            rb = ta.relative(n, 0, 0)[1] or 0  # (minus that base; tshark's is 0 when it knows none)
+            rel = lambda x, rb=rb: (x + rb) & M32  # noqa: E731
+            for _ in range(_dsack(opts, rel(h[3]) if t & _ACK else h[3], rel)):
                 add(ExpertItem(Severity.WARN, SEQ, T, "tcp.options.sack.dsack", (), n, cid, W))
         f = flags[i]
         if f:

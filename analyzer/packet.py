@@ -356,26 +356,85 @@ class Decoder:
         return Decoded(ipver, src, dst, proto, 0, 0, data[p:end], 0, 0, 0, 0, l3_off, l4_off, l3_end)
 
 
-def wscale_option(opts) -> int | None:
-    """The shift of the Window Scale option among TCP options ``opts`` (capped at 14 as RFC
-    7323 and tshark do); None without one."""
+class TcpOptions(list[tuple[int, bytes, int]]):
+    """The TCP options of a segment as tshark 4.0 walks them (``tcp_options``): ``(kind, value,
+    offset in the options)`` each, EOL and NOP with an empty value, and ``stop``: why the walk
+    ended before the options' end, ``(OPT_PADDING | OPT_NO_LENGTH | OPT_TOO_SHORT | OPT_PAST_END,
+    offset)``, or None when it reached it."""
+
+    stop: tuple[str, int] | None = None  # (set on the instance only when the walk stops early: no __init__ to run)
+
+
+# how a walk of the options stops early (TcpOptions.stop), with tshark 4.0's words for each
+OPT_PADDING = "padding"  # "Non-zero header padding": a byte other than EOL after an EOL
+OPT_NO_LENGTH = "no length"  # "%s (length byte past end of options)"
+OPT_TOO_SHORT = "too short"  # "%s (with too-short option length = %u byte%s)"
+OPT_PAST_END = "past end"  # "%s (option length = %u byte%s says option goes past end of options)"
+
+
+def tcp_options(opts) -> TcpOptions:
+    """TCP options ``opts`` (the header's bytes after its first 20) as tshark 4.0 walks them —
+    the one walk of them in wirefall (the detail tree, the filter's tcp.options.* fields, the
+    Info column, the window scale the flow layer and TCP analysis apply, the D-SACK expert
+    item).  Its rules, each checked against tshark 4.0.17 on built segments
+    (tests/test_tcp_options37.py):
+
+    - EOL (kind 0) and NOP (kind 1) are one byte.  After an EOL only more EOLs are walked: the
+      first other byte ends the walk, the rest being "Non-zero header padding" (an Error expert
+      item), so nothing after an EOL is an option (``00 01 03 03 07 00 00 00``: one EOL, no
+      window scale; ``00 00 00 00``: four EOLs), as RFC 9293 §3.1 has it: what follows the
+      End of Option List is header padding of zeros.
+    - Every other kind has a length byte: none left, a length below 2, or one running past
+      the options ends the walk there (a Note expert item each) — the options before it
+      stand, the one at fault and those after it are not options.
+    - An option's own length rules (WS 3, MSS 4, SACK-permitted 2, timestamps 10) are not
+      the walk's: such an option is walked and its dissector finds the length wrong (tshark:
+      "option length should be N"), as its readers here do.
+    """
+    if type(opts) is not bytes:
+        opts = bytes(opts)  # (a view of the packet: its values as bytes, as from bytes)
+    out = TcpOptions()
+    add = out.append
     i, n = 0, len(opts)
     while i < n:
         k = opts[i]
-        if k == 0:
-            return None
-        if k == 1:
+        if k <= 1:
+            add((k, b"", i))
             i += 1
+            if k == 0:
+                while i < n and not opts[i]:
+                    add((0, b"", i))
+                    i += 1
+                if i < n:
+                    out.stop = (OPT_PADDING, i)
+                    break
             continue
         if i + 1 >= n:
-            return None
+            out.stop = (OPT_NO_LENGTH, i)
+            break
         ln = opts[i + 1]
         if ln < 2:
-            return None
-        if k == 3 and ln == 3 and i + 2 < n:
-            return min(opts[i + 2], 14)
+            out.stop = (OPT_TOO_SHORT, i)
+            break
+        if i + ln > n:
+            out.stop = (OPT_PAST_END, i)
+            break
+        add((k, opts[i + 2 : i + ln], i))
         i += ln
-    return None
+    return out
+
+
+def wscale_option(opts) -> int | None:
+    """The shift of the Window Scale option among TCP options ``opts`` (``tcp_options``'s walk;
+    capped at 14 as RFC 7323 §2.3 and tshark do); None without one.  Of two, the last: tshark
+    4.0 stores the shift as it dissects each one, so the last one walked is the one applied (``03 03 02 03 03 05``: tcp.window_size_scalefactor 32, checked in
+    tests/test_tcp_options37.py).  One of another length than 3 is none (tshark: "option
+    length should be 3", no scale stored)."""
+    ws = -1
+    for k, v, _ in tcp_options(opts):
+        if k == 3 and len(v) == 1:
+            ws = v[0]
+    return None if ws < 0 else min(ws, 14)
 
 
 # TCP flag bits

@@ -88,7 +88,7 @@ from _weakref import ref as _weakref  # (the builtin: no import of the weakref m
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 
 from .model import PROTO_CODE, Analysis
-from .packet import Decoded, Decoder
+from .packet import Decoded, Decoder, tcp_options
 from .packet import wscale_option as _wscale
 
 _IP4_TCP = struct.Struct("!2xH2xH4x4s4sHHIIBBH").unpack_from  # IPv4 (no options) + TCP header
@@ -1085,27 +1085,15 @@ def _sack_covered(opts: bytes) -> int:
     """The bytes the blocks of the last SACK option among TCP options ``opts`` cover (right edge
     less left edge, modulo 2^32), as tshark 4.0 keeps them for bytes in flight: each SACK option
     starts the count again and only its first three complete blocks are kept; -1 without a SACK
-    option (the side's previous count stays)."""
+    option (the side's previous count stays).  The options as tshark walks them
+    (``analyzer.packet.tcp_options``: none after an EOL or a bad length)."""
     out = -1
-    i, n = 0, len(opts)
-    while i < n:
-        k = opts[i]
-        if k == 0:
-            break
-        if k == 1:
-            i += 1
-            continue
-        if i + 1 >= n:
-            break
-        ln = opts[i + 1]
-        if ln < 2 or i + ln > n:
-            break
+    for k, v, _ in tcp_options(opts):
         if k == 5:
             out = 0
-            for b in range(min((ln - 2) // 8, 3)):
-                le, re_ = struct.unpack_from("!II", opts, i + 2 + 8 * b)
+            for b in range(min(len(v) // 8, 3)):
+                le, re_ = struct.unpack_from("!II", v, 8 * b)
                 out = (out + re_ - le) & M32
-        i += ln
     return out
 
 

@@ -5,6 +5,7 @@ and its RTT, bytes in flight, bytes since the last PSH, a retransmission's RTO) 
 analyzer/tcp_analysis.py, computed on first use as far as the packet asked about."""
 from __future__ import annotations
 
+from ..packet import tcp_options, wscale_option
 from ._util import packet_field as P
 from .packet import decode_layers
 from .types import BOOL, BYTES, FLOAT, INT, NONE, PROTO, UINT, Protocol
@@ -35,15 +36,19 @@ def _payload(pv):
 
 
 def _options(pv) -> list:
-    """The segment's TCP options, ``(kind, value, offset)`` each (``detail._tcp_options``); [] for
-    a segment with none."""
+    """The segment's TCP options as tshark 4.0 dissects them, ``(kind, value, offset)`` each
+    (``analyzer.packet.tcp_options``' walk, cut after a SACK option tshark throws on:
+    ``sack_marks``); [] for a segment with none."""
     L = pv.layers
     t = L.tcp
     if t is None or t[4] <= 20:
         return []
-    from wirefall.analyzer.detail import _tcp_options
-
-    return _tcp_options(pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)])
+    opts = tcp_options(pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)])
+    if any(k == 5 and len(v) < 8 for k, v, _ in opts):  # (only such a SACK option can make tshark throw)
+        threw = sack_marks(opts, *_dsack_terms(pv))[1]
+        if threw is not None:
+            return opts[: threw + 1]
+    return opts
 
 
 def _option(kind: int, size: int, part: slice):
@@ -57,68 +62,92 @@ _mss = _option(2, 2, slice(0, 2))  # (kind 2, length 4: a SYN's)
 
 
 def _sack_perm(pv):
-    """tcp.options.sack_perm (FT_PROTOCOL): the SACK-permitted option's bytes (kind 4, length 2)."""
-    L = pv.layers
-    t = L.tcp
-    if t is None or t[4] <= 20:
-        return []
-    from wirefall.analyzer.detail import _tcp_options
-
-    start = L.tcp_off + 20
-    opts = pv.data[start : min(L.tcp_off + t[4], L.l4_end)]
-    return [opts[o : o + 2] for k, v, o in _tcp_options(opts) if k == 4 and not v]
+    """tcp.options.sack_perm (FT_PROTOCOL): the SACK-permitted option's bytes (kind 4), all of
+    them whatever its length: tshark 4.0 adds the field before it finds a length other than 2
+    wrong (``04 03 00``: tcp.options.sack_perm 04:03:00, "option length should be 2")."""
+    return [bytes((4, len(v) + 2)) + v for k, v, _ in _options(pv) if k == 4]
 
 
 def _sack(part: str):
     """The SACK option's blocks (kind 5) as tshark adds them: each block's left (``le``) and right
     (``re``) edge, relative to the peer's base sequence number (as tcp.ack), D-SACK blocks too;
-    ``count`` the blocks in each SACK option."""
+    ``count`` the blocks in each SACK option.  An option whose length leaves a block short
+    (tshark 4.0: "suboption would go past end of option") has that block's left edge when its
+    four bytes are there, and no right edge; ``count`` counts whole blocks only (length 14:
+    sack_le twice, sack_re once, count 1)."""
     def get(pv) -> list[int]:
         out: list[int] = []
         for k, v, _ in _options(pv):
             if k != 5:
                 continue
-            n = len(v) // 8
             if part == "count":
-                out.append(n)
+                out.append(len(v) // 8)
                 continue
             at = 0 if part == "le" else 4
-            out.extend(_rel(pv, int.from_bytes(v[8 * i + at : 8 * i + at + 4], "big"), True) for i in range(n))
+            out.extend(_rel(pv, int.from_bytes(v[j : j + 4], "big"), True) for j in range(at, len(v) - 3, 8))
         return out
     return get
+
+
+def _dsack_terms(pv):
+    """The D-SACK test's ACK (tshark's th_ack: relative when the ACK flag is set, else the raw
+    field) and its map of a raw edge to a relative one, on this segment."""
+    t = pv.layers.tcp
+    return (_rel(pv, t[3], True) if t[5] & 0x10 else t[3]), (lambda x: _rel(pv, x, True))
 
 
 def _dsack(part: str):
-    """The D-SACK block's edges (``le``, ``re``), relative: tshark 4.0's test, at the end of
-    each SACK option, on the blocks of the segment's SACK options so far (its first four, as
-    its tcpheader keeps them): the first block's right edge at or below the ACK number (RFC
-    2883 §4.1.1), or the first block's right edge inside the second block (le2 < re1 <= re2,
-    §4.1.2); then the edges are that option's first block's.  (analyzer.expert's D-SACK item,
-    ``tcp.options.sack.dsack``, makes the same test on the segment's first SACK option:
-    tests/test_dsack29.py checks both against tshark on blocks straddling the ACK and the second
-    block's left edge.)"""
+    """The D-SACK block's edges (``le``, ``re``), relative, of each SACK option ``sack_marks``
+    marks (tshark 4.0's test, RFC 2883 §4.1): that option's first block's.  (analyzer.expert's
+    D-SACK item, ``tcp.options.sack.dsack``, is one per marked option with a whole first block,
+    from the same function: tests/test_dsack29.py checks both against tshark on blocks
+    straddling the ACK and the second block's left edge, tests/test_tcp_options37.py on
+    several SACK options and short ones.)"""
     def get(pv) -> list[int]:
-        t = pv.layers.tcp
-        sacks = [v for k, v, _ in _options(pv) if k == 5] if t is not None else []
-        if not sacks:
+        if pv.layers.tcp is None:
             return []
-        out: list[int] = []
-        les: list[int] = []
-        res: list[int] = []
-        ack = _rel(pv, t[3], True) if t[5] & 0x10 else t[3]
-        for v in sacks:
-            blocks = [(_rel(pv, int.from_bytes(v[8 * i : 8 * i + 4], "big"), True),
-                       _rel(pv, int.from_bytes(v[8 * i + 4 : 8 * i + 8], "big"), True)) for i in range(len(v) // 8)]
-            for le, re_ in blocks:
-                if len(les) < 4:
-                    les.append(le)
-                    res.append(re_)
-            if not blocks:  # (tshark would compare an unset first block: none in real captures)
-                continue
-            if is_dsack(res[0], ack, *((les[1], res[1]) if len(les) > 1 else ())):
-                out.append(blocks[0][0] if part == "le" else blocks[0][1])
-        return out
+        opts = _options(pv)
+        if not any(k == 5 for k, _, _ in opts):
+            return []
+        ack, rel = _dsack_terms(pv)
+        marks = sack_marks(opts, ack, rel)[0]
+        sacks = [v for k, v, _ in opts if k == 5]
+        at = 0 if part == "le" else 4
+        return [rel(int.from_bytes(v[at : at + 4], "big")) for v, m in zip(sacks, marks) if m and len(v) >= at + 4]
     return get
+
+
+def sack_marks(opts, ack: int, rel) -> tuple[list[bool], int | None]:
+    """tshark 4.0's D-SACK test at the end of each SACK option among ``opts``
+    (``analyzer.packet.tcp_options``' walk), in order: whether it marks that option, and the
+    index in ``opts`` of the option it throws on, or None.  ``ack`` is the test's ACK and
+    ``rel`` maps a raw edge to a relative one (``_dsack_terms``).
+
+    The test is on the segment's blocks so far (its first four whole ones, as its tcpheader
+    keeps them), not the option's own: the first block's right edge at or below the ACK (RFC
+    2883 §4.1.1), or inside the second block (le2 < re1 <= re2, §4.1.2) — so a second SACK
+    option is marked with the first, its own first block shown as the D-SACK.  Before any
+    whole block tshark tests its tcpheader's zeros (an edge 0: at or below any relative ACK
+    under 2^31), and a marked option without a whole first block makes it read that block's
+    edges past the option's end: it throws ("Malformed Packet"), after the D-SACK left edge
+    when its four bytes are there, and dissects nothing more of the segment — odd, but
+    tshark's (``05 06 <edge>``: sack_le and dsack_le, no dsack_re, no D-SACK item, no option
+    after it)."""
+    les: list[int] = []
+    res: list[int] = []
+    marks: list[bool] = []
+    for i, (k, v, _) in enumerate(opts):
+        if k != 5:
+            continue
+        for j in range(0, len(v) - 7, 8):
+            if len(les) < 4:
+                les.append(rel(int.from_bytes(v[j : j + 4], "big")))
+                res.append(rel(int.from_bytes(v[j + 4 : j + 8], "big")))
+        mark = is_dsack(res[0] if res else 0, ack, *((les[1], res[1]) if len(les) > 1 else ()))
+        marks.append(mark)
+        if mark and len(v) < 8:
+            return marks, i
+    return marks, None
 
 
 def is_dsack(re1: int, ack: int, le2: int | None = None, re2: int | None = None) -> bool:
@@ -356,20 +385,18 @@ def _scalefactor(pv):
 
 
 def _noscale_step(pv, i, st):
-    """Whether a SYN without a window-scale option came before packet ``i + 1`` in its conversation."""
+    """Whether a SYN without a window-scale option (``wscale_option``: the one the flow layer
+    applies) came before packet ``i + 1`` in its conversation."""
     before = st.get("seen", False)
     ctx = pv.ctx
     ta = ctx.cache["tcp_analysis"]
     if not before and ta.tcp_flags[i] & 0x02:
-        from wirefall.analyzer.detail import _tcp_options
-
         idx = ctx.idx
         data = ctx.source.read(idx.offset[i], idx.caplen[i])
         L = decode_layers(idx.linktype[i], data)
         t = L.tcp
         if t is not None:
-            opts = data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]
-            st["seen"] = not any(k == 3 and len(v) == 1 for k, v, _ in _tcp_options(opts))
+            st["seen"] = wscale_option(data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]) is None
     return before
 
 
