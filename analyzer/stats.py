@@ -22,6 +22,7 @@ from typing import Any
 
 from wirefall.dissectors.dataclass_repr import FACTORY, dataclass_eq, dataclass_repr
 from wirefall.dissectors.http1 import start_line_size
+from wirefall.dissectors.quic_varint import quic_varint
 from wirefall.dissectors.registry import REGISTRY, over_quic
 from wirefall.dissectors.tls_suites import overhead_bound
 
@@ -1449,13 +1450,13 @@ def _quic_count(pv) -> int:
 
 
 def _varint(data: bytes, q: int) -> tuple[int, int]:
-    """A QUIC variable-length integer at ``q``, and the offset after it (past the end: a huge value)."""
-    if q >= len(data):
-        return 1 << 62, q
-    n = 1 << (data[q] >> 6)
-    if q + n > len(data):
-        return 1 << 62, q + n
-    return int.from_bytes(data[q : q + n], "big") & ((1 << (8 * n - 2)) - 1), q + n
+    """A QUIC variable-length integer at ``q``, and the offset after it (``quic_varint``); past
+    the end a huge value (1 << 62), with ``q`` where it starts past the end, else the offset its
+    first byte says it ends at."""
+    try:
+        return quic_varint(data, q)
+    except IndexError:
+        return 1 << 62, (q + (1 << (data[q] >> 6)) if q < len(data) else q)
 
 
 def phs_rows(tree: list[dict[str, Any]] | None) -> list[tuple[int, dict[str, Any]]]:

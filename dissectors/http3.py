@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from pylsqpack import Decoder, DecompressionFailed, DecoderStreamError, EncoderStreamError, StreamBlocked
 
 from .prefix_int import prefix_int
+from .quic_varint import quic_varint
 
 if TYPE_CHECKING:
     from . import qpack_lenient as ql  # (imported where used: only a connection joined mid-way needs it)
@@ -343,17 +344,12 @@ class H3Frame:
 
 
 def _varint(buf, p: int):
-    """(value, next position) or None if buf ends inside the integer."""
-    if p >= len(buf):
+    """QUIC variable-length integer at buf[p]: (value, next position) or None if buf ends
+    inside it or before it (``quic_varint``'s IndexError)."""
+    try:
+        return quic_varint(buf, p)
+    except IndexError:
         return None
-    b = buf[p]
-    ln = 1 << (b >> 6)
-    if p + ln > len(buf):
-        return None
-    v = b & 0x3F
-    for i in range(1, ln):
-        v = (v << 8) | buf[p + i]
-    return v, p + ln
 
 
 class _Stream:

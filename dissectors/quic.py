@@ -18,7 +18,9 @@ the packet could not be decrypted).  Side results are queued as events (``pop_ev
 Headers and frames are parsed here by hand: aioquic's ``pull_quic_header`` rejects draft
 versions and raises on malformed input, and its frame handling lives inside the stateful
 ``QuicConnection`` (it acts on frames instead of returning them).  aioquic's C ``Buffer``
-is used for the variable-length integers.  Keys come from ``quic_crypto``.
+reads the variable-length integers of a packet's frames (and an Initial's Token Length); the
+header's Length, one integer at an offset, is read by ``quic_varint`` (dissectors/quic_varint.py,
+the one reader of QUIC's integers outside a ``Buffer``).  Keys come from ``quic_crypto``.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from aioquic.buffer import Buffer, BufferReadError
 
 from . import quic_crypto as qc
 from .quic_crypto import DecryptError, PacketKeys
+from .quic_varint import quic_varint
 
 INITIAL, ZERO_RTT, HANDSHAKE, RETRY, ONE_RTT, VERSION_NEGOTIATION = "Initial", "0-RTT", "Handshake", "Retry", "1-RTT", "Version Negotiation"
 # long-header type bits -> packet type
@@ -457,7 +460,7 @@ class QuicConnectionDissector:
                 p += buf.tell()
                 qp.token = data[p : p + tl]
                 p += tl
-            length, p = _varint(data, p)
+            length, p = quic_varint(data, p)  # (IndexError if cut: a malformed header, as datagram() says)
             pn_off = p
             end = p + length
             if end > n:
@@ -1176,17 +1179,6 @@ def frame_starts(plain: bytes, epoch: int = 3) -> list[int]:
     qp = QuicPacket(0, 0, ONE_RTT if epoch == 3 else INITIAL)
     q._frames(0, qp, bytes(plain), epoch, 0)
     return list(qp.starts or [])
-
-
-def _varint(data, p: int) -> tuple[int, int]:
-    b = data[p]
-    ln = 1 << (b >> 6)
-    v = b & 0x3F
-    for i in range(1, ln):
-        v = (v << 8) | data[p + i]
-    if p + ln > len(data):
-        raise IndexError("truncated variable-length integer")
-    return v, p + ln
 
 
 def _as_dict(obj) -> dict:

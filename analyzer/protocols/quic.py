@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wirefall.analyzer.model import Analysis, Frame
+from wirefall.dissectors.quic_varint import quic_varint
 
 if TYPE_CHECKING:
     from wirefall.analyzer.detail import Node
@@ -39,16 +40,10 @@ H3_UNKNOWN: set[str] = set()  # (reserved GREASE frames: tshark writes nothing f
 _LONG_TYPES = {0: "Initial", 1: "0-RTT", 2: "Handshake", 3: "Retry"}
 
 
-def _varint(b: bytes, p: int) -> tuple[int, int]:
-    if p >= len(b):
-        raise IndexError
-    n = 1 << (b[p] >> 6)
-    if p + n > len(b):
-        raise IndexError
-    v = b[p] & 0x3F
-    for i in range(1, n):
-        v = v << 8 | b[p + i]
-    return v, p + n
+# QUIC's variable-length integer: (value, offset after it), IndexError where the bytes cut it —
+# the one reader (dissectors/quic_varint.py) under the name the QUIC and HTTP/3 detail and
+# fields (protocols.http3, fields.quic, fields.tls) import it by
+_varint = quic_varint
 
 
 # ---------------------------------------------------------------- the packet header: one parser

@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from wirefall.analyzer.model import Analysis, Frame
+from wirefall.dissectors.quic_varint import quic_varint  # (_varint_at: at module level, a function's import costs ~2 us a call)
 from wirefall.dissectors.tls import VERSIONS, ContentType, is_grease
 
 if TYPE_CHECKING:
@@ -608,11 +609,10 @@ def _psk_offer(e, d: bytes, at: int, put) -> None:
 
 
 def _varint_at(d: bytes, i: int) -> tuple[int, int] | None:
-    """The QUIC variable-length integer at ``d[i]`` and its size; None where ``d`` cuts it."""
-    from .quic import _varint
-
+    """The QUIC variable-length integer at ``d[i]`` and its size; None where ``d`` cuts it
+    (``quic_varint``'s IndexError)."""
     try:
-        v, end = _varint(d, i)
+        v, end = quic_varint(d, i)
     except IndexError:
         return None
     return v, end - i
