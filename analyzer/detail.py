@@ -789,7 +789,7 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     except (dpkt.UnpackError, ValueError, IndexError, struct.error) as e:
         out.append(Node(f"Transmission Control Protocol [malformed: {e.__class__.__name__}]", [], p, end))
         return None
-    hl = tcp.off * 4
+    hl = min(tcp.off * 4, end - p)  # (a data offset past the segment: the header is what the segment holds)
     plen = max(end - p - hl, 0)
     conn_id = analysis.index.conn[n - 1]
     ta = _tcp_analysis_to(analysis, source, n)
@@ -824,7 +824,7 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     _leaf(node, "Acknowledgment Number", str(ack), p + 8, p + 12, "tcp.ack",
           shown=f"{ack}    (relative ack number)" if rbase is not None and flags & 0x10 else None)
     _leaf(node, "Acknowledgment number (raw)", str(tcp.ack), p + 8, p + 12, "tcp.ack_raw")
-    bit_node(node, data[p + 12], 0xF0, 8, "Header Length", f"{hl} bytes ({tcp.off})", p + 12, p + 13, "tcp.hdr_len", str(hl))
+    bit_node(node, data[p + 12], 0xF0, 8, "Header Length", f"{tcp.off * 4} bytes ({tcp.off})", p + 12, p + 13, "tcp.hdr_len", str(tcp.off * 4))
     fnames = ", ".join(nm for b, nm in _INFO_FLAGS if flags & b)
     fl = _leaf(node, "Flags", f"0x{flags:04x}", p + 12, p + 14, "tcp.flags", shown=f"0x{flags:03x} ({fnames})")
     for b, nm, abbrev in _TCP_FLAG_BITS:

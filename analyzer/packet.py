@@ -266,6 +266,11 @@ def layers(linktype: int, data) -> Layers:
                 hlen = 8
             else:
                 hlen = (data[p + 1] + 2) * 4 if nxt == 51 else (data[p + 1] + 1) * 8
+            if p + hlen > end:  # (its length runs past the datagram: what the datagram holds of it, then nothing)
+                ext.append((nxt, p, end - p))
+                p = end
+                error = "IPv6 extension header truncated"
+                break
             ext.append((nxt, p, hlen))
             nxt = data[p]
             p += hlen

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import struct
 import tempfile
 from functools import lru_cache
@@ -427,3 +428,325 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+# ------------------------------------------------------------------ the packet detail, as the UIs show one packet
+
+DETAIL_MAX_PACKETS = 200  # packets whose detail is built per input (the first ones)
+DETAIL_RECHECK = 12  # trees built again, last packet first, from a second source: caches must not change a tree
+# output linear in input: one packet's tree holds at most this many nodes and label characters
+# per byte of the capture, plus a constant (a packet of a few bytes still has its frame lines)
+DETAIL_PER_BYTE = 64
+DETAIL_CONST = 1 << 16
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+
+class DetailBroken(AssertionError):
+    """An invariant of the packet detail (tree, bytes pane, Info) does not hold."""
+
+
+# Functions the detail code calls inside an ``except Exception`` that turns any exception into
+# a line of the tree ("[Malformed packet: …]"), an error of a bytes tab, or nothing (a line left
+# out, wirefall's own Info): (module, attribute).  While ``Surfacing`` is on they record what
+# they raise, so that a swallowed bug still counts as a crash, with its own traceback (one renamed
+# away is skipped: ``tests/test_fuzz_detail37.py`` checks that each is there).
+SWALLOWING = [
+    ("wirefall.analyzer.detail", "_transport_and_frames"),  # packet_detail: "[Malformed packet: …]"
+    ("wirefall.analyzer.detail", "decrypted_quic"),  # _quic_tabs, h3_wire_type, quic_crypto_frames
+    ("wirefall.analyzer.detail", "_redecrypt"),  # decrypted_tls: the tab's error
+    ("wirefall.analyzer.detail", "_quic_redecrypt"),  # decrypted_quic: the tab's error
+    ("wirefall.analyzer.detail", "_udp_payload"),
+    ("wirefall.analyzer.detail", "_crypto_frames_in"),  # quic_crypto_frames: None
+    ("wirefall.analyzer.detail", "_crypto_packets"),
+    ("wirefall.analyzer.info", "datagram_info"),  # _udp_info: wirefall's own Info instead
+    ("wirefall.dissectors.quic", "frame_starts"),  # decrypted_quic: the tab's error
+]
+
+
+class Surfacing:
+    """Context manager: while on, the functions of ``SWALLOWING`` and every display-filter
+    field's getter (``detail._packet_fields`` leaves a field that raises out of the tree) record
+    the exceptions they raise; ``raise_caught`` raises the first one again."""
+
+    def __init__(self) -> None:
+        self.caught: list[tuple[str, BaseException]] = []
+        self.saved: list[tuple[object, str, object]] = []
+
+    def _wrap(self, where: str, fn):
+        caught = self.caught
+
+        def wrapper(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            except Exception as e:
+                caught.append((where, e))
+                raise
+
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        return wrapper
+
+    def __enter__(self) -> Surfacing:
+        import importlib
+
+        from wirefall.analyzer.fields import FIELDS
+
+        for mod, name in SWALLOWING:
+            m = importlib.import_module(mod)
+            orig = getattr(m, name, None)
+            if orig is None:
+                continue
+            self.saved.append((m, name, orig))
+            setattr(m, name, self._wrap(f"{mod.rsplit('.', 1)[-1]}.{name}", orig))
+        for f in FIELDS.values():
+            self.saved.append((f, "get", f.get))
+            f.get = self._wrap(f"field {f.name}", f.get)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for obj, name, orig in reversed(self.saved):
+            setattr(obj, name, orig)
+        self.saved.clear()
+        self.caught.clear()
+
+    def raise_caught(self, what: str) -> None:
+        if self.caught:
+            where, e = self.caught[0]
+            self.caught.clear()
+            e.add_note(f"(swallowed by the detail code: raised in {where}, while building {what})")
+            raise e
+
+
+class DetailChecker:
+    """The invariants of what a selected packet shows.  ``report``: None raises ``DetailBroken``
+    at the first broken one; else it is called with each message and checking goes on (the
+    fuzzer records every distinct one instead of stopping at the first of a known bug)."""
+
+    def __init__(self, report=None) -> None:
+        from wirefall.analyzer.safetext import UNSAFE
+
+        self.report = report
+        self.unsafe = re.compile(f"[{UNSAFE}]")
+        self.broken = 0
+
+    def fail(self, msg: str) -> None:
+        self.broken += 1
+        if self.report is None:
+            raise DetailBroken(msg)
+        self.report(msg)
+
+    def text(self, n: int, what: str, s) -> None:
+        """Captured text on its way to a terminal or a page: a str, inert once escaped."""
+        from wirefall.analyzer.safetext import printable
+
+        if type(s) is not str:
+            return self.fail(f"packet {n}: {what} is a {type(s).__name__}: {s!r:.200}")
+        shown = printable(s)
+        if self.unsafe.search(shown):
+            return self.fail(f"packet {n}: {what} keeps a control character once escaped: {shown!r:.200}")
+        try:
+            shown.encode("utf-8")  # (the TUI and the web page write UTF-8)
+        except UnicodeEncodeError as e:
+            self.fail(f"packet {n}: {what} cannot be written as UTF-8 once escaped ({e})")
+
+    def nodes(self, nodes, n: int, data: bytes, tabs: list, budget: int) -> None:
+        """Every node of packet ``n``'s tree: well typed, its byte range inside the bytes it
+        names (``source`` 0 the packet, k the k-th bytes tab: the decrypted TLS records, then
+        the decrypted QUIC packets, as the TUI lists them), its label a str that is inert once
+        escaped, its field name a field name; the whole tree within ``budget`` nodes and label
+        characters."""
+        from wirefall.analyzer.detail import Node
+
+        if type(nodes) is not list or not nodes:
+            return self.fail(f"packet {n}: packet_detail gave {nodes!r:.200}")
+        chars = seen = 0
+        widest = (0, "")
+        stack = [(x, "") for x in reversed(nodes)]
+        while stack:
+            x, under = stack.pop()
+            seen += 1
+            if type(x) is not Node:
+                self.fail(f"packet {n}: a tree node is a {type(x).__name__}: {x!r:.200}{under}")
+                continue
+            self.text(n, "a node's label", x.label)
+            chars += len(x.label) if type(x.label) is str else 0
+            what = f"node {str(x.label)[:100]!r}{under}"
+            if x.abbrev is not None and (type(x.abbrev) is not str or not _FIELD_NAME.fullmatch(x.abbrev)):
+                self.fail(f"packet {n}: {what} has abbrev {x.abbrev!r:.120}, not a field name")
+            if any(type(v) is not int for v in (x.start, x.end, x.source)):
+                self.fail(f"packet {n}: {what}: start, end, source {x.start!r:.40}, {x.end!r:.40}, {x.source!r:.40}")
+            elif x.start >= 0 or x.end >= 0:
+                self._range(n, what, x, data, tabs)
+            elif not 0 <= x.source <= len(tabs):
+                self.fail(f"packet {n}: {what} names bytes tab {x.source}, the packet has {len(tabs)}")
+            if type(x.children) is not list:
+                self.fail(f"packet {n}: {what} has children {type(x.children).__name__}")
+                continue
+            if len(x.children) > widest[0]:
+                widest = (len(x.children), str(x.label)[:60])
+            inner = f" (under {str(x.label)[:50]!r})"
+            stack.extend((c, inner) for c in reversed(x.children))
+            if seen > budget or chars > budget:
+                return self.fail(f"packet {n}: the tree passed {budget} nodes or label characters, {DETAIL_PER_BYTE} per byte "
+                                 f"of the capture (the widest node so far: {widest[1]!r} with {widest[0]} children)")
+
+    def _range(self, n: int, what: str, x, data: bytes, tabs: list) -> None:
+        if not 0 <= x.start <= x.end:
+            return self.fail(f"packet {n}: {what} has byte range [{x.start}, {x.end})")
+        if x.source == 0:
+            if x.end > len(data):
+                self.fail(f"packet {n}: {what} covers [{x.start}, {x.end}) of a packet of {len(data)} bytes")
+            return
+        if not 1 <= x.source <= len(tabs):
+            return self.fail(f"packet {n}: {what} points at bytes tab {x.source}, the packet has {len(tabs)}")
+        t = tabs[x.source - 1]
+        size = len(t.data) if t.error is None else t.pt_length
+        if x.end > size:
+            self.fail(f"packet {n}: {what} covers [{x.start}, {x.end}) of bytes tab {x.source} "
+                      f"({t.title}{', ' + t.error if t.error else ''})")
+
+    def tab(self, n: int, r, kind: str) -> None:
+        if type(r.data) is not bytes or (r.error is not None and type(r.error) is not str):
+            return self.fail(f"packet {n}: {kind} tab data {type(r.data).__name__}, error {r.error!r:.80}")
+        if r.error is None and len(r.data) != r.pt_length:
+            self.fail(f"packet {n}: {kind} tab of {len(r.data)} bytes says {r.pt_length}")
+        if r.error is not None and r.data:
+            self.fail(f"packet {n}: {kind} tab has bytes and an error ({r.error!r:.80})")
+        self.text(n, f"the {kind} tab's title", r.title)
+        if r.error is not None:
+            self.text(n, f"the {kind} tab's error", r.error)
+
+    def record(self, n: int, rec) -> None:
+        """The packet list's record: its columns text, the Info within tshark's column."""
+        from wirefall.analyzer.info import COL_MAX_INFO_LEN
+
+        if rec.number != n:
+            self.fail(f"packet {n}: its record says packet {rec.number}")
+        for a in ("source", "destination", "protocol", "info"):
+            self.text(n, f"the {a} column", getattr(rec, a))
+        if type(rec.info) is str and len(rec.info.encode("utf-8", "surrogatepass")) >= COL_MAX_INFO_LEN:
+            self.fail(f"packet {n}: an Info of {len(rec.info)} characters passes tshark's column ({COL_MAX_INFO_LEN} bytes)")
+        if type(rec.protocol) is str and not rec.protocol:
+            self.fail(f"packet {n}: empty Protocol column")
+
+    def packet(self, an, src, n: int, budget: int, sur: Surfacing | None = None):
+        """What the TUI and the web app build when packet ``n`` is selected (``ui/tui/app.py``
+        ``show_packet``, ``ui/web/views.py`` ``packet_detail_view``): the tree, the packet's
+        bytes and their hex dump, the bytes tabs (decrypted TLS records, decrypted QUIC
+        packets) — checked; returns the tree."""
+        from wirefall.analyzer.detail import decrypted_quic, decrypted_tls, frames_on_packet, hexdump, packet_bytes, packet_detail
+
+        frames_on_packet(an, n)
+        nodes = packet_detail(an, src, n)
+        if sur is not None:
+            sur.raise_caught(f"the tree of packet {n}")
+        data = packet_bytes(src, an, n)
+        caplen = an.index.caplen[n - 1]
+        if type(data) is not bytes or len(data) != caplen:
+            self.fail(f"packet {n}: packet_bytes gave {len(data)} bytes, the index says {caplen}")
+        hx = hexdump(data)
+        if len(hx) != (len(data) + 15) // 16 or not all(ln.isascii() and ln.isprintable() for ln in hx):
+            self.fail(f"packet {n}: a hex dump of {len(hx)} lines for {len(data)} bytes, or not printable ASCII")
+        tls = decrypted_tls(an, src, n)
+        quic = decrypted_quic(an, src, n)
+        if sur is not None:
+            sur.raise_caught(f"the bytes tabs of packet {n}")
+        tabs: list = [*tls, *quic]  # (the TUI's bytes tabs after the packet's own, in this order)
+        for k, r in enumerate(tabs):
+            self.tab(n, r, "Decrypted TLS" if k < len(tls) else "Decrypted QUIC")
+        self.nodes(nodes, n, data, tabs, budget)
+        return nodes
+
+
+def tree_shape(nodes) -> list:
+    """A tree as nested lists (label, range, source, field name, children): to compare two."""
+    return [(x.label, x.start, x.end, x.source, x.abbrev, tree_shape(x.children)) for x in nodes]
+
+
+def _first_diff(a: list, b: list, path: str = "") -> str:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x[:5] != y[:5]:
+            return f"at {path}/{i}: {x[:5]!r:.300} vs {y[:5]!r:.300}"
+        d = _first_diff(x[5], y[5], f"{path}/{i}")
+        if d:
+            return d
+    return f"at {path}: {len(a)} vs {len(b)} nodes" if len(a) != len(b) else ""
+
+
+def detail_check(an, path: str, max_packets: int = DETAIL_MAX_PACKETS, input_bytes: int = 0,
+                 recheck: int = DETAIL_RECHECK, report=None) -> int:
+    """Build and check what the UIs show for each of the first ``max_packets`` packets of
+    ``an`` (its capture at ``path``): the detail tree (``packet_detail``), the bytes pane
+    (``packet_bytes``, ``hexdump``, ``decrypted_tls``, ``decrypted_quic``) and the packet list's
+    record (``packet_record``: Source, Destination, Protocol, Info), each checked
+    (``DetailChecker``); then the records a window at a time (``packet_records``, as the lists
+    read them) must be the same, and the last ``recheck`` trees, built again last packet first
+    from a second source, too; the packets before the first and after the last are one line.
+    Any exception — also one the detail code would swallow into the tree (``Surfacing``) —
+    raises; a broken invariant raises ``DetailBroken`` (or goes to ``report``).  Returns the
+    number of packets checked."""
+    from wirefall.analyzer.capture import PacketSource
+    from wirefall.analyzer.detail import packet_detail
+    from wirefall.analyzer.packet_record import packet_record, packet_records
+
+    ck = DetailChecker(report)
+    npk = min(len(an.index), max_packets)
+    budget = DETAIL_PER_BYTE * max(input_bytes, os.path.getsize(path)) + DETAIL_CONST
+    src = PacketSource(path)
+    src2 = PacketSource(path)  # (a second view of the capture, as a second web page: caches are per source)
+    try:
+        with Surfacing() as sur:
+            shapes = {}
+            recs = []
+            for n in range(1, npk + 1):
+                nodes = ck.packet(an, src, n, budget, sur)
+                if n > npk - recheck:
+                    shapes[n] = tree_shape(nodes)
+                rec = packet_record(an, src, n)
+                sur.raise_caught(f"the packet list's record of packet {n}")
+                ck.record(n, rec)
+                recs.append(rec)
+            got = list(packet_records(an, src, range(1, npk + 1)))
+            sur.raise_caught("the packet list's records")
+            if got != recs:
+                bad = next((i for i, (a, b) in enumerate(zip(got, recs)) if a != b), min(len(got), len(recs)))
+                ck.fail(f"packet {bad + 1}: packet_records gives {got[bad] if bad < len(got) else None!r:.300}, "
+                        f"packet_record {recs[bad] if bad < len(recs) else None!r:.300}")
+            for k in (0, -1, len(an.index) + 1):
+                t = packet_detail(an, src, k)
+                if type(t) is not list or len(t) != 1 or t[0].children:
+                    ck.fail(f"packet {k}: packet_detail of a packet not in the capture of {len(an.index)} gave {t!r:.200}")
+            for n in sorted(shapes, reverse=True):
+                again = tree_shape(packet_detail(an, src2, n))
+                sur.raise_caught(f"the tree of packet {n} again")
+                if again != shapes[n]:
+                    ck.fail(f"packet {n}: its tree differs when built again after packet {n + 1} "
+                            f"{_first_diff(shapes[n], again)}")
+    finally:
+        src.close()
+        src2.close()
+    return npk
+
+
+def detail_bytes(raw: bytes, keys: str | None = None, limits: dict | None = None, max_packets: int = DETAIL_MAX_PACKETS,
+                 report=None) -> int:
+    """The ``detail`` fuzz target on capture bytes: ``analyze`` them (a file that is no capture
+    is ``CaptureError``, the documented answer: 0 packets checked), then ``detail_check``."""
+    from wirefall.analyzer.capture import CaptureError
+    from wirefall.analyzer.keylog import KeyLog
+    from wirefall.analyzer.pipeline import analyze
+
+    kl = KeyLog()
+    if keys:
+        kl.add_text(keys, "fuzz")
+    d = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    fd, path = tempfile.mkstemp(suffix=".pcap", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        try:
+            an = analyze(path, keylog=kl, limits=limits)
+        except CaptureError:
+            return 0
+        return detail_check(an, path, max_packets, len(raw), report=report)
+    finally:
+        _unlink(path)

@@ -6,14 +6,19 @@
 Targets: the sans-IO dissectors (``http1 h2 spdy tls quic quic_frames h3 gquic dns``; inputs
 are the serialised op lists of ``fuzz/corpus.py``, seeded with what the pipeline fed each
 dissector on real sample captures), ``capture`` (the pcap/pcapng reader on mutated file
-bytes) and ``pipeline`` (``analyze()`` on mutated small captures, with their key logs).
+bytes), ``pipeline`` (``analyze()`` on mutated small captures, with their key logs) and
+``detail`` (the same inputs, then what the TUI and the web app show for each packet: the detail
+tree, the bytes pane and the packet list's Info, every node checked: ``fuzz/corpus.py``
+``detail_check``).
 
 Every input is bounded: libFuzzer's ``-timeout`` (seconds per input, a hang is a failure)
 and ``-rss_limit_mb``; a run is bounded by ``--runs`` and ``--seconds``.  A Python
 exception is a crash: libFuzzer writes the input to ``<workdir>/<target>/crash-*``; turn
-it into a regression test in ``tests/test_fuzz_regressions.py``.  ``--all`` runs each
-target in its own process, one after the other, and prints a table (inputs, crashes,
-hangs, peak RSS per target).
+it into a regression test in ``tests/test_fuzz_regressions.py`` (``detail``: a generator in
+``scripts/hostile/detail_inputs.py`` and a test in ``tests/test_fuzz_detail37.py``; its broken
+invariants are recorded once per kind and node name, and the input's other packets are still
+checked).  ``--all`` runs each target in its own process, one after the other, and prints a
+table (inputs, crashes, hangs, peak RSS per target).
 """
 from __future__ import annotations
 
@@ -29,12 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TARGETS = ["http1", "h2", "spdy", "tls", "quic", "quic_frames", "h3", "gquic", "dns", "capture", "pipeline"]
+TARGETS = ["http1", "h2", "spdy", "tls", "quic", "quic_frames", "h3", "gquic", "dns", "capture", "pipeline", "detail"]
 # the packages atheris instruments for coverage, fully qualified (tests/test_fuzz.py checks they
 # exist): they were "dissectors" and "analyzer", which no module is named since the code imports
 # as wirefall.*, so nothing was instrumented and libFuzzer ran blind ("no interesting inputs
 # were found so far", corpus 1 input of 1 byte, 300 k runs adding none)
 INSTRUMENT = ("wirefall.dissectors", "wirefall.analyzer")
+CAPTURE_TARGETS = ("capture", "pipeline", "detail")  # inputs are capture files (64 KiB at most by default)
 DEFAULT_WORKDIR = Path(os.environ.get("WIREFALL_FUZZ_DIR", "/tmp/wirefall-fuzz"))
 
 
@@ -43,9 +49,10 @@ def write_seeds(target: str, d: Path) -> int:
 
     d.mkdir(parents=True, exist_ok=True)
     n = 0
-    if target in ("capture", "pipeline"):
-        for i, (name, raw, _keys) in enumerate(corpus.small_captures(24 if target == "pipeline" else 12)):
-            blob = bytes([i]) + raw if target == "pipeline" else raw
+    if target in CAPTURE_TARGETS:
+        # pipeline, detail: the first byte picks the key log (the seed's own), the rest is the capture
+        for i, (name, raw, _keys) in enumerate(corpus.small_captures(12 if target == "capture" else 24)):
+            blob = raw if target == "capture" else bytes([i]) + raw
             (d / f"seed-{name.replace('/', '_')}").write_bytes(blob)
             n += 1
         return n
@@ -81,29 +88,51 @@ def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, 
         import wirefall.dissectors.quic, wirefall.dissectors.http3, wirefall.dissectors.gquic, wirefall.dissectors.dns  # noqa: E401,F401
         import wirefall.analyzer.sessions.tls, wirefall.analyzer.sessions.http1, wirefall.analyzer.sessions.http2  # noqa: E401,F401
         import wirefall.analyzer.sessions.spdy, wirefall.analyzer.sessions.quic, wirefall.analyzer.sessions.dns  # noqa: E401,F401
+        if target == "detail":  # what a selected packet shows: the tree, its protocol hooks, Info, the filter's fields
+            import wirefall.analyzer.detail, wirefall.analyzer.packet_record, wirefall.analyzer.info  # noqa: E401,F401
+            import wirefall.analyzer.fields, wirefall.analyzer.tcp_analysis  # noqa: E401,F401
+            import wirefall.analyzer.protocols.tls, wirefall.analyzer.protocols.quic, wirefall.analyzer.protocols.http2  # noqa: E401,F401
+            import wirefall.analyzer.protocols.http1, wirefall.analyzer.protocols.http3, wirefall.analyzer.protocols.spdy  # noqa: E401,F401
+            import wirefall.analyzer.protocols.gquic, wirefall.analyzer.protocols.dns  # noqa: E401,F401
 
-    keys = [k for _, _, k in corpus.small_captures(1)] if target == "pipeline" else []
+    keys = [k for _, _, k in corpus.small_captures(1)] if target in ("pipeline", "detail") else []
     tmp = Path("/dev/shm" if os.path.isdir("/dev/shm") else workdir) / f"wirefall-fuzz-{os.getpid()}.pcap"
 
     seen: set = set()
+    current = [b""]
+
+    def record(site: str, what: str, data: bytes, tb: bool) -> None:
+        """Each distinct crash site once: its input saved, one line (and the traceback)."""
+        import hashlib
+        import traceback
+
+        if site in seen:
+            return
+        seen.add(site)
+        h = hashlib.sha1(data).hexdigest()
+        (workdir / target / f"crash-{h}").write_bytes(data)
+        print(f"WIREFALL CRASH {site}: {what:.300} input=crash-{h}", flush=True)
+        if tb:
+            traceback.print_exc()
+
+    def broken(msg: str) -> None:
+        # (the detail target's invariants, in keep-going mode: one site per invariant and node
+        # label, numbers left out, and the input's other packets still checked)
+        what = re.sub(r"""node (['"])(.{0,40}?)[:,(\[].*?\1 """, r"node '\2…' ", msg.split(": ", 1)[-1])
+        record("DetailBroken " + re.sub(r"0x[0-9a-f]+|\d+", "N", what)[:90], msg, current[0], False)
 
     def one(data: bytes) -> None:
         if not keep_going:
             return _one(data)
+        current[0] = data
         try:
             _one(data)
         except Exception as e:  # keep fuzzing past a known bug: record each distinct crash site once
-            import hashlib
             import traceback
 
             tb = traceback.extract_tb(e.__traceback__)
             site = f"{type(e).__name__} at " + " < ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(tb[-3:]))
-            if site not in seen:
-                seen.add(site)
-                h = hashlib.sha1(data).hexdigest()
-                (workdir / target / f"crash-{h}").write_bytes(data)
-                print(f"WIREFALL CRASH {site}: {e!r:.200} input=crash-{h}", flush=True)
-                traceback.print_exc()
+            record(site, repr(e), data, True)
 
     def _one(data: bytes) -> None:
         if target == "capture":
@@ -121,6 +150,11 @@ def fuzz_one(target: str, runs: int, seconds: int, workdir: Path, timeout: int, 
                 corpus.analyze_bytes(data[1:], k)
             except CaptureError:
                 pass
+        elif target == "detail":
+            if not data:
+                return
+            corpus.detail_bytes(data[1:], keys[data[0] % len(keys)] if keys else None,  # (CaptureError: 0 packets)
+                                report=broken if keep_going else None)
         else:
             corpus.replay(target, corpus.decode(target, data))
 
@@ -165,7 +199,7 @@ def main(argv=None) -> int:
     ap.add_argument("--summary", type=Path, help="write the per-target figures as JSON here")
     a = ap.parse_args(argv)
     if a.target and not a.all:
-        ml = a.max_len or (65536 if a.target in ("capture", "pipeline") else 16384)
+        ml = a.max_len or (65536 if a.target in CAPTURE_TARGETS else 16384)
         fuzz_one(a.target, a.runs, a.seconds, a.workdir, a.timeout, a.rss_mb, ml, keep_going=not a.stop_on_crash)
         return 0
     if not a.all:

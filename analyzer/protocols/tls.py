@@ -297,7 +297,9 @@ def handshake_nodes(node, msgs: list, add, hrr: bool, tls13: bool) -> None:
         end = p + 4 + len(body)
 
         def inside(parent, text: str, start: int, size: int, *more, _end=end):
-            # (a length a hostile message gives past its own end: the line's bytes cut to the message)
+            # (a length a hostile message gives past its own end: the line's bytes cut to the message,
+            # and a line that would begin after it placed at its end)
+            start = min(start, _end)
             return add(parent, text, start, max(0, min(size, _end - start)), *more)
 
         name = handshake_title([(t, body)], hrr).split(": ", 1)[1]
@@ -327,12 +329,18 @@ def _hello_nodes(m, body: bytes, p: int, client: bool, add, hrr: bool = False) -
         q = 34
         sl = body[q]
         add(m, f"Session ID Length: {sl}", p + q, 1, "tls.handshake.session_id_length", sl)
+        # a vector whose length runs past the message ends the hello's lines after that length,
+        # as tshark's ssl_add_vector stops the hello there ("Malformed vector length")
+        if q + 1 + sl > len(body):
+            return
         if sl:
             add(m, f"Session ID: {body[q + 1 : q + 1 + sl].hex()}", p + q + 1, sl, "tls.handshake.session_id", body[q + 1 : q + 1 + sl].hex())
         q += 1 + sl
         if client:
             cl = int.from_bytes(body[q : q + 2], "big")
             add(m, f"Cipher Suites Length: {cl}", p + q, 2, "tls.handshake.cipher_suites_length", cl)
+            if q + 2 + cl > len(body):
+                return
             cs = add(m, f"Cipher Suites ({cl // 2} suite{'s' if cl // 2 != 1 else ''})", p + q + 2, cl)
             for i in range(q + 2, q + 2 + cl - 1, 2):
                 c = int.from_bytes(body[i : i + 2], "big")
@@ -340,6 +348,8 @@ def _hello_nodes(m, body: bytes, p: int, client: bool, add, hrr: bool = False) -
             q += 2 + cl
             ml = body[q]
             add(m, f"Compression Methods Length: {ml}", p + q, 1, "tls.handshake.comp_methods_length", ml)
+            if q + 1 + ml > len(body):
+                return
             cm = add(m, f"Compression Methods ({ml} method{'s' if ml != 1 else ''})", p + q + 1, ml)
             for i in range(q + 1, q + 1 + ml):
                 add(cm, f"Compression Method: {'null' if body[i] == 0 else 'Unknown'} ({body[i]})", p + i, 1, "tls.handshake.comp_method", body[i])
