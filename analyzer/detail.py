@@ -538,19 +538,6 @@ _OPT_KINDS = {0: "End of Option List", 1: "No-Operation", 2: "Maximum Segment Si
               29: "The TCP Authentication Option", 30: "Multipath TCP", 34: "TCP Fast Open Cookie", 76: "Riverbed Probe",
               78: "Riverbed Transparency", 172: "Accurate ECN Order 0", 174: "Accurate ECN Order 1", 253: "RFC3692-style Experiment 1",
               254: "RFC3692-style Experiment 2"}
-_OPT_WORDS = {0: "End of Option List (EOL)", 1: "No-Operation (NOP)", 2: "Maximum segment size", 3: "Window scale", 4: "SACK permitted",
-              5: "SACK", 6: "Echo", 7: "Echo reply", 8: "Timestamps", 11: "CC", 12: "CC.NEW", 13: "CC.ECHO", 19: "TCP MD5 signature",
-              20: "SCPS capabilities", 21: "Selective Negative Acknowledgment", 22: "SCPS record boundary",
-              23: "SCPS corruption experienced", 27: "Quick-Start", 28: "User Timeout", 29: "TCP AO", 30: "MPTCP", 34: "TCP Fast Open",
-              76: "Riverbed Probe", 78: "Riverbed Transparency", 172: "Accurate ECN", 174: "Accurate ECN", 253: "Experimental",
-              254: "Experimental"}
-# the length tshark's dissector of an option requires ("option length should be N", a Note;
-# each kind's seen in tshark 4.0.17 on a 4-byte option of it)
-_OPT_LENGTH = {2: 4, 3: 3, 4: 2, 6: 6, 7: 6, 8: 10, 11: 6, 12: 6, 13: 6, 19: 18, 21: 6, 22: 2, 23: 2, 27: 8, 28: 4}
-
-
-def _opt_word(kind: int) -> str:
-    return _OPT_WORDS.get(kind) or f"Unknown (0x{kind:02x})"
 
 
 def _opt_expert(parent: Node, severity: str, group: str, text: str, abbrev: str) -> None:
@@ -561,53 +548,51 @@ def _opt_expert(parent: Node, severity: str, group: str, text: str, abbrev: str)
     e.add(f"[Group: {group}]")
 
 
+def _item_expert(parent: Node, item) -> None:
+    """An option's expert item (``analyzer.fields.tcp.OptionItem``) under ``parent``."""
+    _opt_expert(parent, item.severity.label, item.group.label, item.text, item.abbrev)
+
+
 def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, ack: int, syn: bool) -> bool:
     """The TCP options as tshark 4.0's tree: ``Options: (N bytes), <each option's name>``, then
-    one ``TCP Option - …`` node each with its kind, length and values, and the notes tshark
-    adds on them: where the walk stopped (``analyzer.packet.tcp_options``), a wrong length,
-    four NOPs in a row, a window scale shift over 14, a SYN without MSS or an MSS without SYN,
-    a SACK block cut short, D-SACK blocks (``analyzer.fields.tcp.sack_marks`` on ``ack``, the
-    test's ACK).  True when tshark throws on a SACK option (its tree ends there)."""
-    from .fields.tcp import sack_marks
+    one ``TCP Option - …`` node each with its kind, length and values, and the expert items
+    tshark adds on them — where the walk stopped, a wrong length, four NOPs in a row, a window
+    scale shift over 14, a SYN without MSS or an MSS without SYN, a SACK block cut short, D-SACK
+    blocks — as ``analyzer.fields.tcp.option_items`` decides them (``ack``: the D-SACK test's
+    ACK), each hung where tshark hangs it.  True when tshark throws on a SACK option (its tree
+    ends there)."""
+    from .fields.tcp import OPT_WORDS, OWN_LINE, opt_word, option_items
 
-    parsed = tcp_options(opts)
-    marks, threw = sack_marks(parsed, ack, partial(_rel, base=rbase))
+    items = option_items(opts, syn, lambda: (ack, partial(_rel, base=rbase)))
+    parsed, marks, threw = items.walk, items.marks, items.threw
+    got = {(it.offset, it.abbrev): it for it in items if it.where != OWN_LINE}
     shown = parsed if threw is None else parsed[: threw + 1]
     named = shown if threw is None else shown[:-1]  # (tshark names an option once its dissector returns)
-    on = node.add(f"Options: ({len(opts)} bytes)" + "".join(", " + _opt_word(k) for k, _, _ in named), at, at + len(opts), "tcp.options")
+    on = node.add(f"Options: ({len(opts)} bytes)" + "".join(", " + opt_word(k) for k, _, _ in named), at, at + len(opts), "tcp.options")
     rel = " (relative)" if rbase is not None else ""
-    nops = 0
     sack_no = 0
     for kind, val, o in shown:
         s = at + o
         oe = s + (1 if kind in (0, 1) else 2 + len(val))
-        word = _opt_word(kind)
-        if kind == 1:
-            # tshark 4.0 counts NOPs in a row within a 32-bit word of the header (the options
-            # start on one): the count goes up on a NOP at the word's start only from 0, else it
-            # starts again at 0; other options do not end a row (NOP at 0, 1, 2, MSS, NOP at 7:
-            # the note, tests/test_tcp_options37.py)
-            if nops == 0 or o % 4:
-                nops += 1
-                if nops == 4:
-                    _opt_expert(on, "Warning", "Protocol", "4 NOP in a row - a router may have removed some options", "tcp.nop")
-            else:
-                nops = 0
-        rows: list[tuple[str, int, int, str, str]] = []
+        word = opt_word(kind)
+        if kind == 1 and (o, "tcp.nop") in got:
+            _item_expert(on, got[(o, "tcp.nop")])
+        # (line, start, end, field, value, the expert item hung on it)
+        rows: list[tuple[str, int, int, str, str, str]] = []
         if kind == 2 and len(val) == 2:
             v = struct.unpack("!H", val)[0]
-            head, rows = f"{word}: {v} bytes", [(f"MSS Value: {v}", s + 2, s + 4, "tcp.options.mss_val", str(v))]
+            head, rows = f"{word}: {v} bytes", [(f"MSS Value: {v}", s + 2, s + 4, "tcp.options.mss_val", str(v), "")]
         elif kind == 3 and len(val) == 1:
             # the shift as sent, the multiplier (and the scale applied) of at most 14 (RFC 7323 §2.3)
             m = 1 << min(val[0], 14)
             head = f"{word}: {val[0]} (multiply by {m})"
-            rows = [(f"Shift count: {val[0]}", s + 2, s + 3, "tcp.options.wscale.shift", str(val[0])),
-                    (f"[Multiplier: {m}]", s + 2, s + 3, "tcp.options.wscale.multiplier", str(m))]
+            rows = [(f"Shift count: {val[0]}", s + 2, s + 3, "tcp.options.wscale.shift", str(val[0]), "tcp.options.wscale.shift.invalid"),
+                    (f"[Multiplier: {m}]", s + 2, s + 3, "tcp.options.wscale.multiplier", str(m), "")]
         elif kind == 8 and len(val) == 8:
             tv, te = struct.unpack("!II", val)
             head = f"{word}: TSval {tv}, TSecr {te}"
-            rows = [(f"Timestamp value: {tv}", s + 2, s + 6, "tcp.options.timestamp.tsval", str(tv)),
-                    (f"Timestamp echo reply: {te}", s + 6, s + 10, "tcp.options.timestamp.tsecr", str(te))]
+            rows = [(f"Timestamp value: {tv}", s + 2, s + 6, "tcp.options.timestamp.tsval", str(tv), ""),
+                    (f"Timestamp echo reply: {te}", s + 6, s + 10, "tcp.options.timestamp.tsecr", str(te), "")]
         elif kind == 5:
             # tshark's loop on the blocks: a left edge when four bytes are left, a right edge when
             # four more are, else "suboption would go past end of option" where the block starts
@@ -617,62 +602,54 @@ def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, ack: int,
             head = word + "".join(f" {a}-{b}" for a, b in blocks)
             for k, e in enumerate(edges):
                 side, abbrev = ("left", "tcp.options.sack_le") if k % 2 == 0 else ("right", "tcp.options.sack_re")
-                rows.append((f"{side} edge = {e}{rel}", s + 2 + 4 * k, s + 6 + 4 * k, abbrev, str(e)))
-            r = len(val) % 8
-            if r:
+                rows.append((f"{side} edge = {e}{rel}", s + 2 + 4 * k, s + 6 + 4 * k, abbrev, str(e), ""))
+            cut = got.get((o, "tcp.suboption_malformed"))
+            if cut is not None:
+                r = len(val) % 8
                 b0 = s + 2 + len(val) - r
-                rows.append(("suboption would go past end of option", b0, b0 + (r if r < 4 else r - 4), "", ""))
-            rows.append((f"[TCP SACK Count: {len(blocks)}]", -1, -1, "tcp.options.sack.count", str(len(blocks))))
+                rows.append((cut.text, b0, b0 + (r if r < 4 else r - 4), "", "", cut.abbrev))
+            rows.append((f"[TCP SACK Count: {len(blocks)}]", -1, -1, "tcp.options.sack.count", str(len(blocks)), ""))
             if sack_no < len(marks) and marks[sack_no]:  # (that option's first block, the D-SACK fields')
                 if edges:
-                    rows.append((f"[D-SACK Left Edge = {edges[0]}{rel}]", s + 2, s + 6, "tcp.options.sack.dsack_le", str(edges[0])))
+                    rows.append((f"[D-SACK Left Edge = {edges[0]}{rel}]", s + 2, s + 6, "tcp.options.sack.dsack_le", str(edges[0]), ""))
                 if blocks:
-                    rows += [(f"[D-SACK Right Edge = {edges[1]}{rel}]", s + 6, s + 10, "tcp.options.sack.dsack_re", str(edges[1])),
-                             ("D-SACK Sequence", s + 2, s + 10, "", "")]
+                    rows.append((f"[D-SACK Right Edge = {edges[1]}{rel}]", s + 6, s + 10, "tcp.options.sack.dsack_re", str(edges[1]), ""))
+            dsack = got.get((o, "tcp.options.sack.dsack"))
+            if dsack is not None:
+                rows.append((dsack.text, s + 2, s + 10, "", "", dsack.abbrev))
             sack_no += 1
-        elif kind not in _OPT_WORDS:
+        elif kind not in OPT_WORDS:
             head = "Unknown"
             if val:
-                rows = [(f"Payload: {val.hex()}", s + 2, s + 2 + len(val), "tcp.options.unknown.payload", val.hex(":"))]
+                rows = [(f"Payload: {val.hex()}", s + 2, s + 2 + len(val), "tcp.options.unknown.payload", val.hex(":"), "")]
         else:
             head = word
         opt = on.add(f"TCP Option - {head}", s, oe)
-        if kind == 2 and not syn:
-            _opt_expert(opt, "Warning", "Protocol", "The non-SYN packet does contain a MSS option", "tcp.options.mss.present")
+        if (o, "tcp.options.mss.present") in got:
+            _item_expert(opt, got[(o, "tcp.options.mss.present")])
         opt.add(f"Kind: {_OPT_KINDS.get(kind, 'Unknown')} ({kind})", s, s + 1, "tcp.option_kind", str(kind))
         if kind not in (0, 1):
             ln = opt.add(f"Length: {len(val) + 2}", s + 1, s + 2, "tcp.option_len", str(len(val) + 2))
-            want = _OPT_LENGTH.get(kind)
-            if want is not None and want != len(val) + 2:
-                _opt_expert(ln, "Note", "Sequence", f"option length should be {want}", "tcp.option.len.invalid")
-        for text, a, b, abbrev, v in rows:
+            if (o, "tcp.option.len.invalid") in got:
+                _item_expert(ln, got[(o, "tcp.option.len.invalid")])
+        for text, a, b, abbrev, v, ex in rows:
             row = opt.add(text, a, b, abbrev or None, v)
-            if text == "D-SACK Sequence":
-                expert_node(row, "Warning", "D-SACK Sequence", "tcp.options.sack.dsack")
-            elif text == "suboption would go past end of option":
-                _opt_expert(row, "Error", "Malformed", text, "tcp.suboption_malformed")
-            elif abbrev == "tcp.options.wscale.shift" and val[0] > 14:
-                _opt_expert(row, "Warning", "Protocol", "Window scale shift exceeds 14", "tcp.options.wscale.shift.invalid")
+            if ex and (o, ex) in got:
+                _item_expert(row, got[(o, ex)])
     if threw is not None:
         return True
-    if parsed.stop is not None:
-        why, o = parsed.stop
-        s = at + o
-        if why == OPT_PADDING:
-            text, abbrev, sev, group, end = "Non-zero header padding", "tcp.non_zero_bytes_after_eol", "Error", "Protocol", at + len(opts)
-        else:
-            olen = opts[o + 1] if o + 1 < len(opts) else 0
-            unit = "byte" if olen == 1 else "bytes"
-            text, end = {OPT_NO_LENGTH: (f"{_opt_word(opts[o])} (length byte past end of options)", s + 1),
-                         OPT_TOO_SHORT: (f"{_opt_word(opts[o])} (with too-short option length = {olen} {unit})", s + 2),
-                         # (over the bytes left after a kind and a length byte, from the option's start: tshark's)
-                         OPT_PAST_END: (f"{_opt_word(opts[o])} (option length = {olen} {unit} says option goes past end of options)",
-                                        s + len(opts) - o - 2)}[why]
-            abbrev, sev, group = "tcp.option.len.invalid", "Note", "Sequence"
-        _opt_expert(on.add(text, s, end), sev, group, text, abbrev)
-    elif syn and not any(k == 2 for k, _, _ in parsed):
-        # (tshark makes this check after a walk that reached the options' end only)
-        _opt_expert(on, "Note", "Protocol", "The SYN packet does not contain a MSS option", "tcp.options.mss.absent")
+    for it in items:
+        if it.where == OWN_LINE:
+            # the bytes tshark's line covers where the walk stopped: the padding to the options'
+            # end; the kind; the kind and length byte; the bytes left after a kind and a length
+            # byte, from the option's start
+            o = it.offset
+            s = at + o
+            why = parsed.stop[0] if parsed.stop is not None else OPT_PADDING
+            end = {OPT_PADDING: at + len(opts), OPT_NO_LENGTH: s + 1, OPT_TOO_SHORT: s + 2, OPT_PAST_END: s + len(opts) - o - 2}[why]
+            _item_expert(on.add(it.text, s, end), it)
+        elif it.abbrev == "tcp.options.mss.absent":
+            _item_expert(on, it)
     return False
 
 

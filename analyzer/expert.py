@@ -6,7 +6,11 @@
   ``analyzer.tcp_analysis`` (retransmissions, duplicate ACKs with their number, window
   problems, keep-alives…), the connection items of the TCP header (``tcp.connection.syn``,
   ``.synack``, ``.fin``, ``.fin_active``/``.fin_passive`` — who closed first, per tshark
-  conversation —, ``.rst``) and D-SACK blocks (``tcp.options.sack.dsack``);
+  conversation —, ``.rst``) and the TCP options' items as the packet detail tree hangs them
+  (``analyzer.fields.tcp.option_items``: D-SACK blocks ``tcp.options.sack.dsack``, a length wrong
+  or running past the options ``tcp.option.len.invalid``, ``tcp.non_zero_bytes_after_eol``,
+  ``tcp.options.mss.absent``/``.present``, ``tcp.nop``, ``tcp.options.wscale.shift.invalid``,
+  ``tcp.suboption_malformed``, and the ``_ws.malformed.expert`` of a SACK option tshark throws on);
 - HTTP/1.x request and response lines (``http.chat``: Chat/Sequence, on the packet where tshark
   shows the message: the request's, or the response body's last packet);
 - wirefall's own facts (``origin == WIREFALL``, no tshark counterpart): where the TCP analysis
@@ -33,6 +37,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
+from functools import partial
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -40,7 +45,7 @@ from typing import Any
 from wirefall.dissectors.registry import find
 
 from .model import Analysis, Frame, NoteKind, note_kind
-from .packet import tcp_options
+from .packet import OPT_NO_LENGTH, OPT_PAST_END, OPT_TOO_SHORT
 
 # ------------------------------------------------------------------ types
 
@@ -114,14 +119,22 @@ class ExpertItem:
 
     @property
     def summary(self) -> str:
-        fmt = MESSAGES.get(self.kind)
-        if fmt is None:
-            return str(self.args[0]) if self.args else self.kind
-        return fmt.format(*self.args)
+        return message(self.kind, self.args)
 
 
-# expert field -> summary template (the fixed texts are tshark's)
-MESSAGES: dict[str, str] = {
+def message(kind: str, args: tuple = ()) -> str:
+    """The words of expert item ``kind`` with ``args`` (``MESSAGES``; a kind tshark words more
+    than one way, by its first argument)."""
+    fmt = MESSAGES.get(kind)
+    if fmt is None:
+        return str(args[0]) if args else kind
+    if isinstance(fmt, dict):
+        fmt = fmt[args[0]]
+    return fmt.format(*args)
+
+
+# expert field -> summary template (the fixed texts are tshark's), or {first argument: template}
+MESSAGES: dict[str, str | dict[str, str]] = {
     "tcp.analysis.retransmission": "This frame is a (suspected) retransmission",
     "quic.retransmission": "This QUIC frame has a reused stream offset (retransmission?)",
     "tcp.analysis.fast_retransmission": "This frame is a (suspected) fast retransmission",
@@ -145,6 +158,20 @@ MESSAGES: dict[str, str] = {
     "tcp.connection.fin_passive": "This frame undergoes the connection closing",
     "tcp.connection.rst": "Connection reset (RST)",
     "tcp.options.sack.dsack": "D-SACK Sequence",
+    # the TCP options' (analyzer.fields.tcp.option_items; packet-tcp.c's words)
+    "tcp.nop": "4 NOP in a row - a router may have removed some options",
+    "tcp.options.mss.present": "The non-SYN packet does contain a MSS option",
+    "tcp.options.mss.absent": "The SYN packet does not contain a MSS option",
+    "tcp.options.wscale.shift.invalid": "Window scale shift exceeds 14",
+    "tcp.suboption_malformed": "suboption would go past end of option",
+    "tcp.non_zero_bytes_after_eol": "Non-zero header padding",
+    "tcp.option.len.invalid": {  # (args: how, then the option's words, its length byte and "byte"/"bytes")
+        "length": "option length should be {1}",
+        OPT_NO_LENGTH: "{1} (length byte past end of options)",
+        OPT_TOO_SHORT: "{1} (with too-short option length = {2} {3})",
+        OPT_PAST_END: "{1} (option length = {2} {3} says option goes past end of options)",
+    },
+    "_ws.malformed.expert": "Malformed Packet (Exception occurred)",
     "http.chat": "{0}\\r\\n",  # the request or status line, as tshark shows it (with a literal \r\n)
     "wirefall.malformed": "{0} {1}: {2}",
     "wirefall.stream_error": "{0} {1}: {2}",
@@ -180,21 +207,22 @@ _HALF = 0x80000000
 M32 = 0xFFFFFFFF
 
 
-def _dsack(opts: bytes, ack: int, rel) -> int:
-    """How many D-SACK items (``tcp.options.sack.dsack``) tshark 4.0 adds on TCP options
-    ``opts``: one per SACK option its test marks (``analyzer.fields.tcp.sack_marks``, the
-    D-SACK fields' test; ``ack`` and ``rel`` as there) whose first block is whole — on one
-    without, tshark throws before the item (checked on built segments against tshark 4.0:
-    tests/test_dsack29.py, tests/test_tcp_options37.py)."""
-    from .fields.tcp import sack_marks
+def _sack_terms(ta, n: int, ack: int, has_ack: int):
+    """The D-SACK test's terms on packet ``n`` (``analyzer.fields.tcp.sack_marks``): the
+    blocks relative to the other side's base, the ACK too when the flag is set; tshark tests a
+    segment without ACK too (an RST carrying SACK blocks), against its ACK field as it is
+    (tests/test_tcp_diff29.py)."""
+    rb = ta.relative(n, 0, 0)[1] or 0  # (minus that base; tshark's is 0 when it knows none)
 
-    walked = tcp_options(opts)
-    marks = sack_marks(walked, ack, rel)[0]
-    return sum(1 for v, m in zip([v for k, v, _ in walked if k == 5], marks) if m and len(v) >= 8)
+    def rel(x: int) -> int:
+        return (x + rb) & M32
+
+    return (rel(ack) if has_ack else ack), rel
 
 
 def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
     from .fields.packet import decode_layers
+    from .fields.tcp import option_items, plain_options
 
     ta_mod = _tcp_tables()
     ta = ta_mod.tcp_analysis(an, source)
@@ -244,15 +272,13 @@ def _tcp_items(an: Analysis, source) -> list[ExpertItem]:
                 add(ExpertItem(Severity.NOTE, SEQ, T, "tcp.connection.fin_active", (), n, cid, W))
         if t & _RST:
             add(ExpertItem(Severity.WARN, SEQ, T, "tcp.connection.rst", (), n, cid, W))
-        opts = buf[j + L.tcp_off + 20 : j + min(L.tcp_off + h[4], ln)] if h is not None and h[4] > 20 else b""
-        if 5 in opts:  # (a SACK option may be there)
-            # the blocks relative to the other side's base, the ACK too when the flag is set;
-            # tshark tests a segment without ACK too (an RST carrying SACK blocks), against its
-            # ACK field as it is (tests/test_tcp_diff29.py)
-            rb = ta.relative(n, 0, 0)[1] or 0  # (minus that base; tshark's is 0 when it knows none)
-            rel = lambda x, rb=rb: (x + rb) & M32  # noqa: E731
-            for _ in range(_dsack(opts, rel(h[3]) if t & _ACK else h[3], rel)):
-                add(ExpertItem(Severity.WARN, SEQ, T, "tcp.options.sack.dsack", (), n, cid, W))
+        if h is not None and h[4] > 20:
+            # the options' items (option_items: the tree's too), but for the common layouts
+            # that raise none, told without a walk (plain_options)
+            opts = buf[j + L.tcp_off + 20 : j + min(L.tcp_off + h[4], ln)]
+            if opts and not plain_options(opts, t & _SYN):
+                for it in option_items(opts, bool(t & _SYN), partial(_sack_terms, ta, n, h[3], t & _ACK)):
+                    add(ExpertItem(it.severity, it.group, T, it.abbrev, it.args, n, cid, W))
         f = flags[i]
         if f:
             for bit, kind, sev in _TCP_FLAG_ITEMS:

@@ -404,7 +404,10 @@ def write(path: Path, fl: list[list[tuple[float, bytes]]]) -> list[int]:
 
 
 _COMPARED = re.compile(r"^(This frame is a|This frame (initiates|undergoes)|Previous segment|ACKed segment|TCP |Duplicate ACK|"
-                       r"Connection (establish|finish|reset)|D-SACK|A new tcp|ACK to a TCP)")
+                       r"Connection (establish|finish|reset)|D-SACK|A new tcp|ACK to a TCP|"
+                       # the TCP option items (session 37: analyzer/fields/tcp.option_items)
+                       r"4 NOP in a row|The (non-)?SYN packet does|Window scale shift|suboption would|Non-zero header padding|"
+                       r"option length|[^:]*\((length byte past|with too-short|option length =)|Malformed Packet)")
 
 
 def _tshark_expert(path: Path, prefs: tuple[str, ...] = ()) -> dict[int, collections.Counter]:

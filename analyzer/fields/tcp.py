@@ -5,7 +5,12 @@ and its RTT, bytes in flight, bytes since the last PSH, a retransmission's RTO) 
 analyzer/tcp_analysis.py, computed on first use as far as the packet asked about."""
 from __future__ import annotations
 
-from ..packet import tcp_options, wscale_option
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..expert import Group, Severity, message
+from ..packet import OPT_PADDING, TcpOptions, tcp_options, wscale_option
 from ._util import packet_field as P
 from .packet import decode_layers
 from .types import BOOL, BYTES, FLOAT, INT, NONE, PROTO, UINT, Protocol
@@ -156,6 +161,159 @@ def is_dsack(re1: int, ack: int, le2: int | None = None, re2: int | None = None)
     below the ACK (§4.1.1), or inside the second block, le2 < re1 <= re2 (§4.1.2).  The one
     test of the D-SACK fields here and of analyzer.expert's item."""
     return _le_seq(re1, ack) or (le2 is not None and re2 is not None and _lt_seq(le2, re1) and _le_seq(re1, re2))
+
+
+# ------------------------------------------------------------------ the options' expert items
+
+# the words tshark 4.0 names each option by (its dissectors': the "Options:" line, "TCP Option -
+# …", a stop's note); a kind of none of these is its "Unknown (0xNN)"
+OPT_WORDS = {0: "End of Option List (EOL)", 1: "No-Operation (NOP)", 2: "Maximum segment size", 3: "Window scale", 4: "SACK permitted",
+             5: "SACK", 6: "Echo", 7: "Echo reply", 8: "Timestamps", 11: "CC", 12: "CC.NEW", 13: "CC.ECHO", 19: "TCP MD5 signature",
+             20: "SCPS capabilities", 21: "Selective Negative Acknowledgment", 22: "SCPS record boundary",
+             23: "SCPS corruption experienced", 27: "Quick-Start", 28: "User Timeout", 29: "TCP AO", 30: "MPTCP", 34: "TCP Fast Open",
+             76: "Riverbed Probe", 78: "Riverbed Transparency", 172: "Accurate ECN", 174: "Accurate ECN", 253: "Experimental",
+             254: "Experimental"}
+# the length tshark's dissector of an option requires ("option length should be N", a Note;
+# each kind's seen in tshark 4.0.17 on a 4-byte option of it)
+OPT_LENGTH = {2: 4, 3: 3, 4: 2, 6: 6, 7: 6, 8: 10, 11: 6, 12: 6, 13: 6, 19: 18, 21: 6, 22: 2, 23: 2, 27: 8, 28: 4}
+
+
+def opt_word(kind: int) -> str:
+    return OPT_WORDS.get(kind) or f"Unknown (0x{kind:02x})"
+
+
+# where tshark hangs an option item in its tree (OptionItem.where)
+ON_OPTIONS = "options"  # the "Options:" line (4 NOPs in a row, a SYN without MSS)
+ON_OPTION = "option"  # its option's "TCP Option - …" line, first (an MSS on a segment without SYN)
+ON_LENGTH = "length"  # its option's "Length:" line (a length wrong for the kind)
+ON_VALUE = "value"  # a line of its option's value (the shift, a cut SACK block, the D-SACK block)
+OWN_LINE = "own line"  # a line of its own under "Options:", at the byte the walk stopped
+AFTER_TCP = "after"  # "[Malformed Packet: TCP]" after the TCP tree (tshark threw in the option)
+
+
+class OptionItem(NamedTuple):
+    """An expert item tshark 4.0 raises on a segment's TCP options: its expert field, severity
+    and group, the arguments its words are made from (``analyzer.expert.message``), the byte
+    of the options it is about (the option's first — the fourth NOP's, where the walk stopped
+    —, -1: the options as a whole) and where tshark hangs it (``ON_OPTIONS`` …)."""
+
+    abbrev: str
+    severity: Severity
+    group: Group
+    args: tuple
+    offset: int
+    where: str
+
+    @property
+    def text(self) -> str:
+        return message(self.abbrev, self.args)
+
+
+class OptionItems(list[OptionItem]):
+    """``option_items``' answer: the items in tshark's tree order, and what they were decided
+    on — ``walk`` (``tcp_options``), ``marks`` and ``threw`` (``sack_marks``; no SACK option:
+    [] and None) — for the tree's lines."""
+
+    walk: TcpOptions
+    marks: list[bool]
+    threw: int | None
+
+
+_NOP_TS = b"\x01\x01\x08\x0a"
+# the SYNs' usual options, which raise nothing: MSS, then Linux's SACK_PERM TS NOP WS, Windows'
+# NOP WS NOP NOP SACK_PERM, macOS's NOP WS NOP NOP TS SACK_PERM EOL EOL, or MSS NOP NOP SACK_PERM
+# NOP WS, or MSS alone (a shift of at most 14)
+_PLAIN_SYN = re.compile(rb"\x02\x04..(?:\x04\x02\x08\x0a.{8}\x01\x03\x03[\x00-\x0e]|\x01\x03\x03[\x00-\x0e]\x01\x01\x04\x02"
+                        rb"|\x01\x03\x03[\x00-\x0e]\x01\x01\x08\x0a.{8}\x04\x02\x00\x00|\x01\x01\x04\x02\x01\x03\x03[\x00-\x0e]|)",
+                        re.S)
+
+
+def plain_options(opts: bytes, syn: bool) -> bool:
+    """Whether options ``opts`` are of a common layout that raises no item (``option_items``
+    finds none), told without walking them: a segment's NOP NOP Timestamps (12 bytes, the
+    usual data segment's), a SYN's usual MSS/SACK_PERM/TS/NOP/WS (``_PLAIN_SYN``).  False says
+    nothing: walk them."""
+    if syn:
+        return _PLAIN_SYN.fullmatch(opts) is not None
+    return len(opts) == 12 and opts.startswith(_NOP_TS)
+
+
+def option_items(opts, syn: bool, sack_terms: Callable[[], tuple[int, Callable[[int], int]]]) -> OptionItems:
+    """The expert items tshark 4.0 raises on TCP options ``opts`` of a segment (``syn``: its
+    SYN flag), in its tree's order — the one decision of them, which the detail tree
+    (analyzer.detail._options_node) hangs on its lines and ``wirefall expert``
+    (analyzer.expert._tcp_items) lists.  ``sack_terms()`` gives the D-SACK test's ACK and its
+    map of a raw edge to a relative one (``sack_marks``), asked for only when a SACK option is
+    walked.  Each as packet-tcp.c raises it (checked on built segments: tests/test_tcp_options37.py
+    (the tree), tests/test_tcp_expert37.py (the list)):
+
+    - ``tcp.nop`` (Warning/Protocol): the fourth NOP in a row — counted within a 32-bit word of
+      the header: a NOP at a word's start goes on counting only from 0, else the count starts
+      again; other options do not end a row;
+    - ``tcp.options.mss.present`` (Warning/Protocol): an MSS option on a segment without SYN;
+    - ``tcp.option.len.invalid`` (Note/Sequence): "option length should be N" (``OPT_LENGTH``);
+      and where the walk stops on a length byte missing, below 2 or running past the options;
+    - ``tcp.options.wscale.shift.invalid`` (Warning/Protocol): a shift over 14;
+    - ``tcp.suboption_malformed`` (Error/Malformed): a SACK option whose blocks are cut;
+    - ``tcp.options.sack.dsack`` (Warning/Sequence): a SACK option the D-SACK test marks, with
+      a whole first block; marked without one, tshark throws: ``_ws.malformed.expert``
+      (Error/Malformed, "Malformed Packet") and nothing after it;
+    - ``tcp.non_zero_bytes_after_eol`` (Error/Protocol): a byte other than EOL after an EOL;
+    - ``tcp.options.mss.absent`` (Note/Protocol): a SYN without MSS — only after a walk that
+      reached the options' end."""
+    walk = tcp_options(opts)
+    out = OptionItems()
+    out.walk, out.marks, out.threw = walk, [], None
+    add = out.append
+    shown: list[tuple[int, bytes, int]] = walk
+    for k, _, _ in walk:
+        if k == 5:
+            out.marks, out.threw = sack_marks(walk, *sack_terms())
+            if out.threw is not None:
+                shown = walk[: out.threw + 1]
+            break
+    W, N, E = Severity.WARN, Severity.NOTE, Severity.ERROR
+    P, S = Group.PROTOCOL, Group.SEQUENCE
+    nops = sacks = 0
+    mss = False
+    for kind, val, o in shown:
+        if kind <= 1:
+            if kind == 1:
+                if nops == 0 or o % 4:
+                    nops += 1
+                    if nops == 4:
+                        add(OptionItem("tcp.nop", W, P, (), o, ON_OPTIONS))
+                else:
+                    nops = 0
+            continue
+        if kind == 2:
+            mss = True
+            if not syn:
+                add(OptionItem("tcp.options.mss.present", W, P, (), o, ON_OPTION))
+        want = OPT_LENGTH.get(kind)
+        if want is not None and want != len(val) + 2:
+            add(OptionItem("tcp.option.len.invalid", N, S, ("length", want), o, ON_LENGTH))
+        if kind == 3:
+            if len(val) == 1 and val[0] > 14:
+                add(OptionItem("tcp.options.wscale.shift.invalid", W, P, (), o, ON_VALUE))
+        elif kind == 5:
+            if len(val) % 8:
+                add(OptionItem("tcp.suboption_malformed", E, Group.MALFORMED, (), o, ON_VALUE))
+            if sacks < len(out.marks) and out.marks[sacks] and len(val) >= 8:
+                add(OptionItem("tcp.options.sack.dsack", W, S, (), o, ON_VALUE))
+            sacks += 1
+    if out.threw is not None:
+        add(OptionItem("_ws.malformed.expert", E, Group.MALFORMED, (), walk[out.threw][2], AFTER_TCP))
+    elif walk.stop is not None:
+        why, o = walk.stop
+        if why == OPT_PADDING:
+            add(OptionItem("tcp.non_zero_bytes_after_eol", E, P, (), o, OWN_LINE))
+        else:
+            olen = opts[o + 1] if o + 1 < len(opts) else 0
+            add(OptionItem("tcp.option.len.invalid", N, S, (why, opt_word(opts[o]), olen, "byte" if olen == 1 else "bytes"), o, OWN_LINE))
+    elif syn and not mss:
+        add(OptionItem("tcp.options.mss.absent", N, P, (), -1, ON_OPTIONS))
+    return out
 
 
 def _lt_seq(a: int, b: int) -> bool:
