@@ -44,6 +44,7 @@ import dpkt
 from wirefall.dissectors.registry import REGISTRY, find
 from wirefall.dissectors.tls import ContentType
 
+from .fields.tcp import AFTER_TCP, OPT_WORDS, OWN_LINE, dissected, opt_word, option_items
 from .info import frame_text
 from .model import PROTO_NAMES, Analysis, Frame
 from .packet import LINKTYPE_NAMES, OPT_NO_LENGTH, OPT_PADDING, OPT_PAST_END, OPT_TOO_SHORT, Decoder, Layers, layers, tcp_options
@@ -517,12 +518,12 @@ def _flag_expert(bit: int, flags: int, sport: int, dport: int) -> tuple[str, str
     return None
 
 
-def expert_node(parent: Node, severity: str, text: str, abbrev: str | None = None) -> Node:
+def expert_node(parent: Node, severity: str, text: str, abbrev: str | None = None, group: str = "Sequence") -> Node:
     """An expert item in the tree, as Wireshark nests it under the item it is about."""
-    e = parent.add(f"[Expert Info ({severity}/Sequence): {text}]")
+    e = parent.add(f"[Expert Info ({severity}/{group}): {text}]")
     e.add(f"[{text}]", abbrev=abbrev, value="")
     e.add(f"[Severity level: {severity}]")
-    e.add("[Group: Sequence]")
+    e.add(f"[Group: {group}]")
     return e
 
 
@@ -540,29 +541,19 @@ _OPT_KINDS = {0: "End of Option List", 1: "No-Operation", 2: "Maximum Segment Si
               254: "RFC3692-style Experiment 2"}
 
 
-def _opt_expert(parent: Node, severity: str, group: str, text: str, abbrev: str) -> None:
-    """An expert item of the options' (``expert_node``'s, of any group)."""
-    e = parent.add(f"[Expert Info ({severity}/{group}): {text}]")
-    e.add(f"[{text}]", abbrev=abbrev, value="")
-    e.add(f"[Severity level: {severity}]")
-    e.add(f"[Group: {group}]")
-
-
 def _item_expert(parent: Node, item) -> None:
     """An option's expert item (``analyzer.fields.tcp.OptionItem``) under ``parent``."""
-    _opt_expert(parent, item.severity.label, item.group.label, item.text, item.abbrev)
+    expert_node(parent, item.severity.label, item.text, item.abbrev, item.group.label)
 
 
-def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, ack: int, syn: bool) -> bool:
+def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, ack: int, syn: bool):
     """The TCP options as tshark 4.0's tree: ``Options: (N bytes), <each option's name>``, then
     one ``TCP Option - …`` node each with its kind, length and values, and the expert items
     tshark adds on them — where the walk stopped, a wrong length, four NOPs in a row, a window
     scale shift over 14, a SYN without MSS or an MSS without SYN, a SACK block cut short, D-SACK
     blocks — as ``analyzer.fields.tcp.option_items`` decides them (``ack``: the D-SACK test's
-    ACK), each hung where tshark hangs it.  True when tshark throws on a SACK option (its tree
-    ends there)."""
-    from .fields.tcp import OPT_WORDS, OWN_LINE, opt_word, option_items
-
+    ACK), each hung where tshark hangs it.  Where tshark throws on a SACK option (its tree ends
+    there), that "Malformed Packet" item (``AFTER_TCP``, for the caller to hang), else None."""
     items = option_items(opts, syn, lambda: (ack, partial(_rel, base=rbase)))
     parsed, marks, threw = items.walk, items.marks, items.threw
     got = {(it.offset, it.abbrev): it for it in items if it.where != OWN_LINE}
@@ -637,7 +628,7 @@ def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, ack: int,
             if ex and (o, ex) in got:
                 _item_expert(row, got[(o, ex)])
     if threw is not None:
-        return True
+        return next(it for it in items if it.where == AFTER_TCP)
     for it in items:
         if it.where == OWN_LINE:
             # the bytes tshark's line covers where the walk stopped: the padding to the options'
@@ -650,7 +641,7 @@ def _options_node(node: Node, opts: bytes, at: int, rbase: int | None, ack: int,
             _item_expert(on.add(it.text, s, end), it)
         elif it.abbrev == "tcp.options.mss.absent":
             _item_expert(on, it)
-    return False
+    return None
 
 
 _INFO_FLAGS = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"), (0x40, "ECE"), (0x80, "CWR"), (0x100, "AE"))
@@ -823,7 +814,7 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
     _leaf(node, "Checksum", f"0x{tcp.sum:04x}", p + 16, p + 18, "tcp.checksum", shown=f"0x{tcp.sum:04x} [unverified]")
     node.add("[Checksum Status: Unverified]", abbrev="tcp.checksum.status", value="2")
     _leaf(node, "Urgent Pointer", str(tcp.urp), p + 18, p + 20, "tcp.urgent_pointer")
-    threw = False
+    threw = None
     if opts:
         # (the D-SACK test's ACK: relative with the flag set, else the field as it is)
         threw = _options_node(node, opts, p + 20, rbase, ack if flags & 0x10 else tcp.ack, bool(flags & 0x02))
@@ -832,12 +823,12 @@ def _tcp_node(out: list[Node], analysis: Analysis, source, n: int, data: bytes, 
         rel_t, delta = fv["tcp.time_relative"][0], fv["tcp.time_delta"][0]
         ts.add(f"[Time since first frame in this TCP stream: {rel_t:.9f} seconds]", abbrev="tcp.time_relative", value=f"{rel_t:.9f}")
         ts.add(f"[Time since previous frame in this TCP stream: {delta:.9f} seconds]", abbrev="tcp.time_delta", value=f"{delta:.9f}")
-    if threw:
+    if threw is not None:
         # tshark threw in the options (analyzer.fields.tcp.sack_marks): its TCP tree ends with
         # the timestamps, a "Malformed Packet" after it
         out.append(node)
         m = Node("[Malformed Packet: TCP]", [], -1, -1)
-        _opt_expert(m, "Error", "Malformed", "Malformed Packet (Exception occurred)", "_ws.malformed.expert")
+        _item_expert(m, threw)
         out.append(m)
         return None
     _seq_ack_node(node, ta, n)
@@ -1568,13 +1559,9 @@ def _row_columns(analysis: Analysis, source, n: int, data: bytes | None = None) 
             info += f" Ack={ack if ra is None else ra}"
         info += f" Win={ta.window(n, win)} Len={plen}"
         rbase = None if ra is None else (ack - ra) & 0xFFFFFFFF
-        parsed = tcp_options(opts)  # (the option dissectors' words, as tshark adds them to the column)
-        threw = None
-        if any(k == 5 and len(v) < 8 for k, v, _ in parsed):  # (a SACK option tshark may throw on: _options_node)
-            from .fields.tcp import sack_marks
-
-            threw = sack_marks(parsed, (ack if ra is None else ra) if flags & 0x10 else ack, partial(_rel, base=rbase))[1]
-        for kind, val, _ in parsed if threw is None else parsed[: threw + 1]:
+        # (the option dissectors' words, as tshark adds them to the column, up to a SACK option it throws on)
+        shown, threw = dissected(tcp_options(opts), lambda: ((ack if ra is None else ra) if flags & 0x10 else ack, partial(_rel, base=rbase)))
+        for kind, val, _ in shown:
             if kind == 2 and len(val) == 2:
                 info += f" MSS={struct.unpack('!H', val)[0]}"
             elif kind == 4:

@@ -48,12 +48,7 @@ def _options(pv) -> list:
     t = L.tcp
     if t is None or t[4] <= 20:
         return []
-    opts = tcp_options(pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)])
-    if any(k == 5 and len(v) < 8 for k, v, _ in opts):  # (only such a SACK option can make tshark throw)
-        threw = sack_marks(opts, *_dsack_terms(pv))[1]
-        if threw is not None:
-            return opts[: threw + 1]
-    return opts
+    return dissected(tcp_options(pv.data[L.tcp_off + 20 : min(L.tcp_off + t[4], L.l4_end)]), lambda: _dsack_terms(pv))[0]
 
 
 def _option(kind: int, size: int, part: slice):
@@ -153,6 +148,18 @@ def sack_marks(opts, ack: int, rel) -> tuple[list[bool], int | None]:
         if mark and len(v) < 8:
             return marks, i
     return marks, None
+
+
+def dissected(walk, sack_terms) -> tuple[list, int | None]:
+    """The options of ``walk`` (``tcp_options``) tshark dissects — all, or up to the SACK option
+    it throws on (``sack_marks``) — and that option's index, or None.  ``sack_terms()`` gives
+    the D-SACK test's ACK and edge map, asked for only where a SACK option is short (only such
+    a one can make tshark throw)."""
+    if any(k == 5 and len(v) < 8 for k, v, _ in walk):
+        threw = sack_marks(walk, *sack_terms())[1]
+        if threw is not None:
+            return walk[: threw + 1], threw
+    return walk, None
 
 
 def is_dsack(re1: int, ack: int, le2: int | None = None, re2: int | None = None) -> bool:

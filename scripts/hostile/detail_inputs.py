@@ -34,23 +34,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dpkt import in_cksum  # (the Internet checksum, RFC 1071)
+
 CLIENT, SERVER = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 CPORT = 40000
 SYN, ACK, PSH, FIN = 0x02, 0x10, 0x08, 0x01
 
 
-def _csum(b: bytes) -> int:
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def _ip(src: bytes, dst: bytes, proto: int, payload: bytes) -> bytes:
     h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 0, 0x4000, 64, proto, 0, src, dst)
-    return h[:10] + struct.pack("!H", _csum(h)) + h[12:] + payload
+    return h[:10] + struct.pack("!H", in_cksum(h)) + h[12:] + payload
 
 
 def _eth(ip: bytes) -> bytes:
